@@ -1,0 +1,28 @@
+#include "base/base64.h"
+
+#include <gtest/gtest.h>
+
+namespace kplane {
+namespace {
+
+TEST(Base64Test, RoundTripsRfcVectors) {
+  const std::pair<std::string, std::string> cases[] = {
+      {"", ""},         {"f", "Zg=="},         {"fo", "Zm8="},
+      {"foo", "Zm9v"},  {"foob", "Zm9vYg=="},  {"fooba", "Zm9vYmE="},
+      {"foobar", "Zm9vYmFy"}, {std::string("k8s\0", 4), "azhzAA=="}};
+  for (const auto& [plain, enc] : cases) {
+    EXPECT_EQ(Base64Encode(plain), enc);
+    auto dec = Base64Decode(enc);
+    ASSERT_TRUE(dec.ok());
+    EXPECT_EQ(*dec, plain);
+  }
+}
+
+TEST(Base64Test, RejectsGarbage) {
+  EXPECT_FALSE(Base64Decode("a$==").ok());
+  EXPECT_FALSE(Base64Decode("abcde").ok());
+  EXPECT_EQ(*Base64Decode("Zm8"), "fo");  // unpadded accepted
+}
+
+}  // namespace
+}  // namespace kplane

@@ -1,0 +1,151 @@
+#include "base/strings.h"
+
+#include <cctype>
+#include <charconv>
+#include <cstdio>
+#include <cstdlib>
+
+namespace kplane {
+
+std::vector<std::string> StrSplit(std::string_view s, char sep) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (true) {
+    size_t pos = s.find(sep, start);
+    if (pos == std::string_view::npos) {
+      out.emplace_back(s.substr(start));
+      return out;
+    }
+    out.emplace_back(s.substr(start, pos - start));
+    start = pos + 1;
+  }
+}
+
+std::string StrJoin(const std::vector<std::string>& parts,
+                    std::string_view sep) {
+  std::string out;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (i) out += sep;
+    out += parts[i];
+  }
+  return out;
+}
+
+std::string_view StripWhitespace(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) {
+    s.remove_prefix(1);
+  }
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+
+std::string ToLower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(c));
+  return out;
+}
+
+std::optional<int64_t> ParseInt64(std::string_view s) {
+  if (!s.empty() && s.front() == '+') s.remove_prefix(1);
+  int64_t v;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size() || s.empty()) {
+    return std::nullopt;
+  }
+  return v;
+}
+
+std::optional<uint64_t> ParseUint64(std::string_view s) {
+  uint64_t v;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size() || s.empty()) {
+    return std::nullopt;
+  }
+  return v;
+}
+
+std::optional<double> ParseDouble(std::string_view s) {
+  if (s.empty()) return std::nullopt;
+  std::string tmp(s);
+  char* end = nullptr;
+  double v = std::strtod(tmp.c_str(), &end);
+  if (end != tmp.c_str() + tmp.size()) return std::nullopt;
+  return v;
+}
+
+std::optional<bool> ParseBool(std::string_view s) {
+  if (s == "1" || s == "t" || s == "T" || s == "TRUE" || s == "true" ||
+      s == "True") {
+    return true;
+  }
+  if (s == "0" || s == "f" || s == "F" || s == "FALSE" || s == "false" ||
+      s == "False") {
+    return false;
+  }
+  return std::nullopt;
+}
+
+std::string HexDump(std::string_view bytes) {
+  std::string out;
+  char buf[4];
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    std::snprintf(buf, sizeof(buf), "%02x", static_cast<uint8_t>(bytes[i]));
+    if (i) out += ' ';
+    out += buf;
+  }
+  return out;
+}
+
+std::optional<int64_t> ParseGoDuration(std::string_view s) {
+  if (s.empty()) return std::nullopt;
+  bool neg = false;
+  if (s.front() == '-' || s.front() == '+') {
+    neg = s.front() == '-';
+    s.remove_prefix(1);
+  }
+  if (s == "0") return 0;
+  double total = 0;
+  bool any = false;
+  while (!s.empty()) {
+    size_t i = 0;
+    while (i < s.size() &&
+           (std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '.')) {
+      ++i;
+    }
+    if (i == 0) return std::nullopt;
+    auto num = ParseDouble(s.substr(0, i));
+    if (!num) return std::nullopt;
+    s.remove_prefix(i);
+    size_t j = 0;
+    while (j < s.size() && !std::isdigit(static_cast<unsigned char>(s[j])) &&
+           s[j] != '.') {
+      ++j;
+    }
+    std::string_view unit = s.substr(0, j);
+    s.remove_prefix(j);
+    double mult;
+    if (unit == "ns") {
+      mult = 1;
+    } else if (unit == "us" || unit == "\xc2\xb5s") {
+      mult = 1e3;
+    } else if (unit == "ms") {
+      mult = 1e6;
+    } else if (unit == "s") {
+      mult = 1e9;
+    } else if (unit == "m") {
+      mult = 60e9;
+    } else if (unit == "h") {
+      mult = 3600e9;
+    } else {
+      return std::nullopt;
+    }
+    total += *num * mult;
+    any = true;
+  }
+  if (!any) return std::nullopt;
+  return static_cast<int64_t>(neg ? -total : total);
+}
+
+}  // namespace kplane

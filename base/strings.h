@@ -1,0 +1,36 @@
+// Small string helpers that the standard library lacks.
+#ifndef KPLANE_BASE_STRINGS_H_
+#define KPLANE_BASE_STRINGS_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kplane {
+
+// Splits on every occurrence of `sep`; "a,,b" -> {"a", "", "b"}; "" -> {""}.
+std::vector<std::string> StrSplit(std::string_view s, char sep);
+std::string StrJoin(const std::vector<std::string>& parts,
+                    std::string_view sep);
+std::string_view StripWhitespace(std::string_view s);
+std::string ToLower(std::string_view s);
+
+// Strict decimal parsing: the whole string must be a number in range.
+std::optional<int64_t> ParseInt64(std::string_view s);
+std::optional<uint64_t> ParseUint64(std::string_view s);
+std::optional<double> ParseDouble(std::string_view s);
+// Go's strconv.ParseBool: 1 t T TRUE true True / 0 f F FALSE false False.
+std::optional<bool> ParseBool(std::string_view s);
+
+// Hex dump of bytes for logs and errors: "6b 38 73 00".
+std::string HexDump(std::string_view bytes);
+
+// A duration like Go's time.ParseDuration: "100ms", "1.5s", "1m30s", "2h".
+// Returns nanoseconds.
+std::optional<int64_t> ParseGoDuration(std::string_view s);
+
+}  // namespace kplane
+
+#endif  // KPLANE_BASE_STRINGS_H_

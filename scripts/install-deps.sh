@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Installs every build and test dependency of kplane from Debian's packages.
+# Safe to run twice: apt-get install is idempotent and we skip the update when
+# everything is already present.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build ccache pkg-config git
+  libcpp-httplib-dev rapidjson-dev
+  libprotobuf-dev protobuf-compiler
+  librocksdb-dev libyaml-cpp-dev
+  libgtest-dev libgmock-dev googletest libbenchmark-dev
+  libssl-dev zlib1g-dev
+  etcd-server etcd-client
+  curl python3 procps xxd
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages already installed"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+echo "install-deps: installing ${missing[*]}"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# Debian's etcd-server package may start a system etcd on 2379; kplane's tests
+# start their own on ephemeral ports, so a system one is only noise.
+if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet etcd 2>/dev/null; then
+  $SUDO systemctl stop etcd || true
+fi
+echo "install-deps: done"

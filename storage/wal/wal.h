@@ -1,0 +1,127 @@
+// Wal: a segmented, checksummed, append-only write-ahead log.
+//
+// The replicated store writes every raft entry, hard state and snapshot
+// marker here and fsyncs before it acknowledges anything (storage/server).
+// The log knows nothing of raft: a record is (type, index, payload) and the
+// caller gives meaning to types. `index` is the raft index for entries (0 for
+// records without one); the log uses it only to name segments and to decide
+// which segments may be released. The byte format is in FORMAT.md.
+//
+// Life cycle:
+//   auto wal = Wal::Open(dir, options, [&](const Record& r) { replay(r); });
+//   wal->Append({...});  wal->Sync();        // durable after Sync returns
+//   if (wal->NeedsCut()) wal->Cut(next_index, {hard_state_record});
+//   wal->ReleaseBefore(snapshot_index);       // after a snapshot is durable
+//
+// Open() replays every record of every live segment, oldest first, and
+// repairs a torn tail (a record cut short or failing its checksum at the end
+// of the LAST segment is a write that never completed: the file is truncated
+// there). Damage anywhere else is Corruption: the node must not start.
+//
+// Errors are sticky (leveldb's bg_error_): after a failed write or fsync the
+// log refuses all further writes, because the file's contents are unknown.
+//
+// Thread-safety: not thread-safe; one owner (the raft loop) calls it.
+#ifndef KPLANE_STORAGE_WAL_WAL_H_
+#define KPLANE_STORAGE_WAL_WAL_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/statusor.h"
+
+namespace kplane::wal {
+
+struct Record {
+  uint8_t type = 0;
+  uint64_t index = 0;
+  std::string payload;
+};
+
+struct Options {
+  // A new segment is started once the current one reaches this size.
+  size_t segment_bytes = 64 << 20;
+  // Space reserved ahead with fallocate(KEEP_SIZE) so appends rarely
+  // allocate extents. 0 disables.
+  size_t preallocate_bytes = 64 << 20;
+};
+
+struct SegmentInfo {
+  uint64_t sequence;
+  uint64_t start_index;
+  std::string path;
+  uint64_t bytes;
+};
+
+class Wal {
+ public:
+  using ReplayFn = std::function<void(const Record&)>;
+
+  ~Wal();
+  Wal(const Wal&) = delete;
+  Wal& operator=(const Wal&) = delete;
+
+  // Opens the log in `dir`, creating the directory and a first segment when
+  // there is none. Calls `replay` for each record in log order.
+  static StatusOr<std::unique_ptr<Wal>> Open(const std::string& dir,
+                                             const Options& options,
+                                             const ReplayFn& replay);
+
+  // Appends records to the current segment (written to the OS, not synced).
+  Status Append(const std::vector<Record>& records);
+  Status Append(const Record& record);
+
+  // Makes every appended record durable (fdatasync).
+  Status Sync();
+
+  // True once the current segment has reached segment_bytes.
+  bool NeedsCut() const;
+
+  // Syncs and closes the current segment and starts a new one named after
+  // `next_index` (the index the next entry will carry), beginning with
+  // `header` (e.g. the current hard state and snapshot marker, so that older
+  // segments can be released without losing them). The new segment and the
+  // directory entry are synced before Cut returns.
+  Status Cut(uint64_t next_index, const std::vector<Record>& header);
+
+  // Deletes whole segments all of whose entries have index < `index`. The
+  // current segment is never deleted.
+  Status ReleaseBefore(uint64_t index);
+
+  std::vector<SegmentInfo> Segments() const;
+  // Bytes in all live segments.
+  uint64_t SizeBytes() const;
+
+ private:
+  Wal(std::string dir, Options options);
+  Status OpenForAppend(const SegmentInfo& seg, uint64_t valid_bytes);
+  Status CreateSegment(uint64_t sequence, uint64_t start_index);
+  Status WriteBuffered();
+
+  std::string dir_;
+  Options options_;
+  std::vector<SegmentInfo> segments_;  // oldest first; back() is current
+  int fd_ = -1;                        // current segment
+  int dir_fd_ = -1;
+  uint64_t offset_ = 0;  // bytes written to the current segment
+  uint64_t preallocated_to_ = 0;
+  std::string buffer_;  // encoded, not yet written
+  Status sticky_error_;
+};
+
+// Encoding helpers, exposed for tests and tools (e.g. a `kpctl` WAL dump).
+void EncodeRecord(const Record& r, std::string* out);
+// Parses one record at the start of `in`. Returns the bytes consumed, 0 for a
+// clean end (zero header, i.e. unwritten preallocated space), or an error for
+// a truncated or damaged record.
+StatusOr<size_t> DecodeRecord(std::string_view in, Record* out);
+
+std::string SegmentName(uint64_t sequence, uint64_t start_index);
+
+}  // namespace kplane::wal
+
+#endif  // KPLANE_STORAGE_WAL_WAL_H_

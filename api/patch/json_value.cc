@@ -83,8 +83,10 @@ std::string Serialize(const JsonValue& v, bool sorted) {
   return std::string(buf.GetString(), buf.GetSize());
 }
 
-// Go's strconv.FormatFloat(f, 'g', -1, 64): shortest round-trip digits, %e
-// form when the exponent is < -4 or >= 21.
+// Go's fmt "%v" of a float64, i.e. strconv.FormatFloat(f, 'g', -1, 64):
+// shortest round-trip digits; with shortest precision Go switches to the %e
+// form when the decimal exponent is < -4 or >= 6 (fmt.Println(1e6) prints
+// "1e+06").
 std::string GoFloat(double d) {
   if (std::isnan(d)) return "NaN";
   if (std::isinf(d)) return d > 0 ? "+Inf" : "-Inf";
@@ -106,7 +108,7 @@ std::string GoFloat(double d) {
     if (c != '.') digits.push_back(c);
   }
   std::string out = neg ? "-" : "";
-  if (exp < -4 || exp >= 21) {
+  if (exp < -4 || exp >= 6) {
     out += digits.substr(0, 1);
     if (digits.size() > 1) out += "." + digits.substr(1);
     char e[16];

@@ -247,6 +247,49 @@ TEST_F(HttpServerTest, StreamingRouteWithoutBodyGetsEof) {
   EXPECT_EQ(r->body, "eof");
 }
 
+TEST_F(HttpServerTest, StreamingBodyPausesForSlowConsumerAndResumes) {
+  // The consumer blocks on its first piece; the server must stop reading
+  // (bounded memory) and pick up again when the consumer catches up.
+  Latch release;
+  std::atomic<size_t> total{0};
+  Route("POST", "/upload",
+        [&](const HttpRequest&, std::shared_ptr<Responder> r) {
+          r->OnBodyData([&, r](std::string_view d, bool eof) {
+            if (total == 0) {
+              EXPECT_TRUE(release.Wait());
+            }
+            total += d.size();
+            if (eof) r->Respond(200, {}, std::to_string(total.load()));
+          });
+        },
+        {.stream_request_body = true});
+  HttpServerOptions o;
+  o.max_pending_body_bytes = 64 * 1024;
+  Start(o);
+  constexpr size_t kBody = 16 << 20;
+  auto s = Client().OpenStream("POST", "/upload");
+  ASSERT_TRUE(s.ok());
+  // (With the consumer stuck the sender cannot get even 4 MiB out: the
+  // server stops reading at 64 KiB pending and the socket buffers fill.)
+  Latch flowing;
+  std::thread sender([&] {
+    std::string piece(256 * 1024, 'p');
+    for (size_t sent = 0; sent < kBody; sent += piece.size()) {
+      EXPECT_TRUE((*s)->Send(piece).ok());
+      flowing.CountDown();
+    }
+    EXPECT_TRUE((*s)->CloseSend().ok());
+  });
+  EXPECT_TRUE(flowing.Wait());
+  release.CountDown();
+  std::string body;
+  auto more = (*s)->Read(&body, testing::kTestDeadline);
+  while (more.ok() && *more) more = (*s)->Read(&body, testing::kTestDeadline);
+  sender.join();
+  ASSERT_TRUE(more.ok()) << more.status();
+  EXPECT_EQ(body, std::to_string(kBody));
+}
+
 TEST_F(HttpServerTest, ExpectContinueIsAnswered) {
   Route("POST", "/upload", Echo());
   HttpServerOptions o;

@@ -91,6 +91,28 @@ TEST_F(HttpClientTest, ConnectionRefusedIsUnavailable) {
   EXPECT_EQ(r.status().code(), StatusCode::kUnavailable) << r.status();
 }
 
+TEST_F(HttpClientTest, ConnectTimeoutIsDeadlineExceeded) {
+  // A listener that never accepts: once its accept queue is full, Linux
+  // drops further SYNs and a connect can only time out.
+  auto listener = ListenTcp("127.0.0.1", 0, 1);
+  ASSERT_TRUE(listener.ok());
+  uint16_t port = *LocalPort(listener->get());
+  HttpClientOptions o;
+  o.connect_timeout = milliseconds(100);
+  std::vector<ScopedFd> fillers;
+  Status last;
+  for (int i = 0; i < 16 && last.ok(); ++i) {
+    auto fd = ConnectTcp("127.0.0.1", port, milliseconds(100));
+    if (fd.ok()) {
+      fillers.push_back(std::move(*fd));
+    } else {
+      HttpClient c("127.0.0.1", port, o);
+      last = c.Request("GET", "/").status();
+    }
+  }
+  EXPECT_EQ(last.code(), StatusCode::kDeadlineExceeded) << last;
+}
+
 TEST_F(HttpClientTest, ReadTimeoutIsDeadlineExceeded) {
   std::vector<std::shared_ptr<Responder>> parked;
   std::mutex mu;

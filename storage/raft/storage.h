@@ -76,6 +76,12 @@ class MemoryStorage : public Storage {
   StatusOr<raftpb::Snapshot> Snapshot() const override;
 
   void SetHardState(const raftpb::HardState& hs) { hard_state_ = hs; }
+  // Bootstrap helper: the configuration an empty storage reports (as if a
+  // snapshot at index 0 carried it). Only for clusters whose members all
+  // start this way; a node joining later must receive a real snapshot.
+  void SetInitialConfState(const raftpb::ConfState& cs) {
+    *snapshot_.mutable_metadata()->mutable_conf_state() = cs;
+  }
   const raftpb::HardState& hard_state() const { return hard_state_; }
 
   // Replaces the whole log with `snap` (a snapshot received from a leader).

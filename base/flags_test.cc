@@ -1,0 +1,75 @@
+#include "base/flags.h"
+
+#include <gtest/gtest.h>
+
+namespace kplane {
+namespace {
+
+TEST(FlagsTest, ParsesAllForms) {
+  FlagSet f("test", "A test.");
+  std::string name = "default";
+  bool verbose = false;
+  int64_t count = 5;
+  Duration hb = milliseconds(100);
+  std::vector<std::string> urls = {"http://a"};
+  std::string ns;
+  f.String("name", &name, "Name.");
+  f.Bool("verbose", &verbose, "Verbose.");
+  f.Int64("count", &count, "Count.");
+  f.Duration("heartbeat-interval", &hb, "HB.", milliseconds(1));
+  f.StringList("urls", &urls, "URLs.");
+  f.String("namespace", &ns, "Namespace.", 'n');
+  ASSERT_TRUE(f.Parse({"pos1", "--name=n1", "--verbose", "--count", "7",
+                       "--heartbeat-interval=250", "--urls=x,y", "--urls", "z",
+                       "-n", "kube-system", "pos2", "--", "--not-a-flag"})
+                  .ok());
+  EXPECT_EQ(name, "n1");
+  EXPECT_TRUE(verbose);
+  EXPECT_EQ(count, 7);
+  EXPECT_EQ(hb, milliseconds(250));
+  EXPECT_EQ(urls, (std::vector<std::string>{"x", "y", "z"}));
+  EXPECT_EQ(ns, "kube-system");
+  EXPECT_EQ(f.args(),
+            (std::vector<std::string>{"pos1", "pos2", "--not-a-flag"}));
+  EXPECT_TRUE(f.IsSet("name"));
+  EXPECT_FALSE(f.help_requested());
+}
+
+TEST(FlagsTest, DurationsAcceptGoSyntax) {
+  FlagSet f("t", "");
+  Duration d = seconds(1);
+  f.Duration("d", &d, "");
+  ASSERT_TRUE(f.Parse({"--d=1m30s"}).ok());
+  EXPECT_EQ(d, seconds(90));
+}
+
+TEST(FlagsTest, ErrorsNameTheFlag) {
+  FlagSet f("kplane store", "");
+  int64_t n = 0;
+  bool b = false;
+  f.Int64("snapshot-count", &n, "");
+  f.Bool("b", &b, "");
+  EXPECT_EQ(f.Parse({"--nope"}).message(),
+            "unknown flag: --nope (see kplane store --help)");
+  EXPECT_EQ(f.Parse({"--snapshot-count=abc"}).message(),
+            "invalid integer \"abc\" for --snapshot-count");
+  EXPECT_EQ(f.Parse({"--snapshot-count"}).message(),
+            "flag needs an argument: --snapshot-count");
+  EXPECT_EQ(f.Parse({"--b=maybe"}).message(),
+            "invalid boolean value \"maybe\" for --b");
+}
+
+TEST(FlagsTest, HelpAndUsage) {
+  FlagSet f("kplane up", "Starts everything.");
+  int nodes = 3;
+  f.Int("nodes", &nodes, "Simulated nodes.");
+  ASSERT_TRUE(f.Parse({"--help"}).ok());
+  EXPECT_TRUE(f.help_requested());
+  std::string u = f.Usage();
+  EXPECT_NE(u.find("Usage: kplane up [flags]"), std::string::npos);
+  EXPECT_NE(u.find("--nodes value"), std::string::npos);
+  EXPECT_NE(u.find("(default 3)"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kplane

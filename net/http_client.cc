@@ -1,0 +1,501 @@
+#include "net/http_client.h"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "base/logging.h"
+#include "net/http_parser.h"
+#include "net/socket.h"
+#include "net/url.h"
+
+namespace kplane::net {
+
+namespace {
+
+constexpr size_t kReadChunk = 64 * 1024;
+
+TimePoint DeadlineAfter(Clock* clock, Duration d) {
+  if (d.count() < 0) return TimePoint::max();
+  return clock->Now() + d;
+}
+
+Duration Remaining(Clock* clock, TimePoint deadline) {
+  if (deadline == TimePoint::max()) return Duration(-1);
+  Duration left = deadline - clock->Now();
+  return left.count() < 0 ? Duration(0) : left;
+}
+
+bool IsIdempotent(std::string_view method) {
+  return method == "GET" || method == "HEAD" || method == "PUT" ||
+         method == "DELETE" || method == "OPTIONS";
+}
+
+bool ResponseKeepsConnection(const HttpResponse& resp,
+                             const BodyFraming& framing) {
+  if (framing.kind == BodyFraming::kUntilClose) return false;
+  if (resp.headers.HasToken("Connection", "close")) return false;
+  if (resp.version_minor == 0) {
+    return resp.headers.HasToken("Connection", "keep-alive");
+  }
+  return true;
+}
+
+std::string HostHeader(const std::string& host, uint16_t port) {
+  Url u;
+  u.host = host;
+  u.port = port;
+  return u.HostPort();
+}
+
+enum class BodyMode { kNone, kLength, kChunked };
+
+std::string SerializeHead(std::string_view method, std::string_view target,
+                          const std::string& host_header,
+                          const HttpHeaders& defaults,
+                          const HttpHeaders& headers, BodyMode mode,
+                          size_t length) {
+  std::string out;
+  out.reserve(256);
+  out.append(method).append(" ").append(target).append(" HTTP/1.1\r\n");
+  if (!headers.Has("Host"))
+    out.append("Host: ").append(host_header).append("\r\n");
+  for (const auto& [name, value] : defaults) {
+    if (!headers.Has(name))
+      out.append(name).append(": ").append(value).append("\r\n");
+  }
+  for (const auto& [name, value] : headers) {
+    if (EqualsIgnoreCase(name, "Content-Length") ||
+        EqualsIgnoreCase(name, "Transfer-Encoding")) {
+      continue;  // framing is ours
+    }
+    out.append(name).append(": ").append(value).append("\r\n");
+  }
+  switch (mode) {
+    case BodyMode::kNone:
+      break;
+    case BodyMode::kLength:
+      out.append("Content-Length: ")
+          .append(std::to_string(length))
+          .append("\r\n");
+      break;
+    case BodyMode::kChunked:
+      out.append("Transfer-Encoding: chunked\r\n");
+      break;
+  }
+  out.append("\r\n");
+  return out;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// CancelToken
+
+CancelToken::CancelToken() : fd_(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
+  CHECK_GE(fd_, 0) << "eventfd failed";
+}
+
+CancelToken::~CancelToken() { ::close(fd_); }
+
+void CancelToken::Cancel() {
+  if (cancelled_.exchange(true)) return;
+  uint64_t one = 1;
+  ssize_t rc = ::write(fd_, &one, sizeof(one));
+  (void)rc;
+}
+
+// ---------------------------------------------------------------------------
+// ClientConnection: one socket plus its read buffer.
+
+class ClientConnection {
+ public:
+  ClientConnection(ScopedFd fd, Clock* clock)
+      : fd_(std::move(fd)), clock_(clock) {}
+
+  static StatusOr<std::unique_ptr<ClientConnection>> Connect(
+      const std::string& host, uint16_t port, Duration timeout, Clock* clock) {
+    ASSIGN_OR_RETURN(ScopedFd fd, ConnectTcp(host, port, timeout));
+    return std::make_unique<ClientConnection>(std::move(fd), clock);
+  }
+
+  // Sends every piece before `deadline`.
+  Status WriteAll(std::initializer_list<std::string_view> pieces,
+                  TimePoint deadline, int cancel_fd) {
+    std::vector<std::string_view> left;
+    for (std::string_view p : pieces) {
+      if (!p.empty()) left.push_back(p);
+    }
+    size_t first = 0;
+    while (first < left.size()) {
+      iovec iov[8];
+      size_t n = 0;
+      for (size_t i = first; i < left.size() && n < 8; ++i, ++n) {
+        iov[n].iov_base = const_cast<char*>(left[i].data());
+        iov[n].iov_len = left[i].size();
+      }
+      msghdr msg{};
+      msg.msg_iov = iov;
+      msg.msg_iovlen = n;
+      ssize_t rc = ::sendmsg(fd_.get(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (rc < 0) {
+        if (errno == EINTR) continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK) {
+          return ErrnoToStatus(errno, "send");
+        }
+        Status w = WaitFd(fd_.get(), /*for_write=*/true,
+                          Remaining(clock_, deadline), cancel_fd);
+        if (!w.ok()) return w.Annotate("writing request");
+        continue;
+      }
+      size_t sent = static_cast<size_t>(rc);
+      while (first < left.size() && sent >= left[first].size()) {
+        sent -= left[first].size();
+        ++first;
+      }
+      if (first < left.size()) left[first].remove_prefix(sent);
+    }
+    return Status::Ok();
+  }
+
+  // Reads what is available (waiting until `deadline`) into the buffer.
+  // Returns false at EOF.
+  StatusOr<bool> Fill(TimePoint deadline, int cancel_fd) {
+    for (;;) {
+      Status w = WaitFd(fd_.get(), /*for_write=*/false,
+                        Remaining(clock_, deadline), cancel_fd);
+      if (!w.ok()) return w.Annotate("reading response");
+      CompactBuffer();
+      size_t old = buf_.size();
+      buf_.resize(old + kReadChunk);
+      ssize_t n =
+          ::recv(fd_.get(), buf_.data() + old, kReadChunk, MSG_DONTWAIT);
+      buf_.resize(old + (n > 0 ? static_cast<size_t>(n) : 0));
+      if (n > 0) {
+        bytes_received_ += static_cast<size_t>(n);
+        return true;
+      }
+      if (n == 0) return false;
+      if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
+      return ErrnoToStatus(errno, "recv");
+    }
+  }
+
+  // True if the server has closed the connection (or sent something
+  // unsolicited, which also makes it unusable) while it sat idle.
+  bool LooksDead() {
+    pollfd p{fd_.get(), POLLIN, 0};
+    if (::poll(&p, 1, 0) <= 0) return false;
+    char c;
+    ssize_t n = ::recv(fd_.get(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
+  }
+
+  std::string_view Pending() const {
+    return std::string_view(buf_).substr(off_);
+  }
+  void Consume(size_t n) { off_ += n; }
+  size_t bytes_received() const { return bytes_received_; }
+  int fd() const { return fd_.get(); }
+
+ private:
+  void CompactBuffer() {
+    if (off_ == 0) return;
+    buf_.erase(0, off_);
+    off_ = 0;
+  }
+
+  ScopedFd fd_;
+  Clock* clock_;
+  std::string buf_;
+  size_t off_ = 0;
+  size_t bytes_received_ = 0;
+};
+
+namespace {
+
+// Reads a response head, skipping interim 1xx responses.
+StatusOr<HttpResponse> ReadResponseHead(ClientConnection* conn,
+                                        TimePoint deadline, int cancel_fd) {
+  ParseLimits limits;
+  limits.max_header_bytes = 1024 * 1024;
+  limits.max_header_count = 1000;
+  size_t scan = 0;
+  for (;;) {
+    HttpResponse resp;
+    HeadResult r = ParseResponseHead(conn->Pending(), &scan, limits, &resp);
+    if (r.kind == HeadResult::kError) {
+      return InvalidArgumentError("malformed response: " + r.error);
+    }
+    if (r.kind == HeadResult::kComplete) {
+      conn->Consume(r.head_length);
+      scan = 0;
+      if (resp.status >= 100 && resp.status < 200 && resp.status != 101) {
+        continue;  // 100 Continue and friends
+      }
+      return resp;
+    }
+    ASSIGN_OR_RETURN(bool more, conn->Fill(deadline, cancel_fd));
+    if (!more) {
+      return UnavailableError("connection closed before the response");
+    }
+  }
+}
+
+// Decodes body bytes already buffered in `conn` into *out.
+Status DecodeBuffered(ClientConnection* conn, BodyDecoder* decoder,
+                      std::string* out) {
+  StatusOr<size_t> used = decoder->Decode(conn->Pending(), out);
+  if (!used.ok()) return used.status().Annotate("malformed response body");
+  conn->Consume(*used);
+  return Status::Ok();
+}
+
+// Handles EOF while reading a body: fine for close-delimited bodies.
+Status BodyEof(BodyDecoder* decoder) {
+  decoder->FinishAtEof();
+  if (decoder->done()) return Status::Ok();
+  return UnavailableError("connection closed in the middle of the body");
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// HttpStream
+
+struct HttpStream::State {
+  std::unique_ptr<ClientConnection> conn;
+  std::string method;
+  HttpClientOptions options;
+  Clock* clock;
+  CancelToken cancel;
+
+  std::mutex write_mu;
+  bool send_closed = false;
+
+  std::mutex read_mu;
+  bool head_read = false;
+  BodyDecoder decoder;
+};
+
+HttpStream::HttpStream(std::unique_ptr<ClientConnection> conn,
+                       std::string method, HttpClientOptions options)
+    : state_(std::make_unique<State>()) {
+  state_->conn = std::move(conn);
+  state_->method = std::move(method);
+  state_->clock = options.clock ? options.clock : Clock::Real();
+  state_->options = std::move(options);
+}
+
+HttpStream::~HttpStream() = default;
+
+void HttpStream::Cancel() { state_->cancel.Cancel(); }
+
+Status HttpStream::Send(std::string_view data) {
+  State& s = *state_;
+  std::lock_guard<std::mutex> l(s.write_mu);
+  if (s.cancel.IsCancelled()) return CancelledError("stream cancelled");
+  if (s.send_closed)
+    return FailedPreconditionError("request body already ended");
+  if (data.empty()) return Status::Ok();
+  std::string header = ChunkHeader(data.size());
+  return s.conn->WriteAll({header, data, "\r\n"},
+                          DeadlineAfter(s.clock, s.options.write_timeout),
+                          s.cancel.fd());
+}
+
+Status HttpStream::CloseSend() {
+  State& s = *state_;
+  std::lock_guard<std::mutex> l(s.write_mu);
+  if (s.cancel.IsCancelled()) return CancelledError("stream cancelled");
+  if (s.send_closed) return Status::Ok();
+  s.send_closed = true;
+  return s.conn->WriteAll({kLastChunk},
+                          DeadlineAfter(s.clock, s.options.write_timeout),
+                          s.cancel.fd());
+}
+
+StatusOr<HttpResponse> HttpStream::ReadHead(Duration timeout) {
+  State& s = *state_;
+  std::lock_guard<std::mutex> l(s.read_mu);
+  if (s.head_read) return FailedPreconditionError("head already read");
+  if (s.cancel.IsCancelled()) return CancelledError("stream cancelled");
+  ASSIGN_OR_RETURN(
+      HttpResponse resp,
+      ReadResponseHead(s.conn.get(), DeadlineAfter(s.clock, timeout),
+                       s.cancel.fd()));
+  ASSIGN_OR_RETURN(BodyFraming framing, ResponseBodyFraming(s.method, resp));
+  s.decoder.Reset(framing);
+  s.head_read = true;
+  return resp;
+}
+
+StatusOr<bool> HttpStream::Read(std::string* out, Duration timeout) {
+  State& s = *state_;
+  bool need_head;
+  {
+    std::lock_guard<std::mutex> l(s.read_mu);
+    need_head = !s.head_read;
+  }
+  if (need_head) {
+    StatusOr<HttpResponse> head = ReadHead(timeout);
+    if (!head.ok()) return head.status();
+  }
+  std::lock_guard<std::mutex> l(s.read_mu);
+  TimePoint deadline = DeadlineAfter(s.clock, timeout);
+  for (;;) {
+    if (s.cancel.IsCancelled()) return CancelledError("stream cancelled");
+    size_t before = out->size();
+    RETURN_IF_ERROR(DecodeBuffered(s.conn.get(), &s.decoder, out));
+    if (out->size() > before) return true;
+    if (s.decoder.done()) return false;
+    ASSIGN_OR_RETURN(bool more, s.conn->Fill(deadline, s.cancel.fd()));
+    if (!more) {
+      RETURN_IF_ERROR(BodyEof(&s.decoder));
+      return false;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// HttpClient
+
+HttpClient::HttpClient(std::string host, uint16_t port,
+                       HttpClientOptions options)
+    : host_(std::move(host)),
+      port_(port),
+      options_(std::move(options)),
+      clock_(options_.clock ? options_.clock : Clock::Real()) {}
+
+HttpClient::~HttpClient() = default;
+
+StatusOr<std::unique_ptr<HttpClient>> HttpClient::ForUrl(
+    std::string_view url, HttpClientOptions options) {
+  ASSIGN_OR_RETURN(Url u, ParseUrl(url));
+  return std::make_unique<HttpClient>(u.host, u.port, std::move(options));
+}
+
+void HttpClient::CloseConnection() {
+  std::lock_guard<std::mutex> l(mu_);
+  conn_.reset();
+}
+
+StatusOr<HttpResponse> HttpClient::Request(std::string_view method,
+                                           std::string_view target,
+                                           const HttpHeaders& headers,
+                                           std::string_view body) {
+  return Exchange(method, target, headers, body, nullptr, nullptr);
+}
+
+StatusOr<HttpResponse> HttpClient::Stream(
+    std::string_view method, std::string_view target,
+    const HttpHeaders& headers, std::string_view body,
+    const std::function<bool(std::string_view)>& on_data,
+    const CancelToken* cancel) {
+  return Exchange(method, target, headers, body, &on_data, cancel);
+}
+
+StatusOr<HttpResponse> HttpClient::Exchange(
+    std::string_view method, std::string_view target,
+    const HttpHeaders& headers, std::string_view body,
+    const std::function<bool(std::string_view)>* on_data,
+    const CancelToken* cancel) {
+  std::lock_guard<std::mutex> l(mu_);
+  const int cancel_fd = cancel ? cancel->fd() : -1;
+  const bool has_body =
+      !body.empty() || method == "POST" || method == "PUT" || method == "PATCH";
+  const std::string head = SerializeHead(
+      method, target, HostHeader(host_, port_), options_.default_headers,
+      headers, has_body ? BodyMode::kLength : BodyMode::kNone, body.size());
+
+  for (int attempt = 0;; ++attempt) {
+    if (cancel && cancel->IsCancelled()) return CancelledError("cancelled");
+    if (conn_ && conn_->LooksDead()) conn_.reset();
+    const bool reused = conn_ != nullptr;
+    if (!conn_) {
+      ASSIGN_OR_RETURN(
+          conn_, ClientConnection::Connect(host_, port_,
+                                           options_.connect_timeout, clock_));
+    }
+    ClientConnection* c = conn_.get();
+    const size_t received_before = c->bytes_received();
+
+    // The whole exchange; `keep` says whether the connection stays usable.
+    bool keep = false;
+    auto run = [&]() -> StatusOr<HttpResponse> {
+      RETURN_IF_ERROR(c->WriteAll({head, body},
+                                  DeadlineAfter(clock_, options_.write_timeout),
+                                  cancel_fd));
+      const TimePoint deadline = DeadlineAfter(clock_, options_.read_timeout);
+      ASSIGN_OR_RETURN(HttpResponse resp,
+                       ReadResponseHead(c, deadline, cancel_fd));
+      ASSIGN_OR_RETURN(BodyFraming framing, ResponseBodyFraming(method, resp));
+      BodyDecoder decoder(framing);
+      if (on_data == nullptr) {
+        for (;;) {
+          RETURN_IF_ERROR(DecodeBuffered(c, &decoder, &resp.body));
+          if (resp.body.size() > options_.max_response_body_bytes) {
+            return Status(StatusCode::kTooLarge, "response body too large");
+          }
+          if (decoder.done()) break;
+          ASSIGN_OR_RETURN(bool more, c->Fill(deadline, cancel_fd));
+          if (!more) {
+            RETURN_IF_ERROR(BodyEof(&decoder));
+            break;
+          }
+        }
+      } else {
+        std::string piece;
+        for (;;) {
+          piece.clear();
+          RETURN_IF_ERROR(DecodeBuffered(c, &decoder, &piece));
+          if (!piece.empty() && !(*on_data)(piece)) return resp;  // keep=false
+          if (decoder.done()) break;
+          ASSIGN_OR_RETURN(
+              bool more,
+              c->Fill(DeadlineAfter(clock_, options_.stream_idle_timeout),
+                      cancel_fd));
+          if (!more) {
+            RETURN_IF_ERROR(BodyEof(&decoder));
+            break;
+          }
+        }
+      }
+      keep = ResponseKeepsConnection(resp, framing);
+      return resp;
+    };
+    StatusOr<HttpResponse> result = run();
+    if (result.ok()) {
+      if (!keep) conn_.reset();
+      return result;
+    }
+    const bool nothing_received = c->bytes_received() == received_before;
+    conn_.reset();
+    if (reused && nothing_received && attempt == 0 && IsIdempotent(method) &&
+        result.status().code() == StatusCode::kUnavailable) {
+      continue;  // the server dropped our idle connection; try a fresh one
+    }
+    return result.status();
+  }
+}
+
+StatusOr<std::unique_ptr<HttpStream>> HttpClient::OpenStream(
+    std::string_view method, std::string_view target,
+    const HttpHeaders& headers) {
+  ASSIGN_OR_RETURN(std::unique_ptr<ClientConnection> conn,
+                   ClientConnection::Connect(host_, port_,
+                                             options_.connect_timeout, clock_));
+  std::string head =
+      SerializeHead(method, target, HostHeader(host_, port_),
+                    options_.default_headers, headers, BodyMode::kChunked, 0);
+  RETURN_IF_ERROR(conn->WriteAll(
+      {head}, DeadlineAfter(clock_, options_.write_timeout), -1));
+  return std::unique_ptr<HttpStream>(
+      new HttpStream(std::move(conn), std::string(method), options_));
+}
+
+}  // namespace kplane::net

@@ -1,0 +1,182 @@
+// HttpClient: a blocking HTTP/1.1 client on our own parser (net/http_parser.h,
+// shared with the server), for kplane's HTTP clients: the etcd-v3 JSON
+// client, raft peer transport, the informers' REST client, tests and tools.
+//
+//   HttpClient c("127.0.0.1", 2379);
+//   StatusOr<HttpResponse> r = c.Request("POST", "/v3/kv/range",
+//       {{"Content-Type", "application/json"}}, R"({"key":"Zm9v"})");
+//
+//   // A streamed response (a Kubernetes watch): chunks as they arrive.
+//   c.Stream("GET", "/api/v1/pods?watch=1", {}, "",
+//            [&](std::string_view data) { decoder.Feed(data); return true; },
+//            &cancel);
+//
+//   // Both directions streaming (etcd /v3/watch, /v3/lease/keepalive):
+//   auto s = c.OpenStream("POST", "/v3/watch", {});
+//   (*s)->Send(R"({"create_request":{"key":"YQ=="}})");
+//   (*s)->ReadHead();  (*s)->Read(&data); ...  (*s)->Send(second_request);
+//
+// Connection handling: Request() and Stream() share one keep-alive
+// connection, reconnecting when it is gone. A reused connection the server
+// has closed meanwhile (its idle timeout) is detected before sending; if a
+// request on a reused connection still fails before any response byte
+// arrives, an idempotent request (GET, HEAD, PUT, DELETE, OPTIONS) is
+// retried once on a new connection. Other requests are not retried: the
+// server may have executed them. OpenStream() uses a connection of its own.
+//
+// Timeouts (real time, deadlines computed on the injected Clock):
+// connect_timeout for connecting; write_timeout for sending a request;
+// read_timeout for the complete response of Request(), and for the
+// response head of Stream(). A streamed body has no timeout unless
+// stream_idle_timeout is set; cancel it with a CancelToken instead.
+//
+// Thread-safety: HttpClient serializes its calls (one exchange at a time;
+// use several clients for concurrency). HttpStream: Send/CloseSend from one
+// thread and ReadHead/Read from another may run concurrently; Cancel from
+// any thread. CancelToken: any thread.
+// Errors: kUnavailable when the server cannot be reached or the connection
+// is refused, reset or closed early; kDeadlineExceeded on timeouts;
+// kCancelled after a CancelToken fired; kInvalidArgument for a malformed
+// response; kTooLarge for a body over max_response_body_bytes.
+// HTTP error statuses (404, 500) are not errors: they are responses.
+#ifndef KPLANE_NET_HTTP_CLIENT_H_
+#define KPLANE_NET_HTTP_CLIENT_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include "base/clock.h"
+#include "base/statusor.h"
+#include "net/http_message.h"
+
+namespace kplane::net {
+
+// Cancels a blocking Stream() or HttpStream read from another thread.
+class CancelToken {
+ public:
+  CancelToken();
+  ~CancelToken();
+  CancelToken(const CancelToken&) = delete;
+  CancelToken& operator=(const CancelToken&) = delete;
+
+  void Cancel();
+  bool IsCancelled() const { return cancelled_.load(); }
+  // A descriptor that becomes readable once cancelled (for poll()).
+  int fd() const { return fd_; }
+
+ private:
+  int fd_;
+  std::atomic<bool> cancelled_{false};
+};
+
+struct HttpClientOptions {
+  Duration connect_timeout = seconds(5);
+  Duration read_timeout = seconds(60);
+  Duration write_timeout = seconds(60);
+  // Idle time allowed between pieces of a streamed response body; negative
+  // means no limit.
+  Duration stream_idle_timeout = Duration(-1);
+  size_t max_response_body_bytes = 256 * 1024 * 1024;
+  // Added to every request unless the request sets the same field.
+  HttpHeaders default_headers = {{"User-Agent", "kplane-net/1"}};
+  Clock* clock = nullptr;  // nullptr: Clock::Real()
+};
+
+class ClientConnection;  // internal
+
+// A request whose body is sent as a chunked stream while the response is
+// read as a stream. Created by HttpClient::OpenStream.
+class HttpStream {
+ public:
+  ~HttpStream();
+  HttpStream(const HttpStream&) = delete;
+  HttpStream& operator=(const HttpStream&) = delete;
+
+  // Sends `data` as one chunk of the request body (empty: nothing).
+  Status Send(std::string_view data);
+  // Ends the request body. The response may continue.
+  Status CloseSend();
+
+  // Waits for the response head (negative timeout: no limit). The returned
+  // response has no body; read it with Read().
+  StatusOr<HttpResponse> ReadHead(Duration timeout = Duration(-1));
+  // Waits for more of the response body and appends it to *out. Returns
+  // false at the end of the body (the server finished). Calls ReadHead()
+  // first if needed.
+  StatusOr<bool> Read(std::string* out, Duration timeout = Duration(-1));
+
+  // Makes blocked and future calls return kCancelled. Any thread.
+  void Cancel();
+
+ private:
+  friend class HttpClient;
+  HttpStream(std::unique_ptr<ClientConnection> conn, std::string method,
+             HttpClientOptions options);
+
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+class HttpClient {
+ public:
+  HttpClient(std::string host, uint16_t port, HttpClientOptions options = {});
+  // From "http://host:port" (any path in the URL is ignored).
+  static StatusOr<std::unique_ptr<HttpClient>> ForUrl(
+      std::string_view url, HttpClientOptions options = {});
+  ~HttpClient();
+  HttpClient(const HttpClient&) = delete;
+  HttpClient& operator=(const HttpClient&) = delete;
+
+  // Sends one request (body with Content-Length) and reads the whole
+  // response. `target` is the path plus optional "?query".
+  StatusOr<HttpResponse> Request(std::string_view method,
+                                 std::string_view target,
+                                 const HttpHeaders& headers = {},
+                                 std::string_view body = {});
+
+  // Like Request(), but hands the response body to `on_data` as it arrives
+  // (chunk framing removed; piece boundaries are arbitrary) until the
+  // server ends the body, `on_data` returns false, or `cancel` fires. The
+  // returned response carries the status and headers and an empty body.
+  // Returns kCancelled if `cancel` fired.
+  StatusOr<HttpResponse> Stream(
+      std::string_view method, std::string_view target,
+      const HttpHeaders& headers, std::string_view body,
+      const std::function<bool(std::string_view data)>& on_data,
+      const CancelToken* cancel = nullptr);
+
+  // Opens a new connection and sends the head of a request whose body is
+  // streamed (Transfer-Encoding: chunked). See HttpStream.
+  StatusOr<std::unique_ptr<HttpStream>> OpenStream(
+      std::string_view method, std::string_view target,
+      const HttpHeaders& headers = {});
+
+  // Drops the keep-alive connection (the next call reconnects).
+  void CloseConnection();
+
+  const std::string& host() const { return host_; }
+  uint16_t port() const { return port_; }
+
+ private:
+  StatusOr<HttpResponse> Exchange(
+      std::string_view method, std::string_view target,
+      const HttpHeaders& headers, std::string_view body,
+      const std::function<bool(std::string_view)>* on_data,
+      const CancelToken* cancel);
+
+  const std::string host_;
+  const uint16_t port_;
+  const HttpClientOptions options_;
+  Clock* const clock_;
+  std::mutex mu_;
+  std::unique_ptr<ClientConnection> conn_;
+};
+
+}  // namespace kplane::net
+
+#endif  // KPLANE_NET_HTTP_CLIENT_H_

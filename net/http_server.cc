@@ -1,0 +1,1458 @@
+// HttpServer internals. Read net/README.md ("Server design") first.
+//
+// Threads and ownership:
+//   IoLoop       one thread each; owns an epoll set and its Connections
+//                (fd -> shared_ptr). Only the loop reads from, shuts down or
+//                closes a connection's fd.
+//   Connection   one TCP connection. Loop-only fields (input buffer,
+//                parser state) are touched by its loop thread alone; the
+//                fields under `mu_` (output buffer, the active Exchange,
+//                flags) are shared with whichever thread responds.
+//   Exchange     one request/response; the Responder handed to handlers.
+//                Its state is guarded by its connection's `mu_` (one lock
+//                per connection keeps the reasoning simple; there is only
+//                one exchange at a time per connection).
+//   timer thread wakes every timer_tick on the injected Clock and asks each
+//                loop to sweep its connections for timeouts.
+//
+// Output: any thread appends under `mu_`. When the buffer is empty the
+// bytes are sent straight away from the calling thread (a non-blocking
+// sendmsg), so a small response costs no loop wake-up; what the kernel does
+// not take stays in the buffer and EPOLLOUT makes the loop drain it.
+//
+// User callbacks (handlers, OnBodyData, OnClose) never run under `mu_`;
+// they go through the connection's SerialExecutor on the worker pool.
+#include "net/http_server.h"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <future>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include "base/logging.h"
+#include "net/http_parser.h"
+#include "net/router.h"
+#include "net/socket.h"
+#include "net/worker_pool.h"
+
+namespace kplane::net {
+
+namespace {
+
+constexpr size_t kReadChunk = 64 * 1024;
+// Output buffers above this are released once drained, so a burst does not
+// pin memory on an idle stream.
+constexpr size_t kKeepOutputCapacity = 16 * 1024;
+constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+
+class IoLoop;
+class Connection;
+class Exchange;
+
+// Work collected under a connection's lock and done after releasing it
+// (user callbacks, loop tasks), so no callback ever runs under `mu_`.
+struct Deferred {
+  std::vector<std::function<void()>> serial;  // to the SerialExecutor
+  bool close_now = false;       // ask the loop to close the connection
+  bool shutdown_write = false;  // ask the loop to finish and linger
+  bool resume_input = false;    // ask the loop to parse buffered input
+  // Objects (user callbacks) to destroy after the lock is released: their
+  // captures may run arbitrary destructors.
+  std::vector<std::shared_ptr<void>> release;
+};
+
+bool KeepAliveRequested(const HttpRequest& req) {
+  if (req.version_minor >= 1)
+    return !req.headers.HasToken("Connection", "close");
+  return req.headers.HasToken("Connection", "keep-alive");
+}
+
+bool StatusHasBody(int status) {
+  return !(status < 200 || status == 204 || status == 304);
+}
+
+// Framing of a response body, for BuildHead.
+enum class Framing { kLength, kChunked, kCloseDelimited };
+
+std::string BuildHead(int status, const HttpHeaders& headers, Framing framing,
+                      size_t length, bool keep_alive, int request_minor) {
+  std::string out;
+  out.reserve(128 + headers.size() * 48);
+  out += "HTTP/1.1 ";
+  out += std::to_string(status);
+  out += ' ';
+  out += StatusReason(status);
+  out += "\r\n";
+  for (const auto& [name, value] : headers) {
+    // The server owns the framing and connection management fields.
+    if (EqualsIgnoreCase(name, "Content-Length") ||
+        EqualsIgnoreCase(name, "Transfer-Encoding") ||
+        EqualsIgnoreCase(name, "Connection")) {
+      continue;
+    }
+    out += name;
+    out += ": ";
+    out += value;
+    out += "\r\n";
+  }
+  if (StatusHasBody(status)) {
+    switch (framing) {
+      case Framing::kLength:
+        out += "Content-Length: ";
+        out += std::to_string(length);
+        out += "\r\n";
+        break;
+      case Framing::kChunked:
+        out += "Transfer-Encoding: chunked\r\n";
+        break;
+      case Framing::kCloseDelimited:
+        break;
+    }
+  }
+  if (!keep_alive) {
+    out += "Connection: close\r\n";
+  } else if (request_minor == 0) {
+    out += "Connection: keep-alive\r\n";
+  }
+  out += "\r\n";
+  return out;
+}
+
+}  // namespace
+
+class HttpServer::Impl {
+ public:
+  explicit Impl(HttpServerOptions o);
+  ~Impl();
+
+  Status Start(uint16_t* port);
+  void Stop();
+
+  void CountRequest(int status);
+
+  HttpServerOptions opts;
+  Clock* clock;
+  ParseLimits limits;
+  Router router;
+  Route not_found_route;
+  Route method_not_allowed_route;
+  std::shared_ptr<WorkerPool> pool;
+  std::vector<std::unique_ptr<IoLoop>> loops;
+  std::atomic<size_t> num_connections{0};
+  std::atomic<bool> stopping{false};
+
+  metrics::Counter* accepted_metric = nullptr;
+  metrics::Gauge* open_metric = nullptr;
+  metrics::Family<metrics::Counter>* requests_family = nullptr;
+  std::array<std::atomic<metrics::Counter*>, 600> requests_by_code{};
+
+ private:
+  void TimerLoop();
+
+  bool started_ = false;
+  bool stopped_ = false;
+  std::thread timer_;
+  std::mutex timer_mu_;
+  std::condition_variable timer_cv_;
+  bool timer_stop_ = false;
+};
+
+namespace {
+
+// ---------------------------------------------------------------------------
+// IoLoop
+
+class IoLoop {
+ public:
+  IoLoop(HttpServer::Impl* server, int index)
+      : server_(server), index_(index) {}
+  ~IoLoop();
+
+  Status Init();
+  void SetListener(ScopedFd fd) { listener_ = std::move(fd); }
+  void StartThread();
+  void Join() {
+    if (thread_.joinable()) thread_.join();
+  }
+
+  // Runs `task` on the loop thread (after the current event batch).
+  void Post(std::function<void()> task);
+
+  void Adopt(ScopedFd fd);
+  void Remove(Connection* conn);
+  // Stops accepting: closes the listener (loop thread).
+  void CloseListener();
+  // Closes every connection and ends the loop (loop thread).
+  void StopAll();
+  void Sweep();
+
+  int epoll_fd() const { return epoll_fd_; }
+  HttpServer::Impl* server() const { return server_; }
+  char* scratch() { return scratch_.data(); }
+
+ private:
+  void Run();
+  void RunTasks();
+  void Accept();
+
+  HttpServer::Impl* server_;
+  int index_;
+  int epoll_fd_ = -1;
+  int wake_fd_ = -1;
+  ScopedFd listener_;
+  bool listener_paused_ = false;
+  bool running_ = true;
+  std::thread thread_;
+  std::vector<char> scratch_ = std::vector<char>(kReadChunk);
+
+  std::mutex task_mu_;
+  std::vector<std::function<void()>> tasks_;
+  bool wake_pending_ = false;
+
+  std::unordered_map<Connection*, std::shared_ptr<Connection>> conns_;
+  // Closed connections live until the end of the event batch, because a
+  // later event of the same batch may still point at them.
+  std::vector<std::shared_ptr<Connection>> graveyard_;
+  size_t next_loop_ = 0;
+};
+
+// ---------------------------------------------------------------------------
+// Connection
+
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(IoLoop* loop, ScopedFd fd, std::string remote);
+  ~Connection() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+  // --- loop thread ---
+  void Register();
+  void OnEvents(uint32_t events);
+  void ProcessInput();
+  void CloseNow();
+  void StartLinger();
+  void Sweep(TimePoint now);
+  void ResumeInput();
+
+  // --- any thread, with mu_ held ---
+  // Queues (and if possible sends) `pieces`. Returns false if the
+  // connection no longer accepts output. `cap` is the buffer cap (0 none).
+  bool SendLocked(std::initializer_list<std::string_view> pieces, size_t cap,
+                  Deferred* d);
+  // The connection is broken or abandoned: refuse output, let the loop
+  // close it.
+  void BreakLocked(Deferred* d);
+  // Finish after the queued output: no more output, then shut down.
+  void CloseAfterFlushLocked(Deferred* d);
+  // If `ex` is active and both halves are done, retire it; the connection
+  // counts as idle from `now`.
+  void MaybeCompleteLocked(Exchange* ex, Deferred* d, TimePoint now);
+  void UpdateEventsLocked();
+  size_t PendingLocked() const { return out_.size() - out_off_; }
+
+  // Runs deferred work; call without mu_.
+  void Run(Deferred* d);
+
+  std::mutex& mu() { return mu_; }
+  bool closed_locked() const { return closed_; }
+  IoLoop* loop() const { return loop_; }
+  HttpServer::Impl* server() const { return loop_->server(); }
+  const std::shared_ptr<SerialExecutor>& serial() const { return serial_; }
+
+  // Read-pause reasons (bits of pause_).
+  static constexpr int kPauseBody = 1;      // OnBodyData consumer is behind
+  static constexpr int kPausePipeline = 2;  // too much pipelined input
+
+  void SetPauseLocked(int reason, bool on) {
+    int before = pause_;
+    pause_ = on ? (pause_ | reason) : (pause_ & ~reason);
+    if (pause_ != before) UpdateEventsLocked();
+  }
+
+ private:
+  enum class ReadState { kHead, kBody };
+
+  void HandleReadable();
+  void HandleWritable();
+  bool ParseOneHead();
+  bool ReadBody();
+  void Dispatch(const std::shared_ptr<Exchange>& ex, const Route* route);
+  // Answers `status` (if no response has started) and closes.
+  void Fail(int status, std::string_view message);
+
+  IoLoop* const loop_;
+  const std::string remote_;
+  std::shared_ptr<SerialExecutor> serial_;
+
+  // Loop-thread state.
+  std::string in_;
+  size_t in_off_ = 0;
+  size_t head_scan_ = 0;
+  ReadState read_state_ = ReadState::kHead;
+  BodyDecoder body_decoder_;
+  std::shared_ptr<Exchange> body_exchange_;  // whose body is being read
+  const Route* body_route_ = nullptr;
+  bool body_streaming_ = false;
+  bool fd_closed_ = false;
+  bool lingering_ = false;
+  TimePoint linger_deadline_;
+  TimePoint head_started_;  // first byte of the pending head (or accept)
+  bool first_head_ = true;  // no head parsed yet on this connection
+
+  // Shared state.
+  mutable std::mutex mu_;
+  int fd_;
+  bool closed_ = false;             // no more output; loop will close the fd
+  bool close_after_flush_ = false;  // last response queued
+  bool close_posted_ = false;
+  std::string out_;
+  size_t out_off_ = 0;
+  bool want_write_ = false;
+  int pause_ = 0;
+  uint32_t registered_events_ = 0;
+  std::shared_ptr<Exchange> active_;
+  bool loop_waiting_ = false;  // input waits for active_ to complete
+  bool served_ = false;        // at least one exchange completed
+  TimePoint idle_since_;
+};
+
+// ---------------------------------------------------------------------------
+// Exchange
+
+class Exchange : public Responder,
+                 public std::enable_shared_from_this<Exchange> {
+ public:
+  explicit Exchange(std::shared_ptr<Connection> conn)
+      : conn_(std::move(conn)) {}
+
+  const HttpRequest& request() const override { return request_; }
+  HttpRequest& mutable_request() { return request_; }
+
+  bool Respond(int status, HttpHeaders headers, std::string body) override;
+  bool StartStream(int status, HttpHeaders headers) override;
+  bool Write(std::string_view chunk) override;
+  bool Finish() override;
+  size_t BufferedBytes() const override;
+  void SetMaxBufferedBytes(size_t max_bytes) override;
+  void OnClose(std::function<void()> callback) override;
+  bool IsClosed() const override;
+  void OnBodyData(std::function<void(std::string_view, bool)> fn) override;
+  void Close() override;
+
+  // --- used by Connection, under conn mu_ unless noted ---
+  void InitLocked(size_t cap, bool keep_alive) {
+    max_buffered_ = cap;
+    keep_alive_ = keep_alive;
+    head_only_ = request_.method == "HEAD";
+  }
+  bool response_done() const { return phase_ == Phase::kDone; }
+  bool response_started() const { return phase_ != Phase::kNew; }
+  bool body_done() const { return body_done_; }
+  void SetBodyDoneLocked() { body_done_ = true; }
+  // The exchange is over (response finished or connection closed):
+  // schedules OnClose and stops body delivery.
+  void EndLocked(Deferred* d);
+  // Abandons the response side (error path): nothing more may be sent.
+  void AbandonLocked() { phase_ = Phase::kDone; }
+  // Queues streamed body bytes for OnBodyData (loop thread).
+  void QueueBodyLocked(std::string_view data, bool eof, Deferred* d);
+
+ private:
+  enum class Phase { kNew, kStreaming, kDone };
+
+  void ScheduleDeliveryLocked(Deferred* d);
+  void DeliverBody();  // on the serial executor
+  // The response is complete. `now` is read before the last bytes are
+  // sent, so a client that sees the response also sees its bookkeeping.
+  void ResponseDoneLocked(Deferred* d, TimePoint now);
+  // The server's clock; only valid while the connection is open (the
+  // server outlives every open connection).
+  TimePoint NowLocked() const { return conn_->server()->clock->Now(); }
+
+  const std::shared_ptr<Connection> conn_;
+  HttpRequest request_;
+
+  // Under conn_->mu().
+  Phase phase_ = Phase::kNew;
+  bool keep_alive_ = true;
+  bool head_only_ = false;
+  bool chunked_ = false;
+  bool body_done_ = false;
+  bool ended_ = false;
+  size_t max_buffered_ = 0;
+  std::function<void()> on_close_;
+  std::shared_ptr<std::function<void(std::string_view, bool)>> on_body_;
+  std::string body_queue_;
+  bool eof_queued_ = false;
+  bool delivery_scheduled_ = false;
+  bool body_registered_ = false;
+};
+
+// ----- Connection implementation -------------------------------------------
+
+Connection::Connection(IoLoop* loop, ScopedFd fd, std::string remote)
+    : loop_(loop),
+      remote_(std::move(remote)),
+      serial_(std::make_shared<SerialExecutor>(loop->server()->pool)),
+      fd_(fd.Release()) {
+  head_started_ = loop->server()->clock->Now();
+  idle_since_ = head_started_;
+}
+
+void Connection::Register() {
+  std::lock_guard<std::mutex> l(mu_);
+  epoll_event ev{};
+  ev.events = EPOLLIN | EPOLLRDHUP;
+  ev.data.ptr = this;
+  registered_events_ = ev.events;
+  CHECK_EQ(epoll_ctl(loop_->epoll_fd(), EPOLL_CTL_ADD, fd_, &ev), 0)
+      << std::strerror(errno);
+}
+
+void Connection::UpdateEventsLocked() {
+  if (fd_ < 0) return;
+  uint32_t events = EPOLLRDHUP;
+  if (pause_ == 0) events |= EPOLLIN;
+  if (want_write_) events |= EPOLLOUT;
+  if (events == registered_events_) return;
+  epoll_event ev{};
+  ev.events = events;
+  ev.data.ptr = this;
+  if (epoll_ctl(loop_->epoll_fd(), EPOLL_CTL_MOD, fd_, &ev) == 0) {
+    registered_events_ = events;
+  }
+}
+
+void Connection::Run(Deferred* d) {
+  d->release.clear();
+  for (auto& task : d->serial) serial_->Post(std::move(task));
+  d->serial.clear();
+  if (d->close_now || d->shutdown_write || d->resume_input) {
+    std::weak_ptr<Connection> weak = weak_from_this();
+    bool close_now = d->close_now;
+    bool shutdown_write = d->shutdown_write;
+    loop_->Post([weak, close_now, shutdown_write] {
+      std::shared_ptr<Connection> c = weak.lock();
+      if (!c) return;
+      if (close_now) {
+        c->CloseNow();
+      } else if (shutdown_write) {
+        c->StartLinger();
+      } else {
+        c->ResumeInput();
+      }
+    });
+  }
+}
+
+bool Connection::SendLocked(std::initializer_list<std::string_view> pieces,
+                            size_t cap, Deferred* d) {
+  if (closed_ || close_after_flush_) return false;
+  size_t written = 0;
+  if (PendingLocked() == 0) {
+    iovec iov[8];
+    size_t n = 0;
+    for (std::string_view p : pieces) {
+      if (p.empty()) continue;
+      CHECK_LT(n, 8u);
+      iov[n].iov_base = const_cast<char*>(p.data());
+      iov[n].iov_len = p.size();
+      ++n;
+    }
+    if (n == 0) return true;
+    msghdr msg{};
+    msg.msg_iov = iov;
+    msg.msg_iovlen = n;
+    ssize_t rc = ::sendmsg(fd_, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (rc < 0) {
+      if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+        BreakLocked(d);
+        return false;
+      }
+    } else {
+      written = static_cast<size_t>(rc);
+    }
+  }
+  for (std::string_view p : pieces) {
+    if (written >= p.size()) {
+      written -= p.size();
+      continue;
+    }
+    out_.append(p.data() + written, p.size() - written);
+    written = 0;
+  }
+  if (cap != 0 && PendingLocked() > cap) {
+    BreakLocked(d);
+    return false;
+  }
+  if (PendingLocked() > 0 && !want_write_) {
+    want_write_ = true;
+    UpdateEventsLocked();
+  }
+  return true;
+}
+
+void Connection::BreakLocked(Deferred* d) {
+  closed_ = true;
+  if (!close_posted_) {
+    close_posted_ = true;
+    d->close_now = true;
+  }
+}
+
+void Connection::CloseAfterFlushLocked(Deferred* d) {
+  if (closed_ || close_after_flush_) return;
+  close_after_flush_ = true;
+  if (PendingLocked() == 0) d->shutdown_write = true;
+  // Otherwise HandleWritable starts the linger once the buffer drains.
+}
+
+void Connection::MaybeCompleteLocked(Exchange* ex, Deferred* d, TimePoint now) {
+  if (active_.get() != ex || !ex->response_done() || !ex->body_done()) return;
+  // The caller holds a reference to `ex`, so dropping ours here is safe.
+  active_.reset();
+  served_ = true;
+  idle_since_ = now;
+  SetPauseLocked(kPauseBody, false);
+  if (loop_waiting_) {
+    loop_waiting_ = false;
+    d->resume_input = true;
+  }
+}
+
+void Connection::OnEvents(uint32_t events) {
+  std::shared_ptr<Connection> self = shared_from_this();
+  if (fd_closed_) return;
+  if (events & EPOLLERR) {
+    CloseNow();
+    return;
+  }
+  if (events & EPOLLOUT) HandleWritable();
+  if (fd_closed_) return;
+  if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP)) HandleReadable();
+}
+
+void Connection::HandleWritable() {
+  bool linger = false;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (closed_) return;
+    while (PendingLocked() > 0) {
+      ssize_t rc = ::send(fd_, out_.data() + out_off_, PendingLocked(),
+                          MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (rc < 0) {
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+        closed_ = true;
+        break;
+      }
+      out_off_ += static_cast<size_t>(rc);
+    }
+    if (!closed_ && PendingLocked() == 0) {
+      out_.clear();
+      out_off_ = 0;
+      if (out_.capacity() > kKeepOutputCapacity) std::string().swap(out_);
+      want_write_ = false;
+      UpdateEventsLocked();
+      linger = close_after_flush_;
+    }
+  }
+  bool broken;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    broken = closed_;
+  }
+  if (broken) {
+    CloseNow();
+  } else if (linger) {
+    StartLinger();
+  }
+}
+
+void Connection::HandleReadable() {
+  char* buf = loop_->scratch();
+  ssize_t n;
+  do {
+    n = ::recv(fd_, buf, kReadChunk, 0);
+  } while (n < 0 && errno == EINTR);
+  if (n < 0) {
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+    CloseNow();
+    return;
+  }
+  if (n == 0) {
+    // The client closed (or half-closed) its side. kplane treats that as
+    // "client gone" even mid-request: streams end and OnClose fires. See
+    // README "Limits" for half-closing clients.
+    CloseNow();
+    return;
+  }
+  if (lingering_) return;  // discard: we are only waiting for the EOF
+  if (read_state_ == ReadState::kHead && in_off_ == in_.size() &&
+      !first_head_) {
+    // A new head after keep-alive idling; the first head's time counts
+    // from the accept.
+    head_started_ = server()->clock->Now();
+  }
+  in_.append(buf, static_cast<size_t>(n));
+  ProcessInput();
+}
+
+void Connection::ResumeInput() {
+  if (fd_closed_ || lingering_) return;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    SetPauseLocked(kPausePipeline, false);
+  }
+  if (read_state_ == ReadState::kHead && in_off_ < in_.size()) {
+    // The pipelined head's header timeout starts now, not when it arrived.
+    head_started_ = server()->clock->Now();
+  }
+  ProcessInput();
+}
+
+void Connection::ProcessInput() {
+  std::shared_ptr<Connection> self = shared_from_this();
+  while (!fd_closed_ && !lingering_) {
+    if (read_state_ == ReadState::kBody) {
+      if (!ReadBody()) break;
+    } else {
+      if (in_off_ == in_.size()) break;
+      if (!ParseOneHead()) break;
+    }
+  }
+  // Release consumed input; an idle connection keeps no buffer.
+  if (in_off_ == in_.size()) {
+    std::string().swap(in_);
+    in_off_ = 0;
+  } else if (in_off_ > 0 && in_off_ * 2 >= in_.size()) {
+    in_.erase(0, in_off_);
+    in_off_ = 0;
+  }
+}
+
+// Parses and dispatches one request head. Returns false when it cannot
+// make progress (incomplete head, waiting for the active exchange, error).
+bool Connection::ParseOneHead() {
+  HttpServer::Impl* srv = server();
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (closed_ || close_after_flush_) return false;
+    if (active_) {
+      // A pipelined request: it waits for the current exchange.
+      loop_waiting_ = true;
+      if (in_.size() - in_off_ > srv->opts.max_header_bytes + kReadChunk) {
+        SetPauseLocked(kPausePipeline, true);
+      }
+      return false;
+    }
+  }
+  std::string_view data(in_.data() + in_off_, in_.size() - in_off_);
+  HttpRequest parsed;
+  HeadResult head = ParseRequestHead(data, &head_scan_, srv->limits, &parsed);
+  if (head.kind == HeadResult::kIncomplete) return false;
+  head_scan_ = 0;
+  if (head.kind == HeadResult::kError) {
+    Fail(head.error_status, head.error);
+    return false;
+  }
+  auto ex = std::make_shared<Exchange>(shared_from_this());
+  HttpRequest& req = ex->mutable_request();
+  req = std::move(parsed);
+  in_off_ += head.head_length;
+  first_head_ = false;
+  req.remote_address = remote_;
+
+  StatusOr<BodyFraming> framing = RequestBodyFraming(req);
+  if (!framing.ok()) {
+    Fail(framing.status().code() == StatusCode::kUnimplemented ? 501 : 400,
+         framing.status().message());
+    return false;
+  }
+  bool expect_continue = false;
+  if (const std::string* expect = req.headers.Find("Expect")) {
+    if (EqualsIgnoreCase(*expect, "100-continue")) {
+      expect_continue = req.version_minor >= 1;
+    } else {
+      Fail(417, "unsupported Expect");
+      return false;
+    }
+  }
+  RouteMatch match = srv->router.Find(req.method, req.path);
+  const Route* route = match.route;
+  if (route == nullptr) {
+    route = match.allow.empty() ? &srv->not_found_route
+                                : &srv->method_not_allowed_route;
+  }
+  const bool streaming = route->options.stream_request_body;
+  if (!streaming && framing->kind == BodyFraming::kContentLength &&
+      framing->length > srv->opts.max_body_bytes) {
+    Fail(413, "request body too large");
+    return false;
+  }
+
+  Deferred d;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    active_ = ex;
+    ex->InitLocked(srv->opts.max_output_buffer_bytes,
+                   KeepAliveRequested(req) && !srv->stopping.load());
+    if (expect_continue && framing->kind != BodyFraming::kNone &&
+        in_off_ == in_.size()) {
+      SendLocked({kContinue}, 0, &d);
+    }
+    if (framing->kind == BodyFraming::kNone) ex->SetBodyDoneLocked();
+  }
+  Run(&d);
+
+  if (framing->kind == BodyFraming::kNone) {
+    Dispatch(ex, route);
+    if (streaming) {
+      Deferred d2;
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        ex->QueueBodyLocked({}, /*eof=*/true, &d2);
+      }
+      Run(&d2);
+    }
+    return true;
+  }
+  read_state_ = ReadState::kBody;
+  body_decoder_.Reset(*framing);
+  body_exchange_ = ex;
+  body_streaming_ = streaming;
+  body_route_ = route;
+  if (streaming) Dispatch(ex, route);
+  return true;
+}
+
+// Decodes buffered body bytes. Returns true when the body is complete (the
+// caller continues with the next head), false when more input is needed or
+// the connection failed.
+bool Connection::ReadBody() {
+  HttpServer::Impl* srv = server();
+  std::string_view data(in_.data() + in_off_, in_.size() - in_off_);
+  std::string decoded;
+  std::string* sink =
+      body_streaming_ ? &decoded : &body_exchange_->mutable_request().body;
+  StatusOr<size_t> used = body_decoder_.Decode(data, sink);
+  if (!used.ok()) {
+    Fail(400, used.status().message());
+    return false;
+  }
+  in_off_ += *used;
+  const bool done = body_decoder_.done();
+  if (!body_streaming_ && sink->size() > srv->opts.max_body_bytes) {
+    Fail(413, "request body too large");
+    return false;
+  }
+  if (!body_streaming_) {
+    if (!done) return false;
+    std::shared_ptr<Exchange> ex = std::move(body_exchange_);
+    read_state_ = ReadState::kHead;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      ex->SetBodyDoneLocked();
+    }
+    Dispatch(ex, body_route_);
+    return true;
+  }
+  if (decoded.empty() && !done) return false;
+  Deferred d;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    body_exchange_->QueueBodyLocked(decoded, done, &d);
+    if (done) {
+      body_exchange_->SetBodyDoneLocked();
+      MaybeCompleteLocked(body_exchange_.get(), &d, srv->clock->Now());
+    }
+  }
+  if (done) {
+    body_exchange_.reset();
+    read_state_ = ReadState::kHead;
+  }
+  Run(&d);
+  return done;
+}
+
+void Connection::Dispatch(const std::shared_ptr<Exchange>& ex,
+                          const Route* route) {
+  auto run = [route, ex] {
+    try {
+      route->handler(ex->request(), ex);
+    } catch (const std::exception& e) {
+      LOG(ERROR) << "HTTP handler for " << ex->request().method << " "
+                 << ex->request().path << " threw: " << e.what();
+      ex->Respond(500, {{"Content-Type", "text/plain"}},
+                  "Internal Server Error");
+    } catch (...) {
+      LOG(ERROR) << "HTTP handler for " << ex->request().path
+                 << " threw a non-exception";
+      ex->Respond(500, {{"Content-Type", "text/plain"}},
+                  "Internal Server Error");
+    }
+  };
+  if (route->options.run_on_io_thread) {
+    run();
+  } else {
+    serial_->Post(std::move(run));
+  }
+}
+
+void Connection::Fail(int status, std::string_view message) {
+  HttpServer::Impl* srv = server();
+  LOG(DEBUG) << "HTTP " << status << " to " << remote_ << ": " << message;
+  std::shared_ptr<Exchange> ex;
+  Deferred d;
+  bool respond = true;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    ex = active_;
+    if (ex) {
+      respond = !ex->response_started();
+      ex->AbandonLocked();
+      ex->EndLocked(&d);
+      active_.reset();
+    }
+    if (respond && !closed_ && !close_after_flush_) {
+      std::string body = std::string(StatusReason(status)) + ": " +
+                         std::string(message) + "\n";
+      std::string head = BuildHead(status, {{"Content-Type", "text/plain"}},
+                                   Framing::kLength, body.size(),
+                                   /*keep_alive=*/false, 1);
+      SendLocked({head, body}, 0, &d);
+      srv->CountRequest(status);
+    } else {
+      respond = false;
+    }
+    if (respond) CloseAfterFlushLocked(&d);
+  }
+  body_exchange_.reset();
+  read_state_ = ReadState::kHead;
+  Run(&d);
+  if (!respond) CloseNow();
+}
+
+void Connection::StartLinger() {
+  if (fd_closed_ || lingering_) return;
+  lingering_ = true;
+  linger_deadline_ = server()->clock->Now() + server()->opts.linger_timeout;
+  std::lock_guard<std::mutex> l(mu_);
+  closed_ = true;  // nothing more may be written
+  ::shutdown(fd_, SHUT_WR);
+  pause_ = 0;
+  want_write_ = false;
+  UpdateEventsLocked();
+}
+
+void Connection::Sweep(TimePoint now) {
+  if (fd_closed_) return;
+  if (lingering_) {
+    if (now >= linger_deadline_) CloseNow();
+    return;
+  }
+  const HttpServerOptions& o = server()->opts;
+  bool expired = false;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (active_ || closed_ || read_state_ != ReadState::kHead) return;
+    if (in_off_ < in_.size() || !served_) {
+      expired = now - head_started_ >= o.header_timeout;
+    } else {
+      expired = now - idle_since_ >= o.idle_timeout;
+    }
+  }
+  if (expired) CloseNow();
+}
+
+void Connection::CloseNow() {
+  if (fd_closed_) return;
+  fd_closed_ = true;
+  std::shared_ptr<Connection> self = shared_from_this();
+  std::shared_ptr<Exchange> ex;
+  Deferred d;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    closed_ = true;
+    ex = std::move(active_);
+    if (ex) ex->EndLocked(&d);
+    epoll_ctl(loop_->epoll_fd(), EPOLL_CTL_DEL, fd_, nullptr);
+    ::close(fd_);
+    fd_ = -1;
+    std::string().swap(out_);
+    out_off_ = 0;
+  }
+  std::string().swap(in_);
+  in_off_ = 0;
+  body_exchange_.reset();
+  d.close_now = d.shutdown_write = d.resume_input = false;
+  Run(&d);
+  HttpServer::Impl* srv = server();
+  srv->num_connections.fetch_sub(1);
+  srv->open_metric->Dec();
+  loop_->Remove(this);
+}
+
+// ----- Exchange implementation ---------------------------------------------
+
+void Exchange::EndLocked(Deferred* d) {
+  if (ended_) return;
+  ended_ = true;
+  body_queue_.clear();
+  // Callbacks usually capture the Responder itself; dropping them here
+  // breaks that reference cycle (a running delivery keeps its own copy).
+  if (on_body_) d->release.push_back(std::move(on_body_));
+  on_body_.reset();
+  if (on_close_) d->serial.push_back(std::move(on_close_));
+  on_close_ = nullptr;
+}
+
+void Exchange::ResponseDoneLocked(Deferred* d, TimePoint now) {
+  phase_ = Phase::kDone;
+  if (!keep_alive_) conn_->CloseAfterFlushLocked(d);
+  EndLocked(d);
+  conn_->MaybeCompleteLocked(this, d, now);
+}
+
+bool Exchange::Respond(int status, HttpHeaders headers, std::string body) {
+  std::shared_ptr<Exchange> self = shared_from_this();
+  bool keep_alive;
+  {
+    std::lock_guard<std::mutex> l(conn_->mu());
+    if (phase_ != Phase::kNew || conn_->closed_locked()) return false;
+    keep_alive = keep_alive_;
+  }
+  if (headers.HasToken("Connection", "close")) keep_alive = false;
+  if (!StatusHasBody(status)) body.clear();
+  std::string head = BuildHead(status, headers, Framing::kLength, body.size(),
+                               keep_alive, request_.version_minor);
+  Deferred d;
+  bool ok;
+  {
+    std::lock_guard<std::mutex> l(conn_->mu());
+    if (phase_ != Phase::kNew || conn_->closed_locked()) return false;
+    keep_alive_ = keep_alive;
+    conn_->server()->CountRequest(status);
+    const TimePoint now = NowLocked();
+    ok = conn_->SendLocked(
+        {head, head_only_ ? std::string_view() : std::string_view(body)},
+        max_buffered_, &d);
+    ResponseDoneLocked(&d, now);
+  }
+  conn_->Run(&d);
+  return ok;
+}
+
+bool Exchange::StartStream(int status, HttpHeaders headers) {
+  std::shared_ptr<Exchange> self = shared_from_this();
+  bool keep_alive;
+  {
+    std::lock_guard<std::mutex> l(conn_->mu());
+    if (phase_ != Phase::kNew || conn_->closed_locked()) return false;
+    keep_alive = keep_alive_;
+  }
+  if (headers.HasToken("Connection", "close")) keep_alive = false;
+  // HTTP/1.0 has no chunked coding: the body runs until the connection
+  // closes.
+  const bool chunked = request_.version_minor >= 1;
+  if (!chunked) keep_alive = false;
+  std::string head = BuildHead(
+      status, headers, chunked ? Framing::kChunked : Framing::kCloseDelimited,
+      0, keep_alive, request_.version_minor);
+  Deferred d;
+  bool ok;
+  {
+    std::lock_guard<std::mutex> l(conn_->mu());
+    if (phase_ != Phase::kNew || conn_->closed_locked()) return false;
+    keep_alive_ = keep_alive;
+    chunked_ = chunked && StatusHasBody(status);
+    conn_->server()->CountRequest(status);
+    const TimePoint now = NowLocked();
+    phase_ = Phase::kStreaming;
+    ok = conn_->SendLocked({head}, max_buffered_, &d);
+    if (!ok || !StatusHasBody(status)) ResponseDoneLocked(&d, now);
+  }
+  conn_->Run(&d);
+  return ok;
+}
+
+bool Exchange::Write(std::string_view chunk) {
+  const std::string header = ChunkHeader(chunk.size());
+  Deferred d;
+  bool ok;
+  {
+    std::lock_guard<std::mutex> l(conn_->mu());
+    if (phase_ != Phase::kStreaming || conn_->closed_locked()) {
+      if (phase_ == Phase::kNew) {
+        LOG(ERROR) << "Responder::Write before StartStream for "
+                   << request_.path;
+      }
+      return false;
+    }
+    if (chunk.empty() || head_only_) return true;
+    if (chunked_) {
+      ok = conn_->SendLocked({header, chunk, "\r\n"}, max_buffered_, &d);
+    } else {
+      ok = conn_->SendLocked({chunk}, max_buffered_, &d);
+    }
+  }
+  conn_->Run(&d);
+  return ok;
+}
+
+bool Exchange::Finish() {
+  std::shared_ptr<Exchange> self = shared_from_this();
+  Deferred d;
+  bool ok = true;
+  {
+    std::lock_guard<std::mutex> l(conn_->mu());
+    if (phase_ != Phase::kStreaming) return false;
+    if (conn_->closed_locked()) {
+      phase_ = Phase::kDone;  // CloseNow already ended the exchange
+      return false;
+    }
+    const TimePoint now = NowLocked();
+    if (chunked_ && !head_only_) ok = conn_->SendLocked({kLastChunk}, 0, &d);
+    ResponseDoneLocked(&d, now);
+  }
+  conn_->Run(&d);
+  return ok;
+}
+
+size_t Exchange::BufferedBytes() const {
+  std::lock_guard<std::mutex> l(conn_->mu());
+  return conn_->PendingLocked();
+}
+
+void Exchange::SetMaxBufferedBytes(size_t max_bytes) {
+  std::lock_guard<std::mutex> l(conn_->mu());
+  max_buffered_ = max_bytes;
+}
+
+void Exchange::OnClose(std::function<void()> callback) {
+  Deferred d;
+  {
+    std::lock_guard<std::mutex> l(conn_->mu());
+    if (ended_) {
+      d.serial.push_back(std::move(callback));
+    } else {
+      on_close_ = std::move(callback);
+    }
+  }
+  conn_->Run(&d);
+}
+
+bool Exchange::IsClosed() const {
+  std::lock_guard<std::mutex> l(conn_->mu());
+  return conn_->closed_locked();
+}
+
+void Exchange::Close() {
+  Deferred d;
+  {
+    std::lock_guard<std::mutex> l(conn_->mu());
+    if (conn_->closed_locked()) return;
+    conn_->BreakLocked(&d);
+  }
+  conn_->Run(&d);
+}
+
+void Exchange::OnBodyData(std::function<void(std::string_view, bool)> fn) {
+  Deferred d;
+  {
+    std::lock_guard<std::mutex> l(conn_->mu());
+    CHECK(!body_registered_) << "OnBodyData registered twice";
+    body_registered_ = true;
+    if (ended_) return;  // too late: nothing more will be delivered
+    on_body_ = std::make_shared<std::function<void(std::string_view, bool)>>(
+        std::move(fn));
+    if (!body_queue_.empty() || eof_queued_) ScheduleDeliveryLocked(&d);
+  }
+  conn_->Run(&d);
+}
+
+void Exchange::QueueBodyLocked(std::string_view data, bool eof, Deferred* d) {
+  if (ended_) return;
+  body_queue_.append(data);
+  if (eof) eof_queued_ = true;
+  if (on_body_) ScheduleDeliveryLocked(d);
+  if (body_queue_.size() > conn_->server()->opts.max_pending_body_bytes) {
+    conn_->SetPauseLocked(Connection::kPauseBody, true);
+  }
+}
+
+void Exchange::ScheduleDeliveryLocked(Deferred* d) {
+  if (delivery_scheduled_) return;
+  delivery_scheduled_ = true;
+  std::shared_ptr<Exchange> self = shared_from_this();
+  d->serial.push_back([self] { self->DeliverBody(); });
+}
+
+void Exchange::DeliverBody() {
+  // Takes whatever is queued when it runs, so pieces are delivered in
+  // arrival order no matter which thread scheduled the delivery.
+  for (;;) {
+    std::string data;
+    bool eof;
+    std::shared_ptr<std::function<void(std::string_view, bool)>> fn;
+    {
+      std::lock_guard<std::mutex> l(conn_->mu());
+      if (ended_ || (body_queue_.empty() && !eof_queued_)) {
+        delivery_scheduled_ = false;
+        body_queue_.clear();
+        if (!conn_->closed_locked()) {
+          conn_->SetPauseLocked(Connection::kPauseBody, false);
+        }
+        return;
+      }
+      data.swap(body_queue_);
+      eof = eof_queued_;
+      eof_queued_ = false;
+      fn = on_body_;
+      if (!conn_->closed_locked()) {
+        conn_->SetPauseLocked(Connection::kPauseBody, false);
+      }
+    }
+    (*fn)(data, eof);
+  }
+}
+
+// ----- IoLoop implementation -----------------------------------------------
+
+IoLoop::~IoLoop() {
+  Join();
+  if (wake_fd_ >= 0) ::close(wake_fd_);
+  if (epoll_fd_ >= 0) ::close(epoll_fd_);
+}
+
+Status IoLoop::Init() {
+  epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+  if (epoll_fd_ < 0) return ErrnoToStatus(errno, "epoll_create1");
+  wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (wake_fd_ < 0) return ErrnoToStatus(errno, "eventfd");
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.ptr = &wake_fd_;
+  if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev) != 0) {
+    return ErrnoToStatus(errno, "epoll_ctl");
+  }
+  return Status::Ok();
+}
+
+void IoLoop::StartThread() {
+  if (listener_.valid()) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.ptr = &listener_;
+    CHECK_EQ(epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listener_.get(), &ev), 0);
+  }
+  thread_ = std::thread([this] {
+    std::string name =
+        server_->opts.name.substr(0, 10) + "-io" + std::to_string(index_);
+    pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
+    Run();
+  });
+}
+
+void IoLoop::Post(std::function<void()> task) {
+  bool wake;
+  {
+    std::lock_guard<std::mutex> l(task_mu_);
+    tasks_.push_back(std::move(task));
+    wake = !wake_pending_;
+    wake_pending_ = true;
+  }
+  if (wake) {
+    uint64_t one = 1;
+    ssize_t rc = ::write(wake_fd_, &one, sizeof(one));
+    (void)rc;  // a full counter already means "wake up"
+  }
+}
+
+void IoLoop::RunTasks() {
+  std::vector<std::function<void()>> tasks;
+  {
+    std::lock_guard<std::mutex> l(task_mu_);
+    tasks.swap(tasks_);
+    wake_pending_ = false;
+  }
+  for (auto& t : tasks) t();
+}
+
+void IoLoop::Run() {
+  constexpr int kMaxEvents = 256;
+  epoll_event events[kMaxEvents];
+  while (running_) {
+    int n = epoll_wait(epoll_fd_, events, kMaxEvents, -1);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      LOG(FATAL) << "epoll_wait: " << std::strerror(errno);
+    }
+    for (int i = 0; i < n; ++i) {
+      void* p = events[i].data.ptr;
+      if (p == &wake_fd_) {
+        uint64_t v;
+        ssize_t rc = ::read(wake_fd_, &v, sizeof(v));
+        (void)rc;
+      } else if (p == &listener_) {
+        Accept();
+      } else {
+        static_cast<Connection*>(p)->OnEvents(events[i].events);
+      }
+    }
+    RunTasks();
+    graveyard_.clear();
+  }
+  // Tasks posted after the stop (e.g. handing over a just-accepted socket)
+  // are dropped; their captures close what they own.
+  std::lock_guard<std::mutex> l(task_mu_);
+  tasks_.clear();
+}
+
+void IoLoop::Accept() {
+  HttpServer::Impl* srv = server_;
+  for (;;) {
+    int fd = ::accept4(listener_.get(), nullptr, nullptr,
+                       SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+          errno == ENOMEM) {
+        // Out of descriptors: stop accepting until the next sweep rather
+        // than spinning on a listener that stays readable.
+        LOG(WARNING) << "accept: " << std::strerror(errno)
+                     << "; pausing accepts";
+        epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, listener_.get(), nullptr);
+        listener_paused_ = true;
+        return;
+      }
+      LOG(ERROR) << "accept: " << std::strerror(errno);
+      return;
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    srv->accepted_metric->Inc();
+    IoLoop* target = srv->loops[next_loop_++ % srv->loops.size()].get();
+    if (target == this) {
+      Adopt(ScopedFd(fd));
+    } else {
+      auto holder = std::make_shared<ScopedFd>(fd);
+      target->Post([target, holder] { target->Adopt(std::move(*holder)); });
+    }
+  }
+}
+
+void IoLoop::Adopt(ScopedFd fd) {
+  std::string remote = PeerAddress(fd.get());
+  auto conn =
+      std::make_shared<Connection>(this, std::move(fd), std::move(remote));
+  conn->Register();
+  conns_.emplace(conn.get(), conn);
+  server_->num_connections.fetch_add(1);
+  server_->open_metric->Inc();
+}
+
+void IoLoop::Remove(Connection* conn) {
+  auto it = conns_.find(conn);
+  if (it == conns_.end()) return;
+  graveyard_.push_back(std::move(it->second));
+  conns_.erase(it);
+}
+
+void IoLoop::CloseListener() {
+  if (!listener_.valid()) return;
+  if (!listener_paused_) {
+    epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, listener_.get(), nullptr);
+  }
+  listener_.Reset();
+}
+
+void IoLoop::StopAll() {
+  CloseListener();
+  std::vector<std::shared_ptr<Connection>> all;
+  all.reserve(conns_.size());
+  for (auto& [p, c] : conns_) all.push_back(c);
+  for (auto& c : all) c->CloseNow();
+  running_ = false;
+}
+
+void IoLoop::Sweep() {
+  if (listener_paused_ && listener_.valid()) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.ptr = &listener_;
+    if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listener_.get(), &ev) == 0) {
+      listener_paused_ = false;
+    }
+  }
+  TimePoint now = server_->clock->Now();
+  std::vector<std::shared_ptr<Connection>> all;
+  all.reserve(conns_.size());
+  for (auto& [p, c] : conns_) all.push_back(c);
+  for (auto& c : all) c->Sweep(now);
+}
+
+}  // namespace
+
+// ----- HttpServer::Impl ----------------------------------------------------
+
+HttpServer::Impl::Impl(HttpServerOptions o) : opts(std::move(o)) {
+  clock = opts.clock ? opts.clock : Clock::Real();
+  limits.max_start_line_bytes = opts.max_request_line_bytes;
+  limits.max_header_bytes = opts.max_header_bytes;
+  limits.max_header_count = opts.max_header_count;
+  not_found_route.options.run_on_io_thread = true;
+  not_found_route.handler = [](const HttpRequest&,
+                               std::shared_ptr<Responder> r) {
+    r->Respond(404, {{"Content-Type", "text/plain"}}, "Not Found");
+  };
+  method_not_allowed_route.options.run_on_io_thread = true;
+  method_not_allowed_route.handler = [this](const HttpRequest& req,
+                                            std::shared_ptr<Responder> r) {
+    RouteMatch m = router.Find(req.method, req.path);
+    r->Respond(405, {{"Content-Type", "text/plain"}, {"Allow", m.allow}},
+               "Method Not Allowed");
+  };
+  metrics::Registry* reg =
+      opts.metrics ? opts.metrics : metrics::Registry::Default();
+  accepted_metric =
+      reg->NewCounter("kplane_http_connections_accepted_total",
+                      "TCP connections accepted by the HTTP server.",
+                      {"server"})
+          ->With({opts.name});
+  open_metric = reg->NewGauge("kplane_http_connections_open",
+                              "Open HTTP server connections.", {"server"})
+                    ->With({opts.name});
+  requests_family = reg->NewCounter("kplane_http_requests_total",
+                                    "HTTP responses started, by status code.",
+                                    {"server", "code"});
+}
+
+HttpServer::Impl::~Impl() { Stop(); }
+
+void HttpServer::Impl::CountRequest(int status) {
+  if (status < 0 || status >= static_cast<int>(requests_by_code.size())) {
+    requests_family->With({opts.name, std::to_string(status)})->Inc();
+    return;
+  }
+  metrics::Counter* c =
+      requests_by_code[status].load(std::memory_order_acquire);
+  if (c == nullptr) {
+    c = requests_family->With({opts.name, std::to_string(status)});
+    requests_by_code[status].store(c, std::memory_order_release);
+  }
+  c->Inc();
+}
+
+Status HttpServer::Impl::Start(uint16_t* port) {
+  CHECK(!started_) << "HttpServer::Start called twice";
+  started_ = true;
+  StatusOr<uint64_t> limit = RaiseFileDescriptorLimit();
+  if (!limit.ok()) LOG(WARNING) << "RLIMIT_NOFILE: " << limit.status();
+  ASSIGN_OR_RETURN(ScopedFd listener,
+                   ListenTcp(opts.host, opts.port, opts.listen_backlog));
+  ASSIGN_OR_RETURN(*port, LocalPort(listener.get()));
+  pool =
+      std::make_shared<WorkerPool>(std::max(1, opts.worker_threads), opts.name);
+  int n = std::max(1, opts.io_threads);
+  for (int i = 0; i < n; ++i) {
+    auto loop = std::make_unique<IoLoop>(this, i);
+    RETURN_IF_ERROR(loop->Init());
+    loops.push_back(std::move(loop));
+  }
+  loops[0]->SetListener(std::move(listener));
+  for (auto& loop : loops) loop->StartThread();
+  timer_ = std::thread([this] { TimerLoop(); });
+  return Status::Ok();
+}
+
+void HttpServer::Impl::TimerLoop() {
+  pthread_setname_np(pthread_self(), "http-timer");
+  std::unique_lock<std::mutex> l(timer_mu_);
+  TimePoint deadline = clock->Now() + opts.timer_tick;
+  for (;;) {
+    clock->WaitUntil(l, timer_cv_, deadline, [&] { return timer_stop_; });
+    if (timer_stop_) return;
+    // The next deadline is taken before the sweep is posted: if the clock
+    // jumps (a FakeClock advanced by a test) after this point, the wait
+    // above returns at once and another sweep sees the new time.
+    deadline = clock->Now() + opts.timer_tick;
+    for (auto& loop : loops) {
+      IoLoop* lp = loop.get();
+      lp->Post([lp] { lp->Sweep(); });
+    }
+  }
+}
+
+void HttpServer::Impl::Stop() {
+  if (!started_ || stopped_) return;
+  stopped_ = true;
+  stopping = true;
+  {
+    std::lock_guard<std::mutex> l(timer_mu_);
+    timer_stop_ = true;
+  }
+  timer_cv_.notify_all();
+  if (timer_.joinable()) timer_.join();
+  if (!loops.empty()) {
+    // First stop accepting, so no socket is handed to a loop that has
+    // already stopped; then close everything.
+    std::promise<void> closed;
+    IoLoop* first = loops[0].get();
+    first->Post([first, &closed] {
+      first->CloseListener();
+      closed.set_value();
+    });
+    closed.get_future().wait();
+    for (auto& loop : loops) {
+      IoLoop* lp = loop.get();
+      lp->Post([lp] { lp->StopAll(); });
+    }
+    for (auto& loop : loops) loop->Join();
+  }
+  // Handlers already queued still run (their Responders are closed), and
+  // every OnClose callback fires before Stop() returns.
+  if (pool) pool->Shutdown();
+}
+
+// ----- HttpServer ----------------------------------------------------------
+
+HttpServer::HttpServer(HttpServerOptions options)
+    : impl_(std::make_unique<Impl>(std::move(options))) {}
+
+HttpServer::~HttpServer() { Stop(); }
+
+void HttpServer::Handle(std::string method, std::string path,
+                        HttpHandler handler, RouteOptions options) {
+  impl_->router.Add(Route{std::move(method), std::move(path), false,
+                          std::move(handler), options});
+}
+
+void HttpServer::HandlePrefix(std::string method, std::string prefix,
+                              HttpHandler handler, RouteOptions options) {
+  impl_->router.Add(Route{std::move(method), std::move(prefix), true,
+                          std::move(handler), options});
+}
+
+Status HttpServer::Start() { return impl_->Start(&port_); }
+
+void HttpServer::Stop() { impl_->Stop(); }
+
+size_t HttpServer::NumConnections() const {
+  return impl_->num_connections.load();
+}
+
+}  // namespace kplane::net

@@ -1,0 +1,206 @@
+// HttpServer: the event-driven HTTP/1.1 server every kplane process uses
+// (etcd-v3 JSON API, raft peer traffic, the Kubernetes API, /metrics).
+//
+// Design (net/README.md has the long version): non-blocking sockets and
+// epoll on one or more I/O loop threads; handlers run on a worker pool (or,
+// if a route asks, directly on the I/O thread). A handler receives the
+// request and a shared Responder, and may answer at once or keep the
+// Responder and answer later from any thread: a raft commit, a watch event.
+// Writing never blocks: bytes go to the connection's output buffer (written
+// straight to the socket when it is empty) and the loop drains the rest. An
+// idle streaming connection costs a few KiB and no thread.
+//
+//   HttpServer server(HttpServerOptions{.port = 0});
+//   server.Handle("GET", "/healthz",
+//                 [](const HttpRequest&, std::shared_ptr<Responder> r) {
+//                   r->Respond(200, {{"Content-Type", "text/plain"}}, "ok");
+//                 },
+//                 {.run_on_io_thread = true});
+//   server.HandlePrefix("POST", "/v3/watch", WatchHandler,
+//                       {.stream_request_body = true});
+//   CHECK_OK(server.Start());
+//   ... server.port() ...
+//   server.Stop();
+//
+// Requests on one connection are handled strictly in order: the next
+// pipelined request is parsed only after the previous exchange completed
+// (its response finished and its body fully read).
+//
+// Ownership: HttpServer owns its threads and sockets. Responders are shared
+// with handlers and may outlive Stop() and the server itself; once their
+// connection is closed every call on them is a harmless no-op.
+// Thread-safety: Handle*/Start/Stop from one controlling thread; routes
+// must be registered before Start(). Responder methods are safe from any
+// thread. Stop() must not be called from a handler or callback.
+// Errors: Start() returns the bind/listen failure. Malformed requests are
+// answered by the server itself (400, 413, 414, 431, 404, 405, 417, 505).
+#ifndef KPLANE_NET_HTTP_SERVER_H_
+#define KPLANE_NET_HTTP_SERVER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/metrics.h"
+#include "base/status.h"
+#include "net/http_message.h"
+
+namespace kplane::net {
+
+// One request/response exchange, handed to the handler. All methods are
+// thread-safe and never block on the network.
+//
+// Exactly one of:
+//   Respond(status, headers, body)                     a whole response
+//   StartStream(status, headers), Write()..., Finish() a chunked stream
+// The server adds Content-Length / Transfer-Encoding / Connection itself.
+// To an HTTP/1.0 client a stream is sent unframed and the connection is
+// closed at Finish(); a HEAD request gets the head only.
+class Responder {
+ public:
+  virtual ~Responder() = default;
+
+  virtual const HttpRequest& request() const = 0;
+
+  // Sends a complete response. Returns false if a response was already
+  // started or the connection is closed.
+  virtual bool Respond(int status, HttpHeaders headers, std::string body) = 0;
+
+  // Sends the head of a streamed (chunked) response. Returns false if a
+  // response was already started or the connection is closed.
+  virtual bool StartStream(int status, HttpHeaders headers) = 0;
+  // Queues one chunk; it is written promptly (no batching delay). An empty
+  // chunk is ignored. Returns false once the stream is finished or the
+  // connection is closed (client gone, buffer cap exceeded, server stopped).
+  virtual bool Write(std::string_view chunk) = 0;
+  // Ends the stream. Returns false if it was not streaming or is closed.
+  virtual bool Finish() = 0;
+
+  // Bytes queued on this connection but not yet accepted by the kernel; a
+  // producer uses it to spot a client that does not keep up.
+  virtual size_t BufferedBytes() const = 0;
+  // Closes the connection when BufferedBytes() would exceed `max_bytes`
+  // (0 = no cap). Overrides HttpServerOptions::max_output_buffer_bytes for
+  // this exchange.
+  virtual void SetMaxBufferedBytes(size_t max_bytes) = 0;
+
+  // `callback` runs exactly once when this exchange is over: the response
+  // finished (Respond/Finish), or the connection closed first (the client
+  // went away, the buffer cap was exceeded, Close(), or Stop()). It runs on
+  // a worker thread, never inside a Responder call, so it may take the
+  // producer's locks; if the exchange is already over it is scheduled at
+  // once. After the server has stopped it runs inline on the caller's
+  // thread. A second OnClose replaces an unfired first callback.
+  virtual void OnClose(std::function<void()> callback) = 0;
+  // True once the connection is closed (the client cannot get more data).
+  virtual bool IsClosed() const = 0;
+
+  // Streaming request bodies (routes with stream_request_body): `fn`
+  // receives the body in pieces as they arrive, then once with eof = true
+  // (a request without a body gets just the eof call). Pieces that arrived
+  // before registration are delivered first. Callbacks run on a worker
+  // thread, one at a time and in order, and stop after the response is
+  // finished or the connection is closed. Register at most once.
+  virtual void OnBodyData(
+      std::function<void(std::string_view data, bool eof)> fn) = 0;
+
+  // Drops the connection (e.g. the producer gave up on a slow watcher).
+  virtual void Close() = 0;
+};
+
+using HttpHandler =
+    std::function<void(const HttpRequest&, std::shared_ptr<Responder>)>;
+
+struct RouteOptions {
+  // Call the handler once the head arrives and deliver the body through
+  // Responder::OnBodyData (no body size limit applies).
+  bool stream_request_body = false;
+  // Run the handler on the I/O thread instead of the worker pool. Only for
+  // handlers that answer at once and never block (/healthz, /metrics).
+  bool run_on_io_thread = false;
+};
+
+struct HttpServerOptions {
+  std::string host = "127.0.0.1";  // "" or "0.0.0.0" or "::" for all
+  uint16_t port = 0;               // 0: ephemeral; see HttpServer::port()
+  int io_threads = 1;
+  int worker_threads = 4;
+  int listen_backlog = 4096;
+
+  // Request limits. Over the body limit: 413; head too large or too many
+  // fields: 431; request line too long: 414.
+  size_t max_request_line_bytes = 8 * 1024;
+  size_t max_header_bytes = 64 * 1024;
+  size_t max_header_count = 100;
+  size_t max_body_bytes = 4 * 1024 * 1024;
+  // A streaming request body is not read from the socket while this many
+  // bytes wait for the handler's OnBodyData callbacks (back-pressure).
+  size_t max_pending_body_bytes = 1024 * 1024;
+
+  // Per-connection output buffer cap; exceeding it closes the connection.
+  // 0 = none. Responder::SetMaxBufferedBytes overrides it per exchange.
+  size_t max_output_buffer_bytes = 0;
+
+  // A keep-alive connection with no request in progress is closed after
+  // idle_timeout; a request head must arrive completely within
+  // header_timeout of its first byte (or of the accept).
+  Duration idle_timeout = seconds(120);
+  Duration header_timeout = seconds(30);
+  // How long a connection being closed after an error keeps discarding
+  // input, so the client reads our response instead of a reset.
+  Duration linger_timeout = seconds(2);
+  // Timeouts are checked every timer_tick (on `clock`).
+  Duration timer_tick = milliseconds(500);
+  Clock* clock = nullptr;  // nullptr: Clock::Real()
+
+  // Metrics go to this registry (nullptr: Registry::Default()) with label
+  // server=<name>: kplane_http_connections_accepted_total,
+  // kplane_http_connections_open, kplane_http_requests_total{code}.
+  metrics::Registry* metrics = nullptr;
+  std::string name = "http";
+};
+
+class HttpServer {
+ public:
+  explicit HttpServer(HttpServerOptions options);
+  ~HttpServer();  // Stop()s
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Routes `method` ("" = any) on exactly `path` (percent-decoded), or on
+  // every path starting with `prefix`. An exact route wins over prefixes;
+  // the longest prefix wins among prefixes. A GET route also serves HEAD.
+  // A path with routes but none for the method gets 405 with Allow;
+  // no route at all: 404.
+  void Handle(std::string method, std::string path, HttpHandler handler,
+              RouteOptions options = {});
+  void HandlePrefix(std::string method, std::string prefix, HttpHandler handler,
+                    RouteOptions options = {});
+
+  // Raises the open-file limit, binds, listens and starts the threads.
+  Status Start();
+  // The bound port (valid after Start()).
+  uint16_t port() const { return port_; }
+  // Closes the listener and every connection (OnClose callbacks run),
+  // finishes queued handler tasks and joins all threads. Idempotent.
+  void Stop();
+
+  // Open connections right now.
+  size_t NumConnections() const;
+
+  class Impl;  // internal; public only so the .cc's helpers can name it
+
+ private:
+  std::unique_ptr<Impl> impl_;
+  uint16_t port_ = 0;
+};
+
+}  // namespace kplane::net
+
+#endif  // KPLANE_NET_HTTP_SERVER_H_

@@ -438,6 +438,8 @@ StatusOr<etcdserverpb::HashKVResponse> Store::HashKV(int64_t revision) {
   return resp;
 }
 
+Status Store::Sync() { return FromRocks(db_->FlushWAL(/*sync=*/true)); }
+
 Status Store::Defrag() {
   rocksdb::FlushOptions fo;
   RETURN_IF_ERROR(FromRocks(db_->Flush(fo)));

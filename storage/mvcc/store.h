@@ -120,6 +120,10 @@ class Store {
   Status WaitForCompaction(int64_t revision);
   // Rewrites the database to reclaim space (RocksDB full compaction).
   Status Defrag();
+  // Makes every write so far durable (fsyncs RocksDB's WAL). The replicated
+  // server calls it before it records a raft snapshot at the store's
+  // consistent index, because it writes with sync_writes=false.
+  Status Sync();
   // Bytes of the database files on disk (SST, WAL, manifest).
   int64_t DbSize() const;
   // Bytes of live records (keys + values of every stored version, event,

@@ -89,9 +89,6 @@ StatusOr<std::unique_ptr<RaftLog>> RaftLog::Open(
     raftpb::Snapshot snap;
     *snap.mutable_metadata() = log->snapshot_;
     RETURN_IF_ERROR(log->memory_.ApplySnapshot(snap));
-  } else {
-    // The bootstrap marker (index 0) only carries the initial membership.
-    log->memory_.SetInitialConfState(log->snapshot_.conf_state());
   }
   // Entries at or below the snapshot are covered by it.
   size_t skip = 0;
@@ -122,13 +119,27 @@ Status RaftLog::WriteIdentity(const storagepb::MemberIdentity& id) {
 }
 
 Status RaftLog::Bootstrap(const raftpb::ConfState& conf_state) {
+  // The initial membership is a snapshot of the empty state machine at
+  // index 1, term 1. Every founding member starts from the same one; a
+  // member that joins later lacks index 1, so the leader must send it a
+  // snapshot, and the snapshot carries the configuration it needs.
   raftpb::SnapshotMetadata m;
+  m.set_index(1);
+  m.set_term(1);
   *m.mutable_conf_state() = conf_state;
+  raftpb::HardState hs;
+  hs.set_term(1);
+  hs.set_commit(1);
   RETURN_IF_ERROR(
-      wal_->Append(wal::Record{kSnapshot, 0, m.SerializeAsString()}));
+      wal_->Append({wal::Record{kSnapshot, 1, m.SerializeAsString()},
+                    wal::Record{kHardState, 0, hs.SerializeAsString()}}));
   RETURN_IF_ERROR(wal_->Sync());
   snapshot_ = m;
-  memory_.SetInitialConfState(conf_state);
+  hard_state_ = hs;
+  raftpb::Snapshot snap;
+  *snap.mutable_metadata() = m;
+  RETURN_IF_ERROR(memory_.ApplySnapshot(snap));
+  memory_.SetHardState(hs);
   empty_ = false;
   return Status::Ok();
 }

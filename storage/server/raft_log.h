@@ -59,9 +59,8 @@ class RaftLog {
     return identity_;
   }
   Status WriteIdentity(const storagepb::MemberIdentity& id);
-  // Records the initial membership of a brand-new cluster (a snapshot marker
-  // at index 0 carrying `conf_state`), so a restart before the first real
-  // snapshot still knows its voters.
+  // Records the initial membership of a brand-new cluster as a snapshot of
+  // the empty state at index 1, term 1, carrying `conf_state`.
   Status Bootstrap(const raftpb::ConfState& conf_state);
 
   raft::MemoryStorage* storage() { return &memory_; }

@@ -54,6 +54,9 @@ struct ApplyTask {
   raftpb::ConfState conf_state;
   bool has_conf_state = false;
   uint64_t term = 0;  // the raft term at hand-off (response headers)
+  // Work to run on the apply thread between two batches (e.g. a consistent
+  // checkpoint of the state machine); set only on tasks with no entries.
+  std::function<void()> barrier;
 };
 
 class Applier {

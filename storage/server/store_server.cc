@@ -144,7 +144,7 @@ Status StoreServer::OpenStores() {
   mopts.clock = clock_;
   mopts.quota_bytes = config_.quota_backend_bytes;
   mopts.max_request_bytes = config_.max_request_bytes;
-  mopts.auto_compaction = config_.auto_compaction;
+  // Auto-compaction is the server's (through raft), never the replica's.
   ASSIGN_OR_RETURN(store_, mvcc::Store::Open(mopts));
 
   std::string cluster_path = member_dir_ + "/cluster.pb";
@@ -280,6 +280,22 @@ Status StoreServer::Start(PeerTransport* transport) {
   apply_thread_ = std::thread([this] { ApplyLoop(); });
   RETURN_IF_ERROR(node_->Start());
   hk_thread_ = std::thread([this] { HousekeepingLoop(); });
+  if (config_.auto_compaction.mode != mvcc::AutoCompactionMode::kNone) {
+    // Every replica must compact at the same revision, so the leader
+    // proposes compactions through the log; on followers this is a no-op.
+    auto_compactor_ = std::make_unique<mvcc::AutoCompactor>(
+        clock_, config_.auto_compaction,
+        [this] { return store_->CurrentRevision(); },
+        [this](int64_t rev) -> Status {
+          if (!is_leader()) return Status::Ok();
+          etcdserverpb::CompactionRequest req;
+          req.set_revision(rev);
+          auto r = Compact(req);
+          if (r.ok()) LOG(INFO) << "auto-compacted to revision " << rev;
+          return r.status();
+        });
+    auto_compactor_->Start();
+  }
 
   // A lone voter need not wait an election timeout to lead.
   auto members = membership_->Members();
@@ -291,6 +307,7 @@ Status StoreServer::Start(PeerTransport* transport) {
 
 void StoreServer::Stop() {
   if (!started_.load() || stopped_.exchange(true)) return;
+  if (auto_compactor_) auto_compactor_->Stop();
   {
     std::lock_guard<std::mutex> l(hk_mu_);
     hk_stop_ = true;
@@ -671,7 +688,7 @@ Status StoreServer::InstallSnapshot(const raftpb::Snapshot& snap) {
   mopts.clock = clock_;
   mopts.quota_bytes = config_.quota_backend_bytes;
   mopts.max_request_bytes = config_.max_request_bytes;
-  mopts.auto_compaction = config_.auto_compaction;
+  // Auto-compaction is the server's (through raft), never the replica's.
   ASSIGN_OR_RETURN(store_, mvcc::Store::Open(mopts));
   std::string cluster = dir + "/cluster.pb";
   if (fs::exists(cluster)) {

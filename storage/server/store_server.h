@@ -44,6 +44,7 @@
 #include "net/worker_pool.h"
 #include "schemas/storage.pb.h"
 #include "storage/client/kv.h"
+#include "storage/mvcc/auto_compactor.h"
 #include "storage/mvcc/store.h"
 #include "storage/server/cluster.h"
 #include "storage/server/raft_log.h"
@@ -252,6 +253,7 @@ class StoreServer : public KV {
   std::unique_ptr<Applier> applier_;
   std::unique_ptr<RaftNode> node_;
   PeerTransport* transport_ = nullptr;
+  std::unique_ptr<mvcc::AutoCompactor> auto_compactor_;
   std::shared_ptr<net::WorkerPool> read_pool_;
 
   // Proposals waiting to be applied, by request id.

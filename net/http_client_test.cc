@@ -91,6 +91,28 @@ TEST_F(HttpClientTest, ConnectionRefusedIsUnavailable) {
   EXPECT_EQ(r.status().code(), StatusCode::kUnavailable) << r.status();
 }
 
+TEST_F(HttpClientTest, ConnectTimeoutIsDeadlineExceeded) {
+  // A listener that never accepts: once its accept queue is full, Linux
+  // drops further SYNs and a connect can only time out.
+  auto listener = ListenTcp("127.0.0.1", 0, 1);
+  ASSERT_TRUE(listener.ok());
+  uint16_t port = *LocalPort(listener->get());
+  HttpClientOptions o;
+  o.connect_timeout = milliseconds(100);
+  std::vector<ScopedFd> fillers;
+  Status last;
+  for (int i = 0; i < 16 && last.ok(); ++i) {
+    auto fd = ConnectTcp("127.0.0.1", port, milliseconds(100));
+    if (fd.ok()) {
+      fillers.push_back(std::move(*fd));
+    } else {
+      HttpClient c("127.0.0.1", port, o);
+      last = c.Request("GET", "/").status();
+    }
+  }
+  EXPECT_EQ(last.code(), StatusCode::kDeadlineExceeded) << last;
+}
+
 TEST_F(HttpClientTest, ReadTimeoutIsDeadlineExceeded) {
   std::vector<std::shared_ptr<Responder>> parked;
   std::mutex mu;
@@ -105,6 +127,7 @@ TEST_F(HttpClientTest, ReadTimeoutIsDeadlineExceeded) {
   HttpClient c("127.0.0.1", server_->port(), o);
   auto r = c.Request("GET", "/hang");
   EXPECT_EQ(r.status().code(), StatusCode::kDeadlineExceeded) << r.status();
+  server_->Stop();  // before `parked` goes away
 }
 
 TEST_F(HttpClientTest, ReconnectsAfterServerClosedIdleConnection) {
@@ -326,6 +349,7 @@ TEST_F(HttpClientTest, StreamCancelledFromAnotherThread) {
   canceller.join();
   EXPECT_EQ(resp.status().code(), StatusCode::kCancelled) << resp.status();
   EXPECT_TRUE(cancel.IsCancelled());
+  server_->Stop();  // before `parked` goes away
 }
 
 TEST_F(HttpClientTest, DuplexStreamCancelUnblocksReader) {
@@ -346,6 +370,30 @@ TEST_F(HttpClientTest, DuplexStreamCancelUnblocksReader) {
   t.join();
   EXPECT_EQ(more.status().code(), StatusCode::kCancelled);
   EXPECT_EQ((*s)->Send("x").code(), StatusCode::kCancelled);
+}
+
+TEST_F(HttpClientTest, WriteTimeoutWhenServerStopsReading) {
+  // The handler never consumes the streamed body, so the server stops
+  // reading it (back-pressure) and the client's send eventually blocks.
+  routes_.push_back(
+      {"/", [](const HttpRequest&, std::shared_ptr<Responder>) {}});
+  streaming_ = true;
+  HttpServerOptions o;
+  o.max_pending_body_bytes = 64 * 1024;
+  Start(o);
+  HttpClientOptions co;
+  co.write_timeout = milliseconds(300);
+  HttpClient c("127.0.0.1", server_->port(), co);
+  auto s = c.OpenStream("POST", "/upload");
+  ASSERT_TRUE(s.ok());
+  const std::string piece(1 << 20, 'x');
+  Status st;
+  size_t sent = 0;
+  while ((st = (*s)->Send(piece)).ok()) {
+    sent += piece.size();
+    ASSERT_LT(sent, size_t{1} << 30) << "the server never pushed back";
+  }
+  EXPECT_EQ(st.code(), StatusCode::kDeadlineExceeded) << st;
 }
 
 TEST_F(HttpClientTest, ForUrlAndHostHeader) {

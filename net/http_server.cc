@@ -73,8 +73,9 @@ struct Deferred {
 };
 
 bool KeepAliveRequested(const HttpRequest& req) {
-  if (req.version_minor >= 1)
+  if (req.version_minor >= 1) {
     return !req.headers.HasToken("Connection", "close");
+  }
   return req.headers.HasToken("Connection", "keep-alive");
 }
 
@@ -832,8 +833,8 @@ void Connection::Fail(int status, std::string_view message) {
       std::string head = BuildHead(status, {{"Content-Type", "text/plain"}},
                                    Framing::kLength, body.size(),
                                    /*keep_alive=*/false, 1);
-      SendLocked({head, body}, 0, &d);
       srv->CountRequest(status);
+      SendLocked({head, body}, 0, &d);
     } else {
       respond = false;
     }

@@ -37,14 +37,11 @@
 #ifndef KPLANE_NET_HTTP_SERVER_H_
 #define KPLANE_NET_HTTP_SERVER_H_
 
-#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
-#include <thread>
-#include <vector>
 
 #include "base/clock.h"
 #include "base/metrics.h"

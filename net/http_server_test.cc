@@ -114,6 +114,23 @@ TEST_F(HttpServerTest, PipelinedRequestsAreHandledInOrder) {
   for (auto& t : threads) t.join();
 }
 
+TEST_F(HttpServerTest, PipelinedMixSentOneByteAtATime) {
+  Route("", "/", Echo(), {}, /*prefix=*/true);
+  Start();
+  RawConnection conn(server_->port());
+  const std::string wire =
+      "POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc"
+      "PUT /b HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+      "2\r\nde\r\n1\r\nf\r\n0\r\n\r\n"
+      "GET /c%20d?q=1 HTTP/1.1\r\nHost: x\r\n\r\n";
+  for (char c : wire) conn.Send(std::string_view(&c, 1));
+  for (const char* want : {"POST /a abc", "PUT /b def", "GET /c d "}) {
+    auto r = conn.ReadResponse();
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->body, want);
+  }
+}
+
 TEST_F(HttpServerTest, ChunkedRequestBodyIsDecoded) {
   Route("PUT", "/data", Echo());
   Start();
@@ -245,6 +262,49 @@ TEST_F(HttpServerTest, StreamingRouteWithoutBodyGetsEof) {
   auto r = Client().Request("GET", "/nobody");
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->body, "eof");
+}
+
+TEST_F(HttpServerTest, StreamingBodyPausesForSlowConsumerAndResumes) {
+  // The consumer blocks on its first piece; the server must stop reading
+  // (bounded memory) and pick up again when the consumer catches up.
+  Latch release;
+  std::atomic<size_t> total{0};
+  Route("POST", "/upload",
+        [&](const HttpRequest&, std::shared_ptr<Responder> r) {
+          r->OnBodyData([&, r](std::string_view d, bool eof) {
+            if (total == 0) {
+              EXPECT_TRUE(release.Wait());
+            }
+            total += d.size();
+            if (eof) r->Respond(200, {}, std::to_string(total.load()));
+          });
+        },
+        {.stream_request_body = true});
+  HttpServerOptions o;
+  o.max_pending_body_bytes = 64 * 1024;
+  Start(o);
+  constexpr size_t kBody = 16 << 20;
+  auto s = Client().OpenStream("POST", "/upload");
+  ASSERT_TRUE(s.ok());
+  // (With the consumer stuck the sender cannot get even 4 MiB out: the
+  // server stops reading at 64 KiB pending and the socket buffers fill.)
+  Latch flowing;
+  std::thread sender([&] {
+    std::string piece(256 * 1024, 'p');
+    for (size_t sent = 0; sent < kBody; sent += piece.size()) {
+      EXPECT_TRUE((*s)->Send(piece).ok());
+      flowing.CountDown();
+    }
+    EXPECT_TRUE((*s)->CloseSend().ok());
+  });
+  EXPECT_TRUE(flowing.Wait());
+  release.CountDown();
+  std::string body;
+  auto more = (*s)->Read(&body, testing::kTestDeadline);
+  while (more.ok() && *more) more = (*s)->Read(&body, testing::kTestDeadline);
+  sender.join();
+  ASSERT_TRUE(more.ok()) << more.status();
+  EXPECT_EQ(body, std::to_string(kBody));
 }
 
 TEST_F(HttpServerTest, ExpectContinueIsAnswered) {
@@ -571,6 +631,31 @@ TEST_F(HttpServerTest, StopClosesOpenStreams) {
   bool ran = false;
   responders[0]->OnClose([&] { ran = true; });
   EXPECT_TRUE(ran);
+}
+
+TEST_F(HttpServerTest, StopWithSeveralLoopsAndStreams) {
+  constexpr int kStreams = 12;
+  std::atomic<int> closes{0};
+  Latch started(kStreams);
+  Route("GET", "/watch", [&](const HttpRequest&, std::shared_ptr<Responder> r) {
+    r->StartStream(200, {});
+    r->OnClose([&] { closes++; });
+    r->Write("hello\n");
+    started.CountDown();
+  });
+  HttpServerOptions o;
+  o.io_threads = 3;
+  Start(o);
+  std::vector<std::unique_ptr<RawConnection>> conns;
+  for (int i = 0; i < kStreams; ++i) {
+    conns.push_back(std::make_unique<RawConnection>(server_->port()));
+    conns.back()->Send("GET /watch HTTP/1.1\r\nHost: x\r\n\r\n");
+  }
+  ASSERT_TRUE(started.Wait());
+  for (auto& c : conns) ASSERT_TRUE(c->ReadUntilContains("hello\n"));
+  server_->Stop();
+  EXPECT_EQ(closes.load(), kStreams);
+  for (auto& c : conns) EXPECT_TRUE(c->WaitForClose());
 }
 
 TEST_F(HttpServerTest, Http10CloseSemantics) {

@@ -82,8 +82,7 @@ StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
     ASSIGN_OR_RETURN(m.client_port, PickFreePort());
     ASSIGN_OR_RETURN(m.peer_port, PickFreePort());
     if (!c->initial_cluster_.empty()) c->initial_cluster_ += ",";
-    c->initial_cluster_ +=
-        m.name + "=http://127.0.0.1:" + std::to_string(m.peer_port);
+    c->initial_cluster_ += m.name + "=" + c->peer_url(i);
   }
   for (int i = 0; i < o.members; ++i) RETURN_IF_ERROR(c->StartMember(i));
   for (int i = 0; i < o.members; ++i) {
@@ -109,14 +108,16 @@ std::vector<std::string> LocalCluster::Argv(int i) const {
   const Member& m = members_[i];
   const std::string client =
       "http://127.0.0.1:" + std::to_string(m.client_port);
-  const std::string peer = "http://127.0.0.1:" + std::to_string(m.peer_port);
+  const std::string listen_peer =
+      "http://127.0.0.1:" + std::to_string(m.peer_port);
+  const std::string peer = peer_url(i);
   std::vector<std::string> argv = {binary_};
   if (options_.kind == StoreKind::kKplane) argv.push_back("store");
   for (const std::string& a :
        {std::string("--name"), m.name, std::string("--data-dir"), m.data_dir,
         std::string("--listen-client-urls"), client,
         std::string("--advertise-client-urls"), client,
-        std::string("--listen-peer-urls"), peer,
+        std::string("--listen-peer-urls"), listen_peer,
         std::string("--initial-advertise-peer-urls"), peer,
         std::string("--initial-cluster"), initial_cluster_}) {
     argv.push_back(a);
@@ -130,6 +131,13 @@ Status LocalCluster::StartMember(int i) {
   m.process = std::make_unique<Subprocess>(
       Argv(i), SubprocessOptions{.log_path = m.log_path});
   return m.process->Start();
+}
+
+std::string LocalCluster::peer_url(int i) const {
+  if (i < static_cast<int>(options_.advertised_peer_urls.size())) {
+    return options_.advertised_peer_urls[i];
+  }
+  return "http://127.0.0.1:" + std::to_string(members_[i].peer_port);
 }
 
 std::string LocalCluster::client_url(int i) const {

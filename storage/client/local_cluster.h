@@ -47,6 +47,11 @@ struct LocalClusterOptions {
   int members = 1;
   // Appended to every member's flags.
   std::vector<std::string> extra_flags;
+  // When set, member i advertises this peer URL (and --initial-cluster
+  // names it) while listening on its own port. Member and cluster ids derive
+  // from the advertised URLs, so two single-member clusters given the same
+  // URL get the same ids, which lets tests compare their outputs verbatim.
+  std::vector<std::string> advertised_peer_urls;
   Duration start_timeout = seconds(30);
 };
 
@@ -65,6 +70,8 @@ class LocalCluster {
   // "127.0.0.1:P1,127.0.0.1:P2" (etcdctl's --endpoints form).
   std::string endpoints_flag() const;
   std::string name(int i) const { return members_[i].name; }
+  // The peer URL member i advertises.
+  std::string peer_url(int i) const;
   std::string data_dir(int i) const { return members_[i].data_dir; }
   std::string log_path(int i) const { return members_[i].log_path; }
   const std::string& data_root() const { return root_; }

@@ -75,6 +75,7 @@ void RunLeaderKill(StoreKind kind) {
   // Each key is written once, so its mod_revision names the write.
   std::map<std::string, int64_t> acked;
   int failed = 0;
+  std::map<std::string, int> errors;  // message -> count
   auto write = [&](int i) {
     etcdserverpb::PutRequest p;
     char key[32];
@@ -86,6 +87,7 @@ void RunLeaderKill(StoreKind kind) {
       acked[key] = r->header().revision();
     } else {
       ++failed;
+      ++errors[r.status().ToString()];
     }
   };
   int i = 0;
@@ -94,8 +96,14 @@ void RunLeaderKill(StoreKind kind) {
   ASSERT_TRUE(cluster->Kill(*leader).ok());
   // Keep writing until 50 more writes were acknowledged after the kill.
   const size_t target = acked.size() + 50;
-  for (; acked.size() < target && i < 2000; ++i) write(i);
-  ASSERT_EQ(acked.size(), target) << failed << " writes failed";
+  const TimePoint give_up = Clock::Real()->Now() + seconds(60);
+  for (; acked.size() < target && Clock::Real()->Now() < give_up; ++i) {
+    write(i);
+  }
+  std::string why;
+  for (const auto& [m, n] : errors)
+    why += "\n  " + std::to_string(n) + "x " + m;
+  ASSERT_EQ(acked.size(), target) << failed << " writes failed:" << why;
 
   // Every acknowledged write is in the store, at its revision.
   etcdserverpb::RangeRequest all;
@@ -130,7 +138,8 @@ void RunLeaderKill(StoreKind kind) {
     EXPECT_EQ(log.revisions, want_sorted);
   }
   watch->reset();
-  std::printf("leader kill: %d writes failed during the failover\n", failed);
+  std::printf("leader kill: %d writes failed during the failover:%s\n", failed,
+              why.c_str());
 }
 
 TEST(Failover, EtcdLeaderKilledUnderWatchAndWrites) {

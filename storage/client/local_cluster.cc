@@ -200,7 +200,15 @@ Status LocalCluster::WaitReady(int i, Duration timeout) {
     // applied its log up to the read index.
     StatusOr<net::HttpResponse> r = http->Request(
         "POST", "/v3/kv/range", JsonHeaders(), R"({"key":"AA=="})");
-    if (r.ok() && r->status == 200) return Status::Ok();
+    if (r.ok() && r->status == 200) {
+      // kplane store answers before it has published its client URLs
+      // (etcd does not): wait until the member list shows them too.
+      r = http->Request("POST", "/v3/cluster/member/list", JsonHeaders(), "{}");
+      if (r.ok() && r->status == 200 &&
+          r->body.find("\"" + client_url(i) + "\"") != std::string::npos) {
+        return Status::Ok();
+      }
+    }
     last = r.ok() ? Status(StatusCode::kUnavailable,
                            "HTTP " + std::to_string(r->status) + " " + r->body)
                   : r.status();

@@ -82,7 +82,8 @@ class LocalCluster {
   Status Kill(int i);
   // Starts a killed member again on its data dir and ports.
   Status Restart(int i);
-  // Waits until member i answers a linearizable read.
+  // Waits until member i answers a linearizable read and the member list
+  // shows its client URL.
   Status WaitReady(int i, Duration timeout);
   // Index of the member that reports itself leader (asks the running ones).
   StatusOr<int> LeaderIndex();

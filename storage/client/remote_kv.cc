@@ -33,6 +33,16 @@ bool IsRetriableServerError(const Status& s) {
   }
 }
 
+// Server answers that say a write was refused before it entered the raft
+// log (kplane store: the raft core dropped the proposal for want of a
+// leader; etcd: the same as "raft proposal dropped", or its leader check
+// before processing): the write was not applied, so it may go elsewhere.
+bool IsRefusedBeforeProposal(const Status& s) {
+  const std::string& m = s.message();
+  return m == "etcdserver: no leader" || m == "etcdserver: not leader" ||
+         m.find("raft proposal dropped") != std::string::npos;
+}
+
 Attempt RunUnary(net::HttpClient* client, std::string_view path,
                  std::string_view body, google::protobuf::Message* resp,
                  bool streamed_result) {
@@ -147,6 +157,9 @@ Status WithFailover(RemoteKV* kv, std::atomic<size_t>* preferred,
                           " (the write may have been applied)");
       }
       if (kind == CallKind::kRead && IsRetriableServerError(a.status)) {
+        continue;
+      }
+      if (kind == CallKind::kWrite && IsRefusedBeforeProposal(a.status)) {
         continue;
       }
       // An answer from the server: it is the result.

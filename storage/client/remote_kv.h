@@ -19,10 +19,13 @@
 //     the "no leader" / "not leader" / "leader changed" / "request timed
 //     out" errors;
 //   - writes (Put, DeleteRange, Txn with a write, Compact, LeaseGrant,
-//     LeaseRevoke, member changes): only a failure to connect, the one case
-//     where the request certainly did not reach a server. Any other failure
-//     of a write is returned (kUnavailable / kTimeout, the message saying the
-//     write may have been applied), so a write is never silently applied
+//     LeaseRevoke, member changes): only when the write certainly was not
+//     applied: connecting failed (the request never reached a server), or
+//     the server answered that it refused the proposal before it entered
+//     the raft log ("etcdserver: no leader", "etcdserver: not leader", "raft
+//     proposal dropped"). Any other failure of a write is returned
+//     (kUnavailable / kTimeout, the message saying the write may have been
+//     applied; or the server's error), so a write is never silently applied
 //     twice.
 // A Txn counts as a read when none of its branches (nested ones included)
 // holds a put or delete.

@@ -535,6 +535,80 @@ TEST(RemoteWatch, DestroyWhileIdleAndFromCallback) {
   EXPECT_EQ(self, nullptr);
 }
 
+// A half-duplex member, like etcd 3.4's gateway: it reads the whole request
+// body before it answers anything.
+TEST(RemoteWatch, HalfDuplexServerAndSideStreamProgress) {
+  FakeMember m;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::string> bodies;  // complete request bodies, in order
+  std::vector<std::shared_ptr<Responder>> streams;
+  m.Streaming("/v3/watch", [&](const HttpRequest&,
+                               std::shared_ptr<Responder> r) {
+    auto body = std::make_shared<std::string>();
+    r->OnBodyData([&, r, body](std::string_view data, bool eof) {
+      body->append(data);
+      if (!eof) return;
+      etcdserverpb::WatchRequest req;
+      ASSERT_TRUE(etcdapi::ParseJson(*body, &req).ok()) << *body;
+      r->StartStream(200, kJson);
+      if (req.has_progress_request()) {
+        r->Write(R"({"result":{"header":{"revision":"12"},"watch_id":"-1"}})"
+                 "\n");
+        r->Finish();
+      } else {
+        r->Write(R"({"result":{"header":{"revision":"10"},"created":true}})"
+                 "\n");
+      }
+      std::lock_guard<std::mutex> l(mu);
+      bodies.push_back(*body);
+      streams.push_back(r);
+      cv.notify_all();
+    });
+  });
+  m.Start();
+  RemoteKVOptions o;
+  o.endpoints = {m.endpoint()};
+  o.duplex_probe = milliseconds(50);
+  auto kv = RemoteKV::Create(o);
+  ASSERT_TRUE(kv.ok());
+  Recorder rec;
+  etcdserverpb::WatchCreateRequest req;
+  req.set_key("a");
+  auto w = (*kv)->StartWatch(req, rec.Callback());
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_EQ((*kv)->watch_duplex(0), WatchDuplex::kHalf);
+
+  // The progress request goes on a side stream of its own.
+  (*w)->RequestProgress();
+  auto got = rec.WaitFor(2);
+  EXPECT_EQ(got[1].header().revision(), 12);
+  EXPECT_EQ(got[1].events_size(), 0);
+  {
+    std::unique_lock<std::mutex> l(mu);
+    cv.wait(l, [&] { return bodies.size() >= 2; });
+    EXPECT_NE(bodies[1].find("progress_request"), std::string::npos);
+  }
+
+  // Events still flow on the main stream; after a break the watch comes
+  // back at once (no probe wait: the member is known to be half-duplex).
+  std::shared_ptr<Responder> main_stream;
+  {
+    std::lock_guard<std::mutex> l(mu);
+    main_stream = streams[0];
+  }
+  main_stream->Write(R"({"result":{"header":{"revision":"11"},"events":[)" +
+                     Event(11) + "]}}\n");
+  got = rec.WaitFor(3);
+  EXPECT_EQ(got[2].events(0).kv().mod_revision(), 11);
+  main_stream->Close();
+  std::unique_lock<std::mutex> l(mu);
+  cv.wait(l, [&] { return bodies.size() >= 3; });
+  etcdserverpb::WatchRequest again;
+  ASSERT_TRUE(etcdapi::ParseJson(bodies[2], &again).ok());
+  EXPECT_EQ(again.create_request().start_revision(), 12);
+}
+
 // --- lease keepalive loop ----------------------------------------------------
 
 TEST(KeepAliveLoop, RenewsEveryThirdOfTtlOnFakeClockUntilGone) {

@@ -7,6 +7,8 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <set>
 
 #include "base/logging.h"
 #include "storage/client/maintenance.h"
@@ -18,6 +20,16 @@
 namespace kplane::storage {
 
 namespace {
+
+// The end of a member's log, for error messages (the data root, log
+// included, is removed with the cluster).
+std::string LogTail(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string data((std::istreambuf_iterator<char>(in)),
+                   std::istreambuf_iterator<char>());
+  if (data.size() > 1500) data = "..." + data.substr(data.size() - 1500);
+  return "log " + path + ":\n" + data;
+}
 
 bool IsExecutable(const std::string& path) {
   return !path.empty() && ::access(path.c_str(), X_OK) == 0;
@@ -74,13 +86,20 @@ StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
   if (::mkdtemp(tmpl) == nullptr) return InternalError("mkdtemp failed");
   c->root_ = tmpl;
   c->members_.resize(o.members);
+  std::set<uint16_t> used;
   for (int i = 0; i < o.members; ++i) {
     Member& m = c->members_[i];
     m.name = "n" + std::to_string(i + 1);
     m.data_dir = c->root_ + "/" + m.name + ".data";
     m.log_path = c->root_ + "/" + m.name + ".log";
-    ASSIGN_OR_RETURN(m.client_port, PickFreePort());
-    ASSIGN_OR_RETURN(m.peer_port, PickFreePort());
+    // The kernel may hand out a just-released port again: keep the
+    // cluster's ports distinct.
+    for (uint16_t* port : {&m.client_port, &m.peer_port}) {
+      for (;;) {
+        ASSIGN_OR_RETURN(*port, PickFreePort());
+        if (used.insert(*port).second) break;
+      }
+    }
     if (!c->initial_cluster_.empty()) c->initial_cluster_ += ",";
     c->initial_cluster_ += m.name + "=" + c->peer_url(i);
   }
@@ -193,8 +212,8 @@ Status LocalCluster::WaitReady(int i, Duration timeout) {
   Status last;
   while (clock->Now() < deadline) {
     if (!running(i)) {
-      return UnavailableError(name(i) + " exited while starting; see " +
-                              log_path(i));
+      return UnavailableError(
+          name(i) + " exited while starting: " + LogTail(log_path(i)));
     }
     // A linearizable read succeeds once the member has a leader and has
     // applied its log up to the read index.
@@ -218,8 +237,8 @@ Status LocalCluster::WaitReady(int i, Duration timeout) {
   }
   return UnavailableError(name(i) + " not ready after " +
                           std::to_string(timeout.count() / 1000000) +
-                          " ms (last: " + last.message() + "); see " +
-                          log_path(i));
+                          " ms (last: " + last.message() +
+                          "): " + LogTail(log_path(i)));
 }
 
 StatusOr<int> LocalCluster::LeaderIndex() {

@@ -1061,10 +1061,10 @@ bool Raft::Restore(const raftpb::Snapshot& s) {
   for (uint64_t v : cs.learners()) found |= v == id;
   for (uint64_t v : cs.voters_outgoing()) found |= v == id;
   if (!found) {
-    LOG(WARNING) << id
-                 << " attempted to restore snapshot but it is not in "
-                    "the ConfState "
-                 << DescribeConfState(cs) << "; should never happen";
+    // Happens when the leader's latest snapshot predates this node's
+    // addition; the leader retries until it has a newer one.
+    LOG(DEBUG) << id << " ignoring snapshot at index " << meta.index()
+               << ": not in its ConfState " << DescribeConfState(cs);
     return false;
   }
   // If we already have the snapshot's last entry, just fast-forward commit:

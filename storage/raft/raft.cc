@@ -168,6 +168,20 @@ bool Raft::MaybeSendAppend(uint64_t to, bool send_if_empty) {
       LOG(FATAL) << "storage Snapshot: " << snap.status().ToString();
     }
     CHECK(!IsEmptySnapshot(*snap)) << "need non-empty snapshot";
+    // A snapshot taken before `to` joined would be refused by it (a node
+    // only installs a config that contains it), and resending it would loop.
+    // Wait until the application has taken a newer snapshot.
+    const auto& cs = snap->metadata().conf_state();
+    bool member = false;
+    for (uint64_t v : cs.voters()) member |= v == to;
+    for (uint64_t v : cs.learners()) member |= v == to;
+    for (uint64_t v : cs.voters_outgoing()) member |= v == to;
+    if (!member) {
+      LOG(DEBUG) << id << " not sending snapshot at "
+                 << snap->metadata().index() << " to " << to
+                 << ": its config predates the peer";
+      return false;
+    }
     uint64_t sindex = snap->metadata().index();
     LOG(DEBUG) << id << " [firstindex: " << raft_log.FirstIndex()
                << ", commit: " << raft_log.committed()

@@ -309,7 +309,8 @@ bool Raft::AppendEntries(raftpb::Entry* first, raftpb::Entry* last) {
   // The leader counts its own (not yet durable) append towards the quorum.
   // This is safe: the commit it may produce only leaves this node in a later
   // Ready, which the caller obtains after persisting this one.
-  prs.progress.at(id).MaybeUpdate(li);
+  auto self = prs.progress.find(id);
+  if (self != prs.progress.end()) self->second.MaybeUpdate(li);
   MaybeCommit();
   return true;
 }
@@ -476,6 +477,10 @@ void Raft::TickHeartbeat() {
     // (thesis §3.10) so proposals flow again.
     if (state == StateType::kLeader && lead_transferee != kNone) {
       AbortLeaderTransfer();
+    }
+    // A leader removed from the config keeps trying to hand over.
+    if (state == StateType::kLeader && step_down_on_removal && !IsVoter(id)) {
+      HandOffLeadership();
     }
   }
   if (state != StateType::kLeader) return;
@@ -1125,8 +1130,16 @@ raftpb::ConfState Raft::SwitchToConfig(ConfigAndProgress cp) {
   bool present = it != prs.progress.end();
   is_learner = present && it->second.is_learner;
   if ((!present || is_learner) && state == StateType::kLeader) {
-    // Removed or demoted while leading.
-    if (step_down_on_removal) BecomeFollower(term, kNone);
+    // Removed or demoted while leading. Tell everyone the commit index (the
+    // followers may not know yet that the change committed), then hand
+    // leadership to the most up-to-date voter. Simply stepping down could
+    // deadlock: followers that have not applied the change still count us
+    // in their quorum, and our longer log denies them our vote.
+    if (step_down_on_removal) {
+      MaybeCommit();
+      BcastAppend();
+      HandOffLeadership();
+    }
     return cs;
   }
   if (state != StateType::kLeader || cs.voters_size() == 0) return cs;
@@ -1145,6 +1158,39 @@ raftpb::ConfState Raft::SwitchToConfig(ConfigAndProgress cp) {
     AbortLeaderTransfer();
   }
   return cs;
+}
+
+bool Raft::IsVoter(uint64_t node) const {
+  auto it = prs.progress.find(node);
+  return it != prs.progress.end() && !it->second.is_learner &&
+         prs.config.voters.Ids().count(node) > 0;
+}
+
+void Raft::HandOffLeadership() {
+  uint64_t best = kNone;
+  uint64_t best_match = 0;
+  for (uint64_t v : prs.config.voters.incoming.ids()) {
+    if (v == id) continue;
+    uint64_t match = prs.progress.at(v).match;
+    if (best == kNone || match > best_match) {
+      best = v;
+      best_match = match;
+    }
+  }
+  if (best == kNone) {
+    BecomeFollower(term, kNone);
+    return;
+  }
+  LOG(DEBUG) << id << " was removed from the config and hands leadership to "
+             << best;
+  // As MsgTransferLeader: bring it up to date, then MsgTimeoutNow.
+  election_elapsed = 0;
+  lead_transferee = best;
+  if (best_match == raft_log.LastIndex()) {
+    SendTimeoutNow(best);
+  } else {
+    SendAppend(best);
+  }
 }
 
 void Raft::AdvanceApplied(uint64_t new_applied, uint64_t applied_bytes) {

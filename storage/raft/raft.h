@@ -154,6 +154,9 @@ class Raft {
   raftpb::ConfState SwitchToConfig(ConfigAndProgress cp);
   bool Restore(const raftpb::Snapshot& s);
   void AbortLeaderTransfer() { lead_transferee = kNone; }
+  bool IsVoter(uint64_t node) const;
+  // A leader that is no longer a voter transfers leadership away.
+  void HandOffLeadership();
   bool CommittedEntryInCurrentTerm() const;
   raftpb::Message ResponseToReadIndexReq(const raftpb::Message& req,
                                          uint64_t read_index);

@@ -740,6 +740,14 @@ SimResult Sim::Run() {
           "all nodes up)";
     }
   }
+  for (auto& [id, n] : nodes_) {
+    if (!n.up) continue;
+    const raft::Raft& r = n.raw->raft();
+    Log("final: node ", id, " ", raft::StateTypeName(r.state), " term ", r.term,
+        " lead ", r.lead, " commit ", r.raft_log.committed(), " applied ",
+        r.raft_log.applied(), " last ", r.raft_log.LastIndex(), " config ",
+        r.prs.config.DebugString(), " promotable ", r.Promotable());
+  }
   for (auto& c : clients_) {
     if (c.busy) history_.MarkUnknown(c.op);
   }

@@ -821,6 +821,11 @@ Status Raft::StepLeader(raftpb::Message& m) {
             LOG(DEBUG) << id << " sent MsgTimeoutNow to " << m.from()
                        << " after received MsgAppResp";
             SendTimeoutNow(m.from());
+            // A removed leader's hand-off is done: the transferee has our
+            // whole log, so we would grant it our vote.
+            if (step_down_on_removal && !IsVoter(id)) {
+              BecomeFollower(term, kNone);
+            }
           }
         }
       }
@@ -1188,6 +1193,7 @@ void Raft::HandOffLeadership() {
   lead_transferee = best;
   if (best_match == raft_log.LastIndex()) {
     SendTimeoutNow(best);
+    BecomeFollower(term, kNone);
   } else {
     SendAppend(best);
   }

@@ -9,6 +9,8 @@ namespace kplane::raft {
 namespace {
 
 constexpr char kCampaignTransfer[] = "CampaignTransfer";
+// Marks the pre-vote of a node that is not in its own configuration.
+constexpr char kCampaignRemoved[] = "CampaignRemoved";
 constexpr char kDroppedPrefix[] = "raft proposal dropped";
 
 // Moves a message's entries into a contiguous vector (protobuf moves are
@@ -347,9 +349,13 @@ void Raft::BecomeLeader() {
   Reset(term);
   lead = id;
   state = StateType::kLeader;
-  Progress& self = prs.progress.at(id);
-  self.BecomeReplicate();
-  self.recent_active = true;
+  // A leader may be outside its own config (it won as a removed node, or was
+  // removed while leading); then it has no progress of its own.
+  auto self = prs.progress.find(id);
+  if (self != prs.progress.end()) {
+    self->second.BecomeReplicate();
+    self->second.recent_active = true;
+  }
   // There may be an unapplied conf change anywhere in the log; refusing new
   // ones until everything up to here is applied is conservative and cheap.
   pending_conf_index = raft_log.LastIndex();
@@ -362,8 +368,24 @@ void Raft::BecomeLeader() {
 
 // ---- elections ----
 
+bool Raft::RemovedButMayCampaign() const {
+  return !prs.progress.count(id) && !prs.config.voters.incoming.empty() &&
+         !raft_log.HasPendingSnapshot();
+}
+
 void Raft::Hup(CampaignType t) {
   if (state == StateType::kLeader) return;
+  if (!Promotable() && RemovedButMayCampaign() &&
+      t != CampaignType::kTransfer) {
+    // Removed from our (applied) config, but the others may not have applied
+    // that removal yet: members still in a joint config can need our vote,
+    // which our longer log would deny them, and only we could bring them the
+    // commit. So we may campaign, always with a pre-vote that voters grant
+    // only if our log is strictly ahead of theirs; once everyone caught up,
+    // a removed node can no longer disturb the cluster (etcd-io/etcd#12359).
+    if (!HasUnappliedConfChanges()) Campaign(CampaignType::kPreElection);
+    return;
+  }
   if (!Promotable()) {
     LOG(DEBUG) << id << " is unpromotable and can not campaign";
     return;
@@ -397,7 +419,8 @@ bool Raft::HasUnappliedConfChanges() const {
 }
 
 void Raft::Campaign(CampaignType t) {
-  if (!Promotable()) return;
+  bool removed = !Promotable();
+  if (removed && !RemovedButMayCampaign()) return;
   raftpb::MessageType vote_msg;
   uint64_t vote_term;
   if (t == CampaignType::kPreElection) {
@@ -428,6 +451,9 @@ void Raft::Campaign(CampaignType t) {
     m.set_index(raft_log.LastIndex());
     m.set_logterm(raft_log.LastTerm());
     if (t == CampaignType::kTransfer) m.set_context(kCampaignTransfer);
+    if (removed && t == CampaignType::kPreElection) {
+      m.set_context(kCampaignRemoved);
+    }
     Send(std::move(m));
   }
 }
@@ -453,7 +479,7 @@ void Raft::Tick() {
 
 void Raft::TickElection() {
   ++election_elapsed;
-  if (Promotable() && PastElectionTimeout()) {
+  if ((Promotable() || RemovedButMayCampaign()) && PastElectionTimeout()) {
     election_elapsed = 0;
     raftpb::Message m;
     m.set_from(id);
@@ -575,7 +601,13 @@ Status Raft::Step(raftpb::Message m) {
                       (m.type() == raftpb::MsgPreVote && m.term() > term);
       // ...and the candidate's log is at least as up-to-date (§5.4.1).
       // Learners may vote too: one may have been promoted without knowing.
-      if (can_vote && raft_log.IsUpToDate(m.index(), m.logterm())) {
+      bool up_to_date = raft_log.IsUpToDate(m.index(), m.logterm());
+      if (m.context() == kCampaignRemoved) {
+        // A removed node must be strictly ahead (see Hup).
+        up_to_date = up_to_date && !(m.index() == raft_log.LastIndex() &&
+                                     m.logterm() == raft_log.LastTerm());
+      }
+      if (can_vote && up_to_date) {
         LOG(DEBUG) << id << " cast " << raftpb::MessageType_Name(m.type())
                    << " for " << m.from() << " at term " << term;
         raftpb::Message resp;

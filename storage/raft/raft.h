@@ -65,6 +65,9 @@ class Raft {
   bool HasLeader() const { return lead != kNone; }
   // May this node campaign (a voter, without a pending snapshot)?
   bool Promotable() const;
+  // Not in its own config but with a non-empty one: may campaign, under a
+  // stricter pre-vote (see Hup()).
+  bool RemovedButMayCampaign() const;
 
   void BecomeFollower(uint64_t term, uint64_t lead);
   void BecomeCandidate();

@@ -186,8 +186,10 @@ void Sim::StartNode(Node& n) {
   c.id = n.id;
   c.election_tick = o_.election_tick;
   c.heartbeat_tick = o_.heartbeat_tick;
-  c.pre_vote = o_.pre_vote;
-  c.check_quorum = o_.check_quorum;
+  // Some seeds run without pre-vote and/or check-quorum, so both settings
+  // of each are covered.
+  c.pre_vote = o_.pre_vote && o_.seed % 3 != 0;
+  c.check_quorum = o_.check_quorum && o_.seed % 4 != 0;
   c.step_down_on_removal = true;
   // Small limits so batching, pipelining and flow control are exercised.
   c.max_size_per_msg = 256;
@@ -677,8 +679,20 @@ void Sim::Faults() {
 bool Sim::Step(bool faults, bool clients) {
   ++now_;
   if (faults) Faults();
+  // A removed node is shut down (as an operator would) only once every
+  // other member has applied its removal: until then, a member still in a
+  // joint configuration may need its vote.
   for (auto it = retire_at_.begin(); it != retire_at_.end();) {
-    if (it->second <= now_) {
+    bool everyone_applied = true;
+    for (auto& [id, n] : nodes_) {
+      if (id == it->first || n.retired || !ever_member_.count(id)) continue;
+      if (!n.up || InConf(n.conf, it->first)) {
+        // A member that still lists it (or is down and may) holds it back,
+        // unless that member was itself removed (it will be retired too).
+        everyone_applied = everyone_applied && retire_at_.count(id) > 0;
+      }
+    }
+    if (it->second <= now_ && everyone_applied) {
       Retire(nodes_[it->first]);
       it = retire_at_.erase(it);
     } else {

@@ -50,6 +50,7 @@ struct SimOptions {
   // Node.
   int election_tick = 10;
   int heartbeat_tick = 1;
+  // Turned off for every third (pre_vote) / fourth (check_quorum) seed.
   bool pre_vote = true;
   bool check_quorum = true;
   int snapshot_every = 40;  // applied entries between snapshots

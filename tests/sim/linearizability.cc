@@ -224,7 +224,14 @@ LinearizabilityResult CheckLinearizable(const std::vector<KvOp>& history,
     std::ostringstream os;
     std::sort(pruned.begin(), pruned.end(),
               [](const KvOp& a, const KvOp& b) { return a.call < b.call; });
-    for (const auto& op : pruned) os << "  " << DescribeOp(op) << "\n";
+    size_t shown = 0;
+    for (const auto& op : pruned) {
+      if (++shown > 400) {
+        os << "  ... " << pruned.size() - 400 << " more\n";
+        break;
+      }
+      os << "  " << DescribeOp(op) << "\n";
+    }
     result.detail = os.str();
     return result;
   }

@@ -539,6 +539,60 @@ TEST(RaftFeatureTest, RemovedLeaderHandsOverLeadership) {
               n.peer(3)->state == StateType::kLeader);
 }
 
+TEST(RaftFeatureTest, RemovedNodeCampaignsOnlyWhenStrictlyAhead) {
+  // Node 3 applied its own removal: config (1 2). Nodes 1 and 2 have not
+  // (they still have (1 2 3)) and lack 3's last entry.
+  auto s1 = NewStorage({1, 2, 3});
+  auto s2 = NewStorage({1, 2, 3});
+  auto s3 = NewStorage({1, 2});
+  ASSERT_TRUE(s1->Append({Ent(1, 1)}).ok());
+  ASSERT_TRUE(s2->Append({Ent(1, 1)}).ok());
+  ASSERT_TRUE(s3->Append({Ent(1, 1), Ent(1, 2)}).ok());
+  std::vector<std::unique_ptr<Raft>> rafts;
+  rafts.push_back(NewRaft(1, 10, 1, s1.get()));
+  rafts.push_back(NewRaft(2, 10, 1, s2.get()));
+  rafts.push_back(NewRaft(3, 10, 1, s3.get()));
+  std::vector<std::unique_ptr<MemoryStorage>> storages;
+  storages.push_back(std::move(s1));
+  storages.push_back(std::move(s2));
+  storages.push_back(std::move(s3));
+  Network n(std::move(rafts), std::move(storages));
+  EXPECT_FALSE(n.peer(3)->Promotable());
+  EXPECT_TRUE(n.peer(3)->RemovedButMayCampaign());
+  // 3's log is strictly ahead: it wins (a majority of its config (1 2)) and
+  // replicates its entry, which 1 and 2 would otherwise never get.
+  n.Send(Msg(3, 3, raftpb::MsgHup));
+  EXPECT_EQ(n.peer(3)->state, StateType::kLeader);
+  EXPECT_EQ(n.peer(1)->raft_log.LastIndex(), 3u);
+  // With equal logs, the strict pre-vote refuses a removed node: it cannot
+  // disturb a cluster that has caught up.
+  Raft* r1 = n.peer(1);
+  r1->BecomeFollower(r1->term + 1, kNone);
+  raftpb::Message pv = Msg(3, 1, raftpb::MsgPreVote, r1->term + 1);
+  pv.set_index(r1->raft_log.LastIndex());
+  pv.set_logterm(r1->raft_log.LastTerm());
+  pv.set_context("CampaignRemoved");
+  ASSERT_TRUE(r1->Step(pv).ok());
+  auto msgs = r1->TakeMessages();
+  ASSERT_EQ(msgs.size(), 1u);
+  EXPECT_TRUE(msgs[0].reject());
+  // A plain pre-vote with the same log would be granted.
+  pv.set_context("");
+  ASSERT_TRUE(r1->Step(pv).ok());
+  msgs = r1->TakeMessages();
+  ASSERT_EQ(msgs.size(), 1u);
+  EXPECT_FALSE(msgs[0].reject());
+}
+
+TEST(RaftFeatureTest, NodeWithEmptyConfigNeverCampaigns) {
+  MemoryStorage s;
+  auto r = NewRaft(4, 10, 1, &s);
+  EXPECT_FALSE(r->Promotable());
+  EXPECT_FALSE(r->RemovedButMayCampaign());
+  for (int i = 0; i < 50; ++i) r->Tick();
+  EXPECT_TRUE(r->TakeMessages().empty());
+}
+
 // ---------------------------------------------------------------- RawNode
 
 class RawNodeTest : public ::testing::Test {

@@ -564,8 +564,12 @@ void Sim::ConfChange() {
   bool joint = cs.voters_outgoing_size() > 0;
   size_t min_voters = std::max(2, o_.nodes - 1);
   size_t max_voters = o_.nodes + 1;
+  // Nodes whose addition never committed stay up (it may still commit) but
+  // do not count, so they cannot block further additions.
   size_t live = 0;
-  for (auto& [id, n] : nodes_) live += n.retired ? 0 : 1;
+  for (auto& [id, n] : nodes_) {
+    live += (!n.retired && ever_member_.count(id)) ? 1 : 0;
+  }
   Status s;
   if (joint) {
     if (cs.auto_leave()) return;
@@ -699,12 +703,6 @@ bool Sim::Step(bool faults, bool clients) {
       ++it;
     }
   }
-  // A node added but never made a member is given up on.
-  for (auto& [id, n] : nodes_) {
-    if (!n.retired && !ever_member_.count(id) && now_ > n.created_at + 400) {
-      Retire(n);
-    }
-  }
   if (clients) ClientOps();
   for (auto& [id, n] : nodes_) {
     if (n.up) n.raw->Tick();
@@ -735,6 +733,7 @@ SimResult Sim::Run() {
     net_.Heal();
     net_.set_config(FaultConfig{0, 0, 1, o_.max_delay});
     for (auto& [id, n] : nodes_) {
+      n.crash_mid_ready = false;
       if (!n.up && !n.retired) StartNode(n);
     }
     Client probe;

@@ -630,6 +630,12 @@ Status Raft::Step(raftpb::Message m) {
         resp.set_type(VoteResponseType(m.type()));
         resp.set_reject(true);
         Send(std::move(resp));
+        // A removed node that is ahead of a candidate is the one that must
+        // lead (see Hup): campaign now rather than race the members' timers.
+        if (!up_to_date && state == StateType::kFollower && !Promotable() &&
+            RemovedButMayCampaign()) {
+          Hup(CampaignType::kPreElection);
+        }
       }
       return Status::Ok();
     }

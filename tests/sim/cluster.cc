@@ -758,7 +758,8 @@ SimResult Sim::Run() {
     const raft::Raft& r = n.raw->raft();
     Log("final: node ", id, " ", raft::StateTypeName(r.state), " term ", r.term,
         " lead ", r.lead, " commit ", r.raft_log.committed(), " applied ",
-        r.raft_log.applied(), " last ", r.raft_log.LastIndex(), " config ",
+        r.raft_log.applied(), " last ", r.raft_log.LastIndex(), "/t",
+        r.raft_log.LastTerm(), " vote ", r.vote, " config ",
         r.prs.config.DebugString(), " promotable ", r.Promotable());
   }
   for (auto& c : clients_) {

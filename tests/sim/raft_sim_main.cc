@@ -2,6 +2,7 @@
 //   raft_sim --seed=N [--nodes=3|5] [--steps=K] [--verbose] [--seeds=M]
 // --seeds=M runs seeds N..N+M-1 (the soak script uses it). Exit status 1 if
 // any run fails; the failing seed's replay command is printed.
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <string>
@@ -14,7 +15,10 @@ int main(int argc, char** argv) {
   kplane::sim::SimOptions o;
   int64_t seeds = 1;
   // The core logs refused proposals at INFO; a simulation makes many.
-  kplane::SetMinLogLevel(kplane::LogLevel::kWarning);
+  // KPLANE_LOG_LEVEL=DEBUG shows the core's own log while replaying.
+  if (std::getenv("KPLANE_LOG_LEVEL") == nullptr) {
+    kplane::SetMinLogLevel(kplane::LogLevel::kWarning);
+  }
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&](const char* flag) -> std::optional<int64_t> {

@@ -60,8 +60,9 @@ TEST_F(CompactionTest, SeedExampleDropsSupersededRevisions) {
   EXPECT_EQ(store_->RawVersions("/foo"),
             (Versions{{5001, false}, {5000, false}}));
   EXPECT_EQ(store_->RawVersions("/bar"), (Versions{{2, false}}));  // live
-  EXPECT_EQ(store_->RawEventCount(5000), 0);
-  EXPECT_EQ(store_->RawEventCount(5001), 1);
+  // The events below 5000 are gone; revision 5000 itself stays whole.
+  EXPECT_EQ(store_->RawEventCount(4999), 0);
+  EXPECT_EQ(store_->RawEventCount(5001), 2);
 
   for (int64_t rev : {1, 3, 5, 4999}) {
     auto r = store_->Range(MakeRange("/foo", "", rev));
@@ -82,6 +83,16 @@ TEST_F(CompactionTest, SeedExampleDropsSupersededRevisions) {
   auto id = stream->Watch(w);
   EXPECT_EQ(id.status().code(), StatusCode::kCompacted);
   EXPECT_EQ(id.status().detail(), 5000);
+  w.set_start_revision(4999);
+  EXPECT_EQ(stream->Watch(w).status().code(), StatusCode::kCompacted);
+  // As etcd, the compaction revision itself can still be watched.
+  w.set_start_revision(5000);
+  ASSERT_TRUE(stream->Watch(w).ok());
+  auto r = stream->Next(Clock::Real()->Now() + seconds(10));
+  ASSERT_TRUE(r.has_value());
+  ASSERT_EQ(r->events_size(), 2);
+  EXPECT_EQ(r->events(0).kv().value(), "v5000");
+  EXPECT_EQ(r->events(1).kv().value(), "v5001");
 }
 
 TEST_F(CompactionTest, TombstonesGoWithTheirHistory) {
@@ -97,7 +108,13 @@ TEST_F(CompactionTest, TombstonesGoWithTheirHistory) {
   EXPECT_EQ(store_->RawVersions("b"), (Versions{{5, true}, {4, false}}));
   EXPECT_EQ(ValueAt(store_.get(), "b", 4), "1");
   EXPECT_EQ(ValueAt(store_.get(), "a", 4), "<none>");
+  // A tombstone at exactly the compaction revision stays (watching from 5
+  // must still see the delete); what it hides goes.
   CompactAndWait(5);
+  EXPECT_EQ(store_->RawVersions("b"), (Versions{{5, true}}));
+  EXPECT_EQ(ValueAt(store_.get(), "b", 5), "<none>");
+  Put("c", "1");  // 6
+  CompactAndWait(6);
   EXPECT_TRUE(store_->RawVersions("b").empty());
 }
 
@@ -162,13 +179,15 @@ TEST_F(CompactionTest, SmallBatchesAndHotKeys) {
   for (int i = 0; i < 500; ++i) Put("hot", std::to_string(i));
   for (int i = 0; i < 50; ++i) Put("cold" + std::to_string(i), "x");
   ASSERT_TRUE(store_->DeleteRange(MakeDelete("cold1", "cold3")).ok());
+  Put("end", "x");
   const int64_t rev = store_->CurrentRevision();
   CompactAndWait(rev);
   EXPECT_EQ(store_->RawVersions("hot"), (Versions{{500, false}}));
   EXPECT_TRUE(store_->RawVersions("cold1").empty());
   EXPECT_TRUE(store_->RawVersions("cold25").empty());
   EXPECT_EQ(store_->RawVersions("cold0").size(), 1u);
-  EXPECT_EQ(store_->RawEventCount(rev), 0);
+  EXPECT_EQ(store_->RawEventCount(rev - 1), 0);
+  EXPECT_EQ(store_->RawEventCount(rev), 1);
   EXPECT_EQ(store_->Range(MakeRange("cold", "cole"))->count(), 50 - 22);
 }
 
@@ -183,7 +202,7 @@ TEST_F(CompactionTest, ResumesAfterCloseMidway) {
   for (int k = 0; k < 10; ++k) {
     EXPECT_LE(store_->RawVersions("k" + std::to_string(k)).size(), 2u);
   }
-  EXPECT_EQ(store_->RawEventCount(2990), 0);
+  EXPECT_EQ(store_->RawEventCount(2989), 0);
 }
 
 TEST_F(CompactionTest, WritersRunAlongside) {

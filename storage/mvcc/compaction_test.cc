@@ -18,7 +18,7 @@ using testing::MakeRange;
 using testing::ValueAt;
 using Versions = std::vector<std::pair<int64_t, bool>>;
 
-class CompactionTest : public ::testing::Test {
+class MvccCompactionTest : public ::testing::Test {
  protected:
   void SetUp() override { Reopen(); }
   void Reopen(int batch = 1000) {
@@ -42,7 +42,7 @@ class CompactionTest : public ::testing::Test {
 
 // The seeds' example: /foo written at revisions 1, 3, 5 and again later;
 // compacting to 5000 drops revisions 1, 3 and 5.
-TEST_F(CompactionTest, SeedExampleDropsSupersededRevisions) {
+TEST_F(MvccCompactionTest, SeedExampleDropsSupersededRevisions) {
   Put("/foo", "v1");  // 1
   Put("/bar", "v2");  // 2
   Put("/foo", "v3");  // 3
@@ -95,7 +95,7 @@ TEST_F(CompactionTest, SeedExampleDropsSupersededRevisions) {
   EXPECT_EQ(r->events(1).kv().value(), "v5001");
 }
 
-TEST_F(CompactionTest, TombstonesGoWithTheirHistory) {
+TEST_F(MvccCompactionTest, TombstonesGoWithTheirHistory) {
   Put("a", "1");                                           // 1
   Put("a", "2");                                           // 2
   ASSERT_TRUE(store_->DeleteRange(MakeDelete("a")).ok());  // 3
@@ -118,7 +118,7 @@ TEST_F(CompactionTest, TombstonesGoWithTheirHistory) {
   EXPECT_TRUE(store_->RawVersions("b").empty());
 }
 
-TEST_F(CompactionTest, RefusesOldAndFutureRevisions) {
+TEST_F(MvccCompactionTest, RefusesOldAndFutureRevisions) {
   Put("a", "1");
   Put("a", "2");
   Put("a", "3");
@@ -133,7 +133,7 @@ TEST_F(CompactionTest, RefusesOldAndFutureRevisions) {
   EXPECT_EQ(ValueAt(store_.get(), "a", 2), "2");
 }
 
-TEST_F(CompactionTest, SurvivesReopen) {
+TEST_F(MvccCompactionTest, SurvivesReopen) {
   Put("a", "1");
   Put("a", "2");
   CompactAndWait(2);
@@ -145,7 +145,7 @@ TEST_F(CompactionTest, SurvivesReopen) {
   EXPECT_EQ(ValueAt(store_.get(), "a"), "2");
 }
 
-TEST_F(CompactionTest, CompactDoesNotShrinkTheFileDefragDoes) {
+TEST_F(MvccCompactionTest, CompactDoesNotShrinkTheFileDefragDoes) {
   // 100 keys x 100 versions x 1 KiB of incompressible bytes.
   std::mt19937_64 rng(1);
   std::string value(1024, ' ');
@@ -174,7 +174,7 @@ TEST_F(CompactionTest, CompactDoesNotShrinkTheFileDefragDoes) {
   EXPECT_EQ(store_->DbSizeInUse(), in_use_compacted);
 }
 
-TEST_F(CompactionTest, SmallBatchesAndHotKeys) {
+TEST_F(MvccCompactionTest, SmallBatchesAndHotKeys) {
   Reopen(/*batch=*/7);
   for (int i = 0; i < 500; ++i) Put("hot", std::to_string(i));
   for (int i = 0; i < 50; ++i) Put("cold" + std::to_string(i), "x");
@@ -191,7 +191,7 @@ TEST_F(CompactionTest, SmallBatchesAndHotKeys) {
   EXPECT_EQ(store_->Range(MakeRange("cold", "cole"))->count(), 50 - 22);
 }
 
-TEST_F(CompactionTest, ResumesAfterCloseMidway) {
+TEST_F(MvccCompactionTest, ResumesAfterCloseMidway) {
   Reopen(/*batch=*/5);
   for (int i = 0; i < 3000; ++i) Put("k" + std::to_string(i % 10), "v");
   ASSERT_TRUE(store_->Compact(2990).ok());
@@ -205,7 +205,7 @@ TEST_F(CompactionTest, ResumesAfterCloseMidway) {
   EXPECT_EQ(store_->RawEventCount(2989), 0);
 }
 
-TEST_F(CompactionTest, WritersRunAlongside) {
+TEST_F(MvccCompactionTest, WritersRunAlongside) {
   for (int i = 0; i < 2000; ++i) Put("k" + std::to_string(i % 50), "old");
   std::atomic<bool> done{false};
   std::thread writer([&] {

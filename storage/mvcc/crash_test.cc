@@ -125,7 +125,7 @@ int64_t CheckRecovered(Store* s, int64_t last_ack) {
   return rev;
 }
 
-TEST(CrashTest, KillMidWriteLosesNothingAcknowledged) {
+TEST(MvccCrashTest, KillMidWriteLosesNothingAcknowledged) {
   testing::TempDir dir;
   std::mt19937 rng(std::random_device{}());
   int64_t last = 0;
@@ -151,7 +151,7 @@ TEST(CrashTest, KillMidWriteLosesNothingAcknowledged) {
   }
 }
 
-TEST(CrashTest, KillDuringCompactionResumesAfterRestart) {
+TEST(MvccCrashTest, KillDuringCompactionResumesAfterRestart) {
   testing::TempDir dir;
   std::mt19937 rng(std::random_device{}());
   int64_t last = 0;

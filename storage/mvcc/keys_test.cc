@@ -109,7 +109,8 @@ TEST(MvccKeysTest, RecordsRoundTrip) {
 
   bool del;
   std::string_view user;
-  ASSERT_TRUE(DecodeEventRecord(EncodeEventRecord(true, "k"), &del, &user));
+  const std::string event = EncodeEventRecord(true, "k");
+  ASSERT_TRUE(DecodeEventRecord(event, &del, &user));
   EXPECT_TRUE(del);
   EXPECT_EQ(user, "k");
 

@@ -124,11 +124,11 @@ Status Store::LoadMeta() {
   int64_t format = 0;
   RETURN_IF_ERROR(get(keys::kMetaFormatVersion, &format));
   if (format == 0) {
-    // A new store: stamp the format before anything else is written.
-    rocksdb::WriteOptions wo;
-    wo.sync = true;
+    // A new store: stamp the format before anything else is written. No
+    // fsync: the WAL keeps order, so losing the stamp means losing every
+    // later write too, and the store is simply new again.
     RETURN_IF_ERROR(
-        FromRocks(db_->Put(wo,
+        FromRocks(db_->Put(rocksdb::WriteOptions(),
                            rocksdb::Slice(keys::kMetaFormatVersion.data(),
                                           keys::kMetaFormatVersion.size()),
                            keys::EncodeInt64(keys::kFormatVersion))));

@@ -21,9 +21,13 @@ const std::string kAll("\0", 1);
 class MvccStoreTest : public ::testing::Test {
  protected:
   void SetUp() override { Reopen(); }
+  // Alternates clean (flushed) and crash-like (WAL replay) closes.
   void Reopen() {
     store_.reset();
-    store_ = testing::OpenOrDie(dir_.path());
+    const bool flush = ++reopens_ % 2 == 0;
+    store_ = testing::OpenOrDie(dir_.path(), nullptr, [flush](Options* o) {
+      o->flush_on_close = flush;
+    });
     ASSERT_NE(store_, nullptr);
   }
   int64_t Put(const std::string& k, const std::string& v, uint64_t ci = 0) {
@@ -39,6 +43,7 @@ class MvccStoreTest : public ::testing::Test {
 
   testing::TempDir dir_;
   std::unique_ptr<Store> store_;
+  int reopens_ = 0;
 };
 
 // The seeds' worked example: PUT /foo v1, /bar v2, /foo v3, then time travel.

@@ -6,8 +6,6 @@
 #include <random>
 #include <vector>
 
-#include "storage/mvcc/crc32c.h"
-
 namespace kplane::mvcc::keys {
 namespace {
 
@@ -121,13 +119,6 @@ TEST(MvccKeysTest, RecordsRoundTrip) {
   EXPECT_EQ(key, "x/y");
   ASSERT_TRUE(ParseLeaseKey(LeaseKey(-5), &id));
   EXPECT_EQ(id, -5);
-}
-
-TEST(MvccCrc32cTest, KnownVectors) {
-  EXPECT_EQ(Crc32cExtend(0, "123456789"), 0xe3069283u);
-  EXPECT_EQ(Crc32cExtend(0, ""), 0u);
-  // Extending in pieces equals hashing at once.
-  EXPECT_EQ(Crc32cExtend(Crc32cExtend(0, "1234"), "56789"), 0xe3069283u);
 }
 
 }  // namespace

@@ -8,8 +8,8 @@
 
 #include <filesystem>
 
+#include "base/crc32c.h"
 #include "base/logging.h"
-#include "storage/mvcc/crc32c.h"
 #include "storage/mvcc/keys.h"
 #include "storage/mvcc/lessor.h"
 #include "storage/mvcc/reader.h"
@@ -429,7 +429,7 @@ StatusOr<etcdserverpb::HashKVResponse> Store::HashKV(int64_t revision) {
         if (!decode_status.ok()) return false;
         buf.clear();
         kv.AppendToString(&buf);
-        hash = Crc32cExtend(hash, buf);
+        hash = crc32c::Extend(hash, buf.data(), buf.size());
         return true;
       }));
   RETURN_IF_ERROR(decode_status);

@@ -21,7 +21,6 @@
 
 namespace kplane::api {
 
-using google::protobuf::Descriptor;
 using google::protobuf::FieldDescriptor;
 using google::protobuf::Message;
 using google::protobuf::Reflection;
@@ -46,7 +45,7 @@ class BoundedStream {
   Ch Peek() const { return cur_ < end_ ? *cur_ : '\0'; }
   Ch Take() { return cur_ < end_ ? *cur_++ : '\0'; }
   size_t Tell() const { return static_cast<size_t>(cur_ - begin_); }
-  // Write side, required by the concept but never used (no in-situ parse).
+  // Write side, required by the concept; unused (no in-situ parsing here).
   Ch* PutBegin() { return nullptr; }
   void Put(Ch) {}
   void Flush() {}

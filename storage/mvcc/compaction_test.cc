@@ -1,0 +1,214 @@
+// Compaction: what it deletes, what it refuses, space accounting, defrag,
+// resumption, and writers running alongside it.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <random>
+#include <thread>
+
+#include "storage/mvcc/store.h"
+#include "storage/mvcc/test_util.h"
+
+namespace kplane::mvcc {
+namespace {
+
+using testing::MakeDelete;
+using testing::MakePut;
+using testing::MakeRange;
+using testing::ValueAt;
+using Versions = std::vector<std::pair<int64_t, bool>>;
+
+class CompactionTest : public ::testing::Test {
+ protected:
+  void SetUp() override { Reopen(); }
+  void Reopen(int batch = 1000) {
+    store_.reset();
+    store_ = testing::OpenOrDie(dir_.path(), nullptr, [batch](Options* o) {
+      o->compaction_batch_records = batch;
+    });
+    ASSERT_NE(store_, nullptr);
+  }
+  void Put(const std::string& k, const std::string& v) {
+    ASSERT_TRUE(store_->Put(MakePut(k, v)).ok());
+  }
+  void CompactAndWait(int64_t rev) {
+    ASSERT_TRUE(store_->Compact(rev).ok());
+    ASSERT_TRUE(store_->WaitForCompaction(rev).ok());
+  }
+
+  testing::TempDir dir_;
+  std::unique_ptr<Store> store_;
+};
+
+// The seeds' example: /foo written at revisions 1, 3, 5 and again later;
+// compacting to 5000 drops revisions 1, 3 and 5.
+TEST_F(CompactionTest, SeedExampleDropsSupersededRevisions) {
+  Put("/foo", "v1");  // 1
+  Put("/bar", "v2");  // 2
+  Put("/foo", "v3");  // 3
+  Put("/baz", "x");   // 4
+  Put("/foo", "v5");  // 5
+  for (int rev = 6; rev < 5000; ++rev) Put("/other/" + std::to_string(rev), "");
+  Put("/foo", "v5000");  // 5000
+  Put("/foo", "v5001");  // 5001
+  ASSERT_EQ(store_->CurrentRevision(), 5001);
+  EXPECT_EQ(
+      store_->RawVersions("/foo"),
+      (Versions{
+          {5001, false}, {5000, false}, {5, false}, {3, false}, {1, false}}));
+  CompactAndWait(5000);
+  EXPECT_EQ(store_->RawVersions("/foo"),
+            (Versions{{5001, false}, {5000, false}}));
+  EXPECT_EQ(store_->RawVersions("/bar"), (Versions{{2, false}}));  // live
+  EXPECT_EQ(store_->RawEventCount(5000), 0);
+  EXPECT_EQ(store_->RawEventCount(5001), 1);
+
+  for (int64_t rev : {1, 3, 5, 4999}) {
+    auto r = store_->Range(MakeRange("/foo", "", rev));
+    EXPECT_EQ(r.status().code(), StatusCode::kCompacted) << rev;
+    EXPECT_EQ(r.status().message(),
+              "mvcc: required revision has been compacted");
+    EXPECT_EQ(r.status().detail(), 5000);
+  }
+  EXPECT_EQ(ValueAt(store_.get(), "/foo", 5000), "v5000");
+  EXPECT_EQ(ValueAt(store_.get(), "/bar", 5000), "v2");
+  EXPECT_EQ(ValueAt(store_.get(), "/foo"), "v5001");
+
+  // A watch from a compacted revision gets ErrCompacted.
+  auto stream = store_->NewWatchStream();
+  etcdserverpb::WatchCreateRequest w;
+  w.set_key("/foo");
+  w.set_start_revision(3);
+  auto id = stream->Watch(w);
+  EXPECT_EQ(id.status().code(), StatusCode::kCompacted);
+  EXPECT_EQ(id.status().detail(), 5000);
+}
+
+TEST_F(CompactionTest, TombstonesGoWithTheirHistory) {
+  Put("a", "1");                                           // 1
+  Put("a", "2");                                           // 2
+  ASSERT_TRUE(store_->DeleteRange(MakeDelete("a")).ok());  // 3
+  Put("b", "1");                                           // 4
+  ASSERT_TRUE(store_->DeleteRange(MakeDelete("b")).ok());  // 5
+  CompactAndWait(4);
+  // a's tombstone (3) is <= 4: the key is gone entirely.
+  EXPECT_TRUE(store_->RawVersions("a").empty());
+  // b's tombstone (5) is after 4: b@4 is still readable at 4.
+  EXPECT_EQ(store_->RawVersions("b"), (Versions{{5, true}, {4, false}}));
+  EXPECT_EQ(ValueAt(store_.get(), "b", 4), "1");
+  EXPECT_EQ(ValueAt(store_.get(), "a", 4), "<none>");
+  CompactAndWait(5);
+  EXPECT_TRUE(store_->RawVersions("b").empty());
+}
+
+TEST_F(CompactionTest, RefusesOldAndFutureRevisions) {
+  Put("a", "1");
+  Put("a", "2");
+  Put("a", "3");
+  EXPECT_EQ(store_->Compact(4).code(), StatusCode::kFutureRevision);
+  CompactAndWait(2);
+  EXPECT_EQ(store_->CompactRevision(), 2);
+  Status again = store_->Compact(2);
+  EXPECT_EQ(again.code(), StatusCode::kCompacted);
+  EXPECT_EQ(again.detail(), 2);
+  EXPECT_EQ(store_->Compact(1).code(), StatusCode::kCompacted);
+  // Reading at exactly the compacted revision is allowed.
+  EXPECT_EQ(ValueAt(store_.get(), "a", 2), "2");
+}
+
+TEST_F(CompactionTest, SurvivesReopen) {
+  Put("a", "1");
+  Put("a", "2");
+  CompactAndWait(2);
+  Reopen();
+  EXPECT_EQ(store_->CompactRevision(), 2);
+  EXPECT_EQ(store_->FinishedCompactRevision(), 2);
+  EXPECT_EQ(store_->Range(MakeRange("a", "", 1)).status().code(),
+            StatusCode::kCompacted);
+  EXPECT_EQ(ValueAt(store_.get(), "a"), "2");
+}
+
+TEST_F(CompactionTest, CompactDoesNotShrinkTheFileDefragDoes) {
+  // 100 keys x 100 versions x 1 KiB of incompressible bytes.
+  std::mt19937_64 rng(1);
+  std::string value(1024, ' ');
+  for (int round = 0; round < 100; ++round) {
+    for (int k = 0; k < 100; ++k) {
+      for (char& c : value) c = static_cast<char>(rng());
+      Put("key" + std::to_string(k), value);
+    }
+  }
+  ASSERT_TRUE(store_->Defrag().ok());  // settle into SST files
+  const int64_t size_before = store_->DbSize();
+  const int64_t in_use_before = store_->DbSizeInUse();
+  EXPECT_GT(size_before, 100 * 100 * 1024);
+  EXPECT_GT(in_use_before, 100 * 100 * 1024);
+  CompactAndWait(store_->CurrentRevision());
+  const int64_t size_compacted = store_->DbSize();
+  const int64_t in_use_compacted = store_->DbSizeInUse();
+  EXPECT_GE(size_compacted, size_before * 9 / 10);
+  EXPECT_LT(in_use_compacted, in_use_before / 50);
+  ASSERT_TRUE(store_->Defrag().ok());
+  EXPECT_LT(store_->DbSize(), size_before / 20);
+  EXPECT_EQ(store_->DbSizeInUse(), in_use_compacted);
+  EXPECT_EQ(ValueAt(store_.get(), "key99"), value);  // the last write
+  // The in-use size is persisted.
+  Reopen();
+  EXPECT_EQ(store_->DbSizeInUse(), in_use_compacted);
+}
+
+TEST_F(CompactionTest, SmallBatchesAndHotKeys) {
+  Reopen(/*batch=*/7);
+  for (int i = 0; i < 500; ++i) Put("hot", std::to_string(i));
+  for (int i = 0; i < 50; ++i) Put("cold" + std::to_string(i), "x");
+  ASSERT_TRUE(store_->DeleteRange(MakeDelete("cold1", "cold3")).ok());
+  const int64_t rev = store_->CurrentRevision();
+  CompactAndWait(rev);
+  EXPECT_EQ(store_->RawVersions("hot"), (Versions{{500, false}}));
+  EXPECT_TRUE(store_->RawVersions("cold1").empty());
+  EXPECT_TRUE(store_->RawVersions("cold25").empty());
+  EXPECT_EQ(store_->RawVersions("cold0").size(), 1u);
+  EXPECT_EQ(store_->RawEventCount(rev), 0);
+  EXPECT_EQ(store_->Range(MakeRange("cold", "cole"))->count(), 50 - 22);
+}
+
+TEST_F(CompactionTest, ResumesAfterCloseMidway) {
+  Reopen(/*batch=*/5);
+  for (int i = 0; i < 3000; ++i) Put("k" + std::to_string(i % 10), "v");
+  ASSERT_TRUE(store_->Compact(2990).ok());
+  store_.reset();  // most likely mid-compaction
+  Reopen();
+  EXPECT_EQ(store_->CompactRevision(), 2990);
+  ASSERT_TRUE(store_->WaitForCompaction(2990).ok());
+  for (int k = 0; k < 10; ++k) {
+    EXPECT_LE(store_->RawVersions("k" + std::to_string(k)).size(), 2u);
+  }
+  EXPECT_EQ(store_->RawEventCount(2990), 0);
+}
+
+TEST_F(CompactionTest, WritersRunAlongside) {
+  for (int i = 0; i < 2000; ++i) Put("k" + std::to_string(i % 50), "old");
+  std::atomic<bool> done{false};
+  std::thread writer([&] {
+    for (int i = 0; i < 1000; ++i) {
+      ASSERT_TRUE(
+          store_->Put(MakePut("k" + std::to_string(i % 50), std::to_string(i)))
+              .ok());
+    }
+    done = true;
+  });
+  ASSERT_TRUE(store_->Compact(2000).ok());
+  ASSERT_TRUE(store_->WaitForCompaction(2000).ok());
+  writer.join();
+  ASSERT_TRUE(done);
+  EXPECT_EQ(store_->CurrentRevision(), 3000);
+  for (int k = 0; k < 50; ++k) {
+    // The last write of k was i = 950 + k.
+    EXPECT_EQ(ValueAt(store_.get(), "k" + std::to_string(k)),
+              std::to_string(950 + k));
+    EXPECT_EQ(ValueAt(store_.get(), "k" + std::to_string(k), 2000), "old");
+  }
+}
+
+}  // namespace
+}  // namespace kplane::mvcc

@@ -1,0 +1,282 @@
+// Store: kplane's revisioned key-value store on RocksDB (etcd's mvcc
+// package, plus its lessor and the parts of its apply layer that give
+// Range/Put/DeleteRange/Txn their exact semantics).
+//
+// A global revision increases by one per write transaction. Every key keeps
+// its history (create_revision, mod_revision, version, lease per version)
+// until compaction, so Range can read any uncompacted revision. Watchers see
+// every change in revision order. Leases delete their keys when revoked.
+// Requests and responses are etcd's messages (schemas/rpc.proto); responses
+// fill header.revision only. On-disk layout: FORMAT.md.
+//
+//   ASSIGN_OR_RETURN(auto store, Store::Open({.dir = "/var/lib/kplane"}));
+//   PutRequest put;  put.set_key("/foo");  put.set_value("v1");
+//   ASSIGN_OR_RETURN(auto resp, store->Put(put));   // header.revision 1
+//
+// Durability: each write transaction is one RocksDB write batch that also
+// carries the new revision and the caller's consistent_index (the raft log
+// index that produced it; 0 = none), so after a crash the store reports the
+// last index applied and nothing is half-applied. With sync_writes=false the
+// batch reaches the OS but is not fsynced: it survives a process crash but
+// not a power loss (the replicated server replays its raft log for that).
+// A failed RocksDB write crashes the process (it would leave memory and disk
+// disagreeing).
+//
+// Ownership: the store owns its RocksDB and three threads (compaction, watch
+// catch-up, optional auto-compaction). Close() or the destructor stops them.
+// Watch streams must not be used after the store is closed.
+//
+// Thread-safety: every method may be called from any thread. Writes are
+// serialized by one write lock (the replicated server calls them from its
+// apply thread anyway); reads take no lock and read a RocksDB snapshot.
+//
+// Errors: etcd's texts, see README.md. Compacted (detail = compacted
+// revision), FutureRevision (detail = current revision), NoSpace when the
+// NOSPACE alarm is active, TooLarge for requests over max_request_bytes,
+// InvalidArgument/NotFound/FailedPrecondition/OutOfRange as etcd.
+#ifndef KPLANE_STORAGE_MVCC_STORE_H_
+#define KPLANE_STORAGE_MVCC_STORE_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/status.h"
+#include "base/statusor.h"
+#include "schemas/kv.pb.h"
+#include "schemas/rpc.pb.h"
+#include "storage/mvcc/auto_compactor.h"
+#include "storage/mvcc/watch.h"
+
+namespace rocksdb {
+class DB;
+class WriteBatch;
+}  // namespace rocksdb
+
+namespace kplane::mvcc {
+
+class Lessor;
+class ReadView;
+class WatchHub;
+class WriteTxn;
+
+struct Options {
+  std::string dir;
+  // fsync every write batch (standalone use); the replicated server leaves
+  // this off and gets durability from its raft log.
+  bool sync_writes = false;
+  // etcd's --max-request-bytes: a request whose encoding is larger is
+  // rejected with TooLarge "etcdserver: request is too large".
+  int64_t max_request_bytes = 1536 * 1024;
+  // etcd's --quota-backend-bytes: past it, writes raise the NOSPACE alarm.
+  int64_t quota_bytes = int64_t{2} << 30;
+  int max_txn_ops = 128;
+  Clock* clock = Clock::Real();
+  AutoCompactionOptions auto_compaction;
+  // Watch: responses queued per stream; per-watcher progress interval.
+  size_t watch_queue_capacity = 128;
+  Duration watch_progress_interval = minutes(10);
+  // Compaction deletes in write batches of about this many records.
+  int compaction_batch_records = 1000;
+  // RocksDB block cache.
+  int64_t block_cache_bytes = 64 << 20;
+};
+
+class Store {
+ public:
+  static StatusOr<std::unique_ptr<Store>> Open(const Options& options);
+  ~Store();
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  // Stops the threads, flushes and closes RocksDB. Idempotent.
+  void Close();
+
+  // ---- key-value --------------------------------------------------------
+  StatusOr<etcdserverpb::RangeResponse> Range(
+      const etcdserverpb::RangeRequest& req);
+  StatusOr<etcdserverpb::PutResponse> Put(const etcdserverpb::PutRequest& req,
+                                          uint64_t consistent_index = 0);
+  StatusOr<etcdserverpb::DeleteRangeResponse> DeleteRange(
+      const etcdserverpb::DeleteRangeRequest& req,
+      uint64_t consistent_index = 0);
+  StatusOr<etcdserverpb::TxnResponse> Txn(const etcdserverpb::TxnRequest& req,
+                                          uint64_t consistent_index = 0);
+
+  // ---- compaction and maintenance -----------------------------------------
+  // Makes revisions below `revision` unreadable at once and deletes their
+  // superseded versions in the background. Compacted if revision <= the
+  // compacted revision, FutureRevision if above the current one.
+  Status Compact(int64_t revision, uint64_t consistent_index = 0);
+  // Waits until the physical compaction up to `revision` has finished
+  // (etcd's physical=true). Unavailable if the store closes first.
+  Status WaitForCompaction(int64_t revision);
+  // Rewrites the database to reclaim space (RocksDB full compaction).
+  Status Defrag();
+  // Makes every write so far durable (fsyncs RocksDB's WAL). The replicated
+  // server calls it before it records a raft snapshot at the store's
+  // consistent index, because it writes with sync_writes=false.
+  Status Sync();
+  // Bytes of the database files on disk (SST, WAL, manifest).
+  int64_t DbSize() const;
+  // Bytes of live records (keys + values of every stored version, event,
+  // lease and attachment): what a defrag would keep.
+  int64_t DbSizeInUse() const { return size_in_use_.load(); }
+  // etcd HashKV: CRC-32C over every key-value live at `revision` (0 =
+  // current), in key order.
+  StatusOr<etcdserverpb::HashKVResponse> HashKV(int64_t revision);
+  // A consistent copy of the database in `dir` (which must not exist), for
+  // snapshots; Store::Open on it restores this state.
+  Status Checkpoint(const std::string& dir);
+
+  int64_t CurrentRevision() const { return current_rev_.load(); }
+  // The compaction revision requested last (reads below it fail).
+  int64_t CompactRevision() const { return compact_scheduled_.load(); }
+  // The compaction revision physically completed.
+  int64_t FinishedCompactRevision() const;
+  uint64_t ConsistentIndex() const { return consistent_index_.load(); }
+
+  // ---- NOSPACE alarm ------------------------------------------------------
+  bool NoSpaceAlarm() const { return nospace_.load(); }
+  // Clears the alarm (etcdctl alarm disarm). A later write over quota raises
+  // it again.
+  Status DisarmNoSpaceAlarm(uint64_t consistent_index = 0);
+
+  // ---- leases -------------------------------------------------------------
+  // ID 0 picks an unused ID deterministically from the applied history (the
+  // replicated server should pick IDs before proposing, as etcd's leader
+  // does). TTL below 2 s is raised to 2 s.
+  StatusOr<etcdserverpb::LeaseGrantResponse> LeaseGrant(
+      const etcdserverpb::LeaseGrantRequest& req,
+      uint64_t consistent_index = 0);
+  // Deletes the lease and its keys (all in one revision).
+  StatusOr<etcdserverpb::LeaseRevokeResponse> LeaseRevoke(
+      const etcdserverpb::LeaseRevokeRequest& req,
+      uint64_t consistent_index = 0);
+  // Primary only (NotLeader otherwise). Not persisted, as etcd.
+  StatusOr<etcdserverpb::LeaseKeepAliveResponse> LeaseKeepAlive(
+      const etcdserverpb::LeaseKeepAliveRequest& req);
+  // Unknown lease: success with TTL -1, as etcd.
+  StatusOr<etcdserverpb::LeaseTimeToLiveResponse> LeaseTimeToLive(
+      const etcdserverpb::LeaseTimeToLiveRequest& req);
+  StatusOr<etcdserverpb::LeaseLeasesResponse> LeaseLeases();
+  // Lease expiry is counted only after Promote (the leader); the store
+  // starts demoted. Expired leases are reported, never revoked here.
+  void LeasePromote(Duration extend);
+  void LeaseDemote();
+  std::vector<int64_t> ExpiredLeases(size_t limit = 1000);
+
+  // ---- watch --------------------------------------------------------------
+  std::unique_ptr<WatchStream> NewWatchStream();
+  struct WatchStats {
+    size_t synced = 0, unsynced = 0, victims = 0;
+  };
+  WatchStats GetWatchStats() const;
+
+  // ---- introspection for tests and tools -----------------------------------
+  // Every stored version of `key`, newest first: (mod revision, is
+  // tombstone). Compaction tests check physical deletion with it.
+  std::vector<std::pair<int64_t, bool>> RawVersions(const std::string& key);
+  // Number of event-log records with revision <= `revision`.
+  int64_t RawEventCount(int64_t up_to_revision);
+
+ private:
+  class Backend;
+  class Events;
+  explicit Store(const Options& options);
+
+  Status OpenDb();
+  Status LoadMeta();
+  Status LoadLeases();
+
+  // Writes the batch with the new revision, consistent index and size; then
+  // applies lease changes and notifies watchers. Crashes on failure.
+  void CommitLocked(WriteTxn* txn, uint64_t consistent_index);
+  void WriteMetaLocked(uint64_t consistent_index);
+  Status CheckRequestSize(size_t request_bytes) const;
+  // NoSpace when the alarm is active or `cost` would exceed the quota.
+  Status CheckQuotaLocked(int64_t cost);
+  std::unique_ptr<WriteTxn> NewWriteTxnLocked();
+
+  // Txn pieces (store_txn.cc).
+  enum class OpCheck { kPuts, kRanges };
+  Status CheckTxnOps(ReadView* view, const etcdserverpb::TxnRequest& r,
+                     const std::vector<bool>& path, size_t* idx, int64_t rev,
+                     int64_t compact_rev, OpCheck what);
+  // Executes the ops on the path; ranges read `view` at `rev` (the txn's own
+  // view and revision for write txns, where `txn` is non-null).
+  Status ApplyTxnOps(ReadView* view, WriteTxn* txn,
+                     const etcdserverpb::TxnRequest& r,
+                     const std::vector<bool>& path, size_t* idx,
+                     int64_t read_rev, int64_t compact_rev,
+                     etcdserverpb::TxnResponse* resp);
+  StatusOr<etcdserverpb::TxnResponse> ReadOnlyTxn(
+      const etcdserverpb::TxnRequest& req);
+  StatusOr<std::optional<mvccpb::KeyValue>> PutLocked(
+      WriteTxn* txn, const etcdserverpb::PutRequest& req);
+  int64_t NextLeaseIdLocked();
+
+  // Lease backend pieces (store_lease.cc).
+  Status SaveLeaseLocked(int64_t id, int64_t ttl, uint64_t ci);
+  Status DeleteLeaseAndKeysLocked(int64_t id,
+                                  const std::vector<std::string>& keys,
+                                  uint64_t ci);
+
+  // Compaction (store_compact.cc).
+  void CompactionLoop();
+  // Returns false when stopped before finishing.
+  bool RunCompaction(int64_t target);
+  void CompactKey(const std::string& user_key, int64_t target,
+                  rocksdb::WriteBatch* wb, int64_t* freed, int64_t cursor_rev);
+  void FlushCompactionBatch(rocksdb::WriteBatch* wb, int64_t* freed,
+                            int64_t cursor_rev);
+  bool CompactionStopping();
+
+  // Events for the watch hub (store_watch.cc).
+  Status ReadEvents(int64_t from, int64_t to, bool with_prev,
+                    std::vector<mvccpb::Event>* out, int64_t* compacted);
+
+  const Options options_;
+  Clock* const clock_;
+  std::unique_ptr<rocksdb::DB> db_;
+
+  // Serializes writers (and the commit of compaction batches).
+  std::mutex write_mu_;
+  std::atomic<int64_t> current_rev_{0};
+  std::atomic<uint64_t> consistent_index_{0};
+  std::atomic<int64_t> compact_scheduled_{0};
+  std::atomic<int64_t> size_in_use_{0};
+  std::atomic<bool> nospace_{false};
+  int64_t lease_seq_ = 0;  // guarded by write_mu_
+  // Quota bookkeeping (guarded by write_mu_): the last measured size and
+  // what was written since.
+  int64_t measured_db_size_ = -1;
+  int64_t written_since_measure_ = 0;
+  int64_t writes_since_measure_ = 0;
+
+  std::unique_ptr<Backend> lease_backend_;
+  std::unique_ptr<Lessor> lessor_;
+  std::unique_ptr<Events> event_source_;
+  std::shared_ptr<WatchHub> hub_;
+
+  mutable std::mutex compact_mu_;
+  std::condition_variable compact_cv_;
+  int64_t compact_finished_ = 0;  // guarded by compact_mu_
+  int64_t compact_cursor_ = 0;    // guarded by compact_mu_
+  bool stopping_ = false;         // guarded by compact_mu_
+  std::thread compact_thread_;
+  std::unique_ptr<AutoCompactor> auto_compactor_;
+
+  std::once_flag close_once_;
+};
+
+}  // namespace kplane::mvcc
+
+#endif  // KPLANE_STORAGE_MVCC_STORE_H_

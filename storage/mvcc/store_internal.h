@@ -1,0 +1,51 @@
+// Helpers shared by the store_*.cc files (internal to kplane_mvcc).
+#ifndef KPLANE_STORAGE_MVCC_STORE_INTERNAL_H_
+#define KPLANE_STORAGE_MVCC_STORE_INTERNAL_H_
+
+#include <rocksdb/db.h>
+
+#include "base/status.h"
+
+namespace kplane::mvcc::internal {
+
+inline Status FromRocks(const rocksdb::Status& s) {
+  if (s.ok()) return Status::Ok();
+  if (s.IsCorruption()) return CorruptionError(s.ToString());
+  return IOError(s.ToString());
+}
+
+// Holds a RocksDB snapshot for one read.
+class ScopedSnapshot {
+ public:
+  explicit ScopedSnapshot(rocksdb::DB* db)
+      : db_(db), snap_(db->GetSnapshot()) {}
+  ~ScopedSnapshot() { db_->ReleaseSnapshot(snap_); }
+  ScopedSnapshot(const ScopedSnapshot&) = delete;
+  ScopedSnapshot& operator=(const ScopedSnapshot&) = delete;
+  const rocksdb::Snapshot* get() const { return snap_; }
+
+ private:
+  rocksdb::DB* db_;
+  const rocksdb::Snapshot* snap_;
+};
+
+inline Status NoSpaceError() {
+  return Status(StatusCode::kNoSpace,
+                "etcdserver: mvcc: database space exceeded");
+}
+
+inline Status TooLargeError() {
+  return Status(StatusCode::kTooLarge, "etcdserver: request is too large");
+}
+
+inline Status KeyNotFoundError() {
+  return InvalidArgumentError("etcdserver: key not found");
+}
+
+inline Status LeaseNotFoundError() {
+  return NotFoundError("etcdserver: requested lease not found");
+}
+
+}  // namespace kplane::mvcc::internal
+
+#endif  // KPLANE_STORAGE_MVCC_STORE_INTERNAL_H_

@@ -1,0 +1,401 @@
+// Store: Put / DeleteRange / Range semantics, persistence, hashing.
+#include "storage/mvcc/store.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "storage/mvcc/test_util.h"
+
+namespace kplane::mvcc {
+namespace {
+
+using etcdserverpb::RangeRequest;
+using testing::MakeDelete;
+using testing::MakePut;
+using testing::MakeRange;
+using testing::ValueAt;
+
+const std::string kAll("\0", 1);
+
+class StoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override { Reopen(); }
+  void Reopen() {
+    store_.reset();
+    store_ = testing::OpenOrDie(dir_.path());
+    ASSERT_NE(store_, nullptr);
+  }
+  int64_t Put(const std::string& k, const std::string& v, uint64_t ci = 0) {
+    auto r = store_->Put(MakePut(k, v), ci);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? r->header().revision() : -1;
+  }
+  std::vector<std::string> Keys(const etcdserverpb::RangeResponse& r) {
+    std::vector<std::string> out;
+    for (const auto& kv : r.kvs()) out.push_back(kv.key());
+    return out;
+  }
+
+  testing::TempDir dir_;
+  std::unique_ptr<Store> store_;
+};
+
+// The seeds' worked example: PUT /foo v1, /bar v2, /foo v3, then time travel.
+TEST_F(StoreTest, SeedExampleTimeTravel) {
+  EXPECT_EQ(Put("/foo", "v1"), 1);
+  EXPECT_EQ(Put("/bar", "v2"), 2);
+  EXPECT_EQ(Put("/foo", "v3"), 3);
+  EXPECT_EQ(store_->CurrentRevision(), 3);
+
+  auto at1 = store_->Range(MakeRange("/foo", "", 1));
+  ASSERT_TRUE(at1.ok());
+  ASSERT_EQ(at1->kvs_size(), 1);
+  EXPECT_EQ(at1->kvs(0).value(), "v1");
+  EXPECT_EQ(at1->kvs(0).create_revision(), 1);
+  EXPECT_EQ(at1->kvs(0).mod_revision(), 1);
+  EXPECT_EQ(at1->kvs(0).version(), 1);
+  // The header carries the current revision even when reading the past.
+  EXPECT_EQ(at1->header().revision(), 3);
+
+  auto at3 = store_->Range(MakeRange("/foo", "", 3));
+  ASSERT_TRUE(at3.ok());
+  ASSERT_EQ(at3->kvs_size(), 1);
+  EXPECT_EQ(at3->kvs(0).value(), "v3");
+  EXPECT_EQ(at3->kvs(0).create_revision(), 1);
+  EXPECT_EQ(at3->kvs(0).mod_revision(), 3);
+  EXPECT_EQ(at3->kvs(0).version(), 2);
+
+  EXPECT_EQ(ValueAt(store_.get(), "/foo", 2), "v1");
+  EXPECT_EQ(ValueAt(store_.get(), "/bar", 1), "<none>");
+  EXPECT_EQ(ValueAt(store_.get(), "/bar", 2), "v2");
+  auto future = store_->Range(MakeRange("/foo", "", 4));
+  EXPECT_EQ(future.status().code(), StatusCode::kFutureRevision);
+  EXPECT_EQ(future.status().message(),
+            "mvcc: required revision is a future revision");
+  EXPECT_EQ(future.status().detail(), 3);
+}
+
+TEST_F(StoreTest, VersionLifecycle) {
+  Put("k", "a");                                    // 1
+  Put("k", "b");                                    // 2
+  auto del = store_->DeleteRange(MakeDelete("k"));  // 3
+  ASSERT_TRUE(del.ok());
+  EXPECT_EQ(del->deleted(), 1);
+  EXPECT_EQ(del->header().revision(), 3);
+  EXPECT_EQ(ValueAt(store_.get(), "k"), "<none>");
+  EXPECT_EQ(ValueAt(store_.get(), "k", 2), "b");
+  Put("k", "c");  // 4: a new generation
+  auto r = store_->Range(MakeRange("k"));
+  ASSERT_EQ(r->kvs_size(), 1);
+  EXPECT_EQ(r->kvs(0).create_revision(), 4);
+  EXPECT_EQ(r->kvs(0).version(), 1);
+  EXPECT_EQ(r->kvs(0).mod_revision(), 4);
+}
+
+TEST_F(StoreTest, DeleteOfNothingKeepsRevision) {
+  Put("a", "1");
+  auto del = store_->DeleteRange(MakeDelete("zzz"));
+  ASSERT_TRUE(del.ok());
+  EXPECT_EQ(del->deleted(), 0);
+  EXPECT_EQ(del->header().revision(), 1);
+  EXPECT_EQ(store_->CurrentRevision(), 1);
+  EXPECT_EQ(Put("b", "2"), 2);
+}
+
+TEST_F(StoreTest, DeleteRangeWithPrevKv) {
+  Put("a/1", "x");
+  Put("a/2", "y");
+  Put("b", "z");
+  auto req = MakeDelete("a/", "a0");
+  req.set_prev_kv(true);
+  auto del = store_->DeleteRange(req);
+  ASSERT_TRUE(del.ok());
+  EXPECT_EQ(del->deleted(), 2);
+  ASSERT_EQ(del->prev_kvs_size(), 2);
+  EXPECT_EQ(del->prev_kvs(0).key(), "a/1");
+  EXPECT_EQ(del->prev_kvs(1).value(), "y");
+  // One revision for the whole delete.
+  EXPECT_EQ(del->header().revision(), 4);
+  EXPECT_EQ(ValueAt(store_.get(), "b"), "z");
+  // Everything from a key on.
+  auto all = store_->DeleteRange(MakeDelete("a", kAll));
+  EXPECT_EQ(all->deleted(), 1);
+  EXPECT_EQ(store_->Range(MakeRange(kAll, kAll))->count(), 0);
+}
+
+TEST_F(StoreTest, RangeConventions) {
+  for (const char* k : {"a", "a/1", "a/2", "b", "c"}) Put(k, k);
+  EXPECT_EQ(Keys(*store_->Range(MakeRange("a/", "a0"))),
+            (std::vector<std::string>{"a/1", "a/2"}));
+  EXPECT_EQ(Keys(*store_->Range(MakeRange("b", kAll))),
+            (std::vector<std::string>{"b", "c"}));
+  EXPECT_EQ(store_->Range(MakeRange(kAll, kAll))->count(), 5);
+  // range_end == key, or below it: nothing.
+  EXPECT_EQ(store_->Range(MakeRange("b", "b"))->count(), 0);
+  EXPECT_EQ(store_->Range(MakeRange("c", "a"))->count(), 0);
+  // Single key.
+  EXPECT_EQ(Keys(*store_->Range(MakeRange("a"))),
+            (std::vector<std::string>{"a"}));
+  auto empty = store_->Range(MakeRange(""));
+  EXPECT_EQ(empty.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(empty.status().message(), "etcdserver: key is not provided");
+}
+
+TEST_F(StoreTest, BinaryKeysKeepTheirOrder) {
+  const std::vector<std::string> keys = {
+      std::string("x", 1),        std::string("x\0", 2),
+      std::string("x\0\0", 3),    std::string("x\0\xff", 3),
+      std::string("x\x01", 2),    std::string("x\xff", 2),
+      std::string("x\xff\xff", 3)};
+  for (auto it = keys.rbegin(); it != keys.rend(); ++it) Put(*it, *it);
+  auto r = store_->Range(MakeRange("x", "y"));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(Keys(*r), keys);
+  for (const auto& k : keys) EXPECT_EQ(ValueAt(store_.get(), k), k);
+  // A single-key read does not see longer keys sharing its bytes.
+  EXPECT_EQ(store_->Range(MakeRange(std::string("x\0", 2)))->count(), 1);
+}
+
+TEST_F(StoreTest, LimitCountMoreAndNegativeLimit) {
+  for (int i = 0; i < 5; ++i) Put("k" + std::to_string(i), "v");
+  auto req = MakeRange("k", "l");
+  req.set_limit(2);
+  auto r = store_->Range(req);
+  EXPECT_EQ(Keys(*r), (std::vector<std::string>{"k0", "k1"}));
+  EXPECT_TRUE(r->more());
+  EXPECT_EQ(r->count(), 5);
+  req.set_limit(5);
+  r = store_->Range(req);
+  EXPECT_FALSE(r->more());
+  EXPECT_EQ(r->kvs_size(), 5);
+  req.set_limit(-1);
+  r = store_->Range(req);
+  EXPECT_EQ(r->kvs_size(), 5);
+  EXPECT_FALSE(r->more());
+  req.set_limit(2);
+  req.set_count_only(true);
+  r = store_->Range(req);
+  EXPECT_EQ(r->kvs_size(), 0);
+  EXPECT_EQ(r->count(), 5);
+  EXPECT_FALSE(r->more());
+}
+
+TEST_F(StoreTest, KeysOnly) {
+  Put("k", "value");
+  auto req = MakeRange("k");
+  req.set_keys_only(true);
+  auto r = store_->Range(req);
+  ASSERT_EQ(r->kvs_size(), 1);
+  EXPECT_EQ(r->kvs(0).key(), "k");
+  EXPECT_EQ(r->kvs(0).value(), "");
+  EXPECT_EQ(r->kvs(0).version(), 1);
+}
+
+TEST_F(StoreTest, SortBeforeLimit) {
+  Put("a", "3");  // 1
+  Put("b", "1");  // 2
+  Put("c", "2");  // 3
+  Put("a", "4");  // 4: a has version 2, mod 4
+  auto req = MakeRange("a", "z");
+  req.set_sort_target(RangeRequest::VALUE);  // NONE order -> ascending
+  req.set_limit(2);
+  auto r = store_->Range(req);
+  EXPECT_EQ(Keys(*r), (std::vector<std::string>{"b", "c"}));
+  EXPECT_TRUE(r->more());
+  EXPECT_EQ(r->count(), 3);
+
+  req.set_sort_order(RangeRequest::DESCEND);
+  req.set_sort_target(RangeRequest::MOD);
+  req.set_limit(0);
+  EXPECT_EQ(Keys(*store_->Range(req)),
+            (std::vector<std::string>{"a", "c", "b"}));
+  req.set_sort_target(RangeRequest::CREATE);
+  EXPECT_EQ(Keys(*store_->Range(req)),
+            (std::vector<std::string>{"c", "b", "a"}));
+  req.set_sort_target(RangeRequest::KEY);
+  EXPECT_EQ(Keys(*store_->Range(req)),
+            (std::vector<std::string>{"c", "b", "a"}));
+  req.set_sort_order(RangeRequest::ASCEND);
+  req.set_sort_target(RangeRequest::VERSION);
+  // Ties (version 1) keep key order.
+  EXPECT_EQ(Keys(*store_->Range(req)),
+            (std::vector<std::string>{"b", "c", "a"}));
+}
+
+TEST_F(StoreTest, RevisionFiltersDoNotChangeCount) {
+  Put("a", "1");  // 1
+  Put("b", "1");  // 2
+  Put("c", "1");  // 3
+  Put("a", "2");  // 4
+  auto req = MakeRange("a", "z");
+  req.set_min_mod_revision(3);
+  auto r = store_->Range(req);
+  EXPECT_EQ(Keys(*r), (std::vector<std::string>{"a", "c"}));
+  EXPECT_EQ(r->count(), 3);
+  req.set_min_mod_revision(0);
+  req.set_max_create_revision(2);
+  req.set_limit(1);
+  r = store_->Range(req);
+  EXPECT_EQ(Keys(*r), (std::vector<std::string>{"a"}));
+  EXPECT_TRUE(r->more());  // b also passes the filter
+  EXPECT_EQ(r->count(), 3);
+  req.set_max_create_revision(0);
+  req.set_max_mod_revision(1);
+  req.set_limit(0);
+  EXPECT_TRUE(Keys(*store_->Range(req)).empty());  // a moved on to 4
+}
+
+TEST_F(StoreTest, PutPrevKvAndIgnoreFlags) {
+  auto req = MakePut("k", "v1");
+  req.set_prev_kv(true);
+  auto r = store_->Put(req);
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(r->has_prev_kv());
+  req.set_value("v2");
+  r = store_->Put(req);
+  ASSERT_TRUE(r->has_prev_kv());
+  EXPECT_EQ(r->prev_kv().value(), "v1");
+  EXPECT_EQ(r->prev_kv().mod_revision(), 1);
+
+  etcdserverpb::PutRequest keep;
+  keep.set_key("k");
+  keep.set_ignore_value(true);
+  ASSERT_TRUE(store_->Put(keep).ok());
+  auto now = store_->Range(MakeRange("k"));
+  EXPECT_EQ(now->kvs(0).value(), "v2");
+  EXPECT_EQ(now->kvs(0).version(), 3);
+
+  keep.set_key("missing");
+  auto missing = store_->Put(keep);
+  EXPECT_EQ(missing.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(missing.status().message(), "etcdserver: key not found");
+  EXPECT_EQ(store_->CurrentRevision(), 3);
+
+  keep.set_key("k");
+  keep.set_value("x");
+  EXPECT_EQ(store_->Put(keep).status().message(),
+            "etcdserver: value is provided");
+  etcdserverpb::PutRequest lease;
+  lease.set_key("k");
+  lease.set_ignore_lease(true);
+  lease.set_lease(5);
+  EXPECT_EQ(store_->Put(lease).status().message(),
+            "etcdserver: lease is provided");
+  EXPECT_EQ(store_->Put(MakePut("", "v")).status().message(),
+            "etcdserver: key is not provided");
+}
+
+TEST_F(StoreTest, UnknownLeaseIsNotFound) {
+  auto r = store_->Put(MakePut("k", "v", 12345));
+  EXPECT_EQ(r.status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(r.status().message(), "etcdserver: requested lease not found");
+  EXPECT_EQ(store_->CurrentRevision(), 0);
+}
+
+TEST_F(StoreTest, RequestTooLarge) {
+  std::string big(1536 * 1024, 'x');
+  auto r = store_->Put(MakePut("k", big));
+  EXPECT_EQ(r.status().code(), StatusCode::kTooLarge);
+  EXPECT_EQ(r.status().message(), "etcdserver: request is too large");
+  std::string fits(1536 * 1024 - 64, 'x');
+  EXPECT_TRUE(store_->Put(MakePut("k", fits)).ok());
+  EXPECT_EQ(ValueAt(store_.get(), "k").size(), fits.size());
+}
+
+TEST_F(StoreTest, ReopenKeepsStateRevisionAndConsistentIndex) {
+  Put("a", "1", 10);
+  Put("b", "2", 11);
+  ASSERT_TRUE(store_->DeleteRange(MakeDelete("a"), 12).ok());
+  // A delete of nothing still records the index it came from.
+  ASSERT_TRUE(store_->DeleteRange(MakeDelete("nothing"), 13).ok());
+  EXPECT_EQ(store_->ConsistentIndex(), 13u);
+  Reopen();
+  EXPECT_EQ(store_->CurrentRevision(), 3);
+  EXPECT_EQ(store_->ConsistentIndex(), 13u);
+  EXPECT_EQ(ValueAt(store_.get(), "a"), "<none>");
+  EXPECT_EQ(ValueAt(store_.get(), "a", 2), "1");
+  EXPECT_EQ(ValueAt(store_.get(), "b"), "2");
+  EXPECT_EQ(Put("c", "3", 14), 4);
+}
+
+TEST_F(StoreTest, TimeTravelThroughLongHistory) {
+  // Interleave many keys and versions; every revision reads back exactly.
+  std::map<std::string, std::string> state;
+  std::vector<std::map<std::string, std::string>> at(1);
+  for (int rev = 1; rev <= 300; ++rev) {
+    std::string k = "k" + std::to_string(rev % 7);
+    if (rev % 11 == 0) {
+      ASSERT_TRUE(store_->DeleteRange(MakeDelete(k)).ok());
+      if (state.erase(k) == 0) {
+        // Deleting a missing key does not create a revision.
+        Put("filler", std::to_string(rev));
+        state["filler"] = std::to_string(rev);
+      }
+    } else {
+      Put(k, std::to_string(rev));
+      state[k] = std::to_string(rev);
+    }
+    at.push_back(state);
+  }
+  ASSERT_EQ(store_->CurrentRevision(), 300);
+  for (int rev = 1; rev <= 300; rev += 7) {
+    auto r = store_->Range(MakeRange(kAll, kAll, rev));
+    ASSERT_TRUE(r.ok());
+    std::map<std::string, std::string> got;
+    for (const auto& kv : r->kvs()) got[kv.key()] = kv.value();
+    EXPECT_EQ(got, at[rev]) << "revision " << rev;
+  }
+}
+
+TEST_F(StoreTest, CheckpointOpensToSameState) {
+  Put("a", "1", 5);
+  Put("b", "2", 6);
+  testing::TempDir cp_dir;
+  std::string cp = cp_dir.Sub("cp");
+  ASSERT_TRUE(store_->Checkpoint(cp).ok());
+  Put("c", "3", 7);  // not in the checkpoint
+  auto copy = testing::OpenOrDie(cp);
+  ASSERT_NE(copy, nullptr);
+  EXPECT_EQ(copy->CurrentRevision(), 2);
+  EXPECT_EQ(copy->ConsistentIndex(), 6u);
+  EXPECT_EQ(ValueAt(copy.get(), "b"), "2");
+  EXPECT_EQ(ValueAt(copy.get(), "c"), "<none>");
+  EXPECT_EQ(copy->HashKV(2)->hash(), store_->HashKV(2)->hash());
+}
+
+TEST_F(StoreTest, HashKVTracksLiveStateAtRevision) {
+  Put("a", "1");
+  Put("b", "2");
+  auto h2 = store_->HashKV(2);
+  ASSERT_TRUE(h2.ok());
+  Put("a", "3");
+  auto h3 = store_->HashKV(0);
+  EXPECT_NE(h3->hash(), h2->hash());
+  EXPECT_EQ(h3->header().revision(), 3);
+  EXPECT_EQ(store_->HashKV(2)->hash(), h2->hash());  // the past is stable
+  Reopen();
+  EXPECT_EQ(store_->HashKV(3)->hash(), h3->hash());
+  // Compaction at or below the revision does not change its hash.
+  ASSERT_TRUE(store_->Compact(3).ok());
+  ASSERT_TRUE(store_->WaitForCompaction(3).ok());
+  EXPECT_EQ(store_->HashKV(3)->hash(), h3->hash());
+  EXPECT_EQ(store_->HashKV(3)->compact_revision(), 3);
+  EXPECT_EQ(store_->HashKV(2).status().code(), StatusCode::kCompacted);
+  EXPECT_EQ(store_->HashKV(9).status().code(), StatusCode::kFutureRevision);
+
+  // A replica that applied the same writes hashes alike; one that differs
+  // in a single value does not.
+  testing::TempDir same_dir, other_dir;
+  auto same = testing::OpenOrDie(same_dir.path());
+  auto other = testing::OpenOrDie(other_dir.path());
+  for (auto [k, v] : {std::pair{"a", "1"}, {"b", "2"}, {"a", "3"}}) {
+    ASSERT_TRUE(same->Put(MakePut(k, v)).ok());
+    ASSERT_TRUE(other->Put(MakePut(k, k == std::string("a") ? "3" : "x")).ok());
+  }
+  EXPECT_EQ(same->HashKV(0)->hash(), h3->hash());
+  EXPECT_NE(other->HashKV(0)->hash(), h3->hash());
+}
+
+}  // namespace
+}  // namespace kplane::mvcc

@@ -1,0 +1,98 @@
+// WatchStream: a client's stream of watchers on the MVCC store (etcd's
+// mvcc.WatchStream). Each watcher sees every event on its key or range from
+// its start revision on, in revision order, never lost; responses of all the
+// stream's watchers share one bounded queue (etcd's 128 responses).
+//
+//   auto stream = store->NewWatchStream();
+//   WatchCreateRequest req;
+//   req.set_key("/registry/");  req.set_range_end("/registry0");
+//   req.set_start_revision(42);
+//   ASSIGN_OR_RETURN(int64_t id, stream->Watch(req));
+//   while (auto resp = stream->Next(clock->Now() + seconds(1))) Use(*resp);
+//
+// Delivery never blocks a writer. A watcher whose stream queue is full is
+// parked (a "victim") and caught up from the store's event log once the
+// consumer drains the queue, like a watcher that started in the past.
+//
+// Responses (etcdserverpb.WatchResponse; only header.revision is filled, the
+// server adds cluster/member/term and the created/cancel-request answers):
+//  - events: watch_id, header.revision = the revision of the events (live)
+//    or the revision the watcher was caught up to (history);
+//  - progress: no events, header.revision R: the watcher has seen every
+//    event up to R. Per watcher every progress interval when it asked for
+//    progress_notify and got nothing else; for the whole stream (watch_id -1)
+//    after RequestProgress(), once every watcher of the stream is synced;
+//  - compacted: the watcher fell behind a compaction: canceled = true,
+//    compact_revision set, no header revision. The watcher is gone.
+//
+// Ownership: created by Store::NewWatchStream(); the store must outlive the
+// stream's use (after Store::Close(), calls fail with Unavailable).
+// Destroying the stream cancels its watchers.
+//
+// Thread-safety: all methods may be called concurrently. The notify hook
+// runs on a writer or the store's watch thread, outside every lock; it must
+// be quick and must not block (wake a thread, post to a loop).
+#ifndef KPLANE_STORAGE_MVCC_WATCH_H_
+#define KPLANE_STORAGE_MVCC_WATCH_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+
+#include "base/clock.h"
+#include "base/status.h"
+#include "base/statusor.h"
+#include "schemas/rpc.pb.h"
+
+namespace kplane::mvcc {
+
+class WatchHub;
+struct StreamState;
+
+// etcd's clientv3.InvalidWatchID, used for stream-wide progress responses.
+inline constexpr int64_t kStreamProgressWatchId = -1;
+
+class WatchStream {
+ public:
+  ~WatchStream();
+  WatchStream(const WatchStream&) = delete;
+  WatchStream& operator=(const WatchStream&) = delete;
+
+  // Creates a watcher; returns its id. watch_id 0 picks the next free id
+  // (0, 1, 2, ...). Errors: Compacted (detail = compact revision) when
+  // 0 < start_revision <= the compacted revision; AlreadyExists "mvcc:
+  // duplicate watch ID provided on the WatchStream"; InvalidArgument "mvcc:
+  // watcher range is empty" when range_end <= key (range_end "\0" = every
+  // key >= key). start_revision 0 means "after the current revision"; a
+  // future start revision is allowed.
+  StatusOr<int64_t> Watch(const etcdserverpb::WatchCreateRequest& req);
+
+  // Removes the watcher and every response of it still queued.
+  // NotFound for an unknown id.
+  Status Cancel(int64_t watch_id);
+
+  // Asks for one stream-wide progress response (watch_id -1).
+  void RequestProgress();
+
+  // The next queued response, if any.
+  std::optional<etcdserverpb::WatchResponse> TryPop();
+  // Waits on the store's clock until a response is queued or `deadline`.
+  std::optional<etcdserverpb::WatchResponse> Next(TimePoint deadline);
+
+  // Called after responses were queued on an empty or non-empty queue.
+  void SetNotify(std::function<void()> fn);
+
+  size_t QueueSize() const;
+
+ private:
+  friend class WatchHub;
+  WatchStream(std::shared_ptr<WatchHub> hub, std::shared_ptr<StreamState> s);
+
+  std::shared_ptr<WatchHub> hub_;
+  std::shared_ptr<StreamState> state_;
+};
+
+}  // namespace kplane::mvcc
+
+#endif  // KPLANE_STORAGE_MVCC_WATCH_H_

@@ -1,0 +1,115 @@
+#include "storage/mvcc/write_txn.h"
+
+#include <rocksdb/comparator.h>
+
+#include "base/logging.h"
+#include "storage/mvcc/keys.h"
+
+namespace kplane::mvcc {
+
+WriteTxn::WriteTxn(rocksdb::DB* db, int64_t begin_rev, bool events,
+                   bool events_with_prev)
+    : db_(db),
+      begin_rev_(begin_rev),
+      collect_prev_(events && events_with_prev),
+      // overwrite_key: required for reading the batch merged with the db.
+      batch_(rocksdb::BytewiseComparator(), 0, /*overwrite_key=*/true),
+      view_(db, &batch_) {
+  if (events) events_ = std::make_shared<EventList>();
+}
+
+void WriteTxn::WriteVersion(const std::string& key, bool is_delete,
+                            const std::string& record) {
+  const int64_t rev = begin_rev_ + 1;
+  std::string vk = keys::VersionKey(key, rev, sub_);
+  std::string ek = keys::EventKey(rev, sub_);
+  std::string er = keys::EncodeEventRecord(is_delete, key);
+  CHECK(batch_.Put(vk, record).ok());
+  CHECK(batch_.Put(ek, er).ok());
+  size_delta_ +=
+      static_cast<int64_t>(vk.size() + record.size() + ek.size() + er.size());
+  ++sub_;
+}
+
+StatusOr<std::optional<mvccpb::KeyValue>> WriteTxn::Put(
+    const std::string& key, const std::string& value, int64_t lease) {
+  ASSIGN_OR_RETURN(std::optional<mvccpb::KeyValue> prev,
+                   GetLatest(&view_, key));
+  const int64_t rev = begin_rev_ + 1;
+  const int64_t create = prev ? prev->create_revision() : rev;
+  const int64_t version = prev ? prev->version() + 1 : 1;
+  WriteVersion(key, false,
+               keys::EncodePutRecord(create, version, lease, value));
+
+  const int64_t old_lease = prev ? prev->lease() : 0;
+  if (old_lease != lease) {
+    if (old_lease != 0) {
+      std::string ak = keys::AttachKey(old_lease, key);
+      CHECK(batch_.Delete(ak).ok());
+      size_delta_ -= static_cast<int64_t>(ak.size());
+      lease_changes_.push_back({false, old_lease, key});
+    }
+    if (lease != 0) {
+      std::string ak = keys::AttachKey(lease, key);
+      CHECK(batch_.Put(ak, "").ok());
+      size_delta_ += static_cast<int64_t>(ak.size());
+      lease_changes_.push_back({true, lease, key});
+    }
+  }
+  if (events_) {
+    mvccpb::Event& ev = events_->emplace_back();
+    ev.set_type(mvccpb::Event::PUT);
+    mvccpb::KeyValue* kv = ev.mutable_kv();
+    kv->set_key(key);
+    kv->set_create_revision(create);
+    kv->set_mod_revision(rev);
+    kv->set_version(version);
+    kv->set_value(value);
+    kv->set_lease(lease);
+    if (collect_prev_ && prev) *ev.mutable_prev_kv() = *prev;
+  }
+  return prev;
+}
+
+StatusOr<int64_t> WriteTxn::DeleteRange(const std::string& key,
+                                        const std::string& range_end,
+                                        std::vector<mvccpb::KeyValue>* prev) {
+  // Collect first: writing to the batch invalidates its iterators.
+  std::vector<mvccpb::KeyValue> live;
+  const bool with_value = prev != nullptr || collect_prev_;
+  Status decode_status;
+  RETURN_IF_ERROR(ScanRange(
+      &view_, key, range_end, begin_rev_ + 1,
+      [&](std::string_view prefix, int64_t main, std::string_view record) {
+        decode_status = DecodeKeyValue(prefix, main, record, with_value,
+                                       &live.emplace_back());
+        return decode_status.ok();
+      }));
+  RETURN_IF_ERROR(decode_status);
+
+  const int64_t rev = begin_rev_ + 1;
+  const std::string tombstone = keys::EncodeTombstoneRecord();
+  for (mvccpb::KeyValue& kv : live) {
+    WriteVersion(kv.key(), true, tombstone);
+    if (kv.lease() != 0) {
+      std::string ak = keys::AttachKey(kv.lease(), kv.key());
+      CHECK(batch_.Delete(ak).ok());
+      size_delta_ -= static_cast<int64_t>(ak.size());
+      lease_changes_.push_back({false, kv.lease(), kv.key()});
+    }
+    if (events_) {
+      mvccpb::Event& ev = events_->emplace_back();
+      ev.set_type(mvccpb::Event::DELETE);
+      ev.mutable_kv()->set_key(kv.key());
+      ev.mutable_kv()->set_mod_revision(rev);
+      if (collect_prev_) *ev.mutable_prev_kv() = kv;
+    }
+  }
+  const int64_t n = static_cast<int64_t>(live.size());
+  if (prev != nullptr) {
+    for (auto& kv : live) prev->push_back(std::move(kv));
+  }
+  return n;
+}
+
+}  // namespace kplane::mvcc

@@ -1,0 +1,90 @@
+// WriteTxn: the changes of one write transaction, gathered in a RocksDB
+// WriteBatchWithIndex so that reads inside the transaction see its own
+// writes (internal to kplane_mvcc).
+//
+// Every change gets revision (begin_rev + 1, sub) with sub = 0, 1, 2, ... and
+// writes two records: the key-major version and the revision-major event.
+// Lease attachments change with the key. Nothing reaches RocksDB until the
+// store commits the batch together with the new current revision and the
+// consistent index; the in-memory consequences (lessor attachments, watch
+// events) are applied by the store after that commit.
+//
+// Thread-safety: single-threaded; the store holds its write lock.
+#ifndef KPLANE_STORAGE_MVCC_WRITE_TXN_H_
+#define KPLANE_STORAGE_MVCC_WRITE_TXN_H_
+
+#include <rocksdb/db.h>
+#include <rocksdb/utilities/write_batch_with_index.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "base/statusor.h"
+#include "schemas/kv.pb.h"
+#include "storage/mvcc/reader.h"
+#include "storage/mvcc/watch_hub.h"
+
+namespace kplane::mvcc {
+
+class WriteTxn {
+ public:
+  struct LeaseChange {
+    bool attach;  // false: detach
+    int64_t lease;
+    std::string key;
+  };
+
+  // `events`: collect watch events; `events_with_prev`: with prev_kv.
+  WriteTxn(rocksdb::DB* db, int64_t begin_rev, bool events,
+           bool events_with_prev);
+
+  int64_t begin_rev() const { return begin_rev_; }
+  // The revision reads inside the transaction see: begin_rev, or
+  // begin_rev + 1 once something changed.
+  int64_t rev() const { return changed() ? begin_rev_ + 1 : begin_rev_; }
+  bool changed() const { return sub_ > 0; }
+  ReadView* view() { return &view_; }
+
+  // Writes a new version of `key`; returns the previous live version.
+  StatusOr<std::optional<mvccpb::KeyValue>> Put(const std::string& key,
+                                                const std::string& value,
+                                                int64_t lease);
+  // Deletes every live key in [key, range_end) (etcd conventions); appends
+  // the deleted versions to `prev` when non-null. Returns how many.
+  StatusOr<int64_t> DeleteRange(const std::string& key,
+                                const std::string& range_end,
+                                std::vector<mvccpb::KeyValue>* prev);
+
+  // Raw access for meta, lease and size records the store adds.
+  rocksdb::WriteBatchWithIndex* batch() { return &batch_; }
+  // Net change of the logical size (key + value bytes of records).
+  int64_t size_delta() const { return size_delta_; }
+  void AddSizeDelta(int64_t d) { size_delta_ += d; }
+
+  const std::vector<LeaseChange>& lease_changes() const {
+    return lease_changes_;
+  }
+  std::shared_ptr<EventList> TakeEvents() { return std::move(events_); }
+
+ private:
+  void WriteVersion(const std::string& key, bool is_delete,
+                    const std::string& record);
+
+  rocksdb::DB* const db_;
+  const int64_t begin_rev_;
+  const bool collect_prev_;
+  rocksdb::WriteBatchWithIndex batch_;
+  BatchView view_;
+  uint32_t sub_ = 0;
+  int64_t size_delta_ = 0;
+  std::vector<LeaseChange> lease_changes_;
+  std::shared_ptr<EventList> events_;  // null when not collecting
+};
+
+}  // namespace kplane::mvcc
+
+#endif  // KPLANE_STORAGE_MVCC_WRITE_TXN_H_

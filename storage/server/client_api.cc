@@ -1,0 +1,594 @@
+#include "storage/server/client_api.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include "base/base64.h"
+#include "base/crc32c.h"
+#include "base/logging.h"
+#include "storage/api/etcd_json.h"
+#include "storage/mvcc/watch.h"
+
+namespace kplane::storage {
+namespace fs = std::filesystem;
+
+namespace {
+
+using net::HttpRequest;
+using net::Responder;
+using ResponderPtr = std::shared_ptr<Responder>;
+
+const net::HttpHeaders& JsonHeaders() {
+  static const net::HttpHeaders* h =
+      new net::HttpHeaders{{"Content-Type", "application/json"}};
+  return *h;
+}
+
+void RespondJson(Responder* r, const google::protobuf::Message& m) {
+  r->Respond(200, JsonHeaders(), etcdapi::ToJson(m));
+}
+
+void RespondError(Responder* r, const Status& s) {
+  etcdapi::HttpError e = etcdapi::StatusToError(s);
+  r->Respond(e.http_status, JsonHeaders(), e.Body());
+}
+
+template <typename T>
+void RespondResult(Responder* r, const StatusOr<T>& v) {
+  if (v.ok()) {
+    RespondJson(r, *v);
+  } else {
+    RespondError(r, v.status());
+  }
+}
+
+// Parses the request body; answers 400 (code 3) and returns false if it is
+// not a valid message.
+bool ParseBody(const HttpRequest& req, Responder* r,
+               google::protobuf::Message* msg) {
+  Status s = etcdapi::ParseJson(req.body, msg);
+  if (!s.ok()) {
+    etcdapi::HttpError e{400, etcdapi::kGrpcInvalidArgument, s.message()};
+    r->Respond(400, JsonHeaders(), e.Body());
+    return false;
+  }
+  return true;
+}
+
+// Splits a stream of concatenated JSON objects ({"a":1}{"b":2} or one per
+// line) into whole objects. Example: feeding `{"x":"}"}{"y` then `":1}`
+// yields `{"x":"}"}` after the first call and `{"y":1}` after the second.
+class JsonObjectSplitter {
+ public:
+  void Feed(std::string_view data) { buf_.append(data); }
+  // The next complete top-level value, if any. Sets *bad for input that is
+  // not an object.
+  std::optional<std::string> Next(bool* bad) {
+    while (scan_ < buf_.size()) {
+      char c = buf_[scan_];
+      if (depth_ == 0) {
+        if (c == ' ' || c == '\n' || c == '\r' || c == '\t') {
+          ++scan_;
+          start_ = scan_;
+          continue;
+        }
+        if (c != '{') {
+          *bad = true;
+          return std::nullopt;
+        }
+      }
+      ++scan_;
+      if (in_string_) {
+        if (escape_) {
+          escape_ = false;
+        } else if (c == '\\') {
+          escape_ = true;
+        } else if (c == '"') {
+          in_string_ = false;
+        }
+        continue;
+      }
+      if (c == '"') {
+        in_string_ = true;
+      } else if (c == '{' || c == '[') {
+        ++depth_;
+      } else if (c == '}' || c == ']') {
+        if (--depth_ == 0) {
+          std::string obj = buf_.substr(start_, scan_ - start_);
+          buf_.erase(0, scan_);
+          scan_ = start_ = 0;
+          return obj;
+        }
+      }
+    }
+    return std::nullopt;
+  }
+
+ private:
+  std::string buf_;
+  size_t scan_ = 0, start_ = 0;
+  int depth_ = 0;
+  bool in_string_ = false, escape_ = false;
+};
+
+bool IsReadOnlyTxn(const etcdserverpb::TxnRequest& t) {
+  auto ops_read_only = [](const auto& ops) {
+    for (const auto& op : ops) {
+      if (op.has_request_put() || op.has_request_delete_range()) return false;
+      if (op.has_request_txn() && !IsReadOnlyTxn(op.request_txn())) {
+        return false;
+      }
+    }
+    return true;
+  };
+  return ops_read_only(t.success()) && ops_read_only(t.failure());
+}
+
+// One /v3/watch connection: its MVCC watch stream and response writer.
+class WatchSession : public std::enable_shared_from_this<WatchSession> {
+ public:
+  WatchSession(StoreServer* server, ResponderPtr r)
+      : server_(server), r_(std::move(r)) {}
+
+  void Start() {
+    stream_ = server_->mvcc()->NewWatchStream();
+    std::weak_ptr<WatchSession> weak = shared_from_this();
+    stream_->SetNotify([weak] {
+      if (auto self = weak.lock()) {
+        self->server_->Submit([self] { self->Drain(); });
+      }
+    });
+    // Slow clients are cut off rather than buffered without bound; the
+    // client re-watches from its last revision.
+    r_->SetMaxBufferedBytes(64 << 20);
+    auto self = shared_from_this();
+    r_->OnClose([self] {
+      std::lock_guard<std::mutex> l(self->mu_);
+      self->stream_.reset();
+    });
+    r_->OnBodyData(
+        [self](std::string_view data, bool eof) { self->OnData(data, eof); });
+  }
+
+ private:
+  void OnData(std::string_view data, bool eof) {
+    splitter_.Feed(data);
+    bool bad = false;
+    while (auto obj = splitter_.Next(&bad)) {
+      etcdserverpb::WatchRequest req;
+      Status s = etcdapi::ParseJson(*obj, &req);
+      if (!s.ok()) {
+        Reject(s);
+        return;
+      }
+      Handle(req);
+    }
+    if (bad) Reject(InvalidArgumentError("invalid character in watch request"));
+    (void)eof;  // the response stream stays open after the request ends
+  }
+
+  // An undecodable request: etcd answers HTTP 500, code 2, and closes.
+  void Reject(const Status& s) {
+    std::lock_guard<std::mutex> l(mu_);
+    etcdapi::HttpError e{500, etcdapi::kGrpcUnknown, s.message()};
+    if (!started_) {
+      r_->Respond(500, JsonHeaders(), e.Body());
+    } else {
+      r_->Close();
+    }
+    stream_.reset();
+  }
+
+  void Write(const etcdserverpb::WatchResponse& resp) {
+    std::string out;
+    etcdapi::AppendStreamResult(resp, &out);
+    if (!started_) {
+      r_->StartStream(200, JsonHeaders());
+      started_ = true;
+    }
+    r_->Write(out);
+  }
+
+  etcdserverpb::WatchResponse NewResponse(bool with_revision) {
+    etcdserverpb::WatchResponse w;
+    server_->FillHeader(w.mutable_header());
+    if (with_revision) {
+      w.mutable_header()->set_revision(server_->mvcc()->CurrentRevision());
+    }
+    return w;
+  }
+
+  void Handle(const etcdserverpb::WatchRequest& req) {
+    std::lock_guard<std::mutex> l(mu_);
+    if (!stream_) return;
+    if (req.has_create_request()) {
+      StatusOr<int64_t> id = stream_->Watch(req.create_request());
+      etcdserverpb::WatchResponse w = NewResponse(true);
+      w.set_created(true);
+      if (id.ok()) {
+        w.set_watch_id(*id);
+        next_id_ = std::max(next_id_, *id + 1);
+        Write(w);
+      } else if (id.status().Is(StatusCode::kCompacted)) {
+        // etcd creates the watch, then cancels it with the compaction
+        // revision (and no header revision).
+        int64_t wid = req.create_request().watch_id() != 0
+                          ? req.create_request().watch_id()
+                          : next_id_++;
+        w.set_watch_id(wid);
+        Write(w);
+        etcdserverpb::WatchResponse c = NewResponse(false);
+        c.set_watch_id(wid);
+        c.set_canceled(true);
+        c.set_compact_revision(id.status().detail());
+        Write(c);
+      } else {
+        w.set_watch_id(-1);
+        w.set_canceled(true);
+        std::string reason = id.status().message();
+        w.set_cancel_reason(reason);
+        Write(w);
+      }
+    } else if (req.has_cancel_request()) {
+      if (stream_->Cancel(req.cancel_request().watch_id()).ok()) {
+        etcdserverpb::WatchResponse w = NewResponse(true);
+        w.set_watch_id(req.cancel_request().watch_id());
+        w.set_canceled(true);
+        Write(w);
+      }
+      // An unknown id gets no answer, as etcd.
+    } else if (req.has_progress_request()) {
+      stream_->RequestProgress();
+    }
+    // `{}` gets no answer at all.
+  }
+
+  void Drain() {
+    std::lock_guard<std::mutex> l(mu_);
+    if (!stream_) return;
+    while (auto resp = stream_->TryPop()) {
+      bool compacted = resp->compact_revision() != 0;
+      int64_t rev = resp->header().revision();
+      server_->FillHeader(resp->mutable_header());
+      if (compacted) {
+        resp->mutable_header()->clear_revision();
+      } else {
+        resp->mutable_header()->set_revision(rev);
+      }
+      Write(*resp);
+    }
+  }
+
+  StoreServer* const server_;
+  ResponderPtr r_;
+  JsonObjectSplitter splitter_;  // body callbacks run one at a time
+  std::mutex mu_;
+  std::unique_ptr<mvcc::WatchStream> stream_;  // guarded by mu_
+  bool started_ = false;                       // guarded by mu_
+  int64_t next_id_ = 0;                        // guarded by mu_
+};
+
+}  // namespace
+
+ClientApi::ClientApi(StoreServer* server, metrics::Registry* metrics)
+    : server_(server), metrics_(metrics) {}
+
+void ClientApi::RegisterHandlers(net::HttpServer* http) {
+  StoreServer* s = server_;
+  auto both = [http](const std::string& path, net::HttpHandler h,
+                     net::RouteOptions o = {}) {
+    http->Handle("POST", "/v3" + path, h, o);
+    http->Handle("POST", "/v3beta" + path, h, o);
+  };
+
+  // ---- KV ------------------------------------------------------------------
+  both("/kv/range", [s](const HttpRequest& req, ResponderPtr r) {
+    etcdserverpb::RangeRequest rr;
+    if (!ParseBody(req, r.get(), &rr)) return;
+    if (rr.key().empty()) {
+      RespondError(r.get(),
+                   InvalidArgumentError("etcdserver: key is not provided"));
+      return;
+    }
+    auto serve = [s, r, rr] {
+      auto resp = s->mvcc()->Range(rr);
+      if (resp.ok()) s->FillHeader(resp->mutable_header());
+      RespondResult(r.get(), resp);
+    };
+    if (rr.serializable()) {
+      serve();
+      return;
+    }
+    s->LinearizableReadAsync([r, serve](Status st) {
+      if (!st.ok()) {
+        RespondError(r.get(), st);
+      } else {
+        serve();
+      }
+    });
+  });
+  auto propose = [s](ResponderPtr r, storagepb::InternalRaftRequest ir,
+                     auto tag) {
+    using T = decltype(tag);
+    s->ProposeAsync(std::move(ir), [r](StatusOr<ApplyResponse> res) {
+      RespondResult(r.get(), ResponseAs<T>(std::move(res)));
+    });
+  };
+  both("/kv/put", [propose](const HttpRequest& req, ResponderPtr r) {
+    storagepb::InternalRaftRequest ir;
+    if (!ParseBody(req, r.get(), ir.mutable_put())) return;
+    if (ir.put().key().empty()) {
+      RespondError(r.get(),
+                   InvalidArgumentError("etcdserver: key is not provided"));
+      return;
+    }
+    propose(r, std::move(ir), etcdserverpb::PutResponse());
+  });
+  both("/kv/deleterange", [propose](const HttpRequest& req, ResponderPtr r) {
+    storagepb::InternalRaftRequest ir;
+    if (!ParseBody(req, r.get(), ir.mutable_delete_range())) return;
+    if (ir.delete_range().key().empty()) {
+      RespondError(r.get(),
+                   InvalidArgumentError("etcdserver: key is not provided"));
+      return;
+    }
+    propose(r, std::move(ir), etcdserverpb::DeleteRangeResponse());
+  });
+  both("/kv/txn", [s, propose](const HttpRequest& req, ResponderPtr r) {
+    storagepb::InternalRaftRequest ir;
+    if (!ParseBody(req, r.get(), ir.mutable_txn())) return;
+    if (IsReadOnlyTxn(ir.txn())) {
+      // As etcd: a read-only txn is a linearizable read, not a proposal.
+      auto txn = std::make_shared<etcdserverpb::TxnRequest>(ir.txn());
+      s->LinearizableReadAsync([s, r, txn](Status st) {
+        if (!st.ok()) {
+          RespondError(r.get(), st);
+          return;
+        }
+        auto resp = s->mvcc()->Txn(*txn);
+        if (resp.ok()) s->FillHeader(resp->mutable_header());
+        RespondResult(r.get(), resp);
+      });
+      return;
+    }
+    propose(r, std::move(ir), etcdserverpb::TxnResponse());
+  });
+  both("/kv/compaction", [s](const HttpRequest& req, ResponderPtr r) {
+    storagepb::InternalRaftRequest ir;
+    if (!ParseBody(req, r.get(), ir.mutable_compaction())) return;
+    bool physical = ir.compaction().physical();
+    int64_t rev = ir.compaction().revision();
+    s->ProposeAsync(std::move(ir), [s, r, physical,
+                                    rev](StatusOr<ApplyResponse> res) {
+      auto resp = ResponseAs<etcdserverpb::CompactionResponse>(std::move(res));
+      if (!resp.ok() || !physical) {
+        RespondResult(r.get(), resp);
+        return;
+      }
+      // Waiting for the physical compaction must not hold the apply thread.
+      s->Submit([s, r, rev, resp] {
+        Status w = s->mvcc()->WaitForCompaction(rev);
+        if (!w.ok()) {
+          RespondError(r.get(), w);
+        } else {
+          RespondJson(r.get(), *resp);
+        }
+      });
+    });
+  });
+
+  // ---- watch ---------------------------------------------------------------
+  both("/watch",
+       [s](const HttpRequest&, ResponderPtr r) {
+         std::make_shared<WatchSession>(s, std::move(r))->Start();
+       },
+       {.stream_request_body = true});
+
+  // ---- leases --------------------------------------------------------------
+  both("/lease/grant", [propose](const HttpRequest& req, ResponderPtr r) {
+    storagepb::InternalRaftRequest ir;
+    if (!ParseBody(req, r.get(), ir.mutable_lease_grant())) return;
+    propose(r, std::move(ir), etcdserverpb::LeaseGrantResponse());
+  });
+  auto revoke = [propose](const HttpRequest& req, ResponderPtr r) {
+    storagepb::InternalRaftRequest ir;
+    if (!ParseBody(req, r.get(), ir.mutable_lease_revoke())) return;
+    propose(r, std::move(ir), etcdserverpb::LeaseRevokeResponse());
+  };
+  both("/lease/revoke", revoke);
+  both("/kv/lease/revoke", revoke);
+  auto ttl = [s](const HttpRequest& req, ResponderPtr r) {
+    etcdserverpb::LeaseTimeToLiveRequest q;
+    if (!ParseBody(req, r.get(), &q)) return;
+    RespondResult(r.get(), s->LeaseTimeToLive(q));
+  };
+  both("/lease/timetolive", ttl);
+  both("/kv/lease/timetolive", ttl);
+  auto leases = [s](const HttpRequest& req, ResponderPtr r) {
+    etcdserverpb::LeaseLeasesRequest q;
+    if (!ParseBody(req, r.get(), &q)) return;
+    RespondResult(r.get(), s->LeaseLeases(q));
+  };
+  both("/lease/leases", leases);
+  both("/kv/lease/leases", leases);
+  both(
+      "/lease/keepalive",
+      [s](const HttpRequest&, ResponderPtr r) {
+        auto splitter = std::make_shared<JsonObjectSplitter>();
+        auto started = std::make_shared<bool>(false);
+        r->OnBodyData([s, r, splitter, started](std::string_view data,
+                                                bool eof) {
+          splitter->Feed(data);
+          bool bad = false;
+          while (auto obj = splitter->Next(&bad)) {
+            etcdserverpb::LeaseKeepAliveRequest q;
+            Status st = etcdapi::ParseJson(*obj, &q);
+            if (!st.ok()) {
+              bad = true;
+              break;
+            }
+            etcdserverpb::LeaseKeepAliveResponse resp;
+            if (q.id() != 0) {
+              auto k = s->LeaseKeepAlive(q);
+              if (k.ok()) {
+                resp = *k;
+              } else {
+                // etcd answers an unknown lease with its ID and no TTL.
+                s->FillHeader(resp.mutable_header());
+                resp.mutable_header()->set_revision(
+                    s->mvcc()->CurrentRevision());
+                resp.set_id(q.id());
+              }
+            } else {
+              s->FillHeader(resp.mutable_header());
+              resp.mutable_header()->set_revision(s->mvcc()->CurrentRevision());
+            }
+            std::string out;
+            etcdapi::AppendStreamResult(resp, &out);
+            if (!*started) {
+              r->StartStream(200, JsonHeaders());
+              *started = true;
+            }
+            r->Write(out);
+          }
+          if (bad) {
+            etcdapi::HttpError e{500, etcdapi::kGrpcUnknown,
+                                 "invalid keepalive request"};
+            if (!*started) {
+              r->Respond(500, JsonHeaders(), e.Body());
+            } else {
+              r->Close();
+            }
+            return;
+          }
+          if (eof) {
+            if (*started) {
+              r->Finish();
+            } else {
+              r->Respond(200, JsonHeaders(), "");
+            }
+          }
+        });
+      },
+      {.stream_request_body = true});
+
+  // ---- maintenance ---------------------------------------------------------
+  both("/maintenance/status", [s](const HttpRequest&, ResponderPtr r) {
+    RespondResult(r.get(), s->MemberStatus());
+  });
+  both("/maintenance/defragment", [s](const HttpRequest&, ResponderPtr r) {
+    RespondResult(r.get(), s->Defragment());
+  });
+  both("/maintenance/hash", [s](const HttpRequest& req, ResponderPtr r) {
+    etcdserverpb::HashKVRequest q;
+    if (!ParseBody(req, r.get(), &q)) return;
+    RespondResult(r.get(), s->HashKV(q.revision()));
+  });
+  both("/maintenance/alarm", [s](const HttpRequest& req, ResponderPtr r) {
+    etcdserverpb::AlarmRequest q;
+    if (!ParseBody(req, r.get(), &q)) return;
+    RespondResult(r.get(), s->Alarm(q));
+  });
+  both("/maintenance/transfer-leadership",
+       [s](const HttpRequest& req, ResponderPtr r) {
+         etcdserverpb::MoveLeaderRequest q;
+         if (!ParseBody(req, r.get(), &q)) return;
+         RespondResult(r.get(), s->MoveLeader(q));
+       });
+  both("/maintenance/snapshot", [s](const HttpRequest&, ResponderPtr r) {
+    // A consistent copy of the store, packed as the peer snapshot stream
+    // packs it (docs/store.md), sent as base64 blobs like etcd's.
+    static std::atomic<uint64_t> seq{0};
+    std::string dir =
+        s->config().data_dir + "/member/snap/save-" + std::to_string(++seq);
+    auto st = s->SnapshotTo(dir);
+    if (!st.ok()) {
+      RespondError(r.get(), st.status());
+      return;
+    }
+    std::string packed = "KPSNAP1\n";
+    for (auto& e : fs::recursive_directory_iterator(dir)) {
+      if (!e.is_regular_file()) continue;
+      std::ifstream in(e.path(), std::ios::binary);
+      std::string data((std::istreambuf_iterator<char>(in)),
+                       std::istreambuf_iterator<char>());
+      storagepb::SnapshotFile h;
+      h.set_name(fs::relative(e.path(), dir).string());
+      h.set_size(data.size());
+      h.set_crc32c(crc32c::Value(data));
+      std::string hb = h.SerializeAsString();
+      uint32_t n = static_cast<uint32_t>(hb.size());
+      char len[4] = {static_cast<char>(n >> 24), static_cast<char>(n >> 16),
+                     static_cast<char>(n >> 8), static_cast<char>(n)};
+      packed.append(len, 4);
+      packed += hb;
+      packed += data;
+    }
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+    r->StartStream(200, JsonHeaders());
+    constexpr size_t kChunk = 64 << 10;
+    size_t total = packed.size();
+    for (size_t off = 0; off < total || off == 0; off += kChunk) {
+      etcdserverpb::SnapshotResponse resp;
+      if (off == 0) {
+        s->FillHeader(resp.mutable_header());
+        resp.mutable_header()->set_revision(s->mvcc()->CurrentRevision());
+      }
+      size_t n = std::min(kChunk, total - off);
+      resp.set_blob(packed.substr(off, n));
+      resp.set_remaining_bytes(total - off - n);
+      std::string out;
+      etcdapi::AppendStreamResult(resp, &out);
+      if (!r->Write(out)) return;
+      if (total == 0) break;
+    }
+    r->Finish();
+  });
+
+  // ---- cluster -------------------------------------------------------------
+  both("/cluster/member/list", [s](const HttpRequest&, ResponderPtr r) {
+    RespondResult(r.get(), s->MemberList());
+  });
+  both("/cluster/member/add", [s](const HttpRequest& req, ResponderPtr r) {
+    etcdserverpb::MemberAddRequest q;
+    if (!ParseBody(req, r.get(), &q)) return;
+    RespondResult(r.get(), s->MemberAdd(q));
+  });
+  both("/cluster/member/remove", [s](const HttpRequest& req, ResponderPtr r) {
+    etcdserverpb::MemberRemoveRequest q;
+    if (!ParseBody(req, r.get(), &q)) return;
+    RespondResult(r.get(), s->MemberRemove(q));
+  });
+  both("/cluster/member/promote", [s](const HttpRequest& req, ResponderPtr r) {
+    etcdserverpb::MemberPromoteRequest q;
+    if (!ParseBody(req, r.get(), &q)) return;
+    RespondResult(r.get(), s->MemberPromote(q));
+  });
+
+  // ---- health, version, metrics -------------------------------------------
+  http->Handle("GET", "/health", [s](const HttpRequest&, ResponderPtr r) {
+    bool healthy = s->leader_id() != 0 && s->Alarms().empty();
+    std::string reason;
+    if (s->leader_id() == 0) reason = "RAFT NO LEADER";
+    if (!s->Alarms().empty()) reason = "ALARM ACTIVE";
+    std::string body =
+        healthy ? "{\"health\":\"true\"}"
+                : "{\"health\":\"false\",\"reason\":\"" + reason + "\"}";
+    r->Respond(healthy ? 200 : 503, JsonHeaders(), body);
+  });
+  http->Handle("GET", "/version",
+               [](const HttpRequest&, ResponderPtr r) {
+                 r->Respond(200, JsonHeaders(),
+                            "{\"etcdserver\":\"3.4.0-kplane\",\"etcdcluster\":"
+                            "\"3.4.0\"}");
+               },
+               {.run_on_io_thread = true});
+  metrics::Registry* reg = metrics_;
+  http->Handle("GET", "/metrics", [reg](const HttpRequest&, ResponderPtr r) {
+    r->Respond(200, {{"Content-Type", "text/plain; version=0.0.4"}},
+               reg->Render());
+  });
+}
+
+}  // namespace kplane::storage

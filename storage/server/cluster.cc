@@ -1,0 +1,286 @@
+#include "storage/server/cluster.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "base/strings.h"
+
+namespace kplane::storage {
+namespace {
+
+// FNV-1a, then a final avalanche (splitmix64) so that similar inputs give
+// unrelated ids.
+uint64_t Hash64(std::string_view s) {
+  uint64_t h = 1469598103934665603ull;
+  for (char c : s) {
+    h ^= static_cast<uint8_t>(c);
+    h *= 1099511628211ull;
+  }
+  h += 0x9e3779b97f4a7c15ull;
+  h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ull;
+  h = (h ^ (h >> 27)) * 0x94d049bb133111ebull;
+  return h ^ (h >> 31);
+}
+
+}  // namespace
+
+StatusOr<std::vector<InitialMember>> ParseInitialCluster(std::string_view s) {
+  std::vector<InitialMember> out;
+  std::map<std::string, size_t> by_name;
+  for (const std::string& part : StrSplit(s, ',')) {
+    std::string_view p = StripWhitespace(part);
+    if (p.empty()) continue;
+    size_t eq = p.find('=');
+    if (eq == std::string_view::npos || eq == 0 || eq + 1 == p.size()) {
+      return InvalidArgumentError("--initial-cluster: expected name=url in \"" +
+                                  std::string(p) + "\"");
+    }
+    std::string name(p.substr(0, eq));
+    std::string url(p.substr(eq + 1));
+    if (url.rfind("http://", 0) != 0) {
+      return InvalidArgumentError(
+          "--initial-cluster: URL must start with "
+          "http:// in \"" +
+          std::string(p) + "\"");
+    }
+    auto it = by_name.find(name);
+    if (it == by_name.end()) {
+      by_name[name] = out.size();
+      out.push_back({name, {url}});
+    } else {
+      out[it->second].peer_urls.push_back(url);
+    }
+  }
+  if (out.empty()) return InvalidArgumentError("--initial-cluster is empty");
+  return out;
+}
+
+uint64_t ComputeMemberId(std::vector<std::string> peer_urls,
+                         const std::string& token, int64_t salt) {
+  std::sort(peer_urls.begin(), peer_urls.end());
+  std::string key = StrJoin(peer_urls, ",") + "|" + token;
+  if (salt != 0) key += "|" + std::to_string(salt);
+  uint64_t id = Hash64(key);
+  return id == 0 ? 1 : id;
+}
+
+uint64_t ComputeClusterId(std::vector<uint64_t> member_ids) {
+  std::sort(member_ids.begin(), member_ids.end());
+  std::string key;
+  for (uint64_t id : member_ids) key += IdToHex(id) + ",";
+  uint64_t id = Hash64(key);
+  return id == 0 ? 1 : id;
+}
+
+std::string IdToHex(uint64_t id) {
+  char buf[20];
+  std::snprintf(buf, sizeof(buf), "%" PRIx64, id);
+  return buf;
+}
+
+StatusOr<uint64_t> ParseHexId(std::string_view s) {
+  if (s.empty() || s.size() > 16) {
+    return InvalidArgumentError("bad member id \"" + std::string(s) + "\"");
+  }
+  uint64_t v = 0;
+  for (char c : s) {
+    int d;
+    if (c >= '0' && c <= '9') {
+      d = c - '0';
+    } else if (c >= 'a' && c <= 'f') {
+      d = c - 'a' + 10;
+    } else if (c >= 'A' && c <= 'F') {
+      d = c - 'A' + 10;
+    } else {
+      return InvalidArgumentError("bad member id \"" + std::string(s) + "\"");
+    }
+    v = v * 16 + static_cast<uint64_t>(d);
+  }
+  return v;
+}
+
+storagepb::ClusterRecord NewClusterRecord(
+    const std::vector<InitialMember>& members, const std::string& token) {
+  storagepb::ClusterRecord rec;
+  std::vector<uint64_t> ids;
+  for (const auto& m : members) {
+    auto* r = rec.add_members();
+    r->set_id(ComputeMemberId(m.peer_urls, token));
+    r->set_name(m.name);
+    for (const auto& u : m.peer_urls) r->add_peer_urls(u);
+    ids.push_back(r->id());
+  }
+  rec.set_cluster_id(ComputeClusterId(ids));
+  return rec;
+}
+
+StatusOr<std::unique_ptr<Membership>> Membership::Open(
+    std::string path, const storagepb::ClusterRecord& initial) {
+  std::unique_ptr<Membership> m(new Membership(path));
+  std::ifstream in(path, std::ios::binary);
+  if (in) {
+    std::stringstream ss;
+    ss << in.rdbuf();
+    if (!m->record_.ParseFromString(ss.str())) {
+      return CorruptionError("undecodable membership file " + path);
+    }
+  } else {
+    m->record_ = initial;
+  }
+  return m;
+}
+
+storagepb::ClusterRecord Membership::Record() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return record_;
+}
+
+uint64_t Membership::cluster_id() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return record_.cluster_id();
+}
+
+std::vector<storagepb::MemberRecord> Membership::Members() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return {record_.members().begin(), record_.members().end()};
+}
+
+std::optional<storagepb::MemberRecord> Membership::Find(uint64_t id) const {
+  std::lock_guard<std::mutex> l(mu_);
+  for (const auto& m : record_.members()) {
+    if (m.id() == id) return m;
+  }
+  return std::nullopt;
+}
+
+bool Membership::IsRemoved(uint64_t id) const {
+  std::lock_guard<std::mutex> l(mu_);
+  return std::find(record_.removed().begin(), record_.removed().end(), id) !=
+         record_.removed().end();
+}
+
+StatusOr<bool> Membership::ApplyAdd(uint64_t index,
+                                    const storagepb::MemberRecord& m) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (index <= record_.applied_index()) return false;
+  bool found = false;
+  for (auto& existing : *record_.mutable_members()) {
+    if (existing.id() == m.id()) {
+      existing.mutable_peer_urls()->CopyFrom(m.peer_urls());
+      existing.set_is_learner(m.is_learner());
+      found = true;
+    }
+  }
+  if (!found) *record_.add_members() = m;
+  record_.set_applied_index(index);
+  RETURN_IF_ERROR(SaveLocked());
+  return true;
+}
+
+StatusOr<bool> Membership::ApplyRemove(uint64_t index, uint64_t id) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (index <= record_.applied_index()) return false;
+  auto* ms = record_.mutable_members();
+  ms->erase(std::remove_if(ms->begin(), ms->end(),
+                           [&](const auto& m) { return m.id() == id; }),
+            ms->end());
+  record_.add_removed(id);
+  record_.set_applied_index(index);
+  RETURN_IF_ERROR(SaveLocked());
+  return true;
+}
+
+StatusOr<bool> Membership::ApplyPromote(uint64_t index, uint64_t id) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (index <= record_.applied_index()) return false;
+  for (auto& m : *record_.mutable_members()) {
+    if (m.id() == id) m.set_is_learner(false);
+  }
+  record_.set_applied_index(index);
+  RETURN_IF_ERROR(SaveLocked());
+  return true;
+}
+
+StatusOr<bool> Membership::ApplyAttributes(
+    uint64_t index, const storagepb::MemberAttributes& attrs) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (index <= record_.applied_index()) return false;
+  for (auto& m : *record_.mutable_members()) {
+    if (m.id() == attrs.member_id()) {
+      m.set_name(attrs.name());
+      m.mutable_client_urls()->CopyFrom(attrs.client_urls());
+    }
+  }
+  record_.set_applied_index(index);
+  RETURN_IF_ERROR(SaveLocked());
+  return true;
+}
+
+Status Membership::Replace(const storagepb::ClusterRecord& record) {
+  std::lock_guard<std::mutex> l(mu_);
+  record_ = record;
+  return SaveLocked();
+}
+
+Status Membership::Save() {
+  std::lock_guard<std::mutex> l(mu_);
+  return SaveLocked();
+}
+
+Status Membership::SaveLocked() {
+  std::string tmp = path_ + ".tmp";
+  std::string data = record_.SerializeAsString();
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return IOError("open " + tmp + ": " + std::strerror(errno));
+  const char* p = data.data();
+  size_t n = data.size();
+  while (n > 0) {
+    ssize_t w = ::write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) {
+      ::close(fd);
+      return IOError("write " + tmp + ": " + std::strerror(errno));
+    }
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  if (::fsync(fd) != 0) {
+    ::close(fd);
+    return IOError("fsync " + tmp + ": " + std::strerror(errno));
+  }
+  ::close(fd);
+  if (::rename(tmp.c_str(), path_.c_str()) != 0) {
+    return IOError("rename " + tmp + ": " + std::strerror(errno));
+  }
+  std::string dir = path_.substr(0, path_.rfind('/'));
+  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+  return Status::Ok();
+}
+
+void Membership::FillMembers(
+    google::protobuf::RepeatedPtrField<etcdserverpb::Member>* out) const {
+  std::lock_guard<std::mutex> l(mu_);
+  for (const auto& m : record_.members()) {
+    auto* e = out->Add();
+    e->set_id(m.id());
+    e->set_name(m.name());
+    for (const auto& u : m.peer_urls()) e->add_peerurls(u);
+    for (const auto& u : m.client_urls()) e->add_clienturls(u);
+    e->set_islearner(m.is_learner());
+  }
+}
+
+}  // namespace kplane::storage

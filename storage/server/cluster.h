@@ -1,0 +1,86 @@
+// Cluster membership of the replicated store: member and cluster ids, the
+// `--initial-cluster` flag, and the ClusterRecord each member keeps in
+// `<data-dir>/member/cluster.pb`.
+//
+// Ids: a member id is a 64-bit hash of its sorted peer URLs and the cluster
+// token (as etcd derives it), plus a time salt for members added at runtime
+// so that re-adding the same URLs yields a new id. The cluster id hashes the
+// sorted initial member ids. Ids are printed in hex, as etcd prints them.
+//
+// Thread-safety: Membership is guarded by its own mutex; all methods are
+// safe from any thread.
+#ifndef KPLANE_STORAGE_SERVER_CLUSTER_H_
+#define KPLANE_STORAGE_SERVER_CLUSTER_H_
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "base/statusor.h"
+#include "schemas/rpc.pb.h"
+#include "schemas/storage.pb.h"
+
+namespace kplane::storage {
+
+struct InitialMember {
+  std::string name;
+  std::vector<std::string> peer_urls;
+};
+
+// Parses "n1=http://127.0.0.1:2380,n2=http://127.0.0.1:12380" (a name may
+// repeat to give a member several URLs).
+StatusOr<std::vector<InitialMember>> ParseInitialCluster(std::string_view s);
+
+uint64_t ComputeMemberId(std::vector<std::string> peer_urls,
+                         const std::string& token, int64_t salt = 0);
+uint64_t ComputeClusterId(std::vector<uint64_t> member_ids);
+std::string IdToHex(uint64_t id);
+StatusOr<uint64_t> ParseHexId(std::string_view s);
+
+// The bootstrap record of a new cluster.
+storagepb::ClusterRecord NewClusterRecord(
+    const std::vector<InitialMember>& members, const std::string& token);
+
+class Membership {
+ public:
+  // Loads `path` if it exists; otherwise starts from `initial` (not yet
+  // saved). The file is replaced atomically (write, fsync, rename).
+  static StatusOr<std::unique_ptr<Membership>> Open(
+      std::string path, const storagepb::ClusterRecord& initial);
+
+  storagepb::ClusterRecord Record() const;
+  uint64_t cluster_id() const;
+  std::vector<storagepb::MemberRecord> Members() const;
+  // The member with this id, if present.
+  std::optional<storagepb::MemberRecord> Find(uint64_t id) const;
+  bool IsRemoved(uint64_t id) const;
+
+  // Applies a committed membership change made at raft index `index`; a
+  // change at or below the record's applied index is skipped (replay).
+  // Returns false if skipped.
+  StatusOr<bool> ApplyAdd(uint64_t index, const storagepb::MemberRecord& m);
+  StatusOr<bool> ApplyRemove(uint64_t index, uint64_t id);
+  StatusOr<bool> ApplyPromote(uint64_t index, uint64_t id);
+  StatusOr<bool> ApplyAttributes(uint64_t index,
+                                 const storagepb::MemberAttributes& attrs);
+  // Replaces the whole record (a snapshot was installed).
+  Status Replace(const storagepb::ClusterRecord& record);
+  Status Save();
+
+  // etcd's member list shape.
+  void FillMembers(
+      google::protobuf::RepeatedPtrField<etcdserverpb::Member>* out) const;
+
+ private:
+  Membership(std::string path) : path_(std::move(path)) {}
+  Status SaveLocked();
+
+  const std::string path_;
+  mutable std::mutex mu_;
+  storagepb::ClusterRecord record_;  // guarded by mu_
+};
+
+}  // namespace kplane::storage
+
+#endif  // KPLANE_STORAGE_SERVER_CLUSTER_H_

@@ -1,0 +1,616 @@
+#include "storage/server/peer_transport.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "base/crc32c.h"
+#include "base/logging.h"
+#include "base/strings.h"
+#include "net/http_client.h"
+#include "storage/api/etcd_json.h"
+#include "storage/raft/util.h"
+
+namespace kplane::storage {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr uint32_t kMaxFrameBytes = 256u << 20;
+
+void AppendFrame(const std::string& payload, std::string* out) {
+  uint32_t n = static_cast<uint32_t>(payload.size());
+  char len[4] = {static_cast<char>(n >> 24), static_cast<char>(n >> 16),
+                 static_cast<char>(n >> 8), static_cast<char>(n)};
+  out->append(len, 4);
+  out->append(payload);
+}
+
+// Pulls one frame off the front of `buf` (starting at *pos).
+// Returns false when more bytes are needed; sets *bad on a corrupt length.
+bool NextFrame(const std::string& buf, size_t* pos, std::string_view* frame,
+               bool* bad) {
+  if (buf.size() - *pos < 4) return false;
+  const unsigned char* p =
+      reinterpret_cast<const unsigned char*>(buf.data() + *pos);
+  uint32_t n = (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) |
+               (uint32_t{p[2]} << 8) | uint32_t{p[3]};
+  if (n > kMaxFrameBytes) {
+    *bad = true;
+    return false;
+  }
+  if (buf.size() - *pos - 4 < n) return false;
+  *frame = std::string_view(buf.data() + *pos + 4, n);
+  *pos += 4 + n;
+  return true;
+}
+
+Status FsyncPath(const std::string& path, bool dir) {
+  int fd = ::open(path.c_str(),
+                  (dir ? O_RDONLY | O_DIRECTORY : O_RDONLY) | O_CLOEXEC);
+  if (fd < 0) return IOError("open " + path);
+  int rc = ::fsync(fd);
+  ::close(fd);
+  return rc == 0 ? Status::Ok() : IOError("fsync " + path);
+}
+
+std::string HexId(uint64_t id) { return IdToHex(id); }
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// One peer: a queue and the thread that streams it.
+
+class HttpPeerTransport::Peer {
+ public:
+  Peer(HttpPeerTransport* t, uint64_t id, std::vector<std::string> urls)
+      : t_(t), id_(id), urls_(std::move(urls)) {
+    thread_ = std::thread([this] { Run(); });
+  }
+  ~Peer() { Stop(); }
+
+  void SetUrls(std::vector<std::string> urls) {
+    std::lock_guard<std::mutex> l(mu_);
+    urls_ = std::move(urls);
+  }
+  std::vector<std::string> urls() {
+    std::lock_guard<std::mutex> l(mu_);
+    return urls_;
+  }
+
+  bool Enqueue(raftpb::Message m) {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (stop_ || queue_.size() >= t_->options_.max_queued_messages ||
+          TimePointNow() < backoff_until_) {
+        return false;
+      }
+      queue_.push_back(std::move(m));
+    }
+    cv_.notify_one();
+    return true;
+  }
+
+  void Stop() {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      stop_ = true;
+      if (stream_) stream_->Cancel();
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  TimePoint TimePointNow() const { return t_->options_.clock->Now(); }
+
+  void Run() {
+    std::unique_ptr<net::HttpClient> client;
+    std::unique_ptr<net::HttpStream> stream;
+    size_t next_url = 0;
+    while (true) {
+      std::deque<raftpb::Message> batch;
+      {
+        std::unique_lock<std::mutex> l(mu_);
+        cv_.wait(l, [&] { return stop_ || !queue_.empty(); });
+        if (stop_) return;
+        batch.swap(queue_);
+      }
+      std::string buf;
+      for (const auto& m : batch) AppendFrame(m.SerializeAsString(), &buf);
+      if (!stream) {
+        std::vector<std::string> urls = this->urls();
+        if (urls.empty()) continue;
+        const std::string& url = urls[next_url++ % urls.size()];
+        net::HttpClientOptions copts;
+        copts.connect_timeout = t_->options_.dial_timeout;
+        copts.write_timeout = t_->options_.write_timeout;
+        copts.clock = t_->options_.clock;
+        auto c = net::HttpClient::ForUrl(url, copts);
+        StatusOr<std::unique_ptr<net::HttpStream>> s =
+            c.ok() ? (*c)->OpenStream(
+                         "POST", "/raft/stream",
+                         {{"Content-Type", "application/octet-stream"},
+                          {"X-Kplane-Cluster-Id",
+                           HexId(t_->server_->cluster_id())},
+                          {"X-Kplane-From", HexId(t_->server_->member_id())},
+                          {"X-Kplane-To", HexId(id_)}})
+                   : StatusOr<std::unique_ptr<net::HttpStream>>(c.status());
+        if (!s.ok()) {
+          Fail(batch.size(), s.status());
+          continue;
+        }
+        client = std::move(*c);
+        stream = std::move(*s);
+        std::lock_guard<std::mutex> l(mu_);
+        stream_ = stream.get();
+      }
+      Status s = stream->Send(buf);
+      if (!s.ok()) {
+        {
+          std::lock_guard<std::mutex> l(mu_);
+          stream_ = nullptr;
+        }
+        stream.reset();
+        client.reset();
+        Fail(batch.size(), s);
+        continue;
+      }
+      t_->sent_bytes_->Inc(static_cast<double>(buf.size()));
+    }
+  }
+
+  // The batch is lost: tell raft the peer is unreachable (it will probe)
+  // and stop queueing for a moment rather than piling up stale messages.
+  void Fail(size_t dropped, const Status& why) {
+    LOG(DEBUG) << "peer " << HexId(id_) << ": " << why;
+    t_->dropped_->Inc(static_cast<double>(dropped));
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      backoff_until_ = TimePointNow() + milliseconds(100);
+      queue_.clear();
+    }
+    if (RaftNode* node = t_->server_->node()) node->ReportUnreachable(id_);
+  }
+
+  HttpPeerTransport* t_;
+  const uint64_t id_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::string> urls_;      // guarded by mu_
+  std::deque<raftpb::Message> queue_;  // guarded by mu_
+  bool stop_ = false;                  // guarded by mu_
+  TimePoint backoff_until_;            // guarded by mu_
+  net::HttpStream* stream_ = nullptr;  // guarded by mu_; for Cancel
+  std::thread thread_;
+};
+
+// ---------------------------------------------------------------------------
+
+HttpPeerTransport::HttpPeerTransport(StoreServer* server,
+                                     PeerTransportOptions options)
+    : server_(server), options_(std::move(options)) {
+  auto* reg = options_.metrics;
+  sent_bytes_ = reg->NewCounter("etcd_network_peer_sent_bytes_total",
+                                "Bytes of raft messages sent to peers.")
+                    ->With({});
+  received_bytes_ =
+      reg->NewCounter("etcd_network_peer_received_bytes_total",
+                      "Bytes of raft messages received from peers.")
+          ->With({});
+  dropped_ = reg->NewCounter("etcd_network_peer_dropped_messages_total",
+                             "Raft messages dropped (peer down or slow).")
+                 ->With({});
+}
+
+HttpPeerTransport::~HttpPeerTransport() { Stop(); }
+
+void HttpPeerTransport::Stop() {
+  if (stopped_.exchange(true)) return;
+  std::map<uint64_t, std::shared_ptr<Peer>> peers;
+  std::vector<std::thread> snaps;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    peers.swap(peers_);
+    snaps.swap(snapshot_threads_);
+  }
+  for (auto& [id, p] : peers) p->Stop();
+  for (auto& t : snaps) {
+    if (t.joinable()) t.join();
+  }
+}
+
+std::shared_ptr<HttpPeerTransport::Peer> HttpPeerTransport::FindPeer(
+    uint64_t id) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = peers_.find(id);
+  return it == peers_.end() ? nullptr : it->second;
+}
+
+void HttpPeerTransport::AddPeer(uint64_t id,
+                                const std::vector<std::string>& urls) {
+  if (stopped_.load()) return;
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = peers_.find(id);
+  if (it != peers_.end()) {
+    it->second->SetUrls(urls);
+    return;
+  }
+  peers_[id] = std::make_shared<Peer>(this, id, urls);
+}
+
+void HttpPeerTransport::RemovePeer(uint64_t id) {
+  std::shared_ptr<Peer> p;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = peers_.find(id);
+    if (it == peers_.end()) return;
+    p = it->second;
+    peers_.erase(it);
+  }
+  p->Stop();
+}
+
+void HttpPeerTransport::Send(std::vector<raftpb::Message> msgs) {
+  for (raftpb::Message& m : msgs) {
+    if (m.type() == raftpb::MsgSnap) {
+      SendSnapshot(std::move(m));
+      continue;
+    }
+    std::shared_ptr<Peer> p = FindPeer(m.to());
+    if (!p || !p->Enqueue(std::move(m))) dropped_->Inc();
+  }
+}
+
+void HttpPeerTransport::SendSnapshot(raftpb::Message msg) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (stopped_.load()) return;
+  snapshot_threads_.emplace_back([this, msg = std::move(msg)]() mutable {
+    uint64_t to = msg.to();
+    static std::atomic<uint64_t> seq{0};
+    std::string dir = server_->config().data_dir + "/member/snap/outgoing-" +
+                      HexId(to) + "-" + std::to_string(++seq);
+    auto report = [&](bool ok) {
+      if (RaftNode* node = server_->node()) {
+        node->ReportSnapshot(to, ok ? raft::SnapshotStatus::kFinish
+                                    : raft::SnapshotStatus::kFailure);
+      }
+    };
+    std::shared_ptr<Peer> peer = FindPeer(to);
+    std::vector<std::string> urls =
+        peer ? peer->urls() : std::vector<std::string>{};
+    Status s = urls.empty() ? UnavailableError("unknown peer") : Status();
+    if (s.ok()) {
+      // Describe what we actually send: the state as of the checkpoint.
+      auto meta = server_->SnapshotTo(dir);
+      if (meta.ok()) {
+        *msg.mutable_snapshot()->mutable_metadata() = *meta;
+      } else {
+        s = meta.status();
+      }
+    }
+    if (s.ok()) {
+      LOG(INFO) << "sending snapshot at index "
+                << msg.snapshot().metadata().index() << " to " << HexId(to);
+      net::HttpClientOptions copts;
+      copts.connect_timeout = options_.dial_timeout;
+      copts.read_timeout = minutes(10);
+      copts.write_timeout = minutes(1);
+      auto c = net::HttpClient::ForUrl(urls.front(), copts);
+      if (!c.ok()) s = c.status();
+      std::unique_ptr<net::HttpStream> stream;
+      if (s.ok()) {
+        auto st = (*c)->OpenStream(
+            "POST", "/raft/snapshot",
+            {{"Content-Type", "application/octet-stream"},
+             {"X-Kplane-Cluster-Id", HexId(server_->cluster_id())},
+             {"X-Kplane-From", HexId(server_->member_id())}});
+        if (st.ok()) {
+          stream = std::move(*st);
+        } else {
+          s = st.status();
+        }
+      }
+      std::string frame;
+      if (s.ok()) {
+        AppendFrame(msg.SerializeAsString(), &frame);
+        s = stream->Send(frame);
+      }
+      std::vector<fs::path> files;
+      if (s.ok()) {
+        for (auto& e : fs::recursive_directory_iterator(dir)) {
+          if (e.is_regular_file()) files.push_back(e.path());
+        }
+      }
+      for (size_t i = 0; s.ok() && i < files.size(); ++i) {
+        std::ifstream in(files[i], std::ios::binary);
+        std::string data((std::istreambuf_iterator<char>(in)),
+                         std::istreambuf_iterator<char>());
+        storagepb::SnapshotFile h;
+        h.set_name(fs::relative(files[i], dir).string());
+        h.set_size(data.size());
+        h.set_crc32c(crc32c::Value(data));
+        frame.clear();
+        AppendFrame(h.SerializeAsString(), &frame);
+        s = stream->Send(frame);
+        for (size_t off = 0; s.ok() && off < data.size(); off += 1 << 20) {
+          s = stream->Send(std::string_view(data).substr(off, 1 << 20));
+        }
+      }
+      if (s.ok()) {
+        storagepb::SnapshotFile last;
+        last.set_last(true);
+        frame.clear();
+        AppendFrame(last.SerializeAsString(), &frame);
+        s = stream->Send(frame);
+      }
+      if (s.ok()) s = stream->CloseSend();
+      if (s.ok()) {
+        auto head = stream->ReadHead(minutes(10));
+        if (!head.ok()) {
+          s = head.status();
+        } else if (head->status != 204) {
+          s = UnavailableError("peer answered " + std::to_string(head->status));
+        }
+      }
+    }
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+    if (!s.ok()) {
+      LOG(WARNING) << "snapshot to " << HexId(to) << " failed: " << s;
+    }
+    report(s.ok());
+  });
+}
+
+bool HttpPeerTransport::CheckPeerHeaders(const net::HttpRequest& req,
+                                         net::Responder* r) {
+  auto cluster = ParseHexId(req.headers.Get("X-Kplane-Cluster-Id"));
+  auto from = ParseHexId(req.headers.Get("X-Kplane-From"));
+  if (!cluster.ok() || !from.ok() || *cluster != server_->cluster_id()) {
+    r->Respond(412, {{"Content-Type", "text/plain"}}, "cluster id mismatch\n");
+    return false;
+  }
+  if (server_->membership()->IsRemoved(*from)) {
+    r->Respond(412, {{"Content-Type", "text/plain"}},
+               "the member has been permanently removed from the cluster\n");
+    return false;
+  }
+  return true;
+}
+
+void HttpPeerTransport::HandleStream(const net::HttpRequest& req,
+                                     std::shared_ptr<net::Responder> r) {
+  if (!CheckPeerHeaders(req, r.get())) return;
+  struct State {
+    std::string buf;
+    size_t pos = 0;
+  };
+  auto st = std::make_shared<State>();
+  r->OnBodyData([this, st, r](std::string_view data, bool eof) {
+    received_bytes_->Inc(static_cast<double>(data.size()));
+    st->buf.append(data);
+    std::string_view frame;
+    bool bad = false;
+    RaftNode* node = server_->node();
+    while (NextFrame(st->buf, &st->pos, &frame, &bad)) {
+      raftpb::Message m;
+      if (!m.ParseFromArray(frame.data(), static_cast<int>(frame.size()))) {
+        bad = true;
+        break;
+      }
+      if (node) node->Step(std::move(m));
+    }
+    if (bad) {
+      LOG(WARNING) << "dropping a peer stream with a corrupt frame";
+      r->Close();
+      return;
+    }
+    // Keep the unread tail only.
+    if (st->pos > 0) {
+      st->buf.erase(0, st->pos);
+      st->pos = 0;
+    }
+    if (eof) r->Respond(204, {}, "");
+  });
+}
+
+void HttpPeerTransport::HandleSnapshot(const net::HttpRequest& req,
+                                       std::shared_ptr<net::Responder> r) {
+  if (!CheckPeerHeaders(req, r.get())) return;
+  static std::atomic<uint64_t> seq{0};
+  struct State {
+    std::string dir;
+    std::string buf;
+    size_t pos = 0;
+    bool have_msg = false;
+    raftpb::Message msg;
+    // The file being received.
+    std::unique_ptr<std::ofstream> out;
+    std::string name;
+    uint64_t remaining = 0;
+    uint32_t crc = 0;
+    uint32_t want_crc = 0;
+    std::vector<std::string> written;
+    bool done = false;
+    Status error;
+  };
+  auto st = std::make_shared<State>();
+  st->dir = server_->config().data_dir + "/member/snap/incoming-" +
+            std::to_string(++seq);
+  std::error_code ec;
+  fs::remove_all(st->dir, ec);
+  fs::create_directories(st->dir, ec);
+  r->OnBodyData([this, st, r](std::string_view data, bool eof) {
+    if (st->done) return;
+    st->buf.append(data);
+    while (st->error.ok()) {
+      if (st->out) {
+        size_t avail = st->buf.size() - st->pos;
+        size_t n = std::min<uint64_t>(avail, st->remaining);
+        if (n == 0 && st->remaining > 0) break;
+        st->out->write(st->buf.data() + st->pos,
+                       static_cast<std::streamsize>(n));
+        st->crc = crc32c::Extend(st->crc, st->buf.data() + st->pos, n);
+        st->pos += n;
+        st->remaining -= n;
+        if (st->remaining > 0) break;
+        st->out->close();
+        if (st->crc != st->want_crc) {
+          st->error = CorruptionError("snapshot file " + st->name +
+                                      " failed its checksum");
+          break;
+        }
+        st->out.reset();
+        continue;
+      }
+      std::string_view frame;
+      bool bad = false;
+      if (!NextFrame(st->buf, &st->pos, &frame, &bad)) {
+        if (bad) st->error = CorruptionError("corrupt snapshot frame");
+        break;
+      }
+      if (!st->have_msg) {
+        if (!st->msg.ParseFromArray(frame.data(),
+                                    static_cast<int>(frame.size()))) {
+          st->error = CorruptionError("undecodable snapshot message");
+          break;
+        }
+        st->have_msg = true;
+        continue;
+      }
+      storagepb::SnapshotFile h;
+      if (!h.ParseFromArray(frame.data(), static_cast<int>(frame.size()))) {
+        st->error = CorruptionError("undecodable snapshot file header");
+        break;
+      }
+      if (h.last()) {
+        st->done = true;
+        break;
+      }
+      if (h.name().empty() || h.name().find("..") != std::string::npos ||
+          h.name()[0] == '/') {
+        st->error = InvalidArgumentError("bad snapshot file name");
+        break;
+      }
+      fs::path p = fs::path(st->dir) / h.name();
+      std::error_code ec2;
+      fs::create_directories(p.parent_path(), ec2);
+      st->out = std::make_unique<std::ofstream>(p, std::ios::binary);
+      st->name = h.name();
+      st->remaining = h.size();
+      st->want_crc = h.crc32c();
+      st->crc = 0;
+      st->written.push_back(p.string());
+    }
+    if (st->pos > 0) {
+      st->buf.erase(0, st->pos);
+      st->pos = 0;
+    }
+    if (!st->error.ok()) {
+      LOG(WARNING) << "receiving snapshot: " << st->error;
+      std::error_code ec2;
+      fs::remove_all(st->dir, ec2);
+      r->Respond(400, {{"Content-Type", "text/plain"}},
+                 st->error.message() + "\n");
+      st->done = true;
+      return;
+    }
+    if (st->done) {
+      // Durable before the WAL may refer to it.
+      Status s;
+      for (const auto& f : st->written) {
+        if (s.ok()) s = FsyncPath(f, false);
+      }
+      if (s.ok()) s = FsyncPath(st->dir + "/db", true);
+      if (s.ok()) s = FsyncPath(st->dir, true);
+      if (s.ok()) s = server_->ReceiveSnapshot(st->dir, std::move(st->msg));
+      if (!s.ok()) {
+        LOG(WARNING) << "keeping received snapshot: " << s;
+        r->Respond(500, {{"Content-Type", "text/plain"}}, s.message() + "\n");
+        return;
+      }
+      LOG(INFO) << "received snapshot";
+      r->Respond(204, {}, "");
+      return;
+    }
+    if (eof) {
+      r->Respond(400, {{"Content-Type", "text/plain"}},
+                 "snapshot stream ended early\n");
+    }
+  });
+}
+
+void HttpPeerTransport::RegisterHandlers(net::HttpServer* peer_server) {
+  peer_server->Handle(
+      "POST", "/raft/stream",
+      [this](const net::HttpRequest& req, std::shared_ptr<net::Responder> r) {
+        HandleStream(req, std::move(r));
+      },
+      {.stream_request_body = true});
+  peer_server->Handle(
+      "POST", "/raft/snapshot",
+      [this](const net::HttpRequest& req, std::shared_ptr<net::Responder> r) {
+        HandleSnapshot(req, std::move(r));
+      },
+      {.stream_request_body = true});
+  peer_server->Handle(
+      "GET", "/raft/hashkv",
+      [this](const net::HttpRequest& req, std::shared_ptr<net::Responder> r) {
+        auto rev = ParseInt64(req.QueryParam("revision"));
+        auto h = server_->HashKV(rev.value_or(0));
+        if (!h.ok()) {
+          etcdapi::HttpError e = etcdapi::StatusToError(h.status());
+          r->Respond(e.http_status, {{"Content-Type", "application/json"}},
+                     e.Body());
+          return;
+        }
+        r->Respond(200, {{"Content-Type", "application/json"}},
+                   etcdapi::ToJson(*h));
+      });
+  peer_server->Handle(
+      "GET", "/raft/members",
+      [this](const net::HttpRequest&, std::shared_ptr<net::Responder> r) {
+        r->Respond(200, {{"Content-Type", "application/x-protobuf"}},
+                   server_->membership()->Record().SerializeAsString());
+      });
+}
+
+StatusOr<etcdserverpb::HashKVResponse> HttpPeerTransport::PeerHashKV(
+    uint64_t id, int64_t revision) {
+  std::shared_ptr<Peer> p = FindPeer(id);
+  if (!p) return NotFoundError("unknown peer");
+  std::vector<std::string> urls = p->urls();
+  if (urls.empty()) return NotFoundError("peer has no URL");
+  net::HttpClientOptions copts;
+  copts.connect_timeout = options_.dial_timeout;
+  copts.read_timeout = seconds(30);
+  ASSIGN_OR_RETURN(auto client, net::HttpClient::ForUrl(urls.front(), copts));
+  ASSIGN_OR_RETURN(net::HttpResponse resp,
+                   client->Request("GET", "/raft/hashkv?revision=" +
+                                              std::to_string(revision)));
+  if (resp.status != 200) return etcdapi::ErrorToStatus(resp.status, resp.body);
+  etcdserverpb::HashKVResponse h;
+  RETURN_IF_ERROR(etcdapi::ParseJson(resp.body, &h));
+  return h;
+}
+
+StatusOr<storagepb::ClusterRecord> HttpPeerTransport::FetchMembership(
+    const std::string& peer_url) {
+  ASSIGN_OR_RETURN(auto client, net::HttpClient::ForUrl(peer_url));
+  ASSIGN_OR_RETURN(net::HttpResponse resp,
+                   client->Request("GET", "/raft/members"));
+  if (resp.status != 200) {
+    return UnavailableError("GET " + peer_url + "/raft/members: HTTP " +
+                            std::to_string(resp.status));
+  }
+  storagepb::ClusterRecord rec;
+  if (!rec.ParseFromString(resp.body)) {
+    return CorruptionError("undecodable membership from " + peer_url);
+  }
+  return rec;
+}
+
+}  // namespace kplane::storage

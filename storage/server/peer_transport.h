@@ -1,0 +1,95 @@
+// HttpPeerTransport: raft messages between store members over HTTP/1.1.
+//
+// Messages: each member keeps one long-lived POST /raft/stream to each peer
+// whose chunked request body carries frames `uint32 length (big-endian) +
+// raftpb.Message`. A sender thread per peer takes everything queued since
+// its last write and sends it as one chunk, so a busy leader batches many
+// MsgApps per write while an idle one sends heartbeats promptly. A peer that
+// is down or partitioned costs only its own thread: its queue is bounded,
+// overflow is dropped (raft retransmits) and the peer is reported
+// unreachable to the core so it probes instead of streaming.
+//
+// Snapshots: a MsgSnap is not queued. A snapshot thread makes a consistent
+// copy of the store (StoreServer::SnapshotTo) and streams it with POST
+// /raft/snapshot (framing in schemas/storage.proto SnapshotFile); the
+// receiver keeps it durable in member/snap/ before stepping the message in.
+// The outcome is reported to the core (ReportSnapshot).
+//
+// Every request carries X-Kplane-Cluster-Id and X-Kplane-From; the receiver
+// rejects other clusters and removed members (412).
+//
+// Thread-safety: all methods may be called from any thread.
+#ifndef KPLANE_STORAGE_SERVER_PEER_TRANSPORT_H_
+#define KPLANE_STORAGE_SERVER_PEER_TRANSPORT_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/metrics.h"
+#include "net/http_server.h"
+#include "storage/server/store_server.h"
+
+namespace kplane::storage {
+
+struct PeerTransportOptions {
+  Duration dial_timeout = seconds(1);
+  Duration write_timeout = seconds(2);
+  // Messages queued per peer before new ones are dropped.
+  size_t max_queued_messages = 8192;
+  Clock* clock = Clock::Real();
+  metrics::Registry* metrics = metrics::Registry::Default();
+};
+
+class HttpPeerTransport : public PeerTransport {
+ public:
+  HttpPeerTransport(StoreServer* server, PeerTransportOptions options);
+  ~HttpPeerTransport() override;
+
+  // Serves /raft/stream, /raft/snapshot, /raft/hashkv and /raft/members on
+  // the member's peer listener. Call before the server starts.
+  void RegisterHandlers(net::HttpServer* peer_server);
+  void Stop();
+
+  void Send(std::vector<raftpb::Message> msgs) override;
+  void AddPeer(uint64_t id, const std::vector<std::string>& urls) override;
+  void RemovePeer(uint64_t id) override;
+  StatusOr<etcdserverpb::HashKVResponse> PeerHashKV(uint64_t id,
+                                                    int64_t revision) override;
+
+  // Fetches the membership from a running member's peer URL (for a member
+  // joining with --initial-cluster-state=existing).
+  static StatusOr<storagepb::ClusterRecord> FetchMembership(
+      const std::string& peer_url);
+
+ private:
+  class Peer;
+  void SendSnapshot(raftpb::Message msg);
+  void HandleStream(const net::HttpRequest& req,
+                    std::shared_ptr<net::Responder> r);
+  void HandleSnapshot(const net::HttpRequest& req,
+                      std::shared_ptr<net::Responder> r);
+  bool CheckPeerHeaders(const net::HttpRequest& req, net::Responder* r);
+  std::shared_ptr<Peer> FindPeer(uint64_t id);
+
+  StoreServer* server_;
+  PeerTransportOptions options_;
+  std::mutex mu_;
+  std::map<uint64_t, std::shared_ptr<Peer>> peers_;  // guarded by mu_
+  std::vector<std::thread> snapshot_threads_;        // guarded by mu_
+  std::atomic<bool> stopped_{false};
+  metrics::Counter* sent_bytes_;
+  metrics::Counter* received_bytes_;
+  metrics::Counter* dropped_;
+};
+
+}  // namespace kplane::storage
+
+#endif  // KPLANE_STORAGE_SERVER_PEER_TRANSPORT_H_

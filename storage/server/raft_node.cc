@@ -1,0 +1,291 @@
+#include "storage/server/raft_node.h"
+
+#include "base/logging.h"
+
+namespace kplane::storage {
+
+RaftNode::RaftNode(RaftNodeOptions options, RaftLog* log, Transport* transport,
+                   Applier* applier)
+    : options_(std::move(options)),
+      log_(log),
+      transport_(transport),
+      applier_(applier) {
+  auto* reg = options_.metrics;
+  leader_changes_ = reg->NewCounter("etcd_server_leader_changes_seen_total",
+                                    "Leader changes seen by this member.")
+                        ->With({});
+  proposals_dropped_ =
+      reg->NewCounter("etcd_server_proposals_failed_total",
+                      "Proposals the raft core refused (no leader, ...).")
+          ->With({});
+  fsync_seconds_ =
+      reg->NewHistogram("etcd_disk_wal_fsync_duration_seconds",
+                        "Latency of WAL writes that were fsynced.", {},
+                        metrics::ExponentialBuckets(0.0001, 2, 16))
+          ->With({});
+  ready_entries_ =
+      reg->NewHistogram("kplane_raft_ready_entries",
+                        "Entries persisted per Ready (group commit size).", {},
+                        metrics::ExponentialBuckets(1, 2, 12))
+          ->With({});
+}
+
+RaftNode::~RaftNode() { Stop(); }
+
+Status RaftNode::Start() {
+  ASSIGN_OR_RETURN(raw_, raft::RawNode::Create(options_.raft, log_->storage()));
+  {
+    std::lock_guard<std::mutex> l(status_mu_);
+    status_ = raw_->GetBasicStatus();
+  }
+  term_ = status_.hard_state.term();
+  commit_ = status_.hard_state.commit();
+  thread_ = std::thread([this] { Loop(); });
+  return Status::Ok();
+}
+
+void RaftNode::Stop() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void RaftNode::Wake() { cv_.notify_one(); }
+
+void RaftNode::Propose(std::string data, ProposeCallback on_dropped) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    inbox_.proposals.push_back(
+        Proposal{std::move(data), false, {}, std::move(on_dropped)});
+  }
+  Wake();
+}
+
+void RaftNode::ProposeConfChange(raftpb::ConfChange cc,
+                                 ProposeCallback on_dropped) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    inbox_.proposals.push_back(
+        Proposal{"", true, std::move(cc), std::move(on_dropped)});
+  }
+  Wake();
+}
+
+void RaftNode::ReadIndex(ReadIndexCallback cb) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    inbox_.reads.push_back(std::move(cb));
+  }
+  Wake();
+}
+
+void RaftNode::Step(raftpb::Message msg) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    inbox_.messages.push_back(std::move(msg));
+  }
+  Wake();
+}
+
+void RaftNode::TransferLeader(uint64_t transferee) {
+  std::lock_guard<std::mutex> l(mu_);
+  inbox_.ops.push_back(
+      [transferee](raft::RawNode& r) { r.TransferLeader(transferee); });
+  cv_.notify_one();
+}
+
+void RaftNode::ReportUnreachable(uint64_t id) {
+  std::lock_guard<std::mutex> l(mu_);
+  inbox_.ops.push_back([id](raft::RawNode& r) { r.ReportUnreachable(id); });
+  cv_.notify_one();
+}
+
+void RaftNode::ReportSnapshot(uint64_t id, raft::SnapshotStatus status) {
+  std::lock_guard<std::mutex> l(mu_);
+  inbox_.ops.push_back(
+      [id, status](raft::RawNode& r) { r.ReportSnapshot(id, status); });
+  cv_.notify_one();
+}
+
+void RaftNode::Campaign() {
+  std::lock_guard<std::mutex> l(mu_);
+  inbox_.ops.push_back([](raft::RawNode& r) {
+    Status s = r.Campaign();
+    if (!s.ok()) LOG(WARNING) << "campaign: " << s;
+  });
+  cv_.notify_one();
+}
+
+void RaftNode::CreateSnapshot(uint64_t index, raftpb::ConfState conf_state) {
+  std::lock_guard<std::mutex> l(mu_);
+  inbox_.ops.push_back(
+      [this, index, cs = std::move(conf_state)](raft::RawNode&) {
+        CHECK_OK(log_->CreateSnapshot(index, cs));
+      });
+  cv_.notify_one();
+}
+
+void RaftNode::SetLeaderCallback(LeaderCallback cb) {
+  std::lock_guard<std::mutex> l(mu_);
+  leader_cb_ = std::move(cb);
+}
+
+raft::BasicStatus RaftNode::BasicStatus() {
+  std::lock_guard<std::mutex> l(status_mu_);
+  return status_;
+}
+
+void RaftNode::Loop() {
+  Clock* clock = options_.clock;
+  const Duration tick = options_.tick_interval;
+  // A ReadIndex round that gets no answer (the leader changed underneath it)
+  // is abandoned after two election timeouts and its readers retried by
+  // their callers.
+  const Duration read_timeout = tick * options_.raft.election_tick * 2;
+  TimePoint next_tick = clock->Now() + tick;
+  while (true) {
+    Inbox work;
+    {
+      std::unique_lock<std::mutex> l(mu_);
+      clock->WaitUntil(l, cv_, next_tick, [&] {
+        return stop_ || !inbox_.messages.empty() || !inbox_.proposals.empty() ||
+               !inbox_.reads.empty() || !inbox_.ops.empty();
+      });
+      if (stop_) break;
+      std::swap(work, inbox_);
+    }
+    TimePoint now = clock->Now();
+    for (int n = 0; now >= next_tick && n < 10; ++n) {
+      raw_->Tick();
+      next_tick += tick;
+    }
+    if (now >= next_tick) next_tick = now + tick;  // fell far behind
+
+    for (raftpb::Message& m : work.messages) {
+      Status s = raw_->Step(std::move(m));
+      if (!s.ok()) LOG(DEBUG) << "step: " << s;
+    }
+    for (Proposal& p : work.proposals) {
+      Status s = p.is_conf_change ? raw_->ProposeConfChange(p.cc)
+                                  : raw_->Propose(std::move(p.data));
+      if (!s.ok()) {
+        proposals_dropped_->Inc();
+        if (p.on_dropped) p.on_dropped(s);
+      }
+    }
+    for (auto& op : work.ops) op(*raw_);
+
+    for (auto& r : work.reads) reads_waiting_.push_back(std::move(r));
+    if (read_in_flight_ && now - read_started_ > read_timeout) {
+      for (auto& cb : reads_in_flight_) {
+        cb(Status(StatusCode::kTimeout, "etcdserver: request timed out"));
+      }
+      reads_in_flight_.clear();
+      read_in_flight_ = false;
+    }
+    if (!read_in_flight_ && !reads_waiting_.empty()) {
+      if (leader_.load() == raft::kNone) {
+        for (auto& cb : reads_waiting_) {
+          cb(Status(StatusCode::kUnavailable, "etcdserver: no leader"));
+        }
+        reads_waiting_.clear();
+      } else {
+        read_ctx_ = std::to_string(++read_seq_);
+        raw_->ReadIndex(read_ctx_);
+        read_in_flight_ = true;
+        read_started_ = now;
+        reads_in_flight_ = std::move(reads_waiting_);
+        reads_waiting_.clear();
+      }
+    }
+
+    while (raw_->HasReady()) HandleReady(raw_->GetReady());
+  }
+}
+
+void RaftNode::HandleReady(raft::Ready rd) {
+  if (rd.soft_state) {
+    uint64_t old = leader_.exchange(rd.soft_state->lead);
+    if (old != rd.soft_state->lead) {
+      leader_changes_->Inc();
+      LOG(INFO) << "member " << std::hex << id() << std::dec << " sees leader "
+                << std::hex << rd.soft_state->lead << std::dec << " (was "
+                << std::hex << old << std::dec << ")";
+      LeaderCallback cb;
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        cb = leader_cb_;
+      }
+      uint64_t t = raft::IsEmptyHardState(rd.hard_state) ? term_.load()
+                                                         : rd.hard_state.term();
+      if (cb) cb(rd.soft_state->lead, t);
+    }
+  }
+  if (!raft::IsEmptyHardState(rd.hard_state)) {
+    term_ = rd.hard_state.term();
+  }
+  for (const raft::ReadState& rs : rd.read_states) {
+    if (read_in_flight_ && rs.request_ctx == read_ctx_) {
+      for (auto& cb : reads_in_flight_) cb(rs.index);
+      reads_in_flight_.clear();
+      read_in_flight_ = false;
+    }
+  }
+
+  const bool leader = is_leader();
+  if (leader && !rd.messages.empty()) {
+    transport_->Send(std::move(rd.messages));
+    rd.messages.clear();
+  }
+  {
+    bool timed = rd.must_sync && !rd.entries.empty();
+    TimePoint start = options_.clock->Now();
+    Status s = log_->Save(rd.hard_state, rd.entries, rd.snapshot, rd.must_sync);
+    CHECK(s.ok()) << "raft log write failed: " << s;
+    if (timed) {
+      fsync_seconds_->Observe(
+          std::chrono::duration<double>(options_.clock->Now() - start).count());
+      ready_entries_->Observe(static_cast<double>(rd.entries.size()));
+    }
+  }
+  if (!rd.messages.empty()) transport_->Send(std::move(rd.messages));
+
+  ApplyTask task;
+  task.term = term_.load();
+  if (!raft::IsEmptySnapshot(rd.snapshot)) {
+    task.conf_state = rd.snapshot.metadata().conf_state();
+    task.has_conf_state = true;
+    task.snapshot = std::move(rd.snapshot);
+  }
+  for (const raftpb::Entry& e : rd.committed_entries) {
+    if (e.type() == raftpb::EntryConfChange) {
+      raftpb::ConfChange cc;
+      CHECK(cc.ParseFromString(e.data())) << "undecodable conf change";
+      task.conf_state = raw_->ApplyConfChange(cc);
+      task.has_conf_state = true;
+    } else if (e.type() == raftpb::EntryConfChangeV2) {
+      raftpb::ConfChangeV2 cc;
+      CHECK(cc.ParseFromString(e.data())) << "undecodable conf change";
+      task.conf_state = raw_->ApplyConfChange(cc);
+      task.has_conf_state = true;
+    }
+  }
+  if (!rd.committed_entries.empty()) {
+    commit_ = std::max(commit_.load(), rd.committed_entries.back().index());
+  }
+  if (!raft::IsEmptyHardState(rd.hard_state)) {
+    commit_ = std::max(commit_.load(), rd.hard_state.commit());
+  }
+  task.entries = std::move(rd.committed_entries);
+  if (!task.entries.empty() || !raft::IsEmptySnapshot(task.snapshot)) {
+    applier_->Enqueue(std::move(task));
+  }
+  raw_->Advance();
+  std::lock_guard<std::mutex> l(status_mu_);
+  status_ = raw_->GetBasicStatus();
+}
+
+}  // namespace kplane::storage

@@ -1,0 +1,172 @@
+// RaftNode: the node loop of a store member (model: etcd's raftNode.start).
+//
+// One thread owns the raft core (storage/raft RawNode) and the durable log
+// (RaftLog). Each turn of the loop it:
+//   1. ticks the core when a tick is due (every `tick_interval`);
+//   2. steps every message, proposal and request queued since the last turn
+//      (many concurrent client proposals thus share one Ready, one WAL write
+//      and one fsync: group commit);
+//   3. for each Ready: as leader, sends messages first, so followers write
+//      while we write; persists entries, hard state and snapshot (fsync when
+//      the Ready says so); as follower, sends only after persisting;
+//      applies committed conf changes to the core; hands snapshot and
+//      committed entries to the apply thread (Applier); Advance().
+// A failed durable write crashes the process (the log's state is unknown).
+//
+// Thread-safety: every public method may be called from any thread; they
+// queue work for the loop. Callbacks run on the loop thread and must be
+// quick and must not call back into RaftNode synchronously... except the
+// queueing methods, which are safe.
+#ifndef KPLANE_STORAGE_SERVER_RAFT_NODE_H_
+#define KPLANE_STORAGE_SERVER_RAFT_NODE_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/metrics.h"
+#include "base/status.h"
+#include "schemas/raft.pb.h"
+#include "storage/raft/raw_node.h"
+#include "storage/server/raft_log.h"
+
+namespace kplane::storage {
+
+// Sends raft messages to peers. Never blocks the loop: a message that cannot
+// be sent is dropped (raft retransmits) and the peer reported unreachable.
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual void Send(std::vector<raftpb::Message> msgs) = 0;
+};
+
+// One unit of work for the apply thread, in log order.
+struct ApplyTask {
+  raftpb::Snapshot snapshot;  // IsEmptySnapshot when none
+  raft::EntryVec entries;
+  // The configuration after every conf change in `entries` (and the
+  // snapshot) was applied to the core; valid when has_conf_state.
+  raftpb::ConfState conf_state;
+  bool has_conf_state = false;
+  uint64_t term = 0;  // the raft term at hand-off (response headers)
+  // Work to run on the apply thread between two batches (e.g. a consistent
+  // checkpoint of the state machine); set only on tasks with no entries.
+  std::function<void()> barrier;
+};
+
+class Applier {
+ public:
+  virtual ~Applier() = default;
+  // Called on the loop thread; must not block for long.
+  virtual void Enqueue(ApplyTask task) = 0;
+};
+
+struct RaftNodeOptions {
+  raft::Config raft;
+  Duration tick_interval = milliseconds(100);
+  Clock* clock = Clock::Real();
+  metrics::Registry* metrics = metrics::Registry::Default();
+};
+
+class RaftNode {
+ public:
+  using ProposeCallback = std::function<void(Status)>;
+  using ReadIndexCallback = std::function<void(StatusOr<uint64_t>)>;
+  using LeaderCallback = std::function<void(uint64_t leader, uint64_t term)>;
+
+  // `log` must outlive the node; transport and applier too.
+  RaftNode(RaftNodeOptions options, RaftLog* log, Transport* transport,
+           Applier* applier);
+  ~RaftNode();
+
+  // Creates the raft core over the log and starts the loop thread.
+  Status Start();
+  void Stop();
+
+  // Queues a proposal. `on_dropped` runs (on the loop thread) only if the
+  // core refused it (no leader, transfer in flight, uncommitted quota full):
+  // then it was certainly not committed. Success is learned when the entry
+  // is applied, not here.
+  void Propose(std::string data, ProposeCallback on_dropped);
+  void ProposeConfChange(raftpb::ConfChange cc, ProposeCallback on_dropped);
+  // Asks for a linearizable read point. Concurrent requests share one
+  // ReadIndex round. The callback gets the commit index to wait for.
+  void ReadIndex(ReadIndexCallback cb);
+  void Step(raftpb::Message msg);
+  void TransferLeader(uint64_t transferee);
+  void ReportUnreachable(uint64_t id);
+  void ReportSnapshot(uint64_t id, raft::SnapshotStatus status);
+  void Campaign();
+  // Records that the state machine is durable at `index`: a snapshot marker,
+  // then memory/WAL compaction behind it.
+  void CreateSnapshot(uint64_t index, raftpb::ConfState conf_state);
+
+  void SetLeaderCallback(LeaderCallback cb);
+
+  uint64_t id() const { return options_.raft.id; }
+  uint64_t leader() const { return leader_.load(); }
+  uint64_t term() const { return term_.load(); }
+  uint64_t commit_index() const { return commit_.load(); }
+  bool is_leader() const { return leader_.load() == id(); }
+  raft::BasicStatus BasicStatus();
+
+ private:
+  struct Proposal {
+    std::string data;
+    bool is_conf_change = false;
+    raftpb::ConfChange cc;
+    ProposeCallback on_dropped;
+  };
+  struct Inbox {
+    std::vector<raftpb::Message> messages;
+    std::vector<Proposal> proposals;
+    std::vector<ReadIndexCallback> reads;
+    std::vector<std::function<void(raft::RawNode&)>> ops;
+  };
+
+  void Loop();
+  void HandleReady(raft::Ready rd);
+  void Wake();
+
+  RaftNodeOptions options_;
+  RaftLog* log_;
+  Transport* transport_;
+  Applier* applier_;
+  std::unique_ptr<raft::RawNode> raw_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  Inbox inbox_;               // guarded by mu_
+  bool stop_ = false;         // guarded by mu_
+  LeaderCallback leader_cb_;  // guarded by mu_
+
+  // Loop-thread state.
+  uint64_t read_seq_ = 0;
+  bool read_in_flight_ = false;
+  std::string read_ctx_;
+  std::vector<ReadIndexCallback> reads_waiting_;    // not yet requested
+  std::vector<ReadIndexCallback> reads_in_flight_;  // the current round
+  TimePoint read_started_;
+
+  std::atomic<uint64_t> leader_{0};
+  std::atomic<uint64_t> term_{0};
+  std::atomic<uint64_t> commit_{0};
+  std::mutex status_mu_;
+  raft::BasicStatus status_;  // guarded by status_mu_
+
+  std::thread thread_;
+
+  metrics::Counter* leader_changes_;
+  metrics::Counter* proposals_dropped_;
+  metrics::Histogram* fsync_seconds_;
+  metrics::Histogram* ready_entries_;
+};
+
+}  // namespace kplane::storage
+
+#endif  // KPLANE_STORAGE_SERVER_RAFT_NODE_H_

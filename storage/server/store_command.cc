@@ -1,0 +1,239 @@
+#include "storage/server/store_command.h"
+
+#include <signal.h>
+
+#include <cstdio>
+#include <iostream>
+
+#include "base/flags.h"
+#include "base/logging.h"
+#include "base/strings.h"
+#include "net/http_server.h"
+#include "net/url.h"
+#include "storage/server/client_api.h"
+#include "storage/server/peer_transport.h"
+#include "storage/server/store_server.h"
+
+namespace kplane::storage {
+namespace {
+
+StatusOr<net::Url> ListenUrl(const std::vector<std::string>& urls,
+                             const char* flag) {
+  if (urls.size() != 1) {
+    return InvalidArgumentError(std::string("--") + flag +
+                                " takes exactly one URL in kplane");
+  }
+  auto u = net::ParseUrl(urls.front());
+  if (!u.ok()) return u.status().Annotate(std::string("--") + flag);
+  return u;
+}
+
+// Blocks SIGINT/SIGTERM in every thread started after this call, so that
+// WaitForSignal() receives them.
+sigset_t BlockStopSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  return set;
+}
+
+}  // namespace
+
+int RunStoreCommand(const std::vector<std::string>& args) {
+  FlagSet flags("kplane store",
+                "Runs one member of kplane's replicated store (our etcd). The "
+                "flags are etcd 3.4's.");
+  StoreConfig cfg;
+  std::string data_dir;
+  std::vector<std::string> listen_client = {"http://127.0.0.1:2379"};
+  std::vector<std::string> advertise_client;
+  std::vector<std::string> listen_peer = {"http://127.0.0.1:2380"};
+  std::vector<std::string> advertise_peer;
+  std::string auto_mode;
+  std::string auto_retention = "0";
+  std::string log_level = "info";
+  int64_t quota = cfg.quota_backend_bytes;
+  int64_t max_request = cfg.max_request_bytes;
+  int64_t snapshot_count = static_cast<int64_t>(cfg.snapshot_count);
+  flags.String("name", &cfg.name, "Human-readable name for this member.");
+  flags.String("data-dir", &data_dir,
+               "Path to the data directory (default <name>.etcd).");
+  flags.StringList("listen-client-urls", &listen_client,
+                   "URL to listen on for client traffic.");
+  flags.StringList("advertise-client-urls", &advertise_client,
+                   "Client URL to advertise to the rest of the cluster "
+                   "(default: the listen URL).");
+  flags.StringList("listen-peer-urls", &listen_peer,
+                   "URL to listen on for peer traffic.");
+  flags.StringList("initial-advertise-peer-urls", &advertise_peer,
+                   "This member's peer URL to advertise to the cluster "
+                   "(default: the listen URL).");
+  flags.String("initial-cluster", &cfg.initial_cluster,
+               "Initial cluster configuration for bootstrapping "
+               "(name=peerURL,...; default <name>=<advertised peer URL>).");
+  flags.String("initial-cluster-state", &cfg.initial_cluster_state,
+               "\"new\" to bootstrap a cluster, \"existing\" to join one "
+               "(after `member add`).");
+  flags.String("initial-cluster-token", &cfg.initial_cluster_token,
+               "Initial cluster token, mixed into member ids.");
+  flags.Duration("heartbeat-interval", &cfg.heartbeat_interval,
+                 "Time between leader heartbeats (bare number: ms).",
+                 milliseconds(1));
+  flags.Duration("election-timeout", &cfg.election_timeout,
+                 "Time without a leader before an election (bare number: ms).",
+                 milliseconds(1));
+  flags.Bool("pre-vote", &cfg.pre_vote,
+             "Run raft's pre-vote round before an election (etcd 3.4 "
+             "default: false).");
+  flags.Int64("snapshot-count", &snapshot_count,
+              "Applied entries between snapshots (then the log is "
+              "truncated).");
+  flags.Int64("quota-backend-bytes", &quota,
+              "Database size that raises the NOSPACE alarm.");
+  flags.Int64("max-request-bytes", &max_request,
+              "Largest client request accepted.");
+  flags.String("auto-compaction-mode", &auto_mode,
+               "\"periodic\" (keep a time window) or \"revision\" (keep the "
+               "last N revisions); empty: off.");
+  flags.String("auto-compaction-retention", &auto_retention,
+               "periodic: a duration (\"1h\", \"30m\"; a bare number is "
+               "hours); revision: a number of revisions.");
+  flags.Duration("corrupt-check-time", &cfg.corrupt_check_interval,
+                 "How often the leader compares members' hashes (0: off).");
+  flags.String("log-level", &log_level, "debug, info, warning or error.");
+  Status s = flags.Parse(args);
+  if (flags.help_requested()) {
+    std::cout << flags.Usage();
+    return 0;
+  }
+  auto fail = [](const Status& st) {
+    std::cerr << "kplane store: " << st.message() << "\n";
+    return 2;
+  };
+  if (!s.ok()) return fail(s);
+  if (!flags.args().empty()) {
+    return fail(InvalidArgumentError("unexpected argument \"" +
+                                     flags.args().front() + "\""));
+  }
+  if (log_level == "debug") SetMinLogLevel(LogLevel::kDebug);
+  if (log_level == "warning") SetMinLogLevel(LogLevel::kWarning);
+  if (log_level == "error") SetMinLogLevel(LogLevel::kError);
+  SetLogTag(cfg.name);
+
+  cfg.data_dir = data_dir.empty() ? cfg.name + ".etcd" : data_dir;
+  cfg.quota_backend_bytes = quota;
+  cfg.max_request_bytes = max_request;
+  if (snapshot_count <= 0) {
+    return fail(InvalidArgumentError("--snapshot-count must be positive"));
+  }
+  cfg.snapshot_count = static_cast<uint64_t>(snapshot_count);
+  if (!auto_mode.empty()) {
+    if (auto_mode == "revision") {
+      auto n = ParseInt64(auto_retention);
+      if (!n || *n <= 0) {
+        return fail(InvalidArgumentError(
+            "--auto-compaction-retention must be a positive number of "
+            "revisions in revision mode"));
+      }
+      cfg.auto_compaction.mode = mvcc::AutoCompactionMode::kRevision;
+      cfg.auto_compaction.retention_revisions = *n;
+    } else if (auto_mode == "periodic") {
+      Duration d;
+      if (auto n = ParseInt64(auto_retention)) {
+        d = hours(*n);
+      } else if (auto g = ParseGoDuration(auto_retention)) {
+        d = nanoseconds(*g);
+      } else {
+        return fail(InvalidArgumentError(
+            "--auto-compaction-retention: not a duration: " + auto_retention));
+      }
+      if (d <= Duration(0)) {
+        return fail(InvalidArgumentError(
+            "--auto-compaction-retention must be positive"));
+      }
+      cfg.auto_compaction.mode = mvcc::AutoCompactionMode::kPeriodic;
+      cfg.auto_compaction.retention_period = d;
+    } else {
+      return fail(InvalidArgumentError(
+          "--auto-compaction-mode must be \"periodic\" or \"revision\""));
+    }
+  }
+
+  auto client_url = ListenUrl(listen_client, "listen-client-urls");
+  if (!client_url.ok()) return fail(client_url.status());
+  auto peer_url = ListenUrl(listen_peer, "listen-peer-urls");
+  if (!peer_url.ok()) return fail(peer_url.status());
+  cfg.client_urls = advertise_client.empty() ? listen_client : advertise_client;
+  cfg.peer_urls = advertise_peer.empty() ? listen_peer : advertise_peer;
+
+  if (cfg.initial_cluster_state == "existing") {
+    // Learn the membership (and so our own id) from a running member.
+    auto members = ParseInitialCluster(cfg.initial_cluster);
+    if (!members.ok()) return fail(members.status());
+    Status last = UnavailableError("no other member listed");
+    for (const auto& m : *members) {
+      if (m.name == cfg.name) continue;
+      for (const auto& u : m.peer_urls) {
+        auto rec = HttpPeerTransport::FetchMembership(u);
+        if (rec.ok()) {
+          cfg.existing_cluster = *rec;
+          break;
+        }
+        last = rec.status();
+      }
+      if (cfg.existing_cluster) break;
+    }
+    if (!cfg.existing_cluster) {
+      return fail(last.Annotate("cannot reach the existing cluster"));
+    }
+  }
+
+  sigset_t stop_signals = BlockStopSignals();
+  auto server = StoreServer::Open(cfg);
+  if (!server.ok()) return fail(server.status());
+
+  net::HttpServerOptions peer_opts;
+  peer_opts.host = peer_url->host;
+  peer_opts.port = peer_url->port;
+  peer_opts.name = "peer";
+  peer_opts.worker_threads = 4;
+  peer_opts.max_body_bytes = 64 << 20;
+  net::HttpServer peer_http(peer_opts);
+  HttpPeerTransport transport(server->get(), {});
+  transport.RegisterHandlers(&peer_http);
+
+  net::HttpServerOptions client_opts;
+  client_opts.host = client_url->host;
+  client_opts.port = client_url->port;
+  client_opts.name = "client";
+  client_opts.worker_threads = 8;
+  client_opts.max_body_bytes = static_cast<size_t>(max_request) + (1 << 20);
+  net::HttpServer client_http(client_opts);
+  ClientApi api(server->get(), metrics::Registry::Default());
+  api.RegisterHandlers(&client_http);
+
+  if (Status st = peer_http.Start(); !st.ok()) {
+    return fail(st.Annotate("listen " + listen_peer.front()));
+  }
+  if (Status st = (*server)->Start(&transport); !st.ok()) return fail(st);
+  if (Status st = client_http.Start(); !st.ok()) {
+    return fail(st.Annotate("listen " + listen_client.front()));
+  }
+  LOG(INFO) << "kplane store " << cfg.name << " serving clients on "
+            << client_url->host << ":" << client_http.port() << ", peers on "
+            << peer_url->host << ":" << peer_http.port() << ", data in "
+            << cfg.data_dir;
+
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  LOG(INFO) << "received signal " << sig << ", shutting down";
+  client_http.Stop();
+  (*server)->Stop();
+  transport.Stop();
+  peer_http.Stop();
+  return 0;
+}
+
+}  // namespace kplane::storage

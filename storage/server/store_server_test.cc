@@ -1,0 +1,502 @@
+#include "storage/server/store_server.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <future>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "base/logging.h"
+#include "storage/api/etcd_json.h"
+
+namespace kplane::storage {
+namespace {
+
+namespace fs = std::filesystem;
+
+class Cluster;
+
+// Routes raft messages between in-process members. A member in `down`
+// neither sends nor receives. Snapshots go through the real path:
+// SnapshotTo on the sender, ReceiveSnapshot on the receiver.
+class DirectTransport : public PeerTransport {
+ public:
+  DirectTransport(Cluster* c, uint64_t self) : c_(c), self_(self) {}
+  void Send(std::vector<raftpb::Message> msgs) override;
+  void AddPeer(uint64_t, const std::vector<std::string>&) override {}
+  void RemovePeer(uint64_t) override {}
+  StatusOr<etcdserverpb::HashKVResponse> PeerHashKV(uint64_t id,
+                                                    int64_t rev) override;
+
+ private:
+  Cluster* c_;
+  uint64_t self_;
+};
+
+class Cluster {
+ public:
+  explicit Cluster(std::string dir) : dir_(std::move(dir)) {}
+  ~Cluster() {
+    for (auto& t : snap_threads_) t.join();
+    for (auto& [name, m] : members_) {
+      if (m.server) m.server->Stop();
+    }
+  }
+
+  StoreConfig Config(const std::string& name) {
+    StoreConfig c;
+    c.name = name;
+    c.data_dir = dir_ + "/" + name;
+    c.peer_urls = {"http://" + name + ":2380"};
+    c.initial_cluster = initial_cluster_;
+    c.heartbeat_interval = milliseconds(10);
+    c.election_timeout = milliseconds(100);
+    c.snapshot_count = snapshot_count;
+    c.snapshot_catch_up_entries = catch_up;
+    c.corrupt_check_interval = Duration(0);
+    return c;
+  }
+
+  void Start(int n) {
+    for (int i = 1; i <= n; ++i) {
+      std::string name = "m" + std::to_string(i);
+      if (!initial_cluster_.empty()) initial_cluster_ += ",";
+      initial_cluster_ += name + "=http://" + name + ":2380";
+    }
+    for (int i = 1; i <= n; ++i) StartMember("m" + std::to_string(i));
+  }
+
+  StoreServer* StartMember(const std::string& name,
+                           std::optional<StoreConfig> config = {}) {
+    auto s = StoreServer::Open(config ? *config : Config(name));
+    EXPECT_TRUE(s.ok()) << s.status();
+    if (!s.ok()) return nullptr;
+    Member& m = members_[name];
+    m.server = std::move(*s);
+    {
+      std::lock_guard<std::mutex> l(mu);
+      by_id[m.server->member_id()] = m.server.get();
+      down.erase(m.server->member_id());
+    }
+    m.transport =
+        std::make_unique<DirectTransport>(this, m.server->member_id());
+    EXPECT_TRUE(m.server->Start(m.transport.get()).ok());
+    return m.server.get();
+  }
+
+  void StopMember(const std::string& name) {
+    Member& m = members_[name];
+    uint64_t id = m.server->member_id();
+    {
+      std::lock_guard<std::mutex> l(mu);
+      down.insert(id);
+      by_id.erase(id);
+    }
+    m.server->Stop();
+    m.server.reset();
+  }
+
+  StoreServer* Get(const std::string& name) {
+    return members_[name].server.get();
+  }
+
+  StoreServer* Leader() {
+    for (auto& [name, m] : members_) {
+      if (m.server && m.server->is_leader()) return m.server.get();
+    }
+    return nullptr;
+  }
+
+  std::string LeaderName() {
+    for (auto& [name, m] : members_) {
+      if (m.server && m.server->is_leader()) return name;
+    }
+    return "";
+  }
+
+  // Waits until every running member agrees on one leader among them.
+  StoreServer* WaitLeader() {
+    for (auto& [name, m] : members_) {
+      if (!m.server) continue;
+      bool ok = m.server->WaitForLeaderMatching(
+          [&](uint64_t id) {
+            std::lock_guard<std::mutex> l(mu);
+            return id != 0 && by_id.count(id) > 0;
+          },
+          seconds(10));
+      if (!ok) return nullptr;
+    }
+    return Leader();
+  }
+
+  void SendSnapshot(uint64_t from, raftpb::Message m) {
+    std::lock_guard<std::mutex> l(mu);
+    snap_threads_.emplace_back([this, from, m]() mutable {
+      StoreServer* src;
+      StoreServer* dst;
+      {
+        std::lock_guard<std::mutex> l2(mu);
+        src = by_id.count(from) ? by_id[from] : nullptr;
+        dst = by_id.count(m.to()) ? by_id[m.to()] : nullptr;
+      }
+      std::string tmp = dir_ + "/xfer-" + std::to_string(++snap_seq_);
+      bool ok = false;
+      if (src && dst) {
+        auto meta = src->SnapshotTo(tmp);
+        if (meta.ok()) {
+          *m.mutable_snapshot()->mutable_metadata() = *meta;
+          ok = dst->ReceiveSnapshot(tmp, m).ok();
+        }
+      }
+      if (src && src->node()) {
+        src->node()->ReportSnapshot(m.to(),
+                                    ok ? raft::SnapshotStatus::kFinish
+                                       : raft::SnapshotStatus::kFailure);
+      }
+      if (ok) snapshots_sent++;
+    });
+  }
+
+  std::mutex mu;
+  std::map<uint64_t, StoreServer*> by_id;
+  std::set<uint64_t> down;
+  uint64_t snapshot_count = 100000;
+  uint64_t catch_up = 5000;
+  std::atomic<int> snapshots_sent{0};
+
+ private:
+  struct Member {
+    std::unique_ptr<StoreServer> server;
+    std::unique_ptr<DirectTransport> transport;
+  };
+  std::string dir_;
+  std::string initial_cluster_;
+  std::map<std::string, Member> members_;
+  std::vector<std::thread> snap_threads_;
+  std::atomic<int> snap_seq_{0};
+};
+
+void DirectTransport::Send(std::vector<raftpb::Message> msgs) {
+  for (auto& m : msgs) {
+    if (m.type() == raftpb::MsgSnap) {
+      c_->SendSnapshot(self_, std::move(m));
+      continue;
+    }
+    std::lock_guard<std::mutex> l(c_->mu);
+    if (c_->down.count(self_) || c_->down.count(m.to())) continue;
+    auto it = c_->by_id.find(m.to());
+    if (it != c_->by_id.end() && it->second->node()) {
+      it->second->node()->Step(std::move(m));
+    }
+  }
+}
+
+StatusOr<etcdserverpb::HashKVResponse> DirectTransport::PeerHashKV(
+    uint64_t id, int64_t rev) {
+  std::lock_guard<std::mutex> l(c_->mu);
+  auto it = c_->by_id.find(id);
+  if (it == c_->by_id.end()) return UnavailableError("down");
+  return it->second->HashKV(rev);
+}
+
+etcdserverpb::PutRequest PutReq(std::string k, std::string v,
+                                int64_t lease = 0) {
+  etcdserverpb::PutRequest p;
+  p.set_key(std::move(k));
+  p.set_value(std::move(v));
+  p.set_lease(lease);
+  return p;
+}
+
+etcdserverpb::RangeRequest RangeReq(std::string k, int64_t rev = 0,
+                                    bool serializable = false) {
+  etcdserverpb::RangeRequest r;
+  r.set_key(std::move(k));
+  r.set_revision(rev);
+  r.set_serializable(serializable);
+  return r;
+}
+
+class StoreServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/kplane-store-XXXXXX";
+    dir_ = mkdtemp(tmpl);
+  }
+  void TearDown() override {
+    cluster_.reset();
+    fs::remove_all(dir_);
+  }
+  Cluster& NewCluster() {
+    cluster_ = std::make_unique<Cluster>(dir_);
+    return *cluster_;
+  }
+  std::string dir_;
+  std::unique_ptr<Cluster> cluster_;
+};
+
+TEST_F(StoreServerTest, SingleMemberServesTheSeedsExample) {
+  Cluster& c = NewCluster();
+  c.Start(1);
+  StoreServer* s = c.WaitLeader();
+  ASSERT_NE(s, nullptr);
+  ASSERT_TRUE(s->Put(PutReq("/foo", "v1")).ok());
+  ASSERT_TRUE(s->Put(PutReq("/bar", "v2")).ok());
+  auto p3 = s->Put(PutReq("/foo", "v3"));
+  ASSERT_TRUE(p3.ok()) << p3.status();
+  EXPECT_EQ(p3->header().revision(), 3);
+  EXPECT_EQ(p3->header().member_id(), s->member_id());
+  EXPECT_NE(p3->header().cluster_id(), 0u);
+  EXPECT_GE(p3->header().raft_term(), 1u);
+  auto at1 = s->Range(RangeReq("/foo", 1));
+  ASSERT_TRUE(at1.ok());
+  ASSERT_EQ(at1->kvs_size(), 1);
+  EXPECT_EQ(at1->kvs(0).value(), "v1");
+  auto now = s->Range(RangeReq("/foo"));
+  ASSERT_TRUE(now.ok());
+  EXPECT_EQ(now->kvs(0).value(), "v3");
+  EXPECT_EQ(now->kvs(0).version(), 2);
+  EXPECT_EQ(s->Range(RangeReq("")).status().message(),
+            "etcdserver: key is not provided");
+}
+
+TEST_F(StoreServerTest, WatchFromThePastAndCompactedWatch) {
+  Cluster& c = NewCluster();
+  c.Start(1);
+  StoreServer* s = c.WaitLeader();
+  ASSERT_NE(s, nullptr);
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(s->Put(PutReq("/w/k" + std::to_string(i), "v")).ok());
+  }
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<etcdserverpb::WatchResponse> got;
+  etcdserverpb::WatchCreateRequest w;
+  w.set_key("/w/");
+  w.set_range_end(etcdapi::PrefixRangeEnd("/w/"));
+  w.set_start_revision(2);
+  auto watch = s->StartWatch(w, [&](const etcdserverpb::WatchResponse& r) {
+    std::lock_guard<std::mutex> l(mu);
+    got.push_back(r);
+    cv.notify_all();
+  });
+  ASSERT_TRUE(watch.ok());
+  auto count_events = [&] {
+    int n = 0;
+    for (auto& r : got) n += r.events_size();
+    return n;
+  };
+  {
+    std::unique_lock<std::mutex> l(mu);
+    ASSERT_TRUE(
+        cv.wait_for(l, seconds(10), [&] { return count_events() >= 4; }));
+    EXPECT_TRUE(got.front().created());
+    EXPECT_EQ(got.front().header().cluster_id(), s->cluster_id());
+  }
+  ASSERT_TRUE(s->Put(PutReq("/w/live", "v")).ok());
+  {
+    std::unique_lock<std::mutex> l(mu);
+    ASSERT_TRUE(
+        cv.wait_for(l, seconds(10), [&] { return count_events() >= 5; }));
+  }
+  // Compact, then a watch from before the compaction is canceled with the
+  // compaction revision.
+  etcdserverpb::CompactionRequest creq;
+  creq.set_revision(4);
+  ASSERT_TRUE(s->Compact(creq).ok());
+  std::vector<etcdserverpb::WatchResponse> got2;
+  w.set_start_revision(2);
+  auto watch2 = s->StartWatch(w, [&](const etcdserverpb::WatchResponse& r) {
+    std::lock_guard<std::mutex> l(mu);
+    got2.push_back(r);
+    cv.notify_all();
+  });
+  ASSERT_TRUE(watch2.ok());
+  std::unique_lock<std::mutex> l(mu);
+  ASSERT_TRUE(cv.wait_for(l, seconds(10), [&] { return got2.size() >= 2; }));
+  EXPECT_TRUE(got2[0].created());
+  EXPECT_TRUE(got2[1].canceled());
+  EXPECT_EQ(got2[1].compact_revision(), 4);
+}
+
+TEST_F(StoreServerTest, RestartKeepsDataRevisionAndLeases) {
+  Cluster& c = NewCluster();
+  c.Start(1);
+  StoreServer* s = c.WaitLeader();
+  ASSERT_NE(s, nullptr);
+  etcdserverpb::LeaseGrantRequest g;
+  g.set_ttl(600);
+  auto lease = s->LeaseGrant(g);
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  ASSERT_TRUE(s->Put(PutReq("/a", "1", lease->id())).ok());
+  ASSERT_TRUE(s->Put(PutReq("/b", "2")).ok());
+  int64_t rev = s->mvcc()->CurrentRevision();
+  c.StopMember("m1");
+  s = c.StartMember("m1");
+  ASSERT_NE(c.WaitLeader(), nullptr);
+  auto r = s->Range(RangeReq("/a"));
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->kvs_size(), 1);
+  EXPECT_EQ(r->kvs(0).lease(), lease->id());
+  EXPECT_EQ(r->header().revision(), rev);
+  etcdserverpb::LeaseTimeToLiveRequest t;
+  t.set_id(lease->id());
+  auto ttl = s->LeaseTimeToLive(t);
+  ASSERT_TRUE(ttl.ok());
+  EXPECT_GT(ttl->ttl(), 500);
+  auto p = s->Put(PutReq("/c", "3"));
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->header().revision(), rev + 1);
+}
+
+TEST_F(StoreServerTest, ThreeMembersReplicateAndServeLinearizableReads) {
+  Cluster& c = NewCluster();
+  c.Start(3);
+  StoreServer* leader = c.WaitLeader();
+  ASSERT_NE(leader, nullptr);
+  StoreServer* follower = nullptr;
+  for (std::string n : {"m1", "m2", "m3"}) {
+    if (c.Get(n) != leader) follower = c.Get(n);
+  }
+  // A write through a follower is forwarded to the leader by raft.
+  auto p = follower->Put(PutReq("/x", "from-follower"));
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_TRUE(leader->Put(PutReq("/y", "from-leader")).ok());
+  // Linearizable reads on a follower see both writes.
+  auto r = follower->Range(RangeReq("/y"));
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->kvs_size(), 1);
+  EXPECT_EQ(r->kvs(0).value(), "from-leader");
+  for (std::string n : {"m1", "m2", "m3"}) {
+    auto rx = c.Get(n)->Range(RangeReq("/x"));
+    ASSERT_TRUE(rx.ok()) << n << ": " << rx.status();
+    ASSERT_EQ(rx->kvs_size(), 1) << n;
+  }
+}
+
+TEST_F(StoreServerTest, LeaderFailoverKeepsAcknowledgedWritesAndHashesAgree) {
+  Cluster& c = NewCluster();
+  c.Start(3);
+  ASSERT_NE(c.WaitLeader(), nullptr);
+  std::string old = c.LeaderName();
+  std::set<std::string> acked;
+  for (int i = 0; i < 50; ++i) {
+    std::string k = "/k" + std::to_string(i);
+    if (c.Leader()->Put(PutReq(k, "v")).ok()) acked.insert(k);
+  }
+  c.StopMember(old);
+  StoreServer* next = c.WaitLeader();
+  ASSERT_NE(next, nullptr);
+  for (int i = 50; i < 100; ++i) {
+    std::string k = "/k" + std::to_string(i);
+    auto p = next->Put(PutReq(k, "v"));
+    ASSERT_TRUE(p.ok()) << p.status();
+    acked.insert(k);
+  }
+  // The old leader comes back and catches up from the log.
+  StoreServer* back = c.StartMember(old);
+  ASSERT_NE(c.WaitLeader(), nullptr);
+  for (const auto& k : acked) {
+    auto r = back->Range(RangeReq(k));
+    ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_EQ(r->kvs_size(), 1) << k;
+  }
+  int64_t rev = c.Leader()->mvcc()->CurrentRevision();
+  uint32_t h = 0;
+  for (std::string n : {"m1", "m2", "m3"}) {
+    auto hash = c.Get(n)->HashKV(rev);
+    ASSERT_TRUE(hash.ok()) << n << ": " << hash.status();
+    if (h == 0) h = hash->hash();
+    EXPECT_EQ(hash->hash(), h) << n;
+  }
+}
+
+TEST_F(StoreServerTest, LaggingMemberCatchesUpThroughASnapshot) {
+  Cluster& c = NewCluster();
+  c.snapshot_count = 40;
+  c.catch_up = 5;
+  c.Start(3);
+  ASSERT_NE(c.WaitLeader(), nullptr);
+  std::string lagging = c.LeaderName() == "m3" ? "m2" : "m3";
+  c.StopMember(lagging);
+  ASSERT_NE(c.WaitLeader(), nullptr);
+  for (int i = 0; i < 300; ++i) {
+    auto p = c.Leader()->Put(PutReq("/s" + std::to_string(i), "v"));
+    ASSERT_TRUE(p.ok()) << p.status();
+  }
+  StoreServer* back = c.StartMember(lagging);
+  ASSERT_NE(c.WaitLeader(), nullptr);
+  auto r = back->Range(RangeReq("/s299"));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->kvs_size(), 1);
+  EXPECT_GE(c.snapshots_sent.load(), 1);
+  int64_t rev = c.Leader()->mvcc()->CurrentRevision();
+  EXPECT_EQ(back->HashKV(rev)->hash(), c.Leader()->HashKV(rev)->hash());
+}
+
+TEST_F(StoreServerTest, MemberAddAndRemove) {
+  Cluster& c = NewCluster();
+  c.Start(3);
+  StoreServer* leader = c.WaitLeader();
+  ASSERT_NE(leader, nullptr);
+  ASSERT_TRUE(leader->Put(PutReq("/before", "1")).ok());
+  etcdserverpb::MemberAddRequest add;
+  add.add_peerurls("http://m4:2380");
+  auto added = leader->MemberAdd(add);
+  ASSERT_TRUE(added.ok()) << added.status();
+  EXPECT_EQ(added->members_size(), 4);
+  StoreConfig cfg = c.Config("m4");
+  cfg.initial_cluster_state = "existing";
+  cfg.existing_cluster = leader->membership()->Record();
+  StoreServer* m4 = c.StartMember("m4", cfg);
+  ASSERT_NE(m4, nullptr);
+  EXPECT_EQ(m4->member_id(), added->member().id());
+  ASSERT_TRUE(c.WaitLeader() != nullptr);
+  auto r = m4->Range(RangeReq("/before"));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->kvs_size(), 1);
+  // Remove it again; the rest keep working.
+  etcdserverpb::MemberRemoveRequest rm;
+  rm.set_id(m4->member_id());
+  ASSERT_TRUE(c.Leader()->MemberRemove(rm).ok());
+  auto list = c.Leader()->MemberList();
+  ASSERT_TRUE(list.ok());
+  EXPECT_EQ(list->members_size(), 3);
+  ASSERT_TRUE(c.Leader()->Put(PutReq("/after", "1")).ok());
+}
+
+TEST_F(StoreServerTest, LeaderRevokesExpiredLease) {
+  Cluster& c = NewCluster();
+  c.Start(1);
+  StoreServer* s = c.WaitLeader();
+  ASSERT_NE(s, nullptr);
+  etcdserverpb::LeaseGrantRequest g;
+  g.set_ttl(2);
+  auto lease = s->LeaseGrant(g);
+  ASSERT_TRUE(lease.ok());
+  ASSERT_TRUE(s->Put(PutReq("/ephemeral", "x", lease->id())).ok());
+  std::promise<void> deleted;
+  bool fired = false;
+  etcdserverpb::WatchCreateRequest w;
+  w.set_key("/ephemeral");
+  auto watch = s->StartWatch(w, [&](const etcdserverpb::WatchResponse& r) {
+    for (const auto& e : r.events()) {
+      if (e.type() == mvccpb::Event::DELETE && !fired) {
+        fired = true;
+        deleted.set_value();
+      }
+    }
+  });
+  ASSERT_TRUE(watch.ok());
+  // Expiry is real time (2 s TTL, the minimum); the DELETE event is awaited.
+  ASSERT_EQ(deleted.get_future().wait_for(seconds(15)),
+            std::future_status::ready);
+  auto r = s->Range(RangeReq("/ephemeral"));
+  EXPECT_EQ(r->kvs_size(), 0);
+}
+
+}  // namespace
+}  // namespace kplane::storage

@@ -43,6 +43,29 @@ bool HasPrefix(const std::string& s, const std::string& prefix) {
   return s.size() >= prefix.size() && s.compare(0, prefix.size(), prefix) == 0;
 }
 
+// The cache's reader-writer lock. glibc's rwlock (under std::shared_mutex)
+// prefers readers, so a steady stream of LISTs could starve the storage
+// watch's updates; here a writer that arrives closes the turnstile, and
+// readers that come after it wait until it is done (Go's RWMutex, which
+// kube's watch cache relies on, behaves the same).
+class WriterFirstMutex {
+ public:
+  void lock() {
+    std::lock_guard<std::mutex> gate(turnstile_);
+    rw_.lock();
+  }
+  void unlock() { rw_.unlock(); }
+  void lock_shared() {
+    { std::lock_guard<std::mutex> gate(turnstile_); }
+    rw_.lock_shared();
+  }
+  void unlock_shared() { rw_.unlock_shared(); }
+
+ private:
+  std::mutex turnstile_;
+  std::shared_mutex rw_;
+};
+
 Status TooLargeResourceVersion(int64_t wanted, int64_t current) {
   return Status(StatusCode::kTimeout,
                 "Too large resource version: " + std::to_string(wanted) +
@@ -208,7 +231,7 @@ struct Cacher::Impl {
 
   // The cache: every object by key, the recent changes, and the revision
   // both reflect. Writers: the watch callback and the reflector.
-  mutable std::shared_mutex cache_mu;
+  mutable WriterFirstMutex cache_mu;
   std::map<std::string, StoreEntryPtr> objects;  // guarded by cache_mu
   internal::EventWindow window;                  // guarded by cache_mu
   const std::string all_prefix;
@@ -258,7 +281,7 @@ void Cacher::Impl::ReflectorLoop() {
     // re-watch and get 410 if the new window misses their revision), relist.
     SetReady(false);
     {
-      std::unique_lock<std::shared_mutex> l(cache_mu);
+      std::unique_lock<WriterFirstMutex> l(cache_mu);
       dispatcher->CloseAll(self->revision_.load());
     }
     if (!watching.ok()) Backoff();
@@ -293,7 +316,7 @@ StatusOr<int64_t> Cacher::Impl::ListAndReplace() {
     fresh.emplace_hint(fresh.end(), std::move(key), std::move(entry));
   }
   {
-    std::unique_lock<std::shared_mutex> l(cache_mu);
+    std::unique_lock<WriterFirstMutex> l(cache_mu);
     objects.swap(fresh);
     window.Reset(revision);
     self->revision_.store(revision);
@@ -394,7 +417,7 @@ void Cacher::Impl::OnWatchResponse(uint64_t generation,
   }
   int64_t last = 0;
   {
-    std::unique_lock<std::shared_mutex> l(cache_mu);
+    std::unique_lock<WriterFirstMutex> l(cache_mu);
     for (int i = 0; i < resp.events_size(); ++i) {
       ApplyLocked(resp.events(i), std::move(decoded[i]));
     }
@@ -453,7 +476,7 @@ void Cacher::Impl::ApplyLocked(const mvccpb::Event& e, ObjectPtr object) {
 
 void Cacher::Impl::OnProgress(int64_t revision) {
   {
-    std::unique_lock<std::shared_mutex> l(cache_mu);
+    std::unique_lock<WriterFirstMutex> l(cache_mu);
     if (revision <= self->revision_.load()) return;
     self->revision_.store(revision);
     dispatcher->Progress(revision);
@@ -491,7 +514,10 @@ ListResult Cacher::Impl::ListFromCache(std::string_view ns,
                                        const ObjectPredicate& pred) {
   const std::string prefix = store->Prefix(ns);
   ListResult result;
-  std::shared_lock<std::shared_mutex> l(cache_mu);
+  std::shared_lock<WriterFirstMutex> l(cache_mu);
+  if (ns.empty() || !store->resource().namespaced) {
+    result.items.reserve(objects.size());
+  }
   for (auto it = objects.lower_bound(prefix);
        it != objects.end() && HasPrefix(it->first, prefix); ++it) {
     if (!pred || pred(*it->second->object)) {
@@ -583,7 +609,7 @@ StatusOr<ObjectPtr> Cacher::Get(std::string_view ns, std::string_view name) {
   if (!ready_.load()) return store_->Get(ns, name);
   std::string key = store_->Key(ns, name);
   {
-    std::shared_lock<std::shared_mutex> l(impl_->cache_mu);
+    std::shared_lock<WriterFirstMutex> l(impl_->cache_mu);
     auto it = impl_->objects.find(key);
     if (it != impl_->objects.end()) return it->second->object;
   }
@@ -606,11 +632,12 @@ StatusOr<std::unique_ptr<WatchHandle>> Cacher::Watch(
   }
   internal::WatcherInit init;
   init.opts = opts;
+  if (!store_->resource().namespaced) init.opts.ns.clear();
   init.sink = std::move(sink);
   init.start_time = options_.clock->Now();
   // Under the cache lock: the snapshot or window slice and the registration
   // are one step relative to incoming changes.
-  std::shared_lock<std::shared_mutex> l(impl_->cache_mu);
+  std::shared_lock<WriterFirstMutex> l(impl_->cache_mu);
   const int64_t now = revision_.load();
   if (opts.send_initial_events) {
     const std::string prefix = store_->Prefix(opts.ns);
@@ -634,7 +661,10 @@ StatusOr<std::unique_ptr<WatchHandle>> Cacher::Watch(
     init.replay = impl_->window.Since(opts.revision);
     init.start_revision = opts.revision;
   }
-  return impl_->dispatcher->Register(std::move(init));
+  std::unique_ptr<WatchHandle> handle =
+      impl_->dispatcher->Register(std::move(init));
+  if (!handle) return UnavailableError("the watch cache is stopped");
+  return handle;
 }
 
 }  // namespace kplane::apiserver

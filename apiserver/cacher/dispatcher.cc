@@ -132,11 +132,17 @@ std::unique_ptr<WatchHandle> Dispatcher::Register(WatcherInit init) {
   w->snapshot_revision = init.snapshot_revision;
   w->end_bookmark = init.end_bookmark;
   w->pending.assign(init.replay.begin(), init.replay.end());
-  num_watchers_.fetch_add(1);
-  if (options_.watchers) options_.watchers->Inc();
   Input in{Input::kRegister};
   in.watcher = w;
-  Push(std::move(in));
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    // After Stop nothing would ever close the watcher.
+    if (stopping_) return nullptr;
+    num_watchers_.fetch_add(1);
+    if (options_.watchers) options_.watchers->Inc();
+    inbox_.push_back(std::move(in));
+  }
+  cv_.notify_one();
   return std::make_unique<Handle>(shared_from_this(), std::move(w));
 }
 

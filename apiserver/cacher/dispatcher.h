@@ -101,6 +101,7 @@ class Dispatcher : public std::enable_shared_from_this<Dispatcher> {
   void Progress(int64_t revision);
   // Closes every watcher registered so far with Close(OK) (a relist).
   void CloseAll(int64_t list_revision);
+  // Null once stopped.
   std::unique_ptr<WatchHandle> Register(WatcherInit init);
 
   size_t num_watchers() const { return num_watchers_.load(); }

@@ -131,8 +131,11 @@ void BM_ListPaginated(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * 1000);
 }
 BENCHMARK(BM_ListPaginated)
+    ->Arg(100)
     ->Arg(500)
+    ->Arg(900)
     ->Arg(1000)
+    ->Arg(1100)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 

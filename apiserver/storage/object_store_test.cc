@@ -352,7 +352,8 @@ TEST_F(ObjectStoreTest, DeleteReturnsLastStateAtDeletionRevision) {
 
 TEST_F(ObjectStoreTest, PaginationReadsEveryPageAtTheFirstRevision) {
   std::set<std::string> originals;
-  for (int i = 0; i < 25; ++i) {
+  constexpr int kObjects = 60;
+  for (int i = 0; i < kObjects; ++i) {
     char name[16];
     std::snprintf(name, sizeof(name), "cm-%02d", i);
     MustCreate(MakeConfigMap("default", name));
@@ -384,12 +385,13 @@ TEST_F(ObjectStoreTest, PaginationReadsEveryPageAtTheFirstRevision) {
     // Writes between pages must not show up in later pages.
     MustCreate(MakeConfigMap("default", "cm-new-" + std::to_string(pages)));
     if (pages == 1) {
-      ASSERT_TRUE(store_.Delete("default", "cm-24", {}).ok());
+      ASSERT_TRUE(store_.Delete("default", "cm-59", {}).ok());
     }
   } while (!opts.continue_token.empty());
-  EXPECT_EQ(pages, 4);
+  EXPECT_EQ(pages, 9);
   EXPECT_EQ(seen, originals);
-  EXPECT_EQ(remaining, (std::vector<int64_t>{18, 11, 4}));
+  // Objects after each page at the list's revision: 60 - 7k.
+  EXPECT_EQ(remaining, (std::vector<int64_t>{53, 46, 39, 32, 25, 18, 11, 4}));
 
   // A continue token together with a resourceVersion is refused, as kube.
   auto first = store_.List("default", ListOptions{.limit = 2});

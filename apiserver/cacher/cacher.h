@@ -21,10 +21,12 @@
 //     old resource version: N (M)"), delivered as Close(Expired) on the sink;
 //   selectors: a MODIFIED event whose object stopped matching is delivered
 //     as DELETED, one that started matching as ADDED (as kube-apiserver);
-//   bookmarks (allow_bookmarks only): about every `bookmark_interval`, and
-//     just before a timeout closes the watch, a BOOKMARK with the cache's
-//     revision; after initial events when send_initial_events and
-//     allow_bookmarks, one BOOKMARK marked initial_events_end;
+//   bookmarks (allow_bookmarks only): every `bookmark_interval` from the
+//     watch's start, and 2 s before a timeout closes the watch, a BOOKMARK
+//     with the revision up to which changes were dispatched, when that is
+//     newer than the watch's start; after initial events when
+//     send_initial_events and allow_bookmarks, one BOOKMARK marked
+//     initial_events_end (docs/api-storage.md has the details);
 //   timeout: the watch closes (Close(OK)) after `timeout`;
 //   relist: when the storage watch breaks (compacted, canceled), every
 //     watcher is closed with Close(OK), as kube-apiserver's cacher does; the
@@ -45,6 +47,12 @@
 //     reach N, else Timeout (504 "Too large resource version: N, current: M");
 //   paginated (limit > 0 or a continue token, with resourceVersion "" or
 //     exact N): served by the ObjectStore, as 1.32 does.
+//
+// Metrics (CacherOptions::metrics, labels {group, resource}):
+// apiserver_watch_cache_events_dispatched_total, _events_received_total,
+// _initializations_total, _resource_version, _read_wait_seconds,
+// _consistent_read_total{success,fallback}, apiserver_terminated_watchers_
+// total and the gauge apiserver_watch_cache_watchers.
 //
 // Thread-safety: all public methods may be called concurrently. Sinks are
 // called from the cache's dispatch thread, one event at a time per sink.

@@ -253,7 +253,9 @@ void Dispatcher::Dispatch(const CacheEventPtr& ev) {
 }
 
 void Dispatcher::Deliver(Watcher* w, const CacheEventPtr& ev) {
-  if (w->closed) return;
+  // A watch from a revision the cache had not reached yet skips what the
+  // client has already seen.
+  if (w->closed || ev->revision <= w->start_revision) return;
   if (w->catching_up) {
     w->pending.push_back(ev);  // behind its initial events
     return;

@@ -49,10 +49,14 @@
 //     exact N): served by the ObjectStore, as 1.32 does.
 //
 // Metrics (CacherOptions::metrics, labels {group, resource}):
-// apiserver_watch_cache_events_dispatched_total, _events_received_total,
-// _initializations_total, _resource_version, _read_wait_seconds,
-// _consistent_read_total{success,fallback}, apiserver_terminated_watchers_
-// total and the gauge apiserver_watch_cache_watchers.
+//   apiserver_watch_cache_events_dispatched_total
+//   apiserver_watch_cache_events_received_total
+//   apiserver_watch_cache_initializations_total
+//   apiserver_watch_cache_resource_version
+//   apiserver_watch_cache_read_wait_seconds
+//   apiserver_watch_cache_consistent_read_total{success, fallback}
+//   apiserver_terminated_watchers_total (sinks that refused an event)
+//   apiserver_watch_cache_watchers (gauge)
 //
 // Thread-safety: all public methods may be called concurrently. Sinks are
 // called from the cache's dispatch thread, one event at a time per sink.

@@ -1,7 +1,6 @@
 #include "kpctl/store/snapshot_file.h"
 
 #include <fcntl.h>
-#include <rocksdb/db.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,7 +12,6 @@
 #include "base/crc32c.h"
 #include "kpctl/store/bolt_status.h"
 #include "schemas/storage.pb.h"
-#include "storage/mvcc/keys.h"
 #include "storage/mvcc/store.h"
 #include "storage/server/cluster.h"
 
@@ -285,18 +283,12 @@ Status RestoreSnapshot(const std::string& path, const RestoreOptions& o) {
   // member starts a new log at index 1, so it must not skip entries below
   // that index (etcd's restore resets its consistent index the same way).
   {
-    rocksdb::DB* raw = nullptr;
-    rocksdb::Options ro;
-    rocksdb::Status rs = rocksdb::DB::Open(ro, member_dir + "/db", &raw);
-    if (!rs.ok()) return IOError("open restored db: " + rs.ToString());
-    std::unique_ptr<rocksdb::DB> db(raw);
-    rocksdb::WriteOptions wo;
-    wo.sync = true;
-    rs =
-        db->Delete(wo, rocksdb::Slice(mvcc::keys::kMetaConsistentIndex.data(),
-                                      mvcc::keys::kMetaConsistentIndex.size()));
-    if (rs.ok()) rs = db->Close();
-    if (!rs.ok()) return IOError("reset restored db: " + rs.ToString());
+    mvcc::Options mo;
+    mo.dir = member_dir + "/db";
+    ASSIGN_OR_RETURN(auto store, mvcc::Store::Open(mo));
+    Status rs = store->ResetConsistentIndex();
+    store->Close();
+    if (!rs.ok()) return rs.Annotate("reset restored db");
   }
   ASSIGN_OR_RETURN(auto membership, storage::Membership::Open(
                                         member_dir + "/cluster.pb", record));

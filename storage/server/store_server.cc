@@ -825,7 +825,10 @@ void StoreServer::PublishAttributes() {
   a->set_name(config_.name);
   for (const auto& u : config_.client_urls) a->add_client_urls(u);
   ProposeAsync(std::move(req), [this](StatusOr<ApplyResponse> r) {
-    if (r.ok()) published_ = true;
+    if (!r.ok()) return;
+    published_ = true;
+    std::lock_guard<std::mutex> l(leader_mu_);
+    leader_cv_.notify_all();
   });
 }
 
@@ -867,6 +870,12 @@ void StoreServer::OnLeaderChange(uint64_t leader, uint64_t term) {
   } else {
     store_->LeaseDemote();
   }
+}
+
+bool StoreServer::WaitReady(Duration timeout) {
+  std::unique_lock<std::mutex> l(leader_mu_);
+  return clock_->WaitFor(l, leader_cv_, timeout,
+                         [&] { return published_.load(); });
 }
 
 bool StoreServer::WaitForLeader(Duration timeout) {

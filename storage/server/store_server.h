@@ -199,6 +199,9 @@ class StoreServer : public KV {
   // Active alarms (NOSPACE from the store, CORRUPT from consistency checks).
   std::vector<etcdserverpb::AlarmMember> Alarms() const;
 
+  // Blocks until this member has published its attributes through the log
+  // (etcd's ready point: it serves clients only after). False on timeout.
+  bool WaitReady(Duration timeout);
   // Blocks until a leader is known (tests, `kplane up`). False on timeout.
   bool WaitForLeader(Duration timeout);
   // Blocks until `pred(leader id)` holds (0 = no leader). False on timeout.

@@ -32,6 +32,16 @@ NullTransport* TheNullTransport() {
   return t;
 }
 
+// Makes renames and deletions inside `dir` durable.
+Status FsyncDir(const std::string& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return IOError("open " + dir + ": " + std::strerror(errno));
+  int rc = ::fsync(fd);
+  ::close(fd);
+  if (rc != 0) return IOError("fsync " + dir + ": " + std::strerror(errno));
+  return Status::Ok();
+}
+
 Status KeyNotProvided() {
   return InvalidArgumentError("etcdserver: key is not provided");
 }
@@ -127,15 +137,23 @@ Status StoreServer::OpenStores() {
   // marker reaches the WAL; if we crashed before swapping it in, do it now.
   uint64_t snap_index = log_->snapshot_metadata().index();
   std::string pending = member_dir_ + "/snap/db-" + std::to_string(snap_index);
+  // InstallSnapshot moves pending/db into place first and the membership
+  // second; the crash may have come before, between or after the two, so
+  // each is finished only if it is still pending (after the first, db/ is
+  // already the snapshot's and must not be deleted).
   if (snap_index > 0 && fs::exists(pending)) {
-    LOG(INFO) << "installing received snapshot " << pending;
+    LOG(INFO) << "finishing the install of received snapshot " << pending;
     std::error_code ec;
-    fs::remove_all(member_dir_ + "/db", ec);
-    fs::rename(pending + "/db", member_dir_ + "/db", ec);
-    if (ec) return IOError("install snapshot: " + ec.message());
+    if (fs::exists(pending + "/db")) {
+      fs::remove_all(member_dir_ + "/db", ec);
+      fs::rename(pending + "/db", member_dir_ + "/db", ec);
+      if (ec) return IOError("install snapshot: " + ec.message());
+    }
     if (fs::exists(pending + "/cluster.pb")) {
       fs::rename(pending + "/cluster.pb", member_dir_ + "/cluster.pb", ec);
+      if (ec) return IOError("install snapshot membership: " + ec.message());
     }
+    RETURN_IF_ERROR(FsyncDir(member_dir_));
     fs::remove_all(pending, ec);
   }
 
@@ -687,8 +705,10 @@ Status StoreServer::InstallSnapshot(const raftpb::Snapshot& snap) {
   fs::remove_all(old, ec);
   fs::rename(member_dir_ + "/db", old, ec);
   if (ec) return IOError("move old db: " + ec.message());
+  if (config_.crash_hook) config_.crash_hook("install-snapshot:old-moved");
   fs::rename(dir + "/db", member_dir_ + "/db", ec);
   if (ec) return IOError("move snapshot db: " + ec.message());
+  if (config_.crash_hook) config_.crash_hook("install-snapshot:swapped");
   mvcc::Options mopts;
   mopts.dir = member_dir_ + "/db";
   mopts.clock = clock_;
@@ -708,6 +728,9 @@ Status StoreServer::InstallSnapshot(const raftpb::Snapshot& snap) {
       }
     }
   }
+  if (config_.crash_hook) config_.crash_hook("install-snapshot:membership");
+  // The renames must be durable before the pending directory goes.
+  RETURN_IF_ERROR(FsyncDir(member_dir_));
   fs::remove_all(dir, ec);
   fs::remove_all(old, ec);
   if (is_leader()) store_->LeasePromote(config_.election_timeout);

@@ -35,6 +35,7 @@
 #include <mutex>
 #include <queue>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <variant>
 #include <vector>
@@ -83,6 +84,10 @@ struct StoreConfig {
 
   Clock* clock = Clock::Real();
   metrics::Registry* metrics = metrics::Registry::Default();
+  // Test seam: called at named steps of multi-step disk updates (e.g.
+  // "install-snapshot:swapped"); crash tests kill the process there. Null in
+  // production.
+  std::function<void(std::string_view step)> crash_hook;
 };
 
 // What applying one proposal produced.

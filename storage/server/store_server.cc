@@ -293,6 +293,7 @@ Status StoreServer::Start(PeerTransport* transport) {
 
   applied_ = store_->ConsistentIndex();
   last_snapshot_index_ = log_->snapshot_metadata().index();
+  processed_index_ = last_snapshot_index_;
   conf_state_ = log_->snapshot_metadata().conf_state();
   applied_entry_term_ = log_->snapshot_metadata().term();
   apply_thread_ = std::thread([this] { ApplyLoop(); });
@@ -515,6 +516,7 @@ void StoreServer::ApplyTaskNow(ApplyTask& task) {
     CHECK(s.ok()) << "installing snapshot failed: " << s;
     conf_state_ = task.snapshot.metadata().conf_state();
     last_snapshot_index_ = task.snapshot.metadata().index();
+    processed_index_ = last_snapshot_index_;
     applied_entry_term_ = task.snapshot.metadata().term();
     SetApplied(std::max<uint64_t>(task.snapshot.metadata().index(),
                                   store_->ConsistentIndex()));
@@ -523,6 +525,7 @@ void StoreServer::ApplyTaskNow(ApplyTask& task) {
     proposals_committed_->Inc();
     ApplyEntry(e, task.term);
     applied_entry_term_ = e.term();
+    processed_index_ = e.index();
     SetApplied(e.index());
     proposals_applied_->Inc();
   }
@@ -738,7 +741,9 @@ Status StoreServer::InstallSnapshot(const raftpb::Snapshot& snap) {
 }
 
 void StoreServer::MaybeSnapshot() {
-  uint64_t applied = applied_.load();
+  // Not applied_: right after a restart it is the store's consistent index,
+  // while conf_state_ still describes an earlier entry of the replay.
+  uint64_t applied = processed_index_;
   if (applied <= last_snapshot_index_) return;
   if (!force_snapshot_ &&
       applied < last_snapshot_index_ + config_.snapshot_count) {
@@ -1286,7 +1291,10 @@ StatusOr<raftpb::SnapshotMetadata> StoreServer::SnapshotTo(
       return;
     }
     raftpb::SnapshotMetadata meta;
-    meta.set_index(applied_.load());
+    // The index conf_state_ and the term describe. The copy may hold more
+    // (the store's consistent index, during the replay after a restart);
+    // the receiver skips those entries when they reach it.
+    meta.set_index(processed_index_);
     meta.set_term(applied_entry_term_);
     *meta.mutable_conf_state() = conf_state_;
     p->set_value(meta);

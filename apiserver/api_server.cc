@@ -821,8 +821,11 @@ void ApiServer::Impl::Watch(const std::shared_ptr<Call>& c) {
                               "Too many watches, please try again later.", 1));
   }
   RenderOptions render = Render(*c);
-  auto sink = std::make_shared<HttpWatchSink>(c->resp, render, opts.clock,
-                                              c->backend->watch_events);
+  auto sink = std::make_shared<HttpWatchSink>(
+      c->resp,
+      net::HttpHeaders{{"Content-Type", WatchContentType(c->neg)},
+                       {"Cache-Control", "no-cache, private"}},
+      render, opts.clock, c->backend->watch_events);
   const RequestInfo& i = c->info;
   metrics::Gauge* open = m_longrunning->With(
       {"WATCH", i.group, i.version, i.resource, c->scope_label});
@@ -833,15 +836,17 @@ void ApiServer::Impl::Watch(const std::shared_ptr<Call>& c) {
     open->Dec();
     watches.fetch_sub(1);
   });
-  c->responded = true;
-  c->resp->StartStream(200, {{"Content-Type", WatchContentType(c->neg)},
-                             {"Cache-Control", "no-cache, private"}});
-  Record(*c, 200);
   StatusOr<std::unique_ptr<WatchHandle>> h = cacher->Watch(wo, sink);
   if (!h.ok()) {
+    // Refused before anything was sent (the cache is (re)initializing:
+    // 429): an HTTP error; otherwise an ERROR event in the stream.
+    if (sink->Abort()) return ReplyError(*c, ApiError::FromStatus(h.status()));
     sink->Close(h.status());
     return;
   }
+  c->responded = true;
+  Record(*c, 200);
+  sink->StartNow();
   sink->SetHandle(std::move(*h));
 }
 

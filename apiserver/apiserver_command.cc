@@ -8,6 +8,7 @@
 #include "apiserver/api_server.h"
 #include "base/flags.h"
 #include "base/logging.h"
+#include "storage/client/remote_kv.h"
 #include "storage/server/store_server.h"
 
 namespace kplane::apiserver {
@@ -102,6 +103,7 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
 
   sigset_t stop_signals = BlockStopSignals();
   std::unique_ptr<storage::StoreServer> embedded;
+  std::unique_ptr<storage::RemoteKV> remote;
   storage::KV* kv = nullptr;
   if (backend == "embedded") {
     storage::StoreConfig cfg;
@@ -122,9 +124,16 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
     }
     kv = embedded.get();
   } else if (backend == "remote") {
-    return fail(UnimplementedError(
-        "--storage-backend=remote needs the remote KV client (storage/client "
-        "RemoteKV), which this build does not include yet"));
+    if (etcd_servers.empty()) {
+      return fail(InvalidArgumentError(
+          "--storage-backend=remote needs --etcd-servers"));
+    }
+    storage::RemoteKVOptions ro;
+    ro.endpoints = etcd_servers;
+    auto client = storage::RemoteKV::Create(ro);
+    if (!client.ok()) return fail(client.status());
+    remote = std::move(*client);
+    kv = remote.get();
   } else {
     return fail(InvalidArgumentError(
         "--storage-backend must be \"embedded\" or \"remote\""));
@@ -157,6 +166,7 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
   sigwait(&stop_signals, &sig);
   LOG(INFO) << "received signal " << sig << ", shutting down";
   server.Stop();
+  remote.reset();
   if (embedded) embedded->Stop();
   return 0;
 }

@@ -3,18 +3,38 @@
 namespace kplane::apiserver {
 
 HttpWatchSink::HttpWatchSink(std::shared_ptr<net::Responder> responder,
-                             RenderOptions render, Clock* clock,
-                             metrics::Counter* events_sent)
+                             net::HttpHeaders headers, RenderOptions render,
+                             Clock* clock, metrics::Counter* events_sent)
     : responder_(std::move(responder)),
+      headers_(std::move(headers)),
       render_(std::move(render)),
       clock_(clock),
       events_sent_(events_sent) {}
+
+void HttpWatchSink::EnsureStartedLocked() {
+  if (started_) return;
+  started_ = true;
+  responder_->StartStream(200, headers_);
+}
+
+void HttpWatchSink::StartNow() {
+  std::lock_guard<std::mutex> l(mu_);
+  if (!ended_) EnsureStartedLocked();
+}
+
+bool HttpWatchSink::Abort() {
+  std::lock_guard<std::mutex> l(mu_);
+  if (started_) return false;
+  ended_ = true;
+  return true;
+}
 
 bool HttpWatchSink::Send(const WatchEventPtr& event) {
   bool first;
   {
     std::lock_guard<std::mutex> l(mu_);
     if (ended_) return false;
+    EnsureStartedLocked();
     // Only object events count as "first" (they carry the Table columns);
     // a bookmark is never wrapped in a Table.
     first = first_ && event->type != WatchEventType::kBookmark;
@@ -35,6 +55,7 @@ void HttpWatchSink::Close(const Status& reason) {
     std::lock_guard<std::mutex> l(mu_);
     if (ended_) return;
     ended_ = true;
+    EnsureStartedLocked();
   }
   if (!reason.ok()) {
     ApiError e = ApiError::FromStatus(reason);

@@ -35,12 +35,22 @@ namespace kplane::apiserver {
 
 class HttpWatchSink : public WatchSink {
  public:
-  HttpWatchSink(std::shared_ptr<net::Responder> responder, RenderOptions render,
-                Clock* clock, metrics::Counter* events_sent);
+  // `headers` start the stream, sent with the first event or Close (so
+  // that a watch the cache refuses before anything was sent can still be
+  // answered with an HTTP error; see Abort()).
+  HttpWatchSink(std::shared_ptr<net::Responder> responder,
+                net::HttpHeaders headers, RenderOptions render, Clock* clock,
+                metrics::Counter* events_sent);
 
   bool Send(const WatchEventPtr& event) override;
   void Close(const Status& reason) override;
 
+  // Ends the watch before its stream started: true when nothing was sent
+  // (the caller answers with an HTTP error), false when the stream is
+  // already under way (the caller must Close() it instead).
+  bool Abort();
+  // Sends the stream head now if nothing did yet (the watch was accepted).
+  void StartNow();
   // The handle the cacher returned; destroyed at once if the watch already
   // ended.
   void SetHandle(std::unique_ptr<WatchHandle> handle);
@@ -49,12 +59,17 @@ class HttpWatchSink : public WatchSink {
   void ClientGone();
 
  private:
+  // Sends the stream head once (mu_ held).
+  void EnsureStartedLocked();
+
   std::shared_ptr<net::Responder> responder_;
+  const net::HttpHeaders headers_;
   const RenderOptions render_;
   Clock* clock_;
   metrics::Counter* events_sent_;
 
   std::mutex mu_;
+  bool started_ = false;
   bool first_ = true;
   bool ended_ = false;  // Close() ran or the client went away
   std::unique_ptr<WatchHandle> handle_;

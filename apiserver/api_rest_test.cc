@@ -9,7 +9,8 @@
 #include "api/envelope.h"
 #include "api/types.h"
 #include "apiserver/test_server.h"
-#include "net/socket.h"
+#include "net/http_test_util.h"
+#include "net/url.h"
 
 namespace kplane::apiserver {
 namespace {
@@ -180,7 +181,7 @@ TEST(ApiRestTest, UnknownFieldsWarnOrFailUnderStrict) {
 TEST(ApiRestTest, YamlAndProtobufBodiesAndAnswers) {
   TestServer s;
   Response y = s.Do("POST", kConfigMaps,
-                    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: y\n"
+                    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: yml\n"
                     "data:\n  a: \"1\"\n",
                     {{"Content-Type", "application/yaml"}});
   ASSERT_EQ(y.code, 201) << y.body;

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <map>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "api/meta.h"
@@ -778,27 +779,32 @@ void ApiServer::Impl::Watch(const std::shared_ptr<Call>& c) {
   wo.predicate = std::get<ObjectPredicate>(std::move(pred));
   wo.allow_bookmarks = lp.allow_watch_bookmarks;
   Cacher* cacher = c->backend->cacher.get();
+  bool consistent_start = false;
   if (lp.send_initial_events.has_value()) {
     if (*lp.send_initial_events) {
+      // "At least as new as resourceVersion" ("" = a consistent read).
       wo.send_initial_events = true;
-      // "At least as new as resourceVersion" ("" = a consistent read):
-      // let the cache catch up before it snapshots the initial events.
-      ListOptions lo;
-      lo.predicate = [](const google::protobuf::Message&) { return false; };
-      lo.revision = *rev;
-      StatusOr<ListResult> fresh =
-          cacher->List(wo.ns, *rev, lp.resource_version.empty(), lo);
-      if (!fresh.ok()) {
-        return ReplyError(*c,
-                          ApiError::FromStatus(fresh.status(), c->resource));
-      }
+      wo.revision = *rev;
+      consistent_start = lp.resource_version.empty();
     } else {
-      wo.revision = *rev > 0 ? *rev : cacher->revision();
+      wo.revision = *rev;  // 0: from now
     }
   } else if (lp.resource_version.empty() || *rev == 0) {
+    // Synthetic ADDED events first; "" starts at the most recent state.
     wo.send_initial_events = true;
+    consistent_start = lp.resource_version.empty();
   } else {
     wo.revision = *rev;
+  }
+  if (consistent_start) {
+    // Let the cache catch up with the store before it snapshots the
+    // initial events (a consistent read, as kube-apiserver's watch cache).
+    ListOptions lo;
+    lo.predicate = [](const google::protobuf::Message&) { return false; };
+    StatusOr<ListResult> fresh = cacher->List(wo.ns, 0, true, lo);
+    if (!fresh.ok()) {
+      return ReplyError(*c, ApiError::FromStatus(fresh.status(), c->resource));
+    }
   }
   if (lp.timeout_seconds.has_value() && *lp.timeout_seconds > 0) {
     wo.timeout = seconds(*lp.timeout_seconds);
@@ -1065,7 +1071,13 @@ void ApiServer::Stop() {
   if (m.http) m.http->Stop();  // ends every watch and handler
   if (m.reaper) m.reaper->Stop();
   if (m.ns_finalizer) m.ns_finalizer->Stop();
-  for (const auto& b : m.backends) b->cacher->Stop();
+  // Each cache stops its storage watch; in parallel, they take the time of
+  // one.
+  std::vector<std::thread> stoppers;
+  for (const auto& b : m.backends) {
+    stoppers.emplace_back([c = b->cacher.get()] { c->Stop(); });
+  }
+  for (std::thread& t : stoppers) t.join();
 }
 
 uint16_t ApiServer::port() const {

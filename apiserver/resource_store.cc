@@ -923,7 +923,7 @@ ApiResult<ObjectPtr> ResourceStore::GetScale(std::string_view ns,
 
 namespace {
 
-std::optional<ApiError> ValidateScale(const api::autoscalingv1::Scale& scale) {
+std::optional<ApiError> CheckScale(const api::autoscalingv1::Scale& scale) {
   if (scale.spec().replicas() < 0) {
     return ApiError::Invalid(
         "autoscaling", "Scale", scale.metadata().name(),
@@ -943,7 +943,7 @@ ApiResult<WriteResult> ResourceStore::UpdateScale(std::string_view ns,
   auto* scale = dynamic_cast<api::autoscalingv1::Scale*>(scale_msg.get());
   CHECK(scale != nullptr);
   if (auto e = MatchUrl(*resource_, ns, name, scale)) return *e;
-  if (auto e = ValidateScale(*scale)) return *e;
+  if (auto e = CheckScale(*scale)) return *e;
   const WallTime now = options_.clock->WallNow();
   ApiResult<WriteResult> r = DoUpdate(
       ns, name, false, ctx.dry_run,
@@ -995,7 +995,7 @@ ApiResult<WriteResult> ResourceStore::PatchScale(std::string_view ns,
             std::get<MutableMessage>(patched).get());
         CHECK(scale != nullptr);
         if (auto e = MatchUrl(*resource_, ns, name, scale)) return *e;
-        if (auto e = ValidateScale(*scale)) return *e;
+        if (auto e = CheckScale(*scale)) return *e;
         if (auto e = CheckResourceVersion(*resource_, name, *scale, *cur)) {
           return *e;
         }

@@ -167,7 +167,16 @@ class WatchStream {
 class TestServer {
  public:
   explicit TestServer(
-      const std::function<void(ApiServerOptions*)>& tweak = nullptr) {
+      const std::function<void(ApiServerOptions*)>& tweak = nullptr)
+      : TestServer(nullptr, tweak) {}
+  // Over `kv` (e.g. a RemoteKV to etcd), or over an embedded store when
+  // `kv` is null.
+  TestServer(storage::KV* kv,
+             const std::function<void(ApiServerOptions*)>& tweak) {
+    if (kv != nullptr) {
+      StartApi(kv, tweak);
+      return;
+    }
     char tmpl[] = "/tmp/kplane-apihttp-XXXXXX";
     char* dir = mkdtemp(tmpl);
     CHECK(dir != nullptr);
@@ -185,8 +194,12 @@ class TestServer {
     store_ = std::move(*server);
     CHECK(store_->Start(nullptr).ok());
     CHECK(store_->WaitForLeader(seconds(10)));
+    StartApi(store_.get(), tweak);
+  }
+  void StartApi(storage::KV* kv,
+                const std::function<void(ApiServerOptions*)>& tweak) {
     ApiServerOptions o;
-    o.kv = store_.get();
+    o.kv = kv;
     o.metrics = &metrics_;
     o.worker_threads = 16;
     o.namespace_retry_interval = milliseconds(100);
@@ -201,13 +214,16 @@ class TestServer {
     client_.reset();
     api_->Stop();
     api_.reset();
-    store_->Stop();
-    store_.reset();
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
+    if (store_) {
+      store_->Stop();
+      store_.reset();
+      std::error_code ec;
+      std::filesystem::remove_all(dir_, ec);
+    }
   }
 
   uint16_t port() const { return api_->port(); }
+  // The embedded store (null when running over an external KV).
   storage::StoreServer* store() { return store_.get(); }
   metrics::Registry* metrics() { return &metrics_; }
 

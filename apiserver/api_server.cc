@@ -7,6 +7,7 @@
 #include <thread>
 #include <vector>
 
+#include "api/machinery/fields.h"
 #include "api/meta.h"
 #include "api/scheme.h"
 #include "api/serializer.h"
@@ -223,8 +224,18 @@ void ApiServer::Impl::BuildBackends() {
     ObjectStoreOptions so;
     so.prefix = opts.storage_prefix;
     so.clock = opts.clock;
+    so.metrics = opts.metrics;
     b->store = std::make_unique<ObjectStore>(opts.kv, r.get(), so);
-    b->cacher = std::make_unique<Cacher>(b->store.get(), co);
+    CacherOptions rco = co;
+    if (r->gv.group.empty() && r->resource == "pods") {
+      // Kubelets watch their own pods (fieldSelector=spec.nodeName=<node>):
+      // index watchers by node so an event only visits its node's watches.
+      const Strategy* strategy = b->strategy;
+      rco.index_func = [strategy](const google::protobuf::Message& obj) {
+        return strategy->FieldValue(obj, "spec.nodeName").value_or("");
+      };
+    }
+    b->cacher = std::make_unique<Cacher>(b->store.get(), rco);
     b->rest = std::make_unique<ResourceStore>(
         r.get(), b->strategy, b->store.get(), b->cacher.get(), ro);
     b->watch_events =
@@ -776,6 +787,11 @@ void ApiServer::Impl::Watch(const std::shared_ptr<Call>& c) {
 
   WatchOptions wo;
   wo.ns = Namespace(*c);
+  if (c->backend == pods) {
+    StatusOr<machinery::FieldSelector> fs =
+        machinery::FieldSelector::Parse(field_selector);
+    if (fs.ok()) wo.index_value = fs->RequiresExactMatch("spec.nodeName");
+  }
   wo.predicate = std::get<ObjectPredicate>(std::move(pred));
   wo.allow_bookmarks = lp.allow_watch_bookmarks;
   Cacher* cacher = c->backend->cacher.get();

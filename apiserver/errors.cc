@@ -177,14 +177,7 @@ ApiError ApiError::Invalid(std::string_view group, std::string_view kind,
   e.group = std::string(group);
   e.kind = std::string(kind);
   for (const FieldError& fe : errors) {
-    // The cause's message is the error without its "<field>: " prefix
-    // (field.Error.ErrorBody()).
-    std::string body = fe.Error();
-    const std::string prefix = fe.field + ": ";
-    if (!fe.field.empty() && body.compare(0, prefix.size(), prefix) == 0) {
-      body = body.substr(prefix.size());
-    }
-    e.causes.push_back({fe.Reason(), body, fe.field});
+    e.causes.push_back({fe.Reason(), fe.Body(), fe.field});
   }
   return e;
 }

@@ -1,5 +1,6 @@
 #include "apiserver/resource_store.h"
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 
@@ -50,34 +51,34 @@ std::string Rfc3339(WallTime t) {
           .count());
 }
 
-FieldError Invalid(std::string field, std::string value, std::string detail) {
-  return FieldError{FieldError::Type::kInvalid, std::move(field),
-                    std::move(value), std::move(detail)};
-}
-
-// Kubernetes' "Precondition failed: UID in precondition: x, UID in object
-// meta: y" conflicts.
+// A failed DELETE precondition, in kube's storage-error words:
+// `Operation cannot be fulfilled on pods "x": StorageError: invalid object,
+// Code: 4, Key: /registry/pods/default/x, ResourceVersion: 0,
+// AdditionalErrorMsg: Precondition failed: UID in precondition: a, UID in
+// object meta: b`.
 std::optional<ApiError> CheckPreconditions(
     const api::ResourceInfo& resource, std::string_view name,
-    const api::metav1::DeleteOptions& opts,
+    std::string_view key, const api::metav1::DeleteOptions& opts,
     const api::metav1::ObjectMeta& meta) {
   if (!opts.has_preconditions()) return std::nullopt;
   const auto& p = opts.preconditions();
+  std::string failed;
   if (p.has_uid() && p.uid() != meta.uid()) {
-    return ApiError::Conflict(
-        resource, name,
-        "Precondition failed: UID in precondition: " + p.uid() +
-            ", UID in object meta: " + meta.uid());
+    failed = "Precondition failed: UID in precondition: " + p.uid() +
+             ", UID in object meta: " + meta.uid();
+  } else if (p.has_resourceversion() &&
+             p.resourceversion() != meta.resourceversion()) {
+    failed = "Precondition failed: ResourceVersion in precondition: " +
+             p.resourceversion() +
+             ", ResourceVersion in object meta: " + meta.resourceversion();
+  } else {
+    return std::nullopt;
   }
-  if (p.has_resourceversion() &&
-      p.resourceversion() != meta.resourceversion()) {
-    return ApiError::Conflict(
-        resource, name,
-        "Precondition failed: ResourceVersion in precondition: " +
-            p.resourceversion() +
-            ", ResourceVersion in object meta: " + meta.resourceversion());
-  }
-  return std::nullopt;
+  return ApiError::Conflict(resource, name,
+                            "StorageError: invalid object, Code: 4, Key: " +
+                                std::string(key) +
+                                ", ResourceVersion: 0, AdditionalErrorMsg: " +
+                                failed);
 }
 
 bool ShouldOrphan(const api::metav1::DeleteOptions& opts,
@@ -131,94 +132,7 @@ bool IsImmortalNamespace(std::string_view name) {
   return name == "default" || name == "kube-system" || name == "kube-public";
 }
 
-std::string GoStringSlice(const std::vector<std::string>& v) {
-  std::string out = "[]string{";
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (i > 0) out += ", ";
-    out += machinery::GoQuote(v[i]);
-  }
-  return out + "}";
-}
-
 }  // namespace
-
-FieldErrors ValidateObjectMetaCommon(const api::metav1::ObjectMeta& meta,
-                                     const api::ResourceInfo& resource) {
-  FieldErrors errs;
-  if (meta.name().empty()) {
-    if (meta.generatename().empty()) {
-      errs.push_back(FieldError{FieldError::Type::kRequired, "metadata.name",
-                                "", "name or generateName is required"});
-    }
-  } else {
-    std::vector<std::string> msgs;
-    if (resource.resource == "namespaces") {
-      msgs = machinery::IsDNS1123Label(meta.name());
-    } else if (resource.resource == "services") {
-      msgs = machinery::IsDNS1035Label(meta.name());
-    } else {
-      msgs = machinery::IsDNS1123Subdomain(meta.name());
-    }
-    for (std::string& m : msgs) {
-      errs.push_back(Invalid("metadata.name", machinery::GoQuote(meta.name()),
-                             std::move(m)));
-    }
-  }
-  // Labels: qualified-name keys, valid values (sorted for stable output).
-  std::map<std::string, std::string> labels(meta.labels().begin(),
-                                            meta.labels().end());
-  for (const auto& [k, v] : labels) {
-    for (std::string& m : machinery::IsQualifiedName(k)) {
-      errs.push_back(
-          Invalid("metadata.labels", machinery::GoQuote(k), std::move(m)));
-    }
-    for (std::string& m : machinery::IsValidLabelValue(v)) {
-      errs.push_back(
-          Invalid("metadata.labels", machinery::GoQuote(v), std::move(m)));
-    }
-  }
-  std::map<std::string, std::string> annotations(meta.annotations().begin(),
-                                                 meta.annotations().end());
-  size_t total = 0;
-  for (const auto& [k, v] : annotations) {
-    total += k.size() + v.size();
-    for (std::string& m : machinery::IsQualifiedName(ToLower(k))) {
-      errs.push_back(
-          Invalid("metadata.annotations", machinery::GoQuote(k), std::move(m)));
-    }
-  }
-  constexpr size_t kTotalAnnotationSizeLimit = 256 * 1024;
-  if (total > kTotalAnnotationSizeLimit) {
-    errs.push_back(FieldError{FieldError::Type::kTooLong,
-                              "metadata.annotations", "",
-                              "must have at most 262144 bytes"});
-  }
-  for (const std::string& f : meta.finalizers()) {
-    for (std::string& m : machinery::IsQualifiedName(f)) {
-      errs.push_back(
-          Invalid("metadata.finalizers", machinery::GoQuote(f), std::move(m)));
-    }
-  }
-  for (const auto& ref : meta.ownerreferences()) {
-    if (ref.apiversion().empty()) {
-      errs.push_back(Invalid("metadata.ownerReferences.apiVersion", "\"\"",
-                             "version must not be empty"));
-    }
-    if (ref.kind().empty()) {
-      errs.push_back(Invalid("metadata.ownerReferences.kind", "\"\"",
-                             "kind must not be empty"));
-    }
-    if (ref.name().empty()) {
-      errs.push_back(Invalid("metadata.ownerReferences.name", "\"\"",
-                             "name must not be empty"));
-    }
-    if (ref.uid().empty()) {
-      errs.push_back(Invalid("metadata.ownerReferences.uid", "\"\"",
-                             "uid must not be empty"));
-    }
-  }
-  return errs;
-}
 
 ResourceStore::ResourceStore(const api::ResourceInfo* resource,
                              const Strategy* strategy, ObjectStore* store,
@@ -261,11 +175,6 @@ std::string ResourceStore::GenerateNameSuffix() {
   return machinery::GenerateNameSuffix([this](int n) {
     return static_cast<int>(rand_() % static_cast<uint64_t>(n));
   });
-}
-
-FieldErrors ResourceStore::ValidateMeta(
-    const api::metav1::ObjectMeta& meta) const {
-  return ValidateObjectMetaCommon(meta, *resource_);
 }
 
 // ---------------------------------------------------------------------------
@@ -311,8 +220,10 @@ ApiResult<ObjectPredicate> ResourceStore::Predicate(
       machinery::FieldSelector::Parse(field_selector);
   if (!fs.ok()) return ApiError::BadRequest(fs.status().message());
   std::vector<std::string> supported = strategy_->SupportedFieldLabels();
-  supported.emplace_back("metadata.name");
-  supported.emplace_back("metadata.namespace");
+  if (std::find(supported.begin(), supported.end(), "metadata.name") ==
+      supported.end()) {
+    supported.emplace_back("metadata.name");
+  }
   Status valid = fs->Validate(supported);
   if (!valid.ok()) return ApiError::BadRequest(valid.message());
   if (ls->Empty() && fs->Empty()) return ObjectPredicate();
@@ -376,7 +287,9 @@ std::optional<ApiError> ResourceStore::PrepareCreate(std::string_view ns,
   strategy_->Default(obj);
   strategy_->PrepareForCreate(obj);
   FieldErrors errs = strategy_->ValidateCreate(*obj);
-  if (errs.empty()) errs = ValidateMeta(*meta);
+  if (errs.empty()) {
+    errs = ValidateGenericObjectMeta(*meta, resource_->namespaced);
+  }
   if (!errs.empty()) {
     return ApiError::Invalid(resource_->kind->gv.group, resource_->kind->kind,
                              meta->name(), errs);
@@ -460,42 +373,27 @@ std::optional<ApiError> ResourceStore::TrackUpdate(const Msg* old, Msg* obj,
 std::optional<ApiError> ResourceStore::PrepareUpdate(
     std::string_view subresource, Msg* obj, const Msg& old,
     const WriteContext& ctx, WallTime now, bool is_apply) {
+  // rest.BeforeUpdate: system fields come from storage; what a client may
+  // not change at all (uid, a deletion already under way) is left for
+  // ValidateUpdate to reject.
   api::metav1::ObjectMeta* meta = api::MutableObjectMeta(obj);
   const api::metav1::ObjectMeta& old_meta = MetaOf(old);
-  FieldErrors errs;
-  if (!meta->uid().empty() && meta->uid() != old_meta.uid()) {
-    errs.push_back(Invalid("metadata.uid", machinery::GoQuote(meta->uid()),
-                           "field is immutable"));
-  }
-  meta->set_uid(old_meta.uid());
+  if (meta->uid().empty()) meta->set_uid(old_meta.uid());
   if (old_meta.has_creationtimestamp()) {
     *meta->mutable_creationtimestamp() = old_meta.creationtimestamp();
   }
-  if (old_meta.has_deletiontimestamp()) {
-    *meta->mutable_deletiontimestamp() = old_meta.deletiontimestamp();
-  } else {
-    meta->clear_deletiontimestamp();
-  }
-  if (old_meta.has_deletiongraceperiodseconds()) {
-    meta->set_deletiongraceperiodseconds(old_meta.deletiongraceperiodseconds());
-  } else {
-    meta->clear_deletiongraceperiodseconds();
-  }
-  meta->set_generation(old_meta.generation());
-  meta->clear_selflink();
   if (api::IsBeingDeleted(old_meta)) {
-    std::vector<std::string> added;
-    for (const std::string& f : meta->finalizers()) {
-      if (!api::HasFinalizer(old_meta, f)) added.push_back(f);
-    }
-    if (!added.empty()) {
-      errs.push_back(FieldError{
-          FieldError::Type::kForbidden, "metadata.finalizers", "",
-          "no new finalizers can be added if the object is being deleted, "
-          "found new finalizers " +
-              GoStringSlice(added)});
-    }
+    *meta->mutable_deletiontimestamp() = old_meta.deletiontimestamp();
   }
+  if (old_meta.has_deletiongraceperiodseconds() &&
+      !meta->has_deletiongraceperiodseconds()) {
+    meta->set_deletiongraceperiodseconds(old_meta.deletiongraceperiodseconds());
+  }
+  // An unconditional update is validated as if it named the stored version.
+  if (meta->resourceversion().empty()) {
+    meta->set_resourceversion(old_meta.resourceversion());
+  }
+  meta->clear_selflink();
   strategy_->Default(obj);
   if (subresource == "status") {
     strategy_->PrepareForStatusUpdate(obj, old);
@@ -508,11 +406,9 @@ std::optional<ApiError> ResourceStore::PrepareUpdate(
       return e;
     }
   }
-  FieldErrors strategy_errs = subresource == "status"
-                                  ? strategy_->ValidateStatusUpdate(*obj, old)
-                                  : strategy_->ValidateUpdate(*obj, old);
-  errs.insert(errs.end(), strategy_errs.begin(), strategy_errs.end());
-  if (errs.empty()) errs = ValidateMeta(*meta);
+  FieldErrors errs = subresource == "status"
+                         ? strategy_->ValidateStatusUpdate(*obj, old)
+                         : strategy_->ValidateUpdate(*obj, old);
   if (!errs.empty()) {
     return ApiError::Invalid(resource_->kind->gv.group, resource_->kind->kind,
                              meta->name(), errs);
@@ -756,7 +652,10 @@ ApiResult<DeleteResult> ResourceStore::Delete(
     if (!cur.ok()) return ApiError::FromStatus(cur.status(), resource_, name);
     const Msg& obj = **cur;
     const api::metav1::ObjectMeta& meta = MetaOf(obj);
-    if (auto e = CheckPreconditions(*resource_, name, opts, meta)) return *e;
+    if (auto e = CheckPreconditions(*resource_, name, store_->Key(ns, name),
+                                    opts, meta)) {
+      return *e;
+    }
     const WallTime now = options_.clock->WallNow();
     const int64_t now_s =
         std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch())
@@ -924,14 +823,10 @@ ApiResult<ObjectPtr> ResourceStore::GetScale(std::string_view ns,
 namespace {
 
 std::optional<ApiError> CheckScale(const api::autoscalingv1::Scale& scale) {
-  if (scale.spec().replicas() < 0) {
-    return ApiError::Invalid(
-        "autoscaling", "Scale", scale.metadata().name(),
-        {FieldError{FieldError::Type::kInvalid, "spec.replicas",
-                    std::to_string(scale.spec().replicas()),
-                    "must be greater than or equal to 0"}});
-  }
-  return std::nullopt;
+  FieldErrors errs = ValidateScale(scale);
+  if (errs.empty()) return std::nullopt;
+  return ApiError::Invalid("autoscaling", "Scale", scale.metadata().name(),
+                           errs);
 }
 
 }  // namespace
@@ -1021,67 +916,24 @@ std::optional<ApiError> ResourceStore::Bind(std::string_view ns,
                                             const api::corev1::Binding& binding,
                                             bool dry_run) {
   const std::string& name = binding.metadata().name();
-  FieldErrors errs;
-  if (binding.target().kind() != "" && binding.target().kind() != "Node") {
-    errs.push_back(FieldError{FieldError::Type::kNotSupported, "target.kind",
-                              machinery::GoQuote(binding.target().kind()),
-                              "supported values: \"Node\", \"<empty>\""});
-  }
-  if (binding.target().name().empty()) {
-    errs.push_back(
-        FieldError{FieldError::Type::kRequired, "target.name", "", ""});
-  }
+  FieldErrors errs = ValidateBinding(binding);
   if (!errs.empty()) return ApiError::Invalid("", "Binding", name, errs);
   const WallTime now = options_.clock->WallNow();
   ApiResult<WriteResult> r = DoUpdate(
       ns, name, false, dry_run,
       [&](const Msg* cur) -> ApiResult<MutableObject> {
-        const api::metav1::ObjectMeta& meta = MetaOf(*cur);
-        if (binding.metadata().has_uid() && !binding.metadata().uid().empty() &&
-            binding.metadata().uid() != meta.uid()) {
-          return ApiError::Conflict(
-              *resource_, name,
-              "Precondition failed: UID in precondition: " +
-                  binding.metadata().uid() +
-                  ", UID in object meta: " + meta.uid());
-        }
-        if (!binding.metadata().resourceversion().empty() &&
-            binding.metadata().resourceversion() != meta.resourceversion()) {
-          return ApiError::Conflict(*resource_, name, kOptimisticLockMessage);
-        }
-        if (api::IsBeingDeleted(meta)) {
-          return ApiError::Conflict(*resource_, name,
-                                    "pod " + std::string(name) +
-                                        " is being deleted, cannot be assigned "
-                                        "to a host");
-        }
         MutableObject n = Clone(*cur);
         auto* pod = dynamic_cast<api::corev1::Pod*>(n.get());
         CHECK(pod != nullptr) << "Bind on a store that is not pods";
-        if (!pod->spec().nodename().empty()) {
-          return ApiError::Conflict(*resource_, name,
-                                    "pod " + std::string(name) +
-                                        " is already assigned to node \"" +
-                                        pod->spec().nodename() + "\"");
+        Status s = ApplyBinding(binding, pod, now);
+        if (!s.ok()) {
+          ApiError e = ApiError::FromStatus(s, resource_, name);
+          if (s.Is(StatusCode::kConflict)) {
+            e.message = "Operation cannot be fulfilled on pods/binding \"" +
+                        name + "\": " + s.message();
+          }
+          return e;
         }
-        pod->mutable_spec()->set_nodename(binding.target().name());
-        for (const auto& [k, v] : binding.metadata().annotations()) {
-          (*pod->mutable_metadata()->mutable_annotations())[k] = v;
-        }
-        api::corev1::PodCondition* cond = nullptr;
-        for (auto& c : *pod->mutable_status()->mutable_conditions()) {
-          if (c.type() == "PodScheduled") cond = &c;
-        }
-        if (cond == nullptr) {
-          cond = pod->mutable_status()->add_conditions();
-          cond->set_type("PodScheduled");
-        }
-        if (cond->status() != "True") {
-          api::SetTime(cond->mutable_lasttransitiontime(), now);
-        }
-        cond->set_status("True");
-        cond->clear_reason();
-        cond->clear_message();
         return n;
       });
   if (IsError(r)) return std::get<ApiError>(std::move(r));

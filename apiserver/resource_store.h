@@ -158,7 +158,6 @@ class ResourceStore {
   std::optional<ApiError> PrepareUpdate(std::string_view subresource, Msg* obj,
                                         const Msg& old, const WriteContext& ctx,
                                         WallTime now, bool is_apply);
-  FieldErrors ValidateMeta(const api::metav1::ObjectMeta& meta) const;
 
   // The GuaranteedUpdate loop shared by update, patch, scale, binding:
   // `fn` maps the current object (null when absent and create is allowed)
@@ -187,12 +186,6 @@ class ResourceStore {
   std::mutex rand_mu_;
   std::mt19937_64 rand_;
 };
-
-// The field errors of metav1.ObjectMeta that every kind shares (name or
-// generateName, labels, annotations, finalizers, ownerReferences);
-// exposed for tests.
-FieldErrors ValidateObjectMetaCommon(const api::metav1::ObjectMeta& meta,
-                                     const api::ResourceInfo& resource);
 
 }  // namespace kplane::apiserver
 

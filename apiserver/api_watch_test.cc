@@ -246,6 +246,27 @@ TEST(ApiWatchTest, WatchCountIsLimited) {
   EXPECT_EQ(s.Get(kConfigMaps).code, 200);
 }
 
+TEST(ApiWatchTest, TwoApiServersShareOneStore) {
+  TestServer a;
+  TestServer b(a.store(), nullptr);
+  Response list = b.Get(kConfigMaps);
+  auto w = b.Watch(std::string(kConfigMaps) + "?watch=1&resourceVersion=" +
+                   list.Str({"metadata", "resourceVersion"}));
+  ASSERT_EQ(a.Post(kConfigMaps, ConfigMap("via-a")).code, 201);
+  rapidjson::Document e = w->NextJson();
+  EXPECT_EQ(Type(e), "ADDED");
+  EXPECT_EQ(Name(e), "via-a");
+  // Optimistic concurrency holds across servers.
+  Response got = b.Get(std::string(kConfigMaps) + "/via-a");
+  ASSERT_EQ(
+      a.Put(std::string(kConfigMaps) + "/via-a", ConfigMap("via-a", "2")).code,
+      200);
+  std::string stale = R"({"metadata":{"name":"via-a","resourceVersion":")" +
+                      got.Str({"metadata", "resourceVersion"}) +
+                      R"("},"data":{"k":"3"}})";
+  EXPECT_EQ(b.Put(std::string(kConfigMaps) + "/via-a", stale).code, 409);
+}
+
 TEST(ApiDiscoveryTest, LegacyAndAggregatedDiscovery) {
   TestServer s;
   Response api = s.Get("/api");

@@ -74,11 +74,10 @@ std::optional<ApiError> CheckPreconditions(
   } else {
     return std::nullopt;
   }
-  return ApiError::Conflict(resource, name,
-                            "StorageError: invalid object, Code: 4, Key: " +
-                                std::string(key) +
-                                ", ResourceVersion: 0, AdditionalErrorMsg: " +
-                                failed);
+  return ApiError::Conflict(
+      resource, name,
+      "StorageError: invalid object, Code: 4, Key: " + std::string(key) +
+          ", ResourceVersion: 0, AdditionalErrorMsg: " + failed);
 }
 
 bool ShouldOrphan(const api::metav1::DeleteOptions& opts,

@@ -333,6 +333,19 @@ TEST(ApiRestTest, ContinueTokenPastCompactionIsExpired) {
   ExpectStatus(p2, 410, "Expired");
 }
 
+TEST(ApiRestTest, TooLargeResourceVersionTimesOut) {
+  TestServer s([](ApiServerOptions* o) {
+    o->cacher.consistent_read_wait = milliseconds(100);
+  });
+  Response r = s.Get(std::string(kConfigMaps) + "?resourceVersion=999999");
+  ExpectStatus(r, 504, "Timeout");
+  EXPECT_EQ(r.headers.Get("Retry-After"), "1");
+  EXPECT_NE(r.Str({"message"}).find("Too large resource version"),
+            std::string::npos)
+      << r.body;
+  ExpectStatus(s.Get(std::string(kPods) + "/x/status/extra"), 404, "NotFound");
+}
+
 TEST(ApiRestTest, ResourceVersionMatchValidation) {
   TestServer s;
   Response r = s.Get(std::string(kConfigMaps) + "?resourceVersionMatch=Exact");
@@ -812,6 +825,10 @@ TEST(ApiRestTest, MetricsCountRequests) {
       m.body.find("apiserver_request_duration_seconds_bucket{verb=\"LIST\""),
       std::string::npos);
   EXPECT_NE(m.body.find("apiserver_longrunning_requests"), std::string::npos);
+  // The storage layer's latency, in the same registry.
+  EXPECT_NE(
+      m.body.find("etcd_request_duration_seconds_bucket{operation=\"get\""),
+      std::string::npos);
 }
 
 }  // namespace

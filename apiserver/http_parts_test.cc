@@ -144,6 +144,10 @@ TEST(RequestInfoTest, Paths) {
   ASSERT_TRUE(i.ok());
   EXPECT_FALSE(i->is_resource_request);
 
+  i = ParseRequestInfo(Req("GET", "/api/v1/namespaces/d/pods/x/status/extra"));
+  ASSERT_TRUE(i.ok());
+  EXPECT_EQ(i->subresource, "status/extra");
+
   EXPECT_FALSE(ParseRequestInfo(Req("GET", "/api/v1/pods?watch=yes")).ok());
 }
 

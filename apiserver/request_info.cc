@@ -75,10 +75,10 @@ StatusOr<RequestInfo> ParseRequestInfo(const net::HttpRequest& req) {
     info.name = info.ns;
     info.ns.clear();
   }
-  if (rest.size() > 3) {
-    // Deeper paths (pods/x/proxy/...) are not served.
-    info.subresource = rest[2];
-    info.parts = parts;
+  for (size_t k = 3; k < rest.size(); ++k) {
+    // Deeper paths (pods/x/proxy/..., status/extra) name no subresource we
+    // serve; keeping the whole tail makes them 404.
+    info.subresource += "/" + rest[k];
   }
 
   bool watch = legacy_watch;

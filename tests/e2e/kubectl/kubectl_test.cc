@@ -212,6 +212,22 @@ TEST_F(KubectlTest, GetInAllItsForms) {
       Matches(nodes.out, R"(\nnode-1\s+Ready\s+worker\s+\d+s\s+v1\.32\.4)"))
       << nodes.out;
 
+  Create(
+      "/apis/apps/v1/namespaces/default/deployments",
+      R"({"metadata":{"name":"web"},"spec":{"replicas":2,"selector":{"matchLabels":{"app":"web"}},
+           "template":{"metadata":{"labels":{"app":"web"}},"spec":{"containers":[{"name":"nginx","image":"nginx:1.27"}]}}}})");
+  RunResult deploy = Kubectl({"get", "deploy"});
+  ASSERT_EQ(deploy.exit_code, 0) << deploy.err;
+  EXPECT_TRUE(Matches(
+      deploy.out,
+      R"(^NAME\s+READY\s+UP-TO-DATE\s+AVAILABLE\s+AGE\nweb\s+0/2\s+0\s+0\s+\d+s\n)"))
+      << deploy.out;
+  RunResult deploy_wide = Kubectl({"get", "deploy", "-o", "wide"});
+  EXPECT_TRUE(Matches(
+      deploy_wide.out,
+      R"(\nweb\s+0/2\s+0\s+0\s+\d+s\s+nginx\s+nginx:1\.27\s+app=web\n)"))
+      << deploy_wide.out;
+
   RunResult lease = Kubectl({"get", "lease", "-n", "kube-node-lease"});
   ASSERT_EQ(lease.exit_code, 0) << lease.err;
   EXPECT_TRUE(Matches(lease.out, R"(^NAME\s+HOLDER\s+AGE\nnode-1\s+node-1\s+)"))

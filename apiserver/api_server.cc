@@ -58,8 +58,9 @@ bool HasVerb(const std::vector<std::string>& verbs, std::string_view v) {
 
 std::string Upper(std::string_view s) {
   std::string out(s);
-  for (char& ch : out)
+  for (char& ch : out) {
     ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  }
   return out;
 }
 

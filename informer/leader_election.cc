@@ -157,6 +157,11 @@ void LeaderElector::Stop() {
   cv_.notify_all();
   if (run_thread_.joinable()) run_thread_.join();
   {
+    // Run() may be on the owner's thread rather than run_thread_.
+    std::unique_lock<std::mutex> l(mu_);
+    cv_.wait(l, [&] { return !running_; });
+  }
+  {
     std::lock_guard<std::mutex> l(cb_mu_);
     cb_done_ = true;
   }
@@ -166,8 +171,7 @@ void LeaderElector::Stop() {
 
 bool LeaderElector::IsLeader() const {
   std::lock_guard<std::mutex> l(mu_);
-  return observed_.has_value() &&
-         observed_->holder_identity == config_.lock->Identity();
+  return leading_;
 }
 
 std::string LeaderElector::GetLeader() const {
@@ -203,20 +207,36 @@ bool LeaderElector::Sleep(Duration d) {
 }
 
 void LeaderElector::Run() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (stopping_ || running_) return;
+    running_ = true;
+  }
+  RunOnce();
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    running_ = false;
+  }
+  cv_.notify_all();
+}
+
+void LeaderElector::RunOnce() {
   if (!Acquire()) return;
   auto leadership = std::make_shared<Leadership>();
   {
     std::lock_guard<std::mutex> l(mu_);
     leadership_ = leadership;
+    leading_ = true;
   }
   Post([this, leadership] { config_.on_started_leading(*leadership); });
   Renew();
-  leadership->MarkLost();
   bool stopping;
   {
     std::lock_guard<std::mutex> l(mu_);
+    leading_ = false;
     stopping = stopping_;
   }
+  leadership->MarkLost();
   if (stopping && config_.release_on_cancel) Release();
   Post([this] { config_.on_stopped_leading(); });
 }

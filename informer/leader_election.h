@@ -152,15 +152,18 @@ class LeaderElector {
   // Run() on a thread of its own.
   void Start();
   // Ends Run() (releasing the lease with release_on_cancel) and waits for
-  // it and for the callbacks to finish.
+  // it, on whichever thread it runs, and for the callbacks to finish.
   void Stop();
 
+  // True while this candidate leads: from acquiring the lease until a
+  // renewal fails (or Stop()).
   bool IsLeader() const;
   // The holder we last observed ("" if none).
   std::string GetLeader() const;
 
  private:
   explicit LeaderElector(LeaderElectionConfig config);
+  void RunOnce();
   bool Acquire();  // false if stopped first
   void Renew();    // returns when leadership is lost or stopping
   bool TryAcquireOrRenew();
@@ -177,6 +180,8 @@ class LeaderElector {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;
+  bool running_ = false;  // inside Run(), on whichever thread
+  bool leading_ = false;
   std::optional<LeaderElectionRecord> observed_;
   TimePoint observed_time_{};
   std::thread run_thread_;

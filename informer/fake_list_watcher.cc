@@ -153,6 +153,16 @@ StatusOr<ObjectPtr> FakeListerWatcher::Delete(const std::string& ns,
   return ptr;
 }
 
+StatusOr<ObjectPtr> FakeListerWatcher::Get(const std::string& ns,
+                                           const std::string& name) const {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = versions_.find(KeyOf(ns, name));
+  if (it == versions_.end() || it->second.back().object == nullptr) {
+    return NotFoundError("\"" + KeyOf(ns, name) + "\" not found");
+  }
+  return it->second.back().object;
+}
+
 void FakeListerWatcher::Compact(int64_t revision) {
   std::lock_guard<std::mutex> l(mu_);
   if (revision <= 0 || revision > revision_) revision = revision_;

@@ -69,6 +69,8 @@ class FakeListerWatcher : public ListerWatcher {
   StatusOr<ObjectPtr> Update(const google::protobuf::Message& obj);
   // Returns the object as deleted (resourceVersion = the deletion's).
   StatusOr<ObjectPtr> Delete(const std::string& ns, const std::string& name);
+  // The current object, or kNotFound.
+  StatusOr<ObjectPtr> Get(const std::string& ns, const std::string& name) const;
   // Forgets history at and below `revision` (0: the current revision).
   void Compact(int64_t revision = 0);
   int64_t Revision() const;

@@ -62,84 +62,6 @@ class FakeLock : public ResourceLock {
   int64_t read_version_ = -1;
 };
 
-// A fake clock that knows each waiter's deadline, so a test can wait for
-// quiescence: every candidate thread is blocked on the clock with a
-// deadline still in the future (none is about to act). FakeClock cannot
-// tell a fresh wait from one that an Advance() just ended.
-class SteppingClock : public Clock {
- public:
-  TimePoint Now() const override {
-    return TimePoint(hours(1)) + nanoseconds(offset_ns_.load());
-  }
-  WallTime WallNow() const override {
-    return FakeClock::DefaultWall() +
-           std::chrono::duration_cast<WallTime::duration>(
-               nanoseconds(offset_ns_.load()));
-  }
-  void Advance(Duration d) {
-    std::lock_guard<std::mutex> l(mu_);
-    offset_ns_ += d.count();
-    for (Waiter* w : waiters_) {
-      std::lock_guard<std::mutex> wl(*w->mu);
-      w->cv->notify_all();
-    }
-  }
-  // Blocks until exactly live() threads wait, all with future deadlines.
-  void WaitQuiescent(const std::function<int()>& live) {
-    std::unique_lock<std::mutex> l(mu_);
-    changed_.wait(l, [&] {
-      if (static_cast<int>(waiters_.size()) != live()) return false;
-      for (Waiter* w : waiters_) {
-        if (w->deadline <= Now()) return false;
-      }
-      return true;
-    });
-  }
-  // Re-evaluates WaitQuiescent's condition (a thread exited).
-  void Poke() {
-    std::lock_guard<std::mutex> l(mu_);
-    changed_.notify_all();
-  }
-
- protected:
-  bool WaitUntilImpl(std::unique_lock<std::mutex>& lock,
-                     std::condition_variable& cv, TimePoint deadline,
-                     const std::function<bool()>& pred) override {
-    Waiter w{lock.mutex(), &cv, deadline};
-    auto set_registered = [&](bool on) {
-      lock.unlock();
-      {
-        std::lock_guard<std::mutex> l(mu_);
-        if (on) {
-          waiters_.insert(&w);
-        } else {
-          waiters_.erase(&w);
-        }
-        changed_.notify_all();
-      }
-      lock.lock();
-    };
-    while (true) {
-      if (pred()) return true;
-      if (Now() >= deadline) return pred();
-      set_registered(true);
-      if (!pred() && Now() < deadline) cv.wait(lock);
-      set_registered(false);
-    }
-  }
-
- private:
-  struct Waiter {
-    std::mutex* mu;
-    std::condition_variable* cv;
-    TimePoint deadline;
-  };
-  std::atomic<int64_t> offset_ns_{0};
-  std::mutex mu_;
-  std::condition_variable changed_;
-  std::set<Waiter*> waiters_;
-};
-
 class LeaderElectionTest : public ::testing::Test {
  protected:
   struct Candidate {
@@ -221,7 +143,7 @@ class LeaderElectionTest : public ::testing::Test {
     return false;
   }
 
-  SteppingClock clock_;
+  testing::TestClock clock_;
   const TimePoint start_ = clock_.Now();
   FakeRecordStore store_;
   std::atomic<int> live_{0};

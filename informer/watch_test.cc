@@ -50,6 +50,27 @@ TEST(WatchDecoderTest, JsonLinesSplitAnywhere) {
   }
 }
 
+// Lines of another shape than {"type":..,"object":..} take the general
+// path and decode the same.
+TEST(WatchDecoderTest, AnyMemberOrderAndWhitespace) {
+  api::corev1::Pod pod = testing::MakePod("default", "a");
+  pod.mutable_metadata()->set_resourceversion("3");
+  const std::string obj = api::EncodeJson(pod, {"v1", "Pod"});
+  WatchDecoder dec(PodKind());
+  std::vector<WatchEvent> events;
+  ASSERT_TRUE(dec.Feed("{\"object\":" + obj + ",\"type\":\"MODIFIED\"}\n" +
+                           "{ \"type\" : \"DELETED\", \"object\" : " + obj +
+                           " }\r\n" + "{\"type\":\"ADDED\",\"object\":" + obj +
+                           ",\"extra\":1}\n",
+                       &events)
+                  .ok());
+  ASSERT_EQ(events.size(), 3u);
+  EXPECT_EQ(events[0].type, EventType::kModified);
+  EXPECT_EQ(events[1].type, EventType::kDeleted);
+  EXPECT_EQ(events[2].type, EventType::kAdded);
+  for (const WatchEvent& e : events) EXPECT_EQ(e.ResourceVersion(), "3");
+}
+
 TEST(WatchDecoderTest, ErrorEventCarriesTheStatus) {
   WatchDecoder dec(PodKind());
   std::vector<WatchEvent> events;

@@ -281,6 +281,11 @@ StatusOr<std::unique_ptr<google::protobuf::Message>> RestClient::DecodeResponse(
   StatusOr<api::DecodeResult> r = api::DecodeBody(type, resp.body, obj.get());
   if (!r.ok()) return r.status().Annotate("decoding " + kind.kind);
   const api::TypeMeta& tm = r->type_meta;
+  if (tm.kind == "Status" && kind.kind != "Status") {
+    // A success answered with a Status (POST pods/binding does): there is
+    // no object to return.
+    return kind.New();
+  }
   if ((!tm.kind.empty() && tm.kind != kind.kind) ||
       (!tm.api_version.empty() && tm.api_version != kind.gv.ApiVersion())) {
     return InvalidArgumentError("expected " + kind.gv.ApiVersion() + " " +

@@ -370,6 +370,14 @@ TEST(RestClientRequestTest, PatchDeleteOptionsAndQuery) {
           std::lock_guard<std::mutex> l(mu);
           seen.push_back(req);
         }
+        if (req.path.ends_with("/binding")) {
+          api::metav1::Status ok;
+          ok.set_status("Success");
+          ok.set_code(201);
+          resp->Respond(201, {{"Content-Type", "application/json"}},
+                        api::EncodeJson(ok, {"v1", "Status"}));
+          return;
+        }
         api::corev1::Pod pod = MakePod("default", "web");
         resp->Respond(200, {{"Content-Type", "application/json"}},
                       api::EncodeJson(pod, {"v1", "Pod"}));
@@ -390,9 +398,19 @@ TEST(RestClientRequestTest, PatchDeleteOptionsAndQuery) {
   ASSERT_TRUE((*client)->Delete<api::corev1::Pod>("default", "web", del).ok());
   auto wrong = (*client)->Get<api::corev1::Node>("", "n1");
   EXPECT_EQ(wrong.status().code(), StatusCode::kInvalidArgument);  // a Pod
+  api::corev1::Binding binding;
+  binding.mutable_metadata()->set_name("web");
+  binding.mutable_target()->set_kind("Node");
+  binding.mutable_target()->set_name("n1");
+  auto bound = (*client)->Create(*PodsResource(), "default", binding, {}, "web",
+                                 "binding");
+  ASSERT_TRUE(bound.ok()) << bound.status();  // a Status answer is fine
 
   std::lock_guard<std::mutex> l(mu);
-  ASSERT_EQ(seen.size(), 3u);
+  ASSERT_EQ(seen.size(), 4u);
+  EXPECT_EQ(seen[3].method, "POST");
+  EXPECT_EQ(seen[3].target, "/api/v1/namespaces/default/pods/web/binding");
+  EXPECT_NE(seen[3].body.find("\"kind\":\"Binding\""), std::string::npos);
   EXPECT_EQ(seen[0].method, "PATCH");
   EXPECT_EQ(seen[0].target,
             "/api/v1/namespaces/default/pods/web/status?dryRun=All&"

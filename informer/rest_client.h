@@ -37,6 +37,9 @@
 //     callers' usual handling of those is right.
 //   - timeouts are not retried (the caller's deadline was spent already).
 //
+// A 2xx answered with a metav1.Status instead of an object (POST
+// pods/binding does that) returns an empty object of the expected kind.
+//
 // Errors: an answer other than 2xx is a Status built from its metav1.Status
 // body (api_errors.h: IsNotFound, IsConflict, IsAlreadyExists, IsExpired,
 // ...; detail() is the HTTP status). Transport errors are those of

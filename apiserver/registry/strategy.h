@@ -36,6 +36,7 @@
 #include "api/scheme.h"
 #include "api/types.h"
 #include "base/clock.h"
+#include "base/status.h"
 
 namespace kplane::apiserver {
 
@@ -57,6 +58,10 @@ struct FieldError {
   std::string detail;  // e.g. "must be greater than or equal to 0"
 
   std::string Reason() const;  // "FieldValueRequired", ...
+  // "Invalid value: -1: must be greater than or equal to 0": the message of
+  // a metav1.StatusCause (Kubernetes' ErrorBody(): Error() without the
+  // field). Required, Forbidden and TooLong never print the value.
+  std::string Body() const;
   // "spec.replicas: Invalid value: -1: must be greater than or equal to 0"
   std::string Error() const;
 };
@@ -64,7 +69,9 @@ using FieldErrors = std::vector<FieldError>;
 
 // `Deployment.apps "web" is invalid: spec.replicas: Invalid value: -1: must
 // be greater than or equal to 0` (one error), or with several errors
-// `... is invalid: [a: ..., b: ...]`, as kube-apiserver words it.
+// `... is invalid: [a: ..., b: ...]`, as kube-apiserver words it. Identical
+// messages are printed once (Go's utilerrors.Aggregate); an empty list gives
+// `... is invalid`.
 std::string InvalidMessage(std::string_view qualified_kind,
                            std::string_view name, const FieldErrors& errors);
 
@@ -100,18 +107,27 @@ class Strategy {
   virtual void Default(google::protobuf::Message* obj) const {}
 
   // On create: reset what clients may not set (status for kinds with a
-  // status subresource; generation = 1 for kinds that track it).
+  // status subresource; generation = 1 for kinds that track it). Pods also
+  // get what kube-apiserver's default admission plugins add without other
+  // objects: serviceAccountName "default", priority 0 and
+  // PreemptLowerPriority, 300 s not-ready/unreachable tolerations.
   virtual void PrepareForCreate(google::protobuf::Message* obj) const {}
   // On update of the main resource: keep `old`'s status (for kinds with a
   // status subresource); generation + 1 when the spec changed.
   virtual void PrepareForUpdate(google::protobuf::Message* obj,
                                 const google::protobuf::Message& old) const {}
-  // On update of /status: keep `old` except status (and the metadata the
-  // status strategy allows: labels and annotations are kept from old too).
+  // On update of /status: keep `old`'s spec and take the new status. The
+  // metadata rules are kube's per kind: pods keep old ownerReferences and
+  // deletionTimestamp (labels and annotations may change), deployments keep
+  // old labels, the others take the new metadata. Generation never changes.
   virtual void PrepareForStatusUpdate(
       google::protobuf::Message* obj,
       const google::protobuf::Message& old) const {}
 
+  // Validation includes the object's metadata (name rule per kind, labels,
+  // annotations, owner references, finalizers). ValidateUpdate does not
+  // check metadata.resourceVersion: for unconditional updates the handler
+  // sets it to the stored one first, as kube's generic store does.
   virtual FieldErrors ValidateCreate(
       const google::protobuf::Message& obj) const {
     return {};
@@ -162,6 +178,41 @@ class Strategy {
 // The strategy of a served resource (never null for resources in
 // api::Scheme::Default()).
 const Strategy& StrategyFor(const api::ResourceInfo& resource);
+
+// --- Helpers for what the generic handlers do around the strategies. ---
+
+// The generic object-metadata pass kube-apiserver runs after a strategy's
+// ValidateCreate succeeded (rest.BeforeCreate): the name and generateName
+// must be valid path segments (not "." or "..", no "/" or "%"), the
+// namespace present for namespaced kinds and absent otherwise, labels,
+// annotations, ownerReferences, finalizers and managedFields well formed.
+// Strategies already validate all of this more strictly for every kind but
+// events, so it only ever reports something new for events.
+FieldErrors ValidateGenericObjectMeta(const api::metav1::ObjectMeta& meta,
+                                      bool namespaced);
+
+// A Scale sent to /scale (autoscaling ValidateScale): metadata as for
+// Deployments and spec.replicas >= 0. The 422 names kind
+// `Scale.autoscaling`.
+FieldErrors ValidateScale(const api::autoscalingv1::Scale& scale);
+
+// A Binding posted to pods/binding or /bindings (ValidatePodBinding):
+// target.kind empty or "Node", target.name required. The 422 names kind
+// `Binding`.
+FieldErrors ValidateBinding(const api::corev1::Binding& binding);
+
+// Applies a valid Binding to the pod it names, as kube-apiserver's
+// BindingREST does: sets spec.nodeName, merges the binding's annotations
+// and sets the PodScheduled condition to True (lastTransitionTime `now`).
+// Errors are kConflict (kube answers 409 `Operation cannot be fulfilled on
+// pods/binding "<name>": <text>`), the text being one of
+// `Precondition failed: UID in precondition: <b>, UID in object meta: <p>`
+// (binding metadata.uid set and different from the pod's),
+// `pod <name> is being deleted, cannot be assigned to a host`,
+// `pod <name> is already assigned to node "<node>"`,
+// `pod <name> has non-empty .spec.schedulingGates`.
+Status ApplyBinding(const api::corev1::Binding& binding, api::corev1::Pod* pod,
+                    WallTime now);
 
 }  // namespace kplane::apiserver
 

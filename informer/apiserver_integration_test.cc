@@ -29,8 +29,9 @@ using testing::PodsResource;
 using testing::Recorder;
 
 std::unique_ptr<RestClient> ClientFor(uint16_t port, bool protobuf = false) {
-  auto c = RestClient::New({.server = "http://127.0.0.1:" + std::to_string(port),
-                            .protobuf = protobuf});
+  auto c =
+      RestClient::New({.server = "http://127.0.0.1:" + std::to_string(port),
+                       .protobuf = protobuf});
   CHECK(c.ok()) << c.status();
   return std::move(*c);
 }
@@ -63,7 +64,8 @@ TEST(ApiServerIntegrationTest, DisconnectedInformerRelistsAfterCompaction) {
   std::unique_ptr<RestClient> through_proxy = ClientFor(proxy.port());
 
   for (int i = 0; i < 5; ++i) {
-    ASSERT_TRUE(direct->Create(MakePod("default", "a" + std::to_string(i))).ok());
+    ASSERT_TRUE(
+        direct->Create(MakePod("default", "a" + std::to_string(i))).ok());
   }
   InformerFactoryOptions fo;
   fo.reflector.backoff.initial = milliseconds(20);
@@ -105,7 +107,8 @@ TEST(ApiServerIntegrationTest, DisconnectedInformerRelistsAfterCompaction) {
   (*(*a2)->mutable_metadata()->mutable_labels())["changed"] = "yes";
   ASSERT_TRUE(direct->Update(**a2).ok());
   for (int i = 0; i < 30; ++i) {
-    ASSERT_TRUE(direct->Create(MakePod("default", "b" + std::to_string(i))).ok());
+    ASSERT_TRUE(
+        direct->Create(MakePod("default", "b" + std::to_string(i))).ok());
   }
   auto list = direct->ListObjects(*PodsResource(), "default");
   ASSERT_TRUE(list.ok());
@@ -152,10 +155,13 @@ TEST(ApiServerIntegrationTest, RestClientVerbsAgainstTheRealServer) {
     auto created = client->Create(MakePod("default", name, {{"app", "web"}}));
     ASSERT_TRUE(created.ok()) << created.status();
     EXPECT_FALSE((*created)->metadata().uid().empty());
-    EXPECT_TRUE(IsAlreadyExists(client->Create(**created).status()));
+    api::corev1::Pod again = **created;
+    again.mutable_metadata()->clear_resourceversion();
+    EXPECT_TRUE(IsAlreadyExists(client->Create(again).status()));
 
+    // Pod specs are immutable but for images and a few more; labels are not.
     api::corev1::Pod changed = **created;
-    changed.mutable_spec()->set_nodename("n1");
+    (*changed.mutable_metadata()->mutable_labels())["tier"] = "front";
     auto updated = client->Update(changed);
     ASSERT_TRUE(updated.ok()) << updated.status();
     auto stale = client->Update(changed);
@@ -178,7 +184,8 @@ TEST(ApiServerIntegrationTest, ListPagesAndWatchFromTheListRevision) {
   apiserver::testing::TestServer server;
   std::unique_ptr<RestClient> client = ClientFor(server.port());
   for (int i = 0; i < 7; ++i) {
-    ASSERT_TRUE(client->Create(MakePod("default", "p" + std::to_string(i))).ok());
+    ASSERT_TRUE(
+        client->Create(MakePod("default", "p" + std::to_string(i))).ok());
   }
   std::vector<std::string> names;
   std::string token, rv;
@@ -212,13 +219,15 @@ TEST(ApiServerIntegrationTest, LeaseElectionAgainstTheRealServer) {
   Recorder events;
   auto a = LeaderElector::New(
       {.lock = &lock_a,
-       .on_started_leading = [&](const Leadership&) { events.Record("a leads"); },
+       .on_started_leading =
+           [&](const Leadership&) { events.Record("a leads"); },
        .on_stopped_leading = [&] { events.Record("a stopped"); },
        .clock = &clock});
   ASSERT_TRUE(a.ok());
   (*a)->Start();
   ASSERT_TRUE(events.WaitForCount(1));
-  auto lease = client->Get<api::coordinationv1::Lease>("kube-system", "kplane-cm");
+  auto lease =
+      client->Get<api::coordinationv1::Lease>("kube-system", "kplane-cm");
   ASSERT_TRUE(lease.ok()) << lease.status();
   EXPECT_EQ((*lease)->spec().holderidentity(), "a");
 

@@ -37,6 +37,10 @@ inline api::corev1::Pod MakePod(
     (*pod.mutable_metadata()->mutable_labels())[k] = v;
   }
   if (!node.empty()) pod.mutable_spec()->set_nodename(node);
+  // The API server validates pods: one container is the least it accepts.
+  auto* c = pod.mutable_spec()->add_containers();
+  c->set_name("c");
+  c->set_image("busybox");
   return pod;
 }
 

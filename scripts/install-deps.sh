@@ -12,7 +12,7 @@ packages=(
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   libssl-dev zlib1g-dev
   etcd-server etcd-client
-  curl python3 procps xxd
+  curl python3 procps xxd jq
 )
 
 missing=()

@@ -6,6 +6,7 @@
 
 #include "apiserver/apiserver_command.h"
 #include "storage/server/store_command.h"
+#include "up/control_plane.h"
 
 namespace {
 
@@ -13,6 +14,8 @@ constexpr char kUsage[] =
     "Usage: kplane <command> [flags]\n"
     "\n"
     "Commands:\n"
+    "  up         Run a whole control plane here (store, API server,\n"
+    "             controllers, simulated nodes) and write a kubeconfig.\n"
     "  store      Run one member of the replicated store (our etcd).\n"
     "  apiserver  Run the Kubernetes API server.\n"
     "\n"
@@ -28,6 +31,7 @@ int main(int argc, char** argv) {
   }
   std::string cmd = argv[1];
   std::vector<std::string> args(argv + 2, argv + argc);
+  if (cmd == "up") return kplane::up::RunUpCommand(args);
   if (cmd == "store") return kplane::storage::RunStoreCommand(args);
   if (cmd == "apiserver") return kplane::apiserver::RunApiServerCommand(args);
   std::cerr << "kplane: unknown command \"" << cmd << "\"\n\n" << kUsage;

@@ -1,0 +1,386 @@
+#include "up/control_plane.h"
+
+#include <signal.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "apiserver/api_server.h"
+#include "base/logging.h"
+#include "base/subprocess.h"
+#include "net/http_client.h"
+#include "net/http_server.h"
+#include "storage/client/remote_kv.h"
+#include "storage/server/client_api.h"
+#include "storage/server/store_server.h"
+
+namespace kplane::up {
+namespace {
+
+std::string HttpUrl(const std::string& host, int port) {
+  return "http://" + host + ":" + std::to_string(port);
+}
+
+// Waits until GET /health on `url` answers 200, or `timeout` passes.
+bool WaitHealthy(const std::string& url, Duration timeout) {
+  Clock* clock = Clock::Real();
+  const TimePoint deadline = clock->Now() + timeout;
+  net::HttpClientOptions o;
+  o.connect_timeout = seconds(1);
+  o.read_timeout = seconds(2);
+  while (clock->Now() < deadline) {
+    auto client = net::HttpClient::ForUrl(url, o);
+    if (client.ok()) {
+      auto r = (*client)->Request("GET", "/health");
+      if (r.ok() && r->status == 200) return true;
+    }
+    clock->SleepFor(milliseconds(100));
+  }
+  return false;
+}
+
+// Member i (0..2) serves clients on 2379, 22379, 32379 for base 2379.
+int MemberClientPort(int base, int i) {
+  return i == 0 ? base : base + (i + 1) * 10000;
+}
+
+}  // namespace
+
+// Three `kplane store` processes, restarted when they exit on their own.
+class StoreSupervisor {
+ public:
+  struct Member {
+    std::string name;
+    std::vector<std::string> argv;
+    std::string log_path;
+    std::string pid_path;
+    std::string client_url;
+    std::unique_ptr<Subprocess> process;
+  };
+
+  StoreSupervisor(std::vector<Member> members, Duration restart_delay)
+      : members_(std::move(members)), restart_delay_(restart_delay) {}
+  ~StoreSupervisor() { Stop(); }
+
+  Status Start() {
+    for (Member& m : members_) RETURN_IF_ERROR(Launch(m));
+    for (Member& m : members_) {
+      if (!WaitHealthy(m.client_url, seconds(60))) {
+        return UnavailableError("store member " + m.name +
+                                " is not healthy after 60s; see " + m.log_path);
+      }
+    }
+    thread_ = std::thread([this] { Loop(); });
+    return Status::Ok();
+  }
+
+  void Stop() {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (stopped_) return;
+      stopped_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+    for (Member& m : members_) {
+      if (m.process) m.process->Stop(10000);
+    }
+  }
+
+  std::vector<std::string> endpoints() const {
+    std::vector<std::string> out;
+    for (const Member& m : members_) out.push_back(m.client_url);
+    return out;
+  }
+
+ private:
+  Status Launch(Member& m) {
+    m.process = std::make_unique<Subprocess>(
+        m.argv, SubprocessOptions{.log_path = m.log_path});
+    Status s = m.process->Start();
+    if (!s.ok()) return s.Annotate("start store member " + m.name);
+    LOG(INFO) << "store member " << m.name << " started, pid "
+              << m.process->pid() << ", log " << m.log_path;
+    // For users and the demos: `kill -9 $(cat <data-dir>/s1.pid)`.
+    std::ofstream(m.pid_path, std::ios::trunc) << m.process->pid() << "\n";
+    return Status::Ok();
+  }
+
+  void Loop() {
+    std::unique_lock<std::mutex> l(mu_);
+    while (!stopped_) {
+      cv_.wait_for(l, std::chrono::milliseconds(200));
+      if (stopped_) break;
+      for (Member& m : members_) {
+        if (m.process->running()) continue;
+        LOG(WARNING) << "store member " << m.name << " (pid "
+                     << m.process->pid() << ") exited with code "
+                     << m.process->Wait()
+                     << (restart_delay_ > Duration(0)
+                             ? "; restarting it shortly"
+                             : "; not restarting it");
+        if (restart_delay_ <= Duration(0)) {
+          m.process.reset(new Subprocess({"/bin/true"}));
+          (void)m.process->Start();
+          continue;
+        }
+        cv_.wait_for(l, restart_delay_);
+        if (stopped_) break;
+        Status s = Launch(m);
+        if (!s.ok()) LOG(ERROR) << s;
+      }
+    }
+  }
+
+  std::vector<Member> members_;
+  const Duration restart_delay_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopped_ = false;
+  std::thread thread_;
+};
+
+struct ControlPlane::Impl {
+  UpOptions options;
+
+  // Store: embedded, or supervised processes reached through RemoteKV.
+  std::unique_ptr<storage::StoreServer> embedded;
+  std::unique_ptr<net::HttpServer> embedded_client_http;
+  std::unique_ptr<storage::ClientApi> embedded_client_api;
+  std::unique_ptr<StoreSupervisor> supervisor;
+  std::unique_ptr<storage::RemoteKV> remote;
+  std::vector<std::string> store_endpoints;
+
+  std::unique_ptr<apiserver::ApiServer> apiserver;
+  std::string apiserver_url;
+
+  Status StartStore();
+  Status StartApiServer();
+  void Stop();
+};
+
+Status ControlPlane::Impl::StartStore() {
+  const UpOptions& o = options;
+  if (o.store_members == 1) {
+    storage::StoreConfig cfg;
+    cfg.name = "kplane";
+    cfg.data_dir = o.data_dir + "/store";
+    cfg.peer_urls = {"http://127.0.0.1:2380"};
+    cfg.corrupt_check_interval = Duration(0);
+    if (o.compaction_interval > Duration(0)) {
+      cfg.auto_compaction.mode = mvcc::AutoCompactionMode::kPeriodic;
+      cfg.auto_compaction.retention_period = o.compaction_interval;
+    }
+    ASSIGN_OR_RETURN(embedded, storage::StoreServer::Open(cfg));
+    RETURN_IF_ERROR(embedded->Start(nullptr));
+    if (!embedded->WaitReady(seconds(30))) {
+      return UnavailableError("the embedded store elected no leader in 30s");
+    }
+    // etcd's v3 JSON API on the store too, for `kpctl store` and the demos.
+    net::HttpServerOptions ho;
+    ho.host = o.bind_address;
+    ho.port = static_cast<uint16_t>(o.store_port);
+    ho.name = "store-client";
+    ho.worker_threads = 4;
+    embedded_client_http = std::make_unique<net::HttpServer>(ho);
+    embedded_client_api = std::make_unique<storage::ClientApi>(
+        embedded.get(), metrics::Registry::Default());
+    embedded_client_api->RegisterHandlers(embedded_client_http.get());
+    Status s = embedded_client_http->Start();
+    if (!s.ok()) {
+      return s.Annotate("store client port " + std::to_string(o.store_port) +
+                        " (is an etcd or another kplane running? choose "
+                        "another with --store-port)");
+    }
+    store_endpoints = {HttpUrl(o.bind_address, embedded_client_http->port())};
+    return Status::Ok();
+  }
+  if (o.store_members != 3) {
+    return InvalidArgumentError("--store-nodes must be 1 or 3");
+  }
+  if (o.store_port == 0) {
+    return InvalidArgumentError(
+        "--store-nodes 3 needs a fixed --store-port (the members must know "
+        "each other's addresses)");
+  }
+  std::vector<StoreSupervisor::Member> members;
+  std::string initial_cluster;
+  for (int i = 0; i < 3; ++i) {
+    int client_port = MemberClientPort(o.store_port, i);
+    initial_cluster += (i ? "," : "") + std::string("s") +
+                       std::to_string(i + 1) + "=" +
+                       HttpUrl("127.0.0.1", client_port + 1);
+  }
+  for (int i = 0; i < 3; ++i) {
+    int client_port = MemberClientPort(o.store_port, i);
+    StoreSupervisor::Member m;
+    m.name = "s" + std::to_string(i + 1);
+    m.client_url = HttpUrl("127.0.0.1", client_port);
+    std::string peer_url = HttpUrl("127.0.0.1", client_port + 1);
+    m.log_path = o.data_dir + "/" + m.name + ".log";
+    m.pid_path = o.data_dir + "/" + m.name + ".pid";
+    m.argv = {o.kplane_binary,
+              "store",
+              "--name",
+              m.name,
+              "--data-dir",
+              o.data_dir + "/" + m.name,
+              "--listen-client-urls",
+              m.client_url,
+              "--advertise-client-urls",
+              m.client_url,
+              "--listen-peer-urls",
+              peer_url,
+              "--initial-advertise-peer-urls",
+              peer_url,
+              "--initial-cluster",
+              initial_cluster,
+              "--auto-compaction-mode",
+              "periodic",
+              "--auto-compaction-retention",
+              std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
+                                 o.compaction_interval)
+                                 .count()) +
+                  "s"};
+    members.push_back(std::move(m));
+  }
+  supervisor = std::make_unique<StoreSupervisor>(std::move(members),
+                                                 o.store_restart_delay);
+  RETURN_IF_ERROR(supervisor->Start());
+  store_endpoints = supervisor->endpoints();
+  storage::RemoteKVOptions ro;
+  ro.endpoints = store_endpoints;
+  ASSIGN_OR_RETURN(remote, storage::RemoteKV::Create(ro));
+  return Status::Ok();
+}
+
+Status ControlPlane::Impl::StartApiServer() {
+  apiserver::ApiServerOptions ao;
+  ao.kv = embedded ? static_cast<storage::KV*>(embedded.get())
+                   : static_cast<storage::KV*>(remote.get());
+  ao.bind_address = options.bind_address;
+  ao.port = static_cast<uint16_t>(options.apiserver_port);
+  apiserver = std::make_unique<apiserver::ApiServer>(ao);
+  Status s = apiserver->Start();
+  if (!s.ok()) {
+    return s.Annotate("API server port " +
+                      std::to_string(options.apiserver_port) +
+                      " (choose another with --port)");
+  }
+  if (!apiserver->WaitReady(seconds(60))) {
+    LOG(WARNING) << "watch caches not ready after 60s; serving anyway";
+  }
+  apiserver_url = HttpUrl(options.bind_address, apiserver->port());
+  return Status::Ok();
+}
+
+void ControlPlane::Impl::Stop() {
+  if (apiserver) apiserver->Stop();
+  remote.reset();
+  if (supervisor) supervisor->Stop();
+  if (embedded_client_http) embedded_client_http->Stop();
+  if (embedded) embedded->Stop();
+}
+
+StatusOr<std::unique_ptr<ControlPlane>> ControlPlane::Start(UpOptions options) {
+  if (options.data_dir.empty()) {
+    return InvalidArgumentError("a data directory is required");
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(options.data_dir, ec);
+  if (ec) {
+    return InvalidArgumentError("cannot create " + options.data_dir + ": " +
+                                ec.message());
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->options = std::move(options);
+  Status s = impl->StartStore();
+  if (s.ok()) s = impl->StartApiServer();
+  if (s.ok() && !impl->options.kubeconfig_out.empty()) {
+    s = WriteKubeconfig(impl->options.kubeconfig_out, impl->apiserver_url);
+  }
+  if (!s.ok()) {
+    impl->Stop();
+    return s;
+  }
+  return std::unique_ptr<ControlPlane>(new ControlPlane(std::move(impl)));
+}
+
+ControlPlane::ControlPlane(std::unique_ptr<Impl> impl)
+    : impl_(std::move(impl)) {}
+ControlPlane::~ControlPlane() { Stop(); }
+void ControlPlane::Stop() { impl_->Stop(); }
+
+std::string ControlPlane::apiserver_url() const { return impl_->apiserver_url; }
+std::vector<std::string> ControlPlane::store_endpoints() const {
+  return impl_->store_endpoints;
+}
+std::string ControlPlane::kubeletsim_url() const { return ""; }
+std::string ControlPlane::controller_manager_url() const { return ""; }
+
+std::string ControlPlane::Summary() const {
+  std::ostringstream out;
+  const UpOptions& o = impl_->options;
+  out << "kplane is up.\n";
+  out << "  API server:   " << apiserver_url() << "\n";
+  out << "  store:        ";
+  for (size_t i = 0; i < impl_->store_endpoints.size(); ++i) {
+    out << (i ? "," : "") << impl_->store_endpoints[i];
+  }
+  out << (o.store_members == 1 ? " (embedded, 1 member)"
+                               : " (3 member processes)")
+      << "\n";
+  out << "  data:         " << o.data_dir << "\n";
+  if (!o.kubeconfig_out.empty()) {
+    out << "  kubeconfig:   " << o.kubeconfig_out << "\n\n";
+    out << "Try:\n  export KUBECONFIG=" << o.kubeconfig_out << "\n"
+        << "  kubectl get nodes\n"
+        << "  build/cmd/kpctl/kpctl store --endpoints "
+        << impl_->store_endpoints.front()
+        << " get /registry/ --prefix --keys-only\n";
+  }
+  return out.str();
+}
+
+Status WriteKubeconfig(const std::string& path, const std::string& server) {
+  std::filesystem::path p(path);
+  std::error_code ec;
+  if (p.has_parent_path())
+    std::filesystem::create_directories(p.parent_path(), ec);
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::trunc);
+    if (!f) return InvalidArgumentError("cannot write " + tmp);
+    f << "apiVersion: v1\n"
+         "kind: Config\n"
+         "clusters:\n"
+         "- name: kplane\n"
+         "  cluster:\n"
+         "    server: "
+      << server
+      << "\n"
+         "contexts:\n"
+         "- name: kplane\n"
+         "  context:\n"
+         "    cluster: kplane\n"
+         "    user: kplane\n"
+         "    namespace: default\n"
+         "current-context: kplane\n"
+         "users:\n"
+         "- name: kplane\n"
+         "  user: {}\n"
+         "preferences: {}\n";
+    if (!f.flush()) return InvalidArgumentError("cannot write " + tmp);
+  }
+  std::filesystem::rename(tmp, path, ec);
+  if (ec)
+    return InvalidArgumentError("cannot write " + path + ": " + ec.message());
+  return Status::Ok();
+}
+
+}  // namespace kplane::up

@@ -1,0 +1,99 @@
+// ControlPlane: everything `kplane up` runs, started in order and stopped
+// in reverse: the store (one member embedded in this process, or three
+// `kplane store` child processes), the API server, the controller manager
+// and a fleet of simulated nodes; and a kubeconfig pointing at the API
+// server so `kubectl` and `kpctl` work at once.
+//
+//   UpOptions o;
+//   o.data_dir = "/tmp/kp";  o.apiserver_port = 0;  o.nodes = 3;
+//   auto cp = ControlPlane::Start(o);          // returns once all serve
+//   ... (*cp)->apiserver_url() ...
+//   (*cp)->Stop();
+//
+// Restarting on the same data directory keeps every object: the store is
+// durable and the simulated nodes re-register idempotently.
+//
+// With store_members = 3 the members are separate processes (the same
+// binary, `kplane store`, found through `kplane_binary`) so that a user can
+// kill the leader and watch the cluster elect another; a member that exits
+// is restarted after `store_restart_delay` (a supervisor, as systemd would),
+// unless that is zero.
+//
+// Thread-safety: Start/Stop from one thread; accessors from any.
+#ifndef KPLANE_UP_CONTROL_PLANE_H_
+#define KPLANE_UP_CONTROL_PLANE_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/statusor.h"
+
+namespace kplane::up {
+
+struct UpOptions {
+  std::string data_dir;  // required
+  std::string bind_address = "127.0.0.1";
+  int apiserver_port = 6443;  // 0: ephemeral
+  // 1: embedded member; 3: three `kplane store` processes.
+  int store_members = 1;
+  // Client port of the (first) store member; members 2 and 3 use
+  // store_port + 20000 and + 30000 (etcd's own Procfile convention: 2379,
+  // 22379, 32379), peers the client port + 1. 0: ephemeral (embedded only).
+  int store_port = 2379;
+  // Path of the kplane binary, for store_members = 3.
+  std::string kplane_binary;
+  Duration store_restart_delay = seconds(3);
+  Duration compaction_interval = minutes(5);
+
+  int nodes = 3;  // simulated nodes; 0: none
+  std::string node_prefix = "node-";
+  int kubeletsim_port = 10250;  // control endpoint; 0: ephemeral, -1: none
+  bool controllers = true;
+  int controller_manager_port = 10257;  // 0: ephemeral, -1: none
+  // Node lifecycle settings (kube-controller-manager's defaults).
+  Duration node_monitor_grace_period = seconds(40);
+  Duration node_monitor_period = seconds(5);
+  Duration pod_eviction_timeout = seconds(300);
+  Duration lease_renew_interval = seconds(10);
+
+  // Written once the API server serves; empty: none.
+  std::string kubeconfig_out;
+};
+
+class ControlPlane {
+ public:
+  static StatusOr<std::unique_ptr<ControlPlane>> Start(UpOptions options);
+  ~ControlPlane();  // Stop()
+  ControlPlane(const ControlPlane&) = delete;
+  ControlPlane& operator=(const ControlPlane&) = delete;
+
+  void Stop();
+
+  std::string apiserver_url() const;
+  // Client URLs of the store members ("http://127.0.0.1:2379", ...).
+  std::vector<std::string> store_endpoints() const;
+  // Control endpoint of the simulated nodes ("" when none).
+  std::string kubeletsim_url() const;
+  std::string controller_manager_url() const;
+  // A few lines telling a user where everything is.
+  std::string Summary() const;
+
+ private:
+  struct Impl;
+  explicit ControlPlane(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Writes a kubeconfig with one cluster/context/user named "kplane" whose
+// server is `server` and whose namespace is "default".
+Status WriteKubeconfig(const std::string& path, const std::string& server);
+
+// `kplane up`: runs until SIGINT/SIGTERM; returns the exit code. `args`
+// excludes the program and subcommand names.
+int RunUpCommand(const std::vector<std::string>& args);
+
+}  // namespace kplane::up
+
+#endif  // KPLANE_UP_CONTROL_PLANE_H_

@@ -1,0 +1,123 @@
+// The control plane `kplane up` runs, in process on ephemeral ports: it
+// serves the Kubernetes API and etcd's API over one embedded store, writes a
+// kubeconfig, and keeps its objects across a restart on the same data dir.
+#include "up/control_plane.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "base/base64.h"
+#include "net/http_client.h"
+
+namespace kplane::up {
+namespace {
+
+class ControlPlaneTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/kplane-up-test-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  UpOptions Options() {
+    UpOptions o;
+    o.data_dir = dir_ + "/data";
+    o.apiserver_port = 0;
+    o.store_port = 0;
+    o.nodes = 0;
+    o.controllers = false;
+    o.kubeletsim_port = -1;
+    o.controller_manager_port = -1;
+    o.kubeconfig_out = dir_ + "/kubeconfig";
+    return o;
+  }
+
+  static net::HttpResponse Do(const std::string& url, const std::string& method,
+                              const std::string& path,
+                              const std::string& body = "") {
+    auto client = net::HttpClient::ForUrl(url);
+    EXPECT_TRUE(client.ok()) << client.status();
+    if (!client.ok()) return {};
+    auto r = (*client)->Request(method, path,
+                                {{"Content-Type", "application/json"}}, body);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? *r : net::HttpResponse{};
+  }
+
+  std::string dir_;
+};
+
+TEST_F(ControlPlaneTest, ServesBothApisWritesKubeconfigAndRestartsIntact) {
+  auto cp = ControlPlane::Start(Options());
+  ASSERT_TRUE(cp.ok()) << cp.status();
+  const std::string api = (*cp)->apiserver_url();
+  ASSERT_EQ((*cp)->store_endpoints().size(), 1u);
+  const std::string store = (*cp)->store_endpoints()[0];
+
+  // The kubeconfig names the API server.
+  std::ifstream f(dir_ + "/kubeconfig");
+  std::stringstream kubeconfig;
+  kubeconfig << f.rdbuf();
+  EXPECT_NE(kubeconfig.str().find("server: " + api), std::string::npos)
+      << kubeconfig.str();
+  EXPECT_NE(kubeconfig.str().find("current-context: kplane"),
+            std::string::npos);
+
+  net::HttpResponse created =
+      Do(api, "POST", "/api/v1/namespaces/default/configmaps",
+         R"({"apiVersion":"v1","kind":"ConfigMap",)"
+         R"("metadata":{"name":"kept"},"data":{"k":"v"}})");
+  ASSERT_EQ(created.status, 201) << created.body;
+
+  // The same object through etcd's API, under the Kubernetes key.
+  net::HttpResponse raw =
+      Do(store, "POST", "/v3/kv/range",
+         R"({"key":")" + Base64Encode("/registry/configmaps/default/kept") +
+             R"("})");
+  ASSERT_EQ(raw.status, 200) << raw.body;
+  EXPECT_NE(raw.body.find("\"count\":\"1\""), std::string::npos) << raw.body;
+  EXPECT_NE(raw.body.find(Base64Encode("k8s")), std::string::npos)
+      << "stored value should start with the k8s envelope: " << raw.body;
+
+  (*cp)->Stop();
+  cp->reset();
+
+  auto again = ControlPlane::Start(Options());
+  ASSERT_TRUE(again.ok()) << again.status();
+  net::HttpResponse got = Do((*again)->apiserver_url(), "GET",
+                             "/api/v1/namespaces/default/configmaps/kept");
+  ASSERT_EQ(got.status, 200) << got.body;
+  EXPECT_NE(got.body.find("\"k\":\"v\""), std::string::npos) << got.body;
+}
+
+TEST_F(ControlPlaneTest, BusyApiServerPortIsAClearError) {
+  auto first = ControlPlane::Start(Options());
+  ASSERT_TRUE(first.ok()) << first.status();
+  const std::string url = (*first)->apiserver_url();
+  const int port = std::stoi(url.substr(url.rfind(':') + 1));
+  UpOptions o = Options();
+  o.data_dir = dir_ + "/other";
+  o.kubeconfig_out.clear();
+  o.apiserver_port = port;
+  auto second = ControlPlane::Start(o);
+  ASSERT_FALSE(second.ok());
+  EXPECT_NE(second.status().message().find("--port"), std::string::npos)
+      << second.status();
+}
+
+TEST_F(ControlPlaneTest, ThreeStoreMembersNeedAFixedPort) {
+  UpOptions o = Options();
+  o.store_members = 3;
+  auto cp = ControlPlane::Start(o);
+  ASSERT_FALSE(cp.ok());
+  EXPECT_EQ(cp.status().code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace kplane::up

@@ -1,0 +1,114 @@
+// `kplane up`: flags, signals, the summary; ControlPlane does the work.
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <climits>
+#include <iostream>
+
+#include "base/flags.h"
+#include "base/logging.h"
+#include "up/control_plane.h"
+
+namespace kplane::up {
+namespace {
+
+std::string HomeDir() {
+  const char* home = getenv("HOME");
+  return home && *home ? home : ".";
+}
+
+std::string SelfExe() {
+  char buf[PATH_MAX];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "kplane";
+}
+
+}  // namespace
+
+int RunUpCommand(const std::vector<std::string>& args) {
+  FlagSet flags("kplane up",
+                "Runs a whole control plane on this machine: the store, the "
+                "API server, the controller manager and simulated nodes, and "
+                "writes a kubeconfig for kubectl and kpctl.");
+  UpOptions o;
+  o.data_dir = HomeDir() + "/.kplane/data";
+  o.kubeconfig_out = HomeDir() + "/.kplane/kubeconfig";
+  o.kplane_binary = SelfExe();
+  std::string log_level = "warning";
+  flags.String("data-dir", &o.data_dir,
+               "Where the store keeps its data (kept across restarts).");
+  flags.String("bind-address", &o.bind_address,
+               "Address the API server and the store listen on.");
+  flags.Int("port", &o.apiserver_port, "API server port (HTTP).");
+  flags.Int("store-nodes", &o.store_members,
+            "1: a store member embedded in this process; 3: three `kplane "
+            "store` processes (kill the leader and watch).");
+  flags.Int("store-port", &o.store_port,
+            "Client port of the first store member (others: +20000, "
+            "+30000; peers: client port + 1).");
+  flags.Duration("store-restart-delay", &o.store_restart_delay,
+                 "With --store-nodes 3: restart a member that exited after "
+                 "this long (0: leave it down).");
+  flags.Int("nodes", &o.nodes, "Simulated nodes to run.");
+  flags.String("node-prefix", &o.node_prefix, "Names of simulated nodes.");
+  flags.Int("kubeletsim-port", &o.kubeletsim_port,
+            "Control endpoint of the simulated nodes (-1: none).");
+  flags.Bool("controllers", &o.controllers, "Run the controller manager.");
+  flags.Int("controller-manager-port", &o.controller_manager_port,
+            "Controller manager /healthz and /metrics (-1: none).");
+  flags.Duration("node-monitor-grace-period", &o.node_monitor_grace_period,
+                 "A node whose lease is older than this is NotReady.");
+  flags.Duration("node-monitor-period", &o.node_monitor_period,
+                 "How often node health is checked.");
+  flags.Duration("pod-eviction-timeout", &o.pod_eviction_timeout,
+                 "Pods on a NotReady node without a toleration are evicted "
+                 "after this long.");
+  flags.Duration("lease-renew-interval", &o.lease_renew_interval,
+                 "How often simulated nodes renew their leases.");
+  flags.Duration("etcd-compaction-interval", &o.compaction_interval,
+                 "Compact store history older than this, this often.");
+  flags.String("kubeconfig-out", &o.kubeconfig_out,
+               "Where to write the kubeconfig (empty: nowhere).");
+  flags.String("log-level", &log_level, "debug, info, warning or error.");
+  Status s = flags.Parse(args);
+  if (flags.help_requested()) {
+    std::cout << flags.Usage();
+    return 0;
+  }
+  auto fail = [](const Status& st) {
+    std::cerr << "kplane up: " << st.message() << "\n";
+    return 2;
+  };
+  if (!s.ok()) return fail(s);
+  if (!flags.args().empty()) {
+    return fail(InvalidArgumentError("unexpected argument \"" +
+                                     flags.args().front() + "\""));
+  }
+  if (log_level == "debug") SetMinLogLevel(LogLevel::kDebug);
+  if (log_level == "info") SetMinLogLevel(LogLevel::kInfo);
+  if (log_level == "warning") SetMinLogLevel(LogLevel::kWarning);
+  if (log_level == "error") SetMinLogLevel(LogLevel::kError);
+
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  std::cout << "kplane up: starting (data in " << o.data_dir << ")..."
+            << std::endl;
+  auto cp = ControlPlane::Start(o);
+  if (!cp.ok()) return fail(cp.status());
+  std::cout << (*cp)->Summary() << "\nCtrl-C stops everything; the data stays."
+            << std::endl;
+
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  std::cout << "kplane up: stopping..." << std::endl;
+  (*cp)->Stop();
+  std::cout << "kplane up: stopped." << std::endl;
+  return 0;
+}
+
+}  // namespace kplane::up

@@ -93,6 +93,7 @@ StatusOr<ObjectPtr> FakeApiWriter::Update(
   RETURN_IF_ERROR(Record(
       "update " + Target(resource, "", api::Namespace(obj), api::Name(obj)),
       copy));
+  Reflect(resource, copy);
   return ObjectPtr(copy);
 }
 StatusOr<ObjectPtr> FakeApiWriter::UpdateStatus(
@@ -103,6 +104,7 @@ StatusOr<ObjectPtr> FakeApiWriter::UpdateStatus(
       Record("update-status " +
                  Target(resource, "", api::Namespace(obj), api::Name(obj)),
              copy));
+  Reflect(resource, copy);
   return ObjectPtr(copy);
 }
 Status FakeApiWriter::Delete(const api::ResourceInfo& resource,
@@ -146,6 +148,26 @@ void FakeApiWriter::FailNext(std::string prefix, Status error) {
   std::lock_guard<std::mutex> l(mu_);
   failures_.emplace_back(std::move(prefix), std::move(error));
 }
+void FakeApiWriter::ReflectUpdates(const api::ResourceInfo& resource,
+                                   informer::Indexer* cache) {
+  std::lock_guard<std::mutex> l(mu_);
+  reflect_[&resource] = cache;
+}
+
+void FakeApiWriter::Reflect(const api::ResourceInfo& resource,
+                            std::shared_ptr<google::protobuf::Message> obj) {
+  informer::Indexer* cache = nullptr;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = reflect_.find(&resource);
+    if (it == reflect_.end()) return;
+    cache = it->second;
+  }
+  metav1::ObjectMeta* m = api::MutableObjectMeta(obj.get());
+  m->set_resourceversion(std::to_string(++rv_));
+  cache->Upsert(obj);
+}
+
 void FakeApiWriter::SetLive(const api::ResourceInfo& resource, ObjectPtr obj) {
   std::lock_guard<std::mutex> l(mu_);
   live_[Target(resource, "", api::Namespace(*obj), api::Name(*obj))] =

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "controllers/util.h"
+#include "informer/indexer.h"
 #include "informer/rest_client.h"
 #include "informer/watch.h"
 
@@ -104,18 +105,26 @@ class FakeApiWriter : public ApiWriter {
   void Clear();
   // The next action whose string starts with `prefix` fails with `error`.
   void FailNext(std::string prefix, Status error);
+  // Updates (and status updates) of `resource` are also written into
+  // `cache`, as if its informer had seen them at once.
+  void ReflectUpdates(const api::ResourceInfo& resource,
+                      informer::Indexer* cache);
   // What Get returns for "<resource> <ns>/<name>" (else NotFound).
   void SetLive(const api::ResourceInfo& resource, ObjectPtr obj);
 
  private:
   Status Record(std::string action, ObjectPtr written);
+  void Reflect(const api::ResourceInfo& resource,
+               std::shared_ptr<google::protobuf::Message> obj);
 
   mutable std::mutex mu_;
   std::vector<std::string> actions_;
   std::vector<ObjectPtr> written_;
   std::deque<std::pair<std::string, Status>> failures_;
   std::map<std::string, ObjectPtr> live_;
+  std::map<const api::ResourceInfo*, informer::Indexer*> reflect_;
   int generated_ = 0;
+  int64_t rv_ = 1000;
 };
 
 }  // namespace kplane::controllers

@@ -56,14 +56,18 @@ class Cluster {
     for (auto* inf : {nodes_, deployments_, rss_}) {
       inf->AddEventHandler(informer::EventHandlerFuncs{
           .on_add = [notify](const ObjectPtr&, bool) { notify(); },
-          .on_update = [notify](const ObjectPtr&, const ObjectPtr&) { notify(); },
+          .on_update = [notify](const ObjectPtr&,
+                                const ObjectPtr&) { notify(); },
           .on_delete = [notify](const informer::DeletedObject&) { notify(); }});
     }
     pods_->AddEventHandler(informer::EventHandlerFuncs{
         .on_add = [this](const ObjectPtr& o, bool) { OnPod(o, false); },
-        .on_update = [this](const ObjectPtr&, const ObjectPtr& o) { OnPod(o, false); },
+        .on_update = [this](const ObjectPtr&,
+                            const ObjectPtr& o) { OnPod(o, false); },
         .on_delete =
-            [this](const informer::DeletedObject& d) { OnPod(d.object, true); }});
+            [this](const informer::DeletedObject& d) {
+              OnPod(d.object, true);
+            }});
     factory_->Start();
     CHECK(factory_->WaitForCacheSync(kWait));
     kubelet_->Run(2);
@@ -153,7 +157,7 @@ class Cluster {
   struct Model {
     std::map<std::string, PodPtr> pods;
     bool tracking = false;
-    int max_pods = 0;       // non-terminating pods
+    int max_pods = 0;             // non-terminating pods
     int min_available = 1 << 30;  // non-terminating and Ready
     int steps = 0;
   };
@@ -178,7 +182,8 @@ class Cluster {
     }
     return out;
   }
-  std::shared_ptr<const appsv1::Deployment> Deployment(const std::string& name) {
+  std::shared_ptr<const appsv1::Deployment> Deployment(
+      const std::string& name) {
     return std::static_pointer_cast<const appsv1::Deployment>(
         deployments_->GetIndexer().Get("default/" + name));
   }
@@ -204,8 +209,8 @@ class Cluster {
       if (IsPodTerminating(pod)) {
         metav1::DeleteOptions opts;
         opts.set_graceperiodseconds(0);
-        Status s = c_->client_->Delete<corev1::Pod>(pod.metadata().namespace_(),
-                                                    pod.metadata().name(), opts);
+        Status s = c_->client_->Delete<corev1::Pod>(
+            pod.metadata().namespace_(), pod.metadata().name(), opts);
         return informer::IsNotFound(s) ? Status::Ok() : s;
       }
       if (pod.status().phase() == "Running") return Status::Ok();
@@ -215,7 +220,8 @@ class Cluster {
       metav1::Time now = api::TimeNow(*Clock::Real());
       *p.mutable_status()->mutable_starttime() = now;
       p.mutable_status()->clear_conditions();
-      for (const char* type : {"PodScheduled", "Initialized", "ContainersReady", "Ready"}) {
+      for (const char* type :
+           {"PodScheduled", "Initialized", "ContainersReady", "Ready"}) {
         corev1::PodCondition* c = p.mutable_status()->add_conditions();
         c->set_type(type);
         c->set_status("True");
@@ -364,9 +370,9 @@ TEST(ControllerManagerIntegrationTest, DeploymentRolloutAndNodeFailure) {
   // 1. Ten replicas, bound and spread over the three nodes.
   auto created = cluster.client()->Create(WebDeployment(10, "nginx:1"));
   ASSERT_TRUE(created.ok()) << created.status();
-  ASSERT_TRUE(cluster.WaitFor(
-      [&] { return RolledOut(cluster.Deployment("web").get(), 10); }))
-      << (cluster.Deployment("web") ? cluster.Deployment("web")->DebugString()
+  ASSERT_TRUE(cluster.WaitFor([&] {
+    return RolledOut(cluster.Deployment("web").get(), 10);
+  })) << (cluster.Deployment("web") ? cluster.Deployment("web")->DebugString()
                                     : "no deployment");
   std::vector<PodPtr> pods = cluster.WebPods();
   ASSERT_EQ(pods.size(), 10u);
@@ -386,7 +392,10 @@ TEST(ControllerManagerIntegrationTest, DeploymentRolloutAndNodeFailure) {
   {
     auto d = cluster.client()->Get<appsv1::Deployment>("default", "web");
     ASSERT_TRUE(d.ok());
-    (*d)->mutable_spec()->mutable_template_()->mutable_spec()->mutable_containers(0)
+    (*d)->mutable_spec()
+        ->mutable_template_()
+        ->mutable_spec()
+        ->mutable_containers(0)
         ->set_image("nginx:2");
     ASSERT_TRUE(cluster.client()->Update(**d).ok());
   }
@@ -406,7 +415,8 @@ TEST(ControllerManagerIntegrationTest, DeploymentRolloutAndNodeFailure) {
   }));
   e2e::RunResult rr = rollout.Wait(std::chrono::milliseconds(90000));
   EXPECT_EQ(rr.exit_code, 0) << rr.out << rr.err;
-  EXPECT_NE(rr.out.find("successfully rolled out"), std::string::npos) << rr.out;
+  EXPECT_NE(rr.out.find("successfully rolled out"), std::string::npos)
+      << rr.out;
   std::filesystem::remove_all(kdir);
   Cluster::Model m = cluster.model();
   cluster.Track(false);
@@ -442,7 +452,8 @@ TEST(ControllerManagerIntegrationTest, DeploymentRolloutAndNodeFailure) {
   ASSERT_TRUE(cluster.WaitFor([&] {
     auto n = cluster.Node("node-a");
     for (const auto& t : n->spec().taints()) {
-      if (t.key() == kUnreachableTaint && t.effect() == "NoExecute") return true;
+      if (t.key() == kUnreachableTaint && t.effect() == "NoExecute")
+        return true;
     }
     return false;
   }));
@@ -477,7 +488,8 @@ TEST(ControllerManagerIntegrationTest, DeploymentRolloutAndNodeFailure) {
   }));
 
   // 5. Deleting the deployment takes its ReplicaSets and pods with it.
-  ASSERT_TRUE(cluster.client()->Delete<appsv1::Deployment>("default", "web").ok());
+  ASSERT_TRUE(
+      cluster.client()->Delete<appsv1::Deployment>("default", "web").ok());
   EXPECT_TRUE(cluster.WaitFor([&] {
     return cluster.ReplicaSetCount() == 0 && cluster.WebPods().empty();
   }));
@@ -490,8 +502,10 @@ TEST(ControllerManagerIntegrationTest, DeploymentRolloutAndNodeFailure) {
   EXPECT_EQ(h->body, "ok");
   auto metrics_page = http.Request("GET", "/metrics", {}, "");
   ASSERT_TRUE(metrics_page.ok());
-  EXPECT_NE(metrics_page->body.find("controller_sync_total{controller=\"deployment\",result=\"ok\"}"),
-            std::string::npos);
+  EXPECT_NE(
+      metrics_page->body.find(
+          "controller_sync_total{controller=\"deployment\",result=\"ok\"}"),
+      std::string::npos);
   EXPECT_NE(metrics_page->body.find("workqueue_depth{name=\"replicaset\"}"),
             std::string::npos);
   EXPECT_NE(metrics_page->body.find("leader_election_master_status"),

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <random>
 
 #include "base/logging.h"
@@ -111,7 +112,7 @@ class ControllerManager::Impl {
     cfg.lease_duration = options_.leader_elect_lease_duration;
     cfg.renew_deadline = options_.leader_elect_renew_deadline;
     cfg.retry_period = options_.leader_elect_retry_period;
-    cfg.release_on_cancel = true;
+    cfg.release_on_cancel = options_.release_lease_on_stop;
     cfg.name = "controller-manager";
     cfg.clock = clock_;
     cfg.on_started_leading = [this](const informer::Leadership&) {
@@ -244,6 +245,10 @@ class ControllerManager::Impl {
       for (auto& c : r->controllers) c->Run(options_.workers);
       leading_ = true;
       leader_gauge_->Set(1);
+      {
+        std::lock_guard<std::mutex> g(mu_);
+        cv_.notify_all();
+      }
       LOG(INFO) << "controller-manager: " << r->controllers.size()
                 << " controllers running";
     });
@@ -265,10 +270,7 @@ class ControllerManager::Impl {
     for (auto& c : run->controllers) c->Stop();
   }
 
-  bool IsLeading() const {
-    std::lock_guard<std::mutex> l(run_mu_);
-    return leading_;
-  }
+  bool IsLeading() const { return leading_.load(); }
   bool Lost() const {
     std::lock_guard<std::mutex> l(mu_);
     return lost_;
@@ -282,6 +284,12 @@ class ControllerManager::Impl {
       clock_->WaitFor(l, cv_, timeout, done);
     }
     return lost_;
+  }
+  bool WaitLeading(Duration timeout) {
+    std::unique_lock<std::mutex> l(mu_);
+    clock_->WaitFor(l, cv_, timeout,
+                    [this] { return IsLeading() || lost_ || stopped_; });
+    return IsLeading();
   }
   uint16_t port() const { return http_ != nullptr ? http_->port() : 0; }
   const std::string& identity() const { return options_.identity; }
@@ -300,7 +308,9 @@ class ControllerManager::Impl {
   mutable std::mutex run_mu_;
   std::unique_ptr<Running> running_;
   std::thread starter_;
-  bool leading_ = false;
+  // Written under run_mu_; read lock-free (WaitLeading holds mu_, and the
+  // starter takes mu_ under run_mu_).
+  std::atomic<bool> leading_{false};
   bool stopping_ = false;
 
   mutable std::mutex mu_;
@@ -331,6 +341,9 @@ bool ControllerManager::IsLeading() const { return impl_->IsLeading(); }
 bool ControllerManager::Lost() const { return impl_->Lost(); }
 bool ControllerManager::WaitLost(Duration timeout) {
   return impl_->WaitLost(timeout);
+}
+bool ControllerManager::WaitLeading(Duration timeout) {
+  return impl_->WaitLeading(timeout);
 }
 uint16_t ControllerManager::port() const { return impl_->port(); }
 const std::string& ControllerManager::identity() const {

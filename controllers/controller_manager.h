@@ -63,6 +63,9 @@ struct ControllerManagerOptions {
   Duration leader_elect_retry_period = seconds(2);
   std::string leader_elect_namespace = "kube-system";
   std::string leader_elect_name = "kube-controller-manager";
+  // Stop() releases the Lease so a successor need not wait out its
+  // duration; false behaves like a crash (tests of failover).
+  bool release_lease_on_stop = true;
   // Which controllers run: "*" or names.
   std::vector<std::string> controllers = {"*"};
   Duration informer_resync = Duration(0);
@@ -79,6 +82,8 @@ class ControllerManager {
 
   // True while the controllers run.
   bool IsLeading() const;
+  // Waits until the controllers run; false at the timeout or on Stop().
+  bool WaitLeading(Duration timeout);
   // True once this manager led and lost the lease.
   bool Lost() const;
   // Blocks until Lost() or Stop(), or `timeout` (negative: forever).

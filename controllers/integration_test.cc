@@ -515,3 +515,74 @@ TEST(ControllerManagerIntegrationTest, DeploymentRolloutAndNodeFailure) {
 
 }  // namespace
 }  // namespace kplane::controllers
+
+namespace kplane::controllers {
+namespace {
+
+TEST(ControllerManagerIntegrationTest, LeaderElectionFailover) {
+  apiserver::testing::TestServer server;
+  std::string url = "http://127.0.0.1:" + std::to_string(server.port());
+  metrics::Registry r1, r2;
+  auto options = [&](const std::string& id, metrics::Registry* reg) {
+    ControllerManagerOptions o;
+    o.server = url;
+    o.identity = id;
+    o.port = 0;
+    o.metrics = reg;
+    o.leader_elect_lease_duration = seconds(2);
+    o.leader_elect_renew_deadline = milliseconds(1500);
+    o.leader_elect_retry_period = milliseconds(200);
+    return o;
+  };
+  auto first = ControllerManager::Start(options("cm-1", &r1));
+  ASSERT_TRUE(first.ok()) << first.status();
+  auto client = informer::RestClient::New({.server = url});
+  ASSERT_TRUE(client.ok());
+  auto holder = [&]() -> std::string {
+    auto l = (*client)->Get<coordinationv1::Lease>("kube-system",
+                                                   "kube-controller-manager");
+    return l.ok() ? (*l)->spec().holderidentity() : "";
+  };
+  auto wait_leading = [](ControllerManager* cm) {
+    return cm->WaitLeading(kWait);
+  };
+  ASSERT_TRUE(wait_leading(first->get()));
+  EXPECT_EQ(holder(), "cm-1");
+  ControllerManagerOptions o2 = options("cm-2", &r2);
+  o2.release_lease_on_stop = false;
+  auto second = ControllerManager::Start(o2);
+  ASSERT_TRUE(second.ok()) << second.status();
+  // The follower waits out the lease; it must not lead while cm-1 renews.
+  EXPECT_FALSE((*second)->WaitLost(seconds(3)));
+  EXPECT_FALSE((*second)->IsLeading());
+  EXPECT_EQ(holder(), "cm-1");
+  auto t0 = std::chrono::steady_clock::now();
+  (*first)->Stop();  // releases the lease
+  EXPECT_TRUE((*first)->Lost());
+  ASSERT_TRUE(wait_leading(second->get()));
+  double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+          .count();
+  std::printf("leader failover after release: %.2f s\n", took);
+  EXPECT_LE(took, 2.0 + 1.0);
+  EXPECT_EQ(holder(), "cm-2");
+  // cm-2 dies without releasing (a crash): cm-3 takes over only after the
+  // lease duration as it observed it.
+  ControllerManagerOptions o3 = options("cm-3", &r1);
+  auto third = ControllerManager::Start(o3);
+  ASSERT_TRUE(third.ok());
+  EXPECT_FALSE((*third)->WaitLeading(seconds(1)));
+  auto t1 = std::chrono::steady_clock::now();
+  (*second)->Stop();
+  ASSERT_TRUE(wait_leading(third->get()));
+  double crash =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t1)
+          .count();
+  std::printf("leader failover after a crash: %.2f s (lease 2 s)\n", crash);
+  EXPECT_LE(crash, 2.0 + 1.5);
+  EXPECT_EQ(holder(), "cm-3");
+  (*third)->Stop();
+}
+
+}  // namespace
+}  // namespace kplane::controllers

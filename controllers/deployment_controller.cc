@@ -472,6 +472,20 @@ Status DeploymentController::Sync(const std::string& key) {
     appsv1::Deployment copy = *d;
     *copy.mutable_status() = status;
     Status s = options_.api->UpdateStatus(DeploymentsResource(), copy).status();
+    if (informer::IsConflict(s)) {
+      // Our previous status write is not in the cache yet: the status is
+      // ours alone, so write it onto the live object of the same spec.
+      StatusOr<ObjectPtr> live = options_.api->Get(
+          DeploymentsResource(), meta.namespace_(), meta.name());
+      if (live.ok() && api::Uid(**live) == meta.uid()) {
+        appsv1::Deployment fresh =
+            static_cast<const appsv1::Deployment&>(**live);
+        if (fresh.metadata().generation() == d->metadata().generation()) {
+          *fresh.mutable_status() = status;
+          s = options_.api->UpdateStatus(DeploymentsResource(), fresh).status();
+        }
+      }
+    }
     if (!informer::IsNotFound(s)) Keep(&first_error, s);
   }
   if (recheck != Duration::max()) EnqueueAfter(key, recheck);

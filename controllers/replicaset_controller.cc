@@ -285,6 +285,20 @@ Status ReplicaSetController::Sync(const std::string& key) {
     appsv1::ReplicaSet copy = *rs;
     *copy.mutable_status() = status;
     Status s = options_.api->UpdateStatus(ReplicaSetsResource(), copy).status();
+    if (informer::IsConflict(s)) {
+      // The cache is behind (a scale by the deployment controller, or our
+      // previous status write): write the status onto the live object.
+      StatusOr<ObjectPtr> live = options_.api->Get(
+          ReplicaSetsResource(), meta.namespace_(), meta.name());
+      if (live.ok() && api::Uid(**live) == meta.uid()) {
+        appsv1::ReplicaSet fresh =
+            static_cast<const appsv1::ReplicaSet&>(**live);
+        if (fresh.metadata().generation() == meta.generation()) {
+          *fresh.mutable_status() = status;
+          s = options_.api->UpdateStatus(ReplicaSetsResource(), fresh).status();
+        }
+      }
+    }
     if (!informer::IsNotFound(s)) Keep(&first_error, s);
   }
   if (next_available != Duration::max()) {

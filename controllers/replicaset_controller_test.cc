@@ -222,5 +222,32 @@ TEST_F(ReplicaSetTest, StatusCountsReadyAndAvailableWithMinReadySeconds) {
   EXPECT_EQ(rs_controller_.queue().NumWaiting(), 1);
 }
 
+TEST_F(ReplicaSetTest, StatusConflictIsWrittenOntoTheLiveObject) {
+  auto rs = AddRs(0);
+  auto live = std::make_shared<appsv1::ReplicaSet>(*rs);
+  live->mutable_metadata()->set_resourceversion("7");
+  fake_.SetLive(ReplicaSetsResource(), live);
+  fake_.FailNext("update-status",
+                 ConflictError("the object has been modified"));
+  ASSERT_TRUE(rs_controller_.Sync("default/web").ok());
+  EXPECT_THAT(fake_.Actions(),
+              ElementsAre("update-status replicasets default/web",
+                          "update-status replicasets default/web"));
+  auto written = std::dynamic_pointer_cast<const appsv1::ReplicaSet>(
+      fake_.Written().back());
+  EXPECT_EQ(written->status().observedgeneration(), 1);
+  // A spec change in between (new generation) is not papered over.
+  fake_.Clear();
+  replicasets_.Delete("default/web");
+  rs = AddRs(0);
+  rs->mutable_status()->set_replicas(5);  // force a status write
+  replicasets_.Upsert(rs);
+  live->mutable_metadata()->set_generation(2);
+  fake_.FailNext("update-status",
+                 ConflictError("the object has been modified"));
+  EXPECT_FALSE(rs_controller_.Sync("default/web").ok());
+  EXPECT_EQ(fake_.Actions().size(), 1u);
+}
+
 }  // namespace
 }  // namespace kplane::controllers

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "apiserver/apiserver_command.h"
+#include "controllers/controller_manager_command.h"
 #include "storage/server/store_command.h"
 #include "up/control_plane.h"
 
@@ -18,6 +19,9 @@ constexpr char kUsage[] =
     "             controllers, simulated nodes) and write a kubeconfig.\n"
     "  store      Run one member of the replicated store (our etcd).\n"
     "  apiserver  Run the Kubernetes API server.\n"
+    "  controller-manager\n"
+    "             Run the controllers (replicaset, deployment, scheduler,\n"
+    "             node lifecycle, garbage collector).\n"
     "\n"
     "Run `kplane <command> --help` for the flags of a command.\n";
 
@@ -34,6 +38,9 @@ int main(int argc, char** argv) {
   if (cmd == "up") return kplane::up::RunUpCommand(args);
   if (cmd == "store") return kplane::storage::RunStoreCommand(args);
   if (cmd == "apiserver") return kplane::apiserver::RunApiServerCommand(args);
+  if (cmd == "controller-manager") {
+    return kplane::controllers::RunControllerManagerCommand(args);
+  }
   std::cerr << "kplane: unknown command \"" << cmd << "\"\n\n" << kUsage;
   return 2;
 }

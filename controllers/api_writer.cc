@@ -1,0 +1,177 @@
+#include "controllers/api_writer.h"
+
+#include "api/meta.h"
+
+namespace kplane::controllers {
+
+namespace {
+StatusOr<ObjectPtr> Shared(
+    StatusOr<std::unique_ptr<google::protobuf::Message>> m) {
+  if (!m.ok()) return m.status();
+  return ObjectPtr(std::move(*m));
+}
+
+std::string Target(const api::ResourceInfo& r, std::string_view sub,
+                   std::string_view ns, std::string_view name) {
+  std::string s = r.resource;
+  if (!sub.empty()) s += "/" + std::string(sub);
+  s += " ";
+  if (!ns.empty()) s += std::string(ns) + "/";
+  s += name;
+  return s;
+}
+}  // namespace
+
+StatusOr<ObjectPtr> RestApiWriter::Create(
+    const api::ResourceInfo& resource, const google::protobuf::Message& obj) {
+  return Shared(client_->Create(resource, "", obj));
+}
+StatusOr<ObjectPtr> RestApiWriter::Update(
+    const api::ResourceInfo& resource, const google::protobuf::Message& obj) {
+  return Shared(client_->Update(resource, obj));
+}
+StatusOr<ObjectPtr> RestApiWriter::UpdateStatus(
+    const api::ResourceInfo& resource, const google::protobuf::Message& obj) {
+  return Shared(client_->UpdateStatus(resource, obj));
+}
+Status RestApiWriter::Delete(const api::ResourceInfo& resource,
+                             std::string_view ns, std::string_view name,
+                             const metav1::DeleteOptions& options) {
+  return client_->Delete(resource, ns, name, options);
+}
+Status RestApiWriter::Bind(std::string_view ns, std::string_view pod,
+                           std::string_view pod_uid, std::string_view node) {
+  corev1::Binding b;
+  b.mutable_metadata()->set_name(std::string(pod));
+  b.mutable_metadata()->set_namespace_(std::string(ns));
+  if (!pod_uid.empty()) b.mutable_metadata()->set_uid(std::string(pod_uid));
+  b.mutable_target()->set_kind("Node");
+  b.mutable_target()->set_apiversion("v1");
+  b.mutable_target()->set_name(std::string(node));
+  return client_->Create(PodsResource(), ns, b, {}, pod, "binding").status();
+}
+StatusOr<ObjectPtr> RestApiWriter::Get(const api::ResourceInfo& resource,
+                                       std::string_view ns,
+                                       std::string_view name) {
+  return Shared(client_->Get(resource, ns, name));
+}
+
+Status FakeApiWriter::Record(std::string action, ObjectPtr written) {
+  std::lock_guard<std::mutex> l(mu_);
+  for (auto it = failures_.begin(); it != failures_.end(); ++it) {
+    if (action.rfind(it->first, 0) == 0) {
+      Status s = it->second;
+      failures_.erase(it);
+      actions_.push_back(std::move(action));
+      return s;
+    }
+  }
+  actions_.push_back(std::move(action));
+  if (written) written_.push_back(std::move(written));
+  return Status::Ok();
+}
+
+StatusOr<ObjectPtr> FakeApiWriter::Create(
+    const api::ResourceInfo& resource, const google::protobuf::Message& obj) {
+  std::shared_ptr<google::protobuf::Message> copy(obj.New());
+  copy->CopyFrom(obj);
+  metav1::ObjectMeta* meta = api::MutableObjectMeta(copy.get());
+  std::string shown =
+      meta->name().empty() ? meta->generatename() : meta->name();
+  if (meta->name().empty()) {
+    std::lock_guard<std::mutex> l(mu_);
+    meta->set_name(meta->generatename() + std::to_string(++generated_));
+  }
+  RETURN_IF_ERROR(Record(
+      "create " + Target(resource, "", meta->namespace_(), shown), copy));
+  return ObjectPtr(copy);
+}
+StatusOr<ObjectPtr> FakeApiWriter::Update(
+    const api::ResourceInfo& resource, const google::protobuf::Message& obj) {
+  std::shared_ptr<google::protobuf::Message> copy(obj.New());
+  copy->CopyFrom(obj);
+  RETURN_IF_ERROR(Record(
+      "update " + Target(resource, "", api::Namespace(obj), api::Name(obj)),
+      copy));
+  Reflect(resource, copy);
+  return ObjectPtr(copy);
+}
+StatusOr<ObjectPtr> FakeApiWriter::UpdateStatus(
+    const api::ResourceInfo& resource, const google::protobuf::Message& obj) {
+  std::shared_ptr<google::protobuf::Message> copy(obj.New());
+  copy->CopyFrom(obj);
+  RETURN_IF_ERROR(
+      Record("update-status " +
+                 Target(resource, "", api::Namespace(obj), api::Name(obj)),
+             copy));
+  Reflect(resource, copy);
+  return ObjectPtr(copy);
+}
+Status FakeApiWriter::Delete(const api::ResourceInfo& resource,
+                             std::string_view ns, std::string_view name,
+                             const metav1::DeleteOptions&) {
+  return Record("delete " + Target(resource, "", ns, name), nullptr);
+}
+Status FakeApiWriter::Bind(std::string_view ns, std::string_view pod,
+                           std::string_view, std::string_view node) {
+  return Record("bind " + Target(PodsResource(), "", ns, pod) + " -> " +
+                    std::string(node),
+                nullptr);
+}
+StatusOr<ObjectPtr> FakeApiWriter::Get(const api::ResourceInfo& resource,
+                                       std::string_view ns,
+                                       std::string_view name) {
+  std::string key = Target(resource, "", ns, name);
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = live_.find(key);
+    if (it != live_.end()) return it->second;
+  }
+  return NotFoundError(resource.resource + " \"" + std::string(name) +
+                       "\" not found");
+}
+
+std::vector<std::string> FakeApiWriter::Actions() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return actions_;
+}
+std::vector<ObjectPtr> FakeApiWriter::Written() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return written_;
+}
+void FakeApiWriter::Clear() {
+  std::lock_guard<std::mutex> l(mu_);
+  actions_.clear();
+  written_.clear();
+}
+void FakeApiWriter::FailNext(std::string prefix, Status error) {
+  std::lock_guard<std::mutex> l(mu_);
+  failures_.emplace_back(std::move(prefix), std::move(error));
+}
+void FakeApiWriter::ReflectUpdates(const api::ResourceInfo& resource,
+                                   informer::Indexer* cache) {
+  std::lock_guard<std::mutex> l(mu_);
+  reflect_[&resource] = cache;
+}
+
+void FakeApiWriter::Reflect(const api::ResourceInfo& resource,
+                            std::shared_ptr<google::protobuf::Message> obj) {
+  informer::Indexer* cache = nullptr;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = reflect_.find(&resource);
+    if (it == reflect_.end()) return;
+    cache = it->second;
+  }
+  metav1::ObjectMeta* m = api::MutableObjectMeta(obj.get());
+  m->set_resourceversion(std::to_string(++rv_));
+  cache->Upsert(obj);
+}
+
+void FakeApiWriter::SetLive(const api::ResourceInfo& resource, ObjectPtr obj) {
+  std::lock_guard<std::mutex> l(mu_);
+  live_[Target(resource, "", api::Namespace(*obj), api::Name(*obj))] =
+      std::move(obj);
+}
+
+}  // namespace kplane::controllers

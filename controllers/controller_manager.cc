@@ -1,0 +1,353 @@
+#include "controllers/controller_manager.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <random>
+
+#include "base/logging.h"
+#include "controllers/api_writer.h"
+#include "controllers/deployment_controller.h"
+#include "controllers/garbage_collector.h"
+#include "controllers/node_lifecycle_controller.h"
+#include "controllers/replicaset_controller.h"
+#include "controllers/scheduler.h"
+#include "informer/informer_factory.h"
+#include "informer/leader_election.h"
+#include "informer/rest_client.h"
+#include "net/http_server.h"
+
+namespace kplane::controllers {
+
+namespace {
+
+std::string DefaultIdentity() {
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  std::random_device rd;
+  return std::string(host) + "_" + std::to_string(getpid()) + "_" +
+         std::to_string(rd() % 100000);
+}
+
+}  // namespace
+
+// The running controllers and the informers they share: made when this
+// manager starts leading, torn down when it stops.
+struct Running {
+  std::unique_ptr<informer::SharedInformerFactory> factory;
+  std::vector<std::unique_ptr<Controller>> controllers;
+};
+
+class ControllerManager::Impl {
+ public:
+  explicit Impl(ControllerManagerOptions o)
+      : options_(std::move(o)),
+        clock_(options_.clock != nullptr ? options_.clock : Clock::Real()),
+        metrics_(options_.metrics != nullptr ? options_.metrics
+                                             : metrics::Registry::Default()) {
+    if (options_.identity.empty()) options_.identity = DefaultIdentity();
+  }
+
+  Status Init() {
+    if (options_.workers < 1)
+      return InvalidArgumentError("workers must be >= 1");
+    if (options_.node_monitor_grace_period <= Duration(0) ||
+        options_.node_monitor_period <= Duration(0)) {
+      return InvalidArgumentError(
+          "node monitor grace period and period must be positive");
+    }
+    for (const std::string& c : options_.controllers) {
+      static const std::vector<std::string> kKnown = {
+          "*",         "replicaset",    "deployment",
+          "scheduler", "nodelifecycle", "garbagecollector"};
+      if (std::find(kKnown.begin(), kKnown.end(), c) == kKnown.end()) {
+        return InvalidArgumentError("unknown controller \"" + c + "\"");
+      }
+    }
+    ASSIGN_OR_RETURN(client_, informer::RestClient::New(
+                                  {.server = options_.server,
+                                   .user_agent = "kplane-controller-manager/1",
+                                   .clock = clock_,
+                                   .metrics = metrics_}));
+    writer_ = std::make_unique<RestApiWriter>(client_.get());
+    leader_gauge_ = metrics_
+                        ->NewGauge("leader_election_master_status",
+                                   "1 while this manager leads.", {"name"})
+                        ->With({options_.leader_elect_name});
+    if (options_.port > 0 || options_.ephemeral_port) {
+      net::HttpServerOptions ho;
+      ho.host = options_.bind_address;
+      ho.port =
+          options_.ephemeral_port ? 0 : static_cast<uint16_t>(options_.port);
+      ho.worker_threads = 1;
+      ho.metrics = metrics_;
+      ho.name = "controller-manager";
+      http_ = std::make_unique<net::HttpServer>(ho);
+      http_->Handle(
+          "GET", "/healthz",
+          [this](const net::HttpRequest&, std::shared_ptr<net::Responder> r) {
+            bool ok = !Lost();
+            r->Respond(ok ? 200 : 500, {{"Content-Type", "text/plain"}},
+                       ok ? "ok" : "leader election lost");
+          },
+          {.run_on_io_thread = true});
+      http_->Handle(
+          "GET", "/metrics",
+          [this](const net::HttpRequest&, std::shared_ptr<net::Responder> r) {
+            r->Respond(200, {{"Content-Type", "text/plain; version=0.0.4"}},
+                       metrics_->Render());
+          });
+      RETURN_IF_ERROR(http_->Start());
+    }
+    if (!options_.leader_elect) {
+      StartControllers();
+      return Status::Ok();
+    }
+    lock_ = std::make_unique<informer::LeaseLock>(
+        client_.get(), options_.leader_elect_namespace,
+        options_.leader_elect_name, options_.identity);
+    informer::LeaderElectionConfig cfg;
+    cfg.lock = lock_.get();
+    cfg.lease_duration = options_.leader_elect_lease_duration;
+    cfg.renew_deadline = options_.leader_elect_renew_deadline;
+    cfg.retry_period = options_.leader_elect_retry_period;
+    cfg.release_on_cancel = options_.release_lease_on_stop;
+    cfg.name = "controller-manager";
+    cfg.clock = clock_;
+    cfg.on_started_leading = [this](const informer::Leadership&) {
+      LOG(INFO) << "controller-manager " << options_.identity
+                << " leads; starting controllers";
+      StartControllers();
+    };
+    cfg.on_stopped_leading = [this] {
+      LOG(INFO) << "controller-manager " << options_.identity
+                << " lost leadership; stopping controllers";
+      StopControllers();
+      std::lock_guard<std::mutex> l(mu_);
+      lost_ = true;
+      cv_.notify_all();
+    };
+    ASSIGN_OR_RETURN(elector_, informer::LeaderElector::New(std::move(cfg)));
+    elector_->Start();
+    return Status::Ok();
+  }
+
+  void Stop() {
+    if (elector_ != nullptr) elector_->Stop();
+    StopControllers();
+    if (http_ != nullptr) http_->Stop();
+    std::lock_guard<std::mutex> l(mu_);
+    stopped_ = true;
+    cv_.notify_all();
+  }
+
+  bool Wanted(const std::string& name) const {
+    for (const std::string& c : options_.controllers) {
+      if (c == "*" || c == name) return true;
+    }
+    return false;
+  }
+
+  void StartControllers() {
+    std::lock_guard<std::mutex> l(run_mu_);
+    if (running_ != nullptr || stopping_) return;
+    auto run = std::make_unique<Running>();
+    run->factory = std::make_unique<informer::SharedInformerFactory>(
+        client_.get(),
+        informer::InformerFactoryOptions{
+            .resync_period = options_.informer_resync, .clock = clock_});
+    informer::SharedInformerFactory& f = *run->factory;
+    informer::SharedIndexInformer* pods = f.InformerFor<corev1::Pod>();
+    informer::SharedIndexInformer* nodes = f.InformerFor<corev1::Node>();
+    informer::SharedIndexInformer* rss = f.InformerFor<appsv1::ReplicaSet>();
+    informer::SharedIndexInformer* deps = f.InformerFor<appsv1::Deployment>();
+    informer::SharedIndexInformer* leases =
+        f.InformerFor(LeasesResource(), {.ns = kNodeLeaseNamespace});
+    CHECK(pods->AddIndexers({{kPodNodeIndex, PodNodeIndexFunc},
+                             {kOwnerUidIndex, OwnerUidIndexFunc}})
+              .ok());
+    CHECK(rss->AddIndexers({{kOwnerUidIndex, OwnerUidIndexFunc}}).ok());
+    ApiWriter* api = writer_.get();
+    if (Wanted("replicaset")) {
+      auto c = std::make_unique<ReplicaSetController>(
+          ReplicaSetControllerOptions{.api = api,
+                                      .replicasets = &rss->GetIndexer(),
+                                      .pods = &pods->GetIndexer(),
+                                      .clock = clock_,
+                                      .metrics = metrics_});
+      c->RegisterHandlers(rss, pods);
+      run->controllers.push_back(std::move(c));
+    }
+    if (Wanted("deployment")) {
+      auto c = std::make_unique<DeploymentController>(
+          DeploymentControllerOptions{.api = api,
+                                      .deployments = &deps->GetIndexer(),
+                                      .replicasets = &rss->GetIndexer(),
+                                      .clock = clock_,
+                                      .metrics = metrics_});
+      c->RegisterHandlers(deps, rss);
+      run->controllers.push_back(std::move(c));
+    }
+    if (Wanted("scheduler")) {
+      auto c = std::make_unique<Scheduler>(
+          SchedulerOptions{.api = api,
+                           .pods = &pods->GetIndexer(),
+                           .nodes = &nodes->GetIndexer(),
+                           .clock = clock_,
+                           .metrics = metrics_});
+      c->RegisterHandlers(pods, nodes);
+      run->controllers.push_back(std::move(c));
+    }
+    if (Wanted("nodelifecycle")) {
+      auto c = std::make_unique<NodeLifecycleController>(NodeLifecycleOptions{
+          .api = api,
+          .nodes = &nodes->GetIndexer(),
+          .leases = &leases->GetIndexer(),
+          .pods = &pods->GetIndexer(),
+          .grace_period = options_.node_monitor_grace_period,
+          .monitor_period = options_.node_monitor_period,
+          .default_toleration_seconds =
+              std::chrono::duration_cast<seconds>(
+                  options_.pod_eviction_timeout_default)
+                  .count(),
+          .eviction_qps = options_.node_eviction_rate,
+          .clock = clock_,
+          .metrics = metrics_});
+      c->RegisterHandlers(nodes, leases, pods);
+      run->controllers.push_back(std::move(c));
+    }
+    if (Wanted("garbagecollector")) {
+      auto c = std::make_unique<GarbageCollector>(
+          GarbageCollectorOptions{.api = api,
+                                  .pods = &pods->GetIndexer(),
+                                  .replicasets = &rss->GetIndexer(),
+                                  .deployments = &deps->GetIndexer(),
+                                  .clock = clock_,
+                                  .metrics = metrics_});
+      c->RegisterHandlers(pods, rss, deps);
+      run->controllers.push_back(std::move(c));
+    }
+    f.Start();
+    // Workers start once the caches hold the world, so no controller acts
+    // on a partial view (a Sync on an empty pods cache would create pods).
+    // The wait runs on a thread of its own: Stop() may come first.
+    running_ = std::move(run);
+    Running* r = running_.get();
+    starter_ = std::thread([this, r] {
+      while (!r->factory->WaitForCacheSync(seconds(1))) {
+        std::lock_guard<std::mutex> l(run_mu_);
+        if (stopping_ || running_.get() != r) return;
+        LOG(INFO) << "controller-manager: waiting for caches to sync";
+      }
+      std::lock_guard<std::mutex> l(run_mu_);
+      if (stopping_ || running_.get() != r) return;
+      for (auto& c : r->controllers) c->Run(options_.workers);
+      leading_ = true;
+      leader_gauge_->Set(1);
+      {
+        std::lock_guard<std::mutex> g(mu_);
+        cv_.notify_all();
+      }
+      LOG(INFO) << "controller-manager: " << r->controllers.size()
+                << " controllers running";
+    });
+  }
+
+  void StopControllers() {
+    std::unique_ptr<Running> run;
+    {
+      std::lock_guard<std::mutex> l(run_mu_);
+      stopping_ = true;
+      run = std::move(running_);
+      leading_ = false;
+      leader_gauge_->Set(0);
+    }
+    if (starter_.joinable()) starter_.join();
+    if (run == nullptr) return;
+    // Informers first: then no handler calls into a controller.
+    run->factory->Shutdown();
+    for (auto& c : run->controllers) c->Stop();
+  }
+
+  bool IsLeading() const { return leading_.load(); }
+  bool Lost() const {
+    std::lock_guard<std::mutex> l(mu_);
+    return lost_;
+  }
+  bool WaitLost(Duration timeout) {
+    std::unique_lock<std::mutex> l(mu_);
+    auto done = [this] { return lost_ || stopped_; };
+    if (timeout < Duration(0)) {
+      cv_.wait(l, done);
+    } else {
+      clock_->WaitFor(l, cv_, timeout, done);
+    }
+    return lost_;
+  }
+  bool WaitLeading(Duration timeout) {
+    std::unique_lock<std::mutex> l(mu_);
+    clock_->WaitFor(l, cv_, timeout,
+                    [this] { return IsLeading() || lost_ || stopped_; });
+    return IsLeading();
+  }
+  uint16_t port() const { return http_ != nullptr ? http_->port() : 0; }
+  const std::string& identity() const { return options_.identity; }
+
+ private:
+  ControllerManagerOptions options_;
+  Clock* const clock_;
+  metrics::Registry* const metrics_;
+  std::unique_ptr<informer::RestClient> client_;
+  std::unique_ptr<ApiWriter> writer_;
+  std::unique_ptr<net::HttpServer> http_;
+  std::unique_ptr<informer::LeaseLock> lock_;
+  std::unique_ptr<informer::LeaderElector> elector_;
+  metrics::Gauge* leader_gauge_ = nullptr;
+
+  mutable std::mutex run_mu_;
+  std::unique_ptr<Running> running_;
+  std::thread starter_;
+  // Written under run_mu_; read lock-free (WaitLeading holds mu_, and the
+  // starter takes mu_ under run_mu_).
+  std::atomic<bool> leading_{false};
+  bool stopping_ = false;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool lost_ = false;
+  bool stopped_ = false;
+};
+
+StatusOr<std::unique_ptr<ControllerManager>> ControllerManager::Start(
+    ControllerManagerOptions options) {
+  auto impl = std::make_unique<Impl>(std::move(options));
+  Status s = impl->Init();
+  if (!s.ok()) {
+    impl->Stop();
+    return s;
+  }
+  return std::unique_ptr<ControllerManager>(
+      new ControllerManager(std::move(impl)));
+}
+
+ControllerManager::ControllerManager(std::unique_ptr<Impl> impl)
+    : impl_(std::move(impl)) {}
+ControllerManager::~ControllerManager() { Stop(); }
+void ControllerManager::Stop() {
+  if (impl_ != nullptr) impl_->Stop();
+}
+bool ControllerManager::IsLeading() const { return impl_->IsLeading(); }
+bool ControllerManager::Lost() const { return impl_->Lost(); }
+bool ControllerManager::WaitLost(Duration timeout) {
+  return impl_->WaitLost(timeout);
+}
+bool ControllerManager::WaitLeading(Duration timeout) {
+  return impl_->WaitLeading(timeout);
+}
+uint16_t ControllerManager::port() const { return impl_->port(); }
+const std::string& ControllerManager::identity() const {
+  return impl_->identity();
+}
+
+}  // namespace kplane::controllers

@@ -1,0 +1,131 @@
+#include "controllers/controller_manager_command.h"
+
+#include <signal.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <iostream>
+#include <thread>
+
+#include "base/flags.h"
+#include "base/logging.h"
+#include "base/strings.h"
+#include "controllers/controller_manager.h"
+
+namespace kplane::controllers {
+
+int RunControllerManagerCommand(const std::vector<std::string>& args) {
+  FlagSet flags("kplane controller-manager",
+                "Runs kplane's controllers (replicaset, deployment, scheduler, "
+                "nodelifecycle, garbagecollector) against an API server.");
+  ControllerManagerOptions o;
+  std::string master = o.server;
+  std::string controllers = "*";
+  int64_t toleration_seconds = 300;
+  std::string log_level = "info";
+  std::string eviction_rate = "10";
+  flags.String("master", &master, "API server URL (http://host:port).");
+  flags.String("server", &master, "Same as --master.");
+  flags.Bool("leader-elect", &o.leader_elect,
+             "Campaign for the kube-system/kube-controller-manager Lease and "
+             "run controllers only while leading.");
+  flags.String("leader-elect-identity", &o.identity,
+               "Identity in the Lease (default <hostname>_<pid>_<random>).");
+  flags.Duration("leader-elect-lease-duration", &o.leader_elect_lease_duration,
+                 "How long a lease is valid without renewal.");
+  flags.Duration("leader-elect-renew-deadline", &o.leader_elect_renew_deadline,
+                 "The leader steps down when it cannot renew for this long.");
+  flags.Duration("leader-elect-retry-period", &o.leader_elect_retry_period,
+                 "How often candidates try and leaders renew.");
+  flags.String("leader-elect-resource-namespace", &o.leader_elect_namespace,
+               "Namespace of the leader election Lease.");
+  flags.String("leader-elect-resource-name", &o.leader_elect_name,
+               "Name of the leader election Lease.");
+  flags.Duration("node-monitor-grace-period", &o.node_monitor_grace_period,
+                 "A node whose lease is not renewed for this long is marked "
+                 "NotReady (Ready=Unknown) and tainted unreachable.");
+  flags.Duration("node-monitor-period", &o.node_monitor_period,
+                 "How often every node's lease is checked.");
+  flags.Int64("default-not-ready-toleration-seconds", &toleration_seconds,
+              "Seconds pods without their own not-ready/unreachable "
+              "toleration (or with the API server's default 300 s one) stay "
+              "on an unreachable node before eviction.");
+  flags.String("node-eviction-rate", &eviction_rate,
+               "Pods evicted per second at most (0: unlimited).");
+  flags.Int("concurrent-syncs", &o.workers, "Workers per controller.");
+  flags.String("controllers", &controllers,
+               "Comma-separated controllers to run, or *.");
+  flags.String("bind-address", &o.bind_address,
+               "Address of /healthz and /metrics.");
+  flags.Int("port", &o.port, "Port of /healthz and /metrics (0: none).");
+  flags.Int("secure-port", &o.port, "Same as --port (no TLS in kplane).");
+  flags.String("log-level", &log_level, "debug, info, warning or error.");
+  Status s = flags.Parse(args);
+  if (flags.help_requested()) {
+    std::cout << flags.Usage();
+    return 0;
+  }
+  auto fail = [](const Status& st) {
+    std::cerr << "kplane controller-manager: " << st.message() << "\n";
+    return 2;
+  };
+  if (!s.ok()) return fail(s);
+  if (!flags.args().empty()) {
+    return fail(InvalidArgumentError("unexpected argument \"" +
+                                     flags.args().front() + "\""));
+  }
+  if (log_level == "debug") SetMinLogLevel(LogLevel::kDebug);
+  if (log_level == "warning") SetMinLogLevel(LogLevel::kWarning);
+  if (log_level == "error") SetMinLogLevel(LogLevel::kError);
+  if (o.port < 0 || o.port > 65535) {
+    return fail(InvalidArgumentError("--port must be in 0..65535"));
+  }
+  o.server = master;
+  o.pod_eviction_timeout_default = seconds(toleration_seconds);
+  char* end = nullptr;
+  o.node_eviction_rate = std::strtod(eviction_rate.c_str(), &end);
+  if (eviction_rate.empty() || *end != '\0') {
+    return fail(InvalidArgumentError("--node-eviction-rate: not a number"));
+  }
+  o.controllers = StrSplit(controllers, ',');
+
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+
+  auto cm = ControllerManager::Start(o);
+  if (!cm.ok()) return fail(cm.status());
+  std::cout << "kplane controller-manager " << (*cm)->identity()
+            << " started against " << o.server;
+  if ((*cm)->port() != 0) {
+    std::cout << ", serving on http://" << o.bind_address << ":"
+              << (*cm)->port();
+  }
+  std::cout << std::endl;
+
+  // The signal waiter ends the wait for a lost leadership.
+  std::atomic<bool> signalled{false};
+  std::thread waiter([&] {
+    int sig = 0;
+    sigwait(&set, &sig);
+    LOG(INFO) << "received signal " << sig << ", shutting down";
+    signalled = true;
+    (*cm)->Stop();
+  });
+  bool lost = (*cm)->WaitLost();
+  if (!signalled) {
+    // Lost leadership: wake the waiter ourselves.
+    pthread_kill(waiter.native_handle(), SIGTERM);
+  }
+  waiter.join();
+  (*cm)->Stop();
+  if (lost && !signalled) {
+    std::cerr << "kplane controller-manager: leader election lost\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace kplane::controllers

@@ -1,0 +1,86 @@
+// DeploymentController: rolls Deployments out through ReplicaSets
+// (Kubernetes' pkg/controller/deployment).
+//
+// Sync("ns/name"):
+//  - Claims ReplicaSets (controllerRef to the deployment; adopts matching
+//    orphans). The "new" RS is the one whose template equals the
+//    deployment's, ignoring the pod-template-hash label; it is created as
+//    <deploy>-<pod-template-hash> when missing, with the hash in its
+//    labels, selector and template, and the revision annotation
+//    `deployment.kubernetes.io/revision` = max(old revisions) + 1 (also
+//    when an old RS becomes new again: a rollback by template change).
+//  - RollingUpdate (maxSurge / maxUnavailable, ints or percentages of
+//    spec.replicas, default 25% each; surge rounds up, unavailable down,
+//    both 0 means unavailable 1):
+//      scale the new RS up to at most  desired + maxSurge - (pods of all
+//      RSs), never above desired;
+//      scale old RSs down so that available pods stay >= desired -
+//      maxUnavailable: first their unavailable pods, then the oldest RS
+//      first.
+//    Worked example, desired 4, surge 1, unavailable 1, old RS 4/4 ready:
+//      new 0->1 (5 pods)  old 4->3 (min available 3)
+//      new 1 ready: new 1->2, old 3->2 ... until new 4, old 0.
+//  - Recreate: old RSs to 0; once none has pods left, new RS to desired.
+//  - Paused: no rollout step, only status.
+//  - Keeps at most revisionHistoryLimit (default 10) old RSs at 0 replicas.
+//  - Status: replicas, updatedReplicas, readyReplicas, availableReplicas,
+//    unavailableReplicas, observedGeneration and the conditions
+//    `kubectl rollout status` reads: Available (MinimumReplicasAvailable /
+//    MinimumReplicasUnavailable) and Progressing (NewReplicaSetCreated,
+//    ReplicaSetUpdated, NewReplicaSetAvailable when complete,
+//    ProgressDeadlineExceeded after progressDeadlineSeconds without
+//    progress).
+//
+// Pods are counted from the RSs' status: a pod is counted for an RS as
+// long as its spec or its status says so (max of the two), so a new pod
+// is never created before the RS controller has deleted the one it
+// replaces. Kubernetes counts spec only.
+//
+// Ownership: borrows the writer and caches. Thread-safety: as Controller.
+#ifndef KPLANE_CONTROLLERS_DEPLOYMENT_CONTROLLER_H_
+#define KPLANE_CONTROLLERS_DEPLOYMENT_CONTROLLER_H_
+
+#include <string>
+
+#include "controllers/api_writer.h"
+#include "controllers/controller.h"
+#include "informer/indexer.h"
+#include "informer/shared_informer.h"
+
+namespace kplane::controllers {
+
+inline constexpr char kRevisionAnnotation[] =
+    "deployment.kubernetes.io/revision";
+inline constexpr char kPodTemplateHashLabel[] = "pod-template-hash";
+
+// Kubernetes' ComputeHash: FNV-32a of the template, as a safe string.
+std::string ComputePodTemplateHash(const corev1::PodTemplateSpec& tmpl);
+// An IntOrString against `total` (percentages round up or down).
+int32_t ResolveIntOrPercent(const api::intstr::IntOrString& v, int32_t total,
+                            bool round_up);
+
+struct DeploymentControllerOptions {
+  ApiWriter* api = nullptr;
+  const informer::Indexer* deployments = nullptr;
+  const informer::Indexer* replicasets = nullptr;
+  Clock* clock = nullptr;
+  metrics::Registry* metrics = nullptr;
+};
+
+class DeploymentController : public Controller {
+ public:
+  explicit DeploymentController(DeploymentControllerOptions options);
+  void RegisterHandlers(informer::SharedIndexInformer* deployments,
+                        informer::SharedIndexInformer* replicasets);
+  Status Sync(const std::string& key) override;
+
+  // Handler body (public for unit tests).
+  void OnReplicaSetEvent(const appsv1::ReplicaSet& rs);
+
+ private:
+  DeploymentControllerOptions options_;
+};
+
+}  // namespace kplane::controllers
+
+#endif  // KPLANE_CONTROLLERS_DEPLOYMENT_CONTROLLER_H_

@@ -1,0 +1,279 @@
+#include "controllers/deployment_controller.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "api/meta.h"
+#include "controllers/test_objects.h"
+
+namespace kplane::controllers {
+namespace {
+
+using ::testing::ElementsAre;
+using namespace testing;  // NOLINT: test builders
+
+TEST(DeploymentHelpersTest, ResolveIntOrPercent) {
+  struct Case {
+    int type;
+    int32_t i;
+    std::string s;
+    int32_t total;
+    bool up;
+    int32_t want;
+  };
+  for (const Case& c : std::vector<Case>{{0, 3, "", 10, true, 3},
+                                         {1, 0, "25%", 10, true, 3},
+                                         {1, 0, "25%", 10, false, 2},
+                                         {1, 0, "100%", 7, false, 7},
+                                         {1, 0, "0%", 7, true, 0},
+                                         {1, 0, "bad", 7, true, 0}}) {
+    api::intstr::IntOrString v;
+    v.set_type(c.type);
+    v.set_intval(c.i);
+    v.set_strval(c.s);
+    EXPECT_EQ(ResolveIntOrPercent(v, c.total, c.up), c.want) << c.s;
+  }
+}
+
+TEST(DeploymentHelpersTest, TemplateHashIgnoresItsOwnLabelAndTracksChanges) {
+  corev1::PodTemplateSpec a = Template({{"app", "web"}}, "nginx:1");
+  std::string h = ComputePodTemplateHash(a);
+  EXPECT_FALSE(h.empty());
+  EXPECT_EQ(h.find_first_not_of("bcdfghjklmnpqrstvwxz2456789"),
+            std::string::npos);
+  corev1::PodTemplateSpec labeled = a;
+  (*labeled.mutable_metadata()->mutable_labels())[kPodTemplateHashLabel] = h;
+  EXPECT_EQ(ComputePodTemplateHash(labeled), h);
+  EXPECT_NE(ComputePodTemplateHash(Template({{"app", "web"}}, "nginx:2")), h);
+}
+
+class DeploymentTest : public ::testing::Test {
+ protected:
+  DeploymentTest()
+      : controller_({.api = &fake_,
+                     .deployments = &deployments_,
+                     .replicasets = &replicasets_,
+                     .clock = &clock_,
+                     .metrics = &reg_}) {
+    clock_.SetWall(WallTime(seconds(1700000100)));
+    fake_.ReflectUpdates(DeploymentsResource(), &deployments_);
+  }
+  std::shared_ptr<appsv1::Deployment> AddDeployment(int32_t replicas,
+                                                    const std::string& image,
+                                                    int surge,
+                                                    int unavailable) {
+    auto d = NewDeployment("default", "web", replicas, {{"app", "web"}}, image);
+    auto* ru = d->mutable_spec()->mutable_strategy()->mutable_rollingupdate();
+    ru->mutable_maxsurge()->set_type(0);
+    ru->mutable_maxsurge()->set_intval(surge);
+    ru->mutable_maxunavailable()->set_type(0);
+    ru->mutable_maxunavailable()->set_intval(unavailable);
+    deployments_.Upsert(d);
+    return d;
+  }
+  // An RS of the deployment: spec replicas, status replicas and available.
+  std::shared_ptr<appsv1::ReplicaSet> AddRs(const appsv1::Deployment& d,
+                                            const std::string& image,
+                                            int32_t spec, int32_t available,
+                                            int revision, int64_t created) {
+    corev1::PodTemplateSpec t = Template({{"app", "web"}}, image);
+    std::string hash = ComputePodTemplateHash(t);
+    auto rs =
+        NewReplicaSet("default", "web-" + hash, spec, {{"app", "web"}}, image);
+    (*rs->mutable_metadata()->mutable_labels())[kPodTemplateHashLabel] = hash;
+    (*rs->mutable_spec()
+          ->mutable_template_()
+          ->mutable_metadata()
+          ->mutable_labels())[kPodTemplateHashLabel] = hash;
+    (*rs->mutable_metadata()->mutable_annotations())[kRevisionAnnotation] =
+        std::to_string(revision);
+    api::SetTime(rs->mutable_metadata()->mutable_creationtimestamp(), created);
+    OwnedBy(rs->mutable_metadata(), "Deployment", d.metadata());
+    rs->mutable_status()->set_replicas(spec);
+    rs->mutable_status()->set_readyreplicas(available);
+    rs->mutable_status()->set_availablereplicas(available);
+    replicasets_.Upsert(rs);
+    return rs;
+  }
+  // The replicas each RS update set, in order: "name=replicas".
+  std::vector<std::string> Scales() {
+    std::vector<std::string> out;
+    for (const auto& w : fake_.Written()) {
+      auto* rs = dynamic_cast<const appsv1::ReplicaSet*>(w.get());
+      if (rs != nullptr) {
+        out.push_back(rs->metadata().name() + "=" +
+                      std::to_string(rs->spec().replicas()));
+      }
+    }
+    return out;
+  }
+  std::shared_ptr<const appsv1::Deployment> Current() {
+    return std::static_pointer_cast<const appsv1::Deployment>(
+        deployments_.Get("default/web"));
+  }
+  const appsv1::DeploymentCondition* Condition(const std::string& type) {
+    for (const auto& c : Current()->status().conditions()) {
+      if (c.type() == type) return &c;
+    }
+    return nullptr;
+  }
+
+  FakeClock clock_;
+  metrics::Registry reg_;
+  FakeApiWriter fake_;
+  informer::Indexer deployments_;
+  informer::Indexer replicasets_;
+  DeploymentController controller_;
+};
+
+TEST_F(DeploymentTest, NewDeploymentCreatesHashedReplicaSet) {
+  AddDeployment(3, "nginx:1", 1, 1);
+  ASSERT_TRUE(controller_.Sync("default/web").ok());
+  std::string hash =
+      ComputePodTemplateHash(Template({{"app", "web"}}, "nginx:1"));
+  EXPECT_THAT(fake_.Actions(),
+              ElementsAre("create replicasets default/web-" + hash,
+                          "update deployments default/web",
+                          "update-status deployments default/web"));
+  auto rs =
+      std::dynamic_pointer_cast<const appsv1::ReplicaSet>(fake_.Written()[0]);
+  ASSERT_NE(rs, nullptr);
+  EXPECT_EQ(rs->spec().replicas(), 3);
+  EXPECT_EQ(rs->metadata().labels().at(kPodTemplateHashLabel), hash);
+  EXPECT_EQ(rs->spec().selector().matchlabels().at(kPodTemplateHashLabel),
+            hash);
+  EXPECT_EQ(
+      rs->spec().template_().metadata().labels().at(kPodTemplateHashLabel),
+      hash);
+  EXPECT_EQ(api::Annotation(rs->metadata(), kRevisionAnnotation), "1");
+  EXPECT_EQ(api::ControllerRef(rs->metadata())->kind(), "Deployment");
+  EXPECT_EQ(api::Annotation(Current()->metadata(), kRevisionAnnotation), "1");
+  ASSERT_NE(Condition("Progressing"), nullptr);
+  EXPECT_EQ(Condition("Progressing")->reason(), "NewReplicaSetCreated");
+  EXPECT_EQ(Condition("Available")->status(), "False");
+}
+
+TEST_F(DeploymentTest, RollingUpdateStepsWithinSurgeAndUnavailable) {
+  // desired 4, surge 1, unavailable 1; old RS fully available.
+  auto d = AddDeployment(4, "nginx:2", 1, 1);
+  auto old_rs = AddRs(*d, "nginx:1", 4, 4, 1, 1700000000);
+  std::string new_name =
+      "web-" + ComputePodTemplateHash(Template({{"app", "web"}}, "nginx:2"));
+  std::string old_name = old_rs->metadata().name();
+  // Step 1: a new RS with the one surge pod; nothing old goes yet (the new
+  // pod is not available and 4 - 1 = 3 must stay).
+  ASSERT_TRUE(controller_.Sync("default/web").ok());
+  EXPECT_THAT(Scales(), ElementsAre(new_name + "=1"));
+  auto new_rs =
+      std::static_pointer_cast<const appsv1::ReplicaSet>(fake_.Written()[0]);
+  // Step 2: the new RS exists (1 pod, not available): one old pod may go.
+  fake_.Clear();
+  AddRs(*d, "nginx:2", 1, 0, 2, 1700000050);
+  ASSERT_TRUE(controller_.Sync("default/web").ok());
+  EXPECT_THAT(Scales(), ElementsAre(old_name + "=3"));
+  // Step 3: old at 3 (3 available), new 1 available: new -> 2, old -> 2.
+  fake_.Clear();
+  AddRs(*d, "nginx:1", 3, 3, 1, 1700000000);
+  AddRs(*d, "nginx:2", 1, 1, 2, 1700000050);
+  ASSERT_TRUE(controller_.Sync("default/web").ok());
+  EXPECT_THAT(Scales(), ElementsAre(new_name + "=2", old_name + "=2"));
+  EXPECT_EQ(Condition("Progressing")->reason(), "ReplicaSetUpdated");
+  // Done: old 0, new 4 available -> complete.
+  fake_.Clear();
+  AddRs(*d, "nginx:1", 0, 0, 1, 1700000000);
+  AddRs(*d, "nginx:2", 4, 4, 2, 1700000050);
+  ASSERT_TRUE(controller_.Sync("default/web").ok());
+  EXPECT_THAT(Scales(), ElementsAre());
+  const appsv1::DeploymentStatus& st = Current()->status();
+  EXPECT_EQ(st.replicas(), 4);
+  EXPECT_EQ(st.updatedreplicas(), 4);
+  EXPECT_EQ(st.availablereplicas(), 4);
+  EXPECT_EQ(st.unavailablereplicas(), 0);
+  EXPECT_EQ(st.observedgeneration(), 1);
+  EXPECT_EQ(Condition("Progressing")->reason(), "NewReplicaSetAvailable");
+  EXPECT_EQ(Condition("Available")->reason(), "MinimumReplicasAvailable");
+  EXPECT_EQ(api::Annotation(Current()->metadata(), kRevisionAnnotation), "2");
+}
+
+TEST_F(DeploymentTest, RecreateWaitsForOldPodsToGo) {
+  auto d = AddDeployment(3, "nginx:2", 1, 1);
+  d->mutable_spec()->mutable_strategy()->set_type("Recreate");
+  d->mutable_spec()->mutable_strategy()->clear_rollingupdate();
+  deployments_.Upsert(d);
+  auto old_rs = AddRs(*d, "nginx:1", 3, 3, 1, 1700000000);
+  std::string new_name =
+      "web-" + ComputePodTemplateHash(Template({{"app", "web"}}, "nginx:2"));
+  ASSERT_TRUE(controller_.Sync("default/web").ok());
+  EXPECT_THAT(Scales(), ElementsAre(new_name + "=0"));  // created empty
+  fake_.Clear();
+  AddRs(*d, "nginx:2", 0, 0, 2, 1700000050);
+  ASSERT_TRUE(controller_.Sync("default/web").ok());
+  EXPECT_THAT(Scales(), ElementsAre(old_rs->metadata().name() + "=0"));
+  // Old RS at 0 in spec but its pods still run: the new RS waits.
+  fake_.Clear();
+  auto draining = AddRs(*d, "nginx:1", 0, 0, 1, 1700000000);
+  draining->mutable_status()->set_replicas(2);
+  replicasets_.Upsert(draining);
+  ASSERT_TRUE(controller_.Sync("default/web").ok());
+  EXPECT_THAT(Scales(), ElementsAre());
+  fake_.Clear();
+  AddRs(*d, "nginx:1", 0, 0, 1, 1700000000);
+  ASSERT_TRUE(controller_.Sync("default/web").ok());
+  EXPECT_THAT(Scales(), ElementsAre(new_name + "=3"));
+}
+
+TEST_F(DeploymentTest, RollbackByTemplateBumpsTheOldReplicaSetsRevision) {
+  auto d = AddDeployment(2, "nginx:1", 1, 0);
+  auto first = AddRs(*d, "nginx:1", 0, 0, 1, 1700000000);
+  AddRs(*d, "nginx:2", 2, 2, 2, 1700000050);
+  ASSERT_TRUE(controller_.Sync("default/web").ok());
+  ASSERT_FALSE(fake_.Actions().empty());
+  EXPECT_EQ(fake_.Actions()[0],
+            "update replicasets default/" + first->metadata().name());
+  auto bumped =
+      std::dynamic_pointer_cast<const appsv1::ReplicaSet>(fake_.Written()[0]);
+  EXPECT_EQ(api::Annotation(bumped->metadata(), kRevisionAnnotation), "3");
+  EXPECT_EQ(api::Annotation(Current()->metadata(), kRevisionAnnotation), "3");
+}
+
+TEST_F(DeploymentTest, ScaleDownGoesToTheNewReplicaSet) {
+  auto d = AddDeployment(2, "nginx:1", 1, 1);
+  auto rs = AddRs(*d, "nginx:1", 5, 5, 1, 1700000000);
+  ASSERT_TRUE(controller_.Sync("default/web").ok());
+  EXPECT_THAT(Scales(), ElementsAre(rs->metadata().name() + "=2"));
+}
+
+TEST_F(DeploymentTest, ProgressDeadlineExceeded) {
+  auto d = AddDeployment(2, "nginx:2", 1, 0);
+  d->mutable_spec()->set_progressdeadlineseconds(30);
+  deployments_.Upsert(d);
+  AddRs(*d, "nginx:1", 2, 2, 1, 1700000000);
+  AddRs(*d, "nginx:2", 1, 0, 2, 1700000050);
+  ASSERT_TRUE(controller_.Sync("default/web").ok());
+  EXPECT_EQ(Condition("Progressing")->reason(), "ReplicaSetUpdated");
+  // No progress for longer than the deadline.
+  clock_.SetWall(WallTime(seconds(1700000100 + 31)));
+  ASSERT_TRUE(controller_.Sync("default/web").ok());
+  EXPECT_EQ(Condition("Progressing")->status(), "False");
+  EXPECT_EQ(Condition("Progressing")->reason(), "ProgressDeadlineExceeded");
+}
+
+TEST_F(DeploymentTest, OldReplicaSetsBeyondHistoryLimitAreDeleted) {
+  auto d = AddDeployment(1, "nginx:9", 1, 0);
+  d->mutable_spec()->set_revisionhistorylimit(1);
+  deployments_.Upsert(d);
+  auto r1 = AddRs(*d, "nginx:1", 0, 0, 1, 1700000000);
+  AddRs(*d, "nginx:2", 0, 0, 2, 1700000010);
+  AddRs(*d, "nginx:9", 1, 1, 3, 1700000020);
+  ASSERT_TRUE(controller_.Sync("default/web").ok());
+  std::vector<std::string> actions = fake_.Actions();
+  EXPECT_THAT(actions, ::testing::Contains("delete replicasets default/" +
+                                           r1->metadata().name()));
+  EXPECT_EQ(std::count_if(
+                actions.begin(), actions.end(),
+                [](const std::string& a) { return a.rfind("delete", 0) == 0; }),
+            1);
+}
+
+}  // namespace
+}  // namespace kplane::controllers

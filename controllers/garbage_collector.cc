@@ -1,0 +1,238 @@
+#include "controllers/garbage_collector.h"
+
+#include "api/meta.h"
+#include "base/logging.h"
+#include "informer/api_errors.h"
+
+namespace kplane::controllers {
+
+namespace {
+constexpr char kOrphan[] = "orphan";
+constexpr char kForeground[] = "foregroundDeletion";
+
+void Keep(Status* first, const Status& s) {
+  if (first->ok() && !s.ok()) *first = s;
+}
+
+std::string ResourceOfKind(const metav1::OwnerReference& ref) {
+  if (ref.apiversion() == "apps/v1" && ref.kind() == "ReplicaSet") {
+    return "replicasets";
+  }
+  if (ref.apiversion() == "apps/v1" && ref.kind() == "Deployment") {
+    return "deployments";
+  }
+  return "";
+}
+}  // namespace
+
+std::vector<std::string> OwnerUidIndexFunc(
+    const google::protobuf::Message& obj) {
+  const metav1::ObjectMeta* meta = api::GetObjectMeta(obj);
+  std::vector<std::string> out;
+  if (meta == nullptr) return out;
+  for (const metav1::OwnerReference& r : meta->ownerreferences()) {
+    out.push_back(r.uid());
+  }
+  return out;
+}
+
+GarbageCollector::GarbageCollector(GarbageCollectorOptions options)
+    : Controller("garbagecollector", options.clock, options.metrics),
+      options_(options) {
+  CHECK(options_.api != nullptr && options_.pods != nullptr &&
+        options_.replicasets != nullptr && options_.deployments != nullptr);
+}
+
+std::string GarbageCollector::KeyFor(const api::ResourceInfo& resource,
+                                     const google::protobuf::Message& obj) {
+  return resource.resource + "/" + informer::ObjectKey(obj);
+}
+
+const informer::Indexer* GarbageCollector::CacheFor(
+    const std::string& resource) const {
+  if (resource == "pods") return options_.pods;
+  if (resource == "replicasets") return options_.replicasets;
+  if (resource == "deployments") return options_.deployments;
+  return nullptr;
+}
+
+const api::ResourceInfo* GarbageCollector::ResourceFor(
+    const std::string& resource) const {
+  if (resource == "pods") return &PodsResource();
+  if (resource == "replicasets") return &ReplicaSetsResource();
+  if (resource == "deployments") return &DeploymentsResource();
+  return nullptr;
+}
+
+std::vector<std::pair<const api::ResourceInfo*, const informer::Indexer*>>
+GarbageCollector::DependentCaches(const std::string& owner_resource) const {
+  // Any owner may have dependents of any of these kinds.
+  (void)owner_resource;
+  return {{&PodsResource(), options_.pods},
+          {&ReplicaSetsResource(), options_.replicasets}};
+}
+
+void GarbageCollector::EnqueueDependents(
+    const google::protobuf::Message& owner) {
+  for (auto [resource, cache] : DependentCaches("")) {
+    auto deps = cache->ByIndex(kOwnerUidIndex, api::Uid(owner));
+    if (!deps.ok()) continue;
+    for (const ObjectPtr& d : *deps) Enqueue(KeyFor(*resource, *d));
+  }
+}
+
+void GarbageCollector::RegisterHandlers(
+    informer::SharedIndexInformer* pods,
+    informer::SharedIndexInformer* replicasets,
+    informer::SharedIndexInformer* deployments) {
+  for (auto [inf, resource] :
+       {std::pair{pods, &PodsResource()},
+        std::pair{replicasets, &ReplicaSetsResource()},
+        std::pair{deployments, &DeploymentsResource()}}) {
+    const api::ResourceInfo* r = resource;
+    auto interesting = [](const google::protobuf::Message& o) {
+      const metav1::ObjectMeta& m = *api::GetObjectMeta(o);
+      return m.ownerreferences_size() > 0 ||
+             (api::IsBeingDeleted(m) && (api::HasFinalizer(m, kOrphan) ||
+                                         api::HasFinalizer(m, kForeground)));
+    };
+    inf->AddEventHandler(informer::EventHandlerFuncs{
+        .on_add =
+            [this, r, interesting](const ObjectPtr& o, bool) {
+              if (interesting(*o)) Enqueue(KeyFor(*r, *o));
+            },
+        .on_update =
+            [this, r, interesting](const ObjectPtr&, const ObjectPtr& o) {
+              if (interesting(*o)) Enqueue(KeyFor(*r, *o));
+            },
+        .on_delete =
+            [this](const informer::DeletedObject& d) {
+              EnqueueDependents(*d.object);
+            }});
+  }
+}
+
+Status GarbageCollector::Sync(const std::string& key) {
+  size_t slash = key.find('/');
+  if (slash == std::string::npos) return Status::Ok();
+  std::string resource = key.substr(0, slash);
+  const informer::Indexer* cache = CacheFor(resource);
+  const api::ResourceInfo* info = ResourceFor(resource);
+  if (cache == nullptr || info == nullptr) return Status::Ok();
+  ObjectPtr obj = cache->Get(key.substr(slash + 1));
+  if (obj == nullptr) return Status::Ok();
+  Status first_error;
+  const metav1::ObjectMeta& meta = *api::GetObjectMeta(*obj);
+  if (api::IsBeingDeleted(meta) && (api::HasFinalizer(meta, kOrphan) ||
+                                    api::HasFinalizer(meta, kForeground))) {
+    Keep(&first_error, SyncOwner(*info, *obj));
+  }
+  if (meta.ownerreferences_size() > 0) {
+    Keep(&first_error, SyncDependent(*info, *obj));
+  }
+  return first_error;
+}
+
+Status GarbageCollector::SyncOwner(const api::ResourceInfo& resource,
+                                   const google::protobuf::Message& owner) {
+  const metav1::ObjectMeta& meta = *api::GetObjectMeta(owner);
+  const std::string& uid = meta.uid();
+  std::vector<std::pair<const api::ResourceInfo*, ObjectPtr>> dependents;
+  for (auto [r, cache] : DependentCaches(resource.resource)) {
+    ASSIGN_OR_RETURN(std::vector<ObjectPtr> deps,
+                     cache->ByIndex(kOwnerUidIndex, uid));
+    for (ObjectPtr& d : deps) dependents.emplace_back(r, std::move(d));
+  }
+  std::string finalizer;
+  if (api::HasFinalizer(meta, kOrphan)) {
+    for (auto& [r, d] : dependents) {
+      std::unique_ptr<google::protobuf::Message> copy(d->New());
+      copy->CopyFrom(*d);
+      auto* refs =
+          api::MutableObjectMeta(copy.get())->mutable_ownerreferences();
+      for (int i = refs->size() - 1; i >= 0; --i) {
+        if (refs->Get(i).uid() == uid) refs->DeleteSubrange(i, 1);
+      }
+      Status s = options_.api->Update(*r, *copy).status();
+      if (!s.ok() && !informer::IsNotFound(s)) return s;
+    }
+    finalizer = kOrphan;
+  } else {
+    bool remaining = false;
+    for (auto& [r, d] : dependents) {
+      remaining = true;
+      if (api::IsBeingDeleted(*api::GetObjectMeta(*d))) continue;
+      metav1::DeleteOptions opts;
+      opts.set_propagationpolicy("Foreground");
+      Status s =
+          options_.api->Delete(*r, api::Namespace(*d), api::Name(*d), opts);
+      if (!s.ok() && !informer::IsNotFound(s)) return s;
+    }
+    if (remaining) {
+      EnqueueAfter(KeyFor(resource, owner), options_.foreground_recheck);
+      return Status::Ok();
+    }
+    finalizer = kForeground;
+  }
+  std::unique_ptr<google::protobuf::Message> copy(owner.New());
+  copy->CopyFrom(owner);
+  api::RemoveFinalizer(api::MutableObjectMeta(copy.get()), finalizer);
+  Status s = options_.api->Update(resource, *copy).status();
+  return informer::IsNotFound(s) ? Status::Ok() : s;
+}
+
+Status GarbageCollector::SyncDependent(const api::ResourceInfo& resource,
+                                       const google::protobuf::Message& obj) {
+  const metav1::ObjectMeta& meta = *api::GetObjectMeta(obj);
+  if (api::IsBeingDeleted(meta)) return Status::Ok();
+  std::vector<std::string> dangling;
+  int alive = 0;
+  for (const metav1::OwnerReference& ref : meta.ownerreferences()) {
+    std::string owner_resource = ResourceOfKind(ref);
+    const informer::Indexer* cache = CacheFor(owner_resource);
+    if (cache == nullptr) {
+      ++alive;  // a kind we do not follow
+      continue;
+    }
+    ObjectPtr owner =
+        cache->Get(informer::ObjectKey(meta.namespace_(), ref.name()));
+    if (owner != nullptr && api::Uid(*owner) == ref.uid()) {
+      ++alive;
+      continue;
+    }
+    StatusOr<ObjectPtr> live = options_.api->Get(*ResourceFor(owner_resource),
+                                                 meta.namespace_(), ref.name());
+    if (live.ok() && api::Uid(**live) == ref.uid()) {
+      ++alive;
+      continue;
+    }
+    if (!live.ok() && !informer::IsNotFound(live.status()))
+      return live.status();
+    dangling.push_back(ref.uid());
+  }
+  if (dangling.empty()) return Status::Ok();
+  if (alive == 0) {
+    LOG(INFO) << "garbagecollector: deleting " << KeyFor(resource, obj)
+              << ": its owners are gone";
+    metav1::DeleteOptions opts;
+    opts.set_propagationpolicy("Background");
+    opts.mutable_preconditions()->set_uid(meta.uid());
+    Status s =
+        options_.api->Delete(resource, meta.namespace_(), meta.name(), opts);
+    return informer::IsNotFound(s) || informer::IsConflict(s) ? Status::Ok()
+                                                              : s;
+  }
+  std::unique_ptr<google::protobuf::Message> copy(obj.New());
+  copy->CopyFrom(obj);
+  auto* refs = api::MutableObjectMeta(copy.get())->mutable_ownerreferences();
+  for (int i = refs->size() - 1; i >= 0; --i) {
+    if (std::find(dangling.begin(), dangling.end(), refs->Get(i).uid()) !=
+        dangling.end()) {
+      refs->DeleteSubrange(i, 1);
+    }
+  }
+  Status s = options_.api->Update(resource, *copy).status();
+  return informer::IsNotFound(s) ? Status::Ok() : s;
+}
+
+}  // namespace kplane::controllers

@@ -1,0 +1,332 @@
+#include "controllers/node_lifecycle_controller.h"
+
+#include <algorithm>
+
+#include "api/meta.h"
+#include "api/time.h"
+#include "base/logging.h"
+#include "informer/api_errors.h"
+
+namespace kplane::controllers {
+
+namespace {
+
+constexpr char kUnknownReason[] = "NodeStatusUnknown";
+constexpr char kUnknownMessage[] = "Kubelet stopped posting node status.";
+
+bool IsNodeHealthTaint(const std::string& key) {
+  return key == kUnreachableTaint || key == kNotReadyTaint;
+}
+
+bool IsAdmissionDefault(const corev1::Toleration& t) {
+  return IsNodeHealthTaint(t.key()) && t.operator_() == "Exists" &&
+         t.effect() == "NoExecute" && t.has_tolerationseconds() &&
+         t.tolerationseconds() == 300;
+}
+
+bool HasTaint(const corev1::Node& node, const std::string& key) {
+  for (const corev1::Taint& t : node.spec().taints()) {
+    if (t.key() == key && t.effect() == "NoExecute") return true;
+  }
+  return false;
+}
+
+void Keep(Status* first, const Status& s) {
+  if (first->ok() && !s.ok()) *first = s;
+}
+
+}  // namespace
+
+NodeLifecycleController::NodeLifecycleController(NodeLifecycleOptions options)
+    : Controller("nodelifecycle", options.clock, options.metrics),
+      options_(options) {
+  CHECK(options_.api != nullptr && options_.nodes != nullptr &&
+        options_.leases != nullptr && options_.pods != nullptr);
+  tokens_ = std::max(1.0, options_.eviction_qps);
+  tokens_at_ = clock_->Now();
+}
+
+NodeLifecycleController::~NodeLifecycleController() { Stop(); }
+
+void NodeLifecycleController::RegisterHandlers(
+    informer::SharedIndexInformer* nodes, informer::SharedIndexInformer* leases,
+    informer::SharedIndexInformer* pods) {
+  nodes->AddEventHandler(informer::EventHandlerFuncs{
+      .on_add = [this](const ObjectPtr& o, bool) { Enqueue(api::Name(*o)); },
+      .on_update = [this](const ObjectPtr&,
+                          const ObjectPtr& o) { Enqueue(api::Name(*o)); },
+      .on_delete =
+          [this](const informer::DeletedObject& d) { Enqueue(d.key); }});
+  auto on_lease = [this](const ObjectPtr& o) {
+    if (api::Namespace(*o) == kNodeLeaseNamespace) Enqueue(api::Name(*o));
+  };
+  leases->AddEventHandler(informer::EventHandlerFuncs{
+      .on_add = [on_lease](const ObjectPtr& o, bool) { on_lease(o); },
+      .on_update = [on_lease](const ObjectPtr&,
+                              const ObjectPtr& o) { on_lease(o); }});
+  // A pod landing on a tainted node must be looked at.
+  pods->AddEventHandler(informer::EventHandlerFuncs{
+      .on_add =
+          [this](const ObjectPtr& o, bool) {
+            const auto& p = static_cast<const corev1::Pod&>(*o);
+            if (!p.spec().nodename().empty()) Enqueue(p.spec().nodename());
+          },
+      .on_update =
+          [this](const ObjectPtr& old_obj, const ObjectPtr& o) {
+            const auto& a = static_cast<const corev1::Pod&>(*old_obj);
+            const auto& p = static_cast<const corev1::Pod&>(*o);
+            if (a.spec().nodename() != p.spec().nodename() &&
+                !p.spec().nodename().empty()) {
+              Enqueue(p.spec().nodename());
+            }
+          }});
+}
+
+void NodeLifecycleController::Run(int workers) {
+  Controller::Run(workers);
+  monitor_ = std::thread([this] { MonitorLoop(); });
+}
+
+void NodeLifecycleController::Stop() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    stop_ = true;
+    cv_.notify_all();
+  }
+  if (monitor_.joinable()) monitor_.join();
+  Controller::Stop();
+}
+
+void NodeLifecycleController::MonitorLoop() {
+  std::unique_lock<std::mutex> l(mu_);
+  while (!stop_) {
+    l.unlock();
+    MonitorOnce();
+    l.lock();
+    clock_->WaitFor(l, cv_, options_.monitor_period, [this] { return stop_; });
+  }
+}
+
+void NodeLifecycleController::MonitorOnce() {
+  for (const std::string& name : options_.nodes->ListKeys()) Enqueue(name);
+}
+
+bool NodeLifecycleController::Healthy(const std::string& node) {
+  ObjectPtr lease =
+      options_.leases->Get(informer::ObjectKey(kNodeLeaseNamespace, node));
+  std::string renew;
+  if (lease != nullptr) {
+    const auto& l = static_cast<const coordinationv1::Lease&>(*lease);
+    if (l.spec().has_renewtime())
+      renew = DeterministicBytes(l.spec().renewtime());
+  }
+  TimePoint now = clock_->Now();
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = probes_.find(node);
+  if (it == probes_.end()) {
+    probes_[node] = {renew, now};
+    return true;
+  }
+  if (it->second.renew_time != renew) {
+    it->second = {renew, now};
+    return true;
+  }
+  return now - it->second.observed < options_.grace_period;
+}
+
+int64_t NodeLifecycleController::TolerationSeconds(
+    const corev1::Pod& pod, const corev1::Node& node) const {
+  int64_t result = -1;
+  auto take = [&](int64_t s) { result = result < 0 ? s : std::min(result, s); };
+  for (const corev1::Taint& taint : node.spec().taints()) {
+    if (taint.effect() != "NoExecute") continue;
+    bool matched = false;
+    int64_t best = -2;  // -2: none yet; -1: forever
+    for (const corev1::Toleration& t : pod.spec().tolerations()) {
+      if (!Tolerates(t, taint)) continue;
+      matched = true;
+      int64_t s = -1;
+      if (IsAdmissionDefault(t)) {
+        s = options_.default_toleration_seconds;
+      } else if (t.has_tolerationseconds()) {
+        s = std::max<int64_t>(0, t.tolerationseconds());
+      }
+      // The longest matching toleration wins for one taint.
+      if (best == -2 || s == -1 || (best != -1 && s > best)) best = s;
+    }
+    if (!matched) {
+      if (!IsNodeHealthTaint(taint.key())) return 0;
+      best = options_.default_toleration_seconds;
+    }
+    if (best >= 0) take(best);
+  }
+  return result;
+}
+
+bool NodeLifecycleController::TakeEvictionToken(Duration* wait) {
+  if (options_.eviction_qps <= 0) return true;
+  std::lock_guard<std::mutex> l(mu_);
+  TimePoint now = clock_->Now();
+  double burst = std::max(1.0, options_.eviction_qps);
+  tokens_ = std::min(
+      burst, tokens_ + std::chrono::duration<double>(now - tokens_at_).count() *
+                           options_.eviction_qps);
+  tokens_at_ = now;
+  if (tokens_ >= 1) {
+    tokens_ -= 1;
+    return true;
+  }
+  *wait = std::chrono::duration_cast<Duration>(
+      std::chrono::duration<double>((1 - tokens_) / options_.eviction_qps));
+  return false;
+}
+
+Status NodeLifecycleController::Sync(const std::string& key) {
+  ObjectPtr obj = options_.nodes->Get(key);
+  if (obj == nullptr) {
+    std::lock_guard<std::mutex> l(mu_);
+    probes_.erase(key);
+    return Status::Ok();
+  }
+  auto node = std::static_pointer_cast<const corev1::Node>(obj);
+  const bool healthy = Healthy(key);
+  Status first_error;
+  const metav1::Time now = api::TimeNow(*clock_);
+  const corev1::NodeCondition* ready =
+      FindNodeCondition(node->status(), "Ready");
+  auto on_node = options_.pods->ByIndex(kPodNodeIndex, key);
+  RETURN_IF_ERROR(on_node.status());
+
+  if (!healthy) {
+    if (ready == nullptr || ready->status() != "Unknown") {
+      LOG(INFO) << "nodelifecycle: node " << key
+                << " stopped renewing its lease: NotReady";
+      corev1::Node copy = *node;
+      bool has_ready = false;
+      for (corev1::NodeCondition& c :
+           *copy.mutable_status()->mutable_conditions()) {
+        if (c.type() != "Ready" && c.type() != "MemoryPressure" &&
+            c.type() != "DiskPressure" && c.type() != "PIDPressure") {
+          continue;
+        }
+        has_ready |= c.type() == "Ready";
+        c.set_status("Unknown");
+        c.set_reason(kUnknownReason);
+        c.set_message(kUnknownMessage);
+        *c.mutable_lasttransitiontime() = now;
+      }
+      if (!has_ready) {
+        corev1::NodeCondition* c = copy.mutable_status()->add_conditions();
+        c->set_type("Ready");
+        c->set_status("Unknown");
+        c->set_reason(kUnknownReason);
+        c->set_message(kUnknownMessage);
+        *c->mutable_lasttransitiontime() = now;
+        *c->mutable_lastheartbeattime() = now;
+      }
+      StatusOr<ObjectPtr> r = options_.api->UpdateStatus(NodesResource(), copy);
+      if (!r.ok()) return r.status();
+      node = std::static_pointer_cast<const corev1::Node>(*r);
+      // Its pods are no longer ready (MarkPodsNotReady).
+      for (const ObjectPtr& o : *on_node) {
+        const auto& pod = static_cast<const corev1::Pod&>(*o);
+        if (!IsPodReady(pod) || IsPodTerminating(pod)) continue;
+        corev1::Pod p = pod;
+        for (corev1::PodCondition& c :
+             *p.mutable_status()->mutable_conditions()) {
+          if (c.type() != "Ready") continue;
+          c.set_status("False");
+          *c.mutable_lasttransitiontime() = now;
+        }
+        Status s = options_.api->UpdateStatus(PodsResource(), p).status();
+        if (!informer::IsNotFound(s)) Keep(&first_error, s);
+      }
+    }
+    if (!HasTaint(*node, kUnreachableTaint)) {
+      corev1::Node copy = *node;
+      auto* taints = copy.mutable_spec()->mutable_taints();
+      for (int i = taints->size() - 1; i >= 0; --i) {
+        if (taints->Get(i).key() == kNotReadyTaint)
+          taints->DeleteSubrange(i, 1);
+      }
+      corev1::Taint* t = taints->Add();
+      t->set_key(kUnreachableTaint);
+      t->set_effect("NoExecute");
+      *t->mutable_timeadded() = now;
+      StatusOr<ObjectPtr> r = options_.api->Update(NodesResource(), copy);
+      if (!r.ok()) return r.status();
+      node = std::static_pointer_cast<const corev1::Node>(*r);
+    }
+  } else {
+    if (ready != nullptr && ready->status() == "Unknown" &&
+        ready->reason() == kUnknownReason) {
+      LOG(INFO) << "nodelifecycle: node " << key << " renews its lease again";
+      corev1::Node copy = *node;
+      for (corev1::NodeCondition& c :
+           *copy.mutable_status()->mutable_conditions()) {
+        if (c.reason() != kUnknownReason) continue;
+        bool is_ready = c.type() == "Ready";
+        c.set_status(is_ready ? "True" : "False");
+        c.set_reason(is_ready ? "KubeletReady"
+                              : "KubeletHasSufficient" + c.type());
+        c.set_message(is_ready ? "kubelet is posting ready status" : "");
+        *c.mutable_lasttransitiontime() = now;
+        *c.mutable_lastheartbeattime() = now;
+      }
+      StatusOr<ObjectPtr> r = options_.api->UpdateStatus(NodesResource(), copy);
+      if (!r.ok()) return r.status();
+      node = std::static_pointer_cast<const corev1::Node>(*r);
+    }
+    if (HasTaint(*node, kUnreachableTaint)) {
+      corev1::Node copy = *node;
+      auto* taints = copy.mutable_spec()->mutable_taints();
+      for (int i = taints->size() - 1; i >= 0; --i) {
+        if (taints->Get(i).key() == kUnreachableTaint)
+          taints->DeleteSubrange(i, 1);
+      }
+      StatusOr<ObjectPtr> r = options_.api->Update(NodesResource(), copy);
+      if (!r.ok()) return r.status();
+      node = std::static_pointer_cast<const corev1::Node>(*r);
+    }
+  }
+
+  // Taint-based eviction.
+  bool no_execute = false;
+  int64_t earliest_taint = INT64_MAX;
+  for (const corev1::Taint& t : node->spec().taints()) {
+    if (t.effect() != "NoExecute") continue;
+    no_execute = true;
+    int64_t added = api::IsZero(t.timeadded())
+                        ? api::UnixSeconds(now)
+                        : api::UnixSeconds(t.timeadded());
+    earliest_taint = std::min(earliest_taint, added);
+  }
+  if (!no_execute) return first_error;
+  Duration recheck = Duration::max();
+  const int64_t now_s = api::UnixSeconds(now);
+  for (const ObjectPtr& o : *on_node) {
+    const auto& pod = static_cast<const corev1::Pod&>(*o);
+    if (IsPodTerminating(pod)) continue;
+    int64_t tolerate = TolerationSeconds(pod, *node);
+    if (tolerate < 0) continue;
+    int64_t due = earliest_taint + tolerate;
+    if (due > now_s) {
+      recheck = std::min<Duration>(recheck, seconds(due - now_s));
+      continue;
+    }
+    Duration wait;
+    if (!TakeEvictionToken(&wait)) {
+      recheck = std::min(recheck, wait);
+      continue;
+    }
+    LOG(INFO) << "nodelifecycle: evicting " << informer::ObjectKey(pod)
+              << " from " << key;
+    Status s = options_.api->Delete(PodsResource(), pod.metadata().namespace_(),
+                                    pod.metadata().name());
+    if (!informer::IsNotFound(s)) Keep(&first_error, s);
+  }
+  if (recheck != Duration::max()) EnqueueAfter(key, recheck);
+  return first_error;
+}
+
+}  // namespace kplane::controllers

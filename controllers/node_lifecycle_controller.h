@@ -1,0 +1,107 @@
+// NodeLifecycleController: notices nodes whose kubelet stopped renewing its
+// Lease, marks them NotReady and taints them, and evicts their pods after
+// their toleration (Kubernetes' pkg/controller/nodelifecycle plus its
+// taint-eviction controller).
+//
+// Health: a node is healthy while its Lease (kube-node-lease/<node>)
+// changed its spec.renewTime within `grace_period`, measured on this
+// process's monotonic clock from when the change was *observed* (as
+// Kubernetes does, so clock skew between machines does not matter). A node
+// first seen, or without a Lease, gets a full grace period from then.
+// Every `monitor_period` every node is re-checked, so a stopped lease is
+// noticed within grace + period.
+//
+// Sync(node):
+//   unhealthy: conditions Ready (added if missing), MemoryPressure,
+//     DiskPressure, PIDPressure -> status Unknown, reason
+//     "NodeStatusUnknown", "Kubelet stopped posting node status."; taint
+//     node.kubernetes.io/unreachable:NoExecute (timeAdded now); the Ready
+//     condition of its pods -> False.
+//   healthy again: the unreachable taint is removed, and a Ready=Unknown
+//     we set ourselves is put back to True ("KubeletReady") -- in
+//     Kubernetes the kubelet rewrites it; kplane's simulated kubelets may
+//     only renew the Lease.
+//   NoExecute taints: a pod not tolerating one of them is deleted at once;
+//     one that tolerates them all is deleted at timeAdded + the smallest
+//     matching tolerationSeconds (none: never). The toleration the API
+//     server's DefaultTolerationSeconds admission adds (Exists, NoExecute,
+//     300 s, not-ready/unreachable), or no toleration at all for those two
+//     taints, counts as `default_toleration_seconds` instead.
+//     At most `eviction_qps` pods per second are deleted (token bucket).
+//
+// Ownership: borrows writer and caches (pods must have kPodNodeIndex).
+// Thread-safety: as Controller; Run also starts the monitor thread.
+#ifndef KPLANE_CONTROLLERS_NODE_LIFECYCLE_CONTROLLER_H_
+#define KPLANE_CONTROLLERS_NODE_LIFECYCLE_CONTROLLER_H_
+
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "controllers/api_writer.h"
+#include "controllers/controller.h"
+#include "informer/indexer.h"
+#include "informer/shared_informer.h"
+
+namespace kplane::controllers {
+
+inline constexpr char kUnreachableTaint[] = "node.kubernetes.io/unreachable";
+inline constexpr char kNotReadyTaint[] = "node.kubernetes.io/not-ready";
+inline constexpr char kNodeLeaseNamespace[] = "kube-node-lease";
+
+struct NodeLifecycleOptions {
+  ApiWriter* api = nullptr;
+  const informer::Indexer* nodes = nullptr;
+  const informer::Indexer* leases = nullptr;  // kube-node-lease
+  const informer::Indexer* pods = nullptr;
+  Duration grace_period = seconds(40);
+  Duration monitor_period = seconds(5);
+  int64_t default_toleration_seconds = 300;
+  double eviction_qps = 10;  // <= 0: unlimited
+  Clock* clock = nullptr;
+  metrics::Registry* metrics = nullptr;
+};
+
+class NodeLifecycleController : public Controller {
+ public:
+  explicit NodeLifecycleController(NodeLifecycleOptions options);
+  ~NodeLifecycleController() override;
+
+  void RegisterHandlers(informer::SharedIndexInformer* nodes,
+                        informer::SharedIndexInformer* leases,
+                        informer::SharedIndexInformer* pods);
+  Status Sync(const std::string& key) override;
+  void Run(int workers) override;
+  void Stop() override;
+
+  // Enqueues every node (what the monitor thread does each period).
+  void MonitorOnce();
+  // Seconds a pod tolerates the node's NoExecute taints: 0 = evict now,
+  // -1 = forever.
+  int64_t TolerationSeconds(const corev1::Pod& pod,
+                            const corev1::Node& node) const;
+
+ private:
+  struct Probe {
+    std::string renew_time;  // as last observed ("" = no lease)
+    TimePoint observed;
+  };
+  bool Healthy(const std::string& node);
+  bool TakeEvictionToken(Duration* wait);
+  void MonitorLoop();
+
+  NodeLifecycleOptions options_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<std::string, Probe> probes_;
+  double tokens_ = 0;
+  TimePoint tokens_at_{};
+  bool stop_ = false;
+  std::thread monitor_;
+};
+
+}  // namespace kplane::controllers
+
+#endif  // KPLANE_CONTROLLERS_NODE_LIFECYCLE_CONTROLLER_H_

@@ -1,0 +1,198 @@
+#include "controllers/util.h"
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
+#include "api/meta.h"
+#include "api/time.h"
+#include "base/logging.h"
+#include "informer/rest_client.h"
+
+namespace kplane::controllers {
+
+namespace {
+const api::ResourceInfo& Must(const api::ResourceInfo* r) {
+  CHECK(r != nullptr);
+  return *r;
+}
+}  // namespace
+
+const api::ResourceInfo& PodsResource() {
+  static const api::ResourceInfo& r =
+      Must(informer::RestClient::ResourceFor<corev1::Pod>());
+  return r;
+}
+const api::ResourceInfo& NodesResource() {
+  static const api::ResourceInfo& r =
+      Must(informer::RestClient::ResourceFor<corev1::Node>());
+  return r;
+}
+const api::ResourceInfo& ReplicaSetsResource() {
+  static const api::ResourceInfo& r =
+      Must(informer::RestClient::ResourceFor<appsv1::ReplicaSet>());
+  return r;
+}
+const api::ResourceInfo& DeploymentsResource() {
+  static const api::ResourceInfo& r =
+      Must(informer::RestClient::ResourceFor<appsv1::Deployment>());
+  return r;
+}
+const api::ResourceInfo& LeasesResource() {
+  static const api::ResourceInfo& r =
+      Must(informer::RestClient::ResourceFor<coordinationv1::Lease>());
+  return r;
+}
+
+machinery::Labels LabelMap(
+    const google::protobuf::Map<std::string, std::string>& m) {
+  return machinery::Labels(m.begin(), m.end());
+}
+
+StatusOr<machinery::LabelSelector> SelectorFrom(
+    const metav1::LabelSelector& s) {
+  std::vector<machinery::LabelRequirement> reqs;
+  for (const auto& [k, v] : s.matchlabels()) {
+    ASSIGN_OR_RETURN(machinery::LabelRequirement r,
+                     machinery::NewLabelRequirement(
+                         k, machinery::LabelOperator::kEquals, {v}));
+    reqs.push_back(std::move(r));
+  }
+  for (const metav1::LabelSelectorRequirement& e : s.matchexpressions()) {
+    machinery::LabelOperator op;
+    if (e.operator_() == "In") {
+      op = machinery::LabelOperator::kIn;
+    } else if (e.operator_() == "NotIn") {
+      op = machinery::LabelOperator::kNotIn;
+    } else if (e.operator_() == "Exists") {
+      op = machinery::LabelOperator::kExists;
+    } else if (e.operator_() == "DoesNotExist") {
+      op = machinery::LabelOperator::kDoesNotExist;
+    } else {
+      return InvalidArgumentError("\"" + e.operator_() +
+                                  "\" is not a valid label selector operator");
+    }
+    ASSIGN_OR_RETURN(
+        machinery::LabelRequirement r,
+        machinery::NewLabelRequirement(
+            e.key(), op,
+            std::vector<std::string>(e.values().begin(), e.values().end())));
+    reqs.push_back(std::move(r));
+  }
+  return machinery::LabelSelector().Add(std::move(reqs));
+}
+
+metav1::OwnerReference ControllerRefTo(std::string_view api_version,
+                                       std::string_view kind,
+                                       const metav1::ObjectMeta& owner) {
+  metav1::OwnerReference ref;
+  ref.set_apiversion(std::string(api_version));
+  ref.set_kind(std::string(kind));
+  ref.set_name(owner.name());
+  ref.set_uid(owner.uid());
+  ref.set_controller(true);
+  ref.set_blockownerdeletion(true);
+  return ref;
+}
+
+bool IsPodTerminating(const corev1::Pod& pod) {
+  return api::IsBeingDeleted(pod.metadata());
+}
+
+bool IsPodActive(const corev1::Pod& pod) {
+  const std::string& phase = pod.status().phase();
+  return phase != "Succeeded" && phase != "Failed" && !IsPodTerminating(pod);
+}
+
+const corev1::PodCondition* FindPodCondition(const corev1::PodStatus& status,
+                                             std::string_view type) {
+  for (const corev1::PodCondition& c : status.conditions()) {
+    if (c.type() == type) return &c;
+  }
+  return nullptr;
+}
+
+const corev1::NodeCondition* FindNodeCondition(const corev1::NodeStatus& status,
+                                               std::string_view type) {
+  for (const corev1::NodeCondition& c : status.conditions()) {
+    if (c.type() == type) return &c;
+  }
+  return nullptr;
+}
+
+bool IsPodReady(const corev1::Pod& pod) {
+  const corev1::PodCondition* c = FindPodCondition(pod.status(), "Ready");
+  return c != nullptr && c->status() == "True";
+}
+
+bool IsPodAvailable(const corev1::Pod& pod, int32_t min_ready_seconds,
+                    WallTime now) {
+  const corev1::PodCondition* c = FindPodCondition(pod.status(), "Ready");
+  if (c == nullptr || c->status() != "True") return false;
+  if (min_ready_seconds <= 0) return true;
+  if (api::IsZero(c->lasttransitiontime())) return false;
+  int64_t since = api::UnixSeconds(c->lasttransitiontime());
+  int64_t now_s =
+      std::chrono::duration_cast<seconds>(now.time_since_epoch()).count();
+  return since + min_ready_seconds <= now_s;
+}
+
+bool Tolerates(const corev1::Toleration& t, const corev1::Taint& taint) {
+  if (!t.effect().empty() && t.effect() != taint.effect()) return false;
+  if (!t.key().empty() && t.key() != taint.key()) return false;
+  if (t.operator_() == "Exists") return true;
+  // "" or "Equal": an empty key with Equal matches nothing (invalid).
+  if (t.key().empty()) return false;
+  return t.value() == taint.value();
+}
+
+bool ToleratesAll(
+    const corev1::PodSpec& spec,
+    const google::protobuf::RepeatedPtrField<corev1::Taint>& taints,
+    std::string_view effect) {
+  for (const corev1::Taint& taint : taints) {
+    if (taint.effect() != effect) continue;
+    bool ok = false;
+    for (const corev1::Toleration& t : spec.tolerations()) {
+      if (Tolerates(t, taint)) {
+        ok = true;
+        break;
+      }
+    }
+    if (!ok) return false;
+  }
+  return true;
+}
+
+bool IsNodeReady(const corev1::Node& node) {
+  const corev1::NodeCondition* c = FindNodeCondition(node.status(), "Ready");
+  return c != nullptr && c->status() == "True";
+}
+
+std::vector<std::string> PodNodeIndexFunc(
+    const google::protobuf::Message& obj) {
+  const auto& pod = static_cast<const corev1::Pod&>(obj);
+  if (pod.spec().nodename().empty()) return {};
+  return {pod.spec().nodename()};
+}
+
+std::vector<std::string> ControllerUidIndexFunc(
+    const google::protobuf::Message& obj) {
+  const metav1::ObjectMeta* meta = api::GetObjectMeta(obj);
+  if (meta == nullptr) return {};
+  const metav1::OwnerReference* ref = api::ControllerRef(*meta);
+  if (ref == nullptr) return {};
+  return {ref->uid()};
+}
+
+std::string DeterministicBytes(const google::protobuf::Message& m) {
+  std::string out;
+  {
+    google::protobuf::io::StringOutputStream sos(&out);
+    google::protobuf::io::CodedOutputStream cos(&sos);
+    cos.SetSerializationDeterministic(true);
+    m.SerializeToCodedStream(&cos);
+  }
+  return out;
+}
+
+}  // namespace kplane::controllers

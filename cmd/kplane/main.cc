@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "apiserver/apiserver_command.h"
+#include "kubeletsim/kubeletsim_command.h"
 #include "storage/server/store_command.h"
 
 namespace {
@@ -15,6 +16,7 @@ constexpr char kUsage[] =
     "Commands:\n"
     "  store      Run one member of the replicated store (our etcd).\n"
     "  apiserver  Run the Kubernetes API server.\n"
+    "  kubeletsim Run a fleet of simulated nodes (kubelets).\n"
     "\n"
     "Run `kplane <command> --help` for the flags of a command.\n";
 
@@ -30,6 +32,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 2, argv + argc);
   if (cmd == "store") return kplane::storage::RunStoreCommand(args);
   if (cmd == "apiserver") return kplane::apiserver::RunApiServerCommand(args);
+  if (cmd == "kubeletsim")
+    return kplane::kubeletsim::RunKubeletSimCommand(args);
   std::cerr << "kplane: unknown command \"" << cmd << "\"\n\n" << kUsage;
   return 2;
 }

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "kpctl/sim/sim_command.h"
 #include "kpctl/store/store_command.h"
 
 namespace {
@@ -29,6 +30,10 @@ int RunStoreGroup(const std::vector<std::string>& args) {
 const Group kGroups[] = {
     {"store", "etcd-compatible store client (etcdctl work-alike)",
      RunStoreGroup},
+    {"sim", "drive a kubeletsim fleet (stop-node, resume-node, list)",
+     [](const std::vector<std::string>& a) {
+       return kplane::kpctl::RunSim(a, std::cout, std::cerr);
+     }},
 };
 
 int Usage(FILE* to) {

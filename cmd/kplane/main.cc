@@ -6,6 +6,7 @@
 
 #include "apiserver/apiserver_command.h"
 #include "controllers/controller_manager_command.h"
+#include "kubeletsim/kubeletsim_command.h"
 #include "storage/server/store_command.h"
 #include "up/control_plane.h"
 
@@ -22,6 +23,7 @@ constexpr char kUsage[] =
     "  controller-manager\n"
     "             Run the controllers (replicaset, deployment, scheduler,\n"
     "             node lifecycle, garbage collector).\n"
+    "  kubeletsim Run a fleet of simulated nodes (kubelets).\n"
     "\n"
     "Run `kplane <command> --help` for the flags of a command.\n";
 
@@ -41,6 +43,8 @@ int main(int argc, char** argv) {
   if (cmd == "controller-manager") {
     return kplane::controllers::RunControllerManagerCommand(args);
   }
+  if (cmd == "kubeletsim")
+    return kplane::kubeletsim::RunKubeletSimCommand(args);
   std::cerr << "kplane: unknown command \"" << cmd << "\"\n\n" << kUsage;
   return 2;
 }

@@ -1,0 +1,81 @@
+// ControlServer: the fleet's small HTTP control endpoint.
+//
+//   GET  /healthz                  200 "ok"
+//   GET  /metrics                  Prometheus text (the fleet's registry)
+//   GET  /nodes                    {"nodes":[{"name":"node-0","state":"Ready",
+//                                   "pods":3,"leaseRenewals":12,
+//                                   "statusUpdates":1,"lastLagSeconds":0.004}]}
+//   POST /nodes/<name>/stop        crash one node's heartbeats   200 / 404
+//   POST /nodes/<name>/resume      bring it back                 200 / 404
+//   POST /fleet/stop               every node
+//   POST /fleet/resume
+//
+// Answers other than 2xx carry {"error": "..."}. ControlClient is the
+// matching client (kpctl sim).
+//
+// Ownership: owns its HttpServer; the handlers are borrowed callbacks that
+// must stay valid until Stop(). Thread-safety: handlers run on the
+// server's worker threads; Start/Stop from one thread.
+#ifndef KPLANE_KUBELETSIM_CONTROL_SERVER_H_
+#define KPLANE_KUBELETSIM_CONTROL_SERVER_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/metrics.h"
+#include "base/statusor.h"
+#include "kubeletsim/fleet.h"
+#include "net/http_server.h"
+
+namespace kplane::kubeletsim {
+
+class ControlServer {
+ public:
+  struct Handlers {
+    std::function<Status(const std::string&)> stop_node;
+    std::function<Status(const std::string&)> resume_node;
+    std::function<void()> stop_all;
+    std::function<void()> resume_all;
+    std::function<std::vector<NodeInfo>()> list;
+    metrics::Registry* metrics = nullptr;
+  };
+  explicit ControlServer(Handlers h);
+  ~ControlServer();
+
+  Status Start(const std::string& host, uint16_t port);
+  uint16_t port() const;
+  void Stop();
+
+ private:
+  Handlers h_;
+  std::unique_ptr<net::HttpServer> server_;
+};
+
+// GET /nodes as JSON, and its parse (for kpctl and tests).
+std::string NodesToJson(const std::vector<NodeInfo>& nodes);
+StatusOr<std::vector<NodeInfo>> NodesFromJson(std::string_view json);
+
+// Calls a fleet's control endpoint at "http://host:port".
+class ControlClient {
+ public:
+  static StatusOr<ControlClient> New(const std::string& endpoint);
+  StatusOr<std::vector<NodeInfo>> List();
+  Status StopNode(const std::string& name);
+  Status ResumeNode(const std::string& name);
+  Status StopAll();
+  Status ResumeAll();
+
+ private:
+  ControlClient(std::string host, uint16_t port)
+      : host_(std::move(host)), port_(port) {}
+  Status Post(const std::string& path);
+  std::string host_;
+  uint16_t port_;
+};
+
+}  // namespace kplane::kubeletsim
+
+#endif  // KPLANE_KUBELETSIM_CONTROL_SERVER_H_

@@ -1,0 +1,931 @@
+#include "kubeletsim/fleet.h"
+
+#include <algorithm>
+#include <atomic>
+#include <bitset>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <random>
+#include <unordered_map>
+
+#include "api/meta.h"
+#include "api/time.h"
+#include "base/logging.h"
+#include "informer/api_errors.h"
+#include "informer/list_watch.h"
+#include "informer/rest_client.h"
+#include "informer/shared_informer.h"
+#include "kubeletsim/control_server.h"
+#include "kubeletsim/timer_queue.h"
+#include "net/worker_pool.h"
+
+namespace kplane::kubeletsim {
+
+using informer::ObjectPtr;
+
+namespace {
+
+constexpr char kNodeIndex[] = "node";
+// Jitter of each lease renewal period, as the kubelet's node lease
+// controller (wait.JitterUntil(..., 0.04, ...)).
+constexpr double kLeaseJitter = 0.04;
+
+std::vector<std::string> PodNodeIndex(const google::protobuf::Message& m) {
+  const auto& pod = static_cast<const corev1::Pod&>(m);
+  if (pod.spec().nodename().empty()) return {};
+  return {pod.spec().nodename()};
+}
+
+double Seconds(Duration d) { return std::chrono::duration<double>(d).count(); }
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Impl
+
+class Fleet::Impl {
+ public:
+  // What the fleet remembers of one pod bound to one of its nodes.
+  struct PodSim {
+    std::string uid;
+    bool seen = false;  // a status was written (or adopted)
+    PodStage stage = PodStage::kCreating;
+    bool terminating = false;
+    bool finished = false;  // terminated and DELETE sent
+    PodRuntime rt;
+    uint32_t ip_host = 0;  // last octet of the pod IP, 0 = none
+    TimerId timer = 0;     // the pending next step, if any
+    uint64_t gen = 0;      // bumps invalidate stale timers
+  };
+
+  struct Node {
+    NodeIdentity id;
+    std::shared_ptr<net::SerialExecutor> heart;  // lease + status
+    std::shared_ptr<net::SerialExecutor> podq;   // pods
+    mutable std::mutex mu;
+    bool stopped = false;
+    bool registered = false;
+    std::string uid;
+    std::unique_ptr<coordinationv1::Lease> lease;  // as last written
+    TimerId lease_timer = 0;
+    TimerId status_timer = 0;
+    TimerId register_timer = 0;
+    bool status_queued = false;
+    int lease_failures = 0;
+    int register_failures = 0;
+    int64_t lease_renewals = 0;
+    int64_t status_updates = 0;
+    double last_lag = 0;
+    std::map<std::string, PodSim> pods;  // "ns/name" ->
+    std::bitset<256> ips;                // last octets in use
+  };
+
+  explicit Impl(FleetOptions o)
+      : options_(std::move(o)),
+        clock_(options_.clock != nullptr ? options_.clock : Clock::Real()),
+        metrics_(options_.metrics != nullptr ? options_.metrics
+                                             : metrics::Registry::Default()),
+        rng_(options_.seed != 0 ? options_.seed : std::random_device{}()),
+        timers_(clock_) {
+    nodes_gauge_ = metrics_->NewGauge("kubeletsim_nodes",
+                                      "Simulated nodes by state.", {"state"});
+    pods_gauge_ = metrics_->NewGauge("kubeletsim_pods",
+                                     "Pods bound to simulated nodes, by stage.",
+                                     {"stage"});
+    lag_ = metrics_
+               ->NewHistogram(
+                   "kubeletsim_heartbeat_lag_seconds",
+                   "Lease renewal completion time minus its due time.", {},
+                   {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 0.75, 1, 1.5, 2,
+                    3, 5, 10, 20, 40})
+               ->With({});
+    api_errors_ =
+        metrics_->NewCounter("kubeletsim_api_errors_total",
+                             "Failed API calls by operation.", {"operation"});
+    writes_ = metrics_->NewCounter("kubeletsim_api_writes_total",
+                                   "Successful API writes by operation.",
+                                   {"operation"});
+  }
+
+  ~Impl() { Stop(); }
+
+  Status Init() {
+    if (options_.nodes < 0) return InvalidArgumentError("--nodes must be >= 0");
+    if (options_.lease_renew_interval <= Duration(0)) {
+      return InvalidArgumentError("--lease-renew-interval must be > 0");
+    }
+    if (options_.workers < 1) return InvalidArgumentError("--workers < 1");
+    if (options_.first_index < 0 ||
+        options_.first_index + options_.nodes > 16384) {
+      return InvalidArgumentError(
+          "node indexes must lie in [0, 16384) (one /24 each in "
+          "10.64.0.0/10)");
+    }
+    informer::RestClientOptions co;
+    co.server = options_.server;
+    co.protobuf = options_.protobuf;
+    co.max_connections = std::max(1, options_.api_connections);
+    co.clock = clock_;
+    co.metrics = metrics_;
+    co.user_agent = "kplane-kubeletsim/1";
+    co.seed = options_.seed;
+    ASSIGN_OR_RETURN(client_, informer::RestClient::New(co));
+
+    // One probe, not retried, so that a wrong --server fails Start()
+    // instead of logging forever.
+    informer::RestClientOptions probe_options = co;
+    probe_options.max_retries = 0;
+    ASSIGN_OR_RETURN(auto probe, informer::RestClient::New(probe_options));
+    auto ns = probe->Get<corev1::Namespace>("", kNodeLeaseNamespace);
+    if (!ns.ok() && !informer::IsNotFound(ns.status())) {
+      return Status(ns.status().code(), "cannot reach the API server at " +
+                                            options_.server + ": " +
+                                            ns.status().ToString());
+    }
+
+    pool_ = std::make_shared<net::WorkerPool>(options_.workers, "kubeletsim");
+    for (int i = 0; i < options_.nodes; ++i) {
+      int index = options_.first_index + i;
+      auto n = std::make_unique<Node>();
+      n->id =
+          MakeNodeIdentity(options_.name_prefix + std::to_string(index), index);
+      n->heart = std::make_shared<net::SerialExecutor>(pool_);
+      n->podq = std::make_shared<net::SerialExecutor>(pool_);
+      by_name_[n->id.name] = n.get();
+      nodes_.push_back(std::move(n));
+    }
+    UpdateNodeGauges();
+
+    // One watch for all bound pods, one for all nodes.
+    const api::ResourceInfo* pods =
+        informer::RestClient::ResourceFor<corev1::Pod>();
+    const api::ResourceInfo* nodes =
+        informer::RestClient::ResourceFor<corev1::Node>();
+    CHECK(pods != nullptr && nodes != nullptr);
+    informer::SharedInformerOptions po;
+    po.name = "kubeletsim-pods";
+    po.clock = clock_;
+    po.indexers = informer::DefaultIndexers();
+    po.indexers[kNodeIndex] = PodNodeIndex;
+    pod_informer_ = std::make_unique<informer::SharedIndexInformer>(
+        std::make_shared<informer::RestListerWatcher>(
+            client_.get(), pods,
+            informer::ListWatchScope{.field_selector = "spec.nodeName!="}),
+        po);
+    pod_informer_->AddEventHandler(informer::EventHandlerFuncs{
+        .on_add = [this](const ObjectPtr& o, bool) { OnPod(o); },
+        .on_update = [this](const ObjectPtr&, const ObjectPtr& o) { OnPod(o); },
+        .on_delete =
+            [this](const informer::DeletedObject& d) { OnPodDeleted(d); },
+    });
+    informer::SharedInformerOptions no;
+    no.name = "kubeletsim-nodes";
+    no.clock = clock_;
+    node_informer_ = std::make_unique<informer::SharedIndexInformer>(
+        std::make_shared<informer::RestListerWatcher>(client_.get(), nodes),
+        no);
+    node_informer_->AddEventHandler(informer::EventHandlerFuncs{
+        .on_add = [this](const ObjectPtr& o, bool) { OnNode(o); },
+        .on_update = [this](const ObjectPtr&,
+                            const ObjectPtr& o) { OnNode(o); },
+    });
+
+    if (options_.port >= 0) {
+      ControlServer::Handlers h;
+      h.stop_node = [this](const std::string& n) { return StopNode(n); };
+      h.resume_node = [this](const std::string& n) { return ResumeNode(n); };
+      h.stop_all = [this] { StopAll(); };
+      h.resume_all = [this] { ResumeAll(); };
+      h.list = [this] { return List(); };
+      h.metrics = metrics_;
+      control_ = std::make_unique<ControlServer>(std::move(h));
+      RETURN_IF_ERROR(control_->Start(options_.bind_address,
+                                      static_cast<uint16_t>(options_.port)));
+    }
+
+    node_informer_->Start();
+    pod_informer_->Start();
+    for (auto& n : nodes_) {
+      Node* node = n.get();
+      Post(node->heart, [this, node] { Register(node); });
+    }
+    return Status::Ok();
+  }
+
+  // ---- fault injection
+
+  Status StopNode(const std::string& name) {
+    Node* n = Find(name);
+    if (n == nullptr) return NotFoundError("no simulated node " + name);
+    {
+      std::lock_guard<std::mutex> l(n->mu);
+      if (n->stopped) return Status::Ok();
+      n->stopped = true;
+      timers_.Cancel(n->lease_timer);
+      timers_.Cancel(n->status_timer);
+      timers_.Cancel(n->register_timer);
+      n->lease_timer = n->status_timer = n->register_timer = 0;
+    }
+    LOG(INFO) << "kubeletsim: node " << name << " stopped (heartbeats off)";
+    UpdateNodeGauges();
+    return Status::Ok();
+  }
+
+  Status ResumeNode(const std::string& name) {
+    Node* n = Find(name);
+    if (n == nullptr) return NotFoundError("no simulated node " + name);
+    bool registered;
+    {
+      std::lock_guard<std::mutex> l(n->mu);
+      if (!n->stopped) return Status::Ok();
+      n->stopped = false;
+      registered = n->registered;
+    }
+    LOG(INFO) << "kubeletsim: node " << name << " resumed";
+    UpdateNodeGauges();
+    if (!registered) {
+      Post(n->heart, [this, n] { Register(n); });
+      return Status::Ok();
+    }
+    TimePoint now = clock_->Now();
+    Post(n->heart, [this, n, now] { RenewLease(n, now); });
+    QueueStatusReport(n);
+    ResyncPods(n);
+    return Status::Ok();
+  }
+
+  void StopAll() {
+    for (auto& n : nodes_) (void)StopNode(n->id.name);
+  }
+  void ResumeAll() {
+    for (auto& n : nodes_) (void)ResumeNode(n->id.name);
+  }
+
+  std::vector<NodeInfo> List() const {
+    std::vector<NodeInfo> out;
+    out.reserve(nodes_.size());
+    for (const auto& n : nodes_) {
+      std::lock_guard<std::mutex> l(n->mu);
+      NodeInfo i;
+      i.name = n->id.name;
+      i.stopped = n->stopped;
+      i.registered = n->registered;
+      i.pods = static_cast<int>(n->pods.size());
+      i.lease_renewals = n->lease_renewals;
+      i.status_updates = n->status_updates;
+      i.last_lag_seconds = n->last_lag;
+      out.push_back(std::move(i));
+    }
+    return out;
+  }
+
+  uint16_t port() const { return control_ ? control_->port() : 0; }
+
+  void WaitIdle() const {
+    while (true) {
+      timers_.WaitIdle();
+      {
+        std::unique_lock<std::mutex> l(work_mu_);
+        work_cv_.wait(l, [&] { return outstanding_ == 0 || stopping_; });
+      }
+      if (stopping_) return;
+      // Work that just finished may have scheduled a due timer.
+      if (timers_.NextDue() > clock_->Now()) {
+        std::lock_guard<std::mutex> l(work_mu_);
+        if (outstanding_ == 0) return;
+      }
+    }
+  }
+
+  void Stop() {
+    if (stopping_.exchange(true)) return;
+    if (control_) control_->Stop();
+    timers_.Stop();
+    if (pod_informer_) pod_informer_->Stop();
+    if (node_informer_) node_informer_->Stop();
+    if (pool_) pool_->Shutdown();
+    {
+      std::lock_guard<std::mutex> l(work_mu_);
+      work_cv_.notify_all();
+    }
+    for (auto& n : nodes_) {
+      std::lock_guard<std::mutex> l(n->mu);
+      n->stopped = true;
+    }
+    UpdateNodeGauges();
+    LOG(INFO) << "kubeletsim: fleet of " << nodes_.size() << " nodes stopped";
+  }
+
+ private:
+  Node* Find(const std::string& name) const {
+    auto it = by_name_.find(name);
+    return it == by_name_.end() ? nullptr : it->second;
+  }
+
+  // Runs `fn` on `ex` unless the fleet is stopping; counted for WaitIdle.
+  void Post(const std::shared_ptr<net::SerialExecutor>& ex,
+            std::function<void()> fn) {
+    {
+      std::lock_guard<std::mutex> l(work_mu_);
+      ++outstanding_;
+    }
+    ex->Post([this, fn = std::move(fn)] {
+      if (!stopping_) fn();
+      std::lock_guard<std::mutex> l(work_mu_);
+      if (--outstanding_ == 0) work_cv_.notify_all();
+    });
+  }
+
+  // A timer that posts `fn(due)` to `ex` when due.
+  TimerId After(Duration d, std::shared_ptr<net::SerialExecutor> ex,
+                std::function<void(TimePoint)> fn) {
+    return timers_.ScheduleAfter(
+        d, [this, ex = std::move(ex), fn = std::move(fn)](TimePoint due) {
+          Post(ex, [fn, due] { fn(due); });
+        });
+  }
+
+  Duration Jittered(Duration d, double factor) {
+    std::lock_guard<std::mutex> l(rng_mu_);
+    std::uniform_real_distribution<double> u(0.0, factor);
+    return d + std::chrono::duration_cast<Duration>(d * u(rng_));
+  }
+
+  bool Stopped(Node* n) const {
+    std::lock_guard<std::mutex> l(n->mu);
+    return n->stopped;
+  }
+
+  void ApiError(const char* op, const std::string& node, const Status& s) {
+    api_errors_->With({op})->Inc();
+    if (!stopping_) {
+      LOG(WARNING) << "kubeletsim: " << op << " " << node << ": " << s;
+    }
+  }
+
+  void UpdateNodeGauges() {
+    int registered = 0, stopped = 0, pending = 0;
+    for (const auto& n : nodes_) {
+      std::lock_guard<std::mutex> l(n->mu);
+      if (n->stopped) {
+        ++stopped;
+      } else if (n->registered) {
+        ++registered;
+      } else {
+        ++pending;
+      }
+    }
+    nodes_gauge_->With({"ready"})->Set(registered);
+    nodes_gauge_->With({"stopped"})->Set(stopped);
+    nodes_gauge_->With({"registering"})->Set(pending);
+  }
+
+  // ---- registration, lease, status (on the node's heart executor)
+
+  void Register(Node* n) {
+    if (Stopped(n)) return;
+    corev1::Node want = BuildNode(options_.node, n->id, clock_->WallNow());
+    auto created = client_->Create(want);
+    std::string uid;
+    if (created.ok()) {
+      uid = (*created)->metadata().uid();
+      writes_->With({"register"})->Inc();
+    } else if (informer::IsAlreadyExists(created.status())) {
+      // Re-registration (a restarted fleet): adopt the Node and report our
+      // status over whatever it says.
+      auto got = client_->Get<corev1::Node>("", n->id.name);
+      if (got.ok()) {
+        uid = (*got)->metadata().uid();
+        Status s = WriteStatus(n, **got);
+        if (!s.ok()) ApiError("node_status", n->id.name, s);
+      } else {
+        created = got.status();
+      }
+    }
+    if (uid.empty()) {
+      ApiError("register", n->id.name, created.status());
+      std::lock_guard<std::mutex> l(n->mu);
+      if (n->stopped) return;
+      int f = std::min(++n->register_failures, 6);
+      n->register_timer = After(milliseconds(100 << f), n->heart,
+                                [this, n](TimePoint) { Register(n); });
+      return;
+    }
+    {
+      std::lock_guard<std::mutex> l(n->mu);
+      n->registered = true;
+      n->uid = uid;
+      n->register_failures = 0;
+    }
+    UpdateNodeGauges();
+    ScheduleStatusReport(n);
+    RenewLease(n, clock_->Now());
+    ResyncPods(n);
+  }
+
+  void ScheduleLease(Node* n, Duration after) {
+    std::lock_guard<std::mutex> l(n->mu);
+    if (n->stopped) return;
+    timers_.Cancel(n->lease_timer);
+    n->lease_timer = After(after, n->heart,
+                           [this, n](TimePoint due) { RenewLease(n, due); });
+  }
+
+  // The kubelet's node lease controller: update the cached lease (an
+  // optimistic-locking PUT with its resourceVersion); on a conflict or no
+  // cached lease, read it back first; create it if missing.
+  void RenewLease(Node* n, TimePoint due) {
+    std::unique_ptr<coordinationv1::Lease> cached;
+    std::string uid;
+    {
+      std::lock_guard<std::mutex> l(n->mu);
+      if (n->stopped) return;
+      n->lease_timer = 0;
+      if (n->lease) cached = std::make_unique<coordinationv1::Lease>(*n->lease);
+      uid = n->uid;
+    }
+    StatusOr<std::unique_ptr<coordinationv1::Lease>> done =
+        InternalError("not attempted");
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      if (!cached) {
+        auto got = client_->Get<coordinationv1::Lease>(kNodeLeaseNamespace,
+                                                       n->id.name);
+        if (informer::IsNotFound(got.status())) {
+          done = client_->Create(BuildLease(n->id.name, uid,
+                                            options_.lease_duration_seconds,
+                                            clock_->WallNow()));
+          break;
+        }
+        if (!got.ok()) {
+          done = got.status();
+          break;
+        }
+        cached = std::move(*got);
+      }
+      coordinationv1::Lease want = BuildLease(
+          n->id.name, uid, options_.lease_duration_seconds, clock_->WallNow());
+      want.mutable_metadata()->set_resourceversion(
+          cached->metadata().resourceversion());
+      want.mutable_metadata()->set_uid(cached->metadata().uid());
+      if (uid.empty()) {
+        *want.mutable_metadata()->mutable_ownerreferences() =
+            cached->metadata().ownerreferences();
+      }
+      done = client_->Update(want);
+      if (!informer::IsConflict(done.status()) &&
+          !informer::IsNotFound(done.status())) {
+        break;
+      }
+      cached.reset();  // re-read (or re-create) and try once more
+    }
+    Duration next = Jittered(options_.lease_renew_interval, kLeaseJitter);
+    if (done.ok()) {
+      double lag = Seconds(clock_->Now() - due);
+      lag_->Observe(std::max(0.0, lag));
+      writes_->With({"lease"})->Inc();
+      std::lock_guard<std::mutex> l(n->mu);
+      n->lease = std::move(*done);
+      n->lease_failures = 0;
+      n->last_lag = lag;
+      ++n->lease_renewals;
+    } else {
+      ApiError("lease", n->id.name, done.status());
+      std::lock_guard<std::mutex> l(n->mu);
+      // The kubelet retries a failed renewal sooner: 200 ms doubling, at
+      // most the renew interval.
+      int f = std::min(++n->lease_failures, 10);
+      next = std::min(options_.lease_renew_interval,
+                      Duration(milliseconds(200 << (f - 1))));
+    }
+    ScheduleLease(n, next);
+  }
+
+  void ScheduleStatusReport(Node* n) {
+    std::lock_guard<std::mutex> l(n->mu);
+    if (n->stopped) return;
+    timers_.Cancel(n->status_timer);
+    n->status_timer = After(options_.node_status_report_frequency, n->heart,
+                            [this, n](TimePoint) { ReportStatus(n); });
+  }
+
+  void QueueStatusReport(Node* n) {
+    {
+      std::lock_guard<std::mutex> l(n->mu);
+      if (n->stopped || !n->registered || n->status_queued) return;
+      n->status_queued = true;
+    }
+    Post(n->heart, [this, n] { ReportStatus(n); });
+  }
+
+  // PUT nodes/<n>/status from `current` with our conditions and heartbeat.
+  Status WriteStatus(Node* n, const corev1::Node& current) {
+    corev1::Node want = current;
+    RefreshNodeStatus(options_.node, n->id, clock_->WallNow(),
+                      want.mutable_status());
+    auto r = client_->UpdateStatus(want);
+    if (!r.ok()) return r.status();
+    writes_->With({"node_status"})->Inc();
+    std::lock_guard<std::mutex> l(n->mu);
+    ++n->status_updates;
+    return Status::Ok();
+  }
+
+  void ReportStatus(Node* n) {
+    {
+      std::lock_guard<std::mutex> l(n->mu);
+      n->status_queued = false;
+      if (n->stopped || !n->registered) return;
+    }
+    Status s = InternalError("not attempted");
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      std::shared_ptr<const corev1::Node> current;
+      if (attempt == 0) {
+        current = std::static_pointer_cast<const corev1::Node>(
+            node_informer_->GetIndexer().Get(n->id.name));
+      }
+      if (!current) {
+        auto got = client_->Get<corev1::Node>("", n->id.name);
+        if (!got.ok()) {
+          s = got.status();
+          break;
+        }
+        current = std::move(*got);
+      }
+      s = WriteStatus(n, *current);
+      if (!informer::IsConflict(s)) break;
+    }
+    if (!s.ok()) ApiError("node_status", n->id.name, s);
+    ScheduleStatusReport(n);
+  }
+
+  // A Node changed in the API. If it is ours and no longer says what we
+  // would report (the node lifecycle controller marked it Unknown, someone
+  // edited its status), report now rather than at the next period.
+  void OnNode(const ObjectPtr& o) {
+    const auto& node = static_cast<const corev1::Node&>(*o);
+    Node* n = Find(node.metadata().name());
+    if (n == nullptr) return;
+    if (!NodeStatusDiffers(options_.node, node.status())) return;
+    QueueStatusReport(n);
+  }
+
+  // ---- pods (on the node's pod executor)
+
+  void OnPod(const ObjectPtr& o) {
+    const auto& pod = static_cast<const corev1::Pod&>(*o);
+    Node* n = Find(pod.spec().nodename());
+    if (n == nullptr) return;
+    std::string key = informer::ObjectKey(pod);
+    Post(n->podq, [this, n, key] { SyncPod(n, key); });
+  }
+
+  void OnPodDeleted(const informer::DeletedObject& d) {
+    const auto& pod = static_cast<const corev1::Pod&>(*d.object);
+    Node* n = Find(pod.spec().nodename());
+    if (n == nullptr) return;
+    std::string key = d.key;
+    Post(n->podq, [this, n, key] { ForgetPod(n, key); });
+  }
+
+  void ResyncPods(Node* n) {
+    auto keys = pod_informer_->GetIndexer().IndexKeys(kNodeIndex, n->id.name);
+    if (!keys.ok()) return;
+    for (const std::string& key : *keys) {
+      Post(n->podq, [this, n, key] { SyncPod(n, key); });
+    }
+  }
+
+  void ForgetPod(Node* n, const std::string& key) {
+    std::lock_guard<std::mutex> l(n->mu);
+    auto it = n->pods.find(key);
+    if (it == n->pods.end()) return;
+    timers_.Cancel(it->second.timer);
+    if (it->second.ip_host != 0) n->ips.reset(it->second.ip_host);
+    CountStage(it->second, -1);
+    n->pods.erase(it);
+  }
+
+  void CountStage(const PodSim& p, int delta) {
+    if (!p.seen) return;
+    pods_gauge_->With({PodStageName(p.stage)})->Inc(delta);
+  }
+
+  std::shared_ptr<const corev1::Pod> CachedPod(const std::string& key) {
+    return std::static_pointer_cast<const corev1::Pod>(
+        pod_informer_->GetIndexer().Get(key));
+  }
+
+  Duration ReadyDelay(const corev1::Pod& pod) {
+    std::string_view v = api::Annotation(pod.metadata(), kReadyAfterAnnotation);
+    if (!v.empty()) {
+      auto ns = api::ParseGoDurationNanos(v);
+      if (ns.ok() && *ns >= 0) return nanoseconds(*ns);
+    }
+    return options_.pod_ready_delay;
+  }
+
+  // Moves a pod one step towards where its spec and metadata say it
+  // should be. Idempotent: our own status writes come back through the
+  // watch and land here as no-ops.
+  void SyncPod(Node* n, const std::string& key) {
+    std::shared_ptr<const corev1::Pod> pod = CachedPod(key);
+    if (!pod || pod->spec().nodename() != n->id.name) {
+      ForgetPod(n, key);
+      return;
+    }
+    const std::string& phase = pod->status().phase();
+    std::unique_lock<std::mutex> l(n->mu);
+    if (n->stopped || !n->registered) return;
+    PodSim& p = n->pods[key];
+    if (p.uid != pod->metadata().uid()) {
+      // New pod, or a new pod under a reused name.
+      timers_.Cancel(p.timer);
+      if (p.ip_host != 0) n->ips.reset(p.ip_host);
+      CountStage(p, -1);
+      p = PodSim{};
+      p.uid = pod->metadata().uid();
+    }
+    if (p.finished) return;
+    if (api::IsBeingDeleted(pod->metadata())) {
+      if (p.terminating) {
+        if (p.timer == 0) RunPodStep(n, key, p, Duration(0), &Impl::Terminate);
+        return;
+      }
+      p.terminating = true;
+      timers_.Cancel(p.timer);
+      p.timer = 0;
+      Duration delay = options_.pod_termination_delay;
+      if (pod->metadata().has_deletiongraceperiodseconds()) {
+        delay = std::min<Duration>(
+            delay, seconds(pod->metadata().deletiongraceperiodseconds()));
+      }
+      RunPodStep(n, key, p, delay, &Impl::Terminate);
+      return;
+    }
+    if (!p.seen) {
+      if ((phase == "Succeeded" || phase == "Failed")) {
+        return;  // finished before we knew it: nothing to run
+      }
+      if (phase == "Running" && pod->status().hostip() == n->id.internal_ip) {
+        Adopt(n, *pod, &p);
+      } else {
+        p.rt.host_ip = n->id.internal_ip;
+        p.rt.start_time = clock_->WallNow();
+        p.seen = true;
+        p.stage = PodStage::kCreating;
+        CountStage(p, +1);
+        l.unlock();
+        WritePodStatus(n, key, PodStage::kCreating);
+        l.lock();
+      }
+    }
+    auto it = n->pods.find(key);
+    if (it == n->pods.end() || it->second.timer != 0 || it->second.finished) {
+      return;
+    }
+    PodSim& q = it->second;
+    if (q.stage == PodStage::kCreating) {
+      RunPodStep(n, key, q, options_.pod_start_delay, &Impl::StartPod);
+    } else if (q.stage == PodStage::kStarted) {
+      Duration left = ReadyDelay(*pod) - (clock_->WallNow() - q.rt.started_at);
+      RunPodStep(n, key, q, std::max(left, Duration(0)), &Impl::ReadyPod);
+    }
+  }
+
+  // A pod already Running on this node (the fleet restarted): keep its IP
+  // and times.
+  void Adopt(Node* n, const corev1::Pod& pod, PodSim* p) {
+    p->seen = true;
+    p->rt.host_ip = n->id.internal_ip;
+    p->rt.pod_ip = pod.status().podip();
+    p->rt.start_time = api::ToWallTime(pod.status().starttime());
+    p->rt.started_at = p->rt.start_time;
+    p->rt.ready_at = p->rt.start_time;
+    uint32_t net = n->id.pod_net;
+    for (uint32_t h = 2; h < 255; ++h) {
+      if (FormatIPv4(net | h) == p->rt.pod_ip) {
+        p->ip_host = h;
+        n->ips.set(h);
+      }
+    }
+    bool ready = false;
+    for (const auto& c : pod.status().conditions()) {
+      if (c.type() == "Ready") ready = c.status() == "True";
+    }
+    p->stage = ready ? PodStage::kReady : PodStage::kStarted;
+    CountStage(*p, +1);
+  }
+
+  using PodStep = void (Impl::*)(Node*, const std::string&, uint64_t gen);
+
+  // Schedules `step` after `d` (n->mu held).
+  void RunPodStep(Node* n, const std::string& key, PodSim& p, Duration d,
+                  PodStep step) {
+    uint64_t gen = ++p.gen;
+    p.timer = After(d, n->podq, [this, n, key, gen, step](TimePoint) {
+      (this->*step)(n, key, gen);
+    });
+    if (options_.on_pod_step) {
+      const char* name = step == &Impl::StartPod   ? "start"
+                         : step == &Impl::ReadyPod ? "ready"
+                                                   : "terminate";
+      // Reported after n->mu is released, from the pod executor.
+      Post(n->podq, [this, key, name] { options_.on_pod_step(key, name); });
+    }
+  }
+
+  // The PodSim for a timer's step if it is still current (n->mu held);
+  // clears its timer.
+  PodSim* Current(Node* n, const std::string& key, uint64_t gen) {
+    auto it = n->pods.find(key);
+    if (it == n->pods.end() || it->second.gen != gen) return nullptr;
+    it->second.timer = 0;
+    return n->stopped ? nullptr : &it->second;
+  }
+
+  void StartPod(Node* n, const std::string& key, uint64_t gen) {
+    {
+      std::lock_guard<std::mutex> l(n->mu);
+      PodSim* p = Current(n, key, gen);
+      if (p == nullptr || p->terminating) return;
+      if (p->ip_host == 0) {
+        for (uint32_t h = 2; h < 255; ++h) {
+          if (!n->ips.test(h)) {
+            p->ip_host = h;
+            n->ips.set(h);
+            break;
+          }
+        }
+      }
+      if (p->ip_host == 0) {
+        LOG(WARNING) << "kubeletsim: " << n->id.name
+                     << " has no free pod IP for " << key;
+        return;  // stays ContainerCreating until an IP is freed
+      }
+      p->rt.pod_ip = FormatIPv4(n->id.pod_net | p->ip_host);
+      p->rt.started_at = clock_->WallNow();
+      CountStage(*p, -1);
+      p->stage = PodStage::kStarted;
+      CountStage(*p, +1);
+    }
+    WritePodStatus(n, key, PodStage::kStarted);
+    SyncPod(n, key);  // schedules readiness
+  }
+
+  void ReadyPod(Node* n, const std::string& key, uint64_t gen) {
+    {
+      std::lock_guard<std::mutex> l(n->mu);
+      PodSim* p = Current(n, key, gen);
+      if (p == nullptr || p->terminating) return;
+      p->rt.ready_at = clock_->WallNow();
+      CountStage(*p, -1);
+      p->stage = PodStage::kReady;
+      CountStage(*p, +1);
+    }
+    WritePodStatus(n, key, PodStage::kReady);
+  }
+
+  // Graceful deletion's end: containers terminated, then the kubelet's
+  // final DELETE with gracePeriodSeconds=0 (and the pod's uid as a
+  // precondition, so a new pod of the same name is not hit).
+  void Terminate(Node* n, const std::string& key, uint64_t gen) {
+    std::string uid;
+    bool had_started;
+    {
+      std::lock_guard<std::mutex> l(n->mu);
+      PodSim* p = Current(n, key, gen);
+      if (p == nullptr) return;
+      uid = p->uid;
+      had_started = p->seen;
+      if (!p->seen) {
+        p->rt.host_ip = n->id.internal_ip;
+        p->rt.start_time = clock_->WallNow();
+        p->seen = true;
+      } else {
+        CountStage(*p, -1);
+      }
+      if (p->stage == PodStage::kCreating) p->rt.started_at = clock_->WallNow();
+      p->rt.finished_at = clock_->WallNow();
+      p->stage = PodStage::kTerminated;
+      CountStage(*p, +1);
+    }
+    (void)had_started;
+    WritePodStatus(n, key, PodStage::kTerminated);
+    auto [ns, name] = informer::SplitObjectKey(key);
+    api::metav1::DeleteOptions del;
+    del.set_graceperiodseconds(0);
+    del.mutable_preconditions()->set_uid(uid);
+    Status s = client_->Delete<corev1::Pod>(ns, name, del);
+    if (s.ok() || informer::IsNotFound(s) || informer::IsConflict(s)) {
+      if (s.ok()) writes_->With({"pod_delete"})->Inc();
+      std::lock_guard<std::mutex> l(n->mu);
+      auto it = n->pods.find(key);
+      if (it != n->pods.end() && it->second.uid == uid) {
+        it->second.finished = true;
+        if (it->second.ip_host != 0) {
+          n->ips.reset(it->second.ip_host);
+          it->second.ip_host = 0;
+        }
+      }
+      return;
+    }
+    ApiError("pod_delete", n->id.name, s);
+    std::lock_guard<std::mutex> l(n->mu);
+    auto it = n->pods.find(key);
+    if (it != n->pods.end() && it->second.uid == uid) {
+      RunPodStep(n, key, it->second, seconds(1), &Impl::Terminate);
+    }
+  }
+
+  // PUT pods/<p>/status with the status of `stage` over the cached pod;
+  // on a conflict read the pod again (twice at most).
+  void WritePodStatus(Node* n, const std::string& key, PodStage stage) {
+    PodRuntime rt;
+    std::string uid;
+    {
+      std::lock_guard<std::mutex> l(n->mu);
+      auto it = n->pods.find(key);
+      if (it == n->pods.end()) return;
+      rt = it->second.rt;
+      uid = it->second.uid;
+    }
+    std::shared_ptr<const corev1::Pod> pod = CachedPod(key);
+    Status s = InternalError("not attempted");
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      if (!pod || attempt > 0) {
+        auto [ns, name] = informer::SplitObjectKey(key);
+        auto got = client_->Get<corev1::Pod>(ns, name);
+        if (!got.ok()) {
+          s = got.status();
+          break;
+        }
+        pod = std::move(*got);
+      }
+      if (pod->metadata().uid() != uid) return;  // replaced meanwhile
+      corev1::Pod want = *pod;
+      *want.mutable_status() = BuildPodStatus(*pod, stage, rt);
+      auto r = client_->UpdateStatus(want);
+      s = r.status();
+      if (!informer::IsConflict(s)) break;
+    }
+    if (s.ok()) {
+      writes_->With({"pod_status"})->Inc();
+    } else if (!informer::IsNotFound(s)) {
+      ApiError("pod_status", n->id.name, s);
+    }
+  }
+
+  const FleetOptions options_;
+  Clock* const clock_;
+  metrics::Registry* const metrics_;
+  std::mutex rng_mu_;
+  std::mt19937_64 rng_;
+
+  metrics::Family<metrics::Gauge>* nodes_gauge_;
+  metrics::Family<metrics::Gauge>* pods_gauge_;
+  metrics::Histogram* lag_;
+  metrics::Family<metrics::Counter>* api_errors_;
+  metrics::Family<metrics::Counter>* writes_;
+
+  std::unique_ptr<informer::RestClient> client_;
+  mutable TimerQueue timers_;
+  std::shared_ptr<net::WorkerPool> pool_;
+  std::vector<std::unique_ptr<Node>> nodes_;
+  std::unordered_map<std::string, Node*> by_name_;
+  std::unique_ptr<informer::SharedIndexInformer> pod_informer_;
+  std::unique_ptr<informer::SharedIndexInformer> node_informer_;
+  std::unique_ptr<ControlServer> control_;
+
+  std::atomic<bool> stopping_{false};
+  mutable std::mutex work_mu_;
+  mutable std::condition_variable work_cv_;
+  int64_t outstanding_ = 0;
+};
+
+// ---------------------------------------------------------------------------
+// Fleet
+
+StatusOr<std::unique_ptr<Fleet>> Fleet::Start(FleetOptions options) {
+  auto impl = std::make_unique<Impl>(std::move(options));
+  RETURN_IF_ERROR(impl->Init());
+  return std::unique_ptr<Fleet>(new Fleet(std::move(impl)));
+}
+
+Fleet::Fleet(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Fleet::~Fleet() { Stop(); }
+
+Status Fleet::StopNode(const std::string& name) {
+  return impl_->StopNode(name);
+}
+Status Fleet::ResumeNode(const std::string& name) {
+  return impl_->ResumeNode(name);
+}
+void Fleet::StopAll() { impl_->StopAll(); }
+void Fleet::ResumeAll() { impl_->ResumeAll(); }
+std::vector<NodeInfo> Fleet::List() const { return impl_->List(); }
+uint16_t Fleet::port() const { return impl_->port(); }
+void Fleet::WaitIdle() const { impl_->WaitIdle(); }
+void Fleet::Stop() { impl_->Stop(); }
+
+}  // namespace kplane::kubeletsim

@@ -1,0 +1,140 @@
+// Fleet: N simulated kubelets in one process (KWOK-style), talking to the
+// API server like real ones: each registers its Node, renews its Lease in
+// kube-node-lease every lease_renew_interval (jittered, optimistic-locking
+// PUT), reports Node status only when it changed or every
+// node_status_report_frequency, and runs the pods bound to it through
+// Pending/ContainerCreating -> Running -> Ready, and through graceful
+// deletion to a DELETE with gracePeriodSeconds=0. docs/kubeletsim.md has
+// the full behaviour.
+//
+//   FleetOptions o;
+//   o.server = "http://127.0.0.1:6443";
+//   o.nodes = 100;
+//   o.port = 0;                         // control endpoint on any port
+//   auto fleet = Fleet::Start(o);       // registers the nodes, then runs
+//   (*fleet)->StopNode("node-3");       // crash: lease + status stop
+//   (*fleet)->ResumeNode("node-3");
+//   (*fleet)->Stop();                   // the whole fleet goes silent
+//
+// Structure: one TimerQueue thread for every node's timers; a WorkerPool
+// of `workers` threads does the API calls, through two serial executors
+// per node (heartbeats: lease + status; pods), so one node's calls never
+// race each other and a node busy starting pods still heartbeats. ONE pod
+// informer (field selector spec.nodeName!=) and ONE node informer serve
+// all nodes; events are dispatched by node name.
+//
+// Ownership: the Fleet owns its client, informers, threads and the control
+// HTTP server. Stop() (also in the destructor) silences every node without
+// deleting anything from the API, as a killed process would.
+// Thread-safety: all public methods may be called from any thread.
+// Errors: Start() fails on bad options, an unreachable server (the
+// initial registration) or a control port that cannot be bound.
+#ifndef KPLANE_KUBELETSIM_FLEET_H_
+#define KPLANE_KUBELETSIM_FLEET_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/metrics.h"
+#include "base/statusor.h"
+#include "kubeletsim/objects.h"
+
+namespace kplane::kubeletsim {
+
+struct FleetOptions {
+  std::string server = "http://127.0.0.1:6443";
+  int nodes = 3;
+  std::string name_prefix = "node-";
+  // Node i is named name_prefix + (first_index + i) and gets the CIDR of
+  // that index, so several fleets can share a cluster.
+  int first_index = 0;
+  // Capacity (= allocatable), extra labels and taints of every node.
+  NodeTemplate node;
+
+  Duration lease_renew_interval = seconds(10);  // +0..4% jitter each time
+  int lease_duration_seconds = 40;
+  Duration node_status_report_frequency = minutes(5);
+
+  // Pod lifecycle: bound -> (start delay) -> Running -> (ready delay, or
+  // the pod's kubeletsim.kplane.io/ready-after annotation) -> Ready;
+  // deletionTimestamp -> (termination delay, at most the grace period)
+  // -> containers terminated -> DELETE gracePeriodSeconds=0.
+  Duration pod_start_delay = seconds(1);
+  Duration pod_ready_delay = Duration(0);
+  Duration pod_termination_delay = seconds(1);
+
+  int workers = 8;           // threads making API calls
+  int api_connections = 16;  // keep-alive connections to the API server
+  bool protobuf = true;      // wire format to the API server
+  // Registration waits at most this long for each node's first write.
+  Duration register_timeout = seconds(60);
+
+  // Control endpoint (/healthz, /metrics, /nodes): 0 = ephemeral port,
+  // -1 = none.
+  std::string bind_address = "127.0.0.1";
+  int port = 10250;
+
+  // Tests and tracing: called (on a worker thread, no lock held) each time
+  // a pod's next step is put on the clock: "start", "ready", "terminate",
+  // with the pod's "namespace/name".
+  std::function<void(const std::string& pod, const std::string& step)>
+      on_pod_step;
+
+  Clock* clock = nullptr;                // nullptr: Clock::Real()
+  metrics::Registry* metrics = nullptr;  // nullptr: Registry::Default()
+  uint64_t seed = 0;                     // jitter; 0: random
+};
+
+// One node as GET /nodes and List() report it.
+struct NodeInfo {
+  std::string name;
+  bool stopped = false;
+  bool registered = false;
+  int pods = 0;
+  int64_t lease_renewals = 0;
+  int64_t status_updates = 0;
+  double last_lag_seconds = 0;  // last renewal's lag behind its due time
+};
+
+class Fleet {
+ public:
+  static StatusOr<std::unique_ptr<Fleet>> Start(FleetOptions options);
+  ~Fleet();
+  Fleet(const Fleet&) = delete;
+  Fleet& operator=(const Fleet&) = delete;
+
+  // Crash one node: no more lease renewals or status reports; its pods
+  // keep their last status and new pods bound to it stay Pending.
+  // kNotFound for a name this fleet does not simulate.
+  Status StopNode(const std::string& name);
+  // Back: renews the lease and reports status at once (fixing conditions
+  // the node lifecycle controller changed), then picks up its pods.
+  Status ResumeNode(const std::string& name);
+  // All nodes at once.
+  void StopAll();
+  void ResumeAll();
+
+  std::vector<NodeInfo> List() const;
+  // The control endpoint's port (0 when there is none).
+  uint16_t port() const;
+
+  // Tests: blocks until no timer is due on the clock and no API work is
+  // queued or running. Events still in an informer's watch are not seen.
+  void WaitIdle() const;
+
+  // Silences every node and stops all threads. Idempotent.
+  void Stop();
+
+  class Impl;
+
+ private:
+  explicit Fleet(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kplane::kubeletsim
+
+#endif  // KPLANE_KUBELETSIM_FLEET_H_

@@ -1,0 +1,559 @@
+// The fleet against the real API server in process (an embedded
+// single-member store), with the fleet's timers on a FakeClock. The test
+// observes the API through informers of its own (real clock) and awaits
+// their events on a condition variable; the deadline only turns a hang into
+// a failure.
+#include "kubeletsim/fleet.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+
+#include "api/meta.h"
+#include "api/time.h"
+#include "apiserver/test_server.h"
+#include "informer/api_errors.h"
+#include "informer/list_watch.h"
+#include "informer/rest_client.h"
+#include "informer/shared_informer.h"
+#include "kubeletsim/control_server.h"
+
+namespace kplane::kubeletsim {
+namespace {
+
+using informer::ObjectPtr;
+constexpr Duration kDeadline = seconds(20);
+
+// Follows one resource; every event wakes Await().
+class Observer {
+ public:
+  Observer(informer::RestClient* client, const api::ResourceInfo* r,
+           std::string ns = "") {
+    informer_ = std::make_unique<informer::SharedIndexInformer>(
+        std::make_shared<informer::RestListerWatcher>(
+            client, r, informer::ListWatchScope{.ns = ns}));
+    auto notify = [this](const ObjectPtr& o) {
+      std::lock_guard<std::mutex> l(mu_);
+      history_.push_back(o);
+      cv_.notify_all();
+    };
+    informer_->AddEventHandler(informer::EventHandlerFuncs{
+        .on_add = [notify](const ObjectPtr& o, bool) { notify(o); },
+        .on_update = [notify](const ObjectPtr&,
+                              const ObjectPtr& o) { notify(o); },
+        .on_delete =
+            [notify](const informer::DeletedObject& d) { notify(d.object); },
+    });
+    informer_->Start();
+    CHECK(informer_->WaitForCacheSync(kDeadline));
+  }
+  ~Observer() { informer_->Stop(); }
+
+  template <typename T>
+  std::shared_ptr<const T> Get(const std::string& key) {
+    return std::static_pointer_cast<const T>(informer_->GetIndexer().Get(key));
+  }
+  size_t Size() { return informer_->GetIndexer().Size(); }
+  // Waits until pred() (checked after every event) holds.
+  bool Await(const std::function<bool()>& pred) {
+    std::unique_lock<std::mutex> l(mu_);
+    return cv_.wait_for(l, kDeadline, [&] { return pred(); });
+  }
+  std::vector<ObjectPtr> History() {
+    std::lock_guard<std::mutex> l(mu_);
+    return history_;
+  }
+
+ private:
+  std::unique_ptr<informer::SharedIndexInformer> informer_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<ObjectPtr> history_;
+};
+
+template <typename T>
+const api::ResourceInfo* R() {
+  return informer::RestClient::ResourceFor<T>();
+}
+
+std::string CondStatus(const corev1::Node& n, const std::string& type) {
+  for (const auto& c : n.status().conditions()) {
+    if (c.type() == type) return c.status();
+  }
+  return "";
+}
+std::string CondStatus(const corev1::Pod& p, const std::string& type) {
+  for (const auto& c : p.status().conditions()) {
+    if (c.type() == type) return c.status();
+  }
+  return "";
+}
+
+class FleetTest : public ::testing::Test {
+ protected:
+  FleetTest() {
+    auto c = informer::RestClient::New(
+        {.server = "http://127.0.0.1:" + std::to_string(server_.port())});
+    CHECK(c.ok());
+    client_ = std::move(*c);
+    nodes_ = std::make_unique<Observer>(client_.get(), R<corev1::Node>());
+    leases_ = std::make_unique<Observer>(
+        client_.get(), R<coordinationv1::Lease>(), kNodeLeaseNamespace);
+    pods_ = std::make_unique<Observer>(client_.get(), R<corev1::Pod>());
+  }
+  ~FleetTest() override {
+    if (fleet_) fleet_->Stop();
+  }
+
+  FleetOptions Options(int nodes) {
+    FleetOptions o;
+    o.server = "http://127.0.0.1:" + std::to_string(server_.port());
+    o.nodes = nodes;
+    o.port = -1;
+    o.clock = &clock_;
+    o.metrics = &metrics_;
+    o.seed = 7;
+    o.workers = 4;
+    o.on_pod_step = [this](const std::string& pod, const std::string& step) {
+      std::lock_guard<std::mutex> l(steps_mu_);
+      steps_.push_back(pod + " " + step);
+      steps_cv_.notify_all();
+    };
+    return o;
+  }
+
+  // Starts the fleet and waits until every node is registered, Ready, and
+  // has its lease.
+  void StartFleet(FleetOptions o) {
+    auto f = Fleet::Start(o);
+    ASSERT_TRUE(f.ok()) << f.status();
+    fleet_ = std::move(*f);
+    size_t n = static_cast<size_t>(o.nodes);
+    ASSERT_TRUE(nodes_->Await([&] { return nodes_->Size() == n; }));
+    ASSERT_TRUE(leases_->Await([&] { return leases_->Size() == n; }));
+    fleet_->WaitIdle();
+  }
+
+  std::shared_ptr<const coordinationv1::Lease> Lease(const std::string& n) {
+    return leases_->Get<coordinationv1::Lease>(
+        std::string(kNodeLeaseNamespace) + "/" + n);
+  }
+  int64_t Renewals(const std::string& n) {
+    for (const NodeInfo& i : fleet_->List()) {
+      if (i.name == n) return i.lease_renewals;
+    }
+    return -1;
+  }
+  int64_t StatusUpdates(const std::string& n) {
+    for (const NodeInfo& i : fleet_->List()) {
+      if (i.name == n) return i.status_updates;
+    }
+    return -1;
+  }
+  void Advance(Duration d) {
+    clock_.Advance(d);
+    fleet_->WaitIdle();
+  }
+  corev1::Pod MakePod(const std::string& name, const std::string& node) {
+    corev1::Pod p;
+    p.mutable_metadata()->set_name(name);
+    p.mutable_metadata()->set_namespace_("default");
+    p.mutable_spec()->set_nodename(node);
+    corev1::Container* c = p.mutable_spec()->add_containers();
+    c->set_name("app");
+    c->set_image("nginx:1.27");
+    return p;
+  }
+  std::shared_ptr<const corev1::Pod> Pod(const std::string& name) {
+    return pods_->Get<corev1::Pod>("default/" + name);
+  }
+  bool AwaitPod(const std::string& name,
+                const std::function<bool(const corev1::Pod&)>& pred) {
+    return pods_->Await([&] {
+      auto p = Pod(name);
+      return p && pred(*p);
+    });
+  }
+
+  // Waits until the fleet has put `step` of `pod` on the clock, so that
+  // advancing the clock next fires it.
+  void AwaitStep(const std::string& pod, const std::string& step) {
+    std::unique_lock<std::mutex> l(steps_mu_);
+    ASSERT_TRUE(steps_cv_.wait_for(
+        l, kDeadline,
+        [&] {
+          return std::find(steps_.begin(), steps_.end(),
+                           "default/" + pod + " " + step) != steps_.end();
+        }))
+        << pod << " " << step;
+    l.unlock();
+    fleet_->WaitIdle();
+  }
+
+  std::mutex steps_mu_;
+  std::condition_variable steps_cv_;
+  std::vector<std::string> steps_;
+  apiserver::testing::TestServer server_;
+  FakeClock clock_;
+  metrics::Registry metrics_;
+  std::unique_ptr<informer::RestClient> client_;
+  std::unique_ptr<Observer> nodes_, leases_, pods_;
+  std::unique_ptr<Fleet> fleet_;
+};
+
+TEST_F(FleetTest, RegistersNodesAndLeases) {
+  FleetOptions o = Options(3);
+  o.node.cpu = "4";
+  o.node.labels["zone"] = "a";
+  o.node.taints.push_back(*ParseTaint("sim=yes:NoSchedule"));
+  StartFleet(o);
+  for (int i = 0; i < 3; ++i) {
+    std::string name = "node-" + std::to_string(i);
+    auto n = nodes_->Get<corev1::Node>(name);
+    ASSERT_TRUE(n) << name;
+    EXPECT_EQ(CondStatus(*n, "Ready"), "True");
+    EXPECT_EQ(CondStatus(*n, "MemoryPressure"), "False");
+    EXPECT_EQ(CondStatus(*n, "DiskPressure"), "False");
+    EXPECT_EQ(CondStatus(*n, "PIDPressure"), "False");
+    EXPECT_EQ(n->status().capacity().at("cpu").string(), "4");
+    EXPECT_EQ(n->status().allocatable().at("pods").string(), "110");
+    EXPECT_EQ(n->status().nodeinfo().kubeletversion(), kKubeletVersion);
+    EXPECT_EQ(n->spec().podcidr(), "10.64." + std::to_string(i) + ".0/24");
+    EXPECT_EQ(n->metadata().labels().at("kubernetes.io/hostname"), name);
+    EXPECT_EQ(n->metadata().labels().at("zone"), "a");
+    ASSERT_EQ(n->spec().taints_size(), 1);
+    EXPECT_EQ(n->spec().taints(0).key(), "sim");
+    auto l = Lease(name);
+    ASSERT_TRUE(l);
+    EXPECT_EQ(l->spec().holderidentity(), name);
+    EXPECT_EQ(l->spec().leasedurationseconds(), 40);
+    EXPECT_EQ(api::ToWallTime(l->spec().renewtime()),
+              std::chrono::time_point_cast<microseconds>(clock_.WallNow()));
+    ASSERT_EQ(l->metadata().ownerreferences_size(), 1);
+    EXPECT_EQ(l->metadata().ownerreferences(0).uid(), n->metadata().uid());
+    EXPECT_EQ(Renewals(name), 1);
+  }
+  EXPECT_EQ(metrics_.NewGauge("kubeletsim_nodes", "", {"state"})
+                ->With({"ready"})
+                ->Value(),
+            3);
+}
+
+TEST_F(FleetTest, RestartedFleetAdoptsExistingNodes) {
+  StartFleet(Options(2));
+  fleet_->Stop();
+  fleet_.reset();
+  std::string rv =
+      nodes_->Get<corev1::Node>("node-1")->metadata().resourceversion();
+  auto f = Fleet::Start(Options(2));
+  ASSERT_TRUE(f.ok()) << f.status();
+  fleet_ = std::move(*f);
+  // The second fleet finds the Node registered and reports its status.
+  ASSERT_TRUE(nodes_->Await([&] {
+    return nodes_->Get<corev1::Node>("node-1")->metadata().resourceversion() !=
+           rv;
+  }));
+  fleet_->WaitIdle();
+  EXPECT_EQ(StatusUpdates("node-1"), 1);
+  EXPECT_EQ(nodes_->Size(), 2u);
+}
+
+TEST_F(FleetTest, LeaseRenewalCadence) {
+  StartFleet(Options(2));
+  std::string rv0 = Lease("node-0")->metadata().resourceversion();
+  WallTime t0 = clock_.WallNow();
+  // Renewals come every 10 s plus 0-4 % jitter.
+  Advance(milliseconds(9900));
+  EXPECT_EQ(Renewals("node-0"), 1);
+  Advance(milliseconds(600));  // 10.5 s
+  EXPECT_EQ(Renewals("node-0"), 2);
+  EXPECT_EQ(Renewals("node-1"), 2);
+  ASSERT_TRUE(leases_->Await(
+      [&] { return Lease("node-0")->metadata().resourceversion() != rv0; }));
+  WallTime renewed = api::ToWallTime(Lease("node-0")->spec().renewtime());
+  EXPECT_GE(renewed, t0 + seconds(10));
+  EXPECT_LE(renewed, t0 + milliseconds(10500));
+  for (int i = 0; i < 6; ++i) Advance(milliseconds(10500));  // 73.5 s
+  // 7 periods of 10.0-10.4 s fit in 73.5 s: 1 + 7 renewals.
+  EXPECT_EQ(Renewals("node-0"), 8);
+  auto* lag =
+      metrics_.NewHistogram("kubeletsim_heartbeat_lag_seconds", "", {}, {})
+          ->With({});
+  // 8 renewals per node (the first, at registration, has no lag).
+  EXPECT_EQ(lag->Count(), 16u);
+  // Each renewal fired when the fake clock jumped past its due time, at
+  // most one 10.5 s step late... and never early.
+  EXPECT_GE(lag->Sum(), 0);
+}
+
+TEST_F(FleetTest, LeaseConflictIsResolvedByReReading) {
+  StartFleet(Options(1));
+  // Another writer changes the lease: our cached resourceVersion is stale.
+  auto l = *client_->Get<coordinationv1::Lease>(kNodeLeaseNamespace, "node-0");
+  l->mutable_spec()->set_holderidentity("intruder");
+  ASSERT_TRUE(client_->Update(*l).ok());
+  ASSERT_TRUE(leases_->Await(
+      [&] { return Lease("node-0")->spec().holderidentity() == "intruder"; }));
+  Advance(milliseconds(10500));
+  EXPECT_EQ(Renewals("node-0"), 2);
+  ASSERT_TRUE(leases_->Await(
+      [&] { return Lease("node-0")->spec().holderidentity() == "node-0"; }));
+  EXPECT_EQ(
+      metrics_.NewCounter("kubeletsim_api_errors_total", "", {"operation"})
+          ->With({"lease"})
+          ->Value(),
+      0);
+  // A deleted lease is re-created.
+  ASSERT_TRUE(
+      client_->Delete<coordinationv1::Lease>(kNodeLeaseNamespace, "node-0")
+          .ok());
+  ASSERT_TRUE(leases_->Await([&] { return leases_->Size() == 0; }));
+  Advance(milliseconds(10500));
+  EXPECT_EQ(Renewals("node-0"), 3);
+  ASSERT_TRUE(leases_->Await([&] { return leases_->Size() == 1; }));
+}
+
+TEST_F(FleetTest, StatusReportedOnlyOnChangeOrEveryReportFrequency) {
+  StartFleet(Options(1));
+  EXPECT_EQ(StatusUpdates("node-0"), 0);  // registration carried the status
+  // Steps of 10.5 s: every step renews the lease (10.0-10.4 s periods).
+  for (int i = 0; i < 28; ++i) Advance(milliseconds(10500));  // 4m54s
+  EXPECT_EQ(StatusUpdates("node-0"), 0);
+  EXPECT_EQ(Renewals("node-0"), 29);
+  Advance(seconds(6));  // 5m00s
+  EXPECT_EQ(StatusUpdates("node-0"), 1);
+  for (int i = 0; i < 28; ++i) Advance(milliseconds(10500));
+  EXPECT_EQ(StatusUpdates("node-0"), 1);
+  Advance(seconds(6));
+  EXPECT_EQ(StatusUpdates("node-0"), 2);
+
+  // A change (the node lifecycle controller marks it Unknown) is answered
+  // at once, without the clock moving.
+  auto n = *client_->Get<corev1::Node>("", "node-0");
+  for (auto& c : *n->mutable_status()->mutable_conditions()) {
+    if (c.type() == "Ready") c.set_status("Unknown");
+  }
+  auto unknown = client_->UpdateStatus(*n);
+  ASSERT_TRUE(unknown.ok());
+  int64_t unknown_rv = std::stoll((*unknown)->metadata().resourceversion());
+  ASSERT_TRUE(nodes_->Await([&] {
+    auto cur = nodes_->Get<corev1::Node>("node-0");
+    return std::stoll(cur->metadata().resourceversion()) > unknown_rv &&
+           CondStatus(*cur, "Ready") == "True";
+  }));
+  fleet_->WaitIdle();
+  EXPECT_EQ(StatusUpdates("node-0"), 3);
+}
+
+TEST_F(FleetTest, PodLifecycle) {
+  StartFleet(Options(2));
+  corev1::Pod p = MakePod("web", "node-1");
+  (*p.mutable_metadata()->mutable_annotations())[kReadyAfterAnnotation] = "5s";
+  ASSERT_TRUE(client_->Create(p).ok());
+  ASSERT_TRUE(AwaitPod("web", [](const corev1::Pod& p) {
+    return p.status().containerstatuses_size() == 1;
+  }));
+  auto pod = Pod("web");
+  EXPECT_EQ(pod->status().phase(), "Pending");
+  EXPECT_EQ(pod->status().containerstatuses(0).state().waiting().reason(),
+            "ContainerCreating");
+  EXPECT_EQ(pod->status().hostip(), "172.16.0.2");
+  EXPECT_FALSE(api::IsZero(pod->status().starttime()));
+  EXPECT_EQ(CondStatus(*pod, "PodScheduled"), "True");
+  EXPECT_EQ(CondStatus(*pod, "Initialized"), "True");
+  EXPECT_EQ(CondStatus(*pod, "Ready"), "False");
+
+  AwaitStep("web", "start");
+  Advance(seconds(1));  // start delay
+  ASSERT_TRUE(AwaitPod("web", [](const corev1::Pod& p) {
+    return p.status().phase() == "Running";
+  }));
+  pod = Pod("web");
+  EXPECT_EQ(pod->status().podip(), "10.64.1.2");
+  const auto& cs = pod->status().containerstatuses(0);
+  EXPECT_TRUE(cs.state().has_running());
+  EXPECT_TRUE(cs.started());
+  EXPECT_FALSE(cs.ready());  // ready-after: 5s
+  EXPECT_EQ(cs.restartcount(), 0);
+  EXPECT_FALSE(cs.containerid().empty());
+  EXPECT_FALSE(cs.imageid().empty());
+  EXPECT_EQ(CondStatus(*pod, "Ready"), "False");
+
+  AwaitStep("web", "ready");
+  Advance(seconds(4));
+  EXPECT_EQ(CondStatus(*Pod("web"), "Ready"), "False");
+  Advance(seconds(1));
+  ASSERT_TRUE(AwaitPod("web", [](const corev1::Pod& p) {
+    return CondStatus(p, "Ready") == "True";
+  }));
+  pod = Pod("web");
+  EXPECT_EQ(CondStatus(*pod, "ContainersReady"), "True");
+  EXPECT_TRUE(pod->status().containerstatuses(0).ready());
+
+  // A second pod on the node gets the next IP; a pod without the
+  // annotation is ready as soon as it runs (--pod-ready-delay 0).
+  ASSERT_TRUE(client_->Create(MakePod("db", "node-1")).ok());
+  ASSERT_TRUE(AwaitPod("db", [](const corev1::Pod& p) {
+    return p.status().phase() == "Pending" && !p.status().hostip().empty();
+  }));
+  AwaitStep("db", "start");
+  Advance(seconds(1));
+  ASSERT_TRUE(AwaitPod("db", [](const corev1::Pod& p) {
+    return CondStatus(p, "Ready") == "True";
+  }));
+  EXPECT_EQ(Pod("db")->status().podip(), "10.64.1.3");
+}
+
+TEST_F(FleetTest, GracefulDeletion) {
+  StartFleet(Options(1));
+  ASSERT_TRUE(client_->Create(MakePod("web", "node-0")).ok());
+  ASSERT_TRUE(AwaitPod("web", [](const corev1::Pod& p) {
+    return !p.status().hostip().empty();
+  }));
+  AwaitStep("web", "start");
+  Advance(seconds(1));
+  ASSERT_TRUE(AwaitPod("web", [](const corev1::Pod& p) {
+    return CondStatus(p, "Ready") == "True";
+  }));
+  api::metav1::DeleteOptions del;
+  del.set_graceperiodseconds(30);
+  ASSERT_TRUE(client_->Delete<corev1::Pod>("default", "web", del).ok());
+  ASSERT_TRUE(AwaitPod("web", [](const corev1::Pod& p) {
+    return api::IsBeingDeleted(p.metadata());
+  }));
+  AwaitStep("web", "terminate");
+  EXPECT_TRUE(Pod("web"));  // still there: containers are stopping
+  Advance(seconds(1));      // --pod-termination-delay
+  ASSERT_TRUE(pods_->Await([&] { return !Pod("web"); }));
+  // On its way out the pod reported terminated containers.
+  bool saw_terminated = false;
+  for (const ObjectPtr& o : pods_->History()) {
+    const auto& p = static_cast<const corev1::Pod&>(*o);
+    if (p.status().phase() == "Succeeded" &&
+        p.status().containerstatuses(0).state().terminated().reason() ==
+            "Completed") {
+      saw_terminated = true;
+    }
+  }
+  EXPECT_TRUE(saw_terminated);
+  EXPECT_EQ(
+      metrics_.NewCounter("kubeletsim_api_writes_total", "", {"operation"})
+          ->With({"pod_delete"})
+          ->Value(),
+      1);
+}
+
+TEST_F(FleetTest, StoppedNodeGoesSilentAndResumes) {
+  StartFleet(Options(3));
+  ASSERT_TRUE(client_->Create(MakePod("old", "node-2")).ok());
+  ASSERT_TRUE(AwaitPod("old", [](const corev1::Pod& p) {
+    return !p.status().hostip().empty();
+  }));
+  AwaitStep("old", "start");
+  Advance(seconds(1));
+  ASSERT_TRUE(AwaitPod("old", [](const corev1::Pod& p) {
+    return CondStatus(p, "Ready") == "True";
+  }));
+
+  EXPECT_TRUE(informer::IsNotFound(fleet_->StopNode("node-9")));
+  ASSERT_TRUE(fleet_->StopNode("node-2").ok());
+  auto before = Lease("node-2");
+  // A pod bound to the stopped node is not started; one on a live node is.
+  ASSERT_TRUE(client_->Create(MakePod("new", "node-2")).ok());
+  ASSERT_TRUE(client_->Create(MakePod("probe", "node-1")).ok());
+  ASSERT_TRUE(AwaitPod("probe", [](const corev1::Pod& p) {
+    return !p.status().hostip().empty();
+  }));
+  for (int i = 0; i < 6; ++i) Advance(milliseconds(10500));
+  EXPECT_EQ(Renewals("node-2"), 1);
+  EXPECT_EQ(Renewals("node-1"), 7);
+  EXPECT_EQ(Lease("node-2")->metadata().resourceversion(),
+            before->metadata().resourceversion());
+  EXPECT_TRUE(Pod("new")->status().hostip().empty());
+  EXPECT_EQ(CondStatus(*Pod("old"), "Ready"), "True");  // last status kept
+  bool stopped_listed = false;
+  for (const NodeInfo& i : fleet_->List()) {
+    if (i.name == "node-2") stopped_listed = i.stopped;
+  }
+  EXPECT_TRUE(stopped_listed);
+
+  // Resume: the lease is renewed at once and the pending pod starts.
+  ASSERT_TRUE(fleet_->ResumeNode("node-2").ok());
+  ASSERT_TRUE(leases_->Await([&] {
+    return Lease("node-2")->metadata().resourceversion() !=
+           before->metadata().resourceversion();
+  }));
+  ASSERT_TRUE(AwaitPod("new", [](const corev1::Pod& p) {
+    return !p.status().hostip().empty();
+  }));
+  AwaitStep("new", "start");
+  Advance(seconds(1));
+  ASSERT_TRUE(AwaitPod("new", [](const corev1::Pod& p) {
+    return CondStatus(p, "Ready") == "True";
+  }));
+  EXPECT_EQ(Pod("new")->status().podip(), "10.64.2.3");
+
+  // The whole fleet.
+  fleet_->StopAll();
+  int64_t r0 = Renewals("node-0");
+  for (int i = 0; i < 3; ++i) Advance(milliseconds(10500));
+  EXPECT_EQ(Renewals("node-0"), r0);
+  fleet_->ResumeAll();
+  fleet_->WaitIdle();
+  EXPECT_EQ(Renewals("node-0"), r0 + 1);
+}
+
+TEST_F(FleetTest, ControlEndpoint) {
+  FleetOptions o = Options(2);
+  o.port = 0;
+  StartFleet(o);
+  ASSERT_NE(fleet_->port(), 0);
+  std::string url = "http://127.0.0.1:" + std::to_string(fleet_->port());
+  auto cc = ControlClient::New(url);
+  ASSERT_TRUE(cc.ok());
+  auto list = cc->List();
+  ASSERT_TRUE(list.ok()) << list.status();
+  ASSERT_EQ(list->size(), 2u);
+  EXPECT_EQ((*list)[0].name, "node-0");
+  EXPECT_FALSE((*list)[0].stopped);
+  EXPECT_EQ((*list)[0].lease_renewals, 1);
+
+  ASSERT_TRUE(cc->StopNode("node-1").ok());
+  EXPECT_TRUE(informer::IsNotFound(cc->StopNode("nope")));
+  list = cc->List();
+  ASSERT_TRUE(list.ok());
+  EXPECT_TRUE((*list)[1].stopped);
+  ASSERT_TRUE(cc->ResumeNode("node-1").ok());
+  ASSERT_TRUE(cc->StopAll().ok());
+  list = cc->List();
+  EXPECT_TRUE((*list)[0].stopped && (*list)[1].stopped);
+  ASSERT_TRUE(cc->ResumeAll().ok());
+
+  net::HttpClient http("127.0.0.1", fleet_->port());
+  auto health = http.Request("GET", "/healthz");
+  ASSERT_TRUE(health.ok());
+  EXPECT_EQ(health->status, 200);
+  EXPECT_EQ(health->body, "ok");
+  auto m = http.Request("GET", "/metrics");
+  ASSERT_TRUE(m.ok());
+  EXPECT_NE(m->body.find("kubeletsim_heartbeat_lag_seconds_bucket"),
+            std::string::npos);
+  EXPECT_NE(m->body.find("kubeletsim_nodes{state=\"ready\"} 2"),
+            std::string::npos);
+}
+
+TEST_F(FleetTest, UnreachableServerFailsStart) {
+  FleetOptions o = Options(1);
+  o.server = "http://127.0.0.1:1";
+  auto f = Fleet::Start(o);
+  EXPECT_FALSE(f.ok());
+  o = Options(1);
+  o.first_index = 16384;
+  EXPECT_FALSE(Fleet::Start(o).ok());
+}
+
+}  // namespace
+}  // namespace kplane::kubeletsim

@@ -1,0 +1,172 @@
+#include "kubeletsim/kubeletsim_command.h"
+
+#include <signal.h>
+
+#include <condition_variable>
+#include <iostream>
+#include <mutex>
+#include <thread>
+
+#include "base/flags.h"
+#include "base/logging.h"
+#include "kubeletsim/fleet.h"
+
+namespace kplane::kubeletsim {
+namespace {
+
+sigset_t BlockStopSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  return set;
+}
+
+}  // namespace
+
+int RunKubeletSimCommand(const std::vector<std::string>& args) {
+  FlagSet flags("kplane kubeletsim",
+                "Simulates a fleet of kubelets: nodes that register, "
+                "heartbeat through Leases and run pods, without containers.");
+  FleetOptions o;
+  std::vector<std::string> labels, taints, stop_nodes;
+  Duration stop_after{0}, resume_after{0};
+  std::string log_level = "info";
+  flags.String("server", &o.server, "API server URL (http://host:port).");
+  flags.Int("nodes", &o.nodes, "Number of simulated nodes.");
+  flags.String("name-prefix", &o.name_prefix,
+               "Node names are <prefix><index>.");
+  flags.Int("first-index", &o.first_index,
+            "Index of the first node (decides names and pod CIDRs; lets "
+            "several fleets share a cluster).");
+  flags.String("node-cpu", &o.node.cpu, "Capacity and allocatable cpu.");
+  flags.String("node-memory", &o.node.memory,
+               "Capacity and allocatable memory.");
+  flags.String("node-pods", &o.node.pods, "Capacity and allocatable pods.");
+  flags.StringList("node-labels", &labels,
+                   "Extra node labels, key=value (repeatable).");
+  flags.StringList("register-with-taints", &taints,
+                   "Node taints, key[=value]:Effect (repeatable).");
+  flags.String("kubelet-version", &o.node.kubelet_version,
+               "status.nodeInfo.kubeletVersion.");
+  flags.Duration("lease-renew-interval", &o.lease_renew_interval,
+                 "How often each node renews its Lease (+0-4% jitter).");
+  flags.Int("node-lease-duration-seconds", &o.lease_duration_seconds,
+            "leaseDurationSeconds written in each Lease.");
+  flags.Duration("node-status-report-frequency",
+                 &o.node_status_report_frequency,
+                 "Node status is written when it changes or this often.");
+  flags.Duration("pod-start-delay", &o.pod_start_delay,
+                 "ContainerCreating -> Running.");
+  flags.Duration("pod-ready-delay", &o.pod_ready_delay,
+                 "Running -> Ready (the pod annotation "
+                 "kubeletsim.kplane.io/ready-after overrides it).");
+  flags.Duration("pod-termination-delay", &o.pod_termination_delay,
+                 "deletionTimestamp -> containers terminated (at most the "
+                 "pod's grace period).");
+  flags.Int("workers", &o.workers, "Threads making API calls.");
+  flags.Int("api-connections", &o.api_connections,
+            "Keep-alive connections to the API server.");
+  flags.Bool("protobuf", &o.protobuf,
+             "Talk protobuf to the API server (else JSON).");
+  flags.String("bind-address", &o.bind_address,
+               "Address of the control endpoint.");
+  flags.Int("port", &o.port,
+            "Port of the control endpoint (/healthz, /metrics, /nodes); "
+            "0: any, -1: none.");
+  flags.StringList("stop-nodes", &stop_nodes,
+                   "Fault injection: nodes to crash after --stop-after "
+                   "(\"all\": the whole fleet).");
+  flags.Duration("stop-after", &stop_after,
+                 "Fault injection: when to stop --stop-nodes.");
+  flags.Duration("resume-after", &resume_after,
+                 "Fault injection: when to resume them (0: never).");
+  flags.String("log-level", &log_level, "debug, info, warning or error.");
+  Status s = flags.Parse(args);
+  if (flags.help_requested()) {
+    std::cout << flags.Usage();
+    return 0;
+  }
+  auto fail = [](const Status& st) {
+    std::cerr << "kplane kubeletsim: " << st.message() << "\n";
+    return 2;
+  };
+  if (!s.ok()) return fail(s);
+  if (!flags.args().empty()) {
+    return fail(InvalidArgumentError("unexpected argument \"" +
+                                     flags.args().front() + "\""));
+  }
+  if (log_level == "debug") SetMinLogLevel(LogLevel::kDebug);
+  if (log_level == "warning") SetMinLogLevel(LogLevel::kWarning);
+  if (log_level == "error") SetMinLogLevel(LogLevel::kError);
+  for (const std::string& l : labels) {
+    auto kv = ParseLabel(l);
+    if (!kv.ok()) return fail(kv.status());
+    o.node.labels[kv->first] = kv->second;
+  }
+  for (const std::string& t : taints) {
+    auto taint = ParseTaint(t);
+    if (!taint.ok()) return fail(taint.status());
+    o.node.taints.push_back(*taint);
+  }
+  if (o.port > 65535) return fail(InvalidArgumentError("--port > 65535"));
+  o.node.kubelet_port = o.port > 0 ? o.port : 10250;
+
+  sigset_t stop_signals = BlockStopSignals();
+  auto fleet = Fleet::Start(o);
+  if (!fleet.ok()) return fail(fleet.status());
+  std::cout << "kplane kubeletsim: " << o.nodes << " nodes against "
+            << o.server;
+  if ((*fleet)->port() != 0) {
+    std::cout << ", control on http://" << o.bind_address << ":"
+              << (*fleet)->port();
+  }
+  std::cout << std::endl;
+
+  // Scripted faults, on their own thread so signals still end the run.
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  std::thread faults;
+  if (!stop_nodes.empty()) {
+    faults = std::thread([&] {
+      Clock* clock = Clock::Real();
+      TimePoint start = clock->Now();
+      auto apply = [&](bool stop) {
+        for (const std::string& n : stop_nodes) {
+          if (n == "all") {
+            stop ? (*fleet)->StopAll() : (*fleet)->ResumeAll();
+            continue;
+          }
+          Status st = stop ? (*fleet)->StopNode(n) : (*fleet)->ResumeNode(n);
+          if (!st.ok()) LOG(WARNING) << st;
+        }
+      };
+      std::unique_lock<std::mutex> l(mu);
+      if (clock->WaitUntil(l, cv, start + stop_after, [&] { return done; })) {
+        return;
+      }
+      apply(true);
+      if (resume_after <= Duration(0)) return;
+      if (clock->WaitUntil(l, cv, start + resume_after, [&] { return done; })) {
+        return;
+      }
+      apply(false);
+    });
+  }
+
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  LOG(INFO) << "received signal " << sig << ", stopping the fleet";
+  {
+    std::lock_guard<std::mutex> l(mu);
+    done = true;
+    cv.notify_all();
+  }
+  if (faults.joinable()) faults.join();
+  (*fleet)->Stop();
+  return 0;
+}
+
+}  // namespace kplane::kubeletsim

@@ -1,0 +1,115 @@
+// The API objects a simulated kubelet writes, as pure functions of the
+// node's configuration, the pod's spec and the simulation stage, so the
+// fleet's I/O code stays small and these can be tested without a server.
+//
+// Addresses (worked example for node index 300 with the defaults):
+//   podCIDR      10.(64 + 300/256).(300%256).0/24 = 10.65.44.0/24
+//   pod IPs      10.65.44.2 .. 10.65.44.254 (first free, reused on delete)
+//   InternalIP   172.16.0.0 + 300 + 1          = 172.16.1.45
+// so up to 16,384 nodes get disjoint /24s in 10.64.0.0/10.
+//
+// Thread-safety: all functions are pure. Errors: parsers return
+// InvalidArgument naming the bad text.
+#ifndef KPLANE_KUBELETSIM_OBJECTS_H_
+#define KPLANE_KUBELETSIM_OBJECTS_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "api/types.h"
+#include "base/clock.h"
+#include "base/statusor.h"
+
+namespace kplane::kubeletsim {
+
+namespace corev1 = api::corev1;
+namespace coordinationv1 = api::coordinationv1;
+
+inline constexpr char kReadyAfterAnnotation[] =
+    "kubeletsim.kplane.io/ready-after";
+inline constexpr char kKubeletVersion[] = "v1.32.0-kplane";
+inline constexpr char kNodeLeaseNamespace[] = "kube-node-lease";
+
+// What every node of a fleet shares.
+struct NodeTemplate {
+  std::string cpu = "32";
+  std::string memory = "256Gi";
+  std::string pods = "110";
+  std::map<std::string, std::string> labels;  // beyond hostname/os/arch
+  std::vector<corev1::Taint> taints;
+  std::string kubelet_version = kKubeletVersion;
+  int kubelet_port = 10250;  // daemonEndpoints; nothing listens per node
+};
+
+// One node's identity.
+struct NodeIdentity {
+  std::string name;
+  int index = 0;  // decides its CIDR and address
+  std::string pod_cidr;
+  std::string internal_ip;
+  uint32_t pod_net = 0;  // the /24 network address, host byte order
+};
+NodeIdentity MakeNodeIdentity(std::string name, int index);
+std::string FormatIPv4(uint32_t addr);
+
+// The Node as registered (metadata, spec, full status), conditions
+// transitioned and heartbeated at `now`.
+corev1::Node BuildNode(const NodeTemplate& t, const NodeIdentity& id,
+                       WallTime now);
+// `status` refreshed for a report at `now`: heartbeat times move; a
+// condition whose status differs from the healthy one transitions (its
+// lastTransitionTime becomes now). Keeps everything else of `current`.
+void RefreshNodeStatus(const NodeTemplate& t, const NodeIdentity& id,
+                       WallTime now, corev1::NodeStatus* status);
+// True when the reported status lacks what this kubelet would report:
+// a condition missing or with another status (e.g. the node lifecycle
+// controller set Ready=Unknown), or capacity/allocatable changed. Heartbeat
+// times are not compared.
+bool NodeStatusDiffers(const NodeTemplate& t, const corev1::NodeStatus& s);
+
+// The node's Lease in kube-node-lease: holderIdentity = node name,
+// leaseDurationSeconds, renewTime = now, owned by the Node (if uid known).
+coordinationv1::Lease BuildLease(const std::string& node,
+                                 const std::string& node_uid,
+                                 int lease_duration_seconds, WallTime now);
+
+// Simulated pod stages, in order.
+enum class PodStage {
+  kCreating,    // Pending, containers waiting ContainerCreating
+  kStarted,     // Running, containers started but not ready
+  kReady,       // Running, containers ready
+  kTerminated,  // containers terminated (exit 0), phase Succeeded
+};
+const char* PodStageName(PodStage s);
+
+struct PodRuntime {
+  std::string host_ip;
+  std::string pod_ip;    // "" before kStarted
+  WallTime start_time;   // when the kubelet first saw the pod
+  WallTime started_at;   // containers' start (kStarted+)
+  WallTime ready_at;     // kReady+
+  WallTime finished_at;  // kTerminated
+};
+
+// The pod's status at `stage` (replaces status wholesale, keeping the
+// scheduler's PodScheduled transition time when present).
+corev1::PodStatus BuildPodStatus(const corev1::Pod& pod, PodStage stage,
+                                 const PodRuntime& rt);
+
+// "containerd://<64 hex>" from the pod uid and container name, and a
+// "docker.io/library/nginx@sha256:<64 hex>" image id; stable per input.
+std::string FakeContainerId(std::string_view pod_uid,
+                            std::string_view container);
+std::string FakeImageId(std::string_view image);
+
+// "k=v" -> {k, v}.
+StatusOr<std::pair<std::string, std::string>> ParseLabel(std::string_view s);
+// "key=value:Effect" or "key:Effect" (kubectl taint syntax).
+StatusOr<corev1::Taint> ParseTaint(std::string_view s);
+
+}  // namespace kplane::kubeletsim
+
+#endif  // KPLANE_KUBELETSIM_OBJECTS_H_

@@ -1,0 +1,225 @@
+#include "kubeletsim/objects.h"
+
+#include <gtest/gtest.h>
+
+#include "api/time.h"
+
+namespace kplane::kubeletsim {
+namespace {
+
+WallTime At(int64_t s) { return WallTime(seconds(s)); }
+
+const corev1::NodeCondition* Cond(const corev1::NodeStatus& s,
+                                  const std::string& type) {
+  for (const auto& c : s.conditions()) {
+    if (c.type() == type) return &c;
+  }
+  return nullptr;
+}
+const corev1::PodCondition* Cond(const corev1::PodStatus& s,
+                                 const std::string& type) {
+  for (const auto& c : s.conditions()) {
+    if (c.type() == type) return &c;
+  }
+  return nullptr;
+}
+
+TEST(ObjectsTest, NodeIdentityAddresses) {
+  NodeIdentity id = MakeNodeIdentity("node-300", 300);
+  EXPECT_EQ(id.pod_cidr, "10.65.44.0/24");
+  EXPECT_EQ(id.internal_ip, "172.16.1.45");
+  EXPECT_EQ(FormatIPv4(id.pod_net | 7), "10.65.44.7");
+  EXPECT_EQ(MakeNodeIdentity("a", 0).pod_cidr, "10.64.0.0/24");
+  EXPECT_EQ(MakeNodeIdentity("b", 16383).pod_cidr, "10.127.255.0/24");
+}
+
+TEST(ObjectsTest, BuildNodeHasWhatTheControlPlaneReads) {
+  NodeTemplate t;
+  t.cpu = "8";
+  t.memory = "32Gi";
+  t.pods = "50";
+  t.labels["zone"] = "a";
+  t.taints.push_back(*ParseTaint("dedicated=sim:NoSchedule"));
+  corev1::Node n = BuildNode(t, MakeNodeIdentity("node-1", 1), At(1000));
+  EXPECT_EQ(n.metadata().name(), "node-1");
+  EXPECT_EQ(n.metadata().labels().at("kubernetes.io/hostname"), "node-1");
+  EXPECT_EQ(n.metadata().labels().at("kubernetes.io/os"), "linux");
+  EXPECT_EQ(n.metadata().labels().at("zone"), "a");
+  EXPECT_EQ(n.spec().podcidr(), "10.64.1.0/24");
+  ASSERT_EQ(n.spec().taints_size(), 1);
+  EXPECT_EQ(n.spec().taints(0).key(), "dedicated");
+  EXPECT_EQ(n.spec().taints(0).value(), "sim");
+  EXPECT_EQ(n.spec().taints(0).effect(), "NoSchedule");
+  EXPECT_EQ(n.status().capacity().at("cpu").string(), "8");
+  EXPECT_EQ(n.status().allocatable().at("memory").string(), "32Gi");
+  EXPECT_EQ(n.status().allocatable().at("pods").string(), "50");
+  EXPECT_EQ(n.status().nodeinfo().kubeletversion(), kKubeletVersion);
+  ASSERT_GE(n.status().addresses_size(), 1);
+  EXPECT_EQ(n.status().addresses(0).type(), "InternalIP");
+  EXPECT_EQ(n.status().addresses(0).address(), "172.16.0.2");
+  for (const char* type :
+       {"Ready", "MemoryPressure", "DiskPressure", "PIDPressure"}) {
+    const corev1::NodeCondition* c = Cond(n.status(), type);
+    ASSERT_NE(c, nullptr) << type;
+    EXPECT_EQ(c->status(), std::string(type) == "Ready" ? "True" : "False");
+    EXPECT_EQ(api::UnixSeconds(c->lastheartbeattime()), 1000);
+  }
+  EXPECT_FALSE(NodeStatusDiffers(t, n.status()));
+}
+
+TEST(ObjectsTest, RefreshKeepsTransitionTimesAndRepairsConditions) {
+  NodeTemplate t;
+  NodeIdentity id = MakeNodeIdentity("node-1", 1);
+  corev1::Node n = BuildNode(t, id, At(1000));
+  // The node lifecycle controller marks the node Unknown.
+  for (auto& c : *n.mutable_status()->mutable_conditions()) {
+    if (c.type() == "Ready") c.set_status("Unknown");
+  }
+  EXPECT_TRUE(NodeStatusDiffers(t, n.status()));
+  RefreshNodeStatus(t, id, At(2000), n.mutable_status());
+  EXPECT_FALSE(NodeStatusDiffers(t, n.status()));
+  const corev1::NodeCondition* ready = Cond(n.status(), "Ready");
+  EXPECT_EQ(ready->status(), "True");
+  EXPECT_EQ(api::UnixSeconds(ready->lasttransitiontime()), 2000);
+  EXPECT_EQ(api::UnixSeconds(ready->lastheartbeattime()), 2000);
+  const corev1::NodeCondition* mem = Cond(n.status(), "MemoryPressure");
+  EXPECT_EQ(api::UnixSeconds(mem->lasttransitiontime()), 1000);
+  EXPECT_EQ(api::UnixSeconds(mem->lastheartbeattime()), 2000);
+  t.cpu = "4";
+  EXPECT_TRUE(NodeStatusDiffers(t, n.status()));
+}
+
+TEST(ObjectsTest, Lease) {
+  coordinationv1::Lease l = BuildLease("node-2", "uid-9", 40, At(1234));
+  EXPECT_EQ(l.metadata().namespace_(), "kube-node-lease");
+  EXPECT_EQ(l.metadata().name(), "node-2");
+  EXPECT_EQ(l.spec().holderidentity(), "node-2");
+  EXPECT_EQ(l.spec().leasedurationseconds(), 40);
+  EXPECT_EQ(api::ToWallTime(l.spec().renewtime()), At(1234));
+  ASSERT_EQ(l.metadata().ownerreferences_size(), 1);
+  EXPECT_EQ(l.metadata().ownerreferences(0).kind(), "Node");
+  EXPECT_EQ(l.metadata().ownerreferences(0).uid(), "uid-9");
+  EXPECT_EQ(BuildLease("n", "", 40, At(1)).metadata().ownerreferences_size(),
+            0);
+}
+
+corev1::Pod TestPod() {
+  corev1::Pod p;
+  p.mutable_metadata()->set_name("web");
+  p.mutable_metadata()->set_namespace_("default");
+  p.mutable_metadata()->set_uid("u1");
+  p.mutable_spec()->set_nodename("node-1");
+  corev1::Container* c = p.mutable_spec()->add_containers();
+  c->set_name("app");
+  c->set_image("nginx:1.27");
+  c = p.mutable_spec()->add_containers();
+  c->set_name("side");
+  c->set_image("ghcr.io/x/side:v1");
+  return p;
+}
+
+TEST(ObjectsTest, PodStages) {
+  corev1::Pod pod = TestPod();
+  PodRuntime rt;
+  rt.host_ip = "172.16.0.2";
+  rt.start_time = At(100);
+
+  corev1::PodStatus s = BuildPodStatus(pod, PodStage::kCreating, rt);
+  EXPECT_EQ(s.phase(), "Pending");
+  EXPECT_EQ(s.hostip(), "172.16.0.2");
+  EXPECT_EQ(s.podip(), "");
+  EXPECT_EQ(api::UnixSeconds(s.starttime()), 100);
+  ASSERT_EQ(s.containerstatuses_size(), 2);
+  EXPECT_EQ(s.containerstatuses(0).state().waiting().reason(),
+            "ContainerCreating");
+  EXPECT_FALSE(s.containerstatuses(0).ready());
+  EXPECT_EQ(Cond(s, "PodScheduled")->status(), "True");
+  EXPECT_EQ(Cond(s, "Initialized")->status(), "True");
+  EXPECT_EQ(Cond(s, "ContainersReady")->status(), "False");
+  EXPECT_EQ(Cond(s, "Ready")->status(), "False");
+  EXPECT_EQ(s.qosclass(), "BestEffort");
+
+  rt.pod_ip = "10.64.1.2";
+  rt.started_at = At(101);
+  s = BuildPodStatus(pod, PodStage::kStarted, rt);
+  EXPECT_EQ(s.phase(), "Running");
+  EXPECT_EQ(s.podip(), "10.64.1.2");
+  ASSERT_EQ(s.podips_size(), 1);
+  const corev1::ContainerStatus& cs = s.containerstatuses(0);
+  EXPECT_TRUE(cs.started());
+  EXPECT_FALSE(cs.ready());
+  EXPECT_EQ(cs.restartcount(), 0);
+  EXPECT_EQ(api::UnixSeconds(cs.state().running().startedat()), 101);
+  EXPECT_EQ(cs.containerid(), FakeContainerId("u1", "app"));
+  EXPECT_EQ(cs.containerid().substr(0, 13), "containerd://");
+  const std::string nginx = "docker.io/library/nginx@sha256:";
+  EXPECT_EQ(cs.imageid().substr(0, nginx.size()), nginx);
+  EXPECT_EQ(cs.imageid().size(), nginx.size() + 64);
+  const std::string side = "ghcr.io/x/side@sha256:";
+  EXPECT_EQ(s.containerstatuses(1).imageid().substr(0, side.size()), side);
+  EXPECT_EQ(Cond(s, "Ready")->status(), "False");
+
+  rt.ready_at = At(105);
+  s = BuildPodStatus(pod, PodStage::kReady, rt);
+  EXPECT_TRUE(s.containerstatuses(1).ready());
+  EXPECT_EQ(Cond(s, "Ready")->status(), "True");
+  EXPECT_EQ(Cond(s, "ContainersReady")->status(), "True");
+  EXPECT_EQ(api::UnixSeconds(Cond(s, "Ready")->lasttransitiontime()), 105);
+
+  rt.finished_at = At(200);
+  s = BuildPodStatus(pod, PodStage::kTerminated, rt);
+  EXPECT_EQ(s.phase(), "Succeeded");
+  EXPECT_EQ(s.containerstatuses(0).state().terminated().exitcode(), 0);
+  EXPECT_EQ(s.containerstatuses(0).state().terminated().reason(), "Completed");
+  EXPECT_EQ(api::UnixSeconds(
+                s.containerstatuses(0).state().terminated().finishedat()),
+            200);
+  EXPECT_EQ(Cond(s, "Ready")->status(), "False");
+  EXPECT_EQ(Cond(s, "Ready")->reason(), "PodCompleted");
+}
+
+TEST(ObjectsTest, PodScheduledTransitionIsKept) {
+  corev1::Pod pod = TestPod();
+  corev1::PodCondition* c = pod.mutable_status()->add_conditions();
+  c->set_type("PodScheduled");
+  c->set_status("True");
+  api::SetTime(c->mutable_lasttransitiontime(), 42);
+  PodRuntime rt;
+  rt.start_time = At(100);
+  corev1::PodStatus s = BuildPodStatus(pod, PodStage::kCreating, rt);
+  EXPECT_EQ(api::UnixSeconds(Cond(s, "PodScheduled")->lasttransitiontime()),
+            42);
+}
+
+TEST(ObjectsTest, QosClass) {
+  corev1::Pod pod = TestPod();
+  pod.mutable_spec()->mutable_containers()->RemoveLast();
+  auto* r = pod.mutable_spec()->mutable_containers(0)->mutable_resources();
+  (*r->mutable_requests())["cpu"].set_string("100m");
+  EXPECT_EQ(BuildPodStatus(pod, PodStage::kCreating, {}).qosclass(),
+            "Burstable");
+  (*r->mutable_limits())["cpu"].set_string("100m");
+  (*r->mutable_limits())["memory"].set_string("1Gi");
+  EXPECT_EQ(BuildPodStatus(pod, PodStage::kCreating, {}).qosclass(),
+            "Guaranteed");
+}
+
+TEST(ObjectsTest, ParseLabelsAndTaints) {
+  auto l = ParseLabel("zone=us-east-1a");
+  ASSERT_TRUE(l.ok());
+  EXPECT_EQ(l->first, "zone");
+  EXPECT_EQ(l->second, "us-east-1a");
+  EXPECT_FALSE(ParseLabel("novalue").ok());
+  EXPECT_FALSE(ParseLabel("=x").ok());
+  auto t = ParseTaint("gpu:NoExecute");
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->key(), "gpu");
+  EXPECT_FALSE(t->has_value());
+  EXPECT_EQ(t->effect(), "NoExecute");
+  EXPECT_FALSE(ParseTaint("gpu=x").ok());
+  EXPECT_FALSE(ParseTaint("gpu=x:Sometimes").ok());
+  EXPECT_FALSE(ParseTaint(":NoSchedule").ok());
+}
+
+}  // namespace
+}  // namespace kplane::kubeletsim

@@ -2,6 +2,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <filesystem>
@@ -13,6 +14,8 @@
 #include "apiserver/api_server.h"
 #include "base/logging.h"
 #include "base/subprocess.h"
+#include "controllers/controller_manager.h"
+#include "kubeletsim/fleet.h"
 #include "net/http_client.h"
 #include "net/http_server.h"
 #include "storage/client/remote_kv.h"
@@ -158,9 +161,13 @@ struct ControlPlane::Impl {
 
   std::unique_ptr<apiserver::ApiServer> apiserver;
   std::string apiserver_url;
+  std::unique_ptr<controllers::ControllerManager> controller_manager;
+  std::unique_ptr<kubeletsim::Fleet> fleet;
 
   Status StartStore();
   Status StartApiServer();
+  Status StartControllerManager();
+  Status StartFleet();
   void Stop();
 };
 
@@ -279,7 +286,41 @@ Status ControlPlane::Impl::StartApiServer() {
   return Status::Ok();
 }
 
+Status ControlPlane::Impl::StartControllerManager() {
+  controllers::ControllerManagerOptions co;
+  co.server = apiserver_url;
+  co.node_monitor_grace_period = options.node_monitor_grace_period;
+  co.node_monitor_period = options.node_monitor_period;
+  co.pod_eviction_timeout_default = options.pod_eviction_timeout;
+  co.bind_address = options.bind_address;
+  // -1: no HTTP; 0: an ephemeral port.
+  co.port = std::max(0, options.controller_manager_port);
+  co.ephemeral_port = options.controller_manager_port == 0;
+  auto cm = controllers::ControllerManager::Start(co);
+  if (!cm.ok()) return cm.status().Annotate("controller manager");
+  controller_manager = std::move(*cm);
+  return Status::Ok();
+}
+
+Status ControlPlane::Impl::StartFleet() {
+  kubeletsim::FleetOptions fo;
+  fo.server = apiserver_url;
+  fo.nodes = options.nodes;
+  fo.name_prefix = options.node_prefix;
+  fo.lease_renew_interval = options.lease_renew_interval;
+  fo.bind_address = options.bind_address;
+  fo.port = options.kubeletsim_port;
+  auto fleet_or = kubeletsim::Fleet::Start(fo);
+  if (!fleet_or.ok()) return fleet_or.status().Annotate("simulated nodes");
+  fleet = std::move(*fleet_or);
+  return Status::Ok();
+}
+
 void ControlPlane::Impl::Stop() {
+  // Nodes first (they stop heartbeating; nothing evicts them while the
+  // controllers stop next), then the API server, then the store.
+  if (fleet) fleet->Stop();
+  if (controller_manager) controller_manager->Stop();
   if (apiserver) apiserver->Stop();
   remote.reset();
   if (supervisor) supervisor->Stop();
@@ -301,6 +342,8 @@ StatusOr<std::unique_ptr<ControlPlane>> ControlPlane::Start(UpOptions options) {
   impl->options = std::move(options);
   Status s = impl->StartStore();
   if (s.ok()) s = impl->StartApiServer();
+  if (s.ok() && impl->options.controllers) s = impl->StartControllerManager();
+  if (s.ok() && impl->options.nodes > 0) s = impl->StartFleet();
   if (s.ok() && !impl->options.kubeconfig_out.empty()) {
     s = WriteKubeconfig(impl->options.kubeconfig_out, impl->apiserver_url);
   }
@@ -320,8 +363,17 @@ std::string ControlPlane::apiserver_url() const { return impl_->apiserver_url; }
 std::vector<std::string> ControlPlane::store_endpoints() const {
   return impl_->store_endpoints;
 }
-std::string ControlPlane::kubeletsim_url() const { return ""; }
-std::string ControlPlane::controller_manager_url() const { return ""; }
+std::string ControlPlane::kubeletsim_url() const {
+  if (!impl_->fleet || impl_->fleet->port() == 0) return "";
+  return HttpUrl(impl_->options.bind_address, impl_->fleet->port());
+}
+std::string ControlPlane::controller_manager_url() const {
+  if (!impl_->controller_manager || impl_->controller_manager->port() == 0) {
+    return "";
+  }
+  return HttpUrl(impl_->options.bind_address,
+                 impl_->controller_manager->port());
+}
 
 std::string ControlPlane::Summary() const {
   std::ostringstream out;
@@ -335,6 +387,19 @@ std::string ControlPlane::Summary() const {
   out << (o.store_members == 1 ? " (embedded, 1 member)"
                                : " (3 member processes)")
       << "\n";
+  if (!controller_manager_url().empty()) {
+    out << "  controllers:  " << controller_manager_url()
+        << " (/healthz, /metrics)\n";
+  }
+  if (impl_->fleet) {
+    out << "  nodes:        " << o.nodes << " simulated (" << o.node_prefix
+        << "0 .. " << o.node_prefix << o.nodes - 1 << ")";
+    if (!kubeletsim_url().empty()) {
+      out << ", control " << kubeletsim_url() << " (kpctl sim --endpoint "
+          << kubeletsim_url() << " list)";
+    }
+    out << "\n";
+  }
   out << "  data:         " << o.data_dir << "\n";
   if (!o.kubeconfig_out.empty()) {
     out << "  kubeconfig:   " << o.kubeconfig_out << "\n\n";

@@ -119,5 +119,57 @@ TEST_F(ControlPlaneTest, ThreeStoreMembersNeedAFixedPort) {
   EXPECT_EQ(cp.status().code(), StatusCode::kInvalidArgument);
 }
 
+// The whole system in one process: a Deployment becomes Running pods on the
+// simulated nodes (scheduler, replicaset and deployment controllers,
+// kubelets), observed through a watch on the Deployment.
+TEST_F(ControlPlaneTest, DeploymentBecomesAvailableOnSimulatedNodes) {
+  UpOptions o = Options();
+  o.controllers = true;
+  o.nodes = 2;
+  o.kubeletsim_port = 0;
+  o.controller_manager_port = 0;
+  auto cp = ControlPlane::Start(o);
+  ASSERT_TRUE(cp.ok()) << cp.status();
+  const std::string api = (*cp)->apiserver_url();
+  EXPECT_FALSE((*cp)->kubeletsim_url().empty());
+  EXPECT_NE((*cp)->Summary().find("2 simulated"), std::string::npos)
+      << (*cp)->Summary();
+
+  net::HttpResponse created = Do(
+      api, "POST", "/apis/apps/v1/namespaces/default/deployments",
+      R"({"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web"},)"
+      R"("spec":{"replicas":3,"selector":{"matchLabels":{"app":"web"}},)"
+      R"("template":{"metadata":{"labels":{"app":"web"}},)"
+      R"("spec":{"containers":[{"name":"c","image":"nginx"}]}}}})");
+  ASSERT_EQ(created.status, 201) << created.body;
+
+  auto client = net::HttpClient::ForUrl(api);
+  ASSERT_TRUE(client.ok());
+  bool available = false;
+  std::string seen;
+  auto r = (*client)->Stream(
+      "GET",
+      "/apis/apps/v1/namespaces/default/deployments?watch=1&"
+      "fieldSelector=metadata.name%3Dweb&timeoutSeconds=60",
+      {}, "", [&](std::string_view data) {
+        seen.append(data);
+        available = seen.find("\"availableReplicas\":3") != std::string::npos;
+        return !available;
+      });
+  EXPECT_TRUE(available) << seen.substr(seen.size() > 2000 ? seen.size() - 2000
+                                                           : 0);
+
+  net::HttpResponse pods =
+      Do(api, "GET", "/api/v1/namespaces/default/pods?labelSelector=app%3Dweb");
+  ASSERT_EQ(pods.status, 200);
+  size_t running = 0;
+  for (size_t at = 0;
+       (at = pods.body.find("\"phase\":\"Running\"", at)) != std::string::npos;
+       ++at) {
+    ++running;
+  }
+  EXPECT_EQ(running, 3u) << pods.body;
+}
+
 }  // namespace
 }  // namespace kplane::up

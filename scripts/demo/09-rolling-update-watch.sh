@@ -56,7 +56,8 @@ for msg in objects(sys.argv[1]):
         kv = ev['kv']
         key = base64.b64decode(kv['key']).decode()
         rev = str(kv['mod_revision'])
-        typ = ev.get('type', 'PUT')
+        # etcdctl -w json prints the event type as its enum number.
+        typ = 'DELETE' if ev.get('type') in (1, 'DELETE') else 'PUT'
         pods.setdefault(key.rsplit('/', 1)[1], []).append(
             f"{typ}@{rev}" + ('' if typ == 'DELETE' else ' ' + phase.get(rev, '?')))
 for name, evs in sorted(pods.items()):

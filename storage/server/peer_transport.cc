@@ -115,7 +115,12 @@ class HttpPeerTransport::Peer {
       {
         std::unique_lock<std::mutex> l(mu_);
         cv_.wait(l, [&] { return stop_ || !queue_.empty(); });
-        if (stop_) return;
+        if (stop_) {
+          // `stream` dies with this frame: a later Stop() (the destructor
+          // calls it again) must not cancel it through a dangling pointer.
+          stream_ = nullptr;
+          return;
+        }
         batch.swap(queue_);
       }
       std::string buf;

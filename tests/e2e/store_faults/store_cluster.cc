@@ -267,13 +267,16 @@ StatusOr<int> StoreCluster::AddMember() {
   for (int i : members()) {
     if (i != n && running(i)) order.push_back(i);
   }
+  std::string tried;
   for (int i : order) {
     s = Call(i, "/v3/cluster/member/add", req, &resp, seconds(15));
     if (s.ok()) break;
+    tried += "; via " + name(i) + ": " + s.ToString();
+    if (!storage::IsConnectFailure(s)) break;
   }
   if (!s.ok()) {
     members_.pop_back();
-    return s.Annotate("member add");
+    return Status(s.code(), "member add" + tried);
   }
   m.id = resp.member().id();
   // The initial cluster of a joining member lists every current member.
@@ -305,12 +308,18 @@ Status StoreCluster::RemoveMember(int i) {
   req.set_id(id);
   etcdserverpb::MemberRemoveResponse resp;
   Status s = UnavailableError("no other running member");
+  std::string tried;
   for (int j : members()) {
     if (j == i || !running(j)) continue;
     s = Call(j, "/v3/cluster/member/remove", req, &resp, seconds(15));
     if (s.ok()) break;
+    tried += "; via " + name(j) + ": " + s.ToString();
+    // Only a request that never reached a server may be sent again.
+    if (!storage::IsConnectFailure(s)) break;
   }
-  RETURN_IF_ERROR(s.Annotate("member remove " + name(i)));
+  if (!s.ok()) {
+    return Status(s.code(), "member remove " + name(i) + tried);
+  }
   members_[i].removed = true;
   if (running(i)) {
     StatusOr<int> code = Terminate(i);

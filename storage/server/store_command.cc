@@ -57,8 +57,7 @@ int RunStoreCommand(const std::vector<std::string>& args) {
   int64_t quota = cfg.quota_backend_bytes;
   int64_t max_request = cfg.max_request_bytes;
   int64_t snapshot_count = static_cast<int64_t>(cfg.snapshot_count);
-  int64_t catchup_entries =
-      static_cast<int64_t>(cfg.snapshot_catch_up_entries);
+  int64_t catchup_entries = static_cast<int64_t>(cfg.snapshot_catch_up_entries);
   flags.String("name", &cfg.name, "Human-readable name for this member.");
   flags.String("data-dir", &data_dir,
                "Path to the data directory (default <name>.etcd).");
@@ -222,7 +221,8 @@ int RunStoreCommand(const std::vector<std::string>& args) {
   client_opts.worker_threads = 8;
   // JSON (base64) is larger than the protobuf size etcd limits; let bodies
   // up to 4x through so the API answers with etcd's own errors.
-  client_opts.max_body_bytes = 4 * (static_cast<size_t>(max_request) + (1 << 20));
+  client_opts.max_body_bytes =
+      4 * (static_cast<size_t>(max_request) + (1 << 20));
   net::HttpServer client_http(client_opts);
   ClientApi api(server->get(), metrics::Registry::Default());
   api.RegisterHandlers(&client_http);

@@ -44,8 +44,9 @@ StatusOr<std::unique_ptr<StoreCluster>> StoreCluster::Start(
   std::unique_ptr<StoreCluster> c(new StoreCluster(std::move(options)));
   c->binary_ = storage::FindKplaneBinary();
   if (c->binary_.empty()) {
-    return NotFoundError("no kplane binary (build target kplane or set "
-                         "KPLANE_BIN)");
+    return NotFoundError(
+        "no kplane binary (build target kplane or set "
+        "KPLANE_BIN)");
   }
   char tmpl[] = "/tmp/kplane-faults-XXXXXX";
   if (::mkdtemp(tmpl) == nullptr) return InternalError("mkdtemp failed");
@@ -244,8 +245,7 @@ Status StoreCluster::WaitReady(int i, Duration timeout) {
   }
   return UnavailableError(name(i) + " not ready after " +
                           std::to_string(Ms(timeout)) +
-                          " ms (last: " + last.ToString() + ")\n" +
-                          LogTails());
+                          " ms (last: " + last.ToString() + ")\n" + LogTails());
 }
 
 StatusOr<int> StoreCluster::AddMember() {
@@ -348,8 +348,7 @@ StatusOr<int> StoreCluster::WaitForLeader(
     // Leadership is another process's state: poll briefly.
     Clock::Real()->SleepFor(milliseconds(20));
   }
-  return UnavailableError("no leader after " +
-                          std::to_string(Ms(timeout)) +
+  return UnavailableError("no leader after " + std::to_string(Ms(timeout)) +
                           " ms (last: " + last + ")");
 }
 

@@ -13,8 +13,7 @@ StatusOr<std::unique_ptr<storage::RemoteKV>> NewClient(
   // RemoteKV prefers the first endpoint: rotate the list per client.
   if (!endpoints.empty()) {
     std::rotate(endpoints.begin(),
-                endpoints.begin() + rotate % endpoints.size(),
-                endpoints.end());
+                endpoints.begin() + rotate % endpoints.size(), endpoints.end());
   }
   storage::RemoteKVOptions o;
   o.endpoints = std::move(endpoints);
@@ -41,9 +40,9 @@ WriteLoad::~WriteLoad() { Stop(); }
 
 Status WriteLoad::Start() {
   for (int c = 0; c < options_.clients; ++c) {
-    ASSIGN_OR_RETURN(auto kv, NewClient(options_.endpoints, c,
-                                        options_.request_timeout,
-                                        options_.call_timeout));
+    ASSIGN_OR_RETURN(auto kv,
+                     NewClient(options_.endpoints, c, options_.request_timeout,
+                               options_.call_timeout));
     kvs_.push_back(std::move(kv));
   }
   for (int c = 0; c < options_.clients; ++c) {
@@ -97,9 +96,8 @@ int64_t WriteLoad::failed() const {
 
 bool WriteLoad::WaitForAcks(int64_t count, Duration timeout) {
   std::unique_lock<std::mutex> l(mu_);
-  return cv_.wait_for(l, timeout, [&] {
-    return static_cast<int64_t>(acked_.size()) >= count;
-  });
+  return cv_.wait_for(
+      l, timeout, [&] { return static_cast<int64_t>(acked_.size()) >= count; });
 }
 
 std::optional<Duration> WriteLoad::FirstAckSentAfter(TimePoint t) const {
@@ -142,9 +140,9 @@ RegisterLoad::~RegisterLoad() { Stop(); }
 
 Status RegisterLoad::Start() {
   for (int c = 0; c < options_.clients; ++c) {
-    ASSIGN_OR_RETURN(auto kv, NewClient(options_.endpoints, c,
-                                        options_.request_timeout,
-                                        options_.call_timeout));
+    ASSIGN_OR_RETURN(auto kv,
+                     NewClient(options_.endpoints, c, options_.request_timeout,
+                               options_.call_timeout));
     kvs_.push_back(std::move(kv));
   }
   for (int c = 0; c < options_.clients; ++c) {
@@ -263,29 +261,26 @@ Status CheckRegisterHistory(const std::vector<RegisterOp>& history,
   std::sort(by_invocation.begin(), by_invocation.end());
   std::vector<int64_t> max_rev_completed(by_completion.size());
   for (size_t i = 0; i < by_completion.size(); ++i) {
-    max_rev_completed[i] = std::max(i ? max_rev_completed[i - 1] : 0,
-                                    by_completion[i].second);
+    max_rev_completed[i] =
+        std::max(i ? max_rev_completed[i - 1] : 0, by_completion[i].second);
   }
   std::vector<int64_t> min_rev_invoked(by_invocation.size());
   for (size_t i = by_invocation.size(); i-- > 0;) {
-    min_rev_invoked[i] =
-        std::min(i + 1 < by_invocation.size() ? min_rev_invoked[i + 1]
-                                              : INT64_MAX,
-                 by_invocation[i].second);
+    min_rev_invoked[i] = std::min(
+        i + 1 < by_invocation.size() ? min_rev_invoked[i + 1] : INT64_MAX,
+        by_invocation[i].second);
   }
   // Highest revision among writes completed strictly before t.
   auto completed_before = [&](TimePoint t) -> int64_t {
-    auto it = std::lower_bound(
-        by_completion.begin(), by_completion.end(),
-        std::make_pair(t, int64_t{INT64_MIN}));
+    auto it = std::lower_bound(by_completion.begin(), by_completion.end(),
+                               std::make_pair(t, int64_t{INT64_MIN}));
     size_t n = it - by_completion.begin();
     return n == 0 ? 0 : max_rev_completed[n - 1];
   };
   // Lowest revision among writes invoked strictly after t.
   auto invoked_after = [&](TimePoint t) -> int64_t {
-    auto it = std::upper_bound(
-        by_invocation.begin(), by_invocation.end(),
-        std::make_pair(t, int64_t{INT64_MAX}));
+    auto it = std::upper_bound(by_invocation.begin(), by_invocation.end(),
+                               std::make_pair(t, int64_t{INT64_MAX}));
     size_t n = it - by_invocation.begin();
     return n == by_invocation.size() ? INT64_MAX : min_rev_invoked[n];
   };
@@ -311,18 +306,19 @@ Status CheckRegisterHistory(const std::vector<RegisterOp>& history,
       }
       const RegisterOp* w = write_of.at(r->value);
       if (w->invoked > r->completed) {
-        return InternalError(who + ": observed a write invoked after the "
-                                   "read completed");
+        return InternalError(who +
+                             ": observed a write invoked after the "
+                             "read completed");
       }
     }
     if (invoked_after(r->completed) <= r->revision) {
-      return InternalError(who + ": a write invoked after the read completed "
-                                 "is ordered before what it read");
+      return InternalError(who +
+                           ": a write invoked after the read completed "
+                           "is ordered before what it read");
     }
     const int64_t newest = completed_before(r->invoked);
     if (newest > r->revision) {
-      return InternalError(who + ": stale, revision " +
-                           std::to_string(newest) +
+      return InternalError(who + ": stale, revision " + std::to_string(newest) +
                            " had completed before the read was invoked");
     }
   }
@@ -342,10 +338,10 @@ Status CheckRegisterHistory(const std::vector<RegisterOp>& history,
                                std::make_pair(r->invoked, int64_t{INT64_MIN}));
     size_t n = it - reads_done.begin();
     if (n > 0 && max_read[n - 1] > r->revision) {
-      return InternalError(
-          "read by client " + std::to_string(r->client) + " of revision " +
-          std::to_string(r->revision) + " after another read had observed " +
-          std::to_string(max_read[n - 1]));
+      return InternalError("read by client " + std::to_string(r->client) +
+                           " of revision " + std::to_string(r->revision) +
+                           " after another read had observed " +
+                           std::to_string(max_read[n - 1]));
     }
   }
   return Status::Ok();
@@ -374,9 +370,9 @@ StatusOr<std::vector<StoredWrite>> ReadRegisterWrites(storage::RemoteKV* kv,
       std::unique_ptr<storage::Watch> watch,
       kv->StartWatch(req, [&c](const etcdserverpb::WatchResponse& r) {
         std::lock_guard<std::mutex> l(c.mu);
-        if (r.canceled()) c.canceled = r.cancel_reason() + " (compacted at " +
-                                       std::to_string(r.compact_revision()) +
-                                       ")";
+        if (r.canceled())
+          c.canceled = r.cancel_reason() + " (compacted at " +
+                       std::to_string(r.compact_revision()) + ")";
         for (const auto& e : r.events()) {
           if (e.type() != mvccpb::Event::PUT) continue;
           c.writes.push_back({e.kv().value(), e.kv().mod_revision()});
@@ -385,14 +381,14 @@ StatusOr<std::vector<StoredWrite>> ReadRegisterWrites(storage::RemoteKV* kv,
         c.cv.notify_all();
       }));
   std::unique_lock<std::mutex> l(c.mu);
-  if (!c.cv.wait_for(l, timeout, [&] {
-        return c.seen >= last || !c.canceled.empty();
-      })) {
+  if (!c.cv.wait_for(l, timeout,
+                     [&] { return c.seen >= last || !c.canceled.empty(); })) {
     return DeadlineExceededError("watch of " + key + " reached revision " +
                                  std::to_string(c.seen) + " of " +
                                  std::to_string(last));
   }
-  if (!c.canceled.empty()) return InternalError("watch canceled: " + c.canceled);
+  if (!c.canceled.empty())
+    return InternalError("watch canceled: " + c.canceled);
   std::vector<StoredWrite> out = c.writes;
   l.unlock();
   watch.reset();

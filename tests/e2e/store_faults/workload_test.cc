@@ -1,9 +1,9 @@
 // CheckRegisterHistory on hand-made histories: each rule of the checker
 // (workload.h) rejects a history that breaks it, and accepts the
 // concurrent cases a linearizable store may produce.
-#include <gtest/gtest.h>
-
 #include "tests/e2e/store_faults/workload.h"
+
+#include <gtest/gtest.h>
 
 namespace kplane::e2e {
 namespace {
@@ -44,28 +44,28 @@ RegisterOp R(int client, std::string v, int64_t rev, int from, int to) {
 const std::vector<StoredWrite> kAB = {{"a", 5}, {"b", 7}};
 
 TEST(RegisterChecker, AcceptsSequentialHistory) {
-  EXPECT_TRUE(CheckRegisterHistory({R(0, "", 0, 0, 1), W(0, "a", 5, 2, 3),
-                                    R(1, "a", 5, 4, 5), W(1, "b", 7, 6, 7),
-                                    R(0, "b", 7, 8, 9)},
-                                   kAB)
+  EXPECT_TRUE(CheckRegisterHistory(
+                  {R(0, "", 0, 0, 1), W(0, "a", 5, 2, 3), R(1, "a", 5, 4, 5),
+                   W(1, "b", 7, 6, 7), R(0, "b", 7, 8, 9)},
+                  kAB)
                   .ok());
 }
 
 TEST(RegisterChecker, AcceptsReadsConcurrentWithAWrite) {
   // b is being written from 6 to 20: reads during it may see a or b, as
   // long as no read sees a after another read saw b.
-  EXPECT_TRUE(CheckRegisterHistory({W(0, "a", 5, 0, 1), W(1, "b", 7, 6, 20),
-                                    R(2, "a", 5, 7, 8), R(3, "b", 7, 9, 10),
-                                    R(2, "b", 7, 11, 12)},
-                                   kAB)
+  EXPECT_TRUE(CheckRegisterHistory(
+                  {W(0, "a", 5, 0, 1), W(1, "b", 7, 6, 20), R(2, "a", 5, 7, 8),
+                   R(3, "b", 7, 9, 10), R(2, "b", 7, 11, 12)},
+                  kAB)
                   .ok());
 }
 
 TEST(RegisterChecker, AcceptsAnUnknownWriteThatWasApplied) {
-  EXPECT_TRUE(CheckRegisterHistory({W(0, "a", 5, 0, 1), Unknown(1, "b", 2),
-                                    R(0, "b", 7, 30, 31)},
-                                   kAB)
-                  .ok());
+  EXPECT_TRUE(
+      CheckRegisterHistory(
+          {W(0, "a", 5, 0, 1), Unknown(1, "b", 2), R(0, "b", 7, 30, 31)}, kAB)
+          .ok());
 }
 
 TEST(RegisterChecker, RejectsALostAcknowledgedWrite) {
@@ -76,14 +76,12 @@ TEST(RegisterChecker, RejectsALostAcknowledgedWrite) {
 }
 
 TEST(RegisterChecker, RejectsAWriteStoredAtAnotherRevision) {
-  EXPECT_FALSE(
-      CheckRegisterHistory({W(0, "a", 6, 0, 1)}, {{"a", 5}}).ok());
+  EXPECT_FALSE(CheckRegisterHistory({W(0, "a", 6, 0, 1)}, {{"a", 5}}).ok());
 }
 
 TEST(RegisterChecker, RejectsAValueNobodyWrote) {
-  EXPECT_FALSE(CheckRegisterHistory({W(0, "a", 5, 0, 1)},
-                                    {{"a", 5}, {"zz", 6}})
-                   .ok());
+  EXPECT_FALSE(
+      CheckRegisterHistory({W(0, "a", 5, 0, 1)}, {{"a", 5}, {"zz", 6}}).ok());
 }
 
 TEST(RegisterChecker, RejectsWritesOrderedAgainstRealTime) {
@@ -94,18 +92,17 @@ TEST(RegisterChecker, RejectsWritesOrderedAgainstRealTime) {
 }
 
 TEST(RegisterChecker, RejectsAStaleRead) {
-  Status s = CheckRegisterHistory({W(0, "a", 5, 0, 1), W(0, "b", 7, 2, 3),
-                                   R(1, "a", 5, 4, 5)},
-                                  kAB);
+  Status s = CheckRegisterHistory(
+      {W(0, "a", 5, 0, 1), W(0, "b", 7, 2, 3), R(1, "a", 5, 4, 5)}, kAB);
   EXPECT_FALSE(s.ok());
   EXPECT_NE(s.message().find("stale"), std::string::npos) << s;
 }
 
 TEST(RegisterChecker, RejectsAReadOfTheFuture) {
-  EXPECT_FALSE(CheckRegisterHistory({W(0, "a", 5, 0, 1), R(1, "b", 7, 2, 3),
-                                     W(0, "b", 7, 4, 5)},
-                                    kAB)
-                   .ok());
+  EXPECT_FALSE(
+      CheckRegisterHistory(
+          {W(0, "a", 5, 0, 1), R(1, "b", 7, 2, 3), W(0, "b", 7, 4, 5)}, kAB)
+          .ok());
 }
 
 TEST(RegisterChecker, RejectsAReadThatGoesBackInTime) {
@@ -117,9 +114,9 @@ TEST(RegisterChecker, RejectsAReadThatGoesBackInTime) {
 }
 
 TEST(RegisterChecker, RejectsAReadOfAValueTheStoreDoesNotHoldThere) {
-  EXPECT_FALSE(CheckRegisterHistory({W(0, "a", 5, 0, 1), R(1, "a", 6, 2, 3)},
-                                    {{"a", 5}})
-                   .ok());
+  EXPECT_FALSE(
+      CheckRegisterHistory({W(0, "a", 5, 0, 1), R(1, "a", 6, 2, 3)}, {{"a", 5}})
+          .ok());
 }
 
 }  // namespace

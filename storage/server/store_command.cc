@@ -221,8 +221,7 @@ int RunStoreCommand(const std::vector<std::string>& args) {
   client_opts.worker_threads = 8;
   // JSON (base64) is larger than the protobuf size etcd limits; let bodies
   // up to 4x through so the API answers with etcd's own errors.
-  client_opts.max_body_bytes =
-      4 * (static_cast<size_t>(max_request) + (1 << 20));
+  client_opts.max_body_bytes = 4 * (static_cast<size_t>(max_request) + (1 << 20));
   net::HttpServer client_http(client_opts);
   ClientApi api(server->get(), metrics::Registry::Default());
   api.RegisterHandlers(&client_http);

@@ -42,11 +42,10 @@ StoreCluster::StoreCluster(StoreClusterOptions options)
 StatusOr<std::unique_ptr<StoreCluster>> StoreCluster::Start(
     StoreClusterOptions options) {
   std::unique_ptr<StoreCluster> c(new StoreCluster(std::move(options)));
-  c->binary_ = storage::FindKplaneBinary();
-  if (c->binary_.empty()) {
-    return NotFoundError(
-        "no kplane binary (build target kplane or set "
-        "KPLANE_BIN)");
+  c->binary_ = c->options_.etcd ? "/usr/bin/etcd" : storage::FindKplaneBinary();
+  if (c->binary_.empty() || ::access(c->binary_.c_str(), X_OK) != 0) {
+    return NotFoundError("no store binary \"" + c->binary_ +
+                         "\" (build target kplane or set KPLANE_BIN)");
   }
   char tmpl[] = "/tmp/kplane-faults-XXXXXX";
   if (::mkdtemp(tmpl) == nullptr) return InternalError("mkdtemp failed");
@@ -110,7 +109,6 @@ Status StoreCluster::StartProcess(int i) {
   Member& m = members_[i];
   const std::string client = client_url(i);
   std::vector<std::string> argv = {binary_,
-                                   "store",
                                    "--name",
                                    m.name,
                                    "--data-dir",
@@ -127,6 +125,7 @@ Status StoreCluster::StartProcess(int i) {
                                    m.initial_cluster,
                                    "--initial-cluster-state",
                                    m.initial_cluster_state};
+  if (!options_.etcd) argv.insert(argv.begin() + 1, "store");
   for (const std::string& f : options_.extra_flags) argv.push_back(f);
   m.process = std::make_unique<Subprocess>(
       argv, SubprocessOptions{.log_path = m.log_path});

@@ -38,10 +38,15 @@
 #include "base/statusor.h"
 #include "base/subprocess.h"
 #include "schemas/rpc.pb.h"
+#include "storage/client/local_cluster.h"
 
 namespace kplane::e2e {
 
 struct StoreClusterOptions {
+  // Debian's etcd 3.4 (/usr/bin/etcd) instead of `kplane store`, for
+  // side-by-side figures: the same flags, no HashKV (etcd 3.4's JSON
+  // gateway serves only the whole-backend Hash).
+  bool etcd = false;
   int members = 3;
   // Appended to every member's flags (e.g. {"--snapshot-count", "500"}).
   std::vector<std::string> extra_flags;
@@ -61,6 +66,7 @@ class StoreCluster {
   int size() const { return static_cast<int>(members_.size()); }
   // The numbers of the members currently in the cluster (not removed).
   std::vector<int> members() const;
+  bool etcd() const { return options_.etcd; }
   std::string name(int i) const { return members_[i].name; }
   std::string client_url(int i) const;
   std::string peer_url(int i) const;

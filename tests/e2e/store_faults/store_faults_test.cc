@@ -370,6 +370,43 @@ TEST_F(StoreFaultTest, DownMemberCatchesUpBySnapshot) {
   VerifyCluster();
 }
 
+// 2b. The same, but the leader is killed as soon as the lagging member is
+// restarted, while it is being sent (or installing) a snapshot: the new
+// leader brings it up to date instead.
+TEST_F(StoreFaultTest, LeaderKilledWhileMemberCatchesUp) {
+  StartCluster({"--snapshot-count", "300",
+                "--experimental-snapshot-catchup-entries", "50"});
+  StartLoad();
+  WaitForProgress(100);
+  auto leader = cluster_->WaitForLeader(seconds(30));
+  ASSERT_TRUE(leader.ok()) << leader.status();
+  const int down = (*leader + 1) % 3;
+  ASSERT_TRUE(cluster_->Kill(down).ok());
+  WaitForProgress(1200);
+  const int seen = cluster_->LogCount(down, "sees leader");
+  ASSERT_TRUE(cluster_->Restart(down).ok());
+  // Kill the leader the moment the lagging member hears from it (its log
+  // names the leader), i.e. while the catch-up is under way. The log is
+  // another process's: poll it.
+  const TimePoint deadline = Clock::Real()->Now() + seconds(30);
+  while (cluster_->LogCount(down, "sees leader") <= seen &&
+         Clock::Real()->Now() < deadline) {
+    Clock::Real()->SleepFor(milliseconds(2));
+  }
+  ASSERT_TRUE(cluster_->Kill(*leader).ok());
+  auto next =
+      cluster_->WaitForLeader(seconds(30), [&](int i) { return i != *leader; });
+  ASSERT_TRUE(next.ok()) << next.status();
+  Status ready = cluster_->WaitReady(down, seconds(60));
+  ASSERT_TRUE(ready.ok()) << ready;
+  WaitForProgress(100);
+  ASSERT_TRUE(cluster_->Restart(*leader).ok());
+  ready = cluster_->WaitReady(*leader, seconds(60));
+  ASSERT_TRUE(ready.ok()) << ready;
+  WaitForProgress(100);
+  VerifyCluster();
+}
+
 // 3. member add and member remove under load.
 TEST_F(StoreFaultTest, MemberAddAndRemoveUnderLoad) {
   StartCluster();

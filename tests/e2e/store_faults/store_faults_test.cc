@@ -274,14 +274,14 @@ class StoreFaultTest : public ::testing::Test {
 // 1. kill -9 the leader under load, five times: a new leader is elected,
 // writes resume, the killed member restarts and catches up.
 void StoreFaultTest::RunLeaderKills() {
-  StartCluster();
-  StartLoad();
-  WaitForProgress(200);
+  ASSERT_NO_FATAL_FAILURE(StartCluster());
+  ASSERT_NO_FATAL_FAILURE(StartLoad());
+  ASSERT_NO_FATAL_FAILURE(WaitForProgress(200));
   std::vector<int64_t> to_leader, to_write, to_probe, to_catch_up;
   for (int round = 0; round < 5; ++round) {
     auto old = cluster_->WaitForLeader(seconds(30));
     ASSERT_TRUE(old.ok()) << old.status();
-    WaitForProgress(50);
+    ASSERT_NO_FATAL_FAILURE(WaitForProgress(50));
     const TimePoint killed = Clock::Real()->Now();
     ASSERT_TRUE(cluster_->Kill(*old).ok());
     // A client that gives up on a put after 200 ms and sends the next one
@@ -306,7 +306,8 @@ void StoreFaultTest::RunLeaderKills() {
     const TimePoint restarted = Clock::Real()->Now();
     ASSERT_TRUE(cluster_->Restart(*old).ok());
     ASSERT_TRUE(cluster_->WaitReady(*old, seconds(60)).ok());
-    WaitForRevision(*old, lead->header().revision(), seconds(60));
+    ASSERT_NO_FATAL_FAILURE(
+        WaitForRevision(*old, lead->header().revision(), seconds(60)));
     to_catch_up.push_back(Ms(Clock::Real()->Now() - restarted));
   }
   auto join = [](std::vector<int64_t> v) {
@@ -322,7 +323,7 @@ void StoreFaultTest::RunLeaderKills() {
   Figure(who + "leader kill -> first acknowledged put (probe, 200 ms timeout)",
          join(to_probe));
   Figure(who + "killed leader restart -> caught up", join(to_catch_up));
-  VerifyCluster();
+  ASSERT_NO_FATAL_FAILURE(VerifyCluster());
 }
 
 TEST_F(StoreFaultTest, LeaderKilledUnderLoad) { RunLeaderKills(); }
@@ -340,16 +341,17 @@ TEST_F(EtcdFaultTest, LeaderKilledUnderLoad) { RunLeaderKills(); }
 // 2. A member down while the others write more than --snapshot-count
 // entries catches up by a snapshot.
 TEST_F(StoreFaultTest, DownMemberCatchesUpBySnapshot) {
-  StartCluster({"--snapshot-count", "300",
-                "--experimental-snapshot-catchup-entries", "50"});
-  StartLoad();
-  WaitForProgress(100);
+  ASSERT_NO_FATAL_FAILURE(
+      StartCluster({"--snapshot-count", "300",
+                    "--experimental-snapshot-catchup-entries", "50"}));
+  ASSERT_NO_FATAL_FAILURE(StartLoad());
+  ASSERT_NO_FATAL_FAILURE(WaitForProgress(100));
   auto leader = cluster_->WaitForLeader(seconds(30));
   ASSERT_TRUE(leader.ok()) << leader.status();
   const int down = (*leader + 1) % 3;
   ASSERT_TRUE(cluster_->Kill(down).ok());
   // Well past a snapshot plus the entries kept behind it.
-  WaitForProgress(1200);
+  ASSERT_NO_FATAL_FAILURE(WaitForProgress(1200));
   for (int i : cluster_->members()) {
     if (i == down) continue;
     EXPECT_GE(cluster_->LogCount(i, "snapshot at index"), 1)
@@ -360,29 +362,31 @@ TEST_F(StoreFaultTest, DownMemberCatchesUpBySnapshot) {
   const TimePoint restarted = Clock::Real()->Now();
   ASSERT_TRUE(cluster_->Restart(down).ok());
   ASSERT_TRUE(cluster_->WaitReady(down, seconds(60)).ok());
-  WaitForRevision(down, lead->header().revision(), seconds(60));
+  ASSERT_NO_FATAL_FAILURE(
+      WaitForRevision(down, lead->header().revision(), seconds(60)));
   Figure("member down for " + std::to_string(1200) +
              "+ puts: restart -> caught up by snapshot",
          std::to_string(Ms(Clock::Real()->Now() - restarted)) + " ms");
   EXPECT_GE(cluster_->LogCount(down, "installing snapshot at index"), 1)
       << cluster_->name(down) << " did not install a snapshot";
   EXPECT_GE(cluster_->LogCount(down, "received snapshot"), 1);
-  VerifyCluster();
+  ASSERT_NO_FATAL_FAILURE(VerifyCluster());
 }
 
 // 2b. The same, but the leader is killed as soon as the lagging member is
 // restarted, while it is being sent (or installing) a snapshot: the new
 // leader brings it up to date instead.
 TEST_F(StoreFaultTest, LeaderKilledWhileMemberCatchesUp) {
-  StartCluster({"--snapshot-count", "300",
-                "--experimental-snapshot-catchup-entries", "50"});
-  StartLoad();
-  WaitForProgress(100);
+  ASSERT_NO_FATAL_FAILURE(
+      StartCluster({"--snapshot-count", "300",
+                    "--experimental-snapshot-catchup-entries", "50"}));
+  ASSERT_NO_FATAL_FAILURE(StartLoad());
+  ASSERT_NO_FATAL_FAILURE(WaitForProgress(100));
   auto leader = cluster_->WaitForLeader(seconds(30));
   ASSERT_TRUE(leader.ok()) << leader.status();
   const int down = (*leader + 1) % 3;
   ASSERT_TRUE(cluster_->Kill(down).ok());
-  WaitForProgress(1200);
+  ASSERT_NO_FATAL_FAILURE(WaitForProgress(1200));
   const int seen = cluster_->LogCount(down, "sees leader");
   ASSERT_TRUE(cluster_->Restart(down).ok());
   // Kill the leader the moment the lagging member hears from it (its log
@@ -399,23 +403,23 @@ TEST_F(StoreFaultTest, LeaderKilledWhileMemberCatchesUp) {
   ASSERT_TRUE(next.ok()) << next.status();
   Status ready = cluster_->WaitReady(down, seconds(60));
   ASSERT_TRUE(ready.ok()) << ready;
-  WaitForProgress(100);
+  ASSERT_NO_FATAL_FAILURE(WaitForProgress(100));
   ASSERT_TRUE(cluster_->Restart(*leader).ok());
   ready = cluster_->WaitReady(*leader, seconds(60));
   ASSERT_TRUE(ready.ok()) << ready;
-  WaitForProgress(100);
-  VerifyCluster();
+  ASSERT_NO_FATAL_FAILURE(WaitForProgress(100));
+  ASSERT_NO_FATAL_FAILURE(VerifyCluster());
 }
 
 // 3. member add and member remove under load.
 TEST_F(StoreFaultTest, MemberAddAndRemoveUnderLoad) {
-  StartCluster();
-  StartLoad();
-  WaitForProgress(200);
+  ASSERT_NO_FATAL_FAILURE(StartCluster());
+  ASSERT_NO_FATAL_FAILURE(StartLoad());
+  ASSERT_NO_FATAL_FAILURE(WaitForProgress(200));
   // Add a fourth member; it starts from a snapshot and serves.
   auto added = cluster_->AddMember();
   ASSERT_TRUE(added.ok()) << added.status();
-  WaitForProgress(200);
+  ASSERT_NO_FATAL_FAILURE(WaitForProgress(200));
   // Remove a follower.
   auto leader = cluster_->WaitForLeader(seconds(30));
   ASSERT_TRUE(leader.ok()) << leader.status();
@@ -424,18 +428,18 @@ TEST_F(StoreFaultTest, MemberAddAndRemoveUnderLoad) {
     if (i != *leader && i != *added) follower = i;
   }
   ASSERT_TRUE(cluster_->RemoveMember(follower).ok());
-  WaitForProgress(200);
+  ASSERT_NO_FATAL_FAILURE(WaitForProgress(200));
   // Add a fifth, then remove the leader itself.
   auto added2 = cluster_->AddMember();
   ASSERT_TRUE(added2.ok()) << added2.status();
-  WaitForProgress(200);
+  ASSERT_NO_FATAL_FAILURE(WaitForProgress(200));
   leader = cluster_->WaitForLeader(seconds(30));
   ASSERT_TRUE(leader.ok()) << leader.status();
   Status removed = cluster_->RemoveMember(*leader);
   ASSERT_TRUE(removed.ok()) << removed;
   auto next = cluster_->WaitForLeader(seconds(30));
   ASSERT_TRUE(next.ok()) << next.status();
-  WaitForProgress(200);
+  ASSERT_NO_FATAL_FAILURE(WaitForProgress(200));
   // The member list is exactly the members we think are in.
   storage::RemoteKVOptions o;
   o.endpoints = cluster_->client_urls();
@@ -451,7 +455,7 @@ TEST_F(StoreFaultTest, MemberAddAndRemoveUnderLoad) {
   for (const auto& m : list.members()) listed.insert(m.name());
   for (int i : cluster_->members()) expected.insert(cluster_->name(i));
   EXPECT_EQ(listed, expected);
-  VerifyCluster();
+  ASSERT_NO_FATAL_FAILURE(VerifyCluster());
 }
 
 // 4. Restart all members under load (SIGTERM, then kill -9): data,
@@ -461,9 +465,9 @@ class RestartAllTest : public StoreFaultTest,
 
 TEST_P(RestartAllTest, DataRevisionAndLeasesSurvive) {
   const bool graceful = GetParam();
-  StartCluster();
-  StartLoad();
-  WaitForProgress(300);
+  ASSERT_NO_FATAL_FAILURE(StartCluster());
+  ASSERT_NO_FATAL_FAILURE(StartLoad());
+  ASSERT_NO_FATAL_FAILURE(WaitForProgress(300));
   // A long lease with a key, to survive the restart.
   storage::RemoteKVOptions o;
   o.endpoints = cluster_->client_urls();
@@ -478,7 +482,7 @@ TEST_P(RestartAllTest, DataRevisionAndLeasesSurvive) {
   put.set_value("x");
   put.set_lease(lease->id());
   ASSERT_TRUE((*kv)->Put(put).ok());
-  WaitForProgress(100);
+  ASSERT_NO_FATAL_FAILURE(WaitForProgress(100));
   int64_t before = 0;
   for (int i : cluster_->members()) {
     auto s = cluster_->MemberStatus(i);
@@ -516,8 +520,8 @@ TEST_P(RestartAllTest, DataRevisionAndLeasesSurvive) {
   EXPECT_GT(left->ttl(), 0) << "the lease did not survive";
   ASSERT_EQ(left->keys_size(), 1);
   EXPECT_EQ(left->keys(0), "leased");
-  WaitForProgress(200);
-  VerifyCluster();
+  ASSERT_NO_FATAL_FAILURE(WaitForProgress(200));
+  ASSERT_NO_FATAL_FAILURE(VerifyCluster());
 }
 
 INSTANTIATE_TEST_SUITE_P(, RestartAllTest, ::testing::Values(true, false),
@@ -529,9 +533,9 @@ INSTANTIATE_TEST_SUITE_P(, RestartAllTest, ::testing::Values(true, false),
 // on SIGCONT without deposing the leader: pre-vote and check-quorum keep
 // the term.
 TEST_F(StoreFaultTest, FrozenFollowerRejoinsWithoutDeposingLeader) {
-  StartCluster();
-  StartLoad();
-  WaitForProgress(200);
+  ASSERT_NO_FATAL_FAILURE(StartCluster());
+  ASSERT_NO_FATAL_FAILURE(StartLoad());
+  ASSERT_NO_FATAL_FAILURE(WaitForProgress(200));
   auto leader = cluster_->WaitForLeader(seconds(30));
   ASSERT_TRUE(leader.ok()) << leader.status();
   auto before = cluster_->MemberStatus(*leader);
@@ -544,12 +548,13 @@ TEST_F(StoreFaultTest, FrozenFollowerRejoinsWithoutDeposingLeader) {
   // The fault is a duration: the follower must miss several election
   // timeouts (1 s) worth of heartbeats while the others keep writing.
   Clock::Real()->SleepFor(seconds(4));
-  WaitForProgress(50);
+  ASSERT_NO_FATAL_FAILURE(WaitForProgress(50));
   auto lead = cluster_->MemberStatus(*leader);
   ASSERT_TRUE(lead.ok());
   ASSERT_TRUE(cluster_->Resume(frozen).ok());
-  WaitForRevision(frozen, lead->header().revision(), seconds(30));
-  WaitForProgress(200);
+  ASSERT_NO_FATAL_FAILURE(
+      WaitForRevision(frozen, lead->header().revision(), seconds(30)));
+  ASSERT_NO_FATAL_FAILURE(WaitForProgress(200));
   for (int i : cluster_->members()) {
     auto s = cluster_->MemberStatus(i);
     ASSERT_TRUE(s.ok()) << s.status();
@@ -561,16 +566,16 @@ TEST_F(StoreFaultTest, FrozenFollowerRejoinsWithoutDeposingLeader) {
       cluster_->Metric(*leader, "etcd_server_leader_changes_seen_total");
   ASSERT_TRUE(after.ok());
   EXPECT_EQ(*after, *changes);
-  VerifyCluster();
+  ASSERT_NO_FATAL_FAILURE(VerifyCluster());
 }
 
 // 6. Leases across a leader kill: one kept alive survives (the new leader
 // extends the TTLs it inherits), an unrefreshed one expires afterwards, and
 // not before its TTL.
 TEST_F(StoreFaultTest, LeasesAcrossLeaderKill) {
-  StartCluster();
-  StartLoad();
-  WaitForProgress(100);
+  ASSERT_NO_FATAL_FAILURE(StartCluster());
+  ASSERT_NO_FATAL_FAILURE(StartLoad());
+  ASSERT_NO_FATAL_FAILURE(WaitForProgress(100));
   storage::RemoteKVOptions o;
   o.endpoints = cluster_->client_urls();
   o.request_timeout = seconds(2);
@@ -642,8 +647,8 @@ TEST_F(StoreFaultTest, LeasesAcrossLeaderKill) {
   // The killed leader rejoins; the members agree on everything.
   ASSERT_TRUE(cluster_->Restart(*leader).ok());
   ASSERT_TRUE(cluster_->WaitReady(*leader, seconds(60)).ok());
-  WaitForProgress(100);
-  VerifyCluster();
+  ASSERT_NO_FATAL_FAILURE(WaitForProgress(100));
+  ASSERT_NO_FATAL_FAILURE(VerifyCluster());
 }
 
 }  // namespace

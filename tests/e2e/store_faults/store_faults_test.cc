@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <future>
 #include <map>
+#include <random>
 #include <set>
 
 #include "storage/client/lease_keepalive.h"
@@ -408,6 +409,34 @@ TEST_F(StoreFaultTest, LeaderKilledWhileMemberCatchesUp) {
   ready = cluster_->WaitReady(*leader, seconds(60));
   ASSERT_TRUE(ready.ok()) << ready;
   ASSERT_NO_FATAL_FAILURE(WaitForProgress(100));
+  ASSERT_NO_FATAL_FAILURE(VerifyCluster());
+}
+
+// 2c. Random kill -9s: every ~0.5 s a random member (leader or not) is
+// killed and started again right away, without waiting for the previous
+// one to catch up, so a member may die again while it replays its WAL,
+// installs a snapshot or catches up; the cluster may lose its quorum for a
+// moment. Small snapshots make snapshot transfers frequent.
+TEST_F(StoreFaultTest, RandomKillsUnderLoad) {
+  ASSERT_NO_FATAL_FAILURE(
+      StartCluster({"--snapshot-count", "200",
+                    "--experimental-snapshot-catchup-entries", "20"}));
+  ASSERT_NO_FATAL_FAILURE(StartLoad());
+  ASSERT_NO_FATAL_FAILURE(WaitForProgress(100));
+  std::mt19937 rng(20261129);
+  for (int round = 0; round < 12; ++round) {
+    const int victim = static_cast<int>(rng() % 3);
+    ASSERT_TRUE(cluster_->Kill(victim).ok()) << "round " << round;
+    // The fault is the timing: a short, random time down and up.
+    Clock::Real()->SleepFor(milliseconds(100 + rng() % 400));
+    ASSERT_TRUE(cluster_->Restart(victim).ok());
+    Clock::Real()->SleepFor(milliseconds(100 + rng() % 400));
+  }
+  for (int i : cluster_->members()) {
+    Status ready = cluster_->WaitReady(i, seconds(60));
+    ASSERT_TRUE(ready.ok()) << ready;
+  }
+  ASSERT_NO_FATAL_FAILURE(WaitForProgress(200));
   ASSERT_NO_FATAL_FAILURE(VerifyCluster());
 }
 

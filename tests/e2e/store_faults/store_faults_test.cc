@@ -371,6 +371,19 @@ TEST_F(StoreFaultTest, DownMemberCatchesUpBySnapshot) {
   EXPECT_GE(cluster_->LogCount(down, "installing snapshot at index"), 1)
       << cluster_->name(down) << " did not install a snapshot";
   EXPECT_GE(cluster_->LogCount(down, "received snapshot"), 1);
+  auto received =
+      cluster_->Metric(down, "etcd_network_snapshot_receive_success");
+  ASSERT_TRUE(received.ok()) << received.status();
+  EXPECT_GE(*received, 1);
+  // Sent by the leader of the moment (normally the one before the restart).
+  double sent = 0;
+  for (int i : cluster_->members()) {
+    if (i == down) continue;
+    auto n = cluster_->Metric(i, "etcd_network_snapshot_send_success");
+    ASSERT_TRUE(n.ok()) << n.status();
+    sent += *n;
+  }
+  EXPECT_GE(sent, 1);
   ASSERT_NO_FATAL_FAILURE(VerifyCluster());
 }
 

@@ -115,7 +115,12 @@ class HttpPeerTransport::Peer {
       {
         std::unique_lock<std::mutex> l(mu_);
         cv_.wait(l, [&] { return stop_ || !queue_.empty(); });
-        if (stop_) return;
+        if (stop_) {
+          // `stream` dies with this frame: a later Stop() (the destructor
+          // calls it again) must not cancel it through a dangling pointer.
+          stream_ = nullptr;
+          return;
+        }
         batch.swap(queue_);
       }
       std::string buf;
@@ -203,6 +208,15 @@ HttpPeerTransport::HttpPeerTransport(StoreServer* server,
   dropped_ = reg->NewCounter("etcd_network_peer_dropped_messages_total",
                              "Raft messages dropped (peer down or slow).")
                  ->With({});
+  // etcd's names (etcd labels them by peer).
+  snapshots_sent_ =
+      reg->NewCounter("etcd_network_snapshot_send_success",
+                      "Snapshots sent to peers and accepted by them.")
+          ->With({});
+  snapshots_received_ =
+      reg->NewCounter("etcd_network_snapshot_receive_success",
+                      "Snapshots received from the leader and handed to raft.")
+          ->With({});
 }
 
 HttpPeerTransport::~HttpPeerTransport() { Stop(); }
@@ -360,6 +374,8 @@ void HttpPeerTransport::SendSnapshot(raftpb::Message msg) {
     fs::remove_all(dir, ec);
     if (!s.ok()) {
       LOG(WARNING) << "snapshot to " << HexId(to) << " failed: " << s;
+    } else {
+      snapshots_sent_->Inc();
     }
     report(s.ok());
   });
@@ -533,6 +549,7 @@ void HttpPeerTransport::HandleSnapshot(const net::HttpRequest& req,
         return;
       }
       LOG(INFO) << "received snapshot";
+      snapshots_received_->Inc();
       r->Respond(204, {}, "");
       return;
     }

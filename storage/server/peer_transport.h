@@ -88,6 +88,8 @@ class HttpPeerTransport : public PeerTransport {
   metrics::Counter* sent_bytes_;
   metrics::Counter* received_bytes_;
   metrics::Counter* dropped_;
+  metrics::Counter* snapshots_sent_;
+  metrics::Counter* snapshots_received_;
 };
 
 }  // namespace kplane::storage

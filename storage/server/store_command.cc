@@ -57,6 +57,7 @@ int RunStoreCommand(const std::vector<std::string>& args) {
   int64_t quota = cfg.quota_backend_bytes;
   int64_t max_request = cfg.max_request_bytes;
   int64_t snapshot_count = static_cast<int64_t>(cfg.snapshot_count);
+  int64_t catchup_entries = static_cast<int64_t>(cfg.snapshot_catch_up_entries);
   flags.String("name", &cfg.name, "Human-readable name for this member.");
   flags.String("data-dir", &data_dir,
                "Path to the data directory (default <name>.etcd).");
@@ -90,6 +91,10 @@ int RunStoreCommand(const std::vector<std::string>& args) {
   flags.Int64("snapshot-count", &snapshot_count,
               "Applied entries between snapshots (then the log is "
               "truncated).");
+  flags.Int64("experimental-snapshot-catchup-entries", &catchup_entries,
+              "Entries kept behind a snapshot for slow followers (etcd "
+              "3.5's flag; fault tests lower it to force snapshot "
+              "transfers).");
   flags.Int64("quota-backend-bytes", &quota,
               "Database size that raises the NOSPACE alarm.");
   flags.Int64("max-request-bytes", &max_request,
@@ -129,6 +134,11 @@ int RunStoreCommand(const std::vector<std::string>& args) {
     return fail(InvalidArgumentError("--snapshot-count must be positive"));
   }
   cfg.snapshot_count = static_cast<uint64_t>(snapshot_count);
+  if (catchup_entries < 0) {
+    return fail(InvalidArgumentError(
+        "--experimental-snapshot-catchup-entries must not be negative"));
+  }
+  cfg.snapshot_catch_up_entries = static_cast<uint64_t>(catchup_entries);
   if (!auto_mode.empty()) {
     if (auto_mode == "revision") {
       auto n = ParseInt64(auto_retention);

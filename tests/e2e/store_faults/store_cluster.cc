@@ -1,0 +1,432 @@
+#include "tests/e2e/store_faults/store_cluster.h"
+
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "base/logging.h"
+#include "storage/client/endpoint.h"
+#include "storage/client/local_cluster.h"
+
+namespace kplane::e2e {
+
+namespace {
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)),
+                     std::istreambuf_iterator<char>());
+}
+
+int64_t Ms(Duration d) {
+  return std::chrono::duration_cast<milliseconds>(d).count();
+}
+
+std::string HexId(uint64_t id) {
+  char buf[24];
+  std::snprintf(buf, sizeof(buf), "%llx", static_cast<unsigned long long>(id));
+  return buf;
+}
+
+}  // namespace
+
+StoreCluster::StoreCluster(StoreClusterOptions options)
+    : options_(std::move(options)) {}
+
+StatusOr<std::unique_ptr<StoreCluster>> StoreCluster::Start(
+    StoreClusterOptions options) {
+  std::unique_ptr<StoreCluster> c(new StoreCluster(std::move(options)));
+  c->binary_ = c->options_.etcd ? "/usr/bin/etcd" : storage::FindKplaneBinary();
+  if (c->binary_.empty() || ::access(c->binary_.c_str(), X_OK) != 0) {
+    return NotFoundError("no store binary \"" + c->binary_ +
+                         "\" (build target kplane or set KPLANE_BIN)");
+  }
+  char tmpl[] = "/tmp/kplane-faults-XXXXXX";
+  if (::mkdtemp(tmpl) == nullptr) return InternalError("mkdtemp failed");
+  c->root_ = tmpl;
+  const int n = c->options_.members;
+  c->members_.resize(n);
+  std::string initial;
+  for (int i = 0; i < n; ++i) {
+    RETURN_IF_ERROR(c->NewMember(&c->members_[i], i));
+    if (!initial.empty()) initial += ",";
+    initial += c->members_[i].name + "=" + c->peer_url(i);
+  }
+  for (int i = 0; i < n; ++i) {
+    c->members_[i].initial_cluster = initial;
+    RETURN_IF_ERROR(c->StartProcess(i));
+  }
+  for (int i = 0; i < n; ++i) {
+    RETURN_IF_ERROR(c->WaitReady(i, c->options_.start_timeout));
+  }
+  return c;
+}
+
+StoreCluster::~StoreCluster() {
+  for (Member& m : members_) {
+    if (m.process && m.process->running()) {
+      // A frozen process dies of SIGKILL too; wake it anyway so nothing
+      // lingers in the stopped state.
+      (void)m.process->Signal(SIGKILL);
+      (void)m.process->Signal(SIGCONT);
+      m.process->Wait();
+    }
+  }
+  if (!root_.empty() && std::getenv("KPLANE_KEEP_DATA") == nullptr) {
+    std::error_code ec;
+    std::filesystem::remove_all(root_, ec);
+  } else if (!root_.empty()) {
+    LOG(INFO) << "kept cluster data in " << root_;
+  }
+}
+
+Status StoreCluster::NewMember(Member* m, int number) {
+  m->name = "m" + std::to_string(number + 1);
+  m->data_dir = root_ + "/" + m->name + ".data";
+  m->log_path = root_ + "/" + m->name + ".log";
+  std::set<uint16_t> used;
+  for (const Member& o : members_) {
+    used.insert(o.client_port);
+    used.insert(o.peer_port);
+  }
+  // The kernel may hand a just-released port out again: keep them distinct.
+  for (uint16_t* port : {&m->client_port, &m->peer_port}) {
+    for (;;) {
+      ASSIGN_OR_RETURN(*port, storage::PickFreePort());
+      if (used.insert(*port).second) break;
+    }
+  }
+  return Status::Ok();
+}
+
+Status StoreCluster::StartProcess(int i) {
+  Member& m = members_[i];
+  const std::string client = client_url(i);
+  std::vector<std::string> argv = {binary_,
+                                   "--name",
+                                   m.name,
+                                   "--data-dir",
+                                   m.data_dir,
+                                   "--listen-client-urls",
+                                   client,
+                                   "--advertise-client-urls",
+                                   client,
+                                   "--listen-peer-urls",
+                                   peer_url(i),
+                                   "--initial-advertise-peer-urls",
+                                   peer_url(i),
+                                   "--initial-cluster",
+                                   m.initial_cluster,
+                                   "--initial-cluster-state",
+                                   m.initial_cluster_state};
+  if (!options_.etcd) argv.insert(argv.begin() + 1, "store");
+  for (const std::string& f : options_.extra_flags) argv.push_back(f);
+  m.process = std::make_unique<Subprocess>(
+      argv, SubprocessOptions{.log_path = m.log_path});
+  return m.process->Start();
+}
+
+std::vector<int> StoreCluster::members() const {
+  std::vector<int> out;
+  for (int i = 0; i < size(); ++i) {
+    if (!members_[i].removed) out.push_back(i);
+  }
+  return out;
+}
+
+std::string StoreCluster::client_url(int i) const {
+  return "http://127.0.0.1:" + std::to_string(members_[i].client_port);
+}
+
+std::string StoreCluster::peer_url(int i) const {
+  return "http://127.0.0.1:" + std::to_string(members_[i].peer_port);
+}
+
+std::vector<std::string> StoreCluster::client_urls() const {
+  std::vector<std::string> out;
+  for (int i : members()) out.push_back(client_url(i));
+  return out;
+}
+
+pid_t StoreCluster::pid(int i) const {
+  return members_[i].process ? members_[i].process->pid() : -1;
+}
+
+bool StoreCluster::running(int i) {
+  return members_[i].process && members_[i].process->running();
+}
+
+StatusOr<uint64_t> StoreCluster::member_id(int i) {
+  if (members_[i].id != 0) return members_[i].id;
+  ASSIGN_OR_RETURN(etcdserverpb::StatusResponse s, MemberStatus(i));
+  members_[i].id = s.header().member_id();
+  return members_[i].id;
+}
+
+Status StoreCluster::Kill(int i) {
+  Member& m = members_[i];
+  if (!running(i)) return FailedPreconditionError(m.name + " is not running");
+  RETURN_IF_ERROR(m.process->Signal(SIGKILL));
+  (void)m.process->Signal(SIGCONT);
+  m.process->Wait();
+  return Status::Ok();
+}
+
+StatusOr<int> StoreCluster::Terminate(int i, Duration grace) {
+  Member& m = members_[i];
+  if (!running(i)) return FailedPreconditionError(m.name + " is not running");
+  RETURN_IF_ERROR(m.process->Signal(SIGTERM));
+  // The exit of another process has no event we can wait on portably other
+  // than waitpid; poll it briefly.
+  const TimePoint deadline = Clock::Real()->Now() + grace;
+  while (m.process->running()) {
+    if (Clock::Real()->Now() > deadline) {
+      (void)m.process->Signal(SIGKILL);
+      m.process->Wait();
+      return DeadlineExceededError(m.name + " did not exit within " +
+                                   std::to_string(Ms(grace)) +
+                                   " ms of SIGTERM");
+    }
+    Clock::Real()->SleepFor(milliseconds(10));
+  }
+  return m.process->Wait();
+}
+
+Status StoreCluster::Pause(int i) {
+  if (!running(i)) return FailedPreconditionError(name(i) + " not running");
+  return members_[i].process->Signal(SIGSTOP);
+}
+
+Status StoreCluster::Resume(int i) {
+  if (!running(i)) return FailedPreconditionError(name(i) + " not running");
+  return members_[i].process->Signal(SIGCONT);
+}
+
+Status StoreCluster::Restart(int i) {
+  if (running(i)) return FailedPreconditionError(name(i) + " is running");
+  if (members_[i].removed) return FailedPreconditionError(name(i) + " removed");
+  return StartProcess(i);
+}
+
+Status StoreCluster::WaitReady(int i, Duration timeout) {
+  const TimePoint deadline = Clock::Real()->Now() + timeout;
+  Status last;
+  while (Clock::Real()->Now() < deadline) {
+    if (!running(i)) {
+      return UnavailableError(name(i) + " exited while starting:\n" +
+                              LogTails());
+    }
+    etcdserverpb::RangeRequest rr;
+    rr.set_key(std::string(1, '\0'));
+    etcdserverpb::RangeResponse rresp;
+    last = Call(i, "/v3/kv/range", rr, &rresp, seconds(2));
+    if (last.ok()) {
+      etcdserverpb::MemberListResponse ml;
+      last = Call(i, "/v3/cluster/member/list",
+                  etcdserverpb::MemberListRequest(), &ml, seconds(2));
+      if (last.ok()) {
+        for (const auto& m : ml.members()) {
+          for (const auto& u : m.clienturls()) {
+            if (u == client_url(i)) return Status::Ok();
+          }
+        }
+        last = UnavailableError("member list does not show " + client_url(i));
+      }
+    }
+    // Another process's readiness is not an event of ours: poll briefly.
+    Clock::Real()->SleepFor(milliseconds(25));
+  }
+  return UnavailableError(name(i) + " not ready after " +
+                          std::to_string(Ms(timeout)) +
+                          " ms (last: " + last.ToString() + ")\n" + LogTails());
+}
+
+StatusOr<int> StoreCluster::AddMember() {
+  const int n = size();
+  members_.emplace_back();
+  Member& m = members_.back();
+  Status s = NewMember(&m, n);
+  if (!s.ok()) {
+    members_.pop_back();
+    return s;
+  }
+  etcdserverpb::MemberAddRequest req;
+  req.add_peerurls(peer_url(n));
+  etcdserverpb::MemberAddResponse resp;
+  s = UnavailableError("no running member to add through");
+  // Through the leader when there is one; any member forwards otherwise.
+  std::vector<int> order;
+  if (auto l = WaitForLeader(seconds(10)); l.ok()) order.push_back(*l);
+  for (int i : members()) {
+    if (i != n && running(i)) order.push_back(i);
+  }
+  std::string tried;
+  for (int i : order) {
+    s = Call(i, "/v3/cluster/member/add", req, &resp, seconds(15));
+    if (s.ok()) break;
+    tried += "; via " + name(i) + ": " + s.ToString();
+    if (!storage::IsConnectFailure(s)) break;
+  }
+  if (!s.ok()) {
+    members_.pop_back();
+    return Status(s.code(), "member add" + tried);
+  }
+  m.id = resp.member().id();
+  // The initial cluster of a joining member lists every current member.
+  std::string initial;
+  for (const auto& mem : resp.members()) {
+    std::string mname;
+    for (int j = 0; j < n; ++j) {
+      for (const auto& u : mem.peerurls()) {
+        if (u == peer_url(j)) mname = members_[j].name;
+      }
+    }
+    if (mem.id() == m.id) mname = m.name;
+    if (mname.empty()) mname = HexId(mem.id());
+    for (const auto& u : mem.peerurls()) {
+      if (!initial.empty()) initial += ",";
+      initial += mname + "=" + u;
+    }
+  }
+  m.initial_cluster = initial;
+  m.initial_cluster_state = "existing";
+  RETURN_IF_ERROR(StartProcess(n));
+  RETURN_IF_ERROR(WaitReady(n, options_.start_timeout));
+  return n;
+}
+
+Status StoreCluster::RemoveMember(int i) {
+  ASSIGN_OR_RETURN(uint64_t id, member_id(i));
+  etcdserverpb::MemberRemoveRequest req;
+  req.set_id(id);
+  etcdserverpb::MemberRemoveResponse resp;
+  Status s = UnavailableError("no other running member");
+  std::string tried;
+  for (int j : members()) {
+    if (j == i || !running(j)) continue;
+    s = Call(j, "/v3/cluster/member/remove", req, &resp, seconds(15));
+    if (s.ok()) break;
+    tried += "; via " + name(j) + ": " + s.ToString();
+    // Only a request that never reached a server may be sent again.
+    if (!storage::IsConnectFailure(s)) break;
+  }
+  if (!s.ok()) {
+    return Status(s.code(), "member remove " + name(i) + tried);
+  }
+  members_[i].removed = true;
+  if (running(i)) {
+    StatusOr<int> code = Terminate(i);
+    if (!code.ok()) return code.status();
+  }
+  return Status::Ok();
+}
+
+StatusOr<int> StoreCluster::WaitForLeader(
+    Duration timeout, const std::function<bool(int)>& pred) {
+  const TimePoint deadline = Clock::Real()->Now() + timeout;
+  std::string last = "no member answered";
+  while (Clock::Real()->Now() < deadline) {
+    for (int i : members()) {
+      if (!running(i)) continue;
+      StatusOr<etcdserverpb::StatusResponse> s = MemberStatus(i);
+      if (!s.ok()) {
+        last = name(i) + ": " + s.status().ToString();
+        continue;
+      }
+      if (s->leader() != 0 && s->leader() == s->header().member_id()) {
+        if (!pred || pred(i)) return i;
+        last = name(i) + " leads, but is not the leader asked for";
+      }
+    }
+    // Leadership is another process's state: poll briefly.
+    Clock::Real()->SleepFor(milliseconds(20));
+  }
+  return UnavailableError("no leader after " + std::to_string(Ms(timeout)) +
+                          " ms (last: " + last + ")");
+}
+
+Status StoreCluster::Call(int i, const std::string& path,
+                          const google::protobuf::Message& req,
+                          google::protobuf::Message* resp, Duration timeout) {
+  net::HttpClientOptions ho;
+  ho.connect_timeout = milliseconds(500);
+  ho.read_timeout = timeout;
+  ho.write_timeout = timeout;
+  net::HttpClient http("127.0.0.1", members_[i].client_port, ho);
+  return storage::CallEndpoint(&http, path, req, resp);
+}
+
+StatusOr<etcdserverpb::StatusResponse> StoreCluster::MemberStatus(int i) {
+  etcdserverpb::StatusResponse resp;
+  RETURN_IF_ERROR(Call(i, "/v3/maintenance/status",
+                       etcdserverpb::StatusRequest(), &resp, seconds(3)));
+  return resp;
+}
+
+StatusOr<etcdserverpb::HashKVResponse> StoreCluster::HashKV(int i,
+                                                            int64_t revision) {
+  etcdserverpb::HashKVRequest req;
+  req.set_revision(revision);
+  etcdserverpb::HashKVResponse resp;
+  RETURN_IF_ERROR(Call(i, "/v3/maintenance/hash", req, &resp, seconds(30)));
+  return resp;
+}
+
+StatusOr<etcdserverpb::RangeResponse> StoreCluster::SerializableRange(
+    int i, const etcdserverpb::RangeRequest& req) {
+  etcdserverpb::RangeRequest r = req;
+  r.set_serializable(true);
+  etcdserverpb::RangeResponse resp;
+  RETURN_IF_ERROR(Call(i, "/v3/kv/range", r, &resp, seconds(30)));
+  return resp;
+}
+
+StatusOr<double> StoreCluster::Metric(int i, const std::string& metric) {
+  net::HttpClientOptions ho;
+  ho.connect_timeout = milliseconds(500);
+  ho.read_timeout = seconds(3);
+  net::HttpClient http("127.0.0.1", members_[i].client_port, ho);
+  ASSIGN_OR_RETURN(net::HttpResponse r, http.Request("GET", "/metrics"));
+  if (r.status != 200) {
+    return UnavailableError("GET /metrics: HTTP " + std::to_string(r.status));
+  }
+  std::istringstream lines(r.body);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    if (line.compare(0, metric.size(), metric) != 0) continue;
+    const char next = line.size() > metric.size() ? line[metric.size()] : 0;
+    if (next != ' ' && next != '{') continue;
+    const size_t sp = line.rfind(' ');
+    return std::strtod(line.c_str() + sp + 1, nullptr);
+  }
+  return NotFoundError("metric " + metric + " not served by " + name(i));
+}
+
+int StoreCluster::LogCount(int i, const std::string& text) const {
+  const std::string log = ReadFile(members_[i].log_path);
+  int n = 0;
+  for (size_t p = log.find(text); p != std::string::npos;
+       p = log.find(text, p + text.size())) {
+    ++n;
+  }
+  return n;
+}
+
+std::string StoreCluster::LogTails(size_t bytes) const {
+  std::string out;
+  for (const Member& m : members_) {
+    std::string log = ReadFile(m.log_path);
+    if (log.size() > bytes) log = "..." + log.substr(log.size() - bytes);
+    out += "---- " + m.name + " (" + m.log_path + "):\n" + log + "\n";
+  }
+  return out;
+}
+
+}  // namespace kplane::e2e

@@ -24,7 +24,8 @@ class Describer {
  public:
   explicit Describer(std::ostream* out) : out_(out) {}
   void Field(int indent, const std::string& key, const std::string& value) {
-    lines_.push_back({indent, key + ":", value, true});
+    // Continuation lines (empty key) carry no colon.
+    lines_.push_back({indent, key.empty() ? "" : key + ":", value, true});
   }
   void Line(int indent, const std::string& text) {
     lines_.push_back({indent, text, "", false});
@@ -45,7 +46,6 @@ class Describer {
     std::sort(items.begin(), items.end());
     Field(indent, key, items[0]);
     for (size_t i = 1; i < items.size(); ++i) Field(indent, "", items[i]);
-    lines_.back().key = "";  // continuation lines have no colon
   }
   void Table(int indent, const std::vector<std::vector<std::string>>& rows) {
     std::ostringstream s;

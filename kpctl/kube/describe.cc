@@ -39,9 +39,19 @@ class Describer {
     }
     std::vector<std::string> items;
     for (auto& m : map->GetObject()) {
-      items.push_back(
-          std::string(m.name.GetString()) + sep +
-          (m.value.IsString() ? m.value.GetString() : CellString(m.value)));
+      // kubectl describe leaves out apply's bookkeeping.
+      if (std::string_view(m.name.GetString()) ==
+          "kubectl.kubernetes.io/last-applied-configuration") {
+        continue;
+      }
+      const std::string v =
+          m.value.IsString() ? m.value.GetString() : CellString(m.value);
+      items.push_back(std::string(m.name.GetString()) + sep +
+                      std::string(StripWhitespace(v)));
+    }
+    if (items.empty()) {
+      Field(indent, key, "<none>");
+      return;
     }
     std::sort(items.begin(), items.end());
     Field(indent, key, items[0]);

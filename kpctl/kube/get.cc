@@ -1,6 +1,8 @@
 // kpctl get: server-side Tables, -o yaml|json|name, -w.
 #include <rapidjson/document.h>
 
+#include <algorithm>
+
 #include "informer/api_errors.h"
 #include "kpctl/kube/commands.h"
 #include "kpctl/kube/printer.h"
@@ -102,6 +104,14 @@ int WatchTable(Context& ctx, const ResourceSelection& s, const std::string& ns,
     query.field_selector = "metadata.name=" + s.names[0];
   }
   query.resource_version = rv;
+  // As with kubectl, an explicit --request-timeout bounds the watch too.
+  if (ctx.flags->Has("request-timeout")) {
+    std::optional<Duration> t = DurationFlag(*ctx.flags, "request-timeout");
+    if (t && *t > Duration(0)) {
+      query.timeout_seconds = std::max<int64_t>(
+          1, std::chrono::duration_cast<std::chrono::seconds>(*t).count());
+    }
+  }
   Status st = ctx.client->Watch(
       *s.resource, ns, query, /*table=*/true,
       [&](std::string_view type, Value& table) {

@@ -5,6 +5,7 @@
 
 #include "informer/api_errors.h"
 #include "kpctl/kube/commands.h"
+#include "kpctl/kube/jsonpath.h"
 #include "kpctl/kube/printer.h"
 #include "kpctl/kube/resources.h"
 
@@ -88,6 +89,15 @@ int PrintObjects(Context& ctx, const std::vector<ResourceSelection>& sel,
     printable.AddMember("metadata", meta, pa);
   }
   if (!show_managed) DropManagedFields(printable);
+  if (output.starts_with("jsonpath=")) {
+    StatusOr<JsonPath> jp = JsonPath::Parse(output.substr(9));
+    if (!jp.ok()) {
+      return ctx.Fail("error parsing jsonpath " + output.substr(9) + ", " +
+                      jp.status().message());
+    }
+    ctx.out() << jp->Execute(printable);
+    return code;
+  }
   ctx.out() << (output == "json" ? PrettyJson(printable) : ToYaml(printable));
   return code;
 }
@@ -139,12 +149,15 @@ int RunGet(Context& ctx) {
   const bool all_ns = f.GetBool("all-namespaces");
   const std::string ns = all_ns ? "" : ctx.ns();
   const std::string output = f.Get("output");
+  const bool jsonpath = output.starts_with("jsonpath=");
   if (output != "" && output != "wide" && output != "yaml" &&
-      output != "json" && output != "name") {
+      output != "json" && output != "name" && !jsonpath) {
     return ctx.Fail(
         "unable to match a printer suitable for the output "
         "format \"" +
-        output + "\", allowed formats are: json,name,wide,yaml");
+        output +
+        "\", allowed formats are: "
+        "json,jsonpath,name,wide,yaml");
   }
   ListQuery query;
   query.label_selector = f.Get("selector");
@@ -162,7 +175,7 @@ int RunGet(Context& ctx) {
       }
     }
   }
-  if (output == "yaml" || output == "json" || output == "name") {
+  if (output == "yaml" || output == "json" || output == "name" || jsonpath) {
     if (watch) return ctx.Fail("-w is supported with table output only");
     return PrintObjects(ctx, *sel, ns, query, output);
   }
@@ -249,7 +262,8 @@ CommandSpec GetCommand() {
       "Display one or many resources",
       "kpctl get TYPE[.GROUP][,TYPE...] [NAME...] | TYPE/NAME... [flags]",
       {
-          {"output", 'o', false, "", "output format: wide, yaml, json, name"},
+          {"output", 'o', false, "",
+           "output format: wide, yaml, json, name, jsonpath=TEMPLATE"},
           {"all-namespaces", 'A', true, "", "list across all namespaces"},
           {"selector", 'l', false, "",
            "label selector (e.g. app=web,tier!=db)"},

@@ -121,8 +121,9 @@ std::string Where(const Manifest& m) {
 
 // Applies one manifest; prints its line. Returns the error, if any, already
 // formatted.
+// `*failed_op` names the step an error comes from, as kubectl's messages do.
 Status ApplyOne(Context& ctx, Manifest& m, const Target& t, bool server_side,
-                std::string* line) {
+                std::string* line, std::string* failed_op) {
   const std::string ref = ObjectRef(*t.resource, t.name);
   if (server_side) {
     // The manifest is the apply body (JSON is YAML); the server creates or
@@ -144,6 +145,7 @@ Status ApplyOne(Context& ctx, Manifest& m, const Target& t, bool server_side,
     StatusOr<Document> created = ctx.client->Create(
         *t.resource, t.ns, body, "kubectl-client-side-apply");
     if (!created.ok()) {
+      *failed_op = "creating";
       return created.status();
     }
     *line = ref + " created";
@@ -221,11 +223,12 @@ int RunApply(Context& ctx) {
     const std::string desc =
         ObjectRef(*t->resource, t->name) + " (" + Where(m) + ")";
     std::string line;
-    Status s = ApplyOne(ctx, m, *t, server_side, &line);
+    std::string failed_op = "applying patch to";
+    Status s = ApplyOne(ctx, m, *t, server_side, &line, &failed_op);
     if (!s.ok()) {
       // kubectl: `error when creating "f.yaml": ...` or `... applying ...`.
       ctx.err() << ErrorLine(
-                       s, "error when applying patch to \"" + m.source + "\": ")
+                       s, "error when " + failed_op + " \"" + m.source + "\": ")
                 << "\n";
       o.failed.push_back(desc);
       continue;

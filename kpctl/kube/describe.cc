@@ -2,6 +2,7 @@
 // deployments and nodes; other kinds print metadata plus spec and status
 // as YAML.
 #include <rapidjson/document.h>
+#include <time.h>
 
 #include <algorithm>
 #include <sstream>
@@ -119,6 +120,18 @@ std::string Age(Context& ctx, const std::string& rfc3339) {
   return machinery::HumanDuration(now - t->seconds * machinery::kSecond);
 }
 
+// "Sun, 29 Nov 2026 14:08:10 +0000", as kubectl describe prints times.
+std::string When(const std::string& rfc3339) {
+  StatusOr<api::Timestamp> t = api::ParseRfc3339(rfc3339);
+  if (!t.ok()) return rfc3339;
+  const time_t secs = static_cast<time_t>(t->seconds);
+  struct tm tm;
+  gmtime_r(&secs, &tm);
+  char buf[64];
+  strftime(buf, sizeof(buf), "%a, %d %b %Y %H:%M:%S +0000", &tm);
+  return buf;
+}
+
 std::string ControllerOf(const Value& obj) {
   const Value* owners = At(obj, {"metadata", "ownerReferences"});
   if (owners == nullptr || !owners->IsArray()) return "";
@@ -137,20 +150,20 @@ void Common(Describer& d, const Value& obj, bool namespaced) {
     d.Field(0, "Namespace", StrAt(obj, {"metadata", "namespace"}));
 }
 
-void Containers(Describer& d, int indent, const Value* containers,
+void Containers(Describer& d, int indent, int fields, const Value* containers,
                 const Value* statuses) {
   if (containers == nullptr || !containers->IsArray()) return;
   for (const Value& c : containers->GetArray()) {
     const std::string name = StrAt(c, {"name"});
     d.Line(indent, name + ":");
-    d.Field(indent + 2, "Image", StrAt(c, {"image"}));
+    d.Field(fields, "Image", StrAt(c, {"image"}));
     if (const Value* ports = At(c, {"ports"}); ports && ports->IsArray()) {
       std::vector<std::string> ps;
       for (const Value& p : ports->GetArray()) {
         ps.push_back(std::to_string(IntAt(p, {"containerPort"})) + "/" +
                      Or(StrAt(p, {"protocol"}), "TCP"));
       }
-      d.Field(indent + 2, ps.size() > 1 ? "Ports" : "Port", StrJoin(ps, ", "));
+      d.Field(fields, ps.size() > 1 ? "Ports" : "Port", StrJoin(ps, ", "));
     }
     if (statuses != nullptr && statuses->IsArray()) {
       for (const Value& s : statuses->GetArray()) {
@@ -159,23 +172,23 @@ void Containers(Describer& d, int indent, const Value* containers,
         std::string st = "Waiting";
         if (At(s, {"state", "running"}) != nullptr) st = "Running";
         if (At(s, {"state", "terminated"}) != nullptr) st = "Terminated";
-        d.Field(indent + 2, "State", st);
+        d.Field(fields, "State", st);
         if (st == "Running") {
-          d.Field(indent + 4, "Started",
+          d.Field(fields + 2, "Started",
                   StrAt(*state, {"running", "startedAt"}));
         } else if (st == "Waiting") {
-          d.Field(indent + 4, "Reason", StrAt(*state, {"waiting", "reason"}));
+          d.Field(fields + 2, "Reason", StrAt(*state, {"waiting", "reason"}));
         } else {
-          d.Field(indent + 4, "Reason",
+          d.Field(fields + 2, "Reason",
                   StrAt(*state, {"terminated", "reason"}));
-          d.Field(indent + 4, "Exit Code",
+          d.Field(fields + 2, "Exit Code",
                   std::to_string(IntAt(*state, {"terminated", "exitCode"})));
         }
         const Value* ready = At(s, {"ready"});
         d.Field(
-            indent + 2, "Ready",
+            fields, "Ready",
             ready && ready->IsBool() && ready->GetBool() ? "True" : "False");
-        d.Field(indent + 2, "Restart Count",
+        d.Field(fields, "Restart Count",
                 std::to_string(IntAt(s, {"restartCount"})));
       }
     }
@@ -184,21 +197,21 @@ void Containers(Describer& d, int indent, const Value* containers,
       if (m == nullptr || !m->IsObject() || m->MemberCount() == 0) continue;
       std::string k = kind;
       k[0] = static_cast<char>(std::toupper(k[0]));
-      d.Line(indent + 2, k + ":");
+      d.Line(fields, k + ":");
       for (auto& e : m->GetObject()) {
-        d.Field(indent + 4, e.name.GetString(), CellString(e.value));
+        d.Field(fields + 2, e.name.GetString(), CellString(e.value));
       }
     }
     const Value* env = At(c, {"env"});
     if (env != nullptr && env->IsArray() && env->Size() > 0) {
-      d.Line(indent + 2, "Environment:");
+      d.Line(fields, "Environment:");
       for (const Value& e : env->GetArray()) {
         std::string v = StrAt(e, {"value"});
         if (At(e, {"valueFrom"}) != nullptr) v = "<set from a reference>";
-        d.Field(indent + 4, StrAt(e, {"name"}), v);
+        d.Field(fields + 2, StrAt(e, {"name"}), v);
       }
     } else {
-      d.Field(indent + 2, "Environment", "<none>");
+      d.Field(fields, "Environment", "<none>");
     }
   }
 }
@@ -266,7 +279,7 @@ void DescribePod(Context& ctx, Describer& d, const Value& p) {
   }
   d.Field(0, "Node", Or(node));
   if (!StrAt(p, {"status", "startTime"}).empty()) {
-    d.Field(0, "Start Time", StrAt(p, {"status", "startTime"}));
+    d.Field(0, "Start Time", When(StrAt(p, {"status", "startTime"})));
   }
   d.Map(0, "Labels", At(p, {"metadata", "labels"}));
   d.Map(0, "Annotations", At(p, {"metadata", "annotations"}), ": ");
@@ -280,7 +293,7 @@ void DescribePod(Context& ctx, Describer& d, const Value& p) {
   const std::string ctrl = ControllerOf(p);
   if (!ctrl.empty()) d.Field(0, "Controlled By", ctrl);
   d.Line(0, "Containers:");
-  Containers(d, 2, At(p, {"spec", "containers"}),
+  Containers(d, 2, 4, At(p, {"spec", "containers"}),
              At(p, {"status", "containerStatuses"}));
   Conditions(d, p, false);
   const Value* tol = At(p, {"spec", "tolerations"});
@@ -340,7 +353,7 @@ std::string SelectorString(const Value* sel) {
 void DescribeDeployment(Context& ctx, Describer& d, const Value& dep) {
   Common(d, dep, true);
   d.Field(0, "CreationTimestamp",
-          StrAt(dep, {"metadata", "creationTimestamp"}));
+          When(StrAt(dep, {"metadata", "creationTimestamp"})));
   d.Map(0, "Labels", At(dep, {"metadata", "labels"}));
   d.Map(0, "Annotations", At(dep, {"metadata", "annotations"}), ": ");
   d.Field(0, "Selector", SelectorString(At(dep, {"spec", "selector"})));
@@ -374,7 +387,7 @@ void DescribeDeployment(Context& ctx, Describer& d, const Value& dep) {
     d.Map(2, "Annotations", ta, ": ");
   }
   d.Line(2, "Containers:");
-  Containers(d, 3, At(dep, {"spec", "template", "spec", "containers"}),
+  Containers(d, 3, 4, At(dep, {"spec", "template", "spec", "containers"}),
              nullptr);
   Conditions(d, dep, true);
   // Old and new ReplicaSets (controllerRef to this deployment).
@@ -428,7 +441,8 @@ void DescribeNode(Context& ctx, Describer& d, const Value& n) {
   d.Field(0, "Roles", roles.empty() ? "<none>" : StrJoin(roles, ","));
   d.Map(0, "Labels", At(n, {"metadata", "labels"}));
   d.Map(0, "Annotations", At(n, {"metadata", "annotations"}), ": ");
-  d.Field(0, "CreationTimestamp", StrAt(n, {"metadata", "creationTimestamp"}));
+  d.Field(0, "CreationTimestamp",
+          When(StrAt(n, {"metadata", "creationTimestamp"})));
   const Value* taints = At(n, {"spec", "taints"});
   if (taints != nullptr && taints->IsArray() && !taints->Empty()) {
     bool first = true;
@@ -519,7 +533,7 @@ void DescribeGeneric(Context& ctx, Describer& d, const api::ResourceInfo& r,
   d.Map(0, "Labels", At(obj, {"metadata", "labels"}));
   d.Map(0, "Annotations", At(obj, {"metadata", "annotations"}), ": ");
   d.Field(0, "CreationTimestamp",
-          StrAt(obj, {"metadata", "creationTimestamp"}));
+          When(StrAt(obj, {"metadata", "creationTimestamp"})));
   for (auto& m : obj.GetObject()) {
     const std::string k = m.name.GetString();
     if (k == "metadata" || k == "apiVersion" || k == "kind") continue;

@@ -269,8 +269,7 @@ metadata:
   Result r = Run("apply", {"-f", f});
   EXPECT_EQ(r.code, 1);
   EXPECT_EQ(r.out, "configmap/cfg created\nconfigmap/second created\n");
-  EXPECT_NE(r.err.find("Error from server (Invalid): error when applying "
-                       "patch to \"" +
+  EXPECT_NE(r.err.find("Error from server (Invalid): error when creating \"" +
                        f + "\": "),
             std::string::npos)
       << r.err;

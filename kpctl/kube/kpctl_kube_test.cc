@@ -183,6 +183,15 @@ TEST_F(KubeconfigTest, HomeDefaultAndErrors) {
   StatusOr<Kubeconfig> kc = LoadKubeconfig("", Env());
   ASSERT_TRUE(kc.ok());
   EXPECT_EQ(ResolveClientConfig(*kc, {})->server, "http://127.0.0.1:6443");
+  // Without ~/.kube/config, the file `kplane up` writes.
+  std::filesystem::remove(dir_ + "/.kube/config");
+  Write(".kplane/kubeconfig",
+        "clusters: [{name: c, cluster: {server: \"http://up:6443\"}}]\n"
+        "contexts: [{name: up, context: {cluster: c}}]\n"
+        "current-context: up\n");
+  kc = LoadKubeconfig("", Env());
+  ASSERT_TRUE(kc.ok()) << kc.status();
+  EXPECT_EQ(ResolveClientConfig(*kc, {})->server, "http://up:6443");
   // An explicit file must exist; a broken one names itself.
   EXPECT_EQ(LoadKubeconfig(dir_ + "/nope", Env()).status().code(),
             StatusCode::kNotFound);

@@ -92,7 +92,12 @@ StatusOr<Kubeconfig> LoadKubeconfig(const std::string& explicit_path,
       if (!p.empty()) candidates.push_back(p);
     }
   } else if (const char* home = getenv("HOME"); home != nullptr) {
-    candidates.push_back(std::string(home) + "/.kube/config");
+    // kubectl's default, else the one `kplane up` writes.
+    const std::string kube = std::string(home) + "/.kube/config";
+    std::error_code ec;
+    candidates.push_back(std::filesystem::exists(kube, ec)
+                             ? kube
+                             : std::string(home) + "/.kplane/kubeconfig");
   }
   for (const std::string& path : candidates) {
     std::error_code ec;

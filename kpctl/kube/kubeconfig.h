@@ -6,6 +6,7 @@
 //   --kubeconfig FILE          exactly that file (it must exist)
 //   $KUBECONFIG=a:b:c          those files merged (missing ones skipped)
 //   ~/.kube/config             if it exists
+//   ~/.kplane/kubeconfig       else, if it exists (what `kplane up` writes)
 // Merging (clientcmd's rules): for clusters, contexts and users the first
 // file defining a name wins; current-context is the first non-empty one.
 //

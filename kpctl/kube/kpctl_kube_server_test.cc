@@ -701,5 +701,54 @@ TEST_F(KpctlServerTest, VersionAndApiResources) {
       << r.out;
 }
 
+TEST_F(KpctlServerTest, ServerSideApply) {
+  const std::string f = Write("cm.yaml", kConfigMap);
+  Result r = Run("apply", {"--server-side", "-f", f});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "configmap/cfg serverside-applied\n");
+  auto cm = server_.Get("/api/v1/namespaces/default/configmaps/cfg");
+  EXPECT_EQ(cm.Str({"data", "b"}), "2");
+  const auto* mf = cm.At({"metadata", "managedFields"});
+  ASSERT_NE(mf, nullptr);
+  EXPECT_EQ(std::string((*mf)[0]["manager"].GetString()), "kubectl");
+  EXPECT_EQ(std::string((*mf)[0]["operation"].GetString()), "Apply");
+  r = Run("apply", {"--server-side", "-f", f});
+  EXPECT_EQ(r.code, 0) << r.err;
+}
+
+TEST_F(KpctlServerTest, GetJsonPath) {
+  ASSERT_EQ(
+      Run("apply", {"-f", "-"}, std::string(kDeployment) + "---\n" + kConfigMap)
+          .code,
+      0);
+  Result r = Run("get", {"deploy", "web", "-o",
+                         "jsonpath={.spec.replicas}/{.spec.template.spec."
+                         "containers[0].image}"});
+  EXPECT_EQ(r.out, "3/nginx:1.27");
+  r = Run("get", {"cm,deploy", "-o",
+                  "jsonpath={range .items[*]}{.kind}:{.metadata.name} {end}"});
+  EXPECT_EQ(r.out, "ConfigMap:cfg Deployment:web ");
+  r = Run("get", {"cm", "-o", "jsonpath={.items[0"});
+  EXPECT_EQ(r.code, 1);
+}
+
+TEST_F(KpctlServerTest, DeleteWaitsForATerminatingNamespace) {
+  ASSERT_EQ(Run("apply", {"-f", "-"}, R"(apiVersion: v1
+kind: Namespace
+metadata: {name: gone}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: c, namespace: gone}
+)")
+                .code,
+            0);
+  Result r = Run("delete", {"namespace", "gone", "--timeout=60s"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "namespace \"gone\" deleted\n");
+  // --wait returned only once the namespace (and its contents) were gone.
+  EXPECT_EQ(server_.Get("/api/v1/namespaces/gone").code, 404);
+}
+
 }  // namespace
 }  // namespace kplane::kpctl::kube

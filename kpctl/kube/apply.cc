@@ -121,10 +121,34 @@ std::string Where(const Manifest& m) {
 
 // Applies one manifest; prints its line. Returns the error, if any, already
 // formatted.
+// --dry-run: "" (none), "server" (the server validates, stores nothing) or
+// "client" (nothing is sent). Returns the suffix kubectl prints.
+StatusOr<std::string> SetUpDryRun(Context& ctx, bool* client_only) {
+  const std::string v = ctx.flags->Get("dry-run");
+  *client_only = false;
+  if (v.empty() || v == "none" || v == "false") return std::string();
+  if (v == "server") {
+    ctx.client->set_server_dry_run(true);
+    return std::string(" (server dry run)");
+  }
+  if (v == "client" || v == "true") {
+    *client_only = true;
+    return std::string(" (dry run)");
+  }
+  return InvalidArgumentError(
+      "Invalid dry-run value (" + v +
+      "). Must be \"none\", \"server\", or \"client\".");
+}
+
 // `*failed_op` names the step an error comes from, as kubectl's messages do.
 Status ApplyOne(Context& ctx, Manifest& m, const Target& t, bool server_side,
-                std::string* line, std::string* failed_op) {
+                bool client_dry_run, std::string* line,
+                std::string* failed_op) {
   const std::string ref = ObjectRef(*t.resource, t.name);
+  if (server_side && client_dry_run) {
+    *line = ref + " serverside-applied";
+    return Status();
+  }
   if (server_side) {
     // The manifest is the apply body (JSON is YAML); the server creates or
     // merges and records field ownership for the manager "kubectl".
@@ -139,6 +163,10 @@ Status ApplyOne(Context& ctx, Manifest& m, const Target& t, bool server_side,
   const std::string modified = ModifiedConfiguration(m.object);
   StatusOr<Document> live = ctx.client->Get(*t.resource, t.ns, t.name);
   if (!live.ok() && !informer::IsNotFound(live.status())) return live.status();
+  if (!live.ok() && client_dry_run) {
+    *line = ref + " created";
+    return Status();
+  }
   if (!live.ok()) {
     Document body;
     body.Parse(modified.data(), modified.size());
@@ -172,6 +200,10 @@ Status ApplyOne(Context& ctx, Manifest& m, const Target& t, bool server_side,
   if (!p.ok()) return p.status();
   if (*p == "{}") {
     *line = ref + " unchanged";
+    return Status();
+  }
+  if (client_dry_run) {
+    *line = ref + " configured";
     return Status();
   }
   StatusOr<Document> patched = ctx.client->Patch(
@@ -212,6 +244,9 @@ int RunApply(Context& ctx) {
   StatusOr<std::vector<Manifest>> ms = LoadFromFlags(ctx);
   if (!ms.ok()) return ctx.Fail(ms.status().message());
   const bool server_side = ctx.flags->GetBool("server-side");
+  bool client_dry_run = false;
+  StatusOr<std::string> suffix = SetUpDryRun(ctx, &client_dry_run);
+  if (!suffix.ok()) return ctx.Fail(suffix.status().message());
   Outcome o;
   for (Manifest& m : *ms) {
     StatusOr<Target> t = Resolve(ctx, m);
@@ -224,7 +259,8 @@ int RunApply(Context& ctx) {
         ObjectRef(*t->resource, t->name) + " (" + Where(m) + ")";
     std::string line;
     std::string failed_op = "applying patch to";
-    Status s = ApplyOne(ctx, m, *t, server_side, &line, &failed_op);
+    Status s =
+        ApplyOne(ctx, m, *t, server_side, client_dry_run, &line, &failed_op);
     if (!s.ok()) {
       // kubectl: `error when creating "f.yaml": ...` or `... applying ...`.
       ctx.err() << ErrorLine(
@@ -233,7 +269,7 @@ int RunApply(Context& ctx) {
       o.failed.push_back(desc);
       continue;
     }
-    ctx.out() << line << "\n";
+    ctx.out() << line << *suffix << "\n";
     ctx.out().flush();
     o.succeeded.push_back(desc);
   }
@@ -248,12 +284,20 @@ int RunCreate(Context& ctx) {
   }
   StatusOr<std::vector<Manifest>> ms = LoadFromFlags(ctx);
   if (!ms.ok()) return ctx.Fail(ms.status().message());
+  bool client_dry_run = false;
+  StatusOr<std::string> suffix = SetUpDryRun(ctx, &client_dry_run);
+  if (!suffix.ok()) return ctx.Fail(suffix.status().message());
   Outcome o;
   for (Manifest& m : *ms) {
     StatusOr<Target> t = Resolve(ctx, m);
     if (!t.ok()) {
       ctx.err() << "error: " << t.status().message() << "\n";
       o.failed.push_back(Where(m));
+      continue;
+    }
+    if (client_dry_run) {
+      ctx.out() << ObjectRef(*t->resource, t->name) << " created" << *suffix
+                << "\n";
       continue;
     }
     Document body;
@@ -276,7 +320,7 @@ int RunCreate(Context& ctx) {
       o.failed.push_back(desc);
       continue;
     }
-    ctx.out() << ObjectRef(*t->resource, name) << " created\n";
+    ctx.out() << ObjectRef(*t->resource, name) << " created" << *suffix << "\n";
     o.succeeded.push_back(desc);
   }
   return Summarize(ctx, o, "created");
@@ -369,7 +413,15 @@ int RunDelete(Context& ctx) {
   if (!timeout) return ctx.Fail("invalid --timeout");
   const bool wait = f.Get("wait") == "" || f.GetBool("wait");
   const bool ignore_missing = f.GetBool("ignore-not-found");
+  bool client_dry_run = false;
+  StatusOr<std::string> suffix = SetUpDryRun(ctx, &client_dry_run);
+  if (!suffix.ok()) return ctx.Fail(suffix.status().message());
   for (const Item& it : items) {
+    if (client_dry_run) {
+      ctx.out() << KindGroup(*it.resource) << " \"" << it.name << "\" deleted"
+                << *suffix << "\n";
+      continue;
+    }
     StatusOr<Document> r = ctx.client->Delete(*it.resource, it.ns, it.name);
     if (!r.ok()) {
       if (ignore_missing && informer::IsNotFound(r.status())) continue;
@@ -381,10 +433,11 @@ int RunDelete(Context& ctx) {
       code = 1;
       continue;
     }
-    ctx.out() << KindGroup(*it.resource) << " \"" << it.name << "\" deleted\n";
+    ctx.out() << KindGroup(*it.resource) << " \"" << it.name << "\" deleted"
+              << *suffix << "\n";
     ctx.out().flush();
     // Objects with finalizers or a grace period linger: wait like kubectl.
-    if (wait && StrAt(*r, {"kind"}) != "Status" &&
+    if (wait && suffix->empty() && StrAt(*r, {"kind"}) != "Status" &&
         !StrAt(*r, {"metadata", "deletionTimestamp"}).empty()) {
       std::optional<TimePoint> deadline;
       if (*timeout > Duration(0)) deadline = ctx.clock()->Now() + *timeout;
@@ -398,6 +451,8 @@ int RunDelete(Context& ctx) {
 
 std::vector<FlagSpec> FileFlags() {
   return {
+      {"dry-run", 0, false, "none",
+       "none, server (validated, not stored) or client (nothing sent)"},
       {"filename", 'f', false, "", "file, directory or - (stdin); repeatable"},
       {"recursive", 'R', true, "", "descend into subdirectories of -f DIR"},
   };

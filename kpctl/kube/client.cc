@@ -94,6 +94,9 @@ StatusOr<Document> KubeClient::Send(informer::RestRequest req) {
     req.headers.Set("Authorization", "Bearer " + config_.token);
   }
   if (!req.headers.Has("Accept")) req.headers.Set("Accept", "application/json");
+  if (server_dry_run_ && req.method != "GET") {
+    req.query.emplace_back("dryRun", "All");
+  }
   ASSIGN_OR_RETURN(net::HttpResponse resp, rest_->Do(req));
   return ParseJsonBody(resp.body);
 }

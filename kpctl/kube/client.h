@@ -64,6 +64,9 @@ class KubeClient {
   ~KubeClient();
 
   const ClientConfig& config() const { return config_; }
+  // Every later write carries dryRun=All: the server validates and answers
+  // but stores nothing (--dry-run=server).
+  void set_server_dry_run(bool on) { server_dry_run_ = on; }
   Clock* clock() const { return clock_; }
 
   StatusOr<rapidjson::Document> Get(const api::ResourceInfo& r,
@@ -119,6 +122,7 @@ class KubeClient {
   const ClientConfig config_;
   std::unique_ptr<informer::RestClient> rest_;
   Clock* const clock_;
+  bool server_dry_run_ = false;
 };
 
 // Parses a JSON body. InvalidArgument when it is not JSON.

@@ -750,5 +750,29 @@ metadata: {name: c, namespace: gone}
   EXPECT_EQ(server_.Get("/api/v1/namespaces/gone").code, 404);
 }
 
+TEST_F(KpctlServerTest, DryRunStoresNothing) {
+  const std::string f = Write("cm.yaml", kConfigMap);
+  Result r = Run("apply", {"-f", f, "--dry-run=server"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "configmap/cfg created (server dry run)\n");
+  EXPECT_EQ(server_.Get("/api/v1/namespaces/default/configmaps/cfg").code, 404);
+  r = Run("create", {"-f", f, "--dry-run=client"});
+  EXPECT_EQ(r.out, "configmap/cfg created (dry run)\n");
+  EXPECT_EQ(server_.Get("/api/v1/namespaces/default/configmaps/cfg").code, 404);
+  ASSERT_EQ(Run("apply", {"-f", f}).code, 0);
+  r = Run("delete", {"cm", "cfg", "--dry-run=server"});
+  EXPECT_EQ(r.out, "configmap \"cfg\" deleted (server dry run)\n");
+  EXPECT_EQ(server_.Get("/api/v1/namespaces/default/configmaps/cfg").code, 200);
+  // A dry-run of an invalid object fails like the real thing.
+  r = Run("apply", {"--dry-run=server", "-f", "-"}, R"(apiVersion: v1
+kind: Pod
+metadata: {name: broken}
+spec: {containers: []}
+)");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("Error from server (Invalid)"), std::string::npos);
+  EXPECT_EQ(Run("apply", {"-f", f, "--dry-run=maybe"}).code, 1);
+}
+
 }  // namespace
 }  // namespace kplane::kpctl::kube

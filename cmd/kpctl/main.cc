@@ -48,6 +48,7 @@ constexpr char kRollout[] = "rollout";
 constexpr char kLabel[] = "label";
 constexpr char kAnnotate[] = "annotate";
 constexpr char kEdit[] = "edit";
+constexpr char kPatch[] = "patch";
 constexpr char kWait[] = "wait";
 constexpr char kVersion[] = "version";
 constexpr char kConfig[] = "config";
@@ -66,6 +67,7 @@ const Group kGroups[] = {
     {kLabel, "update labels", RunKubeGroup<kLabel>},
     {kAnnotate, "update annotations", RunKubeGroup<kAnnotate>},
     {kEdit, "edit a resource in $EDITOR", RunKubeGroup<kEdit>},
+    {kPatch, "patch a resource (strategic, merge, json)", RunKubeGroup<kPatch>},
     {kWait, "wait for a condition or deletion", RunKubeGroup<kWait>},
     {kVersion, "client and server versions", RunKubeGroup<kVersion>},
     {kConfig, "kubeconfig: view, current-context", RunKubeGroup<kConfig>},

@@ -61,6 +61,7 @@ CommandSpec RolloutCommand();
 CommandSpec LabelCommand();
 CommandSpec AnnotateCommand();
 CommandSpec EditCommand();
+CommandSpec PatchCommand();
 CommandSpec WaitCommand();
 CommandSpec VersionCommand();
 CommandSpec ConfigCommand();

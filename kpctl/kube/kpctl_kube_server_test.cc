@@ -774,5 +774,36 @@ spec: {containers: []}
   EXPECT_EQ(Run("apply", {"-f", f, "--dry-run=maybe"}).code, 1);
 }
 
+TEST_F(KpctlServerTest, PatchMergeStrategicJsonAndStatus) {
+  ASSERT_EQ(Run("apply", {"-f", "-"}, kDeployment).code, 0);
+  Result r = Run("patch", {"deploy/web", "-p", "{spec: {replicas: 1}}",
+                           "--type", "merge"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "deployment.apps/web patched\n");
+  r = Run(
+      "patch",
+      {"deploy", "web", "-p",
+       R"({"spec":{"template":{"spec":{"containers":[{"name":"nginx","image":"nginx:2"}]}}}})"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto d = server_.Get("/apis/apps/v1/namespaces/default/deployments/web");
+  EXPECT_EQ(d.json["spec"]["replicas"].GetInt(), 1);
+  // Strategic merge kept the container's ports (merged by name).
+  EXPECT_TRUE(
+      d.json["spec"]["template"]["spec"]["containers"][0].HasMember("ports"));
+  r = Run("patch", {"deploy/web", "--type=json", "-p",
+                    R"([{"op":"replace","path":"/spec/replicas","value":2}])"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = Run("patch", {"deploy/web", "--subresource=status", "--type=merge", "-p",
+                    R"({"status":{"observedGeneration":9}})"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  d = server_.Get("/apis/apps/v1/namespaces/default/deployments/web");
+  EXPECT_EQ(d.json["spec"]["replicas"].GetInt(), 2);
+  EXPECT_EQ(d.json["status"]["observedGeneration"].GetInt(), 9);
+  r = Run("patch", {"deploy/web", "--type=json", "-p",
+                    R"([{"op":"test","path":"/spec/replicas","value":7}])"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err.rfind("Error from server", 0), 0u) << r.err;
+}
+
 }  // namespace
 }  // namespace kplane::kpctl::kube

@@ -47,11 +47,11 @@ namespace {
 
 const std::vector<CommandSpec>& Specs() {
   static const std::vector<CommandSpec>* specs = new std::vector<CommandSpec>{
-      GetCommand(),     DescribeCommand(),    ApplyCommand(),
-      CreateCommand(),  DeleteCommand(),      ScaleCommand(),
-      RolloutCommand(), LabelCommand(),       AnnotateCommand(),
-      EditCommand(),    WaitCommand(),        VersionCommand(),
-      ConfigCommand(),  ApiResourcesCommand()};
+      GetCommand(),     DescribeCommand(), ApplyCommand(),
+      CreateCommand(),  DeleteCommand(),   ScaleCommand(),
+      RolloutCommand(), LabelCommand(),    AnnotateCommand(),
+      EditCommand(),    PatchCommand(),    WaitCommand(),
+      VersionCommand(), ConfigCommand(),   ApiResourcesCommand()};
   return *specs;
 }
 

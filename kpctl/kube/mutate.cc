@@ -473,6 +473,54 @@ int RunRollout(Context& ctx) {
   return ctx.Fail("unknown rollout subcommand \"" + sub + "\"");
 }
 
+// ---- patch
+
+int RunPatch(Context& ctx) {
+  const Flags& f = *ctx.flags;
+  StatusOr<std::vector<Named>> objs = NamedObjects(f.positional());
+  if (!objs.ok()) return ctx.Fail(objs.status().message());
+  if (!f.Has("patch")) return ctx.Fail("must specify -p to patch");
+  const std::string type = f.Get("type");
+  PatchType pt;
+  if (type == "strategic") {
+    pt = PatchType::kStrategicMergePatch;
+  } else if (type == "merge") {
+    pt = PatchType::kMergePatch;
+  } else if (type == "json") {
+    pt = PatchType::kJsonPatch;
+  } else {
+    return ctx.Fail("--type must be one of [json merge strategic], not \"" +
+                    type + "\"");
+  }
+  // Accept YAML too, as kubectl does; send JSON.
+  StatusOr<rapidjson::Document> body = api::ParseYamlDocument(f.Get("patch"));
+  if (!body.ok()) {
+    return ctx.Fail("unable to parse \"" + f.Get("patch") +
+                    "\": " + body.status().message());
+  }
+  int code = 0;
+  for (const Named& o : *objs) {
+    StatusOr<Document> before =
+        ctx.client->Get(*o.resource, ctx.ns(), o.name, f.Get("subresource"));
+    if (!before.ok()) {
+      code = ctx.Fail(before.status());
+      continue;
+    }
+    StatusOr<Document> after = ctx.client->Patch(
+        *o.resource, ctx.ns(), o.name, pt, patch::CompactJson(*body),
+        "kubectl-patch", f.Get("subresource"));
+    if (!after.ok()) {
+      code = ctx.Fail(after.status());
+      continue;
+    }
+    const bool changed = StrAt(*before, {"metadata", "resourceVersion"}) !=
+                         StrAt(*after, {"metadata", "resourceVersion"});
+    ctx.out() << ObjectRef(*o.resource, o.name)
+              << (changed ? " patched" : " patched (no change)") << "\n";
+  }
+  return code;
+}
+
 // ---- edit
 
 constexpr char kEditHeader[] =
@@ -622,6 +670,18 @@ CommandSpec RolloutCommand() {
         "undo: roll back to this revision (0: the previous one)"}},
       true,
       RunRollout};
+}
+
+CommandSpec PatchCommand() {
+  return {"patch",
+          "Update fields of a resource with a patch",
+          "kpctl patch (TYPE NAME | TYPE/NAME) -p PATCH [--type "
+          "strategic|merge|json] [flags]",
+          {{"patch", 'p', false, "", "the patch (JSON or YAML)"},
+           {"type", 0, false, "strategic", "strategic, merge or json"},
+           {"subresource", 0, false, "", "e.g. status or scale"}},
+          true,
+          RunPatch};
 }
 
 CommandSpec EditCommand() {

@@ -257,6 +257,14 @@ int RunApply(Context& ctx) {
     }
     const std::string desc =
         ObjectRef(*t->resource, t->name) + " (" + Where(m) + ")";
+    if (t->name.empty()) {
+      ctx.err() << "error: error when retrieving current configuration of "
+                << KindGroup(*t->resource) << " from \"" << m.source
+                << "\": resource name may not be empty (apply needs "
+                   "metadata.name; generateName works with create)\n";
+      o.failed.push_back(desc);
+      continue;
+    }
     std::string line;
     std::string failed_op = "applying patch to";
     Status s =
@@ -372,6 +380,10 @@ int RunDelete(Context& ctx) {
       StatusOr<Target> t = Resolve(ctx, m);
       if (!t.ok()) {
         code = ctx.Fail(t.status().message());
+        continue;
+      }
+      if (t->name.empty()) {
+        code = ctx.Fail("resource name may not be empty (" + Where(m) + ")");
         continue;
       }
       items.push_back({t->resource, t->ns, t->name, m.source});

@@ -772,6 +772,16 @@ spec: {containers: []}
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("Error from server (Invalid)"), std::string::npos);
   EXPECT_EQ(Run("apply", {"-f", f, "--dry-run=maybe"}).code, 1);
+  // apply needs a name; create can generate one.
+  const std::string gen =
+      Write("gen.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {generateName: g-}\n");
+  r = Run("apply", {"-f", gen});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("resource name may not be empty"), std::string::npos);
+  r = Run("create", {"-f", gen});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("configmap/g-", 0), 0u) << r.out;
 }
 
 TEST_F(KpctlServerTest, PatchMergeStrategicJsonAndStatus) {

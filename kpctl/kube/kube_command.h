@@ -1,5 +1,5 @@
 // kpctl's kubectl-like commands (get, describe, apply, create, delete,
-// scale, rollout, label, annotate, edit, wait, version, config,
+// scale, rollout, label, annotate, patch, edit, wait, version, config,
 // api-resources) against kplane's API server. docs/kpctl.md describes each
 // command, its flags and how it differs from kubectl.
 //

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "base/strings.h"
 #include "informer/api_errors.h"
 #include "kpctl/kube/commands.h"
 #include "kpctl/kube/jsonpath.h"
@@ -183,6 +184,11 @@ int RunGet(Context& ctx) {
   TableOptions opts;
   opts.wide = output == "wide";
   opts.show_labels = f.GetBool("show-labels");
+  for (const std::string& l : f.GetAll("label-columns")) {
+    for (const std::string& key : StrSplit(l, ',')) {
+      if (!key.empty()) opts.label_columns.push_back(key);
+    }
+  }
   opts.no_headers = f.GetBool("no-headers");
   // kubectl prefixes names with their kind when several kinds print.
   opts.kind_prefix = sel->size() > 1;
@@ -273,6 +279,8 @@ CommandSpec GetCommand() {
           {"watch-only", 0, true, "",
            "watch for changes without listing first"},
           {"show-labels", 0, true, "", "add a LABELS column"},
+          {"label-columns", 'L', false, "",
+           "a column per label key (comma-separated; repeatable)"},
           {"no-headers", 0, true, "", "omit the header row"},
           {"show-managed-fields", 0, true, "",
            "keep metadata.managedFields in yaml/json output"},

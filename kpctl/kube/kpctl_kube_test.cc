@@ -283,6 +283,13 @@ TEST(PrinterTest, TableColumnsWideNamespaceLabelsPrefix) {
   EXPECT_EQ(TableRows(t, o)[0],
             (std::vector<std::string>{"ns1", "pod/web-0", "1/1", "2",
                                       "10.0.0.5", "a=1,b=2"}));
+  TableOptions lc;
+  lc.label_columns = {"b", "x.io/missing"};
+  EXPECT_EQ(
+      TableHeader(t, lc),
+      (std::vector<std::string>{"NAME", "READY", "RESTARTS", "B", "MISSING"}));
+  EXPECT_EQ(TableRows(t, lc)[0],
+            (std::vector<std::string>{"web-0", "1/1", "2", "2", ""}));
   // A watch event's Table has rows only; the first one's definitions apply.
   rapidjson::Document ev =
       Json(R"({"rows":[{"cells":["web-1","0/1",0,"<none>"],"object":{}}]})");

@@ -127,6 +127,11 @@ std::vector<std::string> TableHeader(const Value& table,
     for (char& c : n) c = static_cast<char>(std::toupper(c));
     h.push_back(n);
   }
+  for (const std::string& key : o.label_columns) {
+    std::string n = key.substr(key.rfind('/') + 1);
+    for (char& c : n) c = static_cast<char>(std::toupper(c));
+    h.push_back(n);
+  }
   if (o.show_labels) h.push_back("LABELS");
   return h;
 }
@@ -154,6 +159,9 @@ std::vector<std::vector<std::string>> TableRows(const Value& table,
         if (is_name && o.kind_prefix) s = o.kind_group + "/" + s;
         cells.push_back(std::move(s));
       }
+    }
+    for (const std::string& key : o.label_columns) {
+      cells.push_back(StrAt(*meta, {"labels", key.c_str()}));
     }
     if (o.show_labels) cells.push_back(LabelsString(*meta));
     out.push_back(std::move(cells));

@@ -50,6 +50,9 @@ struct TableOptions {
   bool wide = false;
   bool all_namespaces = false;
   bool show_labels = false;
+  // -L: one column per label key, headed by its last path segment
+  // upper-cased (app.kubernetes.io/name -> NAME).
+  std::vector<std::string> label_columns;
   bool kind_prefix = false;  // "deployment.apps/web" in the name column
   std::string kind_group;    // the prefix, e.g. "deployment.apps"
   bool no_headers = false;

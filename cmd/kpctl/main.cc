@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "kpctl/kube/kube_command.h"
 #include "kpctl/sim/sim_command.h"
 #include "kpctl/store/store_command.h"
 
@@ -27,6 +28,33 @@ int RunStoreGroup(const std::vector<std::string>& args) {
   return code;
 }
 
+// The kubectl-like commands (kpctl/kube), one entry each.
+template <const char* kName>
+int RunKubeGroup(const std::vector<std::string>& args) {
+  kplane::kpctl::kube::KubeIo io;
+  io.in = &std::cin;
+  io.out = &std::cout;
+  io.err = &std::cerr;
+  int code = kplane::kpctl::kube::RunKubeCommand(kName, args, io);
+  std::cout.flush();
+  return code;
+}
+constexpr char kGet[] = "get";
+constexpr char kDescribe[] = "describe";
+constexpr char kApply[] = "apply";
+constexpr char kCreate[] = "create";
+constexpr char kDelete[] = "delete";
+constexpr char kScale[] = "scale";
+constexpr char kRollout[] = "rollout";
+constexpr char kLabel[] = "label";
+constexpr char kAnnotate[] = "annotate";
+constexpr char kEdit[] = "edit";
+constexpr char kPatch[] = "patch";
+constexpr char kWait[] = "wait";
+constexpr char kVersion[] = "version";
+constexpr char kConfig[] = "config";
+constexpr char kApiResources[] = "api-resources";
+
 const Group kGroups[] = {
     {"store", "etcd-compatible store client (etcdctl work-alike)",
      RunStoreGroup},
@@ -34,12 +62,27 @@ const Group kGroups[] = {
      [](const std::vector<std::string>& a) {
        return kplane::kpctl::RunSim(a, std::cout, std::cerr);
      }},
+    {kGet, "display one or many resources", RunKubeGroup<kGet>},
+    {kDescribe, "show details of resources", RunKubeGroup<kDescribe>},
+    {kApply, "apply manifests (-f FILE|DIR|-)", RunKubeGroup<kApply>},
+    {kCreate, "create resources from manifests", RunKubeGroup<kCreate>},
+    {kDelete, "delete resources", RunKubeGroup<kDelete>},
+    {kScale, "set the size of a deployment", RunKubeGroup<kScale>},
+    {kRollout, "rollout status|history|undo|restart", RunKubeGroup<kRollout>},
+    {kLabel, "update labels", RunKubeGroup<kLabel>},
+    {kAnnotate, "update annotations", RunKubeGroup<kAnnotate>},
+    {kEdit, "edit a resource in $EDITOR", RunKubeGroup<kEdit>},
+    {kPatch, "patch a resource (strategic, merge, json)", RunKubeGroup<kPatch>},
+    {kWait, "wait for a condition or deletion", RunKubeGroup<kWait>},
+    {kVersion, "client and server versions", RunKubeGroup<kVersion>},
+    {kConfig, "kubeconfig: view, current-context", RunKubeGroup<kConfig>},
+    {kApiResources, "the API's resource types", RunKubeGroup<kApiResources>},
 };
 
 int Usage(FILE* to) {
   std::fprintf(to, "Usage: kpctl <command> [arguments]\n\nCommands:\n");
   for (const Group& g : kGroups)
-    std::fprintf(to, "  %-8s %s\n", g.name, g.help);
+    std::fprintf(to, "  %-14s %s\n", g.name, g.help);
   std::fprintf(to, "\nRun 'kpctl <command> --help' for more.\n");
   return to == stdout ? 0 : 1;
 }

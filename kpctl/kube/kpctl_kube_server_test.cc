@@ -1,0 +1,819 @@
+// kpctl's commands in process (RunKubeCommand) against a real API server
+// over an embedded single-member store (apiserver/test_server.h). Long
+// running commands (rollout status, wait, get -w) run on a thread whose
+// output the test awaits line by line.
+#include <gtest/gtest.h>
+#include <rapidjson/document.h>
+#include <stdlib.h>
+
+#include <condition_variable>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "apiserver/test_server.h"
+#include "kpctl/kube/kube_command.h"
+
+namespace kplane::kpctl::kube {
+namespace {
+
+using apiserver::testing::TestServer;
+
+// A thread-safe output stream whose text can be awaited.
+class SyncBuf : public std::streambuf {
+ public:
+  std::string Text() {
+    std::lock_guard<std::mutex> l(mu_);
+    return text_;
+  }
+  // True once `s` has been written (within a generous deadline).
+  bool WaitFor(const std::string& s) {
+    std::unique_lock<std::mutex> l(mu_);
+    return cv_.wait_for(l, std::chrono::seconds(20),
+                        [&] { return text_.find(s) != std::string::npos; });
+  }
+
+ protected:
+  int overflow(int c) override {
+    if (c == EOF) return 0;
+    char ch = static_cast<char>(c);
+    xsputn(&ch, 1);
+    return c;
+  }
+  std::streamsize xsputn(const char* s, std::streamsize n) override {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      text_.append(s, static_cast<size_t>(n));
+    }
+    cv_.notify_all();
+    return n;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::string text_;
+};
+
+struct Result {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+// A command running on its own thread.
+class Background {
+ public:
+  Background(std::function<int(std::ostream*, std::ostream*)> run)
+      : out_stream_(&out_), err_stream_(&err_) {
+    thread_ =
+        std::thread([this, run] { code_ = run(&out_stream_, &err_stream_); });
+  }
+  ~Background() {
+    if (thread_.joinable()) thread_.join();
+  }
+  bool WaitFor(const std::string& s) { return out_.WaitFor(s); }
+  Result Join() {
+    thread_.join();
+    return {code_, out_.Text(), err_.Text()};
+  }
+
+ private:
+  SyncBuf out_, err_;
+  std::ostream out_stream_, err_stream_;
+  std::thread thread_;
+  int code_ = -1;
+};
+
+class KpctlServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/kpctl-st-XXXXXX";
+    dir_ = mkdtemp(tmpl);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::string Server() { return "127.0.0.1:" + std::to_string(server_.port()); }
+
+  std::vector<std::string> WithServer(std::vector<std::string> args) {
+    args.push_back("--server=" + Server());
+    return args;
+  }
+
+  GetEnvFn Env() {
+    return [this](const char* n) -> const char* {
+      auto it = env_.find(n);
+      return it == env_.end() ? nullptr : it->second.c_str();
+    };
+  }
+
+  // Runs `kpctl <cmd> <args> --server=...`.
+  Result Run(const std::string& cmd, std::vector<std::string> args,
+             const std::string& stdin_text = "", bool add_server = true) {
+    std::istringstream in(stdin_text);
+    std::ostringstream out, err;
+    KubeIo io{&in, &out, &err, Env(), nullptr};
+    Result r;
+    r.code = RunKubeCommand(cmd, add_server ? WithServer(args) : args, io);
+    r.out = out.str();
+    r.err = err.str();
+    return r;
+  }
+
+  std::unique_ptr<Background> Start(const std::string& cmd,
+                                    std::vector<std::string> args) {
+    args = WithServer(std::move(args));
+    GetEnvFn env = Env();
+    return std::make_unique<Background>(
+        [cmd, args, env](std::ostream* out, std::ostream* err) {
+          KubeIo io{nullptr, out, err, env, nullptr};
+          return RunKubeCommand(cmd, args, io);
+        });
+  }
+
+  std::string Write(const std::string& name, const std::string& text) {
+    const std::string path = dir_ + "/" + name;
+    std::filesystem::create_directories(
+        std::filesystem::path(path).parent_path());
+    std::ofstream(path) << text;
+    return path;
+  }
+
+  TestServer server_;
+  std::string dir_;
+  std::map<std::string, std::string> env_;
+};
+
+constexpr char kDeployment[] = R"(apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  labels: {app: web}
+spec:
+  replicas: 3
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+      - name: nginx
+        image: nginx:1.27
+        ports:
+        - containerPort: 80
+)";
+
+constexpr char kConfigMap[] = R"(apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: cfg
+data:
+  a: "1"
+  b: "2"
+)";
+
+TEST_F(KpctlServerTest, ApplyTwiceIsUnchangedThenConfigured) {
+  const std::string f =
+      Write("app.yaml", std::string(kDeployment) + "---\n" + kConfigMap);
+  Result r = Run("apply", {"-f", f});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "deployment.apps/web created\nconfigmap/cfg created\n");
+  const std::string rv1 =
+      server_.Get("/apis/apps/v1/namespaces/default/deployments/web")
+          .Str({"metadata", "resourceVersion"});
+
+  r = Run("apply", {"-f", f});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "deployment.apps/web unchanged\nconfigmap/cfg unchanged\n");
+  EXPECT_EQ(server_.Get("/apis/apps/v1/namespaces/default/deployments/web")
+                .Str({"metadata", "resourceVersion"}),
+            rv1);
+
+  // kubectl's annotation: the manifest as sorted JSON with its namespace and
+  // "annotations":{}, newline-terminated.
+  EXPECT_EQ(server_.Get("/api/v1/namespaces/default/configmaps/cfg")
+                .Str({"metadata", "annotations",
+                      "kubectl.kubernetes.io/last-applied-configuration"}),
+            "{\"apiVersion\":\"v1\",\"data\":{\"a\":\"1\",\"b\":\"2\"},"
+            "\"kind\":\"ConfigMap\",\"metadata\":{\"annotations\":{},"
+            "\"name\":\"cfg\",\"namespace\":\"default\"}}\n");
+
+  const std::string f2 =
+      Write("app2.yaml",
+            std::string(kDeployment)
+                .replace(std::string(kDeployment).find("1.27"), 4, "1.28"));
+  r = Run("apply", {"-f", f2});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "deployment.apps/web configured\n");
+  auto d = server_.Get("/apis/apps/v1/namespaces/default/deployments/web");
+  EXPECT_EQ(
+      std::string(d.json["spec"]["template"]["spec"]["containers"][0]["image"]
+                      .GetString()),
+      "nginx:1.28");
+}
+
+TEST_F(KpctlServerTest, ApplyDeletesOnlyFieldsTheManifestDropped) {
+  const std::string f = Write("cm.yaml", kConfigMap);
+  ASSERT_EQ(Run("apply", {"-f", f}).code, 0);
+  // Another client adds a label: apply must keep it.
+  ASSERT_EQ(Run("label", {"cm", "cfg", "team=a"}).code, 0);
+  const std::string f2 = Write("cm2.yaml", R"(apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: cfg
+data:
+  a: "1"
+)");
+  Result r = Run("apply", {"-f", f2});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "configmap/cfg configured\n");
+  auto cm = server_.Get("/api/v1/namespaces/default/configmaps/cfg");
+  EXPECT_TRUE(cm.json["data"].HasMember("a"));
+  EXPECT_FALSE(cm.json["data"].HasMember("b"));
+  EXPECT_EQ(cm.Str({"metadata", "labels", "team"}), "a");
+}
+
+TEST_F(KpctlServerTest, YamlErrorNamesFileAndLineAndAppliesNothing) {
+  const std::string f = Write("bad.yaml", std::string(kConfigMap) +
+                                              "---\napiVersion: v1\nkind: "
+                                              "ConfigMap\nmetadata:\n  name: "
+                                              "x\n data: [\n");
+  Result r = Run("apply", {"-f", f});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("error parsing " + f +
+                       ": error converting YAML to JSON: yaml: line "),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(server_.Get("/api/v1/namespaces/default/configmaps/cfg").code, 404);
+}
+
+TEST_F(KpctlServerTest, PartialFailureSaysWhichDocumentsSucceeded) {
+  const std::string f = Write("mixed.yaml", std::string(kConfigMap) + R"(---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: broken
+spec:
+  containers: []
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: second
+)");
+  Result r = Run("apply", {"-f", f});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.out, "configmap/cfg created\nconfigmap/second created\n");
+  EXPECT_NE(r.err.find("Error from server (Invalid): error when creating \"" +
+                       f + "\": "),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("error: 1 of 3 objects failed; applied: configmap/cfg "
+                       "(" +
+                       f + " document 1), configmap/second (" + f +
+                       " document 3); not applied: pod/broken (" + f +
+                       " document 2)"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST_F(KpctlServerTest, ApplyFromStdinAndDirectoryAndNamespaceMismatch) {
+  Result r = Run("apply", {"-f", "-"}, kConfigMap);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "configmap/cfg created\n");
+  Write("dir/a.yaml",
+        "apiVersion: v1\nkind: Namespace\nmetadata: {name: team}\n");
+  Write(
+      "dir/b.json",
+      R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"j","namespace":"team"}})");
+  r = Run("apply", {"-f", dir_ + "/dir"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "namespace/team created\nconfigmap/j created\n");
+  EXPECT_EQ(server_.Get("/api/v1/namespaces/team/configmaps/j").code, 200);
+  r = Run("apply", {"-f", dir_ + "/dir/b.json", "-n", "other"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("the namespace from the provided object \"team\" does "
+                       "not match the namespace \"other\""),
+            std::string::npos)
+      << r.err;
+}
+
+TEST_F(KpctlServerTest, CreateThenAlreadyExists) {
+  const std::string f = Write("cm.yaml", kConfigMap);
+  Result r = Run("create", {"-f", f});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "configmap/cfg created\n");
+  r = Run("create", {"-f", f});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err, "Error from server (AlreadyExists): error when creating \"" +
+                       f + "\": configmaps \"cfg\" already exists\n");
+}
+
+TEST_F(KpctlServerTest, GetTablesNamesYamlJsonAndErrors) {
+  ASSERT_EQ(Run("apply", {"-f", "-"}, R"(apiVersion: v1
+kind: Namespace
+metadata: {name: other}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: a, labels: {tier: fe}}
+data: {x: "1"}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: b, labels: {tier: be}}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: c, namespace: other}
+)")
+                .code,
+            0);
+  Result r = Run("get", {"configmaps"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.substr(0, r.out.find('\n')), "NAME   DATA   AGE");
+  EXPECT_NE(r.out.find("\na      1      "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\nb      0      "), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("\nc "), std::string::npos);
+
+  r = Run("get", {"cm", "-l", "tier=fe", "-o", "name"});
+  EXPECT_EQ(r.out, "configmap/a\n");
+  r = Run("get", {"cm", "--field-selector", "metadata.name=b", "-o", "name"});
+  EXPECT_EQ(r.out, "configmap/b\n");
+  r = Run("get", {"cm", "-A", "--no-headers"});
+  EXPECT_NE(r.out.find("other     c "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("default   a "), std::string::npos) << r.out;
+
+  r = Run("get", {"cm/a", "-o", "yaml"});
+  ASSERT_EQ(r.code, 0);
+  EXPECT_EQ(r.out.substr(0, 34), "apiVersion: v1\ndata:\n  x: \"1\"\nkind");
+  r = Run("get", {"cm", "-o", "json"});
+  rapidjson::Document j;
+  j.Parse(r.out.c_str());
+  ASSERT_FALSE(j.HasParseError()) << r.out;
+  EXPECT_EQ(std::string(j["kind"].GetString()), "List");
+  EXPECT_EQ(j["items"].Size(), 2u);
+  EXPECT_EQ(std::string(j["items"][0]["kind"].GetString()), "ConfigMap");
+
+  r = Run("get", {"deploy,cm", "-n", "other"});
+  EXPECT_EQ(r.out, "NAME          DATA   AGE\nconfigmap/c   0      " +
+                       r.out.substr(r.out.rfind(' ') + 1));
+
+  r = Run("get", {"cm", "nope"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err,
+            "Error from server (NotFound): configmaps \"nope\" not found\n");
+  r = Run("get", {"pods", "-n", "empty"});
+  EXPECT_EQ(r.code, 0);
+  EXPECT_EQ(r.err, "No resources found in empty namespace.\n");
+  r = Run("get", {"frobs"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err,
+            "error: the server doesn't have a resource type \"frobs\"\n");
+}
+
+TEST_F(KpctlServerTest, KubeconfigNamespaceAndServer) {
+  ASSERT_EQ(Run("apply", {"-f", "-"}, R"(apiVersion: v1
+kind: Namespace
+metadata: {name: team}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: in-team, namespace: team}
+)")
+                .code,
+            0);
+  env_["KUBECONFIG"] = Write("kubeconfig", R"(apiVersion: v1
+kind: Config
+current-context: k
+contexts:
+- name: k
+  context: {cluster: c, user: u, namespace: team}
+clusters:
+- name: c
+  cluster: {server: "http://)" + Server() + R"("}
+users:
+- name: u
+  user: {token: abc}
+)");
+  Result r = Run("get", {"cm", "-o", "name"}, "", /*add_server=*/false);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "configmap/in-team\n");
+  r = Run("config", {"view", "--minify"}, "", false);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("token: REDACTED"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("namespace: team"), std::string::npos);
+  r = Run("config", {"current-context"}, "", false);
+  EXPECT_EQ(r.out, "k\n");
+  // No server anywhere.
+  env_.clear();
+  r = Run("get", {"pods"}, "", false);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("no API server configured"), std::string::npos);
+}
+
+TEST_F(KpctlServerTest, ScaleLabelAnnotate) {
+  ASSERT_EQ(Run("apply", {"-f", "-"}, kDeployment).code, 0);
+  Result r = Run("scale", {"deploy/web", "--replicas=5"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "deployment.apps/web scaled\n");
+  auto d = server_.Get("/apis/apps/v1/namespaces/default/deployments/web");
+  EXPECT_EQ(d.json["spec"]["replicas"].GetInt(), 5);
+  r = Run("scale",
+          {"deployment", "web", "--replicas=2", "--current-replicas=4"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err, "error: Expected replicas to be 4, was 5\n");
+
+  r = Run("label", {"deploy", "web", "tier=fe"});
+  EXPECT_EQ(r.out, "deployment.apps/web labeled\n");
+  r = Run("label", {"deploy", "web", "tier=be"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err,
+            "error: 'tier' already has a value (fe), and --overwrite "
+            "is false\n");
+  r = Run("label", {"deploy/web", "tier=be", "--overwrite"});
+  EXPECT_EQ(r.code, 0);
+  d = server_.Get("/apis/apps/v1/namespaces/default/deployments/web");
+  EXPECT_EQ(d.Str({"metadata", "labels", "tier"}), "be");
+  r = Run("label", {"deploy/web", "tier-"});
+  EXPECT_EQ(r.out, "deployment.apps/web labeled\n");
+  d = server_.Get("/apis/apps/v1/namespaces/default/deployments/web");
+  EXPECT_EQ(d.Str({"metadata", "labels", "tier"}), "");
+  r = Run("annotate", {"deploy/web", "note=hello world"});
+  EXPECT_EQ(r.out, "deployment.apps/web annotated\n");
+  d = server_.Get("/apis/apps/v1/namespaces/default/deployments/web");
+  EXPECT_EQ(d.Str({"metadata", "annotations", "note"}), "hello world");
+  r = Run("annotate", {"deploy/web", "note=hello world"});
+  EXPECT_EQ(r.out, "deployment.apps/web not annotated\n");
+}
+
+// Sets the deployment's status through the status subresource.
+void SetStatus(TestServer& s, const std::string& status) {
+  auto r =
+      s.Patch("/apis/apps/v1/namespaces/default/deployments/web/status",
+              "{\"status\":" + status + "}", "application/merge-patch+json");
+  ASSERT_EQ(r.code, 200) << r.body;
+}
+
+TEST_F(KpctlServerTest, RolloutStatusFollowsTheDeploymentStatus) {
+  ASSERT_EQ(Run("apply", {"-f", "-"}, kDeployment).code, 0);
+  auto bg = Start("rollout", {"status", "deployment/web"});
+  ASSERT_TRUE(
+      bg->WaitFor("Waiting for deployment spec update to be observed...\n"));
+  SetStatus(server_,
+            R"({"observedGeneration":1,"replicas":1,"updatedReplicas":1})");
+  ASSERT_TRUE(
+      bg->WaitFor("Waiting for deployment \"web\" rollout to finish: 1 "
+                  "out of 3 new replicas have been updated...\n"));
+  SetStatus(server_, R"({"replicas":4,"updatedReplicas":3})");
+  ASSERT_TRUE(
+      bg->WaitFor("Waiting for deployment \"web\" rollout to finish: 1 "
+                  "old replicas are pending termination...\n"));
+  SetStatus(server_,
+            R"({"replicas":3,"readyReplicas":1,"availableReplicas":1})");
+  ASSERT_TRUE(
+      bg->WaitFor("Waiting for deployment \"web\" rollout to finish: 1 "
+                  "of 3 updated replicas are available...\n"));
+  SetStatus(server_, R"({"availableReplicas":3,"readyReplicas":3})");
+  Result r = bg->Join();
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "Waiting for deployment spec update to be observed...\n"
+            "Waiting for deployment \"web\" rollout to finish: 1 out of 3 new "
+            "replicas have been updated...\n"
+            "Waiting for deployment \"web\" rollout to finish: 1 old replicas "
+            "are pending termination...\n"
+            "Waiting for deployment \"web\" rollout to finish: 1 of 3 updated "
+            "replicas are available...\n"
+            "deployment \"web\" successfully rolled out\n");
+  // Done already: one line, no watch.
+  r = Run("rollout", {"status", "deploy", "web"});
+  EXPECT_EQ(r.out, "deployment \"web\" successfully rolled out\n");
+}
+
+TEST_F(KpctlServerTest, WaitForConditionAndDelete) {
+  ASSERT_EQ(
+      Run("apply", {"-f", "-"}, std::string(kDeployment) + "---\n" + kConfigMap)
+          .code,
+      0);
+  auto bg = Start("wait",
+                  {"--for=condition=Available", "deploy/web", "--timeout=60s"});
+  auto del = Start("wait", {"--for=delete", "cm/cfg", "--timeout=60s"});
+  SetStatus(server_,
+            R"({"conditions":[{"type":"Available","status":"False"}]})");
+  SetStatus(server_,
+            R"({"conditions":[{"type":"Available","status":"True"}]})");
+  Result r = bg->Join();
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "deployment.apps/web condition met\n");
+  ASSERT_EQ(Run("delete", {"cm", "cfg"}).out, "configmap \"cfg\" deleted\n");
+  r = del->Join();
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "configmap/cfg condition met\n");
+  // Already gone: met at once.
+  EXPECT_EQ(Run("wait", {"--for=delete", "cm/cfg"}).code, 0);
+}
+
+TEST_F(KpctlServerTest, WaitTimesOut) {
+  ASSERT_EQ(Run("apply", {"-f", "-"}, kConfigMap).code, 0);
+  Result r = Run("wait", {"--for=condition=Ready", "cm/cfg", "--timeout=1s"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err,
+            "error: timed out waiting for the condition on configmaps/cfg\n");
+}
+
+// A ReplicaSet of revision `rev` owned by the deployment with `uid`.
+std::string ReplicaSet(const std::string& uid, int rev,
+                       const std::string& image) {
+  return R"({"apiVersion":"apps/v1","kind":"ReplicaSet","metadata":{
+    "name":"web-)" +
+         std::to_string(rev) + R"(","annotations":{
+    "deployment.kubernetes.io/revision":")" +
+         std::to_string(rev) + R"("},
+    "ownerReferences":[{"apiVersion":"apps/v1","kind":"Deployment",
+      "name":"web","uid":")" +
+         uid + R"(","controller":true}]},
+    "spec":{"replicas":0,"selector":{"matchLabels":{"app":"web"}},
+      "template":{"metadata":{"labels":{"app":"web","pod-template-hash":"h)" +
+         std::to_string(rev) + R"("}},
+        "spec":{"containers":[{"name":"nginx","image":")" +
+         image + R"("}]}}}})";
+}
+
+TEST_F(KpctlServerTest, RolloutHistoryUndoRestart) {
+  ASSERT_EQ(Run("apply", {"-f", "-"}, kDeployment).code, 0);
+  const std::string uid =
+      server_.Get("/apis/apps/v1/namespaces/default/deployments/web")
+          .Str({"metadata", "uid"});
+  ASSERT_EQ(server_
+                .Post("/apis/apps/v1/namespaces/default/replicasets",
+                      ReplicaSet(uid, 1, "nginx:1.26"))
+                .code,
+            201);
+  ASSERT_EQ(server_
+                .Post("/apis/apps/v1/namespaces/default/replicasets",
+                      ReplicaSet(uid, 2, "nginx:1.27"))
+                .code,
+            201);
+  ASSERT_EQ(
+      Run("annotate", {"deploy/web", "deployment.kubernetes.io/revision=2"})
+          .code,
+      0);
+  Result r = Run("rollout", {"history", "deploy/web"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "deployment.apps/web\nREVISION  CHANGE-CAUSE\n1         <none>\n"
+            "2         <none>\n\n");
+
+  r = Run("rollout", {"undo", "deploy/web"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "deployment.apps/web rolled back\n");
+  auto d = server_.Get("/apis/apps/v1/namespaces/default/deployments/web");
+  const auto& tmpl = d.json["spec"]["template"];
+  EXPECT_EQ(std::string(tmpl["spec"]["containers"][0]["image"].GetString()),
+            "nginx:1.26");
+  EXPECT_FALSE(tmpl["metadata"]["labels"].HasMember("pod-template-hash"));
+  r = Run("rollout", {"undo", "deploy/web", "--to-revision=1"});
+  EXPECT_EQ(r.out,
+            "deployment.apps/web skipped rollback (current template already "
+            "matches revision 1)\n");
+  r = Run("rollout", {"undo", "deploy/web", "--to-revision=9"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err, "error: unable to find specified revision 9 in history\n");
+
+  r = Run("rollout", {"restart", "deploy/web"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "deployment.apps/web restarted\n");
+  d = server_.Get("/apis/apps/v1/namespaces/default/deployments/web");
+  EXPECT_NE(d.Str({"spec", "template", "metadata", "annotations",
+                   "kubectl.kubernetes.io/restartedAt"}),
+            "");
+}
+
+TEST_F(KpctlServerTest, DeleteByNameSelectorAndFile) {
+  const std::string f = Write("cms.yaml", R"(apiVersion: v1
+kind: ConfigMap
+metadata: {name: a, labels: {x: "1"}}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: b, labels: {x: "1"}}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: c}
+)");
+  ASSERT_EQ(Run("apply", {"-f", f}).code, 0);
+  Result r = Run("delete", {"cm", "-l", "x=1"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "configmap \"a\" deleted\nconfigmap \"b\" deleted\n");
+  r = Run("delete", {"cm", "a"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err,
+            "Error from server (NotFound): configmaps \"a\" not found\n");
+  EXPECT_EQ(Run("delete", {"cm", "a", "--ignore-not-found"}).code, 0);
+  r = Run("delete", {"-f", f});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.out, "configmap \"c\" deleted\n");
+  EXPECT_NE(r.err.find("error when deleting \"" + f +
+                       "\": configmaps \"a\" not found"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST_F(KpctlServerTest, EditWithEditor) {
+  ASSERT_EQ(Run("apply", {"-f", "-"}, kConfigMap).code, 0);
+  env_["EDITOR"] = "sed -i -e 's/b: \"2\"/b: \"edited\"/'";
+  Result r = Run("edit", {"cm/cfg"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "configmap/cfg edited\n");
+  auto cm = server_.Get("/api/v1/namespaces/default/configmaps/cfg");
+  EXPECT_EQ(cm.Str({"data", "b"}), "edited");
+  env_["EDITOR"] = "true";  // saves nothing new
+  r = Run("edit", {"cm", "cfg"});
+  EXPECT_EQ(r.out, "Edit cancelled, no changes made.\n");
+}
+
+TEST_F(KpctlServerTest, DescribePodDeploymentNode) {
+  ASSERT_EQ(Run("apply", {"-f", "-"}, std::string(kDeployment) + R"(---
+apiVersion: v1
+kind: Pod
+metadata: {name: p, labels: {app: p}}
+spec:
+  nodeName: n1
+  containers:
+  - name: c
+    image: busybox
+    env: [{name: A, value: "1"}]
+---
+apiVersion: v1
+kind: Node
+metadata: {name: n1, labels: {node-role.kubernetes.io/worker: ""}}
+)")
+                .code,
+            0);
+  Result r = Run("describe", {"pod", "p"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.substr(0, r.out.find('\n')), "Name:         p");
+  EXPECT_NE(r.out.find("\nContainers:\n  c:\n    Image:  busybox\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("      A:  1\n"), std::string::npos) << r.out;
+  r = Run("describe", {"deploy/web"});
+  EXPECT_NE(r.out.find("Replicas:               3 desired | 0 updated | 0 "
+                       "total | 0 available | 0 unavailable\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("Selector:               app=web\n"), std::string::npos);
+  r = Run("describe", {"node", "n1"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("Roles:              worker\n"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("Non-terminated Pods:  (1 in total)"), std::string::npos)
+      << r.out;
+}
+
+TEST_F(KpctlServerTest, GetWatchPrintsRowsAsEventsArrive) {
+  ASSERT_EQ(Run("apply", {"-f", "-"}, kConfigMap).code, 0);
+  auto bg = Start("get", {"cm", "-w", "--request-timeout=3s"});
+  ASSERT_TRUE(bg->WaitFor("\ncfg "));
+  ASSERT_EQ(Run("apply", {"-f", "-"},
+                "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: new}\n")
+                .code,
+            0);
+  ASSERT_TRUE(bg->WaitFor("\nnew "));
+  Result r = bg->Join();  // the server ends the watch after 3 s
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.substr(0, r.out.find('\n')), "NAME   DATA   AGE");
+}
+
+TEST_F(KpctlServerTest, VersionAndApiResources) {
+  Result r = Run("version", {});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("Server Version: v1.32"), std::string::npos) << r.out;
+  r = Run("api-resources", {}, "", false);
+  EXPECT_NE(r.out.find("deployments   deploy       apps/v1"), std::string::npos)
+      << r.out;
+}
+
+TEST_F(KpctlServerTest, ServerSideApply) {
+  const std::string f = Write("cm.yaml", kConfigMap);
+  Result r = Run("apply", {"--server-side", "-f", f});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "configmap/cfg serverside-applied\n");
+  auto cm = server_.Get("/api/v1/namespaces/default/configmaps/cfg");
+  EXPECT_EQ(cm.Str({"data", "b"}), "2");
+  const auto* mf = cm.At({"metadata", "managedFields"});
+  ASSERT_NE(mf, nullptr);
+  EXPECT_EQ(std::string((*mf)[0]["manager"].GetString()), "kubectl");
+  EXPECT_EQ(std::string((*mf)[0]["operation"].GetString()), "Apply");
+  r = Run("apply", {"--server-side", "-f", f});
+  EXPECT_EQ(r.code, 0) << r.err;
+}
+
+TEST_F(KpctlServerTest, GetJsonPath) {
+  ASSERT_EQ(
+      Run("apply", {"-f", "-"}, std::string(kDeployment) + "---\n" + kConfigMap)
+          .code,
+      0);
+  Result r = Run("get", {"deploy", "web", "-o",
+                         "jsonpath={.spec.replicas}/{.spec.template.spec."
+                         "containers[0].image}"});
+  EXPECT_EQ(r.out, "3/nginx:1.27");
+  r = Run("get", {"cm,deploy", "-o",
+                  "jsonpath={range .items[*]}{.kind}:{.metadata.name} {end}"});
+  EXPECT_EQ(r.out, "ConfigMap:cfg Deployment:web ");
+  r = Run("get", {"cm", "-o", "jsonpath={.items[0"});
+  EXPECT_EQ(r.code, 1);
+}
+
+TEST_F(KpctlServerTest, DeleteWaitsForATerminatingNamespace) {
+  ASSERT_EQ(Run("apply", {"-f", "-"}, R"(apiVersion: v1
+kind: Namespace
+metadata: {name: gone}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: c, namespace: gone}
+)")
+                .code,
+            0);
+  Result r = Run("delete", {"namespace", "gone", "--timeout=60s"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "namespace \"gone\" deleted\n");
+  // --wait returned only once the namespace (and its contents) were gone.
+  EXPECT_EQ(server_.Get("/api/v1/namespaces/gone").code, 404);
+}
+
+TEST_F(KpctlServerTest, DryRunStoresNothing) {
+  const std::string f = Write("cm.yaml", kConfigMap);
+  Result r = Run("apply", {"-f", f, "--dry-run=server"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "configmap/cfg created (server dry run)\n");
+  EXPECT_EQ(server_.Get("/api/v1/namespaces/default/configmaps/cfg").code, 404);
+  r = Run("create", {"-f", f, "--dry-run=client"});
+  EXPECT_EQ(r.out, "configmap/cfg created (dry run)\n");
+  EXPECT_EQ(server_.Get("/api/v1/namespaces/default/configmaps/cfg").code, 404);
+  ASSERT_EQ(Run("apply", {"-f", f}).code, 0);
+  r = Run("delete", {"cm", "cfg", "--dry-run=server"});
+  EXPECT_EQ(r.out, "configmap \"cfg\" deleted (server dry run)\n");
+  EXPECT_EQ(server_.Get("/api/v1/namespaces/default/configmaps/cfg").code, 200);
+  // A dry-run of an invalid object fails like the real thing.
+  r = Run("apply", {"--dry-run=server", "-f", "-"}, R"(apiVersion: v1
+kind: Pod
+metadata: {name: broken}
+spec: {containers: []}
+)");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("Error from server (Invalid)"), std::string::npos);
+  EXPECT_EQ(Run("apply", {"-f", f, "--dry-run=maybe"}).code, 1);
+  // apply needs a name; create can generate one.
+  const std::string gen =
+      Write("gen.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {generateName: g-}\n");
+  r = Run("apply", {"-f", gen});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("resource name may not be empty"), std::string::npos);
+  r = Run("create", {"-f", gen});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("configmap/g-", 0), 0u) << r.out;
+}
+
+TEST_F(KpctlServerTest, PatchMergeStrategicJsonAndStatus) {
+  ASSERT_EQ(Run("apply", {"-f", "-"}, kDeployment).code, 0);
+  Result r = Run("patch", {"deploy/web", "-p", "{spec: {replicas: 1}}",
+                           "--type", "merge"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "deployment.apps/web patched\n");
+  r = Run(
+      "patch",
+      {"deploy", "web", "-p",
+       R"({"spec":{"template":{"spec":{"containers":[{"name":"nginx","image":"nginx:2"}]}}}})"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto d = server_.Get("/apis/apps/v1/namespaces/default/deployments/web");
+  EXPECT_EQ(d.json["spec"]["replicas"].GetInt(), 1);
+  // Strategic merge kept the container's ports (merged by name).
+  EXPECT_TRUE(
+      d.json["spec"]["template"]["spec"]["containers"][0].HasMember("ports"));
+  r = Run("patch", {"deploy/web", "--type=json", "-p",
+                    R"([{"op":"replace","path":"/spec/replicas","value":2}])"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = Run("patch", {"deploy/web", "--subresource=status", "--type=merge", "-p",
+                    R"({"status":{"observedGeneration":9}})"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  d = server_.Get("/apis/apps/v1/namespaces/default/deployments/web");
+  EXPECT_EQ(d.json["spec"]["replicas"].GetInt(), 2);
+  EXPECT_EQ(d.json["status"]["observedGeneration"].GetInt(), 9);
+  r = Run("patch", {"deploy/web", "--type=json", "-p",
+                    R"([{"op":"test","path":"/spec/replicas","value":7}])"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err.rfind("Error from server", 0), 0u) << r.err;
+}
+
+}  // namespace
+}  // namespace kplane::kpctl::kube

@@ -1,0 +1,117 @@
+#include "kpctl/kube/kube_command.h"
+
+#include <cstdlib>
+
+#include "base/strings.h"
+#include "informer/api_errors.h"
+#include "kpctl/kube/commands.h"
+
+namespace kplane::kpctl::kube {
+
+std::string ErrorLine(const Status& s, std::string_view prefix) {
+  const std::string_view reason = informer::ReasonOf(s);
+  if (informer::HttpCodeOf(s) != 0 && !reason.empty()) {
+    return "Error from server (" + std::string(reason) +
+           "): " + std::string(prefix) + s.message();
+  }
+  if (s.code() == StatusCode::kUnavailable) {
+    return "error: " + std::string(prefix) + s.message() +
+           " - is the API server running, and is --server (or the "
+           "kubeconfig) right?";
+  }
+  return "error: " + std::string(prefix) + s.message();
+}
+
+int Context::Fail(const Status& s) {
+  err() << ErrorLine(s) << "\n";
+  return 1;
+}
+
+int Context::Fail(std::string_view message) {
+  err() << "error: " << message << "\n";
+  return 1;
+}
+
+std::optional<Duration> DurationFlag(const Flags& flags,
+                                     std::string_view name) {
+  std::string v = flags.Get(name);
+  if (v.empty() || v == "0") return Duration(0);
+  // kubectl also accepts a bare number of seconds for some flags.
+  if (std::optional<int64_t> n = ParseInt64(v)) return seconds(*n);
+  std::optional<int64_t> ns = ParseGoDuration(v);
+  if (!ns) return std::nullopt;
+  return Duration(*ns);
+}
+
+namespace {
+
+const std::vector<CommandSpec>& Specs() {
+  static const std::vector<CommandSpec>* specs = new std::vector<CommandSpec>{
+      GetCommand(),     DescribeCommand(), ApplyCommand(),
+      CreateCommand(),  DeleteCommand(),   ScaleCommand(),
+      RolloutCommand(), LabelCommand(),    AnnotateCommand(),
+      EditCommand(),    PatchCommand(),    WaitCommand(),
+      VersionCommand(), ConfigCommand(),   ApiResourcesCommand()};
+  return *specs;
+}
+
+}  // namespace
+
+const std::vector<KubeCommandInfo>& KubeCommands() {
+  static const std::vector<KubeCommandInfo>* infos = [] {
+    auto* v = new std::vector<KubeCommandInfo>;
+    for (const CommandSpec& s : Specs()) v->push_back({s.name, s.help});
+    return v;
+  }();
+  return *infos;
+}
+
+int RunKubeCommand(std::string_view command,
+                   const std::vector<std::string>& args, KubeIo& io) {
+  if (!io.getenv) io.getenv = [](const char* n) { return ::getenv(n); };
+  if (io.clock == nullptr) io.clock = Clock::Real();
+  const CommandSpec* spec = nullptr;
+  for (const CommandSpec& s : Specs()) {
+    if (command == s.name) spec = &s;
+  }
+  if (spec == nullptr) {
+    *io.err << "error: unknown command \"" << command << "\" for \"kpctl\"\n";
+    return 1;
+  }
+  Flags flags(spec->flags);
+  Context ctx;
+  ctx.io = &io;
+  ctx.flags = &flags;
+  if (Status s = flags.Parse(args); !s.ok()) {
+    *io.err << "error: " << s.message() << "\nSee 'kpctl " << spec->name
+            << " --help' for usage.\n";
+    return 1;
+  }
+  if (flags.GetBool("help")) {
+    *io.out << spec->help << "\n\nUsage:\n  " << spec->usage << "\n\nFlags:\n"
+            << flags.Usage();
+    return 0;
+  }
+  StatusOr<Kubeconfig> kc = LoadKubeconfig(flags.Get("kubeconfig"), io.getenv);
+  if (!kc.ok()) return ctx.Fail(kc.status());
+  ctx.kubeconfig = std::move(*kc);
+  if (spec->needs_server) {
+    ConfigOverrides o{.context = flags.Get("context"),
+                      .server = flags.Get("server"),
+                      .token = flags.Get("token"),
+                      .ns = flags.Get("namespace")};
+    StatusOr<ClientConfig> cc = ResolveClientConfig(ctx.kubeconfig, o);
+    if (!cc.ok()) return ctx.Fail(cc.status());
+    ctx.config = *cc;
+    std::optional<Duration> timeout = DurationFlag(flags, "request-timeout");
+    if (!timeout) return ctx.Fail("invalid --request-timeout");
+    if (*timeout == Duration(0)) *timeout = seconds(30);
+    StatusOr<std::unique_ptr<KubeClient>> client =
+        KubeClient::New(ctx.config, *timeout, io.clock);
+    if (!client.ok()) return ctx.Fail(client.status());
+    ctx.client = std::move(*client);
+  }
+  return spec->run(ctx);
+}
+
+}  // namespace kplane::kpctl::kube

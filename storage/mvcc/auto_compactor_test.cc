@@ -44,7 +44,7 @@ void Step(FakeClock* clock, AutoCompactor* ac, Duration d,
   ac->WaitForTicks(before + 1);
 }
 
-TEST(AutoCompactorTest, RevisionModeKeepsLastN) {
+TEST(MvccAutoCompactorTest, RevisionModeKeepsLastN) {
   FakeClock clock;
   Recorder rec;
   std::atomic<int64_t> rev{5};
@@ -71,7 +71,7 @@ TEST(AutoCompactorTest, RevisionModeKeepsLastN) {
   ac.Stop();
 }
 
-TEST(AutoCompactorTest, PeriodicModeCompactsToRevisionOnePeriodAgo) {
+TEST(MvccAutoCompactorTest, PeriodicModeCompactsToRevisionOnePeriodAgo) {
   FakeClock clock;
   Recorder rec;
   std::atomic<int64_t> rev{1};
@@ -100,7 +100,7 @@ TEST(AutoCompactorTest, PeriodicModeCompactsToRevisionOnePeriodAgo) {
   ac.Stop();
 }
 
-TEST(AutoCompactorTest, PeriodicModeRetriesAfterFailure) {
+TEST(MvccAutoCompactorTest, PeriodicModeRetriesAfterFailure) {
   FakeClock clock;
   Recorder rec;
   AutoCompactionOptions o;
@@ -121,7 +121,7 @@ TEST(AutoCompactorTest, PeriodicModeRetriesAfterFailure) {
   ac.Stop();
 }
 
-TEST(AutoCompactorTest, StoreCompactsItselfInRevisionMode) {
+TEST(MvccAutoCompactorTest, StoreCompactsItselfInRevisionMode) {
   testing::TempDir dir;
   FakeClock clock;
   auto store = testing::OpenOrDie(dir.path(), &clock, [](Options* o) {

@@ -6,12 +6,10 @@
 #include <random>
 #include <vector>
 
-#include "storage/mvcc/crc32c.h"
-
 namespace kplane::mvcc::keys {
 namespace {
 
-TEST(KeysTest, EscapingPreservesOrderOfUserKeys) {
+TEST(MvccKeysTest, EscapingPreservesOrderOfUserKeys) {
   std::mt19937 rng(7);
   const std::string alphabet(
       "\x00\x01\xfe\xff"
@@ -34,7 +32,7 @@ TEST(KeysTest, EscapingPreservesOrderOfUserKeys) {
   }
 }
 
-TEST(KeysTest, VersionsAreNewestFirstAndRoundTrip) {
+TEST(MvccKeysTest, VersionsAreNewestFirstAndRoundTrip) {
   std::string k("fo\0o", 4);
   std::string v1 = VersionKey(k, 1, 0);
   std::string v3 = VersionKey(k, 3, 0);
@@ -57,7 +55,7 @@ TEST(KeysTest, VersionsAreNewestFirstAndRoundTrip) {
   EXPECT_FALSE(ParseVersionKey("k\x00\x01short", &prefix, &main, &sub));
 }
 
-TEST(KeysTest, WorkedExampleBytes) {
+TEST(MvccKeysTest, WorkedExampleBytes) {
   // FORMAT.md's example: "foo" put at revision 3.
   std::string k = VersionKey("foo", 3, 0);
   EXPECT_EQ(k, std::string("kfoo\x00\x01"
@@ -67,7 +65,7 @@ TEST(KeysTest, WorkedExampleBytes) {
   EXPECT_EQ(EventKey(3, 1), std::string("r\0\0\0\0\0\0\0\x03\0\0\0\x01", 13));
 }
 
-TEST(KeysTest, PrefixSuccessorSeparatesKeys) {
+TEST(MvccKeysTest, PrefixSuccessorSeparatesKeys) {
   std::string a = VersionPrefix("a");
   std::string succ = PrefixSuccessor(a);
   EXPECT_GT(succ, VersionKey("a", 0, 0));
@@ -76,7 +74,7 @@ TEST(KeysTest, PrefixSuccessorSeparatesKeys) {
   EXPECT_LT(succ, VersionKey("b", INT64_MAX, UINT32_MAX));
 }
 
-TEST(KeysTest, VersionBoundsFollowEtcdRangeEnd) {
+TEST(MvccKeysTest, VersionBoundsFollowEtcdRangeEnd) {
   std::string lower, upper;
   ASSERT_TRUE(VersionBounds("a", "", &lower, &upper));  // single key
   EXPECT_LT(VersionKey("a", 5, 0), upper);
@@ -95,7 +93,7 @@ TEST(KeysTest, VersionBoundsFollowEtcdRangeEnd) {
   EXPECT_FALSE(VersionBounds("b", "a", &lower, &upper));
 }
 
-TEST(KeysTest, RecordsRoundTrip) {
+TEST(MvccKeysTest, RecordsRoundTrip) {
   std::string rec = EncodePutRecord(7, 3, 0x123456789, std::string("v\0x", 3));
   mvccpb::KeyValue kv;
   ASSERT_TRUE(DecodePutRecord(rec, &kv));
@@ -109,7 +107,8 @@ TEST(KeysTest, RecordsRoundTrip) {
 
   bool del;
   std::string_view user;
-  ASSERT_TRUE(DecodeEventRecord(EncodeEventRecord(true, "k"), &del, &user));
+  const std::string event = EncodeEventRecord(true, "k");
+  ASSERT_TRUE(DecodeEventRecord(event, &del, &user));
   EXPECT_TRUE(del);
   EXPECT_EQ(user, "k");
 
@@ -120,13 +119,6 @@ TEST(KeysTest, RecordsRoundTrip) {
   EXPECT_EQ(key, "x/y");
   ASSERT_TRUE(ParseLeaseKey(LeaseKey(-5), &id));
   EXPECT_EQ(id, -5);
-}
-
-TEST(Crc32cTest, KnownVectors) {
-  EXPECT_EQ(Crc32cExtend(0, "123456789"), 0xe3069283u);
-  EXPECT_EQ(Crc32cExtend(0, ""), 0u);
-  // Extending in pieces equals hashing at once.
-  EXPECT_EQ(Crc32cExtend(Crc32cExtend(0, "1234"), "56789"), 0xe3069283u);
 }
 
 }  // namespace

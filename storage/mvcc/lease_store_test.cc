@@ -13,7 +13,7 @@ using testing::MakePut;
 using testing::MakeRange;
 using testing::ValueAt;
 
-class LeaseStoreTest : public ::testing::Test {
+class MvccLeaseStoreTest : public ::testing::Test {
  protected:
   void SetUp() override { Reopen(); }
   void Reopen() {
@@ -46,7 +46,7 @@ class LeaseStoreTest : public ::testing::Test {
   std::unique_ptr<Store> store_;
 };
 
-TEST_F(LeaseStoreTest, RevokeDeletesKeysInOneRevision) {
+TEST_F(MvccLeaseStoreTest, RevokeDeletesKeysInOneRevision) {
   Grant(100, 30);
   for (const char* k : {"c", "a", "b"}) {
     ASSERT_TRUE(store_->Put(MakePut(k, "v", 100)).ok());
@@ -81,7 +81,7 @@ TEST_F(LeaseStoreTest, RevokeDeletesKeysInOneRevision) {
   EXPECT_EQ(again.message(), "etcdserver: requested lease not found");
 }
 
-TEST_F(LeaseStoreTest, RevokeWithoutKeysKeepsRevision) {
+TEST_F(MvccLeaseStoreTest, RevokeWithoutKeysKeepsRevision) {
   Grant(1, 10);
   ASSERT_TRUE(store_->Put(MakePut("x", "v")).ok());
   ASSERT_TRUE(Revoke(1).ok());
@@ -89,7 +89,7 @@ TEST_F(LeaseStoreTest, RevokeWithoutKeysKeepsRevision) {
   EXPECT_TRUE(store_->LeaseLeases()->leases().empty());
 }
 
-TEST_F(LeaseStoreTest, GrantRules) {
+TEST_F(MvccLeaseStoreTest, GrantRules) {
   etcdserverpb::LeaseGrantRequest r;
   r.set_id(5);
   r.set_ttl(0);
@@ -113,7 +113,7 @@ TEST_F(LeaseStoreTest, GrantRules) {
   EXPECT_EQ(store_->CurrentRevision(), 0);
 }
 
-TEST_F(LeaseStoreTest, TimeToLiveAndKeepAlive) {
+TEST_F(MvccLeaseStoreTest, TimeToLiveAndKeepAlive) {
   Grant(1, 30);
   ASSERT_TRUE(store_->Put(MakePut("k2", "v", 1)).ok());
   ASSERT_TRUE(store_->Put(MakePut("k1", "v", 1)).ok());
@@ -139,7 +139,7 @@ TEST_F(LeaseStoreTest, TimeToLiveAndKeepAlive) {
   EXPECT_EQ(store_->LeaseKeepAlive(ka).status().code(), StatusCode::kNotLeader);
 }
 
-TEST_F(LeaseStoreTest, ExpiryIsReportedAndRevokedFromOutside) {
+TEST_F(MvccLeaseStoreTest, ExpiryIsReportedAndRevokedFromOutside) {
   Grant(1, 10);
   Grant(2, 60);
   ASSERT_TRUE(store_->Put(MakePut("a", "v", 1)).ok());
@@ -156,7 +156,7 @@ TEST_F(LeaseStoreTest, ExpiryIsReportedAndRevokedFromOutside) {
   EXPECT_EQ(ValueAt(store_.get(), "b"), "v");
 }
 
-TEST_F(LeaseStoreTest, AttachmentsFollowTheKey) {
+TEST_F(MvccLeaseStoreTest, AttachmentsFollowTheKey) {
   Grant(1, 60);
   Grant(2, 60);
   ASSERT_TRUE(store_->Put(MakePut("moved", "v", 1)).ok());
@@ -180,7 +180,7 @@ TEST_F(LeaseStoreTest, AttachmentsFollowTheKey) {
   EXPECT_EQ(ValueAt(store_.get(), "moved"), "<none>");
 }
 
-TEST_F(LeaseStoreTest, LeasesAndAttachmentsSurviveReopen) {
+TEST_F(MvccLeaseStoreTest, LeasesAndAttachmentsSurviveReopen) {
   Grant(7, 45);
   ASSERT_TRUE(store_->Put(MakePut("a", "v", 7)).ok());
   ASSERT_TRUE(store_->Put(MakePut("b", "v", 7)).ok());
@@ -198,7 +198,7 @@ TEST_F(LeaseStoreTest, LeasesAndAttachmentsSurviveReopen) {
   EXPECT_EQ(store_->LeaseLeases()->leases_size(), 1);
 }
 
-TEST_F(LeaseStoreTest, TxnPutWithLease) {
+TEST_F(MvccLeaseStoreTest, TxnPutWithLease) {
   Grant(3, 60);
   etcdserverpb::TxnRequest t;
   auto* op = t.add_success()->mutable_request_put();

@@ -32,15 +32,15 @@ class FakeBackend : public LeaseBackend {
   uint64_t last_ci = 0;
 };
 
-class LessorTest : public ::testing::Test {
+class MvccLessorTest : public ::testing::Test {
  protected:
-  LessorTest() : lessor_(&clock_, &backend_) { backend_.lessor = &lessor_; }
+  MvccLessorTest() : lessor_(&clock_, &backend_) { backend_.lessor = &lessor_; }
   FakeClock clock_;
   FakeBackend backend_;
   Lessor lessor_;
 };
 
-TEST_F(LessorTest, GrantAppliesEtcdLimits) {
+TEST_F(MvccLessorTest, GrantAppliesEtcdLimits) {
   auto ttl = lessor_.Grant(1, 1, 10);
   ASSERT_TRUE(ttl.ok());
   EXPECT_EQ(*ttl, kMinLeaseTTL);
@@ -61,13 +61,13 @@ TEST_F(LessorTest, GrantAppliesEtcdLimits) {
   EXPECT_EQ(lessor_.Leases(), (std::vector<int64_t>{1, 2, 3}));
 }
 
-TEST_F(LessorTest, FailedPersistenceGrantsNothing) {
+TEST_F(MvccLessorTest, FailedPersistenceGrantsNothing) {
   backend_.fail = true;
   EXPECT_FALSE(lessor_.Grant(1, 10, 0).ok());
   EXPECT_FALSE(lessor_.Exists(1));
 }
 
-TEST_F(LessorTest, RevokeDeletesSortedKeysThroughBackend) {
+TEST_F(MvccLessorTest, RevokeDeletesSortedKeysThroughBackend) {
   ASSERT_TRUE(lessor_.Grant(7, 10, 0).ok());
   lessor_.Attach(7, "b");
   lessor_.Attach(7, "a");
@@ -82,14 +82,14 @@ TEST_F(LessorTest, RevokeDeletesSortedKeysThroughBackend) {
   EXPECT_EQ(again.message(), "etcdserver: requested lease not found");
 }
 
-TEST_F(LessorTest, FailedRevokeKeepsLease) {
+TEST_F(MvccLessorTest, FailedRevokeKeepsLease) {
   ASSERT_TRUE(lessor_.Grant(7, 10, 0).ok());
   backend_.fail = true;
   EXPECT_FALSE(lessor_.Revoke(7, 0).ok());
   EXPECT_TRUE(lessor_.Exists(7));
 }
 
-TEST_F(LessorTest, DemotedLessorNeverExpires) {
+TEST_F(MvccLessorTest, DemotedLessorNeverExpires) {
   ASSERT_TRUE(lessor_.Grant(1, 5, 0).ok());
   clock_.Advance(hours(1));
   EXPECT_TRUE(lessor_.ExpiredLeases(10).empty());
@@ -98,7 +98,7 @@ TEST_F(LessorTest, DemotedLessorNeverExpires) {
   EXPECT_EQ(lessor_.Lookup(1, false)->remaining, 5);
 }
 
-TEST_F(LessorTest, PrimaryExpiresAndReportsWithRetryInterval) {
+TEST_F(MvccLessorTest, PrimaryExpiresAndReportsWithRetryInterval) {
   ASSERT_TRUE(lessor_.Grant(1, 5, 0).ok());
   ASSERT_TRUE(lessor_.Grant(2, 10, 0).ok());
   lessor_.Promote(seconds(0));
@@ -118,7 +118,7 @@ TEST_F(LessorTest, PrimaryExpiresAndReportsWithRetryInterval) {
   EXPECT_EQ(lessor_.KeepAlive(1).status().code(), StatusCode::kNotFound);
 }
 
-TEST_F(LessorTest, KeepAliveRestartsCountdown) {
+TEST_F(MvccLessorTest, KeepAliveRestartsCountdown) {
   ASSERT_TRUE(lessor_.Grant(1, 10, 0).ok());
   lessor_.Promote(seconds(0));
   clock_.Advance(seconds(8));
@@ -132,7 +132,7 @@ TEST_F(LessorTest, KeepAliveRestartsCountdown) {
   EXPECT_EQ(lessor_.KeepAlive(99).status().code(), StatusCode::kNotFound);
 }
 
-TEST_F(LessorTest, PromoteExtendsAndDemoteStops) {
+TEST_F(MvccLessorTest, PromoteExtendsAndDemoteStops) {
   ASSERT_TRUE(lessor_.Grant(1, 5, 0).ok());
   lessor_.Promote(seconds(10));
   clock_.Advance(seconds(14));
@@ -148,7 +148,7 @@ TEST_F(LessorTest, PromoteExtendsAndDemoteStops) {
   EXPECT_TRUE(lessor_.ExpiredLeases(10).empty());
 }
 
-TEST_F(LessorTest, ExpiredLeasesHonoursLimitSoonestFirst) {
+TEST_F(MvccLessorTest, ExpiredLeasesHonoursLimitSoonestFirst) {
   for (int64_t id = 1; id <= 5; ++id) {
     ASSERT_TRUE(lessor_.Grant(id, 10 + id, 0).ok());
   }
@@ -158,7 +158,7 @@ TEST_F(LessorTest, ExpiredLeasesHonoursLimitSoonestFirst) {
   EXPECT_EQ(lessor_.ExpiredLeases(10), (std::vector<int64_t>{3, 4, 5}));
 }
 
-TEST_F(LessorTest, LookupListsKeys) {
+TEST_F(MvccLessorTest, LookupListsKeys) {
   ASSERT_TRUE(lessor_.Grant(1, 30, 0).ok());
   lessor_.Attach(1, "z");
   lessor_.Attach(1, "y");
@@ -169,7 +169,7 @@ TEST_F(LessorTest, LookupListsKeys) {
   EXPECT_FALSE(lessor_.Lookup(2, true).has_value());
 }
 
-TEST_F(LessorTest, RestoreRecreatesWithoutPersisting) {
+TEST_F(MvccLessorTest, RestoreRecreatesWithoutPersisting) {
   lessor_.Restore(9, 20);
   EXPECT_TRUE(lessor_.Exists(9));
   EXPECT_TRUE(backend_.saved.empty());

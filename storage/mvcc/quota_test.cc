@@ -20,7 +20,7 @@ std::unique_ptr<Store> OpenSmall(const std::string& dir) {
                             [](Options* o) { o->quota_bytes = kQuota; });
 }
 
-TEST(QuotaTest, NoSpaceAlarmRefusesWritesButServesTheRest) {
+TEST(MvccQuotaTest, NoSpaceAlarmRefusesWritesButServesTheRest) {
   testing::TempDir dir;
   auto store = OpenSmall(dir.path());
   ASSERT_NE(store, nullptr);

@@ -8,8 +8,10 @@
 namespace kplane::mvcc {
 namespace {
 
-// Next() is much cheaper than Seek() in RocksDB; most keys have a handful of
-// versions, so step over a few before seeking past the rest.
+// Next() is much cheaper than Seek() in RocksDB, and after compaction most
+// keys have one or two versions, so step over a few before seeking past the
+// rest. When that did not leave the previous key (long histories), try only
+// one step for the next key.
 constexpr int kNextsBeforeSeek = 4;
 
 Status FromRocks(const rocksdb::Status& s) {
@@ -57,6 +59,7 @@ Status ScanLive(Cursor* cursor, int64_t rev, const LiveVisitor& visit) {
   std::string seek_key = cursor->lower();
   keys::AppendVersionSuffix(&seek_key, rev, UINT32_MAX);
   std::string current;  // prefix of the key being skipped; reused buffer
+  int nexts = kNextsBeforeSeek;
   it->Seek(seek_key);
   while (it->Valid()) {
     rocksdb::Slice k = it->key();
@@ -84,13 +87,14 @@ Status ScanLive(Cursor* cursor, int64_t rev, const LiveVisitor& visit) {
       if (!visit(current, main, record)) return FromRocks(it->status());
     }
     bool left_key = false;
-    for (int i = 0; i < kNextsBeforeSeek; ++i) {
+    for (int i = 0; i < nexts; ++i) {
       it->Next();
       if (!it->Valid() || !HasPrefix(it->key(), current)) {
         left_key = true;
         break;
       }
     }
+    nexts = left_key ? kNextsBeforeSeek : 1;
     if (!left_key) it->Seek(keys::PrefixSuccessor(current));
   }
   return FromRocks(it->status());

@@ -8,8 +8,8 @@
 
 #include <filesystem>
 
+#include "base/crc32c.h"
 #include "base/logging.h"
-#include "storage/mvcc/crc32c.h"
 #include "storage/mvcc/keys.h"
 #include "storage/mvcc/lessor.h"
 #include "storage/mvcc/reader.h"
@@ -95,7 +95,7 @@ Status Store::OpenDb() {
   o.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
   o.keep_log_file_num = 2;
   // Flush on a clean close, so a restart does not replay the WAL.
-  o.avoid_flush_during_shutdown = false;
+  o.avoid_flush_during_shutdown = !options_.flush_on_close;
   rocksdb::BlockBasedTableOptions t;
   t.block_cache = rocksdb::NewLRUCache(options_.block_cache_bytes);
   o.table_factory.reset(rocksdb::NewBlockBasedTableFactory(t));
@@ -124,11 +124,11 @@ Status Store::LoadMeta() {
   int64_t format = 0;
   RETURN_IF_ERROR(get(keys::kMetaFormatVersion, &format));
   if (format == 0) {
-    // A new store: stamp the format before anything else is written.
-    rocksdb::WriteOptions wo;
-    wo.sync = true;
+    // A new store: stamp the format before anything else is written. No
+    // fsync: the WAL keeps order, so losing the stamp means losing every
+    // later write too, and the store is simply new again.
     RETURN_IF_ERROR(
-        FromRocks(db_->Put(wo,
+        FromRocks(db_->Put(rocksdb::WriteOptions(),
                            rocksdb::Slice(keys::kMetaFormatVersion.data(),
                                           keys::kMetaFormatVersion.size()),
                            keys::EncodeInt64(keys::kFormatVersion))));
@@ -200,9 +200,11 @@ void Store::Close() {
     if (compact_thread_.joinable()) compact_thread_.join();
     if (hub_) hub_->Stop();
     if (db_) {
-      rocksdb::FlushOptions fo;
-      rocksdb::Status st = db_->Flush(fo);
-      if (!st.ok()) LOG(WARNING) << "mvcc: flush on close: " << st.ToString();
+      rocksdb::Status st;
+      if (options_.flush_on_close) {
+        st = db_->Flush(rocksdb::FlushOptions());
+        if (!st.ok()) LOG(WARNING) << "mvcc: flush on close: " << st.ToString();
+      }
       st = db_->Close();
       if (!st.ok()) LOG(WARNING) << "mvcc: close: " << st.ToString();
       db_.reset();
@@ -262,7 +264,7 @@ void Store::CommitLocked(WriteTxn* txn, uint64_t consistent_index) {
       lessor_->Detach(c.lease, c.key);
     }
   }
-  hub_->Notify(new_rev, txn->TakeEvents(), hub_->WantsPrevKv());
+  hub_->Notify(new_rev, txn->TakeEvents(), txn->events_have_prev());
 }
 
 void Store::WriteMetaLocked(uint64_t consistent_index) {
@@ -427,7 +429,7 @@ StatusOr<etcdserverpb::HashKVResponse> Store::HashKV(int64_t revision) {
         if (!decode_status.ok()) return false;
         buf.clear();
         kv.AppendToString(&buf);
-        hash = Crc32cExtend(hash, buf);
+        hash = crc32c::Extend(hash, buf.data(), buf.size());
         return true;
       }));
   RETURN_IF_ERROR(decode_status);

@@ -1,9 +1,13 @@
-// Compaction: Compact() records the target revision (reads below it fail at
-// once); a background thread then deletes, in bounded write batches,
-//  - every version <= target that a newer version <= target supersedes,
-//  - every tombstone <= target that is the newest version <= target of its
-//    key (with all older versions: the key is gone at target), and
-//  - the event log up to target.
+// Compaction: Compact() records the target revision C (reads and watches
+// below it fail at once); a background thread then deletes, in bounded
+// write batches,
+//  - every version <= C that a newer version <= C supersedes,
+//  - every tombstone < C that is the newest version <= C of its key (with
+//    all older versions: the key is gone at C), and
+//  - the event log below C.
+// Revision C itself stays complete (its events, and a tombstone at C), so
+// reading at C and watching from C work, as in etcd; the next compaction
+// removes what it kept.
 // It walks the event log from the last finished compaction, so only keys
 // written since are visited. A persisted cursor (the last revision fully
 // processed) lets a restart resume where a crash stopped it; every batch is
@@ -121,13 +125,20 @@ void Store::CompactKey(const std::string& user_key, int64_t target,
     CHECK(it->status().ok()) << it->status().ToString();
     return;  // already compacted (a resumed run)
   }
-  // The newest version <= target survives unless it is a tombstone. A
-  // tombstone is deleted last, after every older version: deleting it
-  // first would let a crash in between resurrect an older put.
+  // The newest version <= target survives unless it is a tombstone below
+  // the target. Such a tombstone is deleted last, after every older
+  // version: deleting it first would let a crash in between resurrect an
+  // older put.
   std::string tombstone;
   if (keys::IsTombstoneRecord(
           std::string_view(it->value().data(), it->value().size()))) {
-    tombstone = it->key().ToString();
+    std::string_view prefix;
+    int64_t main;
+    uint32_t sub;
+    rocksdb::Slice k = it->key();
+    CHECK(keys::ParseVersionKey(std::string_view(k.data(), k.size()), &prefix,
+                                &main, &sub));
+    if (main < target) tombstone = k.ToString();
   }
   for (it->Next(); it->Valid(); it->Next()) {
     wb->Delete(it->key());
@@ -148,7 +159,10 @@ bool Store::RunCompaction(int64_t target) {
   int64_t start;
   {
     std::lock_guard<std::mutex> l(compact_mu_);
-    start = std::max(compact_cursor_, compact_finished_) + 1;
+    // The last finished compaction kept its own revision's events; they go
+    // now. A cursor past it means a run was interrupted there.
+    start = compact_cursor_ > compact_finished_ ? compact_cursor_ + 1
+                                                : compact_finished_;
   }
   LOG(INFO) << "mvcc: compacting revisions " << start << ".." << target;
   rocksdb::WriteBatch wb;
@@ -184,8 +198,10 @@ bool Store::RunCompaction(int64_t target) {
       }
       // The event goes after its key's versions: an event record still
       // present means its key may still need compacting.
-      wb.Delete(k);
-      freed += static_cast<int64_t>(k.size() + v.size());
+      if (main < target) {
+        wb.Delete(k);
+        freed += static_cast<int64_t>(k.size() + v.size());
+      }
     }
     CHECK(it->status().ok()) << it->status().ToString();
     if (!more) {

@@ -18,12 +18,16 @@ using testing::ValueAt;
 
 const std::string kAll("\0", 1);
 
-class StoreTest : public ::testing::Test {
+class MvccStoreTest : public ::testing::Test {
  protected:
   void SetUp() override { Reopen(); }
+  // Alternates clean (flushed) and crash-like (WAL replay) closes.
   void Reopen() {
     store_.reset();
-    store_ = testing::OpenOrDie(dir_.path());
+    const bool flush = ++reopens_ % 2 == 0;
+    store_ = testing::OpenOrDie(dir_.path(), nullptr, [flush](Options* o) {
+      o->flush_on_close = flush;
+    });
     ASSERT_NE(store_, nullptr);
   }
   int64_t Put(const std::string& k, const std::string& v, uint64_t ci = 0) {
@@ -39,10 +43,11 @@ class StoreTest : public ::testing::Test {
 
   testing::TempDir dir_;
   std::unique_ptr<Store> store_;
+  int reopens_ = 0;
 };
 
 // The seeds' worked example: PUT /foo v1, /bar v2, /foo v3, then time travel.
-TEST_F(StoreTest, SeedExampleTimeTravel) {
+TEST_F(MvccStoreTest, SeedExampleTimeTravel) {
   EXPECT_EQ(Put("/foo", "v1"), 1);
   EXPECT_EQ(Put("/bar", "v2"), 2);
   EXPECT_EQ(Put("/foo", "v3"), 3);
@@ -76,7 +81,7 @@ TEST_F(StoreTest, SeedExampleTimeTravel) {
   EXPECT_EQ(future.status().detail(), 3);
 }
 
-TEST_F(StoreTest, VersionLifecycle) {
+TEST_F(MvccStoreTest, VersionLifecycle) {
   Put("k", "a");                                    // 1
   Put("k", "b");                                    // 2
   auto del = store_->DeleteRange(MakeDelete("k"));  // 3
@@ -93,7 +98,7 @@ TEST_F(StoreTest, VersionLifecycle) {
   EXPECT_EQ(r->kvs(0).mod_revision(), 4);
 }
 
-TEST_F(StoreTest, DeleteOfNothingKeepsRevision) {
+TEST_F(MvccStoreTest, DeleteOfNothingKeepsRevision) {
   Put("a", "1");
   auto del = store_->DeleteRange(MakeDelete("zzz"));
   ASSERT_TRUE(del.ok());
@@ -103,7 +108,7 @@ TEST_F(StoreTest, DeleteOfNothingKeepsRevision) {
   EXPECT_EQ(Put("b", "2"), 2);
 }
 
-TEST_F(StoreTest, DeleteRangeWithPrevKv) {
+TEST_F(MvccStoreTest, DeleteRangeWithPrevKv) {
   Put("a/1", "x");
   Put("a/2", "y");
   Put("b", "z");
@@ -124,7 +129,7 @@ TEST_F(StoreTest, DeleteRangeWithPrevKv) {
   EXPECT_EQ(store_->Range(MakeRange(kAll, kAll))->count(), 0);
 }
 
-TEST_F(StoreTest, RangeConventions) {
+TEST_F(MvccStoreTest, RangeConventions) {
   for (const char* k : {"a", "a/1", "a/2", "b", "c"}) Put(k, k);
   EXPECT_EQ(Keys(*store_->Range(MakeRange("a/", "a0"))),
             (std::vector<std::string>{"a/1", "a/2"}));
@@ -142,7 +147,7 @@ TEST_F(StoreTest, RangeConventions) {
   EXPECT_EQ(empty.status().message(), "etcdserver: key is not provided");
 }
 
-TEST_F(StoreTest, BinaryKeysKeepTheirOrder) {
+TEST_F(MvccStoreTest, BinaryKeysKeepTheirOrder) {
   const std::vector<std::string> keys = {
       std::string("x", 1),        std::string("x\0", 2),
       std::string("x\0\0", 3),    std::string("x\0\xff", 3),
@@ -157,7 +162,7 @@ TEST_F(StoreTest, BinaryKeysKeepTheirOrder) {
   EXPECT_EQ(store_->Range(MakeRange(std::string("x\0", 2)))->count(), 1);
 }
 
-TEST_F(StoreTest, LimitCountMoreAndNegativeLimit) {
+TEST_F(MvccStoreTest, LimitCountMoreAndNegativeLimit) {
   for (int i = 0; i < 5; ++i) Put("k" + std::to_string(i), "v");
   auto req = MakeRange("k", "l");
   req.set_limit(2);
@@ -181,7 +186,7 @@ TEST_F(StoreTest, LimitCountMoreAndNegativeLimit) {
   EXPECT_FALSE(r->more());
 }
 
-TEST_F(StoreTest, KeysOnly) {
+TEST_F(MvccStoreTest, KeysOnly) {
   Put("k", "value");
   auto req = MakeRange("k");
   req.set_keys_only(true);
@@ -192,7 +197,7 @@ TEST_F(StoreTest, KeysOnly) {
   EXPECT_EQ(r->kvs(0).version(), 1);
 }
 
-TEST_F(StoreTest, SortBeforeLimit) {
+TEST_F(MvccStoreTest, SortBeforeLimit) {
   Put("a", "3");  // 1
   Put("b", "1");  // 2
   Put("c", "2");  // 3
@@ -223,7 +228,7 @@ TEST_F(StoreTest, SortBeforeLimit) {
             (std::vector<std::string>{"b", "c", "a"}));
 }
 
-TEST_F(StoreTest, RevisionFiltersDoNotChangeCount) {
+TEST_F(MvccStoreTest, RevisionFiltersDoNotChangeCount) {
   Put("a", "1");  // 1
   Put("b", "1");  // 2
   Put("c", "1");  // 3
@@ -246,7 +251,7 @@ TEST_F(StoreTest, RevisionFiltersDoNotChangeCount) {
   EXPECT_TRUE(Keys(*store_->Range(req)).empty());  // a moved on to 4
 }
 
-TEST_F(StoreTest, PutPrevKvAndIgnoreFlags) {
+TEST_F(MvccStoreTest, PutPrevKvAndIgnoreFlags) {
   auto req = MakePut("k", "v1");
   req.set_prev_kv(true);
   auto r = store_->Put(req);
@@ -286,14 +291,14 @@ TEST_F(StoreTest, PutPrevKvAndIgnoreFlags) {
             "etcdserver: key is not provided");
 }
 
-TEST_F(StoreTest, UnknownLeaseIsNotFound) {
+TEST_F(MvccStoreTest, UnknownLeaseIsNotFound) {
   auto r = store_->Put(MakePut("k", "v", 12345));
   EXPECT_EQ(r.status().code(), StatusCode::kNotFound);
   EXPECT_EQ(r.status().message(), "etcdserver: requested lease not found");
   EXPECT_EQ(store_->CurrentRevision(), 0);
 }
 
-TEST_F(StoreTest, RequestTooLarge) {
+TEST_F(MvccStoreTest, RequestTooLarge) {
   std::string big(1536 * 1024, 'x');
   auto r = store_->Put(MakePut("k", big));
   EXPECT_EQ(r.status().code(), StatusCode::kTooLarge);
@@ -303,7 +308,7 @@ TEST_F(StoreTest, RequestTooLarge) {
   EXPECT_EQ(ValueAt(store_.get(), "k").size(), fits.size());
 }
 
-TEST_F(StoreTest, ReopenKeepsStateRevisionAndConsistentIndex) {
+TEST_F(MvccStoreTest, ReopenKeepsStateRevisionAndConsistentIndex) {
   Put("a", "1", 10);
   Put("b", "2", 11);
   ASSERT_TRUE(store_->DeleteRange(MakeDelete("a"), 12).ok());
@@ -319,7 +324,7 @@ TEST_F(StoreTest, ReopenKeepsStateRevisionAndConsistentIndex) {
   EXPECT_EQ(Put("c", "3", 14), 4);
 }
 
-TEST_F(StoreTest, TimeTravelThroughLongHistory) {
+TEST_F(MvccStoreTest, TimeTravelThroughLongHistory) {
   // Interleave many keys and versions; every revision reads back exactly.
   std::map<std::string, std::string> state;
   std::vector<std::map<std::string, std::string>> at(1);
@@ -348,7 +353,7 @@ TEST_F(StoreTest, TimeTravelThroughLongHistory) {
   }
 }
 
-TEST_F(StoreTest, CheckpointOpensToSameState) {
+TEST_F(MvccStoreTest, CheckpointOpensToSameState) {
   Put("a", "1", 5);
   Put("b", "2", 6);
   testing::TempDir cp_dir;
@@ -364,7 +369,7 @@ TEST_F(StoreTest, CheckpointOpensToSameState) {
   EXPECT_EQ(copy->HashKV(2)->hash(), store_->HashKV(2)->hash());
 }
 
-TEST_F(StoreTest, HashKVTracksLiveStateAtRevision) {
+TEST_F(MvccStoreTest, HashKVTracksLiveStateAtRevision) {
   Put("a", "1");
   Put("b", "2");
   auto h2 = store_->HashKV(2);

@@ -17,7 +17,8 @@ Status Store::ReadEvents(int64_t from, int64_t to, bool with_prev,
                          std::vector<mvccpb::Event>* out, int64_t* compacted) {
   internal::ScopedSnapshot snap(db_.get());
   *compacted = compact_scheduled_.load();
-  const int64_t start = std::max(from, *compacted + 1);
+  // Events of the compaction revision itself are kept.
+  const int64_t start = std::max(from, *compacted);
   if (start > to) return Status::Ok();
   DbView view(db_.get(), snap.get());
   auto events =

@@ -63,7 +63,7 @@ RequestOp OpTxn(const TxnRequest& t) {
   return op;
 }
 
-class TxnTest : public ::testing::Test {
+class MvccTxnTest : public ::testing::Test {
  protected:
   void SetUp() override {
     store_ = testing::OpenOrDie(dir_.path());
@@ -86,7 +86,7 @@ class TxnTest : public ::testing::Test {
   std::unique_ptr<Store> store_;
 };
 
-TEST_F(TxnTest, ValueCompareOnMissingKeyAlwaysFails) {
+TEST_F(MvccTxnTest, ValueCompareOnMissingKeyAlwaysFails) {
   EXPECT_FALSE(Holds(CmpValue("missing", Compare::NOT_EQUAL, "x")));
   EXPECT_FALSE(Holds(CmpValue("missing", Compare::EQUAL, "")));
   EXPECT_FALSE(Holds(CmpValue("missing", Compare::LESS, "zzz")));
@@ -98,7 +98,7 @@ TEST_F(TxnTest, ValueCompareOnMissingKeyAlwaysFails) {
   EXPECT_FALSE(Holds(CmpValue("k", Compare::GREATER, "b")));
 }
 
-TEST_F(TxnTest, MissingKeyComparesAsZero) {
+TEST_F(MvccTxnTest, MissingKeyComparesAsZero) {
   EXPECT_TRUE(Holds(CmpVersion("missing", Compare::EQUAL, 0)));
   Compare create = Cmp("missing", Compare::CREATE, Compare::EQUAL);
   create.set_create_revision(0);
@@ -118,7 +118,7 @@ TEST_F(TxnTest, MissingKeyComparesAsZero) {
   EXPECT_TRUE(Holds(Cmp("k", Compare::VERSION, Compare::GREATER)));
 }
 
-TEST_F(TxnTest, RangeCompareNeedsEveryKey) {
+TEST_F(MvccTxnTest, RangeCompareNeedsEveryKey) {
   Put("p/a", "1");
   Put("p/b", "2");
   Compare c = CmpVersion("p/", Compare::EQUAL, 1);
@@ -131,7 +131,7 @@ TEST_F(TxnTest, RangeCompareNeedsEveryKey) {
   EXPECT_TRUE(Holds(gone));  // an empty range compares as zero
 }
 
-TEST_F(TxnTest, BranchesAndHeaderRevisions) {
+TEST_F(MvccTxnTest, BranchesAndHeaderRevisions) {
   Put("x", "1");  // revision 1
   TxnRequest t;
   *t.add_compare() = CmpValue("x", Compare::EQUAL, "1");
@@ -164,7 +164,7 @@ TEST_F(TxnTest, BranchesAndHeaderRevisions) {
   EXPECT_EQ(ValueAt(store_.get(), "failed"), "1");
 }
 
-TEST_F(TxnTest, AllWritesShareOneRevision) {
+TEST_F(MvccTxnTest, AllWritesShareOneRevision) {
   TxnRequest t;
   *t.add_success() = OpPut("a", "1");
   *t.add_success() = OpPut("b", "1");
@@ -184,7 +184,7 @@ TEST_F(TxnTest, AllWritesShareOneRevision) {
   EXPECT_EQ(d->responses(0).response_delete_range().deleted(), 3);
 }
 
-TEST_F(TxnTest, ReadOnlyTxnKeepsRevision) {
+TEST_F(MvccTxnTest, ReadOnlyTxnKeepsRevision) {
   Put("a", "1");
   TxnRequest t;
   *t.add_success() = OpRange("a");
@@ -201,7 +201,7 @@ TEST_F(TxnTest, ReadOnlyTxnKeepsRevision) {
   EXPECT_EQ(e->responses_size(), 0);
 }
 
-TEST_F(TxnTest, NestedTxnComparesSeeTheStateBeforeTheTxn) {
+TEST_F(MvccTxnTest, NestedTxnComparesSeeTheStateBeforeTheTxn) {
   Put("k", "old");
   TxnRequest inner;
   *inner.add_compare() = CmpValue("k", Compare::EQUAL, "old");
@@ -220,7 +220,7 @@ TEST_F(TxnTest, NestedTxnComparesSeeTheStateBeforeTheTxn) {
   EXPECT_EQ(nested.responses(0).response_put().header().revision(), 2);
 }
 
-TEST_F(TxnTest, DuplicateKeys) {
+TEST_F(MvccTxnTest, DuplicateKeys) {
   auto dup = [&](const TxnRequest& t) {
     auto r = store_->Txn(t);
     return r.status().message() ==
@@ -267,7 +267,7 @@ TEST_F(TxnTest, DuplicateKeys) {
   EXPECT_EQ(store_->CurrentRevision(), 2);
 }
 
-TEST_F(TxnTest, RequestValidation) {
+TEST_F(MvccTxnTest, RequestValidation) {
   TxnRequest many;
   for (int i = 0; i < 129; ++i) {
     *many.add_success() = OpPut("k" + std::to_string(i), "v");
@@ -288,7 +288,7 @@ TEST_F(TxnTest, RequestValidation) {
             "etcdserver: key is not provided");
 }
 
-TEST_F(TxnTest, FailedChecksWriteNothing) {
+TEST_F(MvccTxnTest, FailedChecksWriteNothing) {
   Put("a", "1");
   TxnRequest lease;
   *lease.add_success() = OpPut("b", "1");
@@ -324,7 +324,7 @@ TEST_F(TxnTest, FailedChecksWriteNothing) {
   EXPECT_TRUE(store_->Txn(other_branch).ok());
 }
 
-TEST_F(TxnTest, RangeInsideTxnAtRevisionAndCompaction) {
+TEST_F(MvccTxnTest, RangeInsideTxnAtRevisionAndCompaction) {
   Put("a", "1");  // 1
   Put("a", "2");  // 2
   Put("a", "3");  // 3
@@ -345,7 +345,7 @@ TEST_F(TxnTest, RangeInsideTxnAtRevisionAndCompaction) {
   EXPECT_EQ(ok->responses(0).response_range().kvs(0).value(), "2");
 }
 
-TEST_F(TxnTest, LaterOpsSeeEarlierOnes) {
+TEST_F(MvccTxnTest, LaterOpsSeeEarlierOnes) {
   Put("k", "v");
   // Put then range-delete of other keys, then read: everything at one
   // revision and visible to the later range.

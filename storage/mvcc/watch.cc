@@ -173,7 +173,7 @@ StatusOr<int64_t> WatchHub::Watch(StreamState* s,
     }
     int64_t start = req.start_revision();
     int64_t compacted = source_->CompactRevision();
-    if (start > 0 && start <= compacted) return CompactedError(compacted);
+    if (start > 0 && start < compacted) return CompactedError(compacted);
 
     auto w = std::make_shared<Watcher>();
     w->id = id;
@@ -566,7 +566,7 @@ bool WatchHub::SyncOnce(std::unique_lock<std::mutex>& lock) {
   for (const auto& wp : candidates) {
     Watcher* w = wp.get();
     if (w->group != Watcher::Group::kUnsynced) continue;  // canceled
-    if (w->min_rev <= compacted) {
+    if (w->min_rev < compacted) {
       WatchItem item;
       item.watch_id = w->id;
       item.compact_revision = compacted;

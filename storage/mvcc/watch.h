@@ -61,7 +61,8 @@ class WatchStream {
 
   // Creates a watcher; returns its id. watch_id 0 picks the next free id
   // (0, 1, 2, ...). Errors: Compacted (detail = compact revision) when
-  // 0 < start_revision <= the compacted revision; AlreadyExists "mvcc:
+  // 0 < start_revision < the compacted revision (as etcd: the compaction
+  // revision itself can still be watched); AlreadyExists "mvcc:
   // duplicate watch ID provided on the WatchStream"; InvalidArgument "mvcc:
   // watcher range is empty" when range_end <= key (range_end "\0" = every
   // key >= key). start_revision 0 means "after the current revision"; a

@@ -61,8 +61,8 @@ class EventSource {
   virtual ~EventSource() = default;
   // Appends the events with main revision in [from, to] in revision order,
   // reading from one consistent snapshot. Sets *compacted to the scheduled
-  // compaction revision observed after the snapshot was taken; events at or
-  // below it are not read (and may be gone). prev_kv is filled for non-create
+  // compaction revision observed after the snapshot was taken; events below
+  // it are not read (and may be gone). prev_kv is filled for non-create
   // events when `with_prev` and the previous version still exists.
   virtual Status ReadEvents(int64_t from, int64_t to, bool with_prev,
                             EventList* out, int64_t* compacted) = 0;

@@ -38,7 +38,7 @@ std::vector<std::string> Describe(const WatchResponse& r) {
   return out;
 }
 
-class WatchTest : public ::testing::Test {
+class MvccWatchTest : public ::testing::Test {
  protected:
   void SetUp() override { Reopen(); }
   void Reopen(size_t capacity = 128) {
@@ -79,7 +79,7 @@ class WatchTest : public ::testing::Test {
   std::unique_ptr<Store> store_;
 };
 
-TEST_F(WatchTest, LiveEventsOnKeyAndPrefix) {
+TEST_F(MvccWatchTest, LiveEventsOnKeyAndPrefix) {
   auto s = store_->NewWatchStream();
   auto key_id = s->Watch(Req("/a"));
   auto prefix_id = s->Watch(Req("/p/", "/p0"));
@@ -106,7 +106,7 @@ TEST_F(WatchTest, LiveEventsOnKeyAndPrefix) {
   EXPECT_EQ(r3.events(0).kv().create_revision(), 0);
 }
 
-TEST_F(WatchTest, TxnGivesOneResponseWithAllEvents) {
+TEST_F(MvccWatchTest, TxnGivesOneResponseWithAllEvents) {
   auto s = store_->NewWatchStream();
   ASSERT_TRUE(s->Watch(Req("a", std::string("\0", 1))).ok());  // every key
   etcdserverpb::TxnRequest t;
@@ -119,7 +119,7 @@ TEST_F(WatchTest, TxnGivesOneResponseWithAllEvents) {
             (std::vector<std::string>{"P a=1@1", "P b=2@1", "P zz=3@1"}));
 }
 
-TEST_F(WatchTest, HistoryThenLive) {
+TEST_F(MvccWatchTest, HistoryThenLive) {
   for (int i = 1; i <= 5; ++i) Put("k", std::to_string(i));
   Put("other", "x");
   auto s = store_->NewWatchStream();
@@ -133,7 +133,7 @@ TEST_F(WatchTest, HistoryThenLive) {
   EXPECT_EQ(Describe(Next(s.get())), (std::vector<std::string>{"P k=7@7"}));
 }
 
-TEST_F(WatchTest, LongHistorySpansSeveralWindows) {
+TEST_F(MvccWatchTest, LongHistorySpansSeveralWindows) {
   for (int i = 1; i <= 2500; ++i) Put("k" + std::to_string(i % 3), "v");
   auto s = store_->NewWatchStream();
   ASSERT_TRUE(s->Watch(Req("k", "l", 1)).ok());
@@ -145,7 +145,7 @@ TEST_F(WatchTest, LongHistorySpansSeveralWindows) {
   }
 }
 
-TEST_F(WatchTest, FutureStartRevision) {
+TEST_F(MvccWatchTest, FutureStartRevision) {
   auto s = store_->NewWatchStream();
   ASSERT_TRUE(s->Watch(Req("k", "", 3)).ok());
   Put("k", "1");
@@ -155,7 +155,7 @@ TEST_F(WatchTest, FutureStartRevision) {
   EXPECT_EQ(Describe(r), (std::vector<std::string>{"P k=3@3"}));
 }
 
-TEST_F(WatchTest, PrevKvAndFilters) {
+TEST_F(MvccWatchTest, PrevKvAndFilters) {
   Put("k", "old");
   auto s = store_->NewWatchStream();
   auto with_prev = Req("k");
@@ -193,7 +193,7 @@ TEST_F(WatchTest, PrevKvAndFilters) {
   EXPECT_EQ(hist.events(1).prev_kv().value(), "new");
 }
 
-TEST_F(WatchTest, IdsDuplicatesAndCancel) {
+TEST_F(MvccWatchTest, IdsDuplicatesAndCancel) {
   auto s = store_->NewWatchStream();
   auto explicit_id = Req("a");
   explicit_id.set_watch_id(1);
@@ -219,7 +219,7 @@ TEST_F(WatchTest, IdsDuplicatesAndCancel) {
   EXPECT_FALSE(s->TryPop().has_value());
 }
 
-TEST_F(WatchTest, ManyWatchersOnOnePrefixGetEverything) {
+TEST_F(MvccWatchTest, ManyWatchersOnOnePrefixGetEverything) {
   constexpr int kStreams = 50, kPerStream = 20, kPuts = 100;
   std::vector<std::unique_ptr<WatchStream>> streams;
   for (int i = 0; i < kStreams; ++i) {
@@ -260,7 +260,7 @@ TEST_F(WatchTest, ManyWatchersOnOnePrefixGetEverything) {
   }
 }
 
-TEST_F(WatchTest, SlowWatcherIsParkedAndCaughtUpWithoutBlockingWriters) {
+TEST_F(MvccWatchTest, SlowWatcherIsParkedAndCaughtUpWithoutBlockingWriters) {
   Reopen(/*capacity=*/4);
   auto slow = store_->NewWatchStream();
   auto fast = store_->NewWatchStream();
@@ -287,7 +287,7 @@ TEST_F(WatchTest, SlowWatcherIsParkedAndCaughtUpWithoutBlockingWriters) {
             (std::vector<std::string>{"P k1=live@301"}));
 }
 
-TEST_F(WatchTest, CompactionWhileWatching) {
+TEST_F(MvccWatchTest, CompactionWhileWatching) {
   Reopen(/*capacity=*/1);
   auto lagging = store_->NewWatchStream();
   auto keeping_up = store_->NewWatchStream();
@@ -315,13 +315,16 @@ TEST_F(WatchTest, CompactionWhileWatching) {
   EXPECT_EQ(Describe(Next(keeping_up.get())),
             (std::vector<std::string>{"P k=11@11"}));
   EXPECT_FALSE(lagging->TryPop().has_value());
-  // Starting at or below the compaction revision fails at once.
-  EXPECT_EQ(lagging->Watch(Req("k", "", 8)).status().code(),
+  // Starting below the compaction revision fails at once; at it works.
+  EXPECT_EQ(lagging->Watch(Req("k", "", 7)).status().code(),
             StatusCode::kCompacted);
-  EXPECT_TRUE(lagging->Watch(Req("k", "", 9)).ok());
+  ASSERT_TRUE(lagging->Watch(Req("k", "", 8)).ok());
+  EXPECT_EQ(Describe(Next(lagging.get())),
+            (std::vector<std::string>{"P k=8@8", "P k=9@9", "P k=10@10",
+                                      "P k=11@11"}));
 }
 
-TEST_F(WatchTest, StreamProgressWaitsForSync) {
+TEST_F(MvccWatchTest, StreamProgressWaitsForSync) {
   for (int i = 0; i < 5; ++i) Put("k", "v");
   auto s = store_->NewWatchStream();
   s->RequestProgress();  // no watchers: answered at once
@@ -341,7 +344,7 @@ TEST_F(WatchTest, StreamProgressWaitsForSync) {
   EXPECT_EQ(p1.header().revision(), 5);
 }
 
-TEST(WatchProgressTest, PerWatcherProgressNotify) {
+TEST(MvccWatchProgressTest, PerWatcherProgressNotify) {
   testing::TempDir dir;
   FakeClock clock;
   auto store = testing::OpenOrDie(dir.path(), &clock, [](Options* o) {
@@ -363,7 +366,7 @@ TEST(WatchProgressTest, PerWatcherProgressNotify) {
   EXPECT_FALSE(s->TryPop().has_value());
 }
 
-TEST_F(WatchTest, NotifyHookRuns) {
+TEST_F(MvccWatchTest, NotifyHookRuns) {
   auto s = store_->NewWatchStream();
   std::atomic<int> calls{0};
   s->SetNotify([&] { ++calls; });
@@ -373,7 +376,7 @@ TEST_F(WatchTest, NotifyHookRuns) {
   EXPECT_TRUE(s->TryPop().has_value());
 }
 
-TEST_F(WatchTest, WatchersCreatedDuringWritesMissNothing) {
+TEST_F(MvccWatchTest, WatchersCreatedDuringWritesMissNothing) {
   // Writers run while watchers are created with start revision 0; each
   // watcher must then see every revision after its creation, in order.
   std::atomic<bool> stop{false};

@@ -69,6 +69,8 @@ class WriteTxn {
     return lease_changes_;
   }
   std::shared_ptr<EventList> TakeEvents() { return std::move(events_); }
+  // Whether the events carry prev_kv (decided when the txn began).
+  bool events_have_prev() const { return collect_prev_; }
 
  private:
   void WriteVersion(const std::string& key, bool is_delete,

@@ -47,8 +47,10 @@ struct Config {
   ReadOnlyOption read_only_option = ReadOnlyOption::kSafe;
   // Followers drop proposals instead of forwarding them to the leader.
   bool disable_proposal_forwarding = false;
-  // A leader removed from the configuration steps down when the change is
-  // applied (otherwise it leads until the next election).
+  // A leader removed from (or demoted in) the configuration hands its
+  // leadership to the most up-to-date voter when the change is applied,
+  // retrying every election timeout. Otherwise it keeps leading (without
+  // accepting proposals) until the application stops it, as etcd does.
   bool step_down_on_removal = false;
   // Seeds the randomized election timeouts; mixed with id so that nodes of
   // one simulation draw different timeouts from a single seed.

@@ -9,6 +9,8 @@ namespace kplane::raft {
 namespace {
 
 constexpr char kCampaignTransfer[] = "CampaignTransfer";
+// Marks the pre-vote of a node that is not in its own configuration.
+constexpr char kCampaignRemoved[] = "CampaignRemoved";
 constexpr char kDroppedPrefix[] = "raft proposal dropped";
 
 // Moves a message's entries into a contiguous vector (protobuf moves are
@@ -168,6 +170,20 @@ bool Raft::MaybeSendAppend(uint64_t to, bool send_if_empty) {
       LOG(FATAL) << "storage Snapshot: " << snap.status().ToString();
     }
     CHECK(!IsEmptySnapshot(*snap)) << "need non-empty snapshot";
+    // A snapshot taken before `to` joined would be refused by it (a node
+    // only installs a config that contains it), and resending it would loop.
+    // Wait until the application has taken a newer snapshot.
+    const auto& cs = snap->metadata().conf_state();
+    bool member = false;
+    for (uint64_t v : cs.voters()) member |= v == to;
+    for (uint64_t v : cs.learners()) member |= v == to;
+    for (uint64_t v : cs.voters_outgoing()) member |= v == to;
+    if (!member) {
+      LOG(DEBUG) << id << " not sending snapshot at "
+                 << snap->metadata().index() << " to " << to
+                 << ": its config predates the peer";
+      return false;
+    }
     uint64_t sindex = snap->metadata().index();
     LOG(DEBUG) << id << " [firstindex: " << raft_log.FirstIndex()
                << ", commit: " << raft_log.committed()
@@ -295,7 +311,8 @@ bool Raft::AppendEntries(raftpb::Entry* first, raftpb::Entry* last) {
   // The leader counts its own (not yet durable) append towards the quorum.
   // This is safe: the commit it may produce only leaves this node in a later
   // Ready, which the caller obtains after persisting this one.
-  prs.progress.at(id).MaybeUpdate(li);
+  auto self = prs.progress.find(id);
+  if (self != prs.progress.end()) self->second.MaybeUpdate(li);
   MaybeCommit();
   return true;
 }
@@ -332,9 +349,13 @@ void Raft::BecomeLeader() {
   Reset(term);
   lead = id;
   state = StateType::kLeader;
-  Progress& self = prs.progress.at(id);
-  self.BecomeReplicate();
-  self.recent_active = true;
+  // A leader may be outside its own config (it won as a removed node, or was
+  // removed while leading); then it has no progress of its own.
+  auto self = prs.progress.find(id);
+  if (self != prs.progress.end()) {
+    self->second.BecomeReplicate();
+    self->second.recent_active = true;
+  }
   // There may be an unapplied conf change anywhere in the log; refusing new
   // ones until everything up to here is applied is conservative and cheap.
   pending_conf_index = raft_log.LastIndex();
@@ -347,8 +368,24 @@ void Raft::BecomeLeader() {
 
 // ---- elections ----
 
+bool Raft::RemovedButMayCampaign() const {
+  return !prs.progress.count(id) && !prs.config.voters.incoming.empty() &&
+         !raft_log.HasPendingSnapshot();
+}
+
 void Raft::Hup(CampaignType t) {
   if (state == StateType::kLeader) return;
+  if (!Promotable() && RemovedButMayCampaign() &&
+      t != CampaignType::kTransfer) {
+    // Removed from our (applied) config, but the others may not have applied
+    // that removal yet: members still in a joint config can need our vote,
+    // which our longer log would deny them, and only we could bring them the
+    // commit. So we may campaign, always with a pre-vote that voters grant
+    // only if our log is strictly ahead of theirs; once everyone caught up,
+    // a removed node can no longer disturb the cluster (etcd-io/etcd#12359).
+    if (!HasUnappliedConfChanges()) Campaign(CampaignType::kPreElection);
+    return;
+  }
   if (!Promotable()) {
     LOG(DEBUG) << id << " is unpromotable and can not campaign";
     return;
@@ -382,7 +419,8 @@ bool Raft::HasUnappliedConfChanges() const {
 }
 
 void Raft::Campaign(CampaignType t) {
-  if (!Promotable()) return;
+  bool removed = !Promotable();
+  if (removed && !RemovedButMayCampaign()) return;
   raftpb::MessageType vote_msg;
   uint64_t vote_term;
   if (t == CampaignType::kPreElection) {
@@ -413,6 +451,9 @@ void Raft::Campaign(CampaignType t) {
     m.set_index(raft_log.LastIndex());
     m.set_logterm(raft_log.LastTerm());
     if (t == CampaignType::kTransfer) m.set_context(kCampaignTransfer);
+    if (removed && t == CampaignType::kPreElection) {
+      m.set_context(kCampaignRemoved);
+    }
     Send(std::move(m));
   }
 }
@@ -438,7 +479,7 @@ void Raft::Tick() {
 
 void Raft::TickElection() {
   ++election_elapsed;
-  if (Promotable() && PastElectionTimeout()) {
+  if ((Promotable() || RemovedButMayCampaign()) && PastElectionTimeout()) {
     election_elapsed = 0;
     raftpb::Message m;
     m.set_from(id);
@@ -462,6 +503,10 @@ void Raft::TickHeartbeat() {
     // (thesis §3.10) so proposals flow again.
     if (state == StateType::kLeader && lead_transferee != kNone) {
       AbortLeaderTransfer();
+    }
+    // A leader removed from the config keeps trying to hand over.
+    if (state == StateType::kLeader && step_down_on_removal && !IsVoter(id)) {
+      HandOffLeadership();
     }
   }
   if (state != StateType::kLeader) return;
@@ -556,7 +601,13 @@ Status Raft::Step(raftpb::Message m) {
                       (m.type() == raftpb::MsgPreVote && m.term() > term);
       // ...and the candidate's log is at least as up-to-date (§5.4.1).
       // Learners may vote too: one may have been promoted without knowing.
-      if (can_vote && raft_log.IsUpToDate(m.index(), m.logterm())) {
+      bool up_to_date = raft_log.IsUpToDate(m.index(), m.logterm());
+      if (m.context() == kCampaignRemoved) {
+        // A removed node must be strictly ahead (see Hup).
+        up_to_date = up_to_date && !(m.index() == raft_log.LastIndex() &&
+                                     m.logterm() == raft_log.LastTerm());
+      }
+      if (can_vote && up_to_date) {
         LOG(DEBUG) << id << " cast " << raftpb::MessageType_Name(m.type())
                    << " for " << m.from() << " at term " << term;
         raftpb::Message resp;
@@ -579,6 +630,12 @@ Status Raft::Step(raftpb::Message m) {
         resp.set_type(VoteResponseType(m.type()));
         resp.set_reject(true);
         Send(std::move(resp));
+        // A removed node that is ahead of a candidate is the one that must
+        // lead (see Hup): campaign now rather than race the members' timers.
+        if (!up_to_date && state == StateType::kFollower && !Promotable() &&
+            RemovedButMayCampaign()) {
+          Hup(CampaignType::kPreElection);
+        }
       }
       return Status::Ok();
     }
@@ -802,6 +859,11 @@ Status Raft::StepLeader(raftpb::Message& m) {
             LOG(DEBUG) << id << " sent MsgTimeoutNow to " << m.from()
                        << " after received MsgAppResp";
             SendTimeoutNow(m.from());
+            // A removed leader's hand-off is done: the transferee has our
+            // whole log, so we would grant it our vote.
+            if (step_down_on_removal && !IsVoter(id)) {
+              BecomeFollower(term, kNone);
+            }
           }
         }
       }
@@ -1061,10 +1123,10 @@ bool Raft::Restore(const raftpb::Snapshot& s) {
   for (uint64_t v : cs.learners()) found |= v == id;
   for (uint64_t v : cs.voters_outgoing()) found |= v == id;
   if (!found) {
-    LOG(WARNING) << id
-                 << " attempted to restore snapshot but it is not in "
-                    "the ConfState "
-                 << DescribeConfState(cs) << "; should never happen";
+    // Happens when the leader's latest snapshot predates this node's
+    // addition; the leader retries until it has a newer one.
+    LOG(DEBUG) << id << " ignoring snapshot at index " << meta.index()
+               << ": not in its ConfState " << DescribeConfState(cs);
     return false;
   }
   // If we already have the snapshot's last entry, just fast-forward commit:
@@ -1111,8 +1173,16 @@ raftpb::ConfState Raft::SwitchToConfig(ConfigAndProgress cp) {
   bool present = it != prs.progress.end();
   is_learner = present && it->second.is_learner;
   if ((!present || is_learner) && state == StateType::kLeader) {
-    // Removed or demoted while leading.
-    if (step_down_on_removal) BecomeFollower(term, kNone);
+    // Removed or demoted while leading. Tell everyone the commit index (the
+    // followers may not know yet that the change committed), then hand
+    // leadership to the most up-to-date voter. Simply stepping down could
+    // deadlock: followers that have not applied the change still count us
+    // in their quorum, and our longer log denies them our vote.
+    if (step_down_on_removal) {
+      MaybeCommit();
+      BcastAppend();
+      HandOffLeadership();
+    }
     return cs;
   }
   if (state != StateType::kLeader || cs.voters_size() == 0) return cs;
@@ -1131,6 +1201,40 @@ raftpb::ConfState Raft::SwitchToConfig(ConfigAndProgress cp) {
     AbortLeaderTransfer();
   }
   return cs;
+}
+
+bool Raft::IsVoter(uint64_t node) const {
+  auto it = prs.progress.find(node);
+  return it != prs.progress.end() && !it->second.is_learner &&
+         prs.config.voters.Ids().count(node) > 0;
+}
+
+void Raft::HandOffLeadership() {
+  uint64_t best = kNone;
+  uint64_t best_match = 0;
+  for (uint64_t v : prs.config.voters.incoming.ids()) {
+    if (v == id) continue;
+    uint64_t match = prs.progress.at(v).match;
+    if (best == kNone || match > best_match) {
+      best = v;
+      best_match = match;
+    }
+  }
+  if (best == kNone) {
+    BecomeFollower(term, kNone);
+    return;
+  }
+  LOG(DEBUG) << id << " was removed from the config and hands leadership to "
+             << best;
+  // As MsgTransferLeader: bring it up to date, then MsgTimeoutNow.
+  election_elapsed = 0;
+  lead_transferee = best;
+  if (best_match == raft_log.LastIndex()) {
+    SendTimeoutNow(best);
+    BecomeFollower(term, kNone);
+  } else {
+    SendAppend(best);
+  }
 }
 
 void Raft::AdvanceApplied(uint64_t new_applied, uint64_t applied_bytes) {

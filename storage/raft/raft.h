@@ -65,6 +65,9 @@ class Raft {
   bool HasLeader() const { return lead != kNone; }
   // May this node campaign (a voter, without a pending snapshot)?
   bool Promotable() const;
+  // Not in its own config but with a non-empty one: may campaign, under a
+  // stricter pre-vote (see Hup()).
+  bool RemovedButMayCampaign() const;
 
   void BecomeFollower(uint64_t term, uint64_t lead);
   void BecomeCandidate();
@@ -154,6 +157,9 @@ class Raft {
   raftpb::ConfState SwitchToConfig(ConfigAndProgress cp);
   bool Restore(const raftpb::Snapshot& s);
   void AbortLeaderTransfer() { lead_transferee = kNone; }
+  bool IsVoter(uint64_t node) const;
+  // A leader that is no longer a voter transfers leadership away.
+  void HandOffLeadership();
   bool CommittedEntryInCurrentTerm() const;
   raftpb::Message ResponseToReadIndexReq(const raftpb::Message& req,
                                          uint64_t read_index);

@@ -123,7 +123,9 @@ Ready RawNode::GetReady() {
   rd.read_states.swap(r.read_states);
   // Term and vote must be durable before we answer anyone (§5 "persistent
   // state"), and so must new entries; a commit index alone need not be.
-  rd.must_sync = !rd.entries.empty() || hs.vote() != prev_hard_state_.vote() ||
+  // A snapshot too: the MsgAppResp acking it is in rd.messages.
+  rd.must_sync = !rd.entries.empty() || !IsEmptySnapshot(rd.snapshot) ||
+                 hs.vote() != prev_hard_state_.vote() ||
                  hs.term() != prev_hard_state_.term();
 
   ready_outstanding_ = true;

@@ -65,8 +65,8 @@ struct Ready {
   EntryVec committed_entries;
   // Messages to send to peers (after persisting, unless we are leader).
   std::vector<raftpb::Message> messages;
-  // Whether the hard state and entries must be synced to disk before the
-  // messages go out (false when only the commit index changed).
+  // Whether the hard state, entries and snapshot must be synced to disk
+  // before the messages go out (false when only the commit index changed).
   bool must_sync = false;
 };
 

@@ -110,19 +110,26 @@ class RaftNodeTest : public ::testing::Test {
   }
 
   // Waits (on leader-change callbacks, not a timer) until a member that is
-  // not marked down leads.
+  // not marked down leads and every member that is up follows it.
   uint64_t WaitLeader() {
     std::unique_lock<std::mutex> l(leader_mu_);
     uint64_t found = 0;
+    // Every member that is up must see the same leader: a proposal through
+    // a follower that has not yet heard from the leader is dropped.
     leader_cv_.wait_for(l, std::chrono::seconds(30), [&] {
+      found = 0;
       for (auto& [id, m] : members_) {
         std::lock_guard<std::mutex> tl(transport_.mu);
-        if (!transport_.down.count(id) && m->node->is_leader()) {
-          found = id;
-          return true;
+        if (!transport_.down.count(id) && m->node->is_leader()) found = id;
+      }
+      if (found == 0) return false;
+      for (auto& [id, m] : members_) {
+        std::lock_guard<std::mutex> tl(transport_.mu);
+        if (!transport_.down.count(id) && m->node->leader() != found) {
+          return false;
         }
       }
-      return false;
+      return true;
     });
     return found;
   }

@@ -330,13 +330,14 @@ void StoreServer::Stop() {
   for (auto& [id, w] : waiters) {
     w.done(UnavailableError("etcdserver: server stopped"));
   }
-  std::map<uint64_t, std::function<void(Status)>> reads;
+  std::map<uint64_t, ReadWaiter> reads;
   {
     std::lock_guard<std::mutex> l(apply_mu_);
     reads.swap(read_waiters_);
   }
-  for (auto& [seq, fn] : reads)
-    fn(UnavailableError("etcdserver: server stopped"));
+  for (auto& [seq, w] : reads) {
+    w.ready(UnavailableError("etcdserver: server stopped"));
+  }
   if (read_pool_) read_pool_->Shutdown();
   if (store_) store_->Close();
 }
@@ -432,7 +433,8 @@ void StoreServer::LinearizableReadAsync(std::function<void(Status)> ready) {
     }
     uint64_t seq = ++read_seq_;
     read_heap_.push({*idx, seq});
-    read_waiters_[seq] = ready;
+    read_waiters_[seq] =
+        ReadWaiter{ready, clock_->Now() + config_.request_timeout};
   });
 }
 
@@ -444,7 +446,7 @@ void StoreServer::SetApplied(uint64_t index) {
     while (!read_heap_.empty() && read_heap_.top().first <= applied_.load()) {
       auto it = read_waiters_.find(read_heap_.top().second);
       if (it != read_waiters_.end()) {
-        ready.push_back(std::move(it->second));
+        ready.push_back(std::move(it->second.ready));
         read_waiters_.erase(it);
       }
       read_heap_.pop();
@@ -647,6 +649,10 @@ void StoreServer::ApplyConfChange(const raftpb::Entry& e) {
           transport_->AddPeer(m.id(),
                               {m.peer_urls().begin(), m.peer_urls().end()});
         }
+        // The new member has an empty log and must start from a snapshot
+        // whose configuration includes it; the raft core will not send one
+        // that predates it, so take one now.
+        if (m.id() != member_id_) force_snapshot_ = true;
       } else {
         changed = membership_->ApplyPromote(e.index(), cc.node_id());
       }
@@ -710,7 +716,12 @@ Status StoreServer::InstallSnapshot(const raftpb::Snapshot& snap) {
 
 void StoreServer::MaybeSnapshot() {
   uint64_t applied = applied_.load();
-  if (applied < last_snapshot_index_ + config_.snapshot_count) return;
+  if (applied <= last_snapshot_index_) return;
+  if (!force_snapshot_ &&
+      applied < last_snapshot_index_ + config_.snapshot_count) {
+    return;
+  }
+  force_snapshot_ = false;
   // The marker promises the state machine holds everything up to `applied`
   // durably: flush the MVCC store's unsynced writes first.
   Status s = store_->Sync();
@@ -764,6 +775,23 @@ void StoreServer::FailExpiredWaiters() {
   for (auto& cb : expired) {
     proposals_failed_->Inc();
     cb(Status(StatusCode::kTimeout, "etcdserver: request timed out"));
+  }
+  // Reads waiting for an applied index this member does not reach in time
+  // (it is cut off from the leader, or catching up).
+  std::vector<std::function<void(Status)>> reads;
+  {
+    std::lock_guard<std::mutex> l(apply_mu_);
+    for (auto it = read_waiters_.begin(); it != read_waiters_.end();) {
+      if (it->second.deadline <= now) {
+        reads.push_back(std::move(it->second.ready));
+        it = read_waiters_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (auto& fn : reads) {
+    fn(Status(StatusCode::kTimeout, "etcdserver: request timed out"));
   }
 }
 

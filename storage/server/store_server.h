@@ -271,11 +271,16 @@ class StoreServer : public KV {
                       std::vector<std::pair<uint64_t, uint64_t>>,
                       std::greater<>>
       read_heap_;  // (index, seq), guarded by apply_mu_
-  std::map<uint64_t, std::function<void(Status)>> read_waiters_;
+  struct ReadWaiter {
+    std::function<void(Status)> ready;
+    TimePoint deadline;
+  };
+  std::map<uint64_t, ReadWaiter> read_waiters_;  // guarded by apply_mu_
   uint64_t read_seq_ = 0;
   std::atomic<uint64_t> applied_{0};
   raftpb::ConfState conf_state_;      // apply thread only
   uint64_t last_snapshot_index_ = 0;  // apply thread only
+  bool force_snapshot_ = false;       // apply thread only
   std::atomic<uint64_t> applied_term_{0};
   uint64_t applied_entry_term_ = 0;  // apply thread only
   std::thread apply_thread_;

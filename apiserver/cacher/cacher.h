@@ -1,0 +1,159 @@
+// Cacher: the watch cache of one resource (the model is
+// k8s.io/apiserver/pkg/storage/cacher).
+//
+// One storage watch per resource (from the revision of an initial LIST,
+// with progress notifications so the cache's revision advances even when
+// nothing of this resource changes) feeds:
+//   - a store: the current object of every key, and
+//   - a window: the last `window_events` changes (a ring buffer),
+// and the cache answers LIST and WATCH from memory. Thousands of watchers are
+// fanned out from one dispatch thread; each event is handed to a watcher's
+// WatchSink, which must not block (the HTTP layer writes into the
+// connection's output buffer). A sink that refuses an event (client gone, or
+// its buffer over the cap: a slow client) is closed and dropped: the client
+// relists; it never stalls the others.
+//
+// Watch semantics (the HTTP layer maps query parameters onto WatchOptions):
+//   send_initial_events: first a synthetic ADDED for every object matching
+//     (in key order) as of the cache's state, then every later change;
+//   otherwise: every change with revision > `revision`. A `revision` older
+//     than the window's oldest event is Expired (410: "too old resource
+//     version: N (M)"), delivered as Close(Expired) on the sink;
+//   selectors: a MODIFIED event whose object stopped matching is delivered
+//     as DELETED, one that started matching as ADDED (as kube-apiserver);
+//   bookmarks (allow_bookmarks only): about every `bookmark_interval`, and
+//     just before a timeout closes the watch, a BOOKMARK with the cache's
+//     revision; after initial events when send_initial_events and
+//     allow_bookmarks, one BOOKMARK marked initial_events_end;
+//   timeout: the watch closes (Close(OK)) after `timeout`.
+//
+// LIST semantics (kube-apiserver 1.32 with consistent reads from cache):
+//   consistent (resourceVersion ""): the cache first catches up with the
+//     store's current revision (a progress request on its watch), waiting up
+//     to `consistent_read_wait`; if it cannot, the list is served from the
+//     store instead;
+//   any (resourceVersion "0"): the cache as it is now; `limit` is ignored;
+//   not older than N: waits up to `consistent_read_wait` for the cache to
+//     reach N, else Timeout (504 "Too large resource version: N, current: M");
+//   paginated (limit > 0 or a continue token, with resourceVersion "" or
+//     exact N): served by the ObjectStore, as 1.32 does.
+//
+// Thread-safety: all public methods may be called concurrently. Sinks are
+// called from the cache's dispatch thread, one event at a time per sink.
+#ifndef KPLANE_APISERVER_CACHER_CACHER_H_
+#define KPLANE_APISERVER_CACHER_CACHER_H_
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "apiserver/storage/object_store.h"
+#include "base/clock.h"
+#include "base/metrics.h"
+
+namespace kplane::apiserver {
+
+enum class WatchEventType { kAdded, kModified, kDeleted, kBookmark };
+std::string_view WatchEventTypeName(WatchEventType t);  // "ADDED", ...
+
+// One event as one watcher receives it. Events of the cache are shared by
+// every watcher (shared_ptr); per-watcher conversions (MODIFIED -> ADDED or
+// DELETED through a selector) are new events sharing the objects.
+struct WatchEvent {
+  WatchEventType type = WatchEventType::kAdded;
+  // The object after the change (DELETED: its last state, resourceVersion =
+  // the deletion's revision). Null for bookmarks.
+  ObjectPtr object;
+  int64_t revision = 0;
+  // Only on the bookmark that ends the initial events.
+  bool initial_events_end = false;
+
+  // Memoized encodings of this event ("json", "table", ...), so that N
+  // watchers asking for one format cost one encoding.
+  std::shared_ptr<const std::string> Encoded(
+      const std::string& format,
+      const std::function<std::string(const WatchEvent&)>& encode) const;
+
+ private:
+  mutable std::mutex mu_;
+  mutable std::map<std::string, std::shared_ptr<const std::string>> cache_;
+};
+using WatchEventPtr = std::shared_ptr<const WatchEvent>;
+
+// Where a watcher's events go. Implemented by the HTTP layer.
+class WatchSink {
+ public:
+  virtual ~WatchSink() = default;
+  // Delivers one event. Returns false when the sink cannot take it (client
+  // gone or too far behind); the watcher is then closed with
+  // Close(ResourceExhausted) and never called again.
+  virtual bool Send(const WatchEventPtr& event) = 0;
+  // Ends the watch: OK (timeout or server shutdown), Expired (the requested
+  // revision is older than the cache's window: write an ERROR event with a
+  // 410 Status, then end), or another error. Called exactly once.
+  virtual void Close(const Status& reason) = 0;
+};
+
+struct WatchOptions {
+  std::string ns;  // "" = all namespaces
+  bool send_initial_events = false;
+  int64_t revision = 0;
+  bool allow_bookmarks = false;
+  ObjectPredicate predicate;  // null = every object
+  Duration timeout = Duration(0);  // 0 = never
+};
+
+struct CacherOptions {
+  size_t window_events = 10000;
+  Duration bookmark_interval = seconds(60);
+  Duration consistent_read_wait = seconds(3);
+  Clock* clock = Clock::Real();
+  metrics::Registry* metrics = metrics::Registry::Default();
+};
+
+// A live watch; destroying it stops delivery (Close is not called).
+class WatchHandle {
+ public:
+  virtual ~WatchHandle() = default;
+};
+
+class Cacher {
+ public:
+  Cacher(ObjectStore* store, CacherOptions options = {});
+  ~Cacher();
+
+  // Starts the initial list and the storage watch on the cache's own
+  // threads; returns at once.
+  Status Start();
+  void Stop();
+  // Waits until the initial list is loaded (false on timeout).
+  bool WaitReady(Duration timeout);
+  bool ready() const { return ready_.load(); }
+
+  // Every object as of the cache now, or after the consistency rules above.
+  StatusOr<ListResult> List(std::string_view ns, int64_t revision,
+                            bool consistent, const ListOptions& opts);
+  // The current object at a key from the cache (GET with resourceVersion=0).
+  StatusOr<ObjectPtr> Get(std::string_view ns, std::string_view name);
+
+  StatusOr<std::unique_ptr<WatchHandle>> Watch(const WatchOptions& opts,
+                                               std::shared_ptr<WatchSink> sink);
+
+  // The revision the cache has caught up to.
+  int64_t revision() const { return revision_.load(); }
+  size_t num_watchers() const;
+
+ private:
+  ObjectStore* store_;
+  CacherOptions options_;
+  std::atomic<bool> ready_{false};
+  std::atomic<int64_t> revision_{0};
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kplane::apiserver
+
+#endif  // KPLANE_APISERVER_CACHER_CACHER_H_

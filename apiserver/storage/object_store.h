@@ -1,0 +1,180 @@
+// ObjectStore: Kubernetes objects in the key-value store (the model is
+// k8s.io/apiserver/pkg/storage's Interface over etcd3).
+//
+// One ObjectStore serves one resource. Objects live under
+//   /registry/<resource>/<namespace>/<name>   (namespaced)
+//   /registry/<resource>/<name>               (cluster-scoped)
+// as the envelope bytes of api/envelope.h ("k8s\0" + runtime.Unknown +
+// protobuf), so `kpctl store get /registry/pods/default/ --prefix` shows them
+// as the seeds describe. Unlike kube-apiserver, every resource uses its plural
+// (nodes under /registry/nodes, not /registry/minions; services under
+// /registry/services, not /registry/services/specs): docs/api.md.
+//
+// resourceVersion: metadata.resourceVersion of every object returned is the
+// key's mod_revision, and of a list the store revision it was read at. The
+// conversion lives in exactly one place (Versioner below). Objects are
+// stored with resourceVersion cleared (it is derived on read, as Kubernetes
+// does), so a stored value never lies about its own revision.
+//
+// Optimistic locking: every write is one storage Txn comparing the key's
+// mod_revision with the revision the caller read (or create_revision == 0 for
+// a create). GuaranteedUpdate retries its update function on a lost race
+// with the fresh object; a caller-supplied precondition (metadata.uid,
+// metadata.resourceVersion) that fails is a Conflict, never retried.
+//
+// Errors (kplane::Status; the HTTP layer maps them to metav1.Status):
+//   kNotFound       `<group-resource> "<name>" not found`
+//   kAlreadyExists  `<group-resource> "<name>" already exists`
+//   kConflict       `Operation cannot be fulfilled on <group-resource>
+//                   "<name>": the object has been modified; please apply your
+//                   changes to the latest version and try again` (or the
+//                   precondition message)
+//   kExpired        a list or continue token whose revision was compacted
+//                   (410 Expired: "The provided continue parameter is too old
+//                   to display a consistent list result. ...")
+//   kInvalidArgument  a malformed resourceVersion or continue token (400)
+//   anything the KV returns (kUnavailable, kTimeout, kNoSpace, ...)
+//
+// Thread-safety: all methods may be called concurrently.
+#ifndef KPLANE_APISERVER_STORAGE_OBJECT_STORE_H_
+#define KPLANE_APISERVER_STORAGE_OBJECT_STORE_H_
+
+#include <google/protobuf/message.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "api/scheme.h"
+#include "api/types.h"
+#include "base/clock.h"
+#include "base/statusor.h"
+#include "storage/client/kv.h"
+
+namespace kplane::apiserver {
+
+using ObjectPtr = std::shared_ptr<const google::protobuf::Message>;
+using MutableObject = std::unique_ptr<google::protobuf::Message>;
+
+// The one place where store revisions and resourceVersion strings meet.
+struct Versioner {
+  static std::string ToResourceVersion(int64_t revision);
+  // "" -> 0 (unset). Anything but a non-negative decimal is InvalidArgument
+  // `invalid resource version "<rv>"`, as kube-apiserver answers (400).
+  static StatusOr<int64_t> Parse(std::string_view resource_version);
+};
+
+struct Preconditions {
+  std::optional<std::string> uid;
+  std::optional<std::string> resource_version;
+};
+
+// What List and the watch cache filter by. Label and field selectors are
+// evaluated by the caller's predicate (the registry knows each kind's
+// fields); the store only needs a yes/no per object.
+using ObjectPredicate = std::function<bool(const google::protobuf::Message&)>;
+
+struct ListOptions {
+  // "" = most recent (a consistent read), otherwise a revision.
+  int64_t revision = 0;
+  // 0 = no limit.
+  int64_t limit = 0;
+  // An opaque token from a previous page ("" for the first page).
+  std::string continue_token;
+  ObjectPredicate predicate;  // null = every object
+};
+
+struct ListResult {
+  std::vector<ObjectPtr> items;  // in key order, resourceVersion set
+  int64_t revision = 0;          // the snapshot every page is read at
+  std::string continue_token;    // "" on the last page
+  // Objects after this page (the remainingItemCount of a list); absent when
+  // a predicate made it unknowable.
+  std::optional<int64_t> remaining_items;
+};
+
+struct ObjectStoreOptions {
+  std::string prefix = "/registry";
+  Clock* clock = Clock::Real();
+};
+
+class ObjectStore {
+ public:
+  ObjectStore(storage::KV* kv, const api::ResourceInfo* resource,
+              ObjectStoreOptions options = {});
+
+  const api::ResourceInfo& resource() const { return *resource_; }
+
+  // "/registry/pods/default/web"; namespace ignored for cluster scope.
+  std::string Key(std::string_view ns, std::string_view name) const;
+  // "/registry/pods/default/" (or "/registry/pods/" for all namespaces).
+  std::string Prefix(std::string_view ns) const;
+
+  // Creates the object at its key. `ttl_seconds` > 0 attaches a lease so
+  // the store deletes it later (events). Returns the stored object with
+  // resourceVersion set. kAlreadyExists if the key exists.
+  StatusOr<ObjectPtr> Create(const google::protobuf::Message& obj,
+                             int64_t ttl_seconds = 0);
+
+  // The object as of the most recent revision (revision 0) or, for a
+  // revision > 0, as of that revision ("resourceVersion=N" reads).
+  StatusOr<ObjectPtr> Get(std::string_view ns, std::string_view name,
+                          int64_t revision = 0);
+
+  // Reads the object, calls `update` with it, and writes the result if the
+  // key has not changed since the read; otherwise reads again and retries.
+  // `update` may return an error to abort (it is returned as is). Returning
+  // the same object unchanged (equal bytes) writes nothing and returns the
+  // current object. With `create_if_missing`, `update` receives nullptr when
+  // the key does not exist and its result is created.
+  using UpdateFn =
+      std::function<StatusOr<MutableObject>(const google::protobuf::Message*)>;
+  StatusOr<ObjectPtr> GuaranteedUpdate(std::string_view ns,
+                                       std::string_view name,
+                                       const Preconditions& pre,
+                                       const UpdateFn& update,
+                                       bool create_if_missing = false);
+
+  // Deletes the object if `pre` holds (and `validate`, called with the
+  // current object, returns OK). Returns the object as it was deleted, with
+  // resourceVersion = the deletion's revision.
+  StatusOr<ObjectPtr> Delete(
+      std::string_view ns, std::string_view name, const Preconditions& pre,
+      const std::function<Status(const google::protobuf::Message&)>& validate =
+          nullptr);
+
+  // Lists the objects under Prefix(ns), straight from the store: paginated
+  // with limit/continue at one revision (every page reports the revision of
+  // the first), filtered by the predicate. A continue token or revision at
+  // or below the compaction point is kExpired.
+  StatusOr<ListResult> List(std::string_view ns, const ListOptions& opts);
+
+  // The store's current revision (a cheap read).
+  StatusOr<int64_t> CurrentRevision();
+
+  // Decodes a stored value (the watch cache decodes what its store watch
+  // delivers with the same code).
+  StatusOr<MutableObject> Decode(std::string_view value,
+                                 int64_t mod_revision) const;
+
+  storage::KV* kv() const { return kv_; }
+
+ private:
+  storage::KV* kv_;
+  const api::ResourceInfo* resource_;
+  ObjectStoreOptions options_;
+};
+
+// Continue tokens: base64 of {"v":"meta.k8s.io/v1","rv":<rev>,"start":"<key
+// suffix>\u0000"}, as kube-apiserver encodes them.
+std::string EncodeContinueToken(int64_t revision, std::string_view start_key);
+// InvalidArgument `continue key is not valid: ...` on garbage.
+StatusOr<std::pair<int64_t, std::string>> DecodeContinueToken(
+    std::string_view token);
+
+}  // namespace kplane::apiserver
+
+#endif  // KPLANE_APISERVER_STORAGE_OBJECT_STORE_H_

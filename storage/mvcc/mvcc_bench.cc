@@ -1,0 +1,310 @@
+// mvcc_bench: Google Benchmark figures for the MVCC store (in-process, no
+// network, no raft): put, txn (compare-and-swap as the apiserver does),
+// range of 1 key and of a 1,000-key prefix (current and historical), watch
+// fan-out and catch-up, and Open() of a store holding 1,000,000 revisions.
+//
+//   mvcc_bench [--benchmark_filter=...] [google benchmark flags]
+//
+// Stores live under $KPLANE_BENCH_DIR (default /tmp). The 1M-revision
+// stores are built once (about half a minute each) and kept for later runs.
+// Rates use wall-clock time; the CPU column is the whole process's.
+#include <benchmark/benchmark.h>
+#include <stdlib.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+
+#include "base/logging.h"
+#include "storage/mvcc/store.h"
+
+namespace kplane::mvcc {
+namespace {
+
+std::string BenchDir(const std::string& name) {
+  const char* base = std::getenv("KPLANE_BENCH_DIR");
+  return std::string(base ? base : "/tmp") + "/kplane_mvcc_bench_" + name;
+}
+
+std::unique_ptr<Store> Fresh(const std::string& name, bool sync = false) {
+  std::string dir = BenchDir(name);
+  std::filesystem::remove_all(dir);
+  Options o;
+  o.dir = dir;
+  o.sync_writes = sync;
+  auto s = Store::Open(o);
+  CHECK(s.ok()) << s.status();
+  return std::move(*s);
+}
+
+std::string Value(std::mt19937_64* rng, size_t n = 256) {
+  std::string v(n, ' ');
+  for (char& c : v) c = static_cast<char>('a' + (*rng)() % 26);
+  return v;
+}
+
+etcdserverpb::PutRequest Put(const std::string& k, const std::string& v) {
+  etcdserverpb::PutRequest r;
+  r.set_key(k);
+  r.set_value(v);
+  return r;
+}
+
+std::string Key(const char* prefix, int i) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%s%08d", prefix, i);
+  return buf;
+}
+
+// PUT 256 B to random keys of 100,000 (etcd anchor's workload), one writer.
+void BM_Put(benchmark::State& state) {
+  const bool sync = state.range(0) != 0;
+  auto store = Fresh("put", sync);
+  std::mt19937_64 rng(1);
+  const std::string value = Value(&rng);
+  for (auto _ : state) {
+    auto r = store->Put(
+        Put(Key("/registry/configmaps/default/key-", rng() % 100000), value));
+    benchmark::DoNotOptimize(r);
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.SetLabel(sync ? "fsync per write" : "no fsync");
+}
+BENCHMARK(BM_Put)->Arg(0)->Arg(1)->UseRealTime()->MeasureProcessCPUTime();
+
+// The apiserver's GuaranteedUpdate: if mod_revision == known then put else
+// get, on 1,000 keys.
+void BM_TxnCompareAndSwap(benchmark::State& state) {
+  auto store = Fresh("txn");
+  std::mt19937_64 rng(2);
+  const std::string value = Value(&rng);
+  std::vector<int64_t> mod(1000);
+  for (int i = 0; i < 1000; ++i) {
+    mod[i] = store->Put(Put(Key("/registry/pods/ns/p", i), value))
+                 ->header()
+                 .revision();
+  }
+  for (auto _ : state) {
+    int i = static_cast<int>(rng() % 1000);
+    etcdserverpb::TxnRequest t;
+    auto* c = t.add_compare();
+    c->set_key(Key("/registry/pods/ns/p", i));
+    c->set_target(etcdserverpb::Compare::MOD);
+    c->set_result(etcdserverpb::Compare::EQUAL);
+    c->set_mod_revision(mod[i]);
+    *t.add_success()->mutable_request_put() = Put(c->key(), value);
+    t.add_failure()->mutable_request_range()->set_key(c->key());
+    auto r = store->Txn(t);
+    CHECK(r.ok() && r->succeeded());
+    mod[i] = r->header().revision();
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_TxnCompareAndSwap)->UseRealTime()->MeasureProcessCPUTime();
+
+// One store with 1,000 keys x `versions` versions of 256 B under a prefix,
+// plus one single key; shared by the range benchmarks.
+Store* RangeStore(int versions) {
+  static std::map<int, std::unique_ptr<Store>> stores;
+  auto& s = stores[versions];
+  if (!s) {
+    s = Fresh("range" + std::to_string(versions));
+    std::mt19937_64 rng(3);
+    CHECK(s->Put(Put("/registry/single", Value(&rng))).ok());
+    for (int v = 0; v < versions; ++v) {
+      for (int i = 0; i < 1000; ++i) {
+        CHECK(
+            s->Put(Put(Key("/registry/configmaps/range1000/", i), Value(&rng)))
+                .ok());
+      }
+    }
+    CHECK(s->Defrag().ok());  // read from SST files, not the memtable
+  }
+  return s.get();
+}
+
+void BM_Range1Key(benchmark::State& state) {
+  Store* s = RangeStore(1);
+  etcdserverpb::RangeRequest r;
+  r.set_key("/registry/single");
+  for (auto _ : state) {
+    auto resp = s->Range(r);
+    CHECK(resp.ok() && resp->kvs_size() == 1);
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_Range1Key)->UseRealTime()->MeasureProcessCPUTime();
+
+// Range of a 1,000-key prefix. Arg 0: 1 version per key. Arg 1: 100
+// versions per key, read at the current revision. Arg 2: the same store
+// read at the revision of the first version (oldest history).
+void BM_RangePrefix1000(benchmark::State& state) {
+  const int mode = static_cast<int>(state.range(0));
+  Store* s = RangeStore(mode == 0 ? 1 : 100);
+  etcdserverpb::RangeRequest r;
+  r.set_key("/registry/configmaps/range1000/");
+  r.set_range_end("/registry/configmaps/range10000");
+  if (mode == 2) r.set_revision(1001);  // every key's first version
+  for (auto _ : state) {
+    auto resp = s->Range(r);
+    CHECK(resp.ok() && resp->kvs_size() == 1000) << resp.status();
+  }
+  state.SetItemsProcessed(state.iterations() * 1000);
+  state.SetLabel(mode == 0   ? "1 version/key"
+                 : mode == 1 ? "100 versions/key, current"
+                             : "100 versions/key, oldest revision");
+}
+BENCHMARK(BM_RangePrefix1000)
+    ->Arg(0)
+    ->Arg(1)
+    ->Arg(2)
+    ->UseRealTime()
+    ->MeasureProcessCPUTime()
+    ->Unit(benchmark::kMillisecond);
+
+// Live fan-out: one put under a prefix watched by N watchers (10 per
+// stream); each iteration writes and pops every response. Items = events
+// delivered.
+void BM_WatchFanOut(benchmark::State& state) {
+  const int watchers = static_cast<int>(state.range(0));
+  auto store = Fresh("watch");
+  std::vector<std::unique_ptr<WatchStream>> streams;
+  for (int i = 0; i < watchers; ++i) {
+    if (i % 10 == 0) streams.push_back(store->NewWatchStream());
+    etcdserverpb::WatchCreateRequest w;
+    w.set_key("/registry/pods/");
+    w.set_range_end("/registry/pods0");
+    CHECK(streams.back()->Watch(w).ok());
+  }
+  std::mt19937_64 rng(4);
+  const std::string value = Value(&rng);
+  int64_t delivered = 0;
+  for (auto _ : state) {
+    CHECK(
+        store->Put(Put(Key("/registry/pods/ns/p", rng() % 1000), value)).ok());
+    for (auto& s : streams) {
+      while (auto r = s->TryPop()) delivered += r->events_size();
+    }
+  }
+  CHECK_EQ(delivered, state.iterations() * watchers);
+  state.SetItemsProcessed(delivered);
+}
+BENCHMARK(BM_WatchFanOut)
+    ->Arg(1)
+    ->Arg(100)
+    ->Arg(1000)
+    ->UseRealTime()
+    ->MeasureProcessCPUTime();
+
+// Catch-up: a watcher created at revision 1 of a 10,000-revision history;
+// time until it has received every event. Items = events.
+void BM_WatchCatchUp(benchmark::State& state) {
+  auto store = Fresh("watch_catchup");
+  std::mt19937_64 rng(5);
+  const std::string value = Value(&rng);
+  for (int i = 0; i < 10000; ++i) {
+    CHECK(store->Put(Put(Key("/registry/pods/ns/p", i % 1000), value)).ok());
+  }
+  for (auto _ : state) {
+    auto stream = store->NewWatchStream();
+    etcdserverpb::WatchCreateRequest w;
+    w.set_key("/registry/pods/");
+    w.set_range_end("/registry/pods0");
+    w.set_start_revision(1);
+    CHECK(stream->Watch(w).ok());
+    int64_t got = 0;
+    while (got < 10000) {
+      auto r = stream->Next(Clock::Real()->Now() + seconds(30));
+      CHECK(r.has_value());
+      got += r->events_size();
+    }
+  }
+  state.SetItemsProcessed(state.iterations() * 10000);
+}
+BENCHMARK(BM_WatchCatchUp)
+    ->UseRealTime()
+    ->MeasureProcessCPUTime()
+    ->Unit(benchmark::kMillisecond);
+
+// A store holding 1,000,000 revisions (1,000 keys x 1,000 versions, 100 B
+// values, never compacted), built once. `flushed`: closed cleanly; else
+// closed without flushing, as a crash leaves it (the newest writes only in
+// the WAL, up to one 64 MiB memtable).
+std::string MillionRevisionStore(bool flushed) {
+  const std::string dir = BenchDir(flushed ? "1m" : "1m_unflushed");
+  const std::string marker = dir + "/.complete";
+  if (!std::filesystem::exists(marker)) {
+    std::filesystem::remove_all(dir);
+    Options o;
+    o.dir = dir;
+    o.flush_on_close = flushed;
+    auto s = Store::Open(o);
+    CHECK(s.ok()) << s.status();
+    std::mt19937_64 rng(6);
+    const std::string value = Value(&rng, 100);
+    for (int i = 0; i < 1'000'000; ++i) {
+      CHECK(
+          (*s)->Put(Put(Key("/registry/leases/node-", i % 1000), value)).ok());
+    }
+    (*s)->Close();
+    std::ofstream(marker) << "1000000\n";
+  }
+  return dir;
+}
+
+// Open() of the 1M-revision store. Arg 0: after a clean close. Arg 1: after
+// an unflushed close (a fresh copy each time, so every Open replays the WAL,
+// as after a crash).
+void BM_OpenWith1MRevisions(benchmark::State& state) {
+  const bool crashed = state.range(0) != 0;
+  const std::string src = MillionRevisionStore(!crashed);
+  const std::string copy = BenchDir("1m_copy");
+  int64_t db_size = 0, wal = 0;
+  for (auto _ : state) {
+    std::string dir = src;
+    if (crashed) {
+      std::filesystem::remove_all(copy);
+      std::filesystem::copy(src, copy);
+      dir = copy;
+      wal = 0;
+      for (const auto& e : std::filesystem::directory_iterator(dir)) {
+        if (e.path().extension() == ".log") wal += e.file_size();
+      }
+    }
+    Options o;
+    o.dir = dir;
+    auto t0 = std::chrono::steady_clock::now();
+    auto s = Store::Open(o);
+    auto t1 = std::chrono::steady_clock::now();
+    CHECK(s.ok()) << s.status();
+    CHECK_EQ((*s)->CurrentRevision(), 1'000'000);
+    db_size = (*s)->DbSize();
+    state.SetIterationTime(std::chrono::duration<double>(t1 - t0).count());
+    (*s)->Close();
+  }
+  std::filesystem::remove_all(copy);
+  state.counters["db_MiB"] = static_cast<double>(db_size) / (1 << 20);
+  state.counters["wal_MiB"] = static_cast<double>(wal) / (1 << 20);
+  state.SetLabel(crashed ? "after unflushed close (WAL replay)"
+                         : "after clean close");
+}
+BENCHMARK(BM_OpenWith1MRevisions)
+    ->Arg(0)
+    ->Arg(1)
+    ->UseManualTime()
+    ->Iterations(5)
+    ->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace kplane::mvcc
+
+int main(int argc, char** argv) {
+  kplane::SetMinLogLevel(kplane::LogLevel::kWarning);
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -16,16 +16,26 @@
 // Watch semantics (the HTTP layer maps query parameters onto WatchOptions):
 //   send_initial_events: first a synthetic ADDED for every object matching
 //     (in key order) as of the cache's state, then every later change;
-//   otherwise: every change with revision > `revision`. A `revision` older
-//     than the window's oldest event is Expired (410: "too old resource
-//     version: N (M)"), delivered as Close(Expired) on the sink;
+//   otherwise: every change with revision > `revision` (0: from now). A
+//     `revision` older than the window's oldest event is Expired (410: "too
+//     old resource version: N (M)"), delivered as Close(Expired) on the sink;
 //   selectors: a MODIFIED event whose object stopped matching is delivered
 //     as DELETED, one that started matching as ADDED (as kube-apiserver);
-//   bookmarks (allow_bookmarks only): about every `bookmark_interval`, and
-//     just before a timeout closes the watch, a BOOKMARK with the cache's
-//     revision; after initial events when send_initial_events and
-//     allow_bookmarks, one BOOKMARK marked initial_events_end;
-//   timeout: the watch closes (Close(OK)) after `timeout`.
+//   bookmarks (allow_bookmarks only): every `bookmark_interval` from the
+//     watch's start, and 2 s before a timeout closes the watch, a BOOKMARK
+//     with the revision up to which changes were dispatched, when that is
+//     newer than the watch's start; after initial events when
+//     send_initial_events and allow_bookmarks, one BOOKMARK marked
+//     initial_events_end (docs/api-storage.md has the details);
+//   timeout: the watch closes (Close(OK)) after `timeout`;
+//   relist: when the storage watch breaks (compacted, canceled), every
+//     watcher is closed with Close(OK), as kube-apiserver's cacher does; the
+//     clients re-watch from their last revision and get 410 if the new
+//     window no longer covers it;
+//   not ready (initial list, relist): Watch waits up to
+//     `consistent_read_wait`, then fails with kResourceExhausted "storage is
+//     (re)initializing" (kube answers 429 with Retry-After 1); List and Get
+//     are served by the ObjectStore meanwhile.
 //
 // LIST semantics (kube-apiserver 1.32 with consistent reads from cache):
 //   consistent (resourceVersion ""): the cache first catches up with the
@@ -38,15 +48,27 @@
 //   paginated (limit > 0 or a continue token, with resourceVersion "" or
 //     exact N): served by the ObjectStore, as 1.32 does.
 //
+// Metrics (CacherOptions::metrics, labels {group, resource}):
+//   apiserver_watch_cache_events_dispatched_total
+//   apiserver_watch_cache_events_received_total
+//   apiserver_watch_cache_initializations_total
+//   apiserver_watch_cache_resource_version
+//   apiserver_watch_cache_read_wait_seconds
+//   apiserver_watch_cache_consistent_read_total{success, fallback}
+//   apiserver_terminated_watchers_total (sinks that refused an event)
+//   apiserver_watch_cache_watchers (gauge)
+//
 // Thread-safety: all public methods may be called concurrently. Sinks are
 // called from the cache's dispatch thread, one event at a time per sink.
 #ifndef KPLANE_APISERVER_CACHER_CACHER_H_
 #define KPLANE_APISERVER_CACHER_CACHER_H_
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "apiserver/storage/object_store.h"
@@ -101,8 +123,14 @@ struct WatchOptions {
   bool send_initial_events = false;
   int64_t revision = 0;
   bool allow_bookmarks = false;
-  ObjectPredicate predicate;  // null = every object
+  ObjectPredicate predicate;       // null = every object
   Duration timeout = Duration(0);  // 0 = never
+  // With CacherOptions::index_func: only objects whose index value (before
+  // or after a change) equals this are candidates for this watcher; the
+  // predicate still decides. E.g. a kubelet's `fieldSelector=spec.nodeName=
+  // node-7` sets "node-7", so an event costs it nothing unless it concerns
+  // node-7 (kube-apiserver's trigger index).
+  std::optional<std::string> index_value;
 };
 
 struct CacherOptions {
@@ -111,9 +139,16 @@ struct CacherOptions {
   Duration consistent_read_wait = seconds(3);
   Clock* clock = Clock::Real();
   metrics::Registry* metrics = metrics::Registry::Default();
+  // Optional exact-match index for watchers (pods: spec.nodeName). Must be a
+  // pure function of the object.
+  std::function<std::string(const google::protobuf::Message&)> index_func;
 };
 
-// A live watch; destroying it stops delivery (Close is not called).
+// A live watch; destroying it stops delivery (Close is not called): when
+// the destructor returns, the sink is not being called and never will be.
+// It may be destroyed on any thread, also inside the sink's own Send or
+// Close; elsewhere it waits for a Send in progress, so do not destroy it
+// while holding a lock that the sink's Send takes.
 class WatchHandle {
  public:
   virtual ~WatchHandle() = default;

@@ -27,13 +27,32 @@
 //   kAlreadyExists  `<group-resource> "<name>" already exists`
 //   kConflict       `Operation cannot be fulfilled on <group-resource>
 //                   "<name>": the object has been modified; please apply your
-//                   changes to the latest version and try again` (or the
-//                   precondition message)
+//                   changes to the latest version and try again` (a stale
+//                   Preconditions::resource_version on GuaranteedUpdate), or
+//                   for a failed uid precondition (and any failed DELETE
+//                   precondition) kube's storage text: `Operation cannot be
+//                   fulfilled on pods "x": StorageError: invalid object, Code:
+//                   4, Key: /registry/pods/default/x, ResourceVersion: 0,
+//                   AdditionalErrorMsg: Precondition failed: UID in
+//                   precondition: <a>, UID in object meta: <b>`
 //   kExpired        a list or continue token whose revision was compacted
 //                   (410 Expired: "The provided continue parameter is too old
-//                   to display a consistent list result. ...")
-//   kInvalidArgument  a malformed resourceVersion or continue token (400)
+//                   to display a consistent list result. You can start a new
+//                   list without the continue parameter." or "The
+//                   resourceVersion for the provided list is too old.")
+//   kTimeout        a revision newer than the store's (504 "Too large
+//                   resource version: N, current: M"; detail = M)
+//   kInvalidArgument  a malformed resourceVersion or continue token (400
+//                   "invalid continue token: continue key is not valid: ..."),
+//                   a resourceVersion together with a continue token, a
+//                   resourceVersion set on Create ("resourceVersion should
+//                   not be set on objects to be created"; kube answers 500),
+//                   an empty or path-like name or namespace
 //   anything the KV returns (kUnavailable, kTimeout, kNoSpace, ...)
+//
+// Metrics (ObjectStoreOptions::metrics): etcd_request_duration_seconds,
+// etcd_requests_total and etcd_request_errors_total with labels
+// {operation = get|create|update|delete|list, type = <group-resource>}.
 //
 // Thread-safety: all methods may be called concurrently.
 #ifndef KPLANE_APISERVER_STORAGE_OBJECT_STORE_H_
@@ -51,6 +70,7 @@
 #include "api/scheme.h"
 #include "api/types.h"
 #include "base/clock.h"
+#include "base/metrics.h"
 #include "base/statusor.h"
 #include "storage/client/kv.h"
 
@@ -99,12 +119,18 @@ struct ListResult {
 struct ObjectStoreOptions {
   std::string prefix = "/registry";
   Clock* clock = Clock::Real();
+  // etcd_request_duration_seconds{operation,type}, etcd_requests_total and
+  // etcd_request_errors_total, as kube-apiserver names them.
+  metrics::Registry* metrics = metrics::Registry::Default();
 };
+
+class LeaseManager;
 
 class ObjectStore {
  public:
   ObjectStore(storage::KV* kv, const api::ResourceInfo* resource,
               ObjectStoreOptions options = {});
+  ~ObjectStore();
 
   const api::ResourceInfo& resource() const { return *resource_; }
 
@@ -163,13 +189,45 @@ class ObjectStore {
   storage::KV* kv() const { return kv_; }
 
  private:
+  struct OpMetrics {
+    metrics::Histogram* latency;
+    metrics::Counter* total;
+    metrics::Counter* errors;
+  };
+  enum Op { kGet, kCreate, kUpdate, kDelete, kList, kNumOps };
+  // Runs one KV call and records it under `op`.
+  template <typename F>
+  auto Timed(Op op, F&& call) -> decltype(call());
+  StatusOr<std::string> CheckedKey(std::string_view ns,
+                                   std::string_view name) const;
+  // Reads the key at the latest revision: the kv, or nullopt if absent.
+  StatusOr<std::optional<mvccpb::KeyValue>> ReadKey(const std::string& key);
+  Status CheckPreconditions(const std::string& key,
+                            const google::protobuf::Message& current,
+                            const Preconditions& pre, bool for_update) const;
+
   storage::KV* kv_;
   const api::ResourceInfo* resource_;
   ObjectStoreOptions options_;
+  std::string group_resource_;   // "deployments.apps"
+  std::string resource_prefix_;  // "/registry/deployments/"
+  std::unique_ptr<LeaseManager> leases_;
+  OpMetrics metrics_[kNumOps];
 };
 
-// Continue tokens: base64 of {"v":"meta.k8s.io/v1","rv":<rev>,"start":"<key
-// suffix>\u0000"}, as kube-apiserver encodes them.
+// The Conflict of an optimistic-lock failure, worded as kube-apiserver does:
+// `Operation cannot be fulfilled on <group-resource> "<name>": the object has
+// been modified; please apply your changes to the latest version and try
+// again`. Update functions that compare a client's resourceVersion with the
+// current object return it.
+Status ObjectModifiedError(const api::ResourceInfo& resource,
+                           std::string_view name);
+
+// Continue tokens: unpadded base64url of {"v":"meta.k8s.io/v1","rv":<rev>,
+// "start":"<key suffix>\u0000"}, as kube-apiserver encodes them. The suffix
+// is relative to the listed prefix (Prefix(ns)); a revision of -1 means
+// "continue at the latest revision" (kube hands such tokens out with its
+// inconsistent-continue 410).
 std::string EncodeContinueToken(int64_t revision, std::string_view start_key);
 // InvalidArgument `continue key is not valid: ...` on garbage.
 StatusOr<std::pair<int64_t, std::string>> DecodeContinueToken(

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "apiserver/apiserver_command.h"
 #include "storage/server/store_command.h"
 
 namespace {
@@ -12,7 +13,8 @@ constexpr char kUsage[] =
     "Usage: kplane <command> [flags]\n"
     "\n"
     "Commands:\n"
-    "  store     Run one member of the replicated store (our etcd).\n"
+    "  store      Run one member of the replicated store (our etcd).\n"
+    "  apiserver  Run the Kubernetes API server.\n"
     "\n"
     "Run `kplane <command> --help` for the flags of a command.\n";
 
@@ -27,6 +29,7 @@ int main(int argc, char** argv) {
   std::string cmd = argv[1];
   std::vector<std::string> args(argv + 2, argv + argc);
   if (cmd == "store") return kplane::storage::RunStoreCommand(args);
+  if (cmd == "apiserver") return kplane::apiserver::RunApiServerCommand(args);
   std::cerr << "kplane: unknown command \"" << cmd << "\"\n\n" << kUsage;
   return 2;
 }

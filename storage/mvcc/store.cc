@@ -267,6 +267,17 @@ void Store::CommitLocked(WriteTxn* txn, uint64_t consistent_index) {
   hub_->Notify(new_rev, txn->TakeEvents(), txn->events_have_prev());
 }
 
+Status Store::ResetConsistentIndex() {
+  std::lock_guard<std::mutex> l(write_mu_);
+  rocksdb::WriteOptions wo;
+  wo.sync = true;
+  RETURN_IF_ERROR(FromRocks(
+      db_->Delete(wo, rocksdb::Slice(keys::kMetaConsistentIndex.data(),
+                                     keys::kMetaConsistentIndex.size()))));
+  consistent_index_ = 0;
+  return Status::Ok();
+}
+
 void Store::WriteMetaLocked(uint64_t consistent_index) {
   if (consistent_index == 0) return;
   rocksdb::WriteOptions wo;

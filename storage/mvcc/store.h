@@ -145,6 +145,10 @@ class Store {
   // The compaction revision physically completed.
   int64_t FinishedCompactRevision() const;
   uint64_t ConsistentIndex() const { return consistent_index_.load(); }
+  // Forgets the raft index the data was written at (durably). For restoring
+  // a snapshot into a new cluster, whose log starts over at index 1 and must
+  // not skip its first entries as "already applied".
+  Status ResetConsistentIndex();
 
   // ---- NOSPACE alarm ------------------------------------------------------
   bool NoSpaceAlarm() const { return nospace_.load(); }

@@ -42,8 +42,14 @@ void RespondResult(Responder* r, const StatusOr<T>& v) {
   }
 }
 
+// etcd accepts gRPC messages up to --max-request-bytes plus this much
+// framing room (its grpcOverheadBytes); past that its gateway answers 429.
+constexpr size_t kGrpcOverheadBytes = 512 * 1024;
+size_t g_max_grpc_message_bytes = 1536 * 1024 + kGrpcOverheadBytes;
+
 // Parses the request body; answers 400 (code 3) and returns false if it is
-// not a valid message.
+// not a valid message, or 429 (code 8) if it is larger than etcd's gRPC
+// layer would accept.
 bool ParseBody(const HttpRequest& req, Responder* r,
                google::protobuf::Message* msg) {
   Status s = etcdapi::ParseJson(req.body, msg);
@@ -52,7 +58,22 @@ bool ParseBody(const HttpRequest& req, Responder* r,
     r->Respond(400, JsonHeaders(), e.Body());
     return false;
   }
+  size_t size = msg->ByteSizeLong();
+  if (size > g_max_grpc_message_bytes) {
+    etcdapi::HttpError e{429, etcdapi::kGrpcResourceExhausted,
+                         "grpc: received message larger than max (" +
+                             std::to_string(size) + " vs. " +
+                             std::to_string(g_max_grpc_message_bytes) + ")"};
+    r->Respond(429, JsonHeaders(), e.Body());
+    return false;
+  }
   return true;
+}
+
+// etcd's gateway answers unknown paths and wrong methods in plain text.
+void RespondPlain(Responder* r, int status, const std::string& text) {
+  r->Respond(status, {{"Content-Type", "text/plain; charset=utf-8"}},
+             text + "\n");
 }
 
 // Splits a stream of concatenated JSON objects ({"a":1}{"b":2} or one per
@@ -275,11 +296,26 @@ ClientApi::ClientApi(StoreServer* server, metrics::Registry* metrics)
 
 void ClientApi::RegisterHandlers(net::HttpServer* http) {
   StoreServer* s = server_;
+  g_max_grpc_message_bytes =
+      static_cast<size_t>(s->config().max_request_bytes) + kGrpcOverheadBytes;
+  // Every API path takes POST only; other methods get etcd's plain 405.
   auto both = [http](const std::string& path, net::HttpHandler h,
                      net::RouteOptions o = {}) {
-    http->Handle("POST", "/v3" + path, h, o);
-    http->Handle("POST", "/v3beta" + path, h, o);
+    net::HttpHandler post_only = [h](const HttpRequest& req, ResponderPtr r) {
+      if (req.method != "POST") {
+        RespondPlain(r.get(), 405, "Method Not Allowed");
+        return;
+      }
+      h(req, std::move(r));
+    };
+    http->Handle("", "/v3" + path, post_only, o);
+    http->Handle("", "/v3beta" + path, post_only, o);
   };
+  for (const char* prefix : {"/v3/", "/v3beta/"}) {
+    http->HandlePrefix("", prefix, [](const HttpRequest&, ResponderPtr r) {
+      RespondPlain(r.get(), 404, "Not Found");
+    });
+  }
 
   // ---- KV ------------------------------------------------------------------
   both("/kv/range", [s](const HttpRequest& req, ResponderPtr r) {

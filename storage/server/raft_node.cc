@@ -51,6 +51,23 @@ void RaftNode::Stop() {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  // Whoever waits on a read or a proposal must hear back, also when the
+  // loop is gone: a reader blocked in StoreServer::Range would hang.
+  Inbox left;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    std::swap(left, inbox_);
+  }
+  const Status stopped(StatusCode::kUnavailable, "etcdserver: server stopped");
+  for (auto& cb : left.reads) cb(stopped);
+  for (auto& cb : reads_waiting_) cb(stopped);
+  for (auto& cb : reads_in_flight_) cb(stopped);
+  reads_waiting_.clear();
+  reads_in_flight_.clear();
+  read_in_flight_ = false;
+  for (Proposal& p : left.proposals) {
+    if (p.on_dropped) p.on_dropped(stopped);
+  }
 }
 
 void RaftNode::Wake() { cv_.notify_one(); }
@@ -76,7 +93,12 @@ void RaftNode::ProposeConfChange(raftpb::ConfChange cc,
 
 void RaftNode::ReadIndex(ReadIndexCallback cb) {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    std::unique_lock<std::mutex> l(mu_);
+    if (stop_) {
+      l.unlock();
+      cb(Status(StatusCode::kUnavailable, "etcdserver: server stopped"));
+      return;
+    }
     inbox_.reads.push_back(std::move(cb));
   }
   Wake();

@@ -86,6 +86,9 @@ class RaftNode {
 
   // Creates the raft core over the log and starts the loop thread.
   Status Start();
+  // Stops the loop. Reads still waiting, and reads asked for afterwards, are
+  // answered Unavailable; queued proposals not yet handed to raft get
+  // `on_dropped(Unavailable)`.
   void Stop();
 
   // Queues a proposal. `on_dropped` runs (on the loop thread) only if the

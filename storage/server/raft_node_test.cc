@@ -240,5 +240,34 @@ TEST_F(RaftNodeTest, RestartKeepsLogAndMembership) {
   ASSERT_TRUE(members_[1]->applier.WaitFor(2));
 }
 
+// Every ReadIndex callback runs exactly once, also when the node stops
+// first: a reader blocked on it (StoreServer::Range) would otherwise hang.
+TEST_F(RaftNodeTest, StopAnswersPendingAndLaterReads) {
+  StartCluster(3);
+  uint64_t leader = WaitLeader();
+  ASSERT_NE(leader, 0u);
+  {
+    // The leader's read round cannot complete.
+    std::lock_guard<std::mutex> l(transport_.mu);
+    transport_.down.insert(leader);
+  }
+  RaftNode* node = members_[leader]->node.get();
+  auto pending = std::make_shared<std::promise<StatusOr<uint64_t>>>();
+  auto pending_done = pending->get_future();
+  node->ReadIndex([pending](StatusOr<uint64_t> i) { pending->set_value(i); });
+  node->Stop();
+  auto later = std::make_shared<std::promise<StatusOr<uint64_t>>>();
+  auto later_done = later->get_future();
+  node->ReadIndex([later](StatusOr<uint64_t> i) { later->set_value(i); });
+  ASSERT_EQ(pending_done.wait_for(std::chrono::seconds(10)),
+            std::future_status::ready)
+      << "a read pending at Stop was never answered";
+  EXPECT_FALSE(pending_done.get().ok());
+  ASSERT_EQ(later_done.wait_for(std::chrono::seconds(10)),
+            std::future_status::ready)
+      << "a read after Stop was never answered";
+  EXPECT_EQ(later_done.get().status().code(), StatusCode::kUnavailable);
+}
+
 }  // namespace
 }  // namespace kplane::storage

@@ -209,7 +209,9 @@ int RunStoreCommand(const std::vector<std::string>& args) {
   client_opts.port = client_url->port;
   client_opts.name = "client";
   client_opts.worker_threads = 8;
-  client_opts.max_body_bytes = static_cast<size_t>(max_request) + (1 << 20);
+  // JSON (base64) is larger than the protobuf size etcd limits; let bodies
+  // up to 4x through so the API answers with etcd's own errors.
+  client_opts.max_body_bytes = 4 * (static_cast<size_t>(max_request) + (1 << 20));
   net::HttpServer client_http(client_opts);
   ClientApi api(server->get(), metrics::Registry::Default());
   api.RegisterHandlers(&client_http);
@@ -218,6 +220,19 @@ int RunStoreCommand(const std::vector<std::string>& args) {
     return fail(st.Annotate("listen " + listen_peer.front()));
   }
   if (Status st = (*server)->Start(&transport); !st.ok()) return fail(st);
+  // As etcd, serve clients only once this member has published its name
+  // and client URLs through the log (so `member list` shows them).
+  while (!(*server)->WaitReady(seconds(5))) {
+    LOG(WARNING) << "not ready yet: waiting for a leader to publish this "
+                    "member's attributes";
+    timespec zero{0, 0};
+    if (sigtimedwait(&stop_signals, nullptr, &zero) > 0) {
+      (*server)->Stop();
+      transport.Stop();
+      peer_http.Stop();
+      return 0;
+    }
+  }
   if (Status st = client_http.Start(); !st.ok()) {
     return fail(st.Annotate("listen " + listen_client.front()));
   }

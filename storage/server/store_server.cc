@@ -32,6 +32,16 @@ NullTransport* TheNullTransport() {
   return t;
 }
 
+// Makes renames and deletions inside `dir` durable.
+Status FsyncDir(const std::string& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return IOError("open " + dir + ": " + std::strerror(errno));
+  int rc = ::fsync(fd);
+  ::close(fd);
+  if (rc != 0) return IOError("fsync " + dir + ": " + std::strerror(errno));
+  return Status::Ok();
+}
+
 Status KeyNotProvided() {
   return InvalidArgumentError("etcdserver: key is not provided");
 }
@@ -127,15 +137,23 @@ Status StoreServer::OpenStores() {
   // marker reaches the WAL; if we crashed before swapping it in, do it now.
   uint64_t snap_index = log_->snapshot_metadata().index();
   std::string pending = member_dir_ + "/snap/db-" + std::to_string(snap_index);
+  // InstallSnapshot moves pending/db into place first and the membership
+  // second; the crash may have come before, between or after the two, so
+  // each is finished only if it is still pending (after the first, db/ is
+  // already the snapshot's and must not be deleted).
   if (snap_index > 0 && fs::exists(pending)) {
-    LOG(INFO) << "installing received snapshot " << pending;
+    LOG(INFO) << "finishing the install of received snapshot " << pending;
     std::error_code ec;
-    fs::remove_all(member_dir_ + "/db", ec);
-    fs::rename(pending + "/db", member_dir_ + "/db", ec);
-    if (ec) return IOError("install snapshot: " + ec.message());
+    if (fs::exists(pending + "/db")) {
+      fs::remove_all(member_dir_ + "/db", ec);
+      fs::rename(pending + "/db", member_dir_ + "/db", ec);
+      if (ec) return IOError("install snapshot: " + ec.message());
+    }
     if (fs::exists(pending + "/cluster.pb")) {
       fs::rename(pending + "/cluster.pb", member_dir_ + "/cluster.pb", ec);
+      if (ec) return IOError("install snapshot membership: " + ec.message());
     }
+    RETURN_IF_ERROR(FsyncDir(member_dir_));
     fs::remove_all(pending, ec);
   }
 
@@ -275,6 +293,7 @@ Status StoreServer::Start(PeerTransport* transport) {
 
   applied_ = store_->ConsistentIndex();
   last_snapshot_index_ = log_->snapshot_metadata().index();
+  processed_index_ = last_snapshot_index_;
   conf_state_ = log_->snapshot_metadata().conf_state();
   applied_entry_term_ = log_->snapshot_metadata().term();
   apply_thread_ = std::thread([this] { ApplyLoop(); });
@@ -497,6 +516,7 @@ void StoreServer::ApplyTaskNow(ApplyTask& task) {
     CHECK(s.ok()) << "installing snapshot failed: " << s;
     conf_state_ = task.snapshot.metadata().conf_state();
     last_snapshot_index_ = task.snapshot.metadata().index();
+    processed_index_ = last_snapshot_index_;
     applied_entry_term_ = task.snapshot.metadata().term();
     SetApplied(std::max<uint64_t>(task.snapshot.metadata().index(),
                                   store_->ConsistentIndex()));
@@ -505,6 +525,7 @@ void StoreServer::ApplyTaskNow(ApplyTask& task) {
     proposals_committed_->Inc();
     ApplyEntry(e, task.term);
     applied_entry_term_ = e.term();
+    processed_index_ = e.index();
     SetApplied(e.index());
     proposals_applied_->Inc();
   }
@@ -687,8 +708,10 @@ Status StoreServer::InstallSnapshot(const raftpb::Snapshot& snap) {
   fs::remove_all(old, ec);
   fs::rename(member_dir_ + "/db", old, ec);
   if (ec) return IOError("move old db: " + ec.message());
+  if (config_.crash_hook) config_.crash_hook("install-snapshot:old-moved");
   fs::rename(dir + "/db", member_dir_ + "/db", ec);
   if (ec) return IOError("move snapshot db: " + ec.message());
+  if (config_.crash_hook) config_.crash_hook("install-snapshot:swapped");
   mvcc::Options mopts;
   mopts.dir = member_dir_ + "/db";
   mopts.clock = clock_;
@@ -708,6 +731,9 @@ Status StoreServer::InstallSnapshot(const raftpb::Snapshot& snap) {
       }
     }
   }
+  if (config_.crash_hook) config_.crash_hook("install-snapshot:membership");
+  // The renames must be durable before the pending directory goes.
+  RETURN_IF_ERROR(FsyncDir(member_dir_));
   fs::remove_all(dir, ec);
   fs::remove_all(old, ec);
   if (is_leader()) store_->LeasePromote(config_.election_timeout);
@@ -715,7 +741,9 @@ Status StoreServer::InstallSnapshot(const raftpb::Snapshot& snap) {
 }
 
 void StoreServer::MaybeSnapshot() {
-  uint64_t applied = applied_.load();
+  // Not applied_: right after a restart it is the store's consistent index,
+  // while conf_state_ still describes an earlier entry of the replay.
+  uint64_t applied = processed_index_;
   if (applied <= last_snapshot_index_) return;
   if (!force_snapshot_ &&
       applied < last_snapshot_index_ + config_.snapshot_count) {
@@ -825,7 +853,10 @@ void StoreServer::PublishAttributes() {
   a->set_name(config_.name);
   for (const auto& u : config_.client_urls) a->add_client_urls(u);
   ProposeAsync(std::move(req), [this](StatusOr<ApplyResponse> r) {
-    if (r.ok()) published_ = true;
+    if (!r.ok()) return;
+    published_ = true;
+    std::lock_guard<std::mutex> l(leader_mu_);
+    leader_cv_.notify_all();
   });
 }
 
@@ -867,6 +898,12 @@ void StoreServer::OnLeaderChange(uint64_t leader, uint64_t term) {
   } else {
     store_->LeaseDemote();
   }
+}
+
+bool StoreServer::WaitReady(Duration timeout) {
+  std::unique_lock<std::mutex> l(leader_mu_);
+  return clock_->WaitFor(l, leader_cv_, timeout,
+                         [&] { return published_.load(); });
 }
 
 bool StoreServer::WaitForLeader(Duration timeout) {
@@ -1263,7 +1300,10 @@ StatusOr<raftpb::SnapshotMetadata> StoreServer::SnapshotTo(
       return;
     }
     raftpb::SnapshotMetadata meta;
-    meta.set_index(applied_.load());
+    // The index conf_state_ and the term describe. The copy may hold more
+    // (the store's consistent index, during the replay after a restart);
+    // the receiver skips those entries when they reach it.
+    meta.set_index(processed_index_);
     meta.set_term(applied_entry_term_);
     *meta.mutable_conf_state() = conf_state_;
     p->set_value(meta);

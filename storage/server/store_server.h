@@ -35,6 +35,7 @@
 #include <mutex>
 #include <queue>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <variant>
 #include <vector>
@@ -83,6 +84,10 @@ struct StoreConfig {
 
   Clock* clock = Clock::Real();
   metrics::Registry* metrics = metrics::Registry::Default();
+  // Test seam: called at named steps of multi-step disk updates (e.g.
+  // "install-snapshot:swapped"); crash tests kill the process there. Null in
+  // production.
+  std::function<void(std::string_view step)> crash_hook;
 };
 
 // What applying one proposal produced.
@@ -199,6 +204,9 @@ class StoreServer : public KV {
   // Active alarms (NOSPACE from the store, CORRUPT from consistency checks).
   std::vector<etcdserverpb::AlarmMember> Alarms() const;
 
+  // Blocks until this member has published its attributes through the log
+  // (etcd's ready point: it serves clients only after). False on timeout.
+  bool WaitReady(Duration timeout);
   // Blocks until a leader is known (tests, `kplane up`). False on timeout.
   bool WaitForLeader(Duration timeout);
   // Blocks until `pred(leader id)` holds (0 = no leader). False on timeout.
@@ -278,6 +286,11 @@ class StoreServer : public KV {
   std::map<uint64_t, ReadWaiter> read_waiters_;  // guarded by apply_mu_
   uint64_t read_seq_ = 0;
   std::atomic<uint64_t> applied_{0};
+  // The last entry (or snapshot) the apply thread has handled: the point
+  // conf_state_ and applied_entry_term_ describe, and so the only index a
+  // snapshot may claim. After a restart applied_ starts at the store's
+  // consistent index, ahead of this until the replay reaches it.
+  uint64_t processed_index_ = 0;      // apply thread only
   raftpb::ConfState conf_state_;      // apply thread only
   uint64_t last_snapshot_index_ = 0;  // apply thread only
   bool force_snapshot_ = false;       // apply thread only

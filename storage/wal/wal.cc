@@ -163,14 +163,22 @@ StatusOr<std::unique_ptr<Wal>> Wal::Open(const std::string& dir,
   DIR* d = ::opendir(dir.c_str());
   if (d == nullptr) return ErrnoError("opendir " + dir);
   std::vector<SegmentInfo> segs;
+  std::vector<std::string> unfinished;
   while (struct dirent* e = ::readdir(d)) {
     uint64_t seq, start;
     std::string name = e->d_name;
     if (ParseSegmentName(name, &seq, &start)) {
       segs.push_back({seq, start, dir + "/" + name, 0});
+    } else if (name.size() > 8 && name.substr(name.size() - 8) == ".wal.tmp") {
+      unfinished.push_back(dir + "/" + name);
     }
   }
   ::closedir(d);
+  // A segment Cut was building when the process died: the log continues in
+  // the segment before it.
+  for (const std::string& path : unfinished) {
+    if (::unlink(path.c_str()) != 0) return ErrnoError("unlink " + path);
+  }
   std::sort(segs.begin(), segs.end(),
             [](const SegmentInfo& a, const SegmentInfo& b) {
               return a.sequence < b.sequence;
@@ -306,13 +314,36 @@ Status Wal::Cut(uint64_t next_index, const std::vector<Record>& header) {
     sticky_error_ = ErrnoError("truncate wal segment");
     return sticky_error_;
   }
-  Status s = CreateSegment(segments_.back().sequence + 1, next_index);
+  // The next segment gets its name only once its header records are
+  // durable. Were it named first, a crash before the header was synced
+  // would leave a last segment without them; the log would keep appending
+  // there after a restart, and releasing the older segments would then drop
+  // the only copies of the identity, hard state and snapshot marker.
+  const uint64_t sequence = segments_.back().sequence + 1;
+  const std::string path = dir_ + "/" + SegmentName(sequence, next_index);
+  const std::string tmp = path + ".tmp";
+  std::string data;
+  for (const Record& r : header) EncodeRecord(r, &data);
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  Status s = fd < 0 ? ErrnoError("create " + tmp) : Status::Ok();
+  if (s.ok()) s = WriteAll(fd, data.data(), data.size());
+  if (s.ok() && ::fdatasync(fd) != 0) s = ErrnoError("fdatasync " + tmp);
+  if (s.ok() && options_.crash_hook) options_.crash_hook("cut:created");
+  if (s.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {
+    s = ErrnoError("rename " + tmp);
+  }
+  if (s.ok() && ::fsync(dir_fd_) != 0) s = ErrnoError("fsync " + dir_);
   if (!s.ok()) {
+    if (fd >= 0) ::close(fd);
     sticky_error_ = s;
     return s;
   }
-  RETURN_IF_ERROR(Append(header));
-  return Sync();
+  ::close(fd_);
+  fd_ = fd;
+  offset_ = data.size();
+  preallocated_to_ = offset_;
+  segments_.push_back({sequence, next_index, path, offset_});
+  return Status::Ok();
 }
 
 Status Wal::ReleaseBefore(uint64_t index) {

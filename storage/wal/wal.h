@@ -48,6 +48,11 @@ struct Options {
   // Space reserved ahead with fallocate(KEEP_SIZE) so appends rarely
   // allocate extents. 0 disables.
   size_t preallocate_bytes = 64 << 20;
+  // Test seam: called at named points of multi-step file updates
+  // ("cut:created": the next segment exists on disk, possibly under a
+  // temporary name, but Cut has not returned). Crash tests kill the process
+  // there. Null in production.
+  std::function<void(std::string_view point)> crash_hook;
 };
 
 struct SegmentInfo {
@@ -84,8 +89,10 @@ class Wal {
   // Syncs and closes the current segment and starts a new one named after
   // `next_index` (the index the next entry will carry), beginning with
   // `header` (e.g. the current hard state and snapshot marker, so that older
-  // segments can be released without losing them). The new segment and the
-  // directory entry are synced before Cut returns.
+  // segments can be released without losing them). The new segment is
+  // written under a temporary name and renamed once its header is durable,
+  // so a crash never leaves a segment without it; the directory entry is
+  // synced before Cut returns.
   Status Cut(uint64_t next_index, const std::vector<Record>& header);
 
   // Deletes whole segments all of whose entries have index < `index`. The

@@ -236,5 +236,59 @@ TEST_F(WalTest, KillNineLosesNoSyncedRecord) {
   }
 }
 
+// A crash in the middle of Cut, after the next segment was created but
+// before its header records (identity, snapshot marker, hard state) were
+// durable, must not leave a segment without them: the log keeps appending
+// to the newest segment after a restart, and once the older segments are
+// released the header records must still be in the log.
+TEST_F(WalTest, CrashDuringCutKeepsHeaderRecordsAfterRelease) {
+  Options opts;
+  opts.segment_bytes = 512;
+  opts.preallocate_bytes = 0;
+  const Record identity{4, 0, "identity"};
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    Options child_opts = opts;
+    child_opts.crash_hook = [](std::string_view point) {
+      if (point == "cut:created") raise(SIGKILL);
+    };
+    auto w = Wal::Open(dir_, child_opts, [](const Record&) {});
+    if (!w.ok() || !(*w)->Append(identity).ok()) _exit(3);
+    for (uint64_t i = 1;; ++i) {
+      if (!(*w)->Append(Entry(i)).ok() || !(*w)->Sync().ok()) _exit(4);
+      if ((*w)->NeedsCut()) (void)(*w)->Cut(i + 1, {identity});
+    }
+  }
+  int status;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+      << "child exited with " << status;
+
+  // Restart, keep writing (less than a segment), then release everything
+  // behind the newest segment, as a snapshot does.
+  uint64_t next = 1;
+  auto w = Wal::Open(dir_, opts, [&](const Record& r) {
+    if (r.type == 1) next = r.index + 1;
+  });
+  ASSERT_TRUE(w.ok()) << w.status();
+  for (int k = 0; k < 3; ++k, ++next) {
+    ASSERT_TRUE((*w)->Append(Entry(next)).ok());
+  }
+  ASSERT_TRUE((*w)->Sync().ok());
+  ASSERT_TRUE((*w)->ReleaseBefore(next).ok());
+  w->reset();
+
+  int identities = 0;
+  uint64_t last = 0;
+  auto again = Wal::Open(dir_, opts, [&](const Record& r) {
+    if (r.type == 4) ++identities;
+    if (r.type == 1) last = r.index;
+  });
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_GE(identities, 1) << "the identity record was lost";
+  EXPECT_EQ(last, next - 1);
+}
+
 }  // namespace
 }  // namespace kplane::wal

@@ -1,0 +1,835 @@
+// HTTP tests of the REST verbs against a real ApiServer on a loopback port
+// over an embedded store: create/get/list/update/patch/delete, their
+// metadata rules, errors as metav1.Status, encodings, Tables.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "api/envelope.h"
+#include "api/types.h"
+#include "apiserver/test_server.h"
+#include "net/http_test_util.h"
+#include "net/url.h"
+
+namespace kplane::apiserver {
+namespace {
+
+using testing::Response;
+using testing::TestServer;
+
+constexpr char kPods[] = "/api/v1/namespaces/default/pods";
+constexpr char kConfigMaps[] = "/api/v1/namespaces/default/configmaps";
+constexpr char kDeployments[] = "/apis/apps/v1/namespaces/default/deployments";
+
+std::string Pod(const std::string& name, const std::string& extra_meta = "",
+                const std::string& extra_spec = "") {
+  return R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":")" + name +
+         "\"" + extra_meta +
+         R"(},"spec":{"containers":[{"name":"c","image":"nginx"}])" +
+         extra_spec + "}}";
+}
+
+std::string Deployment(const std::string& name, int replicas) {
+  return R"({"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":")" +
+         name + R"("},"spec":{"replicas":)" + std::to_string(replicas) +
+         R"(,"selector":{"matchLabels":{"app":")" + name +
+         R"("}},"template":{"metadata":{"labels":{"app":")" + name +
+         R"("}},"spec":{"containers":[{"name":"nginx","image":"nginx:1.27"}]}}}})";
+}
+
+std::string ConfigMap(const std::string& name,
+                      const std::string& labels = "{}") {
+  return R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":")" +
+         name + R"(","labels":)" + labels + R"(},"data":{"k":"v"}})";
+}
+
+void ExpectStatus(const Response& r, int code, const std::string& reason) {
+  EXPECT_EQ(r.code, code) << r.body;
+  EXPECT_EQ(r.Str({"kind"}), "Status") << r.body;
+  EXPECT_EQ(r.Str({"apiVersion"}), "v1");
+  EXPECT_EQ(r.Str({"status"}), "Failure");
+  EXPECT_EQ(r.Str({"reason"}), reason) << r.body;
+  ASSERT_NE(r.At({"code"}), nullptr);
+  EXPECT_EQ((*r.At({"code"})).GetInt(), code);
+}
+
+TEST(ApiRestTest, CreateFillsMetadataAndGetReturnsIt) {
+  TestServer s;
+  Response c = s.Post(kPods, Pod("web"));
+  ASSERT_EQ(c.code, 201) << c.body;
+  EXPECT_EQ(c.Str({"kind"}), "Pod");
+  EXPECT_EQ(c.Str({"apiVersion"}), "v1");
+  EXPECT_EQ(c.Str({"metadata", "namespace"}), "default");
+  EXPECT_EQ(c.Str({"metadata", "uid"}).size(), 36u);
+  EXPECT_FALSE(c.Str({"metadata", "resourceVersion"}).empty());
+  EXPECT_FALSE(c.Str({"metadata", "creationTimestamp"}).empty());
+  // Server defaults (strategy) were applied.
+  EXPECT_EQ(c.Str({"spec", "restartPolicy"}), "Always");
+  // managedFields record the creating manager (Update).
+  const rapidjson::Value* mf = c.At({"metadata", "managedFields"});
+  ASSERT_NE(mf, nullptr);
+  ASSERT_TRUE(mf->IsArray());
+  EXPECT_STREQ((*mf)[0]["operation"].GetString(), "Update");
+
+  Response g = s.Get(std::string(kPods) + "/web");
+  ASSERT_EQ(g.code, 200);
+  EXPECT_EQ(g.Str({"metadata", "uid"}), c.Str({"metadata", "uid"}));
+  EXPECT_EQ(g.Str({"metadata", "resourceVersion"}),
+            c.Str({"metadata", "resourceVersion"}));
+}
+
+TEST(ApiRestTest, GenerateNameAddsFiveCharacters) {
+  TestServer s;
+  Response c =
+      s.Post(kConfigMaps, R"({"metadata":{"generateName":"job-"},"data":{}})");
+  ASSERT_EQ(c.code, 201) << c.body;
+  std::string name = c.Str({"metadata", "name"});
+  ASSERT_EQ(name.size(), 9u) << name;
+  EXPECT_EQ(name.substr(0, 4), "job-");
+  EXPECT_EQ(s.Get(std::string(kConfigMaps) + "/" + name).code, 200);
+}
+
+TEST(ApiRestTest, NamespaceRules) {
+  TestServer s;
+  Response mismatch =
+      s.Post(kConfigMaps, R"({"metadata":{"name":"a","namespace":"other"}})");
+  ExpectStatus(mismatch, 400, "BadRequest");
+  EXPECT_EQ(mismatch.Str({"message"}),
+            "the namespace of the provided object does not match the "
+            "namespace sent on the request");
+  Response missing = s.Post("/api/v1/namespaces/nope/configmaps",
+                            R"({"metadata":{"name":"a"}})");
+  ExpectStatus(missing, 404, "NotFound");
+  EXPECT_EQ(missing.Str({"message"}), "namespaces \"nope\" not found");
+  // An unknown namespace lists empty, with items [] (never null).
+  Response list = s.Get("/api/v1/namespaces/nope/configmaps");
+  ASSERT_EQ(list.code, 200);
+  ASSERT_NE(list.At({"items"}), nullptr);
+  EXPECT_TRUE(list.At({"items"})->IsArray());
+  EXPECT_EQ(list.At({"items"})->Size(), 0u);
+  EXPECT_EQ(list.Str({"kind"}), "ConfigMapList");
+  EXPECT_FALSE(list.Str({"metadata", "resourceVersion"}).empty());
+}
+
+TEST(ApiRestTest, ErrorsAreStatusObjects) {
+  TestServer s;
+  Response nf = s.Get(std::string(kPods) + "/nope");
+  ExpectStatus(nf, 404, "NotFound");
+  EXPECT_EQ(nf.Str({"message"}), "pods \"nope\" not found");
+  EXPECT_EQ(nf.Str({"details", "name"}), "nope");
+  EXPECT_EQ(nf.Str({"details", "kind"}), "pods");
+
+  ASSERT_EQ(s.Post(kDeployments, Deployment("web", 1)).code, 201);
+  Response dup = s.Post(kDeployments, Deployment("web", 1));
+  ExpectStatus(dup, 409, "AlreadyExists");
+  EXPECT_EQ(dup.Str({"message"}), "deployments.apps \"web\" already exists");
+  EXPECT_EQ(dup.Str({"details", "group"}), "apps");
+
+  Response invalid = s.Post(kDeployments, Deployment("Bad_Name", 1));
+  ExpectStatus(invalid, 422, "Invalid");
+  EXPECT_NE(
+      invalid.Str({"message"}).find("Deployment.apps \"Bad_Name\" is invalid"),
+      std::string::npos)
+      << invalid.body;
+  const rapidjson::Value* causes = invalid.At({"details", "causes"});
+  ASSERT_NE(causes, nullptr);
+  ASSERT_GT(causes->Size(), 0u);
+  EXPECT_STREQ((*causes)[0]["field"].GetString(), "metadata.name");
+
+  Response path = s.Get("/api/v1/nopes");
+  ExpectStatus(path, 404, "NotFound");
+  EXPECT_EQ(path.Str({"message"}),
+            "the server could not find the requested resource");
+
+  Response unsupported =
+      s.Do("POST", kConfigMaps, "x", {{"Content-Type", "text/plain"}});
+  ExpectStatus(unsupported, 415, "UnsupportedMediaType");
+
+  Response patch_type =
+      s.Patch(std::string(kDeployments) + "/web", "{}", "application/json");
+  ExpectStatus(patch_type, 415, "UnsupportedMediaType");
+
+  Response method = s.Put(kConfigMaps, "{}");
+  ExpectStatus(method, 405, "MethodNotAllowed");
+
+  Response accept = s.Get(kConfigMaps, "text/html");
+  ExpectStatus(accept, 406, "NotAcceptable");
+
+  Response bad_bool = s.Get(std::string(kConfigMaps) + "?watch=maybe");
+  ExpectStatus(bad_bool, 400, "BadRequest");
+}
+
+TEST(ApiRestTest, UnknownFieldsWarnOrFailUnderStrict) {
+  TestServer s;
+  Response warn =
+      s.Post(kConfigMaps, R"({"metadata":{"name":"a"},"data":{},"bogus":1})");
+  ASSERT_EQ(warn.code, 201);
+  EXPECT_EQ(warn.headers.Get("Warning"),
+            "299 - \"unknown field \\\"bogus\\\"\"");
+  Response strict = s.Post(std::string(kConfigMaps) + "?fieldValidation=Strict",
+                           R"({"metadata":{"name":"b"},"data":{},"bogus":1})");
+  ExpectStatus(strict, 400, "BadRequest");
+  EXPECT_EQ(strict.Str({"message"}),
+            "strict decoding error: unknown field \"bogus\"");
+  Response ignore = s.Post(std::string(kConfigMaps) + "?fieldValidation=Ignore",
+                           R"({"metadata":{"name":"c"},"data":{},"bogus":1})");
+  ASSERT_EQ(ignore.code, 201);
+  EXPECT_FALSE(ignore.headers.Has("Warning"));
+}
+
+TEST(ApiRestTest, YamlAndProtobufBodiesAndAnswers) {
+  TestServer s;
+  Response y = s.Do("POST", kConfigMaps,
+                    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: yml\n"
+                    "data:\n  a: \"1\"\n",
+                    {{"Content-Type", "application/yaml"}});
+  ASSERT_EQ(y.code, 201) << y.body;
+
+  // A protobuf body, as kubectl create configmap sends it.
+  api::corev1::ConfigMap cm;
+  cm.mutable_metadata()->set_name("pb");
+  (*cm.mutable_data())["a"] = "1";
+  std::string body = api::EncodeEnvelope(cm, {"v1", "ConfigMap"});
+  Response p = s.Do(
+      "POST", std::string(kConfigMaps) + "?fieldManager=kubectl-create", body,
+      {{"Content-Type", "application/vnd.kubernetes.protobuf"},
+       {"Accept", "application/vnd.kubernetes.protobuf,application/json"}});
+  ASSERT_EQ(p.code, 201) << p.body;
+  EXPECT_EQ(p.headers.Get("Content-Type"),
+            "application/vnd.kubernetes.protobuf");
+  api::corev1::ConfigMap back;
+  auto tm = api::DecodeEnvelopeInto(p.body, &back);
+  ASSERT_TRUE(tm.ok()) << tm.status();
+  EXPECT_EQ(tm->kind, "ConfigMap");
+  EXPECT_EQ(back.metadata().namespace_(), "default");
+  EXPECT_EQ(back.data().at("a"), "1");
+  EXPECT_FALSE(back.metadata().uid().empty());
+
+  Response yaml_get =
+      s.Get(std::string(kConfigMaps) + "/pb", "application/yaml");
+  ASSERT_EQ(yaml_get.code, 200);
+  EXPECT_EQ(yaml_get.headers.Get("Content-Type"), "application/yaml");
+  EXPECT_NE(yaml_get.body.find("kind: ConfigMap\n"), std::string::npos)
+      << yaml_get.body;
+
+  // Errors follow the negotiated encoding for protobuf clients.
+  Response nf = s.Get(std::string(kConfigMaps) + "/none",
+                      "application/vnd.kubernetes.protobuf");
+  EXPECT_EQ(nf.code, 404);
+  api::metav1::Status st;
+  ASSERT_TRUE(api::DecodeEnvelopeInto(nf.body, &st).ok());
+  EXPECT_EQ(st.reason(), "NotFound");
+}
+
+TEST(ApiRestTest, TablesWithPartialObjectMetadata) {
+  TestServer s;
+  ASSERT_EQ(s.Post(kPods, Pod("web", R"(,"labels":{"app":"web"})")).code, 201);
+  const std::string table_accept =
+      "application/json;as=Table;v=v1;g=meta.k8s.io,application/json";
+  Response t = s.Get(std::string(kPods) + "?limit=500", table_accept);
+  ASSERT_EQ(t.code, 200) << t.body;
+  EXPECT_EQ(t.Str({"kind"}), "Table");
+  EXPECT_EQ(t.Str({"apiVersion"}), "meta.k8s.io/v1");
+  const rapidjson::Value& cols = *t.At({"columnDefinitions"});
+  ASSERT_GE(cols.Size(), 5u);
+  EXPECT_STREQ(cols[0]["name"].GetString(), "Name");
+  EXPECT_STREQ(cols[0]["format"].GetString(), "name");
+  const rapidjson::Value& rows = *t.At({"rows"});
+  ASSERT_EQ(rows.Size(), 1u);
+  EXPECT_STREQ(rows[0]["cells"][0].GetString(), "web");
+  EXPECT_EQ(rows[0]["cells"].Size(), cols.Size());
+  const rapidjson::Value& obj = rows[0]["object"];
+  EXPECT_STREQ(obj["kind"].GetString(), "PartialObjectMetadata");
+  EXPECT_STREQ(obj["apiVersion"].GetString(), "meta.k8s.io/v1");
+  EXPECT_STREQ(obj["metadata"]["namespace"].GetString(), "default");
+  EXPECT_STREQ(obj["metadata"]["labels"]["app"].GetString(), "web");
+
+  Response full =
+      s.Get(std::string(kPods) + "?includeObject=Object", table_accept);
+  EXPECT_STREQ((*full.At({"rows"}))[0]["object"]["kind"].GetString(), "Pod");
+  Response none =
+      s.Get(std::string(kPods) + "?includeObject=None", table_accept);
+  EXPECT_FALSE((*none.At({"rows"}))[0].HasMember("object"));
+
+  Response one = s.Get(std::string(kPods) + "/web", table_accept);
+  ASSERT_EQ(one.code, 200);
+  EXPECT_EQ(one.Str({"kind"}), "Table");
+  EXPECT_EQ(one.At({"rows"})->Size(), 1u);
+
+  Response v1beta1 =
+      s.Get(kPods, "application/json;as=Table;v=v1beta1;g=meta.k8s.io");
+  EXPECT_EQ(v1beta1.Str({"apiVersion"}), "meta.k8s.io/v1beta1");
+}
+
+TEST(ApiRestTest, ListSelectorsAndPagination) {
+  TestServer s;
+  for (int i = 0; i < 5; ++i) {
+    std::string labels = i % 2 == 0 ? R"({"tier":"a"})" : R"({"tier":"b"})";
+    ASSERT_EQ(
+        s.Post(kConfigMaps, ConfigMap("cm" + std::to_string(i), labels)).code,
+        201);
+  }
+  Response a = s.Get(std::string(kConfigMaps) + "?labelSelector=tier%3Da");
+  EXPECT_EQ(a.At({"items"})->Size(), 3u);
+  Response in = s.Get(std::string(kConfigMaps) +
+                      "?labelSelector=tier%20in%20(a,b),tier!%3Dc");
+  EXPECT_EQ(in.At({"items"})->Size(), 5u) << in.body;
+  Response name =
+      s.Get(std::string(kConfigMaps) + "?fieldSelector=metadata.name%3Dcm3");
+  ASSERT_EQ(name.At({"items"})->Size(), 1u);
+  EXPECT_STREQ((*name.At({"items"}))[0]["metadata"]["name"].GetString(), "cm3");
+  Response bad = s.Get(std::string(kConfigMaps) + "?fieldSelector=spec.x%3D1");
+  ExpectStatus(bad, 400, "BadRequest");
+  EXPECT_EQ(bad.Str({"message"}), "field label not supported: spec.x");
+  Response bad_label = s.Get(std::string(kConfigMaps) + "?labelSelector=a%20b");
+  EXPECT_EQ(bad_label.code, 400);
+
+  // Pages of 2 share the first page's resourceVersion.
+  Response p1 = s.Get(std::string(kConfigMaps) + "?limit=2");
+  ASSERT_EQ(p1.At({"items"})->Size(), 2u);
+  std::string token = p1.Str({"metadata", "continue"});
+  ASSERT_FALSE(token.empty());
+  const std::string rv = p1.Str({"metadata", "resourceVersion"});
+  ASSERT_EQ(s.Post(kConfigMaps, ConfigMap("zz-late")).code, 201);
+  std::vector<std::string> names;
+  for (const auto& it : p1.At({"items"})->GetArray()) {
+    names.push_back(it["metadata"]["name"].GetString());
+  }
+  while (!token.empty()) {
+    Response p = s.Get(std::string(kConfigMaps) +
+                       "?limit=2&continue=" + net::QueryEscape(token));
+    ASSERT_EQ(p.code, 200) << p.body;
+    EXPECT_EQ(p.Str({"metadata", "resourceVersion"}), rv);
+    for (const auto& it : p.At({"items"})->GetArray()) {
+      names.push_back(it["metadata"]["name"].GetString());
+    }
+    token = p.Str({"metadata", "continue"});
+  }
+  // The snapshot: the object created after the first page is not in it.
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"cm0", "cm1", "cm2", "cm3", "cm4"}));
+
+  Response garbage = s.Get(std::string(kConfigMaps) + "?limit=2&continue=xyz");
+  EXPECT_EQ(garbage.code, 400);
+}
+
+TEST(ApiRestTest, ContinueTokenPastCompactionIsExpired) {
+  TestServer s;
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(s.Post(kConfigMaps, ConfigMap("cm" + std::to_string(i))).code,
+              201);
+  }
+  Response p1 = s.Get(std::string(kConfigMaps) + "?limit=1");
+  std::string token = p1.Str({"metadata", "continue"});
+  ASSERT_FALSE(token.empty());
+  ASSERT_EQ(s.Post(kConfigMaps, ConfigMap("later")).code, 201);
+  etcdserverpb::CompactionRequest req;
+  req.set_revision(s.store()->mvcc()->CurrentRevision());
+  req.set_physical(true);
+  ASSERT_TRUE(s.store()->Compact(req).ok());
+  Response p2 = s.Get(std::string(kConfigMaps) +
+                      "?limit=1&continue=" + net::QueryEscape(token));
+  ExpectStatus(p2, 410, "Expired");
+}
+
+TEST(ApiRestTest, TooLargeResourceVersionTimesOut) {
+  TestServer s([](ApiServerOptions* o) {
+    o->cacher.consistent_read_wait = milliseconds(100);
+  });
+  Response r = s.Get(std::string(kConfigMaps) + "?resourceVersion=999999");
+  ExpectStatus(r, 504, "Timeout");
+  EXPECT_EQ(r.headers.Get("Retry-After"), "1");
+  EXPECT_NE(r.Str({"message"}).find("Too large resource version"),
+            std::string::npos)
+      << r.body;
+  ExpectStatus(s.Get(std::string(kPods) + "/x/status/extra"), 404, "NotFound");
+}
+
+TEST(ApiRestTest, ResourceVersionMatchValidation) {
+  TestServer s;
+  Response r = s.Get(std::string(kConfigMaps) + "?resourceVersionMatch=Exact");
+  ExpectStatus(r, 422, "Invalid");
+  Response exact = s.Get(std::string(kConfigMaps) +
+                         "?resourceVersion=1&resourceVersionMatch=Exact");
+  EXPECT_EQ(exact.code, 200) << exact.body;
+  EXPECT_EQ(exact.Str({"metadata", "resourceVersion"}), "1");
+}
+
+TEST(ApiRestTest, UpdateConflictsOnStaleResourceVersion) {
+  TestServer s;
+  Response c = s.Post(kConfigMaps, ConfigMap("cfg"));
+  ASSERT_EQ(c.code, 201);
+  const std::string rv = c.Str({"metadata", "resourceVersion"});
+  std::string updated = R"({"metadata":{"name":"cfg","resourceVersion":")" +
+                        rv + R"("},"data":{"k":"v2"}})";
+  Response u = s.Put(std::string(kConfigMaps) + "/cfg", updated);
+  ASSERT_EQ(u.code, 200) << u.body;
+  EXPECT_NE(u.Str({"metadata", "resourceVersion"}), rv);
+  EXPECT_EQ(u.Str({"metadata", "uid"}), c.Str({"metadata", "uid"}));
+  Response stale = s.Put(std::string(kConfigMaps) + "/cfg", updated);
+  ExpectStatus(stale, 409, "Conflict");
+  EXPECT_EQ(stale.Str({"message"}),
+            "Operation cannot be fulfilled on configmaps \"cfg\": the object "
+            "has been modified; please apply your changes to the latest "
+            "version and try again");
+  Response wrong_name = s.Put(std::string(kConfigMaps) + "/cfg",
+                              R"({"metadata":{"name":"other"}})");
+  ExpectStatus(wrong_name, 400, "BadRequest");
+  Response missing = s.Put(std::string(kConfigMaps) + "/none",
+                           R"({"metadata":{"name":"none"}})");
+  ExpectStatus(missing, 404, "NotFound");
+}
+
+TEST(ApiRestTest, StatusIgnoredOnMainResourceAndSpecOnStatus) {
+  TestServer s;
+  Response c = s.Post(kDeployments, Deployment("web", 2));
+  ASSERT_EQ(c.code, 201);
+  EXPECT_EQ((*c.At({"metadata", "generation"})).GetInt(), 1);
+  // A main-resource patch that touches status: status is ignored, the
+  // spec change bumps generation.
+  Response p = s.Patch(std::string(kDeployments) + "/web",
+                       R"({"spec":{"replicas":3},"status":{"replicas":9}})",
+                       "application/merge-patch+json");
+  ASSERT_EQ(p.code, 200) << p.body;
+  EXPECT_EQ((*p.At({"spec", "replicas"})).GetInt(), 3);
+  EXPECT_EQ(p.At({"status", "replicas"}), nullptr) << p.body;
+  EXPECT_EQ((*p.At({"metadata", "generation"})).GetInt(), 2);
+  // /status: the spec change is ignored, status kept.
+  Response st = s.Patch(
+      std::string(kDeployments) + "/web/status",
+      R"({"spec":{"replicas":7},"status":{"replicas":3,"observedGeneration":2}})",
+      "application/merge-patch+json");
+  ASSERT_EQ(st.code, 200) << st.body;
+  EXPECT_EQ((*st.At({"spec", "replicas"})).GetInt(), 3);
+  EXPECT_EQ((*st.At({"status", "replicas"})).GetInt(), 3);
+  EXPECT_EQ((*st.At({"metadata", "generation"})).GetInt(), 2);
+  Response get_status = s.Get(std::string(kDeployments) + "/web/status");
+  EXPECT_EQ(get_status.Str({"kind"}), "Deployment");
+}
+
+TEST(ApiRestTest, PatchFlavours) {
+  TestServer s;
+  ASSERT_EQ(s.Post(kDeployments, Deployment("web", 1)).code, 201);
+  const std::string url = std::string(kDeployments) + "/web";
+  // kubectl label: merge patch.
+  Response label = s.Patch(url + "?fieldManager=kubectl-label",
+                           R"({"metadata":{"labels":{"tier":"frontend"}}})",
+                           "application/merge-patch+json");
+  ASSERT_EQ(label.code, 200) << label.body;
+  EXPECT_EQ(label.Str({"metadata", "labels", "tier"}), "frontend");
+  // kubectl apply / set image: strategic merge by container name.
+  Response smp = s.Patch(
+      url,
+      R"({"spec":{"template":{"spec":{"$setElementOrder/containers":[{"name":"nginx"},{"name":"side"}],"containers":[{"name":"nginx","image":"nginx:1.28"},{"name":"side","image":"busybox"}]}}}})",
+      "application/strategic-merge-patch+json");
+  ASSERT_EQ(smp.code, 200) << smp.body;
+  const rapidjson::Value& cs =
+      *smp.At({"spec", "template", "spec", "containers"});
+  ASSERT_EQ(cs.Size(), 2u);
+  EXPECT_STREQ(cs[0]["image"].GetString(), "nginx:1.28");
+  EXPECT_STREQ(cs[1]["name"].GetString(), "side");
+  // JSON patch.
+  Response jp =
+      s.Patch(url, R"([{"op":"replace","path":"/spec/replicas","value":4}])",
+              "application/json-patch+json");
+  ASSERT_EQ(jp.code, 200) << jp.body;
+  EXPECT_EQ((*jp.At({"spec", "replicas"})).GetInt(), 4);
+  Response failed_test =
+      s.Patch(url, R"([{"op":"test","path":"/spec/replicas","value":99}])",
+              "application/json-patch+json");
+  EXPECT_EQ(failed_test.code, 422) << failed_test.body;
+  // A resourceVersion in a patch is a precondition.
+  Response stale = s.Patch(url, R"({"metadata":{"resourceVersion":"1"}})",
+                           "application/merge-patch+json");
+  ExpectStatus(stale, 409, "Conflict");
+  Response missing = s.Patch(std::string(kDeployments) + "/none", "{}",
+                             "application/merge-patch+json");
+  ExpectStatus(missing, 404, "NotFound");
+  Response malformed = s.Patch(url, "{", "application/merge-patch+json");
+  ExpectStatus(malformed, 400, "BadRequest");
+}
+
+TEST(ApiRestTest, ServerSideApply) {
+  TestServer s;
+  const std::string url = std::string(kDeployments) + "/web";
+  Response no_manager =
+      s.Patch(url, Deployment("web", 1), "application/apply-patch+yaml");
+  ExpectStatus(no_manager, 422, "Invalid");
+  Response created =
+      s.Patch(url + "?fieldManager=kubectl&force=false", Deployment("web", 1),
+              "application/apply-patch+yaml");
+  ASSERT_EQ(created.code, 201) << created.body;
+  const rapidjson::Value* mf = created.At({"metadata", "managedFields"});
+  ASSERT_NE(mf, nullptr);
+  ASSERT_EQ(mf->Size(), 1u);
+  EXPECT_STREQ((*mf)[0]["manager"].GetString(), "kubectl");
+  EXPECT_STREQ((*mf)[0]["operation"].GetString(), "Apply");
+  // Re-apply with a change: 200.
+  Response updated =
+      s.Patch(url + "?fieldManager=kubectl", Deployment("web", 3),
+              "application/apply-patch+yaml");
+  ASSERT_EQ(updated.code, 200) << updated.body;
+  EXPECT_EQ((*updated.At({"spec", "replicas"})).GetInt(), 3);
+  // Another manager changes replicas with an ordinary update...
+  ASSERT_EQ(
+      s.Patch(url + "?fieldManager=kubectl-scale", R"({"spec":{"replicas":5}})",
+              "application/merge-patch+json")
+          .code,
+      200);
+  // ...so applying replicas again conflicts, unless forced.
+  Response conflict =
+      s.Patch(url + "?fieldManager=kubectl", Deployment("web", 3),
+              "application/apply-patch+yaml");
+  ExpectStatus(conflict, 409, "Conflict");
+  const rapidjson::Value* causes = conflict.At({"details", "causes"});
+  ASSERT_NE(causes, nullptr);
+  EXPECT_STREQ((*causes)[0]["reason"].GetString(), "FieldManagerConflict");
+  EXPECT_STREQ((*causes)[0]["field"].GetString(), ".spec.replicas");
+  Response forced =
+      s.Patch(url + "?fieldManager=kubectl&force=true", Deployment("web", 3),
+              "application/apply-patch+yaml");
+  ASSERT_EQ(forced.code, 200) << forced.body;
+  EXPECT_EQ((*forced.At({"spec", "replicas"})).GetInt(), 3);
+}
+
+TEST(ApiRestTest, DryRunWritesNothing) {
+  TestServer s;
+  Response c =
+      s.Post(std::string(kConfigMaps) + "?dryRun=All", ConfigMap("dry"));
+  ASSERT_EQ(c.code, 201) << c.body;
+  EXPECT_FALSE(c.Str({"metadata", "uid"}).empty());
+  EXPECT_EQ(s.Get(std::string(kConfigMaps) + "/dry").code, 404);
+  ASSERT_EQ(s.Post(kConfigMaps, ConfigMap("real")).code, 201);
+  Response p =
+      s.Patch(std::string(kConfigMaps) + "/real?dryRun=All",
+              R"({"data":{"k":"changed"}})", "application/merge-patch+json");
+  ASSERT_EQ(p.code, 200);
+  EXPECT_EQ(p.Str({"data", "k"}), "changed");
+  EXPECT_EQ(s.Get(std::string(kConfigMaps) + "/real").Str({"data", "k"}), "v");
+  Response d = s.Delete(std::string(kConfigMaps) + "/real?dryRun=All");
+  ASSERT_EQ(d.code, 200);
+  EXPECT_EQ(s.Get(std::string(kConfigMaps) + "/real").code, 200);
+}
+
+TEST(ApiRestTest, DeleteAnswersAndPreconditions) {
+  TestServer s;
+  Response c = s.Post(kConfigMaps, ConfigMap("gone"));
+  ASSERT_EQ(c.code, 201);
+  Response wrong_uid = s.Delete(std::string(kConfigMaps) + "/gone",
+                                R"({"preconditions":{"uid":"nope"}})");
+  ExpectStatus(wrong_uid, 409, "Conflict");
+  Response d = s.Delete(std::string(kConfigMaps) + "/gone",
+                        R"({"propagationPolicy":"Background"})");
+  ASSERT_EQ(d.code, 200) << d.body;
+  EXPECT_EQ(d.Str({"kind"}), "Status");
+  EXPECT_EQ(d.Str({"status"}), "Success");
+  EXPECT_EQ(d.Str({"details", "name"}), "gone");
+  EXPECT_EQ(d.Str({"details", "kind"}), "configmaps");
+  EXPECT_EQ(d.Str({"details", "uid"}), c.Str({"metadata", "uid"}));
+  EXPECT_EQ(s.Get(std::string(kConfigMaps) + "/gone").code, 404);
+  ExpectStatus(s.Delete(std::string(kConfigMaps) + "/gone"), 404, "NotFound");
+  // Pods answer with the object.
+  ASSERT_EQ(s.Post(kPods, Pod("p")).code, 201);
+  Response dp = s.Delete(std::string(kPods) + "/p");
+  ASSERT_EQ(dp.code, 200);
+  EXPECT_EQ(dp.Str({"kind"}), "Pod");
+  EXPECT_EQ(s.Get(std::string(kPods) + "/p").code, 404);
+}
+
+TEST(ApiRestTest, FinalizersKeepAnObjectUntilRemoved) {
+  TestServer s;
+  ASSERT_EQ(
+      s.Post(kConfigMaps,
+             R"({"metadata":{"name":"f","finalizers":["example.com/hold"]}})")
+          .code,
+      201);
+  Response d = s.Delete(std::string(kConfigMaps) + "/f");
+  ASSERT_EQ(d.code, 200) << d.body;
+  EXPECT_EQ(d.Str({"kind"}), "ConfigMap");
+  EXPECT_FALSE(d.Str({"metadata", "deletionTimestamp"}).empty());
+  Response still = s.Get(std::string(kConfigMaps) + "/f");
+  ASSERT_EQ(still.code, 200);
+  EXPECT_FALSE(still.Str({"metadata", "deletionTimestamp"}).empty());
+  // No new finalizers on a deleting object.
+  Response add =
+      s.Patch(std::string(kConfigMaps) + "/f",
+              R"({"metadata":{"finalizers":["example.com/hold","x.io/y"]}})",
+              "application/merge-patch+json");
+  ExpectStatus(add, 422, "Invalid");
+  // Removing the last finalizer deletes it.
+  Response rm = s.Patch(std::string(kConfigMaps) + "/f",
+                        R"({"metadata":{"finalizers":null}})",
+                        "application/merge-patch+json");
+  ASSERT_EQ(rm.code, 200) << rm.body;
+  EXPECT_EQ(s.Get(std::string(kConfigMaps) + "/f").code, 404);
+}
+
+TEST(ApiRestTest, PropagationPolicyFinalizers) {
+  TestServer s;
+  ASSERT_EQ(s.Post(kDeployments, Deployment("o", 1)).code, 201);
+  Response orphan = s.Delete(std::string(kDeployments) + "/o",
+                             R"({"propagationPolicy":"Orphan"})");
+  ASSERT_EQ(orphan.code, 200);
+  const rapidjson::Value* f = orphan.At({"metadata", "finalizers"});
+  ASSERT_NE(f, nullptr);
+  EXPECT_STREQ((*f)[0].GetString(), "orphan");
+  ASSERT_EQ(s.Post(kDeployments, Deployment("fg", 1)).code, 201);
+  Response fg =
+      s.Delete(std::string(kDeployments) + "/fg?propagationPolicy=Foreground");
+  ASSERT_EQ(fg.code, 200);
+  EXPECT_STREQ((*fg.At({"metadata", "finalizers"}))[0].GetString(),
+               "foregroundDeletion");
+  EXPECT_EQ(s.Get(std::string(kDeployments) + "/fg").code, 200);
+  Response bad = s.Delete(std::string(kDeployments) + "/fg",
+                          R"({"propagationPolicy":"Sideways"})");
+  ExpectStatus(bad, 422, "Invalid");
+}
+
+TEST(ApiRestTest, GracefulPodDeletion) {
+  TestServer s;
+  ASSERT_EQ(
+      s.Post(kPods,
+             Pod("bound", "",
+                 R"(,"nodeName":"node-1","terminationGracePeriodSeconds":30)"))
+          .code,
+      201);
+  Response d = s.Delete(std::string(kPods) + "/bound");
+  ASSERT_EQ(d.code, 200) << d.body;
+  EXPECT_FALSE(d.Str({"metadata", "deletionTimestamp"}).empty());
+  EXPECT_EQ((*d.At({"metadata", "deletionGracePeriodSeconds"})).GetInt(), 30);
+  EXPECT_EQ(s.Get(std::string(kPods) + "/bound").code, 200);
+  // Asking again with the same grace changes nothing.
+  Response again = s.Delete(std::string(kPods) + "/bound");
+  EXPECT_EQ(again.Str({"metadata", "resourceVersion"}),
+            d.Str({"metadata", "resourceVersion"}));
+  // The kubelet's final delete (grace 0) removes it.
+  Response final_delete =
+      s.Delete(std::string(kPods) + "/bound", R"({"gracePeriodSeconds":0})");
+  ASSERT_EQ(final_delete.code, 200);
+  EXPECT_EQ(s.Get(std::string(kPods) + "/bound").code, 404);
+}
+
+TEST(ApiRestTest, PodReaperRemovesPodsWhenGraceRunsOut) {
+  TestServer s;
+  ASSERT_EQ(s.Post(kPods, Pod("r", "", R"(,"nodeName":"node-1")")).code, 201);
+  Response list = s.Get(kPods);
+  auto w = s.Watch(std::string(kPods) + "?watch=true&resourceVersion=" +
+                   list.Str({"metadata", "resourceVersion"}));
+  Response d = s.Delete(std::string(kPods) + "/r?gracePeriodSeconds=1");
+  ASSERT_EQ(d.code, 200);
+  EXPECT_FALSE(d.Str({"metadata", "deletionTimestamp"}).empty());
+  rapidjson::Document e1 = w->NextJson();
+  EXPECT_STREQ(e1["type"].GetString(), "MODIFIED");
+  // Nobody deletes it with grace 0: the reaper does once the grace is over.
+  rapidjson::Document e2 = w->NextJson();
+  EXPECT_STREQ(e2["type"].GetString(), "DELETED");
+  EXPECT_EQ(s.Get(std::string(kPods) + "/r").code, 404);
+}
+
+TEST(ApiRestTest, DeleteCollectionBySelector) {
+  TestServer s;
+  ASSERT_EQ(s.Post(kConfigMaps, ConfigMap("a", R"({"x":"1"})")).code, 201);
+  ASSERT_EQ(s.Post(kConfigMaps, ConfigMap("b", R"({"x":"1"})")).code, 201);
+  ASSERT_EQ(s.Post(kConfigMaps, ConfigMap("c", R"({"x":"2"})")).code, 201);
+  Response d = s.Delete(std::string(kConfigMaps) + "?labelSelector=x%3D1");
+  ASSERT_EQ(d.code, 200) << d.body;
+  EXPECT_EQ(d.Str({"kind"}), "ConfigMapList");
+  EXPECT_EQ(d.At({"items"})->Size(), 2u);
+  Response left = s.Get(kConfigMaps);
+  ASSERT_EQ(left.At({"items"})->Size(), 1u);
+  EXPECT_STREQ((*left.At({"items"}))[0]["metadata"]["name"].GetString(), "c");
+}
+
+TEST(ApiRestTest, NamespaceDeletionEmptiesAndRemovesIt) {
+  TestServer s;
+  ASSERT_EQ(
+      s.Post("/api/v1/namespaces", R"({"metadata":{"name":"team"}})").code,
+      201);
+  ASSERT_EQ(s.Post("/api/v1/namespaces/team/configmaps", ConfigMap("a")).code,
+            201);
+  Response list = s.Get("/api/v1/namespaces");
+  auto w = s.Watch(
+      "/api/v1/"
+      "namespaces?watch=1&fieldSelector=metadata.name%3Dteam&resourceVersion=" +
+      list.Str({"metadata", "resourceVersion"}));
+  Response d = s.Delete("/api/v1/namespaces/team");
+  ASSERT_EQ(d.code, 200) << d.body;
+  EXPECT_EQ(d.Str({"status", "phase"}), "Terminating");
+  // No new content in a terminating namespace.
+  Response create =
+      s.Post("/api/v1/namespaces/team/configmaps", ConfigMap("b"));
+  ExpectStatus(create, 403, "Forbidden");
+  // The namespace goes away once its content is gone.
+  for (;;) {
+    rapidjson::Document e = w->NextJson();
+    ASSERT_TRUE(e.IsObject());
+    if (std::string(e["type"].GetString()) == "DELETED") break;
+  }
+  EXPECT_EQ(s.Get("/api/v1/namespaces/team").code, 404);
+  EXPECT_EQ(s.Get("/api/v1/namespaces/team/configmaps/a").code, 404);
+  ExpectStatus(s.Delete("/api/v1/namespaces/default"), 403, "Forbidden");
+}
+
+TEST(ApiRestTest, ScaleSubresource) {
+  TestServer s;
+  ASSERT_EQ(s.Post(kDeployments, Deployment("web", 2)).code, 201);
+  Response g = s.Get(std::string(kDeployments) + "/web/scale");
+  ASSERT_EQ(g.code, 200) << g.body;
+  EXPECT_EQ(g.Str({"kind"}), "Scale");
+  EXPECT_EQ(g.Str({"apiVersion"}), "autoscaling/v1");
+  EXPECT_EQ((*g.At({"spec", "replicas"})).GetInt(), 2);
+  Response p =
+      s.Patch(std::string(kDeployments) + "/web/scale",
+              R"({"spec":{"replicas":5}})", "application/merge-patch+json");
+  ASSERT_EQ(p.code, 200) << p.body;
+  EXPECT_EQ(p.Str({"kind"}), "Scale");
+  EXPECT_EQ((*p.At({"spec", "replicas"})).GetInt(), 5);
+  Response dep = s.Get(std::string(kDeployments) + "/web");
+  EXPECT_EQ((*dep.At({"spec", "replicas"})).GetInt(), 5);
+  EXPECT_EQ((*dep.At({"metadata", "generation"})).GetInt(), 2);
+  Response stale = s.Put(
+      std::string(kDeployments) + "/web/scale",
+      R"({"apiVersion":"autoscaling/v1","kind":"Scale","metadata":{"name":"web","resourceVersion":")" +
+          g.Str({"metadata", "resourceVersion"}) +
+          R"("},"spec":{"replicas":1}})");
+  ExpectStatus(stale, 409, "Conflict");
+  Response negative =
+      s.Patch(std::string(kDeployments) + "/web/scale",
+              R"({"spec":{"replicas":-1}})", "application/merge-patch+json");
+  ExpectStatus(negative, 422, "Invalid");
+}
+
+TEST(ApiRestTest, PodBinding) {
+  TestServer s;
+  ASSERT_EQ(s.Post(kPods, Pod("b")).code, 201);
+  const std::string binding =
+      R"({"apiVersion":"v1","kind":"Binding","metadata":{"name":"b"},"target":{"kind":"Node","name":"node-7"}})";
+  Response r = s.Post(std::string(kPods) + "/b/binding", binding);
+  ASSERT_EQ(r.code, 201) << r.body;
+  EXPECT_EQ(r.Str({"status"}), "Success");
+  Response pod = s.Get(std::string(kPods) + "/b");
+  EXPECT_EQ(pod.Str({"spec", "nodeName"}), "node-7");
+  Response again = s.Post(std::string(kPods) + "/b/binding", binding);
+  ExpectStatus(again, 409, "Conflict");
+  // The older collection path.
+  ASSERT_EQ(s.Post(kPods, Pod("b2")).code, 201);
+  Response legacy =
+      s.Post("/api/v1/namespaces/default/bindings",
+             R"({"metadata":{"name":"b2"},"target":{"name":"node-8"}})");
+  ASSERT_EQ(legacy.code, 201) << legacy.body;
+  EXPECT_EQ(s.Get(std::string(kPods) + "/b2").Str({"spec", "nodeName"}),
+            "node-8");
+}
+
+TEST(ApiRestTest, EventsGetAStorageLease) {
+  TestServer s;
+  Response e = s.Post(
+      "/api/v1/namespaces/default/events",
+      R"({"metadata":{"name":"ev1"},"involvedObject":{"kind":"Pod","name":"p","namespace":"default"},"reason":"Started","message":"hi","type":"Normal"})");
+  ASSERT_EQ(e.code, 201) << e.body;
+  etcdserverpb::RangeRequest req;
+  req.set_key("/registry/events/default/ev1");
+  auto r = s.store()->Range(req);
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->kvs_size(), 1);
+  EXPECT_NE(r->kvs(0).lease(), 0);
+}
+
+TEST(ApiRestTest, ConcurrentWritersLoseNoUpdate) {
+  TestServer s;
+  ASSERT_EQ(
+      s.Post(kConfigMaps, R"({"metadata":{"name":"counter"},"data":{"n":"0"}})")
+          .code,
+      201);
+  constexpr int kWriters = 8;
+  constexpr int kIncrements = 15;
+  std::atomic<int> conflicts{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kWriters; ++t) {
+    threads.emplace_back([&] {
+      net::HttpClient client("127.0.0.1", s.port());
+      for (int i = 0; i < kIncrements;) {
+        auto g = testing::ToResponse(
+            client.Request("GET", std::string(kConfigMaps) + "/counter"));
+        int n = std::stoi(g.Str({"data", "n"}));
+        std::string body =
+            R"({"metadata":{"name":"counter","resourceVersion":")" +
+            g.Str({"metadata", "resourceVersion"}) + R"("},"data":{"n":")" +
+            std::to_string(n + 1) + "\"}}";
+        auto u = testing::ToResponse(
+            client.Request("PUT", std::string(kConfigMaps) + "/counter",
+                           {{"Content-Type", "application/json"}}, body));
+        if (u.code == 200) {
+          ++i;
+        } else {
+          ASSERT_EQ(u.code, 409) << u.body;
+          ++conflicts;
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  Response final_state = s.Get(std::string(kConfigMaps) + "/counter");
+  EXPECT_EQ(final_state.Str({"data", "n"}),
+            std::to_string(kWriters * kIncrements));
+  EXPECT_GT(conflicts.load(), 0);  // the writers did race
+}
+
+TEST(ApiRestTest, TooManyRequestsWhenOverTheInflightLimit) {
+  TestServer s(
+      [](ApiServerOptions* o) { o->max_mutating_requests_inflight = 1; });
+  // A POST whose body never completes holds the only mutating slot.
+  net::testing::RawConnection stuck(s.port());
+  stuck.Send(
+      "POST /api/v1/namespaces/default/configmaps HTTP/1.1\r\n"
+      "Host: x\r\nContent-Type: application/json\r\n"
+      "Content-Length: 100\r\n\r\n{");
+  // Reads (a different limit) still work while it is held...
+  ASSERT_EQ(s.Get(kConfigMaps).code, 200);
+  // ...writes get 429 with Retry-After until a slot frees; the held
+  // request is in flight as soon as its head arrived, so retry until the
+  // server has seen it.
+  Response r;
+  for (int i = 0; i < 1000; ++i) {
+    r = s.Post(kConfigMaps, ConfigMap("x" + std::to_string(i)));
+    if (r.code == 429) break;
+  }
+  ExpectStatus(r, 429, "TooManyRequests");
+  EXPECT_EQ(r.headers.Get("Retry-After"), "1");
+}
+
+TEST(ApiRestTest, RequestEntityTooLarge) {
+  TestServer s([](ApiServerOptions* o) { o->max_request_body_bytes = 1024; });
+  std::string big = R"({"metadata":{"name":"big"},"data":{"k":")" +
+                    std::string(2000, 'x') + "\"}}";
+  Response r = s.Post(kConfigMaps, big);
+  ExpectStatus(r, 413, "RequestEntityTooLarge");
+  EXPECT_EQ(r.Str({"message"}), "Request entity too large: limit is 1024");
+  EXPECT_EQ(s.Post(kConfigMaps, ConfigMap("small")).code, 201);
+}
+
+TEST(ApiRestTest, MetricsCountRequests) {
+  TestServer s;
+  ASSERT_EQ(s.Get(std::string(kPods) + "/none").code, 404);
+  ASSERT_EQ(s.Get(kPods).code, 200);
+  Response m = s.Get("/metrics");
+  ASSERT_EQ(m.code, 200);
+  EXPECT_NE(
+      m.body.find("apiserver_request_total{verb=\"GET\",group=\"\",version="
+                  "\"v1\",resource=\"pods\",subresource=\"\",scope="
+                  "\"resource\",code=\"404\"} 1"),
+      std::string::npos)
+      << m.body.substr(0, 3000);
+  EXPECT_NE(
+      m.body.find("apiserver_request_duration_seconds_bucket{verb=\"LIST\""),
+      std::string::npos);
+  EXPECT_NE(m.body.find("apiserver_longrunning_requests"), std::string::npos);
+  // The storage layer's latency, in the same registry.
+  EXPECT_NE(
+      m.body.find("etcd_request_duration_seconds_bucket{operation=\"get\""),
+      std::string::npos);
+}
+
+}  // namespace
+}  // namespace kplane::apiserver

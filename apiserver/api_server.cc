@@ -1,0 +1,1121 @@
+#include "apiserver/api_server.h"
+
+#include <atomic>
+#include <cctype>
+#include <map>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "api/machinery/fields.h"
+#include "api/meta.h"
+#include "api/scheme.h"
+#include "api/serializer.h"
+#include "apiserver/background.h"
+#include "apiserver/discovery.h"
+#include "apiserver/encoding.h"
+#include "apiserver/errors.h"
+#include "apiserver/negotiation.h"
+#include "apiserver/query_params.h"
+#include "apiserver/registry/strategy.h"
+#include "apiserver/request_info.h"
+#include "apiserver/resource_store.h"
+#include "apiserver/watch_sink.h"
+#include "base/logging.h"
+#include "base/strings.h"
+#include "net/http_server.h"
+
+namespace kplane::apiserver {
+
+namespace {
+
+using MutableObject = std::unique_ptr<google::protobuf::Message>;
+
+constexpr std::string_view kJson = "application/json";
+
+template <typename T>
+bool IsError(const ApiResult<T>& r) {
+  return std::holds_alternative<ApiError>(r);
+}
+
+// `299 - "unknown field \"spec.foo\""`, as kube-apiserver writes warnings.
+std::string WarningHeader(std::string_view text) {
+  std::string out = "299 - \"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') out.push_back('\\');
+    out.push_back(c);
+  }
+  out.push_back('"');
+  return out;
+}
+
+bool HasVerb(const std::vector<std::string>& verbs, std::string_view v) {
+  for (const std::string& s : verbs) {
+    if (s == v) return true;
+  }
+  return false;
+}
+
+std::string Upper(std::string_view s) {
+  std::string out(s);
+  for (char& ch : out) {
+    ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  }
+  return out;
+}
+
+bool IsMutating(std::string_view method) {
+  return method == "POST" || method == "PUT" || method == "PATCH" ||
+         method == "DELETE";
+}
+
+struct Backend;
+
+// One request in flight.
+struct Call {
+  std::shared_ptr<net::Responder> resp;
+  RequestInfo info;
+  std::string body;
+  std::string verb_label = "GET";  // for metrics
+  std::string scope_label;
+  const api::ResourceInfo* resource = nullptr;
+  const api::SubresourceInfo* sub = nullptr;
+  Backend* backend = nullptr;
+  Negotiated neg;
+  bool negotiated = false;
+  bool responded = false;
+  bool rejected = false;  // body over the limit
+  TimePoint start;
+  std::shared_ptr<void> inflight;  // released when the call is done
+
+  const net::HttpRequest& req() const { return resp->request(); }
+};
+
+struct Backend {
+  const api::ResourceInfo* info = nullptr;
+  const Strategy* strategy = nullptr;
+  std::unique_ptr<ObjectStore> store;
+  std::unique_ptr<Cacher> cacher;
+  std::unique_ptr<ResourceStore> rest;
+  metrics::Counter* watch_events = nullptr;
+};
+
+}  // namespace
+
+struct ApiServer::Impl {
+  explicit Impl(ApiServerOptions o)
+      : opts(std::move(o)), rand(std::random_device{}()) {}
+
+  ApiServerOptions opts;
+  std::unique_ptr<net::HttpServer> http;
+  std::shared_ptr<const Discovery> discovery;  // atomic access
+  std::vector<std::unique_ptr<Backend>> backends;
+  std::map<std::string, Backend*, std::less<>> by_key;  // "g/v/resource"
+  Backend* namespaces = nullptr;
+  Backend* pods = nullptr;
+  std::unique_ptr<PodReaper> reaper;
+  std::unique_ptr<NamespaceFinalizer> ns_finalizer;
+  bool started = false;
+
+  std::atomic<int> inflight_readonly{0};
+  std::atomic<int> inflight_mutating{0};
+  std::atomic<int> watches{0};
+  std::mutex rand_mu;
+  std::mt19937_64 rand;
+
+  metrics::Family<metrics::Counter>* m_requests = nullptr;
+  metrics::Family<metrics::Histogram>* m_latency = nullptr;
+  metrics::Family<metrics::Gauge>* m_inflight = nullptr;
+  metrics::Family<metrics::Counter>* m_dropped = nullptr;
+  metrics::Family<metrics::Gauge>* m_longrunning = nullptr;
+  metrics::Family<metrics::Counter>* m_watch_events = nullptr;
+
+  void SetupMetrics();
+  void BuildBackends();
+  Status CreateSystemNamespaces();
+  std::optional<ApiError> CheckNamespace(const api::ResourceInfo& r,
+                                         std::string_view name,
+                                         std::string_view ns);
+  std::shared_ptr<const Discovery> GetDiscovery() const {
+    return std::atomic_load(&discovery);
+  }
+
+  // HTTP
+  void RegisterRoutes();
+  void HandleApi(const net::HttpRequest& req,
+                 std::shared_ptr<net::Responder> resp);
+  void HandleDiscovery(const std::shared_ptr<Call>& c);
+  void Process(const std::shared_ptr<Call>& c);
+  void Reply(Call& c, int code, std::string_view content_type, std::string body,
+             const std::vector<std::string>& warnings = {});
+  void ReplyError(Call& c, const ApiError& e);
+  void Record(Call& c, int code);
+
+  // Resource handlers.
+  void Get(Call& c);
+  void List(Call& c);
+  void Watch(const std::shared_ptr<Call>& c);
+  void Create(Call& c);
+  void Update(Call& c);
+  void Patch(Call& c);
+  void Delete(Call& c);
+  void DeleteCollection(Call& c);
+  void Bind(Call& c);
+
+  ApiResult<MutableObject> DecodeObject(Call& c, const api::KindInfo& kind,
+                                        FieldValidation validation,
+                                        std::vector<std::string>* warnings);
+  RenderOptions Render(const Call& c) const;
+  WriteContext Context(Call& c, const WriteParams& p,
+                       std::vector<std::string>* warnings) const;
+  std::string Namespace(const Call& c) const {
+    return c.resource != nullptr && c.resource->namespaced ? c.info.ns : "";
+  }
+};
+
+// ---------------------------------------------------------------------------
+// Setup
+
+void ApiServer::Impl::SetupMetrics() {
+  metrics::Registry* m = opts.metrics;
+  m_requests = m->NewCounter(
+      "apiserver_request_total",
+      "Counter of apiserver requests broken out for each verb, group, "
+      "version, resource, subresource, scope and HTTP response code.",
+      {"verb", "group", "version", "resource", "subresource", "scope", "code"});
+  m_latency = m->NewHistogram(
+      "apiserver_request_duration_seconds",
+      "Response latency distribution in seconds for each verb, group, "
+      "version, resource, subresource and scope.",
+      {"verb", "group", "version", "resource", "subresource", "scope"},
+      metrics::DefaultLatencyBuckets());
+  m_inflight = m->NewGauge("apiserver_current_inflight_requests",
+                           "Requests in flight, by kind (readOnly, mutating).",
+                           {"request_kind"});
+  m_dropped = m->NewCounter(
+      "apiserver_dropped_requests_total",
+      "Requests refused with 429 because of the in-flight limits.",
+      {"request_kind"});
+  m_longrunning = m->NewGauge(
+      "apiserver_longrunning_requests", "Open long-running requests (watches).",
+      {"verb", "group", "version", "resource", "scope"});
+  m_watch_events = m->NewCounter("apiserver_watch_events_total",
+                                 "Watch events sent to clients, by kind.",
+                                 {"group", "version", "kind"});
+}
+
+void ApiServer::Impl::BuildBackends() {
+  const api::Scheme& scheme = api::Scheme::Default();
+  CacherOptions co = opts.cacher;
+  co.clock = opts.clock;
+  co.metrics = opts.metrics;
+  ResourceStoreOptions ro;
+  ro.clock = opts.clock;
+  ro.event_ttl_seconds =
+      std::chrono::duration_cast<std::chrono::seconds>(opts.event_ttl).count();
+  ro.namespace_check = [this](const api::ResourceInfo& r, std::string_view name,
+                              std::string_view ns) {
+    return CheckNamespace(r, name, ns);
+  };
+  for (const auto& r : scheme.resources()) {
+    if (r->list_kind == nullptr) continue;  // bindings: create-only
+    auto b = std::make_unique<Backend>();
+    b->info = r.get();
+    b->strategy = &StrategyFor(*r);
+    ObjectStoreOptions so;
+    so.prefix = opts.storage_prefix;
+    so.clock = opts.clock;
+    so.metrics = opts.metrics;
+    b->store = std::make_unique<ObjectStore>(opts.kv, r.get(), so);
+    CacherOptions rco = co;
+    if (r->gv.group.empty() && r->resource == "pods") {
+      // Kubelets watch their own pods (fieldSelector=spec.nodeName=<node>):
+      // index watchers by node so an event only visits its node's watches.
+      const Strategy* strategy = b->strategy;
+      rco.index_func = [strategy](const google::protobuf::Message& obj) {
+        return strategy->FieldValue(obj, "spec.nodeName").value_or("");
+      };
+    }
+    b->cacher = std::make_unique<Cacher>(b->store.get(), rco);
+    b->rest = std::make_unique<ResourceStore>(
+        r.get(), b->strategy, b->store.get(), b->cacher.get(), ro);
+    b->watch_events =
+        m_watch_events->With({r->gv.group, r->gv.version, r->kind->kind});
+    by_key[r->gv.group + "/" + r->gv.version + "/" + r->resource] = b.get();
+    if (r->gv.group.empty() && r->resource == "namespaces") {
+      namespaces = b.get();
+    }
+    if (r->gv.group.empty() && r->resource == "pods") pods = b.get();
+    backends.push_back(std::move(b));
+  }
+  CHECK(namespaces != nullptr && pods != nullptr);
+}
+
+std::optional<ApiError> ApiServer::Impl::CheckNamespace(
+    const api::ResourceInfo& r, std::string_view name, std::string_view ns) {
+  StatusOr<ObjectPtr> got = NotFoundError("");
+  if (namespaces->cacher->ready()) got = namespaces->cacher->Get("", ns);
+  if (!got.ok()) got = namespaces->store->Get("", ns, 0);
+  if (!got.ok()) {
+    if (got.status().Is(StatusCode::kNotFound)) {
+      return ApiError::NotFound(*namespaces->info, ns);
+    }
+    return ApiError::FromStatus(got.status(), namespaces->info, ns);
+  }
+  const auto* nsobj = dynamic_cast<const api::corev1::Namespace*>(got->get());
+  const bool terminating =
+      api::IsBeingDeleted(*api::GetObjectMeta(**got)) ||
+      (nsobj != nullptr && nsobj->status().phase() == "Terminating");
+  if (terminating) {
+    ApiError e = ApiError::Forbidden(
+        r, name,
+        "unable to create new content in namespace " + std::string(ns) +
+            " because it is being terminated");
+    e.causes.push_back({"NamespaceTerminating",
+                        "namespace " + std::string(ns) + " is terminating",
+                        "metadata.namespace"});
+    return e;
+  }
+  return std::nullopt;
+}
+
+Status ApiServer::Impl::CreateSystemNamespaces() {
+  for (const char* name :
+       {"default", "kube-system", "kube-public", "kube-node-lease"}) {
+    StatusOr<ObjectPtr> existing = namespaces->store->Get("", name, 0);
+    if (existing.ok()) continue;
+    if (!existing.status().Is(StatusCode::kNotFound)) return existing.status();
+    auto ns = std::make_unique<api::corev1::Namespace>();
+    ns->mutable_metadata()->set_name(name);
+    (*ns->mutable_metadata()->mutable_labels())["kubernetes.io/metadata.name"] =
+        name;
+    WriteContext ctx;
+    ctx.field_manager = "kube-apiserver";
+    ApiResult<WriteResult> r = namespaces->rest->Create("", std::move(ns), ctx);
+    if (IsError(r) && std::get<ApiError>(r).code != 409) {
+      return InternalError("creating namespace " + std::string(name) + ": " +
+                           std::get<ApiError>(r).message);
+    }
+  }
+  return Status::Ok();
+}
+
+// ---------------------------------------------------------------------------
+// Replies and metrics
+
+void ApiServer::Impl::Record(Call& c, int code) {
+  const RequestInfo& i = c.info;
+  const std::vector<std::string> labels = {c.verb_label,  i.group,
+                                           i.version,     i.resource,
+                                           i.subresource, c.scope_label};
+  std::vector<std::string> with_code = labels;
+  with_code.push_back(std::to_string(code));
+  m_requests->With(with_code)->Inc();
+  const double secs =
+      std::chrono::duration<double>(opts.clock->Now() - c.start).count();
+  m_latency->With(labels)->Observe(secs);
+}
+
+void ApiServer::Impl::Reply(Call& c, int code, std::string_view content_type,
+                            std::string body,
+                            const std::vector<std::string>& warnings) {
+  if (c.responded) return;
+  c.responded = true;
+  net::HttpHeaders h;
+  h.Add("Content-Type", std::string(content_type));
+  for (const std::string& w : warnings) h.Add("Warning", WarningHeader(w));
+  c.resp->Respond(code, std::move(h), std::move(body));
+  Record(c, code);
+  c.inflight.reset();
+}
+
+void ApiServer::Impl::ReplyError(Call& c, const ApiError& e) {
+  if (c.responded) return;
+  c.responded = true;
+  api::MediaType media = api::MediaType::kJson;
+  if (c.negotiated && c.neg.shape == ResponseShape::kObject &&
+      c.neg.media == api::MediaType::kProtobuf) {
+    media = api::MediaType::kProtobuf;
+  }
+  net::HttpHeaders h;
+  h.Add("Content-Type", std::string(api::MediaTypeName(media)));
+  if (e.retry_after_seconds > 0) {
+    h.Add("Retry-After", std::to_string(e.retry_after_seconds));
+  }
+  for (const auto& [k, v] : e.headers) h.Add(k, v);
+  c.resp->Respond(e.code, std::move(h), RenderError(media, e));
+  Record(c, e.code);
+  c.inflight.reset();
+}
+
+RenderOptions ApiServer::Impl::Render(const Call& c) const {
+  RenderOptions o;
+  o.negotiated = c.neg;
+  o.resource = c.resource;
+  o.strategy = c.backend != nullptr ? c.backend->strategy : nullptr;
+  o.include_object = std::string(c.req().QueryParam("includeObject"));
+  o.now = opts.clock->WallNow();
+  return o;
+}
+
+WriteContext ApiServer::Impl::Context(
+    Call& c, const WriteParams& p, std::vector<std::string>* warnings) const {
+  WriteContext ctx;
+  ctx.dry_run = p.dry_run;
+  ctx.field_manager =
+      p.field_manager.empty() ? DefaultFieldManager(c.req()) : p.field_manager;
+  ctx.field_validation = p.field_validation;
+  ctx.force = p.force;
+  ctx.warnings = warnings;
+  return ctx;
+}
+
+// ---------------------------------------------------------------------------
+// Dispatch
+
+void ApiServer::Impl::RegisterRoutes() {
+  net::RouteOptions body_streamed;
+  body_streamed.stream_request_body = true;
+  auto api = [this](const net::HttpRequest& req,
+                    std::shared_ptr<net::Responder> resp) {
+    HandleApi(req, std::move(resp));
+  };
+  http->Handle("", "/api", api, body_streamed);
+  http->HandlePrefix("", "/api/", api, body_streamed);
+  http->Handle("", "/apis", api, body_streamed);
+  http->HandlePrefix("", "/apis/", api, body_streamed);
+
+  auto json = [](std::shared_ptr<net::Responder> resp, int code,
+                 std::string body) {
+    resp->Respond(code, {{"Content-Type", std::string(kJson)}},
+                  std::move(body));
+  };
+  auto not_found = [json](const net::HttpRequest&,
+                          std::shared_ptr<net::Responder> resp) {
+    json(resp, 404,
+         RenderError(api::MediaType::kJson, ApiError::NotFoundPath()));
+  };
+  http->HandlePrefix("", "/", not_found);
+  http->Handle("GET", "/",
+               [this, json](const net::HttpRequest&,
+                            std::shared_ptr<net::Responder> resp) {
+                 auto d = GetDiscovery();
+                 json(resp, 200, d ? d->RootPaths() : "{}");
+               });
+  http->Handle("GET", "/version",
+               [this, json](const net::HttpRequest&,
+                            std::shared_ptr<net::Responder> resp) {
+                 auto d = GetDiscovery();
+                 if (d == nullptr) {
+                   json(resp, 503, "{}");
+                   return;
+                 }
+                 json(resp, 200, d->Version());
+               });
+  http->Handle("GET", "/openapi/v3",
+               [this, json](const net::HttpRequest&,
+                            std::shared_ptr<net::Responder> resp) {
+                 auto d = GetDiscovery();
+                 json(resp, d ? 200 : 503, d ? d->OpenApiIndex() : "{}");
+               });
+  http->HandlePrefix(
+      "GET", "/openapi/v3/",
+      [this, json, not_found](const net::HttpRequest& req,
+                              std::shared_ptr<net::Responder> resp) {
+        auto d = GetDiscovery();
+        const std::string* doc =
+            d ? d->OpenApiDocument(std::string_view(req.path).substr(
+                    std::string_view("/openapi/v3/").size()))
+              : nullptr;
+        if (doc == nullptr) {
+          not_found(req, resp);
+          return;
+        }
+        json(resp, 200, *doc);
+      });
+  auto plain_ok = [](const net::HttpRequest&,
+                     std::shared_ptr<net::Responder> resp) {
+    resp->Respond(200, {{"Content-Type", "text/plain; charset=utf-8"}}, "ok");
+  };
+  net::RouteOptions io;
+  io.run_on_io_thread = true;
+  http->Handle("GET", "/healthz", plain_ok, io);
+  http->Handle("GET", "/livez", plain_ok, io);
+  http->Handle(
+      "GET", "/readyz",
+      [this](const net::HttpRequest& req,
+             std::shared_ptr<net::Responder> resp) {
+        std::string failed;
+        for (const auto& b : backends) {
+          if (!b->cacher->ready()) {
+            failed += failed.empty() ? "" : ",";
+            failed += b->info->GroupResource();
+          }
+        }
+        const bool verbose = req.HasQueryParam("verbose");
+        std::string body;
+        if (verbose) {
+          body = "[+]ping ok\n[+]etcd ok\n";
+          body += failed.empty()
+                      ? "[+]informer-sync ok\n"
+                      : "[-]informer-sync failed: waiting for " + failed + "\n";
+          body += failed.empty() ? "readyz check passed\n"
+                                 : "readyz check failed\n";
+        } else {
+          body = failed.empty() ? "ok" : "[-]informer-sync failed";
+        }
+        resp->Respond(failed.empty() ? 200 : 500,
+                      {{"Content-Type", "text/plain; charset=utf-8"}},
+                      std::move(body));
+      },
+      io);
+  http->Handle(
+      "GET", "/metrics",
+      [this](const net::HttpRequest&, std::shared_ptr<net::Responder> resp) {
+        resp->Respond(
+            200, {{"Content-Type", "text/plain; version=0.0.4; charset=utf-8"}},
+            opts.metrics->Render());
+      });
+}
+
+void ApiServer::Impl::HandleApi(const net::HttpRequest& req,
+                                std::shared_ptr<net::Responder> resp) {
+  auto c = std::make_shared<Call>();
+  c->resp = resp;
+  c->start = opts.clock->Now();
+  c->verb_label = req.method;
+  StatusOr<RequestInfo> info = ParseRequestInfo(req);
+  if (!info.ok()) {
+    ReplyError(*c, ApiError::BadRequest(info.status().message()));
+    return;
+  }
+  c->info = std::move(*info);
+  if (!c->info.is_resource_request) {
+    HandleDiscovery(c);
+    return;
+  }
+  const RequestInfo& i = c->info;
+  c->scope_label = !i.name.empty() ? "resource"
+                   : !i.ns.empty() ? "namespace"
+                                   : "cluster";
+  static const std::map<std::string, std::string, std::less<>> kVerbLabels = {
+      {"get", "GET"},       {"list", "LIST"},
+      {"watch", "WATCH"},   {"create", "POST"},
+      {"update", "PUT"},    {"patch", "PATCH"},
+      {"delete", "DELETE"}, {"deletecollection", "DELETECOLLECTION"}};
+  auto vl = kVerbLabels.find(i.verb);
+  c->verb_label = vl != kVerbLabels.end() ? vl->second : Upper(i.verb);
+  if (i.verb == "patch" &&
+      ParsePatchType(req.headers.Get("Content-Type")) == PatchType::kApply) {
+    c->verb_label = "APPLY";
+  }
+
+  const api::ResourceInfo* r =
+      api::Scheme::Default().FindResource(i.group, i.version, i.resource);
+  if (r == nullptr) {
+    ReplyError(*c, ApiError::NotFoundPath());
+    return;
+  }
+  c->resource = r;
+  auto bit = by_key.find(r->gv.group + "/" + r->gv.version + "/" + r->resource);
+  c->backend = bit != by_key.end() ? bit->second : pods;  // bindings -> pods
+  // Scope: namespaced resources need a namespace except for list/watch
+  // across namespaces; cluster-scoped ones have none.
+  if (r->namespaced && i.ns.empty()) {
+    if (!i.name.empty()) {
+      ReplyError(*c, ApiError::NotFoundPath());
+      return;
+    }
+    if (i.verb != "list" && i.verb != "watch") {
+      ApiError e = ApiError::MethodNotAllowed(req.method, r->resource);
+      e.message =
+          "the server does not allow this method on the requested "
+          "resource";
+      ReplyError(*c, e);
+      return;
+    }
+  }
+  if (!r->namespaced && !i.ns.empty()) {
+    ReplyError(*c, ApiError::NotFoundPath());
+    return;
+  }
+  std::vector<std::string> verbs = r->verbs;
+  if (!i.subresource.empty()) {
+    c->sub = r->FindSubresource(i.subresource);
+    if (c->sub == nullptr || i.name.empty()) {
+      ReplyError(*c, ApiError::NotFoundPath());
+      return;
+    }
+    verbs = c->sub->verbs;
+  }
+  const std::string& verb = i.verb;
+  const bool allowed =
+      HasVerb(verbs, verb) &&
+      // POST to a named object is only for subresources (binding).
+      !(verb == "create" && !i.name.empty() && i.subresource.empty()) &&
+      !((verb == "update" || verb == "patch") && i.name.empty());
+  if (!allowed) {
+    ApiError e = ApiError::MethodNotAllowed(req.method, r->resource);
+    e.message =
+        "the server does not allow this method on the requested resource";
+    ReplyError(*c, e);
+    return;
+  }
+
+  if (verb != "watch") {
+    const bool mutating = IsMutating(req.method);
+    std::atomic<int>& counter =
+        mutating ? inflight_mutating : inflight_readonly;
+    const int limit = mutating ? opts.max_mutating_requests_inflight
+                               : opts.max_requests_inflight;
+    const char* kind = mutating ? "mutating" : "readOnly";
+    if (counter.fetch_add(1) >= limit) {
+      counter.fetch_sub(1);
+      m_dropped->With({kind})->Inc();
+      ReplyError(*c, ApiError::TooManyRequests(
+                         "Too many requests, please try again later.", 1));
+      return;
+    }
+    metrics::Gauge* g = m_inflight->With({kind});
+    g->Inc();
+    c->inflight = std::shared_ptr<void>(nullptr, [&counter, g](void*) {
+      counter.fetch_sub(1);
+      g->Dec();
+    });
+  }
+
+  const std::string_view cl = req.headers.Get("Content-Length");
+  const bool has_body =
+      req.headers.Has("Transfer-Encoding") || (!cl.empty() && cl != "0");
+  if (!has_body) {
+    Process(c);
+    return;
+  }
+  const size_t limit = opts.max_request_body_bytes;
+  std::optional<int64_t> declared = ParseInt64(cl);
+  if (declared && *declared > static_cast<int64_t>(limit)) {
+    ReplyError(*c, ApiError::RequestEntityTooLarge(limit));
+    return;
+  }
+  resp->OnBodyData([this, c, limit](std::string_view data, bool eof) {
+    if (c->rejected || c->responded) return;
+    c->body.append(data);
+    if (c->body.size() > limit) {
+      c->rejected = true;
+      c->body.clear();
+      ReplyError(*c, ApiError::RequestEntityTooLarge(limit));
+      return;
+    }
+    if (eof) Process(c);
+  });
+}
+
+void ApiServer::Impl::HandleDiscovery(const std::shared_ptr<Call>& c) {
+  const net::HttpRequest& req = c->req();
+  auto d = GetDiscovery();
+  if (d == nullptr) {
+    ReplyError(*c, ApiError::ServiceUnavailable("the server is starting"));
+    return;
+  }
+  if (req.method != "GET" && req.method != "HEAD") {
+    ApiError e = ApiError::MethodNotAllowed(req.method, "");
+    e.kind.clear();
+    e.message =
+        "the server does not allow this method on the requested resource";
+    ReplyError(*c, e);
+    return;
+  }
+  const std::vector<std::string>& p = c->info.parts;
+  const std::string_view accept = req.headers.Get("Accept");
+  const std::string* body = nullptr;
+  std::string_view content_type = kJson;
+  if (p.size() == 1 && p[0] == "api") {
+    if (WantsAggregatedDiscovery(accept)) {
+      body = &d->AggregatedCore();
+      content_type = kAggregatedDiscoveryContentType;
+    } else {
+      body = &d->ApiVersions();
+    }
+  } else if (p.size() == 1 && p[0] == "apis") {
+    if (WantsAggregatedDiscovery(accept)) {
+      body = &d->AggregatedGroups();
+      content_type = kAggregatedDiscoveryContentType;
+    } else {
+      body = &d->ApiGroupList();
+    }
+  } else if (p.size() == 2 && p[0] == "api") {
+    body = d->ResourceList("", p[1]);
+  } else if (p.size() == 2 && p[0] == "apis") {
+    body = d->ApiGroup(p[1]);
+  } else if (p.size() == 3 && p[0] == "apis") {
+    body = d->ResourceList(p[1], p[2]);
+  }
+  if (body == nullptr) {
+    ReplyError(*c, ApiError::NotFoundPath());
+    return;
+  }
+  Reply(*c, 200, content_type, *body);
+}
+
+void ApiServer::Impl::Process(const std::shared_ptr<Call>& c) {
+  const std::string& verb = c->info.verb;
+  NegotiateOptions no;
+  if (verb == "watch") no.allow_yaml = false;
+  if (c->sub != nullptr && c->sub->name != "status") {
+    // Scale and binding have no Table printer of their own.
+    no.allow_table = false;
+    no.allow_metadata = false;
+  }
+  std::optional<Negotiated> neg =
+      NegotiateResponse(c->req().headers.Get("Accept"), no);
+  if (!neg) {
+    ReplyError(*c, ApiError::NotAcceptable(SupportedResponseTypes()));
+    return;
+  }
+  c->neg = *neg;
+  c->negotiated = true;
+  if (verb == "get") {
+    Get(*c);
+  } else if (verb == "list") {
+    List(*c);
+  } else if (verb == "watch") {
+    Watch(c);
+  } else if (verb == "create") {
+    if (c->sub != nullptr || c->resource->resource == "bindings") {
+      Bind(*c);
+    } else {
+      Create(*c);
+    }
+  } else if (verb == "update") {
+    Update(*c);
+  } else if (verb == "patch") {
+    Patch(*c);
+  } else if (verb == "delete") {
+    Delete(*c);
+  } else if (verb == "deletecollection") {
+    DeleteCollection(*c);
+  } else {
+    ReplyError(
+        *c, ApiError::MethodNotAllowed(c->req().method, c->resource->resource));
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Handlers
+
+ApiResult<MutableObject> ApiServer::Impl::DecodeObject(
+    Call& c, const api::KindInfo& kind, FieldValidation validation,
+    std::vector<std::string>* warnings) {
+  const std::string_view ct = c.req().headers.Get("Content-Type");
+  StatusOr<api::MediaType> type = api::ParseMediaType(ct);
+  if (!type.ok()) {
+    return ApiError::UnsupportedMediaType(ct, SupportedBodyTypes());
+  }
+  MutableObject obj = kind.New();
+  StatusOr<api::DecodeResult> r = api::DecodeBody(*type, c.body, obj.get());
+  if (!r.ok()) {
+    return ApiError::BadRequest(r.status().message());
+  }
+  const api::TypeMeta& tm = r->type_meta;
+  if (!tm.api_version.empty() && tm.api_version != kind.gv.ApiVersion()) {
+    return ApiError::BadRequest("the API version in the data (" +
+                                tm.api_version +
+                                ") does not match the expected API version (" +
+                                kind.gv.ApiVersion() + ")");
+  }
+  if (!tm.kind.empty() && tm.kind != kind.kind) {
+    return ApiError::BadRequest(
+        "the object provided is unrecognized (must be "
+        "of type " +
+        kind.kind + "): kind \"" + tm.kind + "\" does not match");
+  }
+  if (!r->strict_ok()) {
+    if (validation == FieldValidation::kStrict) {
+      return ApiError::BadRequest(r->StrictErrorMessage());
+    }
+    if (validation == FieldValidation::kWarn && warnings != nullptr) {
+      for (std::string& w : r->Warnings()) warnings->push_back(std::move(w));
+    }
+  }
+  return obj;
+}
+
+void ApiServer::Impl::Get(Call& c) {
+  ResourceStore* rest = c.backend->rest.get();
+  ApiResult<ObjectPtr> r =
+      c.sub != nullptr && c.sub->name == "scale"
+          ? rest->GetScale(Namespace(c), c.info.name)
+          : rest->Get(Namespace(c), c.info.name,
+                      c.req().QueryParam("resourceVersion"));
+  if (IsError(r)) return ReplyError(c, std::get<ApiError>(r));
+  Reply(c, 200, c.neg.ContentType(),
+        RenderObject(Render(c), *std::get<ObjectPtr>(r)));
+}
+
+void ApiServer::Impl::List(Call& c) {
+  ApiResult<ListParams> p = ParseListParams(c.req(), false);
+  if (IsError(p)) return ReplyError(c, std::get<ApiError>(p));
+  const ListParams& lp = std::get<ListParams>(p);
+  ResourceStore* rest = c.backend->rest.get();
+  ApiResult<ObjectPredicate> pred =
+      rest->Predicate(lp.label_selector, lp.field_selector);
+  if (IsError(pred)) return ReplyError(c, std::get<ApiError>(pred));
+  ApiResult<ListResult> r =
+      rest->List(Namespace(c), lp, std::get<ObjectPredicate>(std::move(pred)));
+  if (IsError(r)) return ReplyError(c, std::get<ApiError>(r));
+  Reply(c, 200, c.neg.ContentType(),
+        RenderList(Render(c), std::get<ListResult>(r)));
+}
+
+void ApiServer::Impl::Watch(const std::shared_ptr<Call>& c) {
+  ApiResult<ListParams> p = ParseListParams(c->req(), true);
+  if (IsError(p)) return ReplyError(*c, std::get<ApiError>(p));
+  const ListParams& lp = std::get<ListParams>(p);
+  ResourceStore* rest = c->backend->rest.get();
+  std::string field_selector = lp.field_selector;
+  if (!c->info.name.empty()) {
+    // /watch/namespaces/d/pods/x: one object.
+    field_selector = "metadata.name=" + c->info.name +
+                     (field_selector.empty() ? "" : "," + field_selector);
+  }
+  ApiResult<ObjectPredicate> pred =
+      rest->Predicate(lp.label_selector, field_selector);
+  if (IsError(pred)) return ReplyError(*c, std::get<ApiError>(pred));
+  StatusOr<int64_t> rev = Versioner::Parse(lp.resource_version);
+  if (!rev.ok()) {
+    return ReplyError(*c, ApiError::BadRequest(rev.status().message()));
+  }
+
+  WatchOptions wo;
+  wo.ns = Namespace(*c);
+  if (c->backend == pods) {
+    StatusOr<machinery::FieldSelector> fs =
+        machinery::FieldSelector::Parse(field_selector);
+    if (fs.ok()) wo.index_value = fs->RequiresExactMatch("spec.nodeName");
+  }
+  wo.predicate = std::get<ObjectPredicate>(std::move(pred));
+  wo.allow_bookmarks = lp.allow_watch_bookmarks;
+  Cacher* cacher = c->backend->cacher.get();
+  bool consistent_start = false;
+  if (lp.send_initial_events.has_value()) {
+    if (*lp.send_initial_events) {
+      // "At least as new as resourceVersion" ("" = a consistent read).
+      wo.send_initial_events = true;
+      wo.revision = *rev;
+      consistent_start = lp.resource_version.empty();
+    } else {
+      wo.revision = *rev;  // 0: from now
+    }
+  } else if (lp.resource_version.empty() || *rev == 0) {
+    // Synthetic ADDED events first; "" starts at the most recent state.
+    wo.send_initial_events = true;
+    consistent_start = lp.resource_version.empty();
+  } else {
+    wo.revision = *rev;
+  }
+  if (consistent_start) {
+    // Let the cache catch up with the store before it snapshots the
+    // initial events (a consistent read, as kube-apiserver's watch cache).
+    ListOptions lo;
+    lo.predicate = [](const google::protobuf::Message&) { return false; };
+    StatusOr<ListResult> fresh = cacher->List(wo.ns, 0, true, lo);
+    if (!fresh.ok()) {
+      return ReplyError(*c, ApiError::FromStatus(fresh.status(), c->resource));
+    }
+  }
+  if (lp.timeout_seconds.has_value() && *lp.timeout_seconds > 0) {
+    wo.timeout = seconds(*lp.timeout_seconds);
+  } else {
+    const int64_t base = std::chrono::duration_cast<std::chrono::seconds>(
+                             opts.min_request_timeout)
+                             .count();
+    int64_t jitter = 0;
+    if (base > 0) {
+      std::lock_guard<std::mutex> l(rand_mu);
+      jitter = static_cast<int64_t>(rand() % static_cast<uint64_t>(base));
+    }
+    wo.timeout = seconds(base + jitter);
+  }
+
+  if (watches.fetch_add(1) >= opts.max_watches) {
+    watches.fetch_sub(1);
+    m_dropped->With({"watch"})->Inc();
+    return ReplyError(*c, ApiError::TooManyRequests(
+                              "Too many watches, please try again later.", 1));
+  }
+  RenderOptions render = Render(*c);
+  auto sink = std::make_shared<HttpWatchSink>(
+      c->resp,
+      net::HttpHeaders{{"Content-Type", WatchContentType(c->neg)},
+                       {"Cache-Control", "no-cache, private"}},
+      render, opts.clock, c->backend->watch_events);
+  const RequestInfo& i = c->info;
+  metrics::Gauge* open = m_longrunning->With(
+      {"WATCH", i.group, i.version, i.resource, c->scope_label});
+  open->Inc();
+  c->resp->SetMaxBufferedBytes(opts.max_watch_buffer_bytes);
+  c->resp->OnClose([this, sink, open] {
+    sink->ClientGone();
+    open->Dec();
+    watches.fetch_sub(1);
+  });
+  StatusOr<std::unique_ptr<WatchHandle>> h = cacher->Watch(wo, sink);
+  if (!h.ok()) {
+    // Refused before anything was sent (the cache is (re)initializing:
+    // 429): an HTTP error; otherwise an ERROR event in the stream.
+    if (sink->Abort()) return ReplyError(*c, ApiError::FromStatus(h.status()));
+    sink->Close(h.status());
+    return;
+  }
+  c->responded = true;
+  Record(*c, 200);
+  sink->StartNow();
+  sink->SetHandle(std::move(*h));
+}
+
+void ApiServer::Impl::Create(Call& c) {
+  ApiResult<WriteParams> p = ParseWriteParams(c.req(), false);
+  if (IsError(p)) return ReplyError(c, std::get<ApiError>(p));
+  const WriteParams& wp = std::get<WriteParams>(p);
+  std::vector<std::string> warnings;
+  ApiResult<MutableObject> obj =
+      DecodeObject(c, *c.resource->kind, wp.field_validation, &warnings);
+  if (IsError(obj)) return ReplyError(c, std::get<ApiError>(obj));
+  ApiResult<WriteResult> r = c.backend->rest->Create(
+      Namespace(c), std::get<MutableObject>(std::move(obj)),
+      Context(c, wp, &warnings));
+  if (IsError(r)) return ReplyError(c, std::get<ApiError>(r));
+  Reply(c, 201, c.neg.ContentType(),
+        RenderObject(Render(c), *std::get<WriteResult>(r).object), warnings);
+}
+
+void ApiServer::Impl::Update(Call& c) {
+  ApiResult<WriteParams> p = ParseWriteParams(c.req(), false);
+  if (IsError(p)) return ReplyError(c, std::get<ApiError>(p));
+  const WriteParams& wp = std::get<WriteParams>(p);
+  std::vector<std::string> warnings;
+  const bool scale = c.sub != nullptr && c.sub->name == "scale";
+  const api::KindInfo& kind = scale ? *c.sub->kind : *c.resource->kind;
+  ApiResult<MutableObject> obj =
+      DecodeObject(c, kind, wp.field_validation, &warnings);
+  if (IsError(obj)) return ReplyError(c, std::get<ApiError>(obj));
+  WriteContext ctx = Context(c, wp, &warnings);
+  ApiResult<WriteResult> r =
+      scale ? c.backend->rest->UpdateScale(
+                  Namespace(c), c.info.name,
+                  std::get<MutableObject>(std::move(obj)), ctx)
+            : c.backend->rest->Update(
+                  Namespace(c), c.info.name, c.info.subresource,
+                  std::get<MutableObject>(std::move(obj)), ctx);
+  if (IsError(r)) return ReplyError(c, std::get<ApiError>(r));
+  const WriteResult& w = std::get<WriteResult>(r);
+  Reply(c, w.created ? 201 : 200, c.neg.ContentType(),
+        RenderObject(Render(c), *w.object), warnings);
+}
+
+void ApiServer::Impl::Patch(Call& c) {
+  const std::string_view ct = c.req().headers.Get("Content-Type");
+  std::optional<PatchType> type = ParsePatchType(ct);
+  if (!type) {
+    return ReplyError(
+        c, ApiError::UnsupportedMediaType(ct, SupportedPatchTypes()));
+  }
+  ApiResult<WriteParams> p =
+      ParseWriteParams(c.req(), *type == PatchType::kApply);
+  if (IsError(p)) return ReplyError(c, std::get<ApiError>(p));
+  const WriteParams& wp = std::get<WriteParams>(p);
+  std::vector<std::string> warnings;
+  ApiResult<WriteResult> r =
+      c.backend->rest->Patch(Namespace(c), c.info.name, c.info.subresource,
+                             *type, c.body, Context(c, wp, &warnings));
+  if (IsError(r)) return ReplyError(c, std::get<ApiError>(r));
+  const WriteResult& w = std::get<WriteResult>(r);
+  Reply(c, w.created ? 201 : 200, c.neg.ContentType(),
+        RenderObject(Render(c), *w.object), warnings);
+}
+
+void ApiServer::Impl::Delete(Call& c) {
+  ApiResult<api::metav1::DeleteOptions> o = ParseDeleteOptions(c.req(), c.body);
+  if (IsError(o)) return ReplyError(c, std::get<ApiError>(o));
+  const api::metav1::DeleteOptions& opts_ =
+      std::get<api::metav1::DeleteOptions>(o);
+  ResourceStore* rest = c.backend->rest.get();
+  ApiResult<DeleteResult> r = rest->Delete(Namespace(c), c.info.name, opts_);
+  if (IsError(r)) return ReplyError(c, std::get<ApiError>(r));
+  const DeleteResult& d = std::get<DeleteResult>(r);
+  const int code =
+      !d.deleted && opts_.has_orphandependents() && !opts_.orphandependents()
+          ? 202
+          : 200;
+  if (d.deleted && !rest->ReturnsDeletedObject()) {
+    // Status answers are never Tables.
+    const api::MediaType media = c.neg.shape == ResponseShape::kObject
+                                     ? c.neg.media
+                                     : api::MediaType::kJson;
+    return Reply(
+        c, code, api::MediaTypeName(media),
+        RenderSuccessStatus(media, c.info.name, c.resource->gv.group,
+                            c.resource->resource, api::Uid(*d.object)));
+  }
+  Reply(c, code, c.neg.ContentType(), RenderObject(Render(c), *d.object));
+}
+
+void ApiServer::Impl::DeleteCollection(Call& c) {
+  ApiResult<api::metav1::DeleteOptions> o = ParseDeleteOptions(c.req(), c.body);
+  if (IsError(o)) return ReplyError(c, std::get<ApiError>(o));
+  ApiResult<ListParams> p = ParseListParams(c.req(), false);
+  if (IsError(p)) return ReplyError(c, std::get<ApiError>(p));
+  const ListParams& lp = std::get<ListParams>(p);
+  ResourceStore* rest = c.backend->rest.get();
+  ApiResult<ObjectPredicate> pred =
+      rest->Predicate(lp.label_selector, lp.field_selector);
+  if (IsError(pred)) return ReplyError(c, std::get<ApiError>(pred));
+  ApiResult<std::vector<ObjectPtr>> r = rest->DeleteCollection(
+      Namespace(c), std::get<api::metav1::DeleteOptions>(o),
+      std::get<ObjectPredicate>(std::move(pred)));
+  if (IsError(r)) return ReplyError(c, std::get<ApiError>(r));
+  StatusOr<int64_t> rev = rest->object_store()->CurrentRevision();
+  RenderOptions ro = Render(c);
+  if (ro.negotiated.shape != ResponseShape::kObject) {
+    ro.negotiated = Negotiated{};
+  }
+  Reply(c, 200, ro.negotiated.ContentType(),
+        RenderItems(ro, std::get<std::vector<ObjectPtr>>(r),
+                    rev.ok() ? *rev : 0));
+}
+
+void ApiServer::Impl::Bind(Call& c) {
+  ApiResult<WriteParams> p = ParseWriteParams(c.req(), false);
+  if (IsError(p)) return ReplyError(c, std::get<ApiError>(p));
+  const api::KindInfo* kind = api::Scheme::Default().FindKind("v1", "Binding");
+  ApiResult<MutableObject> obj = DecodeObject(
+      c, *kind, std::get<WriteParams>(p).field_validation, nullptr);
+  if (IsError(obj)) return ReplyError(c, std::get<ApiError>(obj));
+  auto* binding =
+      dynamic_cast<api::corev1::Binding*>(std::get<MutableObject>(obj).get());
+  CHECK(binding != nullptr);
+  auto* meta = binding->mutable_metadata();
+  if (c.sub != nullptr) {
+    if (!meta->name().empty() && meta->name() != c.info.name) {
+      return ReplyError(
+          c, ApiError::BadRequest("name in URL does not match name in Binding "
+                                  "object"));
+    }
+    meta->set_name(c.info.name);
+  }
+  if (meta->namespace_().empty()) {
+    meta->set_namespace_(c.info.ns);
+  } else if (meta->namespace_() != c.info.ns) {
+    return ReplyError(
+        c, ApiError::BadRequest("the namespace of the provided object does not "
+                                "match the namespace sent on the request"));
+  }
+  if (std::optional<ApiError> e = pods->rest->Bind(
+          c.info.ns, *binding, std::get<WriteParams>(p).dry_run)) {
+    return ReplyError(c, *e);
+  }
+  api::metav1::Status s;
+  s.mutable_metadata();
+  s.set_status("Success");
+  s.set_code(201);
+  const api::MediaType media = c.neg.shape == ResponseShape::kObject
+                                   ? c.neg.media
+                                   : api::MediaType::kJson;
+  Reply(c, 201, api::MediaTypeName(media),
+        api::EncodeBody(media, s, {"v1", "Status"}));
+}
+
+// ---------------------------------------------------------------------------
+// ApiServer
+
+ApiServer::ApiServer(ApiServerOptions options)
+    : impl_(std::make_unique<Impl>(std::move(options))) {}
+
+ApiServer::~ApiServer() { Stop(); }
+
+Status ApiServer::Start() {
+  Impl& m = *impl_;
+  CHECK(m.opts.kv != nullptr) << "ApiServerOptions.kv is required";
+  CHECK(!m.started);
+  m.started = true;
+  m.SetupMetrics();
+  m.BuildBackends();
+  for (const auto& b : m.backends) {
+    RETURN_IF_ERROR(b->cacher->Start());
+  }
+  net::HttpServerOptions ho;
+  ho.host = m.opts.bind_address;
+  ho.port = m.opts.port;
+  ho.io_threads = m.opts.io_threads;
+  ho.worker_threads = m.opts.worker_threads;
+  // Bodies are read by our handlers, which enforce their own limit (413
+  // with a Status); this cap only guards routes that do not stream.
+  ho.max_body_bytes = m.opts.max_request_body_bytes;
+  ho.clock = m.opts.clock;
+  ho.metrics = m.opts.metrics;
+  ho.name = "apiserver";
+  m.http = std::make_unique<net::HttpServer>(ho);
+  m.RegisterRoutes();
+  RETURN_IF_ERROR(m.http->Start());
+  std::string address = m.opts.advertise_address;
+  if (address.empty()) {
+    std::string host = m.opts.bind_address;
+    if (host.empty() || host == "0.0.0.0" || host == "::") host = "127.0.0.1";
+    address = host + ":" + std::to_string(m.http->port());
+  }
+  std::atomic_store(&m.discovery, std::shared_ptr<const Discovery>(
+                                      std::make_shared<Discovery>(
+                                          api::Scheme::Default(), address)));
+  RETURN_IF_ERROR(m.CreateSystemNamespaces());
+
+  m.reaper = std::make_unique<PodReaper>(m.pods->rest.get(), m.opts.clock);
+  m.reaper->Start();
+  std::vector<ResourceStore*> contents;
+  for (const auto& b : m.backends) {
+    if (b->info->namespaced) contents.push_back(b->rest.get());
+  }
+  m.ns_finalizer = std::make_unique<NamespaceFinalizer>(
+      m.namespaces->rest.get(), std::move(contents), m.opts.clock,
+      m.opts.namespace_retry_interval);
+  m.ns_finalizer->Start();
+  LOG(INFO) << "apiserver listening on " << m.opts.bind_address << ":"
+            << m.http->port();
+  return Status::Ok();
+}
+
+void ApiServer::Stop() {
+  Impl& m = *impl_;
+  if (m.http) m.http->Stop();  // ends every watch and handler
+  if (m.reaper) m.reaper->Stop();
+  if (m.ns_finalizer) m.ns_finalizer->Stop();
+  // Each cache stops its storage watch; in parallel, they take the time of
+  // one.
+  std::vector<std::thread> stoppers;
+  for (const auto& b : m.backends) {
+    stoppers.emplace_back([c = b->cacher.get()] { c->Stop(); });
+  }
+  for (std::thread& t : stoppers) t.join();
+}
+
+uint16_t ApiServer::port() const {
+  return impl_->http ? impl_->http->port() : 0;
+}
+
+bool ApiServer::WaitReady(Duration timeout) {
+  const TimePoint deadline = impl_->opts.clock->Now() + timeout;
+  for (const auto& b : impl_->backends) {
+    Duration left = deadline - impl_->opts.clock->Now();
+    if (left < Duration(0)) left = Duration(0);
+    if (!b->cacher->WaitReady(left)) return false;
+  }
+  return true;
+}
+
+bool ApiServer::ready() const {
+  for (const auto& b : impl_->backends) {
+    if (!b->cacher->ready()) return false;
+  }
+  return !impl_->backends.empty();
+}
+
+}  // namespace kplane::apiserver

@@ -1,0 +1,105 @@
+// ApiServer: kplane's kube-apiserver as a library class. `kplane apiserver`
+// runs one; `kplane up` embeds one next to an in-process store.
+//
+//   StoreServer store ...;                      // or a RemoteKV
+//   ApiServer api({.kv = store.get(), .port = 0});
+//   CHECK_OK(api.Start());
+//   api.WaitReady(seconds(10));                 // every watch cache loaded
+//   ... http://127.0.0.1:<api.port()>/api/v1/pods ...
+//   api.Stop();
+//
+// What it serves (docs/api.md has the full list and the differences from
+// Kubernetes): every resource of api::Scheme::Default() under the
+// Kubernetes paths with GET, LIST, WATCH, POST, PUT, PATCH (JSON, merge,
+// strategic, server-side apply), DELETE and DELETECOLLECTION, the status,
+// scale and binding subresources, JSON/YAML/protobuf bodies and answers,
+// Tables, discovery (legacy and aggregated), /version, /openapi/v3,
+// /healthz, /livez, /readyz and Prometheus /metrics.
+//
+// Per resource: one ObjectStore (apiserver/storage) over the KV, one watch
+// cache (apiserver/cacher) serving LIST and WATCH, one ResourceStore with
+// the generic REST rules and the resource's Strategy (apiserver/registry).
+// Background: the PodReaper and the NamespaceFinalizer (background.h).
+// At start the namespaces default, kube-system, kube-public and
+// kube-node-lease are created if missing.
+//
+// Limits: at most max_requests_inflight read-only and
+// max_mutating_requests_inflight mutating requests at once (429 with
+// Retry-After beyond; watches do not count), at most max_watches open
+// watches (429 beyond), request bodies up to max_request_body_bytes (413).
+// Handlers run on `worker_threads` threads (they block on storage); a
+// watch holds no thread.
+//
+// Ownership: the KV is not owned and must outlive the server.
+// Thread-safety: Start/Stop from one thread; everything else is internal.
+// Errors: Start() returns bind failures and storage errors met while
+// creating the system namespaces.
+#ifndef KPLANE_APISERVER_API_SERVER_H_
+#define KPLANE_APISERVER_API_SERVER_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "apiserver/cacher/cacher.h"
+#include "base/clock.h"
+#include "base/metrics.h"
+#include "base/status.h"
+#include "storage/client/kv.h"
+
+namespace kplane::apiserver {
+
+struct ApiServerOptions {
+  storage::KV* kv = nullptr;  // required
+  std::string bind_address = "127.0.0.1";
+  uint16_t port = 0;  // 0: ephemeral (see port())
+  // "host:port" published in /api's serverAddressByClientCIDRs; default:
+  // bind address and port.
+  std::string advertise_address;
+  std::string storage_prefix = "/registry";
+
+  int max_requests_inflight = 400;
+  int max_mutating_requests_inflight = 200;
+  int max_watches = 10000;
+  size_t max_request_body_bytes = 3 * 1024 * 1024;
+  // A watch whose client does not read is dropped once this much is queued.
+  size_t max_watch_buffer_bytes = 64 * 1024 * 1024;
+  // Events are stored with a lease of this TTL.
+  Duration event_ttl = hours(1);
+  // Watches without timeoutSeconds end after a random time in
+  // [min_request_timeout, 2 * min_request_timeout), as kube-apiserver does.
+  Duration min_request_timeout = seconds(1800);
+  // How often a terminating namespace is re-checked while objects remain.
+  Duration namespace_retry_interval = seconds(2);
+
+  int io_threads = 1;
+  int worker_threads = 64;
+  CacherOptions cacher;  // clock and metrics are replaced by ours
+
+  Clock* clock = Clock::Real();
+  metrics::Registry* metrics = metrics::Registry::Default();
+};
+
+class ApiServer {
+ public:
+  explicit ApiServer(ApiServerOptions options);
+  ~ApiServer();  // Stop()s
+  ApiServer(const ApiServer&) = delete;
+  ApiServer& operator=(const ApiServer&) = delete;
+
+  Status Start();
+  void Stop();
+  uint16_t port() const;
+  // Waits until every watch cache has loaded (what /readyz reports).
+  bool WaitReady(Duration timeout);
+  bool ready() const;
+
+  struct Impl;  // internal
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kplane::apiserver
+
+#endif  // KPLANE_APISERVER_API_SERVER_H_

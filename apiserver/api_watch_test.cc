@@ -1,0 +1,351 @@
+// HTTP tests of WATCH, discovery, version, OpenAPI and health against a
+// real ApiServer on a loopback port over an embedded store.
+#include <gtest/gtest.h>
+
+#include "api/envelope.h"
+#include "api/types.h"
+#include "apiserver/test_server.h"
+
+namespace kplane::apiserver {
+namespace {
+
+using testing::Response;
+using testing::TestServer;
+
+constexpr char kConfigMaps[] = "/api/v1/namespaces/default/configmaps";
+constexpr char kPods[] = "/api/v1/namespaces/default/pods";
+
+std::string ConfigMap(const std::string& name, const std::string& value = "v") {
+  return R"({"metadata":{"name":")" + name + R"("},"data":{"k":")" + value +
+         "\"}}";
+}
+
+std::string Type(const rapidjson::Document& e) {
+  return e.IsObject() && e.HasMember("type") ? e["type"].GetString() : "";
+}
+std::string Name(const rapidjson::Document& e) {
+  return e["object"]["metadata"]["name"].GetString();
+}
+
+TEST(ApiWatchTest, ZeroOrEmptyResourceVersionStartsWithSyntheticAdded) {
+  TestServer s;
+  ASSERT_EQ(s.Post(kConfigMaps, ConfigMap("a")).code, 201);
+  ASSERT_EQ(s.Post(kConfigMaps, ConfigMap("b")).code, 201);
+  for (const char* rv : {"0", ""}) {
+    auto w =
+        s.Watch(std::string(kConfigMaps) + "?watch=1&resourceVersion=" + rv);
+    rapidjson::Document e1 = w->NextJson();
+    rapidjson::Document e2 = w->NextJson();
+    EXPECT_EQ(Type(e1), "ADDED");
+    EXPECT_EQ(Name(e1), "a");
+    EXPECT_EQ(Type(e2), "ADDED");
+    EXPECT_EQ(Name(e2), "b");
+    EXPECT_STREQ(e1["object"]["kind"].GetString(), "ConfigMap");
+    EXPECT_STREQ(e1["object"]["apiVersion"].GetString(), "v1");
+    ASSERT_EQ(s.Put(std::string(kConfigMaps) + "/a", ConfigMap("a", rv)).code,
+              200);
+    rapidjson::Document e3 = w->NextJson();
+    EXPECT_EQ(Type(e3), "MODIFIED");
+    EXPECT_EQ(Name(e3), "a");
+  }
+}
+
+TEST(ApiWatchTest, ResourceVersionNSendsStrictlyLaterEvents) {
+  TestServer s;
+  Response a = s.Post(kConfigMaps, ConfigMap("a"));
+  const std::string rv = a.Str({"metadata", "resourceVersion"});
+  Response b = s.Post(kConfigMaps, ConfigMap("b"));
+  ASSERT_EQ(s.Delete(std::string(kConfigMaps) + "/a").code, 200);
+  auto w =
+      s.Watch(std::string(kConfigMaps) + "?watch=True&resourceVersion=" + rv);
+  rapidjson::Document e1 = w->NextJson();
+  EXPECT_EQ(Type(e1), "ADDED");
+  EXPECT_EQ(Name(e1), "b");
+  EXPECT_EQ(
+      std::string(e1["object"]["metadata"]["resourceVersion"].GetString()),
+      b.Str({"metadata", "resourceVersion"}));
+  rapidjson::Document e2 = w->NextJson();
+  EXPECT_EQ(Type(e2), "DELETED");
+  EXPECT_EQ(Name(e2), "a");
+  // The DELETED object carries the deletion's revision.
+  EXPECT_GT(
+      std::stoll(e2["object"]["metadata"]["resourceVersion"].GetString()),
+      std::stoll(e1["object"]["metadata"]["resourceVersion"].GetString()));
+}
+
+TEST(ApiWatchTest, SingleObjectWatchLikeKubectlGetW) {
+  TestServer s;
+  ASSERT_EQ(s.Post(kConfigMaps, ConfigMap("a")).code, 201);
+  ASSERT_EQ(s.Post(kConfigMaps, ConfigMap("x")).code, 201);
+  auto w =
+      s.Watch(std::string(kConfigMaps) +
+              "?fieldSelector=metadata.name%3Dx&resourceVersion=0&watch=true");
+  rapidjson::Document first = w->NextJson();
+  EXPECT_EQ(Type(first), "ADDED");
+  EXPECT_EQ(Name(first), "x");
+  ASSERT_EQ(s.Put(std::string(kConfigMaps) + "/a", ConfigMap("a", "2")).code,
+            200);
+  ASSERT_EQ(s.Put(std::string(kConfigMaps) + "/x", ConfigMap("x", "2")).code,
+            200);
+  rapidjson::Document next = w->NextJson();
+  EXPECT_EQ(Type(next), "MODIFIED");
+  EXPECT_EQ(Name(next), "x");  // the change to "a" was filtered out
+}
+
+TEST(ApiWatchTest, BookmarksOnlyWhenAsked) {
+  TestServer s([](ApiServerOptions* o) {
+    o->cacher.bookmark_interval = milliseconds(50);
+  });
+  Response list = s.Get(kConfigMaps);
+  const std::string rv = list.Str({"metadata", "resourceVersion"});
+  auto with =
+      s.Watch(std::string(kConfigMaps) +
+              "?watch=1&allowWatchBookmarks=true&resourceVersion=" + rv);
+  auto without =
+      s.Watch(std::string(kConfigMaps) + "?watch=1&resourceVersion=" + rv);
+  // The cache's revision moves on (a write elsewhere, then a consistent
+  // read that makes the configmaps cache catch up): the next bookmark
+  // timer reports it, on the stream that asked only.
+  ASSERT_EQ(s.Post("/api/v1/namespaces/default/secrets",
+                   R"({"metadata":{"name":"elsewhere"}})")
+                .code,
+            201);
+  ASSERT_EQ(s.Get(kConfigMaps).code, 200);
+  rapidjson::Document b = with->NextJson();
+  ASSERT_EQ(Type(b), "BOOKMARK");
+  EXPECT_STREQ(b["object"]["kind"].GetString(), "ConfigMap");
+  EXPECT_GT(std::stoll(b["object"]["metadata"]["resourceVersion"].GetString()),
+            std::stoll(rv));
+  ASSERT_EQ(s.Post(kConfigMaps, ConfigMap("after")).code, 201);
+  // The stream that did not ask sees the object first, no bookmark.
+  rapidjson::Document e = without->NextJson();
+  EXPECT_EQ(Type(e), "ADDED");
+  EXPECT_EQ(Name(e), "after");
+}
+
+TEST(ApiWatchTest, TimeoutSecondsEndsTheStream) {
+  TestServer s;
+  auto w = s.Watch(std::string(kConfigMaps) + "?watch=1&timeoutSeconds=1");
+  EXPECT_TRUE(w->WaitEnd());
+  EXPECT_EQ(w->status(), 200);
+}
+
+TEST(ApiWatchTest, SendInitialEventsEndsWithAnnotatedBookmark) {
+  TestServer s;
+  ASSERT_EQ(s.Post(kConfigMaps, ConfigMap("a")).code, 201);
+  auto w = s.Watch(std::string(kConfigMaps) +
+                   "?watch=1&sendInitialEvents=true&resourceVersionMatch="
+                   "NotOlderThan&allowWatchBookmarks=true");
+  rapidjson::Document e1 = w->NextJson();
+  EXPECT_EQ(Type(e1), "ADDED");
+  rapidjson::Document e2 = w->NextJson();
+  ASSERT_EQ(Type(e2), "BOOKMARK");
+  EXPECT_STREQ(
+      e2["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"]
+          .GetString(),
+      "true");
+  Response invalid =
+      s.Get(std::string(kConfigMaps) + "?watch=1&sendInitialEvents=true");
+  EXPECT_EQ(invalid.code, 422) << invalid.body;
+  EXPECT_EQ(invalid.Str({"reason"}), "Invalid");
+}
+
+TEST(ApiWatchTest, TooOldResourceVersionIsAnExpiredErrorEventThenRelist) {
+  TestServer s([](ApiServerOptions* o) { o->cacher.window_events = 4; });
+  Response first = s.Post(kConfigMaps, ConfigMap("c0"));
+  const std::string old_rv = first.Str({"metadata", "resourceVersion"});
+  for (int i = 1; i < 12; ++i) {
+    ASSERT_EQ(s.Post(kConfigMaps, ConfigMap("c" + std::to_string(i))).code,
+              201);
+  }
+  auto w =
+      s.Watch(std::string(kConfigMaps) + "?watch=1&resourceVersion=" + old_rv);
+  rapidjson::Document e = w->NextJson();
+  ASSERT_EQ(Type(e), "ERROR");
+  EXPECT_STREQ(e["object"]["kind"].GetString(), "Status");
+  EXPECT_EQ(e["object"]["code"].GetInt(), 410);
+  EXPECT_STREQ(e["object"]["reason"].GetString(), "Expired");
+  EXPECT_TRUE(e["object"].HasMember("message"));
+  EXPECT_TRUE(w->WaitEnd());  // closed after the ERROR
+  EXPECT_EQ(w->status(), 200);
+  // The client relists and watches from the list's resourceVersion.
+  Response list = s.Get(kConfigMaps);
+  ASSERT_EQ(list.At({"items"})->Size(), 12u);
+  auto w2 = s.Watch(std::string(kConfigMaps) + "?watch=1&resourceVersion=" +
+                    list.Str({"metadata", "resourceVersion"}));
+  ASSERT_EQ(s.Post(kConfigMaps, ConfigMap("fresh")).code, 201);
+  rapidjson::Document e2 = w2->NextJson();
+  EXPECT_EQ(Type(e2), "ADDED");
+  EXPECT_EQ(Name(e2), "fresh");
+}
+
+TEST(ApiWatchTest, TableWatchSendsColumnsOnlyFirst) {
+  TestServer s;
+  ASSERT_EQ(
+      s.Post(
+           kPods,
+           R"({"metadata":{"name":"p"},"spec":{"containers":[{"name":"c","image":"i"}]}})")
+          .code,
+      201);
+  auto w = s.Watch(
+      std::string(kPods) + "?watch=1&resourceVersion=0",
+      {{"Accept",
+        "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"}});
+  rapidjson::Document e1 = w->NextJson();
+  ASSERT_EQ(Type(e1), "ADDED");
+  EXPECT_STREQ(e1["object"]["kind"].GetString(), "Table");
+  EXPECT_TRUE(e1["object"]["columnDefinitions"].IsArray());
+  EXPECT_STREQ(e1["object"]["rows"][0]["cells"][0].GetString(), "p");
+  EXPECT_STREQ(e1["object"]["rows"][0]["object"]["kind"].GetString(),
+               "PartialObjectMetadata");
+  ASSERT_EQ(
+      s.Patch(std::string(kPods) + "/p", R"({"metadata":{"labels":{"a":"b"}}})",
+              "application/merge-patch+json")
+          .code,
+      200);
+  rapidjson::Document e2 = w->NextJson();
+  EXPECT_EQ(Type(e2), "MODIFIED");
+  EXPECT_TRUE(e2["object"]["columnDefinitions"].IsNull());
+  EXPECT_EQ(e2["object"]["rows"].Size(), 1u);
+}
+
+TEST(ApiWatchTest, ProtobufWatchFrames) {
+  TestServer s;
+  ASSERT_EQ(s.Post(kConfigMaps, ConfigMap("a")).code, 201);
+  auto w = s.Watch(std::string(kConfigMaps) + "?watch=1&resourceVersion=0",
+                   {{"Accept", "application/vnd.kubernetes.protobuf"}});
+  std::string raw = w->WaitRaw(4);
+  ASSERT_GE(raw.size(), 4u);
+  const uint32_t len =
+      (uint32_t(uint8_t(raw[0])) << 24) | (uint32_t(uint8_t(raw[1])) << 16) |
+      (uint32_t(uint8_t(raw[2])) << 8) | uint32_t(uint8_t(raw[3]));
+  raw = w->WaitRaw(4 + len);
+  ASSERT_GE(raw.size(), 4 + len);
+  api::metav1::WatchEvent ev;
+  ASSERT_TRUE(ev.ParseFromString(raw.substr(4, len)));
+  EXPECT_EQ(ev.type(), "ADDED");
+  api::corev1::ConfigMap cm;
+  auto tm = api::DecodeEnvelopeInto(ev.object().raw(), &cm);
+  ASSERT_TRUE(tm.ok()) << tm.status();
+  EXPECT_EQ(tm->kind, "ConfigMap");
+  EXPECT_EQ(cm.metadata().name(), "a");
+}
+
+TEST(ApiWatchTest, WatchCountIsLimited) {
+  TestServer s([](ApiServerOptions* o) { o->max_watches = 2; });
+  ASSERT_EQ(s.Post(kConfigMaps, ConfigMap("a")).code, 201);
+  auto w1 = s.Watch(std::string(kConfigMaps) + "?watch=1&resourceVersion=0");
+  auto w2 = s.Watch(std::string(kConfigMaps) + "?watch=1&resourceVersion=0");
+  // Both are open once each delivered its first event.
+  EXPECT_EQ(Type(w1->NextJson()), "ADDED");
+  EXPECT_EQ(Type(w2->NextJson()), "ADDED");
+  Response third = s.Get(std::string(kConfigMaps) + "?watch=1");
+  EXPECT_EQ(third.code, 429);
+  EXPECT_EQ(third.Str({"reason"}), "TooManyRequests");
+  // Ordinary requests are not affected.
+  EXPECT_EQ(s.Get(kConfigMaps).code, 200);
+}
+
+TEST(ApiWatchTest, TwoApiServersShareOneStore) {
+  TestServer a;
+  TestServer b(a.store(), nullptr);
+  Response list = b.Get(kConfigMaps);
+  auto w = b.Watch(std::string(kConfigMaps) + "?watch=1&resourceVersion=" +
+                   list.Str({"metadata", "resourceVersion"}));
+  ASSERT_EQ(a.Post(kConfigMaps, ConfigMap("via-a")).code, 201);
+  rapidjson::Document e = w->NextJson();
+  EXPECT_EQ(Type(e), "ADDED");
+  EXPECT_EQ(Name(e), "via-a");
+  // Optimistic concurrency holds across servers.
+  Response got = b.Get(std::string(kConfigMaps) + "/via-a");
+  ASSERT_EQ(
+      a.Put(std::string(kConfigMaps) + "/via-a", ConfigMap("via-a", "2")).code,
+      200);
+  std::string stale = R"({"metadata":{"name":"via-a","resourceVersion":")" +
+                      got.Str({"metadata", "resourceVersion"}) +
+                      R"("},"data":{"k":"3"}})";
+  EXPECT_EQ(b.Put(std::string(kConfigMaps) + "/via-a", stale).code, 409);
+}
+
+TEST(ApiDiscoveryTest, LegacyAndAggregatedDiscovery) {
+  TestServer s;
+  Response api = s.Get("/api");
+  ASSERT_EQ(api.code, 200);
+  EXPECT_EQ(api.Str({"kind"}), "APIVersions");
+  EXPECT_EQ(api.headers.Get("Content-Type"), "application/json");
+  Response apis = s.Get("/apis");
+  EXPECT_EQ(apis.Str({"kind"}), "APIGroupList");
+  Response v1 = s.Get("/api/v1");
+  EXPECT_EQ(v1.Str({"kind"}), "APIResourceList");
+  EXPECT_EQ(v1.Str({"groupVersion"}), "v1");
+  Response apps = s.Get("/apis/apps/v1");
+  EXPECT_EQ(apps.Str({"groupVersion"}), "apps/v1");
+  Response group = s.Get("/apis/apps");
+  EXPECT_EQ(group.Str({"kind"}), "APIGroup");
+  EXPECT_EQ(s.Get("/apis/nope/v1").code, 404);
+
+  const std::string v2 =
+      "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
+      "application/"
+      "json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,"
+      "application/json";
+  Response agg = s.Get("/apis", v2);
+  ASSERT_EQ(agg.code, 200);
+  EXPECT_EQ(
+      agg.headers.Get("Content-Type"),
+      "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList");
+  EXPECT_EQ(agg.Str({"kind"}), "APIGroupDiscoveryList");
+  Response core = s.Get("/api", v2);
+  EXPECT_EQ(core.Str({"kind"}), "APIGroupDiscoveryList");
+  const rapidjson::Value& res =
+      (*core.At({"items"}))[0]["versions"][0]["resources"];
+  bool pods = false;
+  for (const auto& r : res.GetArray()) {
+    if (std::string(r["resource"].GetString()) == "pods") {
+      pods = true;
+      EXPECT_STREQ(r["scope"].GetString(), "Namespaced");
+    }
+  }
+  EXPECT_TRUE(pods);
+  Response beta_only =
+      s.Get("/apis",
+            "application/"
+            "json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,"
+            "application/json");
+  EXPECT_EQ(beta_only.Str({"kind"}), "APIGroupList");
+}
+
+TEST(ApiDiscoveryTest, VersionOpenApiHealth) {
+  TestServer s;
+  Response v = s.Get("/version?timeout=5s");
+  ASSERT_EQ(v.code, 200);
+  EXPECT_EQ(v.Str({"major"}), "1");
+  EXPECT_EQ(v.Str({"minor"}), "32");
+  EXPECT_EQ(v.Str({"gitVersion"}), "v1.32.4");
+  Response index = s.Get("/openapi/v3");
+  ASSERT_EQ(index.code, 200);
+  std::string url = index.Str({"paths", "apis/apps/v1", "serverRelativeURL"});
+  ASSERT_FALSE(url.empty()) << index.body;
+  Response doc = s.Get(url);
+  ASSERT_EQ(doc.code, 200);
+  EXPECT_NE(doc.At({"paths",
+                    "/apis/apps/v1/namespaces/{namespace}/deployments/{name}",
+                    "patch"}),
+            nullptr);
+  EXPECT_EQ(s.Get("/openapi/v2").code, 404);
+  EXPECT_EQ(s.Get("/healthz").body, "ok");
+  EXPECT_EQ(s.Get("/livez").body, "ok");
+  Response ready = s.Get("/readyz?verbose");
+  EXPECT_EQ(ready.code, 200);
+  EXPECT_NE(ready.body.find("readyz check passed"), std::string::npos);
+  Response root = s.Get("/");
+  EXPECT_NE(root.body.find("/api/v1"), std::string::npos);
+  // The system namespaces exist.
+  for (const char* ns :
+       {"default", "kube-system", "kube-public", "kube-node-lease"}) {
+    EXPECT_EQ(s.Get(std::string("/api/v1/namespaces/") + ns).code, 200) << ns;
+  }
+}
+
+}  // namespace
+}  // namespace kplane::apiserver

@@ -1,0 +1,174 @@
+#include "apiserver/apiserver_command.h"
+
+#include <signal.h>
+
+#include <iostream>
+#include <memory>
+
+#include "apiserver/api_server.h"
+#include "base/flags.h"
+#include "base/logging.h"
+#include "storage/client/remote_kv.h"
+#include "storage/server/store_server.h"
+
+namespace kplane::apiserver {
+namespace {
+
+sigset_t BlockStopSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  return set;
+}
+
+}  // namespace
+
+int RunApiServerCommand(const std::vector<std::string>& args) {
+  FlagSet flags("kplane apiserver",
+                "Runs kplane's Kubernetes API server over plain HTTP.");
+  std::string backend = "embedded";
+  std::vector<std::string> etcd_servers;
+  std::string data_dir = "kplane-apiserver.data";
+  std::string bind_address = "127.0.0.1";
+  std::string advertise_address;
+  int port = 6443;
+  Duration event_ttl = hours(1);
+  int max_inflight = 400;
+  int max_mutating = 200;
+  int max_watches = 10000;
+  int64_t min_request_timeout = 1800;
+  int64_t max_body = 3 * 1024 * 1024;
+  int64_t watch_cache_size = 10000;
+  int worker_threads = 64;
+  std::string etcd_prefix = "/registry";
+  Duration compaction_interval = minutes(5);
+  std::string log_level = "info";
+  flags.String("storage-backend", &backend,
+               "\"embedded\" (a single-member store in this process) or "
+               "\"remote\" (etcd's v3 JSON API at --etcd-servers).");
+  flags.StringList("etcd-servers", &etcd_servers,
+                   "Store endpoints for --storage-backend=remote "
+                   "(http://host:port, comma-separated).");
+  flags.String("data-dir", &data_dir, "Data directory of the embedded store.");
+  flags.String("etcd-prefix", &etcd_prefix,
+               "Prefix of every key the apiserver writes.");
+  flags.Duration("etcd-compaction-interval", &compaction_interval,
+                 "Embedded store: compact history older than this, this "
+                 "often (0: never).");
+  flags.String("bind-address", &bind_address, "Address to listen on.");
+  flags.String("advertise-address", &advertise_address,
+               "host:port published in /api (default: bind address and "
+               "port).");
+  flags.Int("secure-port", &port,
+            "Port to serve HTTP on (kplane has no TLS; same as --port).");
+  flags.Int("port", &port, "Port to serve HTTP on.");
+  flags.Duration("event-ttl", &event_ttl, "How long events are kept.");
+  flags.Int("max-requests-inflight", &max_inflight,
+            "Read-only requests served at once; more get 429.");
+  flags.Int("max-mutating-requests-inflight", &max_mutating,
+            "Mutating requests served at once; more get 429.");
+  flags.Int("max-watches", &max_watches, "Watches open at once; more get 429.");
+  flags.Int64("min-request-timeout", &min_request_timeout,
+              "Seconds: a watch without timeoutSeconds ends after a random "
+              "time between this and twice this.");
+  flags.Int64("max-request-bytes", &max_body,
+              "Largest request body accepted (413 beyond).");
+  flags.Int64("default-watch-cache-size", &watch_cache_size,
+              "Events each watch cache keeps for resuming watches.");
+  flags.Int("worker-threads", &worker_threads,
+            "Threads running request handlers (they block on storage).");
+  flags.String("log-level", &log_level, "debug, info, warning or error.");
+  Status s = flags.Parse(args);
+  if (flags.help_requested()) {
+    std::cout << flags.Usage();
+    return 0;
+  }
+  auto fail = [](const Status& st) {
+    std::cerr << "kplane apiserver: " << st.message() << "\n";
+    return 2;
+  };
+  if (!s.ok()) return fail(s);
+  if (!flags.args().empty()) {
+    return fail(InvalidArgumentError("unexpected argument \"" +
+                                     flags.args().front() + "\""));
+  }
+  if (log_level == "debug") SetMinLogLevel(LogLevel::kDebug);
+  if (log_level == "warning") SetMinLogLevel(LogLevel::kWarning);
+  if (log_level == "error") SetMinLogLevel(LogLevel::kError);
+  if (port < 0 || port > 65535) {
+    return fail(InvalidArgumentError("--port must be in 0..65535"));
+  }
+
+  sigset_t stop_signals = BlockStopSignals();
+  std::unique_ptr<storage::StoreServer> embedded;
+  std::unique_ptr<storage::RemoteKV> remote;
+  storage::KV* kv = nullptr;
+  if (backend == "embedded") {
+    storage::StoreConfig cfg;
+    cfg.name = "apiserver";
+    cfg.data_dir = data_dir;
+    cfg.peer_urls = {"http://127.0.0.1:2380"};
+    cfg.corrupt_check_interval = Duration(0);
+    if (compaction_interval > Duration(0)) {
+      cfg.auto_compaction.mode = mvcc::AutoCompactionMode::kPeriodic;
+      cfg.auto_compaction.retention_period = compaction_interval;
+    }
+    auto server = storage::StoreServer::Open(cfg);
+    if (!server.ok()) return fail(server.status());
+    embedded = std::move(*server);
+    if (Status st = embedded->Start(nullptr); !st.ok()) return fail(st);
+    if (!embedded->WaitForLeader(seconds(30))) {
+      return fail(UnavailableError("the embedded store elected no leader"));
+    }
+    kv = embedded.get();
+  } else if (backend == "remote") {
+    if (etcd_servers.empty()) {
+      return fail(InvalidArgumentError(
+          "--storage-backend=remote needs --etcd-servers"));
+    }
+    storage::RemoteKVOptions ro;
+    ro.endpoints = etcd_servers;
+    auto client = storage::RemoteKV::Create(ro);
+    if (!client.ok()) return fail(client.status());
+    remote = std::move(*client);
+    kv = remote.get();
+  } else {
+    return fail(InvalidArgumentError(
+        "--storage-backend must be \"embedded\" or \"remote\""));
+  }
+
+  ApiServerOptions o;
+  o.kv = kv;
+  o.bind_address = bind_address;
+  o.port = static_cast<uint16_t>(port);
+  o.advertise_address = advertise_address;
+  o.storage_prefix = etcd_prefix;
+  o.event_ttl = event_ttl;
+  o.max_requests_inflight = max_inflight;
+  o.max_mutating_requests_inflight = max_mutating;
+  o.max_watches = max_watches;
+  o.min_request_timeout = seconds(min_request_timeout);
+  o.max_request_body_bytes = static_cast<size_t>(max_body);
+  o.worker_threads = worker_threads;
+  o.cacher.window_events = static_cast<size_t>(watch_cache_size);
+  ApiServer server(o);
+  if (Status st = server.Start(); !st.ok()) return fail(st);
+  if (!server.WaitReady(seconds(60))) {
+    LOG(WARNING) << "watch caches not ready after 60s; serving anyway";
+  }
+  // A line tests and scripts wait for.
+  std::cout << "kplane apiserver serving on http://" << bind_address << ":"
+            << server.port() << std::endl;
+
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  LOG(INFO) << "received signal " << sig << ", shutting down";
+  server.Stop();
+  remote.reset();
+  if (embedded) embedded->Stop();
+  return 0;
+}
+
+}  // namespace kplane::apiserver

@@ -1,0 +1,670 @@
+#include "apiserver/cacher/cacher.h"
+
+#include <map>
+#include <shared_mutex>
+#include <thread>
+
+#include "api/meta.h"
+#include "apiserver/cacher/dispatcher.h"
+#include "apiserver/cacher/event_window.h"
+#include "base/logging.h"
+
+namespace kplane::apiserver {
+namespace {
+
+using internal::CacheEvent;
+using internal::CacheEventPtr;
+using internal::MakeWatchEvent;
+using internal::StoreEntry;
+using internal::StoreEntryPtr;
+
+// The initial list reads the store in pages of this many objects, all at
+// the revision of the first.
+constexpr int64_t kListPage = 1000;
+// While reads wait for the cache to catch up, the storage watch is asked for
+// progress this often (kube-apiserver: 100 ms).
+constexpr Duration kProgressRequestInterval = milliseconds(100);
+// Pause before relisting after a failed list or watch.
+constexpr Duration kRelistBackoff = seconds(1);
+
+std::string PrefixRangeEnd(std::string prefix) {
+  while (!prefix.empty()) {
+    unsigned char last = static_cast<unsigned char>(prefix.back());
+    if (last < 0xff) {
+      prefix.back() = static_cast<char>(last + 1);
+      return prefix;
+    }
+    prefix.pop_back();
+  }
+  return std::string(1, '\0');
+}
+
+bool HasPrefix(const std::string& s, const std::string& prefix) {
+  return s.size() >= prefix.size() && s.compare(0, prefix.size(), prefix) == 0;
+}
+
+// The cache's reader-writer lock. glibc's rwlock (under std::shared_mutex)
+// prefers readers, so a steady stream of LISTs could starve the storage
+// watch's updates; here a writer that arrives closes the turnstile, and
+// readers that come after it wait until it is done (Go's RWMutex, which
+// kube's watch cache relies on, behaves the same).
+class WriterFirstMutex {
+ public:
+  void lock() {
+    std::lock_guard<std::mutex> gate(turnstile_);
+    rw_.lock();
+  }
+  void unlock() { rw_.unlock(); }
+  void lock_shared() {
+    { std::lock_guard<std::mutex> gate(turnstile_); }
+    rw_.lock_shared();
+  }
+  void unlock_shared() { rw_.unlock_shared(); }
+
+ private:
+  std::mutex turnstile_;
+  std::shared_mutex rw_;
+};
+
+Status TooLargeResourceVersion(int64_t wanted, int64_t current) {
+  return Status(StatusCode::kTimeout,
+                "Too large resource version: " + std::to_string(wanted) +
+                    ", current: " + std::to_string(current),
+                current);
+}
+
+}  // namespace
+
+std::string_view WatchEventTypeName(WatchEventType t) {
+  switch (t) {
+    case WatchEventType::kAdded:
+      return "ADDED";
+    case WatchEventType::kModified:
+      return "MODIFIED";
+    case WatchEventType::kDeleted:
+      return "DELETED";
+    case WatchEventType::kBookmark:
+      return "BOOKMARK";
+  }
+  return "UNKNOWN";
+}
+
+std::shared_ptr<const std::string> WatchEvent::Encoded(
+    const std::string& format,
+    const std::function<std::string(const WatchEvent&)>& encode) const {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = cache_.find(format);
+  if (it != cache_.end()) return it->second;
+  auto bytes = std::make_shared<const std::string>(encode(*this));
+  cache_.emplace(format, bytes);
+  return bytes;
+}
+
+struct Cacher::Impl {
+  Impl(Cacher* self, ObjectStore* store, const CacherOptions& options)
+      : self(self),
+        store(store),
+        options(options),
+        clock(options.clock),
+        window(options.window_events),
+        all_prefix(store->Prefix("")) {
+    const api::ResourceInfo& r = store->resource();
+    std::vector<std::string> labels = {r.gv.group, r.resource};
+    metrics::Registry* m = options.metrics;
+    events_received =
+        m->NewCounter("apiserver_watch_cache_events_received_total",
+                      "Counter of events received in watch cache broken by "
+                      "resource type.",
+                      {"group", "resource"})
+            ->With(labels);
+    initializations =
+        m->NewCounter("apiserver_watch_cache_initializations_total",
+                      "Counter of watch cache initializations broken by "
+                      "resource type.",
+                      {"group", "resource"})
+            ->With(labels);
+    resource_version =
+        m->NewGauge("apiserver_watch_cache_resource_version",
+                    "Current resource version of watch cache broken by "
+                    "resource type.",
+                    {"group", "resource"})
+            ->With(labels);
+    read_wait =
+        m->NewHistogram("apiserver_watch_cache_read_wait_seconds",
+                        "Histogram of time spent waiting for a watch cache to "
+                        "become fresh.",
+                        {"group", "resource"},
+                        {0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25,
+                         1.5, 2, 3})
+            ->With(labels);
+    consistent_reads =
+        m->NewCounter("apiserver_watch_cache_consistent_read_total",
+                      "Counter for consistent reads from cache.",
+                      {"group", "resource", "success", "fallback"});
+    internal::Dispatcher::Options d;
+    d.clock = clock;
+    d.bookmark_interval = options.bookmark_interval;
+    d.has_index = static_cast<bool>(options.index_func);
+    d.events_dispatched =
+        m->NewCounter("apiserver_watch_cache_events_dispatched_total",
+                      "Counter of events dispatched in watch cache broken by "
+                      "resource type.",
+                      {"group", "resource"})
+            ->With(labels);
+    d.watchers_terminated =
+        m->NewCounter("apiserver_terminated_watchers_total",
+                      "Counter of watchers closed due to unresponsiveness "
+                      "broken by resource type.",
+                      {"group", "resource"})
+            ->With(labels);
+    d.watchers = m->NewGauge("apiserver_watch_cache_watchers",
+                             "Watchers served by the watch cache, by "
+                             "resource.",
+                             {"group", "resource"})
+                     ->With(labels);
+    dispatcher = std::make_shared<internal::Dispatcher>(d);
+  }
+
+  // ---- the reflector thread: list, watch, relist ---------------------------
+  void ReflectorLoop();
+  StatusOr<int64_t> ListAndReplace();
+  Status StartStorageWatch(int64_t list_revision);
+  // Returns when the storage watch broke or the cacher stops; asks the
+  // storage watch for progress meanwhile while reads wait for it.
+  void AwaitWatchEnd();
+  void Backoff();
+  bool Stopping() {
+    std::lock_guard<std::mutex> l(loop_mu);
+    return stopping;
+  }
+  void MarkBroken();
+
+  // ---- the storage watch callback (the KV's thread) ------------------------
+  void OnWatchResponse(uint64_t generation,
+                       const etcdserverpb::WatchResponse& resp);
+  void OnProgress(int64_t revision);
+  // Applies one change to the store and window and publishes it. Caller
+  // holds cache_mu exclusively.
+  void ApplyLocked(const mvccpb::Event& e, ObjectPtr object);
+  std::string IndexOf(const google::protobuf::Message& obj) const {
+    return options.index_func ? options.index_func(obj) : std::string();
+  }
+  void NotifyStateChange() {
+    { std::lock_guard<std::mutex> l(state_mu); }
+    state_cv.notify_all();
+  }
+  void SetReady(bool ready) {
+    {
+      std::lock_guard<std::mutex> l(state_mu);
+      self->ready_.store(ready);
+    }
+    state_cv.notify_all();
+  }
+
+  // ---- reads ----------------------------------------------------------------
+  void RequestProgress() {
+    std::lock_guard<std::mutex> l(watch_mu);
+    if (watch) watch->RequestProgress();
+  }
+  // Waits until the cache reaches `revision`; false after
+  // consistent_read_wait.
+  bool WaitForRevision(int64_t revision);
+  bool WaitReady(Duration timeout) {
+    std::unique_lock<std::mutex> l(state_mu);
+    return clock->WaitFor(l, state_cv, timeout, [&] {
+      return self->ready_.load() || stopped;
+    }) && self->ready_.load();
+  }
+  ListResult ListFromCache(std::string_view ns, const ObjectPredicate& pred);
+
+  Cacher* self;
+  ObjectStore* store;
+  CacherOptions options;
+  Clock* clock;
+
+  metrics::Counter* events_received;
+  metrics::Counter* initializations;
+  metrics::Gauge* resource_version;
+  metrics::Histogram* read_wait;
+  metrics::Family<metrics::Counter>* consistent_reads;
+  std::shared_ptr<internal::Dispatcher> dispatcher;
+
+  // The cache: every object by key, the recent changes, and the revision
+  // both reflect. Writers: the watch callback and the reflector.
+  mutable WriterFirstMutex cache_mu;
+  std::map<std::string, StoreEntryPtr> objects;  // guarded by cache_mu
+  internal::EventWindow window;                  // guarded by cache_mu
+  const std::string all_prefix;
+
+  // Readiness and revision changes, for waiters.
+  std::mutex state_mu;
+  std::condition_variable state_cv;
+  bool stopped = false;  // guarded by state_mu
+  std::atomic<int> revision_waiters{0};
+
+  // The reflector.
+  std::mutex loop_mu;
+  std::condition_variable loop_cv;
+  bool stopping = false;      // guarded by loop_mu
+  bool watch_broken = false;  // guarded by loop_mu
+  bool started = false;       // guarded by loop_mu
+  std::atomic<uint64_t> watch_generation{0};
+  std::thread reflector;
+  std::mutex watch_mu;
+  std::unique_ptr<storage::Watch> watch;  // guarded by watch_mu
+};
+
+// ---------------------------------------------------------------------------
+// Reflector
+
+void Cacher::Impl::ReflectorLoop() {
+  while (!Stopping()) {
+    StatusOr<int64_t> listed = ListAndReplace();
+    if (!listed.ok()) {
+      LOG(WARNING) << "watch cache of " << store->resource().GroupResource()
+                   << ": list failed: " << listed.status();
+      Backoff();
+      continue;
+    }
+    Status watching = StartStorageWatch(*listed);
+    if (watching.ok()) AwaitWatchEnd();
+    {
+      std::lock_guard<std::mutex> l(watch_mu);
+      watch.reset();  // waits for its thread: no callback after this
+    }
+    if (Stopping()) break;
+    LOG(INFO) << "watch cache of " << store->resource().GroupResource()
+              << ": storage watch ended ("
+              << (watching.ok() ? std::string("canceled") : watching.ToString())
+              << "); relisting";
+    // Like kube-apiserver's cacher: stop serving, close every watcher (they
+    // re-watch and get 410 if the new window misses their revision), relist.
+    SetReady(false);
+    {
+      std::unique_lock<WriterFirstMutex> l(cache_mu);
+      dispatcher->CloseAll(self->revision_.load());
+    }
+    if (!watching.ok()) Backoff();
+  }
+}
+
+void Cacher::Impl::Backoff() {
+  std::unique_lock<std::mutex> l(loop_mu);
+  clock->WaitFor(l, loop_cv, kRelistBackoff, [&] { return stopping; });
+}
+
+StatusOr<int64_t> Cacher::Impl::ListAndReplace() {
+  std::vector<ObjectPtr> items;
+  ListOptions page_opts{.limit = kListPage};
+  int64_t revision = 0;
+  do {
+    ASSIGN_OR_RETURN(ListResult page, store->List("", page_opts));
+    revision = page.revision;
+    items.insert(items.end(), page.items.begin(), page.items.end());
+    page_opts.continue_token = page.continue_token;
+  } while (!page_opts.continue_token.empty());
+
+  std::map<std::string, StoreEntryPtr> fresh;
+  for (ObjectPtr& obj : items) {
+    const api::metav1::ObjectMeta* meta = api::GetObjectMeta(*obj);
+    auto entry = std::make_shared<StoreEntry>();
+    entry->revision = Versioner::Parse(meta->resourceversion()).value_or(0);
+    entry->ns = meta->namespace_();
+    entry->index_value = IndexOf(*obj);
+    std::string key = store->Key(entry->ns, meta->name());
+    entry->object = std::move(obj);
+    fresh.emplace_hint(fresh.end(), std::move(key), std::move(entry));
+  }
+  {
+    std::unique_lock<WriterFirstMutex> l(cache_mu);
+    objects.swap(fresh);
+    window.Reset(revision);
+    self->revision_.store(revision);
+    // Watchers that registered against the old state cannot continue.
+    dispatcher->CloseAll(revision);
+  }
+  resource_version->Set(static_cast<double>(revision));
+  initializations->Inc();
+  SetReady(true);
+  return revision;
+}
+
+Status Cacher::Impl::StartStorageWatch(int64_t list_revision) {
+  etcdserverpb::WatchCreateRequest req;
+  req.set_key(all_prefix);
+  req.set_range_end(PrefixRangeEnd(all_prefix));
+  req.set_start_revision(list_revision + 1);
+  req.set_prev_kv(true);
+  req.set_progress_notify(true);
+  const uint64_t generation = watch_generation.fetch_add(1) + 1;
+  {
+    std::lock_guard<std::mutex> l(loop_mu);
+    watch_broken = false;
+  }
+  // The callback may run before StartWatch returns (a compacted start).
+  auto w = store->kv()->StartWatch(
+      req, [this, generation](const etcdserverpb::WatchResponse& resp) {
+        OnWatchResponse(generation, resp);
+      });
+  if (!w.ok()) return w.status();
+  std::lock_guard<std::mutex> l(watch_mu);
+  watch = std::move(*w);
+  return Status::Ok();
+}
+
+void Cacher::Impl::AwaitWatchEnd() {
+  std::unique_lock<std::mutex> l(loop_mu);
+  auto done = [&] { return stopping || watch_broken; };
+  while (!done()) {
+    if (revision_waiters.load() > 0) {
+      clock->WaitFor(l, loop_cv, kProgressRequestInterval, done);
+      if (!done() && revision_waiters.load() > 0) {
+        l.unlock();
+        RequestProgress();
+        l.lock();
+      }
+    } else {
+      loop_cv.wait(l, [&] { return done() || revision_waiters.load() > 0; });
+    }
+  }
+}
+
+void Cacher::Impl::MarkBroken() {
+  {
+    std::lock_guard<std::mutex> l(loop_mu);
+    watch_broken = true;
+  }
+  loop_cv.notify_all();
+}
+
+// ---------------------------------------------------------------------------
+// The storage watch
+
+void Cacher::Impl::OnWatchResponse(uint64_t generation,
+                                   const etcdserverpb::WatchResponse& resp) {
+  if (generation != watch_generation.load()) return;  // an old watch
+  if (resp.canceled()) {
+    LOG(INFO) << "watch cache of " << store->resource().GroupResource()
+              << ": storage watch canceled (compact_revision="
+              << resp.compact_revision() << ", reason \""
+              << resp.cancel_reason() << "\")";
+    MarkBroken();
+    return;
+  }
+  if (resp.events_size() == 0) {
+    if (!resp.created()) OnProgress(resp.header().revision());
+    return;
+  }
+  // Decode outside the lock; readers keep going meanwhile.
+  std::vector<ObjectPtr> decoded(resp.events_size());
+  for (int i = 0; i < resp.events_size(); ++i) {
+    const mvccpb::Event& e = resp.events(i);
+    if (e.type() == mvccpb::Event::PUT) {
+      auto obj = store->Decode(e.kv().value(), e.kv().mod_revision());
+      if (!obj.ok()) {
+        LOG(ERROR) << "watch cache of " << store->resource().GroupResource()
+                   << ": cannot decode " << e.kv().key() << ": " << obj.status()
+                   << "; relisting";
+        MarkBroken();
+        return;
+      }
+      decoded[i] = ObjectPtr(std::move(*obj));
+    } else if (e.has_prev_kv() && !e.prev_kv().value().empty()) {
+      auto prev =
+          store->Decode(e.prev_kv().value(), e.prev_kv().mod_revision());
+      if (prev.ok()) decoded[i] = ObjectPtr(std::move(*prev));
+    }
+  }
+  int64_t last = 0;
+  {
+    std::unique_lock<WriterFirstMutex> l(cache_mu);
+    for (int i = 0; i < resp.events_size(); ++i) {
+      ApplyLocked(resp.events(i), std::move(decoded[i]));
+    }
+    last = resp.events(resp.events_size() - 1).kv().mod_revision();
+    if (last > self->revision_.load()) self->revision_.store(last);
+  }
+  events_received->Inc(resp.events_size());
+  resource_version->Set(static_cast<double>(last));
+  NotifyStateChange();
+}
+
+void Cacher::Impl::ApplyLocked(const mvccpb::Event& e, ObjectPtr object) {
+  const std::string& key = e.kv().key();
+  auto it = objects.find(key);
+  auto ev = std::make_shared<CacheEvent>();
+  ev->revision = e.kv().mod_revision();
+  if (e.type() == mvccpb::Event::PUT) {
+    ev->type = it == objects.end() ? WatchEventType::kAdded
+                                   : WatchEventType::kModified;
+    ev->ns = api::Namespace(*object);
+    ev->index_value = IndexOf(*object);
+    if (it != objects.end()) {
+      ev->prev = it->second->object;
+      ev->prev_index_value = it->second->index_value;
+    }
+    ev->object = object;
+    ev->event = MakeWatchEvent(ev->type, object, ev->revision);
+    auto entry = std::make_shared<StoreEntry>();
+    entry->object = std::move(object);
+    entry->revision = ev->revision;
+    entry->ns = ev->ns;
+    entry->index_value = ev->index_value;
+    if (ev->type == WatchEventType::kAdded) entry->added = ev->event;
+    objects.insert_or_assign(it, key, std::move(entry));
+  } else {
+    // The last state: what the cache holds (or the store's prev_kv).
+    ObjectPtr last = it != objects.end() ? it->second->object : object;
+    if (!last) return;  // a key we never knew
+    MutableObject at_deletion(last->New());
+    at_deletion->CopyFrom(*last);
+    api::SetResourceVersion(at_deletion.get(),
+                            Versioner::ToResourceVersion(ev->revision));
+    ev->type = WatchEventType::kDeleted;
+    ev->ns = api::Namespace(*last);
+    ev->prev_index_value =
+        it != objects.end() ? it->second->index_value : IndexOf(*last);
+    ev->index_value = ev->prev_index_value;
+    ev->prev = std::move(last);
+    ev->object = ObjectPtr(std::move(at_deletion));
+    ev->event = MakeWatchEvent(ev->type, ev->object, ev->revision);
+    if (it != objects.end()) objects.erase(it);
+  }
+  window.Push(ev);
+  dispatcher->Publish(std::move(ev));
+}
+
+void Cacher::Impl::OnProgress(int64_t revision) {
+  {
+    std::unique_lock<WriterFirstMutex> l(cache_mu);
+    if (revision <= self->revision_.load()) return;
+    self->revision_.store(revision);
+    dispatcher->Progress(revision);
+  }
+  resource_version->Set(static_cast<double>(revision));
+  NotifyStateChange();
+}
+
+// ---------------------------------------------------------------------------
+// Reads
+
+bool Cacher::Impl::WaitForRevision(int64_t revision) {
+  if (self->revision_.load() >= revision) return true;
+  const TimePoint start = clock->Now();
+  revision_waiters.fetch_add(1);
+  {
+    std::lock_guard<std::mutex> l(loop_mu);  // wake the reflector's ticker
+  }
+  loop_cv.notify_all();
+  RequestProgress();
+  bool caught_up;
+  {
+    std::unique_lock<std::mutex> l(state_mu);
+    caught_up = clock->WaitFor(l, state_cv, options.consistent_read_wait, [&] {
+      return self->revision_.load() >= revision || stopped;
+    }) && self->revision_.load() >= revision;
+  }
+  revision_waiters.fetch_sub(1);
+  read_wait->Observe(
+      std::chrono::duration<double>(clock->Now() - start).count());
+  return caught_up;
+}
+
+ListResult Cacher::Impl::ListFromCache(std::string_view ns,
+                                       const ObjectPredicate& pred) {
+  const std::string prefix = store->Prefix(ns);
+  ListResult result;
+  std::shared_lock<WriterFirstMutex> l(cache_mu);
+  if (ns.empty() || !store->resource().namespaced) {
+    result.items.reserve(objects.size());
+  }
+  for (auto it = objects.lower_bound(prefix);
+       it != objects.end() && HasPrefix(it->first, prefix); ++it) {
+    if (!pred || pred(*it->second->object)) {
+      result.items.push_back(it->second->object);
+    }
+  }
+  result.revision = self->revision_.load();
+  return result;
+}
+
+// ---------------------------------------------------------------------------
+// Cacher
+
+Cacher::Cacher(ObjectStore* store, CacherOptions options)
+    : store_(store),
+      options_(std::move(options)),
+      impl_(std::make_unique<Impl>(this, store, options_)) {}
+
+Cacher::~Cacher() { Stop(); }
+
+Status Cacher::Start() {
+  {
+    std::lock_guard<std::mutex> l(impl_->loop_mu);
+    if (impl_->started) return FailedPreconditionError("cacher started twice");
+    if (impl_->stopping) return FailedPreconditionError("cacher stopped");
+    impl_->started = true;
+  }
+  impl_->dispatcher->Start();
+  impl_->reflector = std::thread([this] { impl_->ReflectorLoop(); });
+  return Status::Ok();
+}
+
+void Cacher::Stop() {
+  {
+    std::lock_guard<std::mutex> l(impl_->loop_mu);
+    impl_->stopping = true;
+  }
+  impl_->loop_cv.notify_all();
+  if (impl_->reflector.joinable()) impl_->reflector.join();
+  {
+    std::lock_guard<std::mutex> l(impl_->state_mu);
+    impl_->stopped = true;
+    ready_.store(false);
+  }
+  impl_->state_cv.notify_all();
+  impl_->dispatcher->Stop();
+}
+
+bool Cacher::WaitReady(Duration timeout) { return impl_->WaitReady(timeout); }
+
+size_t Cacher::num_watchers() const {
+  return impl_->dispatcher->num_watchers();
+}
+
+StatusOr<ListResult> Cacher::List(std::string_view ns, int64_t revision,
+                                  bool consistent, const ListOptions& opts) {
+  ListOptions from_store = opts;
+  from_store.revision = consistent ? 0 : revision;
+  // Pages are the store's business (as in kube-apiserver 1.32): a continue
+  // token always, a limit unless "any" (resourceVersion=0) was asked for.
+  const bool paginated = !opts.continue_token.empty() ||
+                         (opts.limit > 0 && (consistent || revision > 0));
+  if (paginated) return store_->List(ns, from_store);
+  if (!ready_.load()) {
+    // Not-older-than N on the store: read the latest and check it.
+    from_store.revision = 0;
+    ASSIGN_OR_RETURN(ListResult r, store_->List(ns, from_store));
+    if (!consistent && revision > r.revision) {
+      return TooLargeResourceVersion(revision, r.revision);
+    }
+    return r;
+  }
+  if (consistent) {
+    ASSIGN_OR_RETURN(int64_t current, store_->CurrentRevision());
+    const std::string& group = store_->resource().gv.group;
+    const std::string& resource = store_->resource().resource;
+    if (!impl_->WaitForRevision(current)) {
+      impl_->consistent_reads->With({group, resource, "false", "true"})->Inc();
+      return store_->List(ns, from_store);
+    }
+    impl_->consistent_reads->With({group, resource, "true", "false"})->Inc();
+  } else if (revision > 0 && !impl_->WaitForRevision(revision)) {
+    return TooLargeResourceVersion(revision, revision_.load());
+  }
+  return impl_->ListFromCache(ns, opts.predicate);
+}
+
+StatusOr<ObjectPtr> Cacher::Get(std::string_view ns, std::string_view name) {
+  if (!ready_.load()) return store_->Get(ns, name);
+  std::string key = store_->Key(ns, name);
+  {
+    std::shared_lock<WriterFirstMutex> l(impl_->cache_mu);
+    auto it = impl_->objects.find(key);
+    if (it != impl_->objects.end()) return it->second->object;
+  }
+  std::string gr = store_->resource().GroupResource();
+  return NotFoundError(gr + " \"" + std::string(name) + "\" not found");
+}
+
+StatusOr<std::unique_ptr<WatchHandle>> Cacher::Watch(
+    const WatchOptions& opts, std::shared_ptr<WatchSink> sink) {
+  {
+    std::lock_guard<std::mutex> l(impl_->loop_mu);
+    if (impl_->stopping) return UnavailableError("the watch cache is stopped");
+  }
+  if (!impl_->WaitReady(options_.consistent_read_wait)) {
+    return ResourceExhaustedError("storage is (re)initializing");
+  }
+  if (opts.send_initial_events && opts.revision > 0 &&
+      !impl_->WaitForRevision(opts.revision)) {
+    return TooLargeResourceVersion(opts.revision, revision_.load());
+  }
+  internal::WatcherInit init;
+  init.opts = opts;
+  if (!store_->resource().namespaced) init.opts.ns.clear();
+  init.sink = std::move(sink);
+  init.start_time = options_.clock->Now();
+  // Under the cache lock: the snapshot or window slice and the registration
+  // are one step relative to incoming changes.
+  std::shared_lock<WriterFirstMutex> l(impl_->cache_mu);
+  const int64_t now = revision_.load();
+  if (opts.send_initial_events) {
+    const std::string prefix = store_->Prefix(opts.ns);
+    auto snapshot = std::make_shared<std::vector<StoreEntryPtr>>();
+    for (auto it = impl_->objects.lower_bound(prefix);
+         it != impl_->objects.end() && HasPrefix(it->first, prefix); ++it) {
+      snapshot->push_back(it->second);
+    }
+    init.snapshot = std::move(snapshot);
+    init.snapshot_revision = now;
+    init.start_revision = now;
+    init.end_bookmark = opts.allow_bookmarks;
+  } else if (opts.revision == 0) {
+    init.start_revision = now;
+  } else if (opts.revision < impl_->window.resumable_from()) {
+    init.fail =
+        Status(StatusCode::kExpired,
+               "too old resource version: " + std::to_string(opts.revision) +
+                   " (" + std::to_string(impl_->window.resumable_from()) + ")");
+  } else {
+    init.replay = impl_->window.Since(opts.revision);
+    init.start_revision = opts.revision;
+  }
+  std::unique_ptr<WatchHandle> handle =
+      impl_->dispatcher->Register(std::move(init));
+  if (!handle) return UnavailableError("the watch cache is stopped");
+  return handle;
+}
+
+}  // namespace kplane::apiserver

@@ -1,0 +1,808 @@
+#include "apiserver/cacher/cacher.h"
+
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <future>
+#include <mutex>
+
+#include "api/meta.h"
+#include "apiserver/storage/test_store.h"
+
+namespace kplane::apiserver {
+namespace {
+
+using api::corev1::Pod;
+using testing::EmbeddedStore;
+using testing::MakePod;
+using testing::Resource;
+
+// Forwards to the real store; lets a test cut the cacher's storage watch
+// (delivering the canceled response a compaction produces), run something
+// just before the next watch starts, or swallow progress notifications.
+class InterceptKV : public storage::KV {
+ public:
+  explicit InterceptKV(storage::KV* real) : real_(real) {}
+
+  StatusOr<etcdserverpb::RangeResponse> Range(
+      const etcdserverpb::RangeRequest& r) override {
+    return real_->Range(r);
+  }
+  StatusOr<etcdserverpb::PutResponse> Put(
+      const etcdserverpb::PutRequest& r) override {
+    return real_->Put(r);
+  }
+  StatusOr<etcdserverpb::DeleteRangeResponse> DeleteRange(
+      const etcdserverpb::DeleteRangeRequest& r) override {
+    return real_->DeleteRange(r);
+  }
+  StatusOr<etcdserverpb::TxnResponse> Txn(
+      const etcdserverpb::TxnRequest& r) override {
+    return real_->Txn(r);
+  }
+  StatusOr<etcdserverpb::CompactionResponse> Compact(
+      const etcdserverpb::CompactionRequest& r) override {
+    return real_->Compact(r);
+  }
+  StatusOr<etcdserverpb::LeaseGrantResponse> LeaseGrant(
+      const etcdserverpb::LeaseGrantRequest& r) override {
+    return real_->LeaseGrant(r);
+  }
+  StatusOr<etcdserverpb::LeaseRevokeResponse> LeaseRevoke(
+      const etcdserverpb::LeaseRevokeRequest& r) override {
+    return real_->LeaseRevoke(r);
+  }
+  StatusOr<etcdserverpb::LeaseKeepAliveResponse> LeaseKeepAlive(
+      const etcdserverpb::LeaseKeepAliveRequest& r) override {
+    return real_->LeaseKeepAlive(r);
+  }
+  StatusOr<etcdserverpb::LeaseTimeToLiveResponse> LeaseTimeToLive(
+      const etcdserverpb::LeaseTimeToLiveRequest& r) override {
+    return real_->LeaseTimeToLive(r);
+  }
+  StatusOr<etcdserverpb::LeaseLeasesResponse> LeaseLeases(
+      const etcdserverpb::LeaseLeasesRequest& r) override {
+    return real_->LeaseLeases(r);
+  }
+  StatusOr<etcdserverpb::StatusResponse> MemberStatus() override {
+    return real_->MemberStatus();
+  }
+
+  StatusOr<std::unique_ptr<storage::Watch>> StartWatch(
+      const etcdserverpb::WatchCreateRequest& req,
+      storage::WatchCallback cb) override {
+    std::function<void()> hook;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      hook = std::move(before_next_watch_);
+      before_next_watch_ = nullptr;
+    }
+    if (hook) hook();
+    auto state = std::make_shared<WatchState>();
+    state->cb = std::move(cb);
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      active_ = state;
+      ++watches_started_;
+    }
+    started_cv_.notify_all();
+    return real_->StartWatch(
+        req, [this, state](const etcdserverpb::WatchResponse& r) {
+          std::lock_guard<std::mutex> l(state->mu);
+          if (state->cut) return;
+          if (drop_progress_.load() && r.events_size() == 0 && !r.created() &&
+              !r.canceled()) {
+            return;
+          }
+          state->cb(r);
+        });
+  }
+
+  // Ends the active watch as a compaction would.
+  void CancelActiveWatch(int64_t compact_revision) {
+    std::shared_ptr<WatchState> s;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      s = active_;
+    }
+    ASSERT_NE(s, nullptr);
+    std::lock_guard<std::mutex> l(s->mu);
+    s->cut = true;
+    etcdserverpb::WatchResponse r;
+    r.set_canceled(true);
+    r.set_compact_revision(compact_revision);
+    r.set_cancel_reason("mvcc: required revision has been compacted");
+    s->cb(r);
+  }
+  void BeforeNextWatch(std::function<void()> f) {
+    std::lock_guard<std::mutex> l(mu_);
+    before_next_watch_ = std::move(f);
+  }
+  void DropProgress(bool drop) { drop_progress_.store(drop); }
+  int watches_started() {
+    std::lock_guard<std::mutex> l(mu_);
+    return watches_started_;
+  }
+  // The cacher starts its n-th storage watch right after its n-th list.
+  void WaitWatchesStarted(int n) {
+    std::unique_lock<std::mutex> l(mu_);
+    ASSERT_TRUE(started_cv_.wait_for(l, std::chrono::seconds(20),
+                                     [&] { return watches_started_ >= n; }));
+  }
+
+ private:
+  struct WatchState {
+    std::mutex mu;
+    bool cut = false;
+    storage::WatchCallback cb;
+  };
+  storage::KV* real_;
+  std::mutex mu_;
+  std::condition_variable started_cv_;
+  std::shared_ptr<WatchState> active_;
+  std::function<void()> before_next_watch_;
+  int watches_started_ = 0;
+  std::atomic<bool> drop_progress_{false};
+};
+
+// "ADDED a@5", "DELETED b@9", "BOOKMARK@9", "BOOKMARK@9 end".
+std::string Describe(const WatchEvent& e) {
+  std::string s(WatchEventTypeName(e.type));
+  if (e.object) {
+    s += " " + api::Name(*e.object) + "@" + api::ResourceVersion(*e.object);
+    EXPECT_EQ(api::ResourceVersion(*e.object), std::to_string(e.revision));
+  } else {
+    s += "@" + std::to_string(e.revision);
+  }
+  if (e.initial_events_end) s += " end";
+  return s;
+}
+
+class RecordingSink : public WatchSink {
+ public:
+  // Refuses every event after the first `accept` ones (-1: never).
+  explicit RecordingSink(int accept = -1) : accept_(accept) {}
+
+  bool Send(const WatchEventPtr& e) override {
+    std::lock_guard<std::mutex> l(mu_);
+    if (accept_ >= 0 && static_cast<int>(events_.size()) >= accept_) {
+      return false;
+    }
+    events_.push_back(e);
+    cv_.notify_all();
+    return true;
+  }
+  void Close(const Status& s) override {
+    std::lock_guard<std::mutex> l(mu_);
+    ++closes_;
+    status_ = s;
+    cv_.notify_all();
+  }
+
+  // Waits (a bounded real time, as a guard) for `n` events; returns what
+  // arrived by then, described.
+  std::vector<std::string> WaitFor(size_t n) {
+    std::unique_lock<std::mutex> l(mu_);
+    cv_.wait_for(l, std::chrono::seconds(20),
+                 [&] { return events_.size() >= n; });
+    return DescribeLocked();
+  }
+  Status WaitClosed() {
+    std::unique_lock<std::mutex> l(mu_);
+    EXPECT_TRUE(cv_.wait_for(l, std::chrono::seconds(20), [&] {
+      return closes_ > 0;
+    })) << "not closed";
+    return status_;
+  }
+  std::vector<std::string> Events() {
+    std::lock_guard<std::mutex> l(mu_);
+    return DescribeLocked();
+  }
+  std::vector<WatchEventPtr> Raw() {
+    std::lock_guard<std::mutex> l(mu_);
+    return events_;
+  }
+  int closes() {
+    std::lock_guard<std::mutex> l(mu_);
+    return closes_;
+  }
+
+ private:
+  std::vector<std::string> DescribeLocked() {
+    std::vector<std::string> out;
+    for (const auto& e : events_) out.push_back(Describe(*e));
+    return out;
+  }
+  int accept_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<WatchEventPtr> events_;
+  int closes_ = 0;
+  Status status_;
+};
+
+std::string At(int64_t rev) { return "@" + std::to_string(rev); }
+
+class CacherTest : public ::testing::Test {
+ protected:
+  CacherTest()
+      : kv_(db_.server()),
+        pods_(&kv_, Resource("", "pods"),
+              ObjectStoreOptions{.clock = &clock_, .metrics = &metrics_}) {}
+  ~CacherTest() override { cacher_.reset(); }
+
+  void StartCacher(CacherOptions o = {}) {
+    if (o.clock == Clock::Real() && !real_clock_) o.clock = &clock_;
+    o.metrics = &metrics_;
+    cacher_ = std::make_unique<Cacher>(&pods_, o);
+    ASSERT_TRUE(cacher_->Start().ok());
+    ASSERT_TRUE(cacher_->WaitReady(seconds(20)));
+  }
+
+  int64_t Rev(const StatusOr<ObjectPtr>& o) {
+    EXPECT_TRUE(o.ok()) << o.status();
+    return o.ok() ? *Versioner::Parse(api::ResourceVersion(**o)) : -1;
+  }
+  int64_t CreatePod(const std::string& ns, const std::string& name,
+                    const std::string& app = "web",
+                    const std::string& node = "") {
+    Pod pod = MakePod(ns, name, node);
+    (*pod.mutable_metadata()->mutable_labels())["app"] = app;
+    return Rev(pods_.Create(pod));
+  }
+  int64_t UpdatePod(const std::string& ns, const std::string& name,
+                    const std::function<void(Pod*)>& change) {
+    return Rev(pods_.GuaranteedUpdate(
+        ns, name, {},
+        [&](const google::protobuf::Message* cur) -> StatusOr<MutableObject> {
+          auto next = std::make_unique<Pod>(static_cast<const Pod&>(*cur));
+          change(next.get());
+          return MutableObject(std::move(next));
+        }));
+  }
+  int64_t SetApp(const std::string& ns, const std::string& name,
+                 const std::string& app) {
+    return UpdatePod(ns, name, [&](Pod* p) {
+      (*p->mutable_metadata()->mutable_labels())["app"] = app;
+    });
+  }
+  int64_t DeletePod(const std::string& ns, const std::string& name) {
+    return Rev(pods_.Delete(ns, name, {}));
+  }
+  // Blocks until the cache has seen `rev` (a not-older-than list).
+  void WaitCacheAt(int64_t rev) {
+    auto r = cacher_->List("", rev, false, {});
+    ASSERT_TRUE(r.ok()) << r.status();
+  }
+  std::unique_ptr<WatchHandle> MustWatch(const WatchOptions& o,
+                                         std::shared_ptr<WatchSink> sink) {
+    auto h = cacher_->Watch(o, std::move(sink));
+    EXPECT_TRUE(h.ok()) << h.status();
+    return h.ok() ? std::move(*h) : nullptr;
+  }
+  double Metric(const std::string& line_prefix) {
+    std::string text = metrics_.Render();
+    size_t pos = text.find(line_prefix + " ");
+    if (pos == std::string::npos) return -1;
+    return std::stod(text.substr(pos + line_prefix.size() + 1));
+  }
+
+  EmbeddedStore db_;
+  InterceptKV kv_;
+  FakeClock clock_;
+  bool real_clock_ = false;
+  metrics::Registry metrics_;
+  ObjectStore pods_;
+  std::unique_ptr<Cacher> cacher_;
+};
+
+TEST_F(CacherTest, InitialEventsInKeyOrderThenChanges) {
+  int64_t ra = CreatePod("default", "a");
+  int64_t rb = CreatePod("default", "b");
+  int64_t rc = CreatePod("other", "c");
+  StartCacher();
+  auto sink = std::make_shared<RecordingSink>();
+  auto h = MustWatch({.ns = "default", .send_initial_events = true}, sink);
+  EXPECT_EQ(sink->WaitFor(2),
+            (std::vector<std::string>{"ADDED a" + At(ra), "ADDED b" + At(rb)}));
+  int64_t r1 = SetApp("default", "a", "db");
+  int64_t r2 = DeletePod("default", "b");
+  int64_t r3 = CreatePod("default", "d");
+  int64_t re = CreatePod("other", "e");
+  EXPECT_EQ(sink->WaitFor(5),
+            (std::vector<std::string>{
+                "ADDED a" + At(ra), "ADDED b" + At(rb), "MODIFIED a" + At(r1),
+                "DELETED b" + At(r2), "ADDED d" + At(r3)}));
+  // DELETED carries the last state.
+  auto raw = sink->Raw();
+  EXPECT_EQ(
+      static_cast<const Pod&>(*raw[3]->object).spec().containers(0).image(),
+      "nginx:1.27");
+
+  auto all = std::make_shared<RecordingSink>();
+  WaitCacheAt(re);
+  auto h2 = MustWatch({.send_initial_events = true}, all);
+  EXPECT_EQ(all->WaitFor(4),
+            (std::vector<std::string>{"ADDED a" + At(r1), "ADDED d" + At(r3),
+                                      "ADDED c" + At(rc), "ADDED e" + At(re)}));
+}
+
+TEST_F(CacherTest, InitialEventsEndWithABookmarkOnlyWhenAllowed) {
+  int64_t ra = CreatePod("default", "a");
+  StartCacher();
+  auto with = std::make_shared<RecordingSink>();
+  auto without = std::make_shared<RecordingSink>();
+  auto h1 =
+      MustWatch({.send_initial_events = true, .allow_bookmarks = true}, with);
+  auto h2 = MustWatch({.send_initial_events = true}, without);
+  int64_t now = cacher_->revision();
+  EXPECT_EQ(with->WaitFor(2),
+            (std::vector<std::string>{"ADDED a" + At(ra),
+                                      "BOOKMARK" + At(now) + " end"}));
+  int64_t rb = CreatePod("default", "b");
+  EXPECT_EQ(without->WaitFor(2),
+            (std::vector<std::string>{"ADDED a" + At(ra), "ADDED b" + At(rb)}));
+}
+
+TEST_F(CacherTest, EventsAfterARevisionFromTheWindow) {
+  StartCacher();
+  int64_t ra = CreatePod("default", "a");
+  int64_t rb = CreatePod("default", "b");
+  int64_t rc = SetApp("default", "a", "db");
+  WaitCacheAt(rc);
+  auto sink = std::make_shared<RecordingSink>();
+  auto h = MustWatch({.revision = ra}, sink);
+  int64_t rd = CreatePod("default", "d");
+  EXPECT_EQ(sink->WaitFor(3),
+            (std::vector<std::string>{"ADDED b" + At(rb), "MODIFIED a" + At(rc),
+                                      "ADDED d" + At(rd)}));
+  // A revision ahead of the cache: only changes after it.
+  int64_t now = cacher_->revision();
+  auto ahead = std::make_shared<RecordingSink>();
+  auto h3 = MustWatch({.revision = now + 2}, ahead);
+  CreatePod("default", "x1");
+  CreatePod("default", "x2");
+  int64_t rx3 = CreatePod("default", "x3");
+  EXPECT_EQ(ahead->WaitFor(1),
+            (std::vector<std::string>{"ADDED x3" + At(rx3)}));
+  // revision 0 without initial events: from now on.
+  auto fresh = std::make_shared<RecordingSink>();
+  auto h2 = MustWatch({}, fresh);
+  int64_t re = CreatePod("default", "e");
+  EXPECT_EQ(fresh->WaitFor(1), (std::vector<std::string>{"ADDED e" + At(re)}));
+}
+
+TEST_F(CacherTest, RevisionBelowTheWindowIsExpired) {
+  StartCacher({.window_events = 3});
+  std::vector<int64_t> revs;
+  for (int i = 0; i < 6; ++i)
+    revs.push_back(CreatePod("default", "p" + std::to_string(i)));
+  WaitCacheAt(revs.back());
+  auto sink = std::make_shared<RecordingSink>();
+  auto h = MustWatch({.revision = revs[0]}, sink);
+  Status closed = sink->WaitClosed();
+  EXPECT_EQ(closed.code(), StatusCode::kExpired);
+  // The window holds p3..p5; resuming needs a revision >= that of p2.
+  EXPECT_EQ(closed.message(),
+            "too old resource version: " + std::to_string(revs[0]) + " (" +
+                std::to_string(revs[2]) + ")");
+  EXPECT_TRUE(sink->Events().empty());
+  EXPECT_EQ(sink->closes(), 1);
+
+  auto ok = std::make_shared<RecordingSink>();
+  auto h2 = MustWatch({.revision = revs[2]}, ok);
+  EXPECT_EQ(ok->WaitFor(3).size(), 3u);
+  EXPECT_EQ(ok->closes(), 0);
+}
+
+TEST_F(CacherTest, SelectorTransitionsBecomeAddedAndDeleted) {
+  StartCacher();
+  auto sink = std::make_shared<RecordingSink>();
+  auto h = MustWatch({.predicate =
+                          [](const google::protobuf::Message& m) {
+                            return api::Label(*api::GetObjectMeta(m), "app") ==
+                                   "web";
+                          }},
+                     sink);
+  CreatePod("default", "p", "db");             // not matching: nothing
+  int64_t r1 = SetApp("default", "p", "web");  // enters: ADDED
+  int64_t r2 = UpdatePod("default", "p", [](Pod* p) {
+    p->mutable_spec()->set_nodename("n1");
+  });                                         // stays: MODIFIED
+  int64_t r3 = SetApp("default", "p", "db");  // leaves: DELETED
+  DeletePod("default", "p");                  // not matching: nothing
+  int64_t r5 = CreatePod("default", "q", "web");
+  EXPECT_EQ(sink->WaitFor(4), (std::vector<std::string>{
+                                  "ADDED p" + At(r1), "MODIFIED p" + At(r2),
+                                  "DELETED p" + At(r3), "ADDED q" + At(r5)}));
+  // The DELETED of a transition carries the state the watcher knew.
+  auto raw = sink->Raw();
+  EXPECT_EQ(api::Label(*api::GetObjectMeta(*raw[2]->object), "app"), "web");
+}
+
+TEST_F(CacherTest, NamespaceWatchersSeeOnlyTheirNamespace) {
+  StartCacher();
+  auto a = std::make_shared<RecordingSink>();
+  auto all = std::make_shared<RecordingSink>();
+  auto h1 = MustWatch({.ns = "a"}, a);
+  auto h2 = MustWatch({}, all);
+  int64_t r1 = CreatePod("a", "x");
+  int64_t r2 = CreatePod("b", "y");
+  int64_t r3 = CreatePod("a", "z");
+  EXPECT_EQ(all->WaitFor(3),
+            (std::vector<std::string>{"ADDED x" + At(r1), "ADDED y" + At(r2),
+                                      "ADDED z" + At(r3)}));
+  EXPECT_EQ(a->WaitFor(2),
+            (std::vector<std::string>{"ADDED x" + At(r1), "ADDED z" + At(r3)}));
+}
+
+TEST_F(CacherTest, BookmarksOnlyWhenAllowedAndOnTime) {
+  StartCacher({.bookmark_interval = seconds(60)});
+  int64_t r0 = CreatePod("default", "a");
+  WaitCacheAt(r0);
+  auto with = std::make_shared<RecordingSink>();
+  auto without = std::make_shared<RecordingSink>();
+  auto h1 = MustWatch({.revision = r0, .allow_bookmarks = true}, with);
+  auto h2 = MustWatch({.revision = r0}, without);
+  int64_t r1 = CreatePod("default", "b");
+  EXPECT_EQ(with->WaitFor(1), (std::vector<std::string>{"ADDED b" + At(r1)}));
+  clock_.Advance(seconds(59));
+  int64_t r2 = CreatePod("default", "c");
+  // No bookmark before the interval has passed.
+  EXPECT_EQ(with->WaitFor(2),
+            (std::vector<std::string>{"ADDED b" + At(r1), "ADDED c" + At(r2)}));
+  clock_.Advance(seconds(1));
+  EXPECT_EQ(with->WaitFor(3).back(), "BOOKMARK" + At(r2));
+  clock_.Advance(seconds(60));
+  EXPECT_EQ(with->WaitFor(4).back(), "BOOKMARK" + At(r2));
+  int64_t r3 = CreatePod("default", "d");
+  EXPECT_EQ(with->WaitFor(5).back(), "ADDED d" + At(r3));
+  EXPECT_EQ(without->WaitFor(3),
+            (std::vector<std::string>{"ADDED b" + At(r1), "ADDED c" + At(r2),
+                                      "ADDED d" + At(r3)}));
+}
+
+TEST_F(CacherTest, NoBookmarkBeforeAnythingNewHappened) {
+  StartCacher({.bookmark_interval = seconds(10)});
+  int64_t r0 = CreatePod("default", "a");
+  WaitCacheAt(r0);
+  auto sink = std::make_shared<RecordingSink>();
+  auto h = MustWatch({.revision = r0, .allow_bookmarks = true}, sink);
+  clock_.Advance(seconds(10));  // due, but nothing after r0 yet
+  int64_t r1 = CreatePod("default", "b");
+  EXPECT_EQ(sink->WaitFor(1).front(), "ADDED b" + At(r1));
+  clock_.Advance(seconds(10));
+  EXPECT_EQ(sink->WaitFor(2)[1], "BOOKMARK" + At(r1));
+}
+
+TEST_F(CacherTest, TimeoutClosesAfterAPreTimeoutBookmark) {
+  StartCacher();
+  int64_t r0 = CreatePod("default", "a");
+  WaitCacheAt(r0);
+  auto with = std::make_shared<RecordingSink>();
+  auto without = std::make_shared<RecordingSink>();
+  auto h1 = MustWatch(
+      {.revision = r0, .allow_bookmarks = true, .timeout = seconds(10)}, with);
+  auto h2 = MustWatch({.revision = r0, .timeout = seconds(10)}, without);
+  EXPECT_EQ(cacher_->num_watchers(), 2u);
+  int64_t r1 = CreatePod("default", "b");
+  EXPECT_EQ(with->WaitFor(1).size(), 1u);
+  EXPECT_EQ(without->WaitFor(1).size(), 1u);
+  clock_.Advance(seconds(8));
+  EXPECT_EQ(with->WaitFor(2), (std::vector<std::string>{"ADDED b" + At(r1),
+                                                        "BOOKMARK" + At(r1)}));
+  EXPECT_EQ(with->closes(), 0);
+  clock_.Advance(seconds(2));
+  EXPECT_TRUE(with->WaitClosed().ok());
+  EXPECT_TRUE(without->WaitClosed().ok());
+  EXPECT_EQ(without->Events(), (std::vector<std::string>{"ADDED b" + At(r1)}));
+  EXPECT_EQ(cacher_->num_watchers(), 0u);
+}
+
+TEST_F(CacherTest, SlowSinkIsDroppedWithoutAffectingOthers) {
+  StartCacher();
+  auto slow = std::make_shared<RecordingSink>(/*accept=*/2);
+  auto fine = std::make_shared<RecordingSink>();
+  auto h1 = MustWatch({}, slow);
+  auto h2 = MustWatch({}, fine);
+  for (int i = 0; i < 5; ++i) CreatePod("default", "p" + std::to_string(i));
+  EXPECT_EQ(fine->WaitFor(5).size(), 5u);
+  Status s = slow->WaitClosed();
+  EXPECT_EQ(s.code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(slow->Events().size(), 2u);
+  EXPECT_EQ(slow->closes(), 1);
+  EXPECT_EQ(cacher_->num_watchers(), 1u);
+  EXPECT_EQ(
+      Metric(
+          "apiserver_terminated_watchers_total{group=\"\",resource=\"pods\"}"),
+      1);
+}
+
+// Checks order without keeping events: many of these share one counter.
+class OrderSink : public WatchSink {
+ public:
+  OrderSink(std::atomic<int64_t>* total, std::mutex* mu,
+            std::condition_variable* cv)
+      : total_(total), mu_(mu), cv_(cv) {}
+  bool Send(const WatchEventPtr& e) override {
+    if (e->revision <= last_) in_order_ = false;
+    last_ = e->revision;
+    ++count_;
+    total_->fetch_add(1);
+    std::lock_guard<std::mutex> l(*mu_);
+    cv_->notify_all();
+    return true;
+  }
+  void Close(const Status&) override {}
+  int64_t last_ = 0;
+  int count_ = 0;
+  bool in_order_ = true;
+
+ private:
+  std::atomic<int64_t>* total_;
+  std::mutex* mu_;
+  std::condition_variable* cv_;
+};
+
+TEST_F(CacherTest, AThousandWatchersReceiveEveryEventInOrder) {
+  StartCacher();
+  std::atomic<int64_t> total{0};
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::shared_ptr<OrderSink>> sinks;
+  std::vector<std::unique_ptr<WatchHandle>> handles;
+  for (int i = 0; i < 1000; ++i) {
+    auto s = std::make_shared<OrderSink>(&total, &mu, &cv);
+    WatchOptions o;
+    if (i % 2) o.ns = "default";
+    handles.push_back(MustWatch(o, s));
+    sinks.push_back(std::move(s));
+  }
+  constexpr int kEvents = 40;
+  for (int i = 0; i < kEvents; ++i) {
+    if (i % 4 == 3) {
+      SetApp("default", "p" + std::to_string(i - 1), "db");
+    } else {
+      CreatePod("default", "p" + std::to_string(i));
+    }
+  }
+  {
+    std::unique_lock<std::mutex> l(mu);
+    ASSERT_TRUE(cv.wait_for(l, std::chrono::seconds(30), [&] {
+      return total.load() >= 1000 * kEvents;
+    })) << total.load();
+  }
+  EXPECT_EQ(total.load(), 1000 * kEvents);
+  for (const auto& s : sinks) {
+    EXPECT_TRUE(s->in_order_);
+    EXPECT_EQ(s->count_, kEvents);
+  }
+  EXPECT_EQ(
+      Metric("apiserver_watch_cache_watchers{group=\"\",resource=\"pods\"}"),
+      1000);
+  EXPECT_EQ(Metric("apiserver_watch_cache_events_dispatched_total{group=\"\","
+                   "resource=\"pods\"}"),
+            kEvents);
+}
+
+TEST_F(CacherTest, ConsistentListCatchesUpThroughAProgressRequest) {
+  StartCacher();
+  int64_t r1 = CreatePod("default", "a");
+  ObjectStore configmaps(&kv_, Resource("", "configmaps"),
+                         ObjectStoreOptions{.metrics = &metrics_});
+  auto cm = configmaps.Create(testing::MakeConfigMap("default", "x"));
+  ASSERT_TRUE(cm.ok());
+  int64_t r2 = Rev(cm);
+  ASSERT_GT(r2, r1);  // nothing of the pods' resource changed at r2
+  auto list = cacher_->List("default", 0, /*consistent=*/true, {});
+  ASSERT_TRUE(list.ok()) << list.status();
+  EXPECT_GE(list->revision, r2);
+  ASSERT_EQ(list->items.size(), 1u);
+  EXPECT_EQ(api::Name(*list->items[0]), "a");
+  EXPECT_EQ(Metric("apiserver_watch_cache_consistent_read_total{group=\"\","
+                   "resource=\"pods\",success=\"true\",fallback=\"false\"}"),
+            1)
+      << metrics_.Render();
+}
+
+TEST_F(CacherTest, ConsistentListFallsBackToTheStoreWhenTheCacheLags) {
+  real_clock_ = true;
+  StartCacher(
+      {.consistent_read_wait = milliseconds(200), .clock = Clock::Real()});
+  kv_.DropProgress(true);
+  CreatePod("default", "a");
+  ObjectStore configmaps(&kv_, Resource("", "configmaps"),
+                         ObjectStoreOptions{.metrics = &metrics_});
+  int64_t r2 = Rev(configmaps.Create(testing::MakeConfigMap("default", "x")));
+  auto list = cacher_->List("default", 0, /*consistent=*/true, {});
+  ASSERT_TRUE(list.ok()) << list.status();
+  EXPECT_EQ(list->revision, r2);  // the store's answer
+  EXPECT_EQ(list->items.size(), 1u);
+  EXPECT_EQ(Metric("apiserver_watch_cache_consistent_read_total{group=\"\","
+                   "resource=\"pods\",success=\"false\",fallback=\"true\"}"),
+            1);
+  // Not older than a revision the cache cannot reach: 504-style Timeout.
+  auto future = cacher_->List("default", r2 + 100, false, {});
+  ASSERT_FALSE(future.ok());
+  EXPECT_EQ(future.status().code(), StatusCode::kTimeout);
+  EXPECT_EQ(future.status().message().rfind(
+                "Too large resource version: " + std::to_string(r2 + 100) +
+                    ", current: ",
+                0),
+            0u);
+}
+
+TEST_F(CacherTest, ListAndGetFromMemory) {
+  for (int i = 0; i < 5; ++i) CreatePod("default", "p" + std::to_string(i));
+  CreatePod("other", "q");
+  StartCacher();
+  // resourceVersion=0 ignores the limit.
+  auto any = cacher_->List("default", 0, false, ListOptions{.limit = 2});
+  ASSERT_TRUE(any.ok());
+  EXPECT_EQ(any->items.size(), 5u);
+  EXPECT_TRUE(any->continue_token.empty());
+  EXPECT_EQ(any->revision, cacher_->revision());
+  auto filtered = cacher_->List(
+      "", 0, false,
+      ListOptions{.predicate = [](const google::protobuf::Message& m) {
+        return api::Namespace(m) == "other";
+      }});
+  ASSERT_EQ(filtered->items.size(), 1u);
+  // A limit with a consistent read is paginated by the store.
+  auto page = cacher_->List("default", 0, true, ListOptions{.limit = 2});
+  ASSERT_TRUE(page.ok());
+  EXPECT_EQ(page->items.size(), 2u);
+  ASSERT_FALSE(page->continue_token.empty());
+  auto next = cacher_->List(
+      "default", 0, false, ListOptions{.continue_token = page->continue_token});
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_EQ(next->items.size(), 3u);
+  EXPECT_EQ(next->revision, page->revision);
+
+  auto got = cacher_->Get("default", "p3");
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(api::Name(**got), "p3");
+  EXPECT_EQ(cacher_->Get("default", "nope").status().message(),
+            "pods \"nope\" not found");
+}
+
+TEST_F(CacherTest, RelistAfterTheStorageWatchIsCompacted) {
+  StartCacher();
+  CreatePod("default", "a");
+  int64_t rb = CreatePod("default", "b");
+  WaitCacheAt(rb);
+  auto old_watcher = std::make_shared<RecordingSink>();
+  auto h = MustWatch({.revision = rb}, old_watcher);
+  int64_t rc = CreatePod("default", "c");
+  EXPECT_EQ(old_watcher->WaitFor(1),
+            (std::vector<std::string>{"ADDED c" + At(rc)}));
+
+  int64_t compacted = db_.CompactNow();
+  kv_.CancelActiveWatch(compacted);
+  // Every watcher is closed so that it re-watches.
+  EXPECT_TRUE(old_watcher->WaitClosed().ok());
+  kv_.WaitWatchesStarted(2);
+  ASSERT_TRUE(cacher_->ready());
+  WaitCacheAt(rc);
+  EXPECT_EQ(Metric("apiserver_watch_cache_initializations_total{group=\"\","
+                   "resource=\"pods\"}"),
+            2);
+
+  // Resuming from before the relist: 410.
+  auto stale = std::make_shared<RecordingSink>();
+  auto h2 = MustWatch({.revision = rb}, stale);
+  Status s = stale->WaitClosed();
+  EXPECT_EQ(s.code(), StatusCode::kExpired);
+  EXPECT_EQ(s.message(), "too old resource version: " + std::to_string(rb) +
+                             " (" + std::to_string(rc) + ")");
+  // From the new list on, events flow again.
+  auto fresh = std::make_shared<RecordingSink>();
+  auto h3 = MustWatch({.revision = rc}, fresh);
+  int64_t rd = CreatePod("default", "d");
+  EXPECT_EQ(fresh->WaitFor(1), (std::vector<std::string>{"ADDED d" + At(rd)}));
+  auto list = cacher_->List("default", rd, false, {});
+  ASSERT_TRUE(list.ok());
+  EXPECT_EQ(list->items.size(), 4u);
+  EXPECT_EQ(kv_.watches_started(), 2);
+}
+
+TEST_F(CacherTest, RelistWhenTheWatchStartsBelowTheCompaction) {
+  // Between the initial list and the storage watch, the store moves on and
+  // compacts: the watch is born canceled and the cache lists again.
+  std::promise<int64_t> hook_ran;
+  kv_.BeforeNextWatch([&] {
+    CreatePod("default", "y");
+    int64_t rz = CreatePod("default", "z");
+    db_.CompactNow();
+    hook_ran.set_value(rz);
+  });
+  StartCacher();
+  int64_t rz = hook_ran.get_future().get();
+  kv_.WaitWatchesStarted(2);
+  WaitCacheAt(rz);
+  auto list = cacher_->List("default", 0, false, {});
+  ASSERT_TRUE(list.ok());
+  EXPECT_EQ(list->items.size(), 2u);
+  EXPECT_EQ(Metric("apiserver_watch_cache_initializations_total{group=\"\","
+                   "resource=\"pods\"}"),
+            2);
+  auto sink = std::make_shared<RecordingSink>();
+  auto h = MustWatch({}, sink);
+  int64_t r = CreatePod("default", "after");
+  EXPECT_EQ(sink->WaitFor(1),
+            (std::vector<std::string>{"ADDED after" + At(r)}));
+}
+
+TEST_F(CacherTest, IndexedWatchersSeeTheirObjectsArriveAndLeave) {
+  CacherOptions o;
+  o.index_func = [](const google::protobuf::Message& m) {
+    return static_cast<const Pod&>(m).spec().nodename();
+  };
+  StartCacher(o);
+  auto n1 = std::make_shared<RecordingSink>();
+  auto n2 = std::make_shared<RecordingSink>();
+  auto all = std::make_shared<RecordingSink>();
+  auto h1 = MustWatch({.index_value = "n1"}, n1);
+  auto h2 = MustWatch({.ns = "default", .index_value = "n2"}, n2);
+  auto h3 = MustWatch({}, all);
+  int64_t r1 = CreatePod("default", "p1", "web", "n1");
+  int64_t r2 = CreatePod("default", "p2", "web", "n2");
+  int64_t r3 = UpdatePod("default", "p1",
+                         [](Pod* p) { p->mutable_spec()->set_nodename("n2"); });
+  int64_t r4 = DeletePod("default", "p2");
+  CreatePod("other", "p3", "web", "n2");  // n2 but another namespace
+  EXPECT_EQ(all->WaitFor(5).size(), 5u);
+  EXPECT_EQ(n1->WaitFor(2), (std::vector<std::string>{"ADDED p1" + At(r1),
+                                                      "DELETED p1" + At(r3)}));
+  EXPECT_EQ(n2->WaitFor(3),
+            (std::vector<std::string>{"ADDED p2" + At(r2), "ADDED p1" + At(r3),
+                                      "DELETED p2" + At(r4)}));
+  auto raw = n1->Raw();
+  EXPECT_EQ(static_cast<const Pod&>(*raw[1]->object).spec().nodename(), "n1");
+}
+
+TEST_F(CacherTest, DestroyedHandleStopsDeliveryWithoutClose) {
+  StartCacher();
+  auto gone = std::make_shared<RecordingSink>();
+  auto stays = std::make_shared<RecordingSink>();
+  auto h1 = MustWatch({}, gone);
+  auto h2 = MustWatch({}, stays);
+  h1.reset();
+  int64_t r = CreatePod("default", "a");
+  EXPECT_EQ(stays->WaitFor(1), (std::vector<std::string>{"ADDED a" + At(r)}));
+  int64_t r2 = CreatePod("default", "b");
+  EXPECT_EQ(stays->WaitFor(2).back(), "ADDED b" + At(r2));
+  EXPECT_TRUE(gone->Events().empty());
+  EXPECT_EQ(gone->closes(), 0);
+  EXPECT_EQ(cacher_->num_watchers(), 1u);
+}
+
+TEST_F(CacherTest, StopClosesEveryWatcher) {
+  StartCacher();
+  auto sink = std::make_shared<RecordingSink>();
+  auto h = MustWatch({.send_initial_events = true}, sink);
+  cacher_->Stop();
+  EXPECT_TRUE(sink->WaitClosed().ok());
+  EXPECT_EQ(sink->closes(), 1);
+  auto after = cacher_->Watch({}, std::make_shared<RecordingSink>());
+  EXPECT_EQ(after.status().code(), StatusCode::kUnavailable);
+}
+
+TEST(WatchEventTest, EncodesOncePerFormat) {
+  WatchEvent e;
+  int calls = 0;
+  auto encode = [&](const WatchEvent&) {
+    ++calls;
+    return std::string("{}");
+  };
+  auto a = e.Encoded("json", encode);
+  auto b = e.Encoded("json", encode);
+  auto c = e.Encoded("table", encode);
+  EXPECT_EQ(a.get(), b.get());
+  EXPECT_NE(a.get(), c.get());
+  EXPECT_EQ(calls, 2);
+  EXPECT_EQ(WatchEventTypeName(WatchEventType::kBookmark), "BOOKMARK");
+}
+
+}  // namespace
+}  // namespace kplane::apiserver

@@ -1,0 +1,459 @@
+#include "apiserver/cacher/dispatcher.h"
+
+#include <algorithm>
+
+#include "api/meta.h"
+#include "apiserver/storage/object_store.h"
+#include "base/logging.h"
+
+namespace kplane::apiserver::internal {
+namespace {
+
+// Backlog items (initial events, replayed or queued changes) one
+// catching-up watcher is served per turn before the others get theirs.
+constexpr int kBacklogSlice = 256;
+// kube-apiserver's cacher bookmarks a watch with a deadline this long
+// before the deadline.
+constexpr Duration kPreTimeoutBookmark = seconds(2);
+
+}  // namespace
+
+struct Dispatcher::Watcher {
+  uint64_t id = 0;
+  WatchOptions opts;
+  std::shared_ptr<WatchSink> sink;
+  // Held while the sink is called, so that a handle destroyed on another
+  // thread waits for an ongoing Send and no Send follows.
+  std::mutex mu;
+  std::atomic<bool> cancelled{false};
+
+  // Dispatch thread only.
+  bool closed = false;
+  Status fail;
+  int64_t start_revision = 0;
+  TimePoint start_time;
+  bool has_deadline = false;
+  TimePoint deadline;
+  bool has_bookmark = false;
+  TimePoint next_bookmark;
+  bool catching_up = false;
+  std::shared_ptr<const std::vector<StoreEntryPtr>> snapshot;
+  size_t snapshot_pos = 0;
+  int64_t snapshot_revision = 0;
+  bool end_bookmark = false;
+  std::deque<CacheEventPtr> pending;
+  Bucket* bucket = nullptr;
+  size_t bucket_pos = 0;
+};
+
+class Dispatcher::Handle : public WatchHandle {
+ public:
+  Handle(std::shared_ptr<Dispatcher> d, std::shared_ptr<Watcher> w)
+      : d_(std::move(d)), w_(std::move(w)) {}
+  ~Handle() override {
+    if (d_->thread_id_.load() == std::this_thread::get_id()) {
+      // Destroyed from inside the sink's Send or Close: the dispatch thread
+      // already holds the watcher's lock and calls nothing else meanwhile.
+      w_->cancelled.store(true);
+    } else {
+      std::lock_guard<std::mutex> l(w_->mu);
+      w_->cancelled.store(true);
+    }
+    Input in{Input::kRemove};
+    in.id = w_->id;
+    d_->Push(std::move(in));
+  }
+
+ private:
+  std::shared_ptr<Dispatcher> d_;
+  std::shared_ptr<Watcher> w_;
+};
+
+Dispatcher::Dispatcher(Options options)
+    : options_(std::move(options)), clock_(options_.clock) {}
+
+Dispatcher::~Dispatcher() { Stop(); }
+
+void Dispatcher::Start() {
+  std::lock_guard<std::mutex> l(mu_);
+  if (thread_.joinable() || stopping_) return;
+  thread_ = std::thread([this] { Run(); });
+}
+
+void Dispatcher::Stop() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) {
+    CHECK(std::this_thread::get_id() != thread_.get_id())
+        << "the watch cache was stopped from its own dispatch thread";
+    thread_.join();
+  }
+  thread_id_.store(std::thread::id());
+}
+
+void Dispatcher::Push(Input in) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    inbox_.push_back(std::move(in));
+  }
+  cv_.notify_one();
+}
+
+void Dispatcher::Publish(CacheEventPtr event) {
+  Input in{Input::kEvent};
+  in.event = std::move(event);
+  Push(std::move(in));
+}
+
+void Dispatcher::Progress(int64_t revision) {
+  Input in{Input::kProgress};
+  in.revision = revision;
+  Push(std::move(in));
+}
+
+void Dispatcher::CloseAll(int64_t list_revision) {
+  Input in{Input::kCloseAll};
+  in.revision = list_revision;
+  Push(std::move(in));
+}
+
+std::unique_ptr<WatchHandle> Dispatcher::Register(WatcherInit init) {
+  auto w = std::make_shared<Watcher>();
+  w->id = next_id_.fetch_add(1);
+  w->opts = std::move(init.opts);
+  w->sink = std::move(init.sink);
+  w->fail = std::move(init.fail);
+  w->start_revision = init.start_revision;
+  w->start_time = init.start_time;
+  w->snapshot = std::move(init.snapshot);
+  w->snapshot_revision = init.snapshot_revision;
+  w->end_bookmark = init.end_bookmark;
+  w->pending.assign(init.replay.begin(), init.replay.end());
+  Input in{Input::kRegister};
+  in.watcher = w;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    // After Stop nothing would ever close the watcher.
+    if (stopping_) return nullptr;
+    num_watchers_.fetch_add(1);
+    if (options_.watchers) options_.watchers->Inc();
+    inbox_.push_back(std::move(in));
+  }
+  cv_.notify_one();
+  return std::make_unique<Handle>(shared_from_this(), std::move(w));
+}
+
+// ---------------------------------------------------------------------------
+// The dispatch thread.
+
+void Dispatcher::Run() {
+  thread_id_.store(std::this_thread::get_id());
+  std::unique_lock<std::mutex> l(mu_);
+  for (;;) {
+    std::vector<Input> batch;
+    batch.swap(inbox_);
+    const bool stop = stopping_;
+    l.unlock();
+    for (Input& in : batch) Process(in);
+    FlushRemovals();
+    if (stop) {
+      for (auto& [id, w] : watchers_) Drop(w.get(), Status::Ok());
+      FlushRemovals();
+      return;
+    }
+    const bool more = DrainBacklogs();
+    FireTimers();
+    FlushRemovals();
+    l.lock();
+    if (more || !inbox_.empty() || stopping_) continue;
+    auto woken = [this] { return !inbox_.empty() || stopping_; };
+    if (timers_.empty()) {
+      cv_.wait(l, woken);
+    } else {
+      clock_->WaitUntil(l, cv_, timers_.top().when, woken);
+    }
+  }
+}
+
+void Dispatcher::Process(Input& in) {
+  switch (in.kind) {
+    case Input::kEvent:
+      Dispatch(in.event);
+      break;
+    case Input::kProgress:
+      dispatched_revision_ = std::max(dispatched_revision_, in.revision);
+      break;
+    case Input::kRegister: {
+      Watcher* w = in.watcher.get();
+      AddWatcher(std::move(in.watcher));
+      if (!w->fail.ok()) Drop(w, w->fail);
+      break;
+    }
+    case Input::kRemove: {
+      auto it = watchers_.find(in.id);
+      if (it != watchers_.end()) Remove(it->second.get());
+      break;
+    }
+    case Input::kCloseAll:
+      for (auto& [id, w] : watchers_) Drop(w.get(), Status::Ok());
+      dispatched_revision_ = in.revision;
+      last_bookmark_.reset();
+      break;
+  }
+}
+
+Dispatcher::Bucket* Dispatcher::BucketFor(const Watcher& w) {
+  if (options_.has_index && w.opts.index_value) {
+    return &by_index_[*w.opts.index_value];
+  }
+  if (!w.opts.ns.empty()) return &by_ns_[w.opts.ns];
+  return &all_;
+}
+
+void Dispatcher::AddWatcher(std::shared_ptr<Watcher> w) {
+  Watcher* raw = w.get();
+  watchers_[raw->id] = std::move(w);
+  raw->bucket = BucketFor(*raw);
+  raw->bucket_pos = raw->bucket->members.size();
+  raw->bucket->members.push_back(raw);
+  if (raw->opts.timeout > Duration(0)) {
+    raw->has_deadline = true;
+    raw->deadline = raw->start_time + raw->opts.timeout;
+    timers_.push(Timer{raw->deadline, raw->id, /*timeout=*/true});
+  }
+  ScheduleBookmark(raw, raw->start_time);
+  if (raw->snapshot || raw->end_bookmark || !raw->pending.empty()) {
+    raw->catching_up = true;
+    catching_up_.push_back(raw);
+  }
+}
+
+void Dispatcher::Dispatch(const CacheEventPtr& ev) {
+  dispatched_revision_ = std::max(dispatched_revision_, ev->revision);
+  if (options_.events_dispatched) options_.events_dispatched->Inc();
+  auto visit = [&](const Bucket& b) {
+    for (Watcher* w : b.members) Deliver(w, ev);
+  };
+  visit(all_);
+  if (!ev->ns.empty() && !by_ns_.empty()) {
+    auto it = by_ns_.find(ev->ns);
+    if (it != by_ns_.end()) visit(it->second);
+  }
+  if (options_.has_index && !by_index_.empty()) {
+    auto it = by_index_.find(ev->index_value);
+    if (it != by_index_.end()) visit(it->second);
+    if (ev->prev && ev->prev_index_value != ev->index_value) {
+      it = by_index_.find(ev->prev_index_value);
+      if (it != by_index_.end()) visit(it->second);
+    }
+  }
+}
+
+void Dispatcher::Deliver(Watcher* w, const CacheEventPtr& ev) {
+  // A watch from a revision the cache had not reached yet skips what the
+  // client has already seen.
+  if (w->closed || ev->revision <= w->start_revision) return;
+  if (w->catching_up) {
+    w->pending.push_back(ev);  // behind its initial events
+    return;
+  }
+  if (WatchEventPtr out = Convert(*w, *ev)) Send(w, out);
+}
+
+bool Dispatcher::Matches(const Watcher& w, const google::protobuf::Message& obj,
+                         const std::string& ns,
+                         const std::string& index_value) const {
+  if (!w.opts.ns.empty() && w.opts.ns != ns) return false;
+  if (options_.has_index && w.opts.index_value &&
+      *w.opts.index_value != index_value) {
+    return false;
+  }
+  return !w.opts.predicate || w.opts.predicate(obj);
+}
+
+WatchEventPtr Dispatcher::Convert(const Watcher& w,
+                                  const CacheEvent& ev) const {
+  switch (ev.type) {
+    case WatchEventType::kAdded:
+      return Matches(w, *ev.object, ev.ns, ev.index_value) ? ev.event : nullptr;
+    case WatchEventType::kDeleted:
+      return ev.prev && Matches(w, *ev.prev, ev.ns, ev.prev_index_value)
+                 ? ev.event
+                 : nullptr;
+    case WatchEventType::kModified: {
+      bool now = Matches(w, *ev.object, ev.ns, ev.index_value);
+      bool before = ev.prev && Matches(w, *ev.prev, ev.ns, ev.prev_index_value);
+      if (now && before) return ev.event;
+      if (now) {
+        if (!ev.as_added) {
+          ev.as_added =
+              MakeWatchEvent(WatchEventType::kAdded, ev.object, ev.revision);
+        }
+        return ev.as_added;
+      }
+      if (before) {
+        if (!ev.as_deleted) {
+          // The state the watcher knew, at the revision it left the
+          // selector (kube-apiserver's cacheWatcher does the same).
+          MutableObject last(ev.prev->New());
+          last->CopyFrom(*ev.prev);
+          api::SetResourceVersion(last.get(),
+                                  Versioner::ToResourceVersion(ev.revision));
+          ev.as_deleted =
+              MakeWatchEvent(WatchEventType::kDeleted,
+                             ObjectPtr(std::move(last)), ev.revision);
+        }
+        return ev.as_deleted;
+      }
+      return nullptr;
+    }
+    case WatchEventType::kBookmark:
+      return nullptr;
+  }
+  return nullptr;
+}
+
+bool Dispatcher::Send(Watcher* w, const WatchEventPtr& ev) {
+  if (w->closed) return false;
+  bool accepted;
+  {
+    std::lock_guard<std::mutex> l(w->mu);
+    if (w->cancelled.load()) {
+      Remove(w);
+      return false;
+    }
+    accepted = w->sink->Send(ev);
+  }
+  if (!accepted) {
+    if (options_.watchers_terminated) options_.watchers_terminated->Inc();
+    Drop(w, ResourceExhaustedError(
+                "the watcher did not keep up with the event stream"));
+    return false;
+  }
+  return true;
+}
+
+void Dispatcher::Remove(Watcher* w) {
+  if (w->closed) return;
+  w->closed = true;
+  removals_.push_back(w);
+  num_watchers_.fetch_sub(1);
+  if (options_.watchers) options_.watchers->Dec();
+}
+
+void Dispatcher::Drop(Watcher* w, const Status& reason) {
+  if (w->closed) return;
+  Remove(w);
+  std::lock_guard<std::mutex> l(w->mu);
+  if (!w->cancelled.load()) w->sink->Close(reason);
+  // Let the connection go now rather than when the handle dies.
+  w->sink.reset();
+}
+
+void Dispatcher::FlushRemovals() {
+  if (removals_.empty()) return;
+  std::erase_if(catching_up_, [](Watcher* w) { return w->closed; });
+  for (Watcher* w : removals_) {
+    Bucket* b = w->bucket;
+    Watcher* last = b->members.back();
+    b->members[w->bucket_pos] = last;
+    last->bucket_pos = w->bucket_pos;
+    b->members.pop_back();
+    watchers_.erase(w->id);  // may free w
+  }
+  removals_.clear();
+}
+
+bool Dispatcher::DrainOne(Watcher* w) {
+  if (w->snapshot) {
+    if (w->snapshot_pos < w->snapshot->size()) {
+      const StoreEntryPtr& e = (*w->snapshot)[w->snapshot_pos++];
+      if (Matches(*w, *e->object, e->ns, e->index_value)) {
+        if (!e->added) {
+          e->added =
+              MakeWatchEvent(WatchEventType::kAdded, e->object, e->revision);
+        }
+        Send(w, e->added);
+      }
+      return true;
+    }
+    w->snapshot.reset();
+  }
+  if (w->end_bookmark) {
+    w->end_bookmark = false;
+    Send(w, MakeWatchEvent(WatchEventType::kBookmark, nullptr,
+                           w->snapshot_revision, /*initial_events_end=*/true));
+    return true;
+  }
+  if (w->pending.empty()) return false;
+  CacheEventPtr ev = std::move(w->pending.front());
+  w->pending.pop_front();
+  if (WatchEventPtr out = Convert(*w, *ev)) Send(w, out);
+  return true;
+}
+
+bool Dispatcher::DrainBacklogs() {
+  bool more = false;
+  for (Watcher* w : catching_up_) {
+    int served = 0;
+    while (!w->closed && served < kBacklogSlice && DrainOne(w)) ++served;
+    if (w->closed) continue;
+    if (!w->snapshot && !w->end_bookmark && w->pending.empty()) {
+      w->catching_up = false;
+    } else {
+      more = true;
+    }
+  }
+  std::erase_if(catching_up_,
+                [](Watcher* w) { return w->closed || !w->catching_up; });
+  return more;
+}
+
+void Dispatcher::ScheduleBookmark(Watcher* w, TimePoint after) {
+  w->has_bookmark = false;
+  if (!w->opts.allow_bookmarks) return;
+  TimePoint next = after + options_.bookmark_interval;
+  if (w->has_deadline) {
+    TimePoint pre_timeout = w->deadline - kPreTimeoutBookmark;
+    if (pre_timeout > after && pre_timeout < next) next = pre_timeout;
+    if (next >= w->deadline) return;
+  }
+  w->has_bookmark = true;
+  w->next_bookmark = next;
+  timers_.push(Timer{next, w->id, /*timeout=*/false});
+}
+
+WatchEventPtr Dispatcher::Bookmark(int64_t revision) {
+  if (!last_bookmark_ || last_bookmark_->revision != revision) {
+    last_bookmark_ =
+        MakeWatchEvent(WatchEventType::kBookmark, nullptr, revision);
+  }
+  return last_bookmark_;
+}
+
+void Dispatcher::FireTimers() {
+  const TimePoint now = clock_->Now();
+  while (!timers_.empty() && timers_.top().when <= now) {
+    Timer t = timers_.top();
+    timers_.pop();
+    auto it = watchers_.find(t.watcher_id);
+    if (it == watchers_.end() || it->second->closed) continue;
+    Watcher* w = it->second.get();
+    if (t.timeout) {
+      Drop(w, Status::Ok());
+      continue;
+    }
+    if (!w->has_bookmark || w->next_bookmark != t.when) continue;  // stale
+    // "Everything up to R was delivered": only for an R the watcher has not
+    // already been told about, and never in the middle of initial events.
+    if (!w->catching_up && dispatched_revision_ > w->start_revision) {
+      Send(w, Bookmark(dispatched_revision_));
+    }
+    if (!w->closed) ScheduleBookmark(w, t.when);
+  }
+}
+
+}  // namespace kplane::apiserver::internal

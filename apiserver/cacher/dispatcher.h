@@ -1,0 +1,180 @@
+// Dispatcher: the watch cache's fan-out (internal to apiserver/cacher). One
+// thread hands every change to the watchers that want it, sends their
+// initial events and bookmarks, and closes them on timeout, on a refused
+// event or on a relist.
+//
+// Inputs arrive through one queue, processed in the order they were pushed:
+// Publish (a change), Progress (the cache reached a revision without a
+// change), Register (a new watcher), CloseAll (relist). The cache pushes a
+// change and registers a watcher while holding its own lock, so a watcher
+// registered from a snapshot at revision R sees exactly the changes after R.
+//
+// Finding the watchers of a change costs O(candidates), not O(watchers).
+// Each watcher sits in exactly one bucket:
+//   by index value  if it set WatchOptions::index_value (pods: nodeName),
+//   by namespace    else if it watches one namespace,
+//   "all"           else.
+// A change of pod default/web on node-7 (was on node-3) visits the buckets
+// "all", namespace "default", index "node-7" and index "node-3", and
+// evaluates predicates only there:
+//
+//   all:         [w1 (no selector), w2 (app=db)]
+//   ns default:  [w3]            ns kube-system: [w4 ... w900]  (skipped)
+//   idx node-7:  [w5]            idx node-3: [w6]   idx node-8..: (skipped)
+//   -> w1 MODIFIED (shared event), w2 nothing (app=web both times),
+//      w3 MODIFIED, w5 ADDED (it starts matching), w6 DELETED (it stops)
+//
+// A watcher that is still sending initial events ("catching up") queues
+// later changes behind them; catching-up watchers are served in slices of
+// a few hundred events per turn, so one large initial list does not stall
+// everyone else.
+//
+// Timers (bookmarks every bookmark_interval and 2 s before a timeout, and
+// the timeouts) are a min-heap on the injected clock, checked once per turn;
+// the thread sleeps on the clock until the earliest one.
+//
+// Sinks are called from the dispatch thread only, one event at a time. A
+// sink that refuses an event is closed with ResourceExhausted and dropped at
+// once. Destroying a WatchHandle (on any thread, also from inside the sink's
+// own Send or Close) stops delivery before the destructor returns.
+//
+// Thread-safety: all public methods may be called from any thread.
+#ifndef KPLANE_APISERVER_CACHER_DISPATCHER_H_
+#define KPLANE_APISERVER_CACHER_DISPATCHER_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <queue>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "apiserver/cacher/cache_event.h"
+#include "base/clock.h"
+#include "base/metrics.h"
+
+namespace kplane::apiserver::internal {
+
+// Everything the dispatcher needs to start one watcher.
+struct WatcherInit {
+  WatchOptions opts;
+  std::shared_ptr<WatchSink> sink;
+  TimePoint start_time;  // timers count from here
+  // Bookmarks are sent only for revisions newer than this.
+  int64_t start_revision = 0;
+  // Initial events: the objects of a snapshot (in key order) at
+  // `snapshot_revision`, then (end_bookmark) a BOOKMARK ending them.
+  std::shared_ptr<const std::vector<StoreEntryPtr>> snapshot;
+  int64_t snapshot_revision = 0;
+  bool end_bookmark = false;
+  // Window events after the requested revision, replayed first.
+  std::vector<CacheEventPtr> replay;
+  // Not OK: the watch is closed at once with this status (e.g. Expired).
+  Status fail;
+};
+
+class Dispatcher : public std::enable_shared_from_this<Dispatcher> {
+ public:
+  struct Options {
+    Clock* clock = Clock::Real();
+    Duration bookmark_interval = seconds(60);
+    bool has_index = false;
+    metrics::Counter* events_dispatched = nullptr;
+    metrics::Counter* watchers_terminated = nullptr;
+    metrics::Gauge* watchers = nullptr;
+  };
+
+  explicit Dispatcher(Options options);
+  ~Dispatcher();
+  Dispatcher(const Dispatcher&) = delete;
+  Dispatcher& operator=(const Dispatcher&) = delete;
+
+  void Start();
+  // Closes every watcher with Close(OK) and ends the thread. Idempotent.
+  void Stop();
+
+  void Publish(CacheEventPtr event);
+  void Progress(int64_t revision);
+  // Closes every watcher registered so far with Close(OK) (a relist).
+  void CloseAll(int64_t list_revision);
+  // Null once stopped.
+  std::unique_ptr<WatchHandle> Register(WatcherInit init);
+
+  size_t num_watchers() const { return num_watchers_.load(); }
+
+ private:
+  struct Watcher;
+  struct Bucket {
+    std::vector<Watcher*> members;
+  };
+  struct Input {
+    enum Kind { kEvent, kProgress, kRegister, kRemove, kCloseAll } kind;
+    CacheEventPtr event;
+    int64_t revision = 0;
+    std::shared_ptr<Watcher> watcher;
+    uint64_t id = 0;
+  };
+  struct Timer {
+    TimePoint when;
+    uint64_t watcher_id;
+    bool timeout;  // else a bookmark
+    bool operator>(const Timer& o) const { return when > o.when; }
+  };
+  class Handle;
+
+  void Push(Input in);
+  void Run();
+  void Process(Input& in);
+  void Dispatch(const CacheEventPtr& ev);
+  void Deliver(Watcher* w, const CacheEventPtr& ev);
+  // The event this watcher sees for `ev`, or null.
+  WatchEventPtr Convert(const Watcher& w, const CacheEvent& ev) const;
+  bool Matches(const Watcher& w, const google::protobuf::Message& obj,
+               const std::string& ns, const std::string& index_value) const;
+  // Sends and drops the watcher if the sink refuses. False if it is gone.
+  bool Send(Watcher* w, const WatchEventPtr& ev);
+  void Drop(Watcher* w, const Status& reason);
+  void Remove(Watcher* w);
+  void FlushRemovals();
+  void AddWatcher(std::shared_ptr<Watcher> w);
+  // Serves catching-up watchers a slice each; true if any has more.
+  bool DrainBacklogs();
+  // Sends one backlog item; false when the backlog is empty.
+  bool DrainOne(Watcher* w);
+  void FireTimers();
+  void ScheduleBookmark(Watcher* w, TimePoint after);
+  WatchEventPtr Bookmark(int64_t revision);
+  Bucket* BucketFor(const Watcher& w);
+
+  Options options_;
+  Clock* clock_;
+
+  // The queue.
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<Input> inbox_;  // guarded by mu_
+  bool stopping_ = false;     // guarded by mu_
+  std::thread thread_;
+  std::atomic<std::thread::id> thread_id_;
+  std::atomic<uint64_t> next_id_{1};
+  std::atomic<size_t> num_watchers_{0};
+
+  // Dispatch-thread state.
+  std::unordered_map<uint64_t, std::shared_ptr<Watcher>> watchers_;
+  Bucket all_;
+  std::unordered_map<std::string, Bucket> by_ns_;
+  std::unordered_map<std::string, Bucket> by_index_;
+  std::vector<Watcher*> catching_up_;
+  std::vector<Watcher*> removals_;
+  std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers_;
+  int64_t dispatched_revision_ = 0;
+  WatchEventPtr last_bookmark_;
+};
+
+}  // namespace kplane::apiserver::internal
+
+#endif  // KPLANE_APISERVER_CACHER_DISPATCHER_H_

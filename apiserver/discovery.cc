@@ -1,0 +1,534 @@
+#include "apiserver/discovery.h"
+
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include <algorithm>
+#include <cctype>
+
+#include "base/base64.h"
+
+namespace kplane::apiserver {
+
+namespace {
+
+using Writer = rapidjson::Writer<rapidjson::StringBuffer>;
+
+void S(Writer* w, std::string_view s) {
+  w->String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
+}
+void K(Writer* w, std::string_view k) {
+  w->Key(k.data(), static_cast<rapidjson::SizeType>(k.size()));
+}
+void StrArray(Writer* w, const std::vector<std::string>& v) {
+  w->StartArray();
+  for (const std::string& s : v) S(w, s);
+  w->EndArray();
+}
+std::string Done(const rapidjson::StringBuffer& b) {
+  return std::string(b.GetString(), b.GetSize());
+}
+
+// Resources of one group-version, sorted by name as kube-apiserver lists
+// them.
+std::vector<const api::ResourceInfo*> ResourcesOf(const api::Scheme& scheme,
+                                                  const api::GroupVersion& gv) {
+  std::vector<const api::ResourceInfo*> out;
+  for (const auto& r : scheme.resources()) {
+    if (r->gv == gv) out.push_back(r.get());
+  }
+  std::sort(out.begin(), out.end(),
+            [](const api::ResourceInfo* a, const api::ResourceInfo* b) {
+              return a->resource < b->resource;
+            });
+  return out;
+}
+
+std::vector<std::string> SortedVerbs(std::vector<std::string> v) {
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+void WriteGroupVersion(Writer* w, const api::GroupVersion& gv) {
+  w->StartObject();
+  K(w, "groupVersion");
+  S(w, gv.ApiVersion());
+  K(w, "version");
+  S(w, gv.version);
+  w->EndObject();
+}
+
+std::vector<std::string> GroupsOf(const api::Scheme& scheme) {
+  std::vector<std::string> groups;
+  for (const api::GroupVersion& gv : scheme.GroupVersions()) {
+    if (gv.group.empty()) continue;
+    if (std::find(groups.begin(), groups.end(), gv.group) == groups.end()) {
+      groups.push_back(gv.group);
+    }
+  }
+  return groups;
+}
+
+std::vector<api::GroupVersion> VersionsOf(const api::Scheme& scheme,
+                                          std::string_view group) {
+  std::vector<api::GroupVersion> out;
+  for (const api::GroupVersion& gv : scheme.GroupVersions()) {
+    if (gv.group == group) out.push_back(gv);
+  }
+  return out;
+}
+
+void WriteApiGroup(Writer* w, const api::Scheme& scheme,
+                   const std::string& group, bool with_type_meta) {
+  std::vector<api::GroupVersion> versions = VersionsOf(scheme, group);
+  w->StartObject();
+  if (with_type_meta) {
+    K(w, "kind");
+    S(w, "APIGroup");
+    K(w, "apiVersion");
+    S(w, "v1");
+  }
+  K(w, "name");
+  S(w, group);
+  K(w, "versions");
+  w->StartArray();
+  for (const api::GroupVersion& gv : versions) WriteGroupVersion(w, gv);
+  w->EndArray();
+  K(w, "preferredVersion");
+  WriteGroupVersion(w, versions.front());
+  w->EndObject();
+}
+
+std::string StorageVersionHash(const api::ResourceInfo& r) {
+  return Discovery::Hash64(r.gv.group + "/" + r.gv.version + "/" +
+                           r.kind->kind);
+}
+
+std::string ResourceListJson(const api::Scheme& scheme,
+                             const api::GroupVersion& gv) {
+  rapidjson::StringBuffer b;
+  Writer w(b);
+  w.StartObject();
+  K(&w, "kind");
+  S(&w, "APIResourceList");
+  K(&w, "apiVersion");
+  S(&w, "v1");
+  K(&w, "groupVersion");
+  S(&w, gv.ApiVersion());
+  K(&w, "resources");
+  w.StartArray();
+  for (const api::ResourceInfo* r : ResourcesOf(scheme, gv)) {
+    w.StartObject();
+    K(&w, "name");
+    S(&w, r->resource);
+    K(&w, "singularName");
+    S(&w, r->singular);
+    K(&w, "namespaced");
+    w.Bool(r->namespaced);
+    K(&w, "kind");
+    S(&w, r->kind->kind);
+    K(&w, "verbs");
+    StrArray(&w, SortedVerbs(r->verbs));
+    if (!r->short_names.empty()) {
+      K(&w, "shortNames");
+      StrArray(&w, r->short_names);
+    }
+    if (!r->categories.empty()) {
+      K(&w, "categories");
+      StrArray(&w, r->categories);
+    }
+    if (r->list_kind != nullptr) {
+      K(&w, "storageVersionHash");
+      S(&w, StorageVersionHash(*r));
+    }
+    w.EndObject();
+    for (const api::SubresourceInfo& sub : r->subresources) {
+      w.StartObject();
+      K(&w, "name");
+      S(&w, r->resource + "/" + sub.name);
+      K(&w, "singularName");
+      S(&w, "");
+      K(&w, "namespaced");
+      w.Bool(r->namespaced);
+      if (!(sub.kind->gv == r->gv)) {
+        K(&w, "group");
+        S(&w, sub.kind->gv.group);
+        K(&w, "version");
+        S(&w, sub.kind->gv.version);
+      }
+      K(&w, "kind");
+      S(&w, sub.kind->kind);
+      K(&w, "verbs");
+      StrArray(&w, SortedVerbs(sub.verbs));
+      w.EndObject();
+    }
+  }
+  w.EndArray();
+  w.EndObject();
+  return Done(b);
+}
+
+void WriteResponseKind(Writer* w, const api::KindInfo& k) {
+  w->StartObject();
+  K(w, "group");
+  S(w, k.gv.group);
+  K(w, "version");
+  S(w, k.gv.version);
+  K(w, "kind");
+  S(w, k.kind);
+  w->EndObject();
+}
+
+// One item of an APIGroupDiscoveryList.
+void WriteAggregatedGroup(Writer* w, const api::Scheme& scheme,
+                          const std::string& group) {
+  w->StartObject();
+  K(w, "metadata");
+  w->StartObject();
+  if (!group.empty()) {
+    K(w, "name");
+    S(w, group);
+  }
+  K(w, "creationTimestamp");
+  w->Null();
+  w->EndObject();
+  K(w, "versions");
+  w->StartArray();
+  for (const api::GroupVersion& gv : VersionsOf(scheme, group)) {
+    w->StartObject();
+    K(w, "version");
+    S(w, gv.version);
+    K(w, "resources");
+    w->StartArray();
+    for (const api::ResourceInfo* r : ResourcesOf(scheme, gv)) {
+      w->StartObject();
+      K(w, "resource");
+      S(w, r->resource);
+      K(w, "responseKind");
+      WriteResponseKind(w, *r->kind);
+      K(w, "scope");
+      S(w, r->namespaced ? "Namespaced" : "Cluster");
+      K(w, "singularResource");
+      S(w, r->singular);
+      K(w, "verbs");
+      StrArray(w, SortedVerbs(r->verbs));
+      if (!r->short_names.empty()) {
+        K(w, "shortNames");
+        StrArray(w, r->short_names);
+      }
+      if (!r->categories.empty()) {
+        K(w, "categories");
+        StrArray(w, r->categories);
+      }
+      if (!r->subresources.empty()) {
+        K(w, "subresources");
+        w->StartArray();
+        for (const api::SubresourceInfo& sub : r->subresources) {
+          w->StartObject();
+          K(w, "subresource");
+          S(w, sub.name);
+          K(w, "responseKind");
+          WriteResponseKind(w, *sub.kind);
+          K(w, "verbs");
+          StrArray(w, SortedVerbs(sub.verbs));
+          w->EndObject();
+        }
+        w->EndArray();
+      }
+      w->EndObject();
+    }
+    w->EndArray();
+    K(w, "freshness");
+    S(w, "Current");
+    w->EndObject();
+  }
+  w->EndArray();
+  w->EndObject();
+}
+
+std::string AggregatedList(const api::Scheme& scheme,
+                           const std::vector<std::string>& groups) {
+  rapidjson::StringBuffer b;
+  Writer w(b);
+  w.StartObject();
+  K(&w, "kind");
+  S(&w, "APIGroupDiscoveryList");
+  K(&w, "apiVersion");
+  S(&w, "apidiscovery.k8s.io/v2");
+  K(&w, "metadata");
+  w.StartObject();
+  w.EndObject();
+  K(&w, "items");
+  w.StartArray();
+  for (const std::string& g : groups) WriteAggregatedGroup(&w, scheme, g);
+  w.EndArray();
+  w.EndObject();
+  return Done(b);
+}
+
+// The REST paths of a resource, as OpenAPI path templates.
+std::string ItemPath(const api::ResourceInfo& r) {
+  std::string base = r.gv.group.empty()
+                         ? "/api/" + r.gv.version
+                         : "/apis/" + r.gv.group + "/" + r.gv.version;
+  if (r.namespaced) base += "/namespaces/{namespace}";
+  return base + "/" + r.resource + "/{name}";
+}
+std::string CollectionPath(const api::ResourceInfo& r) {
+  std::string base = r.gv.group.empty()
+                         ? "/api/" + r.gv.version
+                         : "/apis/" + r.gv.group + "/" + r.gv.version;
+  if (r.namespaced) base += "/namespaces/{namespace}";
+  return base + "/" + r.resource;
+}
+
+void WriteOperation(Writer* w, std::string_view verb, std::string_view action,
+                    const api::ResourceInfo& r,
+                    const std::vector<std::string>& content_types) {
+  K(w, verb);
+  w->StartObject();
+  K(w, "operationId");
+  std::string op(action);
+  op += r.kind->kind;
+  S(w, op);
+  K(w, "x-kubernetes-action");
+  S(w, action);
+  K(w, "x-kubernetes-group-version-kind");
+  WriteResponseKind(w, *r.kind);
+  K(w, "parameters");
+  w->StartArray();
+  for (const char* p : {"dryRun", "fieldManager", "fieldValidation"}) {
+    w->StartObject();
+    K(w, "name");
+    S(w, p);
+    K(w, "in");
+    S(w, "query");
+    K(w, "schema");
+    w->StartObject();
+    K(w, "type");
+    S(w, "string");
+    w->EndObject();
+    w->EndObject();
+  }
+  w->EndArray();
+  K(w, "requestBody");
+  w->StartObject();
+  K(w, "content");
+  w->StartObject();
+  for (const std::string& ct : content_types) {
+    K(w, ct);
+    w->StartObject();
+    K(w, "schema");
+    w->StartObject();
+    K(w, "type");
+    S(w, "object");
+    w->EndObject();
+    w->EndObject();
+  }
+  w->EndObject();
+  w->EndObject();
+  K(w, "responses");
+  w->StartObject();
+  K(w, "200");
+  w->StartObject();
+  K(w, "description");
+  S(w, "OK");
+  w->EndObject();
+  w->EndObject();
+  w->EndObject();
+}
+
+std::string OpenApiDoc(const api::Scheme& scheme, const api::GroupVersion& gv) {
+  rapidjson::StringBuffer b;
+  Writer w(b);
+  w.StartObject();
+  K(&w, "openapi");
+  S(&w, "3.0.0");
+  K(&w, "info");
+  w.StartObject();
+  K(&w, "title");
+  S(&w, "Kubernetes");
+  K(&w, "version");
+  S(&w, "v1.32.4");
+  w.EndObject();
+  K(&w, "paths");
+  w.StartObject();
+  for (const api::ResourceInfo* r : ResourcesOf(scheme, gv)) {
+    if (r->list_kind == nullptr) continue;  // create-only (bindings)
+    K(&w, ItemPath(*r));
+    w.StartObject();
+    WriteOperation(&w, "put", "put", *r, {"application/json"});
+    WriteOperation(
+        &w, "patch", "patch", *r,
+        {"application/json-patch+json", "application/merge-patch+json",
+         "application/strategic-merge-patch+json",
+         "application/apply-patch+yaml"});
+    w.EndObject();
+    K(&w, CollectionPath(*r));
+    w.StartObject();
+    WriteOperation(&w, "post", "post", *r, {"application/json"});
+    w.EndObject();
+  }
+  w.EndObject();
+  K(&w, "components");
+  w.StartObject();
+  K(&w, "schemas");
+  w.StartObject();
+  w.EndObject();
+  w.EndObject();
+  w.EndObject();
+  return Done(b);
+}
+
+}  // namespace
+
+std::string Discovery::Hash64(std::string_view data) {
+  uint64_t h = 1469598103934665603ULL;  // FNV-1a
+  for (unsigned char c : data) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  std::string bytes(8, '\0');
+  for (int i = 0; i < 8; ++i) bytes[i] = static_cast<char>(h >> (56 - 8 * i));
+  return Base64Encode(bytes);
+}
+
+Discovery::Discovery(const api::Scheme& scheme, std::string server_address) {
+  {
+    rapidjson::StringBuffer b;
+    Writer w(b);
+    w.StartObject();
+    K(&w, "kind");
+    S(&w, "APIVersions");
+    K(&w, "versions");
+    w.StartArray();
+    for (const api::GroupVersion& gv : VersionsOf(scheme, ""))
+      S(&w, gv.version);
+    w.EndArray();
+    K(&w, "serverAddressByClientCIDRs");
+    w.StartArray();
+    w.StartObject();
+    K(&w, "clientCIDR");
+    S(&w, "0.0.0.0/0");
+    K(&w, "serverAddress");
+    S(&w, server_address);
+    w.EndObject();
+    w.EndArray();
+    w.EndObject();
+    api_versions_ = Done(b);
+  }
+  const std::vector<std::string> groups = GroupsOf(scheme);
+  {
+    rapidjson::StringBuffer b;
+    Writer w(b);
+    w.StartObject();
+    K(&w, "kind");
+    S(&w, "APIGroupList");
+    K(&w, "apiVersion");
+    S(&w, "v1");
+    K(&w, "groups");
+    w.StartArray();
+    for (const std::string& g : groups) WriteApiGroup(&w, scheme, g, false);
+    w.EndArray();
+    w.EndObject();
+    api_group_list_ = Done(b);
+  }
+  for (const std::string& g : groups) {
+    rapidjson::StringBuffer b;
+    Writer w(b);
+    WriteApiGroup(&w, scheme, g, true);
+    groups_[g] = Done(b);
+  }
+  aggregated_core_ = AggregatedList(scheme, {""});
+  aggregated_groups_ = AggregatedList(scheme, groups);
+
+  rapidjson::StringBuffer index;
+  Writer iw(index);
+  iw.StartObject();
+  K(&iw, "paths");
+  iw.StartObject();
+  std::vector<std::string> paths = {"/api", "/apis"};
+  for (const api::GroupVersion& gv : scheme.GroupVersions()) {
+    resource_lists_[gv.group + "/" + gv.version] = ResourceListJson(scheme, gv);
+    const std::string path = gv.group.empty()
+                                 ? "api/" + gv.version
+                                 : "apis/" + gv.group + "/" + gv.version;
+    std::string doc = OpenApiDoc(scheme, gv);
+    K(&iw, path);
+    iw.StartObject();
+    K(&iw, "serverRelativeURL");
+    std::string hash;
+    for (char c : Hash64(doc)) {
+      if (std::isalnum(static_cast<unsigned char>(c))) hash.push_back(c);
+    }
+    S(&iw, "/openapi/v3/" + path + "?hash=" + hash);
+    iw.EndObject();
+    openapi_docs_[path] = std::move(doc);
+    paths.push_back("/" + path);
+  }
+  for (const std::string& g : groups) paths.push_back("/apis/" + g);
+  iw.EndObject();
+  iw.EndObject();
+  openapi_index_ = Done(index);
+
+  for (const char* p : {"/healthz", "/livez", "/metrics", "/openapi/v3",
+                        "/readyz", "/version"}) {
+    paths.push_back(p);
+  }
+  std::sort(paths.begin(), paths.end());
+  {
+    rapidjson::StringBuffer b;
+    Writer w(b);
+    w.StartObject();
+    K(&w, "paths");
+    StrArray(&w, paths);
+    w.EndObject();
+    root_paths_ = Done(b);
+  }
+  {
+    rapidjson::StringBuffer b;
+    Writer w(b);
+    w.StartObject();
+    K(&w, "major");
+    S(&w, "1");
+    K(&w, "minor");
+    S(&w, "32");
+    K(&w, "gitVersion");
+    S(&w, "v1.32.4");
+    K(&w, "gitCommit");
+    S(&w, "kplane");
+    K(&w, "gitTreeState");
+    S(&w, "clean");
+    K(&w, "buildDate");
+    S(&w, "2025-04-22T00:00:00Z");
+    K(&w, "goVersion");
+    S(&w, "go1.23.8");
+    K(&w, "compiler");
+    S(&w, "gc");
+    K(&w, "platform");
+    S(&w, "linux/amd64");
+    w.EndObject();
+    version_ = Done(b);
+  }
+}
+
+const std::string* Discovery::ApiGroup(std::string_view group) const {
+  auto it = groups_.find(group);
+  return it == groups_.end() ? nullptr : &it->second;
+}
+
+const std::string* Discovery::ResourceList(std::string_view group,
+                                           std::string_view version) const {
+  std::string key(group);
+  key += "/";
+  key += version;
+  auto it = resource_lists_.find(key);
+  return it == resource_lists_.end() ? nullptr : &it->second;
+}
+
+const std::string* Discovery::OpenApiDocument(std::string_view path) const {
+  auto it = openapi_docs_.find(path);
+  return it == openapi_docs_.end() ? nullptr : &it->second;
+}
+
+}  // namespace kplane::apiserver

@@ -1,0 +1,90 @@
+// Response bodies: objects, lists, server-side-printed Tables,
+// PartialObjectMetadata, metav1.Status errors and watch event frames, in
+// the representation content negotiation chose (negotiation.h).
+//
+// Lists are written straight from the shared objects of a ListResult into
+// one buffer (no copy into a PodList message) for JSON; YAML and protobuf
+// build the list message. A JSON list looks like kube-apiserver's:
+//   {"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"114",
+//    "continue":"…","remainingItemCount":3},"items":[{…},…]}
+// (items carry no kind/apiVersion; "items" is [] when empty, never null).
+//
+// Tables (meta.k8s.io/v1 or v1beta1) take columns and cells from the
+// resource's Strategy; each row's "object" is a PartialObjectMetadata
+// (includeObject=Metadata, the default), the full object (Object) or absent
+// (None).
+//
+// Watch frames: JSON is one event per line,
+//   {"type":"ADDED","object":{"kind":"Pod","apiVersion":"v1",…}}\n
+// Table watches wrap each object in a one-row Table whose columnDefinitions
+// appear only in the watcher's first event (null afterwards), as
+// kube-apiserver's watchEmbeddedEncoder does; BOOKMARK and ERROR objects are
+// never wrapped. Protobuf watches (Content-Type
+// application/vnd.kubernetes.protobuf;stream=watch) frame each event as a
+// 4-byte big-endian length followed by a WatchEvent message (no envelope)
+// whose object.raw is the enveloped object.
+//
+// Thread-safety: pure functions over immutable inputs.
+#ifndef KPLANE_APISERVER_ENCODING_H_
+#define KPLANE_APISERVER_ENCODING_H_
+
+#include <google/protobuf/message.h>
+
+#include <string>
+
+#include "api/scheme.h"
+#include "apiserver/cacher/cacher.h"
+#include "apiserver/errors.h"
+#include "apiserver/negotiation.h"
+#include "apiserver/registry/strategy.h"
+#include "apiserver/storage/object_store.h"
+#include "base/clock.h"
+
+namespace kplane::apiserver {
+
+// How to render one response.
+struct RenderOptions {
+  Negotiated negotiated;
+  const api::ResourceInfo* resource = nullptr;  // for lists, tables
+  const Strategy* strategy = nullptr;           // for tables
+  std::string include_object;  // "", "Metadata", "Object", "None"
+  WallTime now;                // for AGE cells
+};
+
+// The apiVersion/kind written for an object of this message type (Scheme's
+// canonical kind: Pod -> v1 Pod, Scale -> autoscaling/v1 Scale).
+api::TypeMeta TypeMetaOf(const google::protobuf::Message& obj);
+
+// One object (GET, writes). Tables get one row.
+std::string RenderObject(const RenderOptions& opts,
+                         const google::protobuf::Message& obj);
+// A list of the resource's objects.
+std::string RenderList(const RenderOptions& opts, const ListResult& list);
+// A list of plain objects of the resource as its list kind (deletecollection
+// answers the deleted objects); JSON / YAML / protobuf only.
+std::string RenderItems(const RenderOptions& opts,
+                        const std::vector<ObjectPtr>& items, int64_t revision);
+
+// A metav1.Status error body in `media` (Table/metadata requests get JSON).
+std::string RenderError(api::MediaType media, const ApiError& error);
+// A success Status (delete of most kinds):
+//   {"kind":"Status","apiVersion":"v1","metadata":{},"status":"Success",
+//    "details":{"name":"x","group":"apps","kind":"deployments","uid":"…"}}
+std::string RenderSuccessStatus(api::MediaType media, std::string_view name,
+                                std::string_view group, std::string_view kind,
+                                std::string_view uid);
+
+// Watch stream Content-Type for the negotiated form.
+std::string WatchContentType(const Negotiated& n);
+// One framed watch event. `first` marks the watcher's first event (Table
+// column definitions). The cache key distinguishes forms so that events
+// shared by many watchers are encoded once per form (WatchEvent::Encoded).
+std::string WatchFormatKey(const RenderOptions& opts, bool first);
+std::string RenderWatchEvent(const RenderOptions& opts, const WatchEvent& event,
+                             bool first);
+// The ERROR event carrying a Status.
+std::string RenderWatchError(const RenderOptions& opts, const ApiError& error);
+
+}  // namespace kplane::apiserver
+
+#endif  // KPLANE_APISERVER_ENCODING_H_

@@ -1,0 +1,166 @@
+#include "apiserver/negotiation.h"
+
+#include <algorithm>
+
+#include "base/strings.h"
+
+namespace kplane::apiserver {
+
+std::string_view MediaRange::Param(std::string_view name) const {
+  for (const auto& [k, v] : params) {
+    if (k == name) return v;
+  }
+  return {};
+}
+
+std::vector<MediaRange> ParseAccept(std::string_view accept) {
+  std::vector<MediaRange> out;
+  for (const std::string& clause : StrSplit(accept, ',')) {
+    std::vector<std::string> parts = StrSplit(clause, ';');
+    std::string type = ToLower(StripWhitespace(parts[0]));
+    if (type.empty()) continue;
+    MediaRange r;
+    const size_t slash = type.find('/');
+    if (slash == std::string::npos) {
+      if (type != "*") continue;
+      r.type = "*";
+      r.subtype = "*";
+    } else {
+      r.type = type.substr(0, slash);
+      r.subtype = type.substr(slash + 1);
+    }
+    bool bad = false;
+    for (size_t i = 1; i < parts.size(); ++i) {
+      std::string_view p = StripWhitespace(parts[i]);
+      if (p.empty()) continue;
+      const size_t eq = p.find('=');
+      std::string name = ToLower(StripWhitespace(p.substr(0, eq)));
+      std::string value = eq == std::string_view::npos
+                              ? std::string()
+                              : std::string(StripWhitespace(p.substr(eq + 1)));
+      if (value.size() >= 2 && value.front() == '"' && value.back() == '"') {
+        value = value.substr(1, value.size() - 2);
+      }
+      if (name == "q") {
+        std::optional<double> q = ParseDouble(value);
+        if (!q) {
+          bad = true;
+          break;
+        }
+        r.q = *q;
+        continue;
+      }
+      r.params.emplace_back(std::move(name), std::move(value));
+    }
+    if (bad || r.q <= 0) continue;
+    out.push_back(std::move(r));
+  }
+  std::stable_sort(
+      out.begin(), out.end(),
+      [](const MediaRange& a, const MediaRange& b) { return a.q > b.q; });
+  return out;
+}
+
+std::string Negotiated::ContentType() const {
+  return std::string(api::MediaTypeName(media));
+}
+
+namespace {
+
+bool IsMetaGroup(const MediaRange& r) {
+  std::string_view g = r.Param("g");
+  std::string_view v = r.Param("v");
+  return g == "meta.k8s.io" && (v == "v1" || v == "v1beta1");
+}
+
+}  // namespace
+
+std::optional<Negotiated> NegotiateResponse(std::string_view accept,
+                                            const NegotiateOptions& opts) {
+  if (StripWhitespace(accept).empty()) return Negotiated{};
+  for (const MediaRange& r : ParseAccept(accept)) {
+    Negotiated n;
+    std::string_view as = r.Param("as");
+    if (r.type == "*" && r.subtype == "*") return n;
+    if (r.type != "application") continue;
+    if (r.subtype == "*") return n;
+    if (r.subtype == "json") {
+      n.media = api::MediaType::kJson;
+    } else if (r.subtype == "yaml") {
+      if (!opts.allow_yaml) continue;
+      n.media = api::MediaType::kYaml;
+    } else if (r.subtype == "vnd.kubernetes.protobuf") {
+      if (!opts.allow_protobuf) continue;
+      n.media = api::MediaType::kProtobuf;
+    } else {
+      continue;
+    }
+    if (as.empty()) {
+      // Discovery-only clauses (g=apidiscovery.k8s.io without as=) are not
+      // sent by clients; a plain type with no "as" is the object itself.
+      return n;
+    }
+    if (!IsMetaGroup(r)) continue;
+    // Table and metadata exist only as JSON here (no Table protobuf schema).
+    if (n.media != api::MediaType::kJson) continue;
+    n.meta_version = std::string(r.Param("v"));
+    if (as == "Table") {
+      if (!opts.allow_table) continue;
+      n.shape = ResponseShape::kTable;
+      return n;
+    }
+    if (as == "PartialObjectMetadata" || as == "PartialObjectMetadataList") {
+      if (!opts.allow_metadata) continue;
+      n.shape = ResponseShape::kMetadata;
+      return n;
+    }
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> SupportedResponseTypes() {
+  return {"application/json", "application/yaml",
+          "application/vnd.kubernetes.protobuf"};
+}
+
+std::vector<std::string> SupportedBodyTypes() {
+  return {"application/json", "application/yaml",
+          "application/vnd.kubernetes.protobuf"};
+}
+
+bool WantsAggregatedDiscovery(std::string_view accept) {
+  for (const MediaRange& r : ParseAccept(accept)) {
+    const bool json = r.type == "application" && r.subtype == "json";
+    if (json && r.Param("g") == "apidiscovery.k8s.io") {
+      if (r.Param("v") == "v2" && r.Param("as") == "APIGroupDiscoveryList") {
+        return true;
+      }
+      continue;  // v2beta1 or another shape: not served
+    }
+    if (json || (r.type == "*") ||
+        (r.type == "application" && r.subtype == "*")) {
+      return false;  // the legacy document satisfies this clause first
+    }
+  }
+  return false;
+}
+
+std::optional<PatchType> ParsePatchType(std::string_view content_type) {
+  std::string type =
+      ToLower(StripWhitespace(content_type.substr(0, content_type.find(';'))));
+  if (type == "application/json-patch+json") return PatchType::kJsonPatch;
+  if (type == "application/merge-patch+json") return PatchType::kMergePatch;
+  if (type == "application/strategic-merge-patch+json") {
+    return PatchType::kStrategicMergePatch;
+  }
+  if (type == "application/apply-patch+yaml") return PatchType::kApply;
+  return std::nullopt;
+}
+
+std::vector<std::string> SupportedPatchTypes() {
+  return {"application/json-patch+json", "application/merge-patch+json",
+          "application/strategic-merge-patch+json",
+          "application/apply-patch+yaml"};
+}
+
+}  // namespace kplane::apiserver

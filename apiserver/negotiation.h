@@ -1,0 +1,88 @@
+// Content negotiation: which representation a response takes, from the
+// request's Accept header, and what a request body is, from its
+// Content-Type (the model is k8s.io/apiserver/pkg/endpoints/handlers/
+// negotiation).
+//
+// Accept is a list of media ranges with parameters and q-values; the first
+// (by q, then by order) that we can produce wins:
+//   application/json                                   JSON
+//   application/json;as=Table;v=v1;g=meta.k8s.io       a meta/v1 Table
+//   application/json;as=PartialObjectMetadata[List];v=v1;g=meta.k8s.io
+//                                                      metadata only
+//   application/yaml                                   YAML (not for watch)
+//   application/vnd.kubernetes.protobuf                the protobuf envelope
+//   */*, application/*, absent                         JSON
+// Anything else makes the request fail with 406 NotAcceptable. Table and
+// metadata forms exist in v1 and v1beta1 (same shape, different apiVersion).
+//
+// Thread-safety: pure functions. Errors: NotAcceptable as nullopt (the
+// caller answers 406); unknown body types as nullopt (415).
+#ifndef KPLANE_APISERVER_NEGOTIATION_H_
+#define KPLANE_APISERVER_NEGOTIATION_H_
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "api/serializer.h"
+
+namespace kplane::apiserver {
+
+// One media range of an Accept header.
+struct MediaRange {
+  std::string type;     // "application", "*"
+  std::string subtype;  // "json", "*"
+  // Lower-cased names; values as sent ("as" -> "Table").
+  std::vector<std::pair<std::string, std::string>> params;
+  double q = 1.0;
+  std::string_view Param(std::string_view name) const;
+};
+// Parses "a/b;x=y;q=0.5, c/d" into ranges sorted by q (stable).
+std::vector<MediaRange> ParseAccept(std::string_view accept);
+
+enum class ResponseShape {
+  kObject,   // the resource's own kind (or its list kind)
+  kTable,    // meta.k8s.io Table
+  kMetadata  // PartialObjectMetadata / PartialObjectMetadataList
+};
+
+struct Negotiated {
+  api::MediaType media = api::MediaType::kJson;
+  ResponseShape shape = ResponseShape::kObject;
+  std::string meta_version = "v1";  // of Table / PartialObjectMetadata
+  // The response Content-Type ("application/json", ...).
+  std::string ContentType() const;
+};
+
+struct NegotiateOptions {
+  bool allow_table = true;
+  bool allow_metadata = true;
+  bool allow_yaml = true;
+  bool allow_protobuf = true;
+};
+
+// nullopt: nothing acceptable (406).
+std::optional<Negotiated> NegotiateResponse(std::string_view accept,
+                                            const NegotiateOptions& opts);
+
+// Media types we can produce, for the 406 message.
+std::vector<std::string> SupportedResponseTypes();
+// Media types we accept in bodies (415 message).
+std::vector<std::string> SupportedBodyTypes();
+
+// True only when the Accept header asks for aggregated discovery v2
+// exactly (application/json;g=apidiscovery.k8s.io;v=v2;
+// as=APIGroupDiscoveryList) before anything else it would accept.
+bool WantsAggregatedDiscovery(std::string_view accept);
+inline constexpr std::string_view kAggregatedDiscoveryContentType =
+    "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+
+enum class PatchType { kJsonPatch, kMergePatch, kStrategicMergePatch, kApply };
+// From a PATCH request's Content-Type; nullopt -> 415.
+std::optional<PatchType> ParsePatchType(std::string_view content_type);
+std::vector<std::string> SupportedPatchTypes();
+
+}  // namespace kplane::apiserver
+
+#endif  // KPLANE_APISERVER_NEGOTIATION_H_

@@ -1,0 +1,248 @@
+#include "apiserver/patching.h"
+
+#include "api/codec.h"
+#include "api/meta.h"
+#include "api/patch/apply.h"
+#include "api/patch/json_patch.h"
+#include "api/patch/json_value.h"
+#include "api/patch/merge_patch.h"
+#include "api/patch/patch_meta.h"
+#include "api/patch/strategic.h"
+
+namespace kplane::apiserver {
+
+namespace {
+
+patch::PatchSchema SchemaOf(const api::KindInfo& kind) {
+  return patch::PatchSchema(kind.descriptor,
+                            &patch::KubernetesPatchMetaTable());
+}
+
+ApiError FromPatchStatus(const Status& s) {
+  if (s.Is(StatusCode::kFailedPrecondition)) {
+    ApiError e;
+    e.code = 422;
+    e.reason = "Invalid";
+    e.message = s.message();
+    return e;
+  }
+  if (s.Is(StatusCode::kConflict)) {
+    ApiError e;
+    e.code = 409;
+    e.reason = "Conflict";
+    e.message = s.message();
+    return e;
+  }
+  return ApiError::BadRequest(s.message());
+}
+
+// Decodes a patched DOM into a new object of `kind`, checking apiVersion
+// and kind and reporting unknown fields.
+ApiResult<MutableMessage> DecodePatched(const rapidjson::Value& dom,
+                                        const api::KindInfo& kind,
+                                        FieldValidation validation,
+                                        std::vector<std::string>* warnings) {
+  MutableMessage obj = kind.New();
+  StatusOr<api::DecodeResult> r = api::DecodeJsonValue(dom, obj.get());
+  if (!r.ok()) return ApiError::BadRequest(r.status().message());
+  const api::TypeMeta& tm = r->type_meta;
+  if ((!tm.api_version.empty() && tm.api_version != kind.gv.ApiVersion()) ||
+      (!tm.kind.empty() && tm.kind != kind.kind)) {
+    return ApiError::BadRequest("the API version in the data (" +
+                                tm.api_version +
+                                ") does not match the expected API version (" +
+                                kind.gv.ApiVersion() + ")");
+  }
+  if (!r->strict_ok()) {
+    if (validation == FieldValidation::kStrict) {
+      return ApiError::BadRequest(r->StrictErrorMessage());
+    }
+    if (validation == FieldValidation::kWarn && warnings != nullptr) {
+      for (std::string& w : r->Warnings()) warnings->push_back(std::move(w));
+    }
+  }
+  return obj;
+}
+
+}  // namespace
+
+ApiResult<MutableMessage> ApplyPatch(const google::protobuf::Message& current,
+                                     const api::KindInfo& kind, PatchType type,
+                                     std::string_view patch_body,
+                                     FieldValidation validation,
+                                     std::vector<std::string>* warnings) {
+  rapidjson::Document doc;
+  auto& alloc = doc.GetAllocator();
+  rapidjson::Value target = api::ToJsonValue(current, alloc, kind.type_meta());
+  rapidjson::Document patch_doc;
+  Status parsed = patch::ParseJson(patch_body, &patch_doc);
+  if (!parsed.ok()) return ApiError::BadRequest(parsed.message());
+  switch (type) {
+    case PatchType::kJsonPatch: {
+      if (!patch_doc.IsArray()) {
+        return ApiError::BadRequest(
+            "json: cannot unmarshal object into Go value of type "
+            "jsonpatch.Patch");
+      }
+      Status s = patch::ApplyJsonPatch(target, patch_doc, alloc);
+      if (!s.ok()) return FromPatchStatus(s);
+      break;
+    }
+    case PatchType::kMergePatch:
+      patch::ApplyMergePatch(target, patch_doc, alloc);
+      break;
+    case PatchType::kStrategicMergePatch: {
+      if (!patch_doc.IsObject()) {
+        return ApiError::BadRequest(
+            "json: cannot unmarshal array into Go value of type "
+            "map[string]interface {}");
+      }
+      Status s =
+          patch::StrategicMergePatch(target, patch_doc, SchemaOf(kind), alloc);
+      if (!s.ok()) return FromPatchStatus(s);
+      break;
+    }
+    case PatchType::kApply:
+      return ApiError::Internal("apply patch through ApplyPatch");
+  }
+  if (!target.IsObject()) {
+    return ApiError::BadRequest("the patch does not result in an object");
+  }
+  return DecodePatched(target, kind, validation, warnings);
+}
+
+ApiResult<MutableMessage> ServerSideApplyObject(
+    const google::protobuf::Message* live, const api::KindInfo& kind,
+    std::string_view body, const ApplyParams& params,
+    std::vector<std::string>* warnings) {
+  rapidjson::Document doc;
+  auto& alloc = doc.GetAllocator();
+  rapidjson::Document applied;
+  Status parsed = patch::ParseJsonOrYaml(body, &applied);
+  if (!parsed.ok()) return ApiError::BadRequest(parsed.message());
+  if (!applied.IsObject()) {
+    return ApiError::BadRequest("apply patch must be a JSON or YAML object");
+  }
+  const rapidjson::Value* av = patch::FindMember(applied, "apiVersion");
+  const rapidjson::Value* k = patch::FindMember(applied, "kind");
+  if (av == nullptr || !av->IsString() || k == nullptr || !k->IsString()) {
+    return ApiError::BadRequest(
+        "apply patches must specify apiVersion and kind");
+  }
+  if (av->GetString() != kind.gv.ApiVersion() || k->GetString() != kind.kind) {
+    return ApiError::BadRequest("the API version in the data (" +
+                                std::string(av->GetString()) +
+                                ") does not match the expected API version (" +
+                                kind.gv.ApiVersion() + ")");
+  }
+  // Type errors and unknown fields of the configuration itself.
+  {
+    MutableMessage scratch = kind.New();
+    StatusOr<api::DecodeResult> r =
+        api::DecodeJsonValue(applied, scratch.get());
+    if (!r.ok()) return ApiError::BadRequest(r.status().message());
+    if (!r->strict_ok()) {
+      if (params.validation == FieldValidation::kStrict) {
+        return ApiError::BadRequest(r->StrictErrorMessage());
+      }
+      if (params.validation == FieldValidation::kWarn && warnings != nullptr) {
+        for (std::string& w : r->Warnings()) warnings->push_back(std::move(w));
+      }
+    }
+  }
+  rapidjson::Value live_dom;
+  if (live != nullptr)
+    live_dom = api::ToJsonValue(*live, alloc, kind.type_meta());
+  patch::ApplyOptions opts;
+  opts.manager = params.manager;
+  opts.api_version = kind.gv.ApiVersion();
+  opts.time = params.time;
+  opts.force = params.force;
+  opts.schema = SchemaOf(kind);
+  opts.ignored = params.ignored;
+  rapidjson::Value result;
+  std::vector<patch::FieldConflict> conflicts;
+  Status s = patch::ServerSideApply(live != nullptr ? &live_dom : nullptr,
+                                    applied, opts, &result, alloc, &conflicts);
+  if (s.Is(StatusCode::kConflict)) {
+    ApiError e;
+    e.code = 409;
+    e.reason = "Conflict";
+    e.message = s.message();
+    for (const patch::FieldConflict& c : conflicts) {
+      e.causes.push_back(
+          {"FieldManagerConflict", "conflict with " + c.manager, c.field});
+    }
+    return e;
+  }
+  if (!s.ok()) return FromPatchStatus(s);
+  // Unknown fields were reported above; the merged object decodes quietly.
+  return DecodePatched(result, kind, FieldValidation::kIgnore, nullptr);
+}
+
+namespace {
+
+bool SameManagedFields(const api::metav1::ObjectMeta& a,
+                       const api::metav1::ObjectMeta& b) {
+  if (a.managedfields_size() != b.managedfields_size()) return false;
+  for (int i = 0; i < a.managedfields_size(); ++i) {
+    if (a.managedfields(i).SerializeAsString() !=
+        b.managedfields(i).SerializeAsString()) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+Status TrackManagedFields(
+    const google::protobuf::Message* old, google::protobuf::Message* obj,
+    const api::KindInfo& kind, const std::string& manager,
+    const std::string& time,
+    const std::vector<std::vector<std::string>>& ignored) {
+  api::metav1::ObjectMeta* meta = api::MutableObjectMeta(obj);
+  const api::metav1::ObjectMeta* old_meta =
+      old != nullptr ? api::GetObjectMeta(*old) : nullptr;
+  rapidjson::Document doc;
+  auto& alloc = doc.GetAllocator();
+  rapidjson::Value new_dom = api::ToJsonValue(*obj, alloc);
+  rapidjson::Value old_dom;
+  if (old != nullptr) {
+    old_dom = api::ToJsonValue(*old, alloc);
+    if (meta->managedfields_size() > 0 && old_meta != nullptr &&
+        !SameManagedFields(*meta, *old_meta)) {
+      // The client rewrote managedFields: start from its version.
+      rapidjson::Value* nm = patch::FindMember(new_dom, "metadata");
+      rapidjson::Value* om = patch::FindMember(old_dom, "metadata");
+      const rapidjson::Value* mf =
+          nm != nullptr ? patch::FindMember(*nm, "managedFields") : nullptr;
+      if (om != nullptr && mf != nullptr) {
+        patch::SetMember(*om, "managedFields", rapidjson::Value(*mf, alloc),
+                         alloc);
+      }
+    }
+  }
+  patch::ApplyOptions opts;
+  opts.manager = manager;
+  opts.api_version = kind.gv.ApiVersion();
+  opts.time = time;
+  opts.schema = SchemaOf(kind);
+  opts.ignored = ignored;
+  RETURN_IF_ERROR(patch::UpdateManagedFields(
+      old != nullptr ? &old_dom : nullptr, new_dom, opts, alloc));
+  meta->clear_managedfields();
+  const rapidjson::Value* nm = patch::FindMember(new_dom, "metadata");
+  const rapidjson::Value* mf =
+      nm != nullptr ? patch::FindMember(*nm, "managedFields") : nullptr;
+  if (mf != nullptr && mf->IsArray()) {
+    for (const rapidjson::Value& e : mf->GetArray()) {
+      api::metav1::ManagedFieldsEntry* entry = meta->add_managedfields();
+      StatusOr<api::DecodeResult> r = api::DecodeJsonValue(e, entry);
+      if (!r.ok()) return r.status();
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace kplane::apiserver

@@ -1,0 +1,72 @@
+// The glue between typed objects and api/patch, which works on JSON DOMs:
+// PATCH bodies applied to a stored object, server-side apply, and the
+// managedFields bookkeeping of ordinary writes.
+//
+//   current (typed) --ToJsonValue--> DOM --patch--> DOM --DecodeJsonValue-->
+//   new object (typed; unknown fields reported, rejected under Strict)
+//
+// Errors (ApiError, Kubernetes' codes): a malformed patch or body is 400
+// BadRequest; a JSON patch operation that does not apply (missing path,
+// failed test) is 422 Invalid; a patch that changes apiVersion or kind is
+// 400; a server-side apply conflict is 409 Conflict with one cause of type
+// FieldManagerConflict per field.
+//
+// Thread-safety: pure functions.
+#ifndef KPLANE_APISERVER_PATCHING_H_
+#define KPLANE_APISERVER_PATCHING_H_
+
+#include <google/protobuf/message.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "api/scheme.h"
+#include "apiserver/errors.h"
+#include "apiserver/negotiation.h"
+#include "apiserver/query_params.h"
+
+namespace kplane::apiserver {
+
+using MutableMessage = std::unique_ptr<google::protobuf::Message>;
+
+// Applies a JSON, merge or strategic merge patch to `current`, an object of
+// `kind`. Unknown fields in the result are warnings (appended to
+// `warnings`) or, under Strict, a 400.
+ApiResult<MutableMessage> ApplyPatch(const google::protobuf::Message& current,
+                                     const api::KindInfo& kind, PatchType type,
+                                     std::string_view patch,
+                                     FieldValidation validation,
+                                     std::vector<std::string>* warnings);
+
+struct ApplyParams {
+  std::string manager;
+  bool force = false;
+  std::string time;  // RFC 3339 for the managedFields entry
+  // Fields the apply never owns here (e.g. {"f:status"} on the main
+  // resource of a kind with a status subresource).
+  std::vector<std::vector<std::string>> ignored;
+  FieldValidation validation = FieldValidation::kWarn;
+};
+
+// Server-side apply of `body` (YAML or JSON) to `live` (null: the object
+// does not exist and is created from the applied configuration).
+ApiResult<MutableMessage> ServerSideApplyObject(
+    const google::protobuf::Message* live, const api::KindInfo& kind,
+    std::string_view body, const ApplyParams& params,
+    std::vector<std::string>* warnings);
+
+// managedFields for a non-apply write of `obj` over `old` (null on create):
+// the changed fields become owned by `manager` with operation Update. When
+// `obj` carries managedFields of its own that differ from `old`'s, they are
+// the starting point (a client editing managedFields directly, as kubectl's
+// CSA-to-SSA migration does).
+Status TrackManagedFields(const google::protobuf::Message* old,
+                          google::protobuf::Message* obj,
+                          const api::KindInfo& kind, const std::string& manager,
+                          const std::string& time,
+                          const std::vector<std::vector<std::string>>& ignored);
+
+}  // namespace kplane::apiserver
+
+#endif  // KPLANE_APISERVER_PATCHING_H_

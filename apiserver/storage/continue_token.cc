@@ -1,0 +1,197 @@
+// Continue tokens, byte for byte as kube-apiserver writes them
+// (k8s.io/apiserver/pkg/storage/continue.go): unpadded base64url of the
+// JSON {"v":"meta.k8s.io/v1","rv":<revision>,"start":"<key suffix>"}, with
+// the key suffix escaped as Go's encoding/json escapes strings.
+#include <rapidjson/document.h>
+#include <rapidjson/error/en.h>
+
+#include <cstdio>
+#include <string>
+
+#include "apiserver/storage/object_store.h"
+#include "base/base64.h"
+
+namespace kplane::apiserver {
+namespace {
+
+constexpr std::string_view kTokenVersion = "meta.k8s.io/v1";
+constexpr std::string_view kInvalid = "continue key is not valid";
+
+// Go's encoding/json string escaping (HTML-safe, as json.Marshal does).
+void AppendGoJsonString(std::string_view s, std::string* out) {
+  out->push_back('"');
+  for (size_t i = 0; i < s.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    switch (c) {
+      case '"':
+        *out += "\\\"";
+        continue;
+      case '\\':
+        *out += "\\\\";
+        continue;
+      case '\n':
+        *out += "\\n";
+        continue;
+      case '\r':
+        *out += "\\r";
+        continue;
+      case '\t':
+        *out += "\\t";
+        continue;
+      case '\b':
+        *out += "\\b";
+        continue;
+      case '\f':
+        *out += "\\f";
+        continue;
+      case '<':
+      case '>':
+      case '&':
+        break;
+      default:
+        if (c >= 0x20) {
+          // U+2028 and U+2029 (E2 80 A8 / E2 80 A9) are escaped by Go too.
+          if (c == 0xE2 && i + 2 < s.size() &&
+              static_cast<unsigned char>(s[i + 1]) == 0x80 &&
+              (static_cast<unsigned char>(s[i + 2]) & 0xFE) == 0xA8) {
+            *out += (static_cast<unsigned char>(s[i + 2]) == 0xA8) ? "\\u2028"
+                                                                   : "\\u2029";
+            i += 2;
+            continue;
+          }
+          out->push_back(static_cast<char>(c));
+          continue;
+        }
+    }
+    char buf[8];
+    std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+    *out += buf;
+  }
+  out->push_back('"');
+}
+
+std::string ToBase64Url(std::string_view in) {
+  std::string s = Base64Encode(in);
+  while (!s.empty() && s.back() == '=') s.pop_back();
+  for (char& c : s) {
+    if (c == '+') c = '-';
+    if (c == '/') c = '_';
+  }
+  return s;
+}
+
+StatusOr<std::string> FromBase64Url(std::string_view in) {
+  std::string s(in);
+  for (char& c : s) {
+    // RawURLEncoding knows neither the standard alphabet's +/ nor padding.
+    if (c == '+' || c == '/' || c == '=') {
+      return InvalidArgumentError(std::string(kInvalid) +
+                                  ": illegal base64 data");
+    }
+    if (c == '-') c = '+';
+    if (c == '_') c = '/';
+  }
+  StatusOr<std::string> out = Base64Decode(s);
+  if (!out.ok()) {
+    return InvalidArgumentError(std::string(kInvalid) +
+                                ": illegal base64 data");
+  }
+  return out;
+}
+
+// True when "/" + start is already what Go's path.Clean makes of it: no
+// empty, "." or ".." elements and no trailing slash. Such a suffix cannot
+// climb out of the listed prefix.
+bool IsCleanSuffix(std::string_view start) {
+  std::string key = "/";
+  key += start;
+  if (key.size() > 1 && key.back() == '/') return false;
+  size_t pos = 1;
+  while (pos <= key.size()) {
+    size_t next = key.find('/', pos);
+    if (next == std::string::npos) next = key.size();
+    std::string_view elem(key.data() + pos, next - pos);
+    if (elem.empty() || elem == "." || elem == "..") {
+      return key.size() == 1;  // "/" alone is clean
+    }
+    pos = next + 1;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string EncodeContinueToken(int64_t revision, std::string_view start_key) {
+  std::string json = "{\"v\":\"";
+  json += kTokenVersion;
+  json += "\",\"rv\":";
+  json += std::to_string(revision);
+  json += ",\"start\":";
+  AppendGoJsonString(start_key, &json);
+  json += "}";
+  return ToBase64Url(json);
+}
+
+StatusOr<std::pair<int64_t, std::string>> DecodeContinueToken(
+    std::string_view token) {
+  ASSIGN_OR_RETURN(std::string json, FromBase64Url(token));
+  rapidjson::Document doc;
+  doc.Parse(json.data(), json.size());
+  if (doc.HasParseError()) {
+    return InvalidArgumentError(
+        std::string(kInvalid) + ": " +
+        rapidjson::GetParseError_En(doc.GetParseError()));
+  }
+  if (!doc.IsObject()) {
+    return InvalidArgumentError(std::string(kInvalid) +
+                                ": json: cannot unmarshal into a token");
+  }
+  std::string version;
+  int64_t rv = 0;
+  std::string start;
+  for (auto it = doc.MemberBegin(); it != doc.MemberEnd(); ++it) {
+    std::string_view name(it->name.GetString(), it->name.GetStringLength());
+    const rapidjson::Value& v = it->value;
+    if (name == "v") {
+      if (!v.IsString() && !v.IsNull()) {
+        return InvalidArgumentError(std::string(kInvalid) +
+                                    ": json: \"v\" is not a string");
+      }
+      if (v.IsString()) version.assign(v.GetString(), v.GetStringLength());
+    } else if (name == "rv") {
+      if (!v.IsInt64() && !v.IsNull()) {
+        return InvalidArgumentError(std::string(kInvalid) +
+                                    ": json: \"rv\" is not an int64");
+      }
+      if (v.IsInt64()) rv = v.GetInt64();
+    } else if (name == "start") {
+      if (!v.IsString() && !v.IsNull()) {
+        return InvalidArgumentError(std::string(kInvalid) +
+                                    ": json: \"start\" is not a string");
+      }
+      if (v.IsString()) start.assign(v.GetString(), v.GetStringLength());
+    }
+  }
+  if (version != kTokenVersion) {
+    return InvalidArgumentError(
+        std::string(kInvalid) +
+        ": server does not recognize this encoded version " + version);
+  }
+  if (rv == 0) {
+    return InvalidArgumentError(
+        std::string(kInvalid) +
+        ": incorrect encoded start resourceVersion (version meta.k8s.io/v1)");
+  }
+  if (start.empty()) {
+    return InvalidArgumentError(
+        std::string(kInvalid) +
+        ": encoded start key empty (version meta.k8s.io/v1)");
+  }
+  std::string suffix = start.front() == '/' ? start.substr(1) : start;
+  if (!IsCleanSuffix(suffix)) {
+    return InvalidArgumentError(std::string(kInvalid) + ": " + start);
+  }
+  return std::make_pair(rv, suffix);
+}
+
+}  // namespace kplane::apiserver

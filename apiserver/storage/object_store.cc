@@ -1,0 +1,525 @@
+#include "apiserver/storage/object_store.h"
+
+#include <algorithm>
+#include <chrono>
+#include <utility>
+
+#include "api/envelope.h"
+#include "api/meta.h"
+#include "apiserver/storage/lease_manager.h"
+#include "base/strings.h"
+
+namespace kplane::apiserver {
+namespace {
+
+using etcdserverpb::Compare;
+using etcdserverpb::RangeRequest;
+using etcdserverpb::RangeResponse;
+using etcdserverpb::TxnRequest;
+using etcdserverpb::TxnResponse;
+
+// kube-apiserver pages through etcd with at most this many keys per read
+// when a predicate filters objects out (etcd3 store.go, maxLimit).
+constexpr int64_t kMaxFetch = 10000;
+
+constexpr std::string_view kListTooOld =
+    "The resourceVersion for the provided list is too old.";
+constexpr std::string_view kContinueTooOld =
+    "The provided continue parameter is too old to display a consistent list "
+    "result. You can start a new list without the continue parameter.";
+
+// Go's %q for the names in messages (object names are DNS labels, so only
+// quotes and backslashes ever need escaping in practice).
+std::string Quote(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out.push_back('\\');
+    out.push_back(c);
+  }
+  out.push_back('"');
+  return out;
+}
+
+// etcd's GetPrefixRangeEnd: the smallest key greater than every key with
+// this prefix.
+std::string PrefixRangeEnd(std::string prefix) {
+  while (!prefix.empty()) {
+    unsigned char last = static_cast<unsigned char>(prefix.back());
+    if (last < 0xff) {
+      prefix.back() = static_cast<char>(last + 1);
+      return prefix;
+    }
+    prefix.pop_back();
+  }
+  return std::string(1, '\0');  // every key
+}
+
+Status TooLargeResourceVersion(int64_t wanted, int64_t current) {
+  return Status(StatusCode::kTimeout,
+                "Too large resource version: " + std::to_string(wanted) +
+                    ", current: " + std::to_string(current),
+                current);
+}
+
+Status ExpiredError(std::string_view message) {
+  return Status(StatusCode::kExpired, message);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Versioner
+
+std::string Versioner::ToResourceVersion(int64_t revision) {
+  return std::to_string(revision);
+}
+
+StatusOr<int64_t> Versioner::Parse(std::string_view resource_version) {
+  if (resource_version.empty()) return int64_t{0};
+  bool digits = std::all_of(resource_version.begin(), resource_version.end(),
+                            [](char c) { return c >= '0' && c <= '9'; });
+  std::optional<int64_t> v =
+      digits ? ParseInt64(resource_version) : std::nullopt;
+  if (!v) {
+    return InvalidArgumentError("invalid resource version " +
+                                Quote(resource_version));
+  }
+  return *v;
+}
+
+Status ObjectModifiedError(const api::ResourceInfo& resource,
+                           std::string_view name) {
+  return ConflictError(
+      "Operation cannot be fulfilled on " + resource.GroupResource() + " " +
+      Quote(name) +
+      ": the object has been modified; please apply your changes to the "
+      "latest version and try again");
+}
+
+// ---------------------------------------------------------------------------
+// ObjectStore
+
+ObjectStore::ObjectStore(storage::KV* kv, const api::ResourceInfo* resource,
+                         ObjectStoreOptions options)
+    : kv_(kv),
+      resource_(resource),
+      options_(std::move(options)),
+      group_resource_(resource->GroupResource()) {
+  // path.Join("/", prefix) + "/", as kube-apiserver normalizes --etcd-prefix.
+  std::string p = options_.prefix;
+  if (p.empty() || p.front() != '/') p.insert(p.begin(), '/');
+  while (p.size() > 1 && p.back() == '/') p.pop_back();
+  if (p.back() != '/') p.push_back('/');
+  resource_prefix_ = p + resource_->resource + "/";
+  leases_ = std::make_unique<LeaseManager>(kv_, options_.clock);
+
+  auto* latency = options_.metrics->NewHistogram(
+      "etcd_request_duration_seconds",
+      "Etcd request latency in seconds for each operation and object type.",
+      {"operation", "type"},
+      {0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2,
+       3,     4,     5,    6,   8,   10,  15,  20,  30,  45,   60});
+  auto* total =
+      options_.metrics->NewCounter("etcd_requests_total",
+                                   "Etcd request counts for each operation and "
+                                   "object type.",
+                                   {"operation", "type"});
+  auto* errors = options_.metrics->NewCounter(
+      "etcd_request_errors_total",
+      "Etcd failed request counts for each operation and object type.",
+      {"operation", "type"});
+  static constexpr const char* kOpNames[kNumOps] = {"get", "create", "update",
+                                                    "delete", "list"};
+  for (int op = 0; op < kNumOps; ++op) {
+    std::vector<std::string> labels = {kOpNames[op], group_resource_};
+    metrics_[op] = OpMetrics{latency->With(labels), total->With(labels),
+                             errors->With(labels)};
+  }
+}
+
+ObjectStore::~ObjectStore() = default;
+
+template <typename F>
+auto ObjectStore::Timed(Op op, F&& call) -> decltype(call()) {
+  // Metrics are observations, not logic: the real clock is right here.
+  auto start = std::chrono::steady_clock::now();
+  auto result = call();
+  std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+  metrics_[op].latency->Observe(took.count());
+  metrics_[op].total->Inc();
+  if (!result.ok()) metrics_[op].errors->Inc();
+  return result;
+}
+
+std::string ObjectStore::Key(std::string_view ns, std::string_view name) const {
+  std::string key = resource_prefix_;
+  if (resource_->namespaced) {
+    key += ns;
+    key += '/';
+  }
+  key += name;
+  return key;
+}
+
+std::string ObjectStore::Prefix(std::string_view ns) const {
+  std::string prefix = resource_prefix_;
+  if (resource_->namespaced && !ns.empty()) {
+    prefix += ns;
+    prefix += '/';
+  }
+  return prefix;
+}
+
+StatusOr<std::string> ObjectStore::CheckedKey(std::string_view ns,
+                                              std::string_view name) const {
+  auto bad = [](std::string_view s) {
+    return s.empty() || s == "." || s == ".." ||
+           s.find('/') != std::string_view::npos;
+  };
+  if (bad(name) || (resource_->namespaced && bad(ns))) {
+    return InvalidArgumentError("invalid key: " + Quote(Key(ns, name)));
+  }
+  return Key(ns, name);
+}
+
+StatusOr<MutableObject> ObjectStore::Decode(std::string_view value,
+                                            int64_t mod_revision) const {
+  MutableObject obj = resource_->kind->New();
+  // Our own values hold no unknown fields: skip the walk that drops them.
+  ASSIGN_OR_RETURN(api::TypeMeta stored,
+                   api::DecodeEnvelopeInto(value, obj.get(),
+                                           /*discard_unknown=*/false));
+  if (!(stored == resource_->kind->type_meta())) {
+    return Status(StatusCode::kDataLoss,
+                  "stored object is " + stored.api_version +
+                      ", Kind=" + stored.kind + ", not " +
+                      resource_->kind->type_meta().api_version +
+                      ", Kind=" + resource_->kind->kind);
+  }
+  api::SetResourceVersion(obj.get(),
+                          Versioner::ToResourceVersion(mod_revision));
+  return obj;
+}
+
+StatusOr<std::optional<mvccpb::KeyValue>> ObjectStore::ReadKey(
+    const std::string& key) {
+  RangeRequest req;
+  req.set_key(key);
+  ASSIGN_OR_RETURN(RangeResponse resp,
+                   Timed(kGet, [&] { return kv_->Range(req); }));
+  if (resp.kvs_size() == 0) return std::optional<mvccpb::KeyValue>();
+  return std::optional<mvccpb::KeyValue>(std::move(*resp.mutable_kvs(0)));
+}
+
+Status ObjectStore::CheckPreconditions(const std::string& key,
+                                       const google::protobuf::Message& current,
+                                       const Preconditions& pre,
+                                       bool for_update) const {
+  const api::metav1::ObjectMeta* meta = api::GetObjectMeta(current);
+  const std::string& name = meta->name();
+  // kube-apiserver's storage.Preconditions.Check fails with an InvalidObj
+  // StorageError, which its registry turns into a Conflict quoting it.
+  auto invalid_object = [&](const std::string& why) {
+    return ConflictError(
+        "Operation cannot be fulfilled on " + group_resource_ + " " +
+        Quote(name) + ": StorageError: invalid object, Code: 4, Key: " + key +
+        ", ResourceVersion: 0, AdditionalErrorMsg: " + why);
+  };
+  if (pre.uid && *pre.uid != meta->uid()) {
+    return invalid_object("Precondition failed: UID in precondition: " +
+                          *pre.uid + ", UID in object meta: " + meta->uid());
+  }
+  if (pre.resource_version &&
+      *pre.resource_version != meta->resourceversion()) {
+    // An update carrying a stale resourceVersion is the optimistic-lock
+    // conflict users know; DELETE preconditions quote the storage error.
+    if (for_update) return ObjectModifiedError(*resource_, name);
+    return invalid_object(
+        "Precondition failed: ResourceVersion in precondition: " +
+        *pre.resource_version +
+        ", ResourceVersion in object meta: " + meta->resourceversion());
+  }
+  return Status::Ok();
+}
+
+StatusOr<ObjectPtr> ObjectStore::Create(const google::protobuf::Message& obj,
+                                        int64_t ttl_seconds) {
+  if (obj.GetDescriptor() != resource_->kind->descriptor) {
+    return InvalidArgumentError("cannot store " +
+                                obj.GetDescriptor()->full_name() + " as " +
+                                group_resource_);
+  }
+  const api::metav1::ObjectMeta* meta = api::GetObjectMeta(obj);
+  ASSIGN_OR_RETURN(int64_t rv, Versioner::Parse(meta->resourceversion()));
+  if (rv != 0) {
+    return InvalidArgumentError(
+        "resourceVersion should not be set on objects to be created");
+  }
+  ASSIGN_OR_RETURN(std::string key,
+                   CheckedKey(meta->namespace_(), meta->name()));
+
+  MutableObject stored(obj.New());
+  stored->CopyFrom(obj);
+  api::MutableObjectMeta(stored.get())->clear_resourceversion();
+  std::string value =
+      api::EncodeEnvelope(*stored, resource_->kind->type_meta());
+
+  int64_t lease = 0;
+  if (ttl_seconds > 0) {
+    ASSIGN_OR_RETURN(lease, leases_->GetLease(ttl_seconds));
+  }
+  TxnRequest txn;
+  Compare* absent = txn.add_compare();
+  absent->set_key(key);
+  absent->set_target(Compare::MOD);
+  absent->set_result(Compare::EQUAL);
+  absent->set_mod_revision(0);
+  auto* put = txn.add_success()->mutable_request_put();
+  put->set_key(key);
+  put->set_value(std::move(value));
+  put->set_lease(lease);
+  ASSIGN_OR_RETURN(TxnResponse resp,
+                   Timed(kCreate, [&] { return kv_->Txn(txn); }));
+  if (!resp.succeeded()) {
+    return AlreadyExistsError(group_resource_ + " " + Quote(meta->name()) +
+                              " already exists");
+  }
+  api::SetResourceVersion(
+      stored.get(), Versioner::ToResourceVersion(resp.header().revision()));
+  return ObjectPtr(std::move(stored));
+}
+
+StatusOr<ObjectPtr> ObjectStore::Get(std::string_view ns, std::string_view name,
+                                     int64_t revision) {
+  ASSIGN_OR_RETURN(std::string key, CheckedKey(ns, name));
+  RangeRequest req;
+  req.set_key(key);
+  req.set_revision(revision);
+  StatusOr<RangeResponse> resp = Timed(kGet, [&] { return kv_->Range(req); });
+  if (!resp.ok()) {
+    if (resp.status().Is(StatusCode::kCompacted)) {
+      return ExpiredError(
+          "too old resource version: " + std::to_string(revision) + " (" +
+          std::to_string(resp.status().detail()) + ")");
+    }
+    if (resp.status().Is(StatusCode::kFutureRevision)) {
+      return TooLargeResourceVersion(revision, resp.status().detail());
+    }
+    return resp.status();
+  }
+  if (resp->kvs_size() == 0) {
+    return NotFoundError(group_resource_ + " " + Quote(name) + " not found");
+  }
+  const mvccpb::KeyValue& kv = resp->kvs(0);
+  ASSIGN_OR_RETURN(MutableObject obj, Decode(kv.value(), kv.mod_revision()));
+  return ObjectPtr(std::move(obj));
+}
+
+StatusOr<ObjectPtr> ObjectStore::GuaranteedUpdate(std::string_view ns,
+                                                  std::string_view name,
+                                                  const Preconditions& pre,
+                                                  const UpdateFn& update,
+                                                  bool create_if_missing) {
+  ASSIGN_OR_RETURN(std::string key, CheckedKey(ns, name));
+  ASSIGN_OR_RETURN(std::optional<mvccpb::KeyValue> current, ReadKey(key));
+  for (;;) {
+    MutableObject existing;
+    if (current) {
+      ASSIGN_OR_RETURN(existing,
+                       Decode(current->value(), current->mod_revision()));
+      RETURN_IF_ERROR(CheckPreconditions(key, *existing, pre, true));
+    } else {
+      if (!create_if_missing) {
+        return NotFoundError(group_resource_ + " " + Quote(name) +
+                             " not found");
+      }
+      if (pre.uid || pre.resource_version) {
+        // As kube: preconditions are checked against the zero object.
+        MutableObject zero = resource_->kind->New();
+        api::MutableObjectMeta(zero.get())->set_name(std::string(name));
+        RETURN_IF_ERROR(CheckPreconditions(key, *zero, pre, true));
+      }
+    }
+
+    ASSIGN_OR_RETURN(MutableObject updated, update(existing.get()));
+    if (updated == nullptr ||
+        updated->GetDescriptor() != resource_->kind->descriptor) {
+      return InternalError("update of " + group_resource_ + " " + Quote(name) +
+                           " returned no " + resource_->kind->kind);
+    }
+    api::MutableObjectMeta(updated.get())->clear_resourceversion();
+    std::string value =
+        api::EncodeEnvelope(*updated, resource_->kind->type_meta());
+    if (current && value == current->value()) {
+      return ObjectPtr(std::move(existing));  // nothing to write
+    }
+
+    TxnRequest txn;
+    Compare* unchanged = txn.add_compare();
+    unchanged->set_key(key);
+    unchanged->set_target(Compare::MOD);
+    unchanged->set_result(Compare::EQUAL);
+    unchanged->set_mod_revision(current ? current->mod_revision() : 0);
+    auto* put = txn.add_success()->mutable_request_put();
+    put->set_key(key);
+    put->set_value(std::move(value));
+    // An object created with a TTL keeps its lease across updates.
+    if (current && current->lease() != 0) put->set_ignore_lease(true);
+    txn.add_failure()->mutable_request_range()->set_key(key);
+    ASSIGN_OR_RETURN(TxnResponse resp, Timed(current ? kUpdate : kCreate,
+                                             [&] { return kv_->Txn(txn); }));
+    if (!resp.succeeded()) {
+      // Lost the race: retry with what the store holds now.
+      current.reset();
+      if (resp.responses_size() > 0 &&
+          resp.responses(0).response_range().kvs_size() > 0) {
+        current = resp.responses(0).response_range().kvs(0);
+      }
+      continue;
+    }
+    api::SetResourceVersion(
+        updated.get(), Versioner::ToResourceVersion(resp.header().revision()));
+    return ObjectPtr(std::move(updated));
+  }
+}
+
+StatusOr<ObjectPtr> ObjectStore::Delete(
+    std::string_view ns, std::string_view name, const Preconditions& pre,
+    const std::function<Status(const google::protobuf::Message&)>& validate) {
+  ASSIGN_OR_RETURN(std::string key, CheckedKey(ns, name));
+  ASSIGN_OR_RETURN(std::optional<mvccpb::KeyValue> current, ReadKey(key));
+  for (;;) {
+    if (!current) {
+      return NotFoundError(group_resource_ + " " + Quote(name) + " not found");
+    }
+    ASSIGN_OR_RETURN(MutableObject existing,
+                     Decode(current->value(), current->mod_revision()));
+    RETURN_IF_ERROR(CheckPreconditions(key, *existing, pre, false));
+    if (validate) RETURN_IF_ERROR(validate(*existing));
+
+    TxnRequest txn;
+    Compare* unchanged = txn.add_compare();
+    unchanged->set_key(key);
+    unchanged->set_target(Compare::MOD);
+    unchanged->set_result(Compare::EQUAL);
+    unchanged->set_mod_revision(current->mod_revision());
+    txn.add_success()->mutable_request_delete_range()->set_key(key);
+    txn.add_failure()->mutable_request_range()->set_key(key);
+    ASSIGN_OR_RETURN(TxnResponse resp,
+                     Timed(kDelete, [&] { return kv_->Txn(txn); }));
+    if (!resp.succeeded()) {
+      current.reset();
+      if (resp.responses_size() > 0 &&
+          resp.responses(0).response_range().kvs_size() > 0) {
+        current = resp.responses(0).response_range().kvs(0);
+      }
+      continue;
+    }
+    api::SetResourceVersion(
+        existing.get(), Versioner::ToResourceVersion(resp.header().revision()));
+    return ObjectPtr(std::move(existing));
+  }
+}
+
+StatusOr<ListResult> ObjectStore::List(std::string_view ns,
+                                       const ListOptions& opts) {
+  const std::string prefix = Prefix(ns);
+  const std::string range_end = PrefixRangeEnd(prefix);
+  const bool paging = opts.limit > 0;
+  const bool continuing = !opts.continue_token.empty();
+
+  std::string start = prefix;
+  int64_t with_rev = 0;  // 0 until the first read pins the snapshot
+  if (continuing) {
+    auto token = DecodeContinueToken(opts.continue_token);
+    if (!token.ok()) {
+      return InvalidArgumentError("invalid continue token: " +
+                                  token.status().message());
+    }
+    if (opts.revision > 0) {
+      return InvalidArgumentError(
+          "specifying resource version is not allowed when using continue");
+    }
+    start = prefix + token->second;
+    // A negative revision asks for the latest state (an inconsistent
+    // continuation); 0 never decodes.
+    if (token->first > 0) with_rev = token->first;
+  } else if (opts.revision > 0) {
+    with_rev = opts.revision;
+  }
+
+  ListResult result;
+  int64_t fetch = opts.limit;
+  std::string last_key;
+  bool has_more = false;
+  int64_t last_count = 0;
+  for (;;) {
+    RangeRequest req;
+    req.set_key(start);
+    req.set_range_end(range_end);
+    req.set_revision(with_rev);
+    // One key past the page says whether another page exists.
+    if (paging) req.set_limit(fetch + 1);
+    StatusOr<RangeResponse> resp =
+        Timed(kList, [&] { return kv_->Range(req); });
+    if (!resp.ok()) {
+      if (resp.status().Is(StatusCode::kCompacted)) {
+        return ExpiredError(continuing ? kContinueTooOld : kListTooOld);
+      }
+      if (resp.status().Is(StatusCode::kFutureRevision)) {
+        return TooLargeResourceVersion(with_rev, resp.status().detail());
+      }
+      return resp.status();
+    }
+    if (with_rev == 0) with_rev = resp->header().revision();
+    last_count = resp->count();
+
+    int consumed = 0;
+    for (const mvccpb::KeyValue& kv : resp->kvs()) {
+      if (paging && static_cast<int64_t>(result.items.size()) >= opts.limit) {
+        break;
+      }
+      ++consumed;
+      last_key = kv.key();
+      ASSIGN_OR_RETURN(MutableObject obj,
+                       Decode(kv.value(), kv.mod_revision()));
+      if (!opts.predicate || opts.predicate(*obj)) {
+        result.items.push_back(ObjectPtr(std::move(obj)));
+      }
+    }
+    bool keys_beyond = consumed < resp->kvs_size() || resp->more();
+    if (!paging || !keys_beyond) break;
+    if (static_cast<int64_t>(result.items.size()) >= opts.limit) {
+      has_more = true;
+      break;
+    }
+    // The predicate dropped objects: read on, in growing pages, as kube.
+    fetch = std::min(fetch * 2, std::max(kMaxFetch, opts.limit));
+    start = last_key;
+    start.push_back('\0');
+  }
+
+  result.revision = with_rev;
+  if (has_more) {
+    std::string next = last_key.substr(prefix.size());
+    next.push_back('\0');
+    result.continue_token = EncodeContinueToken(with_rev, next);
+    // Keys counted from this read's start, minus this page: exact only
+    // when nothing was filtered out.
+    if (!opts.predicate) result.remaining_items = last_count - opts.limit;
+  }
+  return result;
+}
+
+StatusOr<int64_t> ObjectStore::CurrentRevision() {
+  RangeRequest req;
+  req.set_key(resource_prefix_);
+  req.set_range_end(PrefixRangeEnd(resource_prefix_));
+  req.set_limit(1);
+  req.set_keys_only(true);
+  ASSIGN_OR_RETURN(RangeResponse resp,
+                   Timed(kGet, [&] { return kv_->Range(req); }));
+  return resp.header().revision();
+}
+
+}  // namespace kplane::apiserver

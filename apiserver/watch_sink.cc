@@ -1,0 +1,94 @@
+#include "apiserver/watch_sink.h"
+
+namespace kplane::apiserver {
+
+HttpWatchSink::HttpWatchSink(std::shared_ptr<net::Responder> responder,
+                             net::HttpHeaders headers, RenderOptions render,
+                             Clock* clock, metrics::Counter* events_sent)
+    : responder_(std::move(responder)),
+      headers_(std::move(headers)),
+      render_(std::move(render)),
+      clock_(clock),
+      events_sent_(events_sent) {}
+
+void HttpWatchSink::EnsureStartedLocked() {
+  if (started_) return;
+  started_ = true;
+  responder_->StartStream(200, headers_);
+}
+
+void HttpWatchSink::StartNow() {
+  std::lock_guard<std::mutex> l(mu_);
+  if (!ended_) EnsureStartedLocked();
+}
+
+bool HttpWatchSink::Abort() {
+  std::lock_guard<std::mutex> l(mu_);
+  if (started_) return false;
+  ended_ = true;
+  return true;
+}
+
+bool HttpWatchSink::Send(const WatchEventPtr& event) {
+  bool first;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (ended_) return false;
+    EnsureStartedLocked();
+    // Only object events count as "first" (they carry the Table columns);
+    // a bookmark is never wrapped in a Table.
+    first = first_ && event->type != WatchEventType::kBookmark;
+    if (first) first_ = false;
+  }
+  RenderOptions render = render_;
+  render.now = clock_->WallNow();
+  std::shared_ptr<const std::string> frame = event->Encoded(
+      WatchFormatKey(render, first),
+      [&](const WatchEvent& e) { return RenderWatchEvent(render, e, first); });
+  if (!responder_->Write(*frame)) return false;
+  if (events_sent_ != nullptr) events_sent_->Inc();
+  return true;
+}
+
+void HttpWatchSink::Close(const Status& reason) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (ended_) return;
+    ended_ = true;
+    EnsureStartedLocked();
+  }
+  if (!reason.ok()) {
+    ApiError e = ApiError::FromStatus(reason);
+    if (reason.Is(StatusCode::kResourceExhausted)) {
+      // A watcher too slow for the cache: end the stream; the client
+      // re-watches or relists.
+      responder_->Finish();
+      return;
+    }
+    responder_->Write(RenderWatchError(render_, e));
+  }
+  responder_->Finish();
+}
+
+void HttpWatchSink::SetHandle(std::unique_ptr<WatchHandle> handle) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (!ended_ && !responder_->IsClosed()) {
+      handle_ = std::move(handle);
+      return;
+    }
+  }
+  handle.reset();  // outside the lock: the cacher may be calling Send
+}
+
+void HttpWatchSink::ClientGone() {
+  std::unique_ptr<WatchHandle> handle;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    ended_ = true;
+    handle = std::move(handle_);
+  }
+  handle.reset();
+}
+
+}  // namespace kplane::apiserver

@@ -1,0 +1,80 @@
+// HttpWatchSink: a watch cache watcher whose events go to an HTTP response
+// stream (chunked, one frame per event, each written as soon as it
+// arrives).
+//
+// The cacher calls Send() from its dispatch thread; Send never blocks: the
+// frame is appended to the connection's output buffer. A client that does
+// not keep up lets the buffer grow to its cap, at which point the
+// connection is closed and Send returns false, so the cacher drops the
+// watcher (the client relists) and nobody else waits.
+//
+// Close(): OK ends the stream cleanly (timeout, shutdown); Expired writes
+// an ERROR event with a 410 Status ("too old resource version: N (M)") and
+// ends it, as kube-apiserver does; other errors write an ERROR event with
+// their mapped Status.
+//
+// Lifetime: shared by the cacher (as its sink) and the HTTP exchange (its
+// OnClose callback calls ClientGone(), which destroys the watch handle so
+// the cacher stops delivering).
+//
+// Thread-safety: all methods may be called from any thread.
+#ifndef KPLANE_APISERVER_WATCH_SINK_H_
+#define KPLANE_APISERVER_WATCH_SINK_H_
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+
+#include "apiserver/cacher/cacher.h"
+#include "apiserver/encoding.h"
+#include "base/clock.h"
+#include "base/metrics.h"
+#include "net/http_server.h"
+
+namespace kplane::apiserver {
+
+class HttpWatchSink : public WatchSink {
+ public:
+  // `headers` start the stream, sent with the first event or Close (so
+  // that a watch the cache refuses before anything was sent can still be
+  // answered with an HTTP error; see Abort()).
+  HttpWatchSink(std::shared_ptr<net::Responder> responder,
+                net::HttpHeaders headers, RenderOptions render, Clock* clock,
+                metrics::Counter* events_sent);
+
+  bool Send(const WatchEventPtr& event) override;
+  void Close(const Status& reason) override;
+
+  // Ends the watch before its stream started: true when nothing was sent
+  // (the caller answers with an HTTP error), false when the stream is
+  // already under way (the caller must Close() it instead).
+  bool Abort();
+  // Sends the stream head now if nothing did yet (the watch was accepted).
+  void StartNow();
+  // The handle the cacher returned; destroyed at once if the watch already
+  // ended.
+  void SetHandle(std::unique_ptr<WatchHandle> handle);
+  // The HTTP exchange is over (client gone, stream finished): stop the
+  // watch.
+  void ClientGone();
+
+ private:
+  // Sends the stream head once (mu_ held).
+  void EnsureStartedLocked();
+
+  std::shared_ptr<net::Responder> responder_;
+  const net::HttpHeaders headers_;
+  const RenderOptions render_;
+  Clock* clock_;
+  metrics::Counter* events_sent_;
+
+  std::mutex mu_;
+  bool started_ = false;
+  bool first_ = true;
+  bool ended_ = false;  // Close() ran or the client went away
+  std::unique_ptr<WatchHandle> handle_;
+};
+
+}  // namespace kplane::apiserver
+
+#endif  // KPLANE_APISERVER_WATCH_SINK_H_

@@ -1,0 +1,117 @@
+// Indexer: the thread-safe local cache of one collection, keyed by
+// "namespace/name" ("name" for cluster-scoped objects), with secondary
+// indices (client-go's cache.Indexer over threadSafeMap).
+//
+// An index is a named function from an object to the values it is filed
+// under; the store keeps, per index, value -> set of keys. The namespace
+// index (kNamespaceIndex) is built in; controllers add their own, e.g. pods
+// by node name. Worked example, indices "namespace" and "node":
+//
+//   Upsert(pod default/a on n1)   items  {default/a}
+//                                 namespace{default: {default/a}}
+//                                 node     {n1: {default/a}}
+//   Upsert(pod kube/b on n1)      namespace{default: {default/a},
+//                                           kube: {kube/b}}
+//                                 node     {n1: {default/a, kube/b}}
+//   Upsert(pod default/a on n2)   node     {n1: {kube/b}, n2: {default/a}}
+//                                 (old values are unfiled, new ones filed)
+//   Delete("kube/b")              namespace{default: {default/a}}
+//                                 node     {n2: {default/a}}
+//                                 (empty sets are dropped, so ListIndexValues
+//                                  never reports a value with no objects)
+//   ByIndex("node", "n2")  ->  [default/a]
+//
+// Objects are shared immutable pointers: readers get the same object the
+// store holds; a write replaces the pointer. Results are in key order.
+//
+// Thread-safety: all methods may be called concurrently (a shared mutex:
+// many readers, one writer). Index functions run under the write lock and
+// must not call back into the store. Errors: kNotFound for an unknown index
+// name; kAlreadyExists for AddIndexers of a name already present.
+#ifndef KPLANE_INFORMER_INDEXER_H_
+#define KPLANE_INFORMER_INDEXER_H_
+
+#include <google/protobuf/message.h>
+
+#include <functional>
+#include <map>
+#include <set>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/statusor.h"
+#include "informer/watch.h"
+
+namespace kplane::informer {
+
+using IndexFunc =
+    std::function<std::vector<std::string>(const google::protobuf::Message&)>;
+using Indexers = std::map<std::string, IndexFunc>;
+
+inline constexpr std::string_view kNamespaceIndex = "namespace";
+// [metadata.namespace] (client-go's MetaNamespaceIndexFunc).
+std::vector<std::string> NamespaceIndexFunc(const google::protobuf::Message&);
+// The namespace index alone.
+Indexers DefaultIndexers();
+
+// "namespace/name", or "name" when there is no namespace (client-go's
+// MetaNamespaceKeyFunc).
+std::string ObjectKey(const google::protobuf::Message& obj);
+std::string ObjectKey(std::string_view ns, std::string_view name);
+// Splits a key back into namespace ("" for cluster scope) and name.
+std::pair<std::string, std::string> SplitObjectKey(std::string_view key);
+
+class Indexer {
+ public:
+  explicit Indexer(Indexers indexers = DefaultIndexers());
+  Indexer(const Indexer&) = delete;
+  Indexer& operator=(const Indexer&) = delete;
+
+  // Adds or replaces the object under its key; returns the previous object
+  // (null if none).
+  ObjectPtr Upsert(ObjectPtr obj);
+  // Removes the key; returns the removed object (null if none).
+  ObjectPtr Delete(const std::string& key);
+  // Replaces the whole content (indices rebuilt).
+  void Replace(std::vector<ObjectPtr> objects);
+
+  ObjectPtr Get(const std::string& key) const;  // null if absent
+  std::vector<ObjectPtr> List() const;
+  std::vector<std::string> ListKeys() const;
+  size_t Size() const;
+
+  // Objects filed under `value` in index `index_name`.
+  StatusOr<std::vector<ObjectPtr>> ByIndex(std::string_view index_name,
+                                           std::string_view value) const;
+  StatusOr<std::vector<std::string>> IndexKeys(std::string_view index_name,
+                                               std::string_view value) const;
+  // Objects whose index values intersect those of `obj` (client-go's
+  // Index()).
+  StatusOr<std::vector<ObjectPtr>> Index(
+      std::string_view index_name, const google::protobuf::Message& obj) const;
+  // Every value of the index that has at least one object.
+  StatusOr<std::vector<std::string>> ListIndexValues(
+      std::string_view index_name) const;
+  bool HasIndex(std::string_view index_name) const;
+
+  // Adds indices, filing the existing objects under them too.
+  Status AddIndexers(Indexers indexers);
+
+ private:
+  using IndexMap = std::map<std::string, std::set<std::string>, std::less<>>;
+
+  // mu_ held for writing.
+  void File(const std::string& key, const google::protobuf::Message& obj);
+  void Unfile(const std::string& key, const google::protobuf::Message& obj);
+
+  mutable std::shared_mutex mu_;
+  std::map<std::string, ObjectPtr, std::less<>> items_;
+  Indexers indexers_;
+  std::map<std::string, IndexMap, std::less<>> indices_;
+};
+
+}  // namespace kplane::informer
+
+#endif  // KPLANE_INFORMER_INDEXER_H_

@@ -1,0 +1,248 @@
+// Google Benchmark of the client stack's hot paths (figures in
+// docs/informer.md):
+//   build/informer/informer_bench --benchmark_min_time=1
+#include <benchmark/benchmark.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+
+#include "api/codec.h"
+#include "api/meta.h"
+#include "informer/fake_api_server.h"
+#include "informer/fake_list_watcher.h"
+#include "informer/indexer.h"
+#include "informer/rest_client.h"
+#include "informer/shared_informer.h"
+#include "informer/workqueue.h"
+
+namespace kplane::informer {
+namespace {
+
+const api::ResourceInfo* Pods() {
+  return api::Scheme::Default().FindResource("", "v1", "pods");
+}
+
+// A pod of typical size (~1.5 KB of JSON): labels, two containers with
+// resources, a status with conditions.
+api::corev1::Pod TypicalPod(int i) {
+  api::corev1::Pod pod;
+  auto* m = pod.mutable_metadata();
+  m->set_namespace_("ns-" + std::to_string(i % 10));
+  m->set_name("web-" + std::to_string(i));
+  m->set_uid("0b5e3c1a-6d0e-4f0e-9d52-" + std::to_string(100000000 + i));
+  m->set_resourceversion(std::to_string(1000 + i));
+  (*m->mutable_labels())["app"] = "web";
+  (*m->mutable_labels())["pod-template-hash"] = "5d8f9c7b6";
+  auto* owner = m->add_ownerreferences();
+  owner->set_apiversion("apps/v1");
+  owner->set_kind("ReplicaSet");
+  owner->set_name("web-5d8f9c7b6");
+  owner->set_uid("6f1c9a2e-0d2b-4a8e-b3e1-4c0d9f7a1b2c");
+  owner->set_controller(true);
+  auto* spec = pod.mutable_spec();
+  spec->set_nodename("node-" + std::to_string(i % 100));
+  for (int c = 0; c < 2; ++c) {
+    auto* ct = spec->add_containers();
+    ct->set_name(c == 0 ? "app" : "sidecar");
+    ct->set_image("registry.example/web:1.2." + std::to_string(c));
+    (*ct->mutable_resources()->mutable_requests())["cpu"].set_string("100m");
+    (*ct->mutable_resources()->mutable_requests())["memory"].set_string(
+        "128Mi");
+  }
+  auto* status = pod.mutable_status();
+  status->set_phase("Running");
+  status->set_podip("10.0." + std::to_string(i % 250) + ".7");
+  for (const char* type :
+       {"Initialized", "Ready", "ContainersReady", "PodScheduled"}) {
+    auto* cond = status->add_conditions();
+    cond->set_type(type);
+    cond->set_status("True");
+  }
+  return pod;
+}
+
+void BM_WatchDecodeJson(benchmark::State& state) {
+  std::string body;
+  constexpr int kEvents = 1000;
+  for (int i = 0; i < kEvents; ++i) {
+    body += "{\"type\":\"MODIFIED\",\"object\":" +
+            api::EncodeJson(TypicalPod(i), {"v1", "Pod"}) + "}\n";
+  }
+  for (auto _ : state) {
+    WatchDecoder dec(Pods()->kind);
+    std::vector<WatchEvent> events;
+    events.reserve(kEvents);
+    // 16 KiB reads, as a socket would deliver them.
+    for (size_t off = 0; off < body.size(); off += 16384) {
+      benchmark::DoNotOptimize(
+          dec.Feed(std::string_view(body).substr(off, 16384), &events));
+    }
+    benchmark::DoNotOptimize(events.data());
+  }
+  state.SetItemsProcessed(state.iterations() * kEvents);
+  state.SetBytesProcessed(state.iterations() * body.size());
+}
+BENCHMARK(BM_WatchDecodeJson);
+
+Indexers NodeIndexed() {
+  Indexers ix = DefaultIndexers();
+  ix["node"] = [](const google::protobuf::Message& m) {
+    return std::vector<std::string>{
+        static_cast<const api::corev1::Pod&>(m).spec().nodename()};
+  };
+  return ix;
+}
+
+void BM_IndexerUpsert(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  std::vector<ObjectPtr> pods;
+  for (int i = 0; i < n; ++i) {
+    pods.push_back(std::make_shared<api::corev1::Pod>(TypicalPod(i)));
+  }
+  Indexer ix(NodeIndexed());
+  for (const ObjectPtr& p : pods) ix.Upsert(p);
+  int i = 0;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(ix.Upsert(pods[i]));
+    i = (i + 1) % n;
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_IndexerUpsert)->Arg(10000);
+
+void BM_ListerByIndex(benchmark::State& state) {
+  Indexer ix(NodeIndexed());
+  for (int i = 0; i < 10000; ++i) {
+    ix.Upsert(std::make_shared<api::corev1::Pod>(TypicalPod(i)));
+  }
+  int i = 0;
+  for (auto _ : state) {
+    auto pods = ix.ByIndex("node", "node-" + std::to_string(i++ % 100));
+    benchmark::DoNotOptimize(pods);
+  }
+  state.SetItemsProcessed(state.iterations());  // 100 pods per lookup
+}
+BENCHMARK(BM_ListerByIndex);
+
+void BM_WorkQueueAddGetDone(benchmark::State& state) {
+  WorkQueue q;
+  std::vector<std::string> keys;
+  for (int i = 0; i < 1000; ++i) keys.push_back("ns/key-" + std::to_string(i));
+  size_t i = 0;
+  for (auto _ : state) {
+    q.Add(keys[i++ % keys.size()]);
+    std::optional<std::string> k = q.Get();
+    q.Done(*k);
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_WorkQueueAddGetDone);
+
+// Server-side write -> reflector -> cache -> handler, in memory (no HTTP).
+void BM_InformerDelivery(benchmark::State& state) {
+  auto fake = std::make_shared<FakeListerWatcher>(Pods()->kind);
+  SharedIndexInformer informer(fake);
+  std::mutex mu;
+  std::condition_variable cv;
+  int64_t delivered = 0;
+  informer.AddEventHandler(
+      EventHandlerFuncs{.on_add =
+                            [&](const ObjectPtr&, bool) {
+                              std::lock_guard<std::mutex> l(mu);
+                              ++delivered;
+                              cv.notify_all();
+                            },
+                        .on_update =
+                            [&](const ObjectPtr&, const ObjectPtr&) {
+                              std::lock_guard<std::mutex> l(mu);
+                              ++delivered;
+                              cv.notify_all();
+                            }});
+  informer.Start();
+  informer.WaitForCacheSync();
+  fake->WaitForWatchCalls(1);
+  std::vector<api::corev1::Pod> pods;
+  for (int i = 0; i < 1000; ++i) pods.push_back(TypicalPod(i));
+  int64_t sent = 0;
+  bool created = false;
+  for (auto _ : state) {
+    for (auto& p : pods) {
+      p.mutable_metadata()->clear_resourceversion();
+      if (created) {
+        (void)fake->Update(p);
+      } else {
+        (void)fake->Create(p);
+      }
+    }
+    created = true;
+    sent += static_cast<int64_t>(pods.size());
+    std::unique_lock<std::mutex> l(mu);
+    cv.wait(l, [&] { return delivered >= sent; });
+    l.unlock();
+    fake->Compact();  // keep the fake's history bounded
+  }
+  state.SetItemsProcessed(sent);
+  informer.Stop();
+}
+BENCHMARK(BM_InformerDelivery)->UseRealTime();
+
+struct HttpFixture {
+  HttpFixture() {
+    (void)server.Start();
+    client = std::move(*RestClient::New({.server = server.Url()}));
+    (void)server.Resource(*Pods())->Create(TypicalPod(1));
+  }
+  FakeApiServer server;
+  std::unique_ptr<RestClient> client;
+};
+
+HttpFixture* Http() {
+  static HttpFixture* const kFixture = new HttpFixture();
+  return kFixture;
+}
+
+// GET of one pod over loopback HTTP from 1..8 threads sharing the client.
+void BM_RestClientGet(benchmark::State& state) {
+  HttpFixture* f = Http();
+  api::corev1::Pod pod = TypicalPod(1);
+  for (auto _ : state) {
+    auto got = f->client->Get<api::corev1::Pod>(pod.metadata().namespace_(),
+                                                pod.metadata().name());
+    if (!got.ok()) state.SkipWithError(got.status().ToString().c_str());
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_RestClientGet)->Threads(1)->Threads(8)->UseRealTime();
+
+// Events through a real watch connection: server-side writes, JSON over
+// loopback, decoded by the client.
+void BM_RestClientWatchEvents(benchmark::State& state) {
+  HttpFixture* f = Http();
+  FakeListerWatcher* fake = f->server.Resource(*Pods());
+  auto w = f->client->Watch(*Pods(), "", {.resource_version = ""});
+  if (!w.ok()) {
+    state.SkipWithError(w.status().ToString().c_str());
+    return;
+  }
+  api::corev1::Pod pod = TypicalPod(1);
+  int64_t n = 0;
+  for (auto _ : state) {
+    for (int i = 0; i < 100; ++i) {
+      pod.mutable_metadata()->clear_resourceversion();
+      (void)fake->Update(pod);
+    }
+    WatchEvent ev;
+    for (int i = 0; i < 100; ++i) (*w)->Next(&ev);
+    n += 100;
+    fake->Compact();
+  }
+  (*w)->Stop();
+  state.SetItemsProcessed(n);
+}
+BENCHMARK(BM_RestClientWatchEvents)->UseRealTime();
+
+}  // namespace
+}  // namespace kplane::informer
+
+BENCHMARK_MAIN();

@@ -1,0 +1,126 @@
+#include "storage/client/json_stream.h"
+
+#include <rapidjson/document.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include "storage/api/etcd_json.h"
+
+namespace kplane::storage {
+
+void JsonObjectSplitter::Feed(std::string_view data) {
+  // Drop what has been handed out already, so the buffer does not grow
+  // with the length of a long-lived stream.
+  if (start_ > 0 && start_ >= buf_.size() / 2) {
+    buf_.erase(0, start_);
+    scan_ -= start_;
+    start_ = 0;
+  }
+  buf_.append(data);
+}
+
+bool JsonObjectSplitter::Next(std::string* object, Status* error) {
+  *error = Status::Ok();
+  while (scan_ < buf_.size()) {
+    char c = buf_[scan_];
+    if (depth_ == 0) {
+      // Between objects: skip whitespace; anything else must open one.
+      if (c == ' ' || c == '\n' || c == '\r' || c == '\t') {
+        ++scan_;
+        start_ = scan_;
+        continue;
+      }
+      if (c != '{') {
+        *error =
+            InvalidArgumentError("stream is not a sequence of JSON objects: " +
+                                 buf_.substr(scan_, 200));
+        return false;
+      }
+      start_ = scan_;
+      depth_ = 1;
+      ++scan_;
+      continue;
+    }
+    ++scan_;
+    if (in_string_) {
+      if (escaped_) {
+        escaped_ = false;
+      } else if (c == '\\') {
+        escaped_ = true;
+      } else if (c == '"') {
+        in_string_ = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string_ = true;
+    } else if (c == '{' || c == '[') {
+      ++depth_;
+    } else if (c == '}' || c == ']') {
+      if (--depth_ == 0) {
+        object->assign(buf_, start_, scan_ - start_);
+        start_ = scan_;
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+namespace {
+
+std::string Serialize(const rapidjson::Value& v) {
+  rapidjson::StringBuffer sb;
+  rapidjson::Writer<rapidjson::StringBuffer> w(sb);
+  v.Accept(w);
+  return std::string(sb.GetString(), sb.GetSize());
+}
+
+}  // namespace
+
+Status ParseStreamMessage(std::string_view object,
+                          google::protobuf::Message* msg) {
+  rapidjson::Document d;
+  d.Parse(object.data(), object.size());
+  if (d.HasParseError() || !d.IsObject()) {
+    return InvalidArgumentError("undecodable stream message: " +
+                                std::string(object.substr(0, 200)));
+  }
+  auto result = d.FindMember("result");
+  if (result != d.MemberEnd()) {
+    return etcdapi::ParseJson(Serialize(result->value), msg);
+  }
+  auto err = d.FindMember("error");
+  if (err != d.MemberEnd()) {
+    if (err->value.IsObject()) {
+      // grpc-gateway's stream error: {"grpc_code":N,"http_code":H,
+      // "message":M,"http_status":S}. Rebuild etcd's unary error shape and
+      // map it through the one table.
+      const rapidjson::Value& e = err->value;
+      int code = 2;
+      int http = 500;
+      std::string message = "stream error";
+      if (e.HasMember("grpc_code") && e["grpc_code"].IsInt()) {
+        code = e["grpc_code"].GetInt();
+      }
+      if (e.HasMember("http_code") && e["http_code"].IsInt()) {
+        http = e["http_code"].GetInt();
+      }
+      if (e.HasMember("message") && e["message"].IsString()) {
+        message = e["message"].GetString();
+      }
+      rapidjson::Document body(rapidjson::kObjectType);
+      auto& a = body.GetAllocator();
+      body.AddMember("error", rapidjson::Value(message.c_str(), a), a);
+      body.AddMember("message", rapidjson::Value(message.c_str(), a), a);
+      body.AddMember("code", code, a);
+      return etcdapi::ErrorToStatus(http, Serialize(body));
+    }
+    // A unary-style error body ({"error":M,"message":M,"code":N}).
+    return etcdapi::ErrorToStatus(500, object);
+  }
+  return InvalidArgumentError("stream message has neither result nor error: " +
+                              std::string(object.substr(0, 200)));
+}
+
+}  // namespace kplane::storage

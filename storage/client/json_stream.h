@@ -1,0 +1,65 @@
+// Decoding etcd's streamed JSON responses (/v3/watch, /v3/lease/keepalive,
+// /v3/maintenance/snapshot): a body of `{"result":{...}}` objects, each
+// followed by "\n" in etcd 3.4, arriving in arbitrary pieces.
+//
+// JsonObjectSplitter cuts such a byte stream into complete top-level JSON
+// objects. It does not rely on the newline: it tracks brace depth outside
+// strings, so it also copes with a server that omits the separator, with
+// one object split over many reads and with many objects in one read.
+//
+// Worked example (| marks read boundaries):
+//
+//   Feed(`{"result":{"a":"}"`)   depth 2, inside no string: nothing complete
+//   Feed(`}}\n{"resu`)           `{"result":{"a":"}"}}` complete (the "}"
+//                                inside the string did not count); the
+//                                "\n" is skipped; `{"resu` stays buffered
+//   Feed(`lt":{}}\n{"result":{}}\n`)  two more objects complete
+//
+// ParseStreamMessage turns one such object into a protobuf message: the
+// "result" member is decoded with etcd's JSON mapping; an "error" member
+// (grpc-gateway's in-stream error, {"error":{"grpc_code":14,"message":...}})
+// becomes the corresponding Status, as ErrorToStatus would map it.
+//
+// Thread-safety: a JsonObjectSplitter is used by one thread at a time.
+// Errors: kInvalidArgument for bytes that cannot start an object (the
+// splitter) or a message that does not decode (ParseStreamMessage).
+#ifndef KPLANE_STORAGE_CLIENT_JSON_STREAM_H_
+#define KPLANE_STORAGE_CLIENT_JSON_STREAM_H_
+
+#include <google/protobuf/message.h>
+
+#include <string>
+#include <string_view>
+
+#include "base/status.h"
+
+namespace kplane::storage {
+
+class JsonObjectSplitter {
+ public:
+  // Appends more bytes of the stream.
+  void Feed(std::string_view data);
+  // Moves the next complete object into *object. Returns false when none is
+  // complete yet, or with *error set when the stream is not a sequence of
+  // objects (e.g. a plain-text error body).
+  bool Next(std::string* object, Status* error);
+  // Bytes received but not yet returned as objects.
+  size_t buffered() const { return buf_.size() - start_; }
+
+ private:
+  std::string buf_;
+  size_t start_ = 0;  // first byte of the object being scanned
+  size_t scan_ = 0;   // next byte to examine
+  int depth_ = 0;
+  bool in_string_ = false;
+  bool escaped_ = false;
+};
+
+// Decodes `{"result":M}` into *msg, or returns the Status of
+// `{"error":{...}}`.
+Status ParseStreamMessage(std::string_view object,
+                          google::protobuf::Message* msg);
+
+}  // namespace kplane::storage
+
+#endif  // KPLANE_STORAGE_CLIENT_JSON_STREAM_H_

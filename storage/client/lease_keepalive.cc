@@ -1,0 +1,74 @@
+#include "storage/client/lease_keepalive.h"
+
+namespace kplane::storage {
+
+KeepAliveLoop::KeepAliveLoop(KV* kv, int64_t lease_id, KeepAliveOptions options)
+    : kv_(kv),
+      lease_id_(lease_id),
+      options_(std::move(options)),
+      clock_(options_.clock ? options_.clock : Clock::Real()) {
+  thread_ = std::thread([this] { Run(); });
+}
+
+KeepAliveLoop::~KeepAliveLoop() {
+  Stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+void KeepAliveLoop::Stop() {
+  std::lock_guard<std::mutex> l(mu_);
+  stop_ = true;
+  cv_.notify_all();
+}
+
+Status KeepAliveLoop::Wait() {
+  std::unique_lock<std::mutex> l(mu_);
+  cv_.wait(l, [&] { return done_; });
+  return result_;
+}
+
+int64_t KeepAliveLoop::renewals() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return renewals_;
+}
+
+void KeepAliveLoop::Run() {
+  etcdserverpb::LeaseKeepAliveRequest req;
+  req.set_id(lease_id_);
+  Status result;
+  bool reported_error = false;
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (stop_) break;
+    }
+    StatusOr<etcdserverpb::LeaseKeepAliveResponse> r = kv_->LeaseKeepAlive(req);
+    Duration next;
+    if (r.ok()) {
+      reported_error = false;
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        if (stop_) break;
+        ++renewals_;
+      }
+      if (options_.on_renewed) options_.on_renewed(*r);
+      // etcd's clientv3 renews after TTL/3; never spin on a tiny TTL.
+      next = std::max<Duration>(seconds(r->ttl()) / 3, milliseconds(100));
+    } else if (r.status().code() == StatusCode::kNotFound) {
+      result = r.status();
+      break;
+    } else {
+      if (!reported_error && options_.on_error) options_.on_error(r.status());
+      reported_error = true;
+      next = options_.retry_interval;
+    }
+    std::unique_lock<std::mutex> l(mu_);
+    clock_->WaitFor(l, cv_, next, [&] { return stop_; });
+  }
+  std::lock_guard<std::mutex> l(mu_);
+  done_ = true;
+  result_ = result;
+  cv_.notify_all();
+}
+
+}  // namespace kplane::storage

@@ -1,0 +1,716 @@
+#include "storage/client/remote_kv.h"
+
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "base/logging.h"
+#include "storage/api/etcd_json.h"
+#include "storage/client/json_stream.h"
+
+namespace kplane::storage {
+
+namespace {
+
+// The outcome of one attempt on one endpoint.
+struct Attempt {
+  Status status;
+  // The failure happened in the transport (no complete answer arrived),
+  // as opposed to an error answer from the server.
+  bool transport = false;
+};
+
+// Server answers after which a read may be retried on another member.
+bool IsRetriableServerError(const Status& s) {
+  switch (s.code()) {
+    case StatusCode::kUnavailable:
+    case StatusCode::kNotLeader:
+    case StatusCode::kTimeout:
+    case StatusCode::kDeadlineExceeded:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Server answers that say a write was refused before it entered the raft
+// log (kplane store: the raft core dropped the proposal for want of a
+// leader; etcd: the same as "raft proposal dropped", or its leader check
+// before processing): the write was not applied, so it may go elsewhere.
+bool IsRefusedBeforeProposal(const Status& s) {
+  const std::string& m = s.message();
+  return m == "etcdserver: no leader" || m == "etcdserver: not leader" ||
+         m.find("raft proposal dropped") != std::string::npos;
+}
+
+Attempt RunUnary(net::HttpClient* client, std::string_view path,
+                 std::string_view body, google::protobuf::Message* resp,
+                 bool streamed_result) {
+  StatusOr<net::HttpResponse> r =
+      client->Request("POST", path, JsonHeaders(), body);
+  if (!r.ok()) return {r.status(), true};
+  if (r->status != 200) {
+    return {etcdapi::ErrorToStatus(r->status, r->body), false};
+  }
+  if (!streamed_result) return {etcdapi::ParseJson(r->body, resp), false};
+  // A streaming endpoint called with one request: the answer is one
+  // {"result":...} object (or an in-stream error).
+  JsonObjectSplitter split;
+  split.Feed(r->body);
+  std::string object;
+  Status err;
+  if (!split.Next(&object, &err)) {
+    if (!err.ok()) return {err, false};
+    return {UnavailableError("empty answer from " + std::string(path)), true};
+  }
+  return {ParseStreamMessage(object, resp), false};
+}
+
+}  // namespace
+
+bool IsReadOnlyTxn(const etcdserverpb::TxnRequest& req) {
+  auto ops_read_only = [](const auto& ops) {
+    for (const etcdserverpb::RequestOp& op : ops) {
+      switch (op.request_case()) {
+        case etcdserverpb::RequestOp::kRequestRange:
+        case etcdserverpb::RequestOp::REQUEST_NOT_SET:
+          break;
+        case etcdserverpb::RequestOp::kRequestTxn:
+          if (!IsReadOnlyTxn(op.request_txn())) return false;
+          break;
+        default:
+          return false;
+      }
+    }
+    return true;
+  };
+  return ops_read_only(req.success()) && ops_read_only(req.failure());
+}
+
+StatusOr<std::unique_ptr<RemoteKV>> RemoteKV::Create(RemoteKVOptions options) {
+  ASSIGN_OR_RETURN(std::vector<Endpoint> eps,
+                   ParseEndpoints(options.endpoints));
+  return std::unique_ptr<RemoteKV>(
+      new RemoteKV(std::move(options), std::move(eps)));
+}
+
+RemoteKV::RemoteKV(RemoteKVOptions options, std::vector<Endpoint> endpoints)
+    : options_(std::move(options)),
+      clock_(options_.clock ? options_.clock : Clock::Real()),
+      endpoints_(std::move(endpoints)),
+      duplex_(new std::atomic<int>[endpoints_.size()]) {
+  for (size_t i = 0; i < endpoints_.size(); ++i) duplex_[i].store(0);
+  net::HttpClientOptions http;
+  http.connect_timeout = options_.dial_timeout;
+  http.read_timeout = options_.request_timeout;
+  http.write_timeout = options_.request_timeout;
+  http.clock = clock_;
+  http.default_headers = {{"User-Agent", "kplane-storage-client/1"}};
+  for (const Endpoint& e : endpoints_) {
+    pools_.push_back(std::make_unique<ConnectionPool>(
+        e, http, options_.max_idle_connections));
+  }
+}
+
+RemoteKV::~RemoteKV() = default;
+
+namespace {
+
+// The failover loop shared by every unary call. `attempt` runs the call on
+// one endpoint.
+template <typename AttemptFn>
+Status WithFailover(RemoteKV* kv, std::atomic<size_t>* preferred,
+                    std::string_view what, CallKind kind,
+                    const AttemptFn& attempt) {
+  const RemoteKVOptions& o = kv->options();
+  Clock* clock = kv->clock();
+  const size_t n = kv->endpoints().size();
+  const TimePoint deadline = clock->Now() + o.call_timeout;
+  Duration backoff = o.retry_backoff;
+  Status last;
+  bool last_transport = false;
+  size_t start = preferred->load();
+  for (int round = 0;; ++round) {
+    for (size_t i = 0; i < n; ++i) {
+      if (clock->Now() >= deadline && !(round == 0 && i == 0)) break;
+      const size_t ep = (start + i) % n;
+      Attempt a;
+      {
+        PooledClient c = kv->pool(ep)->Take();
+        a = attempt(c.get());
+      }
+      if (a.status.ok()) {
+        preferred->store(ep);
+        return a.status;
+      }
+      last = a.status;
+      last_transport = a.transport;
+      if (a.transport) {
+        if (IsConnectFailure(a.status) || kind == CallKind::kRead) continue;
+        // The request may have reached the server: never resend a write.
+        return Status(a.status.code() == StatusCode::kDeadlineExceeded
+                          ? StatusCode::kTimeout
+                          : StatusCode::kUnavailable,
+                      std::string(what) + " to " +
+                          kv->endpoints()[ep].host_port +
+                          " failed: " + a.status.message() +
+                          " (the write may have been applied)");
+      }
+      if (kind == CallKind::kRead && IsRetriableServerError(a.status)) {
+        continue;
+      }
+      if (kind == CallKind::kWrite && IsRefusedBeforeProposal(a.status)) {
+        continue;
+      }
+      // An answer from the server: it is the result.
+      preferred->store(ep);
+      return a.status;
+    }
+    TimePoint now = clock->Now();
+    if (now >= deadline) break;
+    Duration wait = std::min<Duration>(backoff, deadline - now);
+    clock->SleepFor(wait);
+    backoff = std::min<Duration>(backoff * 2, o.max_retry_backoff);
+    start = preferred->load();
+  }
+  if (!last_transport) return last;
+  StatusCode code = last.code() == StatusCode::kDeadlineExceeded
+                        ? StatusCode::kTimeout
+                        : StatusCode::kUnavailable;
+  return Status(code, std::string(what) + ": no endpoint answered (last: " +
+                          last.message() + ")");
+}
+
+}  // namespace
+
+Status RemoteKV::Call(std::string_view path,
+                      const google::protobuf::Message& req,
+                      google::protobuf::Message* resp, CallKind kind) {
+  const std::string body = etcdapi::ToJson(req);
+  return WithFailover(this, &preferred_, path, kind, [&](net::HttpClient* c) {
+    resp->Clear();
+    return RunUnary(c, path, body, resp, false);
+  });
+}
+
+StatusOr<etcdserverpb::RangeResponse> RemoteKV::Range(
+    const etcdserverpb::RangeRequest& req) {
+  return Unary<etcdserverpb::RangeResponse>("/v3/kv/range", req,
+                                            CallKind::kRead);
+}
+
+StatusOr<etcdserverpb::PutResponse> RemoteKV::Put(
+    const etcdserverpb::PutRequest& req) {
+  return Unary<etcdserverpb::PutResponse>("/v3/kv/put", req, CallKind::kWrite);
+}
+
+StatusOr<etcdserverpb::DeleteRangeResponse> RemoteKV::DeleteRange(
+    const etcdserverpb::DeleteRangeRequest& req) {
+  return Unary<etcdserverpb::DeleteRangeResponse>("/v3/kv/deleterange", req,
+                                                  CallKind::kWrite);
+}
+
+StatusOr<etcdserverpb::TxnResponse> RemoteKV::Txn(
+    const etcdserverpb::TxnRequest& req) {
+  return Unary<etcdserverpb::TxnResponse>(
+      "/v3/kv/txn", req,
+      IsReadOnlyTxn(req) ? CallKind::kRead : CallKind::kWrite);
+}
+
+StatusOr<etcdserverpb::CompactionResponse> RemoteKV::Compact(
+    const etcdserverpb::CompactionRequest& req) {
+  return Unary<etcdserverpb::CompactionResponse>("/v3/kv/compaction", req,
+                                                 CallKind::kWrite);
+}
+
+StatusOr<etcdserverpb::LeaseGrantResponse> RemoteKV::LeaseGrant(
+    const etcdserverpb::LeaseGrantRequest& req) {
+  etcdserverpb::LeaseGrantResponse resp;
+  RETURN_IF_ERROR(Call("/v3/lease/grant", req, &resp, CallKind::kWrite));
+  // etcd reports some grant failures in the message body.
+  if (!resp.error().empty()) return InternalError(resp.error());
+  return resp;
+}
+
+StatusOr<etcdserverpb::LeaseRevokeResponse> RemoteKV::LeaseRevoke(
+    const etcdserverpb::LeaseRevokeRequest& req) {
+  return Unary<etcdserverpb::LeaseRevokeResponse>("/v3/lease/revoke", req,
+                                                  CallKind::kWrite);
+}
+
+StatusOr<etcdserverpb::LeaseKeepAliveResponse> RemoteKV::LeaseKeepAlive(
+    const etcdserverpb::LeaseKeepAliveRequest& req) {
+  // Renewing twice is harmless, so a keepalive is retried like a read.
+  const std::string body = etcdapi::ToJson(req);
+  etcdserverpb::LeaseKeepAliveResponse resp;
+  RETURN_IF_ERROR(WithFailover(this, &preferred_, "/v3/lease/keepalive",
+                               CallKind::kRead, [&](net::HttpClient* c) {
+                                 resp.Clear();
+                                 return RunUnary(c, "/v3/lease/keepalive", body,
+                                                 &resp, true);
+                               }));
+  if (resp.ttl() <= 0) {
+    return Status(StatusCode::kNotFound,
+                  "etcdserver: requested lease not found");
+  }
+  return resp;
+}
+
+StatusOr<etcdserverpb::LeaseTimeToLiveResponse> RemoteKV::LeaseTimeToLive(
+    const etcdserverpb::LeaseTimeToLiveRequest& req) {
+  return Unary<etcdserverpb::LeaseTimeToLiveResponse>("/v3/lease/timetolive",
+                                                      req, CallKind::kRead);
+}
+
+StatusOr<etcdserverpb::LeaseLeasesResponse> RemoteKV::LeaseLeases(
+    const etcdserverpb::LeaseLeasesRequest& req) {
+  return Unary<etcdserverpb::LeaseLeasesResponse>("/v3/lease/leases", req,
+                                                  CallKind::kRead);
+}
+
+StatusOr<etcdserverpb::StatusResponse> RemoteKV::MemberStatus() {
+  return Unary<etcdserverpb::StatusResponse>(
+      "/v3/maintenance/status", etcdserverpb::StatusRequest(), CallKind::kRead);
+}
+
+// ---------------------------------------------------------------------------
+// RemoteWatch
+//
+// One thread per watch runs a /v3/watch stream to one endpoint at a time.
+// It keeps `next_rev`, the lowest revision whose events have not been
+// delivered yet:
+//   - after the first `created`: start_revision, or created.header.revision
+//     + 1 when the watch started "now" (start_revision 0);
+//   - after a response with events: last event's mod_revision + 1 (not the
+//     header revision: a catching-up watcher's header may run ahead of
+//     events still to come).
+// Progress notifications do not move it: etcd 3.4 answers a progress
+// request with its current revision without waiting for the watcher to
+// catch up, so resuming after such a revision could skip events.
+// A broken stream is re-created, on the next endpoint, with start_revision
+// = next_rev and the original filters; its `created` is swallowed, and any
+// event below next_rev is dropped, so the callback sees each revision once
+// and in order.
+//
+// Example: watch "a" from now at revision 7 (next_rev 8); puts at 8, 9 are
+// delivered (next_rev 10); member A dies; member B is still at 8 when the
+// watch is re-created there from 10: nothing is re-sent for 8 or 9, and 10,
+// 11, ... arrive as B applies them.
+//
+// Duplex. A server that reads further requests while it streams answers
+// (ours) gets progress requests on the watch stream itself. etcd 3.4's
+// gateway is half-duplex over HTTP/1.1: Go's server writes the response
+// head only after the request body has ended, and discards the rest of the
+// body. The first stream to an endpoint therefore keeps its body open and
+// waits duplex_probe for the `created` answer; if none comes, it ends the
+// body (the answer then follows) and the endpoint is remembered as
+// half-duplex: later streams end their body at once, and RequestProgress
+// asks on a short side stream ({"progress_request":{}}), whose answer is
+// delivered with etcd 3.4's own meaning (the member's current revision).
+
+namespace {
+
+class RemoteWatch : public Watch {
+ public:
+  RemoteWatch(RemoteKV* kv, etcdserverpb::WatchCreateRequest req,
+              WatchCallback callback)
+      : state_(std::make_shared<State>()) {
+    state_->kv = kv;
+    state_->req = std::move(req);
+    state_->callback = std::move(callback);
+  }
+
+  ~RemoteWatch() override {
+    std::shared_ptr<net::HttpStream> stream, side;
+    std::thread helper;
+    {
+      std::lock_guard<std::mutex> l(state_->mu);
+      state_->stop = true;
+      stream = state_->stream;
+      side = state_->side_stream;
+      helper = std::move(state_->helper);
+    }
+    if (stream) stream->Cancel();
+    if (side) side->Cancel();
+    state_->cv.notify_all();
+    const auto self = std::this_thread::get_id();
+    // Destroyed from its own callback: the thread sees `stop` as soon as the
+    // callback returns and touches only the shared state.
+    for (std::thread* t : {&thread_, &helper}) {
+      if (!t->joinable()) continue;
+      if (t->get_id() == self) {
+        t->detach();
+      } else {
+        t->join();
+      }
+    }
+  }
+
+  void RequestProgress() override {
+    std::shared_ptr<net::HttpStream> stream;
+    size_t ep;
+    {
+      std::lock_guard<std::mutex> l(state_->mu);
+      if (state_->stop) return;
+      if (!state_->stream || !state_->stream_ready) {
+        state_->progress_pending = true;
+        return;
+      }
+      stream = state_->stream;
+      ep = state_->stream_endpoint;
+    }
+    AskProgress(state_.get(), stream.get(), ep);
+  }
+
+  Status Start() {
+    std::shared_ptr<State> st = state_;
+    thread_ = std::thread([st] { Run(st.get()); });
+    std::unique_lock<std::mutex> l(st->mu);
+    st->cv.wait(l, [&] { return st->start_done; });
+    return st->start_status;
+  }
+
+ private:
+  struct State {
+    RemoteKV* kv = nullptr;
+    etcdserverpb::WatchCreateRequest req;
+    WatchCallback callback;
+
+    std::mutex mu;
+    std::condition_variable cv;
+    bool stop = false;
+    bool start_done = false;
+    Status start_status;
+    std::shared_ptr<net::HttpStream> stream;
+    size_t stream_endpoint = 0;
+    bool stream_ready = false;  // created on the current stream
+    bool progress_pending = false;
+    std::thread helper;  // side-stream progress request (half-duplex)
+    bool helper_running = false;
+    std::shared_ptr<net::HttpStream> side_stream;
+
+    // Callbacks run one at a time under this mutex (the watch thread and
+    // the progress helper both deliver).
+    std::mutex deliver_mu;
+    int64_t max_delivered_rev = 0;  // guarded by deliver_mu
+
+    // Owned by the watch thread.
+    int64_t next_rev = 0;
+    bool created_delivered = false;
+    bool finished = false;
+  };
+
+  static bool Stopping(State* st) {
+    std::lock_guard<std::mutex> l(st->mu);
+    return st->stop;
+  }
+
+  static void FinishStart(State* st, Status s) {
+    std::lock_guard<std::mutex> l(st->mu);
+    if (st->start_done) return;
+    st->start_done = true;
+    st->start_status = std::move(s);
+    st->cv.notify_all();
+  }
+
+  // Calls the callback unless the watch is being destroyed. A progress
+  // notification never reports less than what was delivered before it.
+  static bool Deliver(State* st, etcdserverpb::WatchResponse& resp) {
+    std::lock_guard<std::mutex> d(st->deliver_mu);
+    if (Stopping(st)) return false;
+    if (resp.events_size() > 0) {
+      st->max_delivered_rev =
+          std::max(st->max_delivered_rev,
+                   resp.events(resp.events_size() - 1).kv().mod_revision());
+    } else if (!resp.created() && !resp.canceled()) {
+      int64_t rev = std::max(resp.header().revision(), st->max_delivered_rev);
+      resp.mutable_header()->set_revision(rev);
+      st->max_delivered_rev = rev;
+    }
+    st->callback(resp);
+    return true;
+  }
+
+  static void AskProgress(State* st, net::HttpStream* stream, size_t ep) {
+    RemoteKV* kv = st->kv;
+    if (kv->watch_duplex(ep) == WatchDuplex::kFull) {
+      etcdserverpb::WatchRequest wr;
+      wr.mutable_progress_request();
+      if (!stream->Send(etcdapi::ToJson(wr)).ok()) {
+        // The stream is breaking; ask again on the next one.
+        std::lock_guard<std::mutex> l(st->mu);
+        st->progress_pending = true;
+      }
+      return;
+    }
+    std::lock_guard<std::mutex> l(st->mu);
+    if (st->stop || st->helper_running) return;
+    if (st->helper.joinable()) st->helper.join();  // finished earlier
+    st->helper_running = true;
+    st->helper = std::thread([st, ep] { SideProgress(st, ep); });
+  }
+
+  // Half-duplex endpoints: a progress request on a stream of its own.
+  static void SideProgress(State* st, size_t ep) {
+    RemoteKV* kv = st->kv;
+    auto done = [st] {
+      std::lock_guard<std::mutex> l(st->mu);
+      st->helper_running = false;
+      st->side_stream.reset();
+    };
+    std::unique_ptr<net::HttpClient> client = kv->pool(ep)->NewClient();
+    auto opened = client->OpenStream("POST", "/v3/watch", JsonHeaders());
+    if (!opened.ok()) return done();
+    std::shared_ptr<net::HttpStream> stream(std::move(*opened));
+    {
+      std::lock_guard<std::mutex> l(st->mu);
+      if (st->stop) {
+        st->helper_running = false;
+        return;
+      }
+      st->side_stream = stream;
+    }
+    etcdserverpb::WatchRequest wr;
+    wr.mutable_progress_request();
+    etcdserverpb::WatchResponse resp;
+    bool got = false;
+    if (stream->Send(etcdapi::ToJson(wr)).ok() && stream->CloseSend().ok()) {
+      auto head = stream->ReadHead(kv->options().request_timeout);
+      if (head.ok() && head->status == 200) {
+        JsonObjectSplitter split;
+        std::string chunk, object;
+        Status err;
+        while (!got) {
+          chunk.clear();
+          auto more = stream->Read(&chunk, kv->options().request_timeout);
+          if (!more.ok() || !*more) break;
+          split.Feed(chunk);
+          if (split.Next(&object, &err)) {
+            got = ParseStreamMessage(object, &resp).ok();
+            break;
+          }
+          if (!err.ok()) break;
+        }
+      }
+    }
+    stream->Cancel();
+    if (got) Deliver(st, resp);
+    done();
+  }
+
+  static void Run(State* st) {
+    RemoteKV* kv = st->kv;
+    Clock* clock = kv->clock();
+    const RemoteKVOptions& o = kv->options();
+    const size_t n = kv->endpoints().size();
+    const TimePoint start_deadline = clock->Now() + o.call_timeout;
+    size_t ep = kv->preferred_endpoint();
+    size_t failures_in_round = 0;
+    Duration backoff = o.retry_backoff;
+    while (!Stopping(st)) {
+      bool progressed = false;
+      Status s = RunStream(st, ep, &progressed);
+      if (st->finished || Stopping(st)) break;
+      if (!st->created_delivered) {
+        // Still creating the watch: a server's refusal is final.
+        bool retriable = s.code() == StatusCode::kUnavailable ||
+                         s.code() == StatusCode::kDeadlineExceeded ||
+                         s.code() == StatusCode::kInternal ||
+                         IsRetriableServerError(s) || IsConnectFailure(s);
+        if (!retriable) {
+          FinishStart(st, s);
+          break;
+        }
+        if (clock->Now() >= start_deadline) {
+          FinishStart(st, Status(StatusCode::kUnavailable,
+                                 "watch: no endpoint accepted the watch "
+                                 "(last: " +
+                                     s.message() + ")"));
+          break;
+        }
+      } else {
+        LOG(INFO) << "watch stream to " << kv->endpoints()[ep].host_port
+                  << " ended (" << s << "); resuming from revision "
+                  << st->next_rev;
+      }
+      if (progressed) {
+        failures_in_round = 0;
+        backoff = o.retry_backoff;
+      }
+      ep = (ep + 1) % n;
+      if (++failures_in_round >= n) {
+        failures_in_round = 0;
+        std::unique_lock<std::mutex> l(st->mu);
+        clock->WaitFor(l, st->cv, backoff, [&] { return st->stop; });
+        backoff = std::min<Duration>(backoff * 2, o.max_retry_backoff);
+      }
+    }
+    FinishStart(st, Status(StatusCode::kCancelled, "watch stopped"));
+  }
+
+  // Runs one stream until it breaks. Returns why it ended.
+  static Status RunStream(State* st, size_t ep, bool* progressed) {
+    RemoteKV* kv = st->kv;
+    std::unique_ptr<net::HttpClient> client = kv->pool(ep)->NewClient();
+    net::HttpHeaders headers = JsonHeaders();
+    // etcd's gateway passes this on as gRPC metadata: a member that loses
+    // its leader then ends the stream instead of going silent.
+    headers.Add("Grpc-Metadata-Hasleader", "true");
+    StatusOr<std::unique_ptr<net::HttpStream>> opened =
+        client->OpenStream("POST", "/v3/watch", headers);
+    if (!opened.ok()) return opened.status();
+    std::shared_ptr<net::HttpStream> stream(std::move(*opened));
+    {
+      std::lock_guard<std::mutex> l(st->mu);
+      if (st->stop) return CancelledError("watch stopped");
+      st->stream = stream;
+      st->stream_endpoint = ep;
+      st->stream_ready = false;
+    }
+    Status s = ReadStream(st, ep, stream.get(), progressed);
+    {
+      std::lock_guard<std::mutex> l(st->mu);
+      st->stream.reset();
+      st->stream_ready = false;
+    }
+    return s;
+  }
+
+  static Status ReadStream(State* st, size_t ep, net::HttpStream* stream,
+                           bool* progressed) {
+    RemoteKV* kv = st->kv;
+    etcdserverpb::WatchRequest wr;
+    *wr.mutable_create_request() = st->req;
+    if (st->created_delivered) {
+      wr.mutable_create_request()->set_start_revision(st->next_rev);
+    }
+    RETURN_IF_ERROR(stream->Send(etcdapi::ToJson(wr)));
+    StatusOr<net::HttpResponse> head = UnavailableError("no head");
+    switch (kv->watch_duplex(ep)) {
+      case WatchDuplex::kHalf:
+        RETURN_IF_ERROR(stream->CloseSend());
+        head = stream->ReadHead(kv->options().request_timeout);
+        break;
+      case WatchDuplex::kFull:
+        head = stream->ReadHead(kv->options().request_timeout);
+        break;
+      case WatchDuplex::kUnknown:
+        head = stream->ReadHead(kv->options().duplex_probe);
+        if (head.ok()) {
+          kv->set_watch_duplex(ep, WatchDuplex::kFull);
+        } else if (head.status().code() == StatusCode::kDeadlineExceeded) {
+          RETURN_IF_ERROR(stream->CloseSend());
+          head = stream->ReadHead(kv->options().request_timeout);
+          if (head.ok()) kv->set_watch_duplex(ep, WatchDuplex::kHalf);
+        }
+        break;
+    }
+    if (!head.ok()) return head.status();
+    if (head->status != 200) {
+      std::string body;
+      for (;;) {
+        StatusOr<bool> more = stream->Read(&body, seconds(5));
+        if (!more.ok() || !*more) break;
+      }
+      return etcdapi::ErrorToStatus(head->status, body);
+    }
+    JsonObjectSplitter split;
+    std::string chunk;
+    std::string object;
+    for (;;) {
+      chunk.clear();
+      StatusOr<bool> more = stream->Read(&chunk);
+      if (!more.ok()) return more.status();
+      if (!*more) return UnavailableError("watch stream ended by the server");
+      split.Feed(chunk);
+      Status err;
+      while (split.Next(&object, &err)) {
+        etcdserverpb::WatchResponse resp;
+        RETURN_IF_ERROR(ParseStreamMessage(object, &resp));
+        RETURN_IF_ERROR(Handle(st, ep, stream, resp, progressed));
+        if (st->finished) return Status::Ok();
+      }
+      RETURN_IF_ERROR(err);
+    }
+  }
+
+  static Status Handle(State* st, size_t ep, net::HttpStream* stream,
+                       etcdserverpb::WatchResponse& resp, bool* progressed) {
+    if (resp.created()) {
+      bool ask_progress = false;
+      {
+        std::lock_guard<std::mutex> l(st->mu);
+        st->stream_ready = true;
+        ask_progress = st->progress_pending;
+        st->progress_pending = false;
+      }
+      if (!st->created_delivered) {
+        st->next_rev = st->req.start_revision() > 0
+                           ? st->req.start_revision()
+                           : resp.header().revision() + 1;
+        st->created_delivered = true;
+        // StartWatch returns once the `created` callback has run, so the
+        // caller always sees it first.
+        bool delivered = Deliver(st, resp);
+        FinishStart(st, Status::Ok());
+        if (!delivered) return CancelledError("watch stopped");
+        if (resp.canceled()) st->finished = true;
+      } else if (resp.canceled()) {
+        // Re-creating failed. A compacted start revision is final.
+        if (resp.compact_revision() > 0) {
+          Deliver(st, resp);
+          st->finished = true;
+          return Status::Ok();
+        }
+        return UnavailableError("watch re-creation canceled: " +
+                                resp.cancel_reason());
+      }
+      *progressed = true;
+      if (ask_progress) AskProgress(st, stream, ep);
+      return Status::Ok();
+    }
+    if (resp.canceled()) {
+      if (resp.compact_revision() > 0) {
+        Deliver(st, resp);
+        st->finished = true;
+        return Status::Ok();
+      }
+      // Canceled by the member for another reason (it lost its leader, ...):
+      // resume elsewhere.
+      return UnavailableError("watch canceled by the server: " +
+                              resp.cancel_reason());
+    }
+    *progressed = true;
+    if (resp.events_size() == 0) {
+      Deliver(st, resp);  // a progress notification
+      return Status::Ok();
+    }
+    // Drop events already delivered before a reconnect.
+    int keep_from = 0;
+    while (keep_from < resp.events_size() &&
+           resp.events(keep_from).kv().mod_revision() < st->next_rev) {
+      ++keep_from;
+    }
+    if (keep_from == resp.events_size()) return Status::Ok();
+    if (keep_from > 0) {
+      resp.mutable_events()->DeleteSubrange(0, keep_from);
+    }
+    st->next_rev = resp.events(resp.events_size() - 1).kv().mod_revision() + 1;
+    Deliver(st, resp);
+    return Status::Ok();
+  }
+
+  std::shared_ptr<State> state_;
+  std::thread thread_;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Watch>> RemoteKV::StartWatch(
+    const etcdserverpb::WatchCreateRequest& req, WatchCallback callback) {
+  auto w = std::make_unique<RemoteWatch>(this, req, std::move(callback));
+  RETURN_IF_ERROR(w->Start());
+  return std::unique_ptr<Watch>(std::move(w));
+}
+
+}  // namespace kplane::storage

@@ -1,0 +1,479 @@
+// The kubectl suite: the real kubectl (the installed dispatcher, which runs
+// kubectl 1.32.4 because /version says v1.32) against a fresh
+// `kplane apiserver` process (embedded store, ephemeral port). Every
+// command's output is checked, not only its exit code.
+//
+// kubectl always gets --server http://127.0.0.1:PORT and a fresh
+// --cache-dir, with KUBECONFIG pointing at an empty file.
+#include <gtest/gtest.h>
+#include <rapidjson/document.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "net/http_client.h"
+#include "tests/e2e/kubectl/process.h"
+
+namespace kplane::e2e {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+class KubectlTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/kplane-kubectl-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    std::ofstream(dir_ + "/kubeconfig").close();
+    server_ = std::make_unique<Process>(
+        std::vector<std::string>{KPLANE_BINARY, "apiserver", "--port", "0",
+                                 "--data-dir", dir_ + "/data", "--log-level",
+                                 "warning"},
+        std::vector<std::string>{}, dir_ + "/apiserver.log");
+    server_->Start();
+    const std::string marker = "serving on http://127.0.0.1:";
+    for (;;) {
+      std::optional<std::string> line = server_->ReadLine(milliseconds(60000));
+      ASSERT_TRUE(line.has_value())
+          << "kplane apiserver did not start; see " << dir_ << "/apiserver.log";
+      const size_t at = line->find(marker);
+      if (at != std::string::npos) {
+        port_ =
+            static_cast<uint16_t>(std::stoi(line->substr(at + marker.size())));
+        break;
+      }
+    }
+    url_ = "http://127.0.0.1:" + std::to_string(port_);
+    client_ = std::make_unique<net::HttpClient>("127.0.0.1", port_);
+  }
+
+  void TearDown() override {
+    client_.reset();
+    if (server_) {
+      server_->Signal(SIGTERM);
+      RunResult r = server_->Wait(milliseconds(20000));
+      EXPECT_EQ(r.exit_code, 0) << "apiserver exit; log in " << dir_;
+    }
+    if (!HasFailure()) {
+      std::error_code ec;
+      std::filesystem::remove_all(dir_, ec);
+    }
+  }
+
+  RunResult Kubectl(std::vector<std::string> args) {
+    std::vector<std::string> argv = {"kubectl", "--server", url_, "--cache-dir",
+                                     dir_ + "/cache"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    Process p(argv, Env());
+    p.Start();
+    return p.Wait(milliseconds(90000));
+  }
+
+  std::unique_ptr<Process> KubectlBackground(std::vector<std::string> args) {
+    std::vector<std::string> argv = {"kubectl", "--server", url_, "--cache-dir",
+                                     dir_ + "/cache"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto p = std::make_unique<Process>(argv, Env());
+    p->Start();
+    return p;
+  }
+
+  std::vector<std::string> Env() const {
+    return {"KUBECONFIG=" + dir_ + "/kubeconfig", "HOME=" + dir_,
+            "KUBECTL_EXTERNAL_DIFF=diff"};
+  }
+
+  std::string File(const std::string& name, const std::string& content) {
+    std::string path = dir_ + "/" + name;
+    std::ofstream(path) << content;
+    return path;
+  }
+
+  // A write through the API (another client than kubectl).
+  void Create(const std::string& path, const std::string& json) {
+    auto r = client_->Request("POST", path,
+                              {{"Content-Type", "application/json"}}, json);
+    ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_EQ(r->status, 201) << r->body;
+  }
+  rapidjson::Document GetJson(const std::string& path) {
+    rapidjson::Document d;
+    auto r = client_->Request("GET", path);
+    EXPECT_TRUE(r.ok());
+    if (r.ok()) d.Parse(r->body.c_str());
+    return d;
+  }
+  int GetCode(const std::string& path) {
+    auto r = client_->Request("GET", path);
+    return r.ok() ? r->status : -1;
+  }
+
+  void SeedCluster() {
+    Create(
+        "/api/v1/nodes",
+        R"({"metadata":{"name":"node-1","labels":{"node-role.kubernetes.io/worker":""}},
+      "status":{"conditions":[{"type":"Ready","status":"True","reason":"KubeletReady","message":"ok"}],
+      "addresses":[{"type":"InternalIP","address":"10.0.0.1"}],
+      "capacity":{"cpu":"4","memory":"8Gi","pods":"110"},"allocatable":{"cpu":"4","memory":"8Gi","pods":"110"},
+      "nodeInfo":{"kubeletVersion":"v1.32.4","osImage":"kplane","kernelVersion":"6.1","containerRuntimeVersion":"sim://1","architecture":"amd64","operatingSystem":"linux"}}})");
+    Create(
+        "/api/v1/namespaces/default/pods",
+        R"({"metadata":{"name":"web-0","labels":{"app":"web"}},"spec":{"nodeName":"node-1",
+             "containers":[{"name":"nginx","image":"nginx:1.27"}]}})");
+    Create(
+        "/api/v1/namespaces/kube-system/pods",
+        R"({"metadata":{"name":"sys-0"},"spec":{"containers":[{"name":"c","image":"busybox"}]}})");
+    Create(
+        "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases",
+        R"({"metadata":{"name":"node-1"},"spec":{"holderIdentity":"node-1","leaseDurationSeconds":40}})");
+  }
+
+  std::string dir_;
+  std::string url_;
+  uint16_t port_ = 0;
+  std::unique_ptr<Process> server_;
+  std::unique_ptr<net::HttpClient> client_;
+};
+
+bool Matches(const std::string& text, const std::string& re) {
+  return std::regex_search(text, std::regex(re));
+}
+
+constexpr char kDeployment[] = R"(apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  labels:
+    app: web
+spec:
+  replicas: 2
+  selector:
+    matchLabels:
+      app: web
+  template:
+    metadata:
+      labels:
+        app: web
+    spec:
+      containers:
+      - name: nginx
+        image: nginx:1.27
+        ports:
+        - containerPort: 80
+)";
+
+TEST_F(KubectlTest, VersionAndApiResources) {
+  RunResult v = Kubectl({"version"});
+  EXPECT_EQ(v.exit_code, 0) << v.err;
+  EXPECT_NE(v.out.find("Server Version: v1.32.4"), std::string::npos) << v.out;
+  RunResult r = Kubectl({"api-resources"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Matches(r.out, R"(\npods\s+po\s+v1\s+true\s+Pod\n)")) << r.out;
+  EXPECT_TRUE(Matches(r.out, R"(\nnodes\s+no\s+v1\s+false\s+Node\n)"));
+  EXPECT_TRUE(Matches(
+      r.out, R"(\ndeployments\s+deploy\s+apps/v1\s+true\s+Deployment\n)"));
+  EXPECT_TRUE(Matches(
+      r.out, R"(\nleases\s+coordination\.k8s\.io/v1\s+true\s+Lease\n)"));
+  EXPECT_TRUE(Matches(r.out, R"(\nconfigmaps\s+cm\s+v1\s+true\s+ConfigMap\n)"));
+}
+
+TEST_F(KubectlTest, GetInAllItsForms) {
+  SeedCluster();
+  ASSERT_FALSE(HasFatalFailure());
+  RunResult ns = Kubectl({"get", "ns"});
+  ASSERT_EQ(ns.exit_code, 0) << ns.err;
+  EXPECT_TRUE(Matches(ns.out, R"(^NAME\s+STATUS\s+AGE\n)")) << ns.out;
+  for (const char* n :
+       {"default", "kube-system", "kube-public", "kube-node-lease"}) {
+    EXPECT_TRUE(
+        Matches(ns.out, std::string("\n") + n + R"(\s+Active\s+\d+s\n)"))
+        << n << "\n"
+        << ns.out;
+  }
+  RunResult all = Kubectl({"get", "pods", "-A"});
+  ASSERT_EQ(all.exit_code, 0) << all.err;
+  EXPECT_TRUE(Matches(
+      all.out, R"(^NAMESPACE\s+NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE\n)"))
+      << all.out;
+  EXPECT_TRUE(Matches(all.out, R"(\ndefault\s+web-0\s+0/1\s+Pending\s+0\s+)"))
+      << all.out;
+  EXPECT_TRUE(Matches(all.out, R"(\nkube-system\s+sys-0\s+)")) << all.out;
+
+  RunResult nodes = Kubectl({"get", "nodes"});
+  ASSERT_EQ(nodes.exit_code, 0) << nodes.err;
+  EXPECT_TRUE(
+      Matches(nodes.out, R"(\nnode-1\s+Ready\s+worker\s+\d+s\s+v1\.32\.4)"))
+      << nodes.out;
+
+  Create(
+      "/apis/apps/v1/namespaces/default/deployments",
+      R"({"metadata":{"name":"web"},"spec":{"replicas":2,"selector":{"matchLabels":{"app":"web"}},
+           "template":{"metadata":{"labels":{"app":"web"}},"spec":{"containers":[{"name":"nginx","image":"nginx:1.27"}]}}}})");
+  RunResult deploy = Kubectl({"get", "deploy"});
+  ASSERT_EQ(deploy.exit_code, 0) << deploy.err;
+  EXPECT_TRUE(Matches(
+      deploy.out,
+      R"(^NAME\s+READY\s+UP-TO-DATE\s+AVAILABLE\s+AGE\nweb\s+0/2\s+0\s+0\s+\d+s\n)"))
+      << deploy.out;
+  RunResult deploy_wide = Kubectl({"get", "deploy", "-o", "wide"});
+  EXPECT_TRUE(Matches(
+      deploy_wide.out,
+      R"(\nweb\s+0/2\s+0\s+0\s+\d+s\s+nginx\s+nginx:1\.27\s+app=web\n)"))
+      << deploy_wide.out;
+
+  RunResult lease = Kubectl({"get", "lease", "-n", "kube-node-lease"});
+  ASSERT_EQ(lease.exit_code, 0) << lease.err;
+  EXPECT_TRUE(Matches(lease.out, R"(^NAME\s+HOLDER\s+AGE\nnode-1\s+node-1\s+)"))
+      << lease.out;
+
+  RunResult yaml = Kubectl({"get", "pod", "web-0", "-o", "yaml"});
+  ASSERT_EQ(yaml.exit_code, 0) << yaml.err;
+  EXPECT_NE(yaml.out.find("kind: Pod\n"), std::string::npos) << yaml.out;
+  EXPECT_NE(yaml.out.find("  name: web-0\n"), std::string::npos);
+  EXPECT_NE(yaml.out.find("  nodeName: node-1\n"), std::string::npos);
+
+  RunResult json = Kubectl({"get", "pods", "-o", "json"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  rapidjson::Document d;
+  d.Parse(json.out.c_str());
+  ASSERT_TRUE(d.IsObject()) << json.out;
+  EXPECT_STREQ(d["kind"].GetString(), "List");
+  ASSERT_EQ(d["items"].Size(), 1u);
+  EXPECT_STREQ(d["items"][0]["metadata"]["name"].GetString(), "web-0");
+
+  RunResult wide = Kubectl({"get", "pods", "-o", "wide"});
+  ASSERT_EQ(wide.exit_code, 0) << wide.err;
+  EXPECT_TRUE(Matches(
+      wide.out,
+      R"(^NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE\s+IP\s+NODE\s+NOMINATED NODE\s+READINESS GATES\n)"))
+      << wide.out;
+  EXPECT_TRUE(Matches(wide.out, R"(\nweb-0\s+.*node-1)")) << wide.out;
+
+  RunResult labelled = Kubectl({"get", "pods", "-A", "-l", "app=web"});
+  EXPECT_TRUE(Matches(labelled.out, R"(web-0)"));
+  EXPECT_FALSE(Matches(labelled.out, R"(sys-0)"));
+  RunResult none = Kubectl({"get", "pods", "-l", "app=none"});
+  EXPECT_EQ(none.exit_code, 0);
+  EXPECT_NE(none.err.find("No resources found in default namespace."),
+            std::string::npos)
+      << none.err;
+
+  RunResult field =
+      Kubectl({"get", "pods", "-A", "--field-selector", "metadata.name=sys-0"});
+  ASSERT_EQ(field.exit_code, 0) << field.err;
+  EXPECT_TRUE(Matches(field.out, R"(\nkube-system\s+sys-0)"));
+  EXPECT_FALSE(Matches(field.out, R"(web-0)"));
+
+  for (int i = 0; i < 5; ++i) {
+    Create("/api/v1/namespaces/default/configmaps",
+           R"({"metadata":{"name":"cm)" + std::to_string(i) +
+               R"("},"data":{"a":"1"}})");
+  }
+  RunResult chunks = Kubectl({"get", "cm", "--chunk-size=2"});
+  ASSERT_EQ(chunks.exit_code, 0) << chunks.err;
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_TRUE(Matches(chunks.out, "\ncm" + std::to_string(i) + R"(\s+1\s+)"))
+        << chunks.out;
+  }
+  EXPECT_EQ(std::count(chunks.out.begin(), chunks.out.end(), '\n'), 6);
+
+  RunResult missing = Kubectl({"get", "pod", "nope"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(
+      missing.err.find("Error from server (NotFound): pods \"nope\" not found"),
+      std::string::npos)
+      << missing.err;
+}
+
+TEST_F(KubectlTest, GetWatchSeesAnotherClientsWrite) {
+  Create("/api/v1/namespaces/default/configmaps",
+         R"({"metadata":{"name":"first"},"data":{"a":"1"}})");
+  auto w = KubectlBackground({"get", "configmaps", "-w"});
+  std::optional<std::string> header = w->ReadLine(milliseconds(60000));
+  ASSERT_TRUE(header.has_value());
+  EXPECT_TRUE(Matches(*header, R"(^NAME\s+DATA\s+AGE)")) << *header;
+  std::optional<std::string> row = w->ReadLine(milliseconds(30000));
+  ASSERT_TRUE(row.has_value());
+  EXPECT_TRUE(Matches(*row, R"(^first\s+1\s+)")) << *row;
+  Create("/api/v1/namespaces/default/configmaps",
+         R"({"metadata":{"name":"second"},"data":{"a":"1","b":"2"}})");
+  std::optional<std::string> added = w->ReadLine(milliseconds(30000));
+  ASSERT_TRUE(added.has_value());
+  EXPECT_TRUE(Matches(*added, R"(^second\s+2\s+)")) << *added;
+}
+
+TEST_F(KubectlTest, CreateApplyAndServerSideApply) {
+  const std::string deploy = File("deploy.yaml", kDeployment);
+  RunResult c = Kubectl({"create", "-f", deploy});
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  EXPECT_EQ(c.out, "deployment.apps/web created\n");
+  RunResult again = Kubectl({"create", "-f", deploy});
+  EXPECT_EQ(again.exit_code, 1);
+  EXPECT_NE(
+      again.err.find("Error from server (AlreadyExists): error when creating"),
+      std::string::npos)
+      << again.err;
+  EXPECT_NE(again.err.find("deployments.apps \"web\" already exists"),
+            std::string::npos);
+
+  const std::string cm1 = File("cm.yaml",
+                               "apiVersion: v1\nkind: ConfigMap\nmetadata:\n"
+                               "  name: cfg\ndata:\n  mode: one\n");
+  RunResult a1 = Kubectl({"apply", "-f", cm1});
+  ASSERT_EQ(a1.exit_code, 0) << a1.err;
+  EXPECT_EQ(a1.out, "configmap/cfg created\n");
+  const std::string cm2 = File("cm.yaml",
+                               "apiVersion: v1\nkind: ConfigMap\nmetadata:\n"
+                               "  name: cfg\ndata:\n  mode: two\n  extra: x\n");
+  RunResult a2 = Kubectl({"apply", "-f", cm2});
+  ASSERT_EQ(a2.exit_code, 0) << a2.err;
+  EXPECT_EQ(a2.out, "configmap/cfg configured\n");
+  RunResult a3 = Kubectl({"apply", "-f", cm2});
+  EXPECT_EQ(a3.out, "configmap/cfg unchanged\n") << a3.err;
+  rapidjson::Document got =
+      GetJson("/api/v1/namespaces/default/configmaps/cfg");
+  EXPECT_STREQ(got["data"]["mode"].GetString(), "two");
+  EXPECT_STREQ(got["data"]["extra"].GetString(), "x");
+
+  // apply onto the object `create` made (no last-applied annotation), with a
+  // change to a list merged by name.
+  std::string changed = kDeployment;
+  changed.replace(changed.find("replicas: 2"), 11, "replicas: 4");
+  changed.replace(changed.find("nginx:1.27"), 10, "nginx:1.28");
+  RunResult a4 = Kubectl({"apply", "-f", File("deploy2.yaml", changed)});
+  ASSERT_EQ(a4.exit_code, 0) << a4.err;
+  EXPECT_EQ(a4.out, "deployment.apps/web configured\n");
+  rapidjson::Document dep =
+      GetJson("/apis/apps/v1/namespaces/default/deployments/web");
+  EXPECT_EQ(dep["spec"]["replicas"].GetInt(), 4);
+  EXPECT_STREQ(
+      dep["spec"]["template"]["spec"]["containers"][0]["image"].GetString(),
+      "nginx:1.28");
+
+  const std::string ssa = File("ssa.yaml",
+                               "apiVersion: v1\nkind: ConfigMap\nmetadata:\n"
+                               "  name: ssa\ndata:\n  k: v\n");
+  RunResult s1 = Kubectl({"apply", "--server-side", "-f", ssa});
+  ASSERT_EQ(s1.exit_code, 0) << s1.err;
+  EXPECT_EQ(s1.out, "configmap/ssa serverside-applied\n");
+  rapidjson::Document applied =
+      GetJson("/api/v1/namespaces/default/configmaps/ssa");
+  ASSERT_TRUE(applied["metadata"].HasMember("managedFields"));
+  EXPECT_STREQ(applied["metadata"]["managedFields"][0]["manager"].GetString(),
+               "kubectl");
+  EXPECT_STREQ(applied["metadata"]["managedFields"][0]["operation"].GetString(),
+               "Apply");
+  RunResult s2 = Kubectl({"apply", "--server-side", "-f", ssa});
+  EXPECT_EQ(s2.exit_code, 0) << s2.err;
+  EXPECT_EQ(s2.out, "configmap/ssa serverside-applied\n");
+}
+
+TEST_F(KubectlTest, ImperativeCommands) {
+  RunResult c = Kubectl({"create", "configmap", "lit", "--from-literal=a=1"});
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  EXPECT_EQ(c.out, "configmap/lit created\n");
+  RunResult jp = Kubectl({"get", "cm", "lit", "-o", "jsonpath={.data.a}"});
+  EXPECT_EQ(jp.out, "1");
+  RunResult label = Kubectl({"label", "cm", "lit", "tier=frontend"});
+  ASSERT_EQ(label.exit_code, 0) << label.err;
+  EXPECT_EQ(label.out, "configmap/lit labeled\n");
+  RunResult annotate = Kubectl({"annotate", "cm", "lit", "note=hello"});
+  ASSERT_EQ(annotate.exit_code, 0) << annotate.err;
+  EXPECT_EQ(annotate.out, "configmap/lit annotated\n");
+  rapidjson::Document cm = GetJson("/api/v1/namespaces/default/configmaps/lit");
+  EXPECT_STREQ(cm["metadata"]["labels"]["tier"].GetString(), "frontend");
+  EXPECT_STREQ(cm["metadata"]["annotations"]["note"].GetString(), "hello");
+  RunResult overwrite = Kubectl({"label", "cm", "lit", "tier=back"});
+  EXPECT_EQ(overwrite.exit_code, 1);
+  EXPECT_NE(overwrite.err.find("already has a value (frontend)"),
+            std::string::npos);
+
+  RunResult secret =
+      Kubectl({"create", "secret", "generic", "s", "--from-literal=p=x"});
+  ASSERT_EQ(secret.exit_code, 0) << secret.err;
+  EXPECT_EQ(secret.out, "secret/s created\n");
+  rapidjson::Document s = GetJson("/api/v1/namespaces/default/secrets/s");
+  EXPECT_STREQ(s["type"].GetString(), "Opaque");
+
+  RunResult ns = Kubectl({"create", "namespace", "team"});
+  ASSERT_EQ(ns.exit_code, 0) << ns.err;
+  EXPECT_EQ(ns.out, "namespace/team created\n");
+
+  RunResult dep =
+      Kubectl({"create", "deployment", "web", "--image=nginx:1.27"});
+  ASSERT_EQ(dep.exit_code, 0) << dep.err;
+  EXPECT_EQ(dep.out, "deployment.apps/web created\n");
+  RunResult scale = Kubectl({"scale", "deployment", "web", "--replicas=3"});
+  ASSERT_EQ(scale.exit_code, 0) << scale.err;
+  EXPECT_EQ(scale.out, "deployment.apps/web scaled\n");
+  rapidjson::Document d =
+      GetJson("/apis/apps/v1/namespaces/default/deployments/web");
+  EXPECT_EQ(d["spec"]["replicas"].GetInt(), 3);
+  EXPECT_EQ(d["metadata"]["generation"].GetInt(), 2);
+
+  RunResult del = Kubectl({"delete", "cm", "lit"});
+  ASSERT_EQ(del.exit_code, 0) << del.err;
+  EXPECT_EQ(del.out, "configmap \"lit\" deleted\n");
+  EXPECT_EQ(GetCode("/api/v1/namespaces/default/configmaps/lit"), 404);
+  Create(
+      "/api/v1/namespaces/default/pods",
+      R"({"metadata":{"name":"p"},"spec":{"containers":[{"name":"c","image":"i"}]}})");
+  RunResult delpod = Kubectl({"delete", "pod", "p"});
+  ASSERT_EQ(delpod.exit_code, 0) << delpod.err;
+  EXPECT_EQ(delpod.out, "pod \"p\" deleted\n");
+  RunResult deldep = Kubectl({"delete", "deployment", "web"});
+  ASSERT_EQ(deldep.exit_code, 0) << deldep.err;
+  EXPECT_EQ(deldep.out, "deployment.apps \"web\" deleted\n");
+}
+
+TEST_F(KubectlTest, Describe) {
+  SeedCluster();
+  ASSERT_FALSE(HasFatalFailure());
+  rapidjson::Document pod = GetJson("/api/v1/namespaces/default/pods/web-0");
+  const std::string uid = pod["metadata"]["uid"].GetString();
+  Create(
+      "/api/v1/namespaces/default/events",
+      R"({"metadata":{"name":"web-0.1"},"involvedObject":{"kind":"Pod","namespace":"default","name":"web-0","uid":")" +
+          uid +
+          R"("},"reason":"Scheduled","message":"Successfully assigned default/web-0 to node-1",
+             "type":"Normal","source":{"component":"default-scheduler"},"count":1,
+             "firstTimestamp":"2026-01-01T00:00:00Z","lastTimestamp":"2026-01-01T00:00:00Z"})");
+  RunResult p = Kubectl({"describe", "pod", "web-0"});
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  EXPECT_TRUE(Matches(p.out, R"(Name:\s+web-0\n)")) << p.out;
+  EXPECT_TRUE(Matches(p.out, R"(Namespace:\s+default\n)"));
+  EXPECT_TRUE(Matches(p.out, R"(Node:\s+node-1)"));
+  EXPECT_TRUE(Matches(p.out, R"(Image:\s+nginx:1\.27)"));
+  EXPECT_TRUE(Matches(
+      p.out,
+      R"(Normal\s+Scheduled\s+.*default-scheduler\s+Successfully assigned)"))
+      << p.out;
+
+  RunResult n = Kubectl({"describe", "node", "node-1"});
+  ASSERT_EQ(n.exit_code, 0) << n.err;
+  EXPECT_TRUE(Matches(n.out, R"(Name:\s+node-1\n)")) << n.out;
+  EXPECT_TRUE(Matches(n.out, R"(Roles:\s+worker)"));
+  EXPECT_TRUE(Matches(n.out, R"(HolderIdentity:\s+node-1)")) << n.out;
+  EXPECT_TRUE(Matches(n.out, R"(Non-terminated Pods:\s+\(1 in total\))"))
+      << n.out;
+  EXPECT_TRUE(Matches(n.out, R"(default\s+web-0)"));
+
+  RunResult c = Kubectl({"create", "-f", File("deploy.yaml", kDeployment)});
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  RunResult d = Kubectl({"describe", "deployment", "web"});
+  ASSERT_EQ(d.exit_code, 0) << d.err;
+  EXPECT_TRUE(Matches(d.out, R"(Name:\s+web\n)")) << d.out;
+  EXPECT_TRUE(Matches(d.out, R"(Selector:\s+app=web\n)"));
+  EXPECT_TRUE(Matches(d.out, R"(Replicas:\s+2 desired)"));
+  EXPECT_TRUE(Matches(d.out, R"(StrategyType:\s+RollingUpdate)"));
+}
+
+}  // namespace
+}  // namespace kplane::e2e

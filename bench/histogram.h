@@ -36,7 +36,9 @@ class LatencyHistogram {
   int64_t count() const { return count_; }
   int64_t min() const { return count_ ? min_ : 0; }
   int64_t max() const { return max_; }
-  double mean() const { return count_ ? sum_ / static_cast<double>(count_) : 0; }
+  double mean() const {
+    return count_ ? sum_ / static_cast<double>(count_) : 0;
+  }
   // The value at percentile p in [0, 100] (0 if empty).
   int64_t Percentile(double p) const;
 

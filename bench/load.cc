@@ -58,10 +58,7 @@ class Loop {
  public:
   Loop(const LoadOptions& o, int64_t count_from, int64_t stop_at,
        std::atomic<int64_t>* ops_budget)
-      : o_(o),
-        count_from_(count_from),
-        stop_at_(stop_at),
-        budget_(ops_budget) {
+      : o_(o), count_from_(count_from), stop_at_(stop_at), budget_(ops_budget) {
     ep_ = epoll_create1(EPOLL_CLOEXEC);
   }
   ~Loop() {
@@ -163,8 +160,8 @@ class Loop {
 
   void Flush(Conn* c) {
     while (c->out_off < c->out.size()) {
-      ssize_t n = write(c->fd, c->out.data() + c->out_off,
-                        c->out.size() - c->out_off);
+      ssize_t n =
+          write(c->fd, c->out.data() + c->out_off, c->out.size() - c->out_off);
       if (n < 0) {
         if (errno == EAGAIN) return;
         if (errno == EINTR) continue;

@@ -67,7 +67,7 @@ struct LoadOptions {
   int clients = 1;
   int threads = 1;  // event-loop threads driving the clients
   Duration duration = seconds(10);
-  int64_t max_operations = 0;  // 0: run for `duration`
+  int64_t max_operations = 0;     // 0: run for `duration`
   Duration warmup = Duration(0);  // operations in this time are not counted
   Duration request_timeout = seconds(10);
   // Builds client i's script.
@@ -77,9 +77,9 @@ struct LoadOptions {
 struct LoadResult {
   int64_t operations = 0;  // successful operations counted
   int64_t errors = 0;
-  double seconds = 0;       // measured window
+  double seconds = 0;  // measured window
   LatencyHistogram latency;
-  double client_cpu_seconds = 0;  // this process, during the window
+  double client_cpu_seconds = 0;           // this process, during the window
   std::vector<std::string> sample_errors;  // a few, for the report
 
   double ops_per_second() const {

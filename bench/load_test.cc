@@ -15,17 +15,17 @@ class BenchServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     server_ = std::make_unique<net::HttpServer>(net::HttpServerOptions{});
-    server_->Handle("POST", "/ok",
-                    [this](const net::HttpRequest&,
-                           std::shared_ptr<net::Responder> r) {
-                      ++ok_;
-                      r->Respond(200, {}, "ok");
-                    });
-    server_->Handle("POST", "/fail",
-                    [](const net::HttpRequest&,
-                       std::shared_ptr<net::Responder> r) {
-                      r->Respond(500, {}, "broken");
-                    });
+    server_->Handle(
+        "POST", "/ok",
+        [this](const net::HttpRequest&, std::shared_ptr<net::Responder> r) {
+          ++ok_;
+          r->Respond(200, {}, "ok");
+        });
+    server_->Handle(
+        "POST", "/fail",
+        [](const net::HttpRequest&, std::shared_ptr<net::Responder> r) {
+          r->Respond(500, {}, "broken");
+        });
     ASSERT_TRUE(server_->Start().ok());
   }
   void TearDown() override { server_->Stop(); }

@@ -32,7 +32,8 @@ class PutScript : public ClientScript {
     value_b64_ = Base64Encode(RandomValue(rng_, w.value_size));
   }
   Request Next() override {
-    int64_t k = static_cast<int64_t>(rng_() % static_cast<uint64_t>(w_.key_space));
+    int64_t k =
+        static_cast<int64_t>(rng_() % static_cast<uint64_t>(w_.key_space));
     Request r;
     r.path = "/v3/kv/put";
     r.body = "{\"key\":\"" + Base64Encode(StoreKey(w_.prefix, k)) +
@@ -175,10 +176,9 @@ Status FillStore(const std::vector<Endpoint>& endpoints,
   };
   ASSIGN_OR_RETURN(LoadResult r, RunLoad(o));
   if (r.errors > 0) {
-    return UnavailableError("fill: " + std::to_string(r.errors) +
-                            " errors, e.g. " +
-                            (r.sample_errors.empty() ? std::string("?")
-                                                     : r.sample_errors[0]));
+    return UnavailableError(
+        "fill: " + std::to_string(r.errors) + " errors, e.g. " +
+        (r.sample_errors.empty() ? std::string("?") : r.sample_errors[0]));
   }
   return Status::Ok();
 }

@@ -14,7 +14,8 @@
 //
 // Thread-safety: RunWatchBench blocks the caller; it runs one reader thread.
 // Errors: kUnavailable if a stream cannot be opened, not every watcher is
-// created within 30 s, or a put fails; kInvalidArgument for bad options.
+// created within create_timeout, or a put fails; kInvalidArgument for bad
+// options.
 #ifndef KPLANE_BENCH_WATCH_BENCH_H_
 #define KPLANE_BENCH_WATCH_BENCH_H_
 
@@ -34,6 +35,7 @@ struct WatchBenchOptions {
   double puts_per_second = 100;  // 0: unpaced
   int value_size = 256;
   std::string prefix = "/registry/configmaps/watchbench/";
+  Duration create_timeout = seconds(120);  // until every watcher is created
   Duration drain_timeout = seconds(60);
   // Server processes (same machine) whose RSS is read before the streams
   // open and once every watcher is created: memory per watcher.

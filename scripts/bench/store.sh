@@ -92,6 +92,7 @@ start_cluster() {  # start_cluster kplane|etcd
         --election-timeout 1000 --snapshot-count 100000 \
         --log-level warning >>"$dir/n$i.log" 2>&1 &
       PIDS+=($!)
+      disown $!
       EPS+=("http://127.0.0.1:$cport")
     done
   else
@@ -108,6 +109,7 @@ start_cluster() {  # start_cluster kplane|etcd
         --snapshot-count 100000 --logger zap --log-level warn \
         >>"$dir/e$i.log" 2>&1 &
       PIDS+=($!)
+      disown $!
       EPS+=("http://127.0.0.1:$cport")
     done
   fi
@@ -119,9 +121,10 @@ stop_cluster() {
   for p in "${PIDS[@]:-}"; do
     [[ -n $p ]] && kill "$p" 2>/dev/null || true
   done
+  # Members are disowned (no "Killed" note from the shell for the one the
+  # failover row kills), so wait for them by polling.
   for p in "${PIDS[@]:-}"; do
-    # (braces: silences the shell's "Killed" note for a member killed -9)
-    [[ -n $p ]] && { wait "$p"; } 2>/dev/null || true
+    while [[ -n $p ]] && kill -0 "$p" 2>/dev/null; do sleep 0.05; done
   done
   PIDS=()
 }

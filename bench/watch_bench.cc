@@ -223,8 +223,15 @@ StatusOr<WatchBenchResult> RunWatchBench(const WatchBenchOptions& o) {
   if (total_created < o.watchers) {
     stop_reader = true;
     reader.join();
+    std::string per_stream;
+    for (const Stream& st : streams) {
+      per_stream +=
+          (per_stream.empty() ? "" : ",") + std::to_string(st.created);
+    }
     return UnavailableError("only " + std::to_string(total_created) + " of " +
-                            std::to_string(o.watchers) + " watchers created");
+                            std::to_string(o.watchers) +
+                            " watchers created (per stream: " + per_stream +
+                            ")");
   }
 
   res.server_rss_growth_bytes = server_rss() - rss_before;

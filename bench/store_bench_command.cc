@@ -14,7 +14,8 @@ namespace kplane::bench {
 int RunStoreBenchCommand(const std::vector<std::string>& args) {
   FlagSet flags("kpctl store bench",
                 "Closed-loop load on an etcd v3 JSON API (kplane store or "
-                "etcd): put, range or cas, at several client counts.");
+                "etcd): put, range or cas at several client counts; watch "
+                "fan-out; leader failover (kills the leader's process).");
   std::string endpoints = "http://127.0.0.1:2379";
   StoreWorkload w;
   std::vector<std::string> clients = {"1"};
@@ -26,7 +27,9 @@ int RunStoreBenchCommand(const std::vector<std::string>& args) {
   std::string label;
   int64_t key_space = w.key_space;
   flags.String("endpoints", &endpoints, "Comma-separated client URLs.");
-  flags.String("workload", &w.kind, "put, range or cas.");
+  flags.String("workload", &w.kind,
+               "put, range, cas, watch or failover (`kpctl store bench "
+               "<workload>` sets it).");
   flags.StringList("clients", &clients, "Client counts to run, e.g. 1,16,64.");
   flags.Duration("duration", &duration, "Measured time per run.");
   flags.Duration("warmup", &warmup, "Unmeasured time before each run.");

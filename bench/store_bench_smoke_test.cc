@@ -68,7 +68,9 @@ TEST_P(StoreBenchSmokeTest, WatchDeliversEveryEventToEveryWatcher) {
   WatchBenchOptions o;
   o.endpoints = endpoints_;
   o.watchers = 12;
-  o.streams = 3;
+  // One watcher per stream: etcd's gateway loses creates sent after its
+  // first answer on a stream (bench/watch_bench.h).
+  o.streams = 12;
   o.puts = 20;
   o.puts_per_second = 0;
   auto r = RunWatchBench(o);

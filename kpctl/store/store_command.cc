@@ -16,6 +16,7 @@
 
 #include "base/flags.h"
 #include "base/strings.h"
+#include "bench/store_bench_command.h"
 #include "kpctl/store/go_format.h"
 #include "kpctl/store/kv_requests.h"
 #include "kpctl/store/printer.h"
@@ -974,6 +975,8 @@ const CommandInfo kCommands[] = {
     {"alarm", "disarm list", "Alarm related commands"},
     {"defrag", "", "Defragments the storage of the members"},
     {"move-leader", "", "Transfers leadership to another cluster member"},
+    {"bench", "put range cas watch failover",
+     "Load benchmarks (bench/store_bench_command.h; flags: --help)"},
 };
 
 }  // namespace
@@ -1066,6 +1069,10 @@ int RunStore(const std::vector<std::string>& args, const StoreIo& io) {
   if (name == "endpoint") return CmdEndpoint(c, words[1], rest);
   if (name == "snapshot") return CmdSnapshot(c, words[1], rest);
   if (name == "alarm") return CmdAlarm(c, words[1], rest);
+  if (name == "bench") {
+    rest.push_back("--workload=" + words[1]);
+    return bench::RunStoreBenchCommand(rest);
+  }
   return c.Fail(kExitError, "unknown command \"" + name + "\"");
 }
 

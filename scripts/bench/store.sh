@@ -1,0 +1,363 @@
+#!/usr/bin/env bash
+# Store vs etcd, side by side (issue 9, "Store vs etcd"): starts a 3-member
+# kplane store cluster and a 3-member etcd 3.4 cluster with the same settings
+# (loopback, heartbeat 100 ms, election 1000 ms, snapshot-count 100000, fsync
+# on), one system at a time, drives both with the same load generator
+# (`kpctl store bench`, etcd's v3 JSON API), and prints one table:
+# row, kplane median (min-max), etcd median (min-max), ratio kplane/etcd.
+#
+#   scripts/bench/store.sh [--quick] [--runs N] [--only kplane|etcd]
+#                          [--rows put,range,cas,watch,watchpaced,failover,
+#                                  compact,rss]
+#                          [--out DIR]
+#
+# A full run takes about 20 minutes; --quick (1 run, short durations, small
+# counts) about 4. Raw RESULT lines go to DIR/raw.log, parsed figures to
+# DIR/results.tsv, the table to DIR/table.md (default DIR:
+# /tmp/kplane-bench/<time>). Needs build/kplane and build/cmd/kpctl/kpctl
+# (cmake --build build --target kplane kpctl) and /usr/bin/etcd 3.4.
+#
+# Every put, watch, failover and compaction run starts from a fresh cluster
+# (etcd slows down as uncompacted history grows; a fair comparison starts both
+# from the same state). Nothing else heavy should run meanwhile: the 2 cores
+# are shared by the 3 members and the client.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+top=$PWD
+
+quick=0
+runs=3
+only=""
+rows="put,range,cas,watch,watchpaced,failover,compact,rss"
+out=/tmp/kplane-bench/$(date -u +%Y%m%d-%H%M%S)
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --quick) quick=1; runs=1; shift ;;
+    --runs) runs=$2; shift 2 ;;
+    --only) only=$2; shift 2 ;;
+    --rows) rows=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
+    *) echo "unknown argument: $1" >&2; exit 2 ;;
+  esac
+done
+
+KPLANE=$top/build/kplane
+KPCTL=$top/build/cmd/kpctl/kpctl
+ETCD=${ETCD:-/usr/bin/etcd}
+for b in "$KPLANE" "$KPCTL" "$ETCD"; do
+  [[ -x $b ]] || { echo "missing $b (cmake --build build --target kplane kpctl)" >&2; exit 1; }
+done
+
+if ((quick)); then
+  put_dur=3s; range_dur=3s; put_clients=(1 16 64 256)
+  watch_puts=200; watch_watchers=1000; failover_trials=2
+  compact_revs=10000; rss_keys=10000; paced_puts=60
+else
+  put_dur=4s; range_dur=4s; put_clients=(1 16 64 256)
+  watch_puts=500; watch_watchers=1000; failover_trials=5
+  compact_revs=100000; rss_keys=100000; paced_puts=200
+fi
+prefix=/registry/configmaps/default/
+
+mkdir -p "$out"
+raw=$out/raw.log
+res=$out/results.tsv
+: >"$res"
+data_root=/tmp/kplane-bench-data
+say() { echo "[$(date -u +%H:%M:%S)] $*" | tee -a "$raw" >&2; }
+has_row() { [[ ",$rows," == *",$1,"* ]]; }
+
+# --- clusters ----------------------------------------------------------------
+PIDS=()  # member pids, in endpoint order
+EPS=()   # client URLs
+system=""
+
+start_cluster() {  # start_cluster kplane|etcd
+  system=$1
+  local dir=$data_root/$system
+  stop_cluster
+  rm -rf "$dir"
+  mkdir -p "$dir"
+  PIDS=()
+  EPS=()
+  local ic=""
+  if [[ $system == kplane ]]; then
+    for i in 1 2 3; do ic+="${ic:+,}n$i=http://127.0.0.1:$((12371 + i * 10))"; done
+    for i in 1 2 3; do
+      local cport=$((12370 + i * 10)) pport=$((12371 + i * 10))
+      "$KPLANE" store --name "n$i" --data-dir "$dir/n$i" \
+        --listen-client-urls "http://127.0.0.1:$cport" \
+        --listen-peer-urls "http://127.0.0.1:$pport" \
+        --initial-cluster "$ic" --heartbeat-interval 100 \
+        --election-timeout 1000 --snapshot-count 100000 \
+        --log-level warning >>"$dir/n$i.log" 2>&1 &
+      PIDS+=($!)
+      disown $!
+      EPS+=("http://127.0.0.1:$cport")
+    done
+  else
+    for i in 1 2 3; do ic+="${ic:+,}e$i=http://127.0.0.1:$((23800 + i))"; done
+    for i in 1 2 3; do
+      local cport=$((23790 + i)) pport=$((23800 + i))
+      "$ETCD" --name "e$i" --data-dir "$dir/e$i" \
+        --listen-client-urls "http://127.0.0.1:$cport" \
+        --advertise-client-urls "http://127.0.0.1:$cport" \
+        --listen-peer-urls "http://127.0.0.1:$pport" \
+        --initial-advertise-peer-urls "http://127.0.0.1:$pport" \
+        --initial-cluster "$ic" --initial-cluster-state new \
+        --heartbeat-interval 100 --election-timeout 1000 \
+        --snapshot-count 100000 --logger zap --log-level warn \
+        >>"$dir/e$i.log" 2>&1 &
+      PIDS+=($!)
+      disown $!
+      EPS+=("http://127.0.0.1:$cport")
+    done
+  fi
+  wait_leader || { say "no leader in $system cluster; logs in $dir"; exit 1; }
+}
+
+stop_cluster() {
+  local p
+  for p in "${PIDS[@]:-}"; do
+    [[ -n $p ]] && kill "$p" 2>/dev/null || true
+  done
+  # Members are disowned (no "Killed" note from the shell for the one the
+  # failover row kills), so wait for them by polling.
+  for p in "${PIDS[@]:-}"; do
+    while [[ -n $p ]] && kill -0 "$p" 2>/dev/null; do sleep 0.05; done
+  done
+  PIDS=()
+}
+trap 'stop_cluster' EXIT
+
+# Prints the index (0-based) of the endpoint whose member is the leader.
+LEADER=-1
+find_leader() {
+  LEADER=-1
+  local i body mid lid
+  for i in "${!EPS[@]}"; do
+    body=$(curl -s -m 1 -X POST -d '{}' "${EPS[$i]}/v3/maintenance/status" || true)
+    mid=$(sed -n 's/.*"member_id":"\([0-9]*\)".*/\1/p' <<<"$body")
+    lid=$(sed -n 's/.*"leader":"\([0-9]*\)".*/\1/p' <<<"$body")
+    if [[ -n $mid && $mid == "$lid" ]]; then LEADER=$i; return 0; fi
+  done
+  return 1
+}
+wait_leader() {
+  local t
+  for t in $(seq 1 150); do
+    find_leader && return 0
+    sleep 0.1
+  done
+  return 1
+}
+# Comma lists: the leader alone; followers first then the leader (so one
+# client "spread" over the members talks to a follower, which forwards).
+leader_ep() { echo "${EPS[$LEADER]}"; }
+spread_eps() {
+  local i s=""
+  for i in "${!EPS[@]}"; do [[ $i == "$LEADER" ]] || s+="${s:+,}${EPS[$i]}"; done
+  echo "$s,${EPS[$LEADER]}"
+}
+leader_first_eps() {
+  local i s=${EPS[$LEADER]}
+  for i in "${!EPS[@]}"; do [[ $i == "$LEADER" ]] || s+=",${EPS[$i]}"; done
+  echo "$s"
+}
+pids_csv() { local IFS=,; echo "${PIDS[*]}"; }
+# Pids in the order of leader_first_eps.
+leader_first_pids() {
+  local i s=${PIDS[$LEADER]}
+  for i in "${!PIDS[@]}"; do [[ $i == "$LEADER" ]] || s+=",${PIDS[$i]}"; done
+  echo "$s"
+}
+
+# --- results -------------------------------------------------------------------
+# record ROW VALUE: one figure of this system's current run.
+record() { printf '%s\t%s\t%s\n' "$system" "$1" "$2" >>"$res"; }
+# field KEY LINE: the value of KEY=... in a RESULT line.
+field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<"$2"; }
+bench() {  # bench <kpctl store bench args...>: runs, logs, prints the RESULT line
+  echo "+ kpctl store bench $*" >>"$raw"
+  local outp
+  outp=$("$KPCTL" store bench "$@" 2>>"$raw") || { echo "$outp" >>"$raw"; say "bench failed: $*"; return 1; }
+  echo "$outp" >>"$raw"
+  grep '^RESULT' <<<"$outp" | tail -1
+}
+# db_field KEY ENDPOINT: a number from /v3/maintenance/status (dbSize,
+# dbSizeInUse: camelCase as etcd's gateway prints them; revision: header).
+db_field() {
+  curl -s -m 5 -X POST -d '{}' "$2/v3/maintenance/status" |
+    sed -n "s/.*\"$1\":\"\{0,1\}\([0-9]*\)\"\{0,1\}.*/\1/p"
+}
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+
+# --- rows --------------------------------------------------------------------
+run_put() {
+  local c mode r line eps
+  for c in "${put_clients[@]}"; do
+    for mode in leader spread; do
+      for r in $(seq 1 "$runs"); do
+        start_cluster "$system"
+        if [[ $mode == leader ]]; then eps=$(leader_ep); else eps=$(spread_eps); fi
+        line=$(bench put --endpoints "$eps" --clients "$c" --duration "$put_dur" \
+          --warmup 1s --val-size 256 --key-prefix "$prefix" \
+          --server-pids "$(pids_csv)" --threads 2 --label "$system") || continue
+        record "put c=$c $mode: ops/s" "$(field ops_per_s "$line")"
+        record "put c=$c $mode: p99 ms" "$(field p99_ms "$line")"
+        record "put c=$c $mode: server CPU us/op" "$(awk -v s="$(field server_cpu_s "$line")" -v o="$(field ops_per_s "$line")" -v d="$(field seconds "$line")" 'BEGIN{printf "%.0f", s*1e6/(o*d)}')"
+      done
+    done
+  done
+}
+
+run_range_cas() {
+  local r line
+  for r in $(seq 1 "$runs"); do
+    start_cluster "$system"
+    local ep; ep=$(leader_ep)
+    # Fixtures: 1,000 keys under range1000/ and 1,000 keys for cas.
+    bench range --endpoints "$ep" --fill 1000 --key-space 1000 \
+      --key-prefix /registry/configmaps/range1000/ --total 1 >/dev/null
+    if has_row range; then
+      line=$(bench range --endpoints "$ep" --clients 16 --duration "$range_dur" \
+        --key-space 1 --key-prefix /registry/configmaps/range1000/ \
+        --serializable --server-pids "$(pids_csv)" --threads 2) &&
+        record "range 1 key serializable c=16: ops/s" "$(field ops_per_s "$line")"
+      line=$(bench range --endpoints "$ep" --clients 16 --duration "$range_dur" \
+        --key-space 1 --key-prefix /registry/configmaps/range1000/ \
+        --server-pids "$(pids_csv)" --threads 2) &&
+        record "range 1 key linearizable c=16: ops/s" "$(field ops_per_s "$line")"
+      line=$(bench range --endpoints "$ep" --clients 16 --duration "$range_dur" \
+        --range-prefix --key-prefix /registry/configmaps/range1000/ \
+        --server-pids "$(pids_csv)" --threads 2) && {
+        record "range 1,000-key prefix linearizable c=16: ops/s" "$(field ops_per_s "$line")"
+        record "range 1,000-key prefix linearizable c=16: p99 ms" "$(field p99_ms "$line")"
+      }
+    fi
+    if has_row cas; then
+      line=$(bench cas --endpoints "$ep" --clients 16 --duration "$put_dur" \
+        --key-space 1000 --key-prefix "$prefix" --server-pids "$(pids_csv)" \
+        --threads 2) && {
+        record "txn CAS (range+txn) c=16: ops/s" "$(field ops_per_s "$line")"
+        record "txn CAS (range+txn) c=16: p99 ms" "$(field p99_ms "$line")"
+      }
+    fi
+  done
+}
+
+# One stream (HTTP connection) per watcher: see bench/watch_bench.h for why
+# etcd's gateway cannot take many watchers on one stream.
+run_watch() {
+  local r line
+  for r in $(seq 1 "$runs"); do
+    start_cluster "$system"
+    line=$(bench watch --endpoints "$(leader_first_eps)" \
+      --watchers "$watch_watchers" --streams "$watch_watchers" --puts "$watch_puts" \
+      --put-rate 1000 --server-pids "$(leader_first_pids)") || continue
+    local w="watch $watch_watchers watchers, $watch_puts puts at <=1000/s"
+    record "$w: events/s" "$(field events_per_s "$line")"
+    record "$w: put-ack->event p50 ms" "$(field ack_p50_ms "$line")"
+    record "$w: put-ack->event p99 ms" "$(field ack_p99_ms "$line")"
+    record "$w: put-send->event p99 ms" "$(field send_p99_ms "$line")"
+    record "$w: writer puts/s" "$(awk -v p="$watch_puts" -v s="$(field writer_s "$line")" 'BEGIN{printf "%.0f", p/s}')"
+    record "$w: server RSS bytes/watcher" "$(field rss_per_watcher_b "$line")"
+    local d e; d=$(field delivered "$line"); e=$(field expected "$line")
+    [[ $d == "$e" ]] || say "watch: delivered $d of $e events"
+  done
+}
+
+# The same fan-out paced at 20 puts/s, a rate both systems sustain, so
+# delivery latency is compared below CPU saturation.
+run_watch_paced() {
+  local r line w="watch $watch_watchers watchers, $paced_puts puts paced at 20/s"
+  for r in $(seq 1 "$runs"); do
+    start_cluster "$system"
+    line=$(bench watch --endpoints "$(leader_first_eps)" \
+      --watchers "$watch_watchers" --streams "$watch_watchers" --puts "$paced_puts" \
+      --put-rate 20 --server-pids "$(leader_first_pids)") || continue
+    record "$w: put-ack->event p50 ms" "$(field ack_p50_ms "$line")"
+    record "$w: put-ack->event p99 ms" "$(field ack_p99_ms "$line")"
+    record "$w: put-send->event p99 ms" "$(field send_p99_ms "$line")"
+    record "$w: server CPU s" "$(field server_cpu_s "$line")"
+  done
+}
+
+run_failover() {
+  local t line
+  for t in $(seq 1 "$failover_trials"); do
+    start_cluster "$system"
+    line=$(bench failover --endpoints "$(IFS=,; echo "${EPS[*]}")" \
+      --server-pids "$(pids_csv)" --kill-after 2s --op-timeout 100ms) || continue
+    record "failover: leader kill -9 -> first write ms" "$(field kill_to_write_ms "$line")"
+    stop_cluster
+  done
+}
+
+run_compact() {
+  local r line ep rev t0 t1 bg
+  for r in $(seq 1 "$runs"); do
+    start_cluster "$system"
+    ep=$(leader_ep)
+    local t_fill0; t_fill0=$(now_ms)
+    line=$(bench put --endpoints "$ep" --clients 16 --total "$compact_revs" \
+      --key-space 1000 --val-size 256 --key-prefix "$prefix") || continue
+    record "$compact_revs revisions (1,000 keys): fill s" "$(awk -v a="$t_fill0" -v b="$(now_ms)" 'BEGIN{printf "%.1f", (b-a)/1000}')"
+    rev=$(db_field revision "$ep")
+    record "$compact_revs revisions: db size after fill MiB" "$(awk -v b="$(db_field dbSize "$ep")" 'BEGIN{printf "%.1f", b/1048576}')"
+    # A c=1 writer runs through compaction and defrag: its max latency says
+    # whether writes stall.
+    "$KPCTL" store bench put --endpoints "$ep" --clients 1 --duration 8s \
+      --warmup 0s --key-prefix /registry/configmaps/during/ >"$out/bg.$$" 2>&1 &
+    bg=$!
+    sleep 1
+    t0=$(now_ms)
+    "$KPCTL" store compaction "$rev" --physical --endpoints "$ep" >>"$raw" 2>&1
+    t1=$(now_ms)
+    record "$compact_revs revisions: compact --physical ms" $((t1 - t0))
+    record "$compact_revs revisions: db size after compact MiB" "$(awk -v b="$(db_field dbSize "$ep")" 'BEGIN{printf "%.1f", b/1048576}')"
+    record "$compact_revs revisions: db in use after compact MiB" "$(awk -v b="$(db_field dbSizeInUse "$ep")" 'BEGIN{printf "%.2f", b/1048576}')"
+    t0=$(now_ms)
+    "$KPCTL" store defrag --endpoints "$ep" >>"$raw" 2>&1
+    t1=$(now_ms)
+    record "$compact_revs revisions: defrag ms" $((t1 - t0))
+    record "$compact_revs revisions: db size after defrag MiB" "$(awk -v b="$(db_field dbSize "$ep")" 'BEGIN{printf "%.1f", b/1048576}')"
+    wait "$bg" || true
+    cat "$out/bg.$$" >>"$raw"
+    line=$(grep '^RESULT' "$out/bg.$$" | tail -1 || true)
+    rm -f "$out/bg.$$"
+    [[ -n $line ]] && record "$compact_revs revisions: c=1 put max ms during compact+defrag" "$(field max_ms "$line")"
+  done
+}
+
+run_rss() {
+  start_cluster "$system"
+  local ep; ep=$(leader_ep)
+  bench range --endpoints "$ep" --fill "$rss_keys" --val-size 1024 \
+    --key-space 1 --key-prefix /registry/configmaps/rss/ --total 1 >/dev/null || return 0
+  local kb; kb=$(awk '/VmRSS/ {print $2}' "/proc/${PIDS[$LEADER]}/status")
+  record "RSS of the leader with $rss_keys keys x 1 KiB MiB" "$(awk -v k="$kb" 'BEGIN{printf "%.0f", k/1024}')"
+}
+
+run_system() {
+  system=$1
+  say "== $system: rows $rows, $runs run(s) each"
+  if has_row put; then say "$system: put"; run_put; fi
+  if has_row range || has_row cas; then say "$system: range/cas"; run_range_cas; fi
+  if has_row watch; then say "$system: watch"; run_watch; fi
+  if has_row watchpaced; then say "$system: watch paced"; run_watch_paced; fi
+  if has_row failover; then say "$system: failover"; run_failover; fi
+  if has_row compact; then say "$system: compact/defrag"; run_compact; fi
+  if has_row rss; then say "$system: rss"; run_rss; fi
+  stop_cluster
+}
+
+say "machine: $(nproc) cpus, load average $(cut -d' ' -f1-3 /proc/loadavg); results in $out"
+[[ -z $only || $only == kplane ]] && run_system kplane
+say "load average $(cut -d' ' -f1-3 /proc/loadavg)"
+[[ -z $only || $only == etcd ]] && run_system etcd
+say "done; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+rm -rf "$data_root"
+
+python3 "$top/scripts/bench/summarize.py" "$res" | tee "$out/table.md"

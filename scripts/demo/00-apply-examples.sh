@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# Applies every manifest in examples/manifests with kubectl, twice: the first
-# time creates each object, the second changes nothing. Keeps the examples
+# Applies every manifest in examples/manifests with kpctl, then again with
+# kubectl and with kpctl: the first time creates each object, the others
+# change nothing (both use kubectl's last-applied-configuration). Keeps the examples
 # from rotting (the test suite runs this).
 source "$(dirname "$0")/lib.sh"
 start_kplane
 M=$DEMO_ROOT/examples/manifests
 
-step "kubectl apply -f examples/manifests (namespaces first)"
-out=$(k apply -f "$M/namespace.yaml" && k apply -f "$M" && k apply -f "$M/rolling-update/web-v1.yaml")
+kp() { KUBECONFIG=$KUBECONFIG_FILE "$KPCTL" "$@"; }
+
+step "kpctl apply -f examples/manifests (namespaces first)"
+out=$(kp apply -f "$M/namespace.yaml" && kp apply -f "$M" && kp apply -f "$M/rolling-update/web-v1.yaml")
 echo "$out"
 for o in 'namespace/demo' 'configmap/web-config' 'secret/web-credentials' \
   'service/web' 'deployment.apps/web' 'pod/batch-worker' \
@@ -15,14 +18,16 @@ for o in 'namespace/demo' 'configmap/web-config' 'secret/web-credentials' \
   expect_match "$out" "^$o (created|unchanged|configured)" "$o applied"
 done
 
-step "apply again: nothing changes"
-again=$(k apply -f "$M")
-echo "$again"
-if grep -Eq ' (created|configured)$' <<<"$again"; then
-  echo "DEMO CHECK FAILED: a second apply changed something" >&2
-  exit 1
-fi
-echo "  ok: every object unchanged"
+for tool in kubectl kpctl; do
+  step "$tool apply -f examples/manifests again: nothing changes"
+  if [[ $tool == kubectl ]]; then again=$(k apply -f "$M"); else again=$(kp apply -f "$M"); fi
+  echo "$again"
+  if grep -Eq ' (created|configured)$' <<<"$again"; then
+    echo "DEMO CHECK FAILED: applying again with $tool changed something" >&2
+    exit 1
+  fi
+  expect_match "$again" '^deployment.apps/web unchanged$' "$tool sees every object unchanged"
+done
 
 step "what is there"
 show k get deploy,cm,secret,svc,pod,lease -n demo

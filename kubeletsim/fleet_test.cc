@@ -406,6 +406,11 @@ TEST_F(FleetTest, PodLifecycle) {
     return CondStatus(p, "Ready") == "True";
   }));
   EXPECT_EQ(Pod("db")->status().podip(), "10.64.1.3");
+  fleet_->WaitIdle();
+  auto* pods = metrics_.NewGauge("kubeletsim_pods", "", {"stage"});
+  EXPECT_EQ(pods->With({"Ready"})->Value(), 2);
+  EXPECT_EQ(pods->With({"ContainerCreating"})->Value(), 0);
+  EXPECT_EQ(pods->With({"Started"})->Value(), 0);
 }
 
 TEST_F(FleetTest, GracefulDeletion) {

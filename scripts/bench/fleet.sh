@@ -73,11 +73,12 @@ sim_pid=$!
 pids+=("$sim_pid")
 
 metric() {  # metric NAME_REGEX -> value (0 if absent)
-  curl -s "http://127.0.0.1:$ctl_port/metrics" | awk -v re="$1" '$1 ~ re {print $2; f=1} END {if (!f) print 0}' | head -1
+  { curl -s "http://127.0.0.1:$ctl_port/metrics" || true; } |
+    awk -v re="$1" '$1 ~ re && !f {print $2; f=1} END {if (!f) print 0}'
 }
 start=$(date +%s.%N)
 for _ in $(seq 1 600); do
-  ready=$(metric '^kubeletsim_nodes\{state="ready"\}$' 2>/dev/null || echo 0)
+  ready=$(metric '^kubeletsim_nodes\{state="ready"\}$')
   [[ ${ready%.*} -ge $nodes ]] && break
   sleep 0.5
 done

@@ -113,7 +113,7 @@ class FleetTest : public ::testing::Test {
     FleetOptions o;
     o.server = "http://127.0.0.1:" + std::to_string(server_.port());
     o.nodes = nodes;
-    o.port = -1;
+    o.port = 0;  // no control endpoint
     o.clock = &clock_;
     o.metrics = &metrics_;
     o.seed = 7;
@@ -514,7 +514,7 @@ TEST_F(FleetTest, StoppedNodeGoesSilentAndResumes) {
 
 TEST_F(FleetTest, ControlEndpoint) {
   FleetOptions o = Options(2);
-  o.port = 0;
+  o.port = -1;  // any free port
   StartFleet(o);
   ASSERT_NE(fleet_->port(), 0);
   std::string url = "http://127.0.0.1:" + std::to_string(fleet_->port());

@@ -191,7 +191,7 @@ class Fleet::Impl {
                             const ObjectPtr& o) { OnNode(o); },
     });
 
-    if (options_.port >= 0) {
+    if (options_.port != 0) {
       ControlServer::Handlers h;
       h.stop_node = [this](const std::string& n) { return StopNode(n); };
       h.resume_node = [this](const std::string& n) { return ResumeNode(n); };
@@ -200,8 +200,9 @@ class Fleet::Impl {
       h.list = [this] { return List(); };
       h.metrics = metrics_;
       control_ = std::make_unique<ControlServer>(std::move(h));
-      RETURN_IF_ERROR(control_->Start(options_.bind_address,
-                                      static_cast<uint16_t>(options_.port)));
+      RETURN_IF_ERROR(
+          control_->Start(options_.bind_address,
+                          static_cast<uint16_t>(std::max(0, options_.port))));
     }
 
     node_informer_->Start();

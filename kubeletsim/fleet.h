@@ -10,7 +10,7 @@
 //   FleetOptions o;
 //   o.server = "http://127.0.0.1:6443";
 //   o.nodes = 100;
-//   o.port = 0;                         // control endpoint on any port
+//   o.port = -1;                        // control endpoint on any port
 //   auto fleet = Fleet::Start(o);       // registers the nodes, then runs
 //   (*fleet)->StopNode("node-3");       // crash: lease + status stop
 //   (*fleet)->ResumeNode("node-3");
@@ -69,11 +69,8 @@ struct FleetOptions {
   int workers = 8;           // threads making API calls
   int api_connections = 16;  // keep-alive connections to the API server
   bool protobuf = true;      // wire format to the API server
-  // Registration waits at most this long for each node's first write.
-  Duration register_timeout = seconds(60);
-
-  // Control endpoint (/healthz, /metrics, /nodes): 0 = ephemeral port,
-  // -1 = none.
+  // Control endpoint (/healthz, /metrics, /nodes): 0 = none, -1 = any
+  // free port (see Fleet::port()).
   std::string bind_address = "127.0.0.1";
   int port = 10250;
 

@@ -36,7 +36,7 @@ class Observer {
         std::make_shared<informer::RestListerWatcher>(
             client, r, informer::ListWatchScope{.ns = ns}));
     auto notify = [this](const ObjectPtr& o) {
-      std::lock_guard<std::mutex> l(mu_);
+      std::lock_guard<std::recursive_mutex> l(mu_);
       history_.push_back(o);
       cv_.notify_all();
     };
@@ -59,18 +59,19 @@ class Observer {
   size_t Size() { return informer_->GetIndexer().Size(); }
   // Waits until pred() (checked after every event) holds.
   bool Await(const std::function<bool()>& pred) {
-    std::unique_lock<std::mutex> l(mu_);
+    std::unique_lock<std::recursive_mutex> l(mu_);
     return cv_.wait_for(l, kDeadline, [&] { return pred(); });
   }
   std::vector<ObjectPtr> History() {
-    std::lock_guard<std::mutex> l(mu_);
+    std::lock_guard<std::recursive_mutex> l(mu_);
     return history_;
   }
 
  private:
   std::unique_ptr<informer::SharedIndexInformer> informer_;
-  std::mutex mu_;
-  std::condition_variable cv_;
+  // Recursive: Await's predicate may call History().
+  std::recursive_mutex mu_;
+  std::condition_variable_any cv_;
   std::vector<ObjectPtr> history_;
 };
 
@@ -112,7 +113,7 @@ class FleetTest : public ::testing::Test {
     FleetOptions o;
     o.server = "http://127.0.0.1:" + std::to_string(server_.port());
     o.nodes = nodes;
-    o.port = -1;
+    o.port = 0;  // no control endpoint
     o.clock = &clock_;
     o.metrics = &metrics_;
     o.seed = 7;
@@ -405,6 +406,11 @@ TEST_F(FleetTest, PodLifecycle) {
     return CondStatus(p, "Ready") == "True";
   }));
   EXPECT_EQ(Pod("db")->status().podip(), "10.64.1.3");
+  fleet_->WaitIdle();
+  auto* pods = metrics_.NewGauge("kubeletsim_pods", "", {"stage"});
+  EXPECT_EQ(pods->With({"Ready"})->Value(), 2);
+  EXPECT_EQ(pods->With({"ContainerCreating"})->Value(), 0);
+  EXPECT_EQ(pods->With({"Started"})->Value(), 0);
 }
 
 TEST_F(FleetTest, GracefulDeletion) {
@@ -508,7 +514,7 @@ TEST_F(FleetTest, StoppedNodeGoesSilentAndResumes) {
 
 TEST_F(FleetTest, ControlEndpoint) {
   FleetOptions o = Options(2);
-  o.port = 0;
+  o.port = -1;  // any free port
   StartFleet(o);
   ASSERT_NE(fleet_->port(), 0);
   std::string url = "http://127.0.0.1:" + std::to_string(fleet_->port());
@@ -543,6 +549,35 @@ TEST_F(FleetTest, ControlEndpoint) {
             std::string::npos);
   EXPECT_NE(m->body.find("kubeletsim_nodes{state=\"ready\"} 2"),
             std::string::npos);
+}
+
+// The same paths on the real clock with short intervals: the timer thread
+// really sleeps and wakes.
+TEST_F(FleetTest, RealClock) {
+  FleetOptions o = Options(2);
+  o.clock = nullptr;
+  o.lease_renew_interval = milliseconds(100);
+  o.pod_start_delay = milliseconds(20);
+  o.pod_termination_delay = milliseconds(20);
+  auto f = Fleet::Start(o);
+  ASSERT_TRUE(f.ok()) << f.status();
+  fleet_ = std::move(*f);
+  auto renewals_seen = [&] {
+    int n = 0;
+    for (const ObjectPtr& obj : leases_->History()) {
+      if (api::Name(*obj) == "node-1") ++n;
+    }
+    return n;
+  };
+  ASSERT_TRUE(leases_->Await([&] { return renewals_seen() >= 5; }));
+  ASSERT_TRUE(client_->Create(MakePod("web", "node-0")).ok());
+  ASSERT_TRUE(AwaitPod("web", [](const corev1::Pod& p) {
+    return CondStatus(p, "Ready") == "True";
+  }));
+  api::metav1::DeleteOptions del;
+  del.set_graceperiodseconds(30);
+  ASSERT_TRUE(client_->Delete<corev1::Pod>("default", "web", del).ok());
+  ASSERT_TRUE(pods_->Await([&] { return !Pod("web"); }));
 }
 
 TEST_F(FleetTest, UnreachableServerFailsStart) {

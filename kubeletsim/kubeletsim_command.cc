@@ -74,7 +74,7 @@ int RunKubeletSimCommand(const std::vector<std::string>& args) {
                "Address of the control endpoint.");
   flags.Int("port", &o.port,
             "Port of the control endpoint (/healthz, /metrics, /nodes); "
-            "0: any, -1: none.");
+            "0: none, -1: any free port.");
   flags.StringList("stop-nodes", &stop_nodes,
                    "Fault injection: nodes to crash after --stop-after "
                    "(\"all\": the whole fleet).");

@@ -309,7 +309,9 @@ Status ControlPlane::Impl::StartFleet() {
   fo.name_prefix = options.node_prefix;
   fo.lease_renew_interval = options.lease_renew_interval;
   fo.bind_address = options.bind_address;
-  fo.port = options.kubeletsim_port;
+  // Ours: -1 none, 0 ephemeral; the fleet's: 0 none, -1 ephemeral.
+  fo.port = options.kubeletsim_port <= 0 ? -1 - options.kubeletsim_port
+                                         : options.kubeletsim_port;
   auto fleet_or = kubeletsim::Fleet::Start(fo);
   if (!fleet_or.ok()) return fleet_or.status().Annotate("simulated nodes");
   fleet = std::move(*fleet_or);

@@ -31,6 +31,9 @@ Controller::Controller(std::string name, Clock* clock,
 Controller::~Controller() { Stop(); }
 
 Status Controller::TimedSync(const std::string& key) {
+  // The runner drains its queue on shutdown; skip what is left instead of
+  // making API calls (each may wait out retries if the server is gone).
+  if (stopping_.load()) return Status::Ok();
   TimePoint start = clock_->Now();
   Status s = Sync(key);
   sync_duration_->Observe(
@@ -53,6 +56,7 @@ void Controller::Run(int workers) {
 }
 
 void Controller::Stop() {
+  stopping_ = true;
   if (runner_ != nullptr) {
     runner_->Stop();
   } else {

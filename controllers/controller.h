@@ -20,12 +20,17 @@
 //   controller_sync_total{result}      ok | error
 // plus the queue's workqueue_* metrics (informer/workqueue.h).
 //
+// A running controller must be Stop()ped before it is destroyed: the base
+// destructor's Stop() runs after the subclass, whose Sync the workers call,
+// is gone.
+//
 // Ownership: owns its queue and runner. Thread-safety: Enqueue from any
 // thread; Run/Stop from the owner; Sync runs on worker threads (and in
 // unit tests directly on the test thread).
 #ifndef KPLANE_CONTROLLERS_CONTROLLER_H_
 #define KPLANE_CONTROLLERS_CONTROLLER_H_
 
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -54,7 +59,8 @@ class Controller {
   }
   // Starts `workers` threads running Sync over the queue.
   virtual void Run(int workers);
-  // Shuts the queue down and joins the workers (idempotent).
+  // Shuts the queue down and joins the workers (idempotent). Syncs in
+  // flight finish; keys still queued are dropped.
   virtual void Stop();
 
   const std::string& name() const { return name_; }
@@ -70,6 +76,7 @@ class Controller {
   const std::string name_;
   informer::RateLimitingQueue queue_;
   std::unique_ptr<informer::Runner> runner_;
+  std::atomic<bool> stopping_{false};
   metrics::Histogram* sync_duration_;
   metrics::Counter* sync_ok_;
   metrics::Counter* sync_error_;

@@ -261,7 +261,7 @@ class ControllerManager::Impl {
       stopping_ = true;
       run = std::move(running_);
       leading_ = false;
-      leader_gauge_->Set(0);
+      if (leader_gauge_ != nullptr) leader_gauge_->Set(0);
     }
     if (starter_.joinable()) starter_.join();
     if (run == nullptr) return;

@@ -372,6 +372,16 @@ Status DeploymentController::Sync(const std::string& key) {
     }
   }
 
+  if (paused && new_rs != nullptr && SpecReplicas(*new_rs) != desired) {
+    // A paused deployment still scales (kubectl scale), when it is not in
+    // the middle of a rollout (no proportional scaling across RSs here).
+    bool old_active = false;
+    for (const RsPtr& rs : old_rss) old_active |= SpecReplicas(*rs) > 0;
+    if (!old_active) {
+      if (RsPtr s = scale(new_rs, desired)) new_rs = s;
+    }
+  }
+
   // Status.
   appsv1::DeploymentStatus status = d->status();
   int32_t replicas = 0, ready = 0, available = 0;

@@ -21,7 +21,8 @@
 //      new 0->1 (5 pods)  old 4->3 (min available 3)
 //      new 1 ready: new 1->2, old 3->2 ... until new 4, old 0.
 //  - Recreate: old RSs to 0; once none has pods left, new RS to desired.
-//  - Paused: no rollout step, only status.
+//  - Paused: no rollout step; a resize reaches the new RS when no old RS
+//    is active.
 //  - Keeps at most revisionHistoryLimit (default 10) old RSs at 0 replicas.
 //  - Status: replicas, updatedReplicas, readyReplicas, availableReplicas,
 //    unavailableReplicas, observedGeneration and the conditions

@@ -275,5 +275,27 @@ TEST_F(DeploymentTest, OldReplicaSetsBeyondHistoryLimitAreDeleted) {
             1);
 }
 
+TEST_F(DeploymentTest, PausedDeploymentScalesButDoesNotRollOut) {
+  auto d = AddDeployment(5, "nginx:2", 1, 0);
+  d->mutable_spec()->set_paused(true);
+  deployments_.Upsert(d);
+  auto rs = AddRs(*d, "nginx:2", 3, 3, 1, 1700000000);
+  ASSERT_TRUE(controller_.Sync("default/web").ok());
+  EXPECT_THAT(Scales(), ElementsAre(rs->metadata().name() + "=5"));
+  EXPECT_EQ(Condition("Progressing")->reason(), "DeploymentPaused");
+  // A template change while paused creates nothing.
+  fake_.Clear();
+  d->mutable_spec()
+      ->mutable_template_()
+      ->mutable_spec()
+      ->mutable_containers(0)
+      ->set_image("nginx:3");
+  deployments_.Upsert(d);
+  ASSERT_TRUE(controller_.Sync("default/web").ok());
+  for (const std::string& a : fake_.Actions()) {
+    EXPECT_EQ(a.rfind("create", 0), std::string::npos) << a;
+  }
+}
+
 }  // namespace
 }  // namespace kplane::controllers

@@ -519,6 +519,18 @@ TEST(ControllerManagerIntegrationTest, DeploymentRolloutAndNodeFailure) {
 namespace kplane::controllers {
 namespace {
 
+TEST(ControllerManagerTest, BadOptionsFailToStart) {
+  ControllerManagerOptions o;
+  o.server = "http://127.0.0.1:1";
+  o.port = 0;
+  o.controllers = {"bogus"};
+  auto cm = ControllerManager::Start(o);
+  EXPECT_EQ(cm.status().message(), "unknown controller \"bogus\"");
+  o.controllers = {"*"};
+  o.workers = 0;
+  EXPECT_FALSE(ControllerManager::Start(o).ok());
+}
+
 TEST(ControllerManagerIntegrationTest, LeaderElectionFailover) {
   apiserver::testing::TestServer server;
   std::string url = "http://127.0.0.1:" + std::to_string(server.port());

@@ -109,6 +109,38 @@ void NodeLifecycleController::MonitorLoop() {
 
 void NodeLifecycleController::MonitorOnce() {
   for (const std::string& name : options_.nodes->ListKeys()) Enqueue(name);
+  // Nodes that only pods still name (deleted nodes): see Sync.
+  auto bound_to = options_.pods->ListIndexValues(kPodNodeIndex);
+  if (bound_to.ok()) {
+    for (const std::string& name : *bound_to) {
+      if (options_.nodes->Get(name) == nullptr) Enqueue(name);
+    }
+  }
+}
+
+Status NodeLifecycleController::DeleteOrphanedPods(const std::string& node) {
+  auto on_node = options_.pods->ByIndex(kPodNodeIndex, node);
+  RETURN_IF_ERROR(on_node.status());
+  if (on_node->empty()) return Status::Ok();
+  // The cache may not have seen a new node yet: ask the API server.
+  StatusOr<ObjectPtr> live = options_.api->Get(NodesResource(), "", node);
+  if (live.ok()) return Status::Ok();
+  if (!informer::IsNotFound(live.status())) return live.status();
+  Status first_error;
+  for (const ObjectPtr& o : *on_node) {
+    const auto& pod = static_cast<const corev1::Pod&>(*o);
+    LOG(INFO) << "nodelifecycle: deleting " << informer::ObjectKey(pod)
+              << ": its node " << node << " is gone";
+    metav1::DeleteOptions opts;
+    opts.set_graceperiodseconds(0);
+    opts.mutable_preconditions()->set_uid(pod.metadata().uid());
+    Status s = options_.api->Delete(PodsResource(), pod.metadata().namespace_(),
+                                    pod.metadata().name(), opts);
+    if (!informer::IsNotFound(s) && !informer::IsConflict(s)) {
+      Keep(&first_error, s);
+    }
+  }
+  return first_error;
 }
 
 bool NodeLifecycleController::Healthy(const std::string& node) {
@@ -184,9 +216,11 @@ bool NodeLifecycleController::TakeEvictionToken(Duration* wait) {
 Status NodeLifecycleController::Sync(const std::string& key) {
   ObjectPtr obj = options_.nodes->Get(key);
   if (obj == nullptr) {
-    std::lock_guard<std::mutex> l(mu_);
-    probes_.erase(key);
-    return Status::Ok();
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      probes_.erase(key);
+    }
+    return DeleteOrphanedPods(key);
   }
   auto node = std::static_pointer_cast<const corev1::Node>(obj);
   const bool healthy = Healthy(key);

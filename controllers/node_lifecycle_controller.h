@@ -28,6 +28,9 @@
 //     300 s, not-ready/unreachable), or no toleration at all for those two
 //     taints, counts as `default_toleration_seconds` instead.
 //     At most `eviction_qps` pods per second are deleted (token bucket).
+//   node deleted: its pods are deleted at once with grace 0, once a live
+//     GET confirms the node is gone (Kubernetes' PodGC); the monitor also
+//     looks for nodes that only pods still name.
 //
 // Ownership: borrows writer and caches (pods must have kPodNodeIndex).
 // Thread-safety: as Controller; Run also starts the monitor thread.
@@ -89,6 +92,9 @@ class NodeLifecycleController : public Controller {
     TimePoint observed;
   };
   bool Healthy(const std::string& node);
+  // Pods bound to a node that no longer exists (confirmed by a live GET)
+  // are deleted at once (Kubernetes' PodGC).
+  Status DeleteOrphanedPods(const std::string& node);
   bool TakeEvictionToken(Duration* wait);
   void MonitorLoop();
 

@@ -188,5 +188,26 @@ TEST_F(NodeLifecycleTest, EvictionRateIsBounded) {
   EXPECT_EQ(limited.queue().NumWaiting(), 1);
 }
 
+TEST_F(NodeLifecycleTest, PodsOfADeletedNodeAreDeleted) {
+  AddPod("web");
+  nodes_.Delete("n1");
+  // The API server still has the node (the cache is ahead): nothing.
+  fake_.SetLive(NodesResource(), NewNode("n1"));
+  controller_.MonitorOnce();
+  EXPECT_EQ(controller_.QueueDepth(), 1);  // found through the pods
+  ASSERT_TRUE(controller_.Sync("n1").ok());
+  EXPECT_THAT(fake_.Actions(), ElementsAre());
+  // Gone for real.
+  FakeApiWriter fake;
+  NodeLifecycleController c({.api = &fake,
+                             .nodes = &nodes_,
+                             .leases = &leases_,
+                             .pods = &pods_,
+                             .clock = &clock_,
+                             .metrics = &reg_});
+  ASSERT_TRUE(c.Sync("n1").ok());
+  EXPECT_THAT(fake.Actions(), ElementsAre("delete pods default/web"));
+}
+
 }  // namespace
 }  // namespace kplane::controllers

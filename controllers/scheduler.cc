@@ -4,7 +4,9 @@
 
 #include "api/machinery/quantity.h"
 #include "api/meta.h"
+#include "api/time.h"
 #include "base/logging.h"
+#include "informer/api_errors.h"
 
 namespace kplane::controllers {
 
@@ -254,8 +256,35 @@ Status Scheduler::Sync(const std::string& key) {
   }
   StatusOr<std::string> node = SelectNode(*pod, nodes, usage);
   if (!node.ok()) {
-    LOG(INFO) << "scheduler: " << key << ": " << node.status().message();
     EnqueueAfter(key, options_.retry_unschedulable);
+    // Tell the user why (kubectl describe pod), once per distinct reason.
+    const corev1::PodCondition* c =
+        FindPodCondition(pod->status(), "PodScheduled");
+    if (c != nullptr && c->status() == "False" &&
+        c->reason() == "Unschedulable" &&
+        c->message() == node.status().message()) {
+      return Status::Ok();
+    }
+    LOG(INFO) << "scheduler: " << key << ": " << node.status().message();
+    corev1::Pod p = *pod;
+    corev1::PodCondition* cond = nullptr;
+    for (corev1::PodCondition& x : *p.mutable_status()->mutable_conditions()) {
+      if (x.type() == "PodScheduled") cond = &x;
+    }
+    if (cond == nullptr) {
+      cond = p.mutable_status()->add_conditions();
+      cond->set_type("PodScheduled");
+    }
+    if (cond->status() != "False") {
+      *cond->mutable_lasttransitiontime() = api::TimeNow(*clock_);
+    }
+    cond->set_status("False");
+    cond->set_reason("Unschedulable");
+    cond->set_message(node.status().message());
+    Status s = options_.api->UpdateStatus(PodsResource(), p).status();
+    // A stale pod is retried anyway; a vanished one needs nothing.
+    if (!s.ok() && !informer::IsNotFound(s) && !informer::IsConflict(s))
+      return s;
     return Status::Ok();
   }
   {

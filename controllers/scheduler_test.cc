@@ -184,8 +184,20 @@ TEST(SchedulerTest, UnschedulablePodIsRetriedLater) {
                .metrics = &reg});
   pods.Upsert(NewPod("default", "p"));
   ASSERT_TRUE(s.Sync("default/p").ok());
-  EXPECT_THAT(fake.Actions(), ElementsAre());
+  EXPECT_THAT(fake.Actions(), ElementsAre("update-status pods default/p"));
   EXPECT_EQ(s.queue().NumWaiting(), 1);
+  auto marked = std::dynamic_pointer_cast<const corev1::Pod>(fake.Written()[0]);
+  const corev1::PodCondition* c =
+      FindPodCondition(marked->status(), "PodScheduled");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->status(), "False");
+  EXPECT_EQ(c->reason(), "Unschedulable");
+  EXPECT_EQ(c->message(), "0/0 nodes are available.");
+  // The same reason is not written again.
+  pods.Upsert(marked);
+  fake.Clear();
+  ASSERT_TRUE(s.Sync("default/p").ok());
+  EXPECT_THAT(fake.Actions(), ElementsAre());
   // A failed bind is an error (retried with backoff) and forgets the pod.
   nodes.Upsert(NewNode("a"));
   fake.FailNext("bind", ConflictError("pod already bound"));

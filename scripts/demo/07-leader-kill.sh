@@ -55,7 +55,7 @@ echo "kill -> first store write:      $(( (t_write - t_kill) / 1000000 )) ms"
 echo "kill -> first kubectl create:   $(( (t_kube - t_kill) / 1000000 )) ms"
 wait $probe 2>/dev/null || true
 step "kubectl get pods meanwhile (one line per call: latency, result)"
-sort "$probe_log" | uniq -c | sort -rn | head -5
+sort "$probe_log" | uniq -c | sort -rn | sed -n 1,5p
 fails=$(grep -c ' fail$' "$probe_log" || true)
 echo "  $(wc -l <"$probe_log") calls, $fails failed"
 expect_match "$(cat "$probe_log")" ' ok$' 'kubectl get pods kept answering'

@@ -206,27 +206,41 @@ bool Store::RunCompaction(int64_t target) {
   constexpr size_t kMaxRememberedBytes = 64 << 20;
   std::unordered_set<std::string> compacted_keys;
   size_t remembered_bytes = 0;
+  // One iterator over the event log and one over the version records serve
+  // many batches: creating an iterator costs far more than a seek (RocksDB
+  // re-fragments the memtable's range deletions for each new one, and this
+  // pass adds some with every batch). A reused iterator does not see the
+  // batches written since it was created, which is fine: the event iterator
+  // only moves forward past what is done, and the versions of a remembered
+  // key are not read again. They are renewed every kBatchesPerIterator
+  // batches, so they do not pin old memtables and files for a whole long
+  // pass, and whenever the remembered keys are forgotten.
+  constexpr int kBatchesPerIterator = 100;
+  std::unique_ptr<Cursor> events, versions;
+  int batches_on_iterators = 0;
   while (true) {
     if (CompactionStopping()) return false;
     if (remembered_bytes > kMaxRememberedBytes) {
       compacted_keys.clear();
       remembered_bytes = 0;
+      events.reset();
     }
-    // One iterator over the event log and one over the version records per
-    // batch (not one per key): creating an iterator costs more than a seek.
-    // Fresh ones per batch see the batches already written and do not pin
-    // old memtables and files for the whole pass.
-    DbView view(db_.get(), nullptr);
     const std::string first_event = keys::EventKey(start, 0);
-    auto events = view.NewCursor(first_event, keys::EventKey(target + 1, 0));
-    auto versions = view.NewCursor(
-        std::string(1, keys::kVersionTag),
-        std::string(1, static_cast<char>(keys::kVersionTag + 1)));
+    if (events == nullptr || batches_on_iterators >= kBatchesPerIterator) {
+      DbView view(db_.get(), nullptr);
+      events = view.NewCursor(first_event, keys::EventKey(target + 1, 0));
+      versions = view.NewCursor(
+          std::string(1, keys::kVersionTag),
+          std::string(1, static_cast<char>(keys::kVersionTag + 1)));
+      events->it()->Seek(first_event);
+      batches_on_iterators = 0;
+    }  // else `events` stands on the event the last batch stopped at
+    ++batches_on_iterators;
     std::string events_end = event_end_of_target;  // events deleted: below it
     int64_t deleted = 0;                           // records this batch deletes
     bool more = false;
     rocksdb::Iterator* it = events->it();
-    for (it->Seek(first_event); it->Valid(); it->Next()) {
+    for (; it->Valid(); it->Next()) {
       int64_t main;
       uint32_t sub;
       bool is_delete;
@@ -239,7 +253,7 @@ bool Store::RunCompaction(int64_t target) {
           << "mvcc: malformed event record";
       if (deleted >= limit) {
         // Everything below `main` is done; resume at `main` (redoing its
-        // first subs is harmless).
+        // first subs after a restart is harmless). `it` stays here.
         start = main;
         more = true;
         if (main < target) events_end = k.ToString();

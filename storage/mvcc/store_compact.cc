@@ -32,6 +32,7 @@
 #include <rocksdb/write_batch.h>
 
 #include <algorithm>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_set>

@@ -1,7 +1,8 @@
 // mvcc_bench: Google Benchmark figures for the MVCC store (in-process, no
 // network, no raft): put, txn (compare-and-swap as the apiserver does),
 // range of 1 key and of a 1,000-key prefix (current and historical), watch
-// fan-out and catch-up, compaction of 100,000 revisions, and Open() of a
+// fan-out and catch-up, compaction of 100,000 revisions (and reads during
+// it), and Open() of a
 // store holding 1,000,000 revisions.
 //
 //   mvcc_bench [--benchmark_filter=...] [google benchmark flags]
@@ -300,6 +301,56 @@ void BM_Compact(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * keys * versions);
 }
 BENCHMARK(BM_Compact)
+    ->Args({1000, 100})
+    ->Args({10000, 10})
+    ->UseManualTime()
+    ->Iterations(3)
+    ->Unit(benchmark::kMillisecond);
+
+// Reads while a compaction of K keys x V versions runs: 1-key ranges in a
+// loop until the compaction has finished. Counters: their mean and worst
+// latency (RocksDB rebuilds its view of range deletions after each
+// compaction batch; this shows what readers pay for it).
+void BM_ReadDuringCompact(benchmark::State& state) {
+  const int keys = static_cast<int>(state.range(0));
+  const int versions = static_cast<int>(state.range(1));
+  std::mt19937_64 rng(8);
+  const std::string value = Value(&rng);
+  double sum_us = 0, max_us = 0;
+  int64_t reads = 0;
+  for (auto _ : state) {
+    auto store = Fresh("read_during_compact");
+    for (int v = 0; v < versions; ++v) {
+      for (int k = 0; k < keys; ++k) {
+        CHECK(
+            store->Put(Put(Key("/registry/configmaps/compact/key-", k), value))
+                .ok());
+      }
+    }
+    const int64_t target = store->CurrentRevision();
+    auto t0 = std::chrono::steady_clock::now();
+    CHECK(store->Compact(target).ok());
+    etcdserverpb::RangeRequest r;
+    while (store->FinishedCompactRevision() < target) {
+      r.set_key(Key("/registry/configmaps/compact/key-", rng() % keys));
+      auto r0 = std::chrono::steady_clock::now();
+      CHECK(store->Range(r).ok());
+      const double us = std::chrono::duration<double, std::micro>(
+                            std::chrono::steady_clock::now() - r0)
+                            .count();
+      sum_us += us;
+      max_us = std::max(max_us, us);
+      ++reads;
+    }
+    auto t1 = std::chrono::steady_clock::now();
+    state.SetIterationTime(std::chrono::duration<double>(t1 - t0).count());
+    store->Close();
+  }
+  state.counters["reads"] = static_cast<double>(reads);
+  state.counters["read_mean_us"] = reads ? sum_us / reads : 0;
+  state.counters["read_max_us"] = max_us;
+}
+BENCHMARK(BM_ReadDuringCompact)
     ->Args({1000, 100})
     ->Args({10000, 10})
     ->UseManualTime()

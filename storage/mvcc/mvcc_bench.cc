@@ -2,8 +2,7 @@
 // network, no raft): put, txn (compare-and-swap as the apiserver does),
 // range of 1 key and of a 1,000-key prefix (current and historical), watch
 // fan-out and catch-up, compaction of 100,000 revisions (and reads during
-// it), and Open() of a
-// store holding 1,000,000 revisions.
+// it), and Open() of a store holding 1,000,000 revisions.
 //
 //   mvcc_bench [--benchmark_filter=...] [google benchmark flags]
 //

@@ -44,6 +44,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -57,6 +58,7 @@
 
 namespace rocksdb {
 class DB;
+class Iterator;
 class WriteBatch;
 }  // namespace rocksdb
 
@@ -83,7 +85,8 @@ struct Options {
   // Watch: responses queued per stream; per-watcher progress interval.
   size_t watch_queue_capacity = 128;
   Duration watch_progress_interval = minutes(10);
-  // Compaction deletes in write batches of about this many records.
+  // Compaction deletes in write batches of about this many records (a
+  // key's superseded versions always go together, in one range deletion).
   int compaction_batch_records = 1000;
   // RocksDB block cache.
   int64_t block_cache_bytes = 64 << 20;
@@ -240,8 +243,11 @@ class Store {
   void CompactionLoop();
   // Returns false when stopped before finishing.
   bool RunCompaction(int64_t target);
-  void CompactKey(const std::string& user_key, int64_t target,
-                  rocksdb::WriteBatch* wb, int64_t* freed, int64_t cursor_rev);
+  // Adds to `wb` the deletion of `user_key`'s versions that compaction to
+  // `target` removes, read through `versions` (an iterator over the `k`
+  // records); returns how many records that deletes.
+  int64_t CompactKey(rocksdb::Iterator* versions, std::string_view user_key,
+                     int64_t target, rocksdb::WriteBatch* wb, int64_t* freed);
   void FlushCompactionBatch(rocksdb::WriteBatch* wb, int64_t* freed,
                             int64_t cursor_rev);
   bool CompactionStopping();

@@ -12,12 +12,30 @@
 // written since are visited. A persisted cursor (the last revision fully
 // processed) lets a restart resume where a crash stopped it; every batch is
 // idempotent, so redoing part of one is harmless.
+//
+// Cost: one seek per distinct key (not per event), and deletions that do not
+// cost one record each. A key's versions are contiguous and newest first,
+// so what compaction removes from a key is always a tail of its run, deleted
+// with one RocksDB range deletion; the event records a batch walked are one
+// contiguous range of the log, deleted with one more:
+//
+//   k: foo@9 foo@7 foo@4 foo@2 | foo\0@8 | goo@3(tomb) goo@1    Compact(8)
+//   foo:    Seek(foo,~8) -> foo@7 survives; Next: foo@4, foo@2
+//           -> DeleteRange[foo@4, succ(foo))   (foo@9, foo@7 untouched)
+//   foo\0:  Seek -> foo\0@8 survives, nothing older -> nothing
+//   goo:    Seek -> goo@3, a tombstone below 8 -> DeleteRange[goo@3, succ(goo))
+//   r: events 2..7 walked in this batch -> DeleteRange[r(2,0), r(8,0))
+//
+// succ(foo) ends foo's run before foo\0's (see FORMAT.md, escaping).
 
 #include <rocksdb/db.h>
 #include <rocksdb/write_batch.h>
 
 #include <algorithm>
-#include <set>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_set>
 
 #include "base/logging.h"
 #include "storage/mvcc/keys.h"
@@ -112,50 +130,62 @@ void Store::FlushCompactionBatch(rocksdb::WriteBatch* wb, int64_t* freed,
   *freed = 0;
 }
 
-void Store::CompactKey(const std::string& user_key, int64_t target,
-                       rocksdb::WriteBatch* wb, int64_t* freed,
-                       int64_t cursor_rev) {
-  const size_t limit = static_cast<size_t>(options_.compaction_batch_records);
-  std::string lower = keys::VersionPrefix(user_key);
-  DbView view(db_.get(), nullptr);
-  auto c = view.NewCursor(lower, keys::PrefixSuccessor(lower));
-  rocksdb::Iterator* it = c->it();
+int64_t Store::CompactKey(rocksdb::Iterator* versions,
+                          std::string_view user_key, int64_t target,
+                          rocksdb::WriteBatch* wb, int64_t* freed) {
+  const std::string prefix = keys::VersionPrefix(user_key);
+  const rocksdb::Slice prefix_slice(prefix);
+  rocksdb::Iterator* it = versions;
   it->Seek(keys::VersionSeekKey(user_key, target));
-  if (!it->Valid()) {
+  if (!it->Valid() || !it->key().starts_with(prefix_slice)) {
     CHECK(it->status().ok()) << it->status().ToString();
-    return;  // already compacted (a resumed run)
+    return 0;  // no version <= target: already compacted (a resumed run)
   }
   // The newest version <= target survives unless it is a tombstone below
-  // the target. Such a tombstone is deleted last, after every older
-  // version: deleting it first would let a crash in between resurrect an
-  // older put.
-  std::string tombstone;
+  // the target (the key is gone at the target).
+  std::string first;  // the newest record to delete
+  int64_t deleted = 0;
   if (keys::IsTombstoneRecord(
           std::string_view(it->value().data(), it->value().size()))) {
-    std::string_view prefix;
+    std::string_view p;
     int64_t main;
     uint32_t sub;
     rocksdb::Slice k = it->key();
-    CHECK(keys::ParseVersionKey(std::string_view(k.data(), k.size()), &prefix,
-                                &main, &sub));
-    if (main < target) tombstone = k.ToString();
-  }
-  for (it->Next(); it->Valid(); it->Next()) {
-    wb->Delete(it->key());
-    *freed += static_cast<int64_t>(it->key().size() + it->value().size());
-    if (static_cast<size_t>(wb->Count()) >= limit) {
-      FlushCompactionBatch(wb, freed, cursor_rev);
+    CHECK(keys::ParseVersionKey(std::string_view(k.data(), k.size()), &p, &main,
+                                &sub));
+    if (main < target) {
+      first = k.ToString();
+      *freed += static_cast<int64_t>(k.size() + it->value().size());
+      ++deleted;
     }
   }
-  CHECK(it->status().ok()) << it->status().ToString();
-  if (!tombstone.empty()) {
-    wb->Delete(tombstone);
-    *freed += static_cast<int64_t>(tombstone.size() + 1);
+  // Every older version goes. They are only read to count their bytes for
+  // msize_in_use: Next() within a key's run is cheap, it is the deletion
+  // that must not cost one record each.
+  for (it->Next(); it->Valid() && it->key().starts_with(prefix_slice);
+       it->Next()) {
+    if (first.empty()) first = it->key().ToString();
+    *freed += static_cast<int64_t>(it->key().size() + it->value().size());
+    ++deleted;
   }
+  CHECK(it->status().ok()) << it->status().ToString();
+  // Everything from `first` to the end of the key's run is deleted, so one
+  // range deletion covers it: [first, PrefixSuccessor(prefix)). Writers only
+  // add versions above the target, which sort before `first`, so the range
+  // cannot hide a concurrent write. A tombstone and the older versions it
+  // hides go in one atomic deletion, so no crash can resurrect an old put.
+  // A single record gets a point deletion (cheaper for readers than a range
+  // tombstone).
+  if (deleted == 1) {
+    wb->Delete(first);
+  } else if (deleted > 1) {
+    wb->DeleteRange(first, keys::PrefixSuccessor(prefix));
+  }
+  return deleted;
 }
 
 bool Store::RunCompaction(int64_t target) {
-  const size_t limit = static_cast<size_t>(options_.compaction_batch_records);
+  const int64_t limit = std::max<int64_t>(1, options_.compaction_batch_records);
   int64_t start;
   {
     std::lock_guard<std::mutex> l(compact_mu_);
@@ -165,17 +195,53 @@ bool Store::RunCompaction(int64_t target) {
                                                 : compact_finished_;
   }
   LOG(INFO) << "mvcc: compacting revisions " << start << ".." << target;
+  const std::string event_end_of_target = keys::EventKey(target, 0);
   rocksdb::WriteBatch wb;
   int64_t freed = 0;
+  // Keys already compacted to `target` by this pass (flushed, or in `wb`): a
+  // key written N times below the target has N events but needs one visit.
+  // Without this, a batch boundary forgot them and every event cost a seek.
+  // Bounded: past kMaxRememberedBytes it is cleared between batches (only
+  // then: the next batch's iterators see the flushed deletions, so a key
+  // visited again finds nothing left to delete and is not counted twice).
+  constexpr size_t kMaxRememberedBytes = 64 << 20;
+  std::unordered_set<std::string> compacted_keys;
+  size_t remembered_bytes = 0;
+  // One iterator over the event log and one over the version records serve
+  // many batches: creating an iterator costs far more than a seek (RocksDB
+  // re-fragments the memtable's range deletions for each new one, and this
+  // pass adds some with every batch). A reused iterator does not see the
+  // batches written since it was created, which is fine: the event iterator
+  // only moves forward past what is done, and the versions of a remembered
+  // key are not read again. They are renewed every kBatchesPerIterator
+  // batches, so they do not pin old memtables and files for a whole long
+  // pass, and whenever the remembered keys are forgotten.
+  constexpr int kBatchesPerIterator = 100;
+  std::unique_ptr<Cursor> events, versions;
+  int batches_on_iterators = 0;
   while (true) {
     if (CompactionStopping()) return false;
-    DbView view(db_.get(), nullptr);
-    auto c =
-        view.NewCursor(keys::EventKey(start, 0), keys::EventKey(target + 1, 0));
-    rocksdb::Iterator* it = c->it();
-    std::set<std::string> seen;  // keys already compacted in this round
+    if (remembered_bytes > kMaxRememberedBytes) {
+      compacted_keys.clear();
+      remembered_bytes = 0;
+      events.reset();
+    }
+    const std::string first_event = keys::EventKey(start, 0);
+    if (events == nullptr || batches_on_iterators >= kBatchesPerIterator) {
+      DbView view(db_.get(), nullptr);
+      events = view.NewCursor(first_event, keys::EventKey(target + 1, 0));
+      versions = view.NewCursor(
+          std::string(1, keys::kVersionTag),
+          std::string(1, static_cast<char>(keys::kVersionTag + 1)));
+      events->it()->Seek(first_event);
+      batches_on_iterators = 0;
+    }  // else `events` stands on the event the last batch stopped at
+    ++batches_on_iterators;
+    std::string events_end = event_end_of_target;  // events deleted: below it
+    int64_t deleted = 0;                           // records this batch deletes
     bool more = false;
-    for (it->Seek(c->lower()); it->Valid(); it->Next()) {
+    rocksdb::Iterator* it = events->it();
+    for (; it->Valid(); it->Next()) {
       int64_t main;
       uint32_t sub;
       bool is_delete;
@@ -186,24 +252,28 @@ bool Store::RunCompaction(int64_t target) {
             keys::DecodeEventRecord(std::string_view(v.data(), v.size()),
                                     &is_delete, &user_key))
           << "mvcc: malformed event record";
-      if (static_cast<size_t>(wb.Count()) >= limit) {
-        // Everything below `main` is done; resume at `main`.
+      if (deleted >= limit) {
+        // Everything below `main` is done; resume at `main` (redoing its
+        // first subs after a restart is harmless). `it` stays here.
         start = main;
         more = true;
+        if (main < target) events_end = k.ToString();
         break;
       }
-      // Everything below `main` is done whenever CompactKey flushes.
-      if (seen.insert(std::string(user_key)).second) {
-        CompactKey(std::string(user_key), target, &wb, &freed, main - 1);
+      if (compacted_keys.emplace(user_key).second) {
+        remembered_bytes += user_key.size() + 64;  // + node and bucket
+        deleted += CompactKey(versions->it(), user_key, target, &wb, &freed);
       }
-      // The event goes after its key's versions: an event record still
-      // present means its key may still need compacting.
       if (main < target) {
-        wb.Delete(k);
+        ++deleted;
         freed += static_cast<int64_t>(k.size() + v.size());
       }
     }
     CHECK(it->status().ok()) << it->status().ToString();
+    // The events walked below the target are contiguous in the log: one
+    // range deletion, in the same batch as their keys' versions (an event
+    // record still present means its key may still need compacting).
+    if (events_end > first_event) wb.DeleteRange(first_event, events_end);
     if (!more) {
       FlushCompactionBatch(&wb, &freed, target);
       break;

@@ -6,24 +6,13 @@
 #include <memory>
 
 #include "apiserver/api_server.h"
+#include "base/command.h"
 #include "base/flags.h"
 #include "base/logging.h"
 #include "storage/client/remote_kv.h"
 #include "storage/server/store_server.h"
 
 namespace kplane::apiserver {
-namespace {
-
-sigset_t BlockStopSignals() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  return set;
-}
-
-}  // namespace
 
 int RunApiServerCommand(const std::vector<std::string>& args) {
   FlagSet flags("kplane apiserver",
@@ -80,23 +69,12 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
   flags.Int("worker-threads", &worker_threads,
             "Threads running request handlers (they block on storage).");
   flags.String("log-level", &log_level, "debug, info, warning or error.");
-  Status s = flags.Parse(args);
-  if (flags.help_requested()) {
-    std::cout << flags.Usage();
-    return 0;
-  }
+  if (auto code = ParseCommandFlags(flags, args, "kplane apiserver"))
+    return *code;
   auto fail = [](const Status& st) {
-    std::cerr << "kplane apiserver: " << st.message() << "\n";
-    return 2;
+    return CommandFailed("kplane apiserver", st);
   };
-  if (!s.ok()) return fail(s);
-  if (!flags.args().empty()) {
-    return fail(InvalidArgumentError("unexpected argument \"" +
-                                     flags.args().front() + "\""));
-  }
-  if (log_level == "debug") SetMinLogLevel(LogLevel::kDebug);
-  if (log_level == "warning") SetMinLogLevel(LogLevel::kWarning);
-  if (log_level == "error") SetMinLogLevel(LogLevel::kError);
+  SetMinLogLevelByName(log_level);
   if (port < 0 || port > 65535) {
     return fail(InvalidArgumentError("--port must be in 0..65535"));
   }

@@ -7,6 +7,7 @@
 #include <iostream>
 #include <thread>
 
+#include "base/command.h"
 #include "base/flags.h"
 #include "base/logging.h"
 #include "base/strings.h"
@@ -60,23 +61,12 @@ int RunControllerManagerCommand(const std::vector<std::string>& args) {
   flags.Int("port", &o.port, "Port of /healthz and /metrics (0: none).");
   flags.Int("secure-port", &o.port, "Same as --port (no TLS in kplane).");
   flags.String("log-level", &log_level, "debug, info, warning or error.");
-  Status s = flags.Parse(args);
-  if (flags.help_requested()) {
-    std::cout << flags.Usage();
-    return 0;
-  }
+  if (auto code = ParseCommandFlags(flags, args, "kplane controller-manager"))
+    return *code;
   auto fail = [](const Status& st) {
-    std::cerr << "kplane controller-manager: " << st.message() << "\n";
-    return 2;
+    return CommandFailed("kplane controller-manager", st);
   };
-  if (!s.ok()) return fail(s);
-  if (!flags.args().empty()) {
-    return fail(InvalidArgumentError("unexpected argument \"" +
-                                     flags.args().front() + "\""));
-  }
-  if (log_level == "debug") SetMinLogLevel(LogLevel::kDebug);
-  if (log_level == "warning") SetMinLogLevel(LogLevel::kWarning);
-  if (log_level == "error") SetMinLogLevel(LogLevel::kError);
+  SetMinLogLevelByName(log_level);
   if (o.port < 0 || o.port > 65535) {
     return fail(InvalidArgumentError("--port must be in 0..65535"));
   }
@@ -89,11 +79,7 @@ int RunControllerManagerCommand(const std::vector<std::string>& args) {
   }
   o.controllers = StrSplit(controllers, ',');
 
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  sigset_t set = BlockStopSignals();
 
   auto cm = ControllerManager::Start(o);
   if (!cm.ok()) return fail(cm.status());

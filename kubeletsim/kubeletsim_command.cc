@@ -7,23 +7,12 @@
 #include <mutex>
 #include <thread>
 
+#include "base/command.h"
 #include "base/flags.h"
 #include "base/logging.h"
 #include "kubeletsim/fleet.h"
 
 namespace kplane::kubeletsim {
-namespace {
-
-sigset_t BlockStopSignals() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  return set;
-}
-
-}  // namespace
 
 int RunKubeletSimCommand(const std::vector<std::string>& args) {
   FlagSet flags("kplane kubeletsim",
@@ -83,23 +72,12 @@ int RunKubeletSimCommand(const std::vector<std::string>& args) {
   flags.Duration("resume-after", &resume_after,
                  "Fault injection: when to resume them (0: never).");
   flags.String("log-level", &log_level, "debug, info, warning or error.");
-  Status s = flags.Parse(args);
-  if (flags.help_requested()) {
-    std::cout << flags.Usage();
-    return 0;
-  }
+  if (auto code = ParseCommandFlags(flags, args, "kplane kubeletsim"))
+    return *code;
   auto fail = [](const Status& st) {
-    std::cerr << "kplane kubeletsim: " << st.message() << "\n";
-    return 2;
+    return CommandFailed("kplane kubeletsim", st);
   };
-  if (!s.ok()) return fail(s);
-  if (!flags.args().empty()) {
-    return fail(InvalidArgumentError("unexpected argument \"" +
-                                     flags.args().front() + "\""));
-  }
-  if (log_level == "debug") SetMinLogLevel(LogLevel::kDebug);
-  if (log_level == "warning") SetMinLogLevel(LogLevel::kWarning);
-  if (log_level == "error") SetMinLogLevel(LogLevel::kError);
+  SetMinLogLevelByName(log_level);
   for (const std::string& l : labels) {
     auto kv = ParseLabel(l);
     if (!kv.ok()) return fail(kv.status());

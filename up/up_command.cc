@@ -6,6 +6,7 @@
 #include <climits>
 #include <iostream>
 
+#include "base/command.h"
 #include "base/flags.h"
 #include "base/logging.h"
 #include "up/control_plane.h"
@@ -71,30 +72,13 @@ int RunUpCommand(const std::vector<std::string>& args) {
   flags.String("kubeconfig-out", &o.kubeconfig_out,
                "Where to write the kubeconfig (empty: nowhere).");
   flags.String("log-level", &log_level, "debug, info, warning or error.");
-  Status s = flags.Parse(args);
-  if (flags.help_requested()) {
-    std::cout << flags.Usage();
-    return 0;
-  }
-  auto fail = [](const Status& st) {
-    std::cerr << "kplane up: " << st.message() << "\n";
-    return 2;
-  };
-  if (!s.ok()) return fail(s);
-  if (!flags.args().empty()) {
-    return fail(InvalidArgumentError("unexpected argument \"" +
-                                     flags.args().front() + "\""));
-  }
-  if (log_level == "debug") SetMinLogLevel(LogLevel::kDebug);
+  if (auto code = ParseCommandFlags(flags, args, "kplane up")) return *code;
+  auto fail = [](const Status& st) { return CommandFailed("kplane up", st); };
+  SetMinLogLevelByName(log_level);
+  // Our default is "warning", so an explicit "info" must lower it.
   if (log_level == "info") SetMinLogLevel(LogLevel::kInfo);
-  if (log_level == "warning") SetMinLogLevel(LogLevel::kWarning);
-  if (log_level == "error") SetMinLogLevel(LogLevel::kError);
 
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  sigset_t stop_signals = BlockStopSignals();
 
   std::cout << "kplane up: starting (data in " << o.data_dir << ")..."
             << std::endl;

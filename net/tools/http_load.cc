@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "base/command.h"
 #include "base/logging.h"
 #include "base/strings.h"
 #include "net/http_parser.h"
@@ -95,13 +96,8 @@ int64_t IntFlag(const Flags& f, const std::string& name, int64_t def) {
 // serve
 
 int Serve(const Flags& flags) {
-  // Block the stop signals before any thread starts, so only sigwait sees
-  // them.
-  sigset_t stop;
-  sigemptyset(&stop);
-  sigaddset(&stop, SIGTERM);
-  sigaddset(&stop, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+  // Before any thread starts, so only sigwait sees them.
+  sigset_t stop = BlockStopSignals();
 
   HttpServerOptions o;
   o.port = static_cast<uint16_t>(IntFlag(flags, "port", 0));

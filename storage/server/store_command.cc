@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "base/command.h"
 #include "base/flags.h"
 #include "base/logging.h"
 #include "base/strings.h"
@@ -30,14 +31,6 @@ StatusOr<net::Url> ListenUrl(const std::vector<std::string>& urls,
 
 // Blocks SIGINT/SIGTERM in every thread started after this call, so that
 // WaitForSignal() receives them.
-sigset_t BlockStopSignals() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  return set;
-}
 
 }  // namespace
 
@@ -108,23 +101,11 @@ int RunStoreCommand(const std::vector<std::string>& args) {
   flags.Duration("corrupt-check-time", &cfg.corrupt_check_interval,
                  "How often the leader compares members' hashes (0: off).");
   flags.String("log-level", &log_level, "debug, info, warning or error.");
-  Status s = flags.Parse(args);
-  if (flags.help_requested()) {
-    std::cout << flags.Usage();
-    return 0;
-  }
+  if (auto code = ParseCommandFlags(flags, args, "kplane store")) return *code;
   auto fail = [](const Status& st) {
-    std::cerr << "kplane store: " << st.message() << "\n";
-    return 2;
+    return CommandFailed("kplane store", st);
   };
-  if (!s.ok()) return fail(s);
-  if (!flags.args().empty()) {
-    return fail(InvalidArgumentError("unexpected argument \"" +
-                                     flags.args().front() + "\""));
-  }
-  if (log_level == "debug") SetMinLogLevel(LogLevel::kDebug);
-  if (log_level == "warning") SetMinLogLevel(LogLevel::kWarning);
-  if (log_level == "error") SetMinLogLevel(LogLevel::kError);
+  SetMinLogLevelByName(log_level);
   SetLogTag(cfg.name);
 
   cfg.data_dir = data_dir.empty() ? cfg.name + ".etcd" : data_dir;
@@ -221,7 +202,8 @@ int RunStoreCommand(const std::vector<std::string>& args) {
   client_opts.worker_threads = 8;
   // JSON (base64) is larger than the protobuf size etcd limits; let bodies
   // up to 4x through so the API answers with etcd's own errors.
-  client_opts.max_body_bytes = 4 * (static_cast<size_t>(max_request) + (1 << 20));
+  client_opts.max_body_bytes =
+      4 * (static_cast<size_t>(max_request) + (1 << 20));
   net::HttpServer client_http(client_opts);
   ClientApi api(server->get(), metrics::Registry::Default());
   api.RegisterHandlers(&client_http);

@@ -120,7 +120,8 @@ class StoreSupervisor {
       cv_.wait_for(l, std::chrono::milliseconds(200));
       if (stopped_) break;
       for (Member& m : members_) {
-        if (m.process->running()) continue;
+        // A member left down (no restarts) has no process.
+        if (!m.process || m.process->running()) continue;
         LOG(WARNING) << "store member " << m.name << " (pid "
                      << m.process->pid() << ") exited with code "
                      << m.process->Wait()
@@ -128,8 +129,7 @@ class StoreSupervisor {
                              ? "; restarting it shortly"
                              : "; not restarting it");
         if (restart_delay_ <= Duration(0)) {
-          m.process.reset(new Subprocess({"/bin/true"}));
-          (void)m.process->Start();
+          m.process.reset();
           continue;
         }
         cv_.wait_for(l, restart_delay_);

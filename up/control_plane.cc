@@ -246,14 +246,18 @@ Status ControlPlane::Impl::StartStore() {
               "--initial-advertise-peer-urls",
               peer_url,
               "--initial-cluster",
-              initial_cluster,
-              "--auto-compaction-mode",
-              "periodic",
-              "--auto-compaction-retention",
-              std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
-                                 o.compaction_interval)
-                                 .count()) +
-                  "s"};
+              initial_cluster};
+    // As for the embedded member: 0 means no automatic compaction (the
+    // store refuses a zero retention).
+    if (o.compaction_interval > Duration(0)) {
+      m.argv.insert(
+          m.argv.end(),
+          {"--auto-compaction-mode", "periodic", "--auto-compaction-retention",
+           std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
+                              o.compaction_interval)
+                              .count()) +
+               "s"});
+    }
     members.push_back(std::move(m));
   }
   supervisor = std::make_unique<StoreSupervisor>(std::move(members),

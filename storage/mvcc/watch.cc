@@ -34,9 +34,7 @@ Status WatchStream::Cancel(int64_t watch_id) {
 
 void WatchStream::RequestProgress() { hub_->RequestProgress(state_.get()); }
 
-namespace {
-
-etcdserverpb::WatchResponse ToResponse(const WatchItem& item) {
+etcdserverpb::WatchResponse ToWatchResponse(const WatchItem& item) {
   etcdserverpb::WatchResponse r;
   auto* header = r.mutable_header();
   if (item.revision != 0) header->set_revision(item.revision);
@@ -54,8 +52,6 @@ etcdserverpb::WatchResponse ToResponse(const WatchItem& item) {
   return r;
 }
 
-}  // namespace
-
 std::optional<etcdserverpb::WatchResponse> WatchStream::TryPop() {
   WatchItem item;
   bool kick = false;
@@ -67,7 +63,22 @@ std::optional<etcdserverpb::WatchResponse> WatchStream::TryPop() {
     kick = state_->wants_kick.exchange(false);
   }
   if (kick) hub_->Kick();
-  return ToResponse(item);
+  return ToWatchResponse(item);
+}
+
+size_t WatchStream::PopAll(std::vector<WatchItem>* out) {
+  size_t n;
+  bool kick;
+  {
+    std::lock_guard<std::mutex> l(state_->mu);
+    n = state_->queue.size();
+    if (n == 0) return 0;
+    for (WatchItem& item : state_->queue) out->push_back(std::move(item));
+    state_->queue.clear();
+    kick = state_->wants_kick.exchange(false);
+  }
+  if (kick) hub_->Kick();
+  return n;
 }
 
 std::optional<etcdserverpb::WatchResponse> WatchStream::Next(

@@ -39,10 +39,12 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "base/clock.h"
 #include "base/status.h"
 #include "base/statusor.h"
+#include "schemas/kv.pb.h"
 #include "schemas/rpc.pb.h"
 
 namespace kplane::mvcc {
@@ -52,6 +54,23 @@ struct StreamState;
 
 // etcd's clientv3.InvalidWatchID, used for stream-wide progress responses.
 inline constexpr int64_t kStreamProgressWatchId = -1;
+
+// One queued response as the hub holds it. `events` is shared, not copied,
+// by every watcher the same write (or catch-up read) delivered it to, so a
+// server fanning it out to many streams can encode it once; it may carry
+// prev_kv that this watcher did not ask for (keep_prev_kv false: drop it).
+struct WatchItem {
+  int64_t watch_id = 0;
+  int64_t revision = 0;  // header revision; 0 for compacted responses
+  std::shared_ptr<const std::vector<mvccpb::Event>> events;  // null: none
+  int64_t compact_revision = 0;
+  bool canceled = false;
+  bool keep_prev_kv = false;
+};
+
+// The response an item stands for (header.revision only; the server adds
+// cluster/member/term).
+etcdserverpb::WatchResponse ToWatchResponse(const WatchItem& item);
 
 class WatchStream {
  public:
@@ -78,6 +97,10 @@ class WatchStream {
 
   // The next queued response, if any.
   std::optional<etcdserverpb::WatchResponse> TryPop();
+  // Moves every queued response to the end of `out`, in order, without
+  // copying events (one lock, for servers that batch a stream's output).
+  // Returns how many were moved.
+  size_t PopAll(std::vector<WatchItem>* out);
   // Waits on the store's clock until a response is queued or `deadline`.
   std::optional<etcdserverpb::WatchResponse> Next(TimePoint deadline);
 

@@ -70,17 +70,6 @@ class EventSource {
   virtual int64_t CompactRevision() const = 0;
 };
 
-// One queued response, materialized into a WatchResponse when popped, so a
-// writer fanning out to many watchers copies only a pointer.
-struct WatchItem {
-  int64_t watch_id = 0;
-  int64_t revision = 0;
-  std::shared_ptr<const EventList> events;  // null for progress/compacted
-  int64_t compact_revision = 0;
-  bool canceled = false;
-  bool keep_prev_kv = false;
-};
-
 struct Watcher;
 
 struct StreamState {

@@ -1,13 +1,17 @@
 #include "storage/server/client_api.h"
 
+#include <atomic>
+#include <deque>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 
 #include "base/base64.h"
 #include "base/crc32c.h"
 #include "base/logging.h"
 #include "storage/api/etcd_json.h"
 #include "storage/mvcc/watch.h"
+#include "storage/server/watch_json.h"
 
 namespace kplane::storage {
 namespace fs = std::filesystem;
@@ -145,18 +149,65 @@ bool IsReadOnlyTxn(const etcdserverpb::TxnRequest& t) {
   return ops_read_only(t.success()) && ops_read_only(t.failure());
 }
 
+class WatchSession;
+
+// Runs the drains of watch sessions that have queued responses, on the
+// server's workers. Ready sessions wait in one FIFO; at most kMaxTasks pool
+// tasks take them kBatch at a time, and a task that finds more waiting after
+// its batch re-submits itself behind the pool's other work (linearizable
+// reads share the pool). So one put under a prefix that 1,000 streams watch
+// costs the apply thread 1,000 FIFO appends and at most kMaxTasks task
+// submissions, instead of 1,000 tasks.
+//
+// Example: sessions A, B, C become ready while no task runs: Schedule(A)
+// starts task 1, Schedule(B) starts task 2 (kMaxTasks 2), Schedule(C) only
+// appends. Task 1 takes [A B C] (a batch of up to kBatch), drains them,
+// finds the FIFO empty and ends; task 2 finds it empty and ends.
+//
+// Thread-safety: Schedule may be called from any thread.
+class WatchDrainer : public std::enable_shared_from_this<WatchDrainer> {
+ public:
+  static constexpr int kMaxTasks = 2;
+  static constexpr size_t kBatch = 64;
+
+  explicit WatchDrainer(StoreServer* server) : server_(server) {}
+
+  WatchJsonEncoder* encoder() { return &encoder_; }
+
+  // Queues `session` for one Drain(). The caller ensures a session is
+  // queued at most once at a time (WatchSession::drain_scheduled_).
+  void Schedule(std::shared_ptr<WatchSession> session);
+
+ private:
+  void Run();
+
+  StoreServer* const server_;
+  WatchJsonEncoder encoder_;
+  std::mutex mu_;
+  std::deque<std::shared_ptr<WatchSession>> ready_;  // guarded by mu_
+  int tasks_ = 0;                                    // guarded by mu_
+};
+
 // One /v3/watch connection: its MVCC watch stream and response writer.
 class WatchSession : public std::enable_shared_from_this<WatchSession> {
  public:
-  WatchSession(StoreServer* server, ResponderPtr r)
-      : server_(server), r_(std::move(r)) {}
+  WatchSession(StoreServer* server, std::shared_ptr<WatchDrainer> drainer,
+               ResponderPtr r)
+      : server_(server), drainer_(std::move(drainer)), r_(std::move(r)) {}
 
   void Start() {
     stream_ = server_->mvcc()->NewWatchStream();
     std::weak_ptr<WatchSession> weak = shared_from_this();
+    // Runs on the writer's thread for every write that queued responses
+    // for this stream: it must stay cheap. While a drain is scheduled and
+    // has not started, further notifications add nothing: that drain will
+    // pop everything queued by then.
     stream_->SetNotify([weak] {
       if (auto self = weak.lock()) {
-        self->server_->Submit([self] { self->Drain(); });
+        if (!self->drain_scheduled_.exchange(true)) {
+          WatchDrainer* d = self->drainer_.get();
+          d->Schedule(std::move(self));
+        }
       }
     });
     // Slow clients are cut off rather than buffered without bound; the
@@ -169,6 +220,25 @@ class WatchSession : public std::enable_shared_from_this<WatchSession> {
     });
     r_->OnBodyData(
         [self](std::string_view data, bool eof) { self->OnData(data, eof); });
+  }
+
+  // Writes every queued response with one Responder::Write.
+  void Drain() {
+    // Cleared before popping: a response queued after this point schedules
+    // another drain (which may find nothing left), so none is stranded.
+    drain_scheduled_.store(false);
+    std::lock_guard<std::mutex> l(mu_);
+    if (!stream_) return;
+    items_.clear();
+    if (stream_->PopAll(&items_) == 0) return;
+    etcdserverpb::ResponseHeader header;
+    server_->FillHeader(&header);
+    std::string out;
+    for (const mvcc::WatchItem& item : items_) {
+      drainer_->encoder()->Append(header, item, &out);
+    }
+    items_.clear();
+    WriteEncoded(out);
   }
 
  private:
@@ -200,14 +270,18 @@ class WatchSession : public std::enable_shared_from_this<WatchSession> {
     stream_.reset();
   }
 
-  void Write(const etcdserverpb::WatchResponse& resp) {
-    std::string out;
-    etcdapi::AppendStreamResult(resp, &out);
+  void WriteEncoded(std::string_view out) {
     if (!started_) {
       r_->StartStream(200, JsonHeaders());
       started_ = true;
     }
     r_->Write(out);
+  }
+
+  void Write(const etcdserverpb::WatchResponse& resp) {
+    std::string out;
+    etcdapi::AppendStreamResult(resp, &out);
+    WriteEncoded(out);
   }
 
   etcdserverpb::WatchResponse NewResponse(bool with_revision) {
@@ -264,30 +338,55 @@ class WatchSession : public std::enable_shared_from_this<WatchSession> {
     // `{}` gets no answer at all.
   }
 
-  void Drain() {
-    std::lock_guard<std::mutex> l(mu_);
-    if (!stream_) return;
-    while (auto resp = stream_->TryPop()) {
-      bool compacted = resp->compact_revision() != 0;
-      int64_t rev = resp->header().revision();
-      server_->FillHeader(resp->mutable_header());
-      if (compacted) {
-        resp->mutable_header()->clear_revision();
-      } else {
-        resp->mutable_header()->set_revision(rev);
-      }
-      Write(*resp);
-    }
-  }
-
   StoreServer* const server_;
+  const std::shared_ptr<WatchDrainer> drainer_;
   ResponderPtr r_;
   JsonObjectSplitter splitter_;  // body callbacks run one at a time
+  std::atomic<bool> drain_scheduled_{false};
   std::mutex mu_;
   std::unique_ptr<mvcc::WatchStream> stream_;  // guarded by mu_
+  std::vector<mvcc::WatchItem> items_;         // guarded by mu_; reused
   bool started_ = false;                       // guarded by mu_
   int64_t next_id_ = 0;                        // guarded by mu_
 };
+
+void WatchDrainer::Schedule(std::shared_ptr<WatchSession> session) {
+  bool submit = false;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    ready_.push_back(std::move(session));
+    if (tasks_ < kMaxTasks) {
+      ++tasks_;
+      submit = true;
+    }
+  }
+  if (submit) server_->Submit([self = shared_from_this()] { self->Run(); });
+}
+
+void WatchDrainer::Run() {
+  std::vector<std::shared_ptr<WatchSession>> batch;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    while (!ready_.empty() && batch.size() < kBatch) {
+      batch.push_back(std::move(ready_.front()));
+      ready_.pop_front();
+    }
+    if (batch.empty()) {
+      --tasks_;
+      return;
+    }
+  }
+  for (const auto& session : batch) session->Drain();
+  batch.clear();
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (ready_.empty()) {
+      --tasks_;
+      return;
+    }
+  }
+  server_->Submit([self = shared_from_this()] { self->Run(); });
+}
 
 }  // namespace
 
@@ -414,9 +513,10 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
   });
 
   // ---- watch ---------------------------------------------------------------
+  auto drainer = std::make_shared<WatchDrainer>(s);
   both("/watch",
-       [s](const HttpRequest&, ResponderPtr r) {
-         std::make_shared<WatchSession>(s, std::move(r))->Start();
+       [s, drainer](const HttpRequest&, ResponderPtr r) {
+         std::make_shared<WatchSession>(s, drainer, std::move(r))->Start();
        },
        {.stream_request_body = true});
 

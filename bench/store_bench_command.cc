@@ -59,6 +59,8 @@ int RunStoreBenchCommand(const std::vector<std::string>& args) {
   flags.Int("streams", &wo.streams,
             "watch: streams (connections) carrying them.");
   flags.Int("puts", &wo.puts, "watch: puts to make under the prefix.");
+  flags.Int("writers", &wo.writers,
+            "watch: concurrent writers sharing the puts (and --put-rate).");
   std::string put_rate = "100";
   flags.String("put-rate", &put_rate, "watch: puts per second (0: unpaced).");
   Duration kill_after = seconds(3);
@@ -107,12 +109,13 @@ int RunStoreBenchCommand(const std::vector<std::string>& args) {
     }
     auto ms = [](int64_t ns) { return ns / 1e6; };
     std::printf(
-        "watchers %d over %d streams, %d puts at %s/s: delivered %lld of %lld "
+        "watchers %d over %d streams, %d puts by %d writer(s) at %s/s: "
+        "delivered %lld of %lld "
         "events, %.0f events/s, writer %.2f s\n"
         "  put-send -> event: %s\n  put-ack  -> event: %s (%lld events before "
         "the ack)\n  put latency: %s\n  server RSS growth from the watchers: "
         "%.1f MiB (%.0f bytes/watcher), server CPU %.2f s\n",
-        wo.watchers, wo.streams, wo.puts, put_rate.c_str(),
+        wo.watchers, wo.streams, wo.puts, wo.writers, put_rate.c_str(),
         static_cast<long long>(r->delivered_events),
         static_cast<long long>(r->expected_events), r->events_per_second,
         r->writer_seconds, r->from_send.Summary().c_str(),
@@ -122,12 +125,13 @@ int RunStoreBenchCommand(const std::vector<std::string>& args) {
         static_cast<double>(r->server_rss_growth_bytes) / wo.watchers, srv_cpu);
     std::printf(
         "RESULT label=%s workload=watch watchers=%d streams=%d puts=%d "
-        "delivered=%lld expected=%lld events_per_s=%.0f send_p50_ms=%.3f "
+        "writers=%d delivered=%lld expected=%lld events_per_s=%.0f "
+        "send_p50_ms=%.3f "
         "send_p99_ms=%.3f ack_p50_ms=%.3f ack_p99_ms=%.3f ack_max_ms=%.3f "
         "before_ack=%lld writer_s=%.2f client_cpu_s=%.2f server_cpu_s=%.2f "
         "rss_per_watcher_b=%.0f\n",
         label.empty() ? "-" : label.c_str(), wo.watchers, wo.streams, wo.puts,
-        static_cast<long long>(r->delivered_events),
+        wo.writers, static_cast<long long>(r->delivered_events),
         static_cast<long long>(r->expected_events), r->events_per_second,
         ms(r->from_send.Percentile(50)), ms(r->from_send.Percentile(99)),
         ms(r->from_ack.Percentile(50)), ms(r->from_ack.Percentile(99)),

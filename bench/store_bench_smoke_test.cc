@@ -72,6 +72,7 @@ TEST_P(StoreBenchSmokeTest, WatchDeliversEveryEventToEveryWatcher) {
   // first answer on a stream (bench/watch_bench.h).
   o.streams = 12;
   o.puts = 20;
+  o.writers = 3;  // 7, 7 and 6 puts, every one matched to its events
   o.puts_per_second = 0;
   auto r = RunWatchBench(o);
   ASSERT_TRUE(r.ok()) << r.status();

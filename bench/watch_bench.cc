@@ -69,6 +69,17 @@ StatusOr<WatchBenchResult> RunWatchBench(const WatchBenchOptions& o) {
   if (o.watchers < 1 || o.streams < 1 || o.streams > o.watchers) {
     return InvalidArgumentError("need 1 <= streams <= watchers");
   }
+  if (o.writers < 1 || o.writers > o.puts) {
+    return InvalidArgumentError("need 1 <= writers <= puts");
+  }
+  // One socket per stream: 10,000 streams need more than the usual soft
+  // limit of 1,024 open files.
+  struct rlimit fds;
+  if (getrlimit(RLIMIT_NOFILE, &fds) == 0 &&
+      fds.rlim_cur < static_cast<rlim_t>(o.streams) + 64) {
+    fds.rlim_cur = fds.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &fds);
+  }
   WatchBenchResult res;
   res.expected_events = static_cast<int64_t>(o.watchers) * o.puts;
   double cpu0 = SelfCpu();
@@ -185,14 +196,20 @@ StatusOr<WatchBenchResult> RunWatchBench(const WatchBenchOptions& o) {
         continue;
       }
       size_t take = std::min(st.chunk_left, st.in.size() - pos);
-      for (size_t i = 0; i < take; ++i) {
-        char c = st.in[pos + i];
-        if (c == '\n') {
-          on_line(st, st.line);
-          st.line.clear();
-        } else {
-          st.line.push_back(c);
+      // Lines may span chunks and a chunk may hold many lines.
+      const char* p = st.in.data() + pos;
+      const char* end = p + take;
+      while (p < end) {
+        const char* nl = static_cast<const char*>(
+            std::memchr(p, '\n', static_cast<size_t>(end - p)));
+        if (nl == nullptr) {
+          st.line.append(p, static_cast<size_t>(end - p));
+          break;
         }
+        st.line.append(p, static_cast<size_t>(nl - p));
+        on_line(st, st.line);
+        st.line.clear();
+        p = nl + 1;
       }
       pos += take;
       st.chunk_left -= take;
@@ -236,42 +253,62 @@ StatusOr<WatchBenchResult> RunWatchBench(const WatchBenchOptions& o) {
 
   res.server_rss_growth_bytes = server_rss() - rss_before;
 
-  // The writer: sequential puts, paced.
+  // The writers: `writers` closed-loop clients, writer k making puts
+  // k, k+K, k+2K, ...; paced, put i is due at first_put + i / rate, so the
+  // total rate is `puts_per_second` however it is split.
   {
     const Endpoint& e = o.endpoints[0];
-    net::HttpClient client(e.host, e.port);
-    std::string value = Base64Encode(std::string(o.value_size, 'v'));
+    const std::string value = Base64Encode(std::string(o.value_size, 'v'));
+    std::mutex times_mu;
+    std::string failure;
     first_put = NowNs();
-    for (int i = 0; i < o.puts; ++i) {
-      if (o.puts_per_second > 0) {
-        int64_t due =
-            first_put + static_cast<int64_t>(i * 1e9 / o.puts_per_second);
-        int64_t wait = due - NowNs();
-        if (wait > 0)
-          std::this_thread::sleep_for(std::chrono::nanoseconds(wait));
+    auto write = [&](int k) {
+      net::HttpClient client(e.host, e.port);
+      std::vector<std::pair<int64_t, std::pair<int64_t, int64_t>>> mine;
+      LatencyHistogram lat;
+      for (int i = k; i < o.puts; i += o.writers) {
+        if (o.puts_per_second > 0) {
+          int64_t due =
+              first_put + static_cast<int64_t>(i * 1e9 / o.puts_per_second);
+          int64_t wait = due - NowNs();
+          if (wait > 0) {
+            std::this_thread::sleep_for(std::chrono::nanoseconds(wait));
+          }
+        }
+        std::string body =
+            "{\"key\":\"" +
+            Base64Encode(o.prefix + "k" + std::to_string(i % 100)) +
+            "\",\"value\":\"" + value + "\"}";
+        int64_t sent = NowNs();
+        auto r = client.Request("POST", "/v3/kv/put",
+                                {{"Content-Type", "application/json"}}, body);
+        int64_t acked = NowNs();
+        if (!r.ok() || r->status != 200) {
+          std::lock_guard<std::mutex> l(times_mu);
+          failure = r.ok() ? r->body : r.status().ToString();
+          return;
+        }
+        lat.Record(acked - sent);
+        size_t p = r->body.find("\"revision\":\"");
+        int64_t rev = p == std::string::npos
+                          ? 0
+                          : std::strtoll(r->body.c_str() + p + 12, nullptr, 10);
+        mine.push_back({rev, {sent, acked}});
       }
-      std::string body =
-          "{\"key\":\"" +
-          Base64Encode(o.prefix + "k" + std::to_string(i % 100)) +
-          "\",\"value\":\"" + value + "\"}";
-      int64_t sent = NowNs();
-      auto r = client.Request("POST", "/v3/kv/put",
-                              {{"Content-Type", "application/json"}}, body);
-      int64_t acked = NowNs();
-      if (!r.ok() || r->status != 200) {
-        stop_reader = true;
-        reader.join();
-        return UnavailableError("put failed: " +
-                                (r.ok() ? r->body : r.status().ToString()));
-      }
-      res.put_latency.Record(acked - sent);
-      size_t p = r->body.find("\"revision\":\"");
-      int64_t rev = p == std::string::npos
-                        ? 0
-                        : std::strtoll(r->body.c_str() + p + 12, nullptr, 10);
-      times.by_rev[rev] = {sent, acked};
-    }
+      std::lock_guard<std::mutex> l(times_mu);
+      for (const auto& [rev, t] : mine) times.by_rev[rev] = t;
+      res.put_latency.Merge(lat);
+    };
+    std::vector<std::thread> writers;
+    for (int k = 1; k < o.writers; ++k) writers.emplace_back(write, k);
+    write(0);
+    for (auto& t : writers) t.join();
     writer_end = NowNs();
+    if (!failure.empty()) {
+      stop_reader = true;
+      reader.join();
+      return UnavailableError("put failed: " + failure);
+    }
   }
   // Drain until every event arrived or the timeout.
   int64_t drain_until = NowNs() + o.drain_timeout.count();

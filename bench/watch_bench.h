@@ -10,16 +10,20 @@
 // started, so of several create requests in one body the later ones are
 // lost now and then (seen: 903 and 922 of 1,000 watchers created over 10
 // streams, and 9 of 12 over 3).
-// Once every watcher is created, one writer makes `puts` sequential puts
-// under the prefix to endpoints[0], paced at `puts_per_second` (0: as fast
-// as it can). Every event is matched to its put by mod_revision, giving
-// delivery latency from the put's send and from its acknowledgement.
+// Once every watcher is created, `writers` closed-loop writers make `puts`
+// puts under the prefix to endpoints[0] (writer k makes puts k, k+K, ...),
+// paced together at `puts_per_second` (0: each as fast as it can; one
+// sequential writer cannot reach 1,000 puts/s against a replicated store).
+// Every event is matched to its put by mod_revision, giving delivery latency
+// from the put's send and from its acknowledgement.
 //
 // Events that arrive before the writer has its put's answer count as
 // `before_ack` and record 0 in `from_ack` (the reference figures report
 // them as negative values).
 //
-// Thread-safety: RunWatchBench blocks the caller; it runs one reader thread.
+// Thread-safety: RunWatchBench blocks the caller; it runs one reader thread
+// and writers - 1 writer threads (the caller is writer 0). It raises its
+// soft open-file limit to the hard limit when the streams need it.
 // Errors: kUnavailable if a stream cannot be opened, not every watcher is
 // created within create_timeout, or a put fails; kInvalidArgument for bad
 // options.
@@ -39,7 +43,8 @@ struct WatchBenchOptions {
   int watchers = 100;
   int streams = 10;
   int puts = 1000;
-  double puts_per_second = 100;  // 0: unpaced
+  int writers = 1;               // concurrent writers sharing the puts
+  double puts_per_second = 100;  // 0: unpaced; else the total rate
   int value_size = 256;
   std::string prefix = "/registry/configmaps/watchbench/";
   Duration create_timeout = seconds(120);  // until every watcher is created

@@ -7,15 +7,21 @@
 # row, kplane median (min-max), etcd median (min-max), ratio kplane/etcd.
 #
 #   scripts/bench/store.sh [--quick] [--runs N] [--only kplane|etcd]
-#                          [--rows put,range,cas,watch,watchpaced,failover,
-#                                  compact,rss]
+#                          [--rows put,range,cas,watch,watchpaced,watch10k,
+#                                  watch1kw,failover,compact,rss]
 #                          [--out DIR]
 #
 # A full run takes about 20 minutes; --quick (1 run, short durations, small
 # counts) about 4. Raw RESULT lines go to DIR/raw.log, parsed figures to
 # DIR/results.tsv, the table to DIR/table.md (default DIR:
 # /tmp/kplane-bench/<time>). Needs build/kplane and build/cmd/kpctl/kpctl
-# (cmake --build build --target kplane kpctl) and /usr/bin/etcd 3.4.
+# (cmake --build build --target kplane kpctl; KPLANE=, KPCTL=, ETCD= override
+# the binaries) and /usr/bin/etcd 3.4.
+#
+# watch10k (10,000 watchers, one stream each, paced at 2 puts/s) and watch1kw
+# (1,000 watchers while 16 writers attempt 1,000 puts/s) are the issue's
+# watch targets; both need `ulimit -n` above 10,000 for the client (it raises
+# its soft limit to the hard one) and take a few minutes each.
 #
 # Every put, watch, failover and compaction run starts from a fresh cluster
 # (etcd slows down as uncompacted history grows; a fair comparison starts both
@@ -28,7 +34,7 @@ top=$PWD
 quick=0
 runs=3
 only=""
-rows="put,range,cas,watch,watchpaced,failover,compact,rss"
+rows="put,range,cas,watch,watchpaced,watch10k,watch1kw,failover,compact,rss"
 out=/tmp/kplane-bench/$(date -u +%Y%m%d-%H%M%S)
 while [[ $# -gt 0 ]]; do
   case $1 in
@@ -37,13 +43,13 @@ while [[ $# -gt 0 ]]; do
     --only) only=$2; shift 2 ;;
     --rows) rows=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
 done
 
-KPLANE=$top/build/kplane
-KPCTL=$top/build/cmd/kpctl/kpctl
+KPLANE=${KPLANE:-$top/build/kplane}
+KPCTL=${KPCTL:-$top/build/cmd/kpctl/kpctl}
 ETCD=${ETCD:-/usr/bin/etcd}
 for b in "$KPLANE" "$KPCTL" "$ETCD"; do
   [[ -x $b ]] || { echo "missing $b (cmake --build build --target kplane kpctl)" >&2; exit 1; }
@@ -53,10 +59,12 @@ if ((quick)); then
   put_dur=3s; range_dur=3s; put_clients=(1 16 64 256)
   watch_puts=200; watch_watchers=1000; failover_trials=2
   compact_revs=10000; rss_keys=10000; paced_puts=60
+  w10k_puts=20; w1kw_puts=1000
 else
   put_dur=4s; range_dur=4s; put_clients=(1 16 64 256)
   watch_puts=500; watch_watchers=1000; failover_trials=5
   compact_revs=100000; rss_keys=100000; paced_puts=200
+  w10k_puts=60; w1kw_puts=3000
 fi
 prefix=/registry/configmaps/default/
 
@@ -284,6 +292,46 @@ run_watch_paced() {
   done
 }
 
+# 10,000 watchers, one stream each, paced at 2 puts/s (20,000 events/s): a
+# rate etcd's gateway sustains with 1,000 watchers (its unpaced 1,000-watcher
+# row delivers ~10,000 events/s), so both are compared near, not far past,
+# saturation. Memory per watcher comes from the members' RSS growth.
+run_watch10k() {
+  local r line w="watch 10000 watchers, $w10k_puts puts paced at 2/s"
+  for r in $(seq 1 "$runs"); do
+    start_cluster "$system"
+    line=$(bench watch --endpoints "$(leader_first_eps)" \
+      --watchers 10000 --streams 10000 --puts "$w10k_puts" --put-rate 2 \
+      --server-pids "$(leader_first_pids)") || continue
+    record "$w: put-ack->event p50 ms" "$(field ack_p50_ms "$line")"
+    record "$w: put-ack->event p99 ms" "$(field ack_p99_ms "$line")"
+    record "$w: events/s" "$(field events_per_s "$line")"
+    record "$w: server CPU s" "$(field server_cpu_s "$line")"
+    record "$w: server RSS bytes/watcher" "$(field rss_per_watcher_b "$line")"
+    local d e; d=$(field delivered "$line"); e=$(field expected "$line")
+    [[ $d == "$e" ]] || say "watch10k: delivered $d of $e events"
+  done
+}
+
+# The issue's write rate: 16 writers attempt 1,000 puts/s in total while
+# 1,000 watchers (one stream each) watch; records what was reached.
+run_watch1kw() {
+  local r line w="watch 1000 watchers, 16 writers at <=1000 puts/s"
+  for r in $(seq 1 "$runs"); do
+    start_cluster "$system"
+    line=$(bench watch --endpoints "$(leader_first_eps)" \
+      --watchers 1000 --streams 1000 --puts "$w1kw_puts" --writers 16 \
+      --put-rate 1000 --server-pids "$(leader_first_pids)") || continue
+    record "$w: writer puts/s" "$(awk -v p="$w1kw_puts" -v s="$(field writer_s "$line")" 'BEGIN{printf "%.0f", p/s}')"
+    record "$w: events/s" "$(field events_per_s "$line")"
+    record "$w: put-ack->event p50 ms" "$(field ack_p50_ms "$line")"
+    record "$w: put-ack->event p99 ms" "$(field ack_p99_ms "$line")"
+    record "$w: server CPU s" "$(field server_cpu_s "$line")"
+    local d e; d=$(field delivered "$line"); e=$(field expected "$line")
+    [[ $d == "$e" ]] || say "watch1kw: delivered $d of $e events"
+  done
+}
+
 run_failover() {
   local t line
   for t in $(seq 1 "$failover_trials"); do
@@ -347,6 +395,8 @@ run_system() {
   if has_row range || has_row cas; then say "$system: range/cas"; run_range_cas; fi
   if has_row watch; then say "$system: watch"; run_watch; fi
   if has_row watchpaced; then say "$system: watch paced"; run_watch_paced; fi
+  if has_row watch10k; then say "$system: watch 10,000"; run_watch10k; fi
+  if has_row watch1kw; then say "$system: watch at 1,000 puts/s"; run_watch1kw; fi
   if has_row failover; then say "$system: failover"; run_failover; fi
   if has_row compact; then say "$system: compact/defrag"; run_compact; fi
   if has_row rss; then say "$system: rss"; run_rss; fi

@@ -1,6 +1,9 @@
 #include "storage/mvcc/watch.h"
 
 #include <algorithm>
+#include <map>
+#include <string_view>
+#include <tuple>
 
 #include "base/logging.h"
 #include "storage/mvcc/watch_hub.h"
@@ -573,6 +576,12 @@ bool WatchHub::SyncOnce(std::unique_lock<std::mutex>& lock) {
   CHECK(st.ok()) << "watch catch-up read failed: " << st;
   if (stopped_) return false;
   std::shared_ptr<const EventList> all = events;
+  // Watchers on the same range from the same revision get the same events:
+  // one shared list, so a server encodes it once for all of them (many
+  // watchers of one prefix fall behind together when the consumers lag).
+  std::map<std::tuple<int64_t, std::string_view, std::string_view, bool>,
+           std::shared_ptr<const EventList>>
+      shared;
 
   for (const auto& wp : candidates) {
     Watcher* w = wp.get();
@@ -590,21 +599,26 @@ bool WatchHub::SyncOnce(std::unique_lock<std::mutex>& lock) {
       continue;
     }
     if (w->min_rev > to) continue;  // beyond this window; next round
-    std::vector<int> idx;
-    for (int i = 0; i < static_cast<int>(all->size()); ++i) {
-      const mvccpb::KeyValue& kv = (*all)[i].kv();
-      if (kv.mod_revision() >= w->min_rev && w->Matches(kv.key())) {
-        idx.push_back(i);
+    std::shared_ptr<const EventList>& list =
+        shared[{w->min_rev, w->key, w->end, w->to_infinity}];
+    if (!list) {
+      std::vector<int> idx;
+      for (int i = 0; i < static_cast<int>(all->size()); ++i) {
+        const mvccpb::KeyValue& kv = (*all)[i].kv();
+        if (kv.mod_revision() >= w->min_rev && w->Matches(kv.key())) {
+          idx.push_back(i);
+        }
       }
-    }
-    if (!idx.empty()) {
-      std::shared_ptr<const EventList> list = all;
-      if (idx.size() != all->size()) {
+      if (idx.size() == all->size()) {
+        list = all;
+      } else {
         auto sub = std::make_shared<EventList>();
         sub->reserve(idx.size());
         for (int i : idx) sub->push_back((*all)[i]);
         list = std::move(sub);
       }
+    }
+    if (!list->empty()) {
       if (!DeliverLocked(w, to, list)) {
         SetGroupLocked(w, Watcher::Group::kVictim);
         continue;

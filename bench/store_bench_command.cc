@@ -125,19 +125,24 @@ int RunStoreBenchCommand(const std::vector<std::string>& args) {
         static_cast<double>(r->server_rss_growth_bytes) / wo.watchers, srv_cpu);
     std::printf(
         "RESULT label=%s workload=watch watchers=%d streams=%d puts=%d "
-        "writers=%d delivered=%lld expected=%lld events_per_s=%.0f "
+        "writers=%d put_errors=%d delivered=%lld expected=%lld "
+        "events_per_s=%.0f "
         "send_p50_ms=%.3f "
         "send_p99_ms=%.3f ack_p50_ms=%.3f ack_p99_ms=%.3f ack_max_ms=%.3f "
         "before_ack=%lld writer_s=%.2f client_cpu_s=%.2f server_cpu_s=%.2f "
         "rss_per_watcher_b=%.0f\n",
         label.empty() ? "-" : label.c_str(), wo.watchers, wo.streams, wo.puts,
-        wo.writers, static_cast<long long>(r->delivered_events),
+        wo.writers, r->put_errors, static_cast<long long>(r->delivered_events),
         static_cast<long long>(r->expected_events), r->events_per_second,
         ms(r->from_send.Percentile(50)), ms(r->from_send.Percentile(99)),
         ms(r->from_ack.Percentile(50)), ms(r->from_ack.Percentile(99)),
         ms(r->from_ack.max()), static_cast<long long>(r->before_ack),
         r->writer_seconds, r->client_cpu_seconds, srv_cpu,
         static_cast<double>(r->server_rss_growth_bytes) / wo.watchers);
+    if (r->put_errors > 0) {
+      std::printf("  %d put(s) failed, e.g.: %s\n", r->put_errors,
+                  r->last_put_error.c_str());
+    }
     return r->delivered_events == r->expected_events ? 0 : 1;
   }
   if (w.kind == "failover") {

@@ -24,9 +24,13 @@
 // Thread-safety: RunWatchBench blocks the caller; it runs one reader thread
 // and writers - 1 writer threads (the caller is writer 0). It raises its
 // soft open-file limit to the hard limit when the streams need it.
+// A put answered with an error (an overloaded etcd times requests out) is
+// counted in put_errors and left out of expected_events; its events, if it
+// was committed after all, are not counted.
+//
 // Errors: kUnavailable if a stream cannot be opened, not every watcher is
-// created within create_timeout, or a put fails; kInvalidArgument for bad
-// options.
+// created within create_timeout, or every put fails; kInvalidArgument for
+// bad options.
 #ifndef KPLANE_BENCH_WATCH_BENCH_H_
 #define KPLANE_BENCH_WATCH_BENCH_H_
 
@@ -55,8 +59,10 @@ struct WatchBenchOptions {
 };
 
 struct WatchBenchResult {
-  int64_t expected_events = 0;   // watchers * puts
-  int64_t delivered_events = 0;  // events received, all streams
+  int64_t expected_events = 0;   // watchers * acknowledged puts
+  int64_t delivered_events = 0;  // events of acknowledged puts received
+  int put_errors = 0;            // puts answered with an error
+  std::string last_put_error;
   int64_t before_ack = 0;        // events seen before their put's answer
   LatencyHistogram from_send;    // put sent -> event received
   LatencyHistogram from_ack;     // put answered -> event received (>= 0)

@@ -310,8 +310,11 @@ run_watch10k() {
     record "$w: writer puts/s" "$(awk -v p="$w10k_puts" -v s="$(field writer_s "$line")" 'BEGIN{printf "%.2f", p/s}')"
     record "$w: server CPU s" "$(field server_cpu_s "$line")"
     record "$w: server RSS bytes/watcher" "$(field rss_per_watcher_b "$line")"
-    local d e; d=$(field delivered "$line"); e=$(field expected "$line")
+    local d e pe; d=$(field delivered "$line"); e=$(field expected "$line")
     [[ $d == "$e" ]] || say "watch10k: delivered $d of $e events"
+    pe=$(field put_errors "$line")
+    [[ ${pe:-0} == 0 ]] || say "watch10k: $pe puts failed (see raw.log)"
+    record "$w: failed puts" "${pe:-0}"
   done
 }
 
@@ -330,8 +333,11 @@ run_watch1kw() {
     record "$w: put-ack->event p99 ms" "$(field ack_p99_ms "$line")"
     record "$w: put-send->event p99 ms" "$(field send_p99_ms "$line")"
     record "$w: server CPU s" "$(field server_cpu_s "$line")"
-    local d e; d=$(field delivered "$line"); e=$(field expected "$line")
+    local d e pe; d=$(field delivered "$line"); e=$(field expected "$line")
     [[ $d == "$e" ]] || say "watch1kw: delivered $d of $e events"
+    pe=$(field put_errors "$line")
+    [[ ${pe:-0} == 0 ]] || say "watch1kw: $pe puts failed (see raw.log)"
+    record "$w: failed puts" "${pe:-0}"
   done
 }
 

@@ -21,7 +21,10 @@
 # watch10k (10,000 watchers, one stream each, paced at 0.5 puts/s) and watch1kw
 # (1,000 watchers while 16 writers attempt 1,000 puts/s) are the issue's
 # watch targets; both need `ulimit -n` above 10,000 for the client (it raises
-# its soft limit to the hard one) and take a few minutes each.
+# its soft limit to the hard one). Per run on the loaded 2-core machine:
+# watch10k ~1 min for kplane, ~2-3 min for etcd; watch1kw ~0.5 min for
+# kplane, ~5.5 min for etcd (its gateway reaches ~9 puts/s there), so with
+# 3 runs they add ~30 minutes; leave them out with --rows when in a hurry.
 #
 # Every put, watch, failover and compaction run starts from a fresh cluster
 # (etcd slows down as uncompacted history grows; a fair comparison starts both

@@ -46,7 +46,7 @@ while [[ $# -gt 0 ]]; do
     --only) only=$2; shift 2 ;;
     --rows) rows=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
 done

@@ -8,8 +8,8 @@
 #
 #   scripts/bench/store.sh [--quick] [--runs N] [--only kplane|etcd]
 #                          [--rows put,range,cas,watch,watchpaced,watch10k,
-#                                  watch1kw,failover,compact,rss]
-#                          [--out DIR]
+#                                  watch1kw,failover,compact,rss,restart]
+#                          [--out DIR] [--port-offset N]
 #
 # A full run takes about 20 minutes; --quick (1 run, short durations, small
 # counts) about 4. Raw RESULT lines go to DIR/raw.log, parsed figures to
@@ -37,7 +37,8 @@ top=$PWD
 quick=0
 runs=3
 only=""
-rows="put,range,cas,watch,watchpaced,watch10k,watch1kw,failover,compact,rss"
+port_offset=0
+rows="put,range,cas,watch,watchpaced,watch10k,watch1kw,failover,compact,rss,restart"
 out=/tmp/kplane-bench/$(date -u +%Y%m%d-%H%M%S)
 while [[ $# -gt 0 ]]; do
   case $1 in
@@ -46,7 +47,8 @@ while [[ $# -gt 0 ]]; do
     --only) only=$2; shift 2 ;;
     --rows) rows=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
+    --port-offset) port_offset=$2; shift 2 ;;
+    -h|--help) sed -n '2,/^set -e/p' "$0" | sed -n 's/^# \{0,1\}//p'; exit 0 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
 done
@@ -61,12 +63,12 @@ done
 if ((quick)); then
   put_dur=3s; range_dur=3s; put_clients=(1 16 64 256)
   watch_puts=200; watch_watchers=1000; failover_trials=2
-  compact_revs=10000; rss_keys=10000; paced_puts=60
+  compact_revs=10000; rss_keys=10000; paced_puts=60; restart_revs=100000
   w10k_puts=10; w1kw_puts=1000
 else
   put_dur=4s; range_dur=4s; put_clients=(1 16 64 256)
   watch_puts=500; watch_watchers=1000; failover_trials=5
-  compact_revs=100000; rss_keys=100000; paced_puts=200
+  compact_revs=100000; rss_keys=100000; paced_puts=200; restart_revs=1000000
   w10k_puts=30; w1kw_puts=3000
 fi
 prefix=/registry/configmaps/default/
@@ -75,7 +77,7 @@ mkdir -p "$out"
 raw=$out/raw.log
 res=$out/results.tsv
 : >"$res"
-data_root=/tmp/kplane-bench-data
+data_root=$out/data  # removed at the end
 say() { echo "[$(date -u +%H:%M:%S)] $*" | tee -a "$raw" >&2; }
 has_row() { [[ ",$rows," == *",$1,"* ]]; }
 
@@ -84,47 +86,48 @@ PIDS=()  # member pids, in endpoint order
 EPS=()   # client URLs
 system=""
 
+MEMBERS=3  # cluster size; the restart row uses 1 (see run_restart)
+
+# start_member I: starts member I (1-based) of $system's cluster of $MEMBERS
+# on its data dir (kept if it exists) and sets PIDS[I-1] and EPS[I-1].
+start_member() {
+  local i=$1 dir=$data_root/$system ic="" j
+  if [[ $system == kplane ]]; then
+    for j in $(seq 1 "$MEMBERS"); do ic+="${ic:+,}n$j=http://127.0.0.1:$((12371 + port_offset + j * 10))"; done
+    local cport=$((12370 + port_offset + i * 10)) pport=$((12371 + port_offset + i * 10))
+    "$KPLANE" store --name "n$i" --data-dir "$dir/n$i" \
+      --listen-client-urls "http://127.0.0.1:$cport" \
+      --listen-peer-urls "http://127.0.0.1:$pport" \
+      --initial-cluster "$ic" --heartbeat-interval 100 \
+      --election-timeout 1000 --snapshot-count 100000 \
+      --log-level warning >>"$dir/n$i.log" 2>&1 &
+  else
+    for j in $(seq 1 "$MEMBERS"); do ic+="${ic:+,}e$j=http://127.0.0.1:$((23800 + port_offset + j))"; done
+    local cport=$((23790 + port_offset + i)) pport=$((23800 + port_offset + i))
+    "$ETCD" --name "e$i" --data-dir "$dir/e$i" \
+      --listen-client-urls "http://127.0.0.1:$cport" \
+      --advertise-client-urls "http://127.0.0.1:$cport" \
+      --listen-peer-urls "http://127.0.0.1:$pport" \
+      --initial-advertise-peer-urls "http://127.0.0.1:$pport" \
+      --initial-cluster "$ic" --initial-cluster-state new \
+      --heartbeat-interval 100 --election-timeout 1000 \
+      --snapshot-count 100000 --logger zap --log-level warn \
+      >>"$dir/e$i.log" 2>&1 &
+  fi
+  PIDS[i - 1]=$!
+  disown $!
+  EPS[i - 1]="http://127.0.0.1:$cport"
+}
+
 start_cluster() {  # start_cluster kplane|etcd
   system=$1
-  local dir=$data_root/$system
+  local dir=$data_root/$system i
   stop_cluster
   rm -rf "$dir"
   mkdir -p "$dir"
   PIDS=()
   EPS=()
-  local ic=""
-  if [[ $system == kplane ]]; then
-    for i in 1 2 3; do ic+="${ic:+,}n$i=http://127.0.0.1:$((12371 + i * 10))"; done
-    for i in 1 2 3; do
-      local cport=$((12370 + i * 10)) pport=$((12371 + i * 10))
-      "$KPLANE" store --name "n$i" --data-dir "$dir/n$i" \
-        --listen-client-urls "http://127.0.0.1:$cport" \
-        --listen-peer-urls "http://127.0.0.1:$pport" \
-        --initial-cluster "$ic" --heartbeat-interval 100 \
-        --election-timeout 1000 --snapshot-count 100000 \
-        --log-level warning >>"$dir/n$i.log" 2>&1 &
-      PIDS+=($!)
-      disown $!
-      EPS+=("http://127.0.0.1:$cport")
-    done
-  else
-    for i in 1 2 3; do ic+="${ic:+,}e$i=http://127.0.0.1:$((23800 + i))"; done
-    for i in 1 2 3; do
-      local cport=$((23790 + i)) pport=$((23800 + i))
-      "$ETCD" --name "e$i" --data-dir "$dir/e$i" \
-        --listen-client-urls "http://127.0.0.1:$cport" \
-        --advertise-client-urls "http://127.0.0.1:$cport" \
-        --listen-peer-urls "http://127.0.0.1:$pport" \
-        --initial-advertise-peer-urls "http://127.0.0.1:$pport" \
-        --initial-cluster "$ic" --initial-cluster-state new \
-        --heartbeat-interval 100 --election-timeout 1000 \
-        --snapshot-count 100000 --logger zap --log-level warn \
-        >>"$dir/e$i.log" 2>&1 &
-      PIDS+=($!)
-      disown $!
-      EPS+=("http://127.0.0.1:$cport")
-    done
-  fi
+  for i in $(seq 1 "$MEMBERS"); do start_member "$i"; done
   wait_leader || { say "no leader in $system cluster; logs in $dir"; exit 1; }
 }
 
@@ -400,6 +403,57 @@ run_rss() {
   record "RSS of the leader with $rss_keys keys x 1 KiB MiB" "$(awk -v k="$kb" 'BEGIN{printf "%.0f", k/1024}')"
 }
 
+# Restart with 1,000,000 revisions (issue 9). One member, so the figure is
+# the member's own recovery (open the database, rebuild its index, replay
+# the WAL since the last snapshot) rather than an election. Filled once per
+# system with puts over 100,000 keys (10 versions each, nothing compacted;
+# snapshot-count 100000 as everywhere), then stopped and started again
+# $runs times after SIGTERM and $runs times after kill -9. "first read":
+# exec -> a serializable range answers; "first write": exec -> a put is
+# acknowledged (polled every ~10 ms with curl).
+run_restart() {
+  local saved=$MEMBERS
+  MEMBERS=1
+  start_cluster "$system"
+  local ep=${EPS[0]} t0 t_read t_write line how sig r kb
+  local w="restart, 1 member, $restart_revs revisions"
+  t0=$(now_ms)
+  line=$(bench put --endpoints "$ep" --clients 128 --total "$restart_revs" \
+    --key-space 100000 --val-size 256 --key-prefix "$prefix" --threads 2) || {
+    MEMBERS=$saved
+    return 0
+  }
+  record "$w: fill s (put c=128)" "$(awk -v a="$t0" -v b="$(now_ms)" 'BEGIN{printf "%.1f", (b-a)/1000}')"
+  record "$w: db size MiB" "$(awk -v b="$(db_field dbSize "$ep")" 'BEGIN{printf "%.1f", b/1048576}')"
+  local put_body range_body
+  range_body='{"key":"L3Jlc3RhcnQtcHJvYmU=","serializable":true}'  # /restart-probe
+  put_body='{"key":"L3Jlc3RhcnQtcHJvYmU=","value":"eA=="}'
+  for how in TERM KILL; do
+    for r in $(seq 1 "$runs"); do
+      kill -"$how" "${PIDS[0]}"
+      while kill -0 "${PIDS[0]}" 2>/dev/null; do sleep 0.02; done
+      t0=$(now_ms)
+      start_member 1
+      # (Not `curl | grep -q`: under pipefail, grep's early exit can fail
+      # curl with SIGPIPE and turn a success into another round.)
+      until [[ $(curl -s -m 1 -X POST -d "$range_body" "$ep/v3/kv/range") == *'"header"'* ]]; do
+        kill -0 "${PIDS[0]}" 2>/dev/null || { say "$system member died on restart"; MEMBERS=$saved; return 0; }
+        sleep 0.01
+      done
+      t_read=$(now_ms)
+      until [[ $(curl -s -m 1 -X POST -d "$put_body" "$ep/v3/kv/put") == *'"header"'* ]]; do sleep 0.01; done
+      t_write=$(now_ms)
+      if [[ $how == TERM ]]; then sig="SIGTERM"; else sig="kill -9"; fi
+      record "$w: restart after $sig: exec -> first read ms" $((t_read - t0))
+      record "$w: restart after $sig: exec -> first write ms" $((t_write - t0))
+      kb=$(awk '/VmRSS/ {print $2}' "/proc/${PIDS[0]}/status")
+      record "$w: RSS after restart MiB" "$(awk -v k="$kb" 'BEGIN{printf "%.0f", k/1024}')"
+    done
+  done
+  stop_cluster
+  MEMBERS=$saved
+}
+
 run_system() {
   system=$1
   say "== $system: rows $rows, $runs run(s) each"
@@ -412,6 +466,7 @@ run_system() {
   if has_row failover; then say "$system: failover"; run_failover; fi
   if has_row compact; then say "$system: compact/defrag"; run_compact; fi
   if has_row rss; then say "$system: rss"; run_rss; fi
+  if has_row restart; then say "$system: restart"; run_restart; fi
   stop_cluster
 }
 

@@ -155,7 +155,7 @@ def cmd_table(path):
             if c == "-":
                 continue
             star = "*" if r.get("leader") == str(i) else ""
-            stores.append(f"{c}{star} / {r[f'rss_store{i}']}")
+            stores.append(f"{c} / {r[f'rss_store{i}']}{star}")
         store = ", ".join(stores) if stores else "(embedded in apiserver)"
         reg = f"{r['registered_s']} s"
         if r.get("note", "-") != "-":

@@ -30,7 +30,13 @@
 # --quick: N = 200,1000, 20 s window, 5 s settle, grace 20s, period 2s.
 # Defaults: the 3-member store (heartbeat 100 ms, election 1000 ms, fsync
 # on: the store's defaults), grace 40s / period 5s (the controller manager's
-# defaults, Kubernetes' before 1.32), 32 fleet workers and connections.
+# defaults, Kubernetes' before 1.32). Fleet workers and connections "auto":
+# N/40, at least 32, at most 192. The fleet's lease PUTs are blocking calls,
+# so it renews at most workers / PUT latency per second (Little's law): with
+# 32 workers and 130 ms PUTs on a loaded machine that is ~250/s, half of what
+# 5,000 nodes need. Real kubelets each have their own connection; the auto
+# value keeps the simulator from being the limit while staying under the
+# API server's 200 mutating requests in flight.
 # Writes DIR/results.tsv (one line per N), DIR/table.md (printed at the
 # end) and every process's log under DIR/n<N>/; data dirs are removed.
 # Everything it starts is stopped on exit. Binaries: build/kplane and
@@ -43,8 +49,8 @@ node_list=""
 backend=cluster
 window=""
 settle=""
-workers=32
-api_conns=32
+workers=auto
+api_conns=auto
 renew=10s
 grace=""
 period=""
@@ -163,6 +169,11 @@ header+="	load_end	pass	note"
 
 run_one() {
   local n=$1 dir=$out/n$1
+  local workers=$workers api_conns=$api_conns auto=$((n / 40))
+  ((auto < 32)) && auto=32
+  ((auto > 192)) && auto=192
+  [[ $workers == auto ]] && workers=$auto
+  [[ $api_conns == auto ]] && api_conns=$auto
   rm -rf "$dir"
   mkdir -p "$dir"
   local base=$((20000 + RANDOM % 8000))

@@ -159,6 +159,10 @@ lag_buckets() {
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
 rss_mb() { awk '/VmRSS/ {printf "%.0f", $2 / 1024}' "/proc/$1/status" 2>/dev/null || echo 0; }
 hz=$(getconf CLK_TCK)
+if [[ $(calc "$window < 2 * $(secs "$renew")") == 1 ]]; then
+  echo "warning: a ${window}s window sees at most one renewal per node" \
+    "(--lease-renew-interval $renew); lag and writes/s need 2 intervals or more" >&2
+fi
 
 header="date_utc	nodes	backend	workers	api_conns	renew_s	grace_s	period_s"
 header+="	load_start	registered_s	api_ready	lag_p50_le	lag_p99_le"

@@ -97,7 +97,7 @@ done
 mkdir -p "$out"
 tsv=$out/results.tsv
 
-calc() { awk "BEGIN { print $* }"; }
+calc() { awk "BEGIN { print ($*) }"; }  # parenthesised: a bare ">" would be awk's print redirection
 secs() {  # Go-style duration (10s, 500ms, 2m) -> seconds
   case $1 in
     *ms) calc "${1%ms} / 1000" ;;

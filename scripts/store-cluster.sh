@@ -8,6 +8,7 @@
 #
 # Ports: member i (1..3) serves clients on P+i*10 and peers on P+i*10+1
 # (defaults: P=12370 -> 12380/12381, 12390/12391, 12400/12401).
+# The binary: build/kplane, or $KPLANE.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -36,7 +37,7 @@ if [[ $cmd == stop ]]; then
   exit 0
 fi
 
-bin=build/kplane
+bin=${KPLANE:-build/kplane}
 [[ -x $bin ]] || { echo "build kplane first: cmake --build build --target kplane" >&2; exit 1; }
 mkdir -p "$dir"
 ic=""

@@ -1,132 +1,363 @@
 #!/usr/bin/env bash
-# How many simulated nodes one `kplane kubeletsim` sustains against one
-# `kplane apiserver` with Leases renewed on time (docs/kubeletsim.md,
-# "Scale"). Starts the apiserver (embedded store, or remote over a 3-member
-# store started with scripts/store-cluster.sh), then the fleet; waits until
-# every node is registered, lets it settle, and measures over a window:
-# heartbeat lag p50/p99 (from the fleet's histogram, delta over the window),
-# lease writes/s, and CPU and RSS of every process.
+# Fleet scale (issue 9, "Fleet scale"; docs/performance.md, "The fleet"):
+# for each N, the whole control plane as separate processes -- a 3-member
+# `kplane store` (or the apiserver's embedded store), one `kplane apiserver`,
+# one `kplane controller-manager`, one `kplane kubeletsim --nodes N` with
+# Leases renewed every 10 s -- then:
+#   1. waits until every node is registered (the fleet's metric) and the API
+#      server lists N nodes with Ready=True;
+#   2. settles, then measures over a window: heartbeat lag p50/p99 (delta
+#      of the fleet's lag histogram over the window: bucket upper bounds),
+#      the exact p50/p99 of every node's last renewal lag (one sample per
+#      node, from the fleet's /nodes), lease writes/s against the due rate,
+#      CPU % of one core and RSS of every process, and nodes the node
+#      lifecycle controller marked not Ready while their fleet was running
+#      (listed at the end of the window, and its NotReady log lines since
+#      the start, registration included);
+#   3. stops one node (`kpctl sim stop-node`) and times, through a watch on
+#      that Node at the API server, how long until its Ready condition is no
+#      longer True, from the stop and from the Lease's last renewTime; the
+#      latter must stay within grace + one monitor period (the controller
+#      manager's --node-monitor-grace-period / --node-monitor-period).
+# A row passes when every node registered, lag p99 <= 1 s, no healthy node
+# went NotReady and the stopped node was detected within the bound. The run
+# stops at the first N that fails unless --all.
 #
-#   scripts/bench/fleet.sh [--nodes N] [--backend embedded|cluster]
-#                          [--window SECONDS] [--settle SECONDS]
-#                          [--workers W] [-- extra kubeletsim flags]
+#   scripts/bench/fleet.sh [--nodes 1000,5000,10000] [--quick] [--all]
+#       [--backend cluster|embedded] [--window S] [--settle S]
+#       [--workers W] [--api-connections C] [--lease-renew-interval 10s]
+#       [--grace 40s] [--monitor-period 5s] [--out DIR]
+#       [-- extra kubeletsim flags]
 #
-# Prints one result line; everything it starts is stopped on exit.
+# --quick: N = 200,1000, 20 s window, 5 s settle, grace 20s, period 2s.
+# Defaults: the 3-member store (heartbeat 100 ms, election 1000 ms, fsync
+# on: the store's defaults), grace 40s / period 5s (the controller manager's
+# defaults, Kubernetes' before 1.32). Fleet workers and connections "auto":
+# N/40, at least 32, at most 192. The fleet's lease PUTs are blocking calls,
+# so it renews at most workers / PUT latency per second (Little's law): with
+# 32 workers and 130 ms PUTs on a loaded machine that is ~250/s, half of what
+# 5,000 nodes need. Real kubelets each have their own connection; the auto
+# value keeps the simulator from being the limit while staying under the
+# API server's 200 mutating requests in flight.
+# Writes DIR/results.tsv (one line per N), DIR/table.md (printed at the
+# end) and every process's log under DIR/n<N>/; data dirs are removed.
+# Everything it starts is stopped on exit. Binaries: build/kplane and
+# build/cmd/kpctl/kpctl, or $KPLANE and $KPCTL.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+root=$PWD
 
-nodes=1000
-backend=embedded
-window=60
-settle=20
-workers=8
+node_list=""
+backend=cluster
+window=""
+settle=""
+workers=auto
+api_conns=auto
+renew=10s
+grace=""
+period=""
+all=0
+quick=0
+out=""
 extra=()
 while [[ $# -gt 0 ]]; do
   case $1 in
-    --nodes) nodes=$2; shift 2 ;;
+    --nodes) node_list=$2; shift 2 ;;
+    --quick) quick=1; shift ;;
+    --all) all=1; shift ;;
     --backend) backend=$2; shift 2 ;;
     --window) window=$2; shift 2 ;;
     --settle) settle=$2; shift 2 ;;
     --workers) workers=$2; shift 2 ;;
+    --api-connections) api_conns=$2; shift 2 ;;
+    --lease-renew-interval) renew=$2; shift 2 ;;
+    --grace) grace=$2; shift 2 ;;
+    --monitor-period) period=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
     --) shift; extra=("$@"); break ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
 done
-
-bin=build/kplane
-[[ -x $bin ]] || { echo "build kplane first" >&2; exit 1; }
-dir=$(mktemp -d /tmp/kplane-fleet-bench.XXXXXX)
-api_port=$((20000 + RANDOM % 10000))
-ctl_port=$((api_port + 1))
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  if [[ $backend == cluster ]]; then
-    scripts/store-cluster.sh stop --dir "$dir/store" >/dev/null || true
-  fi
-  rm -rf "$dir"
-}
-trap cleanup EXIT
-
-if [[ $backend == cluster ]]; then
-  scripts/store-cluster.sh start --dir "$dir/store" --base-port $((api_port + 100)) >"$dir/store.out"
-  endpoints=$(grep -o 'http://127.0.0.1:[0-9]*' "$dir/store.out" | sort -u | paste -sd, -)
-  store_pids=$(cat "$dir"/store/n*.pid | paste -sd' ' -)
-  "$bin" apiserver --storage-backend=remote --etcd-servers="$endpoints" \
-    --port "$api_port" >"$dir/api.log" 2>&1 &
+if [[ $quick == 1 ]]; then
+  : "${node_list:=200,1000}" "${window:=20}" "${settle:=5}" "${grace:=20s}" "${period:=2s}"
 else
-  store_pids=""
-  "$bin" apiserver --data-dir "$dir/api" --port "$api_port" >"$dir/api.log" 2>&1 &
+  : "${node_list:=1000,5000,10000}" "${window:=60}" "${settle:=20}" "${grace:=40s}" "${period:=5s}"
 fi
-api_pid=$!
-pids+=("$api_pid")
-for _ in $(seq 1 100); do
-  grep -q "serving on" "$dir/api.log" && break
-  sleep 0.2
+[[ $backend == cluster || $backend == embedded ]] || {
+  echo "--backend: cluster or embedded" >&2; exit 2; }
+
+bin=${KPLANE:-$root/build/kplane}
+kpctl=${KPCTL:-$root/build/cmd/kpctl/kpctl}
+probe=$root/scripts/bench/fleet_probe.py
+for b in "$bin" "$kpctl"; do
+  [[ -x $b ]] || { echo "build first: cmake --build build -j2 --target kplane kpctl" >&2; exit 1; }
 done
+: "${out:=/tmp/kplane-fleet-bench-$(date -u +%Y%m%d-%H%M%S)}"
+mkdir -p "$out"
+tsv=$out/results.tsv
 
-"$bin" kubeletsim --server "http://127.0.0.1:$api_port" --nodes "$nodes" \
-  --port "$ctl_port" --workers "$workers" --log-level warning "${extra[@]}" \
-  >"$dir/sim.log" 2>&1 &
-sim_pid=$!
-pids+=("$sim_pid")
-
-metric() {  # metric NAME_REGEX -> value (0 if absent)
-  { curl -s "http://127.0.0.1:$ctl_port/metrics" || true; } |
-    awk -v re="$1" '$1 ~ re && !f {print $2; f=1} END {if (!f) print 0}'
+calc() { awk "BEGIN { print ($*) }"; }  # parenthesised: a bare ">" would be awk's print redirection
+secs() {  # Go-style duration (10s, 500ms, 2m) -> seconds
+  case $1 in
+    *ms) calc "${1%ms} / 1000" ;;
+    *s) echo "${1%s}" ;;
+    *m) calc "${1%m} * 60" ;;
+    *) echo "$1" ;;
+  esac
 }
-start=$(date +%s.%N)
-for _ in $(seq 1 600); do
-  ready=$(metric '^kubeletsim_nodes\{state="ready"\}$')
-  [[ ${ready%.*} -ge $nodes ]] && break
-  sleep 0.5
-done
-registered_in=$(echo "$(date +%s.%N) - $start" | bc)
-sleep "$settle"
+load1() { cut -d' ' -f1 /proc/loadavg; }
+now() { date +%s.%N; }
 
-cpu_ticks() {  # utime+stime of a pid, in clock ticks
-  awk '{print $14 + $15}' "/proc/$1/stat"
+# --- processes of the current N; stop_all is the EXIT trap -----------------
+pids=()      # our children: apiserver, controller manager, fleet, probe
+store_dir=""
+stop_pid() {  # SIGTERM, 15 s grace, then SIGKILL
+  local p=$1
+  kill "$p" 2>/dev/null || return 0
+  for _ in $(seq 1 150); do kill -0 "$p" 2>/dev/null || return 0; sleep 0.1; done
+  kill -9 "$p" 2>/dev/null || true
 }
-rss_mb() { awk '/VmRSS/ {printf "%.0f", $2 / 1024}' "/proc/$1/status"; }
-buckets() {
-  curl -s "http://127.0.0.1:$ctl_port/metrics" |
+stop_all() {
+  local i
+  # The fleet first (it would log errors against a dying apiserver).
+  for ((i = ${#pids[@]} - 1; i >= 0; i--)); do stop_pid "${pids[$i]}"; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  pids=()
+  if [[ -n $store_dir ]]; then
+    local members
+    members=$(cat "$store_dir"/n*.pid 2>/dev/null || true)
+    scripts/store-cluster.sh stop --dir "$store_dir" >/dev/null || true
+    for p in $members; do
+      for _ in $(seq 1 150); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+      kill -9 "$p" 2>/dev/null || true
+    done
+    rm -rf "$store_dir"/n[0-9]
+    store_dir=""
+  fi
+}
+trap stop_all EXIT
+trap 'exit 130' INT TERM
+
+wait_http() {  # wait_http URL SECONDS
+  local deadline
+  deadline=$(calc "$(now) + $2")
+  until curl -sf "$1" >/dev/null 2>&1; do
+    [[ $(calc "$(now) > $deadline") == 1 ]] && return 1
+    sleep 0.2
+  done
+}
+sim_metric() {  # sim_metric PORT NAME_REGEX -> value (0 if absent)
+  { curl -s "http://127.0.0.1:$1/metrics" || true; } |
+    awk -v re="$2" '$1 ~ re && !f {print $2; f=1} END {if (!f) print 0}'
+}
+lag_buckets() {
+  { curl -s "http://127.0.0.1:$1/metrics" || true; } |
     grep '^kubeletsim_heartbeat_lag_seconds_bucket' |
     sed 's/.*le="\([^"]*\)"} \(.*\)/\1 \2/'
 }
-all_pids="$api_pid $sim_pid $store_pids"
-declare -A t0
-for p in $all_pids; do t0[$p]=$(cpu_ticks "$p"); done
-b0=$(buckets)
-w0=$(metric '^kubeletsim_api_writes_total\{operation="lease"\}$')
-e0=$(metric '^kubeletsim_api_errors_total\{operation="lease"\}$')
-sleep "$window"
-b1=$(buckets)
-w1=$(metric '^kubeletsim_api_writes_total\{operation="lease"\}$')
-e1=$(metric '^kubeletsim_api_errors_total\{operation="lease"\}$')
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
+rss_mb() { awk '/VmRSS/ {printf "%.0f", $2 / 1024}' "/proc/$1/status" 2>/dev/null || echo 0; }
 hz=$(getconf CLK_TCK)
+if [[ $(calc "$window < 2 * $(secs "$renew")") == 1 ]]; then
+  echo "warning: a ${window}s window sees at most one renewal per node" \
+    "(--lease-renew-interval $renew); lag and writes/s need 2 intervals or more" >&2
+fi
 
-quantiles=$(paste <(echo "$b0") <(echo "$b1") | awk '
-  { le[NR] = $1; d[NR] = $4 - $2 }
-  END {
-    total = d[NR]
-    for (q = 1; q <= 2; q++) {
-      want = (q == 1 ? 0.5 : 0.99) * total; ans = "n/a"
-      for (i = 1; i <= NR; i++) if (d[i] >= want && total > 0) { ans = le[i]; break }
-      printf "%s%s", (q == 1 ? "" : " "), ans
-    }
-  }')
-read -r p50 p99 <<<"$quantiles"
-lease_rate=$(echo "scale=1; ($w1 - $w0) / $window" | bc)
-errors=$(echo "$e1 - $e0" | bc)
-cpu_of() { echo "scale=0; 100 * ($(cpu_ticks "$1") - ${t0[$1]}) / $hz / $window" | bc; }
-line="nodes=$nodes backend=$backend registered_in=${registered_in%.*}s"
-line+=" lag_p50<=${p50}s lag_p99<=${p99}s lease_writes/s=$lease_rate lease_errors=$errors"
-line+=" kubeletsim: cpu=$(cpu_of "$sim_pid")% rss=$(rss_mb "$sim_pid")MB"
-line+=" apiserver: cpu=$(cpu_of "$api_pid")% rss=$(rss_mb "$api_pid")MB"
-i=1
-for p in $store_pids; do
-  line+=" store$i: cpu=$(cpu_of "$p")% rss=$(rss_mb "$p")MB"
-  i=$((i + 1))
+header="date_utc	nodes	backend	workers	api_conns	renew_s	grace_s	period_s"
+header+="	load_start	registered_s	api_ready	lag_p50_le	lag_p99_le"
+header+="	last_lag_p50	last_lag_p99	last_lag_max	on_time	lease_wps	lease_due_wps"
+header+="	lease_errors	false_notready	false_notready_events	detect_from_stop_s	detect_from_renew_s	bound_s"
+header+="	detect_ok	leader	cpu_store1	rss_store1	cpu_store2	rss_store2"
+header+="	cpu_store3	rss_store3	cpu_api	rss_api	cpu_cm	rss_cm	cpu_sim	rss_sim"
+header+="	load_end	pass	note"
+[[ -f $tsv ]] || echo "$header" >"$tsv"
+
+run_one() {
+  local n=$1 dir=$out/n$1
+  local workers=$workers api_conns=$api_conns auto=$((n / 40))
+  ((auto < 32)) && auto=32
+  ((auto > 192)) && auto=192
+  [[ $workers == auto ]] && workers=$auto
+  [[ $api_conns == auto ]] && api_conns=$auto
+  rm -rf "$dir"
+  mkdir -p "$dir"
+  local base=$((20000 + RANDOM % 8000))
+  local api_port=$((base + 40)) sim_port=$((base + 41)) cm_port=$((base + 42))
+  local api=http://127.0.0.1:$api_port sim=http://127.0.0.1:$sim_port
+  local load_start note="" store_pids=() endpoints=""
+  load_start=$(load1)
+  echo "== N=$n ($backend store, load $load_start, logs in $dir)" >&2
+
+  if [[ $backend == cluster ]]; then
+    store_dir=$dir/store
+    KPLANE=$bin scripts/store-cluster.sh start --dir "$store_dir" --base-port "$base" \
+      -- --log-level warning >"$dir/store.out"
+    endpoints=$(grep -o 'http://127.0.0.1:[0-9]*' "$dir/store.out" | paste -sd, -)
+    mapfile -t store_pids < <(cat "$store_dir"/n1.pid "$store_dir"/n2.pid "$store_dir"/n3.pid)
+    "$bin" apiserver --storage-backend=remote --etcd-servers="$endpoints" \
+      --port "$api_port" --log-level warning >"$dir/apiserver.log" 2>&1 &
+  else
+    "$bin" apiserver --data-dir "$dir/apiserver-data" --port "$api_port" \
+      --log-level warning >"$dir/apiserver.log" 2>&1 &
+  fi
+  local api_pid=$!
+  pids+=("$api_pid")
+  wait_http "$api/readyz" 60 || { echo "apiserver not ready; see $dir/apiserver.log" >&2; return 2; }
+
+  "$bin" controller-manager --master "$api" --port "$cm_port" \
+    --node-monitor-grace-period "$grace" --node-monitor-period "$period" \
+    >"$dir/controller-manager.log" 2>&1 &
+  local cm_pid=$!
+  pids+=("$cm_pid")
+  wait_http "http://127.0.0.1:$cm_port/healthz" 60 ||
+    { echo "controller manager not healthy; see $dir/controller-manager.log" >&2; return 2; }
+
+  local t_start
+  t_start=$(now)
+  "$bin" kubeletsim --server "$api" --nodes "$n" --port "$sim_port" \
+    --lease-renew-interval "$renew" --workers "$workers" \
+    --api-connections "$api_conns" --log-level warning "${extra[@]}" \
+    >"$dir/kubeletsim.log" 2>&1 &
+  local sim_pid=$!
+  pids+=("$sim_pid")
+
+  # 1. Registration: the fleet's count, then the API server's view.
+  local reg_timeout=$((120 + n / 20)) ready=0 registered_s api_ready
+  local deadline
+  deadline=$(calc "$t_start + $reg_timeout")
+  while [[ $(calc "$(now) < $deadline") == 1 ]]; do
+    ready=$(sim_metric "$sim_port" '^kubeletsim_nodes\{state="ready"\}$')
+    [[ ${ready%.*} -ge $n ]] && break
+    sleep 0.5
+  done
+  registered_s=$(calc "int($(now) - $t_start + 0.5)")
+  if [[ ${ready%.*} -lt $n ]]; then
+    note="only ${ready%.*} of $n registered in ${reg_timeout}s"
+  fi
+  local probe_out
+  probe_out=$(python3 "$probe" nodes "$api" || echo "total=0 ready=0 notready=0")
+  api_ready=$(sed 's/.* ready=\([0-9]*\).*/\1/' <<<"$probe_out")
+  echo "   registered in ${registered_s}s; API server: $probe_out" >&2
+
+  sleep "$settle"
+
+  # 2. The window.
+  local all_pids=("${store_pids[@]}" "$api_pid" "$cm_pid" "$sim_pid")
+  declare -A t0
+  local p
+  for p in "${all_pids[@]}"; do t0[$p]=$(cpu_ticks "$p"); done
+  local b0 b1 w0 w1 e0 e1
+  b0=$(lag_buckets "$sim_port")
+  w0=$(sim_metric "$sim_port" '^kubeletsim_api_writes_total\{operation="lease"\}$')
+  e0=$(sim_metric "$sim_port" '^kubeletsim_api_errors_total\{operation="lease"\}$')
+  sleep "$window"
+  b1=$(lag_buckets "$sim_port")
+  w1=$(sim_metric "$sim_port" '^kubeletsim_api_writes_total\{operation="lease"\}$')
+  e1=$(sim_metric "$sim_port" '^kubeletsim_api_errors_total\{operation="lease"\}$')
+  declare -A cpu rss
+  for p in "${all_pids[@]}"; do
+    cpu[$p]=$(calc "int(100 * ($(cpu_ticks "$p") - ${t0[$p]}) / $hz / $window + 0.5)")
+    rss[$p]=$(rss_mb "$p")
+  done
+  local p50 p99
+  read -r p50 p99 < <(paste <(echo "$b0") <(echo "$b1") | awk '
+    { le[NR] = $1; d[NR] = $4 - $2 }
+    END {
+      total = d[NR]
+      for (q = 1; q <= 2; q++) {
+        want = (q == 1 ? 0.5 : 0.99) * total; ans = "n/a"
+        for (i = 1; i <= NR; i++) if (d[i] >= want && total > 0) { ans = le[i]; break }
+        printf "%s%s", (q == 1 ? "" : " "), ans
+      }
+      print ""
+    }')
+  local snap snap_p50 snap_p99 snap_max
+  snap=$(python3 "$probe" lagsnap "$sim" || echo "n=0 p50=nan p99=nan max=nan")
+  snap_p50=$(sed 's/.*p50=\([^ ]*\).*/\1/' <<<"$snap")
+  snap_p99=$(sed 's/.*p99=\([^ ]*\).*/\1/' <<<"$snap")
+  snap_max=$(sed 's/.*max=\([^ ]*\).*/\1/' <<<"$snap")
+  local lease_wps due_wps errors on_time false_notready
+  lease_wps=$(calc "int(10 * ($w1 - $w0) / $window + 0.5) / 10")
+  # The fleet renews every interval plus 0-4 % jitter (2 % on average).
+  due_wps=$(calc "int(10 * $n / ($(secs "$renew") * 1.02) + 0.5) / 10")
+  errors=$(calc "$e1 - $e0")
+  on_time=no
+  [[ $p99 != n/a && $p99 != +Inf && $(calc "$p99 <= 1") == 1 ]] && on_time=yes
+  probe_out=$(python3 "$probe" nodes "$api" || echo "total=0 ready=0 notready=0")
+  false_notready=$(sed 's/.* notready=\([0-9]*\).*/\1/' <<<"$probe_out")
+  local leader=-
+  [[ -n $endpoints ]] && leader=$(python3 "$probe" leader "$endpoints" || echo -)
+  echo "   window ${window}s: lag p50<=$p50 p99<=$p99 (last-lag snapshot $snap)," \
+    "lease writes/s $lease_wps of $due_wps due, errors $errors, not Ready $false_notready" >&2
+
+  # 3. Stop one node; time until the node lifecycle controller's NotReady
+  #    reaches a watcher of the API server.
+  # Every NotReady the controller logged so far hit a node whose kubelet
+  # was running (also during registration, which the window misses).
+  local flaps
+  flaps=$(grep -c "stopped renewing its lease" "$dir/controller-manager.log" || true)
+  local victim=node-$((n / 2)) bound det_stop=- det_renew=- detect_ok=no
+  bound=$(calc "$(secs "$grace") + $(secs "$period")")
+  rm -f "$dir/watching"
+  python3 "$probe" detect "$api" "$victim" "$dir/watching" "$(calc "$bound + 60")" \
+    >"$dir/detect.out" 2>"$dir/detect.err" &
+  local probe_pid=$!
+  pids+=("$probe_pid")
+  for _ in $(seq 1 100); do [[ -f $dir/watching ]] && break; sleep 0.1; done
+  local t_stop
+  t_stop=$(now)
+  "$kpctl" sim --endpoint "$sim" stop-node "$victim" >/dev/null
+  wait "$probe_pid" || true
+  local det notready_at last_renew
+  det=$(cat "$dir/detect.out")
+  notready_at=$(sed -n 's/.*notready_at=\([^ ]*\).*/\1/p' <<<"$det")
+  last_renew=$(sed -n 's/.*last_renew=\([^ ]*\).*/\1/p' <<<"$det")
+  if [[ -n $notready_at && $notready_at != none ]]; then
+    det_stop=$(calc "int(10 * ($notready_at - $t_stop) + 0.5) / 10")
+    if [[ -n $last_renew && $last_renew != none ]]; then
+      det_renew=$(calc "int(10 * ($notready_at - $last_renew) + 0.5) / 10")
+      # Grace runs from the last renewal, so that is what the bound limits
+      # (the stop itself comes up to one renew interval later).
+      [[ $(calc "$notready_at - $last_renew <= $bound") == 1 ]] && detect_ok=yes
+    fi
+  fi
+  echo "   stopped $victim: $det; NotReady after ${det_stop}s from the stop," \
+    "${det_renew}s from its last renewal (bound grace + period = ${bound}s)" >&2
+
+  local pass=no
+  [[ -z $note && $on_time == yes && $detect_ok == yes && $false_notready == 0 &&
+     ${flaps:-0} == 0 && ${api_ready:-0} -ge $n ]] && pass=yes
+  local cols=()
+  for p in "${store_pids[@]}"; do cols+=("${cpu[$p]}" "${rss[$p]}"); done
+  while [[ ${#cols[@]} -lt 6 ]]; do cols+=(- -); done
+  local row
+  row="$(date -u +%FT%TZ)	$n	$backend	$workers	$api_conns	$(secs "$renew")"
+  row+="	$(secs "$grace")	$(secs "$period")	$load_start	$registered_s	$api_ready"
+  row+="	$p50	$p99	$snap_p50	$snap_p99	$snap_max	$on_time	$lease_wps	$due_wps"
+  row+="	$errors	$false_notready	$flaps	$det_stop	$det_renew	$bound	$detect_ok	$leader"
+  row+="	$(IFS=$'\t'; echo "${cols[*]}")"
+  row+="	${cpu[$api_pid]}	${rss[$api_pid]}	${cpu[$cm_pid]}	${rss[$cm_pid]}"
+  row+="	${cpu[$sim_pid]}	${rss[$sim_pid]}	$(load1)	$pass	${note:--}"
+  echo "$row" >>"$tsv"
+  stop_all
+  rm -rf "$dir/apiserver-data"
+  [[ $pass == yes ]]
+}
+
+echo "fleet bench: N=$node_list backend=$backend window=${window}s settle=${settle}s" \
+  "renew=$renew grace=$grace period=$period workers=$workers; results in $out" >&2
+IFS=, read -r -a ns <<<"$node_list"
+for n in "${ns[@]}"; do
+  if run_one "$n"; then
+    :
+  else
+    rc=$?
+    [[ $rc == 2 ]] && exit 1
+    if [[ $all == 0 ]]; then
+      echo "N=$n failed; stopping (--all runs every N)" >&2
+      break
+    fi
+  fi
 done
-echo "$line"
+python3 "$probe" table "$tsv" | tee "$out/table.md"

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <bitset>
 #include <condition_variable>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <random>
@@ -72,6 +73,7 @@ class Fleet::Impl {
     TimerId status_timer = 0;
     TimerId register_timer = 0;
     bool status_queued = false;
+    bool holds_register_slot = false;  // see StartRegistrations
     int lease_failures = 0;
     int register_failures = 0;
     int64_t lease_renewals = 0;
@@ -207,11 +209,58 @@ class Fleet::Impl {
 
     node_informer_->Start();
     pod_informer_->Start();
-    for (auto& n : nodes_) {
-      Node* node = n.get();
-      Post(node->heart, [this, node] { Register(node); });
-    }
+    StartRegistrations();
     return Status::Ok();
+  }
+
+  // Registration is paced through a window of `max_registering` slots: a
+  // node takes a slot when its registration is posted and gives it back
+  // once registered (or stopped), which posts the next waiting node. Posting
+  // all 10,000 registrations at once put every lease renewal of the first
+  // registered nodes behind the whole backlog in the workers' FIFO; when
+  // that took longer than the grace period, node lifecycle marked running
+  // nodes NotReady. Example, window 2, nodes a..e: post a, b; a done -> post
+  // c; b done -> post d; ... while a's and b's renewals run in between.
+  void StartRegistrations() {
+    int window = options_.max_registering > 0
+                     ? options_.max_registering
+                     : std::max(1, options_.workers / 2);
+    std::vector<Node*> first;
+    {
+      std::lock_guard<std::mutex> l(register_mu_);
+      for (auto& n : nodes_) register_waiting_.push_back(n.get());
+      while (static_cast<int>(first.size()) < window &&
+             !register_waiting_.empty()) {
+        first.push_back(register_waiting_.front());
+        register_waiting_.pop_front();
+      }
+    }
+    for (Node* n : first) PostRegistration(n);
+  }
+
+  void PostRegistration(Node* n) {
+    {
+      std::lock_guard<std::mutex> l(n->mu);
+      n->holds_register_slot = true;
+    }
+    Post(n->heart, [this, n] { Register(n); });
+  }
+
+  // Gives n's slot (if it holds one) to the next waiting node.
+  void ReleaseRegisterSlot(Node* n) {
+    {
+      std::lock_guard<std::mutex> l(n->mu);
+      if (!n->holds_register_slot) return;
+      n->holds_register_slot = false;
+    }
+    Node* next = nullptr;
+    {
+      std::lock_guard<std::mutex> l(register_mu_);
+      if (register_waiting_.empty()) return;
+      next = register_waiting_.front();
+      register_waiting_.pop_front();
+    }
+    PostRegistration(next);
   }
 
   // ---- fault injection
@@ -228,6 +277,8 @@ class Fleet::Impl {
       timers_.Cancel(n->register_timer);
       n->lease_timer = n->status_timer = n->register_timer = 0;
     }
+    // A registration waiting on its retry timer will not run again.
+    ReleaseRegisterSlot(n);
     LOG(INFO) << "kubeletsim: node " << name << " stopped (heartbeats off)";
     UpdateNodeGauges();
     return Status::Ok();
@@ -385,7 +436,10 @@ class Fleet::Impl {
   // ---- registration, lease, status (on the node's heart executor)
 
   void Register(Node* n) {
-    if (Stopped(n)) return;
+    if (Stopped(n)) {
+      ReleaseRegisterSlot(n);
+      return;
+    }
     corev1::Node want = BuildNode(options_.node, n->id, clock_->WallNow());
     auto created = client_->Create(want);
     std::string uid;
@@ -406,8 +460,12 @@ class Fleet::Impl {
     }
     if (uid.empty()) {
       ApiError("register", n->id.name, created.status());
-      std::lock_guard<std::mutex> l(n->mu);
-      if (n->stopped) return;
+      std::unique_lock<std::mutex> l(n->mu);
+      if (n->stopped) {
+        l.unlock();
+        ReleaseRegisterSlot(n);
+        return;
+      }
       int f = std::min(++n->register_failures, 6);
       n->register_timer = After(milliseconds(100 << f), n->heart,
                                 [this, n](TimePoint) { Register(n); });
@@ -419,6 +477,7 @@ class Fleet::Impl {
       n->uid = uid;
       n->register_failures = 0;
     }
+    ReleaseRegisterSlot(n);
     UpdateNodeGauges();
     ScheduleStatusReport(n);
     RenewLease(n, clock_->Now());
@@ -899,6 +958,8 @@ class Fleet::Impl {
   std::unique_ptr<ControlServer> control_;
 
   std::atomic<bool> stopping_{false};
+  std::mutex register_mu_;
+  std::deque<Node*> register_waiting_;  // guarded by register_mu_
   mutable std::mutex work_mu_;
   mutable std::condition_variable work_cv_;
   int64_t outstanding_ = 0;

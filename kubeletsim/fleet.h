@@ -68,7 +68,11 @@ struct FleetOptions {
 
   int workers = 8;           // threads making API calls
   int api_connections = 16;  // keep-alive connections to the API server
-  bool protobuf = true;      // wire format to the API server
+  // Nodes registering at once (0: half the workers, at least 1). The rest
+  // wait their turn, so that a large fleet's registrations never queue in
+  // front of the lease renewals of the nodes already registered.
+  int max_registering = 0;
+  bool protobuf = true;  // wire format to the API server
   // Control endpoint (/healthz, /metrics, /nodes): 0 = none, -1 = any
   // free port (see Fleet::port()).
   std::string bind_address = "127.0.0.1";

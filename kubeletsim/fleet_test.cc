@@ -243,6 +243,31 @@ TEST_F(FleetTest, RegistersNodesAndLeases) {
             3);
 }
 
+// Registrations go through a window (here one at a time); every node still
+// registers, also when a node is stopped while it waits for its turn (it
+// is last of 12 in line, so it almost surely is) and resumed later.
+TEST_F(FleetTest, PacedRegistrationRegistersEveryNode) {
+  FleetOptions o = Options(12);
+  o.max_registering = 1;
+  auto f = Fleet::Start(o);
+  ASSERT_TRUE(f.ok()) << f.status();
+  fleet_ = std::move(*f);
+  ASSERT_TRUE(fleet_->StopNode("node-11").ok());
+  ASSERT_TRUE(nodes_->Await([&] {
+    for (int i = 0; i < 11; ++i) {
+      if (!nodes_->Get<corev1::Node>("node-" + std::to_string(i))) return false;
+    }
+    return true;
+  }));
+  ASSERT_TRUE(fleet_->ResumeNode("node-11").ok());
+  ASSERT_TRUE(nodes_->Await([&] { return nodes_->Size() == 12; }));
+  ASSERT_TRUE(leases_->Await([&] { return leases_->Size() == 12; }));
+  fleet_->WaitIdle();
+  for (int i = 0; i < 12; ++i) {
+    EXPECT_GE(Renewals("node-" + std::to_string(i)), 1) << i;
+  }
+}
+
 TEST_F(FleetTest, RestartedFleetAdoptsExistingNodes) {
   StartFleet(Options(2));
   fleet_->Stop();

@@ -1,6 +1,7 @@
 #include "storage/server/store_server.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -492,6 +493,7 @@ void StoreServer::FillHeader(etcdserverpb::ResponseHeader* h) const {
 // Apply thread
 
 void StoreServer::ApplyLoop() {
+  pthread_setname_np(pthread_self(), "apply");
   while (true) {
     ApplyTask task;
     {
@@ -763,6 +765,7 @@ void StoreServer::MaybeSnapshot() {
 // Housekeeping: request timeouts, lease expiry, attributes, corruption.
 
 void StoreServer::HousekeepingLoop() {
+  pthread_setname_np(pthread_self(), "store-hk");
   next_corrupt_check_ = clock_->Now() + config_.election_timeout * 5;
   while (true) {
     {

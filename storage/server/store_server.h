@@ -228,6 +228,9 @@ class StoreServer : public KV {
   // Apply thread.
   void ApplyLoop();
   void ApplyTaskNow(ApplyTask& task);
+  // Whether the node loop may apply `task` itself (Applier::Enqueue).
+  // Needs apply_mu_ and an idle apply thread.
+  bool CanApplyInline(const ApplyTask& task) const;
   void ApplyEntry(const raftpb::Entry& e, uint64_t term);
   StatusOr<ApplyResponse> ApplyRequest(const storagepb::InternalRaftRequest& r,
                                        uint64_t index);
@@ -274,6 +277,10 @@ class StoreServer : public KV {
   std::condition_variable apply_cv_;
   std::deque<ApplyTask> apply_queue_;  // guarded by apply_mu_
   bool stopping_ = false;              // guarded by apply_mu_
+  // A task is being applied, by the apply thread or inline by the node
+  // loop; the other waits. Guarded by apply_mu_. The "apply thread only"
+  // fields below belong to whichever holds it.
+  bool apply_busy_ = false;
   // Linearizable reads waiting for the applied index (min-heap by index).
   std::priority_queue<std::pair<uint64_t, uint64_t>,
                       std::vector<std::pair<uint64_t, uint64_t>>,

@@ -9,7 +9,8 @@
 // (client_api.h) or directly through the KV interface (`kplane up`).
 //
 // Write path: ProposeAsync -> RaftNode (group commit) -> commit -> apply
-// thread applies the entry to MVCC with its index as consistent_index (an
+// thread (or, for a small batch while it is idle, the node loop itself)
+// applies the entry to MVCC with its index as consistent_index (an
 // entry at or below the store's consistent index is already applied and is
 // skipped: exactly-once after a crash) -> the proposer's callback.
 // Read path: linearizable reads wait for a ReadIndex round and for the
@@ -137,8 +138,9 @@ class StoreServer : public KV {
   const StoreConfig& config() const { return config_; }
 
   // ---- asynchronous core (used by the HTTP API) ---------------------------
-  // Proposes a write; `done` runs once, on the apply thread (success) or the
-  // node loop (dropped) or a timer thread (timeout). Keep it short.
+  // Proposes a write; `done` runs once, on the thread that applied it (the
+  // apply thread or the node loop) or the node loop (dropped) or a timer
+  // thread (timeout). Keep it short and never block in it.
   void ProposeAsync(storagepb::InternalRaftRequest req, ApplyCallback done);
   // Runs `ready` (on a read worker) once a linearizable read may be served
   // from the local store, or with the error that prevents it.

@@ -64,6 +64,9 @@ class Exchange;
 // (user callbacks, loop tasks), so no callback ever runs under `mu_`.
 struct Deferred {
   std::vector<std::function<void()>> serial;  // to the SerialExecutor
+  // Run on the calling thread once the lock is released, before `serial`
+  // is posted (body delivery of run_on_io_thread routes).
+  std::vector<std::function<void()>> inline_calls;
   bool close_now = false;       // ask the loop to close the connection
   bool shutdown_write = false;  // ask the loop to finish and linger
   bool resume_input = false;    // ask the loop to parse buffered input
@@ -353,9 +356,12 @@ class Exchange : public Responder,
   void Close() override;
 
   // --- used by Connection, under conn mu_ unless noted ---
-  void InitLocked(size_t cap, bool keep_alive) {
+  // `inline_body`: deliver OnBodyData pieces on the thread that queues
+  // them (the I/O thread) instead of the worker pool.
+  void InitLocked(size_t cap, bool keep_alive, bool inline_body) {
     max_buffered_ = cap;
     keep_alive_ = keep_alive;
+    inline_body_ = inline_body;
     head_only_ = request_.method == "HEAD";
   }
   bool response_done() const { return phase_ == Phase::kDone; }
@@ -399,6 +405,7 @@ class Exchange : public Responder,
   bool eof_queued_ = false;
   bool delivery_scheduled_ = false;
   bool body_registered_ = false;
+  bool inline_body_ = false;
 };
 
 // ----- Connection implementation -------------------------------------------
@@ -438,6 +445,8 @@ void Connection::UpdateEventsLocked() {
 
 void Connection::Run(Deferred* d) {
   d->release.clear();
+  for (auto& call : d->inline_calls) call();
+  d->inline_calls.clear();
   for (auto& task : d->serial) serial_->Post(std::move(task));
   d->serial.clear();
   if (d->close_now || d->shutdown_write || d->resume_input) {
@@ -709,7 +718,8 @@ bool Connection::ParseOneHead() {
     std::lock_guard<std::mutex> l(mu_);
     active_ = ex;
     ex->InitLocked(srv->opts.max_output_buffer_bytes,
-                   KeepAliveRequested(req) && !srv->stopping.load());
+                   KeepAliveRequested(req) && !srv->stopping.load(),
+                   streaming && route->options.run_on_io_thread);
     if (expect_continue && framing->kind != BodyFraming::kNone &&
         in_off_ == in_.size()) {
       SendLocked({kContinue}, 0, &d);
@@ -1098,7 +1108,11 @@ void Exchange::ScheduleDeliveryLocked(Deferred* d) {
   if (delivery_scheduled_) return;
   delivery_scheduled_ = true;
   std::shared_ptr<Exchange> self = shared_from_this();
-  d->serial.push_back([self] { self->DeliverBody(); });
+  if (inline_body_) {
+    d->inline_calls.push_back([self] { self->DeliverBody(); });
+  } else {
+    d->serial.push_back([self] { self->DeliverBody(); });
+  }
 }
 
 void Exchange::DeliverBody() {

@@ -102,8 +102,10 @@ class Responder {
   // receives the body in pieces as they arrive, then once with eof = true
   // (a request without a body gets just the eof call). Pieces that arrived
   // before registration are delivered first. Callbacks run on a worker
-  // thread, one at a time and in order, and stop after the response is
-  // finished or the connection is closed. Register at most once.
+  // thread (on the I/O thread for run_on_io_thread routes; pieces queued
+  // before registration then arrive inside OnBodyData), one at a time and
+  // in order, and stop after the response is finished or the connection is
+  // closed. Register at most once.
   virtual void OnBodyData(
       std::function<void(std::string_view data, bool eof)> fn) = 0;
 
@@ -119,7 +121,9 @@ struct RouteOptions {
   // Responder::OnBodyData (no body size limit applies).
   bool stream_request_body = false;
   // Run the handler on the I/O thread instead of the worker pool. Only for
-  // handlers that answer at once and never block (/healthz, /metrics).
+  // handlers that answer at once or hand the work on, and never block
+  // (/healthz, /metrics, store writes). With stream_request_body the body
+  // pieces are delivered on the I/O thread too (raft peer streams).
   bool run_on_io_thread = false;
 };
 

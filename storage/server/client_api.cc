@@ -442,6 +442,23 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
       }
     });
   });
+  // Writes run on the I/O thread (RouteOptions::run_on_io_thread): parsing
+  // a small body and queueing the proposal never block, and a hop to a
+  // worker would cost each request a thread wake-up. A large body is parsed
+  // on the server's workers instead, so it does not hold up the other
+  // connections of the I/O thread.
+  auto write_route = [s, &both](const std::string& path, net::HttpHandler h) {
+    constexpr size_t kInlineBodyBytes = 64 * 1024;
+    both(path,
+         [s, h](const HttpRequest& req, ResponderPtr r) {
+           if (req.body.size() <= kInlineBodyBytes) {
+             h(req, std::move(r));
+           } else {
+             s->Submit([h, r] { h(r->request(), r); });
+           }
+         },
+         {.run_on_io_thread = true});
+  };
   auto propose = [s](ResponderPtr r, storagepb::InternalRaftRequest ir,
                      auto tag) {
     using T = decltype(tag);
@@ -449,7 +466,7 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
       RespondResult(r.get(), ResponseAs<T>(std::move(res)));
     });
   };
-  both("/kv/put", [propose](const HttpRequest& req, ResponderPtr r) {
+  write_route("/kv/put", [propose](const HttpRequest& req, ResponderPtr r) {
     storagepb::InternalRaftRequest ir;
     if (!ParseBody(req, r.get(), ir.mutable_put())) return;
     if (ir.put().key().empty()) {
@@ -459,17 +476,18 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
     }
     propose(r, std::move(ir), etcdserverpb::PutResponse());
   });
-  both("/kv/deleterange", [propose](const HttpRequest& req, ResponderPtr r) {
-    storagepb::InternalRaftRequest ir;
-    if (!ParseBody(req, r.get(), ir.mutable_delete_range())) return;
-    if (ir.delete_range().key().empty()) {
-      RespondError(r.get(),
-                   InvalidArgumentError("etcdserver: key is not provided"));
-      return;
-    }
-    propose(r, std::move(ir), etcdserverpb::DeleteRangeResponse());
-  });
-  both("/kv/txn", [s, propose](const HttpRequest& req, ResponderPtr r) {
+  write_route(
+      "/kv/deleterange", [propose](const HttpRequest& req, ResponderPtr r) {
+        storagepb::InternalRaftRequest ir;
+        if (!ParseBody(req, r.get(), ir.mutable_delete_range())) return;
+        if (ir.delete_range().key().empty()) {
+          RespondError(r.get(),
+                       InvalidArgumentError("etcdserver: key is not provided"));
+          return;
+        }
+        propose(r, std::move(ir), etcdserverpb::DeleteRangeResponse());
+      });
+  write_route("/kv/txn", [s, propose](const HttpRequest& req, ResponderPtr r) {
     storagepb::InternalRaftRequest ir;
     if (!ParseBody(req, r.get(), ir.mutable_txn())) return;
     if (IsReadOnlyTxn(ir.txn())) {

@@ -1,8 +1,10 @@
 #include "storage/server/peer_transport.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -20,12 +22,25 @@ namespace {
 
 constexpr uint32_t kMaxFrameBytes = 256u << 20;
 
-void AppendFrame(const std::string& payload, std::string* out) {
-  uint32_t n = static_cast<uint32_t>(payload.size());
+void AppendLength(uint32_t n, std::string* out) {
   char len[4] = {static_cast<char>(n >> 24), static_cast<char>(n >> 16),
                  static_cast<char>(n >> 8), static_cast<char>(n)};
   out->append(len, 4);
+}
+
+void AppendFrame(const std::string& payload, std::string* out) {
+  AppendLength(static_cast<uint32_t>(payload.size()), out);
   out->append(payload);
+}
+
+// Same frame, serialized in place (no intermediate string per message).
+void AppendMessageFrame(const raftpb::Message& m, std::string* out) {
+  const size_t n = m.ByteSizeLong();
+  AppendLength(static_cast<uint32_t>(n), out);
+  const size_t off = out->size();
+  out->resize(off + n);
+  m.SerializeWithCachedSizesToArray(
+      reinterpret_cast<uint8_t*>(out->data() + off));
 }
 
 // Pulls one frame off the front of `buf` (starting at *pos).
@@ -80,17 +95,26 @@ class HttpPeerTransport::Peer {
     return urls_;
   }
 
-  bool Enqueue(raftpb::Message m) {
+  // Queues the messages of one Ready for this peer under one lock and wakes
+  // the sender at most once. Returns how many were dropped (queue full,
+  // stopped, or backing off after a failed write).
+  size_t EnqueueMany(std::vector<raftpb::Message>& msgs) {
+    size_t queued = 0;
+    bool wake = false;
     {
       std::lock_guard<std::mutex> l(mu_);
-      if (stop_ || queue_.size() >= t_->options_.max_queued_messages ||
-          TimePointNow() < backoff_until_) {
-        return false;
+      if (stop_ || TimePointNow() < backoff_until_) return msgs.size();
+      for (raftpb::Message& m : msgs) {
+        if (queue_.size() >= t_->options_.max_queued_messages) break;
+        queue_.push_back(std::move(m));
+        ++queued;
       }
-      queue_.push_back(std::move(m));
+      if (queued > 0 && sender_waiting_ && !wake_sent_) {
+        wake = wake_sent_ = true;
+      }
     }
-    cv_.notify_one();
-    return true;
+    if (wake) cv_.notify_one();
+    return msgs.size() - queued;
   }
 
   void Stop() {
@@ -107,6 +131,7 @@ class HttpPeerTransport::Peer {
   TimePoint TimePointNow() const { return t_->options_.clock->Now(); }
 
   void Run() {
+    pthread_setname_np(pthread_self(), "peer-tx");
     std::unique_ptr<net::HttpClient> client;
     std::unique_ptr<net::HttpStream> stream;
     size_t next_url = 0;
@@ -114,7 +139,10 @@ class HttpPeerTransport::Peer {
       std::deque<raftpb::Message> batch;
       {
         std::unique_lock<std::mutex> l(mu_);
+        sender_waiting_ = true;
+        wake_sent_ = false;
         cv_.wait(l, [&] { return stop_ || !queue_.empty(); });
+        sender_waiting_ = false;
         if (stop_) {
           // `stream` dies with this frame: a later Stop() (the destructor
           // calls it again) must not cancel it through a dangling pointer.
@@ -124,7 +152,7 @@ class HttpPeerTransport::Peer {
         batch.swap(queue_);
       }
       std::string buf;
-      for (const auto& m : batch) AppendFrame(m.SerializeAsString(), &buf);
+      for (const auto& m : batch) AppendMessageFrame(m, &buf);
       if (!stream) {
         std::vector<std::string> urls = this->urls();
         if (urls.empty()) continue;
@@ -187,6 +215,8 @@ class HttpPeerTransport::Peer {
   std::vector<std::string> urls_;      // guarded by mu_
   std::deque<raftpb::Message> queue_;  // guarded by mu_
   bool stop_ = false;                  // guarded by mu_
+  bool sender_waiting_ = false;        // guarded by mu_: Run() sleeps on cv_
+  bool wake_sent_ = false;             // guarded by mu_: notified since
   TimePoint backoff_until_;            // guarded by mu_
   net::HttpStream* stream_ = nullptr;  // guarded by mu_; for Cancel
   std::thread thread_;
@@ -268,13 +298,26 @@ void HttpPeerTransport::RemovePeer(uint64_t id) {
 }
 
 void HttpPeerTransport::Send(std::vector<raftpb::Message> msgs) {
+  // Group by peer (a Ready holds a few messages for each), so each peer's
+  // queue is locked and its sender woken once per Ready, not per message.
+  std::vector<std::pair<uint64_t, std::vector<raftpb::Message>>> by_peer;
   for (raftpb::Message& m : msgs) {
     if (m.type() == raftpb::MsgSnap) {
       SendSnapshot(std::move(m));
       continue;
     }
-    std::shared_ptr<Peer> p = FindPeer(m.to());
-    if (!p || !p->Enqueue(std::move(m))) dropped_->Inc();
+    auto it = std::find_if(by_peer.begin(), by_peer.end(),
+                           [&](const auto& g) { return g.first == m.to(); });
+    if (it == by_peer.end()) {
+      by_peer.emplace_back(m.to(), std::vector<raftpb::Message>());
+      it = by_peer.end() - 1;
+    }
+    it->second.push_back(std::move(m));
+  }
+  for (auto& [id, group] : by_peer) {
+    std::shared_ptr<Peer> p = FindPeer(id);
+    size_t dropped = p ? p->EnqueueMany(group) : group.size();
+    if (dropped > 0) dropped_->Inc(static_cast<double>(dropped));
   }
 }
 
@@ -411,14 +454,17 @@ void HttpPeerTransport::HandleStream(const net::HttpRequest& req,
     std::string_view frame;
     bool bad = false;
     RaftNode* node = server_->node();
+    std::vector<raftpb::Message> msgs;
     while (NextFrame(st->buf, &st->pos, &frame, &bad)) {
-      raftpb::Message m;
+      raftpb::Message& m = msgs.emplace_back();
       if (!m.ParseFromArray(frame.data(), static_cast<int>(frame.size()))) {
+        msgs.pop_back();
         bad = true;
         break;
       }
-      if (node) node->Step(std::move(m));
     }
+    // Everything this read brought, to the node loop with one wake-up.
+    if (node) node->StepMany(std::move(msgs));
     if (bad) {
       LOG(WARNING) << "dropping a peer stream with a corrupt frame";
       r->Close();
@@ -566,7 +612,9 @@ void HttpPeerTransport::RegisterHandlers(net::HttpServer* peer_server) {
       [this](const net::HttpRequest& req, std::shared_ptr<net::Responder> r) {
         HandleStream(req, std::move(r));
       },
-      {.stream_request_body = true});
+      // Frames are parsed and queued for the node loop right on the I/O
+      // thread (never blocks): no worker hop per read.
+      {.stream_request_body = true, .run_on_io_thread = true});
   peer_server->Handle(
       "POST", "/raft/snapshot",
       [this](const net::HttpRequest& req, std::shared_ptr<net::Responder> r) {

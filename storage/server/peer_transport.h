@@ -2,9 +2,13 @@
 //
 // Messages: each member keeps one long-lived POST /raft/stream to each peer
 // whose chunked request body carries frames `uint32 length (big-endian) +
-// raftpb.Message`. A sender thread per peer takes everything queued since
-// its last write and sends it as one chunk, so a busy leader batches many
-// MsgApps per write while an idle one sends heartbeats promptly. A peer that
+// raftpb.Message`. Send() queues a Ready's messages for each peer under one
+// lock with at most one wake-up; a sender thread per peer takes everything
+// queued since its last write and sends it as one chunk, so a busy leader
+// batches many MsgApps per write while an idle one sends heartbeats
+// promptly. The receiver parses frames on its HTTP I/O thread and steps all
+// that one read brought into the node loop at once (RaftNode::StepMany),
+// without a hop through a worker thread. A peer that
 // is down or partitioned costs only its own thread: its queue is bounded,
 // overflow is dropped (raft retransmits) and the peer is reported
 // unreachable to the core so it probes instead of streaming.

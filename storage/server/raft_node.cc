@@ -1,5 +1,7 @@
 #include "storage/server/raft_node.h"
 
+#include <pthread.h>
+
 #include "base/logging.h"
 
 namespace kplane::storage {
@@ -70,28 +72,37 @@ void RaftNode::Stop() {
   }
 }
 
-void RaftNode::Wake() { cv_.notify_one(); }
+bool RaftNode::NeedsWakeLocked() {
+  if (!loop_sleeping_ || wake_sent_) return false;
+  wake_sent_ = true;
+  return true;
+}
 
 void RaftNode::Propose(std::string data, ProposeCallback on_dropped) {
+  bool wake;
   {
     std::lock_guard<std::mutex> l(mu_);
     inbox_.proposals.push_back(
         Proposal{std::move(data), false, {}, std::move(on_dropped)});
+    wake = NeedsWakeLocked();
   }
-  Wake();
+  if (wake) cv_.notify_one();
 }
 
 void RaftNode::ProposeConfChange(raftpb::ConfChange cc,
                                  ProposeCallback on_dropped) {
+  bool wake;
   {
     std::lock_guard<std::mutex> l(mu_);
     inbox_.proposals.push_back(
         Proposal{"", true, std::move(cc), std::move(on_dropped)});
+    wake = NeedsWakeLocked();
   }
-  Wake();
+  if (wake) cv_.notify_one();
 }
 
 void RaftNode::ReadIndex(ReadIndexCallback cb) {
+  bool wake;
   {
     std::unique_lock<std::mutex> l(mu_);
     if (stop_) {
@@ -100,16 +111,34 @@ void RaftNode::ReadIndex(ReadIndexCallback cb) {
       return;
     }
     inbox_.reads.push_back(std::move(cb));
+    wake = NeedsWakeLocked();
   }
-  Wake();
+  if (wake) cv_.notify_one();
 }
 
 void RaftNode::Step(raftpb::Message msg) {
+  bool wake;
   {
     std::lock_guard<std::mutex> l(mu_);
     inbox_.messages.push_back(std::move(msg));
+    wake = NeedsWakeLocked();
   }
-  Wake();
+  if (wake) cv_.notify_one();
+}
+
+void RaftNode::StepMany(std::vector<raftpb::Message> msgs) {
+  if (msgs.empty()) return;
+  bool wake;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (inbox_.messages.empty()) {
+      inbox_.messages = std::move(msgs);
+    } else {
+      for (raftpb::Message& m : msgs) inbox_.messages.push_back(std::move(m));
+    }
+    wake = NeedsWakeLocked();
+  }
+  if (wake) cv_.notify_one();
 }
 
 void RaftNode::TransferLeader(uint64_t transferee) {
@@ -161,6 +190,7 @@ raft::BasicStatus RaftNode::BasicStatus() {
 }
 
 void RaftNode::Loop() {
+  pthread_setname_np(pthread_self(), "raft-loop");
   Clock* clock = options_.clock;
   const Duration tick = options_.tick_interval;
   // A ReadIndex round that gets no answer (the leader changed underneath it)
@@ -172,10 +202,13 @@ void RaftNode::Loop() {
     Inbox work;
     {
       std::unique_lock<std::mutex> l(mu_);
+      loop_sleeping_ = true;
+      wake_sent_ = false;
       clock->WaitUntil(l, cv_, next_tick, [&] {
         return stop_ || !inbox_.messages.empty() || !inbox_.proposals.empty() ||
                !inbox_.reads.empty() || !inbox_.ops.empty();
       });
+      loop_sleeping_ = false;
       if (stop_) break;
       std::swap(work, inbox_);
     }

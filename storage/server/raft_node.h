@@ -101,6 +101,8 @@ class RaftNode {
   // ReadIndex round. The callback gets the commit index to wait for.
   void ReadIndex(ReadIndexCallback cb);
   void Step(raftpb::Message msg);
+  // Queues several messages (one peer-stream read) with one wake-up.
+  void StepMany(std::vector<raftpb::Message> msgs);
   void TransferLeader(uint64_t transferee);
   void ReportUnreachable(uint64_t id);
   void ReportSnapshot(uint64_t id, raft::SnapshotStatus status);
@@ -134,7 +136,10 @@ class RaftNode {
 
   void Loop();
   void HandleReady(raft::Ready rd);
-  void Wake();
+  // Called with mu_ held after queueing work: true if the caller must
+  // notify cv_ (after unlocking). Only the first producer after the loop
+  // went to sleep wakes it; the others' work is picked up by the same turn.
+  bool NeedsWakeLocked();
 
   RaftNodeOptions options_;
   RaftLog* log_;
@@ -144,9 +149,11 @@ class RaftNode {
 
   std::mutex mu_;
   std::condition_variable cv_;
-  Inbox inbox_;               // guarded by mu_
-  bool stop_ = false;         // guarded by mu_
-  LeaderCallback leader_cb_;  // guarded by mu_
+  Inbox inbox_;                 // guarded by mu_
+  bool stop_ = false;           // guarded by mu_
+  bool loop_sleeping_ = false;  // guarded by mu_: the loop waits on cv_
+  bool wake_sent_ = false;      // guarded by mu_: it was notified since
+  LeaderCallback leader_cb_;    // guarded by mu_
 
   // Loop-thread state.
   uint64_t read_seq_ = 0;

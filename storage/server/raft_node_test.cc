@@ -16,18 +16,22 @@ namespace kplane::storage {
 namespace {
 
 // Delivers messages directly to the peer nodes' inboxes (no network), and
-// drops everything to or from a member marked down.
+// drops everything to or from a member marked down. Like the HTTP
+// transport's receiver, it hands each node its share of one Send at once
+// (StepMany).
 class LocalTransport : public Transport {
  public:
   void Send(std::vector<raftpb::Message> msgs) override {
     std::lock_guard<std::mutex> l(mu);
+    std::map<uint64_t, std::vector<raftpb::Message>> by_node;
     for (auto& m : msgs) {
       auto it = nodes.find(m.to());
       if (it == nodes.end() || down.count(m.to()) || down.count(m.from())) {
         continue;
       }
-      it->second->Step(std::move(m));
+      by_node[m.to()].push_back(std::move(m));
     }
+    for (auto& [id, batch] : by_node) nodes[id]->StepMany(std::move(batch));
   }
   std::mutex mu;
   std::map<uint64_t, RaftNode*> nodes;

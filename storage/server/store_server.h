@@ -9,7 +9,8 @@
 // (client_api.h) or directly through the KV interface (`kplane up`).
 //
 // Write path: ProposeAsync -> RaftNode (group commit) -> commit -> apply
-// thread applies the entry to MVCC with its index as consistent_index (an
+// thread (or, for a small batch while it is idle, the node loop itself)
+// applies the entry to MVCC with its index as consistent_index (an
 // entry at or below the store's consistent index is already applied and is
 // skipped: exactly-once after a crash) -> the proposer's callback.
 // Read path: linearizable reads wait for a ReadIndex round and for the
@@ -137,8 +138,9 @@ class StoreServer : public KV {
   const StoreConfig& config() const { return config_; }
 
   // ---- asynchronous core (used by the HTTP API) ---------------------------
-  // Proposes a write; `done` runs once, on the apply thread (success) or the
-  // node loop (dropped) or a timer thread (timeout). Keep it short.
+  // Proposes a write; `done` runs once, on the thread that applied it (the
+  // apply thread or the node loop) or the node loop (dropped) or a timer
+  // thread (timeout). Keep it short and never block in it.
   void ProposeAsync(storagepb::InternalRaftRequest req, ApplyCallback done);
   // Runs `ready` (on a read worker) once a linearizable read may be served
   // from the local store, or with the error that prevents it.
@@ -228,6 +230,9 @@ class StoreServer : public KV {
   // Apply thread.
   void ApplyLoop();
   void ApplyTaskNow(ApplyTask& task);
+  // Whether the node loop may apply `task` itself (Applier::Enqueue).
+  // Needs apply_mu_ and an idle apply thread.
+  bool CanApplyInline(const ApplyTask& task) const;
   void ApplyEntry(const raftpb::Entry& e, uint64_t term);
   StatusOr<ApplyResponse> ApplyRequest(const storagepb::InternalRaftRequest& r,
                                        uint64_t index);
@@ -274,6 +279,10 @@ class StoreServer : public KV {
   std::condition_variable apply_cv_;
   std::deque<ApplyTask> apply_queue_;  // guarded by apply_mu_
   bool stopping_ = false;              // guarded by apply_mu_
+  // A task is being applied, by the apply thread or inline by the node
+  // loop; the other waits. Guarded by apply_mu_. The "apply thread only"
+  // fields below belong to whichever holds it.
+  bool apply_busy_ = false;
   // Linearizable reads waiting for the applied index (min-heap by index).
   std::priority_queue<std::pair<uint64_t, uint64_t>,
                       std::vector<std::pair<uint64_t, uint64_t>>,

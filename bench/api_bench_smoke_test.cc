@@ -33,6 +33,14 @@ class ApiBenchSmokeTest : public ::testing::Test {
   TestServer server_;
 };
 
+// A counted run may finish a few operations past its count: those of
+// other clients that complete in the same event-loop turn.
+#define EXPECT_COUNT(ops, n, clients)  \
+  do {                                 \
+    EXPECT_GE(ops, n);                 \
+    EXPECT_LE(ops, (n) + (clients)-1); \
+  } while (0)
+
 TEST_F(ApiBenchSmokeTest, CreateGetUpdateListDelete) {
   ApiWorkload w;
   w.ns = "smoke";
@@ -41,13 +49,13 @@ TEST_F(ApiBenchSmokeTest, CreateGetUpdateListDelete) {
 
   w.kind = "create";
   LoadResult r = Run(w, 2, 12);
-  EXPECT_EQ(r.operations, 12);
+  EXPECT_COUNT(r.operations, 12, 2);
   EXPECT_EQ(r.errors, 0) << (r.sample_errors.empty() ? "" : r.sample_errors[0]);
-  EXPECT_EQ(r.latency.count(), 12);
+  EXPECT_EQ(r.latency.count(), r.operations);
   auto names = ListPodNames(ep(), w.ns);
   ASSERT_TRUE(names.ok()) << names.status();
   // Creates still in flight when the count was reached complete too.
-  EXPECT_GE(names->size(), 12u);
+  EXPECT_GE(static_cast<int64_t>(names->size()), r.operations);
   EXPECT_LE(names->size(), 13u);
 
   // A fixture of 6 pods; a repeated fill keeps them (409 counts as done).
@@ -59,7 +67,7 @@ TEST_F(ApiBenchSmokeTest, CreateGetUpdateListDelete) {
 
   w.kind = "get";
   r = Run(w, 3, 15);
-  EXPECT_EQ(r.operations, 15);
+  EXPECT_COUNT(r.operations, 15, 3);
   EXPECT_EQ(r.errors, 0);
 
   // Three clients own two pods each: no update conflicts (a 409 would be
@@ -67,7 +75,7 @@ TEST_F(ApiBenchSmokeTest, CreateGetUpdateListDelete) {
   w.kind = "update";
   w.clients = 3;
   r = Run(w, 3, 60);
-  EXPECT_EQ(r.operations, 60);
+  EXPECT_COUNT(r.operations, 60, 3);
   EXPECT_EQ(r.errors, 0) << (r.sample_errors.empty() ? "" : r.sample_errors[0]);
   for (int i = 0; i < 6; ++i) {
     auto pod =
@@ -84,7 +92,7 @@ TEST_F(ApiBenchSmokeTest, CreateGetUpdateListDelete) {
     w.list_query = query;
     w.list_stats = std::make_shared<ApiListStats>();
     r = Run(w, 2, 4);
-    EXPECT_EQ(r.operations, 4) << query;
+    EXPECT_COUNT(r.operations, 4, 2);
     EXPECT_EQ(r.errors, 0) << query;
     EXPECT_EQ(w.list_stats->items.load(),
               static_cast<int64_t>(names->size()) + 6)

@@ -81,7 +81,7 @@ class Loop {
       SendNext(c.get());
     }
     std::vector<epoll_event> evs(256);
-    while (NowNs() < stop_at_ && !Exhausted()) {
+    while (NowNs() < stop_at_ && !Exhausted() && idle_ < conns_.size()) {
       int n = epoll_wait(ep_, evs.data(), static_cast<int>(evs.size()), 50);
       for (int k = 0; k < n; ++k) {
         Conn* c = static_cast<Conn*>(evs[k].data.ptr);
@@ -137,6 +137,10 @@ class Loop {
   void SendNext(Conn* c) {
     if (NowNs() >= stop_at_ || Exhausted()) return;
     Request r = c->script->Next();
+    if (r.method.empty()) {  // this client is done
+      ++idle_;
+      return;
+    }
     if (!c->in_op) {
       c->in_op = true;
       c->op_start = NowNs();
@@ -274,6 +278,7 @@ class Loop {
   std::atomic<int64_t>* budget_;
   int ep_ = -1;
   std::vector<std::unique_ptr<Conn>> conns_;
+  size_t idle_ = 0;  // clients whose script has no more work
 };
 
 }  // namespace
@@ -299,7 +304,11 @@ StatusOr<LoadResult> RunLoad(const LoadOptions& o) {
   int64_t start = NowNs();
   int64_t count_from = start + o.warmup.count();
   int64_t stop_at = count_from + o.duration.count();
-  if (o.max_operations > 0) stop_at = start + Duration(hours(24)).count();
+  if (o.max_operations > 0) {
+    stop_at = start +
+              (o.time_limit > Duration(0) ? o.time_limit : Duration(hours(24)))
+                  .count();
+  }
   std::atomic<int64_t> budget{o.max_operations};
   std::vector<std::unique_ptr<Loop>> loops;
   for (int t = 0; t < threads; ++t) {

@@ -56,7 +56,9 @@ enum class Step {
 class ClientScript {
  public:
   virtual ~ClientScript() = default;
-  // The next request of the current (or a new) operation.
+  // The next request of the current (or a new) operation. A request with
+  // an empty method means this client has no more work: it stays idle, and
+  // the run ends early once every client is idle.
   virtual Request Next() = 0;
   // The answer to the last request.
   virtual Step OnResponse(const net::HttpResponse& response) = 0;
@@ -67,7 +69,10 @@ struct LoadOptions {
   int clients = 1;
   int threads = 1;  // event-loop threads driving the clients
   Duration duration = seconds(10);
-  int64_t max_operations = 0;     // 0: run for `duration`
+  int64_t max_operations = 0;  // 0: run for `duration`
+  // With max_operations: give up after this long even if the count was not
+  // reached (failed operations do not count towards it). 0: no limit.
+  Duration time_limit = Duration(0);
   Duration warmup = Duration(0);  // operations in this time are not counted
   Duration request_timeout = seconds(10);
   // Builds client i's script.

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/api_bench_command.h"
 #include "kpctl/kube/kube_command.h"
 #include "kpctl/sim/sim_command.h"
 #include "kpctl/store/store_command.h"
@@ -62,6 +63,9 @@ const Group kGroups[] = {
      [](const std::vector<std::string>& a) {
        return kplane::kpctl::RunSim(a, std::cout, std::cerr);
      }},
+    {"bench",
+     "load benchmarks: bench api <create|get|update|list|delete|watch>",
+     kplane::bench::RunBenchCommand},
     {kGet, "display one or many resources", RunKubeGroup<kGet>},
     {kDescribe, "show details of resources", RunKubeGroup<kDescribe>},
     {kApply, "apply manifests (-f FILE|DIR|-)", RunKubeGroup<kApply>},

@@ -19,19 +19,6 @@
 namespace kplane::bench {
 namespace {
 
-int64_t NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-double SelfCpu() {
-  struct rusage ru;
-  getrusage(RUSAGE_SELF, &ru);
-  return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec +
-         ru.ru_stime.tv_usec / 1e6;
-}
-
 // The resourceVersion of the first object in `s` (the event's object:
 // metadata leads it, and managedFields carry no resourceVersion).
 int64_t FirstResourceVersion(std::string_view s) {
@@ -63,7 +50,7 @@ StatusOr<ApiWatchBenchResult> RunApiWatchBench(const ApiWatchBenchOptions& o) {
   (void)net::RaiseFileDescriptorLimit();
   ApiWatchBenchResult res;
   res.expected_events = static_cast<int64_t>(o.watchers) * o.creates;
-  const double cpu0 = SelfCpu();
+  const double cpu0 = SelfCpuSeconds();
   auto server_rss = [&o] {
     int64_t sum = 0;
     for (int pid : o.server_pids) sum += ProcessRssBytes(pid).value_or(0);
@@ -244,7 +231,7 @@ StatusOr<ApiWatchBenchResult> RunApiWatchBench(const ApiWatchBenchOptions& o) {
   const int64_t last = last_event.load();
   const double span = ((last ? last : writer_end) - first) / 1e9;
   res.events_per_second = span > 0 ? res.delivered_events / span : 0;
-  res.client_cpu_seconds = SelfCpu() - cpu0;
+  res.client_cpu_seconds = SelfCpuSeconds() - cpu0;
   return res;
 }
 

@@ -215,12 +215,6 @@ class FillScript : public ClientScript {
   std::shared_ptr<std::atomic<int64_t>> next_;
 };
 
-int64_t NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 }  // namespace
 
 std::string PodJson(const std::string& name, const std::string& annotation) {

@@ -10,15 +10,7 @@
 #include "storage/api/etcd_json.h"
 
 namespace kplane::bench {
-namespace {
-
-int64_t NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-}  // namespace
+namespace {}  // namespace
 
 StatusOr<int> FindLeaderEndpoint(const std::vector<Endpoint>& endpoints) {
   for (size_t i = 0; i < endpoints.size(); ++i) {

@@ -94,6 +94,11 @@ struct LoadResult {
 
 StatusOr<LoadResult> RunLoad(const LoadOptions& options);
 
+// Monotonic clock in nanoseconds (latency samples and run lengths).
+int64_t NowNs();
+// CPU seconds (user + system) this process has used so far.
+double SelfCpuSeconds();
+
 // CPU seconds (user + system) a process has used so far (/proc/<pid>/stat).
 StatusOr<double> ProcessCpuSeconds(int pid);
 // Resident set size in bytes (/proc/<pid>/status VmRSS).

@@ -22,19 +22,6 @@
 namespace kplane::bench {
 namespace {
 
-int64_t NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-double SelfCpu() {
-  struct rusage ru;
-  getrusage(RUSAGE_SELF, &ru);
-  return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec +
-         ru.ru_stime.tv_usec / 1e6;
-}
-
 // Per-revision times of the puts, filled by the writer (the calling thread).
 struct PutTimes {
   std::unordered_map<int64_t, std::pair<int64_t, int64_t>> by_rev;  // send, ack
@@ -82,7 +69,7 @@ StatusOr<WatchBenchResult> RunWatchBench(const WatchBenchOptions& o) {
   }
   WatchBenchResult res;
   res.expected_events = static_cast<int64_t>(o.watchers) * o.puts;
-  double cpu0 = SelfCpu();
+  double cpu0 = SelfCpuSeconds();
   auto server_rss = [&o] {
     int64_t sum = 0;
     for (int pid : o.server_pids) sum += ProcessRssBytes(pid).value_or(0);
@@ -348,7 +335,7 @@ StatusOr<WatchBenchResult> RunWatchBench(const WatchBenchOptions& o) {
   int64_t last = last_event.load();
   double span = ((last ? last : writer_end) - first_put) / 1e9;
   res.events_per_second = span > 0 ? res.delivered_events / span : 0;
-  res.client_cpu_seconds = SelfCpu() - cpu0;
+  res.client_cpu_seconds = SelfCpuSeconds() - cpu0;
   return res;
 }
 

@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "bench/api_workloads.h"
+#include "bench/watch_bench.h"
 #include "net/http_client.h"
 #include "net/http_parser.h"
 #include "net/socket.h"
@@ -214,19 +215,7 @@ StatusOr<ApiWatchBenchResult> RunApiWatchBench(const ApiWatchBenchOptions& o) {
     std::this_thread::sleep_for(milliseconds(5));
   }
   stop();
-  for (const auto& [rv, at] : arrivals) {
-    auto it = sent_acked.find(rv);
-    if (it == sent_acked.end()) continue;  // not one of our creates
-    ++res.delivered_events;
-    const auto [sent, acked] = it->second;
-    res.from_send.Record(at - sent);
-    if (at < acked) {
-      ++res.before_ack;
-      res.from_ack.Record(0);
-    } else {
-      res.from_ack.Record(at - acked);
-    }
-  }
+  RecordDeliveries(arrivals, sent_acked, &res);
   res.writer_seconds = (writer_end - first) / 1e9;
   const int64_t last = last_event.load();
   const double span = ((last ? last : writer_end) - first) / 1e9;

@@ -317,20 +317,7 @@ StatusOr<WatchBenchResult> RunWatchBench(const WatchBenchOptions& o) {
   }
   stop_reader = true;
   reader.join();
-  res.delivered_events = 0;
-  for (const auto& [rev, at] : arrivals) {
-    auto it = times.by_rev.find(rev);
-    if (it == times.by_rev.end()) continue;  // not one of our puts
-    ++res.delivered_events;
-    const auto [sent, acked] = it->second;
-    res.from_send.Record(at - sent);
-    if (at < acked) {
-      ++res.before_ack;
-      res.from_ack.Record(0);
-    } else {
-      res.from_ack.Record(at - acked);
-    }
-  }
+  RecordDeliveries(arrivals, times.by_rev, &res);
   res.writer_seconds = (writer_end - first_put) / 1e9;
   int64_t last = last_event.load();
   double span = ((last ? last : writer_end) - first_put) / 1e9;

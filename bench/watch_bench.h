@@ -35,6 +35,8 @@
 #define KPLANE_BENCH_WATCH_BENCH_H_
 
 #include <string>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "bench/histogram.h"
@@ -75,6 +77,33 @@ struct WatchBenchResult {
 };
 
 StatusOr<WatchBenchResult> RunWatchBench(const WatchBenchOptions& o);
+
+// Matches each received event, (revision, arrival ns), to the write that
+// made it, revision -> (sent ns, answered ns), and records the delivery
+// latencies into `res`: delivered_events, from_send, and from_ack with an
+// event that beat its write's answer counted in before_ack and recorded as
+// 0. Arrivals of revisions not in `writes` (not ours) are skipped. Serves
+// both the store's and the apiserver's watch benchmarks.
+template <typename Result>
+void RecordDeliveries(
+    const std::vector<std::pair<int64_t, int64_t>>& arrivals,
+    const std::unordered_map<int64_t, std::pair<int64_t, int64_t>>& writes,
+    Result* res) {
+  res->delivered_events = 0;
+  for (const auto& [rev, at] : arrivals) {
+    auto it = writes.find(rev);
+    if (it == writes.end()) continue;
+    ++res->delivered_events;
+    const auto [sent, acked] = it->second;
+    res->from_send.Record(at - sent);
+    if (at < acked) {
+      ++res->before_ack;
+      res->from_ack.Record(0);
+    } else {
+      res->from_ack.Record(at - acked);
+    }
+  }
+}
 
 }  // namespace kplane::bench
 

@@ -9,20 +9,7 @@ it). "ratio:<row>" - prints median(this row) / median(<row>)."""
 import statistics
 import sys
 
-
-def fmt(v):
-    if v >= 100:
-        return f"{v:,.0f}"
-    if v >= 10:
-        return f"{v:.1f}"
-    return f"{v:.2f}"
-
-
-def cell(vals):
-    m = statistics.median(vals)
-    if len(vals) == 1:
-        return fmt(m)
-    return f"{fmt(m)} ({fmt(min(vals))}-{fmt(max(vals))})"
+from summarize import cell  # the store table's "median (min-max)" cell
 
 
 def main(path):

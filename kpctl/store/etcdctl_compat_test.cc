@@ -14,6 +14,7 @@
 #include <regex>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include "base/subprocess.h"
 #include "kpctl/store/go_format.h"
@@ -576,6 +577,22 @@ class Capture : public std::streambuf {
     return cv_.wait_for(
         l, timeout, [&] { return data_.find(needle) != std::string::npos; });
   }
+  // Waits until a whole line holding `needle` has arrived and returns the
+  // offset just past that line's newline, or npos on timeout. Output arrives
+  // in pieces of any size, so seeing the needle does not mean its line ended.
+  size_t WaitForLine(const std::string& needle, Duration timeout) {
+    std::unique_lock<std::mutex> l(mu_);
+    size_t end = std::string::npos;
+    cv_.wait_for(l, timeout, [&] {
+      size_t at = data_.find(needle);
+      if (at == std::string::npos) return false;
+      size_t nl = data_.find('\n', at);
+      if (nl == std::string::npos) return false;
+      end = nl + 1;
+      return true;
+    });
+    return end;
+  }
   std::string data() {
     std::lock_guard<std::mutex> l(mu_);
     return data_;
@@ -662,21 +679,23 @@ TEST_F(EtcdctlCompat, WatchOutputAndCancel) {
     }
     ASSERT_TRUE(seen) << "watch never started";
   }
-  // Let every probe's event arrive, then mark where the script begins.
-  for (auto [side, cap] :
-       {std::pair{etcd_.get(), &ecap}, std::pair{kp_.get(), &kcap}}) {
+  // Let every probe's event arrive, then mark where the script begins: just
+  // past the line that carries the mark's event.
+  size_t eskip = 0, kskip = 0;
+  for (auto [side, cap, skip] : {std::tuple{etcd_.get(), &ecap, &eskip},
+                                 std::tuple{kp_.get(), &kcap, &kskip}}) {
     side->Run({"put", "wmark", "m"});
-    ASSERT_TRUE(cap->WaitFor("d21hcms=", seconds(20)));
+    *skip = cap->WaitForLine("d21hcms=", seconds(20));
+    ASSERT_NE(*skip, std::string::npos);
   }
-  const size_t eskip = ecap.data().size(), kskip = kcap.data().size();
   for (Side* s : {etcd_.get(), kp_.get()}) {
     s->Run({"put", "w1", "a"});
     s->Run({"put", "w1", "b"});
     s->Run({"del", "w1"});
     s->Run({"txn"}, "\nput w2 x\nput w3 y\n\n\n");
   }
-  ASSERT_TRUE(ecap.WaitFor("dzM=", seconds(20)));
-  ASSERT_TRUE(kcap.WaitFor("dzM=", seconds(20)));
+  ASSERT_NE(ecap.WaitForLine("dzM=", seconds(20)), std::string::npos);
+  ASSERT_NE(kcap.WaitForLine("dzM=", seconds(20)), std::string::npos);
   cleanup.fn();
   // Revisions differ by the number of probes: compare with them masked.
   std::regex revs(R"re("(revision|create_revision|mod_revision)":\d+)re");

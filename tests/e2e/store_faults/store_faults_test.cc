@@ -643,7 +643,22 @@ TEST_F(StoreFaultTest, LeasesAcrossLeaderKill) {
   const TimePoint granted = Clock::Real()->Now();
   ASSERT_NE(kept, 0);
   ASSERT_NE(left_alone, 0);
-  storage::KeepAliveLoop keepalive(kv->get(), kept, {});
+  // Failed rounds, kept to explain a lost lease.
+  std::mutex errors_mu;
+  std::vector<std::string> keepalive_errors;
+  storage::KeepAliveLoop keepalive(
+      kv->get(), kept, {.on_error = [&](const Status& s) {
+        std::lock_guard<std::mutex> l(errors_mu);
+        keepalive_errors.push_back(
+            std::to_string(Ms(Clock::Real()->Now() - granted)) +
+            " ms: " + s.ToString());
+      }});
+  auto errors = [&] {
+    std::lock_guard<std::mutex> l(errors_mu);
+    std::string out = "keepalive errors:";
+    for (const std::string& e : keepalive_errors) out += "\n  " + e;
+    return out;
+  };
 
   auto leader = cluster_->WaitForLeader(seconds(30));
   ASSERT_TRUE(leader.ok());
@@ -682,10 +697,11 @@ TEST_F(StoreFaultTest, LeasesAcrossLeaderKill) {
     Clock::Real()->SleepFor(milliseconds(200));
   }
   EXPECT_EQ(exists("lease/kept"), std::optional<bool>(true))
-      << "the kept-alive lease's key is gone";
-  EXPECT_GT(keepalive.renewals(), 2);
+      << "the kept-alive lease's key is gone; " << errors();
+  EXPECT_GT(keepalive.renewals(), 2) << errors();
   keepalive.Stop();
-  EXPECT_TRUE(keepalive.Wait().ok());
+  Status ended = keepalive.Wait();
+  EXPECT_TRUE(ended.ok()) << ended << "; " << errors();
   // The killed leader rejoins; the members agree on everything.
   ASSERT_TRUE(cluster_->Restart(*leader).ok());
   ASSERT_TRUE(cluster_->WaitReady(*leader, seconds(60)).ok());

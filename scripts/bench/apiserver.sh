@@ -33,6 +33,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 top=$PWD
+source scripts/bench/lib.sh
 
 quick=0
 runs=3
@@ -51,11 +52,7 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 
-KPLANE=$top/build/kplane
-KPCTL=$top/build/cmd/kpctl/kpctl
-for b in "$KPLANE" "$KPCTL"; do
-  [[ -x $b ]] || { echo "missing $b (cmake --build build --target kplane kpctl)" >&2; exit 1; }
-done
+need_binaries
 
 clients=(1 16 64)
 if ((quick)); then
@@ -81,13 +78,10 @@ api_pid=""
 cleanup() {
   if [[ -n $api_pid ]]; then
     kill "$api_pid" 2>/dev/null || true
-    while kill -0 "$api_pid" 2>/dev/null; do sleep 0.05; done
+    wait_gone "$api_pid"
   fi
   scripts/store-cluster.sh stop --dir "$data/store" >/dev/null 2>&1 || true
-  local p
-  for p in "${STORE_PIDS[@]:-}"; do
-    while [[ -n $p ]] && kill -0 "$p" 2>/dev/null; do sleep 0.05; done
-  done
+  wait_gone "${STORE_PIDS[@]:-}"
   rm -rf "$data"
 }
 trap cleanup EXIT
@@ -105,17 +99,7 @@ for i in 1 2 3; do
   EPS+=("http://127.0.0.1:$((base + i * 10))")
 done
 store_pids_csv=$(IFS=,; echo "${STORE_PIDS[*]}")
-LEADER=-1
-for _ in $(seq 1 150); do
-  for i in "${!EPS[@]}"; do
-    body=$(curl -s -m 1 -X POST -d '{}' "${EPS[$i]}/v3/maintenance/status" || true)
-    mid=$(sed -n 's/.*"member_id":"\([0-9]*\)".*/\1/p' <<<"$body")
-    lid=$(sed -n 's/.*"leader":"\([0-9]*\)".*/\1/p' <<<"$body")
-    if [[ -n $mid && $mid == "$lid" ]]; then LEADER=$i; break 2; fi
-  done
-  sleep 0.1
-done
-((LEADER >= 0)) || { say "the store elected no leader; logs in $data/store"; exit 1; }
+wait_leader || { say "the store elected no leader; logs in $data/store"; exit 1; }
 leader_ep=${EPS[$LEADER]}
 # The apiserver's store client sends everything to its first endpoint while
 # it answers: the leader, so neither the apiserver nor the put baseline pays
@@ -142,7 +126,6 @@ say "store leader $leader_ep (pids $store_pids_csv), apiserver $server (pid $api
 # record ROW VALUE [ANNOTATION]: ANNOTATION is "slo:<ms>" (the value is a
 # latency in ms that the SLO bounds) or "ratio:<row>" (report value/row).
 record() { printf '%s\t%s\t%s\n' "$1" "$2" "${3:-}" >>"$res"; }
-field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<"$2"; }
 run_tool() {  # run_tool <kpctl args...>: runs, logs, prints the last RESULT line
   echo "+ kpctl $*" >>"$raw"
   local outp

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Put throughput to the leader of a 3-member kplane store (issue 9's "put
-# c=N leader" rows, kplane only): for each run a fresh cluster with
-# store.sh's settings (heartbeat 100 ms, election 1000 ms, snapshot-count
+# c=N leader" rows, kplane only): for each run a fresh cluster
+# (scripts/store-cluster.sh) with store.sh's settings (heartbeat 100 ms, election 1000 ms, snapshot-count
 # 100000, fsync on), `kpctl store bench put` to the leader, then a table of
 # ops/s, p99 and server CPU per op with the load average at each run.
 #
@@ -16,7 +16,7 @@
 # base 22370 stays clear of store.sh's 12370 and the ephemeral range).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-top=$PWD
+source scripts/bench/lib.sh
 
 clients=1,64
 runs=3
@@ -36,21 +36,15 @@ while [[ $# -gt 0 ]]; do
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
 done
-KPLANE=$top/build/kplane
-KPCTL=$top/build/cmd/kpctl/kpctl
-for b in "$KPLANE" "$KPCTL"; do
-  [[ -x $b ]] || { echo "missing $b (cmake --build build --target kplane kpctl)" >&2; exit 1; }
-done
+need_binaries
 mkdir -p "$dir"
 
+# The cluster: scripts/store-cluster.sh with store.sh's settings.
 PIDS=()
 EPS=()
 stop_cluster() {
-  local p
-  for p in "${PIDS[@]:-}"; do [[ -n $p ]] && kill "$p" 2>/dev/null || true; done
-  for p in "${PIDS[@]:-}"; do
-    while [[ -n $p ]] && kill -0 "$p" 2>/dev/null; do sleep 0.05; done
-  done
+  scripts/store-cluster.sh stop --dir "$dir/data" >/dev/null 2>&1 || true
+  wait_gone "${PIDS[@]:-}"
   PIDS=()
 }
 trap stop_cluster EXIT
@@ -58,43 +52,16 @@ trap stop_cluster EXIT
 start_cluster() {
   stop_cluster
   rm -rf "$dir/data"
-  mkdir -p "$dir/data"
+  KPLANE=$KPLANE scripts/store-cluster.sh start --dir "$dir/data" --base-port "$base" -- \
+    --heartbeat-interval 100 --election-timeout 1000 --snapshot-count 100000 \
+    --log-level warning >/dev/null
   EPS=()
-  local i ic=""
-  for i in 1 2 3; do ic+="${ic:+,}n$i=http://127.0.0.1:$((base + i * 10 + 1))"; done
+  local i
   for i in 1 2 3; do
-    local cport=$((base + i * 10))
-    "$KPLANE" store --name "n$i" --data-dir "$dir/data/n$i" \
-      --listen-client-urls "http://127.0.0.1:$cport" \
-      --listen-peer-urls "http://127.0.0.1:$((cport + 1))" \
-      --initial-cluster "$ic" --heartbeat-interval 100 \
-      --election-timeout 1000 --snapshot-count 100000 \
-      --log-level warning >>"$dir/data/n$i.log" 2>&1 &
-    PIDS+=($!)
-    disown $!
-    EPS+=("http://127.0.0.1:$cport")
+    PIDS+=("$(cat "$dir/data/n$i.pid")")
+    EPS+=("http://127.0.0.1:$((base + i * 10))")
   done
 }
-
-LEADER=-1
-find_leader() {
-  local i body mid lid
-  for i in "${!EPS[@]}"; do
-    body=$(curl -s -m 1 -X POST -d '{}' "${EPS[$i]}/v3/maintenance/status" || true)
-    mid=$(sed -n 's/.*"member_id":"\([0-9]*\)".*/\1/p' <<<"$body")
-    lid=$(sed -n 's/.*"leader":"\([0-9]*\)".*/\1/p' <<<"$body")
-    if [[ -n $mid && $mid == "$lid" ]]; then LEADER=$i; return 0; fi
-  done
-  return 1
-}
-wait_leader() {
-  local t
-  for t in $(seq 1 150); do find_leader && return 0; sleep 0.1; done
-  echo "no leader; logs in $dir/data" >&2
-  return 1
-}
-field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<"$2"; }
-load1() { cut -d' ' -f1 /proc/loadavg; }
 
 max_c=$(tr , '\n' <<<"$clients" | sort -n | tail -1)
 rows=()
@@ -102,7 +69,7 @@ IFS=, read -r -a cs <<<"$clients"
 for c in "${cs[@]}"; do
   for r in $(seq 1 "$runs"); do
     start_cluster
-    wait_leader
+    wait_leader || { echo "no leader; logs in $dir/data" >&2; exit 1; }
     pids=$(IFS=,; echo "${PIDS[*]}")
     perf_pid=""
     if ((perf_s > 0)) && [[ $c == "$max_c" && $r == 1 ]]; then

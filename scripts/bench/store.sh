@@ -33,6 +33,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 top=$PWD
+source scripts/bench/lib.sh
 
 quick=0
 runs=3
@@ -53,12 +54,8 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 
-KPLANE=${KPLANE:-$top/build/kplane}
-KPCTL=${KPCTL:-$top/build/cmd/kpctl/kpctl}
 ETCD=${ETCD:-/usr/bin/etcd}
-for b in "$KPLANE" "$KPCTL" "$ETCD"; do
-  [[ -x $b ]] || { echo "missing $b (cmake --build build --target kplane kpctl)" >&2; exit 1; }
-done
+need_binaries "$ETCD"
 
 if ((quick)); then
   put_dur=3s; range_dur=3s; put_clients=(1 16 64 256)
@@ -136,36 +133,11 @@ stop_cluster() {
   for p in "${PIDS[@]:-}"; do
     [[ -n $p ]] && kill "$p" 2>/dev/null || true
   done
-  # Members are disowned (no "Killed" note from the shell for the one the
-  # failover row kills), so wait for them by polling.
-  for p in "${PIDS[@]:-}"; do
-    while [[ -n $p ]] && kill -0 "$p" 2>/dev/null; do sleep 0.05; done
-  done
+  wait_gone "${PIDS[@]:-}"
   PIDS=()
 }
 trap 'stop_cluster' EXIT
 
-# Prints the index (0-based) of the endpoint whose member is the leader.
-LEADER=-1
-find_leader() {
-  LEADER=-1
-  local i body mid lid
-  for i in "${!EPS[@]}"; do
-    body=$(curl -s -m 1 -X POST -d '{}' "${EPS[$i]}/v3/maintenance/status" || true)
-    mid=$(sed -n 's/.*"member_id":"\([0-9]*\)".*/\1/p' <<<"$body")
-    lid=$(sed -n 's/.*"leader":"\([0-9]*\)".*/\1/p' <<<"$body")
-    if [[ -n $mid && $mid == "$lid" ]]; then LEADER=$i; return 0; fi
-  done
-  return 1
-}
-wait_leader() {
-  local t
-  for t in $(seq 1 150); do
-    find_leader && return 0
-    sleep 0.1
-  done
-  return 1
-}
 # Comma lists: the leader alone; followers first then the leader (so one
 # client "spread" over the members talks to a follower, which forwards).
 leader_ep() { echo "${EPS[$LEADER]}"; }
@@ -190,8 +162,6 @@ leader_first_pids() {
 # --- results -------------------------------------------------------------------
 # record ROW VALUE: one figure of this system's current run.
 record() { printf '%s\t%s\t%s\n' "$system" "$1" "$2" >>"$res"; }
-# field KEY LINE: the value of KEY=... in a RESULT line.
-field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<"$2"; }
 bench() {  # bench <kpctl store bench args...>: runs, logs, prints the RESULT line
   echo "+ kpctl store bench $*" >>"$raw"
   local outp

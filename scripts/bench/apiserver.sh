@@ -47,7 +47,7 @@ while [[ $# -gt 0 ]]; do
     --rows) rows=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --base-port) base=$2; shift 2 ;;
-    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^set -e/p' "$0" | sed -n 's/^# \{0,1\}//p'; exit 0 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
 done

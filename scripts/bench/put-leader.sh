@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Put throughput to the leader of a 3-member kplane store (issue 9's "put
 # c=N leader" rows, kplane only): for each run a fresh cluster
-# (scripts/store-cluster.sh) with store.sh's settings (heartbeat 100 ms, election 1000 ms, snapshot-count
-# 100000, fsync on), `kpctl store bench put` to the leader, then a table of
-# ops/s, p99 and server CPU per op with the load average at each run.
+# (scripts/store-cluster.sh) with store.sh's settings (heartbeat 100 ms,
+# election 1000 ms, snapshot-count 100000, fsync on), `kpctl store bench
+# put` to the leader, then a table of ops/s, p99 and server CPU per op with
+# the load average at each run.
 #
 #   scripts/bench/put-leader.sh [--clients 1,64] [--runs 3] [--duration 10s]
 #                               [--base-port 22370] [--dir DIR]
@@ -32,7 +33,7 @@ while [[ $# -gt 0 ]]; do
     --base-port) base=$2; shift 2 ;;
     --dir) dir=$2; shift 2 ;;
     --perf) perf_s=$2; shift 2 ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^set -e/p' "$0" | sed -n 's/^# \{0,1\}//p'; exit 0 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
 done

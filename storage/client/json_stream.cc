@@ -5,6 +5,7 @@
 #include <rapidjson/writer.h>
 
 #include "storage/api/etcd_json.h"
+#include "storage/api/etcd_json_value.h"
 
 namespace kplane::storage {
 
@@ -88,7 +89,7 @@ Status ParseStreamMessage(std::string_view object,
   }
   auto result = d.FindMember("result");
   if (result != d.MemberEnd()) {
-    return etcdapi::ParseJson(Serialize(result->value), msg);
+    return etcdapi::ParseJsonValue(result->value, msg);
   }
   auto err = d.FindMember("error");
   if (err != d.MemberEnd()) {

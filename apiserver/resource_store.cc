@@ -459,8 +459,15 @@ ApiResult<WriteResult> ResourceStore::DoUpdate(std::string_view ns,
     return WriteResult{ObjectPtr(std::move(*r)), created};
   }
 
-  StatusOr<ObjectPtr> r = store_->GuaranteedUpdate(ns, name, Preconditions{},
-                                                   wrapped, create_if_missing);
+  // The watch cache's copy spares the store read when it is current, as
+  // kube-apiserver's cacher passes it to GuaranteedUpdate.
+  ObjectPtr cached;
+  if (cacher_ != nullptr && cacher_->ready()) {
+    StatusOr<ObjectPtr> c = cacher_->Get(ns, name);
+    if (c.ok()) cached = *c;
+  }
+  StatusOr<ObjectPtr> r = store_->GuaranteedUpdate(
+      ns, name, Preconditions{}, wrapped, create_if_missing, cached);
   if (!r.ok()) {
     if (rejected) return *rejected;
     return ApiError::FromStatus(r.status(), resource_, name);

@@ -315,19 +315,52 @@ StatusOr<ObjectPtr> ObjectStore::Get(std::string_view ns, std::string_view name,
   return ObjectPtr(std::move(obj));
 }
 
-StatusOr<ObjectPtr> ObjectStore::GuaranteedUpdate(std::string_view ns,
-                                                  std::string_view name,
-                                                  const Preconditions& pre,
-                                                  const UpdateFn& update,
-                                                  bool create_if_missing) {
+StatusOr<ObjectPtr> ObjectStore::GuaranteedUpdate(
+    std::string_view ns, std::string_view name, const Preconditions& pre,
+    const UpdateFn& update, bool create_if_missing, ObjectPtr cached) {
   ASSIGN_OR_RETURN(std::string key, CheckedKey(ns, name));
-  ASSIGN_OR_RETURN(std::optional<mvccpb::KeyValue> current, ReadKey(key));
+  // What the update starts from: the caller's cached copy if it has one (no
+  // store read; kube-apiserver's cachedExistingObject), else the store's
+  // key. `fresh` says the state came from the store in this call; decisions
+  // that a stale copy could get wrong (an error from the preconditions or
+  // from `update`, "nothing changed") are only final when it did: with the
+  // cached copy they read the store and go round again.
+  std::optional<mvccpb::KeyValue> current;
+  int64_t cached_revision = 0;
+  if (cached != nullptr) {
+    StatusOr<int64_t> rv = Versioner::Parse(api::ResourceVersion(*cached));
+    if (!rv.ok() || *rv <= 0 ||
+        cached->GetDescriptor() != resource_->kind->descriptor) {
+      cached = nullptr;
+    } else {
+      cached_revision = *rv;
+    }
+  }
+  bool fresh = cached == nullptr;
+  if (fresh) {
+    ASSIGN_OR_RETURN(current, ReadKey(key));
+  }
+  auto read_store = [&]() -> Status {
+    cached = nullptr;
+    fresh = true;
+    ASSIGN_OR_RETURN(current, ReadKey(key));
+    return Status::Ok();
+  };
   for (;;) {
-    MutableObject existing;
-    if (current) {
-      ASSIGN_OR_RETURN(existing,
+    MutableObject decoded;
+    const google::protobuf::Message* existing = cached.get();
+    if (fresh && current) {
+      ASSIGN_OR_RETURN(decoded,
                        Decode(current->value(), current->mod_revision()));
-      RETURN_IF_ERROR(CheckPreconditions(key, *existing, pre, true));
+      existing = decoded.get();
+    }
+    if (existing != nullptr) {
+      Status st = CheckPreconditions(key, *existing, pre, true);
+      if (!st.ok()) {
+        if (fresh) return st;
+        RETURN_IF_ERROR(read_store());
+        continue;
+      }
     } else {
       if (!create_if_missing) {
         return NotFoundError(group_resource_ + " " + Quote(name) +
@@ -341,7 +374,12 @@ StatusOr<ObjectPtr> ObjectStore::GuaranteedUpdate(std::string_view ns,
       }
     }
 
-    ASSIGN_OR_RETURN(MutableObject updated, update(existing.get()));
+    StatusOr<MutableObject> result = update(existing);
+    if (!result.ok() && !fresh) {
+      RETURN_IF_ERROR(read_store());
+      continue;
+    }
+    ASSIGN_OR_RETURN(MutableObject updated, std::move(result));
     if (updated == nullptr ||
         updated->GetDescriptor() != resource_->kind->descriptor) {
       return InternalError("update of " + group_resource_ + " " + Quote(name) +
@@ -350,26 +388,48 @@ StatusOr<ObjectPtr> ObjectStore::GuaranteedUpdate(std::string_view ns,
     api::MutableObjectMeta(updated.get())->clear_resourceversion();
     std::string value =
         api::EncodeEnvelope(*updated, resource_->kind->type_meta());
-    if (current && value == current->value()) {
-      return ObjectPtr(std::move(existing));  // nothing to write
+    if (fresh && current && value == current->value()) {
+      return ObjectPtr(std::move(decoded));  // nothing to write
+    }
+    if (!fresh) {
+      // "Nothing changed" against a copy that may be stale is not an
+      // answer: compare with the store's bytes instead.
+      MutableObject copy(cached->New());
+      copy->CopyFrom(*cached);
+      api::MutableObjectMeta(copy.get())->clear_resourceversion();
+      if (value == api::EncodeEnvelope(*copy, resource_->kind->type_meta())) {
+        RETURN_IF_ERROR(read_store());
+        continue;
+      }
     }
 
+    const int64_t expected_revision =
+        fresh ? (current ? current->mod_revision() : 0) : cached_revision;
     TxnRequest txn;
     Compare* unchanged = txn.add_compare();
     unchanged->set_key(key);
     unchanged->set_target(Compare::MOD);
     unchanged->set_result(Compare::EQUAL);
-    unchanged->set_mod_revision(current ? current->mod_revision() : 0);
+    unchanged->set_mod_revision(expected_revision);
     auto* put = txn.add_success()->mutable_request_put();
     put->set_key(key);
     put->set_value(std::move(value));
-    // An object created with a TTL keeps its lease across updates.
-    if (current && current->lease() != 0) put->set_ignore_lease(true);
+    // An object created with a TTL keeps its lease across updates. A cached
+    // copy does not say whether the key has one; the key exists at the
+    // compared revision, so keeping whatever lease it has is right either
+    // way.
+    if (!fresh || (current && current->lease() != 0)) {
+      put->set_ignore_lease(true);
+    }
     txn.add_failure()->mutable_request_range()->set_key(key);
-    ASSIGN_OR_RETURN(TxnResponse resp, Timed(current ? kUpdate : kCreate,
-                                             [&] { return kv_->Txn(txn); }));
+    ASSIGN_OR_RETURN(TxnResponse resp,
+                     Timed(expected_revision != 0 ? kUpdate : kCreate,
+                           [&] { return kv_->Txn(txn); }));
     if (!resp.succeeded()) {
-      // Lost the race: retry with what the store holds now.
+      // Lost the race (or the cached copy was stale): retry with what the
+      // store holds now, which the failed transaction returned.
+      cached = nullptr;
+      fresh = true;
       current.reset();
       if (resp.responses_size() > 0 &&
           resp.responses(0).response_range().kvs_size() > 0) {

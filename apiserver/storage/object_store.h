@@ -156,13 +156,22 @@ class ObjectStore {
   // the same object unchanged (equal bytes) writes nothing and returns the
   // current object. With `create_if_missing`, `update` receives nullptr when
   // the key does not exist and its result is created.
+  //
+  // `cached`, if given, is the caller's copy of the current object (the
+  // watch cache's, resourceVersion set) and replaces the first read: when
+  // it is current, an update costs one store call instead of two. A stale
+  // copy costs a failed compare-and-swap and a retry with the store's
+  // object; an error from the preconditions or from `update`, or "nothing
+  // changed", seen on the copy is checked again on the store's object before
+  // it is returned. `update` may thus be called more than once.
   using UpdateFn =
       std::function<StatusOr<MutableObject>(const google::protobuf::Message*)>;
   StatusOr<ObjectPtr> GuaranteedUpdate(std::string_view ns,
                                        std::string_view name,
                                        const Preconditions& pre,
                                        const UpdateFn& update,
-                                       bool create_if_missing = false);
+                                       bool create_if_missing = false,
+                                       ObjectPtr cached = nullptr);
 
   // Deletes the object if `pre` holds (and `validate`, called with the
   // current object, returns OK). Returns the object as it was deleted, with

@@ -258,6 +258,94 @@ TEST_F(ObjectStoreTest, GuaranteedUpdateWritesAndSkipsNoOps) {
   EXPECT_EQ(AsConfigMap(*store_.Get("default", "b")).data().at("key"), "new");
 }
 
+TEST_F(ObjectStoreTest, GuaranteedUpdateFromACachedCopy) {
+  auto gets = [&] {
+    const std::string text = metrics_.Render();
+    const std::string name =
+        "etcd_requests_total{operation=\"get\",type=\"configmaps\"} ";
+    size_t at = text.find(name);
+    return at == std::string::npos ? 0
+                                   : std::stoi(text.substr(at + name.size()));
+  };
+  ObjectPtr v1 = MustCreate(MakeConfigMap("default", "a", "one"));
+
+  // A current copy: the update writes without reading the store first.
+  int before = gets();
+  auto v2 =
+      store_.GuaranteedUpdate("default", "a", {}, SetValue("two"), false, v1);
+  ASSERT_TRUE(v2.ok()) << v2.status();
+  EXPECT_EQ(gets(), before);
+  EXPECT_EQ(AsConfigMap(*v2).data().at("key"), "two");
+  EXPECT_EQ(api::ResourceVersion(**v2), std::to_string(CurrentRevision()));
+
+  // A stale copy (v1): the compare-and-swap fails and the update runs
+  // again on the store's object; nothing is lost.
+  std::vector<std::string> seen;
+  auto append =
+      [&](const google::protobuf::Message* cur) -> StatusOr<MutableObject> {
+    const auto& cm = static_cast<const ConfigMap&>(*cur);
+    seen.push_back(cm.data().at("key"));
+    MutableObject next(cur->New());
+    next->CopyFrom(*cur);
+    (*static_cast<ConfigMap*>(next.get())->mutable_data())["key"] =
+        cm.data().at("key") + "+";
+    return next;
+  };
+  auto v3 = store_.GuaranteedUpdate("default", "a", {}, append, false, v1);
+  ASSERT_TRUE(v3.ok()) << v3.status();
+  EXPECT_EQ(seen, (std::vector<std::string>{"one", "two"}));
+  EXPECT_EQ(AsConfigMap(*store_.Get("default", "a")).data().at("key"), "two+");
+
+  // "Nothing changed" on a stale copy is checked against the store: the
+  // store holds "two+", so setting "one" (v1's value) is a write.
+  const int64_t rev = CurrentRevision();
+  auto v4 =
+      store_.GuaranteedUpdate("default", "a", {}, SetValue("one"), false, v1);
+  ASSERT_TRUE(v4.ok()) << v4.status();
+  EXPECT_EQ(CurrentRevision(), rev + 1);
+  EXPECT_EQ(AsConfigMap(*store_.Get("default", "a")).data().at("key"), "one");
+  // And a real no-op from a current copy still writes nothing.
+  auto same =
+      store_.GuaranteedUpdate("default", "a", {}, SetValue("one"), false, *v4);
+  ASSERT_TRUE(same.ok());
+  EXPECT_EQ(CurrentRevision(), rev + 1);
+  EXPECT_EQ(api::ResourceVersion(**same), std::to_string(rev + 1));
+
+  // A precondition that fails on the stale copy but holds on the store's
+  // object, and an update function that rejects the stale copy only: both
+  // succeed after reading the store.
+  Preconditions current_rv{.resource_version = api::ResourceVersion(**v4)};
+  EXPECT_TRUE(store_
+                  .GuaranteedUpdate("default", "a", current_rv,
+                                    SetValue("five"), false, v1)
+                  .ok());
+  auto picky =
+      [&](const google::protobuf::Message* cur) -> StatusOr<MutableObject> {
+    if (static_cast<const ConfigMap&>(*cur).data().at("key") == "one") {
+      return ConflictError("stale");
+    }
+    return SetValue("six")(cur);
+  };
+  EXPECT_TRUE(
+      store_.GuaranteedUpdate("default", "a", {}, picky, false, v1).ok());
+  EXPECT_EQ(AsConfigMap(*store_.Get("default", "a")).data().at("key"), "six");
+  // An error on the store's own object is the answer.
+  auto rejected = store_.GuaranteedUpdate(
+      "default", "a", {},
+      [](const google::protobuf::Message*) -> StatusOr<MutableObject> {
+        return InvalidArgumentError("nope");
+      },
+      false, v1);
+  EXPECT_EQ(rejected.status(), InvalidArgumentError("nope"));
+
+  // A copy of a deleted object: the update finds no key and says so.
+  ObjectPtr b = MustCreate(MakeConfigMap("default", "b", "x"));
+  ASSERT_TRUE(store_.Delete("default", "b", {}).ok());
+  auto gone =
+      store_.GuaranteedUpdate("default", "b", {}, SetValue("y"), false, b);
+  EXPECT_EQ(gone.status().code(), StatusCode::kNotFound);
+}
+
 TEST_F(ObjectStoreTest, PreconditionsFailWithKubeMessages) {
   ObjectPtr created = MustCreate(MakeConfigMap("default", "a"));
   std::string old_rv = api::ResourceVersion(*created);

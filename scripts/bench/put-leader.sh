@@ -48,7 +48,8 @@ stop_cluster() {
   wait_gone "${PIDS[@]:-}"
   PIDS=()
 }
-trap stop_cluster EXIT
+# The members' data goes at exit; bench.err and perf.data stay in DIR.
+trap 'stop_cluster; rm -rf "$dir/data"' EXIT
 
 start_cluster() {
   stop_cluster

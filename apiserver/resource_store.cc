@@ -415,6 +415,12 @@ std::optional<ApiError> ResourceStore::PrepareUpdate(
   return std::nullopt;
 }
 
+namespace {
+// What the update function returns to GuaranteedUpdate when the registry
+// rejected the change; the ApiError itself travels beside it.
+Status Rejected() { return Status(StatusCode::kAborted, "update rejected"); }
+}  // namespace
+
 ApiResult<WriteResult> ResourceStore::DoUpdate(std::string_view ns,
                                                std::string_view name,
                                                bool create_if_missing,
@@ -437,7 +443,7 @@ ApiResult<WriteResult> ResourceStore::DoUpdate(std::string_view ns,
     ApiResult<MutableObject> r = fn(cur);
     if (IsError(r)) {
       rejected = std::get<ApiError>(std::move(r));
-      return Status(StatusCode::kAborted, "update rejected");
+      return Rejected();
     }
     return std::get<MutableObject>(std::move(r));
   };
@@ -469,7 +475,9 @@ ApiResult<WriteResult> ResourceStore::DoUpdate(std::string_view ns,
   StatusOr<ObjectPtr> r = store_->GuaranteedUpdate(
       ns, name, Preconditions{}, wrapped, create_if_missing, cached);
   if (!r.ok()) {
-    if (rejected) return *rejected;
+    // `rejected` may be left from a round on a stale cached copy that the
+    // store then failed to replace: only the rejection marker means it.
+    if (rejected && r.status() == Rejected()) return *rejected;
     return ApiError::FromStatus(r.status(), resource_, name);
   }
   const api::metav1::ObjectMeta& meta = MetaOf(**r);

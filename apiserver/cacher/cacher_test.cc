@@ -356,7 +356,9 @@ TEST_F(CacherTest, EventsAfterARevisionFromTheWindow) {
   EXPECT_EQ(sink->WaitFor(3),
             (std::vector<std::string>{"ADDED b" + At(rb), "MODIFIED a" + At(rc),
                                       "ADDED d" + At(rd)}));
-  // A revision ahead of the cache: only changes after it.
+  // A revision ahead of the cache: only changes after it. (The sink can see
+  // d before the cache's revision says so: wait for that.)
+  WaitCacheAt(rd);
   int64_t now = cacher_->revision();
   auto ahead = std::make_shared<RecordingSink>();
   auto h3 = MustWatch({.revision = now + 2}, ahead);
@@ -365,6 +367,7 @@ TEST_F(CacherTest, EventsAfterARevisionFromTheWindow) {
   int64_t rx3 = CreatePod("default", "x3");
   EXPECT_EQ(ahead->WaitFor(1),
             (std::vector<std::string>{"ADDED x3" + At(rx3)}));
+  WaitCacheAt(rx3);
   // revision 0 without initial events: from now on.
   auto fresh = std::make_shared<RecordingSink>();
   auto h2 = MustWatch({}, fresh);

@@ -10,7 +10,6 @@
 #include "storage/api/etcd_json.h"
 
 namespace kplane::bench {
-namespace {}  // namespace
 
 StatusOr<int> FindLeaderEndpoint(const std::vector<Endpoint>& endpoints) {
   for (size_t i = 0; i < endpoints.size(); ++i) {

@@ -321,10 +321,10 @@ StatusOr<ObjectPtr> ObjectStore::GuaranteedUpdate(
   ASSIGN_OR_RETURN(std::string key, CheckedKey(ns, name));
   // What the update starts from: the caller's cached copy if it has one (no
   // store read; kube-apiserver's cachedExistingObject), else the store's
-  // key. `fresh` says the state came from the store in this call; decisions
+  // key. Once the state comes from the store `cached` is dropped; decisions
   // that a stale copy could get wrong (an error from the preconditions or
-  // from `update`, "nothing changed") are only final when it did: with the
-  // cached copy they read the store and go round again.
+  // from `update`, "nothing changed") are only final then: with the cached
+  // copy they read the store and go round again.
   std::optional<mvccpb::KeyValue> current;
   int64_t cached_revision = 0;
   if (cached != nullptr) {
@@ -336,17 +336,16 @@ StatusOr<ObjectPtr> ObjectStore::GuaranteedUpdate(
       cached_revision = *rv;
     }
   }
-  bool fresh = cached == nullptr;
-  if (fresh) {
+  if (cached == nullptr) {
     ASSIGN_OR_RETURN(current, ReadKey(key));
   }
   auto read_store = [&]() -> Status {
     cached = nullptr;
-    fresh = true;
     ASSIGN_OR_RETURN(current, ReadKey(key));
     return Status::Ok();
   };
   for (;;) {
+    const bool fresh = cached == nullptr;
     MutableObject decoded;
     const google::protobuf::Message* existing = cached.get();
     if (fresh && current) {
@@ -429,7 +428,6 @@ StatusOr<ObjectPtr> ObjectStore::GuaranteedUpdate(
       // Lost the race (or the cached copy was stale): retry with what the
       // store holds now, which the failed transaction returned.
       cached = nullptr;
-      fresh = true;
       current.reset();
       if (resp.responses_size() > 0 &&
           resp.responses(0).response_range().kvs_size() > 0) {

@@ -170,14 +170,6 @@ bool AppendFast(const Message& m, std::string* out) {
   return true;
 }
 
-std::string ProtobufJson(const Message& msg) {
-  google::protobuf::util::JsonPrintOptions opts;
-  opts.preserve_proto_field_names = true;
-  std::string out;
-  (void)google::protobuf::util::MessageToJsonString(msg, &out, opts);
-  return out;
-}
-
 // --- decoding ---------------------------------------------------------------
 //
 // The inverse, over a rapidjson DOM, accepting what protobuf's parser (with
@@ -388,21 +380,26 @@ Status ParseJsonValue(const rapidjson::Value& json,
 
 std::string ToJson(const google::protobuf::Message& msg) {
   std::string out;
-  if (!AppendFast(msg, &out)) return ProtobufJson(msg);
+  if (!AppendFast(msg, &out)) return ToJsonWithProtobuf(msg);
   return out;
 }
 
 std::string ToJsonWithProtobuf(const google::protobuf::Message& msg) {
-  return ProtobufJson(msg);
+  google::protobuf::util::JsonPrintOptions opts;
+  opts.preserve_proto_field_names = true;
+  std::string out;
+  (void)google::protobuf::util::MessageToJsonString(msg, &out, opts);
+  return out;
 }
 
 void AppendStreamResult(const google::protobuf::Message& msg,
                         std::string* out) {
-  const size_t start = out->size();
-  out->append("{\"result\":");
+  constexpr std::string_view kOpen = "{\"result\":";
+  out->append(kOpen);
+  const size_t body = out->size();
   if (!AppendFast(msg, out)) {
-    out->resize(start + 10);
-    out->append(ProtobufJson(msg));
+    out->resize(body);  // drop what the walk wrote before it gave up
+    out->append(ToJsonWithProtobuf(msg));
   }
   out->append("}\n");
 }

@@ -46,6 +46,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
+source scripts/bench/lib.sh
 
 node_list=""
 backend=cluster
@@ -87,17 +88,17 @@ fi
 [[ $backend == cluster || $backend == embedded ]] || {
   echo "--backend: cluster or embedded" >&2; exit 2; }
 
-bin=${KPLANE:-$root/build/kplane}
-kpctl=${KPCTL:-$root/build/cmd/kpctl/kpctl}
+need_binaries
+bin=$KPLANE
+kpctl=$KPCTL
 probe=$root/scripts/bench/fleet_probe.py
-for b in "$bin" "$kpctl"; do
-  [[ -x $b ]] || { echo "build first: cmake --build build -j2 --target kplane kpctl" >&2; exit 1; }
-done
 : "${out:=/tmp/kplane-fleet-bench-$(date -u +%Y%m%d-%H%M%S)}"
 mkdir -p "$out"
 tsv=$out/results.tsv
 
-calc() { awk "BEGIN { print ($*) }"; }  # parenthesised: a bare ">" would be awk's print redirection
+# Parenthesised: a bare ">" would be awk's print redirection. OFMT: awk's
+# default %.6g printed an epoch deadline as 1.79599e+09, up to 10^4 s early.
+calc() { awk "BEGIN { OFMT = \"%.10g\"; print ($*) }"; }
 secs() {  # Go-style duration (10s, 500ms, 2m) -> seconds
   case $1 in
     *ms) calc "${1%ms} / 1000" ;;
@@ -106,7 +107,6 @@ secs() {  # Go-style duration (10s, 500ms, 2m) -> seconds
     *) echo "$1" ;;
   esac
 }
-load1() { cut -d' ' -f1 /proc/loadavg; }
 now() { date +%s.%N; }
 
 # --- processes of the current N; stop_all is the EXIT trap -----------------
@@ -287,7 +287,10 @@ run_one() {
   probe_out=$(python3 "$probe" nodes "$api" || echo "total=0 ready=0 notready=0")
   false_notready=$(sed 's/.* notready=\([0-9]*\).*/\1/' <<<"$probe_out")
   local leader=-
-  [[ -n $endpoints ]] && leader=$(python3 "$probe" leader "$endpoints" || echo -)
+  if [[ -n $endpoints ]]; then
+    IFS=, read -ra EPS <<<"$endpoints"
+    find_leader && leader=$((LEADER + 1))
+  fi
   echo "   window ${window}s: lag p50<=$p50 p99<=$p99 (last-lag snapshot $snap)," \
     "lease writes/s $lease_wps of $due_wps due, errors $errors, not Ready $false_notready" >&2
 

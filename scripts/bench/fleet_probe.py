@@ -20,10 +20,6 @@
       (notready_at: when this process received the event; last_renew: the
       Lease's spec.renewTime), or "notready_at=none ..." on timeout.
 
-  fleet_probe.py leader URL1,URL2,URL3
-      Which store member (1-based, in the given order) is the raft leader,
-      from each member's /v3/maintenance/status; "-" if none answers.
-
   fleet_probe.py table RESULTS_TSV
       fleet.sh's results.tsv as a Markdown table.
 """
@@ -115,22 +111,6 @@ def cmd_detect(api, node, ready_file, timeout_s):
           f" last_renew={'none' if renew is None else f'{renew:.3f}'}")
 
 
-def cmd_leader(endpoints):
-    ids = []
-    leader = None
-    for ep in endpoints.split(","):
-        try:
-            req = urllib.request.Request(ep + "/v3/maintenance/status",
-                                         data=b"{}", method="POST")
-            with urllib.request.urlopen(req, timeout=5) as r:
-                st = json.load(r)
-            ids.append(st.get("header", {}).get("member_id"))
-            leader = leader or st.get("leader")
-        except OSError:
-            ids.append(None)
-    print(ids.index(leader) + 1 if leader in ids else "-")
-
-
 def cmd_table(path):
     with open(path) as f:
         lines = [l.rstrip("\n").split("\t") for l in f if l.strip()]
@@ -180,8 +160,6 @@ def main(argv):
         cmd_lagsnap(argv[2])
     elif len(argv) >= 6 and argv[1] == "detect":
         cmd_detect(argv[2], argv[3], argv[4], float(argv[5]))
-    elif len(argv) >= 3 and argv[1] == "leader":
-        cmd_leader(argv[2])
     elif len(argv) >= 3 and argv[1] == "table":
         cmd_table(argv[2])
     else:

@@ -662,9 +662,23 @@ StatusOr<etcdserverpb::HashKVResponse> HttpPeerTransport::PeerHashKV(
   return h;
 }
 
+StatusOr<storagepb::ClusterRecord> HttpPeerTransport::PeerMembership(
+    uint64_t id) {
+  std::shared_ptr<Peer> p = FindPeer(id);
+  if (!p) return NotFoundError("unknown peer");
+  std::vector<std::string> urls = p->urls();
+  if (urls.empty()) return NotFoundError("peer has no URL");
+  // Short: the caller is the housekeeping thread of a member without leader.
+  return FetchMembership(urls.front(), seconds(2));
+}
+
 StatusOr<storagepb::ClusterRecord> HttpPeerTransport::FetchMembership(
-    const std::string& peer_url) {
-  ASSIGN_OR_RETURN(auto client, net::HttpClient::ForUrl(peer_url));
+    const std::string& peer_url, Duration timeout) {
+  net::HttpClientOptions copts;
+  copts.connect_timeout = std::min<Duration>(timeout, seconds(5));
+  copts.read_timeout = timeout;
+  copts.write_timeout = timeout;
+  ASSIGN_OR_RETURN(auto client, net::HttpClient::ForUrl(peer_url, copts));
   ASSIGN_OR_RETURN(net::HttpResponse resp,
                    client->Request("GET", "/raft/members"));
   if (resp.status != 200) {

@@ -67,11 +67,12 @@ class HttpPeerTransport : public PeerTransport {
   void RemovePeer(uint64_t id) override;
   StatusOr<etcdserverpb::HashKVResponse> PeerHashKV(uint64_t id,
                                                     int64_t revision) override;
+  StatusOr<storagepb::ClusterRecord> PeerMembership(uint64_t id) override;
 
   // Fetches the membership from a running member's peer URL (for a member
   // joining with --initial-cluster-state=existing).
   static StatusOr<storagepb::ClusterRecord> FetchMembership(
-      const std::string& peer_url);
+      const std::string& peer_url, Duration timeout = seconds(60));
 
  private:
   class Peer;

@@ -29,8 +29,36 @@ StatusOr<net::Url> ListenUrl(const std::vector<std::string>& urls,
   return u;
 }
 
-// Blocks SIGINT/SIGTERM in every thread started after this call, so that
-// WaitForSignal() receives them.
+// Waits up to `timeout` for SIGINT/SIGTERM (blocked by BlockStopSignals) or
+// for the member to learn it was removed from the cluster. Returns whether
+// either happened, after logging which.
+bool StopRequested(const sigset_t& stop_signals, const StoreServer& server,
+                   Duration timeout) {
+  const TimePoint deadline = Clock::Real()->Now() + timeout;
+  while (true) {
+    if (server.removed()) {
+      // etcd stops a removed member too, after ten heartbeats: a leader
+      // that removed itself sends the commit of its removal to the others
+      // meanwhile. The exit status is 0: the data dir would be refused at
+      // the next start, so a supervisor that restarts failed processes must
+      // not try.
+      LOG(WARNING) << "stopping: this member was removed from the cluster";
+      Clock::Real()->SleepFor(server.config().heartbeat_interval * 10);
+      return true;
+    }
+    const Duration left = deadline - Clock::Real()->Now();
+    if (left <= Duration(0)) return false;
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                        std::min<Duration>(left, milliseconds(200)))
+                        .count();
+    timespec poll{static_cast<time_t>(ns / 1000000000), ns % 1000000000};
+    const int sig = sigtimedwait(&stop_signals, nullptr, &poll);
+    if (sig > 0) {
+      LOG(INFO) << "received signal " << sig << ", shutting down";
+      return true;
+    }
+  }
+}
 
 }  // namespace
 
@@ -217,8 +245,7 @@ int RunStoreCommand(const std::vector<std::string>& args) {
   while (!(*server)->WaitReady(seconds(5))) {
     LOG(WARNING) << "not ready yet: waiting for a leader to publish this "
                     "member's attributes";
-    timespec zero{0, 0};
-    if (sigtimedwait(&stop_signals, nullptr, &zero) > 0) {
+    if (StopRequested(stop_signals, **server, Duration(0))) {
       (*server)->Stop();
       transport.Stop();
       peer_http.Stop();
@@ -233,9 +260,8 @@ int RunStoreCommand(const std::vector<std::string>& args) {
             << peer_url->host << ":" << peer_http.port() << ", data in "
             << cfg.data_dir;
 
-  int sig = 0;
-  sigwait(&stop_signals, &sig);
-  LOG(INFO) << "received signal " << sig << ", shutting down";
+  while (!StopRequested(stop_signals, **server, hours(1))) {
+  }
   client_http.Stop();
   (*server)->Stop();
   transport.Stop();

@@ -732,9 +732,7 @@ void StoreServer::ApplyConfChange(const raftpb::Entry& e) {
     case raftpb::ConfChangeRemoveNode:
       changed = membership_->ApplyRemove(e.index(), cc.node_id());
       if (cc.node_id() != member_id_) transport_->RemovePeer(cc.node_id());
-      if (cc.node_id() == member_id_) {
-        LOG(WARNING) << "this member was removed from the cluster";
-      }
+      if (cc.node_id() == member_id_) MarkRemoved("applied its own removal");
       break;
     default:
       break;
@@ -825,12 +823,44 @@ void StoreServer::HousekeepingLoop() {
     }
     FailExpiredWaiters();
     if (leader_id() != 0 && !published_.load()) PublishAttributes();
+    if (!removed_.load()) CheckRemovedByPeers();
     if (is_leader()) {
       ExpireLeases();
       if (config_.corrupt_check_interval > Duration(0) &&
           clock_->Now() >= next_corrupt_check_) {
         CheckCorruption();
         next_corrupt_check_ = clock_->Now() + config_.corrupt_check_interval;
+      }
+    }
+  }
+}
+
+void StoreServer::MarkRemoved(const std::string& how) {
+  if (removed_.exchange(true)) return;
+  LOG(WARNING) << "member " << IdToHex(member_id_) << " (" << how
+               << "): the member has been permanently removed from the "
+                  "cluster; its data directory must be removed before the "
+                  "host can join again as a new member";
+}
+
+void StoreServer::CheckRemovedByPeers() {
+  const TimePoint now = clock_->Now();
+  if (leader_id() != 0) {
+    leaderless_since_ = TimePoint();
+    return;
+  }
+  if (leaderless_since_ == TimePoint()) leaderless_since_ = now;
+  const Duration wait = config_.election_timeout * 3;
+  if (now - leaderless_since_ < wait || now < next_removed_check_) return;
+  next_removed_check_ = now + wait;
+  for (const storagepb::MemberRecord& m : membership_->Members()) {
+    if (m.id() == member_id_) continue;
+    StatusOr<storagepb::ClusterRecord> rec = transport_->PeerMembership(m.id());
+    if (!rec.ok() || rec->cluster_id() != cluster_id()) continue;
+    for (uint64_t id : rec->removed()) {
+      if (id == member_id_) {
+        MarkRemoved("member " + IdToHex(m.id()) + " lists it as removed");
+        return;
       }
     }
   }

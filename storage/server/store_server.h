@@ -111,6 +111,12 @@ class PeerTransport : public Transport {
                                                             int64_t revision) {
     return UnimplementedError("transport cannot reach peers");
   }
+  // Asks a peer for its membership record (a removed member that never
+  // applied its own removal learns of it this way). May block for up to a
+  // few seconds; called from the housekeeping thread.
+  virtual StatusOr<storagepb::ClusterRecord> PeerMembership(uint64_t id) {
+    return UnimplementedError("transport cannot reach peers");
+  }
 };
 
 class StoreServer : public KV {
@@ -132,6 +138,12 @@ class StoreServer : public KV {
   bool is_leader() const { return node_ && node_->is_leader(); }
   uint64_t term() const { return node_ ? node_->term() : 0; }
   uint64_t applied_index() const { return applied_.load(); }
+  // True once this member knows it was removed from the cluster: it applied
+  // its own removal, or, after three election timeouts without a leader, a
+  // peer's membership lists it as removed (the others no longer send it the
+  // log and refuse its messages, so it may never apply the removal). It
+  // serves no purpose then; `kplane store` exits (etcd stops likewise).
+  bool removed() const { return removed_.load(); }
   Membership* membership() { return membership_.get(); }
   mvcc::Store* mvcc() { return store_.get(); }
   RaftNode* node() { return node_.get(); }
@@ -237,12 +249,14 @@ class StoreServer : public KV {
   StatusOr<ApplyResponse> ApplyRequest(const storagepb::InternalRaftRequest& r,
                                        uint64_t index);
   void ApplyConfChange(const raftpb::Entry& e);
+  void MarkRemoved(const std::string& how);
   Status InstallSnapshot(const raftpb::Snapshot& snap);
   void MaybeSnapshot();
   void SetApplied(uint64_t index);
 
   // Leader duties and timeouts (a housekeeping thread).
   void HousekeepingLoop();
+  void CheckRemovedByPeers();
   void ExpireLeases();
   void FailExpiredWaiters();
   void CheckCorruption();
@@ -319,6 +333,9 @@ class StoreServer : public KV {
   std::condition_variable leader_cv_;
   std::atomic<bool> corrupt_{false};
   TimePoint next_corrupt_check_;
+  std::atomic<bool> removed_{false};
+  TimePoint leaderless_since_;    // housekeeping only; epoch = has a leader
+  TimePoint next_removed_check_;  // housekeeping only
 
   std::atomic<bool> started_{false};
   std::atomic<bool> stopped_{false};

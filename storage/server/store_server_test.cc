@@ -37,6 +37,8 @@ class DirectTransport : public PeerTransport {
   void RemovePeer(uint64_t) override {}
   StatusOr<etcdserverpb::HashKVResponse> PeerHashKV(uint64_t id,
                                                     int64_t rev) override;
+  // Answers even for a member in `down`: raft traffic is what is cut.
+  StatusOr<storagepb::ClusterRecord> PeerMembership(uint64_t id) override;
 
  private:
   Cluster* c_;
@@ -173,6 +175,7 @@ class Cluster {
   uint64_t snapshot_count = 100000;
   uint64_t catch_up = 5000;
   std::atomic<int> snapshots_sent{0};
+  std::atomic<int> membership_queries{0};
 
  private:
   struct Member {
@@ -207,6 +210,26 @@ StatusOr<etcdserverpb::HashKVResponse> DirectTransport::PeerHashKV(
   auto it = c_->by_id.find(id);
   if (it == c_->by_id.end()) return UnavailableError("down");
   return it->second->HashKV(rev);
+}
+
+StatusOr<storagepb::ClusterRecord> DirectTransport::PeerMembership(
+    uint64_t id) {
+  ++c_->membership_queries;
+  std::lock_guard<std::mutex> l(c_->mu);
+  auto it = c_->by_id.find(id);
+  if (it == c_->by_id.end()) return UnavailableError("down");
+  return it->second->membership()->Record();
+}
+
+// Waits (polling: the flag has no notification) until `s` knows it was
+// removed.
+bool WaitRemoved(StoreServer* s, Duration timeout) {
+  const TimePoint deadline = Clock::Real()->Now() + timeout;
+  while (!s->removed()) {
+    if (Clock::Real()->Now() >= deadline) return false;
+    Clock::Real()->SleepFor(milliseconds(10));
+  }
+  return true;
 }
 
 etcdserverpb::PutRequest PutReq(std::string k, std::string v,
@@ -468,7 +491,8 @@ TEST_F(StoreServerTest, MemberAddAndRemove) {
   auto r = m4->Range(RangeReq("/before"));
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->kvs_size(), 1);
-  // Remove it again; the rest keep working.
+  // Remove it again; the rest keep working and m4 learns it was removed.
+  EXPECT_FALSE(m4->removed());
   etcdserverpb::MemberRemoveRequest rm;
   rm.set_id(m4->member_id());
   ASSERT_TRUE(c.Leader()->MemberRemove(rm).ok());
@@ -476,6 +500,57 @@ TEST_F(StoreServerTest, MemberAddAndRemove) {
   ASSERT_TRUE(list.ok());
   EXPECT_EQ(list->members_size(), 3);
   ASSERT_TRUE(c.Leader()->Put(PutReq("/after", "1")).ok());
+  EXPECT_TRUE(WaitRemoved(m4, seconds(20)));
+  for (const char* name : {"m1", "m2", "m3"})
+    EXPECT_FALSE(c.Get(name)->removed());
+}
+
+// A removed member is not sent the entry that removes it once that entry is
+// committed without it, and the others refuse its messages: it learns of its
+// removal from a peer's membership once it has gone without a leader.
+TEST_F(StoreServerTest, RemovedMemberCutOffLearnsFromAPeer) {
+  Cluster& c = NewCluster();
+  c.Start(4);
+  StoreServer* leader = c.WaitLeader();
+  ASSERT_NE(leader, nullptr);
+  std::string victim_name = c.LeaderName() == "m4" ? "m3" : "m4";
+  StoreServer* victim = c.Get(victim_name);
+  ASSERT_TRUE(c.Leader()->Put(PutReq("/before", "1")).ok());
+  {
+    std::lock_guard<std::mutex> l(c.mu);
+    c.down.insert(victim->member_id());  // raft traffic only
+  }
+  etcdserverpb::MemberRemoveRequest rm;
+  rm.set_id(victim->member_id());
+  ASSERT_TRUE(c.Leader()->MemberRemove(rm).ok());  // 3 of 4 commit it
+  EXPECT_TRUE(WaitRemoved(victim, seconds(20)));
+  // It never applied its removal: only the peers' records name it.
+  EXPECT_FALSE(victim->membership()->IsRemoved(victim->member_id()));
+  ASSERT_TRUE(c.Leader()->Put(PutReq("/after", "1")).ok());
+}
+
+// A member cut off from the others, but not removed, keeps going.
+TEST_F(StoreServerTest, MemberCutOffButNotRemovedKeepsGoing) {
+  Cluster& c = NewCluster();
+  c.Start(3);
+  ASSERT_NE(c.WaitLeader(), nullptr);
+  std::string cut_name = c.LeaderName() == "m3" ? "m2" : "m3";
+  StoreServer* cut = c.Get(cut_name);
+  {
+    std::lock_guard<std::mutex> l(c.mu);
+    c.down.insert(cut->member_id());
+  }
+  ASSERT_TRUE(cut->WaitForLeaderMatching([](uint64_t id) { return id == 0; },
+                                         seconds(10)));
+  ASSERT_TRUE(c.Leader()->Put(PutReq("/x", "1")).ok());
+  // Three election timeouts without a leader start the peer checks (two
+  // peers each round); wait for three rounds of them.
+  const TimePoint deadline = Clock::Real()->Now() + seconds(20);
+  while (c.membership_queries.load() < 6 && Clock::Real()->Now() < deadline) {
+    Clock::Real()->SleepFor(milliseconds(10));
+  }
+  EXPECT_GE(c.membership_queries.load(), 6);
+  EXPECT_FALSE(cut->removed());
 }
 
 TEST_F(StoreServerTest, LeaderRevokesExpiredLease) {

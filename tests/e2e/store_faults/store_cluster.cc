@@ -301,7 +301,7 @@ StatusOr<int> StoreCluster::AddMember() {
   return n;
 }
 
-Status StoreCluster::RemoveMember(int i) {
+Status StoreCluster::RemoveMember(int i, Duration exit_timeout) {
   ASSIGN_OR_RETURN(uint64_t id, member_id(i));
   etcdserverpb::MemberRemoveRequest req;
   req.set_id(id);
@@ -320,9 +320,23 @@ Status StoreCluster::RemoveMember(int i) {
     return Status(s.code(), "member remove " + name(i) + tried);
   }
   members_[i].removed = true;
-  if (running(i)) {
-    StatusOr<int> code = Terminate(i);
-    if (!code.ok()) return code.status();
+  Member& m = members_[i];
+  if (!m.process) return Status::Ok();
+  // As in Terminate: no portable event for another process's exit.
+  const TimePoint deadline = Clock::Real()->Now() + exit_timeout;
+  while (m.process->running()) {
+    if (Clock::Real()->Now() > deadline) {
+      (void)m.process->Signal(SIGKILL);
+      m.process->Wait();
+      return DeadlineExceededError(name(i) + " still ran " +
+                                   std::to_string(Ms(exit_timeout)) +
+                                   " ms after its removal");
+    }
+    Clock::Real()->SleepFor(milliseconds(10));
+  }
+  if (int code = m.process->Wait(); code != 0) {
+    return InternalError(name(i) + " exited with status " +
+                         std::to_string(code) + " after its removal");
   }
   return Status::Ok();
 }

@@ -95,9 +95,11 @@ class StoreCluster {
   // --initial-cluster-state existing and waits until it is ready. Returns
   // its number.
   StatusOr<int> AddMember();
-  // `member remove` of member i through another running member; then stops
-  // i's process (a removed kplane member keeps running, unlike etcd's).
-  Status RemoveMember(int i);
+  // `member remove` of member i through another running member; then waits
+  // for i's process to exit by itself with status 0, as a removed member
+  // does once it learns of its removal. After `exit_timeout` it is killed
+  // and the result is DeadlineExceeded.
+  Status RemoveMember(int i, Duration exit_timeout = seconds(30));
 
   // Until a running member reports itself leader and `pred(leader)` holds;
   // returns the leader's number.

@@ -571,12 +571,14 @@ TEST(ControllerManagerIntegrationTest, LeaderElectionFailover) {
   auto t0 = std::chrono::steady_clock::now();
   (*first)->Stop();  // releases the lease
   EXPECT_TRUE((*first)->Lost());
+  // Released: nobody holds it, or cm-2 already took it.
+  const std::string after_stop = holder();
+  EXPECT_TRUE(after_stop.empty() || after_stop == "cm-2") << after_stop;
   ASSERT_TRUE(wait_leading(second->get()));
   double took =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
           .count();
   std::printf("leader failover after release: %.2f s\n", took);
-  EXPECT_LE(took, 2.0 + 1.0);
   EXPECT_EQ(holder(), "cm-2");
   // cm-2 dies without releasing (a crash): cm-3 takes over only after the
   // lease duration as it observed it.
@@ -591,7 +593,9 @@ TEST(ControllerManagerIntegrationTest, LeaderElectionFailover) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t1)
           .count();
   std::printf("leader failover after a crash: %.2f s (lease 2 s)\n", crash);
-  EXPECT_LE(crash, 2.0 + 1.5);
+  // Not before the lease ran out: cm-2 renewed at most a retry period
+  // (200 ms) before it stopped, and cm-3 counts from when it saw that.
+  EXPECT_GE(crash, 2.0 - 0.2 - 0.1);
   EXPECT_EQ(holder(), "cm-3");
   (*third)->Stop();
 }

@@ -325,6 +325,16 @@ class ModelRun {
     Open();
     for (step_ = 0; step_ < steps && !::testing::Test::HasFailure(); ++step_) {
       int dice = Pick(100);
+      // Writes sometimes run in write groups (the replicated server's apply
+      // path); everything else sees the store with the group written out.
+      if (dice >= 55) {
+        EndGroup();
+      } else if (!in_group_ && Coin(25)) {
+        store_->BeginWriteGroup();
+        in_group_ = true;
+      } else if (in_group_ && Coin(15)) {
+        EndGroup();
+      }
       if (dice < 28) {
         DoPut();
       } else if (dice < 38) {
@@ -344,12 +354,20 @@ class ModelRun {
       // check it cheaply now and then, fully before compaction/reopen.
       Poll();
     }
+    EndGroup();
     if (!::testing::Test::HasFailure()) DrainWatcher();
     stream_.reset();
     store_.reset();
   }
 
  private:
+  void EndGroup() {
+    if (!in_group_) return;
+    store_->EndWriteGroup();
+    in_group_ = false;
+    EXPECT_EQ(store_->CurrentRevision(), model_.rev) << Where();
+  }
+
   int Pick(int n) {
     return static_cast<int>(rng_() % static_cast<uint64_t>(n));
   }
@@ -449,7 +467,7 @@ class ModelRun {
       req.set_ignore_value(true);
       req.clear_value();
     }
-    auto got = store_->Put(req);
+    auto got = store_->Put(req, ++index_);
     StatusOr<etcdserverpb::PutResponse> want =
         [&]() -> StatusOr<etcdserverpb::PutResponse> {
       std::string value = req.value();
@@ -472,7 +490,7 @@ class ModelRun {
     std::string key = Key();
     auto req = testing::MakeDelete(key, Coin() ? "" : End(key));
     req.set_prev_kv(Coin());
-    auto got = store_->DeleteRange(req);
+    auto got = store_->DeleteRange(req, ++index_);
     auto gone = model_.Delete(req.key(), req.range_end());
     if (!gone.empty()) ++model_.rev;
     etcdserverpb::DeleteRangeResponse want;
@@ -564,7 +582,7 @@ class ModelRun {
     }
     for (int i = Pick(4); i > 0; --i) *t.add_success() = RandomOp();
     for (int i = Pick(3); i > 0; --i) *t.add_failure() = RandomOp();
-    Same(store_->Txn(t), model_.Txn(t), "txn");
+    Same(store_->Txn(t, ++index_), model_.Txn(t), "txn");
   }
 
   void DoHash() {
@@ -676,6 +694,8 @@ class ModelRun {
   std::unique_ptr<WatchStream> stream_;
   std::map<int64_t, uint32_t> hashes_;
   int step_ = 0;
+  bool in_group_ = false;
+  uint64_t index_ = 0;   // consistent index: one per write
   int64_t watched_ = 0;  // every revision up to here checked
   int64_t pending_rev_ = 0;
   std::vector<mvccpb::Event> pending_;

@@ -1,6 +1,7 @@
 #include "storage/mvcc/store.h"
 
 #include <rocksdb/cache.h>
+#include <rocksdb/comparator.h>
 #include <rocksdb/db.h>
 #include <rocksdb/table.h>
 #include <rocksdb/utilities/checkpoint.h>
@@ -56,9 +57,43 @@ class Store::Events : public EventSource {
   Store* s_;
 };
 
+// What an open write group staged. `batch` holds every staged change;
+// `dirty` says whether anything (a change or a consistent index) is staged,
+// and only then are `rev` (the last staged revision), `size_delta` and
+// `consistent_index` meaningful; `revisions` is what to publish, in order,
+// once the batch is written. Example: the group stages a put at revision 8
+// (index 41), a CAS txn at 9 (index 42) and a read-only txn (index 43):
+// batch = both changes, rev = 9, consistent_index = 43, revisions = [8, 9];
+// the flush adds the meta records for revision 9 and index 43, writes once,
+// then sets the current revision to 8 and notifies, then to 9 and notifies.
+struct Store::WriteGroup {
+  bool open = false;
+  // overwrite_key: required for reading the batch merged with the db.
+  rocksdb::WriteBatchWithIndex batch{rocksdb::BytewiseComparator(), 0,
+                                     /*overwrite_key=*/true};
+  bool dirty = false;
+  int64_t rev = 0;
+  int64_t size_delta = 0;
+  uint64_t consistent_index = 0;
+  struct Revision {
+    int64_t rev;
+    std::shared_ptr<EventList> events;  // null when nobody watched
+    bool events_have_prev;
+    std::vector<WriteTxn::LeaseChange> lease_changes;
+  };
+  std::vector<Revision> revisions;
+
+  void MarkDirty(int64_t current_rev) {
+    if (dirty) return;
+    dirty = true;
+    rev = current_rev;
+  }
+};
+
 Store::Store(const Options& options)
     : options_(options),
-      clock_(options.clock != nullptr ? options.clock : Clock::Real()) {}
+      clock_(options.clock != nullptr ? options.clock : Clock::Real()),
+      group_(std::make_unique<WriteGroup>()) {}
 
 Store::~Store() { Close(); }
 
@@ -198,6 +233,10 @@ void Store::Close() {
       compact_cv_.notify_all();
     }
     if (compact_thread_.joinable()) compact_thread_.join();
+    {
+      std::lock_guard<std::mutex> l(write_mu_);
+      FlushGroupLocked();
+    }
     if (hub_) hub_->Stop();
     if (db_) {
       rocksdb::Status st;
@@ -214,36 +253,56 @@ void Store::Close() {
 
 // ---- write plumbing ---------------------------------------------------------
 
-std::unique_ptr<WriteTxn> Store::NewWriteTxnLocked() {
-  return std::make_unique<WriteTxn>(db_.get(), current_rev_.load(),
-                                    hub_->HasSyncedWatchers(),
-                                    hub_->WantsPrevKv());
+void Store::BeginWriteGroup() {
+  std::lock_guard<std::mutex> l(write_mu_);
+  CHECK(!group_->open) << "mvcc: write groups do not nest";
+  group_->open = true;
 }
 
-void Store::CommitLocked(WriteTxn* txn, uint64_t consistent_index) {
-  rocksdb::WriteBatchWithIndex* b = txn->batch();
-  const bool changed = txn->changed();
-  const int64_t new_rev = txn->rev();
-  if (changed) {
-    CHECK(b->Put(rocksdb::Slice(keys::kMetaCurrentRevision.data(),
-                                keys::kMetaCurrentRevision.size()),
-                 keys::EncodeInt64(new_rev))
+void Store::EndWriteGroup() {
+  std::lock_guard<std::mutex> l(write_mu_);
+  CHECK(group_->open) << "mvcc: no write group is open";
+  FlushGroupLocked();
+  group_->open = false;
+}
+
+void Store::FlushWriteGroup() {
+  std::lock_guard<std::mutex> l(write_mu_);
+  FlushGroupLocked();
+}
+
+rocksdb::WriteBatchWithIndex* Store::StagedBatchLocked() {
+  return &group_->batch;
+}
+
+int64_t Store::WriteRevLocked() const {
+  return group_->dirty ? group_->rev : current_rev_.load();
+}
+
+void Store::FlushGroupLocked() {
+  if (!group_->dirty) return;
+  WriteGroup& g = *group_;
+  const int64_t new_size = size_in_use_.load() + g.size_delta;
+  rocksdb::WriteBatchWithIndex& b = g.batch;
+  if (g.rev != current_rev_.load()) {
+    CHECK(b.Put(rocksdb::Slice(keys::kMetaCurrentRevision.data(),
+                               keys::kMetaCurrentRevision.size()),
+                keys::EncodeInt64(g.rev))
               .ok());
   }
-  if (consistent_index != 0) {
-    CHECK(b->Put(rocksdb::Slice(keys::kMetaConsistentIndex.data(),
-                                keys::kMetaConsistentIndex.size()),
-                 keys::EncodeInt64(static_cast<int64_t>(consistent_index)))
+  if (g.consistent_index != 0) {
+    CHECK(b.Put(rocksdb::Slice(keys::kMetaConsistentIndex.data(),
+                               keys::kMetaConsistentIndex.size()),
+                keys::EncodeInt64(static_cast<int64_t>(g.consistent_index)))
               .ok());
   }
-  const int64_t new_size = size_in_use_.load() + txn->size_delta();
-  if (txn->size_delta() != 0) {
-    CHECK(b->Put(rocksdb::Slice(keys::kMetaSizeInUse.data(),
-                                keys::kMetaSizeInUse.size()),
-                 keys::EncodeInt64(new_size))
+  if (g.size_delta != 0) {
+    CHECK(b.Put(rocksdb::Slice(keys::kMetaSizeInUse.data(),
+                               keys::kMetaSizeInUse.size()),
+                keys::EncodeInt64(new_size))
               .ok());
   }
-  rocksdb::WriteBatch* wb = b->GetWriteBatch();
+  rocksdb::WriteBatch* wb = b.GetWriteBatch();
   if (wb->Count() > 0) {
     rocksdb::WriteOptions wo;
     wo.sync = options_.sync_writes;
@@ -251,24 +310,52 @@ void Store::CommitLocked(WriteTxn* txn, uint64_t consistent_index) {
     // Memory and disk would disagree from here on: crash loudly.
     CHECK(st.ok()) << "mvcc: write failed: " << st.ToString();
     written_since_measure_ += static_cast<int64_t>(wb->GetDataSize());
-    ++writes_since_measure_;
+    writes_since_measure_ += static_cast<int64_t>(g.revisions.size()) + 1;
   }
   size_in_use_ = new_size;
-  if (consistent_index != 0) consistent_index_ = consistent_index;
-  if (!changed) return;
-  current_rev_ = new_rev;
-  for (const WriteTxn::LeaseChange& c : txn->lease_changes()) {
-    if (c.attach) {
-      lessor_->Attach(c.lease, c.key);
-    } else {
-      lessor_->Detach(c.lease, c.key);
+  if (g.consistent_index != 0) consistent_index_ = g.consistent_index;
+  for (WriteGroup::Revision& r : g.revisions) {
+    current_rev_ = r.rev;
+    for (const WriteTxn::LeaseChange& c : r.lease_changes) {
+      if (c.attach) {
+        lessor_->Attach(c.lease, c.key);
+      } else {
+        lessor_->Detach(c.lease, c.key);
+      }
     }
+    hub_->Notify(r.rev, std::move(r.events), r.events_have_prev);
   }
-  hub_->Notify(new_rev, txn->TakeEvents(), txn->events_have_prev());
+  b.Clear();
+  g.revisions.clear();
+  g.dirty = false;
+  g.size_delta = 0;
+  g.consistent_index = 0;
+}
+
+std::unique_ptr<WriteTxn> Store::NewWriteTxnLocked() {
+  return std::make_unique<WriteTxn>(db_.get(), WriteRevLocked(),
+                                    hub_->HasSyncedWatchers(),
+                                    hub_->WantsPrevKv(), &group_->batch);
+}
+
+void Store::CommitLocked(WriteTxn* txn, uint64_t consistent_index,
+                         bool write_now) {
+  WriteGroup& g = *group_;
+  g.MarkDirty(current_rev_.load());
+  txn->MarkStaged();
+  g.size_delta += txn->size_delta();
+  if (consistent_index != 0) g.consistent_index = consistent_index;
+  if (txn->changed()) {
+    g.rev = txn->rev();
+    g.revisions.push_back({txn->rev(), txn->TakeEvents(),
+                           txn->events_have_prev(), txn->lease_changes()});
+  }
+  if (!g.open || write_now) FlushGroupLocked();
 }
 
 Status Store::ResetConsistentIndex() {
   std::lock_guard<std::mutex> l(write_mu_);
+  FlushGroupLocked();
   rocksdb::WriteOptions wo;
   wo.sync = true;
   RETURN_IF_ERROR(FromRocks(
@@ -280,15 +367,9 @@ Status Store::ResetConsistentIndex() {
 
 void Store::WriteMetaLocked(uint64_t consistent_index) {
   if (consistent_index == 0) return;
-  rocksdb::WriteOptions wo;
-  wo.sync = options_.sync_writes;
-  rocksdb::Status st =
-      db_->Put(wo,
-               rocksdb::Slice(keys::kMetaConsistentIndex.data(),
-                              keys::kMetaConsistentIndex.size()),
-               keys::EncodeInt64(static_cast<int64_t>(consistent_index)));
-  CHECK(st.ok()) << "mvcc: write failed: " << st.ToString();
-  consistent_index_ = consistent_index;
+  group_->MarkDirty(current_rev_.load());
+  group_->consistent_index = consistent_index;
+  if (!group_->open) FlushGroupLocked();
 }
 
 Status Store::CheckRequestSize(size_t request_bytes) const {
@@ -327,6 +408,7 @@ Status Store::CheckQuotaLocked(int64_t cost) {
 
 Status Store::DisarmNoSpaceAlarm(uint64_t consistent_index) {
   std::lock_guard<std::mutex> l(write_mu_);
+  FlushGroupLocked();
   rocksdb::WriteBatch wb;
   wb.Put(rocksdb::Slice(keys::kMetaAlarmNoSpace.data(),
                         keys::kMetaAlarmNoSpace.size()),
@@ -451,7 +533,13 @@ StatusOr<etcdserverpb::HashKVResponse> Store::HashKV(int64_t revision) {
   return resp;
 }
 
-Status Store::Sync() { return FromRocks(db_->FlushWAL(/*sync=*/true)); }
+Status Store::Sync() {
+  {
+    std::lock_guard<std::mutex> l(write_mu_);
+    FlushGroupLocked();
+  }
+  return FromRocks(db_->FlushWAL(/*sync=*/true));
+}
 
 Status Store::Defrag() {
   rocksdb::FlushOptions fo;

@@ -13,10 +13,11 @@
 //   PutRequest put;  put.set_key("/foo");  put.set_value("v1");
 //   ASSIGN_OR_RETURN(auto resp, store->Put(put));   // header.revision 1
 //
-// Durability: each write transaction is one RocksDB write batch that also
-// carries the new revision and the caller's consistent_index (the raft log
-// index that produced it; 0 = none), so after a crash the store reports the
-// last index applied and nothing is half-applied. With sync_writes=false the
+// Durability: each write transaction (or write group, below) is one RocksDB
+// write batch that also carries the new revision and the caller's
+// consistent_index (the raft log index that produced it; 0 = none), so after
+// a crash the store reports the last index applied and nothing is
+// half-applied. With sync_writes=false the
 // batch reaches the OS but is not fsynced: it survives a process crash but
 // not a power loss (the replicated server replays its raft log for that).
 // A failed RocksDB write crashes the process (it would leave memory and disk
@@ -60,6 +61,7 @@ namespace rocksdb {
 class DB;
 class Iterator;
 class WriteBatch;
+class WriteBatchWithIndex;
 }  // namespace rocksdb
 
 namespace kplane::mvcc {
@@ -115,6 +117,30 @@ class Store {
       uint64_t consistent_index = 0);
   StatusOr<etcdserverpb::TxnResponse> Txn(const etcdserverpb::TxnRequest& req,
                                           uint64_t consistent_index = 0);
+
+  // ---- write groups (the replicated server's apply path) -----------------
+  // Between BeginWriteGroup() and EndWriteGroup(), Put, DeleteRange and Txn
+  // stage their changes in one batch instead of writing each: the group
+  // reaches RocksDB in one write, with the revision, consistent index and
+  // size records written once, and only then do readers, watchers and the
+  // lessor see it, one revision after the other. Each call still returns
+  // its full response (revision included) and reads what the group staged
+  // before it; a caller must not act on a response (answer a client)
+  // before EndWriteGroup() returns. Any other write (compaction, leases,
+  // alarms, a read-only Txn with a consistent index, Sync, Defrag) first
+  // writes out what is staged. One group at a time; a crash loses the
+  // staged group whole, consistent index included, so the raft log replays
+  // it. Saves a RocksDB write and three meta records per entry.
+  //
+  //   store->BeginWriteGroup();
+  //   auto a = store->Put(put_a, 41);   // revision 8, not yet visible
+  //   auto b = store->Txn(cas_on_a, 42);  // sees a; revision 9
+  //   store->EndWriteGroup();            // one write; revisions 8, 9 visible
+  void BeginWriteGroup();
+  void EndWriteGroup();
+  // Writes out and publishes what the open group staged; the group stays
+  // open. (For callers about to read the store's current state.)
+  void FlushWriteGroup();
 
   // ---- compaction and maintenance -----------------------------------------
   // Makes revisions below `revision` unreadable at once and deletes their
@@ -208,11 +234,25 @@ class Store {
 
   // Writes the batch with the new revision, consistent index and size; then
   // applies lease changes and notifies watchers. Crashes on failure.
-  void CommitLocked(WriteTxn* txn, uint64_t consistent_index);
+  // Stages the transaction in the write group; outside an open group (or
+  // with `write_now`) writes the group out at once: one batch with the new
+  // revision, consistent index and size, then lease changes and watchers.
+  // Crashes on a failed write.
+  void CommitLocked(WriteTxn* txn, uint64_t consistent_index,
+                    bool write_now = false);
   void WriteMetaLocked(uint64_t consistent_index);
+  // Writes out what the current write group staged, then publishes it.
+  void FlushGroupLocked();
+  // The revision and size the next write starts from: the group's when it
+  // staged something, else the store's.
+  int64_t WriteRevLocked() const;
+  // What the write group staged (empty outside an open group).
+  rocksdb::WriteBatchWithIndex* StagedBatchLocked();
   Status CheckRequestSize(size_t request_bytes) const;
   // NoSpace when the alarm is active or `cost` would exceed the quota.
   Status CheckQuotaLocked(int64_t cost);
+  // A transaction staging into the write group's batch (every write does;
+  // outside an open group the group holds one transaction at a time).
   std::unique_ptr<WriteTxn> NewWriteTxnLocked();
 
   // Txn pieces (store_txn.cc).
@@ -268,6 +308,8 @@ class Store {
   std::atomic<int64_t> size_in_use_{0};
   std::atomic<bool> nospace_{false};
   int64_t lease_seq_ = 0;  // guarded by write_mu_
+  struct WriteGroup;
+  const std::unique_ptr<WriteGroup> group_;  // guarded by write_mu_
   // Quota bookkeeping (guarded by write_mu_): the last measured size and
   // what was written since.
   int64_t measured_db_size_ = -1;

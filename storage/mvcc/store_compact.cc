@@ -55,6 +55,7 @@ rocksdb::Slice MetaSlice(std::string_view k) {
 Status Store::Compact(int64_t revision, uint64_t consistent_index) {
   {
     std::lock_guard<std::mutex> l(write_mu_);
+    FlushGroupLocked();
     const int64_t scheduled = compact_scheduled_.load();
     if (revision <= scheduled) return CompactedError(scheduled);
     const int64_t current = current_rev_.load();

@@ -74,13 +74,15 @@ Status Store::DeleteLeaseAndKeysLocked(int64_t id,
   std::string k = keys::LeaseKey(id);
   CHECK(txn->batch()->Delete(k).ok());
   txn->AddSizeDelta(-static_cast<int64_t>(k.size() + 8));
-  CommitLocked(txn.get(), ci);
+  // Now, even in a write group: the lessor forgets the lease now.
+  CommitLocked(txn.get(), ci, /*write_now=*/true);
   return Status::Ok();
 }
 
 StatusOr<etcdserverpb::LeaseGrantResponse> Store::LeaseGrant(
     const etcdserverpb::LeaseGrantRequest& req, uint64_t consistent_index) {
   std::lock_guard<std::mutex> l(write_mu_);
+  FlushGroupLocked();
   RETURN_IF_ERROR(CheckQuotaLocked(kLeaseGrantCost));
   const int64_t id = req.id() != 0 ? req.id() : NextLeaseIdLocked();
   ASSIGN_OR_RETURN(int64_t ttl,
@@ -95,6 +97,7 @@ StatusOr<etcdserverpb::LeaseGrantResponse> Store::LeaseGrant(
 StatusOr<etcdserverpb::LeaseRevokeResponse> Store::LeaseRevoke(
     const etcdserverpb::LeaseRevokeRequest& req, uint64_t consistent_index) {
   std::lock_guard<std::mutex> l(write_mu_);
+  FlushGroupLocked();
   RETURN_IF_ERROR(lessor_->Revoke(req.id(), consistent_index));
   etcdserverpb::LeaseRevokeResponse resp;
   resp.mutable_header()->set_revision(current_rev_.load());

@@ -46,6 +46,103 @@ class MvccStoreTest : public ::testing::Test {
   int reopens_ = 0;
 };
 
+// A write group: each write answers at once with its revision and reads what
+// the group staged before it, but readers, watchers and the meta records see
+// the group only after EndWriteGroup, one revision after the other.
+TEST_F(MvccStoreTest, WriteGroupIsSeenWholeAfterItEnds) {
+  ASSERT_EQ(Put("/a", "0", 10), 1);
+  auto stream = store_->NewWatchStream();
+  etcdserverpb::WatchCreateRequest w;
+  w.set_key("/");
+  w.set_range_end("0");
+  ASSERT_TRUE(stream->Watch(w).ok());
+
+  store_->BeginWriteGroup();
+  EXPECT_EQ(Put("/a", "1", 11), 2);
+  // A CAS on the staged value succeeds: the txn reads the group.
+  etcdserverpb::TxnRequest cas;
+  auto* c = cas.add_compare();
+  c->set_key("/a");
+  c->set_target(etcdserverpb::Compare::VALUE);
+  c->set_result(etcdserverpb::Compare::EQUAL);
+  c->set_value("1");
+  *cas.add_success()->mutable_request_put() = MakePut("/b", "from-cas");
+  auto range_a = cas.add_success()->mutable_request_range();
+  range_a->set_key("/a");
+  auto t = store_->Txn(cas, 12);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_TRUE(t->succeeded());
+  EXPECT_EQ(t->header().revision(), 3);
+  ASSERT_EQ(t->responses(1).response_range().kvs_size(), 1);
+  EXPECT_EQ(t->responses(1).response_range().kvs(0).value(), "1");
+  // A failing write inside the group leaves the group as it was.
+  auto bad = MakePut("/missing", "");
+  bad.set_ignore_value(true);
+  EXPECT_EQ(store_->Put(bad, 13).status().code(), StatusCode::kInvalidArgument);
+  auto del = store_->DeleteRange(MakeDelete("/a", ""), 14);
+  ASSERT_TRUE(del.ok());
+  EXPECT_EQ(del->header().revision(), 4);
+
+  // Nothing is visible yet.
+  EXPECT_EQ(store_->CurrentRevision(), 1);
+  EXPECT_EQ(store_->ConsistentIndex(), 10u);
+  EXPECT_EQ(ValueAt(store_.get(), "/a", 0), "0");
+  EXPECT_FALSE(stream->TryPop().has_value());
+
+  store_->EndWriteGroup();
+  EXPECT_EQ(store_->CurrentRevision(), 4);
+  EXPECT_EQ(store_->ConsistentIndex(), 14u);
+  EXPECT_EQ(ValueAt(store_.get(), "/b", 0), "from-cas");
+  EXPECT_EQ(store_->Range(MakeRange("/a", "", 0))->kvs_size(), 0);
+  EXPECT_EQ(ValueAt(store_.get(), "/a", 2), "1");
+  std::vector<int64_t> revs;
+  while (revs.size() < 3) {
+    auto r = stream->Next(Clock::Real()->Now() + seconds(10));
+    ASSERT_TRUE(r.has_value()) << "events after the group";
+    for (const auto& e : r->events()) revs.push_back(e.kv().mod_revision());
+  }
+  EXPECT_EQ(revs, (std::vector<int64_t>{2, 3, 4}));
+
+  // Written once, with its meta records: a reopen finds all of it.
+  stream.reset();
+  Reopen();
+  EXPECT_EQ(store_->CurrentRevision(), 4);
+  EXPECT_EQ(store_->ConsistentIndex(), 14u);
+  EXPECT_EQ(ValueAt(store_.get(), "/b", 0), "from-cas");
+}
+
+// Writes that are not staged (leases, compaction, a raft-ordered read-only
+// txn) first write out what the group staged, and see it.
+TEST_F(MvccStoreTest, WriteGroupIsWrittenOutBeforeOtherWrites) {
+  store_->BeginWriteGroup();
+  EXPECT_EQ(Put("/a", "1", 1), 1);
+  EXPECT_EQ(Put("/a", "2", 2), 2);
+  etcdserverpb::TxnRequest read;
+  read.add_success()->mutable_request_range()->set_key("/a");
+  auto r = store_->Txn(read, 3);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->responses(0).response_range().kvs(0).value(), "2");
+  EXPECT_EQ(store_->CurrentRevision(), 2);
+  EXPECT_EQ(Put("/a", "3", 4), 3);
+  ASSERT_TRUE(store_->Compact(3, 5).ok());  // revision 3 exists for it
+  EXPECT_EQ(store_->CurrentRevision(), 3);
+  etcdserverpb::LeaseGrantRequest g;
+  g.set_ttl(60);
+  auto lease = store_->LeaseGrant(g, 6);
+  ASSERT_TRUE(lease.ok());
+  auto with_lease = MakePut("/leased", "x");
+  with_lease.set_lease(lease->id());
+  ASSERT_TRUE(store_->Put(with_lease, 7).ok());
+  etcdserverpb::LeaseRevokeRequest rv;
+  rv.set_id(lease->id());
+  ASSERT_TRUE(store_->LeaseRevoke(rv, 8).ok());  // deletes /leased now
+  EXPECT_EQ(store_->Range(MakeRange("/leased", "", 0))->kvs_size(), 0);
+  EXPECT_EQ(store_->CurrentRevision(), 5);
+  store_->EndWriteGroup();
+  EXPECT_EQ(store_->ConsistentIndex(), 8u);
+  EXPECT_EQ(store_->CurrentRevision(), 5);
+}
+
 // The seeds' worked example: PUT /foo v1, /bar v2, /foo v3, then time travel.
 TEST_F(MvccStoreTest, SeedExampleTimeTravel) {
   EXPECT_EQ(Put("/foo", "v1"), 1);

@@ -142,6 +142,11 @@ StatusOr<TxnResponse> Store::Txn(const TxnRequest& req,
   const size_t bytes = req.ByteSizeLong();
   RETURN_IF_ERROR(CheckRequestSize(bytes));
   if (IsTxnReadOnly(req)) {
+    if (consistent_index != 0) {
+      // A raft-ordered read sees the entries before it.
+      std::lock_guard<std::mutex> l(write_mu_);
+      FlushGroupLocked();
+    }
     ASSIGN_OR_RETURN(TxnResponse resp, ReadOnlyTxn(req));
     if (consistent_index != 0) {
       std::lock_guard<std::mutex> l(write_mu_);
@@ -153,11 +158,12 @@ StatusOr<TxnResponse> Store::Txn(const TxnRequest& req,
   if (TxnHasPut(req)) {
     RETURN_IF_ERROR(CheckQuotaLocked(static_cast<int64_t>(bytes)));
   }
-  const int64_t current = current_rev_.load();
+  const int64_t current = WriteRevLocked();
   const int64_t compacted = compact_scheduled_.load();
   // Under the write lock nothing changes at or below `current` except the
   // compaction of versions below `compacted`, which no read here can see.
-  DbView base(db_.get(), nullptr);
+  // In a write group, `current` and `base` include what the group staged.
+  BatchView base(db_.get(), StagedBatchLocked());
   ASSIGN_OR_RETURN(std::vector<bool> path, CompareToPath(&base, current, req));
   size_t idx = 0;
   RETURN_IF_ERROR(
@@ -168,7 +174,7 @@ StatusOr<TxnResponse> Store::Txn(const TxnRequest& req,
   auto txn = NewWriteTxnLocked();
   TxnResponse resp;
   idx = 0;
-  // On error nothing was written: the batch is simply dropped.
+  // On error the transaction rolls the batch back to where it began.
   RETURN_IF_ERROR(ApplyTxnOps(txn->view(), txn.get(), req, path, &idx, current,
                               compacted, &resp));
   CommitLocked(txn.get(), consistent_index);

@@ -1,21 +1,34 @@
 #include "storage/mvcc/write_txn.h"
 
-#include <rocksdb/comparator.h>
-
 #include "base/logging.h"
 #include "storage/mvcc/keys.h"
 
 namespace kplane::mvcc {
 
 WriteTxn::WriteTxn(rocksdb::DB* db, int64_t begin_rev, bool events,
-                   bool events_with_prev)
+                   bool events_with_prev,
+                   rocksdb::WriteBatchWithIndex* group_batch)
     : db_(db),
       begin_rev_(begin_rev),
       collect_prev_(events && events_with_prev),
-      // overwrite_key: required for reading the batch merged with the db.
-      batch_(rocksdb::BytewiseComparator(), 0, /*overwrite_key=*/true),
-      view_(db, &batch_) {
+      batch_(group_batch),
+      view_(db, batch_) {
   if (events) events_ = std::make_shared<EventList>();
+  batch_->SetSavePoint();
+}
+
+WriteTxn::~WriteTxn() {
+  if (!staged_) {
+    rocksdb::Status st = batch_->RollbackToSavePoint();
+    CHECK(st.ok()) << "mvcc: rollback of a staged write: " << st.ToString();
+  }
+}
+
+void WriteTxn::MarkStaged() {
+  if (staged_) return;
+  rocksdb::Status st = batch_->PopSavePoint();
+  CHECK(st.ok()) << "mvcc: staging a write: " << st.ToString();
+  staged_ = true;
 }
 
 void WriteTxn::WriteVersion(const std::string& key, bool is_delete,
@@ -24,8 +37,8 @@ void WriteTxn::WriteVersion(const std::string& key, bool is_delete,
   std::string vk = keys::VersionKey(key, rev, sub_);
   std::string ek = keys::EventKey(rev, sub_);
   std::string er = keys::EncodeEventRecord(is_delete, key);
-  CHECK(batch_.Put(vk, record).ok());
-  CHECK(batch_.Put(ek, er).ok());
+  CHECK(batch_->Put(vk, record).ok());
+  CHECK(batch_->Put(ek, er).ok());
   size_delta_ +=
       static_cast<int64_t>(vk.size() + record.size() + ek.size() + er.size());
   ++sub_;
@@ -45,13 +58,13 @@ StatusOr<std::optional<mvccpb::KeyValue>> WriteTxn::Put(
   if (old_lease != lease) {
     if (old_lease != 0) {
       std::string ak = keys::AttachKey(old_lease, key);
-      CHECK(batch_.Delete(ak).ok());
+      CHECK(batch_->Delete(ak).ok());
       size_delta_ -= static_cast<int64_t>(ak.size());
       lease_changes_.push_back({false, old_lease, key});
     }
     if (lease != 0) {
       std::string ak = keys::AttachKey(lease, key);
-      CHECK(batch_.Put(ak, "").ok());
+      CHECK(batch_->Put(ak, "").ok());
       size_delta_ += static_cast<int64_t>(ak.size());
       lease_changes_.push_back({true, lease, key});
     }
@@ -93,7 +106,7 @@ StatusOr<int64_t> WriteTxn::DeleteRange(const std::string& key,
     WriteVersion(kv.key(), true, tombstone);
     if (kv.lease() != 0) {
       std::string ak = keys::AttachKey(kv.lease(), kv.key());
-      CHECK(batch_.Delete(ak).ok());
+      CHECK(batch_->Delete(ak).ok());
       size_delta_ -= static_cast<int64_t>(ak.size());
       lease_changes_.push_back({false, kv.lease(), kv.key()});
     }

@@ -9,6 +9,11 @@
 // consistent index; the in-memory consequences (lessor attachments, watch
 // events) are applied by the store after that commit.
 //
+// The batch is the store's write group's (Store::BeginWriteGroup), so a
+// transaction reads what the group's earlier transactions staged. It marks a
+// save point there and rolls back to it when destroyed unstaged: an error
+// half-way leaves the group as it was.
+//
 // Thread-safety: single-threaded; the store holds its write lock.
 #ifndef KPLANE_STORAGE_MVCC_WRITE_TXN_H_
 #define KPLANE_STORAGE_MVCC_WRITE_TXN_H_
@@ -39,8 +44,16 @@ class WriteTxn {
   };
 
   // `events`: collect watch events; `events_with_prev`: with prev_kv.
+  // `group_batch`: the write group's batch to stage into (created with
+  // overwrite_key, which reading the batch merged with the db requires).
   WriteTxn(rocksdb::DB* db, int64_t begin_rev, bool events,
-           bool events_with_prev);
+           bool events_with_prev, rocksdb::WriteBatchWithIndex* group_batch);
+  ~WriteTxn();
+  WriteTxn(const WriteTxn&) = delete;
+  WriteTxn& operator=(const WriteTxn&) = delete;
+
+  // Keeps the changes staged (no rollback on destruction).
+  void MarkStaged();
 
   int64_t begin_rev() const { return begin_rev_; }
   // The revision reads inside the transaction see: begin_rev, or
@@ -60,7 +73,7 @@ class WriteTxn {
                                 std::vector<mvccpb::KeyValue>* prev);
 
   // Raw access for meta, lease and size records the store adds.
-  rocksdb::WriteBatchWithIndex* batch() { return &batch_; }
+  rocksdb::WriteBatchWithIndex* batch() { return batch_; }
   // Net change of the logical size (key + value bytes of records).
   int64_t size_delta() const { return size_delta_; }
   void AddSizeDelta(int64_t d) { size_delta_ += d; }
@@ -79,7 +92,8 @@ class WriteTxn {
   rocksdb::DB* const db_;
   const int64_t begin_rev_;
   const bool collect_prev_;
-  rocksdb::WriteBatchWithIndex batch_;
+  rocksdb::WriteBatchWithIndex* const batch_;
+  bool staged_ = false;
   BatchView view_;
   uint32_t sub_ = 0;
   int64_t size_delta_ = 0;

@@ -571,19 +571,28 @@ void StoreServer::ApplyTaskNow(ApplyTask& task) {
     SetApplied(std::max<uint64_t>(task.snapshot.metadata().index(),
                                   store_->ConsistentIndex()));
   }
+  // The task's entries go to the store as one write group: one RocksDB
+  // write for the lot. Nothing of it may be seen before that write, so the
+  // answers, the applied index (linearizable reads wait on it) and the
+  // watch events all follow EndWriteGroup.
+  std::vector<Answer> answers;
+  store_->BeginWriteGroup();
   for (const raftpb::Entry& e : task.entries) {
     proposals_committed_->Inc();
-    ApplyEntry(e, task.term);
+    ApplyEntry(e, task.term, &answers);
     applied_entry_term_ = e.term();
     processed_index_ = e.index();
-    SetApplied(e.index());
     proposals_applied_->Inc();
   }
+  store_->EndWriteGroup();
+  if (!task.entries.empty()) SetApplied(task.entries.back().index());
+  for (Answer& a : answers) a.done(std::move(a.result));
   if (task.has_conf_state) conf_state_ = task.conf_state;
   MaybeSnapshot();
 }
 
-void StoreServer::ApplyEntry(const raftpb::Entry& e, uint64_t term) {
+void StoreServer::ApplyEntry(const raftpb::Entry& e, uint64_t term,
+                             std::vector<Answer>* answers) {
   if (e.type() == raftpb::EntryConfChange) {
     ApplyConfChange(e);
     return;
@@ -597,9 +606,18 @@ void StoreServer::ApplyEntry(const raftpb::Entry& e, uint64_t term) {
     // Applied before a restart (or covered by an installed snapshot).
     return;
   }
+  using R = storagepb::InternalRaftRequest;
+  if (req.request_case() != R::kPut && req.request_case() != R::kDeleteRange &&
+      req.request_case() != R::kTxn) {
+    // Only these share the task's write group: the others read the store's
+    // current revision or state, which must include what came before.
+    store_->FlushWriteGroup();
+  }
   StatusOr<ApplyResponse> result = ApplyRequest(req, e.index());
   if (req.id() != 0) {
-    if (ApplyCallback cb = TakeWaiter(req.id())) cb(std::move(result));
+    if (ApplyCallback cb = TakeWaiter(req.id())) {
+      answers->push_back({std::move(cb), std::move(result)});
+    }
   }
 }
 

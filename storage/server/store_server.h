@@ -245,7 +245,13 @@ class StoreServer : public KV {
   // Whether the node loop may apply `task` itself (Applier::Enqueue).
   // Needs apply_mu_ and an idle apply thread.
   bool CanApplyInline(const ApplyTask& task) const;
-  void ApplyEntry(const raftpb::Entry& e, uint64_t term);
+  // A client's answer, held until the task's write group is written.
+  struct Answer {
+    ApplyCallback done;
+    StatusOr<ApplyResponse> result;
+  };
+  void ApplyEntry(const raftpb::Entry& e, uint64_t term,
+                  std::vector<Answer>* answers);
   StatusOr<ApplyResponse> ApplyRequest(const storagepb::InternalRaftRequest& r,
                                        uint64_t index);
   void ApplyConfChange(const raftpb::Entry& e);

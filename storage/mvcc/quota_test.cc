@@ -20,6 +20,41 @@ std::unique_ptr<Store> OpenSmall(const std::string& dir) {
                             [](Options* o) { o->quota_bytes = kQuota; });
 }
 
+// In a write group, the entries staged before the one that raises the alarm
+// are written out first: the alarm is persisted at once, and a crash must
+// not leave it without them (their replay would then be refused).
+TEST(MvccQuotaTest, AlarmInAWriteGroupWritesOutWhatWasStagedFirst) {
+  testing::TempDir dir;
+  auto store = OpenSmall(dir.path());
+  ASSERT_NE(store, nullptr);
+  const std::string value(64 * 1024, 'x');
+  store->BeginWriteGroup();
+  Status st;
+  uint64_t index = 0, last_ok = 0;
+  int64_t last_rev = 0;
+  while (st.ok() && index < 1000) {
+    ++index;
+    auto r =
+        store->Put(MakePut("k" + std::to_string(index % 20), value), index);
+    st = r.status();
+    if (r.ok()) {
+      last_ok = index;
+      last_rev = r->header().revision();
+    }
+  }
+  ASSERT_EQ(st.code(), StatusCode::kNoSpace);
+  // Still inside the group, yet everything before the refused put is out.
+  EXPECT_EQ(store->ConsistentIndex(), last_ok);
+  EXPECT_EQ(store->CurrentRevision(), last_rev);
+  store->EndWriteGroup();
+  store.reset();  // as after a crash: reopen and find both
+  store = OpenSmall(dir.path());
+  ASSERT_NE(store, nullptr);
+  EXPECT_TRUE(store->NoSpaceAlarm());
+  EXPECT_EQ(store->ConsistentIndex(), last_ok);
+  EXPECT_EQ(store->CurrentRevision(), last_rev);
+}
+
 TEST(MvccQuotaTest, NoSpaceAlarmRefusesWritesButServesTheRest) {
   testing::TempDir dir;
   auto store = OpenSmall(dir.path());

@@ -62,7 +62,7 @@ class Store::Events : public EventSource {
 // and only then are `rev` (the last staged revision), `size_delta` and
 // `consistent_index` meaningful; `revisions` is what to publish, in order,
 // once the batch is written. Example: the group stages a put at revision 8
-// (index 41), a CAS txn at 9 (index 42) and a read-only txn (index 43):
+// (index 41), a CAS txn at 9 (index 42) and a delete of nothing (index 43):
 // batch = both changes, rev = 9, consistent_index = 43, revisions = [8, 9];
 // the flush adds the meta records for revision 9 and index 43, writes once,
 // then sets the current revision to 8 and notifies, then to 9 and notifies.
@@ -310,7 +310,8 @@ void Store::FlushGroupLocked() {
     // Memory and disk would disagree from here on: crash loudly.
     CHECK(st.ok()) << "mvcc: write failed: " << st.ToString();
     written_since_measure_ += static_cast<int64_t>(wb->GetDataSize());
-    writes_since_measure_ += static_cast<int64_t>(g.revisions.size()) + 1;
+    writes_since_measure_ +=
+        std::max<int64_t>(1, static_cast<int64_t>(g.revisions.size()));
   }
   size_in_use_ = new_size;
   if (g.consistent_index != 0) consistent_index_ = g.consistent_index;
@@ -389,10 +390,15 @@ Status Store::CheckQuotaLocked(int64_t cost) {
     writes_since_measure_ = 0;
     written_since_measure_ = 0;
   }
-  if (measured_db_size_ + written_since_measure_ + cost <=
+  const int64_t staged =
+      static_cast<int64_t>(group_->batch.GetWriteBatch()->GetDataSize());
+  if (measured_db_size_ + written_since_measure_ + staged + cost <=
       options_.quota_bytes) {
     return Status::Ok();
   }
+  // The alarm survives a crash that the staged entries before this one
+  // would not: write them first, or their replay would meet the alarm.
+  FlushGroupLocked();
   rocksdb::WriteOptions wo;
   wo.sync = options_.sync_writes;
   rocksdb::Status st = db_->Put(wo,

@@ -127,10 +127,15 @@ class Store {
   // its full response (revision included) and reads what the group staged
   // before it; a caller must not act on a response (answer a client)
   // before EndWriteGroup() returns. Any other write (compaction, leases,
-  // alarms, a read-only Txn with a consistent index, Sync, Defrag) first
-  // writes out what is staged. One group at a time; a crash loses the
-  // staged group whole, consistent index included, so the raft log replays
-  // it. Saves a RocksDB write and three meta records per entry.
+  // alarms, a read-only Txn with a consistent index, Sync) first writes out
+  // what is staged, so a group may reach RocksDB in several writes, each
+  // with the consistent index of its last staged entry. A crash keeps
+  // whole writes only, so the raft log replays exactly what was lost.
+  // Saves a RocksDB write and three meta records per entry.
+  //
+  // One group at a time, and while it is open only its owner (the apply
+  // thread) may write: another thread's Put would join the group. Reads
+  // from any thread see only what was written out.
   //
   //   store->BeginWriteGroup();
   //   auto a = store->Put(put_a, 41);   // revision 8, not yet visible
@@ -232,8 +237,6 @@ class Store {
   Status LoadMeta();
   Status LoadLeases();
 
-  // Writes the batch with the new revision, consistent index and size; then
-  // applies lease changes and notifies watchers. Crashes on failure.
   // Stages the transaction in the write group; outside an open group (or
   // with `write_now`) writes the group out at once: one batch with the new
   // revision, consistent index and size, then lease changes and watchers.
@@ -243,8 +246,8 @@ class Store {
   void WriteMetaLocked(uint64_t consistent_index);
   // Writes out what the current write group staged, then publishes it.
   void FlushGroupLocked();
-  // The revision and size the next write starts from: the group's when it
-  // staged something, else the store's.
+  // The revision the next write starts from: the group's when it staged
+  // something, else the store's.
   int64_t WriteRevLocked() const;
   // What the write group staged (empty outside an open group).
   rocksdb::WriteBatchWithIndex* StagedBatchLocked();

@@ -15,10 +15,17 @@ WriteTxn::WriteTxn(rocksdb::DB* db, int64_t begin_rev, bool events,
       view_(db, batch_) {
   if (events) events_ = std::make_shared<EventList>();
   batch_->SetSavePoint();
+  count_at_start_ = batch_->GetWriteBatch()->Count();
 }
 
 WriteTxn::~WriteTxn() {
-  if (!staged_) {
+  if (staged_) return;
+  if (batch_->GetWriteBatch()->Count() == count_at_start_) {
+    // Failed before writing (the usual case): a rollback would rebuild the
+    // whole group's index for nothing.
+    rocksdb::Status st = batch_->PopSavePoint();
+    CHECK(st.ok()) << "mvcc: dropping a save point: " << st.ToString();
+  } else {
     rocksdb::Status st = batch_->RollbackToSavePoint();
     CHECK(st.ok()) << "mvcc: rollback of a staged write: " << st.ToString();
   }

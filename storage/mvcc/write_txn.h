@@ -94,6 +94,7 @@ class WriteTxn {
   const bool collect_prev_;
   rocksdb::WriteBatchWithIndex* const batch_;
   bool staged_ = false;
+  uint32_t count_at_start_;  // records in the batch when the txn began
   BatchView view_;
   uint32_t sub_ = 0;
   int64_t size_delta_ = 0;

@@ -594,7 +594,7 @@ void StoreServer::ApplyTaskNow(ApplyTask& task) {
 void StoreServer::ApplyEntry(const raftpb::Entry& e, uint64_t term,
                              std::vector<Answer>* answers) {
   if (e.type() == raftpb::EntryConfChange) {
-    ApplyConfChange(e);
+    ApplyConfChange(e, answers);
     return;
   }
   if (e.type() != raftpb::EntryNormal || e.data().empty()) return;
@@ -717,7 +717,8 @@ StatusOr<ApplyResponse> StoreServer::ApplyRequest(
   return InvalidArgumentError("empty request");
 }
 
-void StoreServer::ApplyConfChange(const raftpb::Entry& e) {
+void StoreServer::ApplyConfChange(const raftpb::Entry& e,
+                                  std::vector<Answer>* answers) {
   raftpb::ConfChange cc;
   CHECK(cc.ParseFromString(e.data())) << "undecodable conf change";
   StatusOr<bool> changed = false;
@@ -757,7 +758,9 @@ void StoreServer::ApplyConfChange(const raftpb::Entry& e) {
   }
   CHECK(changed.ok()) << "saving membership failed: " << changed.status();
   if (cc.id() != 0) {
-    if (ApplyCallback cb = TakeWaiter(cc.id())) cb(ApplyResponse());
+    if (ApplyCallback cb = TakeWaiter(cc.id())) {
+      answers->push_back({std::move(cb), ApplyResponse()});
+    }
   }
 }
 

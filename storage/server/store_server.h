@@ -254,7 +254,7 @@ class StoreServer : public KV {
                   std::vector<Answer>* answers);
   StatusOr<ApplyResponse> ApplyRequest(const storagepb::InternalRaftRequest& r,
                                        uint64_t index);
-  void ApplyConfChange(const raftpb::Entry& e);
+  void ApplyConfChange(const raftpb::Entry& e, std::vector<Answer>* answers);
   void MarkRemoved(const std::string& how);
   Status InstallSnapshot(const raftpb::Snapshot& snap);
   void MaybeSnapshot();

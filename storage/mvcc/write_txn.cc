@@ -8,8 +8,7 @@ namespace kplane::mvcc {
 WriteTxn::WriteTxn(rocksdb::DB* db, int64_t begin_rev, bool events,
                    bool events_with_prev,
                    rocksdb::WriteBatchWithIndex* group_batch)
-    : db_(db),
-      begin_rev_(begin_rev),
+    : begin_rev_(begin_rev),
       collect_prev_(events && events_with_prev),
       batch_(group_batch),
       view_(db, batch_) {

@@ -643,16 +643,21 @@ void HttpPeerTransport::RegisterHandlers(net::HttpServer* peer_server) {
       });
 }
 
-StatusOr<etcdserverpb::HashKVResponse> HttpPeerTransport::PeerHashKV(
-    uint64_t id, int64_t revision) {
+StatusOr<std::string> HttpPeerTransport::PeerUrl(uint64_t id) {
   std::shared_ptr<Peer> p = FindPeer(id);
   if (!p) return NotFoundError("unknown peer");
   std::vector<std::string> urls = p->urls();
   if (urls.empty()) return NotFoundError("peer has no URL");
+  return urls.front();
+}
+
+StatusOr<etcdserverpb::HashKVResponse> HttpPeerTransport::PeerHashKV(
+    uint64_t id, int64_t revision) {
+  ASSIGN_OR_RETURN(std::string url, PeerUrl(id));
   net::HttpClientOptions copts;
   copts.connect_timeout = options_.dial_timeout;
   copts.read_timeout = seconds(30);
-  ASSIGN_OR_RETURN(auto client, net::HttpClient::ForUrl(urls.front(), copts));
+  ASSIGN_OR_RETURN(auto client, net::HttpClient::ForUrl(url, copts));
   ASSIGN_OR_RETURN(net::HttpResponse resp,
                    client->Request("GET", "/raft/hashkv?revision=" +
                                               std::to_string(revision)));
@@ -664,12 +669,9 @@ StatusOr<etcdserverpb::HashKVResponse> HttpPeerTransport::PeerHashKV(
 
 StatusOr<storagepb::ClusterRecord> HttpPeerTransport::PeerMembership(
     uint64_t id) {
-  std::shared_ptr<Peer> p = FindPeer(id);
-  if (!p) return NotFoundError("unknown peer");
-  std::vector<std::string> urls = p->urls();
-  if (urls.empty()) return NotFoundError("peer has no URL");
+  ASSIGN_OR_RETURN(std::string url, PeerUrl(id));
   // Short: the caller is the housekeeping thread of a member without leader.
-  return FetchMembership(urls.front(), seconds(2));
+  return FetchMembership(url, seconds(2));
 }
 
 StatusOr<storagepb::ClusterRecord> HttpPeerTransport::FetchMembership(

@@ -83,6 +83,8 @@ class HttpPeerTransport : public PeerTransport {
                       std::shared_ptr<net::Responder> r);
   bool CheckPeerHeaders(const net::HttpRequest& req, net::Responder* r);
   std::shared_ptr<Peer> FindPeer(uint64_t id);
+  // The first URL of a known peer (NotFound if unknown or without URL).
+  StatusOr<std::string> PeerUrl(uint64_t id);
 
   StoreServer* server_;
   PeerTransportOptions options_;

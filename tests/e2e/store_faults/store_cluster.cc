@@ -182,16 +182,22 @@ StatusOr<int> StoreCluster::Terminate(int i, Duration grace) {
   Member& m = members_[i];
   if (!running(i)) return FailedPreconditionError(m.name + " is not running");
   RETURN_IF_ERROR(m.process->Signal(SIGTERM));
+  return WaitExit(i, grace, "of SIGTERM");
+}
+
+StatusOr<int> StoreCluster::WaitExit(int i, Duration timeout,
+                                     const std::string& after) {
+  Member& m = members_[i];
   // The exit of another process has no event we can wait on portably other
   // than waitpid; poll it briefly.
-  const TimePoint deadline = Clock::Real()->Now() + grace;
+  const TimePoint deadline = Clock::Real()->Now() + timeout;
   while (m.process->running()) {
     if (Clock::Real()->Now() > deadline) {
       (void)m.process->Signal(SIGKILL);
       m.process->Wait();
       return DeadlineExceededError(m.name + " did not exit within " +
-                                   std::to_string(Ms(grace)) +
-                                   " ms of SIGTERM");
+                                   std::to_string(Ms(timeout)) + " ms " +
+                                   after);
     }
     Clock::Real()->SleepFor(milliseconds(10));
   }
@@ -320,21 +326,9 @@ Status StoreCluster::RemoveMember(int i, Duration exit_timeout) {
     return Status(s.code(), "member remove " + name(i) + tried);
   }
   members_[i].removed = true;
-  Member& m = members_[i];
-  if (!m.process) return Status::Ok();
-  // As in Terminate: no portable event for another process's exit.
-  const TimePoint deadline = Clock::Real()->Now() + exit_timeout;
-  while (m.process->running()) {
-    if (Clock::Real()->Now() > deadline) {
-      (void)m.process->Signal(SIGKILL);
-      m.process->Wait();
-      return DeadlineExceededError(name(i) + " still ran " +
-                                   std::to_string(Ms(exit_timeout)) +
-                                   " ms after its removal");
-    }
-    Clock::Real()->SleepFor(milliseconds(10));
-  }
-  if (int code = m.process->Wait(); code != 0) {
+  if (!members_[i].process) return Status::Ok();
+  ASSIGN_OR_RETURN(int code, WaitExit(i, exit_timeout, "of its removal"));
+  if (code != 0) {
     return InternalError(name(i) + " exited with status " +
                          std::to_string(code) + " after its removal");
   }

@@ -120,6 +120,10 @@ class StoreCluster {
   std::string LogTails(size_t bytes = 1500) const;
 
  private:
+  // Waits up to `timeout` for member i's process to exit and returns its
+  // exit code; past it, SIGKILLs it and returns DeadlineExceeded ("... did
+  // not exit within N ms <after>").
+  StatusOr<int> WaitExit(int i, Duration timeout, const std::string& after);
   struct Member {
     std::string name;
     std::string data_dir;

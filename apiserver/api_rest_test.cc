@@ -6,8 +6,8 @@
 #include <atomic>
 #include <thread>
 
-#include "api/envelope.h"
-#include "api/types.h"
+#include "objects/envelope.h"
+#include "objects/types.h"
 #include "apiserver/test_server.h"
 #include "net/http_test_util.h"
 #include "net/url.h"
@@ -187,10 +187,10 @@ TEST(ApiRestTest, YamlAndProtobufBodiesAndAnswers) {
   ASSERT_EQ(y.code, 201) << y.body;
 
   // A protobuf body, as kubectl create configmap sends it.
-  api::corev1::ConfigMap cm;
+  objects::corev1::ConfigMap cm;
   cm.mutable_metadata()->set_name("pb");
   (*cm.mutable_data())["a"] = "1";
-  std::string body = api::EncodeEnvelope(cm, {"v1", "ConfigMap"});
+  std::string body = objects::EncodeEnvelope(cm, {"v1", "ConfigMap"});
   Response p = s.Do(
       "POST", std::string(kConfigMaps) + "?fieldManager=kubectl-create", body,
       {{"Content-Type", "application/vnd.kubernetes.protobuf"},
@@ -198,8 +198,8 @@ TEST(ApiRestTest, YamlAndProtobufBodiesAndAnswers) {
   ASSERT_EQ(p.code, 201) << p.body;
   EXPECT_EQ(p.headers.Get("Content-Type"),
             "application/vnd.kubernetes.protobuf");
-  api::corev1::ConfigMap back;
-  auto tm = api::DecodeEnvelopeInto(p.body, &back);
+  objects::corev1::ConfigMap back;
+  auto tm = objects::DecodeEnvelopeInto(p.body, &back);
   ASSERT_TRUE(tm.ok()) << tm.status();
   EXPECT_EQ(tm->kind, "ConfigMap");
   EXPECT_EQ(back.metadata().namespace_(), "default");
@@ -217,8 +217,8 @@ TEST(ApiRestTest, YamlAndProtobufBodiesAndAnswers) {
   Response nf = s.Get(std::string(kConfigMaps) + "/none",
                       "application/vnd.kubernetes.protobuf");
   EXPECT_EQ(nf.code, 404);
-  api::metav1::Status st;
-  ASSERT_TRUE(api::DecodeEnvelopeInto(nf.body, &st).ok());
+  objects::metav1::Status st;
+  ASSERT_TRUE(objects::DecodeEnvelopeInto(nf.body, &st).ok());
   EXPECT_EQ(st.reason(), "NotFound");
 }
 

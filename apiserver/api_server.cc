@@ -7,10 +7,10 @@
 #include <thread>
 #include <vector>
 
-#include "api/machinery/fields.h"
-#include "api/meta.h"
-#include "api/scheme.h"
-#include "api/serializer.h"
+#include "objects/machinery/fields.h"
+#include "objects/meta.h"
+#include "objects/scheme.h"
+#include "objects/serializer.h"
 #include "apiserver/background.h"
 #include "apiserver/discovery.h"
 #include "apiserver/encoding.h"
@@ -78,8 +78,8 @@ struct Call {
   std::string body;
   std::string verb_label = "GET";  // for metrics
   std::string scope_label;
-  const api::ResourceInfo* resource = nullptr;
-  const api::SubresourceInfo* sub = nullptr;
+  const objects::ResourceInfo* resource = nullptr;
+  const objects::SubresourceInfo* sub = nullptr;
   Backend* backend = nullptr;
   Negotiated neg;
   bool negotiated = false;
@@ -92,7 +92,7 @@ struct Call {
 };
 
 struct Backend {
-  const api::ResourceInfo* info = nullptr;
+  const objects::ResourceInfo* info = nullptr;
   const Strategy* strategy = nullptr;
   std::unique_ptr<ObjectStore> store;
   std::unique_ptr<Cacher> cacher;
@@ -133,7 +133,7 @@ struct ApiServer::Impl {
   void SetupMetrics();
   void BuildBackends();
   Status CreateSystemNamespaces();
-  std::optional<ApiError> CheckNamespace(const api::ResourceInfo& r,
+  std::optional<ApiError> CheckNamespace(const objects::ResourceInfo& r,
                                          std::string_view name,
                                          std::string_view ns);
   std::shared_ptr<const Discovery> GetDiscovery() const {
@@ -162,7 +162,7 @@ struct ApiServer::Impl {
   void DeleteCollection(Call& c);
   void Bind(Call& c);
 
-  ApiResult<MutableObject> DecodeObject(Call& c, const api::KindInfo& kind,
+  ApiResult<MutableObject> DecodeObject(Call& c, const objects::KindInfo& kind,
                                         FieldValidation validation,
                                         std::vector<std::string>* warnings);
   RenderOptions Render(const Call& c) const;
@@ -205,7 +205,7 @@ void ApiServer::Impl::SetupMetrics() {
 }
 
 void ApiServer::Impl::BuildBackends() {
-  const api::Scheme& scheme = api::Scheme::Default();
+  const objects::Scheme& scheme = objects::Scheme::Default();
   CacherOptions co = opts.cacher;
   co.clock = opts.clock;
   co.metrics = opts.metrics;
@@ -213,7 +213,7 @@ void ApiServer::Impl::BuildBackends() {
   ro.clock = opts.clock;
   ro.event_ttl_seconds =
       std::chrono::duration_cast<std::chrono::seconds>(opts.event_ttl).count();
-  ro.namespace_check = [this](const api::ResourceInfo& r, std::string_view name,
+  ro.namespace_check = [this](const objects::ResourceInfo& r, std::string_view name,
                               std::string_view ns) {
     return CheckNamespace(r, name, ns);
   };
@@ -252,7 +252,7 @@ void ApiServer::Impl::BuildBackends() {
 }
 
 std::optional<ApiError> ApiServer::Impl::CheckNamespace(
-    const api::ResourceInfo& r, std::string_view name, std::string_view ns) {
+    const objects::ResourceInfo& r, std::string_view name, std::string_view ns) {
   StatusOr<ObjectPtr> got = NotFoundError("");
   if (namespaces->cacher->ready()) got = namespaces->cacher->Get("", ns);
   if (!got.ok()) got = namespaces->store->Get("", ns, 0);
@@ -262,9 +262,9 @@ std::optional<ApiError> ApiServer::Impl::CheckNamespace(
     }
     return ApiError::FromStatus(got.status(), namespaces->info, ns);
   }
-  const auto* nsobj = dynamic_cast<const api::corev1::Namespace*>(got->get());
+  const auto* nsobj = dynamic_cast<const objects::corev1::Namespace*>(got->get());
   const bool terminating =
-      api::IsBeingDeleted(*api::GetObjectMeta(**got)) ||
+      objects::IsBeingDeleted(*objects::GetObjectMeta(**got)) ||
       (nsobj != nullptr && nsobj->status().phase() == "Terminating");
   if (terminating) {
     ApiError e = ApiError::Forbidden(
@@ -285,7 +285,7 @@ Status ApiServer::Impl::CreateSystemNamespaces() {
     StatusOr<ObjectPtr> existing = namespaces->store->Get("", name, 0);
     if (existing.ok()) continue;
     if (!existing.status().Is(StatusCode::kNotFound)) return existing.status();
-    auto ns = std::make_unique<api::corev1::Namespace>();
+    auto ns = std::make_unique<objects::corev1::Namespace>();
     ns->mutable_metadata()->set_name(name);
     (*ns->mutable_metadata()->mutable_labels())["kubernetes.io/metadata.name"] =
         name;
@@ -332,13 +332,13 @@ void ApiServer::Impl::Reply(Call& c, int code, std::string_view content_type,
 void ApiServer::Impl::ReplyError(Call& c, const ApiError& e) {
   if (c.responded) return;
   c.responded = true;
-  api::MediaType media = api::MediaType::kJson;
+  objects::MediaType media = objects::MediaType::kJson;
   if (c.negotiated && c.neg.shape == ResponseShape::kObject &&
-      c.neg.media == api::MediaType::kProtobuf) {
-    media = api::MediaType::kProtobuf;
+      c.neg.media == objects::MediaType::kProtobuf) {
+    media = objects::MediaType::kProtobuf;
   }
   net::HttpHeaders h;
-  h.Add("Content-Type", std::string(api::MediaTypeName(media)));
+  h.Add("Content-Type", std::string(objects::MediaTypeName(media)));
   if (e.retry_after_seconds > 0) {
     h.Add("Retry-After", std::to_string(e.retry_after_seconds));
   }
@@ -393,7 +393,7 @@ void ApiServer::Impl::RegisterRoutes() {
   auto not_found = [json](const net::HttpRequest&,
                           std::shared_ptr<net::Responder> resp) {
     json(resp, 404,
-         RenderError(api::MediaType::kJson, ApiError::NotFoundPath()));
+         RenderError(objects::MediaType::kJson, ApiError::NotFoundPath()));
   };
   http->HandlePrefix("", "/", not_found);
   http->Handle("GET", "/",
@@ -510,8 +510,8 @@ void ApiServer::Impl::HandleApi(const net::HttpRequest& req,
     c->verb_label = "APPLY";
   }
 
-  const api::ResourceInfo* r =
-      api::Scheme::Default().FindResource(i.group, i.version, i.resource);
+  const objects::ResourceInfo* r =
+      objects::Scheme::Default().FindResource(i.group, i.version, i.resource);
   if (r == nullptr) {
     ReplyError(*c, ApiError::NotFoundPath());
     return;
@@ -704,19 +704,19 @@ void ApiServer::Impl::Process(const std::shared_ptr<Call>& c) {
 // Handlers
 
 ApiResult<MutableObject> ApiServer::Impl::DecodeObject(
-    Call& c, const api::KindInfo& kind, FieldValidation validation,
+    Call& c, const objects::KindInfo& kind, FieldValidation validation,
     std::vector<std::string>* warnings) {
   const std::string_view ct = c.req().headers.Get("Content-Type");
-  StatusOr<api::MediaType> type = api::ParseMediaType(ct);
+  StatusOr<objects::MediaType> type = objects::ParseMediaType(ct);
   if (!type.ok()) {
     return ApiError::UnsupportedMediaType(ct, SupportedBodyTypes());
   }
   MutableObject obj = kind.New();
-  StatusOr<api::DecodeResult> r = api::DecodeBody(*type, c.body, obj.get());
+  StatusOr<objects::DecodeResult> r = objects::DecodeBody(*type, c.body, obj.get());
   if (!r.ok()) {
     return ApiError::BadRequest(r.status().message());
   }
-  const api::TypeMeta& tm = r->type_meta;
+  const objects::TypeMeta& tm = r->type_meta;
   if (!tm.api_version.empty() && tm.api_version != kind.gv.ApiVersion()) {
     return ApiError::BadRequest("the API version in the data (" +
                                 tm.api_version +
@@ -895,7 +895,7 @@ void ApiServer::Impl::Update(Call& c) {
   const WriteParams& wp = std::get<WriteParams>(p);
   std::vector<std::string> warnings;
   const bool scale = c.sub != nullptr && c.sub->name == "scale";
-  const api::KindInfo& kind = scale ? *c.sub->kind : *c.resource->kind;
+  const objects::KindInfo& kind = scale ? *c.sub->kind : *c.resource->kind;
   ApiResult<MutableObject> obj =
       DecodeObject(c, kind, wp.field_validation, &warnings);
   if (IsError(obj)) return ReplyError(c, std::get<ApiError>(obj));
@@ -935,10 +935,10 @@ void ApiServer::Impl::Patch(Call& c) {
 }
 
 void ApiServer::Impl::Delete(Call& c) {
-  ApiResult<api::metav1::DeleteOptions> o = ParseDeleteOptions(c.req(), c.body);
+  ApiResult<objects::metav1::DeleteOptions> o = ParseDeleteOptions(c.req(), c.body);
   if (IsError(o)) return ReplyError(c, std::get<ApiError>(o));
-  const api::metav1::DeleteOptions& opts_ =
-      std::get<api::metav1::DeleteOptions>(o);
+  const objects::metav1::DeleteOptions& opts_ =
+      std::get<objects::metav1::DeleteOptions>(o);
   ResourceStore* rest = c.backend->rest.get();
   ApiResult<DeleteResult> r = rest->Delete(Namespace(c), c.info.name, opts_);
   if (IsError(r)) return ReplyError(c, std::get<ApiError>(r));
@@ -949,19 +949,19 @@ void ApiServer::Impl::Delete(Call& c) {
           : 200;
   if (d.deleted && !rest->ReturnsDeletedObject()) {
     // Status answers are never Tables.
-    const api::MediaType media = c.neg.shape == ResponseShape::kObject
+    const objects::MediaType media = c.neg.shape == ResponseShape::kObject
                                      ? c.neg.media
-                                     : api::MediaType::kJson;
+                                     : objects::MediaType::kJson;
     return Reply(
-        c, code, api::MediaTypeName(media),
+        c, code, objects::MediaTypeName(media),
         RenderSuccessStatus(media, c.info.name, c.resource->gv.group,
-                            c.resource->resource, api::Uid(*d.object)));
+                            c.resource->resource, objects::Uid(*d.object)));
   }
   Reply(c, code, c.neg.ContentType(), RenderObject(Render(c), *d.object));
 }
 
 void ApiServer::Impl::DeleteCollection(Call& c) {
-  ApiResult<api::metav1::DeleteOptions> o = ParseDeleteOptions(c.req(), c.body);
+  ApiResult<objects::metav1::DeleteOptions> o = ParseDeleteOptions(c.req(), c.body);
   if (IsError(o)) return ReplyError(c, std::get<ApiError>(o));
   ApiResult<ListParams> p = ParseListParams(c.req(), false);
   if (IsError(p)) return ReplyError(c, std::get<ApiError>(p));
@@ -971,7 +971,7 @@ void ApiServer::Impl::DeleteCollection(Call& c) {
       rest->Predicate(lp.label_selector, lp.field_selector);
   if (IsError(pred)) return ReplyError(c, std::get<ApiError>(pred));
   ApiResult<std::vector<ObjectPtr>> r = rest->DeleteCollection(
-      Namespace(c), std::get<api::metav1::DeleteOptions>(o),
+      Namespace(c), std::get<objects::metav1::DeleteOptions>(o),
       std::get<ObjectPredicate>(std::move(pred)));
   if (IsError(r)) return ReplyError(c, std::get<ApiError>(r));
   StatusOr<int64_t> rev = rest->object_store()->CurrentRevision();
@@ -987,12 +987,12 @@ void ApiServer::Impl::DeleteCollection(Call& c) {
 void ApiServer::Impl::Bind(Call& c) {
   ApiResult<WriteParams> p = ParseWriteParams(c.req(), false);
   if (IsError(p)) return ReplyError(c, std::get<ApiError>(p));
-  const api::KindInfo* kind = api::Scheme::Default().FindKind("v1", "Binding");
+  const objects::KindInfo* kind = objects::Scheme::Default().FindKind("v1", "Binding");
   ApiResult<MutableObject> obj = DecodeObject(
       c, *kind, std::get<WriteParams>(p).field_validation, nullptr);
   if (IsError(obj)) return ReplyError(c, std::get<ApiError>(obj));
   auto* binding =
-      dynamic_cast<api::corev1::Binding*>(std::get<MutableObject>(obj).get());
+      dynamic_cast<objects::corev1::Binding*>(std::get<MutableObject>(obj).get());
   CHECK(binding != nullptr);
   auto* meta = binding->mutable_metadata();
   if (c.sub != nullptr) {
@@ -1014,15 +1014,15 @@ void ApiServer::Impl::Bind(Call& c) {
           c.info.ns, *binding, std::get<WriteParams>(p).dry_run)) {
     return ReplyError(c, *e);
   }
-  api::metav1::Status s;
+  objects::metav1::Status s;
   s.mutable_metadata();
   s.set_status("Success");
   s.set_code(201);
-  const api::MediaType media = c.neg.shape == ResponseShape::kObject
+  const objects::MediaType media = c.neg.shape == ResponseShape::kObject
                                    ? c.neg.media
-                                   : api::MediaType::kJson;
-  Reply(c, 201, api::MediaTypeName(media),
-        api::EncodeBody(media, s, {"v1", "Status"}));
+                                   : objects::MediaType::kJson;
+  Reply(c, 201, objects::MediaTypeName(media),
+        objects::EncodeBody(media, s, {"v1", "Status"}));
 }
 
 // ---------------------------------------------------------------------------
@@ -1065,7 +1065,7 @@ Status ApiServer::Start() {
   }
   std::atomic_store(&m.discovery, std::shared_ptr<const Discovery>(
                                       std::make_shared<Discovery>(
-                                          api::Scheme::Default(), address)));
+                                          objects::Scheme::Default(), address)));
   RETURN_IF_ERROR(m.CreateSystemNamespaces());
 
   m.reaper = std::make_unique<PodReaper>(m.pods->rest.get(), m.opts.clock);

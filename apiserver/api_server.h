@@ -9,7 +9,7 @@
 //   api.Stop();
 //
 // What it serves (docs/api.md has the full list and the differences from
-// Kubernetes): every resource of api::Scheme::Default() under the
+// Kubernetes): every resource of objects::Scheme::Default() under the
 // Kubernetes paths with GET, LIST, WATCH, POST, PUT, PATCH (JSON, merge,
 // strategic, server-side apply), DELETE and DELETECOLLECTION, the status,
 // scale and binding subresources, JSON/YAML/protobuf bodies and answers,

@@ -2,8 +2,8 @@
 // real ApiServer on a loopback port over an embedded store.
 #include <gtest/gtest.h>
 
-#include "api/envelope.h"
-#include "api/types.h"
+#include "objects/envelope.h"
+#include "objects/types.h"
 #include "apiserver/test_server.h"
 
 namespace kplane::apiserver {
@@ -221,11 +221,11 @@ TEST(ApiWatchTest, ProtobufWatchFrames) {
       (uint32_t(uint8_t(raw[2])) << 8) | uint32_t(uint8_t(raw[3]));
   raw = w->WaitRaw(4 + len);
   ASSERT_GE(raw.size(), 4 + len);
-  api::metav1::WatchEvent ev;
+  objects::metav1::WatchEvent ev;
   ASSERT_TRUE(ev.ParseFromString(raw.substr(4, len)));
   EXPECT_EQ(ev.type(), "ADDED");
-  api::corev1::ConfigMap cm;
-  auto tm = api::DecodeEnvelopeInto(ev.object().raw(), &cm);
+  objects::corev1::ConfigMap cm;
+  auto tm = objects::DecodeEnvelopeInto(ev.object().raw(), &cm);
   ASSERT_TRUE(tm.ok()) << tm.status();
   EXPECT_EQ(tm->kind, "ConfigMap");
   EXPECT_EQ(cm.metadata().name(), "a");

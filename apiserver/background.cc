@@ -1,7 +1,7 @@
 #include "apiserver/background.h"
 
-#include "api/meta.h"
-#include "api/time.h"
+#include "objects/meta.h"
+#include "objects/time.h"
 #include "base/logging.h"
 
 namespace kplane::apiserver {
@@ -12,15 +12,15 @@ constexpr Duration kRewatchDelay = seconds(1);
 constexpr Duration kIdleWait = minutes(1);
 
 bool GracefullyTerminating(const google::protobuf::Message& obj) {
-  const api::metav1::ObjectMeta* m = api::GetObjectMeta(obj);
-  return m != nullptr && api::IsBeingDeleted(*m) &&
+  const objects::metav1::ObjectMeta* m = objects::GetObjectMeta(obj);
+  return m != nullptr && objects::IsBeingDeleted(*m) &&
          m->has_deletiongraceperiodseconds() &&
          m->deletiongraceperiodseconds() > 0;
 }
 
 bool Terminating(const google::protobuf::Message& obj) {
-  const api::metav1::ObjectMeta* m = api::GetObjectMeta(obj);
-  return m != nullptr && api::IsBeingDeleted(*m);
+  const objects::metav1::ObjectMeta* m = objects::GetObjectMeta(obj);
+  return m != nullptr && objects::IsBeingDeleted(*m);
 }
 
 }  // namespace
@@ -68,13 +68,13 @@ size_t PodReaper::pending() const {
 
 void PodReaper::OnEvent(const WatchEvent& e) {
   if (e.type == WatchEventType::kBookmark || e.object == nullptr) return;
-  const api::metav1::ObjectMeta& m = *api::GetObjectMeta(*e.object);
+  const objects::metav1::ObjectMeta& m = *objects::GetObjectMeta(*e.object);
   const std::string key = m.namespace_() + "/" + m.name();
   std::lock_guard<std::mutex> l(mu_);
   if (e.type == WatchEventType::kDeleted || !GracefullyTerminating(*e.object)) {
     entries_.erase(key);
   } else {
-    const WallTime when = api::ToWallTime(m.deletiontimestamp());
+    const WallTime when = objects::ToWallTime(m.deletiontimestamp());
     const Duration left =
         std::chrono::duration_cast<Duration>(when - clock_->WallNow());
     entries_[key] =
@@ -144,7 +144,7 @@ void PodReaper::Run() {
     }
     lock.unlock();
     for (const Entry& e : due) {
-      api::metav1::DeleteOptions opts;
+      objects::metav1::DeleteOptions opts;
       opts.set_graceperiodseconds(0);
       opts.mutable_preconditions()->set_uid(e.uid);
       ApiResult<DeleteResult> r = pods_->Delete(e.ns, e.name, opts);
@@ -204,7 +204,7 @@ void NamespaceFinalizer::Stop() {
 
 void NamespaceFinalizer::OnEvent(const WatchEvent& e) {
   if (e.type == WatchEventType::kBookmark || e.object == nullptr) return;
-  const std::string& name = api::Name(*e.object);
+  const std::string& name = objects::Name(*e.object);
   std::lock_guard<std::mutex> l(mu_);
   if (e.type == WatchEventType::kDeleted) {
     due_.erase(name);
@@ -238,11 +238,11 @@ bool NamespaceFinalizer::Finalize(const std::string& name) {
       ++remaining;
       if (Terminating(*item)) continue;
       ApiResult<DeleteResult> r =
-          store->Delete(name, api::Name(*item), api::metav1::DeleteOptions{});
+          store->Delete(name, objects::Name(*item), objects::metav1::DeleteOptions{});
       if (std::holds_alternative<ApiError>(r) &&
           std::get<ApiError>(r).code != 404) {
         LOG(WARNING) << "namespace " << name << ": deleting "
-                     << store->resource().resource << "/" << api::Name(*item)
+                     << store->resource().resource << "/" << objects::Name(*item)
                      << ": " << std::get<ApiError>(r).message;
       }
     }
@@ -256,7 +256,7 @@ bool NamespaceFinalizer::Finalize(const std::string& name) {
         if (c == nullptr) return NotFoundError("gone");
         std::unique_ptr<google::protobuf::Message> n(c->New());
         n->CopyFrom(*c);
-        auto* ns = dynamic_cast<api::corev1::Namespace*>(n.get());
+        auto* ns = dynamic_cast<objects::corev1::Namespace*>(n.get());
         CHECK(ns != nullptr);
         auto* fin = ns->mutable_spec()->mutable_finalizers();
         for (int i = fin->size() - 1; i >= 0; --i) {
@@ -266,7 +266,7 @@ bool NamespaceFinalizer::Finalize(const std::string& name) {
       });
   if (!updated.ok()) return updated.status().Is(StatusCode::kNotFound);
   ApiResult<DeleteResult> r =
-      namespaces_->Delete("", name, api::metav1::DeleteOptions{});
+      namespaces_->Delete("", name, objects::metav1::DeleteOptions{});
   if (std::holds_alternative<ApiError>(r)) {
     return std::get<ApiError>(r).code == 404;
   }

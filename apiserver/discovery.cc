@@ -31,14 +31,14 @@ std::string Done(const rapidjson::StringBuffer& b) {
 
 // Resources of one group-version, sorted by name as kube-apiserver lists
 // them.
-std::vector<const api::ResourceInfo*> ResourcesOf(const api::Scheme& scheme,
-                                                  const api::GroupVersion& gv) {
-  std::vector<const api::ResourceInfo*> out;
+std::vector<const objects::ResourceInfo*> ResourcesOf(const objects::Scheme& scheme,
+                                                  const objects::GroupVersion& gv) {
+  std::vector<const objects::ResourceInfo*> out;
   for (const auto& r : scheme.resources()) {
     if (r->gv == gv) out.push_back(r.get());
   }
   std::sort(out.begin(), out.end(),
-            [](const api::ResourceInfo* a, const api::ResourceInfo* b) {
+            [](const objects::ResourceInfo* a, const objects::ResourceInfo* b) {
               return a->resource < b->resource;
             });
   return out;
@@ -49,7 +49,7 @@ std::vector<std::string> SortedVerbs(std::vector<std::string> v) {
   return v;
 }
 
-void WriteGroupVersion(Writer* w, const api::GroupVersion& gv) {
+void WriteGroupVersion(Writer* w, const objects::GroupVersion& gv) {
   w->StartObject();
   K(w, "groupVersion");
   S(w, gv.ApiVersion());
@@ -58,9 +58,9 @@ void WriteGroupVersion(Writer* w, const api::GroupVersion& gv) {
   w->EndObject();
 }
 
-std::vector<std::string> GroupsOf(const api::Scheme& scheme) {
+std::vector<std::string> GroupsOf(const objects::Scheme& scheme) {
   std::vector<std::string> groups;
-  for (const api::GroupVersion& gv : scheme.GroupVersions()) {
+  for (const objects::GroupVersion& gv : scheme.GroupVersions()) {
     if (gv.group.empty()) continue;
     if (std::find(groups.begin(), groups.end(), gv.group) == groups.end()) {
       groups.push_back(gv.group);
@@ -69,18 +69,18 @@ std::vector<std::string> GroupsOf(const api::Scheme& scheme) {
   return groups;
 }
 
-std::vector<api::GroupVersion> VersionsOf(const api::Scheme& scheme,
+std::vector<objects::GroupVersion> VersionsOf(const objects::Scheme& scheme,
                                           std::string_view group) {
-  std::vector<api::GroupVersion> out;
-  for (const api::GroupVersion& gv : scheme.GroupVersions()) {
+  std::vector<objects::GroupVersion> out;
+  for (const objects::GroupVersion& gv : scheme.GroupVersions()) {
     if (gv.group == group) out.push_back(gv);
   }
   return out;
 }
 
-void WriteApiGroup(Writer* w, const api::Scheme& scheme,
+void WriteApiGroup(Writer* w, const objects::Scheme& scheme,
                    const std::string& group, bool with_type_meta) {
-  std::vector<api::GroupVersion> versions = VersionsOf(scheme, group);
+  std::vector<objects::GroupVersion> versions = VersionsOf(scheme, group);
   w->StartObject();
   if (with_type_meta) {
     K(w, "kind");
@@ -92,20 +92,20 @@ void WriteApiGroup(Writer* w, const api::Scheme& scheme,
   S(w, group);
   K(w, "versions");
   w->StartArray();
-  for (const api::GroupVersion& gv : versions) WriteGroupVersion(w, gv);
+  for (const objects::GroupVersion& gv : versions) WriteGroupVersion(w, gv);
   w->EndArray();
   K(w, "preferredVersion");
   WriteGroupVersion(w, versions.front());
   w->EndObject();
 }
 
-std::string StorageVersionHash(const api::ResourceInfo& r) {
+std::string StorageVersionHash(const objects::ResourceInfo& r) {
   return Discovery::Hash64(r.gv.group + "/" + r.gv.version + "/" +
                            r.kind->kind);
 }
 
-std::string ResourceListJson(const api::Scheme& scheme,
-                             const api::GroupVersion& gv) {
+std::string ResourceListJson(const objects::Scheme& scheme,
+                             const objects::GroupVersion& gv) {
   rapidjson::StringBuffer b;
   Writer w(b);
   w.StartObject();
@@ -117,7 +117,7 @@ std::string ResourceListJson(const api::Scheme& scheme,
   S(&w, gv.ApiVersion());
   K(&w, "resources");
   w.StartArray();
-  for (const api::ResourceInfo* r : ResourcesOf(scheme, gv)) {
+  for (const objects::ResourceInfo* r : ResourcesOf(scheme, gv)) {
     w.StartObject();
     K(&w, "name");
     S(&w, r->resource);
@@ -142,7 +142,7 @@ std::string ResourceListJson(const api::Scheme& scheme,
       S(&w, StorageVersionHash(*r));
     }
     w.EndObject();
-    for (const api::SubresourceInfo& sub : r->subresources) {
+    for (const objects::SubresourceInfo& sub : r->subresources) {
       w.StartObject();
       K(&w, "name");
       S(&w, r->resource + "/" + sub.name);
@@ -168,7 +168,7 @@ std::string ResourceListJson(const api::Scheme& scheme,
   return Done(b);
 }
 
-void WriteResponseKind(Writer* w, const api::KindInfo& k) {
+void WriteResponseKind(Writer* w, const objects::KindInfo& k) {
   w->StartObject();
   K(w, "group");
   S(w, k.gv.group);
@@ -180,7 +180,7 @@ void WriteResponseKind(Writer* w, const api::KindInfo& k) {
 }
 
 // One item of an APIGroupDiscoveryList.
-void WriteAggregatedGroup(Writer* w, const api::Scheme& scheme,
+void WriteAggregatedGroup(Writer* w, const objects::Scheme& scheme,
                           const std::string& group) {
   w->StartObject();
   K(w, "metadata");
@@ -194,13 +194,13 @@ void WriteAggregatedGroup(Writer* w, const api::Scheme& scheme,
   w->EndObject();
   K(w, "versions");
   w->StartArray();
-  for (const api::GroupVersion& gv : VersionsOf(scheme, group)) {
+  for (const objects::GroupVersion& gv : VersionsOf(scheme, group)) {
     w->StartObject();
     K(w, "version");
     S(w, gv.version);
     K(w, "resources");
     w->StartArray();
-    for (const api::ResourceInfo* r : ResourcesOf(scheme, gv)) {
+    for (const objects::ResourceInfo* r : ResourcesOf(scheme, gv)) {
       w->StartObject();
       K(w, "resource");
       S(w, r->resource);
@@ -223,7 +223,7 @@ void WriteAggregatedGroup(Writer* w, const api::Scheme& scheme,
       if (!r->subresources.empty()) {
         K(w, "subresources");
         w->StartArray();
-        for (const api::SubresourceInfo& sub : r->subresources) {
+        for (const objects::SubresourceInfo& sub : r->subresources) {
           w->StartObject();
           K(w, "subresource");
           S(w, sub.name);
@@ -246,7 +246,7 @@ void WriteAggregatedGroup(Writer* w, const api::Scheme& scheme,
   w->EndObject();
 }
 
-std::string AggregatedList(const api::Scheme& scheme,
+std::string AggregatedList(const objects::Scheme& scheme,
                            const std::vector<std::string>& groups) {
   rapidjson::StringBuffer b;
   Writer w(b);
@@ -267,14 +267,14 @@ std::string AggregatedList(const api::Scheme& scheme,
 }
 
 // The REST paths of a resource, as OpenAPI path templates.
-std::string ItemPath(const api::ResourceInfo& r) {
+std::string ItemPath(const objects::ResourceInfo& r) {
   std::string base = r.gv.group.empty()
                          ? "/api/" + r.gv.version
                          : "/apis/" + r.gv.group + "/" + r.gv.version;
   if (r.namespaced) base += "/namespaces/{namespace}";
   return base + "/" + r.resource + "/{name}";
 }
-std::string CollectionPath(const api::ResourceInfo& r) {
+std::string CollectionPath(const objects::ResourceInfo& r) {
   std::string base = r.gv.group.empty()
                          ? "/api/" + r.gv.version
                          : "/apis/" + r.gv.group + "/" + r.gv.version;
@@ -283,7 +283,7 @@ std::string CollectionPath(const api::ResourceInfo& r) {
 }
 
 void WriteOperation(Writer* w, std::string_view verb, std::string_view action,
-                    const api::ResourceInfo& r,
+                    const objects::ResourceInfo& r,
                     const std::vector<std::string>& content_types) {
   K(w, verb);
   w->StartObject();
@@ -338,7 +338,7 @@ void WriteOperation(Writer* w, std::string_view verb, std::string_view action,
   w->EndObject();
 }
 
-std::string OpenApiDoc(const api::Scheme& scheme, const api::GroupVersion& gv) {
+std::string OpenApiDoc(const objects::Scheme& scheme, const objects::GroupVersion& gv) {
   rapidjson::StringBuffer b;
   Writer w(b);
   w.StartObject();
@@ -353,7 +353,7 @@ std::string OpenApiDoc(const api::Scheme& scheme, const api::GroupVersion& gv) {
   w.EndObject();
   K(&w, "paths");
   w.StartObject();
-  for (const api::ResourceInfo* r : ResourcesOf(scheme, gv)) {
+  for (const objects::ResourceInfo* r : ResourcesOf(scheme, gv)) {
     if (r->list_kind == nullptr) continue;  // create-only (bindings)
     K(&w, ItemPath(*r));
     w.StartObject();
@@ -393,7 +393,7 @@ std::string Discovery::Hash64(std::string_view data) {
   return Base64Encode(bytes);
 }
 
-Discovery::Discovery(const api::Scheme& scheme, std::string server_address) {
+Discovery::Discovery(const objects::Scheme& scheme, std::string server_address) {
   {
     rapidjson::StringBuffer b;
     Writer w(b);
@@ -402,7 +402,7 @@ Discovery::Discovery(const api::Scheme& scheme, std::string server_address) {
     S(&w, "APIVersions");
     K(&w, "versions");
     w.StartArray();
-    for (const api::GroupVersion& gv : VersionsOf(scheme, ""))
+    for (const objects::GroupVersion& gv : VersionsOf(scheme, ""))
       S(&w, gv.version);
     w.EndArray();
     K(&w, "serverAddressByClientCIDRs");
@@ -448,7 +448,7 @@ Discovery::Discovery(const api::Scheme& scheme, std::string server_address) {
   K(&iw, "paths");
   iw.StartObject();
   std::vector<std::string> paths = {"/api", "/apis"};
-  for (const api::GroupVersion& gv : scheme.GroupVersions()) {
+  for (const objects::GroupVersion& gv : scheme.GroupVersions()) {
     resource_lists_[gv.group + "/" + gv.version] = ResourceListJson(scheme, gv);
     const std::string path = gv.group.empty()
                                  ? "api/" + gv.version

@@ -1,5 +1,5 @@
 // Discovery, version and OpenAPI documents, computed once from the Scheme
-// (api/scheme.h) when the server starts (the model is
+// (objects/scheme.h) when the server starts (the model is
 // k8s.io/apiserver/pkg/endpoints/discovery and .../server/routes/openapi).
 //
 //   GET /api                 APIVersions {"versions":["v1"], ...}
@@ -34,14 +34,14 @@
 #include <optional>
 #include <string>
 
-#include "api/scheme.h"
+#include "objects/scheme.h"
 
 namespace kplane::apiserver {
 
 class Discovery {
  public:
   // `server_address` is "host:port" for /api's serverAddressByClientCIDRs.
-  Discovery(const api::Scheme& scheme, std::string server_address);
+  Discovery(const objects::Scheme& scheme, std::string server_address);
 
   const std::string& ApiVersions() const { return api_versions_; }
   const std::string& ApiGroupList() const { return api_group_list_; }

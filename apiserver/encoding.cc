@@ -3,11 +3,11 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
-#include "api/codec.h"
-#include "api/envelope.h"
-#include "api/meta.h"
-#include "api/serializer.h"
-#include "api/yaml.h"
+#include "objects/codec.h"
+#include "objects/envelope.h"
+#include "objects/meta.h"
+#include "objects/serializer.h"
+#include "objects/yaml.h"
 #include "base/logging.h"
 
 namespace kplane::apiserver {
@@ -27,8 +27,8 @@ std::string MetaApiVersion(const Negotiated& n) {
   return "meta.k8s.io/" + n.meta_version;
 }
 
-api::metav1::ListMeta ListMetaOf(const ListResult& list) {
-  api::metav1::ListMeta m;
+objects::metav1::ListMeta ListMetaOf(const ListResult& list) {
+  objects::metav1::ListMeta m;
   m.set_resourceversion(Versioner::ToResourceVersion(list.revision));
   if (!list.continue_token.empty()) m.set_continue_(list.continue_token);
   if (list.remaining_items.has_value() && !list.continue_token.empty()) {
@@ -47,9 +47,9 @@ void WritePartial(JsonWriter* w, const Negotiated& n,
   KeyStr(w, "apiVersion");
   Str(w, MetaApiVersion(n));
   KeyStr(w, "metadata");
-  const api::metav1::ObjectMeta* meta = api::GetObjectMeta(obj);
+  const objects::metav1::ObjectMeta* meta = objects::GetObjectMeta(obj);
   if (meta != nullptr) {
-    api::WriteJson(*meta, w);
+    objects::WriteJson(*meta, w);
   } else {
     w->StartObject();
     w->EndObject();
@@ -91,7 +91,7 @@ void WriteRow(JsonWriter* w, const RenderOptions& o,
   w->EndArray();
   if (o.include_object == "Object") {
     KeyStr(w, "object");
-    api::WriteJson(obj, w, TypeMetaOf(obj));
+    objects::WriteJson(obj, w, TypeMetaOf(obj));
   } else if (o.include_object != "None") {
     KeyStr(w, "object");
     WritePartial(w, o.negotiated, obj);
@@ -103,7 +103,7 @@ void WriteRow(JsonWriter* w, const RenderOptions& o,
 // (later watch events: null).
 template <typename Objects>
 std::string TableJson(const RenderOptions& o,
-                      const api::metav1::ListMeta& list_meta,
+                      const objects::metav1::ListMeta& list_meta,
                       const Objects& objects, bool columns) {
   CHECK(o.strategy != nullptr);
   rapidjson::StringBuffer buf;
@@ -114,7 +114,7 @@ std::string TableJson(const RenderOptions& o,
   KeyStr(&w, "apiVersion");
   Str(&w, MetaApiVersion(o.negotiated));
   KeyStr(&w, "metadata");
-  api::WriteJson(list_meta, &w);
+  objects::WriteJson(list_meta, &w);
   KeyStr(&w, "columnDefinitions");
   if (columns) {
     WriteColumns(&w, *o.strategy);
@@ -131,13 +131,13 @@ std::string TableJson(const RenderOptions& o,
 
 std::unique_ptr<google::protobuf::Message> BuildList(
     const RenderOptions& o, const std::vector<ObjectPtr>& items,
-    const api::metav1::ListMeta& meta) {
+    const objects::metav1::ListMeta& meta) {
   CHECK(o.resource != nullptr && o.resource->list_kind != nullptr);
   std::unique_ptr<google::protobuf::Message> list =
       o.resource->list_kind->New();
-  *api::MutableListMeta(list.get()) = meta;
+  *objects::MutableListMeta(list.get()) = meta;
   for (const ObjectPtr& item : items) {
-    api::AddListItem(list.get())->CopyFrom(*item);
+    objects::AddListItem(list.get())->CopyFrom(*item);
   }
   return list;
 }
@@ -147,10 +147,10 @@ std::unique_ptr<google::protobuf::Message> BuildList(
 // would copy it several times over (and fault in fresh pages each time).
 std::string ItemsJson(const RenderOptions& o,
                       const std::vector<ObjectPtr>& items,
-                      const api::metav1::ListMeta& meta) {
+                      const objects::metav1::ListMeta& meta) {
   const bool partial = o.negotiated.shape == ResponseShape::kMetadata;
   auto item_json = [&](const google::protobuf::Message& item) {
-    if (!partial) return api::EncodeJson(item);
+    if (!partial) return objects::EncodeJson(item);
     rapidjson::StringBuffer buf;
     JsonWriter w(buf);
     WritePartial(&w, o.negotiated, item);
@@ -162,7 +162,7 @@ std::string ItemsJson(const RenderOptions& o,
   out += partial ? MetaApiVersion(o.negotiated)
                  : o.resource->list_kind->gv.ApiVersion();
   out += "\",\"metadata\":";
-  out += api::EncodeJson(meta);
+  out += objects::EncodeJson(meta);
   out += ",\"items\":[";
   for (size_t i = 0; i < items.size(); ++i) {
     std::string one = item_json(*items[i]);
@@ -179,7 +179,7 @@ std::string ItemsJson(const RenderOptions& o,
 
 std::string ListBody(const RenderOptions& o,
                      const std::vector<ObjectPtr>& items,
-                     const api::metav1::ListMeta& meta) {
+                     const objects::metav1::ListMeta& meta) {
   if (o.negotiated.shape == ResponseShape::kTable) {
     std::vector<const google::protobuf::Message*> ptrs;
     ptrs.reserve(items.size());
@@ -187,17 +187,17 @@ std::string ListBody(const RenderOptions& o,
     return TableJson(o, meta, ptrs, true);
   }
   switch (o.negotiated.media) {
-    case api::MediaType::kJson:
+    case objects::MediaType::kJson:
       return ItemsJson(o, items, meta);
-    case api::MediaType::kYaml: {
+    case objects::MediaType::kYaml: {
       std::unique_ptr<google::protobuf::Message> list =
           BuildList(o, items, meta);
-      return api::EncodeYaml(*list, o.resource->list_kind->type_meta());
+      return objects::EncodeYaml(*list, o.resource->list_kind->type_meta());
     }
-    case api::MediaType::kProtobuf: {
+    case objects::MediaType::kProtobuf: {
       std::unique_ptr<google::protobuf::Message> list =
           BuildList(o, items, meta);
-      return api::EncodeEnvelope(*list, o.resource->list_kind->type_meta());
+      return objects::EncodeEnvelope(*list, o.resource->list_kind->type_meta());
     }
   }
   return ItemsJson(o, items, meta);
@@ -208,7 +208,7 @@ std::string ListBody(const RenderOptions& o,
 std::unique_ptr<google::protobuf::Message> BookmarkObject(
     const RenderOptions& o, const WatchEvent& e) {
   std::unique_ptr<google::protobuf::Message> obj = o.resource->kind->New();
-  api::metav1::ObjectMeta* meta = api::MutableObjectMeta(obj.get());
+  objects::metav1::ObjectMeta* meta = objects::MutableObjectMeta(obj.get());
   meta->set_resourceversion(Versioner::ToResourceVersion(e.revision));
   if (e.initial_events_end) {
     (*meta->mutable_annotations())["k8s.io/initial-events-end"] = "true";
@@ -226,10 +226,10 @@ void AppendFrame(std::string* out, std::string_view payload) {
 }
 
 std::string ProtoWatchFrame(std::string_view type, std::string raw_object) {
-  api::metav1::WatchEvent ev;
+  objects::metav1::WatchEvent ev;
   ev.set_type(std::string(type));
   ev.mutable_object()->set_raw(std::move(raw_object));
-  std::string payload = api::SerializeDeterministic(ev);
+  std::string payload = objects::SerializeDeterministic(ev);
   std::string out;
   AppendFrame(&out, payload);
   return out;
@@ -237,17 +237,17 @@ std::string ProtoWatchFrame(std::string_view type, std::string raw_object) {
 
 }  // namespace
 
-api::TypeMeta TypeMetaOf(const google::protobuf::Message& obj) {
-  const api::KindInfo* k = api::Scheme::Default().KindFor(obj.GetDescriptor());
-  return k != nullptr ? k->type_meta() : api::TypeMeta{};
+objects::TypeMeta TypeMetaOf(const google::protobuf::Message& obj) {
+  const objects::KindInfo* k = objects::Scheme::Default().KindFor(obj.GetDescriptor());
+  return k != nullptr ? k->type_meta() : objects::TypeMeta{};
 }
 
 std::string RenderObject(const RenderOptions& o,
                          const google::protobuf::Message& obj) {
   switch (o.negotiated.shape) {
     case ResponseShape::kTable: {
-      api::metav1::ListMeta meta;
-      const api::metav1::ObjectMeta* om = api::GetObjectMeta(obj);
+      objects::metav1::ListMeta meta;
+      const objects::metav1::ObjectMeta* om = objects::GetObjectMeta(obj);
       if (om != nullptr) meta.set_resourceversion(om->resourceversion());
       std::vector<const google::protobuf::Message*> one = {&obj};
       return TableJson(o, meta, one, true);
@@ -261,7 +261,7 @@ std::string RenderObject(const RenderOptions& o,
     case ResponseShape::kObject:
       break;
   }
-  return api::EncodeBody(o.negotiated.media, obj, TypeMetaOf(obj));
+  return objects::EncodeBody(o.negotiated.media, obj, TypeMetaOf(obj));
 }
 
 std::string RenderList(const RenderOptions& o, const ListResult& list) {
@@ -270,22 +270,22 @@ std::string RenderList(const RenderOptions& o, const ListResult& list) {
 
 std::string RenderItems(const RenderOptions& o,
                         const std::vector<ObjectPtr>& items, int64_t revision) {
-  api::metav1::ListMeta meta;
+  objects::metav1::ListMeta meta;
   meta.set_resourceversion(Versioner::ToResourceVersion(revision));
   RenderOptions plain = o;
   plain.negotiated.shape = ResponseShape::kObject;
   return ListBody(plain, items, meta);
 }
 
-std::string RenderError(api::MediaType media, const ApiError& error) {
-  api::metav1::Status s = error.ToStatus();
-  return api::EncodeBody(media, s, {"v1", "Status"});
+std::string RenderError(objects::MediaType media, const ApiError& error) {
+  objects::metav1::Status s = error.ToStatus();
+  return objects::EncodeBody(media, s, {"v1", "Status"});
 }
 
-std::string RenderSuccessStatus(api::MediaType media, std::string_view name,
+std::string RenderSuccessStatus(objects::MediaType media, std::string_view name,
                                 std::string_view group, std::string_view kind,
                                 std::string_view uid) {
-  api::metav1::Status s;
+  objects::metav1::Status s;
   s.mutable_metadata();
   s.set_status("Success");
   auto* d = s.mutable_details();
@@ -293,11 +293,11 @@ std::string RenderSuccessStatus(api::MediaType media, std::string_view name,
   if (!group.empty()) d->set_group(std::string(group));
   d->set_kind(std::string(kind));
   if (!uid.empty()) d->set_uid(std::string(uid));
-  return api::EncodeBody(media, s, {"v1", "Status"});
+  return objects::EncodeBody(media, s, {"v1", "Status"});
 }
 
 std::string WatchContentType(const Negotiated& n) {
-  if (n.media == api::MediaType::kProtobuf) {
+  if (n.media == objects::MediaType::kProtobuf) {
     return "application/vnd.kubernetes.protobuf;stream=watch";
   }
   return "application/json";
@@ -305,7 +305,7 @@ std::string WatchContentType(const Negotiated& n) {
 
 std::string WatchFormatKey(const RenderOptions& o, bool first) {
   const Negotiated& n = o.negotiated;
-  if (n.media == api::MediaType::kProtobuf) return "proto";
+  if (n.media == objects::MediaType::kProtobuf) return "proto";
   switch (n.shape) {
     case ResponseShape::kObject:
       return "json";
@@ -329,14 +329,14 @@ std::string RenderWatchEvent(const RenderOptions& o, const WatchEvent& e,
     bookmark_obj = BookmarkObject(o, e);
     obj = bookmark_obj.get();
   }
-  const api::TypeMeta tm = o.resource->kind->type_meta();
+  const objects::TypeMeta tm = o.resource->kind->type_meta();
 
-  if (o.negotiated.media == api::MediaType::kProtobuf) {
-    return ProtoWatchFrame(type, api::EncodeEnvelope(*obj, tm));
+  if (o.negotiated.media == objects::MediaType::kProtobuf) {
+    return ProtoWatchFrame(type, objects::EncodeEnvelope(*obj, tm));
   }
 
   if (o.negotiated.shape == ResponseShape::kTable && !bookmark) {
-    api::metav1::ListMeta meta;
+    objects::metav1::ListMeta meta;
     meta.set_resourceversion(Versioner::ToResourceVersion(e.revision));
     std::vector<const google::protobuf::Message*> one = {obj};
     std::string out = "{\"type\":\"";
@@ -355,7 +355,7 @@ std::string RenderWatchEvent(const RenderOptions& o, const WatchEvent& e,
   if (o.negotiated.shape == ResponseShape::kMetadata) {
     WritePartial(&w, o.negotiated, *obj);
   } else {
-    api::WriteJson(*obj, &w, tm);
+    objects::WriteJson(*obj, &w, tm);
   }
   w.EndObject();
   std::string out(buf.GetString(), buf.GetSize());
@@ -364,9 +364,9 @@ std::string RenderWatchEvent(const RenderOptions& o, const WatchEvent& e,
 }
 
 std::string RenderWatchError(const RenderOptions& o, const ApiError& error) {
-  api::metav1::Status s = error.ToStatus();
-  if (o.negotiated.media == api::MediaType::kProtobuf) {
-    return ProtoWatchFrame("ERROR", api::EncodeEnvelope(s, {"v1", "Status"}));
+  objects::metav1::Status s = error.ToStatus();
+  if (o.negotiated.media == objects::MediaType::kProtobuf) {
+    return ProtoWatchFrame("ERROR", objects::EncodeEnvelope(s, {"v1", "Status"}));
   }
   rapidjson::StringBuffer buf;
   JsonWriter w(buf);
@@ -374,7 +374,7 @@ std::string RenderWatchError(const RenderOptions& o, const ApiError& error) {
   KeyStr(&w, "type");
   Str(&w, "ERROR");
   KeyStr(&w, "object");
-  api::WriteJson(s, &w, {"v1", "Status"});
+  objects::WriteJson(s, &w, {"v1", "Status"});
   w.EndObject();
   std::string out(buf.GetString(), buf.GetSize());
   out.push_back('\n');

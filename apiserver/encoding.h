@@ -32,7 +32,7 @@
 
 #include <string>
 
-#include "api/scheme.h"
+#include "objects/scheme.h"
 #include "apiserver/cacher/cacher.h"
 #include "apiserver/errors.h"
 #include "apiserver/negotiation.h"
@@ -45,7 +45,7 @@ namespace kplane::apiserver {
 // How to render one response.
 struct RenderOptions {
   Negotiated negotiated;
-  const api::ResourceInfo* resource = nullptr;  // for lists, tables
+  const objects::ResourceInfo* resource = nullptr;  // for lists, tables
   const Strategy* strategy = nullptr;           // for tables
   std::string include_object;  // "", "Metadata", "Object", "None"
   WallTime now;                // for AGE cells
@@ -53,7 +53,7 @@ struct RenderOptions {
 
 // The apiVersion/kind written for an object of this message type (Scheme's
 // canonical kind: Pod -> v1 Pod, Scale -> autoscaling/v1 Scale).
-api::TypeMeta TypeMetaOf(const google::protobuf::Message& obj);
+objects::TypeMeta TypeMetaOf(const google::protobuf::Message& obj);
 
 // One object (GET, writes). Tables get one row.
 std::string RenderObject(const RenderOptions& opts,
@@ -66,11 +66,11 @@ std::string RenderItems(const RenderOptions& opts,
                         const std::vector<ObjectPtr>& items, int64_t revision);
 
 // A metav1.Status error body in `media` (Table/metadata requests get JSON).
-std::string RenderError(api::MediaType media, const ApiError& error);
+std::string RenderError(objects::MediaType media, const ApiError& error);
 // A success Status (delete of most kinds):
 //   {"kind":"Status","apiVersion":"v1","metadata":{},"status":"Success",
 //    "details":{"name":"x","group":"apps","kind":"deployments","uid":"…"}}
-std::string RenderSuccessStatus(api::MediaType media, std::string_view name,
+std::string RenderSuccessStatus(objects::MediaType media, std::string_view name,
                                 std::string_view group, std::string_view kind,
                                 std::string_view uid);
 

@@ -27,7 +27,6 @@ StatusMapping MapStatusCode(StatusCode code) {
       return {429, "TooManyRequests"};
     case StatusCode::kTooLarge:
       return {413, "RequestEntityTooLarge"};
-    case StatusCode::kTimeout:
     case StatusCode::kDeadlineExceeded:
     case StatusCode::kFutureRevision:
       return {504, "Timeout"};
@@ -48,8 +47,8 @@ std::string QualifiedKind(std::string_view group, std::string_view kind) {
   return std::string(kind) + "." + std::string(group);
 }
 
-api::metav1::Status ApiError::ToStatus() const {
-  api::metav1::Status s;
+objects::metav1::Status ApiError::ToStatus() const {
+  objects::metav1::Status s;
   s.mutable_metadata();
   s.set_status("Failure");
   s.set_message(message);
@@ -75,7 +74,7 @@ api::metav1::Status ApiError::ToStatus() const {
 
 namespace {
 
-void FillResource(ApiError* e, const api::ResourceInfo* resource,
+void FillResource(ApiError* e, const objects::ResourceInfo* resource,
                   std::string_view name) {
   e->name = std::string(name);
   if (resource != nullptr) {
@@ -87,7 +86,7 @@ void FillResource(ApiError* e, const api::ResourceInfo* resource,
 }  // namespace
 
 ApiError ApiError::FromStatus(const Status& s,
-                              const api::ResourceInfo* resource,
+                              const objects::ResourceInfo* resource,
                               std::string_view name) {
   StatusMapping m = MapStatusCode(s.code());
   ApiError e;
@@ -100,7 +99,6 @@ ApiError ApiError::FromStatus(const Status& s,
     case StatusCode::kConflict:
       FillResource(&e, resource, name);
       break;
-    case StatusCode::kTimeout:
     case StatusCode::kDeadlineExceeded:
     case StatusCode::kFutureRevision:
       e.retry_after_seconds = 1;
@@ -126,7 +124,7 @@ ApiError ApiError::FromStatus(const Status& s,
   return e;
 }
 
-ApiError ApiError::NotFound(const api::ResourceInfo& resource,
+ApiError ApiError::NotFound(const objects::ResourceInfo& resource,
                             std::string_view name) {
   ApiError e;
   e.code = 404;
@@ -145,7 +143,7 @@ ApiError ApiError::NotFoundPath() {
   return e;
 }
 
-ApiError ApiError::AlreadyExists(const api::ResourceInfo& resource,
+ApiError ApiError::AlreadyExists(const objects::ResourceInfo& resource,
                                  std::string_view name) {
   ApiError e;
   e.code = 409;
@@ -156,7 +154,7 @@ ApiError ApiError::AlreadyExists(const api::ResourceInfo& resource,
   return e;
 }
 
-ApiError ApiError::Conflict(const api::ResourceInfo& resource,
+ApiError ApiError::Conflict(const objects::ResourceInfo& resource,
                             std::string_view name, std::string_view detail) {
   ApiError e;
   e.code = 409;
@@ -190,7 +188,7 @@ ApiError ApiError::BadRequest(std::string_view message) {
   return e;
 }
 
-ApiError ApiError::Forbidden(const api::ResourceInfo& resource,
+ApiError ApiError::Forbidden(const objects::ResourceInfo& resource,
                              std::string_view name, std::string_view detail) {
   ApiError e;
   e.code = 403;

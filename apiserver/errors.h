@@ -17,7 +17,7 @@
 //   kInvalidArgument 400 BadRequest kFailedPrecondition 422 Invalid
 //   kPermissionDenied 403 Forbidden kResourceExhausted 429 TooManyRequests
 //   kTooLarge 413 RequestEntityTooLarge
-//   kTimeout, kDeadlineExceeded, kFutureRevision 504 Timeout
+//   kDeadlineExceeded, kDeadlineExceeded, kFutureRevision 504 Timeout
 //   kUnavailable, kNotLeader 503 ServiceUnavailable
 //   kUnimplemented 405 MethodNotAllowed
 //   kUnauthenticated 401 Unauthorized
@@ -31,8 +31,8 @@
 #include <string_view>
 #include <vector>
 
-#include "api/scheme.h"
-#include "api/types.h"
+#include "objects/scheme.h"
+#include "objects/types.h"
 #include "apiserver/registry/strategy.h"
 #include "base/status.h"
 
@@ -65,30 +65,30 @@ struct ApiError {
   // Extra response headers (e.g. Warning) that go with the error.
   std::vector<std::pair<std::string, std::string>> headers;
 
-  api::metav1::Status ToStatus() const;
+  objects::metav1::Status ToStatus() const;
 
   // Through the table; `resource` and `name` fill the details (may be
   // null / empty).
   static ApiError FromStatus(const Status& s,
-                             const api::ResourceInfo* resource = nullptr,
+                             const objects::ResourceInfo* resource = nullptr,
                              std::string_view name = {});
 
-  static ApiError NotFound(const api::ResourceInfo& resource,
+  static ApiError NotFound(const objects::ResourceInfo& resource,
                            std::string_view name);
   // 404 for an unknown path or resource: "the server could not find the
   // requested resource".
   static ApiError NotFoundPath();
-  static ApiError AlreadyExists(const api::ResourceInfo& resource,
+  static ApiError AlreadyExists(const objects::ResourceInfo& resource,
                                 std::string_view name);
   // 409 "Operation cannot be fulfilled on <gr> "<name>": <detail>".
-  static ApiError Conflict(const api::ResourceInfo& resource,
+  static ApiError Conflict(const objects::ResourceInfo& resource,
                            std::string_view name, std::string_view detail);
   // 422 from field errors: "<Kind>.<group> "<name>" is invalid: ...". The
   // qualified kind is "Deployment.apps" or "Pod"; details.kind is the kind.
   static ApiError Invalid(std::string_view group, std::string_view kind,
                           std::string_view name, const FieldErrors& errors);
   static ApiError BadRequest(std::string_view message);
-  static ApiError Forbidden(const api::ResourceInfo& resource,
+  static ApiError Forbidden(const objects::ResourceInfo& resource,
                             std::string_view name, std::string_view detail);
   static ApiError MethodNotAllowed(std::string_view method,
                                    std::string_view what);

@@ -46,24 +46,24 @@ TEST(NegotiationTest, TableRefusedFallsBackToJson) {
       "application/json;as=Table;v=v1;g=meta.k8s.io,application/json", o);
   ASSERT_TRUE(n);
   EXPECT_EQ(n->shape, ResponseShape::kObject);
-  EXPECT_EQ(n->media, api::MediaType::kJson);
+  EXPECT_EQ(n->media, objects::MediaType::kJson);
 }
 
 TEST(NegotiationTest, ProtobufFirstAndQValues) {
   auto n = NegotiateResponse(
       "application/vnd.kubernetes.protobuf,application/json", {});
   ASSERT_TRUE(n);
-  EXPECT_EQ(n->media, api::MediaType::kProtobuf);
+  EXPECT_EQ(n->media, objects::MediaType::kProtobuf);
   n = NegotiateResponse(
       "application/vnd.kubernetes.protobuf;q=0.5,application/yaml", {});
   ASSERT_TRUE(n);
-  EXPECT_EQ(n->media, api::MediaType::kYaml);
+  EXPECT_EQ(n->media, objects::MediaType::kYaml);
   n = NegotiateResponse("", {});
   ASSERT_TRUE(n);
-  EXPECT_EQ(n->media, api::MediaType::kJson);
+  EXPECT_EQ(n->media, objects::MediaType::kJson);
   n = NegotiateResponse("*/*", {});
   ASSERT_TRUE(n);
-  EXPECT_EQ(n->media, api::MediaType::kJson);
+  EXPECT_EQ(n->media, objects::MediaType::kJson);
   EXPECT_FALSE(NegotiateResponse("text/html", {}));
 }
 
@@ -215,8 +215,8 @@ TEST(QueryParamsTest, DeleteOptionsFromBodyAndQuery) {
   net::HttpRequest r = Req("DELETE", "/x?gracePeriodSeconds=5");
   r.headers.Add("Content-Type", "application/json");
   auto o = ParseDeleteOptions(r, R"({"propagationPolicy":"Foreground"})");
-  ASSERT_TRUE(std::holds_alternative<api::metav1::DeleteOptions>(o));
-  const auto& d = std::get<api::metav1::DeleteOptions>(o);
+  ASSERT_TRUE(std::holds_alternative<objects::metav1::DeleteOptions>(o));
+  const auto& d = std::get<objects::metav1::DeleteOptions>(o);
   EXPECT_EQ(d.graceperiodseconds(), 5);
   EXPECT_EQ(d.propagationpolicy(), "Foreground");
   o = ParseDeleteOptions(r, R"({"propagationPolicy":"Sideways"})");
@@ -233,18 +233,18 @@ TEST(ErrorsTest, StatusTable) {
   EXPECT_EQ(MapStatusCode(StatusCode::kInvalidArgument).http_code, 400);
   EXPECT_EQ(MapStatusCode(StatusCode::kTooLarge).http_code, 413);
   EXPECT_EQ(MapStatusCode(StatusCode::kResourceExhausted).http_code, 429);
-  EXPECT_EQ(MapStatusCode(StatusCode::kTimeout).http_code, 504);
+  EXPECT_EQ(MapStatusCode(StatusCode::kDeadlineExceeded).http_code, 504);
   EXPECT_EQ(MapStatusCode(StatusCode::kUnavailable).http_code, 503);
   EXPECT_EQ(MapStatusCode(StatusCode::kIOError).http_code, 500);
   ApiError e = ApiError::FromStatus(IOError("disk gone"));
   EXPECT_EQ(e.message, "Internal error occurred: disk gone");
-  api::metav1::Status s = e.ToStatus();
+  objects::metav1::Status s = e.ToStatus();
   EXPECT_EQ(s.code(), 500);
   EXPECT_EQ(s.status(), "Failure");
 }
 
 TEST(DiscoveryTest, Documents) {
-  Discovery d(api::Scheme::Default(), "127.0.0.1:6443");
+  Discovery d(objects::Scheme::Default(), "127.0.0.1:6443");
   rapidjson::Document doc;
   doc.Parse(d.ResourceList("", "v1")->c_str());
   ASSERT_TRUE(doc.IsObject());
@@ -280,7 +280,7 @@ TEST(DiscoveryTest, Documents) {
 }
 
 TEST(DiscoveryTest, OpenApiDeclaresFieldValidationForEveryKind) {
-  Discovery d(api::Scheme::Default(), "127.0.0.1:6443");
+  Discovery d(objects::Scheme::Default(), "127.0.0.1:6443");
   rapidjson::Document index;
   index.Parse(d.OpenApiIndex().c_str());
   ASSERT_TRUE(index.IsObject());

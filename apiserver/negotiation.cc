@@ -62,7 +62,7 @@ std::vector<MediaRange> ParseAccept(std::string_view accept) {
 }
 
 std::string Negotiated::ContentType() const {
-  return std::string(api::MediaTypeName(media));
+  return std::string(objects::MediaTypeName(media));
 }
 
 namespace {
@@ -85,13 +85,13 @@ std::optional<Negotiated> NegotiateResponse(std::string_view accept,
     if (r.type != "application") continue;
     if (r.subtype == "*") return n;
     if (r.subtype == "json") {
-      n.media = api::MediaType::kJson;
+      n.media = objects::MediaType::kJson;
     } else if (r.subtype == "yaml") {
       if (!opts.allow_yaml) continue;
-      n.media = api::MediaType::kYaml;
+      n.media = objects::MediaType::kYaml;
     } else if (r.subtype == "vnd.kubernetes.protobuf") {
       if (!opts.allow_protobuf) continue;
-      n.media = api::MediaType::kProtobuf;
+      n.media = objects::MediaType::kProtobuf;
     } else {
       continue;
     }
@@ -102,7 +102,7 @@ std::optional<Negotiated> NegotiateResponse(std::string_view accept,
     }
     if (!IsMetaGroup(r)) continue;
     // Table and metadata exist only as JSON here (no Table protobuf schema).
-    if (n.media != api::MediaType::kJson) continue;
+    if (n.media != objects::MediaType::kJson) continue;
     n.meta_version = std::string(r.Param("v"));
     if (as == "Table") {
       if (!opts.allow_table) continue;

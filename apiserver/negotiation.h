@@ -25,7 +25,7 @@
 #include <string_view>
 #include <vector>
 
-#include "api/serializer.h"
+#include "objects/serializer.h"
 
 namespace kplane::apiserver {
 
@@ -48,7 +48,7 @@ enum class ResponseShape {
 };
 
 struct Negotiated {
-  api::MediaType media = api::MediaType::kJson;
+  objects::MediaType media = objects::MediaType::kJson;
   ResponseShape shape = ResponseShape::kObject;
   std::string meta_version = "v1";  // of Table / PartialObjectMetadata
   // The response Content-Type ("application/json", ...).

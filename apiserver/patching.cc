@@ -1,19 +1,19 @@
 #include "apiserver/patching.h"
 
-#include "api/codec.h"
-#include "api/meta.h"
-#include "api/patch/apply.h"
-#include "api/patch/json_patch.h"
-#include "api/patch/json_value.h"
-#include "api/patch/merge_patch.h"
-#include "api/patch/patch_meta.h"
-#include "api/patch/strategic.h"
+#include "objects/codec.h"
+#include "objects/meta.h"
+#include "objects/patch/apply.h"
+#include "objects/patch/json_patch.h"
+#include "objects/patch/json_value.h"
+#include "objects/patch/merge_patch.h"
+#include "objects/patch/patch_meta.h"
+#include "objects/patch/strategic.h"
 
 namespace kplane::apiserver {
 
 namespace {
 
-patch::PatchSchema SchemaOf(const api::KindInfo& kind) {
+patch::PatchSchema SchemaOf(const objects::KindInfo& kind) {
   return patch::PatchSchema(kind.descriptor,
                             &patch::KubernetesPatchMetaTable());
 }
@@ -39,13 +39,13 @@ ApiError FromPatchStatus(const Status& s) {
 // Decodes a patched DOM into a new object of `kind`, checking apiVersion
 // and kind and reporting unknown fields.
 ApiResult<MutableMessage> DecodePatched(const rapidjson::Value& dom,
-                                        const api::KindInfo& kind,
+                                        const objects::KindInfo& kind,
                                         FieldValidation validation,
                                         std::vector<std::string>* warnings) {
   MutableMessage obj = kind.New();
-  StatusOr<api::DecodeResult> r = api::DecodeJsonValue(dom, obj.get());
+  StatusOr<objects::DecodeResult> r = objects::DecodeJsonValue(dom, obj.get());
   if (!r.ok()) return ApiError::BadRequest(r.status().message());
-  const api::TypeMeta& tm = r->type_meta;
+  const objects::TypeMeta& tm = r->type_meta;
   if ((!tm.api_version.empty() && tm.api_version != kind.gv.ApiVersion()) ||
       (!tm.kind.empty() && tm.kind != kind.kind)) {
     return ApiError::BadRequest("the API version in the data (" +
@@ -67,13 +67,13 @@ ApiResult<MutableMessage> DecodePatched(const rapidjson::Value& dom,
 }  // namespace
 
 ApiResult<MutableMessage> ApplyPatch(const google::protobuf::Message& current,
-                                     const api::KindInfo& kind, PatchType type,
+                                     const objects::KindInfo& kind, PatchType type,
                                      std::string_view patch_body,
                                      FieldValidation validation,
                                      std::vector<std::string>* warnings) {
   rapidjson::Document doc;
   auto& alloc = doc.GetAllocator();
-  rapidjson::Value target = api::ToJsonValue(current, alloc, kind.type_meta());
+  rapidjson::Value target = objects::ToJsonValue(current, alloc, kind.type_meta());
   rapidjson::Document patch_doc;
   Status parsed = patch::ParseJson(patch_body, &patch_doc);
   if (!parsed.ok()) return ApiError::BadRequest(parsed.message());
@@ -112,7 +112,7 @@ ApiResult<MutableMessage> ApplyPatch(const google::protobuf::Message& current,
 }
 
 ApiResult<MutableMessage> ServerSideApplyObject(
-    const google::protobuf::Message* live, const api::KindInfo& kind,
+    const google::protobuf::Message* live, const objects::KindInfo& kind,
     std::string_view body, const ApplyParams& params,
     std::vector<std::string>* warnings) {
   rapidjson::Document doc;
@@ -138,8 +138,8 @@ ApiResult<MutableMessage> ServerSideApplyObject(
   // Type errors and unknown fields of the configuration itself.
   {
     MutableMessage scratch = kind.New();
-    StatusOr<api::DecodeResult> r =
-        api::DecodeJsonValue(applied, scratch.get());
+    StatusOr<objects::DecodeResult> r =
+        objects::DecodeJsonValue(applied, scratch.get());
     if (!r.ok()) return ApiError::BadRequest(r.status().message());
     if (!r->strict_ok()) {
       if (params.validation == FieldValidation::kStrict) {
@@ -152,7 +152,7 @@ ApiResult<MutableMessage> ServerSideApplyObject(
   }
   rapidjson::Value live_dom;
   if (live != nullptr)
-    live_dom = api::ToJsonValue(*live, alloc, kind.type_meta());
+    live_dom = objects::ToJsonValue(*live, alloc, kind.type_meta());
   patch::ApplyOptions opts;
   opts.manager = params.manager;
   opts.api_version = kind.gv.ApiVersion();
@@ -182,8 +182,8 @@ ApiResult<MutableMessage> ServerSideApplyObject(
 
 namespace {
 
-bool SameManagedFields(const api::metav1::ObjectMeta& a,
-                       const api::metav1::ObjectMeta& b) {
+bool SameManagedFields(const objects::metav1::ObjectMeta& a,
+                       const objects::metav1::ObjectMeta& b) {
   if (a.managedfields_size() != b.managedfields_size()) return false;
   for (int i = 0; i < a.managedfields_size(); ++i) {
     if (a.managedfields(i).SerializeAsString() !=
@@ -198,18 +198,18 @@ bool SameManagedFields(const api::metav1::ObjectMeta& a,
 
 Status TrackManagedFields(
     const google::protobuf::Message* old, google::protobuf::Message* obj,
-    const api::KindInfo& kind, const std::string& manager,
+    const objects::KindInfo& kind, const std::string& manager,
     const std::string& time,
     const std::vector<std::vector<std::string>>& ignored) {
-  api::metav1::ObjectMeta* meta = api::MutableObjectMeta(obj);
-  const api::metav1::ObjectMeta* old_meta =
-      old != nullptr ? api::GetObjectMeta(*old) : nullptr;
+  objects::metav1::ObjectMeta* meta = objects::MutableObjectMeta(obj);
+  const objects::metav1::ObjectMeta* old_meta =
+      old != nullptr ? objects::GetObjectMeta(*old) : nullptr;
   rapidjson::Document doc;
   auto& alloc = doc.GetAllocator();
-  rapidjson::Value new_dom = api::ToJsonValue(*obj, alloc);
+  rapidjson::Value new_dom = objects::ToJsonValue(*obj, alloc);
   rapidjson::Value old_dom;
   if (old != nullptr) {
-    old_dom = api::ToJsonValue(*old, alloc);
+    old_dom = objects::ToJsonValue(*old, alloc);
     if (meta->managedfields_size() > 0 && old_meta != nullptr &&
         !SameManagedFields(*meta, *old_meta)) {
       // The client rewrote managedFields: start from its version.
@@ -237,8 +237,8 @@ Status TrackManagedFields(
       nm != nullptr ? patch::FindMember(*nm, "managedFields") : nullptr;
   if (mf != nullptr && mf->IsArray()) {
     for (const rapidjson::Value& e : mf->GetArray()) {
-      api::metav1::ManagedFieldsEntry* entry = meta->add_managedfields();
-      StatusOr<api::DecodeResult> r = api::DecodeJsonValue(e, entry);
+      objects::metav1::ManagedFieldsEntry* entry = meta->add_managedfields();
+      StatusOr<objects::DecodeResult> r = objects::DecodeJsonValue(e, entry);
       if (!r.ok()) return r.status();
     }
   }

@@ -1,4 +1,4 @@
-// The glue between typed objects and api/patch, which works on JSON DOMs:
+// The glue between typed objects and objects/patch, which works on JSON DOMs:
 // PATCH bodies applied to a stored object, server-side apply, and the
 // managedFields bookkeeping of ordinary writes.
 //
@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "api/scheme.h"
+#include "objects/scheme.h"
 #include "apiserver/errors.h"
 #include "apiserver/negotiation.h"
 #include "apiserver/query_params.h"
@@ -34,7 +34,7 @@ using MutableMessage = std::unique_ptr<google::protobuf::Message>;
 // `kind`. Unknown fields in the result are warnings (appended to
 // `warnings`) or, under Strict, a 400.
 ApiResult<MutableMessage> ApplyPatch(const google::protobuf::Message& current,
-                                     const api::KindInfo& kind, PatchType type,
+                                     const objects::KindInfo& kind, PatchType type,
                                      std::string_view patch,
                                      FieldValidation validation,
                                      std::vector<std::string>* warnings);
@@ -52,7 +52,7 @@ struct ApplyParams {
 // Server-side apply of `body` (YAML or JSON) to `live` (null: the object
 // does not exist and is created from the applied configuration).
 ApiResult<MutableMessage> ServerSideApplyObject(
-    const google::protobuf::Message* live, const api::KindInfo& kind,
+    const google::protobuf::Message* live, const objects::KindInfo& kind,
     std::string_view body, const ApplyParams& params,
     std::vector<std::string>* warnings);
 
@@ -63,7 +63,7 @@ ApiResult<MutableMessage> ServerSideApplyObject(
 // CSA-to-SSA migration does).
 Status TrackManagedFields(const google::protobuf::Message* old,
                           google::protobuf::Message* obj,
-                          const api::KindInfo& kind, const std::string& manager,
+                          const objects::KindInfo& kind, const std::string& manager,
                           const std::string& time,
                           const std::vector<std::vector<std::string>>& ignored);
 

@@ -1,6 +1,6 @@
 #include "apiserver/query_params.h"
 
-#include "api/serializer.h"
+#include "objects/serializer.h"
 #include "apiserver/negotiation.h"
 #include "base/strings.h"
 
@@ -196,17 +196,17 @@ ApiResult<WriteParams> ParseWriteParams(const net::HttpRequest& req,
   return p;
 }
 
-ApiResult<api::metav1::DeleteOptions> ParseDeleteOptions(
+ApiResult<objects::metav1::DeleteOptions> ParseDeleteOptions(
     const net::HttpRequest& req, std::string_view body) {
-  api::metav1::DeleteOptions opts;
+  objects::metav1::DeleteOptions opts;
   if (!StripWhitespace(body).empty()) {
-    StatusOr<api::MediaType> type =
-        api::ParseMediaType(req.headers.Get("Content-Type"));
+    StatusOr<objects::MediaType> type =
+        objects::ParseMediaType(req.headers.Get("Content-Type"));
     if (!type.ok()) {
       return ApiError::UnsupportedMediaType(req.headers.Get("Content-Type"),
                                             SupportedBodyTypes());
     }
-    StatusOr<api::DecodeResult> r = api::DecodeBody(*type, body, &opts);
+    StatusOr<objects::DecodeResult> r = objects::DecodeBody(*type, body, &opts);
     if (!r.ok()) return ApiError::BadRequest(r.status().message());
   }
   int64_t grace = 0;

@@ -20,7 +20,7 @@
 #include <string>
 #include <variant>
 
-#include "api/types.h"
+#include "objects/types.h"
 #include "apiserver/errors.h"
 #include "net/http_message.h"
 
@@ -67,7 +67,7 @@ ApiResult<WriteParams> ParseWriteParams(const net::HttpRequest& req,
 // The DeleteOptions of a DELETE: the body (JSON, YAML or protobuf; may be
 // empty) overlaid with query parameters (gracePeriodSeconds,
 // propagationPolicy, orphanDependents, dryRun), validated.
-ApiResult<api::metav1::DeleteOptions> ParseDeleteOptions(
+ApiResult<objects::metav1::DeleteOptions> ParseDeleteOptions(
     const net::HttpRequest& req, std::string_view body);
 
 // The fieldManager used when none was given: the User-Agent up to its first

@@ -4,11 +4,11 @@
 #include <cinttypes>
 #include <cstdio>
 
-#include "api/machinery/fields.h"
-#include "api/machinery/labels.h"
-#include "api/machinery/validation.h"
-#include "api/meta.h"
-#include "api/time.h"
+#include "objects/machinery/fields.h"
+#include "objects/machinery/labels.h"
+#include "objects/machinery/validation.h"
+#include "objects/meta.h"
+#include "objects/time.h"
 #include "apiserver/patching.h"
 #include "base/logging.h"
 #include "base/strings.h"
@@ -34,8 +34,8 @@ MutableObject Clone(const Msg& m) {
   return c;
 }
 
-const api::metav1::ObjectMeta& MetaOf(const Msg& m) {
-  const api::metav1::ObjectMeta* meta = api::GetObjectMeta(m);
+const objects::metav1::ObjectMeta& MetaOf(const Msg& m) {
+  const objects::metav1::ObjectMeta* meta = objects::GetObjectMeta(m);
   CHECK(meta != nullptr) << "not an object: " << m.GetTypeName();
   return *meta;
 }
@@ -46,7 +46,7 @@ bool IsError(const ApiResult<T>& r) {
 }
 
 std::string Rfc3339(WallTime t) {
-  return api::FormatRfc3339(
+  return objects::FormatRfc3339(
       std::chrono::duration_cast<std::chrono::seconds>(t.time_since_epoch())
           .count());
 }
@@ -57,9 +57,9 @@ std::string Rfc3339(WallTime t) {
 // AdditionalErrorMsg: Precondition failed: UID in precondition: a, UID in
 // object meta: b`.
 std::optional<ApiError> CheckPreconditions(
-    const api::ResourceInfo& resource, std::string_view name,
-    std::string_view key, const api::metav1::DeleteOptions& opts,
-    const api::metav1::ObjectMeta& meta) {
+    const objects::ResourceInfo& resource, std::string_view name,
+    std::string_view key, const objects::metav1::DeleteOptions& opts,
+    const objects::metav1::ObjectMeta& meta) {
   if (!opts.has_preconditions()) return std::nullopt;
   const auto& p = opts.preconditions();
   std::string failed;
@@ -80,8 +80,8 @@ std::optional<ApiError> CheckPreconditions(
           ", ResourceVersion: 0, AdditionalErrorMsg: " + failed);
 }
 
-bool ShouldOrphan(const api::metav1::DeleteOptions& opts,
-                  const api::metav1::ObjectMeta& meta) {
+bool ShouldOrphan(const objects::metav1::DeleteOptions& opts,
+                  const objects::metav1::ObjectMeta& meta) {
   if (opts.has_orphandependents()) return opts.orphandependents();
   if (opts.has_propagationpolicy()) {
     return opts.propagationpolicy() == "Orphan";
@@ -93,8 +93,8 @@ bool ShouldOrphan(const api::metav1::DeleteOptions& opts,
   return false;  // every kind served here defaults to Background
 }
 
-bool ShouldDeleteDependents(const api::metav1::DeleteOptions& opts,
-                            const api::metav1::ObjectMeta& meta) {
+bool ShouldDeleteDependents(const objects::metav1::DeleteOptions& opts,
+                            const objects::metav1::ObjectMeta& meta) {
   if (opts.has_orphandependents()) return false;
   if (opts.has_propagationpolicy()) {
     return opts.propagationpolicy() == "Foreground";
@@ -107,8 +107,8 @@ bool ShouldDeleteDependents(const api::metav1::DeleteOptions& opts,
 
 // The finalizers after applying the deletion's propagation policy.
 std::vector<std::string> FinalizersForDeletion(
-    const api::metav1::DeleteOptions& opts,
-    const api::metav1::ObjectMeta& meta) {
+    const objects::metav1::DeleteOptions& opts,
+    const objects::metav1::ObjectMeta& meta) {
   std::vector<std::string> out;
   for (const std::string& f : meta.finalizers()) {
     if (f == kFinalizerOrphan || f == kFinalizerForeground) continue;
@@ -121,7 +121,7 @@ std::vector<std::string> FinalizersForDeletion(
   return out;
 }
 
-void SetFinalizers(api::metav1::ObjectMeta* meta,
+void SetFinalizers(objects::metav1::ObjectMeta* meta,
                    const std::vector<std::string>& finalizers) {
   meta->clear_finalizers();
   for (const std::string& f : finalizers) meta->add_finalizers(f);
@@ -133,7 +133,7 @@ bool IsImmortalNamespace(std::string_view name) {
 
 }  // namespace
 
-ResourceStore::ResourceStore(const api::ResourceInfo* resource,
+ResourceStore::ResourceStore(const objects::ResourceInfo* resource,
                              const Strategy* strategy, ObjectStore* store,
                              Cacher* cacher, ResourceStoreOptions options)
     : resource_(resource),
@@ -228,7 +228,7 @@ ApiResult<ObjectPredicate> ResourceStore::Predicate(
   if (ls->Empty() && fs->Empty()) return ObjectPredicate();
   const Strategy* strategy = strategy_;
   return ObjectPredicate([ls = *ls, fs = *fs, strategy](const Msg& obj) {
-    const api::metav1::ObjectMeta* meta = api::GetObjectMeta(obj);
+    const objects::metav1::ObjectMeta* meta = objects::GetObjectMeta(obj);
     if (meta == nullptr) return false;
     if (!ls.Empty()) {
       machinery::Labels labels(meta->labels().begin(), meta->labels().end());
@@ -252,7 +252,7 @@ std::optional<ApiError> ResourceStore::PrepareCreate(std::string_view ns,
                                                      Msg* obj,
                                                      const WriteContext& ctx,
                                                      WallTime now) {
-  api::metav1::ObjectMeta* meta = api::MutableObjectMeta(obj);
+  objects::metav1::ObjectMeta* meta = objects::MutableObjectMeta(obj);
   const std::string expected_ns = resource_->namespaced ? std::string(ns) : "";
   if (meta->namespace_().empty()) {
     meta->set_namespace_(expected_ns);
@@ -272,7 +272,7 @@ std::optional<ApiError> ResourceStore::PrepareCreate(std::string_view ns,
     }
   }
   meta->set_uid(NewUid());
-  api::SetTime(meta->mutable_creationtimestamp(), now);
+  objects::SetTime(meta->mutable_creationtimestamp(), now);
   meta->clear_deletiontimestamp();
   meta->clear_deletiongraceperiodseconds();
   meta->clear_selflink();
@@ -309,7 +309,7 @@ ApiResult<WriteResult> ResourceStore::CreateWithRetries(
       StatusOr<ObjectPtr> existing = store_->Get(ns, name, 0);
       if (existing.ok()) {
         if (generated && attempt + 1 < kMaxGenerateNameAttempts) {
-          api::MutableObjectMeta(obj.get())->set_name(
+          objects::MutableObjectMeta(obj.get())->set_name(
               name.substr(0,
                           name.size() - machinery::kGenerateNameSuffixLength) +
               GenerateNameSuffix());
@@ -326,7 +326,7 @@ ApiResult<WriteResult> ResourceStore::CreateWithRetries(
     if (r.ok()) return WriteResult{*r, true};
     if (r.status().Is(StatusCode::kAlreadyExists) && generated &&
         attempt + 1 < kMaxGenerateNameAttempts) {
-      api::MutableObjectMeta(obj.get())->set_name(
+      objects::MutableObjectMeta(obj.get())->set_name(
           name.substr(0, name.size() - machinery::kGenerateNameSuffixLength) +
           GenerateNameSuffix());
       continue;
@@ -375,13 +375,13 @@ std::optional<ApiError> ResourceStore::PrepareUpdate(
   // rest.BeforeUpdate: system fields come from storage; what a client may
   // not change at all (uid, a deletion already under way) is left for
   // ValidateUpdate to reject.
-  api::metav1::ObjectMeta* meta = api::MutableObjectMeta(obj);
-  const api::metav1::ObjectMeta& old_meta = MetaOf(old);
+  objects::metav1::ObjectMeta* meta = objects::MutableObjectMeta(obj);
+  const objects::metav1::ObjectMeta& old_meta = MetaOf(old);
   if (meta->uid().empty()) meta->set_uid(old_meta.uid());
   if (old_meta.has_creationtimestamp()) {
     *meta->mutable_creationtimestamp() = old_meta.creationtimestamp();
   }
-  if (api::IsBeingDeleted(old_meta)) {
+  if (objects::IsBeingDeleted(old_meta)) {
     *meta->mutable_deletiontimestamp() = old_meta.deletiontimestamp();
   }
   if (old_meta.has_deletiongraceperiodseconds() &&
@@ -435,9 +435,9 @@ ApiResult<WriteResult> ResourceStore::DoUpdate(std::string_view ns,
     created = cur == nullptr;
     old_deleting = false;
     if (cur != nullptr) {
-      const api::metav1::ObjectMeta& m = MetaOf(*cur);
+      const objects::metav1::ObjectMeta& m = MetaOf(*cur);
       old_deleting =
-          api::IsBeingDeleted(m) && (!m.has_deletiongraceperiodseconds() ||
+          objects::IsBeingDeleted(m) && (!m.has_deletiongraceperiodseconds() ||
                                      m.deletiongraceperiodseconds() == 0);
     }
     ApiResult<MutableObject> r = fn(cur);
@@ -460,7 +460,7 @@ ApiResult<WriteResult> ResourceStore::DoUpdate(std::string_view ns,
       return ApiError::FromStatus(r.status(), resource_, name);
     }
     if (cur.ok()) {
-      api::SetResourceVersion(r->get(), api::ResourceVersion(**cur));
+      objects::SetResourceVersion(r->get(), objects::ResourceVersion(**cur));
     }
     return WriteResult{ObjectPtr(std::move(*r)), created};
   }
@@ -480,9 +480,9 @@ ApiResult<WriteResult> ResourceStore::DoUpdate(std::string_view ns,
     if (rejected && r.status() == Rejected()) return *rejected;
     return ApiError::FromStatus(r.status(), resource_, name);
   }
-  const api::metav1::ObjectMeta& meta = MetaOf(**r);
+  const objects::metav1::ObjectMeta& meta = MetaOf(**r);
   if (!created && old_deleting && meta.finalizers_size() == 0 &&
-      api::IsBeingDeleted(meta)) {
+      objects::IsBeingDeleted(meta)) {
     // The update removed the last finalizer of an object whose deletion was
     // requested: finish the deletion (registry.Store.shouldDeleteDuringUpdate).
     Preconditions pre;
@@ -497,10 +497,10 @@ ApiResult<WriteResult> ResourceStore::DoUpdate(std::string_view ns,
 namespace {
 
 // The name and namespace of a PUT/PATCH body against the URL.
-std::optional<ApiError> MatchUrl(const api::ResourceInfo& resource,
+std::optional<ApiError> MatchUrl(const objects::ResourceInfo& resource,
                                  std::string_view ns, std::string_view name,
                                  google::protobuf::Message* obj) {
-  api::metav1::ObjectMeta* meta = api::MutableObjectMeta(obj);
+  objects::metav1::ObjectMeta* meta = objects::MutableObjectMeta(obj);
   if (meta->name().empty()) {
     meta->set_name(std::string(name));
   } else if (meta->name() != name) {
@@ -521,21 +521,21 @@ std::optional<ApiError> MatchUrl(const api::ResourceInfo& resource,
 
 // 409 when the body names a resourceVersion other than the stored one.
 std::optional<ApiError> CheckResourceVersion(
-    const api::ResourceInfo& resource, std::string_view name,
+    const objects::ResourceInfo& resource, std::string_view name,
     const google::protobuf::Message& obj,
     const google::protobuf::Message& cur) {
-  const std::string& rv = api::ResourceVersion(obj);
+  const std::string& rv = objects::ResourceVersion(obj);
   if (rv.empty()) return std::nullopt;
   StatusOr<int64_t> want = Versioner::Parse(rv);
   if (!want.ok()) return ApiError::BadRequest(want.status().message());
-  StatusOr<int64_t> have = Versioner::Parse(api::ResourceVersion(cur));
+  StatusOr<int64_t> have = Versioner::Parse(objects::ResourceVersion(cur));
   if (!have.ok() || *want != *have) {
     return ApiError::Conflict(resource, name, kOptimisticLockMessage);
   }
   return std::nullopt;
 }
 
-bool AllowsCreateOnUpdate(const api::ResourceInfo& r) {
+bool AllowsCreateOnUpdate(const objects::ResourceInfo& r) {
   return (r.gv.group.empty() &&
           (r.resource == "events" || r.resource == "services")) ||
          (r.gv.group == "coordination.k8s.io" && r.resource == "leases");
@@ -561,7 +561,7 @@ ApiResult<WriteResult> ResourceStore::Update(std::string_view ns,
       [&](const Msg* cur) -> ApiResult<MutableObject> {
         MutableObject n = Clone(*body);
         if (cur == nullptr) {
-          api::SetResourceVersion(n.get(), "");
+          objects::SetResourceVersion(n.get(), "");
           if (auto e = PrepareCreate(ns, n.get(), ctx, now)) return *e;
           if (auto e = TrackUpdate(nullptr, n.get(), "", ctx, now)) return *e;
           return n;
@@ -583,7 +583,7 @@ ApiResult<WriteResult> ResourceStore::Patch(
     PatchType type, std::string_view patch, const WriteContext& ctx) {
   if (subresource == "scale") return PatchScale(ns, name, type, patch, ctx);
   const WallTime now = options_.clock->WallNow();
-  const api::KindInfo& kind = *resource_->kind;
+  const objects::KindInfo& kind = *resource_->kind;
   std::vector<std::string> attempt_warnings;
   ApiResult<WriteResult> r;
   if (type == PatchType::kApply) {
@@ -606,7 +606,7 @@ ApiResult<WriteResult> ResourceStore::Patch(
           MutableObject n = std::get<MutableMessage>(std::move(applied));
           if (auto e = MatchUrl(*resource_, ns, name, n.get())) return *e;
           if (cur == nullptr) {
-            api::SetResourceVersion(n.get(), "");
+            objects::SetResourceVersion(n.get(), "");
             if (auto e = PrepareCreate(ns, n.get(), ctx, now)) return *e;
             return n;
           }
@@ -651,7 +651,7 @@ ApiResult<WriteResult> ResourceStore::Patch(
 
 ApiResult<DeleteResult> ResourceStore::Delete(
     std::string_view ns, std::string_view name,
-    const api::metav1::DeleteOptions& opts) {
+    const objects::metav1::DeleteOptions& opts) {
   const bool dry_run = opts.dryrun_size() > 0;
   const bool is_namespace =
       resource_->gv.group.empty() && resource_->resource == "namespaces";
@@ -665,7 +665,7 @@ ApiResult<DeleteResult> ResourceStore::Delete(
     StatusOr<ObjectPtr> cur = store_->Get(ns, name, 0);
     if (!cur.ok()) return ApiError::FromStatus(cur.status(), resource_, name);
     const Msg& obj = **cur;
-    const api::metav1::ObjectMeta& meta = MetaOf(obj);
+    const objects::metav1::ObjectMeta& meta = MetaOf(obj);
     if (auto e = CheckPreconditions(*resource_, name, store_->Key(ns, name),
                                     opts, meta)) {
       return *e;
@@ -677,7 +677,7 @@ ApiResult<DeleteResult> ResourceStore::Delete(
 
     enum class Action { kPending, kUpdate, kDeleteNow } action;
     MutableObject updated;
-    const bool deleting = api::IsBeingDeleted(meta);
+    const bool deleting = objects::IsBeingDeleted(meta);
     const std::vector<std::string> finalizers =
         FinalizersForDeletion(opts, meta);
     const bool finalizers_changed =
@@ -688,14 +688,14 @@ ApiResult<DeleteResult> ResourceStore::Delete(
       // First deletion of a namespace: it goes Terminating; the namespace
       // finalizer empties it and removes it.
       updated = Clone(obj);
-      api::metav1::ObjectMeta* m = api::MutableObjectMeta(updated.get());
-      api::SetTime(m->mutable_deletiontimestamp(), now);
+      objects::metav1::ObjectMeta* m = objects::MutableObjectMeta(updated.get());
+      objects::SetTime(m->mutable_deletiontimestamp(), now);
       SetFinalizers(m, finalizers);
-      if (auto* nsobj = dynamic_cast<api::corev1::Namespace*>(updated.get())) {
+      if (auto* nsobj = dynamic_cast<objects::corev1::Namespace*>(updated.get())) {
         nsobj->mutable_status()->set_phase("Terminating");
       }
       action = Action::kUpdate;
-    } else if (is_namespace && dynamic_cast<const api::corev1::Namespace&>(obj)
+    } else if (is_namespace && dynamic_cast<const objects::corev1::Namespace&>(obj)
                                        .spec()
                                        .finalizers_size() > 0) {
       action = Action::kPending;
@@ -711,10 +711,10 @@ ApiResult<DeleteResult> ResourceStore::Delete(
             action = Action::kDeleteNow;
           } else {
             updated = Clone(obj);
-            api::metav1::ObjectMeta* m = api::MutableObjectMeta(updated.get());
-            api::SetTime(
+            objects::metav1::ObjectMeta* m = objects::MutableObjectMeta(updated.get());
+            objects::SetTime(
                 m->mutable_deletiontimestamp(),
-                api::UnixSeconds(meta.deletiontimestamp()) - cur_grace + grace);
+                objects::UnixSeconds(meta.deletiontimestamp()) - cur_grace + grace);
             m->set_deletiongraceperiodseconds(grace);
             action = Action::kUpdate;
           }
@@ -724,7 +724,7 @@ ApiResult<DeleteResult> ResourceStore::Delete(
       } else if (!finalizers.empty()) {
         if (finalizers_changed) {
           updated = Clone(obj);
-          SetFinalizers(api::MutableObjectMeta(updated.get()), finalizers);
+          SetFinalizers(objects::MutableObjectMeta(updated.get()), finalizers);
           action = Action::kUpdate;
         } else {
           action = Action::kPending;
@@ -748,16 +748,16 @@ ApiResult<DeleteResult> ResourceStore::Delete(
       }
       if (grace > 0) {
         updated = Clone(obj);
-        api::metav1::ObjectMeta* m = api::MutableObjectMeta(updated.get());
-        api::SetTime(m->mutable_deletiontimestamp(), now_s + grace);
+        objects::metav1::ObjectMeta* m = objects::MutableObjectMeta(updated.get());
+        objects::SetTime(m->mutable_deletiontimestamp(), now_s + grace);
         m->set_deletiongraceperiodseconds(grace);
         SetFinalizers(m, finalizers);
         if (m->generation() > 0) m->set_generation(m->generation() + 1);
         action = Action::kUpdate;
       } else if (!finalizers.empty()) {
         updated = Clone(obj);
-        api::metav1::ObjectMeta* m = api::MutableObjectMeta(updated.get());
-        api::SetTime(m->mutable_deletiontimestamp(), now);
+        objects::metav1::ObjectMeta* m = objects::MutableObjectMeta(updated.get());
+        objects::SetTime(m->mutable_deletiontimestamp(), now);
         m->set_deletiongraceperiodseconds(0);
         SetFinalizers(m, finalizers);
         action = Action::kUpdate;
@@ -800,7 +800,7 @@ ApiResult<DeleteResult> ResourceStore::Delete(
 }
 
 ApiResult<std::vector<ObjectPtr>> ResourceStore::DeleteCollection(
-    std::string_view ns, const api::metav1::DeleteOptions& opts,
+    std::string_view ns, const objects::metav1::DeleteOptions& opts,
     ObjectPredicate predicate) {
   ListOptions lo;
   lo.predicate = std::move(predicate);
@@ -808,8 +808,8 @@ ApiResult<std::vector<ObjectPtr>> ResourceStore::DeleteCollection(
   if (!list.ok()) return ApiError::FromStatus(list.status(), resource_);
   std::vector<ObjectPtr> out;
   for (const ObjectPtr& item : list->items) {
-    const api::metav1::ObjectMeta& meta = MetaOf(*item);
-    api::metav1::DeleteOptions item_opts = opts;
+    const objects::metav1::ObjectMeta& meta = MetaOf(*item);
+    objects::metav1::DeleteOptions item_opts = opts;
     item_opts.clear_preconditions();
     ApiResult<DeleteResult> r =
         Delete(meta.namespace_(), meta.name(), item_opts);
@@ -831,12 +831,12 @@ ApiResult<ObjectPtr> ResourceStore::GetScale(std::string_view ns,
   StatusOr<ObjectPtr> r = store_->Get(ns, name, 0);
   if (!r.ok()) return ApiError::FromStatus(r.status(), resource_, name);
   return ObjectPtr(
-      std::make_shared<api::autoscalingv1::Scale>(strategy_->ToScale(**r)));
+      std::make_shared<objects::autoscalingv1::Scale>(strategy_->ToScale(**r)));
 }
 
 namespace {
 
-std::optional<ApiError> CheckScale(const api::autoscalingv1::Scale& scale) {
+std::optional<ApiError> CheckScale(const objects::autoscalingv1::Scale& scale) {
   FieldErrors errs = ValidateScale(scale);
   if (errs.empty()) return std::nullopt;
   return ApiError::Invalid("autoscaling", "Scale", scale.metadata().name(),
@@ -849,7 +849,7 @@ ApiResult<WriteResult> ResourceStore::UpdateScale(std::string_view ns,
                                                   std::string_view name,
                                                   MutableObject scale_msg,
                                                   const WriteContext& ctx) {
-  auto* scale = dynamic_cast<api::autoscalingv1::Scale*>(scale_msg.get());
+  auto* scale = dynamic_cast<objects::autoscalingv1::Scale*>(scale_msg.get());
   CHECK(scale != nullptr);
   if (auto e = MatchUrl(*resource_, ns, name, scale)) return *e;
   if (auto e = CheckScale(*scale)) return *e;
@@ -869,7 +869,7 @@ ApiResult<WriteResult> ResourceStore::UpdateScale(std::string_view ns,
       });
   if (IsError(r)) return r;
   WriteResult w = std::get<WriteResult>(std::move(r));
-  w.object = std::make_shared<api::autoscalingv1::Scale>(
+  w.object = std::make_shared<objects::autoscalingv1::Scale>(
       strategy_->ToScale(*w.object));
   return w;
 }
@@ -886,8 +886,8 @@ ApiResult<WriteResult> ResourceStore::PatchScale(std::string_view ns,
          "application/strategic-merge-patch+"
          "json"});
   }
-  const api::KindInfo* scale_kind =
-      api::Scheme::Default().FindKind("autoscaling/v1", "Scale");
+  const objects::KindInfo* scale_kind =
+      objects::Scheme::Default().FindKind("autoscaling/v1", "Scale");
   CHECK(scale_kind != nullptr);
   const WallTime now = options_.clock->WallNow();
   std::vector<std::string> attempt_warnings;
@@ -895,12 +895,12 @@ ApiResult<WriteResult> ResourceStore::PatchScale(std::string_view ns,
       ns, name, false, ctx.dry_run,
       [&](const Msg* cur) -> ApiResult<MutableObject> {
         attempt_warnings.clear();
-        api::autoscalingv1::Scale current = strategy_->ToScale(*cur);
+        objects::autoscalingv1::Scale current = strategy_->ToScale(*cur);
         ApiResult<MutableMessage> patched =
             ApplyPatch(current, *scale_kind, type, patch, ctx.field_validation,
                        &attempt_warnings);
         if (IsError(patched)) return std::get<ApiError>(std::move(patched));
-        auto* scale = dynamic_cast<api::autoscalingv1::Scale*>(
+        auto* scale = dynamic_cast<objects::autoscalingv1::Scale*>(
             std::get<MutableMessage>(patched).get());
         CHECK(scale != nullptr);
         if (auto e = MatchUrl(*resource_, ns, name, scale)) return *e;
@@ -921,13 +921,13 @@ ApiResult<WriteResult> ResourceStore::PatchScale(std::string_view ns,
   }
   if (IsError(r)) return r;
   WriteResult w = std::get<WriteResult>(std::move(r));
-  w.object = std::make_shared<api::autoscalingv1::Scale>(
+  w.object = std::make_shared<objects::autoscalingv1::Scale>(
       strategy_->ToScale(*w.object));
   return w;
 }
 
 std::optional<ApiError> ResourceStore::Bind(std::string_view ns,
-                                            const api::corev1::Binding& binding,
+                                            const objects::corev1::Binding& binding,
                                             bool dry_run) {
   const std::string& name = binding.metadata().name();
   FieldErrors errs = ValidateBinding(binding);
@@ -937,7 +937,7 @@ std::optional<ApiError> ResourceStore::Bind(std::string_view ns,
       ns, name, false, dry_run,
       [&](const Msg* cur) -> ApiResult<MutableObject> {
         MutableObject n = Clone(*cur);
-        auto* pod = dynamic_cast<api::corev1::Pod*>(n.get());
+        auto* pod = dynamic_cast<objects::corev1::Pod*>(n.get());
         CHECK(pod != nullptr) << "Bind on a store that is not pods";
         Status s = ApplyBinding(binding, pod, now);
         if (!s.ok()) {

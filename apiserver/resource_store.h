@@ -56,7 +56,7 @@ namespace kplane::apiserver {
 // `ns`: nullopt when `ns` exists and is not terminating, else the error
 // (404 NotFound / 403 Forbidden).
 using NamespaceCheck = std::function<std::optional<ApiError>(
-    const api::ResourceInfo& resource, std::string_view name,
+    const objects::ResourceInfo& resource, std::string_view name,
     std::string_view ns)>;
 
 // Options of one write request.
@@ -88,11 +88,11 @@ struct ResourceStoreOptions {
 
 class ResourceStore {
  public:
-  ResourceStore(const api::ResourceInfo* resource, const Strategy* strategy,
+  ResourceStore(const objects::ResourceInfo* resource, const Strategy* strategy,
                 ObjectStore* store, Cacher* cacher,
                 ResourceStoreOptions options);
 
-  const api::ResourceInfo& resource() const { return *resource_; }
+  const objects::ResourceInfo& resource() const { return *resource_; }
   const Strategy& strategy() const { return *strategy_; }
   ObjectStore* object_store() const { return store_; }
   Cacher* cacher() const { return cacher_; }
@@ -122,11 +122,11 @@ class ResourceStore {
                                std::string_view subresource, PatchType type,
                                std::string_view patch, const WriteContext& ctx);
   ApiResult<DeleteResult> Delete(std::string_view ns, std::string_view name,
-                                 const api::metav1::DeleteOptions& opts);
+                                 const objects::metav1::DeleteOptions& opts);
   // Deletes every object the predicate matches (in `ns`, "" = all),
   // returning those deleted or marked for deletion.
   ApiResult<std::vector<ObjectPtr>> DeleteCollection(
-      std::string_view ns, const api::metav1::DeleteOptions& opts,
+      std::string_view ns, const objects::metav1::DeleteOptions& opts,
       ObjectPredicate predicate);
 
   // --- subresources --------------------------------------------------------
@@ -140,7 +140,7 @@ class ResourceStore {
                                     const WriteContext& ctx);
   // pods/binding (this store must be the pods store).
   std::optional<ApiError> Bind(std::string_view ns,
-                               const api::corev1::Binding& binding,
+                               const objects::corev1::Binding& binding,
                                bool dry_run);
 
   // Whether DELETE answers with the object (pods, services, namespaces)
@@ -178,7 +178,7 @@ class ResourceStore {
   std::string NewUid();
   std::string GenerateNameSuffix();
 
-  const api::ResourceInfo* resource_;
+  const objects::ResourceInfo* resource_;
   const Strategy* strategy_;
   ObjectStore* store_;
   Cacher* cacher_;

@@ -19,7 +19,6 @@ std::string_view StatusCodeName(StatusCode code) {
     case StatusCode::kUnimplemented: return "Unimplemented";
     case StatusCode::kInternal: return "Internal";
     case StatusCode::kUnavailable: return "Unavailable";
-    case StatusCode::kDataLoss: return "DataLoss";
     case StatusCode::kUnauthenticated: return "Unauthenticated";
     case StatusCode::kConflict: return "Conflict";
     case StatusCode::kCompacted: return "Compacted";
@@ -30,7 +29,6 @@ std::string_view StatusCodeName(StatusCode code) {
     case StatusCode::kExpired: return "Expired";
     case StatusCode::kCorruption: return "Corruption";
     case StatusCode::kIOError: return "IOError";
-    case StatusCode::kTimeout: return "Timeout";
   }
   return "Unknown";
 }

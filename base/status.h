@@ -28,7 +28,7 @@ enum class StatusCode : int {
   kCancelled,
   kUnknown,
   kInvalidArgument,
-  kDeadlineExceeded,
+  kDeadlineExceeded,  // a request, proposal or wait did not finish in time
   kNotFound,
   kAlreadyExists,
   kPermissionDenied,
@@ -39,7 +39,6 @@ enum class StatusCode : int {
   kUnimplemented,
   kInternal,
   kUnavailable,
-  kDataLoss,
   kUnauthenticated,
   // Domain codes.
   kConflict,        // optimistic-lock failure (stale resourceVersion)
@@ -49,9 +48,8 @@ enum class StatusCode : int {
   kNoSpace,         // database over quota (etcd's NOSPACE alarm)
   kTooLarge,        // request or value over the configured limit
   kExpired,         // a watch or continue token is too old (HTTP 410)
-  kCorruption,      // on-disk data failed a check
+  kCorruption,      // stored or received data failed a check (data loss)
   kIOError,         // the operating system refused a read or write
-  kTimeout,         // a proposal or request did not finish in time
 };
 
 std::string_view StatusCodeName(StatusCode code);

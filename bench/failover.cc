@@ -7,7 +7,7 @@
 #include "base/base64.h"
 #include "net/http_client.h"
 #include "schemas/rpc.pb.h"
-#include "storage/api/etcd_json.h"
+#include "storage/etcdjson/etcd_json.h"
 
 namespace kplane::bench {
 
@@ -21,7 +21,7 @@ StatusOr<int> FindLeaderEndpoint(const std::vector<Endpoint>& endpoints) {
                        {{"Content-Type", "application/json"}}, "{}");
     if (!r.ok() || r->status != 200) continue;
     etcdserverpb::StatusResponse s;
-    if (!etcdapi::ParseJson(r->body, &s).ok()) continue;
+    if (!etcdjson::ParseJson(r->body, &s).ok()) continue;
     if (s.leader() != 0 && s.leader() == s.header().member_id()) {
       return static_cast<int>(i);
     }

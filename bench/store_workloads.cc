@@ -4,7 +4,7 @@
 #include <random>
 
 #include "base/base64.h"
-#include "storage/api/etcd_json.h"
+#include "storage/etcdjson/etcd_json.h"
 
 namespace kplane::bench {
 namespace {
@@ -57,7 +57,7 @@ class RangeScript : public ClientScript {
     body_ = "{\"key\":\"" + Base64Encode(key) + "\"";
     if (w.range_prefix) {
       body_ += ",\"range_end\":\"" +
-               Base64Encode(etcdapi::PrefixRangeEnd(w.prefix)) + "\"";
+               Base64Encode(etcdjson::PrefixRangeEnd(w.prefix)) + "\"";
     }
     if (w.serializable) body_ += ",\"serializable\":true";
     body_ += "}";

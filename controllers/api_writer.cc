@@ -1,6 +1,6 @@
 #include "controllers/api_writer.h"
 
-#include "api/meta.h"
+#include "objects/meta.h"
 
 namespace kplane::controllers {
 
@@ -11,7 +11,7 @@ StatusOr<ObjectPtr> Shared(
   return ObjectPtr(std::move(*m));
 }
 
-std::string Target(const api::ResourceInfo& r, std::string_view sub,
+std::string Target(const objects::ResourceInfo& r, std::string_view sub,
                    std::string_view ns, std::string_view name) {
   std::string s = r.resource;
   if (!sub.empty()) s += "/" + std::string(sub);
@@ -23,18 +23,18 @@ std::string Target(const api::ResourceInfo& r, std::string_view sub,
 }  // namespace
 
 StatusOr<ObjectPtr> RestApiWriter::Create(
-    const api::ResourceInfo& resource, const google::protobuf::Message& obj) {
+    const objects::ResourceInfo& resource, const google::protobuf::Message& obj) {
   return Shared(client_->Create(resource, "", obj));
 }
 StatusOr<ObjectPtr> RestApiWriter::Update(
-    const api::ResourceInfo& resource, const google::protobuf::Message& obj) {
+    const objects::ResourceInfo& resource, const google::protobuf::Message& obj) {
   return Shared(client_->Update(resource, obj));
 }
 StatusOr<ObjectPtr> RestApiWriter::UpdateStatus(
-    const api::ResourceInfo& resource, const google::protobuf::Message& obj) {
+    const objects::ResourceInfo& resource, const google::protobuf::Message& obj) {
   return Shared(client_->UpdateStatus(resource, obj));
 }
-Status RestApiWriter::Delete(const api::ResourceInfo& resource,
+Status RestApiWriter::Delete(const objects::ResourceInfo& resource,
                              std::string_view ns, std::string_view name,
                              const metav1::DeleteOptions& options) {
   return client_->Delete(resource, ns, name, options);
@@ -50,7 +50,7 @@ Status RestApiWriter::Bind(std::string_view ns, std::string_view pod,
   b.mutable_target()->set_name(std::string(node));
   return client_->Create(PodsResource(), ns, b, {}, pod, "binding").status();
 }
-StatusOr<ObjectPtr> RestApiWriter::Get(const api::ResourceInfo& resource,
+StatusOr<ObjectPtr> RestApiWriter::Get(const objects::ResourceInfo& resource,
                                        std::string_view ns,
                                        std::string_view name) {
   return Shared(client_->Get(resource, ns, name));
@@ -72,10 +72,10 @@ Status FakeApiWriter::Record(std::string action, ObjectPtr written) {
 }
 
 StatusOr<ObjectPtr> FakeApiWriter::Create(
-    const api::ResourceInfo& resource, const google::protobuf::Message& obj) {
+    const objects::ResourceInfo& resource, const google::protobuf::Message& obj) {
   std::shared_ptr<google::protobuf::Message> copy(obj.New());
   copy->CopyFrom(obj);
-  metav1::ObjectMeta* meta = api::MutableObjectMeta(copy.get());
+  metav1::ObjectMeta* meta = objects::MutableObjectMeta(copy.get());
   std::string shown =
       meta->name().empty() ? meta->generatename() : meta->name();
   if (meta->name().empty()) {
@@ -87,27 +87,27 @@ StatusOr<ObjectPtr> FakeApiWriter::Create(
   return ObjectPtr(copy);
 }
 StatusOr<ObjectPtr> FakeApiWriter::Update(
-    const api::ResourceInfo& resource, const google::protobuf::Message& obj) {
+    const objects::ResourceInfo& resource, const google::protobuf::Message& obj) {
   std::shared_ptr<google::protobuf::Message> copy(obj.New());
   copy->CopyFrom(obj);
   RETURN_IF_ERROR(Record(
-      "update " + Target(resource, "", api::Namespace(obj), api::Name(obj)),
+      "update " + Target(resource, "", objects::Namespace(obj), objects::Name(obj)),
       copy));
   Reflect(resource, copy);
   return ObjectPtr(copy);
 }
 StatusOr<ObjectPtr> FakeApiWriter::UpdateStatus(
-    const api::ResourceInfo& resource, const google::protobuf::Message& obj) {
+    const objects::ResourceInfo& resource, const google::protobuf::Message& obj) {
   std::shared_ptr<google::protobuf::Message> copy(obj.New());
   copy->CopyFrom(obj);
   RETURN_IF_ERROR(
       Record("update-status " +
-                 Target(resource, "", api::Namespace(obj), api::Name(obj)),
+                 Target(resource, "", objects::Namespace(obj), objects::Name(obj)),
              copy));
   Reflect(resource, copy);
   return ObjectPtr(copy);
 }
-Status FakeApiWriter::Delete(const api::ResourceInfo& resource,
+Status FakeApiWriter::Delete(const objects::ResourceInfo& resource,
                              std::string_view ns, std::string_view name,
                              const metav1::DeleteOptions&) {
   return Record("delete " + Target(resource, "", ns, name), nullptr);
@@ -118,7 +118,7 @@ Status FakeApiWriter::Bind(std::string_view ns, std::string_view pod,
                     std::string(node),
                 nullptr);
 }
-StatusOr<ObjectPtr> FakeApiWriter::Get(const api::ResourceInfo& resource,
+StatusOr<ObjectPtr> FakeApiWriter::Get(const objects::ResourceInfo& resource,
                                        std::string_view ns,
                                        std::string_view name) {
   std::string key = Target(resource, "", ns, name);
@@ -148,13 +148,13 @@ void FakeApiWriter::FailNext(std::string prefix, Status error) {
   std::lock_guard<std::mutex> l(mu_);
   failures_.emplace_back(std::move(prefix), std::move(error));
 }
-void FakeApiWriter::ReflectUpdates(const api::ResourceInfo& resource,
+void FakeApiWriter::ReflectUpdates(const objects::ResourceInfo& resource,
                                    informer::Indexer* cache) {
   std::lock_guard<std::mutex> l(mu_);
   reflect_[&resource] = cache;
 }
 
-void FakeApiWriter::Reflect(const api::ResourceInfo& resource,
+void FakeApiWriter::Reflect(const objects::ResourceInfo& resource,
                             std::shared_ptr<google::protobuf::Message> obj) {
   informer::Indexer* cache = nullptr;
   {
@@ -163,14 +163,14 @@ void FakeApiWriter::Reflect(const api::ResourceInfo& resource,
     if (it == reflect_.end()) return;
     cache = it->second;
   }
-  metav1::ObjectMeta* m = api::MutableObjectMeta(obj.get());
+  metav1::ObjectMeta* m = objects::MutableObjectMeta(obj.get());
   m->set_resourceversion(std::to_string(++rv_));
   cache->Upsert(obj);
 }
 
-void FakeApiWriter::SetLive(const api::ResourceInfo& resource, ObjectPtr obj) {
+void FakeApiWriter::SetLive(const objects::ResourceInfo& resource, ObjectPtr obj) {
   std::lock_guard<std::mutex> l(mu_);
-  live_[Target(resource, "", api::Namespace(*obj), api::Name(*obj))] =
+  live_[Target(resource, "", objects::Namespace(*obj), objects::Name(*obj))] =
       std::move(obj);
 }
 

@@ -39,22 +39,22 @@ using informer::ObjectPtr;
 class ApiWriter {
  public:
   virtual ~ApiWriter() = default;
-  virtual StatusOr<ObjectPtr> Create(const api::ResourceInfo& resource,
+  virtual StatusOr<ObjectPtr> Create(const objects::ResourceInfo& resource,
                                      const google::protobuf::Message& obj) = 0;
   // PUT with the object's resourceVersion (409 when stale).
-  virtual StatusOr<ObjectPtr> Update(const api::ResourceInfo& resource,
+  virtual StatusOr<ObjectPtr> Update(const objects::ResourceInfo& resource,
                                      const google::protobuf::Message& obj) = 0;
   virtual StatusOr<ObjectPtr> UpdateStatus(
-      const api::ResourceInfo& resource,
+      const objects::ResourceInfo& resource,
       const google::protobuf::Message& obj) = 0;
-  virtual Status Delete(const api::ResourceInfo& resource, std::string_view ns,
+  virtual Status Delete(const objects::ResourceInfo& resource, std::string_view ns,
                         std::string_view name,
                         const metav1::DeleteOptions& options = {}) = 0;
   // POST pods/<name>/binding.
   virtual Status Bind(std::string_view ns, std::string_view pod,
                       std::string_view pod_uid, std::string_view node) = 0;
   // A live read (the garbage collector confirms absences with it).
-  virtual StatusOr<ObjectPtr> Get(const api::ResourceInfo& resource,
+  virtual StatusOr<ObjectPtr> Get(const objects::ResourceInfo& resource,
                                   std::string_view ns,
                                   std::string_view name) = 0;
 };
@@ -62,19 +62,19 @@ class ApiWriter {
 class RestApiWriter : public ApiWriter {
  public:
   explicit RestApiWriter(informer::RestClient* client) : client_(client) {}
-  StatusOr<ObjectPtr> Create(const api::ResourceInfo& resource,
+  StatusOr<ObjectPtr> Create(const objects::ResourceInfo& resource,
                              const google::protobuf::Message& obj) override;
-  StatusOr<ObjectPtr> Update(const api::ResourceInfo& resource,
+  StatusOr<ObjectPtr> Update(const objects::ResourceInfo& resource,
                              const google::protobuf::Message& obj) override;
   StatusOr<ObjectPtr> UpdateStatus(
-      const api::ResourceInfo& resource,
+      const objects::ResourceInfo& resource,
       const google::protobuf::Message& obj) override;
-  Status Delete(const api::ResourceInfo& resource, std::string_view ns,
+  Status Delete(const objects::ResourceInfo& resource, std::string_view ns,
                 std::string_view name,
                 const metav1::DeleteOptions& options) override;
   Status Bind(std::string_view ns, std::string_view pod,
               std::string_view pod_uid, std::string_view node) override;
-  StatusOr<ObjectPtr> Get(const api::ResourceInfo& resource,
+  StatusOr<ObjectPtr> Get(const objects::ResourceInfo& resource,
                           std::string_view ns, std::string_view name) override;
 
  private:
@@ -83,19 +83,19 @@ class RestApiWriter : public ApiWriter {
 
 class FakeApiWriter : public ApiWriter {
  public:
-  StatusOr<ObjectPtr> Create(const api::ResourceInfo& resource,
+  StatusOr<ObjectPtr> Create(const objects::ResourceInfo& resource,
                              const google::protobuf::Message& obj) override;
-  StatusOr<ObjectPtr> Update(const api::ResourceInfo& resource,
+  StatusOr<ObjectPtr> Update(const objects::ResourceInfo& resource,
                              const google::protobuf::Message& obj) override;
   StatusOr<ObjectPtr> UpdateStatus(
-      const api::ResourceInfo& resource,
+      const objects::ResourceInfo& resource,
       const google::protobuf::Message& obj) override;
-  Status Delete(const api::ResourceInfo& resource, std::string_view ns,
+  Status Delete(const objects::ResourceInfo& resource, std::string_view ns,
                 std::string_view name,
                 const metav1::DeleteOptions& options) override;
   Status Bind(std::string_view ns, std::string_view pod,
               std::string_view pod_uid, std::string_view node) override;
-  StatusOr<ObjectPtr> Get(const api::ResourceInfo& resource,
+  StatusOr<ObjectPtr> Get(const objects::ResourceInfo& resource,
                           std::string_view ns, std::string_view name) override;
 
   // The actions so far, in order.
@@ -107,14 +107,14 @@ class FakeApiWriter : public ApiWriter {
   void FailNext(std::string prefix, Status error);
   // Updates (and status updates) of `resource` are also written into
   // `cache`, as if its informer had seen them at once.
-  void ReflectUpdates(const api::ResourceInfo& resource,
+  void ReflectUpdates(const objects::ResourceInfo& resource,
                       informer::Indexer* cache);
   // What Get returns for "<resource> <ns>/<name>" (else NotFound).
-  void SetLive(const api::ResourceInfo& resource, ObjectPtr obj);
+  void SetLive(const objects::ResourceInfo& resource, ObjectPtr obj);
 
  private:
   Status Record(std::string action, ObjectPtr written);
-  void Reflect(const api::ResourceInfo& resource,
+  void Reflect(const objects::ResourceInfo& resource,
                std::shared_ptr<google::protobuf::Message> obj);
 
   mutable std::mutex mu_;
@@ -122,7 +122,7 @@ class FakeApiWriter : public ApiWriter {
   std::vector<ObjectPtr> written_;
   std::deque<std::pair<std::string, Status>> failures_;
   std::map<std::string, ObjectPtr> live_;
-  std::map<const api::ResourceInfo*, informer::Indexer*> reflect_;
+  std::map<const objects::ResourceInfo*, informer::Indexer*> reflect_;
   int generated_ = 0;
   int64_t rv_ = 1000;
 };

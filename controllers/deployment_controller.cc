@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "api/meta.h"
-#include "api/time.h"
+#include "objects/meta.h"
+#include "objects/time.h"
 #include "base/logging.h"
 #include "base/strings.h"
 #include "informer/api_errors.h"
@@ -27,7 +27,7 @@ int32_t PodsOf(const appsv1::ReplicaSet& rs) {
 }
 int64_t Revision(const google::protobuf::Message& obj) {
   std::string_view v =
-      api::Annotation(*api::GetObjectMeta(obj), kRevisionAnnotation);
+      objects::Annotation(*objects::GetObjectMeta(obj), kRevisionAnnotation);
   std::optional<int64_t> r = ParseInt64(v);
   return r ? *r : 0;
 }
@@ -39,8 +39,8 @@ bool EqualIgnoringHash(const corev1::PodTemplateSpec& a,
   return DeterministicBytes(x) == DeterministicBytes(y);
 }
 bool OlderFirst(const RsPtr& a, const RsPtr& b) {
-  int64_t ca = api::UnixSeconds(a->metadata().creationtimestamp());
-  int64_t cb = api::UnixSeconds(b->metadata().creationtimestamp());
+  int64_t ca = objects::UnixSeconds(a->metadata().creationtimestamp());
+  int64_t cb = objects::UnixSeconds(b->metadata().creationtimestamp());
   if (ca != cb) return ca < cb;
   return a->metadata().name() < b->metadata().name();
 }
@@ -54,7 +54,7 @@ struct Limits {
 };
 Limits RollingLimits(const appsv1::Deployment& d) {
   int32_t desired = Desired(d);
-  api::intstr::IntOrString surge, unavailable;
+  objects::intstr::IntOrString surge, unavailable;
   surge.set_type(1);
   surge.set_strval("25%");
   unavailable = surge;
@@ -97,7 +97,7 @@ std::string ComputePodTemplateHash(const corev1::PodTemplateSpec& tmpl) {
   return out;
 }
 
-int32_t ResolveIntOrPercent(const api::intstr::IntOrString& v, int32_t total,
+int32_t ResolveIntOrPercent(const objects::intstr::IntOrString& v, int32_t total,
                             bool round_up) {
   if (v.type() == 0) return v.intval();
   std::string s = v.strval();
@@ -138,7 +138,7 @@ void DeploymentController::RegisterHandlers(
 }
 
 void DeploymentController::OnReplicaSetEvent(const appsv1::ReplicaSet& rs) {
-  const metav1::OwnerReference* ref = api::ControllerRef(rs.metadata());
+  const metav1::OwnerReference* ref = objects::ControllerRef(rs.metadata());
   if (ref != nullptr) {
     if (ref->kind() == "Deployment") {
       Enqueue(informer::ObjectKey(rs.metadata().namespace_(), ref->name()));
@@ -164,7 +164,7 @@ Status DeploymentController::Sync(const std::string& key) {
   if (obj == nullptr) return Status::Ok();
   auto d = std::static_pointer_cast<const appsv1::Deployment>(obj);
   const metav1::ObjectMeta& meta = d->metadata();
-  if (api::IsBeingDeleted(meta)) return Status::Ok();
+  if (objects::IsBeingDeleted(meta)) return Status::Ok();
   ASSIGN_OR_RETURN(machinery::LabelSelector selector,
                    SelectorFrom(d->spec().selector()));
   if (selector.Empty()) return Status::Ok();  // selects everything: refuse
@@ -178,12 +178,12 @@ Status DeploymentController::Sync(const std::string& key) {
                                                  meta.namespace_()));
   for (const ObjectPtr& o : in_ns) {
     auto rs = std::static_pointer_cast<const appsv1::ReplicaSet>(o);
-    const metav1::OwnerReference* ref = api::ControllerRef(rs->metadata());
+    const metav1::OwnerReference* ref = objects::ControllerRef(rs->metadata());
     if (ref != nullptr) {
       if (ref->uid() == meta.uid()) owned.push_back(rs);
       continue;
     }
-    if (api::IsBeingDeleted(rs->metadata()) ||
+    if (objects::IsBeingDeleted(rs->metadata()) ||
         !selector.Matches(LabelMap(rs->metadata().labels()))) {
       continue;
     }
@@ -276,7 +276,7 @@ Status DeploymentController::Sync(const std::string& key) {
     }
     // The deployment carries its new RS's revision.
     std::string rev = std::to_string(Revision(*new_rs));
-    if (api::Annotation(meta, kRevisionAnnotation) != rev) {
+    if (objects::Annotation(meta, kRevisionAnnotation) != rev) {
       appsv1::Deployment copy = *d;
       (*copy.mutable_metadata()->mutable_annotations())[kRevisionAnnotation] =
           rev;
@@ -357,7 +357,7 @@ Status DeploymentController::Sync(const std::string& key) {
     std::vector<RsPtr> idle;
     for (const RsPtr& rs : old_rss) {
       if (SpecReplicas(*rs) == 0 && rs->status().replicas() == 0 &&
-          !api::IsBeingDeleted(rs->metadata())) {
+          !objects::IsBeingDeleted(rs->metadata())) {
         idle.push_back(rs);
       }
     }
@@ -404,7 +404,7 @@ Status DeploymentController::Sync(const std::string& key) {
   status.set_availablereplicas(available);
   status.set_unavailablereplicas(std::max(0, desired - available));
 
-  metav1::Time now = api::TimeNow(*clock_);
+  metav1::Time now = objects::TimeNow(*clock_);
   auto set_condition = [&](const std::string& type, const std::string& st,
                            const std::string& reason, const std::string& msg,
                            bool touch) {
@@ -467,8 +467,8 @@ Status DeploymentController::Sync(const std::string& key) {
                     "ReplicaSet \"" + rs_name + "\" is progressing.", true);
       recheck = seconds(deadline);
     } else if (progressing->reason() != "ProgressDeadlineExceeded") {
-      int64_t last = api::UnixSeconds(progressing->lastupdatetime());
-      int64_t left = last + deadline - api::UnixSeconds(now);
+      int64_t last = objects::UnixSeconds(progressing->lastupdatetime());
+      int64_t left = last + deadline - objects::UnixSeconds(now);
       if (left < 0) {
         set_condition(
             "Progressing", "False", "ProgressDeadlineExceeded",
@@ -487,7 +487,7 @@ Status DeploymentController::Sync(const std::string& key) {
       // ours alone, so write it onto the live object of the same spec.
       StatusOr<ObjectPtr> live = options_.api->Get(
           DeploymentsResource(), meta.namespace_(), meta.name());
-      if (live.ok() && api::Uid(**live) == meta.uid()) {
+      if (live.ok() && objects::Uid(**live) == meta.uid()) {
         appsv1::Deployment fresh =
             static_cast<const appsv1::Deployment&>(**live);
         if (fresh.metadata().generation() == d->metadata().generation()) {

@@ -3,7 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "api/meta.h"
+#include "objects/meta.h"
 #include "controllers/test_objects.h"
 
 namespace kplane::controllers {
@@ -27,7 +27,7 @@ TEST(DeploymentHelpersTest, ResolveIntOrPercent) {
                                          {1, 0, "100%", 7, false, 7},
                                          {1, 0, "0%", 7, true, 0},
                                          {1, 0, "bad", 7, true, 0}}) {
-    api::intstr::IntOrString v;
+    objects::intstr::IntOrString v;
     v.set_type(c.type);
     v.set_intval(c.i);
     v.set_strval(c.s);
@@ -87,7 +87,7 @@ class DeploymentTest : public ::testing::Test {
           ->mutable_labels())[kPodTemplateHashLabel] = hash;
     (*rs->mutable_metadata()->mutable_annotations())[kRevisionAnnotation] =
         std::to_string(revision);
-    api::SetTime(rs->mutable_metadata()->mutable_creationtimestamp(), created);
+    objects::SetTime(rs->mutable_metadata()->mutable_creationtimestamp(), created);
     OwnedBy(rs->mutable_metadata(), "Deployment", d.metadata());
     rs->mutable_status()->set_replicas(spec);
     rs->mutable_status()->set_readyreplicas(available);
@@ -145,9 +145,9 @@ TEST_F(DeploymentTest, NewDeploymentCreatesHashedReplicaSet) {
   EXPECT_EQ(
       rs->spec().template_().metadata().labels().at(kPodTemplateHashLabel),
       hash);
-  EXPECT_EQ(api::Annotation(rs->metadata(), kRevisionAnnotation), "1");
-  EXPECT_EQ(api::ControllerRef(rs->metadata())->kind(), "Deployment");
-  EXPECT_EQ(api::Annotation(Current()->metadata(), kRevisionAnnotation), "1");
+  EXPECT_EQ(objects::Annotation(rs->metadata(), kRevisionAnnotation), "1");
+  EXPECT_EQ(objects::ControllerRef(rs->metadata())->kind(), "Deployment");
+  EXPECT_EQ(objects::Annotation(Current()->metadata(), kRevisionAnnotation), "1");
   ASSERT_NE(Condition("Progressing"), nullptr);
   EXPECT_EQ(Condition("Progressing")->reason(), "NewReplicaSetCreated");
   EXPECT_EQ(Condition("Available")->status(), "False");
@@ -192,7 +192,7 @@ TEST_F(DeploymentTest, RollingUpdateStepsWithinSurgeAndUnavailable) {
   EXPECT_EQ(st.observedgeneration(), 1);
   EXPECT_EQ(Condition("Progressing")->reason(), "NewReplicaSetAvailable");
   EXPECT_EQ(Condition("Available")->reason(), "MinimumReplicasAvailable");
-  EXPECT_EQ(api::Annotation(Current()->metadata(), kRevisionAnnotation), "2");
+  EXPECT_EQ(objects::Annotation(Current()->metadata(), kRevisionAnnotation), "2");
 }
 
 TEST_F(DeploymentTest, RecreateWaitsForOldPodsToGo) {
@@ -232,8 +232,8 @@ TEST_F(DeploymentTest, RollbackByTemplateBumpsTheOldReplicaSetsRevision) {
             "update replicasets default/" + first->metadata().name());
   auto bumped =
       std::dynamic_pointer_cast<const appsv1::ReplicaSet>(fake_.Written()[0]);
-  EXPECT_EQ(api::Annotation(bumped->metadata(), kRevisionAnnotation), "3");
-  EXPECT_EQ(api::Annotation(Current()->metadata(), kRevisionAnnotation), "3");
+  EXPECT_EQ(objects::Annotation(bumped->metadata(), kRevisionAnnotation), "3");
+  EXPECT_EQ(objects::Annotation(Current()->metadata(), kRevisionAnnotation), "3");
 }
 
 TEST_F(DeploymentTest, ScaleDownGoesToTheNewReplicaSet) {

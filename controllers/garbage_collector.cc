@@ -1,6 +1,6 @@
 #include "controllers/garbage_collector.h"
 
-#include "api/meta.h"
+#include "objects/meta.h"
 #include "base/logging.h"
 #include "informer/api_errors.h"
 
@@ -27,7 +27,7 @@ std::string ResourceOfKind(const metav1::OwnerReference& ref) {
 
 std::vector<std::string> OwnerUidIndexFunc(
     const google::protobuf::Message& obj) {
-  const metav1::ObjectMeta* meta = api::GetObjectMeta(obj);
+  const metav1::ObjectMeta* meta = objects::GetObjectMeta(obj);
   std::vector<std::string> out;
   if (meta == nullptr) return out;
   for (const metav1::OwnerReference& r : meta->ownerreferences()) {
@@ -43,7 +43,7 @@ GarbageCollector::GarbageCollector(GarbageCollectorOptions options)
         options_.replicasets != nullptr && options_.deployments != nullptr);
 }
 
-std::string GarbageCollector::KeyFor(const api::ResourceInfo& resource,
+std::string GarbageCollector::KeyFor(const objects::ResourceInfo& resource,
                                      const google::protobuf::Message& obj) {
   return resource.resource + "/" + informer::ObjectKey(obj);
 }
@@ -56,7 +56,7 @@ const informer::Indexer* GarbageCollector::CacheFor(
   return nullptr;
 }
 
-const api::ResourceInfo* GarbageCollector::ResourceFor(
+const objects::ResourceInfo* GarbageCollector::ResourceFor(
     const std::string& resource) const {
   if (resource == "pods") return &PodsResource();
   if (resource == "replicasets") return &ReplicaSetsResource();
@@ -64,7 +64,7 @@ const api::ResourceInfo* GarbageCollector::ResourceFor(
   return nullptr;
 }
 
-std::vector<std::pair<const api::ResourceInfo*, const informer::Indexer*>>
+std::vector<std::pair<const objects::ResourceInfo*, const informer::Indexer*>>
 GarbageCollector::DependentCaches(const std::string& owner_resource) const {
   // Any owner may have dependents of any of these kinds.
   (void)owner_resource;
@@ -75,7 +75,7 @@ GarbageCollector::DependentCaches(const std::string& owner_resource) const {
 void GarbageCollector::EnqueueDependents(
     const google::protobuf::Message& owner) {
   for (auto [resource, cache] : DependentCaches("")) {
-    auto deps = cache->ByIndex(kOwnerUidIndex, api::Uid(owner));
+    auto deps = cache->ByIndex(kOwnerUidIndex, objects::Uid(owner));
     if (!deps.ok()) continue;
     for (const ObjectPtr& d : *deps) Enqueue(KeyFor(*resource, *d));
   }
@@ -89,12 +89,12 @@ void GarbageCollector::RegisterHandlers(
        {std::pair{pods, &PodsResource()},
         std::pair{replicasets, &ReplicaSetsResource()},
         std::pair{deployments, &DeploymentsResource()}}) {
-    const api::ResourceInfo* r = resource;
+    const objects::ResourceInfo* r = resource;
     auto interesting = [](const google::protobuf::Message& o) {
-      const metav1::ObjectMeta& m = *api::GetObjectMeta(o);
+      const metav1::ObjectMeta& m = *objects::GetObjectMeta(o);
       return m.ownerreferences_size() > 0 ||
-             (api::IsBeingDeleted(m) && (api::HasFinalizer(m, kOrphan) ||
-                                         api::HasFinalizer(m, kForeground)));
+             (objects::IsBeingDeleted(m) && (objects::HasFinalizer(m, kOrphan) ||
+                                         objects::HasFinalizer(m, kForeground)));
     };
     inf->AddEventHandler(informer::EventHandlerFuncs{
         .on_add =
@@ -117,14 +117,14 @@ Status GarbageCollector::Sync(const std::string& key) {
   if (slash == std::string::npos) return Status::Ok();
   std::string resource = key.substr(0, slash);
   const informer::Indexer* cache = CacheFor(resource);
-  const api::ResourceInfo* info = ResourceFor(resource);
+  const objects::ResourceInfo* info = ResourceFor(resource);
   if (cache == nullptr || info == nullptr) return Status::Ok();
   ObjectPtr obj = cache->Get(key.substr(slash + 1));
   if (obj == nullptr) return Status::Ok();
   Status first_error;
-  const metav1::ObjectMeta& meta = *api::GetObjectMeta(*obj);
-  if (api::IsBeingDeleted(meta) && (api::HasFinalizer(meta, kOrphan) ||
-                                    api::HasFinalizer(meta, kForeground))) {
+  const metav1::ObjectMeta& meta = *objects::GetObjectMeta(*obj);
+  if (objects::IsBeingDeleted(meta) && (objects::HasFinalizer(meta, kOrphan) ||
+                                    objects::HasFinalizer(meta, kForeground))) {
     Keep(&first_error, SyncOwner(*info, *obj));
   }
   if (meta.ownerreferences_size() > 0) {
@@ -133,23 +133,23 @@ Status GarbageCollector::Sync(const std::string& key) {
   return first_error;
 }
 
-Status GarbageCollector::SyncOwner(const api::ResourceInfo& resource,
+Status GarbageCollector::SyncOwner(const objects::ResourceInfo& resource,
                                    const google::protobuf::Message& owner) {
-  const metav1::ObjectMeta& meta = *api::GetObjectMeta(owner);
+  const metav1::ObjectMeta& meta = *objects::GetObjectMeta(owner);
   const std::string& uid = meta.uid();
-  std::vector<std::pair<const api::ResourceInfo*, ObjectPtr>> dependents;
+  std::vector<std::pair<const objects::ResourceInfo*, ObjectPtr>> dependents;
   for (auto [r, cache] : DependentCaches(resource.resource)) {
     ASSIGN_OR_RETURN(std::vector<ObjectPtr> deps,
                      cache->ByIndex(kOwnerUidIndex, uid));
     for (ObjectPtr& d : deps) dependents.emplace_back(r, std::move(d));
   }
   std::string finalizer;
-  if (api::HasFinalizer(meta, kOrphan)) {
+  if (objects::HasFinalizer(meta, kOrphan)) {
     for (auto& [r, d] : dependents) {
       std::unique_ptr<google::protobuf::Message> copy(d->New());
       copy->CopyFrom(*d);
       auto* refs =
-          api::MutableObjectMeta(copy.get())->mutable_ownerreferences();
+          objects::MutableObjectMeta(copy.get())->mutable_ownerreferences();
       for (int i = refs->size() - 1; i >= 0; --i) {
         if (refs->Get(i).uid() == uid) refs->DeleteSubrange(i, 1);
       }
@@ -161,11 +161,11 @@ Status GarbageCollector::SyncOwner(const api::ResourceInfo& resource,
     bool remaining = false;
     for (auto& [r, d] : dependents) {
       remaining = true;
-      if (api::IsBeingDeleted(*api::GetObjectMeta(*d))) continue;
+      if (objects::IsBeingDeleted(*objects::GetObjectMeta(*d))) continue;
       metav1::DeleteOptions opts;
       opts.set_propagationpolicy("Foreground");
       Status s =
-          options_.api->Delete(*r, api::Namespace(*d), api::Name(*d), opts);
+          options_.api->Delete(*r, objects::Namespace(*d), objects::Name(*d), opts);
       if (!s.ok() && !informer::IsNotFound(s)) return s;
     }
     if (remaining) {
@@ -176,15 +176,15 @@ Status GarbageCollector::SyncOwner(const api::ResourceInfo& resource,
   }
   std::unique_ptr<google::protobuf::Message> copy(owner.New());
   copy->CopyFrom(owner);
-  api::RemoveFinalizer(api::MutableObjectMeta(copy.get()), finalizer);
+  objects::RemoveFinalizer(objects::MutableObjectMeta(copy.get()), finalizer);
   Status s = options_.api->Update(resource, *copy).status();
   return informer::IsNotFound(s) ? Status::Ok() : s;
 }
 
-Status GarbageCollector::SyncDependent(const api::ResourceInfo& resource,
+Status GarbageCollector::SyncDependent(const objects::ResourceInfo& resource,
                                        const google::protobuf::Message& obj) {
-  const metav1::ObjectMeta& meta = *api::GetObjectMeta(obj);
-  if (api::IsBeingDeleted(meta)) return Status::Ok();
+  const metav1::ObjectMeta& meta = *objects::GetObjectMeta(obj);
+  if (objects::IsBeingDeleted(meta)) return Status::Ok();
   std::vector<std::string> dangling;
   int alive = 0;
   for (const metav1::OwnerReference& ref : meta.ownerreferences()) {
@@ -196,13 +196,13 @@ Status GarbageCollector::SyncDependent(const api::ResourceInfo& resource,
     }
     ObjectPtr owner =
         cache->Get(informer::ObjectKey(meta.namespace_(), ref.name()));
-    if (owner != nullptr && api::Uid(*owner) == ref.uid()) {
+    if (owner != nullptr && objects::Uid(*owner) == ref.uid()) {
       ++alive;
       continue;
     }
     StatusOr<ObjectPtr> live = options_.api->Get(*ResourceFor(owner_resource),
                                                  meta.namespace_(), ref.name());
-    if (live.ok() && api::Uid(**live) == ref.uid()) {
+    if (live.ok() && objects::Uid(**live) == ref.uid()) {
       ++alive;
       continue;
     }
@@ -224,7 +224,7 @@ Status GarbageCollector::SyncDependent(const api::ResourceInfo& resource,
   }
   std::unique_ptr<google::protobuf::Message> copy(obj.New());
   copy->CopyFrom(obj);
-  auto* refs = api::MutableObjectMeta(copy.get())->mutable_ownerreferences();
+  auto* refs = objects::MutableObjectMeta(copy.get())->mutable_ownerreferences();
   for (int i = refs->size() - 1; i >= 0; --i) {
     if (std::find(dangling.begin(), dangling.end(), refs->Get(i).uid()) !=
         dangling.end()) {

@@ -60,20 +60,20 @@ class GarbageCollector : public Controller {
   Status Sync(const std::string& key) override;
 
   // "pods/default/web-x1" for a pod.
-  static std::string KeyFor(const api::ResourceInfo& resource,
+  static std::string KeyFor(const objects::ResourceInfo& resource,
                             const google::protobuf::Message& obj);
   // Enqueues the dependents of an owner (after its deletion).
   void EnqueueDependents(const google::protobuf::Message& owner);
 
  private:
   const informer::Indexer* CacheFor(const std::string& resource) const;
-  const api::ResourceInfo* ResourceFor(const std::string& resource) const;
+  const objects::ResourceInfo* ResourceFor(const std::string& resource) const;
   // The dependents' (resource, cache) of an owner resource.
-  std::vector<std::pair<const api::ResourceInfo*, const informer::Indexer*>>
+  std::vector<std::pair<const objects::ResourceInfo*, const informer::Indexer*>>
   DependentCaches(const std::string& owner_resource) const;
-  Status SyncOwner(const api::ResourceInfo& resource,
+  Status SyncOwner(const objects::ResourceInfo& resource,
                    const google::protobuf::Message& owner);
-  Status SyncDependent(const api::ResourceInfo& resource,
+  Status SyncDependent(const objects::ResourceInfo& resource,
                        const google::protobuf::Message& obj);
 
   GarbageCollectorOptions options_;

@@ -3,7 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "api/meta.h"
+#include "objects/meta.h"
 #include "controllers/test_objects.h"
 
 namespace kplane::controllers {
@@ -118,7 +118,7 @@ TEST_F(GarbageCollectorTest, OwnerDeletionEnqueuesDependents) {
 
 TEST_F(GarbageCollectorTest, OrphanFinalizer) {
   auto rs = NewReplicaSet("default", "web", 1, {{"app", "web"}});
-  api::SetTime(rs->mutable_metadata()->mutable_deletiontimestamp(),
+  objects::SetTime(rs->mutable_metadata()->mutable_deletiontimestamp(),
                int64_t{1700000000});
   rs->mutable_metadata()->add_finalizers("orphan");
   replicasets_.Upsert(rs);
@@ -137,7 +137,7 @@ TEST_F(GarbageCollectorTest, OrphanFinalizer) {
 
 TEST_F(GarbageCollectorTest, ForegroundFinalizer) {
   auto rs = NewReplicaSet("default", "web", 1, {{"app", "web"}});
-  api::SetTime(rs->mutable_metadata()->mutable_deletiontimestamp(),
+  objects::SetTime(rs->mutable_metadata()->mutable_deletiontimestamp(),
                int64_t{1700000000});
   rs->mutable_metadata()->add_finalizers("foregroundDeletion");
   replicasets_.Upsert(rs);

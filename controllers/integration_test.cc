@@ -14,8 +14,8 @@
 #include <set>
 #include <thread>
 
-#include "api/meta.h"
-#include "api/time.h"
+#include "objects/meta.h"
+#include "objects/time.h"
 #include "apiserver/test_server.h"
 #include "controllers/controller.h"
 #include "controllers/controller_manager.h"
@@ -101,8 +101,8 @@ class Cluster {
     c->set_status("True");
     c->set_reason("KubeletReady");
     c->set_message("kubelet is posting ready status");
-    *c->mutable_lastheartbeattime() = api::TimeNow(*Clock::Real());
-    *c->mutable_lasttransitiontime() = api::TimeNow(*Clock::Real());
+    *c->mutable_lastheartbeattime() = objects::TimeNow(*Clock::Real());
+    *c->mutable_lasttransitiontime() = objects::TimeNow(*Clock::Real());
     auto* a = s.mutable_status()->mutable_allocatable();
     (*a)["cpu"].set_string("4");
     (*a)["memory"].set_string("8Gi");
@@ -115,7 +115,7 @@ class Cluster {
     lease.mutable_metadata()->set_namespace_("kube-node-lease");
     lease.mutable_spec()->set_holderidentity(name);
     lease.mutable_spec()->set_leasedurationseconds(40);
-    api::SetMicroTime(lease.mutable_spec()->mutable_renewtime(),
+    objects::SetMicroTime(lease.mutable_spec()->mutable_renewtime(),
                       Clock::Real()->WallNow());
     auto l = client_->Create(lease);
     ASSERT_TRUE(l.ok()) << l.status();
@@ -176,7 +176,7 @@ class Cluster {
     std::vector<PodPtr> out;
     for (const ObjectPtr& o : pods_->GetIndexer().List()) {
       auto p = std::static_pointer_cast<const corev1::Pod>(o);
-      if (api::Label(p->metadata(), "app") != "web") continue;
+      if (objects::Label(p->metadata(), "app") != "web") continue;
       if (!include_terminating && IsPodTerminating(*p)) continue;
       out.push_back(p);
     }
@@ -217,7 +217,7 @@ class Cluster {
       corev1::Pod p = pod;
       p.mutable_status()->set_phase("Running");
       p.mutable_status()->set_podip("10.0.0.1");
-      metav1::Time now = api::TimeNow(*Clock::Real());
+      metav1::Time now = objects::TimeNow(*Clock::Real());
       *p.mutable_status()->mutable_starttime() = now;
       p.mutable_status()->clear_conditions();
       for (const char* type :
@@ -245,7 +245,7 @@ class Cluster {
     std::lock_guard<std::mutex> l(mu_);
     ++events_;
     cv_.notify_all();
-    if (api::Label(p->metadata(), "app") != "web") return;
+    if (objects::Label(p->metadata(), "app") != "web") return;
     std::string key = informer::ObjectKey(*p);
     if (deleted) {
       model_.pods.erase(key);
@@ -272,7 +272,7 @@ class Cluster {
       for (const std::string& n : alive) {
         auto lease = client_->Get<coordinationv1::Lease>("kube-node-lease", n);
         if (!lease.ok()) continue;
-        api::SetMicroTime((*lease)->mutable_spec()->mutable_renewtime(),
+        objects::SetMicroTime((*lease)->mutable_spec()->mutable_renewtime(),
                           Clock::Real()->WallNow());
         (void)client_->Update(**lease);
       }
@@ -382,7 +382,7 @@ TEST(ControllerManagerIntegrationTest, DeploymentRolloutAndNodeFailure) {
     EXPECT_GE(n, 3) << node;
     EXPECT_LE(n, 4) << node;
   }
-  EXPECT_EQ(api::Annotation(cluster.Deployment("web")->metadata(),
+  EXPECT_EQ(objects::Annotation(cluster.Deployment("web")->metadata(),
                             kRevisionAnnotation),
             "1");
 
@@ -423,7 +423,7 @@ TEST(ControllerManagerIntegrationTest, DeploymentRolloutAndNodeFailure) {
   EXPECT_GT(m.steps, 20);
   EXPECT_LE(m.max_pods, 12) << "maxSurge exceeded";
   EXPECT_GE(m.min_available, 9) << "maxUnavailable exceeded";
-  EXPECT_EQ(api::Annotation(cluster.Deployment("web")->metadata(),
+  EXPECT_EQ(objects::Annotation(cluster.Deployment("web")->metadata(),
                             kRevisionAnnotation),
             "2");
   std::printf("rollout: %d pod events, max %d pods, min %d available\n",

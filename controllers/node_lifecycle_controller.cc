@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "api/meta.h"
-#include "api/time.h"
+#include "objects/meta.h"
+#include "objects/time.h"
 #include "base/logging.h"
 #include "informer/api_errors.h"
 
@@ -52,13 +52,13 @@ void NodeLifecycleController::RegisterHandlers(
     informer::SharedIndexInformer* nodes, informer::SharedIndexInformer* leases,
     informer::SharedIndexInformer* pods) {
   nodes->AddEventHandler(informer::EventHandlerFuncs{
-      .on_add = [this](const ObjectPtr& o, bool) { Enqueue(api::Name(*o)); },
+      .on_add = [this](const ObjectPtr& o, bool) { Enqueue(objects::Name(*o)); },
       .on_update = [this](const ObjectPtr&,
-                          const ObjectPtr& o) { Enqueue(api::Name(*o)); },
+                          const ObjectPtr& o) { Enqueue(objects::Name(*o)); },
       .on_delete =
           [this](const informer::DeletedObject& d) { Enqueue(d.key); }});
   auto on_lease = [this](const ObjectPtr& o) {
-    if (api::Namespace(*o) == kNodeLeaseNamespace) Enqueue(api::Name(*o));
+    if (objects::Namespace(*o) == kNodeLeaseNamespace) Enqueue(objects::Name(*o));
   };
   leases->AddEventHandler(informer::EventHandlerFuncs{
       .on_add = [on_lease](const ObjectPtr& o, bool) { on_lease(o); },
@@ -225,7 +225,7 @@ Status NodeLifecycleController::Sync(const std::string& key) {
   auto node = std::static_pointer_cast<const corev1::Node>(obj);
   const bool healthy = Healthy(key);
   Status first_error;
-  const metav1::Time now = api::TimeNow(*clock_);
+  const metav1::Time now = objects::TimeNow(*clock_);
   const corev1::NodeCondition* ready =
       FindNodeCondition(node->status(), "Ready");
   auto on_node = options_.pods->ByIndex(kPodNodeIndex, key);
@@ -330,14 +330,14 @@ Status NodeLifecycleController::Sync(const std::string& key) {
   for (const corev1::Taint& t : node->spec().taints()) {
     if (t.effect() != "NoExecute") continue;
     no_execute = true;
-    int64_t added = api::IsZero(t.timeadded())
-                        ? api::UnixSeconds(now)
-                        : api::UnixSeconds(t.timeadded());
+    int64_t added = objects::IsZero(t.timeadded())
+                        ? objects::UnixSeconds(now)
+                        : objects::UnixSeconds(t.timeadded());
     earliest_taint = std::min(earliest_taint, added);
   }
   if (!no_execute) return first_error;
   Duration recheck = Duration::max();
-  const int64_t now_s = api::UnixSeconds(now);
+  const int64_t now_s = objects::UnixSeconds(now);
   for (const ObjectPtr& o : *on_node) {
     const auto& pod = static_cast<const corev1::Pod&>(*o);
     if (IsPodTerminating(pod)) continue;

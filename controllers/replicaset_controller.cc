@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "api/meta.h"
-#include "api/time.h"
+#include "objects/meta.h"
+#include "objects/time.h"
 #include "base/logging.h"
 #include "informer/api_errors.h"
 
@@ -31,8 +31,8 @@ bool DeleteFirst(const PodPtr& a, const PodPtr& b) {
   if (a_bound != b_bound) return !a_bound;
   if (PhaseRank(*a) != PhaseRank(*b)) return PhaseRank(*a) < PhaseRank(*b);
   if (IsPodReady(*a) != IsPodReady(*b)) return !IsPodReady(*a);
-  int64_t ca = api::UnixSeconds(a->metadata().creationtimestamp());
-  int64_t cb = api::UnixSeconds(b->metadata().creationtimestamp());
+  int64_t ca = objects::UnixSeconds(a->metadata().creationtimestamp());
+  int64_t cb = objects::UnixSeconds(b->metadata().creationtimestamp());
   if (ca != cb) return ca > cb;  // newer first
   return a->metadata().name() < b->metadata().name();
 }
@@ -87,12 +87,12 @@ void ReplicaSetController::RegisterHandlers(
 }
 
 std::string ReplicaSetController::OwnerKey(const corev1::Pod& pod) const {
-  const metav1::OwnerReference* ref = api::ControllerRef(pod.metadata());
+  const metav1::OwnerReference* ref = objects::ControllerRef(pod.metadata());
   if (ref == nullptr || ref->kind() != "ReplicaSet") return "";
   std::string key =
       informer::ObjectKey(pod.metadata().namespace_(), ref->name());
   ObjectPtr rs = options_.replicasets->Get(key);
-  if (rs == nullptr || api::Uid(*rs) != ref->uid()) return "";
+  if (rs == nullptr || objects::Uid(*rs) != ref->uid()) return "";
   return key;
 }
 
@@ -119,7 +119,7 @@ void ReplicaSetController::OnPodAdd(const corev1::Pod& pod) {
   if (!owner.empty()) {
     expectations_.CreationObserved(owner);
     Enqueue(owner);
-  } else if (api::ControllerRef(pod.metadata()) == nullptr) {
+  } else if (objects::ControllerRef(pod.metadata()) == nullptr) {
     EnqueueMatching(pod);
   }
 }
@@ -139,7 +139,7 @@ void ReplicaSetController::OnPodUpdate(const corev1::Pod& old_pod,
   if (!old_owner.empty() && old_owner != owner) Enqueue(old_owner);
   if (!owner.empty()) {
     Enqueue(owner);
-  } else if (api::ControllerRef(new_pod.metadata()) == nullptr) {
+  } else if (objects::ControllerRef(new_pod.metadata()) == nullptr) {
     EnqueueMatching(new_pod);
   }
 }
@@ -173,7 +173,7 @@ Status ReplicaSetController::Sync(const std::string& key) {
   RETURN_IF_ERROR(in_ns.status());
   for (const ObjectPtr& o : *in_ns) {
     auto pod = std::static_pointer_cast<const corev1::Pod>(o);
-    const metav1::OwnerReference* ref = api::ControllerRef(pod->metadata());
+    const metav1::OwnerReference* ref = objects::ControllerRef(pod->metadata());
     bool matches = !selector.Empty() &&
                    selector.Matches(LabelMap(pod->metadata().labels()));
     if (ref != nullptr) {
@@ -195,7 +195,7 @@ Status ReplicaSetController::Sync(const std::string& key) {
       if (!informer::IsNotFound(s)) Keep(&first_error, s);
       continue;
     }
-    if (!matches || IsPodTerminating(*pod) || api::IsBeingDeleted(meta)) {
+    if (!matches || IsPodTerminating(*pod) || objects::IsBeingDeleted(meta)) {
       continue;
     }
     corev1::Pod copy = *pod;
@@ -214,7 +214,7 @@ Status ReplicaSetController::Sync(const std::string& key) {
   }
 
   // 2. Create or delete.
-  if (satisfied && !api::IsBeingDeleted(meta)) {
+  if (satisfied && !objects::IsBeingDeleted(meta)) {
     int diff = static_cast<int>(active.size()) - DesiredReplicas(*rs);
     if (diff < 0) {
       int n = std::min(-diff, options_.burst_replicas);
@@ -273,7 +273,7 @@ Status ReplicaSetController::Sync(const std::string& key) {
     } else {
       const corev1::PodCondition* c = FindPodCondition(p->status(), "Ready");
       WallTime at = WallTime(
-          seconds(api::UnixSeconds(c->lasttransitiontime()) + min_ready));
+          seconds(objects::UnixSeconds(c->lasttransitiontime()) + min_ready));
       next_available = std::min<Duration>(next_available, at - now);
     }
   }
@@ -290,7 +290,7 @@ Status ReplicaSetController::Sync(const std::string& key) {
       // previous status write): write the status onto the live object.
       StatusOr<ObjectPtr> live = options_.api->Get(
           ReplicaSetsResource(), meta.namespace_(), meta.name());
-      if (live.ok() && api::Uid(**live) == meta.uid()) {
+      if (live.ok() && objects::Uid(**live) == meta.uid()) {
         appsv1::ReplicaSet fresh =
             static_cast<const appsv1::ReplicaSet&>(**live);
         if (fresh.metadata().generation() == meta.generation()) {

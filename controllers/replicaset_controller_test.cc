@@ -3,7 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "api/meta.h"
+#include "objects/meta.h"
 #include "controllers/test_objects.h"
 
 namespace kplane::controllers {
@@ -113,7 +113,7 @@ TEST_F(ReplicaSetTest, TableOfSyncs) {
         OwnedBy(p->mutable_metadata(), "ReplicaSet", other.metadata());
       if (kind == "owned-running") RunOn(p.get(), "n1", true);
       if (kind == "owned-terminating") {
-        api::SetTime(p->mutable_metadata()->mutable_deletiontimestamp(),
+        objects::SetTime(p->mutable_metadata()->mutable_deletiontimestamp(),
                      int64_t{1700000050});
       }
       if (kind == "owned-unlabeled")
@@ -133,7 +133,7 @@ TEST_F(ReplicaSetTest, CreatedPodsCarryTemplateAndControllerRef) {
   EXPECT_EQ(pod->metadata().generatename(), "web-");
   EXPECT_EQ(pod->metadata().labels().at("app"), "web");
   EXPECT_EQ(pod->spec().containers(0).image(), "nginx");
-  const metav1::OwnerReference* ref = api::ControllerRef(pod->metadata());
+  const metav1::OwnerReference* ref = objects::ControllerRef(pod->metadata());
   ASSERT_NE(ref, nullptr);
   EXPECT_EQ(ref->kind(), "ReplicaSet");
   EXPECT_EQ(ref->uid(), "uid-web");
@@ -188,7 +188,7 @@ TEST_F(ReplicaSetTest, DeletionObservedOnceByKey) {
   EXPECT_EQ(fake_.Actions()[0], "delete pods default/a");
   EXPECT_FALSE(rs_controller_.expectations().Satisfied("default/web"));
   corev1::Pod terminating = *p;
-  api::SetTime(terminating.mutable_metadata()->mutable_deletiontimestamp(),
+  objects::SetTime(terminating.mutable_metadata()->mutable_deletiontimestamp(),
                int64_t{1700000100});
   terminating.mutable_metadata()->set_resourceversion("2");
   rs_controller_.OnPodUpdate(*p, terminating);

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 
-#include "api/machinery/quantity.h"
-#include "api/meta.h"
-#include "api/time.h"
+#include "objects/machinery/quantity.h"
+#include "objects/meta.h"
+#include "objects/time.h"
 #include "base/logging.h"
 #include "informer/api_errors.h"
 
@@ -44,7 +44,7 @@ int64_t Allocatable(const corev1::Node& node, const std::string& name) {
 }
 
 std::string OwnerUid(const corev1::Pod& pod) {
-  const metav1::OwnerReference* ref = api::ControllerRef(pod.metadata());
+  const metav1::OwnerReference* ref = objects::ControllerRef(pod.metadata());
   return ref != nullptr ? ref->uid() : "";
 }
 
@@ -276,7 +276,7 @@ Status Scheduler::Sync(const std::string& key) {
       cond->set_type("PodScheduled");
     }
     if (cond->status() != "False") {
-      *cond->mutable_lasttransitiontime() = api::TimeNow(*clock_);
+      *cond->mutable_lasttransitiontime() = objects::TimeNow(*clock_);
     }
     cond->set_status("False");
     cond->set_reason("Unschedulable");

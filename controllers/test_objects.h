@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "api/time.h"
+#include "objects/time.h"
 #include "controllers/util.h"
 #include "informer/indexer.h"
 
@@ -22,7 +22,7 @@ inline void SetMeta(metav1::ObjectMeta* m, const std::string& ns,
   m->set_uid("uid-" + name);
   m->set_resourceversion("1");
   m->set_generation(1);
-  api::SetTime(m->mutable_creationtimestamp(), int64_t{1700000000});
+  objects::SetTime(m->mutable_creationtimestamp(), int64_t{1700000000});
   for (const auto& [k, v] : labels) (*m->mutable_labels())[k] = v;
 }
 
@@ -51,7 +51,7 @@ inline void RunOn(corev1::Pod* p, const std::string& node, bool ready,
   corev1::PodCondition* c = p->mutable_status()->add_conditions();
   c->set_type("Ready");
   c->set_status(ready ? "True" : "False");
-  api::SetTime(c->mutable_lasttransitiontime(), ready_since);
+  objects::SetTime(c->mutable_lasttransitiontime(), ready_since);
 }
 
 inline void SetRequests(corev1::Pod* p, const std::string& cpu,
@@ -128,7 +128,7 @@ inline std::shared_ptr<coordinationv1::Lease> NewLease(const std::string& node,
   SetMeta(l->mutable_metadata(), "kube-node-lease", node);
   l->mutable_spec()->set_holderidentity(node);
   l->mutable_spec()->set_leasedurationseconds(40);
-  api::SetMicroTime(l->mutable_spec()->mutable_renewtime(), renew);
+  objects::SetMicroTime(l->mutable_spec()->mutable_renewtime(), renew);
   return l;
 }
 

@@ -3,42 +3,42 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
-#include "api/meta.h"
-#include "api/time.h"
+#include "objects/meta.h"
+#include "objects/time.h"
 #include "base/logging.h"
 #include "informer/rest_client.h"
 
 namespace kplane::controllers {
 
 namespace {
-const api::ResourceInfo& Must(const api::ResourceInfo* r) {
+const objects::ResourceInfo& Must(const objects::ResourceInfo* r) {
   CHECK(r != nullptr);
   return *r;
 }
 }  // namespace
 
-const api::ResourceInfo& PodsResource() {
-  static const api::ResourceInfo& r =
+const objects::ResourceInfo& PodsResource() {
+  static const objects::ResourceInfo& r =
       Must(informer::RestClient::ResourceFor<corev1::Pod>());
   return r;
 }
-const api::ResourceInfo& NodesResource() {
-  static const api::ResourceInfo& r =
+const objects::ResourceInfo& NodesResource() {
+  static const objects::ResourceInfo& r =
       Must(informer::RestClient::ResourceFor<corev1::Node>());
   return r;
 }
-const api::ResourceInfo& ReplicaSetsResource() {
-  static const api::ResourceInfo& r =
+const objects::ResourceInfo& ReplicaSetsResource() {
+  static const objects::ResourceInfo& r =
       Must(informer::RestClient::ResourceFor<appsv1::ReplicaSet>());
   return r;
 }
-const api::ResourceInfo& DeploymentsResource() {
-  static const api::ResourceInfo& r =
+const objects::ResourceInfo& DeploymentsResource() {
+  static const objects::ResourceInfo& r =
       Must(informer::RestClient::ResourceFor<appsv1::Deployment>());
   return r;
 }
-const api::ResourceInfo& LeasesResource() {
-  static const api::ResourceInfo& r =
+const objects::ResourceInfo& LeasesResource() {
+  static const objects::ResourceInfo& r =
       Must(informer::RestClient::ResourceFor<coordinationv1::Lease>());
   return r;
 }
@@ -95,7 +95,7 @@ metav1::OwnerReference ControllerRefTo(std::string_view api_version,
 }
 
 bool IsPodTerminating(const corev1::Pod& pod) {
-  return api::IsBeingDeleted(pod.metadata());
+  return objects::IsBeingDeleted(pod.metadata());
 }
 
 bool IsPodActive(const corev1::Pod& pod) {
@@ -129,8 +129,8 @@ bool IsPodAvailable(const corev1::Pod& pod, int32_t min_ready_seconds,
   const corev1::PodCondition* c = FindPodCondition(pod.status(), "Ready");
   if (c == nullptr || c->status() != "True") return false;
   if (min_ready_seconds <= 0) return true;
-  if (api::IsZero(c->lasttransitiontime())) return false;
-  int64_t since = api::UnixSeconds(c->lasttransitiontime());
+  if (objects::IsZero(c->lasttransitiontime())) return false;
+  int64_t since = objects::UnixSeconds(c->lasttransitiontime());
   int64_t now_s =
       std::chrono::duration_cast<seconds>(now.time_since_epoch()).count();
   return since + min_ready_seconds <= now_s;
@@ -177,9 +177,9 @@ std::vector<std::string> PodNodeIndexFunc(
 
 std::vector<std::string> ControllerUidIndexFunc(
     const google::protobuf::Message& obj) {
-  const metav1::ObjectMeta* meta = api::GetObjectMeta(obj);
+  const metav1::ObjectMeta* meta = objects::GetObjectMeta(obj);
   if (meta == nullptr) return {};
-  const metav1::OwnerReference* ref = api::ControllerRef(*meta);
+  const metav1::OwnerReference* ref = objects::ControllerRef(*meta);
   if (ref == nullptr) return {};
   return {ref->uid()};
 }

@@ -11,25 +11,25 @@
 #include <string>
 #include <string_view>
 
-#include "api/machinery/labels.h"
-#include "api/scheme.h"
-#include "api/types.h"
+#include "objects/machinery/labels.h"
+#include "objects/scheme.h"
+#include "objects/types.h"
 #include "base/clock.h"
 #include "base/statusor.h"
 
 namespace kplane::controllers {
 
-namespace corev1 = api::corev1;
-namespace appsv1 = api::appsv1;
-namespace metav1 = api::metav1;
-namespace coordinationv1 = api::coordinationv1;
+namespace corev1 = objects::corev1;
+namespace appsv1 = objects::appsv1;
+namespace metav1 = objects::metav1;
+namespace coordinationv1 = objects::coordinationv1;
 
 // The served resources the controllers use (CHECKed to exist).
-const api::ResourceInfo& PodsResource();
-const api::ResourceInfo& NodesResource();
-const api::ResourceInfo& ReplicaSetsResource();
-const api::ResourceInfo& DeploymentsResource();
-const api::ResourceInfo& LeasesResource();
+const objects::ResourceInfo& PodsResource();
+const objects::ResourceInfo& NodesResource();
+const objects::ResourceInfo& ReplicaSetsResource();
+const objects::ResourceInfo& DeploymentsResource();
+const objects::ResourceInfo& LeasesResource();
 
 // metav1.LabelSelector -> selector (LabelSelectorAsSelector): an empty
 // selector matches everything.

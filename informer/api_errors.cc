@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "api/serializer.h"
+#include "objects/serializer.h"
 
 namespace kplane::informer {
 
@@ -33,9 +33,9 @@ constexpr ReasonRow kReasons[] = {
     {"UnsupportedMediaType", 415, StatusCode::kUnimplemented},
     {"TooManyRequests", 429, StatusCode::kResourceExhausted},
     {"InternalError", 500, StatusCode::kInternal},
-    {"ServerTimeout", 500, StatusCode::kTimeout},
+    {"ServerTimeout", 500, StatusCode::kDeadlineExceeded},
     {"ServiceUnavailable", 503, StatusCode::kUnavailable},
-    {"Timeout", 504, StatusCode::kTimeout},
+    {"Timeout", 504, StatusCode::kDeadlineExceeded},
 };
 
 const ReasonRow* RowForReason(std::string_view reason) {
@@ -59,7 +59,7 @@ StatusCode CodeForHttp(int http_code) {
 
 }  // namespace
 
-Status StatusFromApiStatus(const api::metav1::Status& status, int http_code) {
+Status StatusFromApiStatus(const objects::metav1::Status& status, int http_code) {
   int code = status.code() != 0 ? status.code() : http_code;
   std::string message = status.message();
   if (message.empty()) {
@@ -73,10 +73,10 @@ Status StatusFromApiStatus(const api::metav1::Status& status, int http_code) {
 
 Status StatusFromResponse(int http_code, std::string_view content_type,
                           std::string_view body) {
-  StatusOr<api::MediaType> type = api::ParseMediaType(content_type);
+  StatusOr<objects::MediaType> type = objects::ParseMediaType(content_type);
   if (type.ok() && !body.empty()) {
-    api::metav1::Status st;
-    StatusOr<api::DecodeResult> r = api::DecodeBody(*type, body, &st);
+    objects::metav1::Status st;
+    StatusOr<objects::DecodeResult> r = objects::DecodeBody(*type, body, &st);
     if (r.ok() && (r->type_meta.kind == "Status" ||
                    (r->type_meta.kind.empty() && st.has_status()))) {
       return StatusFromApiStatus(st, http_code);
@@ -108,8 +108,8 @@ std::string_view ReasonOf(const Status& s) {
   return "";
 }
 
-api::metav1::Status ApiStatusOf(const Status& s) {
-  api::metav1::Status out;
+objects::metav1::Status ApiStatusOf(const Status& s) {
+  objects::metav1::Status out;
   out.mutable_metadata();
   if (s.ok()) {
     out.set_status("Success");
@@ -156,7 +156,7 @@ bool IsServiceUnavailable(const Status& s) {
   return s.code() == StatusCode::kUnavailable && HttpCodeOf(s) == 503;
 }
 bool IsTimeout(const Status& s) {
-  return s.code() == StatusCode::kTimeout && HttpCodeOf(s) != 0;
+  return s.code() == StatusCode::kDeadlineExceeded && HttpCodeOf(s) != 0;
 }
 
 }  // namespace kplane::informer

@@ -31,9 +31,9 @@
 //   UnsupportedMediaType 415   kUnimplemented
 //   TooManyRequests      429   kResourceExhausted
 //   InternalError        500   kInternal
-//   ServerTimeout        500   kTimeout
+//   ServerTimeout        500   kDeadlineExceeded
 //   ServiceUnavailable   503   kUnavailable
-//   Timeout              504   kTimeout
+//   Timeout              504   kDeadlineExceeded
 // A body that is not a Status (a proxy's HTML page) is classified by its
 // HTTP status alone, with the start of the body as the message.
 //
@@ -48,13 +48,13 @@
 #include <string>
 #include <string_view>
 
-#include "api/types.h"
+#include "objects/types.h"
 #include "base/status.h"
 
 namespace kplane::informer {
 
 // The Status for a metav1.Status error body received with `http_code`.
-Status StatusFromApiStatus(const api::metav1::Status& status, int http_code);
+Status StatusFromApiStatus(const objects::metav1::Status& status, int http_code);
 // The Status for an error response: `body` is decoded as a metav1.Status
 // (JSON or protobuf, by `content_type`) when it is one.
 Status StatusFromResponse(int http_code, std::string_view content_type,
@@ -68,7 +68,7 @@ int HttpCodeOf(const Status& s);
 std::string_view ReasonOf(const Status& s);
 // The metav1.Status an API error corresponds to (status "Failure", reason,
 // code, message); for OK a Status with status "Success" and code 200.
-api::metav1::Status ApiStatusOf(const Status& s);
+objects::metav1::Status ApiStatusOf(const Status& s);
 
 bool IsNotFound(const Status& s);
 bool IsAlreadyExists(const Status& s);

@@ -2,15 +2,15 @@
 
 #include <gtest/gtest.h>
 
-#include "api/codec.h"
-#include "api/envelope.h"
+#include "objects/codec.h"
+#include "objects/envelope.h"
 
 namespace kplane::informer {
 namespace {
 
-api::metav1::Status MakeStatus(const std::string& reason, int code,
+objects::metav1::Status MakeStatus(const std::string& reason, int code,
                                const std::string& message) {
-  api::metav1::Status st;
+  objects::metav1::Status st;
   st.set_status("Failure");
   st.set_reason(reason);
   st.set_code(code);
@@ -39,8 +39,8 @@ TEST(ApiErrorsTest, ReasonsMapToCodesAndBack) {
       {"InternalError", 500, StatusCode::kInternal, IsInternalError},
       {"ServiceUnavailable", 503, StatusCode::kUnavailable,
        IsServiceUnavailable},
-      {"Timeout", 504, StatusCode::kTimeout, IsTimeout},
-      {"ServerTimeout", 500, StatusCode::kTimeout, IsTimeout},
+      {"Timeout", 504, StatusCode::kDeadlineExceeded, IsTimeout},
+      {"ServerTimeout", 500, StatusCode::kDeadlineExceeded, IsTimeout},
   };
   for (const Case& c : cases) {
     Status s = StatusFromApiStatus(MakeStatus(c.reason, c.http, "msg"), c.http);
@@ -48,7 +48,7 @@ TEST(ApiErrorsTest, ReasonsMapToCodesAndBack) {
     EXPECT_TRUE(c.pred(s)) << c.reason;
     EXPECT_EQ(HttpCodeOf(s), c.http) << c.reason;
     EXPECT_EQ(ReasonOf(s), c.reason) << c.reason;
-    api::metav1::Status back = ApiStatusOf(s);
+    objects::metav1::Status back = ApiStatusOf(s);
     EXPECT_EQ(back.reason(), c.reason);
     EXPECT_EQ(back.code(), c.http);
     EXPECT_EQ(back.message(), "msg");
@@ -68,14 +68,14 @@ TEST(ApiErrorsTest, ReasonsMapToCodesAndBack) {
 }
 
 TEST(ApiErrorsTest, DecodesJsonAndProtobufStatusBodies) {
-  api::metav1::Status st =
+  objects::metav1::Status st =
       MakeStatus("NotFound", 404, "pods \"web\" not found");
-  std::string json = api::EncodeJson(st, {"v1", "Status"});
+  std::string json = objects::EncodeJson(st, {"v1", "Status"});
   Status s = StatusFromResponse(404, "application/json", json);
   EXPECT_TRUE(IsNotFound(s));
   EXPECT_EQ(s.message(), "pods \"web\" not found");
 
-  std::string pb = api::EncodeEnvelope(st, {"v1", "Status"});
+  std::string pb = objects::EncodeEnvelope(st, {"v1", "Status"});
   s = StatusFromResponse(404, "application/vnd.kubernetes.protobuf", pb);
   EXPECT_TRUE(IsNotFound(s));
   EXPECT_EQ(s.message(), "pods \"web\" not found");

@@ -13,7 +13,7 @@
 #include <algorithm>
 #include <map>
 
-#include "api/meta.h"
+#include "objects/meta.h"
 #include "apiserver/test_server.h"
 #include "informer/api_errors.h"
 #include "informer/informer_factory.h"
@@ -42,7 +42,7 @@ std::map<std::string, std::string> ServerState(RestClient* client) {
   EXPECT_TRUE(list.ok()) << list.status();
   if (!list.ok()) return out;
   for (const ObjectPtr& o : list->items) {
-    out[api::Name(*o)] = api::ResourceVersion(*o);
+    out[objects::Name(*o)] = objects::ResourceVersion(*o);
   }
   return out;
 }
@@ -50,7 +50,7 @@ std::map<std::string, std::string> ServerState(RestClient* client) {
 std::map<std::string, std::string> CacheState(const SharedIndexInformer& inf) {
   std::map<std::string, std::string> out;
   for (const ObjectPtr& o : inf.GetIndexer().List()) {
-    out[api::Name(*o)] = api::ResourceVersion(*o);
+    out[objects::Name(*o)] = objects::ResourceVersion(*o);
   }
   return out;
 }
@@ -77,16 +77,16 @@ TEST(ApiServerIntegrationTest, DisconnectedInformerRelistsAfterCompaction) {
   informer->AddEventHandler(EventHandlerFuncs{
       .on_add =
           [&](const ObjectPtr& o, bool initial) {
-            events.Record("add " + api::Name(*o) + (initial ? " initial" : ""));
+            events.Record("add " + objects::Name(*o) + (initial ? " initial" : ""));
           },
       .on_update =
           [&](const ObjectPtr& o, const ObjectPtr& n) {
-            events.Record("update " + api::Name(*n));
+            events.Record("update " + objects::Name(*n));
           },
       .on_delete =
           [&](const DeletedObject& d) {
             events.Record((d.final_state_unknown ? "tombstone " : "delete ") +
-                          api::Name(*d.object));
+                          objects::Name(*d.object));
           }});
   factory.Start();
   ASSERT_TRUE(factory.WaitForCacheSync(seconds(20)));
@@ -100,9 +100,9 @@ TEST(ApiServerIntegrationTest, DisconnectedInformerRelistsAfterCompaction) {
   proxy.Cut();
   // While the informer is away: deletions it will never see as events,
   // an update, and more writes than the watch cache keeps.
-  ASSERT_TRUE(direct->Delete<api::corev1::Pod>("default", "a0").ok());
-  ASSERT_TRUE(direct->Delete<api::corev1::Pod>("default", "a1").ok());
-  auto a2 = direct->Get<api::corev1::Pod>("default", "a2");
+  ASSERT_TRUE(direct->Delete<objects::corev1::Pod>("default", "a0").ok());
+  ASSERT_TRUE(direct->Delete<objects::corev1::Pod>("default", "a1").ok());
+  auto a2 = direct->Get<objects::corev1::Pod>("default", "a2");
   ASSERT_TRUE(a2.ok());
   (*(*a2)->mutable_metadata()->mutable_labels())["changed"] = "yes";
   ASSERT_TRUE(direct->Update(**a2).ok());
@@ -138,7 +138,7 @@ TEST(ApiServerIntegrationTest, DisconnectedInformerRelistsAfterCompaction) {
   EXPECT_GE(informer->ReflectorStats().expired, 1);
 
   // And it follows the server again.
-  ASSERT_TRUE(direct->Delete<api::corev1::Pod>("default", "b0").ok());
+  ASSERT_TRUE(direct->Delete<objects::corev1::Pod>("default", "b0").ok());
   ASSERT_TRUE(events.WaitFor([](const std::vector<std::string>& v) {
     return v.back() == "delete b0";
   }));
@@ -155,26 +155,26 @@ TEST(ApiServerIntegrationTest, RestClientVerbsAgainstTheRealServer) {
     auto created = client->Create(MakePod("default", name, {{"app", "web"}}));
     ASSERT_TRUE(created.ok()) << created.status();
     EXPECT_FALSE((*created)->metadata().uid().empty());
-    api::corev1::Pod again = **created;
+    objects::corev1::Pod again = **created;
     again.mutable_metadata()->clear_resourceversion();
     EXPECT_TRUE(IsAlreadyExists(client->Create(again).status()));
 
     // Pod specs are immutable but for images and a few more; labels are not.
-    api::corev1::Pod changed = **created;
+    objects::corev1::Pod changed = **created;
     (*changed.mutable_metadata()->mutable_labels())["tier"] = "front";
     auto updated = client->Update(changed);
     ASSERT_TRUE(updated.ok()) << updated.status();
     auto stale = client->Update(changed);
     EXPECT_TRUE(IsConflict(stale.status())) << stale.status();
 
-    auto patched = client->Patch<api::corev1::Pod>(
+    auto patched = client->Patch<objects::corev1::Pod>(
         "default", name, PatchType::kMergePatch,
         R"({"metadata":{"labels":{"patched":"yes"}}})");
     ASSERT_TRUE(patched.ok()) << patched.status();
     EXPECT_EQ((*patched)->metadata().labels().at("patched"), "yes");
 
-    ASSERT_TRUE(client->Delete<api::corev1::Pod>("default", name).ok());
-    auto gone = client->Get<api::corev1::Pod>("default", name);
+    ASSERT_TRUE(client->Delete<objects::corev1::Pod>("default", name).ok());
+    auto gone = client->Get<objects::corev1::Pod>("default", name);
     EXPECT_TRUE(IsNotFound(gone.status())) << gone.status();
     EXPECT_EQ(gone.status().message(), "pods \"" + name + "\" not found");
   }
@@ -194,7 +194,7 @@ TEST(ApiServerIntegrationTest, ListPagesAndWatchFromTheListRevision) {
                                     {.limit = 3, .continue_token = token});
     ASSERT_TRUE(page.ok()) << page.status();
     if (rv.empty()) rv = page->resource_version;
-    for (const ObjectPtr& o : page->items) names.push_back(api::Name(*o));
+    for (const ObjectPtr& o : page->items) names.push_back(objects::Name(*o));
     token = page->continue_token;
   } while (!token.empty());
   EXPECT_EQ(names.size(), 7u);
@@ -202,11 +202,11 @@ TEST(ApiServerIntegrationTest, ListPagesAndWatchFromTheListRevision) {
   auto w = client->Watch(*PodsResource(), "default",
                          {.resource_version = rv, .timeout_seconds = 60});
   ASSERT_TRUE(w.ok()) << w.status();
-  ASSERT_TRUE(client->Delete<api::corev1::Pod>("default", "p3").ok());
+  ASSERT_TRUE(client->Delete<objects::corev1::Pod>("default", "p3").ok());
   WatchEvent ev;
   ASSERT_TRUE((*w)->Next(&ev));
   EXPECT_EQ(ev.type, EventType::kDeleted);
-  EXPECT_EQ(api::Name(*ev.object), "p3");
+  EXPECT_EQ(objects::Name(*ev.object), "p3");
   (*w)->Stop();
 }
 
@@ -227,7 +227,7 @@ TEST(ApiServerIntegrationTest, LeaseElectionAgainstTheRealServer) {
   (*a)->Start();
   ASSERT_TRUE(events.WaitForCount(1));
   auto lease =
-      client->Get<api::coordinationv1::Lease>("kube-system", "kplane-cm");
+      client->Get<objects::coordinationv1::Lease>("kube-system", "kplane-cm");
   ASSERT_TRUE(lease.ok()) << lease.status();
   EXPECT_EQ((*lease)->spec().holderidentity(), "a");
 

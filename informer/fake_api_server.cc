@@ -1,8 +1,8 @@
 #include "informer/fake_api_server.h"
 
-#include "api/codec.h"
-#include "api/meta.h"
-#include "api/serializer.h"
+#include "objects/codec.h"
+#include "objects/meta.h"
+#include "objects/serializer.h"
 #include "base/logging.h"
 #include "base/strings.h"
 #include "informer/api_errors.h"
@@ -12,7 +12,7 @@ namespace kplane::informer {
 namespace {
 
 struct ParsedPath {
-  const api::ResourceInfo* resource = nullptr;
+  const objects::ResourceInfo* resource = nullptr;
   std::string ns;
   std::string name;
   std::string subresource;
@@ -40,7 +40,7 @@ ParsedPath ParsePath(std::string_view path) {
     out.ns = seg[i + 1];
     i += 2;
   }
-  out.resource = api::Scheme::Default().FindResource(group, version, seg[i]);
+  out.resource = objects::Scheme::Default().FindResource(group, version, seg[i]);
   if (i + 1 < seg.size()) out.name = seg[i + 1];
   if (i + 2 < seg.size()) out.subresource = seg[i + 2];
   if (i + 3 < seg.size()) out.resource = nullptr;
@@ -48,7 +48,7 @@ ParsedPath ParsePath(std::string_view path) {
 }
 
 // Kubernetes' texts for the storage errors the fake produces.
-Status AsApiError(const Status& s, const api::ResourceInfo& r,
+Status AsApiError(const Status& s, const objects::ResourceInfo& r,
                   const std::string& name) {
   const std::string what = r.GroupResource() + " \"" + name + "\"";
   switch (s.code()) {
@@ -69,32 +69,32 @@ Status AsApiError(const Status& s, const api::ResourceInfo& r,
 
 void ReplyError(const std::shared_ptr<net::Responder>& resp, const Status& s,
                 int retry_after = -1) {
-  api::metav1::Status st = ApiStatusOf(s);
+  objects::metav1::Status st = ApiStatusOf(s);
   net::HttpHeaders headers{{"Content-Type", "application/json"}};
   if (retry_after >= 0) {
     headers.Add("Retry-After", std::to_string(retry_after));
   }
   resp->Respond(st.code(), std::move(headers),
-                api::EncodeJson(st, {"v1", "Status"}));
+                objects::EncodeJson(st, {"v1", "Status"}));
 }
 
 void ReplyObject(const std::shared_ptr<net::Responder>& resp, int code,
                  const google::protobuf::Message& obj,
-                 const api::TypeMeta& type_meta, bool protobuf) {
-  api::MediaType type =
-      protobuf ? api::MediaType::kProtobuf : api::MediaType::kJson;
-  resp->Respond(code, {{"Content-Type", std::string(api::MediaTypeName(type))}},
-                api::EncodeBody(type, obj, type_meta));
+                 const objects::TypeMeta& type_meta, bool protobuf) {
+  objects::MediaType type =
+      protobuf ? objects::MediaType::kProtobuf : objects::MediaType::kJson;
+  resp->Respond(code, {{"Content-Type", std::string(objects::MediaTypeName(type))}},
+                objects::EncodeBody(type, obj, type_meta));
 }
 
-std::string EncodeEvent(const WatchEvent& ev, const api::KindInfo& kind) {
+std::string EncodeEvent(const WatchEvent& ev, const objects::KindInfo& kind) {
   std::string out = "{\"type\":\"";
   out += EventTypeName(ev.type);
   out += "\",\"object\":";
   if (ev.type == EventType::kError) {
-    out += api::EncodeJson(ApiStatusOf(ev.error), {"v1", "Status"});
+    out += objects::EncodeJson(ApiStatusOf(ev.error), {"v1", "Status"});
   } else {
-    out += api::EncodeJson(*ev.object, kind.type_meta());
+    out += objects::EncodeJson(*ev.object, kind.type_meta());
   }
   out += "}\n";
   return out;
@@ -158,7 +158,7 @@ void FakeApiServer::Stop() {
   for (std::thread& t : pumps) t.join();
 }
 
-FakeListerWatcher* FakeApiServer::Resource(const api::ResourceInfo& resource) {
+FakeListerWatcher* FakeApiServer::Resource(const objects::ResourceInfo& resource) {
   std::lock_guard<std::mutex> l(mu_);
   std::unique_ptr<FakeListerWatcher>& slot = resources_[&resource];
   if (slot == nullptr) {
@@ -199,7 +199,7 @@ void FakeApiServer::Serve(const net::HttpRequest& req,
   if (injected.has_value()) {
     StatusCode code = injected->code == 429   ? StatusCode::kResourceExhausted
                       : injected->code == 503 ? StatusCode::kUnavailable
-                      : injected->code == 504 ? StatusCode::kTimeout
+                      : injected->code == 504 ? StatusCode::kDeadlineExceeded
                                               : StatusCode::kInternal;
     ReplyError(resp, Status(code, "injected failure", injected->code),
                injected->retry_after);
@@ -212,11 +212,11 @@ void FakeApiServer::Serve(const net::HttpRequest& req,
                       "the server could not find the requested resource", 404));
     return;
   }
-  const api::ResourceInfo& r = *p.resource;
+  const objects::ResourceInfo& r = *p.resource;
   if (!r.namespaced) p.ns.clear();
   FakeListerWatcher* fake = Resource(r);
   const bool protobuf =
-      req.headers.Get("Accept").starts_with(api::kProtobufMediaType);
+      req.headers.Get("Accept").starts_with(objects::kProtobufMediaType);
   auto reply = [&](int code, const StatusOr<ObjectPtr>& obj) {
     if (!obj.ok()) {
       ReplyError(resp, AsApiError(obj.status(), r, p.name));
@@ -226,13 +226,13 @@ void FakeApiServer::Serve(const net::HttpRequest& req,
   };
   auto decode_body =
       [&]() -> StatusOr<std::unique_ptr<google::protobuf::Message>> {
-    ASSIGN_OR_RETURN(api::MediaType type,
-                     api::ParseMediaType(req.headers.Get("Content-Type")));
+    ASSIGN_OR_RETURN(objects::MediaType type,
+                     objects::ParseMediaType(req.headers.Get("Content-Type")));
     std::unique_ptr<google::protobuf::Message> obj = r.kind->New();
-    StatusOr<api::DecodeResult> d = api::DecodeBody(type, req.body, obj.get());
+    StatusOr<objects::DecodeResult> d = objects::DecodeBody(type, req.body, obj.get());
     if (!d.ok())
       return Status(StatusCode::kInvalidArgument, d.status().message(), 400);
-    api::metav1::ObjectMeta* meta = api::MutableObjectMeta(obj.get());
+    objects::metav1::ObjectMeta* meta = objects::MutableObjectMeta(obj.get());
     if (r.namespaced && meta->namespace_().empty()) meta->set_namespace_(p.ns);
     if (r.namespaced && meta->namespace_() != p.ns) {
       return Status(StatusCode::kInvalidArgument,
@@ -256,7 +256,7 @@ void FakeApiServer::Serve(const net::HttpRequest& req,
       return;
     }
     std::unique_ptr<google::protobuf::Message> msg = r.list_kind->New();
-    api::metav1::ListMeta* meta = api::MutableListMeta(msg.get());
+    objects::metav1::ListMeta* meta = objects::MutableListMeta(msg.get());
     meta->set_resourceversion(list->resource_version);
     if (!list->continue_token.empty()) {
       meta->set_continue_(list->continue_token);
@@ -265,8 +265,8 @@ void FakeApiServer::Serve(const net::HttpRequest& req,
       meta->set_remainingitemcount(*list->remaining_item_count);
     }
     for (const ObjectPtr& item : list->items) {
-      if (!p.ns.empty() && api::Namespace(*item) != p.ns) continue;
-      api::AddListItem(msg.get())->CopyFrom(*item);
+      if (!p.ns.empty() && objects::Namespace(*item) != p.ns) continue;
+      objects::AddListItem(msg.get())->CopyFrom(*item);
     }
     ReplyObject(resp, 200, *msg, r.list_kind->type_meta(), protobuf);
   } else if (req.method == "GET") {
@@ -277,7 +277,7 @@ void FakeApiServer::Serve(const net::HttpRequest& req,
       ReplyError(resp, obj.status());
       return;
     }
-    p.name = api::Name(**obj);
+    p.name = objects::Name(**obj);
     reply(201, fake->Create(**obj));
   } else if (req.method == "PUT" && !p.name.empty()) {
     auto obj = decode_body();
@@ -296,7 +296,7 @@ void FakeApiServer::Serve(const net::HttpRequest& req,
   }
 }
 
-void FakeApiServer::ServeWatch(const api::ResourceInfo& resource,
+void FakeApiServer::ServeWatch(const objects::ResourceInfo& resource,
                                const std::string& ns,
                                const ListOptions& options,
                                std::shared_ptr<net::Responder> resp) {
@@ -314,14 +314,14 @@ void FakeApiServer::ServeWatch(const api::ResourceInfo& resource,
     resp->Close();
     return;
   }
-  const api::KindInfo* kind = resource.kind;
+  const objects::KindInfo* kind = resource.kind;
   const bool split = options_.split_watch_writes;
   const bool namespaced = resource.namespaced;
   pumps_.emplace_back([stream, resp, kind, ns, split, namespaced] {
     WatchEvent ev;
     while (stream->Next(&ev)) {
       if (namespaced && !ns.empty() && ev.object != nullptr &&
-          ev.type != EventType::kBookmark && api::Namespace(*ev.object) != ns) {
+          ev.type != EventType::kBookmark && objects::Namespace(*ev.object) != ns) {
         continue;
       }
       std::string line = EncodeEvent(ev, *kind);

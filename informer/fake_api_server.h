@@ -31,7 +31,7 @@
 #include <thread>
 #include <vector>
 
-#include "api/scheme.h"
+#include "objects/scheme.h"
 #include "informer/fake_list_watcher.h"
 #include "net/http_server.h"
 
@@ -55,7 +55,7 @@ class FakeApiServer {
   std::string Url() const;
 
   // The collection behind a resource (created on first use).
-  FakeListerWatcher* Resource(const api::ResourceInfo& resource);
+  FakeListerWatcher* Resource(const objects::ResourceInfo& resource);
 
   // The next `count` requests are answered `code` with a Status body (and
   // Retry-After when `retry_after_seconds` >= 0), whatever they ask.
@@ -71,14 +71,14 @@ class FakeApiServer {
     int retry_after;
   };
   void Serve(const net::HttpRequest& req, std::shared_ptr<net::Responder> resp);
-  void ServeWatch(const api::ResourceInfo& resource, const std::string& ns,
+  void ServeWatch(const objects::ResourceInfo& resource, const std::string& ns,
                   const ListOptions& options,
                   std::shared_ptr<net::Responder> resp);
 
   const Options options_;
   net::HttpServer server_;
   mutable std::mutex mu_;
-  std::map<const api::ResourceInfo*, std::unique_ptr<FakeListerWatcher>>
+  std::map<const objects::ResourceInfo*, std::unique_ptr<FakeListerWatcher>>
       resources_;
   std::deque<Injected> injected_;
   std::vector<std::string> requests_;

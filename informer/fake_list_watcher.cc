@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "api/meta.h"
+#include "objects/meta.h"
 #include "base/logging.h"
 #include "base/strings.h"
 
@@ -65,7 +65,7 @@ class FakeListerWatcher::Stream : public WatchStream {
   std::shared_ptr<StreamState> state_;
 };
 
-FakeListerWatcher::FakeListerWatcher(const api::KindInfo* kind) : kind_(kind) {}
+FakeListerWatcher::FakeListerWatcher(const objects::KindInfo* kind) : kind_(kind) {}
 
 FakeListerWatcher::~FakeListerWatcher() {
   CloseWatches(UnavailableError("fake server gone"));
@@ -78,7 +78,7 @@ std::string FakeListerWatcher::KeyOf(const std::string& ns,
 
 ObjectPtr FakeListerWatcher::Bookmark(int64_t revision) const {
   std::unique_ptr<google::protobuf::Message> obj = kind_->New();
-  api::SetResourceVersion(obj.get(), std::to_string(revision));
+  objects::SetResourceVersion(obj.get(), std::to_string(revision));
   return obj;
 }
 
@@ -95,14 +95,14 @@ void FakeListerWatcher::Broadcast(const HistoryEvent& e) {
 StatusOr<ObjectPtr> FakeListerWatcher::Create(
     const google::protobuf::Message& obj) {
   std::lock_guard<std::mutex> l(mu_);
-  const std::string key = KeyOf(api::Namespace(obj), api::Name(obj));
+  const std::string key = KeyOf(objects::Namespace(obj), objects::Name(obj));
   auto it = versions_.find(key);
   if (it != versions_.end() && it->second.back().object != nullptr) {
     return AlreadyExistsError("\"" + key + "\" already exists");
   }
   std::unique_ptr<google::protobuf::Message> stored(obj.New());
   stored->CopyFrom(obj);
-  api::metav1::ObjectMeta* meta = api::MutableObjectMeta(stored.get());
+  objects::metav1::ObjectMeta* meta = objects::MutableObjectMeta(stored.get());
   if (meta->uid().empty()) meta->set_uid("uid-" + std::to_string(next_uid_++));
   meta->set_resourceversion(std::to_string(++revision_));
   ObjectPtr ptr(std::move(stored));
@@ -114,20 +114,20 @@ StatusOr<ObjectPtr> FakeListerWatcher::Create(
 StatusOr<ObjectPtr> FakeListerWatcher::Update(
     const google::protobuf::Message& obj) {
   std::lock_guard<std::mutex> l(mu_);
-  const std::string key = KeyOf(api::Namespace(obj), api::Name(obj));
+  const std::string key = KeyOf(objects::Namespace(obj), objects::Name(obj));
   auto it = versions_.find(key);
   if (it == versions_.end() || it->second.back().object == nullptr) {
     return NotFoundError("\"" + key + "\" not found");
   }
   const ObjectPtr& current = it->second.back().object;
-  const std::string& rv = api::ResourceVersion(obj);
-  if (!rv.empty() && rv != api::ResourceVersion(*current)) {
+  const std::string& rv = objects::ResourceVersion(obj);
+  if (!rv.empty() && rv != objects::ResourceVersion(*current)) {
     return ConflictError("the object has been modified");
   }
   std::unique_ptr<google::protobuf::Message> stored(obj.New());
   stored->CopyFrom(obj);
-  api::metav1::ObjectMeta* meta = api::MutableObjectMeta(stored.get());
-  meta->set_uid(api::Uid(*current));
+  objects::metav1::ObjectMeta* meta = objects::MutableObjectMeta(stored.get());
+  meta->set_uid(objects::Uid(*current));
   meta->set_resourceversion(std::to_string(++revision_));
   ObjectPtr ptr(std::move(stored));
   it->second.push_back({revision_, ptr});
@@ -146,7 +146,7 @@ StatusOr<ObjectPtr> FakeListerWatcher::Delete(const std::string& ns,
   std::unique_ptr<google::protobuf::Message> last(
       it->second.back().object->New());
   last->CopyFrom(*it->second.back().object);
-  api::SetResourceVersion(last.get(), std::to_string(++revision_));
+  objects::SetResourceVersion(last.get(), std::to_string(++revision_));
   ObjectPtr ptr(std::move(last));
   it->second.push_back({revision_, nullptr});
   Broadcast({revision_, EventType::kDeleted, ptr});
@@ -258,7 +258,7 @@ StatusOr<ListResult> FakeListerWatcher::List(const ListOptions& options) {
           "invalid resource version \"" + options.resource_version + "\"", 400);
     }
     if (*rev > revision_) {
-      return Status(StatusCode::kTimeout,
+      return Status(StatusCode::kDeadlineExceeded,
                     "Too large resource version: " + std::to_string(*rev) +
                         ", current: " + std::to_string(revision_),
                     504);
@@ -281,7 +281,7 @@ StatusOr<ListResult> FakeListerWatcher::List(const ListOptions& options) {
     result.items.assign(all.begin(), all.begin() + options.limit);
     const ObjectPtr& last = result.items.back();
     result.continue_token = std::to_string(at) + "/" +
-                            KeyOf(api::Namespace(*last), api::Name(*last));
+                            KeyOf(objects::Namespace(*last), objects::Name(*last));
     result.remaining_item_count =
         static_cast<int64_t>(all.size()) - options.limit;
   } else {

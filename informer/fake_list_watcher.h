@@ -52,14 +52,14 @@ namespace kplane::informer {
 
 class FakeListerWatcher : public ListerWatcher {
  public:
-  explicit FakeListerWatcher(const api::KindInfo* kind);
+  explicit FakeListerWatcher(const objects::KindInfo* kind);
   ~FakeListerWatcher() override;
 
   // ---- ListerWatcher
   StatusOr<ListResult> List(const ListOptions& options) override;
   StatusOr<std::unique_ptr<WatchStream>> Watch(
       const ListOptions& options) override;
-  const api::KindInfo& Kind() const override { return *kind_; }
+  const objects::KindInfo& Kind() const override { return *kind_; }
 
   // ---- The server side. Each returns the stored object (resourceVersion
   // set; uid assigned on create when empty).
@@ -118,7 +118,7 @@ class FakeListerWatcher : public ListerWatcher {
   std::vector<ObjectPtr> SnapshotAt(int64_t revision,
                                     const std::string& after) const;
 
-  const api::KindInfo* const kind_;
+  const objects::KindInfo* const kind_;
   mutable std::mutex mu_;
   mutable std::condition_variable calls_cv_;
   int64_t revision_ = 0;

@@ -3,8 +3,8 @@
 // election through a Lease.
 #include <gtest/gtest.h>
 
-#include "api/meta.h"
-#include "api/time.h"
+#include "objects/meta.h"
+#include "objects/time.h"
 #include "informer/api_errors.h"
 #include "informer/fake_api_server.h"
 #include "informer/informer_factory.h"
@@ -20,7 +20,7 @@ using testing::Recorder;
 using testing::TestClock;
 
 std::string Desc(const ObjectPtr& o) {
-  return api::Name(*o) + "@" + api::ResourceVersion(*o);
+  return objects::Name(*o) + "@" + objects::ResourceVersion(*o);
 }
 
 EventHandlerFuncs Recording(Recorder* r) {
@@ -60,17 +60,17 @@ TEST_F(HttpInformerTest, FactorySharesOneInformerPerResourceAndScope) {
   FakeListerWatcher* pods = server_.Resource(*PodsResource());
   ASSERT_TRUE(pods->Create(MakePod("default", "a", {{"app", "web"}})).ok());
   ASSERT_TRUE(pods->Create(MakePod("other", "b", {{"app", "web"}})).ok());
-  api::corev1::Node node;
+  objects::corev1::Node node;
   node.mutable_metadata()->set_name("n1");
   ASSERT_TRUE(client_->Create(node).ok());
 
   SharedInformerFactory factory(client_.get(), {.clock = &clock_});
-  SharedIndexInformer* all_pods = factory.InformerFor<api::corev1::Pod>();
-  EXPECT_EQ(factory.InformerFor<api::corev1::Pod>(), all_pods);
+  SharedIndexInformer* all_pods = factory.InformerFor<objects::corev1::Pod>();
+  EXPECT_EQ(factory.InformerFor<objects::corev1::Pod>(), all_pods);
   SharedIndexInformer* default_pods =
       factory.InformerFor(*PodsResource(), {.ns = "default"});
   EXPECT_NE(default_pods, all_pods);
-  SharedIndexInformer* nodes = factory.InformerFor<api::corev1::Node>();
+  SharedIndexInformer* nodes = factory.InformerFor<objects::corev1::Node>();
   Recorder pod_events;
   all_pods->AddEventHandler(Recording(&pod_events));
   factory.Start();
@@ -78,8 +78,8 @@ TEST_F(HttpInformerTest, FactorySharesOneInformerPerResourceAndScope) {
 
   EXPECT_EQ(all_pods->GetIndexer().Size(), 2u);
   EXPECT_EQ(default_pods->GetIndexer().Size(), 1u);
-  TypedLister<api::corev1::Node> node_lister =
-      factory.ListerFor<api::corev1::Node>();
+  TypedLister<objects::corev1::Node> node_lister =
+      factory.ListerFor<objects::corev1::Node>();
   ASSERT_TRUE(node_lister.Get("n1").ok());
   EXPECT_EQ(nodes->Kind().kind, "Node");
 
@@ -159,11 +159,11 @@ TEST_F(HttpInformerTest, LeaseLockUsesOptimisticLocking) {
   EXPECT_TRUE(IsConflict(b.Update(steal)));  // b read before a's renewal
 
   auto lease =
-      client_->Get<api::coordinationv1::Lease>("kube-system", "kplane-cm");
+      client_->Get<objects::coordinationv1::Lease>("kube-system", "kplane-cm");
   ASSERT_TRUE(lease.ok());
   EXPECT_EQ((*lease)->spec().holderidentity(), "a");
   EXPECT_EQ((*lease)->spec().leasedurationseconds(), 15);
-  EXPECT_EQ(api::ToWallTime((*lease)->spec().renewtime()), t0 + seconds(2));
+  EXPECT_EQ(objects::ToWallTime((*lease)->spec().renewtime()), t0 + seconds(2));
 }
 
 TEST_F(HttpInformerTest, ElectorLeadsAndReleasesThroughALease) {
@@ -183,7 +183,7 @@ TEST_F(HttpInformerTest, ElectorLeadsAndReleasesThroughALease) {
   (*elector)->Start();
   ASSERT_TRUE(events.WaitForCount(1));
   auto lease =
-      client_->Get<api::coordinationv1::Lease>("kube-system", "kplane-cm");
+      client_->Get<objects::coordinationv1::Lease>("kube-system", "kplane-cm");
   ASSERT_TRUE(lease.ok());
   EXPECT_EQ((*lease)->spec().holderidentity(), "cm-1");
   EXPECT_EQ((*lease)->spec().leasetransitions(), 0);
@@ -191,14 +191,14 @@ TEST_F(HttpInformerTest, ElectorLeadsAndReleasesThroughALease) {
   // A renewal after one retry period.
   clock_.Advance(clock_.WaitForCall(1));
   clock_.WaitForCall(2);
-  lease = client_->Get<api::coordinationv1::Lease>("kube-system", "kplane-cm");
+  lease = client_->Get<objects::coordinationv1::Lease>("kube-system", "kplane-cm");
   ASSERT_TRUE(lease.ok());
-  EXPECT_EQ(api::ToWallTime((*lease)->spec().renewtime()),
-            api::ToWallTime((*lease)->spec().acquiretime()) + seconds(2));
+  EXPECT_EQ(objects::ToWallTime((*lease)->spec().renewtime()),
+            objects::ToWallTime((*lease)->spec().acquiretime()) + seconds(2));
 
   (*elector)->Stop();
   EXPECT_EQ(events.Items(), (std::vector<std::string>{"started", "stopped"}));
-  lease = client_->Get<api::coordinationv1::Lease>("kube-system", "kplane-cm");
+  lease = client_->Get<objects::coordinationv1::Lease>("kube-system", "kplane-cm");
   ASSERT_TRUE(lease.ok());
   EXPECT_EQ((*lease)->spec().holderidentity(), "");
 }

@@ -2,14 +2,14 @@
 
 #include <mutex>
 
-#include "api/meta.h"
+#include "objects/meta.h"
 #include "base/logging.h"
 
 namespace kplane::informer {
 
 std::vector<std::string> NamespaceIndexFunc(
     const google::protobuf::Message& obj) {
-  return {api::Namespace(obj)};
+  return {objects::Namespace(obj)};
 }
 
 Indexers DefaultIndexers() {
@@ -25,7 +25,7 @@ std::string ObjectKey(std::string_view ns, std::string_view name) {
 }
 
 std::string ObjectKey(const google::protobuf::Message& obj) {
-  const api::metav1::ObjectMeta* meta = api::GetObjectMeta(obj);
+  const objects::metav1::ObjectMeta* meta = objects::GetObjectMeta(obj);
   CHECK(meta != nullptr) << obj.GetDescriptor()->full_name()
                          << " has no ObjectMeta";
   return ObjectKey(meta->namespace_(), meta->name());

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "api/meta.h"
+#include "objects/meta.h"
 #include "informer/lister.h"
 #include "informer/test_util.h"
 
@@ -20,7 +20,7 @@ std::vector<std::string> Keys(const std::vector<ObjectPtr>& objs) {
 Indexers WithNodeIndex() {
   Indexers ix = DefaultIndexers();
   ix["node"] = [](const google::protobuf::Message& m) {
-    const auto& pod = static_cast<const api::corev1::Pod&>(m);
+    const auto& pod = static_cast<const objects::corev1::Pod&>(m);
     if (pod.spec().nodename().empty()) return std::vector<std::string>{};
     return std::vector<std::string>{pod.spec().nodename()};
   };
@@ -29,7 +29,7 @@ Indexers WithNodeIndex() {
 
 TEST(ObjectKeyTest, NamespacedAndClusterScoped) {
   EXPECT_EQ(ObjectKey(*PodPtr("default", "web")), "default/web");
-  api::corev1::Node node;
+  objects::corev1::Node node;
   node.mutable_metadata()->set_name("n1");
   EXPECT_EQ(ObjectKey(node), "n1");
   EXPECT_EQ(SplitObjectKey("default/web"),
@@ -50,14 +50,14 @@ TEST(IndexerTest, WorkedExample) {
 
   ObjectPtr old = ix.Upsert(PodPtr("default", "a", "3", {}, "n2"));
   ASSERT_NE(old, nullptr);
-  EXPECT_EQ(api::ResourceVersion(*old), "1");
+  EXPECT_EQ(objects::ResourceVersion(*old), "1");
   EXPECT_EQ(*ix.IndexKeys("node", "n1"), (std::vector<std::string>{"kube/b"}));
   EXPECT_EQ(*ix.IndexKeys("node", "n2"),
             (std::vector<std::string>{"default/a"}));
 
   ObjectPtr removed = ix.Delete("kube/b");
   ASSERT_NE(removed, nullptr);
-  EXPECT_EQ(api::Name(*removed), "b");
+  EXPECT_EQ(objects::Name(*removed), "b");
   EXPECT_EQ(ix.Delete("kube/b"), nullptr);
   EXPECT_EQ(*ix.ListIndexValues("node"), (std::vector<std::string>{"n2"}));
   EXPECT_EQ(*ix.ListIndexValues("namespace"),
@@ -83,7 +83,7 @@ TEST(IndexerTest, ReplaceRebuildsIndicesAndLastDuplicateWins) {
               PodPtr("default", "a", "2", {}, "n2"),
               PodPtr("other", "b", "3", {}, "n1")});
   EXPECT_EQ(ix.ListKeys(), (std::vector<std::string>{"default/a", "other/b"}));
-  EXPECT_EQ(api::ResourceVersion(*ix.Get("default/a")), "2");
+  EXPECT_EQ(objects::ResourceVersion(*ix.Get("default/a")), "2");
   EXPECT_EQ(*ix.ListIndexValues("node"),
             (std::vector<std::string>{"n1", "n2"}));
   EXPECT_EQ(*ix.IndexKeys("node", "n1"), (std::vector<std::string>{"other/b"}));
@@ -110,7 +110,7 @@ TEST(IndexerTest, IndexMatchesAnyValueOfTheObject) {
   // A multi-valued index: one value per label key.
   ix_funcs["labelkeys"] = [](const google::protobuf::Message& m) {
     std::vector<std::string> out;
-    for (const auto& [k, v] : api::GetObjectMeta(m)->labels()) out.push_back(k);
+    for (const auto& [k, v] : objects::GetObjectMeta(m)->labels()) out.push_back(k);
     return out;
   };
   Indexer ix(ix_funcs);
@@ -141,7 +141,7 @@ TEST(ListerTest, SelectorsNamespacesAndNotFound) {
 
   StatusOr<ObjectPtr> got = lister.ByNamespace("prod").Get("web-2");
   ASSERT_TRUE(got.ok());
-  EXPECT_EQ(api::Name(**got), "web-2");
+  EXPECT_EQ(objects::Name(**got), "web-2");
   StatusOr<ObjectPtr> missing = lister.ByNamespace("prod").Get("nope");
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
   EXPECT_EQ(missing.status().message(), "pods \"nope\" not found");
@@ -159,7 +159,7 @@ TEST(ListerTest, NamespaceListWithoutTheIndexFilters) {
 TEST(ListerTest, TypedListerCastsToTheMessageType) {
   Indexer ix;
   ix.Upsert(PodPtr("default", "web", "7", {}, "n1"));
-  TypedLister<api::corev1::Pod> pods(&ix);
+  TypedLister<objects::corev1::Pod> pods(&ix);
   auto web = pods.ByNamespace("default").Get("web");
   ASSERT_TRUE(web.ok());
   EXPECT_EQ((*web)->spec().nodename(), "n1");

@@ -7,8 +7,8 @@
 #include <condition_variable>
 #include <mutex>
 
-#include "api/codec.h"
-#include "api/meta.h"
+#include "objects/codec.h"
+#include "objects/meta.h"
 #include "informer/fake_api_server.h"
 #include "informer/fake_list_watcher.h"
 #include "informer/indexer.h"
@@ -19,14 +19,14 @@
 namespace kplane::informer {
 namespace {
 
-const api::ResourceInfo* Pods() {
-  return api::Scheme::Default().FindResource("", "v1", "pods");
+const objects::ResourceInfo* Pods() {
+  return objects::Scheme::Default().FindResource("", "v1", "pods");
 }
 
 // A pod of typical size (~1.5 KB of JSON): labels, two containers with
 // resources, a status with conditions.
-api::corev1::Pod TypicalPod(int i) {
-  api::corev1::Pod pod;
+objects::corev1::Pod TypicalPod(int i) {
+  objects::corev1::Pod pod;
   auto* m = pod.mutable_metadata();
   m->set_namespace_("ns-" + std::to_string(i % 10));
   m->set_name("web-" + std::to_string(i));
@@ -67,7 +67,7 @@ void BM_WatchDecodeJson(benchmark::State& state) {
   constexpr int kEvents = 1000;
   for (int i = 0; i < kEvents; ++i) {
     body += "{\"type\":\"MODIFIED\",\"object\":" +
-            api::EncodeJson(TypicalPod(i), {"v1", "Pod"}) + "}\n";
+            objects::EncodeJson(TypicalPod(i), {"v1", "Pod"}) + "}\n";
   }
   for (auto _ : state) {
     WatchDecoder dec(Pods()->kind);
@@ -89,7 +89,7 @@ Indexers NodeIndexed() {
   Indexers ix = DefaultIndexers();
   ix["node"] = [](const google::protobuf::Message& m) {
     return std::vector<std::string>{
-        static_cast<const api::corev1::Pod&>(m).spec().nodename()};
+        static_cast<const objects::corev1::Pod&>(m).spec().nodename()};
   };
   return ix;
 }
@@ -98,7 +98,7 @@ void BM_IndexerUpsert(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
   std::vector<ObjectPtr> pods;
   for (int i = 0; i < n; ++i) {
-    pods.push_back(std::make_shared<api::corev1::Pod>(TypicalPod(i)));
+    pods.push_back(std::make_shared<objects::corev1::Pod>(TypicalPod(i)));
   }
   Indexer ix(NodeIndexed());
   for (const ObjectPtr& p : pods) ix.Upsert(p);
@@ -114,7 +114,7 @@ BENCHMARK(BM_IndexerUpsert)->Arg(10000);
 void BM_ListerByIndex(benchmark::State& state) {
   Indexer ix(NodeIndexed());
   for (int i = 0; i < 10000; ++i) {
-    ix.Upsert(std::make_shared<api::corev1::Pod>(TypicalPod(i)));
+    ix.Upsert(std::make_shared<objects::corev1::Pod>(TypicalPod(i)));
   }
   int i = 0;
   for (auto _ : state) {
@@ -162,7 +162,7 @@ void BM_InformerDelivery(benchmark::State& state) {
   informer.Start();
   informer.WaitForCacheSync();
   fake->WaitForWatchCalls(1);
-  std::vector<api::corev1::Pod> pods;
+  std::vector<objects::corev1::Pod> pods;
   for (int i = 0; i < 1000; ++i) pods.push_back(TypicalPod(i));
   int64_t sent = 0;
   bool created = false;
@@ -205,9 +205,9 @@ HttpFixture* Http() {
 // GET of one pod over loopback HTTP from 1..8 threads sharing the client.
 void BM_RestClientGet(benchmark::State& state) {
   HttpFixture* f = Http();
-  api::corev1::Pod pod = TypicalPod(1);
+  objects::corev1::Pod pod = TypicalPod(1);
   for (auto _ : state) {
-    auto got = f->client->Get<api::corev1::Pod>(pod.metadata().namespace_(),
+    auto got = f->client->Get<objects::corev1::Pod>(pod.metadata().namespace_(),
                                                 pod.metadata().name());
     if (!got.ok()) state.SkipWithError(got.status().ToString().c_str());
   }
@@ -225,7 +225,7 @@ void BM_RestClientWatchEvents(benchmark::State& state) {
     state.SkipWithError(w.status().ToString().c_str());
     return;
   }
-  api::corev1::Pod pod = TypicalPod(1);
+  objects::corev1::Pod pod = TypicalPod(1);
   int64_t n = 0;
   for (auto _ : state) {
     for (int i = 0; i < 100; ++i) {

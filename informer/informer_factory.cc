@@ -13,12 +13,12 @@ SharedInformerFactory::SharedInformerFactory(RestClient* client,
 SharedInformerFactory::~SharedInformerFactory() { Shutdown(); }
 
 SharedIndexInformer* SharedInformerFactory::InformerFor(
-    const api::ResourceInfo& resource) {
+    const objects::ResourceInfo& resource) {
   return InformerFor(resource, options_.scope);
 }
 
 SharedIndexInformer* SharedInformerFactory::InformerFor(
-    const api::ResourceInfo& resource, const ListWatchScope& scope) {
+    const objects::ResourceInfo& resource, const ListWatchScope& scope) {
   std::lock_guard<std::mutex> l(mu_);
   Key key{&resource, scope};
   auto it = informers_.find(key);

@@ -47,12 +47,12 @@ class SharedInformerFactory {
                         InformerFactoryOptions options = {});
   ~SharedInformerFactory();  // Shutdown()
 
-  SharedIndexInformer* InformerFor(const api::ResourceInfo& resource);
-  SharedIndexInformer* InformerFor(const api::ResourceInfo& resource,
+  SharedIndexInformer* InformerFor(const objects::ResourceInfo& resource);
+  SharedIndexInformer* InformerFor(const objects::ResourceInfo& resource,
                                    const ListWatchScope& scope);
   template <typename T>
   SharedIndexInformer* InformerFor() {
-    const api::ResourceInfo* r = RestClient::ResourceFor<T>();
+    const objects::ResourceInfo* r = RestClient::ResourceFor<T>();
     CHECK(r != nullptr) << "no resource serves "
                         << T::descriptor()->full_name();
     return InformerFor(*r);
@@ -71,7 +71,7 @@ class SharedInformerFactory {
   void Shutdown();
 
  private:
-  using Key = std::pair<const api::ResourceInfo*, ListWatchScope>;
+  using Key = std::pair<const objects::ResourceInfo*, ListWatchScope>;
 
   RestClient* const client_;
   const InformerFactoryOptions options_;

@@ -1,6 +1,6 @@
 #include "informer/leader_election.h"
 
-#include "api/time.h"
+#include "objects/time.h"
 #include "base/logging.h"
 #include "informer/api_errors.h"
 
@@ -24,33 +24,33 @@ LeaseLock::LeaseLock(RestClient* client, std::string ns, std::string name,
       identity_(std::move(identity)) {}
 
 void LeaseLock::RecordToSpec(const LeaderElectionRecord& record,
-                             api::coordinationv1::LeaseSpec* spec) {
+                             objects::coordinationv1::LeaseSpec* spec) {
   spec->set_holderidentity(record.holder_identity);
   spec->set_leasedurationseconds(static_cast<int32_t>(
       std::chrono::duration_cast<seconds>(record.lease_duration).count()));
-  api::SetMicroTime(spec->mutable_acquiretime(), record.acquire_time);
-  api::SetMicroTime(spec->mutable_renewtime(), record.renew_time);
+  objects::SetMicroTime(spec->mutable_acquiretime(), record.acquire_time);
+  objects::SetMicroTime(spec->mutable_renewtime(), record.renew_time);
   spec->set_leasetransitions(record.leader_transitions);
 }
 
 LeaderElectionRecord LeaseLock::SpecToRecord(
-    const api::coordinationv1::LeaseSpec& spec) {
+    const objects::coordinationv1::LeaseSpec& spec) {
   LeaderElectionRecord r;
   r.holder_identity = spec.holderidentity();
   r.lease_duration = seconds(spec.leasedurationseconds());
-  if (!api::IsZero(spec.acquiretime())) {
-    r.acquire_time = api::ToWallTime(spec.acquiretime());
+  if (!objects::IsZero(spec.acquiretime())) {
+    r.acquire_time = objects::ToWallTime(spec.acquiretime());
   }
-  if (!api::IsZero(spec.renewtime())) {
-    r.renew_time = api::ToWallTime(spec.renewtime());
+  if (!objects::IsZero(spec.renewtime())) {
+    r.renew_time = objects::ToWallTime(spec.renewtime());
   }
   r.leader_transitions = spec.leasetransitions();
   return r;
 }
 
 StatusOr<LeaderElectionRecord> LeaseLock::Get() {
-  ASSIGN_OR_RETURN(std::unique_ptr<api::coordinationv1::Lease> lease,
-                   client_->Get<api::coordinationv1::Lease>(ns_, name_));
+  ASSIGN_OR_RETURN(std::unique_ptr<objects::coordinationv1::Lease> lease,
+                   client_->Get<objects::coordinationv1::Lease>(ns_, name_));
   LeaderElectionRecord r = SpecToRecord(lease->spec());
   std::lock_guard<std::mutex> l(mu_);
   lease_ = std::move(lease);
@@ -58,11 +58,11 @@ StatusOr<LeaderElectionRecord> LeaseLock::Get() {
 }
 
 Status LeaseLock::Create(const LeaderElectionRecord& record) {
-  api::coordinationv1::Lease lease;
+  objects::coordinationv1::Lease lease;
   lease.mutable_metadata()->set_name(name_);
   lease.mutable_metadata()->set_namespace_(ns_);
   RecordToSpec(record, lease.mutable_spec());
-  ASSIGN_OR_RETURN(std::unique_ptr<api::coordinationv1::Lease> created,
+  ASSIGN_OR_RETURN(std::unique_ptr<objects::coordinationv1::Lease> created,
                    client_->Create(lease));
   std::lock_guard<std::mutex> l(mu_);
   lease_ = std::move(created);
@@ -70,7 +70,7 @@ Status LeaseLock::Create(const LeaderElectionRecord& record) {
 }
 
 Status LeaseLock::Update(const LeaderElectionRecord& record) {
-  api::coordinationv1::Lease lease;
+  objects::coordinationv1::Lease lease;
   {
     std::lock_guard<std::mutex> l(mu_);
     if (lease_ == nullptr) {
@@ -79,7 +79,7 @@ Status LeaseLock::Update(const LeaderElectionRecord& record) {
     lease = *lease_;  // keeps metadata.resourceVersion: a compare-and-swap
   }
   RecordToSpec(record, lease.mutable_spec());
-  ASSIGN_OR_RETURN(std::unique_ptr<api::coordinationv1::Lease> updated,
+  ASSIGN_OR_RETURN(std::unique_ptr<objects::coordinationv1::Lease> updated,
                    client_->Update(lease));
   std::lock_guard<std::mutex> l(mu_);
   lease_ = std::move(updated);

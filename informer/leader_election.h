@@ -51,7 +51,7 @@
 #include <string>
 #include <thread>
 
-#include "api/types.h"
+#include "objects/types.h"
 #include "base/clock.h"
 #include "base/statusor.h"
 #include "informer/rest_client.h"
@@ -96,15 +96,15 @@ class LeaseLock : public ResourceLock {
   std::string Describe() const override { return ns_ + "/" + name_; }
 
   static void RecordToSpec(const LeaderElectionRecord& record,
-                           api::coordinationv1::LeaseSpec* spec);
+                           objects::coordinationv1::LeaseSpec* spec);
   static LeaderElectionRecord SpecToRecord(
-      const api::coordinationv1::LeaseSpec& spec);
+      const objects::coordinationv1::LeaseSpec& spec);
 
  private:
   RestClient* const client_;
   const std::string ns_, name_, identity_;
   std::mutex mu_;
-  std::unique_ptr<api::coordinationv1::Lease> lease_;  // as last read/written
+  std::unique_ptr<objects::coordinationv1::Lease> lease_;  // as last read/written
 };
 
 // Handed to on_started_leading.

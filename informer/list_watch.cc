@@ -3,7 +3,7 @@
 namespace kplane::informer {
 
 RestListerWatcher::RestListerWatcher(RestClient* client,
-                                     const api::ResourceInfo* resource,
+                                     const objects::ResourceInfo* resource,
                                      ListWatchScope scope)
     : client_(client), resource_(resource), scope_(std::move(scope)) {}
 

@@ -13,7 +13,7 @@
 #include <memory>
 #include <string>
 
-#include "api/scheme.h"
+#include "objects/scheme.h"
 #include "informer/rest_client.h"
 #include "informer/watch.h"
 
@@ -28,7 +28,7 @@ class ListerWatcher {
   virtual StatusOr<std::unique_ptr<WatchStream>> Watch(
       const ListOptions& options) = 0;
   // The kind of the objects listed and watched.
-  virtual const api::KindInfo& Kind() const = 0;
+  virtual const objects::KindInfo& Kind() const = 0;
 };
 
 // Which part of a collection an informer follows.
@@ -42,19 +42,19 @@ struct ListWatchScope {
 
 class RestListerWatcher : public ListerWatcher {
  public:
-  RestListerWatcher(RestClient* client, const api::ResourceInfo* resource,
+  RestListerWatcher(RestClient* client, const objects::ResourceInfo* resource,
                     ListWatchScope scope = {});
 
   StatusOr<ListResult> List(const ListOptions& options) override;
   StatusOr<std::unique_ptr<WatchStream>> Watch(
       const ListOptions& options) override;
-  const api::KindInfo& Kind() const override { return *resource_->kind; }
+  const objects::KindInfo& Kind() const override { return *resource_->kind; }
 
  private:
   ListOptions Scoped(const ListOptions& options) const;
 
   RestClient* const client_;
-  const api::ResourceInfo* const resource_;
+  const objects::ResourceInfo* const resource_;
   const ListWatchScope scope_;
 };
 

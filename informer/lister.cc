@@ -1,6 +1,6 @@
 #include "informer/lister.h"
 
-#include "api/meta.h"
+#include "objects/meta.h"
 
 namespace kplane::informer {
 
@@ -29,7 +29,7 @@ Status NotFound(const std::string& group_resource, std::string_view name) {
 
 machinery::Labels LabelsOf(const google::protobuf::Message& obj) {
   machinery::Labels labels;
-  if (const api::metav1::ObjectMeta* meta = api::GetObjectMeta(obj)) {
+  if (const objects::metav1::ObjectMeta* meta = objects::GetObjectMeta(obj)) {
     for (const auto& [k, v] : meta->labels()) labels.emplace(k, v);
   }
   return labels;
@@ -50,7 +50,7 @@ std::vector<ObjectPtr> NamespaceLister::List(
     objects = std::move(*by_index);
   } else {
     for (ObjectPtr& o : indexer_->List()) {
-      if (api::Namespace(*o) == ns_) objects.push_back(std::move(o));
+      if (objects::Namespace(*o) == ns_) objects.push_back(std::move(o));
     }
   }
   return Filter(std::move(objects), selector);
@@ -62,7 +62,7 @@ StatusOr<ObjectPtr> NamespaceLister::Get(std::string_view name) const {
   return o;
 }
 
-Lister::Lister(const Indexer* indexer, const api::ResourceInfo* resource)
+Lister::Lister(const Indexer* indexer, const objects::ResourceInfo* resource)
     : indexer_(indexer),
       group_resource_(resource != nullptr ? resource->GroupResource() : "") {}
 

@@ -26,8 +26,8 @@
 #include <string_view>
 #include <vector>
 
-#include "api/machinery/labels.h"
-#include "api/scheme.h"
+#include "objects/machinery/labels.h"
+#include "objects/scheme.h"
 #include "informer/indexer.h"
 
 namespace kplane::informer {
@@ -53,7 +53,7 @@ class Lister {
  public:
   // `resource` (optional) names the resource in NotFound errors.
   explicit Lister(const Indexer* indexer,
-                  const api::ResourceInfo* resource = nullptr);
+                  const objects::ResourceInfo* resource = nullptr);
 
   // Every cached object the selector matches.
   std::vector<ObjectPtr> List(
@@ -125,9 +125,9 @@ class TypedLister {
   }
 
  private:
-  static const api::ResourceInfo* ResourceOf() {
-    const api::Scheme& s = api::Scheme::Default();
-    const api::KindInfo* k = s.KindFor(T::descriptor());
+  static const objects::ResourceInfo* ResourceOf() {
+    const objects::Scheme& s = objects::Scheme::Default();
+    const objects::KindInfo* k = s.KindFor(T::descriptor());
     return k != nullptr ? s.ResourceForKind(*k) : nullptr;
   }
   Lister lister_;

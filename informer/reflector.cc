@@ -12,7 +12,7 @@ namespace {
 // version", another API server was ahead).
 bool IsUnservableResourceVersion(const Status& s) {
   return IsExpired(s) ||
-         (s.code() == StatusCode::kTimeout &&
+         (s.code() == StatusCode::kDeadlineExceeded &&
           s.message().find("Too large resource version") != std::string::npos);
 }
 
@@ -25,7 +25,7 @@ bool IsRewatchable(const Status& s) {
   switch (s.code()) {
     case StatusCode::kUnavailable:
     case StatusCode::kDeadlineExceeded:
-    case StatusCode::kDataLoss:
+    case StatusCode::kCorruption:
       return true;
     default:
       return false;

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "api/meta.h"
+#include "objects/meta.h"
 #include "informer/api_errors.h"
 #include "informer/fake_list_watcher.h"
 #include "informer/test_util.h"
@@ -24,7 +24,7 @@ class RecordingStore : public ReflectorStore {
     std::string s = "replace@" + rv + " [";
     for (size_t i = 0; i < objects.size(); ++i) {
       if (i > 0) s += " ";
-      s += api::Name(*objects[i]) + "@" + api::ResourceVersion(*objects[i]);
+      s += objects::Name(*objects[i]) + "@" + objects::ResourceVersion(*objects[i]);
     }
     ops.Record(s + "]");
   }
@@ -32,7 +32,7 @@ class RecordingStore : public ReflectorStore {
 
  private:
   void Record(const std::string& op, const google::protobuf::Message& obj) {
-    ops.Record(op + " " + api::Name(obj) + "@" + api::ResourceVersion(obj));
+    ops.Record(op + " " + objects::Name(obj) + "@" + objects::ResourceVersion(obj));
   }
 };
 
@@ -107,7 +107,7 @@ TEST_F(ReflectorTest, AppliesEventsAndRewatchesFromTheLastOnClose) {
   fake_.WaitForWatchCalls(1);
 
   ASSERT_TRUE(fake_.Create(MakePod("default", "b")).ok());  // rev 2
-  api::corev1::Pod a2 = MakePod("default", "a");
+  objects::corev1::Pod a2 = MakePod("default", "a");
   a2.mutable_metadata()->mutable_labels()->insert({"v", "2"});
   ASSERT_TRUE(fake_.Update(a2).ok());              // rev 3
   ASSERT_TRUE(fake_.Delete("default", "b").ok());  // rev 4

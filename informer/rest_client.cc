@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <deque>
 
-#include "api/meta.h"
-#include "api/serializer.h"
+#include "objects/meta.h"
+#include "objects/serializer.h"
 #include "base/logging.h"
 #include "base/strings.h"
 #include "informer/api_errors.h"
@@ -36,7 +36,7 @@ constexpr std::string_view kProtobufWatch =
 class HttpWatchStream : public WatchStream {
  public:
   HttpWatchStream(std::unique_ptr<net::HttpStream> stream,
-                  const api::KindInfo* kind, WatchFraming framing,
+                  const objects::KindInfo* kind, WatchFraming framing,
                   Duration idle_timeout)
       : stream_(std::move(stream)),
         decoder_(kind, framing),
@@ -189,7 +189,7 @@ RestClient::RestClient(RestClientOptions options, std::string host,
 
 RestClient::~RestClient() = default;
 
-std::string RestClient::ResourcePath(const api::ResourceInfo& resource,
+std::string RestClient::ResourcePath(const objects::ResourceInfo& resource,
                                      std::string_view ns, std::string_view name,
                                      std::string_view subresource) {
   std::string path = resource.gv.group.empty() ? "/api/" + resource.gv.version
@@ -274,13 +274,13 @@ StatusOr<net::HttpResponse> RestClient::Do(const RestRequest& request) {
 }
 
 StatusOr<std::unique_ptr<google::protobuf::Message>> RestClient::DecodeResponse(
-    const net::HttpResponse& resp, const api::KindInfo& kind) const {
-  ASSIGN_OR_RETURN(api::MediaType type,
-                   api::ParseMediaType(resp.headers.Get("Content-Type")));
+    const net::HttpResponse& resp, const objects::KindInfo& kind) const {
+  ASSIGN_OR_RETURN(objects::MediaType type,
+                   objects::ParseMediaType(resp.headers.Get("Content-Type")));
   std::unique_ptr<google::protobuf::Message> obj = kind.New();
-  StatusOr<api::DecodeResult> r = api::DecodeBody(type, resp.body, obj.get());
+  StatusOr<objects::DecodeResult> r = objects::DecodeBody(type, resp.body, obj.get());
   if (!r.ok()) return r.status().Annotate("decoding " + kind.kind);
-  const api::TypeMeta& tm = r->type_meta;
+  const objects::TypeMeta& tm = r->type_meta;
   if (tm.kind == "Status" && kind.kind != "Status") {
     // A success answered with a Status (POST pods/binding does): there is
     // no object to return.
@@ -296,13 +296,13 @@ StatusOr<std::unique_ptr<google::protobuf::Message>> RestClient::DecodeResponse(
 }
 
 void RestClient::SetBody(RestRequest* req, const google::protobuf::Message& obj,
-                         const api::KindInfo* kind) const {
-  api::TypeMeta tm = kind != nullptr ? kind->type_meta() : api::TypeMeta{};
-  api::MediaType type = options_.protobuf && kind != nullptr
-                            ? api::MediaType::kProtobuf
-                            : api::MediaType::kJson;
-  req->body = api::EncodeBody(type, obj, tm);
-  req->headers.Set("Content-Type", std::string(api::MediaTypeName(type)));
+                         const objects::KindInfo* kind) const {
+  objects::TypeMeta tm = kind != nullptr ? kind->type_meta() : objects::TypeMeta{};
+  objects::MediaType type = options_.protobuf && kind != nullptr
+                            ? objects::MediaType::kProtobuf
+                            : objects::MediaType::kJson;
+  req->body = objects::EncodeBody(type, obj, tm);
+  req->headers.Set("Content-Type", std::string(objects::MediaTypeName(type)));
 }
 
 void RestClient::AddWriteOptions(RestRequest* req,
@@ -319,10 +319,10 @@ void RestClient::AddWriteOptions(RestRequest* req,
 
 namespace {
 
-const api::KindInfo* SubresourceKind(const api::ResourceInfo& resource,
+const objects::KindInfo* SubresourceKind(const objects::ResourceInfo& resource,
                                      std::string_view subresource) {
   if (subresource.empty()) return resource.kind;
-  const api::SubresourceInfo* sub = resource.FindSubresource(subresource);
+  const objects::SubresourceInfo* sub = resource.FindSubresource(subresource);
   return sub != nullptr && sub->kind != nullptr ? sub->kind : resource.kind;
 }
 
@@ -352,7 +352,7 @@ void AddListQuery(RestRequest* req, const ListOptions& o) {
 }  // namespace
 
 StatusOr<std::unique_ptr<google::protobuf::Message>> RestClient::Get(
-    const api::ResourceInfo& resource, std::string_view ns,
+    const objects::ResourceInfo& resource, std::string_view ns,
     std::string_view name, const GetOptions& options,
     std::string_view subresource) {
   RestRequest req{.method = "GET",
@@ -365,7 +365,7 @@ StatusOr<std::unique_ptr<google::protobuf::Message>> RestClient::Get(
 }
 
 StatusOr<std::unique_ptr<google::protobuf::Message>> RestClient::List(
-    const api::ResourceInfo& resource, std::string_view ns,
+    const objects::ResourceInfo& resource, std::string_view ns,
     const ListOptions& options) {
   if (resource.list_kind == nullptr) {
     return InvalidArgumentError(resource.resource + " cannot be listed");
@@ -376,13 +376,13 @@ StatusOr<std::unique_ptr<google::protobuf::Message>> RestClient::List(
   return DecodeResponse(resp, *resource.list_kind);
 }
 
-StatusOr<ListResult> RestClient::ListObjects(const api::ResourceInfo& resource,
+StatusOr<ListResult> RestClient::ListObjects(const objects::ResourceInfo& resource,
                                              std::string_view ns,
                                              const ListOptions& options) {
   ASSIGN_OR_RETURN(std::unique_ptr<google::protobuf::Message> list,
                    List(resource, ns, options));
   ListResult result;
-  if (const api::metav1::ListMeta* meta = api::GetListMeta(*list)) {
+  if (const objects::metav1::ListMeta* meta = objects::GetListMeta(*list)) {
     result.resource_version = meta->resourceversion();
     result.continue_token = meta->continue_();
     if (meta->has_remainingitemcount()) {
@@ -403,12 +403,12 @@ StatusOr<ListResult> RestClient::ListObjects(const api::ResourceInfo& resource,
 }
 
 StatusOr<std::unique_ptr<google::protobuf::Message>> RestClient::Create(
-    const api::ResourceInfo& resource, std::string_view ns,
+    const objects::ResourceInfo& resource, std::string_view ns,
     const google::protobuf::Message& obj, const WriteOptions& options,
     std::string_view name_for_subresource, std::string_view subresource) {
   std::string target_ns(ns);
-  if (target_ns.empty() && api::GetObjectMeta(obj) != nullptr) {
-    target_ns = api::Namespace(obj);
+  if (target_ns.empty() && objects::GetObjectMeta(obj) != nullptr) {
+    target_ns = objects::Namespace(obj);
   }
   if (resource.namespaced && target_ns.empty()) {
     return InvalidArgumentError("creating " + resource.resource +
@@ -417,17 +417,17 @@ StatusOr<std::unique_ptr<google::protobuf::Message>> RestClient::Create(
   RestRequest req{.method = "POST",
                   .path = ResourcePath(resource, target_ns,
                                        name_for_subresource, subresource)};
-  const api::KindInfo* kind = SubresourceKind(resource, subresource);
-  SetBody(&req, obj, api::Scheme::Default().KindFor(obj.GetDescriptor()));
+  const objects::KindInfo* kind = SubresourceKind(resource, subresource);
+  SetBody(&req, obj, objects::Scheme::Default().KindFor(obj.GetDescriptor()));
   AddWriteOptions(&req, options);
   ASSIGN_OR_RETURN(net::HttpResponse resp, Do(req));
   return DecodeResponse(resp, *kind);
 }
 
 StatusOr<std::unique_ptr<google::protobuf::Message>> RestClient::Update(
-    const api::ResourceInfo& resource, const google::protobuf::Message& obj,
+    const objects::ResourceInfo& resource, const google::protobuf::Message& obj,
     const WriteOptions& options, std::string_view subresource) {
-  const api::metav1::ObjectMeta* meta = api::GetObjectMeta(obj);
+  const objects::metav1::ObjectMeta* meta = objects::GetObjectMeta(obj);
   if (meta == nullptr || meta->name().empty()) {
     return InvalidArgumentError("update needs metadata.name");
   }
@@ -438,14 +438,14 @@ StatusOr<std::unique_ptr<google::protobuf::Message>> RestClient::Update(
   RestRequest req{.method = "PUT",
                   .path = ResourcePath(resource, meta->namespace_(),
                                        meta->name(), subresource)};
-  SetBody(&req, obj, api::Scheme::Default().KindFor(obj.GetDescriptor()));
+  SetBody(&req, obj, objects::Scheme::Default().KindFor(obj.GetDescriptor()));
   AddWriteOptions(&req, options);
   ASSIGN_OR_RETURN(net::HttpResponse resp, Do(req));
   return DecodeResponse(resp, *SubresourceKind(resource, subresource));
 }
 
 StatusOr<std::unique_ptr<google::protobuf::Message>> RestClient::Patch(
-    const api::ResourceInfo& resource, std::string_view ns,
+    const objects::ResourceInfo& resource, std::string_view ns,
     std::string_view name, PatchType type, std::string_view patch,
     const WriteOptions& options, std::string_view subresource) {
   RestRequest req{.method = "PATCH",
@@ -457,19 +457,19 @@ StatusOr<std::unique_ptr<google::protobuf::Message>> RestClient::Patch(
   return DecodeResponse(resp, *SubresourceKind(resource, subresource));
 }
 
-Status RestClient::Delete(const api::ResourceInfo& resource,
+Status RestClient::Delete(const objects::ResourceInfo& resource,
                           std::string_view ns, std::string_view name,
-                          const api::metav1::DeleteOptions& options) {
+                          const objects::metav1::DeleteOptions& options) {
   RestRequest req{.method = "DELETE", .path = ResourcePath(resource, ns, name)};
   if (options.ByteSizeLong() > 0) {
     SetBody(&req, options,
-            api::Scheme::Default().FindKind("v1", "DeleteOptions"));
+            objects::Scheme::Default().FindKind("v1", "DeleteOptions"));
   }
   return Do(req).status();
 }
 
 StatusOr<std::unique_ptr<WatchStream>> RestClient::Watch(
-    const api::ResourceInfo& resource, std::string_view ns,
+    const objects::ResourceInfo& resource, std::string_view ns,
     const ListOptions& options) {
   RestRequest req{.method = "GET", .path = ResourcePath(resource, ns)};
   req.query.emplace_back("watch", "true");
@@ -500,9 +500,9 @@ StatusOr<std::unique_ptr<WatchStream>> RestClient::Watch(
                               body);
   }
   WatchFraming framing = WatchFraming::kJsonLines;
-  StatusOr<api::MediaType> type =
-      api::ParseMediaType(head.headers.Get("Content-Type"));
-  if (type.ok() && *type == api::MediaType::kProtobuf) {
+  StatusOr<objects::MediaType> type =
+      objects::ParseMediaType(head.headers.Get("Content-Type"));
+  if (type.ok() && *type == objects::MediaType::kProtobuf) {
     framing = WatchFraming::kProtobufFrames;
   }
   // The server ends a watch after timeoutSeconds; a stream silent for well

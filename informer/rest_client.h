@@ -1,5 +1,5 @@
 // RestClient: the Kubernetes REST API over HTTP for every resource in
-// api::Scheme (client-go's rest.RESTClient plus the typed clientsets'
+// objects::Scheme (client-go's rest.RESTClient plus the typed clientsets'
 // verbs). Controllers, kubeletsim, kpctl and the informers use one shared
 // instance.
 //
@@ -68,8 +68,8 @@
 #include <utility>
 #include <vector>
 
-#include "api/scheme.h"
-#include "api/types.h"
+#include "objects/scheme.h"
+#include "objects/types.h"
 #include "base/clock.h"
 #include "base/metrics.h"
 #include "base/statusor.h"
@@ -158,33 +158,33 @@ class RestClient {
 
   // "/apis/apps/v1/namespaces/default/deployments/web/scale"; empty parts
   // are left out; the namespace is ignored for cluster-scoped resources.
-  static std::string ResourcePath(const api::ResourceInfo& resource,
+  static std::string ResourcePath(const objects::ResourceInfo& resource,
                                   std::string_view ns,
                                   std::string_view name = {},
                                   std::string_view subresource = {});
   // The resource whose objects are T (corev1::Pod -> pods), or nullptr.
   template <typename T>
-  static const api::ResourceInfo* ResourceFor() {
-    const api::Scheme& s = api::Scheme::Default();
-    const api::KindInfo* k = s.KindFor(T::descriptor());
+  static const objects::ResourceInfo* ResourceFor() {
+    const objects::Scheme& s = objects::Scheme::Default();
+    const objects::KindInfo* k = s.KindFor(T::descriptor());
     return k != nullptr ? s.ResourceForKind(*k) : nullptr;
   }
 
   // ---- Generic verbs (objects of resource.kind, or of the subresource's
   // kind). For writes, an empty `ns` means the object's own namespace.
   StatusOr<std::unique_ptr<google::protobuf::Message>> Get(
-      const api::ResourceInfo& resource, std::string_view ns,
+      const objects::ResourceInfo& resource, std::string_view ns,
       std::string_view name, const GetOptions& options = {},
       std::string_view subresource = {});
   // The list message itself (e.g. a PodList).
   StatusOr<std::unique_ptr<google::protobuf::Message>> List(
-      const api::ResourceInfo& resource, std::string_view ns,
+      const objects::ResourceInfo& resource, std::string_view ns,
       const ListOptions& options = {});
-  StatusOr<ListResult> ListObjects(const api::ResourceInfo& resource,
+  StatusOr<ListResult> ListObjects(const objects::ResourceInfo& resource,
                                    std::string_view ns,
                                    const ListOptions& options = {});
   StatusOr<std::unique_ptr<google::protobuf::Message>> Create(
-      const api::ResourceInfo& resource, std::string_view ns,
+      const objects::ResourceInfo& resource, std::string_view ns,
       const google::protobuf::Message& obj, const WriteOptions& options = {},
       std::string_view name_for_subresource = {},
       std::string_view subresource = {});
@@ -192,52 +192,52 @@ class RestClient {
   // metadata.resourceVersion, when set, makes it a compare-and-swap
   // (409 Conflict if stale).
   StatusOr<std::unique_ptr<google::protobuf::Message>> Update(
-      const api::ResourceInfo& resource, const google::protobuf::Message& obj,
+      const objects::ResourceInfo& resource, const google::protobuf::Message& obj,
       const WriteOptions& options = {}, std::string_view subresource = {});
   StatusOr<std::unique_ptr<google::protobuf::Message>> UpdateStatus(
-      const api::ResourceInfo& resource, const google::protobuf::Message& obj,
+      const objects::ResourceInfo& resource, const google::protobuf::Message& obj,
       const WriteOptions& options = {}) {
     return Update(resource, obj, options, "status");
   }
   StatusOr<std::unique_ptr<google::protobuf::Message>> Patch(
-      const api::ResourceInfo& resource, std::string_view ns,
+      const objects::ResourceInfo& resource, std::string_view ns,
       std::string_view name, PatchType type, std::string_view patch,
       const WriteOptions& options = {}, std::string_view subresource = {});
   // DELETE with a metav1.DeleteOptions body (preconditions, grace period,
   // propagation policy).
-  Status Delete(const api::ResourceInfo& resource, std::string_view ns,
+  Status Delete(const objects::ResourceInfo& resource, std::string_view ns,
                 std::string_view name,
-                const api::metav1::DeleteOptions& options = {});
+                const objects::metav1::DeleteOptions& options = {});
   // Opens a watch (no retries: the reflector decides). The response head
   // has arrived when this returns; an error answer (400, 410, ...) is
   // returned here as a Status. Events stream through the WatchStream.
   StatusOr<std::unique_ptr<WatchStream>> Watch(
-      const api::ResourceInfo& resource, std::string_view ns,
+      const objects::ResourceInfo& resource, std::string_view ns,
       const ListOptions& options);
 
   // ---- Typed verbs: T is the object type (corev1::Pod, ...).
   template <typename T>
   StatusOr<std::unique_ptr<T>> Get(std::string_view ns, std::string_view name,
                                    const GetOptions& options = {}) {
-    ASSIGN_OR_RETURN(const api::ResourceInfo* r, Resource<T>());
+    ASSIGN_OR_RETURN(const objects::ResourceInfo* r, Resource<T>());
     return Downcast<T>(Get(*r, ns, name, options));
   }
   template <typename T>
   StatusOr<std::unique_ptr<T>> Create(const T& obj,
                                       const WriteOptions& options = {}) {
-    ASSIGN_OR_RETURN(const api::ResourceInfo* r, Resource<T>());
+    ASSIGN_OR_RETURN(const objects::ResourceInfo* r, Resource<T>());
     return Downcast<T>(Create(*r, "", obj, options));
   }
   template <typename T>
   StatusOr<std::unique_ptr<T>> Update(const T& obj,
                                       const WriteOptions& options = {}) {
-    ASSIGN_OR_RETURN(const api::ResourceInfo* r, Resource<T>());
+    ASSIGN_OR_RETURN(const objects::ResourceInfo* r, Resource<T>());
     return Downcast<T>(Update(*r, obj, options));
   }
   template <typename T>
   StatusOr<std::unique_ptr<T>> UpdateStatus(const T& obj,
                                             const WriteOptions& options = {}) {
-    ASSIGN_OR_RETURN(const api::ResourceInfo* r, Resource<T>());
+    ASSIGN_OR_RETURN(const objects::ResourceInfo* r, Resource<T>());
     return Downcast<T>(Update(*r, obj, options, "status"));
   }
   template <typename T>
@@ -245,13 +245,13 @@ class RestClient {
                                      PatchType type, std::string_view patch,
                                      const WriteOptions& options = {},
                                      std::string_view subresource = {}) {
-    ASSIGN_OR_RETURN(const api::ResourceInfo* r, Resource<T>());
+    ASSIGN_OR_RETURN(const objects::ResourceInfo* r, Resource<T>());
     return Downcast<T>(Patch(*r, ns, name, type, patch, options, subresource));
   }
   template <typename T>
   Status Delete(std::string_view ns, std::string_view name,
-                const api::metav1::DeleteOptions& options = {}) {
-    ASSIGN_OR_RETURN(const api::ResourceInfo* r, Resource<T>());
+                const objects::metav1::DeleteOptions& options = {}) {
+    ASSIGN_OR_RETURN(const objects::ResourceInfo* r, Resource<T>());
     return Delete(*r, ns, name, options);
   }
 
@@ -267,8 +267,8 @@ class RestClient {
                       uint16_t port);
 
   template <typename T>
-  static StatusOr<const api::ResourceInfo*> Resource() {
-    const api::ResourceInfo* r = ResourceFor<T>();
+  static StatusOr<const objects::ResourceInfo*> Resource() {
+    const objects::ResourceInfo* r = ResourceFor<T>();
     if (r == nullptr) {
       return InvalidArgumentError("no resource serves " +
                                   T::descriptor()->full_name());
@@ -285,10 +285,10 @@ class RestClient {
 
   // Decodes a response body into a new message of `kind`.
   StatusOr<std::unique_ptr<google::protobuf::Message>> DecodeResponse(
-      const net::HttpResponse& resp, const api::KindInfo& kind) const;
+      const net::HttpResponse& resp, const objects::KindInfo& kind) const;
   // The request body for `obj` in our wire format.
   void SetBody(RestRequest* req, const google::protobuf::Message& obj,
-               const api::KindInfo* kind) const;
+               const objects::KindInfo* kind) const;
   void AddWriteOptions(RestRequest* req, const WriteOptions& options) const;
   Duration Jitter(Duration d);
 

@@ -6,8 +6,8 @@
 #include <set>
 #include <thread>
 
-#include "api/codec.h"
-#include "api/meta.h"
+#include "objects/codec.h"
+#include "objects/meta.h"
 #include "informer/api_errors.h"
 #include "informer/fake_api_server.h"
 #include "informer/test_util.h"
@@ -20,13 +20,13 @@ using testing::MakePod;
 using testing::PodsResource;
 using testing::TestClock;
 
-const api::ResourceInfo* Resource(const std::string& group,
+const objects::ResourceInfo* Resource(const std::string& group,
                                   const std::string& resource) {
-  return api::Scheme::Default().FindResource(group, "v1", resource);
+  return objects::Scheme::Default().FindResource(group, "v1", resource);
 }
 
 TEST(RestClientPathTest, PathsFromResourceInfo) {
-  const api::ResourceInfo* pods = PodsResource();
+  const objects::ResourceInfo* pods = PodsResource();
   EXPECT_EQ(RestClient::ResourcePath(*pods, "default", "web"),
             "/api/v1/namespaces/default/pods/web");
   EXPECT_EQ(RestClient::ResourcePath(*pods, "default", "web", "status"),
@@ -42,7 +42,7 @@ TEST(RestClientPathTest, PathsFromResourceInfo) {
             "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases");
   EXPECT_EQ(RestClient::ResourcePath(*pods, "default", "a b"),
             "/api/v1/namespaces/default/pods/a%20b");
-  EXPECT_EQ(RestClient::ResourceFor<api::appsv1::Deployment>(),
+  EXPECT_EQ(RestClient::ResourceFor<objects::appsv1::Deployment>(),
             Resource("apps", "deployments"));
 }
 
@@ -76,7 +76,7 @@ INSTANTIATE_TEST_SUITE_P(Wire, RestClientTest, ::testing::Values(false, true),
                          });
 
 TEST_P(RestClientTest, CreateGetUpdateDeleteWithApiErrors) {
-  api::corev1::Pod pod = MakePod("default", "web", {{"app", "web"}}, "n1");
+  objects::corev1::Pod pod = MakePod("default", "web", {{"app", "web"}}, "n1");
   auto created = client_->Create(pod);
   ASSERT_TRUE(created.ok()) << created.status();
   EXPECT_EQ((*created)->metadata().resourceversion(), "1");
@@ -87,11 +87,11 @@ TEST_P(RestClientTest, CreateGetUpdateDeleteWithApiErrors) {
   EXPECT_TRUE(IsAlreadyExists(dup.status())) << dup.status();
   EXPECT_EQ(dup.status().message(), "pods \"web\" already exists");
 
-  auto got = client_->Get<api::corev1::Pod>("default", "web");
+  auto got = client_->Get<objects::corev1::Pod>("default", "web");
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ((*got)->metadata().labels().at("app"), "web");
 
-  api::corev1::Pod changed = **got;
+  objects::corev1::Pod changed = **got;
   changed.mutable_spec()->set_nodename("n2");
   auto updated = client_->Update(changed);
   ASSERT_TRUE(updated.ok()) << updated.status();
@@ -108,11 +108,11 @@ TEST_P(RestClientTest, CreateGetUpdateDeleteWithApiErrors) {
   auto status = client_->UpdateStatus(**updated);
   ASSERT_TRUE(status.ok()) << status.status();
 
-  ASSERT_TRUE(client_->Delete<api::corev1::Pod>("default", "web").ok());
-  auto gone = client_->Get<api::corev1::Pod>("default", "web");
+  ASSERT_TRUE(client_->Delete<objects::corev1::Pod>("default", "web").ok());
+  auto gone = client_->Get<objects::corev1::Pod>("default", "web");
   EXPECT_TRUE(IsNotFound(gone.status()));
   EXPECT_EQ(gone.status().message(), "pods \"web\" not found");
-  EXPECT_TRUE(IsNotFound(client_->Delete<api::corev1::Pod>("default", "web")));
+  EXPECT_TRUE(IsNotFound(client_->Delete<objects::corev1::Pod>("default", "web")));
 
   std::vector<std::string> requests = server_.Requests();
   ASSERT_GE(requests.size(), 5u);
@@ -123,15 +123,15 @@ TEST_P(RestClientTest, CreateGetUpdateDeleteWithApiErrors) {
 }
 
 TEST_P(RestClientTest, ClusterScopedAndGroupedResources) {
-  api::corev1::Node node;
+  objects::corev1::Node node;
   node.mutable_metadata()->set_name("n1");
   ASSERT_TRUE(client_->Create(node).ok());
-  api::appsv1::Deployment d;
+  objects::appsv1::Deployment d;
   d.mutable_metadata()->set_name("web");
   d.mutable_metadata()->set_namespace_("prod");
   d.mutable_spec()->set_replicas(3);
   ASSERT_TRUE(client_->Create(d).ok());
-  auto got = client_->Get<api::appsv1::Deployment>("prod", "web");
+  auto got = client_->Get<objects::appsv1::Deployment>("prod", "web");
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ((*got)->spec().replicas(), 3);
   EXPECT_EQ(server_.Requests()[0], "POST /api/v1/nodes");
@@ -150,8 +150,8 @@ TEST_P(RestClientTest, ListObjectsPagesAndMovesItems) {
   auto page1 = client_->ListObjects(*PodsResource(), "default", {.limit = 2});
   ASSERT_TRUE(page1.ok()) << page1.status();
   ASSERT_EQ(page1->items.size(), 2u);
-  EXPECT_EQ(api::Name(*page1->items[0]), "p0");
-  EXPECT_EQ(api::Name(*page1->items[1]), "p1");
+  EXPECT_EQ(objects::Name(*page1->items[0]), "p0");
+  EXPECT_EQ(objects::Name(*page1->items[1]), "p1");
   EXPECT_EQ(page1->resource_version, "5");
   EXPECT_EQ(page1->remaining_item_count, 3);
   ASSERT_FALSE(page1->continue_token.empty());
@@ -166,8 +166,8 @@ TEST_P(RestClientTest, ListObjectsPagesAndMovesItems) {
 
   auto list = client_->List(*PodsResource(), "default");
   ASSERT_TRUE(list.ok());
-  EXPECT_EQ(api::ListSize(**list), 5);
-  EXPECT_EQ((*list)->GetDescriptor(), api::corev1::PodList::descriptor());
+  EXPECT_EQ(objects::ListSize(**list), 5);
+  EXPECT_EQ((*list)->GetDescriptor(), objects::corev1::PodList::descriptor());
 
   // A compacted continue token: 410 Expired.
   pods->Compact();
@@ -186,7 +186,7 @@ TEST_P(RestClientTest, IdempotentRequestsAreRetriedWithBackoff) {
                   .ok());
   server_.FailNext(2, 503);
   auto get = std::async(std::launch::async, [&] {
-    return client_->Get<api::corev1::Pod>("default", "web");
+    return client_->Get<objects::corev1::Pod>("default", "web");
   });
   Duration first = clock_.WaitForCall(1);
   EXPECT_GE(first, milliseconds(100));
@@ -229,7 +229,7 @@ TEST_P(RestClientTest, RetriesAreBounded) {
   auto client = NewClient({.max_retries = 2});
   server_.FailNext(5, 504);
   auto get = std::async(std::launch::async, [&] {
-    return client->Get<api::corev1::Pod>("default", "web");
+    return client->Get<objects::corev1::Pod>("default", "web");
   });
   clock_.Advance(clock_.WaitForCall(1));
   clock_.Advance(clock_.WaitForCall(2));
@@ -249,7 +249,7 @@ TEST_P(RestClientTest, ConnectionRefusedIsRetriedThenReported) {
                                  .metrics = &registry_});
   ASSERT_TRUE(client.ok());
   auto get = std::async(std::launch::async, [&] {
-    return (*client)->Get<api::corev1::Pod>("default", "web");
+    return (*client)->Get<objects::corev1::Pod>("default", "web");
   });
   clock_.Advance(clock_.WaitForCall(1));
   auto pod = get.get();
@@ -267,7 +267,7 @@ TEST_P(RestClientTest, ConnectionPoolBoundsConnections) {
   for (int t = 0; t < 8; ++t) {
     threads.emplace_back([&] {
       for (int i = 0; i < 25; ++i) {
-        ok += client->Get<api::corev1::Pod>("default", "web").ok() ? 1 : 0;
+        ok += client->Get<objects::corev1::Pod>("default", "web").ok() ? 1 : 0;
       }
     });
   }
@@ -298,7 +298,7 @@ TEST_P(RestClientTest, WatchDecodesEventsSplitAcrossWrites) {
   WatchEvent ev;
   ASSERT_TRUE((*w)->Next(&ev));
   EXPECT_EQ(ev.type, EventType::kAdded);
-  EXPECT_EQ(api::Name(*ev.object), "a");
+  EXPECT_EQ(objects::Name(*ev.object), "a");
   ASSERT_TRUE((*w)->Next(&ev));
   EXPECT_EQ(ev.type, EventType::kAdded);
   EXPECT_EQ(ev.ResourceVersion(), "2");
@@ -371,34 +371,34 @@ TEST(RestClientRequestTest, PatchDeleteOptionsAndQuery) {
           seen.push_back(req);
         }
         if (req.path.ends_with("/binding")) {
-          api::metav1::Status ok;
+          objects::metav1::Status ok;
           ok.set_status("Success");
           ok.set_code(201);
           resp->Respond(201, {{"Content-Type", "application/json"}},
-                        api::EncodeJson(ok, {"v1", "Status"}));
+                        objects::EncodeJson(ok, {"v1", "Status"}));
           return;
         }
-        api::corev1::Pod pod = MakePod("default", "web");
+        objects::corev1::Pod pod = MakePod("default", "web");
         resp->Respond(200, {{"Content-Type", "application/json"}},
-                      api::EncodeJson(pod, {"v1", "Pod"}));
+                      objects::EncodeJson(pod, {"v1", "Pod"}));
       });
   ASSERT_TRUE(server.Start().ok());
   auto client = RestClient::New(
       {.server = "http://127.0.0.1:" + std::to_string(server.port())});
   ASSERT_TRUE(client.ok());
 
-  auto patched = (*client)->Patch<api::corev1::Pod>(
+  auto patched = (*client)->Patch<objects::corev1::Pod>(
       "default", "web", PatchType::kStrategicMergePatch,
       R"({"metadata":{"labels":{"a":"b"}}})",
       {.dry_run = true, .field_manager = "kpctl"}, "status");
   ASSERT_TRUE(patched.ok()) << patched.status();
-  api::metav1::DeleteOptions del;
+  objects::metav1::DeleteOptions del;
   del.set_propagationpolicy("Foreground");
   del.mutable_preconditions()->set_resourceversion("7");
-  ASSERT_TRUE((*client)->Delete<api::corev1::Pod>("default", "web", del).ok());
-  auto wrong = (*client)->Get<api::corev1::Node>("", "n1");
+  ASSERT_TRUE((*client)->Delete<objects::corev1::Pod>("default", "web", del).ok());
+  auto wrong = (*client)->Get<objects::corev1::Node>("", "n1");
   EXPECT_EQ(wrong.status().code(), StatusCode::kInvalidArgument);  // a Pod
-  api::corev1::Binding binding;
+  objects::corev1::Binding binding;
   binding.mutable_metadata()->set_name("web");
   binding.mutable_target()->set_kind("Node");
   binding.mutable_target()->set_name("n1");

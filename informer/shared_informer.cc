@@ -3,7 +3,7 @@
 #include <deque>
 #include <map>
 
-#include "api/meta.h"
+#include "objects/meta.h"
 #include "base/logging.h"
 
 namespace kplane::informer {
@@ -157,7 +157,7 @@ SharedIndexInformer::SharedIndexInformer(std::shared_ptr<ListerWatcher> lw,
     : options_(std::move(options)),
       clock_(options_.clock != nullptr ? options_.clock : Clock::Real()),
       lw_(std::move(lw)),
-      resource_(api::Scheme::Default().ResourceForKind(lw_->Kind())),
+      resource_(objects::Scheme::Default().ResourceForKind(lw_->Kind())),
       indexer_(options_.indexers),
       store_(std::make_unique<Store>(this)) {
   ReflectorOptions ro = options_.reflector;
@@ -294,7 +294,7 @@ void SharedIndexInformer::Replace(std::vector<ObjectPtr> objects) {
     ObjectPtr old = indexer_.Get(key);
     if (old == nullptr) {
       notes.push_back(AddNotification(obj, initial));
-    } else if (api::ResourceVersion(*old) != api::ResourceVersion(*obj)) {
+    } else if (objects::ResourceVersion(*old) != objects::ResourceVersion(*obj)) {
       notes.push_back(UpdateNotification(old, obj));
     } else {
       obj = std::move(old);  // unchanged: keep the object handlers saw

@@ -139,7 +139,7 @@ class SharedIndexInformer {
   Status AddIndexers(Indexers indexers) {
     return indexer_.AddIndexers(std::move(indexers));
   }
-  const api::KindInfo& Kind() const { return lw_->Kind(); }
+  const objects::KindInfo& Kind() const { return lw_->Kind(); }
   std::string LastSyncResourceVersion() const;
   Reflector::Stats ReflectorStats() const { return reflector_->stats(); }
 
@@ -159,7 +159,7 @@ class SharedIndexInformer {
   const SharedInformerOptions options_;
   Clock* const clock_;
   std::shared_ptr<ListerWatcher> lw_;
-  const api::ResourceInfo* resource_;
+  const objects::ResourceInfo* resource_;
   Indexer indexer_;
   std::unique_ptr<Store> store_;
   std::unique_ptr<Reflector> reflector_;

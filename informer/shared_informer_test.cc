@@ -4,7 +4,7 @@
 
 #include <future>
 
-#include "api/meta.h"
+#include "objects/meta.h"
 #include "informer/fake_list_watcher.h"
 #include "informer/test_util.h"
 
@@ -16,7 +16,7 @@ using testing::PodKind;
 using testing::Recorder;
 
 std::string Desc(const ObjectPtr& o) {
-  return api::Name(*o) + "@" + api::ResourceVersion(*o);
+  return objects::Name(*o) + "@" + objects::ResourceVersion(*o);
 }
 
 // Records notifications as strings:
@@ -94,7 +94,7 @@ TEST_F(SharedInformerTest, InitialListThenWatchEvents) {
   fake_->WaitForWatchCalls(1);
 
   ASSERT_TRUE(fake_->Create(MakePod("default", "c")).ok());  // 3
-  api::corev1::Pod a = MakePod("default", "a", {{"v", "2"}});
+  objects::corev1::Pod a = MakePod("default", "a", {{"v", "2"}});
   ASSERT_TRUE(fake_->Update(a).ok());               // 4
   ASSERT_TRUE(fake_->Delete("default", "b").ok());  // 5
   ASSERT_TRUE(events.WaitForCount(5));
@@ -105,7 +105,7 @@ TEST_F(SharedInformerTest, InitialListThenWatchEvents) {
   EXPECT_EQ(CachedObjects(), (std::vector<std::string>{"a@4", "c@3"}));
   auto a_cached = informer_->GetLister().ByNamespace("default").Get("a");
   ASSERT_TRUE(a_cached.ok());
-  EXPECT_EQ(api::Label(*api::GetObjectMeta(**a_cached), "v"), "2");
+  EXPECT_EQ(objects::Label(*objects::GetObjectMeta(**a_cached), "v"), "2");
 }
 
 TEST_F(SharedInformerTest, WaitForCacheSyncTimesOutOnTheClock) {
@@ -131,11 +131,11 @@ TEST_F(SharedInformerTest, SlowHandlerNeverBlocksTheOthers) {
   informer_->AddEventHandler(
       EventHandlerFuncs{.on_add = [&](const ObjectPtr& o, bool) {
         released.wait();
-        slow_events.Record(api::Name(*o));
+        slow_events.Record(objects::Name(*o));
       }});
   informer_->AddEventHandler(
       EventHandlerFuncs{.on_add = [&](const ObjectPtr& o, bool) {
-        fast_events.Record(api::Name(*o));
+        fast_events.Record(objects::Name(*o));
       }});
   informer_->Start();
   ASSERT_TRUE(informer_->WaitForCacheSync(seconds(1)));
@@ -270,14 +270,14 @@ TEST_F(SharedInformerTest, CustomIndexersAndTypedListers) {
                   ->AddIndexers({{"node",
                                   [](const google::protobuf::Message& m) {
                                     return std::vector<std::string>{
-                                        static_cast<const api::corev1::Pod&>(m)
+                                        static_cast<const objects::corev1::Pod&>(m)
                                             .spec()
                                             .nodename()};
                                   }}})
                   .ok());
   informer_->Start();
   ASSERT_TRUE(informer_->WaitForCacheSync(seconds(1)));
-  TypedLister<api::corev1::Pod> pods(&informer_->GetIndexer());
+  TypedLister<objects::corev1::Pod> pods(&informer_->GetIndexer());
   auto on_n2 = pods.ByIndex("node", "n2");
   ASSERT_TRUE(on_n2.ok());
   ASSERT_EQ(on_n2->size(), 1u);

@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "api/meta.h"
-#include "api/scheme.h"
-#include "api/types.h"
+#include "objects/meta.h"
+#include "objects/scheme.h"
+#include "objects/types.h"
 #include "base/clock.h"
 #include "informer/watch.h"
 
@@ -26,11 +26,11 @@ namespace kplane::informer::testing {
 // A failure deadline for awaiting events in tests; never slept on.
 inline constexpr std::chrono::seconds kTestDeadline{20};
 
-inline api::corev1::Pod MakePod(
+inline objects::corev1::Pod MakePod(
     const std::string& ns, const std::string& name,
     const std::map<std::string, std::string>& labels = {},
     const std::string& node = "") {
-  api::corev1::Pod pod;
+  objects::corev1::Pod pod;
   pod.mutable_metadata()->set_namespace_(ns);
   pod.mutable_metadata()->set_name(name);
   for (const auto& [k, v] : labels) {
@@ -49,16 +49,16 @@ inline ObjectPtr PodPtr(const std::string& ns, const std::string& name,
                         const std::map<std::string, std::string>& labels = {},
                         const std::string& node = "") {
   auto pod =
-      std::make_shared<api::corev1::Pod>(MakePod(ns, name, labels, node));
+      std::make_shared<objects::corev1::Pod>(MakePod(ns, name, labels, node));
   pod->mutable_metadata()->set_resourceversion(rv);
   return pod;
 }
 
-inline const api::KindInfo* PodKind() {
-  return api::Scheme::Default().FindKind("v1", "Pod");
+inline const objects::KindInfo* PodKind() {
+  return objects::Scheme::Default().FindKind("v1", "Pod");
 }
-inline const api::ResourceInfo* PodsResource() {
-  return api::Scheme::Default().FindResource("", "v1", "pods");
+inline const objects::ResourceInfo* PodsResource() {
+  return objects::Scheme::Default().FindResource("", "v1", "pods");
 }
 
 // Collects strings from any thread; tests await a count or a predicate.

@@ -5,10 +5,10 @@
 
 #include <string>
 
-#include "api/codec.h"
-#include "api/envelope.h"
-#include "api/meta.h"
-#include "api/types.h"
+#include "objects/codec.h"
+#include "objects/envelope.h"
+#include "objects/meta.h"
+#include "objects/types.h"
 #include "informer/api_errors.h"
 
 namespace kplane::informer {
@@ -25,7 +25,7 @@ const std::string& EmptyString() {
 
 // Checks a decoded object's own kind/apiVersion (when it names one) against
 // the kind the watch is for.
-Status CheckTypeMeta(const api::TypeMeta& got, const api::KindInfo& want) {
+Status CheckTypeMeta(const objects::TypeMeta& got, const objects::KindInfo& want) {
   if (got.empty()) return Status::Ok();
   if ((!got.kind.empty() && got.kind != want.kind) ||
       (!got.api_version.empty() && got.api_version != want.gv.ApiVersion())) {
@@ -59,7 +59,7 @@ bool SplitCanonicalEvent(std::string_view line, std::string_view* type,
   return true;
 }
 
-Status ErrorFromApiStatus(const api::metav1::Status& st) {
+Status ErrorFromApiStatus(const objects::metav1::Status& st) {
   Status s = StatusFromApiStatus(st, st.code());
   if (s.ok()) return InternalError("ERROR watch event without a failure");
   return s;
@@ -81,11 +81,11 @@ StatusOr<EventType> ParseEventType(std::string_view name) {
 
 const std::string& WatchEvent::ResourceVersion() const {
   if (object == nullptr) return EmptyString();
-  const api::metav1::ObjectMeta* meta = api::GetObjectMeta(*object);
+  const objects::metav1::ObjectMeta* meta = objects::GetObjectMeta(*object);
   return meta != nullptr ? meta->resourceversion() : EmptyString();
 }
 
-WatchDecoder::WatchDecoder(const api::KindInfo* kind, WatchFraming framing,
+WatchDecoder::WatchDecoder(const objects::KindInfo* kind, WatchFraming framing,
                            size_t max_event_bytes)
     : kind_(kind), framing_(framing), max_event_bytes_(max_event_bytes) {}
 
@@ -150,7 +150,7 @@ Status WatchDecoder::Finish() const {
     return Status::Ok();
   }
   if (buffer_.empty()) return Status::Ok();
-  return Status(StatusCode::kDataLoss, "watch stream ended inside an event (" +
+  return Status(StatusCode::kCorruption, "watch stream ended inside an event (" +
                                            std::to_string(buffer_.size()) +
                                            " bytes left)");
 }
@@ -171,14 +171,14 @@ StatusOr<WatchEvent> WatchDecoder::DecodeJsonEvent(
       WatchEvent ev;
       ev.type = *type;
       if (ev.type == EventType::kError) {
-        api::metav1::Status st;
-        if (api::DecodeJson(object_json, &st).ok()) {
+        objects::metav1::Status st;
+        if (objects::DecodeJson(object_json, &st).ok()) {
           ev.error = ErrorFromApiStatus(st);
           return ev;
         }
       } else {
         std::unique_ptr<google::protobuf::Message> obj = kind_->New();
-        StatusOr<api::DecodeResult> r = api::DecodeJson(object_json, obj.get());
+        StatusOr<objects::DecodeResult> r = objects::DecodeJson(object_json, obj.get());
         if (r.ok() && CheckTypeMeta(r->type_meta, *kind_).ok()) {
           ev.object = std::move(obj);
           return ev;
@@ -208,15 +208,15 @@ StatusOr<WatchEvent> WatchDecoder::DecodeJsonEvent(
                                 type_it->value.GetString(),
                                 type_it->value.GetStringLength())));
   if (ev.type == EventType::kError) {
-    api::metav1::Status st;
-    StatusOr<api::DecodeResult> r = api::DecodeJsonValue(object_it->value, &st);
+    objects::metav1::Status st;
+    StatusOr<objects::DecodeResult> r = objects::DecodeJsonValue(object_it->value, &st);
     if (!r.ok()) return r.status().Annotate("ERROR watch event");
     ev.error = ErrorFromApiStatus(st);
     return ev;
   }
   std::unique_ptr<google::protobuf::Message> obj = kind_->New();
-  StatusOr<api::DecodeResult> r =
-      api::DecodeJsonValue(object_it->value, obj.get());
+  StatusOr<objects::DecodeResult> r =
+      objects::DecodeJsonValue(object_it->value, obj.get());
   if (!r.ok()) {
     return r.status().Annotate(std::string(EventTypeName(ev.type)) +
                                " watch event");
@@ -228,32 +228,32 @@ StatusOr<WatchEvent> WatchDecoder::DecodeJsonEvent(
 
 StatusOr<WatchEvent> WatchDecoder::DecodeProtobufEvent(
     std::string_view frame) const {
-  api::metav1::WatchEvent raw_event;
-  if (api::HasEnvelopeMagic(frame)) {
-    RETURN_IF_ERROR(api::DecodeEnvelopeInto(frame, &raw_event).status());
+  objects::metav1::WatchEvent raw_event;
+  if (objects::HasEnvelopeMagic(frame)) {
+    RETURN_IF_ERROR(objects::DecodeEnvelopeInto(frame, &raw_event).status());
   } else if (!raw_event.ParseFromArray(frame.data(),
                                        static_cast<int>(frame.size()))) {
-    return Status(StatusCode::kDataLoss, "malformed protobuf watch frame");
+    return Status(StatusCode::kCorruption, "malformed protobuf watch frame");
   }
   WatchEvent ev;
   ASSIGN_OR_RETURN(ev.type, ParseEventType(raw_event.type()));
   const std::string& raw = raw_event.object().raw();
   // The embedded object is enveloped protobuf; accept JSON as well (a
   // RawExtension may hold either).
-  auto decode = [&](google::protobuf::Message* msg) -> StatusOr<api::TypeMeta> {
-    if (api::HasEnvelopeMagic(raw)) return api::DecodeEnvelopeInto(raw, msg);
-    ASSIGN_OR_RETURN(api::DecodeResult r, api::DecodeJson(raw, msg));
+  auto decode = [&](google::protobuf::Message* msg) -> StatusOr<objects::TypeMeta> {
+    if (objects::HasEnvelopeMagic(raw)) return objects::DecodeEnvelopeInto(raw, msg);
+    ASSIGN_OR_RETURN(objects::DecodeResult r, objects::DecodeJson(raw, msg));
     return r.type_meta;
   };
   if (ev.type == EventType::kError) {
-    api::metav1::Status st;
-    StatusOr<api::TypeMeta> tm = decode(&st);
+    objects::metav1::Status st;
+    StatusOr<objects::TypeMeta> tm = decode(&st);
     if (!tm.ok()) return tm.status().Annotate("ERROR watch event");
     ev.error = ErrorFromApiStatus(st);
     return ev;
   }
   std::unique_ptr<google::protobuf::Message> obj = kind_->New();
-  StatusOr<api::TypeMeta> tm = decode(obj.get());
+  StatusOr<objects::TypeMeta> tm = decode(obj.get());
   if (!tm.ok()) {
     return tm.status().Annotate(std::string(EventTypeName(ev.type)) +
                                 " watch event");

@@ -11,7 +11,7 @@
 //       "Expired","message":"too old resource version: 5 (17)"}}\n
 // With protobuf (application/vnd.kubernetes.protobuf;stream=watch) each is
 // a 4-byte big-endian length followed by a metav1.WatchEvent whose
-// object.raw holds the object in the "k8s\0" envelope (api/envelope.h).
+// object.raw holds the object in the "k8s\0" envelope (objects/envelope.h).
 //
 // Objects are decoded into the kind the watch is for (an ERROR event's
 // object is a metav1.Status and becomes WatchEvent::error). A top-level
@@ -30,7 +30,7 @@
 #include <string_view>
 #include <vector>
 
-#include "api/scheme.h"
+#include "objects/scheme.h"
 #include "base/statusor.h"
 
 namespace kplane::informer {
@@ -80,7 +80,7 @@ class WatchDecoder {
  public:
   // Objects decode into messages of `kind` (not owned; Scheme lives
   // forever). `max_event_bytes` bounds one event (a line or frame).
-  explicit WatchDecoder(const api::KindInfo* kind,
+  explicit WatchDecoder(const objects::KindInfo* kind,
                         WatchFraming framing = WatchFraming::kJsonLines,
                         size_t max_event_bytes = 64 << 20);
 
@@ -99,7 +99,7 @@ class WatchDecoder {
   StatusOr<WatchEvent> DecodeJsonEvent(std::string_view line) const;
   StatusOr<WatchEvent> DecodeProtobufEvent(std::string_view frame) const;
 
-  const api::KindInfo* kind_;
+  const objects::KindInfo* kind_;
   WatchFraming framing_;
   size_t max_event_bytes_;
   std::string buffer_;

@@ -2,9 +2,9 @@
 
 #include <gtest/gtest.h>
 
-#include "api/codec.h"
-#include "api/envelope.h"
-#include "api/meta.h"
+#include "objects/codec.h"
+#include "objects/envelope.h"
+#include "objects/meta.h"
 #include "informer/api_errors.h"
 #include "informer/test_util.h"
 
@@ -15,10 +15,10 @@ using testing::PodKind;
 
 std::string JsonEvent(const std::string& type, const std::string& name,
                       const std::string& rv) {
-  api::corev1::Pod pod = testing::MakePod("default", name);
+  objects::corev1::Pod pod = testing::MakePod("default", name);
   pod.mutable_metadata()->set_resourceversion(rv);
   return "{\"type\":\"" + type +
-         "\",\"object\":" + api::EncodeJson(pod, {"v1", "Pod"}) + "}\n";
+         "\",\"object\":" + objects::EncodeJson(pod, {"v1", "Pod"}) + "}\n";
 }
 
 TEST(WatchDecoderTest, JsonLinesSplitAnywhere) {
@@ -44,18 +44,18 @@ TEST(WatchDecoderTest, JsonLinesSplitAnywhere) {
     EXPECT_EQ(events[0].ResourceVersion(), "5");
     EXPECT_EQ(events[2].ResourceVersion(), "7");
     EXPECT_EQ(events[3].ResourceVersion(), "9");
-    EXPECT_EQ(api::Name(*events[1].object), "a");
+    EXPECT_EQ(objects::Name(*events[1].object), "a");
     EXPECT_EQ(events[1].object->GetDescriptor(),
-              api::corev1::Pod::descriptor());
+              objects::corev1::Pod::descriptor());
   }
 }
 
 // Lines of another shape than {"type":..,"object":..} take the general
 // path and decode the same.
 TEST(WatchDecoderTest, AnyMemberOrderAndWhitespace) {
-  api::corev1::Pod pod = testing::MakePod("default", "a");
+  objects::corev1::Pod pod = testing::MakePod("default", "a");
   pod.mutable_metadata()->set_resourceversion("3");
-  const std::string obj = api::EncodeJson(pod, {"v1", "Pod"});
+  const std::string obj = objects::EncodeJson(pod, {"v1", "Pod"});
   WatchDecoder dec(PodKind());
   std::vector<WatchEvent> events;
   ASSERT_TRUE(dec.Feed("{\"object\":" + obj + ",\"type\":\"MODIFIED\"}\n" +
@@ -116,7 +116,7 @@ TEST(WatchDecoderTest, PartialEventAtEndIsDataLoss) {
   std::vector<WatchEvent> events;
   std::string ev = JsonEvent("ADDED", "a", "1");
   ASSERT_TRUE(dec.Feed(ev.substr(0, 20), &events).ok());
-  EXPECT_EQ(dec.Finish().code(), StatusCode::kDataLoss);
+  EXPECT_EQ(dec.Finish().code(), StatusCode::kCorruption);
   WatchDecoder blank(PodKind());
   ASSERT_TRUE(blank.Feed("\n\r\n", &events).ok());
   EXPECT_TRUE(blank.Finish().ok());
@@ -132,10 +132,10 @@ TEST(WatchDecoderTest, OversizedEventIsRefused) {
 
 std::string ProtobufFrame(const std::string& type,
                           const google::protobuf::Message& obj,
-                          const api::TypeMeta& tm) {
-  api::metav1::WatchEvent ev;
+                          const objects::TypeMeta& tm) {
+  objects::metav1::WatchEvent ev;
   ev.set_type(type);
-  ev.mutable_object()->set_raw(api::EncodeEnvelope(obj, tm));
+  ev.mutable_object()->set_raw(objects::EncodeEnvelope(obj, tm));
   std::string payload = ev.SerializeAsString();
   std::string frame(4, '\0');
   uint32_t n = static_cast<uint32_t>(payload.size());
@@ -147,9 +147,9 @@ std::string ProtobufFrame(const std::string& type,
 }
 
 TEST(WatchDecoderTest, ProtobufFrames) {
-  api::corev1::Pod pod = testing::MakePod("default", "web");
+  objects::corev1::Pod pod = testing::MakePod("default", "web");
   pod.mutable_metadata()->set_resourceversion("12");
-  api::metav1::Status gone;
+  objects::metav1::Status gone;
   gone.set_status("Failure");
   gone.set_reason("Expired");
   gone.set_code(410);
@@ -165,7 +165,7 @@ TEST(WatchDecoderTest, ProtobufFrames) {
   ASSERT_EQ(events.size(), 2u);
   EXPECT_EQ(events[0].type, EventType::kAdded);
   EXPECT_EQ(events[0].ResourceVersion(), "12");
-  EXPECT_EQ(api::Name(*events[0].object), "web");
+  EXPECT_EQ(objects::Name(*events[0].object), "web");
   EXPECT_TRUE(IsExpired(events[1].error));
 }
 

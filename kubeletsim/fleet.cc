@@ -10,8 +10,8 @@
 #include <random>
 #include <unordered_map>
 
-#include "api/meta.h"
-#include "api/time.h"
+#include "objects/meta.h"
+#include "objects/time.h"
 #include "base/logging.h"
 #include "informer/api_errors.h"
 #include "informer/list_watch.h"
@@ -160,9 +160,9 @@ class Fleet::Impl {
     UpdateNodeGauges();
 
     // One watch for all bound pods, one for all nodes.
-    const api::ResourceInfo* pods =
+    const objects::ResourceInfo* pods =
         informer::RestClient::ResourceFor<corev1::Pod>();
-    const api::ResourceInfo* nodes =
+    const objects::ResourceInfo* nodes =
         informer::RestClient::ResourceFor<corev1::Node>();
     CHECK(pods != nullptr && nodes != nullptr);
     informer::SharedInformerOptions po;
@@ -677,9 +677,9 @@ class Fleet::Impl {
   }
 
   Duration ReadyDelay(const corev1::Pod& pod) {
-    std::string_view v = api::Annotation(pod.metadata(), kReadyAfterAnnotation);
+    std::string_view v = objects::Annotation(pod.metadata(), kReadyAfterAnnotation);
     if (!v.empty()) {
-      auto ns = api::ParseGoDurationNanos(v);
+      auto ns = objects::ParseGoDurationNanos(v);
       if (ns.ok() && *ns >= 0) return nanoseconds(*ns);
     }
     return options_.pod_ready_delay;
@@ -707,7 +707,7 @@ class Fleet::Impl {
       p.uid = pod->metadata().uid();
     }
     if (p.finished) return;
-    if (api::IsBeingDeleted(pod->metadata())) {
+    if (objects::IsBeingDeleted(pod->metadata())) {
       if (p.terminating) {
         if (p.timer == 0) RunPodStep(n, key, p, Duration(0), &Impl::Terminate);
         return;
@@ -759,7 +759,7 @@ class Fleet::Impl {
     p->seen = true;
     p->rt.host_ip = n->id.internal_ip;
     p->rt.pod_ip = pod.status().podip();
-    p->rt.start_time = api::ToWallTime(pod.status().starttime());
+    p->rt.start_time = objects::ToWallTime(pod.status().starttime());
     p->rt.started_at = p->rt.start_time;
     p->rt.ready_at = p->rt.start_time;
     uint32_t net = n->id.pod_net;
@@ -873,7 +873,7 @@ class Fleet::Impl {
     (void)had_started;
     WritePodStatus(n, key, PodStage::kTerminated);
     auto [ns, name] = informer::SplitObjectKey(key);
-    api::metav1::DeleteOptions del;
+    objects::metav1::DeleteOptions del;
     del.set_graceperiodseconds(0);
     del.mutable_preconditions()->set_uid(uid);
     Status s = client_->Delete<corev1::Pod>(ns, name, del);

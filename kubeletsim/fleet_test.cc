@@ -12,8 +12,8 @@
 #include <functional>
 #include <mutex>
 
-#include "api/meta.h"
-#include "api/time.h"
+#include "objects/meta.h"
+#include "objects/time.h"
 #include "apiserver/test_server.h"
 #include "informer/api_errors.h"
 #include "informer/list_watch.h"
@@ -30,7 +30,7 @@ constexpr Duration kDeadline = seconds(20);
 // Follows one resource; every event wakes Await().
 class Observer {
  public:
-  Observer(informer::RestClient* client, const api::ResourceInfo* r,
+  Observer(informer::RestClient* client, const objects::ResourceInfo* r,
            std::string ns = "") {
     informer_ = std::make_unique<informer::SharedIndexInformer>(
         std::make_shared<informer::RestListerWatcher>(
@@ -76,7 +76,7 @@ class Observer {
 };
 
 template <typename T>
-const api::ResourceInfo* R() {
+const objects::ResourceInfo* R() {
   return informer::RestClient::ResourceFor<T>();
 }
 
@@ -231,7 +231,7 @@ TEST_F(FleetTest, RegistersNodesAndLeases) {
     ASSERT_TRUE(l);
     EXPECT_EQ(l->spec().holderidentity(), name);
     EXPECT_EQ(l->spec().leasedurationseconds(), 40);
-    EXPECT_EQ(api::ToWallTime(l->spec().renewtime()),
+    EXPECT_EQ(objects::ToWallTime(l->spec().renewtime()),
               std::chrono::time_point_cast<microseconds>(clock_.WallNow()));
     ASSERT_EQ(l->metadata().ownerreferences_size(), 1);
     EXPECT_EQ(l->metadata().ownerreferences(0).uid(), n->metadata().uid());
@@ -299,7 +299,7 @@ TEST_F(FleetTest, LeaseRenewalCadence) {
   EXPECT_EQ(Renewals("node-1"), 2);
   ASSERT_TRUE(leases_->Await(
       [&] { return Lease("node-0")->metadata().resourceversion() != rv0; }));
-  WallTime renewed = api::ToWallTime(Lease("node-0")->spec().renewtime());
+  WallTime renewed = objects::ToWallTime(Lease("node-0")->spec().renewtime());
   EXPECT_GE(renewed, t0 + seconds(10));
   EXPECT_LE(renewed, t0 + milliseconds(10500));
   for (int i = 0; i < 6; ++i) Advance(milliseconds(10500));  // 73.5 s
@@ -387,7 +387,7 @@ TEST_F(FleetTest, PodLifecycle) {
   EXPECT_EQ(pod->status().containerstatuses(0).state().waiting().reason(),
             "ContainerCreating");
   EXPECT_EQ(pod->status().hostip(), "172.16.0.2");
-  EXPECT_FALSE(api::IsZero(pod->status().starttime()));
+  EXPECT_FALSE(objects::IsZero(pod->status().starttime()));
   EXPECT_EQ(CondStatus(*pod, "PodScheduled"), "True");
   EXPECT_EQ(CondStatus(*pod, "Initialized"), "True");
   EXPECT_EQ(CondStatus(*pod, "Ready"), "False");
@@ -449,11 +449,11 @@ TEST_F(FleetTest, GracefulDeletion) {
   ASSERT_TRUE(AwaitPod("web", [](const corev1::Pod& p) {
     return CondStatus(p, "Ready") == "True";
   }));
-  api::metav1::DeleteOptions del;
+  objects::metav1::DeleteOptions del;
   del.set_graceperiodseconds(30);
   ASSERT_TRUE(client_->Delete<corev1::Pod>("default", "web", del).ok());
   ASSERT_TRUE(AwaitPod("web", [](const corev1::Pod& p) {
-    return api::IsBeingDeleted(p.metadata());
+    return objects::IsBeingDeleted(p.metadata());
   }));
   AwaitStep("web", "terminate");
   EXPECT_TRUE(Pod("web"));  // still there: containers are stopping
@@ -590,7 +590,7 @@ TEST_F(FleetTest, RealClock) {
   auto renewals_seen = [&] {
     int n = 0;
     for (const ObjectPtr& obj : leases_->History()) {
-      if (api::Name(*obj) == "node-1") ++n;
+      if (objects::Name(*obj) == "node-1") ++n;
     }
     return n;
   };
@@ -599,7 +599,7 @@ TEST_F(FleetTest, RealClock) {
   ASSERT_TRUE(AwaitPod("web", [](const corev1::Pod& p) {
     return CondStatus(p, "Ready") == "True";
   }));
-  api::metav1::DeleteOptions del;
+  objects::metav1::DeleteOptions del;
   del.set_graceperiodseconds(30);
   ASSERT_TRUE(client_->Delete<corev1::Pod>("default", "web", del).ok());
   ASSERT_TRUE(pods_->Await([&] { return !Pod("web"); }));

@@ -2,13 +2,13 @@
 
 #include <cstdio>
 
-#include "api/time.h"
+#include "objects/time.h"
 
 namespace kplane::kubeletsim {
 namespace {
 
 void SetQuantity(
-    google::protobuf::Map<std::string, api::resourcepb::Quantity>* m,
+    google::protobuf::Map<std::string, objects::resourcepb::Quantity>* m,
     const std::string& key, const std::string& value) {
   (*m)[key].set_string(value);
 }
@@ -51,7 +51,7 @@ void SetPodCondition(corev1::PodStatus* s, const char* type, bool ok,
   corev1::PodCondition* c = s->add_conditions();
   c->set_type(type);
   c->set_status(ok ? "True" : "False");
-  api::SetTime(c->mutable_lasttransitiontime(), transition);
+  objects::SetTime(c->mutable_lasttransitiontime(), transition);
   if (reason != nullptr) c->set_reason(reason);
   if (!message.empty()) c->set_message(message);
 }
@@ -118,13 +118,13 @@ void RefreshNodeStatus(const NodeTemplate& t, const NodeIdentity& id,
     c->set_status(h.status);
     c->set_reason(h.reason);
     c->set_message(h.message);
-    api::SetTime(c->mutable_lastheartbeattime(), now);
+    objects::SetTime(c->mutable_lastheartbeattime(), now);
     auto it = old.find(h.type);
     if (it != old.end() && it->second.status() == h.status &&
-        !api::IsZero(it->second.lasttransitiontime())) {
+        !objects::IsZero(it->second.lasttransitiontime())) {
       *c->mutable_lasttransitiontime() = it->second.lasttransitiontime();
     } else {
-      api::SetTime(c->mutable_lasttransitiontime(), now);
+      objects::SetTime(c->mutable_lasttransitiontime(), now);
     }
   }
 
@@ -174,7 +174,7 @@ bool NodeStatusDiffers(const NodeTemplate& t, const corev1::NodeStatus& s) {
 corev1::Node BuildNode(const NodeTemplate& t, const NodeIdentity& id,
                        WallTime now) {
   corev1::Node n;
-  api::metav1::ObjectMeta* m = n.mutable_metadata();
+  objects::metav1::ObjectMeta* m = n.mutable_metadata();
   m->set_name(id.name);
   auto* labels = m->mutable_labels();
   for (const auto& [k, v] : t.labels) (*labels)[k] = v;
@@ -201,7 +201,7 @@ coordinationv1::Lease BuildLease(const std::string& node,
   l.mutable_metadata()->set_name(node);
   l.mutable_metadata()->set_namespace_(kNodeLeaseNamespace);
   if (!node_uid.empty()) {
-    api::metav1::OwnerReference* o =
+    objects::metav1::OwnerReference* o =
         l.mutable_metadata()->add_ownerreferences();
     o->set_apiversion("v1");
     o->set_kind("Node");
@@ -210,7 +210,7 @@ coordinationv1::Lease BuildLease(const std::string& node,
   }
   l.mutable_spec()->set_holderidentity(node);
   l.mutable_spec()->set_leasedurationseconds(lease_duration_seconds);
-  api::SetMicroTime(l.mutable_spec()->mutable_renewtime(), now);
+  objects::SetMicroTime(l.mutable_spec()->mutable_renewtime(), now);
   return l;
 }
 
@@ -265,7 +265,7 @@ corev1::PodStatus BuildPodStatus(const corev1::Pod& pod, PodStage stage,
     s.set_podip(rt.pod_ip);
     s.add_podips()->set_ip(rt.pod_ip);
   }
-  api::SetTime(s.mutable_starttime(), rt.start_time);
+  objects::SetTime(s.mutable_starttime(), rt.start_time);
   s.set_qosclass(QosClass(pod.spec()));
 
   // Conditions, in the kubelet's order.
@@ -275,8 +275,8 @@ corev1::PodStatus BuildPodStatus(const corev1::Pod& pod, PodStage stage,
   }
   WallTime scheduled = rt.start_time;
   for (const corev1::PodCondition& c : old.conditions()) {
-    if (c.type() == "PodScheduled" && !api::IsZero(c.lasttransitiontime())) {
-      scheduled = api::ToWallTime(c.lasttransitiontime());
+    if (c.type() == "PodScheduled" && !objects::IsZero(c.lasttransitiontime())) {
+      scheduled = objects::ToWallTime(c.lasttransitiontime());
     }
   }
   const char* not_ready_reason =
@@ -324,16 +324,16 @@ corev1::PodStatus BuildPodStatus(const corev1::Pod& pod, PodStage stage,
       corev1::ContainerStateTerminated* t = st->mutable_terminated();
       t->set_exitcode(0);
       t->set_reason("Completed");
-      api::SetTime(t->mutable_startedat(),
+      objects::SetTime(t->mutable_startedat(),
                    init ? rt.start_time : rt.started_at);
-      api::SetTime(t->mutable_finishedat(),
+      objects::SetTime(t->mutable_finishedat(),
                    init ? rt.started_at : rt.finished_at);
       t->set_containerid(cs->containerid());
       cs->set_ready(init);
       cs->set_started(false);
       return;
     }
-    api::SetTime(st->mutable_running()->mutable_startedat(), rt.started_at);
+    objects::SetTime(st->mutable_running()->mutable_startedat(), rt.started_at);
     cs->set_ready(ready);
     cs->set_started(true);
   };

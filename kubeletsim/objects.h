@@ -19,14 +19,14 @@
 #include <string_view>
 #include <vector>
 
-#include "api/types.h"
+#include "objects/types.h"
 #include "base/clock.h"
 #include "base/statusor.h"
 
 namespace kplane::kubeletsim {
 
-namespace corev1 = api::corev1;
-namespace coordinationv1 = api::coordinationv1;
+namespace corev1 = objects::corev1;
+namespace coordinationv1 = objects::coordinationv1;
 
 inline constexpr char kReadyAfterAnnotation[] =
     "kubeletsim.kplane.io/ready-after";

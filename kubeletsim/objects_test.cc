@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "api/time.h"
+#include "objects/time.h"
 
 namespace kplane::kubeletsim {
 namespace {
@@ -62,7 +62,7 @@ TEST(ObjectsTest, BuildNodeHasWhatTheControlPlaneReads) {
     const corev1::NodeCondition* c = Cond(n.status(), type);
     ASSERT_NE(c, nullptr) << type;
     EXPECT_EQ(c->status(), std::string(type) == "Ready" ? "True" : "False");
-    EXPECT_EQ(api::UnixSeconds(c->lastheartbeattime()), 1000);
+    EXPECT_EQ(objects::UnixSeconds(c->lastheartbeattime()), 1000);
   }
   EXPECT_FALSE(NodeStatusDiffers(t, n.status()));
 }
@@ -80,11 +80,11 @@ TEST(ObjectsTest, RefreshKeepsTransitionTimesAndRepairsConditions) {
   EXPECT_FALSE(NodeStatusDiffers(t, n.status()));
   const corev1::NodeCondition* ready = Cond(n.status(), "Ready");
   EXPECT_EQ(ready->status(), "True");
-  EXPECT_EQ(api::UnixSeconds(ready->lasttransitiontime()), 2000);
-  EXPECT_EQ(api::UnixSeconds(ready->lastheartbeattime()), 2000);
+  EXPECT_EQ(objects::UnixSeconds(ready->lasttransitiontime()), 2000);
+  EXPECT_EQ(objects::UnixSeconds(ready->lastheartbeattime()), 2000);
   const corev1::NodeCondition* mem = Cond(n.status(), "MemoryPressure");
-  EXPECT_EQ(api::UnixSeconds(mem->lasttransitiontime()), 1000);
-  EXPECT_EQ(api::UnixSeconds(mem->lastheartbeattime()), 2000);
+  EXPECT_EQ(objects::UnixSeconds(mem->lasttransitiontime()), 1000);
+  EXPECT_EQ(objects::UnixSeconds(mem->lastheartbeattime()), 2000);
   t.cpu = "4";
   EXPECT_TRUE(NodeStatusDiffers(t, n.status()));
 }
@@ -95,7 +95,7 @@ TEST(ObjectsTest, Lease) {
   EXPECT_EQ(l.metadata().name(), "node-2");
   EXPECT_EQ(l.spec().holderidentity(), "node-2");
   EXPECT_EQ(l.spec().leasedurationseconds(), 40);
-  EXPECT_EQ(api::ToWallTime(l.spec().renewtime()), At(1234));
+  EXPECT_EQ(objects::ToWallTime(l.spec().renewtime()), At(1234));
   ASSERT_EQ(l.metadata().ownerreferences_size(), 1);
   EXPECT_EQ(l.metadata().ownerreferences(0).kind(), "Node");
   EXPECT_EQ(l.metadata().ownerreferences(0).uid(), "uid-9");
@@ -128,7 +128,7 @@ TEST(ObjectsTest, PodStages) {
   EXPECT_EQ(s.phase(), "Pending");
   EXPECT_EQ(s.hostip(), "172.16.0.2");
   EXPECT_EQ(s.podip(), "");
-  EXPECT_EQ(api::UnixSeconds(s.starttime()), 100);
+  EXPECT_EQ(objects::UnixSeconds(s.starttime()), 100);
   ASSERT_EQ(s.containerstatuses_size(), 2);
   EXPECT_EQ(s.containerstatuses(0).state().waiting().reason(),
             "ContainerCreating");
@@ -149,7 +149,7 @@ TEST(ObjectsTest, PodStages) {
   EXPECT_TRUE(cs.started());
   EXPECT_FALSE(cs.ready());
   EXPECT_EQ(cs.restartcount(), 0);
-  EXPECT_EQ(api::UnixSeconds(cs.state().running().startedat()), 101);
+  EXPECT_EQ(objects::UnixSeconds(cs.state().running().startedat()), 101);
   EXPECT_EQ(cs.containerid(), FakeContainerId("u1", "app"));
   EXPECT_EQ(cs.containerid().substr(0, 13), "containerd://");
   const std::string nginx = "docker.io/library/nginx@sha256:";
@@ -164,14 +164,14 @@ TEST(ObjectsTest, PodStages) {
   EXPECT_TRUE(s.containerstatuses(1).ready());
   EXPECT_EQ(Cond(s, "Ready")->status(), "True");
   EXPECT_EQ(Cond(s, "ContainersReady")->status(), "True");
-  EXPECT_EQ(api::UnixSeconds(Cond(s, "Ready")->lasttransitiontime()), 105);
+  EXPECT_EQ(objects::UnixSeconds(Cond(s, "Ready")->lasttransitiontime()), 105);
 
   rt.finished_at = At(200);
   s = BuildPodStatus(pod, PodStage::kTerminated, rt);
   EXPECT_EQ(s.phase(), "Succeeded");
   EXPECT_EQ(s.containerstatuses(0).state().terminated().exitcode(), 0);
   EXPECT_EQ(s.containerstatuses(0).state().terminated().reason(), "Completed");
-  EXPECT_EQ(api::UnixSeconds(
+  EXPECT_EQ(objects::UnixSeconds(
                 s.containerstatuses(0).state().terminated().finishedat()),
             200);
   EXPECT_EQ(Cond(s, "Ready")->status(), "False");
@@ -183,11 +183,11 @@ TEST(ObjectsTest, PodScheduledTransitionIsKept) {
   corev1::PodCondition* c = pod.mutable_status()->add_conditions();
   c->set_type("PodScheduled");
   c->set_status("True");
-  api::SetTime(c->mutable_lasttransitiontime(), 42);
+  objects::SetTime(c->mutable_lasttransitiontime(), 42);
   PodRuntime rt;
   rt.start_time = At(100);
   corev1::PodStatus s = BuildPodStatus(pod, PodStage::kCreating, rt);
-  EXPECT_EQ(api::UnixSeconds(Cond(s, "PodScheduled")->lasttransitiontime()),
+  EXPECT_EQ(objects::UnixSeconds(Cond(s, "PodScheduled")->lasttransitiontime()),
             42);
 }
 

@@ -4,7 +4,7 @@
 #include <shared_mutex>
 #include <thread>
 
-#include "api/meta.h"
+#include "objects/meta.h"
 #include "apiserver/cacher/dispatcher.h"
 #include "apiserver/cacher/event_window.h"
 #include "base/logging.h"
@@ -67,7 +67,7 @@ class WriterFirstMutex {
 };
 
 Status TooLargeResourceVersion(int64_t wanted, int64_t current) {
-  return Status(StatusCode::kTimeout,
+  return Status(StatusCode::kDeadlineExceeded,
                 "Too large resource version: " + std::to_string(wanted) +
                     ", current: " + std::to_string(current),
                 current);
@@ -108,7 +108,7 @@ struct Cacher::Impl {
         clock(options.clock),
         window(options.window_events),
         all_prefix(store->Prefix("")) {
-    const api::ResourceInfo& r = store->resource();
+    const objects::ResourceInfo& r = store->resource();
     std::vector<std::string> labels = {r.gv.group, r.resource};
     metrics::Registry* m = options.metrics;
     events_received =
@@ -306,7 +306,7 @@ StatusOr<int64_t> Cacher::Impl::ListAndReplace() {
 
   std::map<std::string, StoreEntryPtr> fresh;
   for (ObjectPtr& obj : items) {
-    const api::metav1::ObjectMeta* meta = api::GetObjectMeta(*obj);
+    const objects::metav1::ObjectMeta* meta = objects::GetObjectMeta(*obj);
     auto entry = std::make_shared<StoreEntry>();
     entry->revision = Versioner::Parse(meta->resourceversion()).value_or(0);
     entry->ns = meta->namespace_();
@@ -437,7 +437,7 @@ void Cacher::Impl::ApplyLocked(const mvccpb::Event& e, ObjectPtr object) {
   if (e.type() == mvccpb::Event::PUT) {
     ev->type = it == objects.end() ? WatchEventType::kAdded
                                    : WatchEventType::kModified;
-    ev->ns = api::Namespace(*object);
+    ev->ns = objects::Namespace(*object);
     ev->index_value = IndexOf(*object);
     if (it != objects.end()) {
       ev->prev = it->second->object;
@@ -458,10 +458,10 @@ void Cacher::Impl::ApplyLocked(const mvccpb::Event& e, ObjectPtr object) {
     if (!last) return;  // a key we never knew
     MutableObject at_deletion(last->New());
     at_deletion->CopyFrom(*last);
-    api::SetResourceVersion(at_deletion.get(),
+    objects::SetResourceVersion(at_deletion.get(),
                             Versioner::ToResourceVersion(ev->revision));
     ev->type = WatchEventType::kDeleted;
-    ev->ns = api::Namespace(*last);
+    ev->ns = objects::Namespace(*last);
     ev->prev_index_value =
         it != objects.end() ? it->second->index_value : IndexOf(*last);
     ev->index_value = ev->prev_index_value;

@@ -19,17 +19,17 @@
 #include <map>
 #include <mutex>
 
-#include "api/envelope.h"
-#include "api/meta.h"
-#include "api/scheme.h"
-#include "api/types.h"
+#include "objects/envelope.h"
+#include "objects/meta.h"
+#include "objects/scheme.h"
+#include "objects/types.h"
 #include "apiserver/cacher/cacher.h"
 #include "base/logging.h"
 
 namespace kplane::apiserver {
 namespace {
 
-using api::corev1::Pod;
+using objects::corev1::Pod;
 
 // Just enough of the KV for a cacher: ranges over a map at one revision and
 // a watch whose events the benchmark injects.
@@ -109,8 +109,8 @@ class FakeKV : public storage::KV {
   storage::WatchCallback callback_;
 };
 
-const api::ResourceInfo* Pods() {
-  return api::Scheme::Default().FindResource("", "v1", "pods");
+const objects::ResourceInfo* Pods() {
+  return objects::Scheme::Default().FindResource("", "v1", "pods");
 }
 
 // A realistic pod of about 1 KB stored.
@@ -134,7 +134,7 @@ Pod MakePod(const std::string& ns, const std::string& name, int i) {
 }
 
 std::string Encode(const Pod& pod) {
-  return api::EncodeEnvelope(pod, Pods()->kind->type_meta());
+  return objects::EncodeEnvelope(pod, Pods()->kind->type_meta());
 }
 
 struct Harness {
@@ -218,7 +218,7 @@ void BM_FanOut(benchmark::State& state) {
     if (spread > 0) o.ns = "ns-" + std::to_string(i % spread);
     if (selector) {
       o.predicate = [](const google::protobuf::Message& m) {
-        return api::Label(*api::GetObjectMeta(m), "app") == "web";
+        return objects::Label(*objects::GetObjectMeta(m), "app") == "web";
       };
     }
     auto handle = h.cacher->Watch(

@@ -6,13 +6,13 @@
 #include <future>
 #include <mutex>
 
-#include "api/meta.h"
+#include "objects/meta.h"
 #include "apiserver/storage/test_store.h"
 
 namespace kplane::apiserver {
 namespace {
 
-using api::corev1::Pod;
+using objects::corev1::Pod;
 using testing::EmbeddedStore;
 using testing::MakePod;
 using testing::Resource;
@@ -149,8 +149,8 @@ class InterceptKV : public storage::KV {
 std::string Describe(const WatchEvent& e) {
   std::string s(WatchEventTypeName(e.type));
   if (e.object) {
-    s += " " + api::Name(*e.object) + "@" + api::ResourceVersion(*e.object);
-    EXPECT_EQ(api::ResourceVersion(*e.object), std::to_string(e.revision));
+    s += " " + objects::Name(*e.object) + "@" + objects::ResourceVersion(*e.object);
+    EXPECT_EQ(objects::ResourceVersion(*e.object), std::to_string(e.revision));
   } else {
     s += "@" + std::to_string(e.revision);
   }
@@ -241,7 +241,7 @@ class CacherTest : public ::testing::Test {
 
   int64_t Rev(const StatusOr<ObjectPtr>& o) {
     EXPECT_TRUE(o.ok()) << o.status();
-    return o.ok() ? *Versioner::Parse(api::ResourceVersion(**o)) : -1;
+    return o.ok() ? *Versioner::Parse(objects::ResourceVersion(**o)) : -1;
   }
   int64_t CreatePod(const std::string& ns, const std::string& name,
                     const std::string& app = "web",
@@ -403,7 +403,7 @@ TEST_F(CacherTest, SelectorTransitionsBecomeAddedAndDeleted) {
   auto sink = std::make_shared<RecordingSink>();
   auto h = MustWatch({.predicate =
                           [](const google::protobuf::Message& m) {
-                            return api::Label(*api::GetObjectMeta(m), "app") ==
+                            return objects::Label(*objects::GetObjectMeta(m), "app") ==
                                    "web";
                           }},
                      sink);
@@ -420,7 +420,7 @@ TEST_F(CacherTest, SelectorTransitionsBecomeAddedAndDeleted) {
                                   "DELETED p" + At(r3), "ADDED q" + At(r5)}));
   // The DELETED of a transition carries the state the watcher knew.
   auto raw = sink->Raw();
-  EXPECT_EQ(api::Label(*api::GetObjectMeta(*raw[2]->object), "app"), "web");
+  EXPECT_EQ(objects::Label(*objects::GetObjectMeta(*raw[2]->object), "app"), "web");
 }
 
 TEST_F(CacherTest, NamespaceWatchersSeeOnlyTheirNamespace) {
@@ -601,7 +601,7 @@ TEST_F(CacherTest, ConsistentListCatchesUpThroughAProgressRequest) {
   ASSERT_TRUE(list.ok()) << list.status();
   EXPECT_GE(list->revision, r2);
   ASSERT_EQ(list->items.size(), 1u);
-  EXPECT_EQ(api::Name(*list->items[0]), "a");
+  EXPECT_EQ(objects::Name(*list->items[0]), "a");
   EXPECT_EQ(Metric("apiserver_watch_cache_consistent_read_total{group=\"\","
                    "resource=\"pods\",success=\"true\",fallback=\"false\"}"),
             1)
@@ -627,7 +627,7 @@ TEST_F(CacherTest, ConsistentListFallsBackToTheStoreWhenTheCacheLags) {
   // Not older than a revision the cache cannot reach: 504-style Timeout.
   auto future = cacher_->List("default", r2 + 100, false, {});
   ASSERT_FALSE(future.ok());
-  EXPECT_EQ(future.status().code(), StatusCode::kTimeout);
+  EXPECT_EQ(future.status().code(), StatusCode::kDeadlineExceeded);
   EXPECT_EQ(future.status().message().rfind(
                 "Too large resource version: " + std::to_string(r2 + 100) +
                     ", current: ",
@@ -648,7 +648,7 @@ TEST_F(CacherTest, ListAndGetFromMemory) {
   auto filtered = cacher_->List(
       "", 0, false,
       ListOptions{.predicate = [](const google::protobuf::Message& m) {
-        return api::Namespace(m) == "other";
+        return objects::Namespace(m) == "other";
       }});
   ASSERT_EQ(filtered->items.size(), 1u);
   // A limit with a consistent read is paginated by the store.
@@ -664,7 +664,7 @@ TEST_F(CacherTest, ListAndGetFromMemory) {
 
   auto got = cacher_->Get("default", "p3");
   ASSERT_TRUE(got.ok());
-  EXPECT_EQ(api::Name(**got), "p3");
+  EXPECT_EQ(objects::Name(**got), "p3");
   EXPECT_EQ(cacher_->Get("default", "nope").status().message(),
             "pods \"nope\" not found");
 }

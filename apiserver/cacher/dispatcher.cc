@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "api/meta.h"
+#include "objects/meta.h"
 #include "apiserver/storage/object_store.h"
 #include "base/logging.h"
 
@@ -300,7 +300,7 @@ WatchEventPtr Dispatcher::Convert(const Watcher& w,
           // selector (kube-apiserver's cacheWatcher does the same).
           MutableObject last(ev.prev->New());
           last->CopyFrom(*ev.prev);
-          api::SetResourceVersion(last.get(),
+          objects::SetResourceVersion(last.get(),
                                   Versioner::ToResourceVersion(ev.revision));
           ev.as_deleted =
               MakeWatchEvent(WatchEventType::kDeleted,

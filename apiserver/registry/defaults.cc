@@ -6,7 +6,7 @@ namespace kplane::apiserver::defaults {
 
 namespace {
 
-using namespace api::corev1;  // NOLINT: the file is about these types
+using namespace objects::corev1;  // NOLINT: the file is about these types
 
 bool IsLowerRepoChar(char c) {
   return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
@@ -228,10 +228,10 @@ void DefaultPodTemplate(PodTemplateSpec* t) {
   DefaultPodSpec(t->mutable_spec());
 }
 
-void DefaultDeployment(api::appsv1::Deployment* d) {
-  api::appsv1::DeploymentSpec* spec = d->mutable_spec();
+void DefaultDeployment(objects::appsv1::Deployment* d) {
+  objects::appsv1::DeploymentSpec* spec = d->mutable_spec();
   if (!spec->has_replicas()) spec->set_replicas(1);
-  api::appsv1::DeploymentStrategy* st = spec->mutable_strategy();
+  objects::appsv1::DeploymentStrategy* st = spec->mutable_strategy();
   if (st->type().empty()) st->set_type("RollingUpdate");
   if (st->type() == "RollingUpdate") {
     auto* ru = st->mutable_rollingupdate();
@@ -251,7 +251,7 @@ void DefaultDeployment(api::appsv1::Deployment* d) {
   DefaultPodTemplate(spec->mutable_template_());
 }
 
-void DefaultReplicaSet(api::appsv1::ReplicaSet* rs) {
+void DefaultReplicaSet(objects::appsv1::ReplicaSet* rs) {
   if (!rs->spec().has_replicas()) rs->mutable_spec()->set_replicas(1);
   DefaultPodTemplate(rs->mutable_spec()->mutable_template_());
 }

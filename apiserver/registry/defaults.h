@@ -15,7 +15,7 @@
 
 #include <string_view>
 
-#include "api/types.h"
+#include "objects/types.h"
 
 namespace kplane::apiserver::defaults {
 
@@ -23,21 +23,21 @@ namespace kplane::apiserver::defaults {
 // tag (and no digest), IfNotPresent otherwise.
 std::string_view DefaultPullPolicy(std::string_view image);
 
-void DefaultPodSpec(api::corev1::PodSpec* spec);
-void DefaultPod(api::corev1::Pod* pod);
+void DefaultPodSpec(objects::corev1::PodSpec* spec);
+void DefaultPod(objects::corev1::Pod* pod);
 // The v1 <-> internal conversion of PodStatus: podIP is authoritative when
 // it disagrees with podIPs[0] (or podIPs is empty), and podIP is then
 // podIPs[0]. Pods get it in DefaultPod; /status writes call it directly.
-void NormalizePodIPs(api::corev1::PodStatus* status);
-void DefaultPodTemplate(api::corev1::PodTemplateSpec* t);
-void DefaultDeployment(api::appsv1::Deployment* d);
-void DefaultReplicaSet(api::appsv1::ReplicaSet* rs);
-void DefaultService(api::corev1::Service* svc);
+void NormalizePodIPs(objects::corev1::PodStatus* status);
+void DefaultPodTemplate(objects::corev1::PodTemplateSpec* t);
+void DefaultDeployment(objects::appsv1::Deployment* d);
+void DefaultReplicaSet(objects::appsv1::ReplicaSet* rs);
+void DefaultService(objects::corev1::Service* svc);
 // Also folds stringData into data (the v1 -> internal conversion does it on
 // every write; stringData wins on conflicts) and clears stringData.
-void DefaultSecret(api::corev1::Secret* s);
-void DefaultNamespace(api::corev1::Namespace* ns);
-void DefaultNode(api::corev1::Node* node);
+void DefaultSecret(objects::corev1::Secret* s);
+void DefaultNamespace(objects::corev1::Namespace* ns);
+void DefaultNode(objects::corev1::Node* node);
 
 }  // namespace kplane::apiserver::defaults
 

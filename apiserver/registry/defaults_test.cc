@@ -6,16 +6,16 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "api/codec.h"
-#include "api/test_util.h"
-#include "api/yaml.h"
+#include "objects/codec.h"
+#include "objects/test_util.h"
+#include "objects/yaml.h"
 #include "apiserver/registry/test_util.h"
 
 namespace kplane::apiserver {
 namespace {
 
-using api::testing::JsonEqual;
-using api::testing::ReadTestdata;
+using objects::testing::JsonEqual;
+using objects::testing::ReadTestdata;
 using testing::Decode;
 using testing::StrategyOf;
 
@@ -47,7 +47,7 @@ TEST(PullPolicyTest, LatestOrNoTagIsAlways) {
 }
 
 TEST(DefaultsTest, KubectlRunPodAsStoredByKubeApiserver) {
-  auto pod = Decode<api::corev1::Pod>(ReadTestdata("kubectl_run_pod.json"));
+  auto pod = Decode<objects::corev1::Pod>(ReadTestdata("kubectl_run_pod.json"));
   const Strategy& s = StrategyOf("", "pods");
   s.Default(&pod);
   s.PrepareForCreate(&pod);
@@ -73,11 +73,11 @@ TEST(DefaultsTest, KubectlRunPodAsStoredByKubeApiserver) {
       "priority":0,"enableServiceLinks":true,
       "preemptionPolicy":"PreemptLowerPriority"},
     "status":{"phase":"Pending","qosClass":"BestEffort"}})",
-                        api::EncodeJson(pod)));
+                        objects::EncodeJson(pod)));
 }
 
 TEST(DefaultsTest, KubectlCreateDeploymentAsStoredByKubeApiserver) {
-  auto d = Decode<api::appsv1::Deployment>(
+  auto d = Decode<objects::appsv1::Deployment>(
       ReadTestdata("kubectl_create_deployment.json"));
   const Strategy& s = StrategyOf("apps", "deployments");
   s.Default(&d);
@@ -98,7 +98,7 @@ TEST(DefaultsTest, KubectlCreateDeploymentAsStoredByKubeApiserver) {
                   "rollingUpdate":{"maxUnavailable":"25%","maxSurge":"25%"}},
       "revisionHistoryLimit":10,"progressDeadlineSeconds":600},
     "status":{}})",
-                        api::EncodeJson(d)));
+                        objects::EncodeJson(d)));
 }
 
 TEST(DefaultsTest, NginxDeploymentYamlKeepsWhatIsGiven) {
@@ -137,8 +137,8 @@ spec:
       - name: conf
         configMap: {name: nginx-conf}
 )";
-  api::appsv1::Deployment d;
-  auto r = api::DecodeYaml(yaml, &d);
+  objects::appsv1::Deployment d;
+  auto r = objects::DecodeYaml(yaml, &d);
   ASSERT_TRUE(r.ok()) << r.status();
   const Strategy& s = StrategyOf("apps", "deployments");
   s.Default(&d);
@@ -170,7 +170,7 @@ spec:
 
 TEST(DefaultsTest, PodRequestsDefaultToLimitsAndQosIsGuaranteed) {
   auto pod =
-      Decode<api::corev1::Pod>(R"({"metadata":{"name":"p","namespace":"d"},
+      Decode<objects::corev1::Pod>(R"({"metadata":{"name":"p","namespace":"d"},
     "spec":{"containers":[{"name":"c","image":"busybox",
       "resources":{"limits":{"cpu":"500m","memory":"128Mi"}}}]}})");
   const Strategy& s = StrategyOf("", "pods");
@@ -197,7 +197,7 @@ TEST(DefaultsTest, QosClasses) {
   };
   const Strategy& s = StrategyOf("", "pods");
   for (const auto& c : cases) {
-    auto pod = Decode<api::corev1::Pod>(
+    auto pod = Decode<objects::corev1::Pod>(
         std::string(
             R"({"spec":{"containers":[{"name":"c","image":"i","resources":)") +
         c.resources + "}]}}");
@@ -208,14 +208,14 @@ TEST(DefaultsTest, QosClasses) {
 }
 
 TEST(DefaultsTest, HostNetworkCopiesContainerPortsToHostPorts) {
-  auto pod = Decode<api::corev1::Pod>(R"({"spec":{"hostNetwork":true,
+  auto pod = Decode<objects::corev1::Pod>(R"({"spec":{"hostNetwork":true,
     "containers":[{"name":"c","image":"i","ports":[{"containerPort":8080}]}]}})");
   StrategyOf("", "pods").Default(&pod);
   EXPECT_EQ(pod.spec().containers(0).ports(0).hostport(), 8080);
 }
 
 TEST(DefaultsTest, DeprecatedServiceAccountMirrorsServiceAccountName) {
-  auto pod = Decode<api::corev1::Pod>(R"({"spec":{"serviceAccount":"robot",
+  auto pod = Decode<objects::corev1::Pod>(R"({"spec":{"serviceAccount":"robot",
     "containers":[{"name":"c","image":"i"}]}})");
   StrategyOf("", "pods").Default(&pod);
   EXPECT_EQ(pod.spec().serviceaccountname(), "robot");
@@ -223,7 +223,7 @@ TEST(DefaultsTest, DeprecatedServiceAccountMirrorsServiceAccountName) {
 }
 
 TEST(DefaultsTest, AdmissionKeepsExistingTolerationsAndPriorityClass) {
-  auto pod = Decode<api::corev1::Pod>(R"({"spec":{"priorityClassName":"high",
+  auto pod = Decode<objects::corev1::Pod>(R"({"spec":{"priorityClassName":"high",
     "tolerations":[{"operator":"Exists"}],
     "containers":[{"name":"c","image":"i"}]}})");
   const Strategy& s = StrategyOf("", "pods");
@@ -235,7 +235,7 @@ TEST(DefaultsTest, AdmissionKeepsExistingTolerationsAndPriorityClass) {
 }
 
 TEST(DefaultsTest, ReplicaSetReplicasDefaultToOne) {
-  auto rs = Decode<api::appsv1::ReplicaSet>(R"({"spec":{"selector":
+  auto rs = Decode<objects::appsv1::ReplicaSet>(R"({"spec":{"selector":
     {"matchLabels":{"a":"b"}},"template":{"metadata":{"labels":{"a":"b"}},
     "spec":{"containers":[{"name":"c","image":"i:1"}]}}}})");
   StrategyOf("apps", "replicasets").Default(&rs);
@@ -245,21 +245,21 @@ TEST(DefaultsTest, ReplicaSetReplicasDefaultToOne) {
 }
 
 TEST(DefaultsTest, ExplicitZeroReplicasIsKept) {
-  auto d = Decode<api::appsv1::Deployment>(R"({"spec":{"replicas":0}})");
+  auto d = Decode<objects::appsv1::Deployment>(R"({"spec":{"replicas":0}})");
   StrategyOf("apps", "deployments").Default(&d);
   EXPECT_EQ(d.spec().replicas(), 0);
-  EXPECT_NE(api::EncodeJson(d).find("\"replicas\":0"), std::string::npos);
+  EXPECT_NE(objects::EncodeJson(d).find("\"replicas\":0"), std::string::npos);
 }
 
 TEST(DefaultsTest, RecreateStrategyGetsNoRollingUpdate) {
-  auto d = Decode<api::appsv1::Deployment>(
+  auto d = Decode<objects::appsv1::Deployment>(
       R"({"spec":{"strategy":{"type":"Recreate"}}})");
   StrategyOf("apps", "deployments").Default(&d);
   EXPECT_FALSE(d.spec().strategy().has_rollingupdate());
 }
 
 TEST(DefaultsTest, Service) {
-  auto svc = Decode<api::corev1::Service>(R"({"metadata":{"name":"web"},
+  auto svc = Decode<objects::corev1::Service>(R"({"metadata":{"name":"web"},
     "spec":{"selector":{"app":"web"},"ports":[{"port":80},
       {"name":"named","port":443,"targetPort":"https"}]}})");
   const Strategy& s = StrategyOf("", "services");
@@ -273,11 +273,11 @@ TEST(DefaultsTest, Service) {
       "ipFamilies":["IPv4"],"ipFamilyPolicy":"SingleStack",
       "internalTrafficPolicy":"Cluster"},
     "status":{"loadBalancer":{}}})",
-                        api::EncodeJson(svc)));
+                        objects::EncodeJson(svc)));
 }
 
 TEST(DefaultsTest, LoadBalancerServiceDefaults) {
-  auto svc = Decode<api::corev1::Service>(
+  auto svc = Decode<objects::corev1::Service>(
       R"({"spec":{"type":"LoadBalancer","sessionAffinity":"ClientIP",
           "ports":[{"port":80}]}})");
   StrategyOf("", "services").Default(&svc);
@@ -288,7 +288,7 @@ TEST(DefaultsTest, LoadBalancerServiceDefaults) {
 }
 
 TEST(DefaultsTest, SecretTypeOpaqueAndStringDataFolded) {
-  auto sec = Decode<api::corev1::Secret>(R"({"metadata":{"name":"s"},
+  auto sec = Decode<objects::corev1::Secret>(R"({"metadata":{"name":"s"},
     "data":{"a":"b2xk","b":"Yg=="},"stringData":{"a":"new"}})");
   StrategyOf("", "secrets").Default(&sec);
   EXPECT_EQ(sec.type(), "Opaque");
@@ -298,7 +298,7 @@ TEST(DefaultsTest, SecretTypeOpaqueAndStringDataFolded) {
 }
 
 TEST(DefaultsTest, NamespaceActiveWithFinalizerAndNameLabel) {
-  auto ns = Decode<api::corev1::Namespace>(R"({"metadata":{"name":"team-a"}})");
+  auto ns = Decode<objects::corev1::Namespace>(R"({"metadata":{"name":"team-a"}})");
   const Strategy& s = StrategyOf("", "namespaces");
   s.Default(&ns);
   s.PrepareForCreate(&ns);
@@ -306,11 +306,11 @@ TEST(DefaultsTest, NamespaceActiveWithFinalizerAndNameLabel) {
       JsonEqual(R"({"metadata":{"name":"team-a","creationTimestamp":null,
       "labels":{"kubernetes.io/metadata.name":"team-a"}},
     "spec":{"finalizers":["kubernetes"]},"status":{"phase":"Active"}})",
-                api::EncodeJson(ns)));
+                objects::EncodeJson(ns)));
 }
 
 TEST(DefaultsTest, NodeAllocatableDefaultsToCapacity) {
-  auto node = Decode<api::corev1::Node>(
+  auto node = Decode<objects::corev1::Node>(
       R"({"metadata":{"name":"n1"},"status":{"capacity":{"cpu":"4","pods":"110"}}})");
   StrategyOf("", "nodes").Default(&node);
   EXPECT_EQ(node.status().allocatable().at("cpu").string(), "4");
@@ -318,7 +318,7 @@ TEST(DefaultsTest, NodeAllocatableDefaultsToCapacity) {
 }
 
 TEST(DefaultsTest, VolumeSourceDefaults) {
-  auto pod = Decode<api::corev1::Pod>(
+  auto pod = Decode<objects::corev1::Pod>(
       R"({"spec":{"containers":[{"name":"c","image":"i"}],
     "volumes":[{"name":"s","secret":{"secretName":"x"}},
                {"name":"h","hostPath":{"path":"/data"}},

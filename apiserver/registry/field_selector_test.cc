@@ -4,8 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "api/machinery/fields.h"
-#include "api/test_util.h"
+#include "objects/machinery/fields.h"
+#include "objects/test_util.h"
 #include "apiserver/registry/test_util.h"
 
 namespace kplane::apiserver {
@@ -79,7 +79,7 @@ TEST(FieldSelectorTest, UnsupportedLabelIsRejectedWithKubeText) {
   EXPECT_FALSE(
       ns->Validate(StrategyOf("", "nodes").SupportedFieldLabels()).ok());
   EXPECT_FALSE(StrategyOf("", "nodes")
-                   .FieldValue(api::corev1::Node(), "metadata.namespace")
+                   .FieldValue(objects::corev1::Node(), "metadata.namespace")
                    .has_value());
 }
 
@@ -89,7 +89,7 @@ TEST(FieldSelectorTest, DescribeNodePodList) {
   const Strategy& s = StrategyOf("", "pods");
   const char* sel =
       "spec.nodeName=node-1,status.phase!=Succeeded,status.phase!=Failed";
-  auto running = Decode<api::corev1::Pod>(R"({"metadata":{"name":"a",
+  auto running = Decode<objects::corev1::Pod>(R"({"metadata":{"name":"a",
     "namespace":"default"},"spec":{"nodeName":"node-1","containers":[]},
     "status":{"phase":"Running","podIPs":[{"ip":"10.0.0.5"}]}})");
   EXPECT_TRUE(Selects(s, running, sel));
@@ -106,7 +106,7 @@ TEST(FieldSelectorTest, DescribeNodePodList) {
   EXPECT_TRUE(Selects(s, running, "status.podIPs="))
       << "accepted but not in the field set: reads as empty";
   // Unscheduled pods (the scheduler's query).
-  auto pending = Decode<api::corev1::Pod>(R"({"metadata":{"name":"p"},
+  auto pending = Decode<objects::corev1::Pod>(R"({"metadata":{"name":"p"},
     "spec":{"schedulerName":"default-scheduler","containers":[]},
     "status":{"phase":"Pending"}})");
   EXPECT_TRUE(Selects(s, pending, "spec.nodeName=,status.phase=Pending"));
@@ -115,7 +115,7 @@ TEST(FieldSelectorTest, DescribeNodePodList) {
 
 TEST(FieldSelectorTest, DescribeEvents) {
   const Strategy& s = StrategyOf("", "events");
-  auto ev = Decode<api::corev1::Event>(R"({"metadata":{"name":"n.1",
+  auto ev = Decode<objects::corev1::Event>(R"({"metadata":{"name":"n.1",
     "namespace":"default"},"involvedObject":{"kind":"Node","name":"node-1",
     "uid":"node-1","apiVersion":"v1","resourceVersion":"7",
     "fieldPath":""},"reason":"NodeReady","type":"Normal",
@@ -135,34 +135,34 @@ TEST(FieldSelectorTest, DescribeEvents) {
 }
 
 TEST(FieldSelectorTest, OtherKinds) {
-  auto node = Decode<api::corev1::Node>(
+  auto node = Decode<objects::corev1::Node>(
       R"({"metadata":{"name":"n1"},"spec":{"unschedulable":true}})");
   EXPECT_TRUE(
       Selects(StrategyOf("", "nodes"), node, "spec.unschedulable=true"));
   EXPECT_TRUE(Selects(StrategyOf("", "nodes"), node, "metadata.name=n1"));
 
-  auto ns = Decode<api::corev1::Namespace>(
+  auto ns = Decode<objects::corev1::Namespace>(
       R"({"metadata":{"name":"a"},"status":{"phase":"Active"}})");
   EXPECT_TRUE(Selects(StrategyOf("", "namespaces"), ns, "status.phase=Active"));
 
-  auto sec = Decode<api::corev1::Secret>(
+  auto sec = Decode<objects::corev1::Secret>(
       R"({"metadata":{"name":"s","namespace":"d"},"type":"kubernetes.io/tls"})");
   EXPECT_TRUE(
       Selects(StrategyOf("", "secrets"), sec, "type=kubernetes.io/tls"));
 
-  auto svc = Decode<api::corev1::Service>(R"({"metadata":{"name":"s"},
+  auto svc = Decode<objects::corev1::Service>(R"({"metadata":{"name":"s"},
     "spec":{"type":"ClusterIP","clusterIP":"None"}})");
   EXPECT_TRUE(Selects(StrategyOf("", "services"), svc,
                       "spec.clusterIP=None,spec.type=ClusterIP"));
 
-  auto rs = Decode<api::appsv1::ReplicaSet>(
+  auto rs = Decode<objects::appsv1::ReplicaSet>(
       R"({"metadata":{"name":"r","namespace":"d"},"status":{"replicas":0}})");
   EXPECT_TRUE(
       Selects(StrategyOf("apps", "replicasets"), rs, "status.replicas=0"));
   EXPECT_TRUE(
       Selects(StrategyOf("apps", "replicasets"), rs, "status.replicas!=3"));
 
-  auto d = Decode<api::appsv1::Deployment>(
+  auto d = Decode<objects::appsv1::Deployment>(
       R"({"metadata":{"name":"web","namespace":"d"}})");
   EXPECT_TRUE(
       Selects(StrategyOf("apps", "deployments"), d, "metadata.name=web"));

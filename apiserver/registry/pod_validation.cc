@@ -8,16 +8,16 @@
 #include <map>
 #include <set>
 
-#include "api/codec.h"
-#include "api/machinery/quantity.h"
-#include "api/machinery/validation.h"
+#include "objects/codec.h"
+#include "objects/machinery/quantity.h"
+#include "objects/machinery/validation.h"
 #include "base/strings.h"
 
 namespace kplane::apiserver::podvalidation {
 
 namespace {
 
-using namespace api::corev1;  // NOLINT: the file is about these types
+using namespace objects::corev1;  // NOLINT: the file is about these types
 using machinery::Quantity;
 using validation::Append;
 using validation::Duplicate;
@@ -980,7 +980,7 @@ FieldErrors ValidateResourceRequirements(const ResourceRequirements& r,
 
 // --- probes and handlers ---
 
-FieldErrors ValidatePortNumOrName(const api::intstr::IntOrString& port,
+FieldErrors ValidatePortNumOrName(const objects::intstr::IntOrString& port,
                                   const Path& p) {
   FieldErrors errs;
   if (port.type() == 0) {
@@ -1892,7 +1892,7 @@ std::string FieldJson(const google::protobuf::Message& m,
   bool present = f->is_repeated() ? r->FieldSize(m, f) > 0 : r->HasField(m, f);
   if (!present) return "null";
   rapidjson::Document doc;
-  rapidjson::Value v = api::ToJsonValue(m, doc.GetAllocator());
+  rapidjson::Value v = objects::ToJsonValue(m, doc.GetAllocator());
   auto it = v.FindMember(f->name().c_str());
   if (it == v.MemberEnd()) return "null";
   rapidjson::StringBuffer buf;

@@ -21,8 +21,8 @@
 
 #include <string>
 
-#include "api/machinery/labels.h"
-#include "api/types.h"
+#include "objects/machinery/labels.h"
+#include "objects/types.h"
 #include "apiserver/registry/strategy.h"
 #include "apiserver/registry/validation_util.h"
 
@@ -30,26 +30,26 @@ namespace kplane::apiserver::podvalidation {
 
 // `resource_is_pod` tightens the hostNetwork/hostPort rule (templates may
 // leave hostPort 0).
-FieldErrors ValidatePodSpec(const api::corev1::PodSpec& spec,
+FieldErrors ValidatePodSpec(const objects::corev1::PodSpec& spec,
                             const validation::Path& p, bool resource_is_pod);
-FieldErrors ValidatePodTemplateSpec(const api::corev1::PodTemplateSpec& t,
+FieldErrors ValidatePodTemplateSpec(const objects::corev1::PodTemplateSpec& t,
                                     const validation::Path& p);
 // ValidatePodTemplateSpecForReplicaSet: labels must match `selector`,
 // restartPolicy Always, no activeDeadlineSeconds. `owner_kind` names the
 // owning kind in the activeDeadlineSeconds message ("ReplicaSet").
 FieldErrors ValidatePodTemplateForController(
-    const api::corev1::PodTemplateSpec& t,
+    const objects::corev1::PodTemplateSpec& t,
     const machinery::LabelSelector& selector, const validation::Path& p,
     std::string_view owner_kind);
 
-FieldErrors ValidatePodCreate(const api::corev1::Pod& pod);
-FieldErrors ValidatePodUpdate(const api::corev1::Pod& pod,
-                              const api::corev1::Pod& old);
-FieldErrors ValidatePodStatusUpdate(const api::corev1::Pod& pod,
-                                    const api::corev1::Pod& old);
+FieldErrors ValidatePodCreate(const objects::corev1::Pod& pod);
+FieldErrors ValidatePodUpdate(const objects::corev1::Pod& pod,
+                              const objects::corev1::Pod& old);
+FieldErrors ValidatePodStatusUpdate(const objects::corev1::Pod& pod,
+                                    const objects::corev1::Pod& old);
 
 // "Guaranteed", "Burstable" or "BestEffort" (qos.ComputePodQOS).
-std::string ComputeQOS(const api::corev1::Pod& pod);
+std::string ComputeQOS(const objects::corev1::Pod& pod);
 
 }  // namespace kplane::apiserver::podvalidation
 

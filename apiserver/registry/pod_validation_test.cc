@@ -5,8 +5,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "api/codec.h"
-#include "api/test_util.h"
+#include "objects/codec.h"
+#include "objects/test_util.h"
 #include "apiserver/registry/test_util.h"
 
 namespace kplane::apiserver {
@@ -20,15 +20,15 @@ using testing::StrategyOf;
 using testing::Texts;
 
 // A pod as the pod strategy sees it on create: defaulted and prepared.
-api::corev1::Pod PodFrom(std::string_view json) {
-  auto pod = Decode<api::corev1::Pod>(json);
+objects::corev1::Pod PodFrom(std::string_view json) {
+  auto pod = Decode<objects::corev1::Pod>(json);
   const Strategy& s = StrategyOf("", "pods");
   s.Default(&pod);
   s.PrepareForCreate(&pod);
   return pod;
 }
 
-api::corev1::Pod ValidPod() {
+objects::corev1::Pod ValidPod() {
   return PodFrom(R"({"metadata":{"name":"web","namespace":"default"},
     "spec":{"containers":[{"name":"nginx","image":"nginx:1.27",
       "ports":[{"name":"http","containerPort":80}]}]}})");
@@ -38,7 +38,7 @@ TEST(PodValidationTest, ValidPodsPass) {
   const Strategy& s = StrategyOf("", "pods");
   EXPECT_THAT(Texts(s.ValidateCreate(ValidPod())), IsEmpty());
   // The rich fixture pod (probes, env, projected volume, resources).
-  auto pod = Decode<api::corev1::Pod>(api::testing::ReadTestdata("pod.json"));
+  auto pod = Decode<objects::corev1::Pod>(objects::testing::ReadTestdata("pod.json"));
   EXPECT_THAT(Texts(s.ValidateCreate(pod)), IsEmpty());
 }
 
@@ -46,7 +46,7 @@ TEST(PodValidationTest, CreateRules) {
   const Strategy& s = StrategyOf("", "pods");
   struct Case {
     const char* name;
-    std::function<void(api::corev1::Pod*)> mutate;
+    std::function<void(objects::corev1::Pod*)> mutate;
     std::vector<std::string> want;
   } cases[] = {
       {"no containers",
@@ -420,7 +420,7 @@ TEST(PodStatusUpdateTest, Rules) {
 TEST(BindingTest, ApplyBindingAssignsNodeAndCondition) {
   auto pod = ValidPod();
   pod.mutable_metadata()->set_uid("u1");
-  auto b = Decode<api::corev1::Binding>(R"({"metadata":{"name":"web",
+  auto b = Decode<objects::corev1::Binding>(R"({"metadata":{"name":"web",
     "annotations":{"scheduler.io/score":"7"}},"target":{"kind":"Node","name":"n1"}})");
   ASSERT_TRUE(ApplyBinding(b, &pod, testing::At(testing::kCreated)).ok());
   EXPECT_EQ(pod.spec().nodename(), "n1");
@@ -428,7 +428,7 @@ TEST(BindingTest, ApplyBindingAssignsNodeAndCondition) {
   ASSERT_EQ(pod.status().conditions_size(), 1);
   EXPECT_EQ(pod.status().conditions(0).type(), "PodScheduled");
   EXPECT_EQ(pod.status().conditions(0).status(), "True");
-  EXPECT_EQ(api::UnixSeconds(pod.status().conditions(0).lasttransitiontime()),
+  EXPECT_EQ(objects::UnixSeconds(pod.status().conditions(0).lasttransitiontime()),
             testing::kCreated);
 
   Status again = ApplyBinding(b, &pod, testing::At(testing::kCreated));
@@ -460,7 +460,7 @@ TEST(PodValidationTest, GatedPodGetsSchedulingGatedCondition) {
     "containers":[{"name":"c","image":"i"}]}})");
   ASSERT_EQ(pod.status().conditions_size(), 1);
   EXPECT_EQ(pod.status().conditions(0).reason(), "SchedulingGated");
-  EXPECT_THAT(api::EncodeJson(pod.status()),
+  EXPECT_THAT(objects::EncodeJson(pod.status()),
               HasSubstr("\"message\":\"Scheduling is blocked due to non-empty "
                         "scheduling gates\""));
 }

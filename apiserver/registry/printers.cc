@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <set>
 
-#include "api/machinery/duration.h"
-#include "api/time.h"
+#include "objects/machinery/duration.h"
+#include "objects/time.h"
 #include "apiserver/registry/validation_util.h"
 #include "base/strings.h"
 
@@ -12,7 +12,7 @@ namespace kplane::apiserver::printers {
 
 namespace {
 
-using namespace api::corev1;  // NOLINT: the file is about these types
+using namespace objects::corev1;  // NOLINT: the file is about these types
 
 // SwaggerDoc() texts of k8s.io/api v0.32 used as column descriptions.
 constexpr char kNameDoc[] =
@@ -47,7 +47,7 @@ TableColumn Col(const char* name, const char* type, const char* doc,
 TableCell S(std::string s) { return TableCell::Str(std::move(s)); }
 TableCell I(int64_t n) { return TableCell::Int(n); }
 
-std::string Age(const api::metav1::ObjectMeta& m, WallTime now) {
+std::string Age(const objects::metav1::ObjectMeta& m, WallTime now) {
   return TranslateTimestampSince(m.creationtimestamp(), now);
 }
 
@@ -72,23 +72,23 @@ std::string FormatLabels(const validation::StringMap& m) {
   return s.empty() ? "<none>" : s;
 }
 
-bool IsZeroTime(const api::metav1::Time& t) { return api::IsZero(t); }
+bool IsZeroTime(const objects::metav1::Time& t) { return objects::IsZero(t); }
 
-int64_t Seconds(const api::metav1::Time& t) { return api::UnixSeconds(t); }
+int64_t Seconds(const objects::metav1::Time& t) { return objects::UnixSeconds(t); }
 
 }  // namespace
 
-std::string TranslateTimestampSince(const api::metav1::Time& t, WallTime now) {
-  if (api::IsZero(t)) return "<unknown>";
-  auto d = now - api::ToWallTime(t);
+std::string TranslateTimestampSince(const objects::metav1::Time& t, WallTime now) {
+  if (objects::IsZero(t)) return "<unknown>";
+  auto d = now - objects::ToWallTime(t);
   return machinery::HumanDuration(
       std::chrono::duration_cast<std::chrono::nanoseconds>(d).count());
 }
 
-std::string TranslateMicroTimestampSince(const api::metav1::MicroTime& t,
+std::string TranslateMicroTimestampSince(const objects::metav1::MicroTime& t,
                                          WallTime now) {
-  if (api::IsZero(t)) return "<unknown>";
-  auto d = now - api::ToWallTime(t);
+  if (objects::IsZero(t)) return "<unknown>";
+  auto d = now - objects::ToWallTime(t);
   return machinery::HumanDuration(
       std::chrono::duration_cast<std::chrono::nanoseconds>(d).count());
 }
@@ -97,10 +97,10 @@ std::vector<TableColumn> DefaultColumns() {
   return {NameColumn(), {"Created At", "date", "", kCreationTimestampDoc, 0}};
 }
 
-std::vector<TableCell> DefaultRow(const api::metav1::ObjectMeta& meta) {
+std::vector<TableCell> DefaultRow(const objects::metav1::ObjectMeta& meta) {
   std::string created;
-  if (!api::IsZero(meta.creationtimestamp())) {
-    created = api::FormatRfc3339(api::UnixSeconds(meta.creationtimestamp()));
+  if (!objects::IsZero(meta.creationtimestamp())) {
+    created = objects::FormatRfc3339(objects::UnixSeconds(meta.creationtimestamp()));
   } else {
     created = "0001-01-01T00:00:00Z";
   }
@@ -263,7 +263,7 @@ std::vector<TableCell> PodRow(const Pod& pod, WallTime now) {
   }
 
   bool deleting = pod.metadata().has_deletiontimestamp() &&
-                  !api::IsZero(pod.metadata().deletiontimestamp());
+                  !objects::IsZero(pod.metadata().deletiontimestamp());
   bool terminal = status.phase() == "Succeeded" || status.phase() == "Failed";
   if (deleting && status.reason() == "NodeLost") {
     reason = "Unknown";
@@ -273,8 +273,8 @@ std::vector<TableCell> PodRow(const Pod& pod, WallTime now) {
 
   std::string restarts_str = std::to_string(restarts);
   if (restarts != 0 && last_restart != 0) {
-    api::metav1::Time t;
-    api::SetTime(&t, last_restart);
+    objects::metav1::Time t;
+    objects::SetTime(&t, last_restart);
     restarts_str += " (" + TranslateTimestampSince(t, now) + " ago)";
   }
 
@@ -471,7 +471,7 @@ std::vector<TableColumn> LeaseColumns() {
           AgeColumn()};
 }
 
-std::vector<TableCell> LeaseRow(const api::coordinationv1::Lease& l,
+std::vector<TableCell> LeaseRow(const objects::coordinationv1::Lease& l,
                                 WallTime now) {
   return {S(l.metadata().name()), S(l.spec().holderidentity()),
           S(Age(l.metadata(), now))};
@@ -640,11 +640,11 @@ std::vector<TableColumn> EventColumns() {
 
 std::vector<TableCell> EventRow(const Event& ev, WallTime now) {
   std::string first = TranslateTimestampSince(ev.firsttimestamp(), now);
-  if (api::IsZero(ev.firsttimestamp())) {
+  if (objects::IsZero(ev.firsttimestamp())) {
     first = TranslateMicroTimestampSince(ev.eventtime(), now);
   }
   std::string last = TranslateTimestampSince(ev.lasttimestamp(), now);
-  if (api::IsZero(ev.lasttimestamp())) last = first;
+  if (objects::IsZero(ev.lasttimestamp())) last = first;
   int64_t count = ev.count();
   if (ev.has_series()) {
     last = TranslateMicroTimestampSince(ev.series().lastobservedtime(), now);
@@ -696,7 +696,7 @@ std::vector<TableColumn> DeploymentColumns() {
   };
 }
 
-std::vector<TableCell> DeploymentRow(const api::appsv1::Deployment& d,
+std::vector<TableCell> DeploymentRow(const objects::appsv1::Deployment& d,
                                      WallTime now) {
   auto [names, images] =
       ContainerCells(d.spec().template_().spec().containers());
@@ -744,7 +744,7 @@ std::vector<TableColumn> ReplicaSetColumns() {
   };
 }
 
-std::vector<TableCell> ReplicaSetRow(const api::appsv1::ReplicaSet& rs,
+std::vector<TableCell> ReplicaSetRow(const objects::appsv1::ReplicaSet& rs,
                                      WallTime now) {
   auto [names, images] =
       ContainerCells(rs.spec().template_().spec().containers());

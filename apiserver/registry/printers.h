@@ -18,54 +18,54 @@
 #include <string>
 #include <vector>
 
-#include "api/types.h"
+#include "objects/types.h"
 #include "apiserver/registry/strategy.h"
 #include "base/clock.h"
 
 namespace kplane::apiserver::printers {
 
-std::string TranslateTimestampSince(const api::metav1::Time& t, WallTime now);
-std::string TranslateMicroTimestampSince(const api::metav1::MicroTime& t,
+std::string TranslateTimestampSince(const objects::metav1::Time& t, WallTime now);
+std::string TranslateMicroTimestampSince(const objects::metav1::MicroTime& t,
                                          WallTime now);
 
 // The default table convertor (kinds without a printer): Name, Created At.
 std::vector<TableColumn> DefaultColumns();
-std::vector<TableCell> DefaultRow(const api::metav1::ObjectMeta& meta);
+std::vector<TableCell> DefaultRow(const objects::metav1::ObjectMeta& meta);
 
 std::vector<TableColumn> PodColumns();
-std::vector<TableCell> PodRow(const api::corev1::Pod& pod, WallTime now);
+std::vector<TableCell> PodRow(const objects::corev1::Pod& pod, WallTime now);
 
 std::vector<TableColumn> NodeColumns();
-std::vector<TableCell> NodeRow(const api::corev1::Node& node, WallTime now);
+std::vector<TableCell> NodeRow(const objects::corev1::Node& node, WallTime now);
 
 std::vector<TableColumn> NamespaceColumns();
-std::vector<TableCell> NamespaceRow(const api::corev1::Namespace& ns,
+std::vector<TableCell> NamespaceRow(const objects::corev1::Namespace& ns,
                                     WallTime now);
 
 std::vector<TableColumn> ConfigMapColumns();
-std::vector<TableCell> ConfigMapRow(const api::corev1::ConfigMap& cm,
+std::vector<TableCell> ConfigMapRow(const objects::corev1::ConfigMap& cm,
                                     WallTime now);
 
 std::vector<TableColumn> SecretColumns();
-std::vector<TableCell> SecretRow(const api::corev1::Secret& s, WallTime now);
+std::vector<TableCell> SecretRow(const objects::corev1::Secret& s, WallTime now);
 
 std::vector<TableColumn> ServiceColumns();
-std::vector<TableCell> ServiceRow(const api::corev1::Service& svc,
+std::vector<TableCell> ServiceRow(const objects::corev1::Service& svc,
                                   WallTime now);
 
 std::vector<TableColumn> EventColumns();
-std::vector<TableCell> EventRow(const api::corev1::Event& ev, WallTime now);
+std::vector<TableCell> EventRow(const objects::corev1::Event& ev, WallTime now);
 
 std::vector<TableColumn> DeploymentColumns();
-std::vector<TableCell> DeploymentRow(const api::appsv1::Deployment& d,
+std::vector<TableCell> DeploymentRow(const objects::appsv1::Deployment& d,
                                      WallTime now);
 
 std::vector<TableColumn> ReplicaSetColumns();
-std::vector<TableCell> ReplicaSetRow(const api::appsv1::ReplicaSet& rs,
+std::vector<TableCell> ReplicaSetRow(const objects::appsv1::ReplicaSet& rs,
                                      WallTime now);
 
 std::vector<TableColumn> LeaseColumns();
-std::vector<TableCell> LeaseRow(const api::coordinationv1::Lease& l,
+std::vector<TableCell> LeaseRow(const objects::coordinationv1::Lease& l,
                                 WallTime now);
 
 }  // namespace kplane::apiserver::printers

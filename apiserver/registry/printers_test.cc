@@ -4,8 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "api/codec.h"
-#include "api/test_util.h"
+#include "objects/codec.h"
+#include "objects/test_util.h"
 #include "apiserver/registry/test_util.h"
 
 namespace kplane::apiserver {
@@ -38,7 +38,7 @@ const char kPodMeta[] =
 
 std::vector<std::string> PodCells(const std::string& rest, int64_t age_s) {
   auto pod =
-      Decode<api::corev1::Pod>("{" + std::string(kPodMeta) + "," + rest + "}");
+      Decode<objects::corev1::Pod>("{" + std::string(kPodMeta) + "," + rest + "}");
   return Cells(StrategyOf("", "pods").Row(pod, At(kCreated + age_s)));
 }
 
@@ -189,7 +189,7 @@ TEST(PodTableTest, Rows) {
   for (auto& c : cases) {
     std::vector<std::string> got;
     if (std::string(c.name) == "terminating") {
-      auto pod = Decode<api::corev1::Pod>(
+      auto pod = Decode<objects::corev1::Pod>(
           R"({"metadata":{"name":"web-0","namespace":"default",
              "creationTimestamp":"2026-11-29T08:37:42Z",
              "deletionTimestamp":"2026-11-29T08:38:00Z"},)" +
@@ -203,7 +203,7 @@ TEST(PodTableTest, Rows) {
 }
 
 TEST(PodTableTest, FixturePod) {
-  auto pod = Decode<api::corev1::Pod>(api::testing::ReadTestdata("pod.json"));
+  auto pod = Decode<objects::corev1::Pod>(objects::testing::ReadTestdata("pod.json"));
   auto cells = Cells(StrategyOf("", "pods").Row(pod, At(kCreated + 600)));
   ASSERT_EQ(cells.size(), 9u);
   EXPECT_EQ(cells[0], "web-7d9c8f6b5-x2k4p");
@@ -216,7 +216,7 @@ TEST(NodeTableTest, Rows) {
                                 "Name", "Status", "Roles", "Age", "Version",
                                 "Internal-IP*", "External-IP*", "OS-Image*",
                                 "Kernel-Version*", "Container-Runtime*"}));
-  auto ready = Decode<api::corev1::Node>(R"json({"metadata":{"name":"node-1",
+  auto ready = Decode<objects::corev1::Node>(R"json({"metadata":{"name":"node-1",
     "creationTimestamp":"2026-11-29T08:37:42Z",
     "labels":{"node-role.kubernetes.io/control-plane":"",
               "node-role.kubernetes.io/worker":"","kubernetes.io/role":"edge"}},
@@ -246,7 +246,7 @@ TEST(NodeTableTest, Rows) {
   EXPECT_EQ(cells[1], "NotReady,SchedulingDisabled");
   EXPECT_EQ(cells[2], "<none>");
 
-  auto no_status = Decode<api::corev1::Node>(R"({"metadata":{"name":"n"}})");
+  auto no_status = Decode<objects::corev1::Node>(R"({"metadata":{"name":"n"}})");
   cells = Cells(s.Row(no_status, At(kCreated)));
   EXPECT_EQ(cells[1], "Unknown");
   EXPECT_EQ(cells[3], "<unknown>");
@@ -258,8 +258,8 @@ TEST(DeploymentTableTest, Rows) {
   EXPECT_EQ(ColumnNames(s), (std::vector<std::string>{
                                 "Name", "Ready", "Up-to-date", "Available",
                                 "Age", "Containers*", "Images*", "Selector*"}));
-  auto d = Decode<api::appsv1::Deployment>(
-      api::testing::ReadTestdata("deployment.json"));
+  auto d = Decode<objects::appsv1::Deployment>(
+      objects::testing::ReadTestdata("deployment.json"));
   auto row = s.Row(d, At(kCreated + 3600 * 5 + 60 * 7));
   EXPECT_FALSE(row[1].is_int);
   EXPECT_TRUE(row[2].is_int);
@@ -273,7 +273,7 @@ TEST(ReplicaSetTableTest, Rows) {
   EXPECT_EQ(ColumnNames(s), (std::vector<std::string>{
                                 "Name", "Desired", "Current", "Ready", "Age",
                                 "Containers*", "Images*", "Selector*"}));
-  auto rs = Decode<api::appsv1::ReplicaSet>(R"({"metadata":{"name":"web-5f",
+  auto rs = Decode<objects::appsv1::ReplicaSet>(R"({"metadata":{"name":"web-5f",
     "creationTimestamp":"2026-11-29T08:37:42Z"},
     "spec":{"replicas":3,"selector":{"matchLabels":{"app":"web",
       "pod-template-hash":"5f"},"matchExpressions":[{"key":"tier",
@@ -291,7 +291,7 @@ TEST(ReplicaSetTableTest, Rows) {
 
 TEST(ServiceTableTest, Rows) {
   const Strategy& s = StrategyOf("", "services");
-  auto svc = Decode<api::corev1::Service>(R"({"metadata":{"name":"web",
+  auto svc = Decode<objects::corev1::Service>(R"({"metadata":{"name":"web",
     "creationTimestamp":"2026-11-29T08:37:42Z"},
     "spec":{"type":"NodePort","clusterIP":"10.96.0.20","clusterIPs":["10.96.0.20"],
       "selector":{"app":"web","tier":"fe"},
@@ -306,7 +306,7 @@ TEST(ServiceTableTest, Rows) {
   EXPECT_EQ(Cells(s.Row(lb, At(kCreated)))[3], "<pending>");
   lb.mutable_status()->mutable_loadbalancer()->add_ingress()->set_ip("1.2.3.4");
   EXPECT_EQ(Cells(s.Row(lb, At(kCreated)))[3], "1.2.3.4");
-  auto en = Decode<api::corev1::Service>(
+  auto en = Decode<objects::corev1::Service>(
       R"({"metadata":{"name":"db"},"spec":{"type":"ExternalName",
           "externalName":"db.example.com"}})");
   EXPECT_EQ(Cells(s.Row(en, At(kCreated))),
@@ -322,7 +322,7 @@ TEST(EventTableTest, Rows) {
                                       "Subobject*", "Source*", "Message",
                                       "First Seen*", "Count*", "Name*"}));
   EXPECT_EQ(s.Columns()[9].format, "name");
-  auto ev = Decode<api::corev1::Event>(R"({"metadata":{"name":"web.17a",
+  auto ev = Decode<objects::corev1::Event>(R"({"metadata":{"name":"web.17a",
     "namespace":"default"},
     "involvedObject":{"kind":"Pod","namespace":"default","name":"web",
       "fieldPath":"spec.containers{nginx}"},
@@ -337,7 +337,7 @@ TEST(EventTableTest, Rows) {
                 "kubelet, node-1", "Successfully pulled image \"nginx\"", "5m",
                 "4", "web.17a"}));
   // events.k8s.io-style: eventTime and series, reportingController.
-  auto series = Decode<api::corev1::Event>(R"({"metadata":{"name":"n.1"},
+  auto series = Decode<objects::corev1::Event>(R"({"metadata":{"name":"n.1"},
     "involvedObject":{"kind":"Node","name":"node-1"},"reason":"Ready",
     "type":"Normal","eventTime":"2026-11-29T08:37:42.000000Z",
     "series":{"count":7,"lastObservedTime":"2026-11-29T08:38:42.000000Z"},
@@ -346,7 +346,7 @@ TEST(EventTableTest, Rows) {
       Cells(s.Row(series, At(kCreated + 120))),
       (std::vector<std::string>{"60s", "Normal", "Ready", "node/node-1", "",
                                 "node-controller", "", "2m", "7", "n.1"}));
-  auto bare = Decode<api::corev1::Event>(
+  auto bare = Decode<objects::corev1::Event>(
       R"({"metadata":{"name":"x"},"involvedObject":{"kind":"Node"}})");
   auto cells = Cells(s.Row(bare, At(kCreated)));
   EXPECT_EQ(cells[0], "<unknown>");
@@ -356,7 +356,7 @@ TEST(EventTableTest, Rows) {
 
 TEST(SmallKindsTableTest, Rows) {
   auto lease =
-      Decode<api::coordinationv1::Lease>(R"({"metadata":{"name":"node-1",
+      Decode<objects::coordinationv1::Lease>(R"({"metadata":{"name":"node-1",
     "namespace":"kube-node-lease","creationTimestamp":"2026-11-29T08:37:42Z"},
     "spec":{"holderIdentity":"node-1","leaseDurationSeconds":40}})");
   const Strategy& ls = StrategyOf("coordination.k8s.io", "leases");
@@ -365,20 +365,20 @@ TEST(SmallKindsTableTest, Rows) {
   EXPECT_EQ(Cells(ls.Row(lease, At(kCreated + 9 * 86400))),
             (std::vector<std::string>{"node-1", "node-1", "9d"}));
 
-  auto ns = Decode<api::corev1::Namespace>(R"({"metadata":{"name":"team",
+  auto ns = Decode<objects::corev1::Namespace>(R"({"metadata":{"name":"team",
     "creationTimestamp":"2026-11-29T08:37:42Z"},"status":{"phase":"Terminating"}})");
   EXPECT_EQ(
       Cells(StrategyOf("", "namespaces").Row(ns, At(kCreated + 400 * 86400))),
       (std::vector<std::string>{"team", "Terminating", "400d"}));
 
-  auto cm = Decode<api::corev1::ConfigMap>(R"({"metadata":{"name":"c",
+  auto cm = Decode<objects::corev1::ConfigMap>(R"({"metadata":{"name":"c",
     "creationTimestamp":"2026-11-29T08:37:42Z"},"data":{"a":"1","b":"2"},
     "binaryData":{"c":"AA=="}})");
   auto row = StrategyOf("", "configmaps").Row(cm, At(kCreated + 65));
   EXPECT_TRUE(row[1].is_int);
   EXPECT_EQ(Cells(row), (std::vector<std::string>{"c", "3", "65s"}));
 
-  auto sec = Decode<api::corev1::Secret>(R"({"metadata":{"name":"s",
+  auto sec = Decode<objects::corev1::Secret>(R"({"metadata":{"name":"s",
     "creationTimestamp":"2026-11-29T08:37:42Z"},"type":"Opaque",
     "data":{"a":"eA=="}})");
   EXPECT_EQ(Cells(StrategyOf("", "secrets").Row(sec, At(kCreated + 3 * 86400))),
@@ -391,7 +391,7 @@ TEST(DefaultTableTest, KindsWithoutPrinter) {
   ASSERT_EQ(cols.size(), 2u);
   EXPECT_EQ(cols[1].name, "Created At");
   EXPECT_EQ(cols[1].type, "date");
-  auto b = Decode<api::corev1::Binding>(R"({"metadata":{"name":"web",
+  auto b = Decode<objects::corev1::Binding>(R"({"metadata":{"name":"web",
     "creationTimestamp":"2026-11-29T08:37:42Z"}})");
   EXPECT_EQ(Cells(s.Row(b, At(0))),
             (std::vector<std::string>{"web", "2026-11-29T08:37:42Z"}));

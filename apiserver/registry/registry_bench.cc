@@ -1,5 +1,5 @@
 // Cost of the per-request strategy work on typical objects
-// (api/testdata/pod.json, ~4 KB; deployment.json): defaulting, create and
+// (objects/testdata/pod.json, ~4 KB; deployment.json): defaulting, create and
 // update preparation, validation, a field-selector lookup and a Table row.
 //
 //   build/apiserver/registry/apiserver_registry_bench --benchmark_min_time=1
@@ -8,8 +8,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "api/codec.h"
-#include "api/scheme.h"
+#include "objects/codec.h"
+#include "objects/scheme.h"
 #include "apiserver/registry/strategy.h"
 
 namespace kplane::apiserver {
@@ -17,24 +17,24 @@ namespace {
 
 template <typename T>
 T Load(const char* file) {
-  std::ifstream in(std::string(KPLANE_API_TESTDATA) + "/" + file);
+  std::ifstream in(std::string(KPLANE_OBJECTS_TESTDATA) + "/" + file);
   std::stringstream ss;
   ss << in.rdbuf();
   T obj;
-  if (!api::DecodeJson(ss.str(), &obj).ok()) std::abort();
+  if (!objects::DecodeJson(ss.str(), &obj).ok()) std::abort();
   return obj;
 }
 
 const Strategy& StrategyOf(const char* group, const char* resource) {
   return StrategyFor(
-      *api::Scheme::Default().FindResource(group, "v1", resource));
+      *objects::Scheme::Default().FindResource(group, "v1", resource));
 }
 
 void BM_PodCreate(benchmark::State& state) {
   const Strategy& s = StrategyOf("", "pods");
-  const auto pod = Load<api::corev1::Pod>("pod.json");
+  const auto pod = Load<objects::corev1::Pod>("pod.json");
   for (auto _ : state) {
-    api::corev1::Pod p = pod;
+    objects::corev1::Pod p = pod;
     s.Default(&p);
     s.PrepareForCreate(&p);
     FieldErrors errs = s.ValidateCreate(p);
@@ -46,9 +46,9 @@ BENCHMARK(BM_PodCreate);
 
 void BM_PodUpdate(benchmark::State& state) {
   const Strategy& s = StrategyOf("", "pods");
-  const auto old = Load<api::corev1::Pod>("pod.json");
+  const auto old = Load<objects::corev1::Pod>("pod.json");
   for (auto _ : state) {
-    api::corev1::Pod p = old;
+    objects::corev1::Pod p = old;
     (*p.mutable_metadata()->mutable_labels())["touched"] = "yes";
     s.Default(&p);
     s.PrepareForUpdate(&p, old);
@@ -60,9 +60,9 @@ BENCHMARK(BM_PodUpdate);
 
 void BM_DeploymentUpdate(benchmark::State& state) {
   const Strategy& s = StrategyOf("apps", "deployments");
-  const auto old = Load<api::appsv1::Deployment>("deployment.json");
+  const auto old = Load<objects::appsv1::Deployment>("deployment.json");
   for (auto _ : state) {
-    api::appsv1::Deployment d = old;
+    objects::appsv1::Deployment d = old;
     d.mutable_spec()->set_replicas(5);
     s.Default(&d);
     s.PrepareForUpdate(&d, old);
@@ -74,7 +74,7 @@ BENCHMARK(BM_DeploymentUpdate);
 
 void BM_PodFieldValue(benchmark::State& state) {
   const Strategy& s = StrategyOf("", "pods");
-  const auto pod = Load<api::corev1::Pod>("pod.json");
+  const auto pod = Load<objects::corev1::Pod>("pod.json");
   for (auto _ : state) {
     benchmark::DoNotOptimize(s.FieldValue(pod, "spec.nodeName"));
     benchmark::DoNotOptimize(s.FieldValue(pod, "status.phase"));
@@ -84,7 +84,7 @@ BENCHMARK(BM_PodFieldValue);
 
 void BM_PodRow(benchmark::State& state) {
   const Strategy& s = StrategyOf("", "pods");
-  const auto pod = Load<api::corev1::Pod>("pod.json");
+  const auto pod = Load<objects::corev1::Pod>("pod.json");
   const WallTime now{std::chrono::seconds(1795941462 + 3600)};
   for (auto _ : state) benchmark::DoNotOptimize(s.Row(pod, now));
 }

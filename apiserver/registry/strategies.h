@@ -10,7 +10,7 @@
 
 #include <google/protobuf/message.h>
 
-#include "api/scheme.h"
+#include "objects/scheme.h"
 #include "apiserver/registry/strategy.h"
 #include "base/logging.h"
 
@@ -19,11 +19,11 @@ namespace kplane::apiserver {
 template <typename T>
 class TypedStrategy : public Strategy {
  public:
-  explicit TypedStrategy(const api::ResourceInfo* resource)
+  explicit TypedStrategy(const objects::ResourceInfo* resource)
       : resource_(resource) {
     CHECK(resource_ != nullptr);
   }
-  const api::ResourceInfo& resource() const override { return *resource_; }
+  const objects::ResourceInfo& resource() const override { return *resource_; }
 
   void Default(google::protobuf::Message* obj) const final {
     DefaultT(Cast(obj));
@@ -73,11 +73,11 @@ class TypedStrategy : public Strategy {
       const google::protobuf::Message& obj) const final {
     return GraceT(Cast(obj));
   }
-  api::autoscalingv1::Scale ToScale(
+  objects::autoscalingv1::Scale ToScale(
       const google::protobuf::Message& obj) const final {
     return ToScaleT(Cast(obj));
   }
-  void ApplyScale(const api::autoscalingv1::Scale& scale,
+  void ApplyScale(const objects::autoscalingv1::Scale& scale,
                   google::protobuf::Message* obj) const final {
     ApplyScaleT(scale, Cast(obj));
   }
@@ -103,8 +103,8 @@ class TypedStrategy : public Strategy {
     return Strategy::Row(obj, now);
   }
   virtual int64_t GraceT(const T& obj) const { return 0; }
-  virtual api::autoscalingv1::Scale ToScaleT(const T& obj) const { return {}; }
-  virtual void ApplyScaleT(const api::autoscalingv1::Scale& scale,
+  virtual objects::autoscalingv1::Scale ToScaleT(const T& obj) const { return {}; }
+  virtual void ApplyScaleT(const objects::autoscalingv1::Scale& scale,
                            T* obj) const {}
 
  private:
@@ -121,22 +121,22 @@ class TypedStrategy : public Strategy {
     return static_cast<const T&>(m);
   }
 
-  const api::ResourceInfo* resource_;
+  const objects::ResourceInfo* resource_;
 };
 
 // Factories; each builds its strategy for the given resource of
-// api::Scheme::Default().
-std::unique_ptr<Strategy> NewPodStrategy(const api::ResourceInfo* r);
-std::unique_ptr<Strategy> NewBindingStrategy(const api::ResourceInfo* r);
-std::unique_ptr<Strategy> NewNodeStrategy(const api::ResourceInfo* r);
-std::unique_ptr<Strategy> NewNamespaceStrategy(const api::ResourceInfo* r);
-std::unique_ptr<Strategy> NewConfigMapStrategy(const api::ResourceInfo* r);
-std::unique_ptr<Strategy> NewSecretStrategy(const api::ResourceInfo* r);
-std::unique_ptr<Strategy> NewServiceStrategy(const api::ResourceInfo* r);
-std::unique_ptr<Strategy> NewEventStrategy(const api::ResourceInfo* r);
-std::unique_ptr<Strategy> NewDeploymentStrategy(const api::ResourceInfo* r);
-std::unique_ptr<Strategy> NewReplicaSetStrategy(const api::ResourceInfo* r);
-std::unique_ptr<Strategy> NewLeaseStrategy(const api::ResourceInfo* r);
+// objects::Scheme::Default().
+std::unique_ptr<Strategy> NewPodStrategy(const objects::ResourceInfo* r);
+std::unique_ptr<Strategy> NewBindingStrategy(const objects::ResourceInfo* r);
+std::unique_ptr<Strategy> NewNodeStrategy(const objects::ResourceInfo* r);
+std::unique_ptr<Strategy> NewNamespaceStrategy(const objects::ResourceInfo* r);
+std::unique_ptr<Strategy> NewConfigMapStrategy(const objects::ResourceInfo* r);
+std::unique_ptr<Strategy> NewSecretStrategy(const objects::ResourceInfo* r);
+std::unique_ptr<Strategy> NewServiceStrategy(const objects::ResourceInfo* r);
+std::unique_ptr<Strategy> NewEventStrategy(const objects::ResourceInfo* r);
+std::unique_ptr<Strategy> NewDeploymentStrategy(const objects::ResourceInfo* r);
+std::unique_ptr<Strategy> NewReplicaSetStrategy(const objects::ResourceInfo* r);
+std::unique_ptr<Strategy> NewLeaseStrategy(const objects::ResourceInfo* r);
 
 }  // namespace kplane::apiserver
 

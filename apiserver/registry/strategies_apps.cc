@@ -14,13 +14,13 @@ namespace kplane::apiserver {
 
 namespace {
 
-using api::appsv1::Deployment;
-using api::appsv1::DeploymentSpec;
-using api::appsv1::ReplicaSet;
-using api::appsv1::ReplicaSetSpec;
-using api::autoscalingv1::Scale;
-using api::coordinationv1::Lease;
-using api::intstr::IntOrString;
+using objects::appsv1::Deployment;
+using objects::appsv1::DeploymentSpec;
+using objects::appsv1::ReplicaSet;
+using objects::appsv1::ReplicaSetSpec;
+using objects::autoscalingv1::Scale;
+using objects::coordinationv1::Lease;
+using objects::intstr::IntOrString;
 using validation::Append;
 using validation::Forbidden;
 using validation::GoIntOrString;
@@ -70,7 +70,7 @@ FieldErrors IsNotMoreThan100Percent(const IntOrString& v, const Path& p) {
   return {Invalid(p, GoIntOrString(v), "must not be greater than 100%")};
 }
 
-std::string GoDeploymentStrategy(const api::appsv1::DeploymentStrategy& s) {
+std::string GoDeploymentStrategy(const objects::appsv1::DeploymentStrategy& s) {
   return "apps.DeploymentStrategy{Type:" + validation::GoQuote(s.type()) +
          ", RollingUpdate:" +
          (s.has_rollingupdate() ? "&apps.RollingUpdateDeployment{...}"
@@ -78,7 +78,7 @@ std::string GoDeploymentStrategy(const api::appsv1::DeploymentStrategy& s) {
          "}";
 }
 
-FieldErrors ValidateDeploymentStrategy(const api::appsv1::DeploymentStrategy& s,
+FieldErrors ValidateDeploymentStrategy(const objects::appsv1::DeploymentStrategy& s,
                                        const Path& p) {
   FieldErrors errs;
   if (s.type() == "Recreate") {
@@ -117,8 +117,8 @@ FieldErrors ValidateDeploymentStrategy(const api::appsv1::DeploymentStrategy& s,
 // Selector and template rules shared by deployments and replicasets
 // (ValidateDeploymentSpec / ValidateReplicaSetSpec).
 FieldErrors ValidateSelectorAndTemplate(
-    bool has_selector, const api::metav1::LabelSelector& selector,
-    const api::corev1::PodTemplateSpec& tmpl, const Path& spec) {
+    bool has_selector, const objects::metav1::LabelSelector& selector,
+    const objects::corev1::PodTemplateSpec& tmpl, const Path& spec) {
   FieldErrors errs;
   if (!has_selector) {
     errs.push_back(Required(spec.Child("selector")));
@@ -171,7 +171,7 @@ FieldErrors ValidateDeploymentSpec(const DeploymentSpec& spec) {
   return errs;
 }
 
-FieldErrors ValidateDeploymentStatus(const api::appsv1::DeploymentStatus& s) {
+FieldErrors ValidateDeploymentStatus(const objects::appsv1::DeploymentStatus& s) {
   Path p("status");
   FieldErrors errs;
   Append(&errs, validation::ValidateNonnegative(s.observedgeneration(),
@@ -223,7 +223,7 @@ FieldErrors ValidateReplicaSetSpec(const ReplicaSetSpec& spec) {
   return errs;
 }
 
-FieldErrors ValidateReplicaSetStatus(const api::appsv1::ReplicaSetStatus& s) {
+FieldErrors ValidateReplicaSetStatus(const objects::appsv1::ReplicaSetStatus& s) {
   Path p("status");
   FieldErrors errs;
   Append(&errs,
@@ -459,7 +459,7 @@ class ReplicaSetStrategy : public TypedStrategy<ReplicaSet> {
 
 // ============================== leases ==============================
 
-FieldErrors ValidateLeaseSpec(const api::coordinationv1::LeaseSpec& spec) {
+FieldErrors ValidateLeaseSpec(const objects::coordinationv1::LeaseSpec& spec) {
   Path sp("spec");
   FieldErrors errs;
   if (spec.has_leasedurationseconds() && spec.leasedurationseconds() <= 0) {
@@ -514,13 +514,13 @@ class LeaseStrategy : public TypedStrategy<Lease> {
 
 }  // namespace
 
-std::unique_ptr<Strategy> NewDeploymentStrategy(const api::ResourceInfo* r) {
+std::unique_ptr<Strategy> NewDeploymentStrategy(const objects::ResourceInfo* r) {
   return std::make_unique<DeploymentStrategy>(r);
 }
-std::unique_ptr<Strategy> NewReplicaSetStrategy(const api::ResourceInfo* r) {
+std::unique_ptr<Strategy> NewReplicaSetStrategy(const objects::ResourceInfo* r) {
   return std::make_unique<ReplicaSetStrategy>(r);
 }
-std::unique_ptr<Strategy> NewLeaseStrategy(const api::ResourceInfo* r) {
+std::unique_ptr<Strategy> NewLeaseStrategy(const objects::ResourceInfo* r) {
   return std::make_unique<LeaseStrategy>(r);
 }
 

@@ -7,10 +7,10 @@
 #include <map>
 #include <set>
 
-#include "api/machinery/quantity.h"
-#include "api/machinery/validation.h"
-#include "api/meta.h"
-#include "api/time.h"
+#include "objects/machinery/quantity.h"
+#include "objects/machinery/validation.h"
+#include "objects/meta.h"
+#include "objects/time.h"
 #include "apiserver/registry/defaults.h"
 #include "apiserver/registry/pod_validation.h"
 #include "apiserver/registry/printers.h"
@@ -22,7 +22,7 @@ namespace kplane::apiserver {
 
 namespace {
 
-using namespace api::corev1;  // NOLINT: the file is about these types
+using namespace objects::corev1;  // NOLINT: the file is about these types
 using validation::Append;
 using validation::Duplicate;
 using validation::Forbidden;
@@ -483,7 +483,7 @@ class NamespaceStrategy : public TypedStrategy<Namespace> {
     FieldErrors errs =
         validation::ValidateObjectMetaUpdate(ns.metadata(), old.metadata());
     Path pp = Path("status").Child("Phase");
-    if (!api::IsBeingDeleted(ns.metadata())) {
+    if (!objects::IsBeingDeleted(ns.metadata())) {
       if (ns.status().phase() != "Active") {
         errs.push_back(InvalidString(pp, ns.status().phase(),
                                      "may only be 'Active' if "
@@ -1253,7 +1253,7 @@ FieldErrors ValidateEventV1(const Event& ev) {
   const std::string& ns = ev.metadata().namespace_();
   const auto& io = ev.involvedobject();
   Path ionp = Path("involvedObject").Child("namespace");
-  if (api::IsZero(ev.eventtime())) {
+  if (objects::IsZero(ev.eventtime())) {
     if (io.namespace_().empty()) {
       if (!ns.empty() && ns != "default") {
         errs.push_back(InvalidString(ionp, io.namespace_(),
@@ -1366,28 +1366,28 @@ class EventStrategy : public TypedStrategy<Event> {
 
 }  // namespace
 
-std::unique_ptr<Strategy> NewPodStrategy(const api::ResourceInfo* r) {
+std::unique_ptr<Strategy> NewPodStrategy(const objects::ResourceInfo* r) {
   return std::make_unique<PodStrategy>(r);
 }
-std::unique_ptr<Strategy> NewBindingStrategy(const api::ResourceInfo* r) {
+std::unique_ptr<Strategy> NewBindingStrategy(const objects::ResourceInfo* r) {
   return std::make_unique<BindingStrategy>(r);
 }
-std::unique_ptr<Strategy> NewNodeStrategy(const api::ResourceInfo* r) {
+std::unique_ptr<Strategy> NewNodeStrategy(const objects::ResourceInfo* r) {
   return std::make_unique<NodeStrategy>(r);
 }
-std::unique_ptr<Strategy> NewNamespaceStrategy(const api::ResourceInfo* r) {
+std::unique_ptr<Strategy> NewNamespaceStrategy(const objects::ResourceInfo* r) {
   return std::make_unique<NamespaceStrategy>(r);
 }
-std::unique_ptr<Strategy> NewConfigMapStrategy(const api::ResourceInfo* r) {
+std::unique_ptr<Strategy> NewConfigMapStrategy(const objects::ResourceInfo* r) {
   return std::make_unique<ConfigMapStrategy>(r);
 }
-std::unique_ptr<Strategy> NewSecretStrategy(const api::ResourceInfo* r) {
+std::unique_ptr<Strategy> NewSecretStrategy(const objects::ResourceInfo* r) {
   return std::make_unique<SecretStrategy>(r);
 }
-std::unique_ptr<Strategy> NewServiceStrategy(const api::ResourceInfo* r) {
+std::unique_ptr<Strategy> NewServiceStrategy(const objects::ResourceInfo* r) {
   return std::make_unique<ServiceStrategy>(r);
 }
-std::unique_ptr<Strategy> NewEventStrategy(const api::ResourceInfo* r) {
+std::unique_ptr<Strategy> NewEventStrategy(const objects::ResourceInfo* r) {
   return std::make_unique<EventStrategy>(r);
 }
 

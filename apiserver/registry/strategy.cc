@@ -5,8 +5,8 @@
 #include <mutex>
 #include <set>
 
-#include "api/meta.h"
-#include "api/time.h"
+#include "objects/meta.h"
+#include "objects/time.h"
 #include "apiserver/registry/printers.h"
 #include "apiserver/registry/strategies.h"
 #include "apiserver/registry/validation_util.h"
@@ -98,7 +98,7 @@ std::string InvalidMessage(std::string_view qualified_kind,
 
 std::optional<std::string> Strategy::FieldValue(
     const google::protobuf::Message& obj, std::string_view field) const {
-  const api::metav1::ObjectMeta* meta = api::GetObjectMeta(obj);
+  const objects::metav1::ObjectMeta* meta = objects::GetObjectMeta(obj);
   if (meta == nullptr) return std::nullopt;
   if (field == "metadata.name") return meta->name();
   if (field == "metadata.namespace" && resource().namespaced) {
@@ -118,7 +118,7 @@ std::vector<TableColumn> Strategy::Columns() const {
 
 std::vector<TableCell> Strategy::Row(const google::protobuf::Message& obj,
                                      WallTime now) const {
-  const api::metav1::ObjectMeta* meta = api::GetObjectMeta(obj);
+  const objects::metav1::ObjectMeta* meta = objects::GetObjectMeta(obj);
   if (meta == nullptr) return {};
   return printers::DefaultRow(*meta);
 }
@@ -129,11 +129,11 @@ namespace {
 // the default table, nothing kind-specific.
 class GenericStrategy : public Strategy {
  public:
-  explicit GenericStrategy(const api::ResourceInfo* r) : resource_(r) {}
-  const api::ResourceInfo& resource() const override { return *resource_; }
+  explicit GenericStrategy(const objects::ResourceInfo* r) : resource_(r) {}
+  const objects::ResourceInfo& resource() const override { return *resource_; }
   FieldErrors ValidateCreate(
       const google::protobuf::Message& obj) const override {
-    const auto* meta = api::GetObjectMeta(obj);
+    const auto* meta = objects::GetObjectMeta(obj);
     if (meta == nullptr) return {};
     return validation::ValidateObjectMeta(
         *meta, resource_->namespaced, validation::NameRule::kDNS1123Subdomain);
@@ -141,8 +141,8 @@ class GenericStrategy : public Strategy {
   FieldErrors ValidateUpdate(
       const google::protobuf::Message& obj,
       const google::protobuf::Message& old) const override {
-    const auto* meta = api::GetObjectMeta(obj);
-    const auto* old_meta = api::GetObjectMeta(old);
+    const auto* meta = objects::GetObjectMeta(obj);
+    const auto* old_meta = objects::GetObjectMeta(old);
     if (meta == nullptr || old_meta == nullptr) return {};
     FieldErrors errs = validation::ValidateObjectMetaUpdate(*meta, *old_meta);
     validation::Append(&errs, ValidateCreate(obj));
@@ -150,12 +150,12 @@ class GenericStrategy : public Strategy {
   }
 
  private:
-  const api::ResourceInfo* resource_;
+  const objects::ResourceInfo* resource_;
 };
 
-using Factory = std::unique_ptr<Strategy> (*)(const api::ResourceInfo*);
+using Factory = std::unique_ptr<Strategy> (*)(const objects::ResourceInfo*);
 
-Factory FactoryFor(const api::ResourceInfo& r) {
+Factory FactoryFor(const objects::ResourceInfo& r) {
   static const auto* factories =
       new std::map<std::pair<std::string, std::string>, Factory>{
           {{"", "pods"}, &NewPodStrategy},
@@ -179,10 +179,10 @@ Factory FactoryFor(const api::ResourceInfo& r) {
 // Strategies are built on first use and cached by the ResourceInfo's
 // address; the default scheme's entries live as long as the process (a
 // caller passing another scheme's resource must keep it alive too).
-const Strategy& StrategyFor(const api::ResourceInfo& resource) {
+const Strategy& StrategyFor(const objects::ResourceInfo& resource) {
   static std::mutex* mu = new std::mutex;
   static auto* cache =
-      new std::map<const api::ResourceInfo*, std::unique_ptr<Strategy>>;
+      new std::map<const objects::ResourceInfo*, std::unique_ptr<Strategy>>;
   std::lock_guard<std::mutex> lock(*mu);
   auto it = cache->find(&resource);
   if (it != cache->end()) return *it->second;
@@ -197,13 +197,13 @@ const Strategy& StrategyFor(const api::ResourceInfo& resource) {
 
 // --- helpers for the handlers ---
 
-FieldErrors ValidateGenericObjectMeta(const api::metav1::ObjectMeta& meta,
+FieldErrors ValidateGenericObjectMeta(const objects::metav1::ObjectMeta& meta,
                                       bool namespaced) {
   return validation::ValidateObjectMeta(meta, namespaced,
                                         validation::NameRule::kPathSegment);
 }
 
-FieldErrors ValidateScale(const api::autoscalingv1::Scale& scale) {
+FieldErrors ValidateScale(const objects::autoscalingv1::Scale& scale) {
   FieldErrors errs = validation::ValidateObjectMeta(
       scale.metadata(), true, validation::NameRule::kDNS1123Subdomain);
   if (scale.spec().replicas() < 0) {
@@ -214,7 +214,7 @@ FieldErrors ValidateScale(const api::autoscalingv1::Scale& scale) {
   return errs;
 }
 
-FieldErrors ValidateBinding(const api::corev1::Binding& binding) {
+FieldErrors ValidateBinding(const objects::corev1::Binding& binding) {
   FieldErrors errs;
   validation::Path target("target");
   const auto& t = binding.target();
@@ -227,7 +227,7 @@ FieldErrors ValidateBinding(const api::corev1::Binding& binding) {
   return errs;
 }
 
-Status ApplyBinding(const api::corev1::Binding& binding, api::corev1::Pod* pod,
+Status ApplyBinding(const objects::corev1::Binding& binding, objects::corev1::Pod* pod,
                     WallTime now) {
   const auto& meta = pod->metadata();
   if (!binding.metadata().uid().empty() &&
@@ -236,7 +236,7 @@ Status ApplyBinding(const api::corev1::Binding& binding, api::corev1::Pod* pod,
                          binding.metadata().uid() +
                          ", UID in object meta: " + meta.uid());
   }
-  if (api::IsBeingDeleted(meta)) {
+  if (objects::IsBeingDeleted(meta)) {
     return ConflictError("pod " + meta.name() +
                          " is being deleted, cannot be assigned to a host");
   }
@@ -255,7 +255,7 @@ Status ApplyBinding(const api::corev1::Binding& binding, api::corev1::Pod* pod,
   }
   // podutil.UpdatePodCondition: keep lastTransitionTime when the status
   // does not change.
-  api::corev1::PodCondition* cond = nullptr;
+  objects::corev1::PodCondition* cond = nullptr;
   for (auto& c : *pod->mutable_status()->mutable_conditions()) {
     if (c.type() == "PodScheduled") {
       cond = &c;
@@ -265,9 +265,9 @@ Status ApplyBinding(const api::corev1::Binding& binding, api::corev1::Pod* pod,
   if (cond == nullptr) {
     cond = pod->mutable_status()->add_conditions();
     cond->set_type("PodScheduled");
-    api::SetTime(cond->mutable_lasttransitiontime(), now);
+    objects::SetTime(cond->mutable_lasttransitiontime(), now);
   } else if (cond->status() != "True") {
-    api::SetTime(cond->mutable_lasttransitiontime(), now);
+    objects::SetTime(cond->mutable_lasttransitiontime(), now);
   }
   cond->set_status("True");
   cond->clear_reason();

@@ -33,8 +33,8 @@
 #include <string>
 #include <vector>
 
-#include "api/scheme.h"
-#include "api/types.h"
+#include "objects/scheme.h"
+#include "objects/types.h"
 #include "base/clock.h"
 #include "base/status.h"
 
@@ -97,7 +97,7 @@ class Strategy {
  public:
   virtual ~Strategy() = default;
 
-  virtual const api::ResourceInfo& resource() const = 0;
+  virtual const objects::ResourceInfo& resource() const = 0;
 
   // Kubernetes defaulting (SetDefaults_*): e.g. Deployment strategy
   // RollingUpdate 25%/25%, revisionHistoryLimit 10, progressDeadlineSeconds
@@ -167,17 +167,17 @@ class Strategy {
   // The /scale subresource (deployments, replicasets): the object as an
   // autoscaling/v1 Scale, and a Scale's spec.replicas applied back.
   virtual bool HasScale() const { return false; }
-  virtual api::autoscalingv1::Scale ToScale(
+  virtual objects::autoscalingv1::Scale ToScale(
       const google::protobuf::Message& obj) const {
     return {};
   }
-  virtual void ApplyScale(const api::autoscalingv1::Scale& scale,
+  virtual void ApplyScale(const objects::autoscalingv1::Scale& scale,
                           google::protobuf::Message* obj) const {}
 };
 
 // The strategy of a served resource (never null for resources in
-// api::Scheme::Default()).
-const Strategy& StrategyFor(const api::ResourceInfo& resource);
+// objects::Scheme::Default()).
+const Strategy& StrategyFor(const objects::ResourceInfo& resource);
 
 // --- Helpers for what the generic handlers do around the strategies. ---
 
@@ -188,18 +188,18 @@ const Strategy& StrategyFor(const api::ResourceInfo& resource);
 // annotations, ownerReferences, finalizers and managedFields well formed.
 // Strategies already validate all of this more strictly for every kind but
 // events, so it only ever reports something new for events.
-FieldErrors ValidateGenericObjectMeta(const api::metav1::ObjectMeta& meta,
+FieldErrors ValidateGenericObjectMeta(const objects::metav1::ObjectMeta& meta,
                                       bool namespaced);
 
 // A Scale sent to /scale (autoscaling ValidateScale): metadata as for
 // Deployments and spec.replicas >= 0. The 422 names kind
 // `Scale.autoscaling`.
-FieldErrors ValidateScale(const api::autoscalingv1::Scale& scale);
+FieldErrors ValidateScale(const objects::autoscalingv1::Scale& scale);
 
 // A Binding posted to pods/binding or /bindings (ValidatePodBinding):
 // target.kind empty or "Node", target.name required. The 422 names kind
 // `Binding`.
-FieldErrors ValidateBinding(const api::corev1::Binding& binding);
+FieldErrors ValidateBinding(const objects::corev1::Binding& binding);
 
 // Applies a valid Binding to the pod it names, as kube-apiserver's
 // BindingREST does: sets spec.nodeName, merges the binding's annotations
@@ -211,7 +211,7 @@ FieldErrors ValidateBinding(const api::corev1::Binding& binding);
 // `pod <name> is being deleted, cannot be assigned to a host`,
 // `pod <name> is already assigned to node "<node>"`,
 // `pod <name> has non-empty .spec.schedulingGates`.
-Status ApplyBinding(const api::corev1::Binding& binding, api::corev1::Pod* pod,
+Status ApplyBinding(const objects::corev1::Binding& binding, objects::corev1::Pod* pod,
                     WallTime now);
 
 }  // namespace kplane::apiserver

@@ -4,9 +4,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "api/codec.h"
-#include "api/meta.h"
-#include "api/test_util.h"
+#include "objects/codec.h"
+#include "objects/meta.h"
+#include "objects/test_util.h"
 #include "apiserver/registry/test_util.h"
 
 namespace kplane::apiserver {
@@ -18,7 +18,7 @@ using testing::StrategyOf;
 using testing::Texts;
 
 TEST(StrategyForTest, EveryServedResourceHasItsStrategy) {
-  for (const auto& r : api::Scheme::Default().resources()) {
+  for (const auto& r : objects::Scheme::Default().resources()) {
     const Strategy& s = StrategyFor(*r);
     EXPECT_EQ(&s.resource(), r.get()) << r->resource;
     EXPECT_EQ(&StrategyFor(*r), &s) << "singleton per resource";
@@ -31,9 +31,9 @@ TEST(StrategyForTest, EveryServedResourceHasItsStrategy) {
   EXPECT_FALSE(StrategyOf("", "pods").HasScale());
 }
 
-api::appsv1::Deployment StoredDeployment() {
-  auto d = Decode<api::appsv1::Deployment>(
-      api::testing::ReadTestdata("deployment.json"));
+objects::appsv1::Deployment StoredDeployment() {
+  auto d = Decode<objects::appsv1::Deployment>(
+      objects::testing::ReadTestdata("deployment.json"));
   return d;  // generation 2, status filled by the controller
 }
 
@@ -43,7 +43,7 @@ TEST(DeploymentPrepareTest, CreateResetsStatusAndSetsGeneration) {
   d.mutable_metadata()->set_generation(7);
   s.PrepareForCreate(&d);
   EXPECT_EQ(d.metadata().generation(), 1);
-  EXPECT_EQ(api::EncodeJson(d.status()), "{}");
+  EXPECT_EQ(objects::EncodeJson(d.status()), "{}");
 }
 
 TEST(DeploymentPrepareTest, GenerationBumpsOnSpecOrAnnotationChangeOnly) {
@@ -51,7 +51,7 @@ TEST(DeploymentPrepareTest, GenerationBumpsOnSpecOrAnnotationChangeOnly) {
   const auto old = StoredDeployment();
   struct Case {
     const char* name;
-    std::function<void(api::appsv1::Deployment*)> mutate;
+    std::function<void(objects::appsv1::Deployment*)> mutate;
     int64_t generation;
   } cases[] = {
       {"no change", [](auto*) {}, 2},
@@ -84,7 +84,7 @@ TEST(DeploymentPrepareTest, GenerationBumpsOnSpecOrAnnotationChangeOnly) {
     s.Default(&d);
     s.PrepareForUpdate(&d, old);
     EXPECT_EQ(d.metadata().generation(), c.generation) << c.name;
-    EXPECT_TRUE(api::EncodeJson(d.status()) == api::EncodeJson(old.status()))
+    EXPECT_TRUE(objects::EncodeJson(d.status()) == objects::EncodeJson(old.status()))
         << c.name << ": status must come from the stored object";
   }
 }
@@ -111,8 +111,8 @@ TEST(DeploymentPrepareTest, StatusUpdateKeepsSpecAndLabels) {
 
 TEST(ReplicaSetPrepareTest, GenerationAndStatus) {
   const Strategy& s = StrategyOf("apps", "replicasets");
-  auto old = Decode<api::appsv1::ReplicaSet>(
-      api::testing::ReadTestdata("replicaset.json"));
+  auto old = Decode<objects::appsv1::ReplicaSet>(
+      objects::testing::ReadTestdata("replicaset.json"));
   auto rs = old;
   (*rs.mutable_metadata()->mutable_annotations())["only"] = "annotation";
   s.PrepareForUpdate(&rs, old);
@@ -133,7 +133,7 @@ TEST(ReplicaSetPrepareTest, GenerationAndStatus) {
 TEST(PodPrepareTest, CreateUpdateAndStatus) {
   const Strategy& s = StrategyOf("", "pods");
   auto stored =
-      Decode<api::corev1::Pod>(api::testing::ReadTestdata("pod.json"));
+      Decode<objects::corev1::Pod>(objects::testing::ReadTestdata("pod.json"));
   // A client-provided status never survives create.
   auto created = stored;
   s.PrepareForCreate(&created);
@@ -174,10 +174,10 @@ TEST(PodPrepareTest, CreateUpdateAndStatus) {
 TEST(NodePrepareTest, StatusAllowedOnCreateNotOnUpdate) {
   const Strategy& s = StrategyOf("", "nodes");
   auto node =
-      Decode<api::corev1::Node>(api::testing::ReadTestdata("node.json"));
+      Decode<objects::corev1::Node>(objects::testing::ReadTestdata("node.json"));
   auto created = node;
   s.PrepareForCreate(&created);
-  EXPECT_EQ(api::EncodeJson(created.status()), api::EncodeJson(node.status()))
+  EXPECT_EQ(objects::EncodeJson(created.status()), objects::EncodeJson(node.status()))
       << "kubelets register nodes with their status";
   ASSERT_TRUE(node.spec().unschedulable()) << "the fixture is cordoned";
   ASSERT_GT(node.status().conditions_size(), 0);
@@ -197,7 +197,7 @@ TEST(NodePrepareTest, StatusAllowedOnCreateNotOnUpdate) {
 
 TEST(NamespacePrepareTest, FinalizersAndStatusComeFromStorage) {
   const Strategy& s = StrategyOf("", "namespaces");
-  auto ns = Decode<api::corev1::Namespace>(
+  auto ns = Decode<objects::corev1::Namespace>(
       R"({"metadata":{"name":"a"},"spec":{"finalizers":["example.com/x"]},
           "status":{"phase":"Terminating"}})");
   s.Default(&ns);
@@ -215,7 +215,7 @@ TEST(NamespacePrepareTest, FinalizersAndStatusComeFromStorage) {
 
 TEST(ServicePrepareTest, AllocatedValuesSurviveApply) {
   const Strategy& s = StrategyOf("", "services");
-  auto stored = Decode<api::corev1::Service>(R"({"metadata":{"name":"web",
+  auto stored = Decode<objects::corev1::Service>(R"({"metadata":{"name":"web",
     "namespace":"d"},"spec":{"type":"NodePort","clusterIP":"10.96.0.20",
     "clusterIPs":["10.96.0.20"],"ipFamilies":["IPv4"],
     "ipFamilyPolicy":"SingleStack","selector":{"app":"web"},
@@ -224,7 +224,7 @@ TEST(ServicePrepareTest, AllocatedValuesSurviveApply) {
     "externalTrafficPolicy":"Cluster","internalTrafficPolicy":"Cluster"},
     "status":{"loadBalancer":{}}})");
   // What `kubectl apply` sends: no clusterIP, no nodePort.
-  auto applied = Decode<api::corev1::Service>(R"({"metadata":{"name":"web",
+  auto applied = Decode<objects::corev1::Service>(R"({"metadata":{"name":"web",
     "namespace":"d","resourceVersion":"5"},"spec":{"type":"NodePort",
     "selector":{"app":"web"},"ports":[{"name":"http","port":80}]}})");
   s.Default(&applied);
@@ -237,7 +237,7 @@ TEST(ServicePrepareTest, AllocatedValuesSurviveApply) {
 
 TEST(LeasePrepareTest, GatedFieldsAreDropped) {
   const Strategy& s = StrategyOf("coordination.k8s.io", "leases");
-  auto l = Decode<api::coordinationv1::Lease>(R"({"metadata":{"name":"x",
+  auto l = Decode<objects::coordinationv1::Lease>(R"({"metadata":{"name":"x",
     "namespace":"kube-system"},"spec":{"holderIdentity":"a",
     "strategy":"OldestEmulationVersion","preferredHolder":"b"}})");
   s.PrepareForCreate(&l);
@@ -248,7 +248,7 @@ TEST(LeasePrepareTest, GatedFieldsAreDropped) {
 
 TEST(GracePeriodTest, PodsBoundToANodeGetTheirTerminationGrace) {
   const Strategy& s = StrategyOf("", "pods");
-  auto pod = Decode<api::corev1::Pod>(
+  auto pod = Decode<objects::corev1::Pod>(
       R"({"spec":{"containers":[{"name":"c","image":"i"}]}})");
   s.Default(&pod);
   EXPECT_EQ(s.DefaultGracePeriodSeconds(pod), 0) << "unbound pods go at once";
@@ -269,12 +269,12 @@ TEST(ScaleTest, DeploymentToScaleAndBack) {
   const Strategy& s = StrategyOf("apps", "deployments");
   auto d = StoredDeployment();
   auto scale = s.ToScale(d);
-  EXPECT_TRUE(api::testing::JsonEqual(
+  EXPECT_TRUE(objects::testing::JsonEqual(
       R"({"metadata":{"name":"web","namespace":"default",
           "uid":"3a2b1c0d-9e8f-4a7b-8c6d-5e4f3a2b1c0d","resourceVersion":"1250",
           "creationTimestamp":"2026-11-29T08:37:41Z"},
           "spec":{"replicas":3},"status":{"replicas":3,"selector":"app=web"}})",
-      api::EncodeJson(scale)));
+      objects::EncodeJson(scale)));
   scale.mutable_spec()->set_replicas(5);
   EXPECT_THAT(ValidateScale(scale), IsEmpty());
   auto old = d;
@@ -286,7 +286,7 @@ TEST(ScaleTest, DeploymentToScaleAndBack) {
 
 TEST(ScaleTest, ReplicaSetSelectorString) {
   const Strategy& s = StrategyOf("apps", "replicasets");
-  auto rs = Decode<api::appsv1::ReplicaSet>(R"({"metadata":{"name":"r"},
+  auto rs = Decode<objects::appsv1::ReplicaSet>(R"({"metadata":{"name":"r"},
     "spec":{"replicas":2,"selector":{"matchLabels":{"b":"2","a":"1"},
       "matchExpressions":[{"key":"env","operator":"In","values":["prod"]}]}},
     "status":{"replicas":1}})");
@@ -309,13 +309,13 @@ namespace {
 TEST(StrategyForTest, ResourcesOfOtherSchemesGetMetadataRulesOnly) {
   // A resource the default scheme does not serve (e.g. from a test scheme);
   // StrategyFor keeps a pointer to it, so it must outlive the process.
-  static api::ResourceInfo widgets =
-      *api::Scheme::Default().FindResource("", "v1", "configmaps");
+  static objects::ResourceInfo widgets =
+      *objects::Scheme::Default().FindResource("", "v1", "configmaps");
   widgets.gv.group = "example.com";
   widgets.resource = "widgets";
   const Strategy& s = StrategyFor(widgets);
   EXPECT_EQ(&s.resource(), &widgets);
-  api::corev1::ConfigMap cm;
+  objects::corev1::ConfigMap cm;
   cm.mutable_metadata()->set_name("Bad_Name");
   cm.mutable_metadata()->set_namespace_("d");
   (*cm.mutable_data())["not/a/key"] = "ok here";

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "api/codec.h"
-#include "api/scheme.h"
-#include "api/time.h"
+#include "objects/codec.h"
+#include "objects/scheme.h"
+#include "objects/time.h"
 #include "apiserver/registry/strategy.h"
 
 namespace kplane::apiserver::testing {
@@ -18,7 +18,7 @@ namespace kplane::apiserver::testing {
 template <typename T>
 T Decode(std::string_view json) {
   T obj;
-  auto r = api::DecodeJson(json, &obj);
+  auto r = objects::DecodeJson(json, &obj);
   EXPECT_TRUE(r.ok()) << r.status() << "\n" << json;
   if (r.ok()) {
     EXPECT_TRUE(r->strict_ok()) << r->StrictErrorMessage();
@@ -28,8 +28,8 @@ T Decode(std::string_view json) {
 
 inline const Strategy& StrategyOf(std::string_view group,
                                   std::string_view resource) {
-  const api::ResourceInfo* r =
-      api::Scheme::Default().FindResource(group, "v1", resource);
+  const objects::ResourceInfo* r =
+      objects::Scheme::Default().FindResource(group, "v1", resource);
   EXPECT_NE(r, nullptr) << group << "/" << resource;
   return StrategyFor(*r);
 }

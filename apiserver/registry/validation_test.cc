@@ -3,8 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "api/codec.h"
-#include "api/test_util.h"
+#include "objects/codec.h"
+#include "objects/test_util.h"
 #include "apiserver/registry/strategy.h"
 #include "apiserver/registry/test_util.h"
 #include "apiserver/registry/validation_util.h"
@@ -54,9 +54,9 @@ TEST(InvalidMessageTest, SeveralErrorsInBracketsDuplicatesOnce) {
 
 TEST(InvalidMessageTest, MatchesKubeApiserverStatusForTemplateLabels) {
   // testdata/status_invalid.json was answered by a real kube-apiserver.
-  rapidjson::Document status = api::testing::ParseJsonOrDie(
-      api::testing::ReadTestdata("status_invalid.json"));
-  auto d = Decode<api::appsv1::Deployment>(R"({"metadata":{"name":"web",
+  rapidjson::Document status = objects::testing::ParseJsonOrDie(
+      objects::testing::ReadTestdata("status_invalid.json"));
+  auto d = Decode<objects::appsv1::Deployment>(R"({"metadata":{"name":"web",
     "namespace":"default"},"spec":{"selector":{"matchLabels":{"app":"web"}},
     "template":{"metadata":{"labels":{"app":"other"}},
     "spec":{"containers":[{"name":"nginx","image":"nginx"}]}}}})");
@@ -97,13 +97,13 @@ TEST(FieldErrorTest, BodiesByType) {
 }
 
 TEST(GoValueTest, Renderings) {
-  api::metav1::LabelSelector sel;
+  objects::metav1::LabelSelector sel;
   (*sel.mutable_matchlabels())["app"] = "nginx2";
   EXPECT_EQ(
       validation::GoLabelSelector(sel),
       "v1.LabelSelector{MatchLabels:map[string]string{\"app\":\"nginx2\"}, "
       "MatchExpressions:[]v1.LabelSelectorRequirement(nil)}");
-  api::intstr::IntOrString zero;
+  objects::intstr::IntOrString zero;
   EXPECT_EQ(validation::GoIntOrString(zero),
             "intstr.IntOrString{Type:0, IntVal:0, StrVal:\"\"}");
   validation::StringMap m;
@@ -194,7 +194,7 @@ TEST(MetadataValidationTest, NamesPerKind) {
   for (const auto& c : cases) {
     const Strategy& s = StrategyOf(c.group, c.resource);
     std::unique_ptr<google::protobuf::Message> obj = s.resource().kind->New();
-    auto r = api::DecodeJson(c.json, obj.get());
+    auto r = objects::DecodeJson(c.json, obj.get());
     ASSERT_TRUE(r.ok()) << r.status();
     s.Default(obj.get());
     EXPECT_EQ(Texts(s.ValidateCreate(*obj)), c.want) << c.json;
@@ -203,7 +203,7 @@ TEST(MetadataValidationTest, NamesPerKind) {
 
 TEST(MetadataValidationTest, UpdateRules) {
   const Strategy& s = StrategyOf("", "configmaps");
-  auto old = Decode<api::corev1::ConfigMap>(
+  auto old = Decode<objects::corev1::ConfigMap>(
       R"({"metadata":{"name":"a","namespace":"d","uid":"u1","generation":3,
           "deletionTimestamp":"2026-11-29T08:37:42Z","finalizers":["x.io/f"]}})");
   auto cm = old;
@@ -221,7 +221,7 @@ TEST(MetadataValidationTest, UpdateRules) {
 }
 
 TEST(MetadataValidationTest, GenericPassUsesPathSegmentNames) {
-  api::metav1::ObjectMeta m;
+  objects::metav1::ObjectMeta m;
   m.set_name("a/b%c");
   m.set_namespace_("d");
   EXPECT_THAT(Texts(ValidateGenericObjectMeta(m, true)),
@@ -239,8 +239,8 @@ TEST(MetadataValidationTest, GenericPassUsesPathSegmentNames) {
 
 // --- deployments and replicasets ---
 
-api::appsv1::Deployment ValidDeployment() {
-  auto d = Decode<api::appsv1::Deployment>(R"({"metadata":{"name":"web",
+objects::appsv1::Deployment ValidDeployment() {
+  auto d = Decode<objects::appsv1::Deployment>(R"({"metadata":{"name":"web",
     "namespace":"default"},"spec":{"replicas":2,
     "selector":{"matchLabels":{"app":"web"}},
     "template":{"metadata":{"labels":{"app":"web"}},
@@ -253,7 +253,7 @@ TEST(DeploymentValidationTest, Rules) {
   const Strategy& s = StrategyOf("apps", "deployments");
   ASSERT_THAT(Texts(s.ValidateCreate(ValidDeployment())), IsEmpty());
   struct Case {
-    std::function<void(api::appsv1::Deployment*)> mutate;
+    std::function<void(objects::appsv1::Deployment*)> mutate;
     std::vector<std::string> want;
   } cases[] = {
       {[](auto* d) { d->mutable_spec()->set_replicas(-1); },
@@ -398,7 +398,7 @@ TEST(DeploymentValidationTest, StatusRules) {
 
 TEST(ReplicaSetValidationTest, CreateAndUpdate) {
   const Strategy& s = StrategyOf("apps", "replicasets");
-  auto rs = Decode<api::appsv1::ReplicaSet>(R"({"metadata":{"name":"web-1",
+  auto rs = Decode<objects::appsv1::ReplicaSet>(R"({"metadata":{"name":"web-1",
     "namespace":"d"},"spec":{"replicas":-3,"selector":{"matchLabels":{"a":"b"}},
     "template":{"metadata":{"labels":{"a":"b"}},
       "spec":{"containers":[{"name":"c","image":"i:1"}]}}}})");
@@ -429,7 +429,7 @@ TEST(ReplicaSetValidationTest, CreateAndUpdate) {
 
 TEST(ConfigMapValidationTest, KeysAndImmutability) {
   const Strategy& s = StrategyOf("", "configmaps");
-  auto cm = Decode<api::corev1::ConfigMap>(R"({"metadata":{"name":"c",
+  auto cm = Decode<objects::corev1::ConfigMap>(R"({"metadata":{"name":"c",
     "namespace":"d"},"data":{"a/b":"1","..x":"2","ok":"3"},
     "binaryData":{"ok":"AA=="}})");
   EXPECT_THAT(
@@ -443,7 +443,7 @@ TEST(ConfigMapValidationTest, KeysAndImmutability) {
           "data[ok]: Invalid value: \"ok\": duplicate of key present in "
           "binaryData"));
 
-  auto old = Decode<api::corev1::ConfigMap>(R"({"metadata":{"name":"c",
+  auto old = Decode<objects::corev1::ConfigMap>(R"({"metadata":{"name":"c",
     "namespace":"d"},"immutable":true,"data":{"k":"v"}})");
   auto upd = old;
   (*upd.mutable_data())["k"] = "v2";
@@ -459,7 +459,7 @@ TEST(ConfigMapValidationTest, KeysAndImmutability) {
 
 TEST(ConfigMapValidationTest, TotalSizeLimit) {
   const Strategy& s = StrategyOf("", "configmaps");
-  api::corev1::ConfigMap cm;
+  objects::corev1::ConfigMap cm;
   cm.mutable_metadata()->set_name("big");
   cm.mutable_metadata()->set_namespace_("d");
   (*cm.mutable_data())["k"] = std::string(1024 * 1024 + 1, 'x');
@@ -469,15 +469,15 @@ TEST(ConfigMapValidationTest, TotalSizeLimit) {
 
 TEST(SecretValidationTest, TypesAndImmutability) {
   const Strategy& s = StrategyOf("", "secrets");
-  auto tls = Decode<api::corev1::Secret>(R"({"metadata":{"name":"t",
+  auto tls = Decode<objects::corev1::Secret>(R"({"metadata":{"name":"t",
     "namespace":"d"},"type":"kubernetes.io/tls","data":{"tls.crt":"eA=="}})");
   EXPECT_THAT(Texts(s.ValidateCreate(tls)),
               ElementsAre("data[tls.key]: Required value"));
-  auto dj = Decode<api::corev1::Secret>(R"({"metadata":{"name":"t",
+  auto dj = Decode<objects::corev1::Secret>(R"({"metadata":{"name":"t",
     "namespace":"d"},"type":"kubernetes.io/dockerconfigjson","data":{}})");
   EXPECT_THAT(Texts(s.ValidateCreate(dj)),
               ElementsAre("data[.dockerconfigjson]: Required value"));
-  auto old = Decode<api::corev1::Secret>(R"({"metadata":{"name":"t",
+  auto old = Decode<objects::corev1::Secret>(R"({"metadata":{"name":"t",
     "namespace":"d"},"type":"Opaque","data":{"a":"eA=="}})");
   auto upd = old;
   upd.set_type("kubernetes.io/basic-auth");
@@ -490,8 +490,8 @@ TEST(SecretValidationTest, TypesAndImmutability) {
 
 // --- services ---
 
-api::corev1::Service ValidService() {
-  auto svc = Decode<api::corev1::Service>(R"({"metadata":{"name":"web",
+objects::corev1::Service ValidService() {
+  auto svc = Decode<objects::corev1::Service>(R"({"metadata":{"name":"web",
     "namespace":"d"},"spec":{"selector":{"app":"web"},"ports":[{"port":80}]}})");
   const Strategy& s = StrategyOf("", "services");
   s.Default(&svc);
@@ -503,7 +503,7 @@ TEST(ServiceValidationTest, Rules) {
   const Strategy& s = StrategyOf("", "services");
   ASSERT_THAT(Texts(s.ValidateCreate(ValidService())), IsEmpty());
   struct Case {
-    std::function<void(api::corev1::Service*)> mutate;
+    std::function<void(objects::corev1::Service*)> mutate;
     std::vector<std::string> want;
   } cases[] = {
       {[](auto* v) { v->mutable_spec()->mutable_ports(0)->set_port(0); },
@@ -572,7 +572,7 @@ TEST(ServiceValidationTest, ClusterIPMayNotChange) {
 
 TEST(NodeValidationTest, TaintsResourcesAndCidrs) {
   const Strategy& s = StrategyOf("", "nodes");
-  auto node = Decode<api::corev1::Node>(R"({"metadata":{"name":"n1"},
+  auto node = Decode<objects::corev1::Node>(R"({"metadata":{"name":"n1"},
     "spec":{"podCIDRs":["10.244.0.0/24","10.245.0.0/24"],
       "taints":[{"key":"k","effect":"NoSchedule"},
                 {"key":"k","effect":"NoSchedule"},{"key":"x","effect":"Never"}]},
@@ -591,7 +591,7 @@ TEST(NodeValidationTest, TaintsResourcesAndCidrs) {
           "spec.podCIDRs: Invalid value: []string{\"10.244.0.0/24\", "
           "\"10.245.0.0/24\"}: may specify no more than one CIDR for each IP "
           "family"));
-  auto ok = Decode<api::corev1::Node>(R"({"metadata":{"name":"n1"},
+  auto ok = Decode<objects::corev1::Node>(R"({"metadata":{"name":"n1"},
     "spec":{"podCIDR":"10.244.0.0/24","podCIDRs":["10.244.0.0/24"]}})");
   EXPECT_THAT(s.ValidateCreate(ok), IsEmpty());
   auto moved = ok;
@@ -603,12 +603,12 @@ TEST(NodeValidationTest, TaintsResourcesAndCidrs) {
 
 TEST(NamespaceValidationTest, StatusPhaseFollowsDeletion) {
   const Strategy& s = StrategyOf("", "namespaces");
-  auto ns = Decode<api::corev1::Namespace>(
+  auto ns = Decode<objects::corev1::Namespace>(
       R"({"metadata":{"name":"a"},"status":{"phase":"Terminating"}})");
   EXPECT_THAT(Texts(s.ValidateStatusUpdate(ns, ns)),
               ElementsAre("status.Phase: Invalid value: \"Terminating\": may "
                           "only be 'Active' if `deletionTimestamp` is empty"));
-  auto bad = Decode<api::corev1::Namespace>(
+  auto bad = Decode<objects::corev1::Namespace>(
       R"({"metadata":{"name":"a"},"spec":{"finalizers":["weird"]}})");
   EXPECT_THAT(Texts(s.ValidateCreate(bad)),
               ElementsAre("spec.finalizers: Invalid value: \"weird\": name is "
@@ -618,7 +618,7 @@ TEST(NamespaceValidationTest, StatusPhaseFollowsDeletion) {
 
 TEST(LeaseValidationTest, Fields) {
   const Strategy& s = StrategyOf("coordination.k8s.io", "leases");
-  auto l = Decode<api::coordinationv1::Lease>(R"({"metadata":{"name":"n1",
+  auto l = Decode<objects::coordinationv1::Lease>(R"({"metadata":{"name":"n1",
     "namespace":"kube-node-lease"},"spec":{"holderIdentity":"n1",
     "leaseDurationSeconds":0,"leaseTransitions":-1}})");
   EXPECT_THAT(
@@ -631,7 +631,7 @@ TEST(LeaseValidationTest, Fields) {
 
 TEST(EventValidationTest, LegacyRules) {
   const Strategy& s = StrategyOf("", "events");
-  auto ok = Decode<api::corev1::Event>(R"({"metadata":{"name":"web.1",
+  auto ok = Decode<objects::corev1::Event>(R"({"metadata":{"name":"web.1",
     "namespace":"default"},"involvedObject":{"kind":"Pod","namespace":"default",
     "name":"web"},"reason":"Started","type":"Normal"})");
   EXPECT_THAT(s.ValidateCreate(ok), IsEmpty());
@@ -641,7 +641,7 @@ TEST(EventValidationTest, LegacyRules) {
               ElementsAre("involvedObject.namespace: Invalid value: \"other\": "
                           "does not match event.namespace"));
   // New-style events (eventTime set) need the reporting fields.
-  auto series = Decode<api::corev1::Event>(R"({"metadata":{"name":"e",
+  auto series = Decode<objects::corev1::Event>(R"({"metadata":{"name":"e",
     "namespace":"default"},"involvedObject":{"kind":"Node","name":"n1"},
     "eventTime":"2026-11-29T08:37:42.000000Z"})");
   EXPECT_THAT(Texts(s.ValidateCreate(series)),
@@ -668,7 +668,7 @@ TEST(EventValidationTest, LegacyRules) {
 }
 
 TEST(BindingValidationTest, Target) {
-  auto b = Decode<api::corev1::Binding>(
+  auto b = Decode<objects::corev1::Binding>(
       R"({"metadata":{"name":"web"},"target":{"kind":"Pod"}})");
   EXPECT_THAT(Texts(ValidateBinding(b)),
               ElementsAre("target.kind: Unsupported value: \"Pod\": supported "
@@ -682,7 +682,7 @@ TEST(BindingValidationTest, Target) {
 }
 
 TEST(ScaleValidationTest, NegativeReplicas) {
-  api::autoscalingv1::Scale scale;
+  objects::autoscalingv1::Scale scale;
   scale.mutable_metadata()->set_name("web");
   scale.mutable_metadata()->set_namespace_("d");
   scale.mutable_spec()->set_replicas(-1);

@@ -6,16 +6,16 @@
 #include <algorithm>
 #include <set>
 
-#include "api/machinery/validation.h"
-#include "api/time.h"
+#include "objects/machinery/validation.h"
+#include "objects/time.h"
 #include "base/strings.h"
 
 namespace kplane::apiserver::validation {
 
 namespace {
 
-using api::metav1::ObjectMeta;
-using api::metav1::OwnerReference;
+using objects::metav1::ObjectMeta;
+using objects::metav1::OwnerReference;
 
 std::vector<std::string> SortedKeys(const StringMap& m) {
   std::vector<std::string> keys;
@@ -33,9 +33,9 @@ bool IsAlpha(char c) {
 
 // Go's time.Time.String() of a whole-second UTC time:
 // "2026-11-29 08:37:42 +0000 UTC".
-std::string GoTime(const api::metav1::Time& t) {
-  if (api::IsZero(t)) return "0001-01-01 00:00:00 +0000 UTC";
-  std::string rfc = api::FormatRfc3339(api::UnixSeconds(t));  // ...T..Z
+std::string GoTime(const objects::metav1::Time& t) {
+  if (objects::IsZero(t)) return "0001-01-01 00:00:00 +0000 UTC";
+  std::string rfc = objects::FormatRfc3339(objects::UnixSeconds(t));  // ...T..Z
   rfc[10] = ' ';
   rfc.pop_back();
   return rfc + " +0000 UTC";
@@ -130,13 +130,13 @@ std::string GoStringSlice(const std::vector<std::string>& v) {
   return out + "}";
 }
 
-std::string GoIntOrString(const api::intstr::IntOrString& v) {
+std::string GoIntOrString(const objects::intstr::IntOrString& v) {
   return "intstr.IntOrString{Type:" + std::to_string(v.type()) +
          ", IntVal:" + std::to_string(v.intval()) +
          ", StrVal:" + GoQuote(v.strval()) + "}";
 }
 
-std::string GoLabelSelector(const api::metav1::LabelSelector& s) {
+std::string GoLabelSelector(const objects::metav1::LabelSelector& s) {
   std::string out =
       "v1.LabelSelector{MatchLabels:" + GoStringMap(s.matchlabels()) +
       ", MatchExpressions:";
@@ -423,7 +423,7 @@ FieldErrors ValidateAnnotations(const StringMap& annotations, const Path& p) {
   return errs;
 }
 
-FieldErrors ValidateLabelSelector(const api::metav1::LabelSelector& s,
+FieldErrors ValidateLabelSelector(const objects::metav1::LabelSelector& s,
                                   const Path& p) {
   FieldErrors errs = ValidateLabels(s.matchlabels(), p.Child("matchLabels"));
   for (int i = 0; i < s.matchexpressions_size(); ++i) {
@@ -615,7 +615,7 @@ FieldErrors ValidateFieldManager(const std::string& manager, const Path& p) {
 }
 
 FieldErrors ValidateManagedFields(const google::protobuf::RepeatedPtrField<
-                                      api::metav1::ManagedFieldsEntry>& entries,
+                                      objects::metav1::ManagedFieldsEntry>& entries,
                                   const Path& p) {
   FieldErrors errs;
   for (int i = 0; i < entries.size(); ++i) {
@@ -652,7 +652,7 @@ FieldErrors KubeFinalizerNames(const StringList& finalizers, const Path& p) {
 }
 
 std::string GoTimePtr(const ObjectMeta& m) {
-  return m.has_deletiontimestamp() && !api::IsZero(m.deletiontimestamp())
+  return m.has_deletiontimestamp() && !objects::IsZero(m.deletiontimestamp())
              ? GoTime(m.deletiontimestamp())
              : "null";
 }
@@ -708,7 +708,7 @@ FieldErrors ValidateObjectMeta(const ObjectMeta& meta, bool namespaced,
 FieldErrors ValidateObjectMetaUpdate(const ObjectMeta& meta,
                                      const ObjectMeta& old, const Path& p) {
   FieldErrors errs;
-  if (old.has_deletiontimestamp() && !api::IsZero(old.deletiontimestamp())) {
+  if (old.has_deletiontimestamp() && !objects::IsZero(old.deletiontimestamp())) {
     std::set<std::string> olds(old.finalizers().begin(),
                                old.finalizers().end());
     std::set<std::string> extra;
@@ -735,8 +735,8 @@ FieldErrors ValidateObjectMetaUpdate(const ObjectMeta& meta,
                            GoQuote(meta.namespace_()), p.Child("namespace")));
   Append(&errs, ValidateImmutable(meta.uid() == old.uid(), GoQuote(meta.uid()),
                                   p.Child("uid")));
-  Append(&errs, ValidateImmutable(api::UnixSeconds(meta.creationtimestamp()) ==
-                                      api::UnixSeconds(old.creationtimestamp()),
+  Append(&errs, ValidateImmutable(objects::UnixSeconds(meta.creationtimestamp()) ==
+                                      objects::UnixSeconds(old.creationtimestamp()),
                                   GoTime(meta.creationtimestamp()),
                                   p.Child("creationTimestamp")));
   Append(&errs,
@@ -770,7 +770,7 @@ FieldErrors ValidateImmutable(bool equal, std::string go_new_value,
 }
 
 std::optional<machinery::LabelSelector> AsSelector(
-    const api::metav1::LabelSelector* s) {
+    const objects::metav1::LabelSelector* s) {
   if (s == nullptr) return machinery::LabelSelector::Nothing();
   std::vector<machinery::LabelRequirement> reqs;
   for (const std::string& k : SortedKeys(s->matchlabels())) {

@@ -32,8 +32,8 @@
 #include <string_view>
 #include <vector>
 
-#include "api/machinery/labels.h"
-#include "api/types.h"
+#include "objects/machinery/labels.h"
+#include "objects/types.h"
 #include "apiserver/registry/strategy.h"
 
 namespace kplane::apiserver::validation {
@@ -70,9 +70,9 @@ std::string GoStringMap(const StringMap& m);
 std::string GoStringSlice(const StringList& v);
 std::string GoStringSlice(const std::vector<std::string>& v);
 // %#v of intstr.IntOrString.
-std::string GoIntOrString(const api::intstr::IntOrString& v);
+std::string GoIntOrString(const objects::intstr::IntOrString& v);
 // %#v of a meta/v1 LabelSelector (the value, not the pointer).
-std::string GoLabelSelector(const api::metav1::LabelSelector& s);
+std::string GoLabelSelector(const objects::metav1::LabelSelector& s);
 
 // --- field.Error constructors ---
 FieldError Required(const Path& p, std::string detail = "");
@@ -124,7 +124,7 @@ FieldErrors ValidateLabelName(std::string_view value, const Path& p);
 // Keys and values, in key order (Go iterates randomly; we are stable).
 FieldErrors ValidateLabels(const StringMap& labels, const Path& p);
 FieldErrors ValidateAnnotations(const StringMap& annotations, const Path& p);
-FieldErrors ValidateLabelSelector(const api::metav1::LabelSelector& s,
+FieldErrors ValidateLabelSelector(const objects::metav1::LabelSelector& s,
                                   const Path& p);
 FieldErrors ValidateValidIP(std::string_view ip, const Path& p);
 FieldErrors ValidateCIDR(std::string_view cidr, const Path& p);
@@ -142,14 +142,14 @@ std::vector<std::string> ValidateName(NameRule rule, std::string_view name,
 
 // ValidateObjectMeta as pkg/apis/core/validation wraps it (plus the
 // "kubernetes.io" finalizer-name rule).
-FieldErrors ValidateObjectMeta(const api::metav1::ObjectMeta& meta,
+FieldErrors ValidateObjectMeta(const objects::metav1::ObjectMeta& meta,
                                bool namespaced, NameRule rule,
                                const Path& p = Path("metadata"));
 // ValidateObjectMetaUpdate without the resourceVersion rule (handlers set
 // metadata.resourceVersion to the stored one for unconditional updates
 // before calling the strategy, as kube's generic store does).
-FieldErrors ValidateObjectMetaUpdate(const api::metav1::ObjectMeta& meta,
-                                     const api::metav1::ObjectMeta& old,
+FieldErrors ValidateObjectMetaUpdate(const objects::metav1::ObjectMeta& meta,
+                                     const objects::metav1::ObjectMeta& old,
                                      const Path& p = Path("metadata"));
 FieldErrors ValidateFinalizerName(std::string_view name, const Path& p);
 
@@ -161,7 +161,7 @@ FieldErrors ValidateImmutable(bool equal, std::string go_new_value,
 // metav1.LabelSelectorAsSelector: nullopt when the selector is invalid
 // (unknown operator, bad key/value). A missing selector matches nothing.
 std::optional<machinery::LabelSelector> AsSelector(
-    const api::metav1::LabelSelector* s);
+    const objects::metav1::LabelSelector* s);
 machinery::Labels ToLabels(const StringMap& m);
 
 // Protobuf messages compared field by field (unknown fields ignored); maps

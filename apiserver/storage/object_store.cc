@@ -4,8 +4,8 @@
 #include <chrono>
 #include <utility>
 
-#include "api/envelope.h"
-#include "api/meta.h"
+#include "objects/envelope.h"
+#include "objects/meta.h"
 #include "apiserver/storage/lease_manager.h"
 #include "base/strings.h"
 
@@ -55,7 +55,7 @@ std::string PrefixRangeEnd(std::string prefix) {
 }
 
 Status TooLargeResourceVersion(int64_t wanted, int64_t current) {
-  return Status(StatusCode::kTimeout,
+  return Status(StatusCode::kDeadlineExceeded,
                 "Too large resource version: " + std::to_string(wanted) +
                     ", current: " + std::to_string(current),
                 current);
@@ -87,7 +87,7 @@ StatusOr<int64_t> Versioner::Parse(std::string_view resource_version) {
   return *v;
 }
 
-Status ObjectModifiedError(const api::ResourceInfo& resource,
+Status ObjectModifiedError(const objects::ResourceInfo& resource,
                            std::string_view name) {
   return ConflictError(
       "Operation cannot be fulfilled on " + resource.GroupResource() + " " +
@@ -99,7 +99,7 @@ Status ObjectModifiedError(const api::ResourceInfo& resource,
 // ---------------------------------------------------------------------------
 // ObjectStore
 
-ObjectStore::ObjectStore(storage::KV* kv, const api::ResourceInfo* resource,
+ObjectStore::ObjectStore(storage::KV* kv, const objects::ResourceInfo* resource,
                          ObjectStoreOptions options)
     : kv_(kv),
       resource_(resource),
@@ -186,17 +186,17 @@ StatusOr<MutableObject> ObjectStore::Decode(std::string_view value,
                                             int64_t mod_revision) const {
   MutableObject obj = resource_->kind->New();
   // Our own values hold no unknown fields: skip the walk that drops them.
-  ASSIGN_OR_RETURN(api::TypeMeta stored,
-                   api::DecodeEnvelopeInto(value, obj.get(),
+  ASSIGN_OR_RETURN(objects::TypeMeta stored,
+                   objects::DecodeEnvelopeInto(value, obj.get(),
                                            /*discard_unknown=*/false));
   if (!(stored == resource_->kind->type_meta())) {
-    return Status(StatusCode::kDataLoss,
+    return Status(StatusCode::kCorruption,
                   "stored object is " + stored.api_version +
                       ", Kind=" + stored.kind + ", not " +
                       resource_->kind->type_meta().api_version +
                       ", Kind=" + resource_->kind->kind);
   }
-  api::SetResourceVersion(obj.get(),
+  objects::SetResourceVersion(obj.get(),
                           Versioner::ToResourceVersion(mod_revision));
   return obj;
 }
@@ -215,7 +215,7 @@ Status ObjectStore::CheckPreconditions(const std::string& key,
                                        const google::protobuf::Message& current,
                                        const Preconditions& pre,
                                        bool for_update) const {
-  const api::metav1::ObjectMeta* meta = api::GetObjectMeta(current);
+  const objects::metav1::ObjectMeta* meta = objects::GetObjectMeta(current);
   const std::string& name = meta->name();
   // kube-apiserver's storage.Preconditions.Check fails with an InvalidObj
   // StorageError, which its registry turns into a Conflict quoting it.
@@ -249,7 +249,7 @@ StatusOr<ObjectPtr> ObjectStore::Create(const google::protobuf::Message& obj,
                                 obj.GetDescriptor()->full_name() + " as " +
                                 group_resource_);
   }
-  const api::metav1::ObjectMeta* meta = api::GetObjectMeta(obj);
+  const objects::metav1::ObjectMeta* meta = objects::GetObjectMeta(obj);
   ASSIGN_OR_RETURN(int64_t rv, Versioner::Parse(meta->resourceversion()));
   if (rv != 0) {
     return InvalidArgumentError(
@@ -260,9 +260,9 @@ StatusOr<ObjectPtr> ObjectStore::Create(const google::protobuf::Message& obj,
 
   MutableObject stored(obj.New());
   stored->CopyFrom(obj);
-  api::MutableObjectMeta(stored.get())->clear_resourceversion();
+  objects::MutableObjectMeta(stored.get())->clear_resourceversion();
   std::string value =
-      api::EncodeEnvelope(*stored, resource_->kind->type_meta());
+      objects::EncodeEnvelope(*stored, resource_->kind->type_meta());
 
   int64_t lease = 0;
   if (ttl_seconds > 0) {
@@ -284,7 +284,7 @@ StatusOr<ObjectPtr> ObjectStore::Create(const google::protobuf::Message& obj,
     return AlreadyExistsError(group_resource_ + " " + Quote(meta->name()) +
                               " already exists");
   }
-  api::SetResourceVersion(
+  objects::SetResourceVersion(
       stored.get(), Versioner::ToResourceVersion(resp.header().revision()));
   return ObjectPtr(std::move(stored));
 }
@@ -328,7 +328,7 @@ StatusOr<ObjectPtr> ObjectStore::GuaranteedUpdate(
   std::optional<mvccpb::KeyValue> current;
   int64_t cached_revision = 0;
   if (cached != nullptr) {
-    StatusOr<int64_t> rv = Versioner::Parse(api::ResourceVersion(*cached));
+    StatusOr<int64_t> rv = Versioner::Parse(objects::ResourceVersion(*cached));
     if (!rv.ok() || *rv <= 0 ||
         cached->GetDescriptor() != resource_->kind->descriptor) {
       cached = nullptr;
@@ -368,7 +368,7 @@ StatusOr<ObjectPtr> ObjectStore::GuaranteedUpdate(
       if (pre.uid || pre.resource_version) {
         // As kube: preconditions are checked against the zero object.
         MutableObject zero = resource_->kind->New();
-        api::MutableObjectMeta(zero.get())->set_name(std::string(name));
+        objects::MutableObjectMeta(zero.get())->set_name(std::string(name));
         RETURN_IF_ERROR(CheckPreconditions(key, *zero, pre, true));
       }
     }
@@ -384,9 +384,9 @@ StatusOr<ObjectPtr> ObjectStore::GuaranteedUpdate(
       return InternalError("update of " + group_resource_ + " " + Quote(name) +
                            " returned no " + resource_->kind->kind);
     }
-    api::MutableObjectMeta(updated.get())->clear_resourceversion();
+    objects::MutableObjectMeta(updated.get())->clear_resourceversion();
     std::string value =
-        api::EncodeEnvelope(*updated, resource_->kind->type_meta());
+        objects::EncodeEnvelope(*updated, resource_->kind->type_meta());
     if (fresh && current && value == current->value()) {
       return ObjectPtr(std::move(decoded));  // nothing to write
     }
@@ -395,8 +395,8 @@ StatusOr<ObjectPtr> ObjectStore::GuaranteedUpdate(
       // answer: compare with the store's bytes instead.
       MutableObject copy(cached->New());
       copy->CopyFrom(*cached);
-      api::MutableObjectMeta(copy.get())->clear_resourceversion();
-      if (value == api::EncodeEnvelope(*copy, resource_->kind->type_meta())) {
+      objects::MutableObjectMeta(copy.get())->clear_resourceversion();
+      if (value == objects::EncodeEnvelope(*copy, resource_->kind->type_meta())) {
         RETURN_IF_ERROR(read_store());
         continue;
       }
@@ -435,7 +435,7 @@ StatusOr<ObjectPtr> ObjectStore::GuaranteedUpdate(
       }
       continue;
     }
-    api::SetResourceVersion(
+    objects::SetResourceVersion(
         updated.get(), Versioner::ToResourceVersion(resp.header().revision()));
     return ObjectPtr(std::move(updated));
   }
@@ -473,7 +473,7 @@ StatusOr<ObjectPtr> ObjectStore::Delete(
       }
       continue;
     }
-    api::SetResourceVersion(
+    objects::SetResourceVersion(
         existing.get(), Versioner::ToResourceVersion(resp.header().revision()));
     return ObjectPtr(std::move(existing));
   }

@@ -4,7 +4,7 @@
 // One ObjectStore serves one resource. Objects live under
 //   /registry/<resource>/<namespace>/<name>   (namespaced)
 //   /registry/<resource>/<name>               (cluster-scoped)
-// as the envelope bytes of api/envelope.h ("k8s\0" + runtime.Unknown +
+// as the envelope bytes of objects/envelope.h ("k8s\0" + runtime.Unknown +
 // protobuf), so `kpctl store get /registry/pods/default/ --prefix` shows them
 // as the seeds describe. Unlike kube-apiserver, every resource uses its plural
 // (nodes under /registry/nodes, not /registry/minions; services under
@@ -40,7 +40,7 @@
 //                   to display a consistent list result. You can start a new
 //                   list without the continue parameter." or "The
 //                   resourceVersion for the provided list is too old.")
-//   kTimeout        a revision newer than the store's (504 "Too large
+//   kDeadlineExceeded        a revision newer than the store's (504 "Too large
 //                   resource version: N, current: M"; detail = M)
 //   kInvalidArgument  a malformed resourceVersion or continue token (400
 //                   "invalid continue token: continue key is not valid: ..."),
@@ -48,7 +48,7 @@
 //                   resourceVersion set on Create ("resourceVersion should
 //                   not be set on objects to be created"; kube answers 500),
 //                   an empty or path-like name or namespace
-//   anything the KV returns (kUnavailable, kTimeout, kNoSpace, ...)
+//   anything the KV returns (kUnavailable, kDeadlineExceeded, kNoSpace, ...)
 //
 // Metrics (ObjectStoreOptions::metrics): etcd_request_duration_seconds,
 // etcd_requests_total and etcd_request_errors_total with labels
@@ -67,8 +67,8 @@
 #include <string>
 #include <vector>
 
-#include "api/scheme.h"
-#include "api/types.h"
+#include "objects/scheme.h"
+#include "objects/types.h"
 #include "base/clock.h"
 #include "base/metrics.h"
 #include "base/statusor.h"
@@ -128,11 +128,11 @@ class LeaseManager;
 
 class ObjectStore {
  public:
-  ObjectStore(storage::KV* kv, const api::ResourceInfo* resource,
+  ObjectStore(storage::KV* kv, const objects::ResourceInfo* resource,
               ObjectStoreOptions options = {});
   ~ObjectStore();
 
-  const api::ResourceInfo& resource() const { return *resource_; }
+  const objects::ResourceInfo& resource() const { return *resource_; }
 
   // "/registry/pods/default/web"; namespace ignored for cluster scope.
   std::string Key(std::string_view ns, std::string_view name) const;
@@ -216,7 +216,7 @@ class ObjectStore {
                             const Preconditions& pre, bool for_update) const;
 
   storage::KV* kv_;
-  const api::ResourceInfo* resource_;
+  const objects::ResourceInfo* resource_;
   ObjectStoreOptions options_;
   std::string group_resource_;   // "deployments.apps"
   std::string resource_prefix_;  // "/registry/deployments/"
@@ -229,7 +229,7 @@ class ObjectStore {
 // been modified; please apply your changes to the latest version and try
 // again`. Update functions that compare a client's resourceVersion with the
 // current object return it.
-Status ObjectModifiedError(const api::ResourceInfo& resource,
+Status ObjectModifiedError(const objects::ResourceInfo& resource,
                            std::string_view name);
 
 // Continue tokens: unpadded base64url of {"v":"meta.k8s.io/v1","rv":<rev>,

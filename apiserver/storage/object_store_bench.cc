@@ -8,9 +8,9 @@
 
 #include <filesystem>
 
-#include "api/meta.h"
-#include "api/scheme.h"
-#include "api/types.h"
+#include "objects/meta.h"
+#include "objects/scheme.h"
+#include "objects/types.h"
 #include "apiserver/storage/object_store.h"
 #include "base/logging.h"
 #include "storage/server/store_server.h"
@@ -18,8 +18,8 @@
 namespace kplane::apiserver {
 namespace {
 
-api::corev1::Pod MakePod(const std::string& name) {
-  api::corev1::Pod pod;
+objects::corev1::Pod MakePod(const std::string& name) {
+  objects::corev1::Pod pod;
   pod.mutable_metadata()->set_namespace_("default");
   pod.mutable_metadata()->set_name(name);
   pod.mutable_metadata()->set_uid("uid-" + name);
@@ -50,7 +50,7 @@ class Fixture {
     CHECK(server_->Start(nullptr).ok());
     CHECK(server_->WaitForLeader(seconds(10)));
     store_ = std::make_unique<ObjectStore>(
-        server_.get(), api::Scheme::Default().FindResource("", "v1", "pods"),
+        server_.get(), objects::Scheme::Default().FindResource("", "v1", "pods"),
         ObjectStoreOptions{.metrics = &metrics_});
   }
   ~Fixture() {
@@ -97,7 +97,7 @@ void BM_GuaranteedUpdate(benchmark::State& state) {
       [&](const google::protobuf::Message* cur) -> StatusOr<MutableObject> {
     MutableObject next(cur->New());
     next->CopyFrom(*cur);
-    (*api::MutableObjectMeta(next.get())->mutable_annotations())["n"] =
+    (*objects::MutableObjectMeta(next.get())->mutable_annotations())["n"] =
         std::to_string(++n);
     return next;
   };

@@ -5,15 +5,15 @@
 #include <set>
 #include <thread>
 
-#include "api/envelope.h"
-#include "api/meta.h"
+#include "objects/envelope.h"
+#include "objects/meta.h"
 #include "apiserver/storage/test_store.h"
 #include "base/base64.h"
 
 namespace kplane::apiserver {
 namespace {
 
-using api::corev1::ConfigMap;
+using objects::corev1::ConfigMap;
 using testing::EmbeddedStore;
 using testing::MakeConfigMap;
 using testing::Resource;
@@ -52,7 +52,7 @@ class ObjectStoreTest : public ::testing::Test {
   EmbeddedStore db_;
   FakeClock clock_;
   metrics::Registry metrics_;
-  const api::ResourceInfo* configmaps_;
+  const objects::ResourceInfo* configmaps_;
   ObjectStore store_;
 };
 
@@ -143,7 +143,7 @@ TEST_F(ObjectStoreTest, CreateStoresEnvelopeWithoutResourceVersion) {
   ObjectPtr created = MustCreate(MakeConfigMap("default", "a"));
   ASSERT_NE(created, nullptr);
   int64_t rev = CurrentRevision();
-  EXPECT_EQ(api::ResourceVersion(*created), std::to_string(rev));
+  EXPECT_EQ(objects::ResourceVersion(*created), std::to_string(rev));
 
   etcdserverpb::RangeRequest req;
   req.set_key("/registry/configmaps/default/a");
@@ -151,9 +151,9 @@ TEST_F(ObjectStoreTest, CreateStoresEnvelopeWithoutResourceVersion) {
   ASSERT_TRUE(raw.ok());
   ASSERT_EQ(raw->kvs_size(), 1);
   const std::string& value = raw->kvs(0).value();
-  EXPECT_TRUE(api::HasEnvelopeMagic(value));
+  EXPECT_TRUE(objects::HasEnvelopeMagic(value));
   ConfigMap stored;
-  auto tm = api::DecodeEnvelopeInto(value, &stored);
+  auto tm = objects::DecodeEnvelopeInto(value, &stored);
   ASSERT_TRUE(tm.ok());
   EXPECT_EQ(tm->api_version, "v1");
   EXPECT_EQ(tm->kind, "ConfigMap");
@@ -162,7 +162,7 @@ TEST_F(ObjectStoreTest, CreateStoresEnvelopeWithoutResourceVersion) {
 
   auto got = store_.Get("default", "a");
   ASSERT_TRUE(got.ok()) << got.status();
-  EXPECT_EQ(api::ResourceVersion(**got), std::to_string(rev));
+  EXPECT_EQ(objects::ResourceVersion(**got), std::to_string(rev));
   EXPECT_EQ(AsConfigMap(*got).data().at("key"), "v");
 }
 
@@ -185,7 +185,7 @@ TEST_F(ObjectStoreTest, CreateErrors) {
   auto traversal = store_.Create(MakeConfigMap("default", ".."));
   EXPECT_EQ(traversal.status().code(), StatusCode::kInvalidArgument);
 
-  api::corev1::Pod pod = testing::MakePod("default", "p");
+  objects::corev1::Pod pod = testing::MakePod("default", "p");
   EXPECT_EQ(store_.Create(pod).status().code(), StatusCode::kInvalidArgument);
 }
 
@@ -203,19 +203,19 @@ TEST_F(ObjectStoreTest, GetMissingIsNotFoundWithKubeMessage) {
 
 TEST_F(ObjectStoreTest, GetAtRevisionReadsHistory) {
   ObjectPtr v1 = MustCreate(MakeConfigMap("default", "a", "one"));
-  int64_t rev1 = *Versioner::Parse(api::ResourceVersion(*v1));
+  int64_t rev1 = *Versioner::Parse(objects::ResourceVersion(*v1));
   ASSERT_TRUE(
       store_.GuaranteedUpdate("default", "a", {}, SetValue("two")).ok());
   auto old = store_.Get("default", "a", rev1);
   ASSERT_TRUE(old.ok()) << old.status();
   EXPECT_EQ(AsConfigMap(*old).data().at("key"), "one");
-  EXPECT_EQ(api::ResourceVersion(**old), std::to_string(rev1));
+  EXPECT_EQ(objects::ResourceVersion(**old), std::to_string(rev1));
   auto now = store_.Get("default", "a");
   EXPECT_EQ(AsConfigMap(*now).data().at("key"), "two");
 
   auto future = store_.Get("default", "a", CurrentRevision() + 100);
   ASSERT_FALSE(future.ok());
-  EXPECT_EQ(future.status().code(), StatusCode::kTimeout);
+  EXPECT_EQ(future.status().code(), StatusCode::kDeadlineExceeded);
   EXPECT_EQ(future.status().message().rfind("Too large resource version: ", 0),
             0u);
 }
@@ -225,14 +225,14 @@ TEST_F(ObjectStoreTest, GuaranteedUpdateWritesAndSkipsNoOps) {
   auto updated = store_.GuaranteedUpdate("default", "a", {}, SetValue("two"));
   ASSERT_TRUE(updated.ok()) << updated.status();
   int64_t rev = CurrentRevision();
-  EXPECT_EQ(api::ResourceVersion(**updated), std::to_string(rev));
+  EXPECT_EQ(objects::ResourceVersion(**updated), std::to_string(rev));
   EXPECT_EQ(AsConfigMap(*updated).data().at("key"), "two");
 
   // The same bytes again: nothing is written, the current object returns.
   auto same = store_.GuaranteedUpdate("default", "a", {}, SetValue("two"));
   ASSERT_TRUE(same.ok());
   EXPECT_EQ(CurrentRevision(), rev);
-  EXPECT_EQ(api::ResourceVersion(**same), std::to_string(rev));
+  EXPECT_EQ(objects::ResourceVersion(**same), std::to_string(rev));
 
   // The update function's error aborts, as is.
   auto aborted = store_.GuaranteedUpdate(
@@ -276,7 +276,7 @@ TEST_F(ObjectStoreTest, GuaranteedUpdateFromACachedCopy) {
   ASSERT_TRUE(v2.ok()) << v2.status();
   EXPECT_EQ(gets(), before);
   EXPECT_EQ(AsConfigMap(*v2).data().at("key"), "two");
-  EXPECT_EQ(api::ResourceVersion(**v2), std::to_string(CurrentRevision()));
+  EXPECT_EQ(objects::ResourceVersion(**v2), std::to_string(CurrentRevision()));
 
   // A stale copy (v1): the compare-and-swap fails and the update runs
   // again on the store's object; nothing is lost.
@@ -309,12 +309,12 @@ TEST_F(ObjectStoreTest, GuaranteedUpdateFromACachedCopy) {
       store_.GuaranteedUpdate("default", "a", {}, SetValue("one"), false, *v4);
   ASSERT_TRUE(same.ok());
   EXPECT_EQ(CurrentRevision(), rev + 1);
-  EXPECT_EQ(api::ResourceVersion(**same), std::to_string(rev + 1));
+  EXPECT_EQ(objects::ResourceVersion(**same), std::to_string(rev + 1));
 
   // A precondition that fails on the stale copy but holds on the store's
   // object, and an update function that rejects the stale copy only: both
   // succeed after reading the store.
-  Preconditions current_rv{.resource_version = api::ResourceVersion(**v4)};
+  Preconditions current_rv{.resource_version = objects::ResourceVersion(**v4)};
   EXPECT_TRUE(store_
                   .GuaranteedUpdate("default", "a", current_rv,
                                     SetValue("five"), false, v1)
@@ -348,10 +348,10 @@ TEST_F(ObjectStoreTest, GuaranteedUpdateFromACachedCopy) {
 
 TEST_F(ObjectStoreTest, PreconditionsFailWithKubeMessages) {
   ObjectPtr created = MustCreate(MakeConfigMap("default", "a"));
-  std::string old_rv = api::ResourceVersion(*created);
+  std::string old_rv = objects::ResourceVersion(*created);
   auto updated = store_.GuaranteedUpdate("default", "a", {}, SetValue("w"));
   ASSERT_TRUE(updated.ok());
-  std::string rv = api::ResourceVersion(**updated);
+  std::string rv = objects::ResourceVersion(**updated);
 
   Preconditions wrong_uid{.uid = "other"};
   auto by_uid =
@@ -400,7 +400,7 @@ TEST_F(ObjectStoreTest, ConcurrentWritersLoseNoUpdate) {
     attempts++;
     MutableObject next(cur->New());
     next->CopyFrom(*cur);
-    auto* ann = api::MutableObjectMeta(next.get())->mutable_annotations();
+    auto* ann = objects::MutableObjectMeta(next.get())->mutable_annotations();
     (*ann)["count"] = std::to_string(std::stoi((*ann)["count"]) + 1);
     return next;
   };
@@ -416,7 +416,7 @@ TEST_F(ObjectStoreTest, ConcurrentWritersLoseNoUpdate) {
   for (auto& t : writers) t.join();
   auto final_state = store_.Get("default", "counter");
   ASSERT_TRUE(final_state.ok());
-  EXPECT_EQ(api::Annotation(*api::GetObjectMeta(**final_state), "count"),
+  EXPECT_EQ(objects::Annotation(*objects::GetObjectMeta(**final_state), "count"),
             std::to_string(kWriters * kIncrements));
   EXPECT_GE(attempts.load(), kWriters * kIncrements);
 }
@@ -431,7 +431,7 @@ TEST_F(ObjectStoreTest, DeleteReturnsLastStateAtDeletionRevision) {
 
   auto deleted = store_.Delete("default", "a", {});
   ASSERT_TRUE(deleted.ok()) << deleted.status();
-  EXPECT_EQ(api::ResourceVersion(**deleted), std::to_string(CurrentRevision()));
+  EXPECT_EQ(objects::ResourceVersion(**deleted), std::to_string(CurrentRevision()));
   EXPECT_EQ(AsConfigMap(*deleted).data().at("key"), "last");
   EXPECT_EQ(store_.Get("default", "a").status().code(), StatusCode::kNotFound);
   auto again = store_.Delete("default", "a", {});
@@ -461,7 +461,7 @@ TEST_F(ObjectStoreTest, PaginationReadsEveryPageAtTheFirstRevision) {
     EXPECT_EQ(page->revision, first_revision);
     EXPECT_LE(page->items.size(), 7u);
     for (const ObjectPtr& o : page->items) {
-      EXPECT_TRUE(seen.insert(api::Name(*o)).second) << api::Name(*o);
+      EXPECT_TRUE(seen.insert(objects::Name(*o)).second) << objects::Name(*o);
     }
     if (!page->continue_token.empty()) {
       ASSERT_TRUE(page->remaining_items.has_value());
@@ -511,11 +511,11 @@ TEST_F(ObjectStoreTest, ListAtExactRevisionAndAllNamespaces) {
   auto then = store_.List("", ListOptions{.revision = rev});
   ASSERT_TRUE(then.ok());
   ASSERT_EQ(then->items.size(), 1u);
-  EXPECT_EQ(api::Name(*then->items[0]), "x");
+  EXPECT_EQ(objects::Name(*then->items[0]), "x");
   EXPECT_EQ(then->revision, rev);
   auto ns_b = store_.List("b", {});
   ASSERT_EQ(ns_b->items.size(), 1u);
-  EXPECT_EQ(api::Namespace(*ns_b->items[0]), "b");
+  EXPECT_EQ(objects::Namespace(*ns_b->items[0]), "b");
 }
 
 TEST_F(ObjectStoreTest, ContinueAfterCompactionIsExpired) {
@@ -557,7 +557,7 @@ TEST_F(ObjectStoreTest, PredicateFillsPagesAcrossReads) {
   }
   ListOptions opts{.limit = 3};
   opts.predicate = [](const google::protobuf::Message& m) {
-    return api::Label(*api::GetObjectMeta(m), "pick") == "yes";
+    return objects::Label(*objects::GetObjectMeta(m), "pick") == "yes";
   };
   std::set<std::string> seen;
   std::vector<size_t> sizes;
@@ -566,7 +566,7 @@ TEST_F(ObjectStoreTest, PredicateFillsPagesAcrossReads) {
     ASSERT_TRUE(page.ok()) << page.status();
     EXPECT_FALSE(page->remaining_items.has_value());
     sizes.push_back(page->items.size());
-    for (const ObjectPtr& o : page->items) seen.insert(api::Name(*o));
+    for (const ObjectPtr& o : page->items) seen.insert(objects::Name(*o));
     opts.continue_token = page->continue_token;
   } while (!opts.continue_token.empty());
   EXPECT_EQ(seen, matching);

@@ -13,9 +13,9 @@
 #include <memory>
 #include <string>
 
-#include "api/meta.h"
-#include "api/scheme.h"
-#include "api/types.h"
+#include "objects/meta.h"
+#include "objects/scheme.h"
+#include "objects/types.h"
 #include "storage/server/store_server.h"
 
 namespace kplane::apiserver::testing {
@@ -71,18 +71,18 @@ class EmbeddedStore {
   std::unique_ptr<storage::StoreServer> server_;
 };
 
-inline const api::ResourceInfo* Resource(std::string_view group,
+inline const objects::ResourceInfo* Resource(std::string_view group,
                                          std::string_view resource) {
-  const api::ResourceInfo* r =
-      api::Scheme::Default().FindResource(group, "v1", resource);
+  const objects::ResourceInfo* r =
+      objects::Scheme::Default().FindResource(group, "v1", resource);
   EXPECT_NE(r, nullptr) << resource;
   return r;
 }
 
-inline api::corev1::ConfigMap MakeConfigMap(const std::string& ns,
+inline objects::corev1::ConfigMap MakeConfigMap(const std::string& ns,
                                             const std::string& name,
                                             const std::string& value = "v") {
-  api::corev1::ConfigMap cm;
+  objects::corev1::ConfigMap cm;
   cm.mutable_metadata()->set_namespace_(ns);
   cm.mutable_metadata()->set_name(name);
   cm.mutable_metadata()->set_uid("uid-" + ns + "-" + name);
@@ -90,9 +90,9 @@ inline api::corev1::ConfigMap MakeConfigMap(const std::string& ns,
   return cm;
 }
 
-inline api::corev1::Pod MakePod(const std::string& ns, const std::string& name,
+inline objects::corev1::Pod MakePod(const std::string& ns, const std::string& name,
                                 const std::string& node = "") {
-  api::corev1::Pod pod;
+  objects::corev1::Pod pod;
   pod.mutable_metadata()->set_namespace_(ns);
   pod.mutable_metadata()->set_name(name);
   pod.mutable_metadata()->set_uid("uid-" + ns + "-" + name);

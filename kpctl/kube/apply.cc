@@ -4,15 +4,15 @@
 // annotation kubectl.kubernetes.io/last-applied-configuration holding the
 // manifest as sorted-key JSON. Later applies compute the three-way
 // strategic merge patch (last applied, new manifest, live object) with
-// api/patch: fields the user changed are set, fields the user removed from
+// objects/patch: fields the user changed are set, fields the user removed from
 // the manifest are deleted, fields others set (controllers, defaults) are
 // kept. An empty patch ({}) sends nothing: "unchanged".
 #include <rapidjson/document.h>
 
-#include "api/patch/json_value.h"
-#include "api/patch/merge_patch.h"
-#include "api/patch/patch_meta.h"
-#include "api/patch/strategic.h"
+#include "objects/patch/json_value.h"
+#include "objects/patch/merge_patch.h"
+#include "objects/patch/patch_meta.h"
+#include "objects/patch/strategic.h"
 #include "informer/api_errors.h"
 #include "kpctl/kube/commands.h"
 #include "kpctl/kube/manifest.h"
@@ -30,7 +30,7 @@ constexpr char kLastApplied[] =
 
 // A manifest resolved to its resource, namespace and name.
 struct Target {
-  const api::ResourceInfo* resource = nullptr;
+  const objects::ResourceInfo* resource = nullptr;
   std::string ns;
   std::string name;
 };
@@ -39,8 +39,8 @@ StatusOr<Target> Resolve(Context& ctx, Manifest& m) {
   Target t;
   const std::string api_version = StrAt(m.object, {"apiVersion"});
   const std::string kind = StrAt(m.object, {"kind"});
-  const api::Scheme& scheme = api::Scheme::Default();
-  const api::KindInfo* k = scheme.FindKind(api_version, kind);
+  const objects::Scheme& scheme = objects::Scheme::Default();
+  const objects::KindInfo* k = scheme.FindKind(api_version, kind);
   t.resource = k != nullptr ? scheme.ResourceForKind(*k) : nullptr;
   t.name = StrAt(m.object, {"metadata", "name"});
   const std::string obj_ns = StrAt(m.object, {"metadata", "namespace"});
@@ -363,7 +363,7 @@ int RunCreate(Context& ctx) {
 }
 
 // Waits until `name` is gone (DELETED event or NotFound).
-Status WaitDeleted(Context& ctx, const api::ResourceInfo& r,
+Status WaitDeleted(Context& ctx, const objects::ResourceInfo& r,
                    const std::string& ns, const std::string& name,
                    const std::string& uid, std::optional<TimePoint> deadline) {
   for (;;) {
@@ -394,7 +394,7 @@ Status WaitDeleted(Context& ctx, const api::ResourceInfo& r,
 int RunDelete(Context& ctx) {
   const Flags& f = *ctx.flags;
   struct Item {
-    const api::ResourceInfo* resource;
+    const objects::ResourceInfo* resource;
     std::string ns;
     std::string name;
     std::string source;

@@ -114,7 +114,7 @@ std::vector<std::pair<std::string, std::string>> KubeClient::ListParams(
   return p;
 }
 
-StatusOr<Document> KubeClient::Get(const api::ResourceInfo& r,
+StatusOr<Document> KubeClient::Get(const objects::ResourceInfo& r,
                                    std::string_view ns, std::string_view name,
                                    std::string_view subresource) {
   informer::RestRequest req;
@@ -123,7 +123,7 @@ StatusOr<Document> KubeClient::Get(const api::ResourceInfo& r,
   return Send(std::move(req));
 }
 
-StatusOr<Document> KubeClient::List(const api::ResourceInfo& r,
+StatusOr<Document> KubeClient::List(const objects::ResourceInfo& r,
                                     std::string_view ns,
                                     const ListQuery& query) {
   Document all;
@@ -155,7 +155,7 @@ StatusOr<Document> KubeClient::List(const api::ResourceInfo& r,
   return all;
 }
 
-StatusOr<Document> KubeClient::Table(const api::ResourceInfo& r,
+StatusOr<Document> KubeClient::Table(const objects::ResourceInfo& r,
                                      std::string_view ns, std::string_view name,
                                      const ListQuery& query) {
   Document all;
@@ -187,7 +187,7 @@ StatusOr<Document> KubeClient::Table(const api::ResourceInfo& r,
   return all;
 }
 
-StatusOr<Document> KubeClient::Create(const api::ResourceInfo& r,
+StatusOr<Document> KubeClient::Create(const objects::ResourceInfo& r,
                                       std::string_view ns, const Value& obj,
                                       std::string_view field_manager) {
   informer::RestRequest req;
@@ -201,7 +201,7 @@ StatusOr<Document> KubeClient::Create(const api::ResourceInfo& r,
   return Send(std::move(req));
 }
 
-StatusOr<Document> KubeClient::Update(const api::ResourceInfo& r,
+StatusOr<Document> KubeClient::Update(const objects::ResourceInfo& r,
                                       std::string_view ns,
                                       std::string_view name, const Value& obj,
                                       std::string_view field_manager) {
@@ -217,7 +217,7 @@ StatusOr<Document> KubeClient::Update(const api::ResourceInfo& r,
 }
 
 StatusOr<Document> KubeClient::Patch(
-    const api::ResourceInfo& r, std::string_view ns, std::string_view name,
+    const objects::ResourceInfo& r, std::string_view ns, std::string_view name,
     PatchType type, std::string_view patch, std::string_view field_manager,
     std::string_view subresource,
     const std::vector<std::pair<std::string, std::string>>& extra_query) {
@@ -234,7 +234,7 @@ StatusOr<Document> KubeClient::Patch(
   return Send(std::move(req));
 }
 
-StatusOr<Document> KubeClient::Delete(const api::ResourceInfo& r,
+StatusOr<Document> KubeClient::Delete(const objects::ResourceInfo& r,
                                       std::string_view ns,
                                       std::string_view name,
                                       std::string_view propagation_policy) {
@@ -256,7 +256,7 @@ StatusOr<Document> KubeClient::Version() {
   return Send(std::move(req));
 }
 
-Status KubeClient::Watch(const api::ResourceInfo& r, std::string_view ns,
+Status KubeClient::Watch(const objects::ResourceInfo& r, std::string_view ns,
                          const ListQuery& query, bool table,
                          const WatchCallback& on_event,
                          std::optional<TimePoint> deadline) {

@@ -6,7 +6,7 @@
 // use a net::HttpClient of their own.
 //
 //   auto c = KubeClient::New(config);
-//   const api::ResourceInfo* deploy = api::Scheme::Default().Resolve("deploy");
+//   const objects::ResourceInfo* deploy = objects::Scheme::Default().Resolve("deploy");
 //   StatusOr<rapidjson::Document> d = (*c)->Get(*deploy, "default", "web");
 //   (*c)->Patch(*deploy, "default", "web", PatchType::kMergePatch,
 //               R"({"spec":{"replicas":3}})", "kubectl-scale", "scale");
@@ -33,7 +33,7 @@
 #include <string>
 #include <string_view>
 
-#include "api/scheme.h"
+#include "objects/scheme.h"
 #include "base/clock.h"
 #include "base/statusor.h"
 #include "informer/rest_client.h"
@@ -69,37 +69,37 @@ class KubeClient {
   void set_server_dry_run(bool on) { server_dry_run_ = on; }
   Clock* clock() const { return clock_; }
 
-  StatusOr<rapidjson::Document> Get(const api::ResourceInfo& r,
+  StatusOr<rapidjson::Document> Get(const objects::ResourceInfo& r,
                                     std::string_view ns, std::string_view name,
                                     std::string_view subresource = {});
   // Every page (limit=500, following continue) merged into one list.
-  StatusOr<rapidjson::Document> List(const api::ResourceInfo& r,
+  StatusOr<rapidjson::Document> List(const objects::ResourceInfo& r,
                                      std::string_view ns,
                                      const ListQuery& query = {});
   // A meta.k8s.io/v1 Table for one object (`name` set) or for the list,
   // every page's rows merged.
-  StatusOr<rapidjson::Document> Table(const api::ResourceInfo& r,
+  StatusOr<rapidjson::Document> Table(const objects::ResourceInfo& r,
                                       std::string_view ns,
                                       std::string_view name,
                                       const ListQuery& query = {});
-  StatusOr<rapidjson::Document> Create(const api::ResourceInfo& r,
+  StatusOr<rapidjson::Document> Create(const objects::ResourceInfo& r,
                                        std::string_view ns,
                                        const rapidjson::Value& obj,
                                        std::string_view field_manager);
-  StatusOr<rapidjson::Document> Update(const api::ResourceInfo& r,
+  StatusOr<rapidjson::Document> Update(const objects::ResourceInfo& r,
                                        std::string_view ns,
                                        std::string_view name,
                                        const rapidjson::Value& obj,
                                        std::string_view field_manager);
   StatusOr<rapidjson::Document> Patch(
-      const api::ResourceInfo& r, std::string_view ns, std::string_view name,
+      const objects::ResourceInfo& r, std::string_view ns, std::string_view name,
       PatchType type, std::string_view patch, std::string_view field_manager,
       std::string_view subresource = {},
       const std::vector<std::pair<std::string, std::string>>& extra_query = {});
   // DELETE with {"propagationPolicy": policy} ("" = the server's default).
   // The answer is the object (still terminating) or a Status.
   StatusOr<rapidjson::Document> Delete(
-      const api::ResourceInfo& r, std::string_view ns, std::string_view name,
+      const objects::ResourceInfo& r, std::string_view ns, std::string_view name,
       std::string_view propagation_policy = "Background");
   // GET /version.
   StatusOr<rapidjson::Document> Version();
@@ -107,7 +107,7 @@ class KubeClient {
   // Streams events until `on_event` returns false (OK), the server ends
   // the stream (OK), `deadline` passes (DeadlineExceeded) or an error.
   // With `table`, objects are one-row meta.k8s.io/v1 Tables.
-  Status Watch(const api::ResourceInfo& r, std::string_view ns,
+  Status Watch(const objects::ResourceInfo& r, std::string_view ns,
                const ListQuery& query, bool table,
                const WatchCallback& on_event,
                std::optional<TimePoint> deadline = std::nullopt);

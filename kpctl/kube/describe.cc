@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <sstream>
 
-#include "api/machinery/duration.h"
-#include "api/time.h"
+#include "objects/machinery/duration.h"
+#include "objects/time.h"
 #include "base/strings.h"
 #include "kpctl/kube/commands.h"
 #include "kpctl/kube/printer.h"
@@ -112,7 +112,7 @@ std::string Or(const std::string& s, const std::string& def = "<none>") {
 }
 
 std::string Age(Context& ctx, const std::string& rfc3339) {
-  StatusOr<api::Timestamp> t = api::ParseRfc3339(rfc3339);
+  StatusOr<objects::Timestamp> t = objects::ParseRfc3339(rfc3339);
   if (!t.ok()) return "<unknown>";
   const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
                           ctx.clock()->WallNow().time_since_epoch())
@@ -122,7 +122,7 @@ std::string Age(Context& ctx, const std::string& rfc3339) {
 
 // "Sun, 29 Nov 2026 14:08:10 +0000", as kubectl describe prints times.
 std::string When(const std::string& rfc3339) {
-  StatusOr<api::Timestamp> t = api::ParseRfc3339(rfc3339);
+  StatusOr<objects::Timestamp> t = objects::ParseRfc3339(rfc3339);
   if (!t.ok()) return rfc3339;
   const time_t secs = static_cast<time_t>(t->seconds);
   struct tm tm;
@@ -239,8 +239,8 @@ void Conditions(Describer& d, const Value& obj, bool with_reason) {
 }
 
 void Events(Context& ctx, Describer& d, const Value& obj) {
-  const api::ResourceInfo* events =
-      api::Scheme::Default().FindResource("", "v1", "events");
+  const objects::ResourceInfo* events =
+      objects::Scheme::Default().FindResource("", "v1", "events");
   ListQuery q;
   const std::string ns = StrAt(obj, {"metadata", "namespace"});
   q.field_selector = "involvedObject.name=" + StrAt(obj, {"metadata", "name"}) +
@@ -391,8 +391,8 @@ void DescribeDeployment(Context& ctx, Describer& d, const Value& dep) {
              nullptr);
   Conditions(d, dep, true);
   // Old and new ReplicaSets (controllerRef to this deployment).
-  const api::ResourceInfo* rsr =
-      api::Scheme::Default().FindResource("apps", "v1", "replicasets");
+  const objects::ResourceInfo* rsr =
+      objects::Scheme::Default().FindResource("apps", "v1", "replicasets");
   StatusOr<Document> rss =
       ctx.client->List(*rsr, StrAt(dep, {"metadata", "namespace"}));
   const std::string uid = StrAt(dep, {"metadata", "uid"});
@@ -506,8 +506,8 @@ void DescribeNode(Context& ctx, Describer& d, const Value& n) {
   if (!StrAt(n, {"spec", "podCIDR"}).empty()) {
     d.Field(0, "PodCIDR", StrAt(n, {"spec", "podCIDR"}));
   }
-  const api::ResourceInfo* pods =
-      api::Scheme::Default().FindResource("", "v1", "pods");
+  const objects::ResourceInfo* pods =
+      objects::Scheme::Default().FindResource("", "v1", "pods");
   ListQuery q;
   q.field_selector = "spec.nodeName=" + StrAt(n, {"metadata", "name"}) +
                      ",status.phase!=Succeeded,status.phase!=Failed";
@@ -527,7 +527,7 @@ void DescribeNode(Context& ctx, Describer& d, const Value& n) {
   Events(ctx, d, n);
 }
 
-void DescribeGeneric(Context& ctx, Describer& d, const api::ResourceInfo& r,
+void DescribeGeneric(Context& ctx, Describer& d, const objects::ResourceInfo& r,
                      const Value& obj) {
   Common(d, obj, r.namespaced);
   d.Map(0, "Labels", At(obj, {"metadata", "labels"}));

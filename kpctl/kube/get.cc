@@ -36,7 +36,7 @@ int PrintObjects(Context& ctx, const std::vector<ResourceSelection>& sel,
   Document list(rapidjson::kObjectType);
   auto& a = list.GetAllocator();
   Value items(rapidjson::kArrayType);
-  std::vector<const api::ResourceInfo*> item_resources;
+  std::vector<const objects::ResourceInfo*> item_resources;
   int code = 0;
   bool single = sel.size() == 1 && sel[0].names.size() == 1;
   for (const ResourceSelection& s : sel) {

@@ -303,7 +303,7 @@ TEST(PrinterTest, JsonSortedFourSpacesAndPrintableList) {
   EXPECT_EQ(PrettyJson(d),
             "{\n    \"a\": {\n        \"c\": true,\n        \"d\": []\n    },\n"
             "    \"b\": 1\n}\n");
-  const api::ResourceInfo* cms = *ResolveResource("cm");
+  const objects::ResourceInfo* cms = *ResolveResource("cm");
   rapidjson::Document list = Json(
       R"({"kind":"ConfigMapList","items":[{"metadata":{"name":"x",
           "managedFields":[{"manager":"m"}]}}]})");

@@ -4,7 +4,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "api/yaml.h"
+#include "objects/yaml.h"
 #include "base/strings.h"
 
 namespace kplane::kpctl::kube {
@@ -109,7 +109,7 @@ StatusOr<Kubeconfig> LoadKubeconfig(const std::string& explicit_path,
     }
     ASSIGN_OR_RETURN(std::string text, ReadFile(path));
     if (StripWhitespace(text).empty()) continue;
-    StatusOr<rapidjson::Document> doc = api::ParseYamlDocument(text);
+    StatusOr<rapidjson::Document> doc = objects::ParseYamlDocument(text);
     if (!doc.ok()) {
       return InvalidArgumentError("error loading config file \"" + path +
                                   "\": " + doc.status().message());

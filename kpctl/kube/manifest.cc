@@ -5,7 +5,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "api/yaml.h"
+#include "objects/yaml.h"
 #include "kpctl/kube/printer.h"
 
 namespace kplane::kpctl::kube {
@@ -57,7 +57,7 @@ Status AddDocument(const std::string& source, int index, rapidjson::Value& doc,
 
 StatusOr<std::vector<Manifest>> ParseManifests(const std::string& source,
                                                std::string_view text) {
-  StatusOr<std::vector<rapidjson::Document>> docs = api::ParseYamlStream(text);
+  StatusOr<std::vector<rapidjson::Document>> docs = objects::ParseYamlStream(text);
   if (!docs.ok()) {
     return InvalidArgumentError(
         "error parsing " + source +

@@ -124,14 +124,14 @@ int RunApiResources(Context& ctx) {
   if (!ctx.flags->GetBool("no-headers")) {
     tw.AddRow({"NAME", "SHORTNAMES", "APIVERSION", "NAMESPACED", "KIND"});
   }
-  std::vector<const api::ResourceInfo*> rs;
-  for (const auto& r : api::Scheme::Default().resources())
+  std::vector<const objects::ResourceInfo*> rs;
+  for (const auto& r : objects::Scheme::Default().resources())
     rs.push_back(r.get());
   std::stable_sort(rs.begin(), rs.end(), [](auto* a, auto* b) {
     return a->gv.group != b->gv.group ? a->gv.group < b->gv.group
                                       : a->resource < b->resource;
   });
-  for (const api::ResourceInfo* r : rs) {
+  for (const objects::ResourceInfo* r : rs) {
     tw.AddRow({r->resource, StrJoin(r->short_names, ","), r->gv.ApiVersion(),
                r->namespaced ? "true" : "false", r->kind->kind});
   }

@@ -8,13 +8,13 @@
 #include <map>
 #include <sstream>
 
-#include "api/patch/json_patch.h"
-#include "api/patch/json_value.h"
-#include "api/patch/merge_patch.h"
-#include "api/patch/patch_meta.h"
-#include "api/patch/strategic.h"
-#include "api/time.h"
-#include "api/yaml.h"
+#include "objects/patch/json_patch.h"
+#include "objects/patch/json_value.h"
+#include "objects/patch/merge_patch.h"
+#include "objects/patch/patch_meta.h"
+#include "objects/patch/strategic.h"
+#include "objects/time.h"
+#include "objects/yaml.h"
 #include "base/strings.h"
 #include "informer/api_errors.h"
 #include "kpctl/kube/commands.h"
@@ -30,7 +30,7 @@ using rapidjson::Value;
 
 // One named object from TYPE NAME or TYPE/NAME arguments.
 struct Named {
-  const api::ResourceInfo* resource = nullptr;
+  const objects::ResourceInfo* resource = nullptr;
   std::string name;
 };
 
@@ -221,8 +221,8 @@ std::vector<FlagSpec> MetadataMapFlags() {
 
 // ---- rollout
 
-const api::ResourceInfo* Deployments() {
-  return api::Scheme::Default().FindResource("apps", "v1", "deployments");
+const objects::ResourceInfo* Deployments() {
+  return objects::Scheme::Default().FindResource("apps", "v1", "deployments");
 }
 
 StatusOr<Named> OneDeployment(Context& ctx,
@@ -301,8 +301,8 @@ int RolloutStatus(Context& ctx, const Named& d) {
 // The deployment's ReplicaSets by revision (controllerRef to its uid).
 StatusOr<std::map<int64_t, Document>> History(Context& ctx,
                                               const Value& deployment) {
-  const api::ResourceInfo* rs =
-      api::Scheme::Default().FindResource("apps", "v1", "replicasets");
+  const objects::ResourceInfo* rs =
+      objects::Scheme::Default().FindResource("apps", "v1", "replicasets");
   ASSIGN_OR_RETURN(Document list, ctx.client->List(*rs, ctx.ns()));
   const std::string uid = StrAt(deployment, {"metadata", "uid"});
   std::map<int64_t, Document> out;
@@ -461,7 +461,7 @@ int RunRollout(Context& ctx) {
         ctx, *d,
         "{\"spec\":{\"template\":{\"metadata\":{\"annotations\":{\"kubectl."
         "kubernetes.io/restartedAt\":\"" +
-            api::FormatRfc3339(now) + "\"}}}}}",
+            objects::FormatRfc3339(now) + "\"}}}}}",
         "restarted");
   }
   if (sub == "pause") {
@@ -493,7 +493,7 @@ int RunPatch(Context& ctx) {
                     type + "\"");
   }
   // Accept YAML too, as kubectl does; send JSON.
-  StatusOr<rapidjson::Document> body = api::ParseYamlDocument(f.Get("patch"));
+  StatusOr<rapidjson::Document> body = objects::ParseYamlDocument(f.Get("patch"));
   if (!body.ok()) {
     return ctx.Fail("unable to parse \"" + f.Get("patch") +
                     "\": " + body.status().message());
@@ -585,7 +585,7 @@ int RunEdit(Context& ctx) {
     ctx.out() << "Edit cancelled, no changes made.\n";
     return 0;
   }
-  StatusOr<Document> doc = api::ParseYamlDocument(edited);
+  StatusOr<Document> doc = objects::ParseYamlDocument(edited);
   if (!doc.ok()) {
     ctx.err() << "error: " << path << ": " << doc.status().message()
               << "\nA copy of your changes has been stored to \"" << path

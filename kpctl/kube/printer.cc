@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "api/yaml.h"
+#include "objects/yaml.h"
 #include "base/strings.h"
 
 namespace kplane::kpctl::kube {
@@ -181,7 +181,7 @@ void DropManagedFields(Value& obj) {
   }
 }
 
-void FillTypeMeta(Value& obj, const api::ResourceInfo& r,
+void FillTypeMeta(Value& obj, const objects::ResourceInfo& r,
                   rapidjson::Document::AllocatorType& alloc) {
   if (!obj.IsObject()) return;
   if (!obj.HasMember("apiVersion")) {
@@ -193,7 +193,7 @@ void FillTypeMeta(Value& obj, const api::ResourceInfo& r,
 }
 
 rapidjson::Document ToPrintableList(const Value& list,
-                                    const api::ResourceInfo& r) {
+                                    const objects::ResourceInfo& r) {
   rapidjson::Document out(rapidjson::kObjectType);
   auto& a = out.GetAllocator();
   out.AddMember("apiVersion", "v1", a);
@@ -240,6 +240,6 @@ std::string PrettyJson(const Value& v) {
   return std::string(buf.GetString(), buf.GetSize()) + "\n";
 }
 
-std::string ToYaml(const Value& v) { return api::JsonToYaml(v); }
+std::string ToYaml(const Value& v) { return objects::JsonToYaml(v); }
 
 }  // namespace kplane::kpctl::kube

@@ -29,7 +29,7 @@
 #include <string_view>
 #include <vector>
 
-#include "api/scheme.h"
+#include "objects/scheme.h"
 
 namespace kplane::kpctl::kube {
 
@@ -79,14 +79,14 @@ void DropManagedFields(rapidjson::Value& obj);
 
 // kubectl's `kind: List` for a list answer of resource `r`.
 rapidjson::Document ToPrintableList(const rapidjson::Value& list,
-                                    const api::ResourceInfo& r);
+                                    const objects::ResourceInfo& r);
 // Sets apiVersion and kind on an object that lacks them.
-void FillTypeMeta(rapidjson::Value& obj, const api::ResourceInfo& r,
+void FillTypeMeta(rapidjson::Value& obj, const objects::ResourceInfo& r,
                   rapidjson::Document::AllocatorType& alloc);
 
 // Four-space indented JSON with sorted keys, ending in a newline.
 std::string PrettyJson(const rapidjson::Value& v);
-// One YAML document (api::JsonToYaml), ending in a newline.
+// One YAML document (objects::JsonToYaml), ending in a newline.
 std::string ToYaml(const rapidjson::Value& v);
 
 // The string at obj.a.b.c, "" when absent or not a string.

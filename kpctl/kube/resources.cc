@@ -6,8 +6,8 @@
 
 namespace kplane::kpctl::kube {
 
-StatusOr<const api::ResourceInfo*> ResolveResource(std::string_view word) {
-  const api::ResourceInfo* r = api::Scheme::Default().Resolve(word);
+StatusOr<const objects::ResourceInfo*> ResolveResource(std::string_view word) {
+  const objects::ResourceInfo* r = objects::Scheme::Default().Resolve(word);
   // Create-only resources (bindings) cannot be listed or read.
   if (r == nullptr || r->list_kind == nullptr) {
     return InvalidArgumentError("the server doesn't have a resource type \"" +
@@ -18,7 +18,7 @@ StatusOr<const api::ResourceInfo*> ResolveResource(std::string_view word) {
 
 namespace {
 
-void Add(std::vector<ResourceSelection>* out, const api::ResourceInfo* r,
+void Add(std::vector<ResourceSelection>* out, const objects::ResourceInfo* r,
          const std::string* name) {
   auto it = std::find_if(out->begin(), out->end(),
                          [&](const auto& s) { return s.resource == r; });
@@ -29,20 +29,20 @@ void Add(std::vector<ResourceSelection>* out, const api::ResourceInfo* r,
   if (name != nullptr) it->names.push_back(*name);
 }
 
-StatusOr<std::vector<const api::ResourceInfo*>> ResolveList(
+StatusOr<std::vector<const objects::ResourceInfo*>> ResolveList(
     std::string_view words) {
-  std::vector<const api::ResourceInfo*> out;
+  std::vector<const objects::ResourceInfo*> out;
   for (const std::string& w : StrSplit(words, ',')) {
     if (w.empty()) continue;
     if (ToLower(w) == "all") {
-      for (const auto& r : api::Scheme::Default().resources()) {
+      for (const auto& r : objects::Scheme::Default().resources()) {
         for (const std::string& c : r->categories) {
           if (c == "all") out.push_back(r.get());
         }
       }
       continue;
     }
-    ASSIGN_OR_RETURN(const api::ResourceInfo* r, ResolveResource(w));
+    ASSIGN_OR_RETURN(const objects::ResourceInfo* r, ResolveResource(w));
     out.push_back(r);
   }
   if (out.empty()) {
@@ -77,15 +77,15 @@ StatusOr<std::vector<ResourceSelection>> ParseResourceArgs(
             "arguments in resource/name form must "
             "have a single resource and name");
       }
-      ASSIGN_OR_RETURN(const api::ResourceInfo* r,
+      ASSIGN_OR_RETURN(const objects::ResourceInfo* r,
                        ResolveResource(a.substr(0, slash)));
       Add(&out, r, &name);
     }
     return out;
   }
-  ASSIGN_OR_RETURN(std::vector<const api::ResourceInfo*> types,
+  ASSIGN_OR_RETURN(std::vector<const objects::ResourceInfo*> types,
                    ResolveList(args[0]));
-  for (const api::ResourceInfo* r : types) {
+  for (const objects::ResourceInfo* r : types) {
     Add(&out, r, nullptr);
     for (size_t i = 1; i < args.size(); ++i) {
       if (args[i].find('/') != std::string::npos) {
@@ -101,13 +101,13 @@ StatusOr<std::vector<ResourceSelection>> ParseResourceArgs(
   return out;
 }
 
-std::string KindGroup(const api::ResourceInfo& r) {
+std::string KindGroup(const objects::ResourceInfo& r) {
   std::string s = ToLower(r.kind->kind);
   if (!r.gv.group.empty()) s += "." + r.gv.group;
   return s;
 }
 
-std::string ObjectRef(const api::ResourceInfo& r, std::string_view name) {
+std::string ObjectRef(const objects::ResourceInfo& r, std::string_view name) {
   return KindGroup(r) + "/" + std::string(name);
 }
 

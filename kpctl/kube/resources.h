@@ -1,5 +1,5 @@
 // Resource arguments as kubectl reads them, resolved against the API's
-// type registry (api::Scheme, the same table the API server serves):
+// type registry (objects::Scheme, the same table the API server serves):
 //
 //   get pods                   -> {pods: []}               every pod
 //   get deploy web api         -> {deployments: [web, api]}
@@ -23,18 +23,18 @@
 #include <string_view>
 #include <vector>
 
-#include "api/scheme.h"
+#include "objects/scheme.h"
 #include "base/statusor.h"
 
 namespace kplane::kpctl::kube {
 
 struct ResourceSelection {
-  const api::ResourceInfo* resource = nullptr;
+  const objects::ResourceInfo* resource = nullptr;
   std::vector<std::string> names;  // empty: all (subject to selectors)
 };
 
 // The resource named by one word ("po", "deployments.apps", "Lease").
-StatusOr<const api::ResourceInfo*> ResolveResource(std::string_view word);
+StatusOr<const objects::ResourceInfo*> ResolveResource(std::string_view word);
 
 // Parses positional arguments in either kubectl form (above). Selections of
 // the same resource are merged, order of first appearance kept.
@@ -42,9 +42,9 @@ StatusOr<std::vector<ResourceSelection>> ParseResourceArgs(
     const std::vector<std::string>& args);
 
 // "deployment.apps" / "pod": the lower-case kind plus group.
-std::string KindGroup(const api::ResourceInfo& r);
+std::string KindGroup(const objects::ResourceInfo& r);
 // "deployment.apps/web".
-std::string ObjectRef(const api::ResourceInfo& r, std::string_view name);
+std::string ObjectRef(const objects::ResourceInfo& r, std::string_view name);
 
 }  // namespace kplane::kpctl::kube
 

@@ -43,7 +43,7 @@ StatusOr<WaitFor> ParseFor(const std::string& s) {
 
 // OK when met; DeadlineExceeded on timeout; NotFound for a missing object
 // when waiting for a condition.
-Status WaitOne(Context& ctx, const api::ResourceInfo& r, const std::string& ns,
+Status WaitOne(Context& ctx, const objects::ResourceInfo& r, const std::string& ns,
                const std::string& name, const WaitFor& w, TimePoint deadline) {
   for (;;) {
     StatusOr<Document> live = ctx.client->Get(r, ns, name);
@@ -86,7 +86,7 @@ int RunWait(Context& ctx) {
       ParseResourceArgs(f.positional());
   if (!sel.ok()) return ctx.Fail(sel.status().message());
   struct Item {
-    const api::ResourceInfo* r;
+    const objects::ResourceInfo* r;
     std::string name;
   };
   std::vector<Item> items;

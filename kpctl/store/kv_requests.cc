@@ -3,7 +3,7 @@
 #include <climits>
 #include <sstream>
 
-#include "storage/api/etcd_json.h"
+#include "storage/etcdjson/etcd_json.h"
 
 namespace kplane::kpctl {
 
@@ -344,7 +344,7 @@ std::optional<CommandError> BuildRange(const std::vector<std::string>& args,
       key = std::string(1, '\0');
       req->set_range_end(std::string(1, '\0'));
     } else {
-      req->set_range_end(etcdapi::PrefixRangeEnd(key));
+      req->set_range_end(etcdjson::PrefixRangeEnd(key));
     }
   }
   if (f.from_key) {
@@ -442,7 +442,7 @@ std::optional<CommandError> BuildDel(const std::vector<std::string>& args,
       key = std::string(1, '\0');
       req->set_range_end(std::string(1, '\0'));
     } else {
-      req->set_range_end(etcdapi::PrefixRangeEnd(key));
+      req->set_range_end(etcdjson::PrefixRangeEnd(key));
     }
   }
   if (f.prev_kv) req->set_prev_kv(true);

@@ -147,7 +147,7 @@ StatusOr<std::vector<PackedFile>> ParsePackedSnapshot(std::string_view data,
                                   "\"");
     }
     if (!skip_crc && crc32c::Value(body) != h.crc32c()) {
-      return Status(StatusCode::kDataLoss,
+      return Status(StatusCode::kCorruption,
                     "snapshot file " + h.name() + " fails its CRC-32C check");
     }
     files.push_back({h.name(), body});

@@ -26,7 +26,7 @@
 //
 // Thread-safety: functions are independent. Errors: kInvalidArgument for
 // malformed files, kAlreadyExists when the restore target exists,
-// kDataLoss for a CRC mismatch, kIOError for file system failures.
+// kCorruption for a CRC mismatch, kIOError for file system failures.
 #ifndef KPLANE_KPCTL_STORE_SNAPSHOT_FILE_H_
 #define KPLANE_KPCTL_STORE_SNAPSHOT_FILE_H_
 

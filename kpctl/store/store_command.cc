@@ -21,7 +21,7 @@
 #include "kpctl/store/kv_requests.h"
 #include "kpctl/store/printer.h"
 #include "kpctl/store/snapshot_file.h"
-#include "storage/api/etcd_json.h"
+#include "storage/etcdjson/etcd_json.h"
 #include "storage/client/lease_keepalive.h"
 #include "storage/client/maintenance.h"
 #include "storage/client/remote_kv.h"
@@ -374,7 +374,7 @@ int CmdWatch(Ctx& c, const std::vector<std::string>& args) {
       key = std::string(1, '\0');
       req.set_range_end(std::string(1, '\0'));
     } else {
-      req.set_range_end(etcdapi::PrefixRangeEnd(key));
+      req.set_range_end(etcdjson::PrefixRangeEnd(key));
     }
   }
   req.set_key(key);

@@ -2,7 +2,7 @@
 
 #include "base/strings.h"
 #include "net/url.h"
-#include "storage/api/etcd_json.h"
+#include "storage/etcdjson/etcd_json.h"
 
 namespace kplane::storage {
 
@@ -86,14 +86,14 @@ Status CallEndpointRaw(net::HttpClient* client, std::string_view path,
                        std::string_view body, google::protobuf::Message* resp) {
   ASSIGN_OR_RETURN(net::HttpResponse r,
                    client->Request("POST", path, JsonHeaders(), body));
-  if (r.status != 200) return etcdapi::ErrorToStatus(r.status, r.body);
-  return etcdapi::ParseJson(r.body, resp);
+  if (r.status != 200) return etcdjson::ErrorToStatus(r.status, r.body);
+  return etcdjson::ParseJson(r.body, resp);
 }
 
 Status CallEndpoint(net::HttpClient* client, std::string_view path,
                     const google::protobuf::Message& req,
                     google::protobuf::Message* resp) {
-  return CallEndpointRaw(client, path, etcdapi::ToJson(req), resp);
+  return CallEndpointRaw(client, path, etcdjson::ToJson(req), resp);
 }
 
 }  // namespace kplane::storage

@@ -13,7 +13,7 @@
 // their own client from the pool and none waits for another's exchange.
 //
 // Unary calls: CallEndpoint() POSTs one JSON message and decodes the answer,
-// mapping etcd's error bodies through etcdapi::ErrorToStatus.
+// mapping etcd's error bodies through etcdjson::ErrorToStatus.
 //
 // Thread-safety: ConnectionPool is safe to use from any thread.
 // Errors: ParseEndpoints gives kInvalidArgument for a malformed or https

@@ -4,8 +4,8 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
-#include "storage/api/etcd_json.h"
-#include "storage/api/etcd_json_value.h"
+#include "storage/etcdjson/etcd_json.h"
+#include "storage/etcdjson/etcd_json_value.h"
 
 namespace kplane::storage {
 
@@ -89,7 +89,7 @@ Status ParseStreamMessage(std::string_view object,
   }
   auto result = d.FindMember("result");
   if (result != d.MemberEnd()) {
-    return etcdapi::ParseJsonValue(result->value, msg);
+    return etcdjson::ParseJsonValue(result->value, msg);
   }
   auto err = d.FindMember("error");
   if (err != d.MemberEnd()) {
@@ -115,10 +115,10 @@ Status ParseStreamMessage(std::string_view object,
       body.AddMember("error", rapidjson::Value(message.c_str(), a), a);
       body.AddMember("message", rapidjson::Value(message.c_str(), a), a);
       body.AddMember("code", code, a);
-      return etcdapi::ErrorToStatus(http, Serialize(body));
+      return etcdjson::ErrorToStatus(http, Serialize(body));
     }
     // A unary-style error body ({"error":M,"message":M,"code":N}).
-    return etcdapi::ErrorToStatus(500, object);
+    return etcdjson::ErrorToStatus(500, object);
   }
   return InvalidArgumentError("stream message has neither result nor error: " +
                               std::string(object.substr(0, 200)));

@@ -11,7 +11,7 @@
 // semantics are etcd's, documented there. Errors come back as Status with the
 // domain codes of base/status.h (kCompacted with the compact revision as
 // detail, kFutureRevision, kNotFound for a missing lease, kNoSpace, kTooLarge,
-// kUnavailable when no endpoint answers, kTimeout, ...), and the message is
+// kUnavailable when no endpoint answers, kDeadlineExceeded, ...), and the message is
 // etcd's text (e.g. "etcdserver: mvcc: required revision has been
 // compacted").
 //

@@ -1,6 +1,6 @@
 #include "storage/client/maintenance.h"
 
-#include "storage/api/etcd_json.h"
+#include "storage/etcdjson/etcd_json.h"
 #include "storage/client/json_stream.h"
 
 namespace kplane::storage {
@@ -121,7 +121,7 @@ StatusOr<uint64_t> Maintenance::Snapshot(
       StatusOr<bool> more = stream->Read(&data, options_.request_timeout);
       if (!more.ok() || !*more) break;
     }
-    return etcdapi::ErrorToStatus(head.status, data);
+    return etcdjson::ErrorToStatus(head.status, data);
   }
   JsonObjectSplitter split;
   uint64_t total = 0;

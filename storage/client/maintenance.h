@@ -16,7 +16,7 @@
 //
 // Thread-safety: all methods may be called concurrently.
 // Errors: the transport's status (kUnavailable, kDeadlineExceeded) or the
-// server's error mapped by etcdapi::ErrorToStatus.
+// server's error mapped by etcdjson::ErrorToStatus.
 #ifndef KPLANE_STORAGE_CLIENT_MAINTENANCE_H_
 #define KPLANE_STORAGE_CLIENT_MAINTENANCE_H_
 

@@ -5,7 +5,7 @@
 #include <thread>
 
 #include "base/logging.h"
-#include "storage/api/etcd_json.h"
+#include "storage/etcdjson/etcd_json.h"
 #include "storage/client/json_stream.h"
 
 namespace kplane::storage {
@@ -25,7 +25,6 @@ bool IsRetriableServerError(const Status& s) {
   switch (s.code()) {
     case StatusCode::kUnavailable:
     case StatusCode::kNotLeader:
-    case StatusCode::kTimeout:
     case StatusCode::kDeadlineExceeded:
       return true;
     default:
@@ -50,9 +49,9 @@ Attempt RunUnary(net::HttpClient* client, std::string_view path,
       client->Request("POST", path, JsonHeaders(), body);
   if (!r.ok()) return {r.status(), true};
   if (r->status != 200) {
-    return {etcdapi::ErrorToStatus(r->status, r->body), false};
+    return {etcdjson::ErrorToStatus(r->status, r->body), false};
   }
-  if (!streamed_result) return {etcdapi::ParseJson(r->body, resp), false};
+  if (!streamed_result) return {etcdjson::ParseJson(r->body, resp), false};
   // A streaming endpoint called with one request: the answer is one
   // {"result":...} object (or an in-stream error).
   JsonObjectSplitter split;
@@ -149,7 +148,7 @@ Status WithFailover(RemoteKV* kv, std::atomic<size_t>* preferred,
         if (IsConnectFailure(a.status) || kind == CallKind::kRead) continue;
         // The request may have reached the server: never resend a write.
         return Status(a.status.code() == StatusCode::kDeadlineExceeded
-                          ? StatusCode::kTimeout
+                          ? a.status.code()
                           : StatusCode::kUnavailable,
                       std::string(what) + " to " +
                           kv->endpoints()[ep].host_port +
@@ -175,7 +174,7 @@ Status WithFailover(RemoteKV* kv, std::atomic<size_t>* preferred,
   }
   if (!last_transport) return last;
   StatusCode code = last.code() == StatusCode::kDeadlineExceeded
-                        ? StatusCode::kTimeout
+                        ? last.code()
                         : StatusCode::kUnavailable;
   return Status(code, std::string(what) + ": no endpoint answered (last: " +
                           last.message() + ")");
@@ -186,7 +185,7 @@ Status WithFailover(RemoteKV* kv, std::atomic<size_t>* preferred,
 Status RemoteKV::Call(std::string_view path,
                       const google::protobuf::Message& req,
                       google::protobuf::Message* resp, CallKind kind) {
-  const std::string body = etcdapi::ToJson(req);
+  const std::string body = etcdjson::ToJson(req);
   return WithFailover(this, &preferred_, path, kind, [&](net::HttpClient* c) {
     resp->Clear();
     return RunUnary(c, path, body, resp, false);
@@ -241,7 +240,7 @@ StatusOr<etcdserverpb::LeaseRevokeResponse> RemoteKV::LeaseRevoke(
 StatusOr<etcdserverpb::LeaseKeepAliveResponse> RemoteKV::LeaseKeepAlive(
     const etcdserverpb::LeaseKeepAliveRequest& req) {
   // Renewing twice is harmless, so a keepalive is retried like a read.
-  const std::string body = etcdapi::ToJson(req);
+  const std::string body = etcdjson::ToJson(req);
   etcdserverpb::LeaseKeepAliveResponse resp;
   RETURN_IF_ERROR(WithFailover(this, &preferred_, "/v3/lease/keepalive",
                                CallKind::kRead, [&](net::HttpClient* c) {
@@ -436,7 +435,7 @@ class RemoteWatch : public Watch {
     if (kv->watch_duplex(ep) == WatchDuplex::kFull) {
       etcdserverpb::WatchRequest wr;
       wr.mutable_progress_request();
-      if (!stream->Send(etcdapi::ToJson(wr)).ok()) {
+      if (!stream->Send(etcdjson::ToJson(wr)).ok()) {
         // The stream is breaking; ask again on the next one.
         std::lock_guard<std::mutex> l(st->mu);
         st->progress_pending = true;
@@ -474,7 +473,7 @@ class RemoteWatch : public Watch {
     wr.mutable_progress_request();
     etcdserverpb::WatchResponse resp;
     bool got = false;
-    if (stream->Send(etcdapi::ToJson(wr)).ok() && stream->CloseSend().ok()) {
+    if (stream->Send(etcdjson::ToJson(wr)).ok() && stream->CloseSend().ok()) {
       auto head = stream->ReadHead(kv->options().request_timeout);
       if (head.ok() && head->status == 200) {
         JsonObjectSplitter split;
@@ -584,7 +583,7 @@ class RemoteWatch : public Watch {
     if (st->created_delivered) {
       wr.mutable_create_request()->set_start_revision(st->next_rev);
     }
-    RETURN_IF_ERROR(stream->Send(etcdapi::ToJson(wr)));
+    RETURN_IF_ERROR(stream->Send(etcdjson::ToJson(wr)));
     StatusOr<net::HttpResponse> head = UnavailableError("no head");
     switch (kv->watch_duplex(ep)) {
       case WatchDuplex::kHalf:
@@ -612,7 +611,7 @@ class RemoteWatch : public Watch {
         StatusOr<bool> more = stream->Read(&body, seconds(5));
         if (!more.ok() || !*more) break;
       }
-      return etcdapi::ErrorToStatus(head->status, body);
+      return etcdjson::ErrorToStatus(head->status, body);
     }
     JsonObjectSplitter split;
     std::string chunk;

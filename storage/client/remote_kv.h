@@ -24,7 +24,7 @@
 //     the server answered that it refused the proposal before it entered
 //     the raft log ("etcdserver: no leader", "etcdserver: not leader", "raft
 //     proposal dropped"). Any other failure of a write is returned
-//     (kUnavailable / kTimeout, the message saying the write may have been
+//     (kUnavailable / kDeadlineExceeded, the message saying the write may have been
 //     applied; or the server's error), so a write is never silently applied
 //     twice.
 // A Txn counts as a read when none of its branches (nested ones included)
@@ -49,9 +49,9 @@
 //
 // Thread-safety: all methods may be called concurrently.
 // Errors: Status with the domain codes of base/status.h, recovered from
-// etcd's error texts by etcdapi::ErrorToStatus (kCompacted,
+// etcd's error texts by etcdjson::ErrorToStatus (kCompacted,
 // kFutureRevision, kNotFound for a missing lease, kNoSpace, kTooLarge,
-// kNotLeader, ...); kUnavailable when no endpoint answered; kTimeout when
+// kNotLeader, ...); kUnavailable when no endpoint answered; kDeadlineExceeded when
 // the overall deadline passed.
 #ifndef KPLANE_STORAGE_CLIENT_REMOTE_KV_H_
 #define KPLANE_STORAGE_CLIENT_REMOTE_KV_H_
@@ -129,7 +129,7 @@ class RemoteKV : public KV {
 
   // Blocks until the store has created the watch and the `created`
   // response has been handed to the callback (so every write made after
-  // StartWatch returns is seen), or fails with kUnavailable/kTimeout
+  // StartWatch returns is seen), or fails with kUnavailable/kDeadlineExceeded
   // if no endpoint accepted it within call_timeout, or with the server's
   // error (e.g. kInvalidArgument).
   StatusOr<std::unique_ptr<Watch>> StartWatch(

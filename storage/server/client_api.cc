@@ -9,7 +9,7 @@
 #include "base/base64.h"
 #include "base/crc32c.h"
 #include "base/logging.h"
-#include "storage/api/etcd_json.h"
+#include "storage/etcdjson/etcd_json.h"
 #include "storage/mvcc/watch.h"
 #include "storage/server/watch_json.h"
 
@@ -29,11 +29,11 @@ const net::HttpHeaders& JsonHeaders() {
 }
 
 void RespondJson(Responder* r, const google::protobuf::Message& m) {
-  r->Respond(200, JsonHeaders(), etcdapi::ToJson(m));
+  r->Respond(200, JsonHeaders(), etcdjson::ToJson(m));
 }
 
 void RespondError(Responder* r, const Status& s) {
-  etcdapi::HttpError e = etcdapi::StatusToError(s);
+  etcdjson::HttpError e = etcdjson::StatusToError(s);
   r->Respond(e.http_status, JsonHeaders(), e.Body());
 }
 
@@ -56,15 +56,15 @@ size_t g_max_grpc_message_bytes = 1536 * 1024 + kGrpcOverheadBytes;
 // layer would accept.
 bool ParseBody(const HttpRequest& req, Responder* r,
                google::protobuf::Message* msg) {
-  Status s = etcdapi::ParseJson(req.body, msg);
+  Status s = etcdjson::ParseJson(req.body, msg);
   if (!s.ok()) {
-    etcdapi::HttpError e{400, etcdapi::kGrpcInvalidArgument, s.message()};
+    etcdjson::HttpError e{400, etcdjson::kGrpcInvalidArgument, s.message()};
     r->Respond(400, JsonHeaders(), e.Body());
     return false;
   }
   size_t size = msg->ByteSizeLong();
   if (size > g_max_grpc_message_bytes) {
-    etcdapi::HttpError e{429, etcdapi::kGrpcResourceExhausted,
+    etcdjson::HttpError e{429, etcdjson::kGrpcResourceExhausted,
                          "grpc: received message larger than max (" +
                              std::to_string(size) + " vs. " +
                              std::to_string(g_max_grpc_message_bytes) + ")"};
@@ -247,7 +247,7 @@ class WatchSession : public std::enable_shared_from_this<WatchSession> {
     bool bad = false;
     while (auto obj = splitter_.Next(&bad)) {
       etcdserverpb::WatchRequest req;
-      Status s = etcdapi::ParseJson(*obj, &req);
+      Status s = etcdjson::ParseJson(*obj, &req);
       if (!s.ok()) {
         Reject(s);
         return;
@@ -261,7 +261,7 @@ class WatchSession : public std::enable_shared_from_this<WatchSession> {
   // An undecodable request: etcd answers HTTP 500, code 2, and closes.
   void Reject(const Status& s) {
     std::lock_guard<std::mutex> l(mu_);
-    etcdapi::HttpError e{500, etcdapi::kGrpcUnknown, s.message()};
+    etcdjson::HttpError e{500, etcdjson::kGrpcUnknown, s.message()};
     if (!started_) {
       r_->Respond(500, JsonHeaders(), e.Body());
     } else {
@@ -280,7 +280,7 @@ class WatchSession : public std::enable_shared_from_this<WatchSession> {
 
   void Write(const etcdserverpb::WatchResponse& resp) {
     std::string out;
-    etcdapi::AppendStreamResult(resp, &out);
+    etcdjson::AppendStreamResult(resp, &out);
     WriteEncoded(out);
   }
 
@@ -576,7 +576,7 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
           bool bad = false;
           while (auto obj = splitter->Next(&bad)) {
             etcdserverpb::LeaseKeepAliveRequest q;
-            Status st = etcdapi::ParseJson(*obj, &q);
+            Status st = etcdjson::ParseJson(*obj, &q);
             if (!st.ok()) {
               bad = true;
               break;
@@ -598,7 +598,7 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
               resp.mutable_header()->set_revision(s->mvcc()->CurrentRevision());
             }
             std::string out;
-            etcdapi::AppendStreamResult(resp, &out);
+            etcdjson::AppendStreamResult(resp, &out);
             if (!*started) {
               r->StartStream(200, JsonHeaders());
               *started = true;
@@ -606,7 +606,7 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
             r->Write(out);
           }
           if (bad) {
-            etcdapi::HttpError e{500, etcdapi::kGrpcUnknown,
+            etcdjson::HttpError e{500, etcdjson::kGrpcUnknown,
                                  "invalid keepalive request"};
             if (!*started) {
               r->Respond(500, JsonHeaders(), e.Body());
@@ -693,7 +693,7 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
       resp.set_blob(packed.substr(off, n));
       resp.set_remaining_bytes(total - off - n);
       std::string out;
-      etcdapi::AppendStreamResult(resp, &out);
+      etcdjson::AppendStreamResult(resp, &out);
       if (!r->Write(out)) return;
       if (total == 0) break;
     }

@@ -12,7 +12,7 @@
 #include "base/logging.h"
 #include "base/strings.h"
 #include "net/http_client.h"
-#include "storage/api/etcd_json.h"
+#include "storage/etcdjson/etcd_json.h"
 #include "storage/raft/util.h"
 
 namespace kplane::storage {
@@ -627,13 +627,13 @@ void HttpPeerTransport::RegisterHandlers(net::HttpServer* peer_server) {
         auto rev = ParseInt64(req.QueryParam("revision"));
         auto h = server_->HashKV(rev.value_or(0));
         if (!h.ok()) {
-          etcdapi::HttpError e = etcdapi::StatusToError(h.status());
+          etcdjson::HttpError e = etcdjson::StatusToError(h.status());
           r->Respond(e.http_status, {{"Content-Type", "application/json"}},
                      e.Body());
           return;
         }
         r->Respond(200, {{"Content-Type", "application/json"}},
-                   etcdapi::ToJson(*h));
+                   etcdjson::ToJson(*h));
       });
   peer_server->Handle(
       "GET", "/raft/members",
@@ -661,9 +661,9 @@ StatusOr<etcdserverpb::HashKVResponse> HttpPeerTransport::PeerHashKV(
   ASSIGN_OR_RETURN(net::HttpResponse resp,
                    client->Request("GET", "/raft/hashkv?revision=" +
                                               std::to_string(revision)));
-  if (resp.status != 200) return etcdapi::ErrorToStatus(resp.status, resp.body);
+  if (resp.status != 200) return etcdjson::ErrorToStatus(resp.status, resp.body);
   etcdserverpb::HashKVResponse h;
-  RETURN_IF_ERROR(etcdapi::ParseJson(resp.body, &h));
+  RETURN_IF_ERROR(etcdjson::ParseJson(resp.body, &h));
   return h;
 }
 

@@ -236,7 +236,7 @@ void RaftNode::Loop() {
     for (auto& r : work.reads) reads_waiting_.push_back(std::move(r));
     if (read_in_flight_ && now - read_started_ > read_timeout) {
       for (auto& cb : reads_in_flight_) {
-        cb(Status(StatusCode::kTimeout, "etcdserver: request timed out"));
+        cb(Status(StatusCode::kDeadlineExceeded, "etcdserver: request timed out"));
       }
       reads_in_flight_.clear();
       read_in_flight_ = false;

@@ -419,7 +419,7 @@ void StoreServer::ProposeAsync(storagepb::InternalRaftRequest req,
     return;
   }
   if (corrupt_.load()) {
-    done(Status(StatusCode::kDataLoss, "etcdserver: corrupt cluster"));
+    done(Status(StatusCode::kCorruption, "etcdserver: corrupt cluster"));
     return;
   }
   uint64_t id = NextRequestId();
@@ -904,7 +904,7 @@ void StoreServer::FailExpiredWaiters() {
   }
   for (auto& cb : expired) {
     proposals_failed_->Inc();
-    cb(Status(StatusCode::kTimeout, "etcdserver: request timed out"));
+    cb(Status(StatusCode::kDeadlineExceeded, "etcdserver: request timed out"));
   }
   // Reads waiting for an applied index this member does not reach in time
   // (it is cut off from the leader, or catching up).
@@ -921,7 +921,7 @@ void StoreServer::FailExpiredWaiters() {
     }
   }
   for (auto& fn : reads) {
-    fn(Status(StatusCode::kTimeout, "etcdserver: request timed out"));
+    fn(Status(StatusCode::kDeadlineExceeded, "etcdserver: request timed out"));
   }
 }
 
@@ -1369,7 +1369,7 @@ StatusOr<etcdserverpb::MoveLeaderResponse> StoreServer::MoveLeader(
   std::unique_lock<std::mutex> l(leader_mu_);
   if (!clock_->WaitFor(l, leader_cv_, config_.request_timeout,
                        [&] { return leader_id() == req.targetid(); })) {
-    return Status(StatusCode::kTimeout,
+    return Status(StatusCode::kDeadlineExceeded,
                   "etcdserver: leadership transfer timed out");
   }
   etcdserverpb::MoveLeaderResponse resp;

@@ -16,7 +16,7 @@
 #include "base/metrics.h"
 #include "net/http_client.h"
 #include "net/http_server.h"
-#include "storage/api/etcd_json.h"
+#include "storage/etcdjson/etcd_json.h"
 #include "storage/client/json_stream.h"
 #include "storage/server/client_api.h"
 #include "storage/server/store_server.h"
@@ -95,7 +95,7 @@ TEST_F(WatchFanoutTest, ManyStreamsGetEveryEventOnceAndInOrder) {
     r.stream = std::move(*st);
     std::string req = "{\"create_request\":{\"key\":\"" + Base64Encode(prefix) +
                       "\",\"range_end\":\"" +
-                      Base64Encode(etcdapi::PrefixRangeEnd(prefix)) + "\"" +
+                      Base64Encode(etcdjson::PrefixRangeEnd(prefix)) + "\"" +
                       (r.prev_kv ? ",\"prev_kv\":true" : "") + "}}";
     ASSERT_TRUE(r.stream->Send(req).ok());
   }

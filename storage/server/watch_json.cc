@@ -1,6 +1,6 @@
 #include "storage/server/watch_json.h"
 
-#include "storage/api/etcd_json.h"
+#include "storage/etcdjson/etcd_json.h"
 
 namespace kplane::storage {
 namespace {
@@ -44,9 +44,9 @@ std::shared_ptr<const std::string> WatchJsonEncoder::EventsJson(
     if (!item.keep_prev_kv && ev.has_prev_kv()) {
       mvccpb::Event copy = ev;
       copy.clear_prev_kv();
-      json->append(etcdapi::ToJson(copy));
+      json->append(etcdjson::ToJson(copy));
     } else {
-      json->append(etcdapi::ToJson(ev));
+      json->append(etcdjson::ToJson(ev));
     }
   }
   json->push_back(']');

@@ -1,6 +1,6 @@
 // WatchJsonEncoder: writes queued watch responses (mvcc::WatchItem) as lines
 // of etcd's /v3/watch JSON stream, `{"result":<WatchResponse>}\n`, byte for
-// byte what etcdapi::AppendStreamResult prints for the response the item
+// byte what etcdjson::AppendStreamResult prints for the response the item
 // stands for, stamped with the server's header.
 //
 // Why not just AppendStreamResult: one put under a prefix watched by 1,000

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "storage/api/etcd_json.h"
+#include "storage/etcdjson/etcd_json.h"
 
 namespace kplane::storage {
 namespace {
@@ -52,7 +52,7 @@ std::string Reference(const etcdserverpb::ResponseHeader& header,
     r.mutable_header()->set_revision(rev);
   }
   std::string out;
-  etcdapi::AppendStreamResult(r, &out);
+  etcdjson::AppendStreamResult(r, &out);
   return out;
 }
 

@@ -1,0 +1,586 @@
+#include "objects/patch/apply.h"
+
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include <algorithm>
+#include <set>
+
+#include "objects/patch/strategic.h"
+
+namespace kplane::patch {
+
+namespace {
+
+// Leaf paths Kubernetes never records in managedFields (fieldmanager's
+// strip set for every resource).
+const std::vector<std::vector<std::string>>& AlwaysIgnored() {
+  static const auto* v = new std::vector<std::vector<std::string>>{
+      {"f:apiVersion"},
+      {"f:kind"},
+      {"f:metadata", "f:name"},
+      {"f:metadata", "f:namespace"},
+      {"f:metadata", "f:uid"},
+      {"f:metadata", "f:resourceVersion"},
+      {"f:metadata", "f:generation"},
+      {"f:metadata", "f:creationTimestamp"},
+      {"f:metadata", "f:managedFields"},
+      {"f:metadata", "f:selfLink"},
+      {"f:metadata", "f:deletionTimestamp"},
+      {"f:metadata", "f:deletionGracePeriodSeconds"},
+  };
+  return *v;
+}
+
+JsonValue ParseElementJson(std::string_view text, JsonAllocator& alloc,
+                           bool* ok) {
+  rapidjson::Document d(&alloc);
+  d.Parse(text.data(), text.size());
+  *ok = !d.HasParseError();
+  JsonValue out(d, alloc);
+  return out;
+}
+
+// Does list element `elem` match the key object `key` ({"name":"x"})?
+bool MatchesKey(const JsonValue& elem, const JsonValue& key) {
+  if (!elem.IsObject() || !key.IsObject()) return false;
+  for (const auto& m : key.GetObject()) {
+    const JsonValue* v = FindMember(elem, StringOf(m.name));
+    if (v == nullptr || !JsonEqual(*v, m.value)) return false;
+  }
+  return true;
+}
+
+// Index of the array element addressed by a k:/v:/i: path element, or -1.
+int FindElement(const JsonValue& arr, const std::string& pe) {
+  if (!arr.IsArray() || pe.size() < 2) return -1;
+  std::string_view body = std::string_view(pe).substr(2);
+  if (pe[0] == 'i') {
+    auto n = std::atoi(std::string(body).c_str());
+    return n >= 0 && static_cast<rapidjson::SizeType>(n) < arr.Size() ? n : -1;
+  }
+  rapidjson::Document scratch;
+  bool ok = false;
+  JsonValue want = ParseElementJson(body, scratch.GetAllocator(), &ok);
+  if (!ok) return -1;
+  for (rapidjson::SizeType i = 0; i < arr.Size(); ++i) {
+    if (pe[0] == 'k' ? MatchesKey(arr[i], want) : JsonEqual(arr[i], want)) {
+      return static_cast<int>(i);
+    }
+  }
+  return -1;
+}
+
+bool IsIgnored(const std::vector<std::string>& path,
+               const std::vector<std::vector<std::string>>& ignored) {
+  for (const auto& ig : ignored) {
+    if (ig == path) return true;
+  }
+  for (const auto& ig : AlwaysIgnored()) {
+    if (ig == path) return true;
+  }
+  return false;
+}
+
+void Walk(const JsonValue& obj, const PatchSchema& schema,
+          const std::vector<std::vector<std::string>>& ignored,
+          std::vector<std::string>& path, FieldSet* out) {
+  for (const auto& m : obj.GetObject()) {
+    std::string name(StringOf(m.name));
+    path.push_back("f:" + name);
+    if (IsIgnored(path, ignored)) {
+      path.pop_back();
+      continue;
+    }
+    FieldSet& child = out->children[path.back()];
+    const JsonValue& v = m.value;
+    PatchSchema::Field f = schema.Lookup(name);
+    if (v.IsObject() && v.MemberCount() > 0) {
+      Walk(v, f.schema, ignored, path, &child);
+      if (child.children.empty()) {
+        // Everything below was ignored: the field itself is not tracked.
+        out->children.erase(path.back());
+      }
+    } else if (v.IsArray() && v.Size() > 0 && f.meta.IsMerge() &&
+               !f.meta.merge_key.empty() && v[0].IsObject()) {
+      for (const auto& e : v.GetArray()) {
+        const JsonValue* kv =
+            e.IsObject() ? FindMember(e, f.meta.merge_key) : nullptr;
+        if (kv == nullptr) continue;
+        std::string key =
+            "k:{\"" + f.meta.merge_key + "\":" + CanonicalJson(*kv) + "}";
+        path.push_back(key);
+        FieldSet& elem = child.children[key];
+        elem.member = true;
+        Walk(e, f.schema, ignored, path, &elem);
+        path.pop_back();
+      }
+    } else if (v.IsArray() && v.Size() > 0 && f.meta.IsMerge() &&
+               !v[0].IsObject() && !v[0].IsArray()) {
+      for (const auto& e : v.GetArray()) {
+        child.children["v:" + CanonicalJson(e)].member = true;
+      }
+    } else {
+      child.member = true;
+    }
+    path.pop_back();
+  }
+}
+
+// Paths of `set` with whether each is a leaf (no children).
+void CollectPaths(const FieldSet& set, std::vector<std::string>& path,
+                  std::vector<std::pair<std::vector<std::string>, bool>>* out) {
+  if (set.member) out->emplace_back(path, set.children.empty());
+  for (const auto& [k, child] : set.children) {
+    path.push_back(k);
+    CollectPaths(child, path, out);
+    path.pop_back();
+  }
+}
+
+const FieldSet* Node(const FieldSet& set,
+                     const std::vector<std::string>& path) {
+  const FieldSet* cur = &set;
+  for (const auto& pe : path) {
+    auto it = cur->children.find(pe);
+    if (it == cur->children.end()) return nullptr;
+    cur = &it->second;
+  }
+  return cur;
+}
+
+// Paths of `set` whose value differs between `before` and `after`.
+FieldSet ChangedFields(const FieldSet& set, const JsonValue* before,
+                       const JsonValue& after) {
+  FieldSet changed;
+  std::vector<std::pair<std::vector<std::string>, bool>> paths;
+  std::vector<std::string> path;
+  CollectPaths(set, path, &paths);
+  for (const auto& [p, leaf] : paths) {
+    const JsonValue* a = before ? ResolveFieldPath(*before, p) : nullptr;
+    const JsonValue* b = ResolveFieldPath(after, p);
+    bool differs = (a == nullptr) != (b == nullptr) ||
+                   (leaf && a != nullptr && !JsonEqual(*a, *b));
+    if (differs) changed.Insert(p);
+  }
+  return changed;
+}
+
+std::string ManagerString(const ManagedFieldsEntry& e) {
+  std::string s = "\"" + e.manager + "\"";
+  if (!e.subresource.empty()) {
+    s += " with subresource \"" + e.subresource + "\"";
+  }
+  if (e.operation == "Update") s += " using " + e.api_version;
+  return s;
+}
+
+bool SameManager(const ManagedFieldsEntry& e, std::string_view manager,
+                 std::string_view operation) {
+  return e.manager == manager && e.operation == operation &&
+         e.subresource.empty();
+}
+
+std::string ConflictMessage(const std::vector<FieldConflict>& conflicts) {
+  if (conflicts.size() == 1) {
+    return "Apply failed with 1 conflict: conflict with " +
+           conflicts[0].manager + ": " + conflicts[0].field;
+  }
+  std::map<std::string, std::vector<std::string>> by_manager;
+  for (const auto& c : conflicts) by_manager[c.manager].push_back(c.field);
+  std::string msg;
+  for (const auto& [m, fields] : by_manager) {
+    if (!msg.empty()) msg += "\n";
+    msg += "conflicts with " + m + ":";
+    for (const auto& f : fields) msg += "\n- " + f;
+  }
+  return "Apply failed with " + std::to_string(conflicts.size()) +
+         " conflicts: " + msg;
+}
+
+void RemoveManagedFieldsFrom(JsonValue& obj) {
+  if (JsonValue* md = FindMember(obj, "metadata")) {
+    RemoveMember(*md, "managedFields");
+  }
+}
+
+}  // namespace
+
+bool FieldSet::Empty() const {
+  if (member) return false;
+  for (const auto& [k, c] : children) {
+    if (!c.Empty()) return false;
+  }
+  return true;
+}
+
+FieldSet FieldSet::Union(const FieldSet& other) const {
+  FieldSet out = *this;
+  out.member = member || other.member;
+  for (const auto& [k, c] : other.children) {
+    auto it = out.children.find(k);
+    if (it == out.children.end()) {
+      out.children[k] = c;
+    } else {
+      it->second = it->second.Union(c);
+    }
+  }
+  return out;
+}
+
+FieldSet FieldSet::Difference(const FieldSet& other) const {
+  FieldSet out;
+  out.member = member && !other.member;
+  for (const auto& [k, c] : children) {
+    auto it = other.children.find(k);
+    FieldSet d = it == other.children.end() ? c : c.Difference(it->second);
+    if (!d.Empty()) out.children[k] = std::move(d);
+  }
+  return out;
+}
+
+FieldSet FieldSet::Intersection(const FieldSet& other) const {
+  FieldSet out;
+  out.member = member && other.member;
+  for (const auto& [k, c] : children) {
+    auto it = other.children.find(k);
+    if (it == other.children.end()) continue;
+    FieldSet i = c.Intersection(it->second);
+    if (!i.Empty()) out.children[k] = std::move(i);
+  }
+  return out;
+}
+
+std::vector<std::vector<std::string>> FieldSet::Paths() const {
+  std::vector<std::pair<std::vector<std::string>, bool>> all;
+  std::vector<std::string> path;
+  CollectPaths(*this, path, &all);
+  std::vector<std::vector<std::string>> out;
+  for (auto& [p, leaf] : all) out.push_back(std::move(p));
+  return out;
+}
+
+bool FieldSet::Has(const std::vector<std::string>& path) const {
+  const FieldSet* n = Node(*this, path);
+  return n != nullptr && n->member;
+}
+
+void FieldSet::Insert(const std::vector<std::string>& path) {
+  FieldSet* cur = this;
+  for (const auto& pe : path) cur = &cur->children[pe];
+  cur->member = true;
+}
+
+JsonValue FieldSet::ToJson(JsonAllocator& alloc) const {
+  JsonValue obj(rapidjson::kObjectType);
+  // std::map iterates in sorted order; "." sorts before "f:"/"k:"/"v:".
+  if (member && !children.empty()) {
+    obj.AddMember(MakeString(".", alloc), JsonValue(rapidjson::kObjectType),
+                  alloc);
+  }
+  for (const auto& [k, c] : children) {
+    if (c.Empty()) continue;
+    obj.AddMember(MakeString(k, alloc), c.ToJson(alloc), alloc);
+  }
+  return obj;
+}
+
+std::string FieldSet::ToJsonString() const {
+  rapidjson::Document d;
+  JsonValue v = ToJson(d.GetAllocator());
+  return CanonicalJson(v);
+}
+
+StatusOr<FieldSet> FieldSet::FromJson(const JsonValue& v) {
+  if (!v.IsObject()) {
+    return InvalidArgumentError("fieldsV1 must be a JSON object");
+  }
+  FieldSet out;
+  if (v.MemberCount() == 0) {
+    out.member = true;
+    return out;
+  }
+  for (const auto& m : v.GetObject()) {
+    std::string k(StringOf(m.name));
+    if (k == ".") {
+      out.member = true;
+      continue;
+    }
+    if (k.size() < 2 || k[1] != ':' ||
+        std::string_view("fkvi").find(k[0]) == std::string_view::npos) {
+      return InvalidArgumentError("invalid fieldsV1 path element: " + k);
+    }
+    ASSIGN_OR_RETURN(FieldSet child, FromJson(m.value));
+    out.children[k] = std::move(child);
+  }
+  return out;
+}
+
+std::string PathString(const std::vector<std::string>& path) {
+  std::string s;
+  for (const auto& pe : path) {
+    if (pe.size() < 2) continue;
+    std::string_view body = std::string_view(pe).substr(2);
+    switch (pe[0]) {
+      case 'f':
+        s += "." + std::string(body);
+        break;
+      case 'i':
+        s += "[" + std::string(body) + "]";
+        break;
+      case 'v':
+        s += "[=" + std::string(body) + "]";
+        break;
+      case 'k': {
+        rapidjson::Document d;
+        d.Parse(body.data(), body.size());
+        s += "[";
+        if (!d.HasParseError() && d.IsObject()) {
+          bool first = true;
+          for (const auto& m : d.GetObject()) {
+            if (!first) s += ",";
+            first = false;
+            s += std::string(StringOf(m.name)) + "=" + CanonicalJson(m.value);
+          }
+        }
+        s += "]";
+        break;
+      }
+    }
+  }
+  return s;
+}
+
+FieldSet ComputeFieldSet(const JsonValue& obj, const PatchSchema& schema,
+                         const std::vector<std::vector<std::string>>& ignored) {
+  FieldSet out;
+  if (!obj.IsObject()) return out;
+  std::vector<std::string> path;
+  Walk(obj, schema, ignored, path, &out);
+  return out;
+}
+
+const JsonValue* ResolveFieldPath(const JsonValue& obj,
+                                  const std::vector<std::string>& path) {
+  const JsonValue* cur = &obj;
+  for (const auto& pe : path) {
+    if (pe.size() < 2) return nullptr;
+    if (pe[0] == 'f') {
+      cur = FindMember(*cur, std::string_view(pe).substr(2));
+    } else {
+      int i = FindElement(*cur, pe);
+      cur = i < 0 ? nullptr : &(*cur)[static_cast<rapidjson::SizeType>(i)];
+    }
+    if (cur == nullptr) return nullptr;
+  }
+  return cur;
+}
+
+bool RemoveFieldPath(JsonValue& obj, const std::vector<std::string>& path) {
+  if (path.empty()) return false;
+  std::vector<std::string> parent_path(path.begin(), path.end() - 1);
+  JsonValue* parent =
+      const_cast<JsonValue*>(ResolveFieldPath(obj, parent_path));
+  if (parent == nullptr) return false;
+  const std::string& last = path.back();
+  if (last.size() >= 2 && last[0] == 'f') {
+    return RemoveMember(*parent, std::string_view(last).substr(2));
+  }
+  int i = FindElement(*parent, last);
+  if (i < 0) return false;
+  parent->Erase(parent->Begin() + i);
+  return true;
+}
+
+StatusOr<std::vector<ManagedFieldsEntry>> ReadManagedFields(
+    const JsonValue& obj) {
+  std::vector<ManagedFieldsEntry> out;
+  const JsonValue* md = FindMember(obj, "metadata");
+  const JsonValue* mf = md ? FindMember(*md, "managedFields") : nullptr;
+  if (mf == nullptr || mf->IsNull()) return out;
+  if (!mf->IsArray()) {
+    return InvalidArgumentError("metadata.managedFields must be a list");
+  }
+  for (const auto& e : mf->GetArray()) {
+    if (!e.IsObject()) {
+      return InvalidArgumentError(
+          "metadata.managedFields entries must be "
+          "objects");
+    }
+    ManagedFieldsEntry entry;
+    auto str = [&](std::string_view k) {
+      const JsonValue* v = FindMember(e, k);
+      return v && v->IsString() ? std::string(StringOf(*v)) : std::string();
+    };
+    entry.manager = str("manager");
+    entry.operation = str("operation");
+    entry.api_version = str("apiVersion");
+    entry.time = str("time");
+    entry.subresource = str("subresource");
+    if (const JsonValue* f = FindMember(e, "fieldsV1")) {
+      ASSIGN_OR_RETURN(entry.fields, FieldSet::FromJson(*f));
+    }
+    out.push_back(std::move(entry));
+  }
+  return out;
+}
+
+void WriteManagedFields(JsonValue& obj,
+                        const std::vector<ManagedFieldsEntry>& entries,
+                        JsonAllocator& alloc) {
+  if (!obj.IsObject()) obj.SetObject();
+  JsonValue* md = FindMember(obj, "metadata");
+  if (md == nullptr) {
+    SetMember(obj, "metadata", JsonValue(rapidjson::kObjectType), alloc);
+    md = FindMember(obj, "metadata");
+  }
+  if (entries.empty()) {
+    RemoveMember(*md, "managedFields");
+    return;
+  }
+  JsonValue arr(rapidjson::kArrayType);
+  for (const auto& e : entries) {
+    JsonValue o(rapidjson::kObjectType);
+    o.AddMember("manager", MakeString(e.manager, alloc), alloc);
+    o.AddMember("operation", MakeString(e.operation, alloc), alloc);
+    if (!e.api_version.empty()) {
+      o.AddMember("apiVersion", MakeString(e.api_version, alloc), alloc);
+    }
+    if (!e.time.empty()) o.AddMember("time", MakeString(e.time, alloc), alloc);
+    o.AddMember("fieldsType", "FieldsV1", alloc);
+    o.AddMember("fieldsV1", e.fields.ToJson(alloc), alloc);
+    if (!e.subresource.empty()) {
+      o.AddMember("subresource", MakeString(e.subresource, alloc), alloc);
+    }
+    arr.PushBack(o, alloc);
+  }
+  SetMember(*md, "managedFields", arr, alloc);
+}
+
+Status ServerSideApply(const JsonValue* live, const JsonValue& applied,
+                       const ApplyOptions& opts, JsonValue* result,
+                       JsonAllocator& alloc,
+                       std::vector<FieldConflict>* conflicts) {
+  conflicts->clear();
+  if (opts.manager.empty()) {
+    return InvalidArgumentError(
+        "fieldManager: Required value: is required "
+        "for apply patch");
+  }
+  if (!applied.IsObject()) {
+    return InvalidArgumentError("apply patch must be a JSON or YAML object");
+  }
+  JsonValue config(applied, alloc);
+  RemoveManagedFieldsFrom(config);
+  FieldSet applied_set = ComputeFieldSet(config, opts.schema, opts.ignored);
+
+  ManagedFieldsEntry mine{opts.manager, "Apply",       opts.api_version,
+                          opts.time,    std::string(), applied_set};
+  if (live == nullptr || live->IsNull()) {
+    *result = config;
+    WriteManagedFields(*result, {mine}, alloc);
+    return Status::Ok();
+  }
+
+  ASSIGN_OR_RETURN(std::vector<ManagedFieldsEntry> entries,
+                   ReadManagedFields(*live));
+  JsonValue merged(*live, alloc);
+  RemoveManagedFieldsFrom(merged);
+  RETURN_IF_ERROR(StrategicMergePatch(merged, config, opts.schema, alloc));
+
+  // Prune what this manager applied before and no longer applies, unless
+  // someone else still owns it (or something beneath it).
+  FieldSet previous, others;
+  for (const auto& e : entries) {
+    if (SameManager(e, opts.manager, "Apply")) {
+      previous = e.fields;
+    } else {
+      others = others.Union(e.fields);
+    }
+  }
+  std::vector<std::pair<std::vector<std::string>, bool>> removed;
+  std::vector<std::string> path;
+  CollectPaths(previous.Difference(applied_set), path, &removed);
+  for (const auto& [p, leaf] : removed) {
+    const FieldSet* n = Node(others, p);
+    if (n != nullptr && !n->Empty()) continue;
+    RemoveFieldPath(merged, p);
+  }
+
+  // Fields this apply changes that others own are conflicts (or, forced,
+  // change hands).
+  FieldSet changed = ChangedFields(applied_set, live, merged);
+  std::vector<ManagedFieldsEntry> out;
+  bool replaced_mine = false;
+  for (auto& e : entries) {
+    if (SameManager(e, opts.manager, "Apply")) {
+      out.push_back(mine);
+      replaced_mine = true;
+      continue;
+    }
+    FieldSet taken = changed.Intersection(e.fields);
+    if (!taken.Empty()) {
+      if (!opts.force) {
+        for (const auto& p : taken.Paths()) {
+          conflicts->push_back({ManagerString(e), PathString(p)});
+        }
+      } else {
+        e.fields = e.fields.Difference(taken);
+      }
+    }
+    if (!e.fields.Empty()) out.push_back(e);
+  }
+  if (!conflicts->empty()) {
+    return ConflictError(ConflictMessage(*conflicts));
+  }
+  if (!replaced_mine) out.push_back(mine);
+  WriteManagedFields(merged, out, alloc);
+  *result = merged;
+  return Status::Ok();
+}
+
+Status UpdateManagedFields(const JsonValue* old, JsonValue& updated,
+                           const ApplyOptions& opts, JsonAllocator& alloc) {
+  if (opts.manager.empty()) {
+    RemoveManagedFieldsFrom(updated);
+    if (old != nullptr) {
+      ASSIGN_OR_RETURN(auto entries, ReadManagedFields(*old));
+      WriteManagedFields(updated, entries, alloc);
+    }
+    return Status::Ok();
+  }
+  std::vector<ManagedFieldsEntry> entries;
+  if (old != nullptr && !old->IsNull()) {
+    ASSIGN_OR_RETURN(entries, ReadManagedFields(*old));
+  }
+  RemoveManagedFieldsFrom(updated);
+  FieldSet new_set = ComputeFieldSet(updated, opts.schema, opts.ignored);
+  FieldSet old_set;
+  if (old != nullptr && !old->IsNull()) {
+    old_set = ComputeFieldSet(*old, opts.schema, opts.ignored);
+  }
+  FieldSet changed = ChangedFields(new_set, old, updated);
+  FieldSet removed = old_set.Difference(new_set);
+
+  std::vector<ManagedFieldsEntry> out;
+  bool found = false;
+  for (auto& e : entries) {
+    if (SameManager(e, opts.manager, "Update")) {
+      found = true;
+      e.fields = e.fields.Union(changed).Difference(removed);
+      e.time = opts.time;
+      e.api_version = opts.api_version;
+    } else {
+      e.fields = e.fields.Difference(changed).Difference(removed);
+    }
+    if (!e.fields.Empty()) out.push_back(e);
+  }
+  if (!found && !changed.Empty()) {
+    out.push_back({opts.manager, "Update", opts.api_version, opts.time,
+                   std::string(), changed});
+  }
+  WriteManagedFields(updated, out, alloc);
+  return Status::Ok();
+}
+
+}  // namespace kplane::patch

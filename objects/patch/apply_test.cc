@@ -1,0 +1,276 @@
+// Server-side apply pieces: fieldsV1 sets, ownership, conflicts, pruning.
+#include "objects/patch/apply.h"
+
+#include <gtest/gtest.h>
+
+#include "objects/patch/test_util.h"
+
+namespace kplane::patch {
+namespace {
+
+FieldSet SetOf(const char* json) {
+  rapidjson::Document d;
+  EXPECT_TRUE(ParseJson(json, &d).ok());
+  return ComputeFieldSet(d, DeploymentSchema());
+}
+
+TEST(FieldSetTest, ComputesFieldsV1LikeKubernetes) {
+  FieldSet s = SetOf(R"({"apiVersion":"apps/v1","kind":"Deployment",
+      "metadata":{"name":"nginx","namespace":"default","labels":{"app":"nginx"},
+                  "finalizers":["a"]},
+      "spec":{"replicas":3,"selector":{"matchLabels":{"app":"nginx"}},
+              "template":{"spec":{"containers":[{"name":"nginx","image":"n:1",
+                  "ports":[{"containerPort":80}],"command":["a","b"]}]}}}})");
+  EXPECT_EQ(
+      s.ToJsonString(),
+      R"({"f:metadata":{"f:finalizers":{"v:\"a\"":{}},"f:labels":{"f:app":{}}},)"
+      R"("f:spec":{"f:replicas":{},"f:selector":{"f:matchLabels":{"f:app":{}}},)"
+      R"("f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"nginx\"}":{".":{},)"
+      R"("f:command":{},"f:image":{},"f:name":{},"f:ports":{"k:{\"containerPort\":80}":{)"
+      R"(".":{},"f:containerPort":{}}}}}}}}})");
+}
+
+TEST(FieldSetTest, RoundTripsThroughJsonAndSetAlgebra) {
+  FieldSet a = SetOf(R"({"spec":{"replicas":1,"paused":true}})");
+  FieldSet b = SetOf(R"({"spec":{"replicas":2,"minReadySeconds":5}})");
+  rapidjson::Document d;
+  JsonValue j = a.ToJson(d.GetAllocator());
+  auto back = FieldSet::FromJson(j);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, a);
+  EXPECT_EQ(a.Intersection(b).ToJsonString(),
+            R"({"f:spec":{"f:replicas":{}}})");
+  EXPECT_EQ(a.Difference(b).ToJsonString(), R"({"f:spec":{"f:paused":{}}})");
+  EXPECT_EQ(a.Union(b).Paths().size(), 3u);
+  EXPECT_TRUE(a.Has({"f:spec", "f:paused"}));
+  EXPECT_FALSE(a.Has({"f:spec"}));
+  EXPECT_TRUE(a.Difference(a).Empty());
+  rapidjson::Document bad;
+  ASSERT_TRUE(ParseJson(R"({"x:y":{}})", &bad).ok());
+  EXPECT_FALSE(FieldSet::FromJson(bad).ok());
+}
+
+TEST(FieldSetTest, PathStrings) {
+  EXPECT_EQ(PathString({"f:spec", "f:replicas"}), ".spec.replicas");
+  EXPECT_EQ(PathString({"f:spec", "f:containers", "k:{\"name\":\"nginx\"}",
+                        "f:image"}),
+            ".spec.containers[name=\"nginx\"].image");
+  EXPECT_EQ(PathString({"f:metadata", "f:finalizers", "v:\"a\""}),
+            ".metadata.finalizers[=\"a\"]");
+}
+
+TEST(FieldPathTest, ResolveAndRemove) {
+  rapidjson::Document d;
+  ASSERT_TRUE(ParseJson(R"({"spec":{"containers":[{"name":"a","image":"x"},
+      {"name":"b"}]},"metadata":{"finalizers":["f1","f2"]}})",
+                        &d)
+                  .ok());
+  const JsonValue* img = ResolveFieldPath(
+      d, {"f:spec", "f:containers", "k:{\"name\":\"a\"}", "f:image"});
+  ASSERT_NE(img, nullptr);
+  EXPECT_EQ(StringOf(*img), "x");
+  EXPECT_EQ(
+      ResolveFieldPath(d, {"f:spec", "f:containers", "k:{\"name\":\"z\"}"}),
+      nullptr);
+  EXPECT_TRUE(
+      RemoveFieldPath(d, {"f:spec", "f:containers", "k:{\"name\":\"a\"}"}));
+  EXPECT_TRUE(RemoveFieldPath(d, {"f:metadata", "f:finalizers", "v:\"f2\""}));
+  EXPECT_FALSE(RemoveFieldPath(d, {"f:nope"}));
+  EXPECT_EQ(
+      CanonicalJson(d),
+      Canon(
+          R"({"spec":{"containers":[{"name":"b"}]},"metadata":{"finalizers":["f1"]}})"));
+}
+
+class ServerSideApplyTest : public ::testing::Test {
+ protected:
+  ApplyOptions Opts(const std::string& manager, bool force = false) {
+    ApplyOptions o;
+    o.manager = manager;
+    o.api_version = "apps/v1";
+    o.time = "2025-01-01T00:00:00Z";
+    o.force = force;
+    o.schema = DeploymentSchema();
+    return o;
+  }
+  // Applies `config` as `manager` on top of live_ (or creates it).
+  Status Apply(const std::string& manager, const char* config,
+               bool force = false) {
+    rapidjson::Document c;
+    EXPECT_TRUE(ParseJson(config, &c).ok());
+    JsonValue result;
+    Status st = ServerSideApply(live_.IsNull() ? nullptr : &live_, c,
+                                Opts(manager, force), &result,
+                                live_.GetAllocator(), &conflicts_);
+    if (st.ok()) static_cast<JsonValue&>(live_) = result;
+    return st;
+  }
+  Status Update(const std::string& manager, const char* object) {
+    rapidjson::Document n;
+    EXPECT_TRUE(ParseJson(object, &n).ok());
+    JsonValue updated(n, live_.GetAllocator());
+    JsonValue old(live_, live_.GetAllocator());
+    RETURN_IF_ERROR(UpdateManagedFields(old.IsNull() ? nullptr : &old, updated,
+                                        Opts(manager), live_.GetAllocator()));
+    static_cast<JsonValue&>(live_) = updated;
+    return Status::Ok();
+  }
+  std::string Without(const char* member) {
+    JsonValue copy(live_, live_.GetAllocator());
+    if (JsonValue* md = FindMember(copy, "metadata")) {
+      RemoveMember(*md, member);
+      // Tests omit metadata; managedFields alone created it.
+      if (md->MemberCount() == 0) RemoveMember(copy, "metadata");
+    }
+    return CanonicalJson(copy);
+  }
+  std::vector<ManagedFieldsEntry> Entries() {
+    auto e = ReadManagedFields(live_);
+    EXPECT_TRUE(e.ok());
+    return e.ok() ? *e : std::vector<ManagedFieldsEntry>{};
+  }
+
+  rapidjson::Document live_;
+  std::vector<FieldConflict> conflicts_;
+};
+
+TEST_F(ServerSideApplyTest, CreateRecordsApplyManager) {
+  ASSERT_TRUE(Apply("kubectl", R"({"apiVersion":"apps/v1","kind":"Deployment",
+      "metadata":{"name":"web"},"spec":{"replicas":2}})")
+                  .ok());
+  auto e = Entries();
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_EQ(e[0].manager, "kubectl");
+  EXPECT_EQ(e[0].operation, "Apply");
+  EXPECT_EQ(e[0].api_version, "apps/v1");
+  EXPECT_EQ(e[0].time, "2025-01-01T00:00:00Z");
+  EXPECT_EQ(e[0].fields.ToJsonString(), R"({"f:spec":{"f:replicas":{}}})");
+  EXPECT_EQ(Without("managedFields"),
+            Canon(R"({"apiVersion":"apps/v1","kind":"Deployment",
+                      "metadata":{"name":"web"},"spec":{"replicas":2}})"));
+}
+
+TEST_F(ServerSideApplyTest, ReapplyMergesAndPrunesOwnFields) {
+  ASSERT_TRUE(
+      Apply("kubectl", R"({"metadata":{"name":"web","labels":{"a":"1","b":"2"}},
+      "spec":{"replicas":2,"template":{"spec":{"containers":[
+      {"name":"app","image":"v1"},{"name":"old","image":"o"}]}}}})")
+          .ok());
+  ASSERT_TRUE(Apply("kubectl", R"({"metadata":{"name":"web","labels":{"a":"1"}},
+      "spec":{"replicas":3,"template":{"spec":{"containers":[
+      {"name":"app","image":"v2"}]}}}})")
+                  .ok());
+  EXPECT_EQ(Without("managedFields"),
+            Canon(R"({"metadata":{"name":"web","labels":{"a":"1"}},
+                      "spec":{"replicas":3,"template":{"spec":{"containers":[
+                      {"name":"app","image":"v2"}]}}}})"));
+  ASSERT_EQ(Entries().size(), 1u);
+}
+
+TEST_F(ServerSideApplyTest, FieldsOwnedByOthersAreNotPruned) {
+  ASSERT_TRUE(Apply("a", R"({"metadata":{"labels":{"x":"1"}}})").ok());
+  ASSERT_TRUE(Apply("b", R"({"metadata":{"labels":{"x":"1","y":"2"}}})").ok());
+  // a stops applying x, but b still owns it (shared, same value).
+  ASSERT_TRUE(Apply("a", R"({"metadata":{"labels":{}}})").ok());
+  EXPECT_EQ(Without("managedFields"),
+            Canon(R"({"metadata":{"labels":{"x":"1","y":"2"}}})"));
+}
+
+TEST_F(ServerSideApplyTest, ConflictWithAnotherManager) {
+  ASSERT_TRUE(Apply("kubectl", R"({"spec":{"replicas":2}})").ok());
+  ASSERT_TRUE(Update("kubectl-scale", R"({"spec":{"replicas":5}})").ok());
+  auto e = Entries();
+  ASSERT_EQ(e.size(), 1u) << "kubectl lost replicas to the scaler";
+  EXPECT_EQ(e[0].manager, "kubectl-scale");
+  EXPECT_EQ(e[0].operation, "Update");
+
+  Status st = Apply("kubectl", R"({"spec":{"replicas":3}})");
+  ASSERT_EQ(st.code(), StatusCode::kConflict) << st;
+  EXPECT_EQ(st.message(),
+            "Apply failed with 1 conflict: conflict with \"kubectl-scale\" "
+            "using apps/v1: .spec.replicas");
+  ASSERT_EQ(conflicts_.size(), 1u);
+  EXPECT_EQ(conflicts_[0].field, ".spec.replicas");
+  EXPECT_EQ(conflicts_[0].manager, "\"kubectl-scale\" using apps/v1");
+
+  // Same value: no conflict, ownership becomes shared.
+  EXPECT_TRUE(Apply("kubectl", R"({"spec":{"replicas":5}})").ok());
+  EXPECT_EQ(Entries().size(), 2u);
+
+  // Forced: the field changes hands.
+  ASSERT_TRUE(Apply("kubectl", R"({"spec":{"replicas":3}})", true).ok());
+  e = Entries();
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_EQ(e[0].manager, "kubectl");
+  EXPECT_EQ(Without("managedFields"), Canon(R"({"spec":{"replicas":3}})"));
+}
+
+TEST_F(ServerSideApplyTest, SeveralConflictsAreListedByManager) {
+  ASSERT_TRUE(Apply("a", R"({"spec":{"replicas":1,"paused":false}})").ok());
+  Status st = Apply("b", R"({"spec":{"replicas":2,"paused":true}})");
+  ASSERT_EQ(st.code(), StatusCode::kConflict);
+  EXPECT_EQ(st.message(),
+            "Apply failed with 2 conflicts: conflicts with \"a\":\n"
+            "- .spec.paused\n- .spec.replicas");
+  EXPECT_EQ(conflicts_.size(), 2u);
+}
+
+TEST_F(ServerSideApplyTest, ListElementsOwnedSeparately) {
+  ASSERT_TRUE(Apply("a", R"({"spec":{"template":{"spec":{"containers":[
+      {"name":"app","image":"v1"}]}}}})")
+                  .ok());
+  ASSERT_TRUE(Apply("b", R"({"spec":{"template":{"spec":{"containers":[
+      {"name":"sidecar","image":"s1"}]}}}})")
+                  .ok());
+  EXPECT_EQ(Without("managedFields"),
+            Canon(R"({"spec":{"template":{"spec":{"containers":[
+                {"name":"sidecar","image":"s1"},{"name":"app","image":"v1"}]}}}})"));
+  Status st = Apply("b", R"({"spec":{"template":{"spec":{"containers":[
+      {"name":"app","image":"v2"}]}}}})");
+  ASSERT_EQ(st.code(), StatusCode::kConflict);
+  EXPECT_EQ(conflicts_[0].field,
+            ".spec.template.spec.containers[name=\"app\"].image");
+}
+
+TEST_F(ServerSideApplyTest, RequiresManagerAndObject) {
+  rapidjson::Document c;
+  ASSERT_TRUE(ParseJson("[1]", &c).ok());
+  JsonValue out;
+  EXPECT_EQ(ServerSideApply(nullptr, c, Opts("m"), &out, c.GetAllocator(),
+                            &conflicts_)
+                .code(),
+            StatusCode::kInvalidArgument);
+  ASSERT_TRUE(ParseJson("{}", &c).ok());
+  EXPECT_EQ(
+      ServerSideApply(nullptr, c, Opts(""), &out, c.GetAllocator(), &conflicts_)
+          .code(),
+      StatusCode::kInvalidArgument);
+}
+
+TEST_F(ServerSideApplyTest, UpdateTracksChangedFieldsOnly) {
+  ASSERT_TRUE(
+      Update("kubectl-create", R"({"metadata":{"name":"x","labels":{"a":"1"}},
+      "spec":{"replicas":1}})")
+          .ok());
+  ASSERT_TRUE(Update("kubectl-label",
+                     R"({"metadata":{"name":"x","labels":{"a":"1","b":"2"}},
+      "spec":{"replicas":1}})")
+                  .ok());
+  auto e = Entries();
+  ASSERT_EQ(e.size(), 2u);
+  EXPECT_EQ(
+      e[0].fields.ToJsonString(),
+      R"({"f:metadata":{"f:labels":{"f:a":{}}},"f:spec":{"f:replicas":{}}})");
+  EXPECT_EQ(e[1].manager, "kubectl-label");
+  EXPECT_EQ(e[1].fields.ToJsonString(),
+            R"({"f:metadata":{"f:labels":{"f:b":{}}}})");
+  // Removing a label drops it from its owner.
+  ASSERT_TRUE(
+      Update("kubectl-label", R"({"metadata":{"name":"x","labels":{"a":"1"}},
+      "spec":{"replicas":1}})")
+          .ok());
+  EXPECT_EQ(Entries().size(), 1u);
+}
+
+}  // namespace
+}  // namespace kplane::patch

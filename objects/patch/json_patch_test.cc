@@ -1,0 +1,138 @@
+// RFC 6902 JSON patch, with RFC 6901 pointers; cases after the RFC's
+// appendix A and kubectl's managedFields migration patch.
+#include "objects/patch/json_patch.h"
+
+#include <gtest/gtest.h>
+
+#include "objects/patch/test_util.h"
+
+namespace kplane::patch {
+namespace {
+
+struct Case {
+  const char* name;
+  const char* doc;
+  const char* patch;
+  const char* want;  // nullptr when an error is expected
+  StatusCode code = StatusCode::kOk;
+  const char* error = "";
+};
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
+class JsonPatchTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(JsonPatchTest, Applies) {
+  const Case& c = GetParam();
+  rapidjson::Document doc, patch;
+  ASSERT_TRUE(ParseJson(c.doc, &doc).ok());
+  ASSERT_TRUE(ParseJson(c.patch, &patch).ok());
+  std::string before = CanonicalJson(doc);
+  Status st = ApplyJsonPatch(doc, patch, doc.GetAllocator());
+  if (c.want == nullptr) {
+    ASSERT_FALSE(st.ok());
+    EXPECT_EQ(st.code(), c.code) << st;
+    EXPECT_NE(st.message().find(c.error), std::string::npos) << st;
+    EXPECT_EQ(CanonicalJson(doc), before) << "failed patch must not write";
+    return;
+  }
+  ASSERT_TRUE(st.ok()) << st;
+  EXPECT_EQ(CanonicalJson(doc), Canon(c.want));
+}
+
+const Case kCases[] = {
+    {"AddObjectMember", R"({"foo":"bar"})",
+     R"([{"op":"add","path":"/baz","value":"qux"}])",
+     R"({"baz":"qux","foo":"bar"})"},
+    {"AddArrayElement", R"({"foo":["bar","baz"]})",
+     R"([{"op":"add","path":"/foo/1","value":"qux"}])",
+     R"({"foo":["bar","qux","baz"]})"},
+    {"AddAppend", R"({"foo":[1]})",
+     R"([{"op":"add","path":"/foo/-","value":2}])", R"({"foo":[1,2]})"},
+    {"AddAtEndIndex", R"({"foo":[1]})",
+     R"([{"op":"add","path":"/foo/1","value":2}])", R"({"foo":[1,2]})"},
+    {"AddReplacesExistingMember", R"({"a":1})",
+     R"([{"op":"add","path":"/a","value":2}])", R"({"a":2})"},
+    {"AddWholeDocument", R"({"a":1})",
+     R"([{"op":"add","path":"","value":{"b":2}}])", R"({"b":2})"},
+    {"RemoveMember", R"({"baz":"qux","foo":"bar"})",
+     R"([{"op":"remove","path":"/baz"}])", R"({"foo":"bar"})"},
+    {"RemoveElement", R"({"foo":["bar","qux","baz"]})",
+     R"([{"op":"remove","path":"/foo/1"}])", R"({"foo":["bar","baz"]})"},
+    {"Replace", R"({"baz":"qux","foo":"bar"})",
+     R"([{"op":"replace","path":"/baz","value":"boo"}])",
+     R"({"baz":"boo","foo":"bar"})"},
+    {"Move", R"({"foo":{"bar":"baz","waldo":"fred"},"qux":{"corge":"grault"}})",
+     R"([{"op":"move","from":"/foo/waldo","path":"/qux/thud"}])",
+     R"({"foo":{"bar":"baz"},"qux":{"corge":"grault","thud":"fred"}})"},
+    {"MoveArrayElement", R"({"foo":["all","grass","cows","eat"]})",
+     R"([{"op":"move","from":"/foo/1","path":"/foo/3"}])",
+     R"({"foo":["all","cows","eat","grass"]})"},
+    {"Copy", R"({"a":{"b":[1]}})",
+     R"([{"op":"copy","from":"/a/b","path":"/c"}])",
+     R"({"a":{"b":[1]},"c":[1]})"},
+    {"TestPasses", R"({"baz":"qux","foo":["a",2,"c"]})",
+     R"([{"op":"test","path":"/baz","value":"qux"},
+         {"op":"test","path":"/foo/1","value":2}])",
+     R"({"baz":"qux","foo":["a",2,"c"]})"},
+    {"EscapedPointer", R"({"a/b":1,"m~n":2})",
+     R"([{"op":"replace","path":"/a~1b","value":3},
+         {"op":"remove","path":"/m~0n"}])",
+     R"({"a/b":3})"},
+    {"AnnotationKeyWithSlash", R"({"metadata":{"annotations":{}}})",
+     R"([{"op":"add","path":"/metadata/annotations/kubectl.kubernetes.io~1x","value":"v"}])",
+     R"({"metadata":{"annotations":{"kubectl.kubernetes.io/x":"v"}}})"},
+    {"ManagedFieldsMigration",
+     R"({"metadata":{"resourceVersion":"5","managedFields":[{"manager":"old"}]}})",
+     R"([{"op":"test","path":"/metadata/resourceVersion","value":"5"},
+         {"op":"replace","path":"/metadata/managedFields","value":[{"manager":"new"}]}])",
+     R"({"metadata":{"resourceVersion":"5","managedFields":[{"manager":"new"}]}})"},
+    {"TestNullOnMissingMember", R"({"a":1})",
+     R"([{"op":"test","path":"/b","value":null}])", R"({"a":1})"},
+    {"TestFails", R"({"baz":"qux"})",
+     R"([{"op":"test","path":"/baz","value":"bar"}])", nullptr,
+     StatusCode::kFailedPrecondition, "testing value /baz failed"},
+    {"FailureIsAtomic", R"({"a":1})",
+     R"([{"op":"add","path":"/b","value":2},
+         {"op":"test","path":"/a","value":5}])",
+     nullptr, StatusCode::kFailedPrecondition, "test failed"},
+    {"AddToMissingParent", R"({"a":1})",
+     R"([{"op":"add","path":"/x/y","value":1}])", nullptr,
+     StatusCode::kFailedPrecondition, "doc is missing path"},
+    {"RemoveMissing", R"({"a":1})", R"([{"op":"remove","path":"/b"}])", nullptr,
+     StatusCode::kFailedPrecondition, "doc is missing"},
+    {"ReplaceMissing", R"({"a":1})",
+     R"([{"op":"replace","path":"/b","value":1}])", nullptr,
+     StatusCode::kFailedPrecondition, "replace operation does not apply"},
+    {"IndexOutOfRange", R"({"a":[1]})",
+     R"([{"op":"add","path":"/a/5","value":1}])", nullptr,
+     StatusCode::kFailedPrecondition, "out of bounds"},
+    {"LeadingZeroIndex", R"({"a":[1,2]})",
+     R"([{"op":"remove","path":"/a/01"}])", nullptr,
+     StatusCode::kFailedPrecondition, "out of bounds"},
+    {"MoveIntoOwnChild", R"({"a":{"b":1}})",
+     R"([{"op":"move","from":"/a","path":"/a/c"}])", nullptr,
+     StatusCode::kFailedPrecondition, "prefix"},
+    {"UnknownOp", R"({})", R"([{"op":"frob","path":"/a"}])", nullptr,
+     StatusCode::kInvalidArgument, "Unexpected kind: frob"},
+    {"MissingValue", R"({})", R"([{"op":"add","path":"/a"}])", nullptr,
+     StatusCode::kInvalidArgument, "missing \"value\""},
+    {"BadPointer", R"({})", R"([{"op":"add","path":"a","value":1}])", nullptr,
+     StatusCode::kInvalidArgument, "JSON pointer"},
+    {"NotAnArray", R"({})", R"({"op":"add"})", nullptr,
+     StatusCode::kInvalidArgument, "cannot unmarshal object"},
+};
+
+INSTANTIATE_TEST_SUITE_P(Rfc6902, JsonPatchTest, ::testing::ValuesIn(kCases),
+                         [](const auto& info) { return info.param.name; });
+
+TEST(JsonPointerTest, ParseAndEscape) {
+  auto t = ParseJsonPointer("/a~1b/~0c/0/");
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(*t, (std::vector<std::string>{"a/b", "~c", "0", ""}));
+  EXPECT_TRUE(ParseJsonPointer("")->empty());
+  EXPECT_FALSE(ParseJsonPointer("/a~2").ok());
+  EXPECT_EQ(EscapeJsonPointerToken("a/b~c"), "a~1b~0c");
+}
+
+}  // namespace
+}  // namespace kplane::patch

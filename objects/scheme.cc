@@ -1,0 +1,339 @@
+#include "objects/scheme.h"
+
+#include "objects/types.h"
+#include "base/logging.h"
+#include "base/strings.h"
+
+namespace kplane::objects {
+
+std::string GroupVersion::ApiVersion() const {
+  return group.empty() ? version : group + "/" + version;
+}
+
+GroupVersion GroupVersion::Parse(std::string_view api_version) {
+  const size_t slash = api_version.find('/');
+  if (slash == std::string_view::npos) return {"", std::string(api_version)};
+  return {std::string(api_version.substr(0, slash)),
+          std::string(api_version.substr(slash + 1))};
+}
+
+std::string ResourceInfo::GroupResource() const {
+  return gv.group.empty() ? resource : resource + "." + gv.group;
+}
+
+const SubresourceInfo* ResourceInfo::FindSubresource(
+    std::string_view name) const {
+  for (const SubresourceInfo& s : subresources) {
+    if (s.name == name) return &s;
+  }
+  return nullptr;
+}
+
+const Scheme& Scheme::Default() {
+  static const Scheme* scheme = [] {
+    auto* s = new Scheme();
+    RegisterBuiltins(s);
+    return s;
+  }();
+  return *scheme;
+}
+
+const KindInfo* Scheme::AddKind(std::string_view api_version,
+                                std::string_view kind,
+                                const google::protobuf::Message& prototype) {
+  CHECK(FindKind(api_version, kind) == nullptr)
+      << "kind registered twice: " << api_version << " " << kind;
+  auto k = std::make_unique<KindInfo>();
+  k->gv = GroupVersion::Parse(api_version);
+  k->kind = std::string(kind);
+  k->descriptor = prototype.GetDescriptor();
+  k->prototype = &prototype;
+  kinds_.push_back(std::move(k));
+  return kinds_.back().get();
+}
+
+ResourceInfo* Scheme::AddResource(std::unique_ptr<ResourceInfo> r) {
+  CHECK(FindResource(r->gv.group, r->gv.version, r->resource) == nullptr)
+      << "resource registered twice: " << r->GroupResource();
+  resources_.push_back(std::move(r));
+  return resources_.back().get();
+}
+
+const KindInfo* Scheme::FindKind(std::string_view api_version,
+                                 std::string_view kind) const {
+  for (const auto& k : kinds_) {
+    if (k->kind == kind && k->gv.ApiVersion() == api_version) return k.get();
+  }
+  return nullptr;
+}
+
+const KindInfo* Scheme::KindFor(const google::protobuf::Descriptor* d) const {
+  for (const auto& k : kinds_) {
+    if (k->descriptor == d) return k.get();
+  }
+  return nullptr;
+}
+
+const ResourceInfo* Scheme::FindResource(std::string_view group,
+                                         std::string_view version,
+                                         std::string_view resource) const {
+  for (const auto& r : resources_) {
+    if (r->resource == resource && r->gv.group == group &&
+        r->gv.version == version) {
+      return r.get();
+    }
+  }
+  return nullptr;
+}
+
+const ResourceInfo* Scheme::ResourceForKind(const KindInfo& kind) const {
+  for (const auto& r : resources_) {
+    if (r->kind == &kind) return r.get();
+  }
+  return nullptr;
+}
+
+const ResourceInfo* Scheme::Resolve(std::string_view name) const {
+  std::string word = ToLower(name);
+  std::string group;
+  const size_t dot = word.find('.');
+  if (dot != std::string::npos) {
+    group = word.substr(dot + 1);
+    word.resize(dot);
+  }
+  // kubectl prefers an exact plural, then singular, short name and kind.
+  for (int pass = 0; pass < 4; ++pass) {
+    for (const auto& r : resources_) {
+      // "deployments.apps" or "deployments.v1.apps".
+      if (dot != std::string::npos && r->gv.group != group &&
+          r->gv.version + "." + r->gv.group != group) {
+        continue;
+      }
+      bool match = false;
+      switch (pass) {
+        case 0:
+          match = r->resource == word;
+          break;
+        case 1:
+          match = r->singular == word;
+          break;
+        case 2:
+          for (const std::string& s : r->short_names) match |= s == word;
+          break;
+        case 3:
+          match = ToLower(r->kind->kind) == word;
+          break;
+      }
+      if (match) return r.get();
+    }
+  }
+  return nullptr;
+}
+
+std::vector<GroupVersion> Scheme::GroupVersions() const {
+  std::vector<GroupVersion> out;
+  for (const auto& r : resources_) {
+    bool seen = false;
+    for (const GroupVersion& gv : out) seen |= gv == r->gv;
+    if (!seen) out.push_back(r->gv);
+  }
+  return out;
+}
+
+void Scheme::RegisterBuiltins(Scheme* s) {
+  const std::vector<std::string> kStandardVerbs = {
+      "create", "delete", "deletecollection", "get",
+      "list",   "patch",  "update",           "watch"};
+  const std::vector<std::string> kStatusVerbs = {"get", "patch", "update"};
+
+  // Kinds that are not resources of their own.
+  s->AddKind("v1", "Status", metav1::Status::default_instance());
+  s->AddKind("v1", "DeleteOptions", metav1::DeleteOptions::default_instance());
+  s->AddKind("meta.k8s.io/v1", "DeleteOptions",
+             metav1::DeleteOptions::default_instance());
+  s->AddKind("meta.k8s.io/v1", "PartialObjectMetadata",
+             metav1::PartialObjectMetadata::default_instance());
+  s->AddKind("meta.k8s.io/v1", "PartialObjectMetadataList",
+             metav1::PartialObjectMetadataList::default_instance());
+  s->AddKind("meta.k8s.io/v1beta1", "PartialObjectMetadata",
+             metav1::PartialObjectMetadata::default_instance());
+  s->AddKind("meta.k8s.io/v1beta1", "PartialObjectMetadataList",
+             metav1::PartialObjectMetadataList::default_instance());
+  s->AddKind("v1", "WatchEvent", metav1::WatchEvent::default_instance());
+  s->AddKind("v1", "List", corev1::List::default_instance());
+  const KindInfo* scale = s->AddKind("autoscaling/v1", "Scale",
+                                     autoscalingv1::Scale::default_instance());
+  const KindInfo* binding =
+      s->AddKind("v1", "Binding", corev1::Binding::default_instance());
+
+  struct Spec {
+    const char* api_version;
+    const char* resource;
+    const char* singular;
+    const char* kind;
+    const google::protobuf::Message* prototype;
+    const char* list_kind;
+    const google::protobuf::Message* list_prototype;
+    bool namespaced;
+    std::vector<std::string> short_names;
+    std::vector<std::string> categories;
+    bool status_subresource;
+    bool scale_subresource;
+  };
+  const Spec specs[] = {
+      {"v1",
+       "pods",
+       "pod",
+       "Pod",
+       &corev1::Pod::default_instance(),
+       "PodList",
+       &corev1::PodList::default_instance(),
+       true,
+       {"po"},
+       {"all"},
+       true,
+       false},
+      {"v1",
+       "nodes",
+       "node",
+       "Node",
+       &corev1::Node::default_instance(),
+       "NodeList",
+       &corev1::NodeList::default_instance(),
+       false,
+       {"no"},
+       {},
+       true,
+       false},
+      {"v1",
+       "namespaces",
+       "namespace",
+       "Namespace",
+       &corev1::Namespace::default_instance(),
+       "NamespaceList",
+       &corev1::NamespaceList::default_instance(),
+       false,
+       {"ns"},
+       {},
+       true,
+       false},
+      {"v1",
+       "configmaps",
+       "configmap",
+       "ConfigMap",
+       &corev1::ConfigMap::default_instance(),
+       "ConfigMapList",
+       &corev1::ConfigMapList::default_instance(),
+       true,
+       {"cm"},
+       {},
+       false,
+       false},
+      {"v1",
+       "secrets",
+       "secret",
+       "Secret",
+       &corev1::Secret::default_instance(),
+       "SecretList",
+       &corev1::SecretList::default_instance(),
+       true,
+       {},
+       {},
+       false,
+       false},
+      {"v1",
+       "services",
+       "service",
+       "Service",
+       &corev1::Service::default_instance(),
+       "ServiceList",
+       &corev1::ServiceList::default_instance(),
+       true,
+       {"svc"},
+       {"all"},
+       true,
+       false},
+      {"v1",
+       "events",
+       "event",
+       "Event",
+       &corev1::Event::default_instance(),
+       "EventList",
+       &corev1::EventList::default_instance(),
+       true,
+       {"ev"},
+       {},
+       false,
+       false},
+      {"apps/v1",
+       "deployments",
+       "deployment",
+       "Deployment",
+       &appsv1::Deployment::default_instance(),
+       "DeploymentList",
+       &appsv1::DeploymentList::default_instance(),
+       true,
+       {"deploy"},
+       {"all"},
+       true,
+       true},
+      {"apps/v1",
+       "replicasets",
+       "replicaset",
+       "ReplicaSet",
+       &appsv1::ReplicaSet::default_instance(),
+       "ReplicaSetList",
+       &appsv1::ReplicaSetList::default_instance(),
+       true,
+       {"rs"},
+       {"all"},
+       true,
+       true},
+      {"coordination.k8s.io/v1",
+       "leases",
+       "lease",
+       "Lease",
+       &coordinationv1::Lease::default_instance(),
+       "LeaseList",
+       &coordinationv1::LeaseList::default_instance(),
+       true,
+       {},
+       {},
+       false,
+       false},
+  };
+  for (const Spec& spec : specs) {
+    auto r = std::make_unique<ResourceInfo>();
+    r->gv = GroupVersion::Parse(spec.api_version);
+    r->resource = spec.resource;
+    r->singular = spec.singular;
+    r->namespaced = spec.namespaced;
+    r->kind = s->AddKind(spec.api_version, spec.kind, *spec.prototype);
+    r->list_kind =
+        s->AddKind(spec.api_version, spec.list_kind, *spec.list_prototype);
+    r->short_names = spec.short_names;
+    r->categories = spec.categories;
+    r->verbs = kStandardVerbs;
+    if (spec.status_subresource) {
+      r->subresources.push_back({"status", r->kind, kStatusVerbs});
+    }
+    if (spec.scale_subresource) {
+      r->subresources.push_back({"scale", scale, kStatusVerbs});
+    }
+    if (r->resource == "pods") {
+      r->subresources.push_back({"binding", binding, {"create"}});
+    }
+    s->AddResource(std::move(r));
+  }
+  // POST /api/v1/namespaces/{ns}/bindings: the scheduler's older path.
+  auto bindings = std::make_unique<ResourceInfo>();
+  bindings->gv = {"", "v1"};
+  bindings->resource = "bindings";
+  bindings->singular = "binding";
+  bindings->namespaced = true;
+  bindings->kind = binding;
+  bindings->verbs = {"create"};
+  s->AddResource(std::move(bindings));
+}
+
+}  // namespace kplane::objects

@@ -1,0 +1,205 @@
+#include "objects/scheme.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "objects/field_table.h"
+#include "objects/meta.h"
+#include "objects/types.h"
+#include "schemas/k8s/options.pb.h"
+
+namespace kplane::objects {
+namespace {
+
+using ::testing::ElementsAre;
+
+const Scheme& S() { return Scheme::Default(); }
+
+TEST(Scheme, DeploymentsResource) {
+  const ResourceInfo* r = S().FindResource("apps", "v1", "deployments");
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->singular, "deployment");
+  EXPECT_TRUE(r->namespaced);
+  EXPECT_EQ(r->kind->kind, "Deployment");
+  EXPECT_EQ(r->kind->descriptor, appsv1::Deployment::descriptor());
+  EXPECT_EQ(r->list_kind->kind, "DeploymentList");
+  EXPECT_THAT(r->short_names, ElementsAre("deploy"));
+  EXPECT_THAT(r->categories, ElementsAre("all"));
+  EXPECT_THAT(r->verbs, ElementsAre("create", "delete", "deletecollection",
+                                    "get", "list", "patch", "update", "watch"));
+  EXPECT_EQ(r->GroupResource(), "deployments.apps");
+  const SubresourceInfo* scale = r->FindSubresource("scale");
+  ASSERT_NE(scale, nullptr);
+  EXPECT_EQ(scale->kind->gv.ApiVersion(), "autoscaling/v1");
+  EXPECT_EQ(scale->kind->kind, "Scale");
+  EXPECT_EQ(scale->kind->descriptor, autoscalingv1::Scale::descriptor());
+  EXPECT_THAT(scale->verbs, ElementsAre("get", "patch", "update"));
+  EXPECT_EQ(r->FindSubresource("status")->kind, r->kind);
+  EXPECT_EQ(r->FindSubresource("binding"), nullptr);
+}
+
+TEST(Scheme, CoreResources) {
+  struct Want {
+    const char* resource;
+    const char* kind;
+    bool namespaced;
+    std::vector<std::string> short_names;
+    std::vector<std::string> subresources;
+  };
+  const Want wants[] = {
+      {"pods", "Pod", true, {"po"}, {"status", "binding"}},
+      {"nodes", "Node", false, {"no"}, {"status"}},
+      {"namespaces", "Namespace", false, {"ns"}, {"status"}},
+      {"configmaps", "ConfigMap", true, {"cm"}, {}},
+      {"secrets", "Secret", true, {}, {}},
+      {"services", "Service", true, {"svc"}, {"status"}},
+      {"events", "Event", true, {"ev"}, {}},
+  };
+  for (const Want& w : wants) {
+    const ResourceInfo* r = S().FindResource("", "v1", w.resource);
+    ASSERT_NE(r, nullptr) << w.resource;
+    EXPECT_EQ(r->kind->kind, w.kind);
+    EXPECT_EQ(r->namespaced, w.namespaced) << w.resource;
+    EXPECT_EQ(r->short_names, w.short_names) << w.resource;
+    std::vector<std::string> subs;
+    for (const SubresourceInfo& s : r->subresources) subs.push_back(s.name);
+    EXPECT_EQ(subs, w.subresources) << w.resource;
+    EXPECT_EQ(r->GroupResource(), w.resource);
+  }
+  const ResourceInfo* bindings = S().FindResource("", "v1", "bindings");
+  ASSERT_NE(bindings, nullptr);
+  EXPECT_EQ(bindings->list_kind, nullptr);
+  EXPECT_THAT(bindings->verbs, ElementsAre("create"));
+  EXPECT_EQ(
+      S().FindResource("", "v1", "pods")->FindSubresource("binding")->kind,
+      bindings->kind);
+  const ResourceInfo* leases =
+      S().FindResource("coordination.k8s.io", "v1", "leases");
+  ASSERT_NE(leases, nullptr);
+  EXPECT_EQ(leases->GroupResource(), "leases.coordination.k8s.io");
+  EXPECT_EQ(S().FindResource("apps", "v1", "pods"), nullptr);
+}
+
+TEST(Scheme, ResolvesKubectlWords) {
+  struct Case {
+    const char* word;
+    const char* resource;
+  };
+  const Case cases[] = {
+      {"po", "pods"},
+      {"pod", "pods"},
+      {"pods", "pods"},
+      {"Pod", "pods"},
+      {"PODS", "pods"},
+      {"deploy", "deployments"},
+      {"Deployment", "deployments"},
+      {"deployments.apps", "deployments"},
+      {"deploy.apps", "deployments"},
+      {"deployments.v1.apps", "deployments"},
+      {"rs", "replicasets"},
+      {"no", "nodes"},
+      {"ns", "namespaces"},
+      {"cm", "configmaps"},
+      {"svc", "services"},
+      {"ev", "events"},
+      {"lease", "leases"},
+      {"leases.coordination.k8s.io", "leases"},
+      {"secret", "secrets"},
+      {"binding", "bindings"},
+  };
+  for (const Case& c : cases) {
+    const ResourceInfo* r = S().Resolve(c.word);
+    ASSERT_NE(r, nullptr) << c.word;
+    EXPECT_EQ(r->resource, c.resource) << c.word;
+  }
+  EXPECT_EQ(S().Resolve("deploy.core"), nullptr);
+  EXPECT_EQ(S().Resolve("pods.apps"), nullptr);
+  EXPECT_EQ(S().Resolve("widgets"), nullptr);
+}
+
+TEST(Scheme, KindsAndFactories) {
+  const KindInfo* k = S().FindKind("apps/v1", "ReplicaSetList");
+  ASSERT_NE(k, nullptr);
+  auto msg = k->New();
+  EXPECT_EQ(msg->GetDescriptor(), appsv1::ReplicaSetList::descriptor());
+  EXPECT_EQ(S().KindFor(appsv1::ReplicaSetList::descriptor()), k);
+  EXPECT_EQ(S().FindKind("v1", "Status")->descriptor,
+            metav1::Status::descriptor());
+  // DeleteOptions is accepted under both names; v1 is canonical.
+  EXPECT_NE(S().FindKind("meta.k8s.io/v1", "DeleteOptions"), nullptr);
+  EXPECT_EQ(S().KindFor(metav1::DeleteOptions::descriptor())->gv.ApiVersion(),
+            "v1");
+  EXPECT_EQ(S().FindKind("v1", "Deployment"), nullptr);
+  EXPECT_EQ(S().FindKind("apps/v1", "Nope"), nullptr);
+  EXPECT_EQ(GroupVersion::Parse("apps/v1"), (GroupVersion{"apps", "v1"}));
+  EXPECT_EQ(GroupVersion::Parse("v1"), (GroupVersion{"", "v1"}));
+  const KindInfo* pod = S().FindKind("v1", "Pod");
+  EXPECT_EQ(S().ResourceForKind(*pod)->resource, "pods");
+}
+
+TEST(Scheme, GroupVersionsInOrder) {
+  std::vector<std::string> gvs;
+  for (const GroupVersion& gv : S().GroupVersions()) {
+    gvs.push_back(gv.ApiVersion());
+  }
+  EXPECT_THAT(gvs, ElementsAre("v1", "apps/v1", "coordination.k8s.io/v1"));
+}
+
+// Invariants the apiserver and the codec rely on, checked for every
+// registered type.
+TEST(Scheme, EveryResourceIsWellFormed) {
+  std::set<std::string> words;
+  for (const auto& r : S().resources()) {
+    const google::protobuf::Descriptor* d = r->kind->descriptor;
+    EXPECT_TRUE(HasObjectMeta(d)) << d->full_name();
+    EXPECT_TRUE(d->options().GetExtension(kplane::schema::type_meta))
+        << d->full_name();
+    if (r->list_kind != nullptr) {
+      EXPECT_TRUE(IsList(r->list_kind->descriptor));
+      EXPECT_EQ(ListItemType(r->list_kind->descriptor), d);
+      EXPECT_TRUE(r->list_kind->descriptor->options().GetExtension(
+          kplane::schema::type_meta));
+    }
+    EXPECT_EQ(r->kind->gv, r->gv);
+    // kubectl must be able to tell resources apart by every short name.
+    for (const std::string& s : r->short_names) {
+      EXPECT_TRUE(words.insert(s).second) << "short name reused: " << s;
+    }
+  }
+  for (const auto& k : S().kinds()) {
+    EXPECT_TRUE(
+        k->descriptor->options().GetExtension(kplane::schema::type_meta) ||
+        k->kind == "WatchEvent")
+        << k->kind;
+  }
+}
+
+// Every message in schemas/k8s builds a codec table (no duplicate JSON
+// names, inline fields only where supported), so a schema mistake fails
+// here rather than in the apiserver.
+TEST(Scheme, EverySchemaMessageHasACodecTable) {
+  const google::protobuf::FileDescriptor* files[] = {
+      corev1::Pod::descriptor()->file(),
+      appsv1::Deployment::descriptor()->file(),
+      coordinationv1::Lease::descriptor()->file(),
+      autoscalingv1::Scale::descriptor()->file(),
+      metav1::ObjectMeta::descriptor()->file(),
+      runtimepb::Unknown::descriptor()->file(),
+  };
+  int count = 0;
+  for (const auto* f : files) {
+    for (int i = 0; i < f->message_type_count(); ++i) {
+      const internal::MessageTable* t = internal::TableFor(f->message_type(i));
+      ASSERT_NE(t, nullptr);
+      EXPECT_EQ(t->fields.size(),
+                static_cast<size_t>(f->message_type(i)->field_count()));
+      ++count;
+    }
+  }
+  EXPECT_GT(count, 150);
+}
+
+}  // namespace
+}  // namespace kplane::objects

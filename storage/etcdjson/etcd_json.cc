@@ -1,0 +1,659 @@
+#include "storage/etcdjson/etcd_json.h"
+
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/util/json_util.h>
+#include <rapidjson/document.h>
+#include <rapidjson/error/en.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <unordered_map>
+#include <vector>
+
+#include "base/base64.h"
+#include "base/statusor.h"
+#include "storage/etcdjson/etcd_json_value.h"
+
+namespace kplane::etcdjson {
+namespace {
+
+using google::protobuf::Descriptor;
+using google::protobuf::FieldDescriptor;
+using google::protobuf::Message;
+using google::protobuf::Reflection;
+
+bool HasPrefix(std::string_view s, std::string_view p) {
+  return s.substr(0, p.size()) == p;
+}
+
+// --- encoding ---------------------------------------------------------------
+//
+// Protobuf's JSON printer goes message -> binary -> type resolver -> JSON and
+// was the largest cost of a store client (22 % of the apiserver's CPU while
+// creating pods). This walks the message by reflection and writes what that
+// printer writes, byte for byte, for every message etcd's API has: fields in
+// number order under their proto names, a singular field when HasField (so
+// proto3 zero values are omitted but a set oneof member is not), 64-bit
+// integers quoted, bytes in padded base64, enums by name (by number when the
+// value has no name). Anything it does not do identically (a string needing
+// escapes, floats, maps, well-known types) sends the whole message to
+// protobuf's printer instead; etcd_json_test compares the two.
+
+// Fields in number order, the order of the binary form the printer reads.
+const std::vector<const FieldDescriptor*>& FieldsByNumber(const Descriptor* d) {
+  thread_local std::unordered_map<const Descriptor*,
+                                  std::vector<const FieldDescriptor*>>
+      cache;
+  auto it = cache.find(d);
+  if (it != cache.end()) return it->second;
+  std::vector<const FieldDescriptor*> fields;
+  for (int i = 0; i < d->field_count(); ++i) fields.push_back(d->field(i));
+  std::sort(fields.begin(), fields.end(),
+            [](const FieldDescriptor* a, const FieldDescriptor* b) {
+              return a->number() < b->number();
+            });
+  return cache.emplace(d, std::move(fields)).first->second;
+}
+
+// Printable ASCII the printer copies as is ('<' and '>' it escapes).
+bool PlainString(std::string_view s) {
+  for (char c : s) {
+    if (c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>')
+      return false;
+  }
+  return true;
+}
+
+bool AppendFast(const Message& m, std::string* out);
+
+// One value of field `f` (element `i` of a repeated field, -1 otherwise).
+bool AppendFieldValue(const Message& m, const Reflection* r,
+                      const FieldDescriptor* f, int i, std::string* out) {
+  const bool rep = i >= 0;
+  switch (f->cpp_type()) {
+    case FieldDescriptor::CPPTYPE_INT32:
+      out->append(std::to_string(rep ? r->GetRepeatedInt32(m, f, i)
+                                     : r->GetInt32(m, f)));
+      return true;
+    case FieldDescriptor::CPPTYPE_UINT32:
+      out->append(std::to_string(rep ? r->GetRepeatedUInt32(m, f, i)
+                                     : r->GetUInt32(m, f)));
+      return true;
+    case FieldDescriptor::CPPTYPE_INT64:
+      out->push_back('"');
+      out->append(std::to_string(rep ? r->GetRepeatedInt64(m, f, i)
+                                     : r->GetInt64(m, f)));
+      out->push_back('"');
+      return true;
+    case FieldDescriptor::CPPTYPE_UINT64:
+      out->push_back('"');
+      out->append(std::to_string(rep ? r->GetRepeatedUInt64(m, f, i)
+                                     : r->GetUInt64(m, f)));
+      out->push_back('"');
+      return true;
+    case FieldDescriptor::CPPTYPE_BOOL:
+      out->append((rep ? r->GetRepeatedBool(m, f, i) : r->GetBool(m, f))
+                      ? "true"
+                      : "false");
+      return true;
+    case FieldDescriptor::CPPTYPE_ENUM: {
+      const int v =
+          rep ? r->GetRepeatedEnumValue(m, f, i) : r->GetEnumValue(m, f);
+      const auto* ev = f->enum_type()->FindValueByNumber(v);
+      if (ev == nullptr) {
+        out->append(std::to_string(v));
+      } else {
+        out->push_back('"');
+        out->append(ev->name());
+        out->push_back('"');
+      }
+      return true;
+    }
+    case FieldDescriptor::CPPTYPE_STRING: {
+      std::string scratch;
+      const std::string& v =
+          rep ? r->GetRepeatedStringReference(m, f, i, &scratch)
+              : r->GetStringReference(m, f, &scratch);
+      out->push_back('"');
+      if (f->type() == FieldDescriptor::TYPE_BYTES) {
+        out->append(Base64Encode(v));
+      } else {
+        if (!PlainString(v)) return false;
+        out->append(v);
+      }
+      out->push_back('"');
+      return true;
+    }
+    case FieldDescriptor::CPPTYPE_MESSAGE:
+      return AppendFast(
+          rep ? r->GetRepeatedMessage(m, f, i) : r->GetMessage(m, f), out);
+    default:  // float, double: protobuf's number formatting
+      return false;
+  }
+}
+
+bool AppendFast(const Message& m, std::string* out) {
+  const Descriptor* d = m.GetDescriptor();
+  if (HasPrefix(d->full_name(), "google.protobuf.")) return false;
+  const Reflection* r = m.GetReflection();
+  out->push_back('{');
+  bool first = true;
+  for (const FieldDescriptor* f : FieldsByNumber(d)) {
+    if (f->is_map()) return false;
+    int n = 0;
+    if (f->is_repeated()) {
+      n = r->FieldSize(m, f);
+      if (n == 0) continue;
+    } else if (!r->HasField(m, f)) {
+      continue;
+    }
+    if (!first) out->push_back(',');
+    first = false;
+    out->push_back('"');
+    out->append(f->name());
+    out->append("\":");
+    if (f->is_repeated()) {
+      out->push_back('[');
+      for (int i = 0; i < n; ++i) {
+        if (i > 0) out->push_back(',');
+        if (!AppendFieldValue(m, r, f, i, out)) return false;
+      }
+      out->push_back(']');
+    } else if (!AppendFieldValue(m, r, f, -1, out)) {
+      return false;
+    }
+  }
+  out->push_back('}');
+  return true;
+}
+
+// --- decoding ---------------------------------------------------------------
+//
+// The inverse, over a rapidjson DOM, accepting what protobuf's parser (with
+// ignore_unknown_fields) accepts from etcd's clients: a field by its proto
+// name or its JSON (lowerCamel) name, integers as numbers or decimal
+// strings, enums by name (an unknown name is ignored) or number, bytes in
+// standard or URL-safe base64 with or without padding, null as "not set".
+
+Status FieldError(const FieldDescriptor* f, std::string_view what) {
+  return InvalidArgumentError("invalid value for " + f->full_name() + ": " +
+                              std::string(what));
+}
+
+template <typename Int>
+StatusOr<Int> ParseInteger(const rapidjson::Value& v,
+                           const FieldDescriptor* f) {
+  if (v.IsString()) {
+    const char* b = v.GetString();
+    const char* e = b + v.GetStringLength();
+    Int out{};
+    auto [p, ec] = std::from_chars(b, e, out);
+    if (ec != std::errc() || p != e || b == e) {
+      return FieldError(f, "not an integer: \"" + std::string(b, e) + "\"");
+    }
+    return out;
+  }
+  if (v.IsInt64()) {
+    const int64_t x = v.GetInt64();
+    if (x < static_cast<int64_t>(std::numeric_limits<Int>::min()) ||
+        (x > 0 && static_cast<uint64_t>(x) > std::numeric_limits<Int>::max())) {
+      return FieldError(f, "integer out of range");
+    }
+    return static_cast<Int>(x);
+  }
+  if (v.IsUint64()) {
+    const uint64_t x = v.GetUint64();
+    if (x > static_cast<uint64_t>(std::numeric_limits<Int>::max())) {
+      return FieldError(f, "integer out of range");
+    }
+    return static_cast<Int>(x);
+  }
+  if (v.IsDouble()) {
+    const double x = v.GetDouble();
+    // The bounds are exact powers of two (or 0), so the comparisons are.
+    if (x != std::floor(x) ||
+        x < static_cast<double>(std::numeric_limits<Int>::min()) ||
+        x >= std::ldexp(1.0, std::numeric_limits<Int>::digits)) {
+      return FieldError(f, "not an integer in range");
+    }
+    return static_cast<Int>(x);
+  }
+  return FieldError(f, "expected an integer");
+}
+
+Status ParseMessage(const rapidjson::Value& v, Message* m);
+
+// Sets field `f` (appends, if repeated) from one JSON value.
+Status ParseFieldValue(const rapidjson::Value& v, const FieldDescriptor* f,
+                       Message* m) {
+  const Reflection* r = m->GetReflection();
+  const bool rep = f->is_repeated();
+  switch (f->cpp_type()) {
+    case FieldDescriptor::CPPTYPE_INT32: {
+      ASSIGN_OR_RETURN(int32_t x, ParseInteger<int32_t>(v, f));
+      rep ? r->AddInt32(m, f, x) : r->SetInt32(m, f, x);
+      return Status::Ok();
+    }
+    case FieldDescriptor::CPPTYPE_UINT32: {
+      ASSIGN_OR_RETURN(uint32_t x, ParseInteger<uint32_t>(v, f));
+      rep ? r->AddUInt32(m, f, x) : r->SetUInt32(m, f, x);
+      return Status::Ok();
+    }
+    case FieldDescriptor::CPPTYPE_INT64: {
+      ASSIGN_OR_RETURN(int64_t x, ParseInteger<int64_t>(v, f));
+      rep ? r->AddInt64(m, f, x) : r->SetInt64(m, f, x);
+      return Status::Ok();
+    }
+    case FieldDescriptor::CPPTYPE_UINT64: {
+      ASSIGN_OR_RETURN(uint64_t x, ParseInteger<uint64_t>(v, f));
+      rep ? r->AddUInt64(m, f, x) : r->SetUInt64(m, f, x);
+      return Status::Ok();
+    }
+    case FieldDescriptor::CPPTYPE_DOUBLE:
+    case FieldDescriptor::CPPTYPE_FLOAT: {
+      if (!v.IsNumber()) return FieldError(f, "expected a number");
+      const double x = v.GetDouble();
+      if (f->cpp_type() == FieldDescriptor::CPPTYPE_DOUBLE) {
+        rep ? r->AddDouble(m, f, x) : r->SetDouble(m, f, x);
+      } else {
+        const float y = static_cast<float>(x);
+        rep ? r->AddFloat(m, f, y) : r->SetFloat(m, f, y);
+      }
+      return Status::Ok();
+    }
+    case FieldDescriptor::CPPTYPE_BOOL: {
+      bool x;
+      if (v.IsBool()) {
+        x = v.GetBool();
+      } else if (v.IsString() && (v == "true" || v == "false")) {
+        x = v == "true";
+      } else {
+        return FieldError(f, "expected true or false");
+      }
+      rep ? r->AddBool(m, f, x) : r->SetBool(m, f, x);
+      return Status::Ok();
+    }
+    case FieldDescriptor::CPPTYPE_ENUM: {
+      int x;
+      if (v.IsString()) {
+        const auto* ev = f->enum_type()->FindValueByName(
+            std::string(v.GetString(), v.GetStringLength()));
+        if (ev == nullptr) return Status::Ok();  // unknown: ignored
+        x = ev->number();
+      } else {
+        ASSIGN_OR_RETURN(x, ParseInteger<int32_t>(v, f));
+      }
+      rep ? r->AddEnumValue(m, f, x) : r->SetEnumValue(m, f, x);
+      return Status::Ok();
+    }
+    case FieldDescriptor::CPPTYPE_STRING: {
+      if (!v.IsString()) return FieldError(f, "expected a string");
+      std::string x(v.GetString(), v.GetStringLength());
+      if (f->type() == FieldDescriptor::TYPE_BYTES) {
+        for (char& c : x) {  // URL-safe alphabet, as protobuf accepts it
+          if (c == '-') c = '+';
+          if (c == '_') c = '/';
+        }
+        auto decoded = Base64Decode(x);
+        if (!decoded.ok()) return FieldError(f, "invalid base64");
+        x = std::move(*decoded);
+      }
+      rep ? r->AddString(m, f, std::move(x)) : r->SetString(m, f, std::move(x));
+      return Status::Ok();
+    }
+    case FieldDescriptor::CPPTYPE_MESSAGE:
+      if (!v.IsObject()) return FieldError(f, "expected an object");
+      return ParseMessage(v,
+                          rep ? r->AddMessage(m, f) : r->MutableMessage(m, f));
+  }
+  return FieldError(f, "unsupported field type");
+}
+
+const FieldDescriptor* FindField(const Descriptor* d, std::string_view name) {
+  for (int i = 0; i < d->field_count(); ++i) {
+    const FieldDescriptor* f = d->field(i);
+    if (f->name() == name || f->json_name() == name) return f;
+  }
+  return nullptr;
+}
+
+Status ParseMessage(const rapidjson::Value& v, Message* m) {
+  if (!v.IsObject()) {
+    return InvalidArgumentError("expected a JSON object for " +
+                                m->GetDescriptor()->full_name());
+  }
+  const Descriptor* d = m->GetDescriptor();
+  for (auto it = v.MemberBegin(); it != v.MemberEnd(); ++it) {
+    const FieldDescriptor* f = FindField(
+        d, std::string_view(it->name.GetString(), it->name.GetStringLength()));
+    if (f == nullptr || it->value.IsNull()) continue;
+    if (f->is_map()) {
+      return InvalidArgumentError("map fields are not supported: " +
+                                  f->full_name());
+    }
+    if (f->is_repeated()) {
+      if (!it->value.IsArray()) return FieldError(f, "expected an array");
+      for (const rapidjson::Value& e : it->value.GetArray()) {
+        RETURN_IF_ERROR(ParseFieldValue(e, f, m));
+      }
+    } else {
+      RETURN_IF_ERROR(ParseFieldValue(it->value, f, m));
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ParseJson(std::string_view json, google::protobuf::Message* msg) {
+  msg->Clear();
+  size_t i = 0;
+  while (i < json.size() && (json[i] == ' ' || json[i] == '\n' ||
+                             json[i] == '\r' || json[i] == '\t')) {
+    ++i;
+  }
+  if (i == json.size()) return Status::Ok();
+  rapidjson::Document d;
+  d.Parse(json.data(), json.size());
+  if (d.HasParseError()) {
+    // A body that ends early: etcd's gateway (Go's JSON decoder) says so in
+    // these words, and clients compare them.
+    if (d.GetErrorOffset() >= json.size())
+      return InvalidArgumentError("unexpected EOF");
+    return InvalidArgumentError(std::string("invalid JSON at offset ") +
+                                std::to_string(d.GetErrorOffset()) + ": " +
+                                rapidjson::GetParseError_En(d.GetParseError()));
+  }
+  return ParseJsonValue(d, msg);
+}
+
+Status ParseJsonValue(const rapidjson::Value& json,
+                      google::protobuf::Message* msg) {
+  msg->Clear();
+  Status s = ParseMessage(json, msg);
+  if (!s.ok()) msg->Clear();
+  return s;
+}
+
+std::string ToJson(const google::protobuf::Message& msg) {
+  std::string out;
+  if (!AppendFast(msg, &out)) return ToJsonWithProtobuf(msg);
+  return out;
+}
+
+std::string ToJsonWithProtobuf(const google::protobuf::Message& msg) {
+  google::protobuf::util::JsonPrintOptions opts;
+  opts.preserve_proto_field_names = true;
+  std::string out;
+  (void)google::protobuf::util::MessageToJsonString(msg, &out, opts);
+  return out;
+}
+
+void AppendStreamResult(const google::protobuf::Message& msg,
+                        std::string* out) {
+  constexpr std::string_view kOpen = "{\"result\":";
+  out->append(kOpen);
+  const size_t body = out->size();
+  if (!AppendFast(msg, out)) {
+    out->resize(body);  // drop what the walk wrote before it gave up
+    out->append(ToJsonWithProtobuf(msg));
+  }
+  out->append("}\n");
+}
+
+std::string HttpError::Body() const {
+  // Escape the message as a JSON string by hand: it is short.
+  std::string esc;
+  for (char c : message) {
+    switch (c) {
+      case '"':
+        esc += "\\\"";
+        break;
+      case '\\':
+        esc += "\\\\";
+        break;
+      case '\n':
+        esc += "\\n";
+        break;
+      case '\t':
+        esc += "\\t";
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char b[8];
+          std::snprintf(b, sizeof(b), "\\u%04x", c);
+          esc += b;
+        } else {
+          esc += c;
+        }
+    }
+  }
+  return "{\"error\":\"" + esc + "\",\"message\":\"" + esc +
+         "\",\"code\":" + std::to_string(grpc_code) + "}";
+}
+
+int HttpStatusForGrpcCode(int code) {
+  switch (code) {
+    case kGrpcOk:
+      return 200;
+    case kGrpcCanceled:
+      return 408;
+    case kGrpcUnknown:
+      return 500;
+    case kGrpcInvalidArgument:
+      return 400;
+    case kGrpcDeadlineExceeded:
+      return 504;
+    case kGrpcNotFound:
+      return 404;
+    case kGrpcAlreadyExists:
+      return 409;
+    case kGrpcPermissionDenied:
+      return 403;
+    case kGrpcResourceExhausted:
+      return 429;
+    case kGrpcFailedPrecondition:
+      return 412;
+    case kGrpcAborted:
+      return 409;
+    case kGrpcOutOfRange:
+      return 400;
+    case kGrpcUnimplemented:
+      return 501;
+    case kGrpcInternal:
+      return 500;
+    case kGrpcUnavailable:
+      return 503;
+    case kGrpcDataLoss:
+      return 500;
+    case kGrpcUnauthenticated:
+      return 401;
+  }
+  return 500;
+}
+
+HttpError StatusToError(const Status& s) {
+  int code;
+  switch (s.code()) {
+    case StatusCode::kOk:
+      code = kGrpcOk;
+      break;
+    case StatusCode::kCancelled:
+      code = kGrpcCanceled;
+      break;
+    case StatusCode::kInvalidArgument:
+      code = kGrpcInvalidArgument;
+      break;
+    case StatusCode::kDeadlineExceeded:
+      // etcd's own timeouts ("etcdserver: request timed out", ...) are
+      // Unavailable (rpctypes.ErrGRPCTimeout*); only a deadline the client
+      // set is DeadlineExceeded.
+      code = s.message().find("request timed out") != std::string::npos
+                 ? kGrpcUnavailable
+                 : kGrpcDeadlineExceeded;
+      break;
+    case StatusCode::kNotFound:
+      code = kGrpcNotFound;
+      break;
+    case StatusCode::kAlreadyExists:
+      code = kGrpcAlreadyExists;
+      break;
+    case StatusCode::kPermissionDenied:
+      code = kGrpcPermissionDenied;
+      break;
+    case StatusCode::kResourceExhausted:
+      code = kGrpcResourceExhausted;
+      break;
+    case StatusCode::kFailedPrecondition:
+      code = kGrpcFailedPrecondition;
+      break;
+    case StatusCode::kAborted:
+      code = kGrpcAborted;
+      break;
+    case StatusCode::kOutOfRange:
+      code = kGrpcOutOfRange;
+      break;
+    case StatusCode::kUnimplemented:
+      code = kGrpcUnimplemented;
+      break;
+    case StatusCode::kInternal:
+      code = kGrpcInternal;
+      break;
+    case StatusCode::kUnavailable:
+      code = kGrpcUnavailable;
+      break;
+    case StatusCode::kUnauthenticated:
+      code = kGrpcUnauthenticated;
+      break;
+    case StatusCode::kConflict:
+      code = kGrpcFailedPrecondition;
+      break;
+    case StatusCode::kCompacted:
+      code = kGrpcOutOfRange;
+      break;
+    case StatusCode::kFutureRevision:
+      code = kGrpcOutOfRange;
+      break;
+    case StatusCode::kNotLeader:
+      code = kGrpcUnavailable;
+      break;
+    case StatusCode::kNoSpace:
+      code = kGrpcResourceExhausted;
+      break;
+    case StatusCode::kTooLarge:
+      code = kGrpcInvalidArgument;
+      break;
+    case StatusCode::kExpired:
+      code = kGrpcOutOfRange;
+      break;
+    case StatusCode::kCorruption:
+      code = kGrpcDataLoss;
+      break;
+    case StatusCode::kIOError:
+      code = kGrpcInternal;
+      break;
+    default:
+      code = kGrpcUnknown;
+      break;
+  }
+  std::string msg = s.message();
+  if (!HasPrefix(msg, "etcdserver: ") && !HasPrefix(msg, "grpc: ")) {
+    msg = "etcdserver: " + msg;
+  }
+  return HttpError{HttpStatusForGrpcCode(code), code, msg};
+}
+
+Status ErrorToStatus(int http_status, std::string_view body) {
+  rapidjson::Document d;
+  d.Parse(body.data(), body.size());
+  std::string msg;
+  int code = -1;
+  if (!d.HasParseError() && d.IsObject()) {
+    if (d.HasMember("message") && d["message"].IsString()) {
+      msg = d["message"].GetString();
+    } else if (d.HasMember("error") && d["error"].IsString()) {
+      msg = d["error"].GetString();
+    }
+    if (d.HasMember("code") && d["code"].IsInt()) code = d["code"].GetInt();
+  }
+  if (code < 0) {
+    std::string b(body.substr(0, 200));
+    while (!b.empty() && (b.back() == '\n' || b.back() == ' ')) b.pop_back();
+    return Status(
+        http_status == 404   ? StatusCode::kNotFound
+        : http_status >= 500 ? StatusCode::kUnavailable
+                             : StatusCode::kInvalidArgument,
+        "HTTP " + std::to_string(http_status) + (b.empty() ? "" : ": " + b));
+  }
+  // Domain codes come back from etcd's texts.
+  if (msg.find("required revision has been compacted") != std::string::npos) {
+    return Status(StatusCode::kCompacted, msg);
+  }
+  if (msg.find("required revision is a future revision") != std::string::npos) {
+    return Status(StatusCode::kFutureRevision, msg);
+  }
+  if (msg.find("database space exceeded") != std::string::npos) {
+    return Status(StatusCode::kNoSpace, msg);
+  }
+  if (msg.find("request is too large") != std::string::npos) {
+    return Status(StatusCode::kTooLarge, msg);
+  }
+  if (msg.find("no leader") != std::string::npos ||
+      msg.find("not leader") != std::string::npos ||
+      msg.find("leader changed") != std::string::npos) {
+    return Status(StatusCode::kNotLeader, msg);
+  }
+  if (msg.find("request timed out") != std::string::npos) {
+    return Status(StatusCode::kDeadlineExceeded, msg);
+  }
+  switch (code) {
+    case kGrpcCanceled:
+      return Status(StatusCode::kCancelled, msg);
+    case kGrpcInvalidArgument:
+      return Status(StatusCode::kInvalidArgument, msg);
+    case kGrpcDeadlineExceeded:
+      return Status(StatusCode::kDeadlineExceeded, msg);
+    case kGrpcNotFound:
+      return Status(StatusCode::kNotFound, msg);
+    case kGrpcAlreadyExists:
+      return Status(StatusCode::kAlreadyExists, msg);
+    case kGrpcPermissionDenied:
+      return Status(StatusCode::kPermissionDenied, msg);
+    case kGrpcResourceExhausted:
+      return Status(StatusCode::kResourceExhausted, msg);
+    case kGrpcFailedPrecondition:
+      return Status(StatusCode::kFailedPrecondition, msg);
+    case kGrpcAborted:
+      return Status(StatusCode::kAborted, msg);
+    case kGrpcOutOfRange:
+      return Status(StatusCode::kOutOfRange, msg);
+    case kGrpcUnimplemented:
+      return Status(StatusCode::kUnimplemented, msg);
+    case kGrpcUnavailable:
+      return Status(StatusCode::kUnavailable, msg);
+    case kGrpcDataLoss:
+      return Status(StatusCode::kCorruption, msg);
+    case kGrpcUnauthenticated:
+      return Status(StatusCode::kUnauthenticated, msg);
+    default:
+      return Status(StatusCode::kUnknown, msg);
+  }
+}
+
+std::string PrefixRangeEnd(std::string_view prefix) {
+  std::string end(prefix);
+  while (!end.empty()) {
+    unsigned char c = static_cast<unsigned char>(end.back());
+    if (c < 0xff) {
+      end.back() = static_cast<char>(c + 1);
+      return end;
+    }
+    end.pop_back();
+  }
+  return std::string(1, '\0');
+}
+
+}  // namespace kplane::etcdjson

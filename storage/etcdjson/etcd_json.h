@@ -1,0 +1,90 @@
+// The etcd v3 JSON API's encoding, shared by our store's HTTP server and by
+// our clients of it (and of a real etcd 3.4).
+//
+// etcd 3.4 serves its gRPC API as JSON through grpc-gateway with the
+// original proto field names, int64 as strings, bytes as base64, enums by
+// name, and zero values omitted. Protobuf's own JSON mapping with
+// preserve_proto_field_names produces exactly that, so messages from
+// schemas/rpc.proto go through it unchanged; ToJson and ParseJson do the
+// same mapping by reflection, without protobuf's slow converter.
+//
+// Errors are `{"error":M,"message":M,"code":N}` with N the gRPC code and the
+// HTTP status derived from it (reference/etcd-json-api.md §4). StatusToError
+// is the one table from our Status codes to that shape; ErrorToStatus is its
+// inverse for clients.
+//
+// Thread-safety: all functions are pure.
+#ifndef KPLANE_STORAGE_ETCDJSON_ETCD_JSON_H_
+#define KPLANE_STORAGE_ETCDJSON_ETCD_JSON_H_
+
+#include <google/protobuf/message.h>
+
+#include <string>
+#include <string_view>
+
+#include "base/status.h"
+
+namespace kplane::etcdjson {
+
+// Parses a request body; an empty body means `{}`. Unknown fields are
+// ignored, int64 may be a string or a number, enums a name or a number.
+// On error `msg` is left empty.
+Status ParseJson(std::string_view json, google::protobuf::Message* msg);
+
+// Encodes a message on one line, as etcd's gateway does: byte for byte what
+// protobuf's JSON printer writes with preserve_proto_field_names, but by a
+// direct walk of the message (several times faster).
+std::string ToJson(const google::protobuf::Message& msg);
+// The same through protobuf's printer: the reference ToJson is tested
+// against.
+std::string ToJsonWithProtobuf(const google::protobuf::Message& msg);
+// Appends `{"result":<msg>}\n`, one message of a streaming response.
+void AppendStreamResult(const google::protobuf::Message& msg, std::string* out);
+
+// gRPC status codes used by etcd.
+enum GrpcCode : int {
+  kGrpcOk = 0,
+  kGrpcCanceled = 1,
+  kGrpcUnknown = 2,
+  kGrpcInvalidArgument = 3,
+  kGrpcDeadlineExceeded = 4,
+  kGrpcNotFound = 5,
+  kGrpcAlreadyExists = 6,
+  kGrpcPermissionDenied = 7,
+  kGrpcResourceExhausted = 8,
+  kGrpcFailedPrecondition = 9,
+  kGrpcAborted = 10,
+  kGrpcOutOfRange = 11,
+  kGrpcUnimplemented = 12,
+  kGrpcInternal = 13,
+  kGrpcUnavailable = 14,
+  kGrpcDataLoss = 15,
+  kGrpcUnauthenticated = 16,
+};
+
+struct HttpError {
+  int http_status;
+  int grpc_code;
+  std::string message;
+  // {"error":...,"message":...,"code":...}
+  std::string Body() const;
+};
+
+// Our Status -> etcd's error (message prefixed "etcdserver: " when the
+// status text lacks it, as etcd's errors all carry it).
+HttpError StatusToError(const Status& s);
+// The HTTP status grpc-gateway (etcd 3.4) uses for a gRPC code.
+int HttpStatusForGrpcCode(int code);
+// An error body from an etcd server (ours or real) -> Status, recovering
+// our domain codes from etcd's texts (compacted, future revision, lease
+// not found, no leader, ...). `http_status` is used when the body is not
+// an etcd error.
+Status ErrorToStatus(int http_status, std::string_view body);
+
+// etcd's ranges: the range_end that selects every key with this prefix
+// ("a" -> "b", "a\xff" -> "b", "\xff" -> "\0" = all keys >= key).
+std::string PrefixRangeEnd(std::string_view prefix);
+
+}  // namespace kplane::etcdjson
+
+#endif  // KPLANE_STORAGE_ETCDJSON_ETCD_JSON_H_

@@ -1,0 +1,311 @@
+#include "storage/etcdjson/etcd_json.h"
+
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/util/json_util.h>
+#include <google/protobuf/util/message_differencer.h>
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <random>
+
+#include "schemas/rpc.pb.h"
+#include "schemas/storage.pb.h"
+
+namespace kplane::etcdjson {
+namespace {
+
+TEST(EtcdJsonTest, EncodesLikeEtcdGateway) {
+  etcdserverpb::RangeResponse r;
+  r.mutable_header()->set_cluster_id(14841639068965178418ull);
+  r.mutable_header()->set_revision(5);
+  auto* kv = r.add_kvs();
+  kv->set_key("foo");
+  kv->set_create_revision(2);
+  kv->set_mod_revision(2);
+  kv->set_version(1);
+  r.set_count(1);
+  // int64/uint64 as strings, zero values omitted, empty value omitted.
+  EXPECT_EQ(ToJson(r),
+            "{\"header\":{\"cluster_id\":\"14841639068965178418\","
+            "\"revision\":\"5\"},\"kvs\":[{\"key\":\"Zm9v\","
+            "\"create_revision\":\"2\",\"mod_revision\":\"2\","
+            "\"version\":\"1\"}],\"count\":\"1\"}");
+  etcdserverpb::WatchResponse w;
+  w.add_events()->set_type(mvccpb::Event::DELETE);
+  EXPECT_EQ(ToJson(w), "{\"events\":[{\"type\":\"DELETE\"}]}");
+}
+
+TEST(EtcdJsonTest, ParsesStringsNumbersNamesAndIgnoresUnknown) {
+  etcdserverpb::RangeRequest r;
+  ASSERT_TRUE(ParseJson(R"({"key":"Zm9v","limit":"3","revision":7,
+      "sort_order":"DESCEND","sort_target":3,"junk":{"x":1}})",
+                        &r)
+                  .ok());
+  EXPECT_EQ(r.key(), "foo");
+  EXPECT_EQ(r.limit(), 3);
+  EXPECT_EQ(r.revision(), 7);
+  EXPECT_EQ(r.sort_order(), etcdserverpb::RangeRequest::DESCEND);
+  EXPECT_EQ(r.sort_target(), etcdserverpb::RangeRequest::MOD);
+  ASSERT_TRUE(ParseJson("  ", &r).ok());
+  EXPECT_EQ(r.key(), "");
+  EXPECT_EQ(ParseJson("{\"key\":", &r).code(), StatusCode::kInvalidArgument);
+}
+
+// Random values for every field of a message, by reflection: zero and
+// extreme integers, unknown enum numbers, strings that need escapes, oneofs,
+// nested and repeated messages.
+class RandomFiller {
+ public:
+  explicit RandomFiller(uint32_t seed) : rng_(seed) {}
+
+  void Fill(google::protobuf::Message* m, int depth) {
+    using google::protobuf::FieldDescriptor;
+    const auto* d = m->GetDescriptor();
+    const auto* r = m->GetReflection();
+    for (int i = 0; i < d->field_count(); ++i) {
+      const FieldDescriptor* f = d->field(i);
+      if (!Chance(2)) continue;
+      if (f->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE && depth >= 3)
+        continue;
+      const int n = f->is_repeated() ? Pick(4) : 1;
+      for (int k = 0; k < n; ++k) SetOne(m, r, f, depth);
+    }
+  }
+
+ private:
+  bool Chance(int one_in) { return Pick(one_in) == 0; }
+  int Pick(int n) { return std::uniform_int_distribution<int>(0, n - 1)(rng_); }
+  int64_t Int() {
+    static const int64_t kSpecial[] = {0,
+                                       1,
+                                       -1,
+                                       7,
+                                       1 << 20,
+                                       std::numeric_limits<int64_t>::max(),
+                                       std::numeric_limits<int64_t>::min()};
+    if (Chance(2)) return kSpecial[Pick(7)];
+    return static_cast<int64_t>(rng_()) << 20 ^ static_cast<int64_t>(rng_());
+  }
+  std::string Text() {
+    static const char* kTexts[] = {"",
+                                   "n1",
+                                   "http://127.0.0.1:2380",
+                                   "3.4.0",
+                                   "a\"b\\c",
+                                   "<tag> & 'x'",
+                                   "tab\there\nnl",
+                                   "caf\xc3\xa9",
+                                   "\x7f\x01",
+                                   "line\xe2\x80\xa8sep"};
+    return kTexts[Pick(10)];
+  }
+  std::string Bytes() {
+    std::string b(static_cast<size_t>(Pick(12)), '\0');
+    for (char& c : b) c = static_cast<char>(Pick(256));
+    return b;
+  }
+  void SetOne(google::protobuf::Message* m,
+              const google::protobuf::Reflection* r,
+              const google::protobuf::FieldDescriptor* f, int depth) {
+    using google::protobuf::FieldDescriptor;
+    const bool rep = f->is_repeated();
+    switch (f->cpp_type()) {
+      case FieldDescriptor::CPPTYPE_INT32: {
+        auto v = static_cast<int32_t>(Int());
+        rep ? r->AddInt32(m, f, v) : r->SetInt32(m, f, v);
+        break;
+      }
+      case FieldDescriptor::CPPTYPE_UINT32: {
+        auto v = static_cast<uint32_t>(Int());
+        rep ? r->AddUInt32(m, f, v) : r->SetUInt32(m, f, v);
+        break;
+      }
+      case FieldDescriptor::CPPTYPE_INT64: {
+        int64_t v = Int();
+        rep ? r->AddInt64(m, f, v) : r->SetInt64(m, f, v);
+        break;
+      }
+      case FieldDescriptor::CPPTYPE_UINT64: {
+        auto v = static_cast<uint64_t>(Int());
+        rep ? r->AddUInt64(m, f, v) : r->SetUInt64(m, f, v);
+        break;
+      }
+      case FieldDescriptor::CPPTYPE_BOOL: {
+        bool v = Chance(2);
+        rep ? r->AddBool(m, f, v) : r->SetBool(m, f, v);
+        break;
+      }
+      case FieldDescriptor::CPPTYPE_ENUM: {
+        const auto* e = f->enum_type();
+        int v = Chance(8) ? 77 : e->value(Pick(e->value_count()))->number();
+        rep ? r->AddEnumValue(m, f, v) : r->SetEnumValue(m, f, v);
+        break;
+      }
+      case FieldDescriptor::CPPTYPE_STRING: {
+        std::string v =
+            f->type() == FieldDescriptor::TYPE_BYTES ? Bytes() : Text();
+        rep ? r->AddString(m, f, v) : r->SetString(m, f, v);
+        break;
+      }
+      case FieldDescriptor::CPPTYPE_MESSAGE:
+        Fill(rep ? r->AddMessage(m, f) : r->MutableMessage(m, f), depth + 1);
+        break;
+      default:
+        break;
+    }
+  }
+
+  std::mt19937 rng_;
+};
+
+// Every message type of the etcd API and of our raft requests.
+std::vector<const google::protobuf::Descriptor*> AllMessageTypes() {
+  std::vector<const google::protobuf::Descriptor*> out;
+  std::vector<const google::protobuf::Descriptor*> todo;
+  for (const auto* file :
+       {etcdserverpb::RangeRequest::descriptor()->file(),
+        mvccpb::KeyValue::descriptor()->file(),
+        storagepb::InternalRaftRequest::descriptor()->file()}) {
+    for (int i = 0; i < file->message_type_count(); ++i)
+      todo.push_back(file->message_type(i));
+  }
+  while (!todo.empty()) {
+    const auto* d = todo.back();
+    todo.pop_back();
+    out.push_back(d);
+    for (int i = 0; i < d->nested_type_count(); ++i)
+      todo.push_back(d->nested_type(i));
+  }
+  return out;
+}
+
+TEST(EtcdJsonTest, MatchesProtobufOnRandomMessagesOfEveryType) {
+  auto* factory = google::protobuf::MessageFactory::generated_factory();
+  google::protobuf::util::JsonPrintOptions camel;  // JSON (lowerCamel) names
+  int fast = 0, total = 0;
+  for (const auto* d : AllMessageTypes()) {
+    for (uint32_t seed = 0; seed < 40; ++seed) {
+      std::unique_ptr<google::protobuf::Message> m(
+          factory->GetPrototype(d)->New());
+      RandomFiller(seed * 7919 + d->field_count()).Fill(m.get(), 0);
+      SCOPED_TRACE(d->full_name() + " seed " + std::to_string(seed) + ": " +
+                   m->ShortDebugString());
+      const std::string want = ToJsonWithProtobuf(*m);
+      ASSERT_EQ(ToJson(*m), want);
+      ++total;
+      if (want.find('\\') == std::string::npos) ++fast;
+      // Both spellings of the names parse back to the same message.
+      std::unique_ptr<google::protobuf::Message> back(m->New());
+      ASSERT_TRUE(ParseJson(want, back.get()).ok()) << want;
+      EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(*m, *back))
+          << want << "\n -> " << back->ShortDebugString();
+      std::string camel_json;
+      ASSERT_TRUE(
+          google::protobuf::util::MessageToJsonString(*m, &camel_json, camel)
+              .ok());
+      ASSERT_TRUE(ParseJson(camel_json, back.get()).ok()) << camel_json;
+      EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(*m, *back))
+          << camel_json << "\n -> " << back->ShortDebugString();
+      std::string stream;
+      AppendStreamResult(*m, &stream);
+      EXPECT_EQ(stream, "{\"result\":" + want + "}\n");
+    }
+  }
+  EXPECT_GT(total, 1000);
+  EXPECT_GT(fast, total / 2);  // most take the direct path
+}
+
+// What protobuf's parser accepts and rejects, ParseJson does too.
+TEST(EtcdJsonTest, AcceptsAndRejectsWhatProtobufDoes) {
+  google::protobuf::util::JsonParseOptions opts;
+  opts.ignore_unknown_fields = true;
+  const char* kInputs[] = {
+      R"({"key":"Zm9v","range_end":"Zm9w","limit":5})",
+      R"({"key":"Zm9v","rangeEnd":"Zm9w","limit":"5","keysOnly":true})",
+      R"({"key":"_-8","limit":5.0})",
+      R"({"key":"Zm8","limit":null,"sort_order":"NOPE"})",
+      R"({"sort_order":2,"sort_target":"VALUE","serializable":"true"})",
+      R"({"max_mod_revision":"-3","min_create_revision":-9223372036854775808})",
+      R"({"limit":"abc"})",
+      R"({"limit":1.5})",
+      R"({"limit":"1.5"})",
+      R"({"limit":9223372036854775808})",
+      R"({"limit":true})",
+      R"({"key":5})",
+      R"({"key":"***"})",
+      R"({"keys_only":1})",
+      R"({"sort_order":{}})",
+      R"([1,2])",
+  };
+  for (const char* in : kInputs) {
+    etcdserverpb::RangeRequest theirs, ours;
+    const bool they_accept =
+        google::protobuf::util::JsonStringToMessage(in, &theirs, opts).ok();
+    Status s = ParseJson(in, &ours);
+    EXPECT_EQ(s.ok(), they_accept) << in << ": " << s;
+    if (s.ok() && they_accept) {
+      EXPECT_TRUE(
+          google::protobuf::util::MessageDifferencer::Equals(ours, theirs))
+          << in << ": " << ours.ShortDebugString() << " vs "
+          << theirs.ShortDebugString();
+    } else if (!s.ok()) {
+      EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+      EXPECT_EQ(ours.ByteSizeLong(), 0u) << in;
+    }
+  }
+  // Protobuf's parser also takes a trailing comma, single quotes and bare
+  // names; etcd's gateway (Go's strict JSON) does not, nor do we.
+  etcdserverpb::RangeRequest r;
+  for (const char* in :
+       {R"({"key":"Zm9v",})", "{'key':'Zm9v'}", R"({key:"Zm9v"})"}) {
+    EXPECT_EQ(ParseJson(in, &r).code(), StatusCode::kInvalidArgument) << in;
+  }
+  // Repeated fields and nested messages.
+  etcdserverpb::TxnRequest txn;
+  ASSERT_TRUE(ParseJson(R"({"compare":[{"key":"YQ==","target":"MOD",
+      "result":"LESS","mod_revision":"3"}],"success":[{"request_put":
+      {"key":"YQ==","value":"Yg=="}}],"failure":[]})",
+                        &txn)
+                  .ok());
+  ASSERT_EQ(txn.compare_size(), 1);
+  EXPECT_EQ(txn.compare(0).mod_revision(), 3);
+  EXPECT_EQ(txn.compare(0).result(), etcdserverpb::Compare::LESS);
+  EXPECT_EQ(txn.success(0).request_put().value(), "b");
+  EXPECT_EQ(ParseJson(R"({"compare":{"key":"YQ=="}})", &txn).code(),
+            StatusCode::kInvalidArgument);
+}
+
+TEST(EtcdJsonTest, ErrorsRoundTrip) {
+  HttpError e = StatusToError(CompactedError(5));
+  EXPECT_EQ(e.http_status, 400);
+  EXPECT_EQ(e.grpc_code, 11);
+  EXPECT_EQ(e.Body(),
+            "{\"error\":\"etcdserver: mvcc: required revision has been "
+            "compacted\",\"message\":\"etcdserver: mvcc: required revision "
+            "has been compacted\",\"code\":11}");
+  Status back = ErrorToStatus(e.http_status, e.Body());
+  EXPECT_EQ(back.code(), StatusCode::kCompacted);
+
+  e = StatusToError(NotFoundError("etcdserver: requested lease not found"));
+  EXPECT_EQ(e.http_status, 404);
+  EXPECT_EQ(ErrorToStatus(404, e.Body()).code(), StatusCode::kNotFound);
+  e = StatusToError(
+      FailedPreconditionError("etcdserver: lease already exists"));
+  EXPECT_EQ(e.http_status, 412);
+  e = StatusToError(Status(StatusCode::kNoSpace,
+                           "etcdserver: mvcc: database space exceeded"));
+  EXPECT_EQ(e.http_status, 429);
+  EXPECT_EQ(ErrorToStatus(429, e.Body()).code(), StatusCode::kNoSpace);
+  // Not an etcd body (e.g. the gateway's plain 404).
+  EXPECT_EQ(ErrorToStatus(404, "Not Found\n").code(), StatusCode::kNotFound);
+}
+
+TEST(EtcdJsonTest, PrefixRangeEnd) {
+  EXPECT_EQ(PrefixRangeEnd("a"), "b");
+  EXPECT_EQ(PrefixRangeEnd("/registry/pods/"), "/registry/pods0");
+  EXPECT_EQ(PrefixRangeEnd("a\xff"), "b");
+  EXPECT_EQ(PrefixRangeEnd("\xff"), std::string(1, '\0'));
+}
+
+}  // namespace
+}  // namespace kplane::etcdjson

@@ -10,6 +10,28 @@ metrics::Registry* Or(metrics::Registry* r) {
 }
 }  // namespace
 
+informer::HandlerRegistration* OnObjectEvents(
+    informer::SharedIndexInformer* informer,
+    std::function<void(const ObjectEvent&)> fn) {
+  auto f =
+      std::make_shared<std::function<void(const ObjectEvent&)>>(std::move(fn));
+  return informer->AddEventHandler(informer::EventHandlerFuncs{
+      .on_add =
+          [f](const informer::ObjectPtr& o, bool) {
+            (*f)(ObjectEvent{ObjectEvent::Type::kAdded, *o});
+          },
+      .on_update =
+          [f](const informer::ObjectPtr& old_obj,
+              const informer::ObjectPtr& new_obj) {
+            (*f)(ObjectEvent{ObjectEvent::Type::kUpdated, *new_obj,
+                             old_obj.get()});
+          },
+      .on_delete =
+          [f](const informer::DeletedObject& d) {
+            (*f)(ObjectEvent{ObjectEvent::Type::kDeleted, *d.object});
+          }});
+}
+
 Controller::Controller(std::string name, Clock* clock,
                        metrics::Registry* registry)
     : clock_(clock != nullptr ? clock : Clock::Real()),

@@ -15,6 +15,13 @@
 //   factory.Shutdown();            // no more handler calls
 //   foo.Stop();
 //
+// Handlers: OnObjectEvents(informer, fn) registers one function for an
+// informer's adds, updates and deletes (an ObjectEvent says which), so a
+// controller's registration is one call per informer:
+//
+//   OnObjectEvents(replicasets,
+//                  [this](const ObjectEvent& e) { Enqueue(e.Key()); });
+//
 // Metrics (per controller, label `controller`):
 //   controller_sync_duration_seconds   histogram of Sync latency
 //   controller_sync_total{result}      ok | error
@@ -31,16 +38,52 @@
 #define KPLANE_CONTROLLERS_CONTROLLER_H_
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 
 #include "base/clock.h"
 #include "base/metrics.h"
 #include "base/status.h"
+#include "informer/indexer.h"
 #include "informer/runner.h"
+#include "informer/shared_informer.h"
 #include "informer/workqueue.h"
 
 namespace kplane::controllers {
+
+// One notification of a shared informer, as a controller's handler sees it.
+struct ObjectEvent {
+  enum class Type { kAdded, kUpdated, kDeleted };
+  Type type;
+  // Added/updated: the new state. Deleted: the final state, or the last
+  // one known when the deletion was only seen by a relist.
+  const google::protobuf::Message& object;
+  // Updated: the state before (the same object on a periodic resync);
+  // null otherwise.
+  const google::protobuf::Message* old = nullptr;
+
+  bool deleted() const { return type == Type::kDeleted; }
+  // The informer key: "namespace/name", or "name" at cluster scope.
+  std::string Key() const { return informer::ObjectKey(object); }
+  template <typename T>
+  const T& As() const {
+    return static_cast<const T&>(object);
+  }
+  // Updates only.
+  template <typename T>
+  const T& OldAs() const {
+    return static_cast<const T&>(*old);
+  }
+};
+
+// Registers `fn` for every add, update and delete `informer` delivers (on
+// the informer's handler thread for this registration; see
+// shared_informer.h). The initial-list flag of adds is not passed on: no
+// controller here treats the first list differently.
+informer::HandlerRegistration* OnObjectEvents(
+    informer::SharedIndexInformer* informer,
+    std::function<void(const ObjectEvent&)> fn);
 
 class Controller {
  public:

@@ -118,23 +118,11 @@ DeploymentController::DeploymentController(DeploymentControllerOptions options)
 void DeploymentController::RegisterHandlers(
     informer::SharedIndexInformer* deployments,
     informer::SharedIndexInformer* replicasets) {
-  deployments->AddEventHandler(informer::EventHandlerFuncs{
-      .on_add = [this](const ObjectPtr& o,
-                       bool) { Enqueue(informer::ObjectKey(*o)); },
-      .on_update =
-          [this](const ObjectPtr&, const ObjectPtr& o) {
-            Enqueue(informer::ObjectKey(*o));
-          },
-      .on_delete =
-          [this](const informer::DeletedObject& d) { Enqueue(d.key); }});
-  auto on_rs = [this](const ObjectPtr& o) {
-    OnReplicaSetEvent(static_cast<const appsv1::ReplicaSet&>(*o));
-  };
-  replicasets->AddEventHandler(informer::EventHandlerFuncs{
-      .on_add = [on_rs](const ObjectPtr& o, bool) { on_rs(o); },
-      .on_update = [on_rs](const ObjectPtr&, const ObjectPtr& o) { on_rs(o); },
-      .on_delete =
-          [on_rs](const informer::DeletedObject& d) { on_rs(d.object); }});
+  OnObjectEvents(deployments,
+                 [this](const ObjectEvent& e) { Enqueue(e.Key()); });
+  OnObjectEvents(replicasets, [this](const ObjectEvent& e) {
+    OnReplicaSetEvent(e.As<appsv1::ReplicaSet>());
+  });
 }
 
 void DeploymentController::OnReplicaSetEvent(const appsv1::ReplicaSet& rs) {

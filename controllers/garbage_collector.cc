@@ -96,19 +96,13 @@ void GarbageCollector::RegisterHandlers(
              (objects::IsBeingDeleted(m) && (objects::HasFinalizer(m, kOrphan) ||
                                          objects::HasFinalizer(m, kForeground)));
     };
-    inf->AddEventHandler(informer::EventHandlerFuncs{
-        .on_add =
-            [this, r, interesting](const ObjectPtr& o, bool) {
-              if (interesting(*o)) Enqueue(KeyFor(*r, *o));
-            },
-        .on_update =
-            [this, r, interesting](const ObjectPtr&, const ObjectPtr& o) {
-              if (interesting(*o)) Enqueue(KeyFor(*r, *o));
-            },
-        .on_delete =
-            [this](const informer::DeletedObject& d) {
-              EnqueueDependents(*d.object);
-            }});
+    OnObjectEvents(inf, [this, r, interesting](const ObjectEvent& e) {
+      if (e.deleted()) {
+        EnqueueDependents(e.object);
+      } else if (interesting(e.object)) {
+        Enqueue(KeyFor(*r, e.object));
+      }
+    });
   }
 }
 

@@ -51,35 +51,24 @@ NodeLifecycleController::~NodeLifecycleController() { Stop(); }
 void NodeLifecycleController::RegisterHandlers(
     informer::SharedIndexInformer* nodes, informer::SharedIndexInformer* leases,
     informer::SharedIndexInformer* pods) {
-  nodes->AddEventHandler(informer::EventHandlerFuncs{
-      .on_add = [this](const ObjectPtr& o, bool) { Enqueue(objects::Name(*o)); },
-      .on_update = [this](const ObjectPtr&,
-                          const ObjectPtr& o) { Enqueue(objects::Name(*o)); },
-      .on_delete =
-          [this](const informer::DeletedObject& d) { Enqueue(d.key); }});
-  auto on_lease = [this](const ObjectPtr& o) {
-    if (objects::Namespace(*o) == kNodeLeaseNamespace) Enqueue(objects::Name(*o));
-  };
-  leases->AddEventHandler(informer::EventHandlerFuncs{
-      .on_add = [on_lease](const ObjectPtr& o, bool) { on_lease(o); },
-      .on_update = [on_lease](const ObjectPtr&,
-                              const ObjectPtr& o) { on_lease(o); }});
+  OnObjectEvents(nodes, [this](const ObjectEvent& e) { Enqueue(e.Key()); });
+  // A lease renewal (or its first appearance) re-checks its node; a
+  // deleted lease changes nothing until its grace period runs out.
+  OnObjectEvents(leases, [this](const ObjectEvent& e) {
+    if (!e.deleted() && objects::Namespace(e.object) == kNodeLeaseNamespace) {
+      Enqueue(objects::Name(e.object));
+    }
+  });
   // A pod landing on a tainted node must be looked at.
-  pods->AddEventHandler(informer::EventHandlerFuncs{
-      .on_add =
-          [this](const ObjectPtr& o, bool) {
-            const auto& p = static_cast<const corev1::Pod&>(*o);
-            if (!p.spec().nodename().empty()) Enqueue(p.spec().nodename());
-          },
-      .on_update =
-          [this](const ObjectPtr& old_obj, const ObjectPtr& o) {
-            const auto& a = static_cast<const corev1::Pod&>(*old_obj);
-            const auto& p = static_cast<const corev1::Pod&>(*o);
-            if (a.spec().nodename() != p.spec().nodename() &&
-                !p.spec().nodename().empty()) {
-              Enqueue(p.spec().nodename());
-            }
-          }});
+  OnObjectEvents(pods, [this](const ObjectEvent& e) {
+    if (e.deleted()) return;
+    const auto& p = e.As<corev1::Pod>();
+    if (p.spec().nodename().empty()) return;
+    if (e.type == ObjectEvent::Type::kAdded ||
+        e.OldAs<corev1::Pod>().spec().nodename() != p.spec().nodename()) {
+      Enqueue(p.spec().nodename());
+    }
+  });
 }
 
 void NodeLifecycleController::Run(int workers) {

@@ -63,27 +63,18 @@ ReplicaSetController::ReplicaSetController(ReplicaSetControllerOptions options)
 void ReplicaSetController::RegisterHandlers(
     informer::SharedIndexInformer* replicasets,
     informer::SharedIndexInformer* pods) {
-  replicasets->AddEventHandler(informer::EventHandlerFuncs{
-      .on_add = [this](const ObjectPtr& o,
-                       bool) { Enqueue(informer::ObjectKey(*o)); },
-      .on_update =
-          [this](const ObjectPtr&, const ObjectPtr& o) {
-            Enqueue(informer::ObjectKey(*o));
-          },
-      .on_delete =
-          [this](const informer::DeletedObject& d) { Enqueue(d.key); }});
-  pods->AddEventHandler(informer::EventHandlerFuncs{
-      .on_add = [this](const ObjectPtr& o,
-                       bool) { OnPodAdd(static_cast<const corev1::Pod&>(*o)); },
-      .on_update =
-          [this](const ObjectPtr& old_obj, const ObjectPtr& new_obj) {
-            OnPodUpdate(static_cast<const corev1::Pod&>(*old_obj),
-                        static_cast<const corev1::Pod&>(*new_obj));
-          },
-      .on_delete =
-          [this](const informer::DeletedObject& d) {
-            OnPodDelete(static_cast<const corev1::Pod&>(*d.object));
-          }});
+  OnObjectEvents(replicasets,
+                 [this](const ObjectEvent& e) { Enqueue(e.Key()); });
+  OnObjectEvents(pods, [this](const ObjectEvent& e) {
+    switch (e.type) {
+      case ObjectEvent::Type::kAdded:
+        return OnPodAdd(e.As<corev1::Pod>());
+      case ObjectEvent::Type::kUpdated:
+        return OnPodUpdate(e.OldAs<corev1::Pod>(), e.As<corev1::Pod>());
+      case ObjectEvent::Type::kDeleted:
+        return OnPodDelete(e.As<corev1::Pod>());
+    }
+  });
 }
 
 std::string ReplicaSetController::OwnerKey(const corev1::Pod& pod) const {

@@ -198,30 +198,21 @@ void Scheduler::EnqueuePending() {
 
 void Scheduler::RegisterHandlers(informer::SharedIndexInformer* pods,
                                  informer::SharedIndexInformer* nodes) {
-  pods->AddEventHandler(informer::EventHandlerFuncs{
-      .on_add =
-          [this](const ObjectPtr& o, bool) {
-            OnPodEvent(static_cast<const corev1::Pod&>(*o), false);
-          },
-      .on_update =
-          [this](const ObjectPtr&, const ObjectPtr& o) {
-            OnPodEvent(static_cast<const corev1::Pod&>(*o), false);
-          },
-      .on_delete =
-          [this](const informer::DeletedObject& d) {
-            OnPodEvent(static_cast<const corev1::Pod&>(*d.object), true);
-          }});
-  nodes->AddEventHandler(informer::EventHandlerFuncs{
-      .on_add = [this](const ObjectPtr&, bool) { EnqueuePending(); },
-      .on_update =
-          [this](const ObjectPtr& old_obj, const ObjectPtr& new_obj) {
-            const auto& a = static_cast<const corev1::Node&>(*old_obj);
-            const auto& b = static_cast<const corev1::Node&>(*new_obj);
-            if (IsNodeReady(a) != IsNodeReady(b) ||
-                DeterministicBytes(a.spec()) != DeterministicBytes(b.spec())) {
-              EnqueuePending();
-            }
-          }});
+  OnObjectEvents(pods, [this](const ObjectEvent& e) {
+    OnPodEvent(e.As<corev1::Pod>(), e.deleted());
+  });
+  // A node that appears, or whose readiness or spec (taints,
+  // unschedulable) changes, may fit pending pods.
+  OnObjectEvents(nodes, [this](const ObjectEvent& e) {
+    if (e.type == ObjectEvent::Type::kAdded) return EnqueuePending();
+    if (e.type != ObjectEvent::Type::kUpdated) return;
+    const auto& a = e.OldAs<corev1::Node>();
+    const auto& b = e.As<corev1::Node>();
+    if (IsNodeReady(a) != IsNodeReady(b) ||
+        DeterministicBytes(a.spec()) != DeterministicBytes(b.spec())) {
+      EnqueuePending();
+    }
+  });
 }
 
 Status Scheduler::Sync(const std::string& key) {

@@ -671,6 +671,56 @@ TEST(ApiRestTest, NamespaceDeletionEmptiesAndRemovesIt) {
   ExpectStatus(s.Delete("/api/v1/namespaces/default"), 403, "Forbidden");
 }
 
+TEST(ApiRestTest, NamespaceGoesOnlyThroughFinalize) {
+  TestServer s;
+  ASSERT_EQ(
+      s.Post("/api/v1/namespaces", R"({"metadata":{"name":"team"}})").code,
+      201);
+  // Content that stays for the whole test whoever deletes it: a pod bound
+  // to a node without a kubelet, with an hour of grace.
+  ASSERT_EQ(
+      s.Post(
+           "/api/v1/namespaces/team/pods",
+           Pod("p", "",
+               R"(,"nodeName":"node-1","terminationGracePeriodSeconds":3600)"))
+          .code,
+      201);
+  Response d = s.Delete("/api/v1/namespaces/team");
+  ASSERT_EQ(d.code, 200) << d.body;
+  EXPECT_EQ(d.Str({"status", "phase"}), "Terminating");
+  // No new content in a terminating namespace.
+  Response create =
+      s.Post("/api/v1/namespaces/team/configmaps", ConfigMap("b"));
+  ExpectStatus(create, 403, "Forbidden");
+  // Neither a second DELETE nor an update ends it while its spec finalizer
+  // ("kubernetes", the namespace controller's) remains; an update cannot
+  // remove that finalizer.
+  EXPECT_EQ(s.Delete("/api/v1/namespaces/team").code, 200);
+  Response labelled =
+      s.Patch("/api/v1/namespaces/team",
+              R"({"metadata":{"labels":{"x":"1"}},"spec":{"finalizers":[]}})",
+              "application/merge-patch+json");
+  ASSERT_EQ(labelled.code, 200) << labelled.body;
+  ASSERT_EQ(labelled.At({"spec", "finalizers"})->Size(), 1u);
+  EXPECT_STREQ((*labelled.At({"spec", "finalizers"}))[0].GetString(),
+               "kubernetes");
+  EXPECT_EQ(s.Get("/api/v1/namespaces/team").code, 200);
+  // /finalize is PUT only; it takes the spec, never the status.
+  ExpectStatus(
+      s.Patch("/api/v1/namespaces/team/finalize",
+              R"({"spec":{"finalizers":[]}})", "application/merge-patch+json"),
+      405, "MethodNotAllowed");
+  Response fin = s.Put(
+      "/api/v1/namespaces/team/finalize",
+      R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":"team"},)"
+      R"("spec":{"finalizers":[]},"status":{"phase":"Active"}})");
+  ASSERT_EQ(fin.code, 200) << fin.body;
+  EXPECT_EQ(fin.Str({"status", "phase"}), "Terminating");
+  // The last finalizer gone: the namespace with it.
+  EXPECT_EQ(s.Get("/api/v1/namespaces/team").code, 404);
+  ExpectStatus(s.Delete("/api/v1/namespaces/default"), 403, "Forbidden");
+}
+
 TEST(ApiRestTest, ScaleSubresource) {
   TestServer s;
   ASSERT_EQ(s.Post(kDeployments, Deployment("web", 2)).code, 201);

@@ -40,6 +40,13 @@ const objects::metav1::ObjectMeta& MetaOf(const Msg& m) {
   return *meta;
 }
 
+// A namespace's spec.finalizers ("kubernetes" until the namespace
+// controller has emptied it) hold its deletion like metadata finalizers.
+bool HasSpecFinalizers(const Msg& m) {
+  const auto* ns = dynamic_cast<const objects::corev1::Namespace*>(&m);
+  return ns != nullptr && ns->spec().finalizers_size() > 0;
+}
+
 template <typename T>
 bool IsError(const ApiResult<T>& r) {
   return std::holds_alternative<ApiError>(r);
@@ -396,6 +403,8 @@ std::optional<ApiError> ResourceStore::PrepareUpdate(
   strategy_->Default(obj);
   if (subresource == "status") {
     strategy_->PrepareForStatusUpdate(obj, old);
+  } else if (subresource == "finalize") {
+    strategy_->PrepareForFinalizeUpdate(obj, old);
   } else {
     strategy_->PrepareForUpdate(obj, old);
   }
@@ -405,9 +414,10 @@ std::optional<ApiError> ResourceStore::PrepareUpdate(
       return e;
     }
   }
-  FieldErrors errs = subresource == "status"
-                         ? strategy_->ValidateStatusUpdate(*obj, old)
-                         : strategy_->ValidateUpdate(*obj, old);
+  FieldErrors errs =
+      subresource == "status"     ? strategy_->ValidateStatusUpdate(*obj, old)
+      : subresource == "finalize" ? strategy_->ValidateFinalizeUpdate(*obj, old)
+                                  : strategy_->ValidateUpdate(*obj, old);
   if (!errs.empty()) {
     return ApiError::Invalid(resource_->kind->gv.group, resource_->kind->kind,
                              meta->name(), errs);
@@ -482,9 +492,12 @@ ApiResult<WriteResult> ResourceStore::DoUpdate(std::string_view ns,
   }
   const objects::metav1::ObjectMeta& meta = MetaOf(**r);
   if (!created && old_deleting && meta.finalizers_size() == 0 &&
-      objects::IsBeingDeleted(meta)) {
+      objects::IsBeingDeleted(meta) && !HasSpecFinalizers(**r)) {
     // The update removed the last finalizer of an object whose deletion was
-    // requested: finish the deletion (registry.Store.shouldDeleteDuringUpdate).
+    // requested: finish the deletion (registry.Store.shouldDeleteDuringUpdate,
+    // and for namespaces ShouldDeleteNamespaceDuringUpdate, which also waits
+    // for spec.finalizers: the namespace controller's PUT of /finalize is
+    // what ends a namespace).
     Preconditions pre;
     pre.uid = meta.uid();
     pre.resource_version = meta.resourceversion();

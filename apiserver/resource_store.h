@@ -13,7 +13,9 @@
 //   update   PUT of the object or of /status: stale resourceVersion -> 409,
 //            immutable metadata kept, Prepare/Validate(Status)Update, the
 //            update that removes the last finalizer of a deleting object
-//            deletes it, create-on-update for leases and events.
+//            deletes it (a namespace also waits for its spec.finalizers,
+//            which only namespaces/finalize changes), create-on-update for
+//            leases and events.
 //   patch    JSON patch, JSON merge patch, strategic merge patch (with the
 //            Kubernetes patch metadata) and server-side apply (managedFields,
 //            conflicts, force, 201 on create); a resourceVersion in the patch
@@ -113,7 +115,8 @@ class ResourceStore {
   ApiResult<WriteResult> Create(std::string_view ns,
                                 std::unique_ptr<google::protobuf::Message> obj,
                                 const WriteContext& ctx);
-  // PUT of the main resource (subresource "") or of "status".
+  // PUT of the main resource (subresource ""), of "status", or of
+  // namespaces' "finalize".
   ApiResult<WriteResult> Update(std::string_view ns, std::string_view name,
                                 std::string_view subresource,
                                 std::unique_ptr<google::protobuf::Message> obj,

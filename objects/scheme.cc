@@ -323,6 +323,10 @@ void Scheme::RegisterBuiltins(Scheme* s) {
     if (r->resource == "pods") {
       r->subresources.push_back({"binding", binding, {"create"}});
     }
+    if (r->resource == "namespaces") {
+      // PUT only: the namespace controller removes its spec finalizer.
+      r->subresources.push_back({"finalize", r->kind, {"update"}});
+    }
     s->AddResource(std::move(r));
   }
   // POST /api/v1/namespaces/{ns}/bindings: the scheduler's older path.

@@ -12,7 +12,7 @@
 //   core v1      pods (po), nodes (no), namespaces (ns), configmaps (cm),
 //                secrets, services (svc), events (ev), bindings;
 //                pods/status, pods/binding, nodes/status, namespaces/status,
-//                services/status
+//                namespaces/finalize (update only), services/status
 //   apps/v1      deployments (deploy), replicasets (rs), each with /status
 //                and /scale (autoscaling/v1 Scale)
 //   coordination.k8s.io/v1  leases
@@ -58,7 +58,7 @@ struct KindInfo {
 };
 
 struct SubresourceInfo {
-  std::string name;  // "status", "scale", "binding"
+  std::string name;  // "status", "scale", "binding", "finalize"
   // The kind the subresource reads and writes (Scale is autoscaling/v1).
   const KindInfo* kind = nullptr;
   std::vector<std::string> verbs;

@@ -51,7 +51,7 @@ TEST(Scheme, CoreResources) {
   const Want wants[] = {
       {"pods", "Pod", true, {"po"}, {"status", "binding"}},
       {"nodes", "Node", false, {"no"}, {"status"}},
-      {"namespaces", "Namespace", false, {"ns"}, {"status"}},
+      {"namespaces", "Namespace", false, {"ns"}, {"status", "finalize"}},
       {"configmaps", "ConfigMap", true, {"cm"}, {}},
       {"secrets", "Secret", true, {}, {}},
       {"services", "Service", true, {"svc"}, {"status"}},

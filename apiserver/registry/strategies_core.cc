@@ -445,6 +445,21 @@ class NamespaceStrategy : public TypedStrategy<Namespace> {
   std::vector<TableColumn> Columns() const override {
     return printers::NamespaceColumns();
   }
+  void PrepareForFinalizeUpdate(
+      google::protobuf::Message* obj,
+      const google::protobuf::Message& old) const override {
+    auto* ns = static_cast<Namespace*>(obj);
+    const auto& prev = static_cast<const Namespace&>(old);
+    ns->mutable_metadata()->set_generation(prev.metadata().generation());
+    *ns->mutable_status() = prev.status();
+    EnsureNameLabel(ns);
+  }
+  FieldErrors ValidateFinalizeUpdate(
+      const google::protobuf::Message& obj,
+      const google::protobuf::Message& old) const override {
+    return ValidateUpdateT(static_cast<const Namespace&>(obj),
+                           static_cast<const Namespace&>(old));
+  }
 
  protected:
   void DefaultT(Namespace* ns) const override {

@@ -9,6 +9,8 @@
 //   create:   Default, PrepareForCreate, ValidateCreate
 //   update:   Default, PrepareForUpdate(old), ValidateUpdate(old)
 //   /status:  PrepareForStatusUpdate(old), ValidateStatusUpdate(old)
+//   /finalize (namespaces): PrepareForFinalizeUpdate(old),
+//             ValidateFinalizeUpdate(old)
 //   list/watch with ?fieldSelector: FieldValue, SupportedFieldLabels
 //   Table output: Columns, Row
 //   delete:   DefaultGracePeriodSeconds (pods: 30 s when bound to a node)
@@ -123,6 +125,12 @@ class Strategy {
   virtual void PrepareForStatusUpdate(
       google::protobuf::Message* obj,
       const google::protobuf::Message& old) const {}
+  // On update of namespaces/finalize: keep `old`'s status and take the
+  // new spec (its finalizers, which a plain update cannot change) and
+  // metadata (kube's namespaceFinalizeStrategy).
+  virtual void PrepareForFinalizeUpdate(
+      google::protobuf::Message* obj,
+      const google::protobuf::Message& old) const {}
 
   // Validation includes the object's metadata (name rule per kind, labels,
   // annotations, owner references, finalizers). ValidateUpdate does not
@@ -138,6 +146,11 @@ class Strategy {
     return {};
   }
   virtual FieldErrors ValidateStatusUpdate(
+      const google::protobuf::Message& obj,
+      const google::protobuf::Message& old) const {
+    return {};
+  }
+  virtual FieldErrors ValidateFinalizeUpdate(
       const google::protobuf::Message& obj,
       const google::protobuf::Message& old) const {
     return {};

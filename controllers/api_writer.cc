@@ -55,6 +55,20 @@ StatusOr<ObjectPtr> RestApiWriter::Get(const objects::ResourceInfo& resource,
                                        std::string_view name) {
   return Shared(client_->Get(resource, ns, name));
 }
+StatusOr<std::vector<ObjectPtr>> RestApiWriter::List(
+    const objects::ResourceInfo& resource, std::string_view ns) {
+  ASSIGN_OR_RETURN(informer::ListResult list,
+                   client_->ListObjects(resource, ns));
+  return std::move(list.items);
+}
+Status RestApiWriter::DeleteCollection(const objects::ResourceInfo& resource,
+                                       std::string_view ns,
+                                       const metav1::DeleteOptions& options) {
+  return client_->DeleteCollection(resource, ns, options);
+}
+StatusOr<ObjectPtr> RestApiWriter::Finalize(const corev1::Namespace& ns) {
+  return Shared(client_->Update(NamespacesResource(), ns, {}, "finalize"));
+}
 
 Status FakeApiWriter::Record(std::string action, ObjectPtr written) {
   std::lock_guard<std::mutex> l(mu_);
@@ -131,6 +145,29 @@ StatusOr<ObjectPtr> FakeApiWriter::Get(const objects::ResourceInfo& resource,
                        "\" not found");
 }
 
+StatusOr<std::vector<ObjectPtr>> FakeApiWriter::List(
+    const objects::ResourceInfo& resource, std::string_view ns) {
+  const std::string prefix = resource.resource + " " + std::string(ns) + "/";
+  std::vector<ObjectPtr> out;
+  std::lock_guard<std::mutex> l(mu_);
+  for (auto it = live_.lower_bound(prefix);
+       it != live_.end() && it->first.starts_with(prefix); ++it) {
+    out.push_back(it->second);
+  }
+  return out;
+}
+Status FakeApiWriter::DeleteCollection(const objects::ResourceInfo& resource,
+                                       std::string_view ns,
+                                       const metav1::DeleteOptions&) {
+  return Record("deletecollection " + resource.resource + " " + std::string(ns),
+                nullptr);
+}
+StatusOr<ObjectPtr> FakeApiWriter::Finalize(const corev1::Namespace& ns) {
+  auto copy = std::make_shared<corev1::Namespace>(ns);
+  RETURN_IF_ERROR(Record("finalize namespaces " + ns.metadata().name(), copy));
+  return ObjectPtr(copy);
+}
+
 std::vector<std::string> FakeApiWriter::Actions() const {
   std::lock_guard<std::mutex> l(mu_);
   return actions_;
@@ -172,6 +209,11 @@ void FakeApiWriter::SetLive(const objects::ResourceInfo& resource, ObjectPtr obj
   std::lock_guard<std::mutex> l(mu_);
   live_[Target(resource, "", objects::Namespace(*obj), objects::Name(*obj))] =
       std::move(obj);
+}
+void FakeApiWriter::RemoveLive(const objects::ResourceInfo& resource,
+                               std::string_view ns, std::string_view name) {
+  std::lock_guard<std::mutex> l(mu_);
+  live_.erase(Target(resource, "", ns, name));
 }
 
 }  // namespace kplane::controllers

@@ -12,7 +12,8 @@
 //                                           default/web"));
 //
 // Action strings: "<verb> <resource>[/<sub>] <namespace>/<name>" with verb
-// create | update | update-status | delete | bind (bind appends " -> node").
+// create | update | update-status | delete | bind (bind appends " -> node")
+// | finalize, and "deletecollection <resource> <namespace>".
 // A created object with only generateName is recorded under its
 // generateName and returned with a made-up name (generateName + counter).
 //
@@ -57,6 +58,17 @@ class ApiWriter {
   virtual StatusOr<ObjectPtr> Get(const objects::ResourceInfo& resource,
                                   std::string_view ns,
                                   std::string_view name) = 0;
+  // A live LIST of `resource` in `ns` (the namespace controller reads what
+  // is left in a namespace with it: it keeps no cache of every resource).
+  virtual StatusOr<std::vector<ObjectPtr>> List(
+      const objects::ResourceInfo& resource, std::string_view ns) = 0;
+  // DELETE of the collection: every object of `resource` in `ns`.
+  virtual Status DeleteCollection(const objects::ResourceInfo& resource,
+                                  std::string_view ns,
+                                  const metav1::DeleteOptions& options) = 0;
+  // PUT namespaces/<name>/finalize: sets the namespace's spec.finalizers
+  // (with its resourceVersion: 409 when stale).
+  virtual StatusOr<ObjectPtr> Finalize(const corev1::Namespace& ns) = 0;
 };
 
 class RestApiWriter : public ApiWriter {
@@ -76,6 +88,12 @@ class RestApiWriter : public ApiWriter {
               std::string_view pod_uid, std::string_view node) override;
   StatusOr<ObjectPtr> Get(const objects::ResourceInfo& resource,
                           std::string_view ns, std::string_view name) override;
+  StatusOr<std::vector<ObjectPtr>> List(const objects::ResourceInfo& resource,
+                                        std::string_view ns) override;
+  Status DeleteCollection(const objects::ResourceInfo& resource,
+                          std::string_view ns,
+                          const metav1::DeleteOptions& options) override;
+  StatusOr<ObjectPtr> Finalize(const corev1::Namespace& ns) override;
 
  private:
   informer::RestClient* const client_;
@@ -97,6 +115,12 @@ class FakeApiWriter : public ApiWriter {
               std::string_view pod_uid, std::string_view node) override;
   StatusOr<ObjectPtr> Get(const objects::ResourceInfo& resource,
                           std::string_view ns, std::string_view name) override;
+  StatusOr<std::vector<ObjectPtr>> List(const objects::ResourceInfo& resource,
+                                        std::string_view ns) override;
+  Status DeleteCollection(const objects::ResourceInfo& resource,
+                          std::string_view ns,
+                          const metav1::DeleteOptions& options) override;
+  StatusOr<ObjectPtr> Finalize(const corev1::Namespace& ns) override;
 
   // The actions so far, in order.
   std::vector<std::string> Actions() const;
@@ -109,8 +133,11 @@ class FakeApiWriter : public ApiWriter {
   // `cache`, as if its informer had seen them at once.
   void ReflectUpdates(const objects::ResourceInfo& resource,
                       informer::Indexer* cache);
-  // What Get returns for "<resource> <ns>/<name>" (else NotFound).
+  // What Get returns for "<resource> <ns>/<name>" (else NotFound), and
+  // List for "<resource> <ns>".
   void SetLive(const objects::ResourceInfo& resource, ObjectPtr obj);
+  void RemoveLive(const objects::ResourceInfo& resource, std::string_view ns,
+                  std::string_view name);
 
  private:
   Status Record(std::string action, ObjectPtr written);

@@ -37,6 +37,11 @@ const objects::ResourceInfo& DeploymentsResource() {
       Must(informer::RestClient::ResourceFor<appsv1::Deployment>());
   return r;
 }
+const objects::ResourceInfo& NamespacesResource() {
+  static const objects::ResourceInfo& r =
+      Must(informer::RestClient::ResourceFor<corev1::Namespace>());
+  return r;
+}
 const objects::ResourceInfo& LeasesResource() {
   static const objects::ResourceInfo& r =
       Must(informer::RestClient::ResourceFor<coordinationv1::Lease>());

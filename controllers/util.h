@@ -29,6 +29,7 @@ const objects::ResourceInfo& PodsResource();
 const objects::ResourceInfo& NodesResource();
 const objects::ResourceInfo& ReplicaSetsResource();
 const objects::ResourceInfo& DeploymentsResource();
+const objects::ResourceInfo& NamespacesResource();
 const objects::ResourceInfo& LeasesResource();
 
 // metav1.LabelSelector -> selector (LabelSelectorAsSelector): an empty

@@ -468,6 +468,13 @@ Status RestClient::Delete(const objects::ResourceInfo& resource,
   return Do(req).status();
 }
 
+Status RestClient::DeleteCollection(
+    const objects::ResourceInfo& resource, std::string_view ns,
+    const objects::metav1::DeleteOptions& options) {
+  // The collection's path: Delete without a name.
+  return Delete(resource, ns, "", options);
+}
+
 StatusOr<std::unique_ptr<WatchStream>> RestClient::Watch(
     const objects::ResourceInfo& resource, std::string_view ns,
     const ListOptions& options) {

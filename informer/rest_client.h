@@ -208,6 +208,12 @@ class RestClient {
   Status Delete(const objects::ResourceInfo& resource, std::string_view ns,
                 std::string_view name,
                 const objects::metav1::DeleteOptions& options = {});
+  // DELETE of the collection (deletecollection): every object of
+  // `resource` in `ns` ("" = all namespaces) is deleted with `options`, as
+  // if each were deleted on its own (graceful pods, finalizers).
+  Status DeleteCollection(const objects::ResourceInfo& resource,
+                          std::string_view ns,
+                          const objects::metav1::DeleteOptions& options = {});
   // Opens a watch (no retries: the reflector decides). The response head
   // has arrived when this returns; an error answer (400, 410, ...) is
   // returned here as a Status. Events stream through the WatchStream.

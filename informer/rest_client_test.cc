@@ -429,5 +429,39 @@ TEST(RestClientRequestTest, PatchDeleteOptionsAndQuery) {
   server.Stop();
 }
 
+TEST(RestClientRequestTest, DeleteCollectionDeletesAtTheCollectionPath) {
+  std::mutex mu;
+  std::vector<net::HttpRequest> seen;
+  net::HttpServer server({.name = "capture"});
+  server.HandlePrefix(
+      "", "/",
+      [&](const net::HttpRequest& req, std::shared_ptr<net::Responder> resp) {
+        {
+          std::lock_guard<std::mutex> l(mu);
+          seen.push_back(req);
+        }
+        resp->Respond(200, {{"Content-Type", "application/json"}},
+                      R"({"kind":"ConfigMapList","apiVersion":"v1",)"
+                      R"("metadata":{},"items":[]})");
+      });
+  ASSERT_TRUE(server.Start().ok());
+  auto client = RestClient::New(
+      {.server = "http://127.0.0.1:" + std::to_string(server.port())});
+  ASSERT_TRUE(client.ok());
+  objects::metav1::DeleteOptions del;
+  del.set_propagationpolicy("Background");
+  ASSERT_TRUE((*client)
+                  ->DeleteCollection(*Resource("", "configmaps"), "team", del)
+                  .ok());
+  std::lock_guard<std::mutex> l(mu);
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].method, "DELETE");
+  EXPECT_EQ(seen[0].target, "/api/v1/namespaces/team/configmaps");
+  EXPECT_NE(seen[0].body.find("\"propagationPolicy\":\"Background\""),
+            std::string::npos)
+      << seen[0].body;
+  server.Stop();
+}
+
 }  // namespace
 }  // namespace kplane::informer

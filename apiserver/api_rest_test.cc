@@ -610,23 +610,6 @@ TEST(ApiRestTest, GracefulPodDeletion) {
   EXPECT_EQ(s.Get(std::string(kPods) + "/bound").code, 404);
 }
 
-TEST(ApiRestTest, PodReaperRemovesPodsWhenGraceRunsOut) {
-  TestServer s;
-  ASSERT_EQ(s.Post(kPods, Pod("r", "", R"(,"nodeName":"node-1")")).code, 201);
-  Response list = s.Get(kPods);
-  auto w = s.Watch(std::string(kPods) + "?watch=true&resourceVersion=" +
-                   list.Str({"metadata", "resourceVersion"}));
-  Response d = s.Delete(std::string(kPods) + "/r?gracePeriodSeconds=1");
-  ASSERT_EQ(d.code, 200);
-  EXPECT_FALSE(d.Str({"metadata", "deletionTimestamp"}).empty());
-  rapidjson::Document e1 = w->NextJson();
-  EXPECT_STREQ(e1["type"].GetString(), "MODIFIED");
-  // Nobody deletes it with grace 0: the reaper does once the grace is over.
-  rapidjson::Document e2 = w->NextJson();
-  EXPECT_STREQ(e2["type"].GetString(), "DELETED");
-  EXPECT_EQ(s.Get(std::string(kPods) + "/r").code, 404);
-}
-
 TEST(ApiRestTest, DeleteCollectionBySelector) {
   TestServer s;
   ASSERT_EQ(s.Post(kConfigMaps, ConfigMap("a", R"({"x":"1"})")).code, 201);
@@ -639,36 +622,6 @@ TEST(ApiRestTest, DeleteCollectionBySelector) {
   Response left = s.Get(kConfigMaps);
   ASSERT_EQ(left.At({"items"})->Size(), 1u);
   EXPECT_STREQ((*left.At({"items"}))[0]["metadata"]["name"].GetString(), "c");
-}
-
-TEST(ApiRestTest, NamespaceDeletionEmptiesAndRemovesIt) {
-  TestServer s;
-  ASSERT_EQ(
-      s.Post("/api/v1/namespaces", R"({"metadata":{"name":"team"}})").code,
-      201);
-  ASSERT_EQ(s.Post("/api/v1/namespaces/team/configmaps", ConfigMap("a")).code,
-            201);
-  Response list = s.Get("/api/v1/namespaces");
-  auto w = s.Watch(
-      "/api/v1/"
-      "namespaces?watch=1&fieldSelector=metadata.name%3Dteam&resourceVersion=" +
-      list.Str({"metadata", "resourceVersion"}));
-  Response d = s.Delete("/api/v1/namespaces/team");
-  ASSERT_EQ(d.code, 200) << d.body;
-  EXPECT_EQ(d.Str({"status", "phase"}), "Terminating");
-  // No new content in a terminating namespace.
-  Response create =
-      s.Post("/api/v1/namespaces/team/configmaps", ConfigMap("b"));
-  ExpectStatus(create, 403, "Forbidden");
-  // The namespace goes away once its content is gone.
-  for (;;) {
-    rapidjson::Document e = w->NextJson();
-    ASSERT_TRUE(e.IsObject());
-    if (std::string(e["type"].GetString()) == "DELETED") break;
-  }
-  EXPECT_EQ(s.Get("/api/v1/namespaces/team").code, 404);
-  EXPECT_EQ(s.Get("/api/v1/namespaces/team/configmaps/a").code, 404);
-  ExpectStatus(s.Delete("/api/v1/namespaces/default"), 403, "Forbidden");
 }
 
 TEST(ApiRestTest, NamespaceGoesOnlyThroughFinalize) {

@@ -11,7 +11,6 @@
 #include "objects/meta.h"
 #include "objects/scheme.h"
 #include "objects/serializer.h"
-#include "apiserver/background.h"
 #include "apiserver/discovery.h"
 #include "apiserver/encoding.h"
 #include "apiserver/errors.h"
@@ -113,8 +112,6 @@ struct ApiServer::Impl {
   std::map<std::string, Backend*, std::less<>> by_key;  // "g/v/resource"
   Backend* namespaces = nullptr;
   Backend* pods = nullptr;
-  std::unique_ptr<PodReaper> reaper;
-  std::unique_ptr<NamespaceFinalizer> ns_finalizer;
   bool started = false;
 
   std::atomic<int> inflight_readonly{0};
@@ -1067,17 +1064,6 @@ Status ApiServer::Start() {
                                       std::make_shared<Discovery>(
                                           objects::Scheme::Default(), address)));
   RETURN_IF_ERROR(m.CreateSystemNamespaces());
-
-  m.reaper = std::make_unique<PodReaper>(m.pods->rest.get(), m.opts.clock);
-  m.reaper->Start();
-  std::vector<ResourceStore*> contents;
-  for (const auto& b : m.backends) {
-    if (b->info->namespaced) contents.push_back(b->rest.get());
-  }
-  m.ns_finalizer = std::make_unique<NamespaceFinalizer>(
-      m.namespaces->rest.get(), std::move(contents), m.opts.clock,
-      m.opts.namespace_retry_interval);
-  m.ns_finalizer->Start();
   LOG(INFO) << "apiserver listening on " << m.opts.bind_address << ":"
             << m.http->port();
   return Status::Ok();
@@ -1086,8 +1072,6 @@ Status ApiServer::Start() {
 void ApiServer::Stop() {
   Impl& m = *impl_;
   if (m.http) m.http->Stop();  // ends every watch and handler
-  if (m.reaper) m.reaper->Stop();
-  if (m.ns_finalizer) m.ns_finalizer->Stop();
   // Each cache stops its storage watch; in parallel, they take the time of
   // one.
   std::vector<std::thread> stoppers;

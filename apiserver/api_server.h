@@ -19,9 +19,11 @@
 // Per resource: one ObjectStore (apiserver/storage) over the KV, one watch
 // cache (apiserver/cacher) serving LIST and WATCH, one ResourceStore with
 // the generic REST rules and the resource's Strategy (apiserver/registry).
-// Background: the PodReaper and the NamespaceFinalizer (background.h).
 // At start the namespaces default, kube-system, kube-public and
-// kube-node-lease are created if missing.
+// kube-node-lease are created if missing. It runs no controllers: deleted
+// namespaces are emptied and ended by the controller manager's namespace
+// controller, and pods whose graceful deletion nobody finishes are removed
+// by its pod GC, as in Kubernetes.
 //
 // Limits: at most max_requests_inflight read-only and
 // max_mutating_requests_inflight mutating requests at once (429 with
@@ -69,8 +71,6 @@ struct ApiServerOptions {
   // Watches without timeoutSeconds end after a random time in
   // [min_request_timeout, 2 * min_request_timeout), as kube-apiserver does.
   Duration min_request_timeout = seconds(1800);
-  // How often a terminating namespace is re-checked while objects remain.
-  Duration namespace_retry_interval = seconds(2);
 
   int io_threads = 1;
   int worker_threads = 64;

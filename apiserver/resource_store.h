@@ -24,7 +24,8 @@
 //            (deletionTimestamp = now + grace, deletionGracePeriodSeconds),
 //            propagationPolicy finalizers (orphan / foregroundDeletion),
 //            finalizers pending -> deletionTimestamp only, namespaces go
-//            Terminating first (the NamespaceFinalizer empties them), the
+//            Terminating first (the namespace controller empties them and
+//            removes its spec finalizer through /finalize), the
 //            namespaces default/kube-system/kube-public cannot be deleted.
 //   scale    /scale GET/PUT/PATCH through Strategy::ToScale/ApplyScale.
 //   binding  pods/binding: sets spec.nodeName once, PodScheduled=True.

@@ -202,7 +202,6 @@ class TestServer {
     o.kv = kv;
     o.metrics = &metrics_;
     o.worker_threads = 16;
-    o.namespace_retry_interval = milliseconds(100);
     if (tweak) tweak(&o);
     api_ = std::make_unique<ApiServer>(o);
     Status s = api_->Start();

@@ -10,7 +10,9 @@
 #include "controllers/api_writer.h"
 #include "controllers/deployment_controller.h"
 #include "controllers/garbage_collector.h"
+#include "controllers/namespace_controller.h"
 #include "controllers/node_lifecycle_controller.h"
+#include "controllers/pod_gc_controller.h"
 #include "controllers/replicaset_controller.h"
 #include "controllers/scheduler.h"
 #include "informer/informer_factory.h"
@@ -60,7 +62,8 @@ class ControllerManager::Impl {
     for (const std::string& c : options_.controllers) {
       static const std::vector<std::string> kKnown = {
           "*",         "replicaset",    "deployment",
-          "scheduler", "nodelifecycle", "garbagecollector"};
+          "scheduler", "nodelifecycle", "garbagecollector",
+          "namespace", "podgc"};
       if (std::find(kKnown.begin(), kKnown.end(), c) == kKnown.end()) {
         return InvalidArgumentError("unknown controller \"" + c + "\"");
       }
@@ -226,6 +229,27 @@ class ControllerManager::Impl {
                                   .clock = clock_,
                                   .metrics = metrics_});
       c->RegisterHandlers(pods, rss, deps);
+      run->controllers.push_back(std::move(c));
+    }
+    if (Wanted("namespace")) {
+      informer::SharedIndexInformer* namespaces =
+          f.InformerFor<corev1::Namespace>();
+      auto c = std::make_unique<NamespaceController>(NamespaceControllerOptions{
+          .api = api,
+          .namespaces = &namespaces->GetIndexer(),
+          .retry_interval = options_.namespace_retry_interval,
+          .clock = clock_,
+          .metrics = metrics_});
+      c->RegisterHandlers(namespaces);
+      run->controllers.push_back(std::move(c));
+    }
+    if (Wanted("podgc")) {
+      auto c = std::make_unique<PodGCController>(
+          PodGCControllerOptions{.api = api,
+                                 .pods = &pods->GetIndexer(),
+                                 .clock = clock_,
+                                 .metrics = metrics_});
+      c->RegisterHandlers(pods);
       run->controllers.push_back(std::move(c));
     }
     f.Start();

@@ -14,9 +14,10 @@
 // to campaign again. Without leader_elect the controllers start at once.
 //
 // Controllers: replicaset, deployment, scheduler, nodelifecycle,
-// garbagecollector (all by default; `controllers` picks a subset). The
-// namespace controller is not here: the API server finalizes namespaces
-// itself (apiserver/background.h).
+// garbagecollector, namespace, podgc (all by default; `controllers` picks a
+// subset). Without namespace, deleted namespaces stay Terminating; without
+// podgc, pods deleted gracefully on a node with no kubelet stay
+// Terminating, as in Kubernetes without its controller manager.
 //
 // HTTP on bind_address:port (port 0 = none; the port may be
 // ephemeral via `ephemeral_port`): GET /healthz ("ok"), GET /metrics
@@ -68,6 +69,9 @@ struct ControllerManagerOptions {
   bool release_lease_on_stop = true;
   // Which controllers run: "*" or names.
   std::vector<std::string> controllers = {"*"};
+  // How often the namespace controller re-checks a Terminating namespace
+  // whose content is not gone yet.
+  Duration namespace_retry_interval = seconds(2);
   Duration informer_resync = Duration(0);
 };
 

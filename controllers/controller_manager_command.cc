@@ -18,7 +18,8 @@ namespace kplane::controllers {
 int RunControllerManagerCommand(const std::vector<std::string>& args) {
   FlagSet flags("kplane controller-manager",
                 "Runs kplane's controllers (replicaset, deployment, scheduler, "
-                "nodelifecycle, garbagecollector) against an API server.");
+                "nodelifecycle, garbagecollector, namespace, podgc) against an "
+                "API server.");
   ControllerManagerOptions o;
   std::string master = o.server;
   std::string controllers = "*";

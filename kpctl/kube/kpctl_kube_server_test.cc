@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "apiserver/test_server.h"
+#include "controllers/controller_manager.h"
 #include "kpctl/kube/kube_command.h"
 
 namespace kplane::kpctl::kube {
@@ -733,6 +734,17 @@ TEST_F(KpctlServerTest, GetJsonPath) {
 }
 
 TEST_F(KpctlServerTest, DeleteWaitsForATerminatingNamespace) {
+  // The namespace controller empties and ends deleted namespaces, as the
+  // controller manager of a cluster does.
+  metrics::Registry registry;
+  auto cm = controllers::ControllerManager::Start(
+      {.server = "http://" + Server(),
+       .leader_elect = false,
+       .port = 0,
+       .metrics = &registry,
+       .controllers = {"namespace"},
+       .namespace_retry_interval = milliseconds(100)});
+  ASSERT_TRUE(cm.ok()) << cm.status();
   ASSERT_EQ(Run("apply", {"-f", "-"}, R"(apiVersion: v1
 kind: Namespace
 metadata: {name: gone}

@@ -1,7 +1,7 @@
 #include "storage/client/maintenance.h"
 
 #include "storage/etcdjson/etcd_json.h"
-#include "storage/client/json_stream.h"
+#include "storage/etcdjson/json_stream.h"
 
 namespace kplane::storage {
 
@@ -123,7 +123,7 @@ StatusOr<uint64_t> Maintenance::Snapshot(
     }
     return etcdjson::ErrorToStatus(head.status, data);
   }
-  JsonObjectSplitter split;
+  etcdjson::JsonObjectSplitter split;
   uint64_t total = 0;
   std::string object;
   for (;;) {
@@ -134,7 +134,7 @@ StatusOr<uint64_t> Maintenance::Snapshot(
     kplane::Status err;
     while (split.Next(&object, &err)) {
       etcdserverpb::SnapshotResponse resp;
-      RETURN_IF_ERROR(ParseStreamMessage(object, &resp));
+      RETURN_IF_ERROR(etcdjson::ParseStreamMessage(object, &resp));
       total += resp.blob().size();
       RETURN_IF_ERROR(sink(resp.blob()));
     }

@@ -6,7 +6,7 @@
 
 #include "base/logging.h"
 #include "storage/etcdjson/etcd_json.h"
-#include "storage/client/json_stream.h"
+#include "storage/etcdjson/json_stream.h"
 
 namespace kplane::storage {
 
@@ -54,7 +54,7 @@ Attempt RunUnary(net::HttpClient* client, std::string_view path,
   if (!streamed_result) return {etcdjson::ParseJson(r->body, resp), false};
   // A streaming endpoint called with one request: the answer is one
   // {"result":...} object (or an in-stream error).
-  JsonObjectSplitter split;
+  etcdjson::JsonObjectSplitter split;
   split.Feed(r->body);
   std::string object;
   Status err;
@@ -62,7 +62,7 @@ Attempt RunUnary(net::HttpClient* client, std::string_view path,
     if (!err.ok()) return {err, false};
     return {UnavailableError("empty answer from " + std::string(path)), true};
   }
-  return {ParseStreamMessage(object, resp), false};
+  return {etcdjson::ParseStreamMessage(object, resp), false};
 }
 
 }  // namespace
@@ -476,7 +476,7 @@ class RemoteWatch : public Watch {
     if (stream->Send(etcdjson::ToJson(wr)).ok() && stream->CloseSend().ok()) {
       auto head = stream->ReadHead(kv->options().request_timeout);
       if (head.ok() && head->status == 200) {
-        JsonObjectSplitter split;
+        etcdjson::JsonObjectSplitter split;
         std::string chunk, object;
         Status err;
         while (!got) {
@@ -485,7 +485,7 @@ class RemoteWatch : public Watch {
           if (!more.ok() || !*more) break;
           split.Feed(chunk);
           if (split.Next(&object, &err)) {
-            got = ParseStreamMessage(object, &resp).ok();
+            got = etcdjson::ParseStreamMessage(object, &resp).ok();
             break;
           }
           if (!err.ok()) break;
@@ -613,7 +613,7 @@ class RemoteWatch : public Watch {
       }
       return etcdjson::ErrorToStatus(head->status, body);
     }
-    JsonObjectSplitter split;
+    etcdjson::JsonObjectSplitter split;
     std::string chunk;
     std::string object;
     for (;;) {
@@ -625,7 +625,7 @@ class RemoteWatch : public Watch {
       Status err;
       while (split.Next(&object, &err)) {
         etcdserverpb::WatchResponse resp;
-        RETURN_IF_ERROR(ParseStreamMessage(object, &resp));
+        RETURN_IF_ERROR(etcdjson::ParseStreamMessage(object, &resp));
         RETURN_IF_ERROR(Handle(st, ep, stream, resp, progressed));
         if (st->finished) return Status::Ok();
       }

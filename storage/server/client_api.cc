@@ -10,6 +10,7 @@
 #include "base/crc32c.h"
 #include "base/logging.h"
 #include "storage/etcdjson/etcd_json.h"
+#include "storage/etcdjson/json_stream.h"
 #include "storage/mvcc/watch.h"
 #include "storage/server/watch_json.h"
 
@@ -79,62 +80,6 @@ void RespondPlain(Responder* r, int status, const std::string& text) {
   r->Respond(status, {{"Content-Type", "text/plain; charset=utf-8"}},
              text + "\n");
 }
-
-// Splits a stream of concatenated JSON objects ({"a":1}{"b":2} or one per
-// line) into whole objects. Example: feeding `{"x":"}"}{"y` then `":1}`
-// yields `{"x":"}"}` after the first call and `{"y":1}` after the second.
-class JsonObjectSplitter {
- public:
-  void Feed(std::string_view data) { buf_.append(data); }
-  // The next complete top-level value, if any. Sets *bad for input that is
-  // not an object.
-  std::optional<std::string> Next(bool* bad) {
-    while (scan_ < buf_.size()) {
-      char c = buf_[scan_];
-      if (depth_ == 0) {
-        if (c == ' ' || c == '\n' || c == '\r' || c == '\t') {
-          ++scan_;
-          start_ = scan_;
-          continue;
-        }
-        if (c != '{') {
-          *bad = true;
-          return std::nullopt;
-        }
-      }
-      ++scan_;
-      if (in_string_) {
-        if (escape_) {
-          escape_ = false;
-        } else if (c == '\\') {
-          escape_ = true;
-        } else if (c == '"') {
-          in_string_ = false;
-        }
-        continue;
-      }
-      if (c == '"') {
-        in_string_ = true;
-      } else if (c == '{' || c == '[') {
-        ++depth_;
-      } else if (c == '}' || c == ']') {
-        if (--depth_ == 0) {
-          std::string obj = buf_.substr(start_, scan_ - start_);
-          buf_.erase(0, scan_);
-          scan_ = start_ = 0;
-          return obj;
-        }
-      }
-    }
-    return std::nullopt;
-  }
-
- private:
-  std::string buf_;
-  size_t scan_ = 0, start_ = 0;
-  int depth_ = 0;
-  bool in_string_ = false, escape_ = false;
-};
 
 bool IsReadOnlyTxn(const etcdserverpb::TxnRequest& t) {
   auto ops_read_only = [](const auto& ops) {
@@ -244,17 +189,20 @@ class WatchSession : public std::enable_shared_from_this<WatchSession> {
  private:
   void OnData(std::string_view data, bool eof) {
     splitter_.Feed(data);
-    bool bad = false;
-    while (auto obj = splitter_.Next(&bad)) {
+    std::string obj;
+    Status framing;
+    while (splitter_.Next(&obj, &framing)) {
       etcdserverpb::WatchRequest req;
-      Status s = etcdjson::ParseJson(*obj, &req);
+      Status s = etcdjson::ParseJson(obj, &req);
       if (!s.ok()) {
         Reject(s);
         return;
       }
       Handle(req);
     }
-    if (bad) Reject(InvalidArgumentError("invalid character in watch request"));
+    if (!framing.ok()) {
+      Reject(InvalidArgumentError("invalid character in watch request"));
+    }
     (void)eof;  // the response stream stays open after the request ends
   }
 
@@ -341,7 +289,7 @@ class WatchSession : public std::enable_shared_from_this<WatchSession> {
   StoreServer* const server_;
   const std::shared_ptr<WatchDrainer> drainer_;
   ResponderPtr r_;
-  JsonObjectSplitter splitter_;  // body callbacks run one at a time
+  etcdjson::JsonObjectSplitter splitter_;  // body callbacks run one at a time
   std::atomic<bool> drain_scheduled_{false};
   std::mutex mu_;
   std::unique_ptr<mvcc::WatchStream> stream_;  // guarded by mu_
@@ -568,15 +516,17 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
   both(
       "/lease/keepalive",
       [s](const HttpRequest&, ResponderPtr r) {
-        auto splitter = std::make_shared<JsonObjectSplitter>();
+        auto splitter = std::make_shared<etcdjson::JsonObjectSplitter>();
         auto started = std::make_shared<bool>(false);
         r->OnBodyData([s, r, splitter, started](std::string_view data,
                                                 bool eof) {
           splitter->Feed(data);
+          std::string obj;
+          Status framing;
           bool bad = false;
-          while (auto obj = splitter->Next(&bad)) {
+          while (splitter->Next(&obj, &framing)) {
             etcdserverpb::LeaseKeepAliveRequest q;
-            Status st = etcdjson::ParseJson(*obj, &q);
+            Status st = etcdjson::ParseJson(obj, &q);
             if (!st.ok()) {
               bad = true;
               break;
@@ -605,6 +555,7 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
             }
             r->Write(out);
           }
+          if (!framing.ok()) bad = true;
           if (bad) {
             etcdjson::HttpError e{500, etcdjson::kGrpcUnknown,
                                  "invalid keepalive request"};

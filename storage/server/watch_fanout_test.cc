@@ -17,7 +17,7 @@
 #include "net/http_client.h"
 #include "net/http_server.h"
 #include "storage/etcdjson/etcd_json.h"
-#include "storage/client/json_stream.h"
+#include "storage/etcdjson/json_stream.h"
 #include "storage/server/client_api.h"
 #include "storage/server/store_server.h"
 
@@ -102,7 +102,7 @@ TEST_F(WatchFanoutTest, ManyStreamsGetEveryEventOnceAndInOrder) {
   std::vector<std::thread> threads;
   for (Reader& r : readers) {
     threads.emplace_back([&r, &mu, &cv, &created, kTotal] {
-      JsonObjectSplitter split;
+      etcdjson::JsonObjectSplitter split;
       std::string chunk, object;
       while (r.revs.size() < kTotal) {
         chunk.clear();
@@ -116,7 +116,7 @@ TEST_F(WatchFanoutTest, ManyStreamsGetEveryEventOnceAndInOrder) {
         Status err;
         while (split.Next(&object, &err)) {
           etcdserverpb::WatchResponse resp;
-          Status ps = ParseStreamMessage(object, &resp);
+          Status ps = etcdjson::ParseStreamMessage(object, &resp);
           if (!ps.ok()) {
             r.error = ps;
             return;

@@ -7,7 +7,7 @@
 #include <regex>
 
 #include "base/base64.h"
-#include "storage/client/json_stream.h"
+#include "storage/etcdjson/json_stream.h"
 
 namespace kplane::e2e {
 
@@ -158,7 +158,7 @@ std::vector<std::string> Side::Watch(const std::string& body, size_t n,
     }
     return {"HTTP " + std::to_string(head->status) + " " + Normalize(b)};
   }
-  storage::JsonObjectSplitter split;
+  etcdjson::JsonObjectSplitter split;
   std::string chunk, object;
   bool ran = between == nullptr;
   while (out.size() < n) {

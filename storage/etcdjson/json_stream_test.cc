@@ -1,10 +1,10 @@
-#include "storage/client/json_stream.h"
+#include "storage/etcdjson/json_stream.h"
 
 #include <gtest/gtest.h>
 
 #include "schemas/rpc.pb.h"
 
-namespace kplane::storage {
+namespace kplane::etcdjson {
 namespace {
 
 std::vector<std::string> Drain(JsonObjectSplitter* s, Status* err) {
@@ -107,4 +107,4 @@ TEST(ParseStreamMessage, UnaryShapedErrorAndGarbage) {
 }
 
 }  // namespace
-}  // namespace kplane::storage
+}  // namespace kplane::etcdjson

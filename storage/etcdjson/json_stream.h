@@ -1,6 +1,9 @@
-// Decoding etcd's streamed JSON responses (/v3/watch, /v3/lease/keepalive,
-// /v3/maintenance/snapshot): a body of `{"result":{...}}` objects, each
-// followed by "\n" in etcd 3.4, arriving in arbitrary pieces.
+// etcd's streamed JSON bodies: a sequence of top-level JSON objects arriving
+// in arbitrary pieces. Both directions use it: the client decodes the
+// responses of /v3/watch, /v3/lease/keepalive and /v3/maintenance/snapshot
+// (`{"result":{...}}` objects, each followed by "\n" in etcd 3.4;
+// storage/client), and the server reads the request streams of /v3/watch and
+// /v3/lease/keepalive (storage/server/client_api.cc).
 //
 // JsonObjectSplitter cuts such a byte stream into complete top-level JSON
 // objects. It does not rely on the newline: it tracks brace depth outside
@@ -23,8 +26,8 @@
 // Thread-safety: a JsonObjectSplitter is used by one thread at a time.
 // Errors: kInvalidArgument for bytes that cannot start an object (the
 // splitter) or a message that does not decode (ParseStreamMessage).
-#ifndef KPLANE_STORAGE_CLIENT_JSON_STREAM_H_
-#define KPLANE_STORAGE_CLIENT_JSON_STREAM_H_
+#ifndef KPLANE_STORAGE_ETCDJSON_JSON_STREAM_H_
+#define KPLANE_STORAGE_ETCDJSON_JSON_STREAM_H_
 
 #include <google/protobuf/message.h>
 
@@ -33,7 +36,7 @@
 
 #include "base/status.h"
 
-namespace kplane::storage {
+namespace kplane::etcdjson {
 
 class JsonObjectSplitter {
  public:
@@ -60,6 +63,6 @@ class JsonObjectSplitter {
 Status ParseStreamMessage(std::string_view object,
                           google::protobuf::Message* msg);
 
-}  // namespace kplane::storage
+}  // namespace kplane::etcdjson
 
-#endif  // KPLANE_STORAGE_CLIENT_JSON_STREAM_H_
+#endif  // KPLANE_STORAGE_ETCDJSON_JSON_STREAM_H_

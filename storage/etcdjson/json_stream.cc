@@ -1,4 +1,4 @@
-#include "storage/client/json_stream.h"
+#include "storage/etcdjson/json_stream.h"
 
 #include <rapidjson/document.h>
 #include <rapidjson/stringbuffer.h>
@@ -7,7 +7,7 @@
 #include "storage/etcdjson/etcd_json.h"
 #include "storage/etcdjson/etcd_json_value.h"
 
-namespace kplane::storage {
+namespace kplane::etcdjson {
 
 void JsonObjectSplitter::Feed(std::string_view data) {
   // Drop what has been handed out already, so the buffer does not grow
@@ -87,12 +87,15 @@ Status ParseStreamMessage(std::string_view object,
     return InvalidArgumentError("undecodable stream message: " +
                                 std::string(object.substr(0, 200)));
   }
-  auto result = d.FindMember("result");
-  if (result != d.MemberEnd()) {
-    return etcdjson::ParseJsonValue(result->value, msg);
+  // Const iterators: clang rejects comparing rapidjson's mutable member
+  // iterators under C++20 (-Wambiguous-reversed-operator).
+  const rapidjson::Document& doc = d;
+  auto result = doc.FindMember("result");
+  if (result != doc.MemberEnd()) {
+    return ParseJsonValue(result->value, msg);
   }
-  auto err = d.FindMember("error");
-  if (err != d.MemberEnd()) {
+  auto err = doc.FindMember("error");
+  if (err != doc.MemberEnd()) {
     if (err->value.IsObject()) {
       // grpc-gateway's stream error: {"grpc_code":N,"http_code":H,
       // "message":M,"http_status":S}. Rebuild etcd's unary error shape and
@@ -115,13 +118,13 @@ Status ParseStreamMessage(std::string_view object,
       body.AddMember("error", rapidjson::Value(message.c_str(), a), a);
       body.AddMember("message", rapidjson::Value(message.c_str(), a), a);
       body.AddMember("code", code, a);
-      return etcdjson::ErrorToStatus(http, Serialize(body));
+      return ErrorToStatus(http, Serialize(body));
     }
     // A unary-style error body ({"error":M,"message":M,"code":N}).
-    return etcdjson::ErrorToStatus(500, object);
+    return ErrorToStatus(500, object);
   }
   return InvalidArgumentError("stream message has neither result nor error: " +
                               std::string(object.substr(0, 200)));
 }
 
-}  // namespace kplane::storage
+}  // namespace kplane::etcdjson

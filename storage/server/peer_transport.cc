@@ -14,6 +14,7 @@
 #include "net/http_client.h"
 #include "storage/etcdjson/etcd_json.h"
 #include "storage/raft/util.h"
+#include "storage/server/cluster.h"
 
 namespace kplane::storage {
 namespace fs = std::filesystem;
@@ -87,11 +88,11 @@ class HttpPeerTransport::Peer {
   ~Peer() { Stop(); }
 
   void SetUrls(std::vector<std::string> urls) {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     urls_ = std::move(urls);
   }
   std::vector<std::string> urls() {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     return urls_;
   }
 
@@ -102,7 +103,7 @@ class HttpPeerTransport::Peer {
     size_t queued = 0;
     bool wake = false;
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       if (stop_ || TimePointNow() < backoff_until_) return msgs.size();
       for (raftpb::Message& m : msgs) {
         if (queue_.size() >= t_->options_.max_queued_messages) break;
@@ -119,7 +120,7 @@ class HttpPeerTransport::Peer {
 
   void Stop() {
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       stop_ = true;
       if (stream_) stream_->Cancel();
     }
@@ -138,10 +139,11 @@ class HttpPeerTransport::Peer {
     while (true) {
       std::deque<raftpb::Message> batch;
       {
-        std::unique_lock<std::mutex> l(mu_);
+        MutexLock l(&mu_);
         sender_waiting_ = true;
         wake_sent_ = false;
-        cv_.wait(l, [&] { return stop_ || !queue_.empty(); });
+        cv_.wait(l.native(),
+                 [&]() REQUIRES(mu_) { return stop_ || !queue_.empty(); });
         sender_waiting_ = false;
         if (stop_) {
           // `stream` dies with this frame: a later Stop() (the destructor
@@ -167,8 +169,8 @@ class HttpPeerTransport::Peer {
                          "POST", "/raft/stream",
                          {{"Content-Type", "application/octet-stream"},
                           {"X-Kplane-Cluster-Id",
-                           HexId(t_->server_->cluster_id())},
-                          {"X-Kplane-From", HexId(t_->server_->member_id())},
+                           HexId(t_->handler_->cluster_id())},
+                          {"X-Kplane-From", HexId(t_->handler_->member_id())},
                           {"X-Kplane-To", HexId(id_)}})
                    : StatusOr<std::unique_ptr<net::HttpStream>>(c.status());
         if (!s.ok()) {
@@ -177,13 +179,13 @@ class HttpPeerTransport::Peer {
         }
         client = std::move(*c);
         stream = std::move(*s);
-        std::lock_guard<std::mutex> l(mu_);
+        MutexLock l(&mu_);
         stream_ = stream.get();
       }
       Status s = stream->Send(buf);
       if (!s.ok()) {
         {
-          std::lock_guard<std::mutex> l(mu_);
+          MutexLock l(&mu_);
           stream_ = nullptr;
         }
         stream.reset();
@@ -201,32 +203,36 @@ class HttpPeerTransport::Peer {
     LOG(DEBUG) << "peer " << HexId(id_) << ": " << why;
     t_->dropped_->Inc(static_cast<double>(dropped));
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       backoff_until_ = TimePointNow() + milliseconds(100);
       queue_.clear();
     }
-    if (RaftNode* node = t_->server_->node()) node->ReportUnreachable(id_);
+    t_->handler_->ReportUnreachable(id_);
   }
 
   HttpPeerTransport* t_;
   const uint64_t id_;
-  std::mutex mu_;
+  // Taken after HttpPeerTransport::mu_ (AddPeer updates the URLs under it).
+  Mutex mu_;
   std::condition_variable cv_;
-  std::vector<std::string> urls_;      // guarded by mu_
-  std::deque<raftpb::Message> queue_;  // guarded by mu_
-  bool stop_ = false;                  // guarded by mu_
-  bool sender_waiting_ = false;        // guarded by mu_: Run() sleeps on cv_
-  bool wake_sent_ = false;             // guarded by mu_: notified since
-  TimePoint backoff_until_;            // guarded by mu_
-  net::HttpStream* stream_ = nullptr;  // guarded by mu_; for Cancel
+  std::vector<std::string> urls_ GUARDED_BY(mu_);
+  std::deque<raftpb::Message> queue_ GUARDED_BY(mu_);
+  bool stop_ GUARDED_BY(mu_) = false;
+  // Run() sleeps on cv_.
+  bool sender_waiting_ GUARDED_BY(mu_) = false;
+  // The sender was notified since it went to sleep.
+  bool wake_sent_ GUARDED_BY(mu_) = false;
+  TimePoint backoff_until_ GUARDED_BY(mu_);
+  // The open stream, for Cancel from Stop().
+  net::HttpStream* stream_ GUARDED_BY(mu_) = nullptr;
   std::thread thread_;
 };
 
 // ---------------------------------------------------------------------------
 
-HttpPeerTransport::HttpPeerTransport(StoreServer* server,
+HttpPeerTransport::HttpPeerTransport(PeerHandler* handler,
                                      PeerTransportOptions options)
-    : server_(server), options_(std::move(options)) {
+    : handler_(handler), options_(std::move(options)) {
   auto* reg = options_.metrics;
   sent_bytes_ = reg->NewCounter("etcd_network_peer_sent_bytes_total",
                                 "Bytes of raft messages sent to peers.")
@@ -256,7 +262,7 @@ void HttpPeerTransport::Stop() {
   std::map<uint64_t, std::shared_ptr<Peer>> peers;
   std::vector<std::thread> snaps;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     peers.swap(peers_);
     snaps.swap(snapshot_threads_);
   }
@@ -268,7 +274,7 @@ void HttpPeerTransport::Stop() {
 
 std::shared_ptr<HttpPeerTransport::Peer> HttpPeerTransport::FindPeer(
     uint64_t id) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   auto it = peers_.find(id);
   return it == peers_.end() ? nullptr : it->second;
 }
@@ -276,7 +282,7 @@ std::shared_ptr<HttpPeerTransport::Peer> HttpPeerTransport::FindPeer(
 void HttpPeerTransport::AddPeer(uint64_t id,
                                 const std::vector<std::string>& urls) {
   if (stopped_.load()) return;
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   auto it = peers_.find(id);
   if (it != peers_.end()) {
     it->second->SetUrls(urls);
@@ -288,7 +294,7 @@ void HttpPeerTransport::AddPeer(uint64_t id,
 void HttpPeerTransport::RemovePeer(uint64_t id) {
   std::shared_ptr<Peer> p;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     auto it = peers_.find(id);
     if (it == peers_.end()) return;
     p = it->second;
@@ -322,18 +328,16 @@ void HttpPeerTransport::Send(std::vector<raftpb::Message> msgs) {
 }
 
 void HttpPeerTransport::SendSnapshot(raftpb::Message msg) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   if (stopped_.load()) return;
   snapshot_threads_.emplace_back([this, msg = std::move(msg)]() mutable {
     uint64_t to = msg.to();
     static std::atomic<uint64_t> seq{0};
-    std::string dir = server_->config().data_dir + "/member/snap/outgoing-" +
+    std::string dir = handler_->SnapshotStagingDir() + "/outgoing-" +
                       HexId(to) + "-" + std::to_string(++seq);
     auto report = [&](bool ok) {
-      if (RaftNode* node = server_->node()) {
-        node->ReportSnapshot(to, ok ? raft::SnapshotStatus::kFinish
-                                    : raft::SnapshotStatus::kFailure);
-      }
+      handler_->ReportSnapshot(to, ok ? raft::SnapshotStatus::kFinish
+                                      : raft::SnapshotStatus::kFailure);
     };
     std::shared_ptr<Peer> peer = FindPeer(to);
     std::vector<std::string> urls =
@@ -341,7 +345,7 @@ void HttpPeerTransport::SendSnapshot(raftpb::Message msg) {
     Status s = urls.empty() ? UnavailableError("unknown peer") : Status();
     if (s.ok()) {
       // Describe what we actually send: the state as of the checkpoint.
-      auto meta = server_->SnapshotTo(dir);
+      auto meta = handler_->SnapshotTo(dir);
       if (meta.ok()) {
         *msg.mutable_snapshot()->mutable_metadata() = *meta;
       } else {
@@ -362,8 +366,8 @@ void HttpPeerTransport::SendSnapshot(raftpb::Message msg) {
         auto st = (*c)->OpenStream(
             "POST", "/raft/snapshot",
             {{"Content-Type", "application/octet-stream"},
-             {"X-Kplane-Cluster-Id", HexId(server_->cluster_id())},
-             {"X-Kplane-From", HexId(server_->member_id())}});
+             {"X-Kplane-Cluster-Id", HexId(handler_->cluster_id())},
+             {"X-Kplane-From", HexId(handler_->member_id())}});
         if (st.ok()) {
           stream = std::move(*st);
         } else {
@@ -428,11 +432,11 @@ bool HttpPeerTransport::CheckPeerHeaders(const net::HttpRequest& req,
                                          net::Responder* r) {
   auto cluster = ParseHexId(req.headers.Get("X-Kplane-Cluster-Id"));
   auto from = ParseHexId(req.headers.Get("X-Kplane-From"));
-  if (!cluster.ok() || !from.ok() || *cluster != server_->cluster_id()) {
+  if (!cluster.ok() || !from.ok() || *cluster != handler_->cluster_id()) {
     r->Respond(412, {{"Content-Type", "text/plain"}}, "cluster id mismatch\n");
     return false;
   }
-  if (server_->membership()->IsRemoved(*from)) {
+  if (handler_->IsRemovedMember(*from)) {
     r->Respond(412, {{"Content-Type", "text/plain"}},
                "the member has been permanently removed from the cluster\n");
     return false;
@@ -453,7 +457,6 @@ void HttpPeerTransport::HandleStream(const net::HttpRequest& req,
     st->buf.append(data);
     std::string_view frame;
     bool bad = false;
-    RaftNode* node = server_->node();
     std::vector<raftpb::Message> msgs;
     while (NextFrame(st->buf, &st->pos, &frame, &bad)) {
       raftpb::Message& m = msgs.emplace_back();
@@ -464,7 +467,7 @@ void HttpPeerTransport::HandleStream(const net::HttpRequest& req,
       }
     }
     // Everything this read brought, to the node loop with one wake-up.
-    if (node) node->StepMany(std::move(msgs));
+    handler_->Process(std::move(msgs));
     if (bad) {
       LOG(WARNING) << "dropping a peer stream with a corrupt frame";
       r->Close();
@@ -500,8 +503,8 @@ void HttpPeerTransport::HandleSnapshot(const net::HttpRequest& req,
     Status error;
   };
   auto st = std::make_shared<State>();
-  st->dir = server_->config().data_dir + "/member/snap/incoming-" +
-            std::to_string(++seq);
+  st->dir =
+      handler_->SnapshotStagingDir() + "/incoming-" + std::to_string(++seq);
   std::error_code ec;
   fs::remove_all(st->dir, ec);
   fs::create_directories(st->dir, ec);
@@ -588,7 +591,7 @@ void HttpPeerTransport::HandleSnapshot(const net::HttpRequest& req,
       }
       if (s.ok()) s = FsyncPath(st->dir + "/db", true);
       if (s.ok()) s = FsyncPath(st->dir, true);
-      if (s.ok()) s = server_->ReceiveSnapshot(st->dir, std::move(st->msg));
+      if (s.ok()) s = handler_->ReceiveSnapshot(st->dir, std::move(st->msg));
       if (!s.ok()) {
         LOG(WARNING) << "keeping received snapshot: " << s;
         r->Respond(500, {{"Content-Type", "text/plain"}}, s.message() + "\n");
@@ -625,7 +628,7 @@ void HttpPeerTransport::RegisterHandlers(net::HttpServer* peer_server) {
       "GET", "/raft/hashkv",
       [this](const net::HttpRequest& req, std::shared_ptr<net::Responder> r) {
         auto rev = ParseInt64(req.QueryParam("revision"));
-        auto h = server_->HashKV(rev.value_or(0));
+        auto h = handler_->HashKV(rev.value_or(0));
         if (!h.ok()) {
           etcdjson::HttpError e = etcdjson::StatusToError(h.status());
           r->Respond(e.http_status, {{"Content-Type", "application/json"}},
@@ -639,7 +642,7 @@ void HttpPeerTransport::RegisterHandlers(net::HttpServer* peer_server) {
       "GET", "/raft/members",
       [this](const net::HttpRequest&, std::shared_ptr<net::Responder> r) {
         r->Respond(200, {{"Content-Type", "application/x-protobuf"}},
-                   server_->membership()->Record().SerializeAsString());
+                   handler_->MembershipRecord().SerializeAsString());
       });
 }
 
@@ -661,7 +664,8 @@ StatusOr<etcdserverpb::HashKVResponse> HttpPeerTransport::PeerHashKV(
   ASSIGN_OR_RETURN(net::HttpResponse resp,
                    client->Request("GET", "/raft/hashkv?revision=" +
                                               std::to_string(revision)));
-  if (resp.status != 200) return etcdjson::ErrorToStatus(resp.status, resp.body);
+  if (resp.status != 200)
+    return etcdjson::ErrorToStatus(resp.status, resp.body);
   etcdserverpb::HashKVResponse h;
   RETURN_IF_ERROR(etcdjson::ParseJson(resp.body, &h));
   return h;

@@ -14,7 +14,7 @@
 // unreachable to the core so it probes instead of streaming.
 //
 // Snapshots: a MsgSnap is not queued. A snapshot thread makes a consistent
-// copy of the store (StoreServer::SnapshotTo) and streams it with POST
+// copy of the store (PeerHandler::SnapshotTo) and streams it with POST
 // /raft/snapshot (framing in schemas/storage.proto SnapshotFile); the
 // receiver keeps it durable in member/snap/ before stepping the message in.
 // The outcome is reported to the core (ReportSnapshot).
@@ -22,7 +22,14 @@
 // Every request carries X-Kplane-Cluster-Id and X-Kplane-From; the receiver
 // rejects other clusters and removed members (412).
 //
-// Thread-safety: all methods may be called from any thread.
+// The transport knows its member only through PeerHandler (peer.h): what
+// arrives goes to the handler, and so do the reports of what failed.
+//
+// Ownership: the handler must outlive the transport (Stop() joins every
+// thread that may call it).
+// Thread-safety: all methods may be called from any thread. Locks: mu_
+// (the peer table) is taken before a Peer's own mutex, never after; the
+// handler is never called with either held.
 #ifndef KPLANE_STORAGE_SERVER_PEER_TRANSPORT_H_
 #define KPLANE_STORAGE_SERVER_PEER_TRANSPORT_H_
 
@@ -31,15 +38,15 @@
 #include <deque>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "base/clock.h"
 #include "base/metrics.h"
+#include "base/mutex.h"
 #include "net/http_server.h"
-#include "storage/server/store_server.h"
+#include "storage/server/peer.h"
 
 namespace kplane::storage {
 
@@ -54,17 +61,18 @@ struct PeerTransportOptions {
 
 class HttpPeerTransport : public PeerTransport {
  public:
-  HttpPeerTransport(StoreServer* server, PeerTransportOptions options);
+  HttpPeerTransport(PeerHandler* handler, PeerTransportOptions options);
   ~HttpPeerTransport() override;
 
   // Serves /raft/stream, /raft/snapshot, /raft/hashkv and /raft/members on
   // the member's peer listener. Call before the server starts.
   void RegisterHandlers(net::HttpServer* peer_server);
-  void Stop();
+  void Stop() EXCLUDES(mu_);
 
   void Send(std::vector<raftpb::Message> msgs) override;
-  void AddPeer(uint64_t id, const std::vector<std::string>& urls) override;
-  void RemovePeer(uint64_t id) override;
+  void AddPeer(uint64_t id, const std::vector<std::string>& urls) override
+      EXCLUDES(mu_);
+  void RemovePeer(uint64_t id) override EXCLUDES(mu_);
   StatusOr<etcdserverpb::HashKVResponse> PeerHashKV(uint64_t id,
                                                     int64_t revision) override;
   StatusOr<storagepb::ClusterRecord> PeerMembership(uint64_t id) override;
@@ -76,21 +84,21 @@ class HttpPeerTransport : public PeerTransport {
 
  private:
   class Peer;
-  void SendSnapshot(raftpb::Message msg);
+  void SendSnapshot(raftpb::Message msg) EXCLUDES(mu_);
   void HandleStream(const net::HttpRequest& req,
                     std::shared_ptr<net::Responder> r);
   void HandleSnapshot(const net::HttpRequest& req,
                       std::shared_ptr<net::Responder> r);
   bool CheckPeerHeaders(const net::HttpRequest& req, net::Responder* r);
-  std::shared_ptr<Peer> FindPeer(uint64_t id);
+  std::shared_ptr<Peer> FindPeer(uint64_t id) EXCLUDES(mu_);
   // The first URL of a known peer (NotFound if unknown or without URL).
   StatusOr<std::string> PeerUrl(uint64_t id);
 
-  StoreServer* server_;
+  PeerHandler* const handler_;
   PeerTransportOptions options_;
-  std::mutex mu_;
-  std::map<uint64_t, std::shared_ptr<Peer>> peers_;  // guarded by mu_
-  std::vector<std::thread> snapshot_threads_;        // guarded by mu_
+  Mutex mu_;
+  std::map<uint64_t, std::shared_ptr<Peer>> peers_ GUARDED_BY(mu_);
+  std::vector<std::thread> snapshot_threads_ GUARDED_BY(mu_);
   std::atomic<bool> stopped_{false};
   metrics::Counter* sent_bytes_;
   metrics::Counter* received_bytes_;

@@ -1,0 +1,192 @@
+#include "storage/server/bootstrap.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "base/logging.h"
+#include "storage/server/store_applier.h"
+
+namespace kplane::storage {
+namespace fs = std::filesystem;
+
+StatusOr<DataDirLock> DataDirLock::Acquire(const std::string& data_dir) {
+  std::string path = data_dir + "/LOCK";
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return IOError("open " + path + ": " + std::strerror(errno));
+  DataDirLock lock(fd);
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    return FailedPreconditionError("data directory " + data_dir +
+                                   " is in use by another process");
+  }
+  return lock;
+}
+
+DataDirLock::DataDirLock(DataDirLock&& other) noexcept : fd_(other.fd_) {
+  other.fd_ = -1;
+}
+
+DataDirLock& DataDirLock::operator=(DataDirLock&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = other.fd_;
+    other.fd_ = -1;
+  }
+  return *this;
+}
+
+DataDirLock::~DataDirLock() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+mvcc::Options StoreOptions(const StoreConfig& config,
+                           const std::string& member_dir) {
+  mvcc::Options o;
+  o.dir = member_dir + "/db";
+  o.clock = config.clock;
+  o.quota_bytes = config.quota_backend_bytes;
+  o.max_request_bytes = config.max_request_bytes;
+  // Auto-compaction is the server's (through raft), never the replica's.
+  return o;
+}
+
+namespace {
+
+// The membership a brand-new member starts from, and whether it joins a
+// running cluster (rather than bootstrapping a new one).
+StatusOr<storagepb::ClusterRecord> InitialMembership(StoreConfig* config,
+                                                     bool* joining) {
+  if (config->initial_cluster_state == "existing") {
+    if (!config->existing_cluster) {
+      return InvalidArgumentError(
+          "--initial-cluster-state=existing needs the current membership "
+          "from a running member");
+    }
+    *joining = true;
+    return *config->existing_cluster;
+  }
+  if (config->initial_cluster_state == "new") {
+    std::string ic = config->initial_cluster;
+    if (ic.empty()) {
+      if (config->peer_urls.empty()) {
+        config->peer_urls = {"http://127.0.0.1:2380"};
+      }
+      ic = config->name + "=" + config->peer_urls.front();
+    }
+    ASSIGN_OR_RETURN(auto members, ParseInitialCluster(ic));
+    *joining = false;
+    return NewClusterRecord(members, config->initial_cluster_token);
+  }
+  return InvalidArgumentError(
+      "--initial-cluster-state must be \"new\" or \"existing\", got \"" +
+      config->initial_cluster_state + "\"");
+}
+
+// A brand-new member: finds itself in the initial membership (by name in a
+// new cluster, by peer URLs when joining), saves the membership and its
+// identity, and for a new cluster the initial configuration.
+Status InitializeMember(StoreConfig* config, BootstrappedMember* m) {
+  bool joining = false;
+  ASSIGN_OR_RETURN(storagepb::ClusterRecord initial,
+                   InitialMembership(config, &joining));
+  for (const auto& rec : initial.members()) {
+    bool match = false;
+    if (joining) {
+      for (const auto& u : rec.peer_urls()) {
+        for (const auto& mine : config->peer_urls) match |= (u == mine);
+      }
+    } else {
+      match = rec.name() == config->name;
+    }
+    if (match) m->member_id = rec.id();
+  }
+  if (m->member_id == 0) {
+    return InvalidArgumentError(
+        joining ? "this member's peer URLs are not in the cluster's "
+                  "membership (run `member add` first)"
+                : "member name \"" + config->name +
+                      "\" is not in --initial-cluster");
+  }
+  ASSIGN_OR_RETURN(m->membership,
+                   Membership::Open(m->member_dir + "/cluster.pb", initial));
+  RETURN_IF_ERROR(m->membership->Replace(initial));
+  storagepb::MemberIdentity id;
+  id.set_member_id(m->member_id);
+  id.set_cluster_id(initial.cluster_id());
+  id.set_name(config->name);
+  RETURN_IF_ERROR(m->log->WriteIdentity(id));
+  if (!joining) {
+    raftpb::ConfState cs;
+    for (const auto& rec : initial.members()) {
+      if (rec.is_learner()) {
+        cs.add_learners(rec.id());
+      } else {
+        cs.add_voters(rec.id());
+      }
+    }
+    RETURN_IF_ERROR(m->log->Bootstrap(cs));
+  }
+  LOG(INFO) << "member " << IdToHex(m->member_id) << " (" << config->name
+            << ") " << (joining ? "joining" : "bootstrapping") << " cluster "
+            << IdToHex(initial.cluster_id());
+  return Status::Ok();
+}
+
+// A member with a log: its identity is the log's, its membership the file's.
+Status ReopenMember(BootstrappedMember* m) {
+  if (!m->log->identity()) {
+    return CorruptionError("WAL has no member identity record");
+  }
+  m->member_id = m->log->identity()->member_id();
+  ASSIGN_OR_RETURN(m->membership,
+                   Membership::Open(m->member_dir + "/cluster.pb", {}));
+  if (m->membership->cluster_id() != m->log->identity()->cluster_id()) {
+    return CorruptionError("membership file belongs to cluster " +
+                           IdToHex(m->membership->cluster_id()) + ", WAL to " +
+                           IdToHex(m->log->identity()->cluster_id()));
+  }
+  LOG(INFO) << "member " << IdToHex(m->member_id) << " restarting: applied "
+            << m->store->ConsistentIndex() << ", revision "
+            << m->store->CurrentRevision() << ", snapshot "
+            << m->log->snapshot_metadata().index();
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<BootstrappedMember> BootstrapMember(StoreConfig* config) {
+  BootstrappedMember m;
+  std::error_code ec;
+  m.member_dir = config->data_dir + "/member";
+  fs::create_directories(m.member_dir + "/snap", ec);
+  if (ec) return IOError("create " + m.member_dir + ": " + ec.message());
+  ASSIGN_OR_RETURN(m.lock, DataDirLock::Acquire(config->data_dir));
+
+  RaftLogOptions log_opts;
+  log_opts.catch_up_entries = config->snapshot_catch_up_entries;
+  ASSIGN_OR_RETURN(m.log, RaftLog::Open(m.member_dir + "/wal", log_opts));
+  // A snapshot received from a leader is durable in member/snap/ before its
+  // marker reaches the WAL; if we crashed before swapping it in, do it now.
+  RETURN_IF_ERROR(StoreApplier::FinishInstall(
+      m.member_dir, m.log->snapshot_metadata().index()));
+  ASSIGN_OR_RETURN(m.store,
+                   mvcc::Store::Open(StoreOptions(*config, m.member_dir)));
+
+  if (m.log->empty()) {
+    RETURN_IF_ERROR(InitializeMember(config, &m));
+  } else {
+    RETURN_IF_ERROR(ReopenMember(&m));
+  }
+  if (m.membership->IsRemoved(m.member_id)) {
+    return FailedPreconditionError(
+        "this member was removed from the cluster; start a new member with "
+        "a fresh data directory");
+  }
+  return m;
+}
+
+}  // namespace kplane::storage

@@ -1,0 +1,79 @@
+// Bootstrap: opening a store member's data directory (etcd's
+// server/etcdserver/bootstrap.go). It locks the directory, opens the raft
+// log, the MVCC store and the membership, and works out who this member is:
+//
+//   empty log, --initial-cluster-state=new       bootstraps a cluster: the
+//       membership from --initial-cluster, this member found by name, the
+//       initial configuration written to the log;
+//   empty log, --initial-cluster-state=existing  joins one: the membership
+//       fetched from a running member (StoreConfig::existing_cluster), this
+//       member found by its peer URLs (after `member add`);
+//   a log                                        restarts: identity from
+//       the log, membership from member/cluster.pb.
+// A snapshot install that a crash interrupted is finished first
+// (StoreApplier::FinishInstall).
+//
+// Data directory layout (docs/store.md):
+//   <data-dir>/member/wal/        raft log (storage/wal/FORMAT.md)
+//   <data-dir>/member/db/         MVCC RocksDB (storage/mvcc/FORMAT.md)
+//   <data-dir>/member/cluster.pb  membership (storagepb.ClusterRecord)
+//   <data-dir>/member/snap/       snapshots received from a leader, waiting
+//                                 to be installed, and staged copies
+//   <data-dir>/LOCK               held while a process owns the directory
+//
+// Thread-safety: a function; not for concurrent use on one directory (the
+// LOCK refuses a second opener).
+// Errors: kInvalidArgument for flags that do not fit, kFailedPrecondition
+// for a directory in use or a removed member, kCorruption for a log and
+// membership that disagree, kIOError from the file system.
+#ifndef KPLANE_STORAGE_SERVER_BOOTSTRAP_H_
+#define KPLANE_STORAGE_SERVER_BOOTSTRAP_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "base/statusor.h"
+#include "storage/mvcc/store.h"
+#include "storage/server/cluster.h"
+#include "storage/server/raft_log.h"
+#include "storage/server/store_config.h"
+
+namespace kplane::storage {
+
+// An exclusive flock on <data-dir>/LOCK, released when destroyed.
+class DataDirLock {
+ public:
+  static StatusOr<DataDirLock> Acquire(const std::string& data_dir);
+  DataDirLock() = default;
+  DataDirLock(DataDirLock&& other) noexcept;
+  DataDirLock& operator=(DataDirLock&& other) noexcept;
+  ~DataDirLock();
+
+ private:
+  explicit DataDirLock(int fd) : fd_(fd) {}
+  int fd_ = -1;
+};
+
+// A member's opened data directory.
+struct BootstrappedMember {
+  DataDirLock lock;
+  std::string member_dir;  // <data-dir>/member
+  uint64_t member_id = 0;
+  std::unique_ptr<RaftLog> log;
+  std::unique_ptr<mvcc::Store> store;
+  std::unique_ptr<Membership> membership;
+};
+
+// How the member's MVCC store is opened (also after a snapshot replaced it).
+mvcc::Options StoreOptions(const StoreConfig& config,
+                           const std::string& member_dir);
+
+// Opens (or initializes) the data directory of `config`. A new single
+// member without peer URLs gets http://127.0.0.1:2380 in
+// config->peer_urls.
+StatusOr<BootstrappedMember> BootstrapMember(StoreConfig* config);
+
+}  // namespace kplane::storage
+
+#endif  // KPLANE_STORAGE_SERVER_BOOTSTRAP_H_

@@ -1,0 +1,149 @@
+#include "storage/server/cluster_admin.h"
+
+#include <chrono>
+
+namespace kplane::storage {
+
+ClusterAdmin::ClusterAdmin(ClusterAdminOptions options, LocalMember* self,
+                           Membership* membership, Proposer* proposer,
+                           StoreApplier* applier)
+    : options_(std::move(options)),
+      clock_(options_.clock),
+      self_(self),
+      membership_(membership),
+      proposer_(proposer),
+      applier_(applier) {}
+
+StatusOr<etcdserverpb::MemberAddResponse> ClusterAdmin::MemberAdd(
+    const etcdserverpb::MemberAddRequest& req) {
+  if (req.peerurls_size() == 0) {
+    return InvalidArgumentError("etcdserver: member peer URLs not provided");
+  }
+  for (const auto& m : membership_->Members()) {
+    for (const auto& u : m.peer_urls()) {
+      for (const auto& nu : req.peerurls()) {
+        if (u == nu) {
+          return FailedPreconditionError(
+              "etcdserver: Peer URLs already exists");
+        }
+      }
+    }
+  }
+  storagepb::MemberRecord m;
+  m.set_id(ComputeMemberId({req.peerurls().begin(), req.peerurls().end()},
+                           options_.initial_cluster_token,
+                           std::chrono::duration_cast<nanoseconds>(
+                               clock_->WallNow().time_since_epoch())
+                               .count()));
+  for (const auto& u : req.peerurls()) m.add_peer_urls(u);
+  m.set_is_learner(req.islearner());
+  raftpb::ConfChange cc;
+  cc.set_type(req.islearner() ? raftpb::ConfChangeAddLearnerNode
+                              : raftpb::ConfChangeAddNode);
+  cc.set_node_id(m.id());
+  cc.set_context(m.SerializeAsString());
+  RETURN_IF_ERROR(proposer_->ProposeConfChangeAndWait(std::move(cc)));
+  etcdserverpb::MemberAddResponse resp;
+  self_->FillHeader(resp.mutable_header());
+  auto* added = resp.mutable_member();
+  added->set_id(m.id());
+  for (const auto& u : m.peer_urls()) added->add_peerurls(u);
+  added->set_islearner(m.is_learner());
+  membership_->FillMembers(resp.mutable_members());
+  return resp;
+}
+
+StatusOr<etcdserverpb::MemberRemoveResponse> ClusterAdmin::MemberRemove(
+    const etcdserverpb::MemberRemoveRequest& req) {
+  if (!membership_->Find(req.id())) {
+    return NotFoundError("etcdserver: member not found");
+  }
+  raftpb::ConfChange cc;
+  cc.set_type(raftpb::ConfChangeRemoveNode);
+  cc.set_node_id(req.id());
+  RETURN_IF_ERROR(proposer_->ProposeConfChangeAndWait(std::move(cc)));
+  etcdserverpb::MemberRemoveResponse resp;
+  self_->FillHeader(resp.mutable_header());
+  membership_->FillMembers(resp.mutable_members());
+  return resp;
+}
+
+StatusOr<etcdserverpb::MemberPromoteResponse> ClusterAdmin::MemberPromote(
+    const etcdserverpb::MemberPromoteRequest& req) {
+  auto m = membership_->Find(req.id());
+  if (!m) return NotFoundError("etcdserver: member not found");
+  if (!m->is_learner()) {
+    return FailedPreconditionError(
+        "etcdserver: can only promote a learner member");
+  }
+  raftpb::ConfChange cc;
+  cc.set_type(raftpb::ConfChangeAddNode);
+  cc.set_node_id(req.id());
+  cc.set_context(m->SerializeAsString());
+  RETURN_IF_ERROR(proposer_->ProposeConfChangeAndWait(std::move(cc)));
+  etcdserverpb::MemberPromoteResponse resp;
+  self_->FillHeader(resp.mutable_header());
+  membership_->FillMembers(resp.mutable_members());
+  return resp;
+}
+
+StatusOr<etcdserverpb::MemberListResponse> ClusterAdmin::MemberList() {
+  etcdserverpb::MemberListResponse resp;
+  self_->FillHeader(resp.mutable_header());
+  membership_->FillMembers(resp.mutable_members());
+  return resp;
+}
+
+StatusOr<etcdserverpb::MoveLeaderResponse> ClusterAdmin::MoveLeader(
+    const etcdserverpb::MoveLeaderRequest& req) {
+  RaftNode* node = self_->node();
+  if (node == nullptr || !self_->is_leader()) {
+    return Status(StatusCode::kNotLeader, "etcdserver: not leader",
+                  static_cast<int64_t>(self_->leader_id()));
+  }
+  auto target = membership_->Find(req.targetid());
+  if (!target) return NotFoundError("etcdserver: bad leader transferee");
+  if (target->is_learner()) {
+    return FailedPreconditionError("etcdserver: bad leader transferee");
+  }
+  node->TransferLeader(req.targetid());
+  if (!self_->WaitForLeaderMatching(
+          [&](uint64_t leader) { return leader == req.targetid(); },
+          options_.request_timeout)) {
+    return Status(StatusCode::kDeadlineExceeded,
+                  "etcdserver: leadership transfer timed out");
+  }
+  etcdserverpb::MoveLeaderResponse resp;
+  self_->FillHeader(resp.mutable_header());
+  return resp;
+}
+
+StatusOr<etcdserverpb::AlarmResponse> ClusterAdmin::Alarm(
+    const etcdserverpb::AlarmRequest& req) {
+  if (req.action() == etcdserverpb::AlarmRequest::GET) {
+    etcdserverpb::AlarmResponse resp;
+    self_->FillHeader(resp.mutable_header());
+    resp.mutable_header()->set_revision(applier_->store()->CurrentRevision());
+    for (const auto& a : applier_->Alarms()) {
+      if (req.alarm() == etcdserverpb::NONE || req.alarm() == a.alarm()) {
+        *resp.add_alarms() = a;
+      }
+    }
+    return resp;
+  }
+  return proposer_->ProposeAndWaitAs<etcdserverpb::AlarmResponse>(
+      req, &storagepb::InternalRaftRequest::mutable_alarm);
+}
+
+StatusOr<etcdserverpb::DefragmentResponse> ClusterAdmin::Defragment() {
+  RETURN_IF_ERROR(applier_->store()->Defrag());
+  return etcdserverpb::DefragmentResponse();
+}
+
+StatusOr<etcdserverpb::HashKVResponse> ClusterAdmin::HashKV(int64_t revision) {
+  ASSIGN_OR_RETURN(auto resp, applier_->store()->HashKV(revision));
+  self_->FillHeader(resp.mutable_header());
+  return resp;
+}
+
+}  // namespace kplane::storage

@@ -1,0 +1,144 @@
+#include "storage/server/proposer.h"
+
+#include <chrono>
+#include <future>
+#include <memory>
+#include <vector>
+
+namespace kplane::storage {
+
+Proposer::Proposer(ProposerOptions options)
+    : options_(std::move(options)), clock_(options_.clock) {
+  auto* reg = options_.metrics;
+  failed_ = reg->NewCounter("kplane_server_proposals_timed_out_total",
+                            "Proposals that were not applied in time.")
+                ->With({});
+  pending_ = reg->NewGauge("etcd_server_proposals_pending",
+                           "Proposals waiting to be applied.")
+                 ->With({});
+}
+
+void Proposer::Start(RaftNode* node) {
+  node_ = node;
+  accepting_ = true;
+}
+
+void Proposer::Close() { accepting_ = false; }
+
+void Proposer::FailPending() {
+  std::map<uint64_t, Waiter> waiters;
+  {
+    MutexLock l(&mu_);
+    waiters.swap(waiters_);
+  }
+  for (auto& [id, w] : waiters) {
+    w.done(UnavailableError("etcdserver: server stopped"));
+  }
+}
+
+uint64_t Proposer::NextRequestId() {
+  // Unique across the cluster: 16 bits of member id, 48 bits of counter
+  // seeded from the clock so a restarted member does not reuse ids.
+  static const uint64_t kStart =
+      static_cast<uint64_t>(
+          std::chrono::duration_cast<std::chrono::milliseconds>(
+              std::chrono::system_clock::now().time_since_epoch())
+              .count())
+      << 8;
+  uint64_t n = kStart + request_seq_.fetch_add(1) + 1;
+  return ((options_.member_id & 0xffff) << 48) | (n & 0xffffffffffffull);
+}
+
+void Proposer::AddWaiter(uint64_t id, ApplyCallback done) {
+  MutexLock l(&mu_);
+  waiters_[id] =
+      Waiter{std::move(done), clock_->Now() + options_.request_timeout};
+  pending_->Set(static_cast<double>(waiters_.size()));
+}
+
+ApplyCallback Proposer::Take(uint64_t id) {
+  MutexLock l(&mu_);
+  auto it = waiters_.find(id);
+  if (it == waiters_.end()) return nullptr;
+  ApplyCallback cb = std::move(it->second.done);
+  waiters_.erase(it);
+  pending_->Set(static_cast<double>(waiters_.size()));
+  return cb;
+}
+
+void Proposer::Propose(storagepb::InternalRaftRequest req, ApplyCallback done) {
+  if (!accepting_.load()) {
+    done(UnavailableError("etcdserver: server stopped"));
+    return;
+  }
+  if (options_.corrupt()) {
+    done(Status(StatusCode::kCorruption, "etcdserver: corrupt cluster"));
+    return;
+  }
+  uint64_t id = NextRequestId();
+  req.set_id(id);
+  req.set_proposed_at_unix_nanos(std::chrono::duration_cast<nanoseconds>(
+                                     clock_->WallNow().time_since_epoch())
+                                     .count());
+  std::string data = req.SerializeAsString();
+  if (static_cast<int64_t>(data.size()) > options_.max_request_bytes) {
+    done(Status(StatusCode::kTooLarge, "etcdserver: request is too large"));
+    return;
+  }
+  AddWaiter(id, std::move(done));
+  node_->Propose(std::move(data), [this, id](Status s) {
+    ApplyCallback cb = Take(id);
+    if (!cb) return;
+    std::string msg = node_->leader() == 0 ? "etcdserver: no leader"
+                                           : "etcdserver: " + s.message();
+    cb(Status(StatusCode::kUnavailable, msg));
+  });
+}
+
+StatusOr<ApplyResponse> Proposer::ProposeAndWait(
+    storagepb::InternalRaftRequest req) {
+  auto p = std::make_shared<std::promise<StatusOr<ApplyResponse>>>();
+  auto f = p->get_future();
+  Propose(std::move(req),
+          [p](StatusOr<ApplyResponse> r) { p->set_value(std::move(r)); });
+  return f.get();
+}
+
+Status Proposer::ProposeConfChangeAndWait(raftpb::ConfChange cc) {
+  if (!accepting_.load()) {
+    return UnavailableError("etcdserver: server stopped");
+  }
+  uint64_t id = NextRequestId();
+  cc.set_id(id);
+  auto p = std::make_shared<std::promise<Status>>();
+  auto f = p->get_future();
+  AddWaiter(id, [p](StatusOr<ApplyResponse> r) { p->set_value(r.status()); });
+  node_->ProposeConfChange(std::move(cc), [this, id](Status s) {
+    if (ApplyCallback cb = Take(id)) {
+      cb(UnavailableError("etcdserver: " + s.message()));
+    }
+  });
+  return f.get();
+}
+
+void Proposer::FailExpired(TimePoint now) {
+  std::vector<ApplyCallback> expired;
+  {
+    MutexLock l(&mu_);
+    for (auto it = waiters_.begin(); it != waiters_.end();) {
+      if (it->second.deadline <= now) {
+        expired.push_back(std::move(it->second.done));
+        it = waiters_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    pending_->Set(static_cast<double>(waiters_.size()));
+  }
+  for (auto& cb : expired) {
+    failed_->Inc();
+    cb(Status(StatusCode::kDeadlineExceeded, "etcdserver: request timed out"));
+  }
+}
+
+}  // namespace kplane::storage

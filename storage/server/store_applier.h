@@ -1,0 +1,216 @@
+// StoreApplier: applies the committed raft log to this member's state
+// machine (the MVCC store and the membership), strictly in log order, and
+// serves what must wait for that order: linearizable reads and consistent
+// snapshots.
+//
+// It owns the MVCC store; every write to it happens here.
+//
+//   node loop --Enqueue(ApplyTask)--> queue --> apply thread
+//                 \__ a small batch of plain entries while the apply thread
+//                     is idle: applied inline on the node loop
+//   apply: entries -> mvcc (one write group, index = consistent index) ->
+//          SetApplied(index) (wakes reads) -> answers (Proposer::Take) ->
+//          MaybeSnapshot (store sync + RaftNode::CreateSnapshot)
+//
+// An entry at or below the store's consistent index was applied before a
+// restart and is skipped: exactly-once apply. A snapshot from the leader is
+// installed on the apply thread: the received database replaces member/db
+// and its membership replaces member/cluster.pb (see FinishInstall for a
+// crash in between).
+//
+// Linearizable reads: LinearizableReadAsync asks the node for a ReadIndex,
+// then waits until the applied index reaches it; the continuation runs on
+// the read pool. Snapshots: SnapshotTo queues a barrier that checkpoints
+// the store between two tasks, so the copy matches one applied index.
+//
+// Ownership: owns the store; membership, local member, proposer, node and
+// transport are borrowed and must outlive it.
+// Thread-safety: Enqueue runs on the node loop; every other public method
+// may be called from any thread. Lock: mu_ is a leaf (nothing else is
+// locked while it is held; callbacks run after it is released).
+#ifndef KPLANE_STORAGE_SERVER_STORE_APPLIER_H_
+#define KPLANE_STORAGE_SERVER_STORE_APPLIER_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <queue>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/metrics.h"
+#include "base/mutex.h"
+#include "net/worker_pool.h"
+#include "schemas/raft.pb.h"
+#include "storage/mvcc/store.h"
+#include "storage/server/cluster.h"
+#include "storage/server/local_member.h"
+#include "storage/server/peer.h"
+#include "storage/server/proposer.h"
+#include "storage/server/raft_node.h"
+
+namespace kplane::storage {
+
+struct StoreApplierOptions {
+  // <data-dir>/member: db/, cluster.pb and snap/ live here.
+  std::string member_dir;
+  // How the store is reopened after a snapshot replaced it.
+  mvcc::Options store_options;
+  // Entries between two snapshot markers.
+  uint64_t snapshot_count = 100000;
+  // A new leader's (or a freshly installed store's) lease extension.
+  Duration election_timeout = seconds(1);
+  // How long a linearizable read waits for the applied index.
+  Duration request_timeout = seconds(7);
+  Clock* clock = Clock::Real();
+  metrics::Registry* metrics = metrics::Registry::Default();
+  // See StoreConfig::crash_hook.
+  std::function<void(std::string_view step)> crash_hook;
+};
+
+class StoreApplier : public Applier {
+ public:
+  // `store` is the member's opened MVCC store. Nothing runs yet.
+  StoreApplier(StoreApplierOptions options, std::unique_ptr<mvcc::Store> store,
+               Membership* membership, LocalMember* self, Proposer* proposer);
+  ~StoreApplier() override;
+  StoreApplier(const StoreApplier&) = delete;
+  StoreApplier& operator=(const StoreApplier&) = delete;
+
+  // A received snapshot is durable in member/snap/db-<index> before its
+  // marker reaches the WAL. If the process died before the snapshot was
+  // swapped in, or half-way, this finishes the install (call before the
+  // store is opened; `snapshot_index` is the WAL's newest snapshot).
+  static Status FinishInstall(const std::string& member_dir,
+                              uint64_t snapshot_index);
+
+  // Starts the apply thread. The replay starts after `last_snapshot` (the
+  // WAL's newest snapshot); `node` takes snapshot markers and read-index
+  // requests, `transport` learns of added and removed members, `read_pool`
+  // runs the continuations of linearizable reads.
+  void Start(const raftpb::SnapshotMetadata& last_snapshot, RaftNode* node,
+             PeerTransport* transport,
+             std::shared_ptr<net::WorkerPool> read_pool) EXCLUDES(mu_);
+  // Applies what is queued, stops the apply thread and fails the reads
+  // still waiting (Unavailable). Call after the node loop stopped.
+  void Stop() EXCLUDES(mu_);
+
+  // Applier (the node loop's hand-off).
+  void Enqueue(ApplyTask task) override EXCLUDES(mu_);
+
+  // Runs `ready` (on the read pool) once a linearizable read may be served
+  // from the local store, or with the error that prevents it.
+  void LinearizableReadAsync(std::function<void(Status)> ready);
+  // Fails (DeadlineExceeded) the reads whose deadline (the request timeout
+  // after they were asked) is at or before `now`: this member did not reach
+  // their index in time (cut off from the leader, or catching up).
+  void FailExpiredReads(TimePoint now) EXCLUDES(mu_);
+
+  // Writes a consistent copy of the store and membership into `dir`, taken
+  // on the apply thread between two tasks, and returns the raft metadata
+  // of exactly that state (PeerHandler::SnapshotTo).
+  StatusOr<raftpb::SnapshotMetadata> SnapshotTo(const std::string& dir)
+      EXCLUDES(mu_);
+  // Takes over a received snapshot directory (PeerHandler::ReceiveSnapshot)
+  // as member/snap/db-<index> and steps `msg` into the node.
+  Status ReceiveSnapshot(const std::string& received_dir, raftpb::Message msg);
+
+  // The MVCC store. Replaced while a snapshot from the leader is installed
+  // (on the apply thread); see the note at store_.
+  mvcc::Store* store() const { return store_.get(); }
+  uint64_t applied_index() const { return applied_.load(); }
+  // Whether a CORRUPT alarm is active (applied from the log).
+  bool corrupt() const { return corrupt_.load(); }
+  // Active alarms: NOSPACE from the store, CORRUPT from the log.
+  std::vector<etcdserverpb::AlarmMember> Alarms() const;
+
+ private:
+  // A client's answer, held until the task's write group is written.
+  struct Answer {
+    ApplyCallback done;
+    StatusOr<ApplyResponse> result;
+  };
+  struct ReadWaiter {
+    std::function<void(Status)> ready;
+    TimePoint deadline;
+  };
+
+  void Loop() EXCLUDES(mu_);
+  // Whether the node loop may apply `task` itself.
+  bool CanApplyInline(const ApplyTask& task) const REQUIRES(mu_);
+  // The "apply thread only" state below belongs to the caller of these: the
+  // apply thread, or the node loop while it applies inline (apply_busy_).
+  void ApplyTaskNow(ApplyTask& task) EXCLUDES(mu_);
+  void ApplyEntry(const raftpb::Entry& e, std::vector<Answer>* answers);
+  StatusOr<ApplyResponse> ApplyRequest(const storagepb::InternalRaftRequest& r,
+                                       uint64_t index);
+  void ApplyConfChange(const raftpb::Entry& e, std::vector<Answer>* answers);
+  Status InstallSnapshot(const raftpb::Snapshot& snap);
+  void MaybeSnapshot();
+  // Raises the applied index and releases the reads it satisfies.
+  void SetApplied(uint64_t index) EXCLUDES(mu_);
+  // Queues a barrier task (SnapshotTo); false once stopping.
+  bool QueueBarrier(std::function<void()> fn) EXCLUDES(mu_);
+
+  const StoreApplierOptions options_;
+  Clock* const clock_;
+  Membership* const membership_;
+  LocalMember* const self_;
+  Proposer* const proposer_;
+  // Set by Start, before the apply thread runs and before the node loop
+  // may call Enqueue.
+  RaftNode* node_ = nullptr;
+  PeerTransport* transport_ = nullptr;
+  std::shared_ptr<net::WorkerPool> read_pool_;
+
+  // Written only on the apply thread, by InstallSnapshot. Other threads
+  // read it without synchronization (as before the server was split into
+  // rooms): a read racing with an install may see the old, closed store.
+  std::unique_ptr<mvcc::Store> store_;
+  std::atomic<uint64_t> applied_{0};
+  std::atomic<bool> corrupt_{false};
+
+  Mutex mu_;
+  std::condition_variable cv_;
+  std::deque<ApplyTask> queue_ GUARDED_BY(mu_);
+  bool stopping_ GUARDED_BY(mu_) = false;
+  // A task is being applied, by the apply thread or inline by the node
+  // loop; the other waits. Whoever set it owns the apply-only state below.
+  bool apply_busy_ GUARDED_BY(mu_) = false;
+  // Linearizable reads waiting for the applied index: a min-heap of
+  // (index, seq) over the waiters by seq.
+  std::priority_queue<std::pair<uint64_t, uint64_t>,
+                      std::vector<std::pair<uint64_t, uint64_t>>,
+                      std::greater<>>
+      read_heap_ GUARDED_BY(mu_);
+  std::map<uint64_t, ReadWaiter> read_waiters_ GUARDED_BY(mu_);
+  uint64_t read_seq_ GUARDED_BY(mu_) = 0;
+
+  // Apply-only state (see apply_busy_). CanApplyInline reads it under mu_
+  // while apply_busy_ is false, when it is stable.
+  //
+  // The last entry (or snapshot) handled: the point conf_state_ and
+  // applied_entry_term_ describe, and so the only index a snapshot may
+  // claim. After a restart applied_ starts at the store's consistent index,
+  // ahead of this until the replay reaches it.
+  uint64_t processed_index_ = 0;
+  raftpb::ConfState conf_state_;
+  uint64_t applied_entry_term_ = 0;
+  uint64_t last_snapshot_index_ = 0;
+  bool force_snapshot_ = false;
+
+  std::thread thread_;
+
+  metrics::Counter* committed_;
+  metrics::Counter* applied_total_;
+};
+
+}  // namespace kplane::storage
+
+#endif  // KPLANE_STORAGE_SERVER_STORE_APPLIER_H_

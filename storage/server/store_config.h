@@ -1,0 +1,63 @@
+// StoreConfig: how one member of the replicated store is set up (the
+// flags of `kplane store`, etcd's names where etcd has the flag).
+//
+// A plain value; StoreServer::Open validates it and derives the defaults
+// left at zero (request_timeout).
+#ifndef KPLANE_STORAGE_SERVER_STORE_CONFIG_H_
+#define KPLANE_STORAGE_SERVER_STORE_CONFIG_H_
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/metrics.h"
+#include "schemas/storage.pb.h"
+#include "storage/mvcc/auto_compactor.h"
+
+namespace kplane::storage {
+
+struct StoreConfig {
+  std::string name = "default";
+  std::string data_dir;
+  // Peer URLs this member is reached at (its --initial-advertise-peer-urls).
+  std::vector<std::string> peer_urls;
+  // Client URLs this member publishes (its --advertise-client-urls).
+  std::vector<std::string> client_urls;
+  // "name=url,..."; empty means a single-member cluster of this member.
+  std::string initial_cluster;
+  // "new" bootstraps a cluster; "existing" joins one (after `member add`).
+  std::string initial_cluster_state = "new";
+  std::string initial_cluster_token = "kplane-cluster";
+  // For "existing": the cluster record fetched from a running member.
+  std::optional<storagepb::ClusterRecord> existing_cluster;
+
+  Duration heartbeat_interval = milliseconds(100);
+  Duration election_timeout = milliseconds(1000);
+  bool pre_vote = true;
+  uint64_t snapshot_count = 100000;
+  uint64_t snapshot_catch_up_entries = 5000;
+  int64_t quota_backend_bytes = int64_t{2} << 30;
+  int64_t max_request_bytes = 1536 * 1024;
+  mvcc::AutoCompactionOptions auto_compaction;
+  // A proposal not applied within this time fails with
+  // "etcdserver: request timed out" (etcd: 5 s + 2 election timeouts).
+  Duration request_timeout = Duration(0);  // 0: derive as etcd does
+  // The leader compares members' HashKV this often, the first time five
+  // election timeouts after the member started (0: never).
+  Duration corrupt_check_interval = minutes(1);
+
+  Clock* clock = Clock::Real();
+  metrics::Registry* metrics = metrics::Registry::Default();
+  // Test seam: called at named steps of multi-step disk updates (e.g.
+  // "install-snapshot:swapped"); crash tests kill the process there. Null in
+  // production.
+  std::function<void(std::string_view step)> crash_hook;
+};
+
+}  // namespace kplane::storage
+
+#endif  // KPLANE_STORAGE_SERVER_STORE_CONFIG_H_

@@ -56,7 +56,7 @@ ConnectionPool::ConnectionPool(Endpoint endpoint,
 
 PooledClient ConnectionPool::Take() {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     if (!idle_.empty()) {
       std::unique_ptr<net::HttpClient> c = std::move(idle_.back());
       idle_.pop_back();
@@ -72,7 +72,7 @@ std::unique_ptr<net::HttpClient> ConnectionPool::NewClient() const {
 }
 
 void ConnectionPool::Return(std::unique_ptr<net::HttpClient> client) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   if (idle_.size() < max_idle_) idle_.push_back(std::move(client));
 }
 

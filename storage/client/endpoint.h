@@ -26,11 +26,11 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/statusor.h"
 #include "net/http_client.h"
 
@@ -77,7 +77,7 @@ class ConnectionPool {
   ConnectionPool(const ConnectionPool&) = delete;
   ConnectionPool& operator=(const ConnectionPool&) = delete;
 
-  PooledClient Take();
+  PooledClient Take() EXCLUDES(mu_);
   // A new client of its own (for long-lived streams).
   std::unique_ptr<net::HttpClient> NewClient() const;
 
@@ -86,13 +86,13 @@ class ConnectionPool {
 
  private:
   friend class PooledClient;
-  void Return(std::unique_ptr<net::HttpClient> client);
+  void Return(std::unique_ptr<net::HttpClient> client) EXCLUDES(mu_);
 
   const Endpoint endpoint_;
   const net::HttpClientOptions options_;
   const size_t max_idle_;
-  std::mutex mu_;
-  std::vector<std::unique_ptr<net::HttpClient>> idle_;
+  Mutex mu_;  // a leaf
+  std::vector<std::unique_ptr<net::HttpClient>> idle_ GUARDED_BY(mu_);
 };
 
 // The headers of every JSON request.

@@ -16,19 +16,19 @@ KeepAliveLoop::~KeepAliveLoop() {
 }
 
 void KeepAliveLoop::Stop() {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   stop_ = true;
   cv_.notify_all();
 }
 
 Status KeepAliveLoop::Wait() {
-  std::unique_lock<std::mutex> l(mu_);
-  cv_.wait(l, [&] { return done_; });
+  MutexLock l(&mu_);
+  cv_.wait(l.native(), [&]() REQUIRES(mu_) { return done_; });
   return result_;
 }
 
 int64_t KeepAliveLoop::renewals() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return renewals_;
 }
 
@@ -39,7 +39,7 @@ void KeepAliveLoop::Run() {
   bool reported_error = false;
   for (;;) {
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       if (stop_) break;
     }
     StatusOr<etcdserverpb::LeaseKeepAliveResponse> r = kv_->LeaseKeepAlive(req);
@@ -47,7 +47,7 @@ void KeepAliveLoop::Run() {
     if (r.ok()) {
       reported_error = false;
       {
-        std::lock_guard<std::mutex> l(mu_);
+        MutexLock l(&mu_);
         if (stop_) break;
         ++renewals_;
       }
@@ -62,10 +62,11 @@ void KeepAliveLoop::Run() {
       reported_error = true;
       next = options_.retry_interval;
     }
-    std::unique_lock<std::mutex> l(mu_);
-    clock_->WaitFor(l, cv_, next, [&] { return stop_; });
+    MutexLock l(&mu_);
+    clock_->WaitFor(l.native(), cv_, next,
+                    [&]() REQUIRES(mu_) { return stop_; });
   }
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   done_ = true;
   result_ = result;
   cv_.notify_all();

@@ -23,10 +23,10 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <thread>
 
 #include "base/clock.h"
+#include "base/mutex.h"
 #include "storage/client/kv.h"
 
 namespace kplane::storage {
@@ -47,12 +47,12 @@ class KeepAliveLoop {
   KeepAliveLoop& operator=(const KeepAliveLoop&) = delete;
 
   // Ends the loop; idempotent.
-  void Stop();
+  void Stop() EXCLUDES(mu_);
   // Blocks until the loop ends; returns kNotFound if the lease is gone, OK
   // if Stop() ended it.
-  Status Wait();
+  Status Wait() EXCLUDES(mu_);
   // Number of successful renewals so far.
-  int64_t renewals() const;
+  int64_t renewals() const EXCLUDES(mu_);
 
  private:
   void Run();
@@ -61,12 +61,12 @@ class KeepAliveLoop {
   const int64_t lease_id_;
   const KeepAliveOptions options_;
   Clock* const clock_;
-  mutable std::mutex mu_;
+  mutable Mutex mu_;  // a leaf: callbacks and KV calls run without it
   std::condition_variable cv_;
-  bool stop_ = false;
-  bool done_ = false;
-  Status result_;
-  int64_t renewals_ = 0;
+  bool stop_ GUARDED_BY(mu_) = false;
+  bool done_ GUARDED_BY(mu_) = false;
+  Status result_ GUARDED_BY(mu_);
+  int64_t renewals_ GUARDED_BY(mu_) = 0;
   std::thread thread_;
 };
 

@@ -1,10 +1,10 @@
 #include "storage/client/remote_kv.h"
 
 #include <condition_variable>
-#include <mutex>
 #include <thread>
 
 #include "base/logging.h"
+#include "base/mutex.h"
 #include "storage/etcdjson/etcd_json.h"
 #include "storage/etcdjson/json_stream.h"
 
@@ -323,7 +323,7 @@ class RemoteWatch : public Watch {
     std::shared_ptr<net::HttpStream> stream, side;
     std::thread helper;
     {
-      std::lock_guard<std::mutex> l(state_->mu);
+      MutexLock l(&state_->mu);
       state_->stop = true;
       stream = state_->stream;
       side = state_->side_stream;
@@ -349,7 +349,7 @@ class RemoteWatch : public Watch {
     std::shared_ptr<net::HttpStream> stream;
     size_t ep;
     {
-      std::lock_guard<std::mutex> l(state_->mu);
+      MutexLock l(&state_->mu);
       if (state_->stop) return;
       if (!state_->stream || !state_->stream_ready) {
         state_->progress_pending = true;
@@ -364,8 +364,8 @@ class RemoteWatch : public Watch {
   Status Start() {
     std::shared_ptr<State> st = state_;
     thread_ = std::thread([st] { Run(st.get()); });
-    std::unique_lock<std::mutex> l(st->mu);
-    st->cv.wait(l, [&] { return st->start_done; });
+    MutexLock l(&st->mu);
+    st->cv.wait(l.native(), [&]() REQUIRES(st->mu) { return st->start_done; });
     return st->start_status;
   }
 
@@ -375,23 +375,27 @@ class RemoteWatch : public Watch {
     etcdserverpb::WatchCreateRequest req;
     WatchCallback callback;
 
-    std::mutex mu;
-    std::condition_variable cv;
-    bool stop = false;
-    bool start_done = false;
-    Status start_status;
-    std::shared_ptr<net::HttpStream> stream;
-    size_t stream_endpoint = 0;
-    bool stream_ready = false;  // created on the current stream
-    bool progress_pending = false;
-    std::thread helper;  // side-stream progress request (half-duplex)
-    bool helper_running = false;
-    std::shared_ptr<net::HttpStream> side_stream;
-
+    // Lock order: deliver_mu, then mu (Deliver checks `stop`).
+    //
     // Callbacks run one at a time under this mutex (the watch thread and
     // the progress helper both deliver).
-    std::mutex deliver_mu;
-    int64_t max_delivered_rev = 0;  // guarded by deliver_mu
+    Mutex deliver_mu;
+    int64_t max_delivered_rev GUARDED_BY(deliver_mu) = 0;
+
+    Mutex mu ACQUIRED_AFTER(deliver_mu);
+    std::condition_variable cv;
+    bool stop GUARDED_BY(mu) = false;
+    bool start_done GUARDED_BY(mu) = false;
+    Status start_status GUARDED_BY(mu);
+    std::shared_ptr<net::HttpStream> stream GUARDED_BY(mu);
+    size_t stream_endpoint GUARDED_BY(mu) = 0;
+    // `created` arrived on the current stream.
+    bool stream_ready GUARDED_BY(mu) = false;
+    bool progress_pending GUARDED_BY(mu) = false;
+    // The side-stream progress request (half-duplex).
+    std::thread helper GUARDED_BY(mu);
+    bool helper_running GUARDED_BY(mu) = false;
+    std::shared_ptr<net::HttpStream> side_stream GUARDED_BY(mu);
 
     // Owned by the watch thread.
     int64_t next_rev = 0;
@@ -400,12 +404,12 @@ class RemoteWatch : public Watch {
   };
 
   static bool Stopping(State* st) {
-    std::lock_guard<std::mutex> l(st->mu);
+    MutexLock l(&st->mu);
     return st->stop;
   }
 
   static void FinishStart(State* st, Status s) {
-    std::lock_guard<std::mutex> l(st->mu);
+    MutexLock l(&st->mu);
     if (st->start_done) return;
     st->start_done = true;
     st->start_status = std::move(s);
@@ -415,7 +419,7 @@ class RemoteWatch : public Watch {
   // Calls the callback unless the watch is being destroyed. A progress
   // notification never reports less than what was delivered before it.
   static bool Deliver(State* st, etcdserverpb::WatchResponse& resp) {
-    std::lock_guard<std::mutex> d(st->deliver_mu);
+    MutexLock d(&st->deliver_mu);
     if (Stopping(st)) return false;
     if (resp.events_size() > 0) {
       st->max_delivered_rev =
@@ -437,12 +441,12 @@ class RemoteWatch : public Watch {
       wr.mutable_progress_request();
       if (!stream->Send(etcdjson::ToJson(wr)).ok()) {
         // The stream is breaking; ask again on the next one.
-        std::lock_guard<std::mutex> l(st->mu);
+        MutexLock l(&st->mu);
         st->progress_pending = true;
       }
       return;
     }
-    std::lock_guard<std::mutex> l(st->mu);
+    MutexLock l(&st->mu);
     if (st->stop || st->helper_running) return;
     if (st->helper.joinable()) st->helper.join();  // finished earlier
     st->helper_running = true;
@@ -453,7 +457,7 @@ class RemoteWatch : public Watch {
   static void SideProgress(State* st, size_t ep) {
     RemoteKV* kv = st->kv;
     auto done = [st] {
-      std::lock_guard<std::mutex> l(st->mu);
+      MutexLock l(&st->mu);
       st->helper_running = false;
       st->side_stream.reset();
     };
@@ -462,7 +466,7 @@ class RemoteWatch : public Watch {
     if (!opened.ok()) return done();
     std::shared_ptr<net::HttpStream> stream(std::move(*opened));
     {
-      std::lock_guard<std::mutex> l(st->mu);
+      MutexLock l(&st->mu);
       if (st->stop) {
         st->helper_running = false;
         return;
@@ -539,8 +543,9 @@ class RemoteWatch : public Watch {
       ep = (ep + 1) % n;
       if (++failures_in_round >= n) {
         failures_in_round = 0;
-        std::unique_lock<std::mutex> l(st->mu);
-        clock->WaitFor(l, st->cv, backoff, [&] { return st->stop; });
+        MutexLock l(&st->mu);
+        clock->WaitFor(l.native(), st->cv, backoff,
+                       [&]() REQUIRES(st->mu) { return st->stop; });
         backoff = std::min<Duration>(backoff * 2, o.max_retry_backoff);
       }
     }
@@ -560,7 +565,7 @@ class RemoteWatch : public Watch {
     if (!opened.ok()) return opened.status();
     std::shared_ptr<net::HttpStream> stream(std::move(*opened));
     {
-      std::lock_guard<std::mutex> l(st->mu);
+      MutexLock l(&st->mu);
       if (st->stop) return CancelledError("watch stopped");
       st->stream = stream;
       st->stream_endpoint = ep;
@@ -568,7 +573,7 @@ class RemoteWatch : public Watch {
     }
     Status s = ReadStream(st, ep, stream.get(), progressed);
     {
-      std::lock_guard<std::mutex> l(st->mu);
+      MutexLock l(&st->mu);
       st->stream.reset();
       st->stream_ready = false;
     }
@@ -638,7 +643,7 @@ class RemoteWatch : public Watch {
     if (resp.created()) {
       bool ask_progress = false;
       {
-        std::lock_guard<std::mutex> l(st->mu);
+        MutexLock l(&st->mu);
         st->stream_ready = true;
         ask_progress = st->progress_pending;
         st->progress_pending = false;

@@ -4,11 +4,11 @@
 #include <deque>
 #include <filesystem>
 #include <fstream>
-#include <mutex>
 
 #include "base/base64.h"
 #include "base/crc32c.h"
 #include "base/logging.h"
+#include "base/mutex.h"
 #include "storage/etcdjson/etcd_json.h"
 #include "storage/etcdjson/json_stream.h"
 #include "storage/mvcc/watch.h"
@@ -66,9 +66,9 @@ bool ParseBody(const HttpRequest& req, Responder* r,
   size_t size = msg->ByteSizeLong();
   if (size > g_max_grpc_message_bytes) {
     etcdjson::HttpError e{429, etcdjson::kGrpcResourceExhausted,
-                         "grpc: received message larger than max (" +
-                             std::to_string(size) + " vs. " +
-                             std::to_string(g_max_grpc_message_bytes) + ")"};
+                          "grpc: received message larger than max (" +
+                              std::to_string(size) + " vs. " +
+                              std::to_string(g_max_grpc_message_bytes) + ")"};
     r->Respond(429, JsonHeaders(), e.Body());
     return false;
   }
@@ -128,9 +128,10 @@ class WatchDrainer : public std::enable_shared_from_this<WatchDrainer> {
 
   StoreServer* const server_;
   WatchJsonEncoder encoder_;
-  std::mutex mu_;
-  std::deque<std::shared_ptr<WatchSession>> ready_;  // guarded by mu_
-  int tasks_ = 0;                                    // guarded by mu_
+  // A leaf: sessions are drained after it is released.
+  Mutex mu_;
+  std::deque<std::shared_ptr<WatchSession>> ready_ GUARDED_BY(mu_);
+  int tasks_ GUARDED_BY(mu_) = 0;
 };
 
 // One /v3/watch connection: its MVCC watch stream and response writer.
@@ -140,27 +141,32 @@ class WatchSession : public std::enable_shared_from_this<WatchSession> {
                ResponderPtr r)
       : server_(server), drainer_(std::move(drainer)), r_(std::move(r)) {}
 
-  void Start() {
-    stream_ = server_->mvcc()->NewWatchStream();
+  void Start() EXCLUDES(mu_) {
     std::weak_ptr<WatchSession> weak = shared_from_this();
-    // Runs on the writer's thread for every write that queued responses
-    // for this stream: it must stay cheap. While a drain is scheduled and
-    // has not started, further notifications add nothing: that drain will
-    // pop everything queued by then.
-    stream_->SetNotify([weak] {
-      if (auto self = weak.lock()) {
-        if (!self->drain_scheduled_.exchange(true)) {
-          WatchDrainer* d = self->drainer_.get();
-          d->Schedule(std::move(self));
+    {
+      // Released before the responder's callbacks are set: they may run at
+      // once (a closed connection, a body already read) and take it.
+      MutexLock l(&mu_);
+      stream_ = server_->mvcc()->NewWatchStream();
+      // Runs on the writer's thread for every write that queued responses
+      // for this stream: it must stay cheap. While a drain is scheduled and
+      // has not started, further notifications add nothing: that drain will
+      // pop everything queued by then.
+      stream_->SetNotify([weak] {
+        if (auto self = weak.lock()) {
+          if (!self->drain_scheduled_.exchange(true)) {
+            WatchDrainer* d = self->drainer_.get();
+            d->Schedule(std::move(self));
+          }
         }
-      }
-    });
+      });
+    }
     // Slow clients are cut off rather than buffered without bound; the
     // client re-watches from its last revision.
     r_->SetMaxBufferedBytes(64 << 20);
     auto self = shared_from_this();
     r_->OnClose([self] {
-      std::lock_guard<std::mutex> l(self->mu_);
+      MutexLock l(&self->mu_);
       self->stream_.reset();
     });
     r_->OnBodyData(
@@ -168,11 +174,11 @@ class WatchSession : public std::enable_shared_from_this<WatchSession> {
   }
 
   // Writes every queued response with one Responder::Write.
-  void Drain() {
+  void Drain() EXCLUDES(mu_) {
     // Cleared before popping: a response queued after this point schedules
     // another drain (which may find nothing left), so none is stranded.
     drain_scheduled_.store(false);
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     if (!stream_) return;
     items_.clear();
     if (stream_->PopAll(&items_) == 0) return;
@@ -207,8 +213,8 @@ class WatchSession : public std::enable_shared_from_this<WatchSession> {
   }
 
   // An undecodable request: etcd answers HTTP 500, code 2, and closes.
-  void Reject(const Status& s) {
-    std::lock_guard<std::mutex> l(mu_);
+  void Reject(const Status& s) EXCLUDES(mu_) {
+    MutexLock l(&mu_);
     etcdjson::HttpError e{500, etcdjson::kGrpcUnknown, s.message()};
     if (!started_) {
       r_->Respond(500, JsonHeaders(), e.Body());
@@ -218,7 +224,7 @@ class WatchSession : public std::enable_shared_from_this<WatchSession> {
     stream_.reset();
   }
 
-  void WriteEncoded(std::string_view out) {
+  void WriteEncoded(std::string_view out) REQUIRES(mu_) {
     if (!started_) {
       r_->StartStream(200, JsonHeaders());
       started_ = true;
@@ -226,7 +232,7 @@ class WatchSession : public std::enable_shared_from_this<WatchSession> {
     r_->Write(out);
   }
 
-  void Write(const etcdserverpb::WatchResponse& resp) {
+  void Write(const etcdserverpb::WatchResponse& resp) REQUIRES(mu_) {
     std::string out;
     etcdjson::AppendStreamResult(resp, &out);
     WriteEncoded(out);
@@ -241,8 +247,8 @@ class WatchSession : public std::enable_shared_from_this<WatchSession> {
     return w;
   }
 
-  void Handle(const etcdserverpb::WatchRequest& req) {
-    std::lock_guard<std::mutex> l(mu_);
+  void Handle(const etcdserverpb::WatchRequest& req) EXCLUDES(mu_) {
+    MutexLock l(&mu_);
     if (!stream_) return;
     if (req.has_create_request()) {
       StatusOr<int64_t> id = stream_->Watch(req.create_request());
@@ -291,17 +297,19 @@ class WatchSession : public std::enable_shared_from_this<WatchSession> {
   ResponderPtr r_;
   etcdjson::JsonObjectSplitter splitter_;  // body callbacks run one at a time
   std::atomic<bool> drain_scheduled_{false};
-  std::mutex mu_;
-  std::unique_ptr<mvcc::WatchStream> stream_;  // guarded by mu_
-  std::vector<mvcc::WatchItem> items_;         // guarded by mu_; reused
-  bool started_ = false;                       // guarded by mu_
-  int64_t next_id_ = 0;                        // guarded by mu_
+  // Held while reading the MVCC watch stream and writing the response;
+  // taken before the stream's and the responder's own locks, never after.
+  Mutex mu_;
+  std::unique_ptr<mvcc::WatchStream> stream_ GUARDED_BY(mu_);
+  std::vector<mvcc::WatchItem> items_ GUARDED_BY(mu_);  // reused
+  bool started_ GUARDED_BY(mu_) = false;
+  int64_t next_id_ GUARDED_BY(mu_) = 0;
 };
 
 void WatchDrainer::Schedule(std::shared_ptr<WatchSession> session) {
   bool submit = false;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     ready_.push_back(std::move(session));
     if (tasks_ < kMaxTasks) {
       ++tasks_;
@@ -314,7 +322,7 @@ void WatchDrainer::Schedule(std::shared_ptr<WatchSession> session) {
 void WatchDrainer::Run() {
   std::vector<std::shared_ptr<WatchSession>> batch;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     while (!ready_.empty() && batch.size() < kBatch) {
       batch.push_back(std::move(ready_.front()));
       ready_.pop_front();
@@ -327,7 +335,7 @@ void WatchDrainer::Run() {
   for (const auto& session : batch) session->Drain();
   batch.clear();
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     if (ready_.empty()) {
       --tasks_;
       return;
@@ -558,7 +566,7 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
           if (!framing.ok()) bad = true;
           if (bad) {
             etcdjson::HttpError e{500, etcdjson::kGrpcUnknown,
-                                 "invalid keepalive request"};
+                                  "invalid keepalive request"};
             if (!*started) {
               r->Respond(500, JsonHeaders(), e.Body());
             } else {

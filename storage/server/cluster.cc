@@ -126,6 +126,7 @@ storagepb::ClusterRecord NewClusterRecord(
 StatusOr<std::unique_ptr<Membership>> Membership::Open(
     std::string path, const storagepb::ClusterRecord& initial) {
   std::unique_ptr<Membership> m(new Membership(path));
+  MutexLock l(&m->mu_);  // not shared yet; for the analysis
   std::ifstream in(path, std::ios::binary);
   if (in) {
     std::stringstream ss;
@@ -140,22 +141,22 @@ StatusOr<std::unique_ptr<Membership>> Membership::Open(
 }
 
 storagepb::ClusterRecord Membership::Record() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return record_;
 }
 
 uint64_t Membership::cluster_id() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return record_.cluster_id();
 }
 
 std::vector<storagepb::MemberRecord> Membership::Members() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return {record_.members().begin(), record_.members().end()};
 }
 
 std::optional<storagepb::MemberRecord> Membership::Find(uint64_t id) const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   for (const auto& m : record_.members()) {
     if (m.id() == id) return m;
   }
@@ -163,14 +164,14 @@ std::optional<storagepb::MemberRecord> Membership::Find(uint64_t id) const {
 }
 
 bool Membership::IsRemoved(uint64_t id) const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return std::find(record_.removed().begin(), record_.removed().end(), id) !=
          record_.removed().end();
 }
 
 StatusOr<bool> Membership::ApplyAdd(uint64_t index,
                                     const storagepb::MemberRecord& m) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   if (index <= record_.applied_index()) return false;
   bool found = false;
   for (auto& existing : *record_.mutable_members()) {
@@ -187,7 +188,7 @@ StatusOr<bool> Membership::ApplyAdd(uint64_t index,
 }
 
 StatusOr<bool> Membership::ApplyRemove(uint64_t index, uint64_t id) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   if (index <= record_.applied_index()) return false;
   auto* ms = record_.mutable_members();
   ms->erase(std::remove_if(ms->begin(), ms->end(),
@@ -200,7 +201,7 @@ StatusOr<bool> Membership::ApplyRemove(uint64_t index, uint64_t id) {
 }
 
 StatusOr<bool> Membership::ApplyPromote(uint64_t index, uint64_t id) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   if (index <= record_.applied_index()) return false;
   for (auto& m : *record_.mutable_members()) {
     if (m.id() == id) m.set_is_learner(false);
@@ -212,7 +213,7 @@ StatusOr<bool> Membership::ApplyPromote(uint64_t index, uint64_t id) {
 
 StatusOr<bool> Membership::ApplyAttributes(
     uint64_t index, const storagepb::MemberAttributes& attrs) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   if (index <= record_.applied_index()) return false;
   for (auto& m : *record_.mutable_members()) {
     if (m.id() == attrs.member_id()) {
@@ -226,13 +227,13 @@ StatusOr<bool> Membership::ApplyAttributes(
 }
 
 Status Membership::Replace(const storagepb::ClusterRecord& record) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   record_ = record;
   return SaveLocked();
 }
 
 Status Membership::Save() {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return SaveLocked();
 }
 
@@ -272,7 +273,7 @@ Status Membership::SaveLocked() {
 
 void Membership::FillMembers(
     google::protobuf::RepeatedPtrField<etcdserverpb::Member>* out) const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   for (const auto& m : record_.members()) {
     auto* e = out->Add();
     e->set_id(m.id());

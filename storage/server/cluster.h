@@ -13,10 +13,10 @@
 #define KPLANE_STORAGE_SERVER_CLUSTER_H_
 
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/statusor.h"
 #include "schemas/rpc.pb.h"
 #include "schemas/storage.pb.h"
@@ -74,11 +74,12 @@ class Membership {
 
  private:
   Membership(std::string path) : path_(std::move(path)) {}
-  Status SaveLocked();
+  Status SaveLocked() REQUIRES(mu_);
 
   const std::string path_;
-  mutable std::mutex mu_;
-  storagepb::ClusterRecord record_;  // guarded by mu_
+  // A leaf: held only inside these methods (the file is written under it).
+  mutable Mutex mu_;
+  storagepb::ClusterRecord record_ GUARDED_BY(mu_);
 };
 
 }  // namespace kplane::storage

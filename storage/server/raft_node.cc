@@ -37,18 +37,18 @@ RaftNode::~RaftNode() { Stop(); }
 Status RaftNode::Start() {
   ASSIGN_OR_RETURN(raw_, raft::RawNode::Create(options_.raft, log_->storage()));
   {
-    std::lock_guard<std::mutex> l(status_mu_);
+    MutexLock l(&status_mu_);
     status_ = raw_->GetBasicStatus();
+    term_ = status_.hard_state.term();
+    commit_ = status_.hard_state.commit();
   }
-  term_ = status_.hard_state.term();
-  commit_ = status_.hard_state.commit();
   thread_ = std::thread([this] { Loop(); });
   return Status::Ok();
 }
 
 void RaftNode::Stop() {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     stop_ = true;
   }
   cv_.notify_all();
@@ -57,7 +57,7 @@ void RaftNode::Stop() {
   // loop is gone: a reader blocked in StoreServer::Range would hang.
   Inbox left;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     std::swap(left, inbox_);
   }
   const Status stopped(StatusCode::kUnavailable, "etcdserver: server stopped");
@@ -81,7 +81,7 @@ bool RaftNode::NeedsWakeLocked() {
 void RaftNode::Propose(std::string data, ProposeCallback on_dropped) {
   bool wake;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     inbox_.proposals.push_back(
         Proposal{std::move(data), false, {}, std::move(on_dropped)});
     wake = NeedsWakeLocked();
@@ -93,7 +93,7 @@ void RaftNode::ProposeConfChange(raftpb::ConfChange cc,
                                  ProposeCallback on_dropped) {
   bool wake;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     inbox_.proposals.push_back(
         Proposal{"", true, std::move(cc), std::move(on_dropped)});
     wake = NeedsWakeLocked();
@@ -104,9 +104,9 @@ void RaftNode::ProposeConfChange(raftpb::ConfChange cc,
 void RaftNode::ReadIndex(ReadIndexCallback cb) {
   bool wake;
   {
-    std::unique_lock<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     if (stop_) {
-      l.unlock();
+      l.Unlock();
       cb(Status(StatusCode::kUnavailable, "etcdserver: server stopped"));
       return;
     }
@@ -119,7 +119,7 @@ void RaftNode::ReadIndex(ReadIndexCallback cb) {
 void RaftNode::Step(raftpb::Message msg) {
   bool wake;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     inbox_.messages.push_back(std::move(msg));
     wake = NeedsWakeLocked();
   }
@@ -130,7 +130,7 @@ void RaftNode::StepMany(std::vector<raftpb::Message> msgs) {
   if (msgs.empty()) return;
   bool wake;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     if (inbox_.messages.empty()) {
       inbox_.messages = std::move(msgs);
     } else {
@@ -142,27 +142,27 @@ void RaftNode::StepMany(std::vector<raftpb::Message> msgs) {
 }
 
 void RaftNode::TransferLeader(uint64_t transferee) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   inbox_.ops.push_back(
       [transferee](raft::RawNode& r) { r.TransferLeader(transferee); });
   cv_.notify_one();
 }
 
 void RaftNode::ReportUnreachable(uint64_t id) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   inbox_.ops.push_back([id](raft::RawNode& r) { r.ReportUnreachable(id); });
   cv_.notify_one();
 }
 
 void RaftNode::ReportSnapshot(uint64_t id, raft::SnapshotStatus status) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   inbox_.ops.push_back(
       [id, status](raft::RawNode& r) { r.ReportSnapshot(id, status); });
   cv_.notify_one();
 }
 
 void RaftNode::Campaign() {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   inbox_.ops.push_back([](raft::RawNode& r) {
     Status s = r.Campaign();
     if (!s.ok()) LOG(WARNING) << "campaign: " << s;
@@ -171,7 +171,7 @@ void RaftNode::Campaign() {
 }
 
 void RaftNode::CreateSnapshot(uint64_t index, raftpb::ConfState conf_state) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   inbox_.ops.push_back(
       [this, index, cs = std::move(conf_state)](raft::RawNode&) {
         CHECK_OK(log_->CreateSnapshot(index, cs));
@@ -180,12 +180,12 @@ void RaftNode::CreateSnapshot(uint64_t index, raftpb::ConfState conf_state) {
 }
 
 void RaftNode::SetLeaderCallback(LeaderCallback cb) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   leader_cb_ = std::move(cb);
 }
 
 raft::BasicStatus RaftNode::BasicStatus() {
-  std::lock_guard<std::mutex> l(status_mu_);
+  MutexLock l(&status_mu_);
   return status_;
 }
 
@@ -201,10 +201,10 @@ void RaftNode::Loop() {
   while (true) {
     Inbox work;
     {
-      std::unique_lock<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       loop_sleeping_ = true;
       wake_sent_ = false;
-      clock->WaitUntil(l, cv_, next_tick, [&] {
+      clock->WaitUntil(l.native(), cv_, next_tick, [&]() REQUIRES(mu_) {
         return stop_ || !inbox_.messages.empty() || !inbox_.proposals.empty() ||
                !inbox_.reads.empty() || !inbox_.ops.empty();
       });
@@ -236,7 +236,8 @@ void RaftNode::Loop() {
     for (auto& r : work.reads) reads_waiting_.push_back(std::move(r));
     if (read_in_flight_ && now - read_started_ > read_timeout) {
       for (auto& cb : reads_in_flight_) {
-        cb(Status(StatusCode::kDeadlineExceeded, "etcdserver: request timed out"));
+        cb(Status(StatusCode::kDeadlineExceeded,
+                  "etcdserver: request timed out"));
       }
       reads_in_flight_.clear();
       read_in_flight_ = false;
@@ -271,7 +272,7 @@ void RaftNode::HandleReady(raft::Ready rd) {
                 << std::hex << old << std::dec << ")";
       LeaderCallback cb;
       {
-        std::lock_guard<std::mutex> l(mu_);
+        MutexLock l(&mu_);
         cb = leader_cb_;
       }
       uint64_t t = raft::IsEmptyHardState(rd.hard_state) ? term_.load()
@@ -339,7 +340,7 @@ void RaftNode::HandleReady(raft::Ready rd) {
     applier_->Enqueue(std::move(task));
   }
   raw_->Advance();
-  std::lock_guard<std::mutex> l(status_mu_);
+  MutexLock l(&status_mu_);
   status_ = raw_->GetBasicStatus();
 }
 

@@ -24,12 +24,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <vector>
 
 #include "base/clock.h"
 #include "base/metrics.h"
+#include "base/mutex.h"
 #include "base/status.h"
 #include "schemas/raft.pb.h"
 #include "storage/raft/raw_node.h"
@@ -139,7 +139,7 @@ class RaftNode {
   // Called with mu_ held after queueing work: true if the caller must
   // notify cv_ (after unlocking). Only the first producer after the loop
   // went to sleep wakes it; the others' work is picked up by the same turn.
-  bool NeedsWakeLocked();
+  bool NeedsWakeLocked() REQUIRES(mu_);
 
   RaftNodeOptions options_;
   RaftLog* log_;
@@ -147,13 +147,17 @@ class RaftNode {
   Applier* applier_;
   std::unique_ptr<raft::RawNode> raw_;
 
-  std::mutex mu_;
+  // Locks: mu_ (the inbox) and status_mu_ are leaves, never held together,
+  // and no callback runs with either held.
+  Mutex mu_;
   std::condition_variable cv_;
-  Inbox inbox_;                 // guarded by mu_
-  bool stop_ = false;           // guarded by mu_
-  bool loop_sleeping_ = false;  // guarded by mu_: the loop waits on cv_
-  bool wake_sent_ = false;      // guarded by mu_: it was notified since
-  LeaderCallback leader_cb_;    // guarded by mu_
+  Inbox inbox_ GUARDED_BY(mu_);
+  bool stop_ GUARDED_BY(mu_) = false;
+  // The loop waits on cv_.
+  bool loop_sleeping_ GUARDED_BY(mu_) = false;
+  // It was notified since it went to sleep.
+  bool wake_sent_ GUARDED_BY(mu_) = false;
+  LeaderCallback leader_cb_ GUARDED_BY(mu_);
 
   // Loop-thread state.
   uint64_t read_seq_ = 0;
@@ -166,8 +170,8 @@ class RaftNode {
   std::atomic<uint64_t> leader_{0};
   std::atomic<uint64_t> term_{0};
   std::atomic<uint64_t> commit_{0};
-  std::mutex status_mu_;
-  raft::BasicStatus status_;  // guarded by status_mu_
+  Mutex status_mu_;
+  raft::BasicStatus status_ GUARDED_BY(status_mu_);
 
   std::thread thread_;
 

@@ -23,7 +23,7 @@ std::shared_ptr<const std::string> WatchJsonEncoder::EventsJson(
     const mvcc::WatchItem& item) {
   const EventList* list = item.events.get();
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     for (const Entry& e : cache_) {
       // A live list's address is not reused, so pointer equality is
       // identity while the entry's list is alive.
@@ -50,7 +50,7 @@ std::shared_ptr<const std::string> WatchJsonEncoder::EventsJson(
     }
   }
   json->push_back(']');
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   Entry e{list, item.keep_prev_kv, item.events, json};
   if (cache_.size() < kCacheEntries) {
     cache_.push_back(std::move(e));
@@ -101,12 +101,12 @@ void WatchJsonEncoder::Append(const etcdserverpb::ResponseHeader& header,
 }
 
 uint64_t WatchJsonEncoder::hits() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return hits_;
 }
 
 uint64_t WatchJsonEncoder::misses() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return misses_;
 }
 

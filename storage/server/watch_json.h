@@ -29,10 +29,10 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "base/mutex.h"
 #include "schemas/rpc.pb.h"
 #include "storage/mvcc/watch.h"
 
@@ -61,12 +61,15 @@ class WatchJsonEncoder {
   };
 
   // `[<event>,...]` for the item's events.
-  std::shared_ptr<const std::string> EventsJson(const mvcc::WatchItem& item);
+  std::shared_ptr<const std::string> EventsJson(const mvcc::WatchItem& item)
+      EXCLUDES(mu_);
 
-  mutable std::mutex mu_;
-  std::vector<Entry> cache_;        // ring of kCacheEntries, guarded by mu_
-  size_t next_slot_ = 0;            // guarded by mu_
-  uint64_t hits_ = 0, misses_ = 0;  // guarded by mu_
+  // A leaf; held only to look up or fill the cache, never while encoding.
+  mutable Mutex mu_;
+  std::vector<Entry> cache_ GUARDED_BY(mu_);  // a ring of kCacheEntries
+  size_t next_slot_ GUARDED_BY(mu_) = 0;
+  uint64_t hits_ GUARDED_BY(mu_) = 0;
+  uint64_t misses_ GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace kplane::storage

@@ -47,7 +47,7 @@
 #include "base/clock.h"
 #include "base/metrics.h"
 #include "base/status.h"
-#include "storage/client/kv.h"
+#include "storage/kv.h"
 
 namespace kplane::apiserver {
 

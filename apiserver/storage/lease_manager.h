@@ -29,7 +29,7 @@
 
 #include "base/clock.h"
 #include "base/statusor.h"
-#include "storage/client/kv.h"
+#include "storage/kv.h"
 
 namespace kplane::apiserver {
 

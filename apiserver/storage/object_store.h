@@ -67,12 +67,12 @@
 #include <string>
 #include <vector>
 
-#include "objects/scheme.h"
-#include "objects/types.h"
 #include "base/clock.h"
 #include "base/metrics.h"
 #include "base/statusor.h"
-#include "storage/client/kv.h"
+#include "objects/scheme.h"
+#include "objects/types.h"
+#include "storage/kv.h"
 
 namespace kplane::apiserver {
 

@@ -27,7 +27,7 @@
 
 #include "base/clock.h"
 #include "base/mutex.h"
-#include "storage/client/kv.h"
+#include "storage/kv.h"
 
 namespace kplane::storage {
 

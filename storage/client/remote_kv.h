@@ -24,9 +24,9 @@
 //     the server answered that it refused the proposal before it entered
 //     the raft log ("etcdserver: no leader", "etcdserver: not leader", "raft
 //     proposal dropped"). Any other failure of a write is returned
-//     (kUnavailable / kDeadlineExceeded, the message saying the write may have been
-//     applied; or the server's error), so a write is never silently applied
-//     twice.
+//     (kUnavailable / kDeadlineExceeded, the message saying the write may have
+//     been applied; or the server's error), so a write is never silently
+//     applied twice.
 // A Txn counts as a read when none of its branches (nested ones included)
 // holds a put or delete.
 //
@@ -36,7 +36,7 @@
 //
 // Watches: StartWatch opens a /v3/watch stream of its own (a dedicated
 // connection and thread per watch) and survives member failures: see
-// storage/client/kv.h for the guarantees and remote_kv.cc (RemoteWatch) for
+// storage/kv.h for the guarantees and remote_kv.cc (RemoteWatch) for
 // how the resume revision is tracked. A Watch must be destroyed before the
 // RemoteKV that started it.
 //
@@ -51,8 +51,8 @@
 // Errors: Status with the domain codes of base/status.h, recovered from
 // etcd's error texts by etcdjson::ErrorToStatus (kCompacted,
 // kFutureRevision, kNotFound for a missing lease, kNoSpace, kTooLarge,
-// kNotLeader, ...); kUnavailable when no endpoint answered; kDeadlineExceeded when
-// the overall deadline passed.
+// kNotLeader, ...); kUnavailable when no endpoint answered; kDeadlineExceeded
+// when the overall deadline passed.
 #ifndef KPLANE_STORAGE_CLIENT_REMOTE_KV_H_
 #define KPLANE_STORAGE_CLIENT_REMOTE_KV_H_
 
@@ -64,7 +64,7 @@
 
 #include "base/clock.h"
 #include "storage/client/endpoint.h"
-#include "storage/client/kv.h"
+#include "storage/kv.h"
 
 namespace kplane::storage {
 

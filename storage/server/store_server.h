@@ -48,7 +48,7 @@
 #include "base/clock.h"
 #include "net/worker_pool.h"
 #include "schemas/storage.pb.h"
-#include "storage/client/kv.h"
+#include "storage/kv.h"
 #include "storage/mvcc/auto_compactor.h"
 #include "storage/mvcc/store.h"
 #include "storage/server/bootstrap.h"

@@ -5,14 +5,15 @@
 //   - embedded: the replicated store running in the same process
 //     (`kplane up`, storage/server), no HTTP in between;
 //   - remote: etcd's v3 JSON API over HTTP to a list of endpoints, which may
-//     be `kplane store` members or a real etcd 3.4 (storage/client/remote.h).
+//     be `kplane store` members or a real etcd 3.4
+//     (storage/client/remote_kv.h).
 //
 // Requests and responses are etcd's own messages (schemas/rpc.proto), so the
 // semantics are etcd's, documented there. Errors come back as Status with the
 // domain codes of base/status.h (kCompacted with the compact revision as
 // detail, kFutureRevision, kNotFound for a missing lease, kNoSpace, kTooLarge,
-// kUnavailable when no endpoint answers, kDeadlineExceeded, ...), and the message is
-// etcd's text (e.g. "etcdserver: mvcc: required revision has been
+// kUnavailable when no endpoint answers, kDeadlineExceeded, ...), and the
+// message is etcd's text (e.g. "etcdserver: mvcc: required revision has been
 // compacted").
 //
 // Writes are linearizable; a Range is linearizable unless
@@ -21,8 +22,8 @@
 // reach a server); it never silently duplicates a write.
 //
 // Thread-safety: all methods may be called concurrently from many threads.
-#ifndef KPLANE_STORAGE_CLIENT_KV_H_
-#define KPLANE_STORAGE_CLIENT_KV_H_
+#ifndef KPLANE_STORAGE_KV_H_
+#define KPLANE_STORAGE_KV_H_
 
 #include <functional>
 #include <memory>
@@ -91,4 +92,4 @@ class KV {
 
 }  // namespace kplane::storage
 
-#endif  // KPLANE_STORAGE_CLIENT_KV_H_
+#endif  // KPLANE_STORAGE_KV_H_

@@ -4,11 +4,11 @@
 #include <string>
 #include <vector>
 
-#include "apiserver/apiserver_command.h"
-#include "controllers/controller_manager_command.h"
-#include "kubeletsim/kubeletsim_command.h"
-#include "storage/server/store_command.h"
-#include "up/control_plane.h"
+#include "cmd/kplane/apiserver_command.h"
+#include "cmd/kplane/controller_manager_command.h"
+#include "cmd/kplane/kubeletsim_command.h"
+#include "cmd/kplane/store_command.h"
+#include "cmd/kplane/up_command.h"
 
 namespace {
 
@@ -37,14 +37,13 @@ int main(int argc, char** argv) {
   }
   std::string cmd = argv[1];
   std::vector<std::string> args(argv + 2, argv + argc);
-  if (cmd == "up") return kplane::up::RunUpCommand(args);
-  if (cmd == "store") return kplane::storage::RunStoreCommand(args);
-  if (cmd == "apiserver") return kplane::apiserver::RunApiServerCommand(args);
+  if (cmd == "up") return kplane::cmd::RunUpCommand(args);
+  if (cmd == "store") return kplane::cmd::RunStoreCommand(args);
+  if (cmd == "apiserver") return kplane::cmd::RunApiServerCommand(args);
   if (cmd == "controller-manager") {
-    return kplane::controllers::RunControllerManagerCommand(args);
+    return kplane::cmd::RunControllerManagerCommand(args);
   }
-  if (cmd == "kubeletsim")
-    return kplane::kubeletsim::RunKubeletSimCommand(args);
+  if (cmd == "kubeletsim") return kplane::cmd::RunKubeletSimCommand(args);
   std::cerr << "kplane: unknown command \"" << cmd << "\"\n\n" << kUsage;
   return 2;
 }

@@ -1,4 +1,4 @@
-#include "apiserver/apiserver_command.h"
+#include "cmd/kplane/apiserver_command.h"
 
 #include <signal.h>
 
@@ -12,7 +12,10 @@
 #include "storage/client/remote_kv.h"
 #include "storage/server/store_server.h"
 
-namespace kplane::apiserver {
+namespace kplane::cmd {
+
+using apiserver::ApiServer;
+using apiserver::ApiServerOptions;
 
 int RunApiServerCommand(const std::vector<std::string>& args) {
   FlagSet flags("kplane apiserver",
@@ -149,4 +152,4 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
   return 0;
 }
 
-}  // namespace kplane::apiserver
+}  // namespace kplane::cmd

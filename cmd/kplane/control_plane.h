@@ -20,8 +20,8 @@
 // unless that is zero.
 //
 // Thread-safety: Start/Stop from one thread; accessors from any.
-#ifndef KPLANE_UP_CONTROL_PLANE_H_
-#define KPLANE_UP_CONTROL_PLANE_H_
+#ifndef KPLANE_CMD_KPLANE_CONTROL_PLANE_H_
+#define KPLANE_CMD_KPLANE_CONTROL_PLANE_H_
 
 #include <memory>
 #include <string>
@@ -30,7 +30,7 @@
 #include "base/clock.h"
 #include "base/statusor.h"
 
-namespace kplane::up {
+namespace kplane::cmd {
 
 struct UpOptions {
   std::string data_dir;  // required
@@ -90,10 +90,6 @@ class ControlPlane {
 // server is `server` and whose namespace is "default".
 Status WriteKubeconfig(const std::string& path, const std::string& server);
 
-// `kplane up`: runs until SIGINT/SIGTERM; returns the exit code. `args`
-// excludes the program and subcommand names.
-int RunUpCommand(const std::vector<std::string>& args);
+}  // namespace kplane::cmd
 
-}  // namespace kplane::up
-
-#endif  // KPLANE_UP_CONTROL_PLANE_H_
+#endif  // KPLANE_CMD_KPLANE_CONTROL_PLANE_H_

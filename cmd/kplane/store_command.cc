@@ -1,4 +1,4 @@
-#include "storage/server/store_command.h"
+#include "cmd/kplane/store_command.h"
 
 #include <signal.h>
 
@@ -15,7 +15,14 @@
 #include "storage/server/peer_transport.h"
 #include "storage/server/store_server.h"
 
-namespace kplane::storage {
+namespace kplane::cmd {
+
+using storage::ClientApi;
+using storage::HttpPeerTransport;
+using storage::ParseInitialCluster;
+using storage::StoreConfig;
+using storage::StoreServer;
+
 namespace {
 
 StatusOr<net::Url> ListenUrl(const std::vector<std::string>& urls,
@@ -269,4 +276,4 @@ int RunStoreCommand(const std::vector<std::string>& args) {
   return 0;
 }
 
-}  // namespace kplane::storage
+}  // namespace kplane::cmd

@@ -3,17 +3,17 @@
 // kube-controller-manager does; a supervisor restarts it).
 //
 // Thread-safety: call from main only. Errors: bad flags exit 2.
-#ifndef KPLANE_CONTROLLERS_CONTROLLER_MANAGER_COMMAND_H_
-#define KPLANE_CONTROLLERS_CONTROLLER_MANAGER_COMMAND_H_
+#ifndef KPLANE_CMD_KPLANE_CONTROLLER_MANAGER_COMMAND_H_
+#define KPLANE_CMD_KPLANE_CONTROLLER_MANAGER_COMMAND_H_
 
 #include <string>
 #include <vector>
 
-namespace kplane::controllers {
+namespace kplane::cmd {
 
 // `args` excludes the program and subcommand names.
 int RunControllerManagerCommand(const std::vector<std::string>& args);
 
-}  // namespace kplane::controllers
+}  // namespace kplane::cmd
 
-#endif  // KPLANE_CONTROLLERS_CONTROLLER_MANAGER_COMMAND_H_
+#endif  // KPLANE_CMD_KPLANE_CONTROLLER_MANAGER_COMMAND_H_

@@ -1,4 +1,6 @@
 // `kplane up`: flags, signals, the summary; ControlPlane does the work.
+#include "cmd/kplane/up_command.h"
+
 #include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -9,9 +11,9 @@
 #include "base/command.h"
 #include "base/flags.h"
 #include "base/logging.h"
-#include "up/control_plane.h"
+#include "cmd/kplane/control_plane.h"
 
-namespace kplane::up {
+namespace kplane::cmd {
 namespace {
 
 std::string HomeDir() {
@@ -95,4 +97,4 @@ int RunUpCommand(const std::vector<std::string>& args) {
   return 0;
 }
 
-}  // namespace kplane::up
+}  // namespace kplane::cmd

@@ -1,7 +1,7 @@
 // The control plane `kplane up` runs, in process on ephemeral ports: it
 // serves the Kubernetes API and etcd's API over one embedded store, writes a
 // kubeconfig, and keeps its objects across a restart on the same data dir.
-#include "up/control_plane.h"
+#include "cmd/kplane/control_plane.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -13,7 +13,7 @@
 #include "base/base64.h"
 #include "net/http_client.h"
 
-namespace kplane::up {
+namespace kplane::cmd {
 namespace {
 
 class ControlPlaneTest : public ::testing::Test {
@@ -172,4 +172,4 @@ TEST_F(ControlPlaneTest, DeploymentBecomesAvailableOnSimulatedNodes) {
 }
 
 }  // namespace
-}  // namespace kplane::up
+}  // namespace kplane::cmd

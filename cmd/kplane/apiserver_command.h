@@ -11,18 +11,18 @@
 // to `kplane store` members or a real etcd 3.4. Several apiservers may share
 // one store. The flags' names and defaults are kube-apiserver's where one
 // exists (docs/api.md lists them).
-#ifndef KPLANE_APISERVER_APISERVER_COMMAND_H_
-#define KPLANE_APISERVER_APISERVER_COMMAND_H_
+#ifndef KPLANE_CMD_KPLANE_APISERVER_COMMAND_H_
+#define KPLANE_CMD_KPLANE_APISERVER_COMMAND_H_
 
 #include <string>
 #include <vector>
 
-namespace kplane::apiserver {
+namespace kplane::cmd {
 
 // Runs until SIGINT/SIGTERM; returns the exit code. `args` excludes the
 // program and subcommand names.
 int RunApiServerCommand(const std::vector<std::string>& args);
 
-}  // namespace kplane::apiserver
+}  // namespace kplane::cmd
 
-#endif  // KPLANE_APISERVER_APISERVER_COMMAND_H_
+#endif  // KPLANE_CMD_KPLANE_APISERVER_COMMAND_H_

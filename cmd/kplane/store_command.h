@@ -7,18 +7,18 @@
 //
 // The flags, their defaults and their meaning are etcd 3.4's (docs/store.md
 // lists them), so scripts written for etcd work with few changes.
-#ifndef KPLANE_STORAGE_SERVER_STORE_COMMAND_H_
-#define KPLANE_STORAGE_SERVER_STORE_COMMAND_H_
+#ifndef KPLANE_CMD_KPLANE_STORE_COMMAND_H_
+#define KPLANE_CMD_KPLANE_STORE_COMMAND_H_
 
 #include <string>
 #include <vector>
 
-namespace kplane::storage {
+namespace kplane::cmd {
 
 // Runs until SIGINT/SIGTERM; returns the process exit code. `args` excludes
 // the program and subcommand names.
 int RunStoreCommand(const std::vector<std::string>& args);
 
-}  // namespace kplane::storage
+}  // namespace kplane::cmd
 
-#endif  // KPLANE_STORAGE_SERVER_STORE_COMMAND_H_
+#endif  // KPLANE_CMD_KPLANE_STORE_COMMAND_H_

@@ -1,4 +1,4 @@
-#include "controllers/controller_manager_command.h"
+#include "cmd/kplane/controller_manager_command.h"
 
 #include <signal.h>
 
@@ -13,7 +13,10 @@
 #include "base/strings.h"
 #include "controllers/controller_manager.h"
 
-namespace kplane::controllers {
+namespace kplane::cmd {
+
+using controllers::ControllerManager;
+using controllers::ControllerManagerOptions;
 
 int RunControllerManagerCommand(const std::vector<std::string>& args) {
   FlagSet flags("kplane controller-manager",
@@ -115,4 +118,4 @@ int RunControllerManagerCommand(const std::vector<std::string>& args) {
   return 0;
 }
 
-}  // namespace kplane::controllers
+}  // namespace kplane::cmd

@@ -1,4 +1,4 @@
-#include "up/control_plane.h"
+#include "cmd/kplane/control_plane.h"
 
 #include <signal.h>
 
@@ -22,7 +22,7 @@
 #include "storage/server/client_api.h"
 #include "storage/server/store_server.h"
 
-namespace kplane::up {
+namespace kplane::cmd {
 namespace {
 
 std::string HttpUrl(const std::string& host, int port) {
@@ -454,4 +454,4 @@ Status WriteKubeconfig(const std::string& path, const std::string& server) {
   return Status::Ok();
 }
 
-}  // namespace kplane::up
+}  // namespace kplane::cmd

@@ -1,4 +1,4 @@
-#include "kubeletsim/kubeletsim_command.h"
+#include "cmd/kplane/kubeletsim_command.h"
 
 #include <signal.h>
 
@@ -12,7 +12,12 @@
 #include "base/logging.h"
 #include "kubeletsim/fleet.h"
 
-namespace kplane::kubeletsim {
+namespace kplane::cmd {
+
+using kubeletsim::Fleet;
+using kubeletsim::FleetOptions;
+using kubeletsim::ParseLabel;
+using kubeletsim::ParseTaint;
 
 int RunKubeletSimCommand(const std::vector<std::string>& args) {
   FlagSet flags("kplane kubeletsim",
@@ -147,4 +152,4 @@ int RunKubeletSimCommand(const std::vector<std::string>& args) {
   return 0;
 }
 
-}  // namespace kplane::kubeletsim
+}  // namespace kplane::cmd

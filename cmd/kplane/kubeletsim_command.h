@@ -7,17 +7,17 @@
 //       --resume-after 2m            # scripted crash and recovery
 //
 // Flags are listed by --help and in docs/kubeletsim.md.
-#ifndef KPLANE_KUBELETSIM_KUBELETSIM_COMMAND_H_
-#define KPLANE_KUBELETSIM_KUBELETSIM_COMMAND_H_
+#ifndef KPLANE_CMD_KPLANE_KUBELETSIM_COMMAND_H_
+#define KPLANE_CMD_KPLANE_KUBELETSIM_COMMAND_H_
 
 #include <string>
 #include <vector>
 
-namespace kplane::kubeletsim {
+namespace kplane::cmd {
 
 // `args` excludes the program and subcommand names. Returns the exit code.
 int RunKubeletSimCommand(const std::vector<std::string>& args);
 
-}  // namespace kplane::kubeletsim
+}  // namespace kplane::cmd
 
-#endif  // KPLANE_KUBELETSIM_KUBELETSIM_COMMAND_H_
+#endif  // KPLANE_CMD_KPLANE_KUBELETSIM_COMMAND_H_

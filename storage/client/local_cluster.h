@@ -1,33 +1,50 @@
 // LocalCluster: N members of an etcd-compatible store (Debian's etcd 3.4 or
 // `kplane store`) running as child processes on 127.0.0.1 ephemeral ports,
-// each with a fresh data dir under /tmp. For tests, benchmarks and demos of
-// the remote client, `kpctl store` and the differential suite.
+// each with a fresh data dir under /tmp. The one process harness for tests,
+// benchmarks and demos of the remote client, `kpctl store`, the differential
+// suite and the store fault suite (tests/e2e/store_faults). Test support:
+// target kplane_storage_client_testing, never linked by a production binary.
 //
 //   ASSIGN_OR_RETURN(auto c, LocalCluster::Start({.members = 3}));
 //   RemoteKVOptions o;  o.endpoints = c->client_urls();
 //   ...
-//   ASSIGN_OR_RETURN(int leader, c->LeaderIndex());
-//   c->Kill(leader);                      // kill -9
-//   c->Restart(leader);                   // same data dir
+//   ASSIGN_OR_RETURN(int leader, c->WaitForLeader(seconds(10)));
+//   c->Kill(leader);                      // kill -9, reaped
+//   c->Restart(leader);                   // same data dir and ports
+//   ASSIGN_OR_RETURN(int n4, c->AddMember());  // member add + start existing
 //
-// Both kinds get the same flags (kplane store accepts etcd's): --name,
-// --data-dir, --listen-client-urls, --advertise-client-urls,
-// --listen-peer-urls, --initial-advertise-peer-urls, --initial-cluster.
-// Ports are chosen by binding port 0 and releasing it just before the
-// member starts (a small race with other processes, acceptable in tests).
+// Besides kill -9 it can stop members gracefully (Terminate: SIGTERM),
+// freeze them (Pause/Resume: SIGSTOP/SIGCONT), change the membership at
+// runtime (AddMember/RemoveMember), and read one member's status, hashes,
+// metrics and log.
 //
-// Ownership: the cluster owns its processes (killed and reaped by the
-// destructor, and by the kernel if the test process dies: base/subprocess)
-// and its data root (removed by the destructor unless KPLANE_KEEP_DATA is
-// set in the environment).
-// Thread-safety: not thread-safe; one owner.
+// Members are numbered in the order they were created (0, 1, 2, then added
+// ones) and named n1, n2, ...; a removed member keeps its number and is no
+// longer in members(). Both kinds get the same flags (kplane store accepts
+// etcd's): --name, --data-dir, --listen-client-urls, --advertise-client-urls,
+// --listen-peer-urls, --initial-advertise-peer-urls, --initial-cluster,
+// --initial-cluster-state. Ports are chosen by binding port 0 and releasing
+// it just before the member first starts (a small race with other processes,
+// acceptable in tests) and are kept across its restarts.
+//
+// Ownership: the cluster owns its processes (SIGKILLed and reaped by the
+// destructor; the kernel kills them too if the test process dies, via
+// PR_SET_PDEATHSIG in base/subprocess) and its data root under /tmp
+// (removed by the destructor unless KPLANE_KEEP_DATA is set in the
+// environment).
+// Thread-safety: process control (Start/Kill/Restart/AddMember/...) from one
+// thread; the read-only queries (MemberStatus, HashKV, SerializableRange,
+// Metric, client_url, LogCount, LogTails) may be called from any thread
+// while no member is added.
 // Errors: kNotFound when the binary is missing, kUnavailable when members
-// do not become ready in time, kInternal for process or file errors.
+// do not become ready or no leader appears in time, the server's errors for
+// member changes, kInternal for process or file errors.
 #ifndef KPLANE_STORAGE_CLIENT_LOCAL_CLUSTER_H_
 #define KPLANE_STORAGE_CLIENT_LOCAL_CLUSTER_H_
 
 #include <sys/types.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -35,6 +52,7 @@
 #include "base/clock.h"
 #include "base/statusor.h"
 #include "base/subprocess.h"
+#include "schemas/rpc.pb.h"
 
 namespace kplane::storage {
 
@@ -45,13 +63,14 @@ struct LocalClusterOptions {
   // Empty: /usr/bin/etcd, or FindKplaneBinary() for kKplane.
   std::string binary;
   int members = 1;
-  // Appended to every member's flags.
+  // Appended to every member's flags (e.g. {"--snapshot-count", "500"}).
   std::vector<std::string> extra_flags;
   // When set, member i advertises this peer URL (and --initial-cluster
   // names it) while listening on its own port. Member and cluster ids derive
   // from the advertised URLs, so two single-member clusters given the same
   // URL get the same ids, which lets tests compare their outputs verbatim.
   std::vector<std::string> advertised_peer_urls;
+  // Each member's start, and each WaitReady of Start and AddMember.
   Duration start_timeout = seconds(30);
 };
 
@@ -63,11 +82,16 @@ class LocalCluster {
   LocalCluster(const LocalCluster&) = delete;
   LocalCluster& operator=(const LocalCluster&) = delete;
 
+  StoreKind kind() const { return options_.kind; }
+  // Every member number ever created (removed ones included).
   int size() const { return static_cast<int>(members_.size()); }
+  // The numbers of the members currently in the cluster (not removed).
+  std::vector<int> members() const;
   // "http://127.0.0.1:P".
   std::string client_url(int i) const;
+  // Client URLs of members().
   std::vector<std::string> client_urls() const;
-  // "127.0.0.1:P1,127.0.0.1:P2" (etcdctl's --endpoints form).
+  // "127.0.0.1:P1,127.0.0.1:P2" for members() (etcdctl's --endpoints form).
   std::string endpoints_flag() const;
   std::string name(int i) const { return members_[i].name; }
   // The peer URL member i advertises.
@@ -77,16 +101,54 @@ class LocalCluster {
   const std::string& data_root() const { return root_; }
   pid_t pid(int i) const;
   bool running(int i);
+  // The member's raft id (read from its status when first needed).
+  StatusOr<uint64_t> member_id(int i);
 
-  // kill -9, then reap.
+  // kill -9 (SIGCONT too, for a frozen member), then reap.
   Status Kill(int i);
-  // Starts a killed member again on its data dir and ports.
+  // SIGTERM; waits up to `grace` for the exit. Returns the exit code, or
+  // kDeadlineExceeded (after SIGKILL) if it did not exit in time.
+  StatusOr<int> Terminate(int i, Duration grace = seconds(20));
+  // SIGSTOP / SIGCONT (a frozen member is partitioned from everyone).
+  Status Pause(int i);
+  Status Resume(int i);
+  // Starts a stopped member again on its data dir and ports; does not wait.
   Status Restart(int i);
   // Waits until member i answers a linearizable read and the member list
   // shows its client URL.
   Status WaitReady(int i, Duration timeout);
-  // Index of the member that reports itself leader (asks the running ones).
+
+  // `member add` through a running member, then starts the new member with
+  // --initial-cluster-state existing and waits until it is ready. Returns
+  // its number.
+  StatusOr<int> AddMember();
+  // `member remove` of member i through another running member; then waits
+  // for i's process to exit by itself with status 0, as a removed member
+  // does once it learns of its removal. After `exit_timeout` it is killed
+  // and the result is DeadlineExceeded.
+  Status RemoveMember(int i, Duration exit_timeout = seconds(30));
+
+  // Index of the member that reports itself leader (asks the running ones
+  // once; kUnavailable when none does).
   StatusOr<int> LeaderIndex();
+  // Until a running member reports itself leader and `pred(leader)` holds;
+  // returns the leader's number.
+  StatusOr<int> WaitForLeader(Duration timeout,
+                              const std::function<bool(int)>& pred = nullptr);
+
+  // One member's answers (no failover). etcd 3.4's JSON gateway serves no
+  // HashKV (only the whole-backend Hash).
+  StatusOr<etcdserverpb::StatusResponse> MemberStatus(int i);
+  StatusOr<etcdserverpb::HashKVResponse> HashKV(int i, int64_t revision);
+  StatusOr<etcdserverpb::RangeResponse> SerializableRange(
+      int i, const etcdserverpb::RangeRequest& req);
+  // A sample's value from GET /metrics (the first series of that name, any
+  // labels); kNotFound when absent.
+  StatusOr<double> Metric(int i, const std::string& name);
+  // How many times the member's log contains `text`.
+  int LogCount(int i, const std::string& text) const;
+  // The last `bytes` of every member's log (for failure messages).
+  std::string LogTails(size_t bytes = 1500) const;
 
  private:
   struct Member {
@@ -95,16 +157,29 @@ class LocalCluster {
     std::string log_path;
     uint16_t client_port = 0;
     uint16_t peer_port = 0;
+    std::string initial_cluster;
+    std::string initial_cluster_state = "new";
+    uint64_t id = 0;
+    bool removed = false;
     std::unique_ptr<Subprocess> process;
   };
+
   explicit LocalCluster(LocalClusterOptions options);
+  Status NewMember(Member* m, int number);
   std::vector<std::string> Argv(int i) const;
-  Status StartMember(int i);
+  Status StartProcess(int i);
+  // Waits up to `timeout` for member i's process to exit and returns its
+  // exit code; past it, SIGKILLs it and returns DeadlineExceeded ("... did
+  // not exit within N ms <after>").
+  StatusOr<int> WaitExit(int i, Duration timeout, const std::string& after);
+  // A unary POST of the JSON API to member i only.
+  Status Call(int i, const std::string& path,
+              const google::protobuf::Message& req,
+              google::protobuf::Message* resp, Duration timeout);
 
   const LocalClusterOptions options_;
   std::string binary_;
   std::string root_;
-  std::string initial_cluster_;
   std::vector<Member> members_;
 };
 

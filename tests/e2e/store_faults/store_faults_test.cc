@@ -20,7 +20,6 @@
 #include "storage/client/lease_keepalive.h"
 #include "storage/client/local_cluster.h"
 #include "storage/client/maintenance.h"
-#include "tests/e2e/store_faults/store_cluster.h"
 #include "tests/e2e/store_faults/workload.h"
 
 namespace kplane::e2e {
@@ -62,8 +61,12 @@ class StoreFaultTest : public ::testing::Test {
 
   void StartCluster(std::vector<std::string> flags = {}) {
     for (const std::string& f : kTimings) flags.push_back(f);
-    auto c = StoreCluster::Start(
-        {.etcd = etcd_, .members = 3, .extra_flags = flags});
+    const storage::StoreKind kind =
+        etcd_ ? storage::StoreKind::kEtcd : storage::StoreKind::kKplane;
+    auto c = storage::LocalCluster::Start({.kind = kind,
+                                           .members = 3,
+                                           .extra_flags = flags,
+                                           .start_timeout = seconds(60)});
     ASSERT_TRUE(c.ok()) << c.status();
     cluster_ = std::move(*c);
   }
@@ -267,7 +270,7 @@ class StoreFaultTest : public ::testing::Test {
 
   // Run against Debian's etcd 3.4 instead (side-by-side figures).
   bool etcd_ = false;
-  std::unique_ptr<StoreCluster> cluster_;
+  std::unique_ptr<storage::LocalCluster> cluster_;
   std::unique_ptr<WriteLoad> load_;
   std::unique_ptr<RegisterLoad> register_;
 };

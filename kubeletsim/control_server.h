@@ -10,8 +10,9 @@
 //   POST /fleet/stop               every node
 //   POST /fleet/resume
 //
-// Answers other than 2xx carry {"error": "..."}. ControlClient is the
-// matching client (kpctl sim).
+// Answers other than 2xx carry {"error": "..."}. ControlClient
+// (control/control_client.h, its own small target for kpctl sim) is the
+// matching client.
 //
 // Ownership: owns its HttpServer; the handlers are borrowed callbacks that
 // must stay valid until Stop(). Thread-safety: handlers run on the
@@ -27,7 +28,7 @@
 
 #include "base/metrics.h"
 #include "base/statusor.h"
-#include "kubeletsim/fleet.h"
+#include "kubeletsim/control/control_client.h"
 #include "net/http_server.h"
 
 namespace kplane::kubeletsim {
@@ -52,28 +53,6 @@ class ControlServer {
  private:
   Handlers h_;
   std::unique_ptr<net::HttpServer> server_;
-};
-
-// GET /nodes as JSON, and its parse (for kpctl and tests).
-std::string NodesToJson(const std::vector<NodeInfo>& nodes);
-StatusOr<std::vector<NodeInfo>> NodesFromJson(std::string_view json);
-
-// Calls a fleet's control endpoint at "http://host:port".
-class ControlClient {
- public:
-  static StatusOr<ControlClient> New(const std::string& endpoint);
-  StatusOr<std::vector<NodeInfo>> List();
-  Status StopNode(const std::string& name);
-  Status ResumeNode(const std::string& name);
-  Status StopAll();
-  Status ResumeAll();
-
- private:
-  ControlClient(std::string host, uint16_t port)
-      : host_(std::move(host)), port_(port) {}
-  Status Post(const std::string& path);
-  std::string host_;
-  uint16_t port_;
 };
 
 }  // namespace kplane::kubeletsim

@@ -40,6 +40,7 @@
 #include "base/clock.h"
 #include "base/metrics.h"
 #include "base/statusor.h"
+#include "kubeletsim/control/control_client.h"
 #include "kubeletsim/objects.h"
 
 namespace kplane::kubeletsim {
@@ -87,17 +88,6 @@ struct FleetOptions {
   Clock* clock = nullptr;                // nullptr: Clock::Real()
   metrics::Registry* metrics = nullptr;  // nullptr: Registry::Default()
   uint64_t seed = 0;                     // jitter; 0: random
-};
-
-// One node as GET /nodes and List() report it.
-struct NodeInfo {
-  std::string name;
-  bool stopped = false;
-  bool registered = false;
-  int pods = 0;
-  int64_t lease_renewals = 0;
-  int64_t status_updates = 0;
-  double last_lag_seconds = 0;  // last renewal's lag behind its due time
 };
 
 class Fleet {

@@ -4,7 +4,7 @@
 #include <cstdlib>
 
 #include "base/flags.h"
-#include "kubeletsim/control_server.h"
+#include "kubeletsim/control/control_client.h"
 
 namespace kplane::kpctl {
 

@@ -1,5 +1,6 @@
 // `kpctl sim`: drives a running kubeletsim fleet through its control
-// endpoint (kubeletsim/control_server.h).
+// endpoint (kubeletsim/control_server.h) with ControlClient
+// (kubeletsim/control/control_client.h).
 //
 //   kpctl sim list                       table of nodes and their state
 //   kpctl sim stop-node node-3 node-4    crash nodes' heartbeats

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "bench/api_bench_command.h"
+#include "bench/store_bench_command.h"
 #include "kpctl/kube/kube_command.h"
 #include "kpctl/sim/sim_command.h"
 #include "kpctl/store/store_command.h"
@@ -24,6 +25,7 @@ int RunStoreGroup(const std::vector<std::string>& args) {
   io.in = &std::cin;
   io.out = &std::cout;
   io.err = &std::cerr;
+  io.bench = kplane::bench::RunStoreBenchCommand;  // kpctl store bench
   int code = kplane::kpctl::RunStore(args, io);
   std::cout.flush();
   return code;

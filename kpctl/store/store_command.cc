@@ -16,15 +16,14 @@
 
 #include "base/flags.h"
 #include "base/strings.h"
-#include "bench/store_bench_command.h"
 #include "kpctl/store/go_format.h"
 #include "kpctl/store/kv_requests.h"
 #include "kpctl/store/printer.h"
 #include "kpctl/store/snapshot_file.h"
-#include "storage/etcdjson/etcd_json.h"
 #include "storage/client/lease_keepalive.h"
 #include "storage/client/maintenance.h"
 #include "storage/client/remote_kv.h"
+#include "storage/etcdjson/etcd_json.h"
 
 namespace kplane::kpctl {
 
@@ -1070,8 +1069,12 @@ int RunStore(const std::vector<std::string>& args, const StoreIo& io) {
   if (name == "snapshot") return CmdSnapshot(c, words[1], rest);
   if (name == "alarm") return CmdAlarm(c, words[1], rest);
   if (name == "bench") {
+    if (!io.bench) {
+      return c.Fail(kExitError,
+                    "the store benchmarks are not built into this program");
+    }
     rest.push_back("--workload=" + words[1]);
-    return bench::RunStoreBenchCommand(rest);
+    return io.bench(rest);
   }
   return c.Fail(kExitError, "unknown command \"" + name + "\"");
 }

@@ -8,7 +8,8 @@
 // Commands: get, put, del, watch, txn, compaction (alias compact), defrag,
 // endpoint health|status, member list|add|remove|update|promote,
 // lease grant|revoke|timetolive|list|keep-alive, snapshot
-// save|status|restore, move-leader, alarm list|disarm. Global flags:
+// save|status|restore, move-leader, alarm list|disarm, and bench (when the
+// binary plugs it in: StoreIo::bench). Global flags:
 // --endpoints, --dial-timeout, --command-timeout, -w/--write-out
 // (simple|json|table), --hex; ETCDCTL_ENDPOINTS, ETCDCTL_DIAL_TIMEOUT,
 // ETCDCTL_COMMAND_TIMEOUT, ETCDCTL_WRITE_OUT and ETCDCTL_HEX give defaults.
@@ -61,6 +62,12 @@ struct StoreIo {
   StopSignal* stop = nullptr;
   // Environment lookup for ETCDCTL_* defaults; nullptr: getenv.
   std::function<const char*(const char*)> getenv;
+  // `kpctl store bench <workload> [flags]`, plugged in by the binary
+  // (cmd/kpctl: bench::RunStoreBenchCommand) so that this library does not
+  // link the benchmarks. Gets the flags plus "--workload=<workload>" and
+  // returns the exit code. nullptr: the command fails (exit 1) saying the
+  // benchmarks are not built in.
+  std::function<int(const std::vector<std::string>& args)> bench;
 };
 
 // Runs `kpctl store <args...>`; returns the exit code.

@@ -3,11 +3,12 @@
 #include <algorithm>
 #include <cmath>
 
-#include "objects/meta.h"
-#include "objects/time.h"
 #include "base/logging.h"
 #include "base/strings.h"
 #include "informer/api_errors.h"
+#include "objects/label_selector.h"
+#include "objects/meta.h"
+#include "objects/time.h"
 
 namespace kplane::controllers {
 
@@ -97,8 +98,8 @@ std::string ComputePodTemplateHash(const corev1::PodTemplateSpec& tmpl) {
   return out;
 }
 
-int32_t ResolveIntOrPercent(const objects::intstr::IntOrString& v, int32_t total,
-                            bool round_up) {
+int32_t ResolveIntOrPercent(const objects::intstr::IntOrString& v,
+                            int32_t total, bool round_up) {
   if (v.type() == 0) return v.intval();
   std::string s = v.strval();
   if (s.empty() || s.back() != '%') return 0;
@@ -139,7 +140,8 @@ void DeploymentController::OnReplicaSetEvent(const appsv1::ReplicaSet& rs) {
   if (!in_ns.ok()) return;
   for (const ObjectPtr& o : *in_ns) {
     const auto& d = static_cast<const appsv1::Deployment&>(*o);
-    StatusOr<machinery::LabelSelector> sel = SelectorFrom(d.spec().selector());
+    StatusOr<machinery::LabelSelector> sel =
+        objects::LabelSelectorAsSelector(d.spec().selector());
     if (sel.ok() && !sel->Empty() &&
         sel->Matches(LabelMap(rs.metadata().labels()))) {
       Enqueue(informer::ObjectKey(d));
@@ -154,7 +156,7 @@ Status DeploymentController::Sync(const std::string& key) {
   const metav1::ObjectMeta& meta = d->metadata();
   if (objects::IsBeingDeleted(meta)) return Status::Ok();
   ASSIGN_OR_RETURN(machinery::LabelSelector selector,
-                   SelectorFrom(d->spec().selector()));
+                   objects::LabelSelectorAsSelector(d->spec().selector()));
   if (selector.Empty()) return Status::Ok();  // selects everything: refuse
   Status first_error;
   const int32_t desired = Desired(*d);

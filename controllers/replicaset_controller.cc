@@ -2,10 +2,11 @@
 
 #include <algorithm>
 
-#include "objects/meta.h"
-#include "objects/time.h"
 #include "base/logging.h"
 #include "informer/api_errors.h"
+#include "objects/label_selector.h"
+#include "objects/meta.h"
+#include "objects/time.h"
 
 namespace kplane::controllers {
 
@@ -94,7 +95,8 @@ void ReplicaSetController::EnqueueMatching(const corev1::Pod& pod) {
   machinery::Labels labels = LabelMap(pod.metadata().labels());
   for (const ObjectPtr& o : *in_ns) {
     const auto& rs = static_cast<const appsv1::ReplicaSet&>(*o);
-    StatusOr<machinery::LabelSelector> sel = SelectorFrom(rs.spec().selector());
+    StatusOr<machinery::LabelSelector> sel =
+        objects::LabelSelectorAsSelector(rs.spec().selector());
     if (sel.ok() && !sel->Empty() && sel->Matches(labels)) {
       Enqueue(informer::ObjectKey(rs));
     }
@@ -151,7 +153,7 @@ Status ReplicaSetController::Sync(const std::string& key) {
   auto rs = std::static_pointer_cast<const appsv1::ReplicaSet>(obj);
   const metav1::ObjectMeta& meta = rs->metadata();
   ASSIGN_OR_RETURN(machinery::LabelSelector selector,
-                   SelectorFrom(rs->spec().selector()));
+                   objects::LabelSelectorAsSelector(rs->spec().selector()));
   // Decide on the expectations before reading the pods, so that pods
   // observed in between are in the list we act on.
   bool satisfied = expectations_.Satisfied(key);

@@ -3,10 +3,10 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
-#include "objects/meta.h"
-#include "objects/time.h"
 #include "base/logging.h"
 #include "informer/rest_client.h"
+#include "objects/meta.h"
+#include "objects/time.h"
 
 namespace kplane::controllers {
 
@@ -51,39 +51,6 @@ const objects::ResourceInfo& LeasesResource() {
 machinery::Labels LabelMap(
     const google::protobuf::Map<std::string, std::string>& m) {
   return machinery::Labels(m.begin(), m.end());
-}
-
-StatusOr<machinery::LabelSelector> SelectorFrom(
-    const metav1::LabelSelector& s) {
-  std::vector<machinery::LabelRequirement> reqs;
-  for (const auto& [k, v] : s.matchlabels()) {
-    ASSIGN_OR_RETURN(machinery::LabelRequirement r,
-                     machinery::NewLabelRequirement(
-                         k, machinery::LabelOperator::kEquals, {v}));
-    reqs.push_back(std::move(r));
-  }
-  for (const metav1::LabelSelectorRequirement& e : s.matchexpressions()) {
-    machinery::LabelOperator op;
-    if (e.operator_() == "In") {
-      op = machinery::LabelOperator::kIn;
-    } else if (e.operator_() == "NotIn") {
-      op = machinery::LabelOperator::kNotIn;
-    } else if (e.operator_() == "Exists") {
-      op = machinery::LabelOperator::kExists;
-    } else if (e.operator_() == "DoesNotExist") {
-      op = machinery::LabelOperator::kDoesNotExist;
-    } else {
-      return InvalidArgumentError("\"" + e.operator_() +
-                                  "\" is not a valid label selector operator");
-    }
-    ASSIGN_OR_RETURN(
-        machinery::LabelRequirement r,
-        machinery::NewLabelRequirement(
-            e.key(), op,
-            std::vector<std::string>(e.values().begin(), e.values().end())));
-    reqs.push_back(std::move(r));
-  }
-  return machinery::LabelSelector().Add(std::move(reqs));
 }
 
 metav1::OwnerReference ControllerRefTo(std::string_view api_version,

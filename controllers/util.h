@@ -2,8 +2,8 @@
 // pod readiness and availability, taints and tolerations. Modelled on
 // Kubernetes' pkg/controller, pkg/api/v1/pod and component-helpers.
 //
-// Thread-safety: pure functions. Errors: SelectorFrom returns
-// InvalidArgument for a malformed metav1.LabelSelector.
+// Thread-safety: pure functions. Errors: none (selectors convert through
+// objects::LabelSelectorAsSelector, objects/label_selector.h).
 #ifndef KPLANE_CONTROLLERS_UTIL_H_
 #define KPLANE_CONTROLLERS_UTIL_H_
 
@@ -11,11 +11,11 @@
 #include <string>
 #include <string_view>
 
+#include "base/clock.h"
+#include "base/statusor.h"
 #include "objects/machinery/labels.h"
 #include "objects/scheme.h"
 #include "objects/types.h"
-#include "base/clock.h"
-#include "base/statusor.h"
 
 namespace kplane::controllers {
 
@@ -32,9 +32,6 @@ const objects::ResourceInfo& DeploymentsResource();
 const objects::ResourceInfo& NamespacesResource();
 const objects::ResourceInfo& LeasesResource();
 
-// metav1.LabelSelector -> selector (LabelSelectorAsSelector): an empty
-// selector matches everything.
-StatusOr<machinery::LabelSelector> SelectorFrom(const metav1::LabelSelector& s);
 machinery::Labels LabelMap(
     const google::protobuf::Map<std::string, std::string>& m);
 

@@ -6,9 +6,10 @@
 #include <algorithm>
 #include <set>
 
+#include "base/strings.h"
+#include "objects/label_selector.h"
 #include "objects/machinery/validation.h"
 #include "objects/time.h"
-#include "base/strings.h"
 
 namespace kplane::apiserver::validation {
 
@@ -614,9 +615,10 @@ FieldErrors ValidateFieldManager(const std::string& manager, const Path& p) {
   return errs;
 }
 
-FieldErrors ValidateManagedFields(const google::protobuf::RepeatedPtrField<
-                                      objects::metav1::ManagedFieldsEntry>& entries,
-                                  const Path& p) {
+FieldErrors ValidateManagedFields(
+    const google::protobuf::RepeatedPtrField<
+        objects::metav1::ManagedFieldsEntry>& entries,
+    const Path& p) {
   FieldErrors errs;
   for (int i = 0; i < entries.size(); ++i) {
     const auto& e = entries[i];
@@ -708,7 +710,8 @@ FieldErrors ValidateObjectMeta(const ObjectMeta& meta, bool namespaced,
 FieldErrors ValidateObjectMetaUpdate(const ObjectMeta& meta,
                                      const ObjectMeta& old, const Path& p) {
   FieldErrors errs;
-  if (old.has_deletiontimestamp() && !objects::IsZero(old.deletiontimestamp())) {
+  if (old.has_deletiontimestamp() &&
+      !objects::IsZero(old.deletiontimestamp())) {
     std::set<std::string> olds(old.finalizers().begin(),
                                old.finalizers().end());
     std::set<std::string> extra;
@@ -735,10 +738,11 @@ FieldErrors ValidateObjectMetaUpdate(const ObjectMeta& meta,
                            GoQuote(meta.namespace_()), p.Child("namespace")));
   Append(&errs, ValidateImmutable(meta.uid() == old.uid(), GoQuote(meta.uid()),
                                   p.Child("uid")));
-  Append(&errs, ValidateImmutable(objects::UnixSeconds(meta.creationtimestamp()) ==
-                                      objects::UnixSeconds(old.creationtimestamp()),
-                                  GoTime(meta.creationtimestamp()),
-                                  p.Child("creationTimestamp")));
+  Append(&errs,
+         ValidateImmutable(objects::UnixSeconds(meta.creationtimestamp()) ==
+                               objects::UnixSeconds(old.creationtimestamp()),
+                           GoTime(meta.creationtimestamp()),
+                           p.Child("creationTimestamp")));
   Append(&errs,
          ValidateImmutable(GoTimePtr(meta) == GoTimePtr(old), GoTimePtr(meta),
                            p.Child("deletionTimestamp")));
@@ -772,34 +776,9 @@ FieldErrors ValidateImmutable(bool equal, std::string go_new_value,
 std::optional<machinery::LabelSelector> AsSelector(
     const objects::metav1::LabelSelector* s) {
   if (s == nullptr) return machinery::LabelSelector::Nothing();
-  std::vector<machinery::LabelRequirement> reqs;
-  for (const std::string& k : SortedKeys(s->matchlabels())) {
-    auto r = machinery::NewLabelRequirement(
-        k, machinery::LabelOperator::kEquals, {s->matchlabels().at(k)});
-    if (!r.ok()) return std::nullopt;
-    reqs.push_back(*std::move(r));
-  }
-  for (const auto& e : s->matchexpressions()) {
-    machinery::LabelOperator op;
-    if (e.operator_() == "In") {
-      op = machinery::LabelOperator::kIn;
-    } else if (e.operator_() == "NotIn") {
-      op = machinery::LabelOperator::kNotIn;
-    } else if (e.operator_() == "Exists") {
-      op = machinery::LabelOperator::kExists;
-    } else if (e.operator_() == "DoesNotExist") {
-      op = machinery::LabelOperator::kDoesNotExist;
-    } else {
-      return std::nullopt;
-    }
-    auto r = machinery::NewLabelRequirement(
-        e.key(), op,
-        std::vector<std::string>(e.values().begin(), e.values().end()));
-    if (!r.ok()) return std::nullopt;
-    reqs.push_back(*std::move(r));
-  }
-  if (reqs.empty()) return machinery::LabelSelector::Everything();
-  return machinery::LabelSelector().Add(std::move(reqs));
+  StatusOr<machinery::LabelSelector> sel = objects::LabelSelectorAsSelector(*s);
+  if (!sel.ok()) return std::nullopt;
+  return *std::move(sel);
 }
 
 machinery::Labels ToLabels(const StringMap& m) {

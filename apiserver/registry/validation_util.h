@@ -32,9 +32,9 @@
 #include <string_view>
 #include <vector>
 
+#include "apiserver/registry/strategy.h"
 #include "objects/machinery/labels.h"
 #include "objects/types.h"
-#include "apiserver/registry/strategy.h"
 
 namespace kplane::apiserver::validation {
 
@@ -158,8 +158,9 @@ FieldErrors ValidateImmutable(bool equal, std::string go_new_value,
                               const Path& p);
 
 // --- selectors ---
-// metav1.LabelSelectorAsSelector: nullopt when the selector is invalid
-// (unknown operator, bad key/value). A missing selector matches nothing.
+// objects::LabelSelectorAsSelector for an optional selector: nullopt when
+// the selector is invalid (unknown operator, bad key/value). A missing
+// selector matches nothing.
 std::optional<machinery::LabelSelector> AsSelector(
     const objects::metav1::LabelSelector* s);
 machinery::Labels ToLabels(const StringMap& m);

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <set>
 
-#include "objects/machinery/validation.h"
 #include "base/strings.h"
+#include "objects/machinery/validation.h"
 
 namespace kplane::machinery {
 
@@ -487,67 +487,83 @@ StatusOr<LabelSelector> LabelSelector::Parse(std::string_view selector) {
   return s;
 }
 
+StatusOr<LabelSelector> LabelSelector::FromMatch(
+    const std::vector<std::pair<std::string_view, std::string_view>>&
+        match_labels,
+    const std::vector<LabelSelectorExpression>& match_expressions) {
+  std::vector<LabelRequirement> reqs;
+  for (const auto& [k, v] : match_labels) {
+    ASSIGN_OR_RETURN(LabelRequirement r,
+                     NewLabelRequirement(std::string(k), LabelOperator::kEquals,
+                                         {std::string(v)}));
+    reqs.push_back(std::move(r));
+  }
+  for (const LabelSelectorExpression& e : match_expressions) {
+    LabelOperator op;
+    if (e.op == "In") {
+      op = LabelOperator::kIn;
+    } else if (e.op == "NotIn") {
+      op = LabelOperator::kNotIn;
+    } else if (e.op == "Exists") {
+      op = LabelOperator::kExists;
+    } else if (e.op == "DoesNotExist") {
+      op = LabelOperator::kDoesNotExist;
+    } else {
+      return InvalidArgumentError(GoQuote(e.op) +
+                                  " is not a valid label selector operator");
+    }
+    ASSIGN_OR_RETURN(LabelRequirement r,
+                     NewLabelRequirement(std::string(e.key), op, e.values));
+    reqs.push_back(std::move(r));
+  }
+  LabelSelector s;
+  if (reqs.empty()) return s;
+  return s.Add(std::move(reqs));
+}
+
 StatusOr<LabelSelector> LabelSelector::FromLabelSelectorJson(
     const rapidjson::Value& json) {
   if (json.IsNull()) return Nothing();
   if (!json.IsObject()) {
     return InvalidArgumentError("label selector must be a JSON object");
   }
-  std::vector<LabelRequirement> reqs;
+  std::vector<std::pair<std::string_view, std::string_view>> labels;
   auto ml = json.FindMember("matchLabels");
   if (ml != json.MemberEnd() && ml->value.IsObject()) {
     for (const auto& m : ml->value.GetObject()) {
       if (!m.value.IsString()) {
         return InvalidArgumentError("matchLabels values must be strings");
       }
-      ASSIGN_OR_RETURN(
-          LabelRequirement r,
-          NewLabelRequirement(m.name.GetString(), LabelOperator::kEquals,
-                              {m.value.GetString()}));
-      reqs.push_back(std::move(r));
+      labels.emplace_back(
+          std::string_view(m.name.GetString(), m.name.GetStringLength()),
+          std::string_view(m.value.GetString(), m.value.GetStringLength()));
     }
   }
+  std::vector<LabelSelectorExpression> exprs;
   auto me = json.FindMember("matchExpressions");
   if (me != json.MemberEnd() && me->value.IsArray()) {
     for (const auto& e : me->value.GetArray()) {
       if (!e.IsObject()) {
         return InvalidArgumentError("matchExpressions items must be objects");
       }
-      auto str = [&](const char* k) -> std::string {
+      auto str = [&](const char* k) -> std::string_view {
         auto it = e.FindMember(k);
         return it != e.MemberEnd() && it->value.IsString()
-                   ? it->value.GetString()
-                   : "";
+                   ? std::string_view(it->value.GetString(),
+                                      it->value.GetStringLength())
+                   : std::string_view();
       };
-      std::string op_text = str("operator");
-      LabelOperator op;
-      if (op_text == "In") {
-        op = LabelOperator::kIn;
-      } else if (op_text == "NotIn") {
-        op = LabelOperator::kNotIn;
-      } else if (op_text == "Exists") {
-        op = LabelOperator::kExists;
-      } else if (op_text == "DoesNotExist") {
-        op = LabelOperator::kDoesNotExist;
-      } else {
-        return InvalidArgumentError(GoQuote(op_text) +
-                                    " is not a valid label selector operator");
-      }
-      std::vector<std::string> values;
+      LabelSelectorExpression expr{.key = str("key"), .op = str("operator")};
       auto vs = e.FindMember("values");
       if (vs != e.MemberEnd() && vs->value.IsArray()) {
         for (const auto& v : vs->value.GetArray()) {
-          if (v.IsString()) values.push_back(v.GetString());
+          if (v.IsString()) expr.values.push_back(v.GetString());
         }
       }
-      ASSIGN_OR_RETURN(LabelRequirement r,
-                       NewLabelRequirement(str("key"), op, std::move(values)));
-      reqs.push_back(std::move(r));
+      exprs.push_back(std::move(expr));
     }
   }
-  LabelSelector s;
-  if (reqs.empty()) return s;
-  return s.Add(std::move(reqs));
+  return FromMatch(labels, exprs);
 }
 
 bool LabelSelector::Matches(const Labels& labels) const {

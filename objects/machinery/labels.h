@@ -20,6 +20,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/statusor.h"
@@ -61,6 +62,14 @@ StatusOr<LabelRequirement> NewLabelRequirement(std::string key,
                                                LabelOperator op,
                                                std::vector<std::string> values);
 
+// One matchExpressions entry of a meta/v1 LabelSelector, as written
+// (`op` is "In", "NotIn", "Exists" or "DoesNotExist" when valid).
+struct LabelSelectorExpression {
+  std::string_view key;
+  std::string_view op;
+  std::vector<std::string> values;
+};
+
 class LabelSelector {
  public:
   // Matches everything (the empty selector).
@@ -72,10 +81,21 @@ class LabelSelector {
   static LabelSelector FromSet(const Labels& labels);
   // Parses the string syntax (labels.Parse).
   static StatusOr<LabelSelector> Parse(std::string_view selector);
+  // metav1.LabelSelectorAsSelector on the parts of a meta/v1 LabelSelector
+  // (the one conversion; the JSON form below and the protobuf form in
+  // objects/label_selector.h feed it): matchLabels become k=v requirements
+  // and matchExpressions In/NotIn/Exists/DoesNotExist ones, checked in the
+  // order given. No parts give Everything(). InvalidArgument for an unknown
+  // operator (`"Foo" is not a valid label selector operator`) or a key or
+  // value NewLabelRequirement rejects.
+  static StatusOr<LabelSelector> FromMatch(
+      const std::vector<std::pair<std::string_view, std::string_view>>&
+          match_labels,
+      const std::vector<LabelSelectorExpression>& match_expressions);
   // meta/v1 LabelSelector JSON ({"matchLabels":{...},"matchExpressions":
   // [{"key":..,"operator":"In|NotIn|Exists|DoesNotExist","values":[..]}]})
-  // -> selector (LabelSelectorAsSelector). A JSON null gives Nothing(), an
-  // empty object Everything().
+  // -> selector (FromMatch). A JSON null gives Nothing(), an empty object
+  // Everything().
   static StatusOr<LabelSelector> FromLabelSelectorJson(
       const rapidjson::Value& json);
 

@@ -87,6 +87,105 @@ std::optional<bool> ParseBool(std::string_view s) {
   return std::nullopt;
 }
 
+namespace {
+
+// Length of the valid UTF-8 sequence at the start of `s` (utf8.DecodeRune's
+// rules: no overlong forms, no surrogates, nothing above U+10FFFF), or 0.
+size_t Utf8SequenceLength(std::string_view s) {
+  auto byte = [&](size_t i) { return static_cast<uint8_t>(s[i]); };
+  const uint8_t b0 = byte(0);
+  size_t n;
+  uint8_t lo = 0x80, hi = 0xbf;  // bounds of the second byte
+  if (b0 >= 0xc2 && b0 <= 0xdf) {
+    n = 2;
+  } else if (b0 >= 0xe0 && b0 <= 0xef) {
+    n = 3;
+    if (b0 == 0xe0) lo = 0xa0;
+    if (b0 == 0xed) hi = 0x9f;
+  } else if (b0 >= 0xf0 && b0 <= 0xf4) {
+    n = 4;
+    if (b0 == 0xf0) lo = 0x90;
+    if (b0 == 0xf4) hi = 0x8f;
+  } else {
+    return 0;
+  }
+  if (s.size() < n || byte(1) < lo || byte(1) > hi) return 0;
+  for (size_t i = 2; i < n; ++i) {
+    if (byte(i) < 0x80 || byte(i) > 0xbf) return 0;
+  }
+  return n;
+}
+
+}  // namespace
+
+std::string GoQuote(std::string_view s) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out = "\"";
+  out.reserve(s.size() + 2);
+  for (size_t i = 0; i < s.size();) {
+    const uint8_t c = static_cast<uint8_t>(s[i]);
+    if (c >= 0x80) {
+      const size_t n = Utf8SequenceLength(s.substr(i));
+      if (n == 0) {  // not UTF-8: the byte in hex
+        out += "\\x";
+        out += kHex[c >> 4];
+        out += kHex[c & 0xf];
+        ++i;
+      } else if (n == 2 && c == 0xc2 && static_cast<uint8_t>(s[i + 1]) < 0xa0) {
+        // A C1 control, U+0080-U+009F.
+        const uint8_t r = static_cast<uint8_t>(s[i + 1]);
+        out += "\\u00";
+        out += kHex[r >> 4];
+        out += kHex[r & 0xf];
+        i += n;
+      } else {
+        out.append(s.substr(i, n));
+        i += n;
+      }
+      continue;
+    }
+    ++i;
+    switch (c) {
+      case '\a':
+        out += "\\a";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\v':
+        out += "\\v";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '"':
+        out += "\\\"";
+        break;
+      default:
+        if (c < 0x20 || c == 0x7f) {
+          out += "\\x";
+          out += kHex[c >> 4];
+          out += kHex[c & 0xf];
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  return out + "\"";
+}
+
 std::string HexDump(std::string_view bytes) {
   std::string out;
   char buf[4];

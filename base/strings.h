@@ -24,6 +24,14 @@ std::optional<double> ParseDouble(std::string_view s);
 // Go's strconv.ParseBool: 1 t T TRUE true True / 0 f F FALSE false False.
 std::optional<bool> ParseBool(std::string_view s);
 
+// Go's %q (strconv.Quote) of a string, for messages that must read as
+// Kubernetes' and etcd's do: double quotes; \" and \\; \a \b \f \n \r \t \v;
+// other ASCII controls and DEL as \xHH; bytes that are not valid UTF-8 as
+// \xHH; C1 controls (U+0080-U+009F) as \u00HH; every other character as it
+// is. GoQuote("a\"b\n\xff") == R"("a\"b\n\xff")". Unlike Go, the rarer
+// non-printable runes (U+00A0, U+200B, ...) are not escaped.
+std::string GoQuote(std::string_view s);
+
 // Hex dump of bytes for logs and errors: "6b 38 73 00".
 std::string HexDump(std::string_view bytes);
 

@@ -41,6 +41,23 @@ TEST(StringsTest, ParseGoDuration) {
   EXPECT_EQ(ParseGoDuration("3x"), std::nullopt);
 }
 
+// Expected values are Go's: fmt.Sprintf("%q", s).
+TEST(StringsTest, GoQuote) {
+  EXPECT_EQ(GoQuote(""), R"("")");
+  EXPECT_EQ(GoQuote("web-1"), R"("web-1")");
+  EXPECT_EQ(GoQuote("a\"b\\c\n"), R"("a\"b\\c\n")");
+  EXPECT_EQ(GoQuote("\a\b\f\r\t\v"), R"("\a\b\f\r\t\v")");
+  EXPECT_EQ(GoQuote(std::string("\0\x01\x7f", 3)), R"("\x00\x01\x7f")");
+  // Valid UTF-8 stays as it is; bytes that are not UTF-8 are escaped.
+  EXPECT_EQ(GoQuote("h\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"),
+            "\"h\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\"");
+  EXPECT_EQ(GoQuote("\xff\xfe"), R"("\xff\xfe")");
+  EXPECT_EQ(GoQuote("\xc3"), R"("\xc3")");                  // truncated
+  EXPECT_EQ(GoQuote("\xc0\xaf"), R"("\xc0\xaf")");          // overlong
+  EXPECT_EQ(GoQuote("\xed\xa0\x80"), R"("\xed\xa0\x80")");  // surrogate
+  EXPECT_EQ(GoQuote("\xc2\x85"), R"("\u0085")");            // C1 control
+}
+
 TEST(StringsTest, HexDump) {
   EXPECT_EQ(HexDump(std::string("k8s\0", 4)), "6b 38 73 00");
 }

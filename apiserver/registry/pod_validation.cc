@@ -23,7 +23,6 @@ using validation::Append;
 using validation::Duplicate;
 using validation::Forbidden;
 using validation::GoInt;
-using validation::GoQuote;
 using validation::Invalid;
 using validation::InvalidInt;
 using validation::InvalidString;

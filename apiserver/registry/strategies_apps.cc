@@ -71,15 +71,15 @@ FieldErrors IsNotMoreThan100Percent(const IntOrString& v, const Path& p) {
 }
 
 std::string GoDeploymentStrategy(const objects::appsv1::DeploymentStrategy& s) {
-  return "apps.DeploymentStrategy{Type:" + validation::GoQuote(s.type()) +
+  return "apps.DeploymentStrategy{Type:" + GoQuote(s.type()) +
          ", RollingUpdate:" +
          (s.has_rollingupdate() ? "&apps.RollingUpdateDeployment{...}"
                                 : "(*apps.RollingUpdateDeployment)(nil)") +
          "}";
 }
 
-FieldErrors ValidateDeploymentStrategy(const objects::appsv1::DeploymentStrategy& s,
-                                       const Path& p) {
+FieldErrors ValidateDeploymentStrategy(
+    const objects::appsv1::DeploymentStrategy& s, const Path& p) {
   FieldErrors errs;
   if (s.type() == "Recreate") {
     if (s.has_rollingupdate()) {
@@ -171,7 +171,8 @@ FieldErrors ValidateDeploymentSpec(const DeploymentSpec& spec) {
   return errs;
 }
 
-FieldErrors ValidateDeploymentStatus(const objects::appsv1::DeploymentStatus& s) {
+FieldErrors ValidateDeploymentStatus(
+    const objects::appsv1::DeploymentStatus& s) {
   Path p("status");
   FieldErrors errs;
   Append(&errs, validation::ValidateNonnegative(s.observedgeneration(),
@@ -223,7 +224,8 @@ FieldErrors ValidateReplicaSetSpec(const ReplicaSetSpec& spec) {
   return errs;
 }
 
-FieldErrors ValidateReplicaSetStatus(const objects::appsv1::ReplicaSetStatus& s) {
+FieldErrors ValidateReplicaSetStatus(
+    const objects::appsv1::ReplicaSetStatus& s) {
   Path p("status");
   FieldErrors errs;
   Append(&errs,
@@ -514,10 +516,12 @@ class LeaseStrategy : public TypedStrategy<Lease> {
 
 }  // namespace
 
-std::unique_ptr<Strategy> NewDeploymentStrategy(const objects::ResourceInfo* r) {
+std::unique_ptr<Strategy> NewDeploymentStrategy(
+    const objects::ResourceInfo* r) {
   return std::make_unique<DeploymentStrategy>(r);
 }
-std::unique_ptr<Strategy> NewReplicaSetStrategy(const objects::ResourceInfo* r) {
+std::unique_ptr<Strategy> NewReplicaSetStrategy(
+    const objects::ResourceInfo* r) {
   return std::make_unique<ReplicaSetStrategy>(r);
 }
 std::unique_ptr<Strategy> NewLeaseStrategy(const objects::ResourceInfo* r) {

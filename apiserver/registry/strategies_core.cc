@@ -26,7 +26,6 @@ using namespace objects::corev1;  // NOLINT: the file is about these types
 using validation::Append;
 using validation::Duplicate;
 using validation::Forbidden;
-using validation::GoQuote;
 using validation::Invalid;
 using validation::InvalidInt;
 using validation::InvalidString;

@@ -5,12 +5,13 @@
 #include <mutex>
 #include <set>
 
-#include "objects/meta.h"
-#include "objects/time.h"
 #include "apiserver/registry/printers.h"
 #include "apiserver/registry/strategies.h"
 #include "apiserver/registry/validation_util.h"
 #include "base/logging.h"
+#include "base/strings.h"
+#include "objects/meta.h"
+#include "objects/time.h"
 
 namespace kplane::apiserver {
 
@@ -75,8 +76,8 @@ std::string FieldError::Error() const { return field + ": " + Body(); }
 
 std::string InvalidMessage(std::string_view qualified_kind,
                            std::string_view name, const FieldErrors& errors) {
-  std::string out = std::string(qualified_kind) + " " +
-                    validation::GoQuote(name) + " is invalid";
+  std::string out =
+      std::string(qualified_kind) + " " + GoQuote(name) + " is invalid";
   std::vector<std::string> msgs;
   std::set<std::string> seen;
   for (const FieldError& e : errors) {
@@ -227,8 +228,8 @@ FieldErrors ValidateBinding(const objects::corev1::Binding& binding) {
   return errs;
 }
 
-Status ApplyBinding(const objects::corev1::Binding& binding, objects::corev1::Pod* pod,
-                    WallTime now) {
+Status ApplyBinding(const objects::corev1::Binding& binding,
+                    objects::corev1::Pod* pod, WallTime now) {
   const auto& meta = pod->metadata();
   if (!binding.metadata().uid().empty() &&
       binding.metadata().uid() != meta.uid()) {
@@ -243,7 +244,7 @@ Status ApplyBinding(const objects::corev1::Binding& binding, objects::corev1::Po
   if (!pod->spec().nodename().empty()) {
     return ConflictError("pod " + meta.name() +
                          " is already assigned to node " +
-                         validation::GoQuote(pod->spec().nodename()));
+                         GoQuote(pod->spec().nodename()));
   }
   if (!pod->spec().schedulinggates().empty()) {
     return ConflictError("pod " + meta.name() +

@@ -101,7 +101,6 @@ Path Path::Key(std::string_view key) const {
 
 // --- Go renderings ---
 
-std::string GoQuote(std::string_view s) { return machinery::GoQuote(s); }
 std::string GoInt(int64_t v) { return std::to_string(v); }
 std::string GoBool(bool v) { return v ? "true" : "false"; }
 

@@ -59,7 +59,6 @@ class Path {
 };
 
 // --- Go renderings of bad values ---
-std::string GoQuote(std::string_view s);  // %q
 std::string GoInt(int64_t v);             // %v
 std::string GoBool(bool v);               // %v
 // %#v of map[string]string: keys sorted, `map[string]string{"a":"1",

@@ -4,10 +4,10 @@
 #include <chrono>
 #include <utility>
 
-#include "objects/envelope.h"
-#include "objects/meta.h"
 #include "apiserver/storage/lease_manager.h"
 #include "base/strings.h"
+#include "objects/envelope.h"
+#include "objects/meta.h"
 
 namespace kplane::apiserver {
 namespace {
@@ -27,18 +27,6 @@ constexpr std::string_view kListTooOld =
 constexpr std::string_view kContinueTooOld =
     "The provided continue parameter is too old to display a consistent list "
     "result. You can start a new list without the continue parameter.";
-
-// Go's %q for the names in messages (object names are DNS labels, so only
-// quotes and backslashes ever need escaping in practice).
-std::string Quote(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out.push_back('\\');
-    out.push_back(c);
-  }
-  out.push_back('"');
-  return out;
-}
 
 // etcd's GetPrefixRangeEnd: the smallest key greater than every key with
 // this prefix.
@@ -82,7 +70,7 @@ StatusOr<int64_t> Versioner::Parse(std::string_view resource_version) {
       digits ? ParseInt64(resource_version) : std::nullopt;
   if (!v) {
     return InvalidArgumentError("invalid resource version " +
-                                Quote(resource_version));
+                                GoQuote(resource_version));
   }
   return *v;
 }
@@ -91,7 +79,7 @@ Status ObjectModifiedError(const objects::ResourceInfo& resource,
                            std::string_view name) {
   return ConflictError(
       "Operation cannot be fulfilled on " + resource.GroupResource() + " " +
-      Quote(name) +
+      GoQuote(name) +
       ": the object has been modified; please apply your changes to the "
       "latest version and try again");
 }
@@ -177,7 +165,7 @@ StatusOr<std::string> ObjectStore::CheckedKey(std::string_view ns,
            s.find('/') != std::string_view::npos;
   };
   if (bad(name) || (resource_->namespaced && bad(ns))) {
-    return InvalidArgumentError("invalid key: " + Quote(Key(ns, name)));
+    return InvalidArgumentError("invalid key: " + GoQuote(Key(ns, name)));
   }
   return Key(ns, name);
 }
@@ -188,7 +176,7 @@ StatusOr<MutableObject> ObjectStore::Decode(std::string_view value,
   // Our own values hold no unknown fields: skip the walk that drops them.
   ASSIGN_OR_RETURN(objects::TypeMeta stored,
                    objects::DecodeEnvelopeInto(value, obj.get(),
-                                           /*discard_unknown=*/false));
+                                               /*discard_unknown=*/false));
   if (!(stored == resource_->kind->type_meta())) {
     return Status(StatusCode::kCorruption,
                   "stored object is " + stored.api_version +
@@ -197,7 +185,7 @@ StatusOr<MutableObject> ObjectStore::Decode(std::string_view value,
                       ", Kind=" + resource_->kind->kind);
   }
   objects::SetResourceVersion(obj.get(),
-                          Versioner::ToResourceVersion(mod_revision));
+                              Versioner::ToResourceVersion(mod_revision));
   return obj;
 }
 
@@ -222,7 +210,7 @@ Status ObjectStore::CheckPreconditions(const std::string& key,
   auto invalid_object = [&](const std::string& why) {
     return ConflictError(
         "Operation cannot be fulfilled on " + group_resource_ + " " +
-        Quote(name) + ": StorageError: invalid object, Code: 4, Key: " + key +
+        GoQuote(name) + ": StorageError: invalid object, Code: 4, Key: " + key +
         ", ResourceVersion: 0, AdditionalErrorMsg: " + why);
   };
   if (pre.uid && *pre.uid != meta->uid()) {
@@ -281,7 +269,7 @@ StatusOr<ObjectPtr> ObjectStore::Create(const google::protobuf::Message& obj,
   ASSIGN_OR_RETURN(TxnResponse resp,
                    Timed(kCreate, [&] { return kv_->Txn(txn); }));
   if (!resp.succeeded()) {
-    return AlreadyExistsError(group_resource_ + " " + Quote(meta->name()) +
+    return AlreadyExistsError(group_resource_ + " " + GoQuote(meta->name()) +
                               " already exists");
   }
   objects::SetResourceVersion(
@@ -308,7 +296,7 @@ StatusOr<ObjectPtr> ObjectStore::Get(std::string_view ns, std::string_view name,
     return resp.status();
   }
   if (resp->kvs_size() == 0) {
-    return NotFoundError(group_resource_ + " " + Quote(name) + " not found");
+    return NotFoundError(group_resource_ + " " + GoQuote(name) + " not found");
   }
   const mvccpb::KeyValue& kv = resp->kvs(0);
   ASSIGN_OR_RETURN(MutableObject obj, Decode(kv.value(), kv.mod_revision()));
@@ -362,7 +350,7 @@ StatusOr<ObjectPtr> ObjectStore::GuaranteedUpdate(
       }
     } else {
       if (!create_if_missing) {
-        return NotFoundError(group_resource_ + " " + Quote(name) +
+        return NotFoundError(group_resource_ + " " + GoQuote(name) +
                              " not found");
       }
       if (pre.uid || pre.resource_version) {
@@ -381,8 +369,9 @@ StatusOr<ObjectPtr> ObjectStore::GuaranteedUpdate(
     ASSIGN_OR_RETURN(MutableObject updated, std::move(result));
     if (updated == nullptr ||
         updated->GetDescriptor() != resource_->kind->descriptor) {
-      return InternalError("update of " + group_resource_ + " " + Quote(name) +
-                           " returned no " + resource_->kind->kind);
+      return InternalError("update of " + group_resource_ + " " +
+                           GoQuote(name) + " returned no " +
+                           resource_->kind->kind);
     }
     objects::MutableObjectMeta(updated.get())->clear_resourceversion();
     std::string value =
@@ -396,7 +385,8 @@ StatusOr<ObjectPtr> ObjectStore::GuaranteedUpdate(
       MutableObject copy(cached->New());
       copy->CopyFrom(*cached);
       objects::MutableObjectMeta(copy.get())->clear_resourceversion();
-      if (value == objects::EncodeEnvelope(*copy, resource_->kind->type_meta())) {
+      if (value ==
+          objects::EncodeEnvelope(*copy, resource_->kind->type_meta())) {
         RETURN_IF_ERROR(read_store());
         continue;
       }
@@ -448,7 +438,8 @@ StatusOr<ObjectPtr> ObjectStore::Delete(
   ASSIGN_OR_RETURN(std::optional<mvccpb::KeyValue> current, ReadKey(key));
   for (;;) {
     if (!current) {
-      return NotFoundError(group_resource_ + " " + Quote(name) + " not found");
+      return NotFoundError(group_resource_ + " " + GoQuote(name) +
+                           " not found");
     }
     ASSIGN_OR_RETURN(MutableObject existing,
                      Decode(current->value(), current->mod_revision()));

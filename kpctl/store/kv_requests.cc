@@ -3,6 +3,7 @@
 #include <climits>
 #include <sstream>
 
+#include "base/strings.h"
 #include "storage/etcdjson/etcd_json.h"
 
 namespace kplane::kpctl {
@@ -161,51 +162,6 @@ std::optional<std::string> ScanQuoted(std::string_view s, size_t* pos) {
 }
 
 }  // namespace
-
-std::string GoQuote(std::string_view s) {
-  static const char kHex[] = "0123456789abcdef";
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '\a':
-        out += "\\a";
-        break;
-      case '\b':
-        out += "\\b";
-        break;
-      case '\f':
-        out += "\\f";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\v':
-        out += "\\v";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '"':
-        out += "\\\"";
-        break;
-      default:
-        if (c < 0x20 || c == 0x7f) {
-          out += "\\x";
-          out += kHex[c >> 4];
-          out += kHex[c & 0xF];
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out + "\"";
-}
 
 std::optional<uint64_t> GoParseUint(std::string_view s, int base,
                                     std::string* error) {

@@ -113,8 +113,6 @@ std::optional<int64_t> GoParseInt(std::string_view s, int base,
                                   std::string* error);
 std::optional<uint64_t> GoParseUint(std::string_view s, int base,
                                     std::string* error);
-// Go's strconv.Quote.
-std::string GoQuote(std::string_view s);
 
 }  // namespace kplane::kpctl
 

@@ -52,8 +52,6 @@ std::string InvalidErrorRaw(std::string_view path, std::string_view raw_value,
                             std::string_view detail);
 std::string RequiredError(std::string_view path, std::string_view detail);
 std::string ForbiddenError(std::string_view path, std::string_view detail);
-// Go's %q of a string (for values in messages).
-std::string GoQuote(std::string_view s);
 
 // Object name validation as kube-apiserver's ValidateObjectMeta does it:
 // name (or generateName, validated with a placeholder suffix) must be a

@@ -5,6 +5,8 @@
 
 #include <random>
 
+#include "base/strings.h"
+
 namespace kplane::machinery {
 namespace {
 

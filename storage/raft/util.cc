@@ -2,6 +2,8 @@
 
 #include <sstream>
 
+#include "base/strings.h"
+
 namespace kplane::raft {
 
 bool IsEmptyHardState(const raftpb::HardState& hs) {
@@ -99,25 +101,6 @@ bool Prng::Chance(double p) {
 
 namespace {
 
-std::string Quote(const std::string& data) {
-  std::string out = "\"";
-  for (unsigned char c : data) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c >= 0x20 && c < 0x7f) {
-      out += static_cast<char>(c);
-    } else {
-      static const char* kHex = "0123456789abcdef";
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  out += '"';
-  return out;
-}
-
 template <typename Ids>
 std::string IdList(const Ids& ids) {
   std::string out = "(";
@@ -137,7 +120,7 @@ std::string DescribeEntry(const raftpb::Entry& e) {
   os << e.term() << "/" << e.index() << " " << raftpb::EntryType_Name(e.type());
   switch (e.type()) {
     case raftpb::EntryNormal:
-      if (!e.data().empty()) os << " " << Quote(e.data());
+      if (!e.data().empty()) os << " " << GoQuote(e.data());
       break;
     case raftpb::EntryConfChange: {
       raftpb::ConfChange cc;
@@ -181,7 +164,7 @@ std::string DescribeMessage(const raftpb::Message& m) {
     }
     os << "]";
   }
-  if (!m.context().empty()) os << " Context:" << Quote(m.context());
+  if (!m.context().empty()) os << " Context:" << GoQuote(m.context());
   if (m.has_snapshot() && !IsEmptySnapshot(m.snapshot())) {
     os << " Snapshot: " << DescribeSnapshot(m.snapshot());
   }

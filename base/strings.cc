@@ -186,6 +186,19 @@ std::string GoQuote(std::string_view s) {
   return out + "\"";
 }
 
+std::string PrefixRangeEnd(std::string_view prefix) {
+  std::string end(prefix);
+  while (!end.empty()) {
+    unsigned char c = static_cast<unsigned char>(end.back());
+    if (c < 0xff) {
+      end.back() = static_cast<char>(c + 1);
+      return end;
+    }
+    end.pop_back();
+  }
+  return std::string(1, '\0');
+}
+
 std::string HexDump(std::string_view bytes) {
   std::string out;
   char buf[4];

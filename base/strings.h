@@ -32,6 +32,13 @@ std::optional<bool> ParseBool(std::string_view s);
 // non-printable runes (U+00A0, U+200B, ...) are not escaped.
 std::string GoQuote(std::string_view s);
 
+// etcd's clientv3.GetPrefixRangeEnd: the range_end that, with `prefix` as
+// the key, selects every key starting with `prefix` (the smallest key
+// greater than all of them): the last byte below 0xff incremented, the 0xff
+// bytes after it dropped. "/registry/pods/" -> "/registry/pods0"; "a\xff"
+// -> "b"; all 0xff (or empty) -> "\0", which etcd reads as "to the end".
+std::string PrefixRangeEnd(std::string_view prefix);
+
 // Hex dump of bytes for logs and errors: "6b 38 73 00".
 std::string HexDump(std::string_view bytes);
 

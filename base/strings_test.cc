@@ -58,6 +58,13 @@ TEST(StringsTest, GoQuote) {
   EXPECT_EQ(GoQuote("\xc2\x85"), R"("\u0085")");            // C1 control
 }
 
+TEST(StringsTest, PrefixRangeEnd) {
+  EXPECT_EQ(PrefixRangeEnd("a"), "b");
+  EXPECT_EQ(PrefixRangeEnd("/registry/pods/"), "/registry/pods0");
+  EXPECT_EQ(PrefixRangeEnd("a\xff"), "b");
+  EXPECT_EQ(PrefixRangeEnd("\xff"), std::string(1, '\0'));
+}
+
 TEST(StringsTest, HexDump) {
   EXPECT_EQ(HexDump(std::string("k8s\0", 4)), "6b 38 73 00");
 }

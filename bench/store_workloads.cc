@@ -4,7 +4,7 @@
 #include <random>
 
 #include "base/base64.h"
-#include "storage/etcdjson/etcd_json.h"
+#include "base/strings.h"
 
 namespace kplane::bench {
 namespace {
@@ -56,8 +56,8 @@ class RangeScript : public ClientScript {
     std::string key = w.range_prefix ? w.prefix : StoreKey(w.prefix, 1);
     body_ = "{\"key\":\"" + Base64Encode(key) + "\"";
     if (w.range_prefix) {
-      body_ += ",\"range_end\":\"" +
-               Base64Encode(etcdjson::PrefixRangeEnd(w.prefix)) + "\"";
+      body_ +=
+          ",\"range_end\":\"" + Base64Encode(PrefixRangeEnd(w.prefix)) + "\"";
     }
     if (w.serializable) body_ += ",\"serializable\":true";
     body_ += "}";

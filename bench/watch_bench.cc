@@ -16,8 +16,8 @@
 #include <unordered_map>
 
 #include "base/base64.h"
+#include "base/strings.h"
 #include "net/http_client.h"
-#include "storage/etcdjson/etcd_json.h"
 
 namespace kplane::bench {
 namespace {
@@ -79,7 +79,7 @@ StatusOr<WatchBenchResult> RunWatchBench(const WatchBenchOptions& o) {
 
   // Open the streams; each sends its watchers' create requests at once.
   std::string key_b64 = Base64Encode(o.prefix);
-  std::string end_b64 = Base64Encode(etcdjson::PrefixRangeEnd(o.prefix));
+  std::string end_b64 = Base64Encode(PrefixRangeEnd(o.prefix));
   std::vector<Stream> streams(static_cast<size_t>(o.streams));
   int ep = epoll_create1(EPOLL_CLOEXEC);
   if (ep < 0) return InternalError("epoll_create1 failed");

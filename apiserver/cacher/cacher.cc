@@ -8,6 +8,7 @@
 #include "apiserver/cacher/dispatcher.h"
 #include "apiserver/cacher/event_window.h"
 #include "base/logging.h"
+#include "base/strings.h"
 
 namespace kplane::apiserver {
 namespace {
@@ -26,18 +27,6 @@ constexpr int64_t kListPage = 1000;
 constexpr Duration kProgressRequestInterval = milliseconds(100);
 // Pause before relisting after a failed list or watch.
 constexpr Duration kRelistBackoff = seconds(1);
-
-std::string PrefixRangeEnd(std::string prefix) {
-  while (!prefix.empty()) {
-    unsigned char last = static_cast<unsigned char>(prefix.back());
-    if (last < 0xff) {
-      prefix.back() = static_cast<char>(last + 1);
-      return prefix;
-    }
-    prefix.pop_back();
-  }
-  return std::string(1, '\0');
-}
 
 bool HasPrefix(const std::string& s, const std::string& prefix) {
   return s.size() >= prefix.size() && s.compare(0, prefix.size(), prefix) == 0;

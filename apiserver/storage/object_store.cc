@@ -28,20 +28,6 @@ constexpr std::string_view kContinueTooOld =
     "The provided continue parameter is too old to display a consistent list "
     "result. You can start a new list without the continue parameter.";
 
-// etcd's GetPrefixRangeEnd: the smallest key greater than every key with
-// this prefix.
-std::string PrefixRangeEnd(std::string prefix) {
-  while (!prefix.empty()) {
-    unsigned char last = static_cast<unsigned char>(prefix.back());
-    if (last < 0xff) {
-      prefix.back() = static_cast<char>(last + 1);
-      return prefix;
-    }
-    prefix.pop_back();
-  }
-  return std::string(1, '\0');  // every key
-}
-
 Status TooLargeResourceVersion(int64_t wanted, int64_t current) {
   return Status(StatusCode::kDeadlineExceeded,
                 "Too large resource version: " + std::to_string(wanted) +

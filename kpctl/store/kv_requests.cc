@@ -4,7 +4,6 @@
 #include <sstream>
 
 #include "base/strings.h"
-#include "storage/etcdjson/etcd_json.h"
 
 namespace kplane::kpctl {
 
@@ -300,7 +299,7 @@ std::optional<CommandError> BuildRange(const std::vector<std::string>& args,
       key = std::string(1, '\0');
       req->set_range_end(std::string(1, '\0'));
     } else {
-      req->set_range_end(etcdjson::PrefixRangeEnd(key));
+      req->set_range_end(PrefixRangeEnd(key));
     }
   }
   if (f.from_key) {
@@ -398,7 +397,7 @@ std::optional<CommandError> BuildDel(const std::vector<std::string>& args,
       key = std::string(1, '\0');
       req->set_range_end(std::string(1, '\0'));
     } else {
-      req->set_range_end(etcdjson::PrefixRangeEnd(key));
+      req->set_range_end(PrefixRangeEnd(key));
     }
   }
   if (f.prev_kv) req->set_prev_kv(true);

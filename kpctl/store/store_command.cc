@@ -373,7 +373,7 @@ int CmdWatch(Ctx& c, const std::vector<std::string>& args) {
       key = std::string(1, '\0');
       req.set_range_end(std::string(1, '\0'));
     } else {
-      req.set_range_end(etcdjson::PrefixRangeEnd(key));
+      req.set_range_end(PrefixRangeEnd(key));
     }
   }
   req.set_key(key);

@@ -643,17 +643,4 @@ Status ErrorToStatus(int http_status, std::string_view body) {
   }
 }
 
-std::string PrefixRangeEnd(std::string_view prefix) {
-  std::string end(prefix);
-  while (!end.empty()) {
-    unsigned char c = static_cast<unsigned char>(end.back());
-    if (c < 0xff) {
-      end.back() = static_cast<char>(c + 1);
-      return end;
-    }
-    end.pop_back();
-  }
-  return std::string(1, '\0');
-}
-
 }  // namespace kplane::etcdjson

@@ -81,10 +81,6 @@ int HttpStatusForGrpcCode(int code);
 // an etcd error.
 Status ErrorToStatus(int http_status, std::string_view body);
 
-// etcd's ranges: the range_end that selects every key with this prefix
-// ("a" -> "b", "a\xff" -> "b", "\xff" -> "\0" = all keys >= key).
-std::string PrefixRangeEnd(std::string_view prefix);
-
 }  // namespace kplane::etcdjson
 
 #endif  // KPLANE_STORAGE_ETCDJSON_ETCD_JSON_H_

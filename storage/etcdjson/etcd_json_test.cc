@@ -300,12 +300,5 @@ TEST(EtcdJsonTest, ErrorsRoundTrip) {
   EXPECT_EQ(ErrorToStatus(404, "Not Found\n").code(), StatusCode::kNotFound);
 }
 
-TEST(EtcdJsonTest, PrefixRangeEnd) {
-  EXPECT_EQ(PrefixRangeEnd("a"), "b");
-  EXPECT_EQ(PrefixRangeEnd("/registry/pods/"), "/registry/pods0");
-  EXPECT_EQ(PrefixRangeEnd("a\xff"), "b");
-  EXPECT_EQ(PrefixRangeEnd("\xff"), std::string(1, '\0'));
-}
-
 }  // namespace
 }  // namespace kplane::etcdjson

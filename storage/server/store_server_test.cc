@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "base/logging.h"
-#include "storage/etcdjson/etcd_json.h"
+#include "base/strings.h"
 #include "storage/server/raft_log.h"
 #include "storage/wal/wal.h"
 
@@ -309,7 +309,7 @@ TEST_F(StoreServerTest, WatchFromThePastAndCompactedWatch) {
   std::vector<etcdserverpb::WatchResponse> got;
   etcdserverpb::WatchCreateRequest w;
   w.set_key("/w/");
-  w.set_range_end(etcdjson::PrefixRangeEnd("/w/"));
+  w.set_range_end(PrefixRangeEnd("/w/"));
   w.set_start_revision(2);
   auto watch = s->StartWatch(w, [&](const etcdserverpb::WatchResponse& r) {
     std::lock_guard<std::mutex> l(mu);

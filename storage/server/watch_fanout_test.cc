@@ -14,6 +14,7 @@
 
 #include "base/base64.h"
 #include "base/metrics.h"
+#include "base/strings.h"
 #include "net/http_client.h"
 #include "net/http_server.h"
 #include "storage/etcdjson/etcd_json.h"
@@ -95,7 +96,7 @@ TEST_F(WatchFanoutTest, ManyStreamsGetEveryEventOnceAndInOrder) {
     r.stream = std::move(*st);
     std::string req = "{\"create_request\":{\"key\":\"" + Base64Encode(prefix) +
                       "\",\"range_end\":\"" +
-                      Base64Encode(etcdjson::PrefixRangeEnd(prefix)) + "\"" +
+                      Base64Encode(PrefixRangeEnd(prefix)) + "\"" +
                       (r.prev_kv ? ",\"prev_kv\":true" : "") + "}}";
     ASSERT_TRUE(r.stream->Send(req).ok());
   }

@@ -4,11 +4,11 @@
 #include <shared_mutex>
 #include <thread>
 
-#include "objects/meta.h"
 #include "apiserver/cacher/dispatcher.h"
 #include "apiserver/cacher/event_window.h"
 #include "base/logging.h"
 #include "base/strings.h"
+#include "objects/meta.h"
 
 namespace kplane::apiserver {
 namespace {
@@ -27,10 +27,6 @@ constexpr int64_t kListPage = 1000;
 constexpr Duration kProgressRequestInterval = milliseconds(100);
 // Pause before relisting after a failed list or watch.
 constexpr Duration kRelistBackoff = seconds(1);
-
-bool HasPrefix(const std::string& s, const std::string& prefix) {
-  return s.size() >= prefix.size() && s.compare(0, prefix.size(), prefix) == 0;
-}
 
 // The cache's reader-writer lock. glibc's rwlock (under std::shared_mutex)
 // prefers readers, so a steady stream of LISTs could starve the storage
@@ -448,7 +444,7 @@ void Cacher::Impl::ApplyLocked(const mvccpb::Event& e, ObjectPtr object) {
     MutableObject at_deletion(last->New());
     at_deletion->CopyFrom(*last);
     objects::SetResourceVersion(at_deletion.get(),
-                            Versioner::ToResourceVersion(ev->revision));
+                                Versioner::ToResourceVersion(ev->revision));
     ev->type = WatchEventType::kDeleted;
     ev->ns = objects::Namespace(*last);
     ev->prev_index_value =
@@ -508,7 +504,7 @@ ListResult Cacher::Impl::ListFromCache(std::string_view ns,
     result.items.reserve(objects.size());
   }
   for (auto it = objects.lower_bound(prefix);
-       it != objects.end() && HasPrefix(it->first, prefix); ++it) {
+       it != objects.end() && it->first.starts_with(prefix); ++it) {
     if (!pred || pred(*it->second->object)) {
       result.items.push_back(it->second->object);
     }
@@ -632,7 +628,7 @@ StatusOr<std::unique_ptr<WatchHandle>> Cacher::Watch(
     const std::string prefix = store_->Prefix(opts.ns);
     auto snapshot = std::make_shared<std::vector<StoreEntryPtr>>();
     for (auto it = impl_->objects.lower_bound(prefix);
-         it != impl_->objects.end() && HasPrefix(it->first, prefix); ++it) {
+         it != impl_->objects.end() && it->first.starts_with(prefix); ++it) {
       snapshot->push_back(it->second);
     }
     init.snapshot = std::move(snapshot);

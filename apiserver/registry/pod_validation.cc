@@ -8,10 +8,10 @@
 #include <map>
 #include <set>
 
+#include "base/strings.h"
 #include "objects/codec.h"
 #include "objects/machinery/quantity.h"
 #include "objects/machinery/validation.h"
-#include "base/strings.h"
 
 namespace kplane::apiserver::podvalidation {
 
@@ -43,10 +43,6 @@ std::vector<std::string> SortedKeys(const M& m) {
   return keys;
 }
 
-bool HasPrefix(std::string_view s, std::string_view p) {
-  return s.substr(0, p.size()) == p;
-}
-
 std::vector<std::string> NameIsDNSSubdomain(std::string_view name) {
   return validation::ValidateName(validation::NameRule::kDNS1123Subdomain, name,
                                   false);
@@ -75,7 +71,7 @@ FieldErrors ValidateLocalDescendingPath(std::string_view target,
 FieldErrors ValidateLocalNonReservedPath(std::string_view target,
                                          const Path& p) {
   FieldErrors errs = ValidateLocalDescendingPath(target, p);
-  if (HasPrefix(target, "..") && !HasPrefix(target, "../")) {
+  if (target.starts_with("..") && !target.starts_with("../")) {
     errs.push_back(InvalidString(p, target, "must not start with '..'"));
   }
   return errs;
@@ -237,8 +233,8 @@ FieldErrors ValidateResourceFieldSelector(const ResourceFieldSelector& fs,
   } else if (fs.resource().empty()) {
     errs.push_back(Required(p.Child("resource")));
   } else if (!ResourceFieldPaths().count(fs.resource()) &&
-             !HasPrefix(fs.resource(), "requests.hugepages-") &&
-             !HasPrefix(fs.resource(), "limits.hugepages-")) {
+             !fs.resource().starts_with("requests.hugepages-") &&
+             !fs.resource().starts_with("limits.hugepages-")) {
     errs.push_back(NotSupportedString(
         p.Child("resource"), fs.resource(),
         {ResourceFieldPaths().begin(), ResourceFieldPaths().end()}));
@@ -817,7 +813,7 @@ FieldErrors ValidateVolumeDevices(
 // --- resources ---
 
 bool IsHugePages(std::string_view name) {
-  return HasPrefix(name, "hugepages-");
+  return name.starts_with("hugepages-");
 }
 
 bool IsNativeResource(std::string_view name) {
@@ -826,7 +822,7 @@ bool IsNativeResource(std::string_view name) {
 }
 
 bool IsExtendedResource(std::string_view name) {
-  if (IsNativeResource(name) || HasPrefix(name, "requests.")) return false;
+  if (IsNativeResource(name) || name.starts_with("requests.")) return false;
   return machinery::IsQualifiedName("requests." + std::string(name)).empty();
 }
 
@@ -853,7 +849,7 @@ bool IsStandardResourceName(std::string_view name) {
                                              "services.nodeports",
                                              "services.loadbalancers"};
   return s->count(name) > 0 || IsHugePages(name) ||
-         HasPrefix(name, "requests.hugepages-");
+         name.starts_with("requests.hugepages-");
 }
 
 FieldErrors ValidateContainerResourceName(const std::string& name,

@@ -30,10 +30,6 @@ constexpr std::string_view kSetElementOrderPrefix = "$setElementOrder";
 
 using List = std::vector<JsonValue>;
 
-bool HasPrefix(std::string_view s, std::string_view p) {
-  return s.substr(0, p.size()) == p;
-}
-
 Status ErrBadArgType(std::string_view expected, const JsonValue& actual) {
   return InvalidArgumentError("expected a " + std::string(expected) +
                               ", but received a " +
@@ -747,7 +743,7 @@ class Engine {
       std::string k(StringOf(m.name));
       JsonValue& pv = m.value;
       bool is_delete_list = false;
-      if (HasPrefix(k, kDeleteFromPrimitiveListPrefix)) {
+      if (k.starts_with(kDeleteFromPrimitiveListPrefix)) {
         if (!mo.merge_parallel_list) {
           SetMember(original, k, pv, a_);
           continue;
@@ -876,8 +872,8 @@ class Engine {
     }
     for (const auto& m : patch.GetObject()) {
       std::string_view k = StringOf(m.name);
-      if (m.value.IsNull() || HasPrefix(k, kDeleteFromPrimitiveListPrefix) ||
-          HasPrefix(k, kSetElementOrderPrefix)) {
+      if (m.value.IsNull() || k.starts_with(kDeleteFromPrimitiveListPrefix) ||
+          k.starts_with(kSetElementOrderPrefix)) {
         continue;
       }
       if (!keep.count(std::string(k))) return ErrBadPatchFormatForRetainKeys();
@@ -970,7 +966,7 @@ class Engine {
                                 const MergeOptions& mo) {
     std::vector<std::string> keys;
     for (const auto& m : patch.GetObject()) {
-      if (HasPrefix(StringOf(m.name), kSetElementOrderPrefix)) {
+      if (StringOf(m.name).starts_with(kSetElementOrderPrefix)) {
         keys.emplace_back(StringOf(m.name));
       }
     }

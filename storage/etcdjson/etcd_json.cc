@@ -25,10 +25,6 @@ using google::protobuf::FieldDescriptor;
 using google::protobuf::Message;
 using google::protobuf::Reflection;
 
-bool HasPrefix(std::string_view s, std::string_view p) {
-  return s.substr(0, p.size()) == p;
-}
-
 // --- encoding ---------------------------------------------------------------
 //
 // Protobuf's JSON printer goes message -> binary -> type resolver -> JSON and
@@ -137,7 +133,7 @@ bool AppendFieldValue(const Message& m, const Reflection* r,
 
 bool AppendFast(const Message& m, std::string* out) {
   const Descriptor* d = m.GetDescriptor();
-  if (HasPrefix(d->full_name(), "google.protobuf.")) return false;
+  if (d->full_name().starts_with("google.protobuf.")) return false;
   const Reflection* r = m.GetReflection();
   out->push_back('{');
   bool first = true;
@@ -560,7 +556,7 @@ HttpError StatusToError(const Status& s) {
       break;
   }
   std::string msg = s.message();
-  if (!HasPrefix(msg, "etcdserver: ") && !HasPrefix(msg, "grpc: ")) {
+  if (!msg.starts_with("etcdserver: ") && !msg.starts_with("grpc: ")) {
     msg = "etcdserver: " + msg;
   }
   return HttpError{HttpStatusForGrpcCode(code), code, msg};

@@ -1,7 +1,6 @@
 #include "storage/mvcc/reader.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include "storage/mvcc/keys.h"
 
@@ -18,11 +17,6 @@ Status FromRocks(const rocksdb::Status& s) {
   if (s.ok()) return Status::Ok();
   if (s.IsCorruption()) return CorruptionError(s.ToString());
   return IOError(s.ToString());
-}
-
-bool HasPrefix(const rocksdb::Slice& key, std::string_view prefix) {
-  return key.size() >= prefix.size() &&
-         std::memcmp(key.data(), prefix.data(), prefix.size()) == 0;
 }
 
 }  // namespace
@@ -89,7 +83,7 @@ Status ScanLive(Cursor* cursor, int64_t rev, const LiveVisitor& visit) {
     bool left_key = false;
     for (int i = 0; i < nexts; ++i) {
       it->Next();
-      if (!it->Valid() || !HasPrefix(it->key(), current)) {
+      if (!it->Valid() || !it->key().ToStringView().starts_with(current)) {
         left_key = true;
         break;
       }

@@ -4,15 +4,17 @@
 # everything is already present.
 set -euo pipefail
 
+# Only what the build, the tests and scripts/ use directly (libraries the
+# ones below need, such as zlib for RocksDB or the googletest sources,
+# come with them).
 packages=(
-  build-essential cmake ninja-build ccache pkg-config git
-  libcpp-httplib-dev rapidjson-dev
+  build-essential cmake ninja-build ccache
+  rapidjson-dev
   libprotobuf-dev protobuf-compiler
   librocksdb-dev libyaml-cpp-dev
-  libgtest-dev libgmock-dev googletest libbenchmark-dev
-  libssl-dev zlib1g-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
   etcd-server etcd-client
-  curl python3 procps xxd jq
+  curl python3 xxd jq
 )
 
 missing=()

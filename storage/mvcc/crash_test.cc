@@ -3,6 +3,8 @@
 // reopening, every acknowledged write must be there, nothing half-applied
 // may be visible (the state equals the workload replayed to the recovered
 // revision), revisions continue, and an interrupted compaction completes.
+// The kill points are random; each test prints its seed, and
+// KPLANE_MVCC_CRASH_SEED=<seed> repeats its choices.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
@@ -15,6 +17,7 @@
 #include <random>
 #include <string>
 
+#include "base/test_seed.h"
 #include "storage/mvcc/crash_workload.h"
 #include "storage/mvcc/test_util.h"
 
@@ -127,7 +130,9 @@ int64_t CheckRecovered(Store* s, int64_t last_ack) {
 
 TEST(MvccCrashTest, KillMidWriteLosesNothingAcknowledged) {
   testing::TempDir dir;
-  std::mt19937 rng(std::random_device{}());
+  const TestSeed seed("KPLANE_MVCC_CRASH_SEED");
+  SCOPED_TRACE(seed.Replay());
+  std::mt19937 rng(seed.value());
   int64_t last = 0;
   for (int trial = 0; trial < 6; ++trial) {
     SCOPED_TRACE("trial " + std::to_string(trial));
@@ -153,7 +158,9 @@ TEST(MvccCrashTest, KillMidWriteLosesNothingAcknowledged) {
 
 TEST(MvccCrashTest, KillDuringCompactionResumesAfterRestart) {
   testing::TempDir dir;
-  std::mt19937 rng(std::random_device{}());
+  const TestSeed seed("KPLANE_MVCC_CRASH_SEED");
+  SCOPED_TRACE(seed.Replay());
+  std::mt19937 rng(seed.value());
   int64_t last = 0;
   int interrupted = 0;
   for (int trial = 0; trial < 4; ++trial) {

@@ -11,6 +11,8 @@
 #include <fstream>
 #include <random>
 
+#include "base/test_seed.h"
+
 namespace kplane::wal {
 namespace {
 
@@ -183,9 +185,12 @@ TEST_F(WalTest, MissingMiddleSegmentIsCorruption) {
 // A child process appends and syncs records, telling the parent through a
 // pipe after each Sync which index is durable; the parent SIGKILLs it at a
 // random point. Every acknowledged record must survive, in order, with
-// nothing damaged after it.
+// nothing damaged after it. KPLANE_WAL_CRASH_SEED=<seed> picks other kill
+// points.
 TEST_F(WalTest, KillNineLosesNoSyncedRecord) {
-  std::mt19937 rng(12345);
+  const TestSeed seed("KPLANE_WAL_CRASH_SEED", 12345);
+  SCOPED_TRACE(seed.Replay());
+  std::mt19937 rng(seed.value());
   for (int round = 0; round < 5; ++round) {
     int fds[2];
     ASSERT_EQ(pipe(fds), 0);

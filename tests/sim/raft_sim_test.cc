@@ -1,11 +1,16 @@
 // Sweeps seeds of the cluster simulation: 500 seeds for 3 nodes and 500 for
 // 5 nodes by default, split into shards so ctest can run them in parallel.
 // KPLANE_SIM_SEEDS overrides the seed count per cluster size and
-// KPLANE_SIM_STEPS the steps per run. A failure prints its replay command.
+// KPLANE_SIM_STEPS the steps per run, and KPLANE_SIM_SEED=<seed> runs that
+// one seed (in the first shard of each size). A failure prints its seed and
+// replay command.
 #include <cstdlib>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "base/logging.h"
+#include "base/strings.h"
 #include "gtest/gtest.h"
 #include "tests/sim/cluster.h"
 
@@ -34,16 +39,27 @@ TEST_P(RaftSimTest, SeedsPass) {
   SimOptions o;
   o.nodes = shard.nodes;
   o.steps = EnvInt("KPLANE_SIM_STEPS", o.steps);
+  std::vector<uint64_t> shard_seeds;
+  if (const char* one = std::getenv("KPLANE_SIM_SEED"); one != nullptr) {
+    std::optional<uint64_t> seed = ParseUint64(one);
+    ASSERT_TRUE(seed.has_value()) << "KPLANE_SIM_SEED=" << one;
+    if (shard.index == 0) shard_seeds.push_back(*seed);
+  } else {
+    for (int i = 0; i < per_shard; ++i) {
+      int seed = shard.index * per_shard + i + 1;
+      if (seed > seeds) break;
+      shard_seeds.push_back(seed);
+    }
+  }
   SimStats total;
   int runs = 0;
-  for (int i = 0; i < per_shard; ++i) {
-    int seed = shard.index * per_shard + i + 1;
-    if (seed > seeds) break;
+  for (uint64_t seed : shard_seeds) {
     o.seed = seed;
     SimResult r = RunSimulation(o);
     ++runs;
     ASSERT_TRUE(r.ok) << "seed " << seed << " failed: " << r.failure
-                      << "\nreplay: " << ReplayCommand(o) << " --verbose";
+                      << "\nreplay: KPLANE_SIM_SEED=" << seed
+                      << " (this test) or " << ReplayCommand(o) << " --verbose";
     total.ops_ok += r.stats.ops_ok;
     total.leaders += r.stats.leaders;
     total.crashes += r.stats.crashes;

@@ -134,12 +134,11 @@ TEST_F(ApiBenchSmokeTest, RunEndsWhenEveryClientIsIdle) {
   o.max_operations = 5;
   o.time_limit = seconds(60);
   o.make_script = [&w](int i) { return NewApiScript(w, i); };
-  const auto start = std::chrono::steady_clock::now();
   auto r = RunLoad(o);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->operations, 0);
   EXPECT_EQ(r->errors, 0);
-  EXPECT_LT(std::chrono::steady_clock::now() - start, seconds(30));
+  EXPECT_TRUE(r->all_idle);  // ended by running out of work, not on time
 }
 
 TEST_F(ApiBenchSmokeTest, WatchDeliversEveryCreateToEveryWatcher) {

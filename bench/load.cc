@@ -86,6 +86,9 @@ class Loop {
     }
   }
 
+  // Every client's script has run out of work.
+  bool AllIdle() const { return idle_ == conns_.size(); }
+
   LatencyHistogram latency;
   int64_t ops = 0;
   int64_t errors = 0;
@@ -318,7 +321,9 @@ StatusOr<LoadResult> RunLoad(const LoadOptions& o) {
   int64_t end = std::min(NowNs(), stop_at);
   r.seconds = (end - measured_start) / 1e9;
   r.client_cpu_seconds = SelfCpuSeconds() - cpu_before;
+  r.all_idle = true;
   for (auto& l : loops) {
+    r.all_idle = r.all_idle && l->AllIdle();
     r.latency.Merge(l->latency);
     r.operations += l->ops;
     r.errors += l->errors;

@@ -84,7 +84,10 @@ struct LoadResult {
   int64_t errors = 0;
   double seconds = 0;  // measured window
   LatencyHistogram latency;
-  double client_cpu_seconds = 0;           // this process, during the window
+  double client_cpu_seconds = 0;  // this process, during the window
+  // The run ended because every client's script ran out of work (not on
+  // its duration, count or time limit).
+  bool all_idle = false;
   std::vector<std::string> sample_errors;  // a few, for the report
 
   double ops_per_second() const {

@@ -18,14 +18,6 @@ namespace {
 using objects::metav1::ObjectMeta;
 using objects::metav1::OwnerReference;
 
-std::vector<std::string> SortedKeys(const StringMap& m) {
-  std::vector<std::string> keys;
-  keys.reserve(m.size());
-  for (const auto& [k, v] : m) keys.push_back(k);
-  std::sort(keys.begin(), keys.end());
-  return keys;
-}
-
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 bool IsLowerAlnum(char c) { return (c >= 'a' && c <= 'z') || IsDigit(c); }
 bool IsAlpha(char c) {

@@ -26,6 +26,7 @@
 #include <google/protobuf/map.h>
 #include <google/protobuf/repeated_ptr_field.h>
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <string>
@@ -40,6 +41,17 @@ namespace kplane::apiserver::validation {
 
 using StringMap = google::protobuf::Map<std::string, std::string>;
 using StringList = google::protobuf::RepeatedPtrField<std::string>;
+
+// The keys of a map (protobuf or std), sorted: validation walks maps in key
+// order so that its messages come out the same every time.
+template <typename M>
+std::vector<std::string> SortedKeys(const M& m) {
+  std::vector<std::string> keys;
+  keys.reserve(m.size());
+  for (const auto& [k, v] : m) keys.push_back(k);
+  std::sort(keys.begin(), keys.end());
+  return keys;
+}
 
 // field.Path: Child("a").Index(0).Key("k") -> "a[0][k]".
 class Path {
@@ -59,8 +71,8 @@ class Path {
 };
 
 // --- Go renderings of bad values ---
-std::string GoInt(int64_t v);             // %v
-std::string GoBool(bool v);               // %v
+std::string GoInt(int64_t v);  // %v
+std::string GoBool(bool v);    // %v
 // %#v of map[string]string: keys sorted, `map[string]string{"a":"1",
 // "b":"2"}`; an empty map prints `map[string]string(nil)` (a Go map decoded
 // from an absent member is nil, and protobuf cannot tell empty from absent).

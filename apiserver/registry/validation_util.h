@@ -53,6 +53,21 @@ std::vector<std::string> SortedKeys(const M& m) {
   return keys;
 }
 
+// Maps with the same keys and the same value for each.
+template <typename M>
+bool MapsEqual(const M& a, const M& b) {
+  if (a.size() != b.size()) return false;
+  for (const auto& [k, v] : a) {
+    auto it = b.find(k);
+    if (it == b.end() || it->second != v) return false;
+  }
+  return true;
+}
+
+// core.MaxSecretSize: the most bytes the data of a Secret, or of a
+// ConfigMap, may hold.
+constexpr int kMaxSecretSize = 1024 * 1024;
+
 // field.Path: Child("a").Index(0).Key("k") -> "a[0][k]".
 class Path {
  public:

@@ -50,10 +50,14 @@ bool ParseSegmentName(const std::string& name, uint64_t* seq, uint64_t* start) {
       name[16] != '-') {
     return false;
   }
+  // Named copies: `end` points into the parsed string, which must outlive
+  // the check of *end (a temporary substr() would be freed by then).
+  const std::string seq_hex = name.substr(0, 16);
+  const std::string start_hex = name.substr(17, 16);
   char* end = nullptr;
-  *seq = std::strtoull(name.substr(0, 16).c_str(), &end, 16);
+  *seq = std::strtoull(seq_hex.c_str(), &end, 16);
   if (*end != '\0') return false;
-  *start = std::strtoull(name.substr(17, 16).c_str(), &end, 16);
+  *start = std::strtoull(start_hex.c_str(), &end, 16);
   return *end == '\0';
 }
 

@@ -7,10 +7,10 @@
 namespace kplane {
 
 void Clock::SleepFor(Duration d) {
-  std::mutex mu;
+  Mutex mu;
   std::condition_variable cv;
-  std::unique_lock<std::mutex> lock(mu);
-  WaitUntil(lock, cv, Now() + d, [] { return false; });
+  MutexLock lock(&mu);
+  WaitUntil(lock.native(), cv, Now() + d, [] { return false; });
 }
 
 Clock* Clock::Real() {
@@ -52,7 +52,7 @@ void FakeClock::Advance(Duration d) {
   CHECK_GE(d.count(), 0);
   // Lock order is always clock mutex -> waiter mutex; waiters never hold
   // their own mutex while taking ours (see WaitUntilImpl).
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   mono_offset_ns_ += d.count();
   wall_ns_ += d.count();
   for (Waiter* w : waiters_) {
@@ -67,13 +67,15 @@ void FakeClock::SetWall(WallTime wall) {
 }
 
 int FakeClock::NumWaiters() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return static_cast<int>(waiters_.size());
 }
 
 void FakeClock::WaitForWaiters(int n) const {
-  std::unique_lock<std::mutex> l(mu_);
-  waiters_changed_.wait(l, [&] { return static_cast<int>(waiters_.size()) >= n; });
+  MutexLock l(&mu_);
+  waiters_changed_.wait(l.native(), [&]() REQUIRES(mu_) {
+    return static_cast<int>(waiters_.size()) >= n;
+  });
 }
 
 bool FakeClock::WaitUntilImpl(std::unique_lock<std::mutex>& lock,
@@ -85,7 +87,7 @@ bool FakeClock::WaitUntilImpl(std::unique_lock<std::mutex>& lock,
     // takes them in the opposite order.
     lock.unlock();
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       if (on) {
         waiters_.insert(&w);
       } else {

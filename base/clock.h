@@ -14,9 +14,9 @@
 // deadline. On a FakeClock the wait ends when a test calls Advance() past the
 // deadline, so no test ever sleeps for real.
 //
-//   std::unique_lock<std::mutex> lock(mu_);
-//   clock_->WaitUntil(lock, cv_, clock_->Now() + interval_,
-//                     [&] { return stopped_; });
+//   MutexLock lock(&mu_);
+//   clock_->WaitUntil(lock.native(), cv_, clock_->Now() + interval_,
+//                     [&]() REQUIRES(mu_) { return stopped_; });
 //
 // Thread-safety: all methods are safe to call from any thread.
 #ifndef KPLANE_BASE_CLOCK_H_
@@ -30,6 +30,8 @@
 #include <mutex>
 #include <set>
 #include <string>
+
+#include "base/mutex.h"
 
 namespace kplane {
 
@@ -104,14 +106,14 @@ class FakeClock : public Clock {
   WallTime WallNow() const override;
 
   // Moves both clocks forward by `d` (d >= 0) and wakes every waiter.
-  void Advance(Duration d);
+  void Advance(Duration d) EXCLUDES(mu_);
   // Sets the wall clock without moving monotonic time.
   void SetWall(WallTime wall);
 
   // Number of threads currently blocked in WaitUntil on this clock.
-  int NumWaiters() const;
+  int NumWaiters() const EXCLUDES(mu_);
   // Blocks (for real) until at least `n` threads wait on this clock.
-  void WaitForWaiters(int n) const;
+  void WaitForWaiters(int n) const EXCLUDES(mu_);
 
   static WallTime DefaultWall();
 
@@ -129,9 +131,11 @@ class FakeClock : public Clock {
   // holding its own mutex, and Advance() holds mu_ while taking that mutex.
   std::atomic<int64_t> mono_offset_ns_{0};
   std::atomic<int64_t> wall_ns_;
-  mutable std::mutex mu_;  // guards waiters_
+  // Lock order: mu_ -> a waiter's mutex (Advance); a waiter never holds
+  // its own mutex while taking mu_.
+  mutable Mutex mu_;
   mutable std::condition_variable waiters_changed_;
-  std::set<Waiter*> waiters_;
+  std::set<Waiter*> waiters_ GUARDED_BY(mu_);
 };
 
 }  // namespace kplane

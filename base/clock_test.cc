@@ -18,13 +18,14 @@ TEST(FakeClockTest, AdvanceMovesBothClocks) {
 
 TEST(FakeClockTest, WaitUntilEndsOnlyWhenDeadlinePasses) {
   FakeClock clock;
-  std::mutex mu;
+  Mutex mu;
   std::condition_variable cv;
   bool woke = false;
   bool result = true;
   std::thread t([&] {
-    std::unique_lock<std::mutex> lock(mu);
-    result = clock.WaitFor(lock, cv, seconds(10), [] { return false; });
+    MutexLock lock(&mu);
+    result =
+        clock.WaitFor(lock.native(), cv, seconds(10), [] { return false; });
     woke = true;
   });
   clock.WaitForWaiters(1);
@@ -32,7 +33,7 @@ TEST(FakeClockTest, WaitUntilEndsOnlyWhenDeadlinePasses) {
   // Still waiting: the deadline is one second away.
   clock.WaitForWaiters(1);
   {
-    std::lock_guard<std::mutex> l(mu);
+    MutexLock l(&mu);
     EXPECT_FALSE(woke);
   }
   clock.Advance(seconds(1));
@@ -44,17 +45,17 @@ TEST(FakeClockTest, WaitUntilEndsOnlyWhenDeadlinePasses) {
 
 TEST(FakeClockTest, WaitUntilEndsOnPredicate) {
   FakeClock clock;
-  std::mutex mu;
+  Mutex mu;
   std::condition_variable cv;
   bool ready = false;
   bool result = false;
   std::thread t([&] {
-    std::unique_lock<std::mutex> lock(mu);
-    result = clock.WaitFor(lock, cv, hours(1), [&] { return ready; });
+    MutexLock lock(&mu);
+    result = clock.WaitFor(lock.native(), cv, hours(1), [&] { return ready; });
   });
   clock.WaitForWaiters(1);
   {
-    std::lock_guard<std::mutex> l(mu);
+    MutexLock l(&mu);
     ready = true;
   }
   cv.notify_all();
@@ -78,11 +79,12 @@ TEST(FakeClockTest, SleepForWakesOnAdvance) {
 
 TEST(RealClockTest, WaitForTimesOut) {
   Clock* clock = Clock::Real();
-  std::mutex mu;
+  Mutex mu;
   std::condition_variable cv;
-  std::unique_lock<std::mutex> lock(mu);
+  MutexLock lock(&mu);
   TimePoint start = clock->Now();
-  EXPECT_FALSE(clock->WaitFor(lock, cv, milliseconds(5), [] { return false; }));
+  EXPECT_FALSE(
+      clock->WaitFor(lock.native(), cv, milliseconds(5), [] { return false; }));
   EXPECT_GE(clock->Now() - start, milliseconds(5));
 }
 

@@ -9,8 +9,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
-#include <mutex>
 
+#include "base/mutex.h"
 #include "base/status.h"
 #include "base/statusor.h"
 
@@ -27,8 +27,9 @@ LogLevel LevelFromEnv() {
 }
 
 std::atomic<int> g_min_level{static_cast<int>(LevelFromEnv())};
-std::mutex g_mu;
-std::string* g_tag = new std::string();
+// Guards the tag and serializes the writes to stderr.
+Mutex g_mu;
+std::string* const g_tag PT_GUARDED_BY(g_mu) = new std::string();
 
 const char kLevelLetters[] = "DIWEF";
 
@@ -39,7 +40,7 @@ void SetMinLogLevel(LogLevel level) {
 }
 LogLevel MinLogLevel() { return static_cast<LogLevel>(g_min_level.load()); }
 void SetLogTag(const std::string& tag) {
-  std::lock_guard<std::mutex> l(g_mu);
+  MutexLock l(&g_mu);
   *g_tag = tag;
 }
 
@@ -63,14 +64,14 @@ LogMessage::~LogMessage() {
                 static_cast<long>(syscall(SYS_gettid)));
   std::string line;
   {
-    std::lock_guard<std::mutex> l(g_mu);
+    MutexLock l(&g_mu);
     line = prefix;
     if (!g_tag->empty()) line += "[" + *g_tag + "] ";
   }
   line += base;
   line += ":" + std::to_string(line_) + "] " + stream_.str() + "\n";
   {
-    std::lock_guard<std::mutex> l(g_mu);
+    MutexLock l(&g_mu);
     std::fwrite(line.data(), 1, line.size(), stderr);
     std::fflush(stderr);
   }

@@ -114,7 +114,7 @@ Registry* Registry::Default() {
 Family<Counter>* Registry::NewCounter(const std::string& name,
                                       const std::string& help,
                                       std::vector<std::string> labels) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   auto& slot = counters_[name];
   if (!slot) {
     slot = std::make_unique<Family<Counter>>(
@@ -127,7 +127,7 @@ Family<Counter>* Registry::NewCounter(const std::string& name,
 Family<Gauge>* Registry::NewGauge(const std::string& name,
                                   const std::string& help,
                                   std::vector<std::string> labels) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   auto& slot = gauges_[name];
   if (!slot) {
     slot = std::make_unique<Family<Gauge>>(
@@ -141,7 +141,7 @@ Family<Histogram>* Registry::NewHistogram(const std::string& name,
                                           const std::string& help,
                                           std::vector<std::string> labels,
                                           std::vector<double> buckets) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   auto& slot = histograms_[name];
   if (!slot) {
     slot = std::make_unique<Family<Histogram>>(
@@ -154,15 +154,19 @@ Family<Histogram>* Registry::NewHistogram(const std::string& name,
 void Registry::NewCallbackGauge(const std::string& name,
                                 const std::string& help,
                                 std::function<double()> fn) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   callbacks_[name] = {help, std::move(fn)};
 }
 
 std::string Registry::Render() const {
   // Collect each family's text under its name so the output is sorted.
   std::map<std::string, std::string> blocks;
-  std::lock_guard<std::mutex> l(mu_);
-  for (const auto& [name, fam] : counters_) {
+  MutexLock l(&mu_);
+  for (const auto& entry : counters_) {
+    // Not a structured binding: clang 14 cannot capture those in a lambda
+    // (P1091R3 came with clang 16).
+    const std::string& name = entry.first;
+    const auto& fam = entry.second;
     std::string& out = blocks[name];
     out += "# HELP " + name + " " + fam->help() + "\n# TYPE " + name +
            " counter\n";
@@ -171,7 +175,11 @@ std::string Registry::Render() const {
              FormatValue(c.Value()) + "\n";
     });
   }
-  for (const auto& [name, fam] : gauges_) {
+  for (const auto& entry : gauges_) {
+    // Not a structured binding: clang 14 cannot capture those in a lambda
+    // (P1091R3 came with clang 16).
+    const std::string& name = entry.first;
+    const auto& fam = entry.second;
     std::string& out = blocks[name];
     out += "# HELP " + name + " " + fam->help() + "\n# TYPE " + name +
            " gauge\n";
@@ -185,7 +193,11 @@ std::string Registry::Render() const {
     out += "# HELP " + name + " " + cb.first + "\n# TYPE " + name +
            " gauge\n" + name + " " + FormatValue(cb.second()) + "\n";
   }
-  for (const auto& [name, fam] : histograms_) {
+  for (const auto& entry : histograms_) {
+    // Not a structured binding: clang 14 cannot capture those in a lambda
+    // (P1091R3 came with clang 16).
+    const std::string& name = entry.first;
+    const auto& fam = entry.second;
     std::string& out = blocks[name];
     out += "# HELP " + name + " " + fam->help() + "\n# TYPE " + name +
            " histogram\n";

@@ -23,9 +23,10 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
+
+#include "base/mutex.h"
 
 namespace kplane::metrics {
 
@@ -83,22 +84,22 @@ class Family {
         factory_(std::move(factory)) {}
 
   // The child for these label values (one per label name, in order).
-  T* With(const std::vector<std::string>& values);
+  T* With(const std::vector<std::string>& values) EXCLUDES(mu_);
 
   const std::string& name() const { return name_; }
   const std::string& help() const { return help_; }
   const std::vector<std::string>& label_names() const { return labels_; }
   // Calls fn(label values, child) for every child, in label order.
-  void ForEach(
-      const std::function<void(const std::vector<std::string>&, const T&)>& fn)
-      const;
+  void ForEach(const std::function<void(const std::vector<std::string>&,
+                                        const T&)>& fn) const EXCLUDES(mu_);
 
  private:
   std::string name_, help_;
   std::vector<std::string> labels_;
   Factory factory_;
-  mutable std::mutex mu_;
-  std::map<std::vector<std::string>, std::unique_ptr<T>> children_;
+  mutable Mutex mu_;
+  std::map<std::vector<std::string>, std::unique_ptr<T>> children_
+      GUARDED_BY(mu_);
 };
 
 class Registry {
@@ -110,27 +111,31 @@ class Registry {
   static Registry* Default();
 
   Family<Counter>* NewCounter(const std::string& name, const std::string& help,
-                              std::vector<std::string> labels = {});
+                              std::vector<std::string> labels = {})
+      EXCLUDES(mu_);
   Family<Gauge>* NewGauge(const std::string& name, const std::string& help,
-                          std::vector<std::string> labels = {});
+                          std::vector<std::string> labels = {}) EXCLUDES(mu_);
   Family<Histogram>* NewHistogram(const std::string& name,
                                   const std::string& help,
                                   std::vector<std::string> labels,
-                                  std::vector<double> buckets);
+                                  std::vector<double> buckets) EXCLUDES(mu_);
   // A gauge whose value is computed when /metrics is rendered.
   void NewCallbackGauge(const std::string& name, const std::string& help,
-                        std::function<double()> fn);
+                        std::function<double()> fn) EXCLUDES(mu_);
 
   // The Prometheus text format, families sorted by name.
-  std::string Render() const;
+  std::string Render() const EXCLUDES(mu_);
 
  private:
-  mutable std::mutex mu_;
-  std::map<std::string, std::unique_ptr<Family<Counter>>> counters_;
-  std::map<std::string, std::unique_ptr<Family<Gauge>>> gauges_;
-  std::map<std::string, std::unique_ptr<Family<Histogram>>> histograms_;
+  // Lock order: mu_ -> a family's mu_ (Render walks the families).
+  mutable Mutex mu_;
+  std::map<std::string, std::unique_ptr<Family<Counter>>> counters_
+      GUARDED_BY(mu_);
+  std::map<std::string, std::unique_ptr<Family<Gauge>>> gauges_ GUARDED_BY(mu_);
+  std::map<std::string, std::unique_ptr<Family<Histogram>>> histograms_
+      GUARDED_BY(mu_);
   std::map<std::string, std::pair<std::string, std::function<double()>>>
-      callbacks_;
+      callbacks_ GUARDED_BY(mu_);
 };
 
 // Measures the time from construction to destruction into a histogram, in
@@ -147,7 +152,7 @@ class ScopedTimer {
 
 template <typename T>
 T* Family<T>::With(const std::vector<std::string>& values) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   auto it = children_.find(values);
   if (it == children_.end()) {
     it = children_.emplace(values, factory_()).first;
@@ -159,7 +164,7 @@ template <typename T>
 void Family<T>::ForEach(
     const std::function<void(const std::vector<std::string>&, const T&)>& fn)
     const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   for (const auto& [k, v] : children_) fn(k, *v);
 }
 

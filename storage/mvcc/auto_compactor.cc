@@ -31,7 +31,7 @@ void AutoCompactor::Start() {
 
 void AutoCompactor::Stop() {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     stopped_ = true;
     cv_.notify_all();
   }
@@ -39,24 +39,25 @@ void AutoCompactor::Stop() {
 }
 
 int64_t AutoCompactor::ticks() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return ticks_;
 }
 
 void AutoCompactor::WaitForTicks(int64_t n) const {
-  std::unique_lock<std::mutex> l(mu_);
-  cv_.wait(l, [&] { return ticks_ >= n || stopped_; });
+  MutexLock l(&mu_);
+  cv_.wait(l.native(), [&]() REQUIRES(mu_) { return ticks_ >= n || stopped_; });
 }
 
 bool AutoCompactor::Wait(Duration d) {
-  std::unique_lock<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   TimePoint deadline = clock_->Now() + d;
-  clock_->WaitUntil(l, cv_, deadline, [&] { return stopped_; });
+  clock_->WaitUntil(l.native(), cv_, deadline,
+                    [&]() REQUIRES(mu_) { return stopped_; });
   return !stopped_;
 }
 
 void AutoCompactor::Tick() {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   ++ticks_;
   cv_.notify_all();
 }

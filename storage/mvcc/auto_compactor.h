@@ -21,10 +21,10 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <thread>
 
 #include "base/clock.h"
+#include "base/mutex.h"
 #include "base/status.h"
 
 namespace kplane::mvcc {
@@ -46,29 +46,29 @@ class AutoCompactor {
   ~AutoCompactor();
 
   void Start();
-  void Stop();
+  void Stop() EXCLUDES(mu_);
 
   // Number of wake-ups handled so far; tests await a count instead of
   // sleeping.
-  int64_t ticks() const;
-  void WaitForTicks(int64_t n) const;
+  int64_t ticks() const EXCLUDES(mu_);
+  void WaitForTicks(int64_t n) const EXCLUDES(mu_);
 
  private:
   void RunRevision();
   void RunPeriodic();
   // Waits `d` on the clock; false when stopped.
-  bool Wait(Duration d);
-  void Tick();
+  bool Wait(Duration d) EXCLUDES(mu_);
+  void Tick() EXCLUDES(mu_);
 
   Clock* const clock_;
   const AutoCompactionOptions options_;
   const std::function<int64_t()> current_revision_;
   const std::function<Status(int64_t)> compact_;
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   mutable std::condition_variable cv_;
-  bool stopped_ = false;
-  int64_t ticks_ = 0;
+  bool stopped_ GUARDED_BY(mu_) = false;
+  int64_t ticks_ GUARDED_BY(mu_) = 0;
   std::thread thread_;
 };
 

@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <mutex>
 #include <vector>
 
 #include "storage/mvcc/test_util.h"
@@ -14,21 +13,21 @@ namespace {
 class Recorder {
  public:
   Status Compact(int64_t rev) {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     calls_.push_back(rev);
     return answer_;
   }
   std::vector<int64_t> calls() {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     return calls_;
   }
   void set_answer(Status s) {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     answer_ = std::move(s);
   }
 
  private:
-  std::mutex mu_;
+  Mutex mu_;
   std::vector<int64_t> calls_;
   Status answer_;
 };

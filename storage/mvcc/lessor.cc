@@ -40,7 +40,7 @@ StatusOr<int64_t> Lessor::Grant(int64_t id, int64_t ttl,
   ttl = std::max(ttl, kMinLeaseTTL);
   // The backend's SaveLease never calls back into the lessor, so holding the
   // lock across it makes check-and-insert atomic.
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   if (leases_.count(id) != 0) {
     return FailedPreconditionError("etcdserver: lease already exists");
   }
@@ -56,7 +56,7 @@ StatusOr<int64_t> Lessor::Grant(int64_t id, int64_t ttl,
 Status Lessor::Revoke(int64_t id, uint64_t consistent_index) {
   std::vector<std::string> keys;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     auto it = leases_.find(id);
     if (it == leases_.end()) return LeaseNotFound();
     // Sorted, so every replica deletes in the same order (same sub
@@ -65,7 +65,7 @@ Status Lessor::Revoke(int64_t id, uint64_t consistent_index) {
   }
   // Without the lock: the backend detaches each deleted key.
   RETURN_IF_ERROR(backend_->DeleteLeaseAndKeys(id, keys, consistent_index));
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   auto it = leases_.find(id);
   if (it != leases_.end()) {
     SetExpiryLocked(id, &it->second, std::nullopt);
@@ -75,7 +75,7 @@ Status Lessor::Revoke(int64_t id, uint64_t consistent_index) {
 }
 
 StatusOr<int64_t> Lessor::KeepAlive(int64_t id) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   if (!primary_) return NotLeaderError(0);
   auto it = leases_.find(id);
   if (it == leases_.end()) return LeaseNotFound();
@@ -87,12 +87,12 @@ StatusOr<int64_t> Lessor::KeepAlive(int64_t id) {
 }
 
 bool Lessor::Exists(int64_t id) const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return leases_.count(id) != 0;
 }
 
 std::optional<LeaseInfo> Lessor::Lookup(int64_t id, bool with_keys) const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   auto it = leases_.find(id);
   if (it == leases_.end()) return std::nullopt;
   const Lease& lease = it->second;
@@ -107,7 +107,7 @@ std::optional<LeaseInfo> Lessor::Lookup(int64_t id, bool with_keys) const {
 }
 
 std::vector<int64_t> Lessor::Leases() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   std::vector<int64_t> ids;
   ids.reserve(leases_.size());
   for (const auto& [id, lease] : leases_) ids.push_back(id);
@@ -116,7 +116,7 @@ std::vector<int64_t> Lessor::Leases() const {
 }
 
 void Lessor::Attach(int64_t id, const std::string& key) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   auto it = leases_.find(id);
   // The store checks existence under its write lock before writing, so a
   // missing lease here is a broken invariant.
@@ -125,13 +125,13 @@ void Lessor::Attach(int64_t id, const std::string& key) {
 }
 
 void Lessor::Detach(int64_t id, const std::string& key) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   auto it = leases_.find(id);
   if (it != leases_.end()) it->second.keys.erase(key);
 }
 
 void Lessor::Restore(int64_t id, int64_t ttl) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   Lease& lease = leases_[id];
   lease.ttl = ttl;
   SetExpiryLocked(id, &lease,
@@ -141,7 +141,7 @@ void Lessor::Restore(int64_t id, int64_t ttl) {
 }
 
 void Lessor::Promote(Duration extend) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   primary_ = true;
   TimePoint now = clock_->Now();
   for (auto& [id, lease] : leases_) {
@@ -150,18 +150,18 @@ void Lessor::Promote(Duration extend) {
 }
 
 void Lessor::Demote() {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   primary_ = false;
   for (auto& [id, lease] : leases_) SetExpiryLocked(id, &lease, std::nullopt);
 }
 
 bool Lessor::IsPrimary() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return primary_;
 }
 
 std::vector<int64_t> Lessor::ExpiredLeases(size_t limit) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   std::vector<int64_t> due;
   if (!primary_) return due;
   TimePoint now = clock_->Now();
@@ -180,7 +180,7 @@ std::vector<int64_t> Lessor::ExpiredLeases(size_t limit) {
 }
 
 size_t Lessor::NumLeases() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return leases_.size();
 }
 

@@ -21,6 +21,8 @@
 // call the backend without holding the lessor's lock, so the backend may call
 // Attach/Detach; the owner serializes Grant/Revoke against key writes (the
 // store calls them under its write lock).
+// Lock order: the owner's lock (the store's write_mu_) -> mu_. Grant holds
+// mu_ while it calls the backend's SaveLease, which must not call back.
 //
 // Errors (etcd's texts): NotFound "etcdserver: requested lease not found",
 // FailedPrecondition "etcdserver: lease already exists", OutOfRange
@@ -31,7 +33,6 @@
 
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -39,6 +40,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "base/mutex.h"
 #include "base/status.h"
 #include "base/statusor.h"
 
@@ -81,34 +83,36 @@ class Lessor {
 
   // Grants lease `id` (non-zero) with `ttl` seconds, raised to kMinLeaseTTL.
   // Returns the effective TTL.
-  StatusOr<int64_t> Grant(int64_t id, int64_t ttl, uint64_t consistent_index);
+  StatusOr<int64_t> Grant(int64_t id, int64_t ttl, uint64_t consistent_index)
+      EXCLUDES(mu_);
   // Deletes the lease and every key attached to it.
-  Status Revoke(int64_t id, uint64_t consistent_index);
+  Status Revoke(int64_t id, uint64_t consistent_index) EXCLUDES(mu_);
   // Restarts the lease's countdown; returns its TTL. Primary only. An
   // expired lease that waits for its revoke is NotFound (etcd waits for the
   // revoke instead; we never block).
-  StatusOr<int64_t> KeepAlive(int64_t id);
+  StatusOr<int64_t> KeepAlive(int64_t id) EXCLUDES(mu_);
 
-  bool Exists(int64_t id) const;
-  std::optional<LeaseInfo> Lookup(int64_t id, bool with_keys) const;
-  std::vector<int64_t> Leases() const;  // sorted IDs
+  bool Exists(int64_t id) const EXCLUDES(mu_);
+  std::optional<LeaseInfo> Lookup(int64_t id, bool with_keys) const
+      EXCLUDES(mu_);
+  std::vector<int64_t> Leases() const EXCLUDES(mu_);  // sorted IDs
 
   // Key bookkeeping, called by the store after a write commits.
-  void Attach(int64_t id, const std::string& key);
-  void Detach(int64_t id, const std::string& key);
+  void Attach(int64_t id, const std::string& key) EXCLUDES(mu_);
+  void Detach(int64_t id, const std::string& key) EXCLUDES(mu_);
 
   // Startup: re-creates a persisted lease (demoted: no expiry).
-  void Restore(int64_t id, int64_t ttl);
+  void Restore(int64_t id, int64_t ttl) EXCLUDES(mu_);
 
-  void Promote(Duration extend);
-  void Demote();
-  bool IsPrimary() const;
+  void Promote(Duration extend) EXCLUDES(mu_);
+  void Demote() EXCLUDES(mu_);
+  bool IsPrimary() const EXCLUDES(mu_);
 
   // Leases whose expiry has passed (primary only), at most `limit`, soonest
   // first. Each is reported again only after kExpiredRetryInterval.
-  std::vector<int64_t> ExpiredLeases(size_t limit);
+  std::vector<int64_t> ExpiredLeases(size_t limit) EXCLUDES(mu_);
 
-  size_t NumLeases() const;
+  size_t NumLeases() const EXCLUDES(mu_);
 
  private:
   struct Lease {
@@ -120,16 +124,17 @@ class Lessor {
     std::set<std::string> keys;
   };
 
-  void SetExpiryLocked(int64_t id, Lease* l, std::optional<TimePoint> expiry);
+  void SetExpiryLocked(int64_t id, Lease* l, std::optional<TimePoint> expiry)
+      REQUIRES(mu_);
 
   Clock* const clock_;
   LeaseBackend* const backend_;
 
-  mutable std::mutex mu_;
-  bool primary_ = false;
-  std::unordered_map<int64_t, Lease> leases_;
+  mutable Mutex mu_;
+  bool primary_ GUARDED_BY(mu_) = false;
+  std::unordered_map<int64_t, Lease> leases_ GUARDED_BY(mu_);
   // (report_at, id) for every lease with an expiry, soonest first.
-  std::set<std::pair<TimePoint, int64_t>> by_expiry_;
+  std::set<std::pair<TimePoint, int64_t>> by_expiry_ GUARDED_BY(mu_);
 };
 
 }  // namespace kplane::mvcc

@@ -29,11 +29,16 @@ using internal::ScopedSnapshot;
 class Store::Backend : public LeaseBackend {
  public:
   explicit Backend(Store* s) : s_(s) {}
+  // The lessor calls these from Grant/Revoke, inside the store's
+  // LeaseGrant/LeaseRevoke, which hold write_mu_; the analysis cannot follow
+  // the call through the lessor.
   Status SaveLease(int64_t id, int64_t ttl, uint64_t ci) override {
+    s_->write_mu_.AssertHeld();
     return s_->SaveLeaseLocked(id, ttl, ci);
   }
   Status DeleteLeaseAndKeys(int64_t id, const std::vector<std::string>& keys,
                             uint64_t ci) override {
+    s_->write_mu_.AssertHeld();
     return s_->DeleteLeaseAndKeysLocked(id, keys, ci);
   }
 
@@ -178,15 +183,26 @@ Status Store::LoadMeta() {
   consistent_index_ = static_cast<uint64_t>(v);
   RETURN_IF_ERROR(get(keys::kMetaCompactScheduled, &v));
   compact_scheduled_ = v;
-  RETURN_IF_ERROR(get(keys::kMetaCompactFinished, &compact_finished_));
-  RETURN_IF_ERROR(get(keys::kMetaCompactCursor, &compact_cursor_));
+  int64_t compact_finished, compact_cursor, lease_seq;
+  RETURN_IF_ERROR(get(keys::kMetaCompactFinished, &compact_finished));
+  RETURN_IF_ERROR(get(keys::kMetaCompactCursor, &compact_cursor));
   RETURN_IF_ERROR(get(keys::kMetaSizeInUse, &v));
   size_in_use_ = v;
   RETURN_IF_ERROR(get(keys::kMetaAlarmNoSpace, &v));
   nospace_ = v != 0;
-  RETURN_IF_ERROR(get(keys::kMetaLeaseSeq, &lease_seq_));
-  if (compact_scheduled_ > compact_finished_) {
-    LOG(INFO) << "mvcc: resuming compaction " << compact_finished_ << " -> "
+  RETURN_IF_ERROR(get(keys::kMetaLeaseSeq, &lease_seq));
+  // No other thread exists yet; the locks are for the analysis.
+  {
+    MutexLock l(&compact_mu_);
+    compact_finished_ = compact_finished;
+    compact_cursor_ = compact_cursor;
+  }
+  {
+    MutexLock l(&write_mu_);
+    lease_seq_ = lease_seq;
+  }
+  if (compact_scheduled_ > compact_finished) {
+    LOG(INFO) << "mvcc: resuming compaction " << compact_finished << " -> "
               << compact_scheduled_.load();
   }
   return Status::Ok();
@@ -228,13 +244,13 @@ void Store::Close() {
   std::call_once(close_once_, [this] {
     if (auto_compactor_) auto_compactor_->Stop();
     {
-      std::lock_guard<std::mutex> l(compact_mu_);
+      MutexLock l(&compact_mu_);
       stopping_ = true;
       compact_cv_.notify_all();
     }
     if (compact_thread_.joinable()) compact_thread_.join();
     {
-      std::lock_guard<std::mutex> l(write_mu_);
+      MutexLock l(&write_mu_);
       FlushGroupLocked();
     }
     if (hub_) hub_->Stop();
@@ -254,20 +270,20 @@ void Store::Close() {
 // ---- write plumbing ---------------------------------------------------------
 
 void Store::BeginWriteGroup() {
-  std::lock_guard<std::mutex> l(write_mu_);
+  MutexLock l(&write_mu_);
   CHECK(!group_->open) << "mvcc: write groups do not nest";
   group_->open = true;
 }
 
 void Store::EndWriteGroup() {
-  std::lock_guard<std::mutex> l(write_mu_);
+  MutexLock l(&write_mu_);
   CHECK(group_->open) << "mvcc: no write group is open";
   FlushGroupLocked();
   group_->open = false;
 }
 
 void Store::FlushWriteGroup() {
-  std::lock_guard<std::mutex> l(write_mu_);
+  MutexLock l(&write_mu_);
   FlushGroupLocked();
 }
 
@@ -355,7 +371,7 @@ void Store::CommitLocked(WriteTxn* txn, uint64_t consistent_index,
 }
 
 Status Store::ResetConsistentIndex() {
-  std::lock_guard<std::mutex> l(write_mu_);
+  MutexLock l(&write_mu_);
   FlushGroupLocked();
   rocksdb::WriteOptions wo;
   wo.sync = true;
@@ -413,7 +429,7 @@ Status Store::CheckQuotaLocked(int64_t cost) {
 }
 
 Status Store::DisarmNoSpaceAlarm(uint64_t consistent_index) {
-  std::lock_guard<std::mutex> l(write_mu_);
+  MutexLock l(&write_mu_);
   FlushGroupLocked();
   rocksdb::WriteBatch wb;
   wb.Put(rocksdb::Slice(keys::kMetaAlarmNoSpace.data(),
@@ -472,7 +488,7 @@ StatusOr<etcdserverpb::PutResponse> Store::Put(
   RETURN_IF_ERROR(CheckPutRequest(req));
   const size_t bytes = req.ByteSizeLong();
   RETURN_IF_ERROR(CheckRequestSize(bytes));
-  std::lock_guard<std::mutex> l(write_mu_);
+  MutexLock l(&write_mu_);
   RETURN_IF_ERROR(CheckQuotaLocked(static_cast<int64_t>(bytes)));
   if (req.lease() != 0 && !lessor_->Exists(req.lease())) {
     return internal::LeaseNotFoundError();
@@ -491,7 +507,7 @@ StatusOr<etcdserverpb::DeleteRangeResponse> Store::DeleteRange(
     const etcdserverpb::DeleteRangeRequest& req, uint64_t consistent_index) {
   RETURN_IF_ERROR(CheckDeleteRequest(req));
   RETURN_IF_ERROR(CheckRequestSize(req.ByteSizeLong()));
-  std::lock_guard<std::mutex> l(write_mu_);
+  MutexLock l(&write_mu_);
   auto txn = NewWriteTxnLocked();
   std::vector<mvccpb::KeyValue> prev;
   ASSIGN_OR_RETURN(int64_t n,
@@ -541,7 +557,7 @@ StatusOr<etcdserverpb::HashKVResponse> Store::HashKV(int64_t revision) {
 
 Status Store::Sync() {
   {
-    std::lock_guard<std::mutex> l(write_mu_);
+    MutexLock l(&write_mu_);
     FlushGroupLocked();
   }
   return FromRocks(db_->FlushWAL(/*sync=*/true));
@@ -581,7 +597,7 @@ Status Store::Checkpoint(const std::string& dir) {
 }
 
 int64_t Store::FinishedCompactRevision() const {
-  std::lock_guard<std::mutex> l(compact_mu_);
+  MutexLock l(&compact_mu_);
   return compact_finished_;
 }
 

@@ -30,6 +30,9 @@
 // Thread-safety: every method may be called from any thread. Writes are
 // serialized by one write lock (the replicated server calls them from its
 // apply thread anyway); reads take no lock and read a RocksDB snapshot.
+// Lock order: write_mu_ -> the lessor's and the watch hub's mutexes (a write
+// notifies watchers and attaches leases under it); compact_mu_ is never held
+// with write_mu_ and is taken with no other lock of the store held.
 //
 // Errors: etcd's texts, see README.md. Compacted (detail = compacted
 // revision), FutureRevision (detail = current revision), NoSpace when the
@@ -50,6 +53,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "base/mutex.h"
 #include "base/status.h"
 #include "base/statusor.h"
 #include "schemas/kv.pb.h"
@@ -105,18 +109,20 @@ class Store {
   Store& operator=(const Store&) = delete;
 
   // Stops the threads, flushes and closes RocksDB. Idempotent.
-  void Close();
+  void Close() EXCLUDES(write_mu_, compact_mu_);
 
   // ---- key-value --------------------------------------------------------
   StatusOr<etcdserverpb::RangeResponse> Range(
       const etcdserverpb::RangeRequest& req);
   StatusOr<etcdserverpb::PutResponse> Put(const etcdserverpb::PutRequest& req,
-                                          uint64_t consistent_index = 0);
+                                          uint64_t consistent_index = 0)
+      EXCLUDES(write_mu_);
   StatusOr<etcdserverpb::DeleteRangeResponse> DeleteRange(
       const etcdserverpb::DeleteRangeRequest& req,
-      uint64_t consistent_index = 0);
+      uint64_t consistent_index = 0) EXCLUDES(write_mu_);
   StatusOr<etcdserverpb::TxnResponse> Txn(const etcdserverpb::TxnRequest& req,
-                                          uint64_t consistent_index = 0);
+                                          uint64_t consistent_index = 0)
+      EXCLUDES(write_mu_);
 
   // ---- write groups (the replicated server's apply path) -----------------
   // Between BeginWriteGroup() and EndWriteGroup(), Put, DeleteRange and Txn
@@ -141,26 +147,27 @@ class Store {
   //   auto a = store->Put(put_a, 41);   // revision 8, not yet visible
   //   auto b = store->Txn(cas_on_a, 42);  // sees a; revision 9
   //   store->EndWriteGroup();            // one write; revisions 8, 9 visible
-  void BeginWriteGroup();
-  void EndWriteGroup();
+  void BeginWriteGroup() EXCLUDES(write_mu_);
+  void EndWriteGroup() EXCLUDES(write_mu_);
   // Writes out and publishes what the open group staged; the group stays
   // open. (For callers about to read the store's current state.)
-  void FlushWriteGroup();
+  void FlushWriteGroup() EXCLUDES(write_mu_);
 
   // ---- compaction and maintenance -----------------------------------------
   // Makes revisions below `revision` unreadable at once and deletes their
   // superseded versions in the background. Compacted if revision <= the
   // compacted revision, FutureRevision if above the current one.
-  Status Compact(int64_t revision, uint64_t consistent_index = 0);
+  Status Compact(int64_t revision, uint64_t consistent_index = 0)
+      EXCLUDES(write_mu_, compact_mu_);
   // Waits until the physical compaction up to `revision` has finished
   // (etcd's physical=true). Unavailable if the store closes first.
-  Status WaitForCompaction(int64_t revision);
+  Status WaitForCompaction(int64_t revision) EXCLUDES(compact_mu_);
   // Rewrites the database to reclaim space (RocksDB full compaction).
   Status Defrag();
   // Makes every write so far durable (fsyncs RocksDB's WAL). The replicated
   // server calls it before it records a raft snapshot at the store's
   // consistent index, because it writes with sync_writes=false.
-  Status Sync();
+  Status Sync() EXCLUDES(write_mu_);
   // Bytes of the database files on disk (SST, WAL, manifest).
   int64_t DbSize() const;
   // Bytes of live records (keys + values of every stored version, event,
@@ -177,30 +184,30 @@ class Store {
   // The compaction revision requested last (reads below it fail).
   int64_t CompactRevision() const { return compact_scheduled_.load(); }
   // The compaction revision physically completed.
-  int64_t FinishedCompactRevision() const;
+  int64_t FinishedCompactRevision() const EXCLUDES(compact_mu_);
   uint64_t ConsistentIndex() const { return consistent_index_.load(); }
   // Forgets the raft index the data was written at (durably). For restoring
   // a snapshot into a new cluster, whose log starts over at index 1 and must
   // not skip its first entries as "already applied".
-  Status ResetConsistentIndex();
+  Status ResetConsistentIndex() EXCLUDES(write_mu_);
 
   // ---- NOSPACE alarm ------------------------------------------------------
   bool NoSpaceAlarm() const { return nospace_.load(); }
   // Clears the alarm (etcdctl alarm disarm). A later write over quota raises
   // it again.
-  Status DisarmNoSpaceAlarm(uint64_t consistent_index = 0);
+  Status DisarmNoSpaceAlarm(uint64_t consistent_index = 0) EXCLUDES(write_mu_);
 
   // ---- leases -------------------------------------------------------------
   // ID 0 picks an unused ID deterministically from the applied history (the
   // replicated server should pick IDs before proposing, as etcd's leader
   // does). TTL below 2 s is raised to 2 s.
   StatusOr<etcdserverpb::LeaseGrantResponse> LeaseGrant(
-      const etcdserverpb::LeaseGrantRequest& req,
-      uint64_t consistent_index = 0);
+      const etcdserverpb::LeaseGrantRequest& req, uint64_t consistent_index = 0)
+      EXCLUDES(write_mu_);
   // Deletes the lease and its keys (all in one revision).
   StatusOr<etcdserverpb::LeaseRevokeResponse> LeaseRevoke(
       const etcdserverpb::LeaseRevokeRequest& req,
-      uint64_t consistent_index = 0);
+      uint64_t consistent_index = 0) EXCLUDES(write_mu_);
   // Primary only (NotLeader otherwise). Not persisted, as etcd.
   StatusOr<etcdserverpb::LeaseKeepAliveResponse> LeaseKeepAlive(
       const etcdserverpb::LeaseKeepAliveRequest& req);
@@ -242,21 +249,21 @@ class Store {
   // revision, consistent index and size, then lease changes and watchers.
   // Crashes on a failed write.
   void CommitLocked(WriteTxn* txn, uint64_t consistent_index,
-                    bool write_now = false);
-  void WriteMetaLocked(uint64_t consistent_index);
+                    bool write_now = false) REQUIRES(write_mu_);
+  void WriteMetaLocked(uint64_t consistent_index) REQUIRES(write_mu_);
   // Writes out what the current write group staged, then publishes it.
-  void FlushGroupLocked();
+  void FlushGroupLocked() REQUIRES(write_mu_);
   // The revision the next write starts from: the group's when it staged
   // something, else the store's.
-  int64_t WriteRevLocked() const;
+  int64_t WriteRevLocked() const REQUIRES(write_mu_);
   // What the write group staged (empty outside an open group).
-  rocksdb::WriteBatchWithIndex* StagedBatchLocked();
+  rocksdb::WriteBatchWithIndex* StagedBatchLocked() REQUIRES(write_mu_);
   Status CheckRequestSize(size_t request_bytes) const;
   // NoSpace when the alarm is active or `cost` would exceed the quota.
-  Status CheckQuotaLocked(int64_t cost);
+  Status CheckQuotaLocked(int64_t cost) REQUIRES(write_mu_);
   // A transaction staging into the write group's batch (every write does;
   // outside an open group the group holds one transaction at a time).
-  std::unique_ptr<WriteTxn> NewWriteTxnLocked();
+  std::unique_ptr<WriteTxn> NewWriteTxnLocked() REQUIRES(write_mu_);
 
   // Txn pieces (store_txn.cc).
   enum class OpCheck { kPuts, kRanges };
@@ -273,27 +280,29 @@ class Store {
   StatusOr<etcdserverpb::TxnResponse> ReadOnlyTxn(
       const etcdserverpb::TxnRequest& req);
   StatusOr<std::optional<mvccpb::KeyValue>> PutLocked(
-      WriteTxn* txn, const etcdserverpb::PutRequest& req);
-  int64_t NextLeaseIdLocked();
+      WriteTxn* txn, const etcdserverpb::PutRequest& req) REQUIRES(write_mu_);
+  int64_t NextLeaseIdLocked() REQUIRES(write_mu_);
 
   // Lease backend pieces (store_lease.cc).
-  Status SaveLeaseLocked(int64_t id, int64_t ttl, uint64_t ci);
+  Status SaveLeaseLocked(int64_t id, int64_t ttl, uint64_t ci)
+      REQUIRES(write_mu_);
   Status DeleteLeaseAndKeysLocked(int64_t id,
                                   const std::vector<std::string>& keys,
-                                  uint64_t ci);
+                                  uint64_t ci) REQUIRES(write_mu_);
 
   // Compaction (store_compact.cc).
-  void CompactionLoop();
+  void CompactionLoop() EXCLUDES(compact_mu_, write_mu_);
   // Returns false when stopped before finishing.
-  bool RunCompaction(int64_t target);
+  bool RunCompaction(int64_t target) EXCLUDES(compact_mu_, write_mu_);
   // Adds to `wb` the deletion of `user_key`'s versions that compaction to
   // `target` removes, read through `versions` (an iterator over the `k`
   // records); returns how many records that deletes.
   int64_t CompactKey(rocksdb::Iterator* versions, std::string_view user_key,
                      int64_t target, rocksdb::WriteBatch* wb, int64_t* freed);
   void FlushCompactionBatch(rocksdb::WriteBatch* wb, int64_t* freed,
-                            int64_t cursor_rev);
-  bool CompactionStopping();
+                            int64_t cursor_rev)
+      EXCLUDES(compact_mu_, write_mu_);
+  bool CompactionStopping() EXCLUDES(compact_mu_);
 
   // Events for the watch hub (store_watch.cc).
   Status ReadEvents(int64_t from, int64_t to, bool with_prev,
@@ -303,32 +312,32 @@ class Store {
   Clock* const clock_;
   std::unique_ptr<rocksdb::DB> db_;
 
-  // Serializes writers (and the commit of compaction batches).
-  std::mutex write_mu_;
+  // Serializes writers (and the commit of compaction batches). The atomics
+  // below are written under it and read without it.
+  Mutex write_mu_;
   std::atomic<int64_t> current_rev_{0};
   std::atomic<uint64_t> consistent_index_{0};
   std::atomic<int64_t> compact_scheduled_{0};
   std::atomic<int64_t> size_in_use_{0};
   std::atomic<bool> nospace_{false};
-  int64_t lease_seq_ = 0;  // guarded by write_mu_
+  int64_t lease_seq_ GUARDED_BY(write_mu_) = 0;
   struct WriteGroup;
-  const std::unique_ptr<WriteGroup> group_;  // guarded by write_mu_
-  // Quota bookkeeping (guarded by write_mu_): the last measured size and
-  // what was written since.
-  int64_t measured_db_size_ = -1;
-  int64_t written_since_measure_ = 0;
-  int64_t writes_since_measure_ = 0;
+  const std::unique_ptr<WriteGroup> group_ PT_GUARDED_BY(write_mu_);
+  // Quota bookkeeping: the last measured size and what was written since.
+  int64_t measured_db_size_ GUARDED_BY(write_mu_) = -1;
+  int64_t written_since_measure_ GUARDED_BY(write_mu_) = 0;
+  int64_t writes_since_measure_ GUARDED_BY(write_mu_) = 0;
 
   std::unique_ptr<Backend> lease_backend_;
   std::unique_ptr<Lessor> lessor_;
   std::unique_ptr<Events> event_source_;
   std::shared_ptr<WatchHub> hub_;
 
-  mutable std::mutex compact_mu_;
+  mutable Mutex compact_mu_;
   std::condition_variable compact_cv_;
-  int64_t compact_finished_ = 0;  // guarded by compact_mu_
-  int64_t compact_cursor_ = 0;    // guarded by compact_mu_
-  bool stopping_ = false;         // guarded by compact_mu_
+  int64_t compact_finished_ GUARDED_BY(compact_mu_) = 0;
+  int64_t compact_cursor_ GUARDED_BY(compact_mu_) = 0;
+  bool stopping_ GUARDED_BY(compact_mu_) = false;
   std::thread compact_thread_;
   std::unique_ptr<AutoCompactor> auto_compactor_;
 

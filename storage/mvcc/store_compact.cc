@@ -38,6 +38,7 @@
 #include <unordered_set>
 
 #include "base/logging.h"
+#include "base/mutex.h"
 #include "storage/mvcc/keys.h"
 #include "storage/mvcc/reader.h"
 #include "storage/mvcc/store.h"
@@ -54,7 +55,7 @@ rocksdb::Slice MetaSlice(std::string_view k) {
 
 Status Store::Compact(int64_t revision, uint64_t consistent_index) {
   {
-    std::lock_guard<std::mutex> l(write_mu_);
+    MutexLock l(&write_mu_);
     FlushGroupLocked();
     const int64_t scheduled = compact_scheduled_.load();
     if (revision <= scheduled) return CompactedError(scheduled);
@@ -73,35 +74,36 @@ Status Store::Compact(int64_t revision, uint64_t consistent_index) {
     compact_scheduled_ = revision;
     if (consistent_index != 0) consistent_index_ = consistent_index;
   }
-  std::lock_guard<std::mutex> l(compact_mu_);
+  MutexLock l(&compact_mu_);
   compact_cv_.notify_all();
   return Status::Ok();
 }
 
 Status Store::WaitForCompaction(int64_t revision) {
-  std::unique_lock<std::mutex> l(compact_mu_);
-  compact_cv_.wait(l,
-                   [&] { return compact_finished_ >= revision || stopping_; });
+  MutexLock l(&compact_mu_);
+  compact_cv_.wait(l.native(), [&]() REQUIRES(compact_mu_) {
+    return compact_finished_ >= revision || stopping_;
+  });
   if (compact_finished_ >= revision) return Status::Ok();
   return UnavailableError("mvcc: store closed before compaction finished");
 }
 
 bool Store::CompactionStopping() {
-  std::lock_guard<std::mutex> l(compact_mu_);
+  MutexLock l(&compact_mu_);
   return stopping_;
 }
 
 void Store::CompactionLoop() {
-  std::unique_lock<std::mutex> l(compact_mu_);
+  MutexLock l(&compact_mu_);
   while (true) {
-    compact_cv_.wait(l, [&] {
+    compact_cv_.wait(l.native(), [&]() REQUIRES(compact_mu_) {
       return stopping_ || compact_scheduled_.load() > compact_finished_;
     });
     if (stopping_) return;
     const int64_t target = compact_scheduled_.load();
-    l.unlock();
+    l.Unlock();
     const bool done = RunCompaction(target);
-    l.lock();
+    l.Lock();
     if (done) {
       compact_finished_ = target;
       compact_cv_.notify_all();
@@ -115,7 +117,7 @@ void Store::FlushCompactionBatch(rocksdb::WriteBatch* wb, int64_t* freed,
   wb->Put(MetaSlice(keys::kMetaCompactCursor), keys::EncodeInt64(cursor_rev));
   {
     // Briefly: the size counter is shared with writers.
-    std::lock_guard<std::mutex> l(write_mu_);
+    MutexLock l(&write_mu_);
     const int64_t new_size = size_in_use_.load() - *freed;
     wb->Put(MetaSlice(keys::kMetaSizeInUse), keys::EncodeInt64(new_size));
     // Not synced: a lost batch is redone from the cursor after a restart.
@@ -124,7 +126,7 @@ void Store::FlushCompactionBatch(rocksdb::WriteBatch* wb, int64_t* freed,
     size_in_use_ = new_size;
   }
   {
-    std::lock_guard<std::mutex> l(compact_mu_);
+    MutexLock l(&compact_mu_);
     compact_cursor_ = cursor_rev;
   }
   wb->Clear();
@@ -189,7 +191,7 @@ bool Store::RunCompaction(int64_t target) {
   const int64_t limit = std::max<int64_t>(1, options_.compaction_batch_records);
   int64_t start;
   {
-    std::lock_guard<std::mutex> l(compact_mu_);
+    MutexLock l(&compact_mu_);
     // The last finished compaction kept its own revision's events; they go
     // now. A cursor past it means a run was interrupted there.
     start = compact_cursor_ > compact_finished_ ? compact_cursor_ + 1
@@ -287,7 +289,7 @@ bool Store::RunCompaction(int64_t target) {
   rocksdb::Status st = db_->Write(rocksdb::WriteOptions(), &fin);
   CHECK(st.ok()) << "mvcc: compaction write failed: " << st.ToString();
   {
-    std::lock_guard<std::mutex> l(compact_mu_);
+    MutexLock l(&compact_mu_);
     compact_cursor_ = target;
   }
   LOG(INFO) << "mvcc: compaction to " << target << " finished";

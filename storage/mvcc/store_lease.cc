@@ -4,6 +4,7 @@
 #include <rocksdb/write_batch.h>
 
 #include "base/logging.h"
+#include "base/mutex.h"
 #include "storage/mvcc/keys.h"
 #include "storage/mvcc/lessor.h"
 #include "storage/mvcc/store.h"
@@ -81,7 +82,7 @@ Status Store::DeleteLeaseAndKeysLocked(int64_t id,
 
 StatusOr<etcdserverpb::LeaseGrantResponse> Store::LeaseGrant(
     const etcdserverpb::LeaseGrantRequest& req, uint64_t consistent_index) {
-  std::lock_guard<std::mutex> l(write_mu_);
+  MutexLock l(&write_mu_);
   FlushGroupLocked();
   RETURN_IF_ERROR(CheckQuotaLocked(kLeaseGrantCost));
   const int64_t id = req.id() != 0 ? req.id() : NextLeaseIdLocked();
@@ -96,7 +97,7 @@ StatusOr<etcdserverpb::LeaseGrantResponse> Store::LeaseGrant(
 
 StatusOr<etcdserverpb::LeaseRevokeResponse> Store::LeaseRevoke(
     const etcdserverpb::LeaseRevokeRequest& req, uint64_t consistent_index) {
-  std::lock_guard<std::mutex> l(write_mu_);
+  MutexLock l(&write_mu_);
   FlushGroupLocked();
   RETURN_IF_ERROR(lessor_->Revoke(req.id(), consistent_index));
   etcdserverpb::LeaseRevokeResponse resp;

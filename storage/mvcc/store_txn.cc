@@ -8,6 +8,7 @@
 #include <rocksdb/db.h>
 
 #include "base/logging.h"
+#include "base/mutex.h"
 #include "storage/mvcc/lessor.h"
 #include "storage/mvcc/reader.h"
 #include "storage/mvcc/store.h"
@@ -83,6 +84,9 @@ Status Store::ApplyTxnOps(ReadView* view, WriteTxn* txn, const TxnRequest& r,
       }
       case RequestOp::kRequestPut: {
         CHECK(txn != nullptr);
+        // A write txn exists only under write_mu_ (NewWriteTxnLocked); the
+        // read-only path passes none.
+        write_mu_.AssertHeld();
         ASSIGN_OR_RETURN(std::optional<mvccpb::KeyValue> prev,
                          PutLocked(txn, op.request_put()));
         auto* put = out->mutable_response_put();
@@ -144,17 +148,17 @@ StatusOr<TxnResponse> Store::Txn(const TxnRequest& req,
   if (IsTxnReadOnly(req)) {
     if (consistent_index != 0) {
       // A raft-ordered read sees the entries before it.
-      std::lock_guard<std::mutex> l(write_mu_);
+      MutexLock l(&write_mu_);
       FlushGroupLocked();
     }
     ASSIGN_OR_RETURN(TxnResponse resp, ReadOnlyTxn(req));
     if (consistent_index != 0) {
-      std::lock_guard<std::mutex> l(write_mu_);
+      MutexLock l(&write_mu_);
       WriteMetaLocked(consistent_index);
     }
     return resp;
   }
-  std::lock_guard<std::mutex> l(write_mu_);
+  MutexLock l(&write_mu_);
   if (TxnHasPut(req)) {
     RETURN_IF_ERROR(CheckQuotaLocked(static_cast<int64_t>(bytes)));
   }

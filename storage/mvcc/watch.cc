@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "base/logging.h"
+#include "base/mutex.h"
 #include "storage/mvcc/watch_hub.h"
 
 namespace kplane::mvcc {
@@ -59,7 +60,7 @@ std::optional<etcdserverpb::WatchResponse> WatchStream::TryPop() {
   WatchItem item;
   bool kick = false;
   {
-    std::lock_guard<std::mutex> l(state_->mu);
+    MutexLock l(&state_->mu);
     if (state_->queue.empty()) return std::nullopt;
     item = std::move(state_->queue.front());
     state_->queue.pop_front();
@@ -73,7 +74,7 @@ size_t WatchStream::PopAll(std::vector<WatchItem>* out) {
   size_t n;
   bool kick;
   {
-    std::lock_guard<std::mutex> l(state_->mu);
+    MutexLock l(&state_->mu);
     n = state_->queue.size();
     if (n == 0) return 0;
     for (WatchItem& item : state_->queue) out->push_back(std::move(item));
@@ -87,21 +88,22 @@ size_t WatchStream::PopAll(std::vector<WatchItem>* out) {
 std::optional<etcdserverpb::WatchResponse> WatchStream::Next(
     TimePoint deadline) {
   {
-    std::unique_lock<std::mutex> l(state_->mu);
-    hub_->clock_->WaitUntil(l, state_->cv, deadline, [&] {
-      return !state_->queue.empty() || state_->stopped;
-    });
+    MutexLock l(&state_->mu);
+    hub_->clock_->WaitUntil(l.native(), state_->cv, deadline,
+                            [&]() REQUIRES(state_->mu) {
+                              return !state_->queue.empty() || state_->stopped;
+                            });
   }
   return TryPop();
 }
 
 void WatchStream::SetNotify(std::function<void()> fn) {
-  std::lock_guard<std::mutex> l(state_->mu);
+  MutexLock l(&state_->mu);
   state_->notify = std::move(fn);
 }
 
 size_t WatchStream::QueueSize() const {
-  std::lock_guard<std::mutex> l(state_->mu);
+  MutexLock l(&state_->mu);
   return state_->queue.size();
 }
 
@@ -117,7 +119,7 @@ WatchHub::WatchHub(Clock* clock, EventSource* source, int64_t current_revision,
 WatchHub::~WatchHub() { Stop(); }
 
 void WatchHub::Start() {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   CHECK(!thread_.joinable());
   next_progress_tick_ = clock_->Now() + options_.progress_interval;
   thread_ = std::thread([this] { Loop(); });
@@ -125,11 +127,11 @@ void WatchHub::Start() {
 
 void WatchHub::Stop() {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     if (stopped_) return;
     stopped_ = true;
     for (auto& [ptr, s] : streams_) {
-      std::lock_guard<std::mutex> sl(s->mu);
+      MutexLock sl(&s->mu);
       s->stopped = true;
       s->cv.notify_all();
     }
@@ -140,8 +142,9 @@ void WatchHub::Stop() {
 
 std::unique_ptr<WatchStream> WatchHub::NewStream() {
   auto s = std::make_shared<StreamState>(options_.queue_capacity);
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   if (stopped_) {
+    MutexLock sl(&s->mu);  // not shared yet; for the analysis
     s->stopped = true;
     s->closed = true;
   } else {
@@ -151,7 +154,7 @@ std::unique_ptr<WatchStream> WatchHub::NewStream() {
 }
 
 WatchHub::Stats WatchHub::GetStats() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   Stats st;
   st.synced = num_synced_.load();
   st.unsynced = unsynced_.size();
@@ -160,7 +163,7 @@ WatchHub::Stats WatchHub::GetStats() const {
 }
 
 void WatchHub::Kick() {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   kicked_ = true;
   cv_.notify_all();
 }
@@ -170,7 +173,7 @@ StatusOr<int64_t> WatchHub::Watch(StreamState* s,
   std::vector<std::shared_ptr<StreamState>> notifies;
   int64_t id;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     if (stopped_ || s->closed) return UnavailableError("mvcc: store closed");
     const std::string& range_end = req.range_end();
     bool to_infinity = range_end.size() == 1 && range_end[0] == '\0';
@@ -221,7 +224,7 @@ StatusOr<int64_t> WatchHub::Watch(StreamState* s,
 Status WatchHub::Cancel(StreamState* s, int64_t id) {
   std::vector<std::shared_ptr<StreamState>> notifies;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     if (stopped_ || s->closed) return UnavailableError("mvcc: store closed");
     auto it = s->watchers.find(id);
     if (it == s->watchers.end()) {
@@ -229,7 +232,7 @@ Status WatchHub::Cancel(StreamState* s, int64_t id) {
     }
     RemoveWatcherLocked(it->second.get());
     {
-      std::lock_guard<std::mutex> sl(s->mu);
+      MutexLock sl(&s->mu);
       auto& q = s->queue;
       q.erase(std::remove_if(
                   q.begin(), q.end(),
@@ -244,7 +247,7 @@ Status WatchHub::Cancel(StreamState* s, int64_t id) {
 }
 
 void WatchHub::CloseStream(StreamState* s) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   while (!s->watchers.empty()) {
     RemoveWatcherLocked(s->watchers.begin()->second.get());
   }
@@ -257,7 +260,7 @@ void WatchHub::CloseStream(StreamState* s) {
 void WatchHub::RequestProgress(StreamState* s) {
   std::vector<std::shared_ptr<StreamState>> notifies;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     if (stopped_ || s->closed) return;
     s->progress_pending = true;
     progress_pending_.insert(s);
@@ -350,7 +353,7 @@ void WatchHub::RemoveWatcherLocked(Watcher* w) {
 
 bool WatchHub::PushLocked(StreamState* s, WatchItem item) {
   {
-    std::lock_guard<std::mutex> l(s->mu);
+    MutexLock l(&s->mu);
     if (s->queue.size() >= s->capacity) {
       s->wants_kick = true;
       return false;
@@ -380,7 +383,7 @@ void WatchHub::RunNotifies(
   for (const auto& s : streams) {
     std::function<void()> fn;
     {
-      std::lock_guard<std::mutex> l(s->mu);
+      MutexLock l(&s->mu);
       fn = s->notify;
     }
     if (fn) fn();
@@ -418,7 +421,7 @@ void WatchHub::Notify(int64_t revision, std::shared_ptr<const EventList> events,
                       bool with_prev) {
   std::vector<std::shared_ptr<StreamState>> notifies;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     CHECK_GT(revision, hub_rev_);
     hub_rev_ = revision;
     if (num_synced_.load() > 0 && !events) {
@@ -518,9 +521,9 @@ void WatchHub::ProgressTickLocked() {
   }
 }
 
-bool WatchHub::SyncOnce(std::unique_lock<std::mutex>& lock) {
+bool WatchHub::SyncOnce() {
   auto has_room = [](StreamState* s) {
-    std::lock_guard<std::mutex> l(s->mu);
+    MutexLock l(&s->mu);
     return s->queue.size() < s->capacity;
   };
   // Victims whose consumer made room go back to catching up.
@@ -537,7 +540,7 @@ bool WatchHub::SyncOnce(std::unique_lock<std::mutex>& lock) {
     }
     bool full;
     {
-      std::lock_guard<std::mutex> l(w->stream->mu);
+      MutexLock l(&w->stream->mu);
       full = w->stream->queue.size() >= w->stream->capacity;
       // Set under the stream lock, so the pop that makes room kicks us.
       if (full) w->stream->wants_kick = true;
@@ -566,12 +569,13 @@ bool WatchHub::SyncOnce(std::unique_lock<std::mutex>& lock) {
   bool with_prev = false;
   for (const auto& w : candidates) with_prev |= w->prev_kv;
 
-  lock.unlock();
+  // The caller's scoped lock stays in place; the read runs without mu_.
+  mu_.Unlock();
   auto events = std::make_shared<EventList>();
   int64_t compacted = 0;
   Status st =
       source_->ReadEvents(from, to, with_prev, events.get(), &compacted);
-  lock.lock();
+  mu_.Lock();
   // A failed read of our own store is corruption or a dying disk.
   CHECK(st.ok()) << "watch catch-up read failed: " << st;
   if (stopped_) return false;
@@ -635,15 +639,15 @@ bool WatchHub::SyncOnce(std::unique_lock<std::mutex>& lock) {
 }
 
 void WatchHub::Loop() {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   while (!stopped_) {
     kicked_ = false;
-    bool worked = SyncOnce(lock);
+    bool worked = SyncOnce();
     auto notifies = TakeNotifiesLocked();
     if (!notifies.empty()) {
-      lock.unlock();
+      lock.Unlock();
       RunNotifies(notifies);
-      lock.lock();
+      lock.Lock();
     }
     if (stopped_) break;
     if (worked) continue;
@@ -652,8 +656,8 @@ void WatchHub::Loop() {
       next_progress_tick_ = clock_->Now() + options_.progress_interval;
       continue;
     }
-    clock_->WaitUntil(lock, cv_, next_progress_tick_,
-                      [&] { return stopped_ || kicked_; });
+    clock_->WaitUntil(lock.native(), cv_, next_progress_tick_,
+                      [&]() REQUIRES(mu_) { return stopped_ || kicked_; });
   }
 }
 

@@ -38,7 +38,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
@@ -46,6 +45,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "base/mutex.h"
 #include "base/status.h"
 #include "schemas/kv.pb.h"
 #include "schemas/rpc.pb.h"
@@ -75,15 +75,16 @@ struct Watcher;
 struct StreamState {
   explicit StreamState(size_t cap) : capacity(cap) {}
 
-  // Guarded by mu.
-  mutable std::mutex mu;
+  // Taken after the hub's mutex when both are held.
+  mutable Mutex mu;
   std::condition_variable cv;
-  std::deque<WatchItem> queue;
+  std::deque<WatchItem> queue GUARDED_BY(mu);
   const size_t capacity;
-  std::function<void()> notify;
-  bool stopped = false;  // the hub stopped; Next() returns
+  std::function<void()> notify GUARDED_BY(mu);
+  bool stopped GUARDED_BY(mu) = false;  // the hub stopped; Next() returns
 
-  // Guarded by the hub mutex.
+  // Guarded by the hub mutex (a comment only: the analysis cannot name
+  // another object's member here; the hub's *Locked methods touch them).
   std::map<int64_t, std::shared_ptr<Watcher>> watchers;
   int64_t next_id = 0;
   int not_synced = 0;  // watchers of this stream that are unsynced/victims
@@ -132,9 +133,9 @@ class WatchHub : public std::enable_shared_from_this<WatchHub> {
 
   void Start();
   // Stops the watch thread; later stream calls fail with Unavailable.
-  void Stop();
+  void Stop() EXCLUDES(mu_);
 
-  std::unique_ptr<WatchStream> NewStream();
+  std::unique_ptr<WatchStream> NewStream() EXCLUDES(mu_);
 
   // Cheap checks for the writer: build events only when someone listens.
   bool HasSyncedWatchers() const { return num_synced_.load() > 0; }
@@ -145,13 +146,13 @@ class WatchHub : public std::enable_shared_from_this<WatchHub> {
   // that a watch created meanwhile needs served are moved to unsynced and
   // read the revision from the log instead.
   void Notify(int64_t revision, std::shared_ptr<const EventList> events,
-              bool with_prev);
+              bool with_prev) EXCLUDES(mu_);
 
   // Counts for tests and metrics.
   struct Stats {
     size_t synced = 0, unsynced = 0, victims = 0;
   };
-  Stats GetStats() const;
+  Stats GetStats() const EXCLUDES(mu_);
 
  private:
   friend class WatchStream;
@@ -159,57 +160,61 @@ class WatchHub : public std::enable_shared_from_this<WatchHub> {
   using RangeKey = std::tuple<std::string, std::string, bool>;
 
   StatusOr<int64_t> Watch(StreamState* s,
-                          const etcdserverpb::WatchCreateRequest& req);
-  Status Cancel(StreamState* s, int64_t id);
-  void CloseStream(StreamState* s);
-  void RequestProgress(StreamState* s);
-  void Kick();
+                          const etcdserverpb::WatchCreateRequest& req)
+      EXCLUDES(mu_);
+  Status Cancel(StreamState* s, int64_t id) EXCLUDES(mu_);
+  void CloseStream(StreamState* s) EXCLUDES(mu_);
+  void RequestProgress(StreamState* s) EXCLUDES(mu_);
+  void Kick() EXCLUDES(mu_);
 
-  void AddSyncedLocked(Watcher* w);
-  void RemoveSyncedLocked(Watcher* w);
-  void SetGroupLocked(Watcher* w, Watcher::Group g);
-  void RemoveWatcherLocked(Watcher* w);
+  void AddSyncedLocked(Watcher* w) REQUIRES(mu_);
+  void RemoveSyncedLocked(Watcher* w) REQUIRES(mu_);
+  void SetGroupLocked(Watcher* w, Watcher::Group g) REQUIRES(mu_);
+  void RemoveWatcherLocked(Watcher* w) REQUIRES(mu_);
   // Queues an item; false when the queue is full. Records the stream for a
   // notify call after the lock is released.
-  bool PushLocked(StreamState* s, WatchItem item);
+  bool PushLocked(StreamState* s, WatchItem item) REQUIRES(mu_);
   // Events of `all` that `w` wants after filters; null when none.
   static std::shared_ptr<const EventList> Filter(
       const Watcher& w, const std::shared_ptr<const EventList>& matching);
   bool DeliverLocked(Watcher* w, int64_t revision,
-                     std::shared_ptr<const EventList> events);
-  void AnswerProgressLocked(StreamState* s);
-  void ProgressTickLocked();
+                     std::shared_ptr<const EventList> events) REQUIRES(mu_);
+  void AnswerProgressLocked(StreamState* s) REQUIRES(mu_);
+  void ProgressTickLocked() REQUIRES(mu_);
   // Takes the streams to notify; call the hooks after unlocking.
-  std::vector<std::shared_ptr<StreamState>> TakeNotifiesLocked();
+  std::vector<std::shared_ptr<StreamState>> TakeNotifiesLocked() REQUIRES(mu_);
   static void RunNotifies(const std::vector<std::shared_ptr<StreamState>>& v);
 
-  void Loop();
-  // One catch-up round; returns true when it did something.
-  bool SyncOnce(std::unique_lock<std::mutex>& lock);
+  void Loop() EXCLUDES(mu_);
+  // One catch-up round; returns true when it did something. Releases mu_
+  // while it reads the event log, and holds it again on return.
+  bool SyncOnce() REQUIRES(mu_);
 
   Clock* const clock_;
   EventSource* const source_;
   const Options options_;
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable cv_;  // wakes the watch thread
-  bool stopped_ = false;
-  bool kicked_ = false;
-  int64_t hub_rev_;  // last revision notified
-  TimePoint next_progress_tick_;
+  bool stopped_ GUARDED_BY(mu_) = false;
+  bool kicked_ GUARDED_BY(mu_) = false;
+  int64_t hub_rev_ GUARDED_BY(mu_);  // last revision notified
+  TimePoint next_progress_tick_ GUARDED_BY(mu_);
 
   // Synced index.
-  std::unordered_map<std::string, std::set<Watcher*>> synced_keys_;
-  std::map<RangeKey, std::set<Watcher*>> synced_ranges_;
-  std::set<Watcher*> unsynced_;
-  std::set<Watcher*> victims_;
-  std::unordered_map<StreamState*, std::shared_ptr<StreamState>> streams_;
-  std::set<StreamState*> progress_pending_;
+  std::unordered_map<std::string, std::set<Watcher*>> synced_keys_
+      GUARDED_BY(mu_);
+  std::map<RangeKey, std::set<Watcher*>> synced_ranges_ GUARDED_BY(mu_);
+  std::set<Watcher*> unsynced_ GUARDED_BY(mu_);
+  std::set<Watcher*> victims_ GUARDED_BY(mu_);
+  std::unordered_map<StreamState*, std::shared_ptr<StreamState>> streams_
+      GUARDED_BY(mu_);
+  std::set<StreamState*> progress_pending_ GUARDED_BY(mu_);
   std::atomic<size_t> num_synced_{0};
   std::atomic<size_t> num_prev_kv_{0};
 
   // Streams that got items since the last TakeNotifiesLocked().
-  std::vector<std::shared_ptr<StreamState>> to_notify_;
+  std::vector<std::shared_ptr<StreamState>> to_notify_ GUARDED_BY(mu_);
 
   std::thread thread_;
 };

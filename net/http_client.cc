@@ -274,12 +274,14 @@ struct HttpStream::State {
   Clock* clock;
   CancelToken cancel;
 
-  std::mutex write_mu;
-  bool send_closed = false;
+  // The two halves of the connection are used independently: Send and
+  // CloseSend under write_mu, the reads under read_mu; never both at once.
+  Mutex write_mu;
+  bool send_closed GUARDED_BY(write_mu) = false;
 
-  std::mutex read_mu;
-  bool head_read = false;
-  BodyDecoder decoder;
+  Mutex read_mu;
+  bool head_read GUARDED_BY(read_mu) = false;
+  BodyDecoder decoder GUARDED_BY(read_mu);
 };
 
 HttpStream::HttpStream(std::unique_ptr<ClientConnection> conn,
@@ -297,7 +299,7 @@ void HttpStream::Cancel() { state_->cancel.Cancel(); }
 
 Status HttpStream::Send(std::string_view data) {
   State& s = *state_;
-  std::lock_guard<std::mutex> l(s.write_mu);
+  MutexLock l(&s.write_mu);
   if (s.cancel.IsCancelled()) return CancelledError("stream cancelled");
   if (s.send_closed)
     return FailedPreconditionError("request body already ended");
@@ -310,7 +312,7 @@ Status HttpStream::Send(std::string_view data) {
 
 Status HttpStream::CloseSend() {
   State& s = *state_;
-  std::lock_guard<std::mutex> l(s.write_mu);
+  MutexLock l(&s.write_mu);
   if (s.cancel.IsCancelled()) return CancelledError("stream cancelled");
   if (s.send_closed) return Status::Ok();
   s.send_closed = true;
@@ -321,7 +323,7 @@ Status HttpStream::CloseSend() {
 
 StatusOr<HttpResponse> HttpStream::ReadHead(Duration timeout) {
   State& s = *state_;
-  std::lock_guard<std::mutex> l(s.read_mu);
+  MutexLock l(&s.read_mu);
   if (s.head_read) return FailedPreconditionError("head already read");
   if (s.cancel.IsCancelled()) return CancelledError("stream cancelled");
   ASSIGN_OR_RETURN(
@@ -338,14 +340,14 @@ StatusOr<bool> HttpStream::Read(std::string* out, Duration timeout) {
   State& s = *state_;
   bool need_head;
   {
-    std::lock_guard<std::mutex> l(s.read_mu);
+    MutexLock l(&s.read_mu);
     need_head = !s.head_read;
   }
   if (need_head) {
     StatusOr<HttpResponse> head = ReadHead(timeout);
     if (!head.ok()) return head.status();
   }
-  std::lock_guard<std::mutex> l(s.read_mu);
+  MutexLock l(&s.read_mu);
   TimePoint deadline = DeadlineAfter(s.clock, timeout);
   for (;;) {
     if (s.cancel.IsCancelled()) return CancelledError("stream cancelled");
@@ -380,7 +382,7 @@ StatusOr<std::unique_ptr<HttpClient>> HttpClient::ForUrl(
 }
 
 void HttpClient::CloseConnection() {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   conn_.reset();
 }
 
@@ -404,7 +406,7 @@ StatusOr<HttpResponse> HttpClient::Exchange(
     const HttpHeaders& headers, std::string_view body,
     const std::function<bool(std::string_view)>* on_data,
     const CancelToken* cancel) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   const int cancel_fd = cancel ? cancel->fd() : -1;
   const bool has_body =
       !body.empty() || method == "POST" || method == "PUT" || method == "PATCH";

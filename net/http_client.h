@@ -46,11 +46,11 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 
 #include "base/clock.h"
+#include "base/mutex.h"
 #include "base/statusor.h"
 #include "net/http_message.h"
 
@@ -157,7 +157,7 @@ class HttpClient {
       const HttpHeaders& headers = {});
 
   // Drops the keep-alive connection (the next call reconnects).
-  void CloseConnection();
+  void CloseConnection() EXCLUDES(mu_);
 
   const std::string& host() const { return host_; }
   uint16_t port() const { return port_; }
@@ -167,14 +167,15 @@ class HttpClient {
       std::string_view method, std::string_view target,
       const HttpHeaders& headers, std::string_view body,
       const std::function<bool(std::string_view)>* on_data,
-      const CancelToken* cancel);
+      const CancelToken* cancel) EXCLUDES(mu_);
 
   const std::string host_;
   const uint16_t port_;
   const HttpClientOptions options_;
   Clock* const clock_;
-  std::mutex mu_;
-  std::unique_ptr<ClientConnection> conn_;
+  // Held for a whole exchange: one request at a time per client.
+  Mutex mu_;
+  std::unique_ptr<ClientConnection> conn_ GUARDED_BY(mu_);
 };
 
 }  // namespace kplane::net

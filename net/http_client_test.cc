@@ -115,10 +115,10 @@ TEST_F(HttpClientTest, ConnectTimeoutIsDeadlineExceeded) {
 
 TEST_F(HttpClientTest, ReadTimeoutIsDeadlineExceeded) {
   std::vector<std::shared_ptr<Responder>> parked;
-  std::mutex mu;
+  Mutex mu;
   routes_.push_back(
       {"/", [&](const HttpRequest&, std::shared_ptr<Responder> r) {
-         std::lock_guard<std::mutex> l(mu);
+         MutexLock l(&mu);
          parked.push_back(r);  // never answered
        }});
   Start();
@@ -324,12 +324,12 @@ TEST_F(HttpClientTest, StreamEndsWhenServerFinishesAndKeepsConnection) {
 TEST_F(HttpClientTest, StreamCancelledFromAnotherThread) {
   Latch streaming;
   std::vector<std::shared_ptr<Responder>> parked;
-  std::mutex mu;
+  Mutex mu;
   routes_.push_back(
       {"/", [&](const HttpRequest&, std::shared_ptr<Responder> r) {
          r->StartStream(200, {});
          r->Write("hello");
-         std::lock_guard<std::mutex> l(mu);
+         MutexLock l(&mu);
          parked.push_back(r);
        }});
   Start();

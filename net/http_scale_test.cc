@@ -5,8 +5,8 @@
 #include <sys/socket.h>
 
 #include <atomic>
-#include <mutex>
 
+#include "base/mutex.h"
 #include "net/http_server.h"
 #include "net/http_test_util.h"
 #include "net/socket.h"
@@ -34,7 +34,7 @@ TEST(HttpScaleTest, TwoThousandConcurrentStreams) {
   o.metrics = &registry;
   o.worker_threads = 2;
   HttpServer server(o);
-  std::mutex mu;
+  Mutex mu;
   std::vector<std::shared_ptr<Responder>> streams;
   Latch all_started(kStreams), all_closed(kStreams);
   std::atomic<int> closes{0};
@@ -45,7 +45,7 @@ TEST(HttpScaleTest, TwoThousandConcurrentStreams) {
                     closes++;
                     all_closed.CountDown();
                   });
-                  std::lock_guard<std::mutex> l(mu);
+                  MutexLock l(&mu);
                   streams.push_back(r);
                   all_started.CountDown();
                 });
@@ -68,7 +68,7 @@ TEST(HttpScaleTest, TwoThousandConcurrentStreams) {
 
   // One event to every watcher; every client receives it.
   {
-    std::lock_guard<std::mutex> l(mu);
+    MutexLock l(&mu);
     for (auto& r : streams) ASSERT_TRUE(r->Write("{\"type\":\"ADDED\"}\n"));
   }
   for (int i = 0; i < kStreams; ++i) {
@@ -89,7 +89,7 @@ TEST(HttpScaleTest, TwoThousandConcurrentStreams) {
   server.Stop();
   EXPECT_EQ(server.NumConnections(), 0u);
   EXPECT_EQ(closes.load(), kStreams);
-  std::lock_guard<std::mutex> l(mu);
+  MutexLock l(&mu);
   for (auto& r : streams) EXPECT_TRUE(r->IsClosed());
 }
 

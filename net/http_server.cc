@@ -36,11 +36,11 @@
 #include <condition_variable>
 #include <cstring>
 #include <future>
-#include <mutex>
 #include <thread>
 #include <unordered_map>
 
 #include "base/logging.h"
+#include "base/mutex.h"
 #include "net/http_parser.h"
 #include "net/router.h"
 #include "net/socket.h"
@@ -167,9 +167,9 @@ class HttpServer::Impl {
   bool started_ = false;
   bool stopped_ = false;
   std::thread timer_;
-  std::mutex timer_mu_;
+  Mutex timer_mu_;
   std::condition_variable timer_cv_;
-  bool timer_stop_ = false;
+  bool timer_stop_ GUARDED_BY(timer_mu_) = false;
 };
 
 namespace {
@@ -191,7 +191,7 @@ class IoLoop {
   }
 
   // Runs `task` on the loop thread (after the current event batch).
-  void Post(std::function<void()> task);
+  void Post(std::function<void()> task) EXCLUDES(task_mu_);
 
   void Adopt(ScopedFd fd);
   void Remove(Connection* conn);
@@ -220,9 +220,10 @@ class IoLoop {
   std::thread thread_;
   std::vector<char> scratch_ = std::vector<char>(kReadChunk);
 
-  std::mutex task_mu_;
-  std::vector<std::function<void()>> tasks_;
-  bool wake_pending_ = false;
+  // A leaf: tasks run after it is released.
+  Mutex task_mu_;
+  std::vector<std::function<void()>> tasks_ GUARDED_BY(task_mu_);
+  bool wake_pending_ GUARDED_BY(task_mu_) = false;
 
   std::unordered_map<Connection*, std::shared_ptr<Connection>> conns_;
   // Closed connections live until the end of the event batch, because a
@@ -254,23 +255,24 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Queues (and if possible sends) `pieces`. Returns false if the
   // connection no longer accepts output. `cap` is the buffer cap (0 none).
   bool SendLocked(std::initializer_list<std::string_view> pieces, size_t cap,
-                  Deferred* d);
+                  Deferred* d) REQUIRES(mu_);
   // The connection is broken or abandoned: refuse output, let the loop
   // close it.
-  void BreakLocked(Deferred* d);
+  void BreakLocked(Deferred* d) REQUIRES(mu_);
   // Finish after the queued output: no more output, then shut down.
-  void CloseAfterFlushLocked(Deferred* d);
+  void CloseAfterFlushLocked(Deferred* d) REQUIRES(mu_);
   // If `ex` is active and both halves are done, retire it; the connection
   // counts as idle from `now`.
-  void MaybeCompleteLocked(Exchange* ex, Deferred* d, TimePoint now);
-  void UpdateEventsLocked();
-  size_t PendingLocked() const { return out_.size() - out_off_; }
+  void MaybeCompleteLocked(Exchange* ex, Deferred* d, TimePoint now)
+      REQUIRES(mu_);
+  void UpdateEventsLocked() REQUIRES(mu_);
+  size_t PendingLocked() const REQUIRES(mu_) { return out_.size() - out_off_; }
 
   // Runs deferred work; call without mu_.
-  void Run(Deferred* d);
+  void Run(Deferred* d) EXCLUDES(mu_);
 
-  std::mutex& mu() { return mu_; }
-  bool closed_locked() const { return closed_; }
+  Mutex& mu() RETURN_CAPABILITY(mu_) { return mu_; }
+  bool closed_locked() const REQUIRES(mu_) { return closed_; }
   IoLoop* loop() const { return loop_; }
   HttpServer::Impl* server() const { return loop_->server(); }
   const std::shared_ptr<SerialExecutor>& serial() const { return serial_; }
@@ -279,7 +281,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   static constexpr int kPauseBody = 1;      // OnBodyData consumer is behind
   static constexpr int kPausePipeline = 2;  // too much pipelined input
 
-  void SetPauseLocked(int reason, bool on) {
+  void SetPauseLocked(int reason, bool on) REQUIRES(mu_) {
     int before = pause_;
     pause_ = on ? (pause_ | reason) : (pause_ & ~reason);
     if (pause_ != before) UpdateEventsLocked();
@@ -315,21 +317,29 @@ class Connection : public std::enable_shared_from_this<Connection> {
   TimePoint head_started_;  // first byte of the pending head (or accept)
   bool first_head_ = true;  // no head parsed yet on this connection
 
-  // Shared state.
-  mutable std::mutex mu_;
+  // Shared state. mu_ also guards the state of this connection's exchanges.
+  // Lock order: mu_ is taken before the metrics' locks (CountRequest) and
+  // never held while posting to the loop or the serial executor: work that
+  // needs either is collected in a Deferred and run after mu_ is released.
+  mutable Mutex mu_;
+  // Closed and set to -1 by the loop thread under mu_; the loop thread reads
+  // it without mu_, other threads with it.
   int fd_;
-  bool closed_ = false;             // no more output; loop will close the fd
-  bool close_after_flush_ = false;  // last response queued
-  bool close_posted_ = false;
-  std::string out_;
-  size_t out_off_ = 0;
-  bool want_write_ = false;
-  int pause_ = 0;
-  uint32_t registered_events_ = 0;
-  std::shared_ptr<Exchange> active_;
-  bool loop_waiting_ = false;  // input waits for active_ to complete
-  bool served_ = false;        // at least one exchange completed
-  TimePoint idle_since_;
+  // No more output; loop will close the fd.
+  bool closed_ GUARDED_BY(mu_) = false;
+  bool close_after_flush_ GUARDED_BY(mu_) = false;  // last response queued
+  bool close_posted_ GUARDED_BY(mu_) = false;
+  std::string out_ GUARDED_BY(mu_);
+  size_t out_off_ GUARDED_BY(mu_) = 0;
+  bool want_write_ GUARDED_BY(mu_) = false;
+  int pause_ GUARDED_BY(mu_) = 0;
+  uint32_t registered_events_ GUARDED_BY(mu_) = 0;
+  std::shared_ptr<Exchange> active_ GUARDED_BY(mu_);
+  // Input waits for active_ to complete.
+  bool loop_waiting_ GUARDED_BY(mu_) = false;
+  // At least one exchange completed.
+  bool served_ GUARDED_BY(mu_) = false;
+  TimePoint idle_since_ GUARDED_BY(mu_);
 };
 
 // ---------------------------------------------------------------------------
@@ -355,57 +365,73 @@ class Exchange : public Responder,
   void OnBodyData(std::function<void(std::string_view, bool)> fn) override;
   void Close() override;
 
+  // Tells the analysis that the lock `conn` holds (its mu_) is this
+  // exchange's lock: an exchange belongs to the one connection that made it,
+  // which the analysis cannot see through `ex->conn_`.
+  void AssertHeldBy(const Connection* conn) const
+      ASSERT_CAPABILITY(conn_->mu()) {
+    DCHECK(conn == conn_.get());
+  }
+
   // --- used by Connection, under conn mu_ unless noted ---
   // `inline_body`: deliver OnBodyData pieces on the thread that queues
   // them (the I/O thread) instead of the worker pool.
-  void InitLocked(size_t cap, bool keep_alive, bool inline_body) {
+  void InitLocked(size_t cap, bool keep_alive, bool inline_body)
+      REQUIRES(conn_->mu()) {
     max_buffered_ = cap;
     keep_alive_ = keep_alive;
     inline_body_ = inline_body;
     head_only_ = request_.method == "HEAD";
   }
-  bool response_done() const { return phase_ == Phase::kDone; }
-  bool response_started() const { return phase_ != Phase::kNew; }
-  bool body_done() const { return body_done_; }
-  void SetBodyDoneLocked() { body_done_ = true; }
+  bool response_done() const REQUIRES(conn_->mu()) {
+    return phase_ == Phase::kDone;
+  }
+  bool response_started() const REQUIRES(conn_->mu()) {
+    return phase_ != Phase::kNew;
+  }
+  bool body_done() const REQUIRES(conn_->mu()) { return body_done_; }
+  void SetBodyDoneLocked() REQUIRES(conn_->mu()) { body_done_ = true; }
   // The exchange is over (response finished or connection closed):
   // schedules OnClose and stops body delivery.
-  void EndLocked(Deferred* d);
+  void EndLocked(Deferred* d) REQUIRES(conn_->mu());
   // Abandons the response side (error path): nothing more may be sent.
-  void AbandonLocked() { phase_ = Phase::kDone; }
+  void AbandonLocked() REQUIRES(conn_->mu()) { phase_ = Phase::kDone; }
   // Queues streamed body bytes for OnBodyData (loop thread).
-  void QueueBodyLocked(std::string_view data, bool eof, Deferred* d);
+  void QueueBodyLocked(std::string_view data, bool eof, Deferred* d)
+      REQUIRES(conn_->mu());
 
  private:
   enum class Phase { kNew, kStreaming, kDone };
 
-  void ScheduleDeliveryLocked(Deferred* d);
+  void ScheduleDeliveryLocked(Deferred* d) REQUIRES(conn_->mu());
   void DeliverBody();  // on the serial executor
   // The response is complete. `now` is read before the last bytes are
   // sent, so a client that sees the response also sees its bookkeeping.
-  void ResponseDoneLocked(Deferred* d, TimePoint now);
+  void ResponseDoneLocked(Deferred* d, TimePoint now) REQUIRES(conn_->mu());
   // The server's clock; only valid while the connection is open (the
   // server outlives every open connection).
-  TimePoint NowLocked() const { return conn_->server()->clock->Now(); }
+  TimePoint NowLocked() const REQUIRES(conn_->mu()) {
+    return conn_->server()->clock->Now();
+  }
 
   const std::shared_ptr<Connection> conn_;
   HttpRequest request_;
 
-  // Under conn_->mu().
-  Phase phase_ = Phase::kNew;
-  bool keep_alive_ = true;
-  bool head_only_ = false;
-  bool chunked_ = false;
-  bool body_done_ = false;
-  bool ended_ = false;
-  size_t max_buffered_ = 0;
-  std::function<void()> on_close_;
-  std::shared_ptr<std::function<void(std::string_view, bool)>> on_body_;
-  std::string body_queue_;
-  bool eof_queued_ = false;
-  bool delivery_scheduled_ = false;
-  bool body_registered_ = false;
-  bool inline_body_ = false;
+  Phase phase_ GUARDED_BY(conn_->mu()) = Phase::kNew;
+  bool keep_alive_ GUARDED_BY(conn_->mu()) = true;
+  bool head_only_ GUARDED_BY(conn_->mu()) = false;
+  bool chunked_ GUARDED_BY(conn_->mu()) = false;
+  bool body_done_ GUARDED_BY(conn_->mu()) = false;
+  bool ended_ GUARDED_BY(conn_->mu()) = false;
+  size_t max_buffered_ GUARDED_BY(conn_->mu()) = 0;
+  std::function<void()> on_close_ GUARDED_BY(conn_->mu());
+  std::shared_ptr<std::function<void(std::string_view, bool)>> on_body_
+      GUARDED_BY(conn_->mu());
+  std::string body_queue_ GUARDED_BY(conn_->mu());
+  bool eof_queued_ GUARDED_BY(conn_->mu()) = false;
+  bool delivery_scheduled_ GUARDED_BY(conn_->mu()) = false;
+  bool body_registered_ GUARDED_BY(conn_->mu()) = false;
+  bool inline_body_ GUARDED_BY(conn_->mu()) = false;
 };
 
 // ----- Connection implementation -------------------------------------------
@@ -420,7 +446,7 @@ Connection::Connection(IoLoop* loop, ScopedFd fd, std::string remote)
 }
 
 void Connection::Register() {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   epoll_event ev{};
   ev.events = EPOLLIN | EPOLLRDHUP;
   ev.data.ptr = this;
@@ -530,6 +556,7 @@ void Connection::CloseAfterFlushLocked(Deferred* d) {
 }
 
 void Connection::MaybeCompleteLocked(Exchange* ex, Deferred* d, TimePoint now) {
+  ex->AssertHeldBy(this);
   if (active_.get() != ex || !ex->response_done() || !ex->body_done()) return;
   // The caller holds a reference to `ex`, so dropping ours here is safe.
   active_.reset();
@@ -557,7 +584,7 @@ void Connection::OnEvents(uint32_t events) {
 void Connection::HandleWritable() {
   bool linger = false;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     if (closed_) return;
     while (PendingLocked() > 0) {
       ssize_t rc = ::send(fd_, out_.data() + out_off_, PendingLocked(),
@@ -581,7 +608,7 @@ void Connection::HandleWritable() {
   }
   bool broken;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     broken = closed_;
   }
   if (broken) {
@@ -623,7 +650,7 @@ void Connection::HandleReadable() {
 void Connection::ResumeInput() {
   if (fd_closed_ || lingering_) return;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     SetPauseLocked(kPausePipeline, false);
   }
   if (read_state_ == ReadState::kHead && in_off_ < in_.size()) {
@@ -658,7 +685,7 @@ void Connection::ProcessInput() {
 bool Connection::ParseOneHead() {
   HttpServer::Impl* srv = server();
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     if (closed_ || close_after_flush_) return false;
     if (active_) {
       // A pipelined request: it waits for the current exchange.
@@ -715,7 +742,8 @@ bool Connection::ParseOneHead() {
 
   Deferred d;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
+    ex->AssertHeldBy(this);
     active_ = ex;
     ex->InitLocked(srv->opts.max_output_buffer_bytes,
                    KeepAliveRequested(req) && !srv->stopping.load(),
@@ -733,7 +761,8 @@ bool Connection::ParseOneHead() {
     if (streaming) {
       Deferred d2;
       {
-        std::lock_guard<std::mutex> l(mu_);
+        MutexLock l(&mu_);
+        ex->AssertHeldBy(this);
         ex->QueueBodyLocked({}, /*eof=*/true, &d2);
       }
       Run(&d2);
@@ -774,7 +803,8 @@ bool Connection::ReadBody() {
     std::shared_ptr<Exchange> ex = std::move(body_exchange_);
     read_state_ = ReadState::kHead;
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
+      ex->AssertHeldBy(this);
       ex->SetBodyDoneLocked();
     }
     Dispatch(ex, body_route_);
@@ -783,7 +813,8 @@ bool Connection::ReadBody() {
   if (decoded.empty() && !done) return false;
   Deferred d;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
+    body_exchange_->AssertHeldBy(this);
     body_exchange_->QueueBodyLocked(decoded, done, &d);
     if (done) {
       body_exchange_->SetBodyDoneLocked();
@@ -829,9 +860,10 @@ void Connection::Fail(int status, std::string_view message) {
   Deferred d;
   bool respond = true;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     ex = active_;
     if (ex) {
+      ex->AssertHeldBy(this);
       respond = !ex->response_started();
       ex->AbandonLocked();
       ex->EndLocked(&d);
@@ -860,7 +892,7 @@ void Connection::StartLinger() {
   if (fd_closed_ || lingering_) return;
   lingering_ = true;
   linger_deadline_ = server()->clock->Now() + server()->opts.linger_timeout;
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   closed_ = true;  // nothing more may be written
   ::shutdown(fd_, SHUT_WR);
   pause_ = 0;
@@ -877,7 +909,7 @@ void Connection::Sweep(TimePoint now) {
   const HttpServerOptions& o = server()->opts;
   bool expired = false;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     if (active_ || closed_ || read_state_ != ReadState::kHead) return;
     if (in_off_ < in_.size() || !served_) {
       expired = now - head_started_ >= o.header_timeout;
@@ -895,10 +927,13 @@ void Connection::CloseNow() {
   std::shared_ptr<Exchange> ex;
   Deferred d;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     closed_ = true;
     ex = std::move(active_);
-    if (ex) ex->EndLocked(&d);
+    if (ex) {
+      ex->AssertHeldBy(this);
+      ex->EndLocked(&d);
+    }
     epoll_ctl(loop_->epoll_fd(), EPOLL_CTL_DEL, fd_, nullptr);
     ::close(fd_);
     fd_ = -1;
@@ -941,7 +976,7 @@ bool Exchange::Respond(int status, HttpHeaders headers, std::string body) {
   std::shared_ptr<Exchange> self = shared_from_this();
   bool keep_alive;
   {
-    std::lock_guard<std::mutex> l(conn_->mu());
+    MutexLock l(&conn_->mu());
     if (phase_ != Phase::kNew || conn_->closed_locked()) return false;
     keep_alive = keep_alive_;
   }
@@ -952,7 +987,7 @@ bool Exchange::Respond(int status, HttpHeaders headers, std::string body) {
   Deferred d;
   bool ok;
   {
-    std::lock_guard<std::mutex> l(conn_->mu());
+    MutexLock l(&conn_->mu());
     if (phase_ != Phase::kNew || conn_->closed_locked()) return false;
     keep_alive_ = keep_alive;
     conn_->server()->CountRequest(status);
@@ -970,7 +1005,7 @@ bool Exchange::StartStream(int status, HttpHeaders headers) {
   std::shared_ptr<Exchange> self = shared_from_this();
   bool keep_alive;
   {
-    std::lock_guard<std::mutex> l(conn_->mu());
+    MutexLock l(&conn_->mu());
     if (phase_ != Phase::kNew || conn_->closed_locked()) return false;
     keep_alive = keep_alive_;
   }
@@ -985,7 +1020,7 @@ bool Exchange::StartStream(int status, HttpHeaders headers) {
   Deferred d;
   bool ok;
   {
-    std::lock_guard<std::mutex> l(conn_->mu());
+    MutexLock l(&conn_->mu());
     if (phase_ != Phase::kNew || conn_->closed_locked()) return false;
     keep_alive_ = keep_alive;
     chunked_ = chunked && StatusHasBody(status);
@@ -1004,7 +1039,7 @@ bool Exchange::Write(std::string_view chunk) {
   Deferred d;
   bool ok;
   {
-    std::lock_guard<std::mutex> l(conn_->mu());
+    MutexLock l(&conn_->mu());
     if (phase_ != Phase::kStreaming || conn_->closed_locked()) {
       if (phase_ == Phase::kNew) {
         LOG(ERROR) << "Responder::Write before StartStream for "
@@ -1028,7 +1063,7 @@ bool Exchange::Finish() {
   Deferred d;
   bool ok = true;
   {
-    std::lock_guard<std::mutex> l(conn_->mu());
+    MutexLock l(&conn_->mu());
     if (phase_ != Phase::kStreaming) return false;
     if (conn_->closed_locked()) {
       phase_ = Phase::kDone;  // CloseNow already ended the exchange
@@ -1043,19 +1078,19 @@ bool Exchange::Finish() {
 }
 
 size_t Exchange::BufferedBytes() const {
-  std::lock_guard<std::mutex> l(conn_->mu());
+  MutexLock l(&conn_->mu());
   return conn_->PendingLocked();
 }
 
 void Exchange::SetMaxBufferedBytes(size_t max_bytes) {
-  std::lock_guard<std::mutex> l(conn_->mu());
+  MutexLock l(&conn_->mu());
   max_buffered_ = max_bytes;
 }
 
 void Exchange::OnClose(std::function<void()> callback) {
   Deferred d;
   {
-    std::lock_guard<std::mutex> l(conn_->mu());
+    MutexLock l(&conn_->mu());
     if (ended_) {
       d.serial.push_back(std::move(callback));
     } else {
@@ -1066,14 +1101,14 @@ void Exchange::OnClose(std::function<void()> callback) {
 }
 
 bool Exchange::IsClosed() const {
-  std::lock_guard<std::mutex> l(conn_->mu());
+  MutexLock l(&conn_->mu());
   return conn_->closed_locked();
 }
 
 void Exchange::Close() {
   Deferred d;
   {
-    std::lock_guard<std::mutex> l(conn_->mu());
+    MutexLock l(&conn_->mu());
     if (conn_->closed_locked()) return;
     conn_->BreakLocked(&d);
   }
@@ -1083,7 +1118,7 @@ void Exchange::Close() {
 void Exchange::OnBodyData(std::function<void(std::string_view, bool)> fn) {
   Deferred d;
   {
-    std::lock_guard<std::mutex> l(conn_->mu());
+    MutexLock l(&conn_->mu());
     CHECK(!body_registered_) << "OnBodyData registered twice";
     body_registered_ = true;
     if (ended_) return;  // too late: nothing more will be delivered
@@ -1123,7 +1158,7 @@ void Exchange::DeliverBody() {
     bool eof;
     std::shared_ptr<std::function<void(std::string_view, bool)>> fn;
     {
-      std::lock_guard<std::mutex> l(conn_->mu());
+      MutexLock l(&conn_->mu());
       if (ended_ || (body_queue_.empty() && !eof_queued_)) {
         delivery_scheduled_ = false;
         body_queue_.clear();
@@ -1184,7 +1219,7 @@ void IoLoop::StartThread() {
 void IoLoop::Post(std::function<void()> task) {
   bool wake;
   {
-    std::lock_guard<std::mutex> l(task_mu_);
+    MutexLock l(&task_mu_);
     tasks_.push_back(std::move(task));
     wake = !wake_pending_;
     wake_pending_ = true;
@@ -1199,7 +1234,7 @@ void IoLoop::Post(std::function<void()> task) {
 void IoLoop::RunTasks() {
   std::vector<std::function<void()>> tasks;
   {
-    std::lock_guard<std::mutex> l(task_mu_);
+    MutexLock l(&task_mu_);
     tasks.swap(tasks_);
     wake_pending_ = false;
   }
@@ -1232,7 +1267,7 @@ void IoLoop::Run() {
   }
   // Tasks posted after the stop (e.g. handing over a just-accepted socket)
   // are dropped; their captures close what they own.
-  std::lock_guard<std::mutex> l(task_mu_);
+  MutexLock l(&task_mu_);
   tasks_.clear();
 }
 
@@ -1396,10 +1431,11 @@ Status HttpServer::Impl::Start(uint16_t* port) {
 
 void HttpServer::Impl::TimerLoop() {
   pthread_setname_np(pthread_self(), "http-timer");
-  std::unique_lock<std::mutex> l(timer_mu_);
+  MutexLock l(&timer_mu_);
   TimePoint deadline = clock->Now() + opts.timer_tick;
   for (;;) {
-    clock->WaitUntil(l, timer_cv_, deadline, [&] { return timer_stop_; });
+    clock->WaitUntil(l.native(), timer_cv_, deadline,
+                     [&]() REQUIRES(timer_mu_) { return timer_stop_; });
     if (timer_stop_) return;
     // The next deadline is taken before the sweep is posted: if the clock
     // jumps (a FakeClock advanced by a test) after this point, the wait
@@ -1417,7 +1453,7 @@ void HttpServer::Impl::Stop() {
   stopped_ = true;
   stopping = true;
   {
-    std::lock_guard<std::mutex> l(timer_mu_);
+    MutexLock l(&timer_mu_);
     timer_stop_ = true;
   }
   timer_cv_.notify_all();

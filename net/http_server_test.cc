@@ -9,6 +9,7 @@
 #include <set>
 #include <thread>
 
+#include "base/mutex.h"
 #include "net/http_client.h"
 #include "net/http_test_util.h"
 
@@ -81,18 +82,18 @@ TEST_F(HttpServerTest, KeepAliveServesManyRequestsOnOneConnection) {
 }
 
 TEST_F(HttpServerTest, PipelinedRequestsAreHandledInOrder) {
-  std::mutex mu;
+  Mutex mu;
   std::vector<std::string> log;
   std::vector<std::thread> threads;
   Route(
       "GET", "/",
       [&](const HttpRequest& req, std::shared_ptr<Responder> r) {
-        std::lock_guard<std::mutex> l(mu);
+        MutexLock l(&mu);
         log.push_back("handle " + req.path);
         // Answer later from another thread: the next pipelined request must
         // not be handled before this response is done.
         threads.emplace_back([&, r, path = req.path] {
-          std::lock_guard<std::mutex> l2(mu);
+          MutexLock l2(&mu);
           log.push_back("respond " + path);
           r->Respond(200, {}, path);
         });
@@ -108,7 +109,7 @@ TEST_F(HttpServerTest, PipelinedRequestsAreHandledInOrder) {
     ASSERT_TRUE(r.ok()) << r.status();
     EXPECT_EQ(r->body, want);
   }
-  std::lock_guard<std::mutex> l(mu);
+  MutexLock l(&mu);
   EXPECT_EQ(
       log, (std::vector<std::string>{"handle /1", "respond /1", "handle /2",
                                      "respond /2", "handle /3", "respond /3"}));
@@ -443,10 +444,10 @@ TEST_F(HttpServerTest, MalformedRequestsGet400AndClose) {
 
 TEST_F(HttpServerTest, RespondLaterFromAnotherThread) {
   std::vector<std::thread> threads;
-  std::mutex mu;
+  Mutex mu;
   Route("POST", "/commit",
         [&](const HttpRequest& req, std::shared_ptr<Responder> r) {
-          std::lock_guard<std::mutex> l(mu);
+          MutexLock l(&mu);
           threads.emplace_back([r, body = req.body] {
             r->Respond(201, {{"X-Committed", "yes"}}, "committed " + body);
           });
@@ -460,7 +461,7 @@ TEST_F(HttpServerTest, RespondLaterFromAnotherThread) {
     EXPECT_EQ(r->headers.Get("x-committed"), "yes");
     EXPECT_EQ(r->body, "committed " + std::to_string(i));
   }
-  std::lock_guard<std::mutex> l(mu);
+  MutexLock l(&mu);
   for (auto& t : threads) t.join();
 }
 
@@ -528,13 +529,13 @@ TEST_F(HttpServerTest, OnCloseFiresOnceAfterNormalCompletion) {
 TEST_F(HttpServerTest, OnCloseMayTakeTheProducersLock) {
   // The producer holds its lock while writing; OnClose (which takes the
   // same lock) must not run inside Write/Close on that thread.
-  std::mutex producer_mu;
+  Mutex producer_mu;
   Latch fired;
   std::promise<std::shared_ptr<Responder>> got;
   Route("GET", "/w", [&](const HttpRequest&, std::shared_ptr<Responder> r) {
     r->StartStream(200, {});
     r->OnClose([&] {
-      std::lock_guard<std::mutex> l(producer_mu);
+      MutexLock l(&producer_mu);
       fired.CountDown();
     });
     got.set_value(r);
@@ -544,7 +545,7 @@ TEST_F(HttpServerTest, OnCloseMayTakeTheProducersLock) {
   conn.Send("GET /w HTTP/1.1\r\nHost: x\r\n\r\n");
   auto r = got.get_future().get();
   {
-    std::lock_guard<std::mutex> l(producer_mu);
+    MutexLock l(&producer_mu);
     r->Close();
     EXPECT_FALSE(r->Write("x"));
   }
@@ -603,12 +604,12 @@ TEST_F(HttpServerTest, StopClosesOpenStreams) {
   constexpr int kStreams = 20;
   std::atomic<int> closes{0};
   Latch started(kStreams);
-  std::mutex mu;
+  Mutex mu;
   std::vector<std::shared_ptr<Responder>> responders;
   Route("GET", "/watch", [&](const HttpRequest&, std::shared_ptr<Responder> r) {
     r->StartStream(200, {});
     r->OnClose([&] { closes++; });
-    std::lock_guard<std::mutex> l(mu);
+    MutexLock l(&mu);
     responders.push_back(r);
     started.CountDown();
   });
@@ -622,7 +623,7 @@ TEST_F(HttpServerTest, StopClosesOpenStreams) {
   server_->Stop();
   EXPECT_EQ(closes.load(), kStreams);
   for (auto& c : conns) EXPECT_TRUE(c->WaitForClose());
-  std::lock_guard<std::mutex> l(mu);
+  MutexLock l(&mu);
   for (auto& r : responders) {
     EXPECT_TRUE(r->IsClosed());
     EXPECT_FALSE(r->Write("after stop"));

@@ -14,11 +14,11 @@
 
 #include <condition_variable>
 #include <functional>
-#include <mutex>
 #include <string>
 #include <string_view>
 
 #include "base/logging.h"
+#include "base/mutex.h"
 #include "base/statusor.h"
 #include "net/http_message.h"
 #include "net/http_parser.h"
@@ -126,24 +126,25 @@ class RawConnection {
 class Latch {
  public:
   explicit Latch(int count = 1) : count_(count) {}
-  void CountDown() {
-    std::lock_guard<std::mutex> l(mu_);
+  void CountDown() EXCLUDES(mu_) {
+    MutexLock l(&mu_);
     if (--count_ <= 0) cv_.notify_all();
   }
   // True if the count reached zero before the test deadline.
-  bool Wait() {
-    std::unique_lock<std::mutex> l(mu_);
-    return cv_.wait_for(l, kTestDeadline, [&] { return count_ <= 0; });
+  bool Wait() EXCLUDES(mu_) {
+    MutexLock l(&mu_);
+    return cv_.wait_for(l.native(), kTestDeadline,
+                        [&]() REQUIRES(mu_) { return count_ <= 0; });
   }
-  bool Done() {
-    std::lock_guard<std::mutex> l(mu_);
+  bool Done() EXCLUDES(mu_) {
+    MutexLock l(&mu_);
     return count_ <= 0;
   }
 
  private:
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  int count_;
+  int count_ GUARDED_BY(mu_);
 };
 
 }  // namespace kplane::net::testing

@@ -22,7 +22,7 @@ WorkerPool::~WorkerPool() { Shutdown(); }
 
 bool WorkerPool::Submit(std::function<void()> task) {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     if (joined_) return false;
     tasks_.push_back(std::move(task));
   }
@@ -31,22 +31,23 @@ bool WorkerPool::Submit(std::function<void()> task) {
 }
 
 void WorkerPool::Run() {
-  std::unique_lock<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   for (;;) {
-    cv_.wait(l, [&] { return !tasks_.empty() || draining_; });
+    cv_.wait(l.native(),
+             [&]() REQUIRES(mu_) { return !tasks_.empty() || draining_; });
     if (tasks_.empty()) return;  // draining and nothing left
     std::function<void()> task = std::move(tasks_.front());
     tasks_.pop_front();
-    l.unlock();
+    l.Unlock();
     task();
     task = nullptr;  // destroy captures outside the lock
-    l.lock();
+    l.Lock();
   }
 }
 
 void WorkerPool::Shutdown() {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     if (draining_) {
       // A concurrent or repeated Shutdown: the first caller joins.
       return;
@@ -61,20 +62,20 @@ void WorkerPool::Shutdown() {
   }
   // A task submitted from outside after the last worker left is run here,
   // so none is lost between the workers exiting and joined_ being set.
-  std::unique_lock<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   joined_ = true;
   while (!tasks_.empty()) {
     std::function<void()> task = std::move(tasks_.front());
     tasks_.pop_front();
-    l.unlock();
+    l.Unlock();
     task();
-    l.lock();
+    l.Lock();
   }
 }
 
 void SerialExecutor::Post(std::function<void()> task) {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     pending_.push_back(std::move(task));
     if (running_) return;
     running_ = true;
@@ -91,7 +92,7 @@ void SerialExecutor::Drain() {
   int ran = 0;
   for (;;) {
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       if (pending_.empty()) {
         running_ = false;
         if (pending_.capacity() > 16) pending_.shrink_to_fit();

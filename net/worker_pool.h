@@ -23,10 +23,11 @@
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "base/mutex.h"
 
 namespace kplane::net {
 
@@ -40,23 +41,23 @@ class WorkerPool {
 
   // Queues `task`. Returns false once Shutdown() has finished; the task is
   // then not run and the caller decides what to do instead.
-  bool Submit(std::function<void()> task);
+  bool Submit(std::function<void()> task) EXCLUDES(mu_);
   // Runs all queued tasks, then joins the threads. Idempotent. Must not be
   // called from one of the pool's own tasks (it would join itself).
-  void Shutdown();
+  void Shutdown() EXCLUDES(mu_);
 
   int size() const { return static_cast<int>(threads_.size()); }
 
  private:
-  void Run();
+  void Run() EXCLUDES(mu_);
 
   std::string name_;
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::function<void()>> tasks_;
-  bool draining_ = false;
-  bool joined_ = false;
-  std::vector<std::thread> threads_;
+  std::deque<std::function<void()>> tasks_ GUARDED_BY(mu_);
+  bool draining_ GUARDED_BY(mu_) = false;
+  bool joined_ GUARDED_BY(mu_) = false;
+  std::vector<std::thread> threads_;  // set by the constructor only
 };
 
 class SerialExecutor : public std::enable_shared_from_this<SerialExecutor> {
@@ -65,17 +66,19 @@ class SerialExecutor : public std::enable_shared_from_this<SerialExecutor> {
       : pool_(std::move(pool)) {}
 
   // Runs `task` after every task posted before it has returned.
-  void Post(std::function<void()> task);
+  void Post(std::function<void()> task) EXCLUDES(mu_);
 
  private:
-  void Drain();
+  void Drain() EXCLUDES(mu_);
 
   std::shared_ptr<WorkerPool> pool_;
-  std::mutex mu_;
+  // Tasks run without it; Post and Drain take the pool's lock after
+  // releasing it.
+  Mutex mu_;
   // A vector rather than a deque: an idle connection's executor then
   // allocates nothing (libstdc++'s deque allocates 512 bytes up front).
-  std::vector<std::function<void()>> pending_;
-  bool running_ = false;
+  std::vector<std::function<void()>> pending_ GUARDED_BY(mu_);
+  bool running_ GUARDED_BY(mu_) = false;
 };
 
 }  // namespace kplane::net

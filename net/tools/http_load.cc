@@ -35,7 +35,6 @@
 #include <fstream>
 #include <iostream>
 #include <map>
-#include <mutex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -44,6 +43,7 @@
 #include "base/clock.h"
 #include "base/command.h"
 #include "base/logging.h"
+#include "base/mutex.h"
 #include "base/strings.h"
 #include "net/http_parser.h"
 #include "net/http_server.h"
@@ -114,12 +114,12 @@ int Serve(const Flags& flags) {
                    "{\"ok\":true}");
       },
       post_opts);
-  std::mutex mu;
+  Mutex mu;
   std::vector<std::shared_ptr<Responder>> streams;
   server.Handle("GET", "/stream",
                 [&](const HttpRequest&, std::shared_ptr<Responder> r) {
                   r->StartStream(200, {{"Content-Type", "application/json"}});
-                  std::lock_guard<std::mutex> l(mu);
+                  MutexLock l(&mu);
                   streams.push_back(std::move(r));
                 });
   Status s = server.Start();
@@ -130,7 +130,7 @@ int Serve(const Flags& flags) {
   std::printf("PORT %u\n", server.port());
   std::fflush(stdout);
   // Stop on a signal or when the parent closes our stdin.
-  std::thread stdin_watch([&stop] {
+  std::thread stdin_watch([] {
     char c;
     while (::read(0, &c, 1) > 0) {
     }

@@ -32,23 +32,52 @@ constexpr Duration kRelistBackoff = seconds(1);
 // prefers readers, so a steady stream of LISTs could starve the storage
 // watch's updates; here a writer that arrives closes the turnstile, and
 // readers that come after it wait until it is done (Go's RWMutex, which
-// kube's watch cache relies on, behaves the same).
-class WriterFirstMutex {
+// kube's watch cache relies on, behaves the same). Annotated like
+// base/mutex.h's SharedMutex; the standard members are its implementation.
+class CAPABILITY("shared_mutex") WriterFirstMutex {
  public:
-  void lock() {
+  void Lock() ACQUIRE() {
     std::lock_guard<std::mutex> gate(turnstile_);
     rw_.lock();
   }
-  void unlock() { rw_.unlock(); }
-  void lock_shared() {
+  void Unlock() RELEASE() { rw_.unlock(); }
+  void ReaderLock() ACQUIRE_SHARED() {
     { std::lock_guard<std::mutex> gate(turnstile_); }
     rw_.lock_shared();
   }
-  void unlock_shared() { rw_.unlock_shared(); }
+  void ReaderUnlock() RELEASE_SHARED() { rw_.unlock_shared(); }
 
  private:
   std::mutex turnstile_;
   std::shared_mutex rw_;
+};
+
+// Holds a WriterFirstMutex exclusively for its scope.
+class SCOPED_CAPABILITY CacheWriterLock {
+ public:
+  explicit CacheWriterLock(WriterFirstMutex* mu) ACQUIRE(mu) : mu_(mu) {
+    mu_->Lock();
+  }
+  ~CacheWriterLock() RELEASE() { mu_->Unlock(); }
+  CacheWriterLock(const CacheWriterLock&) = delete;
+  CacheWriterLock& operator=(const CacheWriterLock&) = delete;
+
+ private:
+  WriterFirstMutex* const mu_;
+};
+
+// Holds a WriterFirstMutex shared for its scope.
+class SCOPED_CAPABILITY CacheReaderLock {
+ public:
+  explicit CacheReaderLock(WriterFirstMutex* mu) ACQUIRE_SHARED(mu) : mu_(mu) {
+    mu_->ReaderLock();
+  }
+  ~CacheReaderLock() RELEASE() { mu_->ReaderUnlock(); }
+  CacheReaderLock(const CacheReaderLock&) = delete;
+  CacheReaderLock& operator=(const CacheReaderLock&) = delete;
+
+ private:
+  WriterFirstMutex* const mu_;
 };
 
 Status TooLargeResourceVersion(int64_t wanted, int64_t current) {
@@ -77,7 +106,7 @@ std::string_view WatchEventTypeName(WatchEventType t) {
 std::shared_ptr<const std::string> WatchEvent::Encoded(
     const std::string& format,
     const std::function<std::string(const WatchEvent&)>& encode) const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   auto it = cache_.find(format);
   if (it != cache_.end()) return it->second;
   auto bytes = std::make_shared<const std::string>(encode(*this));
@@ -159,7 +188,7 @@ struct Cacher::Impl {
   void AwaitWatchEnd();
   void Backoff();
   bool Stopping() {
-    std::lock_guard<std::mutex> l(loop_mu);
+    MutexLock l(&loop_mu);
     return stopping;
   }
   void MarkBroken();
@@ -168,19 +197,18 @@ struct Cacher::Impl {
   void OnWatchResponse(uint64_t generation,
                        const etcdserverpb::WatchResponse& resp);
   void OnProgress(int64_t revision);
-  // Applies one change to the store and window and publishes it. Caller
-  // holds cache_mu exclusively.
-  void ApplyLocked(const mvccpb::Event& e, ObjectPtr object);
+  // Applies one change to the store and window and publishes it.
+  void ApplyLocked(const mvccpb::Event& e, ObjectPtr object) REQUIRES(cache_mu);
   std::string IndexOf(const google::protobuf::Message& obj) const {
     return options.index_func ? options.index_func(obj) : std::string();
   }
   void NotifyStateChange() {
-    { std::lock_guard<std::mutex> l(state_mu); }
+    { MutexLock l(&state_mu); }
     state_cv.notify_all();
   }
   void SetReady(bool ready) {
     {
-      std::lock_guard<std::mutex> l(state_mu);
+      MutexLock l(&state_mu);
       self->ready_.store(ready);
     }
     state_cv.notify_all();
@@ -188,17 +216,19 @@ struct Cacher::Impl {
 
   // ---- reads ----------------------------------------------------------------
   void RequestProgress() {
-    std::lock_guard<std::mutex> l(watch_mu);
+    MutexLock l(&watch_mu);
     if (watch) watch->RequestProgress();
   }
   // Waits until the cache reaches `revision`; false after
   // consistent_read_wait.
   bool WaitForRevision(int64_t revision);
   bool WaitReady(Duration timeout) {
-    std::unique_lock<std::mutex> l(state_mu);
-    return clock->WaitFor(l, state_cv, timeout, [&] {
-      return self->ready_.load() || stopped;
-    }) && self->ready_.load();
+    MutexLock l(&state_mu);
+    return clock->WaitFor(l.native(), state_cv, timeout,
+                          [&]() REQUIRES(state_mu) {
+                            return self->ready_.load() || stopped;
+                          }) &&
+           self->ready_.load();
   }
   ListResult ListFromCache(std::string_view ns, const ObjectPredicate& pred);
 
@@ -216,27 +246,30 @@ struct Cacher::Impl {
 
   // The cache: every object by key, the recent changes, and the revision
   // both reflect. Writers: the watch callback and the reflector.
+  // Lock order: cache_mu -> the dispatcher's queue lock (changes are
+  // published under it); state_mu, loop_mu and watch_mu are leaves, never
+  // held together or with cache_mu.
   mutable WriterFirstMutex cache_mu;
-  std::map<std::string, StoreEntryPtr> objects;  // guarded by cache_mu
-  internal::EventWindow window;                  // guarded by cache_mu
+  std::map<std::string, StoreEntryPtr> objects GUARDED_BY(cache_mu);
+  internal::EventWindow window GUARDED_BY(cache_mu);
   const std::string all_prefix;
 
   // Readiness and revision changes, for waiters.
-  std::mutex state_mu;
+  Mutex state_mu;
   std::condition_variable state_cv;
-  bool stopped = false;  // guarded by state_mu
+  bool stopped GUARDED_BY(state_mu) = false;
   std::atomic<int> revision_waiters{0};
 
   // The reflector.
-  std::mutex loop_mu;
+  Mutex loop_mu;
   std::condition_variable loop_cv;
-  bool stopping = false;      // guarded by loop_mu
-  bool watch_broken = false;  // guarded by loop_mu
-  bool started = false;       // guarded by loop_mu
+  bool stopping GUARDED_BY(loop_mu) = false;
+  bool watch_broken GUARDED_BY(loop_mu) = false;
+  bool started GUARDED_BY(loop_mu) = false;
   std::atomic<uint64_t> watch_generation{0};
   std::thread reflector;
-  std::mutex watch_mu;
-  std::unique_ptr<storage::Watch> watch;  // guarded by watch_mu
+  Mutex watch_mu;
+  std::unique_ptr<storage::Watch> watch GUARDED_BY(watch_mu);
 };
 
 // ---------------------------------------------------------------------------
@@ -254,7 +287,7 @@ void Cacher::Impl::ReflectorLoop() {
     Status watching = StartStorageWatch(*listed);
     if (watching.ok()) AwaitWatchEnd();
     {
-      std::lock_guard<std::mutex> l(watch_mu);
+      MutexLock l(&watch_mu);
       watch.reset();  // waits for its thread: no callback after this
     }
     if (Stopping()) break;
@@ -266,7 +299,7 @@ void Cacher::Impl::ReflectorLoop() {
     // re-watch and get 410 if the new window misses their revision), relist.
     SetReady(false);
     {
-      std::unique_lock<WriterFirstMutex> l(cache_mu);
+      CacheWriterLock l(&cache_mu);
       dispatcher->CloseAll(self->revision_.load());
     }
     if (!watching.ok()) Backoff();
@@ -274,8 +307,9 @@ void Cacher::Impl::ReflectorLoop() {
 }
 
 void Cacher::Impl::Backoff() {
-  std::unique_lock<std::mutex> l(loop_mu);
-  clock->WaitFor(l, loop_cv, kRelistBackoff, [&] { return stopping; });
+  MutexLock l(&loop_mu);
+  clock->WaitFor(l.native(), loop_cv, kRelistBackoff,
+                 [&]() REQUIRES(loop_mu) { return stopping; });
 }
 
 StatusOr<int64_t> Cacher::Impl::ListAndReplace() {
@@ -301,7 +335,7 @@ StatusOr<int64_t> Cacher::Impl::ListAndReplace() {
     fresh.emplace_hint(fresh.end(), std::move(key), std::move(entry));
   }
   {
-    std::unique_lock<WriterFirstMutex> l(cache_mu);
+    CacheWriterLock l(&cache_mu);
     objects.swap(fresh);
     window.Reset(revision);
     self->revision_.store(revision);
@@ -323,7 +357,7 @@ Status Cacher::Impl::StartStorageWatch(int64_t list_revision) {
   req.set_progress_notify(true);
   const uint64_t generation = watch_generation.fetch_add(1) + 1;
   {
-    std::lock_guard<std::mutex> l(loop_mu);
+    MutexLock l(&loop_mu);
     watch_broken = false;
   }
   // The callback may run before StartWatch returns (a compacted start).
@@ -332,31 +366,33 @@ Status Cacher::Impl::StartStorageWatch(int64_t list_revision) {
         OnWatchResponse(generation, resp);
       });
   if (!w.ok()) return w.status();
-  std::lock_guard<std::mutex> l(watch_mu);
+  MutexLock l(&watch_mu);
   watch = std::move(*w);
   return Status::Ok();
 }
 
 void Cacher::Impl::AwaitWatchEnd() {
-  std::unique_lock<std::mutex> l(loop_mu);
-  auto done = [&] { return stopping || watch_broken; };
+  MutexLock l(&loop_mu);
+  auto done = [&]() REQUIRES(loop_mu) { return stopping || watch_broken; };
   while (!done()) {
     if (revision_waiters.load() > 0) {
-      clock->WaitFor(l, loop_cv, kProgressRequestInterval, done);
+      clock->WaitFor(l.native(), loop_cv, kProgressRequestInterval, done);
       if (!done() && revision_waiters.load() > 0) {
-        l.unlock();
+        l.Unlock();
         RequestProgress();
-        l.lock();
+        l.Lock();
       }
     } else {
-      loop_cv.wait(l, [&] { return done() || revision_waiters.load() > 0; });
+      loop_cv.wait(l.native(), [&]() REQUIRES(loop_mu) {
+        return done() || revision_waiters.load() > 0;
+      });
     }
   }
 }
 
 void Cacher::Impl::MarkBroken() {
   {
-    std::lock_guard<std::mutex> l(loop_mu);
+    MutexLock l(&loop_mu);
     watch_broken = true;
   }
   loop_cv.notify_all();
@@ -402,7 +438,7 @@ void Cacher::Impl::OnWatchResponse(uint64_t generation,
   }
   int64_t last = 0;
   {
-    std::unique_lock<WriterFirstMutex> l(cache_mu);
+    CacheWriterLock l(&cache_mu);
     for (int i = 0; i < resp.events_size(); ++i) {
       ApplyLocked(resp.events(i), std::move(decoded[i]));
     }
@@ -461,7 +497,7 @@ void Cacher::Impl::ApplyLocked(const mvccpb::Event& e, ObjectPtr object) {
 
 void Cacher::Impl::OnProgress(int64_t revision) {
   {
-    std::unique_lock<WriterFirstMutex> l(cache_mu);
+    CacheWriterLock l(&cache_mu);
     if (revision <= self->revision_.load()) return;
     self->revision_.store(revision);
     dispatcher->Progress(revision);
@@ -478,16 +514,19 @@ bool Cacher::Impl::WaitForRevision(int64_t revision) {
   const TimePoint start = clock->Now();
   revision_waiters.fetch_add(1);
   {
-    std::lock_guard<std::mutex> l(loop_mu);  // wake the reflector's ticker
+    MutexLock l(&loop_mu);  // wake the reflector's ticker
   }
   loop_cv.notify_all();
   RequestProgress();
   bool caught_up;
   {
-    std::unique_lock<std::mutex> l(state_mu);
-    caught_up = clock->WaitFor(l, state_cv, options.consistent_read_wait, [&] {
-      return self->revision_.load() >= revision || stopped;
-    }) && self->revision_.load() >= revision;
+    MutexLock l(&state_mu);
+    caught_up =
+        clock->WaitFor(l.native(), state_cv, options.consistent_read_wait,
+                       [&]() REQUIRES(state_mu) {
+                         return self->revision_.load() >= revision || stopped;
+                       }) &&
+        self->revision_.load() >= revision;
   }
   revision_waiters.fetch_sub(1);
   read_wait->Observe(
@@ -499,7 +538,7 @@ ListResult Cacher::Impl::ListFromCache(std::string_view ns,
                                        const ObjectPredicate& pred) {
   const std::string prefix = store->Prefix(ns);
   ListResult result;
-  std::shared_lock<WriterFirstMutex> l(cache_mu);
+  CacheReaderLock l(&cache_mu);
   if (ns.empty() || !store->resource().namespaced) {
     result.items.reserve(objects.size());
   }
@@ -525,7 +564,7 @@ Cacher::~Cacher() { Stop(); }
 
 Status Cacher::Start() {
   {
-    std::lock_guard<std::mutex> l(impl_->loop_mu);
+    MutexLock l(&impl_->loop_mu);
     if (impl_->started) return FailedPreconditionError("cacher started twice");
     if (impl_->stopping) return FailedPreconditionError("cacher stopped");
     impl_->started = true;
@@ -537,13 +576,13 @@ Status Cacher::Start() {
 
 void Cacher::Stop() {
   {
-    std::lock_guard<std::mutex> l(impl_->loop_mu);
+    MutexLock l(&impl_->loop_mu);
     impl_->stopping = true;
   }
   impl_->loop_cv.notify_all();
   if (impl_->reflector.joinable()) impl_->reflector.join();
   {
-    std::lock_guard<std::mutex> l(impl_->state_mu);
+    MutexLock l(&impl_->state_mu);
     impl_->stopped = true;
     ready_.store(false);
   }
@@ -594,7 +633,7 @@ StatusOr<ObjectPtr> Cacher::Get(std::string_view ns, std::string_view name) {
   if (!ready_.load()) return store_->Get(ns, name);
   std::string key = store_->Key(ns, name);
   {
-    std::shared_lock<WriterFirstMutex> l(impl_->cache_mu);
+    CacheReaderLock l(&impl_->cache_mu);
     auto it = impl_->objects.find(key);
     if (it != impl_->objects.end()) return it->second->object;
   }
@@ -605,7 +644,7 @@ StatusOr<ObjectPtr> Cacher::Get(std::string_view ns, std::string_view name) {
 StatusOr<std::unique_ptr<WatchHandle>> Cacher::Watch(
     const WatchOptions& opts, std::shared_ptr<WatchSink> sink) {
   {
-    std::lock_guard<std::mutex> l(impl_->loop_mu);
+    MutexLock l(&impl_->loop_mu);
     if (impl_->stopping) return UnavailableError("the watch cache is stopped");
   }
   if (!impl_->WaitReady(options_.consistent_read_wait)) {
@@ -622,7 +661,7 @@ StatusOr<std::unique_ptr<WatchHandle>> Cacher::Watch(
   init.start_time = options_.clock->Now();
   // Under the cache lock: the snapshot or window slice and the registration
   // are one step relative to incoming changes.
-  std::shared_lock<WriterFirstMutex> l(impl_->cache_mu);
+  CacheReaderLock l(&impl_->cache_mu);
   const int64_t now = revision_.load();
   if (opts.send_initial_events) {
     const std::string prefix = store_->Prefix(opts.ns);

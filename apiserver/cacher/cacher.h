@@ -67,13 +67,13 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 
 #include "apiserver/storage/object_store.h"
 #include "base/clock.h"
 #include "base/metrics.h"
+#include "base/mutex.h"
 
 namespace kplane::apiserver {
 
@@ -99,8 +99,9 @@ struct WatchEvent {
       const std::function<std::string(const WatchEvent&)>& encode) const;
 
  private:
-  mutable std::mutex mu_;
-  mutable std::map<std::string, std::shared_ptr<const std::string>> cache_;
+  mutable Mutex mu_;
+  mutable std::map<std::string, std::shared_ptr<const std::string>> cache_
+      GUARDED_BY(mu_);
 };
 using WatchEventPtr = std::shared_ptr<const WatchEvent>;
 

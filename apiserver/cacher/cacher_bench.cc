@@ -17,8 +17,8 @@
 
 #include <condition_variable>
 #include <map>
-#include <mutex>
 
+#include "base/mutex.h"
 #include "objects/envelope.h"
 #include "objects/meta.h"
 #include "objects/scheme.h"
@@ -65,7 +65,7 @@ class FakeKV : public storage::KV {
   StatusOr<std::unique_ptr<storage::Watch>> StartWatch(
       const etcdserverpb::WatchCreateRequest&,
       storage::WatchCallback cb) override {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     callback_ = std::move(cb);
     cv_.notify_all();
     struct NoopWatch : storage::Watch {
@@ -74,10 +74,11 @@ class FakeKV : public storage::KV {
     return std::unique_ptr<storage::Watch>(new NoopWatch);
   }
   void Inject(const etcdserverpb::WatchResponse& r) {
-    std::unique_lock<std::mutex> l(mu_);
-    cv_.wait(l, [&] { return static_cast<bool>(callback_); });
+    MutexLock l(&mu_);
+    cv_.wait(l.native(),
+             [&]() REQUIRES(mu_) { return static_cast<bool>(callback_); });
     auto cb = callback_;
-    l.unlock();
+    l.Unlock();
     cb(r);
   }
 
@@ -104,7 +105,7 @@ class FakeKV : public storage::KV {
  private:
   std::map<std::string, mvccpb::KeyValue> kvs_;
   int64_t revision_ = 1;
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
   storage::WatchCallback callback_;
 };
@@ -181,12 +182,12 @@ double ProcessCpuSeconds() {
 class CountingSink : public WatchSink {
  public:
   CountingSink(std::atomic<int64_t>* total, std::atomic<int64_t>* target,
-               std::mutex* mu, std::condition_variable* cv)
+               Mutex* mu, std::condition_variable* cv)
       : total_(total), target_(target), mu_(mu), cv_(cv) {}
   bool Send(const WatchEventPtr&) override {
     if (total_->fetch_add(1, std::memory_order_relaxed) + 1 ==
         target_->load(std::memory_order_relaxed)) {
-      std::lock_guard<std::mutex> l(*mu_);
+      MutexLock l(mu_);
       cv_->notify_all();
     }
     return true;
@@ -196,7 +197,7 @@ class CountingSink : public WatchSink {
  private:
   std::atomic<int64_t>* total_;
   std::atomic<int64_t>* target_;
-  std::mutex* mu_;
+  Mutex* mu_;
   std::condition_variable* cv_;
 };
 
@@ -210,7 +211,7 @@ void BM_FanOut(benchmark::State& state) {
   constexpr int kBatch = 100;  // events per iteration, one response each
   Harness h(kPods, 1);         // every pod in ns-0
   std::atomic<int64_t> total{0}, target{0};
-  std::mutex mu;
+  Mutex mu;
   std::condition_variable cv;
   std::vector<std::unique_ptr<WatchHandle>> handles;
   for (int i = 0; i < watchers; ++i) {
@@ -259,8 +260,8 @@ void BM_FanOut(benchmark::State& state) {
       r.mutable_header()->set_revision(kv->mod_revision());
       h.kv.Inject(r);
     }
-    std::unique_lock<std::mutex> l(mu);
-    cv.wait(l, [&] { return total.load() >= target.load(); });
+    MutexLock l(&mu);
+    cv.wait(l.native(), [&] { return total.load() >= target.load(); });
   }
   const double cpu = ProcessCpuSeconds() - cpu_start;
   state.SetItemsProcessed(state.iterations() * deliveries_per_batch);

@@ -4,7 +4,6 @@
 
 #include <condition_variable>
 #include <future>
-#include <mutex>
 
 #include "objects/meta.h"
 #include "apiserver/storage/test_store.h"
@@ -73,7 +72,7 @@ class InterceptKV : public storage::KV {
       storage::WatchCallback cb) override {
     std::function<void()> hook;
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       hook = std::move(before_next_watch_);
       before_next_watch_ = nullptr;
     }
@@ -81,14 +80,14 @@ class InterceptKV : public storage::KV {
     auto state = std::make_shared<WatchState>();
     state->cb = std::move(cb);
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       active_ = state;
       ++watches_started_;
     }
     started_cv_.notify_all();
     return real_->StartWatch(
         req, [this, state](const etcdserverpb::WatchResponse& r) {
-          std::lock_guard<std::mutex> l(state->mu);
+          MutexLock l(&state->mu);
           if (state->cut) return;
           if (drop_progress_.load() && r.events_size() == 0 && !r.created() &&
               !r.canceled()) {
@@ -102,11 +101,11 @@ class InterceptKV : public storage::KV {
   void CancelActiveWatch(int64_t compact_revision) {
     std::shared_ptr<WatchState> s;
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       s = active_;
     }
     ASSERT_NE(s, nullptr);
-    std::lock_guard<std::mutex> l(s->mu);
+    MutexLock l(&s->mu);
     s->cut = true;
     etcdserverpb::WatchResponse r;
     r.set_canceled(true);
@@ -115,29 +114,30 @@ class InterceptKV : public storage::KV {
     s->cb(r);
   }
   void BeforeNextWatch(std::function<void()> f) {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     before_next_watch_ = std::move(f);
   }
   void DropProgress(bool drop) { drop_progress_.store(drop); }
   int watches_started() {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     return watches_started_;
   }
   // The cacher starts its n-th storage watch right after its n-th list.
   void WaitWatchesStarted(int n) {
-    std::unique_lock<std::mutex> l(mu_);
-    ASSERT_TRUE(started_cv_.wait_for(l, std::chrono::seconds(20),
-                                     [&] { return watches_started_ >= n; }));
+    MutexLock l(&mu_);
+    ASSERT_TRUE(started_cv_.wait_for(
+        l.native(), std::chrono::seconds(20),
+        [&]() REQUIRES(mu_) { return watches_started_ >= n; }));
   }
 
  private:
   struct WatchState {
-    std::mutex mu;
+    Mutex mu;
     bool cut = false;
     storage::WatchCallback cb;
   };
   storage::KV* real_;
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable started_cv_;
   std::shared_ptr<WatchState> active_;
   std::function<void()> before_next_watch_;
@@ -164,7 +164,7 @@ class RecordingSink : public WatchSink {
   explicit RecordingSink(int accept = -1) : accept_(accept) {}
 
   bool Send(const WatchEventPtr& e) override {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     if (accept_ >= 0 && static_cast<int>(events_.size()) >= accept_) {
       return false;
     }
@@ -173,7 +173,7 @@ class RecordingSink : public WatchSink {
     return true;
   }
   void Close(const Status& s) override {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     ++closes_;
     status_ = s;
     cv_.notify_all();
@@ -182,28 +182,28 @@ class RecordingSink : public WatchSink {
   // Waits (a bounded real time, as a guard) for `n` events; returns what
   // arrived by then, described.
   std::vector<std::string> WaitFor(size_t n) {
-    std::unique_lock<std::mutex> l(mu_);
-    cv_.wait_for(l, std::chrono::seconds(20),
-                 [&] { return events_.size() >= n; });
+    MutexLock l(&mu_);
+    cv_.wait_for(l.native(), std::chrono::seconds(20),
+                 [&]() REQUIRES(mu_) { return events_.size() >= n; });
     return DescribeLocked();
   }
   Status WaitClosed() {
-    std::unique_lock<std::mutex> l(mu_);
-    EXPECT_TRUE(cv_.wait_for(l, std::chrono::seconds(20), [&] {
-      return closes_ > 0;
-    })) << "not closed";
+    MutexLock l(&mu_);
+    EXPECT_TRUE(cv_.wait_for(l.native(), std::chrono::seconds(20),
+                             [&]() REQUIRES(mu_) { return closes_ > 0; }))
+        << "not closed";
     return status_;
   }
   std::vector<std::string> Events() {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     return DescribeLocked();
   }
   std::vector<WatchEventPtr> Raw() {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     return events_;
   }
   int closes() {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     return closes_;
   }
 
@@ -214,7 +214,7 @@ class RecordingSink : public WatchSink {
     return out;
   }
   int accept_;
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
   std::vector<WatchEventPtr> events_;
   int closes_ = 0;
@@ -524,15 +524,14 @@ TEST_F(CacherTest, SlowSinkIsDroppedWithoutAffectingOthers) {
 // Checks order without keeping events: many of these share one counter.
 class OrderSink : public WatchSink {
  public:
-  OrderSink(std::atomic<int64_t>* total, std::mutex* mu,
-            std::condition_variable* cv)
+  OrderSink(std::atomic<int64_t>* total, Mutex* mu, std::condition_variable* cv)
       : total_(total), mu_(mu), cv_(cv) {}
   bool Send(const WatchEventPtr& e) override {
     if (e->revision <= last_) in_order_ = false;
     last_ = e->revision;
     ++count_;
     total_->fetch_add(1);
-    std::lock_guard<std::mutex> l(*mu_);
+    MutexLock l(mu_);
     cv_->notify_all();
     return true;
   }
@@ -543,14 +542,14 @@ class OrderSink : public WatchSink {
 
  private:
   std::atomic<int64_t>* total_;
-  std::mutex* mu_;
+  Mutex* mu_;
   std::condition_variable* cv_;
 };
 
 TEST_F(CacherTest, AThousandWatchersReceiveEveryEventInOrder) {
   StartCacher();
   std::atomic<int64_t> total{0};
-  std::mutex mu;
+  Mutex mu;
   std::condition_variable cv;
   std::vector<std::shared_ptr<OrderSink>> sinks;
   std::vector<std::unique_ptr<WatchHandle>> handles;
@@ -570,8 +569,8 @@ TEST_F(CacherTest, AThousandWatchersReceiveEveryEventInOrder) {
     }
   }
   {
-    std::unique_lock<std::mutex> l(mu);
-    ASSERT_TRUE(cv.wait_for(l, std::chrono::seconds(30), [&] {
+    MutexLock l(&mu);
+    ASSERT_TRUE(cv.wait_for(l.native(), std::chrono::seconds(30), [&] {
       return total.load() >= 1000 * kEvents;
     })) << total.load();
   }

@@ -24,7 +24,7 @@ struct Dispatcher::Watcher {
   std::shared_ptr<WatchSink> sink;
   // Held while the sink is called, so that a handle destroyed on another
   // thread waits for an ongoing Send and no Send follows.
-  std::mutex mu;
+  Mutex mu;
   std::atomic<bool> cancelled{false};
 
   // Dispatch thread only.
@@ -56,7 +56,7 @@ class Dispatcher::Handle : public WatchHandle {
       // already holds the watcher's lock and calls nothing else meanwhile.
       w_->cancelled.store(true);
     } else {
-      std::lock_guard<std::mutex> l(w_->mu);
+      MutexLock l(&w_->mu);
       w_->cancelled.store(true);
     }
     Input in{Input::kRemove};
@@ -75,14 +75,14 @@ Dispatcher::Dispatcher(Options options)
 Dispatcher::~Dispatcher() { Stop(); }
 
 void Dispatcher::Start() {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   if (thread_.joinable() || stopping_) return;
   thread_ = std::thread([this] { Run(); });
 }
 
 void Dispatcher::Stop() {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     stopping_ = true;
   }
   cv_.notify_all();
@@ -96,7 +96,7 @@ void Dispatcher::Stop() {
 
 void Dispatcher::Push(Input in) {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     inbox_.push_back(std::move(in));
   }
   cv_.notify_one();
@@ -135,7 +135,7 @@ std::unique_ptr<WatchHandle> Dispatcher::Register(WatcherInit init) {
   Input in{Input::kRegister};
   in.watcher = w;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     // After Stop nothing would ever close the watcher.
     if (stopping_) return nullptr;
     num_watchers_.fetch_add(1);
@@ -151,12 +151,12 @@ std::unique_ptr<WatchHandle> Dispatcher::Register(WatcherInit init) {
 
 void Dispatcher::Run() {
   thread_id_.store(std::this_thread::get_id());
-  std::unique_lock<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   for (;;) {
     std::vector<Input> batch;
     batch.swap(inbox_);
     const bool stop = stopping_;
-    l.unlock();
+    l.Unlock();
     for (Input& in : batch) Process(in);
     FlushRemovals();
     if (stop) {
@@ -167,13 +167,15 @@ void Dispatcher::Run() {
     const bool more = DrainBacklogs();
     FireTimers();
     FlushRemovals();
-    l.lock();
+    l.Lock();
     if (more || !inbox_.empty() || stopping_) continue;
-    auto woken = [this] { return !inbox_.empty() || stopping_; };
+    auto woken = [this]() REQUIRES(mu_) {
+      return !inbox_.empty() || stopping_;
+    };
     if (timers_.empty()) {
-      cv_.wait(l, woken);
+      cv_.wait(l.native(), woken);
     } else {
-      clock_->WaitUntil(l, cv_, timers_.top().when, woken);
+      clock_->WaitUntil(l.native(), cv_, timers_.top().when, woken);
     }
   }
 }
@@ -320,7 +322,7 @@ bool Dispatcher::Send(Watcher* w, const WatchEventPtr& ev) {
   if (w->closed) return false;
   bool accepted;
   {
-    std::lock_guard<std::mutex> l(w->mu);
+    MutexLock l(&w->mu);
     if (w->cancelled.load()) {
       Remove(w);
       return false;
@@ -347,7 +349,7 @@ void Dispatcher::Remove(Watcher* w) {
 void Dispatcher::Drop(Watcher* w, const Status& reason) {
   if (w->closed) return;
   Remove(w);
-  std::lock_guard<std::mutex> l(w->mu);
+  MutexLock l(&w->mu);
   if (!w->cancelled.load()) w->sink->Close(reason);
   // Let the connection go now rather than when the handle dies.
   w->sink.reset();

@@ -46,7 +46,6 @@
 #include <condition_variable>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <queue>
 #include <string>
 #include <thread>
@@ -56,6 +55,7 @@
 #include "apiserver/cacher/cache_event.h"
 #include "base/clock.h"
 #include "base/metrics.h"
+#include "base/mutex.h"
 
 namespace kplane::apiserver::internal {
 
@@ -93,16 +93,16 @@ class Dispatcher : public std::enable_shared_from_this<Dispatcher> {
   Dispatcher(const Dispatcher&) = delete;
   Dispatcher& operator=(const Dispatcher&) = delete;
 
-  void Start();
+  void Start() EXCLUDES(mu_);
   // Closes every watcher with Close(OK) and ends the thread. Idempotent.
-  void Stop();
+  void Stop() EXCLUDES(mu_);
 
-  void Publish(CacheEventPtr event);
-  void Progress(int64_t revision);
+  void Publish(CacheEventPtr event) EXCLUDES(mu_);
+  void Progress(int64_t revision) EXCLUDES(mu_);
   // Closes every watcher registered so far with Close(OK) (a relist).
-  void CloseAll(int64_t list_revision);
+  void CloseAll(int64_t list_revision) EXCLUDES(mu_);
   // Null once stopped.
-  std::unique_ptr<WatchHandle> Register(WatcherInit init);
+  std::unique_ptr<WatchHandle> Register(WatcherInit init) EXCLUDES(mu_);
 
   size_t num_watchers() const { return num_watchers_.load(); }
 
@@ -126,8 +126,8 @@ class Dispatcher : public std::enable_shared_from_this<Dispatcher> {
   };
   class Handle;
 
-  void Push(Input in);
-  void Run();
+  void Push(Input in) EXCLUDES(mu_);
+  void Run() EXCLUDES(mu_);
   void Process(Input& in);
   void Dispatch(const CacheEventPtr& ev);
   void Deliver(Watcher* w, const CacheEventPtr& ev);
@@ -153,11 +153,13 @@ class Dispatcher : public std::enable_shared_from_this<Dispatcher> {
   Options options_;
   Clock* clock_;
 
-  // The queue.
-  std::mutex mu_;
+  // The queue. Lock order: the cacher's cache lock -> mu_ (changes are
+  // published under it). A watcher's own mutex (held while its sink is
+  // called, on the dispatch thread) is never held together with mu_.
+  Mutex mu_;
   std::condition_variable cv_;
-  std::vector<Input> inbox_;  // guarded by mu_
-  bool stopping_ = false;     // guarded by mu_
+  std::vector<Input> inbox_ GUARDED_BY(mu_);
+  bool stopping_ GUARDED_BY(mu_) = false;
   std::thread thread_;
   std::atomic<std::thread::id> thread_id_;
   std::atomic<uint64_t> next_id_{1};

@@ -143,7 +143,7 @@ std::string FakeApiServer::Url() const {
 void FakeApiServer::Stop() {
   std::vector<FakeListerWatcher*> fakes;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     if (stopped_) return;
     stopped_ = true;
     for (auto& [r, fake] : resources_) fakes.push_back(fake.get());
@@ -152,14 +152,14 @@ void FakeApiServer::Stop() {
   server_.Stop();
   std::vector<std::thread> pumps;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     pumps.swap(pumps_);
   }
   for (std::thread& t : pumps) t.join();
 }
 
 FakeListerWatcher* FakeApiServer::Resource(const objects::ResourceInfo& resource) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   std::unique_ptr<FakeListerWatcher>& slot = resources_[&resource];
   if (slot == nullptr) {
     slot = std::make_unique<FakeListerWatcher>(resource.kind);
@@ -168,19 +168,19 @@ FakeListerWatcher* FakeApiServer::Resource(const objects::ResourceInfo& resource
 }
 
 void FakeApiServer::FailNext(int count, int code, int retry_after_seconds) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   for (int i = 0; i < count; ++i) {
     injected_.push_back({code, retry_after_seconds});
   }
 }
 
 std::vector<std::string> FakeApiServer::Requests() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return requests_;
 }
 
 std::vector<std::string> FakeApiServer::RemoteAddresses() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return remotes_;
 }
 
@@ -188,7 +188,7 @@ void FakeApiServer::Serve(const net::HttpRequest& req,
                           std::shared_ptr<net::Responder> resp) {
   std::optional<Injected> injected;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     requests_.push_back(req.method + " " + req.target);
     remotes_.push_back(req.remote_address);
     if (!injected_.empty()) {
@@ -308,7 +308,7 @@ void FakeApiServer::ServeWatch(const objects::ResourceInfo& resource,
   std::shared_ptr<WatchStream> stream(std::move(*w));
   resp->StartStream(200, {{"Content-Type", "application/json"}});
   resp->OnClose([stream] { stream->Stop(); });
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   if (stopped_) {
     stream->Stop();
     resp->Close();

@@ -26,11 +26,11 @@
 #include <deque>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "base/mutex.h"
 #include "objects/scheme.h"
 #include "informer/fake_list_watcher.h"
 #include "net/http_server.h"
@@ -77,14 +77,14 @@ class FakeApiServer {
 
   const Options options_;
   net::HttpServer server_;
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::map<const objects::ResourceInfo*, std::unique_ptr<FakeListerWatcher>>
-      resources_;
-  std::deque<Injected> injected_;
-  std::vector<std::string> requests_;
-  std::vector<std::string> remotes_;
-  std::vector<std::thread> pumps_;
-  bool stopped_ = false;
+      resources_ GUARDED_BY(mu_);
+  std::deque<Injected> injected_ GUARDED_BY(mu_);
+  std::vector<std::string> requests_ GUARDED_BY(mu_);
+  std::vector<std::string> remotes_ GUARDED_BY(mu_);
+  std::vector<std::thread> pumps_ GUARDED_BY(mu_);
+  bool stopped_ GUARDED_BY(mu_) = false;
 };
 
 }  // namespace kplane::informer

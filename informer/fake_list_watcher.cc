@@ -9,15 +9,15 @@
 namespace kplane::informer {
 
 struct FakeListerWatcher::StreamState {
-  std::mutex mu;
+  Mutex mu;
   std::condition_variable cv;
-  std::deque<WatchEvent> events;
-  bool ended = false;
-  Status result;
-  bool allow_bookmarks = false;
+  std::deque<WatchEvent> events GUARDED_BY(mu);
+  bool ended GUARDED_BY(mu) = false;
+  Status result GUARDED_BY(mu);
+  bool allow_bookmarks = false;  // set before the stream is shared
 
   void Push(WatchEvent e) {
-    std::lock_guard<std::mutex> l(mu);
+    MutexLock l(&mu);
     if (ended) return;
     events.push_back(std::move(e));
     cv.notify_all();
@@ -25,7 +25,7 @@ struct FakeListerWatcher::StreamState {
   // Events already queued are still delivered, as bytes the server wrote
   // before closing still arrive; Stop() drops them.
   void End(Status s, bool drop_queued = false) {
-    std::lock_guard<std::mutex> l(mu);
+    MutexLock l(&mu);
     if (drop_queued) events.clear();
     if (ended) return;
     ended = true;
@@ -33,7 +33,7 @@ struct FakeListerWatcher::StreamState {
     cv.notify_all();
   }
   bool Ended() {
-    std::lock_guard<std::mutex> l(mu);
+    MutexLock l(&mu);
     return ended;
   }
 };
@@ -45,16 +45,17 @@ class FakeListerWatcher::Stream : public WatchStream {
   ~Stream() override { Stop(); }
 
   bool Next(WatchEvent* event) override {
-    std::unique_lock<std::mutex> l(state_->mu);
-    state_->cv.wait(l,
-                    [&] { return !state_->events.empty() || state_->ended; });
+    MutexLock l(&state_->mu);
+    state_->cv.wait(l.native(), [&]() REQUIRES(state_->mu) {
+      return !state_->events.empty() || state_->ended;
+    });
     if (state_->events.empty()) return false;
     *event = std::move(state_->events.front());
     state_->events.pop_front();
     return true;
   }
   Status Result() const override {
-    std::lock_guard<std::mutex> l(state_->mu);
+    MutexLock l(&state_->mu);
     return state_->result;
   }
   void Stop() override {
@@ -94,7 +95,7 @@ void FakeListerWatcher::Broadcast(const HistoryEvent& e) {
 
 StatusOr<ObjectPtr> FakeListerWatcher::Create(
     const google::protobuf::Message& obj) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   const std::string key = KeyOf(objects::Namespace(obj), objects::Name(obj));
   auto it = versions_.find(key);
   if (it != versions_.end() && it->second.back().object != nullptr) {
@@ -113,7 +114,7 @@ StatusOr<ObjectPtr> FakeListerWatcher::Create(
 
 StatusOr<ObjectPtr> FakeListerWatcher::Update(
     const google::protobuf::Message& obj) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   const std::string key = KeyOf(objects::Namespace(obj), objects::Name(obj));
   auto it = versions_.find(key);
   if (it == versions_.end() || it->second.back().object == nullptr) {
@@ -137,7 +138,7 @@ StatusOr<ObjectPtr> FakeListerWatcher::Update(
 
 StatusOr<ObjectPtr> FakeListerWatcher::Delete(const std::string& ns,
                                               const std::string& name) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   const std::string key = KeyOf(ns, name);
   auto it = versions_.find(key);
   if (it == versions_.end() || it->second.back().object == nullptr) {
@@ -155,7 +156,7 @@ StatusOr<ObjectPtr> FakeListerWatcher::Delete(const std::string& ns,
 
 StatusOr<ObjectPtr> FakeListerWatcher::Get(const std::string& ns,
                                            const std::string& name) const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   auto it = versions_.find(KeyOf(ns, name));
   if (it == versions_.end() || it->second.back().object == nullptr) {
     return NotFoundError("\"" + KeyOf(ns, name) + "\" not found");
@@ -164,7 +165,7 @@ StatusOr<ObjectPtr> FakeListerWatcher::Get(const std::string& ns,
 }
 
 void FakeListerWatcher::Compact(int64_t revision) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   if (revision <= 0 || revision > revision_) revision = revision_;
   if (revision <= compacted_) return;
   compacted_ = revision;
@@ -175,9 +176,10 @@ void FakeListerWatcher::Compact(int64_t revision) {
   // visible at it (unless that one is a deletion).
   for (auto it = versions_.begin(); it != versions_.end();) {
     std::vector<Version>& v = it->second;
-    auto first_after = std::find_if(v.begin(), v.end(), [&](const Version& x) {
-      return x.revision > compacted_;
-    });
+    auto first_after =
+        std::find_if(v.begin(), v.end(), [&](const Version& x) REQUIRES(mu_) {
+          return x.revision > compacted_;
+        });
     if (first_after != v.begin()) {
       auto visible = std::prev(first_after);
       if (visible->object == nullptr) ++visible;
@@ -188,17 +190,17 @@ void FakeListerWatcher::Compact(int64_t revision) {
 }
 
 int64_t FakeListerWatcher::Revision() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return revision_;
 }
 
 void FakeListerWatcher::AdvanceRevision(int64_t n) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   revision_ += n;
 }
 
 int64_t FakeListerWatcher::CompactedRevision() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return compacted_;
 }
 
@@ -221,7 +223,7 @@ std::vector<ObjectPtr> FakeListerWatcher::SnapshotAt(
 }
 
 StatusOr<ListResult> FakeListerWatcher::List(const ListOptions& options) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   list_calls_.push_back(options);
   calls_cv_.notify_all();
   if (!list_failures_.empty()) {
@@ -292,7 +294,7 @@ StatusOr<ListResult> FakeListerWatcher::List(const ListOptions& options) {
 
 StatusOr<std::unique_ptr<WatchStream>> FakeListerWatcher::Watch(
     const ListOptions& options) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   watch_calls_.push_back(options);
   calls_cv_.notify_all();
   if (!watch_failures_.empty()) {
@@ -338,7 +340,7 @@ StatusOr<std::unique_ptr<WatchStream>> FakeListerWatcher::Watch(
 }
 
 void FakeListerWatcher::SendBookmark() {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   ObjectPtr bookmark = Bookmark(revision_);
   for (const auto& s : streams_) {
     if (s->allow_bookmarks) {
@@ -348,13 +350,13 @@ void FakeListerWatcher::SendBookmark() {
 }
 
 void FakeListerWatcher::CloseWatches(Status result) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   for (const auto& s : streams_) s->End(result);
   streams_.clear();
 }
 
 void FakeListerWatcher::SendWatchError(const Status& error) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   for (const auto& s : streams_) {
     s->Push(WatchEvent{.type = EventType::kError, .error = error});
     s->End(Status::Ok());
@@ -363,40 +365,44 @@ void FakeListerWatcher::SendWatchError(const Status& error) {
 }
 
 void FakeListerWatcher::FailNextLists(Status error, int count) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   for (int i = 0; i < count; ++i) list_failures_.push_back(error);
 }
 
 void FakeListerWatcher::FailNextWatches(Status error, int count) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   for (int i = 0; i < count; ++i) watch_failures_.push_back(error);
 }
 
 std::vector<ListOptions> FakeListerWatcher::ListCalls() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return list_calls_;
 }
 
 std::vector<ListOptions> FakeListerWatcher::WatchCalls() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return watch_calls_;
 }
 
 int FakeListerWatcher::OpenWatches() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   int n = 0;
   for (const auto& s : streams_) n += s->Ended() ? 0 : 1;
   return n;
 }
 
 void FakeListerWatcher::WaitForListCalls(int n) const {
-  std::unique_lock<std::mutex> l(mu_);
-  calls_cv_.wait(l, [&] { return static_cast<int>(list_calls_.size()) >= n; });
+  MutexLock l(&mu_);
+  calls_cv_.wait(l.native(), [&]() REQUIRES(mu_) {
+    return static_cast<int>(list_calls_.size()) >= n;
+  });
 }
 
 void FakeListerWatcher::WaitForWatchCalls(int n) const {
-  std::unique_lock<std::mutex> l(mu_);
-  calls_cv_.wait(l, [&] { return static_cast<int>(watch_calls_.size()) >= n; });
+  MutexLock l(&mu_);
+  calls_cv_.wait(l.native(), [&]() REQUIRES(mu_) {
+    return static_cast<int>(watch_calls_.size()) >= n;
+  });
 }
 
 }  // namespace kplane::informer

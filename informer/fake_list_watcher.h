@@ -42,10 +42,10 @@
 #include <deque>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "base/mutex.h"
 #include "informer/list_watch.h"
 
 namespace kplane::informer {
@@ -112,22 +112,25 @@ class FakeListerWatcher : public ListerWatcher {
   struct StreamState;
 
   static std::string KeyOf(const std::string& ns, const std::string& name);
-  void Broadcast(const HistoryEvent& e);  // mu_ held
+  void Broadcast(const HistoryEvent& e) REQUIRES(mu_);
   ObjectPtr Bookmark(int64_t revision) const;
   // Objects as of `revision` in key order, from key `after` (exclusive).
   std::vector<ObjectPtr> SnapshotAt(int64_t revision,
-                                    const std::string& after) const;
+                                    const std::string& after) const
+      REQUIRES(mu_);
 
   const objects::KindInfo* const kind_;
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   mutable std::condition_variable calls_cv_;
-  int64_t revision_ = 0;
-  int64_t compacted_ = 0;
-  int64_t next_uid_ = 1;
-  std::map<std::string, std::vector<Version>> versions_;  // oldest first
-  std::deque<HistoryEvent> history_;                      // after compacted_
-  std::vector<std::shared_ptr<StreamState>> streams_;     // open watches
-  std::vector<ListOptions> list_calls_;
+  int64_t revision_ GUARDED_BY(mu_) = 0;
+  int64_t compacted_ GUARDED_BY(mu_) = 0;
+  int64_t next_uid_ GUARDED_BY(mu_) = 1;
+  // Oldest first
+  std::map<std::string, std::vector<Version>> versions_ GUARDED_BY(mu_);
+  std::deque<HistoryEvent> history_ GUARDED_BY(mu_);  // after compacted_
+  // Open watches
+  std::vector<std::shared_ptr<StreamState>> streams_ GUARDED_BY(mu_);
+  std::vector<ListOptions> list_calls_ GUARDED_BY(mu_);
   std::vector<ListOptions> watch_calls_;
   std::deque<Status> list_failures_;
   std::deque<Status> watch_failures_;

@@ -1,7 +1,5 @@
 #include "informer/indexer.h"
 
-#include <mutex>
-
 #include "objects/meta.h"
 #include "base/logging.h"
 
@@ -65,7 +63,7 @@ void Indexer::Unfile(const std::string& key,
 
 ObjectPtr Indexer::Upsert(ObjectPtr obj) {
   std::string key = ObjectKey(*obj);
-  std::unique_lock<std::shared_mutex> l(mu_);
+  WriterLock l(&mu_);
   ObjectPtr& slot = items_[key];
   ObjectPtr old = std::move(slot);
   if (old != nullptr) Unfile(key, *old);
@@ -75,7 +73,7 @@ ObjectPtr Indexer::Upsert(ObjectPtr obj) {
 }
 
 ObjectPtr Indexer::Delete(const std::string& key) {
-  std::unique_lock<std::shared_mutex> l(mu_);
+  WriterLock l(&mu_);
   auto it = items_.find(key);
   if (it == items_.end()) return nullptr;
   ObjectPtr old = std::move(it->second);
@@ -85,7 +83,7 @@ ObjectPtr Indexer::Delete(const std::string& key) {
 }
 
 void Indexer::Replace(std::vector<ObjectPtr> objects) {
-  std::unique_lock<std::shared_mutex> l(mu_);
+  WriterLock l(&mu_);
   items_.clear();
   for (auto& [name, index] : indices_) index.clear();
   for (ObjectPtr& obj : objects) {
@@ -98,13 +96,13 @@ void Indexer::Replace(std::vector<ObjectPtr> objects) {
 }
 
 ObjectPtr Indexer::Get(const std::string& key) const {
-  std::shared_lock<std::shared_mutex> l(mu_);
+  ReaderLock l(&mu_);
   auto it = items_.find(key);
   return it == items_.end() ? nullptr : it->second;
 }
 
 std::vector<ObjectPtr> Indexer::List() const {
-  std::shared_lock<std::shared_mutex> l(mu_);
+  ReaderLock l(&mu_);
   std::vector<ObjectPtr> out;
   out.reserve(items_.size());
   for (const auto& [key, obj] : items_) out.push_back(obj);
@@ -112,7 +110,7 @@ std::vector<ObjectPtr> Indexer::List() const {
 }
 
 std::vector<std::string> Indexer::ListKeys() const {
-  std::shared_lock<std::shared_mutex> l(mu_);
+  ReaderLock l(&mu_);
   std::vector<std::string> out;
   out.reserve(items_.size());
   for (const auto& [key, obj] : items_) out.push_back(key);
@@ -120,13 +118,13 @@ std::vector<std::string> Indexer::ListKeys() const {
 }
 
 size_t Indexer::Size() const {
-  std::shared_lock<std::shared_mutex> l(mu_);
+  ReaderLock l(&mu_);
   return items_.size();
 }
 
 StatusOr<std::vector<std::string>> Indexer::IndexKeys(
     std::string_view index_name, std::string_view value) const {
-  std::shared_lock<std::shared_mutex> l(mu_);
+  ReaderLock l(&mu_);
   auto idx = indices_.find(index_name);
   if (idx == indices_.end()) {
     return NotFoundError("index \"" + std::string(index_name) +
@@ -139,7 +137,7 @@ StatusOr<std::vector<std::string>> Indexer::IndexKeys(
 
 StatusOr<std::vector<ObjectPtr>> Indexer::ByIndex(
     std::string_view index_name, std::string_view value) const {
-  std::shared_lock<std::shared_mutex> l(mu_);
+  ReaderLock l(&mu_);
   auto idx = indices_.find(index_name);
   if (idx == indices_.end()) {
     return NotFoundError("index \"" + std::string(index_name) +
@@ -160,7 +158,7 @@ StatusOr<std::vector<ObjectPtr>> Indexer::ByIndex(
 
 StatusOr<std::vector<ObjectPtr>> Indexer::Index(
     std::string_view index_name, const google::protobuf::Message& obj) const {
-  std::shared_lock<std::shared_mutex> l(mu_);
+  ReaderLock l(&mu_);
   auto fn = indexers_.find(std::string(index_name));
   auto idx = indices_.find(index_name);
   if (fn == indexers_.end() || idx == indices_.end()) {
@@ -181,7 +179,7 @@ StatusOr<std::vector<ObjectPtr>> Indexer::Index(
 
 StatusOr<std::vector<std::string>> Indexer::ListIndexValues(
     std::string_view index_name) const {
-  std::shared_lock<std::shared_mutex> l(mu_);
+  ReaderLock l(&mu_);
   auto idx = indices_.find(index_name);
   if (idx == indices_.end()) {
     return NotFoundError("index \"" + std::string(index_name) +
@@ -194,12 +192,12 @@ StatusOr<std::vector<std::string>> Indexer::ListIndexValues(
 }
 
 bool Indexer::HasIndex(std::string_view index_name) const {
-  std::shared_lock<std::shared_mutex> l(mu_);
+  ReaderLock l(&mu_);
   return indices_.find(index_name) != indices_.end();
 }
 
 Status Indexer::AddIndexers(Indexers indexers) {
-  std::unique_lock<std::shared_mutex> l(mu_);
+  WriterLock l(&mu_);
   for (const auto& [name, fn] : indexers) {
     if (indexers_.count(name) != 0) {
       return AlreadyExistsError("indexer \"" + name + "\" already exists");

@@ -36,11 +36,11 @@
 #include <functional>
 #include <map>
 #include <set>
-#include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/statusor.h"
 #include "informer/watch.h"
 
@@ -71,45 +71,50 @@ class Indexer {
 
   // Adds or replaces the object under its key; returns the previous object
   // (null if none).
-  ObjectPtr Upsert(ObjectPtr obj);
+  ObjectPtr Upsert(ObjectPtr obj) EXCLUDES(mu_);
   // Removes the key; returns the removed object (null if none).
-  ObjectPtr Delete(const std::string& key);
+  ObjectPtr Delete(const std::string& key) EXCLUDES(mu_);
   // Replaces the whole content (indices rebuilt).
-  void Replace(std::vector<ObjectPtr> objects);
+  void Replace(std::vector<ObjectPtr> objects) EXCLUDES(mu_);
 
-  ObjectPtr Get(const std::string& key) const;  // null if absent
-  std::vector<ObjectPtr> List() const;
-  std::vector<std::string> ListKeys() const;
-  size_t Size() const;
+  ObjectPtr Get(const std::string& key) const EXCLUDES(mu_);  // null if absent
+  std::vector<ObjectPtr> List() const EXCLUDES(mu_);
+  std::vector<std::string> ListKeys() const EXCLUDES(mu_);
+  size_t Size() const EXCLUDES(mu_);
 
   // Objects filed under `value` in index `index_name`.
   StatusOr<std::vector<ObjectPtr>> ByIndex(std::string_view index_name,
-                                           std::string_view value) const;
+                                           std::string_view value) const
+      EXCLUDES(mu_);
   StatusOr<std::vector<std::string>> IndexKeys(std::string_view index_name,
-                                               std::string_view value) const;
+                                               std::string_view value) const
+      EXCLUDES(mu_);
   // Objects whose index values intersect those of `obj` (client-go's
   // Index()).
   StatusOr<std::vector<ObjectPtr>> Index(
-      std::string_view index_name, const google::protobuf::Message& obj) const;
+      std::string_view index_name, const google::protobuf::Message& obj) const
+      EXCLUDES(mu_);
   // Every value of the index that has at least one object.
   StatusOr<std::vector<std::string>> ListIndexValues(
-      std::string_view index_name) const;
-  bool HasIndex(std::string_view index_name) const;
+      std::string_view index_name) const EXCLUDES(mu_);
+  bool HasIndex(std::string_view index_name) const EXCLUDES(mu_);
 
   // Adds indices, filing the existing objects under them too.
-  Status AddIndexers(Indexers indexers);
+  Status AddIndexers(Indexers indexers) EXCLUDES(mu_);
 
  private:
   using IndexMap = std::map<std::string, std::set<std::string>, std::less<>>;
 
   // mu_ held for writing.
-  void File(const std::string& key, const google::protobuf::Message& obj);
-  void Unfile(const std::string& key, const google::protobuf::Message& obj);
+  void File(const std::string& key, const google::protobuf::Message& obj)
+      REQUIRES(mu_);
+  void Unfile(const std::string& key, const google::protobuf::Message& obj)
+      REQUIRES(mu_);
 
-  mutable std::shared_mutex mu_;
-  std::map<std::string, ObjectPtr, std::less<>> items_;
-  Indexers indexers_;
-  std::map<std::string, IndexMap, std::less<>> indices_;
+  mutable SharedMutex mu_;
+  std::map<std::string, ObjectPtr, std::less<>> items_ GUARDED_BY(mu_);
+  Indexers indexers_ GUARDED_BY(mu_);
+  std::map<std::string, IndexMap, std::less<>> indices_ GUARDED_BY(mu_);
 };
 
 }  // namespace kplane::informer

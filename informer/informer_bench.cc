@@ -5,8 +5,8 @@
 
 #include <atomic>
 #include <condition_variable>
-#include <mutex>
 
+#include "base/mutex.h"
 #include "objects/codec.h"
 #include "objects/meta.h"
 #include "informer/fake_api_server.h"
@@ -143,19 +143,19 @@ BENCHMARK(BM_WorkQueueAddGetDone);
 void BM_InformerDelivery(benchmark::State& state) {
   auto fake = std::make_shared<FakeListerWatcher>(Pods()->kind);
   SharedIndexInformer informer(fake);
-  std::mutex mu;
+  Mutex mu;
   std::condition_variable cv;
   int64_t delivered = 0;
   informer.AddEventHandler(
       EventHandlerFuncs{.on_add =
                             [&](const ObjectPtr&, bool) {
-                              std::lock_guard<std::mutex> l(mu);
+                              MutexLock l(&mu);
                               ++delivered;
                               cv.notify_all();
                             },
                         .on_update =
                             [&](const ObjectPtr&, const ObjectPtr&) {
-                              std::lock_guard<std::mutex> l(mu);
+                              MutexLock l(&mu);
                               ++delivered;
                               cv.notify_all();
                             }});
@@ -177,9 +177,9 @@ void BM_InformerDelivery(benchmark::State& state) {
     }
     created = true;
     sent += static_cast<int64_t>(pods.size());
-    std::unique_lock<std::mutex> l(mu);
-    cv.wait(l, [&] { return delivered >= sent; });
-    l.unlock();
+    MutexLock l(&mu);
+    cv.wait(l.native(), [&] { return delivered >= sent; });
+    l.Unlock();
     fake->Compact();  // keep the fake's history bounded
   }
   state.SetItemsProcessed(sent);

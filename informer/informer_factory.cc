@@ -19,7 +19,7 @@ SharedIndexInformer* SharedInformerFactory::InformerFor(
 
 SharedIndexInformer* SharedInformerFactory::InformerFor(
     const objects::ResourceInfo& resource, const ListWatchScope& scope) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   Key key{&resource, scope};
   auto it = informers_.find(key);
   if (it != informers_.end()) return it->second.get();
@@ -37,7 +37,7 @@ SharedIndexInformer* SharedInformerFactory::InformerFor(
 }
 
 void SharedInformerFactory::Start() {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   for (auto& [key, informer] : informers_) {
     if (started_[key]) continue;
     informer->Start();
@@ -48,7 +48,7 @@ void SharedInformerFactory::Start() {
 bool SharedInformerFactory::WaitForCacheSync(Duration timeout) {
   std::vector<SharedIndexInformer*> started;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     for (auto& [key, informer] : informers_) {
       if (started_[key]) started.push_back(informer.get());
     }
@@ -68,7 +68,7 @@ bool SharedInformerFactory::WaitForCacheSync(Duration timeout) {
 void SharedInformerFactory::Shutdown() {
   std::vector<SharedIndexInformer*> all;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     for (auto& [key, informer] : informers_) all.push_back(informer.get());
   }
   for (SharedIndexInformer* informer : all) informer->Stop();

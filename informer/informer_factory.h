@@ -23,11 +23,11 @@
 
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <utility>
 
 #include "base/logging.h"
+#include "base/mutex.h"
 #include "informer/lister.h"
 #include "informer/rest_client.h"
 #include "informer/shared_informer.h"
@@ -76,9 +76,10 @@ class SharedInformerFactory {
   RestClient* const client_;
   const InformerFactoryOptions options_;
   Clock* const clock_;
-  std::mutex mu_;
-  std::map<Key, std::unique_ptr<SharedIndexInformer>> informers_;
-  std::map<Key, bool> started_;
+  Mutex mu_;
+  std::map<Key, std::unique_ptr<SharedIndexInformer>> informers_
+      GUARDED_BY(mu_);
+  std::map<Key, bool> started_ GUARDED_BY(mu_);
 };
 
 }  // namespace kplane::informer

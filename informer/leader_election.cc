@@ -52,7 +52,7 @@ StatusOr<LeaderElectionRecord> LeaseLock::Get() {
   ASSIGN_OR_RETURN(std::unique_ptr<objects::coordinationv1::Lease> lease,
                    client_->Get<objects::coordinationv1::Lease>(ns_, name_));
   LeaderElectionRecord r = SpecToRecord(lease->spec());
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   lease_ = std::move(lease);
   return r;
 }
@@ -64,7 +64,7 @@ Status LeaseLock::Create(const LeaderElectionRecord& record) {
   RecordToSpec(record, lease.mutable_spec());
   ASSIGN_OR_RETURN(std::unique_ptr<objects::coordinationv1::Lease> created,
                    client_->Create(lease));
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   lease_ = std::move(created);
   return Status::Ok();
 }
@@ -72,7 +72,7 @@ Status LeaseLock::Create(const LeaderElectionRecord& record) {
 Status LeaseLock::Update(const LeaderElectionRecord& record) {
   objects::coordinationv1::Lease lease;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     if (lease_ == nullptr) {
       return FailedPreconditionError("lease not read yet: Get() first");
     }
@@ -81,7 +81,7 @@ Status LeaseLock::Update(const LeaderElectionRecord& record) {
   RecordToSpec(record, lease.mutable_spec());
   ASSIGN_OR_RETURN(std::unique_ptr<objects::coordinationv1::Lease> updated,
                    client_->Update(lease));
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   lease_ = std::move(updated);
   return Status::Ok();
 }
@@ -90,17 +90,17 @@ Status LeaseLock::Update(const LeaderElectionRecord& record) {
 // Leadership
 
 bool Leadership::Lost() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return lost_;
 }
 
 void Leadership::WaitUntilLost() const {
-  std::unique_lock<std::mutex> l(mu_);
-  cv_.wait(l, [&] { return lost_; });
+  MutexLock l(&mu_);
+  cv_.wait(l.native(), [&]() REQUIRES(mu_) { return lost_; });
 }
 
 void Leadership::MarkLost() {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   lost_ = true;
   cv_.notify_all();
 }
@@ -144,25 +144,25 @@ LeaderElector::LeaderElector(LeaderElectionConfig config)
 LeaderElector::~LeaderElector() { Stop(); }
 
 void LeaderElector::Start() {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   CHECK(!run_thread_.joinable()) << config_.name << " started twice";
   run_thread_ = std::thread([this] { Run(); });
 }
 
 void LeaderElector::Stop() {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     stopping_ = true;
   }
   cv_.notify_all();
   if (run_thread_.joinable()) run_thread_.join();
   {
     // Run() may be on the owner's thread rather than run_thread_.
-    std::unique_lock<std::mutex> l(mu_);
-    cv_.wait(l, [&] { return !running_; });
+    MutexLock l(&mu_);
+    cv_.wait(l.native(), [&]() REQUIRES(mu_) { return !running_; });
   }
   {
-    std::lock_guard<std::mutex> l(cb_mu_);
+    MutexLock l(&cb_mu_);
     cb_done_ = true;
   }
   cb_cv_.notify_all();
@@ -170,51 +170,54 @@ void LeaderElector::Stop() {
 }
 
 bool LeaderElector::IsLeader() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return leading_;
 }
 
 std::string LeaderElector::GetLeader() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return observed_.has_value() ? observed_->holder_identity : "";
 }
 
 void LeaderElector::Post(std::function<void()> callback) {
   {
-    std::lock_guard<std::mutex> l(cb_mu_);
+    MutexLock l(&cb_mu_);
     callbacks_.push_back(std::move(callback));
   }
   cb_cv_.notify_all();
 }
 
 void LeaderElector::CallbackLoop() {
-  std::unique_lock<std::mutex> l(cb_mu_);
+  MutexLock l(&cb_mu_);
   for (;;) {
-    cb_cv_.wait(l, [&] { return cb_done_ || !callbacks_.empty(); });
+    cb_cv_.wait(l.native(), [&]() REQUIRES(cb_mu_) {
+      return cb_done_ || !callbacks_.empty();
+    });
     if (callbacks_.empty()) return;  // done and drained
     std::function<void()> cb = std::move(callbacks_.front());
     callbacks_.pop_front();
-    l.unlock();
+    l.Unlock();
     cb();
-    l.lock();
+    l.Lock();
   }
 }
 
 bool LeaderElector::Sleep(Duration d) {
-  std::unique_lock<std::mutex> l(mu_);
-  clock_->WaitUntil(l, cv_, clock_->Now() + d, [&] { return stopping_; });
+  MutexLock l(&mu_);
+  clock_->WaitUntil(l.native(), cv_, clock_->Now() + d,
+                    [&]() REQUIRES(mu_) { return stopping_; });
   return !stopping_;
 }
 
 void LeaderElector::Run() {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     if (stopping_ || running_) return;
     running_ = true;
   }
   RunOnce();
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     running_ = false;
   }
   cv_.notify_all();
@@ -224,7 +227,7 @@ void LeaderElector::RunOnce() {
   if (!Acquire()) return;
   auto leadership = std::make_shared<Leadership>();
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     leadership_ = leadership;
     leading_ = true;
   }
@@ -232,7 +235,7 @@ void LeaderElector::RunOnce() {
   Renew();
   bool stopping;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     leading_ = false;
     stopping = stopping_;
   }
@@ -246,7 +249,7 @@ bool LeaderElector::Acquire() {
             << config_.lock->Describe() << " as " << config_.lock->Identity();
   for (;;) {
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       if (stopping_) return false;
     }
     if (TryAcquireOrRenew()) {
@@ -300,7 +303,7 @@ bool LeaderElector::TryAcquireOrRenew() {
   auto set_observed = [&](const LeaderElectionRecord& r) {
     std::string new_holder;
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       const bool holder_changed =
           !observed_.has_value() ||
           observed_->holder_identity != r.holder_identity;
@@ -337,7 +340,7 @@ bool LeaderElector::TryAcquireOrRenew() {
   bool valid;
   std::string new_holder;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     if (!observed_.has_value() || *observed_ != *old) {
       if (!observed_.has_value() ||
           observed_->holder_identity != old->holder_identity) {
@@ -385,7 +388,7 @@ void LeaderElector::Release() {
                  << config_.lock->Describe() << ": " << s;
     return;
   }
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   observed_ = record;
   observed_time_ = clock_->Now();
 }

@@ -45,12 +45,12 @@
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <random>
 #include <string>
 #include <thread>
 
+#include "base/mutex.h"
 #include "objects/types.h"
 #include "base/clock.h"
 #include "base/statusor.h"
@@ -103,8 +103,9 @@ class LeaseLock : public ResourceLock {
  private:
   RestClient* const client_;
   const std::string ns_, name_, identity_;
-  std::mutex mu_;
-  std::unique_ptr<objects::coordinationv1::Lease> lease_;  // as last read/written
+  Mutex mu_;
+  // As last read/written
+  std::unique_ptr<objects::coordinationv1::Lease> lease_ GUARDED_BY(mu_);
 };
 
 // Handed to on_started_leading.
@@ -117,9 +118,9 @@ class Leadership {
  private:
   friend class LeaderElector;
   void MarkLost();
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   mutable std::condition_variable cv_;
-  bool lost_ = false;
+  bool lost_ GUARDED_BY(mu_) = false;
 };
 
 struct LeaderElectionConfig {
@@ -177,21 +178,21 @@ class LeaderElector {
   Clock* const clock_;
   std::mt19937_64 rng_;
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable cv_;
-  bool stopping_ = false;
-  bool running_ = false;  // inside Run(), on whichever thread
-  bool leading_ = false;
-  std::optional<LeaderElectionRecord> observed_;
-  TimePoint observed_time_{};
+  bool stopping_ GUARDED_BY(mu_) = false;
+  bool running_ GUARDED_BY(mu_) = false;  // inside Run(), on whichever thread
+  bool leading_ GUARDED_BY(mu_) = false;
+  std::optional<LeaderElectionRecord> observed_ GUARDED_BY(mu_);
+  TimePoint observed_time_ GUARDED_BY(mu_) = {};
+  std::shared_ptr<Leadership> leadership_ GUARDED_BY(mu_);
   std::thread run_thread_;
 
-  std::mutex cb_mu_;
+  Mutex cb_mu_;
   std::condition_variable cb_cv_;
-  std::deque<std::function<void()>> callbacks_;
-  bool cb_done_ = false;
+  std::deque<std::function<void()>> callbacks_ GUARDED_BY(cb_mu_);
+  bool cb_done_ GUARDED_BY(cb_mu_) = false;
   std::thread cb_thread_;
-  std::shared_ptr<Leadership> leadership_;
 };
 
 }  // namespace kplane::informer

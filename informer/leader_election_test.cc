@@ -18,7 +18,7 @@ using testing::Recorder;
 // locking: an update must carry the version its writer last read.
 class FakeRecordStore {
  public:
-  std::mutex mu;
+  Mutex mu;
   std::optional<LeaderElectionRecord> record;
   int64_t version = 0;
   int fail_updates = 0;  // the next N updates fail (API server trouble)
@@ -30,20 +30,20 @@ class FakeLock : public ResourceLock {
       : store_(store), identity_(std::move(identity)) {}
 
   StatusOr<LeaderElectionRecord> Get() override {
-    std::lock_guard<std::mutex> l(store_->mu);
+    MutexLock l(&store_->mu);
     if (!store_->record.has_value()) return NotFoundError("no lease");
     read_version_ = store_->version;
     return *store_->record;
   }
   Status Create(const LeaderElectionRecord& r) override {
-    std::lock_guard<std::mutex> l(store_->mu);
+    MutexLock l(&store_->mu);
     if (store_->record.has_value()) return AlreadyExistsError("exists");
     store_->record = r;
     read_version_ = ++store_->version;
     return Status::Ok();
   }
   Status Update(const LeaderElectionRecord& r) override {
-    std::lock_guard<std::mutex> l(store_->mu);
+    MutexLock l(&store_->mu);
     if (store_->fail_updates > 0) {
       --store_->fail_updates;
       return UnavailableError("apiserver down");
@@ -122,12 +122,12 @@ class LeaderElectionTest : public ::testing::Test {
   }
 
   LeaderElectionRecord Record() {
-    std::lock_guard<std::mutex> l(store_.mu);
+    MutexLock l(&store_.mu);
     return *store_.record;
   }
 
   void SetFailUpdates(int n) {
-    std::lock_guard<std::mutex> l(store_.mu);
+    MutexLock l(&store_.mu);
     store_.fail_updates = n;
   }
 

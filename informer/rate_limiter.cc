@@ -12,7 +12,7 @@ ItemExponentialFailureRateLimiter::ItemExponentialFailureRateLimiter(
 Duration ItemExponentialFailureRateLimiter::When(const std::string& item) {
   int exp;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     exp = failures_[item]++;
   }
   // In doubles, so 2^exp cannot overflow an integer.
@@ -22,13 +22,13 @@ Duration ItemExponentialFailureRateLimiter::When(const std::string& item) {
 }
 
 void ItemExponentialFailureRateLimiter::Forget(const std::string& item) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   failures_.erase(item);
 }
 
 int ItemExponentialFailureRateLimiter::NumRequeues(
     const std::string& item) const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   auto it = failures_.find(item);
   return it == failures_.end() ? 0 : it->second;
 }
@@ -38,18 +38,18 @@ ItemFastSlowRateLimiter::ItemFastSlowRateLimiter(Duration fast, Duration slow,
     : fast_(fast), slow_(slow), max_fast_(max_fast_attempts) {}
 
 Duration ItemFastSlowRateLimiter::When(const std::string& item) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   int n = ++failures_[item];
   return n <= max_fast_ ? fast_ : slow_;
 }
 
 void ItemFastSlowRateLimiter::Forget(const std::string& item) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   failures_.erase(item);
 }
 
 int ItemFastSlowRateLimiter::NumRequeues(const std::string& item) const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   auto it = failures_.find(item);
   return it == failures_.end() ? 0 : it->second;
 }
@@ -62,7 +62,7 @@ BucketRateLimiter::BucketRateLimiter(double qps, int burst, Clock* clock)
       last_(clock_->Now()) {}
 
 Duration BucketRateLimiter::When(const std::string&) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   TimePoint now = clock_->Now();
   double elapsed = std::chrono::duration<double>(now - last_).count();
   last_ = now;

@@ -22,11 +22,11 @@
 
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "base/clock.h"
+#include "base/mutex.h"
 
 namespace kplane::informer {
 
@@ -51,8 +51,8 @@ class ItemExponentialFailureRateLimiter : public RateLimiter {
 
  private:
   const Duration base_, max_;
-  mutable std::mutex mu_;
-  std::map<std::string, int> failures_;
+  mutable Mutex mu_;
+  std::map<std::string, int> failures_ GUARDED_BY(mu_);
 };
 
 class ItemFastSlowRateLimiter : public RateLimiter {
@@ -65,8 +65,8 @@ class ItemFastSlowRateLimiter : public RateLimiter {
  private:
   const Duration fast_, slow_;
   const int max_fast_;
-  mutable std::mutex mu_;
-  std::map<std::string, int> failures_;
+  mutable Mutex mu_;
+  std::map<std::string, int> failures_ GUARDED_BY(mu_);
 };
 
 class BucketRateLimiter : public RateLimiter {
@@ -80,9 +80,10 @@ class BucketRateLimiter : public RateLimiter {
   const double qps_;
   const double burst_;
   Clock* const clock_;
-  std::mutex mu_;
-  double tokens_;  // may go negative: reserved tokens not yet refilled
-  TimePoint last_;
+  Mutex mu_;
+  // May go negative: reserved tokens not yet refilled
+  double tokens_ GUARDED_BY(mu_);
+  TimePoint last_ GUARDED_BY(mu_);
 };
 
 class MaxOfRateLimiter : public RateLimiter {

@@ -46,7 +46,7 @@ Reflector::Reflector(ListerWatcher* lw, ReflectorStore* store,
 Reflector::~Reflector() { Stop(); }
 
 void Reflector::Start() {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   CHECK(!thread_.joinable()) << options_.name << " started twice";
   stopping_ = false;
   thread_ = std::thread([this] { Run(); });
@@ -54,7 +54,7 @@ void Reflector::Start() {
 
 void Reflector::Stop() {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     stopping_ = true;
     if (current_watch_ != nullptr) current_watch_->Stop();
   }
@@ -63,27 +63,27 @@ void Reflector::Stop() {
 }
 
 bool Reflector::Stopping() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return stopping_;
 }
 
 std::string Reflector::LastSyncResourceVersion() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return last_sync_rv_;
 }
 
 Reflector::Stats Reflector::stats() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return stats_;
 }
 
 void Reflector::SetLastSync(const std::string& rv) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   last_sync_rv_ = rv;
 }
 
 std::string Reflector::RelistResourceVersion() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   if (last_sync_rv_unavailable_) return "";
   if (last_sync_rv_.empty()) return "0";
   return last_sync_rv_;
@@ -92,10 +92,11 @@ std::string Reflector::RelistResourceVersion() const {
 bool Reflector::WaitBackoff() {
   Duration d = backoff_.Next();
   if (options_.on_backoff) options_.on_backoff(d);
-  std::unique_lock<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   ++stats_.backoffs;
   stats_.last_backoff = d;
-  clock_->WaitUntil(l, cv_, clock_->Now() + d, [&] { return stopping_; });
+  clock_->WaitUntil(l.native(), cv_, clock_->Now() + d,
+                    [&]() REQUIRES(mu_) { return stopping_; });
   return !stopping_;
 }
 
@@ -105,7 +106,7 @@ void Reflector::Run() {
     if (Stopping()) break;
     if (!s.ok()) {
       {
-        std::lock_guard<std::mutex> l(mu_);
+        MutexLock l(&mu_);
         ++stats_.errors;
         if (IsExpired(s)) ++stats_.expired;
       }
@@ -143,7 +144,7 @@ Status Reflector::List() {
                   << "\" failed: " << page.status().message()
                   << "; listing the latest";
         {
-          std::lock_guard<std::mutex> l(mu_);
+          MutexLock l(&mu_);
           last_sync_rv_unavailable_ = true;
         }
         retried = true;
@@ -156,7 +157,7 @@ Status Reflector::List() {
       return page.status().Annotate("list");
     }
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       ++stats_.list_pages;
     }
     if (list_rv.empty()) list_rv = page->resource_version;
@@ -174,7 +175,7 @@ Status Reflector::List() {
     options.resource_version.clear();
   }
   store_->Replace(std::move(items), list_rv);
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   last_sync_rv_ = list_rv;
   last_sync_rv_unavailable_ = false;
   ++stats_.lists;
@@ -206,14 +207,14 @@ Status Reflector::WatchLoop() {
       return s.Annotate("watch");
     }
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       ++stats_.watches;
       if (stopping_) return Status::Ok();
       current_watch_ = stream->get();
     }
     Status s = HandleWatch(stream->get());
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       current_watch_ = nullptr;
       if (stopping_) return Status::Ok();
     }
@@ -259,7 +260,7 @@ Status Reflector::HandleWatch(WatchStream* stream) {
         break;
     }
     ++events;
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     if (!rv.empty()) last_sync_rv_ = rv;
     if (ev.type == EventType::kBookmark) {
       ++stats_.bookmarks;

@@ -39,13 +39,13 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "base/clock.h"
+#include "base/mutex.h"
 #include "informer/backoff.h"
 #include "informer/list_watch.h"
 
@@ -98,12 +98,12 @@ class Reflector {
   Reflector(const Reflector&) = delete;
   Reflector& operator=(const Reflector&) = delete;
 
-  void Start();
-  void Stop();
+  void Start() EXCLUDES(mu_);
+  void Stop() EXCLUDES(mu_);
 
   // The resourceVersion of the last LIST, event or bookmark applied.
-  std::string LastSyncResourceVersion() const;
-  Stats stats() const;
+  std::string LastSyncResourceVersion() const EXCLUDES(mu_);
+  Stats stats() const EXCLUDES(mu_);
 
  private:
   void Run();
@@ -113,10 +113,10 @@ class Reflector {
   // Consumes one stream; see the table above for what its result means.
   Status HandleWatch(WatchStream* stream);
   // Waits out the next backoff delay; false if stopped meanwhile.
-  bool WaitBackoff();
-  bool Stopping() const;
-  void SetLastSync(const std::string& rv);
-  std::string RelistResourceVersion() const;
+  bool WaitBackoff() EXCLUDES(mu_);
+  bool Stopping() const EXCLUDES(mu_);
+  void SetLastSync(const std::string& rv) EXCLUDES(mu_);
+  std::string RelistResourceVersion() const EXCLUDES(mu_);
 
   ListerWatcher* const lw_;
   ReflectorStore* const store_;
@@ -125,13 +125,13 @@ class Reflector {
   Backoff backoff_;  // reflector thread only
   std::mt19937_64 rng_;
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable cv_;
-  bool stopping_ = false;
-  WatchStream* current_watch_ = nullptr;
-  std::string last_sync_rv_;
-  bool last_sync_rv_unavailable_ = false;
-  Stats stats_;
+  bool stopping_ GUARDED_BY(mu_) = false;
+  WatchStream* current_watch_ GUARDED_BY(mu_) = nullptr;
+  std::string last_sync_rv_ GUARDED_BY(mu_);
+  bool last_sync_rv_unavailable_ GUARDED_BY(mu_) = false;
+  Stats stats_ GUARDED_BY(mu_);
   std::thread thread_;
 };
 

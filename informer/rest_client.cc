@@ -69,7 +69,7 @@ class HttpWatchStream : public WatchStream {
   }
 
   Status Result() const override {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     return result_;
   }
 
@@ -80,7 +80,7 @@ class HttpWatchStream : public WatchStream {
 
  private:
   void Finish(Status s) {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     done_ = true;
     result_ = std::move(s);
   }
@@ -91,8 +91,8 @@ class HttpWatchStream : public WatchStream {
   std::deque<WatchEvent> pending_;  // decoded, not yet returned
   std::atomic<bool> stopped_{false};
   bool done_ = false;  // Next()'s thread only
-  mutable std::mutex mu_;
-  Status result_;
+  mutable Mutex mu_;
+  Status result_ GUARDED_BY(mu_);
 };
 
 }  // namespace
@@ -121,8 +121,9 @@ class RestClient::Pool {
         max_(std::max(1, max)) {}
 
   std::unique_ptr<net::HttpClient> Acquire() {
-    std::unique_lock<std::mutex> l(mu_);
-    cv_.wait(l, [&] { return !idle_.empty() || created_ < max_; });
+    MutexLock l(&mu_);
+    cv_.wait(l.native(),
+             [&]() REQUIRES(mu_) { return !idle_.empty() || created_ < max_; });
     if (!idle_.empty()) {
       std::unique_ptr<net::HttpClient> c = std::move(idle_.back());
       idle_.pop_back();
@@ -134,7 +135,7 @@ class RestClient::Pool {
 
   void Release(std::unique_ptr<net::HttpClient> c) {
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       idle_.push_back(std::move(c));
     }
     cv_.notify_one();
@@ -145,11 +146,11 @@ class RestClient::Pool {
   const uint16_t port_;
   const net::HttpClientOptions options_;
   const int max_;
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
   // Most recently used last, so a burst reuses warm connections.
-  std::vector<std::unique_ptr<net::HttpClient>> idle_;
-  int created_ = 0;
+  std::vector<std::unique_ptr<net::HttpClient>> idle_ GUARDED_BY(mu_);
+  int created_ GUARDED_BY(mu_) = 0;
 };
 
 StatusOr<std::unique_ptr<RestClient>> RestClient::New(
@@ -207,7 +208,7 @@ std::string RestClient::ResourcePath(const objects::ResourceInfo& resource,
 }
 
 Duration RestClient::Jitter(Duration d) {
-  std::lock_guard<std::mutex> l(rng_mu_);
+  MutexLock l(&rng_mu_);
   std::uniform_real_distribution<double> u(0.0, 1.0);
   return d + Duration(static_cast<int64_t>(static_cast<double>(d.count()) *
                                            u(rng_)));

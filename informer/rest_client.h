@@ -60,7 +60,6 @@
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <random>
 #include <string>
@@ -68,6 +67,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/mutex.h"
 #include "objects/scheme.h"
 #include "objects/types.h"
 #include "base/clock.h"
@@ -305,8 +305,8 @@ class RestClient {
   std::unique_ptr<Pool> pool_;
   // Opens watch connections (OpenStream never touches its keep-alive one).
   std::unique_ptr<net::HttpClient> stream_client_;
-  std::mutex rng_mu_;
-  std::mt19937_64 rng_;
+  Mutex rng_mu_;
+  std::mt19937_64 rng_ GUARDED_BY(rng_mu_);
   metrics::Family<metrics::Counter>* requests_;
   metrics::Family<metrics::Counter>* retries_;
 };

@@ -360,14 +360,14 @@ TEST_P(RestClientTest, WatchErrorsAndStop) {
 // Request shapes the fake server does not check: PATCH, DELETE bodies,
 // write options, raw requests.
 TEST(RestClientRequestTest, PatchDeleteOptionsAndQuery) {
-  std::mutex mu;
+  Mutex mu;
   std::vector<net::HttpRequest> seen;
   net::HttpServer server({.name = "capture"});
   server.HandlePrefix(
       "", "/",
       [&](const net::HttpRequest& req, std::shared_ptr<net::Responder> resp) {
         {
-          std::lock_guard<std::mutex> l(mu);
+          MutexLock l(&mu);
           seen.push_back(req);
         }
         if (req.path.ends_with("/binding")) {
@@ -406,7 +406,7 @@ TEST(RestClientRequestTest, PatchDeleteOptionsAndQuery) {
                                  "binding");
   ASSERT_TRUE(bound.ok()) << bound.status();  // a Status answer is fine
 
-  std::lock_guard<std::mutex> l(mu);
+  MutexLock l(&mu);
   ASSERT_EQ(seen.size(), 4u);
   EXPECT_EQ(seen[3].method, "POST");
   EXPECT_EQ(seen[3].target, "/api/v1/namespaces/default/pods/web/binding");

@@ -72,7 +72,7 @@ class SharedIndexInformer::Listener : public HandlerRegistration {
   }
 
   void Push(Notification n) {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     if (stopping_) return;
     if (n.initial) ++initial_pending_;
     queue_.push_back(std::move(n));
@@ -80,18 +80,18 @@ class SharedIndexInformer::Listener : public HandlerRegistration {
   }
 
   void MarkUpstreamSynced() {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     upstream_synced_ = true;
   }
 
   bool HasSynced() const override {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     return upstream_synced_ && initial_pending_ == 0;
   }
 
   void Stop() {
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       stopping_ = true;
       queue_.clear();
     }
@@ -105,13 +105,14 @@ class SharedIndexInformer::Listener : public HandlerRegistration {
 
  private:
   void Run() {
-    std::unique_lock<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     for (;;) {
-      cv_.wait(l, [&] { return stopping_ || !queue_.empty(); });
+      cv_.wait(l.native(),
+               [&]() REQUIRES(mu_) { return stopping_ || !queue_.empty(); });
       if (stopping_) return;
       Notification n = std::move(queue_.front());
       queue_.pop_front();
-      l.unlock();
+      l.Unlock();
       switch (n.kind) {
         case Notification::Kind::kAdd:
           handler_->OnAdd(n.obj, n.initial);
@@ -123,18 +124,18 @@ class SharedIndexInformer::Listener : public HandlerRegistration {
           handler_->OnDelete(n.deleted);
           break;
       }
-      l.lock();
+      l.Lock();
       if (n.initial) --initial_pending_;
     }
   }
 
   std::shared_ptr<ResourceEventHandler> handler_;
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable cv_;
-  std::deque<Notification> queue_;
-  int64_t initial_pending_ = 0;
-  bool upstream_synced_ = false;
-  bool stopping_ = false;
+  std::deque<Notification> queue_ GUARDED_BY(mu_);
+  int64_t initial_pending_ GUARDED_BY(mu_) = 0;
+  bool upstream_synced_ GUARDED_BY(mu_) = false;
+  bool stopping_ GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 
@@ -174,7 +175,7 @@ HandlerRegistration* SharedIndexInformer::AddEventHandler(
   auto listener = std::make_unique<Listener>(
       std::move(handler), resync.value_or(options_.resync_period));
   Listener* raw = listener.get();
-  std::lock_guard<std::mutex> l(apply_mu_);
+  MutexLock l(&apply_mu_);
   if (stopped_) {
     listeners_.push_back(std::move(listener));  // inert
     return raw;
@@ -197,7 +198,7 @@ Status SharedIndexInformer::RemoveEventHandler(
     HandlerRegistration* registration) {
   std::unique_ptr<Listener> removed;
   {
-    std::lock_guard<std::mutex> l(apply_mu_);
+    MutexLock l(&apply_mu_);
     for (auto it = listeners_.begin(); it != listeners_.end(); ++it) {
       if (it->get() == registration) {
         removed = std::move(*it);
@@ -214,7 +215,7 @@ Status SharedIndexInformer::RemoveEventHandler(
 }
 
 void SharedIndexInformer::Start() {
-  std::lock_guard<std::mutex> l(apply_mu_);
+  MutexLock l(&apply_mu_);
   if (started_ || stopped_) return;
   started_ = true;
   reflector_->Start();
@@ -223,7 +224,7 @@ void SharedIndexInformer::Start() {
 
 void SharedIndexInformer::Stop() {
   {
-    std::lock_guard<std::mutex> l(apply_mu_);
+    MutexLock l(&apply_mu_);
     if (stopped_) return;
     stopped_ = true;
   }
@@ -232,24 +233,24 @@ void SharedIndexInformer::Stop() {
   if (resync_thread_.joinable()) resync_thread_.join();
   std::vector<std::unique_ptr<Listener>> listeners;
   {
-    std::lock_guard<std::mutex> l(apply_mu_);
+    MutexLock l(&apply_mu_);
     listeners.swap(listeners_);
   }
   for (auto& listener : listeners) listener->Stop();
 }
 
 bool SharedIndexInformer::HasSynced() const {
-  std::lock_guard<std::mutex> l(apply_mu_);
+  MutexLock l(&apply_mu_);
   return synced_;
 }
 
 bool SharedIndexInformer::WaitForCacheSync(Duration timeout) {
-  std::unique_lock<std::mutex> l(apply_mu_);
-  auto done = [&] { return synced_ || stopped_; };
+  MutexLock l(&apply_mu_);
+  auto done = [&]() REQUIRES(apply_mu_) { return synced_ || stopped_; };
   if (timeout.count() < 0) {
-    apply_cv_.wait(l, done);
+    apply_cv_.wait(l.native(), done);
   } else {
-    clock_->WaitUntil(l, apply_cv_, clock_->Now() + timeout, done);
+    clock_->WaitUntil(l.native(), apply_cv_, clock_->Now() + timeout, done);
   }
   return synced_;
 }
@@ -264,7 +265,7 @@ void SharedIndexInformer::Distribute(const F& make_notification) {
 }
 
 void SharedIndexInformer::Add(ObjectPtr obj) {
-  std::lock_guard<std::mutex> l(apply_mu_);
+  MutexLock l(&apply_mu_);
   ObjectPtr old = indexer_.Upsert(obj);
   if (old != nullptr) {
     Distribute([&] { return UpdateNotification(old, obj); });
@@ -274,7 +275,7 @@ void SharedIndexInformer::Add(ObjectPtr obj) {
 }
 
 void SharedIndexInformer::Delete(ObjectPtr obj) {
-  std::lock_guard<std::mutex> l(apply_mu_);
+  MutexLock l(&apply_mu_);
   std::string key = ObjectKey(*obj);
   if (indexer_.Delete(key) == nullptr) return;  // never cached
   Distribute([&] {
@@ -283,7 +284,7 @@ void SharedIndexInformer::Delete(ObjectPtr obj) {
 }
 
 void SharedIndexInformer::Replace(std::vector<ObjectPtr> objects) {
-  std::lock_guard<std::mutex> l(apply_mu_);
+  MutexLock l(&apply_mu_);
   const bool initial = !synced_;
   // Diff the new list against the cache (worked example in the header).
   std::vector<Notification> notes;
@@ -319,8 +320,8 @@ void SharedIndexInformer::Replace(std::vector<ObjectPtr> objects) {
 }
 
 void SharedIndexInformer::ResyncLoop() {
-  std::unique_lock<std::mutex> l(apply_mu_);
-  auto wake = [&] { return stopped_ || resync_changed_; };
+  MutexLock l(&apply_mu_);
+  auto wake = [&]() REQUIRES(apply_mu_) { return stopped_ || resync_changed_; };
   while (!stopped_) {
     resync_changed_ = false;
     std::optional<TimePoint> next;
@@ -333,11 +334,11 @@ void SharedIndexInformer::ResyncLoop() {
       }
     }
     if (!next.has_value()) {
-      apply_cv_.wait(l, wake);
+      apply_cv_.wait(l.native(), wake);
       continue;
     }
     if (clock_->Now() < *next) {
-      clock_->WaitUntil(l, apply_cv_, *next, wake);
+      clock_->WaitUntil(l.native(), apply_cv_, *next, wake);
       continue;
     }
     const TimePoint now = clock_->Now();

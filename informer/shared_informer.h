@@ -50,13 +50,13 @@
 #include <condition_variable>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "base/clock.h"
+#include "base/mutex.h"
 #include "informer/indexer.h"
 #include "informer/list_watch.h"
 #include "informer/lister.h"
@@ -153,7 +153,8 @@ class SharedIndexInformer {
   void Delete(ObjectPtr obj);
   void Replace(std::vector<ObjectPtr> objects);
   template <typename F>
-  void Distribute(const F& make_notification);  // apply_mu_ held
+  void Distribute(const F& make_notification)
+      REQUIRES(apply_mu_);  // apply_mu_ held
   void ResyncLoop();
 
   const SharedInformerOptions options_;
@@ -166,13 +167,14 @@ class SharedIndexInformer {
 
   // Serialises cache changes, handler (de)registration and resyncs, so
   // every handler's queue is in cache order.
-  mutable std::mutex apply_mu_;
+  mutable Mutex apply_mu_;
   std::condition_variable apply_cv_;  // synced_, stopped_, resync changes
-  std::vector<std::unique_ptr<Listener>> listeners_;
-  bool synced_ = false;
-  bool started_ = false;
-  bool stopped_ = false;
-  bool resync_changed_ = false;  // wakes the resync loop to re-plan
+  std::vector<std::unique_ptr<Listener>> listeners_ GUARDED_BY(apply_mu_);
+  bool synced_ GUARDED_BY(apply_mu_) = false;
+  bool started_ GUARDED_BY(apply_mu_) = false;
+  bool stopped_ GUARDED_BY(apply_mu_) = false;
+  bool resync_changed_ GUARDED_BY(apply_mu_) =
+      false;  // wakes the resync loop to re-plan
   std::thread resync_thread_;
 };
 

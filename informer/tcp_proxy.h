@@ -22,11 +22,11 @@
 
 #include <atomic>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <vector>
 
 #include "base/logging.h"
+#include "base/mutex.h"
 #include "net/socket.h"
 
 namespace kplane::informer::testing {
@@ -50,7 +50,7 @@ class TcpProxy {
     Cut();
     std::vector<std::thread> threads;
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       threads.swap(threads_);
     }
     for (std::thread& t : threads) t.join();
@@ -62,7 +62,7 @@ class TcpProxy {
 
   void Cut() {
     cut_ = true;
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     for (const auto& link : links_) {
       ::shutdown(link->client.get(), SHUT_RDWR);
       ::shutdown(link->server.get(), SHUT_RDWR);
@@ -90,7 +90,7 @@ class TcpProxy {
       if (!server.ok()) continue;
       auto link = std::make_shared<Link>(
           Link{std::move(client), std::move(*server)});
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       links_.push_back(link);
       threads_.emplace_back([link] { Pump(link->client.get(), link->server.get()); });
       threads_.emplace_back([link] { Pump(link->server.get(), link->client.get()); });
@@ -120,9 +120,9 @@ class TcpProxy {
   int wake_[2] = {-1, -1};
   std::atomic<bool> stopping_{false};
   std::atomic<bool> cut_{false};
-  std::mutex mu_;
-  std::vector<std::shared_ptr<Link>> links_;
-  std::vector<std::thread> threads_;
+  Mutex mu_;
+  std::vector<std::shared_ptr<Link>> links_ GUARDED_BY(mu_);
+  std::vector<std::thread> threads_ GUARDED_BY(mu_);
   std::thread acceptor_;
 };
 

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "base/mutex.h"
 #include "objects/meta.h"
 #include "objects/scheme.h"
 #include "objects/types.h"
@@ -65,30 +66,32 @@ inline const objects::ResourceInfo* PodsResource() {
 class Recorder {
  public:
   void Record(std::string s) {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     items_.push_back(std::move(s));
     cv_.notify_all();
   }
   std::vector<std::string> Items() const {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     return items_;
   }
   // Waits until at least `n` items were recorded; false after
   // kTestDeadline (a hang turned into a failure).
   bool WaitForCount(size_t n) const {
-    std::unique_lock<std::mutex> l(mu_);
-    return cv_.wait_for(l, kTestDeadline, [&] { return items_.size() >= n; });
+    MutexLock l(&mu_);
+    return cv_.wait_for(l.native(), kTestDeadline,
+                        [&]() REQUIRES(mu_) { return items_.size() >= n; });
   }
   bool WaitFor(
       const std::function<bool(const std::vector<std::string>&)>& pred) const {
-    std::unique_lock<std::mutex> l(mu_);
-    return cv_.wait_for(l, kTestDeadline, [&] { return pred(items_); });
+    MutexLock l(&mu_);
+    return cv_.wait_for(l.native(), kTestDeadline,
+                        [&]() REQUIRES(mu_) { return pred(items_); });
   }
 
  private:
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   mutable std::condition_variable cv_;
-  std::vector<std::string> items_;
+  std::vector<std::string> items_ GUARDED_BY(mu_);
 };
 
 // A fake clock that knows every timed wait (FakeClock cannot tell a fresh
@@ -110,7 +113,7 @@ class TestClock : public Clock {
   }
 
   void Advance(Duration d) {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     offset_ns_ += d.count();
     for (Waiter* w : waiters_) {
       std::lock_guard<std::mutex> wl(*w->mu);
@@ -122,22 +125,22 @@ class TestClock : public Clock {
   // Blocks until the k-th (1-based) WaitUntil call has begun and is blocked
   // (or already over); returns the duration it waits for.
   Duration WaitForCall(size_t k) {
-    std::unique_lock<std::mutex> l(mu_);
-    changed_.wait(l, [&] {
+    MutexLock l(&mu_);
+    changed_.wait(l.native(), [&]() REQUIRES(mu_) {
       return calls_.size() >= k &&
              (calls_[k - 1].blocked || calls_[k - 1].done);
     });
     return calls_[k - 1].deadline - calls_[k - 1].start;
   }
   size_t NumCalls() {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     return calls_.size();
   }
 
   // Blocks until exactly live() threads wait, all with future deadlines.
   void WaitQuiescent(const std::function<int()>& live) {
-    std::unique_lock<std::mutex> l(mu_);
-    changed_.wait(l, [&] {
+    MutexLock l(&mu_);
+    changed_.wait(l.native(), [&]() REQUIRES(mu_) {
       if (static_cast<int>(waiters_.size()) != live()) return false;
       for (Waiter* w : waiters_) {
         if (w->deadline <= Now()) return false;
@@ -147,7 +150,7 @@ class TestClock : public Clock {
   }
   // Re-evaluates the conditions above (e.g. a thread exited).
   void Poke() {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     changed_.notify_all();
   }
 
@@ -158,7 +161,7 @@ class TestClock : public Clock {
     Waiter w{lock.mutex(), &cv, deadline};
     size_t call;
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       call = calls_.size();
       calls_.push_back({Now(), deadline});
       changed_.notify_all();
@@ -166,7 +169,7 @@ class TestClock : public Clock {
     auto set_registered = [&](bool on) {
       lock.unlock();
       {
-        std::lock_guard<std::mutex> l(mu_);
+        MutexLock l(&mu_);
         if (on) {
           waiters_.insert(&w);
           calls_[call].blocked = true;
@@ -180,7 +183,7 @@ class TestClock : public Clock {
     auto finish = [&](bool result) {
       lock.unlock();
       {
-        std::lock_guard<std::mutex> l(mu_);
+        MutexLock l(&mu_);
         calls_[call].done = true;
         changed_.notify_all();
       }
@@ -209,10 +212,10 @@ class TestClock : public Clock {
     bool done = false;
   };
   std::atomic<int64_t> offset_ns_{0};
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable changed_;
-  std::set<Waiter*> waiters_;
-  std::vector<Call> calls_;
+  std::set<Waiter*> waiters_ GUARDED_BY(mu_);
+  std::vector<Call> calls_ GUARDED_BY(mu_);
 };
 
 }  // namespace kplane::informer::testing

@@ -60,7 +60,7 @@ WorkQueue::WorkQueue(WorkQueueOptions options)
 WorkQueue::~WorkQueue() { WorkQueue::ShutDown(); }
 
 void WorkQueue::Add(const std::string& key) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   if (shutting_down_) return;
   if (!dirty_.insert(key).second) return;  // already waiting
   if (metrics_) metrics_->adds->Inc();
@@ -72,8 +72,9 @@ void WorkQueue::Add(const std::string& key) {
 }
 
 std::optional<std::string> WorkQueue::Get() {
-  std::unique_lock<std::mutex> l(mu_);
-  cv_.wait(l, [&] { return !queue_.empty() || shutting_down_; });
+  MutexLock l(&mu_);
+  cv_.wait(l.native(),
+           [&]() REQUIRES(mu_) { return !queue_.empty() || shutting_down_; });
   if (queue_.empty()) return std::nullopt;
   std::string key = std::move(queue_.front());
   queue_.pop_front();
@@ -92,7 +93,7 @@ std::optional<std::string> WorkQueue::Get() {
 }
 
 void WorkQueue::Done(const std::string& key) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   if (processing_.erase(key) == 0) return;
   auto started = started_at_.find(key);
   if (started != started_at_.end()) {
@@ -111,25 +112,26 @@ void WorkQueue::Done(const std::string& key) {
 }
 
 int WorkQueue::Len() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return static_cast<int>(queue_.size());
 }
 
 void WorkQueue::ShutDown() {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   shutting_down_ = true;
   cv_.notify_all();
 }
 
 void WorkQueue::ShutDownWithDrain() {
-  std::unique_lock<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   shutting_down_ = true;
   cv_.notify_all();
-  drain_cv_.wait(l, [&] { return processing_.empty(); });
+  drain_cv_.wait(l.native(),
+                 [&]() REQUIRES(mu_) { return processing_.empty(); });
 }
 
 bool WorkQueue::ShuttingDown() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return shutting_down_;
 }
 
@@ -149,7 +151,7 @@ void DelayingQueue::AddAfter(const std::string& key, Duration delay) {
     return;
   }
   const TimePoint due = clock()->Now() + delay;
-  std::lock_guard<std::mutex> l(wait_mu_);
+  MutexLock l(&wait_mu_);
   auto it = ready_at_.find(key);
   if (it != ready_at_.end()) {
     if (it->second <= due) return;  // already due sooner
@@ -163,12 +165,12 @@ void DelayingQueue::AddAfter(const std::string& key, Duration delay) {
 }
 
 int DelayingQueue::NumWaiting() const {
-  std::lock_guard<std::mutex> l(wait_mu_);
+  MutexLock l(&wait_mu_);
   return static_cast<int>(ready_at_.size());
 }
 
 void DelayingQueue::WaitLoop() {
-  std::unique_lock<std::mutex> l(wait_mu_);
+  MutexLock l(&wait_mu_);
   while (!stop_waiting_) {
     const TimePoint now = clock()->Now();
     while (!due_.empty() && due_.begin()->first <= now) {
@@ -179,20 +181,23 @@ void DelayingQueue::WaitLoop() {
       Add(key);
     }
     if (due_.empty()) {
-      wait_cv_.wait(l, [&] { return stop_waiting_ || !due_.empty(); });
+      wait_cv_.wait(l.native(), [&]() REQUIRES(wait_mu_) {
+        return stop_waiting_ || !due_.empty();
+      });
       continue;
     }
     const std::pair<TimePoint, std::string> first = *due_.begin();
     // Wake for the deadline, for an earlier key, or to stop.
-    clock()->WaitUntil(l, wait_cv_, first.first, [&] {
-      return stop_waiting_ || due_.empty() || *due_.begin() != first;
-    });
+    clock()->WaitUntil(
+        l.native(), wait_cv_, first.first, [&]() REQUIRES(wait_mu_) {
+          return stop_waiting_ || due_.empty() || *due_.begin() != first;
+        });
   }
 }
 
 void DelayingQueue::StopWaitLoop() {
   {
-    std::lock_guard<std::mutex> l(wait_mu_);
+    MutexLock l(&wait_mu_);
     stop_waiting_ = true;
     ready_at_.clear();
     due_.clear();

@@ -44,7 +44,6 @@
 #include <deque>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -54,6 +53,7 @@
 
 #include "base/clock.h"
 #include "base/metrics.h"
+#include "base/mutex.h"
 #include "informer/rate_limiter.h"
 
 namespace kplane::informer {
@@ -71,17 +71,17 @@ class WorkQueue {
   WorkQueue(const WorkQueue&) = delete;
   WorkQueue& operator=(const WorkQueue&) = delete;
 
-  void Add(const std::string& key);
+  void Add(const std::string& key) EXCLUDES(mu_);
   // Blocks until a key is available; nullopt once shut down and empty.
-  std::optional<std::string> Get();
+  std::optional<std::string> Get() EXCLUDES(mu_);
   // Marks `key` as no longer being processed (re-queues it if it was
   // added meanwhile).
-  void Done(const std::string& key);
+  void Done(const std::string& key) EXCLUDES(mu_);
   // Keys waiting to be handed out.
-  int Len() const;
-  virtual void ShutDown();
-  virtual void ShutDownWithDrain();
-  bool ShuttingDown() const;
+  int Len() const EXCLUDES(mu_);
+  virtual void ShutDown() EXCLUDES(mu_);
+  virtual void ShutDownWithDrain() EXCLUDES(mu_);
+  bool ShuttingDown() const EXCLUDES(mu_);
 
  protected:
   Clock* clock() const { return clock_; }
@@ -96,15 +96,17 @@ class WorkQueue {
   metrics::Registry* const registry_;
   std::unique_ptr<Metrics> metrics_;  // null without a name
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable cv_;        // queue_ non-empty or shutting down
   std::condition_variable drain_cv_;  // processing_ emptied
-  std::deque<std::string> queue_;
-  std::unordered_set<std::string> dirty_;
-  std::unordered_set<std::string> processing_;
-  std::unordered_map<std::string, TimePoint> added_at_;    // queued since
-  std::unordered_map<std::string, TimePoint> started_at_;  // processing since
-  bool shutting_down_ = false;
+  std::deque<std::string> queue_ GUARDED_BY(mu_);
+  std::unordered_set<std::string> dirty_ GUARDED_BY(mu_);
+  std::unordered_set<std::string> processing_ GUARDED_BY(mu_);
+  // Queued since
+  std::unordered_map<std::string, TimePoint> added_at_ GUARDED_BY(mu_);
+  // Processing since
+  std::unordered_map<std::string, TimePoint> started_at_ GUARDED_BY(mu_);
+  bool shutting_down_ GUARDED_BY(mu_) = false;
 };
 
 class DelayingQueue : public WorkQueue {
@@ -114,22 +116,27 @@ class DelayingQueue : public WorkQueue {
 
   // Adds `key` once `delay` has passed on the clock (at once if <= 0). A
   // key already waiting keeps the earlier of its two times.
-  void AddAfter(const std::string& key, Duration delay);
+  void AddAfter(const std::string& key, Duration delay) EXCLUDES(wait_mu_);
   // Keys waiting for their time.
-  int NumWaiting() const;
+  int NumWaiting() const EXCLUDES(wait_mu_);
 
   void ShutDown() override;
   void ShutDownWithDrain() override;
 
  private:
-  void WaitLoop();
-  void StopWaitLoop();
+  void WaitLoop() EXCLUDES(wait_mu_);
+  void StopWaitLoop() EXCLUDES(wait_mu_);
 
-  mutable std::mutex wait_mu_;
+  // Lock order: wait_mu_ -> WorkQueue::mu_ (WaitLoop adds due keys under
+  // it; the base never calls back). A comment only: the base's mu_ is
+  // private, so ACQUIRED_BEFORE cannot name it here.
+  mutable Mutex wait_mu_;
   std::condition_variable wait_cv_;
-  std::map<std::string, TimePoint> ready_at_;        // key -> due
-  std::set<std::pair<TimePoint, std::string>> due_;  // (due, key)
-  bool stop_waiting_ = false;
+  // Key -> due
+  std::map<std::string, TimePoint> ready_at_ GUARDED_BY(wait_mu_);
+  // (due, key)
+  std::set<std::pair<TimePoint, std::string>> due_ GUARDED_BY(wait_mu_);
+  bool stop_waiting_ GUARDED_BY(wait_mu_) = false;
   std::thread wait_thread_;
 };
 

@@ -71,7 +71,7 @@ StatusOr<ObjectPtr> RestApiWriter::Finalize(const corev1::Namespace& ns) {
 }
 
 Status FakeApiWriter::Record(std::string action, ObjectPtr written) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   for (auto it = failures_.begin(); it != failures_.end(); ++it) {
     if (action.rfind(it->first, 0) == 0) {
       Status s = it->second;
@@ -93,7 +93,7 @@ StatusOr<ObjectPtr> FakeApiWriter::Create(
   std::string shown =
       meta->name().empty() ? meta->generatename() : meta->name();
   if (meta->name().empty()) {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     meta->set_name(meta->generatename() + std::to_string(++generated_));
   }
   RETURN_IF_ERROR(Record(
@@ -137,7 +137,7 @@ StatusOr<ObjectPtr> FakeApiWriter::Get(const objects::ResourceInfo& resource,
                                        std::string_view name) {
   std::string key = Target(resource, "", ns, name);
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     auto it = live_.find(key);
     if (it != live_.end()) return it->second;
   }
@@ -169,44 +169,46 @@ StatusOr<ObjectPtr> FakeApiWriter::Finalize(const corev1::Namespace& ns) {
 }
 
 std::vector<std::string> FakeApiWriter::Actions() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return actions_;
 }
 std::vector<ObjectPtr> FakeApiWriter::Written() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return written_;
 }
 void FakeApiWriter::Clear() {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   actions_.clear();
   written_.clear();
 }
 void FakeApiWriter::FailNext(std::string prefix, Status error) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   failures_.emplace_back(std::move(prefix), std::move(error));
 }
 void FakeApiWriter::ReflectUpdates(const objects::ResourceInfo& resource,
                                    informer::Indexer* cache) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   reflect_[&resource] = cache;
 }
 
 void FakeApiWriter::Reflect(const objects::ResourceInfo& resource,
                             std::shared_ptr<google::protobuf::Message> obj) {
   informer::Indexer* cache = nullptr;
+  int64_t rv = 0;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     auto it = reflect_.find(&resource);
     if (it == reflect_.end()) return;
     cache = it->second;
+    rv = ++rv_;
   }
   metav1::ObjectMeta* m = objects::MutableObjectMeta(obj.get());
-  m->set_resourceversion(std::to_string(++rv_));
+  m->set_resourceversion(std::to_string(rv));
   cache->Upsert(obj);
 }
 
 void FakeApiWriter::SetLive(const objects::ResourceInfo& resource, ObjectPtr obj) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   live_[Target(resource, "", objects::Namespace(*obj), objects::Name(*obj))] =
       std::move(obj);
 }

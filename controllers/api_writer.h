@@ -24,10 +24,10 @@
 
 #include <deque>
 #include <map>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "base/mutex.h"
 #include "controllers/util.h"
 #include "informer/indexer.h"
 #include "informer/rest_client.h"
@@ -144,14 +144,15 @@ class FakeApiWriter : public ApiWriter {
   void Reflect(const objects::ResourceInfo& resource,
                std::shared_ptr<google::protobuf::Message> obj);
 
-  mutable std::mutex mu_;
-  std::vector<std::string> actions_;
-  std::vector<ObjectPtr> written_;
-  std::deque<std::pair<std::string, Status>> failures_;
-  std::map<std::string, ObjectPtr> live_;
-  std::map<const objects::ResourceInfo*, informer::Indexer*> reflect_;
-  int generated_ = 0;
-  int64_t rv_ = 1000;
+  mutable Mutex mu_;
+  std::vector<std::string> actions_ GUARDED_BY(mu_);
+  std::vector<ObjectPtr> written_ GUARDED_BY(mu_);
+  std::deque<std::pair<std::string, Status>> failures_ GUARDED_BY(mu_);
+  std::map<std::string, ObjectPtr> live_ GUARDED_BY(mu_);
+  std::map<const objects::ResourceInfo*, informer::Indexer*> reflect_
+      GUARDED_BY(mu_);
+  int generated_ GUARDED_BY(mu_) = 0;
+  int64_t rv_ GUARDED_BY(mu_) = 1000;
 };
 
 }  // namespace kplane::controllers

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "base/logging.h"
+#include "base/mutex.h"
 #include "controllers/api_writer.h"
 #include "controllers/deployment_controller.h"
 #include "controllers/garbage_collector.h"
@@ -127,7 +128,7 @@ class ControllerManager::Impl {
       LOG(INFO) << "controller-manager " << options_.identity
                 << " lost leadership; stopping controllers";
       StopControllers();
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       lost_ = true;
       cv_.notify_all();
     };
@@ -140,7 +141,7 @@ class ControllerManager::Impl {
     if (elector_ != nullptr) elector_->Stop();
     StopControllers();
     if (http_ != nullptr) http_->Stop();
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     stopped_ = true;
     cv_.notify_all();
   }
@@ -153,7 +154,7 @@ class ControllerManager::Impl {
   }
 
   void StartControllers() {
-    std::lock_guard<std::mutex> l(run_mu_);
+    MutexLock l(&run_mu_);
     if (running_ != nullptr || stopping_) return;
     auto run = std::make_unique<Running>();
     run->factory = std::make_unique<informer::SharedInformerFactory>(
@@ -260,17 +261,17 @@ class ControllerManager::Impl {
     Running* r = running_.get();
     starter_ = std::thread([this, r] {
       while (!r->factory->WaitForCacheSync(seconds(1))) {
-        std::lock_guard<std::mutex> l(run_mu_);
+        MutexLock l(&run_mu_);
         if (stopping_ || running_.get() != r) return;
         LOG(INFO) << "controller-manager: waiting for caches to sync";
       }
-      std::lock_guard<std::mutex> l(run_mu_);
+      MutexLock l(&run_mu_);
       if (stopping_ || running_.get() != r) return;
       for (auto& c : r->controllers) c->Run(options_.workers);
       leading_ = true;
       leader_gauge_->Set(1);
       {
-        std::lock_guard<std::mutex> g(mu_);
+        MutexLock g(&mu_);
         cv_.notify_all();
       }
       LOG(INFO) << "controller-manager: " << r->controllers.size()
@@ -281,7 +282,7 @@ class ControllerManager::Impl {
   void StopControllers() {
     std::unique_ptr<Running> run;
     {
-      std::lock_guard<std::mutex> l(run_mu_);
+      MutexLock l(&run_mu_);
       stopping_ = true;
       run = std::move(running_);
       leading_ = false;
@@ -296,23 +297,24 @@ class ControllerManager::Impl {
 
   bool IsLeading() const { return leading_.load(); }
   bool Lost() const {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     return lost_;
   }
   bool WaitLost(Duration timeout) {
-    std::unique_lock<std::mutex> l(mu_);
-    auto done = [this] { return lost_ || stopped_; };
+    MutexLock l(&mu_);
+    auto done = [this]() REQUIRES(mu_) { return lost_ || stopped_; };
     if (timeout < Duration(0)) {
-      cv_.wait(l, done);
+      cv_.wait(l.native(), done);
     } else {
-      clock_->WaitFor(l, cv_, timeout, done);
+      clock_->WaitFor(l.native(), cv_, timeout, done);
     }
     return lost_;
   }
   bool WaitLeading(Duration timeout) {
-    std::unique_lock<std::mutex> l(mu_);
-    clock_->WaitFor(l, cv_, timeout,
-                    [this] { return IsLeading() || lost_ || stopped_; });
+    MutexLock l(&mu_);
+    clock_->WaitFor(l.native(), cv_, timeout, [this]() REQUIRES(mu_) {
+      return IsLeading() || lost_ || stopped_;
+    });
     return IsLeading();
   }
   uint16_t port() const { return http_ != nullptr ? http_->port() : 0; }
@@ -329,18 +331,19 @@ class ControllerManager::Impl {
   std::unique_ptr<informer::LeaderElector> elector_;
   metrics::Gauge* leader_gauge_ = nullptr;
 
-  mutable std::mutex run_mu_;
-  std::unique_ptr<Running> running_;
+  mutable Mutex run_mu_;
+  std::unique_ptr<Running> running_ GUARDED_BY(run_mu_);
   std::thread starter_;
   // Written under run_mu_; read lock-free (WaitLeading holds mu_, and the
   // starter takes mu_ under run_mu_).
   std::atomic<bool> leading_{false};
-  bool stopping_ = false;
+  bool stopping_ GUARDED_BY(run_mu_) = false;
 
-  mutable std::mutex mu_;
+  // Lock order: run_mu_ -> mu_ (the starter notifies under both).
+  mutable Mutex mu_ ACQUIRED_AFTER(run_mu_);
   std::condition_variable cv_;
-  bool lost_ = false;
-  bool stopped_ = false;
+  bool lost_ GUARDED_BY(mu_) = false;
+  bool stopped_ GUARDED_BY(mu_) = false;
 };
 
 StatusOr<std::unique_ptr<ControllerManager>> ControllerManager::Start(

@@ -4,7 +4,7 @@ namespace kplane::controllers {
 
 void ControllerExpectations::ExpectCreations(const std::string& key,
                                              int count) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   Entry& e = entries_[key];
   e.adds += count;
   e.set_at = clock_->Now();
@@ -12,27 +12,27 @@ void ControllerExpectations::ExpectCreations(const std::string& key,
 
 void ControllerExpectations::ExpectDeletions(
     const std::string& key, const std::set<std::string>& dependent_keys) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   Entry& e = entries_[key];
   e.deletes.insert(dependent_keys.begin(), dependent_keys.end());
   e.set_at = clock_->Now();
 }
 
 void ControllerExpectations::CreationObserved(const std::string& key) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   auto it = entries_.find(key);
   if (it != entries_.end() && it->second.adds > 0) --it->second.adds;
 }
 
 void ControllerExpectations::DeletionObserved(
     const std::string& key, const std::string& dependent_key) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   auto it = entries_.find(key);
   if (it != entries_.end()) it->second.deletes.erase(dependent_key);
 }
 
 bool ControllerExpectations::Satisfied(const std::string& key) const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   auto it = entries_.find(key);
   if (it == entries_.end()) return true;
   const Entry& e = it->second;
@@ -41,7 +41,7 @@ bool ControllerExpectations::Satisfied(const std::string& key) const {
 }
 
 void ControllerExpectations::Forget(const std::string& key) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   entries_.erase(key);
 }
 

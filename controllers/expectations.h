@@ -20,11 +20,11 @@
 #define KPLANE_CONTROLLERS_EXPECTATIONS_H_
 
 #include <map>
-#include <mutex>
 #include <set>
 #include <string>
 
 #include "base/clock.h"
+#include "base/mutex.h"
 
 namespace kplane::controllers {
 
@@ -52,8 +52,8 @@ class ControllerExpectations {
   };
   Clock* const clock_;
   const Duration timeout_;
-  mutable std::mutex mu_;
-  std::map<std::string, Entry> entries_;
+  mutable Mutex mu_;
+  std::map<std::string, Entry> entries_ GUARDED_BY(mu_);
 };
 
 }  // namespace kplane::controllers

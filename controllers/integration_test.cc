@@ -10,10 +10,10 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <mutex>
 #include <set>
 #include <thread>
 
+#include "base/mutex.h"
 #include "objects/meta.h"
 #include "objects/time.h"
 #include "apiserver/test_server.h"
@@ -49,7 +49,7 @@ class Cluster {
     rss_ = factory_->InformerFor<appsv1::ReplicaSet>();
     kubelet_ = std::make_unique<Kubelet>(this);
     auto notify = [this] {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       ++events_;
       cv_.notify_all();
     };
@@ -75,7 +75,7 @@ class Cluster {
   }
   ~Cluster() {
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       stop_ = true;
       cv_.notify_all();
     }
@@ -119,11 +119,11 @@ class Cluster {
                       Clock::Real()->WallNow());
     auto l = client_->Create(lease);
     ASSERT_TRUE(l.ok()) << l.status();
-    std::lock_guard<std::mutex> g(mu_);
+    MutexLock g(&mu_);
     alive_.insert(name);
   }
   void SetAlive(const std::string& node, bool alive) {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     if (alive) {
       alive_.insert(node);
     } else {
@@ -132,7 +132,7 @@ class Cluster {
     cv_.notify_all();
   }
   bool Alive(const std::string& node) {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     return alive_.count(node) > 0;
   }
 
@@ -140,14 +140,15 @@ class Cluster {
   // holds; false at the deadline.
   bool WaitFor(const std::function<bool()>& pred, Duration timeout = kWait) {
     auto deadline = std::chrono::steady_clock::now() + timeout;
-    std::unique_lock<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     for (;;) {
       uint64_t seen = events_;
-      l.unlock();
+      l.Unlock();
       if (pred()) return true;
-      l.lock();
-      if (!cv_.wait_until(l, deadline, [&] { return events_ != seen; })) {
-        l.unlock();
+      l.Lock();
+      if (!cv_.wait_until(l.native(), deadline,
+                          [&]() REQUIRES(mu_) { return events_ != seen; })) {
+        l.Unlock();
         return pred();
       }
     }
@@ -162,11 +163,11 @@ class Cluster {
     int steps = 0;
   };
   Model model() {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     return model_;
   }
   void Track(bool on) {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     model_.tracking = on;
     model_.max_pods = 0;
     model_.min_available = 1 << 30;
@@ -242,7 +243,7 @@ class Cluster {
   void OnPod(const ObjectPtr& o, bool deleted) {
     auto p = std::static_pointer_cast<const corev1::Pod>(o);
     kubelet_->Enqueue(informer::ObjectKey(*p));
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     ++events_;
     cv_.notify_all();
     if (objects::Label(p->metadata(), "app") != "web") return;
@@ -265,10 +266,10 @@ class Cluster {
   }
 
   void RenewLoop() {
-    std::unique_lock<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     while (!stop_) {
       std::set<std::string> alive = alive_;
-      l.unlock();
+      l.Unlock();
       for (const std::string& n : alive) {
         auto lease = client_->Get<coordinationv1::Lease>("kube-node-lease", n);
         if (!lease.ok()) continue;
@@ -276,8 +277,9 @@ class Cluster {
                           Clock::Real()->WallNow());
         (void)client_->Update(**lease);
       }
-      l.lock();
-      cv_.wait_for(l, milliseconds(200), [this] { return stop_; });
+      l.Lock();
+      cv_.wait_for(l.native(), milliseconds(200),
+                   [this]() REQUIRES(mu_) { return stop_; });
     }
   }
 
@@ -291,12 +293,12 @@ class Cluster {
   informer::SharedIndexInformer* rss_;
   std::unique_ptr<Kubelet> kubelet_;
 
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  uint64_t events_ = 0;
-  std::set<std::string> alive_;
-  Model model_;
-  bool stop_ = false;
+  uint64_t events_ GUARDED_BY(mu_) = 0;
+  std::set<std::string> alive_ GUARDED_BY(mu_);
+  Model model_ GUARDED_BY(mu_);
+  bool stop_ GUARDED_BY(mu_) = false;
   std::thread renewer_;
 };
 

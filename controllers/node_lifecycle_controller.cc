@@ -78,7 +78,7 @@ void NodeLifecycleController::Run(int workers) {
 
 void NodeLifecycleController::Stop() {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     stop_ = true;
     cv_.notify_all();
   }
@@ -87,12 +87,13 @@ void NodeLifecycleController::Stop() {
 }
 
 void NodeLifecycleController::MonitorLoop() {
-  std::unique_lock<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   while (!stop_) {
-    l.unlock();
+    l.Unlock();
     MonitorOnce();
-    l.lock();
-    clock_->WaitFor(l, cv_, options_.monitor_period, [this] { return stop_; });
+    l.Lock();
+    clock_->WaitFor(l.native(), cv_, options_.monitor_period,
+                    [this]() REQUIRES(mu_) { return stop_; });
   }
 }
 
@@ -142,7 +143,7 @@ bool NodeLifecycleController::Healthy(const std::string& node) {
       renew = DeterministicBytes(l.spec().renewtime());
   }
   TimePoint now = clock_->Now();
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   auto it = probes_.find(node);
   if (it == probes_.end()) {
     probes_[node] = {renew, now};
@@ -186,7 +187,7 @@ int64_t NodeLifecycleController::TolerationSeconds(
 
 bool NodeLifecycleController::TakeEvictionToken(Duration* wait) {
   if (options_.eviction_qps <= 0) return true;
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   TimePoint now = clock_->Now();
   double burst = std::max(1.0, options_.eviction_qps);
   tokens_ = std::min(
@@ -206,7 +207,7 @@ Status NodeLifecycleController::Sync(const std::string& key) {
   ObjectPtr obj = options_.nodes->Get(key);
   if (obj == nullptr) {
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       probes_.erase(key);
     }
     return DeleteOrphanedPods(key);

@@ -39,10 +39,10 @@
 
 #include <condition_variable>
 #include <map>
-#include <mutex>
 #include <string>
 #include <thread>
 
+#include "base/mutex.h"
 #include "controllers/api_writer.h"
 #include "controllers/controller.h"
 #include "informer/indexer.h"
@@ -99,12 +99,12 @@ class NodeLifecycleController : public Controller {
   void MonitorLoop();
 
   NodeLifecycleOptions options_;
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  std::map<std::string, Probe> probes_;
-  double tokens_ = 0;
-  TimePoint tokens_at_{};
-  bool stop_ = false;
+  std::map<std::string, Probe> probes_ GUARDED_BY(mu_);
+  double tokens_ GUARDED_BY(mu_) = 0;
+  TimePoint tokens_at_ GUARDED_BY(mu_) = {};
+  bool stop_ GUARDED_BY(mu_) = false;
   std::thread monitor_;
 };
 

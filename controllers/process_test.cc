@@ -9,8 +9,8 @@
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
-#include <mutex>
 
+#include "base/mutex.h"
 #include "controllers/util.h"
 #include "informer/informer_factory.h"
 #include "informer/rest_client.h"
@@ -35,11 +35,13 @@ class Watcher {
     CHECK(factory_.WaitForCacheSync(seconds(30)));
   }
   bool WaitFor(const std::function<bool()>& pred, Duration timeout) {
-    std::unique_lock<std::mutex> l(mu_);
-    return cv_.wait_for(l, timeout, [&] {
-      l.unlock();
+    MutexLock l(&mu_);
+    // The predicate runs without mu_ (it reads informer caches); the scoped
+    // lock is untouched while the predicate releases and retakes mu_.
+    return cv_.wait_for(l.native(), timeout, [&]() REQUIRES(mu_) {
+      mu_.Unlock();
       bool ok = pred();
-      l.lock();
+      mu_.Lock();
       return ok;
     });
   }
@@ -61,13 +63,13 @@ class Watcher {
 
  private:
   void Notify() {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     cv_.notify_all();
   }
   informer::SharedInformerFactory factory_;
   informer::SharedIndexInformer* leases_;
   informer::SharedIndexInformer* rss_;
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
 };
 

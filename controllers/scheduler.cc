@@ -182,7 +182,7 @@ bool Scheduler::Responsible(const corev1::Pod& pod) const {
 void Scheduler::OnPodEvent(const corev1::Pod& pod, bool deleted) {
   std::string key = informer::ObjectKey(pod);
   if (deleted || !pod.spec().nodename().empty()) {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     assumed_.erase(key);
     return;
   }
@@ -218,7 +218,7 @@ void Scheduler::RegisterHandlers(informer::SharedIndexInformer* pods,
 Status Scheduler::Sync(const std::string& key) {
   ObjectPtr obj = options_.pods->Get(key);
   if (obj == nullptr) {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     assumed_.erase(key);
     return Status::Ok();
   }
@@ -240,7 +240,7 @@ Status Scheduler::Sync(const std::string& key) {
     }
   }
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     if (assumed_.count(key) > 0) return Status::Ok();  // bound, not yet seen
     for (const auto& [k, placed] : assumed_)
       usage[placed.first].Add(*placed.second);
@@ -279,14 +279,14 @@ Status Scheduler::Sync(const std::string& key) {
     return Status::Ok();
   }
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     assumed_[key] = {*node, pod};
   }
   Status s =
       options_.api->Bind(pod->metadata().namespace_(), pod->metadata().name(),
                          pod->metadata().uid(), *node);
   if (!s.ok()) {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     assumed_.erase(key);
     return s;
   }

@@ -28,10 +28,10 @@
 #define KPLANE_CONTROLLERS_SCHEDULER_H_
 
 #include <map>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "base/mutex.h"
 #include "controllers/api_writer.h"
 #include "controllers/controller.h"
 #include "informer/indexer.h"
@@ -77,11 +77,11 @@ class Scheduler : public Controller {
 
  private:
   SchedulerOptions options_;
-  std::mutex mu_;
+  Mutex mu_;
   // Pods bound by us that the cache does not show bound yet: key -> node.
   std::map<std::string,
            std::pair<std::string, std::shared_ptr<const corev1::Pod>>>
-      assumed_;
+      assumed_ GUARDED_BY(mu_);
 };
 
 }  // namespace kplane::controllers

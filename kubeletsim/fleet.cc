@@ -6,10 +6,10 @@
 #include <condition_variable>
 #include <deque>
 #include <map>
-#include <mutex>
 #include <random>
 #include <unordered_map>
 
+#include "base/mutex.h"
 #include "objects/meta.h"
 #include "objects/time.h"
 #include "base/logging.h"
@@ -60,27 +60,32 @@ class Fleet::Impl {
     uint64_t gen = 0;      // bumps invalidate stale timers
   };
 
+  // Lock order: a node's mu first. Under it the fleet sets and cancels
+  // timers (the timer queue's lock), posts work (work_mu_, then an
+  // executor's lock) and draws jitter (rng_mu_); register_mu_ is taken with
+  // no other lock held.
   struct Node {
     NodeIdentity id;
     std::shared_ptr<net::SerialExecutor> heart;  // lease + status
     std::shared_ptr<net::SerialExecutor> podq;   // pods
-    mutable std::mutex mu;
-    bool stopped = false;
-    bool registered = false;
-    std::string uid;
-    std::unique_ptr<coordinationv1::Lease> lease;  // as last written
-    TimerId lease_timer = 0;
-    TimerId status_timer = 0;
-    TimerId register_timer = 0;
-    bool status_queued = false;
-    bool holds_register_slot = false;  // see StartRegistrations
-    int lease_failures = 0;
-    int register_failures = 0;
-    int64_t lease_renewals = 0;
-    int64_t status_updates = 0;
-    double last_lag = 0;
-    std::map<std::string, PodSim> pods;  // "ns/name" ->
-    std::bitset<256> ips;                // last octets in use
+    mutable Mutex mu;
+    bool stopped GUARDED_BY(mu) = false;
+    bool registered GUARDED_BY(mu) = false;
+    std::string uid GUARDED_BY(mu);
+    // As last written
+    std::unique_ptr<coordinationv1::Lease> lease GUARDED_BY(mu);
+    TimerId lease_timer GUARDED_BY(mu) = 0;
+    TimerId status_timer GUARDED_BY(mu) = 0;
+    TimerId register_timer GUARDED_BY(mu) = 0;
+    bool status_queued GUARDED_BY(mu) = false;
+    bool holds_register_slot GUARDED_BY(mu) = false;  // see StartRegistrations
+    int lease_failures GUARDED_BY(mu) = 0;
+    int register_failures GUARDED_BY(mu) = 0;
+    int64_t lease_renewals GUARDED_BY(mu) = 0;
+    int64_t status_updates GUARDED_BY(mu) = 0;
+    double last_lag GUARDED_BY(mu) = 0;
+    std::map<std::string, PodSim> pods GUARDED_BY(mu);  // "ns/name" ->
+    std::bitset<256> ips GUARDED_BY(mu);                // last octets in use
   };
 
   explicit Impl(FleetOptions o)
@@ -227,7 +232,7 @@ class Fleet::Impl {
                      : std::max(1, options_.workers / 2);
     std::vector<Node*> first;
     {
-      std::lock_guard<std::mutex> l(register_mu_);
+      MutexLock l(&register_mu_);
       for (auto& n : nodes_) register_waiting_.push_back(n.get());
       while (static_cast<int>(first.size()) < window &&
              !register_waiting_.empty()) {
@@ -240,7 +245,7 @@ class Fleet::Impl {
 
   void PostRegistration(Node* n) {
     {
-      std::lock_guard<std::mutex> l(n->mu);
+      MutexLock l(&n->mu);
       n->holds_register_slot = true;
     }
     Post(n->heart, [this, n] { Register(n); });
@@ -249,13 +254,13 @@ class Fleet::Impl {
   // Gives n's slot (if it holds one) to the next waiting node.
   void ReleaseRegisterSlot(Node* n) {
     {
-      std::lock_guard<std::mutex> l(n->mu);
+      MutexLock l(&n->mu);
       if (!n->holds_register_slot) return;
       n->holds_register_slot = false;
     }
     Node* next = nullptr;
     {
-      std::lock_guard<std::mutex> l(register_mu_);
+      MutexLock l(&register_mu_);
       if (register_waiting_.empty()) return;
       next = register_waiting_.front();
       register_waiting_.pop_front();
@@ -269,7 +274,7 @@ class Fleet::Impl {
     Node* n = Find(name);
     if (n == nullptr) return NotFoundError("no simulated node " + name);
     {
-      std::lock_guard<std::mutex> l(n->mu);
+      MutexLock l(&n->mu);
       if (n->stopped) return Status::Ok();
       n->stopped = true;
       timers_.Cancel(n->lease_timer);
@@ -289,7 +294,7 @@ class Fleet::Impl {
     if (n == nullptr) return NotFoundError("no simulated node " + name);
     bool registered;
     {
-      std::lock_guard<std::mutex> l(n->mu);
+      MutexLock l(&n->mu);
       if (!n->stopped) return Status::Ok();
       n->stopped = false;
       registered = n->registered;
@@ -318,7 +323,7 @@ class Fleet::Impl {
     std::vector<NodeInfo> out;
     out.reserve(nodes_.size());
     for (const auto& n : nodes_) {
-      std::lock_guard<std::mutex> l(n->mu);
+      MutexLock l(&n->mu);
       NodeInfo i;
       i.name = n->id.name;
       i.stopped = n->stopped;
@@ -338,13 +343,15 @@ class Fleet::Impl {
     while (true) {
       timers_.WaitIdle();
       {
-        std::unique_lock<std::mutex> l(work_mu_);
-        work_cv_.wait(l, [&] { return outstanding_ == 0 || stopping_; });
+        MutexLock l(&work_mu_);
+        work_cv_.wait(l.native(), [&]() REQUIRES(work_mu_) {
+          return outstanding_ == 0 || stopping_;
+        });
       }
       if (stopping_) return;
       // Work that just finished may have scheduled a due timer.
       if (timers_.NextDue() > clock_->Now()) {
-        std::lock_guard<std::mutex> l(work_mu_);
+        MutexLock l(&work_mu_);
         if (outstanding_ == 0) return;
       }
     }
@@ -358,11 +365,11 @@ class Fleet::Impl {
     if (node_informer_) node_informer_->Stop();
     if (pool_) pool_->Shutdown();
     {
-      std::lock_guard<std::mutex> l(work_mu_);
+      MutexLock l(&work_mu_);
       work_cv_.notify_all();
     }
     for (auto& n : nodes_) {
-      std::lock_guard<std::mutex> l(n->mu);
+      MutexLock l(&n->mu);
       n->stopped = true;
     }
     UpdateNodeGauges();
@@ -379,12 +386,12 @@ class Fleet::Impl {
   void Post(const std::shared_ptr<net::SerialExecutor>& ex,
             std::function<void()> fn) {
     {
-      std::lock_guard<std::mutex> l(work_mu_);
+      MutexLock l(&work_mu_);
       ++outstanding_;
     }
     ex->Post([this, fn = std::move(fn)] {
       if (!stopping_) fn();
-      std::lock_guard<std::mutex> l(work_mu_);
+      MutexLock l(&work_mu_);
       if (--outstanding_ == 0) work_cv_.notify_all();
     });
   }
@@ -399,13 +406,13 @@ class Fleet::Impl {
   }
 
   Duration Jittered(Duration d, double factor) {
-    std::lock_guard<std::mutex> l(rng_mu_);
+    MutexLock l(&rng_mu_);
     std::uniform_real_distribution<double> u(0.0, factor);
     return d + std::chrono::duration_cast<Duration>(d * u(rng_));
   }
 
   bool Stopped(Node* n) const {
-    std::lock_guard<std::mutex> l(n->mu);
+    MutexLock l(&n->mu);
     return n->stopped;
   }
 
@@ -419,7 +426,7 @@ class Fleet::Impl {
   void UpdateNodeGauges() {
     int registered = 0, stopped = 0, pending = 0;
     for (const auto& n : nodes_) {
-      std::lock_guard<std::mutex> l(n->mu);
+      MutexLock l(&n->mu);
       if (n->stopped) {
         ++stopped;
       } else if (n->registered) {
@@ -460,9 +467,9 @@ class Fleet::Impl {
     }
     if (uid.empty()) {
       ApiError("register", n->id.name, created.status());
-      std::unique_lock<std::mutex> l(n->mu);
+      MutexLock l(&n->mu);
       if (n->stopped) {
-        l.unlock();
+        l.Unlock();
         ReleaseRegisterSlot(n);
         return;
       }
@@ -472,7 +479,7 @@ class Fleet::Impl {
       return;
     }
     {
-      std::lock_guard<std::mutex> l(n->mu);
+      MutexLock l(&n->mu);
       n->registered = true;
       n->uid = uid;
       n->register_failures = 0;
@@ -485,7 +492,7 @@ class Fleet::Impl {
   }
 
   void ScheduleLease(Node* n, Duration after) {
-    std::lock_guard<std::mutex> l(n->mu);
+    MutexLock l(&n->mu);
     if (n->stopped) return;
     timers_.Cancel(n->lease_timer);
     n->lease_timer = After(after, n->heart,
@@ -499,7 +506,7 @@ class Fleet::Impl {
     std::unique_ptr<coordinationv1::Lease> cached;
     std::string uid;
     {
-      std::lock_guard<std::mutex> l(n->mu);
+      MutexLock l(&n->mu);
       if (n->stopped) return;
       n->lease_timer = 0;
       if (n->lease) cached = std::make_unique<coordinationv1::Lease>(*n->lease);
@@ -544,14 +551,14 @@ class Fleet::Impl {
       double lag = Seconds(clock_->Now() - due);
       lag_->Observe(std::max(0.0, lag));
       writes_->With({"lease"})->Inc();
-      std::lock_guard<std::mutex> l(n->mu);
+      MutexLock l(&n->mu);
       n->lease = std::move(*done);
       n->lease_failures = 0;
       n->last_lag = lag;
       ++n->lease_renewals;
     } else {
       ApiError("lease", n->id.name, done.status());
-      std::lock_guard<std::mutex> l(n->mu);
+      MutexLock l(&n->mu);
       // The kubelet retries a failed renewal sooner: 200 ms doubling, at
       // most the renew interval.
       int f = std::min(++n->lease_failures, 10);
@@ -562,7 +569,7 @@ class Fleet::Impl {
   }
 
   void ScheduleStatusReport(Node* n) {
-    std::lock_guard<std::mutex> l(n->mu);
+    MutexLock l(&n->mu);
     if (n->stopped) return;
     timers_.Cancel(n->status_timer);
     n->status_timer = After(options_.node_status_report_frequency, n->heart,
@@ -571,7 +578,7 @@ class Fleet::Impl {
 
   void QueueStatusReport(Node* n) {
     {
-      std::lock_guard<std::mutex> l(n->mu);
+      MutexLock l(&n->mu);
       if (n->stopped || !n->registered || n->status_queued) return;
       n->status_queued = true;
     }
@@ -586,14 +593,14 @@ class Fleet::Impl {
     auto r = client_->UpdateStatus(want);
     if (!r.ok()) return r.status();
     writes_->With({"node_status"})->Inc();
-    std::lock_guard<std::mutex> l(n->mu);
+    MutexLock l(&n->mu);
     ++n->status_updates;
     return Status::Ok();
   }
 
   void ReportStatus(Node* n) {
     {
-      std::lock_guard<std::mutex> l(n->mu);
+      MutexLock l(&n->mu);
       n->status_queued = false;
       if (n->stopped || !n->registered) return;
     }
@@ -657,7 +664,7 @@ class Fleet::Impl {
   }
 
   void ForgetPod(Node* n, const std::string& key) {
-    std::lock_guard<std::mutex> l(n->mu);
+    MutexLock l(&n->mu);
     auto it = n->pods.find(key);
     if (it == n->pods.end()) return;
     timers_.Cancel(it->second.timer);
@@ -695,7 +702,7 @@ class Fleet::Impl {
       return;
     }
     const std::string& phase = pod->status().phase();
-    std::unique_lock<std::mutex> l(n->mu);
+    MutexLock l(&n->mu);
     if (n->stopped || !n->registered) return;
     PodSim& p = n->pods[key];
     if (p.uid != pod->metadata().uid()) {
@@ -735,9 +742,9 @@ class Fleet::Impl {
         p.seen = true;
         p.stage = PodStage::kCreating;
         CountStage(p, +1);
-        l.unlock();
+        l.Unlock();
         WritePodStatus(n, key, PodStage::kCreating);
-        l.lock();
+        l.Lock();
       }
     }
     auto it = n->pods.find(key);
@@ -755,7 +762,7 @@ class Fleet::Impl {
 
   // A pod already Running on this node (the fleet restarted): keep its IP
   // and times.
-  void Adopt(Node* n, const corev1::Pod& pod, PodSim* p) {
+  void Adopt(Node* n, const corev1::Pod& pod, PodSim* p) REQUIRES(n->mu) {
     p->seen = true;
     p->rt.host_ip = n->id.internal_ip;
     p->rt.pod_ip = pod.status().podip();
@@ -779,9 +786,9 @@ class Fleet::Impl {
 
   using PodStep = void (Impl::*)(Node*, const std::string&, uint64_t gen);
 
-  // Schedules `step` after `d` (n->mu held).
+  // Schedules `step` after `d`.
   void RunPodStep(Node* n, const std::string& key, PodSim& p, Duration d,
-                  PodStep step) {
+                  PodStep step) REQUIRES(n->mu) {
     uint64_t gen = ++p.gen;
     p.timer = After(d, n->podq, [this, n, key, gen, step](TimePoint) {
       (this->*step)(n, key, gen);
@@ -795,9 +802,9 @@ class Fleet::Impl {
     }
   }
 
-  // The PodSim for a timer's step if it is still current (n->mu held);
-  // clears its timer.
-  PodSim* Current(Node* n, const std::string& key, uint64_t gen) {
+  // The PodSim for a timer's step if it is still current; clears its timer.
+  PodSim* Current(Node* n, const std::string& key, uint64_t gen)
+      REQUIRES(n->mu) {
     auto it = n->pods.find(key);
     if (it == n->pods.end() || it->second.gen != gen) return nullptr;
     it->second.timer = 0;
@@ -806,7 +813,7 @@ class Fleet::Impl {
 
   void StartPod(Node* n, const std::string& key, uint64_t gen) {
     {
-      std::lock_guard<std::mutex> l(n->mu);
+      MutexLock l(&n->mu);
       PodSim* p = Current(n, key, gen);
       if (p == nullptr || p->terminating) return;
       if (p->ip_host == 0) {
@@ -835,7 +842,7 @@ class Fleet::Impl {
 
   void ReadyPod(Node* n, const std::string& key, uint64_t gen) {
     {
-      std::lock_guard<std::mutex> l(n->mu);
+      MutexLock l(&n->mu);
       PodSim* p = Current(n, key, gen);
       if (p == nullptr || p->terminating) return;
       p->rt.ready_at = clock_->WallNow();
@@ -853,7 +860,7 @@ class Fleet::Impl {
     std::string uid;
     bool had_started;
     {
-      std::lock_guard<std::mutex> l(n->mu);
+      MutexLock l(&n->mu);
       PodSim* p = Current(n, key, gen);
       if (p == nullptr) return;
       uid = p->uid;
@@ -879,7 +886,7 @@ class Fleet::Impl {
     Status s = client_->Delete<corev1::Pod>(ns, name, del);
     if (s.ok() || informer::IsNotFound(s) || informer::IsConflict(s)) {
       if (s.ok()) writes_->With({"pod_delete"})->Inc();
-      std::lock_guard<std::mutex> l(n->mu);
+      MutexLock l(&n->mu);
       auto it = n->pods.find(key);
       if (it != n->pods.end() && it->second.uid == uid) {
         it->second.finished = true;
@@ -891,7 +898,7 @@ class Fleet::Impl {
       return;
     }
     ApiError("pod_delete", n->id.name, s);
-    std::lock_guard<std::mutex> l(n->mu);
+    MutexLock l(&n->mu);
     auto it = n->pods.find(key);
     if (it != n->pods.end() && it->second.uid == uid) {
       RunPodStep(n, key, it->second, seconds(1), &Impl::Terminate);
@@ -904,7 +911,7 @@ class Fleet::Impl {
     PodRuntime rt;
     std::string uid;
     {
-      std::lock_guard<std::mutex> l(n->mu);
+      MutexLock l(&n->mu);
       auto it = n->pods.find(key);
       if (it == n->pods.end()) return;
       rt = it->second.rt;
@@ -939,8 +946,8 @@ class Fleet::Impl {
   const FleetOptions options_;
   Clock* const clock_;
   metrics::Registry* const metrics_;
-  std::mutex rng_mu_;
-  std::mt19937_64 rng_;
+  Mutex rng_mu_;
+  std::mt19937_64 rng_ GUARDED_BY(rng_mu_);
 
   metrics::Family<metrics::Gauge>* nodes_gauge_;
   metrics::Family<metrics::Gauge>* pods_gauge_;
@@ -958,11 +965,11 @@ class Fleet::Impl {
   std::unique_ptr<ControlServer> control_;
 
   std::atomic<bool> stopping_{false};
-  std::mutex register_mu_;
-  std::deque<Node*> register_waiting_;  // guarded by register_mu_
-  mutable std::mutex work_mu_;
+  Mutex register_mu_;
+  std::deque<Node*> register_waiting_ GUARDED_BY(register_mu_);
+  mutable Mutex work_mu_;
   mutable std::condition_variable work_cv_;
-  int64_t outstanding_ = 0;
+  int64_t outstanding_ GUARDED_BY(work_mu_) = 0;
 };
 
 // ---------------------------------------------------------------------------

@@ -12,6 +12,7 @@
 #include <functional>
 #include <mutex>
 
+#include "base/mutex.h"
 #include "objects/meta.h"
 #include "objects/time.h"
 #include "apiserver/test_server.h"
@@ -119,7 +120,7 @@ class FleetTest : public ::testing::Test {
     o.seed = 7;
     o.workers = 4;
     o.on_pod_step = [this](const std::string& pod, const std::string& step) {
-      std::lock_guard<std::mutex> l(steps_mu_);
+      MutexLock l(&steps_mu_);
       steps_.push_back(pod + " " + step);
       steps_cv_.notify_all();
     };
@@ -182,21 +183,21 @@ class FleetTest : public ::testing::Test {
   // Waits until the fleet has put `step` of `pod` on the clock, so that
   // advancing the clock next fires it.
   void AwaitStep(const std::string& pod, const std::string& step) {
-    std::unique_lock<std::mutex> l(steps_mu_);
+    MutexLock l(&steps_mu_);
     ASSERT_TRUE(steps_cv_.wait_for(
-        l, kDeadline,
-        [&] {
+        l.native(), kDeadline,
+        [&]() REQUIRES(steps_mu_) {
           return std::find(steps_.begin(), steps_.end(),
                            "default/" + pod + " " + step) != steps_.end();
         }))
         << pod << " " << step;
-    l.unlock();
+    l.Unlock();
     fleet_->WaitIdle();
   }
 
-  std::mutex steps_mu_;
+  Mutex steps_mu_;
   std::condition_variable steps_cv_;
-  std::vector<std::string> steps_;
+  std::vector<std::string> steps_ GUARDED_BY(steps_mu_);
   apiserver::testing::TestServer server_;
   FakeClock clock_;
   metrics::Registry metrics_;

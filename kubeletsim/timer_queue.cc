@@ -12,7 +12,7 @@ TimerQueue::TimerQueue(Clock* clock)
 TimerQueue::~TimerQueue() { Stop(); }
 
 TimerId TimerQueue::Schedule(TimePoint due, std::function<void(TimePoint)> fn) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   if (stopped_) return 0;
   TimerId id = next_seq_++;
   live_.insert(id);
@@ -27,7 +27,7 @@ TimerId TimerQueue::Schedule(TimePoint due, std::function<void(TimePoint)> fn) {
 
 void TimerQueue::Cancel(TimerId id) {
   if (id == 0) return;
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   if (live_.erase(id) > 0) DropCancelledTop();
   idle_cv_.notify_all();
 }
@@ -40,18 +40,18 @@ void TimerQueue::DropCancelledTop() {
 }
 
 size_t TimerQueue::Pending() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return live_.size();
 }
 
 TimePoint TimerQueue::NextDue() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return heap_.empty() ? TimePoint::max() : heap_.top().due;
 }
 
 void TimerQueue::WaitIdle() const {
-  std::unique_lock<std::mutex> l(mu_);
-  idle_cv_.wait(l, [&] {
+  MutexLock l(&mu_);
+  idle_cv_.wait(l.native(), [&]() REQUIRES(mu_) {
     return stopped_ ||
            (!firing_ && (heap_.empty() || heap_.top().due > clock_->Now()));
   });
@@ -59,42 +59,44 @@ void TimerQueue::WaitIdle() const {
 
 void TimerQueue::Stop() {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     stopped_ = true;
     cv_.notify_all();
     idle_cv_.notify_all();
   }
   if (thread_.joinable()) thread_.join();
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   heap_ = {};
   live_.clear();
 }
 
 void TimerQueue::Run() {
-  std::unique_lock<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   while (!stopped_) {
     DropCancelledTop();
     if (heap_.empty() || heap_.top().due > clock_->Now()) {
       idle_cv_.notify_all();
     }
     if (heap_.empty()) {
-      cv_.wait(l, [&] { return stopped_ || !heap_.empty(); });
+      cv_.wait(l.native(),
+               [&]() REQUIRES(mu_) { return stopped_ || !heap_.empty(); });
       continue;
     }
     TimePoint due = heap_.top().due;
     if (clock_->Now() < due) {
       uint64_t seen = changes_;
-      clock_->WaitUntil(l, cv_, due,
-                        [&] { return stopped_ || changes_ != seen; });
+      clock_->WaitUntil(l.native(), cv_, due, [&]() REQUIRES(mu_) {
+        return stopped_ || changes_ != seen;
+      });
       continue;  // re-evaluate: woken by time, a new earlier timer or Stop
     }
     Entry e = std::move(const_cast<Entry&>(heap_.top()));
     heap_.pop();
     live_.erase(e.seq);
     firing_ = true;
-    l.unlock();
+    l.Unlock();
     e.fn(e.due);
-    l.lock();
+    l.Lock();
     firing_ = false;
   }
 }

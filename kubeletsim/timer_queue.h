@@ -26,13 +26,13 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <queue>
 #include <thread>
 #include <unordered_set>
 #include <vector>
 
 #include "base/clock.h"
+#include "base/mutex.h"
 
 namespace kplane::kubeletsim {
 
@@ -78,17 +78,19 @@ class TimerQueue {
     }
   };
   void Run();
-  void DropCancelledTop();  // mu_ held
+  void DropCancelledTop() REQUIRES(mu_);
 
   Clock* const clock_;
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable cv_;
-  std::priority_queue<Entry, std::vector<Entry>, Later> heap_;
-  std::unordered_set<TimerId> live_;  // scheduled, not fired or cancelled
-  uint64_t next_seq_ = 1;
-  uint64_t changes_ = 0;  // bumped when the top may have moved earlier
-  bool stopped_ = false;
-  bool firing_ = false;  // a callback is running
+  std::priority_queue<Entry, std::vector<Entry>, Later> heap_ GUARDED_BY(mu_);
+  // Scheduled, not fired or cancelled
+  std::unordered_set<TimerId> live_ GUARDED_BY(mu_);
+  uint64_t next_seq_ GUARDED_BY(mu_) = 1;
+  uint64_t changes_ GUARDED_BY(mu_) =
+      0;  // bumped when the top may have moved earlier
+  bool stopped_ GUARDED_BY(mu_) = false;
+  bool firing_ GUARDED_BY(mu_) = false;  // a callback is running
   mutable std::condition_variable idle_cv_;
   std::thread thread_;
 };

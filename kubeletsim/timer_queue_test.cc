@@ -2,7 +2,6 @@
 
 #include <gtest/gtest.h>
 
-#include <mutex>
 #include <vector>
 
 namespace kplane::kubeletsim {
@@ -12,18 +11,18 @@ class Recorder {
  public:
   std::function<void(TimePoint)> Make(int v) {
     return [this, v](TimePoint) {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       fired_.push_back(v);
     };
   }
   std::vector<int> fired() {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     return fired_;
   }
 
  private:
-  std::mutex mu_;
-  std::vector<int> fired_;
+  Mutex mu_;
+  std::vector<int> fired_ GUARDED_BY(mu_);
 };
 
 TEST(TimerQueueTest, FiresInDueOrderThenScheduleOrder) {
@@ -82,11 +81,11 @@ TEST(TimerQueueTest, EarlierTimerWakesTheSleepingThread) {
 TEST(TimerQueueTest, CallbacksMayReschedule) {
   FakeClock clock;
   TimerQueue q(&clock);
-  std::mutex mu;
+  Mutex mu;
   std::vector<TimePoint> dues;
   std::function<void(TimePoint)> tick = [&](TimePoint due) {
     {
-      std::lock_guard<std::mutex> l(mu);
+      MutexLock l(&mu);
       dues.push_back(due);
     }
     if (dues.size() < 3) q.Schedule(due + seconds(10), tick);
@@ -97,7 +96,7 @@ TEST(TimerQueueTest, CallbacksMayReschedule) {
     clock.Advance(seconds(10));
     q.WaitIdle();
   }
-  std::lock_guard<std::mutex> l(mu);
+  MutexLock l(&mu);
   ASSERT_EQ(dues.size(), 3u);
   EXPECT_EQ(dues[0], start + seconds(10));
   EXPECT_EQ(dues[2], start + seconds(30));

@@ -4,12 +4,12 @@
 
 #include <condition_variable>
 #include <iostream>
-#include <mutex>
 #include <thread>
 
 #include "base/command.h"
 #include "base/flags.h"
 #include "base/logging.h"
+#include "base/mutex.h"
 #include "kubeletsim/fleet.h"
 
 namespace kplane::cmd {
@@ -108,7 +108,7 @@ int RunKubeletSimCommand(const std::vector<std::string>& args) {
   std::cout << std::endl;
 
   // Scripted faults, on their own thread so signals still end the run.
-  std::mutex mu;
+  Mutex mu;
   std::condition_variable cv;
   bool done = false;
   std::thread faults;
@@ -126,13 +126,15 @@ int RunKubeletSimCommand(const std::vector<std::string>& args) {
           if (!st.ok()) LOG(WARNING) << st;
         }
       };
-      std::unique_lock<std::mutex> l(mu);
-      if (clock->WaitUntil(l, cv, start + stop_after, [&] { return done; })) {
+      MutexLock l(&mu);
+      if (clock->WaitUntil(l.native(), cv, start + stop_after,
+                           [&] { return done; })) {
         return;
       }
       apply(true);
       if (resume_after <= Duration(0)) return;
-      if (clock->WaitUntil(l, cv, start + resume_after, [&] { return done; })) {
+      if (clock->WaitUntil(l.native(), cv, start + resume_after,
+                           [&] { return done; })) {
         return;
       }
       apply(false);
@@ -143,7 +145,7 @@ int RunKubeletSimCommand(const std::vector<std::string>& args) {
   sigwait(&stop_signals, &sig);
   LOG(INFO) << "received signal " << sig << ", stopping the fleet";
   {
-    std::lock_guard<std::mutex> l(mu);
+    MutexLock l(&mu);
     done = true;
     cv.notify_all();
   }

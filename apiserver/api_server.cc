@@ -7,6 +7,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/mutex.h"
 #include "objects/machinery/fields.h"
 #include "objects/meta.h"
 #include "objects/scheme.h"
@@ -117,8 +118,8 @@ struct ApiServer::Impl {
   std::atomic<int> inflight_readonly{0};
   std::atomic<int> inflight_mutating{0};
   std::atomic<int> watches{0};
-  std::mutex rand_mu;
-  std::mt19937_64 rand;
+  Mutex rand_mu;
+  std::mt19937_64 rand GUARDED_BY(rand_mu);
 
   metrics::Family<metrics::Counter>* m_requests = nullptr;
   metrics::Family<metrics::Histogram>* m_latency = nullptr;
@@ -828,7 +829,7 @@ void ApiServer::Impl::Watch(const std::shared_ptr<Call>& c) {
                              .count();
     int64_t jitter = 0;
     if (base > 0) {
-      std::lock_guard<std::mutex> l(rand_mu);
+      MutexLock l(&rand_mu);
       jitter = static_cast<int64_t>(rand() % static_cast<uint64_t>(base));
     }
     wo.timeout = seconds(base + jitter);

@@ -159,7 +159,7 @@ bool ResourceStore::ReturnsDeletedObject() const {
 std::string ResourceStore::NewUid() {
   uint64_t a, b;
   {
-    std::lock_guard<std::mutex> l(rand_mu_);
+    MutexLock l(&rand_mu_);
     a = rand_();
     b = rand_();
   }
@@ -177,8 +177,8 @@ std::string ResourceStore::NewUid() {
 }
 
 std::string ResourceStore::GenerateNameSuffix() {
-  std::lock_guard<std::mutex> l(rand_mu_);
-  return machinery::GenerateNameSuffix([this](int n) {
+  MutexLock l(&rand_mu_);
+  return machinery::GenerateNameSuffix([this](int n) REQUIRES(rand_mu_) {
     return static_cast<int>(rand_() % static_cast<uint64_t>(n));
   });
 }

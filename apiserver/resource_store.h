@@ -52,6 +52,7 @@
 #include "apiserver/registry/strategy.h"
 #include "apiserver/storage/object_store.h"
 #include "base/clock.h"
+#include "base/mutex.h"
 
 namespace kplane::apiserver {
 
@@ -187,8 +188,8 @@ class ResourceStore {
   ObjectStore* store_;
   Cacher* cacher_;
   ResourceStoreOptions options_;
-  std::mutex rand_mu_;
-  std::mt19937_64 rand_;
+  Mutex rand_mu_;
+  std::mt19937_64 rand_ GUARDED_BY(rand_mu_);
 };
 
 }  // namespace kplane::apiserver

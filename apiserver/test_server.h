@@ -19,13 +19,13 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 
 #include "apiserver/api_server.h"
 #include "base/logging.h"
+#include "base/mutex.h"
 #include "net/http_client.h"
 #include "storage/server/store_server.h"
 
@@ -82,7 +82,7 @@ class WatchStream {
           StatusOr<net::HttpResponse> r = client_.Stream(
               "GET", target, headers, "",
               [this](std::string_view data) {
-                std::lock_guard<std::mutex> l(mu_);
+                MutexLock l(&mu_);
                 raw_.append(data);
                 partial_.append(data);
                 size_t nl;
@@ -94,7 +94,7 @@ class WatchStream {
                 return true;
               },
               &cancel_);
-          std::lock_guard<std::mutex> l(mu_);
+          MutexLock l(&mu_);
           if (r.ok()) {
             status_ = r->status;
             content_type_ = std::string(r->headers.Get("Content-Type"));
@@ -110,8 +110,9 @@ class WatchStream {
 
   // The next line, or nullopt if the stream ended (or the deadline passed).
   std::optional<std::string> Next(Duration timeout = kDeadline) {
-    std::unique_lock<std::mutex> l(mu_);
-    cv_.wait_for(l, timeout, [&] { return !lines_.empty() || ended_; });
+    MutexLock l(&mu_);
+    cv_.wait_for(l.native(), timeout,
+                 [&]() REQUIRES(mu_) { return !lines_.empty() || ended_; });
     if (lines_.empty()) return std::nullopt;
     std::string s = std::move(lines_.front());
     lines_.pop_front();
@@ -129,38 +130,41 @@ class WatchStream {
   }
   // Waits for the server to end the stream; true if it did.
   bool WaitEnd(Duration timeout = kDeadline) {
-    std::unique_lock<std::mutex> l(mu_);
-    return cv_.wait_for(l, timeout, [&] { return ended_; });
+    MutexLock l(&mu_);
+    return cv_.wait_for(l.native(), timeout,
+                        [&]() REQUIRES(mu_) { return ended_; });
   }
   // Waits until at least `n` raw bytes arrived.
   std::string WaitRaw(size_t n, Duration timeout = kDeadline) {
-    std::unique_lock<std::mutex> l(mu_);
-    cv_.wait_for(l, timeout, [&] { return raw_.size() >= n || ended_; });
+    MutexLock l(&mu_);
+    cv_.wait_for(l.native(), timeout,
+                 [&]() REQUIRES(mu_) { return raw_.size() >= n || ended_; });
     return raw_;
   }
   int status() {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     return status_;
   }
   std::string content_type() {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     return content_type_;
   }
   size_t pending() {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     return lines_.size();
   }
 
  private:
   net::HttpClient client_;
   net::CancelToken cancel_;
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::string> lines_;
-  std::string partial_, raw_;
-  bool ended_ = false;
-  int status_ = 0;
-  std::string content_type_;
+  std::deque<std::string> lines_ GUARDED_BY(mu_);
+  std::string partial_ GUARDED_BY(mu_);
+  std::string raw_ GUARDED_BY(mu_);
+  bool ended_ GUARDED_BY(mu_) = false;
+  int status_ GUARDED_BY(mu_) = 0;
+  std::string content_type_ GUARDED_BY(mu_);
   std::thread thread_;
 };
 

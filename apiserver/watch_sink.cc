@@ -18,12 +18,12 @@ void HttpWatchSink::EnsureStartedLocked() {
 }
 
 void HttpWatchSink::StartNow() {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   if (!ended_) EnsureStartedLocked();
 }
 
 bool HttpWatchSink::Abort() {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   if (started_) return false;
   ended_ = true;
   return true;
@@ -32,7 +32,7 @@ bool HttpWatchSink::Abort() {
 bool HttpWatchSink::Send(const WatchEventPtr& event) {
   bool first;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     if (ended_) return false;
     EnsureStartedLocked();
     // Only object events count as "first" (they carry the Table columns);
@@ -52,7 +52,7 @@ bool HttpWatchSink::Send(const WatchEventPtr& event) {
 
 void HttpWatchSink::Close(const Status& reason) {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     if (ended_) return;
     ended_ = true;
     EnsureStartedLocked();
@@ -72,7 +72,7 @@ void HttpWatchSink::Close(const Status& reason) {
 
 void HttpWatchSink::SetHandle(std::unique_ptr<WatchHandle> handle) {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     if (!ended_ && !responder_->IsClosed()) {
       handle_ = std::move(handle);
       return;
@@ -84,7 +84,7 @@ void HttpWatchSink::SetHandle(std::unique_ptr<WatchHandle> handle) {
 void HttpWatchSink::ClientGone() {
   std::unique_ptr<WatchHandle> handle;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     ended_ = true;
     handle = std::move(handle_);
   }

@@ -23,12 +23,12 @@
 
 #include <atomic>
 #include <memory>
-#include <mutex>
 
 #include "apiserver/cacher/cacher.h"
 #include "apiserver/encoding.h"
 #include "base/clock.h"
 #include "base/metrics.h"
+#include "base/mutex.h"
 #include "net/http_server.h"
 
 namespace kplane::apiserver {
@@ -60,7 +60,7 @@ class HttpWatchSink : public WatchSink {
 
  private:
   // Sends the stream head once (mu_ held).
-  void EnsureStartedLocked();
+  void EnsureStartedLocked() REQUIRES(mu_);
 
   std::shared_ptr<net::Responder> responder_;
   const net::HttpHeaders headers_;
@@ -68,11 +68,11 @@ class HttpWatchSink : public WatchSink {
   Clock* clock_;
   metrics::Counter* events_sent_;
 
-  std::mutex mu_;
-  bool started_ = false;
-  bool first_ = true;
-  bool ended_ = false;  // Close() ran or the client went away
-  std::unique_ptr<WatchHandle> handle_;
+  Mutex mu_;
+  bool started_ GUARDED_BY(mu_) = false;
+  bool first_ GUARDED_BY(mu_) = true;
+  bool ended_ GUARDED_BY(mu_) = false;  // Close() ran or the client went away
+  std::unique_ptr<WatchHandle> handle_ GUARDED_BY(mu_);
 };
 
 }  // namespace kplane::apiserver

@@ -1,10 +1,9 @@
 #include "objects/field_table.h"
 
 #include <memory>
-#include <mutex>
-#include <shared_mutex>
 
 #include "base/logging.h"
+#include "base/mutex.h"
 #include "schemas/k8s/options.pb.h"
 
 namespace kplane::objects::internal {
@@ -17,18 +16,18 @@ class TableCache {
  public:
   const MessageTable* Get(const Descriptor* d) {
     {
-      std::shared_lock<std::shared_mutex> lock(mu_);
+      ReaderLock lock(&mu_);
       auto it = tables_.find(d);
       if (it != tables_.end()) return it->second.get();
     }
-    std::unique_lock<std::shared_mutex> lock(mu_);
+    WriterLock lock(&mu_);
     return BuildLocked(d);
   }
 
  private:
   // Registers the table before filling it, so recursive message types
   // resolve to the (not yet complete) entry instead of recursing forever.
-  const MessageTable* BuildLocked(const Descriptor* d) {
+  const MessageTable* BuildLocked(const Descriptor* d) REQUIRES(mu_) {
     auto it = tables_.find(d);
     if (it != tables_.end()) return it->second.get();
     auto owned = std::make_unique<MessageTable>();
@@ -86,7 +85,7 @@ class TableCache {
     return t;
   }
 
-  FieldEntry MakeField(const FieldDescriptor* fd) {
+  FieldEntry MakeField(const FieldDescriptor* fd) REQUIRES(mu_) {
     FieldEntry f;
     f.field = fd;
     f.name = fd->name();
@@ -130,8 +129,9 @@ class TableCache {
     return f;
   }
 
-  std::shared_mutex mu_;
-  std::unordered_map<const Descriptor*, std::unique_ptr<MessageTable>> tables_;
+  SharedMutex mu_;
+  std::unordered_map<const Descriptor*, std::unique_ptr<MessageTable>> tables_
+      GUARDED_BY(mu_);
 };
 
 TableCache& Cache() {

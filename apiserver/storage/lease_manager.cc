@@ -17,7 +17,7 @@ int64_t LeaseManager::ExtraSeconds(int64_t ttl) const {
 }
 
 StatusOr<int64_t> LeaseManager::GetLease(int64_t ttl_seconds) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   const TimePoint now = clock_->Now();
   const int64_t extra = ExtraSeconds(ttl_seconds);
   auto it = by_ttl_.find(ttl_seconds);

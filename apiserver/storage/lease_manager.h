@@ -25,9 +25,9 @@
 
 #include <cstdint>
 #include <map>
-#include <mutex>
 
 #include "base/clock.h"
+#include "base/mutex.h"
 #include "base/statusor.h"
 #include "storage/kv.h"
 
@@ -52,8 +52,8 @@ class LeaseManager {
   Clock* clock_;
   int64_t max_extra_seconds_;
   double extra_fraction_;
-  std::mutex mu_;
-  std::map<int64_t, Granted> by_ttl_;  // guarded by mu_
+  Mutex mu_;
+  std::map<int64_t, Granted> by_ttl_ GUARDED_BY(mu_);
 };
 
 }  // namespace kplane::apiserver

@@ -3,10 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <condition_variable>
-#include <mutex>
 
 #include "apiserver/storage/object_store.h"
 #include "apiserver/storage/test_store.h"
+#include "base/mutex.h"
 
 namespace kplane::apiserver {
 namespace {
@@ -19,7 +19,7 @@ TEST(ObjectStoreTtlTest, ObjectExpiresWithItsLease) {
   const std::string key = store.Key("default", "short-lived");
 
   // Await the deletion through a store watch instead of polling.
-  std::mutex mu;
+  Mutex mu;
   std::condition_variable cv;
   bool deleted = false;
   etcdserverpb::WatchCreateRequest req;
@@ -28,7 +28,7 @@ TEST(ObjectStoreTtlTest, ObjectExpiresWithItsLease) {
       req, [&](const etcdserverpb::WatchResponse& resp) {
         for (const auto& ev : resp.events()) {
           if (ev.type() == mvccpb::Event::DELETE) {
-            std::lock_guard<std::mutex> l(mu);
+            MutexLock l(&mu);
             deleted = true;
             cv.notify_all();
           }
@@ -42,10 +42,11 @@ TEST(ObjectStoreTtlTest, ObjectExpiresWithItsLease) {
   ASSERT_TRUE(store.Create(testing::MakeConfigMap("default", "forever")).ok());
   ASSERT_TRUE(store.Get("default", "short-lived").ok());
 
-  std::unique_lock<std::mutex> l(mu);
-  ASSERT_TRUE(cv.wait_for(l, std::chrono::seconds(15), [&] { return deleted; }))
-      << "the TTL object was not deleted";
-  l.unlock();
+  MutexLock l(&mu);
+  ASSERT_TRUE(cv.wait_for(l.native(), std::chrono::seconds(15), [&] {
+    return deleted;
+  })) << "the TTL object was not deleted";
+  l.Unlock();
   EXPECT_EQ(store.Get("default", "short-lived").status().code(),
             StatusCode::kNotFound);
   EXPECT_TRUE(store.Get("default", "forever").ok());

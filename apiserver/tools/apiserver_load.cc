@@ -31,7 +31,6 @@
 #include <iostream>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -39,6 +38,7 @@
 #include "apiserver/api_server.h"
 #include "base/clock.h"
 #include "base/logging.h"
+#include "base/mutex.h"
 #include "base/strings.h"
 #include "net/http_client.h"
 #include "net/socket.h"
@@ -170,7 +170,7 @@ std::pair<std::vector<int64_t>, double> CreatePods(const Target& t, int clients,
                                                    const std::string& prefix) {
   std::atomic<int> next{0};
   std::atomic<int> failures{0};
-  std::mutex mu;
+  Mutex mu;
   std::vector<int64_t> all;
   const int64_t start = NowNs();
   std::vector<std::thread> threads;
@@ -196,7 +196,7 @@ std::pair<std::vector<int64_t>, double> CreatePods(const Target& t, int clients,
         }
         mine.push_back(t1 - t0);
       }
-      std::lock_guard<std::mutex> l(mu);
+      MutexLock l(&mu);
       all.insert(all.end(), mine.begin(), mine.end());
     });
   }

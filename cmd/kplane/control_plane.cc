@@ -7,12 +7,12 @@
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
-#include <mutex>
 #include <sstream>
 #include <thread>
 
 #include "apiserver/api_server.h"
 #include "base/logging.h"
+#include "base/mutex.h"
 #include "base/subprocess.h"
 #include "controllers/controller_manager.h"
 #include "kubeletsim/fleet.h"
@@ -84,7 +84,7 @@ class StoreSupervisor {
 
   void Stop() {
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       if (stopped_) return;
       stopped_ = true;
     }
@@ -115,9 +115,9 @@ class StoreSupervisor {
   }
 
   void Loop() {
-    std::unique_lock<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     while (!stopped_) {
-      cv_.wait_for(l, std::chrono::milliseconds(200));
+      cv_.wait_for(l.native(), std::chrono::milliseconds(200));
       if (stopped_) break;
       for (Member& m : members_) {
         // A member left down (no restarts) has no process.
@@ -132,7 +132,7 @@ class StoreSupervisor {
           m.process.reset();
           continue;
         }
-        cv_.wait_for(l, restart_delay_);
+        cv_.wait_for(l.native(), restart_delay_);
         if (stopped_) break;
         Status s = Launch(m);
         if (!s.ok()) LOG(ERROR) << s;
@@ -142,9 +142,9 @@ class StoreSupervisor {
 
   std::vector<Member> members_;
   const Duration restart_delay_;
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  bool stopped_ = false;
+  bool stopped_ GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

@@ -8,10 +8,10 @@
 
 #include <condition_variable>
 #include <map>
-#include <mutex>
 #include <set>
 #include <thread>
 
+#include "base/mutex.h"
 #include "storage/client/local_cluster.h"
 #include "storage/client/remote_kv.h"
 
@@ -19,7 +19,7 @@ namespace kplane::storage {
 namespace {
 
 struct WatchLog {
-  std::mutex mu;
+  Mutex mu;
   std::condition_variable cv;
   std::vector<int64_t> revisions;  // every event's mod_revision, in order
   int created = 0;
@@ -28,7 +28,7 @@ struct WatchLog {
 
   WatchCallback Callback() {
     return [this](const etcdserverpb::WatchResponse& r) {
-      std::lock_guard<std::mutex> l(mu);
+      MutexLock l(&mu);
       if (r.created()) ++created;
       if (r.canceled()) ++canceled;
       for (const auto& e : r.events()) {
@@ -132,9 +132,10 @@ void RunLeaderKill(StoreKind kind) {
   for (const auto& kvp : stored->kvs())
     last_rev = std::max(last_rev, kvp.mod_revision());
   {
-    std::unique_lock<std::mutex> l(log.mu);
-    ASSERT_TRUE(log.cv.wait_for(l, std::chrono::seconds(30),
-                                [&] { return log.max_rev >= last_rev; }))
+    MutexLock l(&log.mu);
+    ASSERT_TRUE(log.cv.wait_for(
+        l.native(), std::chrono::seconds(30),
+        [&]() REQUIRES(log.mu) { return log.max_rev >= last_rev; }))
         << "watch stuck at " << log.max_rev << " < " << last_rev;
     EXPECT_EQ(log.created, 1);
     EXPECT_EQ(log.canceled, 0);

@@ -13,9 +13,9 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdlib>
-#include <mutex>
 #include <random>
 
+#include "base/mutex.h"
 #include "storage/client/local_cluster.h"
 #include "storage/client/remote_kv.h"
 
@@ -57,13 +57,13 @@ void RangeOne(benchmark::State& state) {
 
 // Put -> watch callback latency, one put at a time.
 void WatchLatency(benchmark::State& state) {
-  std::mutex mu;
+  Mutex mu;
   std::condition_variable cv;
   int64_t seen = 0;
   etcdserverpb::WatchCreateRequest w;
   w.set_key("/bench/watch");
   auto watch = kv->StartWatch(w, [&](const etcdserverpb::WatchResponse& r) {
-    std::lock_guard<std::mutex> l(mu);
+    MutexLock l(&mu);
     for (const auto& e : r.events()) seen = e.kv().mod_revision();
     cv.notify_all();
   });
@@ -77,8 +77,8 @@ void WatchLatency(benchmark::State& state) {
   for (auto _ : state) {
     auto resp = kv->Put(p);
     if (!resp.ok()) continue;
-    std::unique_lock<std::mutex> l(mu);
-    cv.wait(l, [&] { return seen >= resp->header().revision(); });
+    MutexLock l(&mu);
+    cv.wait(l.native(), [&] { return seen >= resp->header().revision(); });
   }
   state.SetItemsProcessed(state.iterations());
 }

@@ -4,8 +4,8 @@
 
 #include <atomic>
 #include <condition_variable>
-#include <mutex>
 
+#include "base/mutex.h"
 #include "net/http_server.h"
 #include "storage/etcdjson/etcd_json.h"
 #include "storage/client/lease_keepalive.h"
@@ -45,18 +45,18 @@ class FakeMember {
     return "127.0.0.1:" + std::to_string(server_.port());
   }
   int hits(const std::string& path) {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     return hits_[path];
   }
 
  private:
   void Count(const std::string& path) {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     ++hits_[path];
   }
   HttpServer server_;
-  std::mutex mu_;
-  std::map<std::string, int> hits_;
+  Mutex mu_;
+  std::map<std::string, int> hits_ GUARDED_BY(mu_);
 };
 
 std::string ClosedEndpoint() {
@@ -274,14 +274,14 @@ class FakeWatchMember {
         // The client sends one create request, then maybe progress requests.
         if (etcdjson::ParseJson(*body, &req).ok() && req.has_create_request()) {
           body->clear();
-          std::lock_guard<std::mutex> l(mu_);
+          MutexLock l(&mu_);
           creates_.push_back(req.create_request());
           streams_.push_back(r);
           cv_.notify_all();
         } else if (etcdjson::ParseJson(*body, &req).ok() &&
                    req.has_progress_request()) {
           body->clear();
-          std::lock_guard<std::mutex> l(mu_);
+          MutexLock l(&mu_);
           ++progress_requests_;
           cv_.notify_all();
         }
@@ -295,22 +295,23 @@ class FakeWatchMember {
   // Waits for the n-th (1-based) create request.
   std::pair<etcdserverpb::WatchCreateRequest, std::shared_ptr<Responder>>
   WaitCreate(size_t n) {
-    std::unique_lock<std::mutex> l(mu_);
-    cv_.wait(l, [&] { return creates_.size() >= n; });
+    MutexLock l(&mu_);
+    cv_.wait(l.native(), [&]() REQUIRES(mu_) { return creates_.size() >= n; });
     return {creates_[n - 1], streams_[n - 1]};
   }
   void WaitProgressRequests(int n) {
-    std::unique_lock<std::mutex> l(mu_);
-    cv_.wait(l, [&] { return progress_requests_ >= n; });
+    MutexLock l(&mu_);
+    cv_.wait(l.native(),
+             [&]() REQUIRES(mu_) { return progress_requests_ >= n; });
   }
 
  private:
   FakeMember member_;
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  std::vector<etcdserverpb::WatchCreateRequest> creates_;
-  std::vector<std::shared_ptr<Responder>> streams_;
-  int progress_requests_ = 0;
+  std::vector<etcdserverpb::WatchCreateRequest> creates_ GUARDED_BY(mu_);
+  std::vector<std::shared_ptr<Responder>> streams_ GUARDED_BY(mu_);
+  int progress_requests_ GUARDED_BY(mu_) = 0;
 };
 
 // Collects callbacks; lets the test wait for a count.
@@ -318,25 +319,25 @@ class Recorder {
  public:
   WatchCallback Callback() {
     return [this](const etcdserverpb::WatchResponse& r) {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       got_.push_back(r);
       cv_.notify_all();
     };
   }
   std::vector<etcdserverpb::WatchResponse> WaitFor(size_t n) {
-    std::unique_lock<std::mutex> l(mu_);
-    cv_.wait(l, [&] { return got_.size() >= n; });
+    MutexLock l(&mu_);
+    cv_.wait(l.native(), [&]() REQUIRES(mu_) { return got_.size() >= n; });
     return got_;
   }
   size_t size() {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     return got_.size();
   }
 
  private:
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  std::vector<etcdserverpb::WatchResponse> got_;
+  std::vector<etcdserverpb::WatchResponse> got_ GUARDED_BY(mu_);
 };
 
 std::string Event(int64_t rev, const std::string& key_b64 = "YQ==") {
@@ -499,7 +500,7 @@ TEST(RemoteWatch, DestroyWhileIdleAndFromCallback) {
 
   // Destroying the watch from inside its own callback.
   std::unique_ptr<Watch> self;
-  std::mutex mu;
+  Mutex mu;
   std::condition_variable cv;
   bool destroyed = false;
   std::shared_ptr<Responder> rr;
@@ -513,25 +514,25 @@ TEST(RemoteWatch, DestroyWhileIdleAndFromCallback) {
     if (resp.events_size() == 0) return;
     std::unique_ptr<Watch> me;
     {
-      std::lock_guard<std::mutex> l(mu);
+      MutexLock l(&mu);
       me = std::move(self);
     }
     ASSERT_NE(me, nullptr);
     me.reset();
-    std::lock_guard<std::mutex> l(mu);
+    MutexLock l(&mu);
     destroyed = true;
     cv.notify_all();
   });
   ASSERT_TRUE(w2.ok());
   script2.join();
   {
-    std::lock_guard<std::mutex> l(mu);
+    MutexLock l(&mu);
     self = std::move(*w2);
   }
   rr->Write(R"({"result":{"header":{"revision":"2"},"events":[)" + Event(2) +
             "]}}\n");
-  std::unique_lock<std::mutex> l(mu);
-  cv.wait(l, [&] { return destroyed; });
+  MutexLock l(&mu);
+  cv.wait(l.native(), [&] { return destroyed; });
   EXPECT_EQ(self, nullptr);
 }
 
@@ -539,7 +540,7 @@ TEST(RemoteWatch, DestroyWhileIdleAndFromCallback) {
 // body before it answers anything.
 TEST(RemoteWatch, HalfDuplexServerAndSideStreamProgress) {
   FakeMember m;
-  std::mutex mu;
+  Mutex mu;
   std::condition_variable cv;
   std::vector<std::string> bodies;  // complete request bodies, in order
   std::vector<std::shared_ptr<Responder>> streams;
@@ -560,7 +561,7 @@ TEST(RemoteWatch, HalfDuplexServerAndSideStreamProgress) {
         r->Write(R"({"result":{"header":{"revision":"10"},"created":true}})"
                  "\n");
       }
-      std::lock_guard<std::mutex> l(mu);
+      MutexLock l(&mu);
       bodies.push_back(*body);
       streams.push_back(r);
       cv.notify_all();
@@ -585,8 +586,8 @@ TEST(RemoteWatch, HalfDuplexServerAndSideStreamProgress) {
   EXPECT_EQ(got[1].header().revision(), 12);
   EXPECT_EQ(got[1].events_size(), 0);
   {
-    std::unique_lock<std::mutex> l(mu);
-    cv.wait(l, [&] { return bodies.size() >= 2; });
+    MutexLock l(&mu);
+    cv.wait(l.native(), [&] { return bodies.size() >= 2; });
     EXPECT_NE(bodies[1].find("progress_request"), std::string::npos);
   }
 
@@ -594,7 +595,7 @@ TEST(RemoteWatch, HalfDuplexServerAndSideStreamProgress) {
   // back at once (no probe wait: the member is known to be half-duplex).
   std::shared_ptr<Responder> main_stream;
   {
-    std::lock_guard<std::mutex> l(mu);
+    MutexLock l(&mu);
     main_stream = streams[0];
   }
   main_stream->Write(R"({"result":{"header":{"revision":"11"},"events":[)" +
@@ -602,8 +603,8 @@ TEST(RemoteWatch, HalfDuplexServerAndSideStreamProgress) {
   got = rec.WaitFor(3);
   EXPECT_EQ(got[2].events(0).kv().mod_revision(), 11);
   main_stream->Close();
-  std::unique_lock<std::mutex> l(mu);
-  cv.wait(l, [&] { return bodies.size() >= 3; });
+  MutexLock l(&mu);
+  cv.wait(l.native(), [&] { return bodies.size() >= 3; });
   etcdserverpb::WatchRequest again;
   ASSERT_TRUE(etcdjson::ParseJson(bodies[2], &again).ok());
   EXPECT_EQ(again.create_request().start_revision(), 12);
@@ -629,22 +630,22 @@ TEST(KeepAliveLoop, RenewsEveryThirdOfTtlOnFakeClockUntilGone) {
   a.Start();
   auto kv = NewKV({a.endpoint()});
   FakeClock clock;
-  std::mutex mu;
+  Mutex mu;
   std::condition_variable cv;
   int renewed = 0;
   KeepAliveLoop loop(kv.get(), 77,
                      {.on_renewed =
                           [&](const etcdserverpb::LeaseKeepAliveResponse& r) {
                             EXPECT_EQ(r.ttl(), 9);
-                            std::lock_guard<std::mutex> l(mu);
+                            MutexLock l(&mu);
                             ++renewed;
                             cv.notify_all();
                           },
                       .clock = &clock});
   for (int i = 1; i <= 3; ++i) {
     {
-      std::unique_lock<std::mutex> l(mu);
-      cv.wait(l, [&] { return renewed >= i; });
+      MutexLock l(&mu);
+      cv.wait(l.native(), [&] { return renewed >= i; });
     }
     clock.WaitForWaiters(1);  // asleep after round i
     EXPECT_EQ(loop.renewals(), i);

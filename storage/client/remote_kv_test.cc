@@ -6,9 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <condition_variable>
-#include <mutex>
 #include <thread>
 
+#include "base/mutex.h"
 #include "storage/client/lease_keepalive.h"
 #include "storage/client/local_cluster.h"
 #include "storage/client/maintenance.h"
@@ -173,12 +173,12 @@ TEST_P(RemoteKVEtcdTest, Leases) {
 
 // Collects watch responses.
 struct Collector {
-  std::mutex mu;
+  Mutex mu;
   std::condition_variable cv;
   std::vector<etcdserverpb::WatchResponse> got;
   WatchCallback Callback() {
     return [this](const etcdserverpb::WatchResponse& r) {
-      std::lock_guard<std::mutex> l(mu);
+      MutexLock l(&mu);
       got.push_back(r);
       cv.notify_all();
     };
@@ -186,8 +186,8 @@ struct Collector {
   std::vector<etcdserverpb::WatchResponse> WaitFor(
       const std::function<
           bool(const std::vector<etcdserverpb::WatchResponse>&)>& pred) {
-    std::unique_lock<std::mutex> l(mu);
-    EXPECT_TRUE(cv.wait_for(l, std::chrono::seconds(20), [&] {
+    MutexLock l(&mu);
+    EXPECT_TRUE(cv.wait_for(l.native(), std::chrono::seconds(20), [&] {
       return pred(got);
     })) << "watch condition not reached";
     return got;

@@ -11,11 +11,11 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
-#include <mutex>
 #include <thread>
 #include <unordered_map>
 
 #include "base/base64.h"
+#include "base/mutex.h"
 #include "base/strings.h"
 #include "net/http_client.h"
 
@@ -136,7 +136,6 @@ StatusOr<WatchBenchResult> RunWatchBench(const WatchBenchOptions& o) {
 
   PutTimes times;
   std::atomic<int64_t> delivered{0};
-  std::atomic<bool> writer_done{false};
   int64_t first_put = 0, writer_end = 0;
   std::atomic<int64_t> last_event{0};
   // (mod_revision, arrival time) of every event, appended by the reader
@@ -246,7 +245,7 @@ StatusOr<WatchBenchResult> RunWatchBench(const WatchBenchOptions& o) {
   {
     const Endpoint& e = o.endpoints[0];
     const std::string value = Base64Encode(std::string(o.value_size, 'v'));
-    std::mutex times_mu;
+    Mutex times_mu;
     std::string failure;  // the last put error
     first_put = NowNs();
     auto write = [&](int k) {
@@ -273,7 +272,7 @@ StatusOr<WatchBenchResult> RunWatchBench(const WatchBenchOptions& o) {
         if (!r.ok() || r->status != 200) {
           // Counted, not fatal: an overloaded etcd answers "request timed
           // out" now and then, and the other puts' deliveries still count.
-          std::lock_guard<std::mutex> l(times_mu);
+          MutexLock l(&times_mu);
           failure = r.ok() ? r->body : r.status().ToString();
           ++res.put_errors;
           continue;
@@ -285,7 +284,7 @@ StatusOr<WatchBenchResult> RunWatchBench(const WatchBenchOptions& o) {
                           : std::strtoll(r->body.c_str() + p + 12, nullptr, 10);
         mine.push_back({rev, {sent, acked}});
       }
-      std::lock_guard<std::mutex> l(times_mu);
+      MutexLock l(&times_mu);
       for (const auto& [rev, t] : mine) times.by_rev[rev] = t;
       res.put_latency.Merge(lat);
     };

@@ -4,9 +4,9 @@
 #include <rapidjson/writer.h>
 
 #include <condition_variable>
-#include <mutex>
 #include <thread>
 
+#include "base/mutex.h"
 #include "informer/api_errors.h"
 #include "net/http_client.h"
 #include "net/url.h"
@@ -284,15 +284,16 @@ Status KubeClient::Watch(const objects::ResourceInfo& r, std::string_view ns,
 
   // The deadline cancels the stream from a timer thread.
   net::CancelToken cancel;
-  std::mutex mu;
+  Mutex mu;
   std::condition_variable cv;
   bool finished = false;
   bool timed_out = false;
   std::thread timer;
   if (deadline) {
     timer = std::thread([&] {
-      std::unique_lock<std::mutex> lock(mu);
-      if (!clock_->WaitUntil(lock, cv, *deadline, [&] { return finished; })) {
+      MutexLock lock(&mu);
+      if (!clock_->WaitUntil(lock.native(), cv, *deadline,
+                             [&] { return finished; })) {
         timed_out = true;
         cancel.Cancel();
       }
@@ -336,7 +337,7 @@ Status KubeClient::Watch(const objects::ResourceInfo& r, std::string_view ns,
   StatusOr<net::HttpResponse> resp =
       client->Stream("GET", target, headers, "", on_data, &cancel);
   {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(&mu);
     finished = true;
   }
   cv.notify_all();

@@ -10,11 +10,11 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <mutex>
 #include <sstream>
 #include <thread>
 
 #include "apiserver/test_server.h"
+#include "base/mutex.h"
 #include "controllers/controller_manager.h"
 #include "kpctl/kube/kube_command.h"
 
@@ -27,14 +27,15 @@ using apiserver::testing::TestServer;
 class SyncBuf : public std::streambuf {
  public:
   std::string Text() {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     return text_;
   }
   // True once `s` has been written (within a generous deadline).
   bool WaitFor(const std::string& s) {
-    std::unique_lock<std::mutex> l(mu_);
-    return cv_.wait_for(l, std::chrono::seconds(20),
-                        [&] { return text_.find(s) != std::string::npos; });
+    MutexLock l(&mu_);
+    return cv_.wait_for(
+        l.native(), std::chrono::seconds(20),
+        [&]() REQUIRES(mu_) { return text_.find(s) != std::string::npos; });
   }
 
  protected:
@@ -46,7 +47,7 @@ class SyncBuf : public std::streambuf {
   }
   std::streamsize xsputn(const char* s, std::streamsize n) override {
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       text_.append(s, static_cast<size_t>(n));
     }
     cv_.notify_all();
@@ -54,9 +55,9 @@ class SyncBuf : public std::streambuf {
   }
 
  private:
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  std::string text_;
+  std::string text_ GUARDED_BY(mu_);
 };
 
 struct Result {

@@ -4,10 +4,10 @@
 
 #include <gtest/gtest.h>
 
-#include <mutex>
 #include <sstream>
 
 #include "base/logging.h"
+#include "base/mutex.h"
 #include "kubeletsim/control_server.h"
 
 namespace kplane::kpctl {
@@ -40,7 +40,7 @@ class SimCommandTest : public ::testing::Test {
         "--endpoint=http://127.0.0.1:" + std::to_string(server_->port());
   }
   Status Record(const std::string& call) {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     calls_.push_back(call);
     if (call.find("ghost") != std::string::npos) {
       return NotFoundError("no simulated node ghost");
@@ -57,8 +57,8 @@ class SimCommandTest : public ::testing::Test {
   metrics::Registry metrics_;
   std::unique_ptr<kubeletsim::ControlServer> server_;
   std::string endpoint_;
-  std::mutex mu_;
-  std::vector<std::string> calls_;
+  Mutex mu_;
+  std::vector<std::string> calls_ GUARDED_BY(mu_);
   std::ostringstream out_, err_;
 };
 
@@ -80,7 +80,7 @@ TEST_F(SimCommandTest, StopResume) {
   EXPECT_EQ(Run({"resume-all"}), 0);
   EXPECT_EQ(Run({"stop-node", "ghost"}), 1);
   EXPECT_NE(err_.str().find("no simulated node ghost"), std::string::npos);
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   EXPECT_EQ(calls_, (std::vector<std::string>{"stop node-3", "stop node-4",
                                               "resume node-3", "stop-all",
                                               "resume-all", "stop ghost"}));

@@ -16,6 +16,7 @@
 #include <thread>
 #include <tuple>
 
+#include "base/mutex.h"
 #include "base/subprocess.h"
 #include "kpctl/store/go_format.h"
 #include "kpctl/store/store_command.h"
@@ -573,17 +574,18 @@ TEST_F(EtcdctlCompat, NoSpaceAlarmListAndDisarm) {
 class Capture : public std::streambuf {
  public:
   bool WaitFor(const std::string& needle, Duration timeout) {
-    std::unique_lock<std::mutex> l(mu_);
-    return cv_.wait_for(
-        l, timeout, [&] { return data_.find(needle) != std::string::npos; });
+    MutexLock l(&mu_);
+    return cv_.wait_for(l.native(), timeout, [&]() REQUIRES(mu_) {
+      return data_.find(needle) != std::string::npos;
+    });
   }
   // Waits until a whole line holding `needle` has arrived and returns the
   // offset just past that line's newline, or npos on timeout. Output arrives
   // in pieces of any size, so seeing the needle does not mean its line ended.
   size_t WaitForLine(const std::string& needle, Duration timeout) {
-    std::unique_lock<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     size_t end = std::string::npos;
-    cv_.wait_for(l, timeout, [&] {
+    cv_.wait_for(l.native(), timeout, [&]() REQUIRES(mu_) {
       size_t at = data_.find(needle);
       if (at == std::string::npos) return false;
       size_t nl = data_.find('\n', at);
@@ -594,11 +596,11 @@ class Capture : public std::streambuf {
     return end;
   }
   std::string data() {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     return data_;
   }
   void Append(std::string_view s) {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     data_.append(s);
     cv_.notify_all();
   }
@@ -617,9 +619,9 @@ class Capture : public std::streambuf {
   }
 
  private:
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  std::string data_;
+  std::string data_ GUARDED_BY(mu_);
 };
 
 TEST_F(EtcdctlCompat, WatchOutputAndCancel) {

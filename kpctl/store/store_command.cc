@@ -30,7 +30,7 @@ namespace kplane::kpctl {
 void StopSignal::Stop() {
   std::function<void()> fn;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     if (stopped_) return;
     stopped_ = true;
     fn = fn_;
@@ -39,14 +39,14 @@ void StopSignal::Stop() {
 }
 
 bool StopSignal::stopped() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return stopped_;
 }
 
 void StopSignal::OnStop(std::function<void()> fn) {
   bool run_now;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     fn_ = fn;
     run_now = stopped_ && fn_;
   }
@@ -385,11 +385,11 @@ int CmdWatch(Ctx& c, const std::vector<std::string>& args) {
   RemoteKV* kv = c.kv(&code);
   if (!kv) return code;
 
-  std::mutex mu;
+  Mutex mu;
   std::condition_variable cv;
   bool canceled = false, unsupported = false, stopped = false;
   auto callback = [&](const etcdserverpb::WatchResponse& r) {
-    std::lock_guard<std::mutex> l(mu);
+    MutexLock l(&mu);
     if (canceled || unsupported) return;
     // clientv3 hands out `created` only on request; etcdctl never asks.
     if (r.created() && !r.canceled()) return;
@@ -416,14 +416,14 @@ int CmdWatch(Ctx& c, const std::vector<std::string>& args) {
   if (!w.ok()) return c.Fail(kExitBadArgs, w.status().message());
   if (c.io.stop) {
     c.io.stop->OnStop([&] {
-      std::lock_guard<std::mutex> l(mu);
+      MutexLock l(&mu);
       stopped = true;
       cv.notify_all();
     });
   }
   {
-    std::unique_lock<std::mutex> l(mu);
-    cv.wait(l, [&] { return canceled || unsupported || stopped; });
+    MutexLock l(&mu);
+    cv.wait(l.native(), [&] { return canceled || unsupported || stopped; });
   }
   if (c.io.stop) c.io.stop->OnStop(nullptr);
   w->reset();
@@ -846,12 +846,12 @@ int CmdLease(Ctx& c, const std::string& sub,
       if (!c.printer->KeepAlive(*resp)) return c.Unsupported();
       return kExitSuccess;
     }
-    std::mutex mu;
+    Mutex mu;
     std::condition_variable cv;
     bool unsupported = false, stopped = false;
     storage::KeepAliveOptions ko;
     ko.on_renewed = [&](const etcdserverpb::LeaseKeepAliveResponse& r) {
-      std::lock_guard<std::mutex> l(mu);
+      MutexLock l(&mu);
       if (!unsupported && !c.printer->KeepAlive(r)) {
         unsupported = true;
         cv.notify_all();
@@ -862,7 +862,7 @@ int CmdLease(Ctx& c, const std::string& sub,
     std::thread waiter([&] {
       Status why = loop.Wait();
       (void)why;
-      std::lock_guard<std::mutex> l(mu);
+      MutexLock l(&mu);
       stopped = true;
       cv.notify_all();
     });
@@ -870,8 +870,8 @@ int CmdLease(Ctx& c, const std::string& sub,
       c.io.stop->OnStop([&] { loop.Stop(); });
     }
     {
-      std::unique_lock<std::mutex> l(mu);
-      cv.wait(l, [&] { return stopped || unsupported; });
+      MutexLock l(&mu);
+      cv.wait(l.native(), [&] { return stopped || unsupported; });
     }
     if (c.io.stop) c.io.stop->OnStop(nullptr);
     loop.Stop();

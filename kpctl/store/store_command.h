@@ -32,10 +32,11 @@
 #include <condition_variable>
 #include <functional>
 #include <istream>
-#include <mutex>
 #include <ostream>
 #include <string>
 #include <vector>
+
+#include "base/mutex.h"
 
 namespace kplane::kpctl {
 
@@ -49,9 +50,9 @@ class StopSignal {
   void OnStop(std::function<void()> fn);
 
  private:
-  mutable std::mutex mu_;
-  bool stopped_ = false;
-  std::function<void()> fn_;
+  mutable Mutex mu_;
+  bool stopped_ GUARDED_BY(mu_) = false;
+  std::function<void()> fn_ GUARDED_BY(mu_);
 };
 
 struct StoreIo {

@@ -6,11 +6,11 @@
 
 #include <condition_variable>
 #include <filesystem>
-#include <mutex>
 #include <regex>
 #include <sstream>
 #include <thread>
 
+#include "base/mutex.h"
 #include "base/subprocess.h"
 #include "kpctl/store/store_command.h"
 #include "storage/client/local_cluster.h"
@@ -43,12 +43,13 @@ Out Kpctl(const std::string& endpoints, std::vector<std::string> args,
 class Capture : public std::streambuf {
  public:
   bool WaitFor(const std::string& needle, Duration timeout) {
-    std::unique_lock<std::mutex> l(mu_);
-    return cv_.wait_for(
-        l, timeout, [&] { return data_.find(needle) != std::string::npos; });
+    MutexLock l(&mu_);
+    return cv_.wait_for(l.native(), timeout, [&]() REQUIRES(mu_) {
+      return data_.find(needle) != std::string::npos;
+    });
   }
   std::string data() {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     return data_;
   }
 
@@ -61,16 +62,16 @@ class Capture : public std::streambuf {
     return c;
   }
   std::streamsize xsputn(const char* p, std::streamsize n) override {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     data_.append(p, static_cast<size_t>(n));
     cv_.notify_all();
     return n;
   }
 
  private:
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  std::string data_;
+  std::string data_ GUARDED_BY(mu_);
 };
 
 class KpctlOnKplane : public ::testing::Test {

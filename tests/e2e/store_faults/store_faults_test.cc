@@ -17,6 +17,7 @@
 #include <random>
 #include <set>
 
+#include "base/mutex.h"
 #include "base/test_seed.h"
 #include "storage/client/lease_keepalive.h"
 #include "storage/client/local_cluster.h"
@@ -652,17 +653,17 @@ TEST_F(StoreFaultTest, LeasesAcrossLeaderKill) {
   ASSERT_NE(kept, 0);
   ASSERT_NE(left_alone, 0);
   // Failed rounds, kept to explain a lost lease.
-  std::mutex errors_mu;
+  Mutex errors_mu;
   std::vector<std::string> keepalive_errors;
   storage::KeepAliveLoop keepalive(
       kv->get(), kept, {.on_error = [&](const Status& s) {
-        std::lock_guard<std::mutex> l(errors_mu);
+        MutexLock l(&errors_mu);
         keepalive_errors.push_back(
             std::to_string(Ms(Clock::Real()->Now() - granted)) +
             " ms: " + s.ToString());
       }});
   auto errors = [&] {
-    std::lock_guard<std::mutex> l(errors_mu);
+    MutexLock l(&errors_mu);
     std::string out = "keepalive errors:";
     for (const std::string& e : keepalive_errors) out += "\n  " + e;
     return out;

@@ -70,7 +70,7 @@ void WriteLoad::Run(int client) {
     const TimePoint sent = clock->Now();
     StatusOr<etcdserverpb::PutResponse> r = kv->Put(put);
     const TimePoint done = clock->Now();
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     if (r.ok()) {
       acked_[key] = AckedWrite{.value = put.value(),
                                .revision = r->header().revision(),
@@ -85,23 +85,24 @@ void WriteLoad::Run(int client) {
 }
 
 int64_t WriteLoad::acked() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return static_cast<int64_t>(acked_.size());
 }
 
 int64_t WriteLoad::failed() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return static_cast<int64_t>(maybe_.size());
 }
 
 bool WriteLoad::WaitForAcks(int64_t count, Duration timeout) {
-  std::unique_lock<std::mutex> l(mu_);
-  return cv_.wait_for(
-      l, timeout, [&] { return static_cast<int64_t>(acked_.size()) >= count; });
+  MutexLock l(&mu_);
+  return cv_.wait_for(l.native(), timeout, [&]() REQUIRES(mu_) {
+    return static_cast<int64_t>(acked_.size()) >= count;
+  });
 }
 
 std::optional<Duration> WriteLoad::FirstAckSentAfter(TimePoint t) const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   std::optional<Duration> best;
   for (const auto& [key, w] : acked_) {
     if (w.sent < t) continue;
@@ -112,17 +113,17 @@ std::optional<Duration> WriteLoad::FirstAckSentAfter(TimePoint t) const {
 }
 
 std::map<std::string, AckedWrite> WriteLoad::Acked() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return acked_;
 }
 
 std::vector<std::string> WriteLoad::Maybe() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return maybe_;
 }
 
 std::string WriteLoad::ErrorSummary() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   std::string out;
   for (const auto& [m, n] : errors_) {
     out += "  " + std::to_string(n) + " x " + m + "\n";
@@ -188,13 +189,13 @@ void RegisterLoad::Run(int client) {
         op.revision = r->kvs(0).mod_revision();
       }
     }
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     ops_.push_back(std::move(op));
   }
 }
 
 std::vector<RegisterOp> RegisterLoad::History() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return ops_;
 }
 
@@ -357,11 +358,11 @@ StatusOr<std::vector<StoredWrite>> ReadRegisterWrites(storage::RemoteKV* kv,
   const int64_t last = now.kvs(0).mod_revision();
 
   struct Collected {
-    std::mutex mu;
+    Mutex mu;
     std::condition_variable cv;
-    std::vector<StoredWrite> writes;
-    int64_t seen = 0;
-    std::string canceled;
+    std::vector<StoredWrite> writes GUARDED_BY(mu);
+    int64_t seen GUARDED_BY(mu) = 0;
+    std::string canceled GUARDED_BY(mu);
   } c;
   etcdserverpb::WatchCreateRequest req;
   req.set_key(key);
@@ -369,7 +370,7 @@ StatusOr<std::vector<StoredWrite>> ReadRegisterWrites(storage::RemoteKV* kv,
   ASSIGN_OR_RETURN(
       std::unique_ptr<storage::Watch> watch,
       kv->StartWatch(req, [&c](const etcdserverpb::WatchResponse& r) {
-        std::lock_guard<std::mutex> l(c.mu);
+        MutexLock l(&c.mu);
         if (r.canceled())
           c.canceled = r.cancel_reason() + " (compacted at " +
                        std::to_string(r.compact_revision()) + ")";
@@ -380,9 +381,10 @@ StatusOr<std::vector<StoredWrite>> ReadRegisterWrites(storage::RemoteKV* kv,
         }
         c.cv.notify_all();
       }));
-  std::unique_lock<std::mutex> l(c.mu);
-  if (!c.cv.wait_for(l, timeout,
-                     [&] { return c.seen >= last || !c.canceled.empty(); })) {
+  MutexLock l(&c.mu);
+  if (!c.cv.wait_for(l.native(), timeout, [&]() REQUIRES(c.mu) {
+        return c.seen >= last || !c.canceled.empty();
+      })) {
     return DeadlineExceededError("watch of " + key + " reached revision " +
                                  std::to_string(c.seen) + " of " +
                                  std::to_string(last));
@@ -390,7 +392,7 @@ StatusOr<std::vector<StoredWrite>> ReadRegisterWrites(storage::RemoteKV* kv,
   if (!c.canceled.empty())
     return InternalError("watch canceled: " + c.canceled);
   std::vector<StoredWrite> out = c.writes;
-  l.unlock();
+  l.Unlock();
   watch.reset();
   return out;
 }

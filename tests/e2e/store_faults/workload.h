@@ -29,13 +29,13 @@
 #include <condition_variable>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "base/clock.h"
+#include "base/mutex.h"
 #include "base/statusor.h"
 #include "storage/client/remote_kv.h"
 
@@ -94,11 +94,11 @@ class WriteLoad {
   std::vector<std::thread> threads_;
   std::atomic<bool> stop_{false};
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable cv_;
-  std::map<std::string, AckedWrite> acked_;  // guarded by mu_
-  std::vector<std::string> maybe_;           // guarded by mu_
-  std::map<std::string, int> errors_;        // guarded by mu_
+  std::map<std::string, AckedWrite> acked_ GUARDED_BY(mu_);
+  std::vector<std::string> maybe_ GUARDED_BY(mu_);
+  std::map<std::string, int> errors_ GUARDED_BY(mu_);
 };
 
 // One operation on the register.
@@ -142,8 +142,8 @@ class RegisterLoad {
   std::vector<std::unique_ptr<storage::RemoteKV>> kvs_;
   std::vector<std::thread> threads_;
   std::atomic<bool> stop_{false};
-  mutable std::mutex mu_;
-  std::vector<RegisterOp> ops_;  // guarded by mu_
+  mutable Mutex mu_;
+  std::vector<RegisterOp> ops_ GUARDED_BY(mu_);
 };
 
 // One write of the register as the store ordered it (from a watch from

@@ -15,6 +15,9 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   etcd-server etcd-client
   curl python3 xxd jq
+  # The clang job (scripts/clang-checks.sh): clang 14 and its sanitizer
+  # runtimes.
+  clang-14 libclang-rt-14-dev
 )
 
 missing=()

@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # Installs dependencies (Debian packages), builds everything and runs every
-# test. Extra arguments go to ctest, e.g. `scripts/test.sh -L unit`.
+# test, then runs the clang job (scripts/clang-checks.sh). Extra arguments go
+# to the first ctest, e.g. `scripts/test.sh -L unit`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# ccache keys on paths relative to the checkout, so a fresh clone anywhere
+# hits the cache that another clone filled.
+export CCACHE_BASEDIR="$PWD"
 scripts/install-deps.sh
 # A build of its own, at -O1 without debug info: it compiles about 35 %
 # faster than the RelWithDebInfo build in build/ (what `kplane up` and the
@@ -12,3 +16,9 @@ cmake -S . -B build-test -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_CXX_FLAGS_RELEASE="-O1 -DNDEBUG"
 cmake --build build-test
 ctest --test-dir build-test --output-on-failure -j2 "$@"
+# Then the clang job: thread-safety analysis over every file, and the unit
+# and chosen integration tests under ASan + UBSan (docs/testing.md).
+# KPLANE_SKIP_CLANG_JOB=1 skips it (for a quick `scripts/test.sh -L unit`).
+if [ "${KPLANE_SKIP_CLANG_JOB:-0}" != 1 ]; then
+  scripts/clang-checks.sh
+fi

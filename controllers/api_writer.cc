@@ -149,7 +149,7 @@ StatusOr<std::vector<ObjectPtr>> FakeApiWriter::List(
     const objects::ResourceInfo& resource, std::string_view ns) {
   const std::string prefix = resource.resource + " " + std::string(ns) + "/";
   std::vector<ObjectPtr> out;
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   for (auto it = live_.lower_bound(prefix);
        it != live_.end() && it->first.starts_with(prefix); ++it) {
     out.push_back(it->second);
@@ -214,7 +214,7 @@ void FakeApiWriter::SetLive(const objects::ResourceInfo& resource, ObjectPtr obj
 }
 void FakeApiWriter::RemoveLive(const objects::ResourceInfo& resource,
                                std::string_view ns, std::string_view name) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   live_.erase(Target(resource, "", ns, name));
 }
 

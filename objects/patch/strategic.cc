@@ -515,7 +515,9 @@ class Engine {
     for (int i = 0; i < length; ++i) {
       for (int j = i + 1; j <= length; ++j) {
         if (GoInterfaceEqual(&s[i], &s[j])) {
-          s[j] = s[length];  // moves
+          // Moves the last element into the hole (Go's s[j] = s[length]);
+          // RapidJSON forbids assigning a value to itself.
+          if (j != length) s[j] = s[length];
           s.pop_back();
           --length;
           --j;

@@ -57,6 +57,7 @@ class Store::Events : public EventSource {
   int64_t CompactRevision() const override {
     return s_->compact_scheduled_.load();
   }
+  int64_t CurrentRevision() const override { return s_->current_rev_.load(); }
 
  private:
   Store* s_;

@@ -206,8 +206,13 @@ StatusOr<int64_t> WatchHub::Watch(StreamState* s,
     w->stream = s;
     s->watchers[id] = w;
     if (w->prev_kv) ++num_prev_kv_;
-    if (start == 0 || start > hub_rev_) {
-      w->min_rev = std::max(start, hub_rev_ + 1);
+    // "From now" means after the latest revision a reader can have seen,
+    // which may be ahead of what the hub has been told of (as etcd, where
+    // the revision moves under the watchable store's lock): a client that
+    // read revision r and then watches from now must not get r again.
+    if (start == 0) start = std::max(hub_rev_, source_->CurrentRevision()) + 1;
+    if (start > hub_rev_) {
+      w->min_rev = start;
       SetGroupLocked(w.get(), Watcher::Group::kSynced);
     } else {
       w->min_rev = start;

@@ -68,6 +68,9 @@ class EventSource {
                             EventList* out, int64_t* compacted) = 0;
   // The scheduled compaction revision.
   virtual int64_t CompactRevision() const = 0;
+  // The latest revision written, which readers may already have seen; the
+  // hub may not have been told of it yet (Notify runs after the write).
+  virtual int64_t CurrentRevision() const = 0;
 };
 
 struct Watcher;

@@ -96,7 +96,10 @@ class RaftNodeTest : public ::testing::Test {
       ASSERT_TRUE(m->log->Bootstrap(cs).ok());
       RaftNodeOptions opts;
       opts.raft.id = id;
-      opts.raft.election_tick = 10;
+      // 500 ms: long enough that a loaded machine (two cores, sanitizers)
+      // does not miss heartbeats and change leader mid-test, which would
+      // drop in-flight proposals that these tests expect to apply.
+      opts.raft.election_tick = 100;
       opts.raft.heartbeat_tick = 1;
       opts.raft.pre_vote = true;
       opts.raft.check_quorum = true;

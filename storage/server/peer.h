@@ -66,6 +66,9 @@ class PeerHandler {
   // Whether member `id` was removed from the cluster (its traffic is
   // refused: a removed member must not disturb the others).
   virtual bool IsRemovedMember(uint64_t id) const = 0;
+  // Whether `id` is in the current membership (voter or learner). Raft
+  // traffic from anyone else is refused: only members talk raft.
+  virtual bool IsMember(uint64_t id) const = 0;
   // The current membership record (a joining or cut-off member asks for it).
   virtual storagepb::ClusterRecord MembershipRecord() const = 0;
 

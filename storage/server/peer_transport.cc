@@ -253,6 +253,12 @@ HttpPeerTransport::HttpPeerTransport(PeerHandler* handler,
       reg->NewCounter("etcd_network_snapshot_receive_success",
                       "Snapshots received from the leader and handed to raft.")
           ->With({});
+  refused_ = reg->NewCounter(
+      "kplane_network_peer_refused_total",
+      "Peer requests and stream messages refused, by reason: "
+      "cluster_mismatch, removed_member, not_member (requests); "
+      "sender_mismatch (a message whose from is not the stream's sender).",
+      {"reason"});
 }
 
 HttpPeerTransport::~HttpPeerTransport() { Stop(); }
@@ -428,31 +434,43 @@ void HttpPeerTransport::SendSnapshot(raftpb::Message msg) {
   });
 }
 
-bool HttpPeerTransport::CheckPeerHeaders(const net::HttpRequest& req,
-                                         net::Responder* r) {
+uint64_t HttpPeerTransport::CheckPeerHeaders(const net::HttpRequest& req,
+                                             net::Responder* r) {
   auto cluster = ParseHexId(req.headers.Get("X-Kplane-Cluster-Id"));
   auto from = ParseHexId(req.headers.Get("X-Kplane-From"));
   if (!cluster.ok() || !from.ok() || *cluster != handler_->cluster_id()) {
+    refused_->With({"cluster_mismatch"})->Inc();
     r->Respond(412, {{"Content-Type", "text/plain"}}, "cluster id mismatch\n");
-    return false;
+    return 0;
   }
   if (handler_->IsRemovedMember(*from)) {
+    refused_->With({"removed_member"})->Inc();
     r->Respond(412, {{"Content-Type", "text/plain"}},
                "the member has been permanently removed from the cluster\n");
-    return false;
+    return 0;
   }
-  return true;
+  if (*from == 0 || *from == handler_->member_id() ||
+      !handler_->IsMember(*from)) {
+    refused_->With({"not_member"})->Inc();
+    LOG(WARNING) << "refusing a peer request from " << HexId(*from)
+                 << ": not a member of this cluster";
+    r->Respond(404, {{"Content-Type", "text/plain"}},
+               "error sender not found\n");
+    return 0;
+  }
+  return *from;
 }
 
 void HttpPeerTransport::HandleStream(const net::HttpRequest& req,
                                      std::shared_ptr<net::Responder> r) {
-  if (!CheckPeerHeaders(req, r.get())) return;
+  const uint64_t sender = CheckPeerHeaders(req, r.get());
+  if (sender == 0) return;
   struct State {
     std::string buf;
     size_t pos = 0;
   };
   auto st = std::make_shared<State>();
-  r->OnBodyData([this, st, r](std::string_view data, bool eof) {
+  r->OnBodyData([this, st, r, sender](std::string_view data, bool eof) {
     received_bytes_->Inc(static_cast<double>(data.size()));
     st->buf.append(data);
     std::string_view frame;
@@ -464,6 +482,11 @@ void HttpPeerTransport::HandleStream(const net::HttpRequest& req,
         msgs.pop_back();
         bad = true;
         break;
+      }
+      if (m.from() != sender) {
+        // A member speaks for itself only.
+        refused_->With({"sender_mismatch"})->Inc();
+        msgs.pop_back();
       }
     }
     // Everything this read brought, to the node loop with one wake-up.
@@ -484,7 +507,8 @@ void HttpPeerTransport::HandleStream(const net::HttpRequest& req,
 
 void HttpPeerTransport::HandleSnapshot(const net::HttpRequest& req,
                                        std::shared_ptr<net::Responder> r) {
-  if (!CheckPeerHeaders(req, r.get())) return;
+  const uint64_t sender = CheckPeerHeaders(req, r.get());
+  if (sender == 0) return;
   static std::atomic<uint64_t> seq{0};
   struct State {
     std::string dir;
@@ -508,7 +532,7 @@ void HttpPeerTransport::HandleSnapshot(const net::HttpRequest& req,
   std::error_code ec;
   fs::remove_all(st->dir, ec);
   fs::create_directories(st->dir, ec);
-  r->OnBodyData([this, st, r](std::string_view data, bool eof) {
+  r->OnBodyData([this, st, r, sender](std::string_view data, bool eof) {
     if (st->done) return;
     st->buf.append(data);
     while (st->error.ok()) {
@@ -541,6 +565,12 @@ void HttpPeerTransport::HandleSnapshot(const net::HttpRequest& req,
         if (!st->msg.ParseFromArray(frame.data(),
                                     static_cast<int>(frame.size()))) {
           st->error = CorruptionError("undecodable snapshot message");
+          break;
+        }
+        if (st->msg.from() != sender || st->msg.type() != raftpb::MsgSnap) {
+          refused_->With({"sender_mismatch"})->Inc();
+          st->error =
+              InvalidArgumentError("snapshot message not from its sender");
           break;
         }
         st->have_msg = true;

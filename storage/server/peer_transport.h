@@ -20,7 +20,12 @@
 // The outcome is reported to the core (ReportSnapshot).
 //
 // Every request carries X-Kplane-Cluster-Id and X-Kplane-From; the receiver
-// rejects other clusters and removed members (412).
+// rejects other clusters and removed members (412) and senders that are not
+// members (404 "error sender not found", as etcd's rafthttp), and on a
+// stream drops each message whose `from` is not the stream's sender; all
+// are counted in kplane_network_peer_refused_total{reason}. (The sender is
+// not authenticated: mutual TLS comes with the security work; the member
+// re-checks every message it steps, StoreServer::Process.)
 //
 // The transport knows its member only through PeerHandler (peer.h): what
 // arrives goes to the handler, and so do the reports of what failed.
@@ -89,7 +94,9 @@ class HttpPeerTransport : public PeerTransport {
                     std::shared_ptr<net::Responder> r);
   void HandleSnapshot(const net::HttpRequest& req,
                       std::shared_ptr<net::Responder> r);
-  bool CheckPeerHeaders(const net::HttpRequest& req, net::Responder* r);
+  // Checks the cluster and sender headers; answers and returns 0 when the
+  // request is refused, else returns the sender's id.
+  uint64_t CheckPeerHeaders(const net::HttpRequest& req, net::Responder* r);
   std::shared_ptr<Peer> FindPeer(uint64_t id) EXCLUDES(mu_);
   // The first URL of a known peer (NotFound if unknown or without URL).
   StatusOr<std::string> PeerUrl(uint64_t id);
@@ -105,6 +112,7 @@ class HttpPeerTransport : public PeerTransport {
   metrics::Counter* dropped_;
   metrics::Counter* snapshots_sent_;
   metrics::Counter* snapshots_received_;
+  metrics::Family<metrics::Counter>* refused_;
 };
 
 }  // namespace kplane::storage

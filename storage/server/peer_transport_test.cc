@@ -45,6 +45,11 @@ class FakeMember : public PeerHandler {
     std::lock_guard<std::mutex> l(mu_);
     return removed_.count(id) > 0;
   }
+  // Members 1, 2 and 3 (a removed one is still listed: the transport must
+  // check removal first).
+  bool IsMember(uint64_t id) const override {
+    return (id >= 1 && id <= 3) || IsRemovedMember(id);
+  }
   storagepb::ClusterRecord MembershipRecord() const override {
     storagepb::ClusterRecord r;
     r.set_cluster_id(kCluster);
@@ -193,7 +198,7 @@ TEST_F(PeerTransportTest, MessagesReachThePeersHandlerInOrder) {
   }
 }
 
-TEST_F(PeerTransportTest, RefusesOtherClustersAndRemovedMembers) {
+TEST_F(PeerTransportTest, RefusesOtherClustersRemovedMembersAndStrangers) {
   Node b(2, dir_ + "/b");
   b.member.Remove(7);
   auto client = net::HttpClient::ForUrl(b.url());
@@ -209,9 +214,59 @@ TEST_F(PeerTransportTest, RefusesOtherClustersAndRemovedMembers) {
   auto removed = post(IdToHex(kCluster), IdToHex(7));
   ASSERT_TRUE(removed.ok()) << removed.status();
   EXPECT_EQ(removed->status, 412);
+  // Knowing the cluster id (it is in every client response) is not enough:
+  // the sender must be a member, as etcd's rafthttp answers.
+  auto stranger = post(IdToHex(kCluster), IdToHex(0x77));
+  ASSERT_TRUE(stranger.ok()) << stranger.status();
+  EXPECT_EQ(stranger->status, 404);
+  EXPECT_EQ(stranger->body, "error sender not found\n");
+  auto self = post(IdToHex(kCluster), IdToHex(2));
+  ASSERT_TRUE(self.ok()) << self.status();
+  EXPECT_EQ(self->status, 404);
   auto member = post(IdToHex(kCluster), IdToHex(1));
   ASSERT_TRUE(member.ok()) << member.status();
   EXPECT_EQ(member->status, 204);
+}
+
+// A member's stream carries that member's messages only: one that claims
+// another sender is dropped and counted, the rest go through in order.
+TEST_F(PeerTransportTest, DropsMessagesThatClaimAnotherSender) {
+  metrics::Registry reg;
+  FakeMember b(2, dir_ + "/b");
+  HttpPeerTransport t(&b, {.metrics = &reg});
+  net::HttpServer http{net::HttpServerOptions{.port = 0}};
+  t.RegisterHandlers(&http);
+  ASSERT_TRUE(http.Start().ok());
+  std::string body;
+  for (const raftpb::Message& m :
+       {Msg(1, 2, 10), Msg(3, 2, 11), Msg(1, 2, 12)}) {
+    std::string frame = m.SerializeAsString();
+    uint32_t n = static_cast<uint32_t>(frame.size());
+    char len[4] = {static_cast<char>(n >> 24), static_cast<char>(n >> 16),
+                   static_cast<char>(n >> 8), static_cast<char>(n)};
+    body.append(len, 4);
+    body += frame;
+  }
+  auto client = net::HttpClient::ForUrl("http://127.0.0.1:" +
+                                        std::to_string(http.port()));
+  ASSERT_TRUE(client.ok());
+  auto resp = (*client)->Request("POST", "/raft/stream",
+                                 {{"X-Kplane-Cluster-Id", IdToHex(kCluster)},
+                                  {"X-Kplane-From", IdToHex(1)}},
+                                 body);
+  ASSERT_TRUE(resp.ok()) << resp.status();
+  EXPECT_EQ(resp->status, 204);
+  std::vector<raftpb::Message> got = b.WaitReceived(2);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].index(), 10u);
+  EXPECT_EQ(got[1].index(), 12u);
+  EXPECT_NE(
+      reg.Render().find(
+          "kplane_network_peer_refused_total{reason=\"sender_mismatch\"} 1"),
+      std::string::npos)
+      << reg.Render();
+  t.Stop();
+  http.Stop();
 }
 
 TEST_F(PeerTransportTest, UnreachablePeerIsReportedToTheHandler) {

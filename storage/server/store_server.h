@@ -188,6 +188,9 @@ class StoreServer : public KV, public PeerHandler {
   bool IsRemovedMember(uint64_t id) const override {
     return membership_->IsRemoved(id);
   }
+  bool IsMember(uint64_t id) const override {
+    return membership_->Find(id).has_value();
+  }
   storagepb::ClusterRecord MembershipRecord() const override {
     return membership_->Record();
   }

@@ -1,0 +1,94 @@
+#include "storage/server/entry_check.h"
+
+#include <string>
+
+#include "storage/raft/util.h"
+
+namespace kplane::storage {
+
+StatusOr<storagepb::InternalRaftRequest> DecodeRequest(std::string_view data) {
+  storagepb::InternalRaftRequest req;
+  if (!req.ParseFromArray(data.data(), static_cast<int>(data.size()))) {
+    return CorruptionError("undecodable request (" +
+                           std::to_string(data.size()) + " bytes)");
+  }
+  if (req.request_case() == storagepb::InternalRaftRequest::REQUEST_NOT_SET) {
+    return CorruptionError("a request of no known kind");
+  }
+  return req;
+}
+
+StatusOr<raftpb::ConfChange> DecodeConfChange(std::string_view data) {
+  raftpb::ConfChange cc;
+  if (!cc.ParseFromArray(data.data(), static_cast<int>(data.size()))) {
+    return CorruptionError("undecodable conf change");
+  }
+  switch (cc.type()) {
+    case raftpb::ConfChangeAddNode:
+    case raftpb::ConfChangeAddLearnerNode:
+    case raftpb::ConfChangeRemoveNode:
+      break;
+    default:
+      return CorruptionError("conf change of unknown type " +
+                             std::to_string(cc.type()));
+  }
+  if (cc.node_id() == 0) return CorruptionError("conf change of node 0");
+  if (!cc.context().empty()) {
+    storagepb::MemberRecord m;
+    if (!m.ParseFromString(cc.context()) || m.id() != cc.node_id()) {
+      return CorruptionError("conf change whose member record is not node " +
+                             std::to_string(cc.node_id()) + "'s");
+    }
+  }
+  return cc;
+}
+
+Status CheckEntry(const raftpb::Entry& e, int64_t max_entry_bytes) {
+  switch (e.type()) {
+    case raftpb::EntryNormal:
+      if (e.data().empty()) return Status::Ok();
+      if (max_entry_bytes > 0 &&
+          static_cast<int64_t>(e.data().size()) > max_entry_bytes) {
+        return CorruptionError("entry of " + std::to_string(e.data().size()) +
+                               " bytes, over the limit of " +
+                               std::to_string(max_entry_bytes));
+      }
+      return DecodeRequest(e.data()).status();
+    case raftpb::EntryConfChange:
+      return DecodeConfChange(e.data()).status();
+    default:
+      return CorruptionError("entry type " + std::to_string(e.type()) +
+                             " is never proposed here");
+  }
+}
+
+Status CheckPeerMessage(const raftpb::Message& m, uint64_t self,
+                        int64_t max_entry_bytes) {
+  if (raft::IsLocalMessage(m.type())) {
+    return CorruptionError("a peer sent a local message (" +
+                           raftpb::MessageType_Name(m.type()) + ")");
+  }
+  if (m.to() != self) {
+    return CorruptionError("message addressed to another member");
+  }
+  if (m.type() == raftpb::MsgProp && m.entries_size() == 0) {
+    return CorruptionError("proposal without entries");
+  }
+  if (m.type() == raftpb::MsgProp || m.type() == raftpb::MsgApp) {
+    // The size limit is the leader's to apply to proposals; entries it
+    // appended passed its own (members may run with different limits).
+    const int64_t limit = m.type() == raftpb::MsgProp ? max_entry_bytes : 0;
+    for (const raftpb::Entry& e : m.entries()) {
+      Status s = CheckEntry(e, limit);
+      if (!s.ok()) {
+        return s.Annotate(std::string(m.type() == raftpb::MsgProp
+                                          ? "proposed entry"
+                                          : "appended entry") +
+                          " " + std::to_string(e.index()));
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace kplane::storage

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -16,7 +17,7 @@ namespace fs = std::filesystem;
 
 StatusOr<DataDirLock> DataDirLock::Acquire(const std::string& data_dir) {
   std::string path = data_dir + "/LOCK";
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (fd < 0) return IOError("open " + path + ": " + std::strerror(errno));
   DataDirLock lock(fd);
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
@@ -156,14 +157,105 @@ Status ReopenMember(BootstrappedMember* m) {
   return Status::Ok();
 }
 
+// The advice every failed startup check ends with.
+constexpr char kRefuse[] =
+    ". Refusing to start on data that contradicts itself: keep the data "
+    "directory for diagnosis and replace this member (member remove, a "
+    "fresh data directory, member add), or restore it from a snapshot "
+    "(docs/store.md, \"Faults\")";
+
 }  // namespace
+
+Status CheckStartupInvariants(RaftLog& log, uint64_t store_applied_index,
+                              const Membership& membership) {
+  const uint64_t last = log.LastIndex();
+  const uint64_t snap = log.snapshot_metadata().index();
+  const uint64_t commit = log.hard_state().commit();
+  const uint64_t members_applied = membership.Record().applied_index();
+  auto n = [](uint64_t v) { return std::to_string(v); };
+  if (log.empty()) {
+    // (Not the membership: a member that joins saves the membership it
+    // fetched, with the cluster's applied index, before its identity.)
+    if (store_applied_index > 0) {
+      return CorruptionError(
+          "startup check: the WAL is empty but the MVCC store has applied "
+          "raft index " +
+          n(store_applied_index) + ": the WAL was lost" + kRefuse);
+    }
+    return Status::Ok();
+  }
+  if (commit > last) {
+    return CorruptionError(
+        "startup check: the WAL's hard state commits index " + n(commit) +
+        " but its log ends at index " + n(last) +
+        ": the WAL lost committed entries" + kRefuse);
+  }
+  if (commit < snap) {
+    return CorruptionError(
+        "startup check: the WAL's hard state commits index " + n(commit) +
+        ", below its snapshot at index " + n(snap) + kRefuse);
+  }
+  if (store_applied_index > last) {
+    return CorruptionError(
+        "startup check: the MVCC store has applied raft index " +
+        n(store_applied_index) + " but the WAL's log ends at index " + n(last) +
+        ": the WAL lost entries that were applied (truncated or damaged)" +
+        kRefuse);
+  }
+  if (members_applied > last) {
+    return CorruptionError(
+        "startup check: the membership (cluster.pb) has applied raft index " +
+        n(members_applied) + " but the WAL's log ends at index " + n(last) +
+        ": the WAL lost entries that were applied" + kRefuse);
+  }
+  const bool bootstrap_snapshot = snap == 1 && store_applied_index == 0;
+  if (store_applied_index < snap && !bootstrap_snapshot) {
+    return CorruptionError(
+        "startup check: the WAL has a snapshot at index " + n(snap) +
+        " but the MVCC store has applied only index " + n(store_applied_index) +
+        ": the store lost writes the snapshot vouched for" + kRefuse);
+  }
+  return Status::Ok();
+}
+
+Status PrivateDir(const std::string& dir) {
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0) {
+    if (errno != ENOENT) {
+      return IOError("stat " + dir + ": " + std::strerror(errno));
+    }
+    std::error_code ec;
+    fs::path parent = fs::path(dir).parent_path();
+    if (!parent.empty()) fs::create_directories(parent, ec);
+    if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+      return IOError("create " + dir + ": " + std::strerror(errno));
+    }
+    if (::stat(dir.c_str(), &st) != 0) {
+      return IOError("stat " + dir + ": " + std::strerror(errno));
+    }
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    return FailedPreconditionError(dir + " is not a directory");
+  }
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    char mode[8];
+    snprintf(mode, sizeof(mode), "%04o", st.st_mode & 07777);
+    return FailedPreconditionError(
+        "data directory " + dir + " is writable by group or others (mode " +
+        mode +
+        "): anyone who can write there can change the cluster's data. "
+        "Run `chmod 700 " +
+        dir + "` (kplane creates it 0700, as etcd does)");
+  }
+  return Status::Ok();
+}
 
 StatusOr<BootstrappedMember> BootstrapMember(StoreConfig* config) {
   BootstrappedMember m;
-  std::error_code ec;
   m.member_dir = config->data_dir + "/member";
-  fs::create_directories(m.member_dir + "/snap", ec);
-  if (ec) return IOError("create " + m.member_dir + ": " + ec.message());
+  RETURN_IF_ERROR(PrivateDir(config->data_dir));
+  RETURN_IF_ERROR(PrivateDir(m.member_dir));
+  RETURN_IF_ERROR(PrivateDir(m.member_dir + "/snap"));
   ASSIGN_OR_RETURN(m.lock, DataDirLock::Acquire(config->data_dir));
 
   RaftLogOptions log_opts;
@@ -177,9 +269,16 @@ StatusOr<BootstrappedMember> BootstrapMember(StoreConfig* config) {
                    mvcc::Store::Open(StoreOptions(*config, m.member_dir)));
 
   if (m.log->empty()) {
+    // A WAL lost beside a store that applied it must not be bootstrapped
+    // again over that store.
+    ASSIGN_OR_RETURN(auto none, Membership::Open("", {}));
+    RETURN_IF_ERROR(
+        CheckStartupInvariants(*m.log, m.store->ConsistentIndex(), *none));
     RETURN_IF_ERROR(InitializeMember(config, &m));
   } else {
     RETURN_IF_ERROR(ReopenMember(&m));
+    RETURN_IF_ERROR(CheckStartupInvariants(*m.log, m.store->ConsistentIndex(),
+                                           *m.membership));
   }
   if (m.membership->IsRemoved(m.member_id)) {
     return FailedPreconditionError(

@@ -64,6 +64,11 @@ class RaftLog {
   Status Bootstrap(const raftpb::ConfState& conf_state);
 
   raft::MemoryStorage* storage() { return &memory_; }
+  // The index of the last entry (the snapshot's index when the log holds
+  // no entry after it).
+  uint64_t LastIndex() const { return memory_.LastIndex().value_or(0); }
+  // The newest hard state (term, vote, commit) the WAL holds.
+  const raftpb::HardState& hard_state() const { return hard_state_; }
   // The newest snapshot marker (index 0 when none).
   const raftpb::SnapshotMetadata& snapshot_metadata() const {
     return snapshot_;

@@ -1,6 +1,7 @@
 #include "cmd/kplane/store_command.h"
 
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <cstdio>
 #include <iostream>
@@ -36,13 +37,18 @@ StatusOr<net::Url> ListenUrl(const std::vector<std::string>& urls,
   return u;
 }
 
-// Waits up to `timeout` for SIGINT/SIGTERM (blocked by BlockStopSignals) or
-// for the member to learn it was removed from the cluster. Returns whether
-// either happened, after logging which.
+// Waits up to `timeout` for SIGINT/SIGTERM (blocked by BlockStopSignals),
+// for the member to learn it was removed from the cluster, or for it to
+// fail (a durable write failed). Returns whether any happened, after
+// logging which.
 bool StopRequested(const sigset_t& stop_signals, const StoreServer& server,
                    Duration timeout) {
   const TimePoint deadline = Clock::Real()->Now() + timeout;
   while (true) {
+    if (server.failed()) {
+      LOG(ERROR) << "stopping: " << server.failure();
+      return true;
+    }
     if (server.removed()) {
       // etcd stops a removed member too, after ten heartbeats: a leader
       // that removed itself sends the commit of its removal to the others
@@ -135,6 +141,11 @@ int RunStoreCommand(const std::vector<std::string>& args) {
                "hours); revision: a number of revisions.");
   flags.Duration("corrupt-check-time", &cfg.corrupt_check_interval,
                  "How often the leader compares members' hashes (0: off).");
+  bool initial_corrupt_check = false;
+  flags.Bool("experimental-initial-corrupt-check", &initial_corrupt_check,
+             "Before serving, compare this member's hash with its peers' "
+             "and refuse to start if a quorum disagrees with it (etcd "
+             "3.4's flag; off by default, as there).");
   flags.String("log-level", &log_level, "debug, info, warning or error.");
   if (auto code = ParseCommandFlags(flags, args, "kplane store")) return *code;
   auto fail = [](const Status& st) {
@@ -216,6 +227,9 @@ int RunStoreCommand(const std::vector<std::string>& args) {
     }
   }
 
+  // Everything this process creates is its own (etcd's 0700 directories
+  // and 0600 files), RocksDB's and the received snapshots' files included.
+  ::umask(077);
   sigset_t stop_signals = BlockStopSignals();
   auto server = StoreServer::Open(cfg);
   if (!server.ok()) return fail(server.status());
@@ -246,18 +260,30 @@ int RunStoreCommand(const std::vector<std::string>& args) {
   if (Status st = peer_http.Start(); !st.ok()) {
     return fail(st.Annotate("listen " + listen_peer.front()));
   }
+  if (initial_corrupt_check) {
+    // Before raft starts (etcd: before the server starts): a member whose
+    // data disagrees with a quorum of its peers' must not serve it.
+    if (Status st = (*server)->CheckInitialHashKV(&transport); !st.ok()) {
+      transport.Stop();
+      peer_http.Stop();
+      return fail(st);
+    }
+  }
   if (Status st = (*server)->Start(&transport); !st.ok()) return fail(st);
+  // The exit status: an error if the member failed, 0 otherwise.
+  auto finish = [&]() -> int {
+    (*server)->Stop();
+    transport.Stop();
+    peer_http.Stop();
+    if ((*server)->failed()) return fail((*server)->failure());
+    return 0;
+  };
   // As etcd, serve clients only once this member has published its name
   // and client URLs through the log (so `member list` shows them).
   while (!(*server)->WaitReady(seconds(5))) {
     LOG(WARNING) << "not ready yet: waiting for a leader to publish this "
                     "member's attributes";
-    if (StopRequested(stop_signals, **server, Duration(0))) {
-      (*server)->Stop();
-      transport.Stop();
-      peer_http.Stop();
-      return 0;
-    }
+    if (StopRequested(stop_signals, **server, Duration(0))) return finish();
   }
   if (Status st = client_http.Start(); !st.ok()) {
     return fail(st.Annotate("listen " + listen_client.front()));
@@ -270,10 +296,7 @@ int RunStoreCommand(const std::vector<std::string>& args) {
   while (!StopRequested(stop_signals, **server, hours(1))) {
   }
   client_http.Stop();
-  (*server)->Stop();
-  transport.Stop();
-  peer_http.Stop();
-  return 0;
+  return finish();
 }
 
 }  // namespace kplane::cmd

@@ -81,6 +81,30 @@ void RespondPlain(Responder* r, int status, const std::string& text) {
              text + "\n");
 }
 
+// `text` as a JSON string.
+std::string JsonQuote(std::string_view text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      snprintf(buf, sizeof(buf), "\\u%04x", c);
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+// The member's current revision (0 without a store), for headers.
+int64_t CurrentRevision(StoreServer* s) {
+  StoreRef store = s->mvcc();
+  return store ? store->CurrentRevision() : 0;
+}
+
 bool IsReadOnlyTxn(const etcdserverpb::TxnRequest& t) {
   auto ops_read_only = [](const auto& ops) {
     for (const auto& op : ops) {
@@ -143,11 +167,18 @@ class WatchSession : public std::enable_shared_from_this<WatchSession> {
 
   void Start() EXCLUDES(mu_) {
     std::weak_ptr<WatchSession> weak = shared_from_this();
+    // A member whose data is suspect serves no watch either.
+    StatusOr<StoreRef> store = server_->ReadStore();
+    if (!store.ok()) {
+      RespondError(r_.get(), store.status());
+      return;
+    }
     {
       // Released before the responder's callbacks are set: they may run at
       // once (a closed connection, a body already read) and take it.
       MutexLock l(&mu_);
-      stream_ = server_->mvcc()->NewWatchStream();
+      stream_ = (*store)->NewWatchStream();
+      *store = StoreRef();  // the stream does not pin the store
       // Runs on the writer's thread for every write that queued responses
       // for this stream: it must stay cheap. While a drain is scheduled and
       // has not started, further notifications add nothing: that drain will
@@ -242,7 +273,7 @@ class WatchSession : public std::enable_shared_from_this<WatchSession> {
     etcdserverpb::WatchResponse w;
     server_->FillHeader(w.mutable_header());
     if (with_revision) {
-      w.mutable_header()->set_revision(server_->mvcc()->CurrentRevision());
+      w.mutable_header()->set_revision(CurrentRevision(server_));
     }
     return w;
   }
@@ -382,7 +413,13 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
       return;
     }
     auto serve = [s, r, rr] {
-      auto resp = s->mvcc()->Range(rr);
+      StatusOr<StoreRef> store = s->ReadStore();
+      if (!store.ok()) {
+        RespondError(r.get(), store.status());
+        return;
+      }
+      auto resp = (*store)->Range(rr);
+      *store = StoreRef();
       if (resp.ok()) s->FillHeader(resp->mutable_header());
       RespondResult(r.get(), resp);
     };
@@ -454,7 +491,13 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
           RespondError(r.get(), st);
           return;
         }
-        auto resp = s->mvcc()->Txn(*txn);
+        StatusOr<StoreRef> store = s->ReadStore();
+        if (!store.ok()) {
+          RespondError(r.get(), store.status());
+          return;
+        }
+        auto resp = (*store)->Txn(*txn);
+        *store = StoreRef();
         if (resp.ok()) s->FillHeader(resp->mutable_header());
         RespondResult(r.get(), resp);
       });
@@ -476,7 +519,10 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
       }
       // Waiting for the physical compaction must not hold the apply thread.
       s->Submit([s, r, rev, resp] {
-        Status w = s->mvcc()->WaitForCompaction(rev);
+        StoreRef store = s->mvcc();
+        Status w = store ? store->WaitForCompaction(rev)
+                         : UnavailableError("etcdserver: no store");
+        store = StoreRef();
         if (!w.ok()) {
           RespondError(r.get(), w);
         } else {
@@ -521,69 +567,67 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
   };
   both("/lease/leases", leases);
   both("/kv/lease/leases", leases);
-  both(
-      "/lease/keepalive",
-      [s](const HttpRequest&, ResponderPtr r) {
-        auto splitter = std::make_shared<etcdjson::JsonObjectSplitter>();
-        auto started = std::make_shared<bool>(false);
-        r->OnBodyData([s, r, splitter, started](std::string_view data,
-                                                bool eof) {
-          splitter->Feed(data);
-          std::string obj;
-          Status framing;
-          bool bad = false;
-          while (splitter->Next(&obj, &framing)) {
-            etcdserverpb::LeaseKeepAliveRequest q;
-            Status st = etcdjson::ParseJson(obj, &q);
-            if (!st.ok()) {
-              bad = true;
-              break;
-            }
-            etcdserverpb::LeaseKeepAliveResponse resp;
-            if (q.id() != 0) {
-              auto k = s->LeaseKeepAlive(q);
-              if (k.ok()) {
-                resp = *k;
-              } else {
-                // etcd answers an unknown lease with its ID and no TTL.
-                s->FillHeader(resp.mutable_header());
-                resp.mutable_header()->set_revision(
-                    s->mvcc()->CurrentRevision());
-                resp.set_id(q.id());
-              }
-            } else {
-              s->FillHeader(resp.mutable_header());
-              resp.mutable_header()->set_revision(s->mvcc()->CurrentRevision());
-            }
-            std::string out;
-            etcdjson::AppendStreamResult(resp, &out);
-            if (!*started) {
-              r->StartStream(200, JsonHeaders());
-              *started = true;
-            }
-            r->Write(out);
-          }
-          if (!framing.ok()) bad = true;
-          if (bad) {
-            etcdjson::HttpError e{500, etcdjson::kGrpcUnknown,
-                                  "invalid keepalive request"};
-            if (!*started) {
-              r->Respond(500, JsonHeaders(), e.Body());
-            } else {
-              r->Close();
-            }
-            return;
-          }
-          if (eof) {
-            if (*started) {
-              r->Finish();
-            } else {
-              r->Respond(200, JsonHeaders(), "");
-            }
-          }
-        });
-      },
-      {.stream_request_body = true});
+  both("/lease/keepalive",
+       [s](const HttpRequest&, ResponderPtr r) {
+         auto splitter = std::make_shared<etcdjson::JsonObjectSplitter>();
+         auto started = std::make_shared<bool>(false);
+         r->OnBodyData(
+             [s, r, splitter, started](std::string_view data, bool eof) {
+               splitter->Feed(data);
+               std::string obj;
+               Status framing;
+               bool bad = false;
+               while (splitter->Next(&obj, &framing)) {
+                 etcdserverpb::LeaseKeepAliveRequest q;
+                 Status st = etcdjson::ParseJson(obj, &q);
+                 if (!st.ok()) {
+                   bad = true;
+                   break;
+                 }
+                 etcdserverpb::LeaseKeepAliveResponse resp;
+                 if (q.id() != 0) {
+                   auto k = s->LeaseKeepAlive(q);
+                   if (k.ok()) {
+                     resp = *k;
+                   } else {
+                     // etcd answers an unknown lease with its ID and no TTL.
+                     s->FillHeader(resp.mutable_header());
+                     resp.mutable_header()->set_revision(CurrentRevision(s));
+                     resp.set_id(q.id());
+                   }
+                 } else {
+                   s->FillHeader(resp.mutable_header());
+                   resp.mutable_header()->set_revision(CurrentRevision(s));
+                 }
+                 std::string out;
+                 etcdjson::AppendStreamResult(resp, &out);
+                 if (!*started) {
+                   r->StartStream(200, JsonHeaders());
+                   *started = true;
+                 }
+                 r->Write(out);
+               }
+               if (!framing.ok()) bad = true;
+               if (bad) {
+                 etcdjson::HttpError e{500, etcdjson::kGrpcUnknown,
+                                       "invalid keepalive request"};
+                 if (!*started) {
+                   r->Respond(500, JsonHeaders(), e.Body());
+                 } else {
+                   r->Close();
+                 }
+                 return;
+               }
+               if (eof) {
+                 if (*started) {
+                   r->Finish();
+                 } else {
+                   r->Respond(200, JsonHeaders(), "");
+                 }
+               }
+             });
+       },
+       {.stream_request_body = true});
 
   // ---- maintenance ---------------------------------------------------------
   both("/maintenance/status", [s](const HttpRequest&, ResponderPtr r) {
@@ -614,7 +658,7 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
     static std::atomic<uint64_t> seq{0};
     std::string dir =
         s->config().data_dir + "/member/snap/save-" + std::to_string(++seq);
-    auto st = s->SnapshotTo(dir);
+    auto st = s->SaveSnapshot(dir);
     if (!st.ok()) {
       RespondError(r.get(), st.status());
       return;
@@ -646,7 +690,7 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
       etcdserverpb::SnapshotResponse resp;
       if (off == 0) {
         s->FillHeader(resp.mutable_header());
-        resp.mutable_header()->set_revision(s->mvcc()->CurrentRevision());
+        resp.mutable_header()->set_revision(CurrentRevision(s));
       }
       size_t n = std::min(kChunk, total - off);
       resp.set_blob(packed.substr(off, n));
@@ -680,15 +724,19 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
   });
 
   // ---- health, version, metrics -------------------------------------------
+  // etcd's /health (checkHealth): {"health":"true"} or
+  // {"health":"false","reason":"..."} with 503. The checks are in
+  // StoreServer::CheckHealth; it waits up to a second for a linearizable
+  // read, so it runs on a worker.
   http->Handle("GET", "/health", [s](const HttpRequest&, ResponderPtr r) {
-    bool healthy = s->leader_id() != 0 && s->Alarms().empty();
-    std::string reason;
-    if (s->leader_id() == 0) reason = "RAFT NO LEADER";
-    if (!s->Alarms().empty()) reason = "ALARM ACTIVE";
+    StoreServer::Health h = s->CheckHealth(seconds(1));
     std::string body =
-        healthy ? "{\"health\":\"true\"}"
-                : "{\"health\":\"false\",\"reason\":\"" + reason + "\"}";
-    r->Respond(healthy ? 200 : 503, JsonHeaders(), body);
+        "{\"health\":\"" + std::string(h.healthy ? "true" : "false") + "\"";
+    if (!h.healthy) {
+      body += ",\"reason\":" + JsonQuote(h.reason);
+    }
+    body += "}";
+    r->Respond(h.healthy ? 200 : 503, JsonHeaders(), body);
   });
   http->Handle("GET", "/version",
                [](const HttpRequest&, ResponderPtr r) {

@@ -226,6 +226,41 @@ StatusOr<bool> Membership::ApplyAttributes(
   return true;
 }
 
+StatusOr<bool> Membership::ApplyAlarm(uint64_t index,
+                                      const etcdserverpb::AlarmRequest& a) {
+  MutexLock l(&mu_);
+  if (index <= record_.applied_index()) return false;
+  auto* alarms = record_.mutable_alarms();
+  if (a.action() == etcdserverpb::AlarmRequest::ACTIVATE &&
+      a.alarm() == etcdserverpb::CORRUPT) {
+    bool present = false;
+    for (const auto& am : *alarms) {
+      present |= am.memberid() == a.memberid() && am.alarm() == a.alarm();
+    }
+    if (!present) {
+      etcdserverpb::AlarmMember* am = alarms->Add();
+      am->set_memberid(a.memberid());
+      am->set_alarm(a.alarm());
+    }
+  } else if (a.action() == etcdserverpb::AlarmRequest::DEACTIVATE) {
+    // etcdctl's `alarm disarm` sends NONE for every alarm, member 0.
+    for (int i = alarms->size() - 1; i >= 0; --i) {
+      const auto& am = alarms->Get(i);
+      bool type = a.alarm() == etcdserverpb::NONE || a.alarm() == am.alarm();
+      bool member = a.memberid() == 0 || a.memberid() == am.memberid();
+      if (type && member) alarms->DeleteSubrange(i, 1);
+    }
+  }
+  record_.set_applied_index(index);
+  RETURN_IF_ERROR(SaveLocked());
+  return true;
+}
+
+std::vector<etcdserverpb::AlarmMember> Membership::Alarms() const {
+  MutexLock l(&mu_);
+  return {record_.alarms().begin(), record_.alarms().end()};
+}
+
 Status Membership::Replace(const storagepb::ClusterRecord& record) {
   MutexLock l(&mu_);
   record_ = record;
@@ -240,7 +275,7 @@ Status Membership::Save() {
 Status Membership::SaveLocked() {
   std::string tmp = path_ + ".tmp";
   std::string data = record_.SerializeAsString();
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return IOError("open " + tmp + ": " + std::strerror(errno));
   const char* p = data.data();
   size_t n = data.size();

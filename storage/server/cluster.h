@@ -64,6 +64,14 @@ class Membership {
   StatusOr<bool> ApplyPromote(uint64_t index, uint64_t id);
   StatusOr<bool> ApplyAttributes(uint64_t index,
                                  const storagepb::MemberAttributes& attrs);
+  // Applies a committed alarm request: ACTIVATE CORRUPT records the alarm,
+  // DEACTIVATE clears the matching ones (alarm NONE: every type; member 0:
+  // every member). Other alarm types are not kept here (NOSPACE is the MVCC
+  // store's). Skipped (false) at or below the record's applied index.
+  StatusOr<bool> ApplyAlarm(uint64_t index,
+                            const etcdserverpb::AlarmRequest& alarm);
+  // The alarms raised through the log and not disarmed.
+  std::vector<etcdserverpb::AlarmMember> Alarms() const;
   // Replaces the whole record (a snapshot was installed).
   Status Replace(const storagepb::ClusterRecord& record);
   Status Save();

@@ -123,7 +123,9 @@ StatusOr<etcdserverpb::AlarmResponse> ClusterAdmin::Alarm(
   if (req.action() == etcdserverpb::AlarmRequest::GET) {
     etcdserverpb::AlarmResponse resp;
     self_->FillHeader(resp.mutable_header());
-    resp.mutable_header()->set_revision(applier_->store()->CurrentRevision());
+    if (StoreRef store = applier_->store()) {
+      resp.mutable_header()->set_revision(store->CurrentRevision());
+    }
     for (const auto& a : applier_->Alarms()) {
       if (req.alarm() == etcdserverpb::NONE || req.alarm() == a.alarm()) {
         *resp.add_alarms() = a;
@@ -136,12 +138,16 @@ StatusOr<etcdserverpb::AlarmResponse> ClusterAdmin::Alarm(
 }
 
 StatusOr<etcdserverpb::DefragmentResponse> ClusterAdmin::Defragment() {
-  RETURN_IF_ERROR(applier_->store()->Defrag());
+  StoreRef store = applier_->store();
+  if (!store) return UnavailableError("etcdserver: no store");
+  RETURN_IF_ERROR(store->Defrag());
   return etcdserverpb::DefragmentResponse();
 }
 
 StatusOr<etcdserverpb::HashKVResponse> ClusterAdmin::HashKV(int64_t revision) {
-  ASSIGN_OR_RETURN(auto resp, applier_->store()->HashKV(revision));
+  StoreRef store = applier_->store();
+  if (!store) return UnavailableError("etcdserver: no store");
+  ASSIGN_OR_RETURN(auto resp, store->HashKV(revision));
   self_->FillHeader(resp.mutable_header());
   return resp;
 }

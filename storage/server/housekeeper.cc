@@ -3,6 +3,7 @@
 #include <pthread.h>
 
 #include "base/logging.h"
+#include "storage/server/corruption_check.h"
 
 namespace kplane::storage {
 
@@ -36,14 +37,18 @@ void Housekeeper::Loop() {
   pthread_setname_np(pthread_self(), "store-hk");
   next_corrupt_check_ = clock_->Now() + options_.election_timeout * 5;
   while (true) {
+    std::optional<uint64_t> leader_change;
     {
       MutexLock l(&mu_);
-      if (clock_->WaitFor(l.native(), cv_, options_.heartbeat_interval,
-                          [&]() REQUIRES(mu_) { return stop_; })) {
-        return;
-      }
+      clock_->WaitFor(
+          l.native(), cv_, options_.heartbeat_interval,
+          [&]() REQUIRES(mu_) { return stop_ || leader_change_.has_value(); });
+      if (stop_) return;
+      leader_change.swap(leader_change_);
     }
+    if (leader_change) ApplyLeaderChange(*leader_change);
     FailExpiredRequests();
+    WatchApply();
     if (self_->leader_id() != 0 && !self_->published()) PublishAttributes();
     if (!self_->removed()) CheckRemovedByPeers();
     if (self_->is_leader()) {
@@ -95,7 +100,13 @@ void Housekeeper::ExpireLeases() {
   for (auto it = in_flight.begin(); it != in_flight.end();) {
     it = it->second <= now ? in_flight.erase(it) : std::next(it);
   }
-  for (int64_t id : applier_->store()->ExpiredLeases(500)) {
+  std::vector<int64_t> expired;
+  {
+    StoreRef store = applier_->store();
+    if (!store) return;
+    expired = store->ExpiredLeases(500);
+  }
+  for (int64_t id : expired) {
     if (in_flight.count(id)) continue;
     in_flight[id] = now + options_.request_timeout;
     storagepb::InternalRaftRequest req;
@@ -124,41 +135,87 @@ void Housekeeper::PublishAttributes() {
 
 void Housekeeper::CheckCorruption() {
   // Compare the hash of every live key-value at one revision with each
-  // peer's. The hash covers only what is live at the revision, so members
-  // that compacted differently still agree. A peer that has not reached the
-  // revision yet answers FutureRevision and is checked next time.
-  mvcc::Store* store = applier_->store();
-  int64_t rev = store->CurrentRevision();
-  if (rev == 0) return;
-  auto mine = store->HashKV(rev);
+  // peer's (corruption_check.h). A peer that has not reached the revision
+  // yet answers FutureRevision and is checked next time.
+  int64_t rev = 0;
+  StatusOr<etcdserverpb::HashKVResponse> mine =
+      UnavailableError("etcdserver: no store");
+  {
+    StoreRef store = applier_->store();
+    if (!store) return;
+    rev = store->CurrentRevision();
+    if (rev == 0) return;
+    mine = store->HashKV(rev);
+  }
   if (!mine.ok()) return;
-  for (const auto& m : membership_->Members()) {
+  std::vector<storagepb::MemberRecord> members = membership_->Members();
+  std::vector<MemberHash> others;
+  for (const auto& m : members) {
     if (m.id() == self_->id()) continue;
-    StatusOr<etcdserverpb::HashKVResponse> theirs =
-        transport_->PeerHashKV(m.id(), rev);
-    if (!theirs.ok()) continue;
-    if (theirs->hash() == mine->hash()) continue;
-    LOG(ERROR) << "member " << IdToHex(m.id()) << " hash " << theirs->hash()
-               << " at revision " << rev << " differs from the leader's "
-               << mine->hash() << ": raising CORRUPT";
+    others.push_back({m.id(), transport_->PeerHashKV(m.id(), rev)});
+  }
+  HashVerdict v =
+      JudgeHashes(self_->id(), mine->hash(), others, members.size());
+  if (v.consistent) return;
+  LOG(ERROR) << "corruption check: the members' hashes at revision " << rev
+             << " differ (" << v.detail << ")";
+  std::vector<etcdserverpb::AlarmMember> active = membership_->Alarms();
+  for (uint64_t id : v.corrupt) {
+    bool raised = false;
+    for (const auto& a : active) {
+      raised |= a.alarm() == etcdserverpb::CORRUPT && a.memberid() == id;
+    }
+    if (raised) continue;
+    LOG(ERROR) << "raising CORRUPT for "
+               << (id == 0 ? std::string("the cluster (no quorum agrees)")
+                           : "member " + IdToHex(id));
     storagepb::InternalRaftRequest req;
     auto* a = req.mutable_alarm();
     a->set_action(etcdserverpb::AlarmRequest::ACTIVATE);
-    a->set_memberid(m.id());
+    a->set_memberid(id);
     a->set_alarm(etcdserverpb::CORRUPT);
     proposer_->Propose(std::move(req), [](StatusOr<ApplyResponse>) {});
   }
 }
 
+void Housekeeper::WatchApply() {
+  // Whether the apply is stuck behind the commit index: it stayed behind
+  // without moving for a whole request timeout.
+  RaftNode* node = self_->node();
+  const uint64_t commit = node ? node->commit_index() : 0;
+  const uint64_t applied = applier_->applied_index();
+  const TimePoint now = clock_->Now();
+  if (applied >= commit || applied != last_applied_) {
+    last_applied_ = applied;
+    behind_since_ = applied >= commit ? TimePoint() : now;
+    apply_stalled_ = false;
+    return;
+  }
+  if (behind_since_ == TimePoint()) behind_since_ = now;
+  apply_stalled_ = now - behind_since_ >= options_.request_timeout;
+}
+
 void Housekeeper::OnLeaderChange(uint64_t leader, uint64_t term) {
   self_->NotifyLeaderChange();
+  // The lessor is told on the housekeeping thread: the store may be in the
+  // middle of a snapshot install, which the node loop must not wait for.
+  {
+    MutexLock l(&mu_);
+    leader_change_ = leader;
+  }
+  cv_.notify_all();
+}
+
+void Housekeeper::ApplyLeaderChange(uint64_t leader) {
+  StoreRef store = applier_->store();
+  if (!store) return;
   if (leader == self_->id()) {
     // A new leader restarts every lease's countdown, extended by an election
     // timeout, so a failover does not expire leases whose keepalives went to
     // the old leader (etcd's lessor Promote).
-    applier_->store()->LeasePromote(options_.election_timeout);
+    store->LeasePromote(options_.election_timeout);
   } else {
-    applier_->store()->LeaseDemote();
+    store->LeaseDemote();
   }
 }
 

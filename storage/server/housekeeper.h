@@ -7,25 +7,32 @@
 //     leader is known (etcd's publish; the member serves clients after);
 //   - after three election timeouts without a leader, asks its peers for
 //     their membership: a member removed while cut off never applies its
-//     own removal, so it learns it this way.
+//     own removal, so it learns it this way;
+//   - watches the apply: ApplyStalled() turns true when the applied index
+//     stayed behind the commit index without moving for a request timeout
+//     (GET /health reports it).
 // The leader only (etcd's leader duties):
 //   - revokes expired leases through the log (at most one revoke per lease
 //     in flight), so every replica deletes their keys at the same revision;
-//   - compares every member's HashKV at one revision with its own and
-//     raises a CORRUPT alarm through the log for a member that differs.
+//   - compares every member's HashKV at one revision (corruption_check.h)
+//     and raises a CORRUPT alarm through the log for each member outside
+//     the quorum that agrees (member 0, the cluster, when none agrees).
 // And on every leader change (OnLeaderChange, from the node loop): a new
 // leader restarts every lease's countdown (etcd's lessor Promote), a
 // follower stops counting (Demote).
 //
 // Ownership: borrows everything it is given; all must outlive it.
 // Thread-safety: Start/Stop from the controlling thread; OnLeaderChange
-// from the node loop. Lock: mu_ is a leaf; it guards only the stop flag.
+// from the node loop. Lock: mu_ is a leaf; it guards the stop flag and
+// the pending leader change.
 #ifndef KPLANE_STORAGE_SERVER_HOUSEKEEPER_H_
 #define KPLANE_STORAGE_SERVER_HOUSEKEEPER_H_
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -65,8 +72,12 @@ class Housekeeper {
   // Stops and joins the thread. Idempotent.
   void Stop() EXCLUDES(mu_);
 
-  // The node loop saw a leader change. Quick; never blocks.
-  void OnLeaderChange(uint64_t leader, uint64_t term);
+  // The node loop saw a leader change. Quick; never blocks: the lessor is
+  // promoted or demoted on the housekeeping thread right after.
+  void OnLeaderChange(uint64_t leader, uint64_t term) EXCLUDES(mu_);
+
+  // Whether the apply is stuck behind the commit index (above).
+  bool ApplyStalled() const { return apply_stalled_.load(); }
 
  private:
   void Loop() EXCLUDES(mu_);
@@ -75,6 +86,8 @@ class Housekeeper {
   void CheckRemovedByPeers();
   void ExpireLeases();
   void CheckCorruption();
+  void WatchApply();
+  void ApplyLeaderChange(uint64_t leader);
 
   const HousekeeperOptions options_;
   Clock* const clock_;
@@ -87,6 +100,8 @@ class Housekeeper {
   Mutex mu_;
   std::condition_variable cv_;
   bool stop_ GUARDED_BY(mu_) = false;
+  // The latest leader the node loop reported, not yet told to the lessor.
+  std::optional<uint64_t> leader_change_ GUARDED_BY(mu_);
   std::thread thread_;
 
   // Housekeeping thread only.
@@ -95,6 +110,9 @@ class Housekeeper {
   TimePoint next_corrupt_check_;
   TimePoint leaderless_since_;  // epoch: there is a leader
   TimePoint next_removed_check_;
+  uint64_t last_applied_ = 0;
+  TimePoint behind_since_;  // epoch: not behind
+  std::atomic<bool> apply_stalled_{false};
 };
 
 }  // namespace kplane::storage

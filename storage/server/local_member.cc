@@ -65,4 +65,22 @@ void LocalMember::MarkRemoved(const std::string& how) {
                   "host can join again as a new member";
 }
 
+void LocalMember::MarkFailed(const Status& why) {
+  {
+    MutexLock l(&mu_);
+    if (!failure_.ok()) return;
+    failure_ = why;
+  }
+  failed_ = true;
+  LOG(ERROR) << "member " << IdToHex(id_) << " failed: " << why
+             << ". It stops: what reached the disk is unknown after a failed "
+                "write, so it must not go on as if it had written it";
+  cv_.notify_all();
+}
+
+Status LocalMember::failure() const {
+  MutexLock l(&mu_);
+  return failure_;
+}
+
 }  // namespace kplane::storage

@@ -67,6 +67,15 @@ class LocalMember {
   void MarkRemoved(const std::string& how);
   bool removed() const { return removed_.load(); }
 
+  // A durable write failed (the WAL's, the store's, the membership's):
+  // errors on disk are sticky (leveldb's bg_error_, etcd's Fatal), so the
+  // member stops; `kplane store` exits with an error. Logged once; the
+  // first reason is kept.
+  void MarkFailed(const Status& why) EXCLUDES(mu_);
+  bool failed() const { return failed_.load(); }
+  // OK, or the reason given to MarkFailed.
+  Status failure() const EXCLUDES(mu_);
+
  private:
   const uint64_t id_;
   const Membership* const membership_;
@@ -74,12 +83,14 @@ class LocalMember {
   std::atomic<RaftNode*> node_{nullptr};
   std::atomic<bool> published_{false};
   std::atomic<bool> removed_{false};
+  std::atomic<bool> failed_{false};
 
-  // Guards no data: what the waiters wait for is atomic (the node's leader,
-  // published_). Notifiers take it before notifying, so a waiter cannot
-  // miss a change between checking and sleeping.
-  Mutex mu_;
+  // Guards failure_; what the waiters wait for is atomic (the node's
+  // leader, published_). Notifiers take it before notifying, so a waiter
+  // cannot miss a change between checking and sleeping.
+  mutable Mutex mu_;
   std::condition_variable cv_;
+  Status failure_ GUARDED_BY(mu_);
 };
 
 }  // namespace kplane::storage

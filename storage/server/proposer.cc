@@ -66,12 +66,32 @@ ApplyCallback Proposer::Take(uint64_t id) {
   return cb;
 }
 
+namespace {
+// What a CORRUPT alarm refuses (etcd's applierV3Corrupt): the key-value and
+// lease writes. Alarms (to disarm it), membership changes and member
+// attributes still go through.
+bool IsRefusedWhenCorrupt(const storagepb::InternalRaftRequest& req) {
+  using R = storagepb::InternalRaftRequest;
+  switch (req.request_case()) {
+    case R::kPut:
+    case R::kDeleteRange:
+    case R::kTxn:
+    case R::kCompaction:
+    case R::kLeaseGrant:
+    case R::kLeaseRevoke:
+      return true;
+    default:
+      return false;
+  }
+}
+}  // namespace
+
 void Proposer::Propose(storagepb::InternalRaftRequest req, ApplyCallback done) {
   if (!accepting_.load()) {
     done(UnavailableError("etcdserver: server stopped"));
     return;
   }
-  if (options_.corrupt()) {
+  if (options_.corrupt() && IsRefusedWhenCorrupt(req)) {
     done(Status(StatusCode::kCorruption, "etcdserver: corrupt cluster"));
     return;
   }

@@ -61,7 +61,8 @@ struct ProposerOptions {
   // A proposal not applied within this time fails.
   Duration request_timeout = seconds(7);
   int64_t max_request_bytes = 1536 * 1024;
-  // True while the cluster has a CORRUPT alarm: writes are refused.
+  // True while the cluster has a CORRUPT alarm: key-value and lease writes
+  // are refused (alarms, membership changes and attributes are not).
   std::function<bool()> corrupt = [] { return false; };
   Clock* clock = Clock::Real();
   metrics::Registry* metrics = metrics::Registry::Default();

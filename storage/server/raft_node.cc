@@ -78,7 +78,18 @@ bool RaftNode::NeedsWakeLocked() {
   return true;
 }
 
+namespace {
+Status Halted() {
+  return Status(StatusCode::kUnavailable,
+                "etcdserver: this member halted (see its log)");
+}
+}  // namespace
+
 void RaftNode::Propose(std::string data, ProposeCallback on_dropped) {
+  if (halted_.load()) {
+    if (on_dropped) on_dropped(Halted());
+    return;
+  }
   bool wake;
   {
     MutexLock l(&mu_);
@@ -91,6 +102,10 @@ void RaftNode::Propose(std::string data, ProposeCallback on_dropped) {
 
 void RaftNode::ProposeConfChange(raftpb::ConfChange cc,
                                  ProposeCallback on_dropped) {
+  if (halted_.load()) {
+    if (on_dropped) on_dropped(Halted());
+    return;
+  }
   bool wake;
   {
     MutexLock l(&mu_);
@@ -105,9 +120,11 @@ void RaftNode::ReadIndex(ReadIndexCallback cb) {
   bool wake;
   {
     MutexLock l(&mu_);
-    if (stop_) {
+    if (stop_ || halted_.load()) {
       l.Unlock();
-      cb(Status(StatusCode::kUnavailable, "etcdserver: server stopped"));
+      cb(halted_.load()
+             ? Halted()
+             : Status(StatusCode::kUnavailable, "etcdserver: server stopped"));
       return;
     }
     inbox_.reads.push_back(std::move(cb));
@@ -174,7 +191,8 @@ void RaftNode::CreateSnapshot(uint64_t index, raftpb::ConfState conf_state) {
   MutexLock l(&mu_);
   inbox_.ops.push_back(
       [this, index, cs = std::move(conf_state)](raft::RawNode&) {
-        CHECK_OK(log_->CreateSnapshot(index, cs));
+        Status s = log_->CreateSnapshot(index, cs);
+        if (!s.ok()) Halt(s.Annotate("writing the snapshot marker"));
       });
   cv_.notify_one();
 }
@@ -232,6 +250,7 @@ void RaftNode::Loop() {
       }
     }
     for (auto& op : work.ops) op(*raw_);
+    if (halted_.load()) break;
 
     for (auto& r : work.reads) reads_waiting_.push_back(std::move(r));
     if (read_in_flight_ && now - read_started_ > read_timeout) {
@@ -258,11 +277,28 @@ void RaftNode::Loop() {
       }
     }
 
-    while (raw_->HasReady()) HandleReady(raw_->GetReady());
+    bool go_on = true;
+    while (go_on && raw_->HasReady()) go_on = HandleReady(raw_->GetReady());
+    if (!go_on) break;
+  }
+  // Halted: fail what waits now rather than at Stop().
+  if (halted_.load()) {
+    for (auto& cb : reads_waiting_) cb(Halted());
+    for (auto& cb : reads_in_flight_) cb(Halted());
+    reads_waiting_.clear();
+    reads_in_flight_.clear();
+    read_in_flight_ = false;
   }
 }
 
-void RaftNode::HandleReady(raft::Ready rd) {
+void RaftNode::Halt(const Status& why) {
+  if (halted_.exchange(true)) return;
+  LOG(ERROR) << "member " << std::hex << id() << std::dec
+             << ": the raft node loop halts: " << why;
+  if (options_.on_halt) options_.on_halt(why);
+}
+
+bool RaftNode::HandleReady(raft::Ready rd) {
   if (rd.soft_state) {
     uint64_t old = leader_.exchange(rd.soft_state->lead);
     if (old != rd.soft_state->lead) {
@@ -300,7 +336,12 @@ void RaftNode::HandleReady(raft::Ready rd) {
     bool timed = rd.must_sync && !rd.entries.empty();
     TimePoint start = options_.clock->Now();
     Status s = log_->Save(rd.hard_state, rd.entries, rd.snapshot, rd.must_sync);
-    CHECK(s.ok()) << "raft log write failed: " << s;
+    if (!s.ok()) {
+      // Nothing of this Ready may be acted on: a follower must not
+      // acknowledge, nobody may apply what is not durable.
+      Halt(s.Annotate("raft log write failed"));
+      return false;
+    }
     if (timed) {
       fsync_seconds_->Observe(
           std::chrono::duration<double>(options_.clock->Now() - start).count());
@@ -317,17 +358,26 @@ void RaftNode::HandleReady(raft::Ready rd) {
     task.snapshot = std::move(rd.snapshot);
   }
   for (const raftpb::Entry& e : rd.committed_entries) {
+    bool decoded = true;
     if (e.type() == raftpb::EntryConfChange) {
       raftpb::ConfChange cc;
-      CHECK(cc.ParseFromString(e.data())) << "undecodable conf change";
-      task.conf_state = raw_->ApplyConfChange(cc);
-      task.has_conf_state = true;
+      decoded = cc.ParseFromString(e.data());
+      if (decoded) task.conf_state = raw_->ApplyConfChange(cc);
     } else if (e.type() == raftpb::EntryConfChangeV2) {
       raftpb::ConfChangeV2 cc;
-      CHECK(cc.ParseFromString(e.data())) << "undecodable conf change";
-      task.conf_state = raw_->ApplyConfChange(cc);
-      task.has_conf_state = true;
+      decoded = cc.ParseFromString(e.data());
+      if (decoded) task.conf_state = raw_->ApplyConfChange(cc);
+    } else {
+      continue;
     }
+    if (!decoded) {
+      // Going on with a configuration out of step with the others' could
+      // count a wrong quorum: stop taking part instead.
+      Halt(CorruptionError("committed conf change at index " +
+                           std::to_string(e.index()) + " is undecodable"));
+      return false;
+    }
+    task.has_conf_state = true;
   }
   if (!rd.committed_entries.empty()) {
     commit_ = std::max(commit_.load(), rd.committed_entries.back().index());
@@ -342,6 +392,7 @@ void RaftNode::HandleReady(raft::Ready rd) {
   raw_->Advance();
   MutexLock l(&status_mu_);
   status_ = raw_->GetBasicStatus();
+  return true;
 }
 
 }  // namespace kplane::storage

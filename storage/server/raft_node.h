@@ -11,7 +11,12 @@
 //      the Ready says so); as follower, sends only after persisting;
 //      applies committed conf changes to the core; hands snapshot and
 //      committed entries to the apply thread (Applier); Advance().
-// A failed durable write crashes the process (the log's state is unknown).
+// A failed durable write halts the loop (the log's state on disk is
+// unknown, and errors on disk are sticky): it steps, sends and applies
+// nothing more and reports the failure once through `on_halt`; so does a
+// committed conf change it cannot decode (it could not keep its
+// configuration in step with the others). Proposals and reads are then
+// refused (Unavailable) until Stop().
 //
 // Thread-safety: every public method may be called from any thread; they
 // queue work for the loop. Callbacks run on the loop thread and must be
@@ -69,6 +74,9 @@ class Applier {
 struct RaftNodeOptions {
   raft::Config raft;
   Duration tick_interval = milliseconds(100);
+  // Called once, on the loop thread, when the loop halts (above): kIOError
+  // for a failed log write, kCorruption for an undecodable conf change.
+  std::function<void(const Status&)> on_halt;
   Clock* clock = Clock::Real();
   metrics::Registry* metrics = metrics::Registry::Default();
 };
@@ -117,6 +125,8 @@ class RaftNode {
   uint64_t leader() const { return leader_.load(); }
   uint64_t term() const { return term_.load(); }
   uint64_t commit_index() const { return commit_.load(); }
+  // Whether the loop halted (above).
+  bool halted() const { return halted_.load(); }
   bool is_leader() const { return leader_.load() == id(); }
   raft::BasicStatus BasicStatus();
 
@@ -135,7 +145,10 @@ class RaftNode {
   };
 
   void Loop();
-  void HandleReady(raft::Ready rd);
+  // False when the loop must halt.
+  bool HandleReady(raft::Ready rd);
+  // Halts the loop (loop thread): logs, reports `why` through on_halt.
+  void Halt(const Status& why);
   // Called with mu_ held after queueing work: true if the caller must
   // notify cv_ (after unlocking). Only the first producer after the loop
   // went to sleep wakes it; the others' work is picked up by the same turn.
@@ -170,6 +183,7 @@ class RaftNode {
   std::atomic<uint64_t> leader_{0};
   std::atomic<uint64_t> term_{0};
   std::atomic<uint64_t> commit_{0};
+  std::atomic<bool> halted_{false};
   Mutex status_mu_;
   raft::BasicStatus status_ GUARDED_BY(status_mu_);
 

@@ -11,6 +11,7 @@
 
 #include "base/logging.h"
 #include "storage/raft/util.h"
+#include "storage/server/entry_check.h"
 
 namespace kplane::storage {
 namespace fs = std::filesystem;
@@ -87,7 +88,8 @@ void StoreApplier::Start(const raftpb::SnapshotMetadata& last_snapshot,
   node_ = node;
   transport_ = transport;
   read_pool_ = std::move(read_pool);
-  applied_ = store_->ConsistentIndex();
+  applied_ = db()->ConsistentIndex();
+  RefreshAlarms();
   last_snapshot_index_ = last_snapshot.index();
   processed_index_ = last_snapshot_index_;
   conf_state_ = last_snapshot.conf_state();
@@ -159,6 +161,7 @@ void StoreApplier::Loop() {
       queue_.pop_front();
       apply_busy_ = true;
     }
+    if (options_.crash_hook && !task.barrier) options_.crash_hook("apply:task");
     ApplyTaskNow(task);
     MutexLock l(&mu_);
     apply_busy_ = false;
@@ -169,9 +172,11 @@ bool StoreApplier::CanApplyInline(const ApplyTask& task) const {
   // Apply-only state is read here with mu_ held while the apply thread is
   // idle (apply_busy_ false), so it is stable.
   constexpr size_t kMaxInlineEntries = 8;
-  if (task.barrier || !raft::IsEmptySnapshot(task.snapshot) ||
-      task.has_conf_state || task.entries.empty() ||
-      task.entries.size() > kMaxInlineEntries) {
+  // A test hook stalls the apply thread ("apply:task"): every task must
+  // reach it.
+  if (options_.crash_hook || task.barrier ||
+      !raft::IsEmptySnapshot(task.snapshot) || task.has_conf_state ||
+      task.entries.empty() || task.entries.size() > kMaxInlineEntries) {
     return false;
   }
   for (const raftpb::Entry& e : task.entries) {
@@ -188,64 +193,146 @@ void StoreApplier::ApplyTaskNow(ApplyTask& task) {
     task.barrier();
     return;
   }
+  // After a stop nothing is applied any more: the entries stay in the WAL
+  // (replayed, and stopped at again, after a restart) and the store stays
+  // as it was for diagnosis.
+  if (apply_stopped_.load()) return;
   if (!raft::IsEmptySnapshot(task.snapshot)) {
     Status s = InstallSnapshot(task.snapshot);
-    CHECK(s.ok()) << "installing snapshot failed: " << s;
+    if (!s.ok()) {
+      StopApply(s.Annotate("installing the snapshot at index " +
+                           std::to_string(task.snapshot.metadata().index())));
+      return;
+    }
     conf_state_ = task.snapshot.metadata().conf_state();
     last_snapshot_index_ = task.snapshot.metadata().index();
     processed_index_ = last_snapshot_index_;
     applied_entry_term_ = task.snapshot.metadata().term();
     SetApplied(std::max<uint64_t>(task.snapshot.metadata().index(),
-                                  store_->ConsistentIndex()));
+                                  db()->ConsistentIndex()));
   }
   // The task's entries go to the store as one write group: one RocksDB
   // write for the lot. Nothing of it may be seen before that write, so the
   // answers, the applied index (linearizable reads wait on it) and the
   // watch events all follow EndWriteGroup.
   std::vector<Answer> answers;
-  store_->BeginWriteGroup();
+  Status stop;
+  uint64_t last_applied = 0;
+  db()->BeginWriteGroup();
   for (const raftpb::Entry& e : task.entries) {
     committed_->Inc();
-    ApplyEntry(e, &answers);
+    stop = ApplyEntry(e, &answers);
+    if (!stop.ok()) break;
     applied_entry_term_ = e.term();
     processed_index_ = e.index();
+    last_applied = e.index();
     applied_total_->Inc();
   }
-  store_->EndWriteGroup();
-  if (!task.entries.empty()) SetApplied(task.entries.back().index());
+  // What the group staged before a failed entry is good: written, then
+  // published and answered.
+  db()->EndWriteGroup();
+  if (last_applied > 0) SetApplied(last_applied);
   for (Answer& a : answers) a.done(std::move(a.result));
+  if (!stop.ok()) {
+    StopApply(stop);
+    return;
+  }
   if (task.has_conf_state) conf_state_ = task.conf_state;
-  MaybeSnapshot();
+  if (Status s = MaybeSnapshot(); !s.ok()) StopApply(s);
 }
 
-void StoreApplier::ApplyEntry(const raftpb::Entry& e,
-                              std::vector<Answer>* answers) {
-  if (e.type() == raftpb::EntryConfChange) {
-    ApplyConfChange(e, answers);
+void StoreApplier::StopApply(const Status& why) {
+  std::string where = "at index " + std::to_string(processed_index_);
+  if (db() != nullptr) {
+    where += " (store consistent index " +
+             std::to_string(db()->ConsistentIndex()) + ")";
+  }
+  RecordStop(why, where);
+}
+
+void StoreApplier::Halt(const Status& why) {
+  RecordStop(why, "in the node loop");
+}
+
+void StoreApplier::RecordStop(const Status& why, const std::string& where) {
+  {
+    MutexLock l(&error_mu_);
+    if (!apply_error_.ok()) return;
+    apply_error_ = why;
+  }
+  apply_stopped_ = true;
+  LOG(ERROR) << "stopped applying the raft log " << where << ": " << why
+             << ". Nothing more is applied on this member; its data is kept "
+                "as it is for diagnosis (`kpctl store snapshot save` still "
+                "works). Replace the member: remove it, wipe its data "
+                "directory, add it again.";
+  if (!why.Is(StatusCode::kCorruption)) {
+    // A failed write: what is on disk is unknown, as for any failed I/O.
+    self_->MarkFailed(why);
     return;
   }
-  if (e.type() != raftpb::EntryNormal || e.data().empty()) return;
+  // Tell the others: a CORRUPT alarm through the log makes the cluster
+  // refuse writes (etcd's applierV3Corrupt) until an operator disarms it.
+  // Best effort: if every member stopped at the same entry, none applies
+  // it, and each shows its own alarm.
   storagepb::InternalRaftRequest req;
-  CHECK(req.ParseFromString(e.data()))
-      << "undecodable entry at index " << e.index();
-  if (e.index() <= store_->ConsistentIndex() &&
-      req.request_case() != storagepb::InternalRaftRequest::kMemberAttributes) {
-    // Applied before a restart (or covered by an installed snapshot).
-    return;
+  auto* a = req.mutable_alarm();
+  a->set_action(etcdserverpb::AlarmRequest::ACTIVATE);
+  a->set_memberid(self_->id());
+  a->set_alarm(etcdserverpb::CORRUPT);
+  proposer_->Propose(std::move(req), [](StatusOr<ApplyResponse>) {});
+}
+
+Status StoreApplier::apply_error() const {
+  MutexLock l(&error_mu_);
+  return apply_error_;
+}
+
+Status StoreApplier::ApplyEntry(const raftpb::Entry& e,
+                                std::vector<Answer>* answers) {
+  if (e.type() == raftpb::EntryConfChange) return ApplyConfChange(e, answers);
+  // A ConfChangeV2 (only ever the core's own, leaving a joint
+  // configuration) changed nothing but the core's configuration.
+  if (e.type() == raftpb::EntryConfChangeV2) return Status::Ok();
+  if (e.type() != raftpb::EntryNormal) {
+    return CorruptionError("entry " + std::to_string(e.index()) +
+                           " has an entry type this member does not apply (" +
+                           std::to_string(e.type()) + ")");
   }
+  if (e.data().empty()) return Status::Ok();  // a new leader's empty entry
+  StatusOr<storagepb::InternalRaftRequest> decoded = DecodeRequest(e.data());
+  if (!decoded.ok()) {
+    return decoded.status().Annotate("entry " + std::to_string(e.index()));
+  }
+  const storagepb::InternalRaftRequest& req = *decoded;
   using R = storagepb::InternalRaftRequest;
+  if (e.index() <= db()->ConsistentIndex() &&
+      req.request_case() != R::kMemberAttributes &&
+      req.request_case() != R::kAlarm) {
+    // Applied before a restart (or covered by an installed snapshot). The
+    // membership's parts keep their own applied index (cluster.pb).
+    return Status::Ok();
+  }
   if (req.request_case() != R::kPut && req.request_case() != R::kDeleteRange &&
       req.request_case() != R::kTxn) {
     // Only these share the task's write group: the others read the store's
     // current revision or state, which must include what came before.
-    store_->FlushWriteGroup();
+    db()->FlushWriteGroup();
   }
   StatusOr<ApplyResponse> result = ApplyRequest(req, e.index());
+  if (!result.ok() && (result.status().Is(StatusCode::kCorruption) ||
+                       result.status().Is(StatusCode::kIOError))) {
+    // Not a client's error: this member cannot apply the entry (its store
+    // found corrupt data, or a write failed).
+    return result.status().Annotate("applying entry " +
+                                    std::to_string(e.index()));
+  }
   if (req.id() != 0) {
     if (ApplyCallback cb = proposer_->Take(req.id())) {
       answers->push_back({std::move(cb), std::move(result)});
     }
   }
+  return Status::Ok();
 }
 
 StatusOr<ApplyResponse> StoreApplier::ApplyRequest(
@@ -253,34 +340,34 @@ StatusOr<ApplyResponse> StoreApplier::ApplyRequest(
   using R = storagepb::InternalRaftRequest;
   switch (r.request_case()) {
     case R::kPut: {
-      ASSIGN_OR_RETURN(auto resp, store_->Put(r.put(), index));
+      ASSIGN_OR_RETURN(auto resp, db()->Put(r.put(), index));
       self_->FillHeader(resp.mutable_header());
       return ApplyResponse(std::move(resp));
     }
     case R::kDeleteRange: {
-      ASSIGN_OR_RETURN(auto resp, store_->DeleteRange(r.delete_range(), index));
+      ASSIGN_OR_RETURN(auto resp, db()->DeleteRange(r.delete_range(), index));
       self_->FillHeader(resp.mutable_header());
       return ApplyResponse(std::move(resp));
     }
     case R::kTxn: {
-      ASSIGN_OR_RETURN(auto resp, store_->Txn(r.txn(), index));
+      ASSIGN_OR_RETURN(auto resp, db()->Txn(r.txn(), index));
       self_->FillHeader(resp.mutable_header());
       return ApplyResponse(std::move(resp));
     }
     case R::kCompaction: {
-      RETURN_IF_ERROR(store_->Compact(r.compaction().revision(), index));
+      RETURN_IF_ERROR(db()->Compact(r.compaction().revision(), index));
       etcdserverpb::CompactionResponse resp;
       self_->FillHeader(resp.mutable_header());
-      resp.mutable_header()->set_revision(store_->CurrentRevision());
+      resp.mutable_header()->set_revision(db()->CurrentRevision());
       return ApplyResponse(std::move(resp));
     }
     case R::kLeaseGrant: {
-      ASSIGN_OR_RETURN(auto resp, store_->LeaseGrant(r.lease_grant(), index));
+      ASSIGN_OR_RETURN(auto resp, db()->LeaseGrant(r.lease_grant(), index));
       self_->FillHeader(resp.mutable_header());
       return ApplyResponse(std::move(resp));
     }
     case R::kLeaseRevoke: {
-      ASSIGN_OR_RETURN(auto resp, store_->LeaseRevoke(r.lease_revoke(), index));
+      ASSIGN_OR_RETURN(auto resp, db()->LeaseRevoke(r.lease_revoke(), index));
       self_->FillHeader(resp.mutable_header());
       return ApplyResponse(std::move(resp));
     }
@@ -289,7 +376,7 @@ StatusOr<ApplyResponse> StoreApplier::ApplyRequest(
       // the leader's lessor; only the leader's lessor counts expiry.
       etcdserverpb::LeaseKeepAliveResponse resp;
       if (self_->is_leader()) {
-        auto k = store_->LeaseKeepAlive(r.lease_keepalive());
+        auto k = db()->LeaseKeepAlive(r.lease_keepalive());
         if (k.ok())
           resp = *k;
         else if (!k.status().Is(StatusCode::kNotLeader))
@@ -298,7 +385,7 @@ StatusOr<ApplyResponse> StoreApplier::ApplyRequest(
       if (resp.id() == 0) {
         etcdserverpb::LeaseTimeToLiveRequest q;
         q.set_id(r.lease_keepalive().id());
-        ASSIGN_OR_RETURN(auto ttl, store_->LeaseTimeToLive(q));
+        ASSIGN_OR_RETURN(auto ttl, db()->LeaseTimeToLive(q));
         if (ttl.ttl() == -1) {
           return NotFoundError("etcdserver: requested lease not found");
         }
@@ -306,29 +393,31 @@ StatusOr<ApplyResponse> StoreApplier::ApplyRequest(
         resp.set_ttl(ttl.grantedttl());
       }
       self_->FillHeader(resp.mutable_header());
-      resp.mutable_header()->set_revision(store_->CurrentRevision());
+      resp.mutable_header()->set_revision(db()->CurrentRevision());
       return ApplyResponse(std::move(resp));
     }
     case R::kAlarm: {
+      // The CORRUPT part is the membership's (its own applied index, so it
+      // is applied once even if the store's index is past this entry);
+      // NOSPACE is the store's.
       const auto& a = r.alarm();
-      if (a.action() == etcdserverpb::AlarmRequest::DEACTIVATE) {
-        if (a.alarm() == etcdserverpb::NOSPACE ||
-            a.alarm() == etcdserverpb::NONE) {
-          RETURN_IF_ERROR(store_->DisarmNoSpaceAlarm(index));
-        }
-        if (a.alarm() == etcdserverpb::CORRUPT ||
-            a.alarm() == etcdserverpb::NONE) {
-          corrupt_ = false;
-        }
-      } else if (a.action() == etcdserverpb::AlarmRequest::ACTIVATE &&
-                 a.alarm() == etcdserverpb::CORRUPT) {
+      ASSIGN_OR_RETURN(bool changed, membership_->ApplyAlarm(index, a));
+      RefreshAlarms();
+      if (changed && a.action() == etcdserverpb::AlarmRequest::ACTIVATE &&
+          a.alarm() == etcdserverpb::CORRUPT) {
         LOG(ERROR) << "CORRUPT alarm raised for member "
-                   << IdToHex(a.memberid());
-        corrupt_ = true;
+                   << IdToHex(a.memberid())
+                   << ": the cluster refuses writes until it is disarmed";
+      }
+      if (a.action() == etcdserverpb::AlarmRequest::DEACTIVATE &&
+          index > db()->ConsistentIndex() &&
+          (a.alarm() == etcdserverpb::NOSPACE ||
+           a.alarm() == etcdserverpb::NONE)) {
+        RETURN_IF_ERROR(db()->DisarmNoSpaceAlarm(index));
       }
       etcdserverpb::AlarmResponse resp;
       self_->FillHeader(resp.mutable_header());
-      resp.mutable_header()->set_revision(store_->CurrentRevision());
+      resp.mutable_header()->set_revision(db()->CurrentRevision());
       for (auto& am : Alarms()) *resp.add_alarms() = am;
       return ApplyResponse(std::move(resp));
     }
@@ -341,13 +430,16 @@ StatusOr<ApplyResponse> StoreApplier::ApplyRequest(
     case R::REQUEST_NOT_SET:
       break;
   }
-  return InvalidArgumentError("empty request");
+  return CorruptionError("a request of no known kind");
 }
 
-void StoreApplier::ApplyConfChange(const raftpb::Entry& e,
-                                   std::vector<Answer>* answers) {
-  raftpb::ConfChange cc;
-  CHECK(cc.ParseFromString(e.data())) << "undecodable conf change";
+Status StoreApplier::ApplyConfChange(const raftpb::Entry& e,
+                                     std::vector<Answer>* answers) {
+  StatusOr<raftpb::ConfChange> decoded = DecodeConfChange(e.data());
+  if (!decoded.ok()) {
+    return decoded.status().Annotate("entry " + std::to_string(e.index()));
+  }
+  const raftpb::ConfChange& cc = *decoded;
   StatusOr<bool> changed = false;
   switch (cc.type()) {
     case raftpb::ConfChangeAddNode:
@@ -385,12 +477,16 @@ void StoreApplier::ApplyConfChange(const raftpb::Entry& e,
     default:
       break;
   }
-  CHECK(changed.ok()) << "saving membership failed: " << changed.status();
+  if (!changed.ok()) {
+    return changed.status().Annotate("saving the membership of entry " +
+                                     std::to_string(e.index()));
+  }
   if (cc.id() != 0) {
     if (ApplyCallback cb = proposer_->Take(cc.id())) {
       answers->push_back({std::move(cb), ApplyResponse()});
     }
   }
+  return Status::Ok();
 }
 
 Status StoreApplier::InstallSnapshot(const raftpb::Snapshot& snap) {
@@ -401,22 +497,20 @@ Status StoreApplier::InstallSnapshot(const raftpb::Snapshot& snap) {
     return NotFoundError("snapshot database " + dir + " missing");
   }
   LOG(INFO) << "installing snapshot at index " << index;
-  store_->Close();
-  std::error_code ec;
-  std::string old = member_dir + "/db.old";
-  fs::remove_all(old, ec);
-  fs::rename(member_dir + "/db", old, ec);
-  if (ec) return IOError("move old db: " + ec.message());
-  if (options_.crash_hook) options_.crash_hook("install-snapshot:old-moved");
-  fs::rename(dir + "/db", member_dir + "/db", ec);
-  if (ec) return IOError("move snapshot db: " + ec.message());
-  if (options_.crash_hook) options_.crash_hook("install-snapshot:swapped");
-  ASSIGN_OR_RETURN(store_, mvcc::Store::Open(options_.store_options));
+  // Every other user of the store is waited out (and waits) while the
+  // database is swapped: closing it under a reader was a use-after-free.
+  Status swapped;
+  store_.Replace([&](std::unique_ptr<mvcc::Store>& store) {
+    swapped = SwapDatabase(dir, store);
+  });
+  RETURN_IF_ERROR(swapped);
   std::string cluster = dir + "/cluster.pb";
+  std::error_code ec;
   if (fs::exists(cluster)) {
     ASSIGN_OR_RETURN(auto m, Membership::Open(cluster, {}));
     storagepb::ClusterRecord rec = m->Record();
     RETURN_IF_ERROR(membership_->Replace(rec));
+    RefreshAlarms();
     for (const auto& mem : rec.members()) {
       if (mem.id() != self_->id()) {
         transport_->AddPeer(mem.id(),
@@ -428,28 +522,89 @@ Status StoreApplier::InstallSnapshot(const raftpb::Snapshot& snap) {
   // The renames must be durable before the pending directory goes.
   RETURN_IF_ERROR(FsyncDir(member_dir));
   fs::remove_all(dir, ec);
-  fs::remove_all(old, ec);
-  if (self_->is_leader()) store_->LeasePromote(options_.election_timeout);
+  fs::remove_all(member_dir + "/db.old", ec);
+  if (self_->is_leader()) db()->LeasePromote(options_.election_timeout);
   return Status::Ok();
 }
 
-void StoreApplier::MaybeSnapshot() {
+Status StoreApplier::SwapDatabase(const std::string& pending,
+                                  std::unique_ptr<mvcc::Store>& store) {
+  const std::string& member_dir = options_.member_dir;
+  const std::string db = member_dir + "/db";
+  const std::string old = member_dir + "/db.old";
+  // Puts back an open store after a failure: ours if it opens again, else
+  // none (the member has failed then; users see no store).
+  auto Reopen = [&](std::unique_ptr<mvcc::Store>& s) {
+    auto reopened = mvcc::Store::Open(options_.store_options);
+    if (reopened.ok()) {
+      s = std::move(*reopened);
+    } else {
+      LOG(ERROR) << "reopening the store after a failed install: "
+                 << reopened.status();
+      s.reset();
+    }
+  };
+  store->Close();
+  std::error_code ec;
+  fs::remove_all(old, ec);
+  fs::rename(db, old, ec);
+  if (ec) {
+    Status s = IOError("move old db: " + ec.message());
+    Reopen(store);
+    return s;
+  }
+  if (options_.crash_hook) options_.crash_hook("install-snapshot:old-moved");
+  fs::rename(pending + "/db", db, ec);
+  if (ec) {
+    Status s = IOError("move snapshot db: " + ec.message());
+    std::error_code ec2;
+    fs::rename(old, db, ec2);
+    Reopen(store);
+    return s;
+  }
+  if (options_.crash_hook) options_.crash_hook("install-snapshot:swapped");
+  auto opened = mvcc::Store::Open(options_.store_options);
+  if (!opened.ok()) {
+    // The received database does not open: keep it aside for diagnosis
+    // and put ours back (the WAL already names the snapshot, so a restart
+    // refuses this state: bootstrap's startup checks).
+    std::error_code ec2;
+    fs::rename(db, pending + "/db", ec2);
+    fs::rename(old, db, ec2);
+    Reopen(store);
+    return opened.status().Annotate("opening the received snapshot");
+  }
+  store = std::move(*opened);
+  return Status::Ok();
+}
+
+Status StoreApplier::RecordAppliedIndex(uint64_t index) {
+  if (db()->ConsistentIndex() >= index) return Status::Ok();
+  // A read-only Txn with a consistent index writes just that index
+  // (mvcc::Store's write groups); an empty one reads nothing.
+  return db()->Txn(etcdserverpb::TxnRequest(), index).status();
+}
+
+Status StoreApplier::MaybeSnapshot() {
   // Not applied_: right after a restart it is the store's consistent index,
   // while conf_state_ still describes an earlier entry of the replay.
   uint64_t applied = processed_index_;
-  if (applied <= last_snapshot_index_) return;
+  if (applied <= last_snapshot_index_) return Status::Ok();
   if (!force_snapshot_ &&
       applied < last_snapshot_index_ + options_.snapshot_count) {
-    return;
+    return Status::Ok();
   }
   force_snapshot_ = false;
   // The marker promises the state machine holds everything up to `applied`
-  // durably: flush the MVCC store's unsynced writes first.
-  Status s = store_->Sync();
-  CHECK(s.ok()) << "syncing the store before a snapshot failed: " << s;
+  // durably: record that index in the store, and flush the store's unsynced
+  // writes first.
+  RETURN_IF_ERROR(RecordAppliedIndex(applied));
+  Status s = db()->Sync();
+  if (!s.ok()) return s.Annotate("syncing the store before a snapshot");
   node_->CreateSnapshot(applied, conf_state_);
   last_snapshot_index_ = applied;
   LOG(INFO) << "snapshot at index " << applied;
+  return Status::Ok();
 }
 
 void StoreApplier::SetApplied(uint64_t index) {
@@ -531,17 +686,40 @@ bool StoreApplier::QueueBarrier(std::function<void()> fn) {
 }
 
 StatusOr<raftpb::SnapshotMetadata> StoreApplier::SnapshotTo(
-    const std::string& dir) {
+    const std::string& dir, bool for_peer) {
   auto p = std::make_shared<std::promise<StatusOr<raftpb::SnapshotMetadata>>>();
   auto f = p->get_future();
-  bool queued = QueueBarrier([this, dir, p] {
+  bool queued = QueueBarrier([this, dir, p, for_peer] {
+    if (db() == nullptr) {
+      p->set_value(UnavailableError("etcdserver: no store (" +
+                                    apply_error().ToString() + ")"));
+      return;
+    }
+    if (for_peer && !apply_stopped_.load() &&
+        processed_index_ > db()->ConsistentIndex()) {
+      // The copy's index is processed_index_: make the store say so (the
+      // receiver's startup check wants its store at or past its snapshot).
+      if (Status s = RecordAppliedIndex(processed_index_); !s.ok()) {
+        p->set_value(s);
+        return;
+      }
+    }
+    if (for_peer &&
+        (apply_stopped_.load() || processed_index_ < db()->ConsistentIndex())) {
+      p->set_value(UnavailableError(
+          apply_stopped_.load()
+              ? "etcdserver: this member stopped applying the log"
+              : "etcdserver: replaying the log up to index " +
+                    std::to_string(db()->ConsistentIndex())));
+      return;
+    }
     std::error_code ec;
     fs::create_directories(dir, ec);
     if (ec) {
       p->set_value(IOError("create " + dir + ": " + ec.message()));
       return;
     }
-    Status s = store_->Checkpoint(dir + "/db");
+    Status s = db()->Checkpoint(dir + "/db");
     if (s.ok()) {
       auto m = Membership::Open(dir + "/cluster.pb", membership_->Record());
       s = m.ok() ? (*m)->Save() : m.status();
@@ -551,9 +729,9 @@ StatusOr<raftpb::SnapshotMetadata> StoreApplier::SnapshotTo(
       return;
     }
     raftpb::SnapshotMetadata meta;
-    // The index conf_state_ and the term describe. The copy may hold more
-    // (the store's consistent index, during the replay after a restart);
-    // the receiver skips those entries when they reach it.
+    // The index conf_state_ and the term describe (for a peer, also the
+    // copy's consistent index: it was refused above while the replay was
+    // behind the store).
     meta.set_index(processed_index_);
     meta.set_term(applied_entry_term_);
     *meta.mutable_conf_state() = conf_state_;
@@ -567,6 +745,12 @@ Status StoreApplier::ReceiveSnapshot(const std::string& received_dir,
                                      raftpb::Message msg) {
   RaftNode* node = self_->node();
   if (node == nullptr) return UnavailableError("etcdserver: not started");
+  if (apply_stopped_.load()) {
+    // Installing it would overwrite the data kept for diagnosis.
+    return FailedPreconditionError(
+        "etcdserver: this member stopped applying the log; it takes no "
+        "snapshot");
+  }
   std::string dir = PendingSnapshotDir(options_.member_dir,
                                        msg.snapshot().metadata().index());
   std::error_code ec;
@@ -583,21 +767,44 @@ Status StoreApplier::ReceiveSnapshot(const std::string& received_dir,
   return Status::Ok();
 }
 
-std::vector<etcdserverpb::AlarmMember> StoreApplier::Alarms() const {
-  std::vector<etcdserverpb::AlarmMember> out;
-  if (store_ && store_->NoSpaceAlarm()) {
+std::vector<etcdserverpb::AlarmMember> StoreApplier::Alarms() {
+  std::vector<etcdserverpb::AlarmMember> out = membership_->Alarms();
+  auto add = [&](etcdserverpb::AlarmType type) {
+    for (const auto& a : out) {
+      if (a.memberid() == self_->id() && a.alarm() == type) return;
+    }
     etcdserverpb::AlarmMember a;
     a.set_memberid(self_->id());
-    a.set_alarm(etcdserverpb::NOSPACE);
+    a.set_alarm(type);
     out.push_back(a);
+  };
+  {
+    StoreRef store = store_.Use();
+    if (store && store->NoSpaceAlarm()) add(etcdserverpb::NOSPACE);
   }
-  if (corrupt_.load()) {
-    etcdserverpb::AlarmMember a;
-    a.set_memberid(self_->id());
-    a.set_alarm(etcdserverpb::CORRUPT);
-    out.push_back(a);
-  }
+  Status stopped = apply_error();
+  if (stopped.Is(StatusCode::kCorruption)) add(etcdserverpb::CORRUPT);
   return out;
+}
+
+bool StoreApplier::corrupt() const {
+  return any_corrupt_alarm_.load() ||
+         (apply_stopped_.load() && apply_error().Is(StatusCode::kCorruption));
+}
+
+bool StoreApplier::self_corrupt() const {
+  return apply_stopped_.load() || self_corrupt_alarm_.load();
+}
+
+void StoreApplier::RefreshAlarms() {
+  bool any = false, self = false;
+  for (const auto& a : membership_->Alarms()) {
+    if (a.alarm() != etcdserverpb::CORRUPT) continue;
+    any = true;
+    self |= a.memberid() == self_->id();
+  }
+  any_corrupt_alarm_ = any;
+  self_corrupt_alarm_ = self;
 }
 
 }  // namespace kplane::storage

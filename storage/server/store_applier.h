@@ -18,6 +18,23 @@
 // and its membership replaces member/cluster.pb (see FinishInstall for a
 // crash in between).
 //
+// An entry this member cannot apply (undecodable, a request of no known
+// kind, an apply that reports corruption) stops the apply here, as etcd's
+// CORRUPT alarm stops a member, instead of crashing on it at every restart:
+// the entries before it are applied and answered, nothing after it is, this
+// member reports a CORRUPT alarm for itself (and proposes one, so the
+// others refuse writes too), and the data stays as it is for diagnosis and
+// `snapshot save` (barriers still run). A failed durable write (the store's
+// or the membership's) stops the apply the same way and marks the member
+// failed (LocalMember::MarkFailed): `kplane store` then exits.
+//
+// Alarms: CORRUPT alarms raised through the log are kept with the
+// membership (cluster.pb, applied exactly once with its applied index);
+// NOSPACE is the MVCC store's; a stopped apply adds a local CORRUPT.
+//
+// The store is reached through a StoreGate (store_gate.h): a snapshot
+// install waits for the threads that use the store, and they for it.
+//
 // Linearizable reads: LinearizableReadAsync asks the node for a ReadIndex,
 // then waits until the applied index reaches it; the continuation runs on
 // the read pool. Snapshots: SnapshotTo queues a barrier that checkpoints
@@ -54,6 +71,7 @@
 #include "storage/server/peer.h"
 #include "storage/server/proposer.h"
 #include "storage/server/raft_node.h"
+#include "storage/server/store_gate.h"
 
 namespace kplane::storage {
 
@@ -114,21 +132,38 @@ class StoreApplier : public Applier {
 
   // Writes a consistent copy of the store and membership into `dir`, taken
   // on the apply thread between two tasks, and returns the raft metadata
-  // of exactly that state (PeerHandler::SnapshotTo).
-  StatusOr<raftpb::SnapshotMetadata> SnapshotTo(const std::string& dir)
+  // of exactly that state (PeerHandler::SnapshotTo). With `for_peer`, it
+  // fails (Unavailable) while a restart's replay has not yet reached the
+  // store's consistent index: the copy would hold entries beyond the index
+  // it claims, and a follower that installed it could not tell that state
+  // from a log that lost entries (bootstrap.h's startup checks). A copy for
+  // `snapshot save` is taken anyway (its index is not used).
+  StatusOr<raftpb::SnapshotMetadata> SnapshotTo(const std::string& dir,
+                                                bool for_peer = true)
       EXCLUDES(mu_);
   // Takes over a received snapshot directory (PeerHandler::ReceiveSnapshot)
   // as member/snap/db-<index> and steps `msg` into the node.
   Status ReceiveSnapshot(const std::string& received_dir, raftpb::Message msg);
 
-  // The MVCC store. Replaced while a snapshot from the leader is installed
-  // (on the apply thread); see the note at store_.
-  mvcc::Store* store() const { return store_.get(); }
+  // The MVCC store, pinned against a snapshot install while the returned
+  // ref lives (store_gate.h). Null after a failed install left no store.
+  StoreRef store() { return store_.Use(); }
   uint64_t applied_index() const { return applied_.load(); }
-  // Whether a CORRUPT alarm is active (applied from the log).
-  bool corrupt() const { return corrupt_.load(); }
-  // Active alarms: NOSPACE from the store, CORRUPT from the log.
-  std::vector<etcdserverpb::AlarmMember> Alarms() const;
+  // Whether any CORRUPT alarm is active (writes are refused cluster-wide).
+  bool corrupt() const;
+  // Whether this member's own data is suspect: a CORRUPT alarm names it, or
+  // its apply stopped. It then refuses reads too.
+  bool self_corrupt() const;
+  // OK while applying; else why the apply stopped (kCorruption for an
+  // entry it could not apply, kIOError for a failed write).
+  Status apply_error() const EXCLUDES(error_mu_);
+  // The node loop met something it cannot go on with (an undecodable
+  // committed conf change: kCorruption; a failed WAL write: kIOError):
+  // nothing more is applied, as after StopApply. Any thread.
+  void Halt(const Status& why) EXCLUDES(error_mu_);
+  // Active alarms: CORRUPT from the log, NOSPACE from the store, and this
+  // member's CORRUPT when its apply stopped.
+  std::vector<etcdserverpb::AlarmMember> Alarms();
 
  private:
   // A client's answer, held until the task's write group is written.
@@ -147,12 +182,33 @@ class StoreApplier : public Applier {
   // The "apply thread only" state below belongs to the caller of these: the
   // apply thread, or the node loop while it applies inline (apply_busy_).
   void ApplyTaskNow(ApplyTask& task) EXCLUDES(mu_);
-  void ApplyEntry(const raftpb::Entry& e, std::vector<Answer>* answers);
+  // Applies one entry; a non-OK status stops the apply (StopApply).
+  Status ApplyEntry(const raftpb::Entry& e, std::vector<Answer>* answers);
   StatusOr<ApplyResponse> ApplyRequest(const storagepb::InternalRaftRequest& r,
                                        uint64_t index);
-  void ApplyConfChange(const raftpb::Entry& e, std::vector<Answer>* answers);
+  Status ApplyConfChange(const raftpb::Entry& e, std::vector<Answer>* answers);
   Status InstallSnapshot(const raftpb::Snapshot& snap);
-  void MaybeSnapshot();
+  // Closes the store, swaps member/db for `pending`/db and opens it; on a
+  // failure puts the old database back if it can.
+  Status SwapDatabase(const std::string& pending,
+                      std::unique_ptr<mvcc::Store>& store);
+  Status MaybeSnapshot();
+  // Raises the store's consistent index to `index` if it is behind:
+  // entries that write nothing to the store (conf changes, attributes, a
+  // leader's empty entry) do not move it, but a snapshot at `index` must
+  // find the store there (bootstrap.h's startup checks).
+  Status RecordAppliedIndex(uint64_t index);
+  // Stops applying for good (see the file comment); logs `why` once.
+  // StopApply runs on the apply thread; RecordStop is the part any thread
+  // may run.
+  void StopApply(const Status& why) EXCLUDES(error_mu_);
+  void RecordStop(const Status& why, const std::string& where)
+      EXCLUDES(error_mu_);
+  // Recomputes the cached CORRUPT flags from the membership's alarms
+  // (after an alarm entry or a snapshot changed them).
+  void RefreshAlarms();
+  // The store as the apply thread uses it (it alone replaces it).
+  mvcc::Store* db() const { return store_.owned(); }
   // Raises the applied index and releases the reads it satisfies.
   void SetApplied(uint64_t index) EXCLUDES(mu_);
   // Queues a barrier task (SnapshotTo); false once stopping.
@@ -169,12 +225,17 @@ class StoreApplier : public Applier {
   PeerTransport* transport_ = nullptr;
   std::shared_ptr<net::WorkerPool> read_pool_;
 
-  // Written only on the apply thread, by InstallSnapshot. Other threads
-  // read it without synchronization (as before the server was split into
-  // rooms): a read racing with an install may see the old, closed store.
-  std::unique_ptr<mvcc::Store> store_;
+  // Replaced only on the apply thread (InstallSnapshot), through the gate.
+  StoreGate store_;
   std::atomic<uint64_t> applied_{0};
-  std::atomic<bool> corrupt_{false};
+  // Cached from the membership's alarms (RefreshAlarms): the proposer asks
+  // for every write.
+  std::atomic<bool> any_corrupt_alarm_{false};
+  std::atomic<bool> self_corrupt_alarm_{false};
+  // Set once, when the apply stops; apply_error_ says why.
+  std::atomic<bool> apply_stopped_{false};
+  mutable Mutex error_mu_;  // a leaf
+  Status apply_error_ GUARDED_BY(error_mu_);
 
   Mutex mu_;
   std::condition_variable cv_;

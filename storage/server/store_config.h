@@ -53,7 +53,9 @@ struct StoreConfig {
   Clock* clock = Clock::Real();
   metrics::Registry* metrics = metrics::Registry::Default();
   // Test seam: called at named steps of multi-step disk updates (e.g.
-  // "install-snapshot:swapped"); crash tests kill the process there. Null in
+  // "install-snapshot:swapped"); crash tests kill the process there, others
+  // stall it there ("apply:task", before the apply thread applies a task;
+  // with a hook set, no task is applied on the node loop). Null in
   // production.
   std::function<void(std::string_view step)> crash_hook;
 };

@@ -4,6 +4,8 @@
 #include <thread>
 
 #include "base/logging.h"
+#include "storage/server/corruption_check.h"
+#include "storage/server/entry_check.h"
 
 namespace kplane::storage {
 
@@ -30,6 +32,8 @@ Status KeyNotProvided() {
 Status ServerStopped() {
   return UnavailableError("etcdserver: server stopped");
 }
+
+Status NoStore() { return UnavailableError("etcdserver: no store"); }
 
 using R = storagepb::InternalRaftRequest;
 
@@ -89,6 +93,14 @@ StoreServer::StoreServer(StoreConfig config, BootstrappedMember member)
       std::move(aopts), std::move(member.store), membership_.get(), self_.get(),
       proposer_.get());
 
+  refused_messages_ = config_.metrics->NewCounter(
+      "kplane_server_peer_messages_refused_total",
+      "Raft messages from the peer port that were not stepped, by reason: "
+      "not_member (the sender is not in the current membership), "
+      "invalid (a local message type, another recipient, an invalid "
+      "proposed or appended entry).",
+      {"reason"});
+
   admin_ = std::make_unique<ClusterAdmin>(
       ClusterAdminOptions{
           .initial_cluster_token = config_.initial_cluster_token,
@@ -98,6 +110,50 @@ StoreServer::StoreServer(StoreConfig config, BootstrappedMember member)
 }
 
 StoreServer::~StoreServer() { Stop(); }
+
+Status StoreServer::CheckInitialHashKV(PeerTransport* transport) {
+  const uint64_t id = self_->id();
+  std::vector<storagepb::MemberRecord> members = membership_->Members();
+  int64_t rev = 0;
+  StatusOr<etcdserverpb::HashKVResponse> mine = NoStore();
+  {
+    StoreRef store = mvcc();
+    if (store) {
+      rev = store->CurrentRevision();
+      mine = store->HashKV(rev);
+    }
+  }
+  if (!mine.ok()) return mine.status().Annotate("initial corruption check");
+  std::vector<MemberHash> others;
+  for (const auto& m : members) {
+    if (m.id() == id) continue;
+    transport->AddPeer(m.id(), {m.peer_urls().begin(), m.peer_urls().end()});
+    others.push_back({m.id(), transport->PeerHashKV(m.id(), rev)});
+    if (!others.back().hash.ok()) {
+      LOG(WARNING) << "initial corruption check: cannot compare with member "
+                   << IdToHex(m.id()) << " at revision " << rev << ": "
+                   << others.back().hash.status();
+    }
+  }
+  HashVerdict v = JudgeHashes(id, mine->hash(), others, members.size());
+  if (v.consistent) {
+    LOG(INFO) << "initial corruption check passed at revision " << rev << " ("
+              << v.compared << " of " << members.size() << " members compared)";
+    return Status::Ok();
+  }
+  bool me = false;
+  for (uint64_t c : v.corrupt) me |= c == id || c == 0;
+  if (!me) {
+    LOG(WARNING) << "initial corruption check at revision " << rev
+                 << ": a quorum agrees with this member, others differ ("
+                 << v.detail << "); the leader's periodic check will raise "
+                 << "their alarm";
+    return Status::Ok();
+  }
+  return CorruptionError(IdToHex(id) +
+                         " found data inconsistency with peers at revision " +
+                         std::to_string(rev) + " (" + v.detail + ")");
+}
 
 Status StoreServer::Start(PeerTransport* transport) {
   if (started_.exchange(true)) return FailedPreconditionError("started");
@@ -127,6 +183,8 @@ Status StoreServer::Start(PeerTransport* transport) {
   nopts.raft.random_seed =
       id ^ static_cast<uint64_t>(clock_->Now().time_since_epoch().count());
   nopts.tick_interval = config_.heartbeat_interval;
+  StoreApplier* applier = applier_.get();
+  nopts.on_halt = [applier](const Status& why) { applier->Halt(why); };
   nopts.clock = clock_;
   nopts.metrics = config_.metrics;
   node_ =
@@ -159,7 +217,10 @@ Status StoreServer::Start(PeerTransport* transport) {
     // proposes compactions through the log; on followers this is a no-op.
     auto_compactor_ = std::make_unique<mvcc::AutoCompactor>(
         clock_, config_.auto_compaction,
-        [this] { return mvcc()->CurrentRevision(); },
+        [this]() -> int64_t {
+          StoreRef store = mvcc();
+          return store ? store->CurrentRevision() : 0;
+        },
         [this](int64_t rev) -> Status {
           if (!is_leader()) return Status::Ok();
           etcdserverpb::CompactionRequest req;
@@ -188,7 +249,7 @@ void StoreServer::Stop() {
   // Nothing will be applied any more: fail whoever still waits.
   proposer_->FailPending();
   if (read_pool_) read_pool_->Shutdown();
-  if (mvcc::Store* store = applier_->store()) store->Close();
+  if (StoreRef store = applier_->store()) store->Close();
 }
 
 Status StoreServer::CheckRunning() const {
@@ -226,6 +287,65 @@ void StoreServer::FillHeader(etcdserverpb::ResponseHeader* h) const {
   self_->FillHeader(h);
 }
 
+StatusOr<StoreRef> StoreServer::ReadStore() {
+  if (applier_->self_corrupt()) {
+    return Status(StatusCode::kCorruption, "etcdserver: corrupt cluster");
+  }
+  StoreRef store = applier_->store();
+  if (!store) return NoStore();
+  return store;
+}
+
+StoreServer::Health StoreServer::CheckHealth(Duration read_timeout) {
+  Health h;
+  if (failed() || !apply_error().ok()) {
+    h.reason = "MEMBER FAILED: " +
+               (failed() ? failure().message() : apply_error().message());
+    return h;
+  }
+  std::vector<etcdserverpb::AlarmMember> alarms = Alarms();
+  if (!alarms.empty()) {
+    h.reason = "ALARM ACTIVE";
+    for (const auto& a : alarms) {
+      h.reason += " " + IdToHex(a.memberid()) + ":" +
+                  etcdserverpb::AlarmType_Name(a.alarm());
+    }
+    return h;
+  }
+  if (leader_id() == 0) {
+    h.reason = "RAFT NO LEADER";
+    return h;
+  }
+  RaftNode* node = self_->node();
+  const uint64_t commit = node ? node->commit_index() : 0;
+  const uint64_t applied = applied_index();
+  if (commit > applied + kMaxApplyGap) {
+    h.reason = "APPLY STUCK: applied index " + std::to_string(applied) +
+               " is more than " + std::to_string(kMaxApplyGap) +
+               " entries behind commit index " + std::to_string(commit);
+    return h;
+  }
+  if (housekeeper_ && housekeeper_->ApplyStalled()) {
+    h.reason = "APPLY STUCK: applied index " + std::to_string(applied) +
+               " has not moved for a request timeout behind commit index " +
+               std::to_string(commit);
+    return h;
+  }
+  auto p = std::make_shared<std::promise<Status>>();
+  std::future<Status> f = p->get_future();
+  LinearizableReadAsync([p](Status s) { p->set_value(s); });
+  if (f.wait_for(read_timeout) != std::future_status::ready) {
+    h.reason = "READ TIMEOUT: a linearizable read did not complete";
+    return h;
+  }
+  if (Status s = f.get(); !s.ok()) {
+    h.reason = "READ FAILED: " + s.message();
+    return h;
+  }
+  h.healthy = true;
+  return h;
+}
+
 bool StoreServer::WaitForLeader(Duration timeout) {
   return WaitForLeaderMatching([](uint64_t id) { return id != 0; }, timeout);
 }
@@ -237,7 +357,8 @@ StatusOr<etcdserverpb::RangeResponse> StoreServer::Range(
     const etcdserverpb::RangeRequest& req) {
   if (req.key().empty()) return KeyNotProvided();
   if (!req.serializable()) RETURN_IF_ERROR(WaitLinearizable());
-  ASSIGN_OR_RETURN(auto resp, mvcc()->Range(req));
+  ASSIGN_OR_RETURN(StoreRef store, ReadStore());
+  ASSIGN_OR_RETURN(auto resp, store->Range(req));
   FillHeader(resp.mutable_header());
   return resp;
 }
@@ -268,7 +389,9 @@ StatusOr<etcdserverpb::CompactionResponse> StoreServer::Compact(
       auto resp, proposer_->ProposeAndWaitAs<etcdserverpb::CompactionResponse>(
                      req, &R::mutable_compaction));
   if (req.physical()) {
-    RETURN_IF_ERROR(mvcc()->WaitForCompaction(req.revision()));
+    StoreRef store = mvcc();
+    if (!store) return NoStore();
+    RETURN_IF_ERROR(store->WaitForCompaction(req.revision()));
   }
   return resp;
 }
@@ -294,23 +417,26 @@ StatusOr<etcdserverpb::LeaseKeepAliveResponse> StoreServer::LeaseKeepAlive(
 StatusOr<etcdserverpb::LeaseTimeToLiveResponse> StoreServer::LeaseTimeToLive(
     const etcdserverpb::LeaseTimeToLiveRequest& req) {
   RETURN_IF_ERROR(WaitLinearizable());
-  ASSIGN_OR_RETURN(auto resp, mvcc()->LeaseTimeToLive(req));
+  ASSIGN_OR_RETURN(StoreRef store, ReadStore());
+  ASSIGN_OR_RETURN(auto resp, store->LeaseTimeToLive(req));
   FillHeader(resp.mutable_header());
-  resp.mutable_header()->set_revision(mvcc()->CurrentRevision());
+  resp.mutable_header()->set_revision(store->CurrentRevision());
   return resp;
 }
 
 StatusOr<etcdserverpb::LeaseLeasesResponse> StoreServer::LeaseLeases(
     const etcdserverpb::LeaseLeasesRequest&) {
   RETURN_IF_ERROR(WaitLinearizable());
-  ASSIGN_OR_RETURN(auto resp, mvcc()->LeaseLeases());
+  ASSIGN_OR_RETURN(StoreRef store, ReadStore());
+  ASSIGN_OR_RETURN(auto resp, store->LeaseLeases());
   FillHeader(resp.mutable_header());
-  resp.mutable_header()->set_revision(mvcc()->CurrentRevision());
+  resp.mutable_header()->set_revision(store->CurrentRevision());
   return resp;
 }
 
 StatusOr<etcdserverpb::StatusResponse> StoreServer::MemberStatus() {
-  mvcc::Store* store = mvcc();
+  StoreRef store = mvcc();
+  if (!store) return NoStore();
   etcdserverpb::StatusResponse resp;
   FillHeader(resp.mutable_header());
   resp.mutable_header()->set_revision(store->CurrentRevision());
@@ -325,6 +451,9 @@ StatusOr<etcdserverpb::StatusResponse> StoreServer::MemberStatus() {
   for (const auto& a : Alarms()) {
     resp.add_errors(std::string("memberID:") + std::to_string(a.memberid()) +
                     " alarm:" + etcdserverpb::AlarmType_Name(a.alarm()) + " ");
+  }
+  if (Status s = apply_error(); !s.ok()) {
+    resp.add_errors("apply stopped: " + s.ToString());
   }
   auto me = membership_->Find(member_id());
   resp.set_islearner(me && me->is_learner());
@@ -374,10 +503,12 @@ class EmbeddedWatch : public Watch {
 
 StatusOr<std::unique_ptr<Watch>> StoreServer::StartWatch(
     const etcdserverpb::WatchCreateRequest& req, WatchCallback callback) {
-  auto stream = mvcc()->NewWatchStream();
+  ASSIGN_OR_RETURN(StoreRef store, ReadStore());
+  auto stream = store->NewWatchStream();
   etcdserverpb::WatchResponse created;
   FillHeader(created.mutable_header());
-  created.mutable_header()->set_revision(mvcc()->CurrentRevision());
+  created.mutable_header()->set_revision(store->CurrentRevision());
+  store = StoreRef();  // the stream does not pin the store
   created.set_created(true);
   StatusOr<int64_t> id = stream->Watch(req);
   auto w = std::make_unique<EmbeddedWatch>(this, std::move(stream), callback,
@@ -407,7 +538,13 @@ StatusOr<std::unique_ptr<Watch>> StoreServer::StartWatch(
 StatusOr<raftpb::SnapshotMetadata> StoreServer::SnapshotTo(
     const std::string& dir) {
   RETURN_IF_ERROR(CheckRunning());
-  return applier_->SnapshotTo(dir);
+  return applier_->SnapshotTo(dir, /*for_peer=*/true);
+}
+
+StatusOr<raftpb::SnapshotMetadata> StoreServer::SaveSnapshot(
+    const std::string& dir) {
+  RETURN_IF_ERROR(CheckRunning());
+  return applier_->SnapshotTo(dir, /*for_peer=*/false);
 }
 
 Status StoreServer::ReceiveSnapshot(const std::string& received_dir,
@@ -420,7 +557,42 @@ std::string StoreServer::SnapshotStagingDir() const {
 }
 
 void StoreServer::Process(std::vector<raftpb::Message> msgs) {
-  if (RaftNode* node = self_->node()) node->StepMany(std::move(msgs));
+  RaftNode* node = self_->node();
+  if (node == nullptr) return;
+  const uint64_t self = self_->id();
+  size_t kept = 0;
+  for (size_t i = 0; i < msgs.size(); ++i) {
+    const raftpb::Message& m = msgs[i];
+    const char* refused = nullptr;
+    Status why;
+    if (m.from() == self || !membership_->Find(m.from())) {
+      refused = "not_member";
+    } else if (why = CheckPeerMessage(m, self, config_.max_request_bytes);
+               !why.ok()) {
+      refused = "invalid";
+    }
+    if (refused != nullptr) {
+      refused_messages_->With({refused})->Inc();
+      // At most one line a second: the sender may be hostile.
+      const int64_t now = clock_->Now().time_since_epoch().count();
+      int64_t last = last_refusal_log_.load();
+      if (now - last >=
+              std::chrono::duration_cast<Duration>(seconds(1)).count() &&
+          last_refusal_log_.compare_exchange_strong(last, now)) {
+        LOG(WARNING) << "refused a raft " << raftpb::MessageType_Name(m.type())
+                     << " from " << IdToHex(m.from()) << ": "
+                     << (why.ok() ? "not a member of this cluster"
+                                  : why.message())
+                     << " (kplane_server_peer_messages_refused_total counts "
+                        "them)";
+      }
+      continue;
+    }
+    if (kept != i) msgs[kept] = std::move(msgs[i]);
+    ++kept;
+  }
+  msgs.resize(kept);
+  node->StepMany(std::move(msgs));
 }
 
 void StoreServer::ReportUnreachable(uint64_t id) {

@@ -71,6 +71,14 @@ class StoreServer : public KV, public PeerHandler {
   static StatusOr<std::unique_ptr<StoreServer>> Open(StoreConfig config);
   ~StoreServer() override;
 
+  // etcd's --experimental-initial-corrupt-check (CheckInitialHashKV), run
+  // before Start: compares this member's HashKV at its current revision
+  // with every peer's through `transport` (corruption_check.h) and fails
+  // with kCorruption "<id> found data inconsistency with peers" unless a
+  // quorum of the membership agrees with it. Peers that are down, behind
+  // that revision or compacted past it are left out; with nobody to
+  // compare with it passes.
+  Status CheckInitialHashKV(PeerTransport* transport);
   // Starts the node loop and the apply thread. `transport` may be null for
   // a single-member cluster; it must outlive the server.
   Status Start(PeerTransport* transport);
@@ -90,8 +98,24 @@ class StoreServer : public KV, public PeerHandler {
   // log and refuse its messages, so it may never apply the removal). It
   // serves no purpose then; `kplane store` exits (etcd stops likewise).
   bool removed() const { return self_->removed(); }
+  // Non-OK once this member failed (a durable write failed: the WAL's, the
+  // store's, the membership's); it serves nothing more and `kplane store`
+  // exits with this error.
+  Status failure() const { return self_->failure(); }
+  bool failed() const { return self_->failed(); }
+  // OK while this member applies the log; else why it stopped (an entry it
+  // could not decode or apply: kCorruption, with the CORRUPT alarm).
+  Status apply_error() const { return applier_->apply_error(); }
   Membership* membership() { return membership_.get(); }
-  mvcc::Store* mvcc() { return applier_->store(); }
+  // The MVCC store, pinned while the ref lives (a snapshot install waits):
+  // for status, hashes, maintenance and tests. Null only after a failed
+  // snapshot install left no store (the member failed then).
+  StoreRef mvcc() { return applier_->store(); }
+  // The store for serving a client's read from this member: refused with
+  // kCorruption "etcdserver: corrupt cluster" while this member's data is
+  // suspect (a CORRUPT alarm names it, or its apply stopped), Unavailable
+  // without a store.
+  StatusOr<StoreRef> ReadStore();
   RaftNode* node() { return self_->node(); }
   const StoreConfig& config() const { return config_; }
 
@@ -108,6 +132,26 @@ class StoreServer : public KV, public PeerHandler {
   void Submit(std::function<void()> fn);
   // Fills header.cluster_id/member_id/raft_term (revision is the store's).
   void FillHeader(etcdserverpb::ResponseHeader* h) const;
+
+  // What GET /health answers (etcd's checkHealth, with one more check):
+  // unhealthy, with etcd's reason text, when
+  //   - a durable write failed or the apply stopped ("MEMBER FAILED"),
+  //   - any alarm is active ("ALARM ACTIVE" and the alarms),
+  //   - no leader is known ("RAFT NO LEADER"),
+  //   - the apply is stuck behind the commit index ("APPLY STUCK"): it is
+  //     more than kMaxApplyGap entries behind (etcd's
+  //     maxGapBetweenApplyAndCommitIndex), or it stayed behind without
+  //     applying anything for a whole request timeout (a client would
+  //     have timed out meanwhile);
+  //   - a linearizable read does not complete within `read_timeout`
+  //     (etcd's QGET: a follower cut off from the leader still names it).
+  // Blocks up to `read_timeout`; call from a worker thread.
+  struct Health {
+    bool healthy = false;
+    std::string reason;  // empty when healthy
+  };
+  static constexpr uint64_t kMaxApplyGap = 5000;
+  Health CheckHealth(Duration read_timeout = seconds(1));
 
   // ---- KV (embedded use, blocking) -----------------------------------------
   StatusOr<etcdserverpb::RangeResponse> Range(
@@ -179,6 +223,10 @@ class StoreServer : public KV, public PeerHandler {
   // the configuration it receives).
   StatusOr<raftpb::SnapshotMetadata> SnapshotTo(
       const std::string& dir) override;
+  // The same copy for `snapshot save` (/v3/maintenance/snapshot): taken also
+  // while this member replays its log or after its apply stopped (for
+  // diagnosis); its metadata is not for raft.
+  StatusOr<raftpb::SnapshotMetadata> SaveSnapshot(const std::string& dir);
   // A raft snapshot message (MsgSnap) whose database arrived in
   // `received_dir`: moves it to member/snap/ and steps the message in.
   Status ReceiveSnapshot(const std::string& received_dir,
@@ -194,6 +242,9 @@ class StoreServer : public KV, public PeerHandler {
   storagepb::ClusterRecord MembershipRecord() const override {
     return membership_->Record();
   }
+  // Steps the messages that pass CheckPeerMessage (entry_check.h) from a
+  // current member other than this one; the others are dropped and counted
+  // (kplane_server_peer_messages_refused_total, by reason).
   void Process(std::vector<raftpb::Message> msgs) override;
   void ReportUnreachable(uint64_t id) override;
   void ReportSnapshot(uint64_t id, raft::SnapshotStatus status) override;
@@ -238,6 +289,9 @@ class StoreServer : public KV, public PeerHandler {
 
   std::atomic<bool> started_{false};
   std::atomic<bool> stopped_{false};
+
+  metrics::Family<metrics::Counter>* refused_messages_;
+  std::atomic<int64_t> last_refusal_log_{0};  // clock ticks
 };
 
 }  // namespace kplane::storage

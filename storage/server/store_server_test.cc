@@ -14,6 +14,7 @@
 
 #include "base/logging.h"
 #include "base/strings.h"
+#include "storage/mvcc/tamper_for_test.h"
 #include "storage/server/raft_log.h"
 #include "storage/wal/wal.h"
 
@@ -65,7 +66,7 @@ class Cluster {
     c.election_timeout = milliseconds(100);
     c.snapshot_count = snapshot_count;
     c.snapshot_catch_up_entries = catch_up;
-    c.corrupt_check_interval = Duration(0);
+    c.corrupt_check_interval = corrupt_check_interval;
     return c;
   }
 
@@ -174,6 +175,7 @@ class Cluster {
   std::set<uint64_t> down;
   uint64_t snapshot_count = 100000;
   uint64_t catch_up = 5000;
+  Duration corrupt_check_interval = Duration(0);
   std::atomic<int> snapshots_sent{0};
   std::atomic<int> membership_queries{0};
 
@@ -199,7 +201,9 @@ void DirectTransport::Send(std::vector<raftpb::Message> msgs) {
     if (c_->down.count(self_) || c_->down.count(m.to())) continue;
     auto it = c_->by_id.find(m.to());
     if (it != c_->by_id.end() && it->second->node()) {
-      it->second->node()->Step(std::move(m));
+      // Through the peer entry point, with its checks, as the HTTP
+      // transport delivers.
+      it->second->Process({std::move(m)});
     }
   }
 }
@@ -743,6 +747,381 @@ TEST_F(StoreServerTest, CrashWhileInstallingASnapshotRestartsCleanly) {
       EXPECT_EQ(h->hash(), c.Leader()->HashKV(rev)->hash()) << n;
     }
   }
+}
+
+// ---------------------------------------------------------------------------
+// Integrity: only members talk raft, bad entries stop the apply instead of
+// crashing, snapshots install under readers, corruption is detected, health
+// tells the truth (issue 16).
+
+// Polls `pred` (these states have no notification) until it holds.
+bool Eventually(const std::function<bool()>& pred, Duration timeout) {
+  const TimePoint deadline = Clock::Real()->Now() + timeout;
+  while (!pred()) {
+    if (Clock::Real()->Now() >= deadline) return false;
+    Clock::Real()->SleepFor(milliseconds(10));
+  }
+  return true;
+}
+
+raftpb::Entry RawEntry(std::string data) {
+  raftpb::Entry e;
+  e.set_type(raftpb::EntryNormal);
+  e.set_data(std::move(data));
+  return e;
+}
+
+bool HasAlarm(StoreServer* s, uint64_t member, etcdserverpb::AlarmType type) {
+  for (const auto& a : s->Alarms()) {
+    if (a.memberid() == member && a.alarm() == type) return true;
+  }
+  return false;
+}
+
+// A forged proposal with an undecodable entry, from a non-member or in a
+// member's name, an empty proposal (the raft core CHECKs on it) and a
+// forged append from a "leader" of a later term: all are refused before
+// the node steps them, nothing of them is committed, and the cluster goes
+// on (before, the undecodable entry was committed and every member
+// aborted on a CHECK applying it, at every restart).
+TEST_F(StoreServerTest, ForgedPeerMessagesAreRefusedAndNothingIsCommitted) {
+  Cluster& c = NewCluster();
+  c.Start(3);
+  StoreServer* leader = c.WaitLeader();
+  ASSERT_NE(leader, nullptr);
+  ASSERT_TRUE(leader->Put(PutReq("/before", "v")).ok());
+  StoreServer* follower = nullptr;
+  for (std::string n : {"m1", "m2", "m3"}) {
+    if (c.Get(n) != leader) follower = c.Get(n);
+  }
+  const uint64_t stranger = 0xdeadbeefcafe;
+  const uint64_t commit = leader->node()->commit_index();
+
+  raftpb::Message prop;
+  prop.set_type(raftpb::MsgProp);
+  prop.set_to(leader->member_id());
+  *prop.add_entries() = RawEntry("\xff\xff\xff\xff not a request");
+  prop.set_from(stranger);
+  leader->Process({prop});  // not a member
+  prop.set_from(follower->member_id());
+  leader->Process({prop});  // a member's name, an undecodable entry
+  raftpb::Message empty = prop;
+  empty.clear_entries();
+  leader->Process({empty});  // the raft core would CHECK on it
+  raftpb::Message app;
+  app.set_type(raftpb::MsgApp);
+  app.set_from(stranger);
+  app.set_to(follower->member_id());
+  app.set_term(leader->term() + 5);
+  app.set_index(commit);
+  app.set_logterm(leader->term());
+  app.set_commit(commit + 1);
+  raftpb::Entry e = RawEntry("\xff\xff forged");
+  e.set_index(commit + 1);
+  e.set_term(leader->term() + 5);
+  *app.add_entries() = e;
+  follower->Process({app});  // a stranger posing as a leader
+
+  // The cluster goes on: the next put is the next revision everywhere,
+  // no member stopped applying, no alarm, the term did not move.
+  auto p = leader->Put(PutReq("/after", "v"));
+  ASSERT_TRUE(p.ok()) << p.status();
+  for (std::string n : {"m1", "m2", "m3"}) {
+    StoreServer* s = c.Get(n);
+    ASSERT_TRUE(Eventually(
+        [&] { return s->applied_index() >= leader->applied_index(); },
+        seconds(10)))
+        << n;
+    EXPECT_TRUE(s->apply_error().ok()) << n << ": " << s->apply_error();
+    EXPECT_TRUE(s->Alarms().empty()) << n;
+    auto r = s->Range(RangeReq("/after", 0, true));
+    ASSERT_TRUE(r.ok()) << n << ": " << r.status();
+    ASSERT_EQ(r->kvs_size(), 1) << n;
+    EXPECT_EQ(r->kvs(0).mod_revision(), p->header().revision()) << n;
+  }
+  EXPECT_EQ(leader->term(), follower->term());
+}
+
+// An undecodable entry that reached the log anyway (written before these
+// checks, or damaged in memory) stops the member's apply at it with a
+// CORRUPT alarm: no crash, reads and writes refused, `snapshot save` still
+// works, and a restart stops at the same entry again instead of crashing.
+// One member: with three, the followers refuse the leader's append of the
+// entry (ForgedPeerMessages...), so it is never committed.
+TEST_F(StoreServerTest, UndecodableCommittedEntryStopsTheApplyNotTheProcess) {
+  Cluster& c = NewCluster();
+  c.Start(1);
+  StoreServer* s = c.WaitLeader();
+  ASSERT_NE(s, nullptr);
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_TRUE(s->Put(PutReq("/k" + std::to_string(i), "v")).ok());
+  }
+  const int64_t rev = s->mvcc()->CurrentRevision();
+  // Straight into the node, past every check a proposal meets.
+  s->node()->Propose("\xff\xff\xff\xff not a request", nullptr);
+  ASSERT_TRUE(Eventually([&] { return !s->apply_error().ok(); }, seconds(10)));
+  EXPECT_TRUE(s->apply_error().Is(StatusCode::kCorruption)) << s->apply_error();
+  EXPECT_TRUE(HasAlarm(s, s->member_id(), etcdserverpb::CORRUPT));
+  EXPECT_EQ(s->mvcc()->CurrentRevision(), rev) << "data kept";
+  auto r = s->Range(RangeReq("/k1", 0, true));
+  EXPECT_TRUE(r.status().Is(StatusCode::kCorruption)) << r.status();
+  EXPECT_EQ(r.status().message(), "etcdserver: corrupt cluster");
+  EXPECT_FALSE(s->CheckHealth(milliseconds(200)).healthy);
+  auto st = s->MemberStatus();
+  ASSERT_TRUE(st.ok());
+  EXPECT_GT(st->errors_size(), 0);
+  auto put = s->Put(PutReq("/refused", "v"));
+  EXPECT_EQ(put.status().message(), "etcdserver: corrupt cluster");
+  auto saved = s->SaveSnapshot(dir_ + "/saved");
+  EXPECT_TRUE(saved.ok()) << saved.status();
+  EXPECT_TRUE(fs::exists(dir_ + "/saved/db"));
+
+  c.StopMember("m1");
+  StoreServer* back = c.StartMember("m1");
+  ASSERT_NE(back, nullptr) << "a restart must not crash on the entry";
+  ASSERT_TRUE(
+      Eventually([&] { return !back->apply_error().ok(); }, seconds(10)));
+  EXPECT_TRUE(back->apply_error().Is(StatusCode::kCorruption));
+  EXPECT_EQ(back->mvcc()->CurrentRevision(), rev);
+}
+
+// Installing a snapshot swaps the store under readers; they must never
+// touch the closed one (a use-after-free before StoreGate). The install is
+// stalled half-way (after the old database was closed and moved) while two
+// threads read the member as fast as they can.
+TEST_F(StoreServerTest, SnapshotInstallWaitsForReadersAndReadersForIt) {
+  Cluster& c = NewCluster();
+  c.snapshot_count = 30;
+  c.catch_up = 5;
+  c.Start(3);
+  ASSERT_NE(c.WaitLeader(), nullptr);
+  std::string lagging = c.LeaderName() == "m3" ? "m2" : "m3";
+  std::atomic<int> installs{0};
+  for (int round = 0; round < 3; ++round) {
+    SCOPED_TRACE(round);
+    c.StopMember(lagging);
+    ASSERT_NE(c.WaitLeader(), nullptr);
+    for (int i = 0; i < 100; ++i) {
+      std::string k = "/r" + std::to_string(round) + "/" + std::to_string(i);
+      ASSERT_TRUE(c.Leader()->Put(PutReq(k, "v")).ok());
+    }
+    StoreConfig cfg = c.Config(lagging);
+    cfg.crash_hook = [&installs](std::string_view step) {
+      if (step == "install-snapshot:old-moved") {
+        ++installs;
+        // Hold the swap open: a reader that got in now would read a
+        // closed store.
+        Clock::Real()->SleepFor(milliseconds(50));
+      }
+    };
+    StoreServer* s = c.StartMember(lagging, cfg);
+    ASSERT_NE(s, nullptr);
+    std::atomic<bool> done{false};
+    std::atomic<int64_t> reads{0};
+    std::vector<std::thread> readers;
+    for (int t = 0; t < 2; ++t) {
+      readers.emplace_back([&] {
+        while (!done.load()) {
+          auto r = s->Range(RangeReq("/r", 0, true));
+          (void)r;
+          auto st = s->MemberStatus();
+          (void)st;
+          auto h = s->HashKV(0);
+          (void)h;
+          ++reads;
+        }
+      });
+    }
+    const int64_t want = c.Leader()->mvcc()->CurrentRevision();
+    bool caught_up = Eventually(
+        [&] { return s->mvcc()->CurrentRevision() >= want; }, seconds(30));
+    done = true;
+    for (auto& t : readers) t.join();
+    ASSERT_TRUE(caught_up);
+    EXPECT_GT(reads.load(), 0);
+  }
+  EXPECT_GE(installs.load(), 3) << "every round installs a snapshot";
+  int64_t rev = c.Leader()->mvcc()->CurrentRevision();
+  EXPECT_EQ(c.Get(lagging)->HashKV(rev)->hash(),
+            c.Leader()->HashKV(rev)->hash());
+}
+
+// A member whose data differs (written behind raft's back) is found by the
+// leader's periodic check: a CORRUPT alarm names it on every member, the
+// cluster refuses writes, the corrupt member refuses reads, the others
+// still serve them.
+TEST_F(StoreServerTest, PeriodicCheckRaisesCorruptForTheMemberThatDiffers) {
+  Cluster& c = NewCluster();
+  c.corrupt_check_interval = milliseconds(100);
+  c.Start(3);
+  StoreServer* leader = c.WaitLeader();
+  ASSERT_NE(leader, nullptr);
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(leader->Put(PutReq("/k" + std::to_string(i), "v")).ok());
+  }
+  std::string victim_name = c.LeaderName() == "m3" ? "m2" : "m3";
+  ASSERT_TRUE(Eventually(
+      [&] {
+        return c.Get(victim_name)->applied_index() >= leader->applied_index();
+      },
+      seconds(10)));
+  c.StopMember(victim_name);
+  // Behind raft's back: one stored value changed, revisions untouched.
+  ASSERT_TRUE(mvcc::testing::TamperNewestValue(
+                  dir_ + "/" + victim_name + "/member/db", "/k1")
+                  .ok());
+  StoreServer* victim = c.StartMember(victim_name);
+  ASSERT_NE(victim, nullptr);
+  // Whoever leads, the quorum's hash wins (corruption_check.h).
+  leader = c.WaitLeader();
+  ASSERT_NE(leader, nullptr);
+  const uint64_t vid = victim->member_id();
+  for (std::string n : {"m1", "m2", "m3"}) {
+    StoreServer* s = c.Get(n);
+    ASSERT_TRUE(Eventually(
+        [&] { return HasAlarm(s, vid, etcdserverpb::CORRUPT); }, seconds(20)))
+        << n << " never saw the alarm";
+  }
+  auto put = leader->Put(PutReq("/refused", "v"));
+  EXPECT_EQ(put.status().message(), "etcdserver: corrupt cluster");
+  auto bad = victim->Range(RangeReq("/k1", 0, true));
+  EXPECT_TRUE(bad.status().Is(StatusCode::kCorruption)) << bad.status();
+  StoreServer* healthy = leader != victim ? leader : nullptr;
+  for (std::string n : {"m1", "m2", "m3"}) {
+    if (c.Get(n) != victim) healthy = c.Get(n);
+  }
+  auto good = healthy->Range(RangeReq("/k1", 0, true));
+  ASSERT_TRUE(good.ok()) << good.status();
+  EXPECT_EQ(good->kvs(0).value(), "v");
+  StoreServer::Health h = victim->CheckHealth(milliseconds(200));
+  EXPECT_FALSE(h.healthy);
+  EXPECT_NE(h.reason.find("ALARM ACTIVE"), std::string::npos) << h.reason;
+}
+
+// The initial check (--experimental-initial-corrupt-check) refuses a
+// member whose data a quorum of its peers disagrees with, and passes the
+// others.
+TEST_F(StoreServerTest, InitialCheckRefusesAMemberTheQuorumDisagreesWith) {
+  Cluster& c = NewCluster();
+  c.Start(3);
+  StoreServer* leader = c.WaitLeader();
+  ASSERT_NE(leader, nullptr);
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(leader->Put(PutReq("/k" + std::to_string(i), "v")).ok());
+  }
+  std::string victim = c.LeaderName() == "m3" ? "m2" : "m3";
+  ASSERT_TRUE(Eventually(
+      [&] { return c.Get(victim)->applied_index() >= leader->applied_index(); },
+      seconds(10)));
+  c.StopMember(victim);
+  ASSERT_TRUE(mvcc::testing::TamperNewestValue(
+                  dir_ + "/" + victim + "/member/db", "/k1")
+                  .ok());
+  // Compare through the cluster's transport before starting.
+  auto opened = StoreServer::Open(c.Config(victim));
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  DirectTransport t(&c, (*opened)->member_id());
+  Status s = (*opened)->CheckInitialHashKV(&t);
+  EXPECT_TRUE(s.Is(StatusCode::kCorruption)) << s;
+  EXPECT_NE(s.message().find("found data inconsistency with peers"),
+            std::string::npos)
+      << s;
+  opened->reset();
+  // A healthy member passes.
+  std::string other = victim == "m2" ? "m3" : "m2";
+  if (c.LeaderName() == other) other = "m1";
+  c.StopMember(other);
+  auto fine = StoreServer::Open(c.Config(other));
+  ASSERT_TRUE(fine.ok()) << fine.status();
+  DirectTransport t2(&c, (*fine)->member_id());
+  EXPECT_TRUE((*fine)->CheckInitialHashKV(&t2).ok());
+}
+
+// /health: no leader, an alarm and an apply stuck behind the commit index
+// each make it false, with the reason.
+TEST_F(StoreServerTest, HealthTellsAlarmsAndAStuckApply) {
+  Cluster& c = NewCluster();
+  c.Start(3);
+  StoreServer* leader = c.WaitLeader();
+  ASSERT_NE(leader, nullptr);
+  ASSERT_TRUE(leader->Put(PutReq("/k", "v")).ok());
+  EXPECT_TRUE(leader->CheckHealth(seconds(5)).healthy)
+      << leader->CheckHealth(seconds(5)).reason;
+
+  // An alarm (raised through the log, as an operator or a check would).
+  etcdserverpb::AlarmRequest a;
+  a.set_action(etcdserverpb::AlarmRequest::ACTIVATE);
+  a.set_memberid(leader->member_id());
+  a.set_alarm(etcdserverpb::CORRUPT);
+  ASSERT_TRUE(leader->Alarm(a).ok());
+  StoreServer::Health h = leader->CheckHealth(seconds(5));
+  EXPECT_FALSE(h.healthy);
+  EXPECT_EQ(h.reason.rfind("ALARM ACTIVE", 0), 0u) << h.reason;
+  // Survives a restart (kept with the membership), then is disarmed.
+  std::string name = c.LeaderName();
+  c.StopMember(name);
+  StoreServer* back = c.StartMember(name);
+  ASSERT_NE(back, nullptr);
+  ASSERT_NE(c.WaitLeader(), nullptr);
+  EXPECT_TRUE(HasAlarm(back, back->member_id(), etcdserverpb::CORRUPT));
+  etcdserverpb::AlarmRequest d;
+  d.set_action(etcdserverpb::AlarmRequest::DEACTIVATE);
+  d.set_memberid(back->member_id());
+  d.set_alarm(etcdserverpb::CORRUPT);
+  ASSERT_TRUE(c.Leader()->Alarm(d).ok());
+  ASSERT_TRUE(Eventually([&] { return back->Alarms().empty(); }, seconds(10)));
+  ASSERT_TRUE(c.Leader()->Put(PutReq("/k2", "v")).ok());
+
+  // A stuck apply: one follower's apply thread stalls in the hook while
+  // the others commit.
+  std::string slow = c.LeaderName() == "m3" ? "m2" : "m3";
+  c.StopMember(slow);
+  std::mutex mu;
+  std::condition_variable cv;
+  bool release = false;
+  StoreConfig cfg = c.Config(slow);
+  cfg.request_timeout = milliseconds(500);
+  std::atomic<bool> stall{false};
+  cfg.crash_hook = [&](std::string_view step) {
+    if (step != "apply:task" || !stall.load()) return;
+    std::unique_lock<std::mutex> l(mu);
+    cv.wait(l, [&] { return release; });
+  };
+  StoreServer* f = c.StartMember(slow, cfg);
+  ASSERT_NE(f, nullptr);
+  ASSERT_NE(c.WaitLeader(), nullptr);
+  ASSERT_TRUE(Eventually(
+      [&] { return f->applied_index() >= c.Leader()->applied_index(); },
+      seconds(10)));
+  EXPECT_TRUE(f->CheckHealth(seconds(5)).healthy);
+  stall = true;
+  ASSERT_TRUE(c.Leader()->Put(PutReq("/k3", "v")).ok());
+  bool stuck = Eventually(
+      [&] {
+        return f->CheckHealth(milliseconds(100))
+                   .reason.rfind("APPLY STUCK", 0) == 0;
+      },
+      seconds(10));
+  {
+    std::lock_guard<std::mutex> l(mu);
+    release = true;
+  }
+  cv.notify_all();
+  stall = false;
+  EXPECT_TRUE(stuck) << f->CheckHealth(milliseconds(100)).reason;
+  EXPECT_TRUE(Eventually([&] { return f->CheckHealth(seconds(1)).healthy; },
+                         seconds(10)));
+
+  // No leader: two of three members stopped.
+  StoreServer* last = nullptr;
+  for (std::string n : {"m1", "m2", "m3"}) {
+    if (n == slow) continue;
+    c.StopMember(n);
+  }
+  last = c.Get(slow);
+  EXPECT_TRUE(
+      Eventually([&] { return !last->CheckHealth(milliseconds(200)).healthy; },
+                 seconds(10)));
 }
 
 }  // namespace

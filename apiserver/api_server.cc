@@ -20,6 +20,7 @@
 #include "apiserver/registry/strategy.h"
 #include "apiserver/request_info.h"
 #include "apiserver/resource_store.h"
+#include "apiserver/storage_health.h"
 #include "apiserver/watch_sink.h"
 #include "base/logging.h"
 #include "base/strings.h"
@@ -114,6 +115,8 @@ struct ApiServer::Impl {
   Backend* namespaces = nullptr;
   Backend* pods = nullptr;
   bool started = false;
+  // The store's health as /readyz reports it (kube's etcd check).
+  std::unique_ptr<StorageHealth> storage_health;
 
   std::atomic<int> inflight_readonly{0};
   std::atomic<int> inflight_mutating{0};
@@ -450,19 +453,29 @@ void ApiServer::Impl::RegisterRoutes() {
             failed += b->info->GroupResource();
           }
         }
-        const bool verbose = req.HasQueryParam("verbose");
+        Status etcd = storage_health ? storage_health->Check()
+                                     : UnavailableError("not started");
+        const bool ready = failed.empty() && etcd.ok();
+        std::string etcd_line =
+            etcd.ok() ? "[+]etcd ok\n"
+                      : "[-]etcd failed: " + etcd.message() + "\n";
+        std::string sync_line =
+            failed.empty()
+                ? "[+]informer-sync ok\n"
+                : "[-]informer-sync failed: waiting for " + failed + "\n";
         std::string body;
-        if (verbose) {
-          body = "[+]ping ok\n[+]etcd ok\n";
-          body += failed.empty()
-                      ? "[+]informer-sync ok\n"
-                      : "[-]informer-sync failed: waiting for " + failed + "\n";
-          body += failed.empty() ? "readyz check passed\n"
-                                 : "readyz check failed\n";
+        if (req.HasQueryParam("verbose")) {
+          body = "[+]ping ok\n" + etcd_line + sync_line;
+          body += ready ? "readyz check passed\n" : "readyz check failed\n";
+        } else if (ready) {
+          body = "ok";
         } else {
-          body = failed.empty() ? "ok" : "[-]informer-sync failed";
+          // As kube-apiserver: the failed checks, then the verdict.
+          if (!etcd.ok()) body += etcd_line;
+          if (!failed.empty()) body += sync_line;
+          body += "readyz check failed";
         }
-        resp->Respond(failed.empty() ? 200 : 500,
+        resp->Respond(ready ? 200 : 500,
                       {{"Content-Type", "text/plain; charset=utf-8"}},
                       std::move(body));
       },
@@ -1041,6 +1054,12 @@ Status ApiServer::Start() {
   for (const auto& b : m.backends) {
     RETURN_IF_ERROR(b->cacher->Start());
   }
+  m.storage_health = std::make_unique<StorageHealth>(StorageHealthOptions{
+      .kv = m.opts.kv,
+      .storage_prefix = m.opts.storage_prefix,
+      .interval = m.opts.storage_health_interval,
+      .clock = m.opts.clock});
+  m.storage_health->Start();
   net::HttpServerOptions ho;
   ho.host = m.opts.bind_address;
   ho.port = m.opts.port;
@@ -1073,6 +1092,7 @@ Status ApiServer::Start() {
 void ApiServer::Stop() {
   Impl& m = *impl_;
   if (m.http) m.http->Stop();  // ends every watch and handler
+  if (m.storage_health) m.storage_health->Stop();
   // Each cache stops its storage watch; in parallel, they take the time of
   // one.
   std::vector<std::thread> stoppers;

@@ -14,7 +14,8 @@
 // strategic, server-side apply), DELETE and DELETECOLLECTION, the status,
 // scale and binding subresources, JSON/YAML/protobuf bodies and answers,
 // Tables, discovery (legacy and aggregated), /version, /openapi/v3,
-// /healthz, /livez, /readyz and Prometheus /metrics.
+// /healthz, /livez, /readyz (the store's health and the watch caches) and
+// Prometheus /metrics.
 //
 // Per resource: one ObjectStore (apiserver/storage) over the KV, one watch
 // cache (apiserver/cacher) serving LIST and WATCH, one ResourceStore with
@@ -72,6 +73,10 @@ struct ApiServerOptions {
   // [min_request_timeout, 2 * min_request_timeout), as kube-apiserver does.
   Duration min_request_timeout = seconds(1800);
 
+  // How often /readyz's etcd check reads `<storage_prefix>/health` and the
+  // store's alarms (apiserver/storage_health.h).
+  Duration storage_health_interval = seconds(1);
+
   int io_threads = 1;
   int worker_threads = 64;
   CacherOptions cacher;  // clock and metrics are replaced by ours
@@ -90,7 +95,8 @@ class ApiServer {
   Status Start();
   void Stop();
   uint16_t port() const;
-  // Waits until every watch cache has loaded (what /readyz reports).
+  // Waits until every watch cache has loaded (/readyz's informer-sync
+  // check; /readyz also needs the store healthy: its etcd check).
   bool WaitReady(Duration timeout);
   bool ready() const;
 

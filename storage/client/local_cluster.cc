@@ -171,10 +171,13 @@ std::vector<std::string> LocalCluster::Argv(int i) const {
   return argv;
 }
 
-Status LocalCluster::StartProcess(int i) {
+Status LocalCluster::StartProcess(int i,
+                                  const std::vector<std::string>& extra_flags) {
   Member& m = members_[i];
+  std::vector<std::string> argv = Argv(i);
+  for (const std::string& f : extra_flags) argv.push_back(f);
   m.process = std::make_unique<Subprocess>(
-      Argv(i), SubprocessOptions{.log_path = m.log_path});
+      argv, SubprocessOptions{.log_path = m.log_path});
   return m.process->Start();
 }
 
@@ -272,10 +275,11 @@ Status LocalCluster::Resume(int i) {
   return members_[i].process->Signal(SIGCONT);
 }
 
-Status LocalCluster::Restart(int i) {
+Status LocalCluster::Restart(int i,
+                             const std::vector<std::string>& extra_flags) {
   if (running(i)) return FailedPreconditionError(name(i) + " is running");
   if (members_[i].removed) return FailedPreconditionError(name(i) + " removed");
-  return StartProcess(i);
+  return StartProcess(i, extra_flags);
 }
 
 Status LocalCluster::WaitReady(int i, Duration timeout) {
@@ -484,6 +488,15 @@ StatusOr<double> LocalCluster::Metric(int i, const std::string& metric) {
     return std::strtod(line.c_str() + sp + 1, nullptr);
   }
   return NotFoundError("metric " + metric + " not served by " + name(i));
+}
+
+StatusOr<net::HttpResponse> LocalCluster::HttpGet(int i,
+                                                  const std::string& path) {
+  net::HttpClientOptions ho;
+  ho.connect_timeout = milliseconds(500);
+  ho.read_timeout = seconds(5);
+  net::HttpClient http("127.0.0.1", members_[i].client_port, ho);
+  return http.Request("GET", path);
 }
 
 int LocalCluster::LogCount(int i, const std::string& text) const {

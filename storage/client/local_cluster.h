@@ -52,6 +52,7 @@
 #include "base/clock.h"
 #include "base/statusor.h"
 #include "base/subprocess.h"
+#include "net/http_client.h"
 #include "schemas/rpc.pb.h"
 
 namespace kplane::storage {
@@ -96,6 +97,7 @@ class LocalCluster {
   std::string name(int i) const { return members_[i].name; }
   // The peer URL member i advertises.
   std::string peer_url(int i) const;
+  uint16_t peer_port(int i) const { return members_[i].peer_port; }
   std::string data_dir(int i) const { return members_[i].data_dir; }
   std::string log_path(int i) const { return members_[i].log_path; }
   const std::string& data_root() const { return root_; }
@@ -112,8 +114,14 @@ class LocalCluster {
   // SIGSTOP / SIGCONT (a frozen member is partitioned from everyone).
   Status Pause(int i);
   Status Resume(int i);
-  // Starts a stopped member again on its data dir and ports; does not wait.
-  Status Restart(int i);
+  // Starts a stopped member again on its data dir and ports, with
+  // `extra_flags` after the cluster's; does not wait.
+  Status Restart(int i, const std::vector<std::string>& extra_flags = {});
+  // Waits up to `timeout` for member i's process to exit by itself and
+  // returns its exit code (kDeadlineExceeded, after SIGKILL, if it did not).
+  StatusOr<int> WaitForExit(int i, Duration timeout) {
+    return WaitExit(i, timeout, "by itself");
+  }
   // Waits until member i answers a linearizable read and the member list
   // shows its client URL.
   Status WaitReady(int i, Duration timeout);
@@ -145,6 +153,8 @@ class LocalCluster {
   // A sample's value from GET /metrics (the first series of that name, any
   // labels); kNotFound when absent.
   StatusOr<double> Metric(int i, const std::string& name);
+  // GET `path` on member i's client port (e.g. /health).
+  StatusOr<net::HttpResponse> HttpGet(int i, const std::string& path);
   // How many times the member's log contains `text`.
   int LogCount(int i, const std::string& text) const;
   // The last `bytes` of every member's log (for failure messages).
@@ -167,7 +177,7 @@ class LocalCluster {
   explicit LocalCluster(LocalClusterOptions options);
   Status NewMember(Member* m, int number);
   std::vector<std::string> Argv(int i) const;
-  Status StartProcess(int i);
+  Status StartProcess(int i, const std::vector<std::string>& extra_flags = {});
   // Waits up to `timeout` for member i's process to exit and returns its
   // exit code; past it, SIGKILLs it and returns DeadlineExceeded ("... did
   // not exit within N ms <after>").

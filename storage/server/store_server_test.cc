@@ -778,12 +778,13 @@ bool HasAlarm(StoreServer* s, uint64_t member, etcdserverpb::AlarmType type) {
   return false;
 }
 
-// A forged proposal with an undecodable entry, from a non-member or in a
-// member's name, an empty proposal (the raft core CHECKs on it) and a
-// forged append from a "leader" of a later term: all are refused before
-// the node steps them, nothing of them is committed, and the cluster goes
-// on (before, the undecodable entry was committed and every member
-// aborted on a CHECK applying it, at every restart).
+// Forged raft traffic: proposals from a non-member (a well-formed write and
+// an undecodable entry), an undecodable proposal in a member's name, an
+// empty proposal (the raft core CHECKs on it) and a forged append of a
+// well-formed write from a non-member "leader" of a later term: all are
+// refused before the node steps them, nothing of them is committed, and
+// the cluster goes on (before, the undecodable entry was committed and
+// every member aborted on a CHECK applying it, at every restart).
 TEST_F(StoreServerTest, ForgedPeerMessagesAreRefusedAndNothingIsCommitted) {
   Cluster& c = NewCluster();
   c.Start(3);
@@ -803,6 +804,15 @@ TEST_F(StoreServerTest, ForgedPeerMessagesAreRefusedAndNothingIsCommitted) {
   *prop.add_entries() = RawEntry("\xff\xff\xff\xff not a request");
   prop.set_from(stranger);
   leader->Process({prop});  // not a member
+  // A well-formed write from a non-member: only the membership check
+  // stands in its way.
+  storagepb::InternalRaftRequest forged;
+  forged.mutable_put()->set_key("/forged");
+  forged.mutable_put()->set_value("x");
+  raftpb::Message valid = prop;
+  valid.clear_entries();
+  *valid.add_entries() = RawEntry(forged.SerializeAsString());
+  leader->Process({valid});
   prop.set_from(follower->member_id());
   leader->Process({prop});  // a member's name, an undecodable entry
   raftpb::Message empty = prop;
@@ -816,7 +826,7 @@ TEST_F(StoreServerTest, ForgedPeerMessagesAreRefusedAndNothingIsCommitted) {
   app.set_index(commit);
   app.set_logterm(leader->term());
   app.set_commit(commit + 1);
-  raftpb::Entry e = RawEntry("\xff\xff forged");
+  raftpb::Entry e = RawEntry(forged.SerializeAsString());
   e.set_index(commit + 1);
   e.set_term(leader->term() + 5);
   *app.add_entries() = e;
@@ -838,6 +848,9 @@ TEST_F(StoreServerTest, ForgedPeerMessagesAreRefusedAndNothingIsCommitted) {
     ASSERT_TRUE(r.ok()) << n << ": " << r.status();
     ASSERT_EQ(r->kvs_size(), 1) << n;
     EXPECT_EQ(r->kvs(0).mod_revision(), p->header().revision()) << n;
+    auto f = s->Range(RangeReq("/forged", 0, true));
+    ASSERT_TRUE(f.ok()) << n << ": " << f.status();
+    EXPECT_EQ(f->kvs_size(), 0) << n << ": a non-member's write committed";
   }
   EXPECT_EQ(leader->term(), follower->term());
 }
@@ -1119,9 +1132,14 @@ TEST_F(StoreServerTest, HealthTellsAlarmsAndAStuckApply) {
     c.StopMember(n);
   }
   last = c.Get(slow);
-  EXPECT_TRUE(
-      Eventually([&] { return !last->CheckHealth(milliseconds(200)).healthy; },
-                 seconds(10)));
+  // Once its election timeout passes it knows no leader (until then a
+  // linearizable read times out: also unhealthy, for another reason).
+  EXPECT_TRUE(Eventually(
+      [&] {
+        return last->CheckHealth(milliseconds(200)).reason == "RAFT NO LEADER";
+      },
+      seconds(10)))
+      << last->CheckHealth(milliseconds(200)).reason;
 }
 
 }  // namespace

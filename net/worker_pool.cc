@@ -2,6 +2,8 @@
 
 #include <pthread.h>
 
+#include <cstring>
+
 #include "base/logging.h"
 
 namespace kplane::net {
@@ -9,13 +11,30 @@ namespace kplane::net {
 WorkerPool::WorkerPool(int threads, std::string name) : name_(std::move(name)) {
   CHECK_GE(threads, 1);
   threads_.reserve(threads);
+  pthread_attr_t attr;
+  CHECK_EQ(pthread_attr_init(&attr), 0);
+  CHECK_EQ(pthread_attr_setstacksize(&attr, kWorkerStackBytes), 0);
   for (int i = 0; i < threads; ++i) {
-    threads_.emplace_back([this, i] {
-      std::string tname = (name_ + "-w" + std::to_string(i)).substr(0, 15);
-      pthread_setname_np(pthread_self(), tname.c_str());
-      Run();
-    });
+    pthread_t t;
+    const int rc = pthread_create(&t, &attr, &WorkerPool::ThreadMain, this);
+    CHECK_EQ(rc, 0) << "cannot start worker thread: " << std::strerror(rc);
+    threads_.push_back(t);
   }
+  pthread_attr_destroy(&attr);
+}
+
+void* WorkerPool::ThreadMain(void* self) {
+  auto* pool = static_cast<WorkerPool*>(self);
+  int index;
+  {
+    MutexLock l(&pool->mu_);
+    index = pool->started_++;
+  }
+  std::string tname =
+      (pool->name_ + "-w" + std::to_string(index)).substr(0, 15);
+  pthread_setname_np(pthread_self(), tname.c_str());
+  pool->Run();
+  return nullptr;
 }
 
 WorkerPool::~WorkerPool() { Shutdown(); }
@@ -55,10 +74,10 @@ void WorkerPool::Shutdown() {
     draining_ = true;
   }
   cv_.notify_all();
-  for (std::thread& t : threads_) {
-    CHECK(t.get_id() != std::this_thread::get_id())
+  for (pthread_t t : threads_) {
+    CHECK(!pthread_equal(t, pthread_self()))
         << "WorkerPool::Shutdown called from its own task";
-    t.join();
+    pthread_join(t, nullptr);
   }
   // A task submitted from outside after the last worker left is run here,
   // so none is lost between the workers exiting and joined_ being set.

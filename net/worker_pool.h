@@ -14,22 +14,31 @@
 // false and SerialExecutor::Post() runs the task inline on the caller's
 // thread, so callbacks are never silently lost.
 //
+// Worker threads get an explicit kWorkerStackBytes stack. std::thread would
+// take its size from the environment (RLIMIT_STACK; 2 MiB when that is
+// unlimited), and handlers need a known budget: recursion over untrusted
+// nesting runs at most base/deep_stack.h's kInlineDepth levels here.
+//
 // Thread-safety: all methods may be called from any thread, including from
 // tasks running on the pool. Errors: none.
 #ifndef KPLANE_NET_WORKER_POOL_H_
 #define KPLANE_NET_WORKER_POOL_H_
 
+#include <pthread.h>
+
 #include <condition_variable>
+#include <cstddef>
 #include <deque>
 #include <functional>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "base/mutex.h"
 
 namespace kplane::net {
+
+inline constexpr size_t kWorkerStackBytes = size_t{8} << 20;
 
 class WorkerPool {
  public:
@@ -50,6 +59,7 @@ class WorkerPool {
 
  private:
   void Run() EXCLUDES(mu_);
+  static void* ThreadMain(void* self);
 
   std::string name_;
   Mutex mu_;
@@ -57,7 +67,8 @@ class WorkerPool {
   std::deque<std::function<void()>> tasks_ GUARDED_BY(mu_);
   bool draining_ GUARDED_BY(mu_) = false;
   bool joined_ GUARDED_BY(mu_) = false;
-  std::vector<std::thread> threads_;  // set by the constructor only
+  std::vector<pthread_t> threads_;  // set by the constructor only
+  int started_ GUARDED_BY(mu_) = 0;  // names the next thread
 };
 
 class SerialExecutor : public std::enable_shared_from_this<SerialExecutor> {

@@ -396,6 +396,8 @@ class Exchange : public Responder,
   void EndLocked(Deferred* d) REQUIRES(conn_->mu());
   // Abandons the response side (error path): nothing more may be sent.
   void AbandonLocked() REQUIRES(conn_->mu()) { phase_ = Phase::kDone; }
+  // After a body callback threw: a 500, or Close() once responding.
+  void FailAfterThrow() EXCLUDES(conn_->mu());
   // Queues streamed body bytes for OnBodyData (loop thread).
   void QueueBodyLocked(std::string_view data, bool eof, Deferred* d)
       REQUIRES(conn_->mu());
@@ -1175,7 +1177,29 @@ void Exchange::DeliverBody() {
         conn_->SetPauseLocked(Connection::kPauseBody, false);
       }
     }
-    (*fn)(data, eof);
+    // As with handlers (Connection::Dispatch), an exception must not leave
+    // the callback: the client gets a 500, or loses the connection once a
+    // response has started.
+    try {
+      (*fn)(data, eof);
+    } catch (const std::exception& e) {
+      LOG(ERROR) << "HTTP body callback for " << request().path
+                 << " threw: " << e.what();
+      FailAfterThrow();
+      return;
+    } catch (...) {
+      LOG(ERROR) << "HTTP body callback for " << request().path
+                 << " threw a non-exception";
+      FailAfterThrow();
+      return;
+    }
+  }
+}
+
+void Exchange::FailAfterThrow() {
+  if (!Respond(500, {{"Content-Type", "text/plain"}},
+               "Internal Server Error")) {
+    Close();
   }
 }
 

@@ -890,6 +890,52 @@ TEST_F(HttpServerTest, HandlerExceptionBecomes500) {
   EXPECT_EQ(r->status, 500);
 }
 
+// A body callback that throws (a parser's std::bad_alloc, say) answers 500
+// and leaves the server serving, as a throwing handler does; on a stream
+// already answering, the connection is dropped. On the I/O thread too.
+TEST_F(HttpServerTest, BodyCallbackExceptionBecomes500) {
+  for (const bool io_thread : {false, true}) {
+    SCOPED_TRACE(io_thread ? "io thread" : "worker");
+    const std::string path = io_thread ? "/throw-io" : "/throw";
+    Route("POST", path,
+          [](const HttpRequest&, std::shared_ptr<Responder> r) {
+            r->OnBodyData([](std::string_view, bool eof) {
+              if (eof) throw std::runtime_error("boom");
+            });
+          },
+          {.stream_request_body = true, .run_on_io_thread = io_thread});
+    Route("POST", path + "-streaming",
+          [](const HttpRequest&, std::shared_ptr<Responder> r) {
+            r->StartStream(200, {});
+            r->OnBodyData([](std::string_view, bool) {
+              throw std::runtime_error("boom");
+            });
+          },
+          {.stream_request_body = true, .run_on_io_thread = io_thread});
+  }
+  Route("POST", "/echo", Echo());
+  Start();
+  for (const std::string path : {"/throw", "/throw-io"}) {
+    auto r = Client().Request("POST", path, {}, "body");
+    ASSERT_TRUE(r.ok()) << path << ": " << r.status();
+    EXPECT_EQ(r->status, 500) << path;
+    auto s = Client().OpenStream("POST", path + "-streaming");
+    ASSERT_TRUE(s.ok()) << path;
+    ASSERT_TRUE((*s)->Send("x").ok());
+    auto head = (*s)->ReadHead(testing::kTestDeadline);
+    ASSERT_TRUE(head.ok()) << head.status();
+    EXPECT_EQ(head->status, 200);
+    std::string data;
+    auto more = (*s)->Read(&data, testing::kTestDeadline);
+    while (more.ok() && *more) more = (*s)->Read(&data, testing::kTestDeadline);
+    EXPECT_FALSE(more.ok()) << path << ": the stream must end in an error";
+  }
+  auto ok = Client().Request("POST", "/echo", {}, "still here");
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->status, 200);
+  EXPECT_EQ(ok->body, "POST /echo still here");
+}
+
 TEST_F(HttpServerTest, SeveralIoLoopsServeConcurrentClients) {
   Route("POST", "/echo", Echo());
   HttpServerOptions o;

@@ -1,6 +1,5 @@
 #include "objects/codec.h"
 
-#include <rapidjson/error/en.h>
 #include <rapidjson/reader.h>
 
 #include <algorithm>
@@ -13,11 +12,12 @@
 #include <unordered_set>
 #include <utility>
 
-#include "objects/field_table.h"
-#include "objects/time.h"
 #include "base/base64.h"
+#include "base/json.h"
 #include "base/logging.h"
 #include "base/strings.h"
+#include "objects/field_table.h"
+#include "objects/time.h"
 
 namespace kplane::objects {
 
@@ -35,27 +35,6 @@ using rapidjson::SizeType;
 namespace {
 
 constexpr size_t kMaxReportedFields = 100;  // as Kubernetes caps them
-
-// A rapidjson input stream over a string_view (StringStream needs a NUL).
-class BoundedStream {
- public:
-  using Ch = char;
-  BoundedStream(const char* data, size_t size)
-      : begin_(data), cur_(data), end_(data + size) {}
-  Ch Peek() const { return cur_ < end_ ? *cur_ : '\0'; }
-  Ch Take() { return cur_ < end_ ? *cur_++ : '\0'; }
-  size_t Tell() const { return static_cast<size_t>(cur_ - begin_); }
-  // Write side, required by the concept; unused (no in-situ parsing here).
-  Ch* PutBegin() { return nullptr; }
-  void Put(Ch) {}
-  void Flush() {}
-  size_t PutEnd(Ch*) { return 0; }
-
- private:
-  const char* begin_;
-  const char* cur_;
-  const char* end_;
-};
 
 // ---------------------------------------------------------------------------
 // Encoding
@@ -402,6 +381,8 @@ class Encoder {
       h_.Null();
       return;
     }
+    // Stored raw JSON came through our bounded parsers, but a protobuf body
+    // may carry any bytes: parse iteratively and within the depth limit.
     constexpr unsigned kFlags = kIsDom
                                     ? (rapidjson::kParseFullPrecisionFlag |
                                        rapidjson::kParseValidateEncodingFlag)
@@ -409,20 +390,18 @@ class Encoder {
                                        rapidjson::kParseValidateEncodingFlag);
     {
       rapidjson::BaseReaderHandler<> check;
-      rapidjson::Reader reader;
-      BoundedStream in(raw.data(), raw.size());
-      if (reader.Parse<kFlags>(in, check).IsError()) {
+      json::ViewStream in(raw);
+      if (!json::ParseSax<kFlags>(in, check).ok()) {
         h_.Null();
         return;
       }
     }
-    rapidjson::Reader reader;
-    BoundedStream in(raw.data(), raw.size());
+    json::ViewStream in(raw);
     if constexpr (kIsDom) {
-      reader.Parse<kFlags>(in, h_);
+      json::ParseSax<kFlags>(in, h_);
     } else {
       RawNumberFix<Handler> fixed(&h_);
-      reader.Parse<kFlags>(in, fixed);
+      json::ParseSax<kFlags>(in, fixed);
     }
   }
 
@@ -1373,28 +1352,27 @@ std::string DecodeResult::StrictErrorMessage() const {
   return "strict decoding error: " + StrJoin(Warnings(), ", ");
 }
 
-StatusOr<DecodeResult> DecodeJson(std::string_view json, Message* msg) {
+StatusOr<DecodeResult> DecodeJson(std::string_view text, Message* msg) {
   msg->Clear();
   DecodeResult result;
   Decoder decoder(msg, &result, /*lenient_doubles=*/false);
   // In-situ parsing of a private copy: strings are unescaped in place and
   // reach the decoder without another copy. A NUL byte ends the text (and
   // is then reported as malformed JSON).
-  std::string buffer(json);
+  std::string buffer(text);
   rapidjson::InsituStringStream in(buffer.data());
-  rapidjson::Reader reader;
   // UTF-8 is checked by the decoder itself, faster than rapidjson's
   // per-character validation.
   constexpr unsigned kFlags =
       rapidjson::kParseInsituFlag | rapidjson::kParseNumbersAsStringsFlag;
-  rapidjson::ParseResult pr = reader.Parse<kFlags>(in, decoder);
+  json::Outcome pr = json::ParseSax<kFlags>(in, decoder);
   if (!decoder.status().ok()) return decoder.status();
-  if (pr.IsError()) {
-    return InvalidArgumentError(
-        std::string("invalid JSON: ") + rapidjson::GetParseError_En(pr.Code()) +
-        " (at offset " + std::to_string(pr.Offset()) + ")");
+  if (!pr.ok()) {
+    return InvalidArgumentError("invalid JSON: " + pr.Message() +
+                                " (at offset " + std::to_string(pr.offset) +
+                                ")");
   }
-  if (json.find('\0') != std::string_view::npos) {
+  if (text.find('\0') != std::string_view::npos) {
     return InvalidArgumentError("invalid JSON: NUL byte in input");
   }
   return result;
@@ -1405,8 +1383,13 @@ StatusOr<DecodeResult> DecodeJsonValue(const rapidjson::Value& value,
   msg->Clear();
   DecodeResult result;
   Decoder decoder(msg, &result, /*lenient_doubles=*/true);
-  if (!value.Accept(decoder)) {
+  // Without recursion: the DOM may come from a hostile YAML body or patch.
+  json::DepthLimitedHandler<Decoder> limited(&decoder, json::kMaxDepth);
+  if (!json::Accept(value, limited)) {
     if (!decoder.status().ok()) return decoder.status();
+    if (limited.exceeded()) {
+      return InvalidArgumentError(json::MaxDepthMessage());
+    }
     return InvalidArgumentError("invalid JSON value");
   }
   return result;

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <thread>
 
+#include "base/json.h"
 #include "objects/test_util.h"
 #include "objects/time.h"
 #include "objects/types.h"
@@ -18,6 +19,7 @@ using google::protobuf::util::MessageDifferencer;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using testing::JsonEqual;
+using testing::ReadFile;
 
 template <typename T>
 T DecodeOk(std::string_view json, DecodeResult* result = nullptr) {
@@ -350,6 +352,80 @@ TEST(CodecSpecial, RawExtensionItemsOfAList) {
   ASSERT_EQ(list.items_size(), 2);
   EXPECT_EQ(list.items(0).raw(), R"({"kind":"A"})");
   EXPECT_EQ(list.items(1).raw(), R"({"kind":"B","x":{}})");
+}
+
+// --- hostile input -----------------------------------------------------------
+
+std::string Nested(int depth) {
+  return std::string(depth, '[') + "1" + std::string(depth, ']');
+}
+
+std::string ConfigMapWithField(const std::string& value) {
+  return R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"deep"},)"
+         R"("data":{"k":"v"},"x":)" +
+         value + "}";
+}
+
+// The issue's 200 KB ConfigMap nested 100,000 deep killed a worker: the
+// decoder now refuses it without recursing, in Kubernetes' words.
+TEST(CodecHostile, DeepJsonIsRefusedNotRecursedInto) {
+  const std::string body = ConfigMapWithField(Nested(100000));
+  ASSERT_GT(body.size(), 200000u);
+  corev1::ConfigMap cm;
+  StatusOr<DecodeResult> r = DecodeJson(body, &cm);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status().message(),
+              HasSubstr("invalid JSON: exceeded max depth of 10000"));
+  r = DecodeJson(ReadFile(std::string(KPLANE_HOSTILE_TESTDATA) +
+                          "/json/configmap_deep_10001.json"),
+                 &cm);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("exceeded max depth of 10000"));
+}
+
+TEST(CodecHostile, DeepButLegalJsonDecodes) {
+  // 10,000 levels in all: the ConfigMap's own object plus 9,999.
+  corev1::ConfigMap cm;
+  StatusOr<DecodeResult> r =
+      DecodeJson(ConfigMapWithField(Nested(json::kMaxDepth - 1)), &cm);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_THAT(r->Warnings(), ElementsAre("unknown field \"x\""));
+  EXPECT_EQ(cm.data().at("k"), "v");
+}
+
+TEST(CodecHostile, DeepDomsAreDecodedWithoutRecursion) {
+  rapidjson::Document deep;
+  ASSERT_TRUE(
+      json::ParseDom(ConfigMapWithField(Nested(json::kMaxDepth - 1)), &deep)
+          .ok());
+  corev1::ConfigMap cm;
+  StatusOr<DecodeResult> r = DecodeJsonValue(deep, &cm);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(cm.data().at("k"), "v");
+  // A DOM built some other way may be deeper still.
+  ASSERT_TRUE(
+      json::ParseDom(ConfigMapWithField(Nested(100000)), &deep, 1000000).ok());
+  r = DecodeJsonValue(deep, &cm);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "exceeded max depth of 10000");
+}
+
+// Raw JSON (RawExtension, FieldsV1) from a protobuf body can be any bytes;
+// writing it out must not recurse into them.
+TEST(CodecHostile, DeepRawJsonFromProtobufIsWrittenAsNull) {
+  metav1::WatchEvent ev;
+  ev.set_type("ADDED");
+  ev.mutable_object()->set_raw(Nested(100000));
+  EXPECT_EQ(EncodeJson(ev), R"({"type":"ADDED","object":null})");
+  rapidjson::Document doc;
+  rapidjson::Value v = ToJsonValue(ev, doc.GetAllocator());
+  ASSERT_TRUE(v.IsObject());
+  EXPECT_TRUE(v["object"].IsNull());
+  // Within the limit it is embedded as before.
+  ev.mutable_object()->set_raw(Nested(json::kMaxDepth - 1));
+  EXPECT_EQ(EncodeJson(ev),
+            R"({"type":"ADDED","object":)" + Nested(json::kMaxDepth - 1) + "}");
 }
 
 // --- inline members ----------------------------------------------------------

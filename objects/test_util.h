@@ -22,6 +22,15 @@ inline std::string ReadTestdata(const std::string& name) {
   return ss.str();
 }
 
+// A whole file, bytes as they are ("" and a test failure when missing).
+inline std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  EXPECT_TRUE(in.good()) << "cannot open " << path;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
 inline rapidjson::Document ParseJsonOrDie(const std::string& text) {
   rapidjson::Document doc;
   doc.Parse<rapidjson::kParseFullPrecisionFlag>(text.c_str());

@@ -3,7 +3,6 @@
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/util/json_util.h>
 #include <rapidjson/document.h>
-#include <rapidjson/error/en.h>
 
 #include <algorithm>
 #include <charconv>
@@ -14,6 +13,7 @@
 #include <vector>
 
 #include "base/base64.h"
+#include "base/json.h"
 #include "base/statusor.h"
 #include "storage/etcdjson/etcd_json_value.h"
 
@@ -220,11 +220,18 @@ StatusOr<Int> ParseInteger(const rapidjson::Value& v,
   return FieldError(f, "expected an integer");
 }
 
-Status ParseMessage(const rapidjson::Value& v, Message* m);
+// Messages nest at most this deep in a request (a txn inside a txn inside
+// ...). The store wraps a request in InternalRaftRequest and parses it back
+// from the raft log with protobuf's default recursion limit (100); a deeper
+// request would be accepted here and then fail to apply on every member.
+constexpr int kMaxMessageNesting = 64;
 
-// Sets field `f` (appends, if repeated) from one JSON value.
+Status ParseMessage(const rapidjson::Value& v, Message* m, int depth);
+
+// Sets field `f` (appends, if repeated) from one JSON value; `depth` is the
+// nesting of the message that holds it.
 Status ParseFieldValue(const rapidjson::Value& v, const FieldDescriptor* f,
-                       Message* m) {
+                       Message* m, int depth) {
   const Reflection* r = m->GetReflection();
   const bool rep = f->is_repeated();
   switch (f->cpp_type()) {
@@ -302,8 +309,8 @@ Status ParseFieldValue(const rapidjson::Value& v, const FieldDescriptor* f,
     }
     case FieldDescriptor::CPPTYPE_MESSAGE:
       if (!v.IsObject()) return FieldError(f, "expected an object");
-      return ParseMessage(v,
-                          rep ? r->AddMessage(m, f) : r->MutableMessage(m, f));
+      return ParseMessage(
+          v, rep ? r->AddMessage(m, f) : r->MutableMessage(m, f), depth + 1);
   }
   return FieldError(f, "unsupported field type");
 }
@@ -316,7 +323,12 @@ const FieldDescriptor* FindField(const Descriptor* d, std::string_view name) {
   return nullptr;
 }
 
-Status ParseMessage(const rapidjson::Value& v, Message* m) {
+Status ParseMessage(const rapidjson::Value& v, Message* m, int depth) {
+  if (depth > kMaxMessageNesting) {
+    return InvalidArgumentError("messages nested more than " +
+                                std::to_string(kMaxMessageNesting) +
+                                " deep: " + m->GetDescriptor()->full_name());
+  }
   if (!v.IsObject()) {
     return InvalidArgumentError("expected a JSON object for " +
                                 m->GetDescriptor()->full_name());
@@ -333,10 +345,10 @@ Status ParseMessage(const rapidjson::Value& v, Message* m) {
     if (f->is_repeated()) {
       if (!it->value.IsArray()) return FieldError(f, "expected an array");
       for (const rapidjson::Value& e : it->value.GetArray()) {
-        RETURN_IF_ERROR(ParseFieldValue(e, f, m));
+        RETURN_IF_ERROR(ParseFieldValue(e, f, m, depth));
       }
     } else {
-      RETURN_IF_ERROR(ParseFieldValue(it->value, f, m));
+      RETURN_IF_ERROR(ParseFieldValue(it->value, f, m, depth));
     }
   }
   return Status::Ok();
@@ -344,24 +356,24 @@ Status ParseMessage(const rapidjson::Value& v, Message* m) {
 
 }  // namespace
 
-Status ParseJson(std::string_view json, google::protobuf::Message* msg) {
+Status ParseJson(std::string_view text, google::protobuf::Message* msg) {
   msg->Clear();
   size_t i = 0;
-  while (i < json.size() && (json[i] == ' ' || json[i] == '\n' ||
-                             json[i] == '\r' || json[i] == '\t')) {
+  while (i < text.size() && (text[i] == ' ' || text[i] == '\n' ||
+                             text[i] == '\r' || text[i] == '\t')) {
     ++i;
   }
-  if (i == json.size()) return Status::Ok();
+  if (i == text.size()) return Status::Ok();
   rapidjson::Document d;
-  d.Parse(json.data(), json.size());
-  if (d.HasParseError()) {
+  // Iterative and depth-bounded: a hostile body cannot take the store down.
+  const json::Outcome r = json::ParseDom(text, &d);
+  if (!r.ok()) {
     // A body that ends early: etcd's gateway (Go's JSON decoder) says so in
     // these words, and clients compare them.
-    if (d.GetErrorOffset() >= json.size())
+    if (!r.too_deep && r.offset >= text.size())
       return InvalidArgumentError("unexpected EOF");
     return InvalidArgumentError(std::string("invalid JSON at offset ") +
-                                std::to_string(d.GetErrorOffset()) + ": " +
-                                rapidjson::GetParseError_En(d.GetParseError()));
+                                std::to_string(r.offset) + ": " + r.Message());
   }
   return ParseJsonValue(d, msg);
 }
@@ -369,7 +381,7 @@ Status ParseJson(std::string_view json, google::protobuf::Message* msg) {
 Status ParseJsonValue(const rapidjson::Value& json,
                       google::protobuf::Message* msg) {
   msg->Clear();
-  Status s = ParseMessage(json, msg);
+  Status s = ParseMessage(json, msg, 1);
   if (!s.ok()) msg->Clear();
   return s;
 }
@@ -564,10 +576,10 @@ HttpError StatusToError(const Status& s) {
 
 Status ErrorToStatus(int http_status, std::string_view body) {
   rapidjson::Document d;
-  d.Parse(body.data(), body.size());
+  const bool parsed = json::ParseDom(body, &d).ok();
   std::string msg;
   int code = -1;
-  if (!d.HasParseError() && d.IsObject()) {
+  if (parsed && d.IsObject()) {
     if (d.HasMember("message") && d["message"].IsString()) {
       msg = d["message"].GetString();
     } else if (d.HasMember("error") && d["error"].IsString()) {

@@ -1,12 +1,15 @@
 #include "storage/etcdjson/etcd_json.h"
 
+#include <gmock/gmock.h>
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/util/json_util.h>
 #include <google/protobuf/util/message_differencer.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <memory>
 #include <random>
+#include <sstream>
 
 #include "schemas/rpc.pb.h"
 #include "schemas/storage.pb.h"
@@ -273,6 +276,63 @@ TEST(EtcdJsonTest, AcceptsAndRejectsWhatProtobufDoes) {
   EXPECT_EQ(txn.success(0).request_put().value(), "b");
   EXPECT_EQ(ParseJson(R"({"compare":{"key":"YQ=="}})", &txn).code(),
             StatusCode::kInvalidArgument);
+}
+
+std::string ReadHostile(const std::string& name) {
+  std::ifstream in(std::string(KPLANE_HOSTILE_TESTDATA) + "/etcd_json/" + name,
+                   std::ios::binary);
+  EXPECT_TRUE(in.good()) << name;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The issue's 2 MB body to /v3/kv/put, nested 1,000,000 deep, killed the
+// store (the parser recursed). It is refused now, without recursion.
+TEST(EtcdJsonTest, DeepBodiesAreRefused) {
+  const std::string body = R"({"key":"YQ==","value":)" +
+                           std::string(1000000, '[') +
+                           std::string(1000000, ']') + "}";
+  ASSERT_GE(body.size(), 2000000u);
+  etcdserverpb::PutRequest put;
+  Status s = ParseJson(body, &put);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  // The offset is where RapidJSON stopped, by the 10,001st '[' (at 10022).
+  EXPECT_THAT(s.message(),
+              ::testing::MatchesRegex("invalid JSON at offset 1002[0-3]: "
+                                      "exceeded max depth of 10000"));
+  s = ParseJson(ReadHostile("put_deep_10001.json"), &put);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("exceeded max depth of 10000"), std::string::npos);
+  // An error body that deep, read by a client, is an error like any other.
+  EXPECT_FALSE(ErrorToStatus(400, body).ok());
+}
+
+// A txn inside a txn inside ...: the store parses requests back from its
+// raft log with protobuf's recursion limit (100), so what the JSON API
+// accepts must nest less than that.
+TEST(EtcdJsonTest, MessagesNestAtMost64Deep) {
+  auto nested = [](int txns) {
+    std::string t = R"({"compare":[],"success":[]})";
+    for (int i = 1; i < txns; ++i) {
+      t = R"({"success":[{"request_txn":)" + t + "}]}";
+    }
+    return t;
+  };
+  etcdserverpb::TxnRequest txn;
+  // TxnRequest -> RequestOp -> TxnRequest ...: 32 txns are 63 messages.
+  ASSERT_TRUE(ParseJson(nested(32), &txn).ok());
+  storagepb::InternalRaftRequest wrapped;
+  *wrapped.mutable_txn() = txn;
+  storagepb::InternalRaftRequest back;
+  EXPECT_TRUE(back.ParseFromString(wrapped.SerializeAsString()));
+  Status s = ParseJson(nested(33), &txn);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("messages nested more than 64 deep"),
+            std::string::npos)
+      << s;
+  s = ParseJson(ReadHostile("txn_nested_70.json"), &txn);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
 }
 
 TEST(EtcdJsonTest, ErrorsRoundTrip) {

@@ -4,6 +4,7 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include "base/json.h"
 #include "storage/etcdjson/etcd_json.h"
 #include "storage/etcdjson/etcd_json_value.h"
 
@@ -73,7 +74,7 @@ namespace {
 std::string Serialize(const rapidjson::Value& v) {
   rapidjson::StringBuffer sb;
   rapidjson::Writer<rapidjson::StringBuffer> w(sb);
-  v.Accept(w);
+  json::Accept(v, w);
   return std::string(sb.GetString(), sb.GetSize());
 }
 
@@ -82,8 +83,7 @@ std::string Serialize(const rapidjson::Value& v) {
 Status ParseStreamMessage(std::string_view object,
                           google::protobuf::Message* msg) {
   rapidjson::Document d;
-  d.Parse(object.data(), object.size());
-  if (d.HasParseError() || !d.IsObject()) {
+  if (!json::ParseDom(object, &d).ok() || !d.IsObject()) {
     return InvalidArgumentError("undecodable stream message: " +
                                 std::string(object.substr(0, 200)));
   }

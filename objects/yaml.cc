@@ -1,6 +1,9 @@
 #include "objects/yaml.h"
 
-#include <yaml-cpp/yaml.h>
+#include <yaml-cpp/depthguard.h>
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/exceptions.h>
+#include <yaml-cpp/parser.h>
 
 #include <algorithm>
 #include <charconv>
@@ -9,9 +12,13 @@
 #include <limits>
 #include <optional>
 #include <set>
+#include <sstream>
+#include <unordered_map>
 
-#include "objects/time.h"
 #include "base/base64.h"
+#include "base/json.h"
+#include "base/strings.h"
+#include "objects/time.h"
 
 namespace kplane::objects {
 namespace {
@@ -20,9 +27,12 @@ using rapidjson::Document;
 using rapidjson::Value;
 using Allocator = rapidjson::MemoryPoolAllocator<>;
 
-// Aliases can make a small document expand enormously ("billion laughs");
-// go-yaml refuses excessive aliasing too.
-constexpr size_t kMaxNodes = 1 << 20;
+// What aliases may add to a stream, in bytes: as much as the input holds,
+// at least kMinAliasBytes, at most kMaxAliasBytes. Beyond go-yaml's node
+// ratio (below), this bounds memory when few aliases name large values (Go
+// shares such strings; a JSON DOM cannot).
+constexpr uint64_t kMinAliasBytes = uint64_t{1} << 20;
+constexpr uint64_t kMaxAliasBytes = uint64_t{8} << 20;
 
 constexpr std::string_view kTagPrefix = "tag:yaml.org,2002:";
 
@@ -221,118 +231,462 @@ Resolved ResolvePlain(std::string_view s) {
   return r;
 }
 
-class Converter {
- public:
-  explicit Converter(Allocator* alloc) : alloc_(*alloc) {}
+// ---------------------------------------------------------------------------
+// Input
+//
+// yaml-cpp's event parser feeds TreeBuilder, which keeps each document as a
+// compact tree: an alias stays a reference to its anchor's node, and every
+// node's expansion (node count, bytes, depth) is summed as the events arrive.
+// So a document is measured — and refused — before anything is expanded: an
+// alias to an anchor still open is a cycle, and the running totals of what
+// aliases add are checked at each alias. Materialize then builds the JSON DOM
+// without recursion.
 
-  Status Convert(const YAML::Node& node, Value* out) {
-    if (++nodes_ > kMaxNodes) {
-      return InvalidArgumentError(
-          "yaml: document too large after expanding aliases");
+// go-yaml v3's "excessive aliasing" rule (decode.go, allowedAliasRatio):
+// aliases may produce 99% of a small document's nodes, scaling down to 10%
+// from 400,000 to 4,000,000 decoded nodes.
+double AllowedAliasRatio(uint64_t decoded) {
+  constexpr double kLow = 400000, kHigh = 4000000;
+  const double d = static_cast<double>(decoded);
+  if (d <= kLow) return 0.99;
+  if (d >= kHigh) return 0.10;
+  return 0.99 - 0.89 * ((d - kLow) / (kHigh - kLow));
+}
+
+uint64_t SatAdd(uint64_t a, uint64_t b) {
+  return b > std::numeric_limits<uint64_t>::max() - a
+             ? std::numeric_limits<uint64_t>::max()
+             : a + b;
+}
+
+// What a node expands to.
+struct Extent {
+  uint64_t nodes = 0;
+  uint64_t bytes = 0;  // 2 per node plus scalar text: JSON's size, roughly
+  int depth = 0;       // containers: "x" 0, [x] 1
+
+  void Add(const Extent& child) {
+    nodes = SatAdd(nodes, child.nodes);
+    bytes = SatAdd(bytes, child.bytes);
+    depth = std::max(depth, child.depth);
+  }
+};
+
+struct TreeNode {
+  enum Kind : uint8_t { kNull, kScalar, kSequence, kMap, kAlias };
+  enum Tag : uint8_t { kPlain, kNonSpecific, kOther };  // "?", "!", other
+  Kind kind = kNull;
+  Tag tag = kPlain;
+  // kScalar: the text in Document::text. kSequence: items, kMap: key/value
+  // pairs (after merges), in Document::children. kAlias: first = the node.
+  uint32_t first = 0;
+  uint32_t count = 0;
+};
+
+// One document of the stream.
+struct YamlTree {
+  std::vector<TreeNode> nodes;
+  std::vector<uint32_t> children;
+  std::string text;
+  std::unordered_map<uint32_t, std::string> tags;  // kOther scalars' tags
+  uint32_t root = 0;
+
+  std::string_view Text(const TreeNode& n) const {
+    return std::string_view(text).substr(n.first, n.count);
+  }
+  // Follows aliases (never cyclic: the builder refuses cycles).
+  uint32_t Resolve(uint32_t i) const {
+    while (nodes[i].kind == TreeNode::kAlias) i = nodes[i].first;
+    return i;
+  }
+};
+
+// A plain "<<" key.
+bool IsMergeKey(const YamlTree& t, uint32_t key) {
+  const TreeNode& n = t.nodes[key];
+  return n.kind == TreeNode::kScalar && n.tag == TreeNode::kPlain &&
+         t.Text(n) == "<<";
+}
+
+Status KeyString(const YamlTree& t, uint32_t key, std::string* out) {
+  const TreeNode& n = t.nodes[t.Resolve(key)];
+  if (n.kind == TreeNode::kNull) {
+    return InvalidArgumentError("yaml: a null map key has no JSON form");
+  }
+  if (n.kind != TreeNode::kScalar) {
+    return InvalidArgumentError("yaml: only scalar map keys have a JSON form");
+  }
+  std::string_view text = t.Text(n);
+  if (n.tag != TreeNode::kPlain) {
+    *out = std::string(text);
+    return Status::Ok();
+  }
+  Resolved r = ResolvePlain(text);
+  switch (r.kind) {
+    case Resolved::kNull:
+      return InvalidArgumentError("yaml: a null map key has no JSON form");
+    case Resolved::kBool:
+      *out = r.b ? "true" : "false";
+      return Status::Ok();
+    case Resolved::kInt:
+      *out = std::to_string(r.i);
+      return Status::Ok();
+    case Resolved::kUint:
+      *out = std::to_string(r.u);
+      return Status::Ok();
+    case Resolved::kFloat:
+    case Resolved::kString:
+      *out = std::string(text);
+      return Status::Ok();
+  }
+  return Status::Ok();
+}
+
+// Builds YamlTrees from yaml-cpp's events, checking the limits as it goes.
+// After the first error it ignores the rest of the document.
+class TreeBuilder : public YAML::EventHandler {
+ public:
+  // `alias_byte_budget`: what aliases may add over the whole stream.
+  explicit TreeBuilder(uint64_t alias_byte_budget)
+      : alias_byte_budget_(alias_byte_budget) {}
+
+  const Status& status() const { return status_; }
+  YamlTree& tree() { return tree_; }
+
+  void OnDocumentStart(const YAML::Mark&) override {
+    tree_ = YamlTree();
+    stack_.clear();
+    anchors_.clear();
+    pending_anchor_.clear();
+    source_nodes_ = 0;
+    alias_nodes_ = 0;
+  }
+  void OnDocumentEnd() override {}
+
+  void OnAnchor(const YAML::Mark&, const std::string& name) override {
+    pending_anchor_ = name;
+  }
+
+  void OnNull(const YAML::Mark&, YAML::anchor_t anchor) override {
+    if (!status_.ok()) return;
+    TreeNode n;
+    n.kind = TreeNode::kNull;
+    Leaf(n, anchor, Extent{1, 2, 0});
+  }
+
+  void OnScalar(const YAML::Mark&, const std::string& tag,
+                YAML::anchor_t anchor, const std::string& value) override {
+    if (!status_.ok()) return;
+    if (tree_.text.size() + value.size() >
+        std::numeric_limits<uint32_t>::max()) {
+      status_ = InvalidArgumentError("yaml: document too large");
+      return;
     }
-    switch (node.Type()) {
-      case YAML::NodeType::Undefined:
-      case YAML::NodeType::Null:
-        out->SetNull();
-        return Status::Ok();
-      case YAML::NodeType::Scalar:
-        return Scalar(node, out);
-      case YAML::NodeType::Sequence: {
-        out->SetArray();
-        for (const YAML::Node& item : node) {
-          Value v;
-          RETURN_IF_ERROR(Convert(item, &v));
-          out->PushBack(v, alloc_);
-        }
-        return Status::Ok();
+    TreeNode n;
+    n.kind = TreeNode::kScalar;
+    n.first = static_cast<uint32_t>(tree_.text.size());
+    n.count = static_cast<uint32_t>(value.size());
+    tree_.text += value;
+    if (tag == "?") {
+      n.tag = TreeNode::kPlain;
+    } else if (tag == "!") {
+      n.tag = TreeNode::kNonSpecific;
+    } else {
+      n.tag = TreeNode::kOther;
+      tree_.tags[static_cast<uint32_t>(tree_.nodes.size())] = tag;
+    }
+    Leaf(n, anchor, Extent{1, SatAdd(2, value.size()), 0});
+  }
+
+  void OnAlias(const YAML::Mark&, YAML::anchor_t anchor) override {
+    if (!status_.ok()) return;
+    auto it = anchors_.find(anchor);
+    if (it == anchors_.end()) {  // yaml-cpp refuses these itself
+      status_ = InvalidArgumentError("yaml: unknown anchor");
+      return;
+    }
+    const Anchor& a = it->second;
+    if (!a.closed) {
+      status_ = InvalidArgumentError("yaml: anchor '" + a.name +
+                                     "' value contains itself");
+      return;
+    }
+    if (static_cast<int64_t>(stack_.size()) + a.extent.depth >
+        json::kMaxDepth) {
+      status_ = InvalidArgumentError("yaml: " + json::MaxDepthMessage());
+      return;
+    }
+    // As go-yaml counts: the alias node itself is decoded, then each node
+    // of its expansion is decoded and counted as aliased.
+    ++source_nodes_;
+    alias_nodes_ = SatAdd(alias_nodes_, a.extent.nodes);
+    alias_bytes_ = SatAdd(alias_bytes_, a.extent.bytes);
+    if (alias_bytes_ > alias_byte_budget_) {
+      status_ = InvalidArgumentError(
+          "yaml: document contains excessive aliasing (aliases expand to "
+          "more than " +
+          std::to_string(alias_byte_budget_) + " bytes)");
+      return;
+    }
+    const uint64_t decoded = SatAdd(source_nodes_, alias_nodes_);
+    if (alias_nodes_ > 100 && decoded > 1000 &&
+        static_cast<double>(alias_nodes_) / static_cast<double>(decoded) >
+            AllowedAliasRatio(decoded)) {
+      status_ =
+          InvalidArgumentError("yaml: document contains excessive aliasing");
+      return;
+    }
+    TreeNode n;
+    n.kind = TreeNode::kAlias;
+    n.first = a.node;
+    Attach(Add(n), a.extent);
+  }
+
+  void OnSequenceStart(const YAML::Mark&, const std::string&,
+                       YAML::anchor_t anchor,
+                       YAML::EmitterStyle::value) override {
+    Open(TreeNode::kSequence, anchor);
+  }
+  void OnSequenceEnd() override { Close(); }
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t anchor,
+                  YAML::EmitterStyle::value) override {
+    Open(TreeNode::kMap, anchor);
+  }
+  void OnMapEnd() override { Close(); }
+
+ private:
+  struct Anchor {
+    uint32_t node = 0;
+    std::string name;
+    bool closed = false;
+    Extent extent;
+  };
+  struct Frame {
+    uint32_t node;
+    YAML::anchor_t anchor;
+    Extent extent;  // of the children so far
+    std::vector<uint32_t> children;
+  };
+
+  uint32_t Add(const TreeNode& n) {
+    tree_.nodes.push_back(n);
+    return static_cast<uint32_t>(tree_.nodes.size() - 1);
+  }
+
+  void Define(YAML::anchor_t anchor, uint32_t node, bool closed,
+              const Extent& e) {
+    if (anchor == 0) return;
+    Anchor& a = anchors_[anchor];
+    a.node = node;
+    a.name = std::move(pending_anchor_);
+    pending_anchor_.clear();
+    a.closed = closed;
+    a.extent = e;
+  }
+
+  // A finished node joins its parent (or becomes the root).
+  void Attach(uint32_t node, const Extent& e) {
+    if (stack_.empty()) {
+      tree_.root = node;
+      return;
+    }
+    stack_.back().children.push_back(node);
+    stack_.back().extent.Add(e);
+  }
+
+  void Leaf(const TreeNode& n, YAML::anchor_t anchor, const Extent& e) {
+    ++source_nodes_;
+    const uint32_t i = Add(n);
+    Define(anchor, i, true, e);
+    Attach(i, e);
+  }
+
+  void Open(TreeNode::Kind kind, YAML::anchor_t anchor) {
+    if (!status_.ok()) return;
+    if (static_cast<int64_t>(stack_.size()) + 1 > json::kMaxDepth) {
+      status_ = InvalidArgumentError("yaml: " + json::MaxDepthMessage());
+      return;
+    }
+    ++source_nodes_;
+    TreeNode n;
+    n.kind = kind;
+    const uint32_t i = Add(n);
+    Define(anchor, i, false, {});
+    stack_.push_back(Frame{i, anchor, {}, {}});
+  }
+
+  void Close() {
+    if (!status_.ok()) return;
+    Frame f = std::move(stack_.back());
+    stack_.pop_back();
+    Extent e = f.extent;
+    e.nodes = SatAdd(e.nodes, 1);
+    e.bytes = SatAdd(e.bytes, 2);
+    e.depth += 1;
+    TreeNode& n = tree_.nodes[f.node];
+    if (n.kind == TreeNode::kMap) {
+      Status s = MergeEntries(&f.children);
+      if (!s.ok()) {
+        status_ = s;
+        return;
       }
-      case YAML::NodeType::Map:
-        return Map(node, out);
     }
-    return InvalidArgumentError("yaml: unsupported node");
+    if (tree_.children.size() + f.children.size() >
+        std::numeric_limits<uint32_t>::max()) {
+      status_ = InvalidArgumentError("yaml: document too large");
+      return;
+    }
+    n.first = static_cast<uint32_t>(tree_.children.size());
+    n.count = static_cast<uint32_t>(f.children.size());
+    tree_.children.insert(tree_.children.end(), f.children.begin(),
+                          f.children.end());
+    if (f.anchor != 0) {
+      auto it = anchors_.find(f.anchor);
+      if (it != anchors_.end() && it->second.node == f.node) {
+        it->second.closed = true;
+        it->second.extent = e;
+      }
+    }
+    Attach(f.node, e);
+  }
+
+  // Turns a map's key/value pairs in source order into its JSON members:
+  // explicit keys first (all of them, in order), then those of the "<<"
+  // sources that are not set yet; among merged maps the first wins. A
+  // merged map's own pairs are already merged (it closed earlier), and what
+  // a merge adds was counted with its alias.
+  Status MergeEntries(std::vector<uint32_t>* pairs) {
+    bool has_merge = false;
+    for (size_t i = 0; i + 1 < pairs->size(); i += 2) {
+      if (IsMergeKey(tree_, (*pairs)[i])) has_merge = true;
+    }
+    if (!has_merge) return Status::Ok();
+    std::vector<uint32_t> out;
+    std::set<std::string> keys;
+    std::vector<uint32_t> sources;
+    for (size_t i = 0; i + 1 < pairs->size(); i += 2) {
+      const uint32_t k = (*pairs)[i], v = (*pairs)[i + 1];
+      if (IsMergeKey(tree_, k)) {
+        sources.push_back(v);
+        continue;
+      }
+      std::string key;
+      RETURN_IF_ERROR(KeyString(tree_, k, &key));
+      keys.insert(std::move(key));
+      out.push_back(k);
+      out.push_back(v);
+    }
+    auto merge_map = [&](uint32_t map) -> Status {
+      const TreeNode& m = tree_.nodes[map];
+      for (uint32_t j = 0; j + 1 < m.count; j += 2) {
+        const uint32_t k = tree_.children[m.first + j];
+        std::string key;
+        RETURN_IF_ERROR(KeyString(tree_, k, &key));
+        if (!keys.insert(std::move(key)).second) continue;
+        out.push_back(k);
+        out.push_back(tree_.children[m.first + j + 1]);
+      }
+      return Status::Ok();
+    };
+    const Status not_a_map = InvalidArgumentError(
+        "yaml: map merge requires map or sequence of maps as the value");
+    for (uint32_t src : sources) {
+      const uint32_t s = tree_.Resolve(src);
+      const TreeNode& n = tree_.nodes[s];
+      if (n.kind == TreeNode::kMap) {
+        RETURN_IF_ERROR(merge_map(s));
+      } else if (n.kind == TreeNode::kSequence) {
+        for (uint32_t j = 0; j < n.count; ++j) {
+          const uint32_t item = tree_.Resolve(tree_.children[n.first + j]);
+          if (tree_.nodes[item].kind != TreeNode::kMap) return not_a_map;
+          RETURN_IF_ERROR(merge_map(item));
+        }
+      } else {
+        return not_a_map;
+      }
+    }
+    *pairs = std::move(out);
+    return Status::Ok();
+  }
+
+  const uint64_t alias_byte_budget_;
+  Status status_;
+  YamlTree tree_;
+  std::vector<Frame> stack_;
+  std::unordered_map<YAML::anchor_t, Anchor> anchors_;
+  std::string pending_anchor_;
+  uint64_t source_nodes_ = 0;  // this document's nodes, aliases not expanded
+  uint64_t alias_nodes_ = 0;   // what its aliases expand to
+  uint64_t alias_bytes_ = 0;   // ... in bytes, over the whole stream
+};
+
+// Turns a YamlTree into a JSON DOM, expanding aliases, without recursion.
+class Materializer {
+ public:
+  Materializer(const YamlTree& tree, Allocator* alloc)
+      : t_(tree), alloc_(*alloc) {}
+
+  Status Build(Value* out) {
+    struct Frame {
+      Value* dst;     // the container being filled
+      uint32_t node;  // its (resolved) tree node
+      uint32_t next;  // next child position
+    };
+    std::vector<Frame> stack;
+    uint32_t node = t_.Resolve(t_.root);
+    Value* dst = out;
+    for (;;) {
+      const TreeNode& n = t_.nodes[node];
+      switch (n.kind) {
+        case TreeNode::kNull:
+        case TreeNode::kAlias:  // resolved away
+          dst->SetNull();
+          break;
+        case TreeNode::kScalar:
+          RETURN_IF_ERROR(Scalar(n, node, dst));
+          break;
+        case TreeNode::kSequence:
+          dst->SetArray();
+          dst->Reserve(n.count, alloc_);
+          stack.push_back({dst, node, 0});
+          break;
+        case TreeNode::kMap:
+          dst->SetObject();
+          stack.push_back({dst, node, 0});
+          break;
+      }
+      // Next child slot, closing finished containers. A slot's address stays
+      // valid while its subtree is built: only the innermost container grows.
+      dst = nullptr;
+      while (!stack.empty() && dst == nullptr) {
+        Frame& f = stack.back();
+        const TreeNode& c = t_.nodes[f.node];
+        if (f.next >= c.count) {
+          stack.pop_back();
+          continue;
+        }
+        if (c.kind == TreeNode::kSequence) {
+          node = t_.Resolve(t_.children[c.first + f.next]);
+          f.next += 1;
+          f.dst->PushBack(Value(), alloc_);
+          dst = &(*f.dst)[f.dst->Size() - 1];
+        } else {
+          std::string key;
+          RETURN_IF_ERROR(KeyString(t_, t_.children[c.first + f.next], &key));
+          node = t_.Resolve(t_.children[c.first + f.next + 1]);
+          f.next += 2;
+          f.dst->AddMember(
+              Value(key.c_str(), static_cast<rapidjson::SizeType>(key.size()),
+                    alloc_),
+              Value(), alloc_);
+          dst = &(f.dst->MemberEnd() - 1)->value;
+        }
+      }
+      if (dst == nullptr) return Status::Ok();
+    }
   }
 
  private:
-  static bool IsMergeKey(const YAML::Node& key) {
-    return key.IsScalar() && key.Tag() == "?" && key.Scalar() == "<<";
-  }
-
-  Status KeyString(const YAML::Node& key, std::string* out) {
-    if (!key.IsScalar()) {
-      return InvalidArgumentError(
-          "yaml: only scalar map keys have a JSON form");
-    }
-    if (key.Tag() != "?") {
-      *out = key.Scalar();
-      return Status::Ok();
-    }
-    Resolved r = ResolvePlain(key.Scalar());
-    switch (r.kind) {
-      case Resolved::kNull:
-        return InvalidArgumentError("yaml: a null map key has no JSON form");
-      case Resolved::kBool:
-        *out = r.b ? "true" : "false";
-        return Status::Ok();
-      case Resolved::kInt:
-        *out = std::to_string(r.i);
-        return Status::Ok();
-      case Resolved::kUint:
-        *out = std::to_string(r.u);
-        return Status::Ok();
-      case Resolved::kFloat:
-      case Resolved::kString:
-        *out = key.Scalar();
-        return Status::Ok();
-    }
-    return Status::Ok();
-  }
-
-  // Explicit keys win over merged ones; among merged maps the first wins.
-  Status Map(const YAML::Node& node, Value* out) {
-    out->SetObject();
-    std::set<std::string> explicit_keys;
-    for (const auto& kv : node) {
-      if (IsMergeKey(kv.first)) continue;
-      std::string key;
-      RETURN_IF_ERROR(KeyString(kv.first, &key));
-      explicit_keys.insert(key);
-      Value v;
-      RETURN_IF_ERROR(Convert(kv.second, &v));
-      out->AddMember(
-          Value(key.c_str(), static_cast<rapidjson::SizeType>(key.size()),
-                alloc_),
-          v, alloc_);
-    }
-    std::set<std::string> merged;
-    for (const auto& kv : node) {
-      if (!IsMergeKey(kv.first)) continue;
-      std::vector<YAML::Node> sources;
-      if (kv.second.IsMap()) {
-        sources.push_back(kv.second);
-      } else if (kv.second.IsSequence()) {
-        for (const YAML::Node& s : kv.second) sources.push_back(s);
-      }
-      for (const YAML::Node& src : sources) {
-        if (!src.IsMap()) {
-          return InvalidArgumentError(
-              "yaml: map merge requires map or sequence of maps");
-        }
-        for (const auto& m : src) {
-          std::string key;
-          RETURN_IF_ERROR(KeyString(m.first, &key));
-          if (explicit_keys.count(key) || !merged.insert(key).second) continue;
-          Value v;
-          RETURN_IF_ERROR(Convert(m.second, &v));
-          out->AddMember(
-              Value(key.c_str(), static_cast<rapidjson::SizeType>(key.size()),
-                    alloc_),
-              v, alloc_);
-        }
-      }
-    }
-    return Status::Ok();
-  }
-
   void SetString(std::string_view s, Value* out) {
     out->SetString(s.data(), static_cast<rapidjson::SizeType>(s.size()),
                    alloc_);
@@ -381,10 +735,14 @@ class Converter {
     return Status::Ok();
   }
 
-  Status Scalar(const YAML::Node& node, Value* out) {
-    const std::string& tag = node.Tag();
-    const std::string& text = node.Scalar();
-    if (tag == "?") return Resolve(ResolvePlain(text), out);
+  Status Scalar(const TreeNode& n, uint32_t index, Value* out) {
+    const std::string_view text = t_.Text(n);
+    if (n.tag == TreeNode::kPlain) return Resolve(ResolvePlain(text), out);
+    if (n.tag == TreeNode::kNonSpecific) {  // quoted
+      SetString(text, out);
+      return Status::Ok();
+    }
+    const std::string& tag = t_.tags.at(index);
     if (tag.rfind(kTagPrefix, 0) == 0) {
       std::string_view kind = std::string_view(tag).substr(kTagPrefix.size());
       if (kind == "binary") {
@@ -410,19 +768,20 @@ class Converter {
                         (kind == "bool" && r.kind == Resolved::kBool) ||
                         (kind == "null" && r.kind == Resolved::kNull);
         if (!ok) {
-          return InvalidArgumentError("yaml: cannot decode \"" + text +
-                                      "\" as !!" + std::string(kind));
+          return InvalidArgumentError("yaml: cannot decode \"" +
+                                      std::string(text) + "\" as !!" +
+                                      std::string(kind));
         }
         return Resolve(r, out);
       }
     }
-    // Quoted scalars ("!"), !!str and unknown tags are strings.
+    // !!str and unknown tags are strings.
     SetString(text, out);
     return Status::Ok();
   }
 
+  const YamlTree& t_;
   Allocator& alloc_;
-  size_t nodes_ = 0;
 };
 
 Status YamlError(const YAML::Exception& e) {
@@ -536,54 +895,77 @@ void Indent(int n, std::string* out) {
   out->append(static_cast<size_t>(n), ' ');
 }
 
-void AppendSequence(const Value& arr, int indent, bool first_inline,
-                    std::string* out);
-
-void AppendMapping(const Value& obj, int indent, bool first_inline,
-                   std::string* out) {
-  std::vector<const Value::Member*> members;
-  members.reserve(obj.MemberCount());
-  for (const auto& m : obj.GetObject()) members.push_back(&m);
-  std::stable_sort(members.begin(), members.end(), [](auto* a, auto* b) {
-    return std::string_view(a->name.GetString(), a->name.GetStringLength()) <
-           std::string_view(b->name.GetString(), b->name.GetStringLength());
-  });
-  bool first = true;
-  for (const Value::Member* m : members) {
-    if (!(first && first_inline)) Indent(indent, out);
-    first = false;
-    AppendString(
-        std::string_view(m->name.GetString(), m->name.GetStringLength()), out);
-    *out += ':';
-    const Value& v = m->value;
-    if (v.IsObject() && v.MemberCount() > 0) {
-      *out += '\n';
-      AppendMapping(v, indent + 2, false, out);
-    } else if (v.IsArray() && !v.Empty()) {
-      *out += '\n';
-      AppendSequence(v, indent, false, out);  // go-yaml: not indented
-    } else {
-      *out += ' ';
-      AppendScalar(v, out);
-      *out += '\n';
-    }
-  }
+bool IsNonEmptyContainer(const Value& v) {
+  return (v.IsObject() && v.MemberCount() > 0) || (v.IsArray() && !v.Empty());
 }
 
-void AppendSequence(const Value& arr, int indent, bool first_inline,
-                    std::string* out) {
-  bool first = true;
-  for (const Value& item : arr.GetArray()) {
-    if (!(first && first_inline)) Indent(indent, out);
-    first = false;
-    *out += "- ";
-    if (item.IsObject() && item.MemberCount() > 0) {
-      AppendMapping(item, indent + 2, true, out);
-    } else if (item.IsArray() && !item.Empty()) {
-      AppendSequence(item, indent + 2, true, out);
+// Block-style output of a non-empty object or array, with an explicit stack
+// rather than recursion (the DOM may be 10,000 levels deep). Mappings list
+// their keys sorted; a sequence under a key is not indented (go-yaml's
+// layout); the first entry of a container inside a sequence shares the
+// "- " line.
+void AppendBlock(const Value& root, std::string* out) {
+  struct Frame {
+    const Value* v;
+    int indent;
+    bool first_inline;
+    size_t next = 0;
+    std::vector<const Value::Member*> members;  // objects: sorted
+  };
+  std::vector<Frame> stack;
+  auto push = [&](const Value& v, int indent, bool first_inline) {
+    Frame f{&v, indent, first_inline};
+    if (v.IsObject()) {
+      f.members.reserve(v.MemberCount());
+      for (const auto& m : v.GetObject()) f.members.push_back(&m);
+      std::stable_sort(f.members.begin(), f.members.end(),
+                       [](auto* a, auto* b) {
+                         return std::string_view(a->name.GetString(),
+                                                 a->name.GetStringLength()) <
+                                std::string_view(b->name.GetString(),
+                                                 b->name.GetStringLength());
+                       });
+    }
+    stack.push_back(std::move(f));
+  };
+  push(root, 0, false);
+  while (!stack.empty()) {
+    Frame& f = stack.back();
+    const size_t count = f.v->IsObject() ? f.members.size() : f.v->Size();
+    if (f.next >= count) {
+      stack.pop_back();
+      continue;
+    }
+    const bool first = f.next++ == 0;
+    const int indent = f.indent;
+    if (!(first && f.first_inline)) Indent(indent, out);
+    if (f.v->IsObject()) {
+      const Value::Member* m = f.members[f.next - 1];
+      AppendString(
+          std::string_view(m->name.GetString(), m->name.GetStringLength()),
+          out);
+      *out += ':';
+      const Value& v = m->value;
+      if (v.IsObject() && v.MemberCount() > 0) {
+        *out += '\n';
+        push(v, indent + 2, false);
+      } else if (v.IsArray() && !v.Empty()) {
+        *out += '\n';
+        push(v, indent, false);  // go-yaml: not indented
+      } else {
+        *out += ' ';
+        AppendScalar(v, out);
+        *out += '\n';
+      }
     } else {
-      AppendScalar(item, out);
-      *out += '\n';
+      const Value& item = (*f.v)[static_cast<rapidjson::SizeType>(f.next - 1)];
+      *out += "- ";
+      if (IsNonEmptyContainer(item)) {
+        push(item, indent + 2, true);
+      } else {
+        AppendScalar(item, out);
+        *out += '\n';
+      }
     }
   }
 }
@@ -592,23 +974,34 @@ void AppendSequence(const Value& arr, int indent, bool first_inline,
 
 StatusOr<std::vector<rapidjson::Document>> ParseYamlStream(
     std::string_view yaml) {
-  std::vector<YAML::Node> nodes;
+  std::istringstream in{std::string(yaml)};
+  TreeBuilder builder(
+      std::clamp<uint64_t>(yaml.size(), kMinAliasBytes, kMaxAliasBytes));
+  std::vector<Document> docs;
+  // yaml-cpp reports malformed input by throwing; this is the boundary.
   try {
-    nodes = YAML::LoadAll(std::string(yaml));
+    YAML::Parser parser(in);
+    while (parser.HandleNextDocument(builder)) {
+      RETURN_IF_ERROR(builder.status());
+      const YamlTree& tree = builder.tree();
+      if (tree.nodes.empty() ||
+          tree.nodes[tree.Resolve(tree.root)].kind == TreeNode::kNull) {
+        continue;  // an empty document
+      }
+      Document doc;
+      RETURN_IF_ERROR(Materializer(tree, &doc.GetAllocator()).Build(&doc));
+      docs.push_back(std::move(doc));
+    }
+  } catch (const YAML::DeepRecursion& e) {
+    // yaml-cpp's own parser recurses; it stops at this depth.
+    return InvalidArgumentError(
+        "yaml: line " + std::to_string(e.mark.line + 1) + ", column " +
+        std::to_string(e.mark.column + 1) + ": exceeded max depth of " +
+        std::to_string(e.depth()));
   } catch (const YAML::Exception& e) {
     return YamlError(e);
-  }
-  std::vector<Document> docs;
-  for (const YAML::Node& node : nodes) {
-    if (node.IsNull() || !node.IsDefined()) continue;
-    Document doc;
-    try {
-      Converter conv(&doc.GetAllocator());
-      RETURN_IF_ERROR(conv.Convert(node, &doc));
-    } catch (const YAML::Exception& e) {
-      return YamlError(e);
-    }
-    docs.push_back(std::move(doc));
+  } catch (const std::exception& e) {
+    return InvalidArgumentError(std::string("yaml: ") + e.what());
   }
   return docs;
 }
@@ -624,12 +1017,22 @@ StatusOr<rapidjson::Document> ParseYamlDocument(std::string_view yaml) {
   return std::move(docs.front());
 }
 
+StatusOr<rapidjson::Document> ParseJsonOrYaml(std::string_view text) {
+  std::string_view trimmed = StripWhitespace(text);
+  if (!trimmed.empty() && (trimmed[0] == '{' || trimmed[0] == '[')) {
+    Document doc;
+    const json::Outcome r = json::ParseDom(text, &doc);
+    if (r.ok()) return doc;
+    if (r.too_deep) return InvalidArgumentError(r.Message());
+    // Not JSON: YAML's flow style ({a: 1}) looks the same.
+  }
+  return ParseYamlDocument(text);
+}
+
 std::string JsonToYaml(const rapidjson::Value& value) {
   std::string out;
-  if (value.IsObject() && value.MemberCount() > 0) {
-    AppendMapping(value, 0, false, &out);
-  } else if (value.IsArray() && !value.Empty()) {
-    AppendSequence(value, 0, false, &out);
+  if (IsNonEmptyContainer(value)) {
+    AppendBlock(value, &out);
   } else {
     AppendScalar(value, &out);
     out += '\n';

@@ -13,6 +13,21 @@
 // merge keys (<<) are expanded. Empty documents in a stream are skipped, as
 // kubectl does. NaN and infinities are rejected (JSON cannot carry them).
 //
+// This is the project's one YAML reader, so its limits hold everywhere
+// (docs/limits.md). Each document is measured before anything is expanded:
+//   - an alias inside its own anchor is refused ("yaml: anchor 'a' value
+//     contains itself", go-yaml's words) instead of recursing forever;
+//   - go-yaml v3's "excessive aliasing" rule: aliases may produce at most
+//     99% of a document's nodes, falling to 10% between 400,000 and
+//     4,000,000 nodes (checked once past 100 alias nodes and 1,000 nodes);
+//   - what aliases add to a stream is at most as many bytes as the input,
+//     at least 1 MiB and at most 8 MiB ("yaml: document contains excessive
+//     aliasing (aliases expand to more than N bytes)");
+//   - the expanded document nests at most 10,000 levels ("yaml: exceeded
+//     max depth of 10000"); yaml-cpp's parser itself stops at 500 levels of
+//     the text.
+// Nothing here recurses over the document, so no input reaches the stack.
+//
 // Output: block style with sorted keys, sequences not indented under their
 // key, and strings quoted whenever a YAML 1.1 reader would otherwise retype
 // them ("true", "1", "~", "") — the layout of `kubectl get -o yaml`.
@@ -40,6 +55,12 @@ StatusOr<std::vector<rapidjson::Document>> ParseYamlStream(
 // Exactly one document (a request body); an empty or multi-document input is
 // an error.
 StatusOr<rapidjson::Document> ParseYamlDocument(std::string_view yaml);
+
+// A server-side apply body, which kubectl sends as JSON or YAML: JSON when
+// the text starts with '{' or '[' and parses (within base/json.h's depth
+// limit; a JSON text that is too deep is refused as such), else one YAML
+// document.
+StatusOr<rapidjson::Document> ParseJsonOrYaml(std::string_view text);
 
 // One YAML document (no leading "---"), ending in a newline.
 std::string JsonToYaml(const rapidjson::Value& value);

@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "base/json.h"
 #include "objects/test_util.h"
 #include "objects/types.h"
 
@@ -11,6 +12,7 @@ namespace {
 
 using ::testing::HasSubstr;
 using testing::JsonEqual;
+using testing::ReadFile;
 using testing::ReadTestdata;
 
 std::string YamlToJsonText(std::string_view yaml) {
@@ -107,19 +109,156 @@ TEST(YamlIn, AnchorsAliasesAndMergeKeys) {
                      "merged:\n  <<: *b\n  b: 3\n  c: 4\n")));
 }
 
-TEST(YamlIn, AliasBombsAreRefused) {
-  std::string yaml = "a: &a [x, x, x, x, x, x, x, x, x, x]\n";
-  std::string prev = "a";
-  for (int i = 0; i < 8; ++i) {
-    std::string name = "l" + std::to_string(i);
-    yaml += name + ": &" + name + " [";
-    for (int j = 0; j < 10; ++j) yaml += (j ? ", *" : "*") + prev;
-    yaml += "]\n";
-    prev = name;
+std::string Hostile(const std::string& name) {
+  return ReadFile(std::string(KPLANE_HOSTILE_TESTDATA) + "/yaml/" + name);
+}
+
+StatusOr<rapidjson::Document> ParseHostile(const std::string& name) {
+  std::string text = Hostile(name);
+  EXPECT_FALSE(text.empty()) << name;
+  return ParseYamlDocument(text);
+}
+
+TEST(YamlIn, AliasCyclesAreRefused) {
+  // Each of these recursed until the stack ran out.
+  for (const char* name :
+       {"alias_cycle_configmap.yaml", "alias_cycle_apply.yaml",
+        "alias_cycle_merge.yaml"}) {
+    StatusOr<rapidjson::Document> doc = ParseHostile(name);
+    ASSERT_FALSE(doc.ok()) << name;
+    EXPECT_EQ(doc.status().message(), "yaml: anchor 'a' value contains itself")
+        << name;
+  }
+  EXPECT_FALSE(ParseYamlDocument("x: &a [*a]").ok());
+}
+
+TEST(YamlIn, BillionLaughsAreRefused) {
+  StatusOr<rapidjson::Document> doc = ParseHostile("billion_laughs.yaml");
+  ASSERT_FALSE(doc.ok());
+  EXPECT_THAT(doc.status().message(), HasSubstr("excessive aliasing"));
+}
+
+// go-yaml's node rule on its own: 500 aliases of a 200-element list make
+// 99.3% of the decoded nodes (100,500 of 101,205: each alias is decoded
+// itself, then its 201 nodes), but only ~300 KB.
+TEST(YamlIn, AliasesMayNotMakeMostOfTheNodes) {
+  std::string yaml = "a: &a [";
+  for (int i = 0; i < 200; ++i) yaml += i ? ",1" : "1";
+  yaml += "]\nb: [";
+  for (int i = 0; i < 500; ++i) yaml += i ? ",*a" : "*a";
+  yaml += "]\n";
+  StatusOr<rapidjson::Document> doc = ParseYamlDocument(yaml);
+  ASSERT_FALSE(doc.ok());
+  EXPECT_EQ(doc.status().message(),
+            "yaml: document contains excessive aliasing");
+  // 150 aliases make 98.8% (30,150 of 30,505) and are fine.
+  yaml = "a: &a [";
+  for (int i = 0; i < 200; ++i) yaml += i ? ",1" : "1";
+  yaml += "]\nb: [";
+  for (int i = 0; i < 150; ++i) yaml += i ? ",*a" : "*a";
+  yaml += "]\n";
+  StatusOr<rapidjson::Document> fine = ParseYamlDocument(yaml);
+  ASSERT_TRUE(fine.ok()) << fine.status();
+  EXPECT_EQ((*fine)["b"].Size(), 150u);
+}
+
+// The issue's 2.4 MB body: one 2 MiB string aliased 100,000 times (200 GB
+// expanded). Refused before anything is copied.
+TEST(YamlIn, ALargeValueAliasedManyTimesIsRefusedCheaply) {
+  std::string yaml = "s: &s " + std::string(2 << 20, 'x') + "\nl: [";
+  for (int i = 0; i < 100000; ++i) yaml += i ? ",*s" : "*s";
+  yaml += "]\n";
+  StatusOr<rapidjson::Document> doc = ParseYamlDocument(yaml);
+  ASSERT_FALSE(doc.ok());
+  EXPECT_THAT(doc.status().message(), HasSubstr("excessive aliasing"));
+}
+
+// The byte budget on its own: enough plain nodes that the node ratio is
+// met, but 200 copies of 64 KiB (12.5 MiB) from a 70 KB text.
+TEST(YamlIn, AliasesMayAddOnlyAsManyBytesAsTheBudget) {
+  std::string yaml = "s: &s " + std::string(64 << 10, 'x') + "\np: [";
+  for (int i = 0; i < 1000; ++i) yaml += i ? ",1" : "1";
+  yaml += "]\nl: [";
+  for (int i = 0; i < 200; ++i) yaml += i ? ",*s" : "*s";
+  yaml += "]\n";
+  StatusOr<rapidjson::Document> doc = ParseYamlDocument(yaml);
+  ASSERT_FALSE(doc.ok());
+  EXPECT_EQ(doc.status().message(),
+            "yaml: document contains excessive aliasing (aliases expand to "
+            "more than 1048576 bytes)");
+  // Ten copies (640 KiB) are within the 1 MiB a small input may expand by.
+  yaml = "s: &s " + std::string(64 << 10, 'x') + "\nl: [";
+  for (int i = 0; i < 10; ++i) yaml += i ? ",*s" : "*s";
+  yaml += "]\n";
+  StatusOr<rapidjson::Document> fine = ParseYamlDocument(yaml);
+  ASSERT_TRUE(fine.ok()) << fine.status();
+  EXPECT_EQ((*fine)["l"].Size(), 10u);
+}
+
+TEST(YamlIn, MergeChainsCountAsAliasing) {
+  // Each map merges the previous one: quadratic without a bound.
+  std::string yaml = "m0: &m0 {k0: 0}\n";
+  for (int i = 1; i < 3000; ++i) {
+    yaml += "m" + std::to_string(i) + ": &m" + std::to_string(i) + " {<<: *m" +
+            std::to_string(i - 1) + ", k" + std::to_string(i) + ": 0}\n";
   }
   StatusOr<rapidjson::Document> doc = ParseYamlDocument(yaml);
   ASSERT_FALSE(doc.ok());
-  EXPECT_THAT(doc.status().message(), HasSubstr("too large"));
+  EXPECT_THAT(doc.status().message(), HasSubstr("excessive aliasing"));
+}
+
+TEST(YamlIn, NestingIsBounded) {
+  // Aliases that nest past 10,000 levels from a 22 KB text.
+  StatusOr<rapidjson::Document> chain = ParseHostile("alias_depth_chain.yaml");
+  ASSERT_FALSE(chain.ok());
+  EXPECT_EQ(chain.status().message(), "yaml: exceeded max depth of 10000");
+  // yaml-cpp's own parser recurses over the text and stops at 500 levels.
+  StatusOr<rapidjson::Document> flow = ParseHostile("deep_flow_600.yaml");
+  ASSERT_FALSE(flow.ok());
+  EXPECT_THAT(flow.status().message(), HasSubstr("exceeded max depth"));
+  // Deep but legal: 9,800 levels through aliases (20 anchors of 490).
+  std::string yaml =
+      "a0: &a0 " + std::string(490, '[') + "x" + std::string(490, ']') + "\n";
+  for (int i = 1; i < 20; ++i) {
+    yaml += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " " +
+            std::string(490, '[') + "*a" + std::to_string(i - 1) +
+            std::string(490, ']') + "\n";
+  }
+  StatusOr<rapidjson::Document> deep = ParseYamlDocument(yaml);
+  ASSERT_TRUE(deep.ok()) << deep.status();
+  EXPECT_EQ(json::Measure(*deep).depth, 1 + 20 * 490);
+  // ...and it prints back as YAML without recursion.
+  EXPECT_FALSE(JsonToYaml((*deep)["a19"]).empty());
+}
+
+TEST(YamlIn, ParseJsonOrYaml) {
+  struct C {
+    const char* text;
+    const char* want;
+  } cases[] = {
+      {R"({"a": 1})", R"({"a":1})"},
+      {"{a: 1}", R"({"a":1})"},  // YAML flow, not JSON
+      {"apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  labels:\n    "
+       "a: \"1\"\nspec:\n  replicas: 3\n  paused: false\n  x: ~\n  f: 1.5\n"
+       "  list:\n  - a\n  - 2\n",
+       R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","labels":{"a":"1"}},
+          "spec":{"replicas":3,"paused":false,"x":null,"f":1.5,"list":["a",2]}})"},
+      {"a: '007'\nb: 007x\n", R"({"a":"007","b":"007x"})"},
+  };
+  for (const auto& c : cases) {
+    StatusOr<rapidjson::Document> d = ParseJsonOrYaml(c.text);
+    ASSERT_TRUE(d.ok()) << d.status();
+    rapidjson::StringBuffer buf;
+    rapidjson::Writer<rapidjson::StringBuffer> w(buf);
+    d->Accept(w);
+    EXPECT_TRUE(JsonEqual(c.want, buf.GetString())) << c.text;
+  }
+  EXPECT_FALSE(ParseJsonOrYaml("a: [1,\n").ok());
+  // JSON past the depth limit is refused as such, not retried as YAML.
+  StatusOr<rapidjson::Document> deep = ParseJsonOrYaml(ReadFile(
+      std::string(KPLANE_HOSTILE_TESTDATA) + "/json/deep_array_10001.json"));
+  ASSERT_FALSE(deep.ok());
+  EXPECT_EQ(deep.status().message(), "exceeded max depth of 10000");
 }
 
 TEST(YamlIn, StreamsSkipEmptyDocuments) {

@@ -214,6 +214,7 @@ void ApiServer::Impl::BuildBackends() {
   ro.clock = opts.clock;
   ro.event_ttl_seconds =
       std::chrono::duration_cast<std::chrono::seconds>(opts.event_ttl).count();
+  ro.max_patched_bytes = opts.max_request_body_bytes;
   ro.namespace_check = [this](const objects::ResourceInfo& r, std::string_view name,
                               std::string_view ns) {
     return CheckNamespace(r, name, ns);

@@ -1,5 +1,11 @@
 #include "apiserver/patching.h"
 
+#include <algorithm>
+#include <functional>
+#include <optional>
+
+#include "base/deep_stack.h"
+#include "base/json.h"
 #include "objects/codec.h"
 #include "objects/meta.h"
 #include "objects/patch/apply.h"
@@ -8,6 +14,7 @@
 #include "objects/patch/merge_patch.h"
 #include "objects/patch/patch_meta.h"
 #include "objects/patch/strategic.h"
+#include "objects/yaml.h"
 
 namespace kplane::apiserver {
 
@@ -33,7 +40,23 @@ ApiError FromPatchStatus(const Status& s) {
     e.message = s.message();
     return e;
   }
+  if (s.Is(StatusCode::kTooLarge) || s.Is(StatusCode::kResourceExhausted)) {
+    return ApiError::FromStatus(s);  // 413, 429
+  }
   return ApiError::BadRequest(s.message());
+}
+
+int DepthOf(const rapidjson::Value& v) { return json::Measure(v).depth; }
+
+// Runs `work` where its recursion fits: the patch algorithms recurse once
+// per level of the documents, and a body or stored object may be 10,000
+// levels deep (base/deep_stack.h).
+template <typename T>
+ApiResult<T> RunForDepth(int depth, const std::function<ApiResult<T>()>& work) {
+  std::optional<ApiResult<T>> out;
+  Status ran = kplane::RunForDepth(depth, [&] { out.emplace(work()); });
+  if (!ran.ok()) return FromPatchStatus(ran);
+  return std::move(*out);
 }
 
 // Decodes a patched DOM into a new object of `kind`, checking apiVersion
@@ -66,60 +89,69 @@ ApiResult<MutableMessage> DecodePatched(const rapidjson::Value& dom,
 
 }  // namespace
 
-ApiResult<MutableMessage> ApplyPatch(const google::protobuf::Message& current,
-                                     const objects::KindInfo& kind, PatchType type,
-                                     std::string_view patch_body,
-                                     FieldValidation validation,
-                                     std::vector<std::string>* warnings) {
-  rapidjson::Document doc;
-  auto& alloc = doc.GetAllocator();
-  rapidjson::Value target = objects::ToJsonValue(current, alloc, kind.type_meta());
+ApiResult<MutableMessage> ApplyPatch(
+    const google::protobuf::Message& current, const objects::KindInfo& kind,
+    PatchType type, std::string_view patch_body, FieldValidation validation,
+    std::vector<std::string>* warnings, const patch::PatchLimits& limits) {
   rapidjson::Document patch_doc;
   Status parsed = patch::ParseJson(patch_body, &patch_doc);
   if (!parsed.ok()) return ApiError::BadRequest(parsed.message());
-  switch (type) {
-    case PatchType::kJsonPatch: {
-      if (!patch_doc.IsArray()) {
-        return ApiError::BadRequest(
-            "json: cannot unmarshal object into Go value of type "
-            "jsonpatch.Patch");
+  rapidjson::Document doc;
+  auto& alloc = doc.GetAllocator();
+  rapidjson::Value target =
+      objects::ToJsonValue(current, alloc, kind.type_meta());
+  const int depth = std::max(DepthOf(target), DepthOf(patch_doc));
+  return RunForDepth<MutableMessage>(depth, [&]() -> ApiResult<MutableMessage> {
+    switch (type) {
+      case PatchType::kJsonPatch: {
+        if (!patch_doc.IsArray()) {
+          return ApiError::BadRequest(
+              "json: cannot unmarshal object into Go value of type "
+              "jsonpatch.Patch");
+        }
+        // Operation count, size and depth are checked as it applies.
+        Status s = patch::ApplyJsonPatch(target, patch_doc, alloc, limits);
+        if (!s.ok()) return FromPatchStatus(s);
+        break;
       }
-      Status s = patch::ApplyJsonPatch(target, patch_doc, alloc);
-      if (!s.ok()) return FromPatchStatus(s);
-      break;
-    }
-    case PatchType::kMergePatch:
-      patch::ApplyMergePatch(target, patch_doc, alloc);
-      break;
-    case PatchType::kStrategicMergePatch: {
-      if (!patch_doc.IsObject()) {
-        return ApiError::BadRequest(
-            "json: cannot unmarshal array into Go value of type "
-            "map[string]interface {}");
+      case PatchType::kMergePatch:
+        patch::ApplyMergePatch(target, patch_doc, alloc);
+        break;
+      case PatchType::kStrategicMergePatch: {
+        if (!patch_doc.IsObject()) {
+          return ApiError::BadRequest(
+              "json: cannot unmarshal array into Go value of type "
+              "map[string]interface {}");
+        }
+        Status s = patch::StrategicMergePatch(target, patch_doc, SchemaOf(kind),
+                                              alloc);
+        if (!s.ok()) return FromPatchStatus(s);
+        break;
       }
-      Status s =
-          patch::StrategicMergePatch(target, patch_doc, SchemaOf(kind), alloc);
-      if (!s.ok()) return FromPatchStatus(s);
-      break;
+      case PatchType::kApply:
+        return ApiError::Internal("apply patch through ApplyPatch");
     }
-    case PatchType::kApply:
-      return ApiError::Internal("apply patch through ApplyPatch");
-  }
-  if (!target.IsObject()) {
-    return ApiError::BadRequest("the patch does not result in an object");
-  }
-  return DecodePatched(target, kind, validation, warnings);
+    if (!target.IsObject()) {
+      return ApiError::BadRequest("the patch does not result in an object");
+    }
+    // A merge grows the object by at most the patch, but the result must
+    // fit the same bounds as any body.
+    Status bounded = patch::CheckBounds(target, limits, "the patched object");
+    if (!bounded.ok()) return FromPatchStatus(bounded);
+    return DecodePatched(target, kind, validation, warnings);
+  });
 }
 
 ApiResult<MutableMessage> ServerSideApplyObject(
     const google::protobuf::Message* live, const objects::KindInfo& kind,
     std::string_view body, const ApplyParams& params,
-    std::vector<std::string>* warnings) {
+    std::vector<std::string>* warnings, const patch::PatchLimits& limits) {
   rapidjson::Document doc;
   auto& alloc = doc.GetAllocator();
-  rapidjson::Document applied;
-  Status parsed = patch::ParseJsonOrYaml(body, &applied);
-  if (!parsed.ok()) return ApiError::BadRequest(parsed.message());
+  // The one YAML converter (aliases, depth and expansion bounded).
+  StatusOr<rapidjson::Document> parsed = objects::ParseJsonOrYaml(body);
+  if (!parsed.ok()) return ApiError::BadRequest(parsed.status().message());
+  rapidjson::Document& applied = *parsed;
   if (!applied.IsObject()) {
     return ApiError::BadRequest("apply patch must be a JSON or YAML object");
   }
@@ -135,49 +167,57 @@ ApiResult<MutableMessage> ServerSideApplyObject(
                                 ") does not match the expected API version (" +
                                 kind.gv.ApiVersion() + ")");
   }
-  // Type errors and unknown fields of the configuration itself.
-  {
-    MutableMessage scratch = kind.New();
-    StatusOr<objects::DecodeResult> r =
-        objects::DecodeJsonValue(applied, scratch.get());
-    if (!r.ok()) return ApiError::BadRequest(r.status().message());
-    if (!r->strict_ok()) {
-      if (params.validation == FieldValidation::kStrict) {
-        return ApiError::BadRequest(r->StrictErrorMessage());
-      }
-      if (params.validation == FieldValidation::kWarn && warnings != nullptr) {
-        for (std::string& w : r->Warnings()) warnings->push_back(std::move(w));
-      }
-    }
-  }
   rapidjson::Value live_dom;
   if (live != nullptr)
     live_dom = objects::ToJsonValue(*live, alloc, kind.type_meta());
-  patch::ApplyOptions opts;
-  opts.manager = params.manager;
-  opts.api_version = kind.gv.ApiVersion();
-  opts.time = params.time;
-  opts.force = params.force;
-  opts.schema = SchemaOf(kind);
-  opts.ignored = params.ignored;
-  rapidjson::Value result;
-  std::vector<patch::FieldConflict> conflicts;
-  Status s = patch::ServerSideApply(live != nullptr ? &live_dom : nullptr,
-                                    applied, opts, &result, alloc, &conflicts);
-  if (s.Is(StatusCode::kConflict)) {
-    ApiError e;
-    e.code = 409;
-    e.reason = "Conflict";
-    e.message = s.message();
-    for (const patch::FieldConflict& c : conflicts) {
-      e.causes.push_back(
-          {"FieldManagerConflict", "conflict with " + c.manager, c.field});
+  const int depth = std::max(DepthOf(live_dom), DepthOf(applied));
+  return RunForDepth<MutableMessage>(depth, [&]() -> ApiResult<MutableMessage> {
+    // Type errors and unknown fields of the configuration itself.
+    {
+      MutableMessage scratch = kind.New();
+      StatusOr<objects::DecodeResult> r =
+          objects::DecodeJsonValue(applied, scratch.get());
+      if (!r.ok()) return ApiError::BadRequest(r.status().message());
+      if (!r->strict_ok()) {
+        if (params.validation == FieldValidation::kStrict) {
+          return ApiError::BadRequest(r->StrictErrorMessage());
+        }
+        if (params.validation == FieldValidation::kWarn &&
+            warnings != nullptr) {
+          for (std::string& w : r->Warnings())
+            warnings->push_back(std::move(w));
+        }
+      }
     }
-    return e;
-  }
-  if (!s.ok()) return FromPatchStatus(s);
-  // Unknown fields were reported above; the merged object decodes quietly.
-  return DecodePatched(result, kind, FieldValidation::kIgnore, nullptr);
+    patch::ApplyOptions opts;
+    opts.manager = params.manager;
+    opts.api_version = kind.gv.ApiVersion();
+    opts.time = params.time;
+    opts.force = params.force;
+    opts.schema = SchemaOf(kind);
+    opts.ignored = params.ignored;
+    rapidjson::Value result;
+    std::vector<patch::FieldConflict> conflicts;
+    Status s =
+        patch::ServerSideApply(live != nullptr ? &live_dom : nullptr, applied,
+                               opts, &result, alloc, &conflicts);
+    if (s.Is(StatusCode::kConflict)) {
+      ApiError e;
+      e.code = 409;
+      e.reason = "Conflict";
+      e.message = s.message();
+      for (const patch::FieldConflict& c : conflicts) {
+        e.causes.push_back(
+            {"FieldManagerConflict", "conflict with " + c.manager, c.field});
+      }
+      return e;
+    }
+    if (!s.ok()) return FromPatchStatus(s);
+    Status bounded = patch::CheckBounds(result, limits, "the applied object");
+    if (!bounded.ok()) return FromPatchStatus(bounded);
+    // Unknown fields were reported above; the merged object decodes quietly.
+    return DecodePatched(result, kind, FieldValidation::kIgnore, nullptr);
+  });
 }
 
 namespace {
@@ -229,8 +269,14 @@ Status TrackManagedFields(
   opts.time = time;
   opts.schema = SchemaOf(kind);
   opts.ignored = ignored;
-  RETURN_IF_ERROR(patch::UpdateManagedFields(
-      old != nullptr ? &old_dom : nullptr, new_dom, opts, alloc));
+  // Stored raw JSON (fieldsV1, RawExtension) may be deep.
+  const int depth = std::max(DepthOf(new_dom), DepthOf(old_dom));
+  Status updated;
+  RETURN_IF_ERROR(kplane::RunForDepth(depth, [&] {
+    updated = patch::UpdateManagedFields(old != nullptr ? &old_dom : nullptr,
+                                         new_dom, opts, alloc);
+  }));
+  RETURN_IF_ERROR(updated);
   meta->clear_managedfields();
   const rapidjson::Value* nm = patch::FindMember(new_dom, "metadata");
   const rapidjson::Value* mf =

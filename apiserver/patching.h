@@ -11,6 +11,13 @@
 // 400; a server-side apply conflict is 409 Conflict with one cause of type
 // FieldManagerConflict per field.
 //
+// Limits (patch::PatchLimits; docs/limits.md): bodies nest at most 10,000
+// levels (400 "exceeded max depth of 10000"); a JSON patch has at most
+// 10,000 operations (413) and its copies add at most max_bytes (422); the
+// patched or applied object is at most max_bytes (413) and 10,000 levels
+// (400). Inputs deeper than base/deep_stack.h's kInlineDepth are patched on
+// a deep stack.
+//
 // Thread-safety: pure functions.
 #ifndef KPLANE_APISERVER_PATCHING_H_
 #define KPLANE_APISERVER_PATCHING_H_
@@ -21,10 +28,11 @@
 #include <string>
 #include <vector>
 
-#include "objects/scheme.h"
 #include "apiserver/errors.h"
 #include "apiserver/negotiation.h"
 #include "apiserver/query_params.h"
+#include "objects/patch/json_value.h"
+#include "objects/scheme.h"
 
 namespace kplane::apiserver {
 
@@ -34,10 +42,11 @@ using MutableMessage = std::unique_ptr<google::protobuf::Message>;
 // `kind`. Unknown fields in the result are warnings (appended to
 // `warnings`) or, under Strict, a 400.
 ApiResult<MutableMessage> ApplyPatch(const google::protobuf::Message& current,
-                                     const objects::KindInfo& kind, PatchType type,
-                                     std::string_view patch,
+                                     const objects::KindInfo& kind,
+                                     PatchType type, std::string_view patch,
                                      FieldValidation validation,
-                                     std::vector<std::string>* warnings);
+                                     std::vector<std::string>* warnings,
+                                     const patch::PatchLimits& limits = {});
 
 struct ApplyParams {
   std::string manager;
@@ -54,7 +63,7 @@ struct ApplyParams {
 ApiResult<MutableMessage> ServerSideApplyObject(
     const google::protobuf::Message* live, const objects::KindInfo& kind,
     std::string_view body, const ApplyParams& params,
-    std::vector<std::string>* warnings);
+    std::vector<std::string>* warnings, const patch::PatchLimits& limits = {});
 
 // managedFields for a non-apply write of `obj` over `old` (null on create):
 // the changed fields become owned by `manager` with operation Update. When

@@ -591,6 +591,12 @@ ApiResult<WriteResult> ResourceStore::Update(std::string_view ns,
   return r;
 }
 
+patch::PatchLimits ResourceStore::PatchBounds() const {
+  patch::PatchLimits limits;
+  limits.max_bytes = options_.max_patched_bytes;
+  return limits;
+}
+
 ApiResult<WriteResult> ResourceStore::Patch(
     std::string_view ns, std::string_view name, std::string_view subresource,
     PatchType type, std::string_view patch, const WriteContext& ctx) {
@@ -614,7 +620,7 @@ ApiResult<WriteResult> ResourceStore::Patch(
         [&](const Msg* cur) -> ApiResult<MutableObject> {
           attempt_warnings.clear();
           ApiResult<MutableMessage> applied = ServerSideApplyObject(
-              cur, kind, patch, params, &attempt_warnings);
+              cur, kind, patch, params, &attempt_warnings, PatchBounds());
           if (IsError(applied)) return std::get<ApiError>(std::move(applied));
           MutableObject n = std::get<MutableMessage>(std::move(applied));
           if (auto e = MatchUrl(*resource_, ns, name, n.get())) return *e;
@@ -637,8 +643,9 @@ ApiResult<WriteResult> ResourceStore::Patch(
         ns, name, false, ctx.dry_run,
         [&](const Msg* cur) -> ApiResult<MutableObject> {
           attempt_warnings.clear();
-          ApiResult<MutableMessage> patched = ApplyPatch(
-              *cur, kind, type, patch, ctx.field_validation, &attempt_warnings);
+          ApiResult<MutableMessage> patched =
+              ApplyPatch(*cur, kind, type, patch, ctx.field_validation,
+                         &attempt_warnings, PatchBounds());
           if (IsError(patched)) return std::get<ApiError>(std::move(patched));
           MutableObject n = std::get<MutableMessage>(std::move(patched));
           if (auto e = MatchUrl(*resource_, ns, name, n.get())) return *e;
@@ -911,7 +918,7 @@ ApiResult<WriteResult> ResourceStore::PatchScale(std::string_view ns,
         objects::autoscalingv1::Scale current = strategy_->ToScale(*cur);
         ApiResult<MutableMessage> patched =
             ApplyPatch(current, *scale_kind, type, patch, ctx.field_validation,
-                       &attempt_warnings);
+                       &attempt_warnings, PatchBounds());
         if (IsError(patched)) return std::get<ApiError>(std::move(patched));
         auto* scale = dynamic_cast<objects::autoscalingv1::Scale*>(
             std::get<MutableMessage>(patched).get());

@@ -53,6 +53,7 @@
 #include "apiserver/storage/object_store.h"
 #include "base/clock.h"
 #include "base/mutex.h"
+#include "objects/patch/json_value.h"
 
 namespace kplane::apiserver {
 
@@ -88,6 +89,8 @@ struct ResourceStoreOptions {
   // Lease TTL for events (0 = none).
   int64_t event_ttl_seconds = 3600;
   NamespaceCheck namespace_check;  // null: no check
+  // The largest object a PATCH may produce (the request body limit).
+  size_t max_patched_bytes = size_t{3} << 20;
 };
 
 class ResourceStore {
@@ -182,6 +185,8 @@ class ResourceStore {
 
   std::string NewUid();
   std::string GenerateNameSuffix();
+  // The bounds on what a PATCH may produce.
+  patch::PatchLimits PatchBounds() const;
 
   const objects::ResourceInfo* resource_;
   const Strategy* strategy_;

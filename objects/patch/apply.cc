@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <set>
 
+#include "base/json.h"
 #include "objects/patch/strategic.h"
 
 namespace kplane::patch {
@@ -35,8 +36,7 @@ const std::vector<std::vector<std::string>>& AlwaysIgnored() {
 JsonValue ParseElementJson(std::string_view text, JsonAllocator& alloc,
                            bool* ok) {
   rapidjson::Document d(&alloc);
-  d.Parse(text.data(), text.size());
-  *ok = !d.HasParseError();
+  *ok = json::ParseDom(text, &d).ok();
   JsonValue out(d, alloc);
   return out;
 }
@@ -333,9 +333,9 @@ std::string PathString(const std::vector<std::string>& path) {
         break;
       case 'k': {
         rapidjson::Document d;
-        d.Parse(body.data(), body.size());
+        const bool parsed = json::ParseDom(body, &d).ok();
         s += "[";
-        if (!d.HasParseError() && d.IsObject()) {
+        if (parsed && d.IsObject()) {
           bool first = true;
           for (const auto& m : d.GetObject()) {
             if (!first) s += ",";

@@ -1,5 +1,7 @@
 #include "objects/patch/json_patch.h"
 
+#include <algorithm>
+
 #include "base/strings.h"
 
 namespace kplane::patch {
@@ -49,6 +51,56 @@ Status NotApplicable(std::string_view op, std::string_view path) {
                                  " operation does not apply: doc is missing "
                                  "path: \"" +
                                  std::string(path) + "\": missing value");
+}
+
+// What the operations so far did to the document, against PatchLimits.
+struct Budget {
+  const PatchLimits& limits;
+  size_t bytes;         // the document's size (json::Measure's estimate)
+  size_t copied = 0;    // added by "copy" operations
+  int64_t depth_bound;  // at least the document's depth
+};
+
+Status TooLarge(const Budget& b) {
+  return Status(StatusCode::kTooLarge,
+                "the patched object would be larger than " +
+                    std::to_string(b.limits.max_bytes) + " bytes");
+}
+
+// Accounts for inserting a value of extent `e` at `tokens`; a member it
+// replaces is measured and taken off. Where nothing can be inserted (no
+// parent container) it accounts for nothing: Add then reports the path.
+Status Insert(JsonValue& doc, const std::vector<std::string>& tokens,
+              const json::Extent& e, Budget* b) {
+  const JsonValue* parent =
+      tokens.empty() ? nullptr : Resolve(doc, tokens, tokens.size() - 1);
+  if (!tokens.empty() &&
+      (parent == nullptr || !(parent->IsObject() || parent->IsArray()))) {
+    return Status::Ok();
+  }
+  if (static_cast<int64_t>(tokens.size()) + e.depth > b->limits.max_depth) {
+    return InvalidArgumentError(json::MaxDepthMessage(b->limits.max_depth));
+  }
+  b->depth_bound = std::max<int64_t>(
+      b->depth_bound, static_cast<int64_t>(tokens.size()) + e.depth);
+  // e.bytes <= max_bytes (measured with that cap), so this cannot overflow.
+  b->bytes += e.bytes + (tokens.empty() ? 0 : tokens.back().size() + 4);
+  if (!tokens.empty()) {
+    if (parent->IsObject()) {
+      if (const JsonValue* old = FindMember(*parent, tokens.back())) {
+        const size_t gone = json::Measure(*old).bytes;
+        b->bytes -= std::min(b->bytes, gone);
+      }
+    }
+  } else {
+    b->bytes = e.bytes;  // the whole document is replaced
+  }
+  if (b->bytes > b->limits.max_bytes) return TooLarge(*b);
+  return Status::Ok();
+}
+
+void Removed(const JsonValue& v, Budget* b) {
+  b->bytes -= std::min(b->bytes, json::Measure(v).bytes);
 }
 
 Status Add(JsonValue& doc, const std::vector<std::string>& tokens,
@@ -120,7 +172,8 @@ Status Remove(JsonValue& doc, const std::vector<std::string>& tokens,
   return NotApplicable(op, path);
 }
 
-Status ApplyOne(JsonValue& doc, const JsonValue& op_obj, JsonAllocator& alloc) {
+Status ApplyOne(JsonValue& doc, const JsonValue& op_obj, JsonAllocator& alloc,
+                Budget* b) {
   if (!op_obj.IsObject()) {
     return InvalidArgumentError("json patch operation must be an object");
   }
@@ -155,11 +208,15 @@ Status ApplyOne(JsonValue& doc, const JsonValue& op_obj, JsonAllocator& alloc) {
 
   if (name == "add") {
     RETURN_IF_ERROR(need_value());
+    RETURN_IF_ERROR(Insert(doc, tokens, json::Measure(*value), b));
     JsonValue v(*value, alloc);
     return Add(doc, tokens, path, v, alloc);
   }
   if (name == "remove") {
-    return Remove(doc, tokens, path, nullptr);
+    JsonValue removed;
+    RETURN_IF_ERROR(Remove(doc, tokens, path, &removed));
+    Removed(removed, b);
+    return Status::Ok();
   }
   if (name == "replace") {
     RETURN_IF_ERROR(need_value());
@@ -169,6 +226,15 @@ Status ApplyOne(JsonValue& doc, const JsonValue& op_obj, JsonAllocator& alloc) {
           "replace operation does not apply: doc is missing key: " +
           std::string(path) + ": missing value");
     }
+    Removed(*target, b);
+    json::Extent e = json::Measure(*value);
+    if (static_cast<int64_t>(tokens.size()) + e.depth > b->limits.max_depth) {
+      return InvalidArgumentError(json::MaxDepthMessage(b->limits.max_depth));
+    }
+    b->depth_bound = std::max<int64_t>(
+        b->depth_bound, static_cast<int64_t>(tokens.size()) + e.depth);
+    b->bytes += e.bytes;
+    if (b->bytes > b->limits.max_bytes) return TooLarge(*b);
     target->CopyFrom(*value, alloc);
     return Status::Ok();
   }
@@ -179,6 +245,24 @@ Status ApplyOne(JsonValue& doc, const JsonValue& op_obj, JsonAllocator& alloc) {
       return FailedPreconditionError(
           "move operation does not apply: \"from\" is a prefix of \"path\"");
     }
+    // The size does not change. The moved value is at most
+    // depth_bound - from.size() deep; it is measured only when that bound
+    // would not fit at the new place, so that moving a large value back and
+    // forth costs no walks over it.
+    if (static_cast<int64_t>(tokens.size()) + b->depth_bound -
+            static_cast<int64_t>(from.size()) >
+        b->limits.max_depth) {
+      const JsonValue* src = Resolve(doc, from, from.size());
+      if (src != nullptr) {
+        const int depth = json::Measure(*src).depth;
+        if (static_cast<int64_t>(tokens.size()) + depth > b->limits.max_depth) {
+          return InvalidArgumentError(
+              json::MaxDepthMessage(b->limits.max_depth));
+        }
+        b->depth_bound = std::max<int64_t>(
+            b->depth_bound, static_cast<int64_t>(tokens.size()) + depth);
+      }
+    }
     JsonValue moved;
     RETURN_IF_ERROR(Remove(doc, from, path, &moved, "move"));
     return Add(doc, tokens, path, moved, alloc, "move");
@@ -187,6 +271,19 @@ Status ApplyOne(JsonValue& doc, const JsonValue& op_obj, JsonAllocator& alloc) {
     ASSIGN_OR_RETURN(auto from, from_tokens());
     JsonValue* src = Resolve(doc, from, from.size());
     if (src == nullptr) return NotApplicable("copy", path);
+    // Kubernetes caps what copies add in total (evanphx/json-patch's
+    // AccumulatedCopySizeLimit): a value copied into itself doubles.
+    // Measuring stops at the remaining allowance.
+    const size_t allowance = b->limits.max_bytes - b->copied;
+    json::Extent e = json::Measure(*src, allowance);
+    if (e.bytes > allowance) {
+      return FailedPreconditionError(
+          "unable to copy, the accumulated size increase of copy is " +
+          std::to_string(b->copied + e.bytes) + ", exceeding the limit " +
+          std::to_string(b->limits.max_bytes));
+    }
+    b->copied += e.bytes;
+    RETURN_IF_ERROR(Insert(doc, tokens, e, b));
     JsonValue v(*src, alloc);
     return Add(doc, tokens, path, v, alloc, "copy");
   }
@@ -261,14 +358,23 @@ std::string EscapeJsonPointerToken(std::string_view token) {
 }
 
 Status ApplyJsonPatch(JsonValue& doc, const JsonValue& patch,
-                      JsonAllocator& alloc) {
+                      JsonAllocator& alloc, const PatchLimits& limits) {
   if (!patch.IsArray()) {
     return InvalidArgumentError(
         "json: cannot unmarshal object into Go value of type jsonpatch.Patch");
   }
+  if (patch.Size() > limits.max_operations) {
+    return Status(StatusCode::kTooLarge,
+                  "The allowed maximum operations in a JSON patch is " +
+                      std::to_string(limits.max_operations) + ", got " +
+                      std::to_string(patch.Size()));
+  }
+  const json::Extent start = json::Measure(doc, limits.max_bytes);
+  Budget budget{limits, start.bytes, 0, start.depth};
+  if (budget.bytes > limits.max_bytes) return TooLarge(budget);
   JsonValue work(doc, alloc);
   for (const auto& op : patch.GetArray()) {
-    RETURN_IF_ERROR(ApplyOne(work, op, alloc));
+    RETURN_IF_ERROR(ApplyOne(work, op, alloc, &budget));
   }
   doc = work;
   return Status::Ok();

@@ -12,6 +12,16 @@
 // Errors: InvalidArgument for a malformed patch document (apiserver: 400);
 // FailedPrecondition when an operation does not apply to the document — a
 // missing path, a failed test (apiserver: 422 Unprocessable Entity).
+//
+// Limits (PatchLimits, checked as each operation applies, so a patch that
+// copies a value into itself fails before memory grows): more than
+// max_operations operations is TooLarge "The allowed maximum operations in a
+// JSON patch is 10000, got N" (Kubernetes: 413); copies adding more than
+// max_bytes in total is FailedPrecondition "unable to copy, the accumulated
+// size increase of copy is N, exceeding the limit M" (evanphx/json-patch's
+// words; Kubernetes: 422); a document growing past max_bytes is TooLarge; a
+// value placed deeper than max_depth is InvalidArgument "exceeded max depth
+// of 10000".
 #ifndef KPLANE_OBJECTS_PATCH_JSON_PATCH_H_
 #define KPLANE_OBJECTS_PATCH_JSON_PATCH_H_
 
@@ -33,7 +43,7 @@ std::string EscapeJsonPointerToken(std::string_view token);
 
 // Applies the operations of `patch` (a JSON array) to `doc`.
 Status ApplyJsonPatch(JsonValue& doc, const JsonValue& patch,
-                      JsonAllocator& alloc);
+                      JsonAllocator& alloc, const PatchLimits& limits = {});
 
 }  // namespace kplane::patch
 

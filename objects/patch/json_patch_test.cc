@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <sstream>
+
 #include "objects/patch/test_util.h"
 
 namespace kplane::patch {
@@ -132,6 +135,127 @@ TEST(JsonPointerTest, ParseAndEscape) {
   EXPECT_TRUE(ParseJsonPointer("")->empty());
   EXPECT_FALSE(ParseJsonPointer("/a~2").ok());
   EXPECT_EQ(EscapeJsonPointerToken("a/b~c"), "a~1b~0c");
+}
+
+}  // namespace
+}  // namespace kplane::patch
+
+namespace kplane::patch {
+namespace {
+
+std::string ReadHostile(const std::string& name) {
+  std::ifstream in(std::string(KPLANE_HOSTILE_TESTDATA) + "/" + name,
+                   std::ios::binary);
+  EXPECT_TRUE(in.good()) << name;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+Status Apply(const std::string& doc_text, const std::string& patch_text,
+             const PatchLimits& limits = {}, std::string* out = nullptr) {
+  rapidjson::Document doc, patch;
+  EXPECT_TRUE(ParseJson(doc_text, &doc).ok());
+  EXPECT_TRUE(ParseJson(patch_text, &patch).ok());
+  Status st = ApplyJsonPatch(doc, patch, doc.GetAllocator(), limits);
+  if (out != nullptr) *out = CanonicalJson(doc);
+  return st;
+}
+
+std::string Ops(int n, const std::string& op) {
+  std::string s = "[";
+  for (int i = 0; i < n; ++i) s += (i ? "," : "") + op;
+  return s + "]";
+}
+
+constexpr char kConfigMap[] =
+    R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"},)"
+    R"("data":{"k":"0123456789012345678901234567890123456789"}})";
+
+// The issue's 3 KB patch: copying data into itself 40 times would make
+// 2^40 copies; the accumulated copy limit stops it after a few operations.
+TEST(JsonPatchLimits, SelfCopyFailsBeforeMemoryGrows) {
+  Status st = Apply(kConfigMap, ReadHostile("json_patch/self_copy_40.json"));
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition) << st;
+  EXPECT_NE(st.message().find("unable to copy, the accumulated size increase "
+                              "of copy is"),
+            std::string::npos)
+      << st;
+  EXPECT_NE(st.message().find("exceeding the limit 3145728"), std::string::npos)
+      << st;
+  // A few copies are fine.
+  std::string out;
+  ASSERT_TRUE(Apply(kConfigMap,
+                    Ops(3, R"({"op":"copy","from":"/data","path":"/data/d"})"),
+                    {}, &out)
+                  .ok());
+  EXPECT_NE(out.find(R"("d":{"d":{"d":{"k")"), std::string::npos) << out;
+}
+
+TEST(JsonPatchLimits, AtMostTenThousandOperations) {
+  const std::string op = R"({"op":"add","path":"/x","value":"y"})";
+  Status st = Apply(kConfigMap, Ops(10001, op));
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), StatusCode::kTooLarge);
+  EXPECT_EQ(st.message(),
+            "The allowed maximum operations in a JSON patch is 10000, got "
+            "10001");
+  std::string out;
+  EXPECT_TRUE(Apply(kConfigMap, Ops(10000, op), {}, &out).ok());
+  EXPECT_NE(out.find(R"("x":"y")"), std::string::npos);
+}
+
+TEST(JsonPatchLimits, TheDocumentStaysUnderTheSizeLimit) {
+  PatchLimits small;
+  small.max_bytes = 1000;
+  // Adding a 100-byte value under new keys: the 10th addition passes 1000
+  // bytes.
+  std::string patch = "[";
+  for (int i = 0; i < 20; ++i) {
+    patch += std::string(i ? "," : "") + R"({"op":"add","path":"/k)" +
+             std::to_string(i) + R"(","value":")" + std::string(100, 'v') +
+             "\"}";
+  }
+  patch += "]";
+  Status st = Apply("{}", patch, small);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), StatusCode::kTooLarge);
+  EXPECT_EQ(st.message(), "the patched object would be larger than 1000 bytes");
+  // Replacing and removing give the room back.
+  std::string churn = "[";
+  for (int i = 0; i < 20; ++i) {
+    churn += std::string(i ? "," : "") +
+             R"({"op":"add","path":"/k","value":")" + std::string(100, 'v') +
+             R"("},{"op":"replace","path":"/k","value":")" +
+             std::string(100, 'w') + R"("},{"op":"remove","path":"/k"})";
+  }
+  churn += "]";
+  EXPECT_TRUE(Apply("{}", churn, small).ok());
+}
+
+TEST(JsonPatchLimits, ValuesStayWithinTheDepthLimit) {
+  PatchLimits shallow;
+  shallow.max_depth = 5;
+  // /a/b holds a 3-deep value: 2 + 3 = 5 levels.
+  EXPECT_TRUE(Apply(R"({"a":{}})",
+                    R"([{"op":"add","path":"/a/b","value":[[[1]]]}])", shallow)
+                  .ok());
+  Status st =
+      Apply(R"({"a":{}})", R"([{"op":"add","path":"/a/b","value":[[[[1]]]]}])",
+            shallow);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(st.message(), "exceeded max depth of 5");
+  // Copying and moving a value deeper count too.
+  st = Apply(R"({"a":[[[1]]],"b":{"c":{}}})",
+             R"([{"op":"copy","from":"/a","path":"/b/c/d"}])", shallow);
+  EXPECT_EQ(st.message(), "exceeded max depth of 5");
+  st = Apply(R"({"a":[[[1]]],"b":{"c":{}}})",
+             R"([{"op":"move","from":"/a","path":"/b/c/d"}])", shallow);
+  EXPECT_EQ(st.message(), "exceeded max depth of 5");
+  EXPECT_TRUE(Apply(R"({"a":[[[1]]],"b":{"c":{}}})",
+                    R"([{"op":"move","from":"/a","path":"/b/d"}])", shallow)
+                  .ok());
 }
 
 }  // namespace

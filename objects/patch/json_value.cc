@@ -3,7 +3,6 @@
 #include <rapidjson/error/en.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
-#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cmath>
@@ -124,44 +123,6 @@ std::string GoFloat(double d) {
   return out + digits.substr(0, exp + 1) + "." + digits.substr(exp + 1);
 }
 
-JsonValue YamlToJson(const YAML::Node& node, JsonAllocator& alloc) {
-  switch (node.Type()) {
-    case YAML::NodeType::Null:
-    case YAML::NodeType::Undefined:
-      return JsonValue(rapidjson::kNullType);
-    case YAML::NodeType::Sequence: {
-      JsonValue arr(rapidjson::kArrayType);
-      for (const auto& e : node) arr.PushBack(YamlToJson(e, alloc), alloc);
-      return arr;
-    }
-    case YAML::NodeType::Map: {
-      JsonValue obj(rapidjson::kObjectType);
-      for (const auto& kv : node) {
-        JsonValue v = YamlToJson(kv.second, alloc);
-        SetMember(obj, kv.first.Scalar(), v, alloc);
-      }
-      return obj;
-    }
-    case YAML::NodeType::Scalar:
-      break;
-  }
-  const std::string& s = node.Scalar();
-  if (node.Tag() == "?") {  // plain (unquoted) scalar: resolve its type
-    if (s == "~" || s == "null" || s == "Null" || s == "NULL" || s.empty()) {
-      return JsonValue(rapidjson::kNullType);
-    }
-    if (s == "true" || s == "True" || s == "TRUE") return JsonValue(true);
-    if (s == "false" || s == "False" || s == "FALSE") return JsonValue(false);
-    if (auto i = ParseInt64(s)) return JsonValue(static_cast<int64_t>(*i));
-    bool numeric = !s.empty() &&
-                   s.find_first_not_of("0123456789+-.eE") == std::string::npos;
-    if (numeric) {
-      if (auto d = ParseDouble(s)) return JsonValue(*d);
-    }
-  }
-  return MakeString(s, alloc);
-}
-
 }  // namespace
 
 JsonKind KindOf(const JsonValue& v) {
@@ -238,9 +199,31 @@ bool JsonEqual(const JsonValue& a, const JsonValue& b) {
     }
     case JsonKind::kObject: {
       if (a.MemberCount() != b.MemberCount()) return false;
-      for (const auto& m : a.GetObject()) {
-        const JsonValue* other = FindMember(b, StringOf(m.name));
-        if (other == nullptr || !JsonEqual(m.value, *other)) return false;
+      if (a.MemberCount() <= 16) {
+        for (const auto& m : a.GetObject()) {
+          const JsonValue* other = FindMember(b, StringOf(m.name));
+          if (other == nullptr || !JsonEqual(m.value, *other)) return false;
+        }
+        return true;
+      }
+      // Wide objects: compare sorted members, n log n rather than the n^2
+      // of a lookup per member (a patch's "test" value may be huge).
+      auto sorted = [](const JsonValue& v) {
+        std::vector<const JsonValue::Member*> ms;
+        ms.reserve(v.MemberCount());
+        for (const auto& m : v.GetObject()) ms.push_back(&m);
+        std::stable_sort(ms.begin(), ms.end(),
+                         [](const auto* x, const auto* y) {
+                           return StringOf(x->name) < StringOf(y->name);
+                         });
+        return ms;
+      };
+      const auto ma = sorted(a), mb = sorted(b);
+      for (size_t i = 0; i < ma.size(); ++i) {
+        if (StringOf(ma[i]->name) != StringOf(mb[i]->name) ||
+            !JsonEqual(ma[i]->value, mb[i]->value)) {
+          return false;
+        }
       }
       return true;
     }
@@ -293,30 +276,25 @@ std::string CanonicalJson(const JsonValue& v) { return Serialize(v, true); }
 std::string CompactJson(const JsonValue& v) { return Serialize(v, false); }
 
 Status ParseJson(std::string_view text, rapidjson::Document* out) {
-  out->Parse(text.data(), text.size());
-  if (out->HasParseError()) {
-    return InvalidArgumentError("invalid JSON document");
-  }
+  json::Outcome r = json::ParseDom(text, out);
+  if (r.too_deep) return InvalidArgumentError(r.Message());
+  if (!r.ok()) return InvalidArgumentError("invalid JSON document");
   return Status::Ok();
 }
 
-Status ParseJsonOrYaml(std::string_view text, rapidjson::Document* out) {
-  std::string_view trimmed = StripWhitespace(text);
-  if (!trimmed.empty() && (trimmed[0] == '{' || trimmed[0] == '[')) {
-    out->Parse(text.data(), text.size());
-    if (!out->HasParseError()) return Status::Ok();
+Status CheckBounds(const JsonValue& v, const PatchLimits& limits,
+                   std::string_view what) {
+  json::Extent e = json::Measure(v, limits.max_bytes);
+  if (e.bytes > limits.max_bytes) {
+    return Status(StatusCode::kTooLarge,
+                  std::string(what) + " is larger than " +
+                      std::to_string(limits.max_bytes) + " bytes");
   }
-  // yaml-cpp reports malformed input by throwing; this is the boundary.
-  try {
-    YAML::Node node = YAML::Load(std::string(text));
-    out->SetNull();
-    JsonValue v = YamlToJson(node, out->GetAllocator());
-    static_cast<JsonValue&>(*out) = v;
-    return Status::Ok();
-  } catch (const std::exception& e) {
-    return InvalidArgumentError(std::string("error converting YAML to JSON: ") +
-                                e.what());
+  if (e.depth > limits.max_depth) {
+    return InvalidArgumentError(std::string(what) + ": " +
+                                json::MaxDepthMessage(limits.max_depth));
   }
+  return Status::Ok();
 }
 
 const JsonValue* FindMember(const JsonValue& obj, std::string_view key) {

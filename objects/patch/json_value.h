@@ -13,7 +13,8 @@
 // Ownership: functions take rapidjson values by reference and never keep
 // them. Values built by these helpers live in the allocator passed in.
 // Thread-safety: stateless functions; safe to call concurrently on distinct
-// documents. Errors: ParseJson returns InvalidArgument "invalid JSON document".
+// documents. Errors: ParseJson returns InvalidArgument "invalid JSON document"
+// or "exceeded max depth of 10000"; CheckBounds TooLarge / InvalidArgument.
 #ifndef KPLANE_OBJECTS_PATCH_JSON_VALUE_H_
 #define KPLANE_OBJECTS_PATCH_JSON_VALUE_H_
 
@@ -22,9 +23,26 @@
 #include <string>
 #include <string_view>
 
+#include "base/json.h"
 #include "base/statusor.h"
 
 namespace kplane::patch {
+
+// Kubernetes' limit on the operations of one JSON patch (the apiserver's
+// maxJSONPatchOperations); more is 413 RequestEntityTooLarge.
+inline constexpr size_t kMaxJsonPatchOperations = 10000;
+// The apiserver's default request body limit (3 MiB).
+inline constexpr size_t kDefaultMaxPatchBytes = size_t{3} << 20;
+
+// Bounds on what a patch may produce, for every patch flavour.
+struct PatchLimits {
+  size_t max_operations = kMaxJsonPatchOperations;  // JSON patch only
+  // A patched document's size (json::Measure's estimate); for JSON patch
+  // also the total that "copy" operations may add (Kubernetes'
+  // JSONPatchMaxCopyBytes, which defaults to the body limit too).
+  size_t max_bytes = kDefaultMaxPatchBytes;
+  int max_depth = json::kMaxDepth;
+};
 
 using JsonValue = rapidjson::Value;
 using JsonAllocator = rapidjson::Document::AllocatorType;
@@ -54,13 +72,17 @@ std::string CanonicalJson(const JsonValue& v);
 // Compact JSON in member order (no sorting).
 std::string CompactJson(const JsonValue& v);
 
-// Parses one JSON text. InvalidArgument("invalid JSON document") on error.
+// Parses one JSON text, without recursion and at most json::kMaxDepth deep.
+// InvalidArgument("invalid JSON document") on a syntax error,
+// InvalidArgument("exceeded max depth of 10000") when too deep.
 Status ParseJson(std::string_view text, rapidjson::Document* out);
 
-// Parses a JSON or YAML text (the body of an apply-patch+yaml request) into a
-// JSON DOM. YAML scalars become strings unless they are plain (unquoted)
-// null/true/false/numbers, like sigs.k8s.io/yaml's YAMLToJSON.
-Status ParseJsonOrYaml(std::string_view text, rapidjson::Document* out);
+// Checks a patch result (or input) against `limits`: TooLarge
+// "<what> is larger than N bytes" past max_bytes, InvalidArgument
+// "<what>: exceeded max depth of 10000" past max_depth. Stops measuring
+// once max_bytes is passed.
+Status CheckBounds(const JsonValue& v, const PatchLimits& limits,
+                   std::string_view what);
 
 // Member lookup that does not assert (rapidjson's operator[] does).
 const JsonValue* FindMember(const JsonValue& obj, std::string_view key);

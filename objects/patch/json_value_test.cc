@@ -89,27 +89,44 @@ TEST(JsonValueTest, ParseErrors) {
   EXPECT_EQ(st.message(), "invalid JSON document");
 }
 
-TEST(JsonValueTest, YamlBodies) {
-  struct C {
-    const char* text;
-    const char* want;
-  } cases[] = {
-      {R"({"a": 1})", R"({"a":1})"},
-      {"apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  labels:\n    "
-       "a: \"1\"\nspec:\n  replicas: 3\n  paused: false\n  x: ~\n  f: 1.5\n"
-       "  list:\n  - a\n  - 2\n",
-       R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","labels":{"a":"1"}},
-          "spec":{"replicas":3,"paused":false,"x":null,"f":1.5,"list":["a",2]}})"},
-      {"a: '007'\nb: 007x\n", R"({"a":"007","b":"007x"})"},
-  };
-  for (const auto& c : cases) {
-    rapidjson::Document d;
-    Status st = ParseJsonOrYaml(c.text, &d);
-    ASSERT_TRUE(st.ok()) << st;
-    EXPECT_EQ(CanonicalJson(d), Canon(c.want)) << c.text;
-  }
+TEST(JsonValueTest, ParseIsBoundedInDepth) {
   rapidjson::Document d;
-  EXPECT_FALSE(ParseJsonOrYaml("a: [1,\n", &d).ok());
+  const std::string deep = std::string(10001, '[') + std::string(10001, ']');
+  Status st = ParseJson(deep, &d);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(st.message(), "exceeded max depth of 10000");
+  EXPECT_TRUE(ParseJson(deep.substr(1, deep.size() - 2), &d).ok());
+}
+
+TEST(JsonValueTest, CheckBounds) {
+  rapidjson::Document d;
+  ASSERT_TRUE(ParseJson(R"({"a":[[1]],"b":"xxxxxxxxxx"})", &d).ok());
+  PatchLimits limits;
+  EXPECT_TRUE(CheckBounds(d, limits, "it").ok());
+  limits.max_depth = 2;
+  Status st = CheckBounds(d, limits, "it");
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(st.message(), "it: exceeded max depth of 2");
+  limits.max_depth = 3;
+  limits.max_bytes = 20;
+  st = CheckBounds(d, limits, "the patched object");
+  EXPECT_EQ(st.code(), StatusCode::kTooLarge);
+  EXPECT_EQ(st.message(), "the patched object is larger than 20 bytes");
+}
+
+TEST(JsonValueTest, EqualityOfWideObjectsIgnoresOrder) {
+  std::string a = "{", b = "{";
+  for (int i = 0; i < 100; ++i) {
+    a += (i ? ",\"k" : "\"k") + std::to_string(i) + "\":" + std::to_string(i);
+    b += (i ? ",\"k" : "\"k") + std::to_string(99 - i) +
+         "\":" + std::to_string(99 - i);
+  }
+  rapidjson::Document da, db;
+  ASSERT_TRUE(ParseJson(a + "}", &da).ok());
+  ASSERT_TRUE(ParseJson(b + "}", &db).ok());
+  EXPECT_TRUE(JsonEqual(da, db));
+  db["k7"].SetInt(8);
+  EXPECT_FALSE(JsonEqual(da, db));
 }
 
 TEST(JsonValueTest, MemberHelpersKeepOrder) {

@@ -3,13 +3,13 @@
 // JSON {"v":"meta.k8s.io/v1","rv":<revision>,"start":"<key suffix>"}, with
 // the key suffix escaped as Go's encoding/json escapes strings.
 #include <rapidjson/document.h>
-#include <rapidjson/error/en.h>
 
 #include <cstdio>
 #include <string>
 
 #include "apiserver/storage/object_store.h"
 #include "base/base64.h"
+#include "base/json.h"
 
 namespace kplane::apiserver {
 namespace {
@@ -134,13 +134,12 @@ std::string EncodeContinueToken(int64_t revision, std::string_view start_key) {
 
 StatusOr<std::pair<int64_t, std::string>> DecodeContinueToken(
     std::string_view token) {
-  ASSIGN_OR_RETURN(std::string json, FromBase64Url(token));
+  ASSIGN_OR_RETURN(std::string text, FromBase64Url(token));
   rapidjson::Document doc;
-  doc.Parse(json.data(), json.size());
-  if (doc.HasParseError()) {
-    return InvalidArgumentError(
-        std::string(kInvalid) + ": " +
-        rapidjson::GetParseError_En(doc.GetParseError()));
+  const json::Outcome parsed = json::ParseDom(text, &doc);
+  if (!parsed.ok()) {
+    return InvalidArgumentError(std::string(kInvalid) + ": " +
+                                parsed.Message());
   }
   if (!doc.IsObject()) {
     return InvalidArgumentError(std::string(kInvalid) +

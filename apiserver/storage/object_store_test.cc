@@ -2,13 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <set>
 #include <thread>
 
-#include "objects/envelope.h"
-#include "objects/meta.h"
 #include "apiserver/storage/test_store.h"
 #include "base/base64.h"
+#include "objects/envelope.h"
+#include "objects/meta.h"
 
 namespace kplane::apiserver {
 namespace {
@@ -126,6 +127,19 @@ TEST(ContinueTokenTest, RejectsGarbageAndTraversal) {
   ASSERT_TRUE(ok.ok()) << ok.status();
   EXPECT_EQ(ok->first, -1);
   EXPECT_EQ(ok->second, "a");
+}
+
+TEST(ContinueTokenTest, DeepJsonIsRefused) {
+  std::ifstream in(std::string(KPLANE_HOSTILE_TESTDATA) +
+                   "/continue_token/deep_10001.txt");
+  std::string token;
+  std::getline(in, token);
+  ASSERT_FALSE(token.empty());
+  auto r = DecodeContinueToken(token);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(r.status().message(),
+            "continue key is not valid: exceeded max depth of 10000");
 }
 
 TEST_F(ObjectStoreTest, KeyLayout) {

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "apiserver/registry/pod_validation_internal.h"
+#include "base/json.h"
 #include "base/strings.h"
 #include "objects/codec.h"
 #include "objects/machinery/quantity.h"
@@ -320,7 +321,7 @@ std::string FieldJson(const google::protobuf::Message& m,
   if (it == v.MemberEnd()) return "null";
   rapidjson::StringBuffer buf;
   rapidjson::Writer<rapidjson::StringBuffer> w(buf);
-  it->value.Accept(w);
+  json::Accept(it->value, w);  // without recursion
   return buf.GetString();
 }
 

@@ -10,6 +10,7 @@
 #include "apiserver/registry/printers.h"
 #include "apiserver/registry/strategies.h"
 #include "apiserver/registry/validation_util.h"
+#include "base/json.h"
 #include "base/strings.h"
 
 namespace kplane::apiserver {
@@ -42,10 +43,11 @@ FieldErrors ValidateSecret(const Secret& s) {
     errs.push_back(validation::TooLong(dp, kMaxSecretSize));
   const std::string& type = s.type();
   auto has = [&](const char* k) { return s.data().contains(k); };
+  // Iterative and depth-bounded (base/json.h): the bytes are the client's,
+  // up to 1 MiB, and a recursive parse of 1 MiB of '[' overflows the stack.
   auto valid_json = [](const std::string& bytes) {
     rapidjson::Document d;
-    d.Parse(bytes.c_str(), bytes.size());
-    return !d.HasParseError() && d.IsObject();
+    return json::ParseDom(bytes, &d).ok() && d.IsObject();
   };
   if (type == "kubernetes.io/service-account-token") {
     auto it =

@@ -488,6 +488,28 @@ TEST(SecretValidationTest, TypesAndImmutability) {
                           "data[password]: Required value"));
 }
 
+// The .dockerconfigjson check parses client bytes (up to 1 MiB): a Secret
+// holding 1 MiB of '[' overflowed the stack of a recursive parser.
+TEST(SecretValidationTest, DockerConfigJsonNestingIsBounded) {
+  const Strategy& s = StrategyOf("", "secrets");
+  objects::corev1::Secret secret;
+  secret.mutable_metadata()->set_name("pull");
+  secret.mutable_metadata()->set_namespace_("d");
+  secret.set_type("kubernetes.io/dockerconfigjson");
+  auto& data = *secret.mutable_data();
+  data[".dockerconfigjson"] = std::string(1 << 20, '[');
+  EXPECT_THAT(Texts(s.ValidateCreate(secret)),
+              ElementsAre("data[.dockerconfigjson]: Invalid value: "
+                          "\"<secret contents redacted>\": invalid JSON"));
+  // 10,000 levels (an object around 9,999 arrays) is still JSON.
+  data[".dockerconfigjson"] =
+      "{\"auths\":" + std::string(9999, '[') + std::string(9999, ']') + "}";
+  EXPECT_THAT(s.ValidateCreate(secret), IsEmpty());
+  data[".dockerconfigjson"] =
+      "{\"auths\":" + std::string(10000, '[') + std::string(10000, ']') + "}";
+  EXPECT_THAT(Texts(s.ValidateCreate(secret)), ::testing::SizeIs(1));
+}
+
 // --- services ---
 
 objects::corev1::Service ValidService() {

@@ -1,0 +1,210 @@
+// Hostile request bodies against a real ApiServer (issue 15): each of these
+// killed the process or grew it by gigabytes. Each must be answered with a
+// Kubernetes Status (400, 413 or 422), and the server must keep serving.
+//
+// Patches of deeply nested documents run through the strategic merge and
+// server-side apply algorithms, which recurse once per level: at 10,000
+// levels they need more stack than an HTTP worker has, and are run on a deep
+// stack (base/deep_stack.h). Those tests crash the binary if that is lost.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "apiserver/test_server.h"
+#include "base/base64.h"
+#include "base/json.h"
+
+namespace kplane::apiserver {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::Response;
+using testing::TestServer;
+
+constexpr char kConfigMaps[] = "/api/v1/namespaces/default/configmaps";
+
+std::string ReadHostile(const std::string& name) {
+  std::ifstream in(std::string(KPLANE_HOSTILE_TESTDATA) + "/" + name,
+                   std::ios::binary);
+  EXPECT_TRUE(in.good()) << name;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string NestedArrays(int depth) {
+  return std::string(depth, '[') + "1" + std::string(depth, ']');
+}
+
+// {"a":{"a":...1...}}: objects recurse deepest in the patch algorithms.
+std::string NestedObjects(int depth) {
+  std::string s;
+  for (int i = 0; i < depth; ++i) s += "{\"a\":";
+  s += "1";
+  return s + std::string(depth, '}');
+}
+
+std::string ConfigMap(const std::string& name, const std::string& extra = "") {
+  return R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":")" +
+         name + R"("},"data":{"k":"v"})" + extra + "}";
+}
+
+void ExpectStatus(const Response& r, int code, const std::string& reason,
+                  const std::string& message_part) {
+  EXPECT_EQ(r.code, code) << r.body.substr(0, 500);
+  EXPECT_EQ(r.Str({"kind"}), "Status") << r.body.substr(0, 500);
+  EXPECT_EQ(r.Str({"reason"}), reason) << r.body.substr(0, 500);
+  EXPECT_THAT(r.Str({"message"}), HasSubstr(message_part));
+}
+
+// The server still answers, and a well-behaved client is served.
+void ExpectServing(TestServer& s, const std::string& name) {
+  EXPECT_EQ(s.Get("/healthz").code, 200);
+  Response ok = s.Post(kConfigMaps, ConfigMap(name));
+  EXPECT_EQ(ok.code, 201) << ok.body;
+}
+
+TEST(ApiHostileTest, DeepJsonBodies) {
+  TestServer s;
+  // The issue's 200 KB ConfigMap nested 100,000 deep.
+  Response r =
+      s.Post(kConfigMaps, ConfigMap("deep", ",\"x\":" + NestedArrays(100000)));
+  ExpectStatus(r, 400, "BadRequest", "exceeded max depth of 10000");
+  r = s.Post(kConfigMaps, ReadHostile("json/configmap_deep_10001.json"));
+  ExpectStatus(r, 400, "BadRequest", "exceeded max depth of 10000");
+  // At the limit it is an ordinary unknown field.
+  r = s.Post(kConfigMaps,
+             ConfigMap("at-limit", ",\"x\":" + NestedArrays(9999)));
+  EXPECT_EQ(r.code, 201) << r.body.substr(0, 500);
+  EXPECT_THAT(std::string(r.headers.Get("Warning")),
+              HasSubstr("unknown field \\\"x\\\""));
+  ExpectServing(s, "after-deep-json");
+}
+
+// A kubernetes.io/dockerconfigjson Secret is checked to hold a JSON object:
+// 1 MiB of '[' (the most a Secret may hold) once overflowed that check.
+TEST(ApiHostileTest, DeepDockerConfigJson) {
+  TestServer s;
+  const std::string body =
+      R"({"apiVersion":"v1","kind":"Secret","metadata":{"name":"pull"},)"
+      R"("type":"kubernetes.io/dockerconfigjson","data":{".dockerconfigjson":")" +
+      Base64Encode(std::string(1 << 20, '[')) + "\"}}";
+  Response r = s.Post("/api/v1/namespaces/default/secrets", body);
+  ExpectStatus(r, 422, "Invalid", "invalid JSON");
+  ExpectServing(s, "after-deep-dockerconfigjson");
+}
+
+TEST(ApiHostileTest, YamlAliasCycles) {
+  TestServer s;
+  // 68 bytes of YAML recursed forever.
+  Response r =
+      s.Do("POST", kConfigMaps, ReadHostile("yaml/alias_cycle_configmap.yaml"),
+           {{"Content-Type", "application/yaml"}});
+  ExpectStatus(r, 400, "BadRequest", "yaml: anchor 'a' value contains itself");
+  r = s.Patch(std::string(kConfigMaps) + "/x?fieldManager=m",
+              ReadHostile("yaml/alias_cycle_apply.yaml"),
+              "application/apply-patch+yaml");
+  ExpectStatus(r, 400, "BadRequest", "yaml: anchor 'a' value contains itself");
+  ExpectServing(s, "after-cycles");
+}
+
+TEST(ApiHostileTest, YamlExpansionBombs) {
+  TestServer s;
+  // 536 bytes that expand to 10^9 strings.
+  Response r = s.Patch(std::string(kConfigMaps) + "/laughs?fieldManager=m",
+                       ReadHostile("yaml/billion_laughs.yaml"),
+                       "application/apply-patch+yaml");
+  ExpectStatus(r, 400, "BadRequest", "excessive aliasing");
+  // 2.4 MB: one 2 MiB string aliased 100,000 times (200 GB).
+  std::string yaml =
+      "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: big\n"
+      "data:\n  s: &s " +
+      std::string(2 << 20, 'x') + "\n  l: [";
+  for (int i = 0; i < 100000; ++i) yaml += i ? ",*s" : "*s";
+  yaml += "]\n";
+  ASSERT_LT(yaml.size(), 3u << 20);
+  r = s.Do("POST", kConfigMaps, yaml, {{"Content-Type", "application/yaml"}});
+  ExpectStatus(r, 400, "BadRequest", "excessive aliasing");
+  ExpectServing(s, "after-bombs");
+}
+
+TEST(ApiHostileTest, JsonPatchLimits) {
+  TestServer s;
+  ASSERT_EQ(s.Post(kConfigMaps, ConfigMap("target")).code, 201);
+  const std::string url = std::string(kConfigMaps) + "/target";
+  // A 2 KB patch copying data into itself 40 times (2^40 copies).
+  Response r = s.Patch(url, ReadHostile("json_patch/self_copy_40.json"),
+                       "application/json-patch+json");
+  ExpectStatus(r, 422, "Invalid",
+               "unable to copy, the accumulated size increase of copy is");
+  // 10,001 operations.
+  std::string ops = "[";
+  for (int i = 0; i < 10001; ++i) {
+    ops += std::string(i ? "," : "") +
+           R"({"op":"add","path":"/data/k","value":"v"})";
+  }
+  ops += "]";
+  r = s.Patch(url, ops, "application/json-patch+json");
+  ExpectStatus(r, 413, "RequestEntityTooLarge",
+               "The allowed maximum operations in a JSON patch is 10000, got "
+               "10001");
+  // A value placed past 10,000 levels. The patch itself is 10,000 deep
+  // (an array, an operation, then the value's 9,998), within the limit.
+  const std::string value = NestedArrays(9998);
+  r = s.Patch(url, R"([{"op":"add","path":"/x/a","value":)" + value + "}]",
+              "application/json-patch+json");
+  EXPECT_EQ(r.code, 422) << r.body.substr(0, 300);  // /x does not exist
+  r = s.Patch(url,
+              R"([{"op":"add","path":"/data/o","value":{"p":{}}},)"
+              R"({"op":"add","path":"/data/o/p/q","value":)" +
+                  value + "}]",
+              "application/json-patch+json");
+  ExpectStatus(r, 400, "BadRequest", "exceeded max depth of 10000");
+  ExpectServing(s, "after-json-patch");
+}
+
+// The results of merge patches must fit the body limit too.
+TEST(ApiHostileTest, PatchedObjectsStayUnderTheBodyLimit) {
+  TestServer s(
+      [](ApiServerOptions* o) { o->max_request_body_bytes = 64 << 10; });
+  const std::string half(40 << 10, 'x');
+  ASSERT_EQ(s.Post(kConfigMaps, R"({"metadata":{"name":"grow"},"data":{"a":")" +
+                                    half + "\"}}")
+                .code,
+            201);
+  Response r = s.Patch(std::string(kConfigMaps) + "/grow",
+                       R"({"data":{"b":")" + half + "\"}}",
+                       "application/merge-patch+json");
+  ExpectStatus(r, 413, "RequestEntityTooLarge",
+               "the patched object is larger than 65536 bytes");
+  r = s.Patch(std::string(kConfigMaps) + "/grow", R"({"data":{"b":"small"}})",
+              "application/merge-patch+json");
+  EXPECT_EQ(r.code, 200) << r.body.substr(0, 300);
+}
+
+// Patches 9,990 levels deep, legal in size and depth, go through the
+// recursive patch algorithms; on an HTTP worker's stack they would crash.
+TEST(ApiHostileTest, DeepPatchesRunOnADeepStack) {
+  TestServer s;
+  ASSERT_EQ(s.Post(kConfigMaps, ConfigMap("deep")).code, 201);
+  const std::string url = std::string(kConfigMaps) + "/deep";
+  const std::string deep = NestedObjects(9990);
+  Response r = s.Patch(url, "{\"x\":" + deep + "}",
+                       "application/strategic-merge-patch+json");
+  EXPECT_EQ(r.code, 200) << r.body.substr(0, 300);
+  r = s.Patch(url, "{\"x\":" + deep + "}", "application/merge-patch+json");
+  EXPECT_EQ(r.code, 200) << r.body.substr(0, 300);
+  r = s.Patch(url + "?fieldManager=deep", ConfigMap("deep", ",\"x\":" + deep),
+              "application/apply-patch+yaml");
+  EXPECT_EQ(r.code, 200) << r.body.substr(0, 300);
+  // Past the limit: refused as it is read.
+  r = s.Patch(url, "{\"x\":" + NestedObjects(10000) + "}",
+              "application/strategic-merge-patch+json");
+  ExpectStatus(r, 400, "BadRequest", "exceeded max depth of 10000");
+  ExpectServing(s, "after-deep-patches");
+}
+
+}  // namespace
+}  // namespace kplane::apiserver

@@ -1,15 +1,15 @@
 #include "informer/watch.h"
 
 #include <rapidjson/document.h>
-#include <rapidjson/error/en.h>
 
 #include <string>
 
+#include "base/json.h"
+#include "informer/api_errors.h"
 #include "objects/codec.h"
 #include "objects/envelope.h"
 #include "objects/meta.h"
 #include "objects/types.h"
-#include "informer/api_errors.h"
 
 namespace kplane::informer {
 
@@ -187,12 +187,11 @@ StatusOr<WatchEvent> WatchDecoder::DecodeJsonEvent(
     }
   }
   rapidjson::Document doc;
-  doc.Parse(line.data(), line.size());
-  if (doc.HasParseError()) {
-    return InvalidArgumentError(
-        std::string("malformed watch event: ") +
-        rapidjson::GetParseError_En(doc.GetParseError()) + " at offset " +
-        std::to_string(doc.GetErrorOffset()));
+  const json::Outcome parsed = json::ParseDom(line, &doc);
+  if (!parsed.ok()) {
+    return InvalidArgumentError(std::string("malformed watch event: ") +
+                                parsed.Message() + " at offset " +
+                                std::to_string(parsed.offset));
   }
   if (!doc.IsObject()) {
     return InvalidArgumentError("watch event is not a JSON object");

@@ -9,15 +9,17 @@
 // kept. An empty patch ({}) sends nothing: "unchanged".
 #include <rapidjson/document.h>
 
-#include "objects/patch/json_value.h"
-#include "objects/patch/merge_patch.h"
-#include "objects/patch/patch_meta.h"
-#include "objects/patch/strategic.h"
+#include "base/deep_stack.h"
+#include "base/json.h"
 #include "informer/api_errors.h"
 #include "kpctl/kube/commands.h"
 #include "kpctl/kube/manifest.h"
 #include "kpctl/kube/printer.h"
 #include "kpctl/kube/resources.h"
+#include "objects/patch/json_value.h"
+#include "objects/patch/merge_patch.h"
+#include "objects/patch/patch_meta.h"
+#include "objects/patch/strategic.h"
 
 namespace kplane::kpctl::kube {
 namespace {
@@ -197,7 +199,7 @@ Status ApplyOne(Context& ctx, Manifest& m, const Target& t, bool server_side,
   }
   if (!live.ok()) {
     Document body;
-    body.Parse(modified.data(), modified.size());
+    json::ParseDom(modified, &body);
     StatusOr<Document> created = ctx.client->Create(
         *t.resource, t.ns, body, "kubectl-client-side-apply");
     if (!created.ok()) {
@@ -219,12 +221,17 @@ Status ApplyOne(Context& ctx, Manifest& m, const Target& t, bool server_side,
   }
   patch::PatchSchema schema(t.resource->kind->descriptor,
                             &patch::KubernetesPatchMetaTable());
-  StatusOr<std::string> p = patch::CreateThreeWayMergePatchJson(
-      original, modified, patch::CompactJson(*live), schema,
-      /*overwrite=*/true,
-      {patch::RequireKeyUnchanged("apiVersion"),
-       patch::RequireKeyUnchanged("kind"),
-       patch::RequireMetadataKeyUnchanged("name")});
+  // The diff recurses once per level of the three documents, which may be
+  // 10,000 deep (a manifest, a server's answer): a deep stack holds that.
+  StatusOr<std::string> p = InternalError("no patch computed");
+  RETURN_IF_ERROR(RunWithDeepStack([&] {
+    p = patch::CreateThreeWayMergePatchJson(
+        original, modified, patch::CompactJson(*live), schema,
+        /*overwrite=*/true,
+        {patch::RequireKeyUnchanged("apiVersion"),
+         patch::RequireKeyUnchanged("kind"),
+         patch::RequireMetadataKeyUnchanged("name")});
+  }));
   if (!p.ok()) return p.status();
   if (*p == "{}") {
     *line = ref + " unchanged";
@@ -339,7 +346,7 @@ int RunCreate(Context& ctx) {
     Document body;
     if (ctx.flags->GetBool("save-config")) {
       const std::string modified = ModifiedConfiguration(m.object);
-      body.Parse(modified.data(), modified.size());
+      json::ParseDom(modified, &body);
     } else {
       body.CopyFrom(m.object, body.GetAllocator());
     }

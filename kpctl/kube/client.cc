@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <thread>
 
+#include "base/json.h"
 #include "base/mutex.h"
 #include "informer/api_errors.h"
 #include "net/http_client.h"
@@ -24,7 +25,7 @@ constexpr char kTableAccept[] =
 std::string ToJson(const Value& v) {
   rapidjson::StringBuffer buf;
   rapidjson::Writer<rapidjson::StringBuffer> w(buf);
-  v.Accept(w);
+  json::Accept(v, w);
   return std::string(buf.GetString(), buf.GetSize());
 }
 
@@ -56,8 +57,7 @@ void MergePage(Document& page, const char* key, Document* into) {
 
 StatusOr<Document> ParseJsonBody(std::string_view body) {
   Document d;
-  d.Parse(body.data(), body.size());
-  if (d.HasParseError()) {
+  if (!json::ParseDom(body, &d).ok()) {
     return InvalidArgumentError(
         "the server answered with a body that is "
         "not JSON: " +
@@ -312,9 +312,9 @@ Status KubeClient::Watch(const objects::ResourceInfo& r, std::string_view ns,
       std::string_view line(buffer.data() + start, nl - start);
       if (line.empty()) continue;
       Document ev;
-      ev.Parse(line.data(), line.size());
-      if (ev.HasParseError() || !ev.IsObject() || !ev.HasMember("type") ||
-          !ev["type"].IsString() || !ev.HasMember("object")) {
+      if (!json::ParseDom(line, &ev).ok() || !ev.IsObject() ||
+          !ev.HasMember("type") || !ev["type"].IsString() ||
+          !ev.HasMember("object")) {
         // Not an event: an error answer (handled after the stream).
         continue;
       }

@@ -3,6 +3,7 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include "base/json.h"
 #include "base/strings.h"
 
 namespace kplane::kpctl::kube {
@@ -93,8 +94,7 @@ StatusOr<std::vector<Step>> ParsePath(std::string_view s) {
         if (lit.size() >= 2 && lit[0] == '\'' && lit.back() == '\'') {
           lit = "\"" + lit.substr(1, lit.size() - 2) + "\"";
         }
-        st.filter_value.Parse(lit.c_str());
-        if (st.filter_value.HasParseError()) {
+        if (!json::ParseDom(lit, &st.filter_value).ok()) {
           return InvalidArgumentError("bad filter literal: " + lit);
         }
         st.kind = Step::kFilter;
@@ -170,7 +170,7 @@ std::string Print(const Value& v) {
   if (v.IsString()) return std::string(v.GetString(), v.GetStringLength());
   rapidjson::StringBuffer buf;
   rapidjson::Writer<rapidjson::StringBuffer> w(buf);
-  v.Accept(w);
+  json::Accept(v, w);
   return std::string(buf.GetString(), buf.GetSize());
 }
 

@@ -177,6 +177,18 @@ clusters:
   EXPECT_EQ(c->server, "http://10.0.0.1:8080");
 }
 
+TEST_F(KubeconfigTest, HostileYamlIsAnErrorNotACrash) {
+  // A kubeconfig whose YAML refers to itself recursed forever.
+  const std::string path =
+      std::string(KPLANE_HOSTILE_TESTDATA) + "/kubeconfig/alias_cycle.yaml";
+  ASSERT_TRUE(std::filesystem::exists(path));
+  StatusOr<Kubeconfig> kc = LoadKubeconfig(path, Env());
+  ASSERT_FALSE(kc.ok());
+  EXPECT_EQ(kc.status().message(),
+            "error loading config file \"" + path +
+                "\": yaml: anchor 'c' value contains itself");
+}
+
 TEST_F(KubeconfigTest, HomeDefaultAndErrors) {
   env_["HOME"] = dir_;
   Write(".kube/config", kConfigA);

@@ -8,6 +8,13 @@
 #include <map>
 #include <sstream>
 
+#include "base/deep_stack.h"
+#include "base/strings.h"
+#include "informer/api_errors.h"
+#include "kpctl/kube/commands.h"
+#include "kpctl/kube/printer.h"
+#include "kpctl/kube/resources.h"
+#include "kpctl/kube/rollout.h"
 #include "objects/patch/json_patch.h"
 #include "objects/patch/json_value.h"
 #include "objects/patch/merge_patch.h"
@@ -15,12 +22,6 @@
 #include "objects/patch/strategic.h"
 #include "objects/time.h"
 #include "objects/yaml.h"
-#include "base/strings.h"
-#include "informer/api_errors.h"
-#include "kpctl/kube/commands.h"
-#include "kpctl/kube/printer.h"
-#include "kpctl/kube/resources.h"
-#include "kpctl/kube/rollout.h"
 
 namespace kplane::kpctl::kube {
 namespace {
@@ -600,11 +601,16 @@ int RunEdit(Context& ctx) {
   patch::PatchSchema schema(o.resource->kind->descriptor,
                             &patch::KubernetesPatchMetaTable());
   Document p(rapidjson::kObjectType);
-  Status s = patch::CreateTwoWayMergePatch(
-      *live, *doc, schema, &p, p.GetAllocator(),
-      {patch::RequireKeyUnchanged("apiVersion"),
-       patch::RequireKeyUnchanged("kind"),
-       patch::RequireMetadataKeyUnchanged("name")});
+  // The diff recurses once per level; an edited document may be 10,000 deep.
+  Status s = InternalError("no patch computed");
+  Status ran = RunWithDeepStack([&] {
+    s = patch::CreateTwoWayMergePatch(
+        *live, *doc, schema, &p, p.GetAllocator(),
+        {patch::RequireKeyUnchanged("apiVersion"),
+         patch::RequireKeyUnchanged("kind"),
+         patch::RequireMetadataKeyUnchanged("name")});
+  });
+  if (!ran.ok()) s = ran;
   if (!s.ok()) {
     ctx.err() << "error: " << s.message()
               << "\nA copy of your changes has been stored to \"" << path

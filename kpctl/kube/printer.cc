@@ -5,8 +5,9 @@
 
 #include <algorithm>
 
-#include "objects/yaml.h"
+#include "base/json.h"
 #include "base/strings.h"
+#include "objects/yaml.h"
 
 namespace kplane::kpctl::kube {
 
@@ -236,7 +237,7 @@ std::string PrettyJson(const Value& v) {
   rapidjson::StringBuffer buf;
   rapidjson::PrettyWriter<rapidjson::StringBuffer> w(buf);
   w.SetIndent(' ', 4);
-  copy.Accept(w);
+  json::Accept(copy, w);
   return std::string(buf.GetString(), buf.GetSize()) + "\n";
 }
 

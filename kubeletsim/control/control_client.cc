@@ -4,6 +4,7 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include "base/json.h"
 #include "net/http_client.h"
 #include "net/url.h"
 
@@ -36,11 +37,10 @@ std::string NodesToJson(const std::vector<NodeInfo>& nodes) {
   return std::string(b.GetString(), b.GetSize()) + "\n";
 }
 
-StatusOr<std::vector<NodeInfo>> NodesFromJson(std::string_view json) {
+StatusOr<std::vector<NodeInfo>> NodesFromJson(std::string_view text) {
   rapidjson::Document d;
-  d.Parse(json.data(), json.size());
-  if (d.HasParseError() || !d.IsObject() || !d.HasMember("nodes") ||
-      !d["nodes"].IsArray()) {
+  if (!json::ParseDom(text, &d).ok() || !d.IsObject() ||
+      !d.HasMember("nodes") || !d["nodes"].IsArray()) {
     return InvalidArgumentError("not a /nodes answer");
   }
   std::vector<NodeInfo> out;
@@ -76,11 +76,11 @@ Status FromAnswer(const StatusOr<net::HttpResponse>& r) {
   if (!r.ok()) return r.status();
   if (r->status / 100 == 2) return Status::Ok();
   rapidjson::Document d;
-  d.Parse(r->body.data(), r->body.size());
-  std::string msg = !d.HasParseError() && d.IsObject() &&
-                            d.HasMember("error") && d["error"].IsString()
-                        ? d["error"].GetString()
-                        : r->body;
+  const bool parsed = json::ParseDom(r->body, &d).ok();
+  std::string msg =
+      parsed && d.IsObject() && d.HasMember("error") && d["error"].IsString()
+          ? d["error"].GetString()
+          : r->body;
   return r->status == 404
              ? NotFoundError(msg)
              : InternalError("HTTP " + std::to_string(r->status) + ": " + msg);

@@ -1,17 +1,12 @@
 #include "storage/wal/wal.h"
 
-#include <dirent.h>
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cinttypes>
 #include <cstdio>
-#include <cstring>
+#include <cstdlib>
 
 #include "base/crc32c.h"
+#include "base/file_system.h"
 #include "base/logging.h"
 
 namespace kplane::wal {
@@ -41,10 +36,6 @@ uint64_t GetFixed64(const char* p) {
   return v;
 }
 
-Status ErrnoError(const std::string& what) {
-  return IOError(what + ": " + std::strerror(errno));
-}
-
 bool ParseSegmentName(const std::string& name, uint64_t* seq, uint64_t* start) {
   if (name.size() != 16 + 1 + 16 + 4 || name.substr(33) != ".wal" ||
       name[16] != '-') {
@@ -61,48 +52,71 @@ bool ParseSegmentName(const std::string& name, uint64_t* seq, uint64_t* start) {
   return *end == '\0';
 }
 
-StatusOr<std::string> ReadFile(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoError("open " + path);
-  // Read straight into a buffer of the file's size: growing a string 64 KiB
-  // at a time copied a 64 MiB segment ~log2(1024) times and page-faulted on
-  // every copy (a large share of a restart's time on this VM).
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    Status s = ErrnoError("stat " + path);
-    ::close(fd);
-    return s;
-  }
-  std::string data(static_cast<size_t>(st.st_size), '\0');
-  size_t filled = 0;
-  while (true) {
-    if (filled == data.size()) data.resize(data.size() + (1 << 16));
-    ssize_t n = ::read(fd, data.data() + filled, data.size() - filled);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      Status s = ErrnoError("read " + path);
-      ::close(fd);
-      return s;
-    }
-    if (n == 0) break;
-    filled += static_cast<size_t>(n);
-  }
-  ::close(fd);
-  data.resize(filled);
-  return data;
+// What the bytes at some offset of a segment are.
+struct Probe {
+  enum Kind {
+    kRecord,       // a whole record with a good checksum
+    kCleanEnd,     // nothing, or a zero header (unwritten space)
+    kCutShort,     // a header or payload that runs past the end of the data
+    kBadChecksum,  // a whole record whose checksum does not match
+  };
+  Kind kind;
+  size_t size = 0;  // kRecord, kBadChecksum: header + payload bytes
+};
+
+bool AllZero(std::string_view s) {
+  return std::all_of(s.begin(), s.end(), [](char c) { return c == 0; });
 }
 
-Status WriteAll(int fd, const char* p, size_t n) {
-  while (n > 0) {
-    ssize_t w = ::write(fd, p, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return ErrnoError("wal write");
-    }
-    p += w;
-    n -= static_cast<size_t>(w);
+Probe ProbeRecord(std::string_view in) {
+  if (in.size() < kHeaderBytes) {
+    // A short run of zeros is unwritten space; anything else is torn.
+    return {AllZero(in) ? Probe::kCleanEnd : Probe::kCutShort};
   }
-  return Status::Ok();
+  if (AllZero(in.substr(0, kHeaderBytes))) return {Probe::kCleanEnd};
+  const uint64_t len = GetFixed32(in.data() + 4);
+  if (len > in.size() - kHeaderBytes) return {Probe::kCutShort};
+  const size_t size = kHeaderBytes + static_cast<size_t>(len);
+  const uint32_t crc = GetFixed32(in.data());
+  const uint32_t actual = crc32c::Value(in.data() + 4, size - 4);
+  return {actual == crc ? Probe::kRecord : Probe::kBadChecksum, size};
+}
+
+// The offset of the first whole, checksummed record starting at or after
+// `from`, or npos. Runs of zeros are skipped quickly; any other offset costs
+// a header check and, when the length fits, a CRC.
+size_t FindValidRecord(std::string_view data, size_t from) {
+  size_t off = from;
+  while (off + kHeaderBytes <= data.size()) {
+    if (AllZero(data.substr(off, kHeaderBytes))) {
+      // No header starting here..(next non-zero byte - 17) can be non-zero.
+      size_t nz = data.find_first_not_of('\0', off + kHeaderBytes);
+      if (nz == std::string_view::npos) return std::string_view::npos;
+      off = std::max(off + 1, nz - (kHeaderBytes - 1));
+      continue;
+    }
+    if (ProbeRecord(data.substr(off)).kind == Probe::kRecord) return off;
+    ++off;
+  }
+  return std::string_view::npos;
+}
+
+// True if one of the 512-byte disk sectors the record [pos, pos+size)
+// touches holds only zeros within the record: a write whose size reached
+// the disk but whose data did not (etcd's isTornEntry).
+bool HasZeroSector(std::string_view data, size_t pos, size_t size) {
+  constexpr size_t kSector = 512;
+  const size_t end = std::min(data.size(), pos + size);
+  for (size_t at = pos; at < end;) {
+    size_t next = std::min(end, (at / kSector + 1) * kSector);
+    if (AllZero(data.substr(at, next - at))) return true;
+    at = next;
+  }
+  return false;
+}
+
+std::string At(const std::string& path, size_t offset) {
+  return "wal: " + path + " at offset " + std::to_string(offset);
 }
 
 }  // namespace
@@ -129,71 +143,125 @@ void EncodeRecord(const Record& r, std::string* out) {
 }
 
 StatusOr<size_t> DecodeRecord(std::string_view in, Record* out) {
-  if (in.empty()) return size_t{0};
-  if (in.size() < kHeaderBytes) {
-    // A short tail of zeros is unwritten space; anything else is torn.
-    if (std::all_of(in.begin(), in.end(), [](char c) { return c == 0; })) {
+  const Probe p = ProbeRecord(in);
+  switch (p.kind) {
+    case Probe::kCleanEnd:
       return size_t{0};
-    }
-    return CorruptionError("truncated record header");
+    case Probe::kCutShort:
+      if (in.size() >= kHeaderBytes &&
+          GetFixed32(in.data() + 4) > kMaxPayload) {
+        return CorruptionError("record length out of range");
+      }
+      return CorruptionError(in.size() < kHeaderBytes
+                                 ? "truncated record header"
+                                 : "truncated record payload");
+    case Probe::kBadChecksum:
+      return CorruptionError("record checksum mismatch");
+    case Probe::kRecord:
+      break;
   }
-  uint32_t crc = GetFixed32(in.data());
-  uint32_t len = GetFixed32(in.data() + 4);
-  if (crc == 0 && len == 0 && in[8] == 0 && GetFixed64(in.data() + 9) == 0) {
-    return size_t{0};
-  }
-  if (len > kMaxPayload) return CorruptionError("record length out of range");
-  if (in.size() < kHeaderBytes + len) {
-    return CorruptionError("truncated record payload");
-  }
-  uint32_t actual = crc32c::Value(in.data() + 4, kHeaderBytes - 4 + len);
-  if (actual != crc) return CorruptionError("record checksum mismatch");
   out->type = static_cast<uint8_t>(in[8]);
   out->index = GetFixed64(in.data() + 9);
-  out->payload.assign(in.data() + kHeaderBytes, len);
-  return kHeaderBytes + len;
+  out->payload.assign(in.data() + kHeaderBytes, p.size - kHeaderBytes);
+  return p.size;
 }
 
 Wal::Wal(std::string dir, Options options)
-    : dir_(std::move(dir)), options_(options) {}
+    : dir_(std::move(dir)),
+      options_(std::move(options)),
+      fs_(options_.file_system != nullptr ? options_.file_system
+                                          : FileSystem::Default()) {}
 
 Wal::~Wal() {
-  if (fd_ >= 0) {
+  if (file_) {
     if (sticky_error_.ok() && !buffer_.empty()) (void)WriteBuffered();
-    ::close(fd_);
+    (void)file_->Close();
   }
-  if (dir_fd_ >= 0) ::close(dir_fd_);
+}
+
+StatusOr<size_t> Wal::ReplaySegment(const std::string& path,
+                                    std::string_view data, bool last,
+                                    const ReplayFn& replay) {
+  Record rec;
+  size_t pos = 0;
+  while (true) {
+    const Probe p = ProbeRecord(data.substr(pos));
+    if (p.kind == Probe::kRecord) {
+      rec.type = static_cast<uint8_t>(data[pos + 8]);
+      rec.index = GetFixed64(data.data() + pos + 9);
+      rec.payload.assign(data.data() + pos + kHeaderBytes,
+                         p.size - kHeaderBytes);
+      replay(rec);
+      pos += p.size;
+      continue;
+    }
+    if (p.kind == Probe::kCleanEnd && pos == data.size()) return pos;
+    // Something other than a record. Only the end of the last segment may
+    // hold a write that never completed; everything before it was synced.
+    std::string what;
+    switch (p.kind) {
+      case Probe::kCleanEnd:
+        what = "zeros";
+        break;
+      case Probe::kCutShort:
+        what = "a record cut short by the end of the file";
+        break;
+      case Probe::kBadChecksum:
+        what = "a record failing its checksum";
+        break;
+      case Probe::kRecord:
+        break;  // replayed above
+    }
+    if (!last) {
+      return CorruptionError(At(path, pos) + ": " + what +
+                             " in a segment that is not the last");
+    }
+    // A torn write is cut short, or whole but with a sector that never
+    // reached the disk. A whole record with a bad checksum and no such
+    // sector is damage (a flipped bit), never a torn write.
+    if (p.kind == Probe::kBadChecksum && !HasZeroSector(data, pos, p.size)) {
+      return CorruptionError(At(path, pos) + ": record checksum mismatch");
+    }
+    // Nothing valid may follow a torn write: a record after it means the
+    // bytes at `pos` were written and synced once, and were damaged since.
+    const size_t next = FindValidRecord(data, pos + 1);
+    if (next != std::string_view::npos) {
+      return CorruptionError(At(path, pos) + ": " + what +
+                             ", followed by a valid record at offset " +
+                             std::to_string(next));
+    }
+    if (p.kind != Probe::kCleanEnd) {
+      LOG(WARNING) << At(path, pos) << ": torn tail (" << what
+                   << "); truncating " << (data.size() - pos) << " bytes";
+    }
+    return pos;
+  }
 }
 
 StatusOr<std::unique_ptr<Wal>> Wal::Open(const std::string& dir,
                                          const Options& options,
                                          const ReplayFn& replay) {
-  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
-    return ErrnoError("mkdir " + dir);
-  }
   std::unique_ptr<Wal> wal(new Wal(dir, options));
-  wal->dir_fd_ = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (wal->dir_fd_ < 0) return ErrnoError("open " + dir);
+  FileSystem* fs = wal->fs_;
+  RETURN_IF_ERROR(CreateDirAll(fs, dir, kPrivateDirMode));
 
-  DIR* d = ::opendir(dir.c_str());
-  if (d == nullptr) return ErrnoError("opendir " + dir);
+  ASSIGN_OR_RETURN(std::vector<std::string> names, fs->ListDir(dir));
   std::vector<SegmentInfo> segs;
   std::vector<std::string> unfinished;
-  while (struct dirent* e = ::readdir(d)) {
+  for (const std::string& name : names) {
     uint64_t seq, start;
-    std::string name = e->d_name;
     if (ParseSegmentName(name, &seq, &start)) {
       segs.push_back({seq, start, dir + "/" + name, 0});
     } else if (name.size() > 8 && name.substr(name.size() - 8) == ".wal.tmp") {
       unfinished.push_back(dir + "/" + name);
     }
   }
-  ::closedir(d);
   // A segment Cut was building when the process died: the log continues in
   // the segment before it.
   for (const std::string& path : unfinished) {
-    if (::unlink(path.c_str()) != 0) return ErrnoError("unlink " + path);
+    RETURN_IF_ERROR(fs->Remove(path));
   }
+  if (!unfinished.empty()) RETURN_IF_ERROR(fs->SyncDir(dir));
   std::sort(segs.begin(), segs.end(),
             [](const SegmentInfo& a, const SegmentInfo& b) {
               return a.sequence < b.sequence;
@@ -211,28 +279,12 @@ StatusOr<std::unique_ptr<Wal>> Wal::Open(const std::string& dir,
 
   uint64_t last_valid = 0;
   for (size_t i = 0; i < segs.size(); ++i) {
-    ASSIGN_OR_RETURN(std::string data, ReadFile(segs[i].path));
-    size_t pos = 0;
-    Record rec;
-    while (pos < data.size()) {
-      StatusOr<size_t> n =
-          DecodeRecord(std::string_view(data).substr(pos), &rec);
-      if (!n.ok()) {
-        if (i + 1 != segs.size()) {
-          return n.status().Annotate("wal: " + segs[i].path + " at offset " +
-                                     std::to_string(pos));
-        }
-        LOG(WARNING) << "wal: torn tail in " << segs[i].path << " at offset "
-                     << pos << " (" << n.status().message() << "); truncating "
-                     << (data.size() - pos) << " bytes";
-        break;
-      }
-      if (*n == 0) break;
-      replay(rec);
-      pos += *n;
-    }
-    segs[i].bytes = pos;
-    last_valid = pos;
+    ASSIGN_OR_RETURN(std::string data, ReadFile(fs, segs[i].path));
+    ASSIGN_OR_RETURN(
+        size_t valid,
+        wal->ReplaySegment(segs[i].path, data, i + 1 == segs.size(), replay));
+    segs[i].bytes = valid;
+    last_valid = valid;
   }
   wal->segments_ = segs;
   wal->segments_.pop_back();
@@ -241,18 +293,11 @@ StatusOr<std::unique_ptr<Wal>> Wal::Open(const std::string& dir,
 }
 
 Status Wal::OpenForAppend(const SegmentInfo& seg, uint64_t valid_bytes) {
-  fd_ = ::open(seg.path.c_str(), O_WRONLY | O_CLOEXEC);
-  if (fd_ < 0) return ErrnoError("open " + seg.path);
-  struct stat st;
-  if (::fstat(fd_, &st) != 0) return ErrnoError("stat " + seg.path);
-  if (static_cast<uint64_t>(st.st_size) != valid_bytes) {
-    if (::ftruncate(fd_, static_cast<off_t>(valid_bytes)) != 0) {
-      return ErrnoError("truncate " + seg.path);
-    }
-    if (::fdatasync(fd_) != 0) return ErrnoError("fdatasync " + seg.path);
-  }
-  if (::lseek(fd_, static_cast<off_t>(valid_bytes), SEEK_SET) < 0) {
-    return ErrnoError("seek " + seg.path);
+  ASSIGN_OR_RETURN(file_, fs_->OpenWritable(seg.path, OpenMode::kAppend));
+  if (file_->Size() != valid_bytes) {
+    // Cut off the torn tail, durably, before appending after it.
+    RETURN_IF_ERROR(file_->Truncate(valid_bytes));
+    RETURN_IF_ERROR(file_->Sync());
   }
   offset_ = valid_bytes;
   preallocated_to_ = valid_bytes;
@@ -264,15 +309,14 @@ Status Wal::OpenForAppend(const SegmentInfo& seg, uint64_t valid_bytes) {
 
 Status Wal::CreateSegment(uint64_t sequence, uint64_t start_index) {
   std::string path = dir_ + "/" + SegmentName(sequence, start_index);
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoError("create " + path);
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = fd;
+  ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> f,
+                   fs_->OpenWritable(path, OpenMode::kCreateNew));
+  if (file_) (void)file_->Close();
+  file_ = std::move(f);
   offset_ = 0;
   preallocated_to_ = 0;
   segments_.push_back({sequence, start_index, path, 0});
-  if (::fsync(dir_fd_) != 0) return ErrnoError("fsync " + dir_);
-  return Status::Ok();
+  return fs_->SyncDir(dir_);
 }
 
 Status Wal::Append(const Record& record) {
@@ -292,18 +336,14 @@ Status Wal::WriteBuffered() {
   if (options_.preallocate_bytes > 0 &&
       offset_ + buffer_.size() > preallocated_to_) {
     uint64_t target = offset_ + buffer_.size() + options_.preallocate_bytes;
-    // Best effort: some filesystems lack fallocate; appends still work.
-    if (::fallocate(fd_, FALLOC_FL_KEEP_SIZE, 0, static_cast<off_t>(target)) ==
-        0) {
-      preallocated_to_ = target;
-    } else {
-      preallocated_to_ = UINT64_MAX;
-    }
+    // Best effort: some file systems cannot; appends still work (and a full
+    // disk shows up as the append's own error).
+    preallocated_to_ = file_->Preallocate(target).ok() ? target : UINT64_MAX;
   }
-  Status s = WriteAll(fd_, buffer_.data(), buffer_.size());
+  Status s = file_->Append(buffer_);
   if (!s.ok()) {
-    sticky_error_ = s;
-    return s;
+    sticky_error_ = s.Annotate("wal append");
+    return sticky_error_;
   }
   offset_ += buffer_.size();
   segments_.back().bytes = offset_;
@@ -313,8 +353,9 @@ Status Wal::WriteBuffered() {
 
 Status Wal::Sync() {
   if (!sticky_error_.ok()) return sticky_error_;
-  if (::fdatasync(fd_) != 0) {
-    sticky_error_ = ErrnoError("wal fdatasync");
+  Status s = file_->Sync();
+  if (!s.ok()) {
+    sticky_error_ = s.Annotate("wal sync");
     return sticky_error_;
   }
   return Status::Ok();
@@ -324,11 +365,6 @@ bool Wal::NeedsCut() const { return offset_ >= options_.segment_bytes; }
 
 Status Wal::Cut(uint64_t next_index, const std::vector<Record>& header) {
   RETURN_IF_ERROR(Sync());
-  // Give back the preallocated tail of the finished segment.
-  if (::ftruncate(fd_, static_cast<off_t>(offset_)) != 0) {
-    sticky_error_ = ErrnoError("truncate wal segment");
-    return sticky_error_;
-  }
   // The next segment gets its name only once its header records are
   // durable. Were it named first, a crash before the header was synced
   // would leave a last segment without them; the log would keep appending
@@ -339,22 +375,23 @@ Status Wal::Cut(uint64_t next_index, const std::vector<Record>& header) {
   const std::string tmp = path + ".tmp";
   std::string data;
   for (const Record& r : header) EncodeRecord(r, &data);
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  Status s = fd < 0 ? ErrnoError("create " + tmp) : Status::Ok();
-  if (s.ok()) s = WriteAll(fd, data.data(), data.size());
-  if (s.ok() && ::fdatasync(fd) != 0) s = ErrnoError("fdatasync " + tmp);
-  if (s.ok() && options_.crash_hook) options_.crash_hook("cut:created");
-  if (s.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {
-    s = ErrnoError("rename " + tmp);
-  }
-  if (s.ok() && ::fsync(dir_fd_) != 0) s = ErrnoError("fsync " + dir_);
+  auto s = [&]() -> StatusOr<std::unique_ptr<WritableFile>> {
+    ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> f,
+                     fs_->OpenWritable(tmp, OpenMode::kTruncate));
+    RETURN_IF_ERROR(f->Append(data));
+    RETURN_IF_ERROR(f->Sync());
+    if (options_.crash_hook) options_.crash_hook("cut:created");
+    RETURN_IF_ERROR(fs_->Rename(tmp, path));
+    RETURN_IF_ERROR(fs_->SyncDir(dir_));
+    return f;
+  }();
   if (!s.ok()) {
-    if (fd >= 0) ::close(fd);
-    sticky_error_ = s;
-    return s;
+    sticky_error_ = s.status().Annotate("wal cut");
+    return sticky_error_;
   }
-  ::close(fd_);
-  fd_ = fd;
+  // Closing the finished segment gives back its preallocated tail.
+  (void)file_->Close();
+  file_ = std::move(*s);
   offset_ = data.size();
   preallocated_to_ = offset_;
   segments_.push_back({sequence, next_index, path, offset_});
@@ -367,14 +404,15 @@ Status Wal::ReleaseBefore(uint64_t index) {
     ++n;
   }
   if (n == 0) return Status::Ok();
-  for (size_t i = 0; i < n; ++i) {
-    if (::unlink(segments_[i].path.c_str()) != 0) {
-      return ErrnoError("unlink " + segments_[i].path);
-    }
+  size_t removed = 0;
+  Status s;
+  while (removed < n && s.ok()) {
+    s = fs_->Remove(segments_[removed].path);
+    if (s.ok()) ++removed;
   }
-  segments_.erase(segments_.begin(), segments_.begin() + n);
-  if (::fsync(dir_fd_) != 0) return ErrnoError("fsync " + dir_);
-  return Status::Ok();
+  segments_.erase(segments_.begin(), segments_.begin() + removed);
+  RETURN_IF_ERROR(s);
+  return fs_->SyncDir(dir_);
 }
 
 std::vector<SegmentInfo> Wal::Segments() const { return segments_; }

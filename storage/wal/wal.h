@@ -13,13 +13,21 @@
 //   if (wal->NeedsCut()) wal->Cut(next_index, {hard_state_record});
 //   wal->ReleaseBefore(snapshot_index);       // after a snapshot is durable
 //
-// Open() replays every record of every live segment, oldest first, and
-// repairs a torn tail (a record cut short or failing its checksum at the end
-// of the LAST segment is a write that never completed: the file is truncated
-// there). Damage anywhere else is Corruption: the node must not start.
+// Open() replays every record of every live segment, oldest first. It
+// repairs a torn tail, etcd's wal.Repair rule: the LAST record of the LAST
+// segment may be a write that never completed -- cut short by the end of the
+// file, or whole but holding a 512-byte sector of zeros -- provided no valid
+// record follows it; the file is truncated there. Anything else (a checksum
+// mismatch, a bad length, zeros or garbage followed by a valid record,
+// damage in an earlier segment, a missing segment) is kCorruption naming the
+// file and the offset, and nothing is changed on disk: those bytes were
+// synced and acknowledged, so the node must not start on them.
 //
-// Errors are sticky (leveldb's bg_error_): after a failed write or fsync the
-// log refuses all further writes, because the file's contents are unknown.
+// All files go through Options::file_system (base/file_system.h): segments
+// are created 0600, the directory 0700. Errors are sticky (leveldb's
+// bg_error_): after a failed write or sync the log refuses all further
+// writes, because the file's contents are unknown. A full disk is kNoSpace,
+// other failures kIOError.
 //
 // Thread-safety: not thread-safe; one owner (the raft loop) calls it.
 #ifndef KPLANE_STORAGE_WAL_WAL_H_
@@ -32,6 +40,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/file_system.h"
 #include "base/statusor.h"
 
 namespace kplane::wal {
@@ -53,6 +62,9 @@ struct Options {
   // temporary name, but Cut has not returned). Crash tests kill the process
   // there. Null in production.
   std::function<void(std::string_view point)> crash_hook;
+  // Where the files go; null = FileSystem::Default(). Not owned; must
+  // outlive the Wal.
+  FileSystem* file_system = nullptr;
 };
 
 struct SegmentInfo {
@@ -105,16 +117,21 @@ class Wal {
 
  private:
   Wal(std::string dir, Options options);
+  // Replays the records of one segment's `data`; returns the length of its
+  // valid prefix (shorter than the data only for a torn tail of the last
+  // segment), or kCorruption.
+  StatusOr<size_t> ReplaySegment(const std::string& path, std::string_view data,
+                                 bool last, const ReplayFn& replay);
   Status OpenForAppend(const SegmentInfo& seg, uint64_t valid_bytes);
   Status CreateSegment(uint64_t sequence, uint64_t start_index);
   Status WriteBuffered();
 
-  std::string dir_;
-  Options options_;
-  std::vector<SegmentInfo> segments_;  // oldest first; back() is current
-  int fd_ = -1;                        // current segment
-  int dir_fd_ = -1;
-  uint64_t offset_ = 0;  // bytes written to the current segment
+  const std::string dir_;
+  const Options options_;
+  FileSystem* const fs_;
+  std::vector<SegmentInfo> segments_;   // oldest first; back() is current
+  std::unique_ptr<WritableFile> file_;  // current segment
+  uint64_t offset_ = 0;                 // bytes written to the current segment
   uint64_t preallocated_to_ = 0;
   std::string buffer_;  // encoded, not yet written
   Status sticky_error_;

@@ -3,6 +3,7 @@
 #include <rocksdb/cache.h>
 #include <rocksdb/comparator.h>
 #include <rocksdb/db.h>
+#include <rocksdb/listener.h>
 #include <rocksdb/table.h>
 #include <rocksdb/utilities/checkpoint.h>
 #include <rocksdb/write_batch.h>
@@ -14,6 +15,7 @@
 #include "storage/mvcc/keys.h"
 #include "storage/mvcc/lessor.h"
 #include "storage/mvcc/reader.h"
+#include "storage/mvcc/rocks_env.h"
 #include "storage/mvcc/store_internal.h"
 #include "storage/mvcc/txn_rules.h"
 #include "storage/mvcc/watch_hub.h"
@@ -23,6 +25,23 @@ namespace kplane::mvcc {
 
 using internal::FromRocks;
 using internal::ScopedSnapshot;
+
+namespace {
+
+// RocksDB would retry a write it failed for lack of space on its own, in
+// the background. The store recovers only when told to (DisarmNoSpaceAlarm),
+// so that its sticky error and RocksDB's state change together.
+class NoAutoRecovery : public rocksdb::EventListener {
+ public:
+  void OnErrorRecoveryBegin(rocksdb::BackgroundErrorReason,
+                            rocksdb::Status bg_error,
+                            bool* auto_recovery) override {
+    bg_error.PermitUncheckedError();
+    *auto_recovery = false;
+  }
+};
+
+}  // namespace
 
 // The lessor's view of the store. Called from Lessor::Grant/Revoke, which
 // the store only calls while holding its write lock.
@@ -99,6 +118,8 @@ struct Store::WriteGroup {
 Store::Store(const Options& options)
     : options_(options),
       clock_(options.clock != nullptr ? options.clock : Clock::Real()),
+      fs_(options.file_system != nullptr ? options.file_system
+                                         : FileSystem::Default()),
       group_(std::make_unique<WriteGroup>()) {}
 
 Store::~Store() { Close(); }
@@ -129,7 +150,13 @@ StatusOr<std::unique_ptr<Store>> Store::Open(const Options& options) {
 }
 
 Status Store::OpenDb() {
+  // Created here rather than by RocksDB, which does not sync the directory
+  // above a new one: a power cut could take the whole store with it.
+  RETURN_IF_ERROR(CreateDirAll(fs_, options_.dir, kPrivateDirMode));
+  env_ = NewRocksEnv(fs_);
   rocksdb::Options o;
+  o.env = env_.get();
+  o.listeners.push_back(std::make_shared<NoAutoRecovery>());
   o.create_if_missing = true;
   o.max_background_jobs = 2;
   o.level_compaction_dynamic_level_bytes = true;
@@ -252,7 +279,8 @@ void Store::Close() {
     if (compact_thread_.joinable()) compact_thread_.join();
     {
       MutexLock l(&write_mu_);
-      FlushGroupLocked();
+      Status s = FlushGroupLocked();
+      if (!s.ok()) LOG(WARNING) << "mvcc: close: " << s;
     }
     if (hub_) hub_->Stop();
     if (db_) {
@@ -279,13 +307,51 @@ void Store::BeginWriteGroup() {
 void Store::EndWriteGroup() {
   MutexLock l(&write_mu_);
   CHECK(group_->open) << "mvcc: no write group is open";
-  FlushGroupLocked();
+  // A failure is the sticky error, which the caller reads (WriteStatus).
+  (void)FlushGroupLocked();
   group_->open = false;
 }
 
 void Store::FlushWriteGroup() {
   MutexLock l(&write_mu_);
-  FlushGroupLocked();
+  (void)FlushGroupLocked();
+}
+
+Status Store::WriteStatus() const {
+  MutexLock l(&error_mu_);
+  return write_error_;
+}
+
+Status Store::WriteFailed(const rocksdb::Status& st, std::string_view what) {
+  Status s;
+  if (st.IsNoSpace()) {
+    // etcd's NOSPACE text, which clients recognize.
+    s = Status(StatusCode::kNoSpace,
+               std::string(internal::NoSpaceError().message()) +
+                   " (disk full: " + st.ToString() + ")");
+    nospace_ = true;
+  } else {
+    Status r = FromRocks(st);
+    s = Status(r.code(), "mvcc: " + std::string(what) +
+                             " failed: " + r.message() +
+                             "; writes are refused until the store reopens");
+  }
+  MutexLock l(&error_mu_);
+  if (write_error_.ok()) {
+    LOG(ERROR) << s;
+    write_error_ = s;
+  }
+  return write_error_;
+}
+
+Status Store::WriteLocked(rocksdb::WriteBatch* wb, bool sync,
+                          std::string_view what) {
+  RETURN_IF_ERROR(WriteStatus());
+  rocksdb::WriteOptions wo;
+  wo.sync = sync;
+  rocksdb::Status st = db_->Write(wo, wb);
+  if (!st.ok()) return WriteFailed(st, what);
+  return Status::Ok();
 }
 
 rocksdb::WriteBatchWithIndex* Store::StagedBatchLocked() {
@@ -296,8 +362,17 @@ int64_t Store::WriteRevLocked() const {
   return group_->dirty ? group_->rev : current_rev_.load();
 }
 
-void Store::FlushGroupLocked() {
-  if (!group_->dirty) return;
+void Store::DropGroupLocked() {
+  WriteGroup& g = *group_;
+  g.batch.Clear();
+  g.revisions.clear();
+  g.dirty = false;
+  g.size_delta = 0;
+  g.consistent_index = 0;
+}
+
+Status Store::FlushGroupLocked() {
+  if (!group_->dirty) return Status::Ok();
   WriteGroup& g = *group_;
   const int64_t new_size = size_in_use_.load() + g.size_delta;
   rocksdb::WriteBatchWithIndex& b = g.batch;
@@ -321,11 +396,13 @@ void Store::FlushGroupLocked() {
   }
   rocksdb::WriteBatch* wb = b.GetWriteBatch();
   if (wb->Count() > 0) {
-    rocksdb::WriteOptions wo;
-    wo.sync = options_.sync_writes;
-    rocksdb::Status st = db_->Write(wo, wb);
-    // Memory and disk would disagree from here on: crash loudly.
-    CHECK(st.ok()) << "mvcc: write failed: " << st.ToString();
+    // Nothing of the group is published unless it was written: memory and
+    // disk agree on everything readers, watchers and the lessor can see.
+    Status s = WriteLocked(wb, options_.sync_writes, "write");
+    if (!s.ok()) {
+      DropGroupLocked();
+      return s;
+    }
     written_since_measure_ += static_cast<int64_t>(wb->GetDataSize());
     writes_since_measure_ +=
         std::max<int64_t>(1, static_cast<int64_t>(g.revisions.size()));
@@ -343,11 +420,8 @@ void Store::FlushGroupLocked() {
     }
     hub_->Notify(r.rev, std::move(r.events), r.events_have_prev);
   }
-  b.Clear();
-  g.revisions.clear();
-  g.dirty = false;
-  g.size_delta = 0;
-  g.consistent_index = 0;
+  DropGroupLocked();
+  return Status::Ok();
 }
 
 std::unique_ptr<WriteTxn> Store::NewWriteTxnLocked() {
@@ -356,8 +430,8 @@ std::unique_ptr<WriteTxn> Store::NewWriteTxnLocked() {
                                     hub_->WantsPrevKv(), &group_->batch);
 }
 
-void Store::CommitLocked(WriteTxn* txn, uint64_t consistent_index,
-                         bool write_now) {
+Status Store::CommitLocked(WriteTxn* txn, uint64_t consistent_index,
+                           bool write_now) {
   WriteGroup& g = *group_;
   g.MarkDirty(current_rev_.load());
   txn->MarkStaged();
@@ -368,26 +442,28 @@ void Store::CommitLocked(WriteTxn* txn, uint64_t consistent_index,
     g.revisions.push_back({txn->rev(), txn->TakeEvents(),
                            txn->events_have_prev(), txn->lease_changes()});
   }
-  if (!g.open || write_now) FlushGroupLocked();
+  if (!g.open || write_now) return FlushGroupLocked();
+  return Status::Ok();
 }
 
 Status Store::ResetConsistentIndex() {
   MutexLock l(&write_mu_);
-  FlushGroupLocked();
-  rocksdb::WriteOptions wo;
-  wo.sync = true;
-  RETURN_IF_ERROR(FromRocks(
-      db_->Delete(wo, rocksdb::Slice(keys::kMetaConsistentIndex.data(),
-                                     keys::kMetaConsistentIndex.size()))));
+  RETURN_IF_ERROR(FlushGroupLocked());
+  rocksdb::WriteBatch wb;
+  wb.Delete(rocksdb::Slice(keys::kMetaConsistentIndex.data(),
+                           keys::kMetaConsistentIndex.size()));
+  RETURN_IF_ERROR(WriteLocked(&wb, /*sync=*/true, "reset consistent index"));
   consistent_index_ = 0;
   return Status::Ok();
 }
 
-void Store::WriteMetaLocked(uint64_t consistent_index) {
-  if (consistent_index == 0) return;
+Status Store::WriteMetaLocked(uint64_t consistent_index) {
+  if (consistent_index == 0) return Status::Ok();
+  RETURN_IF_ERROR(WriteStatus());
   group_->MarkDirty(current_rev_.load());
   group_->consistent_index = consistent_index;
-  if (!group_->open) FlushGroupLocked();
+  if (!group_->open) return FlushGroupLocked();
+  return Status::Ok();
 }
 
 Status Store::CheckRequestSize(size_t request_bytes) const {
@@ -415,14 +491,12 @@ Status Store::CheckQuotaLocked(int64_t cost) {
   }
   // The alarm survives a crash that the staged entries before this one
   // would not: write them first, or their replay would meet the alarm.
-  FlushGroupLocked();
-  rocksdb::WriteOptions wo;
-  wo.sync = options_.sync_writes;
-  rocksdb::Status st = db_->Put(wo,
-                                rocksdb::Slice(keys::kMetaAlarmNoSpace.data(),
-                                               keys::kMetaAlarmNoSpace.size()),
-                                keys::EncodeInt64(1));
-  CHECK(st.ok()) << "mvcc: write failed: " << st.ToString();
+  RETURN_IF_ERROR(FlushGroupLocked());
+  rocksdb::WriteBatch wb;
+  wb.Put(rocksdb::Slice(keys::kMetaAlarmNoSpace.data(),
+                        keys::kMetaAlarmNoSpace.size()),
+         keys::EncodeInt64(1));
+  RETURN_IF_ERROR(WriteLocked(&wb, options_.sync_writes, "NOSPACE alarm"));
   nospace_ = true;
   LOG(WARNING) << "mvcc: database size " << measured_db_size_ << " over quota "
                << options_.quota_bytes << ": NOSPACE alarm raised";
@@ -431,7 +505,25 @@ Status Store::CheckQuotaLocked(int64_t cost) {
 
 Status Store::DisarmNoSpaceAlarm(uint64_t consistent_index) {
   MutexLock l(&write_mu_);
-  FlushGroupLocked();
+  if (Status e = WriteStatus(); e.Is(StatusCode::kNoSpace)) {
+    // The disk was full. RocksDB writes its memtables out and starts a new
+    // log (the one the failed write was cut off in is left behind).
+    rocksdb::Status st = db_->Resume();
+    if (!st.ok()) {
+      Status r = FromRocks(st);
+      return Status(r.code(),
+                    "mvcc: cannot resume after a full disk: " + r.message());
+    }
+    {
+      MutexLock el(&error_mu_);
+      write_error_ = Status::Ok();
+    }
+    LOG(INFO) << "mvcc: resumed after a full disk";
+    MutexLock cl(&compact_mu_);
+    compaction_error_ = Status::Ok();
+    compact_cv_.notify_all();
+  }
+  RETURN_IF_ERROR(FlushGroupLocked());
   rocksdb::WriteBatch wb;
   wb.Put(rocksdb::Slice(keys::kMetaAlarmNoSpace.data(),
                         keys::kMetaAlarmNoSpace.size()),
@@ -441,10 +533,7 @@ Status Store::DisarmNoSpaceAlarm(uint64_t consistent_index) {
                           keys::kMetaConsistentIndex.size()),
            keys::EncodeInt64(static_cast<int64_t>(consistent_index)));
   }
-  rocksdb::WriteOptions wo;
-  wo.sync = options_.sync_writes;
-  rocksdb::Status st = db_->Write(wo, &wb);
-  CHECK(st.ok()) << "mvcc: write failed: " << st.ToString();
+  RETURN_IF_ERROR(WriteLocked(&wb, options_.sync_writes, "disarm"));
   nospace_ = false;
   measured_db_size_ = -1;
   if (consistent_index != 0) consistent_index_ = consistent_index;
@@ -490,6 +579,7 @@ StatusOr<etcdserverpb::PutResponse> Store::Put(
   const size_t bytes = req.ByteSizeLong();
   RETURN_IF_ERROR(CheckRequestSize(bytes));
   MutexLock l(&write_mu_);
+  RETURN_IF_ERROR(WriteStatus());
   RETURN_IF_ERROR(CheckQuotaLocked(static_cast<int64_t>(bytes)));
   if (req.lease() != 0 && !lessor_->Exists(req.lease())) {
     return internal::LeaseNotFoundError();
@@ -497,7 +587,7 @@ StatusOr<etcdserverpb::PutResponse> Store::Put(
   auto txn = NewWriteTxnLocked();
   ASSIGN_OR_RETURN(std::optional<mvccpb::KeyValue> prev,
                    PutLocked(txn.get(), req));
-  CommitLocked(txn.get(), consistent_index);
+  RETURN_IF_ERROR(CommitLocked(txn.get(), consistent_index));
   etcdserverpb::PutResponse resp;
   resp.mutable_header()->set_revision(txn->rev());
   if (req.prev_kv() && prev) *resp.mutable_prev_kv() = std::move(*prev);
@@ -509,12 +599,13 @@ StatusOr<etcdserverpb::DeleteRangeResponse> Store::DeleteRange(
   RETURN_IF_ERROR(CheckDeleteRequest(req));
   RETURN_IF_ERROR(CheckRequestSize(req.ByteSizeLong()));
   MutexLock l(&write_mu_);
+  RETURN_IF_ERROR(WriteStatus());
   auto txn = NewWriteTxnLocked();
   std::vector<mvccpb::KeyValue> prev;
   ASSIGN_OR_RETURN(int64_t n,
                    txn->DeleteRange(req.key(), req.range_end(),
                                     req.prev_kv() ? &prev : nullptr));
-  CommitLocked(txn.get(), consistent_index);
+  RETURN_IF_ERROR(CommitLocked(txn.get(), consistent_index));
   etcdserverpb::DeleteRangeResponse resp;
   resp.mutable_header()->set_revision(txn->rev());
   resp.set_deleted(n);
@@ -559,9 +650,13 @@ StatusOr<etcdserverpb::HashKVResponse> Store::HashKV(int64_t revision) {
 Status Store::Sync() {
   {
     MutexLock l(&write_mu_);
-    FlushGroupLocked();
+    RETURN_IF_ERROR(FlushGroupLocked());
   }
-  return FromRocks(db_->FlushWAL(/*sync=*/true));
+  RETURN_IF_ERROR(WriteStatus());
+  rocksdb::Status st = db_->FlushWAL(/*sync=*/true);
+  // After a failed sync nothing is known about what reached the disk.
+  if (!st.ok()) return WriteFailed(st, "sync");
+  return Status::Ok();
 }
 
 Status Store::Defrag() {

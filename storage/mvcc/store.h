@@ -17,11 +17,28 @@
 // write batch that also carries the new revision and the caller's
 // consistent_index (the raft log index that produced it; 0 = none), so after
 // a crash the store reports the last index applied and nothing is
-// half-applied. With sync_writes=false the
-// batch reaches the OS but is not fsynced: it survives a process crash but
-// not a power loss (the replicated server replays its raft log for that).
-// A failed RocksDB write crashes the process (it would leave memory and disk
-// disagreeing).
+// half-applied. With sync_writes=true the
+// batch is fsynced (RocksDB's WAL) before the call returns: an acknowledged
+// write survives a power cut. With sync_writes=false it reaches the OS but
+// is not fsynced: it survives a process crash but not a power loss (the
+// replicated server replays its raft log for that, and calls Sync() before
+// it records a snapshot).
+//
+// Files: RocksDB's files go through Options::file_system
+// (base/file_system.h, via rocks_env.h): created 0600 in a 0700 directory
+// whose parents are synced when created, so a fault-injecting file system
+// can cut the power under the store.
+//
+// Failed writes: a write RocksDB refuses (a full disk, an I/O error) is
+// sticky, as leveldb's bg_error_: that write and every later one fail with
+// WriteStatus() -- kNoSpace with etcd's "database space exceeded" text for a
+// full disk (the NOSPACE alarm is raised, in memory), kIOError otherwise --
+// while reads, watches and HashKV keep working. Nothing of the failed write
+// is published (revision, watch events, lease attachments, consistent index
+// stay where they were); whether its bytes survive a restart is unknown, so
+// its outcome is unknown, as for any failed I/O. A full disk is recoverable:
+// free space, then DisarmNoSpaceAlarm(). Any other failure lasts until the
+// store is reopened. Nothing crashes the process.
 //
 // Ownership: the store owns its RocksDB and three threads (compaction, watch
 // catch-up, optional auto-compaction). Close() or the destructor stops them.
@@ -53,6 +70,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "base/file_system.h"
 #include "base/mutex.h"
 #include "base/status.h"
 #include "base/statusor.h"
@@ -63,6 +81,8 @@
 
 namespace rocksdb {
 class DB;
+class Env;
+class Status;
 class Iterator;
 class WriteBatch;
 class WriteBatchWithIndex;
@@ -99,6 +119,9 @@ struct Options {
   // Flush RocksDB's memtables on Close() so the next Open() replays no WAL.
   // Off leaves the directory as a crash would (benchmarks of recovery).
   bool flush_on_close = true;
+  // Where RocksDB's files go; null = FileSystem::Default(). Not owned; must
+  // outlive the store.
+  FileSystem* file_system = nullptr;
 };
 
 class Store {
@@ -143,6 +166,10 @@ class Store {
   // thread) may write: another thread's Put would join the group. Reads
   // from any thread see only what was written out.
   //
+  // If writing the group out fails, nothing it staged is published and the
+  // responses handed out for it are void: a caller checks WriteStatus()
+  // after EndWriteGroup() before it acts on them.
+  //
   //   store->BeginWriteGroup();
   //   auto a = store->Put(put_a, 41);   // revision 8, not yet visible
   //   auto b = store->Txn(cas_on_a, 42);  // sees a; revision 9
@@ -152,6 +179,9 @@ class Store {
   // Writes out and publishes what the open group staged; the group stays
   // open. (For callers about to read the store's current state.)
   void FlushWriteGroup() EXCLUDES(write_mu_);
+
+  // OK, or the sticky error of the first write RocksDB refused (above).
+  Status WriteStatus() const EXCLUDES(error_mu_);
 
   // ---- compaction and maintenance -----------------------------------------
   // Makes revisions below `revision` unreadable at once and deletes their
@@ -192,9 +222,12 @@ class Store {
   Status ResetConsistentIndex() EXCLUDES(write_mu_);
 
   // ---- NOSPACE alarm ------------------------------------------------------
+  // Raised by a write over quota (persisted) or by a full disk (in memory).
   bool NoSpaceAlarm() const { return nospace_.load(); }
   // Clears the alarm (etcdctl alarm disarm). A later write over quota raises
-  // it again.
+  // it again. After a full disk it first resumes RocksDB (which writes its
+  // memtables out); if the disk is still full it fails with kNoSpace and the
+  // alarm stays.
   Status DisarmNoSpaceAlarm(uint64_t consistent_index = 0) EXCLUDES(write_mu_);
 
   // ---- leases -------------------------------------------------------------
@@ -247,12 +280,21 @@ class Store {
   // Stages the transaction in the write group; outside an open group (or
   // with `write_now`) writes the group out at once: one batch with the new
   // revision, consistent index and size, then lease changes and watchers.
-  // Crashes on a failed write.
-  void CommitLocked(WriteTxn* txn, uint64_t consistent_index,
-                    bool write_now = false) REQUIRES(write_mu_);
-  void WriteMetaLocked(uint64_t consistent_index) REQUIRES(write_mu_);
-  // Writes out what the current write group staged, then publishes it.
-  void FlushGroupLocked() REQUIRES(write_mu_);
+  // Fails with the sticky write error.
+  Status CommitLocked(WriteTxn* txn, uint64_t consistent_index,
+                      bool write_now = false) REQUIRES(write_mu_);
+  Status WriteMetaLocked(uint64_t consistent_index) REQUIRES(write_mu_);
+  // Writes out what the current write group staged, then publishes it. On a
+  // failed write (or a sticky error) drops it unpublished.
+  Status FlushGroupLocked() REQUIRES(write_mu_);
+  void DropGroupLocked() REQUIRES(write_mu_);
+  // Writes `wb` outside the write group, turning a failure into the sticky
+  // error; fails at once if there is one.
+  Status WriteLocked(rocksdb::WriteBatch* wb, bool sync, std::string_view what)
+      REQUIRES(write_mu_);
+  // Records a failed RocksDB write as the sticky error and returns it.
+  Status WriteFailed(const rocksdb::Status& st, std::string_view what)
+      EXCLUDES(error_mu_);
   // The revision the next write starts from: the group's when it staged
   // something, else the store's.
   int64_t WriteRevLocked() const REQUIRES(write_mu_);
@@ -292,15 +334,17 @@ class Store {
 
   // Compaction (store_compact.cc).
   void CompactionLoop() EXCLUDES(compact_mu_, write_mu_);
-  // Returns false when stopped before finishing.
-  bool RunCompaction(int64_t target) EXCLUDES(compact_mu_, write_mu_);
+  // kCancelled when stopped before finishing; a failed read or write
+  // otherwise.
+  Status RunCompaction(int64_t target) EXCLUDES(compact_mu_, write_mu_);
   // Adds to `wb` the deletion of `user_key`'s versions that compaction to
   // `target` removes, read through `versions` (an iterator over the `k`
   // records); returns how many records that deletes.
-  int64_t CompactKey(rocksdb::Iterator* versions, std::string_view user_key,
-                     int64_t target, rocksdb::WriteBatch* wb, int64_t* freed);
-  void FlushCompactionBatch(rocksdb::WriteBatch* wb, int64_t* freed,
-                            int64_t cursor_rev)
+  StatusOr<int64_t> CompactKey(rocksdb::Iterator* versions,
+                               std::string_view user_key, int64_t target,
+                               rocksdb::WriteBatch* wb, int64_t* freed);
+  Status FlushCompactionBatch(rocksdb::WriteBatch* wb, int64_t* freed,
+                              int64_t cursor_rev)
       EXCLUDES(compact_mu_, write_mu_);
   bool CompactionStopping() EXCLUDES(compact_mu_);
 
@@ -310,11 +354,16 @@ class Store {
 
   const Options options_;
   Clock* const clock_;
+  FileSystem* const fs_;
+  std::unique_ptr<rocksdb::Env> env_;  // outlives db_
   std::unique_ptr<rocksdb::DB> db_;
 
   // Serializes writers (and the commit of compaction batches). The atomics
   // below are written under it and read without it.
   Mutex write_mu_;
+  // The first failed write (sticky). Taken after write_mu_ when both are.
+  mutable Mutex error_mu_ ACQUIRED_AFTER(write_mu_);
+  Status write_error_ GUARDED_BY(error_mu_);
   std::atomic<int64_t> current_rev_{0};
   std::atomic<uint64_t> consistent_index_{0};
   std::atomic<int64_t> compact_scheduled_{0};
@@ -338,6 +387,9 @@ class Store {
   int64_t compact_finished_ GUARDED_BY(compact_mu_) = 0;
   int64_t compact_cursor_ GUARDED_BY(compact_mu_) = 0;
   bool stopping_ GUARDED_BY(compact_mu_) = false;
+  // Why compaction stopped (a failed read or write); it waits for a
+  // recovery.
+  Status compaction_error_ GUARDED_BY(compact_mu_);
   std::thread compact_thread_;
   std::unique_ptr<AutoCompactor> auto_compactor_;
 

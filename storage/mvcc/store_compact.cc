@@ -45,6 +45,9 @@
 #include "storage/mvcc/store_internal.h"
 
 namespace kplane::mvcc {
+
+using internal::FromRocks;
+
 namespace {
 
 rocksdb::Slice MetaSlice(std::string_view k) {
@@ -56,7 +59,7 @@ rocksdb::Slice MetaSlice(std::string_view k) {
 Status Store::Compact(int64_t revision, uint64_t consistent_index) {
   {
     MutexLock l(&write_mu_);
-    FlushGroupLocked();
+    RETURN_IF_ERROR(FlushGroupLocked());
     const int64_t scheduled = compact_scheduled_.load();
     if (revision <= scheduled) return CompactedError(scheduled);
     const int64_t current = current_rev_.load();
@@ -67,10 +70,7 @@ Status Store::Compact(int64_t revision, uint64_t consistent_index) {
       wb.Put(MetaSlice(keys::kMetaConsistentIndex),
              keys::EncodeInt64(static_cast<int64_t>(consistent_index)));
     }
-    rocksdb::WriteOptions wo;
-    wo.sync = options_.sync_writes;
-    rocksdb::Status st = db_->Write(wo, &wb);
-    CHECK(st.ok()) << "mvcc: write failed: " << st.ToString();
+    RETURN_IF_ERROR(WriteLocked(&wb, options_.sync_writes, "compact"));
     compact_scheduled_ = revision;
     if (consistent_index != 0) consistent_index_ = consistent_index;
   }
@@ -82,9 +82,11 @@ Status Store::Compact(int64_t revision, uint64_t consistent_index) {
 Status Store::WaitForCompaction(int64_t revision) {
   MutexLock l(&compact_mu_);
   compact_cv_.wait(l.native(), [&]() REQUIRES(compact_mu_) {
-    return compact_finished_ >= revision || stopping_;
+    return compact_finished_ >= revision || stopping_ ||
+           !compaction_error_.ok();
   });
   if (compact_finished_ >= revision) return Status::Ok();
+  if (!compaction_error_.ok()) return compaction_error_;
   return UnavailableError("mvcc: store closed before compaction finished");
 }
 
@@ -97,23 +99,30 @@ void Store::CompactionLoop() {
   MutexLock l(&compact_mu_);
   while (true) {
     compact_cv_.wait(l.native(), [&]() REQUIRES(compact_mu_) {
-      return stopping_ || compact_scheduled_.load() > compact_finished_;
+      return stopping_ || (compaction_error_.ok() &&
+                           compact_scheduled_.load() > compact_finished_);
     });
     if (stopping_) return;
     const int64_t target = compact_scheduled_.load();
     l.Unlock();
-    const bool done = RunCompaction(target);
+    const Status s = RunCompaction(target);
     l.Lock();
-    if (done) {
+    if (s.ok()) {
       compact_finished_ = target;
+      compact_cv_.notify_all();
+    } else if (!s.Is(StatusCode::kCancelled)) {
+      // Waits for a recovery (DisarmNoSpaceAlarm after a full disk) or a
+      // restart, which resumes from the persisted cursor.
+      LOG(ERROR) << "mvcc: compaction to " << target << " stopped: " << s;
+      compaction_error_ = s;
       compact_cv_.notify_all();
     }
   }
 }
 
-void Store::FlushCompactionBatch(rocksdb::WriteBatch* wb, int64_t* freed,
-                                 int64_t cursor_rev) {
-  if (wb->Count() == 0) return;
+Status Store::FlushCompactionBatch(rocksdb::WriteBatch* wb, int64_t* freed,
+                                   int64_t cursor_rev) {
+  if (wb->Count() == 0) return Status::Ok();
   wb->Put(MetaSlice(keys::kMetaCompactCursor), keys::EncodeInt64(cursor_rev));
   {
     // Briefly: the size counter is shared with writers.
@@ -121,8 +130,7 @@ void Store::FlushCompactionBatch(rocksdb::WriteBatch* wb, int64_t* freed,
     const int64_t new_size = size_in_use_.load() - *freed;
     wb->Put(MetaSlice(keys::kMetaSizeInUse), keys::EncodeInt64(new_size));
     // Not synced: a lost batch is redone from the cursor after a restart.
-    rocksdb::Status st = db_->Write(rocksdb::WriteOptions(), wb);
-    CHECK(st.ok()) << "mvcc: compaction write failed: " << st.ToString();
+    RETURN_IF_ERROR(WriteLocked(wb, /*sync=*/false, "compaction"));
     size_in_use_ = new_size;
   }
   {
@@ -131,18 +139,19 @@ void Store::FlushCompactionBatch(rocksdb::WriteBatch* wb, int64_t* freed,
   }
   wb->Clear();
   *freed = 0;
+  return Status::Ok();
 }
 
-int64_t Store::CompactKey(rocksdb::Iterator* versions,
-                          std::string_view user_key, int64_t target,
-                          rocksdb::WriteBatch* wb, int64_t* freed) {
+StatusOr<int64_t> Store::CompactKey(rocksdb::Iterator* versions,
+                                    std::string_view user_key, int64_t target,
+                                    rocksdb::WriteBatch* wb, int64_t* freed) {
   const std::string prefix = keys::VersionPrefix(user_key);
   const rocksdb::Slice prefix_slice(prefix);
   rocksdb::Iterator* it = versions;
   it->Seek(keys::VersionSeekKey(user_key, target));
   if (!it->Valid() || !it->key().starts_with(prefix_slice)) {
-    CHECK(it->status().ok()) << it->status().ToString();
-    return 0;  // no version <= target: already compacted (a resumed run)
+    RETURN_IF_ERROR(FromRocks(it->status()));
+    return int64_t{0};  // no version <= target: already compacted (resumed)
   }
   // The newest version <= target survives unless it is a tombstone below
   // the target (the key is gone at the target).
@@ -154,8 +163,10 @@ int64_t Store::CompactKey(rocksdb::Iterator* versions,
     int64_t main;
     uint32_t sub;
     rocksdb::Slice k = it->key();
-    CHECK(keys::ParseVersionKey(std::string_view(k.data(), k.size()), &p, &main,
-                                &sub));
+    if (!keys::ParseVersionKey(std::string_view(k.data(), k.size()), &p, &main,
+                               &sub)) {
+      return CorruptionError("mvcc: malformed version key");
+    }
     if (main < target) {
       first = k.ToString();
       *freed += static_cast<int64_t>(k.size() + it->value().size());
@@ -171,7 +182,7 @@ int64_t Store::CompactKey(rocksdb::Iterator* versions,
     *freed += static_cast<int64_t>(it->key().size() + it->value().size());
     ++deleted;
   }
-  CHECK(it->status().ok()) << it->status().ToString();
+  RETURN_IF_ERROR(FromRocks(it->status()));
   // Everything from `first` to the end of the key's run is deleted, so one
   // range deletion covers it: [first, PrefixSuccessor(prefix)). Writers only
   // add versions above the target, which sort before `first`, so the range
@@ -187,7 +198,7 @@ int64_t Store::CompactKey(rocksdb::Iterator* versions,
   return deleted;
 }
 
-bool Store::RunCompaction(int64_t target) {
+Status Store::RunCompaction(int64_t target) {
   const int64_t limit = std::max<int64_t>(1, options_.compaction_batch_records);
   int64_t start;
   {
@@ -223,7 +234,7 @@ bool Store::RunCompaction(int64_t target) {
   std::unique_ptr<Cursor> events, versions;
   int batches_on_iterators = 0;
   while (true) {
-    if (CompactionStopping()) return false;
+    if (CompactionStopping()) return CancelledError("mvcc: store closing");
     if (remembered_bytes > kMaxRememberedBytes) {
       compacted_keys.clear();
       remembered_bytes = 0;
@@ -250,11 +261,12 @@ bool Store::RunCompaction(int64_t target) {
       bool is_delete;
       std::string_view user_key;
       rocksdb::Slice k = it->key(), v = it->value();
-      CHECK(keys::ParseEventKey(std::string_view(k.data(), k.size()), &main,
-                                &sub) &&
-            keys::DecodeEventRecord(std::string_view(v.data(), v.size()),
-                                    &is_delete, &user_key))
-          << "mvcc: malformed event record";
+      if (!keys::ParseEventKey(std::string_view(k.data(), k.size()), &main,
+                               &sub) ||
+          !keys::DecodeEventRecord(std::string_view(v.data(), v.size()),
+                                   &is_delete, &user_key)) {
+        return CorruptionError("mvcc: malformed event record");
+      }
       if (deleted >= limit) {
         // Everything below `main` is done; resume at `main` (redoing its
         // first subs after a restart is harmless). `it` stays here.
@@ -265,35 +277,39 @@ bool Store::RunCompaction(int64_t target) {
       }
       if (compacted_keys.emplace(user_key).second) {
         remembered_bytes += user_key.size() + 64;  // + node and bucket
-        deleted += CompactKey(versions->it(), user_key, target, &wb, &freed);
+        ASSIGN_OR_RETURN(int64_t n, CompactKey(versions->it(), user_key, target,
+                                               &wb, &freed));
+        deleted += n;
       }
       if (main < target) {
         ++deleted;
         freed += static_cast<int64_t>(k.size() + v.size());
       }
     }
-    CHECK(it->status().ok()) << it->status().ToString();
+    RETURN_IF_ERROR(FromRocks(it->status()));
     // The events walked below the target are contiguous in the log: one
     // range deletion, in the same batch as their keys' versions (an event
     // record still present means its key may still need compacting).
     if (events_end > first_event) wb.DeleteRange(first_event, events_end);
     if (!more) {
-      FlushCompactionBatch(&wb, &freed, target);
+      RETURN_IF_ERROR(FlushCompactionBatch(&wb, &freed, target));
       break;
     }
-    FlushCompactionBatch(&wb, &freed, start - 1);
+    RETURN_IF_ERROR(FlushCompactionBatch(&wb, &freed, start - 1));
   }
   rocksdb::WriteBatch fin;
   fin.Put(MetaSlice(keys::kMetaCompactFinished), keys::EncodeInt64(target));
   fin.Put(MetaSlice(keys::kMetaCompactCursor), keys::EncodeInt64(target));
-  rocksdb::Status st = db_->Write(rocksdb::WriteOptions(), &fin);
-  CHECK(st.ok()) << "mvcc: compaction write failed: " << st.ToString();
+  {
+    MutexLock l(&write_mu_);
+    RETURN_IF_ERROR(WriteLocked(&fin, /*sync=*/false, "compaction"));
+  }
   {
     MutexLock l(&compact_mu_);
     compact_cursor_ = target;
   }
   LOG(INFO) << "mvcc: compaction to " << target << " finished";
-  return true;
+  return Status::Ok();
 }
 
 }  // namespace kplane::mvcc

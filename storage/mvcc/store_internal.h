@@ -10,6 +10,7 @@ namespace kplane::mvcc::internal {
 
 inline Status FromRocks(const rocksdb::Status& s) {
   if (s.ok()) return Status::Ok();
+  if (s.IsNoSpace()) return Status(StatusCode::kNoSpace, s.ToString());
   if (s.IsCorruption()) return CorruptionError(s.ToString());
   return IOError(s.ToString());
 }

@@ -54,10 +54,7 @@ Status Store::SaveLeaseLocked(int64_t id, int64_t ttl, uint64_t ci) {
                           keys::kMetaConsistentIndex.size()),
            keys::EncodeInt64(static_cast<int64_t>(ci)));
   }
-  rocksdb::WriteOptions wo;
-  wo.sync = options_.sync_writes;
-  rocksdb::Status st = db_->Write(wo, &wb);
-  CHECK(st.ok()) << "mvcc: write failed: " << st.ToString();
+  RETURN_IF_ERROR(WriteLocked(&wb, options_.sync_writes, "lease grant"));
   ++lease_seq_;
   size_in_use_ = new_size;
   if (ci != 0) consistent_index_ = ci;
@@ -76,14 +73,14 @@ Status Store::DeleteLeaseAndKeysLocked(int64_t id,
   CHECK(txn->batch()->Delete(k).ok());
   txn->AddSizeDelta(-static_cast<int64_t>(k.size() + 8));
   // Now, even in a write group: the lessor forgets the lease now.
-  CommitLocked(txn.get(), ci, /*write_now=*/true);
-  return Status::Ok();
+  return CommitLocked(txn.get(), ci, /*write_now=*/true);
 }
 
 StatusOr<etcdserverpb::LeaseGrantResponse> Store::LeaseGrant(
     const etcdserverpb::LeaseGrantRequest& req, uint64_t consistent_index) {
   MutexLock l(&write_mu_);
-  FlushGroupLocked();
+  RETURN_IF_ERROR(FlushGroupLocked());
+  RETURN_IF_ERROR(WriteStatus());
   RETURN_IF_ERROR(CheckQuotaLocked(kLeaseGrantCost));
   const int64_t id = req.id() != 0 ? req.id() : NextLeaseIdLocked();
   ASSIGN_OR_RETURN(int64_t ttl,
@@ -98,7 +95,8 @@ StatusOr<etcdserverpb::LeaseGrantResponse> Store::LeaseGrant(
 StatusOr<etcdserverpb::LeaseRevokeResponse> Store::LeaseRevoke(
     const etcdserverpb::LeaseRevokeRequest& req, uint64_t consistent_index) {
   MutexLock l(&write_mu_);
-  FlushGroupLocked();
+  RETURN_IF_ERROR(FlushGroupLocked());
+  RETURN_IF_ERROR(WriteStatus());
   RETURN_IF_ERROR(lessor_->Revoke(req.id(), consistent_index));
   etcdserverpb::LeaseRevokeResponse resp;
   resp.mutable_header()->set_revision(current_rev_.load());

@@ -149,16 +149,17 @@ StatusOr<TxnResponse> Store::Txn(const TxnRequest& req,
     if (consistent_index != 0) {
       // A raft-ordered read sees the entries before it.
       MutexLock l(&write_mu_);
-      FlushGroupLocked();
+      RETURN_IF_ERROR(FlushGroupLocked());
     }
     ASSIGN_OR_RETURN(TxnResponse resp, ReadOnlyTxn(req));
     if (consistent_index != 0) {
       MutexLock l(&write_mu_);
-      WriteMetaLocked(consistent_index);
+      RETURN_IF_ERROR(WriteMetaLocked(consistent_index));
     }
     return resp;
   }
   MutexLock l(&write_mu_);
+  RETURN_IF_ERROR(WriteStatus());
   if (TxnHasPut(req)) {
     RETURN_IF_ERROR(CheckQuotaLocked(static_cast<int64_t>(bytes)));
   }
@@ -181,7 +182,7 @@ StatusOr<TxnResponse> Store::Txn(const TxnRequest& req,
   // On error the transaction rolls the batch back to where it began.
   RETURN_IF_ERROR(ApplyTxnOps(txn->view(), txn.get(), req, path, &idx, current,
                               compacted, &resp));
-  CommitLocked(txn.get(), consistent_index);
+  RETURN_IF_ERROR(CommitLocked(txn.get(), consistent_index));
   resp.mutable_header()->set_revision(txn->rev());
   return resp;
 }

@@ -51,6 +51,7 @@ mvcc::Options StoreOptions(const StoreConfig& config,
   o.clock = config.clock;
   o.quota_bytes = config.quota_backend_bytes;
   o.max_request_bytes = config.max_request_bytes;
+  o.file_system = config.file_system;
   // Auto-compaction is the server's (through raft), never the replica's.
   return o;
 }
@@ -260,6 +261,7 @@ StatusOr<BootstrappedMember> BootstrapMember(StoreConfig* config) {
 
   RaftLogOptions log_opts;
   log_opts.catch_up_entries = config->snapshot_catch_up_entries;
+  log_opts.wal.file_system = config->file_system;
   ASSIGN_OR_RETURN(m.log, RaftLog::Open(m.member_dir + "/wal", log_opts));
   // A snapshot received from a leader is durable in member/snap/ before its
   // marker reaches the WAL; if we crashed before swapping it in, do it now.

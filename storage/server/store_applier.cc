@@ -229,8 +229,17 @@ void StoreApplier::ApplyTaskNow(ApplyTask& task) {
     applied_total_->Inc();
   }
   // What the group staged before a failed entry is good: written, then
-  // published and answered.
+  // published and answered -- unless a store write failed (a failed or
+  // full disk: the store's sticky WriteStatus). The store then published
+  // nothing of the failed write, so answering, or moving the applied index
+  // (which linearizable reads wait on), could serve a state it does not
+  // hold: stop applying instead; a restart replays from its consistent
+  // index.
   db()->EndWriteGroup();
+  if (Status written = db()->WriteStatus(); !written.ok()) {
+    StopApply(written.Annotate("writing applied entries to the store"));
+    return;
+  }
   if (last_applied > 0) SetApplied(last_applied);
   for (Answer& a : answers) a.done(std::move(a.result));
   if (!stop.ok()) {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "base/file_system.h"
 #include "base/metrics.h"
 #include "schemas/storage.pb.h"
 #include "storage/mvcc/auto_compactor.h"
@@ -52,6 +53,12 @@ struct StoreConfig {
 
   Clock* clock = Clock::Real();
   metrics::Registry* metrics = metrics::Registry::Default();
+  // Where the WAL and the MVCC store's RocksDB files (snapshot checkpoints
+  // included) are written; null = FileSystem::Default(). Tests put a
+  // fault-injecting file system here (base/testing). Not owned; must outlive
+  // the member. The snapshot directory swaps of an install, received
+  // snapshot files, cluster.pb and the LOCK file do not go through it yet.
+  FileSystem* file_system = nullptr;
   // Test seam: called at named steps of multi-step disk updates (e.g.
   // "install-snapshot:swapped"); crash tests kill the process there, others
   // stall it there ("apply:task", before the apply thread applies a task;

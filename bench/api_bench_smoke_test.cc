@@ -101,8 +101,7 @@ TEST_F(ApiBenchSmokeTest, CreateGetUpdateListDelete) {
     EXPECT_COUNT(r.operations, 4, 2);
     EXPECT_EQ(r.errors, 0) << query;
     EXPECT_EQ(w.list_stats->items.load(), pods) << query;
-    const int64_t pages =
-        std::string(query) == "limit=5" ? (pods + 4) / 5 : 1;
+    const int64_t pages = std::string(query) == "limit=5" ? (pods + 4) / 5 : 1;
     EXPECT_EQ(w.list_stats->pages.load(), pages) << query;
     EXPECT_GT(w.list_stats->bytes.load(), 18 * 200) << query;
   }

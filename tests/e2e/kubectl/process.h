@@ -120,6 +120,9 @@ class Process {
     if (pid_ > 0) kill(pid_, sig);
   }
 
+  // The child's pid while it runs (not yet reaped); -1 otherwise.
+  pid_t pid() const { return pid_; }
+
   void Kill() {
     if (pid_ > 0) {
       kill(pid_, SIGKILL);

@@ -280,6 +280,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Read-pause reasons (bits of pause_).
   static constexpr int kPauseBody = 1;      // OnBodyData consumer is behind
   static constexpr int kPausePipeline = 2;  // too much pipelined input
+  static constexpr int kPauseSniff = 4;     // a partial handoff preface
 
   void SetPauseLocked(int reason, bool on) REQUIRES(mu_) {
     int before = pause_;
@@ -291,6 +292,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   enum class ReadState { kHead, kBody };
 
   void HandleReadable();
+  // HttpServerOptions::handoff: peeks at the first bytes; returns true if
+  // the caller must not read (handed off, closed, or waiting for more).
+  bool SniffHandoff();
   void HandleWritable();
   bool ParseOneHead();
   bool ReadBody();
@@ -316,6 +320,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   TimePoint linger_deadline_;
   TimePoint head_started_;  // first byte of the pending head (or accept)
   bool first_head_ = true;  // no head parsed yet on this connection
+  bool sniffed_ = false;    // the handoff preface check is done
 
   // Shared state. mu_ also guards the state of this connection's exchanges.
   // Lock order: mu_ is taken before the metrics' locks (CountRequest) and
@@ -620,7 +625,55 @@ void Connection::HandleWritable() {
   }
 }
 
+bool Connection::SniffHandoff() {
+  const HttpServerOptions& o = server()->opts;
+  const std::string& preface = o.handoff_preface;
+  char buf[64];
+  size_t want = std::min(preface.size(), sizeof(buf));
+  ssize_t n;
+  do {
+    n = ::recv(fd_, buf, want, MSG_PEEK);
+  } while (n < 0 && errno == EINTR);
+  if (n < 0) {
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return true;
+    sniffed_ = true;
+    return false;  // the read reports the error
+  }
+  size_t got = static_cast<size_t>(n);
+  if (got == 0 || std::string_view(buf, got) != preface.substr(0, got)) {
+    sniffed_ = true;
+    return false;
+  }
+  if (got < std::min<size_t>(4, want)) {
+    // Too few bytes to tell "PRI " from "POST"/"PUT": stop polling (the
+    // bytes stay readable) and look again at the next timer tick.
+    MutexLock l(&mu_);
+    SetPauseLocked(kPauseSniff, true);
+    return true;
+  }
+  sniffed_ = true;
+  int fd;
+  {
+    MutexLock l(&mu_);
+    closed_ = true;
+    epoll_ctl(loop_->epoll_fd(), EPOLL_CTL_DEL, fd_, nullptr);
+    fd = fd_;
+    fd_ = -1;
+  }
+  fd_closed_ = true;
+  std::shared_ptr<Connection> self = shared_from_this();
+  HttpServer::Impl* srv = server();
+  srv->num_connections.fetch_sub(1);
+  srv->open_metric->Dec();
+  loop_->Remove(this);
+  o.handoff(fd);
+  return true;
+}
+
 void Connection::HandleReadable() {
+  if (!sniffed_ && !server()->opts.handoff_preface.empty()) {
+    if (SniffHandoff()) return;
+  }
   char* buf = loop_->scratch();
   ssize_t n;
   do {
@@ -912,6 +965,7 @@ void Connection::Sweep(TimePoint now) {
   bool expired = false;
   {
     MutexLock l(&mu_);
+    SetPauseLocked(kPauseSniff, false);  // look at the first bytes again
     if (active_ || closed_ || read_state_ != ReadState::kHead) return;
     if (in_off_ < in_.size() || !served_) {
       expired = now - head_started_ >= o.header_timeout;

@@ -165,7 +165,20 @@ struct HttpServerOptions {
   // kplane_http_connections_open, kplane_http_requests_total{code}.
   metrics::Registry* metrics = nullptr;
   std::string name = "http";
+
+  // Another protocol on the same port (the store's gRPC, as etcd's cmux):
+  // a connection whose first bytes are `handoff_preface` (compared as far
+  // as they have arrived, at least 4 bytes) is not served here. Its socket,
+  // still unread, is removed from the server and passed to `handoff`, which
+  // owns it from then on; it is called on an I/O thread and must not
+  // block. An empty preface disables this.
+  std::string handoff_preface;
+  std::function<void(int fd)> handoff;
 };
+
+// HTTP/2's client connection preface (RFC 9113 3.4).
+inline constexpr std::string_view kHttp2Preface =
+    "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
 class HttpServer {
  public:

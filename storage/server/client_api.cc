@@ -12,6 +12,7 @@
 #include "storage/etcdjson/etcd_json.h"
 #include "storage/etcdjson/json_stream.h"
 #include "storage/mvcc/watch.h"
+#include "storage/server/kv_service.h"
 #include "storage/server/watch_json.h"
 
 namespace kplane::storage {
@@ -45,6 +46,12 @@ void RespondResult(Responder* r, const StatusOr<T>& v) {
   } else {
     RespondError(r, v.status());
   }
+}
+
+// A KvService callback answering on `r`.
+template <typename T>
+Done<T> Answer(ResponderPtr r) {
+  return [r = std::move(r)](StatusOr<T> v) { RespondResult(r.get(), v); };
 }
 
 // etcd accepts gRPC messages up to --max-request-bytes plus this much
@@ -103,19 +110,6 @@ std::string JsonQuote(std::string_view text) {
 int64_t CurrentRevision(StoreServer* s) {
   StoreRef store = s->mvcc();
   return store ? store->CurrentRevision() : 0;
-}
-
-bool IsReadOnlyTxn(const etcdserverpb::TxnRequest& t) {
-  auto ops_read_only = [](const auto& ops) {
-    for (const auto& op : ops) {
-      if (op.has_request_put() || op.has_request_delete_range()) return false;
-      if (op.has_request_txn() && !IsReadOnlyTxn(op.request_txn())) {
-        return false;
-      }
-    }
-    return true;
-  };
-  return ops_read_only(t.success()) && ops_read_only(t.failure());
 }
 
 class WatchSession;
@@ -404,36 +398,12 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
   }
 
   // ---- KV ------------------------------------------------------------------
-  both("/kv/range", [s](const HttpRequest& req, ResponderPtr r) {
-    etcdserverpb::RangeRequest rr;
-    if (!ParseBody(req, r.get(), &rr)) return;
-    if (rr.key().empty()) {
-      RespondError(r.get(),
-                   InvalidArgumentError("etcdserver: key is not provided"));
-      return;
-    }
-    auto serve = [s, r, rr] {
-      StatusOr<StoreRef> store = s->ReadStore();
-      if (!store.ok()) {
-        RespondError(r.get(), store.status());
-        return;
-      }
-      auto resp = (*store)->Range(rr);
-      *store = StoreRef();
-      if (resp.ok()) s->FillHeader(resp->mutable_header());
-      RespondResult(r.get(), resp);
-    };
-    if (rr.serializable()) {
-      serve();
-      return;
-    }
-    s->LinearizableReadAsync([r, serve](Status st) {
-      if (!st.ok()) {
-        RespondError(r.get(), st);
-      } else {
-        serve();
-      }
-    });
+  // The requests take KvService, the path the gRPC front takes too.
+  auto kv = std::make_shared<KvService>(s);
+  both("/kv/range", [kv](const HttpRequest& req, ResponderPtr r) {
+    etcdserverpb::RangeRequest q;
+    if (!ParseBody(req, r.get(), &q)) return;
+    kv->Range(std::move(q), Answer<etcdserverpb::RangeResponse>(r));
   });
   // Writes run on the I/O thread (RouteOptions::run_on_io_thread): parsing
   // a small body and queueing the proposal never block, and a hop to a
@@ -452,84 +422,25 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
          },
          {.run_on_io_thread = true});
   };
-  auto propose = [s](ResponderPtr r, storagepb::InternalRaftRequest ir,
-                     auto tag) {
-    using T = decltype(tag);
-    s->ProposeAsync(std::move(ir), [r](StatusOr<ApplyResponse> res) {
-      RespondResult(r.get(), ResponseAs<T>(std::move(res)));
-    });
-  };
-  write_route("/kv/put", [propose](const HttpRequest& req, ResponderPtr r) {
-    storagepb::InternalRaftRequest ir;
-    if (!ParseBody(req, r.get(), ir.mutable_put())) return;
-    if (ir.put().key().empty()) {
-      RespondError(r.get(),
-                   InvalidArgumentError("etcdserver: key is not provided"));
-      return;
-    }
-    propose(r, std::move(ir), etcdserverpb::PutResponse());
+  write_route("/kv/put", [kv](const HttpRequest& req, ResponderPtr r) {
+    etcdserverpb::PutRequest q;
+    if (!ParseBody(req, r.get(), &q)) return;
+    kv->Put(std::move(q), Answer<etcdserverpb::PutResponse>(r));
   });
-  write_route(
-      "/kv/deleterange", [propose](const HttpRequest& req, ResponderPtr r) {
-        storagepb::InternalRaftRequest ir;
-        if (!ParseBody(req, r.get(), ir.mutable_delete_range())) return;
-        if (ir.delete_range().key().empty()) {
-          RespondError(r.get(),
-                       InvalidArgumentError("etcdserver: key is not provided"));
-          return;
-        }
-        propose(r, std::move(ir), etcdserverpb::DeleteRangeResponse());
-      });
-  write_route("/kv/txn", [s, propose](const HttpRequest& req, ResponderPtr r) {
-    storagepb::InternalRaftRequest ir;
-    if (!ParseBody(req, r.get(), ir.mutable_txn())) return;
-    if (IsReadOnlyTxn(ir.txn())) {
-      // As etcd: a read-only txn is a linearizable read, not a proposal.
-      auto txn = std::make_shared<etcdserverpb::TxnRequest>(ir.txn());
-      s->LinearizableReadAsync([s, r, txn](Status st) {
-        if (!st.ok()) {
-          RespondError(r.get(), st);
-          return;
-        }
-        StatusOr<StoreRef> store = s->ReadStore();
-        if (!store.ok()) {
-          RespondError(r.get(), store.status());
-          return;
-        }
-        auto resp = (*store)->Txn(*txn);
-        *store = StoreRef();
-        if (resp.ok()) s->FillHeader(resp->mutable_header());
-        RespondResult(r.get(), resp);
-      });
-      return;
-    }
-    propose(r, std::move(ir), etcdserverpb::TxnResponse());
+  write_route("/kv/deleterange", [kv](const HttpRequest& req, ResponderPtr r) {
+    etcdserverpb::DeleteRangeRequest q;
+    if (!ParseBody(req, r.get(), &q)) return;
+    kv->DeleteRange(std::move(q), Answer<etcdserverpb::DeleteRangeResponse>(r));
   });
-  both("/kv/compaction", [s](const HttpRequest& req, ResponderPtr r) {
-    storagepb::InternalRaftRequest ir;
-    if (!ParseBody(req, r.get(), ir.mutable_compaction())) return;
-    bool physical = ir.compaction().physical();
-    int64_t rev = ir.compaction().revision();
-    s->ProposeAsync(std::move(ir), [s, r, physical,
-                                    rev](StatusOr<ApplyResponse> res) {
-      auto resp = ResponseAs<etcdserverpb::CompactionResponse>(std::move(res));
-      if (!resp.ok() || !physical) {
-        RespondResult(r.get(), resp);
-        return;
-      }
-      // Waiting for the physical compaction must not hold the apply thread.
-      s->Submit([s, r, rev, resp] {
-        StoreRef store = s->mvcc();
-        Status w = store ? store->WaitForCompaction(rev)
-                         : UnavailableError("etcdserver: no store");
-        store = StoreRef();
-        if (!w.ok()) {
-          RespondError(r.get(), w);
-        } else {
-          RespondJson(r.get(), *resp);
-        }
-      });
-    });
+  write_route("/kv/txn", [kv](const HttpRequest& req, ResponderPtr r) {
+    etcdserverpb::TxnRequest q;
+    if (!ParseBody(req, r.get(), &q)) return;
+    kv->Txn(std::move(q), Answer<etcdserverpb::TxnResponse>(r));
+  });
+  both("/kv/compaction", [kv](const HttpRequest& req, ResponderPtr r) {
+    etcdserverpb::CompactionRequest q;
+    if (!ParseBody(req, r.get(), &q)) return;
+    kv->Compact(std::move(q), Answer<etcdserverpb::CompactionResponse>(r));
   });
 
   // ---- watch ---------------------------------------------------------------
@@ -541,15 +452,15 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
        {.stream_request_body = true});
 
   // ---- leases --------------------------------------------------------------
-  both("/lease/grant", [propose](const HttpRequest& req, ResponderPtr r) {
-    storagepb::InternalRaftRequest ir;
-    if (!ParseBody(req, r.get(), ir.mutable_lease_grant())) return;
-    propose(r, std::move(ir), etcdserverpb::LeaseGrantResponse());
+  both("/lease/grant", [kv](const HttpRequest& req, ResponderPtr r) {
+    etcdserverpb::LeaseGrantRequest q;
+    if (!ParseBody(req, r.get(), &q)) return;
+    kv->LeaseGrant(std::move(q), Answer<etcdserverpb::LeaseGrantResponse>(r));
   });
-  auto revoke = [propose](const HttpRequest& req, ResponderPtr r) {
-    storagepb::InternalRaftRequest ir;
-    if (!ParseBody(req, r.get(), ir.mutable_lease_revoke())) return;
-    propose(r, std::move(ir), etcdserverpb::LeaseRevokeResponse());
+  auto revoke = [kv](const HttpRequest& req, ResponderPtr r) {
+    etcdserverpb::LeaseRevokeRequest q;
+    if (!ParseBody(req, r.get(), &q)) return;
+    kv->LeaseRevoke(std::move(q), Answer<etcdserverpb::LeaseRevokeResponse>(r));
   };
   both("/lease/revoke", revoke);
   both("/kv/lease/revoke", revoke);

@@ -1,0 +1,183 @@
+#include "storage/server/kv_service.h"
+
+#include <memory>
+#include <utility>
+
+#include "storage/server/proposer.h"
+
+namespace kplane::storage {
+
+namespace {
+
+Status KeyNotProvided() {
+  return InvalidArgumentError("etcdserver: key is not provided");
+}
+
+template <typename T>
+void Propose(StoreServer* s, storagepb::InternalRaftRequest ir, Done<T> done) {
+  s->ProposeAsync(std::move(ir),
+                  [done = std::move(done)](StatusOr<ApplyResponse> res) {
+                    done(ResponseAs<T>(std::move(res)));
+                  });
+}
+
+int64_t CurrentRevision(StoreServer* s) {
+  StoreRef store = s->mvcc();
+  return store ? store->CurrentRevision() : 0;
+}
+
+// True if `t` has no put or delete-range, nested txns included.
+bool IsReadOnlyTxn(const etcdserverpb::TxnRequest& t) {
+  auto ops_read_only = [](const auto& ops) {
+    for (const auto& op : ops) {
+      if (op.has_request_put() || op.has_request_delete_range()) return false;
+      if (op.has_request_txn() && !IsReadOnlyTxn(op.request_txn())) {
+        return false;
+      }
+    }
+    return true;
+  };
+  return ops_read_only(t.success()) && ops_read_only(t.failure());
+}
+
+}  // namespace
+
+void KvService::Range(etcdserverpb::RangeRequest req,
+                      Done<etcdserverpb::RangeResponse> done) {
+  if (req.key().empty()) {
+    done(KeyNotProvided());
+    return;
+  }
+  StoreServer* s = server_;
+  auto rr = std::make_shared<etcdserverpb::RangeRequest>(std::move(req));
+  auto serve = [s, rr, done] {
+    StatusOr<StoreRef> store = s->ReadStore();
+    if (!store.ok()) {
+      done(store.status());
+      return;
+    }
+    auto resp = (*store)->Range(*rr);
+    *store = StoreRef();
+    if (resp.ok()) s->FillHeader(resp->mutable_header());
+    done(std::move(resp));
+  };
+  if (rr->serializable()) {
+    serve();
+    return;
+  }
+  s->LinearizableReadAsync([serve, done](Status st) {
+    if (!st.ok()) {
+      done(st);
+    } else {
+      serve();
+    }
+  });
+}
+
+void KvService::Put(etcdserverpb::PutRequest req,
+                    Done<etcdserverpb::PutResponse> done) {
+  if (req.key().empty()) {
+    done(KeyNotProvided());
+    return;
+  }
+  storagepb::InternalRaftRequest ir;
+  *ir.mutable_put() = std::move(req);
+  Propose(server_, std::move(ir), std::move(done));
+}
+
+void KvService::DeleteRange(etcdserverpb::DeleteRangeRequest req,
+                            Done<etcdserverpb::DeleteRangeResponse> done) {
+  if (req.key().empty()) {
+    done(KeyNotProvided());
+    return;
+  }
+  storagepb::InternalRaftRequest ir;
+  *ir.mutable_delete_range() = std::move(req);
+  Propose(server_, std::move(ir), std::move(done));
+}
+
+void KvService::Txn(etcdserverpb::TxnRequest req,
+                    Done<etcdserverpb::TxnResponse> done) {
+  StoreServer* s = server_;
+  if (!IsReadOnlyTxn(req)) {
+    storagepb::InternalRaftRequest ir;
+    *ir.mutable_txn() = std::move(req);
+    Propose(s, std::move(ir), std::move(done));
+    return;
+  }
+  auto txn = std::make_shared<etcdserverpb::TxnRequest>(std::move(req));
+  s->LinearizableReadAsync([s, txn, done](Status st) {
+    if (!st.ok()) {
+      done(st);
+      return;
+    }
+    StatusOr<StoreRef> store = s->ReadStore();
+    if (!store.ok()) {
+      done(store.status());
+      return;
+    }
+    auto resp = (*store)->Txn(*txn);
+    *store = StoreRef();
+    if (resp.ok()) s->FillHeader(resp->mutable_header());
+    done(std::move(resp));
+  });
+}
+
+void KvService::Compact(etcdserverpb::CompactionRequest req,
+                        Done<etcdserverpb::CompactionResponse> done) {
+  StoreServer* s = server_;
+  bool physical = req.physical();
+  int64_t rev = req.revision();
+  storagepb::InternalRaftRequest ir;
+  *ir.mutable_compaction() = std::move(req);
+  s->ProposeAsync(std::move(ir), [s, done, physical,
+                                  rev](StatusOr<ApplyResponse> res) {
+    auto resp = ResponseAs<etcdserverpb::CompactionResponse>(std::move(res));
+    if (!resp.ok() || !physical) {
+      done(std::move(resp));
+      return;
+    }
+    // Waiting for the physical compaction must not hold the apply thread.
+    s->Submit([s, done, rev, resp = std::move(*resp)] {
+      StoreRef store = s->mvcc();
+      Status w = store ? store->WaitForCompaction(rev)
+                       : UnavailableError("etcdserver: no store");
+      store = StoreRef();
+      if (!w.ok()) {
+        done(w);
+      } else {
+        done(resp);
+      }
+    });
+  });
+}
+
+void KvService::LeaseGrant(etcdserverpb::LeaseGrantRequest req,
+                           Done<etcdserverpb::LeaseGrantResponse> done) {
+  storagepb::InternalRaftRequest ir;
+  *ir.mutable_lease_grant() = std::move(req);
+  Propose(server_, std::move(ir), std::move(done));
+}
+
+void KvService::LeaseRevoke(etcdserverpb::LeaseRevokeRequest req,
+                            Done<etcdserverpb::LeaseRevokeResponse> done) {
+  storagepb::InternalRaftRequest ir;
+  *ir.mutable_lease_revoke() = std::move(req);
+  Propose(server_, std::move(ir), std::move(done));
+}
+
+etcdserverpb::LeaseKeepAliveResponse KvService::KeepAlive(
+    const etcdserverpb::LeaseKeepAliveRequest& req) {
+  etcdserverpb::LeaseKeepAliveResponse resp;
+  if (req.id() != 0) {
+    auto k = server_->LeaseKeepAlive(req);
+    if (k.ok()) return *std::move(k);
+    // etcd answers an unknown lease with its ID and no TTL.
+    resp.set_id(req.id());
+  }
+  server_->FillHeader(resp.mutable_header());
+  resp.mutable_header()->set_revision(CurrentRevision(server_));
+  return resp;
+}
+
+}  // namespace kplane::storage

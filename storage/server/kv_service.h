@@ -1,0 +1,63 @@
+// KvService: etcd's KV requests (Range, Put, DeleteRange, Txn, Compact) and
+// lease grant/revoke as asynchronous calls on a StoreServer -- the one
+// request path both client fronts take: the JSON gateway (ClientApi) and
+// the gRPC front (storage/grpc). A front decodes its protocol into the
+// etcdserverpb request, calls here, and encodes the answer or the Status
+// (etcd's rpctypes texts; etcdjson::StatusToError maps them to gRPC codes).
+//
+// What happens where: writes are proposed and answered from the apply
+// thread; a linearizable range or read-only txn waits for its ReadIndex
+// off the caller's thread; a serializable range is served on the caller's
+// thread; a physical compaction's wait runs on the server's workers.
+//
+// Ownership: borrows the StoreServer, which must outlive every call's
+// `done`. Thread-safety: every method may be called from any thread.
+// `done` runs exactly once, on any thread (the apply thread included):
+// keep it short and never block in it.
+#ifndef KPLANE_STORAGE_SERVER_KV_SERVICE_H_
+#define KPLANE_STORAGE_SERVER_KV_SERVICE_H_
+
+#include <functional>
+
+#include "base/statusor.h"
+#include "schemas/rpc.pb.h"
+#include "storage/server/store_server.h"
+
+namespace kplane::storage {
+
+template <typename T>
+using Done = std::function<void(StatusOr<T>)>;
+
+class KvService {
+ public:
+  explicit KvService(StoreServer* server) : server_(server) {}
+
+  void Range(etcdserverpb::RangeRequest req,
+             Done<etcdserverpb::RangeResponse> done);
+  void Put(etcdserverpb::PutRequest req, Done<etcdserverpb::PutResponse> done);
+  void DeleteRange(etcdserverpb::DeleteRangeRequest req,
+                   Done<etcdserverpb::DeleteRangeResponse> done);
+  // A read-only txn is served as a linearizable read, not proposed (etcd).
+  void Txn(etcdserverpb::TxnRequest req, Done<etcdserverpb::TxnResponse> done);
+  // With physical = true, answers once the compaction is on disk.
+  void Compact(etcdserverpb::CompactionRequest req,
+               Done<etcdserverpb::CompactionResponse> done);
+  void LeaseGrant(etcdserverpb::LeaseGrantRequest req,
+                  Done<etcdserverpb::LeaseGrantResponse> done);
+  void LeaseRevoke(etcdserverpb::LeaseRevokeRequest req,
+                   Done<etcdserverpb::LeaseRevokeResponse> done);
+
+  // A keepalive's answer as etcd's stream gives it: an unknown lease gets
+  // its ID back with no TTL, ID 0 just a header. Blocks until applied.
+  etcdserverpb::LeaseKeepAliveResponse KeepAlive(
+      const etcdserverpb::LeaseKeepAliveRequest& req);
+
+  StoreServer* server() const { return server_; }
+
+ private:
+  StoreServer* const server_;
+};
+
+}  // namespace kplane::storage
+
+#endif  // KPLANE_STORAGE_SERVER_KV_SERVICE_H_

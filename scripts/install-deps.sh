@@ -11,6 +11,7 @@ packages=(
   build-essential cmake ninja-build ccache
   rapidjson-dev
   libprotobuf-dev protobuf-compiler
+  libgrpc++-dev protobuf-compiler-grpc
   librocksdb-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   etcd-server etcd-client

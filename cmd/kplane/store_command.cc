@@ -12,6 +12,7 @@
 #include "base/strings.h"
 #include "net/http_server.h"
 #include "net/url.h"
+#include "storage/grpc/grpc_front.h"
 #include "storage/server/client_api.h"
 #include "storage/server/peer_transport.h"
 #include "storage/server/store_server.h"
@@ -253,6 +254,11 @@ int RunStoreCommand(const std::vector<std::string>& args) {
   // up to 4x through so the API answers with etcd's own errors.
   client_opts.max_body_bytes =
       4 * (static_cast<size_t>(max_request) + (1 << 20));
+  // gRPC on the same port: connections opening with the HTTP/2 preface go
+  // to the gRPC front, the others to the JSON gateway (etcd's cmux).
+  storage::GrpcFront grpc_front(server->get());
+  if (Status st = grpc_front.Start(); !st.ok()) return fail(st);
+  grpc_front.InstallHandoff(&client_opts);
   net::HttpServer client_http(client_opts);
   ClientApi api(server->get(), metrics::Registry::Default());
   api.RegisterHandlers(&client_http);
@@ -296,6 +302,7 @@ int RunStoreCommand(const std::vector<std::string>& args) {
   while (!StopRequested(stop_signals, **server, hours(1))) {
   }
   client_http.Stop();
+  grpc_front.Stop();
   return finish();
 }
 

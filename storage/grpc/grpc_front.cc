@@ -1,0 +1,588 @@
+#include "storage/grpc/grpc_front.h"
+
+#include <grpc/grpc.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/server_posix.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <climits>
+#include <deque>
+#include <utility>
+#include <vector>
+
+#include "base/logging.h"
+#include "base/mutex.h"
+#include "schemas/grpc/rpc_services.grpc.pb.h"
+#include "storage/etcdjson/etcd_json.h"
+#include "storage/mvcc/watch.h"
+#include "storage/server/kv_service.h"
+
+namespace kplane::storage {
+namespace {
+
+namespace pb = etcdserverpb;
+using grpc::CallbackServerContext;
+using grpc::ServerUnaryReactor;
+
+// etcd's error for `s`: the text its rpctypes use and their gRPC code, the
+// same mapping the JSON gateway answers with.
+grpc::Status ToGrpc(const Status& s) {
+  etcdjson::HttpError e = etcdjson::StatusToError(s);
+  return grpc::Status(static_cast<grpc::StatusCode>(e.grpc_code), e.message);
+}
+
+template <typename T>
+void Reply(ServerUnaryReactor* r, T* out, StatusOr<T> v) {
+  if (v.ok()) {
+    *out = *std::move(v);
+    r->Finish(grpc::Status::OK);
+  } else {
+    r->Finish(ToGrpc(v.status()));
+  }
+}
+
+// A unary call answered from `f()` (which may block: a linearizable wait,
+// a proposal, a defragmentation) on the store server's workers, not on
+// gRPC's callback threads.
+template <typename T, typename F>
+ServerUnaryReactor* OnWorker(StoreServer* s, CallbackServerContext* ctx,
+                             T* resp, F f) {
+  ServerUnaryReactor* r = ctx->DefaultReactor();
+  s->Submit([r, resp, f = std::move(f)]() mutable { Reply(r, resp, f()); });
+  return r;
+}
+
+// A unary call answered through KvService's `done`.
+template <typename T>
+std::function<void(StatusOr<T>)> ReplyTo(ServerUnaryReactor* r, T* resp) {
+  return [r, resp](StatusOr<T> v) { Reply(r, resp, std::move(v)); };
+}
+
+// ---- bidirectional streams ---------------------------------------------
+
+// The write side of a bidirectional stream: Send() queues from any thread
+// and keeps one write in flight (gRPC allows one); End() finishes the call
+// after that write. The reactor owns itself through `self_` until gRPC
+// calls OnDone, so producers holding a weak_ptr can outlive the call
+// safely: once the call is ending, Send() is a no-op.
+template <typename Req, typename Resp>
+class BidiStream : public grpc::ServerBidiReactor<Req, Resp>,
+                   public std::enable_shared_from_this<BidiStream<Req, Resp>> {
+ public:
+  // Past this many queued bytes the client is too slow: the call ends
+  // (RESOURCE_EXHAUSTED) and the client re-watches, as the JSON watch is
+  // cut off at the same size.
+  static constexpr size_t kMaxQueuedBytes = 64 << 20;
+
+  // Starts the call: the first read.
+  void Begin(std::shared_ptr<BidiStream> self) {
+    self_ = std::move(self);
+    ReadNext();
+  }
+
+  void Send(Resp resp) EXCLUDES(mu_) {
+    const Resp* next = nullptr;
+    bool over = false;
+    {
+      MutexLock l(&mu_);
+      if (ending_) return;
+      queued_bytes_ += resp.ByteSizeLong();
+      queue_.push_back(std::move(resp));
+      if (queued_bytes_ > kMaxQueuedBytes) {
+        over = true;
+      } else if (!writing_) {
+        writing_ = true;
+        next = &queue_.front();
+      }
+    }
+    if (over) {
+      End(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                       "etcdserver: too many queued responses"));
+      return;
+    }
+    // A deque's elements stay put while others are appended.
+    if (next) this->StartWrite(next);
+  }
+
+  void End(grpc::Status st) EXCLUDES(mu_) {
+    {
+      MutexLock l(&mu_);
+      if (ending_) return;
+      ending_ = true;
+      status_ = std::move(st);
+      if (writing_) return;  // OnWriteDone finishes
+      finished_ = true;
+    }
+    this->Finish(status_);
+  }
+
+ protected:
+  // Handles one request; may Send(). Returns false to hold the next read
+  // until it calls ReadNext() itself.
+  virtual bool Handle(const Req& req) = 0;
+  // The call is over (no more Send()s will be written).
+  virtual void Closed() {}
+
+  void ReadNext() EXCLUDES(mu_) {
+    MutexLock l(&mu_);
+    // No new operation once the call is ending.
+    if (!ending_) this->StartRead(&req_);
+  }
+
+ private:
+  void OnReadDone(bool ok) override {
+    // !ok: the client closed its side (or the call broke); as etcd, the
+    // responses keep flowing until the client cancels.
+    if (!ok) return;
+    if (Handle(req_)) ReadNext();
+  }
+
+  void OnWriteDone(bool ok) override EXCLUDES(mu_) {
+    const Resp* next = nullptr;
+    bool finish = false;
+    {
+      MutexLock l(&mu_);
+      queued_bytes_ -= std::min(queued_bytes_, queue_.front().ByteSizeLong());
+      queue_.pop_front();
+      if (!ok && !ending_) {
+        ending_ = true;
+        status_ = grpc::Status::CANCELLED;
+      }
+      if (ending_) {
+        writing_ = false;
+        queue_.clear();
+        finish = !finished_;
+        finished_ = true;
+      } else if (!queue_.empty()) {
+        next = &queue_.front();
+      } else {
+        writing_ = false;
+      }
+    }
+    if (next) this->StartWrite(next);
+    if (finish) this->Finish(status_);
+  }
+
+  void OnCancel() override { End(grpc::Status::CANCELLED); }
+
+  void OnDone() override {
+    Closed();
+    self_.reset();  // may delete this
+  }
+
+  std::shared_ptr<BidiStream> self_;
+  Req req_;  // the read in flight
+  Mutex mu_;
+  std::deque<Resp> queue_ GUARDED_BY(mu_);  // front: the write in flight
+  size_t queued_bytes_ GUARDED_BY(mu_) = 0;
+  bool writing_ GUARDED_BY(mu_) = false;
+  bool ending_ GUARDED_BY(mu_) = false;
+  bool finished_ GUARDED_BY(mu_) = false;
+  grpc::Status status_;  // written before ending_ is published
+};
+
+// One Watch call: an MVCC watch stream with any number of watchers, as the
+// JSON gateway's /v3/watch session (same answers, protobuf framing).
+class WatchCall : public BidiStream<pb::WatchRequest, pb::WatchResponse> {
+ public:
+  explicit WatchCall(StoreServer* s) : server_(s) {}
+
+  // Creates the MVCC stream; false (and the call ended) if the member
+  // serves no reads.
+  bool Open() {
+    StatusOr<StoreRef> store = server_->ReadStore();
+    if (!store.ok()) {
+      End(ToGrpc(store.status()));
+      return false;
+    }
+    std::weak_ptr<WatchCall> weak =
+        std::static_pointer_cast<WatchCall>(BidiStream::shared_from_this());
+    MutexLock l(&stream_mu_);
+    stream_ = (*store)->NewWatchStream();
+    *store = StoreRef();  // the stream does not pin the store
+    // Runs on the writer's thread: only schedules a drain.
+    stream_->SetNotify([weak] {
+      auto self = weak.lock();
+      if (!self || self->drain_scheduled_.exchange(true)) return;
+      StoreServer* s = self->server_;
+      s->Submit([self = std::move(self)] { self->Drain(); });
+    });
+    return true;
+  }
+
+ private:
+  void Drain() EXCLUDES(stream_mu_) {
+    // Cleared before popping: a response queued after this point schedules
+    // another drain, so none is stranded.
+    drain_scheduled_.store(false);
+    std::vector<mvcc::WatchItem> items;
+    MutexLock l(&stream_mu_);
+    if (!stream_ || stream_->PopAll(&items) == 0) return;
+    for (const mvcc::WatchItem& item : items) {
+      pb::WatchResponse w = mvcc::ToWatchResponse(item);
+      server_->FillHeader(w.mutable_header());
+      Send(std::move(w));
+    }
+  }
+
+  pb::WatchResponse NewResponse(bool with_revision) {
+    pb::WatchResponse w;
+    server_->FillHeader(w.mutable_header());
+    if (with_revision) {
+      StoreRef store = server_->mvcc();
+      if (store) w.mutable_header()->set_revision(store->CurrentRevision());
+    }
+    return w;
+  }
+
+  bool Handle(const pb::WatchRequest& req) override EXCLUDES(stream_mu_) {
+    // Answers are sent under stream_mu_, as Drain() sends events: a new
+    // watcher's "created" goes out before any of its events.
+    MutexLock l(&stream_mu_);
+    std::vector<pb::WatchResponse> out;
+    {
+      if (!stream_) return true;
+      if (req.has_create_request()) {
+        StatusOr<int64_t> id = stream_->Watch(req.create_request());
+        pb::WatchResponse w = NewResponse(true);
+        w.set_created(true);
+        if (id.ok()) {
+          w.set_watch_id(*id);
+          next_id_ = std::max(next_id_, *id + 1);
+          out.push_back(std::move(w));
+        } else if (id.status().Is(StatusCode::kCompacted)) {
+          // etcd creates the watch, then cancels it with the compaction
+          // revision (and no header revision).
+          int64_t wid = req.create_request().watch_id() != 0
+                            ? req.create_request().watch_id()
+                            : next_id_++;
+          w.set_watch_id(wid);
+          out.push_back(std::move(w));
+          pb::WatchResponse c = NewResponse(false);
+          c.set_watch_id(wid);
+          c.set_canceled(true);
+          c.set_compact_revision(id.status().detail());
+          out.push_back(std::move(c));
+        } else {
+          w.set_watch_id(-1);
+          w.set_canceled(true);
+          w.set_cancel_reason(std::string(id.status().message()));
+          out.push_back(std::move(w));
+        }
+      } else if (req.has_cancel_request()) {
+        if (stream_->Cancel(req.cancel_request().watch_id()).ok()) {
+          pb::WatchResponse w = NewResponse(true);
+          w.set_watch_id(req.cancel_request().watch_id());
+          w.set_canceled(true);
+          out.push_back(std::move(w));
+        }
+      } else if (req.has_progress_request()) {
+        stream_->RequestProgress();
+      }
+    }
+    for (auto& w : out) Send(std::move(w));
+    return true;
+  }
+
+  void Closed() override EXCLUDES(stream_mu_) {
+    MutexLock l(&stream_mu_);
+    stream_.reset();
+  }
+
+  StoreServer* const server_;
+  std::atomic<bool> drain_scheduled_{false};
+  // Taken before BidiStream's own lock (Send), never after.
+  Mutex stream_mu_;
+  std::unique_ptr<mvcc::WatchStream> stream_ GUARDED_BY(stream_mu_);
+  int64_t next_id_ GUARDED_BY(stream_mu_) = 0;
+};
+
+// One LeaseKeepAlive call: each request renews its lease (a proposal,
+// so it runs on the server's workers, in order).
+class KeepAliveCall
+    : public BidiStream<pb::LeaseKeepAliveRequest, pb::LeaseKeepAliveResponse> {
+ public:
+  explicit KeepAliveCall(KvService* kv) : kv_(kv) {}
+
+ private:
+  bool Handle(const pb::LeaseKeepAliveRequest& req) override {
+    // Renewing waits for the apply, which gRPC's callback threads must
+    // not; the next read starts after the answer, so a stream's requests
+    // are answered in order.
+    auto self = std::static_pointer_cast<KeepAliveCall>(shared_from_this());
+    kv_->server()->Submit([self, req] {
+      self->Send(self->kv_->KeepAlive(req));
+      self->ReadNext();
+    });
+    return false;
+  }
+
+  KvService* const kv_;
+};
+
+// ---- services -------------------------------------------------------------
+
+class KvImpl final : public pb::KV::CallbackService {
+ public:
+  explicit KvImpl(KvService* kv) : kv_(kv) {}
+
+  ServerUnaryReactor* Range(CallbackServerContext* ctx,
+                            const pb::RangeRequest* req,
+                            pb::RangeResponse* resp) override {
+    ServerUnaryReactor* r = ctx->DefaultReactor();
+    kv_->Range(*req, ReplyTo(r, resp));
+    return r;
+  }
+  ServerUnaryReactor* Put(CallbackServerContext* ctx, const pb::PutRequest* req,
+                          pb::PutResponse* resp) override {
+    ServerUnaryReactor* r = ctx->DefaultReactor();
+    kv_->Put(*req, ReplyTo(r, resp));
+    return r;
+  }
+  ServerUnaryReactor* DeleteRange(CallbackServerContext* ctx,
+                                  const pb::DeleteRangeRequest* req,
+                                  pb::DeleteRangeResponse* resp) override {
+    ServerUnaryReactor* r = ctx->DefaultReactor();
+    kv_->DeleteRange(*req, ReplyTo(r, resp));
+    return r;
+  }
+  ServerUnaryReactor* Txn(CallbackServerContext* ctx, const pb::TxnRequest* req,
+                          pb::TxnResponse* resp) override {
+    ServerUnaryReactor* r = ctx->DefaultReactor();
+    kv_->Txn(*req, ReplyTo(r, resp));
+    return r;
+  }
+  ServerUnaryReactor* Compact(CallbackServerContext* ctx,
+                              const pb::CompactionRequest* req,
+                              pb::CompactionResponse* resp) override {
+    ServerUnaryReactor* r = ctx->DefaultReactor();
+    kv_->Compact(*req, ReplyTo(r, resp));
+    return r;
+  }
+
+ private:
+  KvService* const kv_;
+};
+
+class WatchImpl final : public pb::Watch::CallbackService {
+ public:
+  explicit WatchImpl(StoreServer* s) : server_(s) {}
+
+  grpc::ServerBidiReactor<pb::WatchRequest, pb::WatchResponse>* Watch(
+      CallbackServerContext*) override {
+    auto call = std::make_shared<WatchCall>(server_);
+    call->Open();  // on failure the call has ended; OnDone releases it
+    call->Begin(call);
+    return call.get();
+  }
+
+ private:
+  StoreServer* const server_;
+};
+
+class LeaseImpl final : public pb::Lease::CallbackService {
+ public:
+  explicit LeaseImpl(KvService* kv) : kv_(kv), s_(kv->server()) {}
+
+  ServerUnaryReactor* LeaseGrant(CallbackServerContext* ctx,
+                                 const pb::LeaseGrantRequest* req,
+                                 pb::LeaseGrantResponse* resp) override {
+    ServerUnaryReactor* r = ctx->DefaultReactor();
+    kv_->LeaseGrant(*req, ReplyTo(r, resp));
+    return r;
+  }
+  ServerUnaryReactor* LeaseRevoke(CallbackServerContext* ctx,
+                                  const pb::LeaseRevokeRequest* req,
+                                  pb::LeaseRevokeResponse* resp) override {
+    ServerUnaryReactor* r = ctx->DefaultReactor();
+    kv_->LeaseRevoke(*req, ReplyTo(r, resp));
+    return r;
+  }
+  grpc::ServerBidiReactor<pb::LeaseKeepAliveRequest,
+                          pb::LeaseKeepAliveResponse>*
+  LeaseKeepAlive(CallbackServerContext*) override {
+    auto call = std::make_shared<KeepAliveCall>(kv_);
+    call->Begin(call);
+    return call.get();
+  }
+  ServerUnaryReactor* LeaseTimeToLive(
+      CallbackServerContext* ctx, const pb::LeaseTimeToLiveRequest* req,
+      pb::LeaseTimeToLiveResponse* resp) override {
+    StoreServer* s = s_;
+    return OnWorker(s, ctx, resp,
+                    [s, req] { return s->LeaseTimeToLive(*req); });
+  }
+  ServerUnaryReactor* LeaseLeases(CallbackServerContext* ctx,
+                                  const pb::LeaseLeasesRequest* req,
+                                  pb::LeaseLeasesResponse* resp) override {
+    StoreServer* s = s_;
+    return OnWorker(s, ctx, resp, [s, req] { return s->LeaseLeases(*req); });
+  }
+
+ private:
+  KvService* const kv_;
+  StoreServer* const s_;
+};
+
+class ClusterImpl final : public pb::Cluster::CallbackService {
+ public:
+  explicit ClusterImpl(StoreServer* s) : s_(s) {}
+
+  ServerUnaryReactor* MemberAdd(CallbackServerContext* ctx,
+                                const pb::MemberAddRequest* req,
+                                pb::MemberAddResponse* resp) override {
+    StoreServer* s = s_;
+    return OnWorker(s, ctx, resp, [s, req] { return s->MemberAdd(*req); });
+  }
+  ServerUnaryReactor* MemberRemove(CallbackServerContext* ctx,
+                                   const pb::MemberRemoveRequest* req,
+                                   pb::MemberRemoveResponse* resp) override {
+    StoreServer* s = s_;
+    return OnWorker(s, ctx, resp, [s, req] { return s->MemberRemove(*req); });
+  }
+  ServerUnaryReactor* MemberUpdate(CallbackServerContext* ctx,
+                                   const pb::MemberUpdateRequest*,
+                                   pb::MemberUpdateResponse*) override {
+    ServerUnaryReactor* r = ctx->DefaultReactor();
+    r->Finish(grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
+                           "kplane: member update is not implemented"));
+    return r;
+  }
+  ServerUnaryReactor* MemberList(CallbackServerContext* ctx,
+                                 const pb::MemberListRequest*,
+                                 pb::MemberListResponse* resp) override {
+    StoreServer* s = s_;
+    return OnWorker(s, ctx, resp, [s] { return s->MemberList(); });
+  }
+  ServerUnaryReactor* MemberPromote(CallbackServerContext* ctx,
+                                    const pb::MemberPromoteRequest* req,
+                                    pb::MemberPromoteResponse* resp) override {
+    StoreServer* s = s_;
+    return OnWorker(s, ctx, resp, [s, req] { return s->MemberPromote(*req); });
+  }
+
+ private:
+  StoreServer* const s_;
+};
+
+class MaintenanceImpl final : public pb::Maintenance::CallbackService {
+ public:
+  explicit MaintenanceImpl(StoreServer* s) : s_(s) {}
+
+  ServerUnaryReactor* Alarm(CallbackServerContext* ctx,
+                            const pb::AlarmRequest* req,
+                            pb::AlarmResponse* resp) override {
+    StoreServer* s = s_;
+    return OnWorker(s, ctx, resp, [s, req] { return s->Alarm(*req); });
+  }
+  ServerUnaryReactor* Status(CallbackServerContext* ctx,
+                             const pb::StatusRequest*,
+                             pb::StatusResponse* resp) override {
+    StoreServer* s = s_;
+    return OnWorker(s, ctx, resp, [s] { return s->MemberStatus(); });
+  }
+  ServerUnaryReactor* Defragment(CallbackServerContext* ctx,
+                                 const pb::DefragmentRequest*,
+                                 pb::DefragmentResponse* resp) override {
+    StoreServer* s = s_;
+    return OnWorker(s, ctx, resp, [s] { return s->Defragment(); });
+  }
+  // etcd hashes its whole backend; kplane answers the hash of the live
+  // key-values at the current revision (HashKV's), as /v3/maintenance/hash.
+  ServerUnaryReactor* Hash(CallbackServerContext* ctx, const pb::HashRequest*,
+                           pb::HashResponse* resp) override {
+    StoreServer* s = s_;
+    return OnWorker(s, ctx, resp, [s]() -> StatusOr<pb::HashResponse> {
+      ASSIGN_OR_RETURN(pb::HashKVResponse kv, s->HashKV(0));
+      pb::HashResponse h;
+      *h.mutable_header() = kv.header();
+      h.set_hash(kv.hash());
+      return h;
+    });
+  }
+  ServerUnaryReactor* HashKV(CallbackServerContext* ctx,
+                             const pb::HashKVRequest* req,
+                             pb::HashKVResponse* resp) override {
+    StoreServer* s = s_;
+    return OnWorker(s, ctx, resp,
+                    [s, req] { return s->HashKV(req->revision()); });
+  }
+  ServerUnaryReactor* MoveLeader(CallbackServerContext* ctx,
+                                 const pb::MoveLeaderRequest* req,
+                                 pb::MoveLeaderResponse* resp) override {
+    StoreServer* s = s_;
+    return OnWorker(s, ctx, resp, [s, req] { return s->MoveLeader(*req); });
+  }
+  grpc::ServerWriteReactor<pb::SnapshotResponse>* Snapshot(
+      CallbackServerContext* ctx, const pb::SnapshotRequest*) override {
+    class Unimplemented
+        : public grpc::ServerWriteReactor<pb::SnapshotResponse> {
+     public:
+      Unimplemented() {
+        Finish(grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
+                            "kplane: snapshot over gRPC is not served yet"));
+      }
+      void OnDone() override { delete this; }
+    };
+    (void)ctx;
+    return new Unimplemented();
+  }
+
+ private:
+  StoreServer* const s_;
+};
+
+}  // namespace
+
+GrpcFront::GrpcFront(StoreServer* server) : server_(server) {}
+
+GrpcFront::~GrpcFront() { Stop(); }
+
+Status GrpcFront::Start() {
+  kv_ = std::make_unique<KvService>(server_);
+  services_.push_back(std::make_unique<KvImpl>(kv_.get()));
+  services_.push_back(std::make_unique<WatchImpl>(server_));
+  services_.push_back(std::make_unique<LeaseImpl>(kv_.get()));
+  services_.push_back(std::make_unique<ClusterImpl>(server_));
+  services_.push_back(std::make_unique<MaintenanceImpl>(server_));
+  grpc::ServerBuilder b;
+  for (auto& svc : services_) b.RegisterService(svc.get());
+  // etcd: requests up to --max-request-bytes plus 512 KiB of framing room,
+  // responses of any size (math.MaxInt32).
+  b.SetMaxReceiveMessageSize(
+      static_cast<int>(server_->config().max_request_bytes + 512 * 1024));
+  b.SetMaxSendMessageSize(INT_MAX);
+  // etcdctl and clientv3 ping every few seconds on idle connections (a
+  // long watch); gRPC's C++ default would answer that with GOAWAY
+  // "too_many_pings". etcd allows a ping every 5 s; be as lenient.
+  b.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
+                       1000);
+  b.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
+  b.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  grpc_ = b.BuildAndStart();
+  if (!grpc_) return InternalError("grpc: cannot start the server");
+  return Status::Ok();
+}
+
+void GrpcFront::Adopt(int fd) {
+  if (!grpc_) {
+    ::close(fd);
+    return;
+  }
+  grpc::AddInsecureChannelFromFd(grpc_.get(), fd);
+}
+
+void GrpcFront::InstallHandoff(net::HttpServerOptions* o) {
+  o->handoff_preface = std::string(net::kHttp2Preface);
+  o->handoff = [this](int fd) { Adopt(fd); };
+}
+
+void GrpcFront::Stop() {
+  if (!grpc_) return;
+  grpc_->Shutdown(std::chrono::system_clock::now());
+  grpc_->Wait();
+  grpc_.reset();
+}
+
+}  // namespace kplane::storage

@@ -1,0 +1,67 @@
+// GrpcFront: etcd 3.4's v3 gRPC API of a store member (etcdserverpb.KV,
+// Watch, Lease, Cluster, Maintenance), so that etcdctl and clientv3 work
+// against `kplane store`. It has no listener of its own: the client
+// HttpServer hands it every connection that opens with the HTTP/2 preface
+// (HttpServerOptions::handoff), so one client URL serves gRPC and the JSON
+// gateway, as etcd's cmux does.
+//
+//   GrpcFront grpc(server);
+//   CHECK_OK(grpc.Start());
+//   net::HttpServerOptions o;
+//   grpc.InstallHandoff(&o);            // before the HttpServer exists
+//   ... Adopt(fd) is called for each gRPC connection ...
+//   grpc.Stop();                        // after the HttpServer stopped
+//
+// Requests take the JSON gateway's paths (KvService, StoreServer), and
+// errors carry etcd's texts with the gRPC codes etcd's rpctypes use
+// (etcdjson::StatusToError). TLS (later): the listener terminates TLS and
+// hands over the connections that negotiated ALPN "h2".
+//
+// Ownership: borrows the StoreServer, which must outlive Stop(); owns the
+// grpc::Server and the sockets handed to it. Thread-safety: Adopt() may be
+// called from any thread between Start() and Stop(); Start/Stop from one
+// controlling thread. Errors: Start() fails if gRPC cannot start.
+#ifndef KPLANE_STORAGE_GRPC_GRPC_FRONT_H_
+#define KPLANE_STORAGE_GRPC_GRPC_FRONT_H_
+
+#include <memory>
+#include <vector>
+
+#include "base/status.h"
+#include "net/http_server.h"
+#include "storage/server/kv_service.h"
+#include "storage/server/store_server.h"
+
+namespace grpc {
+class Server;
+class Service;
+}  // namespace grpc
+
+namespace kplane::storage {
+
+class GrpcFront {
+ public:
+  explicit GrpcFront(StoreServer* server);
+  ~GrpcFront();  // Stop()s
+  GrpcFront(const GrpcFront&) = delete;
+  GrpcFront& operator=(const GrpcFront&) = delete;
+
+  Status Start();
+  // Serves gRPC on the connected socket `fd` (takes ownership; unread: the
+  // client preface is still in it). Closes it if not started.
+  void Adopt(int fd);
+  // Sets `o` to hand HTTP/2 connections to Adopt().
+  void InstallHandoff(net::HttpServerOptions* o);
+  // Cancels every call, closes every connection. Idempotent.
+  void Stop();
+
+ private:
+  StoreServer* const server_;
+  std::unique_ptr<KvService> kv_;
+  std::vector<std::unique_ptr<grpc::Service>> services_;
+  std::unique_ptr<grpc::Server> grpc_;
+};
+
+}  // namespace kplane::storage
+
+#endif  // KPLANE_STORAGE_GRPC_GRPC_FRONT_H_

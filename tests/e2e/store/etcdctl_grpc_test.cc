@@ -1,0 +1,304 @@
+// The real etcdctl 3.4 (Debian's etcd-client, gRPC) against `kplane store`
+// and, as the reference, against etcd 3.4 itself: the same commands and the
+// same expectations on both (modulo ids, revisions and sizes). gRPC and the
+// JSON gateway share the client port, so a JSON request to the same URL
+// must keep working.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include "base/subprocess.h"
+#include "storage/client/local_cluster.h"
+
+namespace kplane::e2e {
+namespace {
+
+namespace fs = std::filesystem;
+using storage::LocalCluster;
+using storage::StoreKind;
+
+constexpr const char* kEtcdctl = "/usr/bin/etcdctl";
+
+struct Out {
+  std::string out;  // stdout and stderr
+  int code = -1;
+};
+
+std::string ShellQuote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) {
+    if (c == '\'') {
+      q += "'\\''";
+    } else {
+      q += c;
+    }
+  }
+  return q + "'";
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+struct Param {
+  StoreKind kind;
+  int members;
+};
+
+class EtcdctlGrpc : public ::testing::TestWithParam<Param> {
+ protected:
+  void SetUp() override {
+    if (!fs::exists(kEtcdctl)) GTEST_SKIP() << "etcdctl is absent";
+    if (GetParam().kind == StoreKind::kKplane &&
+        storage::FindKplaneBinary().empty()) {
+      GTEST_SKIP() << "build/kplane is absent (build target kplane)";
+    }
+    auto c = LocalCluster::Start(
+        {.kind = GetParam().kind, .members = GetParam().members});
+    ASSERT_TRUE(c.ok()) << c.status();
+    cluster_ = std::move(*c);
+    eps_ = cluster_->endpoints_flag();
+    tmp_ = cluster_->data_root() + "/etcdctl";
+    fs::create_directories(tmp_);
+  }
+
+  // etcdctl `args` with `in` on stdin; waits for it.
+  Out Run(std::vector<std::string> args, const std::string& in = "") {
+    std::string base = tmp_ + "/run" + std::to_string(++seq_);
+    {
+      std::ofstream f(base + ".in", std::ios::binary);
+      f << in;
+    }
+    Subprocess p({"/bin/sh", "-c", Command(args) + " <" + base + ".in"},
+                 {.log_path = base + ".out", .env = {"ETCDCTL_API=3"}});
+    Out o;
+    if (Status st = p.Start(); !st.ok()) {
+      o.out = st.ToString();
+      return o;
+    }
+    o.code = p.Wait();
+    o.out = ReadFile(base + ".out");
+    return o;
+  }
+
+  // etcdctl `args` in the background; its output goes to *log.
+  std::unique_ptr<Subprocess> Background(std::vector<std::string> args,
+                                         std::string* log) {
+    *log = tmp_ + "/bg" + std::to_string(++seq_) + ".out";
+    auto p = std::make_unique<Subprocess>(
+        std::vector<std::string>{"/bin/sh", "-c", "exec " + Command(args)},
+        SubprocessOptions{.log_path = *log, .env = {"ETCDCTL_API=3"}});
+    EXPECT_TRUE(p->Start().ok());
+    return p;
+  }
+
+  // Waits until the file at `path` contains `needle` (the process writes
+  // it as events arrive); false after `timeout`.
+  static bool AwaitOutput(const std::string& path, const std::string& needle,
+                          Duration timeout = seconds(20)) {
+    TimePoint deadline = Clock::Real()->Now() + timeout;
+    while (Clock::Real()->Now() < deadline) {
+      if (ReadFile(path).find(needle) != std::string::npos) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+  }
+
+  std::string Command(const std::vector<std::string>& args) {
+    std::string cmd = std::string(kEtcdctl) + " --endpoints=" + eps_ +
+                      " --dial-timeout=5s --command-timeout=20s";
+    for (const auto& a : args) cmd += " " + ShellQuote(a);
+    return cmd + " 2>&1";
+  }
+
+  // A key's mod_revision, from `get -w json`.
+  int64_t ModRevision(const std::string& key) {
+    Out j = Run({"get", key, "-w", "json"});
+    std::smatch m;
+    if (!std::regex_search(j.out, m, std::regex("\"mod_revision\":(\\d+)"))) {
+      ADD_FAILURE() << j.out;
+      return -1;
+    }
+    return std::stoll(m[1]);
+  }
+
+  std::unique_ptr<LocalCluster> cluster_;
+  std::string eps_, tmp_;
+  int seq_ = 0;
+};
+
+#define EXPECT_OK(o) EXPECT_EQ((o).code, 0) << (o).out
+
+TEST_P(EtcdctlGrpc, PutGetDelTxn) {
+  EXPECT_EQ(Run({"put", "foo", "v1"}).out, "OK\n");
+  int64_t rev1 = ModRevision("foo");
+  EXPECT_OK(Run({"put", "/registry/pods/a", "1"}));
+  EXPECT_OK(Run({"put", "/registry/pods/b", "2"}));
+  EXPECT_EQ(Run({"put", "foo", "v2", "--prev-kv"}).out, "OK\nfoo\nv1\n");
+  EXPECT_EQ(Run({"get", "/registry/pods", "--prefix", "--keys-only"}).out,
+            "/registry/pods/a\n\n/registry/pods/b\n\n");
+  EXPECT_EQ(Run({"get", "/registry", "--prefix"}).out,
+            "/registry/pods/a\n1\n/registry/pods/b\n2\n");
+  EXPECT_EQ(Run({"get", "foo", "--rev", std::to_string(rev1)}).out,
+            "foo\nv1\n");
+  EXPECT_EQ(Run({"get", "foo", "--print-value-only"}).out, "v2\n");
+  EXPECT_EQ(Run({"get", "nothing"}).out, "");
+
+  Out t = Run({"txn"},
+              "value(\"foo\") = \"v2\"\n\nput t 1\nget foo\n\ndel foo\n\n");
+  EXPECT_EQ(t.out, "SUCCESS\n\nOK\n\nfoo\nv2\n");
+  Out f = Run({"txn"}, "value(\"foo\") = \"zz\"\n\nput t 2\n\nget t\n\n");
+  EXPECT_EQ(f.out, "FAILURE\n\nt\n1\n");
+  EXPECT_EQ(Run({"del", "t", "--prev-kv"}).out, "1\nt\n1\n");
+  EXPECT_EQ(Run({"del", "/registry", "--prefix"}).out, "2\n");
+  EXPECT_EQ(Run({"del", "t"}).out, "0\n");
+
+  // etcd's own error texts and codes come through gRPC.
+  Out e = Run({"put", "", "x"});
+  EXPECT_NE(e.code, 0);
+  EXPECT_NE(e.out.find("key is not provided"), std::string::npos) << e.out;
+  Out fut = Run({"get", "foo", "--rev", "100000"});
+  EXPECT_NE(fut.code, 0);
+  EXPECT_NE(fut.out.find("etcdserver: mvcc: required revision is a future "
+                         "revision"),
+            std::string::npos)
+      << fut.out;
+}
+
+TEST_P(EtcdctlGrpc, WatchWithPrevKvAndRev) {
+  EXPECT_OK(Run({"put", "w", "0"}));
+  int64_t rev0 = ModRevision("w");
+  std::string live_log, hist_log;
+  auto live = Background({"watch", "w", "--prev-kv"}, &live_log);
+  // A watcher from a past revision first gets the history.
+  auto hist =
+      Background({"watch", "w", "--rev", std::to_string(rev0)}, &hist_log);
+  ASSERT_TRUE(AwaitOutput(hist_log, "PUT\nw\n0\n")) << ReadFile(hist_log);
+  // The live watcher is created once its first response arrived; there is
+  // no output before an event, so keep writing until it sees one.
+  int n = 1;
+  bool seen = false;
+  for (; n < 200 && !seen; ++n) {
+    EXPECT_OK(Run({"put", "w", std::to_string(n)}));
+    seen = AwaitOutput(live_log, "PUT\n", milliseconds(200));
+  }
+  ASSERT_TRUE(seen) << ReadFile(live_log);
+  EXPECT_OK(Run({"put", "w", "last"}));
+  EXPECT_OK(Run({"del", "w"}));
+  // --prev-kv: a put shows the previous value, a delete the deleted one.
+  ASSERT_TRUE(AwaitOutput(live_log, "DELETE\nw\nlast\nw\n\n"))
+      << ReadFile(live_log);
+  EXPECT_NE(ReadFile(live_log).find("PUT\nw\n" + std::to_string(n - 1) +
+                                    "\nw\nlast\n"),
+            std::string::npos)
+      << ReadFile(live_log);
+  ASSERT_TRUE(AwaitOutput(hist_log, "PUT\nw\nlast\nDELETE\nw\n\n"))
+      << ReadFile(hist_log);
+  live->Stop(2000);
+  hist->Stop(2000);
+}
+
+TEST_P(EtcdctlGrpc, Leases) {
+  Out g = Run({"lease", "grant", "60"});
+  std::smatch m;
+  ASSERT_TRUE(std::regex_match(
+      g.out, m, std::regex("lease ([0-9a-f]+) granted with TTL\\(60s\\)\n")))
+      << g.out;
+  const std::string lease = m[1];
+  EXPECT_OK(Run({"put", "lk", "lv", "--lease", lease}));
+  EXPECT_EQ(Run({"lease", "keep-alive", "--once", lease}).out,
+            "lease " + lease + " keepalived with TTL(60)\n");
+  Out ttl = Run({"lease", "timetolive", lease, "--keys"});
+  EXPECT_TRUE(std::regex_match(
+      ttl.out, std::regex("lease " + lease +
+                          " granted with TTL\\(60s\\), remaining\\(\\d+s\\), "
+                          "attached keys\\(\\[lk\\]\\)\n")))
+      << ttl.out;
+  Out list = Run({"lease", "list"});
+  EXPECT_NE(list.out.find("found 1 leases\n" + lease + "\n"), std::string::npos)
+      << list.out;
+  EXPECT_EQ(Run({"lease", "revoke", lease}).out,
+            "lease " + lease + " revoked\n");
+  EXPECT_EQ(Run({"get", "lk"}).out, "");
+  Out gone = Run({"lease", "timetolive", lease});
+  EXPECT_EQ(gone.out, "lease " + lease + " already expired\n");
+  Out bad = Run({"lease", "revoke", lease});
+  EXPECT_NE(bad.code, 0);
+  EXPECT_NE(bad.out.find("etcdserver: requested lease not found"),
+            std::string::npos)
+      << bad.out;
+}
+
+TEST_P(EtcdctlGrpc, ClusterAndMaintenance) {
+  Out health = Run({"endpoint", "health"});
+  EXPECT_OK(health);
+  for (const std::string& url : cluster_->client_urls()) {
+    EXPECT_NE(health.out.find(url.substr(7) + " is healthy"), std::string::npos)
+        << health.out;
+  }
+  Out st = Run({"endpoint", "status", "-w", "table"});
+  EXPECT_OK(st);
+  EXPECT_TRUE(std::regex_search(st.out, std::regex("\\|\\s+ENDPOINT\\s+\\|")))
+      << st.out;
+  EXPECT_NE(st.out.find("IS LEADER"), std::string::npos) << st.out;
+  // One row per endpoint, one of them the leader.
+  EXPECT_TRUE(std::regex_search(st.out, std::regex("\\|\\s+true\\s+\\|")))
+      << st.out;
+  Out ml = Run({"member", "list"});
+  EXPECT_OK(ml);
+  for (int i : cluster_->members()) {
+    EXPECT_NE(ml.out.find(", started, " + cluster_->name(i) + ", " +
+                          cluster_->peer_url(i) + ", " +
+                          cluster_->client_url(i) + ", false"),
+              std::string::npos)
+        << ml.out;
+  }
+  EXPECT_EQ(Run({"alarm", "list"}).out, "");
+
+  EXPECT_OK(Run({"put", "c", "1"}));
+  int64_t rev = ModRevision("c");
+  EXPECT_OK(Run({"put", "c", "2"}));
+  EXPECT_EQ(Run({"compact", std::to_string(rev + 1), "--physical"}).out,
+            "compacted revision " + std::to_string(rev + 1) + "\n");
+  Out old = Run({"get", "c", "--rev", std::to_string(rev)});
+  EXPECT_NE(old.code, 0);
+  EXPECT_NE(old.out.find("etcdserver: mvcc: required revision has been "
+                         "compacted"),
+            std::string::npos)
+      << old.out;
+  Out defrag = Run({"defrag"});
+  EXPECT_OK(defrag);
+  EXPECT_NE(defrag.out.find("Finished defragmenting etcd member["),
+            std::string::npos)
+      << defrag.out;
+
+  // The JSON gateway answers on the same port.
+  auto v = cluster_->HttpGet(0, "/version");
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ(v->status, 200);
+  etcdserverpb::RangeRequest rr;
+  rr.set_key("c");
+  auto r = cluster_->SerializableRange(0, rr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->kvs_size(), 1);
+  EXPECT_EQ(r->kvs(0).value(), "2");
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Stores, EtcdctlGrpc,
+    ::testing::Values(Param{StoreKind::kEtcd, 1}, Param{StoreKind::kKplane, 1},
+                      Param{StoreKind::kKplane, 3}),
+    [](const ::testing::TestParamInfo<Param>& p) {
+      return std::string(p.param.kind == StoreKind::kEtcd ? "Etcd" : "Kplane") +
+             std::to_string(p.param.members);
+    });
+
+}  // namespace
+}  // namespace kplane::e2e

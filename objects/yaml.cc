@@ -979,9 +979,18 @@ StatusOr<std::vector<rapidjson::Document>> ParseYamlStream(
       std::clamp<uint64_t>(yaml.size(), kMinAliasBytes, kMaxAliasBytes));
   std::vector<Document> docs;
   // yaml-cpp reports malformed input by throwing; this is the boundary.
+  // yaml-cpp 0.7 can stop advancing and hand out empty documents forever
+  // (a body of just "," does: a 1-byte request pinned a worker at 100% CPU;
+  // found by fuzz/yaml_fuzz.cc). Every document but the first takes at least
+  // one byte of input ("---", "...", or its content), so more documents than
+  // bytes means the parser is stuck.
+  size_t documents = 0;
   try {
     YAML::Parser parser(in);
     while (parser.HandleNextDocument(builder)) {
+      if (++documents > yaml.size() + 1) {
+        return InvalidArgumentError("yaml: did not find expected node content");
+      }
       RETURN_IF_ERROR(builder.status());
       const YamlTree& tree = builder.tree();
       if (tree.nodes.empty() ||

@@ -96,6 +96,24 @@ TEST(YamlIn, SyntaxErrorsCarryTheLine) {
   EXPECT_THAT(doc.status().message(), HasSubstr("yaml: line "));
 }
 
+// yaml-cpp 0.7 returns empty documents forever for these; the converter
+// must notice and refuse them (it used to loop: a 1-byte body pinned a
+// worker; found by fuzz/yaml_fuzz.cc). Without the check this test hangs
+// until ctest's timeout.
+TEST(YamlIn, AParserThatStopsAdvancingIsAnError) {
+  for (const char* text : {",", "- b\n,\n", "a: 1\n---\n,.. 2\n..\n"}) {
+    StatusOr<std::vector<rapidjson::Document>> docs = ParseYamlStream(text);
+    ASSERT_FALSE(docs.ok()) << text;
+    EXPECT_THAT(docs.status().message(),
+                HasSubstr("did not find expected node content"));
+  }
+  // Many empty documents are still fine.
+  StatusOr<std::vector<rapidjson::Document>> empty =
+      ParseYamlStream("---\n---\n---\n...\n---\na: 1\n");
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  EXPECT_EQ(empty->size(), 1u);
+}
+
 TEST(YamlIn, KeysBecomeStrings) {
   EXPECT_EQ(YamlToJsonText("yes: 1\n1: 2\n0x10: 3\n'on': 4\n"),
             R"({"true":1,"1":2,"16":3,"on":4})");

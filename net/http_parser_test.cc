@@ -118,6 +118,33 @@ TEST(RequestHeadTest, Limits) {
   EXPECT_EQ(ParseReq(big + "\r\n\r\n", &req, limits).error_status, 431);
 }
 
+// A start line of exactly the limit, ended by CR LF, is accepted whether the
+// head arrives at once or with the CR and LF late; before the fix the second
+// way answered 414 (found by fuzz/http_request_fuzz.cc).
+TEST(RequestHeadTest, StartLineAtTheLimitDoesNotDependOnReads) {
+  ParseLimits limits;
+  limits.max_start_line_bytes = 32;
+  const std::string line = "GET /" + std::string(32 - 14, 'a') + " HTTP/1.1";
+  ASSERT_EQ(line.size(), 32u);
+  const std::string head = line + "\r\nHost: h\r\n\r\n";
+  HttpRequest whole;
+  ASSERT_EQ(ParseReq(head, &whole, limits).kind, HeadResult::kComplete);
+  // The same bytes, with the reads ending just before the LF.
+  size_t scan = 0;
+  HttpRequest req;
+  const std::string_view view(head);
+  for (size_t n : {line.size() + 1, head.size()}) {
+    req = HttpRequest();
+    HeadResult r = ParseRequestHead(view.substr(0, n), &scan, limits, &req);
+    ASSERT_NE(r.kind, HeadResult::kError) << "after " << n << ": " << r.error;
+  }
+  EXPECT_EQ(req.target, whole.target);
+  // One byte more is refused both ways.
+  const std::string over = "GET /" + std::string(32 - 13, 'a') + " HTTP/1.1";
+  EXPECT_EQ(ParseReq(over + "\r\n\r\n", &req, limits).error_status, 414);
+  EXPECT_EQ(ParseReq(over + "\r", &req, limits).error_status, 414);
+}
+
 TEST(ResponseHeadTest, ParsesStatusLine) {
   HttpResponse resp;
   size_t scan = 0;

@@ -101,8 +101,9 @@ StatusOr<std::unique_ptr<RaftLog>> RaftLog::Open(
     ++skip;
   }
   if (skip < ents.size()) {
-    if (ents[skip].index() != log->snapshot_.index() + 1 &&
-        log->snapshot_.index() > 0) {
+    // Without a snapshot the log starts at 1 (after MemoryStorage's dummy
+    // entry at 0); a gap here would trip MemoryStorage::Append's CHECK.
+    if (ents[skip].index() != log->snapshot_.index() + 1) {
       return CorruptionError(
           "wal: entries start at " + std::to_string(ents[skip].index()) +
           " after snapshot " + std::to_string(log->snapshot_.index()));

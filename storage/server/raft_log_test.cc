@@ -113,6 +113,27 @@ TEST_F(RaftLogTest, RestartRestoresEntriesHardStateAndIdentity) {
   EXPECT_EQ(st->hard_state.term(), 1u);
 }
 
+// A WAL whose first entry is not at 1 and that has no snapshot marker (a
+// hostile or damaged data directory, checksums intact) is corruption. It
+// used to CHECK-fail in MemoryStorage::Append (found by fuzz/wal_fuzz.cc).
+TEST_F(RaftLogTest, EntriesNotStartingAtOneWithoutSnapshotAreCorruption) {
+  {
+    auto wal = wal::Wal::Open(dir_, {}, [](const wal::Record&) {});
+    ASSERT_TRUE(wal.ok()) << wal.status();
+    ASSERT_TRUE((*wal)
+                    ->Append(wal::Record{RaftLog::kEntry, 3,
+                                         E(1, 3).SerializeAsString()})
+                    .ok());
+    ASSERT_TRUE((*wal)->Sync().ok());
+  }
+  auto log = RaftLog::Open(dir_, {});
+  ASSERT_FALSE(log.ok());
+  EXPECT_TRUE(log.status().Is(StatusCode::kCorruption)) << log.status();
+  EXPECT_NE(log.status().message().find("entries start at 3 after snapshot 0"),
+            std::string::npos)
+      << log.status();
+}
+
 TEST_F(RaftLogTest, OverwrittenSuffixIsReplacedOnReplay) {
   {
     auto log = Open();

@@ -39,6 +39,12 @@ TEST(StringsTest, ParseGoDuration) {
   EXPECT_EQ(ParseGoDuration("0"), 0);
   EXPECT_EQ(ParseGoDuration("5"), std::nullopt);
   EXPECT_EQ(ParseGoDuration("3x"), std::nullopt);
+  // Past int64 nanoseconds (about 292 years), as Go refuses it; the
+  // conversion used to be undefined behaviour.
+  EXPECT_EQ(ParseGoDuration("2562047h"), 2562047LL * 3600 * 1'000'000'000);
+  EXPECT_EQ(ParseGoDuration("550055000m"), std::nullopt);
+  EXPECT_EQ(ParseGoDuration("-9999999999h"), std::nullopt);
+  EXPECT_EQ(ParseGoDuration(std::string(400, '9') + "s"), std::nullopt);
 }
 
 // Expected values are Go's: fmt.Sprintf("%q", s).

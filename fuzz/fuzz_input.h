@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <string_view>
 
 namespace kplane::fuzz {
@@ -46,6 +47,21 @@ class FuzzInput {
  private:
   std::string_view rest_;
 };
+
+// `s` with non-printable bytes as \xNN, for failure messages.
+inline std::string Escape(std::string_view s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (c >= 0x20 && c < 0x7f && c != '\\') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\x%02x", c);
+      out += buf;
+    }
+  }
+  return out;
+}
 
 // A property the target checks failed: report and abort, so libFuzzer keeps
 // the input as a crasher.

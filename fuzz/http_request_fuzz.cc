@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <string_view>
 
@@ -62,6 +63,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
          (head.head_length != head2.head_length ||
           whole.target != pieces.target || whole.path != pieces.path ||
           whole.headers.size() != pieces.headers.size()))) {
+      std::fprintf(
+          stderr,
+          "request %d, step %zu\nwhole: kind %d length %zu status %d %s\n"
+          "pieces: kind %d length %zu status %d %s\n",
+          n, step, head.kind, head.head_length, head.error_status,
+          head.error.c_str(), head2.kind, head2.head_length, head2.error_status,
+          head2.error.c_str());
       kplane::fuzz::Fail("a head read in pieces differs from the whole");
     }
     if (head.kind != HeadResult::kComplete) return 0;

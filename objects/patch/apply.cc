@@ -430,7 +430,10 @@ void WriteManagedFields(JsonValue& obj,
                         JsonAllocator& alloc) {
   if (!obj.IsObject()) obj.SetObject();
   JsonValue* md = FindMember(obj, "metadata");
-  if (md == nullptr) {
+  // A null metadata is an absent one. Callers refuse other non-objects
+  // (ServerSideApply does); replacing them here keeps rapidjson's member
+  // functions off a non-object, which is undefined behaviour in release.
+  if (md == nullptr || !md->IsObject()) {
     SetMember(obj, "metadata", JsonValue(rapidjson::kObjectType), alloc);
     md = FindMember(obj, "metadata");
   }
@@ -469,6 +472,14 @@ Status ServerSideApply(const JsonValue* live, const JsonValue& applied,
   }
   if (!applied.IsObject()) {
     return InvalidArgumentError("apply patch must be a JSON or YAML object");
+  }
+  // metadata must be an object (or null, meaning absent), as Kubernetes'
+  // typed decoding of ObjectMeta demands; the merge below would otherwise
+  // put a string or array where managedFields are written.
+  if (const JsonValue* md = FindMember(applied, "metadata");
+      md != nullptr && !md->IsObject() && !md->IsNull()) {
+    return InvalidArgumentError(
+        "metadata: Invalid value: must be an object in an apply patch");
   }
   JsonValue config(applied, alloc);
   RemoveManagedFieldsFrom(config);

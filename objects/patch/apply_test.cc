@@ -247,6 +247,29 @@ TEST_F(ServerSideApplyTest, RequiresManagerAndObject) {
       StatusCode::kInvalidArgument);
 }
 
+// Found by the apply fuzz target: metadata that is not an object reached
+// WriteManagedFields, which called rapidjson's member functions on it
+// (an assertion in debug builds, undefined behaviour in release).
+TEST_F(ServerSideApplyTest, MetadataThatIsNotAnObject) {
+  for (const char* md : {R"("web")", "[1]", "3", "true"}) {
+    std::string config = std::string(R"({"kind":"Pod","metadata":)") + md + "}";
+    live_.SetNull();
+    EXPECT_EQ(Apply("m", config.c_str()).code(), StatusCode::kInvalidArgument)
+        << md;
+    ASSERT_TRUE(Apply("m", R"({"metadata":{"name":"p"},"spec":{"a":1}})").ok());
+    EXPECT_EQ(Apply("m", config.c_str(), true).code(),
+              StatusCode::kInvalidArgument)
+        << md;
+  }
+  // null is an absent metadata: managedFields create it, on create and on
+  // update (where the merge deletes the live metadata).
+  live_.SetNull();
+  ASSERT_TRUE(Apply("m", R"({"kind":"Pod","metadata":null})").ok());
+  EXPECT_EQ(Entries().size(), 1u);
+  ASSERT_TRUE(Apply("m", R"({"kind":"Pod","metadata":null,"spec":{}})").ok());
+  EXPECT_EQ(Entries().size(), 1u);
+}
+
 TEST_F(ServerSideApplyTest, UpdateTracksChangedFieldsOnly) {
   ASSERT_TRUE(
       Update("kubectl-create", R"({"metadata":{"name":"x","labels":{"a":"1"}},

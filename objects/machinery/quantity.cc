@@ -242,9 +242,15 @@ StatusOr<Quantity> Quantity::Parse(std::string_view str) {
   // Exact path: digits * 2^p * 10^s, rounded up to the nano.
   std::string digits = p.num + p.denom;
   digits.erase(0, std::min(digits.find_first_not_of('0'), digits.size()));
-  if (digits.size() > 36) return ErrRange();
+  // Up to the full int128 range, so that every value Add and Sub can reach
+  // (they clamp at +-(2^127-1) nanos) prints as text that parses back.
+  if (digits.size() > 39) return ErrRange();
   int128 n = 0;
-  for (char c : digits) n = n * 10 + (c - '0');
+  for (char c : digits) {
+    if (MulOverflows(n, 10, &n) || __builtin_add_overflow(n, c - '0', &n)) {
+      return ErrRange();
+    }
+  }
   int dec_scale = -static_cast<int>(p.denom.size()) +
                   (sfx.base == 10 ? sfx.exponent : 0) + 9;
   if (sfx.base == 2) {
@@ -297,21 +303,46 @@ int Quantity::Cmp(const Quantity& other) const {
   return nanos_ < other.nanos_ ? -1 : (nanos_ > other.nanos_ ? 1 : 0);
 }
 
+// Sums and differences clamp to [-kMaxNanos, kMaxNanos], the range Parse
+// produces: upstream's Quantity.Add is exact (big decimals), ours is bounded,
+// and a clamped total still compares above any quantity a client can write,
+// so a sum of requests cannot wrap around below a limit. The range is
+// symmetric, so Neg and the rounding helpers never meet INT128_MIN.
+namespace {
+
+constexpr int128 kMaxNanos = ~(int128{1} << 127);
+
+int128 Clamp(int128 v) {
+  if (v > kMaxNanos) return kMaxNanos;
+  if (v < -kMaxNanos) return -kMaxNanos;
+  return v;
+}
+
+}  // namespace
+
 void Quantity::Add(const Quantity& other) {
   cached_.clear();
   if (nanos_ == 0) format_ = other.format_;
-  nanos_ += other.nanos_;
+  int128 sum;
+  if (__builtin_add_overflow(nanos_, other.nanos_, &sum)) {
+    sum = other.nanos_ > 0 ? kMaxNanos : -kMaxNanos;
+  }
+  nanos_ = Clamp(sum);
 }
 
 void Quantity::Sub(const Quantity& other) {
   cached_.clear();
   if (nanos_ == 0) format_ = other.format_;
-  nanos_ -= other.nanos_;
+  int128 diff;
+  if (__builtin_sub_overflow(nanos_, other.nanos_, &diff)) {
+    diff = other.nanos_ < 0 ? kMaxNanos : -kMaxNanos;
+  }
+  nanos_ = Clamp(diff);
 }
 
 void Quantity::Neg() {
   cached_.clear();
-  nanos_ = -nanos_;
+  nanos_ = -Clamp(nanos_);
 }
 
 double Quantity::AsApproximateDouble() const {

@@ -58,6 +58,8 @@ class Quantity {
   bool IsZero() const { return nanos_ == 0; }
   int Sign() const { return nanos_ < 0 ? -1 : (nanos_ > 0 ? 1 : 0); }
   // Keeps this quantity's format unless it is zero (then takes other's).
+  // Results clamp to the range Parse accepts (about +-1.7e29): upstream's
+  // sums are exact, ours saturate rather than overflow.
   void Add(const Quantity& other);
   void Sub(const Quantity& other);
   void Neg();

@@ -84,6 +84,81 @@ bool IsQuantitySyntax(std::string_view s) {
   return true;
 }
 
+// The length of the valid UTF-8 sequence at p (1 to 4), or 0 when the
+// bytes at p are not one. Strict: no overlongs, surrogates or code points
+// past U+10FFFF.
+int Utf8SequenceLength(const unsigned char* p, const unsigned char* end) {
+  const unsigned char c = *p;
+  if (c < 0x80) return 1;
+  int n;
+  uint32_t cp;
+  if (c >= 0xc2 && c <= 0xdf) {
+    n = 1;
+    cp = c & 0x1f;
+  } else if (c >= 0xe0 && c <= 0xef) {
+    n = 2;
+    cp = c & 0x0f;
+  } else if (c >= 0xf0 && c <= 0xf4) {
+    n = 3;
+    cp = c & 0x07;
+  } else {
+    return 0;
+  }
+  if (end - p <= n) return 0;
+  for (int i = 1; i <= n; ++i) {
+    if ((p[i] & 0xc0) != 0x80) return 0;
+    cp = (cp << 6) | (p[i] & 0x3f);
+  }
+  if ((n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) || cp > 0x10ffff ||
+      (cp >= 0xd800 && cp <= 0xdfff)) {
+    return 0;
+  }
+  return n + 1;
+}
+
+// Strict UTF-8, with a fast path for ASCII, which nearly every Kubernetes
+// string is.
+bool IsValidUtf8(std::string_view s) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const auto* end = p + s.size();
+  while (p < end) {
+    if (end - p >= 8) {
+      uint64_t chunk;
+      std::memcpy(&chunk, p, 8);
+      if ((chunk & 0x8080808080808080ULL) == 0) {
+        p += 8;
+        continue;
+      }
+    }
+    const int n = Utf8SequenceLength(p, end);
+    if (n == 0) return false;
+    p += n;
+  }
+  return true;
+}
+
+// s with every byte that does not start a valid UTF-8 sequence replaced by
+// U+FFFD, as Go's encoding/json writes strings: protobuf string fields are
+// not checked for UTF-8 when decoded, and what we write must be JSON our
+// own reader (and any other) accepts.
+std::string ReplaceInvalidUtf8(std::string_view s) {
+  std::string out;
+  out.reserve(s.size() + 8);
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const auto* end = p + s.size();
+  while (p < end) {
+    const int n = Utf8SequenceLength(p, end);
+    if (n == 0) {
+      out += "\xEF\xBF\xBD";
+      ++p;
+    } else {
+      out.append(reinterpret_cast<const char*>(p), n);
+      p += n;
+    }
+  }
+  return out;
+}
+
 // rapidjson 1.1's Writer::RawNumber quotes the number; this adapter writes
 // raw numbers verbatim through RawValue instead and forwards the rest.
 template <typename W>
@@ -131,10 +206,22 @@ class Encoder {
  private:
   static constexpr bool kIsDom = std::is_same_v<Handler, rapidjson::Document>;
 
+  // Strings and keys go out as valid UTF-8 whatever a protobuf body put in
+  // them (see ReplaceInvalidUtf8).
   void Key(std::string_view k) {
+    if (!IsValidUtf8(k)) {
+      const std::string fixed = ReplaceInvalidUtf8(k);
+      h_.Key(fixed.data(), static_cast<SizeType>(fixed.size()), true);
+      return;
+    }
     h_.Key(k.data(), static_cast<SizeType>(k.size()), true);
   }
   void Str(std::string_view s) {
+    if (!IsValidUtf8(s)) {
+      const std::string fixed = ReplaceInvalidUtf8(s);
+      h_.String(fixed.data(), static_cast<SizeType>(fixed.size()), true);
+      return;
+    }
     h_.String(s.data(), static_cast<SizeType>(s.size()), true);
   }
 
@@ -451,53 +538,6 @@ std::string Describe(const Token& t) {
     }
   }
   return "value";
-}
-
-// Strict UTF-8 (no overlongs, surrogates or code points past U+10FFFF),
-// with a fast path for ASCII, which nearly every Kubernetes string is.
-bool IsValidUtf8(std::string_view s) {
-  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-  const auto* end = p + s.size();
-  while (p < end) {
-    if (end - p >= 8) {
-      uint64_t chunk;
-      std::memcpy(&chunk, p, 8);
-      if ((chunk & 0x8080808080808080ULL) == 0) {
-        p += 8;
-        continue;
-      }
-    }
-    const unsigned char c = *p;
-    if (c < 0x80) {
-      ++p;
-      continue;
-    }
-    int n;
-    uint32_t cp;
-    if (c >= 0xc2 && c <= 0xdf) {
-      n = 1;
-      cp = c & 0x1f;
-    } else if (c >= 0xe0 && c <= 0xef) {
-      n = 2;
-      cp = c & 0x0f;
-    } else if (c >= 0xf0 && c <= 0xf4) {
-      n = 3;
-      cp = c & 0x07;
-    } else {
-      return false;
-    }
-    if (end - p <= n) return false;
-    for (int i = 1; i <= n; ++i) {
-      if ((p[i] & 0xc0) != 0x80) return false;
-      cp = (cp << 6) | (p[i] & 0x3f);
-    }
-    if ((n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) || cp > 0x10ffff ||
-        (cp >= 0xd800 && cp <= 0xdfff)) {
-      return false;
-    }
-    p += n + 1;
-  }
-  return true;
 }
 
 bool IsDigits(std::string_view s) {

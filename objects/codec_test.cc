@@ -533,6 +533,30 @@ TEST(CodecEmit, StringsAreEscapedOnOneLine) {
   EXPECT_EQ(back.data().at("k"), cm.data().at("k"));
 }
 
+// Protobuf bodies do not check string fields for UTF-8; the JSON written
+// for them replaces each invalid byte with U+FFFD, as Go's encoding/json
+// does, so it always reads back (found by the k8s_protobuf fuzz target).
+TEST(CodecEmit, InvalidUtf8IsWrittenAsReplacementCharacters) {
+  corev1::ConfigMap cm;
+  // A lone continuation byte, a truncated sequence, an overlong '/', a
+  // surrogate; then valid text that must stay as it is.
+  (*cm.mutable_data())["k\xff"] =
+      "a\x80"
+      "b\xe4\xb8"
+      "c\xc0\xaf"
+      "d\xed\xa0\x80"
+      "e\xe4\xb8\x96";
+  cm.mutable_metadata()->set_name("n\xfe");
+  std::string out = EncodeJson(cm);
+  const std::string r = "\xef\xbf\xbd";
+  EXPECT_THAT(out, HasSubstr("\"k" + r + "\":\"a" + r + "b" + r + r + "c" + r +
+                             r + "d" + r + r + r + "e\xe4\xb8\x96\""));
+  EXPECT_THAT(out, HasSubstr("\"name\":\"n" + r + "\""));
+  corev1::ConfigMap back = DecodeOk<corev1::ConfigMap>(out);
+  EXPECT_EQ(back.metadata().name(), "n" + r);
+  ASSERT_EQ(back.data().count("k" + r), 1u);
+}
+
 // --- writer and DOM entry points ---------------------------------------------
 
 TEST(CodecApi, WriteJsonEmbedsAnObjectInAWatchEvent) {

@@ -39,15 +39,52 @@ bool IsError(const ApiResult<T>& r) {
   return std::holds_alternative<ApiError>(r);
 }
 
-// `299 - "unknown field \"spec.foo\""`, as kube-apiserver writes warnings.
+// `299 - "unknown field \"spec.foo\""`, as kube-apiserver writes warnings
+// (k8s.io/apimachinery/pkg/util/net NewWarningHeader): the text quoted, '"'
+// and '\\' escaped. A header value must never carry CR or LF (that would
+// end the header and start another), and Kubernetes refuses control
+// characters in warning text; the codec already writes field names quoted
+// Go-style, so none should reach here, but whatever does is written as an
+// escape (\r, \n, \t, \xHH for other controls and DEL) rather than
+// dropped, so the warning still says which field it means.
 std::string WarningHeader(std::string_view text) {
   std::string out = "299 - \"";
   for (char c : text) {
-    if (c == '"' || c == '\\') out.push_back('\\');
-    out.push_back(c);
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out.push_back('\\');
+      out.push_back(c);
+    } else if (c == '\r') {
+      out += "\\\\r";
+    } else if (c == '\n') {
+      out += "\\\\n";
+    } else if (c == '\t') {
+      out += "\\\\t";
+    } else if (u < 0x20 || u == 0x7f) {
+      static constexpr char kHex[] = "0123456789abcdef";
+      out += "\\\\x";
+      out.push_back(kHex[u >> 4]);
+      out.push_back(kHex[u & 0xf]);
+    } else {
+      out.push_back(c);
+    }
   }
   out.push_back('"');
   return out;
+}
+
+// The verbs apiserver_request_total may carry (kube-apiserver's
+// endpoints/metrics validRequestMethods); any other method a client sends
+// is counted as "other", so the label's values are a fixed set.
+std::string_view MetricVerb(std::string_view verb) {
+  static constexpr std::string_view kVerbs[] = {
+      "APPLY", "CONNECT", "CREATE", "DELETE",   "DELETECOLLECTION",
+      "GET",   "LIST",    "PATCH",  "POST",     "PROXY",
+      "PUT",   "UPDATE",  "WATCH",  "WATCHLIST"};
+  for (std::string_view v : kVerbs) {
+    if (v == verb) return v;
+  }
+  return "other";
 }
 
 bool HasVerb(const std::vector<std::string>& verbs, std::string_view v) {
@@ -85,7 +122,10 @@ struct Call {
   Negotiated neg;
   bool negotiated = false;
   bool responded = false;
-  bool rejected = false;  // body over the limit
+  bool rejected = false;         // body over the limit
+  bool discovery_found = false;  // a discovery document was served
+  std::string discovery_group;    // what it describes, for the metrics
+  std::string discovery_version;
   TimePoint start;
   std::shared_ptr<void> inflight;  // released when the call is done
 
@@ -306,10 +346,28 @@ Status ApiServer::Impl::CreateSystemNamespaces() {
 // Replies and metrics
 
 void ApiServer::Impl::Record(Call& c, int code) {
-  const RequestInfo& i = c.info;
-  const std::vector<std::string> labels = {c.verb_label,  i.group,
-                                           i.version,     i.resource,
-                                           i.subresource, c.scope_label};
+  // Labels name only what the server resolved: a resource it serves (and a
+  // subresource of it), or a discovery document it has. A request for
+  // anything else is counted with empty group, version and resource, so
+  // 20,000 requests to /apis/<random>/v1 make one series, not 20,000
+  // (kube-apiserver counts only requests that reached a route it installed).
+  std::string group, version, resource, subresource;
+  if (c.resource != nullptr) {
+    group = c.resource->gv.group;
+    version = c.resource->gv.version;
+    resource = c.resource->resource;
+    if (c.sub != nullptr) subresource = c.sub->name;
+  } else if (c.discovery_found) {
+    group = c.discovery_group;
+    version = c.discovery_version;
+  }
+  const std::vector<std::string> labels = {
+      std::string(MetricVerb(c.verb_label)),
+      group,
+      version,
+      resource,
+      subresource,
+      c.scope_label};
   std::vector<std::string> with_code = labels;
   with_code.push_back(std::to_string(code));
   m_requests->With(with_code)->Inc();
@@ -666,6 +724,12 @@ void ApiServer::Impl::HandleDiscovery(const std::shared_ptr<Call>& c) {
     ReplyError(*c, ApiError::NotFoundPath());
     return;
   }
+  c->discovery_found = true;
+  // The group and version the document describes (RequestInfo leaves them
+  // empty on discovery paths): /api/<v>, /apis/<g>, /apis/<g>/<v>.
+  if (p[0] == "api" && p.size() == 2) c->discovery_version = p[1];
+  if (p[0] == "apis" && p.size() >= 2) c->discovery_group = p[1];
+  if (p[0] == "apis" && p.size() == 3) c->discovery_version = p[2];
   Reply(*c, 200, content_type, *body);
 }
 

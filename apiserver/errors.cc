@@ -4,6 +4,15 @@
 
 namespace kplane::apiserver {
 
+namespace {
+
+// How the watch cache and the object store begin the message of a read
+// at a revision the store has not reached.
+constexpr std::string_view kTooLargeResourceVersion =
+    "Too large resource version: ";
+
+}  // namespace
+
 StatusMapping MapStatusCode(StatusCode code) {
   switch (code) {
     case StatusCode::kOk:
@@ -102,6 +111,14 @@ ApiError ApiError::FromStatus(const Status& s,
     case StatusCode::kDeadlineExceeded:
     case StatusCode::kFutureRevision:
       e.retry_after_seconds = 1;
+      if (s.message().starts_with(kTooLargeResourceVersion)) {
+        // storage.NewTooLargeResourceVersionError: a Timeout whose cause
+        // tells clients (client-go's reflector) the revision is not there
+        // yet, rather than that the server is slow.
+        e.message = "Timeout: " + s.message();
+        e.causes.push_back(
+            {"ResourceVersionTooLarge", "Too large resource version", ""});
+      }
       break;
     case StatusCode::kResourceExhausted:
     case StatusCode::kUnavailable:

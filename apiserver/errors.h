@@ -17,7 +17,9 @@
 //   kInvalidArgument 400 BadRequest kFailedPrecondition 422 Invalid
 //   kPermissionDenied 403 Forbidden kResourceExhausted 429 TooManyRequests
 //   kTooLarge 413 RequestEntityTooLarge
-//   kDeadlineExceeded, kDeadlineExceeded, kFutureRevision 504 Timeout
+//   kDeadlineExceeded, kFutureRevision 504 Timeout (retry after 1 s; a
+//     "Too large resource version: N, current: M" message gets kube's
+//     "Timeout: " prefix and the cause ResourceVersionTooLarge)
 //   kUnavailable, kNotLeader 503 ServiceUnavailable
 //   kUnimplemented 405 MethodNotAllowed
 //   kUnauthenticated 401 Unauthorized

@@ -1,5 +1,7 @@
 #include "apiserver/query_params.h"
 
+#include <algorithm>
+
 #include "objects/serializer.h"
 #include "apiserver/negotiation.h"
 #include "base/strings.h"
@@ -79,7 +81,9 @@ ApiResult<ListParams> ParseListParams(const net::HttpRequest& req,
   if (auto e = ParseIntParam(req, "timeoutSeconds", &timeout, &has_timeout)) {
     return *e;
   }
-  if (has_timeout) p.timeout_seconds = timeout;
+  if (has_timeout) {
+    p.timeout_seconds = std::min(timeout, kMaxRequestDurationSeconds);
+  }
   if (req.HasQueryParam("sendInitialEvents")) {
     bool b = false;
     if (auto e = ParseBoolParam(req, "sendInitialEvents", &b)) return *e;
@@ -250,6 +254,10 @@ ApiResult<objects::metav1::DeleteOptions> ParseDeleteOptions(
     // its defaulting of the kubectl --grace-period=-1 convention; the API
     // itself calls for a non-negative value.
     opts.set_graceperiodseconds(1);
+  }
+  if (opts.graceperiodseconds() > kMaxRequestDurationSeconds) {
+    // "Now + grace" must stay a time we can write and compare.
+    opts.set_graceperiodseconds(kMaxRequestDurationSeconds);
   }
   if (!errs.empty()) {
     return ApiError::Invalid(kMetaGroup, "DeleteOptions", "", errs);

@@ -26,6 +26,14 @@
 
 namespace kplane::apiserver {
 
+// The longest duration a request parameter may ask for: 100 years.
+// timeoutSeconds and gracePeriodSeconds above it are treated as it. It keeps
+// "now + duration" within what a TimePoint (nanoseconds, int64) and a
+// deletionTimestamp (converted to the system clock, good to 2262) hold;
+// Kubernetes has no cap and wraps in Go's time.Duration past ~292 years.
+inline constexpr int64_t kMaxRequestDurationSeconds =
+    int64_t{100} * 365 * 24 * 3600;
+
 // A parse result: the value, or the error to answer with.
 template <typename T>
 using ApiResult = std::variant<T, ApiError>;
@@ -39,7 +47,7 @@ struct ListParams {
   std::string resource_version_match;  // "", "Exact", "NotOlderThan"
   int64_t limit = 0;
   std::string continue_token;
-  std::optional<int64_t> timeout_seconds;
+  std::optional<int64_t> timeout_seconds;  // <= kMaxRequestDurationSeconds
   std::optional<bool> send_initial_events;
   // Table output: "Metadata" (default), "Object", "None".
   std::string include_object;
@@ -66,7 +74,8 @@ ApiResult<WriteParams> ParseWriteParams(const net::HttpRequest& req,
 
 // The DeleteOptions of a DELETE: the body (JSON, YAML or protobuf; may be
 // empty) overlaid with query parameters (gracePeriodSeconds,
-// propagationPolicy, orphanDependents, dryRun), validated.
+// propagationPolicy, orphanDependents, dryRun), validated. A grace period
+// above kMaxRequestDurationSeconds is lowered to it.
 ApiResult<objects::metav1::DeleteOptions> ParseDeleteOptions(
     const net::HttpRequest& req, std::string_view body);
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <limits>
 
 #include "objects/machinery/fields.h"
 #include "objects/machinery/labels.h"
@@ -27,6 +28,17 @@ constexpr std::string_view kFinalizerOrphan = "orphan";
 constexpr std::string_view kFinalizerForeground = "foregroundDeletion";
 constexpr int kMaxGenerateNameAttempts = 8;
 constexpr int kMaxDeleteAttempts = 16;
+
+// a + b, held at int64's ends instead of overflowing: deletion timestamps
+// and grace periods of stored objects are not trusted to be small.
+int64_t SaturatingAdd(int64_t a, int64_t b) {
+  int64_t sum = 0;
+  if (__builtin_add_overflow(a, b, &sum)) {
+    return b > 0 ? std::numeric_limits<int64_t>::max()
+                 : std::numeric_limits<int64_t>::min();
+  }
+  return sum;
+}
 
 MutableObject Clone(const Msg& m) {
   MutableObject c(m.New());
@@ -731,10 +743,13 @@ ApiResult<DeleteResult> ResourceStore::Delete(
             action = Action::kDeleteNow;
           } else {
             updated = Clone(obj);
-            objects::metav1::ObjectMeta* m = objects::MutableObjectMeta(updated.get());
+            objects::metav1::ObjectMeta* m =
+                objects::MutableObjectMeta(updated.get());
+            // Moved earlier by the difference (grace < cur_grace).
             objects::SetTime(
                 m->mutable_deletiontimestamp(),
-                objects::UnixSeconds(meta.deletiontimestamp()) - cur_grace + grace);
+                SaturatingAdd(objects::UnixSeconds(meta.deletiontimestamp()),
+                              grace - cur_grace));
             m->set_deletiongraceperiodseconds(grace);
             action = Action::kUpdate;
           }
@@ -765,11 +780,16 @@ ApiResult<DeleteResult> ResourceStore::Delete(
         if (node.empty() || phase == "Succeeded" || phase == "Failed") {
           grace = 0;
         }
+        // The pod's terminationGracePeriodSeconds may be any int64; the
+        // DeleteOptions one is already capped (ParseDeleteOptions).
+        grace = std::min(grace, kMaxRequestDurationSeconds);
       }
       if (grace > 0) {
         updated = Clone(obj);
-        objects::metav1::ObjectMeta* m = objects::MutableObjectMeta(updated.get());
-        objects::SetTime(m->mutable_deletiontimestamp(), now_s + grace);
+        objects::metav1::ObjectMeta* m =
+            objects::MutableObjectMeta(updated.get());
+        objects::SetTime(m->mutable_deletiontimestamp(),
+                         SaturatingAdd(now_s, grace));
         m->set_deletiongraceperiodseconds(grace);
         SetFinalizers(m, finalizers);
         if (m->generation() > 0) m->set_generation(m->generation() + 1);

@@ -1379,11 +1379,14 @@ bool Decoder::EndArray(SizeType) {
 std::vector<std::string> DecodeResult::Warnings() const {
   std::vector<std::string> out;
   out.reserve(unknown_fields.size() + duplicate_fields.size());
+  // Go's %q, as sigs.k8s.io/json's strict errors write the path: a field
+  // named "a\r\nb" is reported as "a\\r\\nb", never with raw control
+  // characters (these texts become Warning headers).
   for (const std::string& p : unknown_fields) {
-    out.push_back("unknown field \"" + p + "\"");
+    out.push_back("unknown field " + GoQuote(p));
   }
   for (const std::string& p : duplicate_fields) {
-    out.push_back("duplicate field \"" + p + "\"");
+    out.push_back("duplicate field " + GoQuote(p));
   }
   return out;
 }

@@ -71,7 +71,8 @@ struct DecodeResult {
     return unknown_fields.empty() && duplicate_fields.empty();
   }
   // kube-apiserver's texts, one per field: `unknown field "spec.foo"`,
-  // `duplicate field "metadata.name"` (used in Warning headers).
+  // `duplicate field "metadata.name"` (used in Warning headers); the path
+  // is quoted as Go's %q does, so control characters appear escaped.
   std::vector<std::string> Warnings() const;
   // The 400 message under fieldValidation=Strict: `strict decoding error:
   // unknown field "spec.foo", duplicate field "x"`.

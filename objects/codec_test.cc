@@ -69,6 +69,19 @@ TEST(CodecDecode, ReportsUnknownFieldsWithJsonPaths) {
             "unknown field \"extra\"");
 }
 
+// Field names are quoted as Go's %q does: these texts become Warning
+// headers, which must never carry a line break.
+TEST(CodecDecode, WarningsQuoteControlCharactersInFieldNames) {
+  DecodeResult r;
+  DecodeOk<corev1::ConfigMap>(
+      R"({"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"c"},
+          "a\r\nX-Injected: yes":1,"b\"\u0001":2})",
+      &r);
+  EXPECT_THAT(r.Warnings(),
+              ElementsAre(R"(unknown field "a\r\nX-Injected: yes")",
+                          R"(unknown field "b\"\x01")"));
+}
+
 TEST(CodecDecode, ReportsDuplicateFieldsAndKeepsTheLastValue) {
   DecodeResult r;
   corev1::Pod pod = DecodeOk<corev1::Pod>(

@@ -650,8 +650,11 @@ StatusOr<std::unique_ptr<WatchHandle>> Cacher::Watch(
   if (!impl_->WaitReady(options_.consistent_read_wait)) {
     return ResourceExhaustedError("storage is (re)initializing");
   }
-  if (opts.send_initial_events && opts.revision > 0 &&
-      !impl_->WaitForRevision(opts.revision)) {
+  // A revision the cache has not reached: wait for it (it may be in flight),
+  // at most consistent_read_wait, then refuse, as kube-apiserver's watch
+  // cache does (blockTimeout, 3 s). Without this a watch from a revision
+  // far in the future would be accepted and never see an event.
+  if (opts.revision > 0 && !impl_->WaitForRevision(opts.revision)) {
     return TooLargeResourceVersion(opts.revision, revision_.load());
   }
   internal::WatcherInit init;

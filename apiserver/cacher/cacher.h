@@ -19,6 +19,10 @@
 //   otherwise: every change with revision > `revision` (0: from now). A
 //     `revision` older than the window's oldest event is Expired (410: "too
 //     old resource version: N (M)"), delivered as Close(Expired) on the sink;
+//   a `revision` newer than the cache (either form): Watch waits up to
+//     `consistent_read_wait` (on the clock) for the cache to reach it, then
+//     fails with kDeadlineExceeded "Too large resource version: N, current:
+//     M" (kube: 504 Timeout, cause ResourceVersionTooLarge, retry after 1 s);
 //   selectors: a MODIFIED event whose object stopped matching is delivered
 //     as DELETED, one that started matching as ADDED (as kube-apiserver);
 //   bookmarks (allow_bookmarks only): every `bookmark_interval` from the

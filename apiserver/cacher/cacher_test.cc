@@ -356,18 +356,10 @@ TEST_F(CacherTest, EventsAfterARevisionFromTheWindow) {
   EXPECT_EQ(sink->WaitFor(3),
             (std::vector<std::string>{"ADDED b" + At(rb), "MODIFIED a" + At(rc),
                                       "ADDED d" + At(rd)}));
-  // A revision ahead of the cache: only changes after it. (The sink can see
-  // d before the cache's revision says so: wait for that.)
+  // (A revision ahead of the cache: WatchFromARevisionThatArrivesWhileWaiting
+  // and WatchFromAFutureRevisionTimesOutOnTheClock below.) The sink can see
+  // d before the cache's revision says so: wait for that.
   WaitCacheAt(rd);
-  int64_t now = cacher_->revision();
-  auto ahead = std::make_shared<RecordingSink>();
-  auto h3 = MustWatch({.revision = now + 2}, ahead);
-  CreatePod("default", "x1");
-  CreatePod("default", "x2");
-  int64_t rx3 = CreatePod("default", "x3");
-  EXPECT_EQ(ahead->WaitFor(1),
-            (std::vector<std::string>{"ADDED x3" + At(rx3)}));
-  WaitCacheAt(rx3);
   // revision 0 without initial events: from now on.
   auto fresh = std::make_shared<RecordingSink>();
   auto h2 = MustWatch({}, fresh);
@@ -396,6 +388,63 @@ TEST_F(CacherTest, RevisionBelowTheWindowIsExpired) {
   auto h2 = MustWatch({.revision = revs[2]}, ok);
   EXPECT_EQ(ok->WaitFor(3).size(), 3u);
   EXPECT_EQ(ok->closes(), 0);
+}
+
+using PendingWatch = std::future<StatusOr<std::unique_ptr<WatchHandle>>>;
+
+// Blocks until `pending` waits on the fake clock for the cache to reach its
+// revision (it and the cache's progress ticker: two waiters), or answered
+// without waiting. Returns whether it is waiting.
+bool AwaitWaiting(const FakeClock& clock, PendingWatch& pending) {
+  while (clock.NumWaiters() < 2) {
+    if (pending.wait_for(std::chrono::milliseconds(5)) ==
+        std::future_status::ready) {
+      return false;
+    }
+  }
+  return true;
+}
+
+TEST_F(CacherTest, WatchFromAFutureRevisionTimesOutOnTheClock) {
+  StartCacher({.consistent_read_wait = seconds(3)});
+  int64_t r0 = CreatePod("default", "a");
+  WaitCacheAt(r0);
+  auto sink = std::make_shared<RecordingSink>();
+  PendingWatch pending = std::async(std::launch::async, [&] {
+    return cacher_->Watch({.revision = r0 + 1000}, sink);
+  });
+  ASSERT_TRUE(AwaitWaiting(clock_, pending))
+      << "a watch from a future revision answered without waiting";
+  clock_.Advance(seconds(2));
+  EXPECT_EQ(pending.wait_for(std::chrono::milliseconds(0)),
+            std::future_status::timeout);
+  clock_.Advance(seconds(1));
+  StatusOr<std::unique_ptr<WatchHandle>> h = pending.get();
+  ASSERT_FALSE(h.ok());
+  EXPECT_EQ(h.status().code(), StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(h.status().message(),
+            "Too large resource version: " + std::to_string(r0 + 1000) +
+                ", current: " + std::to_string(r0));
+  EXPECT_EQ(sink->closes(), 0);
+  EXPECT_EQ(cacher_->num_watchers(), 0u);
+}
+
+TEST_F(CacherTest, WatchFromARevisionThatArrivesWhileWaiting) {
+  StartCacher({.consistent_read_wait = seconds(3)});
+  int64_t r0 = CreatePod("default", "a");
+  WaitCacheAt(r0);
+  auto sink = std::make_shared<RecordingSink>();
+  PendingWatch pending = std::async(std::launch::async, [&] {
+    return cacher_->Watch({.revision = r0 + 2}, sink);
+  });
+  ASSERT_TRUE(AwaitWaiting(clock_, pending));
+  CreatePod("default", "b");
+  ASSERT_EQ(CreatePod("default", "c"), r0 + 2);
+  // Served without the clock moving: events after r0 + 2 only.
+  StatusOr<std::unique_ptr<WatchHandle>> h = pending.get();
+  ASSERT_TRUE(h.ok()) << h.status();
+  int64_t rd = CreatePod("default", "d");
+  EXPECT_EQ(sink->WaitFor(1), (std::vector<std::string>{"ADDED d" + At(rd)}));
 }
 
 TEST_F(CacherTest, SelectorTransitionsBecomeAddedAndDeleted) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <utility>
 
 #include "apiserver/storage/lease_manager.h"
@@ -493,8 +494,11 @@ StatusOr<ListResult> ObjectStore::List(std::string_view ns,
     req.set_key(start);
     req.set_range_end(range_end);
     req.set_revision(with_rev);
-    // One key past the page says whether another page exists.
-    if (paging) req.set_limit(fetch + 1);
+    // One key past the page says whether another page exists (a limit
+    // of INT64_MAX reads everything: there is no key past it).
+    if (paging && fetch < std::numeric_limits<int64_t>::max()) {
+      req.set_limit(fetch + 1);
+    }
     StatusOr<RangeResponse> resp =
         Timed(kList, [&] { return kv_->Range(req); });
     if (!resp.ok()) {
@@ -529,7 +533,8 @@ StatusOr<ListResult> ObjectStore::List(std::string_view ns,
       break;
     }
     // The predicate dropped objects: read on, in growing pages, as kube.
-    fetch = std::min(fetch * 2, std::max(kMaxFetch, opts.limit));
+    const int64_t most = std::max(kMaxFetch, opts.limit);
+    fetch = fetch > most / 2 ? most : fetch * 2;
     start = last_key;
     start.push_back('\0');
   }

@@ -37,15 +37,22 @@ void Proposer::FailPending() {
 }
 
 uint64_t Proposer::NextRequestId() {
-  // Unique across the cluster: 16 bits of member id, 48 bits of counter
-  // seeded from the clock so a restarted member does not reuse ids.
-  static const uint64_t kStart =
+  // Unique across the cluster: 16 bits of member id, 48 bits of counter.
+  // The counter is the process's, seeded from the clock (milliseconds << 8)
+  // so a restarted process starts above the ids its WAL holds. It must not
+  // be the Proposer's own: a member restarted within one process (tests,
+  // `kplane up`) replays entries its earlier incarnation proposed, and
+  // applying such an entry would answer a new proposal that reused its id
+  // with the old entry's result -- a put answered by an old put, or by a
+  // member-attributes entry ("unexpected apply response type"), and the
+  // new entry, applied later, answered to nobody.
+  static std::atomic<uint64_t> next{
       static_cast<uint64_t>(
           std::chrono::duration_cast<std::chrono::milliseconds>(
               std::chrono::system_clock::now().time_since_epoch())
               .count())
-      << 8;
-  uint64_t n = kStart + request_seq_.fetch_add(1) + 1;
+      << 8};
+  uint64_t n = next.fetch_add(1) + 1;
   return ((options_.member_id & 0xffff) << 48) | (n & 0xffffffffffffull);
 }
 

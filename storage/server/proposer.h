@@ -126,7 +126,6 @@ class Proposer {
   // Set by Start before accepting_ turns true; never changes after.
   RaftNode* node_ = nullptr;
   std::atomic<bool> accepting_{false};
-  std::atomic<uint64_t> request_seq_{0};
 
   Mutex mu_;
   std::map<uint64_t, Waiter> waiters_ GUARDED_BY(mu_);  // by request id

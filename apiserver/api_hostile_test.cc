@@ -9,42 +9,23 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
 
 #include "apiserver/test_server.h"
 #include "base/base64.h"
 #include "base/json.h"
+#include "base/testing/hostile_inputs.h"
 
 namespace kplane::apiserver {
 namespace {
 
+using kplane::testing::HostileInput;
+using kplane::testing::NestedJsonArrays;
+using kplane::testing::NestedJsonObjects;
 using ::testing::HasSubstr;
 using testing::Response;
 using testing::TestServer;
 
 constexpr char kConfigMaps[] = "/api/v1/namespaces/default/configmaps";
-
-std::string ReadHostile(const std::string& name) {
-  std::ifstream in(std::string(KPLANE_HOSTILE_TESTDATA) + "/" + name,
-                   std::ios::binary);
-  EXPECT_TRUE(in.good()) << name;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::string NestedArrays(int depth) {
-  return std::string(depth, '[') + "1" + std::string(depth, ']');
-}
-
-// {"a":{"a":...1...}}: objects recurse deepest in the patch algorithms.
-std::string NestedObjects(int depth) {
-  std::string s;
-  for (int i = 0; i < depth; ++i) s += "{\"a\":";
-  s += "1";
-  return s + std::string(depth, '}');
-}
 
 std::string ConfigMap(const std::string& name, const std::string& extra = "") {
   return R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":")" +
@@ -69,14 +50,14 @@ void ExpectServing(TestServer& s, const std::string& name) {
 TEST(ApiHostileTest, DeepJsonBodies) {
   TestServer s;
   // The issue's 200 KB ConfigMap nested 100,000 deep.
-  Response r =
-      s.Post(kConfigMaps, ConfigMap("deep", ",\"x\":" + NestedArrays(100000)));
+  Response r = s.Post(kConfigMaps,
+                      ConfigMap("deep", ",\"x\":" + NestedJsonArrays(100000)));
   ExpectStatus(r, 400, "BadRequest", "exceeded max depth of 10000");
-  r = s.Post(kConfigMaps, ReadHostile("json/configmap_deep_10001.json"));
+  r = s.Post(kConfigMaps, HostileInput("json/configmap_deep_10001.json"));
   ExpectStatus(r, 400, "BadRequest", "exceeded max depth of 10000");
   // At the limit it is an ordinary unknown field.
   r = s.Post(kConfigMaps,
-             ConfigMap("at-limit", ",\"x\":" + NestedArrays(9999)));
+             ConfigMap("at-limit", ",\"x\":" + NestedJsonArrays(9999)));
   EXPECT_EQ(r.code, 201) << r.body.substr(0, 500);
   EXPECT_THAT(std::string(r.headers.Get("Warning")),
               HasSubstr("unknown field \\\"x\\\""));
@@ -100,11 +81,11 @@ TEST(ApiHostileTest, YamlAliasCycles) {
   TestServer s;
   // 68 bytes of YAML recursed forever.
   Response r =
-      s.Do("POST", kConfigMaps, ReadHostile("yaml/alias_cycle_configmap.yaml"),
+      s.Do("POST", kConfigMaps, HostileInput("yaml/alias_cycle_configmap.yaml"),
            {{"Content-Type", "application/yaml"}});
   ExpectStatus(r, 400, "BadRequest", "yaml: anchor 'a' value contains itself");
   r = s.Patch(std::string(kConfigMaps) + "/x?fieldManager=m",
-              ReadHostile("yaml/alias_cycle_apply.yaml"),
+              HostileInput("yaml/alias_cycle_apply.yaml"),
               "application/apply-patch+yaml");
   ExpectStatus(r, 400, "BadRequest", "yaml: anchor 'a' value contains itself");
   ExpectServing(s, "after-cycles");
@@ -114,7 +95,7 @@ TEST(ApiHostileTest, YamlExpansionBombs) {
   TestServer s;
   // 536 bytes that expand to 10^9 strings.
   Response r = s.Patch(std::string(kConfigMaps) + "/laughs?fieldManager=m",
-                       ReadHostile("yaml/billion_laughs.yaml"),
+                       HostileInput("yaml/billion_laughs.yaml"),
                        "application/apply-patch+yaml");
   ExpectStatus(r, 400, "BadRequest", "excessive aliasing");
   // 2.4 MB: one 2 MiB string aliased 100,000 times (200 GB).
@@ -135,7 +116,7 @@ TEST(ApiHostileTest, JsonPatchLimits) {
   ASSERT_EQ(s.Post(kConfigMaps, ConfigMap("target")).code, 201);
   const std::string url = std::string(kConfigMaps) + "/target";
   // A 2 KB patch copying data into itself 40 times (2^40 copies).
-  Response r = s.Patch(url, ReadHostile("json_patch/self_copy_40.json"),
+  Response r = s.Patch(url, HostileInput("json_patch/self_copy_40.json"),
                        "application/json-patch+json");
   ExpectStatus(r, 422, "Invalid",
                "unable to copy, the accumulated size increase of copy is");
@@ -152,7 +133,7 @@ TEST(ApiHostileTest, JsonPatchLimits) {
                "10001");
   // A value placed past 10,000 levels. The patch itself is 10,000 deep
   // (an array, an operation, then the value's 9,998), within the limit.
-  const std::string value = NestedArrays(9998);
+  const std::string value = NestedJsonArrays(9998);
   r = s.Patch(url, R"([{"op":"add","path":"/x/a","value":)" + value + "}]",
               "application/json-patch+json");
   EXPECT_EQ(r.code, 422) << r.body.substr(0, 300);  // /x does not exist
@@ -190,7 +171,7 @@ TEST(ApiHostileTest, DeepPatchesRunOnADeepStack) {
   TestServer s;
   ASSERT_EQ(s.Post(kConfigMaps, ConfigMap("deep")).code, 201);
   const std::string url = std::string(kConfigMaps) + "/deep";
-  const std::string deep = NestedObjects(9990);
+  const std::string deep = NestedJsonObjects(9990);
   Response r = s.Patch(url, "{\"x\":" + deep + "}",
                        "application/strategic-merge-patch+json");
   EXPECT_EQ(r.code, 200) << r.body.substr(0, 300);
@@ -200,7 +181,7 @@ TEST(ApiHostileTest, DeepPatchesRunOnADeepStack) {
               "application/apply-patch+yaml");
   EXPECT_EQ(r.code, 200) << r.body.substr(0, 300);
   // Past the limit: refused as it is read.
-  r = s.Patch(url, "{\"x\":" + NestedObjects(10000) + "}",
+  r = s.Patch(url, "{\"x\":" + NestedJsonObjects(10000) + "}",
               "application/strategic-merge-patch+json");
   ExpectStatus(r, 400, "BadRequest", "exceeded max depth of 10000");
   ExpectServing(s, "after-deep-patches");

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "base/json.h"
+#include "base/testing/hostile_inputs.h"
 #include "objects/test_util.h"
 #include "objects/time.h"
 #include "objects/types.h"
@@ -369,9 +370,8 @@ TEST(CodecSpecial, RawExtensionItemsOfAList) {
 
 // --- hostile input -----------------------------------------------------------
 
-std::string Nested(int depth) {
-  return std::string(depth, '[') + "1" + std::string(depth, ']');
-}
+using kplane::testing::HostileInput;
+using kplane::testing::NestedJsonArrays;
 
 std::string ConfigMapWithField(const std::string& value) {
   return R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"deep"},)"
@@ -382,7 +382,7 @@ std::string ConfigMapWithField(const std::string& value) {
 // The issue's 200 KB ConfigMap nested 100,000 deep killed a worker: the
 // decoder now refuses it without recursing, in Kubernetes' words.
 TEST(CodecHostile, DeepJsonIsRefusedNotRecursedInto) {
-  const std::string body = ConfigMapWithField(Nested(100000));
+  const std::string body = ConfigMapWithField(NestedJsonArrays(100000));
   ASSERT_GT(body.size(), 200000u);
   corev1::ConfigMap cm;
   StatusOr<DecodeResult> r = DecodeJson(body, &cm);
@@ -390,9 +390,7 @@ TEST(CodecHostile, DeepJsonIsRefusedNotRecursedInto) {
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
   EXPECT_THAT(r.status().message(),
               HasSubstr("invalid JSON: exceeded max depth of 10000"));
-  r = DecodeJson(ReadFile(std::string(KPLANE_HOSTILE_TESTDATA) +
-                          "/json/configmap_deep_10001.json"),
-                 &cm);
+  r = DecodeJson(HostileInput("json/configmap_deep_10001.json"), &cm);
   ASSERT_FALSE(r.ok());
   EXPECT_THAT(r.status().message(), HasSubstr("exceeded max depth of 10000"));
 }
@@ -400,8 +398,8 @@ TEST(CodecHostile, DeepJsonIsRefusedNotRecursedInto) {
 TEST(CodecHostile, DeepButLegalJsonDecodes) {
   // 10,000 levels in all: the ConfigMap's own object plus 9,999.
   corev1::ConfigMap cm;
-  StatusOr<DecodeResult> r =
-      DecodeJson(ConfigMapWithField(Nested(json::kMaxDepth - 1)), &cm);
+  StatusOr<DecodeResult> r = DecodeJson(
+      ConfigMapWithField(NestedJsonArrays(json::kMaxDepth - 1)), &cm);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_THAT(r->Warnings(), ElementsAre("unknown field \"x\""));
   EXPECT_EQ(cm.data().at("k"), "v");
@@ -410,15 +408,17 @@ TEST(CodecHostile, DeepButLegalJsonDecodes) {
 TEST(CodecHostile, DeepDomsAreDecodedWithoutRecursion) {
   rapidjson::Document deep;
   ASSERT_TRUE(
-      json::ParseDom(ConfigMapWithField(Nested(json::kMaxDepth - 1)), &deep)
+      json::ParseDom(ConfigMapWithField(NestedJsonArrays(json::kMaxDepth - 1)),
+                     &deep)
           .ok());
   corev1::ConfigMap cm;
   StatusOr<DecodeResult> r = DecodeJsonValue(deep, &cm);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(cm.data().at("k"), "v");
   // A DOM built some other way may be deeper still.
-  ASSERT_TRUE(
-      json::ParseDom(ConfigMapWithField(Nested(100000)), &deep, 1000000).ok());
+  ASSERT_TRUE(json::ParseDom(ConfigMapWithField(NestedJsonArrays(100000)),
+                             &deep, 1000000)
+                  .ok());
   r = DecodeJsonValue(deep, &cm);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().message(), "exceeded max depth of 10000");
@@ -429,16 +429,16 @@ TEST(CodecHostile, DeepDomsAreDecodedWithoutRecursion) {
 TEST(CodecHostile, DeepRawJsonFromProtobufIsWrittenAsNull) {
   metav1::WatchEvent ev;
   ev.set_type("ADDED");
-  ev.mutable_object()->set_raw(Nested(100000));
+  ev.mutable_object()->set_raw(NestedJsonArrays(100000));
   EXPECT_EQ(EncodeJson(ev), R"({"type":"ADDED","object":null})");
   rapidjson::Document doc;
   rapidjson::Value v = ToJsonValue(ev, doc.GetAllocator());
   ASSERT_TRUE(v.IsObject());
   EXPECT_TRUE(v["object"].IsNull());
   // Within the limit it is embedded as before.
-  ev.mutable_object()->set_raw(Nested(json::kMaxDepth - 1));
-  EXPECT_EQ(EncodeJson(ev),
-            R"({"type":"ADDED","object":)" + Nested(json::kMaxDepth - 1) + "}");
+  ev.mutable_object()->set_raw(NestedJsonArrays(json::kMaxDepth - 1));
+  EXPECT_EQ(EncodeJson(ev), R"({"type":"ADDED","object":)" +
+                                NestedJsonArrays(json::kMaxDepth - 1) + "}");
 }
 
 // --- inline members ----------------------------------------------------------

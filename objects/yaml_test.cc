@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "base/json.h"
+#include "base/testing/hostile_inputs.h"
 #include "objects/test_util.h"
 #include "objects/types.h"
 
@@ -127,12 +128,8 @@ TEST(YamlIn, AnchorsAliasesAndMergeKeys) {
                      "merged:\n  <<: *b\n  b: 3\n  c: 4\n")));
 }
 
-std::string Hostile(const std::string& name) {
-  return ReadFile(std::string(KPLANE_HOSTILE_TESTDATA) + "/yaml/" + name);
-}
-
 StatusOr<rapidjson::Document> ParseHostile(const std::string& name) {
-  std::string text = Hostile(name);
+  std::string text = kplane::testing::HostileInput("yaml/" + name);
   EXPECT_FALSE(text.empty()) << name;
   return ParseYamlDocument(text);
 }
@@ -233,8 +230,7 @@ TEST(YamlIn, NestingIsBounded) {
   // yaml-cpp's own parser recurses over the text and stops at 500 levels.
   StatusOr<rapidjson::Document> flow = ParseHostile("deep_flow_600.yaml");
   ASSERT_FALSE(flow.ok());
-  EXPECT_THAT(flow.status().message(),
-              HasSubstr("exceeded max depth of 500"));
+  EXPECT_THAT(flow.status().message(), HasSubstr("exceeded max depth of 500"));
   // Deep but legal: 9,800 levels through aliases (20 anchors of 490).
   std::string yaml =
       "a0: &a0 " + std::string(490, '[') + "x" + std::string(490, ']') + "\n";
@@ -274,8 +270,8 @@ TEST(YamlIn, ParseJsonOrYaml) {
   }
   EXPECT_FALSE(ParseJsonOrYaml("a: [1,\n").ok());
   // JSON past the depth limit is refused as such, not retried as YAML.
-  StatusOr<rapidjson::Document> deep = ParseJsonOrYaml(ReadFile(
-      std::string(KPLANE_HOSTILE_TESTDATA) + "/json/deep_array_10001.json"));
+  StatusOr<rapidjson::Document> deep = ParseJsonOrYaml(
+      kplane::testing::HostileInput("json/deep_array_10001.json"));
   ASSERT_FALSE(deep.ok());
   EXPECT_EQ(deep.status().message(), "exceeded max depth of 10000");
 }

@@ -10,6 +10,7 @@
 #include <map>
 #include <sstream>
 
+#include "base/testing/hostile_inputs.h"
 #include "kpctl/kube/flags.h"
 #include "kpctl/kube/jsonpath.h"
 #include "kpctl/kube/kubeconfig.h"
@@ -180,7 +181,7 @@ clusters:
 TEST_F(KubeconfigTest, HostileYamlIsAnErrorNotACrash) {
   // A kubeconfig whose YAML refers to itself recursed forever.
   const std::string path =
-      std::string(KPLANE_HOSTILE_TESTDATA) + "/kubeconfig/alias_cycle.yaml";
+      kplane::testing::HostileInputPath("kubeconfig/alias_cycle.yaml");
   ASSERT_TRUE(std::filesystem::exists(path));
   StatusOr<Kubeconfig> kc = LoadKubeconfig(path, Env());
   ASSERT_FALSE(kc.ok());

@@ -4,9 +4,8 @@
 
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
 
+#include "base/testing/hostile_inputs.h"
 #include "objects/patch/test_util.h"
 
 namespace kplane::patch {
@@ -143,14 +142,7 @@ TEST(JsonPointerTest, ParseAndEscape) {
 namespace kplane::patch {
 namespace {
 
-std::string ReadHostile(const std::string& name) {
-  std::ifstream in(std::string(KPLANE_HOSTILE_TESTDATA) + "/" + name,
-                   std::ios::binary);
-  EXPECT_TRUE(in.good()) << name;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using kplane::testing::HostileInput;
 
 Status Apply(const std::string& doc_text, const std::string& patch_text,
              const PatchLimits& limits = {}, std::string* out = nullptr) {
@@ -175,7 +167,7 @@ constexpr char kConfigMap[] =
 // The 3 KB patch: copying data into itself 40 times would make
 // 2^40 copies; the accumulated copy limit stops it after a few operations.
 TEST(JsonPatchLimits, SelfCopyFailsBeforeMemoryGrows) {
-  Status st = Apply(kConfigMap, ReadHostile("json_patch/self_copy_40.json"));
+  Status st = Apply(kConfigMap, HostileInput("json_patch/self_copy_40.json"));
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition) << st;
   EXPECT_NE(st.message().find("unable to copy, the accumulated size increase "

@@ -6,16 +6,17 @@
 #include <google/protobuf/util/message_differencer.h>
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <memory>
 #include <random>
-#include <sstream>
 
+#include "base/testing/hostile_inputs.h"
 #include "schemas/rpc.pb.h"
 #include "schemas/storage.pb.h"
 
 namespace kplane::etcdjson {
 namespace {
+
+using kplane::testing::HostileInput;
 
 TEST(EtcdJsonTest, EncodesLikeEtcdGateway) {
   etcdserverpb::RangeResponse r;
@@ -278,15 +279,6 @@ TEST(EtcdJsonTest, AcceptsAndRejectsWhatProtobufDoes) {
             StatusCode::kInvalidArgument);
 }
 
-std::string ReadHostile(const std::string& name) {
-  std::ifstream in(std::string(KPLANE_HOSTILE_TESTDATA) + "/etcd_json/" + name,
-                   std::ios::binary);
-  EXPECT_TRUE(in.good()) << name;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // The 2 MB body to /v3/kv/put, nested 1,000,000 deep, killed the
 // store (the parser recursed). It is refused now, without recursion.
 TEST(EtcdJsonTest, DeepBodiesAreRefused) {
@@ -301,7 +293,7 @@ TEST(EtcdJsonTest, DeepBodiesAreRefused) {
   EXPECT_THAT(s.message(),
               ::testing::MatchesRegex("invalid JSON at offset 1002[0-3]: "
                                       "exceeded max depth of 10000"));
-  s = ParseJson(ReadHostile("put_deep_10001.json"), &put);
+  s = ParseJson(HostileInput("etcd_json/put_deep_10001.json"), &put);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("exceeded max depth of 10000"), std::string::npos);
   // An error body that deep, read by a client, is an error like any other.
@@ -331,7 +323,7 @@ TEST(EtcdJsonTest, MessagesNestAtMost64Deep) {
   EXPECT_NE(s.message().find("messages nested more than 64 deep"),
             std::string::npos)
       << s;
-  s = ParseJson(ReadHostile("txn_nested_70.json"), &txn);
+  s = ParseJson(HostileInput("etcd_json/txn_nested_70.json"), &txn);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
 }
 

@@ -3,66 +3,32 @@
 // sessions drained per worker task, every stream must still receive every
 // event exactly once, in revision order, with prev_kv only where asked.
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
-#include <filesystem>
 #include <mutex>
 #include <thread>
 
 #include "base/base64.h"
-#include "base/metrics.h"
 #include "base/strings.h"
 #include "net/http_client.h"
-#include "net/http_server.h"
 #include "storage/etcdjson/etcd_json.h"
 #include "storage/etcdjson/json_stream.h"
-#include "storage/server/client_api.h"
-#include "storage/server/store_server.h"
+#include "storage/server/single_member_store.h"
 
 namespace kplane::storage {
 namespace {
 
-namespace fs = std::filesystem;
-
 class WatchFanoutTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/kplane-watchfan-XXXXXX";
-    dir_ = mkdtemp(tmpl);
-    StoreConfig c;
-    c.name = "m1";
-    c.data_dir = dir_ + "/m1";
-    c.peer_urls = {"http://m1:2380"};
-    c.heartbeat_interval = milliseconds(10);
-    c.election_timeout = milliseconds(100);
-    c.corrupt_check_interval = Duration(0);
-    auto s = StoreServer::Open(c);
-    ASSERT_TRUE(s.ok()) << s.status();
-    server_ = std::move(*s);
-    ASSERT_TRUE(server_->Start(nullptr).ok());
-    ASSERT_TRUE(server_->WaitReady(seconds(10)));
-    net::HttpServerOptions o;
-    o.port = 0;
-    o.metrics = &metrics_;
-    http_ = std::make_unique<net::HttpServer>(o);
-    api_ = std::make_unique<ClientApi>(server_.get(), &metrics_);
-    api_->RegisterHandlers(http_.get());
-    ASSERT_TRUE(http_->Start().ok());
-  }
-  void TearDown() override {
-    if (http_) http_->Stop();
-    if (server_) server_->Stop();
-    fs::remove_all(dir_);
+    auto store = SingleMemberStore::Start();
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = std::move(*store);
   }
 
-  std::string dir_;
-  metrics::Registry metrics_;
-  std::unique_ptr<StoreServer> server_;
-  std::unique_ptr<net::HttpServer> http_;
-  std::unique_ptr<ClientApi> api_;
+  std::unique_ptr<SingleMemberStore> store_;
 };
 
 struct Reader {
@@ -89,7 +55,7 @@ TEST_F(WatchFanoutTest, ManyStreamsGetEveryEventOnceAndInOrder) {
   for (int i = 0; i < kStreams; ++i) {
     Reader& r = readers[i];
     r.prev_kv = i % 3 == 0;
-    r.client = std::make_unique<net::HttpClient>("127.0.0.1", http_->port());
+    r.client = std::make_unique<net::HttpClient>("127.0.0.1", store_->port());
     auto st = r.client->OpenStream("POST", "/v3/watch",
                                    {{"Content-Type", "application/json"}});
     ASSERT_TRUE(st.ok()) << st.status();
@@ -160,7 +126,7 @@ TEST_F(WatchFanoutTest, ManyStreamsGetEveryEventOnceAndInOrder) {
         p.set_key(prefix + "w" + std::to_string(w) + "-" +
                   std::to_string(j % 5));
         p.set_value(std::string(64, 'a' + (j % 26)));
-        auto res = server_->Put(p);
+        auto res = store_->server()->Put(p);
         ASSERT_TRUE(res.ok()) << res.status();
         put_revs[w].push_back(res->header().revision());
       }

@@ -26,7 +26,6 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
-#include <fstream>
 #include <functional>
 #include <iostream>
 #include <iterator>
@@ -37,12 +36,15 @@
 
 #include "base/base64.h"
 #include "base/mutex.h"
+#include "base/testing/hostile_inputs.h"
 #include "net/http_parser.h"
 #include "tests/e2e/hostile/hostile_cluster.h"
 
 namespace kplane::e2e {
 namespace {
 
+using kplane::testing::HostileInput;
+using kplane::testing::NestedJsonArrays;
 using ::testing::HasSubstr;
 
 constexpr char kConfigMaps[] = "/api/v1/namespaces/default/configmaps";
@@ -52,19 +54,6 @@ constexpr char kConfigMaps[] = "/api/v1/namespaces/default/configmaps";
 // decoded tree and the answer, costs a few times that. Unbounded paths grew
 // the processes by 700 MiB to several GiB (issue 15).
 constexpr int64_t kRowBoundMiB = 64;
-
-std::string ReadHostile(const std::string& name) {
-  std::ifstream in(std::string(KPLANE_HOSTILE_TESTDATA) + "/" + name,
-                   std::ios::binary);
-  EXPECT_TRUE(in.good()) << name;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::string NestedArrays(int depth) {
-  return std::string(depth, '[') + "1" + std::string(depth, ']');
-}
 
 std::string ConfigMap(const std::string& name, const std::string& extra = "") {
   return R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":")" +
@@ -404,7 +393,7 @@ TEST_F(HostileTest, DeepJson) {
   ASSERT_NO_FATAL_FAILURE(Start());
   Row("a 200 KB ConfigMap nested 100,000 deep", kRowBoundMiB, [&](Meanwhile*) {
     const std::string body =
-        ConfigMap("deep", ",\"x\":" + NestedArrays(100000));
+        ConfigMap("deep", ",\"x\":" + NestedJsonArrays(100000));
     ASSERT_GT(body.size(), 200000u);
     ExpectStatus(Call(api(), "POST", kConfigMaps, body, "application/json"),
                  400, "BadRequest", "exceeded max depth of 10000");
@@ -426,7 +415,7 @@ TEST_F(HostileTest, DeepJson) {
                       .code,
                   201);
         ExpectStatus(Call(api(), "PATCH", std::string(kConfigMaps) + "/target",
-                          "{\"x\":" + NestedArrays(100000) + "}",
+                          "{\"x\":" + NestedJsonArrays(100000) + "}",
                           "application/strategic-merge-patch+json"),
                      400, "BadRequest", "exceeded max depth of 10000");
       });
@@ -438,13 +427,13 @@ TEST_F(HostileTest, DeepStoreJson) {
       [&](Meanwhile*) {
         const int depth = 1000000;
         const std::string body =
-            R"({"key":"YQ==","value":)" + NestedArrays(depth) + "}";
+            R"({"key":"YQ==","value":)" + NestedJsonArrays(depth) + "}";
         Reply r = Call(store(), "POST", "/v3/kv/put", body, "text/plain");
         EXPECT_EQ(r.code, 400) << r.error << r.body.substr(0, 300);
         EXPECT_THAT(r.body, HasSubstr("\"code\":3"));
         EXPECT_THAT(r.body, HasSubstr("exceeded max depth of 10000"));
         r = Call(store(), "POST", "/v3/kv/put",
-                 ReadHostile("etcd_json/put_deep_10001.json"),
+                 HostileInput("etcd_json/put_deep_10001.json"),
                  "application/json");
         EXPECT_EQ(r.code, 400) << r.error << r.body.substr(0, 300);
         EXPECT_THAT(r.body, HasSubstr("exceeded max depth of 10000"));
@@ -459,7 +448,8 @@ TEST_F(HostileTest, YamlAliasCycles) {
   ASSERT_NO_FATAL_FAILURE(Start());
   Row("a 68-byte application/yaml POST with x: &a [*a]", kRowBoundMiB,
       [&](Meanwhile*) {
-        const std::string yaml = ReadHostile("yaml/alias_cycle_configmap.yaml");
+        const std::string yaml =
+            HostileInput("yaml/alias_cycle_configmap.yaml");
         ExpectStatus(Call(api(), "POST", kConfigMaps, yaml, "application/yaml"),
                      400, "BadRequest",
                      "yaml: anchor 'a' value contains itself");
@@ -468,7 +458,7 @@ TEST_F(HostileTest, YamlAliasCycles) {
       [&](Meanwhile*) {
         ExpectStatus(
             Call(api(), "PATCH", std::string(kConfigMaps) + "/x?fieldManager=m",
-                 ReadHostile("yaml/alias_cycle_apply.yaml"),
+                 HostileInput("yaml/alias_cycle_apply.yaml"),
                  "application/apply-patch+yaml"),
             400, "BadRequest", "yaml: anchor 'a' value contains itself");
       });
@@ -478,7 +468,7 @@ TEST_F(HostileTest, ExpansionBombs) {
   ASSERT_NO_FATAL_FAILURE(Start());
   Row("a 536-byte billion laughs server-side apply", kRowBoundMiB,
       [&](Meanwhile*) {
-        const std::string yaml = ReadHostile("yaml/billion_laughs.yaml");
+        const std::string yaml = HostileInput("yaml/billion_laughs.yaml");
         ExpectStatus(Call(api(), "PATCH",
                           std::string(kConfigMaps) + "/laughs?fieldManager=m",
                           yaml, "application/apply-patch+yaml"),
@@ -503,7 +493,7 @@ TEST_F(HostileTest, ExpansionBombs) {
                       .code,
                   201);
         ExpectStatus(Call(api(), "PATCH", std::string(kConfigMaps) + "/target",
-                          ReadHostile("json_patch/self_copy_40.json"),
+                          HostileInput("json_patch/self_copy_40.json"),
                           "application/json-patch+json"),
                      422, "Invalid",
                      "unable to copy, the accumulated size increase of copy "

@@ -187,6 +187,9 @@ struct ApiServer::Impl {
                  std::shared_ptr<net::Responder> resp);
   void HandleDiscovery(const std::shared_ptr<Call>& c);
   void Process(const std::shared_ptr<Call>& c);
+  // Takes a read-only or mutating in-flight slot for `c` (none for a
+  // watch); answers 429 and returns false if none is free.
+  bool TakeInflightSlot(Call& c);
   void Reply(Call& c, int code, std::string_view content_type, std::string body,
              const std::vector<std::string>& warnings = {});
   void ReplyError(Call& c, const ApiError& e);
@@ -632,33 +635,11 @@ void ApiServer::Impl::HandleApi(const net::HttpRequest& req,
     return;
   }
 
-  if (verb != "watch") {
-    const bool mutating = IsMutating(req.method);
-    std::atomic<int>& counter =
-        mutating ? inflight_mutating : inflight_readonly;
-    const int limit = mutating ? opts.max_mutating_requests_inflight
-                               : opts.max_requests_inflight;
-    const char* kind = mutating ? "mutating" : "readOnly";
-    if (counter.fetch_add(1) >= limit) {
-      counter.fetch_sub(1);
-      m_dropped->With({kind})->Inc();
-      ReplyError(*c, ApiError::TooManyRequests(
-                         "Too many requests, please try again later.", 1));
-      return;
-    }
-    metrics::Gauge* g = m_inflight->With({kind});
-    g->Inc();
-    c->inflight = std::shared_ptr<void>(nullptr, [&counter, g](void*) {
-      counter.fetch_sub(1);
-      g->Dec();
-    });
-  }
-
   const std::string_view cl = req.headers.Get("Content-Length");
   const bool has_body =
       req.headers.Has("Transfer-Encoding") || (!cl.empty() && cl != "0");
   if (!has_body) {
-    Process(c);
+    if (TakeInflightSlot(*c)) Process(c);
     return;
   }
   const size_t limit = opts.max_request_body_bytes;
@@ -676,8 +657,33 @@ void ApiServer::Impl::HandleApi(const net::HttpRequest& req,
       ReplyError(*c, ApiError::RequestEntityTooLarge(limit));
       return;
     }
-    if (eof) Process(c);
+    if (eof && TakeInflightSlot(*c)) Process(c);
   });
+}
+
+// The slot is taken once the whole body is here, so a client trickling a
+// body in holds none (the net layer's body timeout ends it, with 408).
+bool ApiServer::Impl::TakeInflightSlot(Call& c) {
+  if (c.info.verb == "watch") return true;
+  const bool mutating = IsMutating(c.req().method);
+  std::atomic<int>& counter = mutating ? inflight_mutating : inflight_readonly;
+  const int limit = mutating ? opts.max_mutating_requests_inflight
+                             : opts.max_requests_inflight;
+  const char* kind = mutating ? "mutating" : "readOnly";
+  if (counter.fetch_add(1) >= limit) {
+    counter.fetch_sub(1);
+    m_dropped->With({kind})->Inc();
+    ReplyError(c, ApiError::TooManyRequests(
+                      "Too many requests, please try again later.", 1));
+    return false;
+  }
+  metrics::Gauge* g = m_inflight->With({kind});
+  g->Inc();
+  c.inflight = std::shared_ptr<void>(nullptr, [&counter, g](void*) {
+    counter.fetch_sub(1);
+    g->Dec();
+  });
+  return true;
 }
 
 void ApiServer::Impl::HandleDiscovery(const std::shared_ptr<Call>& c) {
@@ -1133,6 +1139,8 @@ Status ApiServer::Start() {
   // Bodies are read by our handlers, which enforce their own limit (413
   // with a Status); this cap only guards routes that do not stream.
   ho.max_body_bytes = m.opts.max_request_body_bytes;
+  ho.body_timeout = m.opts.request_body_timeout;
+  ho.max_connections = m.opts.max_connections;
   ho.clock = m.opts.clock;
   ho.metrics = m.opts.metrics;
   ho.name = "apiserver";

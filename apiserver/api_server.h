@@ -28,8 +28,11 @@
 //
 // Limits: at most max_requests_inflight read-only and
 // max_mutating_requests_inflight mutating requests at once (429 with
-// Retry-After beyond; watches do not count), at most max_watches open
-// watches (429 beyond), request bodies up to max_request_body_bytes (413).
+// Retry-After beyond; watches do not count; a request takes its slot only
+// once its whole body has arrived), at most max_watches open watches (429
+// beyond), request bodies up to max_request_body_bytes (413) that arrive
+// within request_body_timeout (408, plain text, from the HTTP layer), at
+// most max_connections open connections (503 and closed beyond).
 // Handlers run on `worker_threads` threads (they block on storage); a
 // watch holds no thread.
 //
@@ -65,6 +68,13 @@ struct ApiServerOptions {
   int max_mutating_requests_inflight = 200;
   int max_watches = 10000;
   size_t max_request_body_bytes = 3 * 1024 * 1024;
+  // A request body must arrive within this time of the request's head
+  // (kube-apiserver's --request-timeout is 60 s). 0: none.
+  Duration request_body_timeout = seconds(60);
+  // Open connections; more are answered 503 and closed. Room for
+  // max_watches watches (one connection each for HTTP/1.1 clients) and as
+  // many again for requests. 0: none.
+  size_t max_connections = 20000;
   // A watch whose client does not read is dropped once this much is queued.
   size_t max_watch_buffer_bytes = 64 * 1024 * 1024;
   // Events are stored with a lease of this TTL.

@@ -55,6 +55,15 @@ constexpr size_t kReadChunk = 64 * 1024;
 // pin memory on an idle stream.
 constexpr size_t kKeepOutputCapacity = 16 * 1024;
 constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+// The next pipelined request is parsed only once the responses queued
+// before it are down to this many bytes, so a client that pipelines
+// requests and never reads makes us hold one response, not one per request.
+constexpr size_t kPipelineOutputBytes = 64 * 1024;
+// Sent to a connection accepted over HttpServerOptions::max_connections.
+constexpr std::string_view kTooManyConnections =
+    "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n"
+    "Content-Length: 21\r\nRetry-After: 1\r\nConnection: close\r\n\r\n"
+    "too many connections\n";
 
 class IoLoop;
 class Connection;
@@ -86,6 +95,29 @@ bool StatusHasBody(int status) {
   return !(status < 200 || status == 204 || status == 304);
 }
 
+// A field that may be written to the wire: a non-empty name without
+// separators or controls, a value without CR, LF or NUL (RFC 9110 5.5).
+// Anything else could end the field early and inject another one.
+bool SafeField(std::string_view name, std::string_view value) {
+  if (name.empty()) return false;
+  for (char ch : name) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c <= 0x20 || c == 0x7f || c == ':') return false;
+  }
+  return value.find_first_of(std::string_view("\r\n\0", 3)) ==
+         std::string_view::npos;
+}
+
+// `s` for a log line: at most 64 bytes, controls shown as '?'.
+std::string Printable(std::string_view s) {
+  std::string out(s.substr(0, 64));
+  for (char& ch : out) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c < 0x20 || c == 0x7f) ch = '?';
+  }
+  return out;
+}
+
 // Framing of a response body, for BuildHead.
 enum class Framing { kLength, kChunked, kCloseDelimited };
 
@@ -103,6 +135,15 @@ std::string BuildHead(int status, const HttpHeaders& headers, Framing framing,
     if (EqualsIgnoreCase(name, "Content-Length") ||
         EqualsIgnoreCase(name, "Transfer-Encoding") ||
         EqualsIgnoreCase(name, "Connection")) {
+      continue;
+    }
+    if (!SafeField(name, value)) {
+      // Dropped rather than answered with a 500: the request may already
+      // have taken effect (a create whose Warning carried a user's field
+      // name), and the client must learn that; the field is a caller's bug.
+      LOG(ERROR) << "HTTP response field dropped: name or value has CR, LF, "
+                    "NUL or a separator (name: \""
+                 << Printable(name) << "\")";
       continue;
     }
     out += name;
@@ -158,6 +199,7 @@ class HttpServer::Impl {
 
   metrics::Counter* accepted_metric = nullptr;
   metrics::Gauge* open_metric = nullptr;
+  metrics::Counter* rejected_metric = nullptr;
   metrics::Family<metrics::Counter>* requests_family = nullptr;
   std::array<std::atomic<metrics::Counter*>, 600> requests_by_code{};
 
@@ -209,6 +251,7 @@ class IoLoop {
   void Run();
   void RunTasks();
   void Accept();
+  void RejectConnection(int fd);
 
   HttpServer::Impl* server_;
   int index_;
@@ -321,6 +364,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   TimePoint head_started_;  // first byte of the pending head (or accept)
   bool first_head_ = true;  // no head parsed yet on this connection
   bool sniffed_ = false;    // the handoff preface check is done
+  // While read_state_ is kBody: the body must be read by body_deadline_
+  // (if has_body_deadline_), else 408.
+  bool has_body_deadline_ = false;
+  TimePoint body_deadline_;
 
   // Shared state. mu_ also guards the state of this connection's exchanges.
   // Lock order: mu_ is taken before the metrics' locks (CountRequest) and
@@ -342,6 +389,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::shared_ptr<Exchange> active_ GUARDED_BY(mu_);
   // Input waits for active_ to complete.
   bool loop_waiting_ GUARDED_BY(mu_) = false;
+  // Input waits for the output to drain to kPipelineOutputBytes.
+  bool output_waiting_ GUARDED_BY(mu_) = false;
   // At least one exchange completed.
   bool served_ GUARDED_BY(mu_) = false;
   TimePoint idle_since_ GUARDED_BY(mu_);
@@ -590,6 +639,7 @@ void Connection::OnEvents(uint32_t events) {
 
 void Connection::HandleWritable() {
   bool linger = false;
+  bool resume = false;
   {
     MutexLock l(&mu_);
     if (closed_) return;
@@ -612,6 +662,11 @@ void Connection::HandleWritable() {
       UpdateEventsLocked();
       linger = close_after_flush_;
     }
+    if (!closed_ && output_waiting_ &&
+        PendingLocked() <= kPipelineOutputBytes) {
+      output_waiting_ = false;
+      resume = true;
+    }
   }
   bool broken;
   {
@@ -622,6 +677,8 @@ void Connection::HandleWritable() {
     CloseNow();
   } else if (linger) {
     StartLinger();
+  } else if (resume) {
+    ResumeInput();
   }
 }
 
@@ -742,9 +799,18 @@ bool Connection::ParseOneHead() {
   {
     MutexLock l(&mu_);
     if (closed_ || close_after_flush_) return false;
-    if (active_) {
-      // A pipelined request: it waits for the current exchange.
-      loop_waiting_ = true;
+    // A pipelined request waits for the current exchange, and then for the
+    // client to read most of the responses before it: it is not even
+    // parsed, so its answer cannot pile up on the others.
+    const bool wait_exchange = active_ != nullptr;
+    const bool wait_output =
+        !wait_exchange && PendingLocked() > kPipelineOutputBytes;
+    if (wait_exchange || wait_output) {
+      if (wait_exchange) {
+        loop_waiting_ = true;
+      } else {
+        output_waiting_ = true;  // HandleWritable resumes
+      }
       if (in_.size() - in_off_ > srv->opts.max_header_bytes + kReadChunk) {
         SetPauseLocked(kPausePipeline, true);
       }
@@ -825,6 +891,10 @@ bool Connection::ParseOneHead() {
     return true;
   }
   read_state_ = ReadState::kBody;
+  const Duration body_timeout =
+      route->options.body_timeout.value_or(srv->opts.body_timeout);
+  has_body_deadline_ = body_timeout > Duration::zero();
+  if (has_body_deadline_) body_deadline_ = srv->clock->Now() + body_timeout;
   body_decoder_.Reset(*framing);
   body_exchange_ = ex;
   body_streaming_ = streaming;
@@ -962,12 +1032,22 @@ void Connection::Sweep(TimePoint now) {
     return;
   }
   const HttpServerOptions& o = server()->opts;
+  if (read_state_ == ReadState::kBody) {
+    if (has_body_deadline_ && now >= body_deadline_) {
+      Fail(408, "the request body did not arrive in time");
+    }
+    return;
+  }
   bool expired = false;
   {
     MutexLock l(&mu_);
     SetPauseLocked(kPauseSniff, false);  // look at the first bytes again
-    if (active_ || closed_ || read_state_ != ReadState::kHead) return;
-    if (in_off_ < in_.size() || !served_) {
+    if (active_ || closed_) return;
+    if (output_waiting_) {
+      // A pipelined request waits for the client to read our answers:
+      // that counts as idle since the last exchange, not as a slow head.
+      expired = now - idle_since_ >= o.idle_timeout;
+    } else if (in_off_ < in_.size() || !served_) {
       expired = now - head_started_ >= o.header_timeout;
     } else {
       expired = now - idle_since_ >= o.idle_timeout;
@@ -1048,9 +1128,13 @@ bool Exchange::Respond(int status, HttpHeaders headers, std::string body) {
     keep_alive_ = keep_alive;
     conn_->server()->CountRequest(status);
     const TimePoint now = NowLocked();
+    // The cap bounds the backlog before this response, not the response
+    // itself: a big list is in memory already, and is not cut.
+    const size_t cap =
+        max_buffered_ == 0 ? 0 : max_buffered_ + head.size() + body.size();
     ok = conn_->SendLocked(
-        {head, head_only_ ? std::string_view() : std::string_view(body)},
-        max_buffered_, &d);
+        {head, head_only_ ? std::string_view() : std::string_view(body)}, cap,
+        &d);
     ResponseDoneLocked(&d, now);
   }
   conn_->Run(&d);
@@ -1370,9 +1454,17 @@ void IoLoop::Accept() {
       LOG(ERROR) << "accept: " << std::strerror(errno);
       return;
     }
+    srv->accepted_metric->Inc();
+    if (srv->opts.max_connections != 0 &&
+        srv->num_connections.load() >= srv->opts.max_connections) {
+      RejectConnection(fd);
+      srv->rejected_metric->Inc();
+      continue;
+    }
+    // Counted here, not in Adopt, so the cap holds across loops.
+    srv->num_connections.fetch_add(1);
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    srv->accepted_metric->Inc();
     IoLoop* target = srv->loops[next_loop_++ % srv->loops.size()].get();
     if (target == this) {
       Adopt(ScopedFd(fd));
@@ -1383,13 +1475,25 @@ void IoLoop::Accept() {
   }
 }
 
+// Over the connection cap: what the client sent so far is read (so the
+// close is less likely to be a reset that destroys our answer), a canned
+// 503 is written without waiting, and the socket is closed. A client whose
+// request arrives after the close sees a reset instead.
+void IoLoop::RejectConnection(int fd) {
+  ssize_t rc = ::recv(fd, scratch_.data(), scratch_.size(), MSG_DONTWAIT);
+  rc = ::send(fd, kTooManyConnections.data(), kTooManyConnections.size(),
+              MSG_NOSIGNAL | MSG_DONTWAIT);
+  (void)rc;  // best effort
+  ::shutdown(fd, SHUT_WR);
+  ::close(fd);
+}
+
 void IoLoop::Adopt(ScopedFd fd) {
   std::string remote = PeerAddress(fd.get());
   auto conn =
       std::make_shared<Connection>(this, std::move(fd), std::move(remote));
   conn->Register();
   conns_.emplace(conn.get(), conn);
-  server_->num_connections.fetch_add(1);
   server_->open_metric->Inc();
 }
 
@@ -1464,6 +1568,12 @@ HttpServer::Impl::Impl(HttpServerOptions o) : opts(std::move(o)) {
   open_metric = reg->NewGauge("kplane_http_connections_open",
                               "Open HTTP server connections.", {"server"})
                     ->With({opts.name});
+  rejected_metric =
+      reg->NewCounter("kplane_http_connections_rejected_total",
+                      "TCP connections refused (503 and closed) because "
+                      "max_connections were open.",
+                      {"server"})
+          ->With({opts.name});
   requests_family = reg->NewCounter("kplane_http_requests_total",
                                     "HTTP responses started, by status code.",
                                     {"server", "code"});

@@ -33,13 +33,23 @@
 // must be registered before Start(). Responder methods are safe from any
 // thread. Stop() must not be called from a handler or callback.
 // Errors: Start() returns the bind/listen failure. Malformed requests are
-// answered by the server itself (400, 413, 414, 431, 404, 405, 417, 505).
+// answered by the server itself (400, 413, 414, 431, 404, 405, 417, 505),
+// a request body that does not arrive in time with 408, a connection over
+// the cap with 503 (see HttpServerOptions).
+//
+// Hostile clients (docs/limits.md, "Connections"): a body must arrive
+// within body_timeout; at most max_connections are open per listener; the
+// next pipelined request is not parsed while more than 64 KiB of earlier
+// responses wait for the client to read them; output queued beyond
+// max_output_buffer_bytes closes the connection; a header value (or name)
+// with CR, LF or NUL is never written (the field is dropped and logged).
 #ifndef KPLANE_NET_HTTP_SERVER_H_
 #define KPLANE_NET_HTTP_SERVER_H_
 
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -84,7 +94,10 @@ class Responder {
   virtual size_t BufferedBytes() const = 0;
   // Closes the connection when BufferedBytes() would exceed `max_bytes`
   // (0 = no cap). Overrides HttpServerOptions::max_output_buffer_bytes for
-  // this exchange.
+  // this exchange. The cap bounds what is queued *before* a Respond(): a
+  // whole response is never cut by it (it is in memory already); a stream's
+  // Write() is refused, and the connection closed, once the backlog would
+  // pass it.
   virtual void SetMaxBufferedBytes(size_t max_bytes) = 0;
 
   // `callback` runs exactly once when this exchange is over: the response
@@ -125,6 +138,13 @@ struct RouteOptions {
   // (/healthz, /metrics, store writes). With stream_request_body the body
   // pieces are delivered on the I/O thread too (raft peer streams).
   bool run_on_io_thread = false;
+  // The whole request body must arrive within this time of the end of its
+  // head, or the client gets 408 and the connection closes (for a streaming
+  // body: 408 if no response has started, else just the close).
+  // Unset: HttpServerOptions::body_timeout. Duration::zero(): none, for
+  // routes whose body is an open-ended stream (etcd's /v3/watch and
+  // /v3/lease/keepalive, raft peer streams).
+  std::optional<Duration> body_timeout;
 };
 
 struct HttpServerOptions {
@@ -144,9 +164,24 @@ struct HttpServerOptions {
   // bytes wait for the handler's OnBodyData callbacks (back-pressure).
   size_t max_pending_body_bytes = 1024 * 1024;
 
+  // A request body must arrive completely within body_timeout of the end
+  // of its head (kube-apiserver's request timeout is 60 s); otherwise 408
+  // and the connection closes. RouteOptions::body_timeout overrides it.
+  // Duration::zero(): none.
+  Duration body_timeout = seconds(60);
+
+  // Open connections on this listener. A connection accepted beyond the cap
+  // is answered with a canned 503 (best effort: one non-blocking write) and
+  // closed at once, without reading a request; it costs no buffer and no
+  // timer. 0 = no cap.
+  size_t max_connections = 10000;
+
   // Per-connection output buffer cap; exceeding it closes the connection.
-  // 0 = none. Responder::SetMaxBufferedBytes overrides it per exchange.
-  size_t max_output_buffer_bytes = 0;
+  // It bounds what a client that does not read makes us queue: a whole
+  // response (Respond) is never cut, since it is counted against the cap
+  // only with what was queued before it; stream Write()s are. 0 = none.
+  // Responder::SetMaxBufferedBytes overrides it per exchange.
+  size_t max_output_buffer_bytes = 16 * 1024 * 1024;
 
   // A keep-alive connection with no request in progress is closed after
   // idle_timeout; a request head must arrive completely within
@@ -162,7 +197,8 @@ struct HttpServerOptions {
 
   // Metrics go to this registry (nullptr: Registry::Default()) with label
   // server=<name>: kplane_http_connections_accepted_total,
-  // kplane_http_connections_open, kplane_http_requests_total{code}.
+  // kplane_http_connections_open, kplane_http_connections_rejected_total
+  // (over max_connections), kplane_http_requests_total{code}.
   metrics::Registry* metrics = nullptr;
   std::string name = "http";
 

@@ -449,7 +449,8 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
        [s, drainer](const HttpRequest&, ResponderPtr r) {
          std::make_shared<WatchSession>(s, drainer, std::move(r))->Start();
        },
-       {.stream_request_body = true});
+       // The body is the watch's open-ended request stream: no deadline.
+       {.stream_request_body = true, .body_timeout = Duration::zero()});
 
   // ---- leases --------------------------------------------------------------
   both("/lease/grant", [kv](const HttpRequest& req, ResponderPtr r) {
@@ -538,7 +539,8 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
                }
              });
        },
-       {.stream_request_body = true});
+       // An open-ended stream of keepalive requests: no body deadline.
+       {.stream_request_body = true, .body_timeout = Duration::zero()});
 
   // ---- maintenance ---------------------------------------------------------
   both("/maintenance/status", [s](const HttpRequest&, ResponderPtr r) {
@@ -594,6 +596,9 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
     }
     std::error_code ec;
     fs::remove_all(dir, ec);
+    // The whole snapshot is in memory already (`packed`); written at once,
+    // it would pass the default output cap for any slow reader.
+    r->SetMaxBufferedBytes(0);
     r->StartStream(200, JsonHeaders());
     constexpr size_t kChunk = 64 << 10;
     size_t total = packed.size();

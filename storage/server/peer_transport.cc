@@ -646,14 +646,19 @@ void HttpPeerTransport::RegisterHandlers(net::HttpServer* peer_server) {
         HandleStream(req, std::move(r));
       },
       // Frames are parsed and queued for the node loop right on the I/O
-      // thread (never blocks): no worker hop per read.
-      {.stream_request_body = true, .run_on_io_thread = true});
+      // thread (never blocks): no worker hop per read. The body is the
+      // peer's open-ended message stream: no deadline.
+      {.stream_request_body = true,
+       .run_on_io_thread = true,
+       .body_timeout = Duration::zero()});
   peer_server->Handle(
       "POST", "/raft/snapshot",
       [this](const net::HttpRequest& req, std::shared_ptr<net::Responder> r) {
         HandleSnapshot(req, std::move(r));
       },
-      {.stream_request_body = true});
+      // A snapshot takes as long as its size (up to the store's quota)
+      // needs on the peer link: no deadline.
+      {.stream_request_body = true, .body_timeout = Duration::zero()});
   peer_server->Handle(
       "GET", "/raft/hashkv",
       [this](const net::HttpRequest& req, std::shared_ptr<net::Responder> r) {

@@ -1457,8 +1457,8 @@ void IoLoop::Accept() {
     srv->accepted_metric->Inc();
     if (srv->opts.max_connections != 0 &&
         srv->num_connections.load() >= srv->opts.max_connections) {
+      srv->rejected_metric->Inc();  // before the client can see the close
       RejectConnection(fd);
-      srv->rejected_metric->Inc();
       continue;
     }
     // Counted here, not in Adopt, so the cap holds across loops.

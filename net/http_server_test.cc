@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <pthread.h>
+#include <sys/socket.h>
 
 #include <atomic>
 #include <cctype>
@@ -774,6 +775,230 @@ TEST_F(HttpServerTest, SlowHeaderTimesOut) {
   clock.Advance(seconds(11));
   EXPECT_TRUE(slow.WaitForClose());
   EXPECT_TRUE(silent.WaitForClose());
+}
+
+// Issue 15, "no cheap lock-out": a body that does not arrive in time is
+// answered 408 and closed; each route may set its own deadline or none.
+TEST_F(HttpServerTest, SlowBodyTimesOutWith408) {
+  FakeClock& clock = clock_;
+  HttpServerOptions o;
+  o.clock = &clock;
+  o.body_timeout = seconds(60);
+  o.header_timeout = seconds(1000);
+  o.idle_timeout = seconds(1000);
+  o.timer_tick = seconds(1);
+  Route("POST", "/echo", Echo());
+  Route("POST", "/short", Echo(), {.body_timeout = seconds(5)});
+  // Streaming bodies: the default deadline, and none (an open-ended stream).
+  Latch upload_started;
+  Route("POST", "/upload",
+        [&](const HttpRequest&, std::shared_ptr<Responder> r) {
+          r->OnBodyData([r](std::string_view, bool eof) {
+            if (eof) r->Respond(200, {}, "done");
+          });
+          upload_started.CountDown();
+        },
+        {.stream_request_body = true});
+  Latch stream_got_data;
+  Route("POST", "/stream",
+        [&](const HttpRequest&, std::shared_ptr<Responder> r) {
+          auto body = std::make_shared<std::string>();
+          r->OnBodyData(
+              [r, body, &stream_got_data](std::string_view d, bool eof) {
+                body->append(d);
+                if (!d.empty()) stream_got_data.CountDown();
+                if (eof) r->Respond(200, {}, *body);
+              });
+        },
+        {.stream_request_body = true, .body_timeout = Duration::zero()});
+  Start(o);
+
+  // `100 Continue` tells us the head was parsed (and the deadline set).
+  auto partial = [&](RawConnection& c, std::string_view path) {
+    c.Send("POST " + std::string(path) +
+           " HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
+           "Content-Length: 10\r\n\r\n");
+    ASSERT_TRUE(c.ReadUntilContains("100 Continue\r\n\r\n"));
+    c.buffer().clear();
+    c.Send("0");
+  };
+  RawConnection echo(server_->port());
+  partial(echo, "/echo");
+  RawConnection short_route(server_->port());
+  partial(short_route, "/short");
+  RawConnection stream(server_->port());
+  stream.Send(
+      "POST /stream HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+      "1\r\na\r\n");
+  ASSERT_TRUE(stream_got_data.Wait());
+
+  clock.WaitForWaiters(1);  // the timer thread sleeps
+  clock.Advance(seconds(6));
+  auto r = short_route.ReadResponse();
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->status, 408);
+  EXPECT_EQ(r->headers.Get("Connection"), "close");
+  EXPECT_TRUE(short_route.WaitForClose());
+  // That sweep also saw /echo, whose deadline (60 s) has not passed.
+  echo.Send("123456789");
+  r = echo.ReadResponse();
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->body, "POST /echo 0123456789");
+
+  RawConnection echo2(server_->port());
+  partial(echo2, "/echo");
+  RawConnection upload(server_->port());
+  upload.Send(
+      "POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nab");
+  ASSERT_TRUE(upload_started.Wait());
+  clock.Advance(seconds(61));
+  for (RawConnection* c : {&echo2, &upload}) {
+    r = c->ReadResponse();
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->status, 408);
+    EXPECT_TRUE(c->WaitForClose());
+  }
+  // The stream without a deadline is still open 67 s later.
+  stream.Send("2\r\nbc\r\n0\r\n\r\n");
+  r = stream.ReadResponse();
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->body, "abc");
+  EXPECT_EQ(Metric("kplane_http_requests_total", {"http", "408"}), 3);
+}
+
+TEST_F(HttpServerTest, ConnectionsOverTheCapGet503AndClose) {
+  Route("GET", "/x", Echo());
+  HttpServerOptions o;
+  o.max_connections = 2;
+  Start(o);
+  auto a = std::make_unique<RawConnection>(server_->port());
+  RawConnection b(server_->port());
+  // Both accepted (and counted) before the third arrives.
+  while (server_->NumConnections() < 2) std::this_thread::yield();
+  RawConnection over(server_->port());
+  auto r = over.ReadResponse();
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->status, 503);
+  EXPECT_EQ(r->headers.Get("Retry-After"), "1");
+  EXPECT_TRUE(over.WaitForClose());
+  EXPECT_EQ(Metric("kplane_http_connections_rejected_total", {"http"}), 1);
+  EXPECT_EQ(server_->NumConnections(), 2u);
+  // The ones inside are served; once one leaves, a newcomer is too.
+  b.Send("GET /x HTTP/1.1\r\nHost: x\r\n\r\n");
+  r = b.ReadResponse();
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->status, 200);
+  a.reset();
+  while (server_->NumConnections() > 1) std::this_thread::yield();
+  auto c = Client().Request("GET", "/x");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->status, 200);
+}
+
+// A client that pipelines requests and never reads makes the server hold
+// one response, not one per request: the next request is parsed only once
+// the output before it has drained to 64 KiB. A whole response larger than
+// the output cap is not cut.
+TEST_F(HttpServerTest, PipelinedRequestWaitsForOutputToDrain) {
+  constexpr size_t kBig = 8 << 20;  // more than the kernel buffers hold
+  Mutex mu;
+  std::vector<size_t> backlog_at_entry;
+  Latch first_answered;
+  Route("GET", "/big", [&](const HttpRequest&, std::shared_ptr<Responder> r) {
+    {
+      MutexLock l(&mu);
+      backlog_at_entry.push_back(r->BufferedBytes());
+    }
+    r->Respond(200, {}, std::string(kBig, 'b'));
+    first_answered.CountDown();
+  });
+  Route("GET", "/ping", Echo(), {.run_on_io_thread = true});
+  HttpServerOptions o;
+  o.max_output_buffer_bytes = 1 << 20;  // less than one response
+  Start(o);
+  RawConnection conn(server_->port());
+  int small = 64 * 1024;  // and no receive-buffer autotuning
+  ASSERT_EQ(setsockopt(conn.fd(), SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)),
+            0);
+  conn.Send(
+      "GET /big HTTP/1.1\r\nHost: x\r\n\r\nGET /big HTTP/1.1\r\nHost: x\r\n\r\n"
+      "GET /big HTTP/1.1\r\nHost: x\r\n\r\n");
+  ASSERT_TRUE(first_answered.Wait());
+  // The first Respond() has handed the loop its "parse the next request"
+  // task; once the loop answers a later connection, it has run it.
+  RawConnection ping(server_->port());
+  ping.Send("GET /ping HTTP/1.1\r\nHost: x\r\n\r\n");
+  ASSERT_TRUE(ping.ReadResponse().ok());
+  for (int i = 0; i < 3; ++i) {
+    auto r = conn.ReadResponse();
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->body.size(), kBig);
+  }
+  MutexLock l(&mu);
+  ASSERT_EQ(backlog_at_entry.size(), 3u);
+  for (size_t b : backlog_at_entry) EXPECT_LE(b, size_t{64} << 10);
+}
+
+TEST_F(HttpServerTest, StreamsHaveAnOutputCapByDefault) {
+  std::promise<std::shared_ptr<Responder>> got;
+  Route("GET", "/watch", [&](const HttpRequest&, std::shared_ptr<Responder> r) {
+    r->StartStream(200, {});
+    got.set_value(r);
+  });
+  Start();                              // default options
+  RawConnection conn(server_->port());  // never reads
+  conn.Send("GET /watch HTTP/1.1\r\nHost: x\r\n\r\n");
+  auto r = got.get_future().get();
+  const std::string chunk(64 * 1024, 'e');
+  size_t written = 0;
+  while (r->Write(chunk)) {
+    written += chunk.size();
+    ASSERT_LT(written, size_t{256} << 20) << "no default cap";
+  }
+  EXPECT_TRUE(r->IsClosed());
+}
+
+// Response fields are never a way to inject another field: one whose name
+// or value has CR, LF or NUL is dropped (and logged); the response goes out.
+TEST_F(HttpServerTest, HeaderFieldsWithCrLfAreDropped) {
+  Route("GET", "/x", [](const HttpRequest&, std::shared_ptr<Responder> r) {
+    r->Respond(200,
+               {{"Warning", "299 - \"a\r\nX-Injected: yes\""},
+                {"X-Lf", "a\nX-Injected: yes"},
+                {"X-Nul", std::string("a\0b", 3)},
+                {"X-Bad\r\nX-Injected", "yes"},
+                {"Bad Name", "v"},
+                {"X-Good", "fine"}},
+               "body");
+  });
+  Route("GET", "/s", [](const HttpRequest&, std::shared_ptr<Responder> r) {
+    r->StartStream(200, {{"X-Bad", "a\r\n\r\ninjected body"}, {"X-Ok", "1"}});
+    r->Write("s");
+    r->Finish();
+  });
+  Start();
+  RawConnection conn(server_->port());
+  conn.Send(
+      "GET /x HTTP/1.1\r\nHost: x\r\n\r\nGET /s HTTP/1.1\r\nHost: x\r\n\r\n");
+  ASSERT_TRUE(conn.ReadUntilContains("0\r\n\r\n"));
+  const std::string wire = conn.buffer();
+  EXPECT_EQ(wire.find("X-Injected"), std::string::npos) << wire;
+  EXPECT_EQ(wire.find("injected body"), std::string::npos) << wire;
+  auto r = conn.ReadResponse();
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->body, "body");
+  EXPECT_EQ(r->headers.Get("X-Good"), "fine");
+  EXPECT_FALSE(r->headers.Has("Warning"));
+  EXPECT_FALSE(r->headers.Has("X-Lf"));
+  EXPECT_FALSE(r->headers.Has("X-Nul"));
+  auto s = conn.ReadResponse();
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->body, "s");
+  EXPECT_EQ(s->headers.Get("X-Ok"), "1");
+  EXPECT_FALSE(s->headers.Has("X-Bad"));
 }
 
 TEST_F(HttpServerTest, PathAndQueryAreDecoded) {

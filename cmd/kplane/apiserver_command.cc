@@ -71,6 +71,15 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
               "Events each watch cache keeps for resuming watches.");
   flags.Int("worker-threads", &worker_threads,
             "Threads running request handlers (they block on storage).");
+  int64_t max_connections =
+      static_cast<int64_t>(ApiServerOptions{}.max_connections);
+  flags.Int64("max-connections", &max_connections,
+              "Connections open at once; more are answered 503 and closed "
+              "(0: no cap).");
+  Duration body_timeout = ApiServerOptions{}.request_body_timeout;
+  flags.Duration("request-body-timeout", &body_timeout,
+                 "A request's body must arrive within this time of its "
+                 "head, or 408 (0: none).");
   flags.String("log-level", &log_level, "debug, info, warning or error.");
   if (auto code = ParseCommandFlags(flags, args, "kplane apiserver"))
     return *code;
@@ -80,6 +89,13 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
   SetMinLogLevelByName(log_level);
   if (port < 0 || port > 65535) {
     return fail(InvalidArgumentError("--port must be in 0..65535"));
+  }
+  if (max_connections < 0) {
+    return fail(InvalidArgumentError("--max-connections must not be negative"));
+  }
+  if (body_timeout < Duration::zero()) {
+    return fail(
+        InvalidArgumentError("--request-body-timeout must not be negative"));
   }
 
   sigset_t stop_signals = BlockStopSignals();
@@ -132,6 +148,8 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
   o.max_watches = max_watches;
   o.min_request_timeout = seconds(min_request_timeout);
   o.max_request_body_bytes = static_cast<size_t>(max_body);
+  o.max_connections = static_cast<size_t>(max_connections);
+  o.request_body_timeout = body_timeout;
   o.worker_threads = worker_threads;
   o.cacher.window_events = static_cast<size_t>(watch_cache_size);
   ApiServer server(o);

@@ -147,6 +147,16 @@ int RunStoreCommand(const std::vector<std::string>& args) {
              "Before serving, compare this member's hash with its peers' "
              "and refuse to start if a quorum disagrees with it (etcd "
              "3.4's flag; off by default, as there).");
+  int64_t max_connections =
+      static_cast<int64_t>(net::HttpServerOptions{}.max_connections);
+  flags.Int64("max-connections", &max_connections,
+              "Client connections open at once; more are answered 503 and "
+              "closed (0: no cap).");
+  Duration body_timeout = net::HttpServerOptions{}.body_timeout;
+  flags.Duration("request-body-timeout", &body_timeout,
+                 "A client request's body must arrive within this time of "
+                 "its head, or 408 (0: none; watch and lease keepalive "
+                 "streams have none).");
   flags.String("log-level", &log_level, "debug, info, warning or error.");
   if (auto code = ParseCommandFlags(flags, args, "kplane store")) return *code;
   auto fail = [](const Status& st) {
@@ -154,6 +164,13 @@ int RunStoreCommand(const std::vector<std::string>& args) {
   };
   SetMinLogLevelByName(log_level);
   SetLogTag(cfg.name);
+  if (max_connections < 0) {
+    return fail(InvalidArgumentError("--max-connections must not be negative"));
+  }
+  if (body_timeout < Duration::zero()) {
+    return fail(
+        InvalidArgumentError("--request-body-timeout must not be negative"));
+  }
 
   cfg.data_dir = data_dir.empty() ? cfg.name + ".etcd" : data_dir;
   cfg.quota_backend_bytes = quota;
@@ -254,6 +271,8 @@ int RunStoreCommand(const std::vector<std::string>& args) {
   // up to 4x through so the API answers with etcd's own errors.
   client_opts.max_body_bytes =
       4 * (static_cast<size_t>(max_request) + (1 << 20));
+  client_opts.max_connections = static_cast<size_t>(max_connections);
+  client_opts.body_timeout = body_timeout;
   // gRPC on the same port: connections opening with the HTTP/2 preface go
   // to the gRPC front, the others to the JSON gateway (etcd's cmux).
   storage::GrpcFront grpc_front(server->get());

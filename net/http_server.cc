@@ -194,6 +194,14 @@ class HttpServer::Impl {
   Route method_not_allowed_route;
   std::shared_ptr<WorkerPool> pool;
   std::vector<std::unique_ptr<IoLoop>> loops;
+  // Accepted sockets not yet closed, including those still being handed to
+  // another loop: the connection cap counts these (checked and raised on
+  // the single accepting thread, so the cap holds across loops).
+  std::atomic<size_t> reserved_connections{0};
+  // Adopted connections (registered, header timer started) not yet closed:
+  // what NumConnections() reports. Raised only once the connection's
+  // deadlines count from a clock reading, so a caller that sees it may move
+  // a fake clock and rely on the timers seeing the move.
   std::atomic<size_t> num_connections{0};
   std::atomic<bool> stopping{false};
 
@@ -218,6 +226,22 @@ namespace {
 
 // ---------------------------------------------------------------------------
 // IoLoop
+
+// An accepted socket on its way to another loop. It holds one of the
+// server's connection reservations until Adopt() takes the descriptor; if
+// it is destroyed still holding it (the loop stopped first), the socket
+// closes and the reservation is given back.
+struct PendingSocket {
+  PendingSocket(HttpServer::Impl* s, int f) : srv(s), fd(f) {}
+  PendingSocket(const PendingSocket&) = delete;
+  PendingSocket& operator=(const PendingSocket&) = delete;
+  ~PendingSocket() {
+    if (fd.valid()) srv->reserved_connections.fetch_sub(1);
+  }
+
+  HttpServer::Impl* srv;
+  ScopedFd fd;
+};
 
 class IoLoop {
  public:
@@ -1083,6 +1107,7 @@ void Connection::CloseNow() {
   Run(&d);
   HttpServer::Impl* srv = server();
   srv->num_connections.fetch_sub(1);
+  srv->reserved_connections.fetch_sub(1);
   srv->open_metric->Dec();
   loop_->Remove(this);
 }
@@ -1456,21 +1481,23 @@ void IoLoop::Accept() {
     }
     srv->accepted_metric->Inc();
     if (srv->opts.max_connections != 0 &&
-        srv->num_connections.load() >= srv->opts.max_connections) {
+        srv->reserved_connections.load() >= srv->opts.max_connections) {
       srv->rejected_metric->Inc();  // before the client can see the close
       RejectConnection(fd);
       continue;
     }
-    // Counted here, not in Adopt, so the cap holds across loops.
-    srv->num_connections.fetch_add(1);
+    // Reserved here, not in Adopt, so the cap holds across loops.
+    srv->reserved_connections.fetch_add(1);
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     IoLoop* target = srv->loops[next_loop_++ % srv->loops.size()].get();
     if (target == this) {
       Adopt(ScopedFd(fd));
     } else {
-      auto holder = std::make_shared<ScopedFd>(fd);
-      target->Post([target, holder] { target->Adopt(std::move(*holder)); });
+      // If the target loop stops before running the task, the task is
+      // dropped and the holder gives the reservation back.
+      auto holder = std::make_shared<PendingSocket>(srv, fd);
+      target->Post([target, holder] { target->Adopt(std::move(holder->fd)); });
     }
   }
 }
@@ -1495,6 +1522,8 @@ void IoLoop::Adopt(ScopedFd fd) {
   conn->Register();
   conns_.emplace(conn.get(), conn);
   server_->open_metric->Inc();
+  // Last: the connection's timers are armed before anyone can count it.
+  server_->num_connections.fetch_add(1);
 }
 
 void IoLoop::Remove(Connection* conn) {

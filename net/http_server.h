@@ -241,7 +241,10 @@ class HttpServer {
   // finishes queued handler tasks and joins all threads. Idempotent.
   void Stop();
 
-  // Open connections right now.
+  // Open connections right now: adopted by a loop, with their timers
+  // counting from a clock reading taken before they were counted, and not
+  // yet closed. (A socket just accepted but not yet adopted is not counted
+  // here, though it does count against max_connections.)
   size_t NumConnections() const;
 
   class Impl;  // internal; public only so the .cc's helpers can name it

@@ -6,11 +6,12 @@
 #include <atomic>
 #include <thread>
 
-#include "objects/envelope.h"
-#include "objects/types.h"
 #include "apiserver/test_server.h"
+#include "net/http_client.h"
 #include "net/http_test_util.h"
 #include "net/url.h"
+#include "objects/envelope.h"
+#include "objects/types.h"
 
 namespace kplane::apiserver {
 namespace {
@@ -787,27 +788,115 @@ TEST(ApiRestTest, ConcurrentWritersLoseNoUpdate) {
   EXPECT_GT(conflicts.load(), 0);  // the writers did race
 }
 
-TEST(ApiRestTest, TooManyRequestsWhenOverTheInflightLimit) {
-  TestServer s(
-      [](ApiServerOptions* o) { o->max_mutating_requests_inflight = 1; });
-  // A POST whose body never completes holds the only mutating slot.
-  net::testing::RawConnection stuck(s.port());
-  stuck.Send(
-      "POST /api/v1/namespaces/default/configmaps HTTP/1.1\r\n"
-      "Host: x\r\nContent-Type: application/json\r\n"
-      "Content-Length: 100\r\n\r\n{");
-  // Reads (a different limit) still work while it is held...
-  ASSERT_EQ(s.Get(kConfigMaps).code, 200);
-  // ...writes get 429 with Retry-After until a slot frees; the held
-  // request is in flight as soon as its head arrived, so retry until the
-  // server has seen it.
-  Response r;
-  for (int i = 0; i < 1000; ++i) {
-    r = s.Post(kConfigMaps, ConfigMap("x" + std::to_string(i)));
-    if (r.code == 429) break;
+// Forwards to the store; a write whose request mentions `marker` (a
+// Txn or Put carrying it in a key or value) waits in the store call until
+// the test releases it, so a request can be held in flight while it is
+// being served.
+class HoldingKV : public storage::KV {
+ public:
+  explicit HoldingKV(std::string marker) : marker_(std::move(marker)) {}
+  void Wrap(storage::KV* real) { real_ = real; }
+  // True once a held write is waiting (false at the test deadline).
+  bool WaitHeld() { return held_.Wait(); }
+  void Release() { release_.CountDown(); }
+
+  StatusOr<etcdserverpb::RangeResponse> Range(
+      const etcdserverpb::RangeRequest& r) override {
+    return real_->Range(r);
   }
-  ExpectStatus(r, 429, "TooManyRequests");
-  EXPECT_EQ(r.headers.Get("Retry-After"), "1");
+  StatusOr<etcdserverpb::PutResponse> Put(
+      const etcdserverpb::PutRequest& r) override {
+    MaybeHold(r.SerializeAsString());
+    return real_->Put(r);
+  }
+  StatusOr<etcdserverpb::DeleteRangeResponse> DeleteRange(
+      const etcdserverpb::DeleteRangeRequest& r) override {
+    return real_->DeleteRange(r);
+  }
+  StatusOr<etcdserverpb::TxnResponse> Txn(
+      const etcdserverpb::TxnRequest& r) override {
+    MaybeHold(r.SerializeAsString());
+    return real_->Txn(r);
+  }
+  StatusOr<etcdserverpb::CompactionResponse> Compact(
+      const etcdserverpb::CompactionRequest& r) override {
+    return real_->Compact(r);
+  }
+  StatusOr<etcdserverpb::LeaseGrantResponse> LeaseGrant(
+      const etcdserverpb::LeaseGrantRequest& r) override {
+    return real_->LeaseGrant(r);
+  }
+  StatusOr<etcdserverpb::LeaseRevokeResponse> LeaseRevoke(
+      const etcdserverpb::LeaseRevokeRequest& r) override {
+    return real_->LeaseRevoke(r);
+  }
+  StatusOr<etcdserverpb::LeaseKeepAliveResponse> LeaseKeepAlive(
+      const etcdserverpb::LeaseKeepAliveRequest& r) override {
+    return real_->LeaseKeepAlive(r);
+  }
+  StatusOr<etcdserverpb::LeaseTimeToLiveResponse> LeaseTimeToLive(
+      const etcdserverpb::LeaseTimeToLiveRequest& r) override {
+    return real_->LeaseTimeToLive(r);
+  }
+  StatusOr<etcdserverpb::LeaseLeasesResponse> LeaseLeases(
+      const etcdserverpb::LeaseLeasesRequest& r) override {
+    return real_->LeaseLeases(r);
+  }
+  StatusOr<etcdserverpb::StatusResponse> MemberStatus() override {
+    return real_->MemberStatus();
+  }
+  StatusOr<std::unique_ptr<storage::Watch>> StartWatch(
+      const etcdserverpb::WatchCreateRequest& req,
+      storage::WatchCallback cb) override {
+    return real_->StartWatch(req, std::move(cb));
+  }
+
+ private:
+  void MaybeHold(const std::string& request) {
+    if (request.find(marker_) == std::string::npos) return;
+    held_.CountDown();
+    EXPECT_TRUE(release_.Wait());
+  }
+
+  const std::string marker_;
+  storage::KV* real_ = nullptr;
+  net::testing::Latch held_;
+  net::testing::Latch release_;
+};
+
+TEST(ApiRestTest, TooManyRequestsWhenOverTheInflightLimit) {
+  HoldingKV kv("held-by-the-test");
+  TestServer s([&](ApiServerOptions* o) {
+    o->max_mutating_requests_inflight = 1;
+    kv.Wrap(o->kv);
+    o->kv = &kv;
+  });
+  // A create that is being served, and waits in the store, holds the only
+  // mutating slot. (A body that never completes does not: see
+  // api_lockout_test.)
+  Response held;
+  std::thread holder([&] {
+    net::HttpClient c("127.0.0.1", s.port());
+    held = testing::ToResponse(c.Request("POST", kConfigMaps,
+                                         {{"Content-Type", "application/json"}},
+                                         ConfigMap("held-by-the-test")));
+  });
+  bool is_held = kv.WaitHeld();
+  EXPECT_TRUE(is_held);
+  if (is_held) {
+    // Reads (a different limit) still work while it is held...
+    EXPECT_EQ(s.Get(kConfigMaps).code, 200);
+    // ...writes get 429 with Retry-After until the slot frees.
+    Response r = s.Post(kConfigMaps, ConfigMap("refused"));
+    ExpectStatus(r, 429, "TooManyRequests");
+    EXPECT_EQ(r.headers.Get("Retry-After"), "1");
+  }
+  kv.Release();
+  holder.join();
+  EXPECT_EQ(held.code, 201) << held.body;
+  // Once it is done, the refused write goes through.
+  Response retried = s.Post(kConfigMaps, ConfigMap("refused"));
+  EXPECT_EQ(retried.code, 201) << retried.body;
 }
 
 TEST(ApiRestTest, RequestEntityTooLarge) {

@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <thread>
 
 #include "net/http_server.h"
 #include "net/http_test_util.h"
@@ -18,12 +20,15 @@ class HandoffTest : public ::testing::Test {
  protected:
   void SetUp() override {
     HttpServerOptions o;
+    o.max_connections = max_connections_;
     o.handoff_preface = std::string(kHttp2Preface);
     o.handoff = [this](int fd) {
       {
         MutexLock l(&mu_);
         fds_.push_back(fd);
+        ++handed_total_;
       }
+      handed_cv_.notify_all();
       handed_.CountDown();
     };
     o.timer_tick = milliseconds(20);
@@ -59,8 +64,26 @@ class HandoffTest : public ::testing::Test {
     return got;
   }
 
+  // Waits until `n` sockets were handed over in all; returns the last.
+  int WaitHanded(size_t n) {
+    MutexLock l(&mu_);
+    bool done =
+        handed_cv_.wait_for(l.native(), testing::kTestDeadline,
+                            [&]() REQUIRES(mu_) { return handed_total_ >= n; });
+    return done ? fds_.back() : -1;
+  }
+  // As the other server does when its connection ends.
+  void CloseHanded(int fd) {
+    MutexLock l(&mu_);
+    std::erase(fds_, fd);
+    ::close(fd);
+  }
+
+  size_t max_connections_ = 10000;
   Mutex mu_;
-  std::vector<int> fds_ GUARDED_BY(mu_);
+  std::condition_variable handed_cv_;
+  std::vector<int> fds_ GUARDED_BY(mu_);  // handed over, not yet closed
+  size_t handed_total_ GUARDED_BY(mu_) = 0;
   Latch handed_;
   std::unique_ptr<HttpServer> server_;
 };
@@ -91,6 +114,53 @@ TEST_F(HandoffTest, Http1IsServed) {
   ASSERT_TRUE(c.ReadUntil(
       [](std::string_view b) { return b.find("http1") != b.rfind("http1"); }));
   EXPECT_FALSE(handed_.Done());
+}
+
+class HandoffCapTest : public HandoffTest {
+ protected:
+  void SetUp() override {
+    max_connections_ = 1;
+    HandoffTest::SetUp();
+  }
+};
+
+// The handed-off connection is still open (in the other server): it keeps
+// its slot, and the next connection is over the cap; once the other server
+// closes it, the slot comes back.
+TEST_F(HandoffCapTest, HandedOffConnectionCountsUntilClosed) {
+  RawConnection grpc(server_->port());
+  grpc.Send(kHttp2Preface);
+  int fd = WaitHanded(1);
+  ASSERT_GE(fd, 0);
+  EXPECT_EQ(server_->NumHandedOff(), 1u);
+
+  RawConnection over(server_->port());
+  auto r = over.ReadResponse();
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->status, 503);
+
+  CloseHanded(fd);
+  while (server_->NumHandedOff() != 0) std::this_thread::yield();
+  RawConnection served(server_->port());
+  served.Send("GET /x HTTP/1.1\r\nHost: a\r\n\r\n");
+  EXPECT_TRUE(served.ReadUntilContains("http1"));
+}
+
+// More handed-off connections than the cap, one after another, each closed
+// by the other server: every one is handed over (none answered 503).
+TEST_F(HandoffCapTest, SlotComesBackAfterEachHandedOffConnection) {
+  constexpr size_t kRounds = 4;
+  for (size_t i = 1; i <= kRounds; ++i) {
+    RawConnection grpc(server_->port());
+    grpc.Send(kHttp2Preface);
+    int fd = WaitHanded(i);
+    ASSERT_GE(fd, 0) << "round " << i;
+    CloseHanded(fd);
+    while (server_->NumHandedOff() != 0) std::this_thread::yield();
+  }
+  RawConnection served(server_->port());
+  served.Send("GET /x HTTP/1.1\r\nHost: a\r\n\r\n");
+  EXPECT_TRUE(served.ReadUntilContains("http1"));
 }
 
 }  // namespace

@@ -29,6 +29,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <array>
@@ -203,11 +204,15 @@ class HttpServer::Impl {
   // deadlines count from a clock reading, so a caller that sees it may move
   // a fake clock and rely on the timers seeing the move.
   std::atomic<size_t> num_connections{0};
+  // Sockets given to opts.handoff whose descriptors are still open: each
+  // keeps its reservation (see IoLoop::handed_off_).
+  std::atomic<size_t> num_handed_off{0};
   std::atomic<bool> stopping{false};
 
   metrics::Counter* accepted_metric = nullptr;
   metrics::Gauge* open_metric = nullptr;
   metrics::Counter* rejected_metric = nullptr;
+  metrics::Gauge* handed_off_metric = nullptr;
   metrics::Family<metrics::Counter>* requests_family = nullptr;
   std::array<std::atomic<metrics::Counter*>, 600> requests_by_code{};
 
@@ -261,6 +266,9 @@ class IoLoop {
 
   void Adopt(ScopedFd fd);
   void Remove(Connection* conn);
+  // `fd`, about to be given to opts.handoff, keeps its connection
+  // reservation until it is closed (loop thread).
+  void TrackHandedOff(int fd);
   // Stops accepting: closes the listener (loop thread).
   void CloseListener();
   // Closes every connection and ends the loop (loop thread).
@@ -297,6 +305,20 @@ class IoLoop {
   // later event of the same batch may still point at them.
   std::vector<std::shared_ptr<Connection>> graveyard_;
   size_t next_loop_ = 0;
+
+  // Sockets handed to opts.handoff that still hold a reservation. The other
+  // server tells us nothing when it closes one (gRPC has no such hook), so
+  // every Sweep checks that the descriptor still names the same socket
+  // (device and inode: a reused number names a new file); once it does not,
+  // the socket is closed and its reservation is given back, a tick late at
+  // most. This keeps the cap honest for connections held elsewhere.
+  struct HandedOff {
+    int fd;
+    dev_t dev;
+    ino_t ino;
+  };
+  std::vector<HandedOff> handed_off_;
+  void ReleaseHandedOff(size_t n);
 };
 
 // ---------------------------------------------------------------------------
@@ -747,6 +769,9 @@ bool Connection::SniffHandoff() {
   srv->num_connections.fetch_sub(1);
   srv->open_metric->Dec();
   loop_->Remove(this);
+  // Its reservation goes with it: the other server's connection still
+  // counts against max_connections until it closes the socket.
+  loop_->TrackHandedOff(fd);
   o.handoff(fd);
   return true;
 }
@@ -1533,6 +1558,23 @@ void IoLoop::Remove(Connection* conn) {
   conns_.erase(it);
 }
 
+void IoLoop::TrackHandedOff(int fd) {
+  struct stat st {};
+  server_->num_handed_off.fetch_add(1);
+  server_->handed_off_metric->Inc();
+  if (::fstat(fd, &st) != 0) {
+    ReleaseHandedOff(1);
+    return;
+  }
+  handed_off_.push_back({fd, st.st_dev, st.st_ino});
+}
+
+void IoLoop::ReleaseHandedOff(size_t n) {
+  server_->reserved_connections.fetch_sub(n);
+  server_->num_handed_off.fetch_sub(n);
+  server_->handed_off_metric->Dec(static_cast<double>(n));
+}
+
 void IoLoop::CloseListener() {
   if (!listener_.valid()) return;
   if (!listener_paused_) {
@@ -1547,6 +1589,9 @@ void IoLoop::StopAll() {
   all.reserve(conns_.size());
   for (auto& [p, c] : conns_) all.push_back(c);
   for (auto& c : all) c->CloseNow();
+  // The other server keeps the handed-off sockets; they no longer count.
+  ReleaseHandedOff(handed_off_.size());
+  handed_off_.clear();
   running_ = false;
 }
 
@@ -1559,6 +1604,15 @@ void IoLoop::Sweep() {
       listener_paused_ = false;
     }
   }
+  size_t closed = 0;
+  std::erase_if(handed_off_, [&](const HandedOff& h) {
+    struct stat st {};
+    bool open =
+        ::fstat(h.fd, &st) == 0 && st.st_dev == h.dev && st.st_ino == h.ino;
+    if (!open) ++closed;
+    return !open;
+  });
+  if (closed > 0) ReleaseHandedOff(closed);
   TimePoint now = server_->clock->Now();
   std::vector<std::shared_ptr<Connection>> all;
   all.reserve(conns_.size());
@@ -1602,6 +1656,13 @@ HttpServer::Impl::Impl(HttpServerOptions o) : opts(std::move(o)) {
                       "TCP connections refused (503 and closed) because "
                       "max_connections were open.",
                       {"server"})
+          ->With({opts.name});
+  handed_off_metric =
+      reg->NewGauge("kplane_http_connections_handed_off",
+                    "Connections handed to another server on the same port "
+                    "(HTTP/2: the store's gRPC) and not yet closed by it; "
+                    "they count against max_connections.",
+                    {"server"})
           ->With({opts.name});
   requests_family = reg->NewCounter("kplane_http_requests_total",
                                     "HTTP responses started, by status code.",
@@ -1722,5 +1783,7 @@ void HttpServer::Stop() { impl_->Stop(); }
 size_t HttpServer::NumConnections() const {
   return impl_->num_connections.load();
 }
+
+size_t HttpServer::NumHandedOff() const { return impl_->num_handed_off.load(); }
 
 }  // namespace kplane::net

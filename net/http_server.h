@@ -173,7 +173,8 @@ struct HttpServerOptions {
   // Open connections on this listener. A connection accepted beyond the cap
   // is answered with a canned 503 (best effort: one non-blocking write) and
   // closed at once, without reading a request; it costs no buffer and no
-  // timer. 0 = no cap.
+  // timer. Connections handed to `handoff` (below) count too, while their
+  // new owner keeps them open. 0 = no cap.
   size_t max_connections = 10000;
 
   // Per-connection output buffer cap; exceeding it closes the connection.
@@ -198,7 +199,8 @@ struct HttpServerOptions {
   // Metrics go to this registry (nullptr: Registry::Default()) with label
   // server=<name>: kplane_http_connections_accepted_total,
   // kplane_http_connections_open, kplane_http_connections_rejected_total
-  // (over max_connections), kplane_http_requests_total{code}.
+  // (over max_connections), kplane_http_connections_handed_off (see
+  // handoff), kplane_http_requests_total{code}.
   metrics::Registry* metrics = nullptr;
   std::string name = "http";
 
@@ -208,6 +210,11 @@ struct HttpServerOptions {
   // still unread, is removed from the server and passed to `handoff`, which
   // owns it from then on; it is called on an I/O thread and must not
   // block. An empty preface disables this.
+  // The connection keeps counting against max_connections until `handoff`'s
+  // owner closes the descriptor: the server checks at every timer tick that
+  // the descriptor still names that socket, so a slot comes back up to one
+  // tick after the close. (The owner must close the descriptor it was given
+  // when it is done, not a dup of it; gRPC does.)
   std::string handoff_preface;
   std::function<void(int fd)> handoff;
 };
@@ -246,6 +253,9 @@ class HttpServer {
   // yet closed. (A socket just accepted but not yet adopted is not counted
   // here, though it does count against max_connections.)
   size_t NumConnections() const;
+  // Connections given to HttpServerOptions::handoff whose descriptors the
+  // server has not yet seen closed; they count against max_connections.
+  size_t NumHandedOff() const;
 
   class Impl;  // internal; public only so the .cc's helpers can name it
 

@@ -1131,8 +1131,10 @@ void Connection::CloseNow() {
   d.close_now = d.shutdown_write = d.resume_input = false;
   Run(&d);
   HttpServer::Impl* srv = server();
-  srv->num_connections.fetch_sub(1);
+  // The slot first: a caller that sees NumConnections() drop may connect
+  // again at once and must not find the cap still full.
   srv->reserved_connections.fetch_sub(1);
+  srv->num_connections.fetch_sub(1);
   srv->open_metric->Dec();
   loop_->Remove(this);
 }

@@ -52,16 +52,17 @@ struct Param {
   int members;
 };
 
-class EtcdctlGrpc : public ::testing::TestWithParam<Param> {
+// etcdctl against a cluster that StartCluster() starts.
+class EtcdctlTest : public ::testing::Test {
  protected:
-  void SetUp() override {
+  // Skips the test (GTEST_SKIP) if etcdctl or the store binary is absent.
+  void StartCluster(storage::LocalClusterOptions options) {
     if (!fs::exists(kEtcdctl)) GTEST_SKIP() << "etcdctl is absent";
-    if (GetParam().kind == StoreKind::kKplane &&
+    if (options.kind == StoreKind::kKplane &&
         storage::FindKplaneBinary().empty()) {
       GTEST_SKIP() << "build/kplane is absent (build target kplane)";
     }
-    auto c = LocalCluster::Start(
-        {.kind = GetParam().kind, .members = GetParam().members});
+    auto c = LocalCluster::Start(std::move(options));
     ASSERT_TRUE(c.ok()) << c.status();
     cluster_ = std::move(*c);
     eps_ = cluster_->endpoints_flag();
@@ -132,6 +133,14 @@ class EtcdctlGrpc : public ::testing::TestWithParam<Param> {
   std::unique_ptr<LocalCluster> cluster_;
   std::string eps_, tmp_;
   int seq_ = 0;
+};
+
+class EtcdctlGrpc : public EtcdctlTest,
+                    public ::testing::WithParamInterface<Param> {
+ protected:
+  void SetUp() override {
+    StartCluster({.kind = GetParam().kind, .members = GetParam().members});
+  }
 };
 
 #define EXPECT_OK(o) EXPECT_EQ((o).code, 0) << (o).out
@@ -289,6 +298,53 @@ TEST_P(EtcdctlGrpc, ClusterAndMaintenance) {
   ASSERT_TRUE(r.ok()) << r.status();
   ASSERT_EQ(r->kvs_size(), 1);
   EXPECT_EQ(r->kvs(0).value(), "2");
+}
+
+// gRPC connections are handed from the client port's HTTP server to the gRPC
+// front, and count against --max-connections while gRPC holds them: with a
+// cap of 2, more etcdctl runs than that one after another are all served,
+// because each connection's slot comes back once etcdctl has left (before
+// the fix, each handed-off connection kept its slot forever and the third
+// run was answered 503).
+TEST_F(EtcdctlTest, GrpcConnectionsGiveBackTheirSlots) {
+  StartCluster({.kind = StoreKind::kKplane,
+                .members = 1,
+                .extra_flags = {"--max-connections", "2"}});
+  if (IsSkipped()) return;
+  // Waits until the client port (not the peer port) counts `n` handed-off
+  // connections; false after 20 s.
+  auto await_handed_off = [&](double n) {
+    const std::string series =
+        "kplane_http_connections_handed_off{server=\"client\"} ";
+    TimePoint deadline = Clock::Real()->Now() + seconds(20);
+    while (Clock::Real()->Now() < deadline) {
+      auto r = cluster_->HttpGet(0, "/metrics");
+      size_t at = r.ok() ? r->body.find(series) : std::string::npos;
+      if (at != std::string::npos &&
+          std::strtod(r->body.c_str() + at + series.size(), nullptr) == n) {
+        return true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+  };
+  for (int i = 0; i < 5; ++i) {
+    Out o = Run({"put", "k" + std::to_string(i), "v"});
+    EXPECT_EQ(o.out, "OK\n") << "run " << i;
+    // etcdctl has exited; its connection is closed once gRPC has seen that.
+    ASSERT_TRUE(await_handed_off(0)) << "run " << i;
+  }
+  EXPECT_EQ(Run({"get", "k", "--prefix", "--keys-only"}).out,
+            "k0\n\nk1\n\nk2\n\nk3\n\nk4\n\n");
+  // A gRPC connection held open (a watch, which first replays k0's put)
+  // is counted, and another gRPC client is served in the slot left.
+  std::string log;
+  auto watch = Background({"watch", "k0", "--rev", "1"}, &log);
+  ASSERT_TRUE(AwaitOutput(log, "PUT\nk0\nv\n")) << ReadFile(log);
+  ASSERT_TRUE(await_handed_off(1));
+  EXPECT_EQ(Run({"put", "k0", "w"}).out, "OK\n");
+  ASSERT_TRUE(AwaitOutput(log, "PUT\nk0\nw\n")) << ReadFile(log);
+  watch->Stop(2000);
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -501,19 +501,14 @@ TEST_F(HostileTest, ExpansionBombs) {
       });
 }
 
-// ---------------------------------------------------------------------------
-// Rows whose fixes are on other branches. Each is DISABLED_ until its branch
-// lands on main; the marker says which one enables it.
-
-// Enabled when wt/p2net lands (body read timeout; in-flight slot only while
-// a request is served). 600 connections send a head and 1 body byte: 200
-// mutating and 400 read-only ones, as many as the default in-flight limits
+// Body read timeout; an in-flight slot only while a request is served.
+// 600 connections send a head and 1 body byte: 200 mutating and 400
+// read-only ones, as many as the default in-flight limits
 // (--max-mutating-requests-inflight 200, --max-requests-inflight 400).
-// kBodyTimeoutFlag is the apiserver flag wt/p2net adds for
-// HttpServerOptions::body_timeout (default 60 s, kube's request timeout);
-// adjust its name if the branch lands with another.
+// kBodyTimeoutFlag sets HttpServerOptions::body_timeout (default 60 s,
+// kube's request timeout), shortened so the row ends soon.
 constexpr char kBodyTimeoutFlag[] = "--request-body-timeout";
-TEST_F(HostileTest, DISABLED_SlowBodiesHoldNoSlots) {
+TEST_F(HostileTest, SlowBodiesHoldNoSlots) {
   ASSERT_NO_FATAL_FAILURE(Start({.apiserver_flags = {kBodyTimeoutFlag, "3s"}}));
   Row("600 connections that send headers and 1 body byte", kRowBoundMiB,
       [&](Meanwhile* meanwhile) {
@@ -542,15 +537,14 @@ TEST_F(HostileTest, DISABLED_SlowBodiesHoldNoSlots) {
       });
 }
 
-// Enabled when wt/p2net lands (pipelined reads pause while output is
-// pending; a default per-connection output cap). 162 KB of pipelined LISTs
-// (3,500 of them) on one connection whose client never reads; each LIST
-// answers 2 MB. The server must not keep serving them into memory: it may
-// answer the first (the output of one request is never cut) and must then
-// wait for the client to read. The window is the well-behaved client's 200
-// rounds, or until the server has served 20 of these LISTs (then it is
-// not pausing, and the row fails however fast memory grew).
-TEST_F(HostileTest, DISABLED_PipelinedUnreadLists) {
+// Pipelined reads pause while output is pending; a default per-connection
+// output cap. 162 KB of pipelined LISTs (3,500 of them) on one connection
+// whose client never reads; each LIST answers 2 MB. The server must not keep
+// serving them into memory: it may answer the first (the output of one request
+// is never cut) and must then wait for the client to read. The window is the
+// well-behaved client's 200 rounds, or until the server has served 20 of these
+// LISTs (then it is not pausing, and the row fails however fast memory grew).
+TEST_F(HostileTest, PipelinedUnreadLists) {
   ASSERT_NO_FATAL_FAILURE(Start());
   for (int i = 0; i < 10; ++i) {
     ASSERT_EQ(
@@ -585,6 +579,10 @@ TEST_F(HostileTest, DISABLED_PipelinedUnreadLists) {
         EXPECT_GT(r.body_bytes, 2000000u);
       });
 }
+
+// ---------------------------------------------------------------------------
+// Rows whose fixes are on other branches. Each is DISABLED_ until its branch
+// lands on main; the marker says which one enables it.
 
 // Enabled when wt/watchmem lands (small per-watch buffer, slow watchers
 // closed, a global budget for buffered watch bytes). 20 watches that never
@@ -748,9 +746,10 @@ TEST_F(HostileTest, RandomGroupMetricSeries) {
   }
 }
 
-// Enabled when wt/p2api lands (Warning header values sanitized) — wt/p2net
-// drops any header field with CR/LF as a second line. A field named
-// "a\r\nX-Injected: yes" in a create: the unknown-field warning must not
+// Enabled when wt/p2api lands (Warning header values sanitized). Until then
+// the HTTP server drops the Warning field (it has CR/LF), so nothing is
+// injected but the warning is lost, and the last expectation fails. A field
+// named "a\r\nX-Injected: yes" in a create: the unknown-field warning must not
 // inject a header.
 TEST_F(HostileTest, DISABLED_HeaderInjection) {
   ASSERT_NO_FATAL_FAILURE(Start());

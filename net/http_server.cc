@@ -460,6 +460,7 @@ class Exchange : public Responder,
   bool Finish() override;
   size_t BufferedBytes() const override;
   void SetMaxBufferedBytes(size_t max_bytes) override;
+  void OnDrained(size_t low_water, std::function<void()> callback) override;
   void OnClose(std::function<void()> callback) override;
   bool IsClosed() const override;
   void OnBodyData(std::function<void(std::string_view, bool)> fn) override;
@@ -494,6 +495,9 @@ class Exchange : public Responder,
   // The exchange is over (response finished or connection closed):
   // schedules OnClose and stops body delivery.
   void EndLocked(Deferred* d) REQUIRES(conn_->mu());
+  // The output buffer shrank: schedules an OnDrained callback whose low
+  // water mark it reached.
+  void DrainedLocked(Deferred* d) REQUIRES(conn_->mu());
   // Abandons the response side (error path): nothing more may be sent.
   void AbandonLocked() REQUIRES(conn_->mu()) { phase_ = Phase::kDone; }
   // After a body callback threw: a 500, or Close() once responding.
@@ -527,6 +531,8 @@ class Exchange : public Responder,
   bool ended_ GUARDED_BY(conn_->mu()) = false;
   size_t max_buffered_ GUARDED_BY(conn_->mu()) = 0;
   std::function<void()> on_close_ GUARDED_BY(conn_->mu());
+  std::function<void()> on_drained_ GUARDED_BY(conn_->mu());
+  size_t drain_low_water_ GUARDED_BY(conn_->mu()) = 0;
   std::shared_ptr<std::function<void(std::string_view, bool)>> on_body_
       GUARDED_BY(conn_->mu());
   std::string body_queue_ GUARDED_BY(conn_->mu());
@@ -686,6 +692,7 @@ void Connection::OnEvents(uint32_t events) {
 void Connection::HandleWritable() {
   bool linger = false;
   bool resume = false;
+  Deferred d;
   {
     MutexLock l(&mu_);
     if (closed_) return;
@@ -699,6 +706,10 @@ void Connection::HandleWritable() {
         break;
       }
       out_off_ += static_cast<size_t>(rc);
+    }
+    if (!closed_ && active_) {
+      active_->AssertHeldBy(this);
+      active_->DrainedLocked(&d);
     }
     if (!closed_ && PendingLocked() == 0) {
       out_.clear();
@@ -714,6 +725,7 @@ void Connection::HandleWritable() {
       resume = true;
     }
   }
+  Run(&d);
   bool broken;
   {
     MutexLock l(&mu_);
@@ -1151,6 +1163,17 @@ void Exchange::EndLocked(Deferred* d) {
   on_body_.reset();
   if (on_close_) d->serial.push_back(std::move(on_close_));
   on_close_ = nullptr;
+  if (on_drained_) {
+    d->release.push_back(
+        std::make_shared<std::function<void()>>(std::move(on_drained_)));
+  }
+  on_drained_ = nullptr;
+}
+
+void Exchange::DrainedLocked(Deferred* d) {
+  if (!on_drained_ || conn_->PendingLocked() > drain_low_water_) return;
+  d->serial.push_back(std::move(on_drained_));
+  on_drained_ = nullptr;
 }
 
 void Exchange::ResponseDoneLocked(Deferred* d, TimePoint now) {
@@ -1277,6 +1300,22 @@ size_t Exchange::BufferedBytes() const {
 void Exchange::SetMaxBufferedBytes(size_t max_bytes) {
   MutexLock l(&conn_->mu());
   max_buffered_ = max_bytes;
+}
+
+void Exchange::OnDrained(size_t low_water, std::function<void()> callback) {
+  Deferred d;
+  {
+    MutexLock l(&conn_->mu());
+    if (ended_ || conn_->closed_locked()) {
+      d.release.push_back(
+          std::make_shared<std::function<void()>>(std::move(callback)));
+    } else {
+      on_drained_ = std::move(callback);
+      drain_low_water_ = low_water;
+      DrainedLocked(&d);
+    }
+  }
+  conn_->Run(&d);
 }
 
 void Exchange::OnClose(std::function<void()> callback) {

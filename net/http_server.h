@@ -100,6 +100,13 @@ class Responder {
   // pass it.
   virtual void SetMaxBufferedBytes(size_t max_bytes) = 0;
 
+  // Pacing for a producer that keeps the buffer small: `callback` runs
+  // once, on a worker thread (never inside a Responder call), when
+  // BufferedBytes() is at most `low_water` (at once if it already is).
+  // It is dropped unrun if the exchange ends first (OnClose fires instead).
+  // A second OnDrained replaces an unfired first callback.
+  virtual void OnDrained(size_t low_water, std::function<void()> callback) = 0;
+
   // `callback` runs exactly once when this exchange is over: the response
   // finished (Respond/Finish), or the connection closed first (the client
   // went away, the buffer cap was exceeded, Close(), or Stop()). It runs on

@@ -601,6 +601,39 @@ TEST_F(HttpServerTest, PerExchangeBufferCapOverridesServerDefault) {
   EXPECT_TRUE(r->IsClosed());
 }
 
+TEST_F(HttpServerTest, OnDrainedFiresOnceTheClientReadsTheBuffer) {
+  std::promise<std::shared_ptr<Responder>> got;
+  Route("GET", "/watch", [&](const HttpRequest&, std::shared_ptr<Responder> r) {
+    r->StartStream(200, {});
+    got.set_value(r);
+  });
+  Start();
+  RawConnection conn(server_->port());
+  conn.Send("GET /watch HTTP/1.1\r\nHost: x\r\n\r\n");
+  auto r = got.get_future().get();
+  // Fill the socket until the server has to buffer output.
+  const std::string chunk(64 * 1024, 'd');
+  size_t written = 0;
+  while (r->BufferedBytes() == 0) {
+    ASSERT_TRUE(r->Write(chunk));
+    written += chunk.size() + 16;
+    ASSERT_LT(written, size_t{256} << 20) << "the client socket never filled";
+  }
+  Latch drained;
+  r->OnDrained(0, [&] { drained.CountDown(); });
+  // Nothing was read: the buffer cannot have drained.
+  EXPECT_FALSE(drained.Done());
+  EXPECT_GT(r->BufferedBytes(), 0u);
+  ASSERT_TRUE(r->Write("END-OF-BURST"));
+  ASSERT_TRUE(conn.ReadUntilContains("END-OF-BURST"));
+  EXPECT_TRUE(drained.Wait());
+  EXPECT_EQ(r->BufferedBytes(), 0u);
+  // Registered while already drained: runs at once.
+  Latch at_once;
+  r->OnDrained(0, [&] { at_once.CountDown(); });
+  EXPECT_TRUE(at_once.Wait());
+}
+
 TEST_F(HttpServerTest, StopClosesOpenStreams) {
   constexpr int kStreams = 20;
   std::atomic<int> closes{0};

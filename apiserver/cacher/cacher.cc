@@ -158,6 +158,7 @@ struct Cacher::Impl {
     internal::Dispatcher::Options d;
     d.clock = clock;
     d.bookmark_interval = options.bookmark_interval;
+    d.max_pending_events = options.max_pending_events;
     d.has_index = static_cast<bool>(options.index_func);
     d.events_dispatched =
         m->NewCounter("apiserver_watch_cache_events_dispatched_total",

@@ -59,7 +59,8 @@
 //   apiserver_watch_cache_resource_version
 //   apiserver_watch_cache_read_wait_seconds
 //   apiserver_watch_cache_consistent_read_total{success, fallback}
-//   apiserver_terminated_watchers_total (sinks that refused an event)
+//   apiserver_terminated_watchers_total (sinks that refused an event, and
+//     watchers closed because they fell max_pending_events behind)
 //   apiserver_watch_cache_watchers (gauge)
 //
 // Thread-safety: all public methods may be called concurrently. Sinks are
@@ -119,8 +120,19 @@ class WatchSink {
   virtual bool Send(const WatchEventPtr& event) = 0;
   // Ends the watch: OK (timeout or server shutdown), Expired (the requested
   // revision is older than the cache's window: write an ERROR event with a
-  // 410 Status, then end), or another error. Called exactly once.
+  // 410 Status, then end), ResourceExhausted (the client did not keep up:
+  // drop the connection), or another error. Called exactly once.
   virtual void Close(const Status& reason) = 0;
+
+  // Pacing. Ready(): the sink can take another event now without growing
+  // its buffer past its allowance. While it is not, the cache keeps the
+  // watcher's events in its queue (shared, not copied) and calls
+  // NotifyWhenReady(wake); the sink calls `wake` once, from any thread but
+  // never inside a WatchSink call, when Ready() may have turned true. A
+  // watcher whose queue passes CacherOptions::max_pending_events is closed
+  // with ResourceExhausted. The defaults never pace.
+  virtual bool Ready() { return true; }
+  virtual void NotifyWhenReady(std::function<void()> wake) { (void)wake; }
 };
 
 struct WatchOptions {
@@ -140,6 +152,11 @@ struct WatchOptions {
 
 struct CacherOptions {
   size_t window_events = 10000;
+  // A watcher that is not reading (its sink not Ready) queues the events
+  // meant for it; past this many it is closed as too slow, as
+  // kube-apiserver's cacheWatcher is ("Forcing watcher close due to
+  // unresponsiveness"), and the client re-watches or relists. 0: no bound.
+  size_t max_pending_events = 10000;
   Duration bookmark_interval = seconds(60);
   Duration consistent_read_wait = seconds(3);
   Clock* clock = Clock::Real();

@@ -570,6 +570,108 @@ TEST_F(CacherTest, SlowSinkIsDroppedWithoutAffectingOthers) {
       1);
 }
 
+// A sink with a buffer of `credit` events, as an HTTP watch is paced: it
+// is Ready while it has credit, refuses (as a full buffer would) a send
+// without credit, and Read(n) gives n more and fires the cache's wake-up.
+class PacedSink : public RecordingSink {
+ public:
+  explicit PacedSink(int credit) : credit_(credit) {}
+  bool Send(const WatchEventPtr& e) override {
+    {
+      MutexLock l(&pace_mu_);
+      if (credit_ == 0) {
+        ++refused_;
+        return false;
+      }
+      --credit_;
+    }
+    return RecordingSink::Send(e);
+  }
+  bool Ready() override {
+    MutexLock l(&pace_mu_);
+    return credit_ > 0;
+  }
+  void NotifyWhenReady(std::function<void()> wake) override {
+    MutexLock l(&pace_mu_);
+    wake_ = std::move(wake);
+  }
+  // The client read `n` events' worth.
+  void Read(int n) {
+    std::function<void()> wake;
+    {
+      MutexLock l(&pace_mu_);
+      credit_ += n;
+      wake = std::move(wake_);
+      wake_ = nullptr;
+    }
+    if (wake) wake();
+  }
+  int refused() {
+    MutexLock l(&pace_mu_);
+    return refused_;
+  }
+
+ private:
+  Mutex pace_mu_;
+  int credit_ GUARDED_BY(pace_mu_);
+  int refused_ GUARDED_BY(pace_mu_) = 0;
+  std::function<void()> wake_ GUARDED_BY(pace_mu_);
+};
+
+TEST_F(CacherTest, InitialReplayLargerThanTheQueueIsPacedToAReader) {
+  constexpr int kPods = 300;  // more than one backlog slice (256)
+  int64_t last = 0;
+  for (int i = 0; i < kPods; ++i) {
+    last = CreatePod("default", "p" + std::to_string(1000 + i));
+  }
+  StartCacher({.max_pending_events = 5});
+  WaitCacheAt(last);
+  auto sink = std::make_shared<PacedSink>(/*credit=*/10);
+  auto h = MustWatch({.send_initial_events = true}, sink);
+  size_t seen = sink->WaitFor(10).size();
+  ASSERT_EQ(seen, 10u);
+  // Changes while the replay is paused queue behind it (within the bound).
+  int64_t r1 = CreatePod("default", "z1");
+  int64_t r2 = CreatePod("default", "z2");
+  WaitCacheAt(r2);
+  while (seen < kPods + 2) {
+    sink->Read(7);
+    std::vector<std::string> got =
+        sink->WaitFor(std::min<size_t>(seen + 7, kPods + 2));
+    ASSERT_GT(got.size(), seen) << "the replay did not resume";
+    seen = got.size();
+  }
+  std::vector<std::string> events = sink->Events();
+  ASSERT_EQ(events.size(), kPods + 2u);
+  EXPECT_EQ(events[0].substr(0, 12), "ADDED p1000@");
+  EXPECT_EQ(events[kPods - 1].substr(0, 12), "ADDED p1299@");
+  EXPECT_EQ(events[kPods], "ADDED z1" + At(r1));
+  EXPECT_EQ(events[kPods + 1], "ADDED z2" + At(r2));
+  EXPECT_EQ(sink->refused(), 0) << "sent to a sink that was not ready";
+  EXPECT_EQ(sink->closes(), 0);
+  EXPECT_EQ(cacher_->num_watchers(), 1u);
+}
+
+TEST_F(CacherTest, WatcherThatStopsReadingIsClosedPastMaxPending) {
+  StartCacher({.max_pending_events = 5});
+  auto stuck = std::make_shared<PacedSink>(/*credit=*/2);
+  auto fine = std::make_shared<RecordingSink>();
+  auto h1 = MustWatch({}, stuck);
+  auto h2 = MustWatch({}, fine);
+  // 2 delivered, 5 queued, the 8th passes the bound.
+  for (int i = 0; i < 8; ++i) CreatePod("default", "p" + std::to_string(i));
+  EXPECT_EQ(fine->WaitFor(8).size(), 8u);
+  Status s = stuck->WaitClosed();
+  EXPECT_EQ(s.code(), StatusCode::kResourceExhausted) << s;
+  EXPECT_EQ(stuck->Events().size(), 2u);
+  EXPECT_EQ(stuck->refused(), 0);
+  EXPECT_EQ(cacher_->num_watchers(), 1u);
+  EXPECT_EQ(
+      Metric(
+          "apiserver_terminated_watchers_total{group=\"\",resource=\"pods\"}"),
+      1);
+}
+
 // Checks order without keeping events: many of these share one counter.
 class OrderSink : public WatchSink {
  public:

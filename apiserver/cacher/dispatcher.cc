@@ -37,6 +37,7 @@ struct Dispatcher::Watcher {
   bool has_bookmark = false;
   TimePoint next_bookmark;
   bool catching_up = false;
+  bool wake_armed = false;  // the sink will push a kWake
   std::shared_ptr<const std::vector<StoreEntryPtr>> snapshot;
   size_t snapshot_pos = 0;
   int64_t snapshot_revision = 0;
@@ -199,6 +200,11 @@ void Dispatcher::Process(Input& in) {
       if (it != watchers_.end()) Remove(it->second.get());
       break;
     }
+    case Input::kWake: {
+      auto it = watchers_.find(in.id);
+      if (it != watchers_.end()) it->second->wake_armed = false;
+      break;  // the turn's DrainBacklogs serves it
+    }
     case Input::kCloseAll:
       for (auto& [id, w] : watchers_) Drop(w.get(), Status::Ok());
       dispatched_revision_ = in.revision;
@@ -259,10 +265,54 @@ void Dispatcher::Deliver(Watcher* w, const CacheEventPtr& ev) {
   // client has already seen.
   if (w->closed || ev->revision <= w->start_revision) return;
   if (w->catching_up) {
-    w->pending.push_back(ev);  // behind its initial events
+    Enqueue(w, ev);  // behind its initial events or its unsent queue
     return;
   }
-  if (WatchEventPtr out = Convert(*w, *ev)) Send(w, out);
+  WatchEventPtr out = Convert(*w, *ev);
+  if (!out) return;
+  if (!SinkReady(w)) {
+    // The client is behind: queue from here on, resume on its wake-up.
+    w->catching_up = true;
+    catching_up_.push_back(w);
+    Enqueue(w, ev);
+    return;
+  }
+  Send(w, out);
+}
+
+void Dispatcher::Enqueue(Watcher* w, const CacheEventPtr& ev) {
+  if (options_.max_pending_events != 0 &&
+      w->pending.size() >= options_.max_pending_events) {
+    if (options_.watchers_terminated) options_.watchers_terminated->Inc();
+    Drop(w, ResourceExhaustedError("the watcher fell more than " +
+                                   std::to_string(options_.max_pending_events) +
+                                   " events behind"));
+    return;
+  }
+  w->pending.push_back(ev);
+}
+
+bool Dispatcher::SinkReady(Watcher* w) {
+  if (w->closed) return false;
+  bool ready;
+  {
+    MutexLock l(&w->mu);
+    if (w->cancelled.load()) return false;
+    ready = w->sink->Ready();
+    if (!ready && !w->wake_armed) {
+      w->wake_armed = true;
+      std::weak_ptr<Dispatcher> weak = weak_from_this();
+      const uint64_t id = w->id;
+      w->sink->NotifyWhenReady([weak, id] {
+        if (std::shared_ptr<Dispatcher> d = weak.lock()) {
+          Input in{Input::kWake};
+          in.id = id;
+          d->Push(std::move(in));
+        }
+      });
+    }
+  }
+  return ready;
 }
 
 bool Dispatcher::Matches(const Watcher& w, const google::protobuf::Message& obj,
@@ -401,11 +451,19 @@ bool Dispatcher::DrainBacklogs() {
   bool more = false;
   for (Watcher* w : catching_up_) {
     int served = 0;
-    while (!w->closed && served < kBacklogSlice && DrainOne(w)) ++served;
+    bool paused = false;
+    while (!w->closed && served < kBacklogSlice) {
+      if (w->wake_armed || !SinkReady(w)) {
+        paused = true;  // its wake-up brings it back
+        break;
+      }
+      if (!DrainOne(w)) break;
+      ++served;
+    }
     if (w->closed) continue;
     if (!w->snapshot && !w->end_bookmark && w->pending.empty()) {
       w->catching_up = false;
-    } else {
+    } else if (!paused) {
       more = true;
     }
   }

@@ -29,6 +29,16 @@
 // a few hundred events per turn, so one large initial list does not stall
 // everyone else.
 //
+// Pacing: a watcher is only sent events while its sink is Ready() (its
+// connection's buffer is below its allowance). When it is not, it becomes
+// catching up: its later changes queue behind (pointers to the cache's
+// shared events), and the sink's wake-up (NotifyWhenReady) resumes it. So
+// an initial replay of any size goes out as fast as the client reads it,
+// and a client that stops reading costs a small buffer plus its queue; once
+// the queue passes max_pending_events the watcher is closed with
+// ResourceExhausted (counted in watchers_terminated) and the client
+// re-watches from its last revision or relists.
+//
 // Timers (bookmarks every bookmark_interval and 2 s before a timeout, and
 // the timeouts) are a min-heap on the injected clock, checked once per turn;
 // the thread sleeps on the clock until the earliest one.
@@ -83,6 +93,7 @@ class Dispatcher : public std::enable_shared_from_this<Dispatcher> {
     Clock* clock = Clock::Real();
     Duration bookmark_interval = seconds(60);
     bool has_index = false;
+    size_t max_pending_events = 0;  // 0: no bound
     metrics::Counter* events_dispatched = nullptr;
     metrics::Counter* watchers_terminated = nullptr;
     metrics::Gauge* watchers = nullptr;
@@ -112,7 +123,7 @@ class Dispatcher : public std::enable_shared_from_this<Dispatcher> {
     std::vector<Watcher*> members;
   };
   struct Input {
-    enum Kind { kEvent, kProgress, kRegister, kRemove, kCloseAll } kind;
+    enum Kind { kEvent, kProgress, kRegister, kRemove, kCloseAll, kWake } kind;
     CacheEventPtr event;
     int64_t revision = 0;
     std::shared_ptr<Watcher> watcher;
@@ -145,6 +156,10 @@ class Dispatcher : public std::enable_shared_from_this<Dispatcher> {
   bool DrainBacklogs();
   // Sends one backlog item; false when the backlog is empty.
   bool DrainOne(Watcher* w);
+  // True if the sink takes events now; otherwise asks it for a wake-up.
+  bool SinkReady(Watcher* w);
+  // Queues `ev` behind w's backlog; closes w if that is too long.
+  void Enqueue(Watcher* w, const CacheEventPtr& ev);
   void FireTimers();
   void ScheduleBookmark(Watcher* w, TimePoint after);
   WatchEventPtr Bookmark(int64_t revision);

@@ -7,11 +7,6 @@
 #include <thread>
 #include <vector>
 
-#include "base/mutex.h"
-#include "objects/machinery/fields.h"
-#include "objects/meta.h"
-#include "objects/scheme.h"
-#include "objects/serializer.h"
 #include "apiserver/discovery.h"
 #include "apiserver/encoding.h"
 #include "apiserver/errors.h"
@@ -21,10 +16,16 @@
 #include "apiserver/request_info.h"
 #include "apiserver/resource_store.h"
 #include "apiserver/storage_health.h"
+#include "apiserver/watch_budget.h"
 #include "apiserver/watch_sink.h"
 #include "base/logging.h"
+#include "base/mutex.h"
 #include "base/strings.h"
 #include "net/http_server.h"
+#include "objects/machinery/fields.h"
+#include "objects/meta.h"
+#include "objects/scheme.h"
+#include "objects/serializer.h"
 
 namespace kplane::apiserver {
 
@@ -170,6 +171,8 @@ struct ApiServer::Impl {
   metrics::Family<metrics::Counter>* m_dropped = nullptr;
   metrics::Family<metrics::Gauge>* m_longrunning = nullptr;
   metrics::Family<metrics::Counter>* m_watch_events = nullptr;
+  // All watches' unsent bytes (watch_budget.h); made in SetupMetrics.
+  std::unique_ptr<WatchBufferBudget> watch_budget;
 
   void SetupMetrics();
   void BuildBackends();
@@ -246,6 +249,13 @@ void ApiServer::Impl::SetupMetrics() {
   m_watch_events = m->NewCounter("apiserver_watch_events_total",
                                  "Watch events sent to clients, by kind.",
                                  {"group", "version", "kind"});
+  watch_budget = std::make_unique<WatchBufferBudget>(
+      opts.max_watch_buffer_total_bytes,
+      m->NewCounter("apiserver_watch_buffer_budget_closed_watchers_total",
+                    "Watches closed because all watches together held more "
+                    "unsent bytes than --max-watch-buffer-total-bytes (the "
+                    "ones holding the most).")
+          ->With({}));
 }
 
 void ApiServer::Impl::BuildBackends() {
@@ -253,6 +263,7 @@ void ApiServer::Impl::BuildBackends() {
   CacherOptions co = opts.cacher;
   co.clock = opts.clock;
   co.metrics = opts.metrics;
+  co.max_pending_events = opts.max_watch_pending_events;
   ResourceStoreOptions ro;
   ro.clock = opts.clock;
   ro.event_ttl_seconds =
@@ -930,13 +941,22 @@ void ApiServer::Impl::Watch(const std::shared_ptr<Call>& c) {
       c->resp,
       net::HttpHeaders{{"Content-Type", WatchContentType(c->neg)},
                        {"Cache-Control", "no-cache, private"}},
-      render, opts.clock, c->backend->watch_events);
+      render, opts.clock, c->backend->watch_events, opts.max_watch_buffer_bytes,
+      watch_budget.get());
   const RequestInfo& i = c->info;
   metrics::Gauge* open = m_longrunning->With(
       {"WATCH", i.group, i.version, i.resource, c->scope_label});
   open->Inc();
-  c->resp->SetMaxBufferedBytes(opts.max_watch_buffer_bytes);
-  c->resp->OnClose([this, sink, open] {
+  // The sink is paced to max_watch_buffer_bytes plus one event; this cap
+  // only backs that up (one event of the largest object, in any encoding,
+  // must fit).
+  if (opts.max_watch_buffer_bytes != 0) {
+    c->resp->SetMaxBufferedBytes(opts.max_watch_buffer_bytes +
+                                 4 * opts.max_request_body_bytes);
+  }
+  const uint64_t budget_id = watch_budget->Add(c->resp);
+  c->resp->OnClose([this, sink, open, budget_id] {
+    watch_budget->Remove(budget_id);
     sink->ClientGone();
     open->Dec();
     watches.fetch_sub(1);

@@ -32,7 +32,10 @@
 // once its whole body has arrived), at most max_watches open watches (429
 // beyond), request bodies up to max_request_body_bytes (413) that arrive
 // within request_body_timeout (408, plain text, from the HTTP layer), at
-// most max_connections open connections (503 and closed beyond).
+// most max_connections open connections (503 and closed beyond); a watch
+// buffers at most max_watch_buffer_bytes (plus one event) and is closed
+// past max_watch_pending_events queued events, and all watches together
+// buffer at most max_watch_buffer_total_bytes.
 // Handlers run on `worker_threads` threads (they block on storage); a
 // watch holds no thread.
 //
@@ -75,8 +78,18 @@ struct ApiServerOptions {
   // max_watches watches (one connection each for HTTP/1.1 clients) and as
   // many again for requests. 0: none.
   size_t max_connections = 20000;
-  // A watch whose client does not read is dropped once this much is queued.
-  size_t max_watch_buffer_bytes = 64 * 1024 * 1024;
+  // Watch memory (apiserver/watch_sink.h, watch_budget.h, docs/limits.md).
+  // Each watch writes events while fewer than this many bytes wait unsent
+  // in its connection's buffer; further events wait in its queue in the
+  // watch cache (shared, not copied).
+  size_t max_watch_buffer_bytes = 256 * 1024;
+  // A watch whose queue passes this many events is closed as too slow (the
+  // client re-watches or relists). 0: no bound. The cache's window by
+  // default: a client further behind could not resume from it anyway.
+  size_t max_watch_pending_events = 10000;
+  // All watches' unsent bytes together; past it the watches holding the
+  // most are closed. 0: no ceiling.
+  size_t max_watch_buffer_total_bytes = 256 * 1024 * 1024;
   // Events are stored with a lease of this TTL.
   Duration event_ttl = hours(1);
   // Watches without timeoutSeconds end after a random time in

@@ -4,12 +4,25 @@ namespace kplane::apiserver {
 
 HttpWatchSink::HttpWatchSink(std::shared_ptr<net::Responder> responder,
                              net::HttpHeaders headers, RenderOptions render,
-                             Clock* clock, metrics::Counter* events_sent)
+                             Clock* clock, metrics::Counter* events_sent,
+                             size_t pace_bytes, WatchBufferBudget* budget)
     : responder_(std::move(responder)),
       headers_(std::move(headers)),
       render_(std::move(render)),
       clock_(clock),
-      events_sent_(events_sent) {}
+      events_sent_(events_sent),
+      pace_bytes_(pace_bytes),
+      budget_(budget) {}
+
+bool HttpWatchSink::Ready() {
+  return pace_bytes_ == 0 || responder_->BufferedBytes() < pace_bytes_;
+}
+
+void HttpWatchSink::NotifyWhenReady(std::function<void()> wake) {
+  // Half the allowance: a client that reads gets a few frames per wake-up,
+  // not one.
+  responder_->OnDrained(pace_bytes_ / 2, std::move(wake));
+}
 
 void HttpWatchSink::EnsureStartedLocked() {
   if (started_) return;
@@ -46,6 +59,7 @@ bool HttpWatchSink::Send(const WatchEventPtr& event) {
       WatchFormatKey(render, first),
       [&](const WatchEvent& e) { return RenderWatchEvent(render, e, first); });
   if (!responder_->Write(*frame)) return false;
+  if (budget_ != nullptr) budget_->Charge(frame->size());
   if (events_sent_ != nullptr) events_sent_->Inc();
   return true;
 }
@@ -60,9 +74,10 @@ void HttpWatchSink::Close(const Status& reason) {
   if (!reason.ok()) {
     ApiError e = ApiError::FromStatus(reason);
     if (reason.Is(StatusCode::kResourceExhausted)) {
-      // A watcher too slow for the cache: end the stream; the client
-      // re-watches or relists.
-      responder_->Finish();
+      // A watcher too slow for the cache: drop the connection, which frees
+      // its unsent buffer at once (a final chunk would wait behind it); the
+      // client re-watches or relists.
+      responder_->Close();
       return;
     }
     responder_->Write(RenderWatchError(render_, e));

@@ -3,10 +3,16 @@
 // arrives).
 //
 // The cacher calls Send() from its dispatch thread; Send never blocks: the
-// frame is appended to the connection's output buffer. A client that does
-// not keep up lets the buffer grow to its cap, at which point the
-// connection is closed and Send returns false, so the cacher drops the
-// watcher (the client relists) and nobody else waits.
+// frame is appended to the connection's output buffer. The sink is paced:
+// it is Ready() while fewer than `pace_bytes` wait in that buffer, and
+// wakes the cacher (NotifyWhenReady) once the client has read it down to
+// half that. So a large initial replay goes out as fast as the client
+// reads, and a client that does not read holds at most pace_bytes plus one
+// event here; the cacher queues its later events and closes the watch when
+// that queue is too long (Close(ResourceExhausted): the connection is
+// dropped, freeing its buffer; the client re-watches or relists). Every
+// frame is charged to the server's WatchBufferBudget (may be null), which
+// may close the watches with the most unsent bytes.
 //
 // Close(): OK ends the stream cleanly (timeout, shutdown); Expired writes
 // an ERROR event with a 410 Status ("too old resource version: N (M)") and
@@ -26,6 +32,7 @@
 
 #include "apiserver/cacher/cacher.h"
 #include "apiserver/encoding.h"
+#include "apiserver/watch_budget.h"
 #include "base/clock.h"
 #include "base/metrics.h"
 #include "base/mutex.h"
@@ -40,10 +47,13 @@ class HttpWatchSink : public WatchSink {
   // answered with an HTTP error; see Abort()).
   HttpWatchSink(std::shared_ptr<net::Responder> responder,
                 net::HttpHeaders headers, RenderOptions render, Clock* clock,
-                metrics::Counter* events_sent);
+                metrics::Counter* events_sent, size_t pace_bytes = 0,
+                WatchBufferBudget* budget = nullptr);
 
   bool Send(const WatchEventPtr& event) override;
   void Close(const Status& reason) override;
+  bool Ready() override;
+  void NotifyWhenReady(std::function<void()> wake) override;
 
   // Ends the watch before its stream started: true when nothing was sent
   // (the caller answers with an HTTP error), false when the stream is
@@ -67,6 +77,8 @@ class HttpWatchSink : public WatchSink {
   const RenderOptions render_;
   Clock* clock_;
   metrics::Counter* events_sent_;
+  const size_t pace_bytes_;  // 0: never paced
+  WatchBufferBudget* const budget_;
 
   Mutex mu_;
   bool started_ GUARDED_BY(mu_) = false;

@@ -30,6 +30,9 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
   int max_inflight = 400;
   int max_mutating = 200;
   int max_watches = 10000;
+  int64_t max_watch_buffer = 256 * 1024;
+  int64_t max_watch_pending = 10000;
+  int64_t max_watch_buffer_total = 256 * 1024 * 1024;
   int64_t min_request_timeout = 1800;
   int64_t max_body = 3 * 1024 * 1024;
   int64_t watch_cache_size = 10000;
@@ -62,6 +65,15 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
   flags.Int("max-mutating-requests-inflight", &max_mutating,
             "Mutating requests served at once; more get 429.");
   flags.Int("max-watches", &max_watches, "Watches open at once; more get 429.");
+  flags.Int64("max-watch-buffer-bytes", &max_watch_buffer,
+              "Unsent bytes one watch may hold in its connection buffer "
+              "(plus one event); later events wait in the watch cache.");
+  flags.Int64("max-watch-pending-events", &max_watch_pending,
+              "Events a watch that does not read may fall behind before it "
+              "is closed (0: no bound).");
+  flags.Int64("max-watch-buffer-total-bytes", &max_watch_buffer_total,
+              "Unsent bytes of all watches together; past it the watches "
+              "holding the most are closed (0: no ceiling).");
   flags.Int64("min-request-timeout", &min_request_timeout,
               "Seconds: a watch without timeoutSeconds ends after a random "
               "time between this and twice this.");
@@ -96,6 +108,12 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
   if (body_timeout < Duration::zero()) {
     return fail(
         InvalidArgumentError("--request-body-timeout must not be negative"));
+  }
+  if (max_watch_buffer < 0 || max_watch_pending < 0 ||
+      max_watch_buffer_total < 0) {
+    return fail(InvalidArgumentError(
+        "--max-watch-buffer-bytes, --max-watch-pending-events and "
+        "--max-watch-buffer-total-bytes must not be negative"));
   }
 
   sigset_t stop_signals = BlockStopSignals();
@@ -146,6 +164,9 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
   o.max_requests_inflight = max_inflight;
   o.max_mutating_requests_inflight = max_mutating;
   o.max_watches = max_watches;
+  o.max_watch_buffer_bytes = static_cast<size_t>(max_watch_buffer);
+  o.max_watch_pending_events = static_cast<size_t>(max_watch_pending);
+  o.max_watch_buffer_total_bytes = static_cast<size_t>(max_watch_buffer_total);
   o.min_request_timeout = seconds(min_request_timeout);
   o.max_request_body_bytes = static_cast<size_t>(max_body);
   o.max_connections = static_cast<size_t>(max_connections);

@@ -11,6 +11,7 @@
 namespace kplane::etcdjson {
 
 void JsonObjectSplitter::Feed(std::string_view data) {
+  if (failed()) return;
   // Drop what has been handed out already, so the buffer does not grow
   // with the length of a long-lived stream.
   if (start_ > 0 && start_ >= buf_.size() / 2) {
@@ -22,8 +23,21 @@ void JsonObjectSplitter::Feed(std::string_view data) {
 }
 
 bool JsonObjectSplitter::Next(std::string* object, Status* error) {
-  *error = Status::Ok();
+  *error = failure_;
+  if (failed()) return false;
   while (scan_ < buf_.size()) {
+    if (max_object_bytes_ != 0 && depth_ > 0 &&
+        scan_ - start_ >= max_object_bytes_) {
+      // gRPC's words for a message over the server's receive limit.
+      failure_ =
+          ResourceExhaustedError("grpc: received message larger than max (" +
+                                 std::to_string(scan_ - start_ + 1) + "+ vs. " +
+                                 std::to_string(max_object_bytes_) + ")");
+      std::string().swap(buf_);
+      start_ = scan_ = 0;
+      *error = failure_;
+      return false;
+    }
     char c = buf_[scan_];
     if (depth_ == 0) {
       // Between objects: skip whitespace; anything else must open one.

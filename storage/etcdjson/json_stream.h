@@ -25,7 +25,8 @@
 //
 // Thread-safety: a JsonObjectSplitter is used by one thread at a time.
 // Errors: kInvalidArgument for bytes that cannot start an object (the
-// splitter) or a message that does not decode (ParseStreamMessage).
+// splitter) or a message that does not decode (ParseStreamMessage);
+// kResourceExhausted for an object over the splitter's size bound.
 #ifndef KPLANE_STORAGE_ETCDJSON_JSON_STREAM_H_
 #define KPLANE_STORAGE_ETCDJSON_JSON_STREAM_H_
 
@@ -40,16 +41,28 @@ namespace kplane::etcdjson {
 
 class JsonObjectSplitter {
  public:
-  // Appends more bytes of the stream.
+  // `max_object_bytes` bounds one object (0: no bound): once an object
+  // being scanned grows past it, Next fails with kResourceExhausted and
+  // the splitter keeps failing; what it buffered is dropped. A stream
+  // reader passes its request size limit, so an unterminated object costs
+  // at most that plus one read.
+  explicit JsonObjectSplitter(size_t max_object_bytes = 0)
+      : max_object_bytes_(max_object_bytes) {}
+
+  // Appends more bytes of the stream (nothing once it failed).
   void Feed(std::string_view data);
   // Moves the next complete object into *object. Returns false when none is
   // complete yet, or with *error set when the stream is not a sequence of
   // objects (e.g. a plain-text error body).
   bool Next(std::string* object, Status* error);
+  // Next has failed for good (an oversized object).
+  bool failed() const { return !failure_.ok(); }
   // Bytes received but not yet returned as objects.
   size_t buffered() const { return buf_.size() - start_; }
 
  private:
+  const size_t max_object_bytes_;
+  Status failure_;
   std::string buf_;
   size_t start_ = 0;  // first byte of the object being scanned
   size_t scan_ = 0;   // next byte to examine

@@ -67,6 +67,29 @@ TEST(JsonObjectSplitter, RejectsNonObjectStream) {
   EXPECT_EQ(err.code(), StatusCode::kInvalidArgument);
 }
 
+TEST(JsonObjectSplitter, ObjectsUpToTheBoundPassLargerOnesFailForGood) {
+  JsonObjectSplitter s(/*max_object_bytes=*/18);
+  Status err;
+  s.Feed("{\"k\":\"0123456789\"}\n");  // exactly 18 bytes
+  EXPECT_EQ(Drain(&s, &err),
+            std::vector<std::string>{"{\"k\":\"0123456789\"}"});
+  EXPECT_TRUE(err.ok());
+  // An unterminated object: refused once it passes the bound, however the
+  // bytes arrive, and nothing more is buffered.
+  s.Feed("{\"k\":\"");
+  EXPECT_TRUE(Drain(&s, &err).empty());
+  EXPECT_TRUE(err.ok());
+  s.Feed(std::string(1000, 'x'));
+  EXPECT_TRUE(Drain(&s, &err).empty());
+  EXPECT_EQ(err.code(), StatusCode::kResourceExhausted) << err;
+  EXPECT_TRUE(s.failed());
+  EXPECT_EQ(s.buffered(), 0u);
+  s.Feed("\"}{}");
+  EXPECT_TRUE(Drain(&s, &err).empty());
+  EXPECT_EQ(err.code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(s.buffered(), 0u);
+}
+
 TEST(ParseStreamMessage, Result) {
   etcdserverpb::WatchResponse r;
   ASSERT_TRUE(ParseStreamMessage(

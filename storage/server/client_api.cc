@@ -59,6 +59,26 @@ Done<T> Answer(ResponderPtr r) {
 constexpr size_t kGrpcOverheadBytes = 512 * 1024;
 size_t g_max_grpc_message_bytes = 1536 * 1024 + kGrpcOverheadBytes;
 
+// A streamed request (/v3/watch, /v3/lease/keepalive) that the splitter
+// refused as larger than g_max_grpc_message_bytes: etcd's 429 (code 8) if
+// the response has not started, else grpc-gateway's in-stream error; then
+// the connection closes (the rest of the body is not read).
+void RespondStreamTooLarge(Responder* r, bool started, const Status& s) {
+  etcdjson::HttpError e{429, etcdjson::kGrpcResourceExhausted, s.message()};
+  if (!started) {
+    r->Respond(429,
+               {{"Content-Type", "application/json"}, {"Connection", "close"}},
+               e.Body());
+    return;
+  }
+  // The message is the splitter's own text: no characters to escape.
+  r->Write(R"({"error":{"grpc_code":8,"http_code":429,"message":")" +
+           s.message() +
+           R"(","http_status":"Too Many Requests"}})"
+           "\n");
+  r->Close();
+}
+
 // Parses the request body; answers 400 (code 3) and returns false if it is
 // not a valid message, or 429 (code 8) if it is larger than etcd's gRPC
 // layer would accept.
@@ -157,7 +177,10 @@ class WatchSession : public std::enable_shared_from_this<WatchSession> {
  public:
   WatchSession(StoreServer* server, std::shared_ptr<WatchDrainer> drainer,
                ResponderPtr r)
-      : server_(server), drainer_(std::move(drainer)), r_(std::move(r)) {}
+      : server_(server),
+        drainer_(std::move(drainer)),
+        r_(std::move(r)),
+        splitter_(g_max_grpc_message_bytes) {}
 
   void Start() EXCLUDES(mu_) {
     std::weak_ptr<WatchSession> weak = shared_from_this();
@@ -186,8 +209,9 @@ class WatchSession : public std::enable_shared_from_this<WatchSession> {
         }
       });
     }
-    // Slow clients are cut off rather than buffered without bound; the
-    // client re-watches from its last revision.
+    // Drain() paces the stream to kPaceBytes of unsent output (plus one
+    // drain's responses); this cap only backs that up. A client over it is
+    // cut off and re-watches from its last revision.
     r_->SetMaxBufferedBytes(64 << 20);
     auto self = shared_from_this();
     r_->OnClose([self] {
@@ -199,12 +223,32 @@ class WatchSession : public std::enable_shared_from_this<WatchSession> {
   }
 
   // Writes every queued response with one Responder::Write.
+  // Unsent bytes of a watch stream past which Drain() leaves responses in
+  // the MVCC stream's queue.
+  static constexpr size_t kPaceBytes = 1 << 20;
+
   void Drain() EXCLUDES(mu_) {
     // Cleared before popping: a response queued after this point schedules
     // another drain (which may find nothing left), so none is stranded.
     drain_scheduled_.store(false);
     MutexLock l(&mu_);
     if (!stream_) return;
+    if (r_->BufferedBytes() >= kPaceBytes) {
+      // The client is behind: leave the responses in the stream's bounded
+      // queue (once it is full its watchers become victims and re-read
+      // from the log later, as etcd's do) and drain again once the client
+      // has read half of what waits.
+      std::weak_ptr<WatchSession> weak = weak_from_this();
+      r_->OnDrained(kPaceBytes / 2, [weak] {
+        if (auto self = weak.lock()) {
+          if (!self->drain_scheduled_.exchange(true)) {
+            WatchDrainer* d = self->drainer_.get();
+            d->Schedule(std::move(self));
+          }
+        }
+      });
+      return;
+    }
     items_.clear();
     if (stream_->PopAll(&items_) == 0) return;
     etcdserverpb::ResponseHeader header;
@@ -230,6 +274,12 @@ class WatchSession : public std::enable_shared_from_this<WatchSession> {
         return;
       }
       Handle(req);
+    }
+    if (framing.Is(StatusCode::kResourceExhausted)) {
+      MutexLock l(&mu_);
+      RespondStreamTooLarge(r_.get(), started_, framing);
+      stream_.reset();
+      return;
     }
     if (!framing.ok()) {
       Reject(InvalidArgumentError("invalid character in watch request"));
@@ -481,7 +531,8 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
   both("/kv/lease/leases", leases);
   both("/lease/keepalive",
        [s](const HttpRequest&, ResponderPtr r) {
-         auto splitter = std::make_shared<etcdjson::JsonObjectSplitter>();
+         auto splitter = std::make_shared<etcdjson::JsonObjectSplitter>(
+             g_max_grpc_message_bytes);
          auto started = std::make_shared<bool>(false);
          r->OnBodyData(
              [s, r, splitter, started](std::string_view data, bool eof) {
@@ -518,6 +569,10 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
                    *started = true;
                  }
                  r->Write(out);
+               }
+               if (framing.Is(StatusCode::kResourceExhausted)) {
+                 RespondStreamTooLarge(r.get(), *started, framing);
+                 return;
                }
                if (!framing.ok()) bad = true;
                if (bad) {

@@ -21,7 +21,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr uint32_t kMaxFrameBytes = 256u << 20;
+constexpr uint32_t kMaxFrameBytes = kMaxPeerFrameBytes;
 
 void AppendLength(uint32_t n, std::string* out) {
   char len[4] = {static_cast<char>(n >> 24), static_cast<char>(n >> 16),
@@ -257,7 +257,9 @@ HttpPeerTransport::HttpPeerTransport(PeerHandler* handler,
       "kplane_network_peer_refused_total",
       "Peer requests and stream messages refused, by reason: "
       "cluster_mismatch, removed_member, not_member (requests); "
-      "sender_mismatch (a message whose from is not the stream's sender).",
+      "sender_mismatch (a message whose from is not the stream's sender); "
+      "corrupt_frame (a stream dropped for a frame longer than "
+      "kMaxPeerFrameBytes or not a message).",
       {"reason"});
 }
 
@@ -492,6 +494,7 @@ void HttpPeerTransport::HandleStream(const net::HttpRequest& req,
     // Everything this read brought, to the node loop with one wake-up.
     handler_->Process(std::move(msgs));
     if (bad) {
+      refused_->With({"corrupt_frame"})->Inc();
       LOG(WARNING) << "dropping a peer stream with a corrupt frame";
       r->Close();
       return;

@@ -55,6 +55,15 @@
 
 namespace kplane::storage {
 
+// The largest frame on a peer stream (/raft/stream messages; the message
+// and file headers of /raft/snapshot, whose file contents are streamed
+// outside frames). A longer length prefix is refused before any of its
+// bytes are buffered and the stream is dropped; a shorter one buffers only
+// what actually arrives. A legitimate frame is one raft message: at most
+// max_size_per_msg (1 MiB) of entries plus one entry of up to the leader's
+// --max-request-bytes. etcd's rafthttp caps a message at 512 MB.
+inline constexpr uint32_t kMaxPeerFrameBytes = 256u << 20;
+
 struct PeerTransportOptions {
   Duration dial_timeout = seconds(1);
   Duration write_timeout = seconds(2);

@@ -269,6 +269,53 @@ TEST_F(PeerTransportTest, DropsMessagesThatClaimAnotherSender) {
   http.Stop();
 }
 
+// A forged length prefix past kMaxPeerFrameBytes drops the stream at once,
+// before any of the promised bytes are buffered; what came before it is
+// delivered.
+TEST_F(PeerTransportTest, OversizedFrameLengthDropsTheStream) {
+  metrics::Registry reg;
+  FakeMember b(2, dir_ + "/b");
+  HttpPeerTransport t(&b, {.metrics = &reg});
+  net::HttpServer http{net::HttpServerOptions{.port = 0}};
+  t.RegisterHandlers(&http);
+  ASSERT_TRUE(http.Start().ok());
+  auto frame = [](uint32_t n, const std::string& payload) {
+    char len[4] = {static_cast<char>(n >> 24), static_cast<char>(n >> 16),
+                   static_cast<char>(n >> 8), static_cast<char>(n)};
+    return std::string(len, 4) + payload;
+  };
+  const std::string ok = Msg(1, 2, 10).SerializeAsString();
+  auto client = net::HttpClient::ForUrl("http://127.0.0.1:" +
+                                        std::to_string(http.port()));
+  ASSERT_TRUE(client.ok());
+  const net::HttpHeaders headers{{"X-Kplane-Cluster-Id", IdToHex(kCluster)},
+                                 {"X-Kplane-From", IdToHex(1)}};
+  // Just past the cap: refused with no payload sent (a reader that trusted
+  // the length would wait for 256 MiB, then answer 204 at the body's end).
+  auto resp = (*client)->Request("POST", "/raft/stream", headers,
+                                 frame(static_cast<uint32_t>(ok.size()), ok) +
+                                     frame(kMaxPeerFrameBytes + 1, ""));
+  EXPECT_FALSE(resp.ok() && resp->status == 204)
+      << "the oversized frame was not refused";
+  std::vector<raftpb::Message> got = b.WaitReceived(1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].index(), 10u);
+  EXPECT_NE(
+      reg.Render().find(
+          "kplane_network_peer_refused_total{reason=\"corrupt_frame\"} 1"),
+      std::string::npos)
+      << reg.Render();
+  // At the cap: a frame that may still arrive; the stream ends cleanly
+  // when the body does (the partial frame is dropped, nothing allocated
+  // beyond the bytes received).
+  auto at_cap = (*client)->Request("POST", "/raft/stream", headers,
+                                   frame(kMaxPeerFrameBytes, "x"));
+  ASSERT_TRUE(at_cap.ok()) << at_cap.status();
+  EXPECT_EQ(at_cap->status, 204);
+  t.Stop();
+  http.Stop();
+}
+
 TEST_F(PeerTransportTest, UnreachablePeerIsReportedToTheHandler) {
   Node a(1, dir_ + "/a");
   std::string gone_url;

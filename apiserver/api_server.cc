@@ -264,6 +264,7 @@ void ApiServer::Impl::BuildBackends() {
   co.clock = opts.clock;
   co.metrics = opts.metrics;
   co.max_pending_events = opts.max_watch_pending_events;
+  co.max_pending_bytes = opts.max_watch_pending_bytes;
   ResourceStoreOptions ro;
   ro.clock = opts.clock;
   ro.event_ttl_seconds =

@@ -34,8 +34,9 @@
 // within request_body_timeout (408, plain text, from the HTTP layer), at
 // most max_connections open connections (503 and closed beyond); a watch
 // buffers at most max_watch_buffer_bytes (plus one event) and is closed
-// past max_watch_pending_events queued events, and all watches together
-// buffer at most max_watch_buffer_total_bytes.
+// past max_watch_pending_events or max_watch_pending_bytes of queued
+// events, and all watches together buffer at most
+// max_watch_buffer_total_bytes.
 // Handlers run on `worker_threads` threads (they block on storage); a
 // watch holds no thread.
 //
@@ -87,6 +88,9 @@ struct ApiServerOptions {
   // client re-watches or relists). 0: no bound. The cache's window by
   // default: a client further behind could not resume from it anyway.
   size_t max_watch_pending_events = 10000;
+  // The same in bytes of the queued events' objects (CacherOptions::
+  // max_pending_bytes: ten of the largest objects). 0: no bound.
+  size_t max_watch_pending_bytes = 16 * 1024 * 1024;
   // All watches' unsent bytes together; past it the watches holding the
   // most are closed. 0: no ceiling.
   size_t max_watch_buffer_total_bytes = 256 * 1024 * 1024;

@@ -19,6 +19,9 @@ struct StoreEntry {
   int64_t revision = 0;
   std::string ns;
   std::string index_value;  // CacherOptions::index_func(object), or ""
+  // The size of the object as the store holds it (its encoded value): what
+  // keeping this state costs, roughly.
+  size_t bytes = 0;
   // The synthetic ADDED that initial events send for this state, shared by
   // every watcher that lists it (and so is its encoding). Set at birth for
   // an object that was just added (it is the live ADDED event); otherwise
@@ -39,6 +42,11 @@ struct CacheEvent {
   ObjectPtr prev;
   std::string index_value;       // of object
   std::string prev_index_value;  // of prev
+  // The stored size of `object` (DELETED: of the last state), what a
+  // watcher's queue is charged for holding this event
+  // (CacherOptions::max_pending_bytes). `prev` is not counted: it is the
+  // previous event's object, shared with it.
+  size_t bytes = 0;
   // What a watcher without a selector receives: {type, object, revision}.
   WatchEventPtr event;
   // Selector transitions of a MODIFIED, shared by all watchers that see the

@@ -159,6 +159,7 @@ struct Cacher::Impl {
     d.clock = clock;
     d.bookmark_interval = options.bookmark_interval;
     d.max_pending_events = options.max_pending_events;
+    d.max_pending_bytes = options.max_pending_bytes;
     d.has_index = static_cast<bool>(options.index_func);
     d.events_dispatched =
         m->NewCounter("apiserver_watch_cache_events_dispatched_total",
@@ -466,12 +467,14 @@ void Cacher::Impl::ApplyLocked(const mvccpb::Event& e, ObjectPtr object) {
       ev->prev_index_value = it->second->index_value;
     }
     ev->object = object;
+    ev->bytes = e.kv().value().size();
     ev->event = MakeWatchEvent(ev->type, object, ev->revision);
     auto entry = std::make_shared<StoreEntry>();
     entry->object = std::move(object);
     entry->revision = ev->revision;
     entry->ns = ev->ns;
     entry->index_value = ev->index_value;
+    entry->bytes = ev->bytes;
     if (ev->type == WatchEventType::kAdded) entry->added = ev->event;
     objects.insert_or_assign(it, key, std::move(entry));
   } else {
@@ -483,6 +486,8 @@ void Cacher::Impl::ApplyLocked(const mvccpb::Event& e, ObjectPtr object) {
     objects::SetResourceVersion(at_deletion.get(),
                                 Versioner::ToResourceVersion(ev->revision));
     ev->type = WatchEventType::kDeleted;
+    ev->bytes =
+        it != objects.end() ? it->second->bytes : e.prev_kv().value().size();
     ev->ns = objects::Namespace(*last);
     ev->prev_index_value =
         it != objects.end() ? it->second->index_value : IndexOf(*last);

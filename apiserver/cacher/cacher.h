@@ -60,7 +60,8 @@
 //   apiserver_watch_cache_read_wait_seconds
 //   apiserver_watch_cache_consistent_read_total{success, fallback}
 //   apiserver_terminated_watchers_total (sinks that refused an event, and
-//     watchers closed because they fell max_pending_events behind)
+//     watchers closed because they fell max_pending_events or
+//     max_pending_bytes behind)
 //   apiserver_watch_cache_watchers (gauge)
 //
 // Thread-safety: all public methods may be called concurrently. Sinks are
@@ -129,8 +130,9 @@ class WatchSink {
   // watcher's events in its queue (shared, not copied) and calls
   // NotifyWhenReady(wake); the sink calls `wake` once, from any thread but
   // never inside a WatchSink call, when Ready() may have turned true. A
-  // watcher whose queue passes CacherOptions::max_pending_events is closed
-  // with ResourceExhausted. The defaults never pace.
+  // watcher whose queue passes CacherOptions::max_pending_events or
+  // max_pending_bytes is closed with ResourceExhausted. The defaults never
+  // pace.
   virtual bool Ready() { return true; }
   virtual void NotifyWhenReady(std::function<void()> wake) { (void)wake; }
 };
@@ -157,6 +159,18 @@ struct CacherOptions {
   // kube-apiserver's cacheWatcher is ("Forcing watcher close due to
   // unresponsiveness"), and the client re-watches or relists. 0: no bound.
   size_t max_pending_events = 10000;
+  // The same in bytes (the stored size of the queued events' objects): a
+  // watcher whose queue would pass this is closed, unless the queue is
+  // empty (one event of any size may wait). The queued events are shared
+  // with the window and with other watchers, but once they leave the
+  // window only the queues keep them, so without a byte bound a client
+  // that stops reading pins up to max_pending_events of the largest
+  // objects (10,000 x 1.5 MiB). Kube closes a watcher whose input channel
+  // (at least 10 events, about a second of the resource's changes) stays
+  // full for its dispatch budget (100 ms); ten of the largest objects the
+  // store takes (1.5 MiB) fit in the default, so a client that reads
+  // survives a burst of large writes. 0: no bound.
+  size_t max_pending_bytes = 16 * 1024 * 1024;
   Duration bookmark_interval = seconds(60);
   Duration consistent_read_wait = seconds(3);
   Clock* clock = Clock::Real();

@@ -595,16 +595,18 @@ class PacedSink : public RecordingSink {
     MutexLock l(&pace_mu_);
     wake_ = std::move(wake);
   }
-  // The client read `n` events' worth.
-  void Read(int n) {
-    std::function<void()> wake;
+  // The client read `n` events' worth. With `wake` false the wake-up is
+  // kept for a later Read, as if it were still on its way to the cache.
+  void Read(int n, bool wake = true) {
+    std::function<void()> f;
     {
       MutexLock l(&pace_mu_);
       credit_ += n;
-      wake = std::move(wake_);
+      if (!wake) return;
+      f = std::move(wake_);
       wake_ = nullptr;
     }
-    if (wake) wake();
+    if (f) f();
   }
   int refused() {
     MutexLock l(&pace_mu_);
@@ -670,6 +672,68 @@ TEST_F(CacherTest, WatcherThatStopsReadingIsClosedPastMaxPending) {
       Metric(
           "apiserver_terminated_watchers_total{group=\"\",resource=\"pods\"}"),
       1);
+}
+
+// A pod whose stored value is a little over kPadBytes.
+constexpr size_t kPadBytes = 10 * 1024;
+Pod BigPod(const std::string& name) {
+  Pod pod = MakePod("default", name);
+  (*pod.mutable_metadata()->mutable_annotations())["pad"] =
+      std::string(kPadBytes, 'x');
+  return pod;
+}
+
+TEST_F(CacherTest, WatcherThatStopsReadingIsClosedPastMaxPendingBytes) {
+  // Two queued pods fit, a third does not; the count bound is far away.
+  StartCacher({.max_pending_bytes = 2 * kPadBytes + kPadBytes / 2});
+  auto stuck = std::make_shared<PacedSink>(/*credit=*/1);
+  auto fine = std::make_shared<RecordingSink>();
+  auto h1 = MustWatch({}, stuck);
+  auto h2 = MustWatch({}, fine);
+  // 1 delivered, 2 queued, the 4th passes the bound.
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_TRUE(pods_.Create(BigPod("p" + std::to_string(i))).ok());
+  }
+  EXPECT_EQ(fine->WaitFor(4).size(), 4u);
+  Status s = stuck->WaitClosed();
+  EXPECT_EQ(s.code(), StatusCode::kResourceExhausted) << s;
+  EXPECT_EQ(stuck->Events().size(), 1u);
+  EXPECT_EQ(stuck->refused(), 0);
+  EXPECT_EQ(cacher_->num_watchers(), 1u);
+  EXPECT_EQ(
+      Metric(
+          "apiserver_terminated_watchers_total{group=\"\",resource=\"pods\"}"),
+      1);
+}
+
+TEST_F(CacherTest, FullQueueIsServedBeforeItsWatcherIsJudged) {
+  StartCacher({.max_pending_bytes = 2 * kPadBytes + kPadBytes / 2});
+  auto reader = std::make_shared<PacedSink>(/*credit=*/1);
+  auto fine = std::make_shared<RecordingSink>();
+  // `fine` sits after `reader` in their bucket: once it has an event,
+  // `reader` has been handed it too.
+  auto h1 = MustWatch({}, reader);
+  auto h2 = MustWatch({}, fine);
+  std::vector<int64_t> revs;
+  for (int i = 0; i < 3; ++i) {
+    revs.push_back(Rev(pods_.Create(BigPod("p" + std::to_string(i)))));
+  }
+  ASSERT_EQ(fine->WaitFor(3).size(), 3u);
+  ASSERT_EQ(reader->Events().size(), 1u);  // 2 queued: the queue is full
+  // The client reads, but its wake-up has not reached the cache when the
+  // next change arrives: the queue is sent, not judged full.
+  reader->Read(10, /*wake=*/false);
+  revs.push_back(Rev(pods_.Create(BigPod("p3"))));
+  ASSERT_EQ(fine->WaitFor(4).size(), 4u);
+  reader->Read(0);  // the wake-up arrives
+  std::vector<std::string> got = reader->WaitFor(4);
+  ASSERT_EQ(got.size(), 4u);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(got[i], "ADDED p" + std::to_string(i) + At(revs[i]));
+  }
+  EXPECT_EQ(reader->closes(), 0);
+  EXPECT_EQ(reader->refused(), 0);
+  EXPECT_EQ(cacher_->num_watchers(), 2u);
 }
 
 // Checks order without keeping events: many of these share one counter.

@@ -43,6 +43,7 @@ struct Dispatcher::Watcher {
   int64_t snapshot_revision = 0;
   bool end_bookmark = false;
   std::deque<CacheEventPtr> pending;
+  size_t pending_bytes = 0;  // sum of pending's CacheEvent::bytes
   Bucket* bucket = nullptr;
   size_t bucket_pos = 0;
 };
@@ -133,6 +134,7 @@ std::unique_ptr<WatchHandle> Dispatcher::Register(WatcherInit init) {
   w->snapshot_revision = init.snapshot_revision;
   w->end_bookmark = init.end_bookmark;
   w->pending.assign(init.replay.begin(), init.replay.end());
+  for (const CacheEventPtr& ev : w->pending) w->pending_bytes += ev->bytes;
   Input in{Input::kRegister};
   in.watcher = w;
   {
@@ -280,16 +282,34 @@ void Dispatcher::Deliver(Watcher* w, const CacheEventPtr& ev) {
   Send(w, out);
 }
 
-void Dispatcher::Enqueue(Watcher* w, const CacheEventPtr& ev) {
+bool Dispatcher::QueueFull(const Watcher& w, const CacheEvent& ev) const {
   if (options_.max_pending_events != 0 &&
-      w->pending.size() >= options_.max_pending_events) {
-    if (options_.watchers_terminated) options_.watchers_terminated->Inc();
-    Drop(w, ResourceExhaustedError("the watcher fell more than " +
-                                   std::to_string(options_.max_pending_events) +
-                                   " events behind"));
-    return;
+      w.pending.size() >= options_.max_pending_events) {
+    return true;
+  }
+  return options_.max_pending_bytes != 0 && !w.pending.empty() &&
+         w.pending_bytes + ev.bytes > options_.max_pending_bytes;
+}
+
+void Dispatcher::Enqueue(Watcher* w, const CacheEventPtr& ev) {
+  if (QueueFull(*w, *ev)) {
+    // Its client may have read since it was paused (the wake-up waits in
+    // the inbox behind this burst): judge it on what it takes now.
+    int served = 0;
+    while (served < kBacklogSlice && SinkReady(w) && DrainOne(w)) ++served;
+    if (w->closed) return;
+    if (QueueFull(*w, *ev)) {
+      if (options_.watchers_terminated) options_.watchers_terminated->Inc();
+      Drop(w,
+           ResourceExhaustedError(
+               "the watcher fell more than " +
+               std::to_string(options_.max_pending_events) + " events or " +
+               std::to_string(options_.max_pending_bytes) + " bytes behind"));
+      return;
+    }
   }
   w->pending.push_back(ev);
+  w->pending_bytes += ev->bytes;
 }
 
 bool Dispatcher::SinkReady(Watcher* w) {
@@ -443,6 +463,7 @@ bool Dispatcher::DrainOne(Watcher* w) {
   if (w->pending.empty()) return false;
   CacheEventPtr ev = std::move(w->pending.front());
   w->pending.pop_front();
+  w->pending_bytes -= ev->bytes;
   if (WatchEventPtr out = Convert(*w, *ev)) Send(w, out);
   return true;
 }

@@ -35,9 +35,17 @@
 // shared events), and the sink's wake-up (NotifyWhenReady) resumes it. So
 // an initial replay of any size goes out as fast as the client reads it,
 // and a client that stops reading costs a small buffer plus its queue; once
-// the queue passes max_pending_events the watcher is closed with
-// ResourceExhausted (counted in watchers_terminated) and the client
-// re-watches from its last revision or relists.
+// the queue would pass max_pending_events or max_pending_bytes (unless it
+// is empty) the watcher is closed with ResourceExhausted (counted in
+// watchers_terminated) and the client re-watches from its last revision or
+// relists. Before closing it, the dispatcher serves it what its sink takes
+// now: its wake-up may still be in the queue behind a burst of changes,
+// and a client that has read since is not behind.
+//
+//   pace 256 KiB, max_pending_bytes 16 MiB, 900 KB events, a client that
+//   stopped reading: event 1 is written (buffer 900 KB, not Ready), events
+//   2..19 queue (16.2 MB), event 20 would pass 16 MiB: the sink is still
+//   not Ready, so the watcher is closed and its queue freed.
 //
 // Timers (bookmarks every bookmark_interval and 2 s before a timeout, and
 // the timeouts) are a min-heap on the injected clock, checked once per turn;
@@ -94,6 +102,7 @@ class Dispatcher : public std::enable_shared_from_this<Dispatcher> {
     Duration bookmark_interval = seconds(60);
     bool has_index = false;
     size_t max_pending_events = 0;  // 0: no bound
+    size_t max_pending_bytes = 0;   // CacheEvent::bytes; 0: no bound
     metrics::Counter* events_dispatched = nullptr;
     metrics::Counter* watchers_terminated = nullptr;
     metrics::Gauge* watchers = nullptr;
@@ -160,6 +169,8 @@ class Dispatcher : public std::enable_shared_from_this<Dispatcher> {
   bool SinkReady(Watcher* w);
   // Queues `ev` behind w's backlog; closes w if that is too long.
   void Enqueue(Watcher* w, const CacheEventPtr& ev);
+  // True if queueing `ev` would put w's queue past a bound.
+  bool QueueFull(const Watcher& w, const CacheEvent& ev) const;
   void FireTimers();
   void ScheduleBookmark(Watcher* w, TimePoint after);
   WatchEventPtr Bookmark(int64_t revision);

@@ -32,6 +32,7 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
   int max_watches = 10000;
   int64_t max_watch_buffer = 256 * 1024;
   int64_t max_watch_pending = 10000;
+  int64_t max_watch_pending_bytes = 16 * 1024 * 1024;
   int64_t max_watch_buffer_total = 256 * 1024 * 1024;
   int64_t min_request_timeout = 1800;
   int64_t max_body = 3 * 1024 * 1024;
@@ -71,6 +72,10 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
   flags.Int64("max-watch-pending-events", &max_watch_pending,
               "Events a watch that does not read may fall behind before it "
               "is closed (0: no bound).");
+  flags.Int64("max-watch-pending-bytes", &max_watch_pending_bytes,
+              "Bytes of queued events (their objects' stored size) a watch "
+              "that does not read may fall behind before it is closed (0: "
+              "no bound).");
   flags.Int64("max-watch-buffer-total-bytes", &max_watch_buffer_total,
               "Unsent bytes of all watches together; past it the watches "
               "holding the most are closed (0: no ceiling).");
@@ -110,10 +115,11 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
         InvalidArgumentError("--request-body-timeout must not be negative"));
   }
   if (max_watch_buffer < 0 || max_watch_pending < 0 ||
-      max_watch_buffer_total < 0) {
+      max_watch_pending_bytes < 0 || max_watch_buffer_total < 0) {
     return fail(InvalidArgumentError(
-        "--max-watch-buffer-bytes, --max-watch-pending-events and "
-        "--max-watch-buffer-total-bytes must not be negative"));
+        "--max-watch-buffer-bytes, --max-watch-pending-events, "
+        "--max-watch-pending-bytes and --max-watch-buffer-total-bytes must "
+        "not be negative"));
   }
 
   sigset_t stop_signals = BlockStopSignals();
@@ -166,6 +172,7 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
   o.max_watches = max_watches;
   o.max_watch_buffer_bytes = static_cast<size_t>(max_watch_buffer);
   o.max_watch_pending_events = static_cast<size_t>(max_watch_pending);
+  o.max_watch_pending_bytes = static_cast<size_t>(max_watch_pending_bytes);
   o.max_watch_buffer_total_bytes = static_cast<size_t>(max_watch_buffer_total);
   o.min_request_timeout = seconds(min_request_timeout);
   o.max_request_body_bytes = static_cast<size_t>(max_body);

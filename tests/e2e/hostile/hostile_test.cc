@@ -12,9 +12,6 @@
 //     by at most the row's bound over its RSS before the row.
 // Each process's address space is capped (hostile_cluster.h), so a path
 // that grows without bound fails here instead of swapping the machine.
-//
-// Rows whose fix is not on main yet are DISABLED_, each marked with the
-// branch that enables it.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>

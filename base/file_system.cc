@@ -334,6 +334,21 @@ Status CreateDirAll(FileSystem* fs, const std::string& path, uint32_t mode) {
   return fs->SyncDir(parent);
 }
 
+Status RemoveAll(FileSystem* fs, const std::string& path) {
+  if (!fs->Exists(path)) return Status::Ok();
+  // ListDir fails on a file: that is how a file is told from a directory.
+  StatusOr<std::vector<std::string>> children = fs->ListDir(path);
+  if (!children.ok()) {
+    Status s = fs->Remove(path);
+    return s.Is(StatusCode::kNotFound) ? Status::Ok() : s;
+  }
+  for (const std::string& c : *children) {
+    RETURN_IF_ERROR(RemoveAll(fs, path + "/" + c));
+  }
+  Status s = fs->RemoveDir(path);
+  return s.Is(StatusCode::kNotFound) ? Status::Ok() : s;
+}
+
 std::string DirName(std::string_view path) {
   while (path.size() > 1 && path.back() == '/') path.remove_suffix(1);
   size_t slash = path.rfind('/');

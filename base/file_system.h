@@ -183,6 +183,10 @@ Status WriteFileAtomically(FileSystem* fs, const std::string& path,
 // cut. OK if `path` exists already.
 Status CreateDirAll(FileSystem* fs, const std::string& path, uint32_t mode);
 
+// rm -r: removes `path` and, for a directory, everything under it. OK if
+// nothing is there. Not durable before SyncDir() of DirName(path).
+Status RemoveAll(FileSystem* fs, const std::string& path);
+
 // "a/b/c" -> "a/b"; "c" -> "."; "/c" -> "/".
 std::string DirName(std::string_view path);
 

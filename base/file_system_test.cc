@@ -132,6 +132,18 @@ TEST_F(PosixFileSystemTest, LockIsExclusiveEvenInOneProcess) {
   EXPECT_TRUE(fs_->LockFile(dir_ + "/LOCK").ok());
 }
 
+TEST_F(PosixFileSystemTest, RemoveAllRemovesATreeOrAFile) {
+  ASSERT_TRUE(CreateDirAll(fs_, dir_ + "/t/a/b", kPrivateDirMode).ok());
+  ASSERT_TRUE(fs_->OpenWritable(dir_ + "/t/a/b/f", OpenMode::kCreateNew).ok());
+  ASSERT_TRUE(fs_->OpenWritable(dir_ + "/t/g", OpenMode::kCreateNew).ok());
+  ASSERT_TRUE(RemoveAll(fs_, dir_ + "/t/g").ok());
+  EXPECT_FALSE(fs_->Exists(dir_ + "/t/g"));
+  EXPECT_TRUE(fs_->Exists(dir_ + "/t/a/b/f"));
+  ASSERT_TRUE(RemoveAll(fs_, dir_ + "/t").ok());
+  EXPECT_FALSE(fs_->Exists(dir_ + "/t"));
+  EXPECT_TRUE(RemoveAll(fs_, dir_ + "/t").ok());  // nothing there: OK
+}
+
 TEST(FileSystemHelpersTest, DirName) {
   EXPECT_EQ(DirName("a/b/c"), "a/b");
   EXPECT_EQ(DirName("a/b/c/"), "a/b");

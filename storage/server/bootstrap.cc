@@ -1,47 +1,25 @@
 #include "storage/server/bootstrap.h"
 
-#include <fcntl.h>
-#include <sys/file.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
 
 #include "base/logging.h"
 #include "storage/server/store_applier.h"
 
 namespace kplane::storage {
-namespace fs = std::filesystem;
 
-StatusOr<DataDirLock> DataDirLock::Acquire(const std::string& data_dir) {
-  std::string path = data_dir + "/LOCK";
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (fd < 0) return IOError("open " + path + ": " + std::strerror(errno));
-  DataDirLock lock(fd);
-  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+StatusOr<DataDirLock> DataDirLock::Acquire(FileSystem* fs,
+                                           const std::string& data_dir) {
+  StatusOr<std::unique_ptr<FileLock>> lock = fs->LockFile(data_dir + "/LOCK");
+  if (lock.status().Is(StatusCode::kUnavailable)) {
     return FailedPreconditionError("data directory " + data_dir +
                                    " is in use by another process");
   }
-  return lock;
-}
-
-DataDirLock::DataDirLock(DataDirLock&& other) noexcept : fd_(other.fd_) {
-  other.fd_ = -1;
-}
-
-DataDirLock& DataDirLock::operator=(DataDirLock&& other) noexcept {
-  if (this != &other) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = other.fd_;
-    other.fd_ = -1;
-  }
-  return *this;
-}
-
-DataDirLock::~DataDirLock() {
-  if (fd_ >= 0) ::close(fd_);
+  if (!lock.ok()) return lock.status();
+  return DataDirLock(std::move(*lock));
 }
 
 mvcc::Options StoreOptions(const StoreConfig& config,
@@ -114,7 +92,8 @@ Status InitializeMember(StoreConfig* config, BootstrappedMember* m) {
                       "\" is not in --initial-cluster");
   }
   ASSIGN_OR_RETURN(m->membership,
-                   Membership::Open(m->member_dir + "/cluster.pb", initial));
+                   Membership::Open(m->member_dir + "/cluster.pb", initial,
+                                    config->file_system));
   RETURN_IF_ERROR(m->membership->Replace(initial));
   storagepb::MemberIdentity id;
   id.set_member_id(m->member_id);
@@ -139,13 +118,13 @@ Status InitializeMember(StoreConfig* config, BootstrappedMember* m) {
 }
 
 // A member with a log: its identity is the log's, its membership the file's.
-Status ReopenMember(BootstrappedMember* m) {
+Status ReopenMember(FileSystem* fs, BootstrappedMember* m) {
   if (!m->log->identity()) {
     return CorruptionError("WAL has no member identity record");
   }
   m->member_id = m->log->identity()->member_id();
   ASSIGN_OR_RETURN(m->membership,
-                   Membership::Open(m->member_dir + "/cluster.pb", {}));
+                   Membership::Open(m->member_dir + "/cluster.pb", {}, fs));
   if (m->membership->cluster_id() != m->log->identity()->cluster_id()) {
     return CorruptionError("membership file belongs to cluster " +
                            IdToHex(m->membership->cluster_id()) + ", WAL to " +
@@ -154,7 +133,9 @@ Status ReopenMember(BootstrappedMember* m) {
   LOG(INFO) << "member " << IdToHex(m->member_id) << " restarting: applied "
             << m->store->ConsistentIndex() << ", revision "
             << m->store->CurrentRevision() << ", snapshot "
-            << m->log->snapshot_metadata().index();
+            << m->log->snapshot_metadata().index() << ", log ends at "
+            << m->log->LastIndex() << ", commit "
+            << m->log->hard_state().commit();
   return Status::Ok();
 }
 
@@ -219,21 +200,11 @@ Status CheckStartupInvariants(RaftLog& log, uint64_t store_applied_index,
   return Status::Ok();
 }
 
-Status PrivateDir(const std::string& dir) {
+Status PrivateDir(FileSystem* fs, const std::string& dir) {
+  RETURN_IF_ERROR(CreateDirAll(fs, dir, kPrivateDirMode));
   struct stat st;
   if (::stat(dir.c_str(), &st) != 0) {
-    if (errno != ENOENT) {
-      return IOError("stat " + dir + ": " + std::strerror(errno));
-    }
-    std::error_code ec;
-    fs::path parent = fs::path(dir).parent_path();
-    if (!parent.empty()) fs::create_directories(parent, ec);
-    if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
-      return IOError("create " + dir + ": " + std::strerror(errno));
-    }
-    if (::stat(dir.c_str(), &st) != 0) {
-      return IOError("stat " + dir + ": " + std::strerror(errno));
-    }
+    return IOError("stat " + dir + ": " + std::strerror(errno));
   }
   if (!S_ISDIR(st.st_mode)) {
     return FailedPreconditionError(dir + " is not a directory");
@@ -254,19 +225,26 @@ Status PrivateDir(const std::string& dir) {
 StatusOr<BootstrappedMember> BootstrapMember(StoreConfig* config) {
   BootstrappedMember m;
   m.member_dir = config->data_dir + "/member";
-  RETURN_IF_ERROR(PrivateDir(config->data_dir));
-  RETURN_IF_ERROR(PrivateDir(m.member_dir));
-  RETURN_IF_ERROR(PrivateDir(m.member_dir + "/snap"));
-  ASSIGN_OR_RETURN(m.lock, DataDirLock::Acquire(config->data_dir));
+  FileSystem* fs =
+      config->file_system ? config->file_system : FileSystem::Default();
+  RETURN_IF_ERROR(PrivateDir(fs, config->data_dir));
+  RETURN_IF_ERROR(PrivateDir(fs, m.member_dir));
+  RETURN_IF_ERROR(PrivateDir(fs, m.member_dir + "/snap"));
+  ASSIGN_OR_RETURN(m.lock, DataDirLock::Acquire(fs, config->data_dir));
 
   RaftLogOptions log_opts;
   log_opts.catch_up_entries = config->snapshot_catch_up_entries;
   log_opts.wal.file_system = config->file_system;
+  log_opts.wal.segment_bytes = config->wal_segment_bytes;
+  log_opts.wal.preallocate_bytes =
+      std::min<uint64_t>(log_opts.wal.preallocate_bytes,
+                         config->wal_segment_bytes);
+  log_opts.wal.crash_hook = config->crash_hook;
   ASSIGN_OR_RETURN(m.log, RaftLog::Open(m.member_dir + "/wal", log_opts));
   // A snapshot received from a leader is durable in member/snap/ before its
   // marker reaches the WAL; if we crashed before swapping it in, do it now.
   RETURN_IF_ERROR(StoreApplier::FinishInstall(
-      m.member_dir, m.log->snapshot_metadata().index()));
+      fs, m.member_dir, m.log->snapshot_metadata().index()));
   ASSIGN_OR_RETURN(m.store,
                    mvcc::Store::Open(StoreOptions(*config, m.member_dir)));
 
@@ -278,7 +256,7 @@ StatusOr<BootstrappedMember> BootstrapMember(StoreConfig* config) {
         CheckStartupInvariants(*m.log, m.store->ConsistentIndex(), *none));
     RETURN_IF_ERROR(InitializeMember(config, &m));
   } else {
-    RETURN_IF_ERROR(ReopenMember(&m));
+    RETURN_IF_ERROR(ReopenMember(fs, &m));
     RETURN_IF_ERROR(CheckStartupInvariants(*m.log, m.store->ConsistentIndex(),
                                            *m.membership));
   }

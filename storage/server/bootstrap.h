@@ -67,18 +67,18 @@
 
 namespace kplane::storage {
 
-// An exclusive flock on <data-dir>/LOCK, released when destroyed.
+// An exclusive lock on <data-dir>/LOCK (FileSystem::LockFile: flock),
+// released when destroyed.
 class DataDirLock {
  public:
-  static StatusOr<DataDirLock> Acquire(const std::string& data_dir);
+  static StatusOr<DataDirLock> Acquire(FileSystem* fs,
+                                       const std::string& data_dir);
   DataDirLock() = default;
-  DataDirLock(DataDirLock&& other) noexcept;
-  DataDirLock& operator=(DataDirLock&& other) noexcept;
-  ~DataDirLock();
 
  private:
-  explicit DataDirLock(int fd) : fd_(fd) {}
-  int fd_ = -1;
+  explicit DataDirLock(std::unique_ptr<FileLock> lock)
+      : lock_(std::move(lock)) {}
+  std::unique_ptr<FileLock> lock_;
 };
 
 // A member's opened data directory.
@@ -100,9 +100,9 @@ mvcc::Options StoreOptions(const StoreConfig& config,
 Status CheckStartupInvariants(RaftLog& log, uint64_t store_applied_index,
                               const Membership& membership);
 
-// Creates `dir` 0700 if it is missing (its parents as the umask says);
-// refuses a directory group or others can write to.
-Status PrivateDir(const std::string& dir);
+// Creates `dir` 0700 through `fs` if it is missing (its parents too, each
+// name made durable); refuses a directory group or others can write to.
+Status PrivateDir(FileSystem* fs, const std::string& dir);
 
 // Opens (or initializes) the data directory of `config`. A new single
 // member without peer URLs gets http://127.0.0.1:2380 in

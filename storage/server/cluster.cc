@@ -1,16 +1,9 @@
 #include "storage/server/cluster.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cinttypes>
 #include <cstdio>
-#include <cstring>
-#include <fstream>
 #include <map>
-#include <sstream>
 
 #include "base/strings.h"
 
@@ -124,18 +117,20 @@ storagepb::ClusterRecord NewClusterRecord(
 }
 
 StatusOr<std::unique_ptr<Membership>> Membership::Open(
-    std::string path, const storagepb::ClusterRecord& initial) {
-  std::unique_ptr<Membership> m(new Membership(path));
+    std::string path, const storagepb::ClusterRecord& initial,
+    FileSystem* fs) {
+  if (fs == nullptr) fs = FileSystem::Default();
+  std::unique_ptr<Membership> m(new Membership(path, fs));
   MutexLock l(&m->mu_);  // not shared yet; for the analysis
-  std::ifstream in(path, std::ios::binary);
-  if (in) {
-    std::stringstream ss;
-    ss << in.rdbuf();
-    if (!m->record_.ParseFromString(ss.str())) {
-      return CorruptionError("undecodable membership file " + path);
-    }
-  } else {
-    m->record_ = initial;
+  m->record_ = initial;
+  if (path.empty()) return m;
+  StatusOr<std::string> data = ReadFile(fs, path);
+  if (!data.ok()) {
+    if (data.status().Is(StatusCode::kNotFound)) return m;
+    return data.status().Annotate("reading the membership file");
+  }
+  if (!m->record_.ParseFromString(*data)) {
+    return CorruptionError("undecodable membership file " + path);
   }
   return m;
 }
@@ -273,37 +268,9 @@ Status Membership::Save() {
 }
 
 Status Membership::SaveLocked() {
-  std::string tmp = path_ + ".tmp";
-  std::string data = record_.SerializeAsString();
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return IOError("open " + tmp + ": " + std::strerror(errno));
-  const char* p = data.data();
-  size_t n = data.size();
-  while (n > 0) {
-    ssize_t w = ::write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w < 0) {
-      ::close(fd);
-      return IOError("write " + tmp + ": " + std::strerror(errno));
-    }
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-  if (::fsync(fd) != 0) {
-    ::close(fd);
-    return IOError("fsync " + tmp + ": " + std::strerror(errno));
-  }
-  ::close(fd);
-  if (::rename(tmp.c_str(), path_.c_str()) != 0) {
-    return IOError("rename " + tmp + ": " + std::strerror(errno));
-  }
-  std::string dir = path_.substr(0, path_.rfind('/'));
-  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
-  return Status::Ok();
+  if (path_.empty()) return Status::Ok();
+  return WriteFileAtomically(fs_, path_, record_.SerializeAsString())
+      .Annotate("saving the membership");
 }
 
 void Membership::FillMembers(

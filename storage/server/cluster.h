@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "base/file_system.h"
 #include "base/mutex.h"
 #include "base/statusor.h"
 #include "schemas/rpc.pb.h"
@@ -44,10 +45,14 @@ storagepb::ClusterRecord NewClusterRecord(
 
 class Membership {
  public:
-  // Loads `path` if it exists; otherwise starts from `initial` (not yet
-  // saved). The file is replaced atomically (write, fsync, rename).
+  // Loads `path` if it exists (an empty path: never loaded nor saved);
+  // otherwise starts from `initial` (not yet saved). The file is replaced
+  // atomically through `fs` (write, fsync, rename, fsync the directory:
+  // WriteFileAtomically); null = FileSystem::Default(). `fs` is not owned
+  // and must outlive the Membership.
   static StatusOr<std::unique_ptr<Membership>> Open(
-      std::string path, const storagepb::ClusterRecord& initial);
+      std::string path, const storagepb::ClusterRecord& initial,
+      FileSystem* fs = nullptr);
 
   storagepb::ClusterRecord Record() const;
   uint64_t cluster_id() const;
@@ -81,10 +86,12 @@ class Membership {
       google::protobuf::RepeatedPtrField<etcdserverpb::Member>* out) const;
 
  private:
-  Membership(std::string path) : path_(std::move(path)) {}
+  Membership(std::string path, FileSystem* fs)
+      : path_(std::move(path)), fs_(fs) {}
   Status SaveLocked() REQUIRES(mu_);
 
   const std::string path_;
+  FileSystem* const fs_;
   // A leaf: held only inside these methods (the file is written under it).
   mutable Mutex mu_;
   storagepb::ClusterRecord record_ GUARDED_BY(mu_);

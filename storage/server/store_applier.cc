@@ -1,12 +1,7 @@
 #include "storage/server/store_applier.h"
 
-#include <fcntl.h>
 #include <pthread.h>
-#include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
-#include <filesystem>
 #include <future>
 
 #include "base/logging.h"
@@ -14,19 +9,8 @@
 #include "storage/server/entry_check.h"
 
 namespace kplane::storage {
-namespace fs = std::filesystem;
 
 namespace {
-
-// Makes renames and deletions inside `dir` durable.
-Status FsyncDir(const std::string& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return IOError("open " + dir + ": " + std::strerror(errno));
-  int rc = ::fsync(fd);
-  ::close(fd);
-  if (rc != 0) return IOError("fsync " + dir + ": " + std::strerror(errno));
-  return Status::Ok();
-}
 
 // Where a received snapshot waits to be installed.
 std::string PendingSnapshotDir(const std::string& member_dir, uint64_t index) {
@@ -40,6 +24,9 @@ StoreApplier::StoreApplier(StoreApplierOptions options,
                            Membership* membership, LocalMember* self,
                            Proposer* proposer)
     : options_(std::move(options)),
+      fs_(options_.store_options.file_system
+              ? options_.store_options.file_system
+              : FileSystem::Default()),
       clock_(options_.clock),
       membership_(membership),
       self_(self),
@@ -58,28 +45,33 @@ StoreApplier::StoreApplier(StoreApplierOptions options,
 
 StoreApplier::~StoreApplier() { Stop(); }
 
-Status StoreApplier::FinishInstall(const std::string& member_dir,
+Status StoreApplier::FinishInstall(FileSystem* fs,
+                                   const std::string& member_dir,
                                    uint64_t snapshot_index) {
+  if (fs == nullptr) fs = FileSystem::Default();
   std::string pending = PendingSnapshotDir(member_dir, snapshot_index);
   // InstallSnapshot moves pending/db into place first and the membership
   // second; the crash may have come before, between or after the two, so
   // each is finished only if it is still pending (after the first, db/ is
   // already the snapshot's and must not be deleted).
-  if (snapshot_index == 0 || !fs::exists(pending)) return Status::Ok();
+  if (snapshot_index == 0 || !fs->Exists(pending)) return Status::Ok();
   LOG(INFO) << "finishing the install of received snapshot " << pending;
-  std::error_code ec;
-  if (fs::exists(pending + "/db")) {
-    fs::remove_all(member_dir + "/db", ec);
-    fs::rename(pending + "/db", member_dir + "/db", ec);
-    if (ec) return IOError("install snapshot: " + ec.message());
+  if (fs->Exists(pending + "/db")) {
+    RETURN_IF_ERROR(RemoveAll(fs, member_dir + "/db"));
+    RETURN_IF_ERROR(fs->Rename(pending + "/db", member_dir + "/db")
+                        .Annotate("install snapshot"));
   }
-  if (fs::exists(pending + "/cluster.pb")) {
-    fs::rename(pending + "/cluster.pb", member_dir + "/cluster.pb", ec);
-    if (ec) return IOError("install snapshot membership: " + ec.message());
+  if (fs->Exists(pending + "/cluster.pb")) {
+    RETURN_IF_ERROR(
+        fs->Rename(pending + "/cluster.pb", member_dir + "/cluster.pb")
+            .Annotate("install snapshot membership"));
   }
-  RETURN_IF_ERROR(FsyncDir(member_dir));
-  fs::remove_all(pending, ec);
-  return Status::Ok();
+  // The moves must be durable (in both directories) before the pending
+  // directory goes.
+  RETURN_IF_ERROR(fs->SyncDir(member_dir));
+  RETURN_IF_ERROR(fs->SyncDir(pending));
+  RETURN_IF_ERROR(RemoveAll(fs, pending));
+  return fs->SyncDir(member_dir + "/snap");
 }
 
 void StoreApplier::Start(const raftpb::SnapshotMetadata& last_snapshot,
@@ -502,7 +494,7 @@ Status StoreApplier::InstallSnapshot(const raftpb::Snapshot& snap) {
   const std::string& member_dir = options_.member_dir;
   uint64_t index = snap.metadata().index();
   std::string dir = PendingSnapshotDir(member_dir, index);
-  if (!fs::exists(dir + "/db")) {
+  if (!fs_->Exists(dir + "/db")) {
     return NotFoundError("snapshot database " + dir + " missing");
   }
   LOG(INFO) << "installing snapshot at index " << index;
@@ -514,9 +506,8 @@ Status StoreApplier::InstallSnapshot(const raftpb::Snapshot& snap) {
   });
   RETURN_IF_ERROR(swapped);
   std::string cluster = dir + "/cluster.pb";
-  std::error_code ec;
-  if (fs::exists(cluster)) {
-    ASSIGN_OR_RETURN(auto m, Membership::Open(cluster, {}));
+  if (fs_->Exists(cluster)) {
+    ASSIGN_OR_RETURN(auto m, Membership::Open(cluster, {}, fs_));
     storagepb::ClusterRecord rec = m->Record();
     RETURN_IF_ERROR(membership_->Replace(rec));
     RefreshAlarms();
@@ -528,10 +519,19 @@ Status StoreApplier::InstallSnapshot(const raftpb::Snapshot& snap) {
     }
   }
   if (options_.crash_hook) options_.crash_hook("install-snapshot:membership");
-  // The renames must be durable before the pending directory goes.
-  RETURN_IF_ERROR(FsyncDir(member_dir));
-  fs::remove_all(dir, ec);
-  fs::remove_all(member_dir + "/db.old", ec);
+  // The moves must be durable, in both directories, before the pending
+  // directory goes (else a restart would find db/ gone from it and the
+  // old database back in place).
+  RETURN_IF_ERROR(fs_->SyncDir(member_dir));
+  RETURN_IF_ERROR(fs_->SyncDir(dir));
+  // Leftovers; a crash before they are gone leaves them for the next
+  // install (or FinishInstall) to remove.
+  if (Status s = RemoveAll(fs_, dir); !s.ok()) {
+    LOG(WARNING) << "removing the installed snapshot's directory: " << s;
+  }
+  if (Status s = RemoveAll(fs_, member_dir + "/db.old"); !s.ok()) {
+    LOG(WARNING) << "removing the replaced database: " << s;
+  }
   if (self_->is_leader()) db()->LeasePromote(options_.election_timeout);
   return Status::Ok();
 }
@@ -554,22 +554,19 @@ Status StoreApplier::SwapDatabase(const std::string& pending,
     }
   };
   store->Close();
-  std::error_code ec;
-  fs::remove_all(old, ec);
-  fs::rename(db, old, ec);
-  if (ec) {
-    Status s = IOError("move old db: " + ec.message());
+  if (Status s = RemoveAll(fs_, old); !s.ok()) {
     Reopen(store);
-    return s;
+    return s.Annotate("remove old db");
+  }
+  if (Status s = fs_->Rename(db, old); !s.ok()) {
+    Reopen(store);
+    return s.Annotate("move old db");
   }
   if (options_.crash_hook) options_.crash_hook("install-snapshot:old-moved");
-  fs::rename(pending + "/db", db, ec);
-  if (ec) {
-    Status s = IOError("move snapshot db: " + ec.message());
-    std::error_code ec2;
-    fs::rename(old, db, ec2);
+  if (Status s = fs_->Rename(pending + "/db", db); !s.ok()) {
+    (void)fs_->Rename(old, db);
     Reopen(store);
-    return s;
+    return s.Annotate("move snapshot db");
   }
   if (options_.crash_hook) options_.crash_hook("install-snapshot:swapped");
   auto opened = mvcc::Store::Open(options_.store_options);
@@ -577,9 +574,8 @@ Status StoreApplier::SwapDatabase(const std::string& pending,
     // The received database does not open: keep it aside for diagnosis
     // and put ours back (the WAL already names the snapshot, so a restart
     // refuses this state: bootstrap's startup checks).
-    std::error_code ec2;
-    fs::rename(db, pending + "/db", ec2);
-    fs::rename(old, db, ec2);
+    (void)fs_->Rename(db, pending + "/db");
+    (void)fs_->Rename(old, db);
     Reopen(store);
     return opened.status().Annotate("opening the received snapshot");
   }
@@ -610,6 +606,7 @@ Status StoreApplier::MaybeSnapshot() {
   RETURN_IF_ERROR(RecordAppliedIndex(applied));
   Status s = db()->Sync();
   if (!s.ok()) return s.Annotate("syncing the store before a snapshot");
+  if (options_.crash_hook) options_.crash_hook("snapshot:store-synced");
   node_->CreateSnapshot(applied, conf_state_);
   last_snapshot_index_ = applied;
   LOG(INFO) << "snapshot at index " << applied;
@@ -722,15 +719,14 @@ StatusOr<raftpb::SnapshotMetadata> StoreApplier::SnapshotTo(
                     std::to_string(db()->ConsistentIndex())));
       return;
     }
-    std::error_code ec;
-    fs::create_directories(dir, ec);
-    if (ec) {
-      p->set_value(IOError("create " + dir + ": " + ec.message()));
+    if (Status s = CreateDirAll(fs_, dir, kPrivateDirMode); !s.ok()) {
+      p->set_value(s);
       return;
     }
     Status s = db()->Checkpoint(dir + "/db");
     if (s.ok()) {
-      auto m = Membership::Open(dir + "/cluster.pb", membership_->Record());
+      auto m = Membership::Open(dir + "/cluster.pb", membership_->Record(),
+                                fs_);
       s = m.ok() ? (*m)->Save() : m.status();
     }
     if (!s.ok()) {
@@ -762,16 +758,21 @@ Status StoreApplier::ReceiveSnapshot(const std::string& received_dir,
   }
   std::string dir = PendingSnapshotDir(options_.member_dir,
                                        msg.snapshot().metadata().index());
-  std::error_code ec;
-  fs::remove_all(dir, ec);
-  fs::rename(received_dir, dir, ec);
-  if (ec) return IOError("keep received snapshot: " + ec.message());
-  int dfd = ::open((options_.member_dir + "/snap").c_str(),
-                   O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
+  // The sender synced the files; their names (in db/ and in the received
+  // directory) and the move to `dir` must be durable too before the WAL
+  // may name the snapshot (stepping the message leads there).
+  const std::string snap = options_.member_dir + "/snap";
+  Status s = RemoveAll(fs_, dir);
+  if (s.ok() && fs_->Exists(received_dir + "/db")) {
+    s = fs_->SyncDir(received_dir + "/db");
   }
+  if (s.ok()) s = fs_->SyncDir(received_dir);
+  if (s.ok()) s = fs_->Rename(received_dir, dir);
+  if (s.ok()) s = fs_->SyncDir(snap);
+  if (s.ok() && DirName(received_dir) != snap) {
+    s = fs_->SyncDir(DirName(received_dir));
+  }
+  if (!s.ok()) return s.Annotate("keep received snapshot");
   node->Step(std::move(msg));
   return Status::Ok();
 }

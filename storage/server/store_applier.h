@@ -105,7 +105,8 @@ class StoreApplier : public Applier {
   // marker reaches the WAL. If the process died before the snapshot was
   // swapped in, or half-way, this finishes the install (call before the
   // store is opened; `snapshot_index` is the WAL's newest snapshot).
-  static Status FinishInstall(const std::string& member_dir,
+  // Its files go through `fs` (null = FileSystem::Default()).
+  static Status FinishInstall(FileSystem* fs, const std::string& member_dir,
                               uint64_t snapshot_index);
 
   // Starts the apply thread. The replay starts after `last_snapshot` (the
@@ -142,7 +143,9 @@ class StoreApplier : public Applier {
                                                 bool for_peer = true)
       EXCLUDES(mu_);
   // Takes over a received snapshot directory (PeerHandler::ReceiveSnapshot)
-  // as member/snap/db-<index> and steps `msg` into the node.
+  // as member/snap/db-<index>, durably (its files must be synced already;
+  // the names in it and the move are synced here), and steps `msg` into the
+  // node.
   Status ReceiveSnapshot(const std::string& received_dir, raftpb::Message msg);
 
   // The MVCC store, pinned against a snapshot install while the returned
@@ -215,6 +218,9 @@ class StoreApplier : public Applier {
   bool QueueBarrier(std::function<void()> fn) EXCLUDES(mu_);
 
   const StoreApplierOptions options_;
+  // The store's file system (store_options.file_system, or the default):
+  // the snapshot directories and cluster.pb go through it too.
+  FileSystem* const fs_;
   Clock* const clock_;
   Membership* const membership_;
   LocalMember* const self_;

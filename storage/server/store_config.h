@@ -56,13 +56,19 @@ struct StoreConfig {
   // Where the WAL and the MVCC store's RocksDB files (snapshot checkpoints
   // included) are written; null = FileSystem::Default(). Tests put a
   // fault-injecting file system here (base/testing). Not owned; must outlive
-  // the member. The snapshot directory swaps of an install, received
-  // snapshot files, cluster.pb and the LOCK file do not go through it yet.
+  // the member. Everything under the data directory goes through it: the
+  // WAL, RocksDB, cluster.pb, the LOCK file, snapshot checkpoints and the
+  // directory moves of a snapshot install. (The HTTP peer transport still
+  // writes the files of a received snapshot itself, with fsync.)
   FileSystem* file_system = nullptr;
+  // A WAL segment is cut once it reaches this size (etcd's
+  // wal.SegmentSizeBytes, 64 MiB). Tests make it small to cut often.
+  uint64_t wal_segment_bytes = 64 << 20;
   // Test seam: called at named steps of multi-step disk updates (e.g.
-  // "install-snapshot:swapped"); crash tests kill the process there, others
-  // stall it there ("apply:task", before the apply thread applies a task;
-  // with a hook set, no task is applied on the node loop). Null in
+  // "install-snapshot:swapped", "snapshot:store-synced", the WAL's
+  // "cut:created"); crash tests kill the process or cut the power there,
+  // others stall it there ("apply:task", before the apply thread applies a
+  // task; with a hook set, no task is applied on the node loop). Null in
   // production.
   std::function<void(std::string_view step)> crash_hook;
 };

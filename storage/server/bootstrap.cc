@@ -236,9 +236,8 @@ StatusOr<BootstrappedMember> BootstrapMember(StoreConfig* config) {
   log_opts.catch_up_entries = config->snapshot_catch_up_entries;
   log_opts.wal.file_system = config->file_system;
   log_opts.wal.segment_bytes = config->wal_segment_bytes;
-  log_opts.wal.preallocate_bytes =
-      std::min<uint64_t>(log_opts.wal.preallocate_bytes,
-                         config->wal_segment_bytes);
+  log_opts.wal.preallocate_bytes = std::min<uint64_t>(
+      log_opts.wal.preallocate_bytes, config->wal_segment_bytes);
   log_opts.wal.crash_hook = config->crash_hook;
   ASSIGN_OR_RETURN(m.log, RaftLog::Open(m.member_dir + "/wal", log_opts));
   // A snapshot received from a leader is durable in member/snap/ before its

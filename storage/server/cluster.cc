@@ -117,8 +117,7 @@ storagepb::ClusterRecord NewClusterRecord(
 }
 
 StatusOr<std::unique_ptr<Membership>> Membership::Open(
-    std::string path, const storagepb::ClusterRecord& initial,
-    FileSystem* fs) {
+    std::string path, const storagepb::ClusterRecord& initial, FileSystem* fs) {
   if (fs == nullptr) fs = FileSystem::Default();
   std::unique_ptr<Membership> m(new Membership(path, fs));
   MutexLock l(&m->mu_);  // not shared yet; for the analysis

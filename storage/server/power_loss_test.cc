@@ -20,9 +20,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
-#include <condition_variable>
 #include <filesystem>
 #include <future>
 #include <map>
@@ -401,13 +401,13 @@ struct CutPoint {
   const char* step;  // nullptr: timed
 };
 constexpr CutPoint kCutPoints[] = {
-    {nullptr},                         // anywhere: mid group commit, ...
-    {"apply:task"},                    // entries durable, not yet applied
-    {"snapshot:store-synced"},         // store synced, marker not written
-    {"cut:created"},                   // a WAL segment being cut
-    {"install-snapshot:old-moved"},    // mid snapshot install
-    {"install-snapshot:swapped"},      // the snapshot's db in place
-    {"install-snapshot:membership"},   // its membership saved
+    {nullptr},                        // anywhere: mid group commit, ...
+    {"apply:task"},                   // entries durable, not yet applied
+    {"snapshot:store-synced"},        // store synced, marker not written
+    {"cut:created"},                  // a WAL segment being cut
+    {"install-snapshot:old-moved"},   // mid snapshot install
+    {"install-snapshot:swapped"},     // the snapshot's db in place
+    {"install-snapshot:membership"},  // its membership saved
 };
 
 struct Acked {
@@ -481,8 +481,7 @@ class PowerLossRound {
     ++cuts_;
     if (hooked) ++hooked_cuts_;
     printf("  cut %d: members %s%s%s%s\n", cuts_, Names(who).c_str(),
-           hooked ? " at " : "", hooked ? step : "",
-           hooked ? "" : " (timed)");
+           hooked ? " at " : "", hooked ? step : "", hooked ? "" : " (timed)");
     const bool torn = rng_() % 2 == 0;
     for (int i : who) {
       Status s = cluster_.PowerCycle(i, torn, rng_());
@@ -627,10 +626,11 @@ class PowerLossRound {
       }
     }
     EXPECT_EQ(lost, 0) << "acknowledged puts lost (member x key)";
-    printf("  %zu acknowledged puts kept on 3 members, revision %lld, %d cuts "
-           "(%d at the step), %d snapshots sent\n",
-           acked.size(), static_cast<long long>(rev), cuts_, hooked_cuts_,
-           cluster_.snapshots_sent.load());
+    printf(
+        "  %zu acknowledged puts kept on 3 members, revision %lld, %d cuts "
+        "(%d at the step), %d snapshots sent\n",
+        acked.size(), static_cast<long long>(rev), cuts_, hooked_cuts_,
+        cluster_.snapshots_sent.load());
   }
 
   const uint64_t seed_;

@@ -725,8 +725,8 @@ StatusOr<raftpb::SnapshotMetadata> StoreApplier::SnapshotTo(
     }
     Status s = db()->Checkpoint(dir + "/db");
     if (s.ok()) {
-      auto m = Membership::Open(dir + "/cluster.pb", membership_->Record(),
-                                fs_);
+      auto m =
+          Membership::Open(dir + "/cluster.pb", membership_->Record(), fs_);
       s = m.ok() ? (*m)->Save() : m.status();
     }
     if (!s.ok()) {

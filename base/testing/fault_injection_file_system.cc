@@ -506,15 +506,32 @@ Status FaultInjectionFileSystem::SyncDir(const std::string& path) {
   RETURN_IF_ERROR(base_->SyncDir(p));
   MutexLock lock(&mu_);
   if (!active_) return Status::Ok();
+  std::vector<std::string> removed_dirs;
   for (auto it = journal_.begin(); it != journal_.end();) {
     it->pending_dirs.erase(p);
     if (!it->pending_dirs.empty()) {
       ++it;
       continue;
     }
+    if (it->kind == JournalEntry::Kind::kRemoveDir) {
+      removed_dirs.push_back(it->path);
+    }
     // Durable: never undone, so what it replaced is gone for good.
     if (it->saved) DropSavedLocked(*it->saved);
     it = journal_.erase(it);
+  }
+  // A directory whose removal is durable took its entries with it: the
+  // changes inside it (the removals that emptied it) can no longer be
+  // undone, whether or not the directory itself was synced before it went.
+  for (const std::string& dir : removed_dirs) {
+    for (auto it = journal_.begin(); it != journal_.end();) {
+      if (!IsUnder(it->path, dir)) {
+        ++it;
+        continue;
+      }
+      if (it->saved) DropSavedLocked(*it->saved);
+      it = journal_.erase(it);
+    }
   }
   return Status::Ok();
 }

@@ -45,7 +45,9 @@ class FaultInjectionFileSystem::File : public WritableFile {
 
   Status Append(std::string_view data) override {
     RETURN_IF_ERROR(fs_->CheckFault(Op::kWrite, path_));
-    return target_->Append(data);
+    RETURN_IF_ERROR(target_->Append(data));
+    fs_->WrittenUpTo(node_, target_->Size());
+    return Status::Ok();
   }
   Status Flush() override { return target_->Flush(); }
   Status Sync() override { return DoSync(/*full=*/false); }
@@ -56,6 +58,7 @@ class FaultInjectionFileSystem::File : public WritableFile {
     MutexLock lock(&fs_->mu_);
     // The cut is not durable yet, but the bytes past it are gone for good.
     node_->synced = std::min(node_->synced, size);
+    node_->written = std::min(node_->written, size);
     return Status::Ok();
   }
   Status Preallocate(uint64_t size) override {
@@ -113,6 +116,7 @@ FaultInjectionFileSystem::NodeLocked(const std::string& path) {
   // Never written through us: durable as it is.
   auto node = std::make_shared<Node>();
   node->synced = base_->FileSize(path).value_or(0);
+  node->written = node->synced;
   nodes_[path] = node;
   return node;
 }
@@ -143,7 +147,17 @@ Status FaultInjectionFileSystem::CheckFault(Op op, const std::string& path) {
 void FaultInjectionFileSystem::SyncedUpTo(const std::shared_ptr<Node>& node,
                                           uint64_t size) {
   MutexLock lock(&mu_);
-  if (active_) node->synced = size;
+  if (!active_) return;
+  node->synced = size;
+  node->written = std::max(node->written, size);
+}
+
+void FaultInjectionFileSystem::WrittenUpTo(const std::shared_ptr<Node>& node,
+                                           uint64_t size) {
+  MutexLock lock(&mu_);
+  // A dead machine's writes never reach the disk: they are no part of any
+  // torn tail.
+  if (active_) node->written = size;
 }
 
 void FaultInjectionFileSystem::FileClosed() {
@@ -225,15 +239,18 @@ Status FaultInjectionFileSystem::RemoveAllLocked(const std::string& path) {
 // -------------------------------------------------------------------
 
 Status FaultInjectionFileSystem::CutFileLocked(const std::string& path,
-                                               uint64_t synced,
+                                               const Node& node,
                                                const PowerCutOptions& options,
                                                uint64_t* rng) {
+  const uint64_t synced = node.synced;
   ASSIGN_OR_RETURN(uint64_t size, base_->FileSize(path));
   if (size <= synced) return Status::Ok();
   uint64_t keep = 0;
   bool zero_last_sector = false;
+  // Only what was written while the power was on can have reached the disk.
+  const uint64_t written = std::clamp(node.written, synced, size);
   if (options.torn_tails) {
-    keep = NextRandom(rng) % (size - synced + 1);
+    keep = NextRandom(rng) % (written - synced + 1);
     zero_last_sector = (NextRandom(rng) & 1) != 0;
   }
   const uint64_t new_size = synced + keep;
@@ -304,7 +321,7 @@ Status FaultInjectionFileSystem::PowerCut(const PowerCutOptions& options) {
   // them back to the names they had.
   for (const auto& [path, node] : nodes_) {
     if (!base_->Exists(path)) continue;
-    Status s = CutFileLocked(path, node->synced, options, &rng);
+    Status s = CutFileLocked(path, *node, options, &rng);
     if (first.ok()) first = s;
   }
   for (auto it = journal_.rbegin(); it != journal_.rend(); ++it) {
@@ -401,6 +418,7 @@ StatusOr<std::unique_ptr<WritableFile>> FaultInjectionFileSystem::OpenWritable(
         {JournalEntry::Kind::kCreateFile, p, "", std::nullopt, {DirName(p)}});
   } else if (mode == OpenMode::kTruncate) {
     node->synced = 0;
+    node->written = 0;
   }
   ++open_files_;
   written_paths_.insert(p);

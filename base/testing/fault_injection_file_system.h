@@ -24,8 +24,10 @@
 // Faults:
 //  - SetActive(false): the machine is dead from now on. Calls still succeed
 //    and reach the disk, but nothing becomes durable any more, so the next
-//    PowerCut() drops all of it. Use it to stop the durable state at a point
-//    and shut a store down (its close-time flushes are then lost too).
+//    PowerCut() drops all of it (no torn tail keeps a byte written from then
+//    on). Use it to stop the durable state at a point and shut a store down
+//    (its close-time flushes are then lost too). Truncations still count:
+//    the double keeps no copy of the bytes they drop.
 //  - InjectError(): Append/Truncate/Preallocate ("writes") or Sync/Fsync/
 //    SyncDir ("syncs") fail with EIO or ENOSPC, once or from a point on,
 //    optionally only for paths containing a string. A failed write writes
@@ -73,9 +75,10 @@ class FaultInjectionFileSystem : public FileSystem {
   // ---- power --------------------------------------------------------------
   struct PowerCutOptions {
     // Instead of dropping each file's unsynced tail whole, keep a random
-    // prefix of it and, for half the files, zero the last 512-byte sector
-    // of what is kept (a write whose size reached the disk but whose data
-    // did not): the torn tails a real power cut leaves.
+    // prefix of what was written of it while the power was on and, for half
+    // the files, zero the last 512-byte sector of what is kept (a write
+    // whose size reached the disk but whose data did not): the torn tails a
+    // real power cut leaves.
     bool torn_tails = false;
     uint64_t seed = 1;
   };
@@ -147,6 +150,9 @@ class FaultInjectionFileSystem : public FileSystem {
   // durable. Shared by its names and its open handles.
   struct Node {
     uint64_t synced = 0;
+    // How far it was written while the power was on (>= synced): a torn
+    // tail keeps at most this much.
+    uint64_t written = 0;
   };
   // A file taken out of the namespace (removed, or replaced by a rename),
   // kept so that PowerCut can put it back.
@@ -183,12 +189,14 @@ class FaultInjectionFileSystem : public FileSystem {
   Status UndoLocked(const JournalEntry& e) REQUIRES(mu_);
   Status RemoveAllLocked(const std::string& path) REQUIRES(mu_);
   void ForgetNodesUnderLocked(const std::string& dir) REQUIRES(mu_);
-  Status CutFileLocked(const std::string& path, uint64_t synced,
+  Status CutFileLocked(const std::string& path, const Node& node,
                        const PowerCutOptions& options, uint64_t* rng)
       REQUIRES(mu_);
   StatusOr<std::string> ScratchDirLocked() REQUIRES(mu_);
   void FileClosed() EXCLUDES(mu_);
   void SyncedUpTo(const std::shared_ptr<Node>& node, uint64_t size)
+      EXCLUDES(mu_);
+  void WrittenUpTo(const std::shared_ptr<Node>& node, uint64_t size)
       EXCLUDES(mu_);
 
   FileSystem* const base_;

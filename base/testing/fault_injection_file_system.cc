@@ -220,6 +220,40 @@ void FaultInjectionFileSystem::RecordLocked(JournalEntry entry) {
   journal_.push_back(std::move(entry));
 }
 
+void FaultInjectionFileSystem::MoveNamesLocked(const std::string& from,
+                                               const std::string& to,
+                                               bool is_dir) {
+  auto moved = [&](const std::string& p) -> std::optional<std::string> {
+    if (p == from || IsUnder(p, from)) return to + p.substr(from.size());
+    return std::nullopt;
+  };
+  std::map<std::string, std::shared_ptr<Node>> nodes;
+  for (auto it = nodes_.begin(); it != nodes_.end();) {
+    std::optional<std::string> p = moved(it->first);
+    if (!p) {
+      ++it;
+      continue;
+    }
+    nodes[*p] = it->second;
+    it = nodes_.erase(it);
+  }
+  for (auto& [p, n] : nodes) nodes_[p] = n;
+  if (!is_dir) return;
+  // The pending changes inside a directory belong to it, not to its name:
+  // they move with it, and only a sync of the directory (under whatever
+  // name it has then) makes them durable. A change of the directory's own
+  // name (its creation, an earlier rename to it) stays in its parent.
+  for (JournalEntry& e : journal_) {
+    if (IsUnder(e.path, from)) e.path = *moved(e.path);
+    if (IsUnder(e.from, from)) e.from = *moved(e.from);
+    std::set<std::string> dirs;
+    for (const std::string& d : e.pending_dirs) {
+      dirs.insert(moved(d).value_or(d));
+    }
+    e.pending_dirs = std::move(dirs);
+  }
+}
+
 void FaultInjectionFileSystem::ForgetNodesUnderLocked(const std::string& dir) {
   for (auto it = nodes_.begin(); it != nodes_.end();) {
     it = IsUnder(it->first, dir) ? nodes_.erase(it) : std::next(it);
@@ -282,22 +316,11 @@ Status FaultInjectionFileSystem::UndoLocked(const JournalEntry& e) {
       return base_->CreateDir(e.path, kPrivateDirMode);
     case Kind::kRename: {
       if (base_->Exists(e.path)) {
-        RETURN_IF_ERROR(base_->Rename(e.path, e.from));
-        // Whatever was known under the new name (the file, or the files
-        // of a renamed directory) goes back under the old one.
-        std::map<std::string, std::shared_ptr<Node>> moved;
-        for (auto it = nodes_.begin(); it != nodes_.end();) {
-          if (it->first == e.path) {
-            moved[e.from] = it->second;
-          } else if (IsUnder(it->first, e.path)) {
-            moved[e.from + it->first.substr(e.path.size())] = it->second;
-          } else {
-            ++it;
-            continue;
-          }
-          it = nodes_.erase(it);
-        }
-        for (auto& [p, n] : moved) nodes_[p] = n;
+        // Copies: moving a directory back rewrites the journal, `e` too.
+        const std::string to = e.path, from = e.from;
+        const bool is_dir = base_->ListDir(to).ok();
+        RETURN_IF_ERROR(base_->Rename(to, from));
+        MoveNamesLocked(to, from, is_dir);
       }
       if (e.saved) return RestoreLocked(*e.saved, e.path);
       return Status::Ok();
@@ -449,21 +472,12 @@ Status FaultInjectionFileSystem::Rename(const std::string& from,
     return s;
   }
   if (f == t) return Status::Ok();
-  std::map<std::string, std::shared_ptr<Node>> moved;
+  // What the rename replaced is gone from the namespace.
   for (auto it = nodes_.begin(); it != nodes_.end();) {
-    if (it->first == f) {
-      moved[t] = it->second;
-    } else if (IsUnder(it->first, f)) {
-      moved[t + it->first.substr(f.size())] = it->second;
-    } else if (it->first == t || IsUnder(it->first, t)) {
-      // replaced
-    } else {
-      ++it;
-      continue;
-    }
-    it = nodes_.erase(it);
+    const bool replaced = it->first == t || IsUnder(it->first, t);
+    it = replaced ? nodes_.erase(it) : std::next(it);
   }
-  for (auto& [p, n] : moved) nodes_[p] = n;
+  MoveNamesLocked(f, t, is_dir);
   RecordLocked({JournalEntry::Kind::kRename,
                 t,
                 f,

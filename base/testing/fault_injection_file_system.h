@@ -6,10 +6,13 @@
 // remembers what is durable under base/file_system.h's contract: for each
 // file the size of its last successful Sync()/Fsync(), and a journal of the
 // names created, renamed, linked and removed since their directory was last
-// synced. PowerCut() then makes the disk look as it would after the power
-// failed: every file cut back to its synced size, and the journal undone,
-// newest first (new files and directories deleted, renames moved back with
-// the file they replaced restored, removed files brought back).
+// synced. A change belongs to its directory, not to the directory's name:
+// when the directory is renamed its pending changes move with it, and only
+// a sync of it (under the name it has then) makes them durable; the rename
+// itself needs its parents synced. PowerCut() then makes the disk look as it
+// would after the power failed: every file cut back to its synced size, and the
+// journal undone, newest first (new files and directories deleted, renames
+// moved back with the file they replaced restored, removed files brought back).
 //
 //   FaultInjectionFileSystem fs(FileSystem::Default());
 //   auto wal = Wal::Open(dir, {.file_system = &fs}, replay);
@@ -188,6 +191,11 @@ class FaultInjectionFileSystem : public FileSystem {
   void RecordLocked(JournalEntry entry) REQUIRES(mu_);
   Status UndoLocked(const JournalEntry& e) REQUIRES(mu_);
   Status RemoveAllLocked(const std::string& path) REQUIRES(mu_);
+  // After a rename of `from` to `to`: what is known of the file or tree at
+  // `from` moves to `to`; for a directory, so do the journal's pending
+  // changes inside it.
+  void MoveNamesLocked(const std::string& from, const std::string& to,
+                       bool is_dir) REQUIRES(mu_);
   void ForgetNodesUnderLocked(const std::string& dir) REQUIRES(mu_);
   Status CutFileLocked(const std::string& path, const Node& node,
                        const PowerCutOptions& options, uint64_t* rng)

@@ -162,6 +162,65 @@ TEST_F(FaultInjectionFileSystemTest, UnsyncedDirectoryRenameIsUndone) {
   EXPECT_EQ(Read("ckpt.tmp/f"), "x");
 }
 
+// The pending names inside a directory belong to it, not to its name: after
+// a rename they need a sync of the directory under its new name, and the
+// rename alone (its parent synced) does not make them durable.
+TEST_F(FaultInjectionFileSystemTest, NamesInsideARenamedDirectoryFollowIt) {
+  ASSERT_TRUE(CreateDirAll(&fs_, dir_ + "/t.tmp", kPrivateDirMode).ok());
+  ASSERT_TRUE(CreateDirAll(&fs_, dir_ + "/u.tmp", kPrivateDirMode).ok());
+  for (const char* d : {"t.tmp", "u.tmp"}) {
+    Write(std::string(d) + "/x", "x", /*sync=*/true, /*sync_name=*/false);
+  }
+  ASSERT_TRUE(fs_.Rename(dir_ + "/t.tmp", dir_ + "/t").ok());
+  ASSERT_TRUE(fs_.Rename(dir_ + "/u.tmp", dir_ + "/u").ok());
+  ASSERT_TRUE(fs_.SyncDir(dir_ + "/u").ok());  // the new name covers it
+  ASSERT_TRUE(fs_.SyncDir(dir_).ok());
+  ASSERT_TRUE(fs_.PowerCut().ok());
+  EXPECT_TRUE(Exists("t"));
+  EXPECT_FALSE(Exists("t/x"));
+  EXPECT_EQ(Read("u/x"), "x");
+}
+
+// A snapshot install's swap: db -> db.old, new -> db, the parent synced. The
+// old database's unsynced changes are undone in db.old; the new db/, whose
+// names were all synced, is left alone even where its names are the same.
+TEST_F(FaultInjectionFileSystemTest, UndoAfterASwapHitsTheMovedDirectory) {
+  ASSERT_TRUE(CreateDirAll(&fs_, dir_ + "/db", kPrivateDirMode).ok());
+  ASSERT_TRUE(CreateDirAll(&fs_, dir_ + "/new", kPrivateDirMode).ok());
+  Write("db/1.sst", "old 1", true, false);
+  ASSERT_TRUE(fs_.SyncDir(dir_ + "/db").ok());
+  Write("db/2.sst", "old 2", true, false);           // name not synced
+  ASSERT_TRUE(fs_.Remove(dir_ + "/db/1.sst").ok());  // removal not synced
+  Write("new/1.sst", "new 1", true, false);
+  Write("new/2.sst", "new 2", true, false);
+  ASSERT_TRUE(fs_.SyncDir(dir_ + "/new").ok());
+  ASSERT_TRUE(fs_.Rename(dir_ + "/db", dir_ + "/db.old").ok());
+  ASSERT_TRUE(fs_.Rename(dir_ + "/new", dir_ + "/db").ok());
+  ASSERT_TRUE(fs_.SyncDir(dir_).ok());
+  ASSERT_TRUE(fs_.PowerCut().ok());
+  EXPECT_EQ(Read("db/1.sst"), "new 1");
+  EXPECT_EQ(Read("db/2.sst"), "new 2");
+  EXPECT_EQ(Read("db.old/1.sst"), "old 1");
+  EXPECT_FALSE(Exists("db.old/2.sst"));
+}
+
+// Undoing an unsynced directory rename puts the changes inside it back
+// under the old name, where the older journal entries expect them.
+TEST_F(FaultInjectionFileSystemTest, UndoneDirectoryRenameTakesItsChangesBack) {
+  ASSERT_TRUE(CreateDirAll(&fs_, dir_ + "/a", kPrivateDirMode).ok());
+  Write("a/keep", "k", true, false);
+  ASSERT_TRUE(fs_.SyncDir(dir_ + "/a").ok());
+  Write("a/new", "n", true, false);
+  ASSERT_TRUE(fs_.Remove(dir_ + "/a/keep").ok());
+  ASSERT_TRUE(fs_.Rename(dir_ + "/a", dir_ + "/b").ok());
+  Write("b/later", "l", true, false);
+  ASSERT_TRUE(fs_.PowerCut().ok());
+  EXPECT_FALSE(Exists("b"));
+  EXPECT_EQ(Read("a/keep"), "k");
+  EXPECT_FALSE(Exists("a/new"));
+  EXPECT_FALSE(Exists("a/later"));
+}
+
 TEST_F(FaultInjectionFileSystemTest, HardLinksShareTheSyncedSize) {
   auto f = fs_.OpenWritable(dir_ + "/f", OpenMode::kCreateNew);
   ASSERT_TRUE(f.ok());

@@ -1,0 +1,91 @@
+// BoltReader: reads a bbolt database held in memory (an etcd backend or
+// snapshot file, or what WriteBoltDb wrote), for `snapshot status`,
+// restore and tests. Format: page.h and docs/store.md.
+//
+//   ASSIGN_OR_RETURN(BoltReader db, BoltReader::Open(file_bytes));
+//   RETURN_IF_ERROR(db.ForEachBucket([&](std::string_view name,
+//                                         std::string_view header) {
+//     return db.ForEachInBucket(header, [&](std::string_view k,
+//                                           std::string_view v, bool) {
+//       ...;  return Status::Ok();
+//     });
+//   }));
+//
+// Open picks the valid meta page (magic, version 2, FNV-1a checksum) with
+// the highest txid, as bbolt does; bytes past pgid * page_size (etcd's
+// trailing sha256) are ignored. Walks check every page they visit: its id
+// below the meta's pgid and inside the data, its header id equal to its
+// page number, its type, each element inside the page (with its overflow
+// pages). Check() is bbolt's Tx.Check and more: see below.
+//
+// Ownership: borrows `data`, which must outlive the reader. Thread-safety:
+// const methods may run concurrently. Errors: Open fails with
+// kInvalidArgument "invalid database" (etcdctl's text) when no meta page
+// is valid; walks and Check fail with kCorruption naming the page.
+#ifndef KPLANE_STORAGE_BOLT_BOLT_READER_H_
+#define KPLANE_STORAGE_BOLT_BOLT_READER_H_
+
+#include <cstdint>
+#include <functional>
+#include <string_view>
+
+#include "base/statusor.h"
+
+namespace kplane::bolt {
+
+class BoltReader {
+ public:
+  // Called for each element in key order; is_bucket marks a nested bucket
+  // (its value is a bucket header). A non-OK return stops the walk.
+  using Visitor = std::function<Status(std::string_view key,
+                                       std::string_view value, bool is_bucket)>;
+
+  static StatusOr<BoltReader> Open(std::string_view data);
+
+  uint32_t page_size() const { return page_size_; }
+  // The high-water mark: the database is page_count() * page_size() bytes
+  // (bbolt's Tx.Size()).
+  uint64_t page_count() const { return pgid_; }
+  uint64_t txid() const { return txid_; }
+
+  // The root bucket's elements: top-level bucket names and their headers.
+  Status ForEachBucket(
+      const std::function<Status(std::string_view name,
+                                 std::string_view header)>& fn) const;
+  // The elements of the bucket whose header is `header`.
+  Status ForEachInBucket(std::string_view header, const Visitor& fn) const;
+
+  // The whole structure: every page below pgid is a meta page (0, 1), the
+  // freelist or on it, or reachable from the root exactly once (with its
+  // overflow pages); keys ascend strictly within each bucket; each branch
+  // key is the first key below it; top-level elements are buckets.
+  Status Check() const;
+
+ private:
+  struct CheckState;
+  BoltReader(std::string_view data, uint32_t page_size, uint64_t root,
+             uint64_t freelist, uint64_t pgid, uint64_t txid)
+      : d_(data),
+        page_size_(page_size),
+        root_(root),
+        freelist_(freelist),
+        pgid_(pgid),
+        txid_(txid) {}
+
+  // The page `id` (with its overflow pages), checked.
+  StatusOr<std::string_view> Page(uint64_t id) const;
+  Status WalkTree(uint64_t id, const Visitor& fn, int depth,
+                  CheckState* check) const;
+  Status WalkPage(std::string_view page, uint64_t id, const Visitor& fn,
+                  int depth, CheckState* check) const;
+  Status WalkBucket(std::string_view header, const Visitor& fn,
+                    CheckState* check) const;
+
+  std::string_view d_;
+  uint32_t page_size_;
+  uint64_t root_, freelist_, pgid_, txid_;
+};
+
+}  // namespace kplane::bolt
+
+#endif  // KPLANE_STORAGE_BOLT_BOLT_READER_H_

@@ -1,0 +1,296 @@
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <map>
+#include <string>
+
+#include "storage/bolt/bolt_reader.h"
+#include "storage/bolt/bolt_writer.h"
+#include "storage/bolt/etcd_backend.h"
+#include "storage/bolt/page.h"
+
+namespace kplane::bolt {
+namespace {
+
+using Contents = std::map<std::string, std::map<std::string, std::string>>;
+
+// Everything a reader sees: bucket -> key -> value.
+Contents ReadAll(const BoltReader& db) {
+  Contents out;
+  Status st =
+      db.ForEachBucket([&](std::string_view name, std::string_view header) {
+        auto& bucket = out[std::string(name)];
+        return db.ForEachInBucket(
+            header, [&](std::string_view k, std::string_view v, bool) {
+              bucket[std::string(k)] = std::string(v);
+              return Status::Ok();
+            });
+      });
+  EXPECT_TRUE(st.ok()) << st;
+  return out;
+}
+
+std::vector<BoltBucket> ToBuckets(const Contents& c) {
+  std::vector<BoltBucket> b;
+  for (const auto& [name, items] : c) {
+    b.push_back({name, {items.begin(), items.end()}});
+  }
+  return b;
+}
+
+std::string Hex(std::string_view s) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string h;
+  for (unsigned char c : s) {
+    h.push_back(kHex[c >> 4]);
+    h.push_back(kHex[c & 15]);
+  }
+  return h;
+}
+
+// Levels of the tree of bucket `bucket` (1: one leaf), following first
+// children down from its root page.
+int Depth(const BoltReader& db, std::string_view file,
+          std::string_view bucket) {
+  using namespace internal;  // NOLINT(build/namespaces)
+  uint64_t root = 0;
+  Status st =
+      db.ForEachBucket([&](std::string_view name, std::string_view header) {
+        if (name == bucket) root = Load<uint64_t>(header, 0);
+        return Status::Ok();
+      });
+  EXPECT_TRUE(st.ok());
+  if (root == 0) return 0;  // inline
+  int depth = 1;
+  size_t page = root * db.page_size();
+  while (Load<uint16_t>(file, page + 8) & kBranchPage) {
+    ++depth;
+    page = Load<uint64_t>(file, page + kPageHeaderSize + 8) * db.page_size();
+  }
+  return depth;
+}
+
+// Rewrites both meta pages with `pgid` (and a valid checksum).
+void SetPgid(std::string* file, uint64_t pgid) {
+  using namespace internal;  // NOLINT(build/namespaces)
+  for (size_t m : {kPageHeaderSize, 4096 + kPageHeaderSize}) {
+    Store<uint64_t>(file, m + 40, pgid);
+    Store<uint64_t>(
+        file, m + 56,
+        Fnv1a64(std::string_view(*file).substr(m, kMetaChecksummed)));
+  }
+}
+
+TEST(BoltWriter, EmptyDatabase) {
+  auto db = WriteBoltDb({});
+  ASSERT_TRUE(db.ok()) << db.status();
+  // meta, meta, freelist, root leaf
+  EXPECT_EQ(db->size(), 4u * 4096);
+  auto r = BoltReader::Open(*db);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->page_count(), 4u);
+  EXPECT_EQ(r->page_size(), 4096u);
+  EXPECT_TRUE(r->Check().ok()) << r->Check();
+  EXPECT_TRUE(ReadAll(*r).empty());
+}
+
+TEST(BoltWriter, SmallBucketsAreInlineAndReadBack) {
+  Contents c = {
+      {"b", {{"k1", "v1"}, {"k2", ""}}}, {"a", {}}, {"c", {{"x", "y"}}}};
+  auto db = WriteBoltDb(ToBuckets(c));
+  ASSERT_TRUE(db.ok()) << db.status();
+  EXPECT_EQ(db->size(), 4u * 4096);  // all three inline in the root leaf
+  auto r = BoltReader::Open(*db);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->Check().ok()) << r->Check();
+  EXPECT_EQ(ReadAll(*r), c);
+}
+
+// Many keys: leaves, two branch levels, overflow pages for a big value and
+// the largest key bbolt allows; read back whole, structure checked, at
+// page sizes 4 KiB and 1 KiB.
+TEST(BoltWriter, MultiLevelTreesWithOverflow) {
+  for (uint32_t ps : {4096u, 1024u}) {
+    Contents c;
+    for (int i = 0; i < 20000; ++i) {
+      char k[32];
+      std::snprintf(k, sizeof(k), "key/%08d", i * 7);
+      c["big"][k] = std::string(i % 97, static_cast<char>('a' + i % 26));
+    }
+    c["big"]["key/huge"] = std::string(3 * ps + 17, 'h');
+    c["big"][std::string(32768, 'z')] = "max key";
+    for (int i = 0; i < 300; ++i) c["mid"]["m" + std::to_string(i)] = "v";
+    c["small"]["s"] = "t";
+    auto db = WriteBoltDb(ToBuckets(c), {.page_size = ps});
+    ASSERT_TRUE(db.ok()) << db.status();
+    auto r = BoltReader::Open(*db);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(db->size(), r->page_count() * ps);
+    EXPECT_GT(r->page_count(), 400u);
+    Status check = r->Check();
+    EXPECT_TRUE(check.ok()) << check;
+    EXPECT_EQ(ReadAll(*r), c) << "page size " << ps;
+    EXPECT_GE(Depth(*r, *db, "big"), 3) << "page size " << ps;
+    EXPECT_EQ(Depth(*r, *db, "mid"), 2);
+    EXPECT_EQ(Depth(*r, *db, "small"), 0);
+  }
+}
+
+TEST(BoltWriter, UnsortedInputIsSortedDuplicatesRefused) {
+  std::vector<BoltBucket> b = {{"z", {{"b", "2"}, {"a", "1"}}}, {"y", {}}};
+  auto db = WriteBoltDb(b);
+  ASSERT_TRUE(db.ok());
+  auto r = BoltReader::Open(*db);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(ReadAll(*r),
+            (Contents{{"y", {}}, {"z", {{"a", "1"}, {"b", "2"}}}}));
+
+  EXPECT_EQ(WriteBoltDb({{"x", {{"a", "1"}, {"a", "2"}}}}).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(WriteBoltDb({{"x", {}}, {"x", {}}}).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(WriteBoltDb({{"x", {{"", "1"}}}}).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(WriteBoltDb({{"", {}}}).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      WriteBoltDb({{"x", {{std::string(32769, 'k'), "1"}}}}).status().code(),
+      StatusCode::kInvalidArgument);
+  EXPECT_EQ(WriteBoltDb({}, {.page_size = 3000}).status().code(),
+            StatusCode::kInvalidArgument);
+}
+
+TEST(BoltReader, DetectsDamage) {
+  Contents c;
+  for (int i = 0; i < 2000; ++i) c["b"]["k" + std::to_string(i)] = "value";
+  auto db = WriteBoltDb(ToBuckets(c));
+  ASSERT_TRUE(db.ok());
+  ASSERT_TRUE(BoltReader::Open(*db)->Check().ok());
+
+  // One broken meta page: the other is used.
+  std::string one = *db;
+  one[16 + 20] ^= 1;  // inside meta 0's checksummed bytes
+  auto r = BoltReader::Open(one);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(ReadAll(*r), c);
+  // Both broken: not a database.
+  one[4096 + 16 + 20] ^= 1;
+  EXPECT_EQ(BoltReader::Open(one).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(BoltReader::Open("junk").status().code(),
+            StatusCode::kInvalidArgument);
+
+  // A page whose header names another page.
+  std::string moved = *db;
+  moved[3 * 4096] ^= 1;  // page 3 is the first leaf of bucket "b"
+  r = BoltReader::Open(moved);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->Check().code(), StatusCode::kCorruption);
+  // A truncated file.
+  r = BoltReader::Open(std::string_view(*db).substr(0, db->size() - 4096));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->Check().code(), StatusCode::kCorruption);
+  // Keys out of order in a leaf: the second key of page 3 ("k1") made
+  // "k/", below the first ("k0").
+  {
+    using namespace internal;  // NOLINT(build/namespaces)
+    std::string order = *db;
+    size_t el = 3 * 4096 + kPageHeaderSize + kElementSize;
+    size_t key = el + Load<uint32_t>(order, el + 4);
+    ASSERT_EQ(order.substr(key, 2), "k1");
+    order[key + 1] = '/';
+    r = BoltReader::Open(order);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->Check().code(), StatusCode::kCorruption);
+  }
+  // A page that nothing references and the freelist does not list.
+  {
+    std::string extra = *db + std::string(4096, '\0');
+    uint64_t last = extra.size() / 4096 - 1;
+    std::memcpy(extra.data() + last * 4096, &last, 8);
+    SetPgid(&extra, last + 1);
+    r = BoltReader::Open(extra);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(ReadAll(*r), c);
+    Status st = r->Check();
+    EXPECT_EQ(st.code(), StatusCode::kCorruption);
+    EXPECT_NE(st.ToString().find("unreachable"), std::string::npos) << st;
+  }
+}
+
+TEST(EtcdBackend, RecordsAsEtcdWritesThem) {
+  // Bytes taken from a real etcd 3.4.23 snapshot (put foo v1 at 2, put bar
+  // b at 3, delete bar at 5, lease 6978a238b4614909 TTL 100).
+  EtcdBackend c;
+  c.consistent_index = 10;
+  mvccpb::KeyValue foo;
+  foo.set_key("foo");
+  foo.set_create_revision(2);
+  foo.set_mod_revision(2);
+  foo.set_version(1);
+  foo.set_value("v1");
+  c.versions.push_back({2, 0, false, foo});
+  mvccpb::KeyValue bar;
+  bar.set_key("bar");
+  c.versions.push_back({5, 0, true, bar});
+  c.leases.push_back({0x6978a238b4614909, 100});
+  etcdserverpb::Member m;
+  m.set_id(2809699647161690488ULL);
+  m.set_name("e1");
+  m.add_peerurls("http://127.0.0.1:44229");
+  m.add_clienturls("http://127.0.0.1:43723");
+  c.members.push_back(m);
+  c.removed_members.push_back(0xabc);
+  c.scheduled_compact_revision = 4;
+  c.finished_compact_revision = 4;
+  auto db = WriteEtcdBackend(std::move(c));
+  ASSERT_TRUE(db.ok()) << db.status();
+  auto r = BoltReader::Open(*db);
+  ASSERT_TRUE(r.ok());
+  ASSERT_TRUE(r->Check().ok()) << r->Check();
+  Contents got = ReadAll(*r);
+  std::vector<std::string> names;
+  for (const auto& [name, items] : got) names.push_back(name);
+  EXPECT_EQ(names, (std::vector<std::string>{
+                       "alarm", "auth", "authRoles", "authUsers", "cluster",
+                       "key", "lease", "members", "members_removed", "meta"}));
+  std::map<std::string, std::string> key;
+  for (const auto& [k, v] : got["key"]) key[Hex(k)] = Hex(v);
+  EXPECT_EQ(key, (std::map<std::string, std::string>{
+                     {"00000000000000025f0000000000000000",
+                      "0a03666f6f1002180220012a027631"},
+                     {"00000000000000055f000000000000000074", "0a03626172"}}));
+  EXPECT_EQ(
+      Hex(got["lease"][std::string("\x69\x78\xa2\x38\xb4\x61\x49\x09", 8)]),
+      "08899285a38bc7a8bc691064");
+  EXPECT_EQ(got["members"]["26fe0ef1529ce978"],
+            "{\"id\":2809699647161690488,\"peerURLs\":[\"http://"
+            "127.0.0.1:44229\"],\"name\":\"e1\",\"clientURLs\":[\"http://"
+            "127.0.0.1:43723\"]}");
+  EXPECT_EQ(got["members_removed"]["abc"], "removed");
+  EXPECT_EQ(got["cluster"]["clusterVersion"], "3.4.0");
+  EXPECT_EQ(Hex(got["auth"]["authRevision"]), "0000000000000001");
+  EXPECT_EQ(Hex(got["meta"]["consistent_index"]), "000000000000000a");
+  EXPECT_EQ(Hex(got["meta"]["scheduledCompactRev"]),
+            "00000000000000045f0000000000000000");
+  EXPECT_EQ(Hex(got["meta"]["finishedCompactRev"]),
+            "00000000000000045f0000000000000000");
+}
+
+TEST(EtcdBackend, MemberJsonEscapesAsGo) {
+  etcdserverpb::Member m;
+  m.set_id(1);
+  m.set_islearner(true);
+  m.set_name("a\"<b>&\n");
+  EXPECT_EQ(EtcdMemberJson(m),
+            "{\"id\":1,\"peerURLs\":null,\"isLearner\":true,\"name\":"
+            "\"a\\\"\\u003cb\\u003e\\u0026\\n\"}");
+}
+
+TEST(EtcdBackend, Sha256) {
+  EXPECT_EQ(Hex(Sha256("abc")),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}
+
+}  // namespace
+}  // namespace kplane::bolt

@@ -210,6 +210,28 @@ class Store {
   // snapshots; Store::Open on it restores this state.
   Status Checkpoint(const std::string& dir);
 
+  // Everything the store keeps, read at one instant (one RocksDB
+  // snapshot, so revision, consistent index and data agree), for a snapshot
+  // in etcd's backend format (storage/bolt/etcd_backend.h): every stored
+  // version, history not yet compacted included, in revision order.
+  // Memory: the whole history at once. Errors: IOError/Corruption.
+  struct ExportedVersion {
+    int64_t main = 0;
+    int64_t sub = 0;
+    bool tombstone = false;
+    mvccpb::KeyValue kv;  // key, create/mod revision, version, value,
+                          // lease; a tombstone's holds only the key
+  };
+  struct Export {
+    int64_t revision = 0;
+    uint64_t consistent_index = 0;
+    int64_t compact_scheduled = 0;
+    int64_t compact_finished = 0;
+    std::vector<ExportedVersion> versions;            // by (main, sub)
+    std::vector<std::pair<int64_t, int64_t>> leases;  // (id, TTL) by id
+  };
+  StatusOr<Export> ExportAll();
+
   int64_t CurrentRevision() const { return current_rev_.load(); }
   // The compaction revision requested last (reads below it fail).
   int64_t CompactRevision() const { return compact_scheduled_.load(); }

@@ -466,6 +466,61 @@ TEST_F(MvccStoreTest, CheckpointOpensToSameState) {
   EXPECT_EQ(copy->HashKV(2)->hash(), store_->HashKV(2)->hash());
 }
 
+// ExportAll: every stored version in revision order, tombstones with only
+// their key, the leases and the meta values, as of one instant; after a
+// compaction only what it kept.
+TEST_F(MvccStoreTest, ExportAllHoldsTheWholeHistory) {
+  etcdserverpb::LeaseGrantRequest g;
+  g.set_id(7);
+  g.set_ttl(60);
+  ASSERT_TRUE(store_->LeaseGrant(g).ok());
+  Put("a", "1");                                    // 1
+  etcdserverpb::PutRequest lp = MakePut("b", "2");  // 2, with the lease
+  lp.set_lease(7);
+  ASSERT_TRUE(store_->Put(lp).ok());
+  Put("a", "3");                                              // 3
+  ASSERT_TRUE(store_->DeleteRange(MakeDelete("b"), 9).ok());  // 4
+  etcdserverpb::TxnRequest t;  // 5: two changes, subs 0 and 1
+  t.add_success()->mutable_request_put()->CopyFrom(MakePut("c", "x"));
+  t.add_success()->mutable_request_put()->CopyFrom(MakePut("a", "y"));
+  ASSERT_TRUE(store_->Txn(t, 10).ok());
+
+  auto e = store_->ExportAll();
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->revision, 5);
+  EXPECT_EQ(e->consistent_index, 10u);
+  EXPECT_EQ(e->compact_scheduled, 0);
+  EXPECT_EQ(e->leases, (std::vector<std::pair<int64_t, int64_t>>{{7, 60}}));
+  std::vector<std::string> got;
+  for (const auto& v : e->versions) {
+    got.push_back(std::to_string(v.main) + "." + std::to_string(v.sub) +
+                  (v.tombstone ? "t " : " ") + v.kv.ShortDebugString());
+  }
+  EXPECT_EQ(got, (std::vector<std::string>{
+                     "1.0 key: \"a\" create_revision: 1 mod_revision: 1 "
+                     "version: 1 value: \"1\"",
+                     "2.0 key: \"b\" create_revision: 2 mod_revision: 2 "
+                     "version: 1 value: \"2\" lease: 7",
+                     "3.0 key: \"a\" create_revision: 1 mod_revision: 3 "
+                     "version: 2 value: \"3\"",
+                     "4.0t key: \"b\"",
+                     "5.0 key: \"c\" create_revision: 5 mod_revision: 5 "
+                     "version: 1 value: \"x\"",
+                     "5.1 key: \"a\" create_revision: 1 mod_revision: 5 "
+                     "version: 3 value: \"y\"",
+                 }));
+
+  ASSERT_TRUE(store_->Compact(5).ok());
+  ASSERT_TRUE(store_->WaitForCompaction(5).ok());
+  e = store_->ExportAll();
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->compact_scheduled, 5);
+  EXPECT_EQ(e->compact_finished, 5);
+  std::vector<int64_t> mains;
+  for (const auto& v : e->versions) mains.push_back(v.main);
+  EXPECT_EQ(mains, (std::vector<int64_t>{5, 5}));
+}
+
 TEST_F(MvccStoreTest, HashKVTracksLiveStateAtRevision) {
   Put("a", "1");
   Put("b", "2");

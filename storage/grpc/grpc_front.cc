@@ -5,6 +5,7 @@
 #include <grpcpp/server_posix.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <climits>
 #include <deque>
@@ -14,8 +15,10 @@
 #include "base/logging.h"
 #include "base/mutex.h"
 #include "schemas/grpc/rpc_services.grpc.pb.h"
+#include "storage/bolt/etcd_backend.h"
 #include "storage/etcdjson/etcd_json.h"
 #include "storage/mvcc/watch.h"
+#include "storage/server/etcd_snapshot.h"
 #include "storage/server/kv_service.h"
 
 namespace kplane::storage {
@@ -466,6 +469,61 @@ class ClusterImpl final : public pb::Cluster::CallbackService {
   StoreServer* const s_;
 };
 
+// Builds the snapshot on a worker, then writes it one blob at a time (gRPC
+// allows one write in flight; each OnWriteDone starts the next). Owns
+// itself until OnDone.
+class SnapshotStream final
+    : public grpc::ServerWriteReactor<pb::SnapshotResponse> {
+ public:
+  static constexpr size_t kBlobSize = 32 * 1024;  // etcd's send buffer
+
+  explicit SnapshotStream(StoreServer* s) {
+    s->Submit([this, s] {
+      StatusOr<std::string> db = EtcdSnapshotDb(s);
+      if (!db.ok()) {
+        Finish(ToGrpc(db.status()));
+        return;
+      }
+      db_ = *std::move(db);
+      sha_ = bolt::Sha256(db_);
+      Next();
+    });
+  }
+  void OnWriteDone(bool ok) override {
+    if (!ok) {  // the client went away
+      Finish(grpc::Status(grpc::StatusCode::CANCELLED, "snapshot cancelled"));
+      return;
+    }
+    Next();
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  void Next() {
+    if (sent_ < db_.size()) {
+      size_t n = std::min(kBlobSize, db_.size() - sent_);
+      resp_.set_blob(db_.substr(sent_, n));
+      sent_ += n;
+      resp_.set_remaining_bytes(db_.size() - sent_);
+      StartWrite(&resp_);
+    } else if (!sha_sent_) {
+      sha_sent_ = true;
+      resp_.set_blob(sha_);
+      resp_.set_remaining_bytes(0);
+      StartWrite(&resp_);
+    } else {
+      Finish(grpc::Status::OK);
+    }
+  }
+
+  // Touched by the worker, then only by the one write in flight's
+  // OnWriteDone: never concurrently.
+  std::string db_, sha_;
+  size_t sent_ = 0;
+  bool sha_sent_ = false;
+  pb::SnapshotResponse resp_;
+};
+
 class MaintenanceImpl final : public pb::Maintenance::CallbackService {
  public:
   explicit MaintenanceImpl(StoreServer* s) : s_(s) {}
@@ -514,19 +572,13 @@ class MaintenanceImpl final : public pb::Maintenance::CallbackService {
     StoreServer* s = s_;
     return OnWorker(s, ctx, resp, [s, req] { return s->MoveLeader(*req); });
   }
+  // etcd's snapshot stream: the database in etcd 3.4's backend format
+  // (etcd_snapshot.h) in 32 KiB blobs with the bytes still to come, then
+  // its sha256 in a last message (remaining_bytes 0), as etcd's
+  // maintenanceServer.Snapshot sends them; no header, as etcd.
   grpc::ServerWriteReactor<pb::SnapshotResponse>* Snapshot(
-      CallbackServerContext* ctx, const pb::SnapshotRequest*) override {
-    class Unimplemented
-        : public grpc::ServerWriteReactor<pb::SnapshotResponse> {
-     public:
-      Unimplemented() {
-        Finish(grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
-                            "kplane: snapshot over gRPC is not served yet"));
-      }
-      void OnDone() override { delete this; }
-    };
-    (void)ctx;
-    return new Unimplemented();
+      CallbackServerContext*, const pb::SnapshotRequest*) override {
+    return new SnapshotStream(s_);
   }
 
  private:

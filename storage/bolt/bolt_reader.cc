@@ -172,6 +172,10 @@ Status BoltReader::ForEachBucket(
       0, nullptr);
 }
 
+Status BoltReader::ForEachRoot(const Visitor& fn) const {
+  return WalkTree(root_, fn, 0, nullptr);
+}
+
 Status BoltReader::ForEachInBucket(std::string_view header,
                                    const Visitor& fn) const {
   return WalkBucket(header, fn, nullptr);
@@ -220,7 +224,9 @@ Status BoltReader::Check() const {
         return WalkBucket(v, nested, &root);
       },
       0, &root));
-  for (uint64_t p = 0; p < pgid_; ++p) {
+  // Without a synced freelist (bbolt's NoFreelistSync) the free pages are
+  // exactly the unreachable ones.
+  for (uint64_t p = 0; p < pgid_ && freelist_ != kNoFreelist; ++p) {
     if (!marks[p]) return Corrupt(p, "unreachable and not free");
   }
   return Status::Ok();

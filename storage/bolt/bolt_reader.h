@@ -48,7 +48,11 @@ class BoltReader {
   uint64_t page_count() const { return pgid_; }
   uint64_t txid() const { return txid_; }
 
-  // The root bucket's elements: top-level bucket names and their headers.
+  // The root bucket's elements as stored (a well-formed db holds buckets
+  // only).
+  Status ForEachRoot(const Visitor& fn) const;
+  // The root bucket's elements: top-level bucket names and their headers;
+  // fails with kCorruption on a top-level key that is no bucket.
   Status ForEachBucket(
       const std::function<Status(std::string_view name,
                                  std::string_view header)>& fn) const;
@@ -57,7 +61,8 @@ class BoltReader {
 
   // The whole structure: every page below pgid is a meta page (0, 1), the
   // freelist or on it, or reachable from the root exactly once (with its
-  // overflow pages); keys ascend strictly within each bucket; each branch
+  // overflow pages; without a freelist page, unreachable pages count as
+  // free); keys ascend strictly within each bucket; each branch
   // key is the first key below it; top-level elements are buckets.
   Status Check() const;
 

@@ -98,6 +98,14 @@ TEST(NamespaceControllerApiTest, NamespaceDeletionEmptiesAndRemovesIt) {
   Response d = s.Delete("/api/v1/namespaces/team");
   ASSERT_EQ(d.code, 200) << d.body;
   EXPECT_EQ(d.Str({"status", "phase"}), "Terminating");
+  // The admission check reads the namespaces watch cache, as kube's
+  // NamespaceLifecycle reads its informer: a list not older than the
+  // deletion's revision waits until the cache has seen it.
+  ASSERT_EQ(s.Get("/api/v1/namespaces?resourceVersionMatch=NotOlderThan&"
+                  "resourceVersion=" +
+                  d.Str({"metadata", "resourceVersion"}))
+                .code,
+            200);
   // No new content in a terminating namespace.
   Response create =
       s.Post("/api/v1/namespaces/team/configmaps", ConfigMap("b"));

@@ -203,6 +203,24 @@ TEST_F(KpctlOnKplane, ClusterCommands) {
   EXPECT_NE(mv.out.find(std::string(" to ") + hex + "\n"), std::string::npos)
       << mv.out;
 
+  // A new leader refuses a configuration change until it has applied its
+  // log up to where it took over (raft's pending conf index; etcd's raft
+  // does the same): the refused change is dropped and its proposer waits
+  // for its timeout. So wait until the new leader has applied everything
+  // it had when it answered.
+  {
+    auto first = (*m)->Status();
+    ASSERT_TRUE(first.ok());
+    bool caught_up = false;
+    const TimePoint deadline = Clock::Real()->Now() + seconds(10);
+    while (!caught_up && Clock::Real()->Now() < deadline) {
+      auto now = (*m)->Status();
+      caught_up = now.ok() && now->raftappliedindex() >= first->raftindex();
+      if (!caught_up) std::this_thread::sleep_for(milliseconds(20));
+    }
+    ASSERT_TRUE(caught_up) << "the new leader did not apply its log";
+  }
+
   // A learner added and removed again.
   const std::string peer =
       "http://127.0.0.1:" + std::to_string(*storage::PickFreePort());

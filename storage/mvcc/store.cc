@@ -329,7 +329,7 @@ Status Store::WriteFailed(const rocksdb::Status& st, std::string_view what) {
     s = Status(StatusCode::kNoSpace,
                std::string(internal::NoSpaceError().message()) +
                    " (disk full: " + st.ToString() + ")");
-    nospace_ = true;
+    disk_full_ = true;
   } else {
     Status r = FromRocks(st);
     s = Status(r.code(), "mvcc: " + std::string(what) +
@@ -503,26 +503,36 @@ Status Store::CheckQuotaLocked(int64_t cost) {
   return internal::NoSpaceError();
 }
 
+Status Store::ResumeAfterFullDisk() {
+  MutexLock l(&write_mu_);
+  return ResumeLocked();
+}
+
+Status Store::ResumeLocked() {
+  if (!WriteStatus().Is(StatusCode::kNoSpace)) return Status::Ok();
+  // The disk was full. RocksDB writes its memtables out and starts a new
+  // log (the one the failed write was cut off in is left behind).
+  rocksdb::Status st = db_->Resume();
+  if (!st.ok()) {
+    Status r = FromRocks(st);
+    return Status(r.code(),
+                  "mvcc: cannot resume after a full disk: " + r.message());
+  }
+  {
+    MutexLock el(&error_mu_);
+    write_error_ = Status::Ok();
+  }
+  disk_full_ = false;
+  LOG(INFO) << "mvcc: resumed after a full disk";
+  MutexLock cl(&compact_mu_);
+  compaction_error_ = Status::Ok();
+  compact_cv_.notify_all();
+  return Status::Ok();
+}
+
 Status Store::DisarmNoSpaceAlarm(uint64_t consistent_index) {
   MutexLock l(&write_mu_);
-  if (Status e = WriteStatus(); e.Is(StatusCode::kNoSpace)) {
-    // The disk was full. RocksDB writes its memtables out and starts a new
-    // log (the one the failed write was cut off in is left behind).
-    rocksdb::Status st = db_->Resume();
-    if (!st.ok()) {
-      Status r = FromRocks(st);
-      return Status(r.code(),
-                    "mvcc: cannot resume after a full disk: " + r.message());
-    }
-    {
-      MutexLock el(&error_mu_);
-      write_error_ = Status::Ok();
-    }
-    LOG(INFO) << "mvcc: resumed after a full disk";
-    MutexLock cl(&compact_mu_);
-    compaction_error_ = Status::Ok();
-    compact_cv_.notify_all();
-  }
+  RETURN_IF_ERROR(ResumeLocked());
   RETURN_IF_ERROR(FlushGroupLocked());
   rocksdb::WriteBatch wb;
   wb.Put(rocksdb::Slice(keys::kMetaAlarmNoSpace.data(),

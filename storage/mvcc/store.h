@@ -37,8 +37,10 @@
 // is published (revision, watch events, lease attachments, consistent index
 // stay where they were); whether its bytes survive a restart is unknown, so
 // its outcome is unknown, as for any failed I/O. A full disk is recoverable:
-// free space, then DisarmNoSpaceAlarm(). Any other failure lasts until the
-// store is reopened. Nothing crashes the process.
+// free space, then ResumeAfterFullDisk() (the replicated server retries the
+// failed writes then, and lifts the alarm when it is disarmed) or
+// DisarmNoSpaceAlarm(). Any other failure lasts until the store is
+// reopened. Nothing crashes the process.
 //
 // Ownership: the store owns its RocksDB and three threads (compaction, watch
 // catch-up, optional auto-compaction). Close() or the destructor stops them.
@@ -245,11 +247,23 @@ class Store {
 
   // ---- NOSPACE alarm ------------------------------------------------------
   // Raised by a write over quota (persisted) or by a full disk (in memory).
-  bool NoSpaceAlarm() const { return nospace_.load(); }
+  bool NoSpaceAlarm() const { return nospace_.load() || disk_full_.load(); }
+  // Only the quota's part of it (persisted until disarmed).
+  bool QuotaAlarm() const { return nospace_.load(); }
+  // Whether the last failed write found the disk full (the sticky error is
+  // kNoSpace) and no resume has succeeded since.
+  bool DiskFull() const { return disk_full_.load(); }
+  // After a full disk: resumes RocksDB (it writes its memtables out and
+  // starts a new log) and, if that works, lifts the sticky error so that
+  // writes go through again -- the quota alarm, if any, stays. The caller
+  // (the replicated server's apply thread) retries the writes that failed.
+  // kNoSpace (or another error) while the disk is still full; OK and a no-op
+  // when the sticky error is not a full disk (or there is none). Any other
+  // sticky error stays until the store reopens.
+  Status ResumeAfterFullDisk() EXCLUDES(write_mu_);
   // Clears the alarm (etcdctl alarm disarm). A later write over quota raises
-  // it again. After a full disk it first resumes RocksDB (which writes its
-  // memtables out); if the disk is still full it fails with kNoSpace and the
-  // alarm stays.
+  // it again. After a full disk it first resumes (ResumeAfterFullDisk); if
+  // the disk is still full it fails with kNoSpace and the alarm stays.
   Status DisarmNoSpaceAlarm(uint64_t consistent_index = 0) EXCLUDES(write_mu_);
 
   // ---- leases -------------------------------------------------------------
@@ -323,8 +337,12 @@ class Store {
   // What the write group staged (empty outside an open group).
   rocksdb::WriteBatchWithIndex* StagedBatchLocked() REQUIRES(write_mu_);
   Status CheckRequestSize(size_t request_bytes) const;
-  // NoSpace when the alarm is active or `cost` would exceed the quota.
+  // NoSpace when the quota alarm is active or `cost` would exceed the quota.
+  // (A full disk refuses writes through the sticky error instead, so that a
+  // resumed store takes the failed writes again.)
   Status CheckQuotaLocked(int64_t cost) REQUIRES(write_mu_);
+  // ResumeAfterFullDisk's work.
+  Status ResumeLocked() REQUIRES(write_mu_);
   // A transaction staging into the write group's batch (every write does;
   // outside an open group the group holds one transaction at a time).
   std::unique_ptr<WriteTxn> NewWriteTxnLocked() REQUIRES(write_mu_);
@@ -390,7 +408,10 @@ class Store {
   std::atomic<uint64_t> consistent_index_{0};
   std::atomic<int64_t> compact_scheduled_{0};
   std::atomic<int64_t> size_in_use_{0};
+  // The quota alarm (persisted; refuses puts and lease grants).
   std::atomic<bool> nospace_{false};
+  // A write failed for lack of disk space (the sticky error is kNoSpace).
+  std::atomic<bool> disk_full_{false};
   int64_t lease_seq_ GUARDED_BY(write_mu_) = 0;
   struct WriteGroup;
   const std::unique_ptr<WriteGroup> group_ PT_GUARDED_BY(write_mu_);

@@ -226,7 +226,8 @@ StatusOr<bool> Membership::ApplyAlarm(uint64_t index,
   if (index <= record_.applied_index()) return false;
   auto* alarms = record_.mutable_alarms();
   if (a.action() == etcdserverpb::AlarmRequest::ACTIVATE &&
-      a.alarm() == etcdserverpb::CORRUPT) {
+      (a.alarm() == etcdserverpb::CORRUPT ||
+       a.alarm() == etcdserverpb::NOSPACE)) {
     bool present = false;
     for (const auto& am : *alarms) {
       present |= am.memberid() == a.memberid() && am.alarm() == a.alarm();

@@ -69,10 +69,11 @@ class Membership {
   StatusOr<bool> ApplyPromote(uint64_t index, uint64_t id);
   StatusOr<bool> ApplyAttributes(uint64_t index,
                                  const storagepb::MemberAttributes& attrs);
-  // Applies a committed alarm request: ACTIVATE CORRUPT records the alarm,
-  // DEACTIVATE clears the matching ones (alarm NONE: every type; member 0:
-  // every member). Other alarm types are not kept here (NOSPACE is the MVCC
-  // store's). Skipped (false) at or below the record's applied index.
+  // Applies a committed alarm request: ACTIVATE CORRUPT or NOSPACE records
+  // the alarm, DEACTIVATE clears the matching ones (alarm NONE: every type;
+  // member 0: every member). (The quota's NOSPACE is also the MVCC store's;
+  // a NOSPACE kept here was raised by a member whose disk filled up.)
+  // Skipped (false) at or below the record's applied index.
   StatusOr<bool> ApplyAlarm(uint64_t index,
                             const etcdserverpb::AlarmRequest& alarm);
   // The alarms raised through the log and not disarmed.

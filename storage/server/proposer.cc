@@ -5,6 +5,8 @@
 #include <memory>
 #include <vector>
 
+#include "storage/mvcc/txn_rules.h"
+
 namespace kplane::storage {
 
 Proposer::Proposer(ProposerOptions options)
@@ -91,6 +93,20 @@ bool IsRefusedWhenCorrupt(const storagepb::InternalRaftRequest& req) {
       return false;
   }
 }
+// What a NOSPACE alarm refuses (etcd's applierV3Capped): what makes the
+// database bigger.
+bool IsRefusedWhenNoSpace(const storagepb::InternalRaftRequest& req) {
+  using R = storagepb::InternalRaftRequest;
+  switch (req.request_case()) {
+    case R::kPut:
+    case R::kLeaseGrant:
+      return true;
+    case R::kTxn:
+      return mvcc::TxnHasPut(req.txn());
+    default:
+      return false;
+  }
+}
 }  // namespace
 
 void Proposer::Propose(storagepb::InternalRaftRequest req, ApplyCallback done) {
@@ -100,6 +116,11 @@ void Proposer::Propose(storagepb::InternalRaftRequest req, ApplyCallback done) {
   }
   if (options_.corrupt() && IsRefusedWhenCorrupt(req)) {
     done(Status(StatusCode::kCorruption, "etcdserver: corrupt cluster"));
+    return;
+  }
+  if (options_.nospace() && IsRefusedWhenNoSpace(req)) {
+    done(Status(StatusCode::kNoSpace,
+                "etcdserver: mvcc: database space exceeded"));
     return;
   }
   uint64_t id = NextRequestId();

@@ -17,7 +17,8 @@
 //
 // Thread-safety: every method may be called from any thread.
 // Errors (to `done`): kUnavailable (not started, stopped, no leader,
-// dropped), kCorruption (the cluster raised a CORRUPT alarm), kTooLarge
+// dropped), kCorruption (the cluster raised a CORRUPT alarm), kNoSpace
+// ("etcdserver: mvcc: database space exceeded": a NOSPACE alarm), kTooLarge
 // (over max_request_bytes), kDeadlineExceeded (not applied in time), or
 // the apply result's own error.
 #ifndef KPLANE_STORAGE_SERVER_PROPOSER_H_
@@ -64,6 +65,10 @@ struct ProposerOptions {
   // True while the cluster has a CORRUPT alarm: key-value and lease writes
   // are refused (alarms, membership changes and attributes are not).
   std::function<bool()> corrupt = [] { return false; };
+  // True while a NOSPACE alarm is active (a member's disk filled up): puts,
+  // txns with a put and lease grants are refused, as etcd's
+  // applierV3Capped (deletes, compaction, reads and alarms still go).
+  std::function<bool()> nospace = [] { return false; };
   Clock* clock = Clock::Real();
   metrics::Registry* metrics = metrics::Registry::Default();
 };

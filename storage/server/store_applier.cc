@@ -129,10 +129,12 @@ void StoreApplier::Enqueue(ApplyTask task) {
     cv_.notify_one();
     return;
   }
-  ApplyTaskNow(task);
+  const bool retry = ApplyTaskNow(task);
   bool queued;
   {
     MutexLock l(&mu_);
+    // A full disk: the apply thread waits and retries it, first.
+    if (retry) queue_.push_front(std::move(task));
     apply_busy_ = false;
     queued = !queue_.empty();  // a barrier came meanwhile
   }
@@ -154,10 +156,114 @@ void StoreApplier::Loop() {
       apply_busy_ = true;
     }
     if (options_.crash_hook && !task.barrier) options_.crash_hook("apply:task");
-    ApplyTaskNow(task);
+    // A task handed back by the node loop after a full disk goes straight
+    // to the wait: the store refuses writes until it is resumed.
+    bool retry = !task.barrier && !apply_stopped_.load() && db() != nullptr &&
+                 db()->DiskFull();
+    if (!retry) retry = ApplyTaskNow(task);
+    if (retry && !RetryAfterFullDisk(task)) {
+      // Stopping with the disk still full: the task's entries stay in the
+      // WAL for the next start. Whoever waits for a barrier is answered.
+      RunQueuedBarriers();
+      MutexLock l(&mu_);
+      apply_busy_ = false;
+      return;
+    }
     MutexLock l(&mu_);
     apply_busy_ = false;
   }
+}
+
+bool StoreApplier::RetryAfterFullDisk(ApplyTask& task) {
+  Duration wait = options_.nospace_retry_min;
+  int attempts = 0;
+  while (true) {
+    if (!WaitToRetry(wait)) return false;
+    wait = std::min<Duration>(wait * 2, options_.nospace_retry_max);
+    ++attempts;
+    Status resumed = db()->ResumeAfterFullDisk();
+    if (resumed.ok()) {
+      if (!ApplyTaskNow(task)) {
+        LOG(INFO) << "applied again after a full disk (" << attempts
+                  << " attempts); the NOSPACE alarm stays until it is "
+                     "disarmed";
+        return true;
+      }
+    } else {
+      // Log the first failures, then now and then.
+      if (attempts <= 3 || attempts % 20 == 0) {
+        LOG(WARNING) << "the disk under the store is still full (attempt "
+                     << attempts << "): " << resumed;
+      }
+      EnterNoSpace(resumed);
+    }
+  }
+}
+
+bool StoreApplier::WaitToRetry(Duration d) {
+  const TimePoint deadline = clock_->Now() + d;
+  while (true) {
+    {
+      MutexLock l(&mu_);
+      clock_->WaitUntil(l.native(), cv_, deadline, [&]() REQUIRES(mu_) {
+        if (stopping_) return true;
+        for (const ApplyTask& t : queue_) {
+          if (t.barrier) return true;
+        }
+        return false;
+      });
+      if (stopping_) return false;
+    }
+    RunQueuedBarriers();
+    if (clock_->Now() >= deadline) return true;
+  }
+}
+
+void StoreApplier::RunQueuedBarriers() {
+  std::vector<ApplyTask> barriers;
+  {
+    MutexLock l(&mu_);
+    for (auto it = queue_.begin(); it != queue_.end();) {
+      if (it->barrier) {
+        barriers.push_back(std::move(*it));
+        it = queue_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (ApplyTask& b : barriers) b.barrier();
+}
+
+void StoreApplier::EnterNoSpace(const Status& why) {
+  if (!local_nospace_.exchange(true)) {
+    LOG(ERROR) << "the disk under the MVCC store is full (" << why
+               << "): NOSPACE. Nothing after raft index " << processed_index_
+               << " is applied until space is freed; puts are refused until "
+                  "then and the alarm is disarmed (`kpctl store alarm "
+                  "disarm`).";
+  }
+  // Tell the others (so that every member lists the alarm and refuses
+  // puts), once per episode -- again only if the proposal was dropped (no
+  // leader): this member cannot apply it to see it arrive.
+  if (nospace_proposed_.exchange(true)) return;
+  storagepb::InternalRaftRequest req;
+  auto* a = req.mutable_alarm();
+  a->set_action(etcdserverpb::AlarmRequest::ACTIVATE);
+  a->set_memberid(self_->id());
+  a->set_alarm(etcdserverpb::NOSPACE);
+  proposer_->Propose(std::move(req), [this](StatusOr<ApplyResponse> r) {
+    if (!r.ok() && r.status().Is(StatusCode::kUnavailable)) {
+      nospace_proposed_ = false;
+    }
+  });
+}
+
+void StoreApplier::Deliver(std::vector<Answer>& answers) {
+  for (Answer& a : answers) {
+    if (ApplyCallback cb = proposer_->Take(a.id)) cb(std::move(a.result));
+  }
+  answers.clear();
 }
 
 bool StoreApplier::CanApplyInline(const ApplyTask& task) const {
@@ -180,21 +286,21 @@ bool StoreApplier::CanApplyInline(const ApplyTask& task) const {
                                  last_snapshot_index_ + options_.snapshot_count;
 }
 
-void StoreApplier::ApplyTaskNow(ApplyTask& task) {
+bool StoreApplier::ApplyTaskNow(ApplyTask& task) {
   if (task.barrier) {
     task.barrier();
-    return;
+    return false;
   }
   // After a stop nothing is applied any more: the entries stay in the WAL
   // (replayed, and stopped at again, after a restart) and the store stays
   // as it was for diagnosis.
-  if (apply_stopped_.load()) return;
+  if (apply_stopped_.load()) return false;
   if (!raft::IsEmptySnapshot(task.snapshot)) {
     Status s = InstallSnapshot(task.snapshot);
     if (!s.ok()) {
       StopApply(s.Annotate("installing the snapshot at index " +
                            std::to_string(task.snapshot.metadata().index())));
-      return;
+      return false;
     }
     conf_state_ = task.snapshot.metadata().conf_state();
     last_snapshot_index_ = task.snapshot.metadata().index();
@@ -202,6 +308,8 @@ void StoreApplier::ApplyTaskNow(ApplyTask& task) {
     applied_entry_term_ = task.snapshot.metadata().term();
     SetApplied(std::max<uint64_t>(task.snapshot.metadata().index(),
                                   db()->ConsistentIndex()));
+    // Installed: a retry of the task's entries must not install it again.
+    task.snapshot.Clear();
   }
   // The task's entries go to the store as one write group: one RocksDB
   // write for the lot. Nothing of it may be seen before that write, so the
@@ -210,15 +318,18 @@ void StoreApplier::ApplyTaskNow(ApplyTask& task) {
   std::vector<Answer> answers;
   Status stop;
   uint64_t last_applied = 0;
+  const uint64_t processed_before = processed_index_;
+  const uint64_t term_before = applied_entry_term_;
+  int seen = 0, applied = 0;  // counted once the attempt is not retried
   db()->BeginWriteGroup();
   for (const raftpb::Entry& e : task.entries) {
-    committed_->Inc();
+    ++seen;
     stop = ApplyEntry(e, &answers);
     if (!stop.ok()) break;
     applied_entry_term_ = e.term();
     processed_index_ = e.index();
     last_applied = e.index();
-    applied_total_->Inc();
+    ++applied;
   }
   // What the group staged before a failed entry is good: written, then
   // published and answered -- unless a store write failed (a failed or
@@ -226,20 +337,47 @@ void StoreApplier::ApplyTaskNow(ApplyTask& task) {
   // nothing of the failed write, so answering, or moving the applied index
   // (which linearizable reads wait on), could serve a state it does not
   // hold: stop applying instead; a restart replays from its consistent
-  // index.
+  // index. A full disk is the exception: the task is retried once the
+  // store resumes (RetryAfterFullDisk).
   db()->EndWriteGroup();
   if (Status written = db()->WriteStatus(); !written.ok()) {
+    if (db()->DiskFull()) {
+      // The entries the store did write (flushed ahead of an entry that
+      // reads the store) are at or below its consistent index: a retry
+      // skips them, so answer them now. The rest is applied again.
+      const uint64_t durable = db()->ConsistentIndex();
+      std::vector<Answer> done;
+      for (Answer& a : answers) {
+        if (a.index <= durable) done.push_back(std::move(a));
+      }
+      Deliver(done);
+      processed_index_ = processed_before;
+      applied_entry_term_ = term_before;
+      EnterNoSpace(written);
+      return true;
+    }
     StopApply(written.Annotate("writing applied entries to the store"));
-    return;
+    return false;
   }
+  committed_->Inc(seen);
+  applied_total_->Inc(applied);
   if (last_applied > 0) SetApplied(last_applied);
-  for (Answer& a : answers) a.done(std::move(a.result));
+  Deliver(answers);
   if (!stop.ok()) {
     StopApply(stop);
-    return;
+    return false;
   }
   if (task.has_conf_state) conf_state_ = task.conf_state;
-  if (Status s = MaybeSnapshot(); !s.ok()) StopApply(s);
+  if (Status s = MaybeSnapshot(); !s.ok()) {
+    if (db()->DiskFull()) {
+      // Retrying the task skips its entries (applied) and tries the
+      // snapshot again.
+      EnterNoSpace(s);
+      return true;
+    }
+    StopApply(s);
+  }
+  return false;
 }
 
 void StoreApplier::StopApply(const Status& why) {
@@ -328,10 +466,13 @@ Status StoreApplier::ApplyEntry(const raftpb::Entry& e,
     return result.status().Annotate("applying entry " +
                                     std::to_string(e.index()));
   }
+  if (Status written = db()->WriteStatus(); !written.ok()) {
+    // A failed write (a full disk: NoSpace, which is also a client's error
+    // over quota) -- the store's sticky error tells them apart.
+    return written.Annotate("applying entry " + std::to_string(e.index()));
+  }
   if (req.id() != 0) {
-    if (ApplyCallback cb = proposer_->Take(req.id())) {
-      answers->push_back({std::move(cb), std::move(result)});
-    }
+    answers->push_back({req.id(), e.index(), std::move(result)});
   }
   return Status::Ok();
 }
@@ -410,10 +551,24 @@ StatusOr<ApplyResponse> StoreApplier::ApplyRequest(
                    << IdToHex(a.memberid())
                    << ": the cluster refuses writes until it is disarmed";
       }
-      if (a.action() == etcdserverpb::AlarmRequest::DEACTIVATE &&
-          index > db()->ConsistentIndex() &&
+      if (changed && a.action() == etcdserverpb::AlarmRequest::ACTIVATE &&
+          a.alarm() == etcdserverpb::NOSPACE) {
+        LOG(ERROR) << "NOSPACE alarm raised for member "
+                   << IdToHex(a.memberid())
+                   << ": the cluster refuses puts until it is disarmed";
+      }
+      const bool disarm_nospace =
+          a.action() == etcdserverpb::AlarmRequest::DEACTIVATE &&
           (a.alarm() == etcdserverpb::NOSPACE ||
-           a.alarm() == etcdserverpb::NONE)) {
+           a.alarm() == etcdserverpb::NONE);
+      if (disarm_nospace &&
+          (a.memberid() == 0 || a.memberid() == self_->id())) {
+        // This member applies entries again (it got here), so its disk
+        // took writes again.
+        local_nospace_ = false;
+        nospace_proposed_ = false;
+      }
+      if (disarm_nospace && index > db()->ConsistentIndex()) {
         RETURN_IF_ERROR(db()->DisarmNoSpaceAlarm(index));
       }
       etcdserverpb::AlarmResponse resp;
@@ -483,9 +638,7 @@ Status StoreApplier::ApplyConfChange(const raftpb::Entry& e,
                                      std::to_string(e.index()));
   }
   if (cc.id() != 0) {
-    if (ApplyCallback cb = proposer_->Take(cc.id())) {
-      answers->push_back({std::move(cb), ApplyResponse()});
-    }
+    answers->push_back({cc.id(), e.index(), ApplyResponse()});
   }
   return Status::Ok();
 }
@@ -790,11 +943,24 @@ std::vector<etcdserverpb::AlarmMember> StoreApplier::Alarms() {
   };
   {
     StoreRef store = store_.Use();
-    if (store && store->NoSpaceAlarm()) add(etcdserverpb::NOSPACE);
+    if (store && store->QuotaAlarm()) add(etcdserverpb::NOSPACE);
   }
+  // A full disk: listed from when puts are refused for it (nospace()).
+  if (local_nospace_.load()) add(etcdserverpb::NOSPACE);
   Status stopped = apply_error();
   if (stopped.Is(StatusCode::kCorruption)) add(etcdserverpb::CORRUPT);
   return out;
+}
+
+bool StoreApplier::nospace() const {
+  if (local_nospace_.load()) return true;
+  // Read from the membership, not cached: it lists an alarm as soon as it
+  // is applied (before cluster.pb is saved), and a member that lists
+  // NOSPACE must refuse puts from then on.
+  for (const auto& a : membership_->Alarms()) {
+    if (a.alarm() == etcdserverpb::NOSPACE) return true;
+  }
+  return false;
 }
 
 bool StoreApplier::corrupt() const {

@@ -28,9 +28,23 @@
 // or the membership's) stops the apply the same way and marks the member
 // failed (LocalMember::MarkFailed): `kplane store` then exits.
 //
-// Alarms: CORRUPT alarms raised through the log are kept with the
-// membership (cluster.pb, applied exactly once with its applied index);
-// NOSPACE is the MVCC store's; a stopped apply adds a local CORRUPT.
+// A full disk under the store is not a failure but NOSPACE (etcd's alarm):
+// the store published nothing of the write it could not make, so the task
+// is kept and retried -- the apply thread waits (backing off on the clock,
+// from nospace_retry_min to nospace_retry_max), resumes the store
+// (Store::ResumeAfterFullDisk) and applies the task again; what an earlier
+// attempt did write is at or below the store's consistent index and is
+// skipped, so every entry is still applied once. Meanwhile this member
+// shows NOSPACE for itself at once and proposes the alarm through the log
+// (every member then lists it and refuses puts), answers nothing it has not
+// written, and runs barriers (snapshot copies) between the attempts. Its
+// applied index stands still, so its linearizable reads wait (and time out)
+// until a retry succeeds; serializable reads are served.
+//
+// Alarms: CORRUPT and NOSPACE alarms raised through the log are kept with
+// the membership (cluster.pb, applied exactly once with its applied index);
+// the quota's NOSPACE is also the MVCC store's; a stopped apply adds a
+// local CORRUPT, a full disk a local NOSPACE (until a disarm is applied).
 //
 // The store is reached through a StoreGate (store_gate.h): a snapshot
 // install waits for the threads that use the store, and they for it.
@@ -90,6 +104,10 @@ struct StoreApplierOptions {
   metrics::Registry* metrics = metrics::Registry::Default();
   // See StoreConfig::crash_hook.
   std::function<void(std::string_view step)> crash_hook;
+  // After the disk filled up: the first wait before the store is resumed
+  // and the task retried, doubled after each failed attempt up to the max.
+  Duration nospace_retry_min = milliseconds(50);
+  Duration nospace_retry_max = seconds(1);
 };
 
 class StoreApplier : public Applier {
@@ -157,6 +175,10 @@ class StoreApplier : public Applier {
   // Whether this member's own data is suspect: a CORRUPT alarm names it, or
   // its apply stopped. It then refuses reads too.
   bool self_corrupt() const;
+  // Whether a NOSPACE alarm is active: one raised through the log (any
+  // member), or this member's disk filled up and no disarm was applied
+  // since. Puts, txns with a put and lease grants are refused then.
+  bool nospace() const;
   // OK while applying; else why the apply stopped (kCorruption for an
   // entry it could not apply, kIOError for a failed write).
   Status apply_error() const EXCLUDES(error_mu_);
@@ -164,14 +186,18 @@ class StoreApplier : public Applier {
   // committed conf change: kCorruption; a failed WAL write: kIOError):
   // nothing more is applied, as after StopApply. Any thread.
   void Halt(const Status& why) EXCLUDES(error_mu_);
-  // Active alarms: CORRUPT from the log, NOSPACE from the store, and this
-  // member's CORRUPT when its apply stopped.
+  // Active alarms: CORRUPT and NOSPACE from the log, NOSPACE from the store
+  // (quota, full disk) or from this member's full disk until disarmed, and
+  // this member's CORRUPT when its apply stopped.
   std::vector<etcdserverpb::AlarmMember> Alarms();
 
  private:
-  // A client's answer, held until the task's write group is written.
+  // A client's answer, held until the task's write group is written; the
+  // callback is taken from the proposer only then (Deliver), so that a
+  // task retried after a full disk still answers its clients.
   struct Answer {
-    ApplyCallback done;
+    uint64_t id;     // the proposal's id
+    uint64_t index;  // the entry's
     StatusOr<ApplyResponse> result;
   };
   struct ReadWaiter {
@@ -184,7 +210,22 @@ class StoreApplier : public Applier {
   bool CanApplyInline(const ApplyTask& task) const REQUIRES(mu_);
   // The "apply thread only" state below belongs to the caller of these: the
   // apply thread, or the node loop while it applies inline (apply_busy_).
-  void ApplyTaskNow(ApplyTask& task) EXCLUDES(mu_);
+  // True when the task must be retried (the disk is full): nothing of it
+  // that the store did not write was published or answered.
+  bool ApplyTaskNow(ApplyTask& task) EXCLUDES(mu_);
+  // The apply thread after a full disk: waits (running barriers that come
+  // meanwhile), resumes the store and applies `task` again, until it goes
+  // through or the applier stops (false).
+  bool RetryAfterFullDisk(ApplyTask& task) EXCLUDES(mu_);
+  // Waits `d` on the clock, running queued barriers; false once stopping.
+  bool WaitToRetry(Duration d) EXCLUDES(mu_);
+  // Runs and removes the queued barriers.
+  void RunQueuedBarriers() EXCLUDES(mu_);
+  // Hands answers to their waiting clients.
+  void Deliver(std::vector<Answer>& answers);
+  // Notes a full disk met while applying: local NOSPACE, once proposed
+  // through the log per episode.
+  void EnterNoSpace(const Status& why);
   // Applies one entry; a non-OK status stops the apply (StopApply).
   Status ApplyEntry(const raftpb::Entry& e, std::vector<Answer>* answers);
   StatusOr<ApplyResponse> ApplyRequest(const storagepb::InternalRaftRequest& r,
@@ -238,6 +279,11 @@ class StoreApplier : public Applier {
   // for every write.
   std::atomic<bool> any_corrupt_alarm_{false};
   std::atomic<bool> self_corrupt_alarm_{false};
+  // This member's disk filled up under the store and no NOSPACE disarm was
+  // applied since.
+  std::atomic<bool> local_nospace_{false};
+  // The NOSPACE alarm of this episode was proposed (and not dropped).
+  std::atomic<bool> nospace_proposed_{false};
   // Set once, when the apply stops; apply_error_ says why.
   std::atomic<bool> apply_stopped_{false};
   mutable Mutex error_mu_;  // a leaf

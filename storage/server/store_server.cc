@@ -76,6 +76,7 @@ StoreServer::StoreServer(StoreConfig config, BootstrappedMember member)
   popts.request_timeout = config_.request_timeout;
   popts.max_request_bytes = config_.max_request_bytes;
   popts.corrupt = [this] { return applier_->corrupt(); };
+  popts.nospace = [this] { return applier_->nospace(); };
   popts.clock = clock_;
   popts.metrics = config_.metrics;
   proposer_ = std::make_unique<Proposer>(std::move(popts));

@@ -259,7 +259,8 @@ int RunStoreCommand(const std::vector<std::string>& args) {
   peer_opts.worker_threads = 4;
   peer_opts.max_body_bytes = 64 << 20;
   net::HttpServer peer_http(peer_opts);
-  HttpPeerTransport transport(server->get(), {});
+  HttpPeerTransport transport(server->get(),
+                              {.file_system = (*server)->config().file_system});
   transport.RegisterHandlers(&peer_http);
 
   net::HttpServerOptions client_opts;

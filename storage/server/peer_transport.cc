@@ -1,12 +1,9 @@
 #include "storage/server/peer_transport.h"
 
-#include <fcntl.h>
 #include <pthread.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
+#include <set>
 
 #include "base/crc32c.h"
 #include "base/logging.h"
@@ -17,7 +14,6 @@
 #include "storage/server/cluster.h"
 
 namespace kplane::storage {
-namespace fs = std::filesystem;
 
 namespace {
 
@@ -63,13 +59,22 @@ bool NextFrame(const std::string& buf, size_t* pos, std::string_view* frame,
   return true;
 }
 
-Status FsyncPath(const std::string& path, bool dir) {
-  int fd = ::open(path.c_str(),
-                  (dir ? O_RDONLY | O_DIRECTORY : O_RDONLY) | O_CLOEXEC);
-  if (fd < 0) return IOError("open " + path);
-  int rc = ::fsync(fd);
-  ::close(fd);
-  return rc == 0 ? Status::Ok() : IOError("fsync " + path);
+// The regular files under `dir`, recursively, as paths relative to it
+// (a name that does not list as a directory is a file).
+Status ListFiles(FileSystem* fs, const std::string& dir,
+                 const std::string& prefix, std::vector<std::string>* out) {
+  ASSIGN_OR_RETURN(std::vector<std::string> names,
+                   fs->ListDir(prefix.empty() ? dir : dir + "/" + prefix));
+  std::sort(names.begin(), names.end());
+  for (const std::string& n : names) {
+    const std::string rel = prefix.empty() ? n : prefix + "/" + n;
+    if (fs->ListDir(dir + "/" + rel).ok()) {
+      RETURN_IF_ERROR(ListFiles(fs, dir, rel, out));
+    } else {
+      out->push_back(rel);
+    }
+  }
+  return Status::Ok();
 }
 
 std::string HexId(uint64_t id) { return IdToHex(id); }
@@ -232,7 +237,9 @@ class HttpPeerTransport::Peer {
 
 HttpPeerTransport::HttpPeerTransport(PeerHandler* handler,
                                      PeerTransportOptions options)
-    : handler_(handler), options_(std::move(options)) {
+    : handler_(handler),
+      options_(std::move(options)),
+      fs_(options_.file_system ? options_.file_system : FileSystem::Default()) {
   auto* reg = options_.metrics;
   sent_bytes_ = reg->NewCounter("etcd_network_peer_sent_bytes_total",
                                 "Bytes of raft messages sent to peers.")
@@ -387,18 +394,17 @@ void HttpPeerTransport::SendSnapshot(raftpb::Message msg) {
         AppendFrame(msg.SerializeAsString(), &frame);
         s = stream->Send(frame);
       }
-      std::vector<fs::path> files;
-      if (s.ok()) {
-        for (auto& e : fs::recursive_directory_iterator(dir)) {
-          if (e.is_regular_file()) files.push_back(e.path());
-        }
-      }
+      std::vector<std::string> files;
+      if (s.ok()) s = ListFiles(fs_, dir, "", &files);
       for (size_t i = 0; s.ok() && i < files.size(); ++i) {
-        std::ifstream in(files[i], std::ios::binary);
-        std::string data((std::istreambuf_iterator<char>(in)),
-                         std::istreambuf_iterator<char>());
+        StatusOr<std::string> read = ReadFile(fs_, dir + "/" + files[i]);
+        if (!read.ok()) {
+          s = read.status();
+          break;
+        }
+        const std::string& data = *read;
         storagepb::SnapshotFile h;
-        h.set_name(fs::relative(files[i], dir).string());
+        h.set_name(files[i]);
         h.set_size(data.size());
         h.set_crc32c(crc32c::Value(data));
         frame.clear();
@@ -425,8 +431,9 @@ void HttpPeerTransport::SendSnapshot(raftpb::Message msg) {
         }
       }
     }
-    std::error_code ec;
-    fs::remove_all(dir, ec);
+    if (Status rm = RemoveAll(fs_, dir); !rm.ok()) {
+      LOG(WARNING) << "removing the sent snapshot's copy: " << rm;
+    }
     if (!s.ok()) {
       LOG(WARNING) << "snapshot to " << HexId(to) << " failed: " << s;
     } else {
@@ -519,22 +526,29 @@ void HttpPeerTransport::HandleSnapshot(const net::HttpRequest& req,
     size_t pos = 0;
     bool have_msg = false;
     raftpb::Message msg;
-    // The file being received.
-    std::unique_ptr<std::ofstream> out;
+    // The file being received (through fs_: checked writes, 0600).
+    std::unique_ptr<WritableFile> out;
     std::string name;
     uint64_t remaining = 0;
     uint32_t crc = 0;
     uint32_t want_crc = 0;
-    std::vector<std::string> written;
+    // The directories that got new names, to be synced at the end.
+    std::set<std::string> dirs;
     bool done = false;
     Status error;
   };
   auto st = std::make_shared<State>();
   st->dir =
       handler_->SnapshotStagingDir() + "/incoming-" + std::to_string(++seq);
-  std::error_code ec;
-  fs::remove_all(st->dir, ec);
-  fs::create_directories(st->dir, ec);
+  st->dirs.insert(st->dir);
+  st->error = RemoveAll(fs_, st->dir);
+  if (st->error.ok()) st->error = CreateDirAll(fs_, st->dir, kPrivateDirMode);
+  if (!st->error.ok()) {
+    LOG(WARNING) << "receiving snapshot: " << st->error;
+    r->Respond(500, {{"Content-Type", "text/plain"}},
+               st->error.message() + "\n");
+    return;
+  }
   r->OnBodyData([this, st, r, sender](std::string_view data, bool eof) {
     if (st->done) return;
     st->buf.append(data);
@@ -543,16 +557,25 @@ void HttpPeerTransport::HandleSnapshot(const net::HttpRequest& req,
         size_t avail = st->buf.size() - st->pos;
         size_t n = std::min<uint64_t>(avail, st->remaining);
         if (n == 0 && st->remaining > 0) break;
-        st->out->write(st->buf.data() + st->pos,
-                       static_cast<std::streamsize>(n));
-        st->crc = crc32c::Extend(st->crc, st->buf.data() + st->pos, n);
+        std::string_view piece(st->buf.data() + st->pos, n);
+        if (Status w = st->out->Append(piece); !w.ok()) {
+          st->error = w.Annotate("snapshot file " + st->name);
+          break;
+        }
+        st->crc = crc32c::Extend(st->crc, piece.data(), n);
         st->pos += n;
         st->remaining -= n;
         if (st->remaining > 0) break;
-        st->out->close();
         if (st->crc != st->want_crc) {
           st->error = CorruptionError("snapshot file " + st->name +
                                       " failed its checksum");
+          break;
+        }
+        // Durable before the WAL may refer to it.
+        Status c = st->out->Sync();
+        if (c.ok()) c = st->out->Close();
+        if (!c.ok()) {
+          st->error = c.Annotate("snapshot file " + st->name);
           break;
         }
         st->out.reset();
@@ -593,15 +616,23 @@ void HttpPeerTransport::HandleSnapshot(const net::HttpRequest& req,
         st->error = InvalidArgumentError("bad snapshot file name");
         break;
       }
-      fs::path p = fs::path(st->dir) / h.name();
-      std::error_code ec2;
-      fs::create_directories(p.parent_path(), ec2);
-      st->out = std::make_unique<std::ofstream>(p, std::ios::binary);
+      const std::string path = st->dir + "/" + h.name();
+      const std::string parent = DirName(path);
+      Status made = CreateDirAll(fs_, parent, kPrivateDirMode);
+      // A name sent twice is refused (kAlreadyExists), not overwritten.
+      StatusOr<std::unique_ptr<WritableFile>> opened =
+          made.ok() ? fs_->OpenWritable(path, OpenMode::kCreateNew)
+                    : StatusOr<std::unique_ptr<WritableFile>>(made);
+      if (!opened.ok()) {
+        st->error = opened.status().Annotate("snapshot file " + h.name());
+        break;
+      }
+      st->out = std::move(*opened);
+      st->dirs.insert(parent);
       st->name = h.name();
       st->remaining = h.size();
       st->want_crc = h.crc32c();
       st->crc = 0;
-      st->written.push_back(p.string());
     }
     if (st->pos > 0) {
       st->buf.erase(0, st->pos);
@@ -609,21 +640,26 @@ void HttpPeerTransport::HandleSnapshot(const net::HttpRequest& req,
     }
     if (!st->error.ok()) {
       LOG(WARNING) << "receiving snapshot: " << st->error;
-      std::error_code ec2;
-      fs::remove_all(st->dir, ec2);
-      r->Respond(400, {{"Content-Type", "text/plain"}},
+      st->out.reset();
+      if (Status rm = RemoveAll(fs_, st->dir); !rm.ok()) {
+        LOG(WARNING) << "removing the partly received snapshot: " << rm;
+      }
+      // The sender's fault (400), or ours: a full or failing disk (500).
+      const bool ours = st->error.Is(StatusCode::kNoSpace) ||
+                        st->error.Is(StatusCode::kIOError);
+      r->Respond(ours ? 500 : 400, {{"Content-Type", "text/plain"}},
                  st->error.message() + "\n");
       st->done = true;
       return;
     }
     if (st->done) {
-      // Durable before the WAL may refer to it.
+      // The files were synced as each ended; their names (deepest
+      // directory first) must be durable too before the WAL may refer to
+      // the snapshot.
       Status s;
-      for (const auto& f : st->written) {
-        if (s.ok()) s = FsyncPath(f, false);
+      for (auto it = st->dirs.rbegin(); s.ok() && it != st->dirs.rend(); ++it) {
+        s = fs_->SyncDir(*it);
       }
-      if (s.ok()) s = FsyncPath(st->dir + "/db", true);
-      if (s.ok()) s = FsyncPath(st->dir, true);
       if (s.ok()) s = handler_->ReceiveSnapshot(st->dir, std::move(st->msg));
       if (!s.ok()) {
         LOG(WARNING) << "keeping received snapshot: " << s;

@@ -17,7 +17,12 @@
 // copy of the store (PeerHandler::SnapshotTo) and streams it with POST
 // /raft/snapshot (framing in schemas/storage.proto SnapshotFile); the
 // receiver keeps it durable in member/snap/ before stepping the message in.
-// The outcome is reported to the core (ReportSnapshot).
+// The outcome is reported to the core (ReportSnapshot). Both ends read and
+// write the snapshot's files through the member's FileSystem
+// (options.file_system, base/file_system.h): the receiver creates them
+// 0600 in 0700 directories, checks every write (a full disk fails the
+// transfer, which the sender reports as failed), and syncs each file and
+// each directory before the handler takes the directory over.
 //
 // Every request carries X-Kplane-Cluster-Id and X-Kplane-From; the receiver
 // rejects other clusters and removed members (412) and senders that are not
@@ -48,6 +53,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "base/file_system.h"
 #include "base/metrics.h"
 #include "base/mutex.h"
 #include "net/http_server.h"
@@ -69,6 +75,9 @@ struct PeerTransportOptions {
   Duration write_timeout = seconds(2);
   // Messages queued per peer before new ones are dropped.
   size_t max_queued_messages = 8192;
+  // Where snapshot files are read and written (the member's disk); null =
+  // FileSystem::Default(). Not owned; must outlive the transport.
+  FileSystem* file_system = nullptr;
   Clock* clock = Clock::Real();
   metrics::Registry* metrics = metrics::Registry::Default();
 };
@@ -112,6 +121,7 @@ class HttpPeerTransport : public PeerTransport {
 
   PeerHandler* const handler_;
   PeerTransportOptions options_;
+  FileSystem* const fs_;
   Mutex mu_;
   std::map<uint64_t, std::shared_ptr<Peer>> peers_ GUARDED_BY(mu_);
   std::vector<std::thread> snapshot_threads_ GUARDED_BY(mu_);

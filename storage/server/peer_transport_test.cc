@@ -14,6 +14,7 @@
 #include <set>
 #include <sstream>
 
+#include "base/testing/fault_injection_file_system.h"
 #include "net/http_client.h"
 #include "net/http_server.h"
 #include "storage/server/cluster.h"
@@ -87,9 +88,14 @@ class FakeMember : public PeerHandler {
   Status ReceiveSnapshot(const std::string& received_dir,
                          raftpb::Message msg) override {
     std::lock_guard<std::mutex> l(mu_);
-    // Take the directory over, as a member does.
-    std::string kept = dir_ + "/received";
-    fs::rename(received_dir, kept);
+    ++snapshots_received_;
+    // Take the directory over, as a member does (or leave it where it
+    // arrived, for a test that cuts the power under it).
+    std::string kept = received_dir;
+    if (!keep_in_place) {
+      kept = dir_ + "/received";
+      fs::rename(received_dir, kept);
+    }
     received_snapshot_dir_ = kept;
     received_snapshot_ = std::move(msg);
     cv_.notify_all();
@@ -121,6 +127,19 @@ class FakeMember : public PeerHandler {
     cv_.wait(l, [&] { return snapshot_reports_.count(id) > 0; });
     return snapshot_reports_[id];
   }
+  // The report for `id`, waited for and then forgotten (the next send to
+  // it reports again).
+  raft::SnapshotStatus TakeSnapshotReport(uint64_t id) {
+    std::unique_lock<std::mutex> l(mu_);
+    cv_.wait(l, [&] { return snapshot_reports_.count(id) > 0; });
+    raft::SnapshotStatus s = snapshot_reports_[id];
+    snapshot_reports_.erase(id);
+    return s;
+  }
+  int snapshots_received() const {
+    std::lock_guard<std::mutex> l(mu_);
+    return snapshots_received_;
+  }
   std::pair<raftpb::Message, std::string> WaitSnapshot() {
     std::unique_lock<std::mutex> l(mu_);
     cv_.wait(l, [&] { return !received_snapshot_dir_.empty(); });
@@ -128,8 +147,10 @@ class FakeMember : public PeerHandler {
   }
 
   std::string snapshot_data;
+  bool keep_in_place = false;
 
  private:
+  int snapshots_received_ = 0;
   const uint64_t id_;
   const std::string dir_;
   mutable std::mutex mu_;
@@ -144,8 +165,8 @@ class FakeMember : public PeerHandler {
 
 // One fake member with its transport and peer listener.
 struct Node {
-  Node(uint64_t id, const std::string& dir)
-      : member(id, dir), transport(&member, {}) {
+  Node(uint64_t id, const std::string& dir, FileSystem* disk = nullptr)
+      : member(id, dir), transport(&member, {.file_system = disk}) {
     transport.RegisterHandlers(&http);
     EXPECT_TRUE(http.Start().ok());
   }
@@ -381,6 +402,49 @@ TEST_F(PeerTransportTest, SnapshotIsCopiedSentAndReported) {
   for (const auto& e : fs::directory_iterator(dir_ + "/a")) {
     ADD_FAILURE() << "left behind: " << e.path();
   }
+}
+
+// The receiver writes a snapshot's files through its member's FileSystem:
+// created private, every write checked, every file and name synced before
+// the handler takes the directory over -- so a power cut right after the
+// hand-over keeps all of it, and a full disk fails the transfer (reported
+// to the sender) and leaves nothing behind.
+TEST_F(PeerTransportTest, ReceivedSnapshotGoesThroughTheFileSystem) {
+  FaultInjectionFileSystem disk(FileSystem::Default(), dir_ + "/scratch");
+  Node a(1, dir_ + "/a"), b(2, dir_ + "/b", &disk);
+  b.member.keep_in_place = true;
+  a.member.snapshot_data = std::string(1 << 20, 's');
+  a.transport.AddPeer(2, {b.url()});
+  raftpb::Message snap;
+  snap.set_type(raftpb::MsgSnap);
+  snap.set_from(1);
+  snap.set_to(2);
+
+  // A full disk: the transfer fails, the sender hears it, nothing stays.
+  disk.SetNoSpace(true);
+  a.transport.Send({snap});
+  EXPECT_EQ(a.member.TakeSnapshotReport(2), raft::SnapshotStatus::kFailure);
+  EXPECT_EQ(b.member.snapshots_received(), 0);
+  EXPECT_GT(disk.injected_failures(), 0);
+  for (const auto& e : fs::directory_iterator(dir_ + "/b")) {
+    ADD_FAILURE() << "left behind: " << e.path();
+  }
+
+  // Space again: it arrives, private, and survives a power cut at once.
+  disk.SetNoSpace(false);
+  a.transport.Send({snap});
+  EXPECT_EQ(a.member.TakeSnapshotReport(2), raft::SnapshotStatus::kFinish);
+  auto [msg, dir] = b.member.WaitSnapshot();
+  EXPECT_EQ(fs::status(dir + "/db/000001.sst").permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write);
+  EXPECT_EQ(fs::status(dir + "/db").permissions() & fs::perms::all,
+            fs::perms::owner_all);
+  std::set<std::string> written = disk.WrittenPaths();
+  EXPECT_EQ(written.count(dir + "/db/000001.sst"), 1u);
+  EXPECT_EQ(written.count(dir + "/cluster.pb"), 1u);
+  ASSERT_TRUE(disk.PowerCut().ok());
+  EXPECT_EQ(ReadFile(dir + "/db/000001.sst"), a.member.snapshot_data);
+  EXPECT_EQ(ReadFile(dir + "/cluster.pb"), "members");
 }
 
 }  // namespace

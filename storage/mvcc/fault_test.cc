@@ -233,6 +233,40 @@ TEST_F(MvccFaultTest, FullDiskIsNoSpaceAndReadsGoOn) {
   EXPECT_FALSE(store->NoSpaceAlarm());
 }
 
+// What the replicated server does after a full disk: resume (refused while
+// the disk is still full, with no checkpoint taken meanwhile: its flush
+// would leave RocksDB unable to resume), then retry the same write, which
+// goes through at the revision it would have had. A resume is not a
+// disarm: the quota alarm is untouched, and the full disk's alarm ends.
+TEST_F(MvccFaultTest, ResumeAfterFullDiskTakesTheFailedWriteAgain) {
+  auto store = Open(/*sync_writes=*/false);
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->Put(MakePut("k", "v1"), 1).ok());
+  fault_.SetNoSpace(true);
+  EXPECT_EQ(store->Put(MakePut("k", "v2"), 2).status().code(),
+            StatusCode::kNoSpace);
+  EXPECT_TRUE(store->DiskFull());
+  EXPECT_FALSE(store->QuotaAlarm());
+  EXPECT_EQ(store->Checkpoint(Dir() + "-copy").code(), StatusCode::kNoSpace);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(store->ResumeAfterFullDisk().code(), StatusCode::kNoSpace);
+  }
+  EXPECT_EQ(store->ConsistentIndex(), 1u);
+
+  fault_.SetNoSpace(false);
+  Status resumed = store->ResumeAfterFullDisk();
+  ASSERT_TRUE(resumed.ok()) << resumed;
+  EXPECT_FALSE(store->DiskFull());
+  EXPECT_FALSE(store->NoSpaceAlarm());
+  auto retried = store->Put(MakePut("k", "v2"), 2);
+  ASSERT_TRUE(retried.ok()) << retried.status();
+  EXPECT_EQ(retried->header().revision(), 2);
+  EXPECT_EQ(store->ConsistentIndex(), 2u);
+  EXPECT_EQ(ValueAt(store.get(), "k"), "v2");
+  Status copied = store->Checkpoint(Dir() + "-copy");
+  EXPECT_TRUE(copied.ok()) << copied;
+}
+
 // A write group whose write fails publishes nothing: not the revisions its
 // puts answered with, not their watch events.
 TEST_F(MvccFaultTest, FailedWriteGroupPublishesNothing) {

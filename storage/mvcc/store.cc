@@ -695,6 +695,10 @@ int64_t Store::DbSize() const {
 }
 
 Status Store::Checkpoint(const std::string& dir) {
+  // The copy starts with a flush, which RocksDB must not attempt while a
+  // failed write is pending: on a full disk it leaves its log writer with
+  // an error no later Resume() clears.
+  RETURN_IF_ERROR(WriteStatus());
   rocksdb::Checkpoint* raw = nullptr;
   RETURN_IF_ERROR(FromRocks(rocksdb::Checkpoint::Create(db_.get(), &raw)));
   std::unique_ptr<rocksdb::Checkpoint> cp(raw);

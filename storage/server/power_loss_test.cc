@@ -422,8 +422,13 @@ bool Eventually(const std::function<bool()>& pred,
 
 class FullDiskRun {
  public:
-  FullDiskRun(std::string dir, bool leader_full)
-      : leader_full_(leader_full), c_(std::move(dir), 3) {}
+  // Whose disk fills up; `restart`: that member is also stopped while its
+  // disk is full and started again once space is freed.
+  FullDiskRun(std::string dir, bool leader_full, bool restart)
+      : dir_(dir),
+        leader_full_(leader_full),
+        restart_(restart),
+        c_(std::move(dir), 3) {}
   // A failed ASSERT returns from Run with the writers running.
   ~FullDiskRun() { StopWriters(); }
 
@@ -434,8 +439,9 @@ class FullDiskRun {
     const int full = leader_full_ ? leader : (leader + 1) % 3;
     const int healthy = leader_full_ ? (leader + 1) % 3 : leader;
     const uint64_t full_id = c_.server(full)->member_id();
-    printf("full disk under m%d (%s)\n", full + 1,
-           leader_full_ ? "the leader" : "a follower");
+    printf("full disk under m%d (%s%s)\n", full + 1,
+           leader_full_ ? "the leader" : "a follower",
+           restart_ ? ", restarted while full" : "");
     ASSERT_TRUE(c_.server(healthy)->Put(PutReq("/victim", "v")).ok());
 
     for (int w = 0; w < 3; ++w) writers_.emplace_back([this, w] { Write(w); });
@@ -503,6 +509,29 @@ class FullDiskRun {
     EXPECT_LT(stuck_at, c_.server(healthy)->applied_index());
     EXPECT_TRUE(Eventually([&] { return refused_.load() > refused_before; }))
         << "the writers never saw a put refused";
+    // `snapshot save` on it is answered (its copy is taken between two
+    // attempts; a hang here is the failure), and it still applies nothing.
+    auto saved = c_.server(full)->SaveSnapshot(dir_ + "/saved");
+    printf("  snapshot save on the full member: %s\n",
+           saved.ok() ? "ok" : saved.status().ToString().c_str());
+    EXPECT_EQ(c_.server(full)->applied_index(), stuck_at);
+    // Its retries meet the full disk a few times (each resume attempt
+    // fails a write) before space is freed.
+    const int64_t failed_writes = c_.disk(full)->injected_failures();
+    EXPECT_TRUE(Eventually([&] {
+      return c_.disk(full)->injected_failures() >= failed_writes + 3;
+    })) << "m"
+        << full + 1 << " does not retry";
+    EXPECT_EQ(c_.server(full)->applied_index(), stuck_at);
+
+    if (restart_) {
+      // Stopped while its disk is full (the stop must not wait for the
+      // disk), started again on what it kept once space is freed.
+      c_.Stop(full);
+      c_.disk(full)->ClearErrors();
+      ASSERT_TRUE(c_.Start(full).ok());
+      ASSERT_GE(c_.WaitLeader(), 0);
+    }
 
     // Space is freed: the member resumes and catches up; the alarm stays.
     c_.disk(full)->ClearErrors();
@@ -554,6 +583,10 @@ class FullDiskRun {
     for (int n = 0; !stop_.load(); ++n) {
       const int i = rng() % 3;
       std::shared_ptr<StoreServer> s = c_.server(i);
+      if (!s) {  // stopped for a restart
+        Clock::Real()->SleepFor(milliseconds(5));
+        continue;
+      }
       const std::string key =
           "/k/" + std::to_string(w) + "/" + std::to_string(n);
       auto r = s->Put(PutReq(key, "v"));
@@ -614,7 +647,9 @@ class FullDiskRun {
         static_cast<long long>(rev));
   }
 
+  const std::string dir_;
   const bool leader_full_;
+  const bool restart_;
   PowerCluster c_;
   std::atomic<bool> stop_{false};
   std::atomic<int64_t> refused_{0};
@@ -625,10 +660,16 @@ class FullDiskRun {
 };
 
 TEST_F(PowerLossTest, FullDiskIsNoSpaceUntilFreedAndDisarmed) {
-  for (bool leader_full : {false, true}) {
-    SCOPED_TRACE(leader_full ? "the leader's disk" : "a follower's disk");
-    FullDiskRun run(dir_ + (leader_full ? "/leader" : "/follower"),
-                    leader_full);
+  struct Case {
+    const char* name;
+    bool leader_full;
+    bool restart;
+  };
+  for (const Case& c :
+       {Case{"follower", false, false}, Case{"leader", true, false},
+        Case{"follower-restarted", false, true}}) {
+    SCOPED_TRACE(c.name);
+    FullDiskRun run(dir_ + "/" + c.name, c.leader_full, c.restart);
     run.Run();
     if (HasFailure()) break;
   }

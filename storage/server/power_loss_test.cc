@@ -675,6 +675,32 @@ TEST_F(PowerLossTest, FullDiskIsNoSpaceUntilFreedAndDisarmed) {
   }
 }
 
+// The membership (cluster.pb) shares the disk. A failed write of it while
+// applying an alarm entry is the member's failure (what is on disk is
+// unknown), not an error answered to the client while the apply goes on
+// with a membership it did not save.
+TEST_F(PowerLossTest, FailedMembershipWriteFailsTheMember) {
+  cluster_ = std::make_unique<PowerCluster>(dir_, 1);
+  PowerCluster& c = *cluster_;
+  ASSERT_TRUE(c.Start(0).ok());
+  ASSERT_EQ(c.WaitLeader(), 0);
+  ASSERT_TRUE(c.server(0)->Put(PutReq("/k", "v")).ok());
+  FaultInjectionFileSystem::ErrorSpec spec;
+  spec.op = FaultInjectionFileSystem::Op::kWrite;
+  spec.error = ENOSPC;
+  spec.path_contains = "cluster.pb";
+  c.disk(0)->InjectError(spec);
+  etcdserverpb::AlarmRequest disarm;
+  disarm.set_action(etcdserverpb::AlarmRequest::DEACTIVATE);
+  disarm.set_alarm(etcdserverpb::NONE);
+  auto r = c.server(0)->Alarm(disarm);
+  EXPECT_FALSE(r.ok());
+  EXPECT_TRUE(c.server(0)->failed());
+  EXPECT_EQ(c.server(0)->failure().code(), StatusCode::kNoSpace)
+      << c.server(0)->failure();
+  EXPECT_GT(c.disk(0)->injected_failures(), 0);
+}
+
 // ---- the power-loss suite ------------------------------------------------
 //
 // Rounds of: a 3-member cluster on fault-injecting disks, small snapshot

@@ -459,6 +459,13 @@ Status StoreApplier::ApplyEntry(const raftpb::Entry& e,
     db()->FlushWriteGroup();
   }
   StatusOr<ApplyResponse> result = ApplyRequest(req, e.index());
+  if (!result.ok() && (req.request_case() == R::kAlarm ||
+                       req.request_case() == R::kMemberAttributes)) {
+    // These have no client's error: a failure is the membership's write
+    // (cluster.pb), which leaves what is on disk unknown.
+    return result.status().Annotate("applying entry " +
+                                    std::to_string(e.index()));
+  }
   if (!result.ok() && (result.status().Is(StatusCode::kCorruption) ||
                        result.status().Is(StatusCode::kIOError))) {
     // Not a client's error: this member cannot apply the entry (its store

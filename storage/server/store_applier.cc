@@ -184,9 +184,11 @@ bool StoreApplier::RetryAfterFullDisk(ApplyTask& task) {
     Status resumed = db()->ResumeAfterFullDisk();
     if (resumed.ok()) {
       if (!ApplyTaskNow(task)) {
-        LOG(INFO) << "applied again after a full disk (" << attempts
-                  << " attempts); the NOSPACE alarm stays until it is "
-                     "disarmed";
+        if (!apply_stopped_.load()) {
+          LOG(INFO) << "applied again after a full disk (" << attempts
+                    << " attempts); the NOSPACE alarm stays until it is "
+                       "disarmed";
+        }
         return true;
       }
     } else {
@@ -246,17 +248,18 @@ void StoreApplier::EnterNoSpace(const Status& why) {
   // Tell the others (so that every member lists the alarm and refuses
   // puts), once per episode -- again only if the proposal was dropped (no
   // leader): this member cannot apply it to see it arrive.
-  if (nospace_proposed_.exchange(true)) return;
+  if (nospace_proposed_->exchange(true)) return;
   storagepb::InternalRaftRequest req;
   auto* a = req.mutable_alarm();
   a->set_action(etcdserverpb::AlarmRequest::ACTIVATE);
   a->set_memberid(self_->id());
   a->set_alarm(etcdserverpb::NOSPACE);
-  proposer_->Propose(std::move(req), [this](StatusOr<ApplyResponse> r) {
-    if (!r.ok() && r.status().Is(StatusCode::kUnavailable)) {
-      nospace_proposed_ = false;
-    }
-  });
+  // The answer may come after this applier is gone (FailPending at stop).
+  proposer_->Propose(std::move(req),
+                     [proposed = nospace_proposed_](StatusOr<ApplyResponse> r) {
+                       if (!r.ok() && r.status().Is(StatusCode::kUnavailable))
+                         *proposed = false;
+                     });
 }
 
 void StoreApplier::Deliver(std::vector<Answer>& answers) {
@@ -573,7 +576,7 @@ StatusOr<ApplyResponse> StoreApplier::ApplyRequest(
         // This member applies entries again (it got here), so its disk
         // took writes again.
         local_nospace_ = false;
-        nospace_proposed_ = false;
+        *nospace_proposed_ = false;
       }
       if (disarm_nospace && index > db()->ConsistentIndex()) {
         RETURN_IF_ERROR(db()->DisarmNoSpaceAlarm(index));

@@ -283,7 +283,9 @@ class StoreApplier : public Applier {
   // applied since.
   std::atomic<bool> local_nospace_{false};
   // The NOSPACE alarm of this episode was proposed (and not dropped).
-  std::atomic<bool> nospace_proposed_{false};
+  // Shared with the proposal's callback, which may outlive the applier.
+  const std::shared_ptr<std::atomic<bool>> nospace_proposed_ =
+      std::make_shared<std::atomic<bool>>(false);
   // Set once, when the apply stops; apply_error_ says why.
   std::atomic<bool> apply_stopped_{false};
   mutable Mutex error_mu_;  // a leaf

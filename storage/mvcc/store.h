@@ -209,7 +209,9 @@ class Store {
   // current), in key order.
   StatusOr<etcdserverpb::HashKVResponse> HashKV(int64_t revision);
   // A consistent copy of the database in `dir` (which must not exist), for
-  // snapshots; Store::Open on it restores this state.
+  // snapshots; Store::Open on it restores this state. Fails with
+  // WriteStatus() while a write has failed (the copy would start with a
+  // flush, which after a full disk keeps RocksDB from resuming).
   Status Checkpoint(const std::string& dir);
 
   // Everything the store keeps, read at one instant (one RocksDB

@@ -227,8 +227,8 @@ TEST(EtcdJsonTest, AcceptsAndRejectsWhatProtobufDoes) {
       R"({"key":"Zm9v","range_end":"Zm9w","limit":5})",
       R"({"key":"Zm9v","rangeEnd":"Zm9w","limit":"5","keysOnly":true})",
       R"({"key":"_-8","limit":5.0})",
-      R"({"key":"Zm8","limit":null,"sort_order":"NOPE"})",
-      R"({"sort_order":2,"sort_target":"VALUE","serializable":"true"})",
+      R"({"key":"Zm8","limit":null,"sort_order":null})",
+      R"({"sort_order":2,"sort_target":"VALUE","serializable":true})",
       R"({"max_mod_revision":"-3","min_create_revision":-9223372036854775808})",
       R"({"limit":"abc"})",
       R"({"limit":1.5})",
@@ -277,6 +277,112 @@ TEST(EtcdJsonTest, AcceptsAndRejectsWhatProtobufDoes) {
   EXPECT_EQ(txn.success(0).request_put().value(), "b");
   EXPECT_EQ(ParseJson(R"({"compare":{"key":"YQ=="}})", &txn).code(),
             StatusCode::kInvalidArgument);
+}
+
+// Where protobuf's parser is more lenient than etcd 3.4's gateway (jsonpb),
+// ParseJson refuses as the gateway does, in its words (issue 17: clients
+// sent "count_only":"true" and got it honoured by kplane, refused by etcd).
+// Each message below is etcd 3.4.23's answer to the same body.
+TEST(EtcdJsonTest, RefusesWhatEtcdGatewayRefusesInItsWords) {
+  struct Case {
+    const char* body;
+    const char* message;
+  };
+  const Case kRange[] = {
+      {R"({"key":"Zm9v","sort_order":"BOGUS"})",
+       R"(unknown value "BOGUS" for enum etcdserverpb.RangeRequest_SortOrder)"},
+      {R"({"sort_order":"1"})",
+       R"(unknown value "1" for enum etcdserverpb.RangeRequest_SortOrder)"},
+      {R"({"sort_order":"ascend"})",
+       R"(unknown value "ascend" for enum etcdserverpb.RangeRequest_SortOrder)"},
+      {R"({"sortTarget":"BOGUS"})",
+       R"(unknown value "BOGUS" for enum etcdserverpb.RangeRequest_SortTarget)"},
+      {R"({"sort_order":true})",
+       "json: cannot unmarshal bool into Go value of type "
+       "etcdserverpb.RangeRequest_SortOrder"},
+      {R"({"sort_order":{}})",
+       "json: cannot unmarshal object into Go value of type "
+       "etcdserverpb.RangeRequest_SortOrder"},
+      {R"({"count_only":"true"})",
+       "json: cannot unmarshal string into Go value of type bool"},
+      {R"({"keys_only":"false"})",
+       "json: cannot unmarshal string into Go value of type bool"},
+      {R"({"count_only":1})",
+       "json: cannot unmarshal number into Go value of type bool"},
+      {R"({"count_only":[]})",
+       "json: cannot unmarshal array into Go value of type bool"},
+      {R"({"limit":true})",
+       "json: cannot unmarshal bool into Go value of type int64"},
+      {R"({"limit":{}})",
+       "json: cannot unmarshal object into Go value of type int64"},
+      {R"({"limit":1.5})",
+       "json: cannot unmarshal number 1.5 into Go value of type int64"},
+      {R"({"limit":"1.5"})",
+       "json: cannot unmarshal number 1.5 into Go value of type int64"},
+      {R"({"limit":"abc"})",
+       "invalid character 'a' looking for beginning of value"},
+      {R"({"key":5})",
+       "json: cannot unmarshal number into Go value of type []uint8"},
+      {R"({"key":true})",
+       "json: cannot unmarshal bool into Go value of type []uint8"},
+      {"[]",
+       "json: cannot unmarshal array into Go value of type "
+       "map[string]json.RawMessage"},
+      {R"("x")",
+       "json: cannot unmarshal string into Go value of type "
+       "map[string]json.RawMessage"},
+  };
+  for (const Case& c : kRange) {
+    etcdserverpb::RangeRequest r;
+    Status s = ParseJson(c.body, &r);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << c.body;
+    EXPECT_EQ(s.message(), c.message) << c.body;
+  }
+  const Case kTxn[] = {
+      {R"({"compare":[{"key":"Zm9v","target":"NOPE"}]})",
+       R"(unknown value "NOPE" for enum etcdserverpb.Compare_CompareTarget)"},
+      {R"({"compare":[{"key":"Zm9v","result":"BAD"}]})",
+       R"(unknown value "BAD" for enum etcdserverpb.Compare_CompareResult)"},
+      {R"({"compare":[{"key":"Zm9v","version":true}]})",
+       "json: cannot unmarshal bool into Go value of type int64"},
+      {R"({"compare":{}})",
+       "json: cannot unmarshal object into Go value of type []json.RawMessage"},
+      {R"({"compare":[5]})",
+       "json: cannot unmarshal number into Go value of "
+       "type map[string]json.RawMessage"},
+      {R"({"success":[{"request_put":[]}]})",
+       "json: cannot unmarshal array into Go value of type "
+       "map[string]json.RawMessage"},
+      {R"({"success":[{"request_put":{"key":"YQ==","prev_kv":"true"}}]})",
+       "json: cannot unmarshal string into Go value of type bool"},
+  };
+  for (const Case& c : kTxn) {
+    etcdserverpb::TxnRequest t;
+    Status s = ParseJson(c.body, &t);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << c.body;
+    EXPECT_EQ(s.message(), c.message) << c.body;
+  }
+  etcdserverpb::AlarmRequest a;
+  EXPECT_EQ(
+      ParseJson(R"({"action":"X"})", &a).message(),
+      R"(unknown value "X" for enum etcdserverpb.AlarmRequest_AlarmAction)");
+  etcdserverpb::WatchRequest w;
+  EXPECT_EQ(
+      ParseJson(
+          R"({"create_request":{"key":"YQ==","filters":["NOPUT","BAD"]}})", &w)
+          .message(),
+      "unknown value \"BAD\" for enum "
+      "etcdserverpb.WatchCreateRequest_FilterType");
+  // What the gateway accepts: an enum by any number (named or not), null.
+  etcdserverpb::RangeRequest r;
+  ASSERT_TRUE(
+      ParseJson(R"({"sort_order":9,"sort_target":null,"count_only":null})", &r)
+          .ok());
+  EXPECT_EQ(static_cast<int>(r.sort_order()), 9);
+  ASSERT_TRUE(
+      ParseJson(R"({"sort_order":"DESCEND","count_only":true})", &r).ok());
+  EXPECT_EQ(r.sort_order(), etcdserverpb::RangeRequest::DESCEND);
+  EXPECT_TRUE(r.count_only());
 }
 
 // The issue's 2 MB body to /v3/kv/put, nested 1,000,000 deep, killed the

@@ -454,5 +454,33 @@ TEST_F(DiffTest, HttpStatusesAndParsing) {
   Same("POST", "/v3/kv/put", "{\"key\":");
 }
 
+// Issue 17: the gateway decodes strictly (grpc-gateway's jsonpb): an unknown
+// enum name or a value of the wrong JSON kind is 400, code 3, in Go's words.
+TEST_F(DiffTest, StrictRequestDecoding) {
+  Same("POST", "/v3/kv/put", PutBody("n", "1"));
+  const std::string k = "{\"key\":" + Q("n");
+  for (const std::string extra :
+       {R"(,"sort_order":"BOGUS")", R"(,"sort_order":"1")",
+        R"(,"sort_order":"ascend")", R"(,"sort_target":"BOGUS")",
+        R"(,"sort_order":true)", R"(,"count_only":"true")",
+        R"(,"keys_only":"false")", R"(,"serializable":1)",
+        R"(,"count_only":[])", R"(,"limit":true)", R"(,"limit":1.5)",
+        R"(,"limit":"1.5")", R"(,"limit":"abc")", R"(,"limit":{})",
+        // Accepted: any enum number, null.
+        R"(,"sort_order":9)", R"(,"sort_order":null,"count_only":null)"}) {
+    Same("POST", "/v3/kv/range", k + extra + "}");
+  }
+  Same("POST", "/v3/kv/range", R"({"key":5})");
+  Same("POST", "/v3/kv/range", "[]");
+  Same("POST", "/v3/kv/put", k + R"(,"prev_kv":"true"})");
+  Same("POST", "/v3/kv/txn", R"({"compare":[{"key":"bg==","target":"NOPE"}]})");
+  Same("POST", "/v3/kv/txn", R"({"compare":[{"key":"bg==","result":"BAD"}]})");
+  Same("POST", "/v3/kv/txn", R"({"compare":[{"key":"bg==","version":true}]})");
+  Same("POST", "/v3/kv/txn", R"({"compare":{}})");
+  Same("POST", "/v3/kv/txn", R"({"compare":[5]})");
+  Same("POST", "/v3/kv/txn", R"({"success":[{"request_put":[]}]})");
+  Same("POST", "/v3/maintenance/alarm", R"({"action":"X"})");
+}
+
 }  // namespace
 }  // namespace kplane::e2e

@@ -457,6 +457,7 @@ class Exchange : public Responder,
   bool Respond(int status, HttpHeaders headers, std::string body) override;
   bool StartStream(int status, HttpHeaders headers) override;
   bool Write(std::string_view chunk) override;
+  bool WriteChunks(std::span<const std::string_view> chunks) override;
   bool Finish() override;
   size_t BufferedBytes() const override;
   void SetMaxBufferedBytes(size_t max_bytes) override;
@@ -1268,6 +1269,38 @@ bool Exchange::Write(std::string_view chunk) {
     } else {
       ok = conn_->SendLocked({chunk}, max_buffered_, &d);
     }
+  }
+  conn_->Run(&d);
+  return ok;
+}
+
+bool Exchange::WriteChunks(std::span<const std::string_view> chunks) {
+  // Framed under the lock (which holds whether the stream is chunked), as
+  // one piece for SendLocked: a memcpy of what was just encoded.
+  std::string framed;
+  size_t total = 0;
+  for (std::string_view c : chunks) total += c.size() + 16;
+  framed.reserve(total);
+  Deferred d;
+  bool ok;
+  {
+    MutexLock l(&conn_->mu());
+    if (phase_ != Phase::kStreaming || conn_->closed_locked()) {
+      if (phase_ == Phase::kNew) {
+        LOG(ERROR) << "Responder::WriteChunks before StartStream for "
+                   << request_.path;
+      }
+      return false;
+    }
+    if (head_only_) return true;
+    for (std::string_view c : chunks) {
+      if (c.empty()) continue;
+      if (chunked_) framed += ChunkHeader(c.size());
+      framed.append(c);
+      if (chunked_) framed += "\r\n";
+    }
+    if (framed.empty()) return true;
+    ok = conn_->SendLocked({framed}, max_buffered_, &d);
   }
   conn_->Run(&d);
   return ok;

@@ -222,7 +222,8 @@ class WatchSession : public std::enable_shared_from_this<WatchSession> {
         [self](std::string_view data, bool eof) { self->OnData(data, eof); });
   }
 
-  // Writes every queued response with one Responder::Write.
+  // Writes every queued response, each its own chunk, with one
+  // Responder::WriteChunks.
   // Unsent bytes of a watch stream past which Drain() leaves responses in
   // the MVCC stream's queue.
   static constexpr size_t kPaceBytes = 1 << 20;
@@ -253,12 +254,24 @@ class WatchSession : public std::enable_shared_from_this<WatchSession> {
     if (stream_->PopAll(&items_) == 0) return;
     etcdserverpb::ResponseHeader header;
     server_->FillHeader(&header);
+    // One response per HTTP chunk, as etcd's gateway flushes each message
+    // (clients such as OpenStack's etcd3gw parse one object per chunk and
+    // lose the rest), all chunks in one send.
     std::string out;
+    ends_.clear();
     for (const mvcc::WatchItem& item : items_) {
       drainer_->encoder()->Append(header, item, &out);
+      ends_.push_back(out.size());
     }
     items_.clear();
-    WriteEncoded(out);
+    chunks_.clear();
+    size_t begin = 0;
+    for (size_t end : ends_) {
+      chunks_.emplace_back(out.data() + begin, end - begin);
+      begin = end;
+    }
+    StartIfNeeded();
+    r_->WriteChunks(chunks_);
   }
 
  private:
@@ -299,11 +312,16 @@ class WatchSession : public std::enable_shared_from_this<WatchSession> {
     stream_.reset();
   }
 
-  void WriteEncoded(std::string_view out) REQUIRES(mu_) {
+  void StartIfNeeded() REQUIRES(mu_) {
     if (!started_) {
       r_->StartStream(200, JsonHeaders());
       started_ = true;
     }
+  }
+
+  // Writes one encoded response as one chunk.
+  void WriteEncoded(std::string_view out) REQUIRES(mu_) {
+    StartIfNeeded();
     r_->Write(out);
   }
 
@@ -376,7 +394,9 @@ class WatchSession : public std::enable_shared_from_this<WatchSession> {
   // taken before the stream's and the responder's own locks, never after.
   Mutex mu_;
   std::unique_ptr<mvcc::WatchStream> stream_ GUARDED_BY(mu_);
-  std::vector<mvcc::WatchItem> items_ GUARDED_BY(mu_);  // reused
+  std::vector<mvcc::WatchItem> items_ GUARDED_BY(mu_);    // reused
+  std::vector<size_t> ends_ GUARDED_BY(mu_);              // reused
+  std::vector<std::string_view> chunks_ GUARDED_BY(mu_);  // reused
   bool started_ GUARDED_BY(mu_) = false;
   int64_t next_id_ GUARDED_BY(mu_) = 0;
 };

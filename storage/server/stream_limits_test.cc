@@ -133,5 +133,63 @@ TEST_F(StreamLimitsTest, WatchStreamThatIsNotReadIsPaced) {
       << "the stream's responses were all moved into its output buffer";
 }
 
+// Issue 17: one watch response per HTTP chunk, as etcd's gateway flushes
+// each message; OpenStack's etcd3gw parses one JSON object per chunk. Five
+// watchers of one key on one stream get their events from one write, so
+// one drain writes all five responses (in one send, each its own chunk).
+TEST_F(StreamLimitsTest, WatchSendsEachResponseInItsOwnChunk) {
+  constexpr int kWatchers = 5;
+  RawConnection c(http_->port());
+  std::string creates;
+  for (int i = 0; i < kWatchers; ++i) {
+    creates += Chunk(R"({"create_request":{"key":"Yw=="}})");
+  }
+  c.Send(
+      "POST /v3/watch HTTP/1.1\r\nHost: x\r\nContent-Type: "
+      "application/json\r\nTransfer-Encoding: chunked\r\n\r\n" +
+      creates);
+  etcdserverpb::PutRequest put;
+  put.set_key("c");
+  put.set_value("v");
+  // The chunks' payloads, parsed off the raw stream after the head.
+  std::vector<std::string> payloads;
+  size_t events = 0, created = 0;
+  auto parse = [&](std::string_view buf) {
+    payloads.clear();
+    events = created = 0;
+    size_t p = buf.find("\r\n\r\n");
+    if (p == std::string_view::npos) return;
+    p += 4;
+    for (;;) {
+      size_t eol = buf.find("\r\n", p);
+      if (eol == std::string_view::npos) return;
+      const size_t n =
+          std::stoul(std::string(buf.substr(p, eol - p)), nullptr, 16);
+      if (buf.size() < eol + 2 + n + 2) return;
+      std::string payload(buf.substr(eol + 2, n));
+      if (payload.find("\"created\":true") != std::string::npos) ++created;
+      if (payload.find("\"events\"") != std::string::npos) ++events;
+      payloads.push_back(std::move(payload));
+      p = eol + 2 + n + 2;
+    }
+  };
+  ASSERT_TRUE(c.ReadUntil([&](std::string_view b) {
+    parse(b);
+    return created >= kWatchers;
+  })) << c.buffer();
+  ASSERT_TRUE(server_->Put(put).ok());
+  ASSERT_TRUE(c.ReadUntil([&](std::string_view b) {
+    parse(b);
+    return events >= kWatchers;
+  })) << c.buffer();
+  EXPECT_EQ(created, kWatchers);
+  EXPECT_EQ(events, kWatchers);
+  for (const std::string& payload : payloads) {
+    // Exactly one `{"result":...}` line per chunk.
+    EXPECT_EQ(payload.rfind("{\"result\":", 0), 0u) << payload;
+    EXPECT_EQ(payload.find('\n'), payload.size() - 1) << payload;
+  }
+}
+
 }  // namespace
 }  // namespace kplane::storage

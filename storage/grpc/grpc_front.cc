@@ -546,18 +546,11 @@ class MaintenanceImpl final : public pb::Maintenance::CallbackService {
     StoreServer* s = s_;
     return OnWorker(s, ctx, resp, [s] { return s->Defragment(); });
   }
-  // etcd hashes its whole backend; kplane answers the hash of the live
-  // key-values at the current revision (HashKV's), as /v3/maintenance/hash.
+  // See ClusterAdmin::Hash (the same answer as /v3/maintenance/hash).
   ServerUnaryReactor* Hash(CallbackServerContext* ctx, const pb::HashRequest*,
                            pb::HashResponse* resp) override {
     StoreServer* s = s_;
-    return OnWorker(s, ctx, resp, [s]() -> StatusOr<pb::HashResponse> {
-      ASSIGN_OR_RETURN(pb::HashKVResponse kv, s->HashKV(0));
-      pb::HashResponse h;
-      *h.mutable_header() = kv.header();
-      h.set_hash(kv.hash());
-      return h;
-    });
+    return OnWorker(s, ctx, resp, [s] { return s->Hash(); });
   }
   ServerUnaryReactor* HashKV(CallbackServerContext* ctx,
                              const pb::HashKVRequest* req,

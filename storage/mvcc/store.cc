@@ -635,7 +635,11 @@ StatusOr<etcdserverpb::HashKVResponse> Store::HashKV(int64_t revision) {
   DbView view(db_.get(), snap.get());
   auto cursor = view.NewCursor(keys::VersionPrefix(""),
                                std::string(1, keys::kVersionTag + 1));
-  uint32_t hash = 0;
+  // Starts with the bucket name, as etcd's HashByRev does: an empty store
+  // hashes to crc32c("key") (= etcd's), never to 0, which the JSON gateway
+  // would leave out of the answer.
+  static constexpr std::string_view kKeyBucket = "key";
+  uint32_t hash = crc32c::Value(kKeyBucket);
   Status decode_status;
   std::string buf;
   RETURN_IF_ERROR(ScanLive(

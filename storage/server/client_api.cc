@@ -624,10 +624,12 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
   both("/maintenance/defragment", [s](const HttpRequest&, ResponderPtr r) {
     RespondResult(r.get(), s->Defragment());
   });
+  // etcd's HashResponse, {header, hash}; etcd 3.4's gateway has no
+  // /v3/maintenance/hashkv.
   both("/maintenance/hash", [s](const HttpRequest& req, ResponderPtr r) {
-    etcdserverpb::HashKVRequest q;
+    etcdserverpb::HashRequest q;
     if (!ParseBody(req, r.get(), &q)) return;
-    RespondResult(r.get(), s->HashKV(q.revision()));
+    RespondResult(r.get(), s->Hash());
   });
   both("/maintenance/alarm", [s](const HttpRequest& req, ResponderPtr r) {
     etcdserverpb::AlarmRequest q;

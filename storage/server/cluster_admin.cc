@@ -152,4 +152,12 @@ StatusOr<etcdserverpb::HashKVResponse> ClusterAdmin::HashKV(int64_t revision) {
   return resp;
 }
 
+StatusOr<etcdserverpb::HashResponse> ClusterAdmin::Hash() {
+  ASSIGN_OR_RETURN(etcdserverpb::HashKVResponse kv, HashKV(0));
+  etcdserverpb::HashResponse resp;
+  *resp.mutable_header() = kv.header();
+  resp.set_hash(kv.hash());
+  return resp;
+}
+
 }  // namespace kplane::storage

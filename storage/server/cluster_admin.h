@@ -61,6 +61,10 @@ class ClusterAdmin {
       const etcdserverpb::AlarmRequest& req);
   StatusOr<etcdserverpb::DefragmentResponse> Defragment();
   StatusOr<etcdserverpb::HashKVResponse> HashKV(int64_t revision);
+  // etcd's Maintenance.Hash answer: {header, hash}. etcd hashes its whole
+  // backend (every bucket); kplane's hash is HashKV's at the current
+  // revision (never 0: it covers the bucket name first, as etcd's does).
+  StatusOr<etcdserverpb::HashResponse> Hash();
 
  private:
   const ClusterAdminOptions options_;

@@ -190,6 +190,7 @@ class StoreServer : public KV, public PeerHandler {
   StatusOr<etcdserverpb::HashKVResponse> HashKV(int64_t revision) override {
     return admin_->HashKV(revision);
   }
+  StatusOr<etcdserverpb::HashResponse> Hash() { return admin_->Hash(); }
   StatusOr<etcdserverpb::MemberAddResponse> MemberAdd(
       const etcdserverpb::MemberAddRequest& req) {
     return admin_->MemberAdd(req);

@@ -454,6 +454,30 @@ TEST_F(DiffTest, HttpStatusesAndParsing) {
   Same("POST", "/v3/kv/put", "{\"key\":");
 }
 
+// Issue 17: /v3/maintenance/hash answers etcd's HashResponse, field for
+// field: {header, hash} with the hash present (an empty store's too). The
+// values differ by design (etcd hashes its whole backend, member ids
+// included; kplane the live key-values, see docs/store.md), so the hash is
+// masked before comparing.
+TEST_F(DiffTest, MaintenanceHashFields) {
+  auto masked = [](Side* s) {
+    Answer a = s->Do("POST", "/v3/maintenance/hash", "{}");
+    EXPECT_EQ(a.status, 200) << s->name() << ": " << a.body;
+    std::string b = s->Normalize(a.body);
+    const std::string field = ",\"hash\":";
+    const size_t p = b.find(field);
+    EXPECT_NE(p, std::string::npos) << s->name() << ": " << b;
+    if (p == std::string::npos) return b;
+    size_t e = p + field.size();
+    while (e < b.size() && b[e] >= '0' && b[e] <= '9') ++e;
+    EXPECT_GT(e, p + field.size()) << s->name() << ": " << b;
+    return b.replace(p + field.size(), e - p - field.size(), "H");
+  };
+  EXPECT_EQ(masked(kplane_.get()), masked(etcd_.get()));
+  Same("POST", "/v3/kv/put", PutBody("h", "1"));
+  EXPECT_EQ(masked(kplane_.get()), masked(etcd_.get()));
+}
+
 // Issue 17: the gateway decodes strictly (grpc-gateway's jsonpb): an unknown
 // enum name or a value of the wrong JSON kind is 400, code 3, in Go's words.
 TEST_F(DiffTest, StrictRequestDecoding) {

@@ -13,6 +13,7 @@
 #include "storage/etcdjson/json_stream.h"
 #include "storage/mvcc/watch.h"
 #include "storage/server/kv_service.h"
+#include "storage/server/version.h"
 #include "storage/server/watch_json.h"
 
 namespace kplane::storage {
@@ -731,11 +732,14 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
     body += "}";
     r->Respond(h.healthy ? 200 : 503, JsonHeaders(), body);
   });
+  // etcd's two fields, parseable as etcd's (version.h), then kplane's own.
   http->Handle("GET", "/version",
                [](const HttpRequest&, ResponderPtr r) {
                  r->Respond(200, JsonHeaders(),
-                            "{\"etcdserver\":\"3.4.0-kplane\",\"etcdcluster\":"
-                            "\"3.4.0\"}");
+                            std::string("{\"etcdserver\":\"") +
+                                kEtcdServerVersion + "\",\"etcdcluster\":\"" +
+                                kEtcdClusterVersion + "\",\"kplane\":\"" +
+                                kKplaneVersion + "\"}");
                },
                {.run_on_io_thread = true});
   metrics::Registry* reg = metrics_;

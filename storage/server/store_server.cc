@@ -6,12 +6,11 @@
 #include "base/logging.h"
 #include "storage/server/corruption_check.h"
 #include "storage/server/entry_check.h"
+#include "storage/server/version.h"
 
 namespace kplane::storage {
 
 namespace {
-
-constexpr char kVersion[] = "3.4.0-kplane";
 
 // Sends nothing: a single-member cluster has nobody to talk to.
 class NullTransport : public PeerTransport {
@@ -441,7 +440,7 @@ StatusOr<etcdserverpb::StatusResponse> StoreServer::MemberStatus() {
   etcdserverpb::StatusResponse resp;
   FillHeader(resp.mutable_header());
   resp.mutable_header()->set_revision(store->CurrentRevision());
-  resp.set_version(kVersion);
+  resp.set_version(kEtcdServerVersion);
   resp.set_dbsize(store->DbSize());
   resp.set_dbsizeinuse(store->DbSizeInUse());
   resp.set_leader(leader_id());

@@ -1,6 +1,7 @@
 // The store differential suite: the same etcd v3 JSON API cases against a
 // fresh etcd 3.4 and a fresh `kplane store`; see differential.h for what is
 // compared and how revisions are lined up.
+#include <regex>
 #include <thread>
 
 #include "tests/e2e/store/differential.h"
@@ -452,6 +453,27 @@ TEST_F(DiffTest, HttpStatusesAndParsing) {
   // A truncated body (this was known difference 4).
   Same("POST", "/v3/kv/range", "{");
   Same("POST", "/v3/kv/put", "{\"key\":");
+}
+
+// Issue 17: Patroni int()s the dot-separated parts of /version's
+// "etcdserver" ("3.4.0-kplane" stopped it). kplane reports etcd's API level
+// in etcd's form and names itself in a field of its own.
+TEST_F(DiffTest, VersionParsesAsEtcds) {
+  auto fields = [](Side* s) {
+    Answer a = s->Do("GET", "/version", "");
+    EXPECT_EQ(a.status, 200) << s->name();
+    EXPECT_EQ(a.content_type, "application/json") << s->name();
+    std::smatch m;
+    EXPECT_TRUE(std::regex_match(
+        a.body, m,
+        std::regex(R"re(\{"etcdserver":"(\d+)\.(\d+)\.(\d+)",)re"
+                   R"re("etcdcluster":"3\.4\.0"(,"kplane":"[^"]+")?\})re")))
+        << s->name() << ": " << a.body;
+    return m.size() == 5 ? m[1].str() + "." + m[2].str() + "|" + m[4].str()
+                         : a.body;
+  };
+  EXPECT_EQ(fields(etcd_.get()), "3.4|");
+  EXPECT_EQ(fields(kplane_.get()), "3.4|,\"kplane\":\"0.1.0\"");
 }
 
 // Issue 17: /v3/maintenance/hash answers etcd's HashResponse, field for

@@ -128,17 +128,17 @@ TEST(MvccAutoCompactorTest, StoreCompactsItselfInRevisionMode) {
     o->auto_compaction.retention_revisions = 5;
   });
   ASSERT_NE(store, nullptr);
-  for (int i = 0; i < 20; ++i) {
+  for (int i = 0; i < 20; ++i) {  // revisions 2..21
     ASSERT_TRUE(store->Put(testing::MakePut("k", std::to_string(i))).ok());
   }
   // Two waiters: the auto-compactor and the watch thread.
   clock.WaitForWaiters(2);
   clock.Advance(minutes(5));
-  ASSERT_TRUE(store->WaitForCompaction(15).ok());
-  EXPECT_EQ(store->CompactRevision(), 15);
-  EXPECT_EQ(store->Range(testing::MakeRange("k", "", 14)).status().code(),
+  ASSERT_TRUE(store->WaitForCompaction(16).ok());
+  EXPECT_EQ(store->CompactRevision(), 16);
+  EXPECT_EQ(store->Range(testing::MakeRange("k", "", 15)).status().code(),
             StatusCode::kCompacted);
-  EXPECT_EQ(testing::ValueAt(store.get(), "k", 15), "14");
+  EXPECT_EQ(testing::ValueAt(store.get(), "k", 16), "14");
 }
 
 }  // namespace

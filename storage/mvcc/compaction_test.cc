@@ -44,31 +44,31 @@ class MvccCompactionTest : public ::testing::Test {
   std::unique_ptr<Store> store_;
 };
 
-// The seeds' example: /foo written at revisions 1, 3, 5 and again later;
-// compacting to 5000 drops revisions 1, 3 and 5.
+// The seeds' example: /foo written at revisions 2, 4, 6 and again later
+// (an empty store is at 1); compacting to 5000 drops revisions 2, 4 and 6.
 TEST_F(MvccCompactionTest, SeedExampleDropsSupersededRevisions) {
-  Put("/foo", "v1");  // 1
-  Put("/bar", "v2");  // 2
-  Put("/foo", "v3");  // 3
-  Put("/baz", "x");   // 4
-  Put("/foo", "v5");  // 5
-  for (int rev = 6; rev < 5000; ++rev) Put("/other/" + std::to_string(rev), "");
+  Put("/foo", "v1");  // 2
+  Put("/bar", "v2");  // 3
+  Put("/foo", "v3");  // 4
+  Put("/baz", "x");   // 5
+  Put("/foo", "v5");  // 6
+  for (int rev = 7; rev < 5000; ++rev) Put("/other/" + std::to_string(rev), "");
   Put("/foo", "v5000");  // 5000
   Put("/foo", "v5001");  // 5001
   ASSERT_EQ(store_->CurrentRevision(), 5001);
   EXPECT_EQ(
       store_->RawVersions("/foo"),
       (Versions{
-          {5001, false}, {5000, false}, {5, false}, {3, false}, {1, false}}));
+          {5001, false}, {5000, false}, {6, false}, {4, false}, {2, false}}));
   CompactAndWait(5000);
   EXPECT_EQ(store_->RawVersions("/foo"),
             (Versions{{5001, false}, {5000, false}}));
-  EXPECT_EQ(store_->RawVersions("/bar"), (Versions{{2, false}}));  // live
+  EXPECT_EQ(store_->RawVersions("/bar"), (Versions{{3, false}}));  // live
   // The events below 5000 are gone; revision 5000 itself stays whole.
   EXPECT_EQ(store_->RawEventCount(4999), 0);
   EXPECT_EQ(store_->RawEventCount(5001), 2);
 
-  for (int64_t rev : {1, 3, 5, 4999}) {
+  for (int64_t rev : {2, 4, 6, 4999}) {
     auto r = store_->Range(MakeRange("/foo", "", rev));
     EXPECT_EQ(r.status().code(), StatusCode::kCompacted) << rev;
     EXPECT_EQ(r.status().message(),
@@ -83,7 +83,7 @@ TEST_F(MvccCompactionTest, SeedExampleDropsSupersededRevisions) {
   auto stream = store_->NewWatchStream();
   etcdserverpb::WatchCreateRequest w;
   w.set_key("/foo");
-  w.set_start_revision(3);
+  w.set_start_revision(4);
   auto id = stream->Watch(w);
   EXPECT_EQ(id.status().code(), StatusCode::kCompacted);
   EXPECT_EQ(id.status().detail(), 5000);
@@ -100,41 +100,41 @@ TEST_F(MvccCompactionTest, SeedExampleDropsSupersededRevisions) {
 }
 
 TEST_F(MvccCompactionTest, TombstonesGoWithTheirHistory) {
-  Put("a", "1");                                           // 1
-  Put("a", "2");                                           // 2
-  ASSERT_TRUE(store_->DeleteRange(MakeDelete("a")).ok());  // 3
-  Put("b", "1");                                           // 4
-  ASSERT_TRUE(store_->DeleteRange(MakeDelete("b")).ok());  // 5
-  CompactAndWait(4);
-  // a's tombstone (3) is <= 4: the key is gone entirely.
-  EXPECT_TRUE(store_->RawVersions("a").empty());
-  // b's tombstone (5) is after 4: b@4 is still readable at 4.
-  EXPECT_EQ(store_->RawVersions("b"), (Versions{{5, true}, {4, false}}));
-  EXPECT_EQ(ValueAt(store_.get(), "b", 4), "1");
-  EXPECT_EQ(ValueAt(store_.get(), "a", 4), "<none>");
-  // A tombstone at exactly the compaction revision stays (watching from 5
-  // must still see the delete); what it hides goes.
+  Put("a", "1");                                           // 2
+  Put("a", "2");                                           // 3
+  ASSERT_TRUE(store_->DeleteRange(MakeDelete("a")).ok());  // 4
+  Put("b", "1");                                           // 5
+  ASSERT_TRUE(store_->DeleteRange(MakeDelete("b")).ok());  // 6
   CompactAndWait(5);
-  EXPECT_EQ(store_->RawVersions("b"), (Versions{{5, true}}));
-  EXPECT_EQ(ValueAt(store_.get(), "b", 5), "<none>");
-  Put("c", "1");  // 6
+  // a's tombstone (4) is <= 5: the key is gone entirely.
+  EXPECT_TRUE(store_->RawVersions("a").empty());
+  // b's tombstone (6) is after 5: b@5 is still readable at 5.
+  EXPECT_EQ(store_->RawVersions("b"), (Versions{{6, true}, {5, false}}));
+  EXPECT_EQ(ValueAt(store_.get(), "b", 5), "1");
+  EXPECT_EQ(ValueAt(store_.get(), "a", 5), "<none>");
+  // A tombstone at exactly the compaction revision stays (watching from 6
+  // must still see the delete); what it hides goes.
   CompactAndWait(6);
+  EXPECT_EQ(store_->RawVersions("b"), (Versions{{6, true}}));
+  EXPECT_EQ(ValueAt(store_.get(), "b", 6), "<none>");
+  Put("c", "1");  // 7
+  CompactAndWait(7);
   EXPECT_TRUE(store_->RawVersions("b").empty());
 }
 
 TEST_F(MvccCompactionTest, RefusesOldAndFutureRevisions) {
-  Put("a", "1");
-  Put("a", "2");
-  Put("a", "3");
-  EXPECT_EQ(store_->Compact(4).code(), StatusCode::kFutureRevision);
-  CompactAndWait(2);
-  EXPECT_EQ(store_->CompactRevision(), 2);
-  Status again = store_->Compact(2);
+  Put("a", "1");  // 2
+  Put("a", "2");  // 3
+  Put("a", "3");  // 4
+  EXPECT_EQ(store_->Compact(5).code(), StatusCode::kFutureRevision);
+  CompactAndWait(3);
+  EXPECT_EQ(store_->CompactRevision(), 3);
+  Status again = store_->Compact(3);
   EXPECT_EQ(again.code(), StatusCode::kCompacted);
-  EXPECT_EQ(again.detail(), 2);
-  EXPECT_EQ(store_->Compact(1).code(), StatusCode::kCompacted);
+  EXPECT_EQ(again.detail(), 3);
+  EXPECT_EQ(store_->Compact(2).code(), StatusCode::kCompacted);
   // Reading at exactly the compacted revision is allowed.
-  EXPECT_EQ(ValueAt(store_.get(), "a", 2), "2");
+  EXPECT_EQ(ValueAt(store_.get(), "a", 3), "2");
 }
 
 TEST_F(MvccCompactionTest, SurvivesReopen) {
@@ -186,7 +186,7 @@ TEST_F(MvccCompactionTest, SmallBatchesAndHotKeys) {
   Put("end", "x");
   const int64_t rev = store_->CurrentRevision();
   CompactAndWait(rev);
-  EXPECT_EQ(store_->RawVersions("hot"), (Versions{{500, false}}));
+  EXPECT_EQ(store_->RawVersions("hot"), (Versions{{501, false}}));
   EXPECT_TRUE(store_->RawVersions("cold1").empty());
   EXPECT_TRUE(store_->RawVersions("cold25").empty());
   EXPECT_EQ(store_->RawVersions("cold0").size(), 1u);
@@ -198,15 +198,16 @@ TEST_F(MvccCompactionTest, SmallBatchesAndHotKeys) {
 TEST_F(MvccCompactionTest, ResumesAfterCloseMidway) {
   Reopen(/*batch=*/5);
   for (int i = 0; i < 3000; ++i) Put("k" + std::to_string(i % 10), "v");
-  ASSERT_TRUE(store_->Compact(2990).ok());
+  // Revisions 2..3001: after 2991 each key is written once more.
+  ASSERT_TRUE(store_->Compact(2991).ok());
   store_.reset();  // most likely mid-compaction
   Reopen();
-  EXPECT_EQ(store_->CompactRevision(), 2990);
-  ASSERT_TRUE(store_->WaitForCompaction(2990).ok());
+  EXPECT_EQ(store_->CompactRevision(), 2991);
+  ASSERT_TRUE(store_->WaitForCompaction(2991).ok());
   for (int k = 0; k < 10; ++k) {
     EXPECT_LE(store_->RawVersions("k" + std::to_string(k)).size(), 2u);
   }
-  EXPECT_EQ(store_->RawEventCount(2989), 0);
+  EXPECT_EQ(store_->RawEventCount(2990), 0);
 }
 
 TEST_F(MvccCompactionTest, WritersRunAlongside) {
@@ -220,16 +221,16 @@ TEST_F(MvccCompactionTest, WritersRunAlongside) {
     }
     done = true;
   });
-  ASSERT_TRUE(store_->Compact(2000).ok());
-  ASSERT_TRUE(store_->WaitForCompaction(2000).ok());
+  ASSERT_TRUE(store_->Compact(2001).ok());  // the last "old" write
+  ASSERT_TRUE(store_->WaitForCompaction(2001).ok());
   writer.join();
   ASSERT_TRUE(done);
-  EXPECT_EQ(store_->CurrentRevision(), 3000);
+  EXPECT_EQ(store_->CurrentRevision(), 3001);
   for (int k = 0; k < 50; ++k) {
     // The last write of k was i = 950 + k.
     EXPECT_EQ(ValueAt(store_.get(), "k" + std::to_string(k)),
               std::to_string(950 + k));
-    EXPECT_EQ(ValueAt(store_.get(), "k" + std::to_string(k), 2000), "old");
+    EXPECT_EQ(ValueAt(store_.get(), "k" + std::to_string(k), 2001), "old");
   }
 }
 
@@ -250,14 +251,15 @@ void PrintTo(const HistoryCase& c, std::ostream* os) {
 class MvccCompactionHistoryTest : public ::testing::TestWithParam<HistoryCase> {
 };
 
-// Writes the same deterministic history into `s`: 3,000 revisions over 12
+// Writes the same deterministic history into `s`: 3,000 writes over 12
 // keys (hot ones, deletes and re-creates, two-put txns), returning every
 // revision's full range (serialized kvs) before any compaction.
 std::vector<std::string> WriteHistory(Store* s,
                                       const std::vector<std::string>& keys) {
   std::mt19937_64 rng(42);
   std::set<std::string> live;
-  std::vector<std::string> states(1);  // states[rev]
+  // states[rev]; an empty store is at kInitialRevision.
+  std::vector<std::string> states(Store::kInitialRevision + 1);
   auto snapshot = [&] {
     auto r = s->Range(MakeRange(std::string(1, '\0'), std::string(1, '\0')));
     EXPECT_TRUE(r.ok()) << r.status();
@@ -287,7 +289,7 @@ std::vector<std::string> WriteHistory(Store* s,
       EXPECT_TRUE(s->Put(MakePut(k, std::to_string(i))).ok());
       live.insert(k);
     }
-    EXPECT_EQ(s->CurrentRevision(), i);
+    EXPECT_EQ(s->CurrentRevision(), i + Store::kInitialRevision);
     states.push_back(snapshot());
   }
   return states;

@@ -1,7 +1,10 @@
 // The deterministic workload of the crash tests, shared by the child
 // process that is killed and the test that checks what survived. Operation
-// i (1, 2, 3, ...) always writes, so it produces revision i and is applied
-// with consistent index i; Expected(n) replays operations 1..n in memory.
+// i (1, 2, 3, ...) always writes, so on a new store (at revision
+// Store::kInitialRevision) it produces revision r = i + kInitialRevision and
+// is applied with consistent index i. Both functions take that revision r:
+// Apply(store, r) runs operation i, Expected(r) replays operations 1..i in
+// memory.
 #ifndef KPLANE_STORAGE_MVCC_CRASH_WORKLOAD_H_
 #define KPLANE_STORAGE_MVCC_CRASH_WORKLOAD_H_
 
@@ -14,8 +17,12 @@ namespace kplane::mvcc::crash {
 
 inline std::string J(int64_t i) { return std::to_string(i % 13); }
 
-// Applies operation i to the store.
-inline Status Apply(Store* store, int64_t i) {
+// The operation that produces revision `rev`.
+inline int64_t OpOf(int64_t rev) { return rev - Store::kInitialRevision; }
+
+// Applies the operation that produces revision `rev` to the store.
+inline Status Apply(Store* store, int64_t rev) {
+  const int64_t i = OpOf(rev);
   const uint64_t ci = static_cast<uint64_t>(i);
   etcdserverpb::PutRequest put;
   switch (i % 5) {
@@ -59,8 +66,9 @@ inline Status Apply(Store* store, int64_t i) {
   }
 }
 
-// The live key-values after operations 1..n.
-inline std::map<std::string, std::string> Expected(int64_t n) {
+// The live key-values at revision `rev`: after operations 1..OpOf(rev).
+inline std::map<std::string, std::string> Expected(int64_t rev) {
+  const int64_t n = OpOf(rev);
   std::map<std::string, std::string> m;
   for (int64_t i = 1; i <= n; ++i) {
     switch (i % 5) {

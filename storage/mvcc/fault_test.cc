@@ -86,12 +86,12 @@ TEST_F(MvccFaultTest, AcknowledgedWritesSurviveAPowerCut) {
   for (int i = 1; i <= 50; ++i) {
     auto r = store->Put(MakePut("k" + std::to_string(i), "v"));
     ASSERT_TRUE(r.ok()) << r.status();
-    ASSERT_EQ(r->header().revision(), i);
+    ASSERT_EQ(r->header().revision(), i + 1);  // an empty store is at 1
   }
   PowerCut(&store);
   store = Open(true);
   ASSERT_NE(store, nullptr);
-  EXPECT_EQ(store->CurrentRevision(), 50);
+  EXPECT_EQ(store->CurrentRevision(), 51);
   for (int i = 1; i <= 50; ++i) {
     EXPECT_EQ(ValueAt(store.get(), "k" + std::to_string(i)), "v") << i;
   }
@@ -112,12 +112,12 @@ TEST_F(MvccFaultTest, SyncMakesEarlierWritesDurable) {
   PowerCut(&store);
   store = Open(false);
   ASSERT_NE(store, nullptr);
-  const int64_t rev = store->CurrentRevision();
-  EXPECT_GE(rev, 20);
-  EXPECT_LE(rev, 30);
+  const int64_t rev = store->CurrentRevision();  // k<i> made revision i + 1
+  EXPECT_GE(rev, 21);
+  EXPECT_LE(rev, 31);
   for (int i = 1; i <= 30; ++i) {
     EXPECT_EQ(ValueAt(store.get(), "k" + std::to_string(i)),
-              i <= rev ? "v" : "<none>")
+              i + 1 <= rev ? "v" : "<none>")
         << i;
   }
 }
@@ -129,8 +129,8 @@ TEST_F(MvccFaultTest, SyncMakesEarlierWritesDurable) {
 TEST_F(MvccFaultTest, PowerCutsAtRandomPointsKeepEveryAcknowledgedWrite) {
   std::mt19937 rng(42);
   // history[r] = the operation that made revision r: key and value ("" =
-  // delete).
-  std::vector<std::pair<std::string, std::string>> history(1);
+  // delete); an empty store is at revision 1.
+  std::vector<std::pair<std::string, std::string>> history(2);
   int64_t acked = 0;
   for (int round = 0; round < 8; ++round) {
     auto store = Open(/*sync_writes=*/true);
@@ -192,11 +192,11 @@ TEST_F(MvccFaultTest, FullDiskIsNoSpaceAndReadsGoOn) {
       << put.status();
   EXPECT_TRUE(store->NoSpaceAlarm());
   EXPECT_EQ(store->WriteStatus().code(), StatusCode::kNoSpace);
-  EXPECT_EQ(store->CurrentRevision(), 10);  // the failed put left no trace
+  EXPECT_EQ(store->CurrentRevision(), 11);  // the failed put left no trace
 
   // Reads, watches from history and hashes are served; writes are refused.
   EXPECT_EQ(ValueAt(store.get(), "k1"), "v1");
-  EXPECT_EQ(ValueAt(store.get(), "k5", 5), "v1");
+  EXPECT_EQ(ValueAt(store.get(), "k5", 6), "v1");
   EXPECT_TRUE(store->HashKV(0).ok());
   auto stream = store->NewWatchStream();
   etcdserverpb::WatchCreateRequest w;
@@ -222,14 +222,14 @@ TEST_F(MvccFaultTest, FullDiskIsNoSpaceAndReadsGoOn) {
   EXPECT_TRUE(store->WriteStatus().ok());
   put = store->Put(MakePut("k1", "v3"));
   ASSERT_TRUE(put.ok()) << put.status();
-  EXPECT_EQ(put->header().revision(), 11);
+  EXPECT_EQ(put->header().revision(), 12);
   ASSERT_TRUE(store->Sync().ok());
   store.reset();
   store = Open(false);
   ASSERT_NE(store, nullptr);
-  EXPECT_EQ(store->CurrentRevision(), 11);
+  EXPECT_EQ(store->CurrentRevision(), 12);
   EXPECT_EQ(ValueAt(store.get(), "k1"), "v3");
-  EXPECT_EQ(ValueAt(store.get(), "k1", 10), "v1");
+  EXPECT_EQ(ValueAt(store.get(), "k1", 11), "v1");
   EXPECT_FALSE(store->NoSpaceAlarm());
 }
 
@@ -277,11 +277,11 @@ TEST_F(MvccFaultTest, FailedWriteGroupPublishesNothing) {
   auto p2 = store->Put(MakePut("a", "2"), 7);
   auto p3 = store->Put(MakePut("b", "3"), 8);
   ASSERT_TRUE(p2.ok() && p3.ok());
-  EXPECT_EQ(p3->header().revision(), 3);
+  EXPECT_EQ(p3->header().revision(), 4);
   fault_.SetNoSpace(true);
   store->EndWriteGroup();
   EXPECT_EQ(store->WriteStatus().code(), StatusCode::kNoSpace);
-  EXPECT_EQ(store->CurrentRevision(), 1);
+  EXPECT_EQ(store->CurrentRevision(), 2);
   EXPECT_EQ(store->ConsistentIndex(), 0u);
   EXPECT_EQ(ValueAt(store.get(), "a"), "1");
   EXPECT_EQ(ValueAt(store.get(), "b"), "<none>");
@@ -289,7 +289,7 @@ TEST_F(MvccFaultTest, FailedWriteGroupPublishesNothing) {
   ASSERT_TRUE(store->DisarmNoSpaceAlarm().ok());
   auto again = store->Put(MakePut("b", "3"), 8);
   ASSERT_TRUE(again.ok()) << again.status();
-  EXPECT_EQ(again->header().revision(), 2);
+  EXPECT_EQ(again->header().revision(), 3);
 }
 
 // A failed fsync of RocksDB's WAL is an I/O error the store never recovers
@@ -312,7 +312,7 @@ TEST_F(MvccFaultTest, FailedSyncIsAStickyIOError) {
   EXPECT_EQ(store->Compact(1).code(), StatusCode::kIOError);
   EXPECT_EQ(store->Sync().code(), StatusCode::kIOError);
   EXPECT_EQ(store->DisarmNoSpaceAlarm().code(), StatusCode::kIOError);
-  EXPECT_EQ(store->CurrentRevision(), 1);
+  EXPECT_EQ(store->CurrentRevision(), 2);
   EXPECT_EQ(ValueAt(store.get(), "a"), "1");
 
   store.reset();
@@ -321,8 +321,8 @@ TEST_F(MvccFaultTest, FailedSyncIsAStickyIOError) {
   // The failed write may or may not have reached the disk; either way the
   // store is whole and writable again.
   const int64_t rev = store->CurrentRevision();
-  EXPECT_TRUE(rev == 1 || rev == 2) << rev;
-  EXPECT_EQ(ValueAt(store.get(), "a"), rev == 1 ? "1" : "2");
+  EXPECT_TRUE(rev == 2 || rev == 3) << rev;
+  EXPECT_EQ(ValueAt(store.get(), "a"), rev == 2 ? "1" : "2");
   auto r = store->Put(MakePut("b", "1"));
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->header().revision(), rev + 1);

@@ -52,7 +52,7 @@ TEST_F(MvccLeaseStoreTest, RevokeDeletesKeysInOneRevision) {
     ASSERT_TRUE(store_->Put(MakePut(k, "v", 100)).ok());
   }
   ASSERT_TRUE(store_->Put(MakePut("unleased", "v")).ok());
-  ASSERT_EQ(store_->CurrentRevision(), 4);
+  ASSERT_EQ(store_->CurrentRevision(), 5);  // an empty store is at 1
 
   auto stream = store_->NewWatchStream();
   etcdserverpb::WatchCreateRequest w;
@@ -61,7 +61,7 @@ TEST_F(MvccLeaseStoreTest, RevokeDeletesKeysInOneRevision) {
   ASSERT_TRUE(stream->Watch(w).ok());
 
   ASSERT_TRUE(Revoke(100).ok());
-  EXPECT_EQ(store_->CurrentRevision(), 5);
+  EXPECT_EQ(store_->CurrentRevision(), 6);
   EXPECT_EQ(store_->Range(MakeRange("a", "d"))->count(), 0);
   EXPECT_EQ(ValueAt(store_.get(), "unleased"), "v");
   EXPECT_EQ(TimeToLive(100).ttl(), -1);
@@ -69,12 +69,12 @@ TEST_F(MvccLeaseStoreTest, RevokeDeletesKeysInOneRevision) {
   // Watchers see one message of DELETE events, in key order.
   auto resp = stream->Next(clock_.Now());
   ASSERT_TRUE(resp.has_value());
-  EXPECT_EQ(resp->header().revision(), 5);
+  EXPECT_EQ(resp->header().revision(), 6);
   ASSERT_EQ(resp->events_size(), 3);
   for (int i = 0; i < 3; ++i) {
     EXPECT_EQ(resp->events(i).type(), mvccpb::Event::DELETE);
     EXPECT_EQ(resp->events(i).kv().key(), std::string(1, 'a' + i));
-    EXPECT_EQ(resp->events(i).kv().mod_revision(), 5);
+    EXPECT_EQ(resp->events(i).kv().mod_revision(), 6);
   }
   Status again = Revoke(100);
   EXPECT_EQ(again.code(), StatusCode::kNotFound);
@@ -85,7 +85,7 @@ TEST_F(MvccLeaseStoreTest, RevokeWithoutKeysKeepsRevision) {
   Grant(1, 10);
   ASSERT_TRUE(store_->Put(MakePut("x", "v")).ok());
   ASSERT_TRUE(Revoke(1).ok());
-  EXPECT_EQ(store_->CurrentRevision(), 1);
+  EXPECT_EQ(store_->CurrentRevision(), 2);
   EXPECT_TRUE(store_->LeaseLeases()->leases().empty());
 }
 
@@ -110,7 +110,7 @@ TEST_F(MvccLeaseStoreTest, GrantRules) {
   EXPECT_EQ(ids.count(0), 0u);
   EXPECT_EQ(store_->LeaseLeases()->leases_size(), 21);
   // Granting does not change the revision.
-  EXPECT_EQ(store_->CurrentRevision(), 0);
+  EXPECT_EQ(store_->CurrentRevision(), Store::kInitialRevision);
 }
 
 TEST_F(MvccLeaseStoreTest, TimeToLiveAndKeepAlive) {

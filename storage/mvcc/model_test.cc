@@ -46,7 +46,7 @@ struct ModelVersion {
 
 class Model {
  public:
-  int64_t rev = 0;
+  int64_t rev = Store::kInitialRevision;  // an empty store's, as etcd's
   int64_t compacted = 0;
   std::map<std::string, std::vector<ModelVersion>> history;  // oldest first
   std::map<int64_t, std::vector<mvccpb::Event>> events;      // by revision
@@ -695,9 +695,10 @@ class ModelRun {
   std::map<int64_t, uint32_t> hashes_;
   int step_ = 0;
   bool in_group_ = false;
-  uint64_t index_ = 0;   // consistent index: one per write
-  int64_t watched_ = 0;  // every revision up to here checked
-  int64_t pending_rev_ = 0;
+  uint64_t index_ = 0;  // consistent index: one per write
+  int64_t watched_ =
+      Store::kInitialRevision;  // every revision up to here checked
+  int64_t pending_rev_ = Store::kInitialRevision;
   std::vector<mvccpb::Event> pending_;
 };
 

@@ -192,14 +192,24 @@ Status Store::LoadMeta() {
   int64_t format = 0;
   RETURN_IF_ERROR(get(keys::kMetaFormatVersion, &format));
   if (format == 0) {
-    // A new store: stamp the format before anything else is written. No
+    // A new store: stamp the format before anything else is written, and
+    // start at revision 1 as etcd does (its first write is revision 2, an
+    // empty store's header carries revision 1). A store stamped before
+    // kept its revisions: one that never wrote stays at 0 (FORMAT.md). No
     // fsync: the WAL keeps order, so losing the stamp means losing every
     // later write too, and the store is simply new again.
-    RETURN_IF_ERROR(
-        FromRocks(db_->Put(rocksdb::WriteOptions(),
-                           rocksdb::Slice(keys::kMetaFormatVersion.data(),
-                                          keys::kMetaFormatVersion.size()),
-                           keys::EncodeInt64(keys::kFormatVersion))));
+    rocksdb::WriteBatch b;
+    const std::string format_value = keys::EncodeInt64(keys::kFormatVersion);
+    const std::string rev_value = keys::EncodeInt64(kInitialRevision);
+    CHECK(b.Put(rocksdb::Slice(keys::kMetaFormatVersion.data(),
+                               keys::kMetaFormatVersion.size()),
+                format_value)
+              .ok());
+    CHECK(b.Put(rocksdb::Slice(keys::kMetaCurrentRevision.data(),
+                               keys::kMetaCurrentRevision.size()),
+                rev_value)
+              .ok());
+    RETURN_IF_ERROR(FromRocks(db_->Write(rocksdb::WriteOptions(), &b)));
   } else if (format != keys::kFormatVersion) {
     return CorruptionError("mvcc: unsupported format version " +
                            std::to_string(format));

@@ -128,6 +128,11 @@ struct Options {
 
 class Store {
  public:
+  // The revision of a new, empty store, as etcd's: the first write is
+  // revision 2. (A store created before this was 1 started at 0 and keeps
+  // its revisions; see FORMAT.md.)
+  static constexpr int64_t kInitialRevision = 1;
+
   static StatusOr<std::unique_ptr<Store>> Open(const Options& options);
   ~Store();
   Store(const Store&) = delete;

@@ -5,6 +5,8 @@
 
 #include <string>
 
+#include "rocksdb/db.h"
+#include "storage/mvcc/keys.h"
 #include "storage/mvcc/test_util.h"
 
 namespace kplane::mvcc {
@@ -50,7 +52,7 @@ class MvccStoreTest : public ::testing::Test {
 // the group staged before it, but readers, watchers and the meta records see
 // the group only after EndWriteGroup, one revision after the other.
 TEST_F(MvccStoreTest, WriteGroupIsSeenWholeAfterItEnds) {
-  ASSERT_EQ(Put("/a", "0", 10), 1);
+  ASSERT_EQ(Put("/a", "0", 10), 2);  // an empty store is at 1
   auto stream = store_->NewWatchStream();
   etcdserverpb::WatchCreateRequest w;
   w.set_key("/");
@@ -58,7 +60,7 @@ TEST_F(MvccStoreTest, WriteGroupIsSeenWholeAfterItEnds) {
   ASSERT_TRUE(stream->Watch(w).ok());
 
   store_->BeginWriteGroup();
-  EXPECT_EQ(Put("/a", "1", 11), 2);
+  EXPECT_EQ(Put("/a", "1", 11), 3);
   // A CAS on the staged value succeeds: the txn reads the group.
   etcdserverpb::TxnRequest cas;
   auto* c = cas.add_compare();
@@ -72,7 +74,7 @@ TEST_F(MvccStoreTest, WriteGroupIsSeenWholeAfterItEnds) {
   auto t = store_->Txn(cas, 12);
   ASSERT_TRUE(t.ok()) << t.status();
   EXPECT_TRUE(t->succeeded());
-  EXPECT_EQ(t->header().revision(), 3);
+  EXPECT_EQ(t->header().revision(), 4);
   ASSERT_EQ(t->responses(1).response_range().kvs_size(), 1);
   EXPECT_EQ(t->responses(1).response_range().kvs(0).value(), "1");
   // A failing write inside the group leaves the group as it was.
@@ -81,32 +83,32 @@ TEST_F(MvccStoreTest, WriteGroupIsSeenWholeAfterItEnds) {
   EXPECT_EQ(store_->Put(bad, 13).status().code(), StatusCode::kInvalidArgument);
   auto del = store_->DeleteRange(MakeDelete("/a", ""), 14);
   ASSERT_TRUE(del.ok());
-  EXPECT_EQ(del->header().revision(), 4);
+  EXPECT_EQ(del->header().revision(), 5);
 
   // Nothing is visible yet.
-  EXPECT_EQ(store_->CurrentRevision(), 1);
+  EXPECT_EQ(store_->CurrentRevision(), 2);
   EXPECT_EQ(store_->ConsistentIndex(), 10u);
   EXPECT_EQ(ValueAt(store_.get(), "/a", 0), "0");
   EXPECT_FALSE(stream->TryPop().has_value());
 
   store_->EndWriteGroup();
-  EXPECT_EQ(store_->CurrentRevision(), 4);
+  EXPECT_EQ(store_->CurrentRevision(), 5);
   EXPECT_EQ(store_->ConsistentIndex(), 14u);
   EXPECT_EQ(ValueAt(store_.get(), "/b", 0), "from-cas");
   EXPECT_EQ(store_->Range(MakeRange("/a", "", 0))->kvs_size(), 0);
-  EXPECT_EQ(ValueAt(store_.get(), "/a", 2), "1");
+  EXPECT_EQ(ValueAt(store_.get(), "/a", 3), "1");
   std::vector<int64_t> revs;
   while (revs.size() < 3) {
     auto r = stream->Next(Clock::Real()->Now() + seconds(10));
     ASSERT_TRUE(r.has_value()) << "events after the group";
     for (const auto& e : r->events()) revs.push_back(e.kv().mod_revision());
   }
-  EXPECT_EQ(revs, (std::vector<int64_t>{2, 3, 4}));
+  EXPECT_EQ(revs, (std::vector<int64_t>{3, 4, 5}));
 
   // Written once, with its meta records: a reopen finds all of it.
   stream.reset();
   Reopen();
-  EXPECT_EQ(store_->CurrentRevision(), 4);
+  EXPECT_EQ(store_->CurrentRevision(), 5);
   EXPECT_EQ(store_->ConsistentIndex(), 14u);
   EXPECT_EQ(ValueAt(store_.get(), "/b", 0), "from-cas");
 }
@@ -115,17 +117,17 @@ TEST_F(MvccStoreTest, WriteGroupIsSeenWholeAfterItEnds) {
 // txn) first write out what the group staged, and see it.
 TEST_F(MvccStoreTest, WriteGroupIsWrittenOutBeforeOtherWrites) {
   store_->BeginWriteGroup();
-  EXPECT_EQ(Put("/a", "1", 1), 1);
-  EXPECT_EQ(Put("/a", "2", 2), 2);
+  EXPECT_EQ(Put("/a", "1", 1), 2);
+  EXPECT_EQ(Put("/a", "2", 2), 3);
   etcdserverpb::TxnRequest read;
   read.add_success()->mutable_request_range()->set_key("/a");
   auto r = store_->Txn(read, 3);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->responses(0).response_range().kvs(0).value(), "2");
-  EXPECT_EQ(store_->CurrentRevision(), 2);
-  EXPECT_EQ(Put("/a", "3", 4), 3);
-  ASSERT_TRUE(store_->Compact(3, 5).ok());  // revision 3 exists for it
   EXPECT_EQ(store_->CurrentRevision(), 3);
+  EXPECT_EQ(Put("/a", "3", 4), 4);
+  ASSERT_TRUE(store_->Compact(4, 5).ok());  // revision 4 exists for it
+  EXPECT_EQ(store_->CurrentRevision(), 4);
   etcdserverpb::LeaseGrantRequest g;
   g.set_ttl(60);
   auto lease = store_->LeaseGrant(g, 6);
@@ -137,62 +139,64 @@ TEST_F(MvccStoreTest, WriteGroupIsWrittenOutBeforeOtherWrites) {
   rv.set_id(lease->id());
   ASSERT_TRUE(store_->LeaseRevoke(rv, 8).ok());  // deletes /leased now
   EXPECT_EQ(store_->Range(MakeRange("/leased", "", 0))->kvs_size(), 0);
-  EXPECT_EQ(store_->CurrentRevision(), 5);
+  EXPECT_EQ(store_->CurrentRevision(), 6);
   store_->EndWriteGroup();
   EXPECT_EQ(store_->ConsistentIndex(), 8u);
-  EXPECT_EQ(store_->CurrentRevision(), 5);
+  EXPECT_EQ(store_->CurrentRevision(), 6);
 }
 
 // The seeds' worked example: PUT /foo v1, /bar v2, /foo v3, then time travel.
 TEST_F(MvccStoreTest, SeedExampleTimeTravel) {
-  EXPECT_EQ(Put("/foo", "v1"), 1);
-  EXPECT_EQ(Put("/bar", "v2"), 2);
-  EXPECT_EQ(Put("/foo", "v3"), 3);
-  EXPECT_EQ(store_->CurrentRevision(), 3);
+  // An empty store is at revision 1, as etcd's: the first write is 2.
+  EXPECT_EQ(store_->CurrentRevision(), 1);
+  EXPECT_EQ(Put("/foo", "v1"), 2);
+  EXPECT_EQ(Put("/bar", "v2"), 3);
+  EXPECT_EQ(Put("/foo", "v3"), 4);
+  EXPECT_EQ(store_->CurrentRevision(), 4);
 
-  auto at1 = store_->Range(MakeRange("/foo", "", 1));
+  auto at1 = store_->Range(MakeRange("/foo", "", 2));
   ASSERT_TRUE(at1.ok());
   ASSERT_EQ(at1->kvs_size(), 1);
   EXPECT_EQ(at1->kvs(0).value(), "v1");
-  EXPECT_EQ(at1->kvs(0).create_revision(), 1);
-  EXPECT_EQ(at1->kvs(0).mod_revision(), 1);
+  EXPECT_EQ(at1->kvs(0).create_revision(), 2);
+  EXPECT_EQ(at1->kvs(0).mod_revision(), 2);
   EXPECT_EQ(at1->kvs(0).version(), 1);
   // The header carries the current revision even when reading the past.
-  EXPECT_EQ(at1->header().revision(), 3);
+  EXPECT_EQ(at1->header().revision(), 4);
 
-  auto at3 = store_->Range(MakeRange("/foo", "", 3));
+  auto at3 = store_->Range(MakeRange("/foo", "", 4));
   ASSERT_TRUE(at3.ok());
   ASSERT_EQ(at3->kvs_size(), 1);
   EXPECT_EQ(at3->kvs(0).value(), "v3");
-  EXPECT_EQ(at3->kvs(0).create_revision(), 1);
-  EXPECT_EQ(at3->kvs(0).mod_revision(), 3);
+  EXPECT_EQ(at3->kvs(0).create_revision(), 2);
+  EXPECT_EQ(at3->kvs(0).mod_revision(), 4);
   EXPECT_EQ(at3->kvs(0).version(), 2);
 
-  EXPECT_EQ(ValueAt(store_.get(), "/foo", 2), "v1");
-  EXPECT_EQ(ValueAt(store_.get(), "/bar", 1), "<none>");
-  EXPECT_EQ(ValueAt(store_.get(), "/bar", 2), "v2");
-  auto future = store_->Range(MakeRange("/foo", "", 4));
+  EXPECT_EQ(ValueAt(store_.get(), "/foo", 3), "v1");
+  EXPECT_EQ(ValueAt(store_.get(), "/bar", 2), "<none>");
+  EXPECT_EQ(ValueAt(store_.get(), "/bar", 3), "v2");
+  auto future = store_->Range(MakeRange("/foo", "", 5));
   EXPECT_EQ(future.status().code(), StatusCode::kFutureRevision);
   EXPECT_EQ(future.status().message(),
             "mvcc: required revision is a future revision");
-  EXPECT_EQ(future.status().detail(), 3);
+  EXPECT_EQ(future.status().detail(), 4);
 }
 
 TEST_F(MvccStoreTest, VersionLifecycle) {
-  Put("k", "a");                                    // 1
-  Put("k", "b");                                    // 2
-  auto del = store_->DeleteRange(MakeDelete("k"));  // 3
+  Put("k", "a");                                    // 2
+  Put("k", "b");                                    // 3
+  auto del = store_->DeleteRange(MakeDelete("k"));  // 4
   ASSERT_TRUE(del.ok());
   EXPECT_EQ(del->deleted(), 1);
-  EXPECT_EQ(del->header().revision(), 3);
+  EXPECT_EQ(del->header().revision(), 4);
   EXPECT_EQ(ValueAt(store_.get(), "k"), "<none>");
-  EXPECT_EQ(ValueAt(store_.get(), "k", 2), "b");
-  Put("k", "c");  // 4: a new generation
+  EXPECT_EQ(ValueAt(store_.get(), "k", 3), "b");
+  Put("k", "c");  // 5: a new generation
   auto r = store_->Range(MakeRange("k"));
   ASSERT_EQ(r->kvs_size(), 1);
-  EXPECT_EQ(r->kvs(0).create_revision(), 4);
+  EXPECT_EQ(r->kvs(0).create_revision(), 5);
   EXPECT_EQ(r->kvs(0).version(), 1);
-  EXPECT_EQ(r->kvs(0).mod_revision(), 4);
+  EXPECT_EQ(r->kvs(0).mod_revision(), 5);
 }
 
 TEST_F(MvccStoreTest, DeleteOfNothingKeepsRevision) {
@@ -200,9 +204,9 @@ TEST_F(MvccStoreTest, DeleteOfNothingKeepsRevision) {
   auto del = store_->DeleteRange(MakeDelete("zzz"));
   ASSERT_TRUE(del.ok());
   EXPECT_EQ(del->deleted(), 0);
-  EXPECT_EQ(del->header().revision(), 1);
-  EXPECT_EQ(store_->CurrentRevision(), 1);
-  EXPECT_EQ(Put("b", "2"), 2);
+  EXPECT_EQ(del->header().revision(), 2);
+  EXPECT_EQ(store_->CurrentRevision(), 2);
+  EXPECT_EQ(Put("b", "2"), 3);
 }
 
 TEST_F(MvccStoreTest, DeleteRangeWithPrevKv) {
@@ -218,7 +222,7 @@ TEST_F(MvccStoreTest, DeleteRangeWithPrevKv) {
   EXPECT_EQ(del->prev_kvs(0).key(), "a/1");
   EXPECT_EQ(del->prev_kvs(1).value(), "y");
   // One revision for the whole delete.
-  EXPECT_EQ(del->header().revision(), 4);
+  EXPECT_EQ(del->header().revision(), 5);
   EXPECT_EQ(ValueAt(store_.get(), "b"), "z");
   // Everything from a key on.
   auto all = store_->DeleteRange(MakeDelete("a", kAll));
@@ -326,26 +330,26 @@ TEST_F(MvccStoreTest, SortBeforeLimit) {
 }
 
 TEST_F(MvccStoreTest, RevisionFiltersDoNotChangeCount) {
-  Put("a", "1");  // 1
-  Put("b", "1");  // 2
-  Put("c", "1");  // 3
-  Put("a", "2");  // 4
+  Put("a", "1");  // 2
+  Put("b", "1");  // 3
+  Put("c", "1");  // 4
+  Put("a", "2");  // 5
   auto req = MakeRange("a", "z");
-  req.set_min_mod_revision(3);
+  req.set_min_mod_revision(4);
   auto r = store_->Range(req);
   EXPECT_EQ(Keys(*r), (std::vector<std::string>{"a", "c"}));
   EXPECT_EQ(r->count(), 3);
   req.set_min_mod_revision(0);
-  req.set_max_create_revision(2);
+  req.set_max_create_revision(3);
   req.set_limit(1);
   r = store_->Range(req);
   EXPECT_EQ(Keys(*r), (std::vector<std::string>{"a"}));
   EXPECT_TRUE(r->more());  // b also passes the filter
   EXPECT_EQ(r->count(), 3);
   req.set_max_create_revision(0);
-  req.set_max_mod_revision(1);
+  req.set_max_mod_revision(2);
   req.set_limit(0);
-  EXPECT_TRUE(Keys(*store_->Range(req)).empty());  // a moved on to 4
+  EXPECT_TRUE(Keys(*store_->Range(req)).empty());  // a moved on to 5
 }
 
 TEST_F(MvccStoreTest, PutPrevKvAndIgnoreFlags) {
@@ -358,7 +362,7 @@ TEST_F(MvccStoreTest, PutPrevKvAndIgnoreFlags) {
   r = store_->Put(req);
   ASSERT_TRUE(r->has_prev_kv());
   EXPECT_EQ(r->prev_kv().value(), "v1");
-  EXPECT_EQ(r->prev_kv().mod_revision(), 1);
+  EXPECT_EQ(r->prev_kv().mod_revision(), 2);
 
   etcdserverpb::PutRequest keep;
   keep.set_key("k");
@@ -372,7 +376,7 @@ TEST_F(MvccStoreTest, PutPrevKvAndIgnoreFlags) {
   auto missing = store_->Put(keep);
   EXPECT_EQ(missing.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(missing.status().message(), "etcdserver: key not found");
-  EXPECT_EQ(store_->CurrentRevision(), 3);
+  EXPECT_EQ(store_->CurrentRevision(), 4);
 
   keep.set_key("k");
   keep.set_value("x");
@@ -392,7 +396,7 @@ TEST_F(MvccStoreTest, UnknownLeaseIsNotFound) {
   auto r = store_->Put(MakePut("k", "v", 12345));
   EXPECT_EQ(r.status().code(), StatusCode::kNotFound);
   EXPECT_EQ(r.status().message(), "etcdserver: requested lease not found");
-  EXPECT_EQ(store_->CurrentRevision(), 0);
+  EXPECT_EQ(store_->CurrentRevision(), 1);  // unchanged
 }
 
 TEST_F(MvccStoreTest, RequestTooLarge) {
@@ -413,19 +417,20 @@ TEST_F(MvccStoreTest, ReopenKeepsStateRevisionAndConsistentIndex) {
   ASSERT_TRUE(store_->DeleteRange(MakeDelete("nothing"), 13).ok());
   EXPECT_EQ(store_->ConsistentIndex(), 13u);
   Reopen();
-  EXPECT_EQ(store_->CurrentRevision(), 3);
+  EXPECT_EQ(store_->CurrentRevision(), 4);
   EXPECT_EQ(store_->ConsistentIndex(), 13u);
   EXPECT_EQ(ValueAt(store_.get(), "a"), "<none>");
-  EXPECT_EQ(ValueAt(store_.get(), "a", 2), "1");
+  EXPECT_EQ(ValueAt(store_.get(), "a", 3), "1");
   EXPECT_EQ(ValueAt(store_.get(), "b"), "2");
-  EXPECT_EQ(Put("c", "3", 14), 4);
+  EXPECT_EQ(Put("c", "3", 14), 5);
 }
 
 TEST_F(MvccStoreTest, TimeTravelThroughLongHistory) {
   // Interleave many keys and versions; every revision reads back exactly.
   std::map<std::string, std::string> state;
-  std::vector<std::map<std::string, std::string>> at(1);
-  for (int rev = 1; rev <= 300; ++rev) {
+  // at[rev]; an empty store is at revision 1, the first write 2.
+  std::vector<std::map<std::string, std::string>> at(2);
+  for (int rev = 2; rev <= 300; ++rev) {
     std::string k = "k" + std::to_string(rev % 7);
     if (rev % 11 == 0) {
       ASSERT_TRUE(store_->DeleteRange(MakeDelete(k)).ok());
@@ -441,7 +446,7 @@ TEST_F(MvccStoreTest, TimeTravelThroughLongHistory) {
     at.push_back(state);
   }
   ASSERT_EQ(store_->CurrentRevision(), 300);
-  for (int rev = 1; rev <= 300; rev += 7) {
+  for (int rev = 1; rev <= 300; rev += 7) {  // 1: the empty store
     auto r = store_->Range(MakeRange(kAll, kAll, rev));
     ASSERT_TRUE(r.ok());
     std::map<std::string, std::string> got;
@@ -459,11 +464,11 @@ TEST_F(MvccStoreTest, CheckpointOpensToSameState) {
   Put("c", "3", 7);  // not in the checkpoint
   auto copy = testing::OpenOrDie(cp);
   ASSERT_NE(copy, nullptr);
-  EXPECT_EQ(copy->CurrentRevision(), 2);
+  EXPECT_EQ(copy->CurrentRevision(), 3);
   EXPECT_EQ(copy->ConsistentIndex(), 6u);
   EXPECT_EQ(ValueAt(copy.get(), "b"), "2");
   EXPECT_EQ(ValueAt(copy.get(), "c"), "<none>");
-  EXPECT_EQ(copy->HashKV(2)->hash(), store_->HashKV(2)->hash());
+  EXPECT_EQ(copy->HashKV(3)->hash(), store_->HashKV(3)->hash());
 }
 
 // ExportAll: every stored version in revision order, tombstones with only
@@ -474,20 +479,20 @@ TEST_F(MvccStoreTest, ExportAllHoldsTheWholeHistory) {
   g.set_id(7);
   g.set_ttl(60);
   ASSERT_TRUE(store_->LeaseGrant(g).ok());
-  Put("a", "1");                                    // 1
-  etcdserverpb::PutRequest lp = MakePut("b", "2");  // 2, with the lease
+  Put("a", "1");                                    // 2
+  etcdserverpb::PutRequest lp = MakePut("b", "2");  // 3, with the lease
   lp.set_lease(7);
   ASSERT_TRUE(store_->Put(lp).ok());
-  Put("a", "3");                                              // 3
-  ASSERT_TRUE(store_->DeleteRange(MakeDelete("b"), 9).ok());  // 4
-  etcdserverpb::TxnRequest t;  // 5: two changes, subs 0 and 1
+  Put("a", "3");                                              // 4
+  ASSERT_TRUE(store_->DeleteRange(MakeDelete("b"), 9).ok());  // 5
+  etcdserverpb::TxnRequest t;  // 6: two changes, subs 0 and 1
   t.add_success()->mutable_request_put()->CopyFrom(MakePut("c", "x"));
   t.add_success()->mutable_request_put()->CopyFrom(MakePut("a", "y"));
   ASSERT_TRUE(store_->Txn(t, 10).ok());
 
   auto e = store_->ExportAll();
   ASSERT_TRUE(e.ok()) << e.status();
-  EXPECT_EQ(e->revision, 5);
+  EXPECT_EQ(e->revision, 6);
   EXPECT_EQ(e->consistent_index, 10u);
   EXPECT_EQ(e->compact_scheduled, 0);
   EXPECT_EQ(e->leases, (std::vector<std::pair<int64_t, int64_t>>{{7, 60}}));
@@ -497,28 +502,28 @@ TEST_F(MvccStoreTest, ExportAllHoldsTheWholeHistory) {
                   (v.tombstone ? "t " : " ") + v.kv.ShortDebugString());
   }
   EXPECT_EQ(got, (std::vector<std::string>{
-                     "1.0 key: \"a\" create_revision: 1 mod_revision: 1 "
+                     "2.0 key: \"a\" create_revision: 2 mod_revision: 2 "
                      "version: 1 value: \"1\"",
-                     "2.0 key: \"b\" create_revision: 2 mod_revision: 2 "
+                     "3.0 key: \"b\" create_revision: 3 mod_revision: 3 "
                      "version: 1 value: \"2\" lease: 7",
-                     "3.0 key: \"a\" create_revision: 1 mod_revision: 3 "
+                     "4.0 key: \"a\" create_revision: 2 mod_revision: 4 "
                      "version: 2 value: \"3\"",
-                     "4.0t key: \"b\"",
-                     "5.0 key: \"c\" create_revision: 5 mod_revision: 5 "
+                     "5.0t key: \"b\"",
+                     "6.0 key: \"c\" create_revision: 6 mod_revision: 6 "
                      "version: 1 value: \"x\"",
-                     "5.1 key: \"a\" create_revision: 1 mod_revision: 5 "
+                     "6.1 key: \"a\" create_revision: 2 mod_revision: 6 "
                      "version: 3 value: \"y\"",
                  }));
 
-  ASSERT_TRUE(store_->Compact(5).ok());
-  ASSERT_TRUE(store_->WaitForCompaction(5).ok());
+  ASSERT_TRUE(store_->Compact(6).ok());
+  ASSERT_TRUE(store_->WaitForCompaction(6).ok());
   e = store_->ExportAll();
   ASSERT_TRUE(e.ok()) << e.status();
-  EXPECT_EQ(e->compact_scheduled, 5);
-  EXPECT_EQ(e->compact_finished, 5);
+  EXPECT_EQ(e->compact_scheduled, 6);
+  EXPECT_EQ(e->compact_finished, 6);
   std::vector<int64_t> mains;
   for (const auto& v : e->versions) mains.push_back(v.main);
-  EXPECT_EQ(mains, (std::vector<int64_t>{5, 5}));
+  EXPECT_EQ(mains, (std::vector<int64_t>{6, 6}));
 }
 
 // etcd's HashByRev starts with the bucket name, so an empty etcd answers
@@ -533,21 +538,21 @@ TEST_F(MvccStoreTest, HashKVOfAnEmptyStoreIsEtcds) {
 TEST_F(MvccStoreTest, HashKVTracksLiveStateAtRevision) {
   Put("a", "1");
   Put("b", "2");
-  auto h2 = store_->HashKV(2);
+  auto h2 = store_->HashKV(3);
   ASSERT_TRUE(h2.ok());
   Put("a", "3");
   auto h3 = store_->HashKV(0);
   EXPECT_NE(h3->hash(), h2->hash());
-  EXPECT_EQ(h3->header().revision(), 3);
-  EXPECT_EQ(store_->HashKV(2)->hash(), h2->hash());  // the past is stable
+  EXPECT_EQ(h3->header().revision(), 4);
+  EXPECT_EQ(store_->HashKV(3)->hash(), h2->hash());  // the past is stable
   Reopen();
-  EXPECT_EQ(store_->HashKV(3)->hash(), h3->hash());
+  EXPECT_EQ(store_->HashKV(4)->hash(), h3->hash());
   // Compaction at or below the revision does not change its hash.
-  ASSERT_TRUE(store_->Compact(3).ok());
-  ASSERT_TRUE(store_->WaitForCompaction(3).ok());
-  EXPECT_EQ(store_->HashKV(3)->hash(), h3->hash());
-  EXPECT_EQ(store_->HashKV(3)->compact_revision(), 3);
-  EXPECT_EQ(store_->HashKV(2).status().code(), StatusCode::kCompacted);
+  ASSERT_TRUE(store_->Compact(4).ok());
+  ASSERT_TRUE(store_->WaitForCompaction(4).ok());
+  EXPECT_EQ(store_->HashKV(4)->hash(), h3->hash());
+  EXPECT_EQ(store_->HashKV(4)->compact_revision(), 4);
+  EXPECT_EQ(store_->HashKV(3).status().code(), StatusCode::kCompacted);
   EXPECT_EQ(store_->HashKV(9).status().code(), StatusCode::kFutureRevision);
 
   // A replica that applied the same writes hashes alike; one that differs
@@ -561,6 +566,50 @@ TEST_F(MvccStoreTest, HashKVTracksLiveStateAtRevision) {
   }
   EXPECT_EQ(same->HashKV(0)->hash(), h3->hash());
   EXPECT_NE(other->HashKV(0)->hash(), h3->hash());
+}
+
+// Issue 17: a new store starts at revision 1, as etcd (its first write is
+// revision 2), and says so after a reopen without writes.
+TEST_F(MvccStoreTest, NewStoreStartsAtRevisionOne) {
+  EXPECT_EQ(store_->CurrentRevision(), 1);
+  auto r = store_->Range(MakeRange("k"));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->header().revision(), 1);
+  Reopen();
+  EXPECT_EQ(store_->CurrentRevision(), 1);
+  EXPECT_EQ(Put("k", "v"), 2);
+}
+
+// A store created before issue 17 (format stamped, no write yet, so no
+// current revision recorded) is not renumbered: it stays at revision 0 and
+// its first write is 1, as its other replicas, which applied the same log
+// from the same start, number it. (A store with writes keeps its revision:
+// ReopenKeepsStateRevisionAndConsistentIndex.)
+TEST(MvccUpgradeTest, StoreStampedBeforeKeepsRevisionZero) {
+  testing::TempDir dir;
+  {
+    rocksdb::Options o;
+    o.create_if_missing = true;
+    rocksdb::DB* raw = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open(o, dir.path(), &raw).ok());
+    std::unique_ptr<rocksdb::DB> db(raw);
+    ASSERT_TRUE(db->Put(rocksdb::WriteOptions(),
+                        std::string(keys::kMetaFormatVersion),
+                        keys::EncodeInt64(keys::kFormatVersion))
+                    .ok());
+    ASSERT_TRUE(db->Close().ok());
+  }
+  auto store = testing::OpenOrDie(dir.path());
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(store->CurrentRevision(), 0);
+  auto p = store->Put(MakePut("k", "v"));
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->header().revision(), 1);
+  store.reset();
+  store = testing::OpenOrDie(dir.path());
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(store->CurrentRevision(), 1);
+  EXPECT_EQ(ValueAt(store.get(), "k", 1), "v");
 }
 
 }  // namespace

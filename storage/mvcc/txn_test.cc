@@ -109,10 +109,10 @@ TEST_F(MvccTxnTest, MissingKeyComparesAsZero) {
   Compare lease = Cmp("missing", Compare::LEASE, Compare::EQUAL);
   lease.set_lease(0);
   EXPECT_TRUE(Holds(lease));
-  Put("k", "v");  // revision 1
+  Put("k", "v");  // revision 2
   EXPECT_TRUE(Holds(CmpVersion("k", Compare::EQUAL, 1)));
   Compare k_mod = Cmp("k", Compare::MOD, Compare::EQUAL);
-  k_mod.set_mod_revision(1);
+  k_mod.set_mod_revision(2);
   EXPECT_TRUE(Holds(k_mod));
   // A target without its value set compares against zero.
   EXPECT_TRUE(Holds(Cmp("k", Compare::VERSION, Compare::GREATER)));
@@ -132,35 +132,35 @@ TEST_F(MvccTxnTest, RangeCompareNeedsEveryKey) {
 }
 
 TEST_F(MvccTxnTest, BranchesAndHeaderRevisions) {
-  Put("x", "1");  // revision 1
+  Put("x", "1");  // revision 2
   TxnRequest t;
   *t.add_compare() = CmpValue("x", Compare::EQUAL, "1");
-  *t.add_success() = OpRange("x");      // before the write: revision 1
-  *t.add_success() = OpPut("x", "2");   // revision 2
+  *t.add_success() = OpRange("x");      // before the write: revision 2
+  *t.add_success() = OpPut("x", "2");   // revision 3
   *t.add_success() = OpRange("x");      // sees its own write
   *t.add_success() = OpDelete("nope");  // deletes nothing, inside a write
   *t.add_failure() = OpPut("failed", "1");
   auto r = store_->Txn(t);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_TRUE(r->succeeded());
-  EXPECT_EQ(r->header().revision(), 2);
+  EXPECT_EQ(r->header().revision(), 3);
   ASSERT_EQ(r->responses_size(), 4);
-  EXPECT_EQ(r->responses(0).response_range().header().revision(), 1);
+  EXPECT_EQ(r->responses(0).response_range().header().revision(), 2);
   EXPECT_EQ(r->responses(0).response_range().kvs(0).value(), "1");
-  EXPECT_EQ(r->responses(1).response_put().header().revision(), 2);
+  EXPECT_EQ(r->responses(1).response_put().header().revision(), 3);
   const auto& after = r->responses(2).response_range();
-  EXPECT_EQ(after.header().revision(), 2);
+  EXPECT_EQ(after.header().revision(), 3);
   EXPECT_EQ(after.kvs(0).value(), "2");
-  EXPECT_EQ(after.kvs(0).mod_revision(), 2);
+  EXPECT_EQ(after.kvs(0).mod_revision(), 3);
   EXPECT_EQ(after.kvs(0).version(), 2);
-  EXPECT_EQ(r->responses(3).response_delete_range().header().revision(), 2);
+  EXPECT_EQ(r->responses(3).response_delete_range().header().revision(), 3);
   EXPECT_EQ(ValueAt(store_.get(), "failed"), "<none>");
 
   // Failure branch.
   auto f = store_->Txn(t);
   ASSERT_TRUE(f.ok());
   EXPECT_FALSE(f->succeeded());
-  EXPECT_EQ(f->header().revision(), 3);
+  EXPECT_EQ(f->header().revision(), 4);
   EXPECT_EQ(ValueAt(store_.get(), "failed"), "1");
 }
 
@@ -171,16 +171,16 @@ TEST_F(MvccTxnTest, AllWritesShareOneRevision) {
   *t.add_success() = OpPut("c", "1");
   auto r = store_->Txn(t);
   ASSERT_TRUE(r.ok());
-  EXPECT_EQ(r->header().revision(), 1);
+  EXPECT_EQ(r->header().revision(), 2);
   auto all = store_->Range(MakeRange("a", "z"));
   ASSERT_EQ(all->kvs_size(), 3);
-  for (const auto& kv : all->kvs()) EXPECT_EQ(kv.mod_revision(), 1);
+  for (const auto& kv : all->kvs()) EXPECT_EQ(kv.mod_revision(), 2);
   TxnRequest del;
   *del.add_success() = OpDelete("a", "z");
   *del.add_success() = OpPut("z", "after");
   auto d = store_->Txn(del);
   ASSERT_TRUE(d.ok()) << d.status();
-  EXPECT_EQ(d->header().revision(), 2);
+  EXPECT_EQ(d->header().revision(), 3);
   EXPECT_EQ(d->responses(0).response_delete_range().deleted(), 3);
 }
 
@@ -190,9 +190,9 @@ TEST_F(MvccTxnTest, ReadOnlyTxnKeepsRevision) {
   *t.add_success() = OpRange("a");
   auto r = store_->Txn(t, /*consistent_index=*/7);
   ASSERT_TRUE(r.ok());
-  EXPECT_EQ(r->header().revision(), 1);
-  EXPECT_EQ(r->responses(0).response_range().header().revision(), 1);
-  EXPECT_EQ(store_->CurrentRevision(), 1);
+  EXPECT_EQ(r->header().revision(), 2);
+  EXPECT_EQ(r->responses(0).response_range().header().revision(), 2);
+  EXPECT_EQ(store_->CurrentRevision(), 2);
   EXPECT_EQ(store_->ConsistentIndex(), 7u);
   TxnRequest empty;
   auto e = store_->Txn(empty);
@@ -217,7 +217,7 @@ TEST_F(MvccTxnTest, NestedTxnComparesSeeTheStateBeforeTheTxn) {
   EXPECT_TRUE(nested.succeeded());
   EXPECT_TRUE(nested.has_header());
   EXPECT_EQ(nested.header().revision(), 0);  // etcd sends "header":{}
-  EXPECT_EQ(nested.responses(0).response_put().header().revision(), 2);
+  EXPECT_EQ(nested.responses(0).response_put().header().revision(), 3);
 }
 
 TEST_F(MvccTxnTest, DuplicateKeys) {
@@ -264,7 +264,7 @@ TEST_F(MvccTxnTest, DuplicateKeys) {
   *dels.add_success() = OpDelete("a", "z");
   *dels.add_success() = OpDelete("m");
   EXPECT_TRUE(store_->Txn(dels).ok());
-  EXPECT_EQ(store_->CurrentRevision(), 2);
+  EXPECT_EQ(store_->CurrentRevision(), 3);
 }
 
 TEST_F(MvccTxnTest, RequestValidation) {
@@ -298,7 +298,7 @@ TEST_F(MvccTxnTest, FailedChecksWriteNothing) {
   auto r = store_->Txn(lease);
   EXPECT_EQ(r.status().code(), StatusCode::kNotFound);
   EXPECT_EQ(ValueAt(store_.get(), "b"), "<none>");
-  EXPECT_EQ(store_->CurrentRevision(), 1);
+  EXPECT_EQ(store_->CurrentRevision(), 2);
 
   TxnRequest ignore;
   RequestOp op;
@@ -308,13 +308,13 @@ TEST_F(MvccTxnTest, FailedChecksWriteNothing) {
   *ignore.add_success() = op;
   EXPECT_EQ(store_->Txn(ignore).status().message(),
             "etcdserver: key not found");
-  EXPECT_EQ(store_->CurrentRevision(), 1);
+  EXPECT_EQ(store_->CurrentRevision(), 2);
 
   TxnRequest future;
   *future.add_success() = OpPut("b", "1");
-  *future.add_success() = OpRange("a", "", 2);  // 2 is the txn's own revision
+  *future.add_success() = OpRange("a", "", 3);  // 3 is the txn's own revision
   EXPECT_EQ(store_->Txn(future).status().code(), StatusCode::kFutureRevision);
-  EXPECT_EQ(store_->CurrentRevision(), 1);
+  EXPECT_EQ(store_->CurrentRevision(), 2);
 
   // A check only applies to the branch that runs.
   TxnRequest other_branch;
@@ -325,21 +325,21 @@ TEST_F(MvccTxnTest, FailedChecksWriteNothing) {
 }
 
 TEST_F(MvccTxnTest, RangeInsideTxnAtRevisionAndCompaction) {
-  Put("a", "1");  // 1
-  Put("a", "2");  // 2
-  Put("a", "3");  // 3
+  Put("a", "1");  // 2
+  Put("a", "2");  // 3
+  Put("a", "3");  // 4
   TxnRequest t;
-  *t.add_success() = OpRange("a", "", 1);
+  *t.add_success() = OpRange("a", "", 2);
   *t.add_success() = OpPut("b", "x");
   auto r = store_->Txn(t);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->responses(0).response_range().kvs(0).value(), "1");
-  ASSERT_TRUE(store_->Compact(2).ok());
+  ASSERT_TRUE(store_->Compact(3).ok());
   TxnRequest old;
-  *old.add_success() = OpRange("a", "", 1);
+  *old.add_success() = OpRange("a", "", 2);
   EXPECT_EQ(store_->Txn(old).status().code(), StatusCode::kCompacted);
   TxnRequest at;
-  *at.add_success() = OpRange("a", "", 2);
+  *at.add_success() = OpRange("a", "", 3);
   auto ok = store_->Txn(at);
   ASSERT_TRUE(ok.ok());
   EXPECT_EQ(ok->responses(0).response_range().kvs(0).value(), "2");

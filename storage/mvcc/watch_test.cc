@@ -93,13 +93,13 @@ TEST_F(MvccWatchTest, LiveEventsOnKeyAndPrefix) {
   ASSERT_TRUE(store_->DeleteRange(MakeDelete("/a")).ok());
   auto r1 = Next(s.get());
   EXPECT_EQ(r1.watch_id(), 0);
-  EXPECT_EQ(r1.header().revision(), 1);
-  EXPECT_EQ(Describe(r1), (std::vector<std::string>{"P /a=1@1"}));
+  EXPECT_EQ(r1.header().revision(), 2);  // an empty store is at 1
+  EXPECT_EQ(Describe(r1), (std::vector<std::string>{"P /a=1@2"}));
   auto r2 = Next(s.get());
   EXPECT_EQ(r2.watch_id(), 1);
-  EXPECT_EQ(Describe(r2), (std::vector<std::string>{"P /p/1=2@3"}));
+  EXPECT_EQ(Describe(r2), (std::vector<std::string>{"P /p/1=2@4"}));
   auto r3 = Next(s.get());
-  EXPECT_EQ(Describe(r3), (std::vector<std::string>{"D /a@4"}));
+  EXPECT_EQ(Describe(r3), (std::vector<std::string>{"D /a@5"}));
   EXPECT_FALSE(s->TryPop().has_value());
   // A DELETE event's kv has only key and mod_revision.
   EXPECT_EQ(r3.events(0).kv().version(), 0);
@@ -116,21 +116,21 @@ TEST_F(MvccWatchTest, TxnGivesOneResponseWithAllEvents) {
   ASSERT_TRUE(store_->Txn(t).ok());
   auto r = Next(s.get());
   EXPECT_EQ(Describe(r),
-            (std::vector<std::string>{"P a=1@1", "P b=2@1", "P zz=3@1"}));
+            (std::vector<std::string>{"P a=1@2", "P b=2@2", "P zz=3@2"}));
 }
 
 TEST_F(MvccWatchTest, HistoryThenLive) {
-  for (int i = 1; i <= 5; ++i) Put("k", std::to_string(i));
-  Put("other", "x");
+  for (int i = 1; i <= 5; ++i) Put("k", std::to_string(i));  // 2..6
+  Put("other", "x");                                         // 7
   auto s = store_->NewWatchStream();
-  ASSERT_TRUE(s->Watch(Req("k", "", 2)).ok());
+  ASSERT_TRUE(s->Watch(Req("k", "", 3)).ok());
   // History arrives together, with the revision caught up to.
   auto hist = Next(s.get());
-  EXPECT_EQ(Describe(hist), (std::vector<std::string>{"P k=2@2", "P k=3@3",
-                                                      "P k=4@4", "P k=5@5"}));
-  EXPECT_EQ(hist.header().revision(), 6);
-  Put("k", "7");
-  EXPECT_EQ(Describe(Next(s.get())), (std::vector<std::string>{"P k=7@7"}));
+  EXPECT_EQ(Describe(hist), (std::vector<std::string>{"P k=2@3", "P k=3@4",
+                                                      "P k=4@5", "P k=5@6"}));
+  EXPECT_EQ(hist.header().revision(), 7);
+  Put("k", "8");
+  EXPECT_EQ(Describe(Next(s.get())), (std::vector<std::string>{"P k=8@8"}));
 }
 
 TEST_F(MvccWatchTest, LongHistorySpansSeveralWindows) {
@@ -141,18 +141,18 @@ TEST_F(MvccWatchTest, LongHistorySpansSeveralWindows) {
   ASSERT_EQ(events.size(), 2500u);
   for (int i = 1; i <= 2500; ++i) {
     EXPECT_EQ(events[i - 1],
-              "P k" + std::to_string(i % 3) + "=v@" + std::to_string(i));
+              "P k" + std::to_string(i % 3) + "=v@" + std::to_string(i + 1));
   }
 }
 
 TEST_F(MvccWatchTest, FutureStartRevision) {
   auto s = store_->NewWatchStream();
-  ASSERT_TRUE(s->Watch(Req("k", "", 3)).ok());
-  Put("k", "1");
+  ASSERT_TRUE(s->Watch(Req("k", "", 4)).ok());
   Put("k", "2");
   Put("k", "3");
+  Put("k", "4");
   auto r = Next(s.get());
-  EXPECT_EQ(Describe(r), (std::vector<std::string>{"P k=3@3"}));
+  EXPECT_EQ(Describe(r), (std::vector<std::string>{"P k=4@4"}));
 }
 
 TEST_F(MvccWatchTest, PrevKvAndFilters) {
@@ -184,7 +184,7 @@ TEST_F(MvccWatchTest, PrevKvAndFilters) {
 
   // History also carries prev_kv.
   auto s2 = store_->NewWatchStream();
-  auto past = Req("k", "", 2);
+  auto past = Req("k", "", 3);  // the put of "new" and the delete
   past.set_prev_kv(true);
   ASSERT_TRUE(s2->Watch(past).ok());
   auto hist = Next(s2.get());
@@ -273,7 +273,7 @@ TEST_F(MvccWatchTest, SlowWatcherIsParkedAndCaughtUpWithoutBlockingWriters) {
   for (int i = 1; i <= 300; ++i) {
     std::string k = "k" + std::to_string(i % 5);
     Put(k, "v");
-    want.push_back("P " + k + "=v@" + std::to_string(i));
+    want.push_back("P " + k + "=v@" + std::to_string(i + 1));
   }
   fast_reader.join();
   EXPECT_EQ(fast_got, want);
@@ -284,7 +284,7 @@ TEST_F(MvccWatchTest, SlowWatcherIsParkedAndCaughtUpWithoutBlockingWriters) {
   EXPECT_FALSE(slow->TryPop().has_value());
   Put("k1", "live");
   EXPECT_EQ(Describe(Next(slow.get())),
-            (std::vector<std::string>{"P k1=live@301"}));
+            (std::vector<std::string>{"P k1=live@302"}));
 }
 
 TEST_F(MvccWatchTest, CompactionWhileWatching) {
@@ -293,35 +293,35 @@ TEST_F(MvccWatchTest, CompactionWhileWatching) {
   auto keeping_up = store_->NewWatchStream();
   ASSERT_TRUE(lagging->Watch(Req("k")).ok());
   ASSERT_TRUE(keeping_up->Watch(Req("k")).ok());
-  for (int i = 1; i <= 10; ++i) {
+  for (int i = 2; i <= 11; ++i) {  // value i at revision i
     Put("k", std::to_string(i));
     ASSERT_EQ(Describe(Next(keeping_up.get())),
               (std::vector<std::string>{"P k=" + std::to_string(i) + "@" +
                                         std::to_string(i)}));
   }
-  // lagging holds revision 1 in its queue and is parked at revision 2.
-  ASSERT_TRUE(store_->Compact(8).ok());
-  ASSERT_TRUE(store_->WaitForCompaction(8).ok());
+  // lagging holds revision 2 in its queue and is parked at revision 3.
+  ASSERT_TRUE(store_->Compact(9).ok());
+  ASSERT_TRUE(store_->WaitForCompaction(9).ok());
   EXPECT_EQ(Describe(Next(lagging.get())),
-            (std::vector<std::string>{"P k=1@1"}));
-  // Revisions 2..8 are gone: the watcher is canceled with the compaction
+            (std::vector<std::string>{"P k=2@2"}));
+  // Revisions 3..9 are gone: the watcher is canceled with the compaction
   // revision and no header revision.
   auto r = Next(lagging.get());
   EXPECT_TRUE(r.canceled());
-  EXPECT_EQ(r.compact_revision(), 8);
+  EXPECT_EQ(r.compact_revision(), 9);
   EXPECT_EQ(r.header().revision(), 0);
   EXPECT_EQ(r.events_size(), 0);
-  Put("k", "11");
+  Put("k", "12");
   EXPECT_EQ(Describe(Next(keeping_up.get())),
-            (std::vector<std::string>{"P k=11@11"}));
+            (std::vector<std::string>{"P k=12@12"}));
   EXPECT_FALSE(lagging->TryPop().has_value());
   // Starting below the compaction revision fails at once; at it works.
-  EXPECT_EQ(lagging->Watch(Req("k", "", 7)).status().code(),
+  EXPECT_EQ(lagging->Watch(Req("k", "", 8)).status().code(),
             StatusCode::kCompacted);
-  ASSERT_TRUE(lagging->Watch(Req("k", "", 8)).ok());
+  ASSERT_TRUE(lagging->Watch(Req("k", "", 9)).ok());
   EXPECT_EQ(Describe(Next(lagging.get())),
-            (std::vector<std::string>{"P k=8@8", "P k=9@9", "P k=10@10",
-                                      "P k=11@11"}));
+            (std::vector<std::string>{"P k=9@9", "P k=10@10", "P k=11@11",
+                                      "P k=12@12"}));
 }
 
 TEST_F(MvccWatchTest, StreamProgressWaitsForSync) {
@@ -330,7 +330,7 @@ TEST_F(MvccWatchTest, StreamProgressWaitsForSync) {
   s->RequestProgress();  // no watchers: answered at once
   auto p0 = Next(s.get());
   EXPECT_EQ(p0.watch_id(), kStreamProgressWatchId);
-  EXPECT_EQ(p0.header().revision(), 5);
+  EXPECT_EQ(p0.header().revision(), 6);
   EXPECT_EQ(p0.events_size(), 0);
 
   ASSERT_TRUE(s->Watch(Req("k", "", 1)).ok());
@@ -341,7 +341,7 @@ TEST_F(MvccWatchTest, StreamProgressWaitsForSync) {
   EXPECT_EQ(first.events_size(), 5);
   auto p1 = Next(s.get());
   EXPECT_EQ(p1.watch_id(), kStreamProgressWatchId);
-  EXPECT_EQ(p1.header().revision(), 5);
+  EXPECT_EQ(p1.header().revision(), 6);
 }
 
 TEST(MvccWatchProgressTest, PerWatcherProgressNotify) {
@@ -361,7 +361,7 @@ TEST(MvccWatchProgressTest, PerWatcherProgressNotify) {
   auto r = s->Next(clock.Now() + minutes(1));  // returns when queued
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->watch_id(), 0);
-  EXPECT_EQ(r->header().revision(), 1);
+  EXPECT_EQ(r->header().revision(), 2);
   EXPECT_EQ(r->events_size(), 0);
   EXPECT_FALSE(s->TryPop().has_value());
 }

@@ -284,11 +284,11 @@ TEST_F(StoreServerTest, SingleMemberServesTheSeedsExample) {
   ASSERT_TRUE(s->Put(PutReq("/bar", "v2")).ok());
   auto p3 = s->Put(PutReq("/foo", "v3"));
   ASSERT_TRUE(p3.ok()) << p3.status();
-  EXPECT_EQ(p3->header().revision(), 3);
+  EXPECT_EQ(p3->header().revision(), 4);  // as etcd: an empty store is at 1
   EXPECT_EQ(p3->header().member_id(), s->member_id());
   EXPECT_NE(p3->header().cluster_id(), 0u);
   EXPECT_GE(p3->header().raft_term(), 1u);
-  auto at1 = s->Range(RangeReq("/foo", 1));
+  auto at1 = s->Range(RangeReq("/foo", 2));
   ASSERT_TRUE(at1.ok());
   ASSERT_EQ(at1->kvs_size(), 1);
   EXPECT_EQ(at1->kvs(0).value(), "v1");

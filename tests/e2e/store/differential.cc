@@ -201,7 +201,7 @@ void DiffTest::SetUp() {
                     "`kplane store` (build target kplane, or set KPLANE_BIN)";
   }
   etcd_ = std::make_unique<Side>(storage::StoreKind::kEtcd, 0);
-  kplane_ = std::make_unique<Side>(storage::StoreKind::kKplane, 1);
+  kplane_ = std::make_unique<Side>(storage::StoreKind::kKplane, 0);
   Status s = etcd_->Start();
   ASSERT_TRUE(s.ok()) << "etcd: " << s;
   s = kplane_->Start();

@@ -13,13 +13,12 @@
 // ID and a lease's "keys" list by key (etcd lists both in Go map order,
 // i.e. at random).
 //
-// Revisions. An empty etcd is at revision 1 (its first write is revision
-// 2); an empty kplane store is at revision 0. This known difference is
-// asserted on its own (EmptyStoreRevision); everywhere else the harness
-// lines the two up: "{R:n}" in a request body stands for etcd's revision n
-// (n - 1 on kplane), and every revision a kplane answer reports
-// (revision, create_revision, mod_revision, compact_revision) is read as
-// one higher. So a case compares semantics, not the offset.
+// Revisions. An empty etcd and an empty kplane store are both at revision
+// 1 (the first write is revision 2; kplane started at 0 before issue 17).
+// "{R:n}" in a request body stands for revision n; a Side can still line
+// up a store at another offset (`revision_offset`: its answers' revisions
+// are read that much higher, "{R:n}" sent that much lower), but both sides
+// of the suite now run at offset 0.
 //
 // Known differences: KnownDiff() asserts that the two answers still differ
 // exactly as recorded, so fixing the server turns the test red and the

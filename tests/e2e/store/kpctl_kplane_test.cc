@@ -109,12 +109,13 @@ TEST_F(KpctlOnKplane, KvTxnLeaseAndErrors) {
   EXPECT_EQ(p.out, "OK\nfoo\nv1\n");
   EXPECT_EQ(Run({"get", "--prefix", ""}).out, "bar\nv2\nfoo\nv3\n");
   EXPECT_EQ(Run({"get", "foo", "--print-value-only"}).out, "v3\n");
-  // kplane's first write is revision 1 (etcd's is 2).
-  EXPECT_EQ(Run({"get", "foo", "--rev", "1"}).out, "foo\nv1\n");
+  // The first write is revision 2, as etcd's (an empty store is at 1).
+  EXPECT_EQ(Run({"get", "foo", "--rev", "1"}).out, "");
+  EXPECT_EQ(Run({"get", "foo", "--rev", "2"}).out, "foo\nv1\n");
   Out j = Run({"get", "foo", "-w", "json"});
   EXPECT_OK(j);
-  EXPECT_NE(j.out.find("\"kvs\":[{\"key\":\"Zm9v\",\"create_revision\":1,"
-                       "\"mod_revision\":3,\"version\":2,\"value\":\"djM=\"}]"),
+  EXPECT_NE(j.out.find("\"kvs\":[{\"key\":\"Zm9v\",\"create_revision\":2,"
+                       "\"mod_revision\":4,\"version\":2,\"value\":\"djM=\"}]"),
             std::string::npos)
       << j.out;
 
@@ -314,7 +315,7 @@ TEST_F(KpctlOnKplane, SnapshotSaveStatusRestore) {
   for (int i = 0; i < 10; ++i) {
     ASSERT_EQ(Run({"put", "s/" + std::to_string(i), "v"}).code, 0);
   }
-  ASSERT_EQ(Run({"put", "s/0", "again"}).code, 0);  // revision 11
+  ASSERT_EQ(Run({"put", "s/0", "again"}).code, 0);  // revision 12
   char tmpl[] = "/tmp/kpctl-snap-XXXXXX";
   ASSERT_NE(::mkdtemp(tmpl), nullptr);
   const std::string dir = tmpl;
@@ -324,7 +325,7 @@ TEST_F(KpctlOnKplane, SnapshotSaveStatusRestore) {
   EXPECT_EQ(saved.out, "Snapshot saved at " + file + "\n");
   EXPECT_FALSE(std::filesystem::exists(file + ".part"));
 
-  // status: the member's HashKV at revision 11, 10 keys.
+  // status: the member's HashKV at revision 12, 10 keys.
   auto m = storage::Maintenance::Create(cluster_->client_url(0));
   ASSERT_TRUE(m.ok());
   auto hash = (*m)->Hash();
@@ -332,7 +333,7 @@ TEST_F(KpctlOnKplane, SnapshotSaveStatusRestore) {
   Out st = RunOne({"snapshot", "status", file, "-w", "json"});
   ASSERT_EQ(st.code, 0) << st.err;
   EXPECT_NE(st.out.find("{\"hash\":" + std::to_string(hash->hash()) +
-                        ",\"revision\":11,\"totalKey\":10,"),
+                        ",\"revision\":12,\"totalKey\":10,"),
             std::string::npos)
       << st.out;
 
@@ -367,10 +368,10 @@ TEST_F(KpctlOnKplane, SnapshotSaveStatusRestore) {
     EXPECT_EQ(Kpctl(ep, {"get", "s/", "--prefix", "--keys-only"}).out.size(),
               std::string("s/0\n\n").size() * 10);
     // History and revisions carry on; new writes are applied.
-    EXPECT_EQ(Kpctl(ep, {"get", "s/0", "--rev", "1"}).out, "s/0\nv\n");
+    EXPECT_EQ(Kpctl(ep, {"get", "s/0", "--rev", "2"}).out, "s/0\nv\n");
     EXPECT_EQ(Kpctl(ep, {"put", "new", "x"}).code, 0);
     Out j = Kpctl(ep, {"get", "new", "-w", "json"});
-    EXPECT_NE(j.out.find("\"mod_revision\":12"), std::string::npos) << j.out;
+    EXPECT_NE(j.out.find("\"mod_revision\":13"), std::string::npos) << j.out;
     // kplane serves before it has published its client URLs (etcd does
     // not; README known difference 7): wait for them.
     const std::string want = ", started, r1, " + peer_url + ", " + client_url;

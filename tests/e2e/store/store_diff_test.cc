@@ -24,11 +24,13 @@ std::string RangeBody(const std::string& k, const std::string& extra = "") {
 // --- revisions ---------------------------------------------------------------
 
 TEST_F(DiffTest, EmptyStoreRevision) {
-  // Known difference 1: an empty etcd reports revision 1 (its first write
-  // gets 2); an empty kplane store reports 0 (omitted), its first write 1.
-  KnownDiff("POST", "/v3/kv/range", RangeBody("foo"),
-            {200, "", R"({"header":{"revision":"1"}})"},
-            {200, "", R"({"header":{}})"});
+  // This was known difference 1 (issue 17): an empty kplane store reported
+  // revision 0, left out of the header. Both start at 1 now; the first
+  // write is revision 2.
+  Same("POST", "/v3/kv/range", RangeBody("foo"));
+  Same("POST", "/v3/kv/txn", "{}");
+  Same("POST", "/v3/kv/put", PutBody("foo", "bar"));
+  Same("POST", "/v3/kv/range", RangeBody("foo"));
 }
 
 TEST_F(DiffTest, RangeAtRevisions) {

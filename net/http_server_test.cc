@@ -739,6 +739,46 @@ TEST_F(HttpServerTest, Http10CloseSemantics) {
   }
 }
 
+// WriteChunks: each piece its own chunk (empty ones skipped), in order; to
+// an HTTP/1.0 client the pieces unframed, back to back.
+TEST_F(HttpServerTest, WriteChunksFramesEachPiece) {
+  std::promise<std::shared_ptr<Responder>> got11, got10;
+  std::atomic<int> requests{0};
+  Route("GET", "/stream",
+        [&](const HttpRequest&, std::shared_ptr<Responder> r) {
+          r->StartStream(200, {});
+          (requests.fetch_add(1) == 0 ? got11 : got10).set_value(r);
+        });
+  Start();
+  const std::vector<std::string_view> pieces = {"ab\n", "", "cde\n", "f"};
+  {
+    RawConnection conn(server_->port());
+    conn.Send("GET /stream HTTP/1.1\r\nHost: x\r\n\r\n");
+    auto r = got11.get_future().get();
+    ASSERT_TRUE(r->WriteChunks(pieces));
+    ASSERT_TRUE(r->Finish());
+    ASSERT_TRUE(conn.ReadUntilContains("0\r\n\r\n"));
+    const std::string& all = conn.buffer();
+    const size_t body = all.find("\r\n\r\n");
+    ASSERT_NE(body, std::string::npos);
+    EXPECT_EQ(all.substr(body + 4),
+              "3\r\nab\n\r\n4\r\ncde\n\r\n1\r\nf\r\n0\r\n\r\n");
+  }
+  {
+    RawConnection conn(server_->port());
+    conn.Send("GET /stream HTTP/1.0\r\n\r\n");
+    auto r = got10.get_future().get();
+    ASSERT_TRUE(r->WriteChunks(pieces));
+    ASSERT_TRUE(r->Finish());
+    EXPECT_TRUE(conn.WaitForClose());
+    const std::string& all = conn.buffer();
+    EXPECT_EQ(all.find("Transfer-Encoding"), std::string::npos) << all;
+    const std::string want = "ab\ncde\nf";
+    ASSERT_GE(all.size(), want.size());
+    EXPECT_EQ(all.substr(all.size() - want.size()), want);
+  }
+}
+
 TEST_F(HttpServerTest, HeadRequestGetsHeadOnly) {
   Route("GET", "/doc", [](const HttpRequest&, std::shared_ptr<Responder> r) {
     r->Respond(200, {}, "twelve bytes");

@@ -528,6 +528,11 @@ TEST_F(DiffTest, StrictRequestDecoding) {
   Same("POST", "/v3/kv/txn", R"({"compare":[5]})");
   Same("POST", "/v3/kv/txn", R"({"success":[{"request_put":[]}]})");
   Same("POST", "/v3/maintenance/alarm", R"({"action":"X"})");
+  // On the watch stream the same words come as its error: 500, code 2.
+  Same("POST", "/v3/watch",
+       R"({"create_request":{"key":"bg==","filters":["NOPUT","BAD"]}})");
+  Same("POST", "/v3/watch",
+       R"({"create_request":{"key":"bg==","prev_kv":"true"}})");
 }
 
 }  // namespace

@@ -14,10 +14,13 @@
 
 #include "base/logging.h"
 #include "base/mutex.h"
+#include "schemas/grpc/election_services.grpc.pb.h"
+#include "schemas/grpc/lock_services.grpc.pb.h"
 #include "schemas/grpc/rpc_services.grpc.pb.h"
 #include "storage/bolt/etcd_backend.h"
 #include "storage/etcdjson/etcd_json.h"
 #include "storage/mvcc/watch.h"
+#include "storage/server/election_lock.h"
 #include "storage/server/etcd_snapshot.h"
 #include "storage/server/kv_service.h"
 
@@ -578,6 +581,292 @@ class MaintenanceImpl final : public pb::Maintenance::CallbackService {
   StoreServer* const s_;
 };
 
+// ---- election and lock ------------------------------------------------------
+
+namespace epb = v3electionpb;
+namespace lpb = v3lockpb;
+
+// An error of the election and lock services, as etcd's servers return
+// their embedded client's errors (code Unknown, etcd's text).
+grpc::Status RecipeToGrpc(const Status& s) {
+  etcdjson::HttpError e = RecipeErrorToHttp(s);
+  return grpc::Status(static_cast<grpc::StatusCode>(e.grpc_code), e.message);
+}
+
+// The waiting call of a unary RPC, shared by the reactor and the handler:
+// the client's cancel, or its deadline (gRPC cancels the call once it
+// passes), ends the wait whether it comes before or after the wait began.
+class CancelLink {
+ public:
+  void Attach(std::shared_ptr<PendingCall> p, Status if_cancelled)
+      EXCLUDES(mu_) {
+    {
+      MutexLock l(&mu_);
+      if (!cancelled_) {
+        pending_ = std::move(p);
+        return;
+      }
+    }
+    p->Cancel(std::move(if_cancelled));
+  }
+  void Cancel(Status why) EXCLUDES(mu_) {
+    std::shared_ptr<PendingCall> p;
+    {
+      MutexLock l(&mu_);
+      cancelled_ = true;
+      p = std::move(pending_);
+    }
+    if (p) p->Cancel(std::move(why));
+  }
+
+ private:
+  Mutex mu_;
+  bool cancelled_ GUARDED_BY(mu_) = false;
+  std::shared_ptr<PendingCall> pending_ GUARDED_BY(mu_);
+};
+
+// Why gRPC cancelled the call of `ctx`.
+Status CancelReason(const grpc::ServerContextBase* ctx) {
+  if (ctx->deadline() <= std::chrono::system_clock::now()) {
+    return DeadlineExceededError("context deadline exceeded");
+  }
+  return CancelledError("context canceled");
+}
+
+// A unary call that waits (Lock, Campaign); deletes itself when done.
+class WaitingCall final : public grpc::ServerUnaryReactor {
+ public:
+  explicit WaitingCall(CallbackServerContext* ctx)
+      : ctx_(ctx), link_(std::make_shared<CancelLink>()) {}
+
+  std::shared_ptr<CancelLink> link() const { return link_; }
+
+  // `done` for the service: answers the call.
+  template <typename T>
+  Done<T> Answer(T* resp) {
+    return [this, resp](StatusOr<T> v) {
+      if (v.ok()) {
+        *resp = *std::move(v);
+        Finish(grpc::Status::OK);
+      } else {
+        Finish(RecipeToGrpc(v.status()));
+      }
+    };
+  }
+
+  // Starts `begin(done)` (returning the PendingCall) and links it.
+  template <typename T, typename Begin>
+  static WaitingCall* Run(CallbackServerContext* ctx, T* resp, Begin begin) {
+    auto* call = new WaitingCall(ctx);
+    std::shared_ptr<CancelLink> link = call->link();
+    // `call` may be gone once begin() answered: only `link` after it.
+    link->Attach(begin(call->Answer(resp)), CancelReason(ctx));
+    return call;
+  }
+
+ private:
+  void OnCancel() override { link_->Cancel(CancelReason(ctx_)); }
+  void OnDone() override { delete this; }
+
+  const CallbackServerContext* const ctx_;
+  const std::shared_ptr<CancelLink> link_;
+};
+
+template <typename T>
+ServerUnaryReactor* Unary(CallbackServerContext* ctx, T* resp,
+                          std::function<void(Done<T>)> begin) {
+  ServerUnaryReactor* r = ctx->DefaultReactor();
+  begin([r, resp](StatusOr<T> v) {
+    if (v.ok()) {
+      *resp = *std::move(v);
+      r->Finish(grpc::Status::OK);
+    } else {
+      r->Finish(RecipeToGrpc(v.status()));
+    }
+  });
+  return r;
+}
+
+// One Observe call: Send() queues from the observer's callbacks and keeps
+// one write in flight; End() finishes after it. Owns itself through `self_`
+// until OnDone, so callbacks holding a weak_ptr may outlive the call: once
+// it is ending, Send() is a no-op.
+class ObserveCall final : public grpc::ServerWriteReactor<epb::LeaderResponse>,
+                          public std::enable_shared_from_this<ObserveCall> {
+ public:
+  // Past this many queued bytes the client is too slow: the call ends.
+  static constexpr size_t kMaxQueuedBytes = 4 << 20;
+
+  static ObserveCall* Start(ElectionLockService* el, CallbackServerContext* ctx,
+                            const epb::LeaderRequest& req) {
+    auto call = std::shared_ptr<ObserveCall>(new ObserveCall(ctx));
+    call->self_ = call;
+    std::weak_ptr<ObserveCall> weak = call;
+    call->link_->Attach(
+        el->Observe(
+            req,
+            [weak](const epb::LeaderResponse& resp) {
+              if (auto c = weak.lock()) c->Send(resp);
+            },
+            [weak](Status st) {
+              if (auto c = weak.lock()) {
+                c->End(st.ok() ? grpc::Status::OK : RecipeToGrpc(st));
+              }
+            }),
+        CancelReason(ctx));
+    return call.get();
+  }
+
+ private:
+  explicit ObserveCall(CallbackServerContext* ctx)
+      : ctx_(ctx), link_(std::make_shared<CancelLink>()) {}
+
+  void Send(const epb::LeaderResponse& resp) EXCLUDES(mu_) {
+    const epb::LeaderResponse* next = nullptr;
+    bool over = false;
+    {
+      MutexLock l(&mu_);
+      if (ending_) return;
+      queued_bytes_ += resp.ByteSizeLong();
+      queue_.push_back(resp);
+      if (queued_bytes_ > kMaxQueuedBytes) {
+        over = true;
+      } else if (!writing_) {
+        writing_ = true;
+        next = &queue_.front();
+      }
+    }
+    if (over) {
+      End(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                       "etcdserver: too many queued responses"));
+      return;
+    }
+    if (next) StartWrite(next);
+  }
+
+  void End(grpc::Status st) EXCLUDES(mu_) {
+    {
+      MutexLock l(&mu_);
+      if (ending_) return;
+      ending_ = true;
+      status_ = std::move(st);
+      if (writing_) return;  // OnWriteDone finishes
+    }
+    Finish(status_);
+  }
+
+  void OnWriteDone(bool ok) override EXCLUDES(mu_) {
+    const epb::LeaderResponse* next = nullptr;
+    bool finish = false;
+    {
+      MutexLock l(&mu_);
+      queued_bytes_ -= std::min(queued_bytes_, queue_.front().ByteSizeLong());
+      queue_.pop_front();
+      if (!ok && !ending_) {
+        ending_ = true;
+        status_ = grpc::Status::CANCELLED;
+      }
+      if (ending_) {
+        writing_ = false;
+        queue_.clear();
+        finish = true;
+      } else if (!queue_.empty()) {
+        next = &queue_.front();
+      } else {
+        writing_ = false;
+      }
+    }
+    if (next) StartWrite(next);
+    if (finish) Finish(status_);
+  }
+
+  void OnCancel() override {
+    link_->Cancel(CancelReason(ctx_));
+    End(grpc::Status::CANCELLED);
+  }
+
+  void OnDone() override {
+    link_->Cancel(CancelledError("context canceled"));
+    self_.reset();  // may delete this
+  }
+
+  const CallbackServerContext* const ctx_;
+  const std::shared_ptr<CancelLink> link_;
+  std::shared_ptr<ObserveCall> self_;
+  Mutex mu_;
+  std::deque<epb::LeaderResponse> queue_ GUARDED_BY(mu_);  // front: in flight
+  size_t queued_bytes_ GUARDED_BY(mu_) = 0;
+  bool writing_ GUARDED_BY(mu_) = false;
+  bool ending_ GUARDED_BY(mu_) = false;
+  grpc::Status status_;  // written before ending_ is published
+};
+
+class ElectionImpl final : public epb::Election::CallbackService {
+ public:
+  explicit ElectionImpl(ElectionLockService* el) : el_(el) {}
+
+  ServerUnaryReactor* Campaign(CallbackServerContext* ctx,
+                               const epb::CampaignRequest* req,
+                               epb::CampaignResponse* resp) override {
+    ElectionLockService* el = el_;
+    return WaitingCall::Run(ctx, resp, [el, req](auto done) {
+      return el->Campaign(*req, std::move(done));
+    });
+  }
+  ServerUnaryReactor* Proclaim(CallbackServerContext* ctx,
+                               const epb::ProclaimRequest* req,
+                               epb::ProclaimResponse* resp) override {
+    ElectionLockService* el = el_;
+    return Unary<epb::ProclaimResponse>(
+        ctx, resp, [el, req](auto done) { el->Proclaim(*req, done); });
+  }
+  ServerUnaryReactor* Leader(CallbackServerContext* ctx,
+                             const epb::LeaderRequest* req,
+                             epb::LeaderResponse* resp) override {
+    ElectionLockService* el = el_;
+    return Unary<epb::LeaderResponse>(
+        ctx, resp, [el, req](auto done) { el->Leader(*req, done); });
+  }
+  grpc::ServerWriteReactor<epb::LeaderResponse>* Observe(
+      CallbackServerContext* ctx, const epb::LeaderRequest* req) override {
+    return ObserveCall::Start(el_, ctx, *req);
+  }
+  ServerUnaryReactor* Resign(CallbackServerContext* ctx,
+                             const epb::ResignRequest* req,
+                             epb::ResignResponse* resp) override {
+    ElectionLockService* el = el_;
+    return Unary<epb::ResignResponse>(
+        ctx, resp, [el, req](auto done) { el->Resign(*req, done); });
+  }
+
+ private:
+  ElectionLockService* const el_;
+};
+
+class LockImpl final : public lpb::Lock::CallbackService {
+ public:
+  explicit LockImpl(ElectionLockService* el) : el_(el) {}
+
+  ServerUnaryReactor* Lock(CallbackServerContext* ctx,
+                           const lpb::LockRequest* req,
+                           lpb::LockResponse* resp) override {
+    ElectionLockService* el = el_;
+    return WaitingCall::Run(ctx, resp, [el, req](auto done) {
+      return el->Lock(*req, std::move(done));
+    });
+  }
+  ServerUnaryReactor* Unlock(CallbackServerContext* ctx,
+                             const lpb::UnlockRequest* req,
+                             lpb::UnlockResponse* resp) override {
+    ElectionLockService* el = el_;
+    return Unary<lpb::UnlockResponse>(
+        ctx, resp, [el, req](auto done) { el->Unlock(*req, done); });
+  }
+
+ private:
+  ElectionLockService* const el_;
+};
+
 }  // namespace
 
 GrpcFront::GrpcFront(StoreServer* server) : server_(server) {}
@@ -591,6 +880,9 @@ Status GrpcFront::Start() {
   services_.push_back(std::make_unique<LeaseImpl>(kv_.get()));
   services_.push_back(std::make_unique<ClusterImpl>(server_));
   services_.push_back(std::make_unique<MaintenanceImpl>(server_));
+  el_ = std::make_unique<ElectionLockService>(kv_.get());
+  services_.push_back(std::make_unique<ElectionImpl>(el_.get()));
+  services_.push_back(std::make_unique<LockImpl>(el_.get()));
   grpc::ServerBuilder b;
   for (auto& svc : services_) b.RegisterService(svc.get());
   // etcd: requests up to --max-request-bytes plus 512 KiB of framing room,

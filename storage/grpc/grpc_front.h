@@ -1,5 +1,6 @@
 // GrpcFront: etcd 3.4's v3 gRPC API of a store member (etcdserverpb.KV,
-// Watch, Lease, Cluster, Maintenance), so that etcdctl and clientv3 work
+// Watch, Lease, Cluster, Maintenance) and its election and lock services
+// (v3electionpb.Election, v3lockpb.Lock), so that etcdctl and clientv3 work
 // against `kplane store`. It has no listener of its own: the client
 // HttpServer hands it every connection that opens with the HTTP/2 preface
 // (HttpServerOptions::handoff), so one client URL serves gRPC and the JSON
@@ -29,6 +30,7 @@
 
 #include "base/status.h"
 #include "net/http_server.h"
+#include "storage/server/election_lock.h"
 #include "storage/server/kv_service.h"
 #include "storage/server/store_server.h"
 
@@ -58,6 +60,7 @@ class GrpcFront {
  private:
   StoreServer* const server_;
   std::unique_ptr<KvService> kv_;
+  std::unique_ptr<ElectionLockService> el_;  // borrows kv_
   std::vector<std::unique_ptr<grpc::Service>> services_;
   std::unique_ptr<grpc::Server> grpc_;
 };

@@ -12,6 +12,7 @@
 #include "storage/etcdjson/etcd_json.h"
 #include "storage/etcdjson/json_stream.h"
 #include "storage/mvcc/watch.h"
+#include "storage/server/election_lock.h"
 #include "storage/server/kv_service.h"
 #include "storage/server/version.h"
 #include "storage/server/watch_json.h"
@@ -53,6 +54,31 @@ void RespondResult(Responder* r, const StatusOr<T>& v) {
 template <typename T>
 Done<T> Answer(ResponderPtr r) {
   return [r = std::move(r)](StatusOr<T> v) { RespondResult(r.get(), v); };
+}
+
+// An error of the election and lock services: etcd's text as is, code
+// Unknown (HTTP 500) but for the client's own cancel and deadline.
+void RespondRecipeError(Responder* r, const Status& s) {
+  etcdjson::HttpError e = RecipeErrorToHttp(s);
+  r->Respond(e.http_status, JsonHeaders(), e.Body());
+}
+
+template <typename T>
+Done<T> RecipeAnswer(ResponderPtr r) {
+  return [r = std::move(r)](StatusOr<T> v) {
+    if (v.ok()) {
+      RespondJson(r.get(), *v);
+    } else {
+      RespondRecipeError(r.get(), v.status());
+    }
+  };
+}
+
+// A waiting call ends when its client goes away (grpc-gateway cancels the
+// call's context when the HTTP request's does).
+void CancelOnClose(Responder* r, std::shared_ptr<PendingCall> p) {
+  r->OnClose(
+      [p = std::move(p)] { p->Cancel(CancelledError("context canceled")); });
 }
 
 // etcd accepts gRPC messages up to --max-request-bytes plus this much
@@ -617,6 +643,78 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
        },
        // An open-ended stream of keepalive requests: no body deadline.
        {.stream_request_body = true, .body_timeout = Duration::zero()});
+
+  // ---- election and lock (etcd's v3election, v3lock) ------------------------
+  // ElectionLockService runs them on KvService and the watch hub; a waiting
+  // Lock or Campaign holds an MVCC watcher, no thread, until it is granted
+  // or its client goes away.
+  auto el = std::shared_ptr<ElectionLockService>(
+      new ElectionLockService(kv.get()), [kv](ElectionLockService* p) {
+        delete p;  // after the KvService it borrows (captured)
+      });
+  both("/lock/lock", [el](const HttpRequest& req, ResponderPtr r) {
+    v3lockpb::LockRequest q;
+    if (!ParseBody(req, r.get(), &q)) return;
+    auto p = el->Lock(std::move(q), RecipeAnswer<v3lockpb::LockResponse>(r));
+    CancelOnClose(r.get(), std::move(p));
+  });
+  both("/lock/unlock", [el](const HttpRequest& req, ResponderPtr r) {
+    v3lockpb::UnlockRequest q;
+    if (!ParseBody(req, r.get(), &q)) return;
+    el->Unlock(std::move(q), RecipeAnswer<v3lockpb::UnlockResponse>(r));
+  });
+  both("/election/campaign", [el](const HttpRequest& req, ResponderPtr r) {
+    v3electionpb::CampaignRequest q;
+    if (!ParseBody(req, r.get(), &q)) return;
+    auto p = el->Campaign(std::move(q),
+                          RecipeAnswer<v3electionpb::CampaignResponse>(r));
+    CancelOnClose(r.get(), std::move(p));
+  });
+  both("/election/proclaim", [el](const HttpRequest& req, ResponderPtr r) {
+    v3electionpb::ProclaimRequest q;
+    if (!ParseBody(req, r.get(), &q)) return;
+    el->Proclaim(std::move(q), RecipeAnswer<v3electionpb::ProclaimResponse>(r));
+  });
+  both("/election/leader", [el](const HttpRequest& req, ResponderPtr r) {
+    v3electionpb::LeaderRequest q;
+    if (!ParseBody(req, r.get(), &q)) return;
+    el->Leader(std::move(q), RecipeAnswer<v3electionpb::LeaderResponse>(r));
+  });
+  both("/election/resign", [el](const HttpRequest& req, ResponderPtr r) {
+    v3electionpb::ResignRequest q;
+    if (!ParseBody(req, r.get(), &q)) return;
+    el->Resign(std::move(q), RecipeAnswer<v3electionpb::ResignResponse>(r));
+  });
+  both("/election/observe", [el](const HttpRequest& req, ResponderPtr r) {
+    v3electionpb::LeaderRequest q;
+    if (!ParseBody(req, r.get(), &q)) return;
+    // Touched only by the observer's callbacks, which run one at a time.
+    auto started = std::make_shared<bool>(false);
+    auto p = el->Observe(
+        std::move(q),
+        [r, started](const v3electionpb::LeaderResponse& resp) {
+          std::string out;
+          etcdjson::AppendStreamResult(resp, &out);
+          // etcd's gateway sends the status line with the first message.
+          if (!*started) {
+            r->StartStream(200, JsonHeaders());
+            *started = true;
+          }
+          r->Write(out);
+        },
+        [r, started](Status st) {
+          if (!st.ok() && !*started) {
+            RespondRecipeError(r.get(), st);
+          } else if (!st.ok()) {
+            r->Close();
+          } else if (*started) {
+            r->Finish();
+          } else {
+            r->Respond(200, JsonHeaders(), "");
+          }
+        });
+    CancelOnClose(r.get(), std::move(p));
+  });
 
   // ---- maintenance ---------------------------------------------------------
   both("/maintenance/status", [s](const HttpRequest&, ResponderPtr r) {

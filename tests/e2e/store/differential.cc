@@ -14,8 +14,9 @@ namespace kplane::e2e {
 namespace {
 
 bool IsRevisionField(std::string_view name) {
+  // "rev": an election's LeaderKey (its key's create revision).
   return name == "revision" || name == "create_revision" ||
-         name == "mod_revision" || name == "compact_revision";
+         name == "mod_revision" || name == "compact_revision" || name == "rev";
 }
 
 void Walk(rapidjson::Value& v, int offset,
@@ -136,11 +137,12 @@ Answer Side::Do(const std::string& method, const std::string& path,
 
 std::vector<std::string> Side::Watch(const std::string& body, size_t n,
                                      const std::function<void()>& between,
-                                     size_t before, Duration timeout) {
+                                     size_t before, Duration timeout,
+                                     const std::string& path) {
   std::vector<std::string> out;
   auto client = net::HttpClient::ForUrl(cluster_->client_url(0));
   if (!client.ok()) return {"<no client>"};
-  auto stream = (*client)->OpenStream("POST", "/v3/watch",
+  auto stream = (*client)->OpenStream("POST", path,
                                       {{"Content-Type", "application/json"}});
   if (!stream.ok()) return {"<" + stream.status().ToString() + ">"};
   net::HttpStream* s = stream->get();

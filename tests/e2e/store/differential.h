@@ -57,11 +57,13 @@ class Side {
             const std::string& body);
   // Opens /v3/watch with `body` (all requests at once: etcd 3.4's gateway
   // answers only after the request body ended) and collects `n` messages,
-  // running `between` once `before` messages have arrived.
+  // running `between` once `before` messages have arrived. Another
+  // streaming `path` (/v3/election/observe) is read the same way.
   std::vector<std::string> Watch(const std::string& body, size_t n,
                                  const std::function<void()>& between,
                                  size_t before = 1,
-                                 Duration timeout = seconds(10));
+                                 Duration timeout = seconds(10),
+                                 const std::string& path = "/v3/watch");
 
   // The body with "{R:n}" replaced by this store's revision for etcd's n.
   std::string Translate(const std::string& body) const;

@@ -5,6 +5,7 @@
 // must keep working.
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -109,6 +110,23 @@ class EtcdctlTest : public ::testing::Test {
     TimePoint deadline = Clock::Real()->Now() + timeout;
     while (Clock::Real()->Now() < deadline) {
       if (ReadFile(path).find(needle) != std::string::npos) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+  }
+
+  // Waits until `needle` occurs `n` times in the file at `path`.
+  static bool AwaitCount(const std::string& path, const std::string& needle,
+                         size_t n, Duration timeout = seconds(20)) {
+    TimePoint deadline = Clock::Real()->Now() + timeout;
+    while (Clock::Real()->Now() < deadline) {
+      std::string text = ReadFile(path);
+      size_t count = 0;
+      for (size_t at = text.find(needle); at != std::string::npos;
+           at = text.find(needle, at + 1)) {
+        ++count;
+      }
+      if (count >= n) return true;
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     return false;
@@ -435,6 +453,99 @@ TEST_P(EtcdctlGrpc, SnapshotSaveStatusRestore) {
                "http://127.0.0.1:1"});
   EXPECT_OK(r);
   EXPECT_TRUE(fs::exists(tmp_ + "/restored/member/snap/db")) << r.out;
+}
+
+// etcdctl's lock is clientv3's Mutex recipe (a key per session under the
+// lock's prefix, the oldest holds it): over KV, leases and watch.
+TEST_P(EtcdctlGrpc, LockTwoLockers) {
+  std::string watch_log, first_log, second_log;
+  auto watch = Background({"watch", "mylock", "--prefix"}, &watch_log);
+  auto first = Background({"lock", "mylock"}, &first_log);
+  // The holder prints its key (and the key's empty value).
+  ASSERT_TRUE(AwaitOutput(first_log, "mylock/")) << ReadFile(first_log);
+  std::smatch m;
+  std::string out = ReadFile(first_log);
+  ASSERT_TRUE(std::regex_search(out, m, std::regex("^(mylock/[0-9a-f]+)\n\n")))
+      << out;
+  const std::string first_key = m[1];
+
+  // The second locker runs its command once it holds the lock.
+  auto second =
+      Background({"lock", "mylock", "echo", "second-holds"}, &second_log);
+  // Its key is queued behind the first one's...
+  ASSERT_TRUE(AwaitCount(watch_log, "PUT\nmylock/", 2)) << ReadFile(watch_log);
+  // ...so it does not hold the lock while the first locker runs.
+  EXPECT_EQ(ReadFile(second_log), "");
+  ASSERT_TRUE(first->Signal(SIGINT).ok());
+  EXPECT_EQ(first->Wait(), 0) << ReadFile(first_log);
+  EXPECT_EQ(second->Wait(), 0) << ReadFile(second_log);
+  EXPECT_EQ(ReadFile(second_log), "second-holds\n");
+  // Both keys are gone: the first unlocked on SIGINT, the second after its
+  // command.
+  EXPECT_TRUE(AwaitOutput(watch_log, "DELETE\n" + first_key + "\n"));
+  EXPECT_TRUE(AwaitCount(watch_log, "DELETE\nmylock/", 2))
+      << ReadFile(watch_log);
+  EXPECT_EQ(Run({"get", "mylock", "--prefix"}).out, "");
+  ASSERT_TRUE(watch->Signal(SIGINT).ok());
+  watch->Wait();
+
+  // With a command and no contention the lock is taken at once.
+  Out once = Run({"lock", "other", "echo", "held"});
+  EXPECT_OK(once);
+  EXPECT_EQ(once.out, "held\n");
+}
+
+// etcdctl's elect is clientv3's Election recipe; `elect -l` observes.
+TEST_P(EtcdctlGrpc, ElectCampaignObserveAndHandOver) {
+  // clientv3's Campaign waits for the keys created before its own with
+  // WithMaxCreateRev(rev - 1); as the first write of a store that starts
+  // at revision 0 (kplane, until it starts at 1 as etcd does) that is
+  // max 0, "no limit", and it would wait for its own key forever.
+  EXPECT_OK(Run({"put", "first-write", "x"}));
+  std::string obs_log, watch_log, l1_log, l2_log;
+  auto observer = Background({"elect", "-l", "myelection"}, &obs_log);
+  auto watch = Background({"watch", "myelection", "--prefix"}, &watch_log);
+  auto l1 = Background({"elect", "myelection", "p1"}, &l1_log);
+  ASSERT_TRUE(AwaitOutput(l1_log, "\np1\n")) << ReadFile(l1_log);
+  std::smatch m;
+  std::string out = ReadFile(l1_log);
+  ASSERT_TRUE(
+      std::regex_search(out, m, std::regex("^(myelection/([0-9a-f]+))\np1\n")))
+      << out;
+  const std::string key1 = m[1], lease1 = m[2];
+  EXPECT_TRUE(AwaitOutput(obs_log, key1 + "\np1\n")) << ReadFile(obs_log);
+
+  // A second candidate queues behind the leader.
+  auto l2 = Background({"elect", "myelection", "p2"}, &l2_log);
+  ASSERT_TRUE(AwaitOutput(watch_log, "\np2\n")) << ReadFile(watch_log);
+  EXPECT_EQ(ReadFile(l2_log), "");
+
+  // A proclamation (a put on the leader's key, with its lease, as
+  // Election.Proclaim writes it) reaches the observer.
+  EXPECT_OK(Run({"put", key1, "p1-again", "--lease=" + lease1}));
+  EXPECT_TRUE(AwaitOutput(obs_log, key1 + "\np1-again\n")) << ReadFile(obs_log);
+
+  // The leader resigns on SIGINT; the second candidate leads.
+  ASSERT_TRUE(l1->Signal(SIGINT).ok());
+  EXPECT_EQ(l1->Wait(), 0) << ReadFile(l1_log);
+  ASSERT_TRUE(AwaitOutput(l2_log, "\np2\n")) << ReadFile(l2_log);
+  out = ReadFile(l2_log);
+  ASSERT_TRUE(
+      std::regex_search(out, m, std::regex("^(myelection/[0-9a-f]+)\np2\n")))
+      << out;
+  const std::string key2 = m[1];
+  EXPECT_NE(key2, key1);
+  EXPECT_TRUE(AwaitOutput(obs_log, key2 + "\np2\n")) << ReadFile(obs_log);
+  EXPECT_EQ(ReadFile(obs_log),
+            key1 + "\np1\n" + key1 + "\np1-again\n" + key2 + "\np2\n");
+
+  ASSERT_TRUE(l2->Signal(SIGINT).ok());
+  EXPECT_EQ(l2->Wait(), 0) << ReadFile(l2_log);
+  ASSERT_TRUE(observer->Signal(SIGINT).ok());
+  observer->Wait();
+  ASSERT_TRUE(watch->Signal(SIGINT).ok());
+  watch->Wait();
+  EXPECT_EQ(Run({"get", "myelection", "--prefix"}).out, "");
 }
 
 INSTANTIATE_TEST_SUITE_P(

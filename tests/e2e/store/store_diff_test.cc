@@ -1,6 +1,7 @@
 // The store differential suite: the same etcd v3 JSON API cases against a
 // fresh etcd 3.4 and a fresh `kplane store`; see differential.h for what is
 // compared and how revisions are lined up.
+#include <future>
 #include <regex>
 #include <thread>
 
@@ -533,6 +534,131 @@ TEST_F(DiffTest, StrictRequestDecoding) {
        R"({"create_request":{"key":"bg==","filters":["NOPUT","BAD"]}})");
   Same("POST", "/v3/watch",
        R"({"create_request":{"key":"bg==","prev_kv":"true"}})");
+}
+
+// --- election and lock (etcd's v3election, v3lock) ---------------------------
+
+std::string LeaderKey(const std::string& key, const std::string& rev,
+                      const std::string& lease) {
+  return "{\"name\":" + Q("e") + ",\"key\":" + Q(key) + ",\"rev\":\"" + rev +
+         "\",\"lease\":\"" + lease + "\"}";
+}
+
+// A request that waits (lock, campaign) on its own connection, in the
+// background; the answer normalized as Side::Do's would be.
+std::future<std::string> InBackground(Side* s, const std::string& path,
+                                      const std::string& body) {
+  return std::async(std::launch::async, [s, path, body]() -> std::string {
+    auto client = net::HttpClient::ForUrl(s->cluster()->client_url(0));
+    if (!client.ok()) return client.status().ToString();
+    auto r =
+        (*client)->Request("POST", path, {{"Content-Type", "application/json"}},
+                           s->Translate(body));
+    if (!r.ok()) return r.status().ToString();
+    return std::to_string(r->status) + " " + s->Normalize(r->body);
+  });
+}
+
+TEST_F(DiffTest, ElectionCampaignLeaderProclaimResign) {
+  const std::string e = ",\"name\":" + Q("e");
+  Same("POST", "/v3/election/leader", "{" + e.substr(1) + "}");
+  Both("POST", "/v3/lease/grant", R"({"TTL":60,"ID":100})");
+  Same("POST", "/v3/election/campaign",
+       "{\"lease\":100,\"value\":" + Q("v1") + e + "}");
+  Same("POST", "/v3/election/leader", "{" + e.substr(1) + "}");
+  const std::string me = LeaderKey("e/64", "{R:2}", "100");
+  Same("POST", "/v3/election/proclaim",
+       "{\"leader\":" + me + ",\"value\":" + Q("v2") + "}");
+  // A LeaderKey of another leadership (create revision) cannot act.
+  const std::string stale = LeaderKey("e/64", "{R:9}", "100");
+  Same("POST", "/v3/election/proclaim",
+       "{\"leader\":" + stale + ",\"value\":" + Q("v3") + "}");
+  Same("POST", "/v3/election/resign", "{\"leader\":" + stale + "}");
+  Same("POST", "/v3/election/proclaim", "{\"value\":" + Q("v3") + "}");
+  Same("POST", "/v3/election/resign", "{}");
+  Same("POST", "/v3/election/leader", "{" + e.substr(1) + "}");
+  // Campaigning again with the same lease and another value proclaims it;
+  // the answer carries the header of the read that found the key.
+  Same("POST", "/v3/election/campaign",
+       "{\"lease\":100,\"value\":" + Q("v4") + e + "}");
+  Same("POST", "/v3/election/leader", "{" + e.substr(1) + "}");
+  Same("POST", "/v3/election/campaign",
+       "{\"lease\":999,\"value\":" + Q("x") + e + "}");
+  Same("POST", "/v3/election/resign", "{\"leader\":" + me + "}");
+  Same("POST", "/v3/election/leader", "{" + e.substr(1) + "}");
+  Same("POST", "/v3/kv/range", RangeBody("e/", ",\"range_end\":" + Q("e0")));
+}
+
+TEST_F(DiffTest, LockUnlockAndWaiting) {
+  Both("POST", "/v3/lease/grant", R"({"TTL":60,"ID":100})");
+  Both("POST", "/v3/lease/grant", R"({"TTL":60,"ID":200})");
+  const std::string l = "\"name\":" + Q("l");
+  Same("POST", "/v3/lock/lock", "{" + l + ",\"lease\":100}");
+  // The holder's lease locking again: its key, at once.
+  Same("POST", "/v3/lock/lock", "{" + l + ",\"lease\":100}");
+  Same("POST", "/v3/lock/lock", "{" + l + ",\"lease\":999}");
+  Same("POST", "/v3/lock/unlock", "{}");
+
+  // A second locker waits (its key l/c8 put at revision 3) until the
+  // holder unlocks (revision 4).
+  auto flow = [](Side* s) {
+    std::vector<std::string> out;
+    auto waiter = InBackground(s, "/v3/lock/lock",
+                               "{\"name\":" + Q("l") + ",\"lease\":200}");
+    std::vector<std::string> put = s->Watch(
+        R"({"create_request":{"key":"bC8=","range_end":"bDA=","start_revision":"{R:3}"}})",
+        2, nullptr);
+    // The event only: whether the watch was created before or after the
+    // put (its "created" header) is a race.
+    out.push_back(put.back());
+    out.push_back(waiter.wait_for(std::chrono::seconds(0)) ==
+                          std::future_status::ready
+                      ? "waiter done early"
+                      : "waiter waits");
+    Answer u = s->Do("POST", "/v3/lock/unlock", "{\"key\":" + Q("l/64") + "}");
+    out.push_back(std::to_string(u.status) + " " + s->Normalize(u.body));
+    out.push_back(waiter.get());
+    return out;
+  };
+  EXPECT_EQ(flow(kplane_.get()), flow(etcd_.get()));
+  Same("POST", "/v3/kv/range", RangeBody("l/", ",\"range_end\":" + Q("l0")));
+  Same("POST", "/v3/lock/unlock", "{\"key\":" + Q("l/c8") + "}");
+  Same("POST", "/v3/lock/unlock", "{\"key\":" + Q("l/c8") + "}");
+}
+
+TEST_F(DiffTest, ElectionObserveProclamationsAndTheNextLeader) {
+  Both("POST", "/v3/lease/grant", R"({"TTL":60,"ID":100})");
+  Both("POST", "/v3/lease/grant", R"({"TTL":60,"ID":200})");
+  const std::string e = ",\"name\":" + Q("e");
+  Same("POST", "/v3/election/campaign",
+       "{\"lease\":100,\"value\":" + Q("v1") + e + "}");
+  auto flow = [&](Side* s) {
+    std::vector<std::string> out;
+    // B (e/c8, revision 3) queues behind the leader A (e/64, revision 2).
+    auto b = InBackground(s, "/v3/election/campaign",
+                          "{\"lease\":200,\"value\":" + Q("v3") + e + "}");
+    std::vector<std::string> put = s->Watch(
+        R"({"create_request":{"key":"ZS8=","range_end":"ZTA=","start_revision":"{R:3}"}})",
+        2, nullptr);
+    // The event only: whether the watch was created before or after the
+    // put (its "created" header) is a race.
+    out.push_back(put.back());
+    // The observer sees A, A's proclamation, then B once A resigned.
+    std::vector<std::string> seen = s->Watch(
+        "{" + e.substr(1) + "}", 3,
+        [&] {
+          const std::string a = LeaderKey("e/64", "{R:2}", "100");
+          s->Do("POST", "/v3/election/proclaim",
+                "{\"leader\":" + a + ",\"value\":" + Q("v2") + "}");
+          s->Do("POST", "/v3/election/resign", "{\"leader\":" + a + "}");
+        },
+        1, seconds(10), "/v3/election/observe");
+    out.insert(out.end(), seen.begin(), seen.end());
+    out.push_back(b.get());
+    return out;
+  };
+  EXPECT_EQ(flow(kplane_.get()), flow(etcd_.get()));
+  Same("POST", "/v3/election/leader", "{" + e.substr(1) + "}");
 }
 
 }  // namespace

@@ -653,7 +653,14 @@ TEST_F(DiffTest, ElectionObserveProclamationsAndTheNextLeader) {
           s->Do("POST", "/v3/election/resign", "{\"leader\":" + a + "}");
         },
         1, seconds(10), "/v3/election/observe");
-    out.insert(out.end(), seen.begin(), seen.end());
+    // Compared without their headers: a message's header is its watch
+    // response's, whose revision depends on whether the observer's watch
+    // caught up from history (etcd too answers 4 or 5 for the
+    // proclamation at 4, followed by the resignation at 5).
+    static const std::regex header(R"("header":\{[^}]*\},)");
+    for (const std::string& m : seen) {
+      out.push_back(std::regex_replace(m, header, ""));
+    }
     out.push_back(b.get());
     return out;
   };

@@ -12,6 +12,7 @@
 #include "storage/etcdjson/etcd_json.h"
 #include "storage/etcdjson/json_stream.h"
 #include "storage/mvcc/watch.h"
+#include "storage/server/call_deadlines.h"
 #include "storage/server/election_lock.h"
 #include "storage/server/kv_service.h"
 #include "storage/server/version.h"
@@ -79,6 +80,30 @@ Done<T> RecipeAnswer(ResponderPtr r) {
 void CancelOnClose(Responder* r, std::shared_ptr<PendingCall> p) {
   r->OnClose(
       [p = std::move(p)] { p->Cancel(CancelledError("context canceled")); });
+}
+
+// The client's deadline from grpc-gateway's `Grpc-Timeout` header: false
+// (answered 400, as the gateway) if the header is there but malformed.
+bool ReadDeadline(const HttpRequest& req, Responder* r, Clock* clock,
+                  std::optional<TimePoint>* deadline) {
+  std::string_view v = req.headers.Get("Grpc-Timeout");
+  if (v.empty()) return true;
+  std::optional<Duration> t = ParseGrpcTimeout(v);
+  if (!t) {
+    etcdjson::HttpError e{400, etcdjson::kGrpcInvalidArgument,
+                          "invalid grpc-timeout: " + std::string(v)};
+    r->Respond(400, JsonHeaders(), e.Body());
+    return false;
+  }
+  *deadline = clock->Now() + *t;
+  return true;
+}
+
+// Ends `p` when its client goes away or its deadline passes.
+void BoundWait(Responder* r, const std::shared_ptr<PendingCall>& p,
+               std::optional<TimePoint> deadline, CallDeadlines* deadlines) {
+  if (deadline) deadlines->Add(*deadline, p);
+  CancelOnClose(r, p);
 }
 
 // etcd accepts gRPC messages up to --max-request-bytes plus this much
@@ -648,28 +673,40 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
   // ElectionLockService runs them on KvService and the watch hub; a waiting
   // Lock or Campaign holds an MVCC watcher, no thread, until it is granted
   // or its client goes away.
+  auto deadlines = std::make_shared<CallDeadlines>(s->config().clock);
+  Clock* clock = s->config().clock;
   auto el = std::shared_ptr<ElectionLockService>(
       new ElectionLockService(kv.get()), [kv](ElectionLockService* p) {
         delete p;  // after the KvService it borrows (captured)
       });
-  both("/lock/lock", [el](const HttpRequest& req, ResponderPtr r) {
+  both("/lock/lock", [el, clock, deadlines](const HttpRequest& req,
+                                            ResponderPtr r) {
     v3lockpb::LockRequest q;
-    if (!ParseBody(req, r.get(), &q)) return;
+    std::optional<TimePoint> deadline;
+    if (!ParseBody(req, r.get(), &q) ||
+        !ReadDeadline(req, r.get(), clock, &deadline)) {
+      return;
+    }
     auto p = el->Lock(std::move(q), RecipeAnswer<v3lockpb::LockResponse>(r));
-    CancelOnClose(r.get(), std::move(p));
+    BoundWait(r.get(), p, deadline, deadlines.get());
   });
   both("/lock/unlock", [el](const HttpRequest& req, ResponderPtr r) {
     v3lockpb::UnlockRequest q;
     if (!ParseBody(req, r.get(), &q)) return;
     el->Unlock(std::move(q), RecipeAnswer<v3lockpb::UnlockResponse>(r));
   });
-  both("/election/campaign", [el](const HttpRequest& req, ResponderPtr r) {
-    v3electionpb::CampaignRequest q;
-    if (!ParseBody(req, r.get(), &q)) return;
-    auto p = el->Campaign(std::move(q),
-                          RecipeAnswer<v3electionpb::CampaignResponse>(r));
-    CancelOnClose(r.get(), std::move(p));
-  });
+  both("/election/campaign",
+       [el, clock, deadlines](const HttpRequest& req, ResponderPtr r) {
+         v3electionpb::CampaignRequest q;
+         std::optional<TimePoint> deadline;
+         if (!ParseBody(req, r.get(), &q) ||
+             !ReadDeadline(req, r.get(), clock, &deadline)) {
+           return;
+         }
+         auto p = el->Campaign(std::move(q),
+                               RecipeAnswer<v3electionpb::CampaignResponse>(r));
+         BoundWait(r.get(), p, deadline, deadlines.get());
+       });
   both("/election/proclaim", [el](const HttpRequest& req, ResponderPtr r) {
     v3electionpb::ProclaimRequest q;
     if (!ParseBody(req, r.get(), &q)) return;
@@ -685,36 +722,41 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
     if (!ParseBody(req, r.get(), &q)) return;
     el->Resign(std::move(q), RecipeAnswer<v3electionpb::ResignResponse>(r));
   });
-  both("/election/observe", [el](const HttpRequest& req, ResponderPtr r) {
-    v3electionpb::LeaderRequest q;
-    if (!ParseBody(req, r.get(), &q)) return;
-    // Touched only by the observer's callbacks, which run one at a time.
-    auto started = std::make_shared<bool>(false);
-    auto p = el->Observe(
-        std::move(q),
-        [r, started](const v3electionpb::LeaderResponse& resp) {
-          std::string out;
-          etcdjson::AppendStreamResult(resp, &out);
-          // etcd's gateway sends the status line with the first message.
-          if (!*started) {
-            r->StartStream(200, JsonHeaders());
-            *started = true;
-          }
-          r->Write(out);
-        },
-        [r, started](Status st) {
-          if (!st.ok() && !*started) {
-            RespondRecipeError(r.get(), st);
-          } else if (!st.ok()) {
-            r->Close();
-          } else if (*started) {
-            r->Finish();
-          } else {
-            r->Respond(200, JsonHeaders(), "");
-          }
-        });
-    CancelOnClose(r.get(), std::move(p));
-  });
+  both("/election/observe",
+       [el, clock, deadlines](const HttpRequest& req, ResponderPtr r) {
+         v3electionpb::LeaderRequest q;
+         std::optional<TimePoint> deadline;
+         if (!ParseBody(req, r.get(), &q) ||
+             !ReadDeadline(req, r.get(), clock, &deadline)) {
+           return;
+         }
+         // Touched only by the observer's callbacks, which run one at a time.
+         auto started = std::make_shared<bool>(false);
+         auto p = el->Observe(
+             std::move(q),
+             [r, started](const v3electionpb::LeaderResponse& resp) {
+               std::string out;
+               etcdjson::AppendStreamResult(resp, &out);
+               // etcd's gateway sends the status line with the first message.
+               if (!*started) {
+                 r->StartStream(200, JsonHeaders());
+                 *started = true;
+               }
+               r->Write(out);
+             },
+             [r, started](Status st) {
+               if (!st.ok() && !*started) {
+                 RespondRecipeError(r.get(), st);
+               } else if (!st.ok()) {
+                 r->Close();
+               } else if (*started) {
+                 r->Finish();
+               } else {
+                 r->Respond(200, JsonHeaders(), "");
+               }
+             });
+         BoundWait(r.get(), p, deadline, deadlines.get());
+       });
 
   // ---- maintenance ---------------------------------------------------------
   both("/maintenance/status", [s](const HttpRequest&, ResponderPtr r) {

@@ -293,11 +293,12 @@ class Acquire final : public PendingCall,
   }
 
   // Delete our key if it is still ours (etcd: Mutex.Unlock after a failed
-  // wait, Election.Resign after a cancelled campaign).
-  void RemoveKey() {
+  // wait, Election.Resign after a cancelled campaign), then run `then`.
+  void RemoveKey(std::function<void()> then = [] {}) {
     pb::TxnRequest t = IfCreated(key_, rev_);
     t.add_success()->mutable_request_delete_range()->set_key(key_);
-    kv_->Txn(std::move(t), [](StatusOr<pb::TxnResponse>) {});
+    kv_->Txn(std::move(t),
+             [then = std::move(then)](StatusOr<pb::TxnResponse>) { then(); });
   }
 
   // Finishes once with `r`; `cleanup`: also remove our key if entered.
@@ -315,8 +316,14 @@ class Acquire final : public PendingCall,
       stream = std::move(stream_);
     }
     stream.reset();
-    if (remove) RemoveKey();
-    f(std::move(r));
+    if (!remove) {
+      f(std::move(r));
+      return;
+    }
+    // Answered once the key is gone, as etcd's recipes delete it before
+    // they return the error.
+    auto shared = std::make_shared<StatusOr<Held>>(std::move(r));
+    RemoveKey([f = std::move(f), shared] { f(std::move(*shared)); });
   }
 
   KvService* const kv_;

@@ -547,16 +547,17 @@ std::string LeaderKey(const std::string& key, const std::string& rev,
 // A request that waits (lock, campaign) on its own connection, in the
 // background; the answer normalized as Side::Do's would be.
 std::future<std::string> InBackground(Side* s, const std::string& path,
-                                      const std::string& body) {
-  return std::async(std::launch::async, [s, path, body]() -> std::string {
-    auto client = net::HttpClient::ForUrl(s->cluster()->client_url(0));
-    if (!client.ok()) return client.status().ToString();
-    auto r =
-        (*client)->Request("POST", path, {{"Content-Type", "application/json"}},
-                           s->Translate(body));
-    if (!r.ok()) return r.status().ToString();
-    return std::to_string(r->status) + " " + s->Normalize(r->body);
-  });
+                                      const std::string& body,
+                                      net::HttpHeaders headers = {}) {
+  headers.Add("Content-Type", "application/json");
+  return std::async(
+      std::launch::async, [s, path, body, headers]() -> std::string {
+        auto client = net::HttpClient::ForUrl(s->cluster()->client_url(0));
+        if (!client.ok()) return client.status().ToString();
+        auto r = (*client)->Request("POST", path, headers, s->Translate(body));
+        if (!r.ok()) return r.status().ToString();
+        return std::to_string(r->status) + " " + s->Normalize(r->body);
+      });
 }
 
 TEST_F(DiffTest, ElectionCampaignLeaderProclaimResign) {
@@ -624,6 +625,34 @@ TEST_F(DiffTest, LockUnlockAndWaiting) {
   Same("POST", "/v3/kv/range", RangeBody("l/", ",\"range_end\":" + Q("l0")));
   Same("POST", "/v3/lock/unlock", "{\"key\":" + Q("l/c8") + "}");
   Same("POST", "/v3/lock/unlock", "{\"key\":" + Q("l/c8") + "}");
+}
+
+TEST_F(DiffTest, LockAndCampaignEndAtTheClientsDeadline) {
+  Both("POST", "/v3/lease/grant", R"({"TTL":60,"ID":100})");
+  Both("POST", "/v3/lease/grant", R"({"TTL":60,"ID":200})");
+  Same("POST", "/v3/lock/lock", "{\"name\":" + Q("l") + ",\"lease\":100}");
+  Same("POST", "/v3/election/campaign",
+       "{\"name\":" + Q("e") + ",\"lease\":100}");
+  // grpc-gateway's Grpc-Timeout header is the call's deadline: 504, code 4,
+  // and the waiter's key is deleted before the answer.
+  auto flow = [](Side* s) {
+    std::vector<std::string> out;
+    for (const char* path : {"/v3/lock/lock", "/v3/election/campaign"}) {
+      const std::string name =
+          Q(std::string(path).ends_with("lock") ? "l" : "e");
+      out.push_back(InBackground(s, path,
+                                 "{\"name\":" + name + ",\"lease\":200}",
+                                 {{"Grpc-Timeout", "300m"}})
+                        .get());
+      out.push_back(InBackground(s, path,
+                                 "{\"name\":" + name + ",\"lease\":200}",
+                                 {{"Grpc-Timeout", "soon"}})
+                        .get());
+    }
+    return out;
+  };
+  EXPECT_EQ(flow(kplane_.get()), flow(etcd_.get()));
+  Same("POST", "/v3/kv/range", RangeBody("e", ",\"range_end\":" + Q("m")));
 }
 
 TEST_F(DiffTest, ElectionObserveProclamationsAndTheNextLeader) {

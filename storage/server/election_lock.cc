@@ -1,5 +1,6 @@
 #include "storage/server/election_lock.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <utility>
@@ -397,9 +398,11 @@ class Observer final : public PendingCall,
       MutexLock l(&self->mu_);
       if (self->ended_) return;
       if (r->kvs().empty()) {
-        // etcd watches from the read's own revision, puts only.
+        // etcd watches from the read's own revision, puts only. (An empty
+        // store is at revision 0, which a watch reads as "from now": 1.)
         self->WatchLocked(self->prefix_, PrefixEnd(self->prefix_),
-                          r->header().revision(), Phase::kAwaitPut);
+                          std::max<int64_t>(r->header().revision(), 1),
+                          Phase::kAwaitPut);
         return;
       }
       self->EmitLocked(r->header(), r->kvs(0));

@@ -8,12 +8,14 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <regex>
 #include <sstream>
 #include <thread>
 
 #include "base/subprocess.h"
 #include "kpctl/store/bolt_status.h"
+#include "net/http_client.h"
 #include "storage/bolt/etcd_backend.h"
 #include "storage/client/local_cluster.h"
 
@@ -568,6 +570,50 @@ TEST_P(EtcdctlGrpc, ElectCampaignObserveAndHandOver) {
   ASSERT_TRUE(watch->Signal(SIGINT).ok());
   watch->Wait();
   EXPECT_EQ(Run({"get", "myelection", "--prefix"}).out, "");
+}
+
+// The Lock service itself (etcdctl runs the recipe client-side) through the
+// JSON gateway, each step on another member: the waiter's watch and checks
+// run on the member it asked (a follower on kplane 3).
+TEST_P(EtcdctlGrpc, JsonLockServiceAcrossMembers) {
+  const std::vector<int> ms = cluster_->members();
+  auto post = [&](size_t i, const std::string& path, const std::string& body) {
+    auto c = net::HttpClient::ForUrl(cluster_->client_url(ms[i % ms.size()]));
+    if (!c.ok()) return c.status().ToString();
+    auto r = (*c)->Request("POST", path, {{"Content-Type", "application/json"}},
+                           body);
+    if (!r.ok()) return r.status().ToString();
+    return std::to_string(r->status) + " " + r->body;
+  };
+  EXPECT_OK(Run({"put", "start", "x"}));
+  const int64_t start = ModRevision("start");
+  std::string watch_log;
+  auto watch = Background(
+      {"watch", "l/", "--prefix", "--rev", std::to_string(start + 1)},
+      &watch_log);
+  EXPECT_NE(post(0, "/v3/lease/grant", R"({"TTL":60,"ID":100})")
+                .find("\"ID\":\"100\""),
+            std::string::npos);
+  EXPECT_NE(post(0, "/v3/lease/grant", R"({"TTL":60,"ID":200})")
+                .find("\"ID\":\"200\""),
+            std::string::npos);
+  std::string held = post(0, "/v3/lock/lock", R"({"name":"bA==","lease":100})");
+  EXPECT_NE(held.find("200 {"), std::string::npos) << held;
+  EXPECT_NE(held.find("\"key\":\"bC82NA==\""), std::string::npos) << held;
+
+  auto waiter = std::async(std::launch::async, [&] {
+    return post(1, "/v3/lock/lock", R"({"name":"bA==","lease":200})");
+  });
+  ASSERT_TRUE(AwaitOutput(watch_log, "PUT\nl/c8\n")) << ReadFile(watch_log);
+  EXPECT_EQ(waiter.wait_for(std::chrono::seconds(0)),
+            std::future_status::timeout);
+  EXPECT_NE(post(2, "/v3/lock/unlock", R"({"key":"bC82NA=="})").find("200 {"),
+            std::string::npos);
+  std::string got = waiter.get();
+  EXPECT_NE(got.find("200 {"), std::string::npos) << got;
+  EXPECT_NE(got.find("\"key\":\"bC9jOA==\""), std::string::npos) << got;
+  ASSERT_TRUE(watch->Signal(SIGINT).ok());
+  watch->Wait();
 }
 
 INSTANTIATE_TEST_SUITE_P(

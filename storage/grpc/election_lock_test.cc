@@ -6,7 +6,9 @@
 // slept on.
 // First, as in grpc_front.cc: base/thread_annotations.h must come before
 // absl's (included by grpcpp), which defines the same macros only if unset.
+// clang-format off
 #include "storage/grpc/grpc_front.h"
+// clang-format on
 
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
@@ -404,6 +406,42 @@ TEST_F(ElectionLockGrpcTest, CancelledCampaignResigns) {
   ctx->TryCancel();
   EXPECT_EQ(cb.get().status.error_code(), grpc::StatusCode::CANCELLED);
   EXPECT_TRUE(w.Await(mvccpb::Event::DELETE, "e/" + Hex(b)));
+}
+
+TEST_F(ElectionLockGrpcTest, ObserveWaitsForTheFirstCandidate) {
+  grpc::ClientContext octx;
+  octx.set_deadline(Bound());
+  epb::LeaderRequest oreq;
+  oreq.set_name("f");
+  auto observe = election_->Observe(&octx, oreq);
+  // No leader yet: nothing to read until a candidate puts its key. The
+  // campaign runs until the observer's answer arrives, so its put may come
+  // before or after the observer's first read; either way it is seen.
+  int64_t a = Grant();
+  Result<epb::CampaignResponse> ca =
+      CampaignAsync("f", a, "first", Ctx()).get();
+  ASSERT_TRUE(ca.status.ok()) << ca.status.error_message();
+  epb::LeaderResponse seen;
+  ASSERT_TRUE(observe->Read(&seen));
+  EXPECT_EQ(seen.kv().key(), "f/" + Hex(a));
+  EXPECT_EQ(seen.kv().value(), "first");
+  octx.TryCancel();
+}
+
+TEST_F(ElectionLockGrpcTest, NoLeaseGetsASessionLease) {
+  // As etcd's server (concurrency.NewSession): a 60 s lease, granted for
+  // the request and not renewed; the key is named after it.
+  Result<lpb::LockResponse> r = Lock("nl", 0);
+  ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+  ASSERT_EQ(r.resp.key().rfind("nl/", 0), 0u) << r.resp.key();
+  const int64_t lease =
+      static_cast<int64_t>(std::stoull(r.resp.key().substr(3), nullptr, 16));
+  grpc::ClientContext ctx;
+  pb::LeaseTimeToLiveRequest q;
+  q.set_id(lease);
+  pb::LeaseTimeToLiveResponse ttl;
+  ASSERT_TRUE(lease_->LeaseTimeToLive(&ctx, q, &ttl).ok());
+  EXPECT_EQ(ttl.grantedttl(), 60);
 }
 
 }  // namespace

@@ -157,6 +157,13 @@ int RunStoreCommand(const std::vector<std::string>& args) {
                  "A client request's body must arrive within this time of "
                  "its head, or 408 (0: none; watch and lease keepalive "
                  "streams have none).");
+  std::string auth_token = "simple";
+  flags.String("auth-token", &auth_token,
+               "Auth token type: \"simple\" (etcd's simple tokens); "
+               "\"jwt\" is not supported.");
+  int64_t auth_token_ttl = 300;
+  flags.Int64("auth-token-ttl", &auth_token_ttl,
+              "Seconds a simple auth token stays valid after its last use.");
   flags.String("log-level", &log_level, "debug, info, warning or error.");
   if (auto code = ParseCommandFlags(flags, args, "kplane store")) return *code;
   auto fail = [](const Status& st) {
@@ -171,6 +178,17 @@ int RunStoreCommand(const std::vector<std::string>& args) {
     return fail(
         InvalidArgumentError("--request-body-timeout must not be negative"));
   }
+
+  // etcd's form is "simple" or "jwt,pub-key=...,priv-key=...".
+  if (auth_token != "simple") {
+    return fail(InvalidArgumentError(
+        "--auth-token " + auth_token +
+        ": only \"simple\" tokens are supported (kplane has no JWT tokens)"));
+  }
+  if (auth_token_ttl <= 0) {
+    return fail(InvalidArgumentError("--auth-token-ttl must be positive"));
+  }
+  cfg.auth_token_ttl = seconds(auth_token_ttl);
 
   cfg.data_dir = data_dir.empty() ? cfg.name + ".etcd" : data_dir;
   cfg.quota_backend_bytes = quota;

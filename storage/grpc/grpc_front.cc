@@ -65,6 +65,38 @@ std::function<void(StatusOr<T>)> ReplyTo(ServerUnaryReactor* r, T* resp) {
   return [r, resp](StatusOr<T> v) { Reply(r, resp, std::move(v)); };
 }
 
+// The token a call carries: gRPC metadata "token" (etcdctl, clientv3), or
+// "authorization" (etcd's gateway key), as etcd's AuthInfoFromCtx.
+std::string_view TokenOf(const grpc::ServerContextBase* ctx) {
+  const auto& md = ctx->client_metadata();
+  for (const char* key : {"token", "authorization"}) {
+    auto it = md.find(key);
+    if (it != md.end()) return {it->second.data(), it->second.size()};
+  }
+  return {};
+}
+
+// Resolves the caller of `ctx`; on an invalid token finishes `r` with
+// etcd's error and returns false.
+bool Caller(KvService* kv, CallbackServerContext* ctx, ServerUnaryReactor* r,
+            std::string* user) {
+  StatusOr<std::string> u = kv->UserOf(TokenOf(ctx));
+  if (!u.ok()) {
+    r->Finish(ToGrpc(u.status()));
+    return false;
+  }
+  *user = *std::move(u);
+  return true;
+}
+
+// etcd's authMaintenanceServer: defragment, snapshot, hash, hash-kv and
+// move-leader need the root role when auth is enabled.
+Status CheckAdmin(StoreServer* s, const grpc::ServerContextBase* ctx) {
+  if (!s->auth()->enabled()) return Status::Ok();
+  ASSIGN_OR_RETURN(std::string user, s->auth()->ResolveToken(TokenOf(ctx)));
+  return s->auth()->CheckAdmin(user);
+}
+
 // ---- bidirectional streams ---------------------------------------------
 
 // The write side of a bidirectional stream: Send() queues from any thread
@@ -192,7 +224,10 @@ class BidiStream : public grpc::ServerBidiReactor<Req, Resp>,
 // JSON gateway's /v3/watch session (same answers, protobuf framing).
 class WatchCall : public BidiStream<pb::WatchRequest, pb::WatchResponse> {
  public:
-  explicit WatchCall(StoreServer* s) : server_(s) {}
+  // `user`: the caller (its token resolved when the call opened, as etcd's
+  // watch stream does); each watch needs READ on its range.
+  WatchCall(StoreServer* s, std::string user)
+      : server_(s), user_(std::move(user)) {}
 
   // Creates the MVCC stream; false (and the call ended) if the member
   // serves no reads.
@@ -249,7 +284,27 @@ class WatchCall : public BidiStream<pb::WatchRequest, pb::WatchResponse> {
     std::vector<pb::WatchResponse> out;
     {
       if (!stream_) return true;
-      if (req.has_create_request()) {
+      Status denied;
+      if (req.has_create_request() && server_->auth()->enabled()) {
+        denied = server_->auth()->CheckRange(user_, req.create_request().key(),
+                                             req.create_request().range_end());
+      }
+      if (!denied.ok()) {
+        // etcd: created and canceled at once, the reason its gRPC error's
+        // text.
+        etcdjson::HttpError e = etcdjson::StatusToError(denied);
+        pb::WatchResponse w = NewResponse(true);
+        w.set_watch_id(-1);
+        w.set_created(true);
+        w.set_canceled(true);
+        w.set_cancel_reason(
+            "rpc error: code = " +
+            std::string(e.grpc_code == etcdjson::kGrpcInvalidArgument
+                            ? "InvalidArgument"
+                            : "PermissionDenied") +
+            " desc = " + e.message);
+        out.push_back(std::move(w));
+      } else if (req.has_create_request()) {
         StatusOr<int64_t> id = stream_->Watch(req.create_request());
         pb::WatchResponse w = NewResponse(true);
         w.set_created(true);
@@ -297,6 +352,7 @@ class WatchCall : public BidiStream<pb::WatchRequest, pb::WatchResponse> {
   }
 
   StoreServer* const server_;
+  const std::string user_;
   std::atomic<bool> drain_scheduled_{false};
   // Taken before BidiStream's own lock (Send), never after.
   Mutex stream_mu_;
@@ -337,26 +393,34 @@ class KvImpl final : public pb::KV::CallbackService {
                             const pb::RangeRequest* req,
                             pb::RangeResponse* resp) override {
     ServerUnaryReactor* r = ctx->DefaultReactor();
-    kv_->Range(*req, ReplyTo(r, resp));
+    std::string user;
+    if (!Caller(kv_, ctx, r, &user)) return r;
+    kv_->Range(*req, ReplyTo(r, resp), std::move(user));
     return r;
   }
   ServerUnaryReactor* Put(CallbackServerContext* ctx, const pb::PutRequest* req,
                           pb::PutResponse* resp) override {
     ServerUnaryReactor* r = ctx->DefaultReactor();
-    kv_->Put(*req, ReplyTo(r, resp));
+    std::string user;
+    if (!Caller(kv_, ctx, r, &user)) return r;
+    kv_->Put(*req, ReplyTo(r, resp), std::move(user));
     return r;
   }
   ServerUnaryReactor* DeleteRange(CallbackServerContext* ctx,
                                   const pb::DeleteRangeRequest* req,
                                   pb::DeleteRangeResponse* resp) override {
     ServerUnaryReactor* r = ctx->DefaultReactor();
-    kv_->DeleteRange(*req, ReplyTo(r, resp));
+    std::string user;
+    if (!Caller(kv_, ctx, r, &user)) return r;
+    kv_->DeleteRange(*req, ReplyTo(r, resp), std::move(user));
     return r;
   }
   ServerUnaryReactor* Txn(CallbackServerContext* ctx, const pb::TxnRequest* req,
                           pb::TxnResponse* resp) override {
     ServerUnaryReactor* r = ctx->DefaultReactor();
-    kv_->Txn(*req, ReplyTo(r, resp));
+    std::string user;
+    if (!Caller(kv_, ctx, r, &user)) return r;
+    kv_->Txn(*req, ReplyTo(r, resp), std::move(user));
     return r;
   }
   ServerUnaryReactor* Compact(CallbackServerContext* ctx,
@@ -376,9 +440,15 @@ class WatchImpl final : public pb::Watch::CallbackService {
   explicit WatchImpl(StoreServer* s) : server_(s) {}
 
   grpc::ServerBidiReactor<pb::WatchRequest, pb::WatchResponse>* Watch(
-      CallbackServerContext*) override {
-    auto call = std::make_shared<WatchCall>(server_);
-    call->Open();  // on failure the call has ended; OnDone releases it
+      CallbackServerContext* ctx) override {
+    StatusOr<std::string> user = server_->auth()->ResolveToken(TokenOf(ctx));
+    auto call =
+        std::make_shared<WatchCall>(server_, user.ok() ? *user : std::string());
+    if (!user.ok()) {
+      call->End(ToGrpc(user.status()));
+    } else {
+      call->Open();  // on failure the call has ended; OnDone releases it
+    }
     call->Begin(call);
     return call.get();
   }
@@ -480,7 +550,11 @@ class SnapshotStream final
  public:
   static constexpr size_t kBlobSize = 32 * 1024;  // etcd's send buffer
 
-  explicit SnapshotStream(StoreServer* s) {
+  SnapshotStream(StoreServer* s, Status allowed) {
+    if (!allowed.ok()) {
+      Finish(ToGrpc(allowed));
+      return;
+    }
     s->Submit([this, s] {
       StatusOr<std::string> db = EtcdSnapshotDb(s);
       if (!db.ok()) {
@@ -547,34 +621,52 @@ class MaintenanceImpl final : public pb::Maintenance::CallbackService {
                                  const pb::DefragmentRequest*,
                                  pb::DefragmentResponse* resp) override {
     StoreServer* s = s_;
-    return OnWorker(s, ctx, resp, [s] { return s->Defragment(); });
+    kplane::Status allowed = CheckAdmin(s, ctx);
+    return OnWorker(s, ctx, resp,
+                    [s, allowed]() -> StatusOr<pb::DefragmentResponse> {
+                      RETURN_IF_ERROR(allowed);
+                      return s->Defragment();
+                    });
   }
   // See ClusterAdmin::Hash (the same answer as /v3/maintenance/hash).
   ServerUnaryReactor* Hash(CallbackServerContext* ctx, const pb::HashRequest*,
                            pb::HashResponse* resp) override {
     StoreServer* s = s_;
-    return OnWorker(s, ctx, resp, [s] { return s->Hash(); });
+    kplane::Status allowed = CheckAdmin(s, ctx);
+    return OnWorker(s, ctx, resp, [s, allowed]() -> StatusOr<pb::HashResponse> {
+      RETURN_IF_ERROR(allowed);
+      return s->Hash();
+    });
   }
   ServerUnaryReactor* HashKV(CallbackServerContext* ctx,
                              const pb::HashKVRequest* req,
                              pb::HashKVResponse* resp) override {
     StoreServer* s = s_;
+    kplane::Status allowed = CheckAdmin(s, ctx);
     return OnWorker(s, ctx, resp,
-                    [s, req] { return s->HashKV(req->revision()); });
+                    [s, req, allowed]() -> StatusOr<pb::HashKVResponse> {
+                      RETURN_IF_ERROR(allowed);
+                      return s->HashKV(req->revision());
+                    });
   }
   ServerUnaryReactor* MoveLeader(CallbackServerContext* ctx,
                                  const pb::MoveLeaderRequest* req,
                                  pb::MoveLeaderResponse* resp) override {
     StoreServer* s = s_;
-    return OnWorker(s, ctx, resp, [s, req] { return s->MoveLeader(*req); });
+    kplane::Status allowed = CheckAdmin(s, ctx);
+    return OnWorker(s, ctx, resp,
+                    [s, req, allowed]() -> StatusOr<pb::MoveLeaderResponse> {
+                      RETURN_IF_ERROR(allowed);
+                      return s->MoveLeader(*req);
+                    });
   }
   // etcd's snapshot stream: the database in etcd 3.4's backend format
   // (etcd_snapshot.h) in 32 KiB blobs with the bytes still to come, then
   // its sha256 in a last message (remaining_bytes 0), as etcd's
   // maintenanceServer.Snapshot sends them; no header, as etcd.
   grpc::ServerWriteReactor<pb::SnapshotResponse>* Snapshot(
-      CallbackServerContext*, const pb::SnapshotRequest*) override {
-    return new SnapshotStream(s_);
+      CallbackServerContext* ctx, const pb::SnapshotRequest*) override {
+    return new SnapshotStream(s_, CheckAdmin(s_, ctx));
   }
 
  private:
@@ -867,6 +959,56 @@ class LockImpl final : public lpb::Lock::CallbackService {
   ElectionLockService* const el_;
 };
 
+// etcd's Auth service: every request is proposed and applied by every
+// member (KvService::Auth), as etcd's.
+class AuthImpl final : public pb::Auth::CallbackService {
+ public:
+  explicit AuthImpl(KvService* kv) : kv_(kv) {}
+
+#define KPLANE_AUTH_METHOD(Method, Req, Resp, field)                         \
+  ServerUnaryReactor* Method(CallbackServerContext* ctx, const pb::Req* req, \
+                             pb::Resp* resp) override {                      \
+    ServerUnaryReactor* r = ctx->DefaultReactor();                           \
+    std::string user;                                                        \
+    if (!Caller(kv_, ctx, r, &user)) return r;                               \
+    storagepb::AuthRequest ar;                                               \
+    *ar.mutable_##field() = *req;                                            \
+    kv_->Auth<pb::Resp>(std::move(ar), std::move(user), ReplyTo(r, resp));   \
+    return r;                                                                \
+  }
+  KPLANE_AUTH_METHOD(AuthEnable, AuthEnableRequest, AuthEnableResponse, enable)
+  KPLANE_AUTH_METHOD(AuthDisable, AuthDisableRequest, AuthDisableResponse,
+                     disable)
+  KPLANE_AUTH_METHOD(Authenticate, AuthenticateRequest, AuthenticateResponse,
+                     authenticate)
+  KPLANE_AUTH_METHOD(UserAdd, AuthUserAddRequest, AuthUserAddResponse, user_add)
+  KPLANE_AUTH_METHOD(UserGet, AuthUserGetRequest, AuthUserGetResponse, user_get)
+  KPLANE_AUTH_METHOD(UserList, AuthUserListRequest, AuthUserListResponse,
+                     user_list)
+  KPLANE_AUTH_METHOD(UserDelete, AuthUserDeleteRequest, AuthUserDeleteResponse,
+                     user_delete)
+  KPLANE_AUTH_METHOD(UserChangePassword, AuthUserChangePasswordRequest,
+                     AuthUserChangePasswordResponse, user_change_password)
+  KPLANE_AUTH_METHOD(UserGrantRole, AuthUserGrantRoleRequest,
+                     AuthUserGrantRoleResponse, user_grant_role)
+  KPLANE_AUTH_METHOD(UserRevokeRole, AuthUserRevokeRoleRequest,
+                     AuthUserRevokeRoleResponse, user_revoke_role)
+  KPLANE_AUTH_METHOD(RoleAdd, AuthRoleAddRequest, AuthRoleAddResponse, role_add)
+  KPLANE_AUTH_METHOD(RoleGet, AuthRoleGetRequest, AuthRoleGetResponse, role_get)
+  KPLANE_AUTH_METHOD(RoleList, AuthRoleListRequest, AuthRoleListResponse,
+                     role_list)
+  KPLANE_AUTH_METHOD(RoleDelete, AuthRoleDeleteRequest, AuthRoleDeleteResponse,
+                     role_delete)
+  KPLANE_AUTH_METHOD(RoleGrantPermission, AuthRoleGrantPermissionRequest,
+                     AuthRoleGrantPermissionResponse, role_grant_permission)
+  KPLANE_AUTH_METHOD(RoleRevokePermission, AuthRoleRevokePermissionRequest,
+                     AuthRoleRevokePermissionResponse, role_revoke_permission)
+#undef KPLANE_AUTH_METHOD
+
+ private:
+  KvService* const kv_;
+};
+
 }  // namespace
 
 GrpcFront::GrpcFront(StoreServer* server) : server_(server) {}
@@ -883,6 +1025,7 @@ Status GrpcFront::Start() {
   el_ = std::make_unique<ElectionLockService>(kv_.get());
   services_.push_back(std::make_unique<ElectionImpl>(el_.get()));
   services_.push_back(std::make_unique<LockImpl>(el_.get()));
+  services_.push_back(std::make_unique<AuthImpl>(kv_.get()));
   grpc::ServerBuilder b;
   for (auto& svc : services_) b.RegisterService(svc.get());
   // etcd: requests up to --max-request-bytes plus 512 KiB of framing room,

@@ -106,6 +106,34 @@ void BoundWait(Responder* r, const std::shared_ptr<PendingCall>& p,
   CancelOnClose(r, p);
 }
 
+// The caller of a gateway request: the token in its Authorization header
+// (etcd's gateway passes it on as gRPC metadata). With auth disabled, or
+// no header, "" at the cost of one atomic load. Answers etcd's error and
+// returns false if the token is invalid.
+bool CallerOf(StoreServer* s, const HttpRequest& req, Responder* r,
+              std::string* user) {
+  StatusOr<std::string> u =
+      s->auth()->ResolveToken(req.headers.Get("Authorization"));
+  if (!u.ok()) {
+    RespondError(r, u.status());
+    return false;
+  }
+  *user = *std::move(u);
+  return true;
+}
+
+// etcd's authMaintenanceServer: these need the root role.
+bool AdminOf(StoreServer* s, const HttpRequest& req, Responder* r) {
+  if (!s->auth()->enabled()) return true;
+  std::string user;
+  if (!CallerOf(s, req, r, &user)) return false;
+  if (Status st = s->auth()->CheckAdmin(user); !st.ok()) {
+    RespondError(r, st);
+    return false;
+  }
+  return true;
+}
+
 // etcd accepts gRPC messages up to --max-request-bytes plus this much
 // framing room (its grpcOverheadBytes); past that its gateway answers 429.
 constexpr size_t kGrpcOverheadBytes = 512 * 1024;
@@ -227,11 +255,14 @@ class WatchDrainer : public std::enable_shared_from_this<WatchDrainer> {
 // One /v3/watch connection: its MVCC watch stream and response writer.
 class WatchSession : public std::enable_shared_from_this<WatchSession> {
  public:
+  // `user`: the caller, from the Authorization header; each watch needs
+  // READ on its range.
   WatchSession(StoreServer* server, std::shared_ptr<WatchDrainer> drainer,
-               ResponderPtr r)
+               ResponderPtr r, std::string user)
       : server_(server),
         drainer_(std::move(drainer)),
         r_(std::move(r)),
+        user_(std::move(user)),
         splitter_(g_max_grpc_message_bytes) {}
 
   void Start() EXCLUDES(mu_) {
@@ -395,6 +426,24 @@ class WatchSession : public std::enable_shared_from_this<WatchSession> {
   void Handle(const etcdserverpb::WatchRequest& req) EXCLUDES(mu_) {
     MutexLock l(&mu_);
     if (!stream_) return;
+    if (req.has_create_request() && server_->auth()->enabled()) {
+      Status p = server_->auth()->CheckRange(user_, req.create_request().key(),
+                                             req.create_request().range_end());
+      if (!p.ok()) {
+        // etcd: created and canceled at once, with the error's text.
+        etcdserverpb::WatchResponse w = NewResponse(true);
+        w.set_watch_id(-1);
+        w.set_created(true);
+        w.set_canceled(true);
+        w.set_cancel_reason("rpc error: code = " +
+                            std::string(p.Is(StatusCode::kPermissionDenied)
+                                            ? "PermissionDenied"
+                                            : "InvalidArgument") +
+                            " desc = " + p.message());
+        Write(w);
+        return;
+      }
+    }
     if (req.has_create_request()) {
       StatusOr<int64_t> id = stream_->Watch(req.create_request());
       etcdserverpb::WatchResponse w = NewResponse(true);
@@ -440,6 +489,7 @@ class WatchSession : public std::enable_shared_from_this<WatchSession> {
   StoreServer* const server_;
   const std::shared_ptr<WatchDrainer> drainer_;
   ResponderPtr r_;
+  const std::string user_;
   etcdjson::JsonObjectSplitter splitter_;  // body callbacks run one at a time
   std::atomic<bool> drain_scheduled_{false};
   // Held while reading the MVCC watch stream and writing the response;
@@ -522,10 +572,13 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
   // ---- KV ------------------------------------------------------------------
   // The requests take KvService, the path the gRPC front takes too.
   auto kv = std::make_shared<KvService>(s);
-  both("/kv/range", [kv](const HttpRequest& req, ResponderPtr r) {
+  both("/kv/range", [s, kv](const HttpRequest& req, ResponderPtr r) {
     etcdserverpb::RangeRequest q;
     if (!ParseBody(req, r.get(), &q)) return;
-    kv->Range(std::move(q), Answer<etcdserverpb::RangeResponse>(r));
+    std::string user;
+    if (!CallerOf(s, req, r.get(), &user)) return;
+    kv->Range(std::move(q), Answer<etcdserverpb::RangeResponse>(r),
+              std::move(user));
   });
   // Writes run on the I/O thread (RouteOptions::run_on_io_thread): parsing
   // a small body and queueing the proposal never block, and a hop to a
@@ -544,20 +597,30 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
          },
          {.run_on_io_thread = true});
   };
-  write_route("/kv/put", [kv](const HttpRequest& req, ResponderPtr r) {
+  write_route("/kv/put", [s, kv](const HttpRequest& req, ResponderPtr r) {
     etcdserverpb::PutRequest q;
     if (!ParseBody(req, r.get(), &q)) return;
-    kv->Put(std::move(q), Answer<etcdserverpb::PutResponse>(r));
+    std::string user;
+    if (!CallerOf(s, req, r.get(), &user)) return;
+    kv->Put(std::move(q), Answer<etcdserverpb::PutResponse>(r),
+            std::move(user));
   });
-  write_route("/kv/deleterange", [kv](const HttpRequest& req, ResponderPtr r) {
+  write_route("/kv/deleterange", [s, kv](const HttpRequest& req,
+                                         ResponderPtr r) {
     etcdserverpb::DeleteRangeRequest q;
     if (!ParseBody(req, r.get(), &q)) return;
-    kv->DeleteRange(std::move(q), Answer<etcdserverpb::DeleteRangeResponse>(r));
+    std::string user;
+    if (!CallerOf(s, req, r.get(), &user)) return;
+    kv->DeleteRange(std::move(q), Answer<etcdserverpb::DeleteRangeResponse>(r),
+                    std::move(user));
   });
-  write_route("/kv/txn", [kv](const HttpRequest& req, ResponderPtr r) {
+  write_route("/kv/txn", [s, kv](const HttpRequest& req, ResponderPtr r) {
     etcdserverpb::TxnRequest q;
     if (!ParseBody(req, r.get(), &q)) return;
-    kv->Txn(std::move(q), Answer<etcdserverpb::TxnResponse>(r));
+    std::string user;
+    if (!CallerOf(s, req, r.get(), &user)) return;
+    kv->Txn(std::move(q), Answer<etcdserverpb::TxnResponse>(r),
+            std::move(user));
   });
   both("/kv/compaction", [kv](const HttpRequest& req, ResponderPtr r) {
     etcdserverpb::CompactionRequest q;
@@ -568,8 +631,12 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
   // ---- watch ---------------------------------------------------------------
   auto drainer = std::make_shared<WatchDrainer>(s);
   both("/watch",
-       [s, drainer](const HttpRequest&, ResponderPtr r) {
-         std::make_shared<WatchSession>(s, drainer, std::move(r))->Start();
+       [s, drainer](const HttpRequest& req, ResponderPtr r) {
+         std::string user;
+         if (!CallerOf(s, req, r.get(), &user)) return;
+         std::make_shared<WatchSession>(s, drainer, std::move(r),
+                                        std::move(user))
+             ->Start();
        },
        // The body is the watch's open-ended request stream: no deadline.
        {.stream_request_body = true, .body_timeout = Duration::zero()});
@@ -762,7 +829,8 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
   both("/maintenance/status", [s](const HttpRequest&, ResponderPtr r) {
     RespondResult(r.get(), s->MemberStatus());
   });
-  both("/maintenance/defragment", [s](const HttpRequest&, ResponderPtr r) {
+  both("/maintenance/defragment", [s](const HttpRequest& req, ResponderPtr r) {
+    if (!AdminOf(s, req, r.get())) return;
     RespondResult(r.get(), s->Defragment());
   });
   // etcd's HashResponse, {header, hash}; etcd 3.4's gateway has no
@@ -770,6 +838,7 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
   both("/maintenance/hash", [s](const HttpRequest& req, ResponderPtr r) {
     etcdserverpb::HashRequest q;
     if (!ParseBody(req, r.get(), &q)) return;
+    if (!AdminOf(s, req, r.get())) return;
     RespondResult(r.get(), s->Hash());
   });
   both("/maintenance/alarm", [s](const HttpRequest& req, ResponderPtr r) {
@@ -781,9 +850,11 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
        [s](const HttpRequest& req, ResponderPtr r) {
          etcdserverpb::MoveLeaderRequest q;
          if (!ParseBody(req, r.get(), &q)) return;
+         if (!AdminOf(s, req, r.get())) return;
          RespondResult(r.get(), s->MoveLeader(q));
        });
-  both("/maintenance/snapshot", [s](const HttpRequest&, ResponderPtr r) {
+  both("/maintenance/snapshot", [s](const HttpRequest& req, ResponderPtr r) {
+    if (!AdminOf(s, req, r.get())) return;
     // A consistent copy of the store, packed as the peer snapshot stream
     // packs it (docs/store.md), sent as base64 blobs like etcd's.
     static std::atomic<uint64_t> seq{0};
@@ -836,6 +907,62 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
     }
     r->Finish();
   });
+
+  // ---- auth ----------------------------------------------------------------
+  // etcd's Auth service under grpc-gateway's paths; every request is
+  // proposed and applied by every member (KvService::Auth).
+  auto auth_route = [s, kv, &both]<typename Req, typename Resp>(
+                        const std::string& path,
+                        Req* (storagepb::AuthRequest::*field)()) {
+    both(path, [s, kv, field](const HttpRequest& req, ResponderPtr r) {
+      Req q;
+      if (!ParseBody(req, r.get(), &q)) return;
+      std::string user;
+      if (!CallerOf(s, req, r.get(), &user)) return;
+      storagepb::AuthRequest ar;
+      *(ar.*field)() = std::move(q);
+      kv->Auth<Resp>(std::move(ar), std::move(user), Answer<Resp>(r));
+    });
+  };
+  namespace pb = etcdserverpb;
+  using AR = storagepb::AuthRequest;
+  auth_route.operator()<pb::AuthEnableRequest, pb::AuthEnableResponse>(
+      "/auth/enable", &AR::mutable_enable);
+  auth_route.operator()<pb::AuthDisableRequest, pb::AuthDisableResponse>(
+      "/auth/disable", &AR::mutable_disable);
+  auth_route.operator()<pb::AuthenticateRequest, pb::AuthenticateResponse>(
+      "/auth/authenticate", &AR::mutable_authenticate);
+  auth_route.operator()<pb::AuthUserAddRequest, pb::AuthUserAddResponse>(
+      "/auth/user/add", &AR::mutable_user_add);
+  auth_route.operator()<pb::AuthUserGetRequest, pb::AuthUserGetResponse>(
+      "/auth/user/get", &AR::mutable_user_get);
+  auth_route.operator()<pb::AuthUserListRequest, pb::AuthUserListResponse>(
+      "/auth/user/list", &AR::mutable_user_list);
+  auth_route.operator()<pb::AuthUserDeleteRequest, pb::AuthUserDeleteResponse>(
+      "/auth/user/delete", &AR::mutable_user_delete);
+  auth_route.operator()<pb::AuthUserChangePasswordRequest,
+                        pb::AuthUserChangePasswordResponse>(
+      "/auth/user/changepw", &AR::mutable_user_change_password);
+  auth_route.
+  operator()<pb::AuthUserGrantRoleRequest, pb::AuthUserGrantRoleResponse>(
+      "/auth/user/grant", &AR::mutable_user_grant_role);
+  auth_route.
+  operator()<pb::AuthUserRevokeRoleRequest, pb::AuthUserRevokeRoleResponse>(
+      "/auth/user/revoke", &AR::mutable_user_revoke_role);
+  auth_route.operator()<pb::AuthRoleAddRequest, pb::AuthRoleAddResponse>(
+      "/auth/role/add", &AR::mutable_role_add);
+  auth_route.operator()<pb::AuthRoleGetRequest, pb::AuthRoleGetResponse>(
+      "/auth/role/get", &AR::mutable_role_get);
+  auth_route.operator()<pb::AuthRoleListRequest, pb::AuthRoleListResponse>(
+      "/auth/role/list", &AR::mutable_role_list);
+  auth_route.operator()<pb::AuthRoleDeleteRequest, pb::AuthRoleDeleteResponse>(
+      "/auth/role/delete", &AR::mutable_role_delete);
+  auth_route.operator()<pb::AuthRoleGrantPermissionRequest,
+                        pb::AuthRoleGrantPermissionResponse>(
+      "/auth/role/grant", &AR::mutable_role_grant_permission);
+  auth_route.operator()<pb::AuthRoleRevokePermissionRequest,
+                        pb::AuthRoleRevokePermissionResponse>(
+      "/auth/role/revoke", &AR::mutable_role_revoke_permission);
 
   // ---- cluster -------------------------------------------------------------
   both("/cluster/member/list", [s](const HttpRequest&, ResponderPtr r) {

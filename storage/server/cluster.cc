@@ -251,6 +251,21 @@ StatusOr<bool> Membership::ApplyAlarm(uint64_t index,
   return true;
 }
 
+StatusOr<bool> Membership::ApplyAuth(uint64_t index,
+                                     const storagepb::AuthRecord& auth) {
+  MutexLock l(&mu_);
+  if (index <= record_.applied_index()) return false;
+  *record_.mutable_auth() = auth;
+  record_.set_applied_index(index);
+  RETURN_IF_ERROR(SaveLocked());
+  return true;
+}
+
+uint64_t Membership::applied_index() const {
+  MutexLock l(&mu_);
+  return record_.applied_index();
+}
+
 std::vector<etcdserverpb::AlarmMember> Membership::Alarms() const {
   MutexLock l(&mu_);
   return {record_.alarms().begin(), record_.alarms().end()};

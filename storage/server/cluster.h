@@ -76,6 +76,11 @@ class Membership {
   // Skipped (false) at or below the record's applied index.
   StatusOr<bool> ApplyAlarm(uint64_t index,
                             const etcdserverpb::AlarmRequest& alarm);
+  // Stores the auth state after a committed auth change at `index`;
+  // skipped (false) at or below the record's applied index.
+  StatusOr<bool> ApplyAuth(uint64_t index, const storagepb::AuthRecord& auth);
+  // The raft index of the last entry applied to the record.
+  uint64_t applied_index() const;
   // The alarms raised through the log and not disarmed.
   std::vector<etcdserverpb::AlarmMember> Alarms() const;
   // Replaces the whole record (a snapshot was installed).

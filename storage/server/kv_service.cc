@@ -43,14 +43,22 @@ bool IsReadOnlyTxn(const etcdserverpb::TxnRequest& t) {
 }  // namespace
 
 void KvService::Range(etcdserverpb::RangeRequest req,
-                      Done<etcdserverpb::RangeResponse> done) {
+                      Done<etcdserverpb::RangeResponse> done,
+                      std::string user) {
   if (req.key().empty()) {
     done(KeyNotProvided());
     return;
   }
   StoreServer* s = server_;
   auto rr = std::make_shared<etcdserverpb::RangeRequest>(std::move(req));
-  auto serve = [s, rr, done] {
+  auto serve = [s, rr, done, user = std::move(user)] {
+    if (s->auth()->enabled()) {
+      if (Status p = s->auth()->CheckRange(user, rr->key(), rr->range_end());
+          !p.ok()) {
+        done(p);
+        return;
+      }
+    }
     StatusOr<StoreRef> store = s->ReadStore();
     if (!store.ok()) {
       done(store.status());
@@ -75,41 +83,51 @@ void KvService::Range(etcdserverpb::RangeRequest req,
 }
 
 void KvService::Put(etcdserverpb::PutRequest req,
-                    Done<etcdserverpb::PutResponse> done) {
+                    Done<etcdserverpb::PutResponse> done, std::string user) {
   if (req.key().empty()) {
     done(KeyNotProvided());
     return;
   }
   storagepb::InternalRaftRequest ir;
+  ir.set_user(std::move(user));
   *ir.mutable_put() = std::move(req);
   Propose(server_, std::move(ir), std::move(done));
 }
 
 void KvService::DeleteRange(etcdserverpb::DeleteRangeRequest req,
-                            Done<etcdserverpb::DeleteRangeResponse> done) {
+                            Done<etcdserverpb::DeleteRangeResponse> done,
+                            std::string user) {
   if (req.key().empty()) {
     done(KeyNotProvided());
     return;
   }
   storagepb::InternalRaftRequest ir;
+  ir.set_user(std::move(user));
   *ir.mutable_delete_range() = std::move(req);
   Propose(server_, std::move(ir), std::move(done));
 }
 
 void KvService::Txn(etcdserverpb::TxnRequest req,
-                    Done<etcdserverpb::TxnResponse> done) {
+                    Done<etcdserverpb::TxnResponse> done, std::string user) {
   StoreServer* s = server_;
   if (!IsReadOnlyTxn(req)) {
     storagepb::InternalRaftRequest ir;
+    ir.set_user(std::move(user));
     *ir.mutable_txn() = std::move(req);
     Propose(s, std::move(ir), std::move(done));
     return;
   }
   auto txn = std::make_shared<etcdserverpb::TxnRequest>(std::move(req));
-  s->LinearizableReadAsync([s, txn, done](Status st) {
+  s->LinearizableReadAsync([s, txn, done, user = std::move(user)](Status st) {
     if (!st.ok()) {
       done(st);
       return;
+    }
+    if (s->auth()->enabled()) {
+      if (Status p = s->auth()->CheckTxn(user, *txn); !p.ok()) {
+        done(p);
+        return;
+      }
     }
     StatusOr<StoreRef> store = s->ReadStore();
     if (!store.ok()) {
@@ -164,6 +182,30 @@ void KvService::LeaseRevoke(etcdserverpb::LeaseRevokeRequest req,
   storagepb::InternalRaftRequest ir;
   *ir.mutable_lease_revoke() = std::move(req);
   Propose(server_, std::move(ir), std::move(done));
+}
+
+void KvService::AuthApply(storagepb::AuthRequest req, std::string user,
+                          ApplyCallback done) {
+  StoreServer* s = server_;
+  s->Submit([s, req = std::move(req), user = std::move(user),
+             done = std::move(done)]() mutable {
+    StatusOr<storagepb::AuthRequest> prepared =
+        s->auth()->Prepare(std::move(req));
+    if (!prepared.ok()) {
+      done(prepared.status());
+      return;
+    }
+    storagepb::InternalRaftRequest ir;
+    ir.set_user(std::move(user));
+    *ir.mutable_auth() = *std::move(prepared);
+    s->ProposeAsync(std::move(ir), std::move(done));
+  });
+}
+
+void KvService::FillAuthHeader(StoreServer* s,
+                               etcdserverpb::ResponseHeader* h) {
+  s->FillHeader(h);
+  h->set_revision(CurrentRevision(s));
 }
 
 etcdserverpb::LeaseKeepAliveResponse KvService::KeepAlive(

@@ -10,6 +10,12 @@
 // off the caller's thread; a serializable range is served on the caller's
 // thread; a physical compaction's wait runs on the server's workers.
 //
+// Auth: `user` is the name the request's token resolved to (UserOf; empty
+// for none). With auth enabled, a range or read-only txn is checked where
+// it is served, after its linearizable wait; a write carries the name into
+// the log and every member checks it when it applies the entry
+// (StoreApplier). With auth disabled nothing is checked.
+//
 // Ownership: borrows the StoreServer, which must outlive every call's
 // `done`. Thread-safety: every method may be called from any thread.
 // `done` runs exactly once, on any thread (the apply thread included):
@@ -21,6 +27,7 @@
 
 #include "base/statusor.h"
 #include "schemas/rpc.pb.h"
+#include "storage/server/proposer.h"
 #include "storage/server/store_server.h"
 
 namespace kplane::storage {
@@ -32,13 +39,35 @@ class KvService {
  public:
   explicit KvService(StoreServer* server) : server_(server) {}
 
+  // The user a request's token names ("" without a token or with auth
+  // disabled: one atomic load); etcd's "invalid auth token" otherwise.
+  StatusOr<std::string> UserOf(std::string_view token) {
+    return server_->auth()->ResolveToken(token);
+  }
+
   void Range(etcdserverpb::RangeRequest req,
-             Done<etcdserverpb::RangeResponse> done);
-  void Put(etcdserverpb::PutRequest req, Done<etcdserverpb::PutResponse> done);
+             Done<etcdserverpb::RangeResponse> done, std::string user = {});
+  void Put(etcdserverpb::PutRequest req, Done<etcdserverpb::PutResponse> done,
+           std::string user = {});
   void DeleteRange(etcdserverpb::DeleteRangeRequest req,
-                   Done<etcdserverpb::DeleteRangeResponse> done);
+                   Done<etcdserverpb::DeleteRangeResponse> done,
+                   std::string user = {});
   // A read-only txn is served as a linearizable read, not proposed (etcd).
-  void Txn(etcdserverpb::TxnRequest req, Done<etcdserverpb::TxnResponse> done);
+  void Txn(etcdserverpb::TxnRequest req, Done<etcdserverpb::TxnResponse> done,
+           std::string user = {});
+  // An auth request (etcd's Auth service) by `user`: prepared on the
+  // server's workers (a password hash is slow), proposed, applied by every
+  // member; answered with etcd's response of type T, header filled.
+  template <typename T>
+  void Auth(storagepb::AuthRequest req, std::string user, Done<T> done) {
+    StoreServer* s = server_;
+    AuthApply(std::move(req), std::move(user),
+              [s, done = std::move(done)](StatusOr<ApplyResponse> r) {
+                StatusOr<T> resp = AuthResponseAs<T>(std::move(r));
+                if (resp.ok()) FillAuthHeader(s, resp->mutable_header());
+                done(std::move(resp));
+              });
+  }
   // With physical = true, answers once the compaction is on disk.
   void Compact(etcdserverpb::CompactionRequest req,
                Done<etcdserverpb::CompactionResponse> done);
@@ -55,6 +84,10 @@ class KvService {
   StoreServer* server() const { return server_; }
 
  private:
+  void AuthApply(storagepb::AuthRequest req, std::string user,
+                 ApplyCallback done);
+  static void FillAuthHeader(StoreServer* s, etcdserverpb::ResponseHeader* h);
+
   StoreServer* const server_;
 };
 

@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <variant>
 
 #include "base/clock.h"
@@ -40,13 +41,19 @@
 
 namespace kplane::storage {
 
+// What applying an auth request produced: etcd's response message of its
+// kind (AuthUserGetResponse, ...).
+struct AuthApplied {
+  std::shared_ptr<google::protobuf::Message> response;
+};
+
 // What applying one proposal produced.
 using ApplyResponse = std::variant<
     std::monostate, etcdserverpb::PutResponse,
     etcdserverpb::DeleteRangeResponse, etcdserverpb::TxnResponse,
     etcdserverpb::CompactionResponse, etcdserverpb::LeaseGrantResponse,
     etcdserverpb::LeaseRevokeResponse, etcdserverpb::LeaseKeepAliveResponse,
-    etcdserverpb::AlarmResponse>;
+    etcdserverpb::AlarmResponse, AuthApplied>;
 using ApplyCallback = std::function<void(StatusOr<ApplyResponse>)>;
 
 // Maps the apply result of a proposal of one kind to its response type.
@@ -55,6 +62,14 @@ StatusOr<T> ResponseAs(StatusOr<ApplyResponse> r) {
   if (!r.ok()) return r.status();
   if (T* v = std::get_if<T>(&*r)) return std::move(*v);
   return InternalError("unexpected apply response type");
+}
+
+// The auth response of type T from an applied auth request.
+template <typename T>
+StatusOr<T> AuthResponseAs(StatusOr<ApplyResponse> r) {
+  ASSIGN_OR_RETURN(AuthApplied a, ResponseAs<AuthApplied>(std::move(r)));
+  if (T* v = dynamic_cast<T*>(a.response.get())) return std::move(*v);
+  return InternalError("unexpected auth response type");
 }
 
 struct ProposerOptions {

@@ -22,7 +22,7 @@ std::string PendingSnapshotDir(const std::string& member_dir, uint64_t index) {
 StoreApplier::StoreApplier(StoreApplierOptions options,
                            std::unique_ptr<mvcc::Store> store,
                            Membership* membership, LocalMember* self,
-                           Proposer* proposer)
+                           Proposer* proposer, AuthStore* auth)
     : options_(std::move(options)),
       fs_(options_.store_options.file_system
               ? options_.store_options.file_system
@@ -31,7 +31,9 @@ StoreApplier::StoreApplier(StoreApplierOptions options,
       membership_(membership),
       self_(self),
       proposer_(proposer),
+      auth_(auth),
       store_(std::move(store)) {
+  auth_->Load(membership_->Record().auth());
   auto* reg = options_.metrics;
   committed_ =
       reg->NewCounter("etcd_server_proposals_committed_total",
@@ -450,7 +452,7 @@ Status StoreApplier::ApplyEntry(const raftpb::Entry& e,
   using R = storagepb::InternalRaftRequest;
   if (e.index() <= db()->ConsistentIndex() &&
       req.request_case() != R::kMemberAttributes &&
-      req.request_case() != R::kAlarm) {
+      req.request_case() != R::kAlarm && req.request_case() != R::kAuth) {
     // Applied before a restart (or covered by an installed snapshot). The
     // membership's parts keep their own applied index (cluster.pb).
     return Status::Ok();
@@ -492,16 +494,31 @@ StatusOr<ApplyResponse> StoreApplier::ApplyRequest(
   using R = storagepb::InternalRaftRequest;
   switch (r.request_case()) {
     case R::kPut: {
+      if (auth_->enabled()) {
+        RETURN_IF_ERROR(auth_->CheckPut(r.user(), r.put().key()));
+        if (r.put().prev_kv()) {
+          RETURN_IF_ERROR(auth_->CheckRange(r.user(), r.put().key(), ""));
+        }
+      }
       ASSIGN_OR_RETURN(auto resp, db()->Put(r.put(), index));
       self_->FillHeader(resp.mutable_header());
       return ApplyResponse(std::move(resp));
     }
     case R::kDeleteRange: {
+      if (auth_->enabled()) {
+        const auto& d = r.delete_range();
+        RETURN_IF_ERROR(
+            auth_->CheckDeleteRange(r.user(), d.key(), d.range_end()));
+        if (d.prev_kv()) {
+          RETURN_IF_ERROR(auth_->CheckRange(r.user(), d.key(), d.range_end()));
+        }
+      }
       ASSIGN_OR_RETURN(auto resp, db()->DeleteRange(r.delete_range(), index));
       self_->FillHeader(resp.mutable_header());
       return ApplyResponse(std::move(resp));
     }
     case R::kTxn: {
+      if (auth_->enabled()) RETURN_IF_ERROR(auth_->CheckTxn(r.user(), r.txn()));
       ASSIGN_OR_RETURN(auto resp, db()->Txn(r.txn(), index));
       self_->FillHeader(resp.mutable_header());
       return ApplyResponse(std::move(resp));
@@ -586,6 +603,25 @@ StatusOr<ApplyResponse> StoreApplier::ApplyRequest(
       resp.mutable_header()->set_revision(db()->CurrentRevision());
       for (auto& am : Alarms()) *resp.add_alarms() = am;
       return ApplyResponse(std::move(resp));
+    }
+    case R::kAuth: {
+      // Replayed after a restart: the saved record holds its effect (a
+      // token it handed out is gone, as etcd's are).
+      if (index <= membership_->applied_index()) {
+        return UnavailableError("etcdserver: auth request already applied");
+      }
+      ASSIGN_OR_RETURN(AuthStore::Applied a,
+                       auth_->Apply(r.auth(), r.user(), index));
+      if (a.changed) {
+        // The store durably at this index first (the file comment): no
+        // key write before the change is replayed and checked against it.
+        RETURN_IF_ERROR(RecordAppliedIndex(index));
+        RETURN_IF_ERROR(db()->Sync());
+        ASSIGN_OR_RETURN(bool saved,
+                         membership_->ApplyAuth(index, auth_->Record()));
+        (void)saved;
+      }
+      return ApplyResponse(AuthApplied{std::move(a.response)});
     }
     case R::kMemberAttributes: {
       ASSIGN_OR_RETURN(bool applied, membership_->ApplyAttributes(
@@ -674,6 +710,7 @@ Status StoreApplier::InstallSnapshot(const raftpb::Snapshot& snap) {
     storagepb::ClusterRecord rec = m->Record();
     RETURN_IF_ERROR(membership_->Replace(rec));
     RefreshAlarms();
+    auth_->Load(rec.auth());
     for (const auto& mem : rec.members()) {
       if (mem.id() != self_->id()) {
         transport_->AddPeer(mem.id(),

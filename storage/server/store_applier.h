@@ -41,6 +41,14 @@
 // applied index stands still, so its linearizable reads wait (and time out)
 // until a retry succeeds; serializable reads are served.
 //
+// Auth: users, roles and the enabled flag are kept with the membership too
+// (cluster.pb's `auth`, the same applied index); before an auth change is
+// saved there the store records that index and is synced, so after a crash
+// no entry before the change is applied again (and checked against the
+// newer state); every write after it is checked against it again. With
+// auth enabled, a write entry's permissions are checked here, for the user
+// it names, against the auth state of its place in the log.
+//
 // Alarms: CORRUPT and NOSPACE alarms raised through the log are kept with
 // the membership (cluster.pb, applied exactly once with its applied index);
 // the quota's NOSPACE is also the MVCC store's; a stopped apply adds a
@@ -80,6 +88,7 @@
 #include "net/worker_pool.h"
 #include "schemas/raft.pb.h"
 #include "storage/mvcc/store.h"
+#include "storage/server/auth_store.h"
 #include "storage/server/cluster.h"
 #include "storage/server/local_member.h"
 #include "storage/server/peer.h"
@@ -114,7 +123,8 @@ class StoreApplier : public Applier {
  public:
   // `store` is the member's opened MVCC store. Nothing runs yet.
   StoreApplier(StoreApplierOptions options, std::unique_ptr<mvcc::Store> store,
-               Membership* membership, LocalMember* self, Proposer* proposer);
+               Membership* membership, LocalMember* self, Proposer* proposer,
+               AuthStore* auth);
   ~StoreApplier() override;
   StoreApplier(const StoreApplier&) = delete;
   StoreApplier& operator=(const StoreApplier&) = delete;
@@ -266,6 +276,7 @@ class StoreApplier : public Applier {
   Membership* const membership_;
   LocalMember* const self_;
   Proposer* const proposer_;
+  AuthStore* const auth_;
   // Set by Start, before the apply thread runs and before the node loop
   // may call Enqueue.
   RaftNode* node_ = nullptr;

@@ -50,6 +50,11 @@ struct StoreConfig {
   // The leader compares members' HashKV this often, the first time five
   // election timeouts after the member started (0: never).
   Duration corrupt_check_interval = minutes(1);
+  // etcd's --auth-token-ttl: a simple token expires this long after its
+  // last use.
+  Duration auth_token_ttl = seconds(300);
+  // PBKDF2 rounds for new passwords (tests lower it).
+  int auth_pbkdf2_iterations = 100000;
 
   Clock* clock = Clock::Real();
   metrics::Registry* metrics = metrics::Registry::Default();

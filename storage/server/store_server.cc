@@ -89,9 +89,13 @@ StoreServer::StoreServer(StoreConfig config, BootstrappedMember member)
   aopts.clock = clock_;
   aopts.metrics = config_.metrics;
   aopts.crash_hook = config_.crash_hook;
+  auth_ = std::make_unique<AuthStore>(
+      AuthStoreOptions{.clock = clock_,
+                       .token_ttl = config_.auth_token_ttl,
+                       .pbkdf2_iterations = config_.auth_pbkdf2_iterations});
   applier_ = std::make_unique<StoreApplier>(
       std::move(aopts), std::move(member.store), membership_.get(), self_.get(),
-      proposer_.get());
+      proposer_.get(), auth_.get());
 
   refused_messages_ = config_.metrics->NewCounter(
       "kplane_server_peer_messages_refused_total",

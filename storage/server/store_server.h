@@ -107,6 +107,8 @@ class StoreServer : public KV, public PeerHandler {
   // could not decode or apply: kCorruption, with the CORRUPT alarm).
   Status apply_error() const { return applier_->apply_error(); }
   Membership* membership() { return membership_.get(); }
+  // Users, roles, permissions and tokens (auth_store.h).
+  AuthStore* auth() { return auth_.get(); }
   // The MVCC store, pinned while the ref lives (a snapshot install waits):
   // for status, hashes, maintenance and tests. Null only after a failed
   // snapshot install left no store (the member failed then).
@@ -279,6 +281,7 @@ class StoreServer : public KV, public PeerHandler {
   std::unique_ptr<Membership> membership_;
   std::unique_ptr<LocalMember> self_;
   std::unique_ptr<Proposer> proposer_;
+  std::unique_ptr<AuthStore> auth_;
   std::unique_ptr<StoreApplier> applier_;  // owns the MVCC store
   std::unique_ptr<ClusterAdmin> admin_;
   // Created by Start.

@@ -1,0 +1,166 @@
+// AuthStore: etcd 3.4's auth (auth/store.go, simple_token.go,
+// range_perm_cache.go) for one member: users, roles, key-range
+// permissions, the enabled flag, and the simple tokens handed out by
+// Authenticate.
+//
+// The state (storagepb::AuthRecord) changes only through the raft log:
+// a front Prepare()s a request (hashes a new password, checks the password
+// of an Authenticate and draws the token's random prefix), proposes it,
+// and every member Apply()s the committed entry, so all members hold the
+// same users, roles and tokens. The applier persists Record() with the
+// membership (cluster.pb; snapshots carry it) when Apply reports a change.
+//
+// Checks (OK whenever auth is disabled; `user` is the authenticated name,
+// empty for none):
+//   CheckRange / CheckPut / CheckDeleteRange / CheckTxn  key permissions,
+//       as etcd's authApplierV3 (a txn needs READ on every compare and the
+//       permissions of every op of both branches, nested txns included)
+//   CheckAdmin  the root role (user and role management, auth disable,
+//       defragment, hash, snapshot, move-leader)
+// Permissions cover a range only as a whole: [a, c) is allowed by grants
+// of [a, b) and [b, c) together, as etcd's interval tree Contains().
+//
+// Passwords: PBKDF2-HMAC-SHA256 with a 16-byte random salt per user (etcd
+// uses bcrypt, which Debian's OpenSSL 3 lacks); compared in constant time.
+// Tokens: "<16 letters>.<raft index>", valid for `token_ttl` after their
+// last use on the injected Clock; forgotten on restart, on auth disable,
+// and when their user is deleted or changes password.
+//
+// Hot path: enabled() is one atomic load; with auth disabled no check
+// takes a lock.
+//
+// Thread-safety: all methods are safe from any thread (mu_ is a leaf).
+// Errors: etcd's rpctypes texts and codes ("etcdserver: permission denied",
+// kPermissionDenied; "etcdserver: invalid auth token", kUnauthenticated;
+// ...).
+#ifndef KPLANE_STORAGE_SERVER_AUTH_STORE_H_
+#define KPLANE_STORAGE_SERVER_AUTH_STORE_H_
+
+#include <google/protobuf/message.h>
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "base/clock.h"
+#include "base/mutex.h"
+#include "base/statusor.h"
+#include "schemas/rpc.pb.h"
+#include "schemas/storage.pb.h"
+
+namespace kplane::storage {
+
+// etcd's auth errors (rpctypes).
+namespace autherr {
+Status UserEmpty();
+Status UserNotFound();
+Status PermissionDenied();
+Status AuthFailed();
+Status InvalidAuthToken();
+Status AuthNotEnabled();
+}  // namespace autherr
+
+struct AuthStoreOptions {
+  Clock* clock = Clock::Real();
+  // etcd's --auth-token-ttl.
+  Duration token_ttl = seconds(300);
+  // PBKDF2 rounds for new passwords (a stored hash names its own).
+  int pbkdf2_iterations = 100000;
+};
+
+class AuthStore {
+ public:
+  explicit AuthStore(AuthStoreOptions options = {});
+
+  // Replaces the state (startup, an installed snapshot). Tokens are
+  // dropped.
+  void Load(const storagepb::AuthRecord& record) EXCLUDES(mu_);
+  storagepb::AuthRecord Record() const EXCLUDES(mu_);
+  bool enabled() const { return enabled_.load(std::memory_order_acquire); }
+
+  // ---- serving path ------------------------------------------------------
+  // The user `token` names, and its TTL restarts; InvalidAuthToken if it is
+  // unknown or expired.
+  StatusOr<std::string> UserForToken(std::string_view token) EXCLUDES(mu_);
+  // The user of a request that carried `token` (empty: none): "" when auth
+  // is disabled or no token was sent.
+  StatusOr<std::string> ResolveToken(std::string_view token) {
+    if (!enabled() || token.empty()) return std::string();
+    return UserForToken(token);
+  }
+  Status CheckRange(const std::string& user, std::string_view key,
+                    std::string_view range_end) const EXCLUDES(mu_);
+  Status CheckPut(const std::string& user, std::string_view key) const
+      EXCLUDES(mu_);
+  Status CheckDeleteRange(const std::string& user, std::string_view key,
+                          std::string_view range_end) const EXCLUDES(mu_);
+  Status CheckTxn(const std::string& user,
+                  const etcdserverpb::TxnRequest& txn) const EXCLUDES(mu_);
+  Status CheckAdmin(const std::string& user) const EXCLUDES(mu_);
+
+  // Makes `req` ready for the log: hashes the password of a user add or
+  // change (and clears it), checks an Authenticate's password (AuthFailed,
+  // AuthNotEnabled) and draws its token prefix. Slow (PBKDF2): call off the
+  // I/O threads.
+  StatusOr<storagepb::AuthRequest> Prepare(storagepb::AuthRequest req) const
+      EXCLUDES(mu_);
+
+  // ---- apply path ----------------------------------------------------------
+  struct Applied {
+    // The etcd response (header not filled), e.g. AuthUserGetResponse.
+    std::shared_ptr<google::protobuf::Message> response;
+    // The record changed: persist Record().
+    bool changed = false;
+  };
+  // Applies a committed request asked by `user` at raft index `index`.
+  StatusOr<Applied> Apply(const storagepb::AuthRequest& req,
+                          const std::string& user, uint64_t index)
+      EXCLUDES(mu_);
+
+  // Number of live tokens (tests).
+  size_t TokenCount() const EXCLUDES(mu_);
+
+  // The stored form of `password` with `salt` (exposed for tests).
+  static std::string HashPassword(std::string_view password,
+                                  std::string_view salt, int iterations);
+  // Whether `stored` (HashPassword's form) matches `password`, compared in
+  // constant time.
+  static bool PasswordMatches(std::string_view stored,
+                              std::string_view password);
+
+ private:
+  enum class Perm { kRead, kWrite };
+  struct Token {
+    std::string user;
+    TimePoint expires;
+  };
+
+  Status CheckOpLocked(const std::string& user, std::string_view key,
+                       std::string_view range_end, Perm perm) const
+      REQUIRES(mu_);
+  Status CheckTxnLocked(const std::string& user,
+                        const etcdserverpb::TxnRequest& txn) const
+      REQUIRES(mu_);
+  Status CheckAdminLocked(const std::string& user) const REQUIRES(mu_);
+  authpb::User* FindUser(std::string_view name) REQUIRES(mu_);
+  const authpb::User* FindUser(std::string_view name) const REQUIRES(mu_);
+  authpb::Role* FindRole(std::string_view name) REQUIRES(mu_);
+  void DropTokensOf(const std::string& user) REQUIRES(mu_);
+  StatusOr<Applied> ApplyLocked(const storagepb::AuthRequest& req,
+                                const std::string& user, uint64_t index)
+      REQUIRES(mu_);
+
+  const AuthStoreOptions options_;
+  std::atomic<bool> enabled_{false};
+  mutable Mutex mu_;
+  std::map<std::string, authpb::User> users_ GUARDED_BY(mu_);
+  std::map<std::string, authpb::Role> roles_ GUARDED_BY(mu_);
+  uint64_t revision_ GUARDED_BY(mu_) = 0;
+  std::map<std::string, Token, std::less<>> tokens_ GUARDED_BY(mu_);
+};
+
+}  // namespace kplane::storage
+
+#endif  // KPLANE_STORAGE_SERVER_AUTH_STORE_H_

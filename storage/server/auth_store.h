@@ -23,8 +23,10 @@
 // Passwords: PBKDF2-HMAC-SHA256 with a 16-byte random salt per user (etcd
 // uses bcrypt, which Debian's OpenSSL 3 lacks); compared in constant time.
 // Tokens: "<16 letters>.<raft index>", valid for `token_ttl` after their
-// last use on the injected Clock; forgotten on restart, on auth disable,
-// and when their user is deleted or changes password.
+// last use on the injected Clock; dropped on auth disable and when their
+// user is deleted or changes password. They live in memory only: after a
+// restart, only those whose Authenticate entries the log replays (past the
+// store's durable index) exist again, as with etcd.
 //
 // Hot path: enabled() is one atomic load; with auth disabled no check
 // takes a lock.

@@ -30,10 +30,16 @@ namespace kplane::storage {
 class SingleMemberStore {
  public:
   // `http` is used as given except for its port (0: ephemeral) and its
-  // metrics registry (the store's).
+  // metrics registry (the store's). `tweak`, if set, adjusts the member's
+  // configuration (at every start).
   static StatusOr<std::unique_ptr<SingleMemberStore>> Start(
-      net::HttpServerOptions http = {});
+      net::HttpServerOptions http = {},
+      std::function<void(StoreConfig*)> tweak = nullptr);
   ~SingleMemberStore();
+
+  // Stops the member and its HTTP server and starts them again on the same
+  // data dir (a new ephemeral port): a restart.
+  Status Restart();
 
   int port() const { return http_->port(); }
   StoreServer* server() const { return server_.get(); }
@@ -43,7 +49,11 @@ class SingleMemberStore {
  private:
   SingleMemberStore() = default;
 
+  Status Open();
+
   std::string dir_;
+  net::HttpServerOptions http_options_;
+  std::function<void(StoreConfig*)> tweak_;
   metrics::Registry metrics_;
   std::unique_ptr<StoreServer> server_;
   std::unique_ptr<net::HttpServer> http_;

@@ -605,9 +605,12 @@ StatusOr<ApplyResponse> StoreApplier::ApplyRequest(
       return ApplyResponse(std::move(resp));
     }
     case R::kAuth: {
-      // Replayed after a restart: the saved record holds its effect (a
-      // token it handed out is gone, as etcd's are).
-      if (index <= membership_->applied_index()) {
+      // Replayed after a restart: the saved record holds its effect. An
+      // Authenticate changes no record; like etcd, one at or below the
+      // store's durable index is not replayed (its token is gone), a later
+      // one hands its token out again.
+      if (index <= membership_->applied_index() ||
+          (r.auth().has_authenticate() && index <= db()->ConsistentIndex())) {
         return UnavailableError("etcdserver: auth request already applied");
       }
       ASSIGN_OR_RETURN(AuthStore::Applied a,

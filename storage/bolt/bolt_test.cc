@@ -277,6 +277,39 @@ TEST(EtcdBackend, RecordsAsEtcdWritesThem) {
             "00000000000000045f0000000000000000");
 }
 
+TEST(EtcdBackend, AuthBuckets) {
+  EtcdBackend c;
+  c.auth_revision = 7;
+  c.auth_enabled_key = true;
+  c.auth_enabled = true;
+  authpb::User u;
+  u.set_name("alice");
+  u.set_password("pbkdf2-sha256$1$c2FsdA==$aGFzaA==");
+  u.add_roles("app");
+  c.auth_users.push_back(u);
+  authpb::Role r;
+  r.set_name("app");
+  authpb::Permission* p = r.add_keypermission();
+  p->set_permtype(authpb::Permission::READWRITE);
+  p->set_key("/app/");
+  p->set_range_end("/app0");
+  c.auth_roles.push_back(r);
+  auto db = WriteEtcdBackend(std::move(c));
+  ASSERT_TRUE(db.ok()) << db.status();
+  auto reader = BoltReader::Open(*db);
+  ASSERT_TRUE(reader.ok());
+  Contents got = ReadAll(*reader);
+  EXPECT_EQ(Hex(got["auth"]["authRevision"]), "0000000000000007");
+  EXPECT_EQ(Hex(got["auth"]["authEnabled"]), "01");
+  EXPECT_EQ(got["authUsers"]["alice"], u.SerializeAsString());
+  EXPECT_EQ(got["authRoles"]["app"], r.SerializeAsString());
+  // etcd's authpb wire form: name 1, keyPermission 2 {permType 1, key 2,
+  // range_end 3}.
+  EXPECT_EQ(Hex(got["authRoles"]["app"]),
+            "0a03617070121008021205"
+            "2f6170702f1a052f61707030");
+}
+
 TEST(EtcdBackend, MemberJsonEscapesAsGo) {
   etcdserverpb::Member m;
   m.set_id(1);

@@ -2,6 +2,7 @@
 
 #include <openssl/evp.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <utility>
 
@@ -191,9 +192,23 @@ StatusOr<std::string> WriteEtcdBackend(EtcdBackend c) {
       alarm.items.emplace_back(a.SerializeAsString(), "");
     }
   }
-  bucket("auth").items.emplace_back("authRevision", Be64(1));
-  bucket("authRoles");
-  bucket("authUsers");
+  {
+    BoltBucket& auth = bucket("auth");
+    auth.items.emplace_back("authRevision",
+                            Be64(std::max<uint64_t>(c.auth_revision, 1)));
+    if (c.auth_enabled_key) {
+      auth.items.emplace_back("authEnabled",
+                              std::string(1, c.auth_enabled ? '\1' : '\0'));
+    }
+    BoltBucket& roles = bucket("authRoles");
+    for (const auto& r : c.auth_roles) {
+      roles.items.emplace_back(r.name(), r.SerializeAsString());
+    }
+    BoltBucket& users = bucket("authUsers");
+    for (const auto& u : c.auth_users) {
+      users.items.emplace_back(u.name(), u.SerializeAsString());
+    }
+  }
   return WriteBoltDb(std::move(b));
 }
 

@@ -18,8 +18,11 @@
 //   members_removed  hex id -> "removed"
 //   cluster          "clusterVersion" -> "3.4.0"
 //   alarm            marshalled etcdserverpb.AlarmMember -> ""
-//   auth             "authRevision" -> be64(1) (auth never enabled)
-//   authRoles, authUsers   empty
+//   auth             "authRevision" -> be64(revision, at least 1); once
+//                    auth was enabled, "authEnabled" -> 0x01 or 0x00
+//   authUsers        name -> authpb.User (its password kplane's PBKDF2
+//                    hash, which etcd's bcrypt check rejects)
+//   authRoles        name -> authpb.Role
 //
 // Worked example: put foo=v1 at revision 2 (etcd's first) is key
 // 00..02 5f 00..00 -> 0a 03 'foo' 10 02 18 02 20 01 2a 02 'v1'; deleting
@@ -35,6 +38,7 @@
 #include <vector>
 
 #include "base/statusor.h"
+#include "schemas/auth.pb.h"
 #include "schemas/kv.pb.h"
 #include "schemas/rpc.pb.h"
 
@@ -60,6 +64,12 @@ struct EtcdBackend {
   std::vector<uint64_t> removed_members;
   std::vector<etcdserverpb::AlarmMember> alarms;
   std::string cluster_version = "3.4.0";
+  // etcd's auth buckets.
+  uint64_t auth_revision = 1;
+  bool auth_enabled_key = false;  // write "authEnabled" at all
+  bool auth_enabled = false;
+  std::vector<authpb::User> auth_users;
+  std::vector<authpb::Role> auth_roles;
 };
 
 // The bbolt database (without etcd's trailing sha256). Consumes

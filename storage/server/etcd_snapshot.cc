@@ -32,6 +32,14 @@ StatusOr<std::string> EtcdSnapshotDb(StoreServer* server) {
   }
   b.removed_members.assign(record.removed().begin(), record.removed().end());
   b.alarms = server->Alarms();
+  // etcd's auth buckets, from the same record (cluster.pb) the member
+  // persists.
+  const storagepb::AuthRecord& auth = record.auth();
+  b.auth_revision = auth.revision() + 1;  // etcd's starts at 1
+  b.auth_enabled_key = auth.enabled() || auth.revision() > 0;
+  b.auth_enabled = auth.enabled();
+  b.auth_users.assign(auth.users().begin(), auth.users().end());
+  b.auth_roles.assign(auth.roles().begin(), auth.roles().end());
   return bolt::WriteEtcdBackend(std::move(b));
 }
 

@@ -117,6 +117,30 @@ TEST_F(AuthServerTest, GatewayChecksTheAuthorizationHeader) {
   ExpectOk("/v3/maintenance/hash", "{}", root);
 }
 
+TEST_F(AuthServerTest, LeaseNeedsWriteOnItsKeys) {
+  SetupAndEnable();
+  std::string root = Login("root", "rootpw");
+  std::string alice = Login("alice", "alicepw");
+  net::HttpResponse g = Post("/v3/lease/grant", R"({"TTL":"60"})", root);
+  size_t at = g.body.find(R"("ID":")");
+  ASSERT_NE(at, std::string::npos) << g.body;
+  std::string id = g.body.substr(at + 6, g.body.find('"', at + 6) - at - 6);
+  ExpectOk("/v3/kv/put",
+           R"({"key":")" + B64("/other") + R"(","lease":")" + id + R"("})",
+           root);
+  // Revoking would delete /other; attaching joins a lease that holds it.
+  EXPECT_EQ(Post("/v3/lease/revoke", R"({"ID":")" + id + R"("})", alice).status,
+            403);
+  EXPECT_EQ(
+      Post("/v3/kv/put",
+           R"({"key":")" + B64("/app/z") + R"(","lease":")" + id + R"("})",
+           alice)
+          .status,
+      403);
+  ExpectOk("/v3/kv/put", Put("/app/z", "1"), alice);
+  ExpectOk("/v3/lease/revoke", R"({"ID":")" + id + R"("})", root);
+}
+
 TEST_F(AuthServerTest, WatchNeedsReadOnItsRange) {
   SetupAndEnable();
   std::string alice = Login("alice", "alicepw");

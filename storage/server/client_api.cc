@@ -112,6 +112,7 @@ void BoundWait(Responder* r, const std::shared_ptr<PendingCall>& p,
 // returns false if the token is invalid.
 bool CallerOf(StoreServer* s, const HttpRequest& req, Responder* r,
               std::string* user) {
+  if (!s->auth()->enabled()) return true;  // the hot path: no header lookup
   StatusOr<std::string> u =
       s->auth()->ResolveToken(req.headers.Get("Authorization"));
   if (!u.ok()) {
@@ -647,10 +648,13 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
     if (!ParseBody(req, r.get(), &q)) return;
     kv->LeaseGrant(std::move(q), Answer<etcdserverpb::LeaseGrantResponse>(r));
   });
-  auto revoke = [kv](const HttpRequest& req, ResponderPtr r) {
+  auto revoke = [s, kv](const HttpRequest& req, ResponderPtr r) {
     etcdserverpb::LeaseRevokeRequest q;
     if (!ParseBody(req, r.get(), &q)) return;
-    kv->LeaseRevoke(std::move(q), Answer<etcdserverpb::LeaseRevokeResponse>(r));
+    std::string user;
+    if (!CallerOf(s, req, r.get(), &user)) return;
+    kv->LeaseRevoke(std::move(q), Answer<etcdserverpb::LeaseRevokeResponse>(r),
+                    std::move(user));
   };
   both("/lease/revoke", revoke);
   both("/kv/lease/revoke", revoke);

@@ -178,8 +178,10 @@ void KvService::LeaseGrant(etcdserverpb::LeaseGrantRequest req,
 }
 
 void KvService::LeaseRevoke(etcdserverpb::LeaseRevokeRequest req,
-                            Done<etcdserverpb::LeaseRevokeResponse> done) {
+                            Done<etcdserverpb::LeaseRevokeResponse> done,
+                            std::string user) {
   storagepb::InternalRaftRequest ir;
+  ir.set_user(std::move(user));
   *ir.mutable_lease_revoke() = std::move(req);
   Propose(server_, std::move(ir), std::move(done));
 }

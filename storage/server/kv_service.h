@@ -73,8 +73,10 @@ class KvService {
                Done<etcdserverpb::CompactionResponse> done);
   void LeaseGrant(etcdserverpb::LeaseGrantRequest req,
                   Done<etcdserverpb::LeaseGrantResponse> done);
+  // With auth enabled, `user` needs WRITE on every key of the lease.
   void LeaseRevoke(etcdserverpb::LeaseRevokeRequest req,
-                   Done<etcdserverpb::LeaseRevokeResponse> done);
+                   Done<etcdserverpb::LeaseRevokeResponse> done,
+                   std::string user = {});
 
   // A keepalive's answer as etcd's stream gives it: an unknown lease gets
   // its ID back with no TTL, ID 0 just a header. Blocks until applied.

@@ -499,6 +499,7 @@ StatusOr<ApplyResponse> StoreApplier::ApplyRequest(
         if (r.put().prev_kv()) {
           RETURN_IF_ERROR(auth_->CheckRange(r.user(), r.put().key(), ""));
         }
+        RETURN_IF_ERROR(CheckLeaseKeys(r.user(), r.put().lease()));
       }
       ASSIGN_OR_RETURN(auto resp, db()->Put(r.put(), index));
       self_->FillHeader(resp.mutable_header());
@@ -536,6 +537,9 @@ StatusOr<ApplyResponse> StoreApplier::ApplyRequest(
       return ApplyResponse(std::move(resp));
     }
     case R::kLeaseRevoke: {
+      if (auth_->enabled()) {
+        RETURN_IF_ERROR(CheckLeaseKeys(r.user(), r.lease_revoke().id()));
+      }
       ASSIGN_OR_RETURN(auto resp, db()->LeaseRevoke(r.lease_revoke(), index));
       self_->FillHeader(resp.mutable_header());
       return ApplyResponse(std::move(resp));
@@ -783,6 +787,20 @@ Status StoreApplier::SwapDatabase(const std::string& pending,
     return opened.status().Annotate("opening the received snapshot");
   }
   store = std::move(*opened);
+  return Status::Ok();
+}
+
+Status StoreApplier::CheckLeaseKeys(const std::string& user, int64_t lease) {
+  if (lease == 0) return Status::Ok();
+  etcdserverpb::LeaseTimeToLiveRequest q;
+  q.set_id(lease);
+  q.set_keys(true);
+  StatusOr<etcdserverpb::LeaseTimeToLiveResponse> ttl =
+      db()->LeaseTimeToLive(q);
+  if (!ttl.ok()) return Status::Ok();  // the request fails on its own
+  for (const std::string& key : ttl->keys()) {
+    RETURN_IF_ERROR(auth_->CheckPut(user, key));
+  }
   return Status::Ok();
 }
 

@@ -252,6 +252,9 @@ class StoreApplier : public Applier {
   // leader's empty entry) do not move it, but a snapshot at `index` must
   // find the store there (bootstrap.h's startup checks).
   Status RecordAppliedIndex(uint64_t index);
+  // etcd's checkLeasePuts: `user` may write every key attached to `lease`
+  // (a revoke deletes them; a put attaches to the lease's set).
+  Status CheckLeaseKeys(const std::string& user, int64_t lease);
   // Stops applying for good (see the file comment); logs `why` once.
   // StopApply runs on the apply thread; RecordStop is the part any thread
   // may run.

@@ -268,10 +268,18 @@ Status RestoreSnapshot(const std::string& path, const RestoreOptions& o) {
 
   const std::string member_dir = data_dir + "/member";
   // Only the store's files are restored; the old cluster's membership is
-  // replaced by the new one.
+  // replaced by the new one, but its users and roles are kept (etcd's
+  // restore keeps its auth buckets).
   std::vector<PackedFile> db_files;
   for (const PackedFile& f : files) {
     if (f.name.rfind("db/", 0) == 0) db_files.push_back(f);
+    if (f.name == "cluster.pb") {
+      storagepb::ClusterRecord old;
+      if (!old.ParseFromArray(f.data.data(), static_cast<int>(f.data.size()))) {
+        return CorruptionError("snapshot's cluster.pb does not parse");
+      }
+      *record.mutable_auth() = old.auth();
+    }
   }
   if (db_files.empty()) {
     return InvalidArgumentError("snapshot holds no database files (db/...)");

@@ -94,6 +94,12 @@ Status InitializeMember(StoreConfig* config, BootstrappedMember* m) {
   ASSIGN_OR_RETURN(m->membership,
                    Membership::Open(m->member_dir + "/cluster.pb", initial,
                                     config->file_system));
+  // A restored data dir (`snapshot restore`) brings the old cluster's users
+  // and roles in its cluster.pb; the membership is the new one.
+  storagepb::ClusterRecord restored = m->membership->Record();
+  if (restored.has_auth() && !initial.has_auth()) {
+    *initial.mutable_auth() = restored.auth();
+  }
   RETURN_IF_ERROR(m->membership->Replace(initial));
   storagepb::MemberIdentity id;
   id.set_member_id(m->member_id);

@@ -13,6 +13,7 @@
 #include "base/mutex.h"
 #include "base/subprocess.h"
 #include "kpctl/store/store_command.h"
+#include "net/http_client.h"
 #include "storage/client/local_cluster.h"
 #include "storage/client/maintenance.h"
 #include "storage/client/remote_kv.h"
@@ -315,6 +316,19 @@ TEST_F(KpctlOnKplane, SnapshotSaveStatusRestore) {
   for (int i = 0; i < 10; ++i) {
     ASSERT_EQ(Run({"put", "s/" + std::to_string(i), "v"}).code, 0);
   }
+  // A user, kept by the restore (auth stays disabled: no revisions used).
+  auto post = [](const std::string& url, const std::string& path,
+                 const std::string& body) {
+    auto c = net::HttpClient::ForUrl(url);
+    if (!c.ok()) return c.status().ToString();
+    auto r = (*c)->Request("POST", path, {{"Content-Type", "application/json"}},
+                           body);
+    return r.ok() ? r->body : r.status().ToString();
+  };
+  EXPECT_NE(post(cluster_->client_url(0), "/v3/auth/user/add",
+                 R"({"name":"alice","password":"pw"})")
+                .find("header"),
+            std::string::npos);
   ASSERT_EQ(Run({"put", "s/0", "again"}).code, 0);  // revision 12
   char tmpl[] = "/tmp/kpctl-snap-XXXXXX";
   ASSERT_NE(::mkdtemp(tmpl), nullptr);
@@ -382,6 +396,8 @@ TEST_F(KpctlOnKplane, SnapshotSaveStatusRestore) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     EXPECT_NE(ml.out.find(want), std::string::npos) << ml.out;
+    std::string users = post(client_url, "/v3/auth/user/list", "{}");
+    EXPECT_NE(users.find(R"("users":["alice"])"), std::string::npos) << users;
     member.Stop();
   }
   Out etcd_kind = RunOne({"snapshot", "restore", "/nonexistent"});

@@ -670,7 +670,10 @@ HttpError StatusToError(const Status& s) {
       break;
   }
   std::string msg = s.message();
-  if (!msg.starts_with("etcdserver: ") && !msg.starts_with("grpc: ")) {
+  // "auth: ": etcd's auth package's own errors, which some of etcd's
+  // calls return unconverted (AuthMaintenanceError).
+  if (!msg.starts_with("etcdserver: ") && !msg.starts_with("grpc: ") &&
+      !msg.starts_with("auth: ")) {
     msg = "etcdserver: " + msg;
   }
   return HttpError{HttpStatusForGrpcCode(code), code, msg};

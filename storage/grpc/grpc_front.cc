@@ -93,10 +93,12 @@ bool Caller(KvService* kv, CallbackServerContext* ctx, ServerUnaryReactor* r,
 
 // etcd's authMaintenanceServer: defragment, snapshot, hash, hash-kv and
 // move-leader need the root role when auth is enabled.
+// Their errors are the auth package's, unconverted, as etcd's.
 Status CheckAdmin(StoreServer* s, const grpc::ServerContextBase* ctx) {
   if (!s->auth()->enabled()) return Status::Ok();
-  ASSIGN_OR_RETURN(std::string user, s->auth()->ResolveToken(TokenOf(ctx)));
-  return s->auth()->CheckAdmin(user);
+  StatusOr<std::string> user = s->auth()->ResolveToken(TokenOf(ctx));
+  if (!user.ok()) return AuthMaintenanceError(user.status());
+  return AuthMaintenanceError(s->auth()->CheckAdmin(*user));
 }
 
 // ---- bidirectional streams ---------------------------------------------

@@ -35,6 +35,14 @@ Status AuthNotEnabled() {
 }
 }  // namespace autherr
 
+Status AuthMaintenanceError(const Status& s) {
+  if (s.ok()) return s;
+  std::string msg = s.message();
+  constexpr std::string_view kPrefix = "etcdserver: ";
+  if (msg.starts_with(kPrefix)) msg = msg.substr(kPrefix.size());
+  return Status(StatusCode::kUnknown, "auth: " + msg);
+}
+
 namespace {
 
 constexpr std::string_view kRoot = "root";

@@ -64,6 +64,11 @@ Status InvalidAuthToken();
 Status AuthNotEnabled();
 }  // namespace autherr
 
+// `s` (an auth error) as etcd's maintenance calls answer it: the auth
+// package's error unconverted, so gRPC UNKNOWN with "auth: permission
+// denied" (etcd 3.4's authMaintenanceServer returns it raw).
+Status AuthMaintenanceError(const Status& s);
+
 struct AuthStoreOptions {
   Clock* clock = Clock::Real();
   // etcd's --auth-token-ttl.

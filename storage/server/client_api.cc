@@ -123,13 +123,15 @@ bool CallerOf(StoreServer* s, const HttpRequest& req, Responder* r,
   return true;
 }
 
-// etcd's authMaintenanceServer: these need the root role.
+// etcd's authMaintenanceServer: these need the root role; its errors are
+// the auth package's, unconverted (code 2, "auth: permission denied").
 bool AdminOf(StoreServer* s, const HttpRequest& req, Responder* r) {
   if (!s->auth()->enabled()) return true;
-  std::string user;
-  if (!CallerOf(s, req, r, &user)) return false;
-  if (Status st = s->auth()->CheckAdmin(user); !st.ok()) {
-    RespondError(r, st);
+  StatusOr<std::string> user =
+      s->auth()->ResolveToken(req.headers.Get("Authorization"));
+  Status st = user.ok() ? s->auth()->CheckAdmin(*user) : user.status();
+  if (!st.ok()) {
+    RespondError(r, AuthMaintenanceError(st));
     return false;
   }
   return true;

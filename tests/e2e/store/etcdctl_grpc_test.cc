@@ -707,6 +707,24 @@ TEST_P(EtcdctlGrpc, UsersRolesAuth) {
       FailsWith(Run({alice, "user", "list"}), "etcdserver: permission denied"));
   EXPECT_TRUE(FailsWith(Run({alice, "user", "add", "eve:pw"}),
                         "etcdserver: permission denied"));
+  // A watch outside the grants is cancelled by the server.
+  Out watch = Run({alice, "watch", "/other"});
+  EXPECT_NE(watch.code, 0);
+  EXPECT_NE(watch.out.find("watch was canceled (rpc error: code = "
+                           "PermissionDenied desc = etcdserver: permission "
+                           "denied)\n"),
+            std::string::npos)
+      << watch.out;
+  EXPECT_TRUE(FailsWith(watch, "watch is canceled by the server"));
+  // Maintenance that etcd keeps for the root role; etcd 3.4 answers with
+  // its auth package's error, unconverted.
+  Out defrag = Run({alice, "defrag"});
+  EXPECT_NE(defrag.code, 0);
+  EXPECT_NE(defrag.out.find("(rpc error: code = Unknown desc = auth: "
+                            "permission denied)"),
+            std::string::npos)
+      << defrag.out;
+  EXPECT_OK(Run({"--user=root:rootpw", "defrag"}));
   // A user may read himself, and the roles he holds.
   EXPECT_EQ(Run({alice, "user", "get", "alice"}).out,
             "User: alice\nRoles: app\n");

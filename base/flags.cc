@@ -148,6 +148,14 @@ Status FlagSet::Parse(const std::vector<std::string>& args) {
                                     command_ + " --help)");
       }
       f = &flags_[it->second];
+    } else if (std::string name = a.substr(1, a.find('=') - 1);
+               name.size() > 1 && by_name_.count(name) > 0) {
+      // Go's flag package: `-name value` is `--name value`.
+      f = &flags_[by_name_.at(name)];
+      if (size_t eq = a.find('='); eq != std::string::npos) {
+        value = a.substr(eq + 1);
+        has_value = true;
+      }
     } else {
       auto it = by_short_.find(a[1]);
       if (it == by_short_.end()) {
@@ -177,6 +185,28 @@ Status FlagSet::Parse(const std::vector<std::string>& args) {
 
 bool FlagSet::IsSet(const std::string& name) const {
   return set_.count(name) > 0;
+}
+
+Status FlagSet::Set(const std::string& name, const std::string& value) {
+  auto it = by_name_.find(name);
+  if (it == by_name_.end()) {
+    return InvalidArgumentError("unknown flag: --" + name);
+  }
+  RETURN_IF_ERROR(flags_[it->second].set(value));
+  set_[name] = true;
+  return Status::Ok();
+}
+
+bool FlagSet::IsBool(const std::string& name) const {
+  auto it = by_name_.find(name);
+  return it != by_name_.end() && flags_[it->second].is_bool;
+}
+
+std::vector<std::string> FlagSet::Names() const {
+  std::vector<std::string> names;
+  names.reserve(flags_.size());
+  for (const Flag& f : flags_) names.push_back(f.name);
+  return names;
 }
 
 std::string FlagSet::Usage() const {

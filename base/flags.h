@@ -1,6 +1,8 @@
 // FlagSet: command-line flags in the style of Go's flag package, which etcd,
 // kube-apiserver and kubectl users know: `--name=value`, `--name value`,
 // `-n value` for a declared short name, bare `--bool-flag`, `--` ends flags.
+// As in Go, a long name also works with one dash (`-name value`) when it is
+// longer than one letter.
 //
 //   FlagSet flags("kplane store", "Runs one member of the replicated store.");
 //   std::string name = "default";
@@ -55,8 +57,18 @@ class FlagSet {
 
   const std::vector<std::string>& args() const { return args_; }
   bool help_requested() const { return help_; }
-  // True if the flag was given on the command line.
+  // True if the flag was given on the command line (or through Set).
   bool IsSet(const std::string& name) const;
+  // Whether a flag of that name is declared.
+  bool Has(const std::string& name) const { return by_name_.count(name) > 0; }
+  // Sets a declared flag from text as the command line would (environment
+  // variables and config files use it); marks it set. InvalidArgument for an
+  // unknown name or a bad value.
+  Status Set(const std::string& name, const std::string& value);
+  // Whether the declared flag `name` takes no value (a bool).
+  bool IsBool(const std::string& name) const;
+  // The declared long names, in declaration order.
+  std::vector<std::string> Names() const;
   std::string Usage() const;
 
  private:

@@ -71,5 +71,39 @@ TEST(FlagsTest, HelpAndUsage) {
   EXPECT_NE(u.find("(default 3)"), std::string::npos);
 }
 
+TEST(FlagsTest, OneDashLongNamesAsGo) {
+  FlagSet f("etcd", "");
+  std::string name, out;
+  bool debug = false;
+  f.String("name", &name, "");
+  f.String("output", &out, "", 'o');
+  f.Bool("debug", &debug, "");
+  ASSERT_TRUE(f.Parse({"-name", "m1", "-debug", "-ojson"}).ok());
+  EXPECT_EQ(name, "m1");
+  EXPECT_TRUE(debug);
+  EXPECT_EQ(out, "json");  // a short flag with its value stays one
+  ASSERT_TRUE(f.Parse({"-name=m2"}).ok());
+  EXPECT_EQ(name, "m2");
+}
+
+TEST(FlagsTest, SetByNameAsTheCommandLineWould) {
+  FlagSet f("etcd", "");
+  int64_t n = 0;
+  bool b = false;
+  f.Int64("snapshot-count", &n, "");
+  f.Bool("pre-vote", &b, "");
+  EXPECT_EQ(f.Names(),
+            (std::vector<std::string>{"snapshot-count", "pre-vote"}));
+  EXPECT_TRUE(f.Has("pre-vote"));
+  EXPECT_TRUE(f.IsBool("pre-vote"));
+  EXPECT_FALSE(f.IsSet("snapshot-count"));
+  ASSERT_TRUE(f.Set("snapshot-count", "42").ok());
+  EXPECT_EQ(n, 42);
+  EXPECT_TRUE(f.IsSet("snapshot-count"));
+  EXPECT_EQ(f.Set("nope", "1").message(), "unknown flag: --nope");
+  EXPECT_EQ(f.Set("pre-vote", "sure").message(),
+            "invalid boolean value \"sure\" for --pre-vote");
+}
+
 }  // namespace
 }  // namespace kplane

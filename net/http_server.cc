@@ -1762,10 +1762,17 @@ void HttpServer::Impl::CountRequest(int status) {
 Status HttpServer::Impl::Start(uint16_t* port) {
   CHECK(!started_) << "HttpServer::Start called twice";
   started_ = true;
+  ScopedFd given(opts.listen_fd);
+  opts.listen_fd = -1;
   StatusOr<uint64_t> limit = RaiseFileDescriptorLimit();
   if (!limit.ok()) LOG(WARNING) << "RLIMIT_NOFILE: " << limit.status();
-  ASSIGN_OR_RETURN(ScopedFd listener,
-                   ListenTcp(opts.host, opts.port, opts.listen_backlog));
+  ScopedFd listener;
+  if (given.valid()) {
+    listener = std::move(given);
+  } else {
+    ASSIGN_OR_RETURN(listener,
+                     ListenTcp(opts.host, opts.port, opts.listen_backlog));
+  }
   ASSIGN_OR_RETURN(*port, LocalPort(listener.get()));
   pool =
       std::make_shared<WorkerPool>(std::max(1, opts.worker_threads), opts.name);

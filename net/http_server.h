@@ -164,6 +164,10 @@ struct RouteOptions {
 struct HttpServerOptions {
   std::string host = "127.0.0.1";  // "" or "0.0.0.0" or "::" for all
   uint16_t port = 0;               // 0: ephemeral; see HttpServer::port()
+  // A socket already bound and listening (net::ListenTcp) to serve instead
+  // of binding host:port; Start() takes ownership (closed on failure too).
+  // Lets a caller learn an ephemeral port before it sets up the handlers.
+  int listen_fd = -1;
   int io_threads = 1;
   int worker_threads = 4;
   int listen_backlog = 4096;

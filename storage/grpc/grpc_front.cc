@@ -1017,7 +1017,8 @@ class AuthImpl final : public pb::Auth::CallbackService {
 
 }  // namespace
 
-GrpcFront::GrpcFront(StoreServer* server) : server_(server) {}
+GrpcFront::GrpcFront(StoreServer* server, GrpcFrontOptions options)
+    : server_(server), options_(options) {}
 
 GrpcFront::~GrpcFront() { Stop(); }
 
@@ -1042,10 +1043,30 @@ Status GrpcFront::Start() {
   // etcdctl and clientv3 ping every few seconds on idle connections (a
   // long watch); gRPC's C++ default would answer that with GOAWAY
   // "too_many_pings". etcd allows a ping every 5 s; be as lenient.
+  auto ms = [](Duration d) {
+    return static_cast<int>(std::min<int64_t>(
+        INT_MAX,
+        std::chrono::duration_cast<std::chrono::milliseconds>(d).count()));
+  };
   b.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
-                       1000);
+                       options_.keepalive_min_time > Duration(0)
+                           ? ms(options_.keepalive_min_time)
+                           : 1000);
   b.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
   b.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  if (options_.keepalive_interval > Duration(0)) {
+    b.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS,
+                         ms(options_.keepalive_interval));
+  }
+  if (options_.keepalive_timeout > Duration(0)) {
+    b.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS,
+                         ms(options_.keepalive_timeout));
+  }
+  if (options_.max_concurrent_streams > 0) {
+    b.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
+                         static_cast<int>(std::min<uint32_t>(
+                             options_.max_concurrent_streams, INT_MAX)));
+  }
   grpc_ = b.BuildAndStart();
   if (!grpc_) return InternalError("grpc: cannot start the server");
   return Status::Ok();

@@ -41,9 +41,22 @@ class Service;
 
 namespace kplane::storage {
 
+// gRPC server settings, etcd's flags; 0 leaves gRPC's (or our) default.
+struct GrpcFrontOptions {
+  // --max-concurrent-streams: streams per client connection.
+  uint32_t max_concurrent_streams = 0;
+  // --grpc-keepalive-min-time: the shortest ping interval a client may use
+  // (default here 1 s: etcdctl pings a long watch every few seconds).
+  Duration keepalive_min_time = Duration(0);
+  // --grpc-keepalive-interval / -timeout: the server pings an idle
+  // connection this often and closes it when no answer comes in time.
+  Duration keepalive_interval = Duration(0);
+  Duration keepalive_timeout = Duration(0);
+};
+
 class GrpcFront {
  public:
-  explicit GrpcFront(StoreServer* server);
+  explicit GrpcFront(StoreServer* server, GrpcFrontOptions options = {});
   ~GrpcFront();  // Stop()s
   GrpcFront(const GrpcFront&) = delete;
   GrpcFront& operator=(const GrpcFront&) = delete;
@@ -59,6 +72,7 @@ class GrpcFront {
 
  private:
   StoreServer* const server_;
+  const GrpcFrontOptions options_;
   std::unique_ptr<KvService> kv_;
   std::unique_ptr<ElectionLockService> el_;  // borrows kv_
   std::vector<std::unique_ptr<grpc::Service>> services_;

@@ -29,6 +29,9 @@ mvcc::Options StoreOptions(const StoreConfig& config,
   o.clock = config.clock;
   o.quota_bytes = config.quota_backend_bytes;
   o.max_request_bytes = config.max_request_bytes;
+  o.max_txn_ops = config.max_txn_ops;
+  o.watch_progress_interval = config.watch_progress_interval;
+  o.compaction_batch_records = config.compaction_batch_records;
   o.file_system = config.file_system;
   // Auto-compaction is the server's (through raft), never the replica's.
   return o;

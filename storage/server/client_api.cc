@@ -991,6 +991,21 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
   });
 
   // ---- health, version, metrics -------------------------------------------
+  RegisterMetricsHandlers(http);
+  // etcd's two fields, parseable as etcd's (version.h), then kplane's own.
+  http->Handle("GET", "/version",
+               [](const HttpRequest&, ResponderPtr r) {
+                 r->Respond(200, JsonHeaders(),
+                            std::string("{\"etcdserver\":\"") +
+                                kEtcdServerVersion + "\",\"etcdcluster\":\"" +
+                                kEtcdClusterVersion + "\",\"kplane\":\"" +
+                                kKplaneVersion + "\"}");
+               },
+               {.run_on_io_thread = true});
+}
+
+void ClientApi::RegisterMetricsHandlers(net::HttpServer* http) {
+  StoreServer* s = server_;
   // etcd's /health (checkHealth): {"health":"true"} or
   // {"health":"false","reason":"..."} with 503. The checks are in
   // StoreServer::CheckHealth; it waits up to a second for a linearizable
@@ -1005,16 +1020,6 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
     body += "}";
     r->Respond(h.healthy ? 200 : 503, JsonHeaders(), body);
   });
-  // etcd's two fields, parseable as etcd's (version.h), then kplane's own.
-  http->Handle("GET", "/version",
-               [](const HttpRequest&, ResponderPtr r) {
-                 r->Respond(200, JsonHeaders(),
-                            std::string("{\"etcdserver\":\"") +
-                                kEtcdServerVersion + "\",\"etcdcluster\":\"" +
-                                kEtcdClusterVersion + "\",\"kplane\":\"" +
-                                kKplaneVersion + "\"}");
-               },
-               {.run_on_io_thread = true});
   metrics::Registry* reg = metrics_;
   http->Handle("GET", "/metrics", [reg](const HttpRequest&, ResponderPtr r) {
     r->Respond(200, {{"Content-Type", "text/plain; version=0.0.4"}},

@@ -32,6 +32,9 @@ class ClientApi {
  public:
   ClientApi(StoreServer* server, metrics::Registry* metrics);
   void RegisterHandlers(net::HttpServer* http);
+  // Only GET /health and /metrics (etcd's --listen-metrics-urls); also part
+  // of RegisterHandlers.
+  void RegisterMetricsHandlers(net::HttpServer* http);
 
  private:
   StoreServer* server_;

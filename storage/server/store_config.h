@@ -43,6 +43,15 @@ struct StoreConfig {
   uint64_t snapshot_catch_up_entries = 5000;
   int64_t quota_backend_bytes = int64_t{2} << 30;
   int64_t max_request_bytes = 1536 * 1024;
+  // etcd's --max-txn-ops: a txn with more operations in one branch is
+  // refused ("etcdserver: too many operations in txn request").
+  int max_txn_ops = 128;
+  // etcd's --experimental-watch-progress-notify-interval: how often a watch
+  // created with progress_notify hears the revision when it saw no event.
+  Duration watch_progress_interval = minutes(10);
+  // etcd's --experimental-compaction-batch-limit: compaction deletes in
+  // write batches of about this many records.
+  int compaction_batch_records = 1000;
   mvcc::AutoCompactionOptions auto_compaction;
   // A proposal not applied within this time fails with
   // "etcdserver: request timed out" (etcd: 5 s + 2 election timeouts).

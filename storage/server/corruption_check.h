@@ -15,8 +15,8 @@
 //   3 members, hashes {a: 7, b: 7} (c silent)  -> consistent
 //
 // Used twice: the leader's periodic check (Housekeeper, every
-// --corrupt-check-time) raises a CORRUPT alarm through the log for each
-// corrupt member; the initial check (--experimental-initial-corrupt-check,
+// --experimental-corrupt-check-time) raises a CORRUPT alarm through the log for
+// each corrupt member; the initial check (--experimental-initial-corrupt-check,
 // StoreServer::CheckInitialHashKV) refuses to start a member whose data is
 // not on the quorum's side.
 //

@@ -164,7 +164,7 @@ TEST_F(StoreIntegrityTest, WalThatLostAppliedEntriesRefusesStartup) {
 // cluster refuses writes with etcd's error, the corrupt member refuses
 // reads and reports itself unhealthy, the others still serve reads.
 TEST_F(StoreIntegrityTest, CorruptMemberIsRefusedAtStartAndAlarmedByOthers) {
-  StartCluster({"--corrupt-check-time", "1s"});
+  StartCluster({"--experimental-corrupt-check-time", "1s"});
   const int64_t rev = PutMany("/c/", 50);
   const int f = CaughtUpFollower(rev);
   auto code = cluster_->Terminate(f);

@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 
@@ -10,7 +11,9 @@
 #include "base/flags.h"
 #include "base/logging.h"
 #include "base/strings.h"
+#include "cmd/kplane/store_flags.h"
 #include "net/http_server.h"
+#include "net/socket.h"
 #include "net/url.h"
 #include "storage/grpc/grpc_front.h"
 #include "storage/server/client_api.h"
@@ -26,17 +29,6 @@ using storage::StoreConfig;
 using storage::StoreServer;
 
 namespace {
-
-StatusOr<net::Url> ListenUrl(const std::vector<std::string>& urls,
-                             const char* flag) {
-  if (urls.size() != 1) {
-    return InvalidArgumentError(std::string("--") + flag +
-                                " takes exactly one URL in kplane");
-  }
-  auto u = net::ParseUrl(urls.front());
-  if (!u.ok()) return u.status().Annotate(std::string("--") + flag);
-  return u;
-}
 
 // Waits up to `timeout` for SIGINT/SIGTERM (blocked by BlockStopSignals),
 // for the member to learn it was removed from the cluster, or for it to
@@ -74,172 +66,67 @@ bool StopRequested(const sigset_t& stop_signals, const StoreServer& server,
   }
 }
 
+// A bound, listening socket per URL (port 0: an ephemeral one), opened
+// before the member starts so that the URLs it advertises name the ports.
+struct Listener {
+  net::Url url;
+  net::ScopedFd fd;
+  uint16_t port = 0;
+};
+
+StatusOr<std::vector<Listener>> BindAll(const std::vector<net::Url>& urls,
+                                        const char* flag) {
+  std::vector<Listener> out;
+  for (const net::Url& u : urls) {
+    auto fd = net::ListenTcp(u.host, u.port, 4096);
+    if (!fd.ok()) {
+      return fd.status().Annotate(std::string("--") + flag + " " +
+                                  u.HostPort());
+    }
+    auto port = net::LocalPort(fd->get());
+    if (!port.ok()) return port.status();
+    out.push_back(Listener{u, std::move(*fd), *port});
+  }
+  return out;
+}
+
+// The listen URLs with the ports the listeners got: what a member
+// advertises when its --advertise-client-urls / --initial-advertise-peer-urls
+// are not given.
+std::vector<std::string> BoundUrls(const std::vector<Listener>& ls) {
+  std::vector<std::string> urls;
+  for (const Listener& l : ls) {
+    net::Url u = l.url;
+    u.port = l.port;
+    urls.push_back("http://" + u.HostPort());
+  }
+  std::sort(urls.begin(), urls.end());  // as etcd's types.NewURLs
+  return urls;
+}
+
 }  // namespace
 
 int RunStoreCommand(const std::vector<std::string>& args) {
-  FlagSet flags("kplane store",
-                "Runs one member of kplane's replicated store (our etcd). The "
-                "flags are etcd 3.4's.");
-  StoreConfig cfg;
-  std::string data_dir;
-  std::vector<std::string> listen_client = {"http://127.0.0.1:2379"};
-  std::vector<std::string> advertise_client;
-  std::vector<std::string> listen_peer = {"http://127.0.0.1:2380"};
-  std::vector<std::string> advertise_peer;
-  std::string auto_mode;
-  std::string auto_retention = "0";
-  std::string log_level = "info";
-  int64_t quota = cfg.quota_backend_bytes;
-  int64_t max_request = cfg.max_request_bytes;
-  int64_t snapshot_count = static_cast<int64_t>(cfg.snapshot_count);
-  int64_t catchup_entries = static_cast<int64_t>(cfg.snapshot_catch_up_entries);
-  flags.String("name", &cfg.name, "Human-readable name for this member.");
-  flags.String("data-dir", &data_dir,
-               "Path to the data directory (default <name>.etcd).");
-  flags.StringList("listen-client-urls", &listen_client,
-                   "URL to listen on for client traffic.");
-  flags.StringList("advertise-client-urls", &advertise_client,
-                   "Client URL to advertise to the rest of the cluster "
-                   "(default: the listen URL).");
-  flags.StringList("listen-peer-urls", &listen_peer,
-                   "URL to listen on for peer traffic.");
-  flags.StringList("initial-advertise-peer-urls", &advertise_peer,
-                   "This member's peer URL to advertise to the cluster "
-                   "(default: the listen URL).");
-  flags.String("initial-cluster", &cfg.initial_cluster,
-               "Initial cluster configuration for bootstrapping "
-               "(name=peerURL,...; default <name>=<advertised peer URL>).");
-  flags.String("initial-cluster-state", &cfg.initial_cluster_state,
-               "\"new\" to bootstrap a cluster, \"existing\" to join one "
-               "(after `member add`).");
-  flags.String("initial-cluster-token", &cfg.initial_cluster_token,
-               "Initial cluster token, mixed into member ids.");
-  flags.Duration("heartbeat-interval", &cfg.heartbeat_interval,
-                 "Time between leader heartbeats (bare number: ms).",
-                 milliseconds(1));
-  flags.Duration("election-timeout", &cfg.election_timeout,
-                 "Time without a leader before an election (bare number: ms).",
-                 milliseconds(1));
-  flags.Bool("pre-vote", &cfg.pre_vote,
-             "Run raft's pre-vote round before an election (etcd 3.4 "
-             "default: false).");
-  flags.Int64("snapshot-count", &snapshot_count,
-              "Applied entries between snapshots (then the log is "
-              "truncated).");
-  flags.Int64("experimental-snapshot-catchup-entries", &catchup_entries,
-              "Entries kept behind a snapshot for slow followers (etcd "
-              "3.5's flag; fault tests lower it to force snapshot "
-              "transfers).");
-  flags.Int64("quota-backend-bytes", &quota,
-              "Database size that raises the NOSPACE alarm.");
-  flags.Int64("max-request-bytes", &max_request,
-              "Largest client request accepted.");
-  flags.String("auto-compaction-mode", &auto_mode,
-               "\"periodic\" (keep a time window) or \"revision\" (keep the "
-               "last N revisions); empty: off.");
-  flags.String("auto-compaction-retention", &auto_retention,
-               "periodic: a duration (\"1h\", \"30m\"; a bare number is "
-               "hours); revision: a number of revisions.");
-  flags.Duration("corrupt-check-time", &cfg.corrupt_check_interval,
-                 "How often the leader compares members' hashes (0: off).");
-  bool initial_corrupt_check = false;
-  flags.Bool("experimental-initial-corrupt-check", &initial_corrupt_check,
-             "Before serving, compare this member's hash with its peers' "
-             "and refuse to start if a quorum disagrees with it (etcd "
-             "3.4's flag; off by default, as there).");
-  int64_t max_connections =
-      static_cast<int64_t>(net::HttpServerOptions{}.max_connections);
-  flags.Int64("max-connections", &max_connections,
-              "Client connections open at once; more are answered 503 and "
-              "closed (0: no cap).");
-  Duration body_timeout = net::HttpServerOptions{}.body_timeout;
-  flags.Duration("request-body-timeout", &body_timeout,
-                 "A client request's body must arrive within this time of "
-                 "its head, or 408 (0: none; watch and lease keepalive "
-                 "streams have none).");
-  std::string auth_token = "simple";
-  flags.String("auth-token", &auth_token,
-               "Auth token type: \"simple\" (etcd's simple tokens); "
-               "\"jwt\" is not supported.");
-  int64_t auth_token_ttl = 300;
-  flags.Int64("auth-token-ttl", &auth_token_ttl,
-              "Seconds a simple auth token stays valid after its last use.");
-  flags.String("log-level", &log_level, "debug, info, warning or error.");
-  if (auto code = ParseCommandFlags(flags, args, "kplane store")) return *code;
+  StoreFlags flags;
+  auto parsed = flags.Parse(args, ProcessEnvironment());
+  if (flags.help_requested()) {
+    std::cout << flags.Usage();
+    return 0;
+  }
   auto fail = [](const Status& st) {
     return CommandFailed("kplane store", st);
   };
-  SetMinLogLevelByName(log_level);
+  if (!parsed.ok()) return fail(parsed.status());
+  StoreOptions& opts = *parsed;
+  StoreConfig& cfg = opts.cfg;
+  SetMinLogLevelByName(opts.log_level);
   SetLogTag(cfg.name);
-  if (max_connections < 0) {
-    return fail(InvalidArgumentError("--max-connections must not be negative"));
+  if (!opts.config_file.empty()) {
+    LOG(INFO) << "loaded server configuration from " << opts.config_file
+              << "; other command line flags and environment variables are "
+                 "ignored";
   }
-  if (body_timeout < Duration::zero()) {
-    return fail(
-        InvalidArgumentError("--request-body-timeout must not be negative"));
-  }
-
-  // etcd's form is "simple" or "jwt,pub-key=...,priv-key=...".
-  if (auth_token != "simple") {
-    return fail(InvalidArgumentError(
-        "--auth-token " + auth_token +
-        ": only \"simple\" tokens are supported (kplane has no JWT tokens)"));
-  }
-  if (auth_token_ttl <= 0) {
-    return fail(InvalidArgumentError("--auth-token-ttl must be positive"));
-  }
-  cfg.auth_token_ttl = seconds(auth_token_ttl);
-
-  cfg.data_dir = data_dir.empty() ? cfg.name + ".etcd" : data_dir;
-  cfg.quota_backend_bytes = quota;
-  cfg.max_request_bytes = max_request;
-  if (snapshot_count <= 0) {
-    return fail(InvalidArgumentError("--snapshot-count must be positive"));
-  }
-  cfg.snapshot_count = static_cast<uint64_t>(snapshot_count);
-  if (catchup_entries < 0) {
-    return fail(InvalidArgumentError(
-        "--experimental-snapshot-catchup-entries must not be negative"));
-  }
-  cfg.snapshot_catch_up_entries = static_cast<uint64_t>(catchup_entries);
-  if (!auto_mode.empty()) {
-    if (auto_mode == "revision") {
-      auto n = ParseInt64(auto_retention);
-      if (!n || *n <= 0) {
-        return fail(InvalidArgumentError(
-            "--auto-compaction-retention must be a positive number of "
-            "revisions in revision mode"));
-      }
-      cfg.auto_compaction.mode = mvcc::AutoCompactionMode::kRevision;
-      cfg.auto_compaction.retention_revisions = *n;
-    } else if (auto_mode == "periodic") {
-      Duration d;
-      if (auto n = ParseInt64(auto_retention)) {
-        d = hours(*n);
-      } else if (auto g = ParseGoDuration(auto_retention)) {
-        d = nanoseconds(*g);
-      } else {
-        return fail(InvalidArgumentError(
-            "--auto-compaction-retention: not a duration: " + auto_retention));
-      }
-      if (d <= Duration(0)) {
-        return fail(InvalidArgumentError(
-            "--auto-compaction-retention must be positive"));
-      }
-      cfg.auto_compaction.mode = mvcc::AutoCompactionMode::kPeriodic;
-      cfg.auto_compaction.retention_period = d;
-    } else {
-      return fail(InvalidArgumentError(
-          "--auto-compaction-mode must be \"periodic\" or \"revision\""));
-    }
-  }
-
-  auto client_url = ListenUrl(listen_client, "listen-client-urls");
-  if (!client_url.ok()) return fail(client_url.status());
-  auto peer_url = ListenUrl(listen_peer, "listen-peer-urls");
-  if (!peer_url.ok()) return fail(peer_url.status());
-  cfg.client_urls = advertise_client.empty() ? listen_client : advertise_client;
-  cfg.peer_urls = advertise_peer.empty() ? listen_peer : advertise_peer;
+  for (const std::string& w : opts.warnings) LOG(WARNING) << w;
 
   if (cfg.initial_cluster_state == "existing") {
     // Learn the membership (and so our own id) from a running member.
@@ -263,6 +150,17 @@ int RunStoreCommand(const std::vector<std::string>& args) {
     }
   }
 
+  // Bind every listener first: with port 0 the advertised URLs and the
+  // initial cluster's own entry must name the ports picked.
+  auto peer_ls = BindAll(opts.listen_peer, "listen-peer-urls");
+  if (!peer_ls.ok()) return fail(peer_ls.status());
+  auto client_ls = BindAll(opts.listen_client, "listen-client-urls");
+  if (!client_ls.ok()) return fail(client_ls.status());
+  auto metrics_ls = BindAll(opts.listen_metrics, "listen-metrics-urls");
+  if (!metrics_ls.ok()) return fail(metrics_ls.status());
+  if (!opts.advertise_peer_given) cfg.peer_urls = BoundUrls(*peer_ls);
+  if (!opts.advertise_client_given) cfg.client_urls = BoundUrls(*client_ls);
+
   // Everything this process creates is its own (etcd's 0700 directories
   // and 0600 files), RocksDB's and the received snapshots' files included.
   ::umask(077);
@@ -270,46 +168,69 @@ int RunStoreCommand(const std::vector<std::string>& args) {
   auto server = StoreServer::Open(cfg);
   if (!server.ok()) return fail(server.status());
 
-  net::HttpServerOptions peer_opts;
-  peer_opts.host = peer_url->host;
-  peer_opts.port = peer_url->port;
-  peer_opts.name = "peer";
-  peer_opts.worker_threads = 4;
-  peer_opts.max_body_bytes = 64 << 20;
-  net::HttpServer peer_http(peer_opts);
-  HttpPeerTransport transport(server->get(),
-                              {.file_system = (*server)->config().file_system});
-  transport.RegisterHandlers(&peer_http);
-
-  net::HttpServerOptions client_opts;
-  client_opts.host = client_url->host;
-  client_opts.port = client_url->port;
-  client_opts.name = "client";
-  client_opts.worker_threads = 8;
-  // JSON (base64) is larger than the protobuf size etcd limits; let bodies
-  // up to 4x through so the API answers with etcd's own errors.
-  client_opts.max_body_bytes =
-      4 * (static_cast<size_t>(max_request) + (1 << 20));
-  client_opts.max_connections = static_cast<size_t>(max_connections);
-  client_opts.body_timeout = body_timeout;
-  // gRPC on the same port: connections opening with the HTTP/2 preface go
-  // to the gRPC front, the others to the JSON gateway (etcd's cmux).
-  storage::GrpcFront grpc_front(server->get());
-  if (Status st = grpc_front.Start(); !st.ok()) return fail(st);
-  grpc_front.InstallHandoff(&client_opts);
-  net::HttpServer client_http(client_opts);
-  ClientApi api(server->get(), metrics::Registry::Default());
-  api.RegisterHandlers(&client_http);
-
-  if (Status st = peer_http.Start(); !st.ok()) {
-    return fail(st.Annotate("listen " + listen_peer.front()));
+  HttpPeerTransport transport(server->get(), {});
+  std::vector<std::unique_ptr<net::HttpServer>> peer_https;
+  for (Listener& l : *peer_ls) {
+    net::HttpServerOptions o;
+    o.listen_fd = l.fd.Release();
+    o.name = "peer";
+    o.worker_threads = 4;
+    o.max_body_bytes = 64 << 20;
+    peer_https.push_back(std::make_unique<net::HttpServer>(o));
+    transport.RegisterHandlers(peer_https.back().get());
   }
-  if (initial_corrupt_check) {
+
+  // gRPC on the same ports: connections opening with the HTTP/2 preface go
+  // to the gRPC front, the others to the JSON gateway (etcd's cmux).
+  storage::GrpcFrontOptions grpc_opts;
+  grpc_opts.max_concurrent_streams = opts.max_concurrent_streams;
+  grpc_opts.keepalive_min_time = opts.grpc_keepalive_min_time;
+  grpc_opts.keepalive_interval = opts.grpc_keepalive_interval;
+  grpc_opts.keepalive_timeout = opts.grpc_keepalive_timeout;
+  storage::GrpcFront grpc_front(server->get(), grpc_opts);
+  if (Status st = grpc_front.Start(); !st.ok()) return fail(st);
+  ClientApi api(server->get(), metrics::Registry::Default());
+  std::vector<std::unique_ptr<net::HttpServer>> client_https;
+  for (Listener& l : *client_ls) {
+    net::HttpServerOptions o;
+    o.listen_fd = l.fd.Release();
+    o.name = "client";
+    o.worker_threads = 8;
+    // JSON (base64) is larger than the protobuf size etcd limits; let
+    // bodies up to 4x through so the API answers with etcd's own errors.
+    o.max_body_bytes =
+        4 * (static_cast<size_t>(cfg.max_request_bytes) + (1 << 20));
+    o.max_connections = opts.max_connections;
+    o.body_timeout = opts.body_timeout;
+    grpc_front.InstallHandoff(&o);
+    client_https.push_back(std::make_unique<net::HttpServer>(o));
+    api.RegisterHandlers(client_https.back().get());
+  }
+  std::vector<std::unique_ptr<net::HttpServer>> metrics_https;
+  for (Listener& l : *metrics_ls) {
+    net::HttpServerOptions o;
+    o.listen_fd = l.fd.Release();
+    o.name = "metrics";
+    o.worker_threads = 2;
+    o.max_connections = 1024;
+    metrics_https.push_back(std::make_unique<net::HttpServer>(o));
+    api.RegisterMetricsHandlers(metrics_https.back().get());
+  }
+
+  for (size_t i = 0; i < peer_https.size(); ++i) {
+    if (Status st = peer_https[i]->Start(); !st.ok()) {
+      return fail(st.Annotate("listen " + opts.listen_peer[i].HostPort()));
+    }
+  }
+  auto stop_peers = [&] {
+    for (auto& h : peer_https) h->Stop();
+  };
+  if (opts.initial_corrupt_check) {
     // Before raft starts (etcd: before the server starts): a member whose
     // data disagrees with a quorum of its peers' must not serve it.
     if (Status st = (*server)->CheckInitialHashKV(&transport); !st.ok()) {
       transport.Stop();
-      peer_http.Stop();
+      stop_peers();
       return fail(st);
     }
   }
@@ -318,7 +239,7 @@ int RunStoreCommand(const std::vector<std::string>& args) {
   auto finish = [&]() -> int {
     (*server)->Stop();
     transport.Stop();
-    peer_http.Stop();
+    stop_peers();
     if ((*server)->failed()) return fail((*server)->failure());
     return 0;
   };
@@ -329,18 +250,40 @@ int RunStoreCommand(const std::vector<std::string>& args) {
                     "member's attributes";
     if (StopRequested(stop_signals, **server, Duration(0))) return finish();
   }
-  if (Status st = client_http.Start(); !st.ok()) {
-    return fail(st.Annotate("listen " + listen_client.front()));
+  // etcd's start-up lines, which tools that start etcd wait for (its e2e
+  // suite: "enabled capabilities for version", "published").
+  LOG(INFO) << "enabled capabilities for version 3.4";
+  LOG(INFO) << "published {Name:" << cfg.name << " ClientURLs:["
+            << StrJoin(cfg.client_urls, " ") << "]} to cluster";
+  std::vector<net::HttpServer*> started;
+  auto stop_clients = [&] {
+    for (net::HttpServer* h : started) h->Stop();
+    grpc_front.Stop();
+  };
+  for (size_t i = 0; i < client_https.size(); ++i) {
+    if (Status st = client_https[i]->Start(); !st.ok()) {
+      stop_clients();
+      finish();
+      return fail(st.Annotate("listen " + opts.listen_client[i].HostPort()));
+    }
+    started.push_back(client_https[i].get());
   }
-  LOG(INFO) << "kplane store " << cfg.name << " serving clients on "
-            << client_url->host << ":" << client_http.port() << ", peers on "
-            << peer_url->host << ":" << peer_http.port() << ", data in "
-            << cfg.data_dir;
+  for (size_t i = 0; i < metrics_https.size(); ++i) {
+    if (Status st = metrics_https[i]->Start(); !st.ok()) {
+      stop_clients();
+      finish();
+      return fail(st.Annotate("listen " + opts.listen_metrics[i].HostPort()));
+    }
+    started.push_back(metrics_https[i].get());
+  }
+  LOG(INFO) << "ready to serve client requests: kplane store " << cfg.name
+            << " serving clients on " << StrJoin(BoundUrls(*client_ls), ",")
+            << ", peers on " << StrJoin(BoundUrls(*peer_ls), ",")
+            << ", data in " << cfg.data_dir;
 
   while (!StopRequested(stop_signals, **server, hours(1))) {
   }
-  client_http.Stop();
-  grpc_front.Stop();
+  stop_clients();
   return finish();
 }
 

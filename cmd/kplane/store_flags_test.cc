@@ -1,0 +1,329 @@
+#include "cmd/kplane/store_flags.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace kplane::cmd {
+namespace {
+
+// Every flag `etcd --help` of etcd 3.4.23 (Debian's etcd-server) lists.
+constexpr const char* kEtcd34Flags[] = {
+    "name",
+    "data-dir",
+    "wal-dir",
+    "snapshot-count",
+    "heartbeat-interval",
+    "election-timeout",
+    "initial-election-tick-advance",
+    "listen-peer-urls",
+    "listen-client-urls",
+    "max-snapshots",
+    "max-wals",
+    "quota-backend-bytes",
+    "backend-batch-interval",
+    "backend-batch-limit",
+    "max-txn-ops",
+    "max-request-bytes",
+    "max-concurrent-streams",
+    "grpc-keepalive-min-time",
+    "grpc-keepalive-interval",
+    "grpc-keepalive-timeout",
+    "initial-advertise-peer-urls",
+    "initial-cluster",
+    "initial-cluster-state",
+    "initial-cluster-token",
+    "advertise-client-urls",
+    "discovery",
+    "discovery-fallback",
+    "discovery-proxy",
+    "discovery-srv",
+    "discovery-srv-name",
+    "strict-reconfig-check",
+    "pre-vote",
+    "auto-compaction-retention",
+    "auto-compaction-mode",
+    "enable-v2",
+    "cert-file",
+    "key-file",
+    "client-cert-auth",
+    "client-crl-file",
+    "client-cert-allowed-hostname",
+    "trusted-ca-file",
+    "auto-tls",
+    "peer-cert-file",
+    "peer-key-file",
+    "peer-client-cert-auth",
+    "peer-trusted-ca-file",
+    "peer-cert-allowed-cn",
+    "peer-cert-allowed-hostname",
+    "peer-auto-tls",
+    "peer-crl-file",
+    "cipher-suites",
+    "cors",
+    "host-whitelist",
+    "auth-token",
+    "bcrypt-cost",
+    "auth-token-ttl",
+    "enable-pprof",
+    "metrics",
+    "listen-metrics-urls",
+    "logger",
+    "log-outputs",
+    "log-level",
+    "proxy",
+    "proxy-failure-wait",
+    "proxy-refresh-interval",
+    "proxy-dial-timeout",
+    "proxy-write-timeout",
+    "proxy-read-timeout",
+    "experimental-initial-corrupt-check",
+    "experimental-corrupt-check-time",
+    "experimental-enable-v2v3",
+    "experimental-backend-bbolt-freelist-type",
+    "experimental-enable-lease-checkpoint",
+    "experimental-compaction-batch-limit",
+    "experimental-peer-skip-client-san-verification",
+    "experimental-watch-progress-notify-interval",
+    "experimental-warning-apply-duration",
+    "force-new-cluster",
+    "debug",
+    "log-package-levels",
+    "config-file"};
+
+using Env = std::map<std::string, std::string>;
+
+StatusOr<StoreOptions> Parse(std::vector<std::string> args, Env env = {}) {
+  StoreFlags flags;
+  return flags.Parse(args, env);
+}
+
+class TempFile {
+ public:
+  explicit TempFile(const std::string& text) {
+    char tmpl[] = "/tmp/store_flags_testXXXXXX";
+    int fd = mkstemp(tmpl);
+    path_ = tmpl;
+    ::close(fd);
+    std::ofstream(path_) << text;
+  }
+  ~TempFile() { std::filesystem::remove(path_); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+TEST(StoreFlagsTest, AcceptsEveryFlagOfEtcd34) {
+  StoreFlags flags;
+  std::vector<std::string> names = flags.FlagNames();
+  for (const char* f : kEtcd34Flags) {
+    EXPECT_NE(std::find(names.begin(), names.end(), f), names.end())
+        << "--" << f << " is etcd 3.4's but not accepted";
+  }
+}
+
+TEST(StoreFlagsTest, EveryEtcdFlagAtItsDefaultStarts) {
+  // `etcd --name x --max-wals 5 ...` with any flag at etcd's default value
+  // is accepted (the no-op ones warn).
+  auto o = Parse({"--name", "m", "--max-wals", "5", "--enable-v2=false",
+                  "--auto-tls=false", "--proxy", "off", "--logger", "zap",
+                  "--strict-reconfig-check", "--host-whitelist", "*",
+                  "--log-outputs", "stderr", "--auth-token", "simple",
+                  "--experimental-enable-lease-checkpoint=false"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->cfg.name, "m");
+  EXPECT_EQ(o->cfg.data_dir, "m.etcd");
+  bool warned = false;
+  for (const std::string& w : o->warnings) {
+    warned |= w.find("--max-wals has no effect") != std::string::npos;
+  }
+  EXPECT_TRUE(warned);
+}
+
+TEST(StoreFlagsTest, RefusesWhatItCannotHonour) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  } cases[] = {
+      {{"--cert-file", "server.crt"}, "TLS is not supported yet"},
+      {{"--peer-auto-tls"}, "TLS is not supported yet"},
+      {{"--client-cert-auth=true"}, "TLS is not supported yet"},
+      {{"--enable-v2"}, "the v2 API is not served"},
+      {{"--proxy", "on"}, "proxy mode is not supported"},
+      {{"--discovery", "https://discovery.etcd.io/x"},
+       "discovery is not supported"},
+      {{"--force-new-cluster"}, "--force-new-cluster=true: not supported"},
+      {{"--wal-dir", "/wal"}, "the WAL lives in <data-dir>/member/wal"},
+      {{"--auth-token", "jwt"}, "simple tokens, not JWT"},
+      {{"--listen-client-urls", "https://127.0.0.1:2379"},
+       "--listen-client-urls: TLS is not supported yet"},
+      {{"--listen-peer-urls", "unix://etcd.unix:1"},
+       "unix socket URLs are not supported yet"},
+      {{"--listen-client-urls", "http://127.0.0.1"},
+       "URL address does not have the form \"host:port\""},
+      {{"--advertise-client-urls", "http://127.0.0.1:2379/x"},
+       "URL must not contain a path"},
+      {{"--log-outputs", "/var/log/etcd.log"},
+       "only default and stderr are supported"},
+      {{"--max-txn-ops", "0"}, "--max-txn-ops must be between"},
+      {{"--no-such-flag"}, "unknown flag: --no-such-flag"},
+      {{"positional"}, "'positional' is not a valid flag"},
+  };
+  for (const Case& c : cases) {
+    auto o = Parse(c.args);
+    ASSERT_FALSE(o.ok()) << c.args.front();
+    EXPECT_EQ(o.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(o.status().message().find(c.message), std::string::npos)
+        << c.args.front() << ": " << o.status();
+  }
+}
+
+TEST(StoreFlagsTest, SeveralUrlsPerFlagAndPortZero) {
+  auto o =
+      Parse({"--listen-client-urls", "http://127.0.0.1:0,http://127.0.0.1:2379",
+             "--listen-peer-urls", "http://127.0.0.1:0",
+             "--listen-metrics-urls", "http://127.0.0.1:0"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  ASSERT_EQ(o->listen_client.size(), 2u);
+  EXPECT_EQ(o->listen_client[0].port, 0);
+  EXPECT_EQ(o->listen_client[1].port, 2379);
+  EXPECT_EQ(o->listen_peer.size(), 1u);
+  EXPECT_EQ(o->listen_metrics.size(), 1u);
+  EXPECT_FALSE(o->advertise_client_given);
+  auto a = Parse(
+      {"--advertise-client-urls", "http://10.0.0.1:2379,http://10.0.0.2:2379"});
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_TRUE(a->advertise_client_given);
+  EXPECT_EQ(a->cfg.client_urls,
+            (std::vector<std::string>{"http://10.0.0.1:2379",
+                                      "http://10.0.0.2:2379"}));
+}
+
+TEST(StoreFlagsTest, ServedFlagsReachTheConfig) {
+  auto o = Parse({"-name", "m2",  // Go's one-dash long flag
+                  "--max-txn-ops", "256", "--heartbeat-interval", "50",
+                  "--experimental-watch-progress-notify-interval", "2s",
+                  "--experimental-compaction-batch-limit", "77",
+                  "--max-concurrent-streams", "9", "--grpc-keepalive-interval",
+                  "30s", "--debug"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->cfg.name, "m2");
+  EXPECT_EQ(o->cfg.max_txn_ops, 256);
+  EXPECT_EQ(o->cfg.heartbeat_interval, milliseconds(50));
+  EXPECT_EQ(o->cfg.watch_progress_interval, seconds(2));
+  EXPECT_EQ(o->cfg.compaction_batch_records, 77);
+  EXPECT_EQ(o->max_concurrent_streams, 9u);
+  EXPECT_EQ(o->grpc_keepalive_interval, seconds(30));
+  EXPECT_EQ(o->log_level, "debug");
+}
+
+TEST(StoreFlagsTest, EnvironmentFillsFlagsNotGiven) {
+  EXPECT_EQ(StoreFlags::EnvName("initial-cluster-state"),
+            "ETCD_INITIAL_CLUSTER_STATE");
+  auto o = Parse({"--name", "cli"},
+                 {{"ETCD_DATA_DIR", "/data/x"},
+                  {"ETCD_HEARTBEAT_INTERVAL", "20"},
+                  {"ETCD_LISTEN_CLIENT_URLS", "http://127.0.0.1:0"},
+                  {"ETCD_UNHEARD_OF", "1"},
+                  {"ETCDCTL_API", "3"},
+                  {"PATH", "/bin"}});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->cfg.name, "cli");
+  EXPECT_EQ(o->cfg.data_dir, "/data/x");
+  EXPECT_EQ(o->cfg.heartbeat_interval, milliseconds(20));
+  EXPECT_EQ(o->listen_client.at(0).port, 0);
+  ASSERT_EQ(o->warnings.size(), 1u);
+  EXPECT_NE(o->warnings[0].find("unrecognized environment variable "
+                                "ETCD_UNHEARD_OF"),
+            std::string::npos);
+  // A variable that repeats a command-line flag is an error, as in etcd.
+  auto c = Parse({"--name", "cli"}, {{"ETCD_NAME", "env"}});
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("conflicting environment variable "
+                                      "\"ETCD_NAME\" is shadowed"),
+            std::string::npos);
+  // A bad value names the variable.
+  auto b = Parse({}, {{"ETCD_SNAPSHOT_COUNT", "many"}});
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(b.status().message().find("ETCD_SNAPSHOT_COUNT"),
+            std::string::npos);
+}
+
+TEST(StoreFlagsTest, ConfigFileAsEtcdReadsIt) {
+  TempFile f(R"(
+name: from-file
+data-dir: /data/file
+listen-client-urls: http://127.0.0.1:0,http://127.0.0.1:0
+listen-peer-urls: http://127.0.0.1:0
+initial-cluster-state: new
+heartbeat-interval: 50
+election-timeout: 500
+snapshot-count: 1234
+experimental-corrupt-check-time: 60000000000
+auto-compaction-mode: revision
+auto-compaction-retention: "100"
+pre-vote: false
+enable-v2: false
+client-transport-security:
+  auto-tls: false
+  cert-file:
+peer-transport-security:
+  client-cert-auth: false
+log-outputs: [stderr]
+a-key-etcd-does-not-have: 1
+)");
+  // The file replaces the command line's other flags and the environment.
+  auto o = Parse({"--config-file", f.path(), "--snapshot-count", "5"},
+                 {{"ETCD_NAME", "from-env"}});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->config_file, f.path());
+  EXPECT_EQ(o->cfg.name, "from-file");
+  EXPECT_EQ(o->cfg.data_dir, "/data/file");
+  EXPECT_EQ(o->listen_client.size(), 2u);
+  EXPECT_EQ(o->cfg.heartbeat_interval, milliseconds(50));  // ms in YAML
+  EXPECT_EQ(o->cfg.election_timeout, milliseconds(500));
+  EXPECT_EQ(o->cfg.corrupt_check_interval, minutes(1));  // ns in YAML
+  EXPECT_EQ(o->cfg.snapshot_count, 1234u);
+  EXPECT_EQ(o->cfg.auto_compaction.retention_revisions, 100);
+  EXPECT_FALSE(o->cfg.pre_vote);
+  bool warned = false;
+  for (const std::string& w : o->warnings) {
+    warned |= w.find("a-key-etcd-does-not-have") != std::string::npos;
+  }
+  EXPECT_TRUE(warned);
+
+  // ETCD_CONFIG_FILE names it too.
+  auto e = Parse({}, {{"ETCD_CONFIG_FILE", f.path()}});
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->cfg.name, "from-file");
+}
+
+TEST(StoreFlagsTest, ConfigFileErrorsNameTheKey) {
+  TempFile tls("client-transport-security:\n  cert-file: server.crt\n");
+  auto o = Parse({"--config-file", tls.path()});
+  ASSERT_FALSE(o.ok());
+  EXPECT_NE(o.status().message().find("TLS is not supported yet"),
+            std::string::npos)
+      << o.status();
+  TempFile bad("snapshot-count: [1, 2]\n");
+  o = Parse({"--config-file", bad.path()});
+  ASSERT_FALSE(o.ok());
+  EXPECT_NE(o.status().message().find("key \"snapshot-count\""),
+            std::string::npos)
+      << o.status();
+  TempFile not_map("- a\n- b\n");
+  o = Parse({"--config-file", not_map.path()});
+  ASSERT_FALSE(o.ok());
+  EXPECT_NE(o.status().message().find("not a YAML mapping"), std::string::npos)
+      << o.status();
+  o = Parse({"--config-file", "/nonexistent/etcd.yml"});
+  ASSERT_FALSE(o.ok());
+  EXPECT_NE(o.status().message().find("cannot read /nonexistent/etcd.yml"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace kplane::cmd

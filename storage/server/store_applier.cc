@@ -574,8 +574,17 @@ StatusOr<ApplyResponse> StoreApplier::ApplyRequest(
       // is applied once even if the store's index is past this entry);
       // NOSPACE is the store's.
       const auto& a = r.alarm();
-      ASSIGN_OR_RETURN(bool changed, membership_->ApplyAlarm(index, a));
+      // Writes are refused before a new CORRUPT alarm can be listed (a
+      // client that saw it in `alarm list` must not get a put through), and
+      // let in again only after a disarm is applied (RefreshAlarms).
+      if (a.action() == etcdserverpb::AlarmRequest::ACTIVATE &&
+          a.alarm() == etcdserverpb::CORRUPT) {
+        any_corrupt_alarm_ = true;
+        if (a.memberid() == self_->id()) self_corrupt_alarm_ = true;
+      }
+      auto changed_or = membership_->ApplyAlarm(index, a);
       RefreshAlarms();
+      ASSIGN_OR_RETURN(bool changed, std::move(changed_or));
       if (changed && a.action() == etcdserverpb::AlarmRequest::ACTIVATE &&
           a.alarm() == etcdserverpb::CORRUPT) {
         LOG(ERROR) << "CORRUPT alarm raised for member "

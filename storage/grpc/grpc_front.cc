@@ -705,7 +705,7 @@ class CancelLink {
         return;
       }
     }
-    p->Cancel(std::move(if_cancelled));
+    if (p) p->Cancel(std::move(if_cancelled));
   }
   void Cancel(Status why) EXCLUDES(mu_) {
     std::shared_ptr<PendingCall> p;
@@ -722,6 +722,14 @@ class CancelLink {
   bool cancelled_ GUARDED_BY(mu_) = false;
   std::shared_ptr<PendingCall> pending_ GUARDED_BY(mu_);
 };
+
+// The caller of an election or lock call, whose permissions its KV calls
+// are checked against ("" while auth is disabled: one atomic load).
+StatusOr<std::string> RecipeCaller(ElectionLockService* el,
+                                   const grpc::ServerContextBase* ctx) {
+  if (!el->kv()->server()->auth()->enabled()) return std::string();
+  return el->kv()->UserOf(TokenOf(ctx));
+}
 
 // Why gRPC cancelled the call of `ctx`.
 Status CancelReason(const grpc::ServerContextBase* ctx) {
@@ -799,6 +807,13 @@ class ObserveCall final : public grpc::ServerWriteReactor<epb::LeaderResponse>,
                             const epb::LeaderRequest& req) {
     auto call = std::shared_ptr<ObserveCall>(new ObserveCall(ctx));
     call->self_ = call;
+    StatusOr<std::string> user = RecipeCaller(el, ctx);
+    if (!user.ok()) {
+      // etcd's observe ends its stream without an error when its first
+      // read fails, an invalid token's included.
+      call->End(grpc::Status::OK);
+      return call.get();
+    }
     std::weak_ptr<ObserveCall> weak = call;
     call->link_->Attach(
         el->Observe(
@@ -810,7 +825,8 @@ class ObserveCall final : public grpc::ServerWriteReactor<epb::LeaderResponse>,
               if (auto c = weak.lock()) {
                 c->End(st.ok() ? grpc::Status::OK : RecipeToGrpc(st));
               }
-            }),
+            },
+            *std::move(user)),
         CancelReason(ctx));
     return call.get();
   }
@@ -907,23 +923,41 @@ class ElectionImpl final : public epb::Election::CallbackService {
                                const epb::CampaignRequest* req,
                                epb::CampaignResponse* resp) override {
     ElectionLockService* el = el_;
-    return WaitingCall::Run(ctx, resp, [el, req](auto done) {
-      return el->Campaign(*req, std::move(done));
-    });
+    StatusOr<std::string> user = RecipeCaller(el, ctx);
+    return WaitingCall::Run(
+        ctx, resp, [el, req, &user](auto done) -> std::shared_ptr<PendingCall> {
+          if (!user.ok()) {
+            done(user.status());
+            return nullptr;
+          }
+          return el->Campaign(*req, std::move(done), *std::move(user));
+        });
   }
   ServerUnaryReactor* Proclaim(CallbackServerContext* ctx,
                                const epb::ProclaimRequest* req,
                                epb::ProclaimResponse* resp) override {
     ElectionLockService* el = el_;
-    return Unary<epb::ProclaimResponse>(
-        ctx, resp, [el, req](auto done) { el->Proclaim(*req, done); });
+    StatusOr<std::string> user = RecipeCaller(el, ctx);
+    return Unary<epb::ProclaimResponse>(ctx, resp, [el, req, &user](auto done) {
+      if (!user.ok()) {
+        done(user.status());
+        return;
+      }
+      el->Proclaim(*req, done, *std::move(user));
+    });
   }
   ServerUnaryReactor* Leader(CallbackServerContext* ctx,
                              const epb::LeaderRequest* req,
                              epb::LeaderResponse* resp) override {
     ElectionLockService* el = el_;
-    return Unary<epb::LeaderResponse>(
-        ctx, resp, [el, req](auto done) { el->Leader(*req, done); });
+    StatusOr<std::string> user = RecipeCaller(el, ctx);
+    return Unary<epb::LeaderResponse>(ctx, resp, [el, req, &user](auto done) {
+      if (!user.ok()) {
+        done(user.status());
+        return;
+      }
+      el->Leader(*req, done, *std::move(user));
+    });
   }
   grpc::ServerWriteReactor<epb::LeaderResponse>* Observe(
       CallbackServerContext* ctx, const epb::LeaderRequest* req) override {
@@ -933,8 +967,14 @@ class ElectionImpl final : public epb::Election::CallbackService {
                              const epb::ResignRequest* req,
                              epb::ResignResponse* resp) override {
     ElectionLockService* el = el_;
-    return Unary<epb::ResignResponse>(
-        ctx, resp, [el, req](auto done) { el->Resign(*req, done); });
+    StatusOr<std::string> user = RecipeCaller(el, ctx);
+    return Unary<epb::ResignResponse>(ctx, resp, [el, req, &user](auto done) {
+      if (!user.ok()) {
+        done(user.status());
+        return;
+      }
+      el->Resign(*req, done, *std::move(user));
+    });
   }
 
  private:
@@ -949,16 +989,28 @@ class LockImpl final : public lpb::Lock::CallbackService {
                            const lpb::LockRequest* req,
                            lpb::LockResponse* resp) override {
     ElectionLockService* el = el_;
-    return WaitingCall::Run(ctx, resp, [el, req](auto done) {
-      return el->Lock(*req, std::move(done));
-    });
+    StatusOr<std::string> user = RecipeCaller(el, ctx);
+    return WaitingCall::Run(
+        ctx, resp, [el, req, &user](auto done) -> std::shared_ptr<PendingCall> {
+          if (!user.ok()) {
+            done(user.status());
+            return nullptr;
+          }
+          return el->Lock(*req, std::move(done), *std::move(user));
+        });
   }
   ServerUnaryReactor* Unlock(CallbackServerContext* ctx,
                              const lpb::UnlockRequest* req,
                              lpb::UnlockResponse* resp) override {
     ElectionLockService* el = el_;
-    return Unary<lpb::UnlockResponse>(
-        ctx, resp, [el, req](auto done) { el->Unlock(*req, done); });
+    StatusOr<std::string> user = RecipeCaller(el, ctx);
+    return Unary<lpb::UnlockResponse>(ctx, resp, [el, req, &user](auto done) {
+      if (!user.ok()) {
+        done(user.status());
+        return;
+      }
+      el->Unlock(*req, done, *std::move(user));
+    });
   }
 
  private:

@@ -75,6 +75,36 @@ Done<T> RecipeAnswer(ResponderPtr r) {
   };
 }
 
+// The caller of an election or lock request (its Authorization header's
+// token; "" while auth is disabled): false, answered with etcd's recipe
+// error (code Unknown), if the token is invalid.
+bool RecipeCallerOf(ElectionLockService* el, const HttpRequest& req,
+                    Responder* r, std::string* user) {
+  if (!el->kv()->server()->auth()->enabled()) return true;
+  StatusOr<std::string> u = el->kv()->UserOf(req.headers.Get("Authorization"));
+  if (!u.ok()) {
+    RespondRecipeError(r, u.status());
+    return false;
+  }
+  *user = *std::move(u);
+  return true;
+}
+
+// As RecipeCallerOf, for Observe: an invalid token ends the stream at once
+// without an error (200, no message), as etcd's observe does when its first
+// read fails.
+bool ReadCallerOfObserve(ElectionLockService* el, const HttpRequest& req,
+                         Responder* r, std::string* user) {
+  if (!el->kv()->server()->auth()->enabled()) return true;
+  StatusOr<std::string> u = el->kv()->UserOf(req.headers.Get("Authorization"));
+  if (!u.ok()) {
+    r->Respond(200, JsonHeaders(), "");
+    return false;
+  }
+  *user = *std::move(u);
+  return true;
+}
+
 // A waiting call ends when its client goes away (grpc-gateway cancels the
 // call's context when the HTTP request's does).
 void CancelOnClose(Responder* r, std::shared_ptr<PendingCall> p) {
@@ -756,51 +786,79 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
                                             ResponderPtr r) {
     v3lockpb::LockRequest q;
     std::optional<TimePoint> deadline;
+    std::string user;
     if (!ParseBody(req, r.get(), &q) ||
-        !ReadDeadline(req, r.get(), clock, &deadline)) {
+        !ReadDeadline(req, r.get(), clock, &deadline) ||
+        !RecipeCallerOf(el.get(), req, r.get(), &user)) {
       return;
     }
-    auto p = el->Lock(std::move(q), RecipeAnswer<v3lockpb::LockResponse>(r));
+    auto p = el->Lock(std::move(q), RecipeAnswer<v3lockpb::LockResponse>(r),
+                      std::move(user));
     BoundWait(r.get(), p, deadline, deadlines.get());
   });
   both("/lock/unlock", [el](const HttpRequest& req, ResponderPtr r) {
     v3lockpb::UnlockRequest q;
-    if (!ParseBody(req, r.get(), &q)) return;
-    el->Unlock(std::move(q), RecipeAnswer<v3lockpb::UnlockResponse>(r));
+    std::string user;
+    if (!ParseBody(req, r.get(), &q) ||
+        !RecipeCallerOf(el.get(), req, r.get(), &user)) {
+      return;
+    }
+    el->Unlock(std::move(q), RecipeAnswer<v3lockpb::UnlockResponse>(r),
+               std::move(user));
   });
   both("/election/campaign",
        [el, clock, deadlines](const HttpRequest& req, ResponderPtr r) {
          v3electionpb::CampaignRequest q;
          std::optional<TimePoint> deadline;
+         std::string user;
          if (!ParseBody(req, r.get(), &q) ||
-             !ReadDeadline(req, r.get(), clock, &deadline)) {
+             !ReadDeadline(req, r.get(), clock, &deadline) ||
+             !RecipeCallerOf(el.get(), req, r.get(), &user)) {
            return;
          }
          auto p = el->Campaign(std::move(q),
-                               RecipeAnswer<v3electionpb::CampaignResponse>(r));
+                               RecipeAnswer<v3electionpb::CampaignResponse>(r),
+                               std::move(user));
          BoundWait(r.get(), p, deadline, deadlines.get());
        });
   both("/election/proclaim", [el](const HttpRequest& req, ResponderPtr r) {
     v3electionpb::ProclaimRequest q;
-    if (!ParseBody(req, r.get(), &q)) return;
-    el->Proclaim(std::move(q), RecipeAnswer<v3electionpb::ProclaimResponse>(r));
+    std::string user;
+    if (!ParseBody(req, r.get(), &q) ||
+        !RecipeCallerOf(el.get(), req, r.get(), &user)) {
+      return;
+    }
+    el->Proclaim(std::move(q), RecipeAnswer<v3electionpb::ProclaimResponse>(r),
+                 std::move(user));
   });
   both("/election/leader", [el](const HttpRequest& req, ResponderPtr r) {
     v3electionpb::LeaderRequest q;
-    if (!ParseBody(req, r.get(), &q)) return;
-    el->Leader(std::move(q), RecipeAnswer<v3electionpb::LeaderResponse>(r));
+    std::string user;
+    if (!ParseBody(req, r.get(), &q) ||
+        !RecipeCallerOf(el.get(), req, r.get(), &user)) {
+      return;
+    }
+    el->Leader(std::move(q), RecipeAnswer<v3electionpb::LeaderResponse>(r),
+               std::move(user));
   });
   both("/election/resign", [el](const HttpRequest& req, ResponderPtr r) {
     v3electionpb::ResignRequest q;
-    if (!ParseBody(req, r.get(), &q)) return;
-    el->Resign(std::move(q), RecipeAnswer<v3electionpb::ResignResponse>(r));
+    std::string user;
+    if (!ParseBody(req, r.get(), &q) ||
+        !RecipeCallerOf(el.get(), req, r.get(), &user)) {
+      return;
+    }
+    el->Resign(std::move(q), RecipeAnswer<v3electionpb::ResignResponse>(r),
+               std::move(user));
   });
   both("/election/observe",
        [el, clock, deadlines](const HttpRequest& req, ResponderPtr r) {
          v3electionpb::LeaderRequest q;
          std::optional<TimePoint> deadline;
+         std::string user;
          if (!ParseBody(req, r.get(), &q) ||
-             !ReadDeadline(req, r.get(), clock, &deadline)) {
+             !ReadDeadline(req, r.get(), clock, &deadline) ||
+             !ReadCallerOfObserve(el.get(), req, r.get(), &user)) {
            return;
          }
          // Touched only by the observer's callbacks, which run one at a time.
@@ -827,7 +885,8 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
                } else {
                  r->Respond(200, JsonHeaders(), "");
                }
-             });
+             },
+             std::move(user));
          BoundWait(r.get(), p, deadline, deadlines.get());
        });
 

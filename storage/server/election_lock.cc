@@ -89,9 +89,11 @@ class Acquire final : public PendingCall,
  public:
   using Finish = std::function<void(StatusOr<Held>)>;
 
-  Acquire(KvService* kv, bool campaign, const std::string& name, int64_t lease,
-          std::string value, Finish finish)
+  Acquire(KvService* kv, std::string user, bool campaign,
+          const std::string& name, int64_t lease, std::string value,
+          Finish finish)
       : kv_(kv),
+        user_(std::move(user)),
         campaign_(campaign),
         prefix_(name + "/"),
         value_(std::move(value)),
@@ -135,9 +137,10 @@ class Acquire final : public PendingCall,
     put->set_lease(lease_);
     t.add_failure()->mutable_request_range()->set_key(key_);
     auto self = shared_from_this();
-    kv_->Txn(std::move(t), [self](StatusOr<pb::TxnResponse> r) {
-      self->Entered(std::move(r));
-    });
+    kv_->Txn(
+        std::move(t),
+        [self](StatusOr<pb::TxnResponse> r) { self->Entered(std::move(r)); },
+        user_);
   }
 
   void Entered(StatusOr<pb::TxnResponse> r) EXCLUDES(mu_) {
@@ -179,15 +182,18 @@ class Acquire final : public PendingCall,
     put->set_value(value_);
     put->set_lease(lease_);
     auto self = shared_from_this();
-    kv_->Txn(std::move(t), [self](StatusOr<pb::TxnResponse> p) {
-      if (!p.ok()) {
-        self->End(Recipe(p.status()), true);
-      } else if (!p->succeeded()) {
-        self->End(Unknown("election: not leader"), false);
-      } else {
-        self->Wait();
-      }
-    });
+    kv_->Txn(
+        std::move(t),
+        [self](StatusOr<pb::TxnResponse> p) {
+          if (!p.ok()) {
+            self->End(Recipe(p.status()), true);
+          } else if (!p->succeeded()) {
+            self->End(Unknown("election: not leader"), false);
+          } else {
+            self->Wait();
+          }
+        },
+        user_);
   }
 
   // Watches the prefix for deletions, then checks.
@@ -253,9 +259,10 @@ class Acquire final : public PendingCall,
     *t.add_success()->mutable_request_range() = FirstCreate(prefix_);
     t.add_success()->mutable_request_range()->set_key(key_);
     auto self = shared_from_this();
-    kv_->Txn(std::move(t), [self](StatusOr<pb::TxnResponse> r) {
-      self->Checked(std::move(r));
-    });
+    kv_->Txn(
+        std::move(t),
+        [self](StatusOr<pb::TxnResponse> r) { self->Checked(std::move(r)); },
+        user_);
   }
 
   void Checked(StatusOr<pb::TxnResponse> r) {
@@ -298,8 +305,9 @@ class Acquire final : public PendingCall,
   void RemoveKey(std::function<void()> then = [] {}) {
     pb::TxnRequest t = IfCreated(key_, rev_);
     t.add_success()->mutable_request_delete_range()->set_key(key_);
-    kv_->Txn(std::move(t),
-             [then = std::move(then)](StatusOr<pb::TxnResponse>) { then(); });
+    kv_->Txn(
+        std::move(t),
+        [then = std::move(then)](StatusOr<pb::TxnResponse>) { then(); }, user_);
   }
 
   // Finishes once with `r`; `cleanup`: also remove our key if entered.
@@ -328,6 +336,9 @@ class Acquire final : public PendingCall,
   }
 
   KvService* const kv_;
+  // The caller, whose permissions every KV call is checked against (etcd
+  // runs its recipes with the caller's token).
+  const std::string user_;
   const bool campaign_;
   const std::string prefix_, value_;
   // Written before the first txn and read only after it.
@@ -349,10 +360,11 @@ class Acquire final : public PendingCall,
 class Observer final : public PendingCall,
                        public std::enable_shared_from_this<Observer> {
  public:
-  Observer(KvService* kv, const std::string& name,
+  Observer(KvService* kv, std::string user, const std::string& name,
            std::function<void(const epb::LeaderResponse&)> on_leader,
            std::function<void(Status)> on_end)
       : kv_(kv),
+        user_(std::move(user)),
         prefix_(name + "/"),
         on_leader_(std::move(on_leader)),
         on_end_(std::move(on_end)) {}
@@ -390,25 +402,33 @@ class Observer final : public PendingCall,
   // The leader now, or a watch for the first candidate.
   void Get() {
     auto self = shared_from_this();
-    kv_->Range(FirstCreate(prefix_), [self](StatusOr<pb::RangeResponse> r) {
-      if (!r.ok()) {
-        self->End(Recipe(r.status()));
-        return;
-      }
-      MutexLock l(&self->mu_);
-      if (self->ended_) return;
-      if (r->kvs().empty()) {
-        // etcd watches from the read's own revision, puts only. (An empty
-        // store is at revision 0, which a watch reads as "from now": 1.)
-        self->WatchLocked(self->prefix_, PrefixEnd(self->prefix_),
-                          std::max<int64_t>(r->header().revision(), 1),
-                          Phase::kAwaitPut);
-        return;
-      }
-      self->EmitLocked(r->header(), r->kvs(0));
-      self->WatchLocked(r->kvs(0).key(), "", r->header().revision() + 1,
-                        Phase::kFollow);
-    });
+    kv_->Range(
+        FirstCreate(prefix_),
+        [self](StatusOr<pb::RangeResponse> r) {
+          // The read is checked for the caller; the watch that follows it
+          // serves only what the read was allowed to see (as etcd checks a
+          // watch once, when it is created).
+          if (!r.ok()) {
+            // etcd's observe ends its stream without an error when a read
+            // fails (a permission denied included).
+            self->End(Status::Ok());
+            return;
+          }
+          MutexLock l(&self->mu_);
+          if (self->ended_) return;
+          if (r->kvs().empty()) {
+            // etcd watches from the read's own revision, puts only. (An empty
+            // store is at revision 0, which a watch reads as "from now": 1.)
+            self->WatchLocked(self->prefix_, PrefixEnd(self->prefix_),
+                              std::max<int64_t>(r->header().revision(), 1),
+                              Phase::kAwaitPut);
+            return;
+          }
+          self->EmitLocked(r->header(), r->kvs(0));
+          self->WatchLocked(r->kvs(0).key(), "", r->header().revision() + 1,
+                            Phase::kFollow);
+        },
+        user_);
   }
 
   void WatchLocked(const std::string& key, const std::string& end, int64_t from,
@@ -490,6 +510,7 @@ class Observer final : public PendingCall,
   }
 
   KvService* const kv_;
+  const std::string user_;  // the caller (see Acquire::user_)
   const std::string prefix_;
   std::atomic<bool> drain_scheduled_{false};
   Mutex mu_;
@@ -504,44 +525,48 @@ class Observer final : public PendingCall,
 }  // namespace
 
 std::shared_ptr<PendingCall> ElectionLockService::Lock(
-    lpb::LockRequest req, Done<lpb::LockResponse> done) {
-  auto a =
-      std::make_shared<Acquire>(kv_, false, req.name(), req.lease(), "",
-                                [done = std::move(done)](StatusOr<Held> h) {
-                                  if (!h.ok()) {
-                                    done(h.status());
-                                    return;
-                                  }
-                                  lpb::LockResponse resp;
-                                  *resp.mutable_header() = h->header;
-                                  resp.set_key(h->key);
-                                  done(std::move(resp));
-                                });
+    lpb::LockRequest req, Done<lpb::LockResponse> done, std::string user) {
+  auto a = std::make_shared<Acquire>(
+      kv_, std::move(user), false, req.name(), req.lease(), "",
+      [done = std::move(done)](StatusOr<Held> h) {
+        if (!h.ok()) {
+          done(h.status());
+          return;
+        }
+        lpb::LockResponse resp;
+        *resp.mutable_header() = h->header;
+        resp.set_key(h->key);
+        done(std::move(resp));
+      });
   a->Start();
   return a;
 }
 
 void ElectionLockService::Unlock(lpb::UnlockRequest req,
-                                 Done<lpb::UnlockResponse> done) {
+                                 Done<lpb::UnlockResponse> done,
+                                 std::string user) {
   pb::DeleteRangeRequest d;
   d.set_key(req.key());
-  kv_->DeleteRange(std::move(d), [done = std::move(done)](
-                                     StatusOr<pb::DeleteRangeResponse> r) {
-    if (!r.ok()) {
-      done(Recipe(r.status()));
-      return;
-    }
-    lpb::UnlockResponse resp;
-    *resp.mutable_header() = r->header();
-    done(std::move(resp));
-  });
+  kv_->DeleteRange(
+      std::move(d),
+      [done = std::move(done)](StatusOr<pb::DeleteRangeResponse> r) {
+        if (!r.ok()) {
+          done(Recipe(r.status()));
+          return;
+        }
+        lpb::UnlockResponse resp;
+        *resp.mutable_header() = r->header();
+        done(std::move(resp));
+      },
+      std::move(user));
 }
 
 std::shared_ptr<PendingCall> ElectionLockService::Campaign(
-    epb::CampaignRequest req, Done<epb::CampaignResponse> done) {
+    epb::CampaignRequest req, Done<epb::CampaignResponse> done,
+    std::string user) {
   std::string name = req.name();
   auto a = std::make_shared<Acquire>(
-      kv_, true, name, req.lease(), req.value(),
+      kv_, std::move(user), true, name, req.lease(), req.value(),
       [name, done = std::move(done)](StatusOr<Held> h) {
         if (!h.ok()) {
           done(h.status());
@@ -561,7 +586,8 @@ std::shared_ptr<PendingCall> ElectionLockService::Campaign(
 }
 
 void ElectionLockService::Proclaim(epb::ProclaimRequest req,
-                                   Done<epb::ProclaimResponse> done) {
+                                   Done<epb::ProclaimResponse> done,
+                                   std::string user) {
   if (!req.has_leader()) {
     done(NoLeaderField());
     return;
@@ -572,61 +598,71 @@ void ElectionLockService::Proclaim(epb::ProclaimRequest req,
   put->set_key(leader.key());
   put->set_value(req.value());
   put->set_lease(leader.lease());
-  kv_->Txn(std::move(t), [done = std::move(done)](StatusOr<pb::TxnResponse> r) {
-    if (!r.ok()) {
-      done(Recipe(r.status()));
-    } else if (!r->succeeded()) {
-      done(Unknown("election: not leader"));
-    } else {
-      epb::ProclaimResponse resp;
-      *resp.mutable_header() = r->header();
-      done(std::move(resp));
-    }
-  });
+  kv_->Txn(
+      std::move(t),
+      [done = std::move(done)](StatusOr<pb::TxnResponse> r) {
+        if (!r.ok()) {
+          done(Recipe(r.status()));
+        } else if (!r->succeeded()) {
+          done(Unknown("election: not leader"));
+        } else {
+          epb::ProclaimResponse resp;
+          *resp.mutable_header() = r->header();
+          done(std::move(resp));
+        }
+      },
+      std::move(user));
 }
 
 void ElectionLockService::Leader(epb::LeaderRequest req,
-                                 Done<epb::LeaderResponse> done) {
-  kv_->Range(FirstCreate(req.name() + "/"),
-             [done = std::move(done)](StatusOr<pb::RangeResponse> r) {
-               if (!r.ok()) {
-                 done(Recipe(r.status()));
-               } else if (r->kvs().empty()) {
-                 done(Unknown("election: no leader"));
-               } else {
-                 epb::LeaderResponse resp;
-                 *resp.mutable_header() = r->header();
-                 *resp.mutable_kv() = r->kvs(0);
-                 done(std::move(resp));
-               }
-             });
+                                 Done<epb::LeaderResponse> done,
+                                 std::string user) {
+  kv_->Range(
+      FirstCreate(req.name() + "/"),
+      [done = std::move(done)](StatusOr<pb::RangeResponse> r) {
+        if (!r.ok()) {
+          done(Recipe(r.status()));
+        } else if (r->kvs().empty()) {
+          done(Unknown("election: no leader"));
+        } else {
+          epb::LeaderResponse resp;
+          *resp.mutable_header() = r->header();
+          *resp.mutable_kv() = r->kvs(0);
+          done(std::move(resp));
+        }
+      },
+      std::move(user));
 }
 
 void ElectionLockService::Resign(epb::ResignRequest req,
-                                 Done<epb::ResignResponse> done) {
+                                 Done<epb::ResignResponse> done,
+                                 std::string user) {
   if (!req.has_leader()) {
     done(NoLeaderField());
     return;
   }
   pb::TxnRequest t = IfCreated(req.leader().key(), req.leader().rev());
   t.add_success()->mutable_request_delete_range()->set_key(req.leader().key());
-  kv_->Txn(std::move(t), [done = std::move(done)](StatusOr<pb::TxnResponse> r) {
-    if (!r.ok()) {
-      done(Recipe(r.status()));
-      return;
-    }
-    epb::ResignResponse resp;
-    *resp.mutable_header() = r->header();
-    done(std::move(resp));
-  });
+  kv_->Txn(
+      std::move(t),
+      [done = std::move(done)](StatusOr<pb::TxnResponse> r) {
+        if (!r.ok()) {
+          done(Recipe(r.status()));
+          return;
+        }
+        epb::ResignResponse resp;
+        *resp.mutable_header() = r->header();
+        done(std::move(resp));
+      },
+      std::move(user));
 }
 
 std::shared_ptr<PendingCall> ElectionLockService::Observe(
     epb::LeaderRequest req,
     std::function<void(const epb::LeaderResponse&)> on_leader,
-    std::function<void(Status)> on_end) {
-  auto o = std::make_shared<Observer>(kv_, req.name(), std::move(on_leader),
-                                      std::move(on_end));
+    std::function<void(Status)> on_end, std::string user) {
+  auto o = std::make_shared<Observer>(kv_, std::move(user), req.name(),
+                                      std::move(on_leader), std::move(on_end));
   o->Start();
   return o;
 }

@@ -35,6 +35,14 @@
 // "context canceled", kDeadlineExceeded "context deadline exceeded").
 // Fronts answer them with the message as is (RecipeErrorToHttp).
 //
+// Auth: each call takes its caller's user name (KvService::UserOf of the
+// request's token) and runs every KV call of the recipe as that user, as
+// etcd's servers pass the caller's token on; with auth enabled a call
+// without a user fails with "etcdserver: user name is empty", one without
+// the permission with "etcdserver: permission denied" (both kUnknown, as
+// the other errors here). A session lease granted for a call that names
+// none needs no permission (etcd's LeaseGrant).
+//
 // Ownership: borrows the KvService (and its StoreServer), which must
 // outlive every call. Thread-safety: every method may be called from any
 // thread; `done` runs exactly once, on any thread, never inside a call of
@@ -73,37 +81,41 @@ class ElectionLockService {
 
   // Waits until the lock is held; answers the holding key.
   std::shared_ptr<PendingCall> Lock(v3lockpb::LockRequest req,
-                                    Done<v3lockpb::LockResponse> done);
+                                    Done<v3lockpb::LockResponse> done,
+                                    std::string user = {});
   // Deletes the key (whoever holds it).
-  void Unlock(v3lockpb::UnlockRequest req, Done<v3lockpb::UnlockResponse> done);
+  void Unlock(v3lockpb::UnlockRequest req, Done<v3lockpb::UnlockResponse> done,
+              std::string user = {});
 
   // Waits until the caller leads; answers its LeaderKey and the header of
   // the write that entered the election.
   std::shared_ptr<PendingCall> Campaign(
       v3electionpb::CampaignRequest req,
-      Done<v3electionpb::CampaignResponse> done);
+      Done<v3electionpb::CampaignResponse> done, std::string user = {});
   // Sets the leader's value; "election: not leader" if `leader` no longer
   // leads (its key is gone or was re-created).
   void Proclaim(v3electionpb::ProclaimRequest req,
-                Done<v3electionpb::ProclaimResponse> done);
+                Done<v3electionpb::ProclaimResponse> done,
+                std::string user = {});
   // The current leader's key-value; "election: no leader" if none.
   void Leader(v3electionpb::LeaderRequest req,
-              Done<v3electionpb::LeaderResponse> done);
+              Done<v3electionpb::LeaderResponse> done, std::string user = {});
   // Deletes the leader key if it is still this leadership's (no error
   // otherwise, as etcd).
   void Resign(v3electionpb::ResignRequest req,
-              Done<v3electionpb::ResignResponse> done);
+              Done<v3electionpb::ResignResponse> done, std::string user = {});
   // Calls `on_leader` with the current leader (once there is one), then with
   // every proclamation and every later leader, in order (etcd's Observe:
   // each leader's value changes, not necessarily every intermediate
   // leader). `on_leader` runs under the observer's lock, one at a time: it
   // must not block or call Cancel. `on_end` runs once when the observation
-  // ends (OK when its watch was lost, as etcd ends the stream; an error
-  // when a read failed; the Cancel status).
+  // ends: OK when its watch was lost or a read failed (permission denied
+  // included), as etcd's observe ends the stream without an error; the
+  // Cancel status when cancelled.
   std::shared_ptr<PendingCall> Observe(
       v3electionpb::LeaderRequest req,
       std::function<void(const v3electionpb::LeaderResponse&)> on_leader,
-      std::function<void(Status)> on_end);
+      std::function<void(Status)> on_end, std::string user = {});
 
   KvService* kv() const { return kv_; }
 

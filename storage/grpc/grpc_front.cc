@@ -101,6 +101,18 @@ Status CheckAdmin(StoreServer* s, const grpc::ServerContextBase* ctx) {
   return AuthMaintenanceError(s->auth()->CheckAdmin(*user));
 }
 
+// etcd's checkMembershipOperationPermission: member add, remove and promote
+// need the root role when auth is enabled (member list needs nothing). The
+// errors are converted as etcd's cluster server converts them
+// (PERMISSION_DENIED "etcdserver: permission denied", ...).
+Status CheckMembershipAdmin(StoreServer* s,
+                            const grpc::ServerContextBase* ctx) {
+  if (!s->auth()->enabled()) return Status::Ok();
+  StatusOr<std::string> user = s->auth()->ResolveToken(TokenOf(ctx));
+  if (!user.ok()) return user.status();
+  return s->auth()->CheckAdmin(*user);
+}
+
 // ---- bidirectional streams ---------------------------------------------
 
 // The write side of a bidirectional stream: Send() queues from any thread
@@ -515,13 +527,23 @@ class ClusterImpl final : public pb::Cluster::CallbackService {
                                 const pb::MemberAddRequest* req,
                                 pb::MemberAddResponse* resp) override {
     StoreServer* s = s_;
-    return OnWorker(s, ctx, resp, [s, req] { return s->MemberAdd(*req); });
+    kplane::Status allowed = CheckMembershipAdmin(s, ctx);
+    return OnWorker(s, ctx, resp,
+                    [s, req, allowed]() -> StatusOr<pb::MemberAddResponse> {
+                      RETURN_IF_ERROR(allowed);
+                      return s->MemberAdd(*req);
+                    });
   }
   ServerUnaryReactor* MemberRemove(CallbackServerContext* ctx,
                                    const pb::MemberRemoveRequest* req,
                                    pb::MemberRemoveResponse* resp) override {
     StoreServer* s = s_;
-    return OnWorker(s, ctx, resp, [s, req] { return s->MemberRemove(*req); });
+    kplane::Status allowed = CheckMembershipAdmin(s, ctx);
+    return OnWorker(s, ctx, resp,
+                    [s, req, allowed]() -> StatusOr<pb::MemberRemoveResponse> {
+                      RETURN_IF_ERROR(allowed);
+                      return s->MemberRemove(*req);
+                    });
   }
   ServerUnaryReactor* MemberUpdate(CallbackServerContext* ctx,
                                    const pb::MemberUpdateRequest*,
@@ -541,7 +563,12 @@ class ClusterImpl final : public pb::Cluster::CallbackService {
                                     const pb::MemberPromoteRequest* req,
                                     pb::MemberPromoteResponse* resp) override {
     StoreServer* s = s_;
-    return OnWorker(s, ctx, resp, [s, req] { return s->MemberPromote(*req); });
+    kplane::Status allowed = CheckMembershipAdmin(s, ctx);
+    return OnWorker(s, ctx, resp,
+                    [s, req, allowed]() -> StatusOr<pb::MemberPromoteResponse> {
+                      RETURN_IF_ERROR(allowed);
+                      return s->MemberPromote(*req);
+                    });
   }
 
  private:

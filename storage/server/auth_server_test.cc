@@ -253,5 +253,37 @@ TEST_F(AuthServerTest, LockAndElectionRunAsTheCaller) {
   EXPECT_EQ(observe.body, "");
 }
 
+// etcd 3.4's checkMembershipOperationPermission on the gateway: member
+// add, remove and promote need the root role (bodies as etcd 3.4's, seen
+// with curl); member list needs no token.
+TEST_F(AuthServerTest, MembershipChangesNeedTheRootRole) {
+  SetupAndEnable();
+  std::string alice = Login("alice", "alicepw");
+  const std::string add = R"({"peerURLs":["http://127.0.0.1:1"]})";
+  net::HttpResponse denied = Post("/v3/cluster/member/add", add, alice);
+  EXPECT_EQ(denied.status, 403);
+  EXPECT_EQ(denied.body,
+            R"({"error":"etcdserver: permission denied","message":")"
+            R"(etcdserver: permission denied","code":7})");
+  net::HttpResponse anon = Post("/v3/cluster/member/add", add);
+  EXPECT_EQ(anon.status, 400);
+  EXPECT_EQ(anon.body,
+            R"({"error":"etcdserver: user name is empty","message":")"
+            R"(etcdserver: user name is empty","code":3})");
+  net::HttpResponse bogus = Post("/v3/cluster/member/add", add, "bogus.1");
+  EXPECT_EQ(bogus.status, 401);
+  EXPECT_EQ(Post("/v3/cluster/member/remove", R"({"ID":"1234"})", alice).status,
+            403);
+  EXPECT_EQ(
+      Post("/v3/cluster/member/promote", R"({"ID":"1234"})", alice).status,
+      403);
+  EXPECT_EQ(Post("/v3/cluster/member/list", "{}").status, 200);
+  std::string root = Login("root", "rootpw");
+  net::HttpResponse gone =
+      Post("/v3/cluster/member/remove", R"({"ID":"1234"})", root);
+  EXPECT_NE(gone.body.find("etcdserver: member not found"), std::string::npos)
+      << gone.body;
+}
+
 }  // namespace
 }  // namespace kplane::storage

@@ -167,6 +167,22 @@ bool AdminOf(StoreServer* s, const HttpRequest& req, Responder* r) {
   return true;
 }
 
+// etcd's checkMembershipOperationPermission: member add, remove and promote
+// need the root role; the errors converted as etcd's cluster server does
+// (403 code 7 "etcdserver: permission denied", 400 "user name is empty",
+// 401 "invalid auth token").
+bool MembershipAdminOf(StoreServer* s, const HttpRequest& req, Responder* r) {
+  if (!s->auth()->enabled()) return true;
+  StatusOr<std::string> user =
+      s->auth()->ResolveToken(req.headers.Get("Authorization"));
+  Status st = user.ok() ? s->auth()->CheckAdmin(*user) : user.status();
+  if (!st.ok()) {
+    RespondError(r, st);
+    return false;
+  }
+  return true;
+}
+
 // etcd accepts gRPC messages up to --max-request-bytes plus this much
 // framing room (its grpcOverheadBytes); past that its gateway answers 429.
 constexpr size_t kGrpcOverheadBytes = 512 * 1024;
@@ -1035,17 +1051,23 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
   });
   both("/cluster/member/add", [s](const HttpRequest& req, ResponderPtr r) {
     etcdserverpb::MemberAddRequest q;
-    if (!ParseBody(req, r.get(), &q)) return;
+    if (!ParseBody(req, r.get(), &q) || !MembershipAdminOf(s, req, r.get())) {
+      return;
+    }
     RespondResult(r.get(), s->MemberAdd(q));
   });
   both("/cluster/member/remove", [s](const HttpRequest& req, ResponderPtr r) {
     etcdserverpb::MemberRemoveRequest q;
-    if (!ParseBody(req, r.get(), &q)) return;
+    if (!ParseBody(req, r.get(), &q) || !MembershipAdminOf(s, req, r.get())) {
+      return;
+    }
     RespondResult(r.get(), s->MemberRemove(q));
   });
   both("/cluster/member/promote", [s](const HttpRequest& req, ResponderPtr r) {
     etcdserverpb::MemberPromoteRequest q;
-    if (!ParseBody(req, r.get(), &q)) return;
+    if (!ParseBody(req, r.get(), &q) || !MembershipAdminOf(s, req, r.get())) {
+      return;
+    }
     RespondResult(r.get(), s->MemberPromote(q));
   });
 

@@ -705,6 +705,17 @@ TEST_P(EtcdctlGrpc, UsersRolesAuth) {
                         "or password"));
   EXPECT_TRUE(
       FailsWith(Run({alice, "user", "list"}), "etcdserver: permission denied"));
+  // Membership changes need the root role; the list needs nothing.
+  EXPECT_TRUE(FailsWith(
+      Run({alice, "member", "add", "x", "--peer-urls=http://127.0.0.1:1"}),
+      "etcdserver: permission denied"));
+  EXPECT_TRUE(FailsWith(Run({alice, "member", "remove", "1234"}),
+                        "etcdserver: permission denied"));
+  EXPECT_TRUE(FailsWith(Run({"member", "promote", "1234"}),
+                        "etcdserver: user name is empty"));
+  EXPECT_OK(Run({"member", "list"}));
+  EXPECT_TRUE(FailsWith(Run({"--user=root:rootpw", "member", "remove", "1234"}),
+                        "etcdserver: member not found"));
   EXPECT_TRUE(FailsWith(Run({alice, "user", "add", "eve:pw"}),
                         "etcdserver: permission denied"));
   // A watch outside the grants is cancelled by the server.

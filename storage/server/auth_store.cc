@@ -5,11 +5,13 @@
 #include <openssl/rand.h>
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 #include <vector>
 
 #include "base/base64.h"
 #include "base/logging.h"
+#include "base/strings.h"
 
 namespace kplane::storage {
 
@@ -231,6 +233,39 @@ bool AuthStore::PasswordMatches(std::string_view stored,
 // ------------------------------------------------------------------
 
 StatusOr<std::string> AuthStore::UserForToken(std::string_view token) {
+  StatusOr<std::string> user = LookUpToken(token);
+  if (user.ok()) return user;
+  // Unknown: is it one this member has not applied yet?
+  size_t dot = token.rfind('.');
+  std::optional<uint64_t> index;
+  if (dot != std::string_view::npos) index = ParseUint64(token.substr(dot + 1));
+  if (!index || *index <= applied_.load()) return user;
+  if (token_waiters_.fetch_add(1) >= options_.max_token_index_waiters) {
+    token_waiters_.fetch_sub(1);
+    return user;
+  }
+  bool reached;
+  {
+    MutexLock l(&applied_mu_);
+    reached = options_.clock->WaitFor(
+        l.native(), applied_cv_, options_.token_index_wait,
+        [&] { return applied_.load() >= *index; });
+  }
+  token_waiters_.fetch_sub(1);
+  return reached ? LookUpToken(token) : user;
+}
+
+void AuthStore::NoteApplied(uint64_t index) {
+  uint64_t seen = applied_.load();
+  while (seen < index && !applied_.compare_exchange_weak(seen, index)) {
+  }
+  if (token_waiters_.load() > 0) {
+    MutexLock l(&applied_mu_);
+    applied_cv_.notify_all();
+  }
+}
+
+StatusOr<std::string> AuthStore::LookUpToken(std::string_view token) {
   MutexLock l(&mu_);
   auto it = tokens_.find(token);
   if (it == tokens_.end()) return autherr::InvalidAuthToken();

@@ -41,6 +41,7 @@
 #include <google/protobuf/message.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <string>
@@ -75,6 +76,13 @@ struct AuthStoreOptions {
   Duration token_ttl = seconds(300);
   // PBKDF2 rounds for new passwords (a stored hash names its own).
   int pbkdf2_iterations = 100000;
+  // How long a request whose token names a raft index this member has not
+  // applied yet waits for it (etcd waits for the index too: a client that
+  // authenticated through the leader may ask a follower that lags), and how
+  // many such requests may wait at once (beyond: invalid at once, so forged
+  // tokens cannot hold many threads).
+  Duration token_index_wait = seconds(2);
+  int max_token_index_waiters = 64;
 };
 
 class AuthStore {
@@ -89,8 +97,14 @@ class AuthStore {
 
   // ---- serving path ------------------------------------------------------
   // The user `token` names, and its TTL restarts; InvalidAuthToken if it is
-  // unknown or expired.
-  StatusOr<std::string> UserForToken(std::string_view token) EXCLUDES(mu_);
+  // unknown or expired. A token "<prefix>.<index>" whose index this member
+  // has not applied yet (NoteApplied) is waited for, up to
+  // token_index_wait, as etcd's simple tokens are.
+  StatusOr<std::string> UserForToken(std::string_view token)
+      EXCLUDES(mu_, applied_mu_);
+  // The member's applied raft index; called as it advances (cheap when no
+  // request waits: two atomic operations).
+  void NoteApplied(uint64_t index) EXCLUDES(applied_mu_);
   // The user of a request that carried `token` (empty: none): "" when auth
   // is disabled or no token was sent.
   StatusOr<std::string> ResolveToken(std::string_view token) {
@@ -159,8 +173,16 @@ class AuthStore {
                                 const std::string& user, uint64_t index)
       REQUIRES(mu_);
 
+  StatusOr<std::string> LookUpToken(std::string_view token) EXCLUDES(mu_);
+
   const AuthStoreOptions options_;
   std::atomic<bool> enabled_{false};
+  // NoteApplied's index and the requests waiting for it (see
+  // UserForToken). applied_mu_ is a leaf, never held with mu_.
+  std::atomic<uint64_t> applied_{0};
+  std::atomic<int> token_waiters_{0};
+  Mutex applied_mu_;
+  std::condition_variable applied_cv_;
   mutable Mutex mu_;
   std::map<std::string, authpb::User> users_ GUARDED_BY(mu_);
   std::map<std::string, authpb::Role> roles_ GUARDED_BY(mu_);

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <thread>
 
 namespace kplane::storage {
 namespace {
@@ -27,7 +28,9 @@ class AuthStoreTest : public ::testing::Test {
                                   const std::string& user = "") {
     ASSIGN_OR_RETURN(storagepb::AuthRequest prepared,
                      auth_.Prepare(std::move(req)));
-    return auth_.Apply(prepared, user, ++index_);
+    auto applied = auth_.Apply(prepared, user, ++index_);
+    auth_.NoteApplied(index_);  // as the applier does after each entry
+    return applied;
   }
   void AddUser(const std::string& name, const std::string& pw) {
     storagepb::AuthRequest r;
@@ -346,6 +349,55 @@ TEST_F(AuthStoreTest, RecordRoundTripsAndLoadDropsTokens) {
   EXPECT_EQ(other.Record().SerializeAsString(), rec.SerializeAsString());
   auth_.Load(rec);
   EXPECT_EQ(auth_.TokenCount(), 0u);
+}
+
+// A token names the raft index of its Authenticate entry; a member that
+// has not applied that index yet (a follower behind the leader that
+// answered the login) waits for it, as etcd's simple tokens do, instead of
+// calling the token invalid. The wait is bounded in time and in waiters.
+TEST_F(AuthStoreTest, TokenOfAnIndexNotAppliedYetIsWaitedFor) {
+  SetupUsers();
+  Enable();
+  storagepb::AuthRequest login;
+  login.mutable_authenticate()->set_name("alice");
+  login.mutable_authenticate()->set_password("alicepw");
+  StatusOr<storagepb::AuthRequest> prepared = auth_.Prepare(login);
+  ASSERT_TRUE(prepared.ok()) << prepared.status();
+  const std::string token =
+      prepared->simple_token() + "." + std::to_string(index_ + 1);
+  StatusOr<std::string> user = InternalError("not yet");
+  std::thread waiter([&] { user = auth_.UserForToken(token); });
+  clock_.WaitForWaiters(1);
+  ASSERT_TRUE(auth_.Apply(*prepared, "", ++index_).ok());
+  auth_.NoteApplied(index_);
+  waiter.join();
+  ASSERT_TRUE(user.ok()) << user.status();
+  EXPECT_EQ(*user, "alice");
+
+  // A token of an applied index that is unknown is invalid at once; one of
+  // an index never reached, after the wait.
+  EXPECT_EQ(
+      auth_.UserForToken("unknown." + std::to_string(index_)).status().code(),
+      StatusCode::kUnauthenticated);
+  StatusOr<std::string> forged = InternalError("not yet");
+  std::thread forger([&] { forged = auth_.UserForToken("forged.999999"); });
+  clock_.WaitForWaiters(1);
+  clock_.Advance(seconds(2));
+  forger.join();
+  EXPECT_EQ(forged.status().code(), StatusCode::kUnauthenticated);
+}
+
+TEST_F(AuthStoreTest, TokenIndexWaitersAreCapped) {
+  AuthStore capped({.clock = &clock_, .max_token_index_waiters = 1});
+  StatusOr<std::string> first = InternalError("not yet");
+  std::thread waiter([&] { first = capped.UserForToken("a.5"); });
+  clock_.WaitForWaiters(1);
+  // The cap is taken: the second is refused without waiting.
+  EXPECT_EQ(capped.UserForToken("b.5").status().code(),
+            StatusCode::kUnauthenticated);
+  capped.NoteApplied(5);
+  waiter.join();
+  EXPECT_EQ(first.status().code(), StatusCode::kUnauthenticated);
 }
 
 }  // namespace

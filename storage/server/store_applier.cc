@@ -83,6 +83,7 @@ void StoreApplier::Start(const raftpb::SnapshotMetadata& last_snapshot,
   transport_ = transport;
   read_pool_ = std::move(read_pool);
   applied_ = db()->ConsistentIndex();
+  auth_->NoteApplied(applied_.load());
   RefreshAlarms();
   last_snapshot_index_ = last_snapshot.index();
   processed_index_ = last_snapshot_index_;
@@ -857,6 +858,7 @@ void StoreApplier::SetApplied(uint64_t index) {
       read_heap_.pop();
     }
   }
+  auth_->NoteApplied(index);  // outside mu_, a leaf
   for (auto& fn : ready) {
     if (!read_pool_->Submit([fn] { fn(Status::Ok()); })) {
       fn(UnavailableError("etcdserver: server stopped"));

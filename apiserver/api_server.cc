@@ -125,7 +125,7 @@ struct Call {
   bool responded = false;
   bool rejected = false;         // body over the limit
   bool discovery_found = false;  // a discovery document was served
-  std::string discovery_group;    // what it describes, for the metrics
+  std::string discovery_group;   // what it describes, for the metrics
   std::string discovery_version;
   TimePoint start;
   std::shared_ptr<void> inflight;  // released when the call is done
@@ -270,8 +270,8 @@ void ApiServer::Impl::BuildBackends() {
   ro.event_ttl_seconds =
       std::chrono::duration_cast<std::chrono::seconds>(opts.event_ttl).count();
   ro.max_patched_bytes = opts.max_request_body_bytes;
-  ro.namespace_check = [this](const objects::ResourceInfo& r, std::string_view name,
-                              std::string_view ns) {
+  ro.namespace_check = [this](const objects::ResourceInfo& r,
+                              std::string_view name, std::string_view ns) {
     return CheckNamespace(r, name, ns);
   };
   for (const auto& r : scheme.resources()) {
@@ -309,7 +309,8 @@ void ApiServer::Impl::BuildBackends() {
 }
 
 std::optional<ApiError> ApiServer::Impl::CheckNamespace(
-    const objects::ResourceInfo& r, std::string_view name, std::string_view ns) {
+    const objects::ResourceInfo& r, std::string_view name,
+    std::string_view ns) {
   StatusOr<ObjectPtr> got = NotFoundError("");
   if (namespaces->cacher->ready()) got = namespaces->cacher->Get("", ns);
   if (!got.ok()) got = namespaces->store->Get("", ns, 0);
@@ -319,7 +320,8 @@ std::optional<ApiError> ApiServer::Impl::CheckNamespace(
     }
     return ApiError::FromStatus(got.status(), namespaces->info, ns);
   }
-  const auto* nsobj = dynamic_cast<const objects::corev1::Namespace*>(got->get());
+  const auto* nsobj =
+      dynamic_cast<const objects::corev1::Namespace*>(got->get());
   const bool terminating =
       objects::IsBeingDeleted(*objects::GetObjectMeta(**got)) ||
       (nsobj != nullptr && nsobj->status().phase() == "Terminating");
@@ -399,8 +401,10 @@ void ApiServer::Impl::Reply(Call& c, int code, std::string_view content_type,
   net::HttpHeaders h;
   h.Add("Content-Type", std::string(content_type));
   for (const std::string& w : warnings) h.Add("Warning", WarningHeader(w));
-  c.resp->Respond(code, std::move(h), std::move(body));
+  // Counted before the response can reach the client, so a client that has
+  // its answer finds it in /metrics.
   Record(c, code);
+  c.resp->Respond(code, std::move(h), std::move(body));
   c.inflight.reset();
 }
 
@@ -418,8 +422,8 @@ void ApiServer::Impl::ReplyError(Call& c, const ApiError& e) {
     h.Add("Retry-After", std::to_string(e.retry_after_seconds));
   }
   for (const auto& [k, v] : e.headers) h.Add(k, v);
+  Record(c, e.code);  // before the response, as in Reply
   c.resp->Respond(e.code, std::move(h), RenderError(media, e));
-  Record(c, e.code);
   c.inflight.reset();
 }
 
@@ -806,7 +810,8 @@ ApiResult<MutableObject> ApiServer::Impl::DecodeObject(
     return ApiError::UnsupportedMediaType(ct, SupportedBodyTypes());
   }
   MutableObject obj = kind.New();
-  StatusOr<objects::DecodeResult> r = objects::DecodeBody(*type, c.body, obj.get());
+  StatusOr<objects::DecodeResult> r =
+      objects::DecodeBody(*type, c.body, obj.get());
   if (!r.ok()) {
     return ApiError::BadRequest(r.status().message());
   }
@@ -1038,7 +1043,8 @@ void ApiServer::Impl::Patch(Call& c) {
 }
 
 void ApiServer::Impl::Delete(Call& c) {
-  ApiResult<objects::metav1::DeleteOptions> o = ParseDeleteOptions(c.req(), c.body);
+  ApiResult<objects::metav1::DeleteOptions> o =
+      ParseDeleteOptions(c.req(), c.body);
   if (IsError(o)) return ReplyError(c, std::get<ApiError>(o));
   const objects::metav1::DeleteOptions& opts_ =
       std::get<objects::metav1::DeleteOptions>(o);
@@ -1053,8 +1059,8 @@ void ApiServer::Impl::Delete(Call& c) {
   if (d.deleted && !rest->ReturnsDeletedObject()) {
     // Status answers are never Tables.
     const objects::MediaType media = c.neg.shape == ResponseShape::kObject
-                                     ? c.neg.media
-                                     : objects::MediaType::kJson;
+                                         ? c.neg.media
+                                         : objects::MediaType::kJson;
     return Reply(
         c, code, objects::MediaTypeName(media),
         RenderSuccessStatus(media, c.info.name, c.resource->gv.group,
@@ -1064,7 +1070,8 @@ void ApiServer::Impl::Delete(Call& c) {
 }
 
 void ApiServer::Impl::DeleteCollection(Call& c) {
-  ApiResult<objects::metav1::DeleteOptions> o = ParseDeleteOptions(c.req(), c.body);
+  ApiResult<objects::metav1::DeleteOptions> o =
+      ParseDeleteOptions(c.req(), c.body);
   if (IsError(o)) return ReplyError(c, std::get<ApiError>(o));
   ApiResult<ListParams> p = ParseListParams(c.req(), false);
   if (IsError(p)) return ReplyError(c, std::get<ApiError>(p));
@@ -1090,12 +1097,13 @@ void ApiServer::Impl::DeleteCollection(Call& c) {
 void ApiServer::Impl::Bind(Call& c) {
   ApiResult<WriteParams> p = ParseWriteParams(c.req(), false);
   if (IsError(p)) return ReplyError(c, std::get<ApiError>(p));
-  const objects::KindInfo* kind = objects::Scheme::Default().FindKind("v1", "Binding");
+  const objects::KindInfo* kind =
+      objects::Scheme::Default().FindKind("v1", "Binding");
   ApiResult<MutableObject> obj = DecodeObject(
       c, *kind, std::get<WriteParams>(p).field_validation, nullptr);
   if (IsError(obj)) return ReplyError(c, std::get<ApiError>(obj));
-  auto* binding =
-      dynamic_cast<objects::corev1::Binding*>(std::get<MutableObject>(obj).get());
+  auto* binding = dynamic_cast<objects::corev1::Binding*>(
+      std::get<MutableObject>(obj).get());
   CHECK(binding != nullptr);
   auto* meta = binding->mutable_metadata();
   if (c.sub != nullptr) {
@@ -1122,8 +1130,8 @@ void ApiServer::Impl::Bind(Call& c) {
   s.set_status("Success");
   s.set_code(201);
   const objects::MediaType media = c.neg.shape == ResponseShape::kObject
-                                   ? c.neg.media
-                                   : objects::MediaType::kJson;
+                                       ? c.neg.media
+                                       : objects::MediaType::kJson;
   Reply(c, 201, objects::MediaTypeName(media),
         objects::EncodeBody(media, s, {"v1", "Status"}));
 }
@@ -1146,11 +1154,11 @@ Status ApiServer::Start() {
   for (const auto& b : m.backends) {
     RETURN_IF_ERROR(b->cacher->Start());
   }
-  m.storage_health = std::make_unique<StorageHealth>(StorageHealthOptions{
-      .kv = m.opts.kv,
-      .storage_prefix = m.opts.storage_prefix,
-      .interval = m.opts.storage_health_interval,
-      .clock = m.opts.clock});
+  m.storage_health = std::make_unique<StorageHealth>(
+      StorageHealthOptions{.kv = m.opts.kv,
+                           .storage_prefix = m.opts.storage_prefix,
+                           .interval = m.opts.storage_health_interval,
+                           .clock = m.opts.clock});
   m.storage_health->Start();
   net::HttpServerOptions ho;
   ho.host = m.opts.bind_address;
@@ -1174,9 +1182,10 @@ Status ApiServer::Start() {
     if (host.empty() || host == "0.0.0.0" || host == "::") host = "127.0.0.1";
     address = host + ":" + std::to_string(m.http->port());
   }
-  std::atomic_store(&m.discovery, std::shared_ptr<const Discovery>(
-                                      std::make_shared<Discovery>(
-                                          objects::Scheme::Default(), address)));
+  std::atomic_store(
+      &m.discovery,
+      std::shared_ptr<const Discovery>(
+          std::make_shared<Discovery>(objects::Scheme::Default(), address)));
   RETURN_IF_ERROR(m.CreateSystemNamespaces());
   LOG(INFO) << "apiserver listening on " << m.opts.bind_address << ":"
             << m.http->port();

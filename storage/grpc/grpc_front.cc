@@ -443,6 +443,10 @@ class KvImpl final : public pb::KV::CallbackService {
                               const pb::CompactionRequest* req,
                               pb::CompactionResponse* resp) override {
     ServerUnaryReactor* r = ctx->DefaultReactor();
+    // No permission is needed, but a token that is sent must be valid (etcd
+    // checks it on every proposal).
+    std::string user;
+    if (!Caller(kv_, ctx, r, &user)) return r;
     kv_->Compact(*req, ReplyTo(r, resp));
     return r;
   }
@@ -481,6 +485,8 @@ class LeaseImpl final : public pb::Lease::CallbackService {
                                  const pb::LeaseGrantRequest* req,
                                  pb::LeaseGrantResponse* resp) override {
     ServerUnaryReactor* r = ctx->DefaultReactor();
+    std::string user;  // as Compact: only the token's validity is checked
+    if (!Caller(kv_, ctx, r, &user)) return r;
     kv_->LeaseGrant(*req, ReplyTo(r, resp));
     return r;
   }
@@ -642,7 +648,15 @@ class MaintenanceImpl final : public pb::Maintenance::CallbackService {
                             const pb::AlarmRequest* req,
                             pb::AlarmResponse* resp) override {
     StoreServer* s = s_;
-    return OnWorker(s, ctx, resp, [s, req] { return s->Alarm(*req); });
+    // A token that is sent must be valid; the error is the auth package's,
+    // unconverted (etcd's maintenance server).
+    StatusOr<std::string> user = s->auth()->ResolveToken(TokenOf(ctx));
+    kplane::Status valid = AuthMaintenanceError(user.status());
+    return OnWorker(s, ctx, resp,
+                    [s, req, valid]() -> StatusOr<pb::AlarmResponse> {
+                      RETURN_IF_ERROR(valid);
+                      return s->Alarm(*req);
+                    });
   }
   ServerUnaryReactor* Status(CallbackServerContext* ctx,
                              const pb::StatusRequest*,

@@ -285,5 +285,33 @@ TEST_F(AuthServerTest, MembershipChangesNeedTheRootRole) {
       << gone.body;
 }
 
+// Calls that need no permission (compaction, lease grant, alarms) take no
+// token, but one that is sent must be valid, as etcd checks the token of
+// every proposal (answers as etcd 3.4's, seen with curl).
+TEST_F(AuthServerTest, InvalidTokenIsRefusedWhereNoPermissionIsNeeded) {
+  SetupAndEnable();
+  std::string alice = Login("alice", "alicepw");
+  const std::string invalid =
+      R"({"error":"etcdserver: invalid auth token","message":")"
+      R"(etcdserver: invalid auth token","code":16})";
+  net::HttpResponse compact =
+      Post("/v3/kv/compaction", R"({"revision":1})", "bogus.1");
+  EXPECT_EQ(compact.status, 401);
+  EXPECT_EQ(compact.body, invalid);
+  net::HttpResponse grant = Post("/v3/lease/grant", R"({"TTL":60})", "bogus.1");
+  EXPECT_EQ(grant.status, 401);
+  EXPECT_EQ(grant.body, invalid);
+  net::HttpResponse alarm = Post("/v3/maintenance/alarm", "{}", "bogus.1");
+  EXPECT_EQ(alarm.status, 500);
+  EXPECT_EQ(alarm.body, R"({"error":"auth: invalid auth token","message":")"
+                        R"(auth: invalid auth token","code":2})");
+  // Without a token, or with a valid one, they are served.
+  ExpectOk("/v3/lease/grant", R"({"TTL":60})");
+  ExpectOk("/v3/lease/grant", R"({"TTL":60})", alice);
+  ExpectOk("/v3/maintenance/alarm", "{}");
+  ExpectOk("/v3/maintenance/alarm", "{}", alice);
+  ExpectOk("/v3/kv/compaction", R"({"revision":1})", alice);
+}
+
 }  // namespace
 }  // namespace kplane::storage

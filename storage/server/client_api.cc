@@ -673,7 +673,11 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
   });
   both("/kv/compaction", [kv](const HttpRequest& req, ResponderPtr r) {
     etcdserverpb::CompactionRequest q;
-    if (!ParseBody(req, r.get(), &q)) return;
+    std::string user;  // a token sent must be valid (etcd), none is needed
+    if (!ParseBody(req, r.get(), &q) ||
+        !CallerOf(kv->server(), req, r.get(), &user)) {
+      return;
+    }
     kv->Compact(std::move(q), Answer<etcdserverpb::CompactionResponse>(r));
   });
 
@@ -693,7 +697,11 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
   // ---- leases --------------------------------------------------------------
   both("/lease/grant", [kv](const HttpRequest& req, ResponderPtr r) {
     etcdserverpb::LeaseGrantRequest q;
-    if (!ParseBody(req, r.get(), &q)) return;
+    std::string user;  // as compaction
+    if (!ParseBody(req, r.get(), &q) ||
+        !CallerOf(kv->server(), req, r.get(), &user)) {
+      return;
+    }
     kv->LeaseGrant(std::move(q), Answer<etcdserverpb::LeaseGrantResponse>(r));
   });
   auto revoke = [s, kv](const HttpRequest& req, ResponderPtr r) {
@@ -925,6 +933,13 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
   both("/maintenance/alarm", [s](const HttpRequest& req, ResponderPtr r) {
     etcdserverpb::AlarmRequest q;
     if (!ParseBody(req, r.get(), &q)) return;
+    // A token sent must be valid: the auth package's error, unconverted.
+    StatusOr<std::string> user =
+        s->auth()->ResolveToken(req.headers.Get("Authorization"));
+    if (!user.ok()) {
+      RespondError(r.get(), AuthMaintenanceError(user.status()));
+      return;
+    }
     RespondResult(r.get(), s->Alarm(q));
   });
   both("/maintenance/transfer-leadership",

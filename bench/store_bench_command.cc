@@ -6,6 +6,7 @@
 #include "base/flags.h"
 #include "base/strings.h"
 #include "bench/failover.h"
+#include "bench/grpc_store_bench.h"
 #include "bench/store_workloads.h"
 #include "bench/watch_bench.h"
 
@@ -13,9 +14,10 @@ namespace kplane::bench {
 
 int RunStoreBenchCommand(const std::vector<std::string>& args) {
   FlagSet flags("kpctl store bench",
-                "Closed-loop load on an etcd v3 JSON API (kplane store or "
-                "etcd): put, range or cas at several client counts; watch "
-                "fan-out; leader failover (kills the leader's process).");
+                "Closed-loop load on etcd's v3 API (kplane store or etcd), "
+                "over JSON or gRPC (--protocol): put, range or cas at "
+                "several client counts; watch fan-out; leader failover "
+                "(kills the leader's process; JSON only).");
   std::string endpoints = "http://127.0.0.1:2379";
   StoreWorkload w;
   std::vector<std::string> clients = {"1"};
@@ -27,6 +29,10 @@ int RunStoreBenchCommand(const std::vector<std::string>& args) {
   std::string label;
   int64_t key_space = w.key_space;
   flags.String("endpoints", &endpoints, "Comma-separated client URLs.");
+  std::string protocol = "json";
+  flags.String("protocol", &protocol,
+               "json (etcd's v3 JSON API, HTTP/1.1) or grpc (etcd's v3 gRPC "
+               "API: KV and Watch).");
   flags.String("workload", &w.kind,
                "put, range, cas, watch or failover (`kpctl store bench "
                "<workload>` sets it).");
@@ -42,15 +48,18 @@ int RunStoreBenchCommand(const std::vector<std::string>& args) {
               "Stop each run after N operations instead of --duration.");
   int conns = 0;
   flags.Int("conns", &conns,
-            "Connections; must equal each client count (0: one per client). "
-            "HTTP/1.1 carries one request at a time, so clients sharing a "
-            "connection would only queue behind each other.");
+            "Connections. json: must equal each client count (0: one per "
+            "client; HTTP/1.1 carries one request at a time, so clients "
+            "sharing a connection would only queue behind each other). "
+            "grpc: channels the clients (watch: the streams) share, each "
+            "its own TCP connection (0: one per 10 clients or streams).");
   flags.Bool("range-prefix", &w.range_prefix,
              "range: read every key under --prefix instead of one key.");
   flags.Bool("serializable", &w.serializable, "range: serializable reads.");
   flags.Int64("fill", &fill,
               "First write keys 0..N-1 under --prefix (range fixtures).");
-  flags.Int("threads", &threads, "Client event-loop threads.");
+  flags.Int("threads", &threads,
+            "Client event-loop (grpc: completion-queue) threads.");
   flags.StringList("server-pids", &server_pids,
                    "Server processes whose CPU time to report.");
   flags.String("label", &label, "A label for the RESULT lines.");
@@ -78,6 +87,15 @@ int RunStoreBenchCommand(const std::vector<std::string>& args) {
     return 2;
   }
   w.key_space = key_space;
+  if (protocol != "json" && protocol != "grpc") {
+    std::cerr << "kpctl store bench: --protocol must be json or grpc\n";
+    return 2;
+  }
+  const bool grpc = protocol == "grpc";
+  if (conns < 0) {
+    std::cerr << "kpctl store bench: --conns must be >= 0\n";
+    return 2;
+  }
   if (total > 0 && !flags.IsSet("warmup")) warmup = Duration(0);
   auto eps = ParseEndpoints(endpoints);
   if (!eps.ok()) {
@@ -97,7 +115,8 @@ int RunStoreBenchCommand(const std::vector<std::string>& args) {
       wo.server_pids.push_back(pid);
       cpu_before.push_back(ProcessCpuSeconds(pid).value_or(0));
     }
-    auto r = RunWatchBench(wo);
+    int watch_conns = conns > 0 ? conns : DefaultGrpcConns(wo.streams);
+    auto r = grpc ? RunGrpcWatchBench(wo, watch_conns) : RunWatchBench(wo);
     double srv_cpu = 0;
     for (size_t i = 0; i < wo.server_pids.size(); ++i) {
       srv_cpu +=
@@ -124,15 +143,17 @@ int RunStoreBenchCommand(const std::vector<std::string>& args) {
         r->server_rss_growth_bytes / 1048576.0,
         static_cast<double>(r->server_rss_growth_bytes) / wo.watchers, srv_cpu);
     std::printf(
-        "RESULT label=%s workload=watch watchers=%d streams=%d puts=%d "
+        "RESULT label=%s protocol=%s workload=watch watchers=%d streams=%d "
+        "conns=%d puts=%d "
         "writers=%d put_errors=%d delivered=%lld expected=%lld "
         "events_per_s=%.0f "
         "send_p50_ms=%.3f "
         "send_p99_ms=%.3f ack_p50_ms=%.3f ack_p99_ms=%.3f ack_max_ms=%.3f "
         "before_ack=%lld writer_s=%.2f client_cpu_s=%.2f server_cpu_s=%.2f "
         "rss_per_watcher_b=%.0f\n",
-        label.empty() ? "-" : label.c_str(), wo.watchers, wo.streams, wo.puts,
-        wo.writers, r->put_errors, static_cast<long long>(r->delivered_events),
+        label.empty() ? "-" : label.c_str(), protocol.c_str(), wo.watchers,
+        wo.streams, grpc ? watch_conns : wo.streams, wo.puts, wo.writers,
+        r->put_errors, static_cast<long long>(r->delivered_events),
         static_cast<long long>(r->expected_events), r->events_per_second,
         ms(r->from_send.Percentile(50)), ms(r->from_send.Percentile(99)),
         ms(r->from_ack.Percentile(50)), ms(r->from_ack.Percentile(99)),
@@ -146,6 +167,10 @@ int RunStoreBenchCommand(const std::vector<std::string>& args) {
     return r->delivered_events == r->expected_events ? 0 : 1;
   }
   if (w.kind == "failover") {
+    if (grpc) {
+      std::cerr << "kpctl store bench: failover runs over JSON only\n";
+      return 2;
+    }
     FailoverOptions fo;
     fo.endpoints = *eps;
     for (const auto& p : server_pids) {
@@ -176,7 +201,8 @@ int RunStoreBenchCommand(const std::vector<std::string>& args) {
     return 2;
   }
   if (fill > 0) {
-    Status f = FillStore(*eps, w.prefix, fill, w.value_size, 16);
+    Status f = grpc ? GrpcFillStore(*eps, w.prefix, fill, w.value_size, 16, 2)
+                    : FillStore(*eps, w.prefix, fill, w.value_size, 16);
     if (!f.ok()) {
       std::cerr << "kpctl store bench: " << f.message() << "\n";
       return 1;
@@ -191,7 +217,7 @@ int RunStoreBenchCommand(const std::vector<std::string>& args) {
       std::cerr << "kpctl store bench: bad client count " << c << "\n";
       return 2;
     }
-    if (conns != 0 && conns != *n) {
+    if (!grpc && conns != 0 && conns != *n) {
       std::cerr << "kpctl store bench: --conns must equal --clients (one "
                    "HTTP/1.1 connection per client)\n";
       return 2;
@@ -202,15 +228,32 @@ int RunStoreBenchCommand(const std::vector<std::string>& args) {
           ProcessCpuSeconds(static_cast<int>(ParseInt64(p).value_or(0)))
               .value_or(0));
     }
-    LoadOptions o;
-    o.endpoints = *eps;
-    o.clients = static_cast<int>(*n);
-    o.threads = threads;
-    o.duration = duration;
-    o.max_operations = total;
-    o.warmup = warmup;
-    o.make_script = [&](int i) { return NewStoreScript(w, i); };
-    auto r = RunLoad(o);
+    const int n_conns = !grpc       ? static_cast<int>(*n)
+                        : conns > 0 ? conns
+                                    : DefaultGrpcConns(static_cast<int>(*n));
+    StatusOr<LoadResult> r = InternalError("not run");
+    if (grpc) {
+      GrpcLoadOptions o;
+      o.endpoints = *eps;
+      o.workload = w;
+      o.clients = static_cast<int>(*n);
+      o.conns = n_conns;
+      o.threads = threads;
+      o.duration = duration;
+      o.max_operations = total;
+      o.warmup = warmup;
+      r = RunGrpcLoad(o);
+    } else {
+      LoadOptions o;
+      o.endpoints = *eps;
+      o.clients = static_cast<int>(*n);
+      o.threads = threads;
+      o.duration = duration;
+      o.max_operations = total;
+      o.warmup = warmup;
+      o.make_script = [&](int i) { return NewStoreScript(w, i); };
+      r = RunLoad(o);
+    }
     if (!r.ok()) {
       std::cerr << "kpctl store bench: " << r.status().message() << "\n";
       return 1;
@@ -231,14 +274,16 @@ int RunStoreBenchCommand(const std::vector<std::string>& args) {
         ms(h.max()), static_cast<long long>(r->errors), r->client_cpu_seconds,
         srv_cpu);
     std::printf(
-        "RESULT label=%s workload=%s clients=%lld ops_per_s=%.1f p50_ms=%.3f "
+        "RESULT label=%s protocol=%s workload=%s clients=%lld conns=%d "
+        "operations=%lld ops_per_s=%.1f p50_ms=%.3f "
         "p90_ms=%.3f p99_ms=%.3f p999_ms=%.3f max_ms=%.3f errors=%lld "
         "client_cpu_s=%.2f server_cpu_s=%.2f seconds=%.2f\n",
-        label.empty() ? "-" : label.c_str(), w.kind.c_str(),
-        static_cast<long long>(*n), r->ops_per_second(), ms(h.Percentile(50)),
-        ms(h.Percentile(90)), ms(h.Percentile(99)), ms(h.Percentile(99.9)),
-        ms(h.max()), static_cast<long long>(r->errors), r->client_cpu_seconds,
-        srv_cpu, r->seconds);
+        label.empty() ? "-" : label.c_str(), protocol.c_str(), w.kind.c_str(),
+        static_cast<long long>(*n), n_conns,
+        static_cast<long long>(r->operations), r->ops_per_second(),
+        ms(h.Percentile(50)), ms(h.Percentile(90)), ms(h.Percentile(99)),
+        ms(h.Percentile(99.9)), ms(h.max()), static_cast<long long>(r->errors),
+        r->client_cpu_seconds, srv_cpu, r->seconds);
     for (const auto& e : r->sample_errors) {
       std::fprintf(stderr, "  error sample: %s\n", e.c_str());
     }

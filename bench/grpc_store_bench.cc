@@ -442,8 +442,9 @@ StatusOr<WatchBenchResult> RunGrpcWatchBench(const WatchBenchOptions& o,
         grpc::ClientReaderWriter<pb::WatchRequest, pb::WatchResponse>>
         rw;
     std::vector<std::pair<int64_t, int64_t>> arrivals;  // (revision, ns)
-    std::string error;  // why the stream ended early, if it did
-    int canceled = 0;   // watchers the server canceled
+    std::string error;          // why the stream ended early, if it did
+    int canceled = 0;           // watchers the server canceled
+    std::string cancel_reason;  // the first one's
   };
   std::vector<std::unique_ptr<Stream>> streams;
   std::atomic<int> total_created{0};
@@ -481,10 +482,15 @@ StatusOr<WatchBenchResult> RunGrpcWatchBench(const WatchBenchOptions& o,
         [raw, &total_created, &delivered, &last_event, &closing, &broken] {
           pb::WatchResponse resp;
           while (raw->rw->Read(&resp)) {
-            if (resp.created()) ++total_created;
+            // A refused create is answered created and canceled at once
+            // (as etcd does): no watcher.
             if (resp.canceled()) {
-              ++raw->canceled;
+              if (raw->canceled++ == 0) {
+                raw->cancel_reason = resp.cancel_reason();
+              }
               ++broken;
+            } else if (resp.created()) {
+              ++total_created;
             }
             if (resp.events_size() == 0) continue;
             int64_t now = NowNs();
@@ -507,7 +513,9 @@ StatusOr<WatchBenchResult> RunGrpcWatchBench(const WatchBenchOptions& o,
   auto stream_failed = [&]() -> std::string {
     for (const auto& st : streams) {
       if (!st->error.empty()) return st->error;
-      if (st->canceled > 0) return "a watcher was canceled";
+      if (st->canceled > 0) {
+        return "a watcher was canceled: " + st->cancel_reason;
+      }
     }
     return "";
   };

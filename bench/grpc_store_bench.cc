@@ -523,7 +523,7 @@ StatusOr<WatchBenchResult> RunGrpcWatchBench(const WatchBenchOptions& o,
          NowNs() < deadline) {
     std::this_thread::sleep_for(milliseconds(5));
   }
-  if (total_created < o.watchers) {
+  if (total_created < o.watchers || broken.load() > 0) {
     int created = total_created.load();
     close_streams();
     std::string why = stream_failed();

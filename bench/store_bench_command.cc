@@ -1,5 +1,6 @@
 #include "bench/store_bench_command.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 
@@ -115,7 +116,9 @@ int RunStoreBenchCommand(const std::vector<std::string>& args) {
       wo.server_pids.push_back(pid);
       cpu_before.push_back(ProcessCpuSeconds(pid).value_or(0));
     }
-    int watch_conns = conns > 0 ? conns : DefaultGrpcConns(wo.streams);
+    // (The channels are never more than the streams.)
+    int watch_conns =
+        std::min(wo.streams, conns > 0 ? conns : DefaultGrpcConns(wo.streams));
     auto r = grpc ? RunGrpcWatchBench(wo, watch_conns) : RunWatchBench(wo);
     double srv_cpu = 0;
     for (size_t i = 0; i < wo.server_pids.size(); ++i) {
@@ -229,7 +232,7 @@ int RunStoreBenchCommand(const std::vector<std::string>& args) {
               .value_or(0));
     }
     const int n_conns = !grpc       ? static_cast<int>(*n)
-                        : conns > 0 ? conns
+                        : conns > 0 ? std::min(conns, static_cast<int>(*n))
                                     : DefaultGrpcConns(static_cast<int>(*n));
     StatusOr<LoadResult> r = InternalError("not run");
     if (grpc) {

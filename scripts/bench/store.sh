@@ -8,8 +8,16 @@
 #
 #   scripts/bench/store.sh [--quick] [--runs N] [--only kplane|etcd]
 #                          [--rows put,range,cas,watch,watchpaced,watch10k,
-#                                  watch1kw,failover,compact,rss,restart]
+#                                  watch1kw,failover,compact,rss,restart,
+#                                  grpcput,grpcrange,grpcwatch]
 #                          [--out DIR] [--port-offset N]
+#
+# The grpc* rows drive each system over its native protocol, etcd's v3 gRPC
+# API (`kpctl store bench --protocol grpc`, issue 17): grpcput (put c=1, 16,
+# 64, 256 over one channel per 10 clients, to the leader and spread),
+# grpcrange (the range rows) and grpcwatch (10,000 watchers on 10 streams,
+# one channel each, while 100 puts are paced at 10/s: 1,000,000 events).
+# `--rows grpcput,grpcrange,grpcwatch` runs only them.
 #
 # A full run takes about 20 minutes; --quick (1 run, short durations, small
 # counts) about 4. Raw RESULT lines go to DIR/raw.log, parsed figures to
@@ -39,7 +47,7 @@ quick=0
 runs=3
 only=""
 port_offset=0
-rows="put,range,cas,watch,watchpaced,watch10k,watch1kw,failover,compact,rss,restart"
+rows="put,range,cas,watch,watchpaced,watch10k,watch1kw,failover,compact,rss,restart,grpcput,grpcrange,grpcwatch"
 out=/tmp/kplane-bench/$(date -u +%Y%m%d-%H%M%S)
 while [[ $# -gt 0 ]]; do
   case $1 in
@@ -61,12 +69,12 @@ if ((quick)); then
   put_dur=3s; range_dur=3s; put_clients=(1 16 64 256)
   watch_puts=200; watch_watchers=1000; failover_trials=2
   compact_revs=10000; rss_keys=10000; paced_puts=60; restart_revs=100000
-  w10k_puts=10; w1kw_puts=1000
+  w10k_puts=10; w1kw_puts=1000; gw_puts=20
 else
   put_dur=4s; range_dur=4s; put_clients=(1 16 64 256)
   watch_puts=500; watch_watchers=1000; failover_trials=5
   compact_revs=100000; rss_keys=100000; paced_puts=200; restart_revs=1000000
-  w10k_puts=30; w1kw_puts=3000
+  w10k_puts=30; w1kw_puts=3000; gw_puts=100
 fi
 prefix=/registry/configmaps/default/
 
@@ -317,6 +325,77 @@ run_watch1kw() {
   done
 }
 
+# --- rows over gRPC (etcd's v3 gRPC API: each system's native protocol) ------
+# Same value size, key space and durations as the JSON rows; clients share
+# one gRPC channel (TCP connection) per 10 clients, as etcd's benchmark tool
+# is run in etcd's docs (--conns=100 --clients=1000).
+run_grpc_put() {
+  local c mode r line eps
+  for c in "${put_clients[@]}"; do
+    for mode in leader spread; do
+      for r in $(seq 1 "$runs"); do
+        start_cluster "$system"
+        if [[ $mode == leader ]]; then eps=$(leader_ep); else eps=$(spread_eps); fi
+        line=$(bench put --protocol grpc --endpoints "$eps" --clients "$c" \
+          --duration "$put_dur" --warmup 1s --val-size 256 --key-prefix "$prefix" \
+          --server-pids "$(pids_csv)" --threads 2 --label "$system") || continue
+        record "grpc put c=$c $mode: ops/s" "$(field ops_per_s "$line")"
+        record "grpc put c=$c $mode: p99 ms" "$(field p99_ms "$line")"
+        record "grpc put c=$c $mode: server CPU us/op" "$(awk -v s="$(field server_cpu_s "$line")" -v o="$(field ops_per_s "$line")" -v d="$(field seconds "$line")" 'BEGIN{printf "%.0f", s*1e6/(o*d)}')"
+      done
+    done
+  done
+}
+
+run_grpc_range() {
+  local r line ep p=/registry/configmaps/range1000/
+  for r in $(seq 1 "$runs"); do
+    start_cluster "$system"
+    ep=$(leader_ep)
+    bench range --protocol grpc --endpoints "$ep" --fill 1000 --key-space 1000 \
+      --key-prefix "$p" --total 1 >/dev/null || continue
+    line=$(bench range --protocol grpc --endpoints "$ep" --clients 16 \
+      --duration "$range_dur" --key-space 1 --key-prefix "$p" --serializable \
+      --server-pids "$(pids_csv)" --threads 2) &&
+      record "grpc range 1 key serializable c=16: ops/s" "$(field ops_per_s "$line")"
+    line=$(bench range --protocol grpc --endpoints "$ep" --clients 16 \
+      --duration "$range_dur" --key-space 1 --key-prefix "$p" \
+      --server-pids "$(pids_csv)" --threads 2) &&
+      record "grpc range 1 key linearizable c=16: ops/s" "$(field ops_per_s "$line")"
+    line=$(bench range --protocol grpc --endpoints "$ep" --clients 16 \
+      --duration "$range_dur" --range-prefix --key-prefix "$p" \
+      --server-pids "$(pids_csv)" --threads 2) && {
+      record "grpc range 1,000-key prefix linearizable c=16: ops/s" "$(field ops_per_s "$line")"
+      record "grpc range 1,000-key prefix linearizable c=16: p99 ms" "$(field p99_ms "$line")"
+    }
+  done
+}
+
+# 10,000 watchers on 10 streams (1,000 each, one channel per stream, spread
+# over the members leader first); 4 writers pace $gw_puts puts at 10/s to
+# the leader: 100,000 events/s to deliver.
+run_grpc_watch() {
+  local r line w="grpc watch 10000 watchers on 10 streams, $gw_puts puts paced at 10/s"
+  for r in $(seq 1 "$runs"); do
+    start_cluster "$system"
+    line=$(bench watch --protocol grpc --endpoints "$(leader_first_eps)" \
+      --watchers 10000 --streams 10 --conns 10 --puts "$gw_puts" --writers 4 \
+      --put-rate 10 --server-pids "$(leader_first_pids)") || continue
+    record "$w: events/s" "$(field events_per_s "$line")"
+    record "$w: put-ack->event p50 ms" "$(field ack_p50_ms "$line")"
+    record "$w: put-ack->event p99 ms" "$(field ack_p99_ms "$line")"
+    record "$w: put-send->event p99 ms" "$(field send_p99_ms "$line")"
+    record "$w: writer puts/s" "$(awk -v p="$gw_puts" -v s="$(field writer_s "$line")" 'BEGIN{printf "%.2f", p/s}')"
+    record "$w: server CPU s" "$(field server_cpu_s "$line")"
+    record "$w: server RSS bytes/watcher" "$(field rss_per_watcher_b "$line")"
+    local d e pe; d=$(field delivered "$line"); e=$(field expected "$line")
+    [[ $d == "$e" ]] || say "grpcwatch: delivered $d of $e events"
+    pe=$(field put_errors "$line")
+    [[ ${pe:-0} == 0 ]] || say "grpcwatch: $pe puts failed (see raw.log)"
+    record "$w: failed puts" "${pe:-0}"
+  done
+}
+
 run_failover() {
   local t line
   for t in $(seq 1 "$failover_trials"); do
@@ -437,6 +516,9 @@ run_system() {
   if has_row compact; then say "$system: compact/defrag"; run_compact; fi
   if has_row rss; then say "$system: rss"; run_rss; fi
   if has_row restart; then say "$system: restart"; run_restart; fi
+  if has_row grpcput; then say "$system: put over gRPC"; run_grpc_put; fi
+  if has_row grpcrange; then say "$system: range over gRPC"; run_grpc_range; fi
+  if has_row grpcwatch; then say "$system: watch 10,000 over gRPC"; run_grpc_watch; fi
   stop_cluster
 }
 

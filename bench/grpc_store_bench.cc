@@ -285,7 +285,7 @@ struct LoopRun {
 };
 
 // Runs the clients to the end; `cpu_from`: when the CPU window starts.
-LoadResult RunLoops(LoopRun& run, int64_t cpu_from) {
+LoadResult RunLoops(const LoopRun& run, int64_t cpu_from) {
   std::vector<std::unique_ptr<pb::KV::Stub>> stubs;
   for (const auto& ch : *run.channels) stubs.push_back(pb::KV::NewStub(ch));
   int threads = std::min(run.threads, run.clients);

@@ -16,7 +16,8 @@
 # API (`kpctl store bench --protocol grpc`, issue 17): grpcput (put c=1, 16,
 # 64, 256 over one channel per 10 clients, to the leader and spread),
 # grpcrange (the range rows) and grpcwatch (10,000 watchers on 10 streams,
-# one channel each, while 100 puts are paced at 10/s: 1,000,000 events).
+# one channel each, while 100 puts are paced at 10/s: 1,000,000 events; then
+# on a fresh cluster 300 puts by 16 unpaced writers: the delivery ceiling).
 # `--rows grpcput,grpcrange,grpcwatch` runs only them.
 #
 # A full run takes about 20 minutes; --quick (1 run, short durations, small
@@ -69,12 +70,12 @@ if ((quick)); then
   put_dur=3s; range_dur=3s; put_clients=(1 16 64 256)
   watch_puts=200; watch_watchers=1000; failover_trials=2
   compact_revs=10000; rss_keys=10000; paced_puts=60; restart_revs=100000
-  w10k_puts=10; w1kw_puts=1000; gw_puts=20
+  w10k_puts=10; w1kw_puts=1000; gw_puts=20; gwmax_puts=50
 else
   put_dur=4s; range_dur=4s; put_clients=(1 16 64 256)
   watch_puts=500; watch_watchers=1000; failover_trials=5
   compact_revs=100000; rss_keys=100000; paced_puts=200; restart_revs=1000000
-  w10k_puts=30; w1kw_puts=3000; gw_puts=100
+  w10k_puts=30; w1kw_puts=3000; gw_puts=100; gwmax_puts=300
 fi
 prefix=/registry/configmaps/default/
 
@@ -393,6 +394,22 @@ run_grpc_watch() {
     pe=$(field put_errors "$line")
     [[ ${pe:-0} == 0 ]] || say "grpcwatch: $pe puts failed (see raw.log)"
     record "$w: failed puts" "${pe:-0}"
+  done
+  # Throughput: the same watchers while 16 writers put as fast as they can;
+  # events/s is how fast the system delivers 10,000 copies of each put.
+  w="grpc watch 10000 watchers on 10 streams, $gwmax_puts puts by 16 unpaced writers"
+  for r in $(seq 1 "$runs"); do
+    start_cluster "$system"
+    line=$(bench watch --protocol grpc --endpoints "$(leader_first_eps)" \
+      --watchers 10000 --streams 10 --conns 10 --puts "$gwmax_puts" --writers 16 \
+      --put-rate 0 --server-pids "$(leader_first_pids)") || continue
+    record "$w: events/s" "$(field events_per_s "$line")"
+    record "$w: writer puts/s" "$(awk -v p="$gwmax_puts" -v s="$(field writer_s "$line")" 'BEGIN{printf "%.0f", p/s}')"
+    record "$w: put-ack->event p99 ms" "$(field ack_p99_ms "$line")"
+    record "$w: server CPU s" "$(field server_cpu_s "$line")"
+    local d e; d=$(field delivered "$line"); e=$(field expected "$line")
+    [[ $d == "$e" ]] || say "grpcwatch unpaced: delivered $d of $e events"
+    record "$w: failed puts" "$(field put_errors "$line")"
   done
 }
 

@@ -342,8 +342,27 @@ Status Wal::WriteBuffered() {
   }
   Status s = file_->Append(buffer_);
   if (!s.ok()) {
-    sticky_error_ = s.Annotate("wal append");
-    return sticky_error_;
+    if (!s.Is(StatusCode::kNoSpace)) {
+      sticky_error_ = s.Annotate("wal append");
+      return sticky_error_;
+    }
+    // A full disk: the write may have put part of the buffer into the
+    // file. Cut the file back to its last whole record, so the log is as
+    // it was before this call and the caller may try the same records
+    // again. Were the partial bytes left, the next append would land after
+    // them, and a restart would find damage followed by valid records.
+    // Shrinking a file needs no new blocks; if even that fails, what the
+    // file holds is unknown: sticky.
+    buffer_.clear();
+    if (file_->Size() != offset_) {
+      Status t = file_->Truncate(offset_);
+      if (!t.ok()) {
+        sticky_error_ = t.Annotate("wal append: undoing a partial write (" +
+                                   s.ToString() + ")");
+        return sticky_error_;
+      }
+    }
+    return s.Annotate("wal append");
   }
   offset_ += buffer_.size();
   segments_.back().bytes = offset_;
@@ -375,6 +394,7 @@ Status Wal::Cut(uint64_t next_index, const std::vector<Record>& header) {
   const std::string tmp = path + ".tmp";
   std::string data;
   for (const Record& r : header) EncodeRecord(r, &data);
+  bool named = false;  // the rename happened: the log changed
   auto s = [&]() -> StatusOr<std::unique_ptr<WritableFile>> {
     ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> f,
                      fs_->OpenWritable(tmp, OpenMode::kTruncate));
@@ -382,10 +402,19 @@ Status Wal::Cut(uint64_t next_index, const std::vector<Record>& header) {
     RETURN_IF_ERROR(f->Sync());
     if (options_.crash_hook) options_.crash_hook("cut:created");
     RETURN_IF_ERROR(fs_->Rename(tmp, path));
+    named = true;
     RETURN_IF_ERROR(fs_->SyncDir(dir_));
     return f;
   }();
   if (!s.ok()) {
+    if (!named && s.status().Is(StatusCode::kNoSpace)) {
+      // A full disk before the new segment got its name: the log is
+      // unchanged and goes on in the current segment (everything in it is
+      // synced above). The half-built file is removed now if it can be
+      // (Open removes a leftover one anyway); the caller may cut again.
+      (void)fs_->Remove(tmp);
+      return s.status().Annotate("wal cut");
+    }
     sticky_error_ = s.status().Annotate("wal cut");
     return sticky_error_;
   }

@@ -26,8 +26,20 @@
 // All files go through Options::file_system (base/file_system.h): segments
 // are created 0600, the directory 0700. Errors are sticky (leveldb's
 // bg_error_): after a failed write or sync the log refuses all further
-// writes, because the file's contents are unknown. A full disk is kNoSpace,
-// other failures kIOError.
+// writes, because the file's contents are unknown; failed() then says so.
+// A full disk is kNoSpace, other failures kIOError.
+//
+// A full disk met by a write is the exception, and is retryable: the file's
+// contents are known, because the log undoes the write. Append cuts the
+// segment back to its last whole record (a write may have stored part of
+// the records before ENOSPC) and returns kNoSpace with the log as it was
+// before the call, so the caller may append the same records again once
+// there is space. Cut that meets a full disk before the new segment is
+// named removes the half-built file and returns kNoSpace; the log goes on in
+// the current segment (already synced), and a later Cut may try again.
+// A failed sync stays sticky whatever its errno: after a failed fsync the
+// kernel may have dropped the dirty pages, so nothing is known (as etcd and
+// PostgreSQL treat it).
 //
 // Thread-safety: not thread-safe; one owner (the raft loop) calls it.
 #ifndef KPLANE_STORAGE_WAL_WAL_H_
@@ -89,6 +101,7 @@ class Wal {
                                              const ReplayFn& replay);
 
   // Appends records to the current segment (written to the OS, not synced).
+  // kNoSpace (not sticky): nothing of `records` is in the log.
   Status Append(const std::vector<Record>& records);
   Status Append(const Record& record);
 
@@ -104,12 +117,16 @@ class Wal {
   // segments can be released without losing them). The new segment is
   // written under a temporary name and renamed once its header is durable,
   // so a crash never leaves a segment without it; the directory entry is
-  // synced before Cut returns.
+  // synced before Cut returns. kNoSpace (not sticky): no new segment; the
+  // log continues in the current one.
   Status Cut(uint64_t next_index, const std::vector<Record>& header);
 
   // Deletes whole segments all of whose entries have index < `index`. The
   // current segment is never deleted.
   Status ReleaseBefore(uint64_t index);
+
+  // True once an error made the log refuse every further write (above).
+  bool failed() const { return !sticky_error_.ok(); }
 
   std::vector<SegmentInfo> Segments() const;
   // Bytes in all live segments.

@@ -50,6 +50,7 @@ void Housekeeper::Loop() {
     FailExpiredRequests();
     WatchApply();
     if (self_->leader_id() != 0 && !self_->published()) PublishAttributes();
+    applier_->ProposeNoSpaceAlarmIfDue();
     if (!self_->removed()) CheckRemovedByPeers();
     if (self_->is_leader()) {
       ExpireLeases();

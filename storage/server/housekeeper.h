@@ -8,6 +8,8 @@
 //   - after three election timeouts without a leader, asks its peers for
 //     their membership: a member removed while cut off never applies its
 //     own removal, so it learns it this way;
+//   - proposes this member's NOSPACE alarm once its raft log takes writes
+//     again after a full disk (StoreApplier::ProposeNoSpaceAlarmIfDue);
 //   - watches the apply: ApplyStalled() turns true when the applied index
 //     stayed behind the commit index without moving for a request timeout
 //     (GET /health reports it).

@@ -276,6 +276,13 @@ class PowerCluster {
   std::function<void(int member, std::string_view step)> hook;
   std::atomic<int> snapshots_sent{0};
 
+  // Raft messages member i handed to its transport so far.
+  int64_t sent(int i) {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = sent_.find(members_[i]->id);
+    return it == sent_.end() ? 0 : it->second;
+  }
+
  private:
   struct Member {
     std::string name;
@@ -302,11 +309,16 @@ class PowerCluster {
   std::mutex snap_mu_;
   std::vector<std::thread> snap_threads_;
   std::atomic<int> snap_seq_{0};
+  std::map<uint64_t, int64_t> sent_;  // by member id, mu_
 
   friend class CutTransport;
 };
 
 void CutTransport::Send(std::vector<raftpb::Message> msgs) {
+  {
+    std::lock_guard<std::mutex> l(c_->mu_);
+    c_->sent_[self_] += static_cast<int64_t>(msgs.size());
+  }
   for (auto& m : msgs) {
     if (m.type() == raftpb::MsgSnap) {
       {
@@ -563,6 +575,135 @@ class FullDiskRun {
     Verify();
   }
 
+  // The same with the disk under the raft log (the WAL) full instead: the
+  // full member blocks -- persists, steps, sends and applies nothing, keeps
+  // retrying its write -- shows NOSPACE for itself and refuses writes with
+  // etcd's error while serving serializable reads; the others go on (a
+  // new leader if it led). Once space is freed it writes, catches up and
+  // proposes its alarm, which every member then lists; after a disarm
+  // writes go through again.
+  void RunWal() {
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE(c_.Start(i).ok());
+    const int leader = c_.WaitLeader();
+    ASSERT_GE(leader, 0);
+    const int full = leader_full_ ? leader : (leader + 1) % 3;
+    const uint64_t full_id = c_.server(full)->member_id();
+    printf("full WAL disk under m%d (%s%s)\n", full + 1,
+           leader_full_ ? "the leader" : "a follower",
+           restart_ ? ", restarted while full" : "");
+    ASSERT_TRUE(c_.server(leader)->Put(PutReq("/victim", "v")).ok());
+    ASSERT_TRUE(Eventually([&] {
+      return c_.server(full)->applied_index() >=
+             c_.server(leader)->applied_index();
+    }));
+
+    for (int w = 0; w < 3; ++w) writers_.emplace_back([this, w] { Write(w); });
+    WaitAcks(30);
+
+    FaultInjectionFileSystem::ErrorSpec spec;
+    spec.op = FaultInjectionFileSystem::Op::kWrite;
+    spec.error = ENOSPC;
+    spec.path_contains = "/member/wal/";
+    c_.disk(full)->InjectError(spec);
+
+    std::shared_ptr<StoreServer> fs = c_.server(full);
+    ASSERT_TRUE(Eventually([&] { return fs->node()->persist_blocked(); }))
+        << "m" << full + 1 << " never met the full disk";
+    const int64_t sent_blocked = c_.sent(full);
+    const uint64_t stuck_at = fs->applied_index();
+    EXPECT_TRUE(HasAlarm(fs->Alarms(), full_id, etcdserverpb::NOSPACE));
+    EXPECT_FALSE(fs->failed()) << fs->failure();
+    EXPECT_TRUE(fs->apply_error().ok()) << fs->apply_error();
+    {
+      auto put = fs->Put(PutReq("/refused", "x"));
+      ASSERT_FALSE(put.ok()) << "put at revision " << put->header().revision();
+      EXPECT_EQ(put.status().code(), StatusCode::kNoSpace) << put.status();
+      EXPECT_EQ(put.status().message(),
+                "etcdserver: mvcc: database space exceeded");
+      // What needs no space in the store still needs the log: refused the
+      // same way, at once, rather than waiting for a timeout.
+      etcdserverpb::DeleteRangeRequest del;
+      del.set_key("/victim");
+      EXPECT_EQ(fs->DeleteRange(del).status().code(), StatusCode::kNoSpace);
+      // Served: a serializable read of what it applied before.
+      etcdserverpb::RangeRequest rr;
+      rr.set_key("/victim");
+      rr.set_serializable(true);
+      auto got = fs->Range(rr);
+      ASSERT_TRUE(got.ok()) << got.status();
+      EXPECT_EQ(got->kvs_size(), 1);
+      // A linearizable read needs raft: refused (another member serves it).
+      rr.set_serializable(false);
+      EXPECT_EQ(fs->Range(rr).status().code(), StatusCode::kUnavailable);
+    }
+    // The others go on without it (electing a new leader if it led).
+    WaitAcks(30);
+    // It keeps retrying, and meanwhile sends nothing (a follower must not
+    // acknowledge what it did not persist) and applies nothing.
+    const int64_t failed_writes = c_.disk(full)->injected_failures();
+    EXPECT_TRUE(Eventually([&] {
+      return c_.disk(full)->injected_failures() >= failed_writes + 3;
+    })) << "m"
+        << full + 1 << " does not retry";
+    EXPECT_TRUE(fs->node()->persist_blocked());
+    EXPECT_EQ(c_.sent(full), sent_blocked)
+        << "m" << full + 1 << " sent raft messages while it could not "
+        << "persist";
+    EXPECT_EQ(fs->applied_index(), stuck_at);
+    fs.reset();
+
+    if (restart_) {
+      // Stopped while blocked (the stop must not wait for the disk), and
+      // started again on the full disk: it comes up and blocks again at
+      // its first write.
+      c_.Stop(full);
+      ASSERT_TRUE(c_.Start(full).ok());
+      EXPECT_TRUE(Eventually([&] {
+        return c_.server(full)->node()->persist_blocked();
+      })) << "the restarted m"
+          << full + 1 << " never met the full disk";
+      EXPECT_TRUE(
+          HasAlarm(c_.server(full)->Alarms(), full_id, etcdserverpb::NOSPACE));
+      EXPECT_FALSE(c_.server(full)->failed());
+    }
+
+    // Space is freed: the write goes through and the member catches up.
+    c_.disk(full)->ClearErrors();
+    const int healthy = (full + 1) % 3;
+    EXPECT_TRUE(Eventually([&] {
+      return !c_.server(full)->node()->persist_blocked() &&
+             c_.server(full)->applied_index() >=
+                 c_.server(healthy)->applied_index();
+    })) << "m"
+        << full + 1 << " does not catch up after space was freed";
+    EXPECT_FALSE(c_.server(full)->failed());
+    // Its alarm reaches the log: every member lists it and refuses puts
+    // until it is disarmed.
+    for (int i = 0; i < 3; ++i) {
+      EXPECT_TRUE(Eventually([&] {
+        return HasAlarm(c_.server(i)->Alarms(), full_id, etcdserverpb::NOSPACE);
+      })) << "m"
+          << i + 1 << " does not list the NOSPACE alarm";
+    }
+    EXPECT_EQ(c_.server(healthy)->Put(PutReq("/refused", "x")).status().code(),
+              StatusCode::kNoSpace);
+
+    etcdserverpb::AlarmRequest disarm;
+    disarm.set_action(etcdserverpb::AlarmRequest::DEACTIVATE);
+    disarm.set_alarm(etcdserverpb::NONE);
+    auto d = c_.server(full)->Alarm(disarm);
+    ASSERT_TRUE(d.ok()) << d.status();
+    for (int i = 0; i < 3; ++i) {
+      EXPECT_TRUE(Eventually([&] { return c_.server(i)->Alarms().empty(); }))
+          << "m" << i + 1 << " still lists an alarm";
+    }
+    auto after = c_.server(full)->Put(PutReq("/after", "x"));
+    EXPECT_TRUE(after.ok()) << after.status();
+    WaitAcks(30);
+    StopWriters();
+    Verify();
+  }
+
  private:
   void StopWriters() {
     stop_ = true;
@@ -671,6 +812,24 @@ TEST_F(PowerLossTest, FullDiskIsNoSpaceUntilFreedAndDisarmed) {
     SCOPED_TRACE(c.name);
     FullDiskRun run(dir_ + "/" + c.name, c.leader_full, c.restart);
     run.Run();
+    if (HasFailure()) break;
+  }
+}
+
+// ENOSPC on the raft log's writes (issue 16): NOSPACE, never a failed
+// member. (Before, the node loop halted and the member was marked failed.)
+TEST_F(PowerLossTest, FullWalDiskIsNoSpaceUntilFreedAndDisarmed) {
+  struct Case {
+    const char* name;
+    bool leader_full;
+    bool restart;
+  };
+  for (const Case& c :
+       {Case{"follower", false, false}, Case{"leader", true, false},
+        Case{"follower-restarted", false, true}}) {
+    SCOPED_TRACE(c.name);
+    FullDiskRun run(dir_ + "/" + c.name, c.leader_full, c.restart);
+    run.RunWal();
     if (HasFailure()) break;
   }
 }

@@ -137,6 +137,11 @@ void Proposer::Propose(storagepb::InternalRaftRequest req, ApplyCallback done) {
   node_->Propose(std::move(data), [this, id](Status s) {
     ApplyCallback cb = Take(id);
     if (!cb) return;
+    if (s.Is(StatusCode::kNoSpace)) {
+      // This member cannot write its log (a full disk): etcd's NOSPACE.
+      cb(std::move(s));
+      return;
+    }
     std::string msg = node_->leader() == 0 ? "etcdserver: no leader"
                                            : "etcdserver: " + s.message();
     cb(Status(StatusCode::kUnavailable, msg));
@@ -163,7 +168,9 @@ Status Proposer::ProposeConfChangeAndWait(raftpb::ConfChange cc) {
   AddWaiter(id, [p](StatusOr<ApplyResponse> r) { p->set_value(r.status()); });
   node_->ProposeConfChange(std::move(cc), [this, id](Status s) {
     if (ApplyCallback cb = Take(id)) {
-      cb(UnavailableError("etcdserver: " + s.message()));
+      cb(s.Is(StatusCode::kNoSpace)
+             ? s
+             : UnavailableError("etcdserver: " + s.message()));
     }
   });
   return f.get();

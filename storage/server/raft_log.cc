@@ -192,7 +192,16 @@ Status RaftLog::Save(const raftpb::HardState& hs, const raft::EntryVec& entries,
   }
   if (wal_->NeedsCut()) {
     ASSIGN_OR_RETURN(uint64_t last, memory_.LastIndex());
-    RETURN_IF_ERROR(wal_->Cut(last + 1, HeaderRecords()));
+    Status cut = wal_->Cut(last + 1, HeaderRecords());
+    if (cut.Is(StatusCode::kNoSpace) && !wal_->failed()) {
+      // What this Ready handed out is durable (Cut synced it first); the
+      // log goes on in the current segment and the next Save cuts again.
+      // A disk that stays full shows up as that Save's own NoSpace.
+      LOG(WARNING) << "cannot start a new WAL segment: " << cut
+                   << "; going on in the current one";
+      return Status::Ok();
+    }
+    RETURN_IF_ERROR(cut);
   }
   return Status::Ok();
 }
@@ -200,11 +209,18 @@ Status RaftLog::Save(const raftpb::HardState& hs, const raft::EntryVec& entries,
 Status RaftLog::CreateSnapshot(uint64_t index,
                                const raftpb::ConfState& conf_state) {
   if (index <= snapshot_.index()) return Status::Ok();
+  // The marker reaches the WAL first: after a full disk (kNoSpace, nothing
+  // written) the memory is unchanged too.
+  raftpb::SnapshotMetadata m;
+  m.set_index(index);
+  ASSIGN_OR_RETURN(uint64_t term, memory_.Term(index));
+  m.set_term(term);
+  *m.mutable_conf_state() = conf_state;
+  RETURN_IF_ERROR(
+      wal_->Append(wal::Record{kSnapshot, index, m.SerializeAsString()}));
+  RETURN_IF_ERROR(wal_->Sync());
   ASSIGN_OR_RETURN(raftpb::Snapshot snap,
                    memory_.CreateSnapshot(index, &conf_state, ""));
-  RETURN_IF_ERROR(wal_->Append(
-      wal::Record{kSnapshot, index, snap.metadata().SerializeAsString()}));
-  RETURN_IF_ERROR(wal_->Sync());
   snapshot_ = snap.metadata();
   if (index > options_.catch_up_entries) {
     uint64_t compact_to = index - options_.catch_up_entries;

@@ -76,15 +76,23 @@ class RaftLog {
 
   // Persists what a Ready hands out: a snapshot marker (and installs the
   // snapshot in memory), the entries, the hard state; fsyncs when `sync`.
+  // kNoSpace while !wal_failed(): a full disk, nothing of the call was
+  // kept (in memory or in the WAL); the same Save may be tried again.
+  // Any other error, or wal_failed(): the log refuses writes for good.
   Status Save(const raftpb::HardState& hs, const raft::EntryVec& entries,
               const raftpb::Snapshot& snap, bool sync);
 
   // Records that the state machine is durable at `index` with `conf_state`:
   // writes a snapshot marker, compacts the in-memory log to
   // index - catch_up_entries and releases WAL segments behind that point.
+  // kNoSpace while !wal_failed(): no marker was written and nothing
+  // compacted; a later snapshot tries again.
   Status CreateSnapshot(uint64_t index, const raftpb::ConfState& conf_state);
 
   uint64_t WalBytes() const { return wal_->SizeBytes(); }
+  // The WAL refuses every further write (a failed sync, a failed write
+  // other than a full disk): wal::Wal::failed().
+  bool wal_failed() const { return wal_->failed(); }
 
  private:
   RaftLog(RaftLogOptions options) : options_(options) {}

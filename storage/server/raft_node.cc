@@ -20,6 +20,11 @@ RaftNode::RaftNode(RaftNodeOptions options, RaftLog* log, Transport* transport,
       reg->NewCounter("etcd_server_proposals_failed_total",
                       "Proposals the raft core refused (no leader, ...).")
           ->With({});
+  save_nospace_ =
+      reg->NewCounter("kplane_raft_log_save_nospace_total",
+                      "Raft log writes that met a full disk (each retry "
+                      "counts).")
+          ->With({});
   fsync_seconds_ =
       reg->NewHistogram("etcd_disk_wal_fsync_duration_seconds",
                         "Latency of WAL writes that were fsynced.", {},
@@ -83,11 +88,22 @@ Status Halted() {
   return Status(StatusCode::kUnavailable,
                 "etcdserver: this member halted (see its log)");
 }
+// A proposal while the log cannot be written: etcd's NOSPACE error.
+Status DiskFull() {
+  return Status(StatusCode::kNoSpace,
+                "etcdserver: mvcc: database space exceeded");
+}
+// A linearizable read meanwhile: another member may serve it.
+Status DiskFullRead() {
+  return Status(StatusCode::kUnavailable,
+                "etcdserver: this member cannot write its log (disk full); "
+                "serializable reads are served");
+}
 }  // namespace
 
 void RaftNode::Propose(std::string data, ProposeCallback on_dropped) {
-  if (halted_.load()) {
-    if (on_dropped) on_dropped(Halted());
+  if (halted_.load() || persist_blocked_.load()) {
+    if (on_dropped) on_dropped(halted_.load() ? Halted() : DiskFull());
     return;
   }
   bool wake;
@@ -102,8 +118,8 @@ void RaftNode::Propose(std::string data, ProposeCallback on_dropped) {
 
 void RaftNode::ProposeConfChange(raftpb::ConfChange cc,
                                  ProposeCallback on_dropped) {
-  if (halted_.load()) {
-    if (on_dropped) on_dropped(Halted());
+  if (halted_.load() || persist_blocked_.load()) {
+    if (on_dropped) on_dropped(halted_.load() ? Halted() : DiskFull());
     return;
   }
   bool wake;
@@ -120,10 +136,11 @@ void RaftNode::ReadIndex(ReadIndexCallback cb) {
   bool wake;
   {
     MutexLock l(&mu_);
-    if (stop_ || halted_.load()) {
+    if (stop_ || halted_.load() || persist_blocked_.load()) {
       l.Unlock();
-      cb(halted_.load()
-             ? Halted()
+      cb(halted_.load() ? Halted()
+         : persist_blocked_.load()
+             ? DiskFullRead()
              : Status(StatusCode::kUnavailable, "etcdserver: server stopped"));
       return;
     }
@@ -192,7 +209,13 @@ void RaftNode::CreateSnapshot(uint64_t index, raftpb::ConfState conf_state) {
   inbox_.ops.push_back(
       [this, index, cs = std::move(conf_state)](raft::RawNode&) {
         Status s = log_->CreateSnapshot(index, cs);
-        if (!s.ok()) Halt(s.Annotate("writing the snapshot marker"));
+        if (s.Is(StatusCode::kNoSpace) && !log_->wal_failed()) {
+          // Nothing was written; the next snapshot tries again (the WAL
+          // just keeps its segments longer).
+          LOG(WARNING) << "no snapshot marker at index " << index << ": " << s;
+        } else if (!s.ok()) {
+          Halt(s.Annotate("writing the snapshot marker"));
+        }
       });
   cv_.notify_one();
 }
@@ -222,13 +245,41 @@ void RaftNode::Loop() {
       MutexLock l(&mu_);
       loop_sleeping_ = true;
       wake_sent_ = false;
-      clock->WaitUntil(l.native(), cv_, next_tick, [&]() REQUIRES(mu_) {
+      const TimePoint wake_at = pending_ ? retry_at_ : next_tick;
+      clock->WaitUntil(l.native(), cv_, wake_at, [&]() REQUIRES(mu_) {
         return stop_ || !inbox_.messages.empty() || !inbox_.proposals.empty() ||
                !inbox_.reads.empty() || !inbox_.ops.empty();
       });
       loop_sleeping_ = false;
       if (stop_) break;
       std::swap(work, inbox_);
+    }
+    if (pending_) {
+      // Blocked on a full disk: no tick, no step, no new Ready.
+      ServeWhileBlocked(work);
+      if (clock->Now() < retry_at_) continue;
+      raft::Ready rd = std::move(*pending_);
+      pending_.reset();
+      const Outcome o = PersistAndFinish(std::move(rd));
+      if (o == Outcome::kHalted) break;
+      if (o == Outcome::kBlocked) continue;
+      persist_blocked_ = false;
+      LOG(INFO) << "member " << std::hex << id() << std::dec
+                << ": the raft log is written again (" << retry_attempts_
+                << " attempts); the NOSPACE alarm stays until it is disarmed";
+      // The time blocked does not count as ticks missed: ticking them all
+      // now could start an election at once.
+      next_tick = clock->Now() + tick;
+      std::vector<std::function<void(raft::RawNode&)>> ops;
+      ops.swap(deferred_ops_);
+      for (auto& op : ops) op(*raw_);
+      if (halted_.load()) break;
+      Outcome more = Outcome::kDone;
+      while (more == Outcome::kDone && raw_->HasReady()) {
+        more = HandleReady(raw_->GetReady());
+      }
+      if (more == Outcome::kHalted) break;
+      continue;
     }
     TimePoint now = clock->Now();
     for (int n = 0; now >= next_tick && n < 10; ++n) {
@@ -277,18 +328,14 @@ void RaftNode::Loop() {
       }
     }
 
-    bool go_on = true;
-    while (go_on && raw_->HasReady()) go_on = HandleReady(raw_->GetReady());
-    if (!go_on) break;
+    Outcome o = Outcome::kDone;
+    while (o == Outcome::kDone && raw_->HasReady()) {
+      o = HandleReady(raw_->GetReady());
+    }
+    if (o == Outcome::kHalted) break;
   }
   // Halted: fail what waits now rather than at Stop().
-  if (halted_.load()) {
-    for (auto& cb : reads_waiting_) cb(Halted());
-    for (auto& cb : reads_in_flight_) cb(Halted());
-    reads_waiting_.clear();
-    reads_in_flight_.clear();
-    read_in_flight_ = false;
-  }
+  if (halted_.load()) FailReads(Halted());
 }
 
 void RaftNode::Halt(const Status& why) {
@@ -298,7 +345,49 @@ void RaftNode::Halt(const Status& why) {
   if (options_.on_halt) options_.on_halt(why);
 }
 
-bool RaftNode::HandleReady(raft::Ready rd) {
+void RaftNode::FailReads(const Status& why) {
+  for (auto& cb : reads_waiting_) cb(why);
+  for (auto& cb : reads_in_flight_) cb(why);
+  reads_waiting_.clear();
+  reads_in_flight_.clear();
+  read_in_flight_ = false;
+}
+
+void RaftNode::Block(raft::Ready rd, const Status& why) {
+  save_nospace_->Inc();
+  ++retry_attempts_;
+  if (!persist_blocked_.exchange(true)) {
+    retry_attempts_ = 1;
+    retry_wait_ = options_.nospace_retry_min;
+    LOG(ERROR) << "member " << std::hex << id() << std::dec
+               << ": the disk under the raft log is full (" << why
+               << "): NOSPACE. This member persists, steps, sends and "
+                  "applies nothing more, and refuses proposals, until the "
+                  "write succeeds (retried); serializable reads are served.";
+    if (options_.on_persist_blocked) options_.on_persist_blocked(why);
+  } else if (retry_attempts_ <= 3 || retry_attempts_ % 20 == 0) {
+    LOG(WARNING) << "the disk under the raft log is still full (attempt "
+                 << retry_attempts_ << "): " << why;
+  }
+  // Reads waiting on a ReadIndex round would wait for nothing.
+  FailReads(DiskFullRead());
+  pending_ = std::move(rd);
+  retry_at_ = options_.clock->Now() + retry_wait_;
+  retry_wait_ = std::min<Duration>(retry_wait_ * 2, options_.nospace_retry_max);
+}
+
+void RaftNode::ServeWhileBlocked(Inbox& work) {
+  // Messages are dropped: raft resends what matters once this member
+  // takes part again (and a leader elsewhere goes on without it).
+  for (Proposal& p : work.proposals) {
+    proposals_dropped_->Inc();
+    if (p.on_dropped) p.on_dropped(DiskFull());
+  }
+  for (auto& cb : work.reads) cb(DiskFullRead());
+  for (auto& op : work.ops) deferred_ops_.push_back(std::move(op));
+}
+
+RaftNode::Outcome RaftNode::HandleReady(raft::Ready rd) {
   if (rd.soft_state) {
     uint64_t old = leader_.exchange(rd.soft_state->lead);
     if (old != rd.soft_state->lead) {
@@ -332,15 +421,24 @@ bool RaftNode::HandleReady(raft::Ready rd) {
     transport_->Send(std::move(rd.messages));
     rd.messages.clear();
   }
+  return PersistAndFinish(std::move(rd));
+}
+
+RaftNode::Outcome RaftNode::PersistAndFinish(raft::Ready rd) {
   {
     bool timed = rd.must_sync && !rd.entries.empty();
     TimePoint start = options_.clock->Now();
     Status s = log_->Save(rd.hard_state, rd.entries, rd.snapshot, rd.must_sync);
+    if (s.Is(StatusCode::kNoSpace) && !log_->wal_failed()) {
+      // A full disk: nothing of the Ready was kept; save it again later.
+      Block(std::move(rd), s);
+      return Outcome::kBlocked;
+    }
     if (!s.ok()) {
       // Nothing of this Ready may be acted on: a follower must not
       // acknowledge, nobody may apply what is not durable.
       Halt(s.Annotate("raft log write failed"));
-      return false;
+      return Outcome::kHalted;
     }
     if (timed) {
       fsync_seconds_->Observe(
@@ -375,7 +473,7 @@ bool RaftNode::HandleReady(raft::Ready rd) {
       // count a wrong quorum: stop taking part instead.
       Halt(CorruptionError("committed conf change at index " +
                            std::to_string(e.index()) + " is undecodable"));
-      return false;
+      return Outcome::kHalted;
     }
     task.has_conf_state = true;
   }
@@ -392,7 +490,7 @@ bool RaftNode::HandleReady(raft::Ready rd) {
   raw_->Advance();
   MutexLock l(&status_mu_);
   status_ = raw_->GetBasicStatus();
-  return true;
+  return Outcome::kDone;
 }
 
 }  // namespace kplane::storage

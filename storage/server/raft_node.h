@@ -18,6 +18,22 @@
 // configuration in step with the others). Proposals and reads are then
 // refused (Unavailable) until Stop().
 //
+// A full disk is not such a failure: when RaftLog::Save fails with kNoSpace
+// and the log is still writable, nothing of the Ready was kept, and the
+// loop is "blocked on a full disk" until the same Save succeeds. Meanwhile
+// it holds that Ready un-advanced and takes no new work: it does not tick
+// (no election, no heartbeat), steps no message (dropped; raft resends),
+// sends nothing it has not persisted (a leader's messages of that Ready
+// went out before its write, as always; a follower's acknowledgements wait
+// for the write), applies nothing, refuses proposals with etcd's NOSPACE
+// error (kNoSpace, "etcdserver: mvcc: database space exceeded") and
+// linearizable reads (Unavailable), and keeps other requests (leader
+// transfer, snapshot markers, ...) for later. It retries the Save on the
+// clock, after nospace_retry_min, doubling to nospace_retry_max; once it
+// succeeds the Ready is finished (sent, applied, advanced) and the loop goes
+// on. `on_persist_blocked` tells the owner (the member's NOSPACE alarm). The
+// raft core itself never sees the fault.
+//
 // Thread-safety: every public method may be called from any thread; they
 // queue work for the loop. Callbacks run on the loop thread and must be
 // quick and must not call back into RaftNode synchronously... except the
@@ -29,6 +45,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -77,6 +94,14 @@ struct RaftNodeOptions {
   // Called once, on the loop thread, when the loop halts (above): kIOError
   // for a failed log write, kCorruption for an undecodable conf change.
   std::function<void(const Status&)> on_halt;
+  // Called on the loop thread when a Save first fails on a full disk (the
+  // loop blocks, above); persist_blocked() turns false when a retry
+  // succeeds.
+  std::function<void(const Status&)> on_persist_blocked;
+  // Waits before retrying a Save that met a full disk: the first, doubled
+  // after each failed attempt up to the max.
+  Duration nospace_retry_min = milliseconds(50);
+  Duration nospace_retry_max = seconds(1);
   Clock* clock = Clock::Real();
   metrics::Registry* metrics = metrics::Registry::Default();
 };
@@ -127,6 +152,8 @@ class RaftNode {
   uint64_t commit_index() const { return commit_.load(); }
   // Whether the loop halted (above).
   bool halted() const { return halted_.load(); }
+  // Whether the loop is blocked on a full disk (above).
+  bool persist_blocked() const { return persist_blocked_.load(); }
   bool is_leader() const { return leader_.load() == id(); }
   raft::BasicStatus BasicStatus();
 
@@ -144,9 +171,22 @@ class RaftNode {
     std::vector<std::function<void(raft::RawNode&)>> ops;
   };
 
+  enum class Outcome {
+    kDone,     // the Ready was persisted, sent, handed off and advanced
+    kBlocked,  // the disk is full: the Ready waits in pending_
+    kHalted,
+  };
   void Loop();
-  // False when the loop must halt.
-  bool HandleReady(raft::Ready rd);
+  Outcome HandleReady(raft::Ready rd);
+  // The part of HandleReady from the durable write on (retried after a
+  // full disk).
+  Outcome PersistAndFinish(raft::Ready rd);
+  // Keeps `rd` (not persisted) for a retry and schedules it.
+  void Block(raft::Ready rd, const Status& why);
+  // While blocked: answers or drops what the inbox brought (above).
+  void ServeWhileBlocked(Inbox& work);
+  // Fails every linearizable read waiting in the loop with `why`.
+  void FailReads(const Status& why);
   // Halts the loop (loop thread): logs, reports `why` through on_halt.
   void Halt(const Status& why);
   // Called with mu_ held after queueing work: true if the caller must
@@ -184,6 +224,14 @@ class RaftNode {
   std::atomic<uint64_t> term_{0};
   std::atomic<uint64_t> commit_{0};
   std::atomic<bool> halted_{false};
+  std::atomic<bool> persist_blocked_{false};
+  // Loop-thread state while blocked on a full disk: the Ready to save
+  // again, when, the next wait, attempts so far, requests kept for later.
+  std::optional<raft::Ready> pending_;
+  TimePoint retry_at_;
+  Duration retry_wait_{};
+  int retry_attempts_ = 0;
+  std::vector<std::function<void(raft::RawNode&)>> deferred_ops_;
   Mutex status_mu_;
   raft::BasicStatus status_ GUARDED_BY(status_mu_);
 
@@ -191,6 +239,7 @@ class RaftNode {
 
   metrics::Counter* leader_changes_;
   metrics::Counter* proposals_dropped_;
+  metrics::Counter* save_nospace_;
   metrics::Histogram* fsync_seconds_;
   metrics::Histogram* ready_entries_;
 };

@@ -248,9 +248,49 @@ void StoreApplier::EnterNoSpace(const Status& why) {
                   "then and the alarm is disarmed (`kpctl store alarm "
                   "disarm`).";
   }
+  ProposeNoSpaceAlarm();
+}
+
+void StoreApplier::PersistBlocked(const Status& why) {
+  wal_alarm_due_ = true;
+  if (!local_nospace_.exchange(true)) {
+    LOG(ERROR) << "the disk under the raft log is full (" << why
+               << "): NOSPACE. Puts are refused until space is freed and "
+                  "the alarm is disarmed (`kpctl store alarm disarm`).";
+  }
+}
+
+void StoreApplier::ProposeNoSpaceAlarmIfDue() {
+  if (!wal_alarm_due_.load()) return;
+  if (!local_nospace_.load()) {  // disarmed meanwhile
+    wal_alarm_due_ = false;
+    return;
+  }
+  for (const auto& a : membership_->Alarms()) {
+    if (a.memberid() == self_->id() && a.alarm() == etcdserverpb::NOSPACE) {
+      wal_alarm_due_ = false;  // applied here: it is in the log
+      return;
+    }
+  }
+  if (node_ == nullptr || node_->persist_blocked() || self_->leader_id() == 0)
+    return;
+  if (wal_alarm_in_flight_->exchange(true)) return;
+  storagepb::InternalRaftRequest req;
+  auto* a = req.mutable_alarm();
+  a->set_action(etcdserverpb::AlarmRequest::ACTIVATE);
+  a->set_memberid(self_->id());
+  a->set_alarm(etcdserverpb::NOSPACE);
+  // Whatever the answer, the next call looks again (above).
+  proposer_->Propose(std::move(req),
+                     [in_flight = wal_alarm_in_flight_](
+                         StatusOr<ApplyResponse>) { *in_flight = false; });
+}
+
+void StoreApplier::ProposeNoSpaceAlarm() {
   // Tell the others (so that every member lists the alarm and refuses
   // puts), once per episode -- again only if the proposal was dropped (no
-  // leader): this member cannot apply it to see it arrive.
+  // leader, or this member's raft log could not be written): this member
+  // cannot apply it to see it arrive.
   if (nospace_proposed_->exchange(true)) return;
   storagepb::InternalRaftRequest req;
   auto* a = req.mutable_alarm();
@@ -258,11 +298,12 @@ void StoreApplier::EnterNoSpace(const Status& why) {
   a->set_memberid(self_->id());
   a->set_alarm(etcdserverpb::NOSPACE);
   // The answer may come after this applier is gone (FailPending at stop).
-  proposer_->Propose(std::move(req),
-                     [proposed = nospace_proposed_](StatusOr<ApplyResponse> r) {
-                       if (!r.ok() && r.status().Is(StatusCode::kUnavailable))
-                         *proposed = false;
-                     });
+  proposer_->Propose(std::move(req), [proposed = nospace_proposed_](
+                                         StatusOr<ApplyResponse> r) {
+    if (!r.ok() && (r.status().Is(StatusCode::kUnavailable) ||
+                    r.status().Is(StatusCode::kNoSpace)))
+      *proposed = false;
+  });
 }
 
 void StoreApplier::Deliver(std::vector<Answer>& answers) {
@@ -608,6 +649,7 @@ StatusOr<ApplyResponse> StoreApplier::ApplyRequest(
         // took writes again.
         local_nospace_ = false;
         *nospace_proposed_ = false;
+        wal_alarm_due_ = false;
       }
       if (disarm_nospace && index > db()->ConsistentIndex()) {
         RETURN_IF_ERROR(db()->DisarmNoSpaceAlarm(index));

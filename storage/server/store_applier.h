@@ -28,6 +28,12 @@
 // or the membership's) stops the apply the same way and marks the member
 // failed (LocalMember::MarkFailed): `kplane store` then exits.
 //
+// A full disk under the raft log is NOSPACE too: the node loop blocks and
+// retries its write (raft_node.h) and calls PersistBlocked: this member
+// lists NOSPACE for itself at once and refuses puts; the alarm is proposed
+// through the log once the log takes writes again (a blocked member can
+// propose nothing), by ProposeNoSpaceAlarmIfDue.
+//
 // A full disk under the store is not a failure but NOSPACE (etcd's alarm):
 // the store published nothing of the write it could not make, so the task
 // is kept and retried -- the apply thread waits (backing off on the clock,
@@ -196,6 +202,19 @@ class StoreApplier : public Applier {
   // committed conf change: kCorruption; a failed WAL write: kIOError):
   // nothing more is applied, as after StopApply. Any thread.
   void Halt(const Status& why) EXCLUDES(error_mu_);
+  // The node loop cannot write the raft log (a full disk; RaftNode blocks
+  // and retries): this member shows NOSPACE for itself from now on, and
+  // refuses puts, until a disarm is applied; the alarm is due to be
+  // proposed through the log. Node loop thread.
+  void PersistBlocked(const Status& why);
+  // Called periodically (the housekeeper, every heartbeat): once the raft
+  // log takes writes again and a leader is known, proposes the alarm due
+  // since PersistBlocked, so that every member lists it (as for a full
+  // store) -- again after a proposal that failed or got lost (a leader
+  // blocked on its disk was replaced meanwhile: what it proposes on waking
+  // is overwritten) -- until this member applied it or a disarm. Any
+  // thread.
+  void ProposeNoSpaceAlarmIfDue();
   // Active alarms: CORRUPT and NOSPACE from the log, NOSPACE from the store
   // (quota, full disk) or from this member's full disk until disarmed, and
   // this member's CORRUPT when its apply stopped.
@@ -236,6 +255,9 @@ class StoreApplier : public Applier {
   // Notes a full disk met while applying: local NOSPACE, once proposed
   // through the log per episode.
   void EnterNoSpace(const Status& why);
+  // Proposes this member's NOSPACE alarm through the log, unless it was
+  // proposed in this episode already (and not dropped).
+  void ProposeNoSpaceAlarm();
   // Applies one entry; a non-OK status stops the apply (StopApply).
   Status ApplyEntry(const raftpb::Entry& e, std::vector<Answer>* answers);
   StatusOr<ApplyResponse> ApplyRequest(const storagepb::InternalRaftRequest& r,
@@ -296,6 +318,12 @@ class StoreApplier : public Applier {
   // This member's disk filled up under the store and no NOSPACE disarm was
   // applied since.
   std::atomic<bool> local_nospace_{false};
+  // A full raft-log disk: this member's NOSPACE alarm is still to reach
+  // the log (ProposeNoSpaceAlarmIfDue), and a proposal of it is in flight
+  // (shared with its callback, which may outlive the applier).
+  std::atomic<bool> wal_alarm_due_{false};
+  const std::shared_ptr<std::atomic<bool>> wal_alarm_in_flight_ =
+      std::make_shared<std::atomic<bool>>(false);
   // The NOSPACE alarm of this episode was proposed (and not dropped).
   // Shared with the proposal's callback, which may outlive the applier.
   const std::shared_ptr<std::atomic<bool>> nospace_proposed_ =

@@ -189,6 +189,9 @@ Status StoreServer::Start(PeerTransport* transport) {
   nopts.tick_interval = config_.heartbeat_interval;
   StoreApplier* applier = applier_.get();
   nopts.on_halt = [applier](const Status& why) { applier->Halt(why); };
+  nopts.on_persist_blocked = [applier](const Status& why) {
+    applier->PersistBlocked(why);
+  };
   nopts.clock = clock_;
   nopts.metrics = config_.metrics;
   node_ =

@@ -1,5 +1,6 @@
 #include "storage/server/raft_log.h"
 
+#include <errno.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -66,7 +67,9 @@ TEST_F(RaftLogTest, SyncedSaveSurvivesAPowerCut) {
 
 // A full disk under the WAL comes back from Save as kNoSpace, and stays
 // (the node loop must not go on writing after a failed write).
-TEST_F(RaftLogTest, FullDiskIsNoSpaceFromSave) {
+// A full disk fails a Save without keeping anything of it, in memory or
+// in the WAL, so the node loop can retry the same Save.
+TEST_F(RaftLogTest, FullDiskIsNoSpaceFromSaveAndTheSameSaveMayBeRetried) {
   FaultInjectionFileSystem fault(FileSystem::Default());
   RaftLogOptions opts;
   opts.wal.file_system = &fault;
@@ -76,13 +79,34 @@ TEST_F(RaftLogTest, FullDiskIsNoSpaceFromSave) {
   fault.SetNoSpace(true);
   Status s = log->Save(HS(1, 1, 1), {E(1, 2)}, {}, true);
   EXPECT_EQ(s.code(), StatusCode::kNoSpace) << s;
+  EXPECT_FALSE(log->wal_failed());
+  EXPECT_EQ(*log->storage()->LastIndex(), 1u);
+  EXPECT_EQ(log->hard_state().commit(), 0u);
   fault.SetNoSpace(false);
-  EXPECT_EQ(log->Save(HS(1, 1, 1), {E(1, 3)}, {}, true).code(),
-            StatusCode::kNoSpace);
+  ASSERT_TRUE(log->Save(HS(1, 1, 1), {E(1, 2)}, {}, true).ok());
+  EXPECT_EQ(*log->storage()->LastIndex(), 2u);
   log.reset();
+  ASSERT_TRUE(fault.PowerCut().ok());
   log = Open(opts);
   ASSERT_NE(log, nullptr);
-  EXPECT_EQ(*log->storage()->LastIndex(), 1u);
+  EXPECT_EQ(*log->storage()->LastIndex(), 2u);
+  EXPECT_EQ(log->hard_state().commit(), 1u);
+}
+
+// A failed fsync is the end, also when it says ENOSPC.
+TEST_F(RaftLogTest, FailedSyncOnAFullDiskFailsTheLog) {
+  FaultInjectionFileSystem fault(FileSystem::Default());
+  RaftLogOptions opts;
+  opts.wal.file_system = &fault;
+  auto log = Open(opts);
+  ASSERT_NE(log, nullptr);
+  fault.InjectError({.op = FaultInjectionFileSystem::Op::kSync,
+                     .error = ENOSPC,
+                     .path_contains = ".wal",
+                     .once = true});
+  EXPECT_EQ(log->Save(HS(1, 1, 0), {E(1, 1)}, {}, true).code(),
+            StatusCode::kNoSpace);
+  EXPECT_TRUE(log->wal_failed());
 }
 
 TEST_F(RaftLogTest, FreshLogIsEmpty) {

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "base/logging.h"
+#include "base/testing/fault_injection_file_system.h"
 #include "storage/raft/util.h"
 
 namespace kplane::storage {
@@ -90,7 +91,9 @@ class RaftNodeTest : public ::testing::Test {
     for (int i = 1; i <= n; ++i) cs.add_voters(i);
     for (uint64_t id = 1; id <= static_cast<uint64_t>(n); ++id) {
       auto m = std::make_unique<Member>();
-      auto log = RaftLog::Open(dir_ + "/m" + std::to_string(id), {});
+      RaftLogOptions log_opts;
+      log_opts.wal.file_system = file_system_;
+      auto log = RaftLog::Open(dir_ + "/m" + std::to_string(id), log_opts);
       ASSERT_TRUE(log.ok()) << log.status();
       m->log = std::move(*log);
       ASSERT_TRUE(m->log->Bootstrap(cs).ok());
@@ -107,6 +110,7 @@ class RaftNodeTest : public ::testing::Test {
       // Real time, short ticks: tests wait for events (elections, applies)
       // with condition variables, never for fixed durations.
       opts.tick_interval = milliseconds(5);
+      if (tweak_) tweak_(opts);
       m->node = std::make_unique<RaftNode>(opts, m->log.get(), &transport_,
                                            &m->applier);
       transport_.nodes[id] = m->node.get();
@@ -151,6 +155,13 @@ class RaftNodeTest : public ::testing::Test {
   std::condition_variable leader_cv_;
 
   std::string dir_;
+  // Set before StartCluster: the members' WAL file system (null: the
+  // default), and a change to their options.
+  FileSystem* file_system_ = nullptr;
+  std::function<void(RaftNodeOptions&)> tweak_;
+  // Outlive the members (declared before them).
+  std::unique_ptr<FaultInjectionFileSystem> fault_disk_;
+  std::promise<Status> blocked_;
   LocalTransport transport_;
   std::map<uint64_t, std::unique_ptr<Member>> members_;
 };
@@ -165,6 +176,64 @@ TEST_F(RaftNodeTest, SingleMemberElectsItselfAndApplies) {
   ASSERT_TRUE(members_[1]->applier.WaitFor(50));
   EXPECT_EQ(members_[1]->applier.data.front(), "p0");
   EXPECT_EQ(members_[1]->applier.data.back(), "p49");
+}
+
+// A full disk under the log blocks the loop instead of halting it: the
+// Ready it could not save is neither applied nor lost; proposals are
+// refused with etcd's NOSPACE error and reads with Unavailable meanwhile;
+// once there is space the same Ready is saved and everything goes on.
+// (Halting instead fails this at the first refused proposal's error.)
+TEST_F(RaftNodeTest, FullDiskBlocksTheLoopUntilTheSameSaveSucceeds) {
+  fault_disk_ =
+      std::make_unique<FaultInjectionFileSystem>(FileSystem::Default());
+  FaultInjectionFileSystem& disk = *fault_disk_;
+  file_system_ = &disk;
+  tweak_ = [this](RaftNodeOptions& o) {
+    o.nospace_retry_min = milliseconds(5);
+    o.nospace_retry_max = milliseconds(20);
+    o.on_persist_blocked = [this](const Status& s) { blocked_.set_value(s); };
+  };
+  StartCluster(1);
+  ASSERT_EQ(WaitLeader(), 1u);
+  RaftNode* node = members_[1]->node.get();
+  node->Propose("a", [](Status s) { FAIL() << s; });
+  ASSERT_TRUE(members_[1]->applier.WaitFor(1));
+
+  disk.SetNoSpace(true);
+  node->Propose("b", [](Status s) { FAIL() << "b dropped: " << s; });
+  Status why = blocked_.get_future().get();
+  EXPECT_EQ(why.code(), StatusCode::kNoSpace) << why;
+  EXPECT_TRUE(node->persist_blocked());
+  EXPECT_FALSE(node->halted());
+
+  std::promise<Status> dropped;
+  node->Propose("c", [&](Status s) { dropped.set_value(s); });
+  Status c = dropped.get_future().get();
+  EXPECT_EQ(c.code(), StatusCode::kNoSpace) << c;
+  EXPECT_EQ(c.message(), "etcdserver: mvcc: database space exceeded");
+  std::promise<StatusOr<uint64_t>> read;
+  node->ReadIndex([&](StatusOr<uint64_t> r) { read.set_value(r); });
+  EXPECT_EQ(read.get_future().get().status().code(), StatusCode::kUnavailable);
+  // It keeps trying, and applies nothing meanwhile.
+  const int64_t failures = disk.injected_failures();
+  while (disk.injected_failures() < failures + 3) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  {
+    std::lock_guard<std::mutex> l(members_[1]->applier.mu);
+    EXPECT_EQ(members_[1]->applier.data.size(), 1u);
+  }
+
+  disk.SetNoSpace(false);
+  ASSERT_TRUE(members_[1]->applier.WaitFor(2));
+  while (node->persist_blocked()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  node->Propose("d", [](Status s) { FAIL() << s; });
+  ASSERT_TRUE(members_[1]->applier.WaitFor(3));
+  std::lock_guard<std::mutex> l(members_[1]->applier.mu);
+  EXPECT_EQ(members_[1]->applier.data,
+            (std::vector<std::string>{"a", "b", "d"}));
 }
 
 TEST_F(RaftNodeTest, ThreeMembersApplyTheSameSequence) {

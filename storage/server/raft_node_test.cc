@@ -201,7 +201,11 @@ TEST_F(RaftNodeTest, FullDiskBlocksTheLoopUntilTheSameSaveSucceeds) {
 
   disk.SetNoSpace(true);
   node->Propose("b", [](Status s) { FAIL() << "b dropped: " << s; });
-  Status why = blocked_.get_future().get();
+  std::future<Status> blocked = blocked_.get_future();
+  ASSERT_EQ(blocked.wait_for(std::chrono::seconds(20)),
+            std::future_status::ready)
+      << "the loop never blocked on the full disk";
+  Status why = blocked.get();
   EXPECT_EQ(why.code(), StatusCode::kNoSpace) << why;
   EXPECT_TRUE(node->persist_blocked());
   EXPECT_FALSE(node->halted());

@@ -356,7 +356,9 @@ void RaftNode::FailReads(const Status& why) {
 void RaftNode::Block(raft::Ready rd, const Status& why) {
   save_nospace_->Inc();
   ++retry_attempts_;
-  if (!persist_blocked_.exchange(true)) {
+  if (!persist_blocked_.load()) {
+    // The owner raises its alarm before persist_blocked() turns true, so
+    // whoever sees the member blocked also sees the alarm.
     retry_attempts_ = 1;
     retry_wait_ = options_.nospace_retry_min;
     LOG(ERROR) << "member " << std::hex << id() << std::dec
@@ -365,6 +367,7 @@ void RaftNode::Block(raft::Ready rd, const Status& why) {
                   "applies nothing more, and refuses proposals, until the "
                   "write succeeds (retried); serializable reads are served.";
     if (options_.on_persist_blocked) options_.on_persist_blocked(why);
+    persist_blocked_ = true;
   } else if (retry_attempts_ <= 3 || retry_attempts_ % 20 == 0) {
     LOG(WARNING) << "the disk under the raft log is still full (attempt "
                  << retry_attempts_ << "): " << why;

@@ -274,7 +274,14 @@ void StoreApplier::ProposeNoSpaceAlarmIfDue() {
   }
   if (node_ == nullptr || node_->persist_blocked() || self_->leader_id() == 0)
     return;
+  // At most one proposal a request timeout: an error answer does not mean
+  // the entry will not commit (a leader change fails the waiters of
+  // entries a new leader may still commit), and a second copy committed
+  // after a disarm would raise the alarm again.
+  const TimePoint now = clock_->Now();
+  if (now < next_wal_alarm_try_) return;
   if (wal_alarm_in_flight_->exchange(true)) return;
+  next_wal_alarm_try_ = now + options_.request_timeout;
   storagepb::InternalRaftRequest req;
   auto* a = req.mutable_alarm();
   a->set_action(etcdserverpb::AlarmRequest::ACTIVATE);

@@ -212,8 +212,8 @@ class StoreApplier : public Applier {
   // since PersistBlocked, so that every member lists it (as for a full
   // store) -- again after a proposal that failed or got lost (a leader
   // blocked on its disk was replaced meanwhile: what it proposes on waking
-  // is overwritten) -- until this member applied it or a disarm. Any
-  // thread.
+  // is overwritten) -- at most once a request timeout, until this member
+  // applied it or a disarm. One thread (the housekeeper's).
   void ProposeNoSpaceAlarmIfDue();
   // Active alarms: CORRUPT and NOSPACE from the log, NOSPACE from the store
   // (quota, full disk) or from this member's full disk until disarmed, and
@@ -322,6 +322,8 @@ class StoreApplier : public Applier {
   // the log (ProposeNoSpaceAlarmIfDue), and a proposal of it is in flight
   // (shared with its callback, which may outlive the applier).
   std::atomic<bool> wal_alarm_due_{false};
+  // Not before then (ProposeNoSpaceAlarmIfDue's one caller's).
+  TimePoint next_wal_alarm_try_;
   const std::shared_ptr<std::atomic<bool>> wal_alarm_in_flight_ =
       std::make_shared<std::atomic<bool>>(false);
   // The NOSPACE alarm of this episode was proposed (and not dropped).

@@ -25,8 +25,8 @@ func main() {
 	clients := flag.Int("clients", 6, "concurrent clients of the linearizability workload")
 	keys := flag.Int("keys", 3, "keys of the linearizability workload")
 	rounds := flag.Int("watch-rounds", 300, "write rounds of the watch check")
-	knownBug := flag.Bool("tolerate-etcd-15220", false, "report, do not fail on, events that arrive after a progress "+
-		"notify above them (etcd 3.4.23's RequestProgress, etcd-io/etcd#15220)")
+	knownBug := flag.Bool("tolerate-etcd-15220", false, "report, do not fail on, progress notifies out of order with "+
+		"events (etcd 3.4.23's RequestProgress, etcd-io/etcd#15220)")
 	seed := flag.Int64("seed", time.Now().UnixNano(), "random seed of the workload")
 	flag.Parse()
 

@@ -15,6 +15,9 @@ packages=(
   librocksdb-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   etcd-server etcd-client
+  # Go's clientv3 checks (tests/e2e/store/go) and etcd's own e2e suite
+  # (scripts/etcd-e2e.sh), built in GOPATH mode from Debian's sources.
+  golang-go golang-etcd-server-dev
   curl python3 xxd jq
   # The clang job (scripts/clang-checks.sh): clang 14 and its sanitizer
   # runtimes.

@@ -8,7 +8,7 @@ start_kplane
 step "create a pod with kubectl"
 show k run nginx-demo --image=nginx:1.25 --restart=Never
 step "its raw bytes in the store (etcdctl get ... | xxd | head -5)"
-echo "$ kpctl store get /registry/pods/default/nginx-demo --print-value-only | xxd | head -5"
+echo "$ $STORE_CTL_NAME get /registry/pods/default/nginx-demo --print-value-only | xxd | head -5"
 kpstore get /registry/pods/default/nginx-demo --print-value-only >"$DEMO_DIR/pod.bin"
 out=$(xxd -l 80 "$DEMO_DIR/pod.bin")  # the first 5 lines, without a SIGPIPE
 echo "$out"

@@ -9,7 +9,8 @@ watch_out=$DEMO_DIR/watch.out
 : >"$watch_out"
 # From the next revision on, so nothing is missed however late it connects.
 from=$(($(store_revision) + 1))
-"$KPCTL" store watch /registry/pods/default/ --prefix --rev "$from" >"$watch_out" 2>&1 &
+echo "$ $STORE_CTL_NAME watch /registry/pods/default/ --prefix --rev $from"
+kpstore watch /registry/pods/default/ --prefix --rev "$from" >"$watch_out" 2>&1 &
 watch_pid=$!
 trap 'kill $watch_pid 2>/dev/null || true; stop_kplane' EXIT
 step "create a pod, then delete it"

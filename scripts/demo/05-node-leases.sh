@@ -4,7 +4,8 @@ source "$(dirname "$0")/lib.sh"
 start_kplane
 
 step "node leases (etcdctl get /registry/leases/kube-node-lease/ --prefix --keys-only)"
-wait_for 60 "the simulated nodes' leases" bash -c "\"$KPCTL\" store get /registry/leases/kube-node-lease/ --prefix --keys-only | grep -q node-"
+leases_listed() { kpstore get /registry/leases/kube-node-lease/ --prefix --keys-only | grep -q node-; }
+wait_for 60 "the simulated nodes' leases" leases_listed
 out=$(kpstore get /registry/leases/kube-node-lease/ --prefix --keys-only)
 echo "$out"
 expect_match "$out" '^/registry/leases/kube-node-lease/node-1$' 'the lease of node-1'

@@ -4,6 +4,7 @@ source "$(dirname "$0")/lib.sh"
 start_kplane
 
 step "etcdctl endpoint status --write-out=table"
+echo "$ $STORE_CTL_NAME endpoint status -w table"
 out=$(kpstore endpoint status -w table)
 echo "$out"
 expect_match "$out" 'IS LEADER' 'the table header'

@@ -16,7 +16,7 @@ member_of_port() {  # 2379 -> s1, +20000 -> s2, +30000 -> s3
 }
 
 step "who leads (etcdctl endpoint status -w table)"
-kpstore endpoint status -w table
+show_store endpoint status -w table
 old=$(leader_endpoint)
 [[ -n $old ]] || { echo "DEMO CHECK FAILED: no leader" >&2; exit 1; }
 name=$(member_of_port "$old")
@@ -61,5 +61,7 @@ echo "  $(wc -l <"$probe_log") calls, $fails failed"
 expect_match "$(cat "$probe_log")" ' ok$' 'kubectl get pods kept answering'
 
 step "the killed member comes back and catches up"
-wait_for 60 "$name to rejoin" bash -c "\"$KPCTL\" store endpoint status --endpoints $old 2>/dev/null | grep -q false"
-kpstore endpoint status -w table
+# It answers again, as a follower (its IS LEADER column, the 5th, is false).
+rejoined() { kpstore endpoint status --endpoints "$old" 2>/dev/null | awk -F', ' '$5 == "false" { ok = 1 } END { exit !ok }'; }
+wait_for 60 "$name to rejoin" rejoined
+show_store endpoint status -w table

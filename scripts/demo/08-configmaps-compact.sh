@@ -32,8 +32,8 @@ echo "revision $rev1 (+$((rev1 - rev0))), db size $db1 bytes (+$((db1 - db0)))"
 echo "  ok: at least one revision per ConfigMap"
 
 step "compact to the current revision, then defrag every member"
-show kpstore compact "$rev1"
-show kpstore defrag --endpoints "$STORE_ENDPOINTS"
+show_store compact "$rev1"
+show_store defrag --endpoints "$STORE_ENDPOINTS"
 db2=$(status_field dbSize)
 echo "db size after compact + defrag: $db2 bytes (was $db1)"
 ((db2 <= db1)) || { echo "DEMO CHECK FAILED: db grew after defrag" >&2; exit 1; }

@@ -16,7 +16,8 @@ step "watch the store and the API while v2 rolls out"
 store_events=$DEMO_DIR/store-watch.json
 api_events=$DEMO_DIR/api-watch.json
 from=$(($(store_revision) + 1))
-"$KPCTL" store watch /registry/pods/default/rollout- --prefix --rev "$from" -w json >"$store_events" 2>&1 &
+echo "$ $STORE_CTL_NAME watch /registry/pods/default/rollout- --prefix --rev $from -w json"
+kpstore watch /registry/pods/default/rollout- --prefix --rev "$from" -w json >"$store_events" 2>&1 &
 w1=$!
 k get pods -l app=rollout -w --output-watch-events -o json >"$api_events" 2>/dev/null &
 w2=$!

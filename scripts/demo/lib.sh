@@ -12,6 +12,11 @@
 #   KPLANE_DEMO_REUSE=1     use a `kplane up` already running with these
 #                           settings instead of starting one
 #   KPLANE_DEMO_FAST=1      shortened settings (used by the test suite)
+#   KPLANE_DEMO_ETCDCTL     the store client the demos type: `etcdctl` (the
+#                           real etcdctl 3.4 over gRPC; the default when it is
+#                           on the PATH) or `kpctl` (`kpctl store`, our
+#                           etcdctl over the JSON gateway)
+#   ETCDCTL                 the etcdctl binary (etcdctl on the PATH)
 set -euo pipefail
 
 DEMO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -33,14 +38,49 @@ if [[ $STORE_NODES == 3 ]]; then
 else
   STORE_ENDPOINTS=http://127.0.0.1:$STORE_PORT
 fi
+# Both clients read their endpoints from here (etcdctl: ETCDCTL_API=3 is
+# its default in 3.4; set anyway for older ones).
 export ETCDCTL_ENDPOINTS=$STORE_ENDPOINTS
+export ETCDCTL_API=3
 
 for tool in "$KPLANE" "$KPCTL"; do
   [[ -x $tool ]] || { echo "missing $tool: build first (cmake --build build)" >&2; exit 1; }
 done
 
+ETCDCTL=${ETCDCTL:-etcdctl}
+if [[ -z ${KPLANE_DEMO_ETCDCTL:-} ]]; then
+  if command -v "$ETCDCTL" >/dev/null; then KPLANE_DEMO_ETCDCTL=etcdctl; else KPLANE_DEMO_ETCDCTL=kpctl; fi
+fi
+case $KPLANE_DEMO_ETCDCTL in
+  etcdctl)
+    command -v "$ETCDCTL" >/dev/null || { echo "KPLANE_DEMO_ETCDCTL=etcdctl but $ETCDCTL is not found" >&2; exit 1; }
+    STORE_CTL=("$ETCDCTL")
+    STORE_CTL_NAME=etcdctl
+    ;;
+  kpctl)
+    STORE_CTL=("$KPCTL" store)
+    STORE_CTL_NAME="kpctl store"
+    ;;
+  *) echo "KPLANE_DEMO_ETCDCTL must be etcdctl or kpctl, not '$KPLANE_DEMO_ETCDCTL'" >&2; exit 1 ;;
+esac
+
 k() { kubectl --kubeconfig "$KUBECONFIG_FILE" "$@"; }
-kpstore() { "$KPCTL" store "$@"; }
+# The store client (etcdctl or kpctl store); both take etcdctl's arguments
+# and print etcdctl's output.
+# etcdctl refuses a flag that an ETCDCTL_* variable also sets ("conflicting
+# environment variable ... is shadowed"), so --endpoints drops the variable.
+kpstore() {
+  local a
+  for a in "$@"; do
+    if [[ $a == --endpoints* ]]; then
+      env -u ETCDCTL_ENDPOINTS "${STORE_CTL[@]}" "$@"
+      return
+    fi
+  done
+  "${STORE_CTL[@]}" "$@"
+}
+# Prints the store command as the reader would type it, then runs it.
+show_store() { printf '$ %s %s\n' "$STORE_CTL_NAME" "$*"; kpstore "$@"; }
 
 # A heading, so the output reads like the article's steps.
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
@@ -84,16 +124,7 @@ stop_kplane() {
   if [[ -n $KPLANE_PID ]]; then
     kill -TERM "$KPLANE_PID" 2>/dev/null || true
     wait "$KPLANE_PID" 2>/dev/null || true
-    # Shortened node-lifecycle settings for the test suite: leases renewed every
-# second, a node is NotReady 6 s after its last renewal, pods are evicted 3 s
-# later. The defaults are kube's: 10 s, 40 s, 300 s.
-FAST_FLAGS=()
-if [[ $FAST == 1 ]]; then
-  FAST_FLAGS=(--lease-renew-interval 1s --node-monitor-grace-period 6s
-    --node-monitor-period 1s --pod-eviction-timeout 3s)
-fi
-
-KPLANE_PID=""
+    KPLANE_PID=""
   fi
 }
 
@@ -131,7 +162,7 @@ start_kplane() {
     fi
     sleep 0.2
   done
-  echo "kplane up is running (API $API_URL, store $STORE_ENDPOINTS, data $DEMO_DIR)"
+  echo "kplane up is running (API $API_URL, store $STORE_ENDPOINTS, data $DEMO_DIR; store client: $STORE_CTL_NAME)"
 }
 
 # The store revision, from the header of a serializable-free get.

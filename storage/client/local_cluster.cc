@@ -275,6 +275,15 @@ Status LocalCluster::Resume(int i) {
   return members_[i].process->Signal(SIGCONT);
 }
 
+Status LocalCluster::SetPeerPort(int i, uint16_t port) {
+  if (running(i)) return FailedPreconditionError(name(i) + " is running");
+  if (i < static_cast<int>(options_.advertised_peer_urls.size())) {
+    return FailedPreconditionError(name(i) + " advertises a fixed peer URL");
+  }
+  members_[i].peer_port = port;
+  return Status::Ok();
+}
+
 Status LocalCluster::Restart(int i,
                              const std::vector<std::string>& extra_flags) {
   if (running(i)) return FailedPreconditionError(name(i) + " is running");

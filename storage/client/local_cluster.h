@@ -117,6 +117,9 @@ class LocalCluster {
   // Starts a stopped member again on its data dir and ports, with
   // `extra_flags` after the cluster's; does not wait.
   Status Restart(int i, const std::vector<std::string>& extra_flags = {});
+  // Moves stopped member i to another peer port (after a `member update`):
+  // its next Restart listens on and advertises only that one.
+  Status SetPeerPort(int i, uint16_t port);
   // Waits up to `timeout` for member i's process to exit by itself and
   // returns its exit code (kDeadlineExceeded, after SIGKILL, if it did not).
   StatusOr<int> WaitForExit(int i, Duration timeout) {

@@ -552,12 +552,15 @@ class ClusterImpl final : public pb::Cluster::CallbackService {
                     });
   }
   ServerUnaryReactor* MemberUpdate(CallbackServerContext* ctx,
-                                   const pb::MemberUpdateRequest*,
-                                   pb::MemberUpdateResponse*) override {
-    ServerUnaryReactor* r = ctx->DefaultReactor();
-    r->Finish(grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
-                           "kplane: member update is not implemented"));
-    return r;
+                                   const pb::MemberUpdateRequest* req,
+                                   pb::MemberUpdateResponse* resp) override {
+    StoreServer* s = s_;
+    kplane::Status allowed = CheckMembershipAdmin(s, ctx);
+    return OnWorker(s, ctx, resp,
+                    [s, req, allowed]() -> StatusOr<pb::MemberUpdateResponse> {
+                      RETURN_IF_ERROR(allowed);
+                      return s->MemberUpdate(*req);
+                    });
   }
   ServerUnaryReactor* MemberList(CallbackServerContext* ctx,
                                  const pb::MemberListRequest*,

@@ -254,8 +254,8 @@ TEST_F(AuthServerTest, LockAndElectionRunAsTheCaller) {
 }
 
 // etcd 3.4's checkMembershipOperationPermission on the gateway: member
-// add, remove and promote need the root role (bodies as etcd 3.4's, seen
-// with curl); member list needs no token.
+// add, remove, update and promote need the root role (bodies as etcd 3.4's,
+// seen with curl); member list needs no token.
 TEST_F(AuthServerTest, MembershipChangesNeedTheRootRole) {
   SetupAndEnable();
   std::string alice = Login("alice", "alicepw");
@@ -277,6 +277,10 @@ TEST_F(AuthServerTest, MembershipChangesNeedTheRootRole) {
   EXPECT_EQ(
       Post("/v3/cluster/member/promote", R"({"ID":"1234"})", alice).status,
       403);
+  EXPECT_EQ(Post("/v3/cluster/member/update",
+                 R"({"ID":"1234","peerURLs":["http://127.0.0.1:1"]})", alice)
+                .status,
+            403);
   EXPECT_EQ(Post("/v3/cluster/member/list", "{}").status, 200);
   std::string root = Login("root", "rootpw");
   net::HttpResponse gone =

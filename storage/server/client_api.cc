@@ -1078,6 +1078,13 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
     }
     RespondResult(r.get(), s->MemberRemove(q));
   });
+  both("/cluster/member/update", [s](const HttpRequest& req, ResponderPtr r) {
+    etcdserverpb::MemberUpdateRequest q;
+    if (!ParseBody(req, r.get(), &q) || !MembershipAdminOf(s, req, r.get())) {
+      return;
+    }
+    RespondResult(r.get(), s->MemberUpdate(q));
+  });
   both("/cluster/member/promote", [s](const HttpRequest& req, ResponderPtr r) {
     etcdserverpb::MemberPromoteRequest q;
     if (!ParseBody(req, r.get(), &q) || !MembershipAdminOf(s, req, r.get())) {

@@ -205,6 +205,20 @@ StatusOr<bool> Membership::ApplyPromote(uint64_t index, uint64_t id) {
   return true;
 }
 
+StatusOr<bool> Membership::ApplyPeerUrls(
+    uint64_t index, uint64_t id, const std::vector<std::string>& peer_urls) {
+  MutexLock l(&mu_);
+  if (index <= record_.applied_index()) return false;
+  for (auto& m : *record_.mutable_members()) {
+    if (m.id() != id) continue;
+    m.clear_peer_urls();
+    for (const auto& u : peer_urls) m.add_peer_urls(u);
+  }
+  record_.set_applied_index(index);
+  RETURN_IF_ERROR(SaveLocked());
+  return true;
+}
+
 StatusOr<bool> Membership::ApplyAttributes(
     uint64_t index, const storagepb::MemberAttributes& attrs) {
   MutexLock l(&mu_);

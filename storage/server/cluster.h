@@ -67,6 +67,10 @@ class Membership {
   StatusOr<bool> ApplyAdd(uint64_t index, const storagepb::MemberRecord& m);
   StatusOr<bool> ApplyRemove(uint64_t index, uint64_t id);
   StatusOr<bool> ApplyPromote(uint64_t index, uint64_t id);
+  // etcd's UpdateRaftAttributes: member `id` now has these peer URLs (its
+  // name, client URLs and learner flag stay).
+  StatusOr<bool> ApplyPeerUrls(uint64_t index, uint64_t id,
+                               const std::vector<std::string>& peer_urls);
   StatusOr<bool> ApplyAttributes(uint64_t index,
                                  const storagepb::MemberAttributes& attrs);
   // Applies a committed alarm request: ACTIVATE CORRUPT or NOSPACE records

@@ -87,6 +87,40 @@ StatusOr<etcdserverpb::MemberPromoteResponse> ClusterAdmin::MemberPromote(
   return resp;
 }
 
+StatusOr<etcdserverpb::MemberUpdateResponse> ClusterAdmin::MemberUpdate(
+    const etcdserverpb::MemberUpdateRequest& req) {
+  auto m = membership_->Find(req.id());
+  if (!m) return NotFoundError("etcdserver: member not found");
+  // etcd takes any list here; an empty one would cut the member off for
+  // good, so it is refused as MemberAdd refuses it.
+  if (req.peerurls_size() == 0) {
+    return InvalidArgumentError("etcdserver: member peer URLs not provided");
+  }
+  // etcd's ValidateConfigurationChange: no other member may have them.
+  for (const auto& other : membership_->Members()) {
+    if (other.id() == req.id()) continue;
+    for (const auto& u : other.peer_urls()) {
+      for (const auto& nu : req.peerurls()) {
+        if (u == nu) {
+          return FailedPreconditionError(
+              "etcdserver: Peer URLs already exists");
+        }
+      }
+    }
+  }
+  m->clear_peer_urls();
+  for (const auto& u : req.peerurls()) m->add_peer_urls(u);
+  raftpb::ConfChange cc;
+  cc.set_type(raftpb::ConfChangeUpdateNode);
+  cc.set_node_id(req.id());
+  cc.set_context(m->SerializeAsString());
+  RETURN_IF_ERROR(proposer_->ProposeConfChangeAndWait(std::move(cc)));
+  etcdserverpb::MemberUpdateResponse resp;
+  self_->FillHeader(resp.mutable_header());
+  membership_->FillMembers(resp.mutable_members());
+  return resp;
+}
+
 StatusOr<etcdserverpb::MemberListResponse> ClusterAdmin::MemberList() {
   etcdserverpb::MemberListResponse resp;
   self_->FillHeader(resp.mutable_header());

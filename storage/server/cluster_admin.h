@@ -51,6 +51,10 @@ class ClusterAdmin {
       const etcdserverpb::MemberRemoveRequest& req);
   StatusOr<etcdserverpb::MemberPromoteResponse> MemberPromote(
       const etcdserverpb::MemberPromoteRequest& req);
+  // Changes a member's peer URLs through the log (a ConfChangeUpdateNode,
+  // as etcd's UpdateMember); its learner flag stays.
+  StatusOr<etcdserverpb::MemberUpdateResponse> MemberUpdate(
+      const etcdserverpb::MemberUpdateRequest& req);
   StatusOr<etcdserverpb::MemberListResponse> MemberList();
   StatusOr<etcdserverpb::MoveLeaderResponse> MoveLeader(
       const etcdserverpb::MoveLeaderRequest& req);

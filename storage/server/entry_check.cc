@@ -28,6 +28,12 @@ StatusOr<raftpb::ConfChange> DecodeConfChange(std::string_view data) {
     case raftpb::ConfChangeAddLearnerNode:
     case raftpb::ConfChangeRemoveNode:
       break;
+    case raftpb::ConfChangeUpdateNode:
+      // MemberUpdate: the context carries the member's new peer URLs.
+      if (cc.context().empty()) {
+        return CorruptionError("member update without a member record");
+      }
+      break;
     default:
       return CorruptionError("conf change of unknown type " +
                              std::to_string(cc.type()));

@@ -92,9 +92,13 @@ class HttpPeerTransport::Peer {
   }
   ~Peer() { Stop(); }
 
+  // New URLs (MemberUpdate): the sender leaves a stream to an old one
+  // before its next batch, as the member may no longer be there.
   void SetUrls(std::vector<std::string> urls) {
     MutexLock l(&mu_);
+    if (urls == urls_) return;
     urls_ = std::move(urls);
+    urls_changed_ = true;
   }
   std::vector<std::string> urls() {
     MutexLock l(&mu_);
@@ -143,6 +147,7 @@ class HttpPeerTransport::Peer {
     size_t next_url = 0;
     while (true) {
       std::deque<raftpb::Message> batch;
+      bool reconnect = false;
       {
         MutexLock l(&mu_);
         sender_waiting_ = true;
@@ -157,6 +162,14 @@ class HttpPeerTransport::Peer {
           return;
         }
         batch.swap(queue_);
+        reconnect = urls_changed_;
+        urls_changed_ = false;
+        if (reconnect) stream_ = nullptr;
+      }
+      if (reconnect) {
+        stream.reset();
+        client.reset();
+        next_url = 0;
       }
       std::string buf;
       for (const auto& m : batch) AppendMessageFrame(m, &buf);
@@ -221,6 +234,8 @@ class HttpPeerTransport::Peer {
   Mutex mu_;
   std::condition_variable cv_;
   std::vector<std::string> urls_ GUARDED_BY(mu_);
+  // SetUrls changed urls_ since the sender last looked.
+  bool urls_changed_ GUARDED_BY(mu_) = false;
   std::deque<raftpb::Message> queue_ GUARDED_BY(mu_);
   bool stop_ GUARDED_BY(mu_) = false;
   // Run() sleeps on cv_.

@@ -219,6 +219,23 @@ TEST_F(PeerTransportTest, MessagesReachThePeersHandlerInOrder) {
   }
 }
 
+// MemberUpdate: new URLs for a peer. The sender leaves its open stream to
+// the old address (which still answers here) and sends the next message to
+// the new one; before, it kept streaming to the old one as long as that
+// stream held.
+TEST_F(PeerTransportTest, NewUrlsMoveTheStream) {
+  Node a(1, dir_ + "/a"), old_b(2, dir_ + "/b"), new_b(2, dir_ + "/b2");
+  a.transport.AddPeer(2, {old_b.url()});
+  a.transport.Send({Msg(1, 2, 10)});
+  ASSERT_EQ(old_b.member.WaitReceived(1).size(), 1u);
+  a.transport.AddPeer(2, {new_b.url()});
+  a.transport.Send({Msg(1, 2, 11)});
+  std::vector<raftpb::Message> got = new_b.member.WaitReceived(1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].index(), 11u);
+  EXPECT_EQ(old_b.member.WaitReceived(1).size(), 1u);
+}
+
 TEST_F(PeerTransportTest, RefusesOtherClustersRemovedMembersAndStrangers) {
   Node b(2, dir_ + "/b");
   b.member.Remove(7);

@@ -735,6 +735,22 @@ Status StoreApplier::ApplyConfChange(const raftpb::Entry& e,
       }
       break;
     }
+    case raftpb::ConfChangeUpdateNode: {
+      // MemberUpdate (etcd's applyConfChange): the member's peer URLs
+      // change; the transport dials the new ones from now on.
+      storagepb::MemberRecord m;
+      m.ParseFromString(cc.context());  // checked by DecodeConfChange
+      std::vector<std::string> urls(m.peer_urls().begin(), m.peer_urls().end());
+      changed = membership_->ApplyPeerUrls(e.index(), cc.node_id(), urls);
+      // The record's URLs, not the entry's: a replayed (skipped) entry
+      // must not bring back URLs that a later update replaced.
+      auto now = membership_->Find(cc.node_id());
+      if (cc.node_id() != self_->id() && now) {
+        transport_->AddPeer(now->id(),
+                            {now->peer_urls().begin(), now->peer_urls().end()});
+      }
+      break;
+    }
     case raftpb::ConfChangeRemoveNode:
       changed = membership_->ApplyRemove(e.index(), cc.node_id());
       if (cc.node_id() != self_->id()) transport_->RemovePeer(cc.node_id());

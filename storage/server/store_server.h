@@ -205,6 +205,10 @@ class StoreServer : public KV, public PeerHandler {
       const etcdserverpb::MemberPromoteRequest& req) {
     return admin_->MemberPromote(req);
   }
+  StatusOr<etcdserverpb::MemberUpdateResponse> MemberUpdate(
+      const etcdserverpb::MemberUpdateRequest& req) {
+    return admin_->MemberUpdate(req);
+  }
   StatusOr<etcdserverpb::MemberListResponse> MemberList() {
     return admin_->MemberList();
   }

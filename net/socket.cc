@@ -8,6 +8,7 @@
 #include <poll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -123,6 +124,29 @@ StatusOr<ScopedFd> ListenTcp(const std::string& host, uint16_t port,
   return last;
 }
 
+StatusOr<ScopedFd> ListenUnix(const std::string& path, int backlog) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.empty() || path.size() >= sizeof(addr.sun_path)) {
+    return InvalidArgumentError(
+        "unix socket path of " + std::to_string(path.size()) + " bytes (1 to " +
+        std::to_string(sizeof(addr.sun_path) - 1) + " allowed): " + path);
+  }
+  std::memcpy(addr.sun_path, path.data(), path.size());
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+    return ErrnoToStatus(errno, "remove " + path);
+  }
+  ScopedFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) return ErrnoToStatus(errno, "socket");
+  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    return ErrnoToStatus(errno, "bind " + path);
+  }
+  if (::listen(fd.get(), backlog) != 0) {
+    return ErrnoToStatus(errno, "listen " + path);
+  }
+  return fd;
+}
+
 StatusOr<uint16_t> LocalPort(int fd) {
   sockaddr_storage ss{};
   socklen_t len = sizeof(ss);
@@ -135,6 +159,7 @@ StatusOr<uint16_t> LocalPort(int fd) {
   if (ss.ss_family == AF_INET6) {
     return ntohs(reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port);
   }
+  if (ss.ss_family == AF_UNIX) return 0;
   return InternalError("unknown address family");
 }
 

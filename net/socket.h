@@ -58,7 +58,13 @@ StatusOr<uint64_t> RaiseFileDescriptorLimit();
 StatusOr<ScopedFd> ListenTcp(const std::string& host, uint16_t port,
                              int backlog);
 
-// The local port a socket is bound to.
+// A non-blocking, close-on-exec listening unix-domain stream socket at
+// `path`. As etcd's NewUnixListener, a file already at `path` is removed
+// first (a socket left by an earlier run). kInvalidArgument for a path
+// longer than sockaddr_un holds.
+StatusOr<ScopedFd> ListenUnix(const std::string& path, int backlog);
+
+// The local port a socket is bound to (0 for a unix-domain socket).
 StatusOr<uint16_t> LocalPort(int fd);
 // "127.0.0.1:5432" / "[::1]:5432" for the peer of a connected socket.
 std::string PeerAddress(int fd);

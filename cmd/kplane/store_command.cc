@@ -2,6 +2,7 @@
 
 #include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -78,10 +79,12 @@ StatusOr<std::vector<Listener>> BindAll(const std::vector<net::Url>& urls,
                                         const char* flag) {
   std::vector<Listener> out;
   for (const net::Url& u : urls) {
-    auto fd = net::ListenTcp(u.host, u.port, 4096);
+    const bool unix = u.scheme == "unix";
+    auto fd = unix ? net::ListenUnix(u.host, 4096)
+                   : net::ListenTcp(u.host, u.port, 4096);
     if (!fd.ok()) {
       return fd.status().Annotate(std::string("--") + flag + " " +
-                                  u.HostPort());
+                                  (unix ? "unix://" + u.host : u.HostPort()));
     }
     auto port = net::LocalPort(fd->get());
     if (!port.ok()) return port.status();
@@ -97,6 +100,10 @@ std::vector<std::string> BoundUrls(const std::vector<Listener>& ls) {
   std::vector<std::string> urls;
   for (const Listener& l : ls) {
     net::Url u = l.url;
+    if (u.scheme == "unix") {
+      urls.push_back("unix://" + u.host);
+      continue;
+    }
     u.port = l.port;
     urls.push_back("http://" + u.HostPort());
   }
@@ -259,12 +266,20 @@ int RunStoreCommand(const std::vector<std::string>& args) {
   auto stop_clients = [&] {
     for (net::HttpServer* h : started) h->Stop();
     grpc_front.Stop();
+    // As Go's unix listeners (etcd's), remove the socket files on the way
+    // out.
+    for (const net::Url& u : opts.listen_client) {
+      if (u.scheme == "unix") ::unlink(u.host.c_str());
+    }
   };
   for (size_t i = 0; i < client_https.size(); ++i) {
     if (Status st = client_https[i]->Start(); !st.ok()) {
       stop_clients();
       finish();
-      return fail(st.Annotate("listen " + opts.listen_client[i].HostPort()));
+      const net::Url& u = opts.listen_client[i];
+      return fail(
+          st.Annotate("listen " + (u.scheme == "unix" ? "unix://" + u.host
+                                                      : u.HostPort())));
     }
     started.push_back(client_https[i].get());
   }

@@ -90,8 +90,7 @@ constexpr Refused kRefused[] = {
     {"experimental-peer-skip-client-san-verification", "false", kNoTls},
     {"host-whitelist", "*",
      "Host checks come with the security work (issue #18)"},
-    {"auth-token", "simple",
-     "kplane has etcd's simple tokens, not JWT"},
+    {"auth-token", "simple", "kplane has etcd's simple tokens, not JWT"},
     {"enable-v2", "false", "the v2 API is not served (etcd 3.4: deprecated)"},
     {"experimental-enable-v2v3", "", "the v2 API is not served"},
     {"proxy", "off", "proxy mode is not supported"},
@@ -126,8 +125,12 @@ const std::map<std::string, ConfigKind>& ConfigKinds() {
 }
 
 // "http://host:port" with an explicit port (0 allowed), no path: etcd's
-// types.NewURLs rules, and kplane's (no TLS, no unix sockets yet).
-StatusOr<net::Url> ListenUrl(const std::string& text, const char* flag) {
+// types.NewURLs rules, and kplane's (no TLS yet). Where `unix_ok` (the
+// client URLs), also "unix://<path>": as etcd, the socket's path is all that
+// follows "unix://" ("unix://localhost:2379" is the file "localhost:2379" in
+// the working directory), kept in Url::host with scheme "unix".
+StatusOr<net::Url> ListenUrl(const std::string& text, const char* flag,
+                             bool unix_ok) {
   auto bad = [&](const std::string& why) {
     return InvalidArgumentError(std::string("--") + flag + ": " + why + ": " +
                                 text);
@@ -136,7 +139,15 @@ StatusOr<net::Url> ListenUrl(const std::string& text, const char* flag) {
     return bad(kNoTls);
   }
   if (text.starts_with("unix://")) {
-    return bad("unix socket URLs are not supported yet; use http://");
+    if (!unix_ok) {
+      return bad(
+          "unix socket URLs are served for client URLs only; use http://");
+    }
+    net::Url u;
+    u.scheme = "unix";
+    u.host = text.substr(7);
+    if (u.host.empty()) return bad("unix socket URL without a path");
+    return u;
   }
   if (!text.starts_with("http://")) {
     return bad("URL scheme must be http");
@@ -659,27 +670,30 @@ StatusOr<StoreOptions> StoreFlags::Finish(StoreOptions o) {
     }
   }
   auto listen = [](const std::vector<std::string>& urls, const char* flag,
-                   bool required, std::vector<net::Url>* out) -> Status {
+                   bool required, std::vector<net::Url>* out,
+                   bool unix_ok = false) -> Status {
     if (urls.empty() && required) {
       return InvalidArgumentError(std::string("--") + flag +
                                   " needs at least one URL");
     }
     for (const std::string& u : urls) {
-      auto parsed = ListenUrl(Trim(u), flag);
+      auto parsed = ListenUrl(Trim(u), flag, unix_ok);
       if (!parsed.ok()) return parsed.status();
       out->push_back(*parsed);
     }
     return Status::Ok();
   };
-  RETURN_IF_ERROR(
-      listen(s.listen_client, "listen-client-urls", true, &o.listen_client));
+  RETURN_IF_ERROR(listen(s.listen_client, "listen-client-urls", true,
+                         &o.listen_client,
+                         /*unix_ok=*/true));
   RETURN_IF_ERROR(
       listen(s.listen_peer, "listen-peer-urls", true, &o.listen_peer));
   RETURN_IF_ERROR(listen(s.listen_metrics, "listen-metrics-urls", false,
                          &o.listen_metrics));
   std::vector<net::Url> ignored;
-  RETURN_IF_ERROR(
-      listen(s.advertise_client, "advertise-client-urls", false, &ignored));
+  RETURN_IF_ERROR(listen(s.advertise_client, "advertise-client-urls", false,
+                         &ignored,
+                         /*unix_ok=*/true));
   RETURN_IF_ERROR(
       listen(s.advertise_peer, "initial-advertise-peer-urls", false, &ignored));
   o.advertise_client_given = !s.advertise_client.empty();

@@ -161,7 +161,12 @@ TEST(StoreFlagsTest, RefusesWhatItCannotHonour) {
       {{"--listen-client-urls", "https://127.0.0.1:2379"},
        "--listen-client-urls: TLS is not supported yet"},
       {{"--listen-peer-urls", "unix://etcd.unix:1"},
-       "unix socket URLs are not supported yet"},
+       "unix socket URLs are served for client URLs only"},
+      {{"--listen-metrics-urls", "unix://metrics:1"},
+       "unix socket URLs are served for client URLs only"},
+      {{"--listen-client-urls", "unixs://etcd.unix:1"},
+       "--listen-client-urls: TLS is not supported yet"},
+      {{"--listen-client-urls", "unix://"}, "unix socket URL without a path"},
       {{"--listen-client-urls", "http://127.0.0.1"},
        "URL address does not have the form \"host:port\""},
       {{"--advertise-client-urls", "http://127.0.0.1:2379/x"},
@@ -179,6 +184,22 @@ TEST(StoreFlagsTest, RefusesWhatItCannotHonour) {
     EXPECT_NE(o.status().message().find(c.message), std::string::npos)
         << c.args.front() << ": " << o.status();
   }
+}
+
+// etcd's unix://host:port (the socket file "host:port") and a path.
+TEST(StoreFlagsTest, UnixSocketClientUrls) {
+  auto o = Parse({"--listen-client-urls",
+                  "unix://localhost:2379,unix:///run/kp.sock,http://"
+                  "127.0.0.1:2379",
+                  "--advertise-client-urls", "unix://localhost:2379"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  ASSERT_EQ(o->listen_client.size(), 3u);
+  EXPECT_EQ(o->listen_client[0].scheme, "unix");
+  EXPECT_EQ(o->listen_client[0].host, "localhost:2379");
+  EXPECT_EQ(o->listen_client[1].host, "/run/kp.sock");
+  EXPECT_EQ(o->listen_client[2].scheme, "http");
+  EXPECT_EQ(o->cfg.client_urls,
+            std::vector<std::string>{"unix://localhost:2379"});
 }
 
 TEST(StoreFlagsTest, SeveralUrlsPerFlagAndPortZero) {

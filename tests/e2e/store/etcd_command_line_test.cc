@@ -74,7 +74,8 @@ class EtcdCommandLine : public ::testing::TestWithParam<Server> {
     std::vector<std::string> argv = prefix_;
     argv.insert(argv.end(), args.begin(), args.end());
     server_ = std::make_unique<Subprocess>(
-        argv, SubprocessOptions{.log_path = log_, .env = env});
+        argv,
+        SubprocessOptions{.log_path = log_, .env = env, .working_dir = dir_});
     ASSERT_TRUE(server_->Start().ok());
   }
 
@@ -103,7 +104,8 @@ class EtcdCommandLine : public ::testing::TestWithParam<Server> {
                                      "--command-timeout=10s"};
     argv.insert(argv.end(), args.begin(), args.end());
     const std::string out = dir_ + "/etcdctl" + std::to_string(++seq_);
-    Subprocess p(argv, {.log_path = out, .env = {"ETCDCTL_API=3"}});
+    Subprocess p(
+        argv, {.log_path = out, .env = {"ETCDCTL_API=3"}, .working_dir = dir_});
     if (!p.Start().ok()) return "cannot start etcdctl";
     int code = p.Wait();
     return ReadFile(out) + (code == 0 ? "" : "exit " + std::to_string(code));
@@ -185,6 +187,38 @@ TEST_P(EtcdCommandLine, AVariableThatRepeatsAFlagIsRefused) {
                                 "command-line flag"),
             std::string::npos)
       << ReadFile(log_);
+}
+
+// A unix-socket client URL (etcd's form: "unix://localhost:12379" is the
+// socket file "localhost:12379" in the working directory) serves gRPC
+// (etcdctl) and the JSON gateway (curl --unix-socket), as etcd does; the
+// member advertises it.
+TEST_P(EtcdCommandLine, UnixSocketClientUrl) {
+  const uint16_t peer = Port();
+  const std::string unix_url = "unix://localhost:12379";
+  Start({"--name", "sock", "--data-dir", dir_ + "/data", "--listen-client-urls",
+         unix_url, "--advertise-client-urls", unix_url, "--listen-peer-urls",
+         Url(peer), "--initial-advertise-peer-urls", Url(peer),
+         "--initial-cluster", "sock=" + Url(peer)});
+  ASSERT_TRUE(AwaitReady()) << ReadFile(log_);
+  EXPECT_TRUE(fs::is_socket(dir_ + "/localhost:12379"));
+
+  EXPECT_EQ(Etcdctl(unix_url, {"put", "k1", "v1"}), "OK\n");
+  EXPECT_EQ(Etcdctl(unix_url, {"get", "k1", "--print-value-only"}), "v1\n");
+  std::string members = Etcdctl(unix_url, {"member", "list"});
+  EXPECT_NE(members.find(", started, sock, " + Url(peer) + ", " + unix_url),
+            std::string::npos)
+      << members;
+
+  const std::string range = dir_ + "/range";
+  Subprocess curl({"/usr/bin/curl", "-s", "-o", range, "--unix-socket",
+                   dir_ + "/localhost:12379", "-X", "POST", "-d",
+                   R"({"key":"azE="})", "http://localhost/v3/kv/range"});
+  ASSERT_TRUE(curl.Start().ok());
+  EXPECT_EQ(curl.Wait(), 0);
+  // "v1" in base64.
+  EXPECT_NE(ReadFile(range).find("\"value\":\"djE=\""), std::string::npos)
+      << ReadFile(range);
 }
 
 INSTANTIATE_TEST_SUITE_P(Servers, EtcdCommandLine,

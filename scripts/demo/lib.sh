@@ -69,15 +69,19 @@ k() { kubectl --kubeconfig "$KUBECONFIG_FILE" "$@"; }
 # and print etcdctl's output.
 # etcdctl refuses a flag that an ETCDCTL_* variable also sets ("conflicting
 # environment variable ... is shadowed"), so --endpoints drops the variable.
+# In a subshell (`kpstore watch ... &`, `$(kpstore ...)`) the client
+# replaces the subshell, so `kill $!` stops the client itself: etcdctl's
+# watch retries forever and would outlive the demo otherwise.
 kpstore() {
-  local a
+  local a run=()
+  [[ $BASHPID != "$$" ]] && run=(exec)
   for a in "$@"; do
     if [[ $a == --endpoints* ]]; then
-      env -u ETCDCTL_ENDPOINTS "${STORE_CTL[@]}" "$@"
+      "${run[@]}" env -u ETCDCTL_ENDPOINTS "${STORE_CTL[@]}" "$@"
       return
     fi
   done
-  "${STORE_CTL[@]}" "$@"
+  "${run[@]}" "${STORE_CTL[@]}" "$@"
 }
 # Prints the store command as the reader would type it, then runs it.
 show_store() { printf '$ %s %s\n' "$STORE_CTL_NAME" "$*"; kpstore "$@"; }

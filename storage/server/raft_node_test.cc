@@ -207,6 +207,11 @@ TEST_F(RaftNodeTest, FullDiskBlocksTheLoopUntilTheSameSaveSucceeds) {
       << "the loop never blocked on the full disk";
   Status why = blocked.get();
   EXPECT_EQ(why.code(), StatusCode::kNoSpace) << why;
+  // persist_blocked() turns true just after the callback (the owner's
+  // alarm comes first, raft_node.cc Block).
+  for (int i = 0; i < 20000 && !node->persist_blocked(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   EXPECT_TRUE(node->persist_blocked());
   EXPECT_FALSE(node->halted());
 

@@ -282,9 +282,16 @@ func runWatch(c *cluster, rounds int, toleratePR15220 bool) error {
 			// Resume by hand: the manual watcher's stream died with its
 			// member; a new one on another member starts after the last
 			// revision it delivered.
+			// A stream to a killed member may not end on cancel alone (a
+			// fresh-clone CI run hung here against etcd): close the client
+			// too, and bound the wait.
 			manual.cancel()
-			<-manual.done
 			manual.cli.Close()
+			select {
+			case <-manual.done:
+			case <-time.After(10 * time.Second):
+				return fmt.Errorf("%s: the watcher did not end within 10s of its member's kill", manual.log.name)
+			}
 			manualResumedFrom = manual.log.last() + 1
 			cli, err := newClient([]string{c.members[other].clientURL})
 			if err != nil {

@@ -493,7 +493,7 @@ StatusOr<AuthStore::Applied> AuthStore::ApplyLocked(
   }
 
   Applied out;
-  auto bump = [&] {
+  auto bump = [&]() REQUIRES(mu_) {
     ++revision_;
     out.changed = true;
   };

@@ -96,9 +96,7 @@ bool Caller(KvService* kv, CallbackServerContext* ctx, ServerUnaryReactor* r,
 // Their errors are the auth package's, unconverted, as etcd's.
 Status CheckAdmin(StoreServer* s, const grpc::ServerContextBase* ctx) {
   if (!s->auth()->enabled()) return Status::Ok();
-  StatusOr<std::string> user = s->auth()->ResolveToken(TokenOf(ctx));
-  if (!user.ok()) return AuthMaintenanceError(user.status());
-  return AuthMaintenanceError(s->auth()->CheckAdmin(*user));
+  return AuthMaintenanceError(s->auth()->CheckAdminToken(TokenOf(ctx)));
 }
 
 // etcd's checkMembershipOperationPermission: member add, remove and promote
@@ -108,9 +106,7 @@ Status CheckAdmin(StoreServer* s, const grpc::ServerContextBase* ctx) {
 Status CheckMembershipAdmin(StoreServer* s,
                             const grpc::ServerContextBase* ctx) {
   if (!s->auth()->enabled()) return Status::Ok();
-  StatusOr<std::string> user = s->auth()->ResolveToken(TokenOf(ctx));
-  if (!user.ok()) return user.status();
-  return s->auth()->CheckAdmin(*user);
+  return s->auth()->CheckAdminToken(TokenOf(ctx));
 }
 
 // ---- bidirectional streams ---------------------------------------------
@@ -749,7 +745,7 @@ class CancelLink {
         return;
       }
     }
-    if (p) p->Cancel(std::move(if_cancelled));
+    p->Cancel(std::move(if_cancelled));
   }
   void Cancel(Status why) EXCLUDES(mu_) {
     std::shared_ptr<PendingCall> p;
@@ -804,13 +800,21 @@ class WaitingCall final : public grpc::ServerUnaryReactor {
     };
   }
 
-  // Starts `begin(done)` (returning the PendingCall) and links it.
+  // Starts `begin(done, user)` for the call's caller (RecipeCaller; an
+  // invalid token answers at once) and links the PendingCall it returns.
   template <typename T, typename Begin>
-  static WaitingCall* Run(CallbackServerContext* ctx, T* resp, Begin begin) {
+  static WaitingCall* Run(ElectionLockService* el, CallbackServerContext* ctx,
+                          T* resp, Begin begin) {
     auto* call = new WaitingCall(ctx);
     std::shared_ptr<CancelLink> link = call->link();
+    StatusOr<std::string> user = RecipeCaller(el, ctx);
+    if (!user.ok()) {
+      call->Answer(resp)(user.status());
+      return call;
+    }
     // `call` may be gone once begin() answered: only `link` after it.
-    link->Attach(begin(call->Answer(resp)), CancelReason(ctx));
+    link->Attach(begin(call->Answer(resp), *std::move(user)),
+                 CancelReason(ctx));
     return call;
   }
 
@@ -822,18 +826,27 @@ class WaitingCall final : public grpc::ServerUnaryReactor {
   const std::shared_ptr<CancelLink> link_;
 };
 
+// A unary call: `begin(done, user)` for the call's caller (RecipeCaller;
+// an invalid token answers at once).
 template <typename T>
-ServerUnaryReactor* Unary(CallbackServerContext* ctx, T* resp,
-                          std::function<void(Done<T>)> begin) {
+ServerUnaryReactor* Unary(ElectionLockService* el, CallbackServerContext* ctx,
+                          T* resp,
+                          std::function<void(Done<T>, std::string)> begin) {
   ServerUnaryReactor* r = ctx->DefaultReactor();
-  begin([r, resp](StatusOr<T> v) {
+  Done<T> done = [r, resp](StatusOr<T> v) {
     if (v.ok()) {
       *resp = *std::move(v);
       r->Finish(grpc::Status::OK);
     } else {
       r->Finish(RecipeToGrpc(v.status()));
     }
-  });
+  };
+  StatusOr<std::string> user = RecipeCaller(el, ctx);
+  if (!user.ok()) {
+    done(user.status());
+  } else {
+    begin(std::move(done), *std::move(user));
+  }
   return r;
 }
 
@@ -967,41 +980,28 @@ class ElectionImpl final : public epb::Election::CallbackService {
                                const epb::CampaignRequest* req,
                                epb::CampaignResponse* resp) override {
     ElectionLockService* el = el_;
-    StatusOr<std::string> user = RecipeCaller(el, ctx);
     return WaitingCall::Run(
-        ctx, resp, [el, req, &user](auto done) -> std::shared_ptr<PendingCall> {
-          if (!user.ok()) {
-            done(user.status());
-            return nullptr;
-          }
-          return el->Campaign(*req, std::move(done), *std::move(user));
+        el, ctx, resp, [el, req](auto done, std::string user) {
+          return el->Campaign(*req, std::move(done), std::move(user));
         });
   }
   ServerUnaryReactor* Proclaim(CallbackServerContext* ctx,
                                const epb::ProclaimRequest* req,
                                epb::ProclaimResponse* resp) override {
     ElectionLockService* el = el_;
-    StatusOr<std::string> user = RecipeCaller(el, ctx);
-    return Unary<epb::ProclaimResponse>(ctx, resp, [el, req, &user](auto done) {
-      if (!user.ok()) {
-        done(user.status());
-        return;
-      }
-      el->Proclaim(*req, done, *std::move(user));
-    });
+    return Unary<epb::ProclaimResponse>(
+        el, ctx, resp, [el, req](auto done, std::string user) {
+          el->Proclaim(*req, std::move(done), std::move(user));
+        });
   }
   ServerUnaryReactor* Leader(CallbackServerContext* ctx,
                              const epb::LeaderRequest* req,
                              epb::LeaderResponse* resp) override {
     ElectionLockService* el = el_;
-    StatusOr<std::string> user = RecipeCaller(el, ctx);
-    return Unary<epb::LeaderResponse>(ctx, resp, [el, req, &user](auto done) {
-      if (!user.ok()) {
-        done(user.status());
-        return;
-      }
-      el->Leader(*req, done, *std::move(user));
-    });
+    return Unary<epb::LeaderResponse>(
+        el, ctx, resp, [el, req](auto done, std::string user) {
+          el->Leader(*req, std::move(done), std::move(user));
+        });
   }
   grpc::ServerWriteReactor<epb::LeaderResponse>* Observe(
       CallbackServerContext* ctx, const epb::LeaderRequest* req) override {
@@ -1011,14 +1011,10 @@ class ElectionImpl final : public epb::Election::CallbackService {
                              const epb::ResignRequest* req,
                              epb::ResignResponse* resp) override {
     ElectionLockService* el = el_;
-    StatusOr<std::string> user = RecipeCaller(el, ctx);
-    return Unary<epb::ResignResponse>(ctx, resp, [el, req, &user](auto done) {
-      if (!user.ok()) {
-        done(user.status());
-        return;
-      }
-      el->Resign(*req, done, *std::move(user));
-    });
+    return Unary<epb::ResignResponse>(
+        el, ctx, resp, [el, req](auto done, std::string user) {
+          el->Resign(*req, std::move(done), std::move(user));
+        });
   }
 
  private:
@@ -1033,28 +1029,19 @@ class LockImpl final : public lpb::Lock::CallbackService {
                            const lpb::LockRequest* req,
                            lpb::LockResponse* resp) override {
     ElectionLockService* el = el_;
-    StatusOr<std::string> user = RecipeCaller(el, ctx);
     return WaitingCall::Run(
-        ctx, resp, [el, req, &user](auto done) -> std::shared_ptr<PendingCall> {
-          if (!user.ok()) {
-            done(user.status());
-            return nullptr;
-          }
-          return el->Lock(*req, std::move(done), *std::move(user));
+        el, ctx, resp, [el, req](auto done, std::string user) {
+          return el->Lock(*req, std::move(done), std::move(user));
         });
   }
   ServerUnaryReactor* Unlock(CallbackServerContext* ctx,
                              const lpb::UnlockRequest* req,
                              lpb::UnlockResponse* resp) override {
     ElectionLockService* el = el_;
-    StatusOr<std::string> user = RecipeCaller(el, ctx);
-    return Unary<lpb::UnlockResponse>(ctx, resp, [el, req, &user](auto done) {
-      if (!user.ok()) {
-        done(user.status());
-        return;
-      }
-      el->Unlock(*req, done, *std::move(user));
-    });
+    return Unary<lpb::UnlockResponse>(
+        el, ctx, resp, [el, req](auto done, std::string user) {
+          el->Unlock(*req, std::move(done), std::move(user));
+        });
   }
 
  private:

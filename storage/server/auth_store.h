@@ -120,6 +120,12 @@ class AuthStore {
   Status CheckTxn(const std::string& user,
                   const etcdserverpb::TxnRequest& txn) const EXCLUDES(mu_);
   Status CheckAdmin(const std::string& user) const EXCLUDES(mu_);
+  // CheckAdmin for the user of a request's `token` (ResolveToken's errors
+  // included); OK while auth is disabled.
+  Status CheckAdminToken(std::string_view token) {
+    StatusOr<std::string> user = ResolveToken(token);
+    return user.ok() ? CheckAdmin(*user) : user.status();
+  }
 
   // Makes `req` ready for the log: hashes the password of a user add or
   // change (and clears it), checks an Authenticate's password (AuthFailed,

@@ -76,29 +76,19 @@ Done<T> RecipeAnswer(ResponderPtr r) {
 }
 
 // The caller of an election or lock request (its Authorization header's
-// token; "" while auth is disabled): false, answered with etcd's recipe
-// error (code Unknown), if the token is invalid.
+// token; "" while auth is disabled): false if the token is invalid,
+// answered with etcd's recipe error (code Unknown) -- or, for Observe
+// (`observe`), with an empty 200: etcd's observe ends its stream without
+// an error when its first read fails.
 bool RecipeCallerOf(ElectionLockService* el, const HttpRequest& req,
-                    Responder* r, std::string* user) {
-  if (!el->kv()->server()->auth()->enabled()) return true;
+                    Responder* r, std::string* user, bool observe = false) {
   StatusOr<std::string> u = el->kv()->UserOf(req.headers.Get("Authorization"));
   if (!u.ok()) {
-    RespondRecipeError(r, u.status());
-    return false;
-  }
-  *user = *std::move(u);
-  return true;
-}
-
-// As RecipeCallerOf, for Observe: an invalid token ends the stream at once
-// without an error (200, no message), as etcd's observe does when its first
-// read fails.
-bool ReadCallerOfObserve(ElectionLockService* el, const HttpRequest& req,
-                         Responder* r, std::string* user) {
-  if (!el->kv()->server()->auth()->enabled()) return true;
-  StatusOr<std::string> u = el->kv()->UserOf(req.headers.Get("Authorization"));
-  if (!u.ok()) {
-    r->Respond(200, JsonHeaders(), "");
+    if (observe) {
+      r->Respond(200, JsonHeaders(), "");
+    } else {
+      RespondRecipeError(r, u.status());
+    }
     return false;
   }
   *user = *std::move(u);
@@ -157,14 +147,9 @@ bool CallerOf(StoreServer* s, const HttpRequest& req, Responder* r,
 // the auth package's, unconverted (code 2, "auth: permission denied").
 bool AdminOf(StoreServer* s, const HttpRequest& req, Responder* r) {
   if (!s->auth()->enabled()) return true;
-  StatusOr<std::string> user =
-      s->auth()->ResolveToken(req.headers.Get("Authorization"));
-  Status st = user.ok() ? s->auth()->CheckAdmin(*user) : user.status();
-  if (!st.ok()) {
-    RespondError(r, AuthMaintenanceError(st));
-    return false;
-  }
-  return true;
+  Status st = s->auth()->CheckAdminToken(req.headers.Get("Authorization"));
+  if (!st.ok()) RespondError(r, AuthMaintenanceError(st));
+  return st.ok();
 }
 
 // etcd's checkMembershipOperationPermission: member add, remove and promote
@@ -173,14 +158,9 @@ bool AdminOf(StoreServer* s, const HttpRequest& req, Responder* r) {
 // 401 "invalid auth token").
 bool MembershipAdminOf(StoreServer* s, const HttpRequest& req, Responder* r) {
   if (!s->auth()->enabled()) return true;
-  StatusOr<std::string> user =
-      s->auth()->ResolveToken(req.headers.Get("Authorization"));
-  Status st = user.ok() ? s->auth()->CheckAdmin(*user) : user.status();
-  if (!st.ok()) {
-    RespondError(r, st);
-    return false;
-  }
-  return true;
+  Status st = s->auth()->CheckAdminToken(req.headers.Get("Authorization"));
+  if (!st.ok()) RespondError(r, st);
+  return st.ok();
 }
 
 // etcd accepts gRPC messages up to --max-request-bytes plus this much
@@ -882,7 +862,7 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
          std::string user;
          if (!ParseBody(req, r.get(), &q) ||
              !ReadDeadline(req, r.get(), clock, &deadline) ||
-             !ReadCallerOfObserve(el.get(), req, r.get(), &user)) {
+             !RecipeCallerOf(el.get(), req, r.get(), &user, /*observe=*/true)) {
            return;
          }
          // Touched only by the observer's callbacks, which run one at a time.

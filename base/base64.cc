@@ -24,8 +24,8 @@ std::string Base64Encode(std::string_view in) {
   out.reserve((in.size() + 2) / 3 * 4);
   size_t i = 0;
   for (; i + 2 < in.size(); i += 3) {
-    uint32_t v = (uint8_t(in[i]) << 16) | (uint8_t(in[i + 1]) << 8) |
-                 uint8_t(in[i + 2]);
+    uint32_t v =
+        (uint8_t(in[i]) << 16) | (uint8_t(in[i + 1]) << 8) | uint8_t(in[i + 2]);
     out += kAlphabet[v >> 18];
     out += kAlphabet[(v >> 12) & 63];
     out += kAlphabet[(v >> 6) & 63];
@@ -66,6 +66,28 @@ StatusOr<std::string> Base64Decode(std::string_view in) {
     }
   }
   return out;
+}
+
+std::string Base64UrlEncode(std::string_view in) {
+  std::string out = Base64Encode(in);
+  while (!out.empty() && out.back() == '=') out.pop_back();
+  for (char& ch : out) {
+    if (ch == '+') ch = '-';
+    if (ch == '/') ch = '_';
+  }
+  return out;
+}
+
+StatusOr<std::string> Base64UrlDecode(std::string_view in) {
+  std::string std_alphabet(in);
+  for (char& ch : std_alphabet) {
+    if (ch == '+' || ch == '/' || ch == '=') {
+      return InvalidArgumentError("illegal base64url data");
+    }
+    if (ch == '-') ch = '+';
+    if (ch == '_') ch = '/';
+  }
+  return Base64Decode(std_alphabet);
 }
 
 }  // namespace kplane

@@ -14,6 +14,12 @@ std::string Base64Encode(std::string_view in);
 // Accepts padded and unpadded input; rejects any other character.
 StatusOr<std::string> Base64Decode(std::string_view in);
 
+// The URL and file name safe alphabet (RFC 4648 §5: '-' and '_' for '+' and
+// '/') without padding, as JSON Web Tokens use it (RFC 7515 §2). Decoding
+// rejects padding and the standard alphabet's '+' and '/'.
+std::string Base64UrlEncode(std::string_view in);
+StatusOr<std::string> Base64UrlDecode(std::string_view in);
+
 }  // namespace kplane
 
 #endif  // KPLANE_BASE_BASE64_H_

@@ -1,0 +1,375 @@
+#include "apiserver/auth/service_account_token.h"
+
+#include <openssl/bio.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/rsa.h>
+#include <openssl/sha.h>
+#include <openssl/x509.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include <algorithm>
+#include <chrono>
+#include <utility>
+
+#include "base/base64.h"
+#include "base/json.h"
+
+namespace kplane::apiserver::auth {
+
+// An RSA key (private for signing, or public only) and its key id.
+class SigningKey {
+ public:
+  explicit SigningKey(EVP_PKEY* pkey) : pkey_(pkey) {
+    unsigned char* der = nullptr;
+    int n = i2d_PUBKEY(pkey_, &der);
+    if (n > 0) {
+      unsigned char digest[SHA256_DIGEST_LENGTH];
+      SHA256(der, static_cast<size_t>(n), digest);
+      kid_ = Base64UrlEncode(std::string_view(
+          reinterpret_cast<const char*>(digest), sizeof(digest)));
+    }
+    OPENSSL_free(der);
+  }
+  ~SigningKey() { EVP_PKEY_free(pkey_); }
+  SigningKey(const SigningKey&) = delete;
+  SigningKey& operator=(const SigningKey&) = delete;
+
+  const std::string& kid() const { return kid_; }
+
+  StatusOr<std::string> Sign(std::string_view data) const {
+    EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+    size_t len = 0;
+    std::string sig;
+    bool ok =
+        ctx != nullptr &&
+        EVP_DigestSignInit(ctx, nullptr, EVP_sha256(), nullptr, pkey_) == 1 &&
+        EVP_DigestSign(ctx, nullptr, &len,
+                       reinterpret_cast<const unsigned char*>(data.data()),
+                       data.size()) == 1;
+    if (ok) {
+      sig.resize(len);
+      ok = EVP_DigestSign(ctx, reinterpret_cast<unsigned char*>(sig.data()),
+                          &len,
+                          reinterpret_cast<const unsigned char*>(data.data()),
+                          data.size()) == 1;
+      sig.resize(len);
+    }
+    EVP_MD_CTX_free(ctx);
+    if (!ok) return InternalError("service account token: signing failed");
+    return sig;
+  }
+
+  bool Verify(std::string_view data, std::string_view sig) const {
+    EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+    bool ok =
+        ctx != nullptr &&
+        EVP_DigestVerifyInit(ctx, nullptr, EVP_sha256(), nullptr, pkey_) == 1 &&
+        EVP_DigestVerify(
+            ctx, reinterpret_cast<const unsigned char*>(sig.data()), sig.size(),
+            reinterpret_cast<const unsigned char*>(data.data()),
+            data.size()) == 1;
+    EVP_MD_CTX_free(ctx);
+    return ok;
+  }
+
+ private:
+  EVP_PKEY* pkey_;
+  std::string kid_;
+};
+
+namespace {
+
+constexpr std::chrono::seconds kLeeway(60);
+
+bool IsRsa(EVP_PKEY* k) { return EVP_PKEY_base_id(k) == EVP_PKEY_RSA; }
+
+// Every key in a PEM text: public keys, private keys' public halves,
+// certificates' keys. Other blocks are an error.
+StatusOr<std::vector<std::unique_ptr<SigningKey>>> ReadKeys(
+    std::string_view pem) {
+  std::vector<std::unique_ptr<SigningKey>> keys;
+  BIO* bio = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
+  for (;;) {
+    char* name = nullptr;
+    char* header = nullptr;
+    unsigned char* data = nullptr;
+    long len = 0;
+    if (PEM_read_bio(bio, &name, &header, &data, &len) != 1) break;
+    const unsigned char* p = data;
+    std::string block = name;
+    EVP_PKEY* k = nullptr;
+    if (block == "PUBLIC KEY") {
+      k = d2i_PUBKEY(nullptr, &p, len);
+    } else if (block == "RSA PUBLIC KEY") {
+      k = d2i_PublicKey(EVP_PKEY_RSA, nullptr, &p, len);
+    } else if (block == "PRIVATE KEY" || block == "RSA PRIVATE KEY") {
+      k = d2i_AutoPrivateKey(nullptr, &p, len);
+    } else if (block == "CERTIFICATE") {
+      X509* cert = d2i_X509(nullptr, &p, len);
+      if (cert != nullptr) k = X509_get_pubkey(cert);
+      X509_free(cert);
+    }
+    OPENSSL_free(name);
+    OPENSSL_free(header);
+    OPENSSL_free(data);
+    if (k == nullptr) {
+      BIO_free(bio);
+      return InvalidArgumentError("unreadable PEM block \"" + block + "\"");
+    }
+    if (!IsRsa(k)) {
+      EVP_PKEY_free(k);
+      BIO_free(bio);
+      return InvalidArgumentError("service account keys must be RSA (RS256)");
+    }
+    keys.push_back(std::make_unique<SigningKey>(k));
+  }
+  BIO_free(bio);
+  if (keys.empty()) return InvalidArgumentError("no PEM key found");
+  return keys;
+}
+
+int64_t Seconds(WallTime t) {
+  return std::chrono::duration_cast<std::chrono::seconds>(t.time_since_epoch())
+      .count();
+}
+
+std::string Json(const rapidjson::Value& v) {
+  rapidjson::StringBuffer buf;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buf);
+  v.Accept(w);
+  return std::string(buf.GetString(), buf.GetSize());
+}
+
+Status Invalid(std::string_view why) {
+  return Status(StatusCode::kUnauthenticated, why);
+}
+
+const rapidjson::Value* Member(const rapidjson::Value& o, const char* key) {
+  if (!o.IsObject()) return nullptr;
+  auto it = o.FindMember(key);
+  return it == o.MemberEnd() ? nullptr : &it->value;
+}
+
+std::string StringMember(const rapidjson::Value& o, const char* key) {
+  const rapidjson::Value* v = Member(o, key);
+  return v != nullptr && v->IsString()
+             ? std::string(v->GetString(), v->GetStringLength())
+             : std::string();
+}
+
+}  // namespace
+
+StatusOr<std::string> GenerateServiceAccountKeyPem() {
+  EVP_PKEY* k = EVP_RSA_gen(2048);
+  if (k == nullptr) return InternalError("cannot generate an RSA key");
+  BIO* bio = BIO_new(BIO_s_mem());
+  bool ok = PEM_write_bio_PrivateKey(bio, k, nullptr, nullptr, 0, nullptr,
+                                     nullptr) == 1;
+  char* data = nullptr;
+  long n = BIO_get_mem_data(bio, &data);
+  std::string pem = ok ? std::string(data, static_cast<size_t>(n)) : "";
+  BIO_free(bio);
+  EVP_PKEY_free(k);
+  if (!ok) return InternalError("cannot write the RSA key");
+  return pem;
+}
+
+ServiceAccountTokenIssuer::~ServiceAccountTokenIssuer() = default;
+
+StatusOr<std::unique_ptr<ServiceAccountTokenIssuer>>
+ServiceAccountTokenIssuer::Create(std::string_view private_key_pem,
+                                  std::string issuer) {
+  BIO* bio = BIO_new_mem_buf(private_key_pem.data(),
+                             static_cast<int>(private_key_pem.size()));
+  EVP_PKEY* k = PEM_read_bio_PrivateKey(bio, nullptr, nullptr, nullptr);
+  BIO_free(bio);
+  if (k == nullptr) {
+    return InvalidArgumentError(
+        "the service account signing key is not a PEM private key");
+  }
+  if (!IsRsa(k)) {
+    EVP_PKEY_free(k);
+    return InvalidArgumentError(
+        "the service account signing key must be RSA (RS256)");
+  }
+  auto out =
+      std::unique_ptr<ServiceAccountTokenIssuer>(new ServiceAccountTokenIssuer);
+  out->key_ = std::make_unique<SigningKey>(k);
+  out->issuer_ = std::move(issuer);
+  return out;
+}
+
+StatusOr<std::string> ServiceAccountTokenIssuer::Issue(
+    const ServiceAccountRef& sa, const std::vector<std::string>& audiences,
+    WallTime now, Duration ttl) const {
+  rapidjson::Document h(rapidjson::kObjectType);
+  auto& a = h.GetAllocator();
+  h.AddMember("alg", "RS256", a);
+  h.AddMember("kid", rapidjson::Value(key_->kid().c_str(), a), a);
+
+  rapidjson::Document c(rapidjson::kObjectType);
+  auto& ca = c.GetAllocator();
+  rapidjson::Value aud(rapidjson::kArrayType);
+  for (const std::string& s : audiences) {
+    aud.PushBack(rapidjson::Value(s.c_str(), ca), ca);
+  }
+  int64_t iat = Seconds(now);
+  int64_t exp =
+      iat + std::chrono::duration_cast<std::chrono::seconds>(ttl).count();
+  c.AddMember("aud", aud, ca);
+  c.AddMember("exp", exp, ca);
+  c.AddMember("iat", iat, ca);
+  c.AddMember("iss", rapidjson::Value(issuer_.c_str(), ca), ca);
+  rapidjson::Value sa_v(rapidjson::kObjectType);
+  sa_v.AddMember("name", rapidjson::Value(sa.name.c_str(), ca), ca);
+  sa_v.AddMember("uid", rapidjson::Value(sa.uid.c_str(), ca), ca);
+  rapidjson::Value k8s(rapidjson::kObjectType);
+  k8s.AddMember("namespace", rapidjson::Value(sa.ns.c_str(), ca), ca);
+  k8s.AddMember("serviceaccount", sa_v, ca);
+  c.AddMember("kubernetes.io", k8s, ca);
+  c.AddMember("nbf", iat, ca);
+  std::string sub = kServiceAccountUserPrefix + sa.ns + ":" + sa.name;
+  c.AddMember("sub", rapidjson::Value(sub.c_str(), ca), ca);
+
+  std::string signing_input =
+      Base64UrlEncode(Json(h)) + "." + Base64UrlEncode(Json(c));
+  StatusOr<std::string> sig = key_->Sign(signing_input);
+  if (!sig.ok()) return sig.status();
+  return signing_input + "." + Base64UrlEncode(*sig);
+}
+
+ServiceAccountTokenAuthenticator::~ServiceAccountTokenAuthenticator() = default;
+
+StatusOr<std::unique_ptr<ServiceAccountTokenAuthenticator>>
+ServiceAccountTokenAuthenticator::Create(
+    ServiceAccountTokenAuthenticatorOptions options) {
+  if (options.lookup == nullptr || options.clock == nullptr) {
+    return InvalidArgumentError("service account authenticator: no lookup");
+  }
+  if (options.issuers.empty()) {
+    return InvalidArgumentError(
+        "service account authenticator: no issuer (--service-account-issuer)");
+  }
+  auto out = std::unique_ptr<ServiceAccountTokenAuthenticator>(
+      new ServiceAccountTokenAuthenticator);
+  for (const std::string& pem : options.key_pems) {
+    auto keys = ReadKeys(pem);
+    if (!keys.ok()) {
+      return InvalidArgumentError("service account key: " +
+                                  std::string(keys.status().message()));
+    }
+    for (auto& k : *keys) out->keys_.push_back(std::move(k));
+  }
+  if (out->keys_.empty()) {
+    return InvalidArgumentError(
+        "service account authenticator: no key (--service-account-key-file)");
+  }
+  if (options.audiences.empty()) options.audiences = options.issuers;
+  out->options_ = std::move(options);
+  return out;
+}
+
+StatusOr<std::optional<UserInfo>>
+ServiceAccountTokenAuthenticator::AuthenticateToken(
+    std::string_view token) const {
+  const std::optional<UserInfo> not_mine;
+  size_t d1 = token.find('.');
+  size_t d2 = d1 == std::string_view::npos ? d1 : token.find('.', d1 + 1);
+  if (d2 == std::string_view::npos ||
+      token.find('.', d2 + 1) != std::string_view::npos) {
+    return not_mine;  // not a JWT
+  }
+  StatusOr<std::string> header = Base64UrlDecode(token.substr(0, d1));
+  StatusOr<std::string> payload =
+      Base64UrlDecode(token.substr(d1 + 1, d2 - d1 - 1));
+  StatusOr<std::string> sig = Base64UrlDecode(token.substr(d2 + 1));
+  if (!header.ok() || !payload.ok() || !sig.ok()) return not_mine;
+  rapidjson::Document h, c;
+  if (!json::ParseDom(*header, &h).ok() || !h.IsObject() ||
+      !json::ParseDom(*payload, &c).ok() || !c.IsObject()) {
+    return not_mine;
+  }
+  // Another issuer's token is not ours to judge (kube's hasCorrectIssuer).
+  const std::string iss = StringMember(c, "iss");
+  if (std::find(options_.issuers.begin(), options_.issuers.end(), iss) ==
+      options_.issuers.end()) {
+    return not_mine;
+  }
+  if (StringMember(h, "alg") != "RS256") {
+    return Invalid("service account token: unsupported algorithm \"" +
+                   StringMember(h, "alg") + "\"");
+  }
+  std::string_view signing_input = token.substr(0, d2);
+  bool verified = std::any_of(keys_.begin(), keys_.end(), [&](const auto& k) {
+    return k->Verify(signing_input, *sig);
+  });
+  if (!verified) return Invalid("service account token: invalid signature");
+
+  int64_t now = Seconds(options_.clock->WallNow());
+  int64_t leeway = kLeeway.count();
+  auto number = [&](const char* key) -> std::optional<int64_t> {
+    const rapidjson::Value* v = Member(c, key);
+    if (v == nullptr || !v->IsInt64()) return std::nullopt;
+    return v->GetInt64();
+  };
+  std::optional<int64_t> exp = number("exp");
+  if (!exp.has_value()) return Invalid("service account token: no expiry");
+  if (now > *exp + leeway) {
+    return Invalid("service account token has expired");
+  }
+  if (std::optional<int64_t> nbf = number("nbf");
+      nbf.has_value() && now < *nbf - leeway) {
+    return Invalid("service account token is not valid yet");
+  }
+  if (std::optional<int64_t> iat = number("iat");
+      iat.has_value() && now < *iat - leeway) {
+    return Invalid("service account token was issued in the future");
+  }
+  std::vector<std::string> aud;
+  if (const rapidjson::Value* v = Member(c, "aud"); v != nullptr) {
+    if (v->IsString()) aud.emplace_back(v->GetString(), v->GetStringLength());
+    if (v->IsArray()) {
+      for (const auto& e : v->GetArray()) {
+        if (e.IsString()) aud.emplace_back(e.GetString(), e.GetStringLength());
+      }
+    }
+  }
+  bool aud_ok = std::any_of(aud.begin(), aud.end(), [&](const std::string& a) {
+    return std::find(options_.audiences.begin(), options_.audiences.end(), a) !=
+           options_.audiences.end();
+  });
+  if (!aud_ok) {
+    return Invalid(
+        "service account token: audiences do not include this "
+        "API server's");
+  }
+
+  const rapidjson::Value* k8s = Member(c, "kubernetes.io");
+  const rapidjson::Value* sa_v =
+      k8s == nullptr ? nullptr : Member(*k8s, "serviceaccount");
+  std::string ns = k8s == nullptr ? "" : StringMember(*k8s, "namespace");
+  std::string name = sa_v == nullptr ? "" : StringMember(*sa_v, "name");
+  std::string uid = sa_v == nullptr ? "" : StringMember(*sa_v, "uid");
+  if (ns.empty() || name.empty() || uid.empty()) {
+    return Invalid("service account token: no service account claims");
+  }
+  if (StringMember(c, "sub") != kServiceAccountUserPrefix + ns + ":" + name) {
+    return Invalid("service account token: subject does not match claims");
+  }
+  std::optional<std::string> live = options_.lookup->Uid(ns, name);
+  if (!live.has_value()) {
+    return Invalid("service account " + ns + "/" + name + " has been deleted");
+  }
+  if (*live != uid) {
+    return Invalid("service account UID (" + *live +
+                   ") does not match claim (" + uid + ")");
+  }
+  return std::optional<UserInfo>(UserInfo{
+      .name = kServiceAccountUserPrefix + ns + ":" + name,
+      .uid = uid,
+      .groups = {"system:serviceaccounts", "system:serviceaccounts:" + ns}});
+}
+
+}  // namespace kplane::apiserver::auth

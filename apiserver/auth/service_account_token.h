@@ -1,0 +1,113 @@
+// ServiceAccount tokens: JSON Web Tokens (RFC 7519) signed RS256 by the API
+// server, as kube's bound tokens (k8s.io/kubernetes/pkg/serviceaccount):
+//
+//   header  {"alg":"RS256","kid":"<base64url(sha256(DER public key))>"}
+//   claims  {"aud":["<audience>",...],"exp":<s>,"iat":<s>,"nbf":<s>,
+//            "iss":"<issuer>","sub":"system:serviceaccount:<ns>:<name>",
+//            "kubernetes.io":{"namespace":"<ns>",
+//                             "serviceaccount":{"name":"<name>",
+//                                               "uid":"<uid>"}}}
+//
+// The issuer signs with --service-account-signing-key-file; the
+// authenticator verifies with every key of --service-account-key-file (so a
+// key can be rotated: verify with old and new, sign with new), checks the
+// issuer (--service-account-issuer; a token of another issuer is not this
+// authenticator's), the audiences (--api-audiences, default the issuer),
+// the validity window (60 s of leeway, as go-jose's), and that the
+// ServiceAccount still exists with the same uid (a deleted and recreated
+// account's old tokens stop working).
+//
+// The user: "system:serviceaccount:<ns>:<name>", uid the account's, groups
+// "system:serviceaccounts" and "system:serviceaccounts:<ns>".
+//
+//   auto issuer = ServiceAccountTokenIssuer::Create(key_pem, issuer_url);
+//   std::string jwt = *(*issuer)->Issue({"default", "builder", uid},
+//                                       {issuer_url}, now, hours(1));
+//   ServiceAccountTokenAuthenticator authn({...});
+//   authn.AuthenticateToken(jwt);
+//
+// Thread-safety: both are immutable after Create and safe for concurrent
+// use (OpenSSL key objects are only read). Errors: Create fails with
+// kInvalidArgument on unreadable key material; AuthenticateToken returns
+// kUnauthenticated with the reason for a token of this issuer that fails a
+// check, and no user (nullopt) for anything else.
+#ifndef KPLANE_APISERVER_AUTH_SERVICE_ACCOUNT_TOKEN_H_
+#define KPLANE_APISERVER_AUTH_SERVICE_ACCOUNT_TOKEN_H_
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "apiserver/auth/authenticator.h"
+#include "base/clock.h"
+#include "base/statusor.h"
+
+namespace kplane::apiserver::auth {
+
+struct ServiceAccountRef {
+  std::string ns;
+  std::string name;
+  std::string uid;
+};
+
+// Where the authenticator looks the account up (the API server's cache).
+class ServiceAccountLookup {
+ public:
+  virtual ~ServiceAccountLookup() = default;
+  // The account's uid, nullopt if it does not exist.
+  virtual std::optional<std::string> Uid(const std::string& ns,
+                                         const std::string& name) const = 0;
+};
+
+// A new RSA 2048 private key, PEM (PKCS#8): kplane up's signing key.
+StatusOr<std::string> GenerateServiceAccountKeyPem();
+
+class SigningKey;  // OpenSSL key, defined in the .cc
+
+class ServiceAccountTokenIssuer {
+ public:
+  // `private_key_pem`: an RSA private key (PKCS#1 or PKCS#8 PEM).
+  static StatusOr<std::unique_ptr<ServiceAccountTokenIssuer>> Create(
+      std::string_view private_key_pem, std::string issuer);
+  ~ServiceAccountTokenIssuer();
+
+  StatusOr<std::string> Issue(const ServiceAccountRef& sa,
+                              const std::vector<std::string>& audiences,
+                              WallTime now, Duration ttl) const;
+
+ private:
+  ServiceAccountTokenIssuer() = default;
+  std::unique_ptr<SigningKey> key_;
+  std::string issuer_;
+};
+
+struct ServiceAccountTokenAuthenticatorOptions {
+  // PEM blocks: public keys, RSA private keys (their public half is used),
+  // or certificates; several may be concatenated.
+  std::vector<std::string> key_pems;
+  std::vector<std::string> issuers;              // accepted "iss" values
+  std::vector<std::string> audiences;            // one must be in "aud"
+  const ServiceAccountLookup* lookup = nullptr;  // borrowed; required
+  const Clock* clock = nullptr;                  // borrowed; required
+};
+
+class ServiceAccountTokenAuthenticator final : public TokenAuthenticator {
+ public:
+  static StatusOr<std::unique_ptr<ServiceAccountTokenAuthenticator>> Create(
+      ServiceAccountTokenAuthenticatorOptions options);
+  ~ServiceAccountTokenAuthenticator() override;
+
+  StatusOr<std::optional<UserInfo>> AuthenticateToken(
+      std::string_view token) const override;
+
+ private:
+  ServiceAccountTokenAuthenticator() = default;
+  ServiceAccountTokenAuthenticatorOptions options_;
+  std::vector<std::unique_ptr<SigningKey>> keys_;
+};
+
+}  // namespace kplane::apiserver::auth
+
+#endif  // KPLANE_APISERVER_AUTH_SERVICE_ACCOUNT_TOKEN_H_

@@ -110,6 +110,19 @@ void FlagSet::StringList(const std::string& name, std::vector<std::string>* v,
        }});
 }
 
+void FlagSet::StringListLastWins(const std::string& name,
+                                 std::vector<std::string>* v,
+                                 std::string help) {
+  Add({name, 0, std::move(help), StrJoin(*v, ","), false,
+       [v](const std::string& s) {
+         v->clear();
+         for (const auto& part : StrSplit(s, ',')) {
+           if (!part.empty()) v->push_back(part);
+         }
+         return Status::Ok();
+       }});
+}
+
 Status FlagSet::Parse(int argc, const char* const* argv, int first) {
   std::vector<std::string> args;
   for (int i = first; i < argc; ++i) args.emplace_back(argv[i]);

@@ -47,9 +47,15 @@ class FlagSet {
   // `bare_unit` (etcd's --heartbeat-interval takes milliseconds).
   void Duration(const std::string& name, kplane::Duration* v, std::string help,
                 kplane::Duration bare_unit = seconds(1));
-  // Repeatable and comma-separated: --x=a,b --x=c gives {a, b, c}.
+  // Repeatable and comma-separated: --x=a,b --x=c gives {a, b, c} (pflag's
+  // StringSlice: kube-apiserver's --etcd-servers, etcdctl's --endpoints).
   void StringList(const std::string& name, std::vector<std::string>* v,
                   std::string help, char short_name = 0);
+  // Comma-separated, and each occurrence replaces the list: --x=a,b --x=c
+  // gives {c}, as every flag of Go's flag package (etcd's URLsValue and
+  // UniqueStringsValue: --listen-client-urls, --log-outputs).
+  void StringListLastWins(const std::string& name, std::vector<std::string>* v,
+                          std::string help);
 
   // Parses argv[first..]; flags and positional arguments may interleave.
   Status Parse(int argc, const char* const* argv, int first = 1);

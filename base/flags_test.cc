@@ -35,6 +35,28 @@ TEST(FlagsTest, ParsesAllForms) {
   EXPECT_FALSE(f.help_requested());
 }
 
+// Go's flag package: a repeated flag keeps its last value, lists too
+// (etcd's URLsValue); StringList (pflag's StringSlice) appends instead.
+TEST(FlagsTest, RepeatedFlagsKeepTheLastValue) {
+  FlagSet f("t", "");
+  std::string name;
+  int64_t n = 0;
+  std::vector<std::string> urls = {"http://default"};
+  std::vector<std::string> appended;
+  f.String("name", &name, "");
+  f.Int64("n", &n, "");
+  f.StringListLastWins("urls", &urls, "");
+  f.StringList("appended", &appended, "");
+  ASSERT_TRUE(f.Parse({"--name", "a", "--urls", "http://a,http://b", "--n=1",
+                       "--appended=a", "--urls=http://c", "--name=b", "--n",
+                       "2", "--appended", "b"})
+                  .ok());
+  EXPECT_EQ(name, "b");
+  EXPECT_EQ(n, 2);
+  EXPECT_EQ(urls, std::vector<std::string>{"http://c"});
+  EXPECT_EQ(appended, (std::vector<std::string>{"a", "b"}));
+}
+
 TEST(FlagsTest, DurationsAcceptGoSyntax) {
   FlagSet f("t", "");
   Duration d = seconds(1);

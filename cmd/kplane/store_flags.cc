@@ -237,14 +237,16 @@ StoreFlags::StoreFlags() : st_(std::make_unique<State>()) {
   f.Duration("election-timeout", &cfg.election_timeout,
              "Time without a leader before an election (bare number: ms).",
              milliseconds(1));
-  f.StringList("listen-peer-urls", &s.listen_peer,
-               "URLs to listen on for peer traffic (http://host:port, port "
-               "0 picks one).");
-  f.StringList("listen-client-urls", &s.listen_client,
-               "URLs to listen on for client traffic: gRPC and the JSON "
-               "gateway on each (port 0 picks one).");
-  f.StringList("listen-metrics-urls", &s.listen_metrics,
-               "Extra URLs that serve only /metrics and /health.");
+  f.StringListLastWins(
+      "listen-peer-urls", &s.listen_peer,
+      "URLs to listen on for peer traffic (http://host:port, port "
+      "0 picks one).");
+  f.StringListLastWins(
+      "listen-client-urls", &s.listen_client,
+      "URLs to listen on for client traffic: gRPC and the JSON "
+      "gateway on each (port 0 picks one).");
+  f.StringListLastWins("listen-metrics-urls", &s.listen_metrics,
+                       "Extra URLs that serve only /metrics and /health.");
   f.Int64("quota-backend-bytes", &s.quota,
           "Database size that raises the NOSPACE alarm.");
   f.Int64("max-txn-ops", &s.max_txn_ops, "Most operations in one transaction.");
@@ -270,9 +272,9 @@ StoreFlags::StoreFlags() : st_(std::make_unique<State>()) {
              "default).");
 
   // ---- clustering ----------------------------------------------------------
-  f.StringList("initial-advertise-peer-urls", &s.advertise_peer,
-               "This member's peer URLs to advertise to the cluster "
-               "(default: the listen URLs).");
+  f.StringListLastWins("initial-advertise-peer-urls", &s.advertise_peer,
+                       "This member's peer URLs to advertise to the cluster "
+                       "(default: the listen URLs).");
   f.String("initial-cluster", &cfg.initial_cluster,
            "Initial cluster configuration for bootstrapping "
            "(name=peerURL,...; default <name>=<advertised peer URLs>).");
@@ -281,9 +283,9 @@ StoreFlags::StoreFlags() : st_(std::make_unique<State>()) {
            "(after `member add`).");
   f.String("initial-cluster-token", &cfg.initial_cluster_token,
            "Initial cluster token, mixed into member ids.");
-  f.StringList("advertise-client-urls", &s.advertise_client,
-               "Client URLs to advertise to the rest of the cluster "
-               "(default: the listen URLs).");
+  f.StringListLastWins("advertise-client-urls", &s.advertise_client,
+                       "Client URLs to advertise to the rest of the cluster "
+                       "(default: the listen URLs).");
   f.Bool("pre-vote", &cfg.pre_vote,
          "Run raft's pre-vote round before an election.");
   f.String("auto-compaction-mode", &s.auto_mode,
@@ -304,8 +306,8 @@ StoreFlags::StoreFlags() : st_(std::make_unique<State>()) {
   // ---- logging -------------------------------------------------------------
   f.String("log-level", &s.o.log_level, "debug, info, warn or error.");
   f.Bool("debug", &s.debug, "Same as --log-level=debug (deprecated in etcd).");
-  f.StringList("log-outputs", &s.log_outputs,
-               "Where logs go: default, stderr or stdout.");
+  f.StringListLastWins("log-outputs", &s.log_outputs,
+                       "Where logs go: default, stderr or stdout.");
   f.String("config-file", &s.config_file,
            "etcd's YAML configuration file; when given, the other flags and "
            "ETCD_* variables are ignored, as in etcd.");

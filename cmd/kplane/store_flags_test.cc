@@ -223,6 +223,59 @@ TEST(StoreFlagsTest, SeveralUrlsPerFlagAndPortZero) {
                                       "http://10.0.0.2:2379"}));
 }
 
+// etcd parses its flags with Go's flag package: a flag given twice keeps
+// its last value, URL lists included (URLsValue.Set replaces the list), so
+// `--listen-client-urls a --listen-client-urls b` listens on b only.
+TEST(StoreFlagsTest, RepeatedFlagsKeepTheLastValueAsEtcd) {
+  auto o = Parse({"--listen-client-urls",
+                  "http://127.0.0.1:0",
+                  "--listen-peer-urls",
+                  "http://127.0.0.1:0",
+                  "--listen-metrics-urls",
+                  "http://127.0.0.1:0",
+                  "--advertise-client-urls",
+                  "http://10.0.0.1:2379",
+                  "--initial-advertise-peer-urls",
+                  "http://10.0.0.1:2380",
+                  "--log-outputs",
+                  "stdout",
+                  "--name",
+                  "first",
+                  "--snapshot-count",
+                  "10",
+                  "--pre-vote=false",
+                  "--listen-client-urls",
+                  "http://127.0.0.1:2379",
+                  "--listen-peer-urls",
+                  "http://127.0.0.1:2380",
+                  "--listen-metrics-urls",
+                  "http://127.0.0.1:2381",
+                  "--advertise-client-urls",
+                  "http://10.0.0.2:2379",
+                  "--initial-advertise-peer-urls",
+                  "http://10.0.0.2:2380",
+                  "--log-outputs",
+                  "stderr",
+                  "--name",
+                  "last",
+                  "--snapshot-count",
+                  "20",
+                  "--pre-vote=true"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  ASSERT_EQ(o->listen_client.size(), 1u);
+  EXPECT_EQ(o->listen_client[0].port, 2379);
+  ASSERT_EQ(o->listen_peer.size(), 1u);
+  EXPECT_EQ(o->listen_peer[0].port, 2380);
+  ASSERT_EQ(o->listen_metrics.size(), 1u);
+  EXPECT_EQ(o->listen_metrics[0].port, 2381);
+  EXPECT_EQ(o->cfg.client_urls,
+            std::vector<std::string>{"http://10.0.0.2:2379"});
+  EXPECT_EQ(o->cfg.peer_urls, std::vector<std::string>{"http://10.0.0.2:2380"});
+  EXPECT_EQ(o->cfg.name, "last");
+  EXPECT_EQ(o->cfg.snapshot_count, 20u);
+  EXPECT_TRUE(o->cfg.pre_vote);
+}
+
 TEST(StoreFlagsTest, ServedFlagsReachTheConfig) {
   auto o = Parse({"-name", "m2",  // Go's one-dash long flag
                   "--max-txn-ops", "256", "--heartbeat-interval", "50",

@@ -196,7 +196,10 @@ int RunStoreCommand(const std::vector<std::string>& args) {
   grpc_opts.keepalive_timeout = opts.grpc_keepalive_timeout;
   storage::GrpcFront grpc_front(server->get(), grpc_opts);
   if (Status st = grpc_front.Start(); !st.ok()) return fail(st);
-  ClientApi api(server->get(), metrics::Registry::Default());
+  // The gateway feels --max-concurrent-streams as etcd's does (its one
+  // gRPC connection per listener).
+  ClientApi api(server->get(), metrics::Registry::Default(),
+                {.max_concurrent_streams = opts.max_concurrent_streams});
   std::vector<std::unique_ptr<net::HttpServer>> client_https;
   for (Listener& l : *client_ls) {
     net::HttpServerOptions o;

@@ -14,6 +14,7 @@
 #include "storage/mvcc/watch.h"
 #include "storage/server/call_deadlines.h"
 #include "storage/server/election_lock.h"
+#include "storage/server/gateway_streams.h"
 #include "storage/server/kv_service.h"
 #include "storage/server/version.h"
 #include "storage/server/watch_json.h"
@@ -572,22 +573,52 @@ void WatchDrainer::Run() {
 
 }  // namespace
 
-ClientApi::ClientApi(StoreServer* server, metrics::Registry* metrics)
-    : server_(server), metrics_(metrics) {}
+ClientApi::ClientApi(StoreServer* server, metrics::Registry* metrics,
+                     ClientApiOptions options)
+    : server_(server), metrics_(metrics), options_(options) {}
+
+ClientApi::~ClientApi() {
+  for (const auto& s : streams_) s->Shutdown();
+}
 
 void ClientApi::RegisterHandlers(net::HttpServer* http) {
   StoreServer* s = server_;
   g_max_grpc_message_bytes =
       static_cast<size_t>(s->config().max_request_bytes) + kGrpcOverheadBytes;
+  // etcd's gateway reaches its member over one gRPC connection per
+  // listener: --max-concurrent-streams bounds its requests in flight.
+  std::shared_ptr<GatewayStreams> streams;
+  if (options_.max_concurrent_streams > 0) {
+    streams = std::make_shared<GatewayStreams>(
+        GatewayStreams::Options{.limit = options_.max_concurrent_streams,
+                                .max_wait = options_.max_stream_wait},
+        s->config().clock,
+        [s](std::function<void()> fn) { s->Submit(std::move(fn)); });
+    streams_.push_back(streams);
+  }
   // Every API path takes POST only; other methods get etcd's plain 405.
-  auto both = [http](const std::string& path, net::HttpHandler h,
-                     net::RouteOptions o = {}) {
-    net::HttpHandler post_only = [h](const HttpRequest& req, ResponderPtr r) {
+  auto both = [http, streams](const std::string& path, net::HttpHandler h,
+                              net::RouteOptions o = {}) {
+    net::HttpHandler post_only = [h, streams](const HttpRequest& req,
+                                              ResponderPtr r) {
       if (req.method != "POST") {
         RespondPlain(r.get(), 405, "Method Not Allowed");
         return;
       }
-      h(req, std::move(r));
+      if (!streams) {
+        h(req, std::move(r));
+        return;
+      }
+      // The wait for a stream ends at the client's deadline too.
+      std::optional<TimePoint> deadline;
+      if (std::optional<Duration> t =
+              ParseGrpcTimeout(req.headers.Get("Grpc-Timeout"))) {
+        deadline = streams->clock()->Now() + *t;
+      }
+      streams->Run(std::move(r), deadline, [h](ResponderPtr r) {
+        const HttpRequest& req = r->request();  // before r moves
+        h(req, std::move(r));
+      });
     };
     http->Handle("", "/v3" + path, post_only, o);
     http->Handle("", "/v3beta" + path, post_only, o);

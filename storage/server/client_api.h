@@ -15,22 +15,43 @@
 // no thread waits per in-flight write; linearizable reads wait for their
 // ReadIndex round off the request threads.
 //
-// Thread-safety: handlers run on the HTTP server's threads; ClientApi holds
-// no state of its own beyond the server pointer.
+// --max-concurrent-streams (ClientApiOptions) bounds the requests in flight
+// on each listener's gateway, as etcd's gateway is one gRPC connection to
+// its own member: the request past the limit waits (GatewayStreams).
+//
+// Thread-safety: handlers run on the HTTP server's threads; RegisterHandlers
+// and the destructor from one controlling thread. ClientApi must outlive
+// the HttpServers it registered on (their Stop()).
 #ifndef KPLANE_STORAGE_SERVER_CLIENT_API_H_
 #define KPLANE_STORAGE_SERVER_CLIENT_API_H_
 
 #include <memory>
+#include <vector>
 
+#include "base/clock.h"
 #include "base/metrics.h"
 #include "net/http_server.h"
 #include "storage/server/store_server.h"
 
 namespace kplane::storage {
 
+class GatewayStreams;
+
+struct ClientApiOptions {
+  // etcd's --max-concurrent-streams as its gateway feels it: requests in
+  // flight per listener (a watch or keepalive stream for its lifetime); 0:
+  // no limit. A request past it waits at most `max_stream_wait`.
+  uint32_t max_concurrent_streams = 0;
+  Duration max_stream_wait = seconds(60);
+};
+
 class ClientApi {
  public:
-  ClientApi(StoreServer* server, metrics::Registry* metrics);
+  ClientApi(StoreServer* server, metrics::Registry* metrics,
+            ClientApiOptions options = {});
+  ~ClientApi();  // stops the stream limits' timers
+  ClientApi(const ClientApi&) = delete;
+  ClientApi& operator=(const ClientApi&) = delete;
   void RegisterHandlers(net::HttpServer* http);
   // Only GET /health and /metrics (etcd's --listen-metrics-urls); also part
   // of RegisterHandlers.
@@ -39,6 +60,9 @@ class ClientApi {
  private:
   StoreServer* server_;
   metrics::Registry* metrics_;
+  const ClientApiOptions options_;
+  // One per RegisterHandlers (per listener), as etcd's gateway connections.
+  std::vector<std::shared_ptr<GatewayStreams>> streams_;
 };
 
 }  // namespace kplane::storage

@@ -3,8 +3,11 @@
 // and users, roles and the enabled flag surviving a restart.
 #include <gtest/gtest.h>
 
+#include <future>
+
 #include "base/base64.h"
 #include "net/http_client.h"
+#include "storage/etcdjson/etcd_json.h"
 #include "storage/server/single_member_store.h"
 
 namespace kplane::storage {
@@ -143,6 +146,63 @@ TEST_F(AuthServerTest, LeaseNeedsWriteOnItsKeys) {
       403);
   ExpectOk("/v3/kv/put", Put("/app/z", "1"), alice);
   ExpectOk("/v3/lease/revoke", R"({"ID":")" + id + R"("})", root);
+}
+
+// etcd's ErrAuthOldRevision: a write records the auth revision it was
+// admitted at, and a member that applies it after an auth change refuses
+// it, so a permission revoked in between is never bypassed.
+TEST_F(AuthServerTest, WriteAdmittedBeforeAnAuthChangeIsRefused) {
+  SetupAndEnable();
+  AuthStore* auth = store_->server()->auth();
+  const uint64_t admitted = auth->revision();
+  ASSERT_GT(admitted, 0u);
+  // The change between admission and apply (here: an unrelated role; etcd
+  // refuses on any change, as it cannot tell which ones matter).
+  ExpectOk("/v3/auth/role/add", R"({"name":"other"})", Login("root", "rootpw"));
+  ASSERT_GT(auth->revision(), admitted);
+
+  // A put, a delete and a txn alice was allowed, proposed as if admitted
+  // before the change.
+  auto propose = [&](storagepb::InternalRaftRequest ir) {
+    ir.set_user("alice");
+    ir.set_auth_revision(admitted);
+    std::promise<StatusOr<ApplyResponse>> p;
+    store_->server()->ProposeAsync(
+        std::move(ir),
+        [&p](StatusOr<ApplyResponse> r) { p.set_value(std::move(r)); });
+    return p.get_future().get();
+  };
+  storagepb::InternalRaftRequest put;
+  put.mutable_put()->set_key("/app/old");
+  put.mutable_put()->set_value("1");
+  storagepb::InternalRaftRequest del;
+  del.mutable_delete_range()->set_key("/app/old");
+  storagepb::InternalRaftRequest txn;
+  *txn.mutable_txn()->add_success()->mutable_request_put() = put.put();
+  for (const auto& ir : {put, del, txn}) {
+    StatusOr<ApplyResponse> r = propose(ir);
+    ASSERT_FALSE(r.ok()) << ir.DebugString();
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(r.status().message(),
+              "etcdserver: revision of auth store is old");
+  }
+  // At the current revision the same put goes through, and so do the
+  // fronts' writes, which record the revision they are admitted at.
+  put.set_auth_revision(auth->revision());
+  put.set_user("alice");
+  std::promise<StatusOr<ApplyResponse>> p;
+  store_->server()->ProposeAsync(
+      put, [&p](StatusOr<ApplyResponse> r) { p.set_value(std::move(r)); });
+  StatusOr<ApplyResponse> now = p.get_future().get();
+  EXPECT_TRUE(now.ok()) << now.status();
+  std::string alice = Login("alice", "alicepw");
+  ExpectOk("/v3/kv/put", Put("/app/y", "1"), alice);
+  ExpectOk("/v3/kv/deleterange", Key("/app/y"), alice);
+  // Over the gateway the error is etcd's: 400, code 3.
+  EXPECT_EQ(etcdjson::StatusToError(propose(put).status()).Body(),
+            R"({"error":"etcdserver: revision of auth store is old",)"
+            R"("message":"etcdserver: revision of auth store is old",)"
+            R"("code":3})");
 }
 
 TEST_F(AuthServerTest, WatchNeedsReadOnItsRange) {

@@ -35,6 +35,9 @@ Status InvalidAuthToken() {
 Status AuthNotEnabled() {
   return FailedPreconditionError("etcdserver: authentication is not enabled");
 }
+Status AuthOldRevision() {
+  return InvalidArgumentError("etcdserver: revision of auth store is old");
+}
 }  // namespace autherr
 
 Status AuthMaintenanceError(const Status& s) {
@@ -329,6 +332,22 @@ Status AuthStore::CheckOpLocked(const std::string& user, std::string_view key,
     return Status::Ok();
   }
   return autherr::PermissionDenied();
+}
+
+uint64_t AuthStore::revision() const {
+  MutexLock l(&mu_);
+  return revision_;
+}
+
+Status AuthStore::CheckAuthRevision(uint64_t revision) const {
+  if (!enabled() || revision == 0) return Status::Ok();
+  MutexLock l(&mu_);
+  if (revision < revision_) {
+    LOG(WARNING) << "request auth revision " << revision
+                 << " is less than the current auth revision " << revision_;
+    return autherr::AuthOldRevision();
+  }
+  return Status::Ok();
 }
 
 Status AuthStore::CheckRange(const std::string& user, std::string_view key,

@@ -63,6 +63,8 @@ Status PermissionDenied();
 Status AuthFailed();
 Status InvalidAuthToken();
 Status AuthNotEnabled();
+// "etcdserver: revision of auth store is old" (InvalidArgument).
+Status AuthOldRevision();
 }  // namespace autherr
 
 // `s` (an auth error) as etcd's maintenance calls answer it: the auth
@@ -120,6 +122,14 @@ class AuthStore {
   Status CheckTxn(const std::string& user,
                   const etcdserverpb::TxnRequest& txn) const EXCLUDES(mu_);
   Status CheckAdmin(const std::string& user) const EXCLUDES(mu_);
+  // The revision of the users, roles and permissions: it grows with every
+  // change of them. A request records it when admitted
+  // (InternalRaftRequest.auth_revision) ...
+  uint64_t revision() const EXCLUDES(mu_);
+  // ... and is refused at apply if auth changed since (etcd's isOpPermitted:
+  // AuthOldRevision when `revision` is below the current one). OK while
+  // auth is disabled and for revision 0 (not carried).
+  Status CheckAuthRevision(uint64_t revision) const EXCLUDES(mu_);
   // CheckAdmin for the user of a request's `token` (ResolveToken's errors
   // included); OK while auth is disabled.
   Status CheckAdminToken(std::string_view token) {

@@ -21,6 +21,15 @@ void Propose(StoreServer* s, storagepb::InternalRaftRequest ir, Done<T> done) {
                   });
 }
 
+// Who asks, and the auth revision their request was admitted at (etcd's
+// RequestHeader.username and auth_revision, set where etcd sets them: just
+// before the proposal).
+void SetCaller(StoreServer* s, std::string user,
+               storagepb::InternalRaftRequest* ir) {
+  if (!user.empty()) ir->set_auth_revision(s->auth()->revision());
+  ir->set_user(std::move(user));
+}
+
 int64_t CurrentRevision(StoreServer* s) {
   StoreRef store = s->mvcc();
   return store ? store->CurrentRevision() : 0;
@@ -89,7 +98,7 @@ void KvService::Put(etcdserverpb::PutRequest req,
     return;
   }
   storagepb::InternalRaftRequest ir;
-  ir.set_user(std::move(user));
+  SetCaller(server_, std::move(user), &ir);
   *ir.mutable_put() = std::move(req);
   Propose(server_, std::move(ir), std::move(done));
 }
@@ -102,7 +111,7 @@ void KvService::DeleteRange(etcdserverpb::DeleteRangeRequest req,
     return;
   }
   storagepb::InternalRaftRequest ir;
-  ir.set_user(std::move(user));
+  SetCaller(server_, std::move(user), &ir);
   *ir.mutable_delete_range() = std::move(req);
   Propose(server_, std::move(ir), std::move(done));
 }
@@ -112,7 +121,7 @@ void KvService::Txn(etcdserverpb::TxnRequest req,
   StoreServer* s = server_;
   if (!IsReadOnlyTxn(req)) {
     storagepb::InternalRaftRequest ir;
-    ir.set_user(std::move(user));
+    SetCaller(s, std::move(user), &ir);
     *ir.mutable_txn() = std::move(req);
     Propose(s, std::move(ir), std::move(done));
     return;

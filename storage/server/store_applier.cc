@@ -544,6 +544,7 @@ StatusOr<ApplyResponse> StoreApplier::ApplyRequest(
   switch (r.request_case()) {
     case R::kPut: {
       if (auth_->enabled()) {
+        RETURN_IF_ERROR(auth_->CheckAuthRevision(r.auth_revision()));
         RETURN_IF_ERROR(auth_->CheckPut(r.user(), r.put().key()));
         if (r.put().prev_kv()) {
           RETURN_IF_ERROR(auth_->CheckRange(r.user(), r.put().key(), ""));
@@ -557,6 +558,7 @@ StatusOr<ApplyResponse> StoreApplier::ApplyRequest(
     case R::kDeleteRange: {
       if (auth_->enabled()) {
         const auto& d = r.delete_range();
+        RETURN_IF_ERROR(auth_->CheckAuthRevision(r.auth_revision()));
         RETURN_IF_ERROR(
             auth_->CheckDeleteRange(r.user(), d.key(), d.range_end()));
         if (d.prev_kv()) {
@@ -568,7 +570,10 @@ StatusOr<ApplyResponse> StoreApplier::ApplyRequest(
       return ApplyResponse(std::move(resp));
     }
     case R::kTxn: {
-      if (auth_->enabled()) RETURN_IF_ERROR(auth_->CheckTxn(r.user(), r.txn()));
+      if (auth_->enabled()) {
+        RETURN_IF_ERROR(auth_->CheckAuthRevision(r.auth_revision()));
+        RETURN_IF_ERROR(auth_->CheckTxn(r.user(), r.txn()));
+      }
       ASSIGN_OR_RETURN(auto resp, db()->Txn(r.txn(), index));
       self_->FillHeader(resp.mutable_header());
       return ApplyResponse(std::move(resp));

@@ -34,8 +34,11 @@ class GatewayStreams::Waiter : public PendingCall {
     std::shared_ptr<GatewayStreams> owner = owner_.lock();
     if (!owner || !owner->Forget(this)) return;
     if (why.Is(StatusCode::kCancelled)) return;  // nobody to answer
-    const auto waited =
-        std::chrono::duration_cast<seconds>(owner->options_.max_wait);
+    const int64_t ms =
+        std::chrono::duration_cast<milliseconds>(owner->options_.max_wait)
+            .count();
+    const std::string waited = ms % 1000 == 0 ? std::to_string(ms / 1000) + "s"
+                                              : std::to_string(ms) + "ms";
     const etcdjson::HttpError e =
         client_deadline_
             // grpc-gateway's answer when the call's context ends first.
@@ -46,7 +49,7 @@ class GatewayStreams::Waiter : public PendingCall {
                   "etcdserver: the gateway's " +
                       std::to_string(owner->options_.limit) +
                       " streams (--max-concurrent-streams) stayed busy for " +
-                      std::to_string(waited.count()) + "s"};
+                      waited};
     r_->Respond(e.http_status, JsonHeaders(), e.Body());
   }
 

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <climits>
 #include <deque>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -23,6 +24,7 @@
 #include "storage/server/election_lock.h"
 #include "storage/server/etcd_snapshot.h"
 #include "storage/server/kv_service.h"
+#include "storage/server/watch_fragment.h"
 
 namespace kplane::storage {
 namespace {
@@ -273,9 +275,25 @@ class WatchCall : public BidiStream<pb::WatchRequest, pb::WatchResponse> {
     MutexLock l(&stream_mu_);
     if (!stream_ || stream_->PopAll(&items) == 0) return;
     for (const mvcc::WatchItem& item : items) {
-      pb::WatchResponse w = mvcc::ToWatchResponse(item);
-      server_->FillHeader(w.mutable_header());
-      Send(std::move(w));
+      if (fragment_.count(item.watch_id) == 0) {
+        pb::WatchResponse w = mvcc::ToWatchResponse(item);
+        server_->FillHeader(w.mutable_header());
+        Send(std::move(w));
+        continue;
+      }
+      // Created with fragment: cut as etcd's sendFragments; the pieces
+      // queue back to back (the stream's queued-bytes bound counts them).
+      if (item.canceled) fragment_.erase(item.watch_id);
+      pb::ResponseHeader header;
+      server_->FillHeader(&header);
+      for (WatchItemPiece& piece : FragmentWatchItem(
+               item, header,
+               WatchFragmentLimit(server_->config().max_request_bytes))) {
+        pb::WatchResponse w = mvcc::ToWatchResponse(piece.item);
+        server_->FillHeader(w.mutable_header());
+        w.set_fragment(piece.fragment);
+        Send(std::move(w));
+      }
     }
   }
 
@@ -323,6 +341,7 @@ class WatchCall : public BidiStream<pb::WatchRequest, pb::WatchResponse> {
         if (id.ok()) {
           w.set_watch_id(*id);
           next_id_ = std::max(next_id_, *id + 1);
+          if (req.create_request().fragment()) fragment_.insert(*id);
           out.push_back(std::move(w));
         } else if (id.status().Is(StatusCode::kCompacted)) {
           // etcd creates the watch, then cancels it with the compaction
@@ -345,6 +364,7 @@ class WatchCall : public BidiStream<pb::WatchRequest, pb::WatchResponse> {
         }
       } else if (req.has_cancel_request()) {
         if (stream_->Cancel(req.cancel_request().watch_id()).ok()) {
+          fragment_.erase(req.cancel_request().watch_id());
           pb::WatchResponse w = NewResponse(true);
           w.set_watch_id(req.cancel_request().watch_id());
           w.set_canceled(true);
@@ -370,6 +390,8 @@ class WatchCall : public BidiStream<pb::WatchRequest, pb::WatchResponse> {
   Mutex stream_mu_;
   std::unique_ptr<mvcc::WatchStream> stream_ GUARDED_BY(stream_mu_);
   int64_t next_id_ GUARDED_BY(stream_mu_) = 0;
+  // Watchers created with fragment (etcd's serverWatchStream.fragment).
+  std::unordered_set<int64_t> fragment_ GUARDED_BY(stream_mu_);
 };
 
 // One LeaseKeepAlive call: each request renews its lease (a proposal,

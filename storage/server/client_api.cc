@@ -4,6 +4,7 @@
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <unordered_set>
 
 #include "base/base64.h"
 #include "base/crc32c.h"
@@ -17,6 +18,7 @@
 #include "storage/server/gateway_streams.h"
 #include "storage/server/kv_service.h"
 #include "storage/server/version.h"
+#include "storage/server/watch_fragment.h"
 #include "storage/server/watch_json.h"
 
 namespace kplane::storage {
@@ -373,8 +375,20 @@ class WatchSession : public std::enable_shared_from_this<WatchSession> {
     std::string out;
     ends_.clear();
     for (const mvcc::WatchItem& item : items_) {
-      drainer_->encoder()->Append(header, item, &out);
-      ends_.push_back(out.size());
+      if (fragment_.count(item.watch_id) == 0) {
+        drainer_->encoder()->Append(header, item, &out);
+        ends_.push_back(out.size());
+        continue;
+      }
+      // Created with fragment: each piece its own message (etcd's gateway
+      // relays the gRPC stream's pieces one by one).
+      if (item.canceled) fragment_.erase(item.watch_id);
+      for (const WatchItemPiece& piece : FragmentWatchItem(
+               item, header,
+               WatchFragmentLimit(server_->config().max_request_bytes))) {
+        drainer_->encoder()->Append(header, piece.item, &out, piece.fragment);
+        ends_.push_back(out.size());
+      }
     }
     items_.clear();
     chunks_.clear();
@@ -481,6 +495,7 @@ class WatchSession : public std::enable_shared_from_this<WatchSession> {
       if (id.ok()) {
         w.set_watch_id(*id);
         next_id_ = std::max(next_id_, *id + 1);
+        if (req.create_request().fragment()) fragment_.insert(*id);
         Write(w);
       } else if (id.status().Is(StatusCode::kCompacted)) {
         // etcd creates the watch, then cancels it with the compaction
@@ -504,6 +519,7 @@ class WatchSession : public std::enable_shared_from_this<WatchSession> {
       }
     } else if (req.has_cancel_request()) {
       if (stream_->Cancel(req.cancel_request().watch_id()).ok()) {
+        fragment_.erase(req.cancel_request().watch_id());
         etcdserverpb::WatchResponse w = NewResponse(true);
         w.set_watch_id(req.cancel_request().watch_id());
         w.set_canceled(true);
@@ -531,6 +547,8 @@ class WatchSession : public std::enable_shared_from_this<WatchSession> {
   std::vector<std::string_view> chunks_ GUARDED_BY(mu_);  // reused
   bool started_ GUARDED_BY(mu_) = false;
   int64_t next_id_ GUARDED_BY(mu_) = 0;
+  // Watchers created with fragment (etcd's serverWatchStream.fragment).
+  std::unordered_set<int64_t> fragment_ GUARDED_BY(mu_);
 };
 
 void WatchDrainer::Schedule(std::shared_ptr<WatchSession> session) {

@@ -62,10 +62,11 @@ std::shared_ptr<const std::string> WatchJsonEncoder::EventsJson(
 }
 
 void WatchJsonEncoder::Append(const etcdserverpb::ResponseHeader& header,
-                              const mvcc::WatchItem& item, std::string* out) {
+                              const mvcc::WatchItem& item, std::string* out,
+                              bool fragment) {
   // Fields in field-number order, zero values omitted (rpc.proto:
   // WatchResponse header=1 watch_id=2 canceled=4 compact_revision=5
-  // events=11; ResponseHeader cluster_id=1 member_id=2 revision=3
+  // fragment=7 events=11; ResponseHeader cluster_id=1 member_id=2 revision=3
   // raft_term=4).
   out->append("{\"result\":{");
   // The header is always present (the server fills it), so it prints even
@@ -93,6 +94,7 @@ void WatchJsonEncoder::Append(const etcdserverpb::ResponseHeader& header,
   if (item.compact_revision != 0) {
     AppendQuoted(out, "compact_revision", item.compact_revision, &first);
   }
+  if (fragment) out->append(",\"fragment\":true");
   if (item.events && !item.events->empty()) {
     out->append(",\"events\":");
     out->append(*EventsJson(item));

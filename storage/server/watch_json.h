@@ -14,10 +14,11 @@
 // 12, events E}): the line is
 //   {"result":{"header":{"cluster_id":"7","member_id":"9","revision":"12",
 //   "raft_term":"2"},"watch_id":"3","events":[<E[0]>,<E[1]>]}}\n
-// (one line, no spaces). Zero fields are omitted as protobuf's JSON mapping
-// omits them: watch_id 0 prints no "watch_id", a compacted item (revision
-// 0) no header "revision". The next stream receiving E (same list, same
-// keep_prev_kv) reuses `[<E[0]>,<E[1]>]` from the cache.
+// (one line, no spaces). A piece of a fragmented response prints
+// `,"fragment":true` before "events" (field 7). Zero fields are omitted as
+// protobuf's JSON mapping omits them: watch_id 0 prints no "watch_id", a
+// compacted item (revision 0) no header "revision". The next stream receiving E
+// (same list, same keep_prev_kv) reuses `[<E[0]>,<E[1]>]` from the cache.
 //
 // The cache holds the last kCacheEntries event lists (a weak reference
 // keeps a list's address from being reused while its entry lives).
@@ -44,8 +45,11 @@ class WatchJsonEncoder {
 
   // Appends the line for `item`. `header` supplies cluster_id, member_id
   // and raft_term; its revision is ignored (the item's is used).
+  // `fragment`: the item is a piece of a cut response, not its last
+  // (watch_fragment.h); prints `"fragment":true` as etcd's gateway does.
   void Append(const etcdserverpb::ResponseHeader& header,
-              const mvcc::WatchItem& item, std::string* out);
+              const mvcc::WatchItem& item, std::string* out,
+              bool fragment = false);
 
   // Lookups answered from the cache / encoded afresh (for tests).
   uint64_t hits() const;

@@ -1,5 +1,6 @@
 #include "net/http_client.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -112,20 +113,62 @@ void CancelToken::Cancel() {
 // ---------------------------------------------------------------------------
 // ClientConnection: one socket plus its read buffer.
 
+//
+// With TLS the socket is non-blocking and every OpenSSL call is made under
+// ssl_mu_ (an HttpStream reads on one thread while it sends on another;
+// one SSL allows one caller at a time); waiting for the socket happens
+// outside the lock.
 class ClientConnection {
  public:
   ClientConnection(ScopedFd fd, Clock* clock)
       : fd_(std::move(fd)), clock_(clock) {}
 
   static StatusOr<std::unique_ptr<ClientConnection>> Connect(
-      const std::string& host, uint16_t port, Duration timeout, Clock* clock) {
-    ASSIGN_OR_RETURN(ScopedFd fd, ConnectTcp(host, port, timeout));
-    return std::make_unique<ClientConnection>(std::move(fd), clock);
+      const std::string& host, uint16_t port, const HttpClientOptions& options,
+      Clock* clock) {
+    ASSIGN_OR_RETURN(ScopedFd fd,
+                     ConnectTcp(host, port, options.connect_timeout));
+    auto conn = std::make_unique<ClientConnection>(std::move(fd), clock);
+    if (options.tls) {
+      RETURN_IF_ERROR(
+          conn->StartTls(options.tls, host, options.tls_handshake_timeout));
+    }
+    return conn;
+  }
+
+  Status StartTls(std::shared_ptr<const TlsContext> ctx,
+                  const std::string& host, Duration timeout) {
+    int flags = fcntl(fd_.get(), F_GETFL);
+    if (flags < 0 || fcntl(fd_.get(), F_SETFL, flags | O_NONBLOCK) < 0) {
+      return ErrnoToStatus(errno, "fcntl");
+    }
+    ASSIGN_OR_RETURN(std::unique_ptr<TlsSession> session,
+                     TlsSession::NewClient(std::move(ctx), fd_.get(), host));
+    const TimePoint deadline = DeadlineAfter(clock_, timeout);
+    for (;;) {
+      TlsSession::Result r = session->Handshake();
+      if (r == TlsSession::Result::kOk) break;
+      if (r != TlsSession::Result::kWantRead &&
+          r != TlsSession::Result::kWantWrite) {
+        return session->error();
+      }
+      Status w = WaitFd(fd_.get(), r == TlsSession::Result::kWantWrite,
+                        Remaining(clock_, deadline));
+      if (w.code() == StatusCode::kDeadlineExceeded) {
+        return DeadlineExceededError("TLS handshake with " + host +
+                                     " did not finish in time");
+      }
+      RETURN_IF_ERROR(w);
+    }
+    MutexLock l(&ssl_mu_);
+    tls_ = std::move(session);
+    return Status::Ok();
   }
 
   // Sends every piece before `deadline`.
   Status WriteAll(std::initializer_list<std::string_view> pieces,
                   TimePoint deadline, int cancel_fd) {
+    if (has_tls()) return WriteAllTls(pieces, deadline, cancel_fd);
     std::vector<std::string_view> left;
     for (std::string_view p : pieces) {
       if (!p.empty()) left.push_back(p);
@@ -165,6 +208,7 @@ class ClientConnection {
   // Reads what is available (waiting until `deadline`) into the buffer.
   // Returns false at EOF.
   StatusOr<bool> Fill(TimePoint deadline, int cancel_fd) {
+    if (has_tls()) return FillTls(deadline, cancel_fd);
     for (;;) {
       Status w = WaitFd(fd_.get(), /*for_write=*/false,
                         Remaining(clock_, deadline), cancel_fd);
@@ -189,6 +233,17 @@ class ClientConnection {
   // unsolicited, which also makes it unusable) while it sat idle.
   bool LooksDead() {
     pollfd p{fd_.get(), POLLIN, 0};
+    if (has_tls()) {
+      MutexLock l(&ssl_mu_);
+      if (tls_->Pending() > 0) return true;  // unsolicited data
+      if (::poll(&p, 1, 0) <= 0) return false;
+      // TLS 1.3 servers send session tickets after the handshake: records
+      // that are not data. Reading consumes them; only data, an end or an
+      // error mean the connection cannot be reused.
+      char c;
+      size_t got = 0;
+      return tls_->Read(&c, 1, &got) != TlsSession::Result::kWantRead;
+    }
     if (::poll(&p, 1, 0) <= 0) return false;
     char c;
     ssize_t n = ::recv(fd_.get(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
@@ -209,11 +264,80 @@ class ClientConnection {
     off_ = 0;
   }
 
+  bool has_tls() {
+    MutexLock l(&ssl_mu_);
+    return tls_ != nullptr;
+  }
+
+  // Waits as OpenSSL asked (kWantRead / kWantWrite).
+  Status WaitTls(TlsSession::Result r, TimePoint deadline, int cancel_fd,
+                 std::string_view what) {
+    Status w = WaitFd(fd_.get(), r == TlsSession::Result::kWantWrite,
+                      Remaining(clock_, deadline), cancel_fd);
+    return w.ok() ? w : w.Annotate(what);
+  }
+
+  Status WriteAllTls(std::initializer_list<std::string_view> pieces,
+                     TimePoint deadline, int cancel_fd) {
+    // One buffer, so head and body share records.
+    std::string data;
+    for (std::string_view p : pieces) data.append(p);
+    size_t off = 0;
+    while (off < data.size()) {
+      TlsSession::Result r;
+      size_t n = 0;
+      Status error;
+      {
+        MutexLock l(&ssl_mu_);
+        r = tls_->Write(data.data() + off, data.size() - off, &n);
+        if (r == TlsSession::Result::kError) error = tls_->error();
+      }
+      if (r == TlsSession::Result::kOk) {
+        off += n;
+        continue;
+      }
+      if (r == TlsSession::Result::kError) return error;
+      if (r == TlsSession::Result::kClosed) {
+        return UnavailableError("connection closed while writing request");
+      }
+      RETURN_IF_ERROR(WaitTls(r, deadline, cancel_fd, "writing request"));
+    }
+    return Status::Ok();
+  }
+
+  StatusOr<bool> FillTls(TimePoint deadline, int cancel_fd) {
+    for (;;) {
+      // OpenSSL may hold decrypted bytes the socket no longer shows, so
+      // read first and wait only when it asks.
+      CompactBuffer();
+      size_t old = buf_.size();
+      buf_.resize(old + kReadChunk);
+      TlsSession::Result r;
+      size_t n = 0;
+      Status error;
+      {
+        MutexLock l(&ssl_mu_);
+        r = tls_->Read(buf_.data() + old, kReadChunk, &n);
+        if (r == TlsSession::Result::kError) error = tls_->error();
+      }
+      buf_.resize(old + n);
+      if (r == TlsSession::Result::kOk) {
+        bytes_received_ += n;
+        return true;
+      }
+      if (r == TlsSession::Result::kClosed) return false;
+      if (r == TlsSession::Result::kError) return error;
+      RETURN_IF_ERROR(WaitTls(r, deadline, cancel_fd, "reading response"));
+    }
+  }
+
   ScopedFd fd_;
   Clock* clock_;
   std::string buf_;
   size_t off_ = 0;
   size_t bytes_received_ = 0;
+  Mutex ssl_mu_;
+  std::unique_ptr<TlsSession> tls_ GUARDED_BY(ssl_mu_);
 };
 
 namespace {
@@ -377,7 +501,13 @@ HttpClient::~HttpClient() = default;
 
 StatusOr<std::unique_ptr<HttpClient>> HttpClient::ForUrl(
     std::string_view url, HttpClientOptions options) {
-  ASSIGN_OR_RETURN(Url u, ParseUrl(url));
+  ASSIGN_OR_RETURN(Url u, ParseUrl(url, UrlSchemes::kHttpOrHttps));
+  if ((u.scheme == "https") != (options.tls != nullptr)) {
+    return InvalidArgumentError(
+        u.scheme == "https"
+            ? "an https URL needs HttpClientOptions::tls"
+            : "an http URL with HttpClientOptions::tls set (use https://)");
+  }
   return std::make_unique<HttpClient>(u.host, u.port, std::move(options));
 }
 
@@ -420,8 +550,7 @@ StatusOr<HttpResponse> HttpClient::Exchange(
     const bool reused = conn_ != nullptr;
     if (!conn_) {
       ASSIGN_OR_RETURN(
-          conn_, ClientConnection::Connect(host_, port_,
-                                           options_.connect_timeout, clock_));
+          conn_, ClientConnection::Connect(host_, port_, options_, clock_));
     }
     ClientConnection* c = conn_.get();
     const size_t received_before = c->bytes_received();
@@ -489,8 +618,7 @@ StatusOr<std::unique_ptr<HttpStream>> HttpClient::OpenStream(
     std::string_view method, std::string_view target,
     const HttpHeaders& headers) {
   ASSIGN_OR_RETURN(std::unique_ptr<ClientConnection> conn,
-                   ClientConnection::Connect(host_, port_,
-                                             options_.connect_timeout, clock_));
+                   ClientConnection::Connect(host_, port_, options_, clock_));
   std::string head =
       SerializeHead(method, target, HostHeader(host_, port_),
                     options_.default_headers, headers, BodyMode::kChunked, 0);

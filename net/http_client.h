@@ -24,8 +24,17 @@
 // retried once on a new connection. Other requests are not retried: the
 // server may have executed them. OpenStream() uses a connection of its own.
 //
+// TLS (HttpClientOptions::tls): every connection does a TLS handshake
+// before its first request, verifying the server's certificate (chain and
+// name, net/tls.h) and presenting the client certificate if the context
+// has one. ForUrl() takes "https://" URLs and then needs a TLS context.
+// A failed handshake is kUnavailable with the reason ("certificate signed
+// by an unknown authority", "certificate is not valid for <host>", a
+// refused client certificate) and is never retried.
+//
 // Timeouts (real time, deadlines computed on the injected Clock):
-// connect_timeout for connecting; write_timeout for sending a request;
+// connect_timeout for connecting; tls_handshake_timeout for the TLS
+// handshake; write_timeout for sending a request;
 // read_timeout for the complete response of Request(), and for the
 // response head of Stream(). A streamed body has no timeout unless
 // stream_idle_timeout is set; cancel it with a CancelToken instead.
@@ -53,6 +62,7 @@
 #include "base/mutex.h"
 #include "base/statusor.h"
 #include "net/http_message.h"
+#include "net/tls.h"
 
 namespace kplane::net {
 
@@ -85,6 +95,10 @@ struct HttpClientOptions {
   // Added to every request unless the request sets the same field.
   HttpHeaders default_headers = {{"User-Agent", "kplane-net/1"}};
   Clock* clock = nullptr;  // nullptr: Clock::Real()
+  // Speak HTTPS with this client TlsContext (net/tls.h). nullptr: HTTP.
+  std::shared_ptr<const TlsContext> tls;
+  // Go's http.Transport default.
+  Duration tls_handshake_timeout = seconds(10);
 };
 
 class ClientConnection;  // internal
@@ -125,7 +139,9 @@ class HttpStream {
 class HttpClient {
  public:
   HttpClient(std::string host, uint16_t port, HttpClientOptions options = {});
-  // From "http://host:port" (any path in the URL is ignored).
+  // From "http://host:port" or "https://host:port" (any path in the URL is
+  // ignored). https needs options.tls and http must not have it
+  // (kInvalidArgument), so a URL never silently downgrades.
   static StatusOr<std::unique_ptr<HttpClient>> ForUrl(
       std::string_view url, HttpClientOptions options = {});
   ~HttpClient();

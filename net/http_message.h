@@ -13,12 +13,15 @@
 
 #include <initializer_list>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 namespace kplane::net {
+
+struct TlsConnectionInfo;  // net/tls.h
 
 // ASCII case-insensitive equality (header names, tokens).
 bool EqualsIgnoreCase(std::string_view a, std::string_view b);
@@ -71,6 +74,11 @@ struct HttpRequest {
   // Responder::OnBodyData), in which case it is empty.
   std::string body;
   std::string remote_address;  // "127.0.0.1:53412"
+  // The connection's TLS state (net/tls.h: version, ALPN, and the client
+  // certificate's verified identity, CN = user, O = groups), shared by
+  // every request of the connection; nullptr on a plaintext connection.
+  // Include net/tls.h to read it.
+  std::shared_ptr<const TlsConnectionInfo> tls;
 
   // The first value of query parameter `key`, or "".
   std::string_view QueryParam(std::string_view key) const;

@@ -22,6 +22,16 @@
 //
 // User callbacks (handlers, OnBodyData, OnClose) never run under `mu_`;
 // they go through the connection's SerialExecutor on the worker pool.
+//
+// TLS (opts.tls): a connection's TlsSession is guarded by `mu_` like the
+// output buffer, because a responder on any thread encrypts and sends
+// while the loop decrypts; OpenSSL allows one caller per SSL at a time.
+// Until the handshake is done the loop only drives it (OnEvents ->
+// ContinueHandshake). Output is always copied into `out_` first and
+// encrypted from there (one record for head + body instead of one per
+// piece). Reads take whole records (a 16 KiB plaintext maximum, and at
+// least that much room per SSL_read), so nothing decrypted waits inside
+// OpenSSL where epoll cannot see it.
 #include "net/http_server.h"
 
 #include <netinet/in.h>
@@ -61,6 +71,11 @@ constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 // requests and never reads makes us hold one response, not one per request.
 constexpr size_t kPipelineOutputBytes = 64 * 1024;
 // Sent to a connection accepted over HttpServerOptions::max_connections.
+// The largest TLS record's plaintext (RFC 8446 5.1): an SSL_read with this
+// much room takes a whole record.
+constexpr size_t kMaxTlsRecord = 16 * 1024;
+// At most one failed-handshake log line per this much time.
+constexpr Duration kTlsLogInterval = seconds(10);
 constexpr std::string_view kTooManyConnections =
     "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n"
     "Content-Length: 21\r\nRetry-After: 1\r\nConnection: close\r\n\r\n"
@@ -186,6 +201,10 @@ class HttpServer::Impl {
   void Stop();
 
   void CountRequest(int status);
+  // Counts a failed TLS handshake under `reason` and logs it, at most once
+  // per kTlsLogInterval (the lines left out are counted in the next one).
+  void TlsHandshakeFailed(std::string_view reason, const std::string& remote,
+                          std::string_view detail);
 
   HttpServerOptions opts;
   Clock* clock;
@@ -215,6 +234,11 @@ class HttpServer::Impl {
   metrics::Gauge* handed_off_metric = nullptr;
   metrics::Family<metrics::Counter>* requests_family = nullptr;
   std::array<std::atomic<metrics::Counter*>, 600> requests_by_code{};
+  metrics::Family<metrics::Counter>* tls_failures_family = nullptr;
+  Mutex tls_log_mu;  // a leaf
+  bool tls_logged GUARDED_BY(tls_log_mu) = false;
+  TimePoint last_tls_log GUARDED_BY(tls_log_mu);
+  uint64_t tls_logs_suppressed GUARDED_BY(tls_log_mu) = 0;
 
  private:
   void TimerLoop();
@@ -326,7 +350,8 @@ class IoLoop {
 
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
-  Connection(IoLoop* loop, ScopedFd fd, std::string remote);
+  Connection(IoLoop* loop, ScopedFd fd, std::string remote,
+             std::unique_ptr<TlsSession> tls);
   ~Connection() {
     if (fd_ >= 0) ::close(fd_);
   }
@@ -381,6 +406,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
   enum class ReadState { kHead, kBody };
 
   void HandleReadable();
+  // TLS: one step of the server handshake (loop thread).
+  void ContinueHandshake();
+  // TLS: decrypts into `buf` (kReadChunk bytes); returns as recv(2).
+  ssize_t ReadTls(char* buf);
+  // TLS: encrypts and sends buffered output until the socket is full.
+  // Returns false when the connection broke.
+  bool FlushTlsLocked() REQUIRES(mu_);
   // HttpServerOptions::handoff: peeks at the first bytes; returns true if
   // the caller must not read (handed off, closed, or waiting for more).
   bool SniffHandoff();
@@ -414,6 +446,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // (if has_body_deadline_), else 408.
   bool has_body_deadline_ = false;
   TimePoint body_deadline_;
+  // TLS: set once at construction; the handshake state is loop-only.
+  const bool use_tls_;
+  bool tls_ready_ = false;  // the handshake is done
+  TimePoint accepted_at_;
+  // What the handshake agreed on; given to every request (HttpRequest::tls).
+  std::shared_ptr<const TlsConnectionInfo> tls_info_;
 
   // Shared state. mu_ also guards the state of this connection's exchanges.
   // Lock order: mu_ is taken before the metrics' locks (CountRequest) and
@@ -440,6 +478,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // At least one exchange completed.
   bool served_ GUARDED_BY(mu_) = false;
   TimePoint idle_since_ GUARDED_BY(mu_);
+  // TLS: the session (released at close); see the file comment.
+  std::unique_ptr<TlsSession> tls_ GUARDED_BY(mu_);
+  // An SSL_read needed to write (TLS 1.3 post-handshake messages) and the
+  // socket was full: read again once it is writable.
+  bool tls_read_wants_write_ GUARDED_BY(mu_) = false;
 };
 
 // ---------------------------------------------------------------------------
@@ -545,12 +588,16 @@ class Exchange : public Responder,
 
 // ----- Connection implementation -------------------------------------------
 
-Connection::Connection(IoLoop* loop, ScopedFd fd, std::string remote)
+Connection::Connection(IoLoop* loop, ScopedFd fd, std::string remote,
+                       std::unique_ptr<TlsSession> tls)
     : loop_(loop),
       remote_(std::move(remote)),
       serial_(std::make_shared<SerialExecutor>(loop->server()->pool)),
-      fd_(fd.Release()) {
+      use_tls_(tls != nullptr),
+      fd_(fd.Release()),
+      tls_(std::move(tls)) {
   head_started_ = loop->server()->clock->Now();
+  accepted_at_ = head_started_;
   idle_since_ = head_started_;
 }
 
@@ -605,6 +652,24 @@ void Connection::Run(Deferred* d) {
 bool Connection::SendLocked(std::initializer_list<std::string_view> pieces,
                             size_t cap, Deferred* d) {
   if (closed_ || close_after_flush_) return false;
+  if (use_tls_) {
+    for (std::string_view p : pieces) out_.append(p);
+    // Before the handshake is done nothing is sent (nothing is queued
+    // then either: requests are parsed only afterwards).
+    if (tls_ && tls_->handshake_done() && !FlushTlsLocked()) {
+      BreakLocked(d);
+      return false;
+    }
+    if (cap != 0 && PendingLocked() > cap) {
+      BreakLocked(d);
+      return false;
+    }
+    if (PendingLocked() > 0 && !want_write_) {
+      want_write_ = true;
+      UpdateEventsLocked();
+    }
+    return true;
+  }
   size_t written = 0;
   if (PendingLocked() == 0) {
     iovec iov[8];
@@ -649,6 +714,28 @@ bool Connection::SendLocked(std::initializer_list<std::string_view> pieces,
   return true;
 }
 
+bool Connection::FlushTlsLocked() {
+  while (PendingLocked() > 0) {
+    size_t n = 0;
+    // OpenSSL's retry rule: after kWantWrite the next call passes at least
+    // the same bytes; ours only ever grow at the end (the buffer may move:
+    // SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER).
+    TlsSession::Result r =
+        tls_->Write(out_.data() + out_off_, PendingLocked(), &n);
+    if (r == TlsSession::Result::kOk) {
+      out_off_ += n;
+      continue;
+    }
+    if (r == TlsSession::Result::kWantWrite ||
+        r == TlsSession::Result::kWantRead) {
+      return true;
+    }
+    LOG(DEBUG) << "TLS write to " << remote_ << ": " << tls_->error();
+    return false;
+  }
+  return true;
+}
+
 void Connection::BreakLocked(Deferred* d) {
   closed_ = true;
   if (!close_posted_) {
@@ -685,9 +772,78 @@ void Connection::OnEvents(uint32_t events) {
     CloseNow();
     return;
   }
-  if (events & EPOLLOUT) HandleWritable();
-  if (fd_closed_) return;
+  if (use_tls_ && !tls_ready_ && !lingering_) {
+    ContinueHandshake();
+    return;
+  }
+  if (events & EPOLLOUT) {
+    HandleWritable();
+    if (fd_closed_) return;
+    if (use_tls_) {
+      bool read_again;
+      {
+        MutexLock l(&mu_);
+        read_again = tls_read_wants_write_;
+        tls_read_wants_write_ = false;
+      }
+      if (read_again) HandleReadable();
+      if (fd_closed_) return;
+    }
+  }
   if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP)) HandleReadable();
+}
+
+void Connection::ContinueHandshake() {
+  HttpServer::Impl* srv = server();
+  TlsSession::Result r;
+  std::string error;
+  bool plain_http = false;
+  {
+    MutexLock l(&mu_);
+    if (closed_ || !tls_) return;
+    r = tls_->Handshake();
+    want_write_ = r == TlsSession::Result::kWantWrite;
+    UpdateEventsLocked();
+    if (r == TlsSession::Result::kOk) {
+      tls_info_ = std::make_shared<const TlsConnectionInfo>(tls_->Info());
+    } else if (r == TlsSession::Result::kError) {
+      error = std::string(tls_->error().message());
+      plain_http = tls_->peer_sent_http();
+    }
+  }
+  switch (r) {
+    case TlsSession::Result::kWantRead:
+    case TlsSession::Result::kWantWrite:
+      return;
+    case TlsSession::Result::kOk:
+      if (!tls_info_->alpn.empty() && tls_info_->alpn != "http/1.1") {
+        srv->TlsHandshakeFailed("alpn", remote_,
+                                "negotiated \"" + tls_info_->alpn +
+                                    "\"; this server speaks http/1.1 only");
+        CloseNow();
+        return;
+      }
+      tls_ready_ = true;
+      // The first request may already be waiting in the socket.
+      HandleReadable();
+      return;
+    default:
+      break;
+  }
+  if (plain_http) {
+    // As Go's net/http: the answer goes out unencrypted, then we close,
+    // lingering so that the client reads it rather than a reset.
+    srv->TlsHandshakeFailed("plaintext_http", remote_, error);
+    ssize_t rc =
+        ::send(fd_, kPlainHttpToTlsResponse.data(),
+               kPlainHttpToTlsResponse.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    (void)rc;  // best effort, as Go's
+  } else {
+    srv->TlsHandshakeFailed("error", remote_, error);
+  }
+  // OpenSSL has queued its alert (unknown CA, certificate required...) on
+  // the socket; lingering lets the client read it instead of a reset.
+  StartLinger();
 }
 
 void Connection::HandleWritable() {
@@ -697,7 +853,10 @@ void Connection::HandleWritable() {
   {
     MutexLock l(&mu_);
     if (closed_) return;
-    while (PendingLocked() > 0) {
+    if (use_tls_) {
+      if (!tls_ || !FlushTlsLocked()) closed_ = true;
+    }
+    while (!use_tls_ && PendingLocked() > 0) {
       ssize_t rc = ::send(fd_, out_.data() + out_off_, PendingLocked(),
                           MSG_NOSIGNAL | MSG_DONTWAIT);
       if (rc < 0) {
@@ -795,9 +954,13 @@ void Connection::HandleReadable() {
   }
   char* buf = loop_->scratch();
   ssize_t n;
-  do {
-    n = ::recv(fd_, buf, kReadChunk, 0);
-  } while (n < 0 && errno == EINTR);
+  if (use_tls_ && !lingering_) {
+    n = ReadTls(buf);
+  } else {
+    do {
+      n = ::recv(fd_, buf, kReadChunk, 0);
+    } while (n < 0 && errno == EINTR);
+  }
   if (n < 0) {
     if (errno == EAGAIN || errno == EWOULDBLOCK) return;
     CloseNow();
@@ -819,6 +982,46 @@ void Connection::HandleReadable() {
   }
   in_.append(buf, static_cast<size_t>(n));
   ProcessInput();
+}
+
+ssize_t Connection::ReadTls(char* buf) {
+  size_t total = 0;
+  bool eof = false;
+  bool failed = false;
+  {
+    MutexLock l(&mu_);
+    if (closed_ || !tls_) {
+      errno = EAGAIN;  // closing already; the loop closes the socket
+      return -1;
+    }
+    while (kReadChunk - total >= kMaxTlsRecord) {
+      size_t got = 0;
+      TlsSession::Result r = tls_->Read(buf + total, kReadChunk - total, &got);
+      if (r == TlsSession::Result::kOk) {
+        total += got;
+        continue;
+      }
+      if (r == TlsSession::Result::kWantWrite) {
+        tls_read_wants_write_ = true;
+        if (!want_write_) {
+          want_write_ = true;
+          UpdateEventsLocked();
+        }
+      } else if (r == TlsSession::Result::kClosed) {
+        eof = true;
+      } else if (r == TlsSession::Result::kError) {
+        LOG(DEBUG) << "TLS read from " << remote_ << ": " << tls_->error();
+        failed = true;
+      }
+      break;
+    }
+  }
+  // Data first; an end or error that came with it is seen again (OpenSSL
+  // repeats it) at the next event, which the socket's EOF guarantees.
+  if (total > 0) return static_cast<ssize_t>(total);
+  if (eof) return 0;
+  errno = failed ? ECONNRESET : EAGAIN;
+  return -1;
 }
 
 void Connection::ResumeInput() {
@@ -894,6 +1097,7 @@ bool Connection::ParseOneHead() {
   in_off_ += head.head_length;
   first_head_ = false;
   req.remote_address = remote_;
+  req.tls = tls_info_;
 
   StatusOr<BodyFraming> framing = RequestBodyFraming(req);
   if (!framing.ok()) {
@@ -1080,7 +1284,8 @@ void Connection::StartLinger() {
   lingering_ = true;
   linger_deadline_ = server()->clock->Now() + server()->opts.linger_timeout;
   MutexLock l(&mu_);
-  closed_ = true;  // nothing more may be written
+  if (tls_ && !closed_) tls_->SendCloseNotify();  // no-op before a handshake
+  closed_ = true;                                 // nothing more may be written
   ::shutdown(fd_, SHUT_WR);
   pause_ = 0;
   want_write_ = false;
@@ -1094,6 +1299,14 @@ void Connection::Sweep(TimePoint now) {
     return;
   }
   const HttpServerOptions& o = server()->opts;
+  if (use_tls_ && !tls_ready_) {
+    if (now - accepted_at_ >= o.tls_handshake_timeout) {
+      server()->TlsHandshakeFailed("timeout", remote_,
+                                   "no complete handshake in time");
+      CloseNow();
+    }
+    return;
+  }
   if (read_state_ == ReadState::kBody) {
     if (has_body_deadline_ && now >= body_deadline_) {
       Fail(408, "the request body did not arrive in time");
@@ -1133,6 +1346,7 @@ void Connection::CloseNow() {
       ex->EndLocked(&d);
     }
     epoll_ctl(loop_->epoll_fd(), EPOLL_CTL_DEL, fd_, nullptr);
+    tls_.reset();  // before the close: it must not outlive its socket
     ::close(fd_);
     fd_ = -1;
     std::string().swap(out_);
@@ -1606,6 +1820,10 @@ void IoLoop::Accept() {
 // 503 is written without waiting, and the socket is closed. A client whose
 // request arrives after the close sees a reset instead.
 void IoLoop::RejectConnection(int fd) {
+  if (server_->opts.tls) {  // a plaintext 503 means nothing to a TLS client
+    ::close(fd);
+    return;
+  }
   ssize_t rc = ::recv(fd, scratch_.data(), scratch_.size(), MSG_DONTWAIT);
   rc = ::send(fd, kTooManyConnections.data(), kTooManyConnections.size(),
               MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -1616,8 +1834,19 @@ void IoLoop::RejectConnection(int fd) {
 
 void IoLoop::Adopt(ScopedFd fd) {
   std::string remote = PeerAddress(fd.get());
-  auto conn =
-      std::make_shared<Connection>(this, std::move(fd), std::move(remote));
+  std::unique_ptr<TlsSession> tls;
+  if (server_->opts.tls) {
+    StatusOr<std::unique_ptr<TlsSession>> s =
+        TlsSession::NewServer(server_->opts.tls, fd.get());
+    if (!s.ok()) {
+      LOG(ERROR) << "TLS session for " << remote << ": " << s.status();
+      server_->reserved_connections.fetch_sub(1);
+      return;  // `fd` closes
+    }
+    tls = std::move(*s);
+  }
+  auto conn = std::make_shared<Connection>(this, std::move(fd),
+                                           std::move(remote), std::move(tls));
   conn->Register();
   conns_.emplace(conn.get(), conn);
   server_->open_metric->Inc();
@@ -1738,6 +1967,11 @@ HttpServer::Impl::Impl(HttpServerOptions o) : opts(std::move(o)) {
                     "they count against max_connections.",
                     {"server"})
           ->With({opts.name});
+  tls_failures_family = reg->NewCounter(
+      "kplane_http_tls_handshake_failures_total",
+      "TLS handshakes that failed (reason: error, timeout, plaintext_http, "
+      "alpn).",
+      {"server", "reason"});
   requests_family = reg->NewCounter("kplane_http_requests_total",
                                     "HTTP responses started, by status code.",
                                     {"server", "code"});
@@ -1759,11 +1993,48 @@ void HttpServer::Impl::CountRequest(int status) {
   c->Inc();
 }
 
+void HttpServer::Impl::TlsHandshakeFailed(std::string_view reason,
+                                          const std::string& remote,
+                                          std::string_view detail) {
+  tls_failures_family->With({opts.name, std::string(reason)})->Inc();
+  const TimePoint now = clock->Now();
+  uint64_t more;
+  {
+    MutexLock l(&tls_log_mu);
+    if (tls_logged && now - last_tls_log < kTlsLogInterval) {
+      ++tls_logs_suppressed;
+      return;
+    }
+    tls_logged = true;
+    last_tls_log = now;
+    more = tls_logs_suppressed;
+    tls_logs_suppressed = 0;
+  }
+  LOG(WARNING) << opts.name << ": TLS handshake from " << remote << " failed ("
+               << reason << "): " << detail
+               << (more ? " (+" + std::to_string(more) +
+                              " more failures since the last message)"
+                        : "");
+}
+
 Status HttpServer::Impl::Start(uint16_t* port) {
   CHECK(!started_) << "HttpServer::Start called twice";
   started_ = true;
   ScopedFd given(opts.listen_fd);
   opts.listen_fd = -1;
+  if (opts.tls) {
+    if (!opts.tls->is_server()) {
+      return InvalidArgumentError(opts.name +
+                                  ": HttpServerOptions::tls needs a server "
+                                  "TlsContext");
+    }
+    if (!opts.handoff_preface.empty() || opts.handoff) {
+      return InvalidArgumentError(
+          opts.name +
+          ": a connection handoff (same-port gRPC) is not "
+          "supported with TLS yet");
+    }
+  }
   StatusOr<uint64_t> limit = RaiseFileDescriptorLimit();
   if (!limit.ok()) LOG(WARNING) << "RLIMIT_NOFILE: " << limit.status();
   ScopedFd listener;

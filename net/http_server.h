@@ -37,6 +37,12 @@
 // a request body that does not arrive in time with 408, a connection over
 // the cap with 503 (see HttpServerOptions).
 //
+// TLS (HttpServerOptions::tls): every connection starts with a TLS
+// handshake, done by the I/O loop without blocking it (no thread per
+// connection); requests carry the connection's TLS state and the client
+// certificate's verified identity in HttpRequest::tls. See the options for
+// the handshake deadline, plaintext clients and what is not supported.
+//
 // Hostile clients (docs/limits.md, "Connections"): a body must arrive
 // within body_timeout; at most max_connections are open per listener; the
 // next pipelined request is not parsed while more than 64 KiB of earlier
@@ -58,6 +64,7 @@
 #include "base/metrics.h"
 #include "base/status.h"
 #include "net/http_message.h"
+#include "net/tls.h"
 
 namespace kplane::net {
 
@@ -233,8 +240,37 @@ struct HttpServerOptions {
   // the descriptor still names that socket, so a slot comes back up to one
   // tick after the close. (The owner must close the descriptor it was given
   // when it is done, not a dup of it; gRPC does.)
+  //
+  // Not with TLS (yet): a server with both `tls` and a handoff refuses to
+  // Start() (kInvalidArgument). gRPC would need the decrypted stream, and
+  // how the store's gRPC gets TLS is still to be decided.
   std::string handoff_preface;
   std::function<void(int fd)> handoff;
+
+  // Serve HTTPS: a server TlsContext (net/tls.h; TLS 1.2+, client
+  // certificate policy, ALPN). nullptr: plaintext HTTP.
+  //  - This server speaks HTTP/1.1 only: give the context no ALPN list or
+  //    {"http/1.1"}; a connection that negotiates another protocol ("h2")
+  //    is closed as a failed handshake.
+  //  - A handshake must complete within tls_handshake_timeout of the
+  //    accept, or the connection is closed (Go's net/http bounds it by its
+  //    read-header timeout; kube-apiserver's is 32 s).
+  //  - A client that sends plaintext HTTP gets Go's answer, written
+  //    unencrypted, and the connection closes: "HTTP/1.0 400 Bad
+  //    Request ... Client sent an HTTP request to an HTTPS server."
+  //    (kube-apiserver and etcd, both Go, answer the same.) Anything else
+  //    that is not TLS is just closed.
+  //  - Failed handshakes (errors, timeouts, plaintext) are counted in
+  //    kplane_http_tls_handshake_failures_total{server,reason} with reason
+  //    "error", "timeout", "plaintext_http" or "alpn", and logged at most
+  //    once per 10 s (with the number left out).
+  //  - A connection over max_connections is closed without the canned 503
+  //    (it would be plaintext on a TLS port).
+  // Everything else (limits, timeouts, output caps, streaming) works the
+  // same over TLS; the header timeout of the first request still counts
+  // from the accept, so it covers the handshake too.
+  std::shared_ptr<const TlsContext> tls;
+  Duration tls_handshake_timeout = seconds(10);
 };
 
 // HTTP/2's client connection preface (RFC 9113 3.4).

@@ -137,7 +137,7 @@ std::string Url::PathAndQuery() const {
   return raw_query.empty() ? path : path + "?" + raw_query;
 }
 
-StatusOr<Url> ParseUrl(std::string_view url) {
+StatusOr<Url> ParseUrl(std::string_view url, UrlSchemes schemes) {
   Url u;
   size_t scheme_end = url.find("://");
   if (scheme_end == std::string_view::npos) {
@@ -146,7 +146,8 @@ StatusOr<Url> ParseUrl(std::string_view url) {
     u.scheme = ToLower(url.substr(0, scheme_end));
     url.remove_prefix(scheme_end + 3);
   }
-  if (u.scheme != "http") {
+  if (u.scheme != "http" &&
+      !(u.scheme == "https" && schemes == UrlSchemes::kHttpOrHttps)) {
     return InvalidArgumentError("unsupported URL scheme \"" + u.scheme + "\"");
   }
   size_t auth_end = url.find_first_of("/?#");
@@ -177,7 +178,7 @@ StatusOr<Url> ParseUrl(std::string_view url) {
   }
   if (u.host.empty()) return InvalidArgumentError("URL has no host");
   if (port_text.empty()) {
-    u.port = 80;
+    u.port = u.scheme == "https" ? 443 : 80;
   } else {
     std::optional<int64_t> p = ParseInt64(port_text);
     if (!p || *p <= 0 || *p > 65535) {

@@ -63,10 +63,15 @@ struct Url {
   std::string PathAndQuery() const;
 };
 
+enum class UrlSchemes { kHttpOnly, kHttpOrHttps };
+
 // Parses an absolute http URL. A URL without a scheme ("127.0.0.1:2379") is
-// taken as http. https is rejected (kplane speaks plain HTTP on loopback and
-// private networks; see net/README.md).
-StatusOr<Url> ParseUrl(std::string_view url);
+// taken as http. https is rejected unless `schemes` allows it (a caller
+// that accepts https must also speak TLS: HttpClient::ForUrl does; the
+// servers' flags are not wired to TLS yet, so they keep refusing it).
+// The default port is 80 for http, 443 for https.
+StatusOr<Url> ParseUrl(std::string_view url,
+                       UrlSchemes schemes = UrlSchemes::kHttpOnly);
 
 }  // namespace kplane::net
 

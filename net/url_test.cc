@@ -86,6 +86,11 @@ TEST(ParseUrlTest, DefaultsAndIpv6) {
 
 TEST(ParseUrlTest, RejectsBadUrls) {
   EXPECT_FALSE(ParseUrl("https://x:1/").ok());
+  StatusOr<Url> tls = ParseUrl("https://x/a", UrlSchemes::kHttpOrHttps);
+  ASSERT_TRUE(tls.ok());
+  EXPECT_EQ(tls->scheme, "https");
+  EXPECT_EQ(tls->port, 443);
+  EXPECT_FALSE(ParseUrl("ftp://x/", UrlSchemes::kHttpOrHttps).ok());
   EXPECT_FALSE(ParseUrl("http://:80/").ok());
   EXPECT_FALSE(ParseUrl("http://h:0/").ok());
   EXPECT_FALSE(ParseUrl("http://h:70000/").ok());

@@ -155,8 +155,7 @@ TEST_F(HttpTlsTest, RequestsCarryTheVerifiedClientIdentity) {
   EXPECT_EQ(r->body, big);
   r = c.Request("GET", "/whoami");
   ASSERT_TRUE(r.ok()) << r.status();
-  // One connection for all three (TLS 1.3 session tickets arriving on the
-  // idle connection do not make the client think it dead).
+  // One connection for all three.
   EXPECT_EQ(registry_.NewCounter("kplane_http_connections_accepted_total", "")
                 ->With({"http"})
                 ->Value(),

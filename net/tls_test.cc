@@ -11,6 +11,7 @@
 #include <openssl/x509.h>
 #include <openssl/x509_vfy.h>
 #include <openssl/x509v3.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -528,7 +529,13 @@ TEST_F(TlsHandshakeTest, ExpiredAndNotYetValidServerCertificates) {
 
 TEST_F(TlsHandshakeTest, WritingToAVanishedPeerIsAnErrorNotASignal) {
   // kplane does not ignore SIGPIPE; OpenSSL's own socket BIO would write(2)
-  // and the process would die here.
+  // and the process would die here. (Set the default action explicitly: a
+  // parent may have left SIGPIPE ignored -- Python does, so ctest under
+  // /work/bin/cpu would hide the bug.)
+  struct sigaction dfl {
+  }, old{};
+  dfl.sa_handler = SIG_DFL;
+  ASSERT_EQ(sigaction(SIGPIPE, &dfl, &old), 0);
   auto p = Handshake(Server(), Client(), "127.0.0.1");
   ASSERT_EQ(p->server, R::kOk);
   ASSERT_EQ(p->client, R::kOk);
@@ -541,6 +548,7 @@ TEST_F(TlsHandshakeTest, WritingToAVanishedPeerIsAnErrorNotASignal) {
   }
   EXPECT_EQ(r, R::kError);
   EXPECT_THAT(std::string(p->s->error().message()), HasSubstr("TLS write"));
+  sigaction(SIGPIPE, &old, nullptr);
 }
 
 TEST_F(TlsHandshakeTest, PlaintextHttpIsRecognised) {

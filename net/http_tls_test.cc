@@ -109,6 +109,7 @@ class HttpTlsTest : public ::testing::Test {
           });
         },
         {.stream_request_body = true, .body_timeout = Duration::zero()});
+    if (routes_hook_) routes_hook_(server_.get());
     ASSERT_TRUE(server_->Start().ok());
   }
 
@@ -136,6 +137,7 @@ class HttpTlsTest : public ::testing::Test {
   }
 
   KeyPair ca_, server_cert_, alice_, other_ca_;
+  std::function<void(HttpServer*)> routes_hook_;  // more routes for Start()
   metrics::Registry registry_;
   FakeClock clock_;  // outlives server_
   std::unique_ptr<HttpServer> server_;
@@ -325,6 +327,33 @@ TEST_F(HttpTlsTest, OutputCapClosesAStreamNobodyReads) {
   for (int i = 0; i < 4096 && !refused; ++i) refused = !r->Write(chunk);
   EXPECT_TRUE(refused);
   EXPECT_TRUE(r->IsClosed());
+}
+
+TEST_F(HttpTlsTest, BodyTimeoutHoldsOverTls) {
+  std::promise<void> head_parsed;
+  routes_hook_ = [&](HttpServer* srv) {
+    // Streams its body, so the handler runs (and tells us) once the head
+    // is parsed and the body deadline set.
+    srv->Handle("POST", "/upload",
+                [&](const HttpRequest&, std::shared_ptr<Responder> r) {
+                  r->OnBodyData([](std::string_view, bool) {});
+                  head_parsed.set_value();
+                },
+                {.stream_request_body = true});
+  };
+  Start(
+      {.body_timeout = seconds(5), .timer_tick = seconds(1), .clock = &clock_});
+  HttpClient c = Client(ClientTls(&alice_));
+  // A chunked body that never ends.
+  StatusOr<std::unique_ptr<HttpStream>> s = c.OpenStream("POST", "/upload");
+  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_TRUE((*s)->Send("part of a body").ok());
+  head_parsed.get_future().wait();
+  clock_.WaitForWaiters(1);  // the timer thread sleeps
+  clock_.Advance(seconds(6));
+  StatusOr<HttpResponse> head = (*s)->ReadHead(testing::kTestDeadline);
+  ASSERT_TRUE(head.ok()) << head.status();
+  EXPECT_EQ(head->status, 408);
 }
 
 TEST_F(HttpTlsTest, ConnectionCapHoldsOverTls) {

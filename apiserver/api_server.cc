@@ -283,6 +283,9 @@ void ApiServer::Impl::BuildBackends() {
     so.prefix = opts.storage_prefix;
     so.clock = opts.clock;
     so.metrics = opts.metrics;
+    if (opts.encryption) {
+      so.transformer = opts.encryption->For(r->gv.group, r->resource);
+    }
     b->store = std::make_unique<ObjectStore>(opts.kv, r.get(), so);
     CacherOptions rco = co;
     if (r->gv.group.empty() && r->resource == "pods") {

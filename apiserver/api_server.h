@@ -52,6 +52,7 @@
 #include <string>
 
 #include "apiserver/cacher/cacher.h"
+#include "apiserver/encryption/transformer.h"
 #include "base/clock.h"
 #include "base/metrics.h"
 #include "base/status.h"
@@ -67,6 +68,10 @@ struct ApiServerOptions {
   // bind address and port.
   std::string advertise_address;
   std::string storage_prefix = "/registry";
+  // Encryption at rest (--encryption-provider-config): each resource's
+  // values pass through its transformer (apiserver/encryption/
+  // transformer.h). Null: everything is stored plain.
+  std::shared_ptr<const encryption::TransformerSet> encryption;
 
   int max_requests_inflight = 400;
   int max_mutating_requests_inflight = 200;

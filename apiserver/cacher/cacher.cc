@@ -423,7 +423,8 @@ void Cacher::Impl::OnWatchResponse(uint64_t generation,
   for (int i = 0; i < resp.events_size(); ++i) {
     const mvccpb::Event& e = resp.events(i);
     if (e.type() == mvccpb::Event::PUT) {
-      auto obj = store->Decode(e.kv().value(), e.kv().mod_revision());
+      auto obj =
+          store->Decode(e.kv().key(), e.kv().value(), e.kv().mod_revision());
       if (!obj.ok()) {
         LOG(ERROR) << "watch cache of " << store->resource().GroupResource()
                    << ": cannot decode " << e.kv().key() << ": " << obj.status()
@@ -433,8 +434,8 @@ void Cacher::Impl::OnWatchResponse(uint64_t generation,
       }
       decoded[i] = ObjectPtr(std::move(*obj));
     } else if (e.has_prev_kv() && !e.prev_kv().value().empty()) {
-      auto prev =
-          store->Decode(e.prev_kv().value(), e.prev_kv().mod_revision());
+      auto prev = store->Decode(e.prev_kv().key(), e.prev_kv().value(),
+                                e.prev_kv().mod_revision());
       if (prev.ok()) decoded[i] = ObjectPtr(std::move(*prev));
     }
   }

@@ -157,8 +157,46 @@ StatusOr<std::string> ObjectStore::CheckedKey(std::string_view ns,
   return Key(ns, name);
 }
 
-StatusOr<MutableObject> ObjectStore::Decode(std::string_view value,
+StatusOr<encryption::Transformer::Read> ObjectStore::Unseal(
+    std::string_view key, std::string_view value) const {
+  if (options_.transformer == nullptr) {
+    RETURN_IF_ERROR(encryption::CheckNotEncrypted(value));
+    return encryption::Transformer::Read{std::string(value), false};
+  }
+  StatusOr<encryption::Transformer::Read> read =
+      options_.transformer->FromStorage(value, key);
+  if (!read.ok()) {
+    return Status(
+        StatusCode::kCorruption,
+        "cannot decrypt " + std::string(key) + ": " + read.status().message());
+  }
+  return read;
+}
+
+StatusOr<std::string> ObjectStore::Seal(std::string_view key,
+                                        std::string value) const {
+  if (options_.transformer == nullptr) return value;
+  StatusOr<std::string> sealed = options_.transformer->ToStorage(value, key);
+  if (!sealed.ok()) {
+    return InternalError("cannot encrypt " + std::string(key) + ": " +
+                         sealed.status().message());
+  }
+  return sealed;
+}
+
+StatusOr<MutableObject> ObjectStore::Decode(std::string_view key,
+                                            std::string_view value,
                                             int64_t mod_revision) const {
+  if (options_.transformer == nullptr) {
+    RETURN_IF_ERROR(encryption::CheckNotEncrypted(value));
+    return DecodePlain(value, mod_revision);  // no copy
+  }
+  ASSIGN_OR_RETURN(encryption::Transformer::Read read, Unseal(key, value));
+  return DecodePlain(read.plain, mod_revision);
+}
+
+StatusOr<MutableObject> ObjectStore::DecodePlain(std::string_view value,
+                                                 int64_t mod_revision) const {
   MutableObject obj = resource_->kind->New();
   // Our own values hold no unknown fields: skip the walk that drops them.
   ASSIGN_OR_RETURN(objects::TypeMeta stored,
@@ -236,8 +274,9 @@ StatusOr<ObjectPtr> ObjectStore::Create(const google::protobuf::Message& obj,
   MutableObject stored(obj.New());
   stored->CopyFrom(obj);
   objects::MutableObjectMeta(stored.get())->clear_resourceversion();
-  std::string value =
-      objects::EncodeEnvelope(*stored, resource_->kind->type_meta());
+  ASSIGN_OR_RETURN(std::string value,
+                   Seal(key, objects::EncodeEnvelope(
+                                 *stored, resource_->kind->type_meta())));
 
   int64_t lease = 0;
   if (ttl_seconds > 0) {
@@ -286,7 +325,8 @@ StatusOr<ObjectPtr> ObjectStore::Get(std::string_view ns, std::string_view name,
     return NotFoundError(group_resource_ + " " + GoQuote(name) + " not found");
   }
   const mvccpb::KeyValue& kv = resp->kvs(0);
-  ASSIGN_OR_RETURN(MutableObject obj, Decode(kv.value(), kv.mod_revision()));
+  ASSIGN_OR_RETURN(MutableObject obj,
+                   Decode(kv.key(), kv.value(), kv.mod_revision()));
   return ObjectPtr(std::move(obj));
 }
 
@@ -322,10 +362,14 @@ StatusOr<ObjectPtr> ObjectStore::GuaranteedUpdate(
   for (;;) {
     const bool fresh = cached == nullptr;
     MutableObject decoded;
+    // The current value's plain bytes; `stale` if it must be rewritten
+    // (another encryption key) even when the update changes nothing.
+    encryption::Transformer::Read plain;
     const google::protobuf::Message* existing = cached.get();
     if (fresh && current) {
+      ASSIGN_OR_RETURN(plain, Unseal(key, current->value()));
       ASSIGN_OR_RETURN(decoded,
-                       Decode(current->value(), current->mod_revision()));
+                       DecodePlain(plain.plain, current->mod_revision()));
       existing = decoded.get();
     }
     if (existing != nullptr) {
@@ -363,7 +407,7 @@ StatusOr<ObjectPtr> ObjectStore::GuaranteedUpdate(
     objects::MutableObjectMeta(updated.get())->clear_resourceversion();
     std::string value =
         objects::EncodeEnvelope(*updated, resource_->kind->type_meta());
-    if (fresh && current && value == current->value()) {
+    if (fresh && current && !plain.stale && value == plain.plain) {
       return ObjectPtr(std::move(decoded));  // nothing to write
     }
     if (!fresh) {
@@ -389,7 +433,8 @@ StatusOr<ObjectPtr> ObjectStore::GuaranteedUpdate(
     unchanged->set_mod_revision(expected_revision);
     auto* put = txn.add_success()->mutable_request_put();
     put->set_key(key);
-    put->set_value(std::move(value));
+    ASSIGN_OR_RETURN(std::string sealed, Seal(key, std::move(value)));
+    put->set_value(std::move(sealed));
     // An object created with a TTL keeps its lease across updates. A cached
     // copy does not say whether the key has one; the key exists at the
     // compared revision, so keeping whatever lease it has is right either
@@ -429,7 +474,7 @@ StatusOr<ObjectPtr> ObjectStore::Delete(
                            " not found");
     }
     ASSIGN_OR_RETURN(MutableObject existing,
-                     Decode(current->value(), current->mod_revision()));
+                     Decode(key, current->value(), current->mod_revision()));
     RETURN_IF_ERROR(CheckPreconditions(key, *existing, pre, false));
     if (validate) RETURN_IF_ERROR(validate(*existing));
 
@@ -521,7 +566,7 @@ StatusOr<ListResult> ObjectStore::List(std::string_view ns,
       ++consumed;
       last_key = kv.key();
       ASSIGN_OR_RETURN(MutableObject obj,
-                       Decode(kv.value(), kv.mod_revision()));
+                       Decode(kv.key(), kv.value(), kv.mod_revision()));
       if (!opts.predicate || opts.predicate(*obj)) {
         result.items.push_back(ObjectPtr(std::move(obj)));
       }

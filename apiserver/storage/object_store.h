@@ -50,6 +50,19 @@
 //                   an empty or path-like name or namespace
 //   anything the KV returns (kUnavailable, kDeadlineExceeded, kNoSpace, ...)
 //
+// Encryption at rest (ObjectStoreOptions::transformer, the model is
+// kube-apiserver's value.Transformer in its etcd3 store): every value is
+// passed through the resource's transformer on its way to the store and
+// back, with the object's key as authenticated data, so get, list, watch
+// (Decode), create, update and delete all see plain objects and the store
+// only ciphertext. A value that does not decrypt is kCorruption (the message
+// names the key and the transformer's reason; 500 to clients), never
+// garbage. A value read with another than the current writing key is
+// "stale": GuaranteedUpdate writes it again even when nothing changed, which
+// is how rewriting every Secret moves them to a new key. Without a
+// transformer values are plain and an encrypted one is refused ("identity
+// transformer tried to read encrypted data").
+//
 // Metrics (ObjectStoreOptions::metrics): etcd_request_duration_seconds,
 // etcd_requests_total and etcd_request_errors_total with labels
 // {operation = get|create|update|delete|list, type = <group-resource>}.
@@ -67,6 +80,7 @@
 #include <string>
 #include <vector>
 
+#include "apiserver/encryption/transformer.h"
 #include "base/clock.h"
 #include "base/metrics.h"
 #include "base/statusor.h"
@@ -122,6 +136,8 @@ struct ObjectStoreOptions {
   // etcd_request_duration_seconds{operation,type}, etcd_requests_total and
   // etcd_request_errors_total, as kube-apiserver names them.
   metrics::Registry* metrics = metrics::Registry::Default();
+  // Encryption at rest for this resource; null: values are stored plain.
+  std::shared_ptr<const encryption::Transformer> transformer;
 };
 
 class LeaseManager;
@@ -190,9 +206,10 @@ class ObjectStore {
   // The store's current revision (a cheap read).
   StatusOr<int64_t> CurrentRevision();
 
-  // Decodes a stored value (the watch cache decodes what its store watch
-  // delivers with the same code).
-  StatusOr<MutableObject> Decode(std::string_view value,
+  // Decodes the value stored at `key` (the watch cache decodes what its
+  // store watch delivers with the same code). The key is the authenticated
+  // data of an encrypted value.
+  StatusOr<MutableObject> Decode(std::string_view key, std::string_view value,
                                  int64_t mod_revision) const;
 
   storage::KV* kv() const { return kv_; }
@@ -211,6 +228,14 @@ class ObjectStore {
                                    std::string_view name) const;
   // Reads the key at the latest revision: the kv, or nullopt if absent.
   StatusOr<std::optional<mvccpb::KeyValue>> ReadKey(const std::string& key);
+  // The plain bytes of a stored value, and whether it must be rewritten
+  // (encryption::Transformer::Read::stale).
+  StatusOr<encryption::Transformer::Read> Unseal(std::string_view key,
+                                                 std::string_view value) const;
+  // The bytes to store for plain `value` at `key`.
+  StatusOr<std::string> Seal(std::string_view key, std::string value) const;
+  StatusOr<MutableObject> DecodePlain(std::string_view plain,
+                                      int64_t mod_revision) const;
   Status CheckPreconditions(const std::string& key,
                             const google::protobuf::Message& current,
                             const Preconditions& pre, bool for_update) const;

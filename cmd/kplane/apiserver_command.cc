@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "apiserver/api_server.h"
+#include "apiserver/encryption/transformer.h"
 #include "base/command.h"
 #include "base/flags.h"
 #include "base/logging.h"
@@ -41,6 +42,7 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
   std::string etcd_prefix = "/registry";
   Duration compaction_interval = minutes(5);
   std::string log_level = "info";
+  std::string encryption_config;
   flags.String("storage-backend", &backend,
                "\"embedded\" (a single-member store in this process) or "
                "\"remote\" (etcd's v3 JSON API at --etcd-servers).");
@@ -97,6 +99,10 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
   flags.Duration("request-body-timeout", &body_timeout,
                  "A request's body must arrive within this time of its "
                  "head, or 408 (0: none).");
+  flags.String("encryption-provider-config", &encryption_config,
+               "The EncryptionConfiguration file: which resources are "
+               "encrypted at rest, with which providers and keys "
+               "(docs/security.md). Empty: values are stored plain.");
   flags.String("log-level", &log_level, "debug, info, warning or error.");
   if (auto code = ParseCommandFlags(flags, args, "kplane apiserver"))
     return *code;
@@ -120,6 +126,15 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
         "--max-watch-buffer-bytes, --max-watch-pending-events, "
         "--max-watch-pending-bytes and --max-watch-buffer-total-bytes must "
         "not be negative"));
+  }
+
+  std::shared_ptr<const apiserver::encryption::TransformerSet> encryption;
+  if (!encryption_config.empty()) {
+    auto config =
+        apiserver::encryption::LoadEncryptionConfiguration(encryption_config);
+    if (!config.ok()) return fail(config.status());
+    encryption =
+        std::make_shared<const apiserver::encryption::TransformerSet>(*config);
   }
 
   sigset_t stop_signals = BlockStopSignals();
@@ -166,6 +181,7 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
   o.port = static_cast<uint16_t>(port);
   o.advertise_address = advertise_address;
   o.storage_prefix = etcd_prefix;
+  o.encryption = encryption;
   o.event_ttl = event_ttl;
   o.max_requests_inflight = max_inflight;
   o.max_mutating_requests_inflight = max_mutating;

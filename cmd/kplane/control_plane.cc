@@ -11,6 +11,8 @@
 #include <thread>
 
 #include "apiserver/api_server.h"
+#include "apiserver/encryption/transformer.h"
+#include "base/file_system.h"
 #include "base/logging.h"
 #include "base/mutex.h"
 #include "base/subprocess.h"
@@ -161,6 +163,7 @@ struct ControlPlane::Impl {
 
   std::unique_ptr<apiserver::ApiServer> apiserver;
   std::string apiserver_url;
+  std::string encryption_config;  // "" when values are stored plain
   std::unique_ptr<controllers::ControllerManager> controller_manager;
   std::unique_ptr<kubeletsim::Fleet> fleet;
 
@@ -270,8 +273,31 @@ Status ControlPlane::Impl::StartStore() {
   return Status::Ok();
 }
 
+StatusOr<std::string> EnsureEncryptionConfig(const std::string& data_dir) {
+  const std::string path = data_dir + "/encryption-config.yaml";
+  FileSystem* fs = FileSystem::Default();
+  if (fs->Exists(path)) return path;
+  ASSIGN_OR_RETURN(std::string yaml,
+                   apiserver::encryption::GenerateAesGcmConfig("key1"));
+  // Through the file seam: created 0600, synced, renamed into place.
+  RETURN_IF_ERROR(WriteFileAtomically(fs, path, yaml));
+  return path;
+}
+
 Status ControlPlane::Impl::StartApiServer() {
   apiserver::ApiServerOptions ao;
+  std::string enc_path = options.encryption_provider_config;
+  if (enc_path.empty() && options.secrets_encryption) {
+    ASSIGN_OR_RETURN(enc_path, EnsureEncryptionConfig(options.data_dir));
+  }
+  if (!enc_path.empty()) {
+    ASSIGN_OR_RETURN(
+        apiserver::encryption::EncryptionConfiguration config,
+        apiserver::encryption::LoadEncryptionConfiguration(enc_path));
+    ao.encryption =
+        std::make_shared<const apiserver::encryption::TransformerSet>(config);
+    encryption_config = enc_path;
+  }
   ao.kv = embedded ? static_cast<storage::KV*>(embedded.get())
                    : static_cast<storage::KV*>(remote.get());
   ao.bind_address = options.bind_address;
@@ -407,6 +433,12 @@ std::string ControlPlane::Summary() const {
     out << "\n";
   }
   out << "  data:         " << o.data_dir << "\n";
+  if (impl_->encryption_config.empty()) {
+    out << "  encryption:   OFF: Secrets are stored in plaintext\n";
+  } else {
+    out << "  encryption:   " << impl_->encryption_config
+        << " (encryption at rest; keep it secret)\n";
+  }
   if (!o.kubeconfig_out.empty()) {
     out << "  kubeconfig:   " << o.kubeconfig_out << "\n\n";
     out << "Try:\n  export KUBECONFIG=" << o.kubeconfig_out << "\n"

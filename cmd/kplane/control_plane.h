@@ -60,6 +60,15 @@ struct UpOptions {
 
   // Written once the API server serves; empty: none.
   std::string kubeconfig_out;
+
+  // Encryption at rest (kube-apiserver's --encryption-provider-config).
+  // A path: that configuration. Empty with secrets_encryption (the
+  // default): <data_dir>/encryption-config.yaml, written on first start with
+  // a fresh random aesgcm key for Secrets (mode 0600) and reused after
+  // (EnsureEncryptionConfig). secrets_encryption = false and no path: values
+  // are stored plain.
+  bool secrets_encryption = true;
+  std::string encryption_provider_config;
 };
 
 class ControlPlane {
@@ -85,6 +94,12 @@ class ControlPlane {
   explicit ControlPlane(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
+
+// The default encryption configuration of `kplane up`: its path,
+// <data_dir>/encryption-config.yaml, created (0600, one random 32-byte aesgcm
+// key for Secrets, identity as a reader for Secrets written before) if it is
+// not there; an existing file is used as it is.
+StatusOr<std::string> EnsureEncryptionConfig(const std::string& data_dir);
 
 // Writes a kubeconfig with one cluster/context/user named "kplane" whose
 // server is `server` and whose namespace is "default".

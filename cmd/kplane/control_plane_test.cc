@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include "base/base64.h"
@@ -94,6 +95,73 @@ TEST_F(ControlPlaneTest, ServesBothApisWritesKubeconfigAndRestartsIntact) {
                              "/api/v1/namespaces/default/configmaps/kept");
   ASSERT_EQ(got.status, 200) << got.body;
   EXPECT_NE(got.body.find("\"k\":\"v\""), std::string::npos) << got.body;
+}
+
+// `kplane up` encrypts Secrets by default with a key it generates once
+// (0600, reused on restart); --secrets-encryption=false stores them plain.
+TEST_F(ControlPlaneTest, SecretsAreEncryptedByDefaultWithAKeptKey) {
+  const std::string secret =
+      R"({"apiVersion":"v1","kind":"Secret","metadata":{"name":"db"},)"
+      R"("data":{"password":")" +
+      Base64Encode("up-test-marker") + R"("}})";
+  const std::string range =
+      R"({"key":")" + Base64Encode("/registry/secrets/default/db") + R"("})";
+  const std::string config_path = dir_ + "/data/encryption-config.yaml";
+  std::string first_config;
+  {
+    auto cp = ControlPlane::Start(Options());
+    ASSERT_TRUE(cp.ok()) << cp.status();
+    EXPECT_NE((*cp)->Summary().find("encryption:   " + config_path),
+              std::string::npos)
+        << (*cp)->Summary();
+    auto perms = std::filesystem::status(config_path).permissions();
+    EXPECT_EQ(perms & std::filesystem::perms::all,
+              std::filesystem::perms::owner_read |
+                  std::filesystem::perms::owner_write);
+    std::ifstream f(config_path);
+    first_config.assign(std::istreambuf_iterator<char>(f), {});
+    ASSERT_EQ(Do((*cp)->apiserver_url(), "POST",
+                 "/api/v1/namespaces/default/secrets", secret)
+                  .status,
+              201);
+    net::HttpResponse raw =
+        Do((*cp)->store_endpoints()[0], "POST", "/v3/kv/range", range);
+    // Base64 of the value's first 21 bytes (a multiple of 3: aligned).
+    EXPECT_NE(raw.body.find(Base64Encode("k8s:enc:aesgcm:v1:key")),
+              std::string::npos)
+        << raw.body;
+  }
+  {
+    // The restart reuses the key: the Secret still reads.
+    auto cp = ControlPlane::Start(Options());
+    ASSERT_TRUE(cp.ok()) << cp.status();
+    std::ifstream f(config_path);
+    EXPECT_EQ(std::string(std::istreambuf_iterator<char>(f), {}), first_config);
+    net::HttpResponse got = Do((*cp)->apiserver_url(), "GET",
+                               "/api/v1/namespaces/default/secrets/db");
+    ASSERT_EQ(got.status, 200) << got.body;
+    EXPECT_NE(got.body.find(Base64Encode("up-test-marker")), std::string::npos);
+  }
+  {
+    UpOptions o = Options();
+    o.data_dir = dir_ + "/plain";
+    o.secrets_encryption = false;
+    auto cp = ControlPlane::Start(o);
+    ASSERT_TRUE(cp.ok()) << cp.status();
+    EXPECT_NE((*cp)->Summary().find("encryption:   OFF"), std::string::npos);
+    EXPECT_FALSE(
+        std::filesystem::exists(o.data_dir + "/encryption-config.yaml"));
+    ASSERT_EQ(Do((*cp)->apiserver_url(), "POST",
+                 "/api/v1/namespaces/default/secrets", secret)
+                  .status,
+              201);
+    net::HttpResponse raw =
+        Do((*cp)->store_endpoints()[0], "POST", "/v3/kv/range", range);
+    EXPECT_NE(raw.body.find("\"value\":\"" + Base64Encode("k8s")),
+              std::string::npos)
+        << raw.body;
+    EXPECT_EQ(raw.body.find(Base64Encode("k8s:en")), std::string::npos);
+  }
 }
 
 TEST_F(ControlPlaneTest, BusyApiServerPortIsAClearError) {

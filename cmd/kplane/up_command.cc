@@ -71,6 +71,13 @@ int RunUpCommand(const std::vector<std::string>& args) {
                  "How often simulated nodes renew their leases.");
   flags.Duration("etcd-compaction-interval", &o.compaction_interval,
                  "Compact store history older than this, this often.");
+  flags.Bool("secrets-encryption", &o.secrets_encryption,
+             "Encrypt Secrets at rest with a key generated on first start "
+             "(<data-dir>/encryption-config.yaml, mode 0600; as k3s's "
+             "--secrets-encryption). false: store them in plaintext.");
+  flags.String("encryption-provider-config", &o.encryption_provider_config,
+               "An EncryptionConfiguration file to use instead of the "
+               "generated one (kube-apiserver's flag; docs/security.md).");
   flags.String("kubeconfig-out", &o.kubeconfig_out,
                "Where to write the kubeconfig (empty: nowhere).");
   flags.String("log-level", &log_level, "debug, info, warning or error.");

@@ -1,28 +1,11 @@
 #include "apiserver/auth/authenticator.h"
 
 #include <algorithm>
-#include <cctype>
+
+#include "base/strings.h"
 
 namespace kplane::apiserver::auth {
 namespace {
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) {
-    s.remove_prefix(1);
-  }
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
-
-bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  return a.size() == b.size() &&
-         std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
 
 // kube's AuthenticatedGroupAdder.
 UserInfo WithAuthenticatedGroup(UserInfo u) {
@@ -36,10 +19,10 @@ UserInfo WithAuthenticatedGroup(UserInfo u) {
 }  // namespace
 
 std::optional<std::string_view> BearerToken(std::string_view authorization) {
-  std::string_view h = Trim(authorization);
+  std::string_view h = StripWhitespace(authorization);
   size_t sp = h.find(' ');
   if (sp == std::string_view::npos) return std::nullopt;
-  if (!EqualsIgnoreCase(h.substr(0, sp), "bearer")) return std::nullopt;
+  if (ToLower(h.substr(0, sp)) != "bearer") return std::nullopt;
   std::string_view token = h.substr(sp + 1);
   // "Bearer a b": kube takes the second space-separated part only.
   token = token.substr(0, token.find(' '));

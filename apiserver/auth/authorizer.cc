@@ -2,13 +2,9 @@
 
 #include <utility>
 
+#include "base/strings.h"
+
 namespace kplane::apiserver::auth {
-namespace {
-
-std::string Quote(const std::string& s) { return "\"" + s + "\""; }
-
-}  // namespace
-
 Decision AuthorizerChain::Authorize(const Attributes& a,
                                     std::string* reason) const {
   std::string reasons;
@@ -29,15 +25,15 @@ Decision AuthorizerChain::Authorize(const Attributes& a,
 }
 
 std::string ForbiddenMessage(const Attributes& a, const std::string& reason) {
-  std::string m = "User " + Quote(a.user.name) + " cannot " + a.verb;
+  std::string m = "User " + GoQuote(a.user.name) + " cannot " + a.verb;
   if (a.resource_request) {
     std::string res = a.resource;
     if (!a.subresource.empty()) res += "/" + a.subresource;
-    m += " resource " + Quote(res) + " in API group " + Quote(a.api_group);
+    m += " resource " + GoQuote(res) + " in API group " + GoQuote(a.api_group);
     m += a.ns.empty() ? " at the cluster scope"
-                      : " in the namespace " + Quote(a.ns);
+                      : " in the namespace " + GoQuote(a.ns);
   } else {
-    m += " path " + Quote(a.path);
+    m += " path " + GoQuote(a.path);
   }
   if (!reason.empty()) m += ": " + reason;
   return m;

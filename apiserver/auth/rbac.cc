@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string_view>
 
+#include "base/strings.h"
+
 namespace kplane::apiserver::auth {
 namespace {
 
@@ -62,8 +64,6 @@ std::string KindOf(const Subject& s) {
   }
   return "";
 }
-
-std::string Quote(const std::string& s) { return "\"" + s + "\""; }
 
 }  // namespace
 
@@ -157,14 +157,14 @@ void RbacAuthorizer::VisitRules(
     if (role == nullptr) {
       errors->push_back((b.role_ref.cluster_role ? "clusterrole" : "role") +
                         std::string(".rbac.authorization.k8s.io ") +
-                        Quote(b.role_ref.name) + " not found");
+                        GoQuote(b.role_ref.name) + " not found");
       return true;
     }
     std::string source =
         (b.ns.empty() ? "ClusterRoleBinding " : "RoleBinding ") +
-        Quote(b.ns.empty() ? b.name : b.ns + "/" + b.name) + " of " +
+        GoQuote(b.ns.empty() ? b.name : b.ns + "/" + b.name) + " of " +
         (b.role_ref.cluster_role ? "ClusterRole " : "Role ") +
-        Quote(b.role_ref.name) + " to " + KindOf(*s) + " " + Quote(s->name);
+        GoQuote(b.role_ref.name) + " to " + KindOf(*s) + " " + GoQuote(s->name);
     for (const PolicyRule& r : role->rules) {
       if (!visit(source, r)) {
         go_on = false;

@@ -58,6 +58,9 @@ constexpr NoOp kNoOps[] = {
     {"proxy-dial-timeout", "proxy mode is not supported"},
     {"proxy-write-timeout", "proxy mode is not supported"},
     {"proxy-read-timeout", "proxy mode is not supported"},
+    {"experimental-peer-skip-client-san-verification",
+     "a peer's client certificate is verified against the peer CA, never "
+     "against the address it connects from"},
 };
 
 // etcd 3.4's flags whose non-default values kplane cannot honour: accepted at
@@ -67,27 +70,25 @@ struct Refused {
   const char* fine;  // the accepted value ("" for strings, "false" for bools)
   const char* why;
 };
-constexpr const char* kNoTls =
-    "TLS is not supported yet (the security work, issue #18, adds it); "
-    "use http:// URLs";
+constexpr const char* kNoCrl =
+    "certificate revocation lists are not supported (docs/security.md)";
+constexpr const char* kNoAutoTls =
+    "self-signed certificates are not generated; give --cert-file/--key-file "
+    "(`kplane up` makes a PKI)";
+constexpr const char* kNoCertFilter =
+    "any certificate the trusted CA signed is accepted; name filters are not "
+    "supported";
 constexpr Refused kRefused[] = {
-    {"cert-file", "", kNoTls},
-    {"key-file", "", kNoTls},
-    {"client-cert-auth", "false", kNoTls},
-    {"client-crl-file", "", kNoTls},
-    {"client-cert-allowed-hostname", "", kNoTls},
-    {"trusted-ca-file", "", kNoTls},
-    {"auto-tls", "false", kNoTls},
-    {"peer-cert-file", "", kNoTls},
-    {"peer-key-file", "", kNoTls},
-    {"peer-client-cert-auth", "false", kNoTls},
-    {"peer-trusted-ca-file", "", kNoTls},
-    {"peer-cert-allowed-cn", "", kNoTls},
-    {"peer-cert-allowed-hostname", "", kNoTls},
-    {"peer-auto-tls", "false", kNoTls},
-    {"peer-crl-file", "", kNoTls},
-    {"cipher-suites", "", kNoTls},
-    {"experimental-peer-skip-client-san-verification", "false", kNoTls},
+    {"client-crl-file", "", kNoCrl},
+    {"client-cert-allowed-hostname", "", kNoCertFilter},
+    {"auto-tls", "false", kNoAutoTls},
+    {"peer-cert-allowed-cn", "", kNoCertFilter},
+    {"peer-cert-allowed-hostname", "", kNoCertFilter},
+    {"peer-auto-tls", "false", kNoAutoTls},
+    {"peer-crl-file", "", kNoCrl},
+    {"cipher-suites", "",
+     "the cipher suites are fixed (TLS 1.2+, OpenSSL's defaults at security "
+     "level 2; docs/security.md)"},
     {"host-whitelist", "*",
      "Host checks come with the security work (issue #18)"},
     {"auth-token", "simple", "kplane has etcd's simple tokens, not JWT"},
@@ -124,8 +125,8 @@ const std::map<std::string, ConfigKind>& ConfigKinds() {
   return *kinds;
 }
 
-// "http://host:port" with an explicit port (0 allowed), no path: etcd's
-// types.NewURLs rules, and kplane's (no TLS yet). Where `unix_ok` (the
+// "http://host:port" or "https://host:port" with an explicit port (0
+// allowed), no path: etcd's types.NewURLs rules. Where `unix_ok` (the
 // client URLs), also "unix://<path>": as etcd, the socket's path is all that
 // follows "unix://" ("unix://localhost:2379" is the file "localhost:2379" in
 // the working directory), kept in Url::host with scheme "unix".
@@ -135,8 +136,8 @@ StatusOr<net::Url> ListenUrl(const std::string& text, const char* flag,
     return InvalidArgumentError(std::string("--") + flag + ": " + why + ": " +
                                 text);
   };
-  if (text.starts_with("https://") || text.starts_with("unixs://")) {
-    return bad(kNoTls);
+  if (text.starts_with("unixs://")) {
+    return bad("TLS over unix sockets is not supported; use https://");
   }
   if (text.starts_with("unix://")) {
     if (!unix_ok) {
@@ -149,10 +150,12 @@ StatusOr<net::Url> ListenUrl(const std::string& text, const char* flag,
     if (u.host.empty()) return bad("unix socket URL without a path");
     return u;
   }
-  if (!text.starts_with("http://")) {
-    return bad("URL scheme must be http");
+  const bool https = text.starts_with("https://");
+  if (!https && !text.starts_with("http://")) {
+    return bad("URL scheme must be http or https");
   }
-  std::string_view authority = std::string_view(text).substr(7);
+  const size_t scheme_len = https ? 8 : 7;
+  std::string_view authority = std::string_view(text).substr(scheme_len);
   authority = authority.substr(0, authority.find('/'));
   const size_t colon = authority.rfind(':');
   if (colon == std::string_view::npos ||
@@ -163,8 +166,8 @@ StatusOr<net::Url> ListenUrl(const std::string& text, const char* flag,
   // net::ParseUrl refuses it: parse the rest with a stand-in.
   const bool any_port = authority.substr(colon + 1) == "0";
   std::string parse_text = text;
-  if (any_port) parse_text.replace(7 + colon + 1, 1, "1");
-  auto u = net::ParseUrl(parse_text);
+  if (any_port) parse_text.replace(scheme_len + colon + 1, 1, "1");
+  auto u = net::ParseUrl(parse_text, net::UrlSchemes::kHttpOrHttps);
   if (!u.ok()) return u.status().Annotate(std::string("--") + flag);
   if (any_port) u->port = 0;
   if (u->path != "/" && !u->path.empty()) {
@@ -178,6 +181,60 @@ std::string Trim(std::string s) {
   size_t i = 0;
   while (i < s.size() && (s[i] == ' ' || s[i] == '\t')) ++i;
   return s.substr(i);
+}
+
+// etcd's rules for TLS on the URLs (embed/etcd.go, pkg/transport): an
+// https:// URL needs the side's certificate and key; certificates given
+// with http:// URLs are ignored for those URLs, with etcd's warning.
+Status CheckTlsSide(const storage::MemberTlsFiles& files,
+                    const std::vector<net::Url>& listen, bool peer,
+                    std::vector<std::string>* warnings) {
+  const std::string p = peer ? "peer-" : "";
+  const char* side = peer ? "peer" : "client";
+  if (!files.empty() && (files.cert_file.empty() || files.key_file.empty())) {
+    return InvalidArgumentError(
+        "--" + p + "cert-file and --" + p +
+        "key-file must both be given: KeyFile and CertFile must both be "
+        "present[key: " +
+        files.key_file + ", cert: " + files.cert_file + "]");
+  }
+  if (files.client_cert_auth && files.trusted_ca_file.empty()) {
+    return InvalidArgumentError("--" + p + "client-cert-auth needs --" + p +
+                                "trusted-ca-file (the CA that signs the " +
+                                side + " certificates)");
+  }
+  for (const net::Url& u : listen) {
+    if (u.scheme == "https") {
+      if (files.empty()) {
+        if (peer) {
+          return InvalidArgumentError("cannot listen on TLS for " +
+                                      u.HostPort() +
+                                      ": KeyFile and CertFile are not "
+                                      "presented (--peer-cert-file, "
+                                      "--peer-key-file)");
+        }
+        return InvalidArgumentError(
+            "TLS key/cert (--cert-file, --key-file) must be provided for "
+            "client url https://" +
+            u.HostPort() + " with HTTPS scheme");
+      }
+    } else if (u.scheme == "http") {
+      const std::string url = "http://" + u.HostPort();
+      if (!files.empty()) {
+        warnings->push_back("The scheme of " + std::string(side) + " url " +
+                            url + " is HTTP while " + (peer ? "peer " : "") +
+                            "key/cert files are presented. Ignored " +
+                            (peer ? "peer " : "") + "key/cert files.");
+      }
+      if (files.client_cert_auth) {
+        warnings->push_back("The scheme of " + std::string(side) + " url " +
+                            url + " is HTTP while client cert auth (--" + p +
+                            "client-cert-auth) is enabled. Ignored client "
+                            "cert auth for this url.");
+      }
+    }
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -337,9 +394,7 @@ StoreFlags::StoreFlags() : st_(std::make_unique<State>()) {
     f.Bool(name, &s.other_bool[name], help);
   };
   const std::set<std::string> bools = {
-      "client-cert-auth",
       "auto-tls",
-      "peer-client-cert-auth",
       "peer-auto-tls",
       "experimental-peer-skip-client-san-verification",
       "enable-v2",
@@ -367,6 +422,32 @@ StoreFlags::StoreFlags() : st_(std::make_unique<State>()) {
       {"proxy-read-timeout", "0"}};
   const std::set<std::string> default_true = {"strict-reconfig-check",
                                               "initial-election-tick-advance"};
+  // ---- security (etcd's flags and help texts) -------------------------------
+  storage::MemberTlsFiles& ctls = s.o.client_tls;
+  storage::MemberTlsFiles& ptls = s.o.peer_tls;
+  f.String("cert-file", &ctls.cert_file,
+           "Path to the client server TLS cert file (needed by https:// "
+           "client URLs).");
+  f.String("key-file", &ctls.key_file,
+           "Path to the client server TLS key file.");
+  f.Bool("client-cert-auth", &ctls.client_cert_auth,
+         "Enable client cert authentication: clients must present a "
+         "certificate signed by --trusted-ca-file.");
+  f.String("trusted-ca-file", &ctls.trusted_ca_file,
+           "Path to the client server TLS trusted CA cert file (as in etcd, "
+           "setting it requires client certificates signed by it).");
+  f.String("peer-cert-file", &ptls.cert_file,
+           "Path to the peer server TLS cert file (served on https:// peer "
+           "URLs and presented to other members).");
+  f.String("peer-key-file", &ptls.key_file,
+           "Path to the peer server TLS key file.");
+  f.Bool("peer-client-cert-auth", &ptls.client_cert_auth,
+         "Enable peer client cert authentication: members must present a "
+         "certificate signed by --peer-trusted-ca-file.");
+  f.String("peer-trusted-ca-file", &ptls.trusted_ca_file,
+           "Path to the peer server TLS trusted CA file (verifies the other "
+           "members; as in etcd, setting it requires their certificates).");
+
   for (const NoOp& n : kNoOps) {
     std::string help =
         std::string("etcd's flag, accepted without effect: ") + n.why + ".";
@@ -698,6 +779,18 @@ StatusOr<StoreOptions> StoreFlags::Finish(StoreOptions o) {
                          /*unix_ok=*/true));
   RETURN_IF_ERROR(
       listen(s.advertise_peer, "initial-advertise-peer-urls", false, &ignored));
+  RETURN_IF_ERROR(
+      CheckTlsSide(o.client_tls, o.listen_client, /*peer=*/false, &o.warnings));
+  RETURN_IF_ERROR(
+      CheckTlsSide(o.peer_tls, o.listen_peer, /*peer=*/true, &o.warnings));
+  for (const net::Url& u : o.listen_metrics) {
+    if (u.scheme == "https" && o.client_tls.empty()) {
+      return InvalidArgumentError(
+          "TLS key/cert (--cert-file, --key-file) must be provided for "
+          "metrics url https://" +
+          u.HostPort() + " with HTTPS scheme");
+    }
+  }
   o.advertise_client_given = !s.advertise_client.empty();
   o.advertise_peer_given = !s.advertise_peer.empty();
   cfg.client_urls =

@@ -14,8 +14,12 @@
 //              table with the reason), e.g. --max-wals: the WAL's retention
 //              follows the snapshots;
 //   refused    accepted at its default, refused with a clear error otherwise
-//              (TLS until the security work, the v2 API, proxy mode,
-//              discovery, --force-new-cluster, --wal-dir, unix sockets).
+//              (auto TLS, CRLs, certificate name filters, cipher suites, the
+//              v2 API, proxy mode, discovery, --force-new-cluster,
+//              --wal-dir).
+// TLS: --cert-file, --key-file, --trusted-ca-file, --client-cert-auth and
+// their --peer-* twins are served with etcd's meaning (member_tls.h): an
+// https:// listen URL needs its side's pair (etcd's error otherwise).
 // kplane's own flags (--max-connections, --request-body-timeout,
 // --experimental-snapshot-catchup-entries) sit beside them.
 //
@@ -33,6 +37,7 @@
 #include "base/flags.h"
 #include "base/statusor.h"
 #include "net/url.h"
+#include "storage/server/member_tls.h"
 #include "storage/server/store_config.h"
 
 namespace kplane::cmd {
@@ -50,6 +55,10 @@ struct StoreOptions {
   // given (otherwise cfg's URLs are the listen URLs, fixed up for port 0).
   bool advertise_client_given = false;
   bool advertise_peer_given = false;
+  // etcd's client and peer TLSInfo (--cert-file ..., --peer-cert-file ...),
+  // used by the https:// URLs of each side.
+  storage::MemberTlsFiles client_tls;
+  storage::MemberTlsFiles peer_tls;
   bool initial_corrupt_check = false;
   std::string log_level = "info";
   size_t max_connections = 0;

@@ -148,9 +148,15 @@ TEST(StoreFlagsTest, RefusesWhatItCannotHonour) {
     std::vector<std::string> args;
     std::string message;
   } cases[] = {
-      {{"--cert-file", "server.crt"}, "TLS is not supported yet"},
-      {{"--peer-auto-tls"}, "TLS is not supported yet"},
-      {{"--client-cert-auth=true"}, "TLS is not supported yet"},
+      {{"--cert-file", "server.crt"},
+       "--cert-file and --key-file must both be given: KeyFile and CertFile "
+       "must both be present[key: , cert: server.crt]"},
+      {{"--peer-auto-tls"}, "self-signed certificates are not generated"},
+      {{"--client-crl-file", "crl.pem"}, "revocation lists are not supported"},
+      {{"--client-cert-auth=true"},
+       "--client-cert-auth needs --trusted-ca-file"},
+      {{"--peer-client-cert-auth=true"},
+       "--peer-client-cert-auth needs --peer-trusted-ca-file"},
       {{"--enable-v2"}, "the v2 API is not served"},
       {{"--proxy", "on"}, "proxy mode is not supported"},
       {{"--discovery", "https://discovery.etcd.io/x"},
@@ -159,13 +165,21 @@ TEST(StoreFlagsTest, RefusesWhatItCannotHonour) {
       {{"--wal-dir", "/wal"}, "the WAL lives in <data-dir>/member/wal"},
       {{"--auth-token", "jwt"}, "simple tokens, not JWT"},
       {{"--listen-client-urls", "https://127.0.0.1:2379"},
-       "--listen-client-urls: TLS is not supported yet"},
+       "TLS key/cert (--cert-file, --key-file) must be provided for client "
+       "url https://127.0.0.1:2379 with HTTPS scheme"},
+      {{"--listen-peer-urls", "https://127.0.0.1:2380"},
+       "cannot listen on TLS for 127.0.0.1:2380: KeyFile and CertFile are "
+       "not presented"},
+      {{"--listen-metrics-urls", "https://127.0.0.1:2381"},
+       "must be provided for metrics url https://127.0.0.1:2381"},
+      {{"--listen-client-urls", "ftp://127.0.0.1:2379"},
+       "URL scheme must be http or https"},
       {{"--listen-peer-urls", "unix://etcd.unix:1"},
        "unix socket URLs are served for client URLs only"},
       {{"--listen-metrics-urls", "unix://metrics:1"},
        "unix socket URLs are served for client URLs only"},
       {{"--listen-client-urls", "unixs://etcd.unix:1"},
-       "--listen-client-urls: TLS is not supported yet"},
+       "--listen-client-urls: TLS over unix sockets is not supported"},
       {{"--listen-client-urls", "unix://"}, "unix socket URL without a path"},
       {{"--listen-client-urls", "http://127.0.0.1"},
        "URL address does not have the form \"host:port\""},
@@ -379,7 +393,7 @@ TEST(StoreFlagsTest, ConfigFileErrorsNameTheKey) {
   TempFile tls("client-transport-security:\n  cert-file: server.crt\n");
   auto o = Parse({"--config-file", tls.path()});
   ASSERT_FALSE(o.ok());
-  EXPECT_NE(o.status().message().find("TLS is not supported yet"),
+  EXPECT_NE(o.status().message().find("KeyFile and CertFile must both be"),
             std::string::npos)
       << o.status();
   TempFile bad("snapshot-count: [1, 2]\n");
@@ -397,6 +411,102 @@ TEST(StoreFlagsTest, ConfigFileErrorsNameTheKey) {
   ASSERT_FALSE(o.ok());
   EXPECT_NE(o.status().message().find("cannot read /nonexistent/etcd.yml"),
             std::string::npos);
+}
+
+// etcd's TLS flags: each side's files reach its MemberTlsFiles, https://
+// URLs are accepted with them, and a trusted CA alone requires client
+// certificates (etcd's TLSInfo.ServerConfig).
+TEST(StoreFlagsTest, TlsFlagsAsEtcd) {
+  auto o = Parse({"--listen-client-urls",
+                  "https://127.0.0.1:0",
+                  "--advertise-client-urls",
+                  "https://127.0.0.1:2379",
+                  "--listen-peer-urls",
+                  "https://127.0.0.1:0",
+                  "--initial-advertise-peer-urls",
+                  "https://127.0.0.1:2380",
+                  "--cert-file",
+                  "s.crt",
+                  "--key-file",
+                  "s.key",
+                  "--trusted-ca-file",
+                  "ca.crt",
+                  "--peer-cert-file",
+                  "p.crt",
+                  "--peer-key-file",
+                  "p.key",
+                  "--peer-trusted-ca-file",
+                  "pca.crt",
+                  "--peer-client-cert-auth"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->listen_client[0].scheme, "https");
+  EXPECT_EQ(o->listen_client[0].port, 0);
+  EXPECT_EQ(o->listen_peer[0].scheme, "https");
+  EXPECT_EQ(o->client_tls.cert_file, "s.crt");
+  EXPECT_EQ(o->client_tls.key_file, "s.key");
+  EXPECT_EQ(o->client_tls.trusted_ca_file, "ca.crt");
+  EXPECT_FALSE(o->client_tls.client_cert_auth);
+  EXPECT_TRUE(o->client_tls.requires_client_certs());  // as etcd
+  EXPECT_EQ(o->peer_tls.cert_file, "p.crt");
+  EXPECT_EQ(o->peer_tls.key_file, "p.key");
+  EXPECT_EQ(o->peer_tls.trusted_ca_file, "pca.crt");
+  EXPECT_TRUE(o->peer_tls.client_cert_auth);
+  EXPECT_EQ(o->cfg.client_urls,
+            std::vector<std::string>{"https://127.0.0.1:2379"});
+  EXPECT_EQ(o->cfg.peer_urls,
+            std::vector<std::string>{"https://127.0.0.1:2380"});
+
+  // The same through ETCD_* and etcd's YAML sections.
+  auto e = Parse({"--listen-client-urls", "https://127.0.0.1:0"},
+                 {{"ETCD_CERT_FILE", "s.crt"},
+                  {"ETCD_KEY_FILE", "s.key"},
+                  {"ETCD_CLIENT_CERT_AUTH", "true"},
+                  {"ETCD_TRUSTED_CA_FILE", "ca.crt"}});
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_TRUE(e->client_tls.client_cert_auth);
+  EXPECT_EQ(e->client_tls.key_file, "s.key");
+  TempFile f(R"(
+listen-client-urls: https://127.0.0.1:0
+listen-peer-urls: https://127.0.0.1:0
+client-transport-security:
+  cert-file: s.crt
+  key-file: s.key
+  client-cert-auth: true
+  trusted-ca-file: ca.crt
+peer-transport-security:
+  cert-file: p.crt
+  key-file: p.key
+  trusted-ca-file: pca.crt
+)");
+  auto y = Parse({"--config-file", f.path()});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_TRUE(y->client_tls.client_cert_auth);
+  EXPECT_EQ(y->peer_tls.cert_file, "p.crt");
+  EXPECT_EQ(y->peer_tls.trusted_ca_file, "pca.crt");
+  EXPECT_TRUE(y->peer_tls.requires_client_certs());
+}
+
+// Certificates with http:// URLs are ignored for them, with etcd's warning.
+TEST(StoreFlagsTest, TlsFilesWithHttpUrlsWarn) {
+  auto o =
+      Parse({"--cert-file", "s.crt", "--key-file", "s.key", "--peer-cert-file",
+             "p.crt", "--peer-key-file", "p.key", "--peer-trusted-ca-file",
+             "ca.crt", "--peer-client-cert-auth"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  std::string all;
+  for (const std::string& w : o->warnings) all += w + "\n";
+  EXPECT_NE(all.find("The scheme of client url http://127.0.0.1:2379 is HTTP "
+                     "while key/cert files are presented. Ignored key/cert "
+                     "files."),
+            std::string::npos)
+      << all;
+  EXPECT_NE(all.find("The scheme of peer url http://127.0.0.1:2380 is HTTP "
+                     "while peer key/cert files are presented."),
+            std::string::npos)
+      << all;
+  EXPECT_NE(all.find("client cert auth (--peer-client-cert-auth) is enabled"),
+            std::string::npos)
+      << all;
 }
 
 }  // namespace

@@ -17,6 +17,12 @@ namespace kplane::storage {
 
 namespace {
 
+// The TLS context to dial `url` with: only https:// URLs speak TLS.
+std::shared_ptr<const net::TlsContext> TlsFor(
+    const std::string& url, const std::shared_ptr<const net::TlsContext>& tls) {
+  return url.starts_with("https://") ? tls : nullptr;
+}
+
 constexpr uint32_t kMaxFrameBytes = kMaxPeerFrameBytes;
 
 void AppendLength(uint32_t n, std::string* out) {
@@ -181,6 +187,7 @@ class HttpPeerTransport::Peer {
         copts.connect_timeout = t_->options_.dial_timeout;
         copts.write_timeout = t_->options_.write_timeout;
         copts.clock = t_->options_.clock;
+        copts.tls = TlsFor(url, t_->options_.client_tls);
         auto c = net::HttpClient::ForUrl(url, copts);
         StatusOr<std::unique_ptr<net::HttpStream>> s =
             c.ok() ? (*c)->OpenStream(
@@ -218,12 +225,26 @@ class HttpPeerTransport::Peer {
   // The batch is lost: tell raft the peer is unreachable (it will probe)
   // and stop queueing for a moment rather than piling up stale messages.
   void Fail(size_t dropped, const Status& why) {
-    LOG(DEBUG) << "peer " << HexId(id_) << ": " << why;
     t_->dropped_->Inc(static_cast<double>(dropped));
+    bool warn = false;
     {
       MutexLock l(&mu_);
-      backoff_until_ = TimePointNow() + milliseconds(100);
+      const TimePoint now = TimePointNow();
+      backoff_until_ = now + milliseconds(100);
       queue_.clear();
+      // A refused certificate is a configuration error an operator must
+      // see (etcd logs its dial errors too); once per 10 s per peer.
+      if (why.message().find("TLS ") != std::string::npos &&
+          (!tls_warned_ || now - last_tls_warning_ >= seconds(10))) {
+        warn = true;
+        tls_warned_ = true;
+        last_tls_warning_ = now;
+      }
+    }
+    if (warn) {
+      LOG(WARNING) << "peer " << HexId(id_) << ": " << why;
+    } else {
+      LOG(DEBUG) << "peer " << HexId(id_) << ": " << why;
     }
     t_->handler_->ReportUnreachable(id_);
   }
@@ -243,6 +264,8 @@ class HttpPeerTransport::Peer {
   // The sender was notified since it went to sleep.
   bool wake_sent_ GUARDED_BY(mu_) = false;
   TimePoint backoff_until_ GUARDED_BY(mu_);
+  bool tls_warned_ GUARDED_BY(mu_) = false;
+  TimePoint last_tls_warning_ GUARDED_BY(mu_);
   // The open stream, for Cancel from Stop().
   net::HttpStream* stream_ GUARDED_BY(mu_) = nullptr;
   std::thread thread_;
@@ -389,6 +412,7 @@ void HttpPeerTransport::SendSnapshot(raftpb::Message msg) {
       copts.connect_timeout = options_.dial_timeout;
       copts.read_timeout = minutes(10);
       copts.write_timeout = minutes(1);
+      copts.tls = TlsFor(urls.front(), options_.client_tls);
       auto c = net::HttpClient::ForUrl(urls.front(), copts);
       if (!c.ok()) s = c.status();
       std::unique_ptr<net::HttpStream> stream;
@@ -749,6 +773,7 @@ StatusOr<etcdserverpb::HashKVResponse> HttpPeerTransport::PeerHashKV(
   net::HttpClientOptions copts;
   copts.connect_timeout = options_.dial_timeout;
   copts.read_timeout = seconds(30);
+  copts.tls = TlsFor(url, options_.client_tls);
   ASSIGN_OR_RETURN(auto client, net::HttpClient::ForUrl(url, copts));
   ASSIGN_OR_RETURN(net::HttpResponse resp,
                    client->Request("GET", "/raft/hashkv?revision=" +
@@ -764,12 +789,14 @@ StatusOr<storagepb::ClusterRecord> HttpPeerTransport::PeerMembership(
     uint64_t id) {
   ASSIGN_OR_RETURN(std::string url, PeerUrl(id));
   // Short: the caller is the housekeeping thread of a member without leader.
-  return FetchMembership(url, seconds(2));
+  return FetchMembership(url, seconds(2), options_.client_tls);
 }
 
 StatusOr<storagepb::ClusterRecord> HttpPeerTransport::FetchMembership(
-    const std::string& peer_url, Duration timeout) {
+    const std::string& peer_url, Duration timeout,
+    std::shared_ptr<const net::TlsContext> tls) {
   net::HttpClientOptions copts;
+  copts.tls = TlsFor(peer_url, tls);
   copts.connect_timeout = std::min<Duration>(timeout, seconds(5));
   copts.read_timeout = timeout;
   copts.write_timeout = timeout;

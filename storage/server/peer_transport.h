@@ -28,9 +28,12 @@
 // rejects other clusters and removed members (412) and senders that are not
 // members (404 "error sender not found", as etcd's rafthttp), and on a
 // stream drops each message whose `from` is not the stream's sender; all
-// are counted in kplane_network_peer_refused_total{reason}. (The sender is
-// not authenticated: mutual TLS comes with the security work; the member
-// re-checks every message it steps, StoreServer::Process.)
+// are counted in kplane_network_peer_refused_total{reason}. These headers
+// are not proof of identity: with peer TLS (etcd's --peer-* flags, see
+// member_tls.h) only members whose certificate the peer CA signed get this
+// far -- the peer listener requires one and this transport presents
+// `client_tls`'s to https:// peers and verifies theirs; the member re-checks
+// every message it steps (StoreServer::Process).
 //
 // The transport knows its member only through PeerHandler (peer.h): what
 // arrives goes to the handler, and so do the reports of what failed.
@@ -78,6 +81,10 @@ struct PeerTransportOptions {
   // Where snapshot files are read and written (the member's disk); null =
   // FileSystem::Default(). Not owned; must outlive the transport.
   FileSystem* file_system = nullptr;
+  // Dialing https:// peer URLs (NewMemberPeerClientTls: this member's peer
+  // certificate, the peer CA). http:// URLs are dialed in plain text, as
+  // etcd's rafthttp does. Null: https:// peers cannot be reached.
+  std::shared_ptr<const net::TlsContext> client_tls;
   Clock* clock = Clock::Real();
   metrics::Registry* metrics = metrics::Registry::Default();
 };
@@ -102,8 +109,10 @@ class HttpPeerTransport : public PeerTransport {
 
   // Fetches the membership from a running member's peer URL (for a member
   // joining with --initial-cluster-state=existing).
+  // `tls` dials an https:// URL (as PeerTransportOptions::client_tls).
   static StatusOr<storagepb::ClusterRecord> FetchMembership(
-      const std::string& peer_url, Duration timeout = seconds(60));
+      const std::string& peer_url, Duration timeout = seconds(60),
+      std::shared_ptr<const net::TlsContext> tls = nullptr);
 
  private:
   class Peer;

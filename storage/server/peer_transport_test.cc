@@ -17,7 +17,9 @@
 #include "base/testing/fault_injection_file_system.h"
 #include "net/http_client.h"
 #include "net/http_server.h"
+#include "net/pki.h"
 #include "storage/server/cluster.h"
+#include "storage/server/member_tls.h"
 
 namespace kplane::storage {
 namespace {
@@ -122,6 +124,10 @@ class FakeMember : public PeerHandler {
     std::unique_lock<std::mutex> l(mu_);
     cv_.wait(l, [&] { return unreachable_.count(id) > 0; });
   }
+  bool WaitUnreachableFor(uint64_t id, std::chrono::milliseconds timeout) {
+    std::unique_lock<std::mutex> l(mu_);
+    return cv_.wait_for(l, timeout, [&] { return unreachable_.count(id) > 0; });
+  }
   raft::SnapshotStatus WaitSnapshotReport(uint64_t id) {
     std::unique_lock<std::mutex> l(mu_);
     cv_.wait(l, [&] { return snapshot_reports_.count(id) > 0; });
@@ -181,6 +187,31 @@ struct Node {
   FakeMember member;
   HttpPeerTransport transport;
   net::HttpServer http{net::HttpServerOptions{.port = 0}};
+};
+
+// A member whose peer listener and dialer speak TLS with `files`, as
+// `kplane store --peer-*` sets them up (member_tls.h).
+struct TlsNode {
+  TlsNode(uint64_t id, const std::string& dir, const MemberTlsFiles& files)
+      : member(id, dir),
+        transport(&member,
+                  {.client_tls = NewMemberPeerClientTls(files).value()}),
+        http(net::HttpServerOptions{.port = 0,
+                                    .tls = NewMemberServerTls(files).value()}) {
+    transport.RegisterHandlers(&http);
+    EXPECT_TRUE(http.Start().ok());
+  }
+  ~TlsNode() {
+    transport.Stop();
+    http.Stop();
+  }
+  std::string url() const {
+    return "https://127.0.0.1:" + std::to_string(http.port());
+  }
+
+  FakeMember member;
+  HttpPeerTransport transport;
+  net::HttpServer http;
 };
 
 raftpb::Message Msg(uint64_t from, uint64_t to, uint64_t index) {
@@ -462,6 +493,141 @@ TEST_F(PeerTransportTest, ReceivedSnapshotGoesThroughTheFileSystem) {
   ASSERT_TRUE(disk.PowerCut().ok());
   EXPECT_EQ(ReadFile(dir + "/db/000001.sst"), a.member.snapshot_data);
   EXPECT_EQ(ReadFile(dir + "/cluster.pb"), "members");
+}
+
+// ---- peer TLS (etcd's --peer-cert-file, --peer-key-file,
+// --peer-trusted-ca-file, --peer-client-cert-auth) ----------------------------
+
+class PeerTlsTest : public PeerTransportTest {
+ protected:
+  void SetUp() override {
+    PeerTransportTest::SetUp();
+    // Two CAs: the cluster's and a stranger's. Each member certificate is
+    // a server and a client certificate for 127.0.0.1, as etcd's peer
+    // certificates are.
+    cluster_ = Issue("cluster", "member");
+    stranger_ = Issue("stranger", "member");
+  }
+  MemberTlsFiles Issue(const std::string& ca, const std::string& name) {
+    net::Pki pki({.dir = dir_ + "/pki-" + ca, .ca_common_name = ca + "-ca"});
+    EXPECT_TRUE(pki.EnsureCertificate(name, {.common_name = name,
+                                             .ip_addresses = {"127.0.0.1"},
+                                             .server_auth = true,
+                                             .client_auth = true})
+                    .ok());
+    return {.cert_file = pki.CertPath(name),
+            .key_file = pki.KeyPath(name),
+            .trusted_ca_file = pki.CertPath("ca"),
+            .client_cert_auth = true};
+  }
+  MemberTlsFiles cluster_;
+  MemberTlsFiles stranger_;
+};
+
+TEST_F(PeerTlsTest, MembersOfOneCaExchangeMessagesAndSnapshots) {
+  TlsNode a(1, dir_ + "/a", cluster_), b(2, dir_ + "/b", cluster_);
+  a.transport.AddPeer(2, {b.url()});
+  a.transport.Send({Msg(1, 2, 10), Msg(1, 2, 11)});
+  EXPECT_EQ(b.member.WaitReceived(2).size(), 2u);
+  auto h = a.transport.PeerHashKV(2, 5);
+  ASSERT_TRUE(h.ok()) << h.status();
+  EXPECT_EQ(h->hash(), 1005u);
+  auto rec = HttpPeerTransport::FetchMembership(
+      b.url(), seconds(5), NewMemberPeerClientTls(cluster_).value());
+  ASSERT_TRUE(rec.ok()) << rec.status();
+  EXPECT_EQ(rec->cluster_id(), kCluster);
+  // A snapshot travels over TLS too.
+  a.member.snapshot_data = "state";
+  raftpb::Message snap;
+  snap.set_type(raftpb::MsgSnap);
+  snap.set_from(1);
+  snap.set_to(2);
+  a.transport.Send({snap});
+  EXPECT_EQ(a.member.WaitSnapshotReport(2), raft::SnapshotStatus::kFinish);
+  EXPECT_EQ(ReadFile(b.member.WaitSnapshot().second + "/db/000001.sst"),
+            "state");
+}
+
+// A member whose certificate another CA signed cannot send raft messages,
+// snapshots or ask for the membership: the peer listener refuses its
+// handshake, so nothing reaches the handler.
+TEST_F(PeerTlsTest, CertificateFromAnotherCaIsRefused) {
+  TlsNode b(2, dir_ + "/b", cluster_);
+  // The stranger trusts the cluster's CA (so it would accept b) but shows
+  // its own CA's certificate.
+  MemberTlsFiles intruder = stranger_;
+  intruder.trusted_ca_file = cluster_.trusted_ca_file;
+  TlsNode c(3, dir_ + "/c", intruder);
+  c.transport.AddPeer(2, {b.url()});
+  // In TLS 1.3 the client learns of the refusal only when it next uses the
+  // connection: keep sending, as raft's heartbeats do.
+  for (uint64_t i = 10;; ++i) {
+    c.transport.Send({Msg(3, 2, i)});
+    if (c.member.WaitUnreachableFor(2, std::chrono::milliseconds(50))) break;
+  }
+  auto rec = HttpPeerTransport::FetchMembership(
+      b.url(), seconds(5), NewMemberPeerClientTls(intruder).value());
+  ASSERT_FALSE(rec.ok());
+  EXPECT_EQ(rec.status().code(), StatusCode::kUnavailable) << rec.status();
+  EXPECT_EQ(c.transport.PeerHashKV(2, 5).status().code(),
+            StatusCode::kUnavailable);
+  // Without any certificate: refused too.
+  MemberTlsFiles anonymous{.trusted_ca_file = cluster_.trusted_ca_file};
+  rec = HttpPeerTransport::FetchMembership(
+      b.url(), seconds(5), NewMemberPeerClientTls(anonymous).value());
+  ASSERT_FALSE(rec.ok());
+  // And in plain HTTP: Go's 400, no membership.
+  rec = HttpPeerTransport::FetchMembership(
+      "http://127.0.0.1:" + std::to_string(b.http.port()), seconds(5));
+  ASSERT_FALSE(rec.ok());
+  // The control: a member of the cluster is served by the same b.
+  TlsNode a(1, dir_ + "/a", cluster_);
+  a.transport.AddPeer(2, {b.url()});
+  a.transport.Send({Msg(1, 2, 20)});
+  std::vector<raftpb::Message> got = b.member.WaitReceived(1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].from(), 1u);  // nothing of the stranger's arrived
+}
+
+// The dialing side verifies the member it reaches against its peer CA: a
+// listener with another CA's certificate gets nothing.
+TEST_F(PeerTlsTest, PeerServingAnotherCasCertificateIsNotSentTo) {
+  TlsNode a(1, dir_ + "/a", cluster_);
+  MemberTlsFiles impostor = stranger_;
+  impostor.trusted_ca_file = cluster_.trusted_ca_file;  // accepts a
+  TlsNode d(2, dir_ + "/d", impostor);
+  a.transport.AddPeer(2, {d.url()});
+  a.transport.Send({Msg(1, 2, 10)});
+  a.member.WaitUnreachable(2);
+  auto rec = a.transport.PeerMembership(2);
+  ASSERT_FALSE(rec.ok());
+  EXPECT_NE(rec.status().message().find("unknown authority"), std::string::npos)
+      << rec.status();
+  EXPECT_EQ(d.member.snapshots_received(), 0);
+}
+
+TEST(MemberTlsTest, FilesAsEtcdReadsThem) {
+  auto half = NewMemberServerTls({.cert_file = "a.crt"});
+  ASSERT_FALSE(half.ok());
+  EXPECT_EQ(half.status().message(),
+            "KeyFile and CertFile must both be present[key: , cert: a.crt]");
+  auto no_ca = NewMemberServerTls(
+      {.cert_file = "a.crt", .key_file = "a.key", .client_cert_auth = true});
+  ASSERT_FALSE(no_ca.ok());
+  EXPECT_NE(no_ca.status().message().find("needs a trusted CA file"),
+            std::string::npos);
+  EXPECT_EQ(NewMemberServerTls({.cert_file = "/nonexistent/a.crt",
+                                .key_file = "/nonexistent/a.key"})
+                .status()
+                .code(),
+            StatusCode::kNotFound);
+  EXPECT_TRUE(MemberTlsFiles{.trusted_ca_file = "ca"}.requires_client_certs());
+  EXPECT_FALSE(MemberTlsFiles{.cert_file = "c"}.requires_client_certs());
+  auto none = NewMemberTls({}, {});
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->client_server, nullptr);
+  EXPECT_EQ(none->peer_server, nullptr);
+  EXPECT_EQ(none->peer_client, nullptr);
 }
 
 }  // namespace

@@ -1,0 +1,83 @@
+// MemberTlsFiles: one side (clients or peers) of a store member's TLS, as
+// etcd 3.4's transport.TLSInfo: the flags --cert-file, --key-file,
+// --trusted-ca-file, --client-cert-auth (and their --peer-* twins).
+// `kplane store` builds its listeners' and its peer client's contexts here,
+// and so can any other code that runs a member (control_plane.cc's
+// embedded one) from the same files.
+//
+//   MemberTlsFiles peer{.cert_file = pki + "/peer.crt",
+//                       .key_file = pki + "/peer.key",
+//                       .trusted_ca_file = pki + "/ca.crt",
+//                       .client_cert_auth = true};
+//   ASSIGN_OR_RETURN(MemberTls tls, NewMemberTls(client_files, peer));
+//   // or one at a time:
+//   ASSIGN_OR_RETURN(auto server_ctx, NewMemberServerTls(peer));
+//   ASSIGN_OR_RETURN(auto dial_ctx, NewMemberPeerClientTls(peer));
+//   HttpServerOptions o;  o.tls = server_ctx;          // the peer listener
+//   PeerTransportOptions t;  t.client_tls = dial_ctx;  // to other members
+//
+// Meaning, as etcd's (pkg/transport/listener.go):
+//  - Server side (TLSInfo.ServerConfig): serve cert_file/key_file; a client
+//    certificate is required and verified against trusted_ca_file when
+//    trusted_ca_file is given OR client_cert_auth is on (etcd requires client
+//    certificates as soon as a trusted CA file is set). Unlike etcd,
+//    client_cert_auth without trusted_ca_file is refused rather than
+//    verifying clients against the system's roots.
+//  - Peer client side (TLSInfo.ClientConfig): present cert_file/key_file to
+//    the other members and verify theirs against trusted_ca_file (the
+//    system's roots when it is empty), by the host dialed.
+//
+// Thread-safety: free functions, no shared state. Errors: kInvalidArgument
+// with etcd's text when only one of cert and key is given ("KeyFile and
+// CertFile must both be present[key: K, cert: C]"), or when no pair is given
+// to a server; net/tls.h's codes (kNotFound for a missing file,
+// kInvalidArgument for bad PEM or a key that does not match).
+#ifndef KPLANE_STORAGE_SERVER_MEMBER_TLS_H_
+#define KPLANE_STORAGE_SERVER_MEMBER_TLS_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/statusor.h"
+#include "net/tls.h"
+
+namespace kplane::storage {
+
+struct MemberTlsFiles {
+  std::string cert_file;
+  std::string key_file;
+  std::string trusted_ca_file;
+  bool client_cert_auth = false;
+
+  // etcd's TLSInfo.Empty(): no certificate and no key.
+  bool empty() const { return cert_file.empty() && key_file.empty(); }
+  // Whether a server built from these files requires client certificates.
+  bool requires_client_certs() const {
+    return !trusted_ca_file.empty() || client_cert_auth;
+  }
+};
+
+// A server context for a member's listener (clients or peers). ALPN: the
+// protocols offered (the HTTP server speaks http/1.1 only).
+StatusOr<std::shared_ptr<const net::TlsContext>> NewMemberServerTls(
+    const MemberTlsFiles& files, std::vector<std::string> alpn = {"http/1.1"});
+
+// The context a member dials its peers with (the peer files).
+StatusOr<std::shared_ptr<const net::TlsContext>> NewMemberPeerClientTls(
+    const MemberTlsFiles& files);
+
+// Everything a member's TLS needs, from etcd's two TLSInfos. A context is
+// null where its side has no files (that side's URLs must be http://);
+// peer_client is built when the peer side has a pair or a CA.
+struct MemberTls {
+  std::shared_ptr<const net::TlsContext> client_server;  // https client URLs
+  std::shared_ptr<const net::TlsContext> peer_server;    // https peer URLs
+  std::shared_ptr<const net::TlsContext> peer_client;    // HttpPeerTransport
+};
+StatusOr<MemberTls> NewMemberTls(const MemberTlsFiles& client,
+                                 const MemberTlsFiles& peer);
+
+}  // namespace kplane::storage
+
+#endif  // KPLANE_STORAGE_SERVER_MEMBER_TLS_H_

@@ -48,10 +48,21 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
                "\"remote\" (etcd's v3 JSON API at --etcd-servers).");
   flags.StringList("etcd-servers", &etcd_servers,
                    "Store endpoints for --storage-backend=remote "
-                   "(http://host:port, comma-separated).");
+                   "(http://host:port or https://host:port, "
+                   "comma-separated).");
   flags.String("data-dir", &data_dir, "Data directory of the embedded store.");
   flags.String("etcd-prefix", &etcd_prefix,
                "Prefix of every key the apiserver writes.");
+  // kube-apiserver's TLS flags for its etcd client (https:// servers).
+  storage::StoreClientTlsFiles etcd_tls;
+  flags.String("etcd-cafile", &etcd_tls.ca_file,
+               "SSL Certificate Authority file used to secure etcd "
+               "communication (verifies https:// --etcd-servers).");
+  flags.String("etcd-certfile", &etcd_tls.cert_file,
+               "SSL certification file used to secure etcd communication "
+               "(the client certificate, with --etcd-keyfile).");
+  flags.String("etcd-keyfile", &etcd_tls.key_file,
+               "SSL key file used to secure etcd communication.");
   flags.Duration("etcd-compaction-interval", &compaction_interval,
                  "Embedded store: compact history older than this, this "
                  "often (0: never).");
@@ -166,6 +177,13 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
     }
     storage::RemoteKVOptions ro;
     ro.endpoints = etcd_servers;
+    if (!etcd_tls.empty()) {
+      auto tls = storage::NewStoreClientTls(etcd_tls);
+      if (!tls.ok()) {
+        return fail(tls.status().Annotate("--etcd-cafile/certfile/keyfile"));
+      }
+      ro.tls = *tls;
+    }
     auto client = storage::RemoteKV::Create(ro);
     if (!client.ok()) return fail(client.status());
     remote = std::move(*client);

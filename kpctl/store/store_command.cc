@@ -68,6 +68,12 @@ struct GlobalFlags {
   // Accepted for etcdctl compatibility; no effect.
   bool debug = false;
   bool insecure_transport = true;
+  // etcdctl's TLS flags (ETCDCTL_CACERT, ...): any of the three, or
+  // --insecure-transport=false, makes bare host:port endpoints speak TLS.
+  std::string cacert;
+  std::string cert;
+  std::string key;
+  bool insecure_skip_tls_verify = false;
   Duration keepalive_time = seconds(2);
   Duration keepalive_timeout = seconds(6);
 };
@@ -75,9 +81,16 @@ struct GlobalFlags {
 // Global flags that take a value (to find the command words before the
 // command's own flags are known).
 bool GlobalTakesValue(const std::string& a) {
-  static const char* kValued[] = {
-      "--endpoints", "--dial-timeout",   "--command-timeout",  "--write-out",
-      "-w",          "--keepalive-time", "--keepalive-timeout"};
+  static const char* kValued[] = {"--endpoints",
+                                  "--dial-timeout",
+                                  "--command-timeout",
+                                  "--write-out",
+                                  "-w",
+                                  "--keepalive-time",
+                                  "--keepalive-timeout",
+                                  "--cacert",
+                                  "--cert",
+                                  "--key"};
   for (const char* v : kValued) {
     if (a == v) return true;
   }
@@ -93,6 +106,8 @@ class Ctx {
   std::ostream& err;
   GlobalFlags g;
   std::unique_ptr<Printer> printer;
+  // Built by Parse from the TLS flags; null: plain HTTP for bare endpoints.
+  std::shared_ptr<const net::TlsContext> tls;
 
   int Fail(int code, const std::string& msg) {
     out.flush();
@@ -122,6 +137,19 @@ class Ctx {
     if (const char* e = Env("ETCDCTL_HEX"); e && *e) {
       g.hex = ParseBool(e).value_or(false);
     }
+    for (auto [name, v] : {std::pair{"ETCDCTL_CACERT", &g.cacert},
+                           std::pair{"ETCDCTL_CERT", &g.cert},
+                           std::pair{"ETCDCTL_KEY", &g.key}}) {
+      if (const char* e = Env(name); e && *e) *v = e;
+    }
+    for (auto [name, b] :
+         {std::pair{"ETCDCTL_INSECURE_TRANSPORT", &g.insecure_transport},
+          std::pair{"ETCDCTL_INSECURE_SKIP_TLS_VERIFY",
+                    &g.insecure_skip_tls_verify}}) {
+      if (const char* e = Env(name); e && *e) {
+        if (auto v = ParseBool(e)) *b = *v;
+      }
+    }
     for (auto [name, d] :
          {std::pair{"ETCDCTL_DIAL_TIMEOUT", &g.dial_timeout},
           std::pair{"ETCDCTL_COMMAND_TIMEOUT", &g.command_timeout}}) {
@@ -139,7 +167,16 @@ class Ctx {
     fs->Bool("hex", &g.hex, "print byte strings as hex encoded strings");
     fs->Bool("debug", &g.debug, "accepted for etcdctl compatibility");
     fs->Bool("insecure-transport", &g.insecure_transport,
-             "accepted for etcdctl compatibility (kplane speaks plain HTTP)");
+             "disable transport security for client connections");
+    fs->Bool("insecure-skip-tls-verify", &g.insecure_skip_tls_verify,
+             "skip server certificate verification (CAUTION: this option "
+             "should be enabled only for testing purposes)");
+    fs->String("cert", &g.cert,
+               "identify secure client using this TLS certificate file");
+    fs->String("key", &g.key, "identify secure client using this TLS key file");
+    fs->String("cacert", &g.cacert,
+               "verify certificates of TLS-enabled secure servers using this "
+               "CA bundle");
     fs->Duration("keepalive-time", &g.keepalive_time,
                  "accepted for etcdctl compatibility");
     fs->Duration("keepalive-timeout", &g.keepalive_timeout,
@@ -150,9 +187,17 @@ class Ctx {
       out << "Usage: kpctl store " << usage << "\n\n" << fs->Usage();
       return kExitSuccess;
     }
-    if (!g.insecure_transport) {
-      return Fail(kExitBadArgs,
-                  "TLS is not supported: kplane speaks plain HTTP");
+    // etcdctl's newClientCfg: TLS when any TLS file is given or
+    // --insecure-transport=false; https:// endpoints speak TLS regardless.
+    storage::StoreClientTlsFiles files{
+        .ca_file = g.cacert,
+        .cert_file = g.cert,
+        .key_file = g.key,
+        .insecure_skip_verify = g.insecure_skip_tls_verify};
+    if (!files.empty() || !g.insecure_transport) {
+      auto t = storage::NewStoreClientTls(files);
+      if (!t.ok()) return Fail(kExitBadArgs, t.status().message());
+      tls = *t;
     }
     *positional = fs->args();
     printer = NewPrinter(g.write_out, g.hex, value_only, io.out, io.err);
@@ -167,6 +212,7 @@ class Ctx {
     o.dial_timeout = g.dial_timeout;
     o.request_timeout = g.command_timeout;
     o.call_timeout = g.command_timeout;
+    o.tls = tls;
     return RemoteKV::Create(o);
   }
 
@@ -187,6 +233,7 @@ class Ctx {
     storage::MaintenanceOptions mo;
     mo.dial_timeout = g.dial_timeout;
     mo.request_timeout = g.command_timeout;
+    mo.tls = tls;
     return Maintenance::Create(ep, mo);
   }
 
@@ -996,6 +1043,9 @@ std::string StoreUsage() {
        "  --command-timeout=5s         timeout of one command\n"
        "  -w, --write-out=simple       simple, json or table\n"
        "  --hex                        print keys and values as hex\n"
+       "  --cacert, --cert, --key      TLS: the CA, client certificate, key\n"
+       "  --insecure-skip-tls-verify   do not verify the server's "
+       "certificate\n"
        "\nRun 'kpctl store <command> --help' for a command's flags.\n";
   return s;
 }

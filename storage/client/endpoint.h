@@ -15,10 +15,18 @@
 // Unary calls: CallEndpoint() POSTs one JSON message and decodes the answer,
 // mapping etcd's error bodies through etcdjson::ErrorToStatus.
 //
+// TLS, as etcd's clientv3 picks it per endpoint: "https://host:port" speaks
+// TLS (the context given, or the system's roots), "http://host:port" plain
+// HTTP, and a bare "host:port" TLS exactly when the client was given TLS
+// settings (etcdctl with --cacert). NewStoreClientTls builds the context
+// from etcdctl's and kube-apiserver's files.
+//
 // Thread-safety: ConnectionPool is safe to use from any thread.
-// Errors: ParseEndpoints gives kInvalidArgument for a malformed or https
-// URL; CallEndpoint gives the transport's status (see net/http_client.h) or
-// the server's error.
+// Errors: ParseEndpoints gives kInvalidArgument for a malformed URL;
+// NewStoreClientTls etcd's "KeyFile and CertFile must both be present" and
+// net/tls.h's errors; CallEndpoint gives the transport's status (see
+// net/http_client.h; a refused certificate is kUnavailable "TLS handshake
+// with ... failed: ...") or the server's error.
 #ifndef KPLANE_STORAGE_CLIENT_ENDPOINT_H_
 #define KPLANE_STORAGE_CLIENT_ENDPOINT_H_
 
@@ -41,12 +49,31 @@ struct Endpoint {
   std::string host;       // "127.0.0.1"
   uint16_t port = 0;      // 2379
   std::string host_port;  // "127.0.0.1:2379"
+  bool tls = false;       // speak HTTPS (url is then "https://...")
 };
 
-// Accepts "host:port" (etcdctl's form) and "http://host:port"; a list entry
-// may itself be comma-separated.
+// Accepts "host:port" (etcdctl's form), "http://host:port" and
+// "https://host:port"; a list entry may itself be comma-separated. A bare
+// "host:port" speaks TLS when `tls_by_default`.
 StatusOr<std::vector<Endpoint>> ParseEndpoints(
-    const std::vector<std::string>& specs);
+    const std::vector<std::string>& specs, bool tls_by_default = false);
+
+// A store client's TLS files: etcdctl's --cacert, --cert, --key and
+// --insecure-skip-tls-verify; kube-apiserver's --etcd-cafile,
+// --etcd-certfile and --etcd-keyfile.
+struct StoreClientTlsFiles {
+  std::string ca_file;    // empty: the system's roots
+  std::string cert_file;  // the client certificate (with key_file)
+  std::string key_file;
+  bool insecure_skip_verify = false;
+  bool empty() const {
+    return ca_file.empty() && cert_file.empty() && key_file.empty();
+  }
+};
+
+// The client context for `files` (ALPN http/1.1).
+StatusOr<std::shared_ptr<const net::TlsContext>> NewStoreClientTls(
+    const StoreClientTlsFiles& files);
 
 // True if `s` is a transport failure that happened before any byte of the
 // request could reach a server (resolving or connecting failed). Only such
@@ -72,6 +99,8 @@ class PooledClient {
 
 class ConnectionPool {
  public:
+  // options.tls is used only if the endpoint speaks TLS (and must then be
+  // set).
   ConnectionPool(Endpoint endpoint, net::HttpClientOptions options,
                  size_t max_idle);
   ConnectionPool(const ConnectionPool&) = delete;

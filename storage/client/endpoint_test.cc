@@ -24,7 +24,7 @@ TEST(ParseEndpoints, Errors) {
   EXPECT_EQ(ParseEndpoints({}).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(ParseEndpoints({","}).status().code(),
             StatusCode::kInvalidArgument);
-  EXPECT_EQ(ParseEndpoints({"https://a:1"}).status().code(),
+  EXPECT_EQ(ParseEndpoints({"ftp://a:1"}).status().code(),
             StatusCode::kInvalidArgument);
   EXPECT_EQ(ParseEndpoints({"noport"}).status().code(),
             StatusCode::kInvalidArgument);
@@ -41,6 +41,10 @@ TEST(IsConnectFailure, RefusedConnectionIsOneAndOthersAreNot) {
   EXPECT_TRUE(IsConnectFailure(r.status())) << r.status();
   EXPECT_FALSE(IsConnectFailure(
       UnavailableError("connection closed before the response")));
+  // Nothing is written before the handshake completes.
+  EXPECT_TRUE(IsConnectFailure(UnavailableError(
+      "TLS handshake with 127.0.0.1 failed: server certificate signed by an "
+      "unknown authority")));
   EXPECT_FALSE(
       IsConnectFailure(DeadlineExceededError("reading response: timed out")));
 }

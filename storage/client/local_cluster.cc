@@ -14,6 +14,7 @@
 
 #include "base/logging.h"
 #include "net/http_client.h"
+#include "net/pki.h"
 #include "storage/client/endpoint.h"
 
 #ifndef KPLANE_BUILD_DIR
@@ -59,6 +60,30 @@ std::string FindKplaneBinary() {
   return "";
 }
 
+StatusOr<LocalClusterTls> WriteTestPki(const std::string& dir,
+                                       const std::string& ca_name) {
+  net::Pki pki({.dir = dir, .ca_common_name = ca_name + "-ca"});
+  RETURN_IF_ERROR(pki.EnsureCa().status());
+  for (const char* name : {"server", "peer"}) {
+    RETURN_IF_ERROR(pki.EnsureCertificate(name, {.common_name = name,
+                                                 .dns_names = {"localhost"},
+                                                 .ip_addresses = {"127.0.0.1"},
+                                                 .server_auth = true,
+                                                 .client_auth = true})
+                        .status());
+  }
+  RETURN_IF_ERROR(pki.EnsureCertificate(
+                         "client", {.common_name = "root", .client_auth = true})
+                      .status());
+  return LocalClusterTls{.ca_file = pki.CertPath("ca"),
+                         .server_cert_file = pki.CertPath("server"),
+                         .server_key_file = pki.KeyPath("server"),
+                         .peer_cert_file = pki.CertPath("peer"),
+                         .peer_key_file = pki.KeyPath("peer"),
+                         .client_cert_file = pki.CertPath("client"),
+                         .client_key_file = pki.KeyPath("client")};
+}
+
 StatusOr<uint16_t> PickFreePort() {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return InternalError("socket failed");
@@ -91,6 +116,12 @@ StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
   if (!IsExecutable(c->binary_)) {
     return NotFoundError("store binary not found: \"" + c->binary_ +
                          "\" (build target kplane or set KPLANE_BIN)");
+  }
+  if (o.tls.enabled()) {
+    ASSIGN_OR_RETURN(c->client_tls_,
+                     NewStoreClientTls({.ca_file = o.tls.ca_file,
+                                        .cert_file = o.tls.client_cert_file,
+                                        .key_file = o.tls.client_key_file}));
   }
   char tmpl[] = "/tmp/kplane-cluster-XXXXXX";
   if (::mkdtemp(tmpl) == nullptr) return InternalError("mkdtemp failed");
@@ -154,7 +185,8 @@ std::vector<std::string> LocalCluster::Argv(int i) const {
   const Member& m = members_[i];
   const std::string client = client_url(i);
   const std::string listen_peer =
-      "http://127.0.0.1:" + std::to_string(m.peer_port);
+      std::string(options_.tls.enabled() ? "https" : "http") +
+      "://127.0.0.1:" + std::to_string(m.peer_port);
   std::vector<std::string> argv = {binary_};
   if (options_.kind == StoreKind::kKplane) argv.push_back("store");
   for (const std::string& a :
@@ -166,6 +198,16 @@ std::vector<std::string> LocalCluster::Argv(int i) const {
         std::string("--initial-cluster"), m.initial_cluster,
         std::string("--initial-cluster-state"), m.initial_cluster_state}) {
     argv.push_back(a);
+  }
+  if (const LocalClusterTls& t = options_.tls; t.enabled()) {
+    for (const std::string& a : std::vector<std::string>{
+             "--cert-file", t.server_cert_file, "--key-file", t.server_key_file,
+             "--trusted-ca-file", t.ca_file, "--client-cert-auth=true",
+             "--peer-cert-file", t.peer_cert_file, "--peer-key-file",
+             t.peer_key_file, "--peer-trusted-ca-file", t.ca_file,
+             "--peer-client-cert-auth=true"}) {
+      argv.push_back(a);
+    }
   }
   for (const std::string& f : options_.extra_flags) argv.push_back(f);
   return argv;
@@ -190,14 +232,16 @@ std::vector<int> LocalCluster::members() const {
 }
 
 std::string LocalCluster::client_url(int i) const {
-  return "http://127.0.0.1:" + std::to_string(members_[i].client_port);
+  return std::string(options_.tls.enabled() ? "https" : "http") +
+         "://127.0.0.1:" + std::to_string(members_[i].client_port);
 }
 
 std::string LocalCluster::peer_url(int i) const {
   if (i < static_cast<int>(options_.advertised_peer_urls.size())) {
     return options_.advertised_peer_urls[i];
   }
-  return "http://127.0.0.1:" + std::to_string(members_[i].peer_port);
+  return std::string(options_.tls.enabled() ? "https" : "http") +
+         "://127.0.0.1:" + std::to_string(members_[i].peer_port);
 }
 
 std::vector<std::string> LocalCluster::client_urls() const {
@@ -448,6 +492,7 @@ Status LocalCluster::Call(int i, const std::string& path,
   ho.connect_timeout = milliseconds(500);
   ho.read_timeout = timeout;
   ho.write_timeout = timeout;
+  ho.tls = client_tls_;
   net::HttpClient http("127.0.0.1", members_[i].client_port, ho);
   return CallEndpoint(&http, path, req, resp);
 }
@@ -481,6 +526,7 @@ StatusOr<double> LocalCluster::Metric(int i, const std::string& metric) {
   net::HttpClientOptions ho;
   ho.connect_timeout = milliseconds(500);
   ho.read_timeout = seconds(3);
+  ho.tls = client_tls_;
   net::HttpClient http("127.0.0.1", members_[i].client_port, ho);
   ASSIGN_OR_RETURN(net::HttpResponse r, http.Request("GET", "/metrics"));
   if (r.status != 200) {
@@ -504,6 +550,7 @@ StatusOr<net::HttpResponse> LocalCluster::HttpGet(int i,
   net::HttpClientOptions ho;
   ho.connect_timeout = milliseconds(500);
   ho.read_timeout = seconds(5);
+  ho.tls = client_tls_;
   net::HttpClient http("127.0.0.1", members_[i].client_port, ho);
   return http.Request("GET", path);
 }

@@ -59,6 +59,27 @@ namespace kplane::storage {
 
 enum class StoreKind { kEtcd, kKplane };
 
+// TLS for a LocalCluster (etcd's flags): every member serves https:// client
+// and peer URLs and requires certificates signed by ca_file on both
+// (--client-cert-auth, --peer-client-cert-auth); the cluster's own calls
+// present client_cert_file. WriteTestPki makes a set.
+struct LocalClusterTls {
+  std::string ca_file;
+  std::string server_cert_file;  // --cert-file / --key-file
+  std::string server_key_file;
+  std::string peer_cert_file;  // --peer-cert-file / --peer-key-file
+  std::string peer_key_file;
+  std::string client_cert_file;  // what the harness (and tests) present
+  std::string client_key_file;
+  bool enabled() const { return !ca_file.empty(); }
+};
+
+// A CA `ca_name` in `dir` (net/pki.h) and, signed by it, certificates for
+// 127.0.0.1/localhost: "server" and "peer" (server and client usage) and
+// "client" (CN root).
+StatusOr<LocalClusterTls> WriteTestPki(const std::string& dir,
+                                       const std::string& ca_name = "test");
+
 struct LocalClusterOptions {
   StoreKind kind = StoreKind::kEtcd;
   // Empty: /usr/bin/etcd, or FindKplaneBinary() for kKplane.
@@ -73,6 +94,8 @@ struct LocalClusterOptions {
   std::vector<std::string> advertised_peer_urls;
   // Each member's start, and each WaitReady of Start and AddMember.
   Duration start_timeout = seconds(30);
+  // When enabled: https:// URLs and certificates everywhere.
+  LocalClusterTls tls;
 };
 
 class LocalCluster {
@@ -88,8 +111,12 @@ class LocalCluster {
   int size() const { return static_cast<int>(members_.size()); }
   // The numbers of the members currently in the cluster (not removed).
   std::vector<int> members() const;
-  // "http://127.0.0.1:P".
+  // "http://127.0.0.1:P" ("https://" with TLS).
   std::string client_url(int i) const;
+  // The client context the cluster's own calls use (null without TLS).
+  std::shared_ptr<const net::TlsContext> client_tls() const {
+    return client_tls_;
+  }
   // Client URLs of members().
   std::vector<std::string> client_urls() const;
   // "127.0.0.1:P1,127.0.0.1:P2" for members() (etcdctl's --endpoints form).
@@ -191,6 +218,7 @@ class LocalCluster {
               google::protobuf::Message* resp, Duration timeout);
 
   const LocalClusterOptions options_;
+  std::shared_ptr<const net::TlsContext> client_tls_;
   std::string binary_;
   std::string root_;
   std::vector<Member> members_;

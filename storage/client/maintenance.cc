@@ -14,6 +14,7 @@ net::HttpClientOptions HttpOptions(const MaintenanceOptions& o) {
   h.write_timeout = o.request_timeout;
   h.stream_idle_timeout = o.request_timeout;
   h.clock = o.clock;
+  h.tls = o.tls;
   h.default_headers = {{"User-Agent", "kplane-storage-client/1"}};
   return h;
 }
@@ -22,10 +23,14 @@ net::HttpClientOptions HttpOptions(const MaintenanceOptions& o) {
 
 StatusOr<std::unique_ptr<Maintenance>> Maintenance::Create(
     std::string_view endpoint, MaintenanceOptions options) {
-  ASSIGN_OR_RETURN(std::vector<Endpoint> eps,
-                   ParseEndpoints({std::string(endpoint)}));
+  ASSIGN_OR_RETURN(
+      std::vector<Endpoint> eps,
+      ParseEndpoints({std::string(endpoint)}, options.tls != nullptr));
   if (eps.size() != 1) {
     return InvalidArgumentError("Maintenance talks to exactly one endpoint");
+  }
+  if (eps[0].tls && options.tls == nullptr) {
+    ASSIGN_OR_RETURN(options.tls, NewStoreClientTls({}));
   }
   return std::unique_ptr<Maintenance>(
       new Maintenance(std::move(eps[0]), std::move(options)));

@@ -34,6 +34,8 @@
 namespace kplane::storage {
 
 struct MaintenanceOptions {
+  // As RemoteKVOptions::tls.
+  std::shared_ptr<const net::TlsContext> tls;
   Duration dial_timeout = seconds(2);
   // One request; a snapshot stream waits at most this long for each piece.
   Duration request_timeout = seconds(30);

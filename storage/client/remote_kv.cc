@@ -88,7 +88,12 @@ bool IsReadOnlyTxn(const etcdserverpb::TxnRequest& req) {
 
 StatusOr<std::unique_ptr<RemoteKV>> RemoteKV::Create(RemoteKVOptions options) {
   ASSIGN_OR_RETURN(std::vector<Endpoint> eps,
-                   ParseEndpoints(options.endpoints));
+                   ParseEndpoints(options.endpoints, options.tls != nullptr));
+  for (const Endpoint& e : eps) {
+    if (e.tls && options.tls == nullptr) {
+      ASSIGN_OR_RETURN(options.tls, NewStoreClientTls({}));
+    }
+  }
   return std::unique_ptr<RemoteKV>(
       new RemoteKV(std::move(options), std::move(eps)));
 }
@@ -104,6 +109,7 @@ RemoteKV::RemoteKV(RemoteKVOptions options, std::vector<Endpoint> endpoints)
   http.read_timeout = options_.request_timeout;
   http.write_timeout = options_.request_timeout;
   http.clock = clock_;
+  http.tls = options_.tls;
   http.default_headers = {{"User-Agent", "kplane-storage-client/1"}};
   for (const Endpoint& e : endpoints_) {
     pools_.push_back(std::make_unique<ConnectionPool>(

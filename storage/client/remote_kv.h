@@ -69,8 +69,13 @@
 namespace kplane::storage {
 
 struct RemoteKVOptions {
-  // "host:port" or "http://host:port"; entries may be comma-separated.
+  // "host:port", "http://host:port" or "https://host:port"; entries may be
+  // comma-separated.
   std::vector<std::string> endpoints;
+  // TLS (NewStoreClientTls): used for https:// endpoints, and for bare
+  // "host:port" ones when set (endpoint.h). Null with an https:// endpoint:
+  // the system's roots, no client certificate.
+  std::shared_ptr<const net::TlsContext> tls;
   // Connecting to one endpoint.
   Duration dial_timeout = seconds(2);
   // One request to one endpoint (sending it and reading the answer).

@@ -15,6 +15,7 @@
 #include "storage/mvcc/watch.h"
 #include "storage/server/call_deadlines.h"
 #include "storage/server/election_lock.h"
+#include "storage/server/gateway_content_type.h"
 #include "storage/server/gateway_streams.h"
 #include "storage/server/kv_service.h"
 #include "storage/server/version.h"
@@ -621,6 +622,14 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
                                               ResponderPtr r) {
       if (req.method != "POST") {
         RespondPlain(r.get(), 405, "Method Not Allowed");
+        return;
+      }
+      // No body a browser can send cross-site without a preflight
+      // (gateway_content_type.h).
+      if (Status st = CheckGatewayContentType(req.headers); !st.ok()) {
+        etcdjson::HttpError e{415, etcdjson::kGrpcInvalidArgument,
+                              st.message()};
+        r->Respond(415, JsonHeaders(), e.Body());
         return;
       }
       if (!streams) {

@@ -124,6 +124,10 @@ class FakeMember : public PeerHandler {
     std::unique_lock<std::mutex> l(mu_);
     cv_.wait(l, [&] { return unreachable_.count(id) > 0; });
   }
+  size_t received_count() const {
+    std::lock_guard<std::mutex> l(mu_);
+    return received_.size();
+  }
   bool WaitUnreachableFor(uint64_t id, std::chrono::milliseconds timeout) {
     std::unique_lock<std::mutex> l(mu_);
     return cv_.wait_for(l, timeout, [&] { return unreachable_.count(id) > 0; });
@@ -564,6 +568,8 @@ TEST_F(PeerTlsTest, CertificateFromAnotherCaIsRefused) {
   for (uint64_t i = 10;; ++i) {
     c.transport.Send({Msg(3, 2, i)});
     if (c.member.WaitUnreachableFor(2, std::chrono::milliseconds(50))) break;
+    ASSERT_EQ(b.member.received_count(), 0u)
+        << "the stranger's message arrived";
   }
   auto rec = HttpPeerTransport::FetchMembership(
       b.url(), seconds(5), NewMemberPeerClientTls(intruder).value());
@@ -597,13 +603,17 @@ TEST_F(PeerTlsTest, PeerServingAnotherCasCertificateIsNotSentTo) {
   impostor.trusted_ca_file = cluster_.trusted_ca_file;  // accepts a
   TlsNode d(2, dir_ + "/d", impostor);
   a.transport.AddPeer(2, {d.url()});
-  a.transport.Send({Msg(1, 2, 10)});
-  a.member.WaitUnreachable(2);
+  for (uint64_t i = 10;; ++i) {
+    a.transport.Send({Msg(1, 2, i)});
+    if (a.member.WaitUnreachableFor(2, std::chrono::milliseconds(50))) break;
+    ASSERT_EQ(d.member.received_count(), 0u) << "sent to the impostor";
+  }
   auto rec = a.transport.PeerMembership(2);
   ASSERT_FALSE(rec.ok());
   EXPECT_NE(rec.status().message().find("unknown authority"), std::string::npos)
       << rec.status();
   EXPECT_EQ(d.member.snapshots_received(), 0);
+  EXPECT_EQ(d.member.received_count(), 0u);
 }
 
 TEST(MemberTlsTest, FilesAsEtcdReadsThem) {

@@ -22,7 +22,7 @@ class HandoffTest : public ::testing::Test {
     HttpServerOptions o;
     o.max_connections = max_connections_;
     o.handoff_preface = std::string(kHttp2Preface);
-    o.handoff = [this](int fd) {
+    o.handoff = [this](int fd, std::shared_ptr<const TlsConnectionInfo>) {
       {
         MutexLock l(&mu_);
         fds_.push_back(fd);

@@ -76,6 +76,12 @@ constexpr size_t kPipelineOutputBytes = 64 * 1024;
 constexpr size_t kMaxTlsRecord = 16 * 1024;
 // At most one failed-handshake log line per this much time.
 constexpr Duration kTlsLogInterval = seconds(10);
+// TLS + handoff: each direction of a pumped connection buffers at most
+// about this much (plus one read) before it stops reading its source.
+constexpr size_t kPumpBufferBytes = 256 * 1024;
+// Reads per direction per event, so one busy pump does not starve the
+// loop's other connections (epoll is level-triggered: the rest waits).
+constexpr int kPumpReadsPerEvent = 4;
 constexpr std::string_view kTooManyConnections =
     "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n"
     "Content-Length: 21\r\nRetry-After: 1\r\nConnection: close\r\n\r\n"
@@ -84,6 +90,17 @@ constexpr std::string_view kTooManyConnections =
 class IoLoop;
 class Connection;
 class Exchange;
+
+// What an epoll event's data.ptr names on an I/O loop (besides the
+// listener and the wake-up fd): a connection's socket, or the loop's end
+// of a pumped connection's socket pair.
+class EpollTarget {
+ public:
+  virtual void OnEvents(uint32_t events) = 0;
+
+ protected:
+  ~EpollTarget() = default;
+};
 
 // Work collected under a connection's lock and done after releasing it
 // (user callbacks, loop tasks), so no callback ever runs under `mu_`.
@@ -348,7 +365,8 @@ class IoLoop {
 // ---------------------------------------------------------------------------
 // Connection
 
-class Connection : public std::enable_shared_from_this<Connection> {
+class Connection : public EpollTarget,
+                   public std::enable_shared_from_this<Connection> {
  public:
   Connection(IoLoop* loop, ScopedFd fd, std::string remote,
              std::unique_ptr<TlsSession> tls);
@@ -358,7 +376,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   // --- loop thread ---
   void Register();
-  void OnEvents(uint32_t events);
+  void OnEvents(uint32_t events) override;
   void ProcessInput();
   void CloseNow();
   void StartLinger();
@@ -392,9 +410,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
   const std::shared_ptr<SerialExecutor>& serial() const { return serial_; }
 
   // Read-pause reasons (bits of pause_).
-  static constexpr int kPauseBody = 1;      // OnBodyData consumer is behind
-  static constexpr int kPausePipeline = 2;  // too much pipelined input
-  static constexpr int kPauseSniff = 4;     // a partial handoff preface
+  static constexpr int kPauseBody = 1;        // OnBodyData consumer is behind
+  static constexpr int kPausePipeline = 2;    // too much pipelined input
+  static constexpr int kPauseSniff = 4;       // a partial handoff preface
+  static constexpr int kPausePump = 8;        // the pump's buffer to the pair
+                                              // is full
+  static constexpr int kPauseClientEof = 16;  // the client's stream ended
+                                              // (pump): no more EPOLLRDHUP
 
   void SetPauseLocked(int reason, bool on) REQUIRES(mu_) {
     int before = pause_;
@@ -416,6 +438,24 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // HttpServerOptions::handoff: peeks at the first bytes; returns true if
   // the caller must not read (handed off, closed, or waiting for more).
   bool SniffHandoff();
+  // TLS + handoff: looks at the first decrypted bytes (in_); returns true
+  // if the caller must not parse them as HTTP (pumping, closed, or
+  // waiting for the rest of the preface).
+  bool SniffTlsHandoff();
+  // TLS + handoff: hands the decrypted stream to opts.handoff through a
+  // socket pair and starts pumping between it and the TLS session.
+  void StartPump();
+  // Pump, client to handoff: decrypts what the client sent into to_pair_.
+  void PumpFromClient();
+  // Pump: writes to_pair_ to the pair; pauses or resumes the TLS side.
+  void FlushToPair();
+  // Pump, handoff to client: encrypts what the other server wrote.
+  void PumpFromPair();
+  // Pump: events on our end of the socket pair.
+  void OnPairEvents(uint32_t events);
+  void UpdatePairEvents();
+  // Pump: closes our end of the pair (the other server sees EOF).
+  void ClosePair();
   void HandleWritable();
   bool ParseOneHead();
   bool ReadBody();
@@ -452,6 +492,24 @@ class Connection : public std::enable_shared_from_this<Connection> {
   TimePoint accepted_at_;
   // What the handshake agreed on; given to every request (HttpRequest::tls).
   std::shared_ptr<const TlsConnectionInfo> tls_info_;
+
+  // TLS + handoff (loop-thread state): the decrypted stream goes to the
+  // other server through a socket pair; see StartPump. Output to the client
+  // uses out_ like a response.
+  struct PairEnd : EpollTarget {
+    explicit PairEnd(Connection* c) : conn(c) {}
+    void OnEvents(uint32_t events) override { conn->OnPairEvents(events); }
+    Connection* conn;
+  };
+  PairEnd pair_end_{this};
+  bool pumping_ = false;
+  ScopedFd pair_;                  // our end; the other went to handoff
+  uint32_t pair_events_ = 0;       // registered for pair_
+  bool pair_read_paused_ = false;  // out_ is full: not reading pair_
+  bool pair_write_shut_ = false;   // the client's EOF was passed on
+  bool client_eof_ = false;        // the client ended its stream
+  std::string to_pair_;            // decrypted, not yet taken by the pair
+  size_t to_pair_off_ = 0;
 
   // Shared state. mu_ also guards the state of this connection's exchanges.
   // Lock order: mu_ is taken before the metrics' locks (CountRequest) and
@@ -605,7 +663,7 @@ void Connection::Register() {
   MutexLock l(&mu_);
   epoll_event ev{};
   ev.events = EPOLLIN | EPOLLRDHUP;
-  ev.data.ptr = this;
+  ev.data.ptr = static_cast<EpollTarget*>(this);
   registered_events_ = ev.events;
   CHECK_EQ(epoll_ctl(loop_->epoll_fd(), EPOLL_CTL_ADD, fd_, &ev), 0)
       << std::strerror(errno);
@@ -613,13 +671,15 @@ void Connection::Register() {
 
 void Connection::UpdateEventsLocked() {
   if (fd_ < 0) return;
-  uint32_t events = EPOLLRDHUP;
+  // After a pumped client's EOF its socket stays readable: EPOLLRDHUP
+  // would fire forever.
+  uint32_t events = (pause_ & kPauseClientEof) ? 0 : EPOLLRDHUP;
   if (pause_ == 0) events |= EPOLLIN;
   if (want_write_) events |= EPOLLOUT;
   if (events == registered_events_) return;
   epoll_event ev{};
   ev.events = events;
-  ev.data.ptr = this;
+  ev.data.ptr = static_cast<EpollTarget*>(this);
   if (epoll_ctl(loop_->epoll_fd(), EPOLL_CTL_MOD, fd_, &ev) == 0) {
     registered_events_ = events;
   }
@@ -776,6 +836,11 @@ void Connection::OnEvents(uint32_t events) {
     ContinueHandshake();
     return;
   }
+  if (client_eof_ && (events & EPOLLHUP)) {
+    // A pumped client that ended its stream is gone both ways now.
+    CloseNow();
+    return;
+  }
   if (events & EPOLLOUT) {
     HandleWritable();
     if (fd_closed_) return;
@@ -816,7 +881,8 @@ void Connection::ContinueHandshake() {
     case TlsSession::Result::kWantWrite:
       return;
     case TlsSession::Result::kOk:
-      if (!tls_info_->alpn.empty() && tls_info_->alpn != "http/1.1") {
+      if (!tls_info_->alpn.empty() && tls_info_->alpn != "http/1.1" &&
+          !(tls_info_->alpn == "h2" && srv->opts.handoff)) {
         srv->TlsHandshakeFailed("alpn", remote_,
                                 "negotiated \"" + tls_info_->alpn +
                                     "\"; this server speaks http/1.1 only");
@@ -887,9 +953,16 @@ void Connection::HandleWritable() {
   }
   Run(&d);
   bool broken;
+  size_t pending;
   {
     MutexLock l(&mu_);
     broken = closed_;
+    pending = PendingLocked();
+  }
+  if (!broken && pair_read_paused_ && pending <= kPumpBufferBytes / 2) {
+    // The client took most of what the other server wrote: read more.
+    pair_read_paused_ = false;
+    UpdatePairEvents();
   }
   if (broken) {
     CloseNow();
@@ -944,12 +1017,222 @@ bool Connection::SniffHandoff() {
   // Its reservation goes with it: the other server's connection still
   // counts against max_connections until it closes the socket.
   loop_->TrackHandedOff(fd);
-  o.handoff(fd);
+  o.handoff(fd, nullptr);
   return true;
 }
 
+bool Connection::SniffTlsHandoff() {
+  const std::string& preface = server()->opts.handoff_preface;
+  const bool h2 = tls_info_ && tls_info_->alpn == "h2";
+  if (!h2 && tls_info_ && tls_info_->alpn == "http/1.1") {
+    sniffed_ = true;  // the client said it speaks HTTP/1.1
+    return false;
+  }
+  std::string_view got(in_.data() + in_off_,
+                       std::min(in_.size() - in_off_, preface.size()));
+  if (got != std::string_view(preface).substr(0, got.size())) {
+    sniffed_ = true;
+    if (!h2) return false;  // no ALPN: an HTTP/1.1 client
+    LOG(DEBUG) << "TLS connection from " << remote_
+               << " negotiated h2 but did not send the HTTP/2 preface";
+    CloseNow();
+    return true;
+  }
+  // Wait for the whole preface (the header timeout bounds the wait).
+  if (got.size() < preface.size()) return true;
+  StartPump();
+  return true;
+}
+
+// The other server gets a plaintext stream: one end of a socket pair. The
+// loop keeps the TLS session and copies decrypted bytes to the pair and the
+// pair's bytes, encrypted, to the client, each direction through a bounded
+// buffer (to_pair_, out_) whose fill stops reading from its source. Ends
+// propagate: the client's EOF (or close_notify) becomes a shutdown of the
+// pair's write side; the other server closing its end finishes the output,
+// sends close_notify and closes; an error on either side closes both.
+void Connection::StartPump() {
+  HttpServer::Impl* srv = server();
+  sniffed_ = true;
+  int sv[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0,
+                   sv) != 0) {
+    LOG(ERROR) << "socketpair for the handoff of " << remote_ << ": "
+               << std::strerror(errno);
+    CloseNow();
+    return;
+  }
+  pair_ = ScopedFd(sv[0]);
+  pumping_ = true;
+  to_pair_.assign(in_, in_off_, std::string::npos);
+  to_pair_off_ = 0;
+  std::string().swap(in_);
+  in_off_ = 0;
+  UpdatePairEvents();
+  srv->num_handed_off.fetch_add(1);
+  srv->handed_off_metric->Inc();
+  srv->opts.handoff(sv[1], tls_info_);
+  FlushToPair();
+}
+
+void Connection::UpdatePairEvents() {
+  if (!pair_.valid()) return;
+  uint32_t events = 0;
+  if (!pair_read_paused_) events |= EPOLLIN | EPOLLRDHUP;
+  if (to_pair_off_ < to_pair_.size()) events |= EPOLLOUT;
+  if (events == pair_events_) return;
+  epoll_event ev{};
+  ev.events = events;
+  ev.data.ptr = static_cast<EpollTarget*>(&pair_end_);
+  const int op = pair_events_ == 0 && events != 0 ? EPOLL_CTL_ADD
+                 : events == 0                    ? EPOLL_CTL_DEL
+                                                  : EPOLL_CTL_MOD;
+  if (epoll_ctl(loop_->epoll_fd(), op, pair_.get(), &ev) == 0) {
+    pair_events_ = events;
+  } else {
+    LOG(ERROR) << "epoll_ctl on the handoff pair of " << remote_ << ": "
+               << std::strerror(errno);
+  }
+}
+
+void Connection::ClosePair() {
+  if (!pair_.valid()) return;
+  if (pair_events_ != 0) {
+    epoll_ctl(loop_->epoll_fd(), EPOLL_CTL_DEL, pair_.get(), nullptr);
+  }
+  pair_events_ = 0;
+  pair_.Reset();
+  std::string().swap(to_pair_);
+  to_pair_off_ = 0;
+  HttpServer::Impl* srv = server();
+  srv->num_handed_off.fetch_sub(1);
+  srv->handed_off_metric->Dec();
+}
+
+void Connection::OnPairEvents(uint32_t events) {
+  std::shared_ptr<Connection> self = shared_from_this();
+  if (fd_closed_ || !pair_.valid()) return;  // a stale event of this batch
+  if (events & EPOLLOUT) {
+    FlushToPair();
+    if (fd_closed_ || !pair_.valid()) return;
+  }
+  if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) PumpFromPair();
+}
+
+void Connection::PumpFromClient() {
+  if (client_eof_) return;
+  for (int i = 0; i < kPumpReadsPerEvent; ++i) {
+    if (to_pair_.size() - to_pair_off_ >= kPumpBufferBytes) return;
+    char* buf = loop_->scratch();
+    ssize_t n = ReadTls(buf);
+    if (n < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+      CloseNow();
+      return;
+    }
+    if (n == 0) {
+      // close_notify or a TCP FIN: nothing more will come; the other
+      // server learns it once it has read everything before it.
+      client_eof_ = true;
+      {
+        MutexLock l(&mu_);
+        SetPauseLocked(kPauseClientEof, true);
+      }
+      FlushToPair();
+      return;
+    }
+    to_pair_.append(buf, static_cast<size_t>(n));
+    FlushToPair();
+    if (fd_closed_ || !pair_.valid()) return;
+  }
+}
+
+void Connection::FlushToPair() {
+  if (!pair_.valid()) return;
+  while (to_pair_off_ < to_pair_.size()) {
+    ssize_t n =
+        ::send(pair_.get(), to_pair_.data() + to_pair_off_,
+               to_pair_.size() - to_pair_off_, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+      CloseNow();  // the other server closed its end
+      return;
+    }
+    to_pair_off_ += static_cast<size_t>(n);
+  }
+  const size_t pending = to_pair_.size() - to_pair_off_;
+  if (pending == 0) {
+    to_pair_.clear();
+    to_pair_off_ = 0;
+    if (to_pair_.capacity() > kKeepOutputCapacity) std::string().swap(to_pair_);
+    if (client_eof_ && !pair_write_shut_) {
+      pair_write_shut_ = true;
+      ::shutdown(pair_.get(), SHUT_WR);
+    }
+  }
+  UpdatePairEvents();
+  const bool full = pending >= kPumpBufferBytes;
+  bool resume = false;
+  {
+    MutexLock l(&mu_);
+    resume = !full && (pause_ & kPausePump) != 0;
+    SetPauseLocked(kPausePump, full);
+  }
+  // Level-triggered epoll sees the socket again; records OpenSSL already
+  // holds are read at once (ReadTls takes whole records, so there are none
+  // in practice, but reading costs nothing here).
+  if (resume) PumpFromClient();
+}
+
+void Connection::PumpFromPair() {
+  char* buf = loop_->scratch();
+  for (int i = 0; i < kPumpReadsPerEvent; ++i) {
+    {
+      MutexLock l(&mu_);
+      if (closed_ || close_after_flush_) return;
+      if (PendingLocked() >= kPumpBufferBytes) {
+        // HandleWritable resumes once the client has read half of it.
+        pair_read_paused_ = true;
+        UpdatePairEvents();
+        return;
+      }
+    }
+    ssize_t n = ::recv(pair_.get(), buf, kReadChunk, 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+      CloseNow();
+      return;
+    }
+    Deferred d;
+    if (n == 0) {
+      // The other server is done: send what it wrote, then close_notify
+      // and close (HandleWritable/StartLinger).
+      ClosePair();
+      {
+        MutexLock l(&mu_);
+        CloseAfterFlushLocked(&d);
+      }
+      Run(&d);
+      return;
+    }
+    bool ok;
+    {
+      MutexLock l(&mu_);
+      ok = SendLocked({std::string_view(buf, static_cast<size_t>(n))}, 0, &d);
+    }
+    Run(&d);
+    if (!ok) return;
+  }
+}
+
 void Connection::HandleReadable() {
-  if (!sniffed_ && !server()->opts.handoff_preface.empty()) {
+  if (pumping_ && !lingering_) {
+    PumpFromClient();
+    return;
+  }
+  if (!use_tls_ && !sniffed_ && !server()->opts.handoff_preface.empty()) {
     if (SniffHandoff()) return;
   }
   char* buf = loop_->scratch();
@@ -981,6 +1264,9 @@ void Connection::HandleReadable() {
     head_started_ = server()->clock->Now();
   }
   in_.append(buf, static_cast<size_t>(n));
+  if (use_tls_ && !sniffed_ && !server()->opts.handoff_preface.empty()) {
+    if (SniffTlsHandoff()) return;
+  }
   ProcessInput();
 }
 
@@ -1282,6 +1568,7 @@ void Connection::Fail(int status, std::string_view message) {
 void Connection::StartLinger() {
   if (fd_closed_ || lingering_) return;
   lingering_ = true;
+  ClosePair();
   linger_deadline_ = server()->clock->Now() + server()->opts.linger_timeout;
   MutexLock l(&mu_);
   if (tls_ && !closed_) tls_->SendCloseNotify();  // no-op before a handshake
@@ -1298,6 +1585,9 @@ void Connection::Sweep(TimePoint now) {
     if (now >= linger_deadline_) CloseNow();
     return;
   }
+  // A pumped connection belongs to the other server's timeouts (gRPC's
+  // keepalive); until the preface is complete the header timeout holds.
+  if (pumping_) return;
   const HttpServerOptions& o = server()->opts;
   if (use_tls_ && !tls_ready_) {
     if (now - accepted_at_ >= o.tls_handshake_timeout) {
@@ -1335,6 +1625,7 @@ void Connection::CloseNow() {
   if (fd_closed_) return;
   fd_closed_ = true;
   std::shared_ptr<Connection> self = shared_from_this();
+  ClosePair();
   std::shared_ptr<Exchange> ex;
   Deferred d;
   {
@@ -1759,7 +2050,7 @@ void IoLoop::Run() {
       } else if (p == &listener_) {
         Accept();
       } else {
-        static_cast<Connection*>(p)->OnEvents(events[i].events);
+        static_cast<EpollTarget*>(p)->OnEvents(events[i].events);
       }
     }
     RunTasks();
@@ -2027,12 +2318,6 @@ Status HttpServer::Impl::Start(uint16_t* port) {
       return InvalidArgumentError(opts.name +
                                   ": HttpServerOptions::tls needs a server "
                                   "TlsContext");
-    }
-    if (!opts.handoff_preface.empty() || opts.handoff) {
-      return InvalidArgumentError(
-          opts.name +
-          ": a connection handoff (same-port gRPC) is not "
-          "supported with TLS yet");
     }
   }
   StatusOr<uint64_t> limit = RaiseFileDescriptorLimit();

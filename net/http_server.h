@@ -41,7 +41,9 @@
 // handshake, done by the I/O loop without blocking it (no thread per
 // connection); requests carry the connection's TLS state and the client
 // certificate's verified identity in HttpRequest::tls. See the options for
-// the handshake deadline, plaintext clients and what is not supported.
+// the handshake deadline and plaintext clients. With a handoff (same-port
+// gRPC) the server terminates TLS and pumps the decrypted HTTP/2 stream to
+// the handoff's owner through a socket pair (HttpServerOptions::handoff).
 //
 // Hostile clients (docs/limits.md, "Connections"): a body must arrive
 // within body_timeout; at most max_connections are open per listener; the
@@ -234,24 +236,43 @@ struct HttpServerOptions {
   // as they have arrived, at least 4 bytes) is not served here. Its socket,
   // still unread, is removed from the server and passed to `handoff`, which
   // owns it from then on; it is called on an I/O thread and must not
-  // block. An empty preface disables this.
+  // block. An empty preface disables this. `tls` is nullptr (plaintext).
   // The connection keeps counting against max_connections until `handoff`'s
   // owner closes the descriptor: the server checks at every timer tick that
   // the descriptor still names that socket, so a slot comes back up to one
   // tick after the close. (The owner must close the descriptor it was given
   // when it is done, not a dup of it; gRPC does.)
   //
-  // Not with TLS (yet): a server with both `tls` and a handoff refuses to
-  // Start() (kInvalidArgument). gRPC would need the decrypted stream, and
-  // how the store's gRPC gets TLS is still to be decided.
+  // With TLS (below) the server terminates TLS and hands over a decrypted
+  // stream: a connection that negotiated ALPN "h2", or no ALPN, and whose
+  // first decrypted bytes are `handoff_preface`, goes to `handoff` as one
+  // end of a non-blocking AF_UNIX socket pair (the preface still unread in
+  // it), with `tls` = the handshake's TlsConnectionInfo (the verified
+  // client identity). The I/O loop keeps the TLS session and pumps bytes
+  // both ways (no thread per connection; each direction buffers at most
+  // ~256 KiB, then stops reading its source until the other end catches
+  // up). Ends propagate: the client's close_notify or EOF shuts down the
+  // pair's write side; the owner closing its end flushes what it wrote,
+  // sends close_notify and closes the TCP connection; a broken client
+  // connection closes the pair. The connection stays open here, counted in
+  // NumConnections(), kplane_http_connections_open and NumHandedOff()/
+  // kplane_http_connections_handed_off, and against max_connections, until
+  // then; the idle and header timeouts stop applying once it is handed
+  // over (the owner's keepalive decides), but the preface itself must
+  // arrive within header_timeout of the accept. ALPN "h2" followed by
+  // anything but the preface is closed. The server's TlsContext should
+  // offer {"h2", "http/1.1"}: gRPC clients offer only "h2", and a context
+  // offering only "http/1.1" refuses them in the handshake.
   std::string handoff_preface;
-  std::function<void(int fd)> handoff;
+  std::function<void(int fd, std::shared_ptr<const TlsConnectionInfo> tls)>
+      handoff;
 
   // Serve HTTPS: a server TlsContext (net/tls.h; TLS 1.2+, client
   // certificate policy, ALPN). nullptr: plaintext HTTP.
   //  - This server speaks HTTP/1.1 only: give the context no ALPN list or
   //    {"http/1.1"}; a connection that negotiates another protocol ("h2")
-  //    is closed as a failed handshake.
+  //    is closed as a failed handshake -- unless `handoff` is set, which
+  //    takes "h2" connections (above).
   //  - A handshake must complete within tls_handshake_timeout of the
   //    accept, or the connection is closed (Go's net/http bounds it by its
   //    read-header timeout; kube-apiserver's is 32 s).

@@ -369,15 +369,6 @@ TEST_F(HttpTlsTest, ConnectionCapHoldsOverTls) {
   EXPECT_TRUE(second.Request("GET", "/whoami").ok());
 }
 
-TEST_F(HttpTlsTest, HandoffIsRefusedWithTls) {
-  HttpServer s({.handoff_preface = std::string(kHttp2Preface),
-                .handoff = [](int) {},
-                .tls = ServerTls()});
-  Status st = s.Start();
-  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(st.message()), HasSubstr("not supported with TLS"));
-}
-
 TEST_F(HttpTlsTest, ForUrlTakesHttpsOnlyWithTls) {
   Start({});
   StatusOr<std::unique_ptr<HttpClient>> c = HttpClient::ForUrl(

@@ -9,6 +9,8 @@
 #include <atomic>
 #include <climits>
 #include <deque>
+#include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -21,6 +23,7 @@
 #include "storage/bolt/etcd_backend.h"
 #include "storage/etcdjson/etcd_json.h"
 #include "storage/mvcc/watch.h"
+#include "storage/server/auth_store.h"
 #include "storage/server/election_lock.h"
 #include "storage/server/etcd_snapshot.h"
 #include "storage/server/kv_service.h"
@@ -78,13 +81,66 @@ std::string_view TokenOf(const grpc::ServerContextBase* ctx) {
   return {};
 }
 
+// The common names of the verified client certificates of the connections
+// handed to gRPC over TLS, by the peer string gRPC gives their calls
+// ("fd:<n>" for AddInsecureChannelFromFd). Process-wide: descriptor
+// numbers are, so several fronts in one process (tests) share it safely.
+// A number reused by a later connection is overwritten at its Adopt,
+// before gRPC reads a byte of it.
+class CertUsers {
+ public:
+  static CertUsers& Get() {
+    static CertUsers* users = new CertUsers();
+    return *users;
+  }
+  void Set(int fd, std::string common_name) EXCLUDES(mu_) {
+    MutexLock l(&mu_);
+    if (common_name.empty()) {
+      by_peer_.erase(Peer(fd));
+    } else {
+      by_peer_[Peer(fd)] = std::move(common_name);
+    }
+  }
+  std::string Find(const std::string& peer) EXCLUDES(mu_) {
+    MutexLock l(&mu_);
+    auto it = by_peer_.find(peer);
+    return it == by_peer_.end() ? std::string() : it->second;
+  }
+
+ private:
+  static std::string Peer(int fd) { return "fd:" + std::to_string(fd); }
+
+  Mutex mu_;
+  std::unordered_map<std::string, std::string> by_peer_ GUARDED_BY(mu_);
+};
+
+// The user a call acts as, as etcd's AuthInfoFromCtx: its token's user;
+// without a token, the CN of the client certificate its connection
+// verified (etcd's AuthInfoFromTLS, used with --client-cert-auth; here a
+// certificate is only verified when the client CA requires one); else "".
+// "" while auth is disabled.
+StatusOr<std::string> UserOfCall(AuthStore* auth,
+                                 const grpc::ServerContextBase* ctx) {
+  if (!auth->enabled()) return std::string();
+  std::string_view token = TokenOf(ctx);
+  if (!token.empty()) return auth->ResolveToken(token);
+  return CertUsers::Get().Find(ctx->peer());
+}
+
+// CheckAdmin for the caller of `ctx`; OK while auth is disabled.
+Status CheckAdminCaller(AuthStore* auth, const grpc::ServerContextBase* ctx) {
+  if (!auth->enabled()) return Status::Ok();
+  StatusOr<std::string> user = UserOfCall(auth, ctx);
+  return user.ok() ? auth->CheckAdmin(*user) : user.status();
+}
+
 // Resolves the caller of `ctx`; on an invalid token finishes `r` with
 // etcd's error and returns false.
 bool Caller(KvService* kv, CallbackServerContext* ctx, ServerUnaryReactor* r,
             std::string* user) {
   // The hot path: no metadata lookup while auth is disabled.
   if (!kv->server()->auth()->enabled()) return true;
-  StatusOr<std::string> u = kv->UserOf(TokenOf(ctx));
+  StatusOr<std::string> u = UserOfCall(kv->server()->auth(), ctx);
   if (!u.ok()) {
     r->Finish(ToGrpc(u.status()));
     return false;
@@ -98,7 +154,7 @@ bool Caller(KvService* kv, CallbackServerContext* ctx, ServerUnaryReactor* r,
 // Their errors are the auth package's, unconverted, as etcd's.
 Status CheckAdmin(StoreServer* s, const grpc::ServerContextBase* ctx) {
   if (!s->auth()->enabled()) return Status::Ok();
-  return AuthMaintenanceError(s->auth()->CheckAdminToken(TokenOf(ctx)));
+  return AuthMaintenanceError(CheckAdminCaller(s->auth(), ctx));
 }
 
 // etcd's checkMembershipOperationPermission: member add, remove and promote
@@ -108,7 +164,7 @@ Status CheckAdmin(StoreServer* s, const grpc::ServerContextBase* ctx) {
 Status CheckMembershipAdmin(StoreServer* s,
                             const grpc::ServerContextBase* ctx) {
   if (!s->auth()->enabled()) return Status::Ok();
-  return s->auth()->CheckAdminToken(TokenOf(ctx));
+  return CheckAdminCaller(s->auth(), ctx);
 }
 
 // ---- bidirectional streams ---------------------------------------------
@@ -479,7 +535,7 @@ class WatchImpl final : public pb::Watch::CallbackService {
 
   grpc::ServerBidiReactor<pb::WatchRequest, pb::WatchResponse>* Watch(
       CallbackServerContext* ctx) override {
-    StatusOr<std::string> user = server_->auth()->ResolveToken(TokenOf(ctx));
+    StatusOr<std::string> user = UserOfCall(server_->auth(), ctx);
     auto call =
         std::make_shared<WatchCall>(server_, user.ok() ? *user : std::string());
     if (!user.ok()) {
@@ -671,7 +727,7 @@ class MaintenanceImpl final : public pb::Maintenance::CallbackService {
     StoreServer* s = s_;
     // A token that is sent must be valid; the error is the auth package's,
     // unconverted (etcd's maintenance server).
-    StatusOr<std::string> user = s->auth()->ResolveToken(TokenOf(ctx));
+    StatusOr<std::string> user = UserOfCall(s->auth(), ctx);
     kplane::Status valid = AuthMaintenanceError(user.status());
     return OnWorker(s, ctx, resp,
                     [s, req, valid]() -> StatusOr<pb::AlarmResponse> {
@@ -790,7 +846,7 @@ class CancelLink {
 StatusOr<std::string> RecipeCaller(ElectionLockService* el,
                                    const grpc::ServerContextBase* ctx) {
   if (!el->kv()->server()->auth()->enabled()) return std::string();
-  return el->kv()->UserOf(TokenOf(ctx));
+  return UserOfCall(el->kv()->server()->auth(), ctx);
 }
 
 // Why gRPC cancelled the call of `ctx`.
@@ -1177,17 +1233,24 @@ Status GrpcFront::Start() {
   return Status::Ok();
 }
 
-void GrpcFront::Adopt(int fd) {
+void GrpcFront::Adopt(int fd, const net::TlsConnectionInfo* tls) {
   if (!grpc_) {
     ::close(fd);
     return;
   }
+  // Set (or cleared, for a plaintext connection that got a number a TLS
+  // one had) before gRPC can read a request on `fd`.
+  CertUsers::Get().Set(
+      fd, tls && tls->peer_verified ? tls->peer.common_name : std::string());
   grpc::AddInsecureChannelFromFd(grpc_.get(), fd);
 }
 
 void GrpcFront::InstallHandoff(net::HttpServerOptions* o) {
   o->handoff_preface = std::string(net::kHttp2Preface);
-  o->handoff = [this](int fd) { Adopt(fd); };
+  o->handoff = [this](int fd,
+                      std::shared_ptr<const net::TlsConnectionInfo> tls) {
+    Adopt(fd, tls.get());
+  };
 }
 
 void GrpcFront::Stop() {

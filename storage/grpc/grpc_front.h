@@ -15,8 +15,12 @@
 //
 // Requests take the JSON gateway's paths (KvService, StoreServer), and
 // errors carry etcd's texts with the gRPC codes etcd's rpctypes use
-// (etcdjson::StatusToError). TLS (later): the listener terminates TLS and
-// hands over the connections that negotiated ALPN "h2".
+// (etcdjson::StatusToError). TLS: the HttpServer terminates it and hands
+// over the connections that negotiated ALPN "h2" (or no ALPN and sent the
+// HTTP/2 preface) as a decrypted stream; its TlsContext must offer
+// {"h2", "http/1.1"}. With auth enabled, a call without a token acts as the
+// CN of its connection's verified client certificate (etcd's
+// --client-cert-auth behaviour).
 //
 // Ownership: borrows the StoreServer, which must outlive Stop(); owns the
 // grpc::Server and the sockets handed to it. Thread-safety: Adopt() may be
@@ -63,8 +67,10 @@ class GrpcFront {
 
   Status Start();
   // Serves gRPC on the connected socket `fd` (takes ownership; unread: the
-  // client preface is still in it). Closes it if not started.
-  void Adopt(int fd);
+  // client preface is still in it). Closes it if not started. `tls`: the
+  // TLS state of the client connection `fd` carries decrypted (nullptr for
+  // plaintext); its verified certificate names the calls' user.
+  void Adopt(int fd, const net::TlsConnectionInfo* tls = nullptr);
   // Sets `o` to hand HTTP/2 connections to Adopt().
   void InstallHandoff(net::HttpServerOptions* o);
   // Cancels every call, closes every connection. Idempotent.

@@ -7,35 +7,28 @@
 // First, as in grpc_front.cc: base/thread_annotations.h must come before
 // absl's (included by grpcpp), which defines the same macros only if unset.
 // clang-format off
-#include "storage/grpc/grpc_front.h"
+#include "storage/grpc/test_member.h"
 // clang-format on
 
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <future>
 #include <memory>
 #include <string>
 
 #include "base/base64.h"
-#include "base/metrics.h"
 #include "net/http_client.h"
-#include "net/http_server.h"
 #include "net/http_test_util.h"
 #include "schemas/grpc/election_services.grpc.pb.h"
 #include "schemas/grpc/lock_services.grpc.pb.h"
 #include "schemas/grpc/rpc_services.grpc.pb.h"
-#include "storage/server/client_api.h"
-#include "storage/server/store_server.h"
 
 namespace kplane::storage {
 namespace {
 
-namespace fs = std::filesystem;
 namespace pb = etcdserverpb;
 namespace epb = v3electionpb;
 namespace lpb = v3lockpb;
@@ -61,43 +54,13 @@ struct Result {
 class ElectionLockGrpcTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/kplane-elect-XXXXXX";
-    dir_ = mkdtemp(tmpl);
-    StoreConfig c;
-    c.name = "m1";
-    c.data_dir = dir_ + "/m1";
-    c.peer_urls = {"http://m1:2380"};
-    c.heartbeat_interval = milliseconds(10);
-    c.election_timeout = milliseconds(100);
-    c.corrupt_check_interval = Duration(0);
-    auto s = StoreServer::Open(c);
-    ASSERT_TRUE(s.ok()) << s.status();
-    server_ = std::move(*s);
-    ASSERT_TRUE(server_->Start(nullptr).ok());
-    ASSERT_TRUE(server_->WaitReady(seconds(10)));
-    grpc_ = std::make_unique<GrpcFront>(server_.get());
-    ASSERT_TRUE(grpc_->Start().ok());
-    net::HttpServerOptions o;
-    o.port = 0;
-    o.metrics = &metrics_;
-    grpc_->InstallHandoff(&o);
-    http_ = std::make_unique<net::HttpServer>(o);
-    api_ = std::make_unique<ClientApi>(server_.get(), &metrics_);
-    api_->RegisterHandlers(http_.get());
-    ASSERT_TRUE(http_->Start().ok());
-    auto ch = grpc::CreateChannel("127.0.0.1:" + std::to_string(http_->port()),
-                                  grpc::InsecureChannelCredentials());
+    ASSERT_TRUE(member_.Start().ok());
+    auto ch = member_.Channel();
     kv_ = pb::KV::NewStub(ch);
     lease_ = pb::Lease::NewStub(ch);
     watch_ = pb::Watch::NewStub(ch);
     lock_ = lpb::Lock::NewStub(ch);
     election_ = epb::Election::NewStub(ch);
-  }
-  void TearDown() override {
-    if (http_) http_->Stop();
-    if (grpc_) grpc_->Stop();
-    if (server_) server_->Stop();
-    fs::remove_all(dir_);
   }
 
   int64_t Grant(int64_t ttl = 60) {
@@ -176,12 +139,7 @@ class ElectionLockGrpcTest : public ::testing::Test {
     return ctx;
   }
 
-  std::string dir_;
-  metrics::Registry metrics_;
-  std::unique_ptr<StoreServer> server_;
-  std::unique_ptr<GrpcFront> grpc_;
-  std::unique_ptr<net::HttpServer> http_;
-  std::unique_ptr<ClientApi> api_;
+  TestMember member_;
   std::unique_ptr<pb::KV::Stub> kv_;
   std::unique_ptr<pb::Lease::Stub> lease_;
   std::unique_ptr<pb::Watch::Stub> watch_;
@@ -299,7 +257,7 @@ TEST_F(ElectionLockGrpcTest, JsonClientGoneEndsTheWait) {
   ASSERT_TRUE(Lock("l", a).status.ok());
   PrefixWatch w(watch_.get(), "l/");
   {
-    net::testing::RawConnection c(http_->port());
+    net::testing::RawConnection c(member_.port());
     std::string body =
         "{\"name\":\"bA==\",\"lease\":\"" + std::to_string(b) + "\"}";
     c.Send("POST /v3/lock/lock HTTP/1.1\r\nHost: x\r\nContent-Length: " +
@@ -450,7 +408,7 @@ TEST_F(ElectionLockGrpcTest, NoLeaseGetsASessionLease) {
 // metadata token, and a token sent on a call that needs no permission
 // (lease grant, compaction) must still be valid, as etcd's.
 TEST_F(ElectionLockGrpcTest, AuthRunsLockAsTheCallerAndChecksEveryToken) {
-  net::HttpClient http("127.0.0.1", http_->port());
+  net::HttpClient http("127.0.0.1", member_.port());
   auto post = [&](const std::string& path, const std::string& body) {
     auto r = http.Request("POST", path, {{"Content-Type", "application/json"}},
                           body);

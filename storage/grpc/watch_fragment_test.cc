@@ -6,35 +6,28 @@
 // First, as in grpc_front.cc: base/thread_annotations.h must come before
 // absl's (included by grpcpp), which defines the same macros only if unset.
 // clang-format off
-#include "storage/grpc/grpc_front.h"
+#include "storage/grpc/test_member.h"
 // clang-format on
 
 #include "storage/server/watch_fragment.h"
 
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <chrono>
-#include <filesystem>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "base/base64.h"
-#include "base/metrics.h"
 #include "net/http_client.h"
-#include "net/http_server.h"
 #include "schemas/grpc/rpc_services.grpc.pb.h"
 #include "storage/etcdjson/etcd_json.h"
-#include "storage/server/client_api.h"
-#include "storage/server/store_server.h"
 
 namespace kplane::storage {
 namespace {
 
-namespace fs = std::filesystem;
 namespace pb = etcdserverpb;
 
 constexpr int64_t kMaxRequestBytes = 1 << 20;
@@ -55,44 +48,12 @@ using WatchRW = grpc::ClientReaderWriter<pb::WatchRequest, pb::WatchResponse>;
 class WatchFragmentTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/kplane-fragment-XXXXXX";
-    dir_ = mkdtemp(tmpl);
-    StoreConfig c;
-    c.name = "m1";
-    c.data_dir = dir_ + "/m1";
-    c.peer_urls = {"http://m1:2380"};
-    c.heartbeat_interval = milliseconds(10);
-    c.election_timeout = milliseconds(100);
-    c.corrupt_check_interval = Duration(0);
-    c.max_request_bytes = kMaxRequestBytes;
-    auto s = StoreServer::Open(c);
-    ASSERT_TRUE(s.ok()) << s.status();
-    server_ = std::move(*s);
-    ASSERT_TRUE(server_->Start(nullptr).ok());
-    ASSERT_TRUE(server_->WaitReady(seconds(10)));
-    grpc_ = std::make_unique<GrpcFront>(server_.get());
-    ASSERT_TRUE(grpc_->Start().ok());
-    net::HttpServerOptions o;
-    o.port = 0;
-    o.metrics = &metrics_;
-    grpc_->InstallHandoff(&o);
-    http_ = std::make_unique<net::HttpServer>(o);
-    api_ = std::make_unique<ClientApi>(server_.get(), &metrics_);
-    api_->RegisterHandlers(http_.get());
-    ASSERT_TRUE(http_->Start().ok());
+    ASSERT_TRUE(member_.Start({.max_request_bytes = kMaxRequestBytes}).ok());
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(-1);
-    auto ch =
-        grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(http_->port()),
-                                  grpc::InsecureChannelCredentials(), args);
+    auto ch = member_.Channel(args);
     kv_ = pb::KV::NewStub(ch);
     watch_ = pb::Watch::NewStub(ch);
-  }
-  void TearDown() override {
-    if (http_) http_->Stop();
-    if (grpc_) grpc_->Stop();
-    if (server_) server_->Stop();
-    fs::remove_all(dir_);
   }
 
   int64_t Put(const std::string& key, const std::string& value) {
@@ -210,12 +171,7 @@ class WatchFragmentTest : public ::testing::Test {
     }
   }
 
-  std::string dir_;
-  metrics::Registry metrics_;
-  std::unique_ptr<StoreServer> server_;
-  std::unique_ptr<GrpcFront> grpc_;
-  std::unique_ptr<net::HttpServer> http_;
-  std::unique_ptr<ClientApi> api_;
+  TestMember member_;
   std::unique_ptr<pb::KV::Stub> kv_;
   std::unique_ptr<pb::Watch::Stub> watch_;
 };
@@ -306,7 +262,7 @@ TEST_F(WatchFragmentTest, JsonGatewayPrintsThePieces) {
     int64_t rev = Put("j/" + std::to_string(i), Value(200 << 10, i));
     if (i == 0) first = rev;
   }
-  net::HttpClient c("127.0.0.1", http_->port());
+  net::HttpClient c("127.0.0.1", member_.port());
   auto st = c.OpenStream("POST", "/v3/watch");
   ASSERT_TRUE(st.ok()) << st.status();
   auto create = [&](int id, bool fragment) {

@@ -8,76 +8,34 @@
 // absl's (included by grpcpp), which defines the same macros only if unset.
 // clang-format off
 #include "bench/grpc_store_bench.h"
-#include "storage/grpc/grpc_front.h"
+#include "storage/grpc/test_member.h"
 // clang-format on
 
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <chrono>
-#include <filesystem>
 #include <memory>
 #include <string>
 
-#include "base/metrics.h"
 #include "base/strings.h"
 #include "bench/store_bench_command.h"
-#include "net/http_server.h"
 #include "schemas/grpc/rpc_services.grpc.pb.h"
-#include "storage/server/client_api.h"
-#include "storage/server/store_server.h"
 
 namespace kplane::bench {
 namespace {
 
-namespace fs = std::filesystem;
 namespace pb = etcdserverpb;
-using storage::ClientApi;
-using storage::GrpcFront;
-using storage::StoreConfig;
-using storage::StoreServer;
 
 class GrpcStoreBenchTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/kplane-grpcbench-XXXXXX";
-    dir_ = mkdtemp(tmpl);
-    StoreConfig c;
-    c.name = "m1";
-    c.data_dir = dir_ + "/m1";
-    c.peer_urls = {"http://m1:2380"};
-    c.heartbeat_interval = milliseconds(10);
-    c.election_timeout = milliseconds(100);
-    c.corrupt_check_interval = Duration(0);
-    auto s = StoreServer::Open(c);
-    ASSERT_TRUE(s.ok()) << s.status();
-    server_ = std::move(*s);
-    ASSERT_TRUE(server_->Start(nullptr).ok());
-    ASSERT_TRUE(server_->WaitReady(seconds(10)));
-    grpc_ = std::make_unique<GrpcFront>(server_.get());
-    ASSERT_TRUE(grpc_->Start().ok());
-    net::HttpServerOptions o;
-    o.port = 0;
-    o.metrics = &metrics_;
-    grpc_->InstallHandoff(&o);
-    http_ = std::make_unique<net::HttpServer>(o);
-    api_ = std::make_unique<ClientApi>(server_.get(), &metrics_);
-    api_->RegisterHandlers(http_.get());
-    ASSERT_TRUE(http_->Start().ok());
-    url_ = "http://127.0.0.1:" + std::to_string(http_->port());
+    ASSERT_TRUE(member_.Start().ok());
+    url_ = "http://" + member_.address();
     auto eps = ParseEndpoints(url_);
     ASSERT_TRUE(eps.ok()) << eps.status();
     endpoints_ = *eps;
-    kv_ = pb::KV::NewStub(
-        grpc::CreateChannel("127.0.0.1:" + std::to_string(http_->port()),
-                            grpc::InsecureChannelCredentials()));
-  }
-  void TearDown() override {
-    if (http_) http_->Stop();
-    if (grpc_) grpc_->Stop();
-    if (server_) server_->Stop();
-    fs::remove_all(dir_);
+    kv_ = pb::KV::NewStub(member_.Channel());
   }
 
   // The store's revision and the number of keys under `prefix`, read
@@ -110,12 +68,7 @@ class GrpcStoreBenchTest : public ::testing::Test {
     return o;
   }
 
-  std::string dir_;
-  metrics::Registry metrics_;
-  std::unique_ptr<StoreServer> server_;
-  std::unique_ptr<GrpcFront> grpc_;
-  std::unique_ptr<net::HttpServer> http_;
-  std::unique_ptr<ClientApi> api_;
+  storage::TestMember member_;
   std::string url_;
   std::vector<Endpoint> endpoints_;
   std::unique_ptr<pb::KV::Stub> kv_;
@@ -195,9 +148,7 @@ TEST_F(GrpcStoreBenchTest, WatchDeliversEveryEventToEveryWatcher) {
 // times out). Auth is on and the tool has no user, so every create is
 // denied.
 TEST_F(GrpcStoreBenchTest, WatchFailsAtOnceWhenAWatcherIsRefused) {
-  auto auth = pb::Auth::NewStub(
-      grpc::CreateChannel("127.0.0.1:" + std::to_string(http_->port()),
-                          grpc::InsecureChannelCredentials()));
+  auto auth = pb::Auth::NewStub(member_.Channel());
   {
     grpc::ClientContext ctx;
     pb::AuthUserAddRequest req;

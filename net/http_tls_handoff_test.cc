@@ -446,6 +446,7 @@ TEST_F(HttpTlsHandoffTest, OwnerCloseReachesTheClientWithCloseNotify) {
   std::string got;
   EXPECT_EQ(c.Read(SIZE_MAX, &got), TlsSession::Result::kClosed);
   EXPECT_EQ(got, "bye");
+  c.Close();  // else the server lingers for our EOF (linger_timeout)
   AwaitNoConnections();
   EXPECT_EQ(server_->NumConnections(), 0u);
   EXPECT_EQ(server_->NumHandedOff(), 0u);
@@ -469,6 +470,7 @@ TEST_F(HttpTlsHandoffTest, ClientCloseNotifyReachesTheOwnerAsEof) {
   std::string got;
   EXPECT_EQ(c.Read(SIZE_MAX, &got), TlsSession::Result::kClosed);
   EXPECT_EQ(got, "ack");
+  c.Close();
   AwaitNoConnections();
   EXPECT_EQ(server_->NumConnections(), 0u);
 }
@@ -504,6 +506,7 @@ TEST_F(HttpTlsHandoffTest, PumpedConnectionCountsAgainstTheCap) {
   }
   CloseHanded(0);
   EXPECT_EQ(first.ReadToEnd(), TlsSession::Result::kClosed);
+  first.Close();
   AwaitNoConnections();
   TlsTestClient next(server_->port(), ClientTls({"h2"}));
   ASSERT_EQ(next.Handshake(), TlsSession::Result::kOk);

@@ -456,6 +456,9 @@ class Connection : public EpollTarget,
   void UpdatePairEvents();
   // Pump: closes our end of the pair (the other server sees EOF).
   void ClosePair();
+  // Pump: the other server closed its end (EOF, or a reset when it left
+  // bytes unread): send what it wrote, then close_notify, then close.
+  void PairClosed();
   void HandleWritable();
   bool ParseOneHead();
   bool ReadBody();
@@ -489,6 +492,10 @@ class Connection : public EpollTarget,
   // TLS: set once at construction; the handshake state is loop-only.
   const bool use_tls_;
   bool tls_ready_ = false;  // the handshake is done
+  // ReadTls returned data that came with the stream's end or an error:
+  // the next call reports it.
+  enum class TlsReadEnd { kNone, kClosed, kFailed };
+  TlsReadEnd tls_read_end_ = TlsReadEnd::kNone;
   TimePoint accepted_at_;
   // What the handshake agreed on; given to every request (HttpRequest::tls).
   std::shared_ptr<const TlsConnectionInfo> tls_info_;
@@ -882,7 +889,8 @@ void Connection::ContinueHandshake() {
       return;
     case TlsSession::Result::kOk:
       if (!tls_info_->alpn.empty() && tls_info_->alpn != "http/1.1" &&
-          !(tls_info_->alpn == "h2" && srv->opts.handoff)) {
+          !(tls_info_->alpn == "h2" && srv->opts.handoff &&
+            !srv->opts.handoff_preface.empty())) {
         srv->TlsHandshakeFailed("alpn", remote_,
                                 "negotiated \"" + tls_info_->alpn +
                                     "\"; this server speaks http/1.1 only");
@@ -1073,6 +1081,9 @@ void Connection::StartPump() {
   srv->handed_off_metric->Inc();
   srv->opts.handoff(sv[1], tls_info_);
   FlushToPair();
+  // The read that brought the preface may have seen the end of the stream
+  // too, which the socket will not report again.
+  if (!fd_closed_ && pair_.valid()) PumpFromClient();
 }
 
 void Connection::UpdatePairEvents() {
@@ -1107,6 +1118,18 @@ void Connection::ClosePair() {
   HttpServer::Impl* srv = server();
   srv->num_handed_off.fetch_sub(1);
   srv->handed_off_metric->Dec();
+}
+
+void Connection::PairClosed() {
+  ClosePair();
+  Deferred d;
+  {
+    MutexLock l(&mu_);
+    // Finishes in HandleWritable, or at once if nothing is queued
+    // (StartLinger sends close_notify).
+    CloseAfterFlushLocked(&d);
+  }
+  Run(&d);
 }
 
 void Connection::OnPairEvents(uint32_t events) {
@@ -1156,7 +1179,7 @@ void Connection::FlushToPair() {
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-      CloseNow();  // the other server closed its end
+      PairClosed();  // EPIPE: the other server closed its end
       return;
     }
     to_pair_off_ += static_cast<size_t>(n);
@@ -1199,24 +1222,15 @@ void Connection::PumpFromPair() {
       }
     }
     ssize_t n = ::recv(pair_.get(), buf, kReadChunk, 0);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) return;
-      CloseNow();
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    if (n <= 0) {
+      // EOF, or ECONNRESET when it closed with our bytes unread: either
+      // way the other server is done.
+      PairClosed();
       return;
     }
     Deferred d;
-    if (n == 0) {
-      // The other server is done: send what it wrote, then close_notify
-      // and close (HandleWritable/StartLinger).
-      ClosePair();
-      {
-        MutexLock l(&mu_);
-        CloseAfterFlushLocked(&d);
-      }
-      Run(&d);
-      return;
-    }
     bool ok;
     {
       MutexLock l(&mu_);
@@ -1271,6 +1285,13 @@ void Connection::HandleReadable() {
 }
 
 ssize_t Connection::ReadTls(char* buf) {
+  if (tls_read_end_ != TlsReadEnd::kNone) {
+    // Seen with the last data; the socket may not report anything again
+    // (a close_notify without a TCP close).
+    if (tls_read_end_ == TlsReadEnd::kClosed) return 0;
+    errno = ECONNRESET;
+    return -1;
+  }
   size_t total = 0;
   bool eof = false;
   bool failed = false;
@@ -1302,9 +1323,13 @@ ssize_t Connection::ReadTls(char* buf) {
       break;
     }
   }
-  // Data first; an end or error that came with it is seen again (OpenSSL
-  // repeats it) at the next event, which the socket's EOF guarantees.
-  if (total > 0) return static_cast<ssize_t>(total);
+  // Data first; an end or error that came with it is reported at the next
+  // call.
+  if (total > 0) {
+    if (eof) tls_read_end_ = TlsReadEnd::kClosed;
+    if (failed) tls_read_end_ = TlsReadEnd::kFailed;
+    return static_cast<ssize_t>(total);
+  }
   if (eof) return 0;
   errno = failed ? ECONNRESET : EAGAIN;
   return -1;

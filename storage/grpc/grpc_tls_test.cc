@@ -28,7 +28,7 @@ namespace {
 
 constexpr char kEtcdctl[] = "/usr/bin/etcdctl";
 
-struct Run {
+struct EtcdctlRun {
   int exit_code = -1;
   std::string output;  // stdout and stderr
 };
@@ -99,10 +99,10 @@ class GrpcTlsTest : public ::testing::Test {
   }
 
   // Runs etcdctl to completion.
-  Run Etcdctl(std::vector<std::string> argv) {
+  EtcdctlRun Etcdctl(std::vector<std::string> argv) {
     const std::string log = dir_ + "/etcdctl-" + std::to_string(++runs_);
     Subprocess p(std::move(argv), {.log_path = log, .env = {"ETCDCTL_API=3"}});
-    Run r;
+    EtcdctlRun r;
     Status st = p.Start();
     EXPECT_TRUE(st.ok()) << st;
     if (!st.ok()) return r;
@@ -132,10 +132,10 @@ bool ReadUntil(int fd, std::string* out, const std::string& needle) {
 }
 
 TEST_F(GrpcTlsTest, EtcdctlPutGetWatch) {
-  Run put = Etcdctl(Argv({"put", "foo", "bar"}));
+  EtcdctlRun put = Etcdctl(Argv({"put", "foo", "bar"}));
   EXPECT_EQ(put.exit_code, 0) << put.output;
   EXPECT_EQ(put.output, "OK\n");
-  Run get = Etcdctl(Argv({"get", "foo"}));
+  EtcdctlRun get = Etcdctl(Argv({"get", "foo"}));
   EXPECT_EQ(get.exit_code, 0) << get.output;
   EXPECT_EQ(get.output, "foo\nbar\n");
 
@@ -155,7 +155,7 @@ TEST_F(GrpcTlsTest, EtcdctlPutGetWatch) {
   EXPECT_EQ(seen, "PUT\nfoo\nbar\nPUT\nfoo\nbaz\n");
   watch.Stop();
 
-  Run status = Etcdctl(Argv({"endpoint", "status", "-w", "simple"}));
+  EtcdctlRun status = Etcdctl(Argv({"endpoint", "status", "-w", "simple"}));
   EXPECT_EQ(status.exit_code, 0) << status.output;
   EXPECT_NE(status.output.find(endpoint_), std::string::npos) << status.output;
 }
@@ -181,11 +181,11 @@ TEST_F(GrpcTlsTest, JsonGatewayOnTheSamePort) {
 TEST_F(GrpcTlsTest, ClientsWithoutATrustedCertificateAreRefused) {
   // etcd 3.4 with the same certificates and flags answers each of these
   // with etcdctl's "context deadline exceeded" as well.
-  Run none = Etcdctl(Argv({"put", "a", "1"}, /*with_cert=*/false));
+  EtcdctlRun none = Etcdctl(Argv({"put", "a", "1"}, /*with_cert=*/false));
   EXPECT_NE(none.exit_code, 0) << none.output;
   EXPECT_NE(none.output.find("context deadline exceeded"), std::string::npos)
       << none.output;
-  Run other = Etcdctl(
+  EtcdctlRun other = Etcdctl(
       Argv({"--cert", other_cert_, "--key", other_key_, "put", "a", "2"},
            /*with_cert=*/false));
   EXPECT_NE(other.exit_code, 0) << other.output;
@@ -200,10 +200,10 @@ TEST_F(GrpcTlsTest, ClientsWithoutATrustedCertificateAreRefused) {
                                     "put",
                                     "a",
                                     "3"};
-  Run plaintext = Etcdctl(plain);
+  EtcdctlRun plaintext = Etcdctl(plain);
   EXPECT_NE(plaintext.exit_code, 0) << plaintext.output;
   // Nothing was written; the trusted client still works.
-  Run get = Etcdctl(Argv({"get", "a"}));
+  EtcdctlRun get = Etcdctl(Argv({"get", "a"}));
   EXPECT_EQ(get.exit_code, 0) << get.output;
   EXPECT_EQ(get.output, "");
 }
@@ -218,18 +218,18 @@ TEST_F(GrpcTlsTest, WithAuthTheCertificateNamesTheUser) {
       {"user", "grant-role", "root", "root"},
       {"auth", "enable"}};
   for (const std::vector<std::string>& args : steps) {
-    Run r = Etcdctl(Argv(args));
+    EtcdctlRun r = Etcdctl(Argv(args));
     ASSERT_EQ(r.exit_code, 0) << r.output;
   }
-  Run put = Etcdctl(Argv({"put", "k", "by-root"}));
+  EtcdctlRun put = Etcdctl(Argv({"put", "k", "by-root"}));
   EXPECT_EQ(put.exit_code, 0) << put.output;
-  Run denied = Etcdctl(
+  EtcdctlRun denied = Etcdctl(
       Argv({"--cert", alice_cert_, "--key", alice_key_, "put", "k", "by-alice"},
            /*with_cert=*/false));
   EXPECT_NE(denied.exit_code, 0) << denied.output;
   EXPECT_NE(denied.output.find("permission denied"), std::string::npos)
       << denied.output;
-  Run get = Etcdctl(Argv({"get", "k", "--print-value-only"}));
+  EtcdctlRun get = Etcdctl(Argv({"get", "k", "--print-value-only"}));
   EXPECT_EQ(get.exit_code, 0) << get.output;
   EXPECT_EQ(get.output, "by-root\n");
 }

@@ -1121,8 +1121,23 @@ void Connection::ClosePair() {
 }
 
 void Connection::PairClosed() {
-  ClosePair();
+  // What it wrote before closing may still wait in our end (a send to it
+  // fails with EPIPE as soon as it has closed): take it all. It is bounded
+  // by the socket's buffer.
   Deferred d;
+  if (pair_.valid()) {
+    char* buf = loop_->scratch();
+    for (;;) {
+      ssize_t n = ::recv(pair_.get(), buf, kReadChunk, MSG_DONTWAIT);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      MutexLock l(&mu_);
+      if (!SendLocked({std::string_view(buf, static_cast<size_t>(n))}, 0, &d)) {
+        break;
+      }
+    }
+  }
+  ClosePair();
   {
     MutexLock l(&mu_);
     // Finishes in HandleWritable, or at once if nothing is queued

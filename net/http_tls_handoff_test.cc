@@ -406,7 +406,7 @@ TEST_F(HttpTlsHandoffTest, BackPressureBothWays) {
   // Owner to client: the client does not read.
   const std::string down = Pattern(3, kBig);
   size_t written = 0;
-  for (;;) {
+  while (written < down.size()) {
     ssize_t k = ::send(fd, down.data() + written, down.size() - written,
                        MSG_NOSIGNAL | MSG_DONTWAIT);
     if (k > 0) {

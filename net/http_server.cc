@@ -365,8 +365,8 @@ class IoLoop {
 // ---------------------------------------------------------------------------
 // Connection
 
-class Connection : public EpollTarget,
-                   public std::enable_shared_from_this<Connection> {
+class Connection final : public EpollTarget,
+                         public std::enable_shared_from_this<Connection> {
  public:
   Connection(IoLoop* loop, ScopedFd fd, std::string remote,
              std::unique_ptr<TlsSession> tls);
@@ -503,7 +503,7 @@ class Connection : public EpollTarget,
   // TLS + handoff (loop-thread state): the decrypted stream goes to the
   // other server through a socket pair; see StartPump. Output to the client
   // uses out_ like a response.
-  struct PairEnd : EpollTarget {
+  struct PairEnd final : EpollTarget {
     explicit PairEnd(Connection* c) : conn(c) {}
     void OnEvents(uint32_t events) override { conn->OnPairEvents(events); }
     Connection* conn;

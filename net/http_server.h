@@ -259,8 +259,9 @@ struct HttpServerOptions {
   // kplane_http_connections_handed_off, and against max_connections, until
   // then; the idle and header timeouts stop applying once it is handed
   // over (the owner's keepalive decides), but the preface itself must
-  // arrive within header_timeout of the accept. ALPN "h2" followed by
-  // anything but the preface is closed. The server's TlsContext should
+  // arrive within header_timeout of the accept (the whole preface is
+  // awaited). ALPN "h2" followed by anything but the preface is closed;
+  // ALPN "http/1.1" is always served here. The server's TlsContext should
   // offer {"h2", "http/1.1"}: gRPC clients offer only "h2", and a context
   // offering only "http/1.1" refuses them in the handshake.
   std::string handoff_preface;

@@ -227,17 +227,10 @@ int RunStoreCommand(const std::vector<std::string>& args) {
         4 * (static_cast<size_t>(cfg.max_request_bytes) + (1 << 20));
     o.max_connections = opts.max_connections;
     o.body_timeout = opts.body_timeout;
-    if (l.url.scheme == "https") {
-      o.tls = tls->client_server;
-      // The HTTP server cannot yet hand a TLS connection to the gRPC front
-      // (docs/security.md): serve the JSON gateway only, and say so.
-      LOG(WARNING) << "gRPC over TLS is not available yet: https://"
-                   << l.url.HostPort()
-                   << " serves etcd's JSON gateway (/v3/...) only; gRPC "
-                      "clients (etcdctl) need an http:// client URL";
-    } else {
-      grpc_front.InstallHandoff(&o);
-    }
+    // Over https the server terminates TLS and hands connections that
+    // negotiated h2 to the gRPC front decrypted (net/http_server.h).
+    if (l.url.scheme == "https") o.tls = tls->client_server;
+    grpc_front.InstallHandoff(&o);
     client_https.push_back(std::make_unique<net::HttpServer>(o));
     api.RegisterHandlers(client_https.back().get());
   }

@@ -52,7 +52,15 @@ StatusOr<MemberTls> NewMemberTls(const MemberTlsFiles& client,
                                  const MemberTlsFiles& peer) {
   MemberTls tls;
   if (!client.empty()) {
-    ASSIGN_OR_RETURN(tls.client_server, NewMemberServerTls(client));
+    // Both, in the server's order of preference (OpenSSL picks the first of
+    // ours the client offers): an HTTP client that can speak http/1.1
+    // (curl, browsers, Python; curl offers h2 too) gets it and the JSON
+    // gateway; gRPC clients offer h2 alone (grpc-go: etcdctl, clientv3;
+    // grpc-js) or with grpc-exp (gRPC C-core) and go to the gRPC front.
+    // etcd tells the two apart per HTTP/2 request by content type; our gRPC
+    // server owns whole connections, so the choice is made per connection.
+    ASSIGN_OR_RETURN(tls.client_server,
+                     NewMemberServerTls(client, {"http/1.1", "h2"}));
   }
   if (!peer.empty()) {
     ASSIGN_OR_RETURN(tls.peer_server, NewMemberServerTls(peer));

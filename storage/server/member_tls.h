@@ -59,7 +59,9 @@ struct MemberTlsFiles {
 };
 
 // A server context for a member's listener (clients or peers). ALPN: the
-// protocols offered (the HTTP server speaks http/1.1 only).
+// protocols offered: the peer listener speaks http/1.1 only; the client
+// listener also offers h2, whose connections go to the gRPC front
+// (NewMemberTls does that).
 StatusOr<std::shared_ptr<const net::TlsContext>> NewMemberServerTls(
     const MemberTlsFiles& files, std::vector<std::string> alpn = {"http/1.1"});
 

@@ -154,6 +154,47 @@ TEST_P(StoreTlsTest, ClientsWithTheCasCertificatesReadAndWrite) {
       "v\n");
 }
 
+// The real etcdctl 3.4 (gRPC, ALPN h2) over the same https:// client URLs:
+// the listener hands h2 connections to the gRPC front decrypted.
+TEST_P(StoreTlsTest, EtcdctlOverTls) {
+  if (!std::filesystem::exists("/usr/bin/etcdctl")) {
+    GTEST_SKIP() << "/usr/bin/etcdctl is absent (Debian etcd-client)";
+  }
+  int calls = 0;
+  auto etcdctl = [&](std::vector<std::string> args, bool with_cert = true) {
+    std::vector<std::string> argv = {
+        "/usr/bin/etcdctl", "--endpoints=" + cluster_->endpoints_flag(),
+        "--cacert=" + tls_.ca_file, "--dial-timeout=3s",
+        "--command-timeout=5s"};
+    if (with_cert) {
+      argv.push_back("--cert=" + tls_.client_cert_file);
+      argv.push_back("--key=" + tls_.client_key_file);
+    }
+    argv.insert(argv.end(), args.begin(), args.end());
+    // The log is appended to: one file per call.
+    const std::string log =
+        dir_ + "/etcdctl-" + std::to_string(++calls) + ".out";
+    Subprocess p(argv, {.log_path = log, .env = {"ETCDCTL_API=3"}});
+    Out o;
+    if (!p.Start().ok()) return o;
+    o.code = p.Wait();
+    std::ifstream in(log);
+    std::stringstream got;
+    got << in.rdbuf();
+    o.out = got.str();
+    return o;
+  };
+  EXPECT_OK(etcdctl({"put", "grpc-key", "over-tls"}));
+  Out get = etcdctl({"get", "grpc-key", "--print-value-only"});
+  EXPECT_OK(get);
+  EXPECT_EQ(get.out, "over-tls\n");
+  Out members = etcdctl({"member", "list"});
+  EXPECT_OK(members);
+  EXPECT_NE(members.out.find("https://"), std::string::npos) << members.out;
+  // Without a client certificate (--client-cert-auth): refused.
+  EXPECT_NE(etcdctl({"put", "grpc-key", "nope"}, /*with_cert=*/false).code, 0);
+}
+
 TEST_P(StoreTlsTest, ClientsWithoutACaSignedCertificateAreRefused) {
   const std::string ep = cluster_->client_url(0);
   // No client certificate (etcd's --client-cert-auth).

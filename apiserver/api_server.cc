@@ -1176,6 +1176,7 @@ Status ApiServer::Start() {
   ho.clock = m.opts.clock;
   ho.metrics = m.opts.metrics;
   ho.name = "apiserver";
+  ho.tls = m.opts.tls;
   m.http = std::make_unique<net::HttpServer>(ho);
   m.RegisterRoutes();
   RETURN_IF_ERROR(m.http->Start());

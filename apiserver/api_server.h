@@ -56,6 +56,7 @@
 #include "base/clock.h"
 #include "base/metrics.h"
 #include "base/status.h"
+#include "net/tls.h"
 #include "storage/kv.h"
 
 namespace kplane::apiserver {
@@ -72,6 +73,10 @@ struct ApiServerOptions {
   // values pass through its transformer (apiserver/encryption/
   // transformer.h). Null: everything is stored plain.
   std::shared_ptr<const encryption::TransformerSet> encryption;
+  // Serve HTTPS with this server context (net/tls.h; kube-apiserver's
+  // --tls-cert-file/--tls-private-key-file/--client-ca-file). A verified
+  // client certificate reaches handlers as HttpRequest::tls. Null: HTTP.
+  std::shared_ptr<const net::TlsContext> tls;
 
   int max_requests_inflight = 400;
   int max_mutating_requests_inflight = 200;

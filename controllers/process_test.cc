@@ -94,8 +94,8 @@ TEST(ControllerManagerProcessTest, KillTheLeaderAndTheOtherTakesOver) {
   char tmpl[] = "/tmp/kplane-cm-e2e-XXXXXX";
   ASSERT_NE(mkdtemp(tmpl), nullptr);
   std::string dir = tmpl;
-  e2e::Process api({KPLANE_BINARY, "apiserver", "--port", "0", "--data-dir",
-                    dir + "/data", "--log-level", "warning"},
+  e2e::Process api({KPLANE_BINARY, "apiserver", "--insecure-http", "--port",
+                    "0", "--data-dir", dir + "/data", "--log-level", "warning"},
                    {}, dir + "/apiserver.log");
   api.Start();
   std::string url;

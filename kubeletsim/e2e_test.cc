@@ -32,8 +32,8 @@ TEST(KubeletSimE2E, NodesPodsAndFaultInjection) {
   ASSERT_NE(mkdtemp(tmpl), nullptr);
   const std::string dir = tmpl;
   std::ofstream(dir + "/kubeconfig").close();
-  Process api({KPLANE_BINARY, "apiserver", "--port", "0", "--data-dir",
-               dir + "/data", "--log-level", "warning"},
+  Process api({KPLANE_BINARY, "apiserver", "--insecure-http", "--port", "0",
+               "--data-dir", dir + "/data", "--log-level", "warning"},
               {}, dir + "/apiserver.log");
   api.Start();
   int api_port = PortAfter(&api, "serving on http://127.0.0.1:");

@@ -18,9 +18,41 @@ namespace kplane::cmd {
 using apiserver::ApiServer;
 using apiserver::ApiServerOptions;
 
+StatusOr<std::shared_ptr<const net::TlsContext>> ServingTlsContext(
+    const std::string& cert_file, const std::string& key_file,
+    const std::string& client_ca_file, bool insecure_http) {
+  if (cert_file.empty() != key_file.empty()) {
+    return InvalidArgumentError(
+        "--tls-cert-file and --tls-private-key-file go together");
+  }
+  if (cert_file.empty()) {
+    if (!client_ca_file.empty()) {
+      return InvalidArgumentError(
+          "--client-ca-file needs --tls-cert-file and --tls-private-key-file "
+          "(client certificates only exist over TLS)");
+    }
+    if (!insecure_http) {
+      return InvalidArgumentError(
+          "no serving certificate: pass --tls-cert-file and "
+          "--tls-private-key-file, or --insecure-http to serve plain HTTP "
+          "(development only)");
+    }
+    return std::shared_ptr<const net::TlsContext>();
+  }
+  net::TlsServerConfig config{.cert_file = cert_file,
+                              .key_file = key_file,
+                              .client_ca_file = client_ca_file,
+                              .client_auth = client_ca_file.empty()
+                                                 ? net::ClientAuth::kNone
+                                                 : net::ClientAuth::kRequest,
+                              .alpn = {"http/1.1"}};
+  return net::TlsContext::NewServer(config);
+}
+
 int RunApiServerCommand(const std::vector<std::string>& args) {
   FlagSet flags("kplane apiserver",
-                "Runs kplane's Kubernetes API server over plain HTTP.");
+                "Runs kplane's Kubernetes API server over HTTPS (or, with "
+                "--insecure-http, plain HTTP).");
   std::string backend = "embedded";
   std::vector<std::string> etcd_servers;
   std::string data_dir = "kplane-apiserver.data";
@@ -43,6 +75,21 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
   Duration compaction_interval = minutes(5);
   std::string log_level = "info";
   std::string encryption_config;
+  std::string tls_cert_file, tls_key_file, client_ca_file;
+  bool insecure_http = false;
+  flags.String("tls-cert-file", &tls_cert_file,
+               "The serving certificate (PEM, then intermediates): serve "
+               "HTTPS (kube-apiserver's flag). Needs --tls-private-key-file.");
+  flags.String("tls-private-key-file", &tls_key_file,
+               "The serving certificate's private key (PEM).");
+  flags.String("client-ca-file", &client_ca_file,
+               "CAs whose client certificates identify users (CN = user, O = "
+               "groups). Certificates are requested, not required: a client "
+               "without one is anonymous (kube-apiserver's flag).");
+  flags.Bool("insecure-http", &insecure_http,
+             "Serve plain HTTP without TLS when no --tls-cert-file is given "
+             "(development only: anyone who can reach the port can read "
+             "and write everything).");
   flags.String("storage-backend", &backend,
                "\"embedded\" (a single-member store in this process) or "
                "\"remote\" (etcd's v3 JSON API at --etcd-servers).");
@@ -70,9 +117,8 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
   flags.String("advertise-address", &advertise_address,
                "host:port published in /api (default: bind address and "
                "port).");
-  flags.Int("secure-port", &port,
-            "Port to serve HTTP on (kplane has no TLS; same as --port).");
-  flags.Int("port", &port, "Port to serve HTTP on.");
+  flags.Int("secure-port", &port, "Port to serve HTTPS on.");
+  flags.Int("port", &port, "Same as --secure-port.");
   flags.Duration("event-ttl", &event_ttl, "How long events are kept.");
   flags.Int("max-requests-inflight", &max_inflight,
             "Read-only requests served at once; more get 429.");
@@ -139,6 +185,15 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
         "not be negative"));
   }
 
+  auto tls = ServingTlsContext(tls_cert_file, tls_key_file, client_ca_file,
+                               insecure_http);
+  if (!tls.ok()) return fail(tls.status());
+  if (*tls == nullptr) {
+    std::cerr << "kplane apiserver: WARNING: --insecure-http: serving plain "
+                 "HTTP without TLS; anyone who can reach the port can read "
+                 "and write every object.\n";
+  }
+
   std::shared_ptr<const apiserver::encryption::TransformerSet> encryption;
   if (!encryption_config.empty()) {
     auto config =
@@ -200,6 +255,7 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
   o.advertise_address = advertise_address;
   o.storage_prefix = etcd_prefix;
   o.encryption = encryption;
+  o.tls = *tls;
   o.event_ttl = event_ttl;
   o.max_requests_inflight = max_inflight;
   o.max_mutating_requests_inflight = max_mutating;
@@ -220,8 +276,9 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
     LOG(WARNING) << "watch caches not ready after 60s; serving anyway";
   }
   // A line tests and scripts wait for.
-  std::cout << "kplane apiserver serving on http://" << bind_address << ":"
-            << server.port() << std::endl;
+  std::cout << "kplane apiserver serving on "
+            << (o.tls != nullptr ? "https://" : "http://") << bind_address
+            << ":" << server.port() << std::endl;
 
   int sig = 0;
   sigwait(&stop_signals, &sig);

@@ -109,7 +109,7 @@ for i in "${!EPS[@]}"; do [[ $i == "$LEADER" ]] || etcd_servers+=",${EPS[$i]}"; 
 
 api_port=$((base + 130))
 server=http://127.0.0.1:$api_port
-"$KPLANE" apiserver --storage-backend=remote --etcd-servers="$etcd_servers" \
+"$KPLANE" apiserver --insecure-http --storage-backend=remote --etcd-servers="$etcd_servers" \
   --port "$api_port" --max-watches 20000 --log-level warning \
   >"$data/api.log" 2>&1 &
 api_pid=$!

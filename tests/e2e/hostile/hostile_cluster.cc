@@ -90,6 +90,7 @@ StatusOr<std::unique_ptr<HostileCluster>> HostileCluster::Start(
 
   std::vector<std::string> argv = {storage::FindKplaneBinary(),
                                    "apiserver",
+                                   "--insecure-http",
                                    "--storage-backend",
                                    "remote",
                                    "--etcd-servers",

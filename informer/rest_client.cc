@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <deque>
 
-#include "objects/meta.h"
-#include "objects/serializer.h"
 #include "base/logging.h"
 #include "base/strings.h"
 #include "informer/api_errors.h"
 #include "net/url.h"
+#include "objects/meta.h"
+#include "objects/serializer.h"
 
 namespace kplane::informer {
 
@@ -155,7 +155,16 @@ class RestClient::Pool {
 
 StatusOr<std::unique_ptr<RestClient>> RestClient::New(
     RestClientOptions options) {
-  ASSIGN_OR_RETURN(net::Url url, net::ParseUrl(options.server));
+  ASSIGN_OR_RETURN(net::Url url, net::ParseUrl(options.server,
+                                               net::UrlSchemes::kHttpOrHttps));
+  if ((url.scheme == "https") != (options.tls != nullptr)) {
+    return InvalidArgumentError(
+        url.scheme == "https"
+            ? "server " + options.server + ": https needs a TLS context"
+            : "server " + options.server +
+                  ": a TLS context was given for an http:// server (use "
+                  "https://)");
+  }
   return std::unique_ptr<RestClient>(
       new RestClient(std::move(options), url.host, url.port));
 }
@@ -172,6 +181,11 @@ RestClient::RestClient(RestClientOptions options, std::string host,
   http.read_timeout = options_.timeout;
   http.write_timeout = options_.timeout;
   http.default_headers = {{"User-Agent", options_.user_agent}};
+  if (!options_.bearer_token.empty()) {
+    http.default_headers.Set("Authorization",
+                             "Bearer " + options_.bearer_token);
+  }
+  http.tls = options_.tls;
   http.clock = clock_;
   pool_ = std::make_unique<Pool>(host_, port_, http, options_.max_connections);
   stream_client_ = std::make_unique<net::HttpClient>(host_, port_, http);
@@ -279,7 +293,8 @@ StatusOr<std::unique_ptr<google::protobuf::Message>> RestClient::DecodeResponse(
   ASSIGN_OR_RETURN(objects::MediaType type,
                    objects::ParseMediaType(resp.headers.Get("Content-Type")));
   std::unique_ptr<google::protobuf::Message> obj = kind.New();
-  StatusOr<objects::DecodeResult> r = objects::DecodeBody(type, resp.body, obj.get());
+  StatusOr<objects::DecodeResult> r =
+      objects::DecodeBody(type, resp.body, obj.get());
   if (!r.ok()) return r.status().Annotate("decoding " + kind.kind);
   const objects::TypeMeta& tm = r->type_meta;
   if (tm.kind == "Status" && kind.kind != "Status") {
@@ -298,10 +313,11 @@ StatusOr<std::unique_ptr<google::protobuf::Message>> RestClient::DecodeResponse(
 
 void RestClient::SetBody(RestRequest* req, const google::protobuf::Message& obj,
                          const objects::KindInfo* kind) const {
-  objects::TypeMeta tm = kind != nullptr ? kind->type_meta() : objects::TypeMeta{};
+  objects::TypeMeta tm =
+      kind != nullptr ? kind->type_meta() : objects::TypeMeta{};
   objects::MediaType type = options_.protobuf && kind != nullptr
-                            ? objects::MediaType::kProtobuf
-                            : objects::MediaType::kJson;
+                                ? objects::MediaType::kProtobuf
+                                : objects::MediaType::kJson;
   req->body = objects::EncodeBody(type, obj, tm);
   req->headers.Set("Content-Type", std::string(objects::MediaTypeName(type)));
 }
@@ -321,7 +337,7 @@ void RestClient::AddWriteOptions(RestRequest* req,
 namespace {
 
 const objects::KindInfo* SubresourceKind(const objects::ResourceInfo& resource,
-                                     std::string_view subresource) {
+                                         std::string_view subresource) {
   if (subresource.empty()) return resource.kind;
   const objects::SubresourceInfo* sub = resource.FindSubresource(subresource);
   return sub != nullptr && sub->kind != nullptr ? sub->kind : resource.kind;
@@ -377,9 +393,9 @@ StatusOr<std::unique_ptr<google::protobuf::Message>> RestClient::List(
   return DecodeResponse(resp, *resource.list_kind);
 }
 
-StatusOr<ListResult> RestClient::ListObjects(const objects::ResourceInfo& resource,
-                                             std::string_view ns,
-                                             const ListOptions& options) {
+StatusOr<ListResult> RestClient::ListObjects(
+    const objects::ResourceInfo& resource, std::string_view ns,
+    const ListOptions& options) {
   ASSIGN_OR_RETURN(std::unique_ptr<google::protobuf::Message> list,
                    List(resource, ns, options));
   ListResult result;

@@ -3,7 +3,8 @@
 // verbs). Controllers, kubeletsim, kpctl and the informers use one shared
 // instance.
 //
-//   auto client = RestClient::New({.server = "http://127.0.0.1:6443"});
+//   auto client = RestClient::New({.server = "https://127.0.0.1:6443",
+//                                  .tls = client_tls_context});
 //   StatusOr<std::unique_ptr<corev1::Pod>> pod =
 //       (*client)->Get<corev1::Pod>("default", "web");
 //   if (IsNotFound(pod.status())) ...
@@ -67,20 +68,27 @@
 #include <utility>
 #include <vector>
 
-#include "base/mutex.h"
-#include "objects/scheme.h"
-#include "objects/types.h"
 #include "base/clock.h"
 #include "base/metrics.h"
+#include "base/mutex.h"
 #include "base/statusor.h"
 #include "informer/watch.h"
 #include "net/http_client.h"
+#include "objects/scheme.h"
+#include "objects/types.h"
 
 namespace kplane::informer {
 
 struct RestClientOptions {
-  // "http://host:port" of the API server.
+  // "https://host:port" (needs `tls`) or "http://host:port" of the API
+  // server.
   std::string server = "http://127.0.0.1:6443";
+  // HTTPS: the CA to trust, the client certificate to present (client-go's
+  // rest.Config TLSClientConfig). Required for https://, refused for
+  // http:// (a URL never silently downgrades).
+  std::shared_ptr<const net::TlsContext> tls;
+  // Sent as "Authorization: Bearer <token>" on every request; "" = none.
+  std::string bearer_token;
   // One attempt: connect, send, and the complete response (for a watch:
   // its response head).
   Duration timeout = seconds(30);
@@ -150,7 +158,8 @@ struct RestRequest {
 
 class RestClient {
  public:
-  // kInvalidArgument for a malformed server URL.
+  // kInvalidArgument for a malformed server URL, or https:// without
+  // options.tls (or http:// with it).
   static StatusOr<std::unique_ptr<RestClient>> New(RestClientOptions options);
   ~RestClient();
   RestClient(const RestClient&) = delete;
@@ -192,11 +201,12 @@ class RestClient {
   // metadata.resourceVersion, when set, makes it a compare-and-swap
   // (409 Conflict if stale).
   StatusOr<std::unique_ptr<google::protobuf::Message>> Update(
-      const objects::ResourceInfo& resource, const google::protobuf::Message& obj,
-      const WriteOptions& options = {}, std::string_view subresource = {});
+      const objects::ResourceInfo& resource,
+      const google::protobuf::Message& obj, const WriteOptions& options = {},
+      std::string_view subresource = {});
   StatusOr<std::unique_ptr<google::protobuf::Message>> UpdateStatus(
-      const objects::ResourceInfo& resource, const google::protobuf::Message& obj,
-      const WriteOptions& options = {}) {
+      const objects::ResourceInfo& resource,
+      const google::protobuf::Message& obj, const WriteOptions& options = {}) {
     return Update(resource, obj, options, "status");
   }
   StatusOr<std::unique_ptr<google::protobuf::Message>> Patch(

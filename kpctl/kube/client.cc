@@ -77,6 +77,7 @@ StatusOr<std::unique_ptr<KubeClient>> KubeClient::New(
   o.max_connections = 4;
   o.user_agent = "kpctl/v1.32.4 (linux/amd64) kplane";
   o.clock = clock;
+  ASSIGN_OR_RETURN(o.tls, ClientTlsContext(config));
   ASSIGN_OR_RETURN(std::unique_ptr<informer::RestClient> rest,
                    informer::RestClient::New(o));
   return std::unique_ptr<KubeClient>(new KubeClient(
@@ -265,6 +266,7 @@ Status KubeClient::Watch(const objects::ResourceInfo& r, std::string_view ns,
   http.read_timeout = seconds(30);
   http.clock = clock_;
   http.default_headers = {{"User-Agent", "kpctl (kplane)"}};
+  http.tls = rest_->options().tls;
   ASSIGN_OR_RETURN(std::unique_ptr<net::HttpClient> client,
                    net::HttpClient::ForUrl(config_.server, http));
   std::vector<std::pair<std::string, std::string>> params = ListParams(query);

@@ -9,8 +9,18 @@ std::vector<FlagSpec> GlobalFlags() {
       {"kubeconfig", 0, false, "",
        "path to the kubeconfig file (else $KUBECONFIG, else ~/.kube/config)"},
       {"context", 0, false, "", "the kubeconfig context to use"},
-      {"server", 's', false, "", "the API server's address (http://host:port)"},
+      {"server", 's', false, "",
+       "the API server's address (https://host:port)"},
       {"token", 0, false, "", "bearer token for the API server"},
+      {"certificate-authority", 0, false, "",
+       "path to a CA file to trust for the server's certificate"},
+      {"client-certificate", 0, false, "",
+       "path to a client certificate file for TLS"},
+      {"client-key", 0, false, "", "path to a client key file for TLS"},
+      {"insecure-skip-tls-verify", 0, true, "",
+       "do not check the server's certificate (insecure)"},
+      {"tls-server-name", 0, false, "",
+       "the name the server's certificate must carry (default: the host)"},
       {"namespace", 'n', false, "", "the namespace of this request"},
       {"request-timeout", 0, false, "30s",
        "how long to wait for one server answer (Go duration)"},
@@ -146,6 +156,19 @@ std::string Flags::Usage() const {
     out += "\n";
   }
   return out;
+}
+
+ConfigOverrides OverridesFromFlags(const Flags& flags) {
+  return ConfigOverrides{
+      .context = flags.Get("context"),
+      .server = flags.Get("server"),
+      .token = flags.Get("token"),
+      .ns = flags.Get("namespace"),
+      .certificate_authority = flags.Get("certificate-authority"),
+      .client_certificate = flags.Get("client-certificate"),
+      .client_key = flags.Get("client-key"),
+      .insecure_skip_tls_verify = flags.GetBool("insecure-skip-tls-verify"),
+      .tls_server_name = flags.Get("tls-server-name")};
 }
 
 }  // namespace kplane::kpctl::kube

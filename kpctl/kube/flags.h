@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "base/statusor.h"
+#include "kpctl/kube/kubeconfig.h"
 
 namespace kplane::kpctl::kube {
 
@@ -66,6 +67,10 @@ class Flags {
   std::map<std::string, std::vector<std::string>, std::less<>> values_;
   std::vector<std::string> positional_;
 };
+
+// The kubeconfig overrides the global flags give (--context, --server,
+// --token, --namespace and kubectl's TLS flags).
+ConfigOverrides OverridesFromFlags(const Flags& flags);
 
 }  // namespace kplane::kpctl::kube
 

@@ -10,6 +10,7 @@
 #include <map>
 #include <sstream>
 
+#include "base/base64.h"
 #include "base/testing/hostile_inputs.h"
 #include "kpctl/kube/flags.h"
 #include "kpctl/kube/jsonpath.h"
@@ -148,7 +149,97 @@ TEST_F(KubeconfigTest, OverridesAndOtherContext) {
   EXPECT_EQ(c->ns, "x");
   EXPECT_TRUE(c->ns_explicit);
   EXPECT_FALSE(ResolveClientConfig(*kc, {.context = "nope"}).ok());
-  EXPECT_FALSE(ResolveClientConfig(*kc, {.server = "https://h:1"}).ok());
+  EXPECT_FALSE(ResolveClientConfig(*kc, {.server = "ftp://h:1"}).ok());
+}
+
+// kubectl's TLS fields: *-data (base64 PEM) or files relative to the
+// kubeconfig, insecure-skip-tls-verify, tls-server-name; https:// is the
+// default scheme once anything TLS is configured.
+TEST_F(KubeconfigTest, TlsFieldsAsKubectlReadsThem) {
+  const std::string ca_b64 = Base64Encode("CA PEM");
+  const std::string path = Write("sub/config", R"(apiVersion: v1
+current-context: data
+contexts:
+- name: data
+  context: {cluster: data, user: data}
+- name: files
+  context: {cluster: files, user: files}
+- name: insecure
+  context: {cluster: insecure, user: token}
+clusters:
+- name: data
+  cluster:
+    server: https://127.0.0.1:6443
+    certificate-authority-data: )" + ca_b64 + R"(
+    tls-server-name: kubernetes
+- name: files
+  cluster: {server: "127.0.0.1:6443", certificate-authority: pki/ca.crt}
+- name: insecure
+  cluster: {server: "https://h:1", insecure-skip-tls-verify: true}
+users:
+- name: data
+  user:
+    client-certificate-data: )" + Base64Encode("CERT PEM") +
+                                                   R"(
+    client-key-data: )" + Base64Encode("KEY PEM") + R"(
+- name: files
+  user: {client-certificate: pki/admin.crt, client-key: /abs/admin.key}
+- name: token
+  user: {tokenFile: token}
+)");
+  Write("sub/token", "tok\n");
+  StatusOr<Kubeconfig> kc = LoadKubeconfig(path, Env());
+  ASSERT_TRUE(kc.ok()) << kc.status();
+  StatusOr<ClientConfig> c = ResolveClientConfig(*kc, {});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->server, "https://127.0.0.1:6443");
+  EXPECT_EQ(c->tls.ca_pem, "CA PEM");
+  EXPECT_EQ(c->tls.cert_pem, "CERT PEM");
+  EXPECT_EQ(c->tls.key_pem, "KEY PEM");
+  EXPECT_EQ(c->tls.server_name, "kubernetes");
+  EXPECT_FALSE(c->tls.insecure_skip_verify);
+
+  c = ResolveClientConfig(*kc, {.context = "files"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->server, "https://127.0.0.1:6443");  // TLS: https by default
+  EXPECT_EQ(c->tls.ca_file, dir_ + "/sub/pki/ca.crt");
+  EXPECT_EQ(c->tls.cert_file, dir_ + "/sub/pki/admin.crt");
+  EXPECT_EQ(c->tls.key_file, "/abs/admin.key");
+  // A file that is not there fails when the context is built, naming it.
+  Status missing = ClientTlsContext(*c).status();
+  EXPECT_EQ(missing.code(), StatusCode::kNotFound) << missing;
+
+  c = ResolveClientConfig(*kc, {.context = "insecure"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->tls.insecure_skip_verify);
+  EXPECT_EQ(c->token, "tok");  // tokenFile, relative to the kubeconfig
+  EXPECT_TRUE(ClientTlsContext(*c).ok());
+
+  // kubectl's validation errors.
+  Status both = ResolveClientConfig(
+                    *kc, {.context = "data", .insecure_skip_tls_verify = true})
+                    .status();
+  EXPECT_EQ(both.message(),
+            "specifying a root certificates file with the insecure flag is "
+            "not allowed");
+  const std::string half = Write("half", R"(current-context: x
+contexts: [{name: x, context: {cluster: c, user: u}}]
+clusters: [{name: c, cluster: {server: "https://h:1"}}]
+users: [{name: u, user: {client-certificate: a.crt}}]
+)");
+  kc = LoadKubeconfig(half, Env());
+  ASSERT_TRUE(kc.ok());
+  EXPECT_EQ(ResolveClientConfig(*kc, {}).status().message(),
+            "client-key-data or client-key must be specified for u to use "
+            "the clientCert authentication method.");
+  // An http server needs no TLS context, whatever the kubeconfig carries.
+  kc = LoadKubeconfig(path, Env());
+  ASSERT_TRUE(kc.ok());
+  c = ResolveClientConfig(*kc, {.server = "http://h:1"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  StatusOr<std::shared_ptr<const net::TlsContext>> none = ClientTlsContext(*c);
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(*none, nullptr);
 }
 
 TEST_F(KubeconfigTest, MergesKubeconfigListFirstWins) {

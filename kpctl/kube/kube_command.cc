@@ -14,6 +14,13 @@ std::string ErrorLine(const Status& s, std::string_view prefix) {
     return "Error from server (" + std::string(reason) +
            "): " + std::string(prefix) + s.message();
   }
+  // The server answered but TLS failed (a wrong CA, a name the
+  // certificate does not carry): "is it running" would mislead.
+  if (s.code() == StatusCode::kUnavailable &&
+      s.message().find("TLS handshake") != std::string::npos) {
+    return "Unable to connect to the server: " + std::string(prefix) +
+           s.message();
+  }
   if (s.code() == StatusCode::kUnavailable) {
     return "error: " + std::string(prefix) + s.message() +
            " - is the API server running, and is --server (or the "
@@ -96,10 +103,7 @@ int RunKubeCommand(std::string_view command,
   if (!kc.ok()) return ctx.Fail(kc.status());
   ctx.kubeconfig = std::move(*kc);
   if (spec->needs_server) {
-    ConfigOverrides o{.context = flags.Get("context"),
-                      .server = flags.Get("server"),
-                      .token = flags.Get("token"),
-                      .ns = flags.Get("namespace")};
+    ConfigOverrides o = OverridesFromFlags(flags);
     StatusOr<ClientConfig> cc = ResolveClientConfig(ctx.kubeconfig, o);
     if (!cc.ok()) return ctx.Fail(cc.status());
     ctx.config = *cc;

@@ -4,8 +4,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "objects/yaml.h"
+#include "base/base64.h"
 #include "base/strings.h"
+#include "objects/yaml.h"
 
 namespace kplane::kpctl::kube {
 namespace {
@@ -40,6 +41,52 @@ const Value* FindNamed(const Value& doc, const char* list,
     }
   }
   return nullptr;
+}
+
+bool BoolAt(const Value& obj, const char* key) {
+  if (!obj.IsObject()) return false;
+  auto it = obj.FindMember(key);
+  return it != obj.MemberEnd() && it->value.IsBool() && it->value.GetBool();
+}
+
+// clientcmd's ResolveLocalPaths: the file names a kubeconfig holds are
+// relative to the directory of the file holding them.
+void ResolveLocalPaths(const std::string& file, rapidjson::Document* doc) {
+  if (!doc->IsObject()) return;
+  std::error_code ec;
+  std::filesystem::path dir = std::filesystem::absolute(file, ec);
+  dir = ec ? std::filesystem::path(file).parent_path() : dir.parent_path();
+  auto& alloc = doc->GetAllocator();
+  auto resolve = [&](const char* list, const char* field,
+                     std::initializer_list<const char*> keys) {
+    auto it = doc->FindMember(list);
+    if (it == doc->MemberEnd() || !it->value.IsArray()) return;
+    for (Value& e : it->value.GetArray()) {
+      if (!e.IsObject()) continue;
+      auto f = e.FindMember(field);
+      if (f == e.MemberEnd() || !f->value.IsObject()) continue;
+      for (const char* key : keys) {
+        const std::string path = StringAt(f->value, key);
+        if (path.empty() || path.front() == '/') continue;
+        f->value[key].SetString((dir / path).string().c_str(), alloc);
+      }
+    }
+  };
+  resolve("clusters", "cluster", {"certificate-authority"});
+  resolve("users", "user", {"client-certificate", "client-key", "tokenFile"});
+}
+
+// A *-data field: base64 of PEM text.
+StatusOr<std::string> DecodeData(const Value& obj, const char* key,
+                                 const std::string& owner) {
+  const std::string data = StringAt(obj, key);
+  if (data.empty()) return std::string();
+  StatusOr<std::string> pem = Base64Decode(data);
+  if (!pem.ok()) {
+    return InvalidArgumentError(std::string(key) + " of " + owner +
+                                " is not valid base64");
+  }
+  return *pem;
 }
 
 }  // namespace
@@ -114,21 +161,25 @@ StatusOr<Kubeconfig> LoadKubeconfig(const std::string& explicit_path,
       return InvalidArgumentError("error loading config file \"" + path +
                                   "\": " + doc.status().message());
     }
+    ResolveLocalPaths(path, &*doc);
     MergeKubeconfig(*doc, &config);
     config.files.push_back(path);
   }
   return config;
 }
 
-StatusOr<std::string> NormalizeServer(const std::string& server) {
-  if (server.rfind("https://", 0) == 0) {
-    return InvalidArgumentError("server " + server +
-                                ": https is not supported (kplane's API "
-                                "server speaks plain HTTP); use http://");
-  }
+StatusOr<std::string> NormalizeServer(const std::string& server,
+                                      bool default_https) {
   std::string s = server;
-  if (s.rfind("http://", 0) != 0) s = "http://" + s;
-  while (s.size() > 7 && s.back() == '/') s.pop_back();
+  if (s.rfind("http://", 0) != 0 && s.rfind("https://", 0) != 0) {
+    if (s.find("://") != std::string::npos) {
+      return InvalidArgumentError("server " + server +
+                                  ": only http:// and https:// are supported");
+    }
+    s = (default_https ? "https://" : "http://") + s;
+  }
+  const size_t scheme_end = s.find("://") + 3;
+  while (s.size() > scheme_end && s.back() == '/') s.pop_back();
   return s;
 }
 
@@ -148,25 +199,76 @@ StatusOr<ClientConfig> ResolveClientConfig(const Kubeconfig& config,
           out.context);
     }
   }
-  std::string server, token, ns;
+  std::string server, token, token_file, ns;
+  // What to trust and present; the *-data fields hold PEM, the others
+  // file names.
+  std::string ca_file, ca_pem, cert_file, cert_pem, key_file, key_pem;
+  bool insecure = false;
+  std::string server_name;
   if (context != nullptr) {
     ns = StringAt(*context, "namespace");
     const std::string cluster = StringAt(*context, "cluster");
     if (const Value* c = FindNamed(doc, "clusters", cluster, "cluster")) {
       server = StringAt(*c, "server");
+      ca_file = StringAt(*c, "certificate-authority");
+      ASSIGN_OR_RETURN(ca_pem,
+                       DecodeData(*c, "certificate-authority-data", cluster));
+      if (!ca_file.empty() && !ca_pem.empty()) {
+        return InvalidArgumentError(
+            "certificate-authority-data and certificate-authority are both "
+            "specified for " +
+            cluster + ". certificate-authority-data will override.");
+      }
+      insecure = BoolAt(*c, "insecure-skip-tls-verify");
+      server_name = StringAt(*c, "tls-server-name");
     }
     const std::string user = StringAt(*context, "user");
     if (const Value* u = FindNamed(doc, "users", user, "user")) {
       token = StringAt(*u, "token");
-      const std::string token_file = StringAt(*u, "tokenFile");
-      if (token.empty() && !token_file.empty()) {
-        ASSIGN_OR_RETURN(std::string t, ReadFile(token_file));
-        token = std::string(StripWhitespace(t));
+      token_file = StringAt(*u, "tokenFile");
+      cert_file = StringAt(*u, "client-certificate");
+      key_file = StringAt(*u, "client-key");
+      ASSIGN_OR_RETURN(cert_pem,
+                       DecodeData(*u, "client-certificate-data", user));
+      ASSIGN_OR_RETURN(key_pem, DecodeData(*u, "client-key-data", user));
+      if (!cert_file.empty() && !cert_pem.empty()) {
+        return InvalidArgumentError(
+            "client-cert-data and client-cert are both specified for " + user +
+            ". client-cert-data will override.");
+      }
+      if (!key_file.empty() && !key_pem.empty()) {
+        return InvalidArgumentError(
+            "client-key-data and client-key are both specified for " + user +
+            "; client-key-data will override");
+      }
+      if ((cert_file.empty() && cert_pem.empty()) !=
+          (key_file.empty() && key_pem.empty())) {
+        return InvalidArgumentError(
+            (cert_file.empty() && cert_pem.empty()
+                 ? "client-cert-data or client-cert must be specified for "
+                 : "client-key-data or client-key must be specified for ") +
+            user + " to use the clientCert authentication method.");
       }
     }
   }
   if (!overrides.server.empty()) server = overrides.server;
   if (!overrides.token.empty()) token = overrides.token;
+  if (!overrides.certificate_authority.empty()) {
+    ca_file = overrides.certificate_authority;
+    ca_pem.clear();
+  }
+  if (!overrides.client_certificate.empty()) {
+    cert_file = overrides.client_certificate;
+    cert_pem.clear();
+  }
+  if (!overrides.client_key.empty()) {
+    key_file = overrides.client_key;
+    key_pem.clear();
+  }
+  if (overrides.insecure_skip_tls_verify) insecure = true;
+  if (!overrides.tls_server_name.empty()) {
+    server_name = overrides.tls_server_name;
+  }
   if (!overrides.ns.empty()) {
     ns = overrides.ns;
     out.ns_explicit = true;
@@ -177,10 +279,46 @@ StatusOr<ClientConfig> ResolveClientConfig(const Kubeconfig& config,
         "KUBECONFIG at a kubeconfig (`kplane up` writes one to "
         "~/.kplane/kubeconfig)");
   }
-  ASSIGN_OR_RETURN(out.server, NormalizeServer(server));
+  if (insecure && (!ca_file.empty() || !ca_pem.empty())) {
+    return InvalidArgumentError(
+        "specifying a root certificates file with the insecure flag is not "
+        "allowed");
+  }
+  const bool any_tls = insecure || !ca_file.empty() || !ca_pem.empty() ||
+                       !cert_file.empty() || !cert_pem.empty();
+  ASSIGN_OR_RETURN(out.server, NormalizeServer(server, any_tls));
+  if (token.empty() && !token_file.empty()) {
+    ASSIGN_OR_RETURN(std::string t, ReadFile(token_file));
+    token = std::string(StripWhitespace(t));
+  }
   out.token = token;
   out.ns = ns.empty() ? "default" : ns;
+  out.tls.ca_file = ca_file;
+  out.tls.ca_pem = ca_pem;
+  out.tls.cert_file = cert_file;
+  out.tls.cert_pem = cert_pem;
+  out.tls.key_file = key_file;
+  out.tls.key_pem = key_pem;
+  out.tls.server_name = server_name;
+  out.tls.insecure_skip_verify = insecure;
+  // kubectl offers h2 first; our server speaks HTTP/1.1 only.
+  out.tls.alpn = {"http/1.1"};
   return out;
+}
+
+StatusOr<std::shared_ptr<const net::TlsContext>> ClientTlsContext(
+    const ClientConfig& config) {
+  if (config.server.rfind("https://", 0) != 0) {
+    return std::shared_ptr<const net::TlsContext>();
+  }
+  StatusOr<std::shared_ptr<const net::TlsContext>> ctx =
+      net::TlsContext::NewClient(config.tls);
+  if (!ctx.ok()) {
+    return Status(ctx.status().code(),
+                  "loading the kubeconfig's certificates for " + config.server +
+                      ": " + ctx.status().message());
+  }
+  return ctx;
 }
 
 }  // namespace kplane::kpctl::kube

@@ -15,27 +15,48 @@
 //   contexts:  - name: dev
 //                context: {cluster: c, user: u, namespace: team-a}
 //   clusters:  - name: c
-//                cluster: {server: http://127.0.0.1:6443}
+//                cluster:
+//                  server: https://127.0.0.1:6443
+//                  certificate-authority-data: <base64 PEM>  # or
+//                  certificate-authority: /path/ca.crt
+//                  insecure-skip-tls-verify: false
+//                  tls-server-name: kubernetes
 //   users:     - name: u
-//                user: {token: abc}         # or tokenFile: /path
-// Overrides: --context picks another context; --server, --token and
-// --namespace replace what the context says. The namespace defaults to
-// "default". A server without a scheme gets http://; https:// is refused
-// (kplane's API server speaks plain HTTP).
+//                user:
+//                  client-certificate-data: <base64 PEM>  # or
+//                  client-certificate: /path/admin.crt
+//                  client-key-data: <base64 PEM>          # or client-key
+//                  token: abc                             # or tokenFile
+// Relative paths are relative to the file that names them (clientcmd's
+// ResolveLocalPaths). Overrides: --context picks another context; --server,
+// --token, --namespace, --certificate-authority, --client-certificate,
+// --client-key, --insecure-skip-tls-verify and --tls-server-name replace
+// what the context says. The namespace defaults to "default". A server
+// without a scheme gets https:// when any TLS setting is present, else
+// http:// (client-go's DefaultServerURL).
+//
+// Errors as kubectl's validation words them: "certificate-authority-data
+// and certificate-authority are both specified for <cluster>...", a
+// client certificate without its key, "specifying a root certificates file
+// with the insecure flag is not allowed", and an https server with nothing
+// to trust is fine (the system's trust store, as Go).
 //
 // Thread-safety: pure functions. Errors: InvalidArgument naming the file
-// for unreadable YAML, an unknown --context, or no server at all;
-// NotFound for a missing --kubeconfig file.
+// for unreadable YAML, an unknown --context, no server at all, the
+// validation errors above, bad base64; NotFound for a missing --kubeconfig
+// file or a missing tokenFile / certificate file.
 #ifndef KPLANE_KPCTL_KUBE_KUBECONFIG_H_
 #define KPLANE_KPCTL_KUBE_KUBECONFIG_H_
 
 #include <rapidjson/document.h>
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "base/statusor.h"
+#include "net/tls.h"
 
 namespace kplane::kpctl::kube {
 
@@ -60,10 +81,18 @@ struct ConfigOverrides {
   std::string server;
   std::string token;
   std::string ns;
+  std::string certificate_authority;  // file
+  std::string client_certificate;     // file
+  std::string client_key;             // file
+  bool insecure_skip_tls_verify = false;
+  std::string tls_server_name;
 };
 
 struct ClientConfig {
-  std::string server;        // "http://host:port"
+  std::string server;  // "https://host:port" or "http://host:port"
+  // For an https server: what to trust and present (PEM text or files,
+  // as the kubeconfig gave them). Unused for http.
+  net::TlsClientConfig tls;
   std::string token;         // "" = no Authorization header
   std::string ns;            // never empty
   bool ns_explicit = false;  // -n given (apply checks manifests against it)
@@ -73,8 +102,16 @@ struct ClientConfig {
 StatusOr<ClientConfig> ResolveClientConfig(const Kubeconfig& config,
                                            const ConfigOverrides& overrides);
 
-// "127.0.0.1:6443" -> "http://127.0.0.1:6443"; https is an error.
-StatusOr<std::string> NormalizeServer(const std::string& server);
+// "127.0.0.1:6443" -> "http://127.0.0.1:6443" (or https:// when
+// `default_https`); trailing slashes dropped; other schemes refused.
+StatusOr<std::string> NormalizeServer(const std::string& server,
+                                      bool default_https = false);
+
+// The client TLS context for `config`: nullptr for an http:// server.
+// TlsContext::NewClient's errors (a missing file, bad PEM, a key that does
+// not match its certificate), annotated with what was being loaded.
+StatusOr<std::shared_ptr<const net::TlsContext>> ClientTlsContext(
+    const ClientConfig& config);
 
 }  // namespace kplane::kpctl::kube
 

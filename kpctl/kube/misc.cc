@@ -150,10 +150,7 @@ CommandSpec VersionCommand() {
           [](Context& ctx) {
             if (ctx.flags->GetBool("client")) return RunVersion(ctx);
             // Connect lazily: --client needs no server.
-            ConfigOverrides o{.context = ctx.flags->Get("context"),
-                              .server = ctx.flags->Get("server"),
-                              .token = ctx.flags->Get("token"),
-                              .ns = ctx.flags->Get("namespace")};
+            ConfigOverrides o = OverridesFromFlags(*ctx.flags);
             StatusOr<ClientConfig> cc = ResolveClientConfig(ctx.kubeconfig, o);
             if (!cc.ok()) return ctx.Fail(cc.status());
             ctx.config = *cc;

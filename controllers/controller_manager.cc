@@ -71,6 +71,8 @@ class ControllerManager::Impl {
     }
     ASSIGN_OR_RETURN(client_, informer::RestClient::New(
                                   {.server = options_.server,
+                                   .tls = options_.tls,
+                                   .bearer_token = options_.bearer_token,
                                    .user_agent = "kplane-controller-manager/1",
                                    .clock = clock_,
                                    .metrics = metrics_}));
@@ -87,6 +89,7 @@ class ControllerManager::Impl {
       ho.worker_threads = 1;
       ho.metrics = metrics_;
       ho.name = "controller-manager";
+      ho.tls = options_.serving_tls;
       http_ = std::make_unique<net::HttpServer>(ho);
       http_->Handle(
           "GET", "/healthz",

@@ -19,8 +19,8 @@
 // podgc, pods deleted gracefully on a node with no kubelet stay
 // Terminating, as in Kubernetes without its controller manager.
 //
-// HTTP on bind_address:port (port 0 = none; the port may be
-// ephemeral via `ephemeral_port`): GET /healthz ("ok"), GET /metrics
+// HTTP (HTTPS with serving_tls) on bind_address:port (port 0 = none; the port
+// may be ephemeral via `ephemeral_port`): GET /healthz ("ok"), GET /metrics
 // (Prometheus text: workqueue_* per controller, controller_sync_*,
 // rest_client_*, leader_election_master_status).
 //
@@ -40,11 +40,16 @@
 #include "base/clock.h"
 #include "base/metrics.h"
 #include "base/statusor.h"
+#include "net/tls.h"
 
 namespace kplane::controllers {
 
 struct ControllerManagerOptions {
   std::string server = "http://127.0.0.1:6443";
+  // Client TLS for an https:// server (the CA and this manager's client
+  // certificate) and a bearer token, as informer::RestClientOptions.
+  std::shared_ptr<const net::TlsContext> tls;
+  std::string bearer_token;
   bool leader_elect = true;
   std::string identity;  // "" = <hostname>_<pid>
   Duration node_monitor_grace_period = seconds(40);
@@ -57,6 +62,9 @@ struct ControllerManagerOptions {
   std::string bind_address = "127.0.0.1";
   int port = 10257;             // 0 = no HTTP
   bool ephemeral_port = false;  // bind an ephemeral port instead (tests)
+  // Serve /healthz and /metrics over HTTPS with this server context
+  // (kube-controller-manager serves HTTPS on 10257). Null: HTTP.
+  std::shared_ptr<const net::TlsContext> serving_tls;
   Clock* clock = nullptr;
   metrics::Registry* metrics = nullptr;  // nullptr: Registry::Default()
   Duration leader_elect_lease_duration = seconds(15);

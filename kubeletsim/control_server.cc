@@ -32,8 +32,10 @@ void Answer(const std::shared_ptr<net::Responder>& r, const Status& s) {
 ControlServer::ControlServer(Handlers h) : h_(std::move(h)) {}
 ControlServer::~ControlServer() { Stop(); }
 
-Status ControlServer::Start(const std::string& host, uint16_t port) {
+Status ControlServer::Start(const std::string& host, uint16_t port,
+                            std::shared_ptr<const net::TlsContext> tls) {
   net::HttpServerOptions o;
+  o.tls = std::move(tls);
   o.host = host;
   o.port = port;
   o.worker_threads = 2;

@@ -46,7 +46,9 @@ class ControlServer {
   explicit ControlServer(Handlers h);
   ~ControlServer();
 
-  Status Start(const std::string& host, uint16_t port);
+  // `tls`: serve HTTPS with this server context (null: HTTP).
+  Status Start(const std::string& host, uint16_t port,
+               std::shared_ptr<const net::TlsContext> tls = nullptr);
   uint16_t port() const;
   void Stop();
 

@@ -9,10 +9,8 @@
 #include <random>
 #include <unordered_map>
 
-#include "base/mutex.h"
-#include "objects/meta.h"
-#include "objects/time.h"
 #include "base/logging.h"
+#include "base/mutex.h"
 #include "informer/api_errors.h"
 #include "informer/list_watch.h"
 #include "informer/rest_client.h"
@@ -20,6 +18,8 @@
 #include "kubeletsim/control_server.h"
 #include "kubeletsim/timer_queue.h"
 #include "net/worker_pool.h"
+#include "objects/meta.h"
+#include "objects/time.h"
 
 namespace kplane::kubeletsim {
 
@@ -66,6 +66,8 @@ class Fleet::Impl {
   // no other lock held.
   struct Node {
     NodeIdentity id;
+    // This node's own client (FleetOptions::node_tls); null: the shared one.
+    std::unique_ptr<informer::RestClient> api;
     std::shared_ptr<net::SerialExecutor> heart;  // lease + status
     std::shared_ptr<net::SerialExecutor> podq;   // pods
     mutable Mutex mu;
@@ -137,6 +139,8 @@ class Fleet::Impl {
     co.metrics = metrics_;
     co.user_agent = "kplane-kubeletsim/1";
     co.seed = options_.seed;
+    co.tls = options_.tls;
+    co.bearer_token = options_.bearer_token;
     ASSIGN_OR_RETURN(client_, informer::RestClient::New(co));
 
     // One probe, not retried, so that a wrong --server fails Start()
@@ -159,6 +163,13 @@ class Fleet::Impl {
           MakeNodeIdentity(options_.name_prefix + std::to_string(index), index);
       n->heart = std::make_shared<net::SerialExecutor>(pool_);
       n->podq = std::make_shared<net::SerialExecutor>(pool_);
+      if (options_.node_tls) {
+        informer::RestClientOptions node_options = co;
+        ASSIGN_OR_RETURN(node_options.tls, options_.node_tls(n->id.name));
+        node_options.max_connections =
+            std::max(1, options_.node_api_connections);
+        ASSIGN_OR_RETURN(n->api, informer::RestClient::New(node_options));
+      }
       by_name_[n->id.name] = n.get();
       nodes_.push_back(std::move(n));
     }
@@ -209,7 +220,8 @@ class Fleet::Impl {
       control_ = std::make_unique<ControlServer>(std::move(h));
       RETURN_IF_ERROR(
           control_->Start(options_.bind_address,
-                          static_cast<uint16_t>(std::max(0, options_.port))));
+                          static_cast<uint16_t>(std::max(0, options_.port)),
+                          options_.serving_tls));
     }
 
     node_informer_->Start();
@@ -448,7 +460,7 @@ class Fleet::Impl {
       return;
     }
     corev1::Node want = BuildNode(options_.node, n->id, clock_->WallNow());
-    auto created = client_->Create(want);
+    auto created = ApiFor(n)->Create(want);
     std::string uid;
     if (created.ok()) {
       uid = (*created)->metadata().uid();
@@ -456,7 +468,7 @@ class Fleet::Impl {
     } else if (informer::IsAlreadyExists(created.status())) {
       // Re-registration (a restarted fleet): adopt the Node and report our
       // status over whatever it says.
-      auto got = client_->Get<corev1::Node>("", n->id.name);
+      auto got = ApiFor(n)->Get<corev1::Node>("", n->id.name);
       if (got.ok()) {
         uid = (*got)->metadata().uid();
         Status s = WriteStatus(n, **got);
@@ -516,12 +528,12 @@ class Fleet::Impl {
         InternalError("not attempted");
     for (int attempt = 0; attempt < 2; ++attempt) {
       if (!cached) {
-        auto got = client_->Get<coordinationv1::Lease>(kNodeLeaseNamespace,
-                                                       n->id.name);
+        auto got = ApiFor(n)->Get<coordinationv1::Lease>(kNodeLeaseNamespace,
+                                                         n->id.name);
         if (informer::IsNotFound(got.status())) {
-          done = client_->Create(BuildLease(n->id.name, uid,
-                                            options_.lease_duration_seconds,
-                                            clock_->WallNow()));
+          done = ApiFor(n)->Create(BuildLease(n->id.name, uid,
+                                              options_.lease_duration_seconds,
+                                              clock_->WallNow()));
           break;
         }
         if (!got.ok()) {
@@ -539,7 +551,7 @@ class Fleet::Impl {
         *want.mutable_metadata()->mutable_ownerreferences() =
             cached->metadata().ownerreferences();
       }
-      done = client_->Update(want);
+      done = ApiFor(n)->Update(want);
       if (!informer::IsConflict(done.status()) &&
           !informer::IsNotFound(done.status())) {
         break;
@@ -590,7 +602,7 @@ class Fleet::Impl {
     corev1::Node want = current;
     RefreshNodeStatus(options_.node, n->id, clock_->WallNow(),
                       want.mutable_status());
-    auto r = client_->UpdateStatus(want);
+    auto r = ApiFor(n)->UpdateStatus(want);
     if (!r.ok()) return r.status();
     writes_->With({"node_status"})->Inc();
     MutexLock l(&n->mu);
@@ -612,7 +624,7 @@ class Fleet::Impl {
             node_informer_->GetIndexer().Get(n->id.name));
       }
       if (!current) {
-        auto got = client_->Get<corev1::Node>("", n->id.name);
+        auto got = ApiFor(n)->Get<corev1::Node>("", n->id.name);
         if (!got.ok()) {
           s = got.status();
           break;
@@ -684,7 +696,8 @@ class Fleet::Impl {
   }
 
   Duration ReadyDelay(const corev1::Pod& pod) {
-    std::string_view v = objects::Annotation(pod.metadata(), kReadyAfterAnnotation);
+    std::string_view v =
+        objects::Annotation(pod.metadata(), kReadyAfterAnnotation);
     if (!v.empty()) {
       auto ns = objects::ParseGoDurationNanos(v);
       if (ns.ok() && *ns >= 0) return nanoseconds(*ns);
@@ -883,7 +896,7 @@ class Fleet::Impl {
     objects::metav1::DeleteOptions del;
     del.set_graceperiodseconds(0);
     del.mutable_preconditions()->set_uid(uid);
-    Status s = client_->Delete<corev1::Pod>(ns, name, del);
+    Status s = ApiFor(n)->Delete<corev1::Pod>(ns, name, del);
     if (s.ok() || informer::IsNotFound(s) || informer::IsConflict(s)) {
       if (s.ok()) writes_->With({"pod_delete"})->Inc();
       MutexLock l(&n->mu);
@@ -922,7 +935,7 @@ class Fleet::Impl {
     for (int attempt = 0; attempt < 3; ++attempt) {
       if (!pod || attempt > 0) {
         auto [ns, name] = informer::SplitObjectKey(key);
-        auto got = client_->Get<corev1::Pod>(ns, name);
+        auto got = ApiFor(n)->Get<corev1::Pod>(ns, name);
         if (!got.ok()) {
           s = got.status();
           break;
@@ -932,7 +945,7 @@ class Fleet::Impl {
       if (pod->metadata().uid() != uid) return;  // replaced meanwhile
       corev1::Pod want = *pod;
       *want.mutable_status() = BuildPodStatus(*pod, stage, rt);
-      auto r = client_->UpdateStatus(want);
+      auto r = ApiFor(n)->UpdateStatus(want);
       s = r.status();
       if (!informer::IsConflict(s)) break;
     }
@@ -956,6 +969,11 @@ class Fleet::Impl {
   metrics::Family<metrics::Counter>* writes_;
 
   std::unique_ptr<informer::RestClient> client_;
+
+  // The client node n writes with: its own identity, else the fleet's.
+  informer::RestClient* ApiFor(const Node* n) const {
+    return n->api != nullptr ? n->api.get() : client_.get();
+  }
   mutable TimerQueue timers_;
   std::shared_ptr<net::WorkerPool> pool_;
   std::vector<std::unique_ptr<Node>> nodes_;

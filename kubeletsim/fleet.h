@@ -42,11 +42,26 @@
 #include "base/statusor.h"
 #include "kubeletsim/control/control_client.h"
 #include "kubeletsim/objects.h"
+#include "net/tls.h"
 
 namespace kplane::kubeletsim {
 
 struct FleetOptions {
   std::string server = "http://127.0.0.1:6443";
+  // Client TLS for an https:// server and a bearer token (as
+  // informer::RestClientOptions), used for the fleet's watches and, without
+  // node_tls, for every node's writes too.
+  std::shared_ptr<const net::TlsContext> tls;
+  std::string bearer_token;
+  // One identity per node, as real kubelets have (kube's Node authorizer
+  // tells them apart by CN = system:node:<name>): when set, node <name>'s
+  // registration, lease, Node status and pod writes go through a client of
+  // its own with the context this returns (up to node_api_connections
+  // keep-alive connections, opened on demand).
+  std::function<StatusOr<std::shared_ptr<const net::TlsContext>>(
+      const std::string& node_name)>
+      node_tls;
+  int node_api_connections = 2;
   int nodes = 3;
   std::string name_prefix = "node-";
   // Node i is named name_prefix + (first_index + i) and gets the CIDR of
@@ -78,6 +93,9 @@ struct FleetOptions {
   // free port (see Fleet::port()).
   std::string bind_address = "127.0.0.1";
   int port = 10250;
+  // Serve the control endpoint over HTTPS with this server context (a
+  // kubelet serves HTTPS on 10250). Null: HTTP.
+  std::shared_ptr<const net::TlsContext> serving_tls;
 
   // Tests and tracing: called (on a worker thread, no lock held) each time
   // a pod's next step is put on the clock: "start", "ready", "terminate",

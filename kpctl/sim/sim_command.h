@@ -6,7 +6,11 @@
 //   kpctl sim stop-node node-3 node-4    crash nodes' heartbeats
 //   kpctl sim resume-node node-3
 //   kpctl sim stop-all | resume-all      the whole fleet
-//   --endpoint http://127.0.0.1:10250    (default; or $KPLANE_SIM_ENDPOINT)
+//   --endpoint https://127.0.0.1:10250   (default; or $KPLANE_SIM_ENDPOINT)
+//   --cacert/--cert/--key FILE           TLS for an https endpoint; default:
+//                                        the kubeconfig's CA and user
+//                                        certificate (--kubeconfig, else
+//                                        kpctl's lookup)
 //
 // Output goes to `out`, errors to `err`. Returns the exit code: 0, 1 for a
 // failed call (unknown node, unreachable fleet), 2 for bad usage.

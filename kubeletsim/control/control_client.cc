@@ -66,9 +66,23 @@ StatusOr<std::vector<NodeInfo>> NodesFromJson(std::string_view text) {
   return out;
 }
 
-StatusOr<ControlClient> ControlClient::New(const std::string& endpoint) {
-  ASSIGN_OR_RETURN(net::Url u, net::ParseUrl(endpoint));
-  return ControlClient(u.host, u.port);
+StatusOr<ControlClient> ControlClient::New(
+    const std::string& endpoint, std::shared_ptr<const net::TlsContext> tls) {
+  ASSIGN_OR_RETURN(net::Url u,
+                   net::ParseUrl(endpoint, net::UrlSchemes::kHttpOrHttps));
+  if ((u.scheme == "https") != (tls != nullptr)) {
+    return InvalidArgumentError(
+        u.scheme == "https"
+            ? "endpoint " + endpoint + ": https needs a CA to trust"
+            : "endpoint " + endpoint + ": TLS settings given for http://");
+  }
+  return ControlClient(u.host, u.port, std::move(tls));
+}
+
+net::HttpClientOptions ControlClient::Options() const {
+  net::HttpClientOptions o;
+  o.tls = tls_;
+  return o;
 }
 
 namespace {
@@ -88,14 +102,14 @@ Status FromAnswer(const StatusOr<net::HttpResponse>& r) {
 }  // namespace
 
 StatusOr<std::vector<NodeInfo>> ControlClient::List() {
-  net::HttpClient c(host_, port_);
+  net::HttpClient c(host_, port_, Options());
   auto r = c.Request("GET", "/nodes");
   RETURN_IF_ERROR(FromAnswer(r));
   return NodesFromJson(r->body);
 }
 
 Status ControlClient::Post(const std::string& path) {
-  net::HttpClient c(host_, port_);
+  net::HttpClient c(host_, port_, Options());
   return FromAnswer(c.Request("POST", path));
 }
 

@@ -18,11 +18,14 @@
 #define KPLANE_KUBELETSIM_CONTROL_CONTROL_CLIENT_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "base/statusor.h"
+#include "net/http_client.h"
+#include "net/tls.h"
 
 namespace kplane::kubeletsim {
 
@@ -41,10 +44,14 @@ struct NodeInfo {
 std::string NodesToJson(const std::vector<NodeInfo>& nodes);
 StatusOr<std::vector<NodeInfo>> NodesFromJson(std::string_view json);
 
-// Calls a fleet's control endpoint at "http://host:port".
+// Calls a fleet's control endpoint at "https://host:port" (with `tls`: the
+// CA that signed the endpoint's certificate and a client certificate it
+// accepts) or "http://host:port" (tls null).
 class ControlClient {
  public:
-  static StatusOr<ControlClient> New(const std::string& endpoint);
+  static StatusOr<ControlClient> New(
+      const std::string& endpoint,
+      std::shared_ptr<const net::TlsContext> tls = nullptr);
   StatusOr<std::vector<NodeInfo>> List();
   Status StopNode(const std::string& name);
   Status ResumeNode(const std::string& name);
@@ -52,11 +59,14 @@ class ControlClient {
   Status ResumeAll();
 
  private:
-  ControlClient(std::string host, uint16_t port)
-      : host_(std::move(host)), port_(port) {}
+  ControlClient(std::string host, uint16_t port,
+                std::shared_ptr<const net::TlsContext> tls)
+      : host_(std::move(host)), port_(port), tls_(std::move(tls)) {}
   Status Post(const std::string& path);
+  net::HttpClientOptions Options() const;
   std::string host_;
   uint16_t port_;
+  std::shared_ptr<const net::TlsContext> tls_;
 };
 
 }  // namespace kplane::kubeletsim

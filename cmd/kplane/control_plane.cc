@@ -12,10 +12,12 @@
 
 #include "apiserver/api_server.h"
 #include "apiserver/encryption/transformer.h"
+#include "base/base64.h"
 #include "base/file_system.h"
 #include "base/logging.h"
 #include "base/mutex.h"
 #include "base/subprocess.h"
+#include "cmd/kplane/cluster_pki.h"
 #include "controllers/controller_manager.h"
 #include "kubeletsim/fleet.h"
 #include "net/http_client.h"
@@ -29,6 +31,10 @@ namespace {
 
 std::string HttpUrl(const std::string& host, int port) {
   return "http://" + host + ":" + std::to_string(port);
+}
+
+std::string HttpsUrl(const std::string& host, int port) {
+  return "https://" + host + ":" + std::to_string(port);
 }
 
 // Waits until GET /health on `url` answers 200, or `timeout` passes.
@@ -161,18 +167,55 @@ struct ControlPlane::Impl {
   std::unique_ptr<storage::RemoteKV> remote;
   std::vector<std::string> store_endpoints;
 
+  // Null with insecure_http.
+  std::unique_ptr<ClusterPki> pki;
+
   std::unique_ptr<apiserver::ApiServer> apiserver;
   std::string apiserver_url;
   std::string encryption_config;  // "" when values are stored plain
   std::unique_ptr<controllers::ControllerManager> controller_manager;
   std::unique_ptr<kubeletsim::Fleet> fleet;
 
+  Status PreparePki();
   Status StartStore();
   Status StartApiServer();
   Status StartControllerManager();
   Status StartFleet();
   void Stop();
+
+  // The host clients dial: the bind address, or loopback when it listens
+  // on every interface (a certificate cannot name 0.0.0.0).
+  std::string ClientHost() const {
+    const std::string& b = options.bind_address;
+    return b == "0.0.0.0" || b == "::" ? "127.0.0.1" : b;
+  }
+  // https://<client host>:port, or http://<bind address>:port without TLS.
+  std::string Url(int port) const {
+    return pki ? HttpsUrl(ClientHost(), port)
+               : HttpUrl(options.bind_address, port);
+  }
 };
+
+// <data_dir>/pki: every certificate this control plane uses, issued once
+// and reused (EnsureClusterPki).
+Status ControlPlane::Impl::PreparePki() {
+  if (options.insecure_http) return Status::Ok();
+  ClusterPkiOptions po{.dir = options.data_dir + "/pki",
+                       .bind_address = options.bind_address};
+  for (int i = 0; i < options.nodes; ++i) {
+    po.node_names.push_back(options.node_prefix + std::to_string(i));
+  }
+  if (options.store_members == 1) {
+    po.store_members = {"kplane"};
+  } else {
+    for (int i = 1; i <= options.store_members; ++i) {
+      po.store_members.push_back("s" + std::to_string(i));
+    }
+  }
+  ASSIGN_OR_RETURN(ClusterPki issued, EnsureClusterPki(po));
+  pki = std::make_unique<ClusterPki>(std::move(issued));
+  return Status::Ok();
+}
 
 Status ControlPlane::Impl::StartStore() {
   const UpOptions& o = options;
@@ -302,6 +345,12 @@ Status ControlPlane::Impl::StartApiServer() {
                    : static_cast<storage::KV*>(remote.get());
   ao.bind_address = options.bind_address;
   ao.port = static_cast<uint16_t>(options.apiserver_port);
+  if (pki) {
+    // Client certificates requested, not required (kube's
+    // --client-ca-file): the authenticator decides about a request without.
+    ASSIGN_OR_RETURN(
+        ao.tls, pki->ServerContext(pki->apiserver, net::ClientAuth::kRequest));
+  }
   apiserver = std::make_unique<apiserver::ApiServer>(ao);
   Status s = apiserver->Start();
   if (!s.ok()) {
@@ -312,13 +361,20 @@ Status ControlPlane::Impl::StartApiServer() {
   if (!apiserver->WaitReady(seconds(60))) {
     LOG(WARNING) << "watch caches not ready after 60s; serving anyway";
   }
-  apiserver_url = HttpUrl(options.bind_address, apiserver->port());
+  apiserver_url = pki ? HttpsUrl(ClientHost(), apiserver->port())
+                      : HttpUrl(options.bind_address, apiserver->port());
   return Status::Ok();
 }
 
 Status ControlPlane::Impl::StartControllerManager() {
   controllers::ControllerManagerOptions co;
   co.server = apiserver_url;
+  if (pki) {
+    ASSIGN_OR_RETURN(co.tls, pki->ClientContext(pki->controller_manager));
+    ASSIGN_OR_RETURN(co.serving_tls,
+                     pki->ServerContext(pki->controller_manager_serving,
+                                        net::ClientAuth::kNone));
+  }
   co.node_monitor_grace_period = options.node_monitor_grace_period;
   co.node_monitor_period = options.node_monitor_period;
   co.pod_eviction_timeout_default = options.pod_eviction_timeout;
@@ -335,6 +391,26 @@ Status ControlPlane::Impl::StartControllerManager() {
 Status ControlPlane::Impl::StartFleet() {
   kubeletsim::FleetOptions fo;
   fo.server = apiserver_url;
+  if (pki && options.nodes > 0) {
+    // The fleet's two watches (all bound pods, all nodes) as its first node
+    // -- what kube's Node authorizer lets any node read -- and each node's
+    // writes with its own certificate.
+    ASSIGN_OR_RETURN(
+        fo.tls, pki->ClientContext(pki->nodes.at(options.node_prefix + "0")));
+    const ClusterPki* issued = pki.get();
+    fo.node_tls = [issued](const std::string& node)
+        -> StatusOr<std::shared_ptr<const net::TlsContext>> {
+      auto it = issued->nodes.find(node);
+      if (it == issued->nodes.end()) {
+        return InternalError("no certificate was issued for node " + node);
+      }
+      return issued->ClientContext(it->second);
+    };
+    // Only holders of a certificate the cluster CA signed may stop nodes.
+    ASSIGN_OR_RETURN(fo.serving_tls,
+                     pki->ServerContext(pki->kubelet_serving,
+                                        net::ClientAuth::kRequireAndVerify));
+  }
   fo.nodes = options.nodes;
   fo.name_prefix = options.node_prefix;
   fo.lease_renew_interval = options.lease_renew_interval;
@@ -372,12 +448,20 @@ StatusOr<std::unique_ptr<ControlPlane>> ControlPlane::Start(UpOptions options) {
   }
   auto impl = std::make_unique<Impl>();
   impl->options = std::move(options);
-  Status s = impl->StartStore();
+  Status s = impl->PreparePki();
+  if (s.ok()) s = impl->StartStore();
   if (s.ok()) s = impl->StartApiServer();
   if (s.ok() && impl->options.controllers) s = impl->StartControllerManager();
   if (s.ok() && impl->options.nodes > 0) s = impl->StartFleet();
   if (s.ok() && !impl->options.kubeconfig_out.empty()) {
-    s = WriteKubeconfig(impl->options.kubeconfig_out, impl->apiserver_url);
+    KubeconfigCredentials credentials;
+    if (impl->pki) {
+      credentials = {.ca_pem = impl->pki->ca.cert_pem,
+                     .client_cert_pem = impl->pki->admin.cert_pem,
+                     .client_key_pem = impl->pki->admin.key_pem};
+    }
+    s = WriteKubeconfig(impl->options.kubeconfig_out, impl->apiserver_url,
+                        credentials);
   }
   if (!s.ok()) {
     impl->Stop();
@@ -397,20 +481,28 @@ std::vector<std::string> ControlPlane::store_endpoints() const {
 }
 std::string ControlPlane::kubeletsim_url() const {
   if (!impl_->fleet || impl_->fleet->port() == 0) return "";
-  return HttpUrl(impl_->options.bind_address, impl_->fleet->port());
+  return impl_->Url(impl_->fleet->port());
 }
 std::string ControlPlane::controller_manager_url() const {
   if (!impl_->controller_manager || impl_->controller_manager->port() == 0) {
     return "";
   }
-  return HttpUrl(impl_->options.bind_address,
-                 impl_->controller_manager->port());
+  return impl_->Url(impl_->controller_manager->port());
+}
+std::string ControlPlane::pki_dir() const {
+  return impl_->pki ? impl_->pki->dir : "";
 }
 
 std::string ControlPlane::Summary() const {
   std::ostringstream out;
   const UpOptions& o = impl_->options;
   out << "kplane is up.\n";
+  if (o.insecure_http) {
+    out << "  WARNING:      --insecure-http: the API server, controller "
+           "manager and nodes speak plain HTTP without authentication; "
+           "anyone who can reach these ports can read and change "
+           "everything\n";
+  }
   out << "  API server:   " << apiserver_url() << "\n";
   out << "  store:        ";
   for (size_t i = 0; i < impl_->store_endpoints.size(); ++i) {
@@ -433,6 +525,11 @@ std::string ControlPlane::Summary() const {
     out << "\n";
   }
   out << "  data:         " << o.data_dir << "\n";
+  if (impl_->pki) {
+    out << "  pki:          " << impl_->pki->dir
+        << " (the CA and every certificate; delete one and restart to "
+           "reissue it)\n";
+  }
   if (impl_->encryption_config.empty()) {
     out << "  encryption:   OFF: Secrets are stored in plaintext\n";
   } else {
@@ -450,40 +547,47 @@ std::string ControlPlane::Summary() const {
   return out.str();
 }
 
-Status WriteKubeconfig(const std::string& path, const std::string& server) {
-  std::filesystem::path p(path);
-  std::error_code ec;
-  if (p.has_parent_path())
-    std::filesystem::create_directories(p.parent_path(), ec);
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::trunc);
-    if (!f) return InvalidArgumentError("cannot write " + tmp);
-    f << "apiVersion: v1\n"
-         "kind: Config\n"
-         "clusters:\n"
-         "- name: kplane\n"
-         "  cluster:\n"
-         "    server: "
-      << server
-      << "\n"
-         "contexts:\n"
-         "- name: kplane\n"
-         "  context:\n"
-         "    cluster: kplane\n"
-         "    user: kplane\n"
-         "    namespace: default\n"
-         "current-context: kplane\n"
-         "users:\n"
-         "- name: kplane\n"
-         "  user: {}\n"
-         "preferences: {}\n";
-    if (!f.flush()) return InvalidArgumentError("cannot write " + tmp);
+Status WriteKubeconfig(const std::string& path, const std::string& server,
+                       const KubeconfigCredentials& credentials) {
+  FileSystem* fs = FileSystem::Default();
+  const std::string parent = std::filesystem::path(path).parent_path();
+  if (!parent.empty()) {
+    RETURN_IF_ERROR(CreateDirAll(fs, parent, kPrivateDirMode));
   }
-  std::filesystem::rename(tmp, path, ec);
-  if (ec)
-    return InvalidArgumentError("cannot write " + path + ": " + ec.message());
-  return Status::Ok();
+  std::string cluster = "    server: " + server + "\n";
+  if (!credentials.ca_pem.empty()) {
+    cluster +=
+        "    certificate-authority-data: " + Base64Encode(credentials.ca_pem) +
+        "\n";
+  }
+  std::string user;
+  if (!credentials.client_cert_pem.empty()) {
+    user += "    client-certificate-data: " +
+            Base64Encode(credentials.client_cert_pem) + "\n";
+    user += "    client-key-data: " + Base64Encode(credentials.client_key_pem) +
+            "\n";
+  }
+  const std::string text =
+      "apiVersion: v1\n"
+      "kind: Config\n"
+      "clusters:\n"
+      "- name: kplane\n"
+      "  cluster:\n" +
+      cluster +
+      "contexts:\n"
+      "- name: kplane\n"
+      "  context:\n"
+      "    cluster: kplane\n"
+      "    user: kplane\n"
+      "    namespace: default\n"
+      "current-context: kplane\n"
+      "users:\n"
+      "- name: kplane\n" +
+      (user.empty() ? "  user: {}\n" : "  user:\n" + user) +
+      "preferences: {}\n";
+  // Through the file seam: created 0600 (it holds the admin's key),
+  // synced, renamed into place.
+  return WriteFileAtomically(fs, path, text);
 }
 
 }  // namespace kplane::cmd

@@ -2,7 +2,9 @@
 // in reverse: the store (one member embedded in this process, or three
 // `kplane store` child processes), the API server, the controller manager
 // and a fleet of simulated nodes; and a kubeconfig pointing at the API
-// server so `kubectl` and `kpctl` work at once.
+// server so `kubectl` and `kpctl` work at once. Everything but the store
+// speaks HTTPS with certificates from <data_dir>/pki (cluster_pki.h) unless
+// insecure_http.
 //
 //   UpOptions o;
 //   o.data_dir = "/tmp/kp";  o.apiserver_port = 0;  o.nodes = 3;
@@ -69,6 +71,15 @@ struct UpOptions {
   // are stored plain.
   bool secrets_encryption = true;
   std::string encryption_provider_config;
+
+  // TLS (docs/security.md): by default every API server, controller
+  // manager and simulated-node endpoint serves HTTPS with certificates from
+  // <data_dir>/pki (cluster_pki.h, created on first start and reused), the
+  // components connect with their own client certificates, and the
+  // kubeconfig carries the CA and the admin's certificate. true: all of
+  // them speak plain HTTP, as before issue 18 (development only). The
+  // store stays plain HTTP on loopback either way for now.
+  bool insecure_http = false;
 };
 
 class ControlPlane {
@@ -86,6 +97,8 @@ class ControlPlane {
   // Control endpoint of the simulated nodes ("" when none).
   std::string kubeletsim_url() const;
   std::string controller_manager_url() const;
+  // <data_dir>/pki ("" with insecure_http).
+  std::string pki_dir() const;
   // A few lines telling a user where everything is.
   std::string Summary() const;
 
@@ -101,9 +114,20 @@ class ControlPlane {
 // not there; an existing file is used as it is.
 StatusOr<std::string> EnsureEncryptionConfig(const std::string& data_dir);
 
-// Writes a kubeconfig with one cluster/context/user named "kplane" whose
-// server is `server` and whose namespace is "default".
-Status WriteKubeconfig(const std::string& path, const std::string& server);
+// What a kubeconfig's cluster and user carry for TLS (PEM text; written
+// base64-encoded as the *-data fields, as kubeadm's admin.conf).
+struct KubeconfigCredentials {
+  std::string ca_pem;
+  std::string client_cert_pem;
+  std::string client_key_pem;
+};
+
+// Writes a kubeconfig (mode 0600, atomically) with one cluster/context/user
+// named "kplane" whose server is `server`, whose namespace is "default" and
+// whose cluster and user carry `credentials` (the fields left out when
+// empty).
+Status WriteKubeconfig(const std::string& path, const std::string& server,
+                       const KubeconfigCredentials& credentials = {});
 
 }  // namespace kplane::cmd
 

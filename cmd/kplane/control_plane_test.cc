@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -13,6 +14,8 @@
 
 #include "base/base64.h"
 #include "net/http_client.h"
+#include "net/pki.h"
+#include "net/tls.h"
 
 namespace kplane::cmd {
 namespace {
@@ -23,6 +26,7 @@ class ControlPlaneTest : public ::testing::Test {
     char tmpl[] = "/tmp/kplane-up-test-XXXXXX";
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     dir_ = tmpl;
+    pki_dir_ = dir_ + "/data/pki";
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
@@ -39,10 +43,24 @@ class ControlPlaneTest : public ::testing::Test {
     return o;
   }
 
-  static net::HttpResponse Do(const std::string& url, const std::string& method,
-                              const std::string& path,
-                              const std::string& body = "") {
-    auto client = net::HttpClient::ForUrl(url);
+  // Client options for `url`: over https, trusting the control plane's CA
+  // and presenting the admin's certificate from pki_dir_.
+  net::HttpClientOptions ClientOptions(const std::string& url) {
+    net::HttpClientOptions o;
+    if (url.rfind("https://", 0) == 0) {
+      auto tls =
+          net::TlsContext::NewClient({.ca_file = pki_dir_ + "/ca.crt",
+                                      .cert_file = pki_dir_ + "/admin.crt",
+                                      .key_file = pki_dir_ + "/admin.key"});
+      EXPECT_TRUE(tls.ok()) << tls.status();
+      if (tls.ok()) o.tls = *tls;
+    }
+    return o;
+  }
+
+  net::HttpResponse Do(const std::string& url, const std::string& method,
+                       const std::string& path, const std::string& body = "") {
+    auto client = net::HttpClient::ForUrl(url, ClientOptions(url));
     EXPECT_TRUE(client.ok()) << client.status();
     if (!client.ok()) return {};
     auto r = (*client)->Request(method, path,
@@ -51,7 +69,14 @@ class ControlPlaneTest : public ::testing::Test {
     return r.ok() ? *r : net::HttpResponse{};
   }
 
+  static std::string ReadAll(const std::string& path) {
+    std::ifstream f(path);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  }
+
   std::string dir_;
+  // Where Do() finds the CA and the admin's certificate.
+  std::string pki_dir_;
 };
 
 TEST_F(ControlPlaneTest, ServesBothApisWritesKubeconfigAndRestartsIntact) {
@@ -146,6 +171,7 @@ TEST_F(ControlPlaneTest, SecretsAreEncryptedByDefaultWithAKeptKey) {
     UpOptions o = Options();
     o.data_dir = dir_ + "/plain";
     o.secrets_encryption = false;
+    pki_dir_ = o.data_dir + "/pki";
     auto cp = ControlPlane::Start(o);
     ASSERT_TRUE(cp.ok()) << cp.status();
     EXPECT_NE((*cp)->Summary().find("encryption:   OFF"), std::string::npos);
@@ -211,7 +237,7 @@ TEST_F(ControlPlaneTest, DeploymentBecomesAvailableOnSimulatedNodes) {
       R"("spec":{"containers":[{"name":"c","image":"nginx"}]}}}})");
   ASSERT_EQ(created.status, 201) << created.body;
 
-  auto client = net::HttpClient::ForUrl(api);
+  auto client = net::HttpClient::ForUrl(api, ClientOptions(api));
   ASSERT_TRUE(client.ok());
   bool available = false;
   std::string seen;
@@ -237,6 +263,131 @@ TEST_F(ControlPlaneTest, DeploymentBecomesAvailableOnSimulatedNodes) {
     ++running;
   }
   EXPECT_EQ(running, 3u) << pods.body;
+
+  // The nodes' control endpoint and the controller manager serve HTTPS
+  // with certificates from the same CA; the nodes' endpoint (it can stop
+  // nodes) takes only clients with a certificate the CA signed.
+  const std::string sim = (*cp)->kubeletsim_url();
+  ASSERT_EQ(sim.rfind("https://127.0.0.1:", 0), 0u) << sim;
+  net::HttpResponse nodes = Do(sim, "GET", "/nodes");
+  EXPECT_EQ(nodes.status, 200);
+  EXPECT_NE(nodes.body.find("\"node-1\""), std::string::npos) << nodes.body;
+  auto ca_only = net::TlsContext::NewClient({.ca_file = pki_dir_ + "/ca.crt"});
+  ASSERT_TRUE(ca_only.ok());
+  auto anonymous = net::HttpClient::ForUrl(sim, {.tls = *ca_only});
+  ASSERT_TRUE(anonymous.ok());
+  auto refused = (*anonymous)->Request("POST", "/nodes/node-0/stop");
+  EXPECT_FALSE(refused.ok())
+      << "a client without a certificate was answered " << refused->status;
+  const std::string cm = (*cp)->controller_manager_url();
+  ASSERT_EQ(cm.rfind("https://127.0.0.1:", 0), 0u) << cm;
+  EXPECT_EQ(Do(cm, "GET", "/healthz").status, 200);
+}
+
+// Secure by default (issue 18): the API server speaks HTTPS with a PKI made
+// on first start, the kubeconfig carries the CA and the admin's
+// certificate (0600), plaintext HTTP gets Go's 400, a client trusting
+// another CA is refused, and a restart reuses every certificate.
+TEST_F(ControlPlaneTest, HttpsByDefaultWithAPkiKeptAcrossRestarts) {
+  std::string ca_pem, admin_pem, kubeconfig;
+  {
+    auto cp = ControlPlane::Start(Options());
+    ASSERT_TRUE(cp.ok()) << cp.status();
+    const std::string api = (*cp)->apiserver_url();
+    ASSERT_EQ(api.rfind("https://127.0.0.1:", 0), 0u) << api;
+    EXPECT_EQ((*cp)->pki_dir(), pki_dir_);
+    EXPECT_NE((*cp)->Summary().find("API server:   " + api), std::string::npos);
+    EXPECT_NE((*cp)->Summary().find("pki:          " + pki_dir_),
+              std::string::npos);
+
+    ca_pem = ReadAll(pki_dir_ + "/ca.crt");
+    admin_pem = ReadAll(pki_dir_ + "/admin.crt");
+    auto admin = net::ParseCertificatePem(admin_pem);
+    ASSERT_TRUE(admin.ok()) << admin.status();
+    EXPECT_EQ(admin->identity.common_name, "kubernetes-admin");
+    EXPECT_EQ(admin->identity.organizations,
+              std::vector<std::string>{"system:masters"});
+    auto serving =
+        net::ParseCertificatePem(ReadAll(pki_dir_ + "/apiserver.crt"));
+    ASSERT_TRUE(serving.ok()) << serving.status();
+    for (const char* name :
+         {"localhost", "kubernetes", "kubernetes.default",
+          "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"}) {
+      EXPECT_NE(std::find(serving->identity.dns_names.begin(),
+                          serving->identity.dns_names.end(), name),
+                serving->identity.dns_names.end())
+          << name;
+    }
+    for (const char* name :
+         {"controller-manager", "apiserver-etcd-client", "kubelet-serving",
+          "etcd-kplane-server", "etcd-kplane-peer"}) {
+      EXPECT_TRUE(std::filesystem::exists(pki_dir_ + "/" + name + ".crt"))
+          << name;
+    }
+
+    kubeconfig = ReadAll(dir_ + "/kubeconfig");
+    EXPECT_NE(kubeconfig.find("server: " + api + "\n"), std::string::npos);
+    EXPECT_NE(kubeconfig.find(
+                  "certificate-authority-data: " + Base64Encode(ca_pem) + "\n"),
+              std::string::npos)
+        << kubeconfig;
+    EXPECT_NE(kubeconfig.find(
+                  "client-certificate-data: " + Base64Encode(admin_pem) + "\n"),
+              std::string::npos);
+    EXPECT_NE(kubeconfig.find("client-key-data: "), std::string::npos);
+    EXPECT_EQ(std::filesystem::status(dir_ + "/kubeconfig").permissions() &
+                  std::filesystem::perms::all,
+              std::filesystem::perms::owner_read |
+                  std::filesystem::perms::owner_write);
+
+    EXPECT_EQ(Do(api, "GET", "/api/v1/namespaces/default").status, 200);
+
+    // Plaintext HTTP to the HTTPS port: Go's canned answer.
+    const int port = std::stoi(api.substr(api.rfind(':') + 1));
+    net::HttpClient plain("127.0.0.1", static_cast<uint16_t>(port));
+    auto r = plain.Request("GET", "/api/v1/namespaces");
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->status, 400);
+    EXPECT_EQ(r->body, "Client sent an HTTP request to an HTTPS server.\n");
+
+    // A client trusting another CA does not get past the handshake.
+    auto other = net::GenerateCa("another-ca", Clock::Real()->WallNow());
+    ASSERT_TRUE(other.ok());
+    auto wrong = net::TlsContext::NewClient({.ca_pem = other->cert_pem});
+    ASSERT_TRUE(wrong.ok());
+    net::HttpClient stranger("127.0.0.1", static_cast<uint16_t>(port),
+                             {.tls = *wrong});
+    auto refused = stranger.Request("GET", "/api/v1/namespaces");
+    ASSERT_FALSE(refused.ok());
+    EXPECT_NE(refused.status().message().find("signed by an unknown authority"),
+              std::string::npos)
+        << refused.status();
+  }
+  auto again = ControlPlane::Start(Options());
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(ReadAll(pki_dir_ + "/ca.crt"), ca_pem);
+  EXPECT_EQ(ReadAll(pki_dir_ + "/admin.crt"), admin_pem);
+  // Same CA and certificate: the kubeconfig handed out before still works.
+  EXPECT_EQ(
+      Do((*again)->apiserver_url(), "GET", "/api/v1/namespaces/default").status,
+      200);
+}
+
+TEST_F(ControlPlaneTest, InsecureHttpIsExplicitAndSaysSo) {
+  UpOptions o = Options();
+  o.insecure_http = true;
+  auto cp = ControlPlane::Start(o);
+  ASSERT_TRUE(cp.ok()) << cp.status();
+  EXPECT_EQ((*cp)->apiserver_url().rfind("http://127.0.0.1:", 0), 0u);
+  EXPECT_NE((*cp)->Summary().find("WARNING:      --insecure-http"),
+            std::string::npos)
+      << (*cp)->Summary();
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/data/pki"));
+  EXPECT_EQ(ReadAll(dir_ + "/kubeconfig").find("certificate-authority"),
+            std::string::npos);
+  EXPECT_EQ(
+      Do((*cp)->apiserver_url(), "GET", "/api/v1/namespaces/default").status,
+      200);
 }
 
 }  // namespace

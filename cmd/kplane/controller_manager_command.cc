@@ -11,6 +11,7 @@
 #include "base/flags.h"
 #include "base/logging.h"
 #include "base/strings.h"
+#include "cmd/kplane/kubeconfig_flags.h"
 #include "controllers/controller_manager.h"
 
 namespace kplane::cmd {
@@ -24,12 +25,19 @@ int RunControllerManagerCommand(const std::vector<std::string>& args) {
                 "nodelifecycle, garbagecollector, namespace, podgc) against an "
                 "API server.");
   ControllerManagerOptions o;
-  std::string master = o.server;
+  std::string master;
+  std::string kubeconfig;
   std::string controllers = "*";
   int64_t toleration_seconds = 300;
   std::string log_level = "info";
   std::string eviction_rate = "10";
-  flags.String("master", &master, "API server URL (http://host:port).");
+  flags.String("kubeconfig", &kubeconfig,
+               "Kubeconfig with the API server, the CA to trust and the "
+               "client certificate or token to present "
+               "(kube-controller-manager's flag).");
+  flags.String("master", &master,
+               "API server URL; overrides the kubeconfig's (default without "
+               "one: http://127.0.0.1:6443).");
   flags.String("server", &master, "Same as --master.");
   flags.Bool("leader-elect", &o.leader_elect,
              "Campaign for the kube-system/kube-controller-manager Lease and "
@@ -63,7 +71,9 @@ int RunControllerManagerCommand(const std::vector<std::string>& args) {
   flags.String("bind-address", &o.bind_address,
                "Address of /healthz and /metrics.");
   flags.Int("port", &o.port, "Port of /healthz and /metrics (0: none).");
-  flags.Int("secure-port", &o.port, "Same as --port (no TLS in kplane).");
+  flags.Int("secure-port", &o.port,
+            "Same as --port (plain HTTP here; "
+            "`kplane up` serves it over HTTPS).");
   flags.String("log-level", &log_level, "debug, info, warning or error.");
   if (auto code = ParseCommandFlags(flags, args, "kplane controller-manager"))
     return *code;
@@ -74,7 +84,12 @@ int RunControllerManagerCommand(const std::vector<std::string>& args) {
   if (o.port < 0 || o.port > 65535) {
     return fail(InvalidArgumentError("--port must be in 0..65535"));
   }
-  o.server = master;
+  if (master.empty() && kubeconfig.empty()) master = o.server;
+  auto api = ApiClientFromFlags(kubeconfig, master);
+  if (!api.ok()) return fail(api.status());
+  o.server = api->server;
+  o.tls = api->tls;
+  o.bearer_token = api->bearer_token;
   o.pod_eviction_timeout_default = seconds(toleration_seconds);
   char* end = nullptr;
   o.node_eviction_rate = std::strtod(eviction_rate.c_str(), &end);

@@ -10,6 +10,7 @@
 #include "base/flags.h"
 #include "base/logging.h"
 #include "base/mutex.h"
+#include "cmd/kplane/kubeconfig_flags.h"
 #include "kubeletsim/fleet.h"
 
 namespace kplane::cmd {
@@ -27,7 +28,15 @@ int RunKubeletSimCommand(const std::vector<std::string>& args) {
   std::vector<std::string> labels, taints, stop_nodes;
   Duration stop_after{0}, resume_after{0};
   std::string log_level = "info";
-  flags.String("server", &o.server, "API server URL (http://host:port).");
+  std::string kubeconfig;
+  flags.String("kubeconfig", &kubeconfig,
+               "Kubeconfig with the API server, the CA to trust and the "
+               "client certificate or token to present (kubelet's flag); "
+               "--server overrides its server.");
+  std::string server;
+  flags.String("server", &server,
+               "API server URL (default: the kubeconfig's, else "
+               "http://127.0.0.1:6443).");
   flags.Int("nodes", &o.nodes, "Number of simulated nodes.");
   flags.String("name-prefix", &o.name_prefix,
                "Node names are <prefix><index>.");
@@ -94,6 +103,12 @@ int RunKubeletSimCommand(const std::vector<std::string>& args) {
     o.node.taints.push_back(*taint);
   }
   if (o.port > 65535) return fail(InvalidArgumentError("--port > 65535"));
+  if (server.empty() && kubeconfig.empty()) server = o.server;
+  auto api = ApiClientFromFlags(kubeconfig, server);
+  if (!api.ok()) return fail(api.status());
+  o.server = api->server;
+  o.tls = api->tls;
+  o.bearer_token = api->bearer_token;
   o.node.kubelet_port = o.port > 0 ? o.port : 10250;
 
   sigset_t stop_signals = BlockStopSignals();

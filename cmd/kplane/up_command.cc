@@ -43,7 +43,12 @@ int RunUpCommand(const std::vector<std::string>& args) {
                "Where the store keeps its data (kept across restarts).");
   flags.String("bind-address", &o.bind_address,
                "Address the API server and the store listen on.");
-  flags.Int("port", &o.apiserver_port, "API server port (HTTP).");
+  flags.Int("port", &o.apiserver_port, "API server port (HTTPS).");
+  flags.Bool("insecure-http", &o.insecure_http,
+             "Serve plain HTTP without TLS on the API server, controller "
+             "manager and simulated-node ports, and write a kubeconfig "
+             "without certificates (development only; default: HTTPS with "
+             "a PKI created in <data-dir>/pki).");
   flags.Int("store-nodes", &o.store_members,
             "1: a store member embedded in this process; 3: three `kplane "
             "store` processes (kill the leader and watch).");
@@ -89,6 +94,12 @@ int RunUpCommand(const std::vector<std::string>& args) {
 
   sigset_t stop_signals = BlockStopSignals();
 
+  if (o.insecure_http) {
+    std::cerr << "kplane up: WARNING: --insecure-http: every port speaks "
+                 "plain HTTP without TLS or authentication; anyone who can "
+                 "reach them can read every Secret and change everything. "
+                 "Development only.\n";
+  }
   std::cout << "kplane up: starting (data in " << o.data_dir << ")..."
             << std::endl;
   auto cp = ControlPlane::Start(o);

@@ -19,6 +19,8 @@ packages=(
   # (scripts/etcd-e2e.sh), built in GOPATH mode from Debian's sources.
   golang-go golang-etcd-server-dev
   curl python3 xxd jq
+  # The Python client check (tests/e2e/kubectl: load_kube_config, list nodes).
+  python3-kubernetes
   # The clang job (scripts/clang-checks.sh): clang 14 and its sanitizer
   # runtimes.
   clang-14 libclang-rt-14-dev

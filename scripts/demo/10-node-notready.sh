@@ -23,7 +23,7 @@ k get nodes -w >"$DEMO_DIR/nodes-watch.txt" 2>&1 &
 watcher=$!
 trap 'kill $watcher 2>/dev/null || true; stop_kplane' EXIT
 t0=$SECONDS
-show "$KPCTL" sim --endpoint "$SIM_URL" stop-node "$victim"
+show "$KPCTL" sim --kubeconfig "$KUBECONFIG_FILE" --endpoint "$SIM_URL" stop-node "$victim"
 ready() { k get node "$victim" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}'; }
 until [[ $(ready) != True ]]; do sleep 0.2; ((SECONDS - t0 < 180)) || { echo "DEMO CHECK FAILED: $victim never went NotReady" >&2; exit 1; }; done
 echo "$victim is NotReady after $((SECONDS - t0)) s (Ready=$(ready))"
@@ -40,7 +40,7 @@ cat "$DEMO_DIR/nodes-watch.txt"
 expect_match "$(cat "$DEMO_DIR/nodes-watch.txt")" "^$victim +NotReady" "$victim shown NotReady"
 
 step "resume $victim"
-show "$KPCTL" sim --endpoint "$SIM_URL" resume-node "$victim"
+show "$KPCTL" sim --kubeconfig "$KUBECONFIG_FILE" --endpoint "$SIM_URL" resume-node "$victim"
 wait_for 60 "$victim Ready again" bash -c "[[ \$(kubectl --kubeconfig '$KUBECONFIG_FILE' get node $victim -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}') == True ]]"
 show k get nodes
 echo "  ok: $victim is Ready again"

@@ -28,10 +28,20 @@ STORE_PORT=${KPLANE_DEMO_STORE_PORT:-2379}
 STORE_NODES=${KPLANE_DEMO_STORE_NODES:-3}
 SIM_NODES=${KPLANE_DEMO_NODES:-3}
 SIM_PORT=${KPLANE_DEMO_SIM_PORT:-10250}
-SIM_URL=http://127.0.0.1:$SIM_PORT
+SIM_URL=https://127.0.0.1:$SIM_PORT
 FAST=${KPLANE_DEMO_FAST:-0}
 KUBECONFIG_FILE=$DEMO_DIR/kubeconfig
-API_URL=http://127.0.0.1:$API_PORT
+API_URL=https://127.0.0.1:$API_PORT
+# `kplane up` serves HTTPS with a PKI it makes in its data dir; curl trusts
+# its CA and presents the admin's certificate, as kubectl does from the
+# kubeconfig.
+PKI_DIR=$DEMO_DIR/data/pki
+kcurl() {
+  curl --cacert "$PKI_DIR/ca.crt" --cert "$PKI_DIR/admin.crt" \
+    --key "$PKI_DIR/admin.key" "$@"
+}
+# True when something listens on the API port (HTTP or HTTPS).
+api_port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$API_PORT") 2>/dev/null; }
 
 if [[ $STORE_NODES == 3 ]]; then
   STORE_ENDPOINTS=http://127.0.0.1:$STORE_PORT,http://127.0.0.1:$((STORE_PORT + 20000)),http://127.0.0.1:$((STORE_PORT + 30000))
@@ -136,10 +146,10 @@ stop_kplane() {
 # (stopped when the demo exits) and waits until its API server answers.
 start_kplane() {
   if [[ ${KPLANE_DEMO_REUSE:-0} == 1 ]]; then
-    wait_for 5 "the running kplane at $API_URL" curl -sf "$API_URL/readyz"
+    wait_for 5 "the running kplane at $API_URL" kcurl -sf "$API_URL/readyz"
     return
   fi
-  if curl -s -o /dev/null "$API_URL/healthz"; then
+  if api_port_busy; then
     echo "something already serves $API_URL: stop it, or set KPLANE_DEMO_REUSE=1 to use it" >&2
     exit 1
   fi
@@ -154,7 +164,7 @@ start_kplane() {
   KPLANE_PID=$!
   trap stop_kplane EXIT
   local deadline=$((SECONDS + 120))
-  until curl -sf "$API_URL/readyz" >/dev/null 2>&1 && [[ -f $KUBECONFIG_FILE ]]; do
+  until [[ -f $KUBECONFIG_FILE ]] && kcurl -sf "$API_URL/readyz" >/dev/null 2>&1; do
     if ! kill -0 "$KPLANE_PID" 2>/dev/null; then
       echo "kplane up exited; its log:" >&2
       cat "$DEMO_DIR/kplane-up.log" >&2

@@ -1,6 +1,7 @@
 // The kpctl suite: the kpctl binary against a fresh `kplane apiserver`
-// process (embedded store, ephemeral port), configured through a kubeconfig
-// file the way users run it; the real kubectl alongside to check that the
+// process (embedded store, ephemeral port, HTTPS), configured through a
+// kubeconfig file the way users run it (the CA and the admin's certificate
+// as files relative to it); the real kubectl alongside to check that the
 // two clients' apply bookkeeping is interchangeable.
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -11,8 +12,10 @@
 #include <string>
 #include <vector>
 
+#include "base/clock.h"
 #include "net/http_client.h"
 #include "tests/e2e/kubectl/process.h"
+#include "tests/e2e/kubectl/tls_setup.h"
 
 namespace kplane::e2e {
 namespace {
@@ -53,13 +56,17 @@ class KpctlE2eTest : public ::testing::Test {
     char tmpl[] = "/tmp/kplane-kpctl-XXXXXX";
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     dir_ = tmpl;
-    server_ = std::make_unique<Process>(
-        std::vector<std::string>{KPLANE_BINARY, "apiserver", "--port", "0",
-                                 "--data-dir", dir_ + "/data", "--log-level",
-                                 "warning"},
-        std::vector<std::string>{}, dir_ + "/apiserver.log");
+    auto pki = MakeTestPki(dir_);
+    ASSERT_TRUE(pki.ok()) << pki.status();
+    pki_ = *pki;
+    std::vector<std::string> argv = {
+        KPLANE_BINARY, "apiserver",    "--port",      "0",
+        "--data-dir",  dir_ + "/data", "--log-level", "warning"};
+    for (std::string& f : ApiserverTlsFlags(pki_)) argv.push_back(std::move(f));
+    server_ = std::make_unique<Process>(argv, std::vector<std::string>{},
+                                        dir_ + "/apiserver.log");
     server_->Start();
-    const std::string marker = "serving on http://127.0.0.1:";
+    const std::string marker = "serving on https://127.0.0.1:";
     for (;;) {
       std::optional<std::string> line = server_->ReadLine(milliseconds(60000));
       ASSERT_TRUE(line.has_value())
@@ -71,18 +78,14 @@ class KpctlE2eTest : public ::testing::Test {
         break;
       }
     }
-    url_ = "http://127.0.0.1:" + std::to_string(port_);
-    client_ = std::make_unique<net::HttpClient>("127.0.0.1", port_);
-    std::ofstream(dir_ + "/kubeconfig") << "apiVersion: v1\nkind: Config\n"
-                                           "current-context: kplane\n"
-                                           "contexts:\n- name: kplane\n"
-                                           "  context: {cluster: kplane, "
-                                           "user: admin}\n"
-                                           "clusters:\n- name: kplane\n"
-                                           "  cluster: {server: \""
-                                        << url_
-                                        << "\"}\nusers:\n- name: admin\n"
-                                           "  user: {}\n";
+    url_ = "https://127.0.0.1:" + std::to_string(port_);
+    auto tls = AdminTls(pki_);
+    ASSERT_TRUE(tls.ok()) << tls.status();
+    client_ = std::make_unique<net::HttpClient>(
+        "127.0.0.1", port_, net::HttpClientOptions{.tls = *tls});
+    // The certificates by relative path: kpctl and kubectl resolve them
+    // against the kubeconfig's directory.
+    std::ofstream(dir_ + "/kubeconfig") << KubeconfigWithRelativeFiles(url_);
   }
 
   void TearDown() override {
@@ -145,6 +148,7 @@ class KpctlE2eTest : public ::testing::Test {
   std::string dir_;
   std::string url_;
   uint16_t port_ = 0;
+  TestPki pki_;
   std::unique_ptr<Process> server_;
   std::unique_ptr<net::HttpClient> client_;
 };
@@ -247,6 +251,34 @@ TEST_F(KpctlE2eTest, GetWatchPrintsRowsAndErrorsExitNonZero) {
   r = Kpctl({"get", "pods", "--server", "http://127.0.0.1:1"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("is the API server running"), std::string::npos)
+      << r.err;
+}
+
+// kpctl reads the kubeconfig's TLS as kubectl does; a CA that did not sign
+// the server's certificate is refused before any request is sent.
+TEST_F(KpctlE2eTest, TlsFromTheKubeconfigAndAWrongCaRefused) {
+  RunResult r = Kpctl({"get", "ns", "default", "-o", "name"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "namespace/default\n");
+
+  auto other = net::GenerateCa("another-ca", Clock::Real()->WallNow());
+  ASSERT_TRUE(other.ok()) << other.status();
+  std::ofstream(dir_ + "/wrong-ca")
+      << KubeconfigWithData(url_, other->cert_pem, pki_.admin);
+  r = Kpctl({"--kubeconfig", dir_ + "/wrong-ca", "get", "ns"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("Unable to connect to the server: TLS handshake with "
+                       "127.0.0.1 failed: server certificate signed by an "
+                       "unknown authority"),
+            std::string::npos)
+      << r.err;
+  // kubectl's flag: skip verification (and the kubeconfig's CA).
+  r = Kpctl({"--kubeconfig", dir_ + "/wrong-ca", "--insecure-skip-tls-verify",
+             "get", "ns", "default", "-o", "name"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("specifying a root certificates file with the "
+                       "insecure flag is not allowed"),
+            std::string::npos)
       << r.err;
 }
 

@@ -3,8 +3,12 @@
 // `kplane apiserver` process (embedded store, ephemeral port). Every
 // command's output is checked, not only its exit code.
 //
-// kubectl always gets --server http://127.0.0.1:PORT and a fresh
-// --cache-dir, with KUBECONFIG pointing at an empty file.
+// Over HTTPS, as `kplane up` runs it: each test issues a PKI (net/pki.h: a
+// CA, the apiserver's serving certificate, the admin's client certificate
+// CN=kubernetes-admin O=system:masters), starts the apiserver with kube's
+// --tls-cert-file/--tls-private-key-file/--client-ca-file, and gives
+// kubectl a kubeconfig carrying the CA and the admin's certificate as
+// *-data fields (as kubeadm's admin.conf), plus a fresh --cache-dir.
 #include <gtest/gtest.h>
 #include <rapidjson/document.h>
 #include <stdlib.h>
@@ -16,8 +20,11 @@
 #include <string>
 #include <vector>
 
+#include "base/base64.h"
+#include "base/clock.h"
 #include "net/http_client.h"
 #include "tests/e2e/kubectl/process.h"
+#include "tests/e2e/kubectl/tls_setup.h"
 
 namespace kplane::e2e {
 namespace {
@@ -31,14 +38,17 @@ class KubectlTest : public ::testing::Test {
     char tmpl[] = "/tmp/kplane-kubectl-XXXXXX";
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     dir_ = tmpl;
-    std::ofstream(dir_ + "/kubeconfig").close();
-    server_ = std::make_unique<Process>(
-        std::vector<std::string>{KPLANE_BINARY, "apiserver", "--port", "0",
-                                 "--data-dir", dir_ + "/data", "--log-level",
-                                 "warning"},
-        std::vector<std::string>{}, dir_ + "/apiserver.log");
+    auto pki = MakeTestPki(dir_);
+    ASSERT_TRUE(pki.ok()) << pki.status();
+    pki_ = *pki;
+    std::vector<std::string> argv = {
+        KPLANE_BINARY, "apiserver",    "--port",      "0",
+        "--data-dir",  dir_ + "/data", "--log-level", "warning"};
+    for (std::string& f : ApiserverTlsFlags(pki_)) argv.push_back(std::move(f));
+    server_ = std::make_unique<Process>(argv, std::vector<std::string>{},
+                                        dir_ + "/apiserver.log");
     server_->Start();
-    const std::string marker = "serving on http://127.0.0.1:";
+    const std::string marker = "serving on https://127.0.0.1:";
     for (;;) {
       std::optional<std::string> line = server_->ReadLine(milliseconds(60000));
       ASSERT_TRUE(line.has_value())
@@ -50,8 +60,13 @@ class KubectlTest : public ::testing::Test {
         break;
       }
     }
-    url_ = "http://127.0.0.1:" + std::to_string(port_);
-    client_ = std::make_unique<net::HttpClient>("127.0.0.1", port_);
+    url_ = "https://127.0.0.1:" + std::to_string(port_);
+    std::ofstream(dir_ + "/kubeconfig")
+        << KubeconfigWithData(url_, pki_.ca.cert_pem, pki_.admin);
+    auto tls = AdminTls(pki_);
+    ASSERT_TRUE(tls.ok()) << tls.status();
+    client_ = std::make_unique<net::HttpClient>(
+        "127.0.0.1", port_, net::HttpClientOptions{.tls = *tls});
   }
 
   void TearDown() override {
@@ -68,8 +83,7 @@ class KubectlTest : public ::testing::Test {
   }
 
   RunResult Kubectl(std::vector<std::string> args) {
-    std::vector<std::string> argv = {"kubectl", "--server", url_, "--cache-dir",
-                                     dir_ + "/cache"};
+    std::vector<std::string> argv = {"kubectl", "--cache-dir", dir_ + "/cache"};
     argv.insert(argv.end(), args.begin(), args.end());
     Process p(argv, Env());
     p.Start();
@@ -77,8 +91,7 @@ class KubectlTest : public ::testing::Test {
   }
 
   std::unique_ptr<Process> KubectlBackground(std::vector<std::string> args) {
-    std::vector<std::string> argv = {"kubectl", "--server", url_, "--cache-dir",
-                                     dir_ + "/cache"};
+    std::vector<std::string> argv = {"kubectl", "--cache-dir", dir_ + "/cache"};
     argv.insert(argv.end(), args.begin(), args.end());
     auto p = std::make_unique<Process>(argv, Env());
     p->Start();
@@ -138,6 +151,7 @@ class KubectlTest : public ::testing::Test {
   std::string dir_;
   std::string url_;
   uint16_t port_ = 0;
+  TestPki pki_;
   std::unique_ptr<Process> server_;
   std::unique_ptr<net::HttpClient> client_;
 };
@@ -473,6 +487,57 @@ TEST_F(KubectlTest, Describe) {
   EXPECT_TRUE(Matches(d.out, R"(Selector:\s+app=web\n)"));
   EXPECT_TRUE(Matches(d.out, R"(Replicas:\s+2 desired)"));
   EXPECT_TRUE(Matches(d.out, R"(StrategyType:\s+RollingUpdate)"));
+}
+
+// TLS as kubectl sees it (issue 18): a kubeconfig trusting another CA is
+// refused with Go's words, and plaintext HTTP to the HTTPS port gets Go's
+// canned 400 (what kube-apiserver answers).
+TEST_F(KubectlTest, AKubeconfigTrustingAnotherCaIsRefused) {
+  auto other = net::GenerateCa("another-ca", Clock::Real()->WallNow());
+  ASSERT_TRUE(other.ok()) << other.status();
+  std::ofstream(dir_ + "/wrong-ca")
+      << KubeconfigWithData(url_, other->cert_pem, pki_.admin);
+  RunResult r = Kubectl({"--kubeconfig", dir_ + "/wrong-ca", "get", "ns"});
+  EXPECT_NE(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.err.find("x509: certificate signed by unknown authority"),
+            std::string::npos)
+      << r.err;
+  // The same kubeconfig with the cluster's CA works (the control).
+  RunResult ok = Kubectl({"get", "ns", "default", "-o", "name"});
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_EQ(ok.out, "namespace/default\n");
+}
+
+TEST_F(KubectlTest, PlainHttpToTheHttpsPortGetsGosBadRequest) {
+  net::HttpClient plain("127.0.0.1", port_);
+  auto r = plain.Request("GET", "/api/v1/namespaces");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->status, 400);
+  EXPECT_EQ(r->body, "Client sent an HTTP request to an HTTPS server.\n");
+}
+
+// The Python client (Debian's python3-kubernetes) with the same kubeconfig:
+// load_kube_config reads the *-data fields and verifies the server.
+TEST_F(KubectlTest, PythonClientListsNodesWithTheKubeconfig) {
+  {
+    Process probe({"python3", "-c", "import kubernetes"});
+    probe.Start();
+    if (probe.Wait(milliseconds(30000)).exit_code != 0) {
+      GTEST_SKIP() << "python3-kubernetes is not installed "
+                      "(scripts/install-deps.sh installs it)";
+    }
+  }
+  SeedCluster();
+  Process p({"python3", "-c",
+             "from kubernetes import client, config\n"
+             "config.load_kube_config()\n"
+             "for n in client.CoreV1Api().list_node().items:\n"
+             "  print(n.metadata.name)\n"},
+            Env());
+  p.Start();
+  RunResult r = p.Wait(milliseconds(60000));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "node-1\n");
 }
 
 }  // namespace

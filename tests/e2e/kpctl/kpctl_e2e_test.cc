@@ -265,7 +265,7 @@ TEST_F(KpctlE2eTest, TlsFromTheKubeconfigAndAWrongCaRefused) {
   ASSERT_TRUE(other.ok()) << other.status();
   std::ofstream(dir_ + "/wrong-ca")
       << KubeconfigWithData(url_, other->cert_pem, pki_.admin);
-  r = Kpctl({"--kubeconfig", dir_ + "/wrong-ca", "get", "ns"});
+  r = Kpctl({"get", "ns", "--kubeconfig", dir_ + "/wrong-ca"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("Unable to connect to the server: TLS handshake with "
                        "127.0.0.1 failed: server certificate signed by an "
@@ -273,8 +273,8 @@ TEST_F(KpctlE2eTest, TlsFromTheKubeconfigAndAWrongCaRefused) {
             std::string::npos)
       << r.err;
   // kubectl's flag: skip verification (and the kubeconfig's CA).
-  r = Kpctl({"--kubeconfig", dir_ + "/wrong-ca", "--insecure-skip-tls-verify",
-             "get", "ns", "default", "-o", "name"});
+  r = Kpctl({"get", "ns", "default", "-o", "name", "--kubeconfig",
+             dir_ + "/wrong-ca", "--insecure-skip-tls-verify"});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("specifying a root certificates file with the "
                        "insecure flag is not allowed"),

@@ -517,10 +517,13 @@ TEST_F(KubectlTest, PlainHttpToTheHttpsPortGetsGosBadRequest) {
 }
 
 // The Python client (Debian's python3-kubernetes) with the same kubeconfig:
-// load_kube_config reads the *-data fields and verifies the server.
+// load_kube_config reads the *-data fields and verifies the server. Debian's
+// interpreter, which the package installs into (a python3 earlier on the
+// PATH, e.g. pyenv's, does not see it).
 TEST_F(KubectlTest, PythonClientListsNodesWithTheKubeconfig) {
+  constexpr char kPython[] = "/usr/bin/python3";
   {
-    Process probe({"python3", "-c", "import kubernetes"});
+    Process probe({kPython, "-c", "import kubernetes"});
     probe.Start();
     if (probe.Wait(milliseconds(30000)).exit_code != 0) {
       GTEST_SKIP() << "python3-kubernetes is not installed "
@@ -528,7 +531,7 @@ TEST_F(KubectlTest, PythonClientListsNodesWithTheKubeconfig) {
     }
   }
   SeedCluster();
-  Process p({"python3", "-c",
+  Process p({kPython, "-c",
              "from kubernetes import client, config\n"
              "config.load_kube_config()\n"
              "for n in client.CoreV1Api().list_node().items:\n"

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "base/base64.h"
+#include "cmd/kplane/apiserver_command.h"
 #include "net/http_client.h"
 #include "net/pki.h"
 #include "net/tls.h"
@@ -388,6 +389,39 @@ TEST_F(ControlPlaneTest, InsecureHttpIsExplicitAndSaysSo) {
   EXPECT_EQ(
       Do((*cp)->apiserver_url(), "GET", "/api/v1/namespaces/default").status,
       200);
+}
+
+// `kplane apiserver` serves plain HTTP only when --insecure-http says so;
+// its flags come as kube-apiserver's do.
+TEST(ApiServerCommandTest, PlainHttpOnlyWhenAskedFor) {
+  auto refused = ServingTlsContext("", "", "", /*insecure_http=*/false);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().message(),
+            "no serving certificate: pass --tls-cert-file and "
+            "--tls-private-key-file, or --insecure-http to serve plain HTTP "
+            "(development only)");
+  auto plain = ServingTlsContext("", "", "", /*insecure_http=*/true);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ(*plain, nullptr);
+  EXPECT_FALSE(ServingTlsContext("a.crt", "", "", true).ok());
+  EXPECT_FALSE(ServingTlsContext("", "", "ca.crt", true).ok());
+
+  char tmpl[] = "/tmp/kplane-apiserver-tls-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  net::Pki pki({.dir = dir});
+  ASSERT_TRUE(
+      pki.EnsureCertificate("apiserver", {.common_name = "kube-apiserver",
+                                          .ip_addresses = {"127.0.0.1"},
+                                          .server_auth = true})
+          .ok());
+  auto served =
+      ServingTlsContext(pki.CertPath("apiserver"), pki.KeyPath("apiserver"),
+                        pki.CertPath("ca"), false);
+  ASSERT_TRUE(served.ok()) << served.status();
+  ASSERT_NE(*served, nullptr);
+  EXPECT_EQ((*served)->client_auth(), net::ClientAuth::kRequest);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -1,12 +1,13 @@
-// Real processes: `kplane apiserver`, `kplane kubeletsim`, `kpctl sim` and
-// the installed kubectl. Reads wait on pipes (process.h); kubectl wait
-// awaits conditions through watches; no sleeps.
+// Real processes: `kplane apiserver` (HTTPS), `kplane kubeletsim
+// --kubeconfig`, `kpctl sim` and the installed kubectl. Reads wait on pipes
+// (process.h); kubectl wait awaits conditions through watches; no sleeps.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 
 #include "tests/e2e/kubectl/process.h"
+#include "tests/e2e/kubectl/tls_setup.h"
 
 namespace kplane::kubeletsim {
 namespace {
@@ -31,18 +32,27 @@ TEST(KubeletSimE2E, NodesPodsAndFaultInjection) {
   char tmpl[] = "/tmp/kplane-kubeletsim-e2e-XXXXXX";
   ASSERT_NE(mkdtemp(tmpl), nullptr);
   const std::string dir = tmpl;
-  std::ofstream(dir + "/kubeconfig").close();
-  Process api({KPLANE_BINARY, "apiserver", "--insecure-http", "--port", "0",
-               "--data-dir", dir + "/data", "--log-level", "warning"},
-              {}, dir + "/apiserver.log");
+  // Over HTTPS: kubectl and `kplane kubeletsim --kubeconfig` read the CA
+  // and the client certificate from one kubeconfig, as kubelets do.
+  auto pki = e2e::MakeTestPki(dir);
+  ASSERT_TRUE(pki.ok()) << pki.status();
+  std::vector<std::string> api_argv = {
+      KPLANE_BINARY, "apiserver",   "--port",      "0",
+      "--data-dir",  dir + "/data", "--log-level", "warning"};
+  for (std::string& f : e2e::ApiserverTlsFlags(*pki)) {
+    api_argv.push_back(std::move(f));
+  }
+  Process api(api_argv, {}, dir + "/apiserver.log");
   api.Start();
-  int api_port = PortAfter(&api, "serving on http://127.0.0.1:");
+  int api_port = PortAfter(&api, "serving on https://127.0.0.1:");
   ASSERT_GT(api_port, 0);
-  const std::string url = "http://127.0.0.1:" + std::to_string(api_port);
+  const std::string url = "https://127.0.0.1:" + std::to_string(api_port);
+  std::ofstream(dir + "/kubeconfig")
+      << e2e::KubeconfigWithData(url, pki->ca.cert_pem, pki->admin);
   Process sim(
-      {KPLANE_BINARY, "kubeletsim", "--server", url, "--nodes", "3", "--port",
-       "-1", "--lease-renew-interval", "1s", "--pod-start-delay", "100ms",
-       "--pod-termination-delay", "100ms"},
+      {KPLANE_BINARY, "kubeletsim", "--kubeconfig", dir + "/kubeconfig",
+       "--nodes", "3", "--port", "-1", "--lease-renew-interval", "1s",
+       "--pod-start-delay", "100ms", "--pod-termination-delay", "100ms"},
       {}, dir + "/kubeletsim.log");
   sim.Start();
   int sim_port = PortAfter(&sim, "control on http://127.0.0.1:");
@@ -57,7 +67,7 @@ TEST(KubeletSimE2E, NodesPodsAndFaultInjection) {
     return p.Wait(milliseconds(60000));
   };
   auto kubectl = [&](std::vector<std::string> args) {
-    std::vector<std::string> argv = {"kubectl", "--server", url};
+    std::vector<std::string> argv = {"kubectl"};
     argv.insert(argv.end(), args.begin(), args.end());
     return run(argv);
   };

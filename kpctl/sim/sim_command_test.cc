@@ -4,11 +4,15 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include "base/logging.h"
 #include "base/mutex.h"
 #include "kubeletsim/control_server.h"
+#include "net/pki.h"
+#include "net/tls.h"
 
 namespace kplane::kpctl {
 namespace {
@@ -91,6 +95,73 @@ TEST_F(SimCommandTest, Usage) {
   EXPECT_EQ(Run({"stop-node"}), 2);
   EXPECT_EQ(Run({"explode"}), 2);
   EXPECT_EQ(RunSim({"list", "--endpoint=http://127.0.0.1:1"}, out_, err_), 1);
+}
+
+// An HTTPS endpoint that takes only clients with a certificate its CA signed
+// (what `kplane up` runs): kpctl sim with --cacert/--cert/--key, or with the
+// kubeconfig's CA and user certificate; without a certificate, refused.
+TEST(SimCommandTlsTest, HttpsWithFlagsOrTheKubeconfig) {
+  char tmpl[] = "/tmp/kpctl-sim-tls-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  net::Pki pki({.dir = dir});
+  auto ca = pki.EnsureCa();
+  ASSERT_TRUE(ca.ok()) << ca.status();
+  auto serving =
+      pki.EnsureCertificate("serving", {.common_name = "kubeletsim",
+                                        .ip_addresses = {"127.0.0.1"},
+                                        .server_auth = true});
+  auto admin = pki.EnsureCertificate(
+      "admin", {.common_name = "kubernetes-admin", .client_auth = true});
+  ASSERT_TRUE(serving.ok() && admin.ok());
+  auto server_tls = net::TlsContext::NewServer(
+      {.cert_pem = serving->cert_pem,
+       .key_pem = serving->key_pem,
+       .client_ca_pem = ca->cert_pem,
+       .client_auth = net::ClientAuth::kRequireAndVerify});
+  ASSERT_TRUE(server_tls.ok()) << server_tls.status();
+
+  metrics::Registry metrics;
+  kubeletsim::ControlServer::Handlers h;
+  h.list = [] { return std::vector<kubeletsim::NodeInfo>{{.name = "node-0"}}; };
+  h.metrics = &metrics;
+  kubeletsim::ControlServer server(h);
+  ASSERT_TRUE(server.Start("127.0.0.1", 0, *server_tls).ok());
+  const std::string endpoint =
+      "--endpoint=https://127.0.0.1:" + std::to_string(server.port());
+  std::ostringstream out, err;
+
+  EXPECT_EQ(RunSim({"list", endpoint, "--cacert=" + pki.CertPath("ca"),
+                    "--cert=" + pki.CertPath("admin"),
+                    "--key=" + pki.KeyPath("admin")},
+                   out, err),
+            0)
+      << err.str();
+  EXPECT_NE(out.str().find("node-0"), std::string::npos) << out.str();
+
+  // The same from a kubeconfig (as `kplane up` writes it).
+  std::ofstream(dir + "/kubeconfig")
+      << "clusters: [{name: c, cluster: {server: \"https://127.0.0.1:1\", "
+         "certificate-authority: ca.crt}}]\n"
+         "users: [{name: u, user: {client-certificate: admin.crt, "
+         "client-key: admin.key}}]\n"
+         "contexts: [{name: x, context: {cluster: c, user: u}}]\n"
+         "current-context: x\n";
+  out.str("");
+  EXPECT_EQ(RunSim({"list", endpoint, "--kubeconfig=" + dir + "/kubeconfig"},
+                   out, err),
+            0)
+      << err.str();
+  EXPECT_NE(out.str().find("node-0"), std::string::npos);
+
+  // Trusting the CA but presenting no certificate: refused.
+  err.str("");
+  EXPECT_EQ(
+      RunSim({"list", endpoint, "--cacert=" + pki.CertPath("ca")}, out, err),
+      1);
+  EXPECT_NE(err.str().find("certificate required"), std::string::npos)
+      << err.str();
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

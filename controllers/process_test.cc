@@ -1,4 +1,5 @@
-// Real processes: `kplane apiserver` and two `kplane controller-manager`s
+// Real processes: `kplane apiserver` (HTTPS) and two `kplane
+// controller-manager --kubeconfig`s
 // campaigning for one Lease. Killing the leader (SIGKILL: no release) hands
 // the controllers to the other within the lease duration; SIGTERM exits 0.
 #include "tests/e2e/kubectl/process.h"
@@ -14,6 +15,7 @@
 #include "controllers/util.h"
 #include "informer/informer_factory.h"
 #include "informer/rest_client.h"
+#include "tests/e2e/kubectl/tls_setup.h"
 
 namespace kplane::controllers {
 namespace {
@@ -73,13 +75,15 @@ class Watcher {
   std::condition_variable cv_;
 };
 
-std::unique_ptr<e2e::Process> StartManager(const std::string& url,
+// Over HTTPS, with kube-controller-manager's --kubeconfig.
+std::unique_ptr<e2e::Process> StartManager(const std::string& kubeconfig,
                                            const std::string& id,
                                            const std::string& dir) {
   auto p = std::make_unique<e2e::Process>(
       std::vector<std::string>{
-          KPLANE_BINARY, "controller-manager", "--master", url, "--port", "0",
-          "--leader-elect-identity", id, "--leader-elect-lease-duration", "3s",
+          KPLANE_BINARY, "controller-manager", "--kubeconfig", kubeconfig,
+          "--port", "0", "--leader-elect-identity", id,
+          "--leader-elect-lease-duration", "3s",
           "--leader-elect-renew-deadline", "2s", "--leader-elect-retry-period",
           "250ms", "--log-level", "warning"},
       std::vector<std::string>{}, dir + "/" + id + ".log");
@@ -94,28 +98,39 @@ TEST(ControllerManagerProcessTest, KillTheLeaderAndTheOtherTakesOver) {
   char tmpl[] = "/tmp/kplane-cm-e2e-XXXXXX";
   ASSERT_NE(mkdtemp(tmpl), nullptr);
   std::string dir = tmpl;
-  e2e::Process api({KPLANE_BINARY, "apiserver", "--insecure-http", "--port",
-                    "0", "--data-dir", dir + "/data", "--log-level", "warning"},
-                   {}, dir + "/apiserver.log");
+  auto pki = e2e::MakeTestPki(dir);
+  ASSERT_TRUE(pki.ok()) << pki.status();
+  std::vector<std::string> api_argv = {
+      KPLANE_BINARY, "apiserver",   "--port",      "0",
+      "--data-dir",  dir + "/data", "--log-level", "warning"};
+  for (std::string& f : e2e::ApiserverTlsFlags(*pki)) {
+    api_argv.push_back(std::move(f));
+  }
+  e2e::Process api(api_argv, {}, dir + "/apiserver.log");
   api.Start();
   std::string url;
   for (;;) {
     std::optional<std::string> line = api.ReadLine(milliseconds(60000));
     ASSERT_TRUE(line.has_value()) << "apiserver did not start";
-    size_t at = line->find("http://");
+    size_t at = line->find("https://");
     if (line->find("serving on") != std::string::npos &&
         at != std::string::npos) {
       url = line->substr(at);
       break;
     }
   }
-  auto client = informer::RestClient::New({.server = url});
+  const std::string kubeconfig = dir + "/kubeconfig";
+  std::ofstream(kubeconfig)
+      << e2e::KubeconfigWithData(url, pki->ca.cert_pem, pki->admin);
+  auto admin = e2e::AdminTls(*pki);
+  ASSERT_TRUE(admin.ok()) << admin.status();
+  auto client = informer::RestClient::New({.server = url, .tls = *admin});
   ASSERT_TRUE(client.ok());
   Watcher w(client->get());
 
-  auto cm1 = StartManager(url, "cm-1", dir);
+  auto cm1 = StartManager(kubeconfig, "cm-1", dir);
   ASSERT_TRUE(w.WaitFor([&] { return w.Holder() == "cm-1"; }, seconds(30)));
-  auto cm2 = StartManager(url, "cm-2", dir);
+  auto cm2 = StartManager(kubeconfig, "cm-2", dir);
 
   appsv1::Deployment d;
   d.mutable_metadata()->set_name("web");

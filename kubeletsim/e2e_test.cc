@@ -51,14 +51,18 @@ TEST(KubeletSimE2E, NodesPodsAndFaultInjection) {
       << e2e::KubeconfigWithData(url, pki->ca.cert_pem, pki->admin);
   Process sim(
       {KPLANE_BINARY, "kubeletsim", "--kubeconfig", dir + "/kubeconfig",
+       // The control endpoint over HTTPS, clients need a CA-signed
+       // certificate (the apiserver's pair serves 127.0.0.1 here too).
+       "--tls-cert-file", pki->dir + "/apiserver.crt", "--tls-private-key-file",
+       pki->dir + "/apiserver.key", "--client-ca-file", pki->dir + "/ca.crt",
        "--nodes", "3", "--port", "-1", "--lease-renew-interval", "1s",
        "--pod-start-delay", "100ms", "--pod-termination-delay", "100ms"},
       {}, dir + "/kubeletsim.log");
   sim.Start();
-  int sim_port = PortAfter(&sim, "control on http://127.0.0.1:");
+  int sim_port = PortAfter(&sim, "control on https://127.0.0.1:");
   ASSERT_GT(sim_port, 0);
   const std::string endpoint =
-      "--endpoint=http://127.0.0.1:" + std::to_string(sim_port);
+      "--endpoint=https://127.0.0.1:" + std::to_string(sim_port);
   const std::vector<std::string> env = {"KUBECONFIG=" + dir + "/kubeconfig",
                                         "HOME=" + dir};
   auto run = [&](std::vector<std::string> argv) {
@@ -79,6 +83,11 @@ TEST(KubeletSimE2E, NodesPodsAndFaultInjection) {
                "jsonpath={.items[*].spec.holderIdentity}"});
   EXPECT_EQ(r.out, "node-0 node-1 node-2");
 
+  // kpctl sim trusts the kubeconfig's CA and presents its certificate; with
+  // the CA alone it is refused.
+  r = run({KPCTL_BINARY, "sim", "list", endpoint,
+           "--cacert=" + pki->dir + "/ca.crt"});
+  EXPECT_EQ(r.exit_code, 1) << r.out;
   r = run({KPCTL_BINARY, "sim", "stop-node", "node-1", endpoint});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "node/node-1 stopped\n");

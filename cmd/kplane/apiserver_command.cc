@@ -10,6 +10,7 @@
 #include "base/command.h"
 #include "base/flags.h"
 #include "base/logging.h"
+#include "cmd/kplane/kubeconfig_flags.h"
 #include "storage/client/remote_kv.h"
 #include "storage/server/store_server.h"
 
@@ -21,32 +22,15 @@ using apiserver::ApiServerOptions;
 StatusOr<std::shared_ptr<const net::TlsContext>> ServingTlsContext(
     const std::string& cert_file, const std::string& key_file,
     const std::string& client_ca_file, bool insecure_http) {
-  if (cert_file.empty() != key_file.empty()) {
+  if (cert_file.empty() && key_file.empty() && client_ca_file.empty() &&
+      !insecure_http) {
     return InvalidArgumentError(
-        "--tls-cert-file and --tls-private-key-file go together");
+        "no serving certificate: pass --tls-cert-file and "
+        "--tls-private-key-file, or --insecure-http to serve plain HTTP "
+        "(development only)");
   }
-  if (cert_file.empty()) {
-    if (!client_ca_file.empty()) {
-      return InvalidArgumentError(
-          "--client-ca-file needs --tls-cert-file and --tls-private-key-file "
-          "(client certificates only exist over TLS)");
-    }
-    if (!insecure_http) {
-      return InvalidArgumentError(
-          "no serving certificate: pass --tls-cert-file and "
-          "--tls-private-key-file, or --insecure-http to serve plain HTTP "
-          "(development only)");
-    }
-    return std::shared_ptr<const net::TlsContext>();
-  }
-  net::TlsServerConfig config{.cert_file = cert_file,
-                              .key_file = key_file,
-                              .client_ca_file = client_ca_file,
-                              .client_auth = client_ca_file.empty()
-                                                 ? net::ClientAuth::kNone
-                                                 : net::ClientAuth::kRequest,
-                              .alpn = {"http/1.1"}};
-  return net::TlsContext::NewServer(config);
+  return ServingTlsFromFlags(cert_file, key_file, client_ca_file,
+                             net::ClientAuth::kRequest);
 }
 
 int RunApiServerCommand(const std::vector<std::string>& args) {

@@ -74,6 +74,13 @@ int RunControllerManagerCommand(const std::vector<std::string>& args) {
   flags.Int("secure-port", &o.port,
             "Same as --port (plain HTTP here; "
             "`kplane up` serves it over HTTPS).");
+  std::string tls_cert_file, tls_key_file;
+  flags.String("tls-cert-file", &tls_cert_file,
+               "Serve /healthz and /metrics over HTTPS with this certificate "
+               "(kube-controller-manager's flag; `kplane up` does). Needs "
+               "--tls-private-key-file.");
+  flags.String("tls-private-key-file", &tls_key_file,
+               "The serving certificate's private key.");
   flags.String("log-level", &log_level, "debug, info, warning or error.");
   if (auto code = ParseCommandFlags(flags, args, "kplane controller-manager"))
     return *code;
@@ -90,6 +97,10 @@ int RunControllerManagerCommand(const std::vector<std::string>& args) {
   o.server = api->server;
   o.tls = api->tls;
   o.bearer_token = api->bearer_token;
+  auto serving = ServingTlsFromFlags(tls_cert_file, tls_key_file, "",
+                                     net::ClientAuth::kNone);
+  if (!serving.ok()) return fail(serving.status());
+  o.serving_tls = *serving;
   o.pod_eviction_timeout_default = seconds(toleration_seconds);
   char* end = nullptr;
   o.node_eviction_rate = std::strtod(eviction_rate.c_str(), &end);
@@ -105,8 +116,9 @@ int RunControllerManagerCommand(const std::vector<std::string>& args) {
   std::cout << "kplane controller-manager " << (*cm)->identity()
             << " started against " << o.server;
   if ((*cm)->port() != 0) {
-    std::cout << ", serving on http://" << o.bind_address << ":"
-              << (*cm)->port();
+    std::cout << ", serving on "
+              << (o.serving_tls != nullptr ? "https://" : "http://")
+              << o.bind_address << ":" << (*cm)->port();
   }
   std::cout << std::endl;
 

@@ -314,7 +314,10 @@ TEST_P(StoreTlsTest, ApiServerWithKubesEtcdFlags) {
                   "--etcd-servers=" + servers, "--etcd-cafile=" + tls_.ca_file,
                   "--etcd-certfile=" + tls_.client_cert_file,
                   "--etcd-keyfile=" + tls_.client_key_file,
-                  "--port=" + std::to_string(*port)},
+                  "--port=" + std::to_string(*port),
+                  // The store's TLS is what this test is about; the API
+                  // server's own port stays plain HTTP for the check.
+                  "--insecure-http"},
                  {.log_path = dir_ + "/apiserver.log"});
   ASSERT_TRUE(api.Start().ok());
   net::HttpClient http("127.0.0.1", *port, {});

@@ -680,7 +680,8 @@ void Connection::UpdateEventsLocked() {
   if (fd_ < 0) return;
   // After a pumped client's EOF its socket stays readable: EPOLLRDHUP
   // would fire forever.
-  uint32_t events = (pause_ & kPauseClientEof) ? 0 : EPOLLRDHUP;
+  uint32_t events =
+      (pause_ & kPauseClientEof) ? 0u : static_cast<uint32_t>(EPOLLRDHUP);
   if (pause_ == 0) events |= EPOLLIN;
   if (want_write_) events |= EPOLLOUT;
   if (events == registered_events_) return;

@@ -27,9 +27,8 @@
 //   apiserver-etcd-client          client: CN=kube-apiserver-etcd-client
 //   etcd-<member>-server,          the store members' client and peer
 //   etcd-<member>-peer             certificates (serving and client usage,
-//                                  as kubeadm's etcd/peer), issued for when
-//                                  the store's TLS is turned on; `kplane up`
-//                                  does not load them yet
+//                                  as kubeadm's etcd/peer): the store's
+//                                  client and peer ports
 // Rotation: delete a certificate (or its key) and restart; it is issued
 // again. The CA is never replaced automatically (net/pki.h).
 //

@@ -22,8 +22,11 @@
 #include "kubeletsim/fleet.h"
 #include "net/http_client.h"
 #include "net/http_server.h"
+#include "storage/client/endpoint.h"
 #include "storage/client/remote_kv.h"
+#include "storage/grpc/grpc_front.h"
 #include "storage/server/client_api.h"
+#include "storage/server/member_tls.h"
 #include "storage/server/store_server.h"
 
 namespace kplane::cmd {
@@ -38,10 +41,13 @@ std::string HttpsUrl(const std::string& host, int port) {
 }
 
 // Waits until GET /health on `url` answers 200, or `timeout` passes.
-bool WaitHealthy(const std::string& url, Duration timeout) {
+// `tls`: the client context for an https:// url.
+bool WaitHealthy(const std::string& url, Duration timeout,
+                 std::shared_ptr<const net::TlsContext> tls) {
   Clock* clock = Clock::Real();
   const TimePoint deadline = clock->Now() + timeout;
   net::HttpClientOptions o;
+  o.tls = std::move(tls);
   o.connect_timeout = seconds(1);
   o.read_timeout = seconds(2);
   while (clock->Now() < deadline) {
@@ -74,14 +80,18 @@ class StoreSupervisor {
     std::unique_ptr<Subprocess> process;
   };
 
-  StoreSupervisor(std::vector<Member> members, Duration restart_delay)
-      : members_(std::move(members)), restart_delay_(restart_delay) {}
+  // `client_tls`: how to reach https:// client URLs (null: http://).
+  StoreSupervisor(std::vector<Member> members, Duration restart_delay,
+                  std::shared_ptr<const net::TlsContext> client_tls)
+      : members_(std::move(members)),
+        restart_delay_(restart_delay),
+        client_tls_(std::move(client_tls)) {}
   ~StoreSupervisor() { Stop(); }
 
   Status Start() {
     for (Member& m : members_) RETURN_IF_ERROR(Launch(m));
     for (Member& m : members_) {
-      if (!WaitHealthy(m.client_url, seconds(60))) {
+      if (!WaitHealthy(m.client_url, seconds(60), client_tls_)) {
         return UnavailableError("store member " + m.name +
                                 " is not healthy after 60s; see " + m.log_path);
       }
@@ -150,6 +160,7 @@ class StoreSupervisor {
 
   std::vector<Member> members_;
   const Duration restart_delay_;
+  const std::shared_ptr<const net::TlsContext> client_tls_;
   Mutex mu_;
   std::condition_variable cv_;
   bool stopped_ GUARDED_BY(mu_) = false;
@@ -163,6 +174,7 @@ struct ControlPlane::Impl {
   std::unique_ptr<storage::StoreServer> embedded;
   std::unique_ptr<net::HttpServer> embedded_client_http;
   std::unique_ptr<storage::ClientApi> embedded_client_api;
+  std::unique_ptr<storage::GrpcFront> embedded_grpc;
   std::unique_ptr<StoreSupervisor> supervisor;
   std::unique_ptr<storage::RemoteKV> remote;
   std::vector<std::string> store_endpoints;
@@ -189,12 +201,27 @@ struct ControlPlane::Impl {
     const std::string& b = options.bind_address;
     return b == "0.0.0.0" || b == "::" ? "127.0.0.1" : b;
   }
+  // A store member's URL (members listen on loopback): https:// with the
+  // PKI.
+  std::string MemberUrl(int port) const {
+    return pki ? HttpsUrl("127.0.0.1", port) : HttpUrl("127.0.0.1", port);
+  }
   // https://<client host>:port, or http://<bind address>:port without TLS.
   std::string Url(int port) const {
     return pki ? HttpsUrl(ClientHost(), port)
                : HttpUrl(options.bind_address, port);
   }
 };
+
+// The store member's TLS as etcd's flags say it, from the PKI (kubeadm's
+// etcd: --client-cert-auth and --peer-client-cert-auth, one CA).
+storage::MemberTlsFiles MemberFiles(const ClusterPki& pki,
+                                    const std::string& name) {
+  return {.cert_file = pki.dir + "/" + name + ".crt",
+          .key_file = pki.dir + "/" + name + ".key",
+          .trusted_ca_file = pki.CaFile(),
+          .client_cert_auth = true};
+}
 
 // <data_dir>/pki: every certificate this control plane uses, issued once
 // and reused (EnsureClusterPki).
@@ -234,12 +261,27 @@ Status ControlPlane::Impl::StartStore() {
     if (!embedded->WaitReady(seconds(30))) {
       return UnavailableError("the embedded store elected no leader in 30s");
     }
-    // etcd's v3 JSON API on the store too, for `kpctl store` and the demos.
+    // etcd's v3 API on the store's client port, as `kplane store` serves
+    // it: gRPC (etcdctl, clientv3) and the JSON gateway (`kpctl store`,
+    // curl) on one port. Over TLS unless --insecure-http, with client
+    // certificates required (etcd's --client-cert-auth, as kubeadm runs
+    // etcd): the store holds every Secret, so only holders of a
+    // certificate this control plane's CA signed may talk to it.
     net::HttpServerOptions ho;
     ho.host = o.bind_address;
     ho.port = static_cast<uint16_t>(o.store_port);
     ho.name = "store-client";
     ho.worker_threads = 4;
+    if (pki) {
+      ASSIGN_OR_RETURN(
+          storage::MemberTls tls,
+          storage::NewMemberTls(MemberFiles(*pki, "etcd-kplane-server"), {}));
+      ho.tls = tls.client_server;
+    }
+    embedded_grpc = std::make_unique<storage::GrpcFront>(
+        embedded.get(), storage::GrpcFrontOptions{});
+    RETURN_IF_ERROR(embedded_grpc->Start());
+    embedded_grpc->InstallHandoff(&ho);
     embedded_client_http = std::make_unique<net::HttpServer>(ho);
     embedded_client_api = std::make_unique<storage::ClientApi>(
         embedded.get(), metrics::Registry::Default());
@@ -250,7 +292,7 @@ Status ControlPlane::Impl::StartStore() {
                         " (is an etcd or another kplane running? choose "
                         "another with --store-port)");
     }
-    store_endpoints = {HttpUrl(o.bind_address, embedded_client_http->port())};
+    store_endpoints = {Url(embedded_client_http->port())};
     return Status::Ok();
   }
   if (o.store_members != 3) {
@@ -266,15 +308,14 @@ Status ControlPlane::Impl::StartStore() {
   for (int i = 0; i < 3; ++i) {
     int client_port = MemberClientPort(o.store_port, i);
     initial_cluster += (i ? "," : "") + std::string("s") +
-                       std::to_string(i + 1) + "=" +
-                       HttpUrl("127.0.0.1", client_port + 1);
+                       std::to_string(i + 1) + "=" + MemberUrl(client_port + 1);
   }
   for (int i = 0; i < 3; ++i) {
     int client_port = MemberClientPort(o.store_port, i);
     StoreSupervisor::Member m;
     m.name = "s" + std::to_string(i + 1);
-    m.client_url = HttpUrl("127.0.0.1", client_port);
-    std::string peer_url = HttpUrl("127.0.0.1", client_port + 1);
+    m.client_url = MemberUrl(client_port);
+    std::string peer_url = MemberUrl(client_port + 1);
     m.log_path = o.data_dir + "/" + m.name + ".log";
     m.pid_path = o.data_dir + "/" + m.name + ".pid";
     m.argv = {o.kplane_binary,
@@ -293,6 +334,19 @@ Status ControlPlane::Impl::StartStore() {
               peer_url,
               "--initial-cluster",
               initial_cluster};
+    if (pki) {
+      // etcd's flags, as kubeadm's etcd manifest passes them: client and
+      // peer certificates required, one CA for both.
+      const auto server = MemberFiles(*pki, "etcd-" + m.name + "-server");
+      const auto peer = MemberFiles(*pki, "etcd-" + m.name + "-peer");
+      m.argv.insert(
+          m.argv.end(),
+          {"--cert-file", server.cert_file, "--key-file", server.key_file,
+           "--trusted-ca-file", server.trusted_ca_file, "--client-cert-auth",
+           "--peer-cert-file", peer.cert_file, "--peer-key-file", peer.key_file,
+           "--peer-trusted-ca-file", peer.trusted_ca_file,
+           "--peer-client-cert-auth"});
+    }
     // As for the embedded member: 0 means no automatic compaction (the
     // store refuses a zero retention).
     if (o.compaction_interval > Duration(0)) {
@@ -306,12 +360,22 @@ Status ControlPlane::Impl::StartStore() {
     }
     members.push_back(std::move(m));
   }
-  supervisor = std::make_unique<StoreSupervisor>(std::move(members),
-                                                 o.store_restart_delay);
+  // The API server's store client: kube's --etcd-cafile/certfile/keyfile.
+  std::shared_ptr<const net::TlsContext> client_tls;
+  if (pki) {
+    ASSIGN_OR_RETURN(
+        client_tls, storage::NewStoreClientTls(
+                        {.ca_file = pki->CaFile(),
+                         .cert_file = pki->dir + "/apiserver-etcd-client.crt",
+                         .key_file = pki->dir + "/apiserver-etcd-client.key"}));
+  }
+  supervisor = std::make_unique<StoreSupervisor>(
+      std::move(members), o.store_restart_delay, client_tls);
   RETURN_IF_ERROR(supervisor->Start());
   store_endpoints = supervisor->endpoints();
   storage::RemoteKVOptions ro;
   ro.endpoints = store_endpoints;
+  ro.tls = client_tls;
   ASSIGN_OR_RETURN(remote, storage::RemoteKV::Create(ro));
   return Status::Ok();
 }
@@ -433,6 +497,7 @@ void ControlPlane::Impl::Stop() {
   remote.reset();
   if (supervisor) supervisor->Stop();
   if (embedded_client_http) embedded_client_http->Stop();
+  embedded_grpc.reset();
   if (embedded) embedded->Stop();
 }
 
@@ -540,9 +605,16 @@ std::string ControlPlane::Summary() const {
     out << "  kubeconfig:   " << o.kubeconfig_out << "\n\n";
     out << "Try:\n  export KUBECONFIG=" << o.kubeconfig_out << "\n"
         << "  kubectl get nodes\n"
-        << "  build/cmd/kpctl/kpctl store --endpoints "
-        << impl_->store_endpoints.front()
-        << " get /registry/ --prefix --keys-only\n";
+        << "  etcdctl --endpoints " << impl_->store_endpoints.front();
+    if (impl_->pki) {
+      // The store requires a client certificate; the admin's will do (any
+      // the CA signed), given as etcdctl's flags.
+      const std::string& d = impl_->pki->dir;
+      out << " --cacert " << d << "/ca.crt --cert " << d << "/admin.crt --key "
+          << d << "/admin.key";
+    }
+    out << " get /registry/ --prefix --keys-only\n"
+        << "  (build/cmd/kpctl/kpctl store takes the same arguments)\n";
   }
   return out.str();
 }

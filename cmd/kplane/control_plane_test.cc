@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "base/base64.h"
+#include "base/subprocess.h"
 #include "cmd/kplane/apiserver_command.h"
 #include "net/http_client.h"
 #include "net/pki.h"
@@ -79,6 +80,53 @@ class ControlPlaneTest : public ::testing::Test {
   // Where Do() finds the CA and the admin's certificate.
   std::string pki_dir_;
 };
+
+// The store's client port is etcd's with --client-cert-auth: TLS, a client
+// certificate the control plane's CA signed, gRPC and the JSON gateway on
+// the one port (as kubeadm runs etcd).
+TEST_F(ControlPlaneTest, StoreRequiresACaSignedCertificateForGrpcAndJson) {
+  auto cp = ControlPlane::Start(Options());
+  ASSERT_TRUE(cp.ok()) << cp.status();
+  const std::string store = (*cp)->store_endpoints()[0];
+  ASSERT_EQ(store.rfind("https://127.0.0.1:", 0), 0u) << store;
+  // JSON gateway with the admin's certificate.
+  EXPECT_EQ(Do(store, "POST", "/v3/kv/put",
+               R"({"key":"dXA=","value":"dGxz"})")  // "up" = "tls"
+                .status,
+            200);
+  // Without a client certificate: the handshake is refused.
+  {
+    auto tls = net::TlsContext::NewClient({.ca_file = pki_dir_ + "/ca.crt"});
+    ASSERT_TRUE(tls.ok()) << tls.status();
+    auto client = net::HttpClient::ForUrl(store, {.tls = *tls});
+    ASSERT_TRUE(client.ok()) << client.status();
+    auto r = (*client)->Request("POST", "/v3/kv/range",
+                                {{"Content-Type", "application/json"}},
+                                R"({"key":"dXA="})");
+    EXPECT_FALSE(r.ok() && r->status == 200);
+  }
+  // The real etcdctl (gRPC over TLS) with etcdctl's flags.
+  if (!std::filesystem::exists("/usr/bin/etcdctl")) return;
+  auto etcdctl = [&](std::vector<std::string> cert_flags, int n) {
+    std::vector<std::string> argv = {"/usr/bin/etcdctl", "--endpoints=" + store,
+                                     "--cacert=" + pki_dir_ + "/ca.crt",
+                                     "--dial-timeout=3s",
+                                     "--command-timeout=5s"};
+    argv.insert(argv.end(), cert_flags.begin(), cert_flags.end());
+    argv.insert(argv.end(), {"get", "up", "--print-value-only"});
+    const std::string log = dir_ + "/etcdctl-" + std::to_string(n) + ".out";
+    Subprocess p(argv, {.log_path = log, .env = {"ETCDCTL_API=3"}});
+    EXPECT_TRUE(p.Start().ok());
+    const int code = p.Wait();
+    return std::make_pair(code, ReadAll(log));
+  };
+  auto [ok_code, ok_out] = etcdctl(
+      {"--cert=" + pki_dir_ + "/admin.crt", "--key=" + pki_dir_ + "/admin.key"},
+      1);
+  EXPECT_EQ(ok_code, 0) << ok_out;
+  EXPECT_EQ(ok_out, "tls\n");
+  EXPECT_NE(etcdctl({}, 2).first, 0);
+}
 
 TEST_F(ControlPlaneTest, ServesBothApisWritesKubeconfigAndRestartsIntact) {
   auto cp = ControlPlane::Start(Options());

@@ -43,11 +43,18 @@ kcurl() {
 # True when something listens on the API port (HTTP or HTTPS).
 api_port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$API_PORT") 2>/dev/null; }
 
+# The store speaks etcd's v3 API over TLS and wants a client certificate
+# the control plane's CA signed (etcd's --client-cert-auth, as kubeadm runs
+# etcd); the admin's will do. etcdctl and `kpctl store` read these
+# variables as etcdctl does (ETCDCTL_CACERT is etcdctl's --cacert, ...).
 if [[ $STORE_NODES == 3 ]]; then
-  STORE_ENDPOINTS=http://127.0.0.1:$STORE_PORT,http://127.0.0.1:$((STORE_PORT + 20000)),http://127.0.0.1:$((STORE_PORT + 30000))
+  STORE_ENDPOINTS=https://127.0.0.1:$STORE_PORT,https://127.0.0.1:$((STORE_PORT + 20000)),https://127.0.0.1:$((STORE_PORT + 30000))
 else
-  STORE_ENDPOINTS=http://127.0.0.1:$STORE_PORT
+  STORE_ENDPOINTS=https://127.0.0.1:$STORE_PORT
 fi
+export ETCDCTL_CACERT=$PKI_DIR/ca.crt
+export ETCDCTL_CERT=$PKI_DIR/admin.crt
+export ETCDCTL_KEY=$PKI_DIR/admin.key
 # Both clients read their endpoints from here (etcdctl: ETCDCTL_API=3 is
 # its default in 3.4; set anyway for older ones).
 export ETCDCTL_ENDPOINTS=$STORE_ENDPOINTS

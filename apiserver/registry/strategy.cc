@@ -170,6 +170,11 @@ Factory FactoryFor(const objects::ResourceInfo& r) {
           {{"apps", "deployments"}, &NewDeploymentStrategy},
           {{"apps", "replicasets"}, &NewReplicaSetStrategy},
           {{"coordination.k8s.io", "leases"}, &NewLeaseStrategy},
+          {{"rbac.authorization.k8s.io", "roles"}, &NewRbacStrategy},
+          {{"rbac.authorization.k8s.io", "clusterroles"}, &NewRbacStrategy},
+          {{"rbac.authorization.k8s.io", "rolebindings"}, &NewRbacStrategy},
+          {{"rbac.authorization.k8s.io", "clusterrolebindings"},
+           &NewRbacStrategy},
       };
   auto it = factories->find({r.gv.group, r.resource});
   return it == factories->end() ? nullptr : it->second;

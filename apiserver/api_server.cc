@@ -1,5 +1,6 @@
 #include "apiserver/api_server.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <map>
@@ -7,11 +8,18 @@
 #include <thread>
 #include <vector>
 
+#include "apiserver/access_review.h"
+#include "apiserver/auth/authenticator.h"
+#include "apiserver/auth/bootstrap_policy.h"
+#include "apiserver/auth/node_authorizer.h"
+#include "apiserver/auth/rbac.h"
+#include "apiserver/auth/token_file.h"
 #include "apiserver/discovery.h"
 #include "apiserver/encoding.h"
 #include "apiserver/errors.h"
 #include "apiserver/negotiation.h"
 #include "apiserver/query_params.h"
+#include "apiserver/rbac_policy.h"
 #include "apiserver/registry/strategy.h"
 #include "apiserver/request_info.h"
 #include "apiserver/resource_store.h"
@@ -124,11 +132,13 @@ struct Call {
   bool negotiated = false;
   bool responded = false;
   bool rejected = false;         // body over the limit
+  bool review = false;           // a SelfSubjectAccessReview, ... (POST)
   bool discovery_found = false;  // a discovery document was served
   std::string discovery_group;   // what it describes, for the metrics
   std::string discovery_version;
   TimePoint start;
   std::shared_ptr<void> inflight;  // released when the call is done
+  auth::UserInfo user;  // who sent it (empty with authentication off)
 
   const net::HttpRequest& req() const { return resp->request(); }
 };
@@ -174,6 +184,36 @@ struct ApiServer::Impl {
   // All watches' unsent bytes (watch_budget.h); made in SetupMetrics.
   std::unique_ptr<WatchBufferBudget> watch_budget;
 
+  // Authentication and authorization (opts.auth; all null when off).
+  std::unique_ptr<auth::TokenFileAuthenticator> token_file;
+  // The bearer-token authenticators in kube's order (the token file, then
+  // ServiceAccount tokens): a token authenticator is added by appending it
+  // here before SetupAuth() builds the chain, which borrows them.
+  std::vector<const auth::TokenAuthenticator*> token_authenticators;
+  std::unique_ptr<auth::AuthenticatorChain> authenticator;
+  std::unique_ptr<auth::NodeAuthorizer> node_authorizer;
+  std::unique_ptr<RbacPolicyCache> rbac_policy;  // with mode RBAC
+  std::map<std::string, Backend*> rbac_backends;  // by resource
+
+  Status SetupAuth();
+  Status ReconcileBootstrapPolicy();
+  // Who sent `req`: a verified certificate, a token or anonymous. An error
+  // is a 401 to answer.
+  StatusOr<auth::UserInfo> Authenticate(const net::HttpRequest& req) const;
+  auth::Decision Authorize(const auth::Attributes& a,
+                           std::string* reason) const;
+  // Authenticates and authorizes `c` (HandleApi); false after answering 401
+  // or 403.
+  bool Admit(Call& c);
+  // The same for the routes outside /api and /apis (/healthz, /version,
+  // /metrics, ...), as non-resource requests.
+  net::HttpHandler Guard(net::HttpHandler handler);
+  // Admission with the caller's identity, on the object about to be
+  // stored: RBAC's escalation check for roles and bindings, and kube's
+  // NodeRestriction for a node writing Node objects.
+  std::optional<ApiError> AdmitWrite(const Call& c,
+                                     const google::protobuf::Message& obj) const;
+
   void SetupMetrics();
   void BuildBackends();
   Status CreateSystemNamespaces();
@@ -190,6 +230,9 @@ struct ApiServer::Impl {
                  std::shared_ptr<net::Responder> resp);
   void HandleDiscovery(const std::shared_ptr<Call>& c);
   void Process(const std::shared_ptr<Call>& c);
+  // Reads the request body (up to the limit), then Process()es.
+  void ReadBodyThenProcess(const std::shared_ptr<Call>& c);
+  void Review(Call& c);
   // Takes a read-only or mutating in-flight slot for `c` (none for a
   // watch); answers 429 and returns false if none is free.
   bool TakeInflightSlot(Call& c);
@@ -306,6 +349,7 @@ void ApiServer::Impl::BuildBackends() {
       namespaces = b.get();
     }
     if (r->gv.group.empty() && r->resource == "pods") pods = b.get();
+    if (r->gv.group == kRbacGroup) rbac_backends[r->resource] = b.get();
     backends.push_back(std::move(b));
   }
   CHECK(namespaces != nullptr && pods != nullptr);
@@ -360,6 +404,380 @@ Status ApiServer::Impl::CreateSystemNamespaces() {
     }
   }
   return Status::Ok();
+}
+
+// ---------------------------------------------------------------------------
+// Authentication and authorization
+
+namespace {
+
+constexpr std::string_view kAuthModes[] = {"Node", "RBAC", "AlwaysAllow",
+                                           "AlwaysDeny"};
+
+bool HasMode(const std::vector<std::string>& modes, std::string_view m) {
+  return std::find(modes.begin(), modes.end(), m) != modes.end();
+}
+
+bool IsSystemMaster(const auth::UserInfo& u) {
+  return std::find(u.groups.begin(), u.groups.end(), auth::kSystemMasters) !=
+         u.groups.end();
+}
+
+// kube's 401 (k8s.io/apiserver/pkg/endpoints/handlers/responsewriters
+// .Unauthorized): only "Unauthorized", never why.
+ApiError UnauthorizedError() {
+  ApiError e;
+  e.code = 401;
+  e.reason = "Unauthorized";
+  e.message = "Unauthorized";
+  return e;
+}
+
+// responsewriters.ForbiddenStatusError: apierrors.NewForbidden of the
+// request's group and resource, its name, and the authorizer's message.
+ApiError ForbiddenError(const auth::Attributes& a, const std::string& reason) {
+  ApiError e;
+  e.code = 403;
+  e.reason = "Forbidden";
+  const std::string why = auth::ForbiddenMessage(a, reason);
+  std::string qualified;
+  if (a.resource_request && !a.resource.empty()) {
+    qualified =
+        a.api_group.empty() ? a.resource : a.resource + "." + a.api_group;
+  }
+  if (qualified.empty()) {
+    e.message = "forbidden: " + why;
+  } else if (a.name.empty()) {
+    e.message = qualified + " is forbidden: " + why;
+  } else {
+    e.message = qualified + " " + GoQuote(a.name) + " is forbidden: " + why;
+  }
+  e.name = a.name;
+  e.group = a.resource_request ? a.api_group : "";
+  e.kind = a.resource_request ? a.resource : "";
+  return e;
+}
+
+std::string LowerMethod(std::string_view method) { return ToLower(method); }
+
+}  // namespace
+
+Status ApiServer::Impl::SetupAuth() {
+  const ApiServerAuthOptions& ao = opts.auth;
+  if (!ao.enabled) return Status::Ok();
+  for (const std::string& m : ao.authorization_modes) {
+    if (std::find(std::begin(kAuthModes), std::end(kAuthModes), m) ==
+        std::end(kAuthModes)) {
+      return InvalidArgumentError("authorization-mode " + GoQuote(m) +
+                                  " is not a valid mode");
+    }
+  }
+  if (ao.authorization_modes.empty()) {
+    return InvalidArgumentError("at least one authorization-mode must be passed");
+  }
+  if (!ao.token_auth_file.empty()) {
+    std::vector<std::string> warnings;
+    FileSystem* fs = ao.fs != nullptr ? ao.fs : FileSystem::Default();
+    ASSIGN_OR_RETURN(token_file, auth::TokenFileAuthenticator::Load(
+                                     fs, ao.token_auth_file, &warnings));
+    for (const std::string& w : warnings) LOG(WARNING) << w;
+    token_authenticators.insert(token_authenticators.begin(), token_file.get());
+  }
+  authenticator = std::make_unique<auth::AuthenticatorChain>(
+      auth::AuthenticatorChainOptions{.client_certs = true,
+                                      .tokens = token_authenticators,
+                                      .anonymous = ao.anonymous});
+  if (HasMode(ao.authorization_modes, "RBAC")) {
+    // Until its watches have their initial objects (Start, once the
+    // bootstrap objects are written), RBAC answers from the compiled-in
+    // bootstrap policy: the same roles and bindings the reconcile writes.
+    auto bootstrap = std::make_shared<auth::StaticPolicy>();
+    auth::AddBootstrapPolicy(bootstrap.get());
+    rbac_policy = std::make_unique<RbacPolicyCache>(
+        RbacPolicyCache::Caches{
+            .roles = rbac_backends.at("roles")->cacher.get(),
+            .cluster_roles = rbac_backends.at("clusterroles")->cacher.get(),
+            .role_bindings = rbac_backends.at("rolebindings")->cacher.get(),
+            .cluster_role_bindings =
+                rbac_backends.at("clusterrolebindings")->cacher.get()},
+        std::move(bootstrap));
+  }
+  if (HasMode(ao.authorization_modes, "Node")) {
+    node_authorizer = std::make_unique<auth::NodeAuthorizer>(
+        [this](std::string_view ns,
+               std::string_view name) -> std::optional<std::string> {
+          StatusOr<ObjectPtr> pod = NotFoundError("");
+          if (pods->cacher->ready()) pod = pods->cacher->Get(ns, name);
+          if (!pod.ok()) pod = pods->store->Get(ns, name, 0);
+          if (!pod.ok()) return std::nullopt;
+          return pods->strategy->FieldValue(**pod, "spec.nodeName")
+              .value_or("");
+        });
+  }
+  return Status::Ok();
+}
+
+// As kube's RBAC post-start hook (ensure-initial-rbac): every bootstrap
+// ClusterRole and ClusterRoleBinding that is missing is created; one that
+// exists with autoupdate "true" gets the bootstrap rules (subjects) it
+// lacks added; one with autoupdate "false" is left alone.
+Status ApiServer::Impl::ReconcileBootstrapPolicy() {
+  WriteContext ctx;
+  ctx.field_manager = "kube-apiserver";
+  auto reconcile = [&](Backend* b, std::unique_ptr<google::protobuf::Message>
+                                       want) -> Status {
+    const std::string name = objects::GetObjectMeta(*want)->name();
+    StatusOr<ObjectPtr> existing = b->store->Get("", name, 0);
+    if (!existing.ok() && !existing.status().Is(StatusCode::kNotFound)) {
+      return existing.status();
+    }
+    if (!existing.ok()) {
+      ApiResult<WriteResult> r = b->rest->Create("", std::move(want), ctx);
+      if (IsError(r) && std::get<ApiError>(r).code != 409) {
+        return InternalError("creating " + b->info->GroupResource() + " " +
+                             name + ": " + std::get<ApiError>(r).message);
+      }
+      return Status::Ok();
+    }
+    const objects::metav1::ObjectMeta* meta =
+        objects::GetObjectMeta(**existing);
+    auto a = meta->annotations().find(kAutoupdateAnnotation);
+    if (a != meta->annotations().end() && a->second == "false") {
+      return Status::Ok();
+    }
+    std::unique_ptr<google::protobuf::Message> merged((*existing)->New());
+    merged->CopyFrom(**existing);
+    bool changed = false;
+    if (auto* role = dynamic_cast<rbacv1::ClusterRole*>(merged.get())) {
+      for (const auto& rule :
+           static_cast<const rbacv1::ClusterRole&>(*want).rules()) {
+        bool present = false;
+        for (const auto& have : role->rules()) {
+          present = present ||
+                    have.SerializeAsString() == rule.SerializeAsString();
+        }
+        if (!present) {
+          *role->add_rules() = rule;
+          changed = true;
+        }
+      }
+    } else if (auto* binding =
+                   dynamic_cast<rbacv1::ClusterRoleBinding*>(merged.get())) {
+      for (const auto& subject :
+           static_cast<const rbacv1::ClusterRoleBinding&>(*want).subjects()) {
+        bool present = false;
+        for (const auto& have : binding->subjects()) {
+          present = present ||
+                    have.SerializeAsString() == subject.SerializeAsString();
+        }
+        if (!present) {
+          *binding->add_subjects() = subject;
+          changed = true;
+        }
+      }
+    }
+    if (!changed) return Status::Ok();
+    ApiResult<WriteResult> r =
+        b->rest->Update("", name, "", std::move(merged), ctx);
+    if (IsError(r)) {
+      return InternalError("reconciling " + b->info->GroupResource() + " " +
+                           name + ": " + std::get<ApiError>(r).message);
+    }
+    return Status::Ok();
+  };
+  for (const auth::Role& r : auth::BootstrapClusterRoles()) {
+    RETURN_IF_ERROR(reconcile(
+        rbac_backends.at("clusterroles"),
+        std::make_unique<rbacv1::ClusterRole>(BootstrapClusterRoleToApi(r))));
+  }
+  for (const auth::RoleBinding& b : auth::BootstrapClusterRoleBindings()) {
+    RETURN_IF_ERROR(reconcile(rbac_backends.at("clusterrolebindings"),
+                              std::make_unique<rbacv1::ClusterRoleBinding>(
+                                  BootstrapClusterRoleBindingToApi(b))));
+  }
+  return Status::Ok();
+}
+
+StatusOr<auth::UserInfo> ApiServer::Impl::Authenticate(
+    const net::HttpRequest& req) const {
+  auth::AuthnRequest ar;
+  ar.authorization = req.headers.Get("Authorization");
+  if (req.tls != nullptr && req.tls->peer_certificate) {
+    if (!req.tls->peer_verified) {
+      // kube's x509 authenticator: a certificate the CA did not sign is a
+      // failed authentication, not anonymous.
+      return Status(StatusCode::kUnauthenticated,
+                    "x509: " + req.tls->peer_verify_error);
+    }
+    ar.client_cert = auth::ClientCertIdentity{
+        .common_name = req.tls->peer.common_name,
+        .organizations = req.tls->peer.organizations};
+  }
+  return authenticator->Authenticate(ar);
+}
+
+auth::Decision ApiServer::Impl::Authorize(const auth::Attributes& a,
+                                          std::string* reason) const {
+  // kube's privileged-group authorizer, before the configured modes.
+  if (IsSystemMaster(a.user)) return auth::Decision::kAllow;
+  std::string reasons;
+  for (const std::string& mode : opts.auth.authorization_modes) {
+    auth::Decision d = auth::Decision::kNoOpinion;
+    std::string why;
+    if (mode == "AlwaysAllow") {
+      d = auth::Decision::kAllow;
+    } else if (mode == "AlwaysDeny") {
+      d = auth::Decision::kDeny;
+    } else if (mode == "Node" && node_authorizer != nullptr) {
+      d = node_authorizer->Authorize(a, &why);
+    } else if (mode == "RBAC" && rbac_policy != nullptr) {
+      std::shared_ptr<const auth::StaticPolicy> policy = rbac_policy->Current();
+      d = auth::RbacAuthorizer(policy.get()).Authorize(a, &why);
+    }
+    if (d != auth::Decision::kNoOpinion) {
+      *reason = std::move(why);
+      return d;
+    }
+    if (!why.empty()) {
+      if (!reasons.empty()) reasons += ", ";
+      reasons += why;
+    }
+  }
+  *reason = std::move(reasons);
+  return auth::Decision::kDeny;
+}
+
+bool ApiServer::Impl::Admit(Call& c) {
+  if (!opts.auth.enabled) return true;
+  StatusOr<auth::UserInfo> who = Authenticate(c.req());
+  if (!who.ok()) {
+    LOG(INFO) << "Unable to authenticate the request: " << who.status();
+    ReplyError(c, UnauthorizedError());
+    return false;
+  }
+  c.user = std::move(*who);
+  const RequestInfo& i = c.info;
+  auth::Attributes a{.user = c.user,
+                     .verb = i.is_resource_request ? i.verb
+                                                   : LowerMethod(c.req().method),
+                     .resource_request = i.is_resource_request,
+                     .api_group = i.group,
+                     .resource = i.resource,
+                     .subresource = i.subresource,
+                     .ns = i.ns,
+                     .name = i.name,
+                     .path = c.req().path};
+  // kube's RequestInfo scopes /api/v1/namespaces/<name> to the namespace
+  // <name>: a RoleBinding there may grant reading its own Namespace.
+  if (i.is_resource_request && i.group.empty() && i.resource == "namespaces" &&
+      !i.name.empty()) {
+    a.ns = i.name;
+  }
+  std::string reason;
+  if (Authorize(a, &reason) != auth::Decision::kAllow) {
+    ReplyError(c, ForbiddenError(a, reason));
+    return false;
+  }
+  return true;
+}
+
+std::optional<ApiError> ApiServer::Impl::AdmitWrite(
+    const Call& c, const google::protobuf::Message& obj) const {
+  const objects::ResourceInfo* r = c.resource;
+  if (r == nullptr || IsSystemMaster(c.user)) return std::nullopt;
+  const objects::metav1::ObjectMeta* meta = objects::GetObjectMeta(obj);
+  const std::string name = meta != nullptr ? meta->name() : "";
+  const std::string ns = meta != nullptr ? meta->namespace_() : "";
+  if (r->gv.group.empty() && r->resource == "nodes") {
+    std::optional<std::string> node = auth::NodeIdentity(c.user);
+    if (node.has_value() && *node != name) {
+      return ApiError::Forbidden(*r, name,
+                                 "node " + GoQuote(*node) +
+                                     " is not allowed to modify node " +
+                                     GoQuote(name));
+    }
+    return std::nullopt;
+  }
+  if (r->gv.group != kRbacGroup || rbac_policy == nullptr) return std::nullopt;
+  std::shared_ptr<const auth::StaticPolicy> policy = rbac_policy->Current();
+  auto allowed = [&](const std::string& verb, const std::string& resource,
+                     const std::string& scope_ns, const std::string& target) {
+    std::string reason;
+    return Authorize({.user = c.user,
+                      .verb = verb,
+                      .resource_request = true,
+                      .api_group = kRbacGroup,
+                      .resource = resource,
+                      .ns = scope_ns,
+                      .name = target},
+                     &reason) == auth::Decision::kAllow;
+  };
+  std::vector<auth::PolicyRule> granted;
+  if (const auto* role = dynamic_cast<const rbacv1::Role*>(&obj)) {
+    if (allowed("escalate", r->resource, ns, name)) return std::nullopt;
+    granted = RoleFromApi(*role).rules;
+  } else if (const auto* crole = dynamic_cast<const rbacv1::ClusterRole*>(&obj)) {
+    if (allowed("escalate", r->resource, ns, name)) return std::nullopt;
+    granted = RoleFromApi(*crole).rules;
+  } else {
+    auth::RoleBinding b;
+    if (const auto* rb = dynamic_cast<const rbacv1::RoleBinding*>(&obj)) {
+      b = BindingFromApi(*rb);
+    } else if (const auto* crb =
+                   dynamic_cast<const rbacv1::ClusterRoleBinding*>(&obj)) {
+      b = BindingFromApi(*crb);
+    } else {
+      return std::nullopt;
+    }
+    const std::string role_resource =
+        b.role_ref.cluster_role ? "clusterroles" : "roles";
+    if (allowed("bind", role_resource, ns, b.role_ref.name)) {
+      return std::nullopt;
+    }
+    const auth::Role* bound = b.role_ref.cluster_role
+                                  ? policy->GetClusterRole(b.role_ref.name)
+                                  : policy->GetRole(ns, b.role_ref.name);
+    if (bound == nullptr) {
+      return ApiError::Forbidden(*r, name,
+                                 role_resource + "." + kRbacGroup + " " +
+                                     GoQuote(b.role_ref.name) + " not found");
+    }
+    granted = bound->rules;
+  }
+  std::vector<std::string> errors;
+  std::vector<auth::PolicyRule> held =
+      auth::RbacAuthorizer(policy.get()).RulesFor(c.user, ns, &errors);
+  if (std::optional<std::string> msg =
+          EscalationError(c.user, held, granted, errors)) {
+    return ApiError::Forbidden(*r, name, *msg);
+  }
+  return std::nullopt;
+}
+
+net::HttpHandler ApiServer::Impl::Guard(net::HttpHandler handler) {
+  if (!opts.auth.enabled) return handler;
+  return [this, handler = std::move(handler)](
+             const net::HttpRequest& req,
+             std::shared_ptr<net::Responder> resp) {
+    auto reply = [&resp](const ApiError& e) {
+      resp->Respond(e.code, {{"Content-Type", std::string(kJson)}},
+                    RenderError(objects::MediaType::kJson, e));
+    };
+    StatusOr<auth::UserInfo> who = Authenticate(req);
+    if (!who.ok()) {
+      reply(UnauthorizedError());
+      return;
+    }
+    auth::Attributes a{.user = std::move(*who),
+                       .verb = LowerMethod(req.method),
+                       .path = req.path};
+    std::string reason;
+    if (Authorize(a, &reason) != auth::Decision::kAllow) {
+      reply(ForbiddenError(a, reason));
+      return;
+    }
+    handler(req, std::move(resp));
+  };
 }
 
 // ---------------------------------------------------------------------------
@@ -449,6 +867,13 @@ WriteContext ApiServer::Impl::Context(
   ctx.field_validation = p.field_validation;
   ctx.force = p.force;
   ctx.warnings = warnings;
+  if (opts.auth.enabled) {
+    ctx.admit = [this, &c](const google::protobuf::Message& obj,
+                           const google::protobuf::Message* old) {
+      (void)old;
+      return AdmitWrite(c, obj);
+    };
+  }
   return ctx;
 }
 
@@ -477,14 +902,24 @@ void ApiServer::Impl::RegisterRoutes() {
     json(resp, 404,
          RenderError(objects::MediaType::kJson, ApiError::NotFoundPath()));
   };
-  http->HandlePrefix("", "/", not_found);
-  http->Handle("GET", "/",
+  // Every route outside /api and /apis is a non-resource request to
+  // authenticate and authorize (Guard) before its handler runs.
+  auto handle = [this](std::string method, std::string path,
+                       net::HttpHandler h, net::RouteOptions o = {}) {
+    http->Handle(std::move(method), std::move(path), Guard(std::move(h)), o);
+  };
+  auto handle_prefix = [this](std::string method, std::string path,
+                              net::HttpHandler h) {
+    http->HandlePrefix(std::move(method), std::move(path), Guard(std::move(h)));
+  };
+  handle_prefix("", "/", not_found);
+  handle("GET", "/",
                [this, json](const net::HttpRequest&,
                             std::shared_ptr<net::Responder> resp) {
                  auto d = GetDiscovery();
                  json(resp, 200, d ? d->RootPaths() : "{}");
                });
-  http->Handle("GET", "/version",
+  handle("GET", "/version",
                [this, json](const net::HttpRequest&,
                             std::shared_ptr<net::Responder> resp) {
                  auto d = GetDiscovery();
@@ -494,13 +929,13 @@ void ApiServer::Impl::RegisterRoutes() {
                  }
                  json(resp, 200, d->Version());
                });
-  http->Handle("GET", "/openapi/v3",
+  handle("GET", "/openapi/v3",
                [this, json](const net::HttpRequest&,
                             std::shared_ptr<net::Responder> resp) {
                  auto d = GetDiscovery();
                  json(resp, d ? 200 : 503, d ? d->OpenApiIndex() : "{}");
                });
-  http->HandlePrefix(
+  handle_prefix(
       "GET", "/openapi/v3/",
       [this, json, not_found](const net::HttpRequest& req,
                               std::shared_ptr<net::Responder> resp) {
@@ -521,9 +956,9 @@ void ApiServer::Impl::RegisterRoutes() {
   };
   net::RouteOptions io;
   io.run_on_io_thread = true;
-  http->Handle("GET", "/healthz", plain_ok, io);
-  http->Handle("GET", "/livez", plain_ok, io);
-  http->Handle(
+  handle("GET", "/healthz", plain_ok, io);
+  handle("GET", "/livez", plain_ok, io);
+  handle(
       "GET", "/readyz",
       [this](const net::HttpRequest& req,
              std::shared_ptr<net::Responder> resp) {
@@ -561,7 +996,7 @@ void ApiServer::Impl::RegisterRoutes() {
                       std::move(body));
       },
       io);
-  http->Handle(
+  handle(
       "GET", "/metrics",
       [this](const net::HttpRequest&, std::shared_ptr<net::Responder> resp) {
         resp->Respond(
@@ -582,6 +1017,7 @@ void ApiServer::Impl::HandleApi(const net::HttpRequest& req,
     return;
   }
   c->info = std::move(*info);
+  if (!Admit(*c)) return;
   if (!c->info.is_resource_request) {
     HandleDiscovery(c);
     return;
@@ -602,6 +1038,12 @@ void ApiServer::Impl::HandleApi(const net::HttpRequest& req,
     c->verb_label = "APPLY";
   }
 
+  if (IsReviewResource(i.group, i.version, i.resource) && i.verb == "create" &&
+      i.name.empty() && i.subresource.empty() && i.ns.empty()) {
+    c->review = true;
+    ReadBodyThenProcess(c);
+    return;
+  }
   const objects::ResourceInfo* r =
       objects::Scheme::Default().FindResource(i.group, i.version, i.resource);
   if (r == nullptr) {
@@ -654,6 +1096,11 @@ void ApiServer::Impl::HandleApi(const net::HttpRequest& req,
     return;
   }
 
+  ReadBodyThenProcess(c);
+}
+
+void ApiServer::Impl::ReadBodyThenProcess(const std::shared_ptr<Call>& c) {
+  const net::HttpRequest& req = c->req();
   const std::string_view cl = req.headers.Get("Content-Length");
   const bool has_body =
       req.headers.Has("Transfer-Encoding") || (!cl.empty() && cl != "0");
@@ -667,7 +1114,7 @@ void ApiServer::Impl::HandleApi(const net::HttpRequest& req,
     ReplyError(*c, ApiError::RequestEntityTooLarge(limit));
     return;
   }
-  resp->OnBodyData([this, c, limit](std::string_view data, bool eof) {
+  c->resp->OnBodyData([this, c, limit](std::string_view data, bool eof) {
     if (c->rejected || c->responded) return;
     c->body.append(data);
     if (c->body.size() > limit) {
@@ -759,6 +1206,10 @@ void ApiServer::Impl::HandleDiscovery(const std::shared_ptr<Call>& c) {
 }
 
 void ApiServer::Impl::Process(const std::shared_ptr<Call>& c) {
+  if (c->review) {
+    Review(*c);
+    return;
+  }
   const std::string& verb = c->info.verb;
   NegotiateOptions no;
   if (verb == "watch") no.allow_yaml = false;
@@ -799,6 +1250,37 @@ void ApiServer::Impl::Process(const std::shared_ptr<Call>& c) {
     ReplyError(
         *c, ApiError::MethodNotAllowed(c->req().method, c->resource->resource));
   }
+}
+
+void ApiServer::Impl::Review(Call& c) {
+  ReviewContext ctx{.group = c.info.group,
+                    .version = c.info.version,
+                    .resource = c.info.resource,
+                    .user = c.user,
+                    .now = opts.clock->WallNow()};
+  if (opts.auth.enabled) {
+    ctx.authorize = [this](const auth::Attributes& a, std::string* reason) {
+      return Authorize(a, reason);
+    };
+    if (rbac_policy != nullptr) {
+      ctx.rules_for = [this](const auth::UserInfo& u, const std::string& ns,
+                             std::vector<std::string>* errors) {
+        std::shared_ptr<const auth::StaticPolicy> p = rbac_policy->Current();
+        return auth::RbacAuthorizer(p.get()).RulesFor(u, ns, errors);
+      };
+    }
+  } else {
+    // Without authorization everything is allowed, and says so.
+    ctx.authorize = [](const auth::Attributes&, std::string*) {
+      return auth::Decision::kAllow;
+    };
+  }
+  ApiResult<std::string> answer = AnswerReview(ctx, c.body);
+  if (IsError(answer)) {
+    ReplyError(c, std::get<ApiError>(answer));
+    return;
+  }
+  Reply(c, 201, kJson, std::move(std::get<std::string>(answer)));
 }
 
 // ---------------------------------------------------------------------------
@@ -1154,6 +1636,7 @@ Status ApiServer::Start() {
   m.started = true;
   m.SetupMetrics();
   m.BuildBackends();
+  RETURN_IF_ERROR(m.SetupAuth());
   for (const auto& b : m.backends) {
     RETURN_IF_ERROR(b->cacher->Start());
   }
@@ -1191,6 +1674,19 @@ Status ApiServer::Start() {
       std::shared_ptr<const Discovery>(
           std::make_shared<Discovery>(objects::Scheme::Default(), address)));
   RETURN_IF_ERROR(m.CreateSystemNamespaces());
+  if (m.rbac_policy != nullptr) {
+    RETURN_IF_ERROR(m.ReconcileBootstrapPolicy());
+    ASSIGN_OR_RETURN(
+        int64_t revision,
+        m.rbac_backends.at("clusterrolebindings")->store->CurrentRevision());
+    for (const auto& [name, b] : m.rbac_backends) {
+      if (!b->cacher->WaitReady(seconds(60))) {
+        return UnavailableError("the " + b->info->GroupResource() +
+                                " watch cache did not load");
+      }
+    }
+    RETURN_IF_ERROR(m.rbac_policy->Start(revision));
+  }
   LOG(INFO) << "apiserver listening on " << m.opts.bind_address << ":"
             << m.http->port();
   return Status::Ok();
@@ -1199,6 +1695,7 @@ Status ApiServer::Start() {
 void ApiServer::Stop() {
   Impl& m = *impl_;
   if (m.http) m.http->Stop();  // ends every watch and handler
+  if (m.rbac_policy) m.rbac_policy->Stop();  // before the caches it watches
   if (m.storage_health) m.storage_health->Stop();
   // Each cache stops its storage watch; in parallel, they take the time of
   // one.

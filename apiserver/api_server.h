@@ -40,6 +40,14 @@
 // Handlers run on `worker_threads` threads (they block on storage); a
 // watch holds no thread.
 //
+// Authentication and authorization (ApiServerOptions::auth, off by default
+// so library users and tests keep an open server; the commands turn it
+// on): every request, /healthz and discovery included, is authenticated
+// (a verified client certificate's CN/O, a bearer token, or anonymous) and
+// authorized (system:masters, then the Node authorizer, then RBAC over the
+// served rbac.authorization.k8s.io objects) as kube-apiserver does; 401
+// and 403 Status answers with kube's messages. docs/security.md.
+//
 // Ownership: the KV is not owned and must outlive the server.
 // Thread-safety: Start/Stop from one thread; everything else is internal.
 // Errors: Start() returns bind failures and storage errors met while
@@ -50,16 +58,34 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "apiserver/cacher/cacher.h"
 #include "apiserver/encryption/transformer.h"
 #include "base/clock.h"
+#include "base/file_system.h"
 #include "base/metrics.h"
 #include "base/status.h"
 #include "net/tls.h"
 #include "storage/kv.h"
 
 namespace kplane::apiserver {
+
+// kube-apiserver's authentication and authorization flags.
+struct ApiServerAuthOptions {
+  // Off: no request is authenticated or authorized (everything is allowed),
+  // as before issue 18. `kplane apiserver` turns it on.
+  bool enabled = false;
+  // --anonymous-auth: a request without credentials is system:anonymous
+  // (group system:unauthenticated); off: it is answered 401.
+  bool anonymous = true;
+  // --token-auth-file: static bearer tokens (apiserver/auth/token_file.h).
+  std::string token_auth_file;
+  // --authorization-mode, in order: "Node", "RBAC", "AlwaysAllow",
+  // "AlwaysDeny". system:masters is allowed everything before these.
+  std::vector<std::string> authorization_modes = {"Node", "RBAC"};
+  FileSystem* fs = nullptr;  // for the token file; null: the real one
+};
 
 struct ApiServerOptions {
   storage::KV* kv = nullptr;  // required
@@ -76,7 +102,10 @@ struct ApiServerOptions {
   // Serve HTTPS with this server context (net/tls.h; kube-apiserver's
   // --tls-cert-file/--tls-private-key-file/--client-ca-file). A verified
   // client certificate reaches handlers as HttpRequest::tls. Null: HTTP.
+  // A verified client certificate is also an identity for
+  // authentication (`auth`).
   std::shared_ptr<const net::TlsContext> tls;
+  ApiServerAuthOptions auth;
 
   int max_requests_inflight = 400;
   int max_mutating_requests_inflight = 200;

@@ -312,6 +312,7 @@ std::optional<ApiError> ResourceStore::PrepareCreate(std::string_view ns,
     return ApiError::Invalid(resource_->kind->gv.group, resource_->kind->kind,
                              meta->name(), errs);
   }
+  if (ctx.admit) return ctx.admit(*obj, nullptr);
   return std::nullopt;
 }
 
@@ -434,6 +435,7 @@ std::optional<ApiError> ResourceStore::PrepareUpdate(
     return ApiError::Invalid(resource_->kind->gv.group, resource_->kind->kind,
                              meta->name(), errs);
   }
+  if (ctx.admit) return ctx.admit(*obj, &old);
   return std::nullopt;
 }
 

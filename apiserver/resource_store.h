@@ -72,6 +72,13 @@ struct WriteContext {
   bool force = false;
   // Warning texts to send back (unknown / duplicate fields).
   std::vector<std::string>* warnings = nullptr;
+  // Validating admission with the caller's identity (RBAC's escalation
+  // check): called with the object about to be stored, after validation,
+  // and the stored one for an update (null for a create); an error refuses
+  // the write. Null: none.
+  std::function<std::optional<ApiError>(const google::protobuf::Message& obj,
+                                        const google::protobuf::Message* old)>
+      admit;
 };
 
 struct WriteResult {

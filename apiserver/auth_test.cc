@@ -1,0 +1,563 @@
+// Authentication and authorization wired into the API server (issue 18),
+// end to end over HTTPS: certificates from net/pki.h (an admin in
+// system:masters, users, a node, a certificate of another CA), a static
+// token file, anonymous requests, RBAC objects created through the API and
+// taking effect without a restart, the escalation check, the review
+// resources, and the real kubectl's `auth can-i` and `auth whoami`.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "apiserver/test_server.h"
+#include "base/base64.h"
+#include "base/subprocess.h"
+#include "net/http_client.h"
+#include "net/pki.h"
+#include "net/tls.h"
+
+namespace kplane::apiserver {
+namespace {
+
+using testing::Response;
+using testing::TestServer;
+using testing::ToResponse;
+
+constexpr char kUnauthorized[] =
+    R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",)"
+    R"("message":"Unauthorized","reason":"Unauthorized","code":401})";
+
+class AuthTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/kplane-authz-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    net::Pki pki({.dir = dir_ + "/pki"});
+    StatusOr<net::KeyPair> ca = pki.EnsureCa();
+    ASSERT_TRUE(ca.ok()) << ca.status();
+    ca_ = *ca;
+    StatusOr<net::KeyPair> server = pki.EnsureCertificate(
+        "apiserver", {.common_name = "kube-apiserver",
+                      .dns_names = {"localhost"},
+                      .ip_addresses = {"127.0.0.1"},
+                      .server_auth = true});
+    ASSERT_TRUE(server.ok()) << server.status();
+    auto client = [&](const std::string& file, const std::string& cn,
+                      std::vector<std::string> orgs) {
+      StatusOr<net::KeyPair> p = pki.EnsureCertificate(
+          file, {.common_name = cn,
+                 .organizations = std::move(orgs),
+                 .client_auth = true});
+      EXPECT_TRUE(p.ok()) << p.status();
+      return p.ok() ? *p : net::KeyPair{};
+    };
+    admin_ = client("admin", "kubernetes-admin", {"system:masters"});
+    alice_ = client("alice", "alice", {"dev"});
+    node1_ = client("node-1", "system:node:node-1", {"system:nodes"});
+    // A certificate for "admin" in system:masters, signed by another CA.
+    StatusOr<net::KeyPair> other_ca =
+        net::GenerateCa("other-ca", std::chrono::system_clock::now());
+    ASSERT_TRUE(other_ca.ok());
+    StatusOr<net::KeyPair> forged = net::IssueCertificate(
+        *other_ca,
+        {.common_name = "kubernetes-admin",
+         .organizations = {"system:masters"},
+         .client_auth = true},
+        std::chrono::system_clock::now());
+    ASSERT_TRUE(forged.ok());
+    forged_ = *forged;
+
+    std::ofstream(dir_ + "/tokens.csv")
+        << "bob-token-123,bob,1002,\"ops,dev\"\n";
+    StatusOr<std::shared_ptr<const net::TlsContext>> tls =
+        net::TlsContext::NewServer({.cert_pem = server->cert_pem,
+                                    .key_pem = server->key_pem,
+                                    .client_ca_pem = ca_.cert_pem,
+                                    .client_auth = net::ClientAuth::kRequest});
+    ASSERT_TRUE(tls.ok()) << tls.status();
+    server_ = std::make_unique<TestServer>([&](ApiServerOptions* o) {
+      o->tls = *tls;
+      o->auth.enabled = true;
+      o->auth.token_auth_file = dir_ + "/tokens.csv";
+    });
+  }
+  void TearDown() override {
+    server_.reset();
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+
+  // A client presenting `cert` (none if empty), trusting our CA.
+  std::unique_ptr<net::HttpClient> Client(const net::KeyPair& cert = {}) {
+    StatusOr<std::shared_ptr<const net::TlsContext>> ctx =
+        net::TlsContext::NewClient({.ca_pem = ca_.cert_pem,
+                                    .cert_pem = cert.cert_pem,
+                                    .key_pem = cert.key_pem});
+    EXPECT_TRUE(ctx.ok()) << ctx.status();
+    return std::make_unique<net::HttpClient>("127.0.0.1", server_->port(),
+                                             net::HttpClientOptions{.tls = *ctx});
+  }
+  Response Do(const net::KeyPair& cert, std::string_view method,
+              std::string_view target, std::string_view body = {},
+              net::HttpHeaders headers = {}) {
+    if (!body.empty()) headers.Add("Content-Type", "application/json");
+    return ToResponse(Client(cert)->Request(method, target, headers, body));
+  }
+  Response WithToken(std::string_view token, std::string_view method,
+                     std::string_view target, std::string_view body = {}) {
+    net::HttpHeaders h{{"Authorization", "Bearer " + std::string(token)}};
+    if (!body.empty()) h.Add("Content-Type", "application/json");
+    return ToResponse(Client()->Request(method, target, h, body));
+  }
+  // Repeats `request` until it answers `code` (a binding takes effect when
+  // its watch event reaches the policy cache, within moments).
+  Response AwaitCode(int code, const std::function<Response()>& request) {
+    const auto deadline = std::chrono::steady_clock::now() + seconds(20);
+    Response r = request();
+    while (r.code != code && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(milliseconds(20));
+      r = request();
+    }
+    return r;
+  }
+
+  std::string dir_;
+  net::KeyPair ca_, admin_, alice_, node1_, forged_;
+  std::unique_ptr<TestServer> server_;
+};
+
+TEST_F(AuthTest, AnonymousReachesOnlyHealthAndVersion) {
+  net::KeyPair none;
+  for (const char* path : {"/healthz", "/livez", "/readyz", "/version"}) {
+    EXPECT_EQ(Do(none, "GET", path).code, 200) << path;
+  }
+  // Discovery is for authenticated users (system:discovery), as in kube.
+  for (const char* path : {"/api", "/apis", "/api/v1", "/apis/apps/v1"}) {
+    EXPECT_EQ(Do(none, "GET", path).code, 403) << path;
+    EXPECT_EQ(Do(alice_, "GET", path).code, 200) << path;
+  }
+  EXPECT_EQ(Do(none, "GET", "/apis").Str({"message"}),
+            "forbidden: User \"system:anonymous\" cannot get path \"/apis\"");
+  Response pods = Do(none, "GET", "/api/v1/pods");
+  EXPECT_EQ(pods.code, 403) << pods.body;
+  EXPECT_EQ(pods.Str({"reason"}), "Forbidden");
+  EXPECT_EQ(pods.Str({"message"}),
+            "pods is forbidden: User \"system:anonymous\" cannot list "
+            "resource \"pods\" in API group \"\" at the cluster scope");
+  EXPECT_EQ(pods.Str({"details", "kind"}), "pods");
+  Response secret = Do(none, "GET", "/api/v1/namespaces/default/secrets/db");
+  EXPECT_EQ(secret.code, 403);
+  EXPECT_EQ(secret.Str({"message"}),
+            "secrets \"db\" is forbidden: User \"system:anonymous\" cannot "
+            "get resource \"secrets\" in API group \"\" in the namespace "
+            "\"default\"");
+  EXPECT_EQ(secret.Str({"details", "name"}), "db");
+  Response metrics = Do(none, "GET", "/metrics");
+  EXPECT_EQ(metrics.code, 403);
+  EXPECT_EQ(metrics.Str({"message"}),
+            "forbidden: User \"system:anonymous\" cannot get path "
+            "\"/metrics\"");
+  // A watch is authorized like any request.
+  EXPECT_EQ(Do(none, "GET", "/api/v1/namespaces/default/pods?watch=1").code,
+            403);
+}
+
+TEST_F(AuthTest, BadCredentialsAre401NeverAnonymous) {
+  Response wrong = WithToken("not-a-token", "GET", "/healthz");
+  EXPECT_EQ(wrong.code, 401);
+  EXPECT_EQ(wrong.body, kUnauthorized);
+  EXPECT_EQ(WithToken("not-a-token", "GET", "/api/v1/pods").body,
+            kUnauthorized);
+  // A certificate another CA signed: the handshake succeeds (the server
+  // only requests certificates) and the request is refused, as kube does.
+  auto forged_client = [&] {
+    StatusOr<std::shared_ptr<const net::TlsContext>> ctx =
+        net::TlsContext::NewClient({.ca_pem = ca_.cert_pem,
+                                    .cert_pem = forged_.cert_pem,
+                                    .key_pem = forged_.key_pem});
+    EXPECT_TRUE(ctx.ok());
+    return std::make_unique<net::HttpClient>(
+        "127.0.0.1", server_->port(), net::HttpClientOptions{.tls = *ctx});
+  };
+  Response forged =
+      ToResponse(forged_client()->Request("GET", "/api/v1/secrets"));
+  EXPECT_EQ(forged.code, 401);
+  EXPECT_EQ(forged.body, kUnauthorized);
+}
+
+TEST_F(AuthTest, MastersMayDoEverything) {
+  Response created = Do(admin_, "POST", "/api/v1/namespaces/default/configmaps",
+                        R"({"metadata":{"name":"c1"},"data":{"a":"1"}})");
+  EXPECT_EQ(created.code, 201) << created.body;
+  EXPECT_EQ(Do(admin_, "GET", "/api/v1/secrets").code, 200);
+  EXPECT_EQ(Do(admin_, "GET", "/metrics").code, 200);
+}
+
+TEST_F(AuthTest, BootstrapPolicyIsServedWithAutoupdate) {
+  Response crb = Do(admin_, "GET",
+                    "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/"
+                    "cluster-admin");
+  ASSERT_EQ(crb.code, 200) << crb.body;
+  EXPECT_EQ(crb.Str({"roleRef", "name"}), "cluster-admin");
+  EXPECT_EQ(crb.Str({"metadata", "annotations",
+                     "rbac.authorization.kubernetes.io/autoupdate"}),
+            "true");
+  Response view = Do(admin_, "GET",
+                     "/apis/rbac.authorization.k8s.io/v1/clusterroles/view");
+  EXPECT_EQ(view.code, 200) << view.body;
+  // kubectl's table: Name, Role, Age (+ Users, Groups, ServiceAccounts).
+  Response table =
+      Do(admin_, "GET",
+         "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+         {}, {{"Accept", "application/json;as=Table;v=v1;g=meta.k8s.io"}});
+  ASSERT_EQ(table.code, 200);
+  EXPECT_NE(table.body.find(R"("name":"Role")"), std::string::npos);
+  EXPECT_NE(table.body.find(R"("ClusterRole/cluster-admin")"),
+            std::string::npos);
+}
+
+TEST_F(AuthTest, ViewBindingAllowsReadsAndForbidsWrites) {
+  const char* list = "/api/v1/namespaces/default/configmaps";
+  Response before = Do(alice_, "GET", list);
+  EXPECT_EQ(before.code, 403);
+  EXPECT_EQ(before.Str({"message"}),
+            "configmaps is forbidden: User \"alice\" cannot list resource "
+            "\"configmaps\" in API group \"\" in the namespace \"default\"");
+  Response bound = Do(
+      admin_, "POST",
+      "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings",
+      R"({"metadata":{"name":"alice-view"},
+          "roleRef":{"kind":"ClusterRole","name":"view"},
+          "subjects":[{"kind":"User","name":"alice"}]})");
+  ASSERT_EQ(bound.code, 201) << bound.body;
+  // Defaulted as kube: the roleRef's and the User subject's apiGroup.
+  EXPECT_EQ(bound.Str({"roleRef", "apiGroup"}), "rbac.authorization.k8s.io");
+
+  EXPECT_EQ(AwaitCode(200, [&] { return Do(alice_, "GET", list); }).code, 200);
+  Response create = Do(alice_, "POST", list, R"({"metadata":{"name":"x"}})");
+  EXPECT_EQ(create.code, 403);
+  EXPECT_EQ(create.Str({"message"}),
+            "configmaps is forbidden: User \"alice\" cannot create resource "
+            "\"configmaps\" in API group \"\" in the namespace \"default\"");
+  EXPECT_EQ(create.Str({"details", "kind"}), "configmaps");
+  Response deploy = Do(alice_, "DELETE",
+                       "/apis/apps/v1/namespaces/default/deployments/web");
+  EXPECT_EQ(deploy.Str({"message"}),
+            "deployments.apps \"web\" is forbidden: User \"alice\" cannot "
+            "delete resource \"deployments\" in API group \"apps\" in the "
+            "namespace \"default\"");
+  EXPECT_EQ(deploy.Str({"details", "group"}), "apps");
+  // view reads no Secrets, and grants nothing in other namespaces.
+  EXPECT_EQ(Do(alice_, "GET", "/api/v1/namespaces/default/secrets").code, 403);
+  EXPECT_EQ(Do(alice_, "GET", "/api/v1/namespaces/kube-system/configmaps").code,
+            403);
+  // Watches too.
+  auto ok_watch = Client(alice_)->Stream(
+      "GET", "/api/v1/namespaces/default/configmaps?watch=1&timeoutSeconds=1",
+      {}, "", [](std::string_view) { return true; });
+  ASSERT_TRUE(ok_watch.ok());
+  EXPECT_EQ(ok_watch->status, 200);
+
+  // Deleting the binding takes the permission away again.
+  EXPECT_EQ(Do(admin_, "DELETE",
+               "/apis/rbac.authorization.k8s.io/v1/namespaces/default/"
+               "rolebindings/alice-view")
+                .code,
+            200);
+  EXPECT_EQ(AwaitCode(403, [&] { return Do(alice_, "GET", list); }).code, 403);
+}
+
+TEST_F(AuthTest, TokenFileUser) {
+  Response whoami = WithToken(
+      "bob-token-123", "POST",
+      "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+      R"({"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"})");
+  ASSERT_EQ(whoami.code, 201) << whoami.body;
+  EXPECT_EQ(whoami.Str({"status", "userInfo", "username"}), "bob");
+  EXPECT_EQ(whoami.Str({"status", "userInfo", "uid"}), "1002");
+  const rapidjson::Value* groups = whoami.At({"status", "userInfo", "groups"});
+  ASSERT_TRUE(groups != nullptr && groups->IsArray());
+  ASSERT_EQ(groups->Size(), 3u);
+  EXPECT_STREQ((*groups)[0].GetString(), "ops");
+  EXPECT_STREQ((*groups)[2].GetString(), "system:authenticated");
+  // A Group subject grants to the token's groups.
+  EXPECT_EQ(WithToken("bob-token-123", "GET", "/api/v1/nodes").code, 403);
+  ASSERT_EQ(Do(admin_, "POST",
+               "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+               R"({"metadata":{"name":"ops-view"},
+                   "roleRef":{"apiGroup":"rbac.authorization.k8s.io",
+                              "kind":"ClusterRole","name":"view"},
+                   "subjects":[{"kind":"Group","name":"ops"}]})")
+                .code,
+            201);
+  EXPECT_EQ(AwaitCode(200,
+                      [&] {
+                        return WithToken("bob-token-123", "GET",
+                                         "/api/v1/nodes");
+                      })
+                .code,
+            200);
+}
+
+TEST_F(AuthTest, AccessReviews) {
+  const char* ssar = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews";
+  Response r = Do(alice_, "POST", ssar,
+                  R"({"spec":{"resourceAttributes":{"verb":"create",
+                      "resource":"configmaps","namespace":"default"}}})");
+  ASSERT_EQ(r.code, 201) << r.body;
+  EXPECT_EQ(r.Str({"kind"}), "SelfSubjectAccessReview");
+  ASSERT_NE(r.At({"status", "allowed"}), nullptr);
+  EXPECT_FALSE((*r.At({"status", "allowed"})).GetBool());
+  Response masters = Do(admin_, "POST", ssar,
+                        R"({"spec":{"resourceAttributes":{"verb":"delete",
+                            "resource":"nodes"}}})");
+  EXPECT_TRUE((*masters.At({"status", "allowed"})).GetBool());
+  Response invalid = Do(alice_, "POST", ssar, R"({"spec":{}})");
+  EXPECT_EQ(invalid.code, 422);
+  EXPECT_EQ(invalid.Str({"message"}),
+            "SelfSubjectAccessReview.authorization.k8s.io \"\" is invalid: "
+            "spec.resourceAttributes: Invalid value: \"null\": exactly one of "
+            "nonResourceAttributes or resourceAttributes must be specified");
+  // SubjectAccessReview: only for who may create them (cluster-admin).
+  const char* sar = "/apis/authorization.k8s.io/v1/subjectaccessreviews";
+  const char* about_alice =
+      R"({"spec":{"user":"alice","groups":["dev"],"nonResourceAttributes":
+          {"verb":"get","path":"/healthz"}}})";
+  EXPECT_EQ(Do(alice_, "POST", sar, about_alice).code, 403);
+  Response answered = Do(admin_, "POST", sar, about_alice);
+  ASSERT_EQ(answered.code, 201) << answered.body;
+  EXPECT_TRUE((*answered.At({"status", "allowed"})).GetBool());
+}
+
+TEST_F(AuthTest, EscalationIsRefusedBindWithPermission) {
+  ASSERT_EQ(Do(admin_, "POST", "/api/v1/namespaces",
+               R"({"metadata":{"name":"team"}})")
+                .code,
+            201);
+  // alice may manage Roles and RoleBindings in team, nothing else.
+  ASSERT_EQ(Do(admin_, "POST",
+               "/apis/rbac.authorization.k8s.io/v1/namespaces/team/roles",
+               R"({"metadata":{"name":"rbac-manager"},"rules":[
+                   {"apiGroups":["rbac.authorization.k8s.io"],
+                    "resources":["roles","rolebindings"],
+                    "verbs":["create","get","list"]}]})")
+                .code,
+            201);
+  ASSERT_EQ(Do(admin_, "POST",
+               "/apis/rbac.authorization.k8s.io/v1/namespaces/team/"
+               "rolebindings",
+               R"({"metadata":{"name":"alice-rbac"},
+                   "roleRef":{"kind":"Role","name":"rbac-manager"},
+                   "subjects":[{"kind":"User","name":"alice"}]})")
+                .code,
+            201);
+  const char* roles = "/apis/rbac.authorization.k8s.io/v1/namespaces/team/roles";
+  const char* bindings =
+      "/apis/rbac.authorization.k8s.io/v1/namespaces/team/rolebindings";
+  const char* pod_reader =
+      R"({"metadata":{"name":"pod-reader"},"rules":[
+          {"apiGroups":[""],"resources":["pods"],"verbs":["get","list"]}]})";
+  Response role = AwaitCode(403, [&] { return Do(alice_, "POST", roles, pod_reader); });
+  ASSERT_EQ(role.code, 403) << role.body;
+  EXPECT_EQ(role.Str({"message"}),
+            "roles.rbac.authorization.k8s.io \"pod-reader\" is forbidden: "
+            "user \"alice\" (groups=[\"dev\" \"system:authenticated\"]) is "
+            "attempting to grant RBAC permissions not currently held:\n"
+            "{APIGroups:[\"\"], Resources:[\"pods\"], Verbs:[\"get\" "
+            "\"list\"]}");
+  // A role within what she holds is fine.
+  EXPECT_EQ(Do(alice_, "POST", roles,
+               R"({"metadata":{"name":"sub"},"rules":[
+                   {"apiGroups":["rbac.authorization.k8s.io"],
+                    "resources":["roles"],"verbs":["get"]}]})")
+                .code,
+            201);
+  const char* bind_admin =
+      R"({"metadata":{"name":"alice-admin"},
+          "roleRef":{"kind":"ClusterRole","name":"admin"},
+          "subjects":[{"kind":"User","name":"alice"}]})";
+  Response bind = Do(alice_, "POST", bindings, bind_admin);
+  EXPECT_EQ(bind.code, 403) << bind.body;
+  EXPECT_NE(bind.Str({"message"})
+                .find("rolebindings.rbac.authorization.k8s.io \"alice-admin\" "
+                      "is forbidden: user \"alice\""),
+            std::string::npos)
+      << bind.body;
+  // With `bind` on that ClusterRole she may.
+  ASSERT_EQ(Do(admin_, "POST",
+               "/apis/rbac.authorization.k8s.io/v1/namespaces/team/"
+               "rolebindings",
+               R"({"metadata":{"name":"alice-may-bind"},
+                   "roleRef":{"kind":"Role","name":"binder"},
+                   "subjects":[{"kind":"User","name":"alice"}]})")
+                .code,
+            201);
+  ASSERT_EQ(Do(admin_, "POST", roles,
+               R"({"metadata":{"name":"binder"},"rules":[
+                   {"apiGroups":["rbac.authorization.k8s.io"],
+                    "resources":["clusterroles"],"verbs":["bind"],
+                    "resourceNames":["admin"]}]})")
+                .code,
+            201);
+  EXPECT_EQ(
+      AwaitCode(201, [&] { return Do(alice_, "POST", bindings, bind_admin); })
+          .code,
+      201);
+}
+
+TEST_F(AuthTest, RbacValidation) {
+  Response bad = Do(admin_, "POST",
+                    "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+                    R"({"metadata":{"name":"b"},
+                        "roleRef":{"kind":"Role","name":"r"},
+                        "subjects":[{"kind":"Robot","name":"x"}]})");
+  EXPECT_EQ(bad.code, 422);
+  EXPECT_EQ(bad.Str({"message"}),
+            "ClusterRoleBinding.rbac.authorization.k8s.io \"b\" is invalid: "
+            "[roleRef.kind: Unsupported value: \"Role\": supported values: "
+            "\"ClusterRole\", subjects[0].kind: Unsupported value: \"Robot\": "
+            "supported values: \"ServiceAccount\", \"User\", \"Group\"]");
+  Response rule = Do(admin_, "POST",
+                     "/apis/rbac.authorization.k8s.io/v1/namespaces/default/"
+                     "roles",
+                     R"({"metadata":{"name":"r"},"rules":[
+                         {"nonResourceURLs":["/x"],"verbs":["get"]}]})");
+  EXPECT_EQ(rule.code, 422);
+  EXPECT_NE(rule.Str({"message"}).find(
+                "rules[0].nonResourceURLs: Invalid value: "
+                "[]string{\"/x\"}: namespaced rules cannot apply to "
+                "non-resource URLs"),
+            std::string::npos)
+      << rule.body;
+}
+
+TEST_F(AuthTest, NodeAuthorizerOverHttp) {
+  for (const char* n : {"node-1", "node-2"}) {
+    ASSERT_EQ(Do(admin_, "POST", "/api/v1/nodes",
+                 std::string(R"({"metadata":{"name":")") + n + "\"}}")
+                  .code,
+              201);
+  }
+  const char* patch = R"({"metadata":{"labels":{"x":"y"}}})";
+  net::HttpHeaders merge{{"Content-Type", "application/merge-patch+json"}};
+  auto patch_node = [&](const std::string& name) {
+    return ToResponse(Client(node1_)->Request(
+        "PATCH", "/api/v1/nodes/" + name, merge, patch));
+  };
+  EXPECT_EQ(patch_node("node-1").code, 200);
+  Response other = patch_node("node-2");
+  EXPECT_EQ(other.code, 403);
+  EXPECT_EQ(other.Str({"message"}),
+            "nodes \"node-2\" is forbidden: User \"system:node:node-1\" "
+            "cannot patch resource \"nodes\" in API group \"\" at the cluster "
+            "scope: node 'node-1' cannot modify node 'node-2'");
+  EXPECT_EQ(Do(node1_, "GET", "/api/v1/nodes").code, 200);
+  // NodeRestriction: a node creates only its own Node object.
+  Response create = Do(node1_, "POST", "/api/v1/nodes",
+                       R"({"metadata":{"name":"node-3"}})");
+  EXPECT_EQ(create.code, 403);
+  EXPECT_EQ(create.Str({"message"}),
+            "nodes \"node-3\" is forbidden: node \"node-1\" is not allowed "
+            "to modify node \"node-3\"");
+  // The status of pods bound to it, not of others.
+  for (const auto& [name, node] : {std::pair{"p1", "node-1"}, {"p2", "node-2"}}) {
+    ASSERT_EQ(Do(admin_, "POST", "/api/v1/namespaces/default/pods",
+                 std::string(R"({"metadata":{"name":")") + name +
+                     R"("},"spec":{"nodeName":")" + node +
+                     R"(","containers":[{"name":"c","image":"nginx"}]}})")
+                  .code,
+              201);
+  }
+  auto patch_status = [&](const std::string& pod) {
+    return ToResponse(Client(node1_)->Request(
+        "PATCH", "/api/v1/namespaces/default/pods/" + pod + "/status", merge,
+        R"({"status":{"phase":"Running"}})"));
+  };
+  EXPECT_EQ(patch_status("p1").code, 200);
+  EXPECT_EQ(patch_status("p2").code, 403);
+  EXPECT_EQ(Do(node1_, "DELETE", "/api/v1/namespaces/default/pods/p2").code,
+            403);
+  EXPECT_EQ(Do(node1_, "DELETE", "/api/v1/namespaces/default/pods/p1").code,
+            200);
+}
+
+// The real kubectl (1.32 on the PATH) with a kubeconfig carrying alice's
+// certificate: `auth can-i` asks a SelfSubjectAccessReview, `auth whoami`
+// a SelfSubjectReview.
+TEST_F(AuthTest, KubectlAuthCanIAndWhoami) {
+  ASSERT_EQ(Do(admin_, "POST",
+               "/apis/rbac.authorization.k8s.io/v1/namespaces/default/"
+               "rolebindings",
+               R"({"metadata":{"name":"alice-view"},
+                   "roleRef":{"kind":"ClusterRole","name":"view"},
+                   "subjects":[{"kind":"User","name":"alice"}]})")
+                .code,
+            201);
+  AwaitCode(200, [&] {
+    return Do(alice_, "GET", "/api/v1/namespaces/default/configmaps");
+  });
+  const std::string kubeconfig = dir_ + "/kubeconfig";
+  std::ofstream(kubeconfig)
+      << "apiVersion: v1\nkind: Config\nclusters:\n- name: kplane\n"
+      << "  cluster:\n    server: https://127.0.0.1:" << server_->port()
+      << "\n    certificate-authority-data: " << Base64Encode(ca_.cert_pem)
+      << "\nusers:\n- name: alice\n  user:\n"
+      << "    client-certificate-data: " << Base64Encode(alice_.cert_pem)
+      << "\n    client-key-data: " << Base64Encode(alice_.key_pem)
+      << "\ncontexts:\n- name: alice\n  context:\n    cluster: kplane\n"
+      << "    user: alice\ncurrent-context: alice\n";
+  int run = 0;
+  auto kubectl = [&](std::vector<std::string> args) {
+    const std::string out = dir_ + "/kubectl-" + std::to_string(run++) + ".out";
+    args.insert(args.begin(), {"kubectl", "--kubeconfig", kubeconfig});
+    Subprocess p(args, {.log_path = out});
+    EXPECT_TRUE(p.Start().ok());
+    const int code = p.Wait();
+    std::ifstream in(out);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return std::make_pair(code, ss.str());
+  };
+  auto [list_code, list_out] =
+      kubectl({"auth", "can-i", "list", "configmaps", "-n", "default"});
+  EXPECT_EQ(list_code, 0) << list_out;
+  EXPECT_EQ(list_out, "yes\n");
+  auto [create_code, create_out] =
+      kubectl({"auth", "can-i", "create", "configmaps", "-n", "default"});
+  EXPECT_EQ(create_code, 1) << create_out;
+  EXPECT_EQ(create_out, "no\n");
+  auto [who_code, who_out] = kubectl({"auth", "whoami"});
+  EXPECT_EQ(who_code, 0) << who_out;
+  EXPECT_NE(who_out.find("alice"), std::string::npos) << who_out;
+  EXPECT_NE(who_out.find("[dev system:authenticated]"), std::string::npos)
+      << who_out;
+  auto [get_code, get_out] = kubectl({"get", "secrets", "-n", "default"});
+  EXPECT_EQ(get_code, 1);
+  EXPECT_NE(get_out.find("Error from server (Forbidden): secrets is "
+                         "forbidden: User \"alice\" cannot list resource "
+                         "\"secrets\" in API group \"\" in the namespace "
+                         "\"default\""),
+            std::string::npos)
+      << get_out;
+}
+
+TEST(AuthOptionsTest, UnknownAuthorizationModeIsRefused) {
+  TestServer holder;  // for its store
+  metrics::Registry registry;
+  ApiServerOptions o;
+  o.kv = holder.store();
+  o.metrics = &registry;
+  o.auth.enabled = true;
+  o.auth.authorization_modes = {"RBAC", "ABAC"};
+  ApiServer api(o);
+  Status s = api.Start();
+  EXPECT_TRUE(s.Is(StatusCode::kInvalidArgument)) << s;
+  EXPECT_EQ(s.message(), "authorization-mode \"ABAC\" is not a valid mode");
+}
+
+}  // namespace
+}  // namespace kplane::apiserver

@@ -106,6 +106,8 @@ TEST(ControllerManagerProcessTest, KillTheLeaderAndTheOtherTakesOver) {
   for (std::string& f : e2e::ApiserverTlsFlags(*pki)) {
     api_argv.push_back(std::move(f));
   }
+  // Its clients carry certificates without RBAC roles of their own.
+  api_argv.push_back("--authorization-mode=AlwaysAllow");
   e2e::Process api(api_argv, {}, dir + "/apiserver.log");
   api.Start();
   std::string url;

@@ -42,6 +42,8 @@ TEST(KubeletSimE2E, NodesPodsAndFaultInjection) {
   for (std::string& f : e2e::ApiserverTlsFlags(*pki)) {
     api_argv.push_back(std::move(f));
   }
+  // Its clients carry certificates without RBAC roles of their own.
+  api_argv.push_back("--authorization-mode=AlwaysAllow");
   Process api(api_argv, {}, dir + "/apiserver.log");
   api.Start();
   int api_port = PortAfter(&api, "serving on https://127.0.0.1:");

@@ -144,6 +144,21 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
                "The EncryptionConfiguration file: which resources are "
                "encrypted at rest, with which providers and keys "
                "(docs/security.md). Empty: values are stored plain.");
+  apiserver::ApiServerAuthOptions auth;
+  auth.enabled = true;
+  flags.StringListLastWins(
+      "authorization-mode", &auth.authorization_modes,
+      "Ordered list of authorizers for requests: Node, RBAC, AlwaysAllow, "
+      "AlwaysDeny (system:masters is always allowed). AlwaysAllow lets every "
+      "authenticated or anonymous request through, as before issue 18.");
+  flags.Bool("anonymous-auth", &auth.anonymous,
+             "Serve requests without credentials as system:anonymous (group "
+             "system:unauthenticated); RBAC lets them reach only /healthz, "
+             "/livez, /readyz, /version and discovery. false: answer them "
+             "401.");
+  flags.String("token-auth-file", &auth.token_auth_file,
+               "A CSV file of static bearer tokens: token,user,uid,"
+               "\"group1,group2\" (docs/security.md).");
   flags.String("log-level", &log_level, "debug, info, warning or error.");
   if (auto code = ParseCommandFlags(flags, args, "kplane apiserver"))
     return *code;
@@ -254,6 +269,7 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
   o.request_body_timeout = body_timeout;
   o.worker_threads = worker_threads;
   o.cacher.window_events = static_cast<size_t>(watch_cache_size);
+  o.auth = auth;
   ApiServer server(o);
   if (Status st = server.Start(); !st.ok()) return fail(st);
   if (!server.WaitReady(seconds(60))) {

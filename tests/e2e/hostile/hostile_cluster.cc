@@ -98,7 +98,9 @@ StatusOr<std::unique_ptr<HostileCluster>> HostileCluster::Start(
                                    "--port",
                                    "0",
                                    "--log-level",
-                                   "warning"};
+                                   "warning",
+                                   // Its clients send no credentials yet.
+                                   "--authorization-mode=AlwaysAllow"};
   for (const std::string& f : options.apiserver_flags) argv.push_back(f);
   c->apiserver_ = std::make_unique<Process>(argv, std::vector<std::string>{},
                                             c->dir_ + "/apiserver.log");

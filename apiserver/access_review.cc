@@ -1,256 +1,196 @@
 #include "apiserver/access_review.h"
 
-#include <rapidjson/document.h>
-#include <rapidjson/stringbuffer.h>
-#include <rapidjson/writer.h>
+#include <chrono>
 
 #include "base/strings.h"
-#include "objects/time.h"
+#include "objects/meta.h"
+#include "schemas/k8s/authentication.pb.h"
+#include "schemas/k8s/authentication_v1beta1.pb.h"
+#include "schemas/k8s/authorization.pb.h"
 
 namespace kplane::apiserver {
 
 namespace {
 
-using rapidjson::Value;
+namespace authzv1 = ::k8s::io::api::authorization::v1;
+namespace authnv1 = ::k8s::io::api::authentication::v1;
+namespace authnv1beta1 = ::k8s::io::api::authentication::v1beta1;
 
 constexpr char kAuthorization[] = "authorization.k8s.io";
 constexpr char kAuthentication[] = "authentication.k8s.io";
 
-std::string Str(const Value& obj, const char* member) {
-  if (!obj.IsObject()) return "";
-  auto it = obj.FindMember(member);
-  if (it == obj.MemberEnd() || !it->value.IsString()) return "";
-  return {it->value.GetString(), it->value.GetStringLength()};
+ApiError InvalidReview(std::string_view group, std::string_view kind,
+                       FieldError e) {
+  return ApiError::Invalid(group, kind, "", {std::move(e)});
 }
 
-const Value* Obj(const Value& obj, const char* member) {
-  if (!obj.IsObject()) return nullptr;
-  auto it = obj.FindMember(member);
-  if (it == obj.MemberEnd() || !it->value.IsObject()) return nullptr;
-  return &it->value;
-}
-
-std::string KindOf(std::string_view resource) {
-  if (resource == "selfsubjectaccessreviews") return "SelfSubjectAccessReview";
-  if (resource == "subjectaccessreviews") return "SubjectAccessReview";
-  if (resource == "selfsubjectrulesreviews") return "SelfSubjectRulesReview";
-  return "SelfSubjectReview";
-}
-
-Value Strings(const std::vector<std::string>& v,
-              rapidjson::Document::AllocatorType& a) {
-  Value arr(rapidjson::kArrayType);
-  for (const std::string& s : v) {
-    arr.PushBack(Value(s.c_str(), static_cast<rapidjson::SizeType>(s.size()), a),
-                 a);
-  }
-  return arr;
-}
-
-Value String(const std::string& s, rapidjson::Document::AllocatorType& a) {
-  return Value(s.c_str(), static_cast<rapidjson::SizeType>(s.size()), a);
-}
-
-std::string Serialize(const rapidjson::Document& d) {
-  rapidjson::StringBuffer buf;
-  rapidjson::Writer<rapidjson::StringBuffer> w(buf);
-  d.Accept(w);
-  return {buf.GetString(), buf.GetSize()};
-}
-
-// The request's kind/apiVersion/metadata replaced by ours (nothing is
-// stored: no name, uid or resourceVersion), its spec kept.
-void SetTypeMeta(const ReviewContext& ctx, rapidjson::Document* d) {
-  auto& a = d->GetAllocator();
-  d->RemoveMember("kind");
-  d->RemoveMember("apiVersion");
-  d->RemoveMember("metadata");
-  d->RemoveMember("status");
-  d->AddMember("kind", String(KindOf(ctx.resource), a), a);
-  d->AddMember("apiVersion", String(ctx.group + "/" + ctx.version, a), a);
-  Value meta(rapidjson::kObjectType);
-  if (ctx.group == kAuthentication) {
-    // kube stamps a SelfSubjectReview with the time it was made.
-    const int64_t secs =
-        std::chrono::duration_cast<std::chrono::seconds>(
-            ctx.now.time_since_epoch())
-            .count();
-    meta.AddMember("creationTimestamp", String(objects::FormatRfc3339(secs), a),
-                   a);
-  } else {
-    meta.AddMember("creationTimestamp", Value(rapidjson::kNullType), a);
-  }
-  d->AddMember("metadata", meta, a);
-}
-
-ApiError InvalidReview(const ReviewContext& ctx, FieldError e) {
-  return ApiError::Invalid(ctx.group, KindOf(ctx.resource), "", {std::move(e)});
-}
-
-ApiResult<std::string> AccessReview(const ReviewContext& ctx,
-                                    rapidjson::Document* d) {
-  const Value* spec = Obj(*d, "spec");
-  static const Value kEmpty(rapidjson::kObjectType);
-  if (spec == nullptr) spec = &kEmpty;
-  const Value* res = Obj(*spec, "resourceAttributes");
-  const Value* nonres = Obj(*spec, "nonResourceAttributes");
-  if (res != nullptr && nonres != nullptr) {
+// kube's ValidateSelfSubjectAccessReviewSpec (and the SubjectAccessReview
+// rules): exactly one kind of attributes; someone to ask about.
+std::optional<ApiError> ValidateAttributes(std::string_view kind,
+                                           bool has_resource,
+                                           const authzv1::NonResourceAttributes*
+                                               non_resource) {
+  if (has_resource && non_resource != nullptr) {
     return InvalidReview(
-        ctx, {FieldError::Type::kInvalid, "spec.nonResourceAttributes",
-              "authorization.NonResourceAttributes{Path:" +
-                  GoQuote(Str(*nonres, "path")) +
-                  ", Verb:" + GoQuote(Str(*nonres, "verb")) + "}",
-              "cannot be specified in combination with resourceAttributes"});
+        kAuthorization, kind,
+        {FieldError::Type::kInvalid, "spec.nonResourceAttributes",
+         "authorization.NonResourceAttributes{Path:" +
+             GoQuote(non_resource->path()) +
+             ", Verb:" + GoQuote(non_resource->verb()) + "}",
+         "cannot be specified in combination with resourceAttributes"});
   }
-  if (res == nullptr && nonres == nullptr) {
-    return InvalidReview(
-        ctx, {FieldError::Type::kInvalid, "spec.resourceAttributes",
-              "\"null\"",
-              "exactly one of nonResourceAttributes or resourceAttributes "
-              "must be specified"});
+  if (!has_resource && non_resource == nullptr) {
+    // A nil pointer prints as "null" in field errors.
+    return InvalidReview(kAuthorization, kind,
+                         {FieldError::Type::kInvalid, "spec.resourceAttributes",
+                          "\"null\"",
+                          "exactly one of nonResourceAttributes or "
+                          "resourceAttributes must be specified"});
   }
-  auth::Attributes attrs;
-  if (ctx.resource == "subjectaccessreviews") {
-    attrs.user.name = Str(*spec, "user");
-    attrs.user.uid = Str(*spec, "uid");
-    auto g = spec->FindMember("groups");
-    if (g != spec->MemberEnd() && g->value.IsArray()) {
-      for (const Value& v : g->value.GetArray()) {
-        if (v.IsString()) attrs.user.groups.push_back(v.GetString());
-      }
-    }
-    if (attrs.user.name.empty() && attrs.user.groups.empty()) {
-      return InvalidReview(ctx, {FieldError::Type::kInvalid, "spec.user",
-                                 "\"\"",
-                                 "at least one of user or group must be "
-                                 "specified"});
-    }
-  } else {
-    attrs.user = ctx.user;
-  }
+  return std::nullopt;
+}
+
+auth::Attributes AttributesOf(const authzv1::ResourceAttributes* res,
+                              const authzv1::NonResourceAttributes* nonres) {
+  auth::Attributes a;
   if (res != nullptr) {
-    attrs.resource_request = true;
-    attrs.verb = Str(*res, "verb");
-    attrs.api_group = Str(*res, "group");
-    attrs.resource = Str(*res, "resource");
-    attrs.subresource = Str(*res, "subresource");
-    attrs.ns = Str(*res, "namespace");
-    attrs.name = Str(*res, "name");
+    a.resource_request = true;
+    a.verb = res->verb();
+    a.api_group = res->group();
+    a.resource = res->resource();
+    a.subresource = res->subresource();
+    a.ns = res->namespace_();
+    a.name = res->name();
   } else {
-    attrs.verb = Str(*nonres, "verb");
-    attrs.path = Str(*nonres, "path");
+    a.verb = nonres->verb();
+    a.path = nonres->path();
   }
+  return a;
+}
+
+void Decide(const ReviewContext& ctx, const auth::Attributes& a,
+            authzv1::SubjectAccessReviewStatus* status) {
   std::string reason;
-  const auth::Decision decision = ctx.authorize(attrs, &reason);
-  SetTypeMeta(ctx, d);
-  auto& a = d->GetAllocator();
-  Value status(rapidjson::kObjectType);
-  status.AddMember("allowed", decision == auth::Decision::kAllow, a);
-  // kube sets denied only when an authorizer said no (AlwaysDeny); RBAC's
-  // silence is allowed=false without denied.
-  if (!reason.empty()) status.AddMember("reason", String(reason, a), a);
-  d->AddMember("status", status, a);
-  return Serialize(*d);
+  const auth::Decision d = ctx.authorize(a, &reason);
+  status->Clear();
+  status->set_allowed(d == auth::Decision::kAllow);
+  // Only an authorizer that said no (AlwaysDeny) sets denied; RBAC's
+  // silence is allowed=false without it, as in kube.
+  if (d == auth::Decision::kDeny && !reason.empty()) status->set_denied(true);
+  if (!reason.empty()) status->set_reason(reason);
 }
 
-ApiResult<std::string> RulesReview(const ReviewContext& ctx,
-                                   rapidjson::Document* d) {
-  const Value* spec = Obj(*d, "spec");
-  const std::string ns = spec != nullptr ? Str(*spec, "namespace") : "";
-  std::vector<std::string> errors;
-  std::vector<auth::PolicyRule> rules;
-  const bool complete = ctx.rules_for != nullptr;
-  if (complete) rules = ctx.rules_for(ctx.user, ns, &errors);
-  SetTypeMeta(ctx, d);
-  auto& a = d->GetAllocator();
-  Value resource_rules(rapidjson::kArrayType);
-  Value non_resource_rules(rapidjson::kArrayType);
-  for (const auth::PolicyRule& r : rules) {
-    Value o(rapidjson::kObjectType);
-    o.AddMember("verbs", Strings(r.verbs, a), a);
-    if (!r.non_resource_urls.empty()) {
-      o.AddMember("nonResourceURLs", Strings(r.non_resource_urls, a), a);
-      non_resource_rules.PushBack(o, a);
-      continue;
-    }
-    if (!r.api_groups.empty()) {
-      o.AddMember("apiGroups", Strings(r.api_groups, a), a);
-    }
-    if (!r.resources.empty()) {
-      o.AddMember("resources", Strings(r.resources, a), a);
-    }
-    if (!r.resource_names.empty()) {
-      o.AddMember("resourceNames", Strings(r.resource_names, a), a);
-    }
-    resource_rules.PushBack(o, a);
-  }
-  Value status(rapidjson::kObjectType);
-  status.AddMember("resourceRules", resource_rules, a);
-  status.AddMember("nonResourceRules", non_resource_rules, a);
-  // Other authorizers (Node, system:masters) grant what RBAC's rules do not
-  // show, as in kube.
-  status.AddMember("incomplete", !complete || !errors.empty(), a);
-  if (!errors.empty()) {
-    std::string joined;
-    for (const std::string& e : errors) {
-      joined += (joined.empty() ? "" : ", ") + e;
-    }
-    status.AddMember("evaluationError", String(joined, a), a);
-  }
-  d->AddMember("status", status, a);
-  return Serialize(*d);
-}
-
-ApiResult<std::string> SelfSubjectReview(const ReviewContext& ctx,
-                                         rapidjson::Document* d) {
-  SetTypeMeta(ctx, d);
-  auto& a = d->GetAllocator();
-  Value user(rapidjson::kObjectType);
-  if (!ctx.user.name.empty()) {
-    user.AddMember("username", String(ctx.user.name, a), a);
-  }
-  if (!ctx.user.uid.empty()) user.AddMember("uid", String(ctx.user.uid, a), a);
-  if (!ctx.user.groups.empty()) {
-    user.AddMember("groups", Strings(ctx.user.groups, a), a);
-  }
-  Value status(rapidjson::kObjectType);
-  status.AddMember("userInfo", user, a);
-  d->RemoveMember("spec");
-  d->AddMember("status", status, a);
-  return Serialize(*d);
+// Nothing is stored: no name, uid, resourceVersion or managed fields.
+void ResetMeta(google::protobuf::Message* review) {
+  objects::metav1::ObjectMeta* meta = objects::MutableObjectMeta(review);
+  if (meta != nullptr) meta->Clear();
 }
 
 }  // namespace
 
-bool IsReviewResource(std::string_view group, std::string_view version,
-                      std::string_view resource) {
+const objects::KindInfo* ReviewKind(std::string_view group,
+                                    std::string_view version,
+                                    std::string_view resource) {
+  const char* kind = nullptr;
   if (group == kAuthorization && version == "v1") {
-    return resource == "selfsubjectaccessreviews" ||
-           resource == "subjectaccessreviews" ||
-           resource == "selfsubjectrulesreviews";
+    if (resource == "selfsubjectaccessreviews") kind = "SelfSubjectAccessReview";
+    if (resource == "subjectaccessreviews") kind = "SubjectAccessReview";
+    if (resource == "selfsubjectrulesreviews") kind = "SelfSubjectRulesReview";
+  } else if (group == kAuthentication &&
+             (version == "v1" || version == "v1beta1") &&
+             resource == "selfsubjectreviews") {
+    kind = "SelfSubjectReview";
   }
-  return group == kAuthentication &&
-         (version == "v1" || version == "v1beta1") &&
-         resource == "selfsubjectreviews";
+  if (kind == nullptr) return nullptr;
+  return objects::Scheme::Default().FindKind(
+      std::string(group) + "/" + std::string(version), kind);
 }
 
-ApiResult<std::string> AnswerReview(const ReviewContext& ctx,
-                                    std::string_view body) {
-  rapidjson::Document d;
-  d.Parse(body.data(), body.size());
-  if (d.HasParseError() || !d.IsObject()) {
-    if (ctx.resource == "selfsubjectreviews" &&
-        body.find_first_not_of(" \t\r\n") == std::string_view::npos) {
-      d.SetObject();  // whoami's body is an empty object; none is fine too
-    } else {
-      return ApiError::BadRequest("the body of the request was in an "
-                                  "unknown format - accepted media types "
-                                  "include: application/json");
+std::optional<ApiError> AnswerReview(const ReviewContext& ctx,
+                                     google::protobuf::Message* review) {
+  ResetMeta(review);
+  if (auto* r = dynamic_cast<authzv1::SelfSubjectAccessReview*>(review)) {
+    const auto& spec = r->spec();
+    if (auto e = ValidateAttributes(
+            "SelfSubjectAccessReview", spec.has_resourceattributes(),
+            spec.has_nonresourceattributes() ? &spec.nonresourceattributes()
+                                             : nullptr)) {
+      return e;
     }
+    auth::Attributes a = AttributesOf(
+        spec.has_resourceattributes() ? &spec.resourceattributes() : nullptr,
+        &spec.nonresourceattributes());
+    a.user = ctx.user;
+    Decide(ctx, a, r->mutable_status());
+    return std::nullopt;
   }
-  if (ctx.resource == "selfsubjectreviews") return SelfSubjectReview(ctx, &d);
-  if (ctx.resource == "selfsubjectrulesreviews") return RulesReview(ctx, &d);
-  return AccessReview(ctx, &d);
+  if (auto* r = dynamic_cast<authzv1::SubjectAccessReview*>(review)) {
+    const auto& spec = r->spec();
+    if (auto e = ValidateAttributes(
+            "SubjectAccessReview", spec.has_resourceattributes(),
+            spec.has_nonresourceattributes() ? &spec.nonresourceattributes()
+                                             : nullptr)) {
+      return e;
+    }
+    if (spec.user().empty() && spec.groups_size() == 0) {
+      return InvalidReview(kAuthorization, "SubjectAccessReview",
+                           {FieldError::Type::kInvalid, "spec.user", "\"\"",
+                            "at least one of user or group must be specified"});
+    }
+    auth::Attributes a = AttributesOf(
+        spec.has_resourceattributes() ? &spec.resourceattributes() : nullptr,
+        &spec.nonresourceattributes());
+    a.user = {.name = spec.user(),
+              .uid = spec.uid(),
+              .groups = {spec.groups().begin(), spec.groups().end()}};
+    Decide(ctx, a, r->mutable_status());
+    return std::nullopt;
+  }
+  if (auto* r = dynamic_cast<authzv1::SelfSubjectRulesReview*>(review)) {
+    std::vector<std::string> errors;
+    std::vector<auth::PolicyRule> rules;
+    if (ctx.rules_for) {
+      rules = ctx.rules_for(ctx.user, r->spec().namespace_(), &errors);
+    }
+    authzv1::SubjectRulesReviewStatus* status = r->mutable_status();
+    status->Clear();
+    for (const auth::PolicyRule& rule : rules) {
+      if (!rule.non_resource_urls.empty()) {
+        authzv1::NonResourceRule* o = status->add_nonresourcerules();
+        for (const auto& v : rule.verbs) o->add_verbs(v);
+        for (const auto& u : rule.non_resource_urls) o->add_nonresourceurls(u);
+        continue;
+      }
+      authzv1::ResourceRule* o = status->add_resourcerules();
+      for (const auto& v : rule.verbs) o->add_verbs(v);
+      for (const auto& g : rule.api_groups) o->add_apigroups(g);
+      for (const auto& res : rule.resources) o->add_resources(res);
+      for (const auto& n : rule.resource_names) o->add_resourcenames(n);
+    }
+    // Other authorizers (Node, system:masters) grant what RBAC's rules do
+    // not show, as in kube.
+    status->set_incomplete(!ctx.rules_for || !errors.empty());
+    if (!errors.empty()) status->set_evaluationerror(StrJoin(errors, ", "));
+    return std::nullopt;
+  }
+  authnv1::UserInfo* user = nullptr;
+  if (auto* r = dynamic_cast<authnv1::SelfSubjectReview*>(review)) {
+    user = r->mutable_status()->mutable_userinfo();
+  } else if (auto* rb = dynamic_cast<authnv1beta1::SelfSubjectReview*>(review)) {
+    user = rb->mutable_status()->mutable_userinfo();
+  } else {
+    return ApiError::Internal("not a review");
+  }
+  // kube stamps a SelfSubjectReview with the time it was made.
+  objects::metav1::ObjectMeta* meta = objects::MutableObjectMeta(review);
+  const auto since_epoch = ctx.now.time_since_epoch();
+  meta->mutable_creationtimestamp()->set_seconds(
+      std::chrono::duration_cast<std::chrono::seconds>(since_epoch).count());
+  user->Clear();
+  if (!ctx.user.name.empty()) user->set_username(ctx.user.name);
+  if (!ctx.user.uid.empty()) user->set_uid(ctx.user.uid);
+  for (const std::string& g : ctx.user.groups) user->add_groups(g);
+  return std::nullopt;
 }
 
 }  // namespace kplane::apiserver

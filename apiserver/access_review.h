@@ -13,10 +13,11 @@
 //
 // As kube-apiserver (pkg/registry/authorization/*, pkg/registry/
 // authentication/selfsubjectreview): the request's spec is answered back
-// with a status; a review never changes anything. JSON only.
+// with a status; a review never changes anything. Bodies and answers in
+// JSON, YAML or protobuf (kubectl sends protobuf).
 //
 // Thread-safety: pure functions (the callbacks are called on the calling
-// thread). Errors: ApiError 400 for a body that is not a JSON object, 422
+// thread). Errors: ApiError 422
 // (Invalid, kube's field errors) for a spec without exactly one of
 // resourceAttributes / nonResourceAttributes or, for a SubjectAccessReview,
 // without a user or group.
@@ -24,28 +25,30 @@
 #define KPLANE_APISERVER_ACCESS_REVIEW_H_
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include <google/protobuf/message.h>
+
 #include "apiserver/auth/authorizer.h"
 #include "apiserver/auth/rbac.h"
 #include "apiserver/errors.h"
-#include "apiserver/query_params.h"
 #include "base/clock.h"
+#include "objects/scheme.h"
 
 namespace kplane::apiserver {
 
-// Whether (group, resource) of API version `version` is one of the review
-// resources above.
-bool IsReviewResource(std::string_view group, std::string_view version,
-                      std::string_view resource);
+// The kind of a review resource's requests and answers (e.g.
+// authorization.k8s.io/v1 SelfSubjectAccessReview), or null when
+// (group, version, resource) is not one of the review resources above.
+const objects::KindInfo* ReviewKind(std::string_view group,
+                                    std::string_view version,
+                                    std::string_view resource);
 
 struct ReviewContext {
-  std::string group;     // "authorization.k8s.io" or "authentication.k8s.io"
-  std::string version;   // "v1", "v1beta1"
-  std::string resource;  // "selfsubjectaccessreviews", ...
-  auth::UserInfo user;   // who asks
+  auth::UserInfo user;  // who asks
   // The server's authorizer.
   std::function<auth::Decision(const auth::Attributes&, std::string*)>
       authorize;
@@ -57,9 +60,10 @@ struct ReviewContext {
   WallTime now;
 };
 
-// The review's answer as a JSON object.
-ApiResult<std::string> AnswerReview(const ReviewContext& ctx,
-                                    std::string_view body);
+// Answers `review` (a decoded request of ReviewKind's type) in place: its
+// status is set, its metadata replaced (nothing is stored).
+std::optional<ApiError> AnswerReview(const ReviewContext& ctx,
+                                     google::protobuf::Message* review);
 
 }  // namespace kplane::apiserver
 

@@ -506,12 +506,17 @@ Status ApiServer::Impl::SetupAuth() {
     node_authorizer = std::make_unique<auth::NodeAuthorizer>(
         [this](std::string_view ns,
                std::string_view name) -> std::optional<std::string> {
-          StatusOr<ObjectPtr> pod = NotFoundError("");
-          if (pods->cacher->ready()) pod = pods->cacher->Get(ns, name);
-          if (!pod.ok()) pod = pods->store->Get(ns, name, 0);
-          if (!pod.ok()) return std::nullopt;
-          return pods->strategy->FieldValue(**pod, "spec.nodeName")
-              .value_or("");
+          auto node_of = [this](const ObjectPtr& pod) {
+            return pods->strategy->FieldValue(*pod, "spec.nodeName")
+                .value_or("");
+          };
+          if (pods->cacher->ready()) {
+            StatusOr<ObjectPtr> cached = pods->cacher->Get(ns, name);
+            if (cached.ok()) return node_of(*cached);
+          }
+          StatusOr<ObjectPtr> stored = pods->store->Get(ns, name, 0);
+          if (!stored.ok()) return std::nullopt;
+          return node_of(*stored);
         });
   }
   return Status::Ok();
@@ -1038,7 +1043,8 @@ void ApiServer::Impl::HandleApi(const net::HttpRequest& req,
     c->verb_label = "APPLY";
   }
 
-  if (IsReviewResource(i.group, i.version, i.resource) && i.verb == "create" &&
+  if (ReviewKind(i.group, i.version, i.resource) != nullptr &&
+      i.verb == "create" &&
       i.name.empty() && i.subresource.empty() && i.ns.empty()) {
     c->review = true;
     ReadBodyThenProcess(c);
@@ -1206,14 +1212,10 @@ void ApiServer::Impl::HandleDiscovery(const std::shared_ptr<Call>& c) {
 }
 
 void ApiServer::Impl::Process(const std::shared_ptr<Call>& c) {
-  if (c->review) {
-    Review(*c);
-    return;
-  }
   const std::string& verb = c->info.verb;
   NegotiateOptions no;
   if (verb == "watch") no.allow_yaml = false;
-  if (c->sub != nullptr && c->sub->name != "status") {
+  if (c->review || (c->sub != nullptr && c->sub->name != "status")) {
     // Scale and binding have no Table printer of their own.
     no.allow_table = false;
     no.allow_metadata = false;
@@ -1226,7 +1228,9 @@ void ApiServer::Impl::Process(const std::shared_ptr<Call>& c) {
   }
   c->neg = *neg;
   c->negotiated = true;
-  if (verb == "get") {
+  if (c->review) {
+    Review(*c);
+  } else if (verb == "get") {
     Get(*c);
   } else if (verb == "list") {
     List(*c);
@@ -1253,11 +1257,13 @@ void ApiServer::Impl::Process(const std::shared_ptr<Call>& c) {
 }
 
 void ApiServer::Impl::Review(Call& c) {
-  ReviewContext ctx{.group = c.info.group,
-                    .version = c.info.version,
-                    .resource = c.info.resource,
-                    .user = c.user,
-                    .now = opts.clock->WallNow()};
+  const objects::KindInfo* kind =
+      ReviewKind(c.info.group, c.info.version, c.info.resource);
+  std::vector<std::string> warnings;
+  ApiResult<MutableObject> review =
+      DecodeObject(c, *kind, FieldValidation::kWarn, &warnings);
+  if (IsError(review)) return ReplyError(c, std::get<ApiError>(review));
+  ReviewContext ctx{.user = c.user, .now = opts.clock->WallNow()};
   if (opts.auth.enabled) {
     ctx.authorize = [this](const auth::Attributes& a, std::string* reason) {
       return Authorize(a, reason);
@@ -1270,17 +1276,17 @@ void ApiServer::Impl::Review(Call& c) {
       };
     }
   } else {
-    // Without authorization everything is allowed, and says so.
+    // Without authorization everything is allowed.
     ctx.authorize = [](const auth::Attributes&, std::string*) {
       return auth::Decision::kAllow;
     };
   }
-  ApiResult<std::string> answer = AnswerReview(ctx, c.body);
-  if (IsError(answer)) {
-    ReplyError(c, std::get<ApiError>(answer));
-    return;
+  MutableObject answer = std::get<MutableObject>(std::move(review));
+  if (std::optional<ApiError> e = AnswerReview(ctx, answer.get())) {
+    return ReplyError(c, *e);
   }
-  Reply(c, 201, kJson, std::move(std::get<std::string>(answer)));
+  Reply(c, 201, c.neg.ContentType(), RenderObject(Render(c), *answer),
+        warnings);
 }
 
 // ---------------------------------------------------------------------------

@@ -284,8 +284,17 @@ TEST_F(AuthTest, TokenFileUser) {
   ASSERT_EQ(groups->Size(), 3u);
   EXPECT_STREQ((*groups)[0].GetString(), "ops");
   EXPECT_STREQ((*groups)[2].GetString(), "system:authenticated");
+  // Older kubectl asks v1beta1.
+  Response beta = WithToken("bob-token-123", "POST",
+                            "/apis/authentication.k8s.io/v1beta1/"
+                            "selfsubjectreviews",
+                            "{}");
+  EXPECT_EQ(beta.code, 201) << beta.body;
+  EXPECT_EQ(beta.Str({"apiVersion"}), "authentication.k8s.io/v1beta1");
+  EXPECT_EQ(beta.Str({"status", "userInfo", "username"}), "bob");
   // A Group subject grants to the token's groups.
-  EXPECT_EQ(WithToken("bob-token-123", "GET", "/api/v1/nodes").code, 403);
+  const char* cms = "/api/v1/namespaces/kube-system/configmaps";
+  EXPECT_EQ(WithToken("bob-token-123", "GET", cms).code, 403);
   ASSERT_EQ(Do(admin_, "POST",
                "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
                R"({"metadata":{"name":"ops-view"},
@@ -296,8 +305,7 @@ TEST_F(AuthTest, TokenFileUser) {
             201);
   EXPECT_EQ(AwaitCode(200,
                       [&] {
-                        return WithToken("bob-token-123", "GET",
-                                         "/api/v1/nodes");
+                        return WithToken("bob-token-123", "GET", cms);
                       })
                 .code,
             200);
@@ -325,7 +333,8 @@ TEST_F(AuthTest, AccessReviews) {
   // SubjectAccessReview: only for who may create them (cluster-admin).
   const char* sar = "/apis/authorization.k8s.io/v1/subjectaccessreviews";
   const char* about_alice =
-      R"({"spec":{"user":"alice","groups":["dev"],"nonResourceAttributes":
+      R"({"spec":{"user":"alice","groups":["dev","system:authenticated"],
+          "nonResourceAttributes":
           {"verb":"get","path":"/healthz"}}})";
   EXPECT_EQ(Do(alice_, "POST", sar, about_alice).code, 403);
   Response answered = Do(admin_, "POST", sar, about_alice);

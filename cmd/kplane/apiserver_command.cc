@@ -154,8 +154,7 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
   flags.Bool("anonymous-auth", &auth.anonymous,
              "Serve requests without credentials as system:anonymous (group "
              "system:unauthenticated); RBAC lets them reach only /healthz, "
-             "/livez, /readyz, /version and discovery. false: answer them "
-             "401.");
+             "/livez, /readyz and /version. false: answer them 401.");
   flags.String("token-auth-file", &auth.token_auth_file,
                "A CSV file of static bearer tokens: token,user,uid,"
                "\"group1,group2\" (docs/security.md).");

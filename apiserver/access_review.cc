@@ -26,10 +26,9 @@ ApiError InvalidReview(std::string_view group, std::string_view kind,
 
 // kube's ValidateSelfSubjectAccessReviewSpec (and the SubjectAccessReview
 // rules): exactly one kind of attributes; someone to ask about.
-std::optional<ApiError> ValidateAttributes(std::string_view kind,
-                                           bool has_resource,
-                                           const authzv1::NonResourceAttributes*
-                                               non_resource) {
+std::optional<ApiError> ValidateAttributes(
+    std::string_view kind, bool has_resource,
+    const authzv1::NonResourceAttributes* non_resource) {
   if (has_resource && non_resource != nullptr) {
     return InvalidReview(
         kAuthorization, kind,
@@ -41,11 +40,11 @@ std::optional<ApiError> ValidateAttributes(std::string_view kind,
   }
   if (!has_resource && non_resource == nullptr) {
     // A nil pointer prints as "null" in field errors.
-    return InvalidReview(kAuthorization, kind,
-                         {FieldError::Type::kInvalid, "spec.resourceAttributes",
-                          "\"null\"",
-                          "exactly one of nonResourceAttributes or "
-                          "resourceAttributes must be specified"});
+    return InvalidReview(
+        kAuthorization, kind,
+        {FieldError::Type::kInvalid, "spec.resourceAttributes", "\"null\"",
+         "exactly one of nonResourceAttributes or "
+         "resourceAttributes must be specified"});
   }
   return std::nullopt;
 }
@@ -93,7 +92,8 @@ const objects::KindInfo* ReviewKind(std::string_view group,
                                     std::string_view resource) {
   const char* kind = nullptr;
   if (group == kAuthorization && version == "v1") {
-    if (resource == "selfsubjectaccessreviews") kind = "SelfSubjectAccessReview";
+    if (resource == "selfsubjectaccessreviews")
+      kind = "SelfSubjectAccessReview";
     if (resource == "subjectaccessreviews") kind = "SubjectAccessReview";
     if (resource == "selfsubjectrulesreviews") kind = "SelfSubjectRulesReview";
   } else if (group == kAuthentication &&
@@ -176,7 +176,8 @@ std::optional<ApiError> AnswerReview(const ReviewContext& ctx,
   authnv1::UserInfo* user = nullptr;
   if (auto* r = dynamic_cast<authnv1::SelfSubjectReview*>(review)) {
     user = r->mutable_status()->mutable_userinfo();
-  } else if (auto* rb = dynamic_cast<authnv1beta1::SelfSubjectReview*>(review)) {
+  } else if (auto* rb =
+                 dynamic_cast<authnv1beta1::SelfSubjectReview*>(review)) {
     user = rb->mutable_status()->mutable_userinfo();
   } else {
     return ApiError::Internal("not a review");

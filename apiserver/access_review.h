@@ -24,13 +24,13 @@
 #ifndef KPLANE_APISERVER_ACCESS_REVIEW_H_
 #define KPLANE_APISERVER_ACCESS_REVIEW_H_
 
+#include <google/protobuf/message.h>
+
 #include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <google/protobuf/message.h>
 
 #include "apiserver/auth/authorizer.h"
 #include "apiserver/auth/rbac.h"

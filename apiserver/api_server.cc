@@ -192,7 +192,7 @@ struct ApiServer::Impl {
   std::vector<const auth::TokenAuthenticator*> token_authenticators;
   std::unique_ptr<auth::AuthenticatorChain> authenticator;
   std::unique_ptr<auth::NodeAuthorizer> node_authorizer;
-  std::unique_ptr<RbacPolicyCache> rbac_policy;  // with mode RBAC
+  std::unique_ptr<RbacPolicyCache> rbac_policy;   // with mode RBAC
   std::map<std::string, Backend*> rbac_backends;  // by resource
 
   Status SetupAuth();
@@ -211,8 +211,8 @@ struct ApiServer::Impl {
   // Admission with the caller's identity, on the object about to be
   // stored: RBAC's escalation check for roles and bindings, and kube's
   // NodeRestriction for a node writing Node objects.
-  std::optional<ApiError> AdmitWrite(const Call& c,
-                                     const google::protobuf::Message& obj) const;
+  std::optional<ApiError> AdmitWrite(
+      const Call& c, const google::protobuf::Message& obj) const;
 
   void SetupMetrics();
   void BuildBackends();
@@ -473,7 +473,8 @@ Status ApiServer::Impl::SetupAuth() {
     }
   }
   if (ao.authorization_modes.empty()) {
-    return InvalidArgumentError("at least one authorization-mode must be passed");
+    return InvalidArgumentError(
+        "at least one authorization-mode must be passed");
   }
   if (!ao.token_auth_file.empty()) {
     std::vector<std::string> warnings;
@@ -529,8 +530,9 @@ Status ApiServer::Impl::SetupAuth() {
 Status ApiServer::Impl::ReconcileBootstrapPolicy() {
   WriteContext ctx;
   ctx.field_manager = "kube-apiserver";
-  auto reconcile = [&](Backend* b, std::unique_ptr<google::protobuf::Message>
-                                       want) -> Status {
+  auto reconcile =
+      [&](Backend* b,
+          std::unique_ptr<google::protobuf::Message> want) -> Status {
     const std::string name = objects::GetObjectMeta(*want)->name();
     StatusOr<ObjectPtr> existing = b->store->Get("", name, 0);
     if (!existing.ok() && !existing.status().Is(StatusCode::kNotFound)) {
@@ -558,8 +560,8 @@ Status ApiServer::Impl::ReconcileBootstrapPolicy() {
            static_cast<const rbacv1::ClusterRole&>(*want).rules()) {
         bool present = false;
         for (const auto& have : role->rules()) {
-          present = present ||
-                    have.SerializeAsString() == rule.SerializeAsString();
+          present =
+              present || have.SerializeAsString() == rule.SerializeAsString();
         }
         if (!present) {
           *role->add_rules() = rule;
@@ -614,9 +616,9 @@ StatusOr<auth::UserInfo> ApiServer::Impl::Authenticate(
       return Status(StatusCode::kUnauthenticated,
                     "x509: " + req.tls->peer_verify_error);
     }
-    ar.client_cert = auth::ClientCertIdentity{
-        .common_name = req.tls->peer.common_name,
-        .organizations = req.tls->peer.organizations};
+    ar.client_cert =
+        auth::ClientCertIdentity{.common_name = req.tls->peer.common_name,
+                                 .organizations = req.tls->peer.organizations};
   }
   return authenticator->Authenticate(ar);
 }
@@ -662,16 +664,16 @@ bool ApiServer::Impl::Admit(Call& c) {
   }
   c.user = std::move(*who);
   const RequestInfo& i = c.info;
-  auth::Attributes a{.user = c.user,
-                     .verb = i.is_resource_request ? i.verb
-                                                   : LowerMethod(c.req().method),
-                     .resource_request = i.is_resource_request,
-                     .api_group = i.group,
-                     .resource = i.resource,
-                     .subresource = i.subresource,
-                     .ns = i.ns,
-                     .name = i.name,
-                     .path = c.req().path};
+  auth::Attributes a{
+      .user = c.user,
+      .verb = i.is_resource_request ? i.verb : LowerMethod(c.req().method),
+      .resource_request = i.is_resource_request,
+      .api_group = i.group,
+      .resource = i.resource,
+      .subresource = i.subresource,
+      .ns = i.ns,
+      .name = i.name,
+      .path = c.req().path};
   // kube's RequestInfo scopes /api/v1/namespaces/<name> to the namespace
   // <name>: a RoleBinding there may grant reading its own Namespace.
   if (i.is_resource_request && i.group.empty() && i.resource == "namespaces" &&
@@ -721,7 +723,8 @@ std::optional<ApiError> ApiServer::Impl::AdmitWrite(
   if (const auto* role = dynamic_cast<const rbacv1::Role*>(&obj)) {
     if (allowed("escalate", r->resource, ns, name)) return std::nullopt;
     granted = RoleFromApi(*role).rules;
-  } else if (const auto* crole = dynamic_cast<const rbacv1::ClusterRole*>(&obj)) {
+  } else if (const auto* crole =
+                 dynamic_cast<const rbacv1::ClusterRole*>(&obj)) {
     if (allowed("escalate", r->resource, ns, name)) return std::nullopt;
     granted = RoleFromApi(*crole).rules;
   } else {
@@ -761,28 +764,28 @@ std::optional<ApiError> ApiServer::Impl::AdmitWrite(
 
 net::HttpHandler ApiServer::Impl::Guard(net::HttpHandler handler) {
   if (!opts.auth.enabled) return handler;
-  return [this, handler = std::move(handler)](
-             const net::HttpRequest& req,
-             std::shared_ptr<net::Responder> resp) {
-    auto reply = [&resp](const ApiError& e) {
-      resp->Respond(e.code, {{"Content-Type", std::string(kJson)}},
-                    RenderError(objects::MediaType::kJson, e));
-    };
-    StatusOr<auth::UserInfo> who = Authenticate(req);
-    if (!who.ok()) {
-      reply(UnauthorizedError());
-      return;
-    }
-    auth::Attributes a{.user = std::move(*who),
-                       .verb = LowerMethod(req.method),
-                       .path = req.path};
-    std::string reason;
-    if (Authorize(a, &reason) != auth::Decision::kAllow) {
-      reply(ForbiddenError(a, reason));
-      return;
-    }
-    handler(req, std::move(resp));
-  };
+  return
+      [this, handler = std::move(handler)](
+          const net::HttpRequest& req, std::shared_ptr<net::Responder> resp) {
+        auto reply = [&resp](const ApiError& e) {
+          resp->Respond(e.code, {{"Content-Type", std::string(kJson)}},
+                        RenderError(objects::MediaType::kJson, e));
+        };
+        StatusOr<auth::UserInfo> who = Authenticate(req);
+        if (!who.ok()) {
+          reply(UnauthorizedError());
+          return;
+        }
+        auth::Attributes a{.user = std::move(*who),
+                           .verb = LowerMethod(req.method),
+                           .path = req.path};
+        std::string reason;
+        if (Authorize(a, &reason) != auth::Decision::kAllow) {
+          reply(ForbiddenError(a, reason));
+          return;
+        }
+        handler(req, std::move(resp));
+      };
 }
 
 // ---------------------------------------------------------------------------
@@ -909,8 +912,8 @@ void ApiServer::Impl::RegisterRoutes() {
   };
   // Every route outside /api and /apis is a non-resource request to
   // authenticate and authorize (Guard) before its handler runs.
-  auto handle = [this](std::string method, std::string path,
-                       net::HttpHandler h, net::RouteOptions o = {}) {
+  auto handle = [this](std::string method, std::string path, net::HttpHandler h,
+                       net::RouteOptions o = {}) {
     http->Handle(std::move(method), std::move(path), Guard(std::move(h)), o);
   };
   auto handle_prefix = [this](std::string method, std::string path,
@@ -919,27 +922,27 @@ void ApiServer::Impl::RegisterRoutes() {
   };
   handle_prefix("", "/", not_found);
   handle("GET", "/",
-               [this, json](const net::HttpRequest&,
-                            std::shared_ptr<net::Responder> resp) {
-                 auto d = GetDiscovery();
-                 json(resp, 200, d ? d->RootPaths() : "{}");
-               });
+         [this, json](const net::HttpRequest&,
+                      std::shared_ptr<net::Responder> resp) {
+           auto d = GetDiscovery();
+           json(resp, 200, d ? d->RootPaths() : "{}");
+         });
   handle("GET", "/version",
-               [this, json](const net::HttpRequest&,
-                            std::shared_ptr<net::Responder> resp) {
-                 auto d = GetDiscovery();
-                 if (d == nullptr) {
-                   json(resp, 503, "{}");
-                   return;
-                 }
-                 json(resp, 200, d->Version());
-               });
+         [this, json](const net::HttpRequest&,
+                      std::shared_ptr<net::Responder> resp) {
+           auto d = GetDiscovery();
+           if (d == nullptr) {
+             json(resp, 503, "{}");
+             return;
+           }
+           json(resp, 200, d->Version());
+         });
   handle("GET", "/openapi/v3",
-               [this, json](const net::HttpRequest&,
-                            std::shared_ptr<net::Responder> resp) {
-                 auto d = GetDiscovery();
-                 json(resp, d ? 200 : 503, d ? d->OpenApiIndex() : "{}");
-               });
+         [this, json](const net::HttpRequest&,
+                      std::shared_ptr<net::Responder> resp) {
+           auto d = GetDiscovery();
+           json(resp, d ? 200 : 503, d ? d->OpenApiIndex() : "{}");
+         });
   handle_prefix(
       "GET", "/openapi/v3/",
       [this, json, not_found](const net::HttpRequest& req,
@@ -1044,8 +1047,8 @@ void ApiServer::Impl::HandleApi(const net::HttpRequest& req,
   }
 
   if (ReviewKind(i.group, i.version, i.resource) != nullptr &&
-      i.verb == "create" &&
-      i.name.empty() && i.subresource.empty() && i.ns.empty()) {
+      i.verb == "create" && i.name.empty() && i.subresource.empty() &&
+      i.ns.empty()) {
     c->review = true;
     ReadBodyThenProcess(c);
     return;

@@ -40,18 +40,18 @@ class AuthTest : public ::testing::Test {
     StatusOr<net::KeyPair> ca = pki.EnsureCa();
     ASSERT_TRUE(ca.ok()) << ca.status();
     ca_ = *ca;
-    StatusOr<net::KeyPair> server = pki.EnsureCertificate(
-        "apiserver", {.common_name = "kube-apiserver",
-                      .dns_names = {"localhost"},
-                      .ip_addresses = {"127.0.0.1"},
-                      .server_auth = true});
+    StatusOr<net::KeyPair> server =
+        pki.EnsureCertificate("apiserver", {.common_name = "kube-apiserver",
+                                            .dns_names = {"localhost"},
+                                            .ip_addresses = {"127.0.0.1"},
+                                            .server_auth = true});
     ASSERT_TRUE(server.ok()) << server.status();
     auto client = [&](const std::string& file, const std::string& cn,
                       std::vector<std::string> orgs) {
-      StatusOr<net::KeyPair> p = pki.EnsureCertificate(
-          file, {.common_name = cn,
-                 .organizations = std::move(orgs),
-                 .client_auth = true});
+      StatusOr<net::KeyPair> p =
+          pki.EnsureCertificate(file, {.common_name = cn,
+                                       .organizations = std::move(orgs),
+                                       .client_auth = true});
       EXPECT_TRUE(p.ok()) << p.status();
       return p.ok() ? *p : net::KeyPair{};
     };
@@ -62,12 +62,12 @@ class AuthTest : public ::testing::Test {
     StatusOr<net::KeyPair> other_ca =
         net::GenerateCa("other-ca", std::chrono::system_clock::now());
     ASSERT_TRUE(other_ca.ok());
-    StatusOr<net::KeyPair> forged = net::IssueCertificate(
-        *other_ca,
-        {.common_name = "kubernetes-admin",
-         .organizations = {"system:masters"},
-         .client_auth = true},
-        std::chrono::system_clock::now());
+    StatusOr<net::KeyPair> forged =
+        net::IssueCertificate(*other_ca,
+                              {.common_name = "kubernetes-admin",
+                               .organizations = {"system:masters"},
+                               .client_auth = true},
+                              std::chrono::system_clock::now());
     ASSERT_TRUE(forged.ok());
     forged_ = *forged;
 
@@ -98,8 +98,8 @@ class AuthTest : public ::testing::Test {
                                     .cert_pem = cert.cert_pem,
                                     .key_pem = cert.key_pem});
     EXPECT_TRUE(ctx.ok()) << ctx.status();
-    return std::make_unique<net::HttpClient>("127.0.0.1", server_->port(),
-                                             net::HttpClientOptions{.tls = *ctx});
+    return std::make_unique<net::HttpClient>(
+        "127.0.0.1", server_->port(), net::HttpClientOptions{.tls = *ctx});
   }
   Response Do(const net::KeyPair& cert, std::string_view method,
               std::string_view target, std::string_view body = {},
@@ -206,14 +206,13 @@ TEST_F(AuthTest, BootstrapPolicyIsServedWithAutoupdate) {
   EXPECT_EQ(crb.Str({"metadata", "annotations",
                      "rbac.authorization.kubernetes.io/autoupdate"}),
             "true");
-  Response view = Do(admin_, "GET",
-                     "/apis/rbac.authorization.k8s.io/v1/clusterroles/view");
+  Response view =
+      Do(admin_, "GET", "/apis/rbac.authorization.k8s.io/v1/clusterroles/view");
   EXPECT_EQ(view.code, 200) << view.body;
   // kubectl's table: Name, Role, Age (+ Users, Groups, ServiceAccounts).
-  Response table =
-      Do(admin_, "GET",
-         "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
-         {}, {{"Accept", "application/json;as=Table;v=v1;g=meta.k8s.io"}});
+  Response table = Do(
+      admin_, "GET", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+      {}, {{"Accept", "application/json;as=Table;v=v1;g=meta.k8s.io"}});
   ASSERT_EQ(table.code, 200);
   EXPECT_NE(table.body.find(R"("name":"Role")"), std::string::npos);
   EXPECT_NE(table.body.find(R"("ClusterRole/cluster-admin")"),
@@ -227,10 +226,10 @@ TEST_F(AuthTest, ViewBindingAllowsReadsAndForbidsWrites) {
   EXPECT_EQ(before.Str({"message"}),
             "configmaps is forbidden: User \"alice\" cannot list resource "
             "\"configmaps\" in API group \"\" in the namespace \"default\"");
-  Response bound = Do(
-      admin_, "POST",
-      "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings",
-      R"({"metadata":{"name":"alice-view"},
+  Response bound =
+      Do(admin_, "POST",
+         "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings",
+         R"({"metadata":{"name":"alice-view"},
           "roleRef":{"kind":"ClusterRole","name":"view"},
           "subjects":[{"kind":"User","name":"alice"}]})");
   ASSERT_EQ(bound.code, 201) << bound.body;
@@ -244,8 +243,8 @@ TEST_F(AuthTest, ViewBindingAllowsReadsAndForbidsWrites) {
             "configmaps is forbidden: User \"alice\" cannot create resource "
             "\"configmaps\" in API group \"\" in the namespace \"default\"");
   EXPECT_EQ(create.Str({"details", "kind"}), "configmaps");
-  Response deploy = Do(alice_, "DELETE",
-                       "/apis/apps/v1/namespaces/default/deployments/web");
+  Response deploy =
+      Do(alice_, "DELETE", "/apis/apps/v1/namespaces/default/deployments/web");
   EXPECT_EQ(deploy.Str({"message"}),
             "deployments.apps \"web\" is forbidden: User \"alice\" cannot "
             "delete resource \"deployments\" in API group \"apps\" in the "
@@ -303,12 +302,10 @@ TEST_F(AuthTest, TokenFileUser) {
                    "subjects":[{"kind":"Group","name":"ops"}]})")
                 .code,
             201);
-  EXPECT_EQ(AwaitCode(200,
-                      [&] {
-                        return WithToken("bob-token-123", "GET", cms);
-                      })
-                .code,
-            200);
+  EXPECT_EQ(
+      AwaitCode(200, [&] { return WithToken("bob-token-123", "GET", cms); })
+          .code,
+      200);
 }
 
 TEST_F(AuthTest, AccessReviews) {
@@ -364,13 +361,15 @@ TEST_F(AuthTest, EscalationIsRefusedBindWithPermission) {
                    "subjects":[{"kind":"User","name":"alice"}]})")
                 .code,
             201);
-  const char* roles = "/apis/rbac.authorization.k8s.io/v1/namespaces/team/roles";
+  const char* roles =
+      "/apis/rbac.authorization.k8s.io/v1/namespaces/team/roles";
   const char* bindings =
       "/apis/rbac.authorization.k8s.io/v1/namespaces/team/rolebindings";
   const char* pod_reader =
       R"({"metadata":{"name":"pod-reader"},"rules":[
           {"apiGroups":[""],"resources":["pods"],"verbs":["get","list"]}]})";
-  Response role = AwaitCode(403, [&] { return Do(alice_, "POST", roles, pod_reader); });
+  Response role =
+      AwaitCode(403, [&] { return Do(alice_, "POST", roles, pod_reader); });
   ASSERT_EQ(role.code, 403) << role.body;
   EXPECT_EQ(role.Str({"message"}),
             "roles.rbac.authorization.k8s.io \"pod-reader\" is forbidden: "
@@ -436,10 +435,10 @@ TEST_F(AuthTest, RbacValidation) {
                      R"({"metadata":{"name":"r"},"rules":[
                          {"nonResourceURLs":["/x"],"verbs":["get"]}]})");
   EXPECT_EQ(rule.code, 422);
-  EXPECT_NE(rule.Str({"message"}).find(
-                "rules[0].nonResourceURLs: Invalid value: "
-                "[]string{\"/x\"}: namespaced rules cannot apply to "
-                "non-resource URLs"),
+  EXPECT_NE(rule.Str({"message"})
+                .find("rules[0].nonResourceURLs: Invalid value: "
+                      "[]string{\"/x\"}: namespaced rules cannot apply to "
+                      "non-resource URLs"),
             std::string::npos)
       << rule.body;
 }
@@ -454,8 +453,8 @@ TEST_F(AuthTest, NodeAuthorizerOverHttp) {
   const char* patch = R"({"metadata":{"labels":{"x":"y"}}})";
   net::HttpHeaders merge{{"Content-Type", "application/merge-patch+json"}};
   auto patch_node = [&](const std::string& name) {
-    return ToResponse(Client(node1_)->Request(
-        "PATCH", "/api/v1/nodes/" + name, merge, patch));
+    return ToResponse(Client(node1_)->Request("PATCH", "/api/v1/nodes/" + name,
+                                              merge, patch));
   };
   EXPECT_EQ(patch_node("node-1").code, 200);
   Response other = patch_node("node-2");
@@ -466,14 +465,15 @@ TEST_F(AuthTest, NodeAuthorizerOverHttp) {
             "scope: node 'node-1' cannot modify node 'node-2'");
   EXPECT_EQ(Do(node1_, "GET", "/api/v1/nodes").code, 200);
   // NodeRestriction: a node creates only its own Node object.
-  Response create = Do(node1_, "POST", "/api/v1/nodes",
-                       R"({"metadata":{"name":"node-3"}})");
+  Response create =
+      Do(node1_, "POST", "/api/v1/nodes", R"({"metadata":{"name":"node-3"}})");
   EXPECT_EQ(create.code, 403);
   EXPECT_EQ(create.Str({"message"}),
             "nodes \"node-3\" is forbidden: node \"node-1\" is not allowed "
             "to modify node \"node-3\"");
   // The status of pods bound to it, not of others.
-  for (const auto& [name, node] : {std::pair{"p1", "node-1"}, {"p2", "node-2"}}) {
+  for (const auto& [name, node] :
+       {std::pair{"p1", "node-1"}, {"p2", "node-2"}}) {
     ASSERT_EQ(Do(admin_, "POST", "/api/v1/namespaces/default/pods",
                  std::string(R"({"metadata":{"name":")") + name +
                      R"("},"spec":{"nodeName":")" + node +

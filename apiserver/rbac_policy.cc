@@ -139,8 +139,10 @@ std::string GoQuotedList(const std::vector<std::string>& v) {
 // rbacv1helpers.CompactString.
 std::string CompactString(const auth::PolicyRule& r) {
   std::vector<std::string> parts;
-  if (!r.api_groups.empty()) parts.push_back("APIGroups:" + GoQuotedList(r.api_groups));
-  if (!r.resources.empty()) parts.push_back("Resources:" + GoQuotedList(r.resources));
+  if (!r.api_groups.empty())
+    parts.push_back("APIGroups:" + GoQuotedList(r.api_groups));
+  if (!r.resources.empty())
+    parts.push_back("Resources:" + GoQuotedList(r.resources));
   if (!r.resource_names.empty()) {
     parts.push_back("ResourceNames:" + GoQuotedList(r.resource_names));
   }
@@ -177,7 +179,8 @@ bool Covered(const std::vector<auth::PolicyRule>& owner,
 }  // namespace
 
 std::optional<std::string> EscalationError(
-    const auth::UserInfo& user, const std::vector<auth::PolicyRule>& owner_rules,
+    const auth::UserInfo& user,
+    const std::vector<auth::PolicyRule>& owner_rules,
     const std::vector<auth::PolicyRule>& rules,
     const std::vector<std::string>& resolution_errors) {
   // The uncovered atoms, compacted as kube does: one rule per (groups,
@@ -208,9 +211,8 @@ std::optional<std::string> EscalationError(
           std::vector<std::string> names = rule.resource_names;
           if (names.empty()) names.push_back("");
           for (const std::string& name : names) {
-            auth::PolicyRule atom{.verbs = {verb},
-                                  .api_groups = {group},
-                                  .resources = {res}};
+            auth::PolicyRule atom{
+                .verbs = {verb}, .api_groups = {group}, .resources = {res}};
             if (!name.empty()) atom.resource_names = {name};
             if (!Covered(owner_rules, atom)) add(std::move(atom));
           }

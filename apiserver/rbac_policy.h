@@ -6,7 +6,8 @@
 // its informers the same way).
 //
 //   RbacPolicyCache policy({.roles = ..., .cluster_roles = ...,
-//                           .role_bindings = ..., .cluster_role_bindings = ...},
+//                           .role_bindings = ..., .cluster_role_bindings =
+//                           ...},
 //                          bootstrap);
 //   RETURN_IF_ERROR(policy.Start(revision_after_bootstrap_writes));
 //   std::shared_ptr<const auth::StaticPolicy> now = policy.Current();
@@ -35,12 +36,12 @@
 #include <array>
 #include <condition_variable>
 #include <map>
-#include <optional>
-#include <vector>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "apiserver/auth/rbac.h"
 #include "apiserver/cacher/cacher.h"
@@ -78,7 +79,8 @@ rbacv1::ClusterRoleBinding BootstrapClusterRoleBindingToApi(
 // one line per missing rule. Coverage is kube's: a wildcard is covered
 // only by a wildcard, a rule without resourceNames only by one without.
 std::optional<std::string> EscalationError(
-    const auth::UserInfo& user, const std::vector<auth::PolicyRule>& owner_rules,
+    const auth::UserInfo& user,
+    const std::vector<auth::PolicyRule>& owner_rules,
     const std::vector<auth::PolicyRule>& rules,
     const std::vector<std::string>& resolution_errors);
 

@@ -170,18 +170,18 @@ void Scheme::RegisterBuiltins(Scheme* s) {
   const KindInfo* binding =
       s->AddKind("v1", "Binding", corev1::Binding::default_instance());
   // The reviews (create-only, never stored: the apiserver answers them).
-  s->AddKind(
-      "authorization.k8s.io/v1", "SelfSubjectAccessReview",
-      ::k8s::io::api::authorization::v1::SelfSubjectAccessReview::default_instance());
-  s->AddKind(
-      "authorization.k8s.io/v1", "SubjectAccessReview",
-      ::k8s::io::api::authorization::v1::SubjectAccessReview::default_instance());
-  s->AddKind(
-      "authorization.k8s.io/v1", "SelfSubjectRulesReview",
-      ::k8s::io::api::authorization::v1::SelfSubjectRulesReview::default_instance());
-  s->AddKind(
-      "authentication.k8s.io/v1", "SelfSubjectReview",
-      ::k8s::io::api::authentication::v1::SelfSubjectReview::default_instance());
+  s->AddKind("authorization.k8s.io/v1", "SelfSubjectAccessReview",
+             ::k8s::io::api::authorization::v1::SelfSubjectAccessReview::
+                 default_instance());
+  s->AddKind("authorization.k8s.io/v1", "SubjectAccessReview",
+             ::k8s::io::api::authorization::v1::SubjectAccessReview::
+                 default_instance());
+  s->AddKind("authorization.k8s.io/v1", "SelfSubjectRulesReview",
+             ::k8s::io::api::authorization::v1::SelfSubjectRulesReview::
+                 default_instance());
+  s->AddKind("authentication.k8s.io/v1", "SelfSubjectReview",
+             ::k8s::io::api::authentication::v1::SelfSubjectReview::
+                 default_instance());
   s->AddKind("authentication.k8s.io/v1beta1", "SelfSubjectReview",
              ::k8s::io::api::authentication::v1beta1::SelfSubjectReview::
                  default_instance());

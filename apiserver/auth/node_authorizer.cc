@@ -57,12 +57,12 @@ Decision NodeAuthorizer::Authorize(const Attributes& a,
   if (g == "coordination.k8s.io" && r == "leases" && sub.empty()) {
     if (a.ns == "kube-node-lease" &&
         ((verb == "create" && a.name.empty()) ||
-         (a.name == *node &&
-          In(verb, {"get", "update", "patch", "delete"})))) {
+         (a.name == *node && In(verb, {"get", "update", "patch", "delete"})))) {
       return Decision::kAllow;
     }
-    *reason = "can only access node lease with the same name as the "
-              "requesting node";
+    *reason =
+        "can only access node lease with the same name as the "
+        "requesting node";
     return Decision::kNoOpinion;
   }
   if (g.empty() && r == "pods") {

@@ -23,8 +23,8 @@ struct Case {
 
 TEST(NodeAuthorizerTest, Table) {
   // p1 is bound to node-1, p2 to node-2; p3 does not exist.
-  NodeAuthorizer node([](std::string_view ns, std::string_view name)
-                          -> std::optional<std::string> {
+  NodeAuthorizer node([](std::string_view ns,
+                         std::string_view name) -> std::optional<std::string> {
     if (ns == "default" && name == "p1") return "node-1";
     if (ns == "default" && name == "p2") return "node-2";
     return std::nullopt;
@@ -87,8 +87,8 @@ TEST(NodeAuthorizerTest, Table) {
                  .name = c.name};
     std::string reason;
     EXPECT_EQ(node.Authorize(a, &reason), c.want)
-        << c.verb << " " << c.group << "/" << c.resource << "/"
-        << c.subresource << " " << c.ns << "/" << c.name << ": " << reason;
+        << c.verb << " " << c.group << "/" << c.resource << "/" << c.subresource
+        << " " << c.ns << "/" << c.name << ": " << reason;
   }
 }
 

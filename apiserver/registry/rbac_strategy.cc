@@ -39,8 +39,8 @@ FieldErrors ValidatePolicyRule(const rbacv1::PolicyRule& rule, bool namespaced,
                                const Path& p) {
   FieldErrors errs;
   if (rule.verbs_size() == 0) {
-    errs.push_back(validation::Required(p.Child("verbs"),
-                                        "verbs must contain at least one value"));
+    errs.push_back(validation::Required(
+        p.Child("verbs"), "verbs must contain at least one value"));
   }
   if (rule.nonresourceurls_size() > 0) {
     const std::string urls = validation::GoStringSlice(rule.nonresourceurls());
@@ -59,22 +59,22 @@ FieldErrors ValidatePolicyRule(const rbacv1::PolicyRule& rule, bool namespaced,
     return errs;
   }
   if (rule.apigroups_size() == 0) {
-    errs.push_back(
-        validation::Required(p.Child("apiGroups"),
-                             "resource rules must supply at least one api group"));
+    errs.push_back(validation::Required(
+        p.Child("apiGroups"),
+        "resource rules must supply at least one api group"));
   }
   if (rule.resources_size() == 0) {
-    errs.push_back(
-        validation::Required(p.Child("resources"),
-                             "resource rules must supply at least one resource"));
+    errs.push_back(validation::Required(
+        p.Child("resources"),
+        "resource rules must supply at least one resource"));
   }
   return errs;
 }
 
 template <typename R>
 FieldErrors ValidateRules(const R& role, bool namespaced) {
-  FieldErrors errs = validation::ValidateObjectMeta(
-      role.metadata(), namespaced, NameRule::kPathSegment);
+  FieldErrors errs = validation::ValidateObjectMeta(role.metadata(), namespaced,
+                                                    NameRule::kPathSegment);
   for (int i = 0; i < role.rules_size(); ++i) {
     Append(&errs, ValidatePolicyRule(role.rules(i), namespaced,
                                      Path("rules").Index(i)));
@@ -90,7 +90,8 @@ FieldErrors ValidateSubject(const rbacv1::Subject& s, bool namespaced,
     if (!s.name().empty()) {
       for (const std::string& msg : validation::ValidateName(
                NameRule::kDNS1123Subdomain, s.name(), false)) {
-        errs.push_back(validation::InvalidString(p.Child("name"), s.name(), msg));
+        errs.push_back(
+            validation::InvalidString(p.Child("name"), s.name(), msg));
       }
     }
     if (!s.apigroup().empty()) {
@@ -102,8 +103,8 @@ FieldErrors ValidateSubject(const rbacv1::Subject& s, bool namespaced,
     }
   } else if (s.kind() == "User" || s.kind() == "Group") {
     if (s.apigroup() != kRbacGroup) {
-      errs.push_back(validation::NotSupportedString(p.Child("apiGroup"),
-                                                    s.apigroup(), {kRbacGroup}));
+      errs.push_back(validation::NotSupportedString(
+          p.Child("apiGroup"), s.apigroup(), {kRbacGroup}));
     }
   } else {
     errs.push_back(validation::NotSupportedString(
@@ -114,8 +115,8 @@ FieldErrors ValidateSubject(const rbacv1::Subject& s, bool namespaced,
 
 template <typename B>
 FieldErrors ValidateBinding(const B& b, bool namespaced) {
-  FieldErrors errs = validation::ValidateObjectMeta(
-      b.metadata(), namespaced, NameRule::kPathSegment);
+  FieldErrors errs = validation::ValidateObjectMeta(b.metadata(), namespaced,
+                                                    NameRule::kPathSegment);
   const rbacv1::RoleRef& ref = b.roleref();
   if (ref.apigroup() != kRbacGroup) {
     errs.push_back(validation::NotSupportedString(
@@ -127,8 +128,8 @@ FieldErrors ValidateBinding(const B& b, bool namespaced) {
           Path("roleRef").Child("kind"), ref.kind(), {"Role", "ClusterRole"}));
     }
   } else if (ref.kind() != "ClusterRole") {
-    errs.push_back(validation::NotSupportedString(
-        Path("roleRef").Child("kind"), ref.kind(), {"ClusterRole"}));
+    errs.push_back(validation::NotSupportedString(Path("roleRef").Child("kind"),
+                                                  ref.kind(), {"ClusterRole"}));
   }
   if (ref.name().empty()) {
     errs.push_back(validation::Required(Path("roleRef").Child("name")));
@@ -202,16 +203,15 @@ class BindingStrategy : public TypedStrategy<B> {
             : "RoleRef can only reference a ClusterRole in the global "
               "namespace. If the RoleRef cannot be resolved, the Authorizer "
               "must return an error. This field is immutable.";
-    const std::string what = this->resource().namespaced
-                                 ? "roleBinding"
-                                 : "clusterRoleBinding";
-    return {d[0],
-            {"Role", "string", "", ref_doc, 0},
-            {"Age", "string", "", d[1].description, 0},
-            {"Users", "string", "", "Users in the " + what, 1},
-            {"Groups", "string", "", "Groups in the " + what, 1},
-            {"ServiceAccounts", "string", "", "ServiceAccounts in the " + what,
-             1}};
+    const std::string what =
+        this->resource().namespaced ? "roleBinding" : "clusterRoleBinding";
+    return {
+        d[0],
+        {"Role", "string", "", ref_doc, 0},
+        {"Age", "string", "", d[1].description, 0},
+        {"Users", "string", "", "Users in the " + what, 1},
+        {"Groups", "string", "", "Groups in the " + what, 1},
+        {"ServiceAccounts", "string", "", "ServiceAccounts in the " + what, 1}};
   }
 
  protected:
@@ -224,8 +224,8 @@ class BindingStrategy : public TypedStrategy<B> {
     FieldErrors errs =
         validation::ValidateObjectMetaUpdate(b.metadata(), old.metadata());
     if (b.roleref().SerializeAsString() != old.roleref().SerializeAsString()) {
-      errs.push_back(validation::Invalid(Path("roleRef"), GoRoleRef(b.roleref()),
-                                         "cannot change roleRef"));
+      errs.push_back(validation::Invalid(
+          Path("roleRef"), GoRoleRef(b.roleref()), "cannot change roleRef"));
     }
     Append(&errs, ValidateBinding(b, Namespaced()));
     return errs;

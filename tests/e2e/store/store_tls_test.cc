@@ -316,8 +316,9 @@ TEST_P(StoreTlsTest, ApiServerWithKubesEtcdFlags) {
                   "--etcd-keyfile=" + tls_.client_key_file,
                   "--port=" + std::to_string(*port),
                   // The store's TLS is what this test is about; the API
-                  // server's own port stays plain HTTP for the check.
-                  "--insecure-http"},
+                  // server's own port stays plain HTTP for the check, and
+                  // its client sends no credentials.
+                  "--insecure-http", "--authorization-mode=AlwaysAllow"},
                  {.log_path = dir_ + "/apiserver.log"});
   ASSERT_TRUE(api.Start().ok());
   net::HttpClient http("127.0.0.1", *port, {});

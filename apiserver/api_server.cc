@@ -833,8 +833,11 @@ void ApiServer::Impl::Reply(Call& c, int code, std::string_view content_type,
   // Counted before the response can reach the client, so a client that has
   // its answer finds it in /metrics.
   Record(c, code);
-  c.resp->Respond(code, std::move(h), std::move(body));
+  // The in-flight slot too is freed before the client can have its answer:
+  // a client that sends its next write on receiving this one must find the
+  // slot free (ApiRestTest.TooManyRequestsWhenOverTheInflightLimit).
   c.inflight.reset();
+  c.resp->Respond(code, std::move(h), std::move(body));
 }
 
 void ApiServer::Impl::ReplyError(Call& c, const ApiError& e) {
@@ -851,9 +854,9 @@ void ApiServer::Impl::ReplyError(Call& c, const ApiError& e) {
     h.Add("Retry-After", std::to_string(e.retry_after_seconds));
   }
   for (const auto& [k, v] : e.headers) h.Add(k, v);
-  Record(c, e.code);  // before the response, as in Reply
+  Record(c, e.code);   // before the response, as in Reply
+  c.inflight.reset();  // likewise
   c.resp->Respond(e.code, std::move(h), RenderError(media, e));
-  c.inflight.reset();
 }
 
 RenderOptions ApiServer::Impl::Render(const Call& c) const {

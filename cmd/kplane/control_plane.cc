@@ -415,11 +415,13 @@ Status ControlPlane::Impl::StartApiServer() {
     ASSIGN_OR_RETURN(
         ao.tls, pki->ServerContext(pki->apiserver, net::ClientAuth::kRequest));
   }
-  // THE switch for authentication and authorization in `kplane up` (issue
-  // 18). Still off: turning it on needs the RBAC roles for the identities
-  // kplane up hands its controller manager and simulated nodes, and the
-  // up/demo suites run with it (docs/security.md).
-  ao.auth.enabled = false;
+  // Authentication and authorization (issue 18) whenever the control plane
+  // has its PKI: the admin is system:masters, the controller manager
+  // system:kube-controller-manager (its bootstrap ClusterRole), each
+  // simulated node system:node:<name> (the Node authorizer). Only
+  // --insecure-http, which has no client certificates to tell anyone
+  // apart, serves everything to everyone (and says so).
+  ao.auth.enabled = pki != nullptr;
   apiserver = std::make_unique<apiserver::ApiServer>(ao);
   Status s = apiserver->Start();
   if (!s.ok()) {

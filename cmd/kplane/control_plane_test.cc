@@ -337,6 +337,54 @@ TEST_F(ControlPlaneTest, DeploymentBecomesAvailableOnSimulatedNodes) {
 // on first start, the kubeconfig carries the CA and the admin's
 // certificate (0600), plaintext HTTP gets Go's 400, a client trusting
 // another CA is refused, and a restart reuses every certificate.
+// `kplane up` authenticates and authorizes (issue 18): anonymous requests
+// reach only the health and version endpoints, the admin (system:masters)
+// everything, a simulated node only its own Node (the Node authorizer).
+TEST_F(ControlPlaneTest, AuthenticatesAndAuthorizesEveryRequest) {
+  UpOptions o = Options();
+  o.nodes = 2;
+  o.kubeletsim_port = 0;
+  auto cp = ControlPlane::Start(o);
+  ASSERT_TRUE(cp.ok()) << cp.status();
+  const std::string api = (*cp)->apiserver_url();
+  auto request = [&](const std::string& cert, const std::string& method,
+                     const std::string& path, const std::string& body = "") {
+    net::TlsClientConfig c{.ca_file = pki_dir_ + "/ca.crt"};
+    if (!cert.empty()) {
+      c.cert_file = pki_dir_ + "/" + cert + ".crt";
+      c.key_file = pki_dir_ + "/" + cert + ".key";
+    }
+    auto tls = net::TlsContext::NewClient(c);
+    EXPECT_TRUE(tls.ok()) << tls.status();
+    net::HttpClientOptions ho;
+    if (tls.ok()) ho.tls = *tls;
+    auto client = net::HttpClient::ForUrl(api, ho);
+    EXPECT_TRUE(client.ok()) << client.status();
+    if (!client.ok()) return net::HttpResponse{};
+    auto r = (*client)->Request(method, path,
+                                {{"Content-Type", "application/json"}}, body);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? *r : net::HttpResponse{};
+  };
+  // Anonymous: health yes, objects no (kube's 403 for system:anonymous).
+  EXPECT_EQ(request("", "GET", "/healthz").status, 200);
+  net::HttpResponse anon =
+      request("", "GET", "/api/v1/namespaces/default/pods");
+  EXPECT_EQ(anon.status, 403) << anon.body;
+  EXPECT_NE(anon.body.find(R"(User \"system:anonymous\" cannot list)"),
+            std::string::npos)
+      << anon.body;
+  // The admin: everything.
+  EXPECT_EQ(request("admin", "GET", "/api/v1/namespaces/default/pods").status,
+            200);
+  // A node: its own Node yes, another's no.
+  EXPECT_EQ(request("kubelet-node-0", "GET", "/api/v1/nodes/node-0").status,
+            200);
+  net::HttpResponse other =
+      request("kubelet-node-0", "PATCH", "/api/v1/nodes/node-1/status", "{}");
+  EXPECT_EQ(other.status, 403) << other.body;
+}
+
 TEST_F(ControlPlaneTest, HttpsByDefaultWithAPkiKeptAcrossRestarts) {
   std::string ca_pem, admin_pem, kubeconfig;
   {

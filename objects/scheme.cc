@@ -1,5 +1,6 @@
 #include "objects/scheme.h"
 
+#include "objects/serviceaccount_types.h"
 #include "objects/types.h"
 #include "schemas/k8s/authentication.pb.h"
 #include "schemas/k8s/authentication_v1beta1.pb.h"
@@ -185,6 +186,10 @@ void Scheme::RegisterBuiltins(Scheme* s) {
   s->AddKind("authentication.k8s.io/v1beta1", "SelfSubjectReview",
              ::k8s::io::api::authentication::v1beta1::SelfSubjectReview::
                  default_instance());
+  // The body of serviceaccounts/<name>/token (create only).
+  const KindInfo* token_request =
+      s->AddKind("authentication.k8s.io/v1", "TokenRequest",
+                 authenticationv1::TokenRequest::default_instance());
 
   struct Spec {
     const char* api_version;
@@ -282,6 +287,18 @@ void Scheme::RegisterBuiltins(Scheme* s) {
        &corev1::EventList::default_instance(),
        true,
        {"ev"},
+       {},
+       false,
+       false},
+      {"v1",
+       "serviceaccounts",
+       "serviceaccount",
+       "ServiceAccount",
+       &corev1::ServiceAccount::default_instance(),
+       "ServiceAccountList",
+       &corev1::ServiceAccountList::default_instance(),
+       true,
+       {"sa"},
        {},
        false,
        false},
@@ -390,6 +407,9 @@ void Scheme::RegisterBuiltins(Scheme* s) {
     }
     if (r->resource == "pods") {
       r->subresources.push_back({"binding", binding, {"create"}});
+    }
+    if (r->resource == "serviceaccounts") {
+      r->subresources.push_back({"token", token_request, {"create"}});
     }
     if (r->resource == "namespaces") {
       // PUT only: the namespace controller removes its spec finalizer.

@@ -7,6 +7,7 @@
 
 #include "objects/field_table.h"
 #include "objects/meta.h"
+#include "objects/serviceaccount_types.h"
 #include "objects/types.h"
 #include "schemas/k8s/options.pb.h"
 
@@ -56,6 +57,7 @@ TEST(Scheme, CoreResources) {
       {"secrets", "Secret", true, {}, {}},
       {"services", "Service", true, {"svc"}, {"status"}},
       {"events", "Event", true, {"ev"}, {}},
+      {"serviceaccounts", "ServiceAccount", true, {"sa"}, {"token"}},
   };
   for (const Want& w : wants) {
     const ResourceInfo* r = S().FindResource("", "v1", w.resource);
@@ -75,6 +77,11 @@ TEST(Scheme, CoreResources) {
   EXPECT_EQ(
       S().FindResource("", "v1", "pods")->FindSubresource("binding")->kind,
       bindings->kind);
+  const SubresourceInfo* token =
+      S().FindResource("", "v1", "serviceaccounts")->FindSubresource("token");
+  EXPECT_EQ(token->kind->gv.ApiVersion(), "authentication.k8s.io/v1");
+  EXPECT_EQ(token->kind->kind, "TokenRequest");
+  EXPECT_THAT(token->verbs, ElementsAre("create"));
   const ResourceInfo* leases =
       S().FindResource("coordination.k8s.io", "v1", "leases");
   ASSERT_NE(leases, nullptr);
@@ -107,6 +114,8 @@ TEST(Scheme, ResolvesKubectlWords) {
       {"lease", "leases"},
       {"leases.coordination.k8s.io", "leases"},
       {"secret", "secrets"},
+      {"sa", "serviceaccounts"},
+      {"serviceaccount", "serviceaccounts"},
       {"binding", "bindings"},
   };
   for (const Case& c : cases) {
@@ -186,6 +195,7 @@ TEST(Scheme, EverySchemaMessageHasACodecTable) {
       appsv1::Deployment::descriptor()->file(),
       coordinationv1::Lease::descriptor()->file(),
       autoscalingv1::Scale::descriptor()->file(),
+      authenticationv1::TokenRequest::descriptor()->file(),
       metav1::ObjectMeta::descriptor()->file(),
       runtimepb::Unknown::descriptor()->file(),
   };

@@ -46,6 +46,7 @@ TEST(FieldSelectorTest, SupportedLabelsPerKind) {
        "services",
        {"metadata.name", "metadata.namespace", "spec.clusterIP", "spec.type"}},
       {"", "configmaps", {"metadata.name", "metadata.namespace"}},
+      {"", "serviceaccounts", {"metadata.name", "metadata.namespace"}},
       {"apps",
        "replicasets",
        {"metadata.name", "metadata.namespace", "status.replicas"}},

@@ -771,4 +771,28 @@ std::vector<TableCell> ReplicaSetRow(const objects::appsv1::ReplicaSet& rs,
           S(selector)};
 }
 
+std::vector<TableColumn> ServiceAccountColumns() {
+  return {NameColumn(),
+          Col("Secrets", "string",
+              "Secrets is a list of the secrets in the same namespace that "
+              "pods running using this ServiceAccount are allowed to use. "
+              "Pods are only limited to this list if this service account "
+              "has a \"kubernetes.io/enforce-mountable-secrets\" annotation "
+              "set to \"true\". The \"kubernetes.io/enforce-mountable-"
+              "secrets\" annotation is deprecated since v1.32. Prefer "
+              "separate namespaces to isolate access to mounted secrets. This "
+              "field should not be used to find auto-generated service "
+              "account token secrets for use outside of pods. Instead, tokens "
+              "can be requested directly using the TokenRequest API, or "
+              "service account token secrets can be manually created. More "
+              "info: https://kubernetes.io/docs/concepts/configuration/secret"),
+          AgeColumn()};
+}
+
+std::vector<TableCell> ServiceAccountRow(
+    const objects::corev1::ServiceAccount& sa, WallTime now) {
+  return {S(sa.metadata().name()), I(sa.secrets_size()),
+          S(Age(sa.metadata(), now))};
+}
+
 }  // namespace kplane::apiserver::printers

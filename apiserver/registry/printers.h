@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "objects/serviceaccount_types.h"
 #include "objects/types.h"
 #include "apiserver/registry/strategy.h"
 #include "base/clock.h"
@@ -63,6 +64,10 @@ std::vector<TableCell> DeploymentRow(const objects::appsv1::Deployment& d,
 std::vector<TableColumn> ReplicaSetColumns();
 std::vector<TableCell> ReplicaSetRow(const objects::appsv1::ReplicaSet& rs,
                                      WallTime now);
+
+std::vector<TableColumn> ServiceAccountColumns();
+std::vector<TableCell> ServiceAccountRow(
+    const objects::corev1::ServiceAccount& sa, WallTime now);
 
 std::vector<TableColumn> LeaseColumns();
 std::vector<TableCell> LeaseRow(const objects::coordinationv1::Lease& l,

@@ -385,6 +385,18 @@ TEST(SmallKindsTableTest, Rows) {
             (std::vector<std::string>{"s", "Opaque", "1", "3d"}));
 }
 
+TEST(SmallKindsTableTest, ServiceAccountRows) {
+  const Strategy& s = StrategyOf("", "serviceaccounts");
+  EXPECT_EQ(ColumnNames(s),
+            (std::vector<std::string>{"Name", "Secrets", "Age"}));
+  auto sa = Decode<objects::corev1::ServiceAccount>(R"({"metadata":{
+    "name":"default","creationTimestamp":"2026-11-29T08:37:42Z"},
+    "secrets":[{"name":"a"},{"name":"b"}]})");
+  auto row = s.Row(sa, At(kCreated + 120));
+  EXPECT_TRUE(row[1].is_int);
+  EXPECT_EQ(Cells(row), (std::vector<std::string>{"default", "2", "2m"}));
+}
+
 TEST(DefaultTableTest, KindsWithoutPrinter) {
   const Strategy& s = StrategyOf("", "bindings");
   auto cols = s.Columns();

@@ -134,6 +134,8 @@ std::unique_ptr<Strategy> NewConfigMapStrategy(const objects::ResourceInfo* r);
 std::unique_ptr<Strategy> NewSecretStrategy(const objects::ResourceInfo* r);
 std::unique_ptr<Strategy> NewServiceStrategy(const objects::ResourceInfo* r);
 std::unique_ptr<Strategy> NewEventStrategy(const objects::ResourceInfo* r);
+std::unique_ptr<Strategy> NewServiceAccountStrategy(
+    const objects::ResourceInfo* r);
 std::unique_ptr<Strategy> NewDeploymentStrategy(const objects::ResourceInfo* r);
 std::unique_ptr<Strategy> NewReplicaSetStrategy(const objects::ResourceInfo* r);
 std::unique_ptr<Strategy> NewLeaseStrategy(const objects::ResourceInfo* r);

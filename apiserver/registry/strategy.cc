@@ -167,6 +167,7 @@ Factory FactoryFor(const objects::ResourceInfo& r) {
           {{"", "secrets"}, &NewSecretStrategy},
           {{"", "services"}, &NewServiceStrategy},
           {{"", "events"}, &NewEventStrategy},
+          {{"", "serviceaccounts"}, &NewServiceAccountStrategy},
           {{"apps", "deployments"}, &NewDeploymentStrategy},
           {{"apps", "replicasets"}, &NewReplicaSetStrategy},
           {{"coordination.k8s.io", "leases"}, &NewLeaseStrategy},

@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "objects/scheme.h"
+#include "objects/serviceaccount_types.h"
 #include "objects/types.h"
 #include "base/clock.h"
 #include "base/status.h"
@@ -213,6 +214,15 @@ FieldErrors ValidateScale(const objects::autoscalingv1::Scale& scale);
 // target.kind empty or "Node", target.name required. The 422 names kind
 // `Binding`.
 FieldErrors ValidateBinding(const objects::corev1::Binding& binding);
+
+// A TokenRequest posted to serviceaccounts/<name>/token, after defaulting
+// (kube's ValidateTokenRequest): spec.expirationSeconds within
+// [kMinTokenExpirationSeconds, kMaxTokenExpirationSeconds]. The 422 names
+// kind `TokenRequest.authentication.k8s.io`.
+inline constexpr int64_t kMinTokenExpirationSeconds = 10 * 60;
+inline constexpr int64_t kMaxTokenExpirationSeconds = int64_t{1} << 32;
+FieldErrors ValidateTokenRequest(
+    const objects::authenticationv1::TokenRequest& request);
 
 // Applies a valid Binding to the pod it names, as kube-apiserver's
 // BindingREST does: sets spec.nodeName, merges the binding's annotations

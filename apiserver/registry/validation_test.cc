@@ -703,6 +703,42 @@ TEST(BindingValidationTest, Target) {
   EXPECT_THAT(ValidateBinding(b), IsEmpty());
 }
 
+TEST(ServiceAccountValidationTest, NameAndSecretReferences) {
+  const Strategy& s = StrategyOf("", "serviceaccounts");
+  auto sa = Decode<objects::corev1::ServiceAccount>(R"({"metadata":{
+    "name":"builder","namespace":"default"},"secrets":[{"name":"tok",
+    "namespace":"other","uid":"u","kind":"Secret"}]})");
+  EXPECT_THAT(s.ValidateCreate(sa), IsEmpty());
+  s.PrepareForCreate(&sa);
+  ASSERT_EQ(sa.secrets_size(), 1);
+  EXPECT_EQ(sa.secrets(0).name(), "tok");
+  EXPECT_FALSE(sa.secrets(0).has_namespace_());
+  EXPECT_FALSE(sa.secrets(0).has_uid());
+  auto bad = sa;
+  bad.mutable_metadata()->set_name("Builder");
+  EXPECT_THAT(Texts(s.ValidateCreate(bad)),
+              ElementsAre(::testing::StartsWith(
+                  "metadata.name: Invalid value: \"Builder\": a lowercase "
+                  "RFC 1123 subdomain")));
+}
+
+TEST(TokenRequestValidationTest, ExpirationBounds) {
+  objects::authenticationv1::TokenRequest tr;
+  tr.mutable_spec()->set_expirationseconds(599);
+  EXPECT_EQ(InvalidMessage("TokenRequest.authentication.k8s.io", "",
+                           ValidateTokenRequest(tr)),
+            "TokenRequest.authentication.k8s.io \"\" is invalid: "
+            "spec.expirationSeconds: Invalid value: 599: may not specify a "
+            "duration less than 10 minutes");
+  tr.mutable_spec()->set_expirationseconds(600);
+  EXPECT_THAT(ValidateTokenRequest(tr), IsEmpty());
+  tr.mutable_spec()->set_expirationseconds((int64_t{1} << 32) + 1);
+  EXPECT_THAT(Texts(ValidateTokenRequest(tr)),
+              ElementsAre("spec.expirationSeconds: Invalid value: 4294967297: "
+                          "may not specify a duration larger than 2^32 "
+                          "seconds"));
+}
+
 TEST(ScaleValidationTest, NegativeReplicas) {
   objects::autoscalingv1::Scale scale;
   scale.mutable_metadata()->set_name("web");

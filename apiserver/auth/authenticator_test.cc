@@ -150,6 +150,15 @@ class Accounts final : public ServiceAccountLookup {
     if (it == uids.end()) return std::nullopt;
     return it->second;
   }
+  // ("Pod/<ns>", name) -> uid
+  std::map<std::pair<std::string, std::string>, std::string> bound;
+  std::optional<std::string> BoundObjectUid(
+      const std::string& ns, const std::string& kind,
+      const std::string& name) const override {
+    auto it = bound.find({kind + "/" + ns, name});
+    if (it == bound.end()) return std::nullopt;
+    return it->second;
+  }
 };
 
 constexpr char kIssuer[] = "https://kubernetes.default.svc.cluster.local";
@@ -222,6 +231,38 @@ TEST_F(ServiceAccountTokenTest, TamperedOrForeignSignaturesFail) {
             "service account token: invalid signature");
   EXPECT_EQ(authn->AuthenticateToken(Issue(KeyB())).status().code(),
             StatusCode::kUnauthenticated);
+}
+
+TEST_F(ServiceAccountTokenTest, BoundTokenLivesAsLongAsItsObject) {
+  auto authn = Authn({KeyA()});
+  auto issuer = ServiceAccountTokenIssuer::Create(KeyA(), kIssuer);
+  ASSERT_TRUE(issuer.ok());
+  accounts_.bound[{"Pod/team", "web-0"}] = "pod-uid-1";
+  auto jwt = (*issuer)->Issue({"team", "builder", "uid-1"}, {kIssuer},
+                              clock_.WallNow(), hours(1),
+                              BoundObjectRef{"Pod", "web-0", "pod-uid-1"});
+  ASSERT_TRUE(jwt.ok()) << jwt.status();
+  std::string claims = *Base64UrlDecode(
+      jwt->substr(jwt->find('.') + 1, jwt->rfind('.') - jwt->find('.') - 1));
+  EXPECT_THAT(claims,
+              ::testing::HasSubstr(
+                  R"("pod":{"name":"web-0","uid":"pod-uid-1"})"));
+  EXPECT_TRUE(authn->AuthenticateToken(*jwt)->has_value());
+  // The pod recreated under the same name: another uid.
+  accounts_.bound[{"Pod/team", "web-0"}] = "pod-uid-2";
+  EXPECT_EQ(authn->AuthenticateToken(*jwt).status().message(),
+            "Pod UID (pod-uid-2) does not match claim (pod-uid-1)");
+  accounts_.bound.clear();
+  EXPECT_EQ(authn->AuthenticateToken(*jwt).status().message(),
+            "service account token has been invalidated (Pod team/web-0 is "
+            "gone)");
+  EXPECT_EQ((*issuer)
+                ->Issue({"team", "builder", "uid-1"}, {kIssuer},
+                        clock_.WallNow(), hours(1),
+                        BoundObjectRef{"Node", "n", "u"})
+                .status()
+                .code(),
+            StatusCode::kInvalidArgument);
 }
 
 TEST_F(ServiceAccountTokenTest, RotationVerifiesWithEveryKey) {

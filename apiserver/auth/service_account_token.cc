@@ -159,6 +159,13 @@ std::string StringMember(const rapidjson::Value& o, const char* key) {
              : std::string();
 }
 
+// The claim under "kubernetes.io" that names a bound object of `kind`.
+const char* BoundClaimName(std::string_view kind) {
+  if (kind == "Pod") return "pod";
+  if (kind == "Secret") return "secret";
+  return nullptr;
+}
+
 }  // namespace
 
 StatusOr<std::string> GenerateServiceAccountKeyPem() {
@@ -203,7 +210,15 @@ ServiceAccountTokenIssuer::Create(std::string_view private_key_pem,
 
 StatusOr<std::string> ServiceAccountTokenIssuer::Issue(
     const ServiceAccountRef& sa, const std::vector<std::string>& audiences,
-    WallTime now, Duration ttl) const {
+    WallTime now, Duration ttl,
+    const std::optional<BoundObjectRef>& bound) const {
+  const char* bound_claim = nullptr;
+  if (bound.has_value()) {
+    bound_claim = BoundClaimName(bound->kind);
+    if (bound_claim == nullptr) {
+      return InvalidArgumentError("cannot bind a token to a " + bound->kind);
+    }
+  }
   rapidjson::Document h(rapidjson::kObjectType);
   auto& a = h.GetAllocator();
   h.AddMember("alg", "RS256", a);
@@ -228,6 +243,12 @@ StatusOr<std::string> ServiceAccountTokenIssuer::Issue(
   rapidjson::Value k8s(rapidjson::kObjectType);
   k8s.AddMember("namespace", rapidjson::Value(sa.ns.c_str(), ca), ca);
   k8s.AddMember("serviceaccount", sa_v, ca);
+  if (bound_claim != nullptr) {
+    rapidjson::Value obj(rapidjson::kObjectType);
+    obj.AddMember("name", rapidjson::Value(bound->name.c_str(), ca), ca);
+    obj.AddMember("uid", rapidjson::Value(bound->uid.c_str(), ca), ca);
+    k8s.AddMember(rapidjson::StringRef(bound_claim), obj, ca);
+  }
   c.AddMember("kubernetes.io", k8s, ca);
   c.AddMember("nbf", iat, ca);
   std::string sub = kServiceAccountUserPrefix + sa.ns + ":" + sa.name;
@@ -365,6 +386,25 @@ ServiceAccountTokenAuthenticator::AuthenticateToken(
   if (*live != uid) {
     return Invalid("service account UID (" + *live +
                    ") does not match claim (" + uid + ")");
+  }
+  // A bound token lives only as long as its object (kube's validator).
+  for (const char* kind : {"Pod", "Secret"}) {
+    const rapidjson::Value* ref = Member(*k8s, BoundClaimName(kind));
+    if (ref == nullptr) continue;
+    const std::string ref_name = StringMember(*ref, "name");
+    const std::string ref_uid = StringMember(*ref, "uid");
+    std::optional<std::string> bound_uid =
+        ref_name.empty() ? std::nullopt
+                         : options_.lookup->BoundObjectUid(ns, kind, ref_name);
+    if (!bound_uid.has_value()) {
+      return Invalid("service account token has been invalidated (" +
+                     std::string(kind) + " " + ns + "/" + ref_name +
+                     " is gone)");
+    }
+    if (*bound_uid != ref_uid) {
+      return Invalid(std::string(kind) + " UID (" + *bound_uid +
+                     ") does not match claim (" + ref_uid + ")");
+    }
   }
   return std::optional<UserInfo>(UserInfo{
       .name = kServiceAccountUserPrefix + ns + ":" + name,

@@ -6,7 +6,10 @@
 //            "iss":"<issuer>","sub":"system:serviceaccount:<ns>:<name>",
 //            "kubernetes.io":{"namespace":"<ns>",
 //                             "serviceaccount":{"name":"<name>",
-//                                               "uid":"<uid>"}}}
+//                                               "uid":"<uid>"},
+//                             "pod":{"name":"<pod>","uid":"<uid>"}}}
+//   ("pod", or "secret", only in a token bound to that object: TokenRequest's
+//   spec.boundObjectRef)
 //
 // The issuer signs with --service-account-signing-key-file; the
 // authenticator verifies with every key of --service-account-key-file (so a
@@ -15,7 +18,8 @@
 // authenticator's), the audiences (--api-audiences, default the issuer),
 // the validity window (60 s of leeway, as go-jose's), and that the
 // ServiceAccount still exists with the same uid (a deleted and recreated
-// account's old tokens stop working).
+// account's old tokens stop working), and so does the object the token is
+// bound to, if any.
 //
 // The user: "system:serviceaccount:<ns>:<name>", uid the account's, groups
 // "system:serviceaccounts" and "system:serviceaccounts:<ns>".
@@ -52,6 +56,15 @@ struct ServiceAccountRef {
   std::string uid;
 };
 
+// An object a token is bound to (TokenRequest's spec.boundObjectRef, in the
+// token's namespace): the token stops working when the object is gone or
+// replaced by one with another uid.
+struct BoundObjectRef {
+  std::string kind;  // "Pod" or "Secret"
+  std::string name;
+  std::string uid;
+};
+
 // Where the authenticator looks the account up (the API server's cache).
 class ServiceAccountLookup {
  public:
@@ -59,6 +72,14 @@ class ServiceAccountLookup {
   // The account's uid, nullopt if it does not exist.
   virtual std::optional<std::string> Uid(const std::string& ns,
                                          const std::string& name) const = 0;
+  // The uid of the object of `kind` ("Pod", "Secret") a token is bound to,
+  // nullopt if it does not exist. The default knows none, so that a lookup
+  // that cannot tell refuses every bound token.
+  virtual std::optional<std::string> BoundObjectUid(
+      const std::string& ns, const std::string& kind,
+      const std::string& name) const {
+    return std::nullopt;
+  }
 };
 
 // A new RSA 2048 private key, PEM (PKCS#8): kplane up's signing key.
@@ -73,9 +94,11 @@ class ServiceAccountTokenIssuer {
       std::string_view private_key_pem, std::string issuer);
   ~ServiceAccountTokenIssuer();
 
-  StatusOr<std::string> Issue(const ServiceAccountRef& sa,
-                              const std::vector<std::string>& audiences,
-                              WallTime now, Duration ttl) const;
+  // kInvalidArgument for a bound object of a kind other than Pod or Secret.
+  StatusOr<std::string> Issue(
+      const ServiceAccountRef& sa, const std::vector<std::string>& audiences,
+      WallTime now, Duration ttl,
+      const std::optional<BoundObjectRef>& bound = std::nullopt) const;
 
  private:
   ServiceAccountTokenIssuer() = default;

@@ -23,6 +23,7 @@
 #include "apiserver/registry/strategy.h"
 #include "apiserver/request_info.h"
 #include "apiserver/resource_store.h"
+#include "apiserver/service_account_tokens.h"
 #include "apiserver/storage_health.h"
 #include "apiserver/watch_budget.h"
 #include "apiserver/watch_sink.h"
@@ -168,6 +169,8 @@ struct ApiServer::Impl {
   bool started = false;
   // The store's health as /readyz reports it (kube's etcd check).
   std::unique_ptr<StorageHealth> storage_health;
+  // serviceaccounts/<name>/token and the ServiceAccount authenticator.
+  std::unique_ptr<ServiceAccountTokens> service_account_tokens;
 
   std::atomic<int> inflight_readonly{0};
   std::atomic<int> inflight_mutating{0};
@@ -251,6 +254,8 @@ struct ApiServer::Impl {
   void Delete(Call& c);
   void DeleteCollection(Call& c);
   void Bind(Call& c);
+  void CreateToken(Call& c);
+  Status SetUpServiceAccountTokens();
 
   ApiResult<MutableObject> DecodeObject(Call& c, const objects::KindInfo& kind,
                                         FieldValidation validation,
@@ -1243,7 +1248,9 @@ void ApiServer::Impl::Process(const std::shared_ptr<Call>& c) {
   } else if (verb == "watch") {
     Watch(c);
   } else if (verb == "create") {
-    if (c->sub != nullptr || c->resource->resource == "bindings") {
+    if (c->sub != nullptr && c->sub->name == "token") {
+      CreateToken(*c);
+    } else if (c->sub != nullptr || c->resource->resource == "bindings") {
       Bind(*c);
     } else {
       Create(*c);
@@ -1633,6 +1640,39 @@ void ApiServer::Impl::Bind(Call& c) {
         objects::EncodeBody(media, s, {"v1", "Status"}));
 }
 
+void ApiServer::Impl::CreateToken(Call& c) {
+  ApiResult<WriteParams> p = ParseWriteParams(c.req(), false);
+  if (IsError(p)) return ReplyError(c, std::get<ApiError>(p));
+  std::vector<std::string> warnings;
+  ApiResult<MutableObject> obj = DecodeObject(
+      c, *c.sub->kind, std::get<WriteParams>(p).field_validation, &warnings);
+  if (IsError(obj)) return ReplyError(c, std::get<ApiError>(obj));
+  auto* request = dynamic_cast<objects::authenticationv1::TokenRequest*>(
+      std::get<MutableObject>(obj).get());
+  CHECK(request != nullptr);
+  std::get<MutableObject>(obj).release();
+  ApiResult<TokenRequestPtr> r = service_account_tokens->CreateToken(
+      c.info.ns, c.info.name, TokenRequestPtr(request));
+  if (IsError(r)) return ReplyError(c, std::get<ApiError>(r));
+  Reply(c, 201, c.neg.ContentType(),
+        RenderObject(Render(c), *std::get<TokenRequestPtr>(r)), warnings);
+}
+
+Status ApiServer::Impl::SetUpServiceAccountTokens() {
+  ServiceAccountTokensOptions o;
+  o.signing_key_pem = opts.service_account_signing_key_pem;
+  o.verification_key_pems = opts.service_account_key_pems;
+  o.issuers = opts.service_account_issuers;
+  o.audiences = opts.api_audiences;
+  o.serviceaccounts = by_key.at("/v1/serviceaccounts")->rest.get();
+  o.pods = pods->rest.get();
+  o.secrets = by_key.at("/v1/secrets")->rest.get();
+  o.clock = opts.clock;
+  ASSIGN_OR_RETURN(service_account_tokens,
+                   ServiceAccountTokens::Create(std::move(o)));
+  return Status::Ok();
+}
+
 // ---------------------------------------------------------------------------
 // ApiServer
 
@@ -1648,6 +1688,13 @@ Status ApiServer::Start() {
   m.started = true;
   m.SetupMetrics();
   m.BuildBackends();
+  RETURN_IF_ERROR(m.SetUpServiceAccountTokens());
+  // ServiceAccount tokens after the token file (kube's order); the chain
+  // borrows the authenticator, which the Impl owns.
+  if (m.service_account_tokens != nullptr &&
+      m.service_account_tokens->authenticator() != nullptr) {
+    m.token_authenticators.push_back(m.service_account_tokens->authenticator());
+  }
   RETURN_IF_ERROR(m.SetupAuth());
   for (const auto& b : m.backends) {
     RETURN_IF_ERROR(b->cacher->Start());
@@ -1730,6 +1777,13 @@ bool ApiServer::WaitReady(Duration timeout) {
     if (!b->cacher->WaitReady(left)) return false;
   }
   return true;
+}
+
+const auth::TokenAuthenticator* ApiServer::service_account_authenticator()
+    const {
+  return impl_->service_account_tokens != nullptr
+             ? impl_->service_account_tokens->authenticator()
+             : nullptr;
 }
 
 bool ApiServer::ready() const {

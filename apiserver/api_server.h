@@ -133,6 +133,23 @@ struct ApiServerOptions {
   // All watches' unsent bytes together; past it the watches holding the
   // most are closed. 0: no ceiling.
   size_t max_watch_buffer_total_bytes = 256 * 1024 * 1024;
+  // ServiceAccount tokens (docs/security.md "ServiceAccounts",
+  // apiserver/service_account_tokens.h). The PEM text of the RSA private
+  // key that signs the tokens of serviceaccounts/<name>/token (kube's
+  // --service-account-signing-key-file); empty: that subresource answers
+  // 404 and only the keys below verify.
+  std::string service_account_signing_key_pem;
+  // PEM texts of more keys that verify tokens (--service-account-key-file:
+  // public keys, private keys or certificates; e.g. a previous signing key).
+  std::vector<std::string> service_account_key_pems;
+  // --service-account-issuer: the first is written into new tokens, all
+  // are accepted.
+  std::vector<std::string> service_account_issuers = {
+      "https://kubernetes.default.svc.cluster.local"};
+  // --api-audiences: a token must name one of these (TokenRequest's
+  // default). Empty: the issuers.
+  std::vector<std::string> api_audiences;
+
   // Events are stored with a lease of this TTL.
   Duration event_ttl = hours(1);
   // Watches without timeoutSeconds end after a random time in
@@ -151,6 +168,10 @@ struct ApiServerOptions {
   metrics::Registry* metrics = metrics::Registry::Default();
 };
 
+namespace auth {
+class TokenAuthenticator;
+}  // namespace auth
+
 class ApiServer {
  public:
   explicit ApiServer(ApiServerOptions options);
@@ -165,6 +186,10 @@ class ApiServer {
   // check; /readyz also needs the store healthy: its etcd check).
   bool WaitReady(Duration timeout);
   bool ready() const;
+  // The ServiceAccount token authenticator (apiserver/auth), backed by this
+  // server's watch caches: for the authenticator chain. Null before Start()
+  // and without any service account key.
+  const auth::TokenAuthenticator* service_account_authenticator() const;
 
   struct Impl;  // internal
 

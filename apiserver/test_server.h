@@ -226,6 +226,7 @@ class TestServer {
   }
 
   uint16_t port() const { return api_->port(); }
+  ApiServer* api() { return api_.get(); }
   // The embedded store (null when running over an external KV).
   storage::StoreServer* store() { return store_.get(); }
   metrics::Registry* metrics() { return &metrics_; }

@@ -1,0 +1,291 @@
+// ServiceAccounts over HTTP against a real ApiServer and store: the
+// resource (validation, Table columns), the TokenRequest subresource
+// (serviceaccounts/<name>/token: defaults, kube's errors, bound objects)
+// and the ServiceAccount token authenticator backed by the server's caches
+// (deleted or recreated accounts, deleted bound pods, expiry, audiences).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+
+#include "apiserver/auth/authenticator.h"
+#include "apiserver/auth/service_account_token.h"
+#include "apiserver/test_server.h"
+
+namespace kplane::apiserver {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using testing::Response;
+using testing::TestServer;
+
+constexpr char kAccounts[] = "/api/v1/namespaces/default/serviceaccounts";
+constexpr char kIssuer[] = "https://kubernetes.default.svc.cluster.local";
+// The body `kubectl create token` sends.
+constexpr char kKubectlBody[] =
+    R"({"kind":"TokenRequest","apiVersion":"authentication.k8s.io/v1",)"
+    R"("metadata":{"creationTimestamp":null},"spec":{"audiences":null,)"
+    R"("expirationSeconds":null,"boundObjectRef":null},)"
+    R"("status":{"token":"","expirationTimestamp":null}})";
+
+const std::string& SigningKey() {
+  static const std::string* key =
+      new std::string(*auth::GenerateServiceAccountKeyPem());
+  return *key;
+}
+
+// The real clock with the calendar moved forward on demand, so that a
+// token's expiry can be reached without waiting and without moving the
+// monotonic time the server's timeouts run on.
+class SkewedClock : public RealClock {
+ public:
+  WallTime WallNow() const override {
+    return RealClock::WallNow() + Duration(skew_.load());
+  }
+  void Skip(Duration d) { skew_ += d.count(); }
+
+ private:
+  std::atomic<Duration::rep> skew_{0};
+};
+
+class ServiceAccountsTest : public ::testing::Test {
+ protected:
+  ServiceAccountsTest()
+      : server_([this](ApiServerOptions* o) {
+          o->service_account_signing_key_pem = SigningKey();
+          o->clock = &clock_;
+        }) {}
+
+  std::string CreateAccount(const std::string& name) {
+    Response r = server_.Post(
+        kAccounts, R"({"metadata":{"name":")" + name + R"("}})");
+    EXPECT_EQ(r.code, 201) << r.body;
+    return r.Str({"metadata", "uid"});
+  }
+  Response RequestToken(const std::string& account, const std::string& body) {
+    return server_.Post(std::string(kAccounts) + "/" + account + "/token",
+                        body);
+  }
+  std::string Token(const std::string& account,
+                    const std::string& body = kKubectlBody) {
+    Response r = RequestToken(account, body);
+    EXPECT_EQ(r.code, 201) << r.body;
+    return r.Str({"status", "token"});
+  }
+  // Through the chain the API server's requests will go through.
+  StatusOr<auth::UserInfo> Authenticate(const std::string& token) {
+    const auth::TokenAuthenticator* sa =
+        server_.api()->service_account_authenticator();
+    EXPECT_NE(sa, nullptr);
+    auth::AuthenticatorChain chain({.tokens = {sa}, .anonymous = false});
+    std::string header = "Bearer " + token;
+    return chain.Authenticate({.authorization = header});
+  }
+  // The caches learn of a delete from the store's watch a moment after the
+  // DELETE answered: wait (bounded) until the token is refused.
+  Status AwaitRefusal(const std::string& token) {
+    const TimePoint deadline = clock_.Now() + testing::kDeadline;
+    StatusOr<auth::UserInfo> who = Authenticate(token);
+    while (who.ok() && clock_.Now() < deadline) {
+      clock_.SleepFor(milliseconds(5));
+      who = Authenticate(token);
+    }
+    return who.status();
+  }
+
+  SkewedClock clock_;
+  TestServer server_;
+};
+
+TEST_F(ServiceAccountsTest, ResourceValidatesAndPrintsAsKube) {
+  Response created = server_.Post(kAccounts, R"({"metadata":{"name":"ci"},
+      "secrets":[{"name":"ci-token","namespace":"elsewhere","uid":"x"}]})");
+  ASSERT_EQ(created.code, 201) << created.body;
+  EXPECT_EQ(created.Str({"kind"}), "ServiceAccount");
+  // kube's cleanSecretReferences: only the name is kept.
+  const rapidjson::Value& secret = (*created.At({"secrets"}))[0];
+  EXPECT_EQ(secret.MemberCount(), 1u);
+  EXPECT_STREQ(secret["name"].GetString(), "ci-token");
+
+  Response bad = server_.Post(kAccounts, R"({"metadata":{"name":"Bad_Name"}})");
+  EXPECT_EQ(bad.code, 422);
+  EXPECT_THAT(bad.Str({"message"}),
+              HasSubstr("ServiceAccount \"Bad_Name\" is invalid: "
+                        "metadata.name: Invalid value: \"Bad_Name\""));
+
+  Response table = server_.Get(
+      kAccounts, "application/json;as=Table;v=v1;g=meta.k8s.io");
+  ASSERT_EQ(table.code, 200) << table.body;
+  const rapidjson::Value& cols = *table.At({"columnDefinitions"});
+  ASSERT_EQ(cols.Size(), 3u);
+  EXPECT_STREQ(cols[0]["name"].GetString(), "Name");
+  EXPECT_STREQ(cols[1]["name"].GetString(), "Secrets");
+  EXPECT_STREQ(cols[2]["name"].GetString(), "Age");
+  const rapidjson::Value& cells = (*table.At({"rows"}))[0]["cells"];
+  EXPECT_STREQ(cells[0].GetString(), "ci");
+  EXPECT_EQ(cells[1].GetInt(), 1);
+
+  // kubectl's short name.
+  Response discovery = server_.Get("/api/v1");
+  EXPECT_THAT(discovery.body, HasSubstr(R"("name":"serviceaccounts/token")"));
+  EXPECT_THAT(discovery.body, HasSubstr(R"("shortNames":["sa"])"));
+}
+
+TEST_F(ServiceAccountsTest, TokenRequestAnswersAsKube) {
+  const std::string uid = CreateAccount("builder");
+  Response r = RequestToken("builder", kKubectlBody);
+  ASSERT_EQ(r.code, 201) << r.body;
+  EXPECT_EQ(r.Str({"kind"}), "TokenRequest");
+  EXPECT_EQ(r.Str({"apiVersion"}), "authentication.k8s.io/v1");
+  EXPECT_EQ(r.Str({"metadata", "name"}), "builder");
+  EXPECT_EQ(r.Str({"metadata", "namespace"}), "default");
+  EXPECT_EQ((*r.At({"spec", "expirationSeconds"})).GetInt64(), 3600);
+  const rapidjson::Value& aud = *r.At({"spec", "audiences"});
+  ASSERT_EQ(aud.Size(), 1u);
+  EXPECT_STREQ(aud[0].GetString(), kIssuer);
+  EXPECT_FALSE(r.Str({"status", "expirationTimestamp"}).empty());
+
+  StatusOr<auth::UserInfo> who = Authenticate(r.Str({"status", "token"}));
+  ASSERT_TRUE(who.ok()) << who.status();
+  EXPECT_EQ(who->name, "system:serviceaccount:default:builder");
+  EXPECT_EQ(who->uid, uid);
+  EXPECT_THAT(who->groups,
+              ElementsAre("system:serviceaccounts",
+                          "system:serviceaccounts:default",
+                          "system:authenticated"));
+}
+
+TEST_F(ServiceAccountsTest, TokenRequestErrorsAsKube) {
+  CreateAccount("builder");
+  Response missing = RequestToken("nobody", kKubectlBody);
+  EXPECT_EQ(missing.code, 404);
+  EXPECT_EQ(missing.Str({"message"}), "serviceaccounts \"nobody\" not found");
+
+  Response short_lived =
+      RequestToken("builder", R"({"spec":{"expirationSeconds":599}})");
+  EXPECT_EQ(short_lived.code, 422);
+  EXPECT_EQ(short_lived.Str({"message"}),
+            "TokenRequest.authentication.k8s.io \"\" is invalid: "
+            "spec.expirationSeconds: Invalid value: 599: may not specify a "
+            "duration less than 10 minutes");
+  EXPECT_EQ(
+      RequestToken("builder", R"({"spec":{"expirationSeconds":600}})").code,
+      201);
+
+  Response other_name =
+      RequestToken("builder", R"({"metadata":{"name":"someone"}})");
+  EXPECT_EQ(other_name.code, 422);
+  EXPECT_THAT(other_name.Str({"message"}),
+              HasSubstr("metadata.name: Invalid value: \"someone\": must "
+                        "match the service account name if specified"));
+
+  Response node = RequestToken(
+      "builder",
+      R"({"spec":{"boundObjectRef":{"kind":"Node","apiVersion":"v1","name":"n"}}})");
+  EXPECT_EQ(node.code, 400);
+  EXPECT_EQ(node.Str({"message"}),
+            "cannot bind token to object of type /v1, Kind=Node");
+
+  Response no_pod = RequestToken(
+      "builder",
+      R"({"spec":{"boundObjectRef":{"kind":"Pod","apiVersion":"v1","name":"gone"}}})");
+  EXPECT_EQ(no_pod.code, 404);
+  EXPECT_EQ(no_pod.Str({"message"}), "pods \"gone\" not found");
+}
+
+TEST_F(ServiceAccountsTest, NoSigningKeyNoTokens) {
+  TestServer plain;
+  EXPECT_EQ(plain.api()->service_account_authenticator(), nullptr);
+  ASSERT_EQ(plain.Post(kAccounts, R"({"metadata":{"name":"a"}})").code, 201);
+  EXPECT_EQ(plain.Post(std::string(kAccounts) + "/a/token", kKubectlBody).code,
+            404);
+}
+
+TEST_F(ServiceAccountsTest, DeletedOrRecreatedAccountsTokensAreRefused) {
+  CreateAccount("builder");
+  const std::string token = Token("builder");
+  ASSERT_TRUE(Authenticate(token).ok());
+
+  ASSERT_EQ(server_.Delete(std::string(kAccounts) + "/builder").code, 200);
+  Status refused = AwaitRefusal(token);
+  EXPECT_EQ(refused.code(), StatusCode::kUnauthenticated);
+  EXPECT_EQ(refused.message(),
+            "service account default/builder has been deleted");
+
+  // The same name again is another account: the old token stays refused,
+  // a new one works.
+  const std::string new_uid = CreateAccount("builder");
+  StatusOr<auth::UserInfo> old = Authenticate(token);
+  EXPECT_EQ(old.status().code(), StatusCode::kUnauthenticated);
+  EXPECT_THAT(old.status().message(), HasSubstr("does not match claim"));
+  StatusOr<auth::UserInfo> fresh = Authenticate(Token("builder"));
+  ASSERT_TRUE(fresh.ok()) << fresh.status();
+  EXPECT_EQ(fresh->uid, new_uid);
+}
+
+TEST_F(ServiceAccountsTest, TokensBoundToAPodEndWithIt) {
+  CreateAccount("builder");
+  const std::string pod =
+      R"({"metadata":{"name":"web"},"spec":{"serviceAccountName":"builder",)"
+      R"("containers":[{"name":"c","image":"nginx"}]}})";
+  Response created = server_.Post("/api/v1/namespaces/default/pods", pod);
+  ASSERT_EQ(created.code, 201) << created.body;
+  const std::string pod_uid = created.Str({"metadata", "uid"});
+
+  const std::string token = Token(
+      "builder",
+      R"({"spec":{"boundObjectRef":{"kind":"Pod","apiVersion":"v1","name":"web"}}})");
+  ASSERT_TRUE(Authenticate(token).ok());
+
+  Response stale_uid = RequestToken(
+      "builder",
+      R"({"spec":{"boundObjectRef":{"kind":"Pod","apiVersion":"v1",)"
+      R"("name":"web","uid":"not-the-pod"}}})");
+  EXPECT_EQ(stale_uid.code, 409);
+  EXPECT_THAT(stale_uid.Str({"message"}),
+              HasSubstr("Operation cannot be fulfilled on Pod \"web\": the "
+                        "UID in the bound object reference (not-the-pod)"));
+
+  // A pod running as another account cannot carry this account's token.
+  CreateAccount("other");
+  Response mismatch = RequestToken(
+      "other",
+      R"({"spec":{"boundObjectRef":{"kind":"Pod","apiVersion":"v1","name":"web"}}})");
+  EXPECT_EQ(mismatch.code, 400);
+  EXPECT_EQ(mismatch.Str({"message"}),
+            "cannot bind token for serviceaccount \"other\" to pod running "
+            "with different serviceaccount name.");
+
+  ASSERT_EQ(server_
+                .Delete("/api/v1/namespaces/default/pods/web",
+                        R"({"gracePeriodSeconds":0})")
+                .code,
+            200);
+  Status refused = AwaitRefusal(token);
+  EXPECT_EQ(refused.code(), StatusCode::kUnauthenticated);
+  EXPECT_THAT(refused.message(), HasSubstr("Pod default/web is gone"));
+  // The account itself still works with an unbound token.
+  EXPECT_TRUE(Authenticate(Token("builder")).ok());
+}
+
+TEST_F(ServiceAccountsTest, ExpiredAndForeignAudienceTokensAreRefused) {
+  CreateAccount("builder");
+  const std::string token =
+      Token("builder", R"({"spec":{"expirationSeconds":600}})");
+  ASSERT_TRUE(Authenticate(token).ok());
+  // 60 s of leeway past the expiry, as go-jose's.
+  clock_.Skip(seconds(600 + 61));
+  StatusOr<auth::UserInfo> expired = Authenticate(token);
+  EXPECT_EQ(expired.status().code(), StatusCode::kUnauthenticated);
+  EXPECT_EQ(expired.status().message(), "service account token has expired");
+
+  const std::string vault_token =
+      Token("builder", R"({"spec":{"audiences":["vault"]}})");
+  StatusOr<auth::UserInfo> foreign = Authenticate(vault_token);
+  EXPECT_EQ(foreign.status().code(), StatusCode::kUnauthenticated);
+  EXPECT_THAT(foreign.status().message(), HasSubstr("audiences"));
+}
+
+}  // namespace
+}  // namespace kplane::apiserver

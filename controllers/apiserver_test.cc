@@ -1,4 +1,5 @@
-// The namespace and pod GC controllers against a real API server on a
+// The namespace, pod GC and ServiceAccounts controllers against a real API
+// server on a
 // loopback port (over an embedded store), run by a ControllerManager as
 // `kplane controller-manager` runs them. These are the exchanges that
 // tested the API server's own background workers before the controllers
@@ -161,6 +162,56 @@ TEST(NamespaceControllerApiTest, WaitsForTerminatingPodsBeforeItEnds) {
     break;
   }
   EXPECT_EQ(s.Get("/api/v1/namespaces/team").code, 404);
+}
+
+// Waits for the next event of `type` on `w`; its object's uid.
+std::string AwaitEvent(apiserver::testing::WatchStream& w,
+                       const std::string& type) {
+  for (;;) {
+    rapidjson::Document e = w.NextJson();
+    if (!e.IsObject()) return "";
+    if (type == e["type"].GetString()) {
+      return e["object"]["metadata"]["uid"].GetString();
+    }
+  }
+}
+
+TEST(ServiceAccountsControllerApiTest, DefaultAccountInEveryActiveNamespace) {
+  ApiServerWithControllers cluster({"serviceaccount", "namespace"});
+  TestServer& s = cluster.api();
+  // The system namespaces get theirs.
+  auto in_default = s.Watch(
+      "/api/v1/namespaces/default/serviceaccounts?watch=1&fieldSelector="
+      "metadata.name%3Ddefault");
+  const std::string first = AwaitEvent(*in_default, "ADDED");
+  ASSERT_FALSE(first.empty());
+
+  // A new namespace gets one.
+  ASSERT_EQ(
+      s.Post("/api/v1/namespaces", R"({"metadata":{"name":"team"}})").code,
+      201);
+  auto in_team = s.Watch("/api/v1/namespaces/team/serviceaccounts?watch=1");
+  ASSERT_FALSE(AwaitEvent(*in_team, "ADDED").empty());
+
+  // Deleted, it comes back as another account.
+  ASSERT_EQ(s.Delete("/api/v1/namespaces/default/serviceaccounts/default").code,
+            200);
+  EXPECT_EQ(AwaitEvent(*in_default, "DELETED"), first);
+  const std::string second = AwaitEvent(*in_default, "ADDED");
+  EXPECT_FALSE(second.empty());
+  EXPECT_NE(second, first);
+
+  // A deleted namespace is emptied of it and ends: not recreated there.
+  Response list = s.Get("/api/v1/namespaces");
+  auto namespaces = s.Watch(
+      "/api/v1/namespaces?watch=1&fieldSelector=metadata.name%3Dteam&"
+      "resourceVersion=" +
+      list.Str({"metadata", "resourceVersion"}));
+  ASSERT_EQ(s.Delete("/api/v1/namespaces/team").code, 200);
+  ASSERT_FALSE(AwaitEvent(*namespaces, "DELETED").empty());
+  Response left = s.Get("/api/v1/namespaces/team/serviceaccounts");
+  ASSERT_EQ(left.code, 200);
+  EXPECT_EQ(left.At({"items"})->Size(), 0u) << left.body;
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include "controllers/pod_gc_controller.h"
 #include "controllers/replicaset_controller.h"
 #include "controllers/scheduler.h"
+#include "controllers/serviceaccounts_controller.h"
 #include "informer/informer_factory.h"
 #include "informer/leader_election.h"
 #include "informer/rest_client.h"
@@ -64,7 +65,7 @@ class ControllerManager::Impl {
       static const std::vector<std::string> kKnown = {
           "*",         "replicaset",    "deployment",
           "scheduler", "nodelifecycle", "garbagecollector",
-          "namespace", "podgc"};
+          "namespace", "podgc",         "serviceaccount"};
       if (std::find(kKnown.begin(), kKnown.end(), c) == kKnown.end()) {
         return InvalidArgumentError("unknown controller \"" + c + "\"");
       }
@@ -245,6 +246,21 @@ class ControllerManager::Impl {
           .clock = clock_,
           .metrics = metrics_});
       c->RegisterHandlers(namespaces);
+      run->controllers.push_back(std::move(c));
+    }
+    if (Wanted("serviceaccount")) {
+      informer::SharedIndexInformer* namespaces =
+          f.InformerFor<corev1::Namespace>();
+      informer::SharedIndexInformer* service_accounts =
+          f.InformerFor<corev1::ServiceAccount>();
+      auto c = std::make_unique<ServiceAccountsController>(
+          ServiceAccountsControllerOptions{
+              .api = api,
+              .namespaces = &namespaces->GetIndexer(),
+              .service_accounts_cache = &service_accounts->GetIndexer(),
+              .clock = clock_,
+              .metrics = metrics_});
+      c->RegisterHandlers(namespaces, service_accounts);
       run->controllers.push_back(std::move(c));
     }
     if (Wanted("podgc")) {

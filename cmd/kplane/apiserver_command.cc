@@ -8,6 +8,7 @@
 #include "apiserver/api_server.h"
 #include "apiserver/encryption/transformer.h"
 #include "base/command.h"
+#include "base/file_system.h"
 #include "base/flags.h"
 #include "base/logging.h"
 #include "cmd/kplane/kubeconfig_flags.h"
@@ -158,6 +159,23 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
   flags.String("token-auth-file", &auth.token_auth_file,
                "A CSV file of static bearer tokens: token,user,uid,"
                "\"group1,group2\" (docs/security.md).");
+  std::string sa_signing_key_file;
+  std::vector<std::string> sa_key_files;
+  std::vector<std::string> sa_issuers;
+  flags.String("service-account-signing-key-file", &sa_signing_key_file,
+               "PEM file of the RSA private key that signs ServiceAccount "
+               "tokens (serviceaccounts/<name>/token). Empty: no tokens are "
+               "issued.");
+  flags.StringList("service-account-key-file", &sa_key_files,
+                   "PEM files of keys (public or private RSA keys, "
+                   "certificates) that verify ServiceAccount tokens, besides "
+                   "the signing key's; repeatable (e.g. the previous signing "
+                   "key while rotating).");
+  flags.StringList("service-account-issuer", &sa_issuers,
+                   "The issuer (\"iss\") of ServiceAccount tokens; "
+                   "repeatable: the first is written into new tokens, all are "
+                   "accepted. Default: "
+                   "https://kubernetes.default.svc.cluster.local.");
   flags.String("log-level", &log_level, "debug, info, warning or error.");
   if (auto code = ParseCommandFlags(flags, args, "kplane apiserver"))
     return *code;
@@ -199,6 +217,26 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
     if (!config.ok()) return fail(config.status());
     encryption =
         std::make_shared<const apiserver::encryption::TransformerSet>(*config);
+  }
+
+  std::string sa_signing_key;
+  std::vector<std::string> sa_keys;
+  {
+    FileSystem* fs = FileSystem::Default();
+    if (!sa_signing_key_file.empty()) {
+      StatusOr<std::string> pem = ReadFile(fs, sa_signing_key_file);
+      if (!pem.ok()) {
+        return fail(pem.status().Annotate("--service-account-signing-key-file"));
+      }
+      sa_signing_key = std::move(*pem);
+    }
+    for (const std::string& path : sa_key_files) {
+      StatusOr<std::string> pem = ReadFile(fs, path);
+      if (!pem.ok()) {
+        return fail(pem.status().Annotate("--service-account-key-file"));
+      }
+      sa_keys.push_back(std::move(*pem));
+    }
   }
 
   sigset_t stop_signals = BlockStopSignals();
@@ -269,6 +307,9 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
   o.worker_threads = worker_threads;
   o.cacher.window_events = static_cast<size_t>(watch_cache_size);
   o.auth = auth;
+  o.service_account_signing_key_pem = std::move(sa_signing_key);
+  o.service_account_key_pems = std::move(sa_keys);
+  if (!sa_issuers.empty()) o.service_account_issuers = sa_issuers;
   ApiServer server(o);
   if (Status st = server.Start(); !st.ok()) return fail(st);
   if (!server.WaitReady(seconds(60))) {

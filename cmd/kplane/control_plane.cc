@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "apiserver/api_server.h"
+#include "apiserver/auth/service_account_token.h"
 #include "apiserver/encryption/transformer.h"
 #include "base/base64.h"
 #include "base/file_system.h"
@@ -391,8 +392,26 @@ StatusOr<std::string> EnsureEncryptionConfig(const std::string& data_dir) {
   return path;
 }
 
+// <data_dir>/pki/sa.key: the key that signs ServiceAccount tokens (kube's
+// --service-account-signing-key-file), made on the first start (RSA 2048,
+// PEM, mode 0600 in a 0700 directory, as net/pki.h keeps its keys there)
+// and reused after, so that tokens outlive a restart.
+StatusOr<std::string> EnsureServiceAccountKey(const std::string& data_dir) {
+  FileSystem* fs = FileSystem::Default();
+  const std::string dir = data_dir + "/pki";
+  const std::string path = dir + "/sa.key";
+  if (fs->Exists(path)) return ReadFile(fs, path);
+  RETURN_IF_ERROR(CreateDirAll(fs, dir, kPrivateDirMode));
+  ASSIGN_OR_RETURN(std::string pem,
+                   apiserver::auth::GenerateServiceAccountKeyPem());
+  RETURN_IF_ERROR(WriteFileAtomically(fs, path, pem));
+  return pem;
+}
+
 Status ControlPlane::Impl::StartApiServer() {
   apiserver::ApiServerOptions ao;
+  ASSIGN_OR_RETURN(ao.service_account_signing_key_pem,
+                   EnsureServiceAccountKey(options.data_dir));
   std::string enc_path = options.encryption_provider_config;
   if (enc_path.empty() && options.secrets_encryption) {
     ASSIGN_OR_RETURN(enc_path, EnsureEncryptionConfig(options.data_dir));

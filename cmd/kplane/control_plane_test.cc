@@ -520,5 +520,42 @@ TEST(ApiServerCommandTest, PlainHttpOnlyWhenAskedFor) {
   std::filesystem::remove_all(dir);
 }
 
+// `kplane up` makes the ServiceAccount signing key once
+// (<data_dir>/pki/sa.key, 0600 in a 0700 directory), reuses it on restart,
+// and its API server issues tokens with it.
+TEST_F(ControlPlaneTest, ServiceAccountKeyIsMadeOnceAndSignsTokens) {
+  const std::string key_path = dir_ + "/data/pki/sa.key";
+  const std::string token_path =
+      "/api/v1/namespaces/default/serviceaccounts/builder/token";
+  std::string first_key;
+  {
+    auto cp = ControlPlane::Start(Options());
+    ASSERT_TRUE(cp.ok()) << cp.status();
+    namespace fs = std::filesystem;
+    EXPECT_EQ(fs::status(key_path).permissions() & fs::perms::all,
+              fs::perms::owner_read | fs::perms::owner_write);
+    EXPECT_EQ(fs::status(dir_ + "/data/pki").permissions() & fs::perms::all,
+              fs::perms::owner_all);
+    std::ifstream f(key_path);
+    first_key.assign(std::istreambuf_iterator<char>(f), {});
+    EXPECT_NE(first_key.find("-----BEGIN PRIVATE KEY-----"), std::string::npos);
+    ASSERT_EQ(Do((*cp)->apiserver_url(), "POST",
+                 "/api/v1/namespaces/default/serviceaccounts",
+                 R"({"metadata":{"name":"builder"}})")
+                  .status,
+              201);
+    net::HttpResponse token =
+        Do((*cp)->apiserver_url(), "POST", token_path, "{}");
+    ASSERT_EQ(token.status, 201) << token.body;
+    EXPECT_NE(token.body.find(R"("token":"ey)"), std::string::npos)
+        << token.body;
+  }
+  auto cp = ControlPlane::Start(Options());
+  ASSERT_TRUE(cp.ok()) << cp.status();
+  std::ifstream f(key_path);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(f), {}), first_key);
+  EXPECT_EQ(Do((*cp)->apiserver_url(), "POST", token_path, "{}").status, 201);
+}
+
 }  // namespace
 }  // namespace kplane::cmd

@@ -111,10 +111,10 @@ ApiResult<TokenRequestPtr> ServiceAccountTokens::CreateToken(
   }
   if (!meta->namespace_().empty() && meta->namespace_() != ns) {
     return InvalidTokenRequest(
-        name, {validation::InvalidString(
-                  validation::Path("metadata").Child("namespace"),
-                  meta->namespace_(),
-                  "must match the service account namespace if specified")});
+        name,
+        {validation::InvalidString(
+            validation::Path("metadata").Child("namespace"), meta->namespace_(),
+            "must match the service account namespace if specified")});
   }
   ApiResult<ObjectPtr> account = options_.serviceaccounts->Get(ns, name, "");
   if (std::holds_alternative<ApiError>(account)) {
@@ -160,10 +160,9 @@ ApiResult<TokenRequestPtr> ServiceAccountTokens::CreateToken(
       return std::get<ApiError>(std::move(target));
     }
     const ObjectPtr& object = std::get<ObjectPtr>(target);
-    if (ref.kind() == "Pod" &&
-        static_cast<const objects::corev1::Pod&>(*object)
-                .spec()
-                .serviceaccountname() != name) {
+    if (ref.kind() == "Pod" && static_cast<const objects::corev1::Pod&>(*object)
+                                       .spec()
+                                       .serviceaccountname() != name) {
       return ApiError::BadRequest(
           "cannot bind token for serviceaccount \"" + std::string(name) +
           "\" to pod running with different serviceaccount name.");

@@ -71,7 +71,8 @@ struct ServiceAccountTokensOptions {
   Clock* clock = nullptr;                    // required
 };
 
-using TokenRequestPtr = std::unique_ptr<objects::authenticationv1::TokenRequest>;
+using TokenRequestPtr =
+    std::unique_ptr<objects::authenticationv1::TokenRequest>;
 
 class ServiceAccountTokens {
  public:

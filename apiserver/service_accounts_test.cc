@@ -58,8 +58,8 @@ class ServiceAccountsTest : public ::testing::Test {
         }) {}
 
   std::string CreateAccount(const std::string& name) {
-    Response r = server_.Post(
-        kAccounts, R"({"metadata":{"name":")" + name + R"("}})");
+    Response r =
+        server_.Post(kAccounts, R"({"metadata":{"name":")" + name + R"("}})");
     EXPECT_EQ(r.code, 201) << r.body;
     return r.Str({"metadata", "uid"});
   }
@@ -114,8 +114,8 @@ TEST_F(ServiceAccountsTest, ResourceValidatesAndPrintsAsKube) {
               HasSubstr("ServiceAccount \"Bad_Name\" is invalid: "
                         "metadata.name: Invalid value: \"Bad_Name\""));
 
-  Response table = server_.Get(
-      kAccounts, "application/json;as=Table;v=v1;g=meta.k8s.io");
+  Response table =
+      server_.Get(kAccounts, "application/json;as=Table;v=v1;g=meta.k8s.io");
   ASSERT_EQ(table.code, 200) << table.body;
   const rapidjson::Value& cols = *table.At({"columnDefinitions"});
   ASSERT_EQ(cols.Size(), 3u);
@@ -150,10 +150,9 @@ TEST_F(ServiceAccountsTest, TokenRequestAnswersAsKube) {
   ASSERT_TRUE(who.ok()) << who.status();
   EXPECT_EQ(who->name, "system:serviceaccount:default:builder");
   EXPECT_EQ(who->uid, uid);
-  EXPECT_THAT(who->groups,
-              ElementsAre("system:serviceaccounts",
-                          "system:serviceaccounts:default",
-                          "system:authenticated"));
+  EXPECT_THAT(who->groups, ElementsAre("system:serviceaccounts",
+                                       "system:serviceaccounts:default",
+                                       "system:authenticated"));
 }
 
 TEST_F(ServiceAccountsTest, TokenRequestErrorsAsKube) {
@@ -239,9 +238,8 @@ TEST_F(ServiceAccountsTest, TokensBoundToAPodEndWithIt) {
   ASSERT_TRUE(Authenticate(token).ok());
 
   Response stale_uid = RequestToken(
-      "builder",
-      R"({"spec":{"boundObjectRef":{"kind":"Pod","apiVersion":"v1",)"
-      R"("name":"web","uid":"not-the-pod"}}})");
+      "builder", R"({"spec":{"boundObjectRef":{"kind":"Pod","apiVersion":"v1",)"
+                 R"("name":"web","uid":"not-the-pod"}}})");
   EXPECT_EQ(stale_uid.code, 409);
   EXPECT_THAT(stale_uid.Str({"message"}),
               HasSubstr("Operation cannot be fulfilled on Pod \"web\": the "

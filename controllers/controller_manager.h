@@ -15,9 +15,9 @@
 //
 // Controllers: replicaset, deployment, scheduler, nodelifecycle,
 // garbagecollector, namespace, podgc, serviceaccount (all by default;
-// `controllers` picks a subset). Without namespace, deleted namespaces stay Terminating; without
-// podgc, pods deleted gracefully on a node with no kubelet stay
-// Terminating, as in Kubernetes without its controller manager.
+// `controllers` picks a subset). Without namespace, deleted namespaces stay
+// Terminating; without podgc, pods deleted gracefully on a node with no kubelet
+// stay Terminating, as in Kubernetes without its controller manager.
 //
 // HTTP (HTTPS with serving_tls) on bind_address:port (port 0 = none; the port
 // may be ephemeral via `ephemeral_port`): GET /healthz ("ok"), GET /metrics

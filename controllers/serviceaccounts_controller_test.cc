@@ -89,15 +89,14 @@ TEST_F(ServiceAccountsControllerTest, OnlyUnexpectedCreateFailuresFailTheSync) {
   ServiceAccountsController c = New();
   namespaces_.Upsert(NewNamespace("team", "Active"));
   // The cache lagged behind a create.
-  fake_.FailNext("create serviceaccounts",
-                 informer::StatusFromApiStatus(
-                     [] {
-                       metav1::Status st;
-                       st.set_reason("AlreadyExists");
-                       st.set_code(409);
-                       return st;
-                     }(),
-                     409));
+  fake_.FailNext("create serviceaccounts", informer::StatusFromApiStatus(
+                                               [] {
+                                                 metav1::Status st;
+                                                 st.set_reason("AlreadyExists");
+                                                 st.set_code(409);
+                                                 return st;
+                                               }(),
+                                               409));
   EXPECT_TRUE(c.Sync("team").ok());
   // The namespace started terminating after the cache saw it.
   fake_.FailNext("create serviceaccounts", NamespaceTerminatingError());

@@ -244,9 +244,8 @@ TEST_F(ServiceAccountTokenTest, BoundTokenLivesAsLongAsItsObject) {
   ASSERT_TRUE(jwt.ok()) << jwt.status();
   std::string claims = *Base64UrlDecode(
       jwt->substr(jwt->find('.') + 1, jwt->rfind('.') - jwt->find('.') - 1));
-  EXPECT_THAT(claims,
-              ::testing::HasSubstr(
-                  R"("pod":{"name":"web-0","uid":"pod-uid-1"})"));
+  EXPECT_THAT(claims, ::testing::HasSubstr(
+                          R"("pod":{"name":"web-0","uid":"pod-uid-1"})"));
   EXPECT_TRUE(authn->AuthenticateToken(*jwt)->has_value());
   // The pod recreated under the same name: another uid.
   accounts_.bound[{"Pod/team", "web-0"}] = "pod-uid-2";
@@ -256,13 +255,13 @@ TEST_F(ServiceAccountTokenTest, BoundTokenLivesAsLongAsItsObject) {
   EXPECT_EQ(authn->AuthenticateToken(*jwt).status().message(),
             "service account token has been invalidated (Pod team/web-0 is "
             "gone)");
-  EXPECT_EQ((*issuer)
-                ->Issue({"team", "builder", "uid-1"}, {kIssuer},
-                        clock_.WallNow(), hours(1),
-                        BoundObjectRef{"Node", "n", "u"})
-                .status()
-                .code(),
-            StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      (*issuer)
+          ->Issue({"team", "builder", "uid-1"}, {kIssuer}, clock_.WallNow(),
+                  hours(1), BoundObjectRef{"Node", "n", "u"})
+          .status()
+          .code(),
+      StatusCode::kInvalidArgument);
 }
 
 TEST_F(ServiceAccountTokenTest, RotationVerifiesWithEveryKey) {

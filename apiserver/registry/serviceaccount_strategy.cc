@@ -44,9 +44,7 @@ class ServiceAccountStrategy : public TypedStrategy<ServiceAccount> {
   }
 
  protected:
-  void CreateT(ServiceAccount* sa) const override {
-    CleanSecretReferences(sa);
-  }
+  void CreateT(ServiceAccount* sa) const override { CleanSecretReferences(sa); }
   void UpdateT(ServiceAccount* sa, const ServiceAccount&) const override {
     CleanSecretReferences(sa);
   }

@@ -226,7 +226,8 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
     if (!sa_signing_key_file.empty()) {
       StatusOr<std::string> pem = ReadFile(fs, sa_signing_key_file);
       if (!pem.ok()) {
-        return fail(pem.status().Annotate("--service-account-signing-key-file"));
+        return fail(
+            pem.status().Annotate("--service-account-signing-key-file"));
       }
       sa_signing_key = std::move(*pem);
     }

@@ -5,6 +5,7 @@
 #include "base/logging.h"
 #include "informer/api_errors.h"
 #include "informer/rest_client.h"
+#include "objects/meta.h"
 
 namespace kplane::controllers {
 
@@ -17,18 +18,19 @@ const objects::ResourceInfo& ServiceAccountsResource() {
   return *r;
 }
 
-// The API server refused because the namespace is being deleted (kube's
-// v1.NamespaceTerminatingCause): the namespace controller is emptying it.
-bool NamespaceTerminating(const Status& s) {
-  if (!informer::IsForbidden(s)) return false;
-  const metav1::Status status = informer::ApiStatusOf(s);
-  for (const auto& cause : status.details().causes()) {
-    if (cause.reason() == "NamespaceTerminating") return true;
-  }
-  return false;
-}
-
 }  // namespace
+
+// A create refused with 403 because the namespace is being deleted (kube
+// checks the Status cause NamespaceTerminating; the cause does not survive
+// into a kplane Status, so the namespace is read live instead): nothing to
+// do, the namespace controller is emptying it.
+bool ServiceAccountsController::NamespaceEnding(const Status& create,
+                                                const std::string& ns) const {
+  if (!informer::IsForbidden(create)) return false;
+  StatusOr<ObjectPtr> live = options_.api->Get(NamespacesResource(), "", ns);
+  if (informer::IsNotFound(live.status())) return true;
+  return live.ok() && objects::IsBeingDeleted(*objects::GetObjectMeta(**live));
+}
 
 ServiceAccountsController::ServiceAccountsController(
     ServiceAccountsControllerOptions options)
@@ -71,7 +73,7 @@ Status ServiceAccountsController::Sync(const std::string& key) {
     Status s = options_.api->Create(ServiceAccountsResource(), sa).status();
     if (s.ok()) {
       LOG(INFO) << "serviceaccount: created " << key << "/" << name;
-    } else if (!informer::IsAlreadyExists(s) && !NamespaceTerminating(s)) {
+    } else if (!informer::IsAlreadyExists(s) && !NamespaceEnding(s, key)) {
       result = s;  // the others are still tried
     }
   }

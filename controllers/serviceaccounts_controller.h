@@ -8,9 +8,9 @@
 //      Active (a Terminating namespace is being emptied): nothing to do;
 //   2. for every managed name (`service_accounts`, by default "default")
 //      missing from the ServiceAccounts cache: create it. AlreadyExists
-//      (the cache lags) and the API server's NamespaceTerminating refusal
-//      are not errors; any other failure fails the sync (retried with
-//      backoff).
+//      (the cache lags) and a 403 for a namespace that is (live) being
+//      deleted or gone are not errors; any other failure fails the sync
+//      (retried with backoff).
 // So a deleted `default` ServiceAccount is recreated at once (with a new
 // uid: the tokens of the old one stay refused).
 //
@@ -56,6 +56,7 @@ class ServiceAccountsController : public Controller {
 
  private:
   bool Managed(const std::string& name) const;
+  bool NamespaceEnding(const Status& create, const std::string& ns) const;
 
   ServiceAccountsControllerOptions options_;
 };

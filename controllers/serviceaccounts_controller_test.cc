@@ -5,6 +5,7 @@
 
 #include "controllers/test_objects.h"
 #include "informer/api_errors.h"
+#include "objects/time.h"
 
 namespace kplane::controllers {
 namespace {
@@ -36,8 +37,6 @@ Status NamespaceTerminatingError() {
   st.set_message(
       "serviceaccounts \"default\" is forbidden: unable to create new content "
       "in namespace team because it is being terminated");
-  auto* cause = st.mutable_details()->add_causes();
-  cause->set_reason("NamespaceTerminating");
   return informer::StatusFromApiStatus(st, 403);
 }
 
@@ -98,10 +97,20 @@ TEST_F(ServiceAccountsControllerTest, OnlyUnexpectedCreateFailuresFailTheSync) {
                                                }(),
                                                409));
   EXPECT_TRUE(c.Sync("team").ok());
-  // The namespace started terminating after the cache saw it.
+  // The namespace started terminating after the cache saw it: the server
+  // has it being deleted.
+  auto ending = NewNamespace("team", "Terminating");
+  objects::SetTime(ending->mutable_metadata()->mutable_deletiontimestamp(),
+                   int64_t{1700000100});
+  fake_.SetLive(NamespacesResource(), ending);
   fake_.FailNext("create serviceaccounts", NamespaceTerminatingError());
   EXPECT_TRUE(c.Sync("team").ok());
+  // Any other refusal, or a 403 for a namespace that is not ending, is an
+  // error (retried).
   fake_.FailNext("create serviceaccounts", UnavailableError("down"));
+  EXPECT_FALSE(c.Sync("team").ok());
+  fake_.SetLive(NamespacesResource(), NewNamespace("team", "Active"));
+  fake_.FailNext("create serviceaccounts", NamespaceTerminatingError());
   EXPECT_FALSE(c.Sync("team").ok());
 }
 

@@ -709,6 +709,9 @@ TEST_F(KpctlServerTest, VersionAndApiResources) {
                        "ClusterRoleBinding\n"),
             std::string::npos)
       << r.out;
+  EXPECT_NE(r.out.find("serviceaccounts       sa           v1"),
+            std::string::npos)
+      << r.out;
 }
 
 TEST_F(KpctlServerTest, ServerSideApply) {

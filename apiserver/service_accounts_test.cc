@@ -6,11 +6,17 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <stdlib.h>
+
 #include <atomic>
+#include <filesystem>
+#include <fstream>
 
 #include "apiserver/auth/authenticator.h"
 #include "apiserver/auth/service_account_token.h"
 #include "apiserver/test_server.h"
+#include "base/strings.h"
+#include "tests/e2e/kubectl/process.h"
 
 namespace kplane::apiserver {
 namespace {
@@ -283,6 +289,49 @@ TEST_F(ServiceAccountsTest, ExpiredAndForeignAudienceTokensAreRefused) {
   StatusOr<auth::UserInfo> foreign = Authenticate(vault_token);
   EXPECT_EQ(foreign.status().code(), StatusCode::kUnauthenticated);
   EXPECT_THAT(foreign.status().message(), HasSubstr("audiences"));
+}
+
+// The real kubectl (the PATH's, 1.32): `kubectl create token` prints a
+// token that authenticates; its errors are kube-apiserver's.
+TEST_F(ServiceAccountsTest, KubectlCreateToken) {
+  CreateAccount("builder");
+  char tmpl[] = "/tmp/kplane-sa-kubectl-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  std::ofstream(dir + "/kubeconfig") << "";
+  auto kubectl = [&](std::vector<std::string> args) {
+    std::vector<std::string> argv = {
+        "kubectl", "--server",
+        "http://127.0.0.1:" + std::to_string(server_.port()), "--cache-dir",
+        dir + "/cache"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    e2e::Process p(std::move(argv),
+                   {"KUBECONFIG=" + dir + "/kubeconfig", "HOME=" + dir});
+    p.Start();
+    return p.Wait(std::chrono::milliseconds(60000));
+  };
+  e2e::RunResult token = kubectl({"create", "token", "builder"});
+  ASSERT_EQ(token.exit_code, 0) << token.err;
+  StatusOr<auth::UserInfo> who =
+      Authenticate(std::string(StripWhitespace(token.out)));
+  ASSERT_TRUE(who.ok()) << who.status() << " " << token.out;
+  EXPECT_EQ(who->name, "system:serviceaccount:default:builder");
+
+  e2e::RunResult missing = kubectl({"create", "token", "nobody"});
+  EXPECT_NE(missing.exit_code, 0);
+  EXPECT_THAT(missing.err, HasSubstr("error: failed to create token: "
+                                     "serviceaccounts \"nobody\" not found"));
+  e2e::RunResult short_lived =
+      kubectl({"create", "token", "builder", "--duration", "5m"});
+  EXPECT_NE(short_lived.exit_code, 0);
+  EXPECT_THAT(short_lived.err,
+              HasSubstr("spec.expirationSeconds: Invalid value: 300: may not "
+                        "specify a duration less than 10 minutes"));
+  e2e::RunResult sa = kubectl({"get", "serviceaccounts"});
+  ASSERT_EQ(sa.exit_code, 0) << sa.err;
+  EXPECT_THAT(sa.out, ::testing::StartsWith("NAME      SECRETS   AGE\n"));
+  EXPECT_THAT(sa.out, ::testing::ContainsRegex("\nbuilder   0         [0-9]+s\n"));
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -1647,12 +1647,12 @@ void ApiServer::Impl::CreateToken(Call& c) {
   ApiResult<MutableObject> obj = DecodeObject(
       c, *c.sub->kind, std::get<WriteParams>(p).field_validation, &warnings);
   if (IsError(obj)) return ReplyError(c, std::get<ApiError>(obj));
-  auto* request = dynamic_cast<objects::authenticationv1::TokenRequest*>(
-      std::get<MutableObject>(obj).get());
-  CHECK(request != nullptr);
-  std::get<MutableObject>(obj).release();
+  using objects::authenticationv1::TokenRequest;
+  MutableObject decoded = std::get<MutableObject>(std::move(obj));
+  CHECK(decoded->GetDescriptor() == TokenRequest::descriptor());
+  TokenRequestPtr request(static_cast<TokenRequest*>(decoded.release()));
   ApiResult<TokenRequestPtr> r = service_account_tokens->CreateToken(
-      c.info.ns, c.info.name, TokenRequestPtr(request));
+      c.info.ns, c.info.name, std::move(request));
   if (IsError(r)) return ReplyError(c, std::get<ApiError>(r));
   Reply(c, 201, c.neg.ContentType(),
         RenderObject(Render(c), *std::get<TokenRequestPtr>(r)), warnings);

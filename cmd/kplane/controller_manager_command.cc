@@ -22,8 +22,8 @@ using controllers::ControllerManagerOptions;
 int RunControllerManagerCommand(const std::vector<std::string>& args) {
   FlagSet flags("kplane controller-manager",
                 "Runs kplane's controllers (replicaset, deployment, scheduler, "
-                "nodelifecycle, garbagecollector, namespace, podgc) against an "
-                "API server.");
+                "nodelifecycle, garbagecollector, namespace, podgc, "
+                "serviceaccount) against an API server.");
   ControllerManagerOptions o;
   std::string master;
   std::string kubeconfig;

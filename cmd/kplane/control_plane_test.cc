@@ -479,7 +479,11 @@ TEST_F(ControlPlaneTest, InsecureHttpIsExplicitAndSaysSo) {
   EXPECT_NE((*cp)->Summary().find("WARNING:      --insecure-http"),
             std::string::npos)
       << (*cp)->Summary();
-  EXPECT_FALSE(std::filesystem::exists(dir_ + "/data/pki"));
+  // No certificates; <data-dir>/pki holds only the ServiceAccount signing
+  // key, which tokens need over plain HTTP too.
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/data/pki/ca.crt"));
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/data/pki/ca.key"));
+  EXPECT_TRUE(std::filesystem::exists(dir_ + "/data/pki/sa.key"));
   EXPECT_EQ(ReadAll(dir_ + "/kubeconfig").find("certificate-authority"),
             std::string::npos);
   EXPECT_EQ(

@@ -5,7 +5,6 @@
 // (deleted or recreated accounts, deleted bound pods, expiry, audiences).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-
 #include <stdlib.h>
 
 #include <atomic>
@@ -229,6 +228,47 @@ TEST_F(ServiceAccountsTest, DeletedOrRecreatedAccountsTokensAreRefused) {
   EXPECT_EQ(fresh->uid, new_uid);
 }
 
+// Through the API server's authenticator chain (authentication on): a
+// request with the token is the ServiceAccount's user, and once the
+// account is deleted the same request is kube's 401.
+TEST(ServiceAccountTokensOverHttp, TokenIsTheAccountsUserUntilItIsDeleted) {
+  TestServer server([](ApiServerOptions* o) {
+    o->service_account_signing_key_pem = SigningKey();
+    o->auth.enabled = true;
+    // Who may do what is not the point here: everyone may do everything,
+    // only who they are is checked.
+    o->auth.authorization_modes = {"AlwaysAllow"};
+  });
+  ASSERT_EQ(server.Post(kAccounts, R"({"metadata":{"name":"ci"}})").code, 201);
+  Response token =
+      server.Post(std::string(kAccounts) + "/ci/token", kKubectlBody);
+  ASSERT_EQ(token.code, 201) << token.body;
+  net::HttpHeaders bearer;
+  bearer.Add("Authorization", "Bearer " + token.Str({"status", "token"}));
+  constexpr char kReview[] =
+      R"({"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"})";
+  auto whoami = [&] {
+    return server.Do("POST",
+                     "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+                     kReview, bearer);
+  };
+  Response me = whoami();
+  ASSERT_EQ(me.code, 201) << me.body;
+  EXPECT_EQ(me.Str({"status", "userInfo", "username"}),
+            "system:serviceaccount:default:ci");
+  EXPECT_THAT(me.body, HasSubstr(R"("system:serviceaccounts:default")"));
+
+  ASSERT_EQ(server.Delete(std::string(kAccounts) + "/ci").code, 200);
+  // The cache follows the store's watch: await the refusal.
+  Response after = whoami();
+  for (int i = 0; i < 500 && after.code != 401; ++i) {
+    Clock::Real()->SleepFor(milliseconds(10));
+    after = whoami();
+  }
+  EXPECT_EQ(after.code, 401) << after.body;
+  EXPECT_THAT(after.body, HasSubstr(R"("reason":"Unauthorized")"));
+}
+
 TEST_F(ServiceAccountsTest, TokensBoundToAPodEndWithIt) {
   CreateAccount("builder");
   const std::string pod =
@@ -330,7 +370,8 @@ TEST_F(ServiceAccountsTest, KubectlCreateToken) {
   e2e::RunResult sa = kubectl({"get", "serviceaccounts"});
   ASSERT_EQ(sa.exit_code, 0) << sa.err;
   EXPECT_THAT(sa.out, ::testing::StartsWith("NAME      SECRETS   AGE\n"));
-  EXPECT_THAT(sa.out, ::testing::ContainsRegex("\nbuilder   0         [0-9]+s\n"));
+  EXPECT_THAT(sa.out,
+              ::testing::ContainsRegex("\nbuilder   0         [0-9]+s\n"));
   std::filesystem::remove_all(dir);
 }
 

@@ -3,7 +3,10 @@
 #include <rapidjson/document.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
+#include <stdlib.h>
 
+#include <cstdlib>
+#include <filesystem>
 #include <regex>
 
 #include "base/base64.h"
@@ -81,16 +84,40 @@ void Walk(rapidjson::Value& v, int offset,
 
 std::string B64(const std::string& s) { return Base64Encode(s); }
 
+Side::~Side() {
+  cluster_.reset();
+  if (!pki_dir_.empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(pki_dir_, ec);
+  }
+}
+
 Status Side::Start() {
-  auto c = storage::LocalCluster::Start({.kind = kind_, .members = 1});
+  storage::LocalClusterOptions co{.kind = kind_, .members = 1};
+  const char* over_tls = std::getenv("KPLANE_STORE_DIFF_TLS");
+  if (over_tls != nullptr && std::string_view(over_tls) == "1") {
+    char tmpl[] = "/tmp/kplane-diff-pki-XXXXXX";
+    if (::mkdtemp(tmpl) == nullptr) return InternalError("mkdtemp failed");
+    pki_dir_ = tmpl;
+    ASSIGN_OR_RETURN(co.tls, storage::WriteTestPki(pki_dir_, "diff"));
+  }
+  auto c = storage::LocalCluster::Start(co);
   if (!c.ok()) return c.status();
   cluster_ = std::move(*c);
+  // Never a silent plaintext run of the TLS suite.
+  if (!pki_dir_.empty() && cluster_->client_url(0).rfind("https://", 0) != 0) {
+    return InternalError("asked for TLS, got " + cluster_->client_url(0));
+  }
   net::HttpClientOptions o;
   o.read_timeout = seconds(15);
-  auto h = net::HttpClient::ForUrl(cluster_->client_url(0), o);
-  if (!h.ok()) return h.status();
-  http_ = std::move(*h);
+  ASSIGN_OR_RETURN(http_, NewClient(o));
   return Status::Ok();
+}
+
+StatusOr<std::unique_ptr<net::HttpClient>> Side::NewClient(
+    net::HttpClientOptions options) const {
+  options.tls = cluster_->client_tls();
+  return net::HttpClient::ForUrl(cluster_->client_url(0), options);
 }
 
 std::string Side::Translate(const std::string& body) const {
@@ -140,7 +167,7 @@ std::vector<std::string> Side::Watch(const std::string& body, size_t n,
                                      size_t before, Duration timeout,
                                      const std::string& path) {
   std::vector<std::string> out;
-  auto client = net::HttpClient::ForUrl(cluster_->client_url(0));
+  auto client = NewClient();
   if (!client.ok()) return {"<no client>"};
   auto stream = (*client)->OpenStream("POST", path,
                                       {{"Content-Type", "application/json"}});

@@ -24,6 +24,13 @@
 // exactly as recorded, so fixing the server turns the test red and the
 // record is removed, rather than a difference being silently tolerated.
 //
+// Over TLS: with KPLANE_STORE_DIFF_TLS=1 in the environment (ctest's
+// e2e_store_diff_tls_test) both stores serve https:// client URLs with
+// client certificates required (etcd's --cert-file, --key-file,
+// --trusted-ca-file, --client-cert-auth; certificates from
+// storage::WriteTestPki), and every exchange goes through TLS: the same
+// answers are expected.
+//
 // Thread-safety: one test thread.
 #ifndef KPLANE_TESTS_E2E_STORE_DIFFERENTIAL_H_
 #define KPLANE_TESTS_E2E_STORE_DIFFERENTIAL_H_
@@ -50,7 +57,12 @@ class Side {
  public:
   Side(storage::StoreKind kind, int revision_offset)
       : kind_(kind), offset_(revision_offset) {}
+  ~Side();
   Status Start();
+  // A client of this store's client URL (over TLS with the harness's
+  // certificate when the pair runs over TLS).
+  StatusOr<std::unique_ptr<net::HttpClient>> NewClient(
+      net::HttpClientOptions options = {}) const;
 
   // Sends one request; "{R:n}" in `body` is translated.
   Answer Do(const std::string& method, const std::string& path,
@@ -79,6 +91,7 @@ class Side {
  private:
   storage::StoreKind kind_;
   int offset_;
+  std::string pki_dir_;  // "" unless over TLS
   std::unique_ptr<storage::LocalCluster> cluster_;
   std::unique_ptr<net::HttpClient> http_;
 };

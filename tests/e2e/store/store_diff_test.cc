@@ -584,7 +584,7 @@ std::future<std::string> InBackground(Side* s, const std::string& path,
   headers.Add("Content-Type", "application/json");
   return std::async(
       std::launch::async, [s, path, body, headers]() -> std::string {
-        auto client = net::HttpClient::ForUrl(s->cluster()->client_url(0));
+        auto client = s->NewClient();
         if (!client.ok()) return client.status().ToString();
         auto r = (*client)->Request("POST", path, headers, s->Translate(body));
         if (!r.ok()) return r.status().ToString();

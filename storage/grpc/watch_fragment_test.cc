@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -88,6 +89,9 @@ class WatchFragmentTest : public ::testing::Test {
   struct Stream {
     grpc::ClientContext ctx;
     std::unique_ptr<WatchRW> rw;
+    // Responses of other watchers read while awaiting a "created" (an
+    // earlier watcher's history may arrive first); ReadAll takes them first.
+    std::deque<pb::WatchResponse> backlog;
   };
   std::unique_ptr<Stream> Open() {
     auto s = std::make_unique<Stream>();
@@ -95,7 +99,8 @@ class WatchFragmentTest : public ::testing::Test {
     s->rw = watch_->Watch(&s->ctx);
     return s;
   }
-  // Creates a watcher with `id` on `prefix` and awaits its "created".
+  // Creates a watcher with `id` on `prefix` and awaits its "created"
+  // (other watchers' responses that arrive first go to the backlog).
   static void Create(Stream* s, int64_t id, const std::string& prefix,
                      int64_t start, bool fragment, bool prev_kv) {
     pb::WatchRequest req;
@@ -109,10 +114,14 @@ class WatchFragmentTest : public ::testing::Test {
     c->set_fragment(fragment);
     c->set_prev_kv(prev_kv);
     ASSERT_TRUE(s->rw->Write(req));
-    pb::WatchResponse created;
-    ASSERT_TRUE(s->rw->Read(&created));
-    ASSERT_TRUE(created.created()) << created.DebugString();
-    ASSERT_EQ(created.watch_id(), id);
+    for (;;) {
+      pb::WatchResponse r;
+      ASSERT_TRUE(s->rw->Read(&r));
+      if (r.created() && r.watch_id() == id) return;
+      // Nothing of this watcher's may come before its "created".
+      ASSERT_NE(r.watch_id(), id) << r.DebugString();
+      s->backlog.push_back(std::move(r));
+    }
   }
   // Reads until every watcher in `want` (id -> events) has its events;
   // returns the responses per watcher, in order.
@@ -130,7 +139,10 @@ class WatchFragmentTest : public ::testing::Test {
     };
     while (!done()) {
       pb::WatchResponse r;
-      if (!s->rw->Read(&r)) {
+      if (!s->backlog.empty()) {
+        r = std::move(s->backlog.front());
+        s->backlog.pop_front();
+      } else if (!s->rw->Read(&r)) {
         ADD_FAILURE() << "watch stream ended: "
                       << s->rw->Finish().error_message();
         return got;

@@ -18,6 +18,7 @@
 #include "apiserver/encoding.h"
 #include "apiserver/errors.h"
 #include "apiserver/negotiation.h"
+#include "apiserver/openapi_handler.h"
 #include "apiserver/query_params.h"
 #include "apiserver/rbac_policy.h"
 #include "apiserver/registry/strategy.h"
@@ -945,27 +946,22 @@ void ApiServer::Impl::RegisterRoutes() {
            }
            json(resp, 200, d->Version());
          });
-  handle("GET", "/openapi/v3",
-         [this, json](const net::HttpRequest&,
-                      std::shared_ptr<net::Responder> resp) {
-           auto d = GetDiscovery();
-           json(resp, d ? 200 : 503, d ? d->OpenApiIndex() : "{}");
-         });
-  handle_prefix(
-      "GET", "/openapi/v3/",
-      [this, json, not_found](const net::HttpRequest& req,
-                              std::shared_ptr<net::Responder> resp) {
-        auto d = GetDiscovery();
-        const std::string* doc =
-            d ? d->OpenApiDocument(std::string_view(req.path).substr(
-                    std::string_view("/openapi/v3/").size()))
-              : nullptr;
-        if (doc == nullptr) {
-          not_found(req, resp);
-          return;
-        }
-        json(resp, 200, *doc);
-      });
+  // /openapi/v2, /openapi/v3 and its group-version documents: ETags, 304s,
+  // immutable ?hash= URLs (apiserver/openapi_handler.h).
+  auto openapi = [this](const net::HttpRequest& req,
+                        std::shared_ptr<net::Responder> resp) {
+    auto d = GetDiscovery();
+    if (d == nullptr) {
+      resp->Respond(503, {{"Content-Type", std::string(kJson)}}, "{}");
+      return;
+    }
+    net::HttpResponse r =
+        ServeOpenApi(d->OpenApi(), req, opts.clock->WallNow());
+    resp->Respond(r.status, std::move(r.headers), std::move(r.body));
+  };
+  handle("GET", "/openapi/v2", openapi);
+  handle("GET", "/openapi/v3", openapi);
+  handle_prefix("GET", "/openapi/v3/", openapi);
   auto plain_ok = [](const net::HttpRequest&,
                      std::shared_ptr<net::Responder> resp) {
     resp->Respond(200, {{"Content-Type", "text/plain; charset=utf-8"}}, "ok");

@@ -332,7 +332,7 @@ TEST(ApiDiscoveryTest, VersionOpenApiHealth) {
                     "/apis/apps/v1/namespaces/{namespace}/deployments/{name}",
                     "patch"}),
             nullptr);
-  EXPECT_EQ(s.Get("/openapi/v2").code, 404);
+  EXPECT_EQ(s.Get("/openapi/v2").code, 200);
   EXPECT_EQ(s.Get("/healthz").body, "ok");
   EXPECT_EQ(s.Get("/livez").body, "ok");
   Response ready = s.Get("/readyz?verbose");

@@ -4,7 +4,7 @@
 #include <rapidjson/writer.h>
 
 #include <algorithm>
-#include <cctype>
+#include <memory>
 
 #include "base/base64.h"
 
@@ -31,8 +31,8 @@ std::string Done(const rapidjson::StringBuffer& b) {
 
 // Resources of one group-version, sorted by name as kube-apiserver lists
 // them.
-std::vector<const objects::ResourceInfo*> ResourcesOf(const objects::Scheme& scheme,
-                                                  const objects::GroupVersion& gv) {
+std::vector<const objects::ResourceInfo*> ResourcesOf(
+    const objects::Scheme& scheme, const objects::GroupVersion& gv) {
   std::vector<const objects::ResourceInfo*> out;
   for (const auto& r : scheme.resources()) {
     if (r->gv == gv) out.push_back(r.get());
@@ -70,7 +70,7 @@ std::vector<std::string> GroupsOf(const objects::Scheme& scheme) {
 }
 
 std::vector<objects::GroupVersion> VersionsOf(const objects::Scheme& scheme,
-                                          std::string_view group) {
+                                              std::string_view group) {
   std::vector<objects::GroupVersion> out;
   for (const objects::GroupVersion& gv : scheme.GroupVersions()) {
     if (gv.group == group) out.push_back(gv);
@@ -266,120 +266,6 @@ std::string AggregatedList(const objects::Scheme& scheme,
   return Done(b);
 }
 
-// The REST paths of a resource, as OpenAPI path templates.
-std::string ItemPath(const objects::ResourceInfo& r) {
-  std::string base = r.gv.group.empty()
-                         ? "/api/" + r.gv.version
-                         : "/apis/" + r.gv.group + "/" + r.gv.version;
-  if (r.namespaced) base += "/namespaces/{namespace}";
-  return base + "/" + r.resource + "/{name}";
-}
-std::string CollectionPath(const objects::ResourceInfo& r) {
-  std::string base = r.gv.group.empty()
-                         ? "/api/" + r.gv.version
-                         : "/apis/" + r.gv.group + "/" + r.gv.version;
-  if (r.namespaced) base += "/namespaces/{namespace}";
-  return base + "/" + r.resource;
-}
-
-void WriteOperation(Writer* w, std::string_view verb, std::string_view action,
-                    const objects::ResourceInfo& r,
-                    const std::vector<std::string>& content_types) {
-  K(w, verb);
-  w->StartObject();
-  K(w, "operationId");
-  std::string op(action);
-  op += r.kind->kind;
-  S(w, op);
-  K(w, "x-kubernetes-action");
-  S(w, action);
-  K(w, "x-kubernetes-group-version-kind");
-  WriteResponseKind(w, *r.kind);
-  K(w, "parameters");
-  w->StartArray();
-  for (const char* p : {"dryRun", "fieldManager", "fieldValidation"}) {
-    w->StartObject();
-    K(w, "name");
-    S(w, p);
-    K(w, "in");
-    S(w, "query");
-    K(w, "schema");
-    w->StartObject();
-    K(w, "type");
-    S(w, "string");
-    w->EndObject();
-    w->EndObject();
-  }
-  w->EndArray();
-  K(w, "requestBody");
-  w->StartObject();
-  K(w, "content");
-  w->StartObject();
-  for (const std::string& ct : content_types) {
-    K(w, ct);
-    w->StartObject();
-    K(w, "schema");
-    w->StartObject();
-    K(w, "type");
-    S(w, "object");
-    w->EndObject();
-    w->EndObject();
-  }
-  w->EndObject();
-  w->EndObject();
-  K(w, "responses");
-  w->StartObject();
-  K(w, "200");
-  w->StartObject();
-  K(w, "description");
-  S(w, "OK");
-  w->EndObject();
-  w->EndObject();
-  w->EndObject();
-}
-
-std::string OpenApiDoc(const objects::Scheme& scheme, const objects::GroupVersion& gv) {
-  rapidjson::StringBuffer b;
-  Writer w(b);
-  w.StartObject();
-  K(&w, "openapi");
-  S(&w, "3.0.0");
-  K(&w, "info");
-  w.StartObject();
-  K(&w, "title");
-  S(&w, "Kubernetes");
-  K(&w, "version");
-  S(&w, "v1.32.4");
-  w.EndObject();
-  K(&w, "paths");
-  w.StartObject();
-  for (const objects::ResourceInfo* r : ResourcesOf(scheme, gv)) {
-    if (r->list_kind == nullptr) continue;  // create-only (bindings)
-    K(&w, ItemPath(*r));
-    w.StartObject();
-    WriteOperation(&w, "put", "put", *r, {"application/json"});
-    WriteOperation(
-        &w, "patch", "patch", *r,
-        {"application/json-patch+json", "application/merge-patch+json",
-         "application/strategic-merge-patch+json",
-         "application/apply-patch+yaml"});
-    w.EndObject();
-    K(&w, CollectionPath(*r));
-    w.StartObject();
-    WriteOperation(&w, "post", "post", *r, {"application/json"});
-    w.EndObject();
-  }
-  w.EndObject();
-  K(&w, "components");
-  w.StartObject();
-  K(&w, "schemas");
-  w.StartObject();
-  w.EndObject();
-  w.EndObject();
-  w.EndObject();
-  return Done(b);
-}
-
 }  // namespace
 
 std::string Discovery::Hash64(std::string_view data) {
@@ -393,7 +279,8 @@ std::string Discovery::Hash64(std::string_view data) {
   return Base64Encode(bytes);
 }
 
-Discovery::Discovery(const objects::Scheme& scheme, std::string server_address) {
+Discovery::Discovery(const objects::Scheme& scheme, std::string server_address)
+    : scheme_(&scheme) {
   {
     rapidjson::StringBuffer b;
     Writer w(b);
@@ -442,37 +329,16 @@ Discovery::Discovery(const objects::Scheme& scheme, std::string server_address) 
   aggregated_core_ = AggregatedList(scheme, {""});
   aggregated_groups_ = AggregatedList(scheme, groups);
 
-  rapidjson::StringBuffer index;
-  Writer iw(index);
-  iw.StartObject();
-  K(&iw, "paths");
-  iw.StartObject();
   std::vector<std::string> paths = {"/api", "/apis"};
   for (const objects::GroupVersion& gv : scheme.GroupVersions()) {
     resource_lists_[gv.group + "/" + gv.version] = ResourceListJson(scheme, gv);
-    const std::string path = gv.group.empty()
-                                 ? "api/" + gv.version
-                                 : "apis/" + gv.group + "/" + gv.version;
-    std::string doc = OpenApiDoc(scheme, gv);
-    K(&iw, path);
-    iw.StartObject();
-    K(&iw, "serverRelativeURL");
-    std::string hash;
-    for (char c : Hash64(doc)) {
-      if (std::isalnum(static_cast<unsigned char>(c))) hash.push_back(c);
-    }
-    S(&iw, "/openapi/v3/" + path + "?hash=" + hash);
-    iw.EndObject();
-    openapi_docs_[path] = std::move(doc);
-    paths.push_back("/" + path);
+    paths.push_back(gv.group.empty() ? "/api/" + gv.version
+                                     : "/apis/" + gv.group + "/" + gv.version);
   }
   for (const std::string& g : groups) paths.push_back("/apis/" + g);
-  iw.EndObject();
-  iw.EndObject();
-  openapi_index_ = Done(index);
 
-  for (const char* p : {"/healthz", "/livez", "/metrics", "/openapi/v3",
-                        "/readyz", "/version"}) {
+  for (const char* p : {"/healthz", "/livez", "/metrics", "/openapi/v2",
+                        "/openapi/v3", "/readyz", "/version"}) {
     paths.push_back(p);
   }
   std::sort(paths.begin(), paths.end());
@@ -526,9 +392,17 @@ const std::string* Discovery::ResourceList(std::string_view group,
   return it == resource_lists_.end() ? nullptr : &it->second;
 }
 
+const openapi::OpenApiDocuments& Discovery::OpenApi() const {
+  std::call_once(openapi_once_, [this] {
+    openapi_ = std::make_unique<const openapi::OpenApiDocuments>(
+        *scheme_, openapi::SchemaModel(*scheme_));
+  });
+  return *openapi_;
+}
+
 const std::string* Discovery::OpenApiDocument(std::string_view path) const {
-  auto it = openapi_docs_.find(path);
-  return it == openapi_docs_.end() ? nullptr : &it->second;
+  const openapi::ServedDocument* doc = OpenApi().V3(path);
+  return doc == nullptr ? nullptr : &doc->json;
 }
 
 }  // namespace kplane::apiserver

@@ -14,26 +14,24 @@
 //                            when the Accept header asks for it exactly
 //   GET /version             v1.32.4 (kubectl's dispatcher picks its binary
 //                            from "minor")
-//   GET /openapi/v3          {"paths":{"api/v1":{"serverRelativeURL":
-//                            "/openapi/v3/api/v1?hash=..."}, ...}}
-//   GET /openapi/v3/apis/g/v one PATCH (and PUT, POST) operation per kind
-//                            declaring the fieldValidation parameter, so
-//                            kubectl hands validation to the server
-//                            (?fieldValidation=Strict); components.schemas is
-//                            empty, so kubectl computes strategic merge
-//                            patches from its compiled-in types.
+//   GET /openapi/v2, /openapi/v3[/<group-version>]
+//                            the OpenAPI documents with the schemas of every
+//                            kind (apiserver/openapi/documents.h), built on
+//                            first use (OpenApi()) so start-up does not pay
+//                            for them.
 //
-// The hash in each serverRelativeURL is a digest of the document, so a
-// changed document gets a new URL (kubectl's HTTP cache keys on it).
-//
-// Thread-safety: immutable after construction.
+// Thread-safety: immutable after construction (OpenApi() builds its
+// documents once, under std::call_once).
 #ifndef KPLANE_APISERVER_DISCOVERY_H_
 #define KPLANE_APISERVER_DISCOVERY_H_
 
 #include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
+#include "apiserver/openapi/documents.h"
 #include "objects/scheme.h"
 
 namespace kplane::apiserver {
@@ -53,7 +51,9 @@ class Discovery {
                                   std::string_view version) const;
 
   const std::string& Version() const { return version_; }
-  const std::string& OpenApiIndex() const { return openapi_index_; }
+  // The /openapi/v2 and /openapi/v3 documents, built on first use.
+  const openapi::OpenApiDocuments& OpenApi() const;
+  const std::string& OpenApiIndex() const { return OpenApi().V3Index().json; }
   // By path after /openapi/v3/: "api/v1", "apis/apps/v1".
   const std::string* OpenApiDocument(std::string_view path) const;
   // "/" : {"paths":[...]}.
@@ -63,11 +63,13 @@ class Discovery {
   static std::string Hash64(std::string_view data);
 
  private:
+  const objects::Scheme* scheme_;
   std::string api_versions_, api_group_list_, aggregated_core_,
-      aggregated_groups_, version_, openapi_index_, root_paths_;
+      aggregated_groups_, version_, root_paths_;
   std::map<std::string, std::string, std::less<>> groups_;
   std::map<std::string, std::string, std::less<>> resource_lists_;  // "g/v"
-  std::map<std::string, std::string, std::less<>> openapi_docs_;
+  mutable std::once_flag openapi_once_;
+  mutable std::unique_ptr<const openapi::OpenApiDocuments> openapi_;
 };
 
 }  // namespace kplane::apiserver

@@ -86,13 +86,13 @@ Schema ValueSchema(const FieldEntry& f) {
   return s;
 }
 
-// Go writes the member even when empty and it is not a struct: kube's
-// openapi-gen marks such members required.
+// Go writes the member even when empty (no omitempty) and it is not a
+// struct: kube's openapi-gen marks such members required. Structs, Time
+// included, are never required: `creationTimestamp` is written (as null)
+// on every object, yet optional.
 bool IsRequired(const FieldEntry& f) {
   if (f.emit != objects::internal::Emit::kAlways) return false;
-  if (f.repeated) return true;
-  return f.field->cpp_type() != FieldDescriptor::CPPTYPE_MESSAGE ||
-         f.special != Special::kNone;
+  return f.repeated || f.field->cpp_type() != FieldDescriptor::CPPTYPE_MESSAGE;
 }
 
 Schema FieldSchema(const FieldEntry& f, const patch::PatchMeta* meta) {

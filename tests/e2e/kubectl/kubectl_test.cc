@@ -13,7 +13,9 @@
 #include <rapidjson/document.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <memory>
 #include <regex>
@@ -85,7 +87,14 @@ class KubectlTest : public ::testing::Test {
   }
 
   RunResult Kubectl(std::vector<std::string> args) {
-    std::vector<std::string> argv = {"kubectl", "--cache-dir", dir_ + "/cache"};
+    return KubectlAt("kubectl", std::move(args));
+  }
+  // A given kubectl binary (another version), with a cache of its own.
+  RunResult KubectlAt(const std::string& binary,
+                      std::vector<std::string> args) {
+    std::vector<std::string> argv = {
+        binary, "--cache-dir",
+        dir_ + "/cache" + std::to_string(std::hash<std::string>()(binary))};
     argv.insert(argv.end(), args.begin(), args.end());
     Process p(argv, Env());
     p.Start();
@@ -389,6 +398,158 @@ TEST_F(KubectlTest, CreateApplyAndServerSideApply) {
   RunResult s2 = Kubectl({"apply", "--server-side", "-f", ssa});
   EXPECT_EQ(s2.exit_code, 0) << s2.err;
   EXPECT_EQ(s2.out, "configmap/ssa serverside-applied\n");
+}
+
+// The kubectl versions the OpenAPI suite runs: the PATH's dispatcher (1.32),
+// 1.27 and 1.33 beside its real file, and Debian 12's kubectl 1.20 when
+// KPLANE_KUBECTL_1_20 names it (`apt-get download kubernetes-client`,
+// `dpkg -x`; see docs/api.md). 1.20 validates on the client from
+// /openapi/v2; newer ones hand validation to the server (fieldValidation).
+struct KubectlVersion {
+  std::string name;
+  std::string binary;
+  bool client_side_validation = false;
+};
+std::vector<KubectlVersion> KubectlVersions() {
+  std::vector<KubectlVersion> out = {{"1.32", "kubectl"}};
+  Process which(
+      {"sh", "-c", "dirname \"$(readlink -f \"$(command -v kubectl)\")\""});
+  which.Start();
+  RunResult w = which.Wait(milliseconds(10000));
+  const std::string dir = w.out.substr(0, w.out.find('\n'));
+  std::error_code ec;
+  for (const char* v : {"1.27", "1.33"}) {
+    const std::string bin = dir + "/kubectl." + v;
+    if (std::filesystem::exists(bin, ec)) out.push_back({v, bin});
+  }
+  if (const char* k120 = getenv("KPLANE_KUBECTL_1_20")) {
+    out.push_back({"1.20", k120, true});
+  }
+  return out;
+}
+
+// apply/create/replace/diff with validation on (the default) in every
+// version, `kind: List` manifests included, and an unknown field refused.
+TEST_F(KubectlTest, ValidatedWritesInEveryVersion) {
+  const std::vector<KubectlVersion> versions = KubectlVersions();
+  ASSERT_GE(versions.size(), 3u) << "kubectl 1.27 and 1.33 beside kubectl";
+  for (const KubectlVersion& k : versions) {
+    SCOPED_TRACE("kubectl " + k.name);
+    std::string name = "web-" + k.name;
+    name.erase(std::remove(name.begin(), name.end(), '.'), name.end());
+    std::string deploy = kDeployment;
+    deploy.replace(deploy.find("name: web\n"), 10, "name: " + name + "\n");
+    const std::string path = File(name + ".yaml", deploy);
+    RunResult c = KubectlAt(k.binary, {"create", "-f", path});
+    ASSERT_EQ(c.exit_code, 0) << c.err;
+    EXPECT_EQ(c.out, "deployment.apps/" + name + " created\n");
+
+    std::string changed = deploy;
+    changed.replace(changed.find("replicas: 2"), 11, "replicas: 3");
+    const std::string path3 = File(name + "-3.yaml", changed);
+    RunResult d = KubectlAt(k.binary, {"diff", "-f", path3});
+    EXPECT_EQ(d.exit_code, 1) << d.err;  // 1: differences found
+    EXPECT_TRUE(Matches(d.out, R"(\n<   replicas: 2\n---\n>   replicas: 3\n)"))
+        << d.out << d.err;
+    RunResult r = KubectlAt(k.binary, {"replace", "-f", path3});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, "deployment.apps/" + name + " replaced\n");
+    RunResult a = KubectlAt(k.binary, {"apply", "-f", path});
+    ASSERT_EQ(a.exit_code, 0) << a.err;
+    EXPECT_EQ(a.out, "deployment.apps/" + name + " configured\n");
+    EXPECT_EQ(GetJson("/apis/apps/v1/namespaces/default/deployments/" + name)
+                  ["spec"]["replicas"]
+                      .GetInt(),
+              2);
+
+    const std::string list = File(
+        name + "-list.yaml",
+        "apiVersion: v1\nkind: List\nitems:\n"
+        "- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: " + name +
+            "-a}\n  data: {k: v}\n"
+            "- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: " + name +
+            "-b}\n");
+    RunResult l = KubectlAt(k.binary, {"create", "-f", list});
+    ASSERT_EQ(l.exit_code, 0) << l.err;
+    EXPECT_EQ(l.out, "configmap/" + name + "-a created\nconfigmap/" + name +
+                         "-b created\n");
+    RunResult la = KubectlAt(k.binary, {"replace", "-f", list});
+    EXPECT_EQ(la.exit_code, 0) << la.err;
+
+    // An unknown field: the server's strict decoding error (or, for 1.20,
+    // the client's validation from /openapi/v2); nothing is stored.
+    const std::string bad = File(
+        name + "-bad.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n"
+                            "  name: " + name + "-bad\ndata: {k: v}\nfoo: 1\n");
+    RunResult b = KubectlAt(k.binary, {"apply", "-f", bad});
+    EXPECT_EQ(b.exit_code, 1) << b.out;
+    if (k.client_side_validation) {
+      EXPECT_NE(b.err.find("ValidationError(ConfigMap): unknown field \"foo\" "
+                           "in io.k8s.api.core.v1.ConfigMap"),
+                std::string::npos)
+          << b.err;
+    } else {
+      EXPECT_NE(b.err.find("Error from server (BadRequest): error when "
+                           "creating \"" + bad +
+                           "\": strict decoding error: unknown field \"foo\""),
+                std::string::npos)
+          << b.err;
+    }
+    EXPECT_EQ(GetCode("/api/v1/namespaces/default/configmaps/" + name + "-bad"),
+              404);
+    // In a List, every kubectl validates the items itself from /openapi/v2.
+    const std::string bad_list = File(
+        name + "-badlist.yaml",
+        "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: "
+        "ConfigMap\n  metadata: {name: " + name + "-c}\n  bogus: 1\n");
+    RunResult bl = KubectlAt(k.binary, {"create", "-f", bad_list});
+    EXPECT_EQ(bl.exit_code, 1) << bl.out;
+    EXPECT_NE(bl.err.find("unknown field \"bogus\""), std::string::npos)
+        << bl.err;
+    // --validate=warn (1.27+): stored, with the server's warning.
+    if (!k.client_side_validation) {
+      RunResult w = KubectlAt(k.binary, {"apply", "--validate=warn", "-f", bad});
+      EXPECT_EQ(w.exit_code, 0) << w.err;
+      EXPECT_NE(w.err.find("Warning: unknown field \"foo\""), std::string::npos)
+          << w.err;
+      EXPECT_EQ(
+          GetCode("/api/v1/namespaces/default/configmaps/" + name + "-bad"),
+          200);
+    }
+  }
+}
+
+// kubectl explain: from /openapi/v3 in 1.27+ (and v2 with
+// --output=plaintext-openapiv2), from /openapi/v2 in 1.20.
+TEST_F(KubectlTest, ExplainInEveryVersion) {
+  for (const KubectlVersion& k : KubectlVersions()) {
+    SCOPED_TRACE("kubectl " + k.name);
+    RunResult e = KubectlAt(k.binary, {"explain", "pods.spec.containers"});
+    ASSERT_EQ(e.exit_code, 0) << e.err;
+    EXPECT_TRUE(Matches(e.out, k.client_side_validation
+                                   ? R"(RESOURCE: containers <\[\]Object>)"
+                                   : R"(FIELD: containers <\[\]Container>)"))
+        << e.out;
+    EXPECT_TRUE(Matches(e.out, R"(\n\s+name\s+<string> -required-\n)"))
+        << e.out;
+    EXPECT_TRUE(Matches(e.out, R"(\n\s+image\s+<string>\n)")) << e.out;
+    RunResult r = KubectlAt(k.binary, {"explain", "deployment", "--recursive"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(Matches(r.out, R"(KIND:\s+Deployment\n)")) << r.out;
+    EXPECT_TRUE(Matches(r.out, k.client_side_validation
+                                   ? R"(\n\s+containers\s+<\[\]Object>\n)"
+                                   : R"(\n\s+containers\s+<\[\]Container> -required-\n)"))
+        << r.out;
+    EXPECT_TRUE(Matches(r.out, R"(\n\s+maxSurge\s+<(IntOrString|string)>\n)"))
+        << r.out;
+    if (!k.client_side_validation) {
+      RunResult v2 = KubectlAt(k.binary, {"explain", "deployment.spec",
+                                          "--output=plaintext-openapiv2"});
+      ASSERT_EQ(v2.exit_code, 0) << v2.err;
+      EXPECT_TRUE(Matches(v2.out, R"(RESOURCE: spec <Object>)")) << v2.out;
+      EXPECT_TRUE(Matches(v2.out, R"(\n\s+replicas\s+<integer>\n)")) << v2.out;
+    }
+  }
 }
 
 TEST_F(KubectlTest, ImperativeCommands) {

@@ -15,8 +15,8 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <regex>
 #include <string>
@@ -457,18 +457,19 @@ TEST_F(KubectlTest, ValidatedWritesInEveryVersion) {
     RunResult a = KubectlAt(k.binary, {"apply", "-f", path});
     ASSERT_EQ(a.exit_code, 0) << a.err;
     EXPECT_EQ(a.out, "deployment.apps/" + name + " configured\n");
-    EXPECT_EQ(GetJson("/apis/apps/v1/namespaces/default/deployments/" + name)
-                  ["spec"]["replicas"]
-                      .GetInt(),
+    EXPECT_EQ(GetJson("/apis/apps/v1/namespaces/default/deployments/" +
+                      name)["spec"]["replicas"]
+                  .GetInt(),
               2);
 
-    const std::string list = File(
-        name + "-list.yaml",
-        "apiVersion: v1\nkind: List\nitems:\n"
-        "- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: " + name +
-            "-a}\n  data: {k: v}\n"
-            "- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: " + name +
-            "-b}\n");
+    const std::string list =
+        File(name + "-list.yaml",
+             "apiVersion: v1\nkind: List\nitems:\n"
+             "- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: " +
+                 name +
+                 "-a}\n  data: {k: v}\n"
+                 "- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: " +
+                 name + "-b}\n");
     RunResult l = KubectlAt(k.binary, {"create", "-f", list});
     ASSERT_EQ(l.exit_code, 0) << l.err;
     EXPECT_EQ(l.out, "configmap/" + name + "-a created\nconfigmap/" + name +
@@ -478,9 +479,10 @@ TEST_F(KubectlTest, ValidatedWritesInEveryVersion) {
 
     // An unknown field: the server's strict decoding error (or, for 1.20,
     // the client's validation from /openapi/v2); nothing is stored.
-    const std::string bad = File(
-        name + "-bad.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n"
-                            "  name: " + name + "-bad\ndata: {k: v}\nfoo: 1\n");
+    const std::string bad = File(name + "-bad.yaml",
+                                 "apiVersion: v1\nkind: ConfigMap\nmetadata:\n"
+                                 "  name: " +
+                                     name + "-bad\ndata: {k: v}\nfoo: 1\n");
     RunResult b = KubectlAt(k.binary, {"apply", "-f", bad});
     EXPECT_EQ(b.exit_code, 1) << b.out;
     if (k.client_side_validation) {
@@ -489,26 +491,29 @@ TEST_F(KubectlTest, ValidatedWritesInEveryVersion) {
                 std::string::npos)
           << b.err;
     } else {
-      EXPECT_NE(b.err.find("Error from server (BadRequest): error when "
-                           "creating \"" + bad +
-                           "\": strict decoding error: unknown field \"foo\""),
-                std::string::npos)
+      EXPECT_NE(
+          b.err.find("Error from server (BadRequest): error when "
+                     "creating \"" +
+                     bad + "\": strict decoding error: unknown field \"foo\""),
+          std::string::npos)
           << b.err;
     }
     EXPECT_EQ(GetCode("/api/v1/namespaces/default/configmaps/" + name + "-bad"),
               404);
     // In a List, every kubectl validates the items itself from /openapi/v2.
-    const std::string bad_list = File(
-        name + "-badlist.yaml",
-        "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: "
-        "ConfigMap\n  metadata: {name: " + name + "-c}\n  bogus: 1\n");
+    const std::string bad_list =
+        File(name + "-badlist.yaml",
+             "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: "
+             "ConfigMap\n  metadata: {name: " +
+                 name + "-c}\n  bogus: 1\n");
     RunResult bl = KubectlAt(k.binary, {"create", "-f", bad_list});
     EXPECT_EQ(bl.exit_code, 1) << bl.out;
     EXPECT_NE(bl.err.find("unknown field \"bogus\""), std::string::npos)
         << bl.err;
     // --validate=warn (1.27+): stored, with the server's warning.
     if (!k.client_side_validation) {
-      RunResult w = KubectlAt(k.binary, {"apply", "--validate=warn", "-f", bad});
+      RunResult w =
+          KubectlAt(k.binary, {"apply", "--validate=warn", "-f", bad});
       EXPECT_EQ(w.exit_code, 0) << w.err;
       EXPECT_NE(w.err.find("Warning: unknown field \"foo\""), std::string::npos)
           << w.err;
@@ -536,9 +541,10 @@ TEST_F(KubectlTest, ExplainInEveryVersion) {
     RunResult r = KubectlAt(k.binary, {"explain", "deployment", "--recursive"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_TRUE(Matches(r.out, R"(KIND:\s+Deployment\n)")) << r.out;
-    EXPECT_TRUE(Matches(r.out, k.client_side_validation
-                                   ? R"(\n\s+containers\s+<\[\]Object>\n)"
-                                   : R"(\n\s+containers\s+<\[\]Container> -required-\n)"))
+    EXPECT_TRUE(Matches(
+        r.out, k.client_side_validation
+                   ? R"(\n\s+containers\s+<\[\]Object>\n)"
+                   : R"(\n\s+containers\s+<\[\]Container> -required-\n)"))
         << r.out;
     EXPECT_TRUE(Matches(r.out, R"(\n\s+maxSurge\s+<(IntOrString|string)>\n)"))
         << r.out;

@@ -90,13 +90,15 @@ class KubectlTest : public ::testing::Test {
     return KubectlAt("kubectl", std::move(args));
   }
   // A given kubectl binary (another version), with a cache of its own.
-  RunResult KubectlAt(const std::string& binary,
-                      std::vector<std::string> args) {
+  RunResult KubectlAt(const std::string& binary, std::vector<std::string> args,
+                      std::vector<std::string> extra_env = {}) {
     std::vector<std::string> argv = {
         binary, "--cache-dir",
         dir_ + "/cache" + std::to_string(std::hash<std::string>()(binary))};
     argv.insert(argv.end(), args.begin(), args.end());
-    Process p(argv, Env());
+    std::vector<std::string> env = Env();
+    env.insert(env.end(), extra_env.begin(), extra_env.end());
+    Process p(argv, env);
     p.Start();
     return p.Wait(milliseconds(90000));
   }
@@ -461,6 +463,16 @@ TEST_F(KubectlTest, ValidatedWritesInEveryVersion) {
                       name)["spec"]["replicas"]
                   .GetInt(),
               2);
+    // edit: the editor's change goes back as a validated patch.
+    RunResult e =
+        KubectlAt(k.binary, {"edit", "deployment", name},
+                  {"KUBE_EDITOR=sed -i s/replicas:\\ 2/replicas:\\ 5/"});
+    ASSERT_EQ(e.exit_code, 0) << e.err;
+    EXPECT_EQ(e.out, "deployment.apps/" + name + " edited\n");
+    EXPECT_EQ(GetJson("/apis/apps/v1/namespaces/default/deployments/" +
+                      name)["spec"]["replicas"]
+                  .GetInt(),
+              5);
 
     const std::string list =
         File(name + "-list.yaml",

@@ -142,7 +142,14 @@ int RunApiBenchCommand(const std::vector<std::string>& in_args) {
   std::string label;
   ApiWatchBenchOptions wo;
   std::string create_rate = "10";
-  flags.String("server", &server, "The apiserver's URL.");
+  flags.String("server", &server, "The apiserver's URL (https:// over TLS).");
+  std::string ca_file, cert_file, key_file;
+  flags.String("certificate-authority", &ca_file,
+               "https: the CA file that signed the apiserver's certificate "
+               "(kubectl's flag; empty: the system's CAs).");
+  flags.String("client-certificate", &cert_file,
+               "https: the client certificate file (its CN is the user).");
+  flags.String("client-key", &key_file, "https: the client key file.");
   flags.StringList("clients", &clients, "Client counts to run, e.g. 1,16,64.");
   flags.Duration("duration", &duration, "Measured time per run.");
   flags.Duration("warmup", &warmup,
@@ -182,7 +189,16 @@ int RunApiBenchCommand(const std::vector<std::string>& in_args) {
     std::cerr << "kpctl bench api: " << s.message() << "\n";
     return 2;
   }
-  auto eps = ParseEndpoints(server);
+  std::shared_ptr<const ClientTls> tls;
+  if (!ca_file.empty() || !cert_file.empty() || !key_file.empty()) {
+    auto t = LoadClientTls(ca_file, cert_file, key_file);
+    if (!t.ok()) {
+      std::cerr << "kpctl bench api: tls: " << t.status().message() << "\n";
+      return 2;
+    }
+    tls = *t;
+  }
+  auto eps = ParseEndpoints(server, tls);
   if (!eps.ok()) {
     std::cerr << "kpctl bench api: --server: " << eps.status().message()
               << "\n";

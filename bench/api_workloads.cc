@@ -239,7 +239,9 @@ std::unique_ptr<ClientScript> NewApiScript(const ApiWorkload& w, int client) {
 }
 
 Status EnsureNamespace(const Endpoint& server, const std::string& ns) {
-  net::HttpClient c(server.host, server.port);
+  net::HttpClientOptions co;
+  if (server.tls) co.tls = server.tls->context;
+  net::HttpClient c(server.host, server.port, co);
   auto r = c.Request(
       "POST", "/api/v1/namespaces", {{"Content-Type", "application/json"}},
       R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":")" + ns +
@@ -286,6 +288,7 @@ StatusOr<std::vector<std::string>> ListPodNames(const Endpoint& server,
                                                 const std::string& ns) {
   net::HttpClientOptions co;
   co.read_timeout = seconds(300);
+  if (server.tls) co.tls = server.tls->context;
   net::HttpClient c(server.host, server.port, co);
   ASSIGN_OR_RETURN(net::HttpResponse r, c.Request("GET", PodsPath(ns)));
   if (r.status != 200) {

@@ -40,6 +40,17 @@ std::string GrpcError(const grpc::Status& s) {
          ": " + s.error_message();
 }
 
+// TLS (etcdctl's --cacert/--cert/--key) for an https:// endpoint.
+std::shared_ptr<grpc::ChannelCredentials> ChannelCredentials(
+    const Endpoint& e) {
+  if (!e.tls) return grpc::InsecureChannelCredentials();
+  grpc::SslCredentialsOptions o;
+  o.pem_root_certs = e.tls->ca_pem;
+  o.pem_private_key = e.tls->key_pem;
+  o.pem_cert_chain = e.tls->cert_pem;
+  return grpc::SslCredentials(o);
+}
+
 // `n` channels, channel j to endpoint j % E, each its own TCP connection
 // (a local subchannel pool: gRPC would otherwise share one connection
 // between channels with the same target and arguments), connected before
@@ -55,8 +66,7 @@ StatusOr<std::vector<std::shared_ptr<grpc::Channel>>> OpenChannels(
     // Several channels to one endpoint must not be merged.
     args.SetInt("kplane.bench.channel", j);
     const Endpoint& e = endpoints[static_cast<size_t>(j) % endpoints.size()];
-    auto ch = grpc::CreateCustomChannel(
-        Target(e), grpc::InsecureChannelCredentials(), args);
+    auto ch = grpc::CreateCustomChannel(Target(e), ChannelCredentials(e), args);
     if (!ch->WaitForConnected(DeadlineIn(connect_timeout))) {
       return UnavailableError("gRPC channel to " + Target(e) +
                               " did not connect");

@@ -17,6 +17,7 @@
 #include <sstream>
 #include <thread>
 
+#include "base/file_system.h"
 #include "base/strings.h"
 #include "net/http_parser.h"
 #include "net/url.h"
@@ -35,7 +36,8 @@ struct Conn {
   bool have_head = false;
   net::HttpResponse resp;
   net::BodyDecoder body;
-  std::string method;  // of the request in flight
+  std::string method;                    // of the request in flight
+  std::unique_ptr<net::TlsSession> tls;  // https:// endpoints only
   int64_t op_start = 0;
   int64_t req_start = 0;
   bool in_op = false;
@@ -50,6 +52,7 @@ class Loop {
   }
   ~Loop() {
     for (auto& c : conns_) {
+      c->tls.reset();
       if (c->fd >= 0) close(c->fd);
     }
     if (ep_ >= 0) close(ep_);
@@ -117,6 +120,17 @@ class Loop {
       return false;
     }
     c->fd = fd;
+    if (c->endpoint->tls) {
+      auto session = net::TlsSession::NewClient(c->endpoint->tls->context, fd,
+                                                c->endpoint->host);
+      if (!session.ok()) {
+        close(fd);
+        c->fd = -1;
+        NoteError("tls: " + session.status().ToString());
+        return false;
+      }
+      c->tls = std::move(*session);
+    }
     epoll_event ev{};
     ev.events = EPOLLIN | EPOLLOUT | EPOLLET;
     ev.data.ptr = c;
@@ -152,7 +166,37 @@ class Loop {
     Flush(c);
   }
 
+  // TLS: drives the handshake. False while it is not done (the socket's
+  // next readiness calls again) or after it failed (the connection is gone).
+  bool TlsReady(Conn* c) {
+    if (c->tls->handshake_done()) return true;
+    net::TlsSession::Result r = c->tls->Handshake();
+    if (r == net::TlsSession::Result::kOk) return true;
+    if (r == net::TlsSession::Result::kError ||
+        r == net::TlsSession::Result::kClosed) {
+      Error(c, "tls handshake: " + c->tls->error().ToString());
+    }
+    return false;
+  }
+
   void Flush(Conn* c) {
+    if (c->tls) {
+      if (!TlsReady(c)) return;
+      while (c->fd >= 0 && c->out_off < c->out.size()) {
+        size_t n = 0;
+        net::TlsSession::Result r = c->tls->Write(
+            c->out.data() + c->out_off, c->out.size() - c->out_off, &n);
+        c->out_off += n;
+        if (r == net::TlsSession::Result::kOk) continue;
+        if (r == net::TlsSession::Result::kWantRead ||
+            r == net::TlsSession::Result::kWantWrite) {
+          return;
+        }
+        Error(c, "tls write: " + c->tls->error().ToString());
+        return;
+      }
+      return;
+    }
     while (c->out_off < c->out.size()) {
       ssize_t n =
           write(c->fd, c->out.data() + c->out_off, c->out.size() - c->out_off);
@@ -168,6 +212,32 @@ class Loop {
 
   void Read(Conn* c) {
     char buf[64 << 10];
+    if (c->tls) {
+      // The handshake may be waiting for this readiness; then the request
+      // queued meanwhile goes out.
+      if (!c->tls->handshake_done()) {
+        Flush(c);
+        if (c->fd < 0 || !c->tls->handshake_done()) return;
+      }
+      while (c->fd >= 0) {
+        size_t n = 0;
+        net::TlsSession::Result r = c->tls->Read(buf, sizeof(buf), &n);
+        if (r == net::TlsSession::Result::kOk) {
+          c->in.append(buf, n);
+          Parse(c);
+          continue;
+        }
+        if (r == net::TlsSession::Result::kWantRead ||
+            r == net::TlsSession::Result::kWantWrite) {
+          return;
+        }
+        Error(c, r == net::TlsSession::Result::kClosed
+                     ? std::string("connection closed by server")
+                     : "tls read: " + c->tls->error().ToString());
+        return;
+      }
+      return;
+    }
     while (c->fd >= 0) {
       ssize_t n = read(c->fd, buf, sizeof(buf));
       if (n < 0) {
@@ -253,6 +323,7 @@ class Loop {
   void Error(Conn* c, const std::string& e) {
     NoteError(e);
     epoll_ctl(ep_, EPOLL_CTL_DEL, c->fd, nullptr);
+    c->tls.reset();  // before the close: the session borrows the socket
     close(c->fd);
     c->fd = -1;
     c->in.clear();
@@ -273,12 +344,43 @@ class Loop {
 
 }  // namespace
 
-StatusOr<std::vector<Endpoint>> ParseEndpoints(std::string_view list) {
+StatusOr<std::shared_ptr<const ClientTls>> LoadClientTls(
+    const std::string& ca_file, const std::string& cert_file,
+    const std::string& key_file) {
+  auto tls = std::make_shared<ClientTls>();
+  FileSystem* fs = FileSystem::Default();
+  if (!ca_file.empty()) {
+    ASSIGN_OR_RETURN(tls->ca_pem, ReadFile(fs, ca_file));
+  }
+  if (!cert_file.empty()) {
+    ASSIGN_OR_RETURN(tls->cert_pem, ReadFile(fs, cert_file));
+  }
+  if (!key_file.empty()) {
+    ASSIGN_OR_RETURN(tls->key_pem, ReadFile(fs, key_file));
+  }
+  ASSIGN_OR_RETURN(tls->context,
+                   net::TlsContext::NewClient({.ca_pem = tls->ca_pem,
+                                               .cert_pem = tls->cert_pem,
+                                               .key_pem = tls->key_pem,
+                                               .alpn = {"http/1.1"}}));
+  return std::shared_ptr<const ClientTls>(std::move(tls));
+}
+
+StatusOr<std::vector<Endpoint>> ParseEndpoints(
+    std::string_view list, std::shared_ptr<const ClientTls> tls) {
   std::vector<Endpoint> out;
   for (const std::string& part : StrSplit(list, ',')) {
     if (StripWhitespace(part).empty()) continue;
-    ASSIGN_OR_RETURN(net::Url u, net::ParseUrl(StripWhitespace(part)));
-    out.push_back({u.host, u.port});
+    ASSIGN_OR_RETURN(net::Url u, net::ParseUrl(StripWhitespace(part),
+                                               net::UrlSchemes::kHttpOrHttps));
+    Endpoint e{u.host, u.port, nullptr};
+    if (u.scheme == "https") {
+      if (!tls) {
+        ASSIGN_OR_RETURN(tls, LoadClientTls("", "", ""));
+      }
+      e.tls = tls;
+    }
+    out.push_back(std::move(e));
   }
   if (out.empty()) return InvalidArgumentError("no endpoints");
   return out;

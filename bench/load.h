@@ -14,6 +14,11 @@
 // requests one at a time, so sharing a connection would only serialize
 // clients). Connections go to the endpoints round-robin.
 //
+// https:// endpoints are served over TLS (net/tls.h) with the ClientTls the
+// endpoints were parsed with (etcdctl's --cacert/--cert/--key); the
+// handshake is part of connecting, which happens before the measured window
+// unless a connection breaks.
+//
 // Thread-safety: RunLoad blocks the caller; scripts are called on the loop
 // threads, each client's script always from the same thread.
 #ifndef KPLANE_BENCH_LOAD_H_
@@ -29,15 +34,35 @@
 #include "base/statusor.h"
 #include "bench/histogram.h"
 #include "net/http_message.h"
+#include "net/tls.h"
 
 namespace kplane::bench {
+
+// What a benchmark client presents and trusts on https:// endpoints: the
+// PEM texts (gRPC's SslCredentials takes them) and the context built from
+// them for HTTP/1.1 (bench/load.cc).
+struct ClientTls {
+  std::string ca_pem;  // empty: the system's trust store
+  std::string cert_pem;
+  std::string key_pem;
+  std::shared_ptr<const net::TlsContext> context;
+};
+// Reads the files (any may be empty, a certificate needs its key) and builds
+// the context. kNotFound / kInvalidArgument as net::TlsContext::NewClient.
+StatusOr<std::shared_ptr<const ClientTls>> LoadClientTls(
+    const std::string& ca_file, const std::string& cert_file,
+    const std::string& key_file);
 
 struct Endpoint {
   std::string host;
   uint16_t port = 0;
+  // Set for an https:// endpoint: connections to it speak TLS.
+  std::shared_ptr<const ClientTls> tls;
 };
-// "http://127.0.0.1:2379,http://..." -> endpoints.
-StatusOr<std::vector<Endpoint>> ParseEndpoints(std::string_view list);
+// "http://127.0.0.1:2379,https://..." -> endpoints. An https:// endpoint
+// gets `tls`, or, when it is null, a ClientTls trusting the system's CAs.
+StatusOr<std::vector<Endpoint>> ParseEndpoints(
+    std::string_view list, std::shared_ptr<const ClientTls> tls = nullptr);
 
 struct Request {
   std::string method = "POST";

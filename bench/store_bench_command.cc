@@ -29,7 +29,14 @@ int RunStoreBenchCommand(const std::vector<std::string>& args) {
   std::vector<std::string> server_pids;
   std::string label;
   int64_t key_space = w.key_space;
-  flags.String("endpoints", &endpoints, "Comma-separated client URLs.");
+  flags.String("endpoints", &endpoints,
+               "Comma-separated client URLs (https:// ones over TLS).");
+  std::string cacert, cert, key;
+  flags.String("cacert", &cacert,
+               "https endpoints: the CA file that signed the servers' "
+               "certificates (etcdctl's flag; empty: the system's CAs).");
+  flags.String("cert", &cert, "https endpoints: the client certificate file.");
+  flags.String("key", &key, "https endpoints: the client key file.");
   std::string protocol = "json";
   flags.String("protocol", &protocol,
                "json (etcd's v3 JSON API, HTTP/1.1) or grpc (etcd's v3 gRPC "
@@ -98,7 +105,16 @@ int RunStoreBenchCommand(const std::vector<std::string>& args) {
     return 2;
   }
   if (total > 0 && !flags.IsSet("warmup")) warmup = Duration(0);
-  auto eps = ParseEndpoints(endpoints);
+  std::shared_ptr<const ClientTls> tls;
+  if (!cacert.empty() || !cert.empty() || !key.empty()) {
+    auto t = LoadClientTls(cacert, cert, key);
+    if (!t.ok()) {
+      std::cerr << "kpctl store bench: tls: " << t.status().message() << "\n";
+      return 2;
+    }
+    tls = *t;
+  }
+  auto eps = ParseEndpoints(endpoints, tls);
   if (!eps.ok()) {
     std::cerr << "kpctl store bench: --endpoints: " << eps.status().message()
               << "\n";

@@ -18,6 +18,49 @@ need_binaries() {
   done
 }
 
+# TLS (the --tls option of store.sh and apiserver.sh): make_bench_pki DIR
+# writes, with openssl, a CA (DIR/ca.crt) and, signed by it, DIR/member.crt
+# and .key (127.0.0.1 and localhost; server and client use, so the same pair
+# serves a member's client and peer ports and the apiserver's port) and
+# DIR/client.crt and .key (CN root: what the load tool, curl and the
+# apiserver's store client present). EC P-256 as kplane up's PKI. It sets
+# CURL_TLS, the options curl needs to reach the members.
+CURL_TLS=()
+make_bench_pki() {
+  local d=$1 name subj ext
+  mkdir -p "$d"
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+    -days 2 -subj /CN=bench-ca -keyout "$d/ca.key" -out "$d/ca.crt" \
+    2>/dev/null
+  for name in member client; do
+    if [[ $name == member ]]; then
+      subj=/CN=member
+      ext="subjectAltName=IP:127.0.0.1,DNS:localhost
+extendedKeyUsage=serverAuth,clientAuth"
+    else
+      subj=/CN=root
+      ext="extendedKeyUsage=clientAuth"
+    fi
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+      -subj "$subj" -keyout "$d/$name.key" -out "$d/$name.csr" 2>/dev/null
+    openssl x509 -req -in "$d/$name.csr" -CA "$d/ca.crt" -CAkey "$d/ca.key" \
+      -CAcreateserial -days 2 -out "$d/$name.crt" \
+      -extfile <(printf '%s\nbasicConstraints=CA:FALSE\nkeyUsage=digitalSignature\n' "$ext") \
+      2>/dev/null
+  done
+  CURL_TLS=(--cacert "$d/ca.crt" --cert "$d/client.crt" --key "$d/client.key")
+}
+
+# member_tls_flags DIR: etcd's TLS flags (kplane store takes the same) for a
+# member with the pair above, client certificates required on both ports.
+member_tls_flags() {
+  local d=$1
+  echo --cert-file "$d/member.crt" --key-file "$d/member.key" \
+    --trusted-ca-file "$d/ca.crt" --client-cert-auth \
+    --peer-cert-file "$d/member.crt" --peer-key-file "$d/member.key" \
+    --peer-trusted-ca-file "$d/ca.crt" --peer-client-cert-auth
+}
+
 # find_leader: sets LEADER to the index (0-based) in EPS of the member that
 # reports itself as leader in /v3/maintenance/status (kplane store and etcd
 # answer alike), or -1 and returns 1 when none does right now.
@@ -27,7 +70,7 @@ find_leader() {
   LEADER=-1
   local i body mid lid
   for i in "${!EPS[@]}"; do
-    body=$(curl -s -m 1 -X POST -d '{}' "${EPS[$i]}/v3/maintenance/status" || true)
+    body=$(curl -s -m 1 "${CURL_TLS[@]}" -X POST -d '{}' "${EPS[$i]}/v3/maintenance/status" || true)
     mid=$(sed -n 's/.*"member_id":"\([0-9]*\)".*/\1/p' <<<"$body")
     lid=$(sed -n 's/.*"leader":"\([0-9]*\)".*/\1/p' <<<"$body")
     if [[ -n $mid && $mid == "$lid" ]]; then LEADER=$i; return 0; fi

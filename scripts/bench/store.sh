@@ -10,7 +10,15 @@
 #                          [--rows put,range,cas,watch,watchpaced,watch10k,
 #                                  watch1kw,failover,compact,rss,restart,
 #                                  grpcput,grpcrange,grpcwatch]
-#                          [--out DIR] [--port-offset N]
+#                          [--out DIR] [--port-offset N] [--tls]
+#
+# --tls runs both systems as etcd's security guide does (kubeadm runs etcd
+# so): https client and peer URLs, one CA (made with openssl in DIR/pki,
+# scripts/bench/lib.sh make_bench_pki), --client-cert-auth and
+# --peer-client-cert-auth, and the load tool presenting a client
+# certificate (--cacert/--cert/--key) -- the same certificates for kplane
+# and etcd. Only the put, range, cas, grpcput and grpcrange rows take it;
+# compare with a run without --tls (interleave them: the machine drifts).
 #
 # The grpc* rows drive each system over its native protocol, etcd's v3 gRPC
 # API (`kpctl store bench --protocol grpc`, issue 17): grpcput (put c=1, 16,
@@ -48,6 +56,7 @@ quick=0
 runs=3
 only=""
 port_offset=0
+tls=0
 rows="put,range,cas,watch,watchpaced,watch10k,watch1kw,failover,compact,rss,restart,grpcput,grpcrange,grpcwatch"
 out=/tmp/kplane-bench/$(date -u +%Y%m%d-%H%M%S)
 while [[ $# -gt 0 ]]; do
@@ -58,6 +67,7 @@ while [[ $# -gt 0 ]]; do
     --rows) rows=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --port-offset) port_offset=$2; shift 2 ;;
+    --tls) tls=1; shift ;;
     -h|--help) sed -n '2,/^set -e/p' "$0" | sed -n 's/^# \{0,1\}//p'; exit 0 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
@@ -65,6 +75,16 @@ done
 
 ETCD=${ETCD:-/usr/bin/etcd}
 need_binaries "$ETCD"
+scheme=http
+if ((tls)); then
+  for r in ${rows//,/ }; do
+    case $r in
+      put|range|cas|grpcput|grpcrange) ;;
+      *) echo "--tls: row $r does not run over TLS (put, range, cas, grpcput, grpcrange do)" >&2; exit 2 ;;
+    esac
+  done
+  scheme=https
+fi
 
 if ((quick)); then
   put_dur=3s; range_dur=3s; put_clients=(1 16 64 256)
@@ -87,6 +107,15 @@ data_root=$out/data  # removed at the end
 say() { echo "[$(date -u +%H:%M:%S)] $*" | tee -a "$raw" >&2; }
 has_row() { [[ ",$rows," == *",$1,"* ]]; }
 
+TLS_FLAGS=()   # every member's TLS flags (--tls)
+BENCH_TLS=()   # the load tool's
+if ((tls)); then
+  make_bench_pki "$out/pki"
+  read -r -a TLS_FLAGS <<<"$(member_tls_flags "$out/pki")"
+  BENCH_TLS=(--cacert "$out/pki/ca.crt" --cert "$out/pki/client.crt" --key "$out/pki/client.key")
+  say "TLS: certificates in $out/pki; client certificates required on client and peer ports"
+fi
+
 # --- clusters ----------------------------------------------------------------
 PIDS=()  # member pids, in endpoint order
 EPS=()   # client URLs
@@ -99,30 +128,30 @@ MEMBERS=3  # cluster size; the restart row uses 1 (see run_restart)
 start_member() {
   local i=$1 dir=$data_root/$system ic="" j
   if [[ $system == kplane ]]; then
-    for j in $(seq 1 "$MEMBERS"); do ic+="${ic:+,}n$j=http://127.0.0.1:$((12371 + port_offset + j * 10))"; done
+    for j in $(seq 1 "$MEMBERS"); do ic+="${ic:+,}n$j=$scheme://127.0.0.1:$((12371 + port_offset + j * 10))"; done
     local cport=$((12370 + port_offset + i * 10)) pport=$((12371 + port_offset + i * 10))
     "$KPLANE" store --name "n$i" --data-dir "$dir/n$i" \
-      --listen-client-urls "http://127.0.0.1:$cport" \
-      --listen-peer-urls "http://127.0.0.1:$pport" \
-      --initial-cluster "$ic" --heartbeat-interval 100 \
+      --listen-client-urls "$scheme://127.0.0.1:$cport" \
+      --listen-peer-urls "$scheme://127.0.0.1:$pport" \
+      --initial-cluster "$ic" --heartbeat-interval 100 "${TLS_FLAGS[@]}" \
       --election-timeout 1000 --snapshot-count 100000 \
       --log-level warning >>"$dir/n$i.log" 2>&1 &
   else
-    for j in $(seq 1 "$MEMBERS"); do ic+="${ic:+,}e$j=http://127.0.0.1:$((23800 + port_offset + j))"; done
+    for j in $(seq 1 "$MEMBERS"); do ic+="${ic:+,}e$j=$scheme://127.0.0.1:$((23800 + port_offset + j))"; done
     local cport=$((23790 + port_offset + i)) pport=$((23800 + port_offset + i))
     "$ETCD" --name "e$i" --data-dir "$dir/e$i" \
-      --listen-client-urls "http://127.0.0.1:$cport" \
-      --advertise-client-urls "http://127.0.0.1:$cport" \
-      --listen-peer-urls "http://127.0.0.1:$pport" \
-      --initial-advertise-peer-urls "http://127.0.0.1:$pport" \
-      --initial-cluster "$ic" --initial-cluster-state new \
+      --listen-client-urls "$scheme://127.0.0.1:$cport" \
+      --advertise-client-urls "$scheme://127.0.0.1:$cport" \
+      --listen-peer-urls "$scheme://127.0.0.1:$pport" \
+      --initial-advertise-peer-urls "$scheme://127.0.0.1:$pport" \
+      --initial-cluster "$ic" --initial-cluster-state new "${TLS_FLAGS[@]}" \
       --heartbeat-interval 100 --election-timeout 1000 \
       --snapshot-count 100000 --logger zap --log-level warn \
       >>"$dir/e$i.log" 2>&1 &
   fi
   PIDS[i - 1]=$!
   disown $!
-  EPS[i - 1]="http://127.0.0.1:$cport"
+  EPS[i - 1]="$scheme://127.0.0.1:$cport"
 }
 
 start_cluster() {  # start_cluster kplane|etcd
@@ -174,14 +203,14 @@ record() { printf '%s\t%s\t%s\n' "$system" "$1" "$2" >>"$res"; }
 bench() {  # bench <kpctl store bench args...>: runs, logs, prints the RESULT line
   echo "+ kpctl store bench $*" >>"$raw"
   local outp
-  outp=$("$KPCTL" store bench "$@" 2>>"$raw") || { echo "$outp" >>"$raw"; say "bench failed: $*"; return 1; }
+  outp=$("$KPCTL" store bench "$@" "${BENCH_TLS[@]}" 2>>"$raw") || { echo "$outp" >>"$raw"; say "bench failed: $*"; return 1; }
   echo "$outp" >>"$raw"
   grep '^RESULT' <<<"$outp" | tail -1
 }
 # db_field KEY ENDPOINT: a number from /v3/maintenance/status (dbSize,
 # dbSizeInUse: camelCase as etcd's gateway prints them; revision: header).
 db_field() {
-  curl -s -m 5 -X POST -d '{}' "$2/v3/maintenance/status" |
+  curl -s -m 5 "${CURL_TLS[@]}" -X POST -d '{}' "$2/v3/maintenance/status" |
     sed -n "s/.*\"$1\":\"\{0,1\}\([0-9]*\)\"\{0,1\}.*/\1/p"
 }
 now_ms() { echo $(($(date +%s%N) / 1000000)); }

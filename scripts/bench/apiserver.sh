@@ -20,7 +20,14 @@
 #
 #   scripts/bench/apiserver.sh [--quick] [--runs N]
 #                              [--rows put,crud,list,watch] [--out DIR]
-#                              [--base-port P]
+#                              [--base-port P] [--tls]
+#
+# --tls: everything as `kplane up` runs it: the store with etcd's TLS flags
+# (client certificates required on client and peer ports), the apiserver
+# serving HTTPS (--tls-cert-file, --client-ca-file) and dialing the store
+# with --etcd-cafile/--etcd-certfile/--etcd-keyfile, the load tool presenting
+# a client certificate to both (one openssl-made CA, scripts/bench/lib.sh
+# make_bench_pki). Rows put and crud only; compare with a run without it.
 #
 # A full run (3 repetitions) takes about 10 minutes; --quick (1 run, 1 s
 # runs, 1,000/5,000-pod lists, 100/1,000 watchers) about 2. Raw output goes
@@ -40,6 +47,7 @@ runs=3
 rows="put,crud,list,watch"
 out=/tmp/kplane-bench/api-$(date -u +%Y%m%d-%H%M%S)
 base=16370
+tls=0
 while [[ $# -gt 0 ]]; do
   case $1 in
     --quick) quick=1; runs=1; shift ;;
@@ -47,12 +55,18 @@ while [[ $# -gt 0 ]]; do
     --rows) rows=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --base-port) base=$2; shift 2 ;;
+    --tls) tls=1; shift ;;
     -h|--help) sed -n '2,/^set -e/p' "$0" | sed -n 's/^# \{0,1\}//p'; exit 0 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
 done
 
 need_binaries
+if ((tls)); then
+  for r in ${rows//,/ }; do
+    [[ $r == put || $r == crud ]] || { echo "--tls: row $r does not run over TLS (put and crud do)" >&2; exit 2; }
+  done
+fi
 
 clients=(1 16 64)
 if ((quick)); then
@@ -89,14 +103,31 @@ trap cleanup EXIT
 say "machine: $(nproc) cpus, load average $(cut -d' ' -f1-3 /proc/loadavg); results in $out"
 # A 3-member store with store.sh's settings (heartbeat 100 ms, election
 # 1000 ms, fsync on).
-scripts/store-cluster.sh start --dir "$data/store" --base-port "$base" -- \
+scheme=http
+store_tls=()   # store-cluster.sh's
+STORE_BENCH_TLS=()  # kpctl store bench's
+API_BENCH_TLS=()    # kpctl bench api's
+API_TLS=(--insecure-http)  # the apiserver's
+if ((tls)); then
+  pki=$out/pki
+  make_bench_pki "$pki"
+  scheme=https
+  store_tls=(--pki "$pki")
+  STORE_BENCH_TLS=(--cacert "$pki/ca.crt" --cert "$pki/client.crt" --key "$pki/client.key")
+  API_BENCH_TLS=(--certificate-authority "$pki/ca.crt" --client-certificate "$pki/client.crt" --client-key "$pki/client.key")
+  API_TLS=(--tls-cert-file "$pki/member.crt" --tls-private-key-file "$pki/member.key"
+    --client-ca-file "$pki/ca.crt" --etcd-cafile "$pki/ca.crt"
+    --etcd-certfile "$pki/client.crt" --etcd-keyfile "$pki/client.key")
+  say "TLS: certificates in $pki; client certificates on every connection"
+fi
+scripts/store-cluster.sh start --dir "$data/store" --base-port "$base" "${store_tls[@]}" -- \
   --heartbeat-interval 100 --election-timeout 1000 --snapshot-count 100000 \
   --log-level warning >>"$raw"
 STORE_PIDS=()
 EPS=()
 for i in 1 2 3; do
   STORE_PIDS+=("$(cat "$data/store/n$i.pid")")
-  EPS+=("http://127.0.0.1:$((base + i * 10))")
+  EPS+=("$scheme://127.0.0.1:$((base + i * 10))")
 done
 store_pids_csv=$(IFS=,; echo "${STORE_PIDS[*]}")
 wait_leader || { say "the store elected no leader; logs in $data/store"; exit 1; }
@@ -108,8 +139,8 @@ etcd_servers=$leader_ep
 for i in "${!EPS[@]}"; do [[ $i == "$LEADER" ]] || etcd_servers+=",${EPS[$i]}"; done
 
 api_port=$((base + 130))
-server=http://127.0.0.1:$api_port
-"$KPLANE" apiserver --insecure-http --storage-backend=remote --etcd-servers="$etcd_servers" \
+server=$scheme://127.0.0.1:$api_port
+"$KPLANE" apiserver "${API_TLS[@]}" --storage-backend=remote --etcd-servers="$etcd_servers" \
   --port "$api_port" --max-watches 20000 --log-level warning \
   --authorization-mode=AlwaysAllow >"$data/api.log" 2>&1 &
 api_pid=$!
@@ -133,7 +164,7 @@ run_tool() {  # run_tool <kpctl args...>: runs, logs, prints the last RESULT lin
   echo "$outp" >>"$raw"
   grep '^RESULT' <<<"$outp" | tail -1
 }
-api() { run_tool bench api "$@" --server "$server"; }
+api() { run_tool bench api "$@" --server "$server" "${API_BENCH_TLS[@]}"; }
 cpu_per_op_ms() {  # cpu_per_op_ms RESULT_LINE: server CPU ms per operation
   awk -v s="$(field server_cpu_s "$1")" -v o="$(field operations "$1")" \
     'BEGIN{ if (o > 0) printf "%.2f", s * 1000 / o; }'
@@ -141,7 +172,7 @@ cpu_per_op_ms() {  # cpu_per_op_ms RESULT_LINE: server CPU ms per operation
 
 # --- a pod's stored size -------------------------------------------------------
 api create --namespace sizeprobe --clients 1 --total 1 >/dev/null
-pod_bytes=$(curl -s -X POST -d "{\"key\":\"$(printf /registry/pods/sizeprobe/ | base64 -w0)\",\"range_end\":\"$(printf /registry/pods/sizeprobe0 | base64 -w0)\",\"limit\":1}" \
+pod_bytes=$(curl -s "${CURL_TLS[@]}" -X POST -d "{\"key\":\"$(printf /registry/pods/sizeprobe/ | base64 -w0)\",\"range_end\":\"$(printf /registry/pods/sizeprobe0 | base64 -w0)\",\"limit\":1}" \
   "$leader_ep/v3/kv/range" |
   python3 -c 'import base64,json,sys; print(len(base64.b64decode(json.load(sys.stdin)["kvs"][0]["value"])))')
 say "a pod as the apiserver stores it: $pod_bytes bytes"
@@ -151,7 +182,7 @@ run_put() {
   local r c line
   for r in $(seq 1 "$runs"); do
     for c in "${clients[@]}"; do
-      line=$(run_tool store bench put --endpoints "$leader_ep" --clients "$c" \
+      line=$(run_tool store bench put --endpoints "$leader_ep" --clients "$c" "${STORE_BENCH_TLS[@]}" \
         --duration "$dur" --warmup "$warm" --val-size "$pod_bytes" \
         --key-prefix /registry/putbench/ --threads 2 \
         --server-pids "$store_pids_csv") || continue

@@ -84,8 +84,13 @@ struct RemoteKVOptions {
   Duration call_timeout = seconds(15);
   Duration retry_backoff = milliseconds(50);
   Duration max_retry_backoff = seconds(1);
-  // Idle keep-alive connections kept per endpoint.
-  size_t max_idle_connections = 16;
+  // Idle keep-alive connections kept per endpoint. As many as the calls a
+  // busy caller makes at once (the apiserver: up to its in-flight limits),
+  // so that a burst does not end in closing connections it must open again
+  // at the next one: over TLS each new connection is a handshake (~1 ms of
+  // CPU on each side). An idle connection costs a socket and its buffers on
+  // both sides.
+  size_t max_idle_connections = 256;
   // How long the first watch stream to an endpoint waits for `created`
   // with its request body still open before concluding the server is
   // half-duplex (etcd 3.4's gateway; see remote_kv.cc).

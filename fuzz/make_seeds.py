@@ -305,3 +305,34 @@ write("kubeconfig", "kubeconfig",
 write("kubeconfig", "https", "current-context: x\ncontexts: [{name: x, "
       "context: {cluster: c}}]\nclusters: [{name: c, cluster: {server: "
       "'https://h'}}]\n")
+
+# --- service_account_token: selector byte, then a raw token (even) or
+# "<header>\n<claims>" the harness signs (odd). Now is 2026-01-01 (1767225600).
+def sa_claims(**extra):
+    c = {"aud": ["https://kplane.test"], "exp": 1767229200, "iat": 1767225600,
+         "nbf": 1767225600, "iss": "https://kplane.test",
+         "sub": "system:serviceaccount:default:builder",
+         "kubernetes.io": {"namespace": "default",
+                           "serviceaccount": {"name": "builder",
+                                              "uid": "u-builder"}}}
+    c.update(extra)
+    return json.dumps(c, separators=(",", ":"))
+RS256 = '{"alg":"RS256","kid":"k"}'
+write("service_account_token", "signed_valid", "\x01" + RS256 + "\n" + sa_claims())
+write("service_account_token", "signed_bound_pod", "\x01" + RS256 + "\n" + sa_claims(
+    **{"kubernetes.io": {"namespace": "default",
+                         "serviceaccount": {"name": "builder", "uid": "u-builder"},
+                         "pod": {"name": "p", "uid": "b-p"}}}))
+write("service_account_token", "signed_expired", "\x01" + RS256 + "\n" + sa_claims(exp=1767000000))
+write("service_account_token", "signed_wrong_uid", "\x01" + RS256 + "\n" + sa_claims(
+    **{"kubernetes.io": {"namespace": "default",
+                         "serviceaccount": {"name": "builder", "uid": "other"}}}))
+write("service_account_token", "signed_alg_none", "\x01" + '{"alg":"none"}' + "\n" + sa_claims())
+write("service_account_token", "signed_nested", "\x01" + RS256 + "\n" + "[" * 20000)
+def b64u(s):
+    return base64.urlsafe_b64encode(s.encode()).decode().rstrip("=")
+write("service_account_token", "raw_unsigned",
+      "\x00" + b64u(RS256) + "." + b64u(sa_claims()) + ".c2ln")
+write("service_account_token", "raw_alg_none",
+      "\x00" + b64u('{"alg":"none"}') + "." + b64u(sa_claims()) + ".")
+write("service_account_token", "raw_not_jwt", "\x00abc.def")

@@ -100,15 +100,8 @@ TEST(ControllerManagerProcessTest, KillTheLeaderAndTheOtherTakesOver) {
   std::string dir = tmpl;
   auto pki = e2e::MakeTestPki(dir);
   ASSERT_TRUE(pki.ok()) << pki.status();
-  std::vector<std::string> api_argv = {
-      KPLANE_BINARY, "apiserver",   "--port",      "0",
-      "--data-dir",  dir + "/data", "--log-level", "warning"};
-  for (std::string& f : e2e::ApiserverTlsFlags(*pki)) {
-    api_argv.push_back(std::move(f));
-  }
-  // Its clients carry certificates without RBAC roles of their own.
-  api_argv.push_back("--authorization-mode=AlwaysAllow");
-  e2e::Process api(api_argv, {}, dir + "/apiserver.log");
+  e2e::Process api(e2e::ApiserverArgv(KPLANE_BINARY, dir, *pki), {},
+                   dir + "/apiserver.log");
   api.Start();
   std::string url;
   for (;;) {

@@ -36,15 +36,8 @@ TEST(KubeletSimE2E, NodesPodsAndFaultInjection) {
   // and the client certificate from one kubeconfig, as kubelets do.
   auto pki = e2e::MakeTestPki(dir);
   ASSERT_TRUE(pki.ok()) << pki.status();
-  std::vector<std::string> api_argv = {
-      KPLANE_BINARY, "apiserver",   "--port",      "0",
-      "--data-dir",  dir + "/data", "--log-level", "warning"};
-  for (std::string& f : e2e::ApiserverTlsFlags(*pki)) {
-    api_argv.push_back(std::move(f));
-  }
-  // Its clients carry certificates without RBAC roles of their own.
-  api_argv.push_back("--authorization-mode=AlwaysAllow");
-  Process api(api_argv, {}, dir + "/apiserver.log");
+  Process api(e2e::ApiserverArgv(KPLANE_BINARY, dir, *pki), {},
+              dir + "/apiserver.log");
   api.Start();
   int api_port = PortAfter(&api, "serving on https://127.0.0.1:");
   ASSERT_GT(api_port, 0);

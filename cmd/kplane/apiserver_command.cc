@@ -11,7 +11,7 @@
 #include "base/file_system.h"
 #include "base/flags.h"
 #include "base/logging.h"
-#include "cmd/kplane/kubeconfig_flags.h"
+#include "cmd/kplane/serving_tls_flags.h"
 #include "storage/client/remote_kv.h"
 #include "storage/server/store_server.h"
 
@@ -60,17 +60,10 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
   Duration compaction_interval = minutes(5);
   std::string log_level = "info";
   std::string encryption_config;
-  std::string tls_cert_file, tls_key_file, client_ca_file;
+  ServingTlsFlags serving(flags, {.served = "the API",
+                                  .origin = "kube-apiserver's",
+                                  .client_auth = net::ClientAuth::kRequest});
   bool insecure_http = false;
-  flags.String("tls-cert-file", &tls_cert_file,
-               "The serving certificate (PEM, then intermediates): serve "
-               "HTTPS (kube-apiserver's flag). Needs --tls-private-key-file.");
-  flags.String("tls-private-key-file", &tls_key_file,
-               "The serving certificate's private key (PEM).");
-  flags.String("client-ca-file", &client_ca_file,
-               "CAs whose client certificates identify users (CN = user, O = "
-               "groups). Certificates are requested, not required: a client "
-               "without one is anonymous (kube-apiserver's flag).");
   flags.Bool("insecure-http", &insecure_http,
              "Serve plain HTTP without TLS when no --tls-cert-file is given "
              "(development only: anyone who can reach the port can read "
@@ -201,8 +194,8 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
         "not be negative"));
   }
 
-  auto tls = ServingTlsContext(tls_cert_file, tls_key_file, client_ca_file,
-                               insecure_http);
+  auto tls = ServingTlsContext(serving.cert_file(), serving.key_file(),
+                               serving.client_ca_file(), insecure_http);
   if (!tls.ok()) return fail(tls.status());
   if (*tls == nullptr) {
     std::cerr << "kplane apiserver: WARNING: --insecure-http: serving plain "

@@ -12,6 +12,7 @@
 #include "base/logging.h"
 #include "base/strings.h"
 #include "cmd/kplane/kubeconfig_flags.h"
+#include "cmd/kplane/serving_tls_flags.h"
 #include "controllers/controller_manager.h"
 
 namespace kplane::cmd {
@@ -74,13 +75,8 @@ int RunControllerManagerCommand(const std::vector<std::string>& args) {
   flags.Int("secure-port", &o.port,
             "Same as --port (plain HTTP here; "
             "`kplane up` serves it over HTTPS).");
-  std::string tls_cert_file, tls_key_file;
-  flags.String("tls-cert-file", &tls_cert_file,
-               "Serve /healthz and /metrics over HTTPS with this certificate "
-               "(kube-controller-manager's flag; `kplane up` does). Needs "
-               "--tls-private-key-file.");
-  flags.String("tls-private-key-file", &tls_key_file,
-               "The serving certificate's private key.");
+  ServingTlsFlags serving_tls(flags, {.served = "/healthz and /metrics",
+                                      .origin = "kube-controller-manager's"});
   flags.String("log-level", &log_level, "debug, info, warning or error.");
   if (auto code = ParseCommandFlags(flags, args, "kplane controller-manager"))
     return *code;
@@ -97,8 +93,7 @@ int RunControllerManagerCommand(const std::vector<std::string>& args) {
   o.server = api->server;
   o.tls = api->tls;
   o.bearer_token = api->bearer_token;
-  auto serving = ServingTlsFromFlags(tls_cert_file, tls_key_file, "",
-                                     net::ClientAuth::kNone);
+  auto serving = serving_tls.Context();
   if (!serving.ok()) return fail(serving.status());
   o.serving_tls = *serving;
   o.pod_eviction_timeout_default = seconds(toleration_seconds);

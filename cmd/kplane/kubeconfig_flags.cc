@@ -30,28 +30,4 @@ StatusOr<ApiClientSettings> ApiClientFromFlags(const std::string& kubeconfig,
   return out;
 }
 
-StatusOr<std::shared_ptr<const net::TlsContext>> ServingTlsFromFlags(
-    const std::string& cert_file, const std::string& key_file,
-    const std::string& client_ca_file, net::ClientAuth client_auth) {
-  if (cert_file.empty() != key_file.empty()) {
-    return InvalidArgumentError(
-        "--tls-cert-file and --tls-private-key-file go together");
-  }
-  if (cert_file.empty()) {
-    if (!client_ca_file.empty()) {
-      return InvalidArgumentError(
-          "--client-ca-file needs --tls-cert-file and --tls-private-key-file "
-          "(client certificates only exist over TLS)");
-    }
-    return std::shared_ptr<const net::TlsContext>();
-  }
-  return net::TlsContext::NewServer({.cert_file = cert_file,
-                                     .key_file = key_file,
-                                     .client_ca_file = client_ca_file,
-                                     .client_auth = client_ca_file.empty()
-                                                        ? net::ClientAuth::kNone
-                                                        : client_auth,
-                                     .alpn = {"http/1.1"}});
-}
-
 }  // namespace kplane::cmd

@@ -1,6 +1,5 @@
 // How `kplane controller-manager` and `kplane kubeletsim` reach the API
-// server, and how they (and `kplane apiserver`) serve TLS, from kube's
-// flags: --kubeconfig FILE (its current context's
+// server, from kube's flags: --kubeconfig FILE (its current context's
 // server, CA, client certificate and token, read as kubectl reads them:
 // kpctl/kube/kubeconfig.h) and --master URL (replaces the kubeconfig's
 // server, as kube-controller-manager's --master does).
@@ -33,16 +32,6 @@ struct ApiClientSettings {
 // `kubeconfig` "" : `master` alone (an http:// URL).
 StatusOr<ApiClientSettings> ApiClientFromFlags(const std::string& kubeconfig,
                                                const std::string& master);
-
-// A component's serving context from kube's --tls-cert-file,
-// --tls-private-key-file and --client-ca-file: nullptr (plain HTTP) when no
-// pair is given; with a client CA, client certificates are checked against
-// it as `client_auth` says (kRequireAndVerify: the kubelet's x509
-// authentication; kRequest: kube-apiserver's). kInvalidArgument for half a
-// pair or a CA without one; TlsContext::NewServer's errors for bad files.
-StatusOr<std::shared_ptr<const net::TlsContext>> ServingTlsFromFlags(
-    const std::string& cert_file, const std::string& key_file,
-    const std::string& client_ca_file, net::ClientAuth client_auth);
 
 }  // namespace kplane::cmd
 

@@ -11,6 +11,7 @@
 #include "base/logging.h"
 #include "base/mutex.h"
 #include "cmd/kplane/kubeconfig_flags.h"
+#include "cmd/kplane/serving_tls_flags.h"
 #include "kubeletsim/fleet.h"
 
 namespace kplane::cmd {
@@ -34,16 +35,10 @@ int RunKubeletSimCommand(const std::vector<std::string>& args) {
                "client certificate or token to present (kubelet's flag); "
                "--server overrides its server.");
   std::string server;
-  std::string tls_cert_file, tls_key_file, client_ca_file;
-  flags.String("tls-cert-file", &tls_cert_file,
-               "Serve the control endpoint over HTTPS with this certificate "
-               "(the kubelet's flag; `kplane up` does). Needs "
-               "--tls-private-key-file.");
-  flags.String("tls-private-key-file", &tls_key_file,
-               "The serving certificate's private key.");
-  flags.String("client-ca-file", &client_ca_file,
-               "Require client certificates signed by these CAs on the "
-               "control endpoint (the kubelet's x509 authentication).");
+  ServingTlsFlags serving_tls(
+      flags, {.served = "the control endpoint",
+              .origin = "the kubelet's",
+              .client_auth = net::ClientAuth::kRequireAndVerify});
   flags.String("server", &server,
                "API server URL (default: the kubeconfig's, else "
                "http://127.0.0.1:6443).");
@@ -119,9 +114,7 @@ int RunKubeletSimCommand(const std::vector<std::string>& args) {
   o.server = api->server;
   o.tls = api->tls;
   o.bearer_token = api->bearer_token;
-  auto serving =
-      ServingTlsFromFlags(tls_cert_file, tls_key_file, client_ca_file,
-                          net::ClientAuth::kRequireAndVerify);
+  auto serving = serving_tls.Context();
   if (!serving.ok()) return fail(serving.status());
   o.serving_tls = *serving;
   o.node.kubelet_port = o.port > 0 ? o.port : 10250;

@@ -237,6 +237,36 @@ Status CheckTlsSide(const storage::MemberTlsFiles& files,
   return Status::Ok();
 }
 
+// One side's TLS flags as etcd declares them: --cert-file, --key-file,
+// --client-cert-auth and --trusted-ca-file, with `prefix` "" for the client
+// URLs and "peer-" for the peer URLs. ETCD_* variables and the config
+// file's {client,peer}-transport-security keys reach them by these names.
+void DeclareTlsSideFlags(FlagSet& f, const std::string& prefix,
+                         storage::MemberTlsFiles* files) {
+  const bool peer = prefix == "peer-";
+  const std::string side = peer ? "peer" : "client";
+  f.String(prefix + "cert-file", &files->cert_file,
+           "Path to the " + side + " server TLS cert file (" +
+               (peer ? "served on https:// peer URLs and presented to other "
+                       "members"
+                     : "needed by https:// client URLs") +
+               ").");
+  f.String(prefix + "key-file", &files->key_file,
+           "Path to the " + side + " server TLS key file.");
+  f.Bool(prefix + "client-cert-auth", &files->client_cert_auth,
+         std::string("Enable ") + (peer ? "peer " : "") +
+             "client cert authentication: " + (peer ? "members" : "clients") +
+             " must present a certificate signed by --" + prefix +
+             "trusted-ca-file.");
+  f.String(prefix + "trusted-ca-file", &files->trusted_ca_file,
+           peer ? "Path to the peer server TLS trusted CA file (verifies the "
+                  "other members; as in etcd, setting it requires their "
+                  "certificates)."
+                : "Path to the client server TLS trusted CA cert file (as in "
+                  "etcd, setting it requires client certificates signed by "
+                  "it).");
+}
+
 }  // namespace
 
 struct StoreFlags::State {
@@ -423,30 +453,8 @@ StoreFlags::StoreFlags() : st_(std::make_unique<State>()) {
   const std::set<std::string> default_true = {"strict-reconfig-check",
                                               "initial-election-tick-advance"};
   // ---- security (etcd's flags and help texts) -------------------------------
-  storage::MemberTlsFiles& ctls = s.o.client_tls;
-  storage::MemberTlsFiles& ptls = s.o.peer_tls;
-  f.String("cert-file", &ctls.cert_file,
-           "Path to the client server TLS cert file (needed by https:// "
-           "client URLs).");
-  f.String("key-file", &ctls.key_file,
-           "Path to the client server TLS key file.");
-  f.Bool("client-cert-auth", &ctls.client_cert_auth,
-         "Enable client cert authentication: clients must present a "
-         "certificate signed by --trusted-ca-file.");
-  f.String("trusted-ca-file", &ctls.trusted_ca_file,
-           "Path to the client server TLS trusted CA cert file (as in etcd, "
-           "setting it requires client certificates signed by it).");
-  f.String("peer-cert-file", &ptls.cert_file,
-           "Path to the peer server TLS cert file (served on https:// peer "
-           "URLs and presented to other members).");
-  f.String("peer-key-file", &ptls.key_file,
-           "Path to the peer server TLS key file.");
-  f.Bool("peer-client-cert-auth", &ptls.client_cert_auth,
-         "Enable peer client cert authentication: members must present a "
-         "certificate signed by --peer-trusted-ca-file.");
-  f.String("peer-trusted-ca-file", &ptls.trusted_ca_file,
-           "Path to the peer server TLS trusted CA file (verifies the other "
-           "members; as in etcd, setting it requires their certificates).");
+  DeclareTlsSideFlags(f, "", &s.o.client_tls);
+  DeclareTlsSideFlags(f, "peer-", &s.o.peer_tls);
 
   for (const NoOp& n : kNoOps) {
     std::string help =

@@ -419,6 +419,56 @@ users:
   EXPECT_NE(r.err.find("no API server configured"), std::string::npos);
 }
 
+// `config view` hides credentials as kubectl does (client-go's
+// ShortenConfig): *-data fields DATA+OMITTED, tokens and passwords
+// REDACTED; --raw shows them. No server is contacted.
+TEST_F(KpctlServerTest, ConfigViewRedactsLikeKubectl) {
+  env_["KUBECONFIG"] = Write("kubeconfig", R"(apiVersion: v1
+kind: Config
+current-context: k
+contexts:
+- name: k
+  context: {cluster: c, user: u}
+clusters:
+- name: c
+  cluster: {server: "https://h:1", certificate-authority-data: Q0E=}
+users:
+- name: u
+  user:
+    client-certificate-data: Q0VSVA==
+    client-key-data: S0VZ
+    token: abc
+    username: me
+    password: pw
+)");
+  Result r = Run("config", {"view"}, "", /*add_server=*/false);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("certificate-authority-data: DATA+OMITTED\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("client-certificate-data: DATA+OMITTED\n"),
+            std::string::npos);
+  EXPECT_NE(r.out.find("client-key-data: DATA+OMITTED\n"), std::string::npos);
+  EXPECT_NE(r.out.find("token: REDACTED\n"), std::string::npos);
+  EXPECT_NE(r.out.find("password: REDACTED\n"), std::string::npos);
+  EXPECT_NE(r.out.find("username: me\n"), std::string::npos);
+  EXPECT_NE(r.out.find("server: https://h:1\n"), std::string::npos);
+  for (const char* secret : {"Q0E=", "Q0VSVA==", "S0VZ", "abc", "pw\n"}) {
+    EXPECT_EQ(r.out.find(secret), std::string::npos) << secret;
+  }
+
+  r = Run("config", {"view", "--raw", "-o", "json"}, "", false);
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* shown : {"\"certificate-authority-data\": \"Q0E=\"",
+                            "\"client-certificate-data\": \"Q0VSVA==\"",
+                            "\"client-key-data\": \"S0VZ\"",
+                            "\"token\": \"abc\"", "\"password\": \"pw\""}) {
+    EXPECT_NE(r.out.find(shown), std::string::npos) << shown << "\n" << r.out;
+  }
+  EXPECT_EQ(r.out.find("OMITTED"), std::string::npos);
+  EXPECT_EQ(r.out.find("REDACTED"), std::string::npos);
+}
+
 TEST_F(KpctlServerTest, ScaleLabelAnnotate) {
   ASSERT_EQ(Run("apply", {"-f", "-"}, kDeployment).code, 0);
   Result r = Run("scale", {"deploy/web", "--replicas=5"});

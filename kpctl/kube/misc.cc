@@ -2,6 +2,7 @@
 #include <rapidjson/document.h>
 
 #include <algorithm>
+#include <initializer_list>
 
 #include "base/strings.h"
 #include "kpctl/kube/commands.h"
@@ -24,18 +25,33 @@ int RunVersion(Context& ctx) {
   return 0;
 }
 
-// Replaces every user's token (and client key data) by REDACTED.
-void Redact(Value& doc) {
-  Value* users = const_cast<Value*>(At(doc, {"users"}));
-  if (users == nullptr || !users->IsArray()) return;
-  for (Value& u : users->GetArray()) {
-    Value* user = const_cast<Value*>(At(u, {"user"}));
-    if (user == nullptr || !user->IsObject()) continue;
-    for (const char* k : {"token", "client-key-data", "password"}) {
-      auto it = user->FindMember(k);
-      if (it != user->MemberEnd()) it->value.SetString("REDACTED");
+// Sets entry[field][key] to `shown` for each key present and not empty.
+void ReplaceIn(Value& doc, const char* list, const char* field,
+               std::initializer_list<const char*> keys, const char* shown) {
+  Value* entries = const_cast<Value*>(At(doc, {list}));
+  if (entries == nullptr || !entries->IsArray()) return;
+  for (Value& e : entries->GetArray()) {
+    Value* inner = const_cast<Value*>(At(e, {field}));
+    if (inner == nullptr || !inner->IsObject()) continue;
+    for (const char* k : keys) {
+      auto it = inner->FindMember(k);
+      if (it != inner->MemberEnd() && it->value.IsString() &&
+          it->value.GetStringLength() > 0) {
+        it->value.SetString(rapidjson::StringRef(shown));
+      }
     }
   }
+}
+
+// What `kubectl config view` hides without --raw (client-go's
+// ShortenConfig): the *-data fields show DATA+OMITTED, tokens and
+// passwords REDACTED.
+void Redact(Value& doc) {
+  ReplaceIn(doc, "clusters", "cluster", {"certificate-authority-data"},
+            "DATA+OMITTED");
+  ReplaceIn(doc, "users", "user",
+            {"client-certificate-data", "client-key-data"}, "DATA+OMITTED");
+  ReplaceIn(doc, "users", "user", {"token", "password"}, "REDACTED");
 }
 
 // Keeps only entries named `name` in doc[list].
@@ -168,7 +184,8 @@ CommandSpec ConfigCommand() {
           "kpctl config (view [--minify] [--raw] | current-context | "
           "get-contexts)",
           {{"minify", 0, true, "", "view: only the current context's entries"},
-           {"raw", 0, true, "", "view: show tokens"},
+           {"raw", 0, true, "",
+            "view: show certificate data, tokens and passwords"},
            {"output", 'o', false, "yaml", "view: yaml or json"}},
           false,
           RunConfig};

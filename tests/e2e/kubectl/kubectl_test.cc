@@ -43,14 +43,9 @@ class KubectlTest : public ::testing::Test {
     auto pki = MakeTestPki(dir_);
     ASSERT_TRUE(pki.ok()) << pki.status();
     pki_ = *pki;
-    std::vector<std::string> argv = {
-        KPLANE_BINARY, "apiserver",    "--port",      "0",
-        "--data-dir",  dir_ + "/data", "--log-level", "warning"};
-    for (std::string& f : ApiserverTlsFlags(pki_)) argv.push_back(std::move(f));
-    // Its clients carry certificates without RBAC roles of their own.
-    argv.push_back("--authorization-mode=AlwaysAllow");
-    server_ = std::make_unique<Process>(argv, std::vector<std::string>{},
-                                        dir_ + "/apiserver.log");
+    server_ = std::make_unique<Process>(
+        ApiserverArgv(KPLANE_BINARY, dir_, pki_), std::vector<std::string>{},
+        dir_ + "/apiserver.log");
     server_->Start();
     const std::string marker = "serving on https://127.0.0.1:";
     for (;;) {

@@ -7,7 +7,7 @@
 // kubeconfig) or as file paths relative to the kubeconfig.
 //
 //   ASSERT_OK_AND_ASSIGN(TestPki pki, MakeTestPki(dir));
-//   argv += ApiserverTlsFlags(pki);
+//   Process api(ApiserverArgv(KPLANE_BINARY, dir, pki), {}, log);
 //   std::ofstream(dir + "/kubeconfig") << KubeconfigWithData(url,
 //   pki.ca.cert_pem, pki.admin);
 //
@@ -17,6 +17,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/base64.h"
@@ -55,6 +56,21 @@ inline std::vector<std::string> ApiserverTlsFlags(const TestPki& pki) {
   return {"--tls-cert-file",        pki.dir + "/apiserver.crt",
           "--tls-private-key-file", pki.dir + "/apiserver.key",
           "--client-ca-file",       pki.dir + "/ca.crt"};
+}
+
+// `kplane apiserver` as the suites run it: any free port (it prints
+// "serving on https://127.0.0.1:<port>"), the embedded store in <dir>/data,
+// warnings only, ApiserverTlsFlags, and every request allowed: the suites'
+// clients carry certificates without RBAC roles of their own.
+inline std::vector<std::string> ApiserverArgv(const std::string& kplane_binary,
+                                              const std::string& dir,
+                                              const TestPki& pki) {
+  std::vector<std::string> argv = {kplane_binary, "apiserver",  "--port",
+                                   "0",           "--data-dir", dir + "/data",
+                                   "--log-level", "warning"};
+  for (std::string& f : ApiserverTlsFlags(pki)) argv.push_back(std::move(f));
+  argv.push_back("--authorization-mode=AlwaysAllow");
+  return argv;
 }
 
 // One cluster/context/user; `cluster_tls` and `user_tls` are the YAML

@@ -1008,6 +1008,25 @@ void ApiServer::Impl::RegisterRoutes() {
                       std::move(body));
       },
       io);
+  // The web view (issue 21, docs/ui.md): its static files are public
+  // (system:public-info-viewer names them), its data comes from the API
+  // with the user's token; the store panel needs `get` on its path.
+  handle("GET", "/ui", ServeUiAsset, io);
+  handle_prefix("GET", "/ui/", ServeUiAsset);
+  handle("GET", "/ui/api/store",
+         [this](const net::HttpRequest&, std::shared_ptr<net::Responder> resp) {
+           std::vector<StoreMemberReport> members;
+           if (opts.store_status) {
+             members = opts.store_status();
+           } else {
+             members.push_back(
+                 {.endpoint = "", .status = opts.kv->MemberStatus()});
+           }
+           net::HttpHeaders h = UiSecurityHeaders();
+           h.Add("Content-Type", std::string(kJson));
+           h.Add("Cache-Control", "no-store");
+           resp->Respond(200, std::move(h), StoreStatusJson(members));
+         });
   handle(
       "GET", "/metrics",
       [this](const net::HttpRequest&, std::shared_ptr<net::Responder> resp) {

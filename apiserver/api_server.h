@@ -61,6 +61,7 @@
 #include <vector>
 
 #include "apiserver/cacher/cacher.h"
+#include "apiserver/ui_endpoints.h"
 #include "apiserver/encryption/transformer.h"
 #include "base/clock.h"
 #include "base/file_system.h"
@@ -149,6 +150,11 @@ struct ApiServerOptions {
   // --api-audiences: a token must name one of these (TokenRequest's
   // default). Empty: the issuers.
   std::vector<std::string> api_audiences;
+
+  // The web view's store panel (/ui/api/store, apiserver/ui_endpoints.h):
+  // asks every store member for its status. Null: the one member `kv`
+  // talks to (KV::MemberStatus).
+  StoreStatusProvider store_status;
 
   // Events are stored with a lease of this TTL.
   Duration event_ttl = hours(1);

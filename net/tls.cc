@@ -435,6 +435,14 @@ StatusOr<std::shared_ptr<const TlsContext>> TlsContext::NewServer(
                      TrustCas(c->ctx_, config.client_ca_file,
                               config.client_ca_pem, "client CA"));
     SSL_CTX_set_client_CA_list(c->ctx_, names);  // takes ownership
+    // A server that asks for client certificates must name its sessions'
+    // context, or OpenSSL fails every resumed handshake ("session id
+    // context uninitialized"): browsers resume on their second connection
+    // (issue 21's web view: chromium's parallel fetches failed). Sessions
+    // belong to this SSL_CTX's cache, so one fixed name is enough.
+    static constexpr unsigned char kSessionContext[] = "kplane";
+    SSL_CTX_set_session_id_context(c->ctx_, kSessionContext,
+                                   sizeof(kSessionContext) - 1);
     if (config.client_auth == ClientAuth::kRequireAndVerify) {
       SSL_CTX_set_verify(
           c->ctx_, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);

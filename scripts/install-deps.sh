@@ -24,6 +24,9 @@ packages=(
   # The clang job (scripts/clang-checks.sh): clang 14 and its sanitizer
   # runtimes.
   clang-14 libclang-rt-14-dev
+  # The web view's browser test (tests/e2e/ui): headless chromium driven over
+  # the DevTools protocol by Debian's python3 with python3-websocket.
+  chromium python3-websocket
 )
 
 missing=()

@@ -134,9 +134,14 @@ std::vector<Role> BootstrapClusterRoles() {
       {Urls({"get"},
             {"/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez",
              "/openapi", "/openapi/*", "/readyz", "/version", "/version/"})});
+  // kplane adds the web view's static files (issue 21, docs/ui.md): the
+  // page itself is public like /healthz; every call it makes carries the
+  // user's token. Named one by one: "/ui/*" would also cover
+  // /ui/api/store, which is not public.
   add("system:public-info-viewer",
       {Urls({"get"},
-            {"/healthz", "/livez", "/readyz", "/version", "/version/"})});
+            {"/healthz", "/livez", "/readyz", "/version", "/version/", "/ui",
+             "/ui/", "/ui/index.html", "/ui/app.css", "/ui/app.js"})});
   add("system:basic-user",
       {Res({"create"}, {"authorization.k8s.io"},
            {"selfsubjectaccessreviews", "selfsubjectrulesreviews"}),

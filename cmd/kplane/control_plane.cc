@@ -12,6 +12,7 @@
 
 #include "apiserver/api_server.h"
 #include "apiserver/auth/service_account_token.h"
+#include "apiserver/encryption/ciphers.h"
 #include "apiserver/encryption/transformer.h"
 #include "base/base64.h"
 #include "base/file_system.h"
@@ -24,6 +25,7 @@
 #include "net/http_client.h"
 #include "net/http_server.h"
 #include "storage/client/endpoint.h"
+#include "storage/client/maintenance.h"
 #include "storage/client/remote_kv.h"
 #include "storage/grpc/grpc_front.h"
 #include "storage/server/client_api.h"
@@ -179,6 +181,10 @@ struct ControlPlane::Impl {
   std::unique_ptr<StoreSupervisor> supervisor;
   std::unique_ptr<storage::RemoteKV> remote;
   std::vector<std::string> store_endpoints;
+  // The API server's client TLS for the member processes (null otherwise).
+  std::shared_ptr<const net::TlsContext> store_client_tls;
+  // <data_dir>/ui-token: the web view's admin token ("" without a PKI).
+  std::string ui_token_file;
 
   // Null with insecure_http.
   std::unique_ptr<ClusterPki> pki;
@@ -377,6 +383,7 @@ Status ControlPlane::Impl::StartStore() {
   storage::RemoteKVOptions ro;
   ro.endpoints = store_endpoints;
   ro.tls = client_tls;
+  store_client_tls = client_tls;
   ASSIGN_OR_RETURN(remote, storage::RemoteKV::Create(ro));
   return Status::Ok();
 }
@@ -408,8 +415,68 @@ StatusOr<std::string> EnsureServiceAccountKey(const std::string& data_dir) {
   return pem;
 }
 
+// The web view's admin token (issue 21, docs/ui.md): a random bearer token
+// in <data_dir>/ui-token (0600), made on the first start and reused, and
+// the token file <data_dir>/pki/ui-tokens.csv naming it as user
+// kplane-ui-admin in system:masters, as the admin's client certificate is.
+// A browser has no client certificate; this is what `kplane up` prints
+// next to the UI's URL. Delete both files and restart to replace it.
+StatusOr<std::string> EnsureUiToken(const std::string& data_dir,
+                                    std::string* token_file) {
+  FileSystem* fs = FileSystem::Default();
+  const std::string path = data_dir + "/ui-token";
+  const std::string csv = data_dir + "/pki/ui-tokens.csv";
+  std::string token;
+  if (fs->Exists(path)) {
+    ASSIGN_OR_RETURN(token, ReadFile(fs, path));
+    while (!token.empty() && (token.back() == '\n' || token.back() == '\r')) {
+      token.pop_back();
+    }
+  }
+  if (token.empty()) {
+    ASSIGN_OR_RETURN(std::string random,
+                     apiserver::encryption::RandomBytes(32));
+    token = Base64UrlEncode(random);
+    RETURN_IF_ERROR(WriteFileAtomically(fs, path, token + "\n"));
+  }
+  RETURN_IF_ERROR(CreateDirAll(fs, data_dir + "/pki", kPrivateDirMode));
+  RETURN_IF_ERROR(WriteFileAtomically(
+      fs, csv, token + ",kplane-ui-admin,kplane-ui-admin,system:masters\n"));
+  *token_file = path;
+  return csv;
+}
+
+// Every store member's status for the web view's store panel, each asked
+// directly (etcdctl endpoint status --cluster): a killed member shows as
+// an error, the others name the new leader.
+std::vector<apiserver::StoreMemberReport> StoreMembersStatus(
+    const std::vector<std::string>& endpoints,
+    const std::shared_ptr<const net::TlsContext>& tls) {
+  std::vector<apiserver::StoreMemberReport> out;
+  for (const std::string& ep : endpoints) {
+    StatusOr<std::unique_ptr<storage::Maintenance>> m =
+        storage::Maintenance::Create(ep, {.tls = tls,
+                                          .dial_timeout = seconds(1),
+                                          .request_timeout = seconds(2)});
+    out.push_back({.endpoint = ep,
+                   .status = m.ok() ? (*m)->Status()
+                                    : StatusOr<etcdserverpb::StatusResponse>(
+                                          m.status())});
+  }
+  return out;
+}
+
 Status ControlPlane::Impl::StartApiServer() {
   apiserver::ApiServerOptions ao;
+  if (pki) {
+    ASSIGN_OR_RETURN(ao.auth.token_auth_file,
+                     EnsureUiToken(options.data_dir, &ui_token_file));
+  }
+  if (remote) {
+    ao.store_status = [endpoints = store_endpoints, tls = store_client_tls] {
+      return StoreMembersStatus(endpoints, tls);
+    };
+  }
   ASSIGN_OR_RETURN(ao.service_account_signing_key_pem,
                    EnsureServiceAccountKey(options.data_dir));
   std::string enc_path = options.encryption_provider_config;
@@ -614,6 +681,13 @@ std::string ControlPlane::Summary() const {
           << kubeletsim_url() << " list)";
     }
     out << "\n";
+  }
+  if (!impl_->ui_token_file.empty()) {
+    out << "  web view:     " << apiserver_url() << "/ui/ (token: cat "
+        << impl_->ui_token_file << "; the browser must trust "
+        << impl_->pki->CaFile() << ", docs/ui.md)\n";
+  } else if (impl_->pki == nullptr) {
+    out << "  web view:     " << apiserver_url() << "/ui/\n";
   }
   out << "  data:         " << o.data_dir << "\n";
   if (impl_->pki) {

@@ -561,5 +561,47 @@ TEST_F(ControlPlaneTest, ServiceAccountKeyIsMadeOnceAndSignsTokens) {
   EXPECT_EQ(Do((*cp)->apiserver_url(), "POST", token_path, "{}").status, 201);
 }
 
+// The web view's admin token (docs/ui.md): made once (0600), reused after
+// a restart, accepted as a bearer token without any client certificate,
+// and printed with the UI's URL.
+TEST_F(ControlPlaneTest, UiTokenIsMadeOnceAndSignsInWithoutACertificate) {
+  const std::string token_path = dir_ + "/data/ui-token";
+  auto get_nodes = [&](const std::string& url, const std::string& token) {
+    auto tls = net::TlsContext::NewClient({.ca_file = pki_dir_ + "/ca.crt"});
+    EXPECT_TRUE(tls.ok()) << tls.status();
+    auto client = net::HttpClient::ForUrl(url, {.tls = *tls});
+    EXPECT_TRUE(client.ok()) << client.status();
+    net::HttpHeaders h;
+    if (!token.empty()) h.Add("Authorization", "Bearer " + token);
+    auto r = (*client)->Request("GET", "/api/v1/nodes", h, "");
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? r->status : 0;
+  };
+  std::string first;
+  {
+    auto cp = ControlPlane::Start(Options());
+    ASSERT_TRUE(cp.ok()) << cp.status();
+    namespace fs = std::filesystem;
+    EXPECT_EQ(fs::status(token_path).permissions() & fs::perms::all,
+              fs::perms::owner_read | fs::perms::owner_write);
+    first = ReadAll(token_path);
+    ASSERT_FALSE(first.empty());
+    first.pop_back();  // the newline
+    EXPECT_GE(first.size(), 40u);
+    EXPECT_EQ(get_nodes((*cp)->apiserver_url(), first), 200);
+    EXPECT_EQ(get_nodes((*cp)->apiserver_url(), ""), 403);
+    EXPECT_EQ(get_nodes((*cp)->apiserver_url(), first + "x"), 401);
+    const std::string summary = (*cp)->Summary();
+    EXPECT_NE(summary.find("web view:     " + (*cp)->apiserver_url() + "/ui/"),
+              std::string::npos)
+        << summary;
+    EXPECT_NE(summary.find(token_path), std::string::npos) << summary;
+  }
+  auto cp = ControlPlane::Start(Options());
+  ASSERT_TRUE(cp.ok()) << cp.status();
+  EXPECT_EQ(ReadAll(token_path), first + "\n");
+  EXPECT_EQ(get_nodes((*cp)->apiserver_url(), first), 200);
+}
+
 }  // namespace
 }  // namespace kplane::cmd

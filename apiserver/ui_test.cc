@@ -1,0 +1,277 @@
+// The web view's endpoints on the API server (issue 21, docs/ui.md), over
+// HTTPS with authentication and RBAC on: the page is public, the store
+// panel needs `get` on /ui/api/store, the API calls the page makes are
+// authorized as any request (a `view` user lists nodes, anonymous cannot).
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "apiserver/test_server.h"
+#include "apiserver/ui_endpoints.h"
+#include "net/http_client.h"
+#include "net/pki.h"
+#include "net/tls.h"
+
+namespace kplane::apiserver {
+namespace {
+
+using testing::Response;
+using testing::TestServer;
+using testing::ToResponse;
+
+class UiTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/kplane-ui-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    net::Pki pki({.dir = dir_ + "/pki"});
+    StatusOr<net::KeyPair> ca = pki.EnsureCa();
+    ASSERT_TRUE(ca.ok()) << ca.status();
+    ca_ = *ca;
+    StatusOr<net::KeyPair> server =
+        pki.EnsureCertificate("apiserver", {.common_name = "kube-apiserver",
+                                            .ip_addresses = {"127.0.0.1"},
+                                            .server_auth = true});
+    ASSERT_TRUE(server.ok()) << server.status();
+    // As `kplane up` writes for the web view: a token in system:masters.
+    std::ofstream(dir_ + "/tokens.csv")
+        << "ui-admin-token,kplane-ui-admin,kplane-ui-admin,system:masters\n"
+        << "viewer-token,viewer,1001\n"
+        << "operator-token,operator,1002\n";
+    StatusOr<std::shared_ptr<const net::TlsContext>> tls =
+        net::TlsContext::NewServer({.cert_pem = server->cert_pem,
+                                    .key_pem = server->key_pem,
+                                    .client_ca_pem = ca_.cert_pem,
+                                    .client_auth = net::ClientAuth::kRequest});
+    ASSERT_TRUE(tls.ok()) << tls.status();
+    server_ = std::make_unique<TestServer>([&](ApiServerOptions* o) {
+      o->tls = *tls;
+      o->auth.enabled = true;
+      o->auth.token_auth_file = dir_ + "/tokens.csv";
+    });
+  }
+  void TearDown() override {
+    server_.reset();
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+
+  Response Get(std::string_view token, std::string_view target,
+               net::HttpHeaders headers = {}) {
+    StatusOr<std::shared_ptr<const net::TlsContext>> ctx =
+        net::TlsContext::NewClient({.ca_pem = ca_.cert_pem});
+    EXPECT_TRUE(ctx.ok()) << ctx.status();
+    net::HttpClient client("127.0.0.1", server_->port(),
+                           net::HttpClientOptions{.tls = *ctx});
+    if (!token.empty())
+      headers.Add("Authorization", "Bearer " + std::string(token));
+    return ToResponse(client.Request("GET", target, headers, ""));
+  }
+  Response Post(std::string_view token, std::string_view target,
+                std::string_view body) {
+    StatusOr<std::shared_ptr<const net::TlsContext>> ctx =
+        net::TlsContext::NewClient({.ca_pem = ca_.cert_pem});
+    EXPECT_TRUE(ctx.ok()) << ctx.status();
+    net::HttpClient client("127.0.0.1", server_->port(),
+                           net::HttpClientOptions{.tls = *ctx});
+    net::HttpHeaders h{{"Authorization", "Bearer " + std::string(token)},
+                       {"Content-Type", "application/json"}};
+    return ToResponse(client.Request("POST", target, h, body));
+  }
+  // A binding takes effect when its watch event reaches the policy cache.
+  Response AwaitCode(int code, const std::function<Response()>& request) {
+    const auto deadline = std::chrono::steady_clock::now() + seconds(20);
+    Response r = request();
+    while (r.code != code && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(milliseconds(20));
+      r = request();
+    }
+    return r;
+  }
+
+  std::string dir_;
+  net::KeyPair ca_;
+  std::unique_ptr<TestServer> server_;
+};
+
+TEST_F(UiTest, PageIsPublicWithContentTypesCachingAndCsp) {
+  Response index = Get("", "/ui/");
+  ASSERT_EQ(index.code, 200) << index.body;
+  EXPECT_EQ(index.headers.Get("Content-Type"), "text/html; charset=utf-8");
+  EXPECT_NE(index.body.find("<script src=\"app.js\""), std::string::npos);
+  const std::string csp(index.headers.Get("Content-Security-Policy"));
+  EXPECT_NE(csp.find("default-src 'none'"), std::string::npos) << csp;
+  EXPECT_NE(csp.find("script-src 'self'"), std::string::npos) << csp;
+  EXPECT_NE(csp.find("frame-ancestors 'none'"), std::string::npos) << csp;
+  EXPECT_EQ(csp.find("unsafe-inline"), std::string::npos) << csp;
+  EXPECT_EQ(index.headers.Get("X-Content-Type-Options"), "nosniff");
+  EXPECT_EQ(index.headers.Get("Cache-Control"), "no-cache");
+  const std::string etag(index.headers.Get("ETag"));
+  ASSERT_FALSE(etag.empty());
+  Response again = Get("", "/ui/", {{"If-None-Match", etag}});
+  EXPECT_EQ(again.code, 304);
+  EXPECT_TRUE(again.body.empty());
+
+  Response js = Get("", "/ui/app.js");
+  EXPECT_EQ(js.code, 200);
+  EXPECT_EQ(js.headers.Get("Content-Type"), "text/javascript; charset=utf-8");
+  EXPECT_EQ(Get("", "/ui/app.css").headers.Get("Content-Type"),
+            "text/css; charset=utf-8");
+  Response bare = Get("", "/ui");
+  EXPECT_EQ(bare.code, 301);
+  EXPECT_EQ(bare.headers.Get("Location"), "/ui/");
+  // Only the page's own files are public: anything else under /ui/ is a
+  // path anonymous may not get; an admin gets 404.
+  EXPECT_EQ(Get("", "/ui/secret.txt").code, 403);
+  EXPECT_EQ(Get("ui-admin-token", "/ui/secret.txt").code, 404);
+}
+
+TEST_F(UiTest, TheApiCallsOfThePageAreAuthorizedByRbac) {
+  // What the page does first: list nodes with the user's token.
+  EXPECT_EQ(Get("", "/api/v1/nodes").code, 403);
+  EXPECT_EQ(Get("not-a-token", "/api/v1/nodes").code, 401);
+  EXPECT_EQ(Get("viewer-token", "/api/v1/nodes").code, 403);
+  EXPECT_EQ(Get("ui-admin-token", "/api/v1/nodes").code, 200);
+  ASSERT_EQ(Post("ui-admin-token",
+                 "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+                 R"({"metadata":{"name":"viewer-view"},
+                     "roleRef":{"apiGroup":"rbac.authorization.k8s.io",
+                                "kind":"ClusterRole","name":"view"},
+                     "subjects":[{"kind":"User","name":"viewer"}]})")
+                .code,
+            201);
+  // `view` does not cover nodes (cluster-scoped; kube's view role), so the
+  // viewer reads pods in a namespace, and watches them as the page does.
+  EXPECT_EQ(AwaitCode(200,
+                      [&] {
+                        return Get("viewer-token",
+                                   "/api/v1/namespaces/default/pods");
+                      })
+                .code,
+            200);
+  EXPECT_EQ(Get("viewer-token", "/api/v1/namespaces/default/secrets").code,
+            403);
+}
+
+TEST_F(UiTest, StorePanelNeedsGetOnItsPath) {
+  EXPECT_EQ(Get("", "/ui/api/store").code, 403);
+  EXPECT_EQ(Get("not-a-token", "/ui/api/store").code, 401);
+  Response admin = Get("ui-admin-token", "/ui/api/store");
+  ASSERT_EQ(admin.code, 200) << admin.body;
+  EXPECT_EQ(admin.headers.Get("Content-Type"), "application/json");
+  EXPECT_EQ(admin.headers.Get("Cache-Control"), "no-store");
+  const rapidjson::Value* members = admin.At({"members"});
+  ASSERT_NE(members, nullptr);
+  ASSERT_EQ(members->Size(), 1u);
+  EXPECT_TRUE((*members)[0]["leader"].GetBool());
+  EXPECT_GE((*members)[0]["raftTerm"].GetUint64(), 1u);
+  EXPECT_GT((*members)[0]["revision"].GetInt64(), 0);
+  EXPECT_GT((*members)[0]["dbSize"].GetInt64(), 0);
+  EXPECT_FALSE(admin.Str({"leader"}).empty());
+  EXPECT_EQ(admin.Str({"leader"}), (*members)[0]["memberID"].GetString());
+
+  // The `view` role reads objects but not the store panel.
+  ASSERT_EQ(Post("ui-admin-token",
+                 "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+                 R"({"metadata":{"name":"operator-view"},
+                     "roleRef":{"apiGroup":"rbac.authorization.k8s.io",
+                                "kind":"ClusterRole","name":"view"},
+                     "subjects":[{"kind":"User","name":"operator"}]})")
+                .code,
+            201);
+  EXPECT_EQ(AwaitCode(200,
+                      [&] {
+                        return Get("operator-token",
+                                   "/api/v1/namespaces/default/pods");
+                      })
+                .code,
+            200);
+  EXPECT_EQ(Get("operator-token", "/ui/api/store").code, 403);
+  // A ClusterRole naming the path lets them.
+  ASSERT_EQ(
+      Post("ui-admin-token", "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+           R"({"metadata":{"name":"store-panel"},
+                     "rules":[{"verbs":["get"],
+                               "nonResourceURLs":["/ui/api/store"]}]})")
+          .code,
+      201);
+  ASSERT_EQ(Post("ui-admin-token",
+                 "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+                 R"({"metadata":{"name":"operator-store"},
+                     "roleRef":{"apiGroup":"rbac.authorization.k8s.io",
+                                "kind":"ClusterRole","name":"store-panel"},
+                     "subjects":[{"kind":"User","name":"operator"}]})")
+                .code,
+            201);
+  EXPECT_EQ(
+      AwaitCode(200, [&] { return Get("operator-token", "/ui/api/store"); })
+          .code,
+      200);
+}
+
+// Browsers open parallel connections and resume the TLS session of the
+// first; a server that requests client certificates failed those
+// handshakes ("session id context uninitialized") and chromium could not
+// load app.js. curl --parallel resumes sessions the same way.
+TEST_F(UiTest, ParallelResumedConnectionsLoadThePage) {
+  const std::string ca = dir_ + "/ca.crt";
+  std::ofstream(ca) << ca_.cert_pem;
+  const std::string url =
+      "https://127.0.0.1:" + std::to_string(server_->port()) + "/ui/app.js";
+  std::string cmd = "curl -s --cacert " + ca +
+                    " --parallel --parallel-max 8 -o /dev/null -o /dev/null"
+                    " -o /dev/null -o /dev/null -o /dev/null -o /dev/null"
+                    " -o /dev/null -o /dev/null -w '%{http_code}\\n'";
+  for (int i = 0; i < 8; ++i) cmd += " " + url;
+  for (int round = 0; round < 3; ++round) {
+    FILE* p = popen(cmd.c_str(), "r");
+    ASSERT_NE(p, nullptr);
+    std::string out;
+    char buf[256];
+    while (fgets(buf, sizeof(buf), p) != nullptr) out += buf;
+    pclose(p);
+    EXPECT_EQ(out, "200\n200\n200\n200\n200\n200\n200\n200\n") << cmd;
+  }
+}
+
+TEST(StoreStatusJson, ReportsEveryMemberAndTheNewestTermsLeader) {
+  etcdserverpb::StatusResponse old_leader;
+  old_leader.mutable_header()->set_member_id(0xa);
+  old_leader.mutable_header()->set_revision(40);
+  old_leader.set_leader(0xa);
+  old_leader.set_raftterm(2);
+  etcdserverpb::StatusResponse follower;
+  follower.mutable_header()->set_member_id(0xb);
+  follower.mutable_header()->set_revision(42);
+  follower.set_leader(0xc);
+  follower.set_raftterm(3);
+  follower.set_dbsize(4096);
+  follower.set_dbsizeinuse(1024);
+  follower.add_errors("NOSPACE");
+  std::vector<StoreMemberReport> members;
+  members.push_back({.endpoint = "https://127.0.0.1:1", .status = old_leader});
+  members.push_back({.endpoint = "https://127.0.0.1:2", .status = follower});
+  members.push_back({.endpoint = "https://127.0.0.1:3",
+                     .status = UnavailableError("connection refused")});
+  rapidjson::Document doc;
+  doc.Parse(StoreStatusJson(members).c_str());
+  ASSERT_TRUE(doc.IsObject());
+  EXPECT_STREQ(doc["leader"].GetString(), "c");
+  EXPECT_EQ(doc["raftTerm"].GetUint64(), 3u);
+  EXPECT_EQ(doc["revision"].GetInt64(), 42);
+  const rapidjson::Value& m = doc["members"];
+  ASSERT_EQ(m.Size(), 3u);
+  EXPECT_TRUE(m[0]["leader"].GetBool());  // what member a says of itself
+  EXPECT_FALSE(m[1]["leader"].GetBool());
+  EXPECT_EQ(m[1]["dbSizeInUse"].GetInt64(), 1024);
+  EXPECT_STREQ(m[1]["alarms"][0].GetString(), "NOSPACE");
+  EXPECT_NE(std::string(m[2]["error"].GetString()).find("connection refused"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace kplane::apiserver

@@ -1,0 +1,108 @@
+#!/usr/bin/python3
+"""The API server's CPU with N open web views (issue 21's measurement).
+
+  measure_cpu.py --kplane build/kplane --kpctl build/cmd/kpctl/kpctl \
+      --nodes 1000 --views 20 --seconds 30
+
+Starts `kplane up --nodes N` (one embedded store member, kube's default
+lease interval of 10 s), measures the process's CPU (utime + stime of the
+whole `kplane up`: API server, store, controllers and the simulated fleet)
+for --seconds with no view open, then opens --views pages in headless
+chromium, each in its own browser context (its own connections: a browser
+keeps 6 per server), signs each in, waits until every one lists all nodes,
+and measures again. The difference is what the views cost. Not part of the
+test suite (a benchmark); docs/ui.md has the numbers.
+"""
+
+import argparse
+import os
+import sys
+import tempfile
+import shutil
+import time
+import json
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cdp  # noqa: E402
+import browser_test as bt  # noqa: E402
+
+
+def cpu_seconds(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    tick = os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / tick
+
+
+def measure(pid, seconds):
+    c0, t0 = cpu_seconds(pid), time.time()
+    time.sleep(seconds)
+    return (cpu_seconds(pid) - c0) / (time.time() - t0)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--kplane", required=True)
+    ap.add_argument("--kpctl", required=True)
+    ap.add_argument("--nodes", type=int, default=1000)
+    ap.add_argument("--views", type=int, default=20)
+    ap.add_argument("--seconds", type=int, default=30)
+    ap.add_argument("--store-port", type=int, default=2470)
+    args = ap.parse_args()
+    work = tempfile.mkdtemp(prefix="kplane-ui-cpu-")
+    kp = browser = None
+    try:
+        t = time.time()
+        kp = bt.Kplane(args.kplane, args.store_port, 1, args.nodes, work, fast=False)
+        print("kplane up with %d nodes in %.0f s" % (args.nodes, time.time() - t), flush=True)
+        time.sleep(10)  # the fleet's registrations settle
+        idle = measure(kp.proc.pid, args.seconds)
+        print("no views: %.3f cores" % idle, flush=True)
+        browser = cdp.Browser(cdp.find_chromium())
+        pages = []
+        for i in range(args.views):
+            ctx = browser_context(browser)
+            page = ctx
+            page.navigate(kp.api + "/ui/")
+            page.eval("document.getElementById('token').value = %r; "
+                      "document.getElementById('login-button').click(); true" % kp.token)
+            pages.append(page)
+        for page in pages:
+            ok = page.wait("document.querySelector('[data-count=\"nodes\"] b') && "
+                           "document.querySelector('[data-count=\"nodes\"] b').textContent === '%d'" % args.nodes, 60)
+            if not ok:
+                print("a view did not list all nodes", file=sys.stderr)
+                return 1
+        print("%d views open, each listing %d nodes" % (len(pages), args.nodes), flush=True)
+        views = measure(kp.proc.pid, args.seconds)
+        print("%d views: %.3f cores (+%.3f)" % (args.views, views, views - idle), flush=True)
+        return 0
+    finally:
+        if browser:
+            browser.close()
+        if kp:
+            kp.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def browser_context(browser):
+    """A page in a new browser context: its own cookies and connections."""
+    ws = cdp.Page.__new__(cdp.Page)
+    # Create the context and target through the browser's endpoint.
+    with urllib.request.urlopen(browser.http + "/json/version", timeout=10) as r:
+        browser_ws = json.load(r)["webSocketDebuggerUrl"]
+    import websocket
+    b = websocket.create_connection(browser_ws, timeout=60, suppress_origin=True)
+    b.send(json.dumps({"id": 1, "method": "Target.createBrowserContext", "params": {}}))
+    ctx_id = next(m for m in iter(lambda: json.loads(b.recv()), None) if m.get("id") == 1)["result"]["browserContextId"]
+    b.send(json.dumps({"id": 2, "method": "Target.createTarget",
+                       "params": {"url": "about:blank", "browserContextId": ctx_id}}))
+    target = next(m for m in iter(lambda: json.loads(b.recv()), None) if m.get("id") == 2)["result"]["targetId"]
+    browser.keep = getattr(browser, "keep", []) + [b]
+    host = browser.http[len("http://"):]
+    return cdp.Page("ws://%s/devtools/page/%s" % (host, target), browser.width, browser.height)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

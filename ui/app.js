@@ -1,0 +1,649 @@
+// kplane's web view (issue 21, docs/ui.md). Plain JS, no framework, no build.
+//
+// Data: the Kubernetes API through the user's bearer token (sessionStorage),
+// each resource kept by an Informer as client-go does it: list (paged), then
+// watch from the list's resourceVersion over one streamed fetch
+// (?watch=1, newline-delimited JSON); a 410 Gone re-lists. Nothing polls the
+// API. The store panel reads /ui/api/store (the store has no status watch).
+// Lists are virtualised (only visible rows exist in the DOM) and renders are
+// coalesced into animation frames, so 5,000 nodes / 50,000 pods stay usable.
+// All object text reaches the DOM through textContent, never as markup.
+'use strict';
+
+const TOKEN_KEY = 'kplane.token';
+const ROW = 24;
+const LIST_PAGE = 500;
+const MAX_EVENTS = 5000;
+
+// ---------------------------------------------------------------------------
+// Authentication
+
+function token() { return sessionStorage.getItem(TOKEN_KEY) || ''; }
+
+class HttpError extends Error {
+  constructor(status, body) {
+    super((body && body.message) || ('HTTP ' + status));
+    this.status = status;
+  }
+}
+
+async function api(path, init = {}) {
+  const headers = Object.assign({ Accept: 'application/json' }, init.headers || {});
+  headers.Authorization = 'Bearer ' + token();
+  const resp = await fetch(path, Object.assign({}, init, { headers, cache: 'no-store' }));
+  if (resp.status === 401) { signOut('The token was not accepted (401 Unauthorized).'); }
+  if (!resp.ok) {
+    let body = null;
+    try { body = await resp.json(); } catch (e) { /* not JSON */ }
+    throw new HttpError(resp.status, body);
+  }
+  return resp;
+}
+
+// ---------------------------------------------------------------------------
+// Informer: list, then watch; keeps a Map of (projected) objects by key.
+
+class Informer {
+  // path: "/api/v1/nodes"; project(obj) -> the fields the views keep.
+  constructor(path, project, onChange, onDenied) {
+    this.path = path;
+    this.project = project;
+    this.onChange = onChange;
+    this.onDenied = onDenied;
+    this.items = new Map();
+    this.rv = '';
+    this.synced = false;
+    this.stopped = false;
+    this.controller = null;
+    this.version = 0;  // bumped on every change (views cache derived data)
+  }
+
+  key(o) { return (o.metadata.namespace ? o.metadata.namespace + '/' : '') + o.metadata.name; }
+
+  start() { this.run(); return this; }
+  stop() { this.stopped = true; if (this.controller) this.controller.abort(); }
+
+  changed() { this.version++; this.onChange(); }
+
+  async list() {
+    const items = new Map();
+    let cont = '';
+    let rv = '';
+    do {
+      const q = '?limit=' + LIST_PAGE + (cont ? '&continue=' + encodeURIComponent(cont) : '');
+      const resp = await api(this.path + q, { signal: this.controller.signal });
+      const body = await resp.json();
+      for (const o of body.items || []) items.set(this.key(o), this.project(o));
+      cont = body.metadata.continue || '';
+      rv = body.metadata.resourceVersion;
+    } while (cont);
+    this.items = items;
+    this.rv = rv;
+    this.synced = true;
+    this.changed();
+  }
+
+  // One watch request; returns when it ends. Throws on errors; a 410 is
+  // thrown as HttpError(410) whether it came as the status or an event.
+  async watch() {
+    const q = '?watch=1&allowWatchBookmarks=true&resourceVersion=' + encodeURIComponent(this.rv);
+    const resp = await api(this.path + q, { signal: this.controller.signal });
+    const reader = resp.body.getReader();
+    const decoder = new TextDecoder();
+    let buf = '';
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      buf += decoder.decode(value, { stream: true });
+      let nl;
+      let any = false;
+      while ((nl = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + 1);
+        if (!line.trim()) continue;
+        const ev = JSON.parse(line);
+        if (ev.type === 'ERROR') {
+          throw new HttpError(ev.object.code || 500, ev.object);
+        }
+        this.rv = ev.object.metadata.resourceVersion || this.rv;
+        if (ev.type === 'BOOKMARK') continue;
+        const k = this.key(ev.object);
+        if (ev.type === 'DELETED') this.items.delete(k);
+        else this.items.set(k, this.project(ev.object));
+        any = true;
+      }
+      if (any) this.changed();
+    }
+  }
+
+  async run() {
+    let backoff = 500;
+    let needList = true;
+    while (!this.stopped) {
+      this.controller = new AbortController();
+      try {
+        if (needList) { await this.list(); needList = false; }
+        await this.watch();  // ended by the server: watch again from rv
+        backoff = 500;
+      } catch (e) {
+        if (this.stopped) return;
+        if (e instanceof HttpError && e.status === 403) { this.onDenied(e.message); return; }
+        if (e instanceof HttpError && e.status === 401) return;
+        if (e instanceof HttpError && e.status === 410) { needList = true; continue; }
+        // The server went away (restart, network): wait, then re-list.
+        await new Promise(r => setTimeout(r, backoff));
+        backoff = Math.min(backoff * 2, 8000);
+        needList = true;
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Projections: only what the views show, so 50,000 pods stay small.
+
+function condition(o, type) {
+  for (const c of (o.status && o.status.conditions) || []) if (c.type === type) return c;
+  return null;
+}
+function ownerOf(o, kind) {
+  for (const r of o.metadata.ownerReferences || []) if (r.kind === kind) return r.name;
+  return '';
+}
+function projectNode(o) {
+  const ready = condition(o, 'Ready');
+  return {
+    name: o.metadata.name,
+    ready: ready ? ready.status : 'Unknown',
+    readyReason: ready ? ready.reason || '' : '',
+    unschedulable: !!(o.spec && o.spec.unschedulable),
+    taints: ((o.spec && o.spec.taints) || []).map(t => t.key + (t.value ? '=' + t.value : '') + ':' + t.effect),
+  };
+}
+// Each node's renewal interval as observed (renewTime minus the previous
+// one): a lease older than 2.5 intervals is shown stale. Before a second
+// renewal is seen, a quarter of leaseDurationSeconds (the kubelet's interval).
+const leaseIntervals = new Map();
+function projectLease(o) {
+  const renew = o.spec && o.spec.renewTime ? Date.parse(o.spec.renewTime) : 0;
+  const name = o.metadata.name;
+  const seen = leaseIntervals.get(name);
+  let interval = ((o.spec && o.spec.leaseDurationSeconds) || 40) * 250;
+  if (seen && renew > seen.renew) interval = renew - seen.renew;
+  else if (seen) interval = seen.interval;
+  leaseIntervals.set(name, { renew, interval });
+  return { name, renew, interval };
+}
+function projectPod(o) {
+  return {
+    key: o.metadata.namespace + '/' + o.metadata.name,
+    node: (o.spec && o.spec.nodeName) || '',
+    phase: (o.status && o.status.phase) || 'Pending',
+    deleting: !!o.metadata.deletionTimestamp,
+    owner: ownerOf(o, 'ReplicaSet'),
+    created: Date.parse(o.metadata.creationTimestamp) || 0,
+  };
+}
+function projectDeployment(o) {
+  const s = o.status || {};
+  const progressing = condition(o, 'Progressing');
+  return {
+    key: o.metadata.namespace + '/' + o.metadata.name,
+    uid: o.metadata.uid,
+    desired: (o.spec && o.spec.replicas != null) ? o.spec.replicas : 1,
+    updated: s.updatedReplicas || 0,
+    ready: s.readyReplicas || 0,
+    available: s.availableReplicas || 0,
+    replicas: s.replicas || 0,
+    observed: (s.observedGeneration || 0) >= (o.metadata.generation || 0),
+    reason: progressing ? progressing.reason || '' : '',
+  };
+}
+function projectEvent(o) {
+  const t = o.lastTimestamp || o.eventTime || o.metadata.creationTimestamp;
+  const io = o.involvedObject || {};
+  return {
+    time: Date.parse(t) || 0,
+    type: o.type || '',
+    reason: o.reason || '',
+    object: (io.kind || '') + '/' + (io.namespace ? io.namespace + '/' : '') + (io.name || ''),
+    message: o.message || '',
+    count: o.count || 1,
+  };
+}
+
+// ---------------------------------------------------------------------------
+// Virtualised list: a spacer as tall as all rows, and a pool of row
+// elements moved to the visible window.
+
+class VList {
+  // cls: grid class of the rows; fill(row, item, cells) sets the cells.
+  constructor(container, cls, columns, fill, onClick) {
+    this.container = container;
+    this.cls = cls;
+    this.columns = columns;
+    this.fill = fill;
+    this.onClick = onClick;
+    this.items = [];
+    this.pool = [];
+    this.spacer = document.createElement('div');
+    this.spacer.className = 'spacer';
+    container.appendChild(this.spacer);
+    container.addEventListener('scroll', () => this.render());
+    if (onClick) {
+      container.addEventListener('click', e => {
+        const row = e.target.closest('.row');
+        if (row && row.item) onClick(row.item);
+      });
+    }
+  }
+  setItems(items) { this.items = items; this.render(); }
+  render() {
+    const c = this.container;
+    this.spacer.style.height = (this.items.length * ROW) + 'px';
+    const first = Math.max(0, Math.floor(c.scrollTop / ROW) - 5);
+    const visible = Math.ceil((c.clientHeight || 600) / ROW) + 10;
+    const last = Math.min(this.items.length, first + visible);
+    const need = last - first;
+    while (this.pool.length < need) {
+      const row = document.createElement('div');
+      row.className = 'row ' + this.cls + (this.onClick ? ' clickable' : '');
+      row.cells = [];
+      for (let i = 0; i < this.columns; i++) {
+        const s = document.createElement('span');
+        row.appendChild(s);
+        row.cells.push(s);
+      }
+      c.appendChild(row);
+      this.pool.push(row);
+    }
+    for (let i = 0; i < this.pool.length; i++) {
+      const row = this.pool[i];
+      if (i >= need) { row.hidden = true; row.item = null; continue; }
+      const item = this.items[first + i];
+      row.hidden = false;
+      row.item = item;
+      row.style.transform = 'translateY(' + ((first + i) * ROW) + 'px)';
+      this.fill(row, item, row.cells);
+    }
+  }
+}
+
+function setCell(cell, text, cls) {
+  if (cell.textContent !== text) cell.textContent = text;
+  const want = cls || '';
+  if (cell.className !== want) cell.className = want;
+}
+
+function age(ms) {
+  if (!ms) return '-';
+  let s = Math.max(0, Math.floor((Date.now() - ms) / 1000));
+  if (s < 120) return s + 's';
+  const m = Math.floor(s / 60);
+  if (m < 120) return m + 'm';
+  const h = Math.floor(m / 60);
+  return h < 48 ? h + 'h' : Math.floor(h / 24) + 'd';
+}
+
+function bytes(n) {
+  if (n < 1024) return n + ' B';
+  if (n < 1024 * 1024) return (n / 1024).toFixed(1) + ' KiB';
+  return (n / 1024 / 1024).toFixed(1) + ' MiB';
+}
+
+function counts(el, pairs) {
+  el.textContent = '';
+  for (const [label, n, cls] of pairs) {
+    const d = document.createElement('span');
+    d.className = 'count' + (cls ? ' ' + cls : '');
+    d.dataset.count = label;
+    const b = document.createElement('b');
+    b.textContent = String(n);
+    d.appendChild(b);
+    d.appendChild(document.createTextNode(label));
+    el.appendChild(d);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// The views
+
+const $ = id => document.getElementById(id);
+const state = { informers: [], view: 'nodes', selectedNode: '', dirty: true, frame: 0, storeTimer: 0 };
+
+function schedule() {
+  state.dirty = true;
+  if (!state.frame) state.frame = requestAnimationFrame(renderNow);
+}
+
+function denied(which) {
+  return msg => { const el = $(which + '-denied'); el.hidden = false; el.textContent = msg; };
+}
+
+let nodes, leases, pods, deployments, events;
+let nodeList, podList, deployList, eventList;
+let podsByNodeVersion = -1, podsByNode = new Map();
+
+function nodeStatus(n) {
+  if (n.ready === 'True') return n.unschedulable ? ['Ready,SchedulingDisabled', 's-ready'] : ['Ready', 's-ready'];
+  const s = n.ready === 'False' ? 'NotReady' : 'Unknown';
+  return [n.unschedulable ? s + ',SchedulingDisabled' : s, n.ready === 'False' ? 's-notready' : 's-unknown'];
+}
+
+function podCounts() {
+  if (podsByNodeVersion !== pods.version) {
+    podsByNode = new Map();
+    for (const p of pods.items.values()) podsByNode.set(p.node, (podsByNode.get(p.node) || 0) + 1);
+    podsByNodeVersion = pods.version;
+  }
+  return podsByNode;
+}
+
+function renderNodes() {
+  const all = cached('nodes', [nodes.version], () => Array.from(nodes.items.values())
+    .sort((a, b) => a.name.localeCompare(b.name, undefined, { numeric: true })));
+  let ready = 0, notReady = 0, cordoned = 0;
+  for (const n of all) {
+    if (n.ready === 'True') ready++; else notReady++;
+    if (n.unschedulable) cordoned++;
+  }
+  counts($('node-counts'), [['nodes', all.length], ['Ready', ready, 's-ready'],
+    ['NotReady', notReady, notReady ? 's-notready' : ''], ['cordoned', cordoned],
+    ['pods', pods.items.size]]);
+  nodeList.setItems(all);
+}
+
+function fillNode(row, n, cells) {
+  row.dataset.name = n.name;
+  row.classList.toggle('selected', n.name === state.selectedNode);
+  const [status, cls] = nodeStatus(n);
+  setCell(cells[0], n.name);
+  setCell(cells[1], status, 'status ' + cls);
+  const lease = leases.items.get('kube-node-lease/' + n.name);
+  const stale = lease && lease.renew && (Date.now() - lease.renew) > Math.max(2000, 2.5 * lease.interval);
+  setCell(cells[2], lease ? age(lease.renew) + ' ago' : '-', 'lease' + (stale ? ' s-stale' : ''));
+  const every = lease ? 'renewed every ' + Math.round(lease.interval / 1000) + 's' : '';
+  if (cells[2].title !== every) cells[2].title = every;
+  setCell(cells[3], String(podCounts().get(n.name) || 0), 'pods');
+  setCell(cells[4], n.taints.join(', '), 'taints');
+}
+
+function podNodeOptions() {
+  const sel = $('pod-node');
+  const names = Array.from(nodes.items.keys()).sort((a, b) => a.localeCompare(b, undefined, { numeric: true }));
+  if (sel.options.length - 1 === names.length) return;
+  const keep = sel.value;
+  sel.textContent = '';
+  const all = document.createElement('option');
+  all.value = '';
+  all.textContent = 'all';
+  sel.appendChild(all);
+  for (const n of names) {
+    const o = document.createElement('option');
+    o.value = n;
+    o.textContent = n;
+    sel.appendChild(o);
+  }
+  sel.value = keep;
+}
+
+// Derived lists are rebuilt only when their inputs changed: the once-a-
+// second age refresh then costs the visible rows only.
+const memo = {};
+function cached(name, inputs, build) {
+  const m = memo[name];
+  if (m && m.inputs.length === inputs.length && m.inputs.every((v, i) => v === inputs[i])) return m.value;
+  const value = build();
+  memo[name] = { inputs, value };
+  return value;
+}
+
+function renderPods() {
+  podNodeOptions();
+  const node = state.selectedNode;
+  const filter = $('pod-filter').value.trim();
+  const [pairs, shown] = cached('pods', [pods.version, node, filter], () => buildPods(node, filter));
+  counts($('pod-counts'), pairs);
+  podList.setItems(shown);
+}
+
+function buildPods(node, filter) {
+  const phases = {};
+  const shown = [];
+  for (const p of pods.items.values()) {
+    const phase = p.deleting ? 'Terminating' : p.phase;
+    phases[phase] = (phases[phase] || 0) + 1;
+    if (node && p.node !== node) continue;
+    if (filter && !p.key.includes(filter)) continue;
+    shown.push(p);
+  }
+  shown.sort((a, b) => (a.node < b.node ? -1 : a.node > b.node ? 1 : a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  const pairs = [['pods', pods.items.size]];
+  for (const ph of Object.keys(phases).sort()) pairs.push([ph, phases[ph], 's-' + ph.toLowerCase()]);
+  if (node || filter) pairs.push(['shown', shown.length]);
+  return [pairs, shown];
+}
+
+function fillPod(row, p, cells) {
+  row.dataset.name = p.key;
+  const phase = p.deleting ? 'Terminating' : p.phase;
+  setCell(cells[0], p.node || '(unscheduled)', 'node');
+  setCell(cells[1], p.key, 'name');
+  setCell(cells[2], phase, 'phase s-' + phase.toLowerCase());
+  setCell(cells[3], p.owner, 'owner');
+  setCell(cells[4], age(p.created), 'age');
+}
+
+function renderDeployments() {
+  const all = Array.from(deployments.items.values()).sort((a, b) => a.key.localeCompare(b.key));
+  let complete = 0;
+  for (const d of all) if (d.updated === d.desired && d.available === d.desired && d.replicas === d.desired && d.observed) complete++;
+  counts($('deploy-counts'), [['deployments', all.length], ['complete', complete, 's-ready'],
+    ['rolling out', all.length - complete, all.length - complete ? 's-warning' : '']]);
+  deployList.setItems(all);
+}
+
+function fillDeployment(row, d, cells) {
+  row.dataset.name = d.key;
+  setCell(cells[0], d.key, 'name');
+  cells[1].textContent = '';
+  const bar = document.createElement('span');
+  bar.className = 'bar';
+  const fill = document.createElement('i');
+  fill.style.width = (d.desired ? Math.min(100, 100 * Math.min(d.updated, d.available) / d.desired) : 100) + '%';
+  bar.appendChild(fill);
+  cells[1].appendChild(bar);
+  const done = d.updated === d.desired && d.available === d.desired && d.replicas === d.desired && d.observed;
+  cells[1].appendChild(document.createTextNode(done ? 'complete' : (d.reason || 'progressing')));
+  cells[1].className = 'rollout ' + (done ? 's-ready' : 's-warning');
+  setCell(cells[2], String(d.desired));
+  setCell(cells[3], String(d.updated), 'updated');
+  setCell(cells[4], String(d.ready), 'ready');
+  setCell(cells[5], String(d.available), 'available');
+  // Pods per ReplicaSet of this deployment, from the pods' owners (the
+  // ReplicaSets' names are <deployment>-<template hash>). ReplicaSets are
+  // not watched: a browser keeps 6 connections per server, 5 are watches.
+  const [ns] = d.key.split('/');
+  const prefix = d.key.slice(ns.length + 1) + '-';
+  const perRs = cached('perRs', [pods.version], () => {
+    const m = new Map();
+    for (const p of pods.items.values()) {
+      if (!p.owner || p.deleting) continue;
+      const k = p.key.slice(0, p.key.indexOf('/') + 1) + p.owner;
+      m.set(k, (m.get(k) || 0) + 1);
+    }
+    return m;
+  });
+  const sets = [];
+  for (const [k, n] of perRs) if (k.startsWith(ns + '/' + prefix) && /^[a-z0-9]+$/.test(k.slice(ns.length + 1 + prefix.length))) sets.push([k.slice(ns.length + 1), n]);
+  sets.sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1));
+  setCell(cells[6], sets.map(([name, n]) => name + ': ' + n).join('  '), 'replicasets');
+}
+
+function renderEvents() {
+  const all = cached('events', [events.version], () => Array.from(events.items.values()).sort((a, b) => b.time - a.time));
+  // Keep memory bounded: drop the oldest beyond MAX_EVENTS.
+  if (all.length > MAX_EVENTS) {
+    const keep = new Map();
+    for (const [k, v] of events.items) if (v.time >= all[MAX_EVENTS - 1].time) keep.set(k, v);
+    events.items = keep;
+    events.version++;
+  }
+  let warnings = 0;
+  for (const e of all) if (e.type === 'Warning') warnings++;
+  counts($('event-counts'), [['events', all.length], ['Warning', warnings, warnings ? 's-warning' : '']]);
+  eventList.setItems(all.slice(0, MAX_EVENTS));
+}
+
+function fillEvent(row, e, cells) {
+  setCell(cells[0], age(e.time) + ' ago');
+  setCell(cells[1], e.type, 's-' + e.type.toLowerCase());
+  setCell(cells[2], e.reason + (e.count > 1 ? ' (x' + e.count + ')' : ''));
+  setCell(cells[3], e.object);
+  setCell(cells[4], e.message);
+}
+
+function renderNow() {
+  state.frame = 0;
+  if (!state.dirty) return;
+  state.dirty = false;
+  if (state.view === 'nodes') renderNodes();
+  else if (state.view === 'pods') renderPods();
+  else if (state.view === 'deployments') renderDeployments();
+  else if (state.view === 'events') renderEvents();
+}
+
+// ---------------------------------------------------------------------------
+// The store panel: /ui/api/store (authorized like any non-resource URL).
+
+let lastStore = null;
+async function refreshStore() {
+  if (state.view !== 'store' || !token()) return;
+  try {
+    const resp = await api('/ui/api/store');
+    renderStore(await resp.json());
+    $('store-denied').hidden = true;
+  } catch (e) {
+    denied('store')(e.message);
+  }
+  state.storeTimer = setTimeout(refreshStore, 1000);
+}
+
+function renderStore(s) {
+  const changed = lastStore && lastStore.leader !== s.leader && lastStore.leader !== '';
+  lastStore = s;
+  const summary = $('store-summary');
+  counts(summary, [['members', s.members.length], ['revision', s.revision], ['raft term', s.raftTerm]]);
+  const leader = document.createElement('span');
+  leader.className = 'count';
+  leader.id = 'store-leader';
+  leader.textContent = 'leader ' + (s.leader || 'none') + (changed ? ' (changed)' : '');
+  summary.appendChild(leader);
+  const tbody = document.querySelector('#store-members tbody');
+  tbody.textContent = '';
+  for (const m of s.members) {
+    const tr = document.createElement('tr');
+    tr.dataset.endpoint = m.endpoint;
+    const cell = (text, cls) => {
+      const td = document.createElement('td');
+      td.textContent = text;
+      if (cls) td.className = cls;
+      tr.appendChild(td);
+    };
+    cell(m.endpoint);
+    if (m.error) {
+      cell('-'); cell('unreachable', 'down role');
+      const td = document.createElement('td');
+      td.colSpan = 7;
+      td.textContent = m.error;
+      tr.appendChild(td);
+    } else {
+      cell(m.memberID);
+      cell(m.leader ? 'leader' : (m.isLearner ? 'learner' : 'follower'), (m.leader ? 'leader ' : '') + 'role');
+      cell(String(m.raftTerm)); cell(String(m.revision)); cell(String(m.raftIndex));
+      cell(String(m.raftAppliedIndex)); cell(bytes(m.dbSize)); cell(bytes(m.dbSizeInUse));
+      cell(m.alarms.length ? m.alarms.join(', ') : 'none');
+    }
+    tbody.appendChild(tr);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Wiring
+
+function show(view) {
+  state.view = view;
+  for (const b of document.querySelectorAll('#tabs button')) b.classList.toggle('active', b.dataset.view === view);
+  for (const s of document.querySelectorAll('.view')) s.hidden = s.id !== 'view-' + view;
+  clearTimeout(state.storeTimer);
+  if (view === 'store') refreshStore();
+  schedule();
+}
+
+function signOut(message) {
+  for (const i of state.informers) i.stop();
+  state.informers = [];
+  sessionStorage.removeItem(TOKEN_KEY);
+  $('app').hidden = true;
+  $('tabs').hidden = true;
+  $('signout').hidden = true;
+  $('who').textContent = '';
+  $('login').hidden = false;
+  $('login-error').textContent = message || '';
+}
+
+async function whoAmI() {
+  try {
+    const resp = await api('/apis/authentication.k8s.io/v1/selfsubjectreviews', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' }),
+    });
+    const r = await resp.json();
+    $('who').textContent = 'signed in as ' + r.status.userInfo.username;
+  } catch (e) {
+    if (!(e instanceof HttpError && e.status === 401)) $('who').textContent = 'signed in';
+  }
+}
+
+function start() {
+  $('login').hidden = true;
+  $('app').hidden = false;
+  $('tabs').hidden = false;
+  $('signout').hidden = false;
+  whoAmI();
+  nodes = new Informer('/api/v1/nodes', projectNode, schedule, denied('nodes'));
+  leases = new Informer('/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases', projectLease, schedule, () => {});
+  pods = new Informer('/api/v1/pods', projectPod, schedule, denied('pods'));
+  deployments = new Informer('/apis/apps/v1/deployments', projectDeployment, schedule, denied('deployments'));
+  events = new Informer('/api/v1/events', projectEvent, schedule, denied('events'));
+  state.informers = [nodes, leases, pods, deployments, events].map(i => i.start());
+  show(state.view);
+}
+
+document.addEventListener('DOMContentLoaded', () => {
+  nodeList = new VList($('node-list'), 'nodes', 5, fillNode, n => {
+    state.selectedNode = n.name;
+    $('pod-node').value = n.name;
+    show('pods');
+  });
+  podList = new VList($('pod-list'), 'pods', 5, fillPod);
+  deployList = new VList($('deploy-list'), 'deployments', 7, fillDeployment);
+  eventList = new VList($('event-list'), 'events', 5, fillEvent);
+  for (const b of document.querySelectorAll('#tabs button')) b.addEventListener('click', () => show(b.dataset.view));
+  $('pod-node').addEventListener('change', e => { state.selectedNode = e.target.value; schedule(); });
+  $('pod-filter').addEventListener('input', schedule);
+  $('signout').addEventListener('click', () => signOut(''));
+  $('login-form').addEventListener('submit', e => {
+    e.preventDefault();
+    const t = $('token').value.trim();
+    if (!t) return;
+    sessionStorage.setItem(TOKEN_KEY, t);
+    $('token').value = '';
+    start();
+  });
+  // Ages count up between events (the lease column): re-render the visible
+  // rows once a second from memory; no request is made.
+  setInterval(() => { if (state.informers.length) schedule(); }, 1000);
+  if (token()) start(); else signOut('');
+});

@@ -17,6 +17,7 @@
 #include "controllers/replicaset_controller.h"
 #include "controllers/scheduler.h"
 #include "controllers/serviceaccounts_controller.h"
+#include "controllers/statefulset_controller.h"
 #include "informer/informer_factory.h"
 #include "informer/leader_election.h"
 #include "informer/rest_client.h"
@@ -65,7 +66,8 @@ class ControllerManager::Impl {
       static const std::vector<std::string> kKnown = {
           "*",         "replicaset",    "deployment",
           "scheduler", "nodelifecycle", "garbagecollector",
-          "namespace", "podgc",         "serviceaccount"};
+          "namespace", "podgc",         "serviceaccount",
+          "statefulset"};
       if (std::find(kKnown.begin(), kKnown.end(), c) == kKnown.end()) {
         return InvalidArgumentError("unknown controller \"" + c + "\"");
       }
@@ -261,6 +263,17 @@ class ControllerManager::Impl {
               .clock = clock_,
               .metrics = metrics_});
       c->RegisterHandlers(namespaces, service_accounts);
+      run->controllers.push_back(std::move(c));
+    }
+    if (Wanted("statefulset")) {
+      informer::SharedIndexInformer* sets = f.InformerFor<appsv1::StatefulSet>();
+      auto c = std::make_unique<StatefulSetController>(
+          StatefulSetControllerOptions{.api = api,
+                                       .statefulsets = &sets->GetIndexer(),
+                                       .pods = &pods->GetIndexer(),
+                                       .clock = clock_,
+                                       .metrics = metrics_});
+      c->RegisterHandlers(sets, pods);
       run->controllers.push_back(std::move(c));
     }
     if (Wanted("podgc")) {

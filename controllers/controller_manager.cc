@@ -9,6 +9,7 @@
 #include "base/logging.h"
 #include "base/mutex.h"
 #include "controllers/api_writer.h"
+#include "controllers/daemonset_controller.h"
 #include "controllers/deployment_controller.h"
 #include "controllers/garbage_collector.h"
 #include "controllers/namespace_controller.h"
@@ -67,7 +68,7 @@ class ControllerManager::Impl {
           "*",         "replicaset",    "deployment",
           "scheduler", "nodelifecycle", "garbagecollector",
           "namespace", "podgc",         "serviceaccount",
-          "statefulset"};
+          "statefulset", "daemonset"};
       if (std::find(kKnown.begin(), kKnown.end(), c) == kKnown.end()) {
         return InvalidArgumentError("unknown controller \"" + c + "\"");
       }
@@ -274,6 +275,18 @@ class ControllerManager::Impl {
                                        .clock = clock_,
                                        .metrics = metrics_});
       c->RegisterHandlers(sets, pods);
+      run->controllers.push_back(std::move(c));
+    }
+    if (Wanted("daemonset")) {
+      informer::SharedIndexInformer* sets = f.InformerFor<appsv1::DaemonSet>();
+      auto c = std::make_unique<DaemonSetController>(
+          DaemonSetControllerOptions{.api = api,
+                                     .daemonsets = &sets->GetIndexer(),
+                                     .pods = &pods->GetIndexer(),
+                                     .nodes = &nodes->GetIndexer(),
+                                     .clock = clock_,
+                                     .metrics = metrics_});
+      c->RegisterHandlers(sets, pods, nodes);
       run->controllers.push_back(std::move(c));
     }
     if (Wanted("podgc")) {

@@ -77,7 +77,9 @@ bool MatchesNodeSelectorAndAffinity(const corev1::PodSpec& spec,
     auto it = node.metadata().labels().find(k);
     if (it == node.metadata().labels().end() || it->second != v) return false;
   }
-  if (!spec.affinity().nodeaffinity().has_requiredduringschedulingignoredduringexecution()) {
+  if (!spec.affinity()
+           .nodeaffinity()
+           .has_requiredduringschedulingignoredduringexecution()) {
     return true;
   }
   for (const auto& term : spec.affinity()
@@ -89,11 +91,9 @@ bool MatchesNodeSelectorAndAffinity(const corev1::PodSpec& spec,
   return false;
 }
 
-void AddToleration(corev1::PodSpec* spec, const char* key,
-                   const char* effect) {
+void AddToleration(corev1::PodSpec* spec, const char* key, const char* effect) {
   for (const corev1::Toleration& t : spec->tolerations()) {
-    if (t.key() == key && t.effect() == effect &&
-        t.operator_() == "Exists") {
+    if (t.key() == key && t.effect() == effect && t.operator_() == "Exists") {
       return;
     }
   }
@@ -171,8 +171,8 @@ NodeFit DaemonPodFits(const corev1::PodSpec& spec, const corev1::Node& node) {
   if (!MatchesNodeSelectorAndAffinity(spec, node)) return fit;
   const auto& taints = node.spec().taints();
   fit.should_continue_running = ToleratesAll(spec, taints, "NoExecute");
-  fit.should_run = fit.should_continue_running &&
-                   ToleratesAll(spec, taints, "NoSchedule");
+  fit.should_run =
+      fit.should_continue_running && ToleratesAll(spec, taints, "NoSchedule");
   return fit;
 }
 
@@ -186,15 +186,15 @@ DaemonSetController::DaemonSetController(DaemonSetControllerOptions options)
 
 void DaemonSetController::RegisterHandlers(
     informer::SharedIndexInformer* daemonsets,
-    informer::SharedIndexInformer* pods,
-    informer::SharedIndexInformer* nodes) {
+    informer::SharedIndexInformer* pods, informer::SharedIndexInformer* nodes) {
   OnObjectEvents(daemonsets,
                  [this](const ObjectEvent& e) { Enqueue(e.Key()); });
   OnObjectEvents(pods, [this](const ObjectEvent& e) {
     const auto& pod = e.As<corev1::Pod>();
     if (e.type == ObjectEvent::Type::kUpdated) {
       const auto& old = e.OldAs<corev1::Pod>();
-      if (old.metadata().resourceversion() == pod.metadata().resourceversion()) {
+      if (old.metadata().resourceversion() ==
+          pod.metadata().resourceversion()) {
         return;  // periodic resync
       }
       if (IsPodTerminating(pod) && !IsPodTerminating(old)) {
@@ -277,8 +277,8 @@ Status DaemonSetController::Sync(const std::string& key) {
   std::vector<PodPtr> to_delete;
   std::vector<PodPtr> to_force_delete;  // on nodes that are gone
   appsv1::DaemonSetStatus status = ds->status();
-  int32_t desired = 0, current = 0, misscheduled = 0, ready = 0,
-          available = 0, updated = 0;
+  int32_t desired = 0, current = 0, misscheduled = 0, ready = 0, available = 0,
+          updated = 0;
   Duration next_available = Duration::max();
   // Per node that should run the pod: its counted pod (null: none yet).
   std::vector<std::pair<std::string, PodPtr>> running;
@@ -344,8 +344,7 @@ Status DaemonSetController::Sync(const std::string& key) {
 
   // Rolling update (maxSurge 0), only while nothing else is being done.
   const auto& strategy = ds->spec().updatestrategy();
-  if (to_create.empty() && to_delete.empty() &&
-      strategy.type() != "OnDelete") {
+  if (to_create.empty() && to_delete.empty() && strategy.type() != "OnDelete") {
     // At least 1: a set validated with maxSurge > 0 has maxUnavailable 0,
     // and rolls here as maxSurge 0 with maxUnavailable 1.
     int64_t max_unavailable = std::max<int64_t>(
@@ -391,11 +390,12 @@ Status DaemonSetController::Sync(const std::string& key) {
       pod.mutable_spec()->set_nodename(to_create[i]);
       // kube's ReplaceDaemonSetPodNodeNameNodeAffinity: one required term,
       // the node's name.
-      auto* terms = pod.mutable_spec()
-                        ->mutable_affinity()
-                        ->mutable_nodeaffinity()
-                        ->mutable_requiredduringschedulingignoredduringexecution()
-                        ->mutable_nodeselectorterms();
+      auto* terms =
+          pod.mutable_spec()
+              ->mutable_affinity()
+              ->mutable_nodeaffinity()
+              ->mutable_requiredduringschedulingignoredduringexecution()
+              ->mutable_nodeselectorterms();
       terms->Clear();
       corev1::NodeSelectorRequirement* req = terms->Add()->add_matchfields();
       req->set_key("metadata.name");

@@ -140,13 +140,13 @@ TEST_F(DaemonSetTest, OnePodPerEligibleNodeBoundToIt) {
   for (const auto& t : pod.spec().tolerations()) {
     tolerated.push_back(t.key() + ":" + t.effect());
   }
-  EXPECT_THAT(tolerated,
-              UnorderedElementsAre("node.kubernetes.io/not-ready:NoExecute",
-                                   "node.kubernetes.io/unreachable:NoExecute",
-                                   "node.kubernetes.io/disk-pressure:NoSchedule",
-                                   "node.kubernetes.io/memory-pressure:NoSchedule",
-                                   "node.kubernetes.io/pid-pressure:NoSchedule",
-                                   "node.kubernetes.io/unschedulable:NoSchedule"));
+  EXPECT_THAT(tolerated, UnorderedElementsAre(
+                             "node.kubernetes.io/not-ready:NoExecute",
+                             "node.kubernetes.io/unreachable:NoExecute",
+                             "node.kubernetes.io/disk-pressure:NoSchedule",
+                             "node.kubernetes.io/memory-pressure:NoSchedule",
+                             "node.kubernetes.io/pid-pressure:NoSchedule",
+                             "node.kubernetes.io/unschedulable:NoSchedule"));
   const metav1::OwnerReference* ref = objects::ControllerRef(pod.metadata());
   ASSERT_NE(ref, nullptr);
   EXPECT_EQ(ref->kind(), "DaemonSet");

@@ -148,14 +148,14 @@ Status StatefulSetController::Sync(const std::string& key) {
   Status first_error;
 
   // 1. Claim: orphans are adopted only under one of the set's names.
-  ASSIGN_OR_RETURN(
-      std::vector<PodPtr> owned,
-      ClaimPods(
-          api, *options_.pods, meta, kKind, selector,
-          [&](const corev1::Pod& p) {
-            return OrdinalOf(meta.name(), p.metadata().name()) >= 0;
-          },
-          &first_error));
+  ASSIGN_OR_RETURN(std::vector<PodPtr> owned,
+                   ClaimPods(
+                       api, *options_.pods, meta, kKind, selector,
+                       [&](const corev1::Pod& p) {
+                         return OrdinalOf(meta.name(), p.metadata().name()) >=
+                                0;
+                       },
+                       &first_error));
 
   // 2. Replicas and condemned pods.
   const int64_t replica_count = spec.has_replicas() ? spec.replicas() : 1;
@@ -262,7 +262,8 @@ Status StatefulSetController::Sync(const std::string& key) {
       }
     } else {
       for (const PodPtr& p : condemned) {
-        if (!IsPodTerminating(*p)) KeepFirstError(&first_error, DeletePodOnce(api, *p));
+        if (!IsPodTerminating(*p))
+          KeepFirstError(&first_error, DeletePodOnce(api, *p));
       }
     }
   }

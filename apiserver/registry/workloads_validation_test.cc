@@ -133,8 +133,8 @@ TEST(StatefulSetStrategyTest, PrintsReadyOverReplicas) {
   s.mutable_status()->set_readyreplicas(2);
   std::vector<std::string> names;
   for (const auto& c : st.Columns()) names.push_back(c.name);
-  EXPECT_THAT(names, ElementsAre("Name", "Ready", "Age", "Containers",
-                                 "Images"));
+  EXPECT_THAT(names,
+              ElementsAre("Name", "Ready", "Age", "Containers", "Images"));
   auto row = st.Row(s, WallTime(seconds(0)));
   ASSERT_EQ(row.size(), 5u);
   EXPECT_EQ(row[1].str, "2/3");
@@ -169,10 +169,10 @@ TEST(DaemonSetStrategyTest, DefaultsAndRules) {
   bad.mutable_spec()->mutable_selector()->mutable_matchlabels()->clear();
   EXPECT_THAT(Texts(st.ValidateCreate(bad)),
               ::testing::Contains("spec.selector: Invalid value: "
-                                "v1.LabelSelector{MatchLabels:map[string]"
-                                "string(nil), MatchExpressions:[]v1."
-                                "LabelSelectorRequirement(nil)}: empty "
-                                "selector is invalid for daemonset"));
+                                  "v1.LabelSelector{MatchLabels:map[string]"
+                                  "string(nil), MatchExpressions:[]v1."
+                                  "LabelSelectorRequirement(nil)}: empty "
+                                  "selector is invalid for daemonset"));
   bad = d;
   (*bad.mutable_spec()->mutable_selector()->mutable_matchlabels())["x"] = "y";
   (*bad.mutable_spec()

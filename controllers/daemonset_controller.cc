@@ -197,12 +197,12 @@ void DaemonSetController::RegisterHandlers(
           pod.metadata().resourceversion()) {
         return;  // periodic resync
       }
-      if (IsPodTerminating(pod) && !IsPodTerminating(old)) {
-        OnPod(pod, /*gone=*/true);
-        return;
-      }
+      OnPod(pod, IsPodTerminating(pod) && !IsPodTerminating(old)
+                     ? PodChange::kGone
+                     : PodChange::kChanged);
+      return;
     }
-    OnPod(pod, e.deleted());
+    OnPod(pod, e.deleted() ? PodChange::kGone : PodChange::kAdded);
   });
   OnObjectEvents(nodes, [this](const ObjectEvent& e) {
     if (e.type == ObjectEvent::Type::kUpdated) {
@@ -218,22 +218,20 @@ void DaemonSetController::RegisterHandlers(
   });
 }
 
-void DaemonSetController::OnPod(const corev1::Pod& pod, bool gone) {
+void DaemonSetController::OnPod(const corev1::Pod& pod, PodChange change) {
   const metav1::OwnerReference* ref = objects::ControllerRef(pod.metadata());
   if (ref == nullptr) {
     // An orphan: every set of its namespace may adopt it.
-    auto in_ns = options_.daemonsets->ByIndex(informer::kNamespaceIndex,
-                                              pod.metadata().namespace_());
-    if (!in_ns.ok()) return;
-    for (const ObjectPtr& o : *in_ns) Enqueue(informer::ObjectKey(*o));
+    EnqueueSetsIn(*options_.daemonsets, pod.metadata().namespace_(),
+                  [this](const std::string& key) { Enqueue(key); });
     return;
   }
   if (ref->kind() != kKind) return;
   std::string key =
       informer::ObjectKey(pod.metadata().namespace_(), ref->name());
-  if (gone) {
+  if (change == PodChange::kGone) {
     expectations_.DeletionObserved(key, informer::ObjectKey(pod));
-  } else if (!IsPodTerminating(pod)) {
+  } else if (change == PodChange::kAdded && !IsPodTerminating(pod)) {
     expectations_.CreationObserved(key);
   }
   Enqueue(key);
@@ -321,15 +319,7 @@ Status DaemonSetController::Sync(const std::string& key) {
       if (PodPtr p = OldestActive(pods)) {
         if (IsPodReady(*p)) {
           ++ready;
-          if (IsPodAvailable(*p, min_ready, now)) {
-            ++available;
-          } else {
-            const corev1::PodCondition* c =
-                FindPodCondition(p->status(), "Ready");
-            WallTime at = WallTime(seconds(
-                objects::UnixSeconds(c->lasttransitiontime()) + min_ready));
-            next_available = std::min<Duration>(next_available, at - now);
-          }
+          CountAvailable(*p, min_ready, now, &available, &next_available);
         }
         if (HashOf(*p) == hash) ++updated;
       }
@@ -430,16 +420,9 @@ Status DaemonSetController::Sync(const std::string& key) {
   status.set_numberunavailable(std::max(0, desired - available));
   status.set_updatednumberscheduled(updated);
   status.set_observedgeneration(meta.generation());
-  if (DeterministicBytes(status) != DeterministicBytes(ds->status())) {
-    appsv1::DaemonSet copy = *ds;
-    *copy.mutable_status() = status;
-    Status s = api->UpdateStatus(DaemonSetsResource(), copy).status();
-    if (!informer::IsNotFound(s)) KeepFirstError(&first_error, s);
-  }
-  if (next_available != Duration::max()) {
-    EnqueueAfter(key, std::max<Duration>(next_available, Duration(0)) +
-                          milliseconds(100));
-  }
+  KeepFirstError(&first_error, UpdateStatusIfChanged(
+                                   api, DaemonSetsResource(), *ds, status));
+  if (next_available != Duration::max()) EnqueueAfter(key, next_available);
   return first_error;
 }
 

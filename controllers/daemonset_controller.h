@@ -100,7 +100,10 @@ class DaemonSetController : public Controller {
   ControllerExpectations& expectations() { return expectations_; }
 
  private:
-  void OnPod(const corev1::Pod& pod, bool gone);
+  // kAdded counts towards the expected creations, kGone (deleted or now
+  // terminating) towards the expected deletions.
+  enum class PodChange { kAdded, kChanged, kGone };
+  void OnPod(const corev1::Pod& pod, PodChange change);
   void EnqueueAll();
   Status DeletePodsOfGoneSet(const std::string& key);
 

@@ -118,19 +118,9 @@ void StatefulSetController::OnPod(const corev1::Pod& pod) {
     }
     return;
   }
-  // An orphan: the sets that may adopt it.
-  auto in_ns = options_.statefulsets->ByIndex(informer::kNamespaceIndex,
-                                              pod.metadata().namespace_());
-  if (!in_ns.ok()) return;
-  machinery::Labels labels = LabelMap(pod.metadata().labels());
-  for (const ObjectPtr& o : *in_ns) {
-    const auto& set = static_cast<const appsv1::StatefulSet&>(*o);
-    StatusOr<machinery::LabelSelector> sel =
-        objects::LabelSelectorAsSelector(set.spec().selector());
-    if (sel.ok() && !sel->Empty() && sel->Matches(labels)) {
-      Enqueue(informer::ObjectKey(set));
-    }
-  }
+  // An orphan: every set of its namespace may adopt it.
+  EnqueueSetsIn(*options_.statefulsets, pod.metadata().namespace_(),
+                [this](const std::string& key) { Enqueue(key); });
 }
 
 Status StatefulSetController::Sync(const std::string& key) {
@@ -191,14 +181,7 @@ Status StatefulSetController::Sync(const std::string& key) {
     if (IsCreated(*p)) ++created;
     if (IsRunningAndReady(*p)) {
       ++ready;
-      if (IsPodAvailable(*p, min_ready, now)) {
-        ++available;
-      } else {
-        const corev1::PodCondition* c = FindPodCondition(p->status(), "Ready");
-        WallTime at = WallTime(
-            seconds(objects::UnixSeconds(c->lasttransitiontime()) + min_ready));
-        next_available = std::min<Duration>(next_available, at - now);
-      }
+      CountAvailable(*p, min_ready, now, &available, &next_available);
     }
     if (IsCreated(*p) && !IsPodTerminating(*p)) {
       if (RevisionOf(*p) == current_revision) ++current;
@@ -289,16 +272,9 @@ Status StatefulSetController::Sync(const std::string& key) {
     status.set_currentrevision(update_revision);
     status.set_currentreplicas(status.updatedreplicas());
   }
-  if (DeterministicBytes(status) != DeterministicBytes(set->status())) {
-    appsv1::StatefulSet copy = *set;
-    *copy.mutable_status() = status;
-    Status s = api->UpdateStatus(StatefulSetsResource(), copy).status();
-    if (!informer::IsNotFound(s)) KeepFirstError(&first_error, s);
-  }
-  if (next_available != Duration::max()) {
-    EnqueueAfter(key, std::max<Duration>(next_available, Duration(0)) +
-                          milliseconds(100));
-  }
+  KeepFirstError(&first_error, UpdateStatusIfChanged(
+                                   api, StatefulSetsResource(), *set, status));
+  if (next_available != Duration::max()) EnqueueAfter(key, next_available);
   return first_error;
 }
 

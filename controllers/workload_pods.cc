@@ -2,6 +2,7 @@
 
 #include "informer/api_errors.h"
 #include "objects/meta.h"
+#include "objects/time.h"
 
 namespace kplane::controllers {
 
@@ -97,6 +98,28 @@ Status DeletePodsOfGoneOwner(ApiWriter* api, const informer::Indexer& pods,
     KeepFirstError(&first_error, DeletePodOnce(api, *p));
   }
   return first_error;
+}
+
+void EnqueueSetsIn(const informer::Indexer& sets, const std::string& ns,
+                   const std::function<void(const std::string&)>& enqueue) {
+  auto in_ns = sets.ByIndex(informer::kNamespaceIndex, ns);
+  if (!in_ns.ok()) return;
+  for (const ObjectPtr& o : *in_ns) enqueue(informer::ObjectKey(*o));
+}
+
+void CountAvailable(const corev1::Pod& ready_pod, int32_t min_ready_seconds,
+                    WallTime now, int32_t* available,
+                    Duration* recheck_after) {
+  if (IsPodAvailable(ready_pod, min_ready_seconds, now)) {
+    ++*available;
+    return;
+  }
+  const corev1::PodCondition* c = FindPodCondition(ready_pod.status(), "Ready");
+  if (c == nullptr) return;
+  WallTime at = WallTime(seconds(objects::UnixSeconds(c->lasttransitiontime()) +
+                                 min_ready_seconds));
+  Duration wait = std::max<Duration>(at - now, Duration(0)) + milliseconds(100);
+  *recheck_after = std::min(*recheck_after, wait);
 }
 
 }  // namespace kplane::controllers

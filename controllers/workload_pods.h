@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "controllers/api_writer.h"
+#include "informer/api_errors.h"
 #include "informer/indexer.h"
 #include "objects/machinery/labels.h"
 
@@ -55,6 +56,33 @@ Status DeletePodOnce(ApiWriter* api, const corev1::Pod& pod,
 Status DeletePodsOfGoneOwner(ApiWriter* api, const informer::Indexer& pods,
                              const objects::ResourceInfo& owner_resource,
                              std::string_view kind, const std::string& key);
+
+// Enqueues (through `enqueue`) the key of every set in `sets` that lives
+// in namespace `ns`: the sets that may adopt an orphan pod there.
+void EnqueueSetsIn(const informer::Indexer& sets, const std::string& ns,
+                   const std::function<void(const std::string&)>& enqueue);
+
+// Counts a Ready pod towards `available` when it has been ready for
+// `min_ready_seconds` at `now`; otherwise lowers `*recheck_after` to when
+// it will be (plus 100 ms), for the caller's EnqueueAfter.
+void CountAvailable(const corev1::Pod& ready_pod, int32_t min_ready_seconds,
+                    WallTime now, int32_t* available,
+                    Duration* recheck_after);
+
+// PUT /status with `status` when it differs from `set`'s (404 is fine: the
+// set is gone).
+template <typename Set, typename SetStatus>
+Status UpdateStatusIfChanged(ApiWriter* api,
+                             const objects::ResourceInfo& resource,
+                             const Set& set, const SetStatus& status) {
+  if (DeterministicBytes(status) == DeterministicBytes(set.status())) {
+    return Status::Ok();
+  }
+  Set copy = set;
+  *copy.mutable_status() = status;
+  Status s = api->UpdateStatus(resource, copy).status();
+  return informer::IsNotFound(s) ? Status::Ok() : s;
+}
 
 }  // namespace kplane::controllers
 

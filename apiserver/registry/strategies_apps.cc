@@ -613,9 +613,33 @@ FieldErrors ValidateStatefulSetStatus(
   return errs;
 }
 
-class StatefulSetStrategy : public TypedStrategy<StatefulSet> {
+// The status/spec/generation rules StatefulSets and DaemonSets share:
+// create clears the status (generation 1), an update keeps it and bumps
+// the generation on spec changes, a status update keeps the spec.
+template <typename T>
+class WorkloadStrategy : public TypedStrategy<T> {
  public:
-  using TypedStrategy::TypedStrategy;
+  using TypedStrategy<T>::TypedStrategy;
+
+ protected:
+  void CreateT(T* obj) const override {
+    obj->mutable_status()->Clear();
+    obj->mutable_metadata()->set_generation(1);
+  }
+  void UpdateT(T* obj, const T& old) const override {
+    *obj->mutable_status() = old.status();
+    if (!validation::Equal(obj->spec(), old.spec())) {
+      obj->mutable_metadata()->set_generation(old.metadata().generation() + 1);
+    }
+  }
+  void StatusUpdateT(T* obj, const T& old) const override {
+    *obj->mutable_spec() = old.spec();
+  }
+};
+
+class StatefulSetStrategy : public WorkloadStrategy<StatefulSet> {
+ public:
+  using WorkloadStrategy::WorkloadStrategy;
 
   std::vector<TableColumn> Columns() const override {
     return printers::StatefulSetColumns();
@@ -624,19 +648,6 @@ class StatefulSetStrategy : public TypedStrategy<StatefulSet> {
 
  protected:
   void DefaultT(StatefulSet* s) const override { DefaultStatefulSet(s); }
-  void CreateT(StatefulSet* s) const override {
-    s->mutable_status()->Clear();
-    s->mutable_metadata()->set_generation(1);
-  }
-  void UpdateT(StatefulSet* s, const StatefulSet& old) const override {
-    *s->mutable_status() = old.status();
-    if (!validation::Equal(s->spec(), old.spec())) {
-      s->mutable_metadata()->set_generation(old.metadata().generation() + 1);
-    }
-  }
-  void StatusUpdateT(StatefulSet* s, const StatefulSet& old) const override {
-    *s->mutable_spec() = old.spec();
-  }
   FieldErrors ValidateCreateT(const StatefulSet& s) const override {
     FieldErrors errs = validation::ValidateObjectMeta(
         s.metadata(), true, NameRule::kDNS1123Subdomain);
@@ -804,9 +815,9 @@ FieldErrors ValidateDaemonSetStatus(const objects::appsv1::DaemonSetStatus& s) {
   return errs;
 }
 
-class DaemonSetStrategy : public TypedStrategy<DaemonSet> {
+class DaemonSetStrategy : public WorkloadStrategy<DaemonSet> {
  public:
-  using TypedStrategy::TypedStrategy;
+  using WorkloadStrategy::WorkloadStrategy;
 
   std::vector<TableColumn> Columns() const override {
     return printers::DaemonSetColumns();
@@ -814,19 +825,6 @@ class DaemonSetStrategy : public TypedStrategy<DaemonSet> {
 
  protected:
   void DefaultT(DaemonSet* ds) const override { DefaultDaemonSet(ds); }
-  void CreateT(DaemonSet* ds) const override {
-    ds->mutable_status()->Clear();
-    ds->mutable_metadata()->set_generation(1);
-  }
-  void UpdateT(DaemonSet* ds, const DaemonSet& old) const override {
-    *ds->mutable_status() = old.status();
-    if (!validation::Equal(ds->spec(), old.spec())) {
-      ds->mutable_metadata()->set_generation(old.metadata().generation() + 1);
-    }
-  }
-  void StatusUpdateT(DaemonSet* ds, const DaemonSet& old) const override {
-    *ds->mutable_spec() = old.spec();
-  }
   FieldErrors ValidateCreateT(const DaemonSet& ds) const override {
     FieldErrors errs = validation::ValidateObjectMeta(
         ds.metadata(), true, NameRule::kDNS1123Subdomain);

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "base/metrics.h"
 #include "cmd/kplane/control_plane.h"
 #include "kubeletsim/fleet.h"
 #include "net/tls.h"
@@ -158,6 +159,7 @@ class WorkloadsTest : public ::testing::Test {
 
   std::string dir_;
   std::unique_ptr<cmd::ControlPlane> cp_;
+  metrics::Registry extra_nodes_metrics_;
   std::unique_ptr<kubeletsim::Fleet> extra_nodes_;
 };
 
@@ -166,6 +168,8 @@ TEST_F(WorkloadsTest, StatefulSetOrderedScaleAndRollingUpdate) {
                  "app=web", "-w", "--output-watch-events", "-o", "json"},
                 Env());
   watch.Start();
+  MustKubectl({"wait", "--for=condition=Ready", "node/node-0", "node/node-1",
+               "--timeout=60s"});
 
   MustKubectl({"apply", "-f", File("sts.yaml", kStatefulSet)});
   MustKubectl({"rollout", "status", "statefulset/web", "--timeout=120s"});
@@ -231,6 +235,8 @@ TEST_F(WorkloadsTest, StatefulSetOrderedScaleAndRollingUpdate) {
 }
 
 TEST_F(WorkloadsTest, DaemonSetFollowsNodesAndRolls) {
+  MustKubectl({"wait", "--for=condition=Ready", "node/node-0", "node/node-1",
+               "--timeout=60s"});
   MustKubectl({"apply", "-f", File("ds.yaml", kDaemonSet)});
   MustKubectl({"rollout", "status", "daemonset/agent", "--timeout=120s"});
   std::string table = MustKubectl({"get", "daemonsets"});
@@ -255,6 +261,7 @@ TEST_F(WorkloadsTest, DaemonSetFollowsNodesAndRolls) {
   fo.nodes = 1;
   fo.first_index = 2;
   fo.port = 0;
+  fo.metrics = &extra_nodes_metrics_;
   auto fleet = kubeletsim::Fleet::Start(fo);
   ASSERT_TRUE(fleet.ok()) << fleet.status();
   extra_nodes_ = std::move(*fleet);

@@ -70,7 +70,9 @@ void CountAvailable(const corev1::Pod& ready_pod, int32_t min_ready_seconds,
                     Duration* recheck_after);
 
 // PUT /status with `status` when it differs from `set`'s (404 is fine: the
-// set is gone).
+// set is gone). A 409 means the cache is behind (our previous status
+// write, a scale): the status goes onto the live object when its
+// generation is the one the status was computed for.
 template <typename Set, typename SetStatus>
 Status UpdateStatusIfChanged(ApiWriter* api,
                              const objects::ResourceInfo& resource,
@@ -81,6 +83,19 @@ Status UpdateStatusIfChanged(ApiWriter* api,
   Set copy = set;
   *copy.mutable_status() = status;
   Status s = api->UpdateStatus(resource, copy).status();
+  if (informer::IsConflict(s)) {
+    StatusOr<ObjectPtr> live = api->Get(resource, set.metadata().namespace_(),
+                                        set.metadata().name());
+    if (!live.ok()) return informer::IsNotFound(live.status()) ? Status::Ok()
+                                                               : live.status();
+    copy = static_cast<const Set&>(**live);
+    if (copy.metadata().uid() != set.metadata().uid() ||
+        copy.metadata().generation() != set.metadata().generation()) {
+      return s;  // changed meanwhile: the next sync recomputes
+    }
+    *copy.mutable_status() = status;
+    s = api->UpdateStatus(resource, copy).status();
+  }
   return informer::IsNotFound(s) ? Status::Ok() : s;
 }
 

@@ -5,17 +5,17 @@
 // kubeconfig `up` writes.
 //
 // StatefulSet: `kubectl apply` and `rollout status` complete; a watch of
-// the pods (kubectl get -w --output-watch-events -o json, running the whole
+// the pods (kubectl get -w --output-watch-events, running the whole
 // time) shows web-1 created only after web-0 was Ready, a scale down
 // deleting web-2 before web-1, and an image change rolling web-2, then
 // web-1, then web-0. DaemonSet: one pod per node, `rollout status`, a node
 // that joins later gets its pod, an image change rolls.
 #include <gtest/gtest.h>
-#include <rapidjson/document.h>
 #include <stdlib.h>
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -71,29 +71,28 @@ struct Seen {
   bool deleting = false;
 };
 
-// Parses kubectl's `-o json --output-watch-events` stream: one WatchEvent
-// object after another.
+// Parses kubectl's `--output-watch-events -o custom-columns=` lines
+// ("MODIFIED  web-0  nginx:1.0  True  <none>": kWatchColumns). Compact on
+// purpose: a watch's pipe is read only at the end, and JSON would fill it.
+// With --output-watch-events the columns apply to the WatchEvent.
+constexpr char kWatchColumns[] =
+    "custom-columns=EVENT:.type,NAME:.object.metadata.name,"
+    "IMAGE:.object.spec.containers[0].image,"
+    "READY:.object.status.conditions[?(@.type==\"Ready\")].status,"
+    "DELETING:.object.metadata.deletionTimestamp";
+
 std::vector<Seen> ParseWatchEvents(const std::string& out) {
   std::vector<Seen> events;
-  rapidjson::StringStream in(out.c_str());
-  while (true) {
-    rapidjson::Document d;
-    d.ParseStream<rapidjson::kParseStopWhenDoneFlag>(in);
-    if (d.HasParseError() || !d.IsObject()) break;
+  std::istringstream lines(out);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::istringstream cols(line);
     Seen s;
-    s.type = d["type"].GetString();
-    const auto& pod = d["object"];
-    s.name = pod["metadata"]["name"].GetString();
-    s.deleting = pod["metadata"].HasMember("deletionTimestamp");
-    s.image = pod["spec"]["containers"][0]["image"].GetString();
-    if (pod.HasMember("status") && pod["status"].HasMember("conditions")) {
-      for (const auto& c : pod["status"]["conditions"].GetArray()) {
-        if (std::string(c["type"].GetString()) == "Ready" &&
-            std::string(c["status"].GetString()) == "True") {
-          s.ready = true;
-        }
-      }
-    }
+    std::string ready, deleting;
+    if (!(cols >> s.type >> s.name >> s.image >> ready >> deleting)) continue;
+    if (s.type == "EVENT") continue;  // the header
+    s.ready = ready == "True";
+    s.deleting = deleting != "<none>";
     events.push_back(s);
   }
   return events;
@@ -165,7 +164,7 @@ class WorkloadsTest : public ::testing::Test {
 
 TEST_F(WorkloadsTest, StatefulSetOrderedScaleAndRollingUpdate) {
   Process watch({"kubectl", "--cache-dir", dir_ + "/cache", "get", "pods", "-l",
-                 "app=web", "-w", "--output-watch-events", "-o", "json"},
+                 "app=web", "-w", "--output-watch-events", "-o", kWatchColumns},
                 Env());
   watch.Start();
   MustKubectl({"wait", "--for=condition=Ready", "node/node-0", "node/node-1",
@@ -205,8 +204,16 @@ TEST_F(WorkloadsTest, StatefulSetOrderedScaleAndRollingUpdate) {
 
   watch.Signal(SIGTERM);
   RunResult w = watch.Wait(std::chrono::milliseconds(10000));
+  File("watch.txt", w.out);  // kept for a look when the test fails
   std::vector<Seen> ev = ParseWatchEvents(w.out);
   ASSERT_GT(ev.size(), 10u) << w.out.substr(0, 2000);
+  std::string history;  // for failure messages
+  for (const Seen& s : ev) {
+    history += s.type + " " + s.name + " " + s.image +
+               (s.ready ? " ready" : "") + (s.deleting ? " deleting" : "") +
+               "\n";
+  }
+  SCOPED_TRACE(history);
   auto first = [&](const std::string& name, auto pred) {
     return First(ev, [&](const Seen& s) { return s.name == name && pred(s); });
   };

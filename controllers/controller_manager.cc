@@ -65,9 +65,9 @@ class ControllerManager::Impl {
     }
     for (const std::string& c : options_.controllers) {
       static const std::vector<std::string> kKnown = {
-          "*",         "replicaset",    "deployment",
-          "scheduler", "nodelifecycle", "garbagecollector",
-          "namespace", "podgc",         "serviceaccount",
+          "*",           "replicaset",    "deployment",
+          "scheduler",   "nodelifecycle", "garbagecollector",
+          "namespace",   "podgc",         "serviceaccount",
           "statefulset", "daemonset"};
       if (std::find(kKnown.begin(), kKnown.end(), c) == kKnown.end()) {
         return InvalidArgumentError("unknown controller \"" + c + "\"");
@@ -267,7 +267,8 @@ class ControllerManager::Impl {
       run->controllers.push_back(std::move(c));
     }
     if (Wanted("statefulset")) {
-      informer::SharedIndexInformer* sets = f.InformerFor<appsv1::StatefulSet>();
+      informer::SharedIndexInformer* sets =
+          f.InformerFor<appsv1::StatefulSet>();
       auto c = std::make_unique<StatefulSetController>(
           StatefulSetControllerOptions{.api = api,
                                        .statefulsets = &sets->GetIndexer(),

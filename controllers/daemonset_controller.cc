@@ -420,8 +420,8 @@ Status DaemonSetController::Sync(const std::string& key) {
   status.set_numberunavailable(std::max(0, desired - available));
   status.set_updatednumberscheduled(updated);
   status.set_observedgeneration(meta.generation());
-  KeepFirstError(&first_error, UpdateStatusIfChanged(
-                                   api, DaemonSetsResource(), *ds, status));
+  KeepFirstError(&first_error,
+                 UpdateStatusIfChanged(api, DaemonSetsResource(), *ds, status));
   if (next_available != Duration::max()) EnqueueAfter(key, next_available);
   return first_error;
 }

@@ -2,9 +2,8 @@
 
 #include <algorithm>
 
-#include "controllers/workload_pods.h"
-
 #include "base/logging.h"
+#include "controllers/workload_pods.h"
 #include "informer/api_errors.h"
 #include "objects/label_selector.h"
 #include "objects/meta.h"
@@ -160,11 +159,11 @@ Status ReplicaSetController::Sync(const std::string& key) {
   Status first_error;
 
   // 1. Claim.
-  ASSIGN_OR_RETURN(std::vector<PodPtr> owned,
-                   ClaimPods(
-                       options_.api, *options_.pods, meta, "ReplicaSet",
-                       selector, [](const corev1::Pod&) { return true; },
-                       &first_error));
+  ASSIGN_OR_RETURN(
+      std::vector<PodPtr> owned,
+      ClaimPods(
+          options_.api, *options_.pods, meta, "ReplicaSet", selector,
+          [](const corev1::Pod&) { return true; }, &first_error));
   std::vector<PodPtr> active;
   for (const PodPtr& p : owned) {
     if (IsPodActive(*p)) active.push_back(p);

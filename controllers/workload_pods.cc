@@ -108,8 +108,7 @@ void EnqueueSetsIn(const informer::Indexer& sets, const std::string& ns,
 }
 
 void CountAvailable(const corev1::Pod& ready_pod, int32_t min_ready_seconds,
-                    WallTime now, int32_t* available,
-                    Duration* recheck_after) {
+                    WallTime now, int32_t* available, Duration* recheck_after) {
   if (IsPodAvailable(ready_pod, min_ready_seconds, now)) {
     ++*available;
     return;

@@ -66,8 +66,7 @@ void EnqueueSetsIn(const informer::Indexer& sets, const std::string& ns,
 // `min_ready_seconds` at `now`; otherwise lowers `*recheck_after` to when
 // it will be (plus 100 ms), for the caller's EnqueueAfter.
 void CountAvailable(const corev1::Pod& ready_pod, int32_t min_ready_seconds,
-                    WallTime now, int32_t* available,
-                    Duration* recheck_after);
+                    WallTime now, int32_t* available, Duration* recheck_after);
 
 // PUT /status with `status` when it differs from `set`'s (404 is fine: the
 // set is gone). A 409 means the cache is behind (our previous status
@@ -84,10 +83,10 @@ Status UpdateStatusIfChanged(ApiWriter* api,
   *copy.mutable_status() = status;
   Status s = api->UpdateStatus(resource, copy).status();
   if (informer::IsConflict(s)) {
-    StatusOr<ObjectPtr> live = api->Get(resource, set.metadata().namespace_(),
-                                        set.metadata().name());
-    if (!live.ok()) return informer::IsNotFound(live.status()) ? Status::Ok()
-                                                               : live.status();
+    StatusOr<ObjectPtr> live =
+        api->Get(resource, set.metadata().namespace_(), set.metadata().name());
+    if (!live.ok())
+      return informer::IsNotFound(live.status()) ? Status::Ok() : live.status();
     copy = static_cast<const Set&>(**live);
     if (copy.metadata().uid() != set.metadata().uid() ||
         copy.metadata().generation() != set.metadata().generation()) {

@@ -9,8 +9,8 @@
 #include "apiserver/registry/printers.h"
 #include "apiserver/registry/strategies.h"
 #include "apiserver/registry/validation_util.h"
-#include "objects/apps_workloads_types.h"
 #include "base/strings.h"
+#include "objects/apps_workloads_types.h"
 
 namespace kplane::apiserver {
 
@@ -476,8 +476,7 @@ void DefaultStatefulSet(StatefulSet* sts) {
   }
   auto* us = spec->mutable_updatestrategy();
   if (us->type().empty()) us->set_type("RollingUpdate");
-  if (us->type() == "RollingUpdate" &&
-      !us->rollingupdate().has_partition()) {
+  if (us->type() == "RollingUpdate" && !us->rollingupdate().has_partition()) {
     us->mutable_rollingupdate()->set_partition(0);
   }
   if (!spec->has_revisionhistorylimit()) spec->set_revisionhistorylimit(10);
@@ -501,9 +500,9 @@ FieldErrors ValidateControllerSelector(
   Append(&errs,
          validation::ValidateLabelSelector(selector, spec.Child("selector")));
   if (selector.matchlabels().empty() && selector.matchexpressions().empty()) {
-    errs.push_back(Invalid(spec.Child("selector"), GoLabelSelector(selector),
-                           "empty selector is invalid for " +
-                               std::string(kind)));
+    errs.push_back(
+        Invalid(spec.Child("selector"), GoLabelSelector(selector),
+                "empty selector is invalid for " + std::string(kind)));
   }
   return errs;
 }
@@ -528,9 +527,10 @@ FieldErrors ValidateStatefulSetSpec(const StatefulSetSpec& spec) {
     }
   } else if (us.type() == "OnDelete") {
     if (us.has_rollingupdate()) {
-      errs.push_back(Invalid(
-          up.Child("rollingUpdate"), "apps.RollingUpdateStatefulSetStrategy{...}",
-          "only allowed for updateStrategy 'RollingUpdate'"));
+      errs.push_back(
+          Invalid(up.Child("rollingUpdate"),
+                  "apps.RollingUpdateStatefulSetStrategy{...}",
+                  "only allowed for updateStrategy 'RollingUpdate'"));
     }
   } else if (us.type().empty()) {
     errs.push_back(Required(up, ""));
@@ -543,28 +543,27 @@ FieldErrors ValidateStatefulSetSpec(const StatefulSetSpec& spec) {
            validation::ValidateNonnegative(spec.revisionhistorylimit(),
                                            sp.Child("revisionHistoryLimit")));
   }
-  Append(&errs,
-         validation::ValidateNonnegative(spec.replicas(), sp.Child("replicas")));
+  Append(&errs, validation::ValidateNonnegative(spec.replicas(),
+                                                sp.Child("replicas")));
   Append(&errs, validation::ValidateNonnegative(spec.minreadyseconds(),
                                                 sp.Child("minReadySeconds")));
   if (spec.has_ordinals()) {
-    Append(&errs, validation::ValidateNonnegative(
-                      spec.ordinals().start(),
-                      sp.Child("ordinals").Child("start")));
+    Append(&errs,
+           validation::ValidateNonnegative(
+               spec.ordinals().start(), sp.Child("ordinals").Child("start")));
   }
-  Append(&errs, ValidateControllerSelector(spec.has_selector(),
-                                           spec.selector(), sp,
-                                           "statefulset"));
-  auto sel = validation::AsSelector(spec.has_selector() ? &spec.selector()
-                                                        : nullptr);
+  Append(&errs, ValidateControllerSelector(spec.has_selector(), spec.selector(),
+                                           sp, "statefulset"));
+  auto sel =
+      validation::AsSelector(spec.has_selector() ? &spec.selector() : nullptr);
   if (spec.has_selector() && !sel) {
     errs.push_back(Invalid(sp.Child("selector"),
                            GoLabelSelector(spec.selector()),
                            "invalid label selector"));
   } else if (sel) {
-    Append(&errs, podvalidation::ValidatePodTemplateForController(
-                      spec.template_(), *sel, sp.Child("template"),
-                      "StatefulSet"));
+    Append(&errs,
+           podvalidation::ValidatePodTemplateForController(
+               spec.template_(), *sel, sp.Child("template"), "StatefulSet"));
   }
   return errs;
 }
@@ -591,7 +590,8 @@ FieldErrors ValidateStatefulSetStatus(
   }
   constexpr char kMsg[] = "cannot be greater than status.replicas";
   if (s.readyreplicas() > s.replicas()) {
-    errs.push_back(InvalidInt(p.Child("readyReplicas"), s.readyreplicas(), kMsg));
+    errs.push_back(
+        InvalidInt(p.Child("readyReplicas"), s.readyreplicas(), kMsg));
   }
   if (s.currentreplicas() > s.replicas()) {
     errs.push_back(
@@ -733,8 +733,8 @@ FieldErrors ValidateRollingUpdateDaemonSet(
                                                   p.Child("maxUnavailable"));
   Append(&errs,
          ValidatePositiveIntOrPercent(ru.maxsurge(), p.Child("maxSurge")));
-  Append(&errs,
-         IsNotMoreThan100Percent(ru.maxunavailable(), p.Child("maxUnavailable")));
+  Append(&errs, IsNotMoreThan100Percent(ru.maxunavailable(),
+                                        p.Child("maxUnavailable")));
   Append(&errs, IsNotMoreThan100Percent(ru.maxsurge(), p.Child("maxSurge")));
   bool has_unavailable = IntOrPercentValue(ru.maxunavailable()) != 0;
   bool has_surge = IntOrPercentValue(ru.maxsurge()) != 0;
@@ -742,8 +742,8 @@ FieldErrors ValidateRollingUpdateDaemonSet(
     errs.push_back(Invalid(p.Child("maxSurge"), GoIntOrString(ru.maxsurge()),
                            "may not be set when maxUnavailable is non-zero"));
   } else if (!has_unavailable && !has_surge) {
-    errs.push_back(Required(p.Child("maxUnavailable"),
-                            "cannot be 0 when maxSurge is 0"));
+    errs.push_back(
+        Required(p.Child("maxUnavailable"), "cannot be 0 when maxSurge is 0"));
   }
   return errs;
 }
@@ -752,16 +752,16 @@ FieldErrors ValidateDaemonSetSpec(const DaemonSetSpec& spec) {
   Path sp("spec");
   FieldErrors errs = ValidateControllerSelector(
       spec.has_selector(), spec.selector(), sp, "daemonset");
-  auto sel = validation::AsSelector(spec.has_selector() ? &spec.selector()
-                                                        : nullptr);
+  auto sel =
+      validation::AsSelector(spec.has_selector() ? &spec.selector() : nullptr);
   if (spec.has_selector() && !sel) {
     errs.push_back(Invalid(sp.Child("selector"),
                            GoLabelSelector(spec.selector()),
                            "invalid label selector"));
   } else if (sel) {
-    Append(&errs, podvalidation::ValidatePodTemplateForController(
-                      spec.template_(), *sel, sp.Child("template"),
-                      "DaemonSet"));
+    Append(&errs,
+           podvalidation::ValidatePodTemplateForController(
+               spec.template_(), *sel, sp.Child("template"), "DaemonSet"));
   }
   Append(&errs, validation::ValidateNonnegative(spec.minreadyseconds(),
                                                 sp.Child("minReadySeconds")));
@@ -789,21 +789,21 @@ FieldErrors ValidateDaemonSetSpec(const DaemonSetSpec& spec) {
 FieldErrors ValidateDaemonSetStatus(const objects::appsv1::DaemonSetStatus& s) {
   Path p("status");
   FieldErrors errs;
-  Append(&errs, validation::ValidateNonnegative(
-                    s.currentnumberscheduled(),
-                    p.Child("currentNumberScheduled")));
-  Append(&errs, validation::ValidateNonnegative(
-                    s.numbermisscheduled(), p.Child("numberMisscheduled")));
-  Append(&errs, validation::ValidateNonnegative(
-                    s.desirednumberscheduled(),
-                    p.Child("desiredNumberScheduled")));
+  Append(&errs,
+         validation::ValidateNonnegative(s.currentnumberscheduled(),
+                                         p.Child("currentNumberScheduled")));
+  Append(&errs, validation::ValidateNonnegative(s.numbermisscheduled(),
+                                                p.Child("numberMisscheduled")));
+  Append(&errs,
+         validation::ValidateNonnegative(s.desirednumberscheduled(),
+                                         p.Child("desiredNumberScheduled")));
   Append(&errs, validation::ValidateNonnegative(s.numberready(),
                                                 p.Child("numberReady")));
   Append(&errs, validation::ValidateNonnegative(s.observedgeneration(),
                                                 p.Child("observedGeneration")));
-  Append(&errs, validation::ValidateNonnegative(
-                    s.updatednumberscheduled(),
-                    p.Child("updatedNumberScheduled")));
+  Append(&errs,
+         validation::ValidateNonnegative(s.updatednumberscheduled(),
+                                         p.Child("updatedNumberScheduled")));
   Append(&errs, validation::ValidateNonnegative(s.numberavailable(),
                                                 p.Child("numberAvailable")));
   Append(&errs, validation::ValidateNonnegative(s.numberunavailable(),
@@ -836,14 +836,14 @@ class DaemonSetStrategy : public WorkloadStrategy<DaemonSet> {
     FieldErrors errs =
         validation::ValidateObjectMetaUpdate(ds.metadata(), old.metadata());
     Append(&errs, ValidateDaemonSetSpec(ds.spec()));
-    Append(&errs, validation::ValidateImmutable(
-                      ds.spec().has_selector() == old.spec().has_selector() &&
-                          validation::Equal(ds.spec().selector(),
-                                            old.spec().selector()),
-                      ds.spec().has_selector()
-                          ? GoLabelSelector(ds.spec().selector())
-                          : "null",
-                      Path("spec").Child("selector")));
+    Append(
+        &errs,
+        validation::ValidateImmutable(
+            ds.spec().has_selector() == old.spec().has_selector() &&
+                validation::Equal(ds.spec().selector(), old.spec().selector()),
+            ds.spec().has_selector() ? GoLabelSelector(ds.spec().selector())
+                                     : "null",
+            Path("spec").Child("selector")));
     return errs;
   }
   FieldErrors ValidateStatusUpdateT(const DaemonSet& ds,
@@ -928,8 +928,7 @@ std::unique_ptr<Strategy> NewStatefulSetStrategy(
     const objects::ResourceInfo* r) {
   return std::make_unique<StatefulSetStrategy>(r);
 }
-std::unique_ptr<Strategy> NewDaemonSetStrategy(
-    const objects::ResourceInfo* r) {
+std::unique_ptr<Strategy> NewDaemonSetStrategy(const objects::ResourceInfo* r) {
   return std::make_unique<DaemonSetStrategy>(r);
 }
 std::unique_ptr<Strategy> NewLeaseStrategy(const objects::ResourceInfo* r) {

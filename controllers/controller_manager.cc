@@ -9,6 +9,7 @@
 #include "base/logging.h"
 #include "base/mutex.h"
 #include "controllers/api_writer.h"
+#include "controllers/daemonset_controller.h"
 #include "controllers/deployment_controller.h"
 #include "controllers/garbage_collector.h"
 #include "controllers/namespace_controller.h"
@@ -17,6 +18,7 @@
 #include "controllers/replicaset_controller.h"
 #include "controllers/scheduler.h"
 #include "controllers/serviceaccounts_controller.h"
+#include "controllers/statefulset_controller.h"
 #include "informer/informer_factory.h"
 #include "informer/leader_election.h"
 #include "informer/rest_client.h"
@@ -63,9 +65,10 @@ class ControllerManager::Impl {
     }
     for (const std::string& c : options_.controllers) {
       static const std::vector<std::string> kKnown = {
-          "*",         "replicaset",    "deployment",
-          "scheduler", "nodelifecycle", "garbagecollector",
-          "namespace", "podgc",         "serviceaccount"};
+          "*",           "replicaset",    "deployment",
+          "scheduler",   "nodelifecycle", "garbagecollector",
+          "namespace",   "podgc",         "serviceaccount",
+          "statefulset", "daemonset"};
       if (std::find(kKnown.begin(), kKnown.end(), c) == kKnown.end()) {
         return InvalidArgumentError("unknown controller \"" + c + "\"");
       }
@@ -261,6 +264,30 @@ class ControllerManager::Impl {
               .clock = clock_,
               .metrics = metrics_});
       c->RegisterHandlers(namespaces, service_accounts);
+      run->controllers.push_back(std::move(c));
+    }
+    if (Wanted("statefulset")) {
+      informer::SharedIndexInformer* sets =
+          f.InformerFor<appsv1::StatefulSet>();
+      auto c = std::make_unique<StatefulSetController>(
+          StatefulSetControllerOptions{.api = api,
+                                       .statefulsets = &sets->GetIndexer(),
+                                       .pods = &pods->GetIndexer(),
+                                       .clock = clock_,
+                                       .metrics = metrics_});
+      c->RegisterHandlers(sets, pods);
+      run->controllers.push_back(std::move(c));
+    }
+    if (Wanted("daemonset")) {
+      informer::SharedIndexInformer* sets = f.InformerFor<appsv1::DaemonSet>();
+      auto c = std::make_unique<DaemonSetController>(
+          DaemonSetControllerOptions{.api = api,
+                                     .daemonsets = &sets->GetIndexer(),
+                                     .pods = &pods->GetIndexer(),
+                                     .nodes = &nodes->GetIndexer(),
+                                     .clock = clock_,
+                                     .metrics = metrics_});
+      c->RegisterHandlers(sets, pods, nodes);
       run->controllers.push_back(std::move(c));
     }
     if (Wanted("podgc")) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/logging.h"
+#include "controllers/workload_pods.h"
 #include "informer/api_errors.h"
 #include "objects/label_selector.h"
 #include "objects/meta.h"
@@ -11,8 +12,6 @@
 namespace kplane::controllers {
 
 namespace {
-
-using PodPtr = std::shared_ptr<const corev1::Pod>;
 
 int32_t DesiredReplicas(const appsv1::ReplicaSet& rs) {
   return rs.spec().has_replicas() ? rs.spec().replicas() : 1;
@@ -160,47 +159,11 @@ Status ReplicaSetController::Sync(const std::string& key) {
   Status first_error;
 
   // 1. Claim.
-  std::vector<PodPtr> owned;
-  StatusOr<std::vector<ObjectPtr>> in_ns =
-      options_.pods->ByIndex(informer::kNamespaceIndex, meta.namespace_());
-  RETURN_IF_ERROR(in_ns.status());
-  for (const ObjectPtr& o : *in_ns) {
-    auto pod = std::static_pointer_cast<const corev1::Pod>(o);
-    const metav1::OwnerReference* ref = objects::ControllerRef(pod->metadata());
-    bool matches = !selector.Empty() &&
-                   selector.Matches(LabelMap(pod->metadata().labels()));
-    if (ref != nullptr) {
-      if (ref->uid() != meta.uid()) continue;
-      if (matches) {
-        owned.push_back(pod);
-        continue;
-      }
-      if (IsPodTerminating(*pod)) continue;
-      corev1::Pod copy = *pod;
-      auto* refs = copy.mutable_metadata()->mutable_ownerreferences();
-      for (int i = 0; i < refs->size(); ++i) {
-        if (refs->Get(i).uid() == meta.uid()) {
-          refs->DeleteSubrange(i, 1);
-          break;
-        }
-      }
-      Status s = options_.api->Update(PodsResource(), copy).status();
-      if (!informer::IsNotFound(s)) Keep(&first_error, s);
-      continue;
-    }
-    if (!matches || IsPodTerminating(*pod) || objects::IsBeingDeleted(meta)) {
-      continue;
-    }
-    corev1::Pod copy = *pod;
-    *copy.mutable_metadata()->add_ownerreferences() =
-        ControllerRefTo("apps/v1", "ReplicaSet", meta);
-    StatusOr<ObjectPtr> adopted = options_.api->Update(PodsResource(), copy);
-    if (adopted.ok()) {
-      owned.push_back(std::static_pointer_cast<const corev1::Pod>(*adopted));
-    } else if (!informer::IsNotFound(adopted.status())) {
-      Keep(&first_error, adopted.status());
-    }
-  }
+  ASSIGN_OR_RETURN(
+      std::vector<PodPtr> owned,
+      ClaimPods(
+          options_.api, *options_.pods, meta, "ReplicaSet", selector,
+          [](const corev1::Pod&) { return true; }, &first_error));
   std::vector<PodPtr> active;
   for (const PodPtr& p : owned) {
     if (IsPodActive(*p)) active.push_back(p);

@@ -1,5 +1,6 @@
 #include "objects/scheme.h"
 
+#include "objects/apps_workloads_types.h"
 #include "objects/serviceaccount_types.h"
 #include "objects/types.h"
 #include "schemas/k8s/authentication.pb.h"
@@ -326,6 +327,30 @@ void Scheme::RegisterBuiltins(Scheme* s) {
        {"all"},
        true,
        true},
+      {"apps/v1",
+       "statefulsets",
+       "statefulset",
+       "StatefulSet",
+       &appsv1::StatefulSet::default_instance(),
+       "StatefulSetList",
+       &appsv1::StatefulSetList::default_instance(),
+       true,
+       {"sts"},
+       {"all"},
+       true,
+       true},
+      {"apps/v1",
+       "daemonsets",
+       "daemonset",
+       "DaemonSet",
+       &appsv1::DaemonSet::default_instance(),
+       "DaemonSetList",
+       &appsv1::DaemonSetList::default_instance(),
+       true,
+       {"ds"},
+       {"all"},
+       true,
+       false},
       {"coordination.k8s.io/v1",
        "leases",
        "lease",

@@ -5,6 +5,7 @@
 
 #include <set>
 
+#include "objects/apps_workloads_types.h"
 #include "objects/field_table.h"
 #include "objects/meta.h"
 #include "objects/serviceaccount_types.h"
@@ -106,6 +107,10 @@ TEST(Scheme, ResolvesKubectlWords) {
       {"deploy.apps", "deployments"},
       {"deployments.v1.apps", "deployments"},
       {"rs", "replicasets"},
+      {"sts", "statefulsets"},
+      {"statefulset.apps", "statefulsets"},
+      {"ds", "daemonsets"},
+      {"DaemonSet", "daemonsets"},
       {"no", "nodes"},
       {"ns", "namespaces"},
       {"cm", "configmaps"},
@@ -193,6 +198,7 @@ TEST(Scheme, EverySchemaMessageHasACodecTable) {
   const google::protobuf::FileDescriptor* files[] = {
       corev1::Pod::descriptor()->file(),
       appsv1::Deployment::descriptor()->file(),
+      appsv1::StatefulSet::descriptor()->file(),
       coordinationv1::Lease::descriptor()->file(),
       autoscalingv1::Scale::descriptor()->file(),
       authenticationv1::TokenRequest::descriptor()->file(),

@@ -162,6 +162,8 @@ std::vector<Role> BootstrapClusterRoles() {
        Res(kReadWrite, {"apps"},
            {"deployments", "deployments/status", "deployments/scale",
             "replicasets", "replicasets/status", "replicasets/scale"}),
+       // The statefulset and daemonset controllers write only the status.
+       Res({"update"}, {"apps"}, {"statefulsets/status", "daemonsets/status"}),
        Res(kReadWrite, {"batch"}, {"jobs", "jobs/status"}),
        Res(kReadWrite, {"coordination.k8s.io"}, {"leases"}),
        Res(kReadWrite, {"events.k8s.io"}, {"events"}),

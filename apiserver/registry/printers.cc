@@ -795,4 +795,83 @@ std::vector<TableCell> ServiceAccountRow(
           S(Age(sa.metadata(), now))};
 }
 
+std::vector<TableColumn> StatefulSetColumns() {
+  return {NameColumn(),
+          Col("Ready", "string", "Number of the pod with ready state"),
+          AgeColumn(), Col("Containers", "string", kContainersDoc, 1),
+          Col("Images", "string", kImagesDoc, 1)};
+}
+
+std::vector<TableCell> StatefulSetRow(const objects::appsv1::StatefulSet& s,
+                                      WallTime now) {
+  auto [names, images] =
+      ContainerCells(s.spec().template_().spec().containers());
+  return {S(s.metadata().name()),
+          S(std::to_string(s.status().readyreplicas()) + "/" +
+            std::to_string(s.spec().replicas())),
+          S(Age(s.metadata(), now)), S(names), S(images)};
+}
+
+std::vector<TableColumn> DaemonSetColumns() {
+  return {
+      NameColumn(),
+      Col("Desired", "integer",
+          "The total number of nodes that should be running the daemon pod "
+          "(including nodes correctly running the daemon pod). More info: "
+          "https://kubernetes.io/docs/concepts/workloads/controllers/"
+          "daemonset/"),
+      Col("Current", "integer",
+          "The number of nodes that are running at least 1 daemon pod and "
+          "are supposed to run the daemon pod. More info: "
+          "https://kubernetes.io/docs/concepts/workloads/controllers/"
+          "daemonset/"),
+      Col("Ready", "integer",
+          "numberReady is the number of nodes that should be running the "
+          "daemon pod and have one or more of the daemon pod running with a "
+          "Ready Condition."),
+      Col("Up-to-date", "integer",
+          "The total number of nodes that are running updated daemon pod"),
+      Col("Available", "integer",
+          "The number of nodes that should be running the daemon pod and "
+          "have one or more of the daemon pod running and available (ready "
+          "for at least spec.minReadySeconds)"),
+      Col("Node Selector", "string",
+          "NodeSelector is a selector which must be true for the pod to fit "
+          "on a node. Selector which must match a node's labels for the pod "
+          "to be scheduled on that node. More info: "
+          "https://kubernetes.io/docs/concepts/configuration/"
+          "assign-pod-node/"),
+      AgeColumn(),
+      Col("Containers", "string", kContainersDoc, 1),
+      Col("Images", "string", kImagesDoc, 1),
+      Col("Selector", "string",
+          "A label query over pods that are managed by the daemon set. Must "
+          "match in order to be controlled. It must match the pod "
+          "template's labels. More info: "
+          "https://kubernetes.io/docs/concepts/overview/working-with-objects/"
+          "labels/#label-selectors",
+          1),
+  };
+}
+
+std::vector<TableCell> DaemonSetRow(const objects::appsv1::DaemonSet& ds,
+                                    WallTime now) {
+  auto [names, images] =
+      ContainerCells(ds.spec().template_().spec().containers());
+  auto sel = validation::AsSelector(
+      ds.spec().has_selector() ? &ds.spec().selector() : nullptr);
+  const auto& st = ds.status();
+  return {S(ds.metadata().name()),
+          I(st.desirednumberscheduled()),
+          I(st.currentnumberscheduled()),
+          I(st.numberready()),
+          I(st.updatednumberscheduled()),
+          I(st.numberavailable()),
+          S(FormatLabels(ds.spec().template_().spec().nodeselector())),
+          S(Age(ds.metadata(), now)),
+          S(names),
+          S(images),
+          S(sel ? sel->String() : "<invalid>")};
+}
+
 }  // namespace kplane::apiserver::printers

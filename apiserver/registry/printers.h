@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "objects/apps_workloads_types.h"
 #include "objects/serviceaccount_types.h"
 #include "objects/types.h"
 #include "apiserver/registry/strategy.h"
@@ -64,6 +65,14 @@ std::vector<TableCell> DeploymentRow(const objects::appsv1::Deployment& d,
 std::vector<TableColumn> ReplicaSetColumns();
 std::vector<TableCell> ReplicaSetRow(const objects::appsv1::ReplicaSet& rs,
                                      WallTime now);
+
+std::vector<TableColumn> StatefulSetColumns();
+std::vector<TableCell> StatefulSetRow(const objects::appsv1::StatefulSet& s,
+                                      WallTime now);
+
+std::vector<TableColumn> DaemonSetColumns();
+std::vector<TableCell> DaemonSetRow(const objects::appsv1::DaemonSet& ds,
+                                    WallTime now);
 
 std::vector<TableColumn> ServiceAccountColumns();
 std::vector<TableCell> ServiceAccountRow(

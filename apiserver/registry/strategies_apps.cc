@@ -1,4 +1,5 @@
-// Strategies of apps/v1 deployments and replicasets (with /scale) and of
+// Strategies of apps/v1 deployments, replicasets and statefulsets (with
+// /scale), daemonsets and of
 // coordination.k8s.io/v1 leases. Upstream models:
 // pkg/registry/apps/{deployment,replicaset}/strategy.go,
 // pkg/apis/apps/validation, pkg/registry/coordination/lease/strategy.go and
@@ -9,15 +10,20 @@
 #include "apiserver/registry/strategies.h"
 #include "apiserver/registry/validation_util.h"
 #include "base/strings.h"
+#include "objects/apps_workloads_types.h"
 
 namespace kplane::apiserver {
 
 namespace {
 
+using objects::appsv1::DaemonSet;
+using objects::appsv1::DaemonSetSpec;
 using objects::appsv1::Deployment;
 using objects::appsv1::DeploymentSpec;
 using objects::appsv1::ReplicaSet;
 using objects::appsv1::ReplicaSetSpec;
+using objects::appsv1::StatefulSet;
+using objects::appsv1::StatefulSetSpec;
 using objects::autoscalingv1::Scale;
 using objects::coordinationv1::Lease;
 using objects::intstr::IntOrString;
@@ -459,6 +465,400 @@ class ReplicaSetStrategy : public TypedStrategy<ReplicaSet> {
   }
 };
 
+// ============================== statefulsets ==============================
+
+// SetDefaults_StatefulSet (StatefulSetAutoDeletePVC is beta, on, in 1.32).
+void DefaultStatefulSet(StatefulSet* sts) {
+  StatefulSetSpec* spec = sts->mutable_spec();
+  if (!spec->has_replicas()) spec->set_replicas(1);
+  if (spec->podmanagementpolicy().empty()) {
+    spec->set_podmanagementpolicy("OrderedReady");
+  }
+  auto* us = spec->mutable_updatestrategy();
+  if (us->type().empty()) us->set_type("RollingUpdate");
+  if (us->type() == "RollingUpdate" && !us->rollingupdate().has_partition()) {
+    us->mutable_rollingupdate()->set_partition(0);
+  }
+  if (!spec->has_revisionhistorylimit()) spec->set_revisionhistorylimit(10);
+  auto* retention = spec->mutable_persistentvolumeclaimretentionpolicy();
+  if (retention->whendeleted().empty()) retention->set_whendeleted("Retain");
+  if (retention->whenscaled().empty()) retention->set_whenscaled("Retain");
+  defaults::DefaultPodTemplate(spec->mutable_template_());
+}
+
+// A selector that is required, valid, non-empty and matches the template
+// (the part of ValidateStatefulSetSpec / ValidateDaemonSetSpec they share;
+// `kind` is "statefulset" or "daemonset" in the empty-selector text).
+FieldErrors ValidateControllerSelector(
+    bool has_selector, const objects::metav1::LabelSelector& selector,
+    const Path& spec, std::string_view kind) {
+  FieldErrors errs;
+  if (!has_selector) {
+    errs.push_back(Required(spec.Child("selector")));
+    return errs;
+  }
+  Append(&errs,
+         validation::ValidateLabelSelector(selector, spec.Child("selector")));
+  if (selector.matchlabels().empty() && selector.matchexpressions().empty()) {
+    errs.push_back(
+        Invalid(spec.Child("selector"), GoLabelSelector(selector),
+                "empty selector is invalid for " + std::string(kind)));
+  }
+  return errs;
+}
+
+FieldErrors ValidateStatefulSetSpec(const StatefulSetSpec& spec) {
+  Path sp("spec");
+  FieldErrors errs;
+  const std::string& policy = spec.podmanagementpolicy();
+  if (policy.empty()) {
+    errs.push_back(Required(sp.Child("podManagementPolicy")));
+  } else if (policy != "OrderedReady" && policy != "Parallel") {
+    errs.push_back(validation::NotSupportedString(
+        sp.Child("podManagementPolicy"), policy, {"OrderedReady", "Parallel"}));
+  }
+  const auto& us = spec.updatestrategy();
+  Path up = sp.Child("updateStrategy");
+  if (us.type() == "RollingUpdate") {
+    if (us.has_rollingupdate()) {
+      Append(&errs, validation::ValidateNonnegative(
+                        us.rollingupdate().partition(),
+                        up.Child("rollingUpdate").Child("partition")));
+    }
+  } else if (us.type() == "OnDelete") {
+    if (us.has_rollingupdate()) {
+      errs.push_back(
+          Invalid(up.Child("rollingUpdate"),
+                  "apps.RollingUpdateStatefulSetStrategy{...}",
+                  "only allowed for updateStrategy 'RollingUpdate'"));
+    }
+  } else if (us.type().empty()) {
+    errs.push_back(Required(up, ""));
+  } else {
+    errs.push_back(validation::NotSupportedString(
+        up, us.type(), {"OnDelete", "RollingUpdate"}));
+  }
+  if (spec.has_revisionhistorylimit()) {
+    Append(&errs,
+           validation::ValidateNonnegative(spec.revisionhistorylimit(),
+                                           sp.Child("revisionHistoryLimit")));
+  }
+  Append(&errs, validation::ValidateNonnegative(spec.replicas(),
+                                                sp.Child("replicas")));
+  Append(&errs, validation::ValidateNonnegative(spec.minreadyseconds(),
+                                                sp.Child("minReadySeconds")));
+  if (spec.has_ordinals()) {
+    Append(&errs,
+           validation::ValidateNonnegative(
+               spec.ordinals().start(), sp.Child("ordinals").Child("start")));
+  }
+  Append(&errs, ValidateControllerSelector(spec.has_selector(), spec.selector(),
+                                           sp, "statefulset"));
+  auto sel =
+      validation::AsSelector(spec.has_selector() ? &spec.selector() : nullptr);
+  if (spec.has_selector() && !sel) {
+    errs.push_back(Invalid(sp.Child("selector"),
+                           GoLabelSelector(spec.selector()),
+                           "invalid label selector"));
+  } else if (sel) {
+    Append(&errs,
+           podvalidation::ValidatePodTemplateForController(
+               spec.template_(), *sel, sp.Child("template"), "StatefulSet"));
+  }
+  return errs;
+}
+
+FieldErrors ValidateStatefulSetStatus(
+    const objects::appsv1::StatefulSetStatus& s) {
+  Path p("status");
+  FieldErrors errs;
+  Append(&errs,
+         validation::ValidateNonnegative(s.replicas(), p.Child("replicas")));
+  Append(&errs, validation::ValidateNonnegative(s.readyreplicas(),
+                                                p.Child("readyReplicas")));
+  Append(&errs, validation::ValidateNonnegative(s.currentreplicas(),
+                                                p.Child("currentReplicas")));
+  Append(&errs, validation::ValidateNonnegative(s.updatedreplicas(),
+                                                p.Child("updatedReplicas")));
+  Append(&errs, validation::ValidateNonnegative(s.availablereplicas(),
+                                                p.Child("availableReplicas")));
+  Append(&errs, validation::ValidateNonnegative(s.observedgeneration(),
+                                                p.Child("observedGeneration")));
+  if (s.has_collisioncount()) {
+    Append(&errs, validation::ValidateNonnegative(s.collisioncount(),
+                                                  p.Child("collisionCount")));
+  }
+  constexpr char kMsg[] = "cannot be greater than status.replicas";
+  if (s.readyreplicas() > s.replicas()) {
+    errs.push_back(
+        InvalidInt(p.Child("readyReplicas"), s.readyreplicas(), kMsg));
+  }
+  if (s.currentreplicas() > s.replicas()) {
+    errs.push_back(
+        InvalidInt(p.Child("currentReplicas"), s.currentreplicas(), kMsg));
+  }
+  if (s.updatedreplicas() > s.replicas()) {
+    errs.push_back(
+        InvalidInt(p.Child("updatedReplicas"), s.updatedreplicas(), kMsg));
+  }
+  if (s.availablereplicas() > s.replicas()) {
+    errs.push_back(
+        InvalidInt(p.Child("availableReplicas"), s.availablereplicas(), kMsg));
+  }
+  if (s.availablereplicas() > s.readyreplicas()) {
+    errs.push_back(InvalidInt(p.Child("availableReplicas"),
+                              s.availablereplicas(),
+                              "cannot be greater than status.readyReplicas"));
+  }
+  return errs;
+}
+
+// The status/spec/generation rules StatefulSets and DaemonSets share:
+// create clears the status (generation 1), an update keeps it and bumps
+// the generation on spec changes, a status update keeps the spec.
+template <typename T>
+class WorkloadStrategy : public TypedStrategy<T> {
+ public:
+  using TypedStrategy<T>::TypedStrategy;
+
+ protected:
+  void CreateT(T* obj) const override {
+    obj->mutable_status()->Clear();
+    obj->mutable_metadata()->set_generation(1);
+  }
+  void UpdateT(T* obj, const T& old) const override {
+    *obj->mutable_status() = old.status();
+    if (!validation::Equal(obj->spec(), old.spec())) {
+      obj->mutable_metadata()->set_generation(old.metadata().generation() + 1);
+    }
+  }
+  void StatusUpdateT(T* obj, const T& old) const override {
+    *obj->mutable_spec() = old.spec();
+  }
+};
+
+class StatefulSetStrategy : public WorkloadStrategy<StatefulSet> {
+ public:
+  using WorkloadStrategy::WorkloadStrategy;
+
+  std::vector<TableColumn> Columns() const override {
+    return printers::StatefulSetColumns();
+  }
+  bool HasScale() const override { return true; }
+
+ protected:
+  void DefaultT(StatefulSet* s) const override { DefaultStatefulSet(s); }
+  FieldErrors ValidateCreateT(const StatefulSet& s) const override {
+    FieldErrors errs = validation::ValidateObjectMeta(
+        s.metadata(), true, NameRule::kDNS1123Subdomain);
+    Append(&errs, ValidateStatefulSetSpec(s.spec()));
+    return errs;
+  }
+  // ValidateStatefulSetUpdate: only replicas, ordinals, template,
+  // updateStrategy, persistentVolumeClaimRetentionPolicy and
+  // minReadySeconds may change.
+  FieldErrors ValidateUpdateT(const StatefulSet& s,
+                              const StatefulSet& old) const override {
+    FieldErrors errs =
+        validation::ValidateObjectMetaUpdate(s.metadata(), old.metadata());
+    Append(&errs, ValidateStatefulSetSpec(s.spec()));
+    StatefulSetSpec rest = s.spec();
+    rest.set_replicas(old.spec().replicas());
+    *rest.mutable_ordinals() = old.spec().ordinals();
+    if (!old.spec().has_ordinals()) rest.clear_ordinals();
+    *rest.mutable_template_() = old.spec().template_();
+    *rest.mutable_updatestrategy() = old.spec().updatestrategy();
+    *rest.mutable_persistentvolumeclaimretentionpolicy() =
+        old.spec().persistentvolumeclaimretentionpolicy();
+    if (!old.spec().has_persistentvolumeclaimretentionpolicy()) {
+      rest.clear_persistentvolumeclaimretentionpolicy();
+    }
+    rest.set_minreadyseconds(old.spec().minreadyseconds());
+    if (!validation::Equal(rest, old.spec())) {
+      errs.push_back(Forbidden(
+          Path("spec"),
+          "updates to statefulset spec for fields other than 'replicas', "
+          "'ordinals', 'template', 'updateStrategy', "
+          "'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are "
+          "forbidden"));
+    }
+    return errs;
+  }
+  FieldErrors ValidateStatusUpdateT(const StatefulSet& s,
+                                    const StatefulSet& old) const override {
+    FieldErrors errs =
+        validation::ValidateObjectMetaUpdate(s.metadata(), old.metadata());
+    Append(&errs, ValidateStatefulSetStatus(s.status()));
+    if (old.status().has_collisioncount() &&
+        s.status().collisioncount() < old.status().collisioncount()) {
+      errs.push_back(InvalidInt(Path("status").Child("collisionCount"),
+                                s.status().collisioncount(),
+                                "cannot be decremented"));
+    }
+    return errs;
+  }
+  std::vector<TableCell> RowT(const StatefulSet& s,
+                              WallTime now) const override {
+    return printers::StatefulSetRow(s, now);
+  }
+  Scale ToScaleT(const StatefulSet& s) const override {
+    return ScaleOf(s, s.status().replicas());
+  }
+  void ApplyScaleT(const Scale& scale, StatefulSet* s) const override {
+    s->mutable_spec()->set_replicas(scale.spec().replicas());
+  }
+};
+
+// ============================== daemonsets ==============================
+
+// SetDefaults_DaemonSet.
+void DefaultDaemonSet(DaemonSet* ds) {
+  DaemonSetSpec* spec = ds->mutable_spec();
+  auto* us = spec->mutable_updatestrategy();
+  if (us->type().empty()) us->set_type("RollingUpdate");
+  if (us->type() == "RollingUpdate") {
+    auto* ru = us->mutable_rollingupdate();
+    if (!ru->has_maxunavailable()) ru->mutable_maxunavailable()->set_intval(1);
+    if (!ru->has_maxsurge()) ru->mutable_maxsurge()->set_intval(0);
+  }
+  if (!spec->has_revisionhistorylimit()) spec->set_revisionhistorylimit(10);
+  defaults::DefaultPodTemplate(spec->mutable_template_());
+}
+
+// ValidateRollingUpdateDaemonSet: exactly one of maxUnavailable and
+// maxSurge is non-zero.
+FieldErrors ValidateRollingUpdateDaemonSet(
+    const objects::appsv1::RollingUpdateDaemonSet& ru, const Path& p) {
+  FieldErrors errs = ValidatePositiveIntOrPercent(ru.maxunavailable(),
+                                                  p.Child("maxUnavailable"));
+  Append(&errs,
+         ValidatePositiveIntOrPercent(ru.maxsurge(), p.Child("maxSurge")));
+  Append(&errs, IsNotMoreThan100Percent(ru.maxunavailable(),
+                                        p.Child("maxUnavailable")));
+  Append(&errs, IsNotMoreThan100Percent(ru.maxsurge(), p.Child("maxSurge")));
+  bool has_unavailable = IntOrPercentValue(ru.maxunavailable()) != 0;
+  bool has_surge = IntOrPercentValue(ru.maxsurge()) != 0;
+  if (has_unavailable && has_surge) {
+    errs.push_back(Invalid(p.Child("maxSurge"), GoIntOrString(ru.maxsurge()),
+                           "may not be set when maxUnavailable is non-zero"));
+  } else if (!has_unavailable && !has_surge) {
+    errs.push_back(
+        Required(p.Child("maxUnavailable"), "cannot be 0 when maxSurge is 0"));
+  }
+  return errs;
+}
+
+FieldErrors ValidateDaemonSetSpec(const DaemonSetSpec& spec) {
+  Path sp("spec");
+  FieldErrors errs = ValidateControllerSelector(
+      spec.has_selector(), spec.selector(), sp, "daemonset");
+  auto sel =
+      validation::AsSelector(spec.has_selector() ? &spec.selector() : nullptr);
+  if (spec.has_selector() && !sel) {
+    errs.push_back(Invalid(sp.Child("selector"),
+                           GoLabelSelector(spec.selector()),
+                           "invalid label selector"));
+  } else if (sel) {
+    Append(&errs,
+           podvalidation::ValidatePodTemplateForController(
+               spec.template_(), *sel, sp.Child("template"), "DaemonSet"));
+  }
+  Append(&errs, validation::ValidateNonnegative(spec.minreadyseconds(),
+                                                sp.Child("minReadySeconds")));
+  const auto& us = spec.updatestrategy();
+  Path up = sp.Child("updateStrategy");
+  if (us.type() == "RollingUpdate") {
+    if (!us.has_rollingupdate()) {
+      errs.push_back(Required(up.Child("rollingUpdate"), ""));
+    } else {
+      Append(&errs, ValidateRollingUpdateDaemonSet(us.rollingupdate(),
+                                                   up.Child("rollingUpdate")));
+    }
+  } else if (us.type() != "OnDelete") {
+    errs.push_back(validation::NotSupportedString(
+        up.Child("type"), us.type(), {"OnDelete", "RollingUpdate"}));
+  }
+  if (spec.has_revisionhistorylimit()) {
+    Append(&errs,
+           validation::ValidateNonnegative(spec.revisionhistorylimit(),
+                                           sp.Child("revisionHistoryLimit")));
+  }
+  return errs;
+}
+
+FieldErrors ValidateDaemonSetStatus(const objects::appsv1::DaemonSetStatus& s) {
+  Path p("status");
+  FieldErrors errs;
+  Append(&errs,
+         validation::ValidateNonnegative(s.currentnumberscheduled(),
+                                         p.Child("currentNumberScheduled")));
+  Append(&errs, validation::ValidateNonnegative(s.numbermisscheduled(),
+                                                p.Child("numberMisscheduled")));
+  Append(&errs,
+         validation::ValidateNonnegative(s.desirednumberscheduled(),
+                                         p.Child("desiredNumberScheduled")));
+  Append(&errs, validation::ValidateNonnegative(s.numberready(),
+                                                p.Child("numberReady")));
+  Append(&errs, validation::ValidateNonnegative(s.observedgeneration(),
+                                                p.Child("observedGeneration")));
+  Append(&errs,
+         validation::ValidateNonnegative(s.updatednumberscheduled(),
+                                         p.Child("updatedNumberScheduled")));
+  Append(&errs, validation::ValidateNonnegative(s.numberavailable(),
+                                                p.Child("numberAvailable")));
+  Append(&errs, validation::ValidateNonnegative(s.numberunavailable(),
+                                                p.Child("numberUnavailable")));
+  if (s.has_collisioncount()) {
+    Append(&errs, validation::ValidateNonnegative(s.collisioncount(),
+                                                  p.Child("collisionCount")));
+  }
+  return errs;
+}
+
+class DaemonSetStrategy : public WorkloadStrategy<DaemonSet> {
+ public:
+  using WorkloadStrategy::WorkloadStrategy;
+
+  std::vector<TableColumn> Columns() const override {
+    return printers::DaemonSetColumns();
+  }
+
+ protected:
+  void DefaultT(DaemonSet* ds) const override { DefaultDaemonSet(ds); }
+  FieldErrors ValidateCreateT(const DaemonSet& ds) const override {
+    FieldErrors errs = validation::ValidateObjectMeta(
+        ds.metadata(), true, NameRule::kDNS1123Subdomain);
+    Append(&errs, ValidateDaemonSetSpec(ds.spec()));
+    return errs;
+  }
+  FieldErrors ValidateUpdateT(const DaemonSet& ds,
+                              const DaemonSet& old) const override {
+    FieldErrors errs =
+        validation::ValidateObjectMetaUpdate(ds.metadata(), old.metadata());
+    Append(&errs, ValidateDaemonSetSpec(ds.spec()));
+    Append(
+        &errs,
+        validation::ValidateImmutable(
+            ds.spec().has_selector() == old.spec().has_selector() &&
+                validation::Equal(ds.spec().selector(), old.spec().selector()),
+            ds.spec().has_selector() ? GoLabelSelector(ds.spec().selector())
+                                     : "null",
+            Path("spec").Child("selector")));
+    return errs;
+  }
+  FieldErrors ValidateStatusUpdateT(const DaemonSet& ds,
+                                    const DaemonSet& old) const override {
+    FieldErrors errs =
+        validation::ValidateObjectMetaUpdate(ds.metadata(), old.metadata());
+    Append(&errs, ValidateDaemonSetStatus(ds.status()));
+    return errs;
+  }
+  std::vector<TableCell> RowT(const DaemonSet& ds,
+                              WallTime now) const override {
+    return printers::DaemonSetRow(ds, now);
+  }
+};
+
 // ============================== leases ==============================
 
 FieldErrors ValidateLeaseSpec(const objects::coordinationv1::LeaseSpec& spec) {
@@ -523,6 +923,13 @@ std::unique_ptr<Strategy> NewDeploymentStrategy(
 std::unique_ptr<Strategy> NewReplicaSetStrategy(
     const objects::ResourceInfo* r) {
   return std::make_unique<ReplicaSetStrategy>(r);
+}
+std::unique_ptr<Strategy> NewStatefulSetStrategy(
+    const objects::ResourceInfo* r) {
+  return std::make_unique<StatefulSetStrategy>(r);
+}
+std::unique_ptr<Strategy> NewDaemonSetStrategy(const objects::ResourceInfo* r) {
+  return std::make_unique<DaemonSetStrategy>(r);
 }
 std::unique_ptr<Strategy> NewLeaseStrategy(const objects::ResourceInfo* r) {
   return std::make_unique<LeaseStrategy>(r);

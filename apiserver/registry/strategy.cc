@@ -170,6 +170,8 @@ Factory FactoryFor(const objects::ResourceInfo& r) {
           {{"", "serviceaccounts"}, &NewServiceAccountStrategy},
           {{"apps", "deployments"}, &NewDeploymentStrategy},
           {{"apps", "replicasets"}, &NewReplicaSetStrategy},
+          {{"apps", "statefulsets"}, &NewStatefulSetStrategy},
+          {{"apps", "daemonsets"}, &NewDaemonSetStrategy},
           {{"coordination.k8s.io", "leases"}, &NewLeaseStrategy},
           {{"rbac.authorization.k8s.io", "roles"}, &NewRbacStrategy},
           {{"rbac.authorization.k8s.io", "clusterroles"}, &NewRbacStrategy},

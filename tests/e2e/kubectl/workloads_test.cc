@@ -1,0 +1,290 @@
+// StatefulSets and DaemonSets with the real kubectl (issue 20): the whole
+// control plane `kplane up` runs (in process, ephemeral ports, security on:
+// the controllers act as system:kube-controller-manager under RBAC, the
+// simulated nodes as system:node:<name>), kubectl talks to it through the
+// kubeconfig `up` writes.
+//
+// StatefulSet: `kubectl apply` and `rollout status` complete; a watch of
+// the pods (kubectl get -w --output-watch-events, running the whole
+// time) shows web-1 created only after web-0 was Ready, a scale down
+// deleting web-2 before web-1, and an image change rolling web-2, then
+// web-1, then web-0. DaemonSet: one pod per node, `rollout status`, a node
+// that joins later gets its pod, an image change rolls.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "base/metrics.h"
+#include "cmd/kplane/control_plane.h"
+#include "kubeletsim/fleet.h"
+#include "net/tls.h"
+#include "tests/e2e/kubectl/process.h"
+
+namespace kplane::e2e {
+namespace {
+
+constexpr char kStatefulSet[] = R"(apiVersion: apps/v1
+kind: StatefulSet
+metadata:
+  name: web
+spec:
+  serviceName: web
+  replicas: 3
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+      - name: app
+        image: nginx:1.0
+)";
+
+constexpr char kDaemonSet[] = R"(apiVersion: apps/v1
+kind: DaemonSet
+metadata:
+  name: agent
+spec:
+  selector:
+    matchLabels: {app: agent}
+  template:
+    metadata:
+      labels: {app: agent}
+    spec:
+      containers:
+      - name: agent
+        image: agent:1.0
+)";
+
+// One pod as a watch event showed it.
+struct Seen {
+  std::string type;  // ADDED | MODIFIED | DELETED
+  std::string name;
+  std::string image;
+  bool ready = false;
+  bool deleting = false;
+};
+
+// Parses kubectl's `--output-watch-events -o custom-columns=` lines
+// ("MODIFIED  web-0  nginx:1.0  True  <none>": kWatchColumns). Compact on
+// purpose: a watch's pipe is read only at the end, and JSON would fill it.
+// With --output-watch-events the columns apply to the WatchEvent.
+constexpr char kWatchColumns[] =
+    "custom-columns=EVENT:.type,NAME:.object.metadata.name,"
+    "IMAGE:.object.spec.containers[0].image,"
+    "READY:.object.status.conditions[?(@.type==\"Ready\")].status,"
+    "DELETING:.object.metadata.deletionTimestamp";
+
+std::vector<Seen> ParseWatchEvents(const std::string& out) {
+  std::vector<Seen> events;
+  std::istringstream lines(out);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::istringstream cols(line);
+    Seen s;
+    std::string ready, deleting;
+    if (!(cols >> s.type >> s.name >> s.image >> ready >> deleting)) continue;
+    if (s.type == "EVENT") continue;  // the header
+    s.ready = ready == "True";
+    s.deleting = deleting != "<none>";
+    events.push_back(s);
+  }
+  return events;
+}
+
+// The index of the first event matching `pred`, or -1.
+template <typename Pred>
+int First(const std::vector<Seen>& events, Pred pred) {
+  for (size_t i = 0; i < events.size(); ++i) {
+    if (pred(events[i])) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+class WorkloadsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/kplane-workloads-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    cmd::UpOptions o;
+    o.data_dir = dir_ + "/data";
+    o.apiserver_port = 0;
+    o.store_port = 0;
+    o.nodes = 2;
+    o.controllers = true;
+    o.kubeletsim_port = -1;
+    o.controller_manager_port = -1;
+    o.kubeconfig_out = dir_ + "/kubeconfig";
+    auto cp = cmd::ControlPlane::Start(o);
+    ASSERT_TRUE(cp.ok()) << cp.status();
+    cp_ = std::move(*cp);
+  }
+  void TearDown() override {
+    extra_nodes_.reset();
+    cp_.reset();
+    if (!HasFailure()) std::filesystem::remove_all(dir_);
+  }
+
+  RunResult Kubectl(std::vector<std::string> args) {
+    std::vector<std::string> argv = {"kubectl", "--cache-dir", dir_ + "/cache"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    Process p(argv, Env());
+    p.Start();
+    return p.Wait(std::chrono::milliseconds(150000));
+  }
+  // Runs kubectl and expects it to succeed; returns its stdout.
+  std::string MustKubectl(std::vector<std::string> args) {
+    RunResult r = Kubectl(args);
+    std::string cmd;
+    for (const auto& a : args) cmd += " " + a;
+    EXPECT_EQ(r.exit_code, 0) << "kubectl" << cmd << "\n" << r.out << r.err;
+    return r.out;
+  }
+  std::vector<std::string> Env() const {
+    return {"KUBECONFIG=" + dir_ + "/kubeconfig", "HOME=" + dir_};
+  }
+  std::string File(const std::string& name, const std::string& content) {
+    std::string path = dir_ + "/" + name;
+    std::ofstream(path) << content;
+    return path;
+  }
+
+  std::string dir_;
+  std::unique_ptr<cmd::ControlPlane> cp_;
+  metrics::Registry extra_nodes_metrics_;
+  std::unique_ptr<kubeletsim::Fleet> extra_nodes_;
+};
+
+TEST_F(WorkloadsTest, StatefulSetOrderedScaleAndRollingUpdate) {
+  Process watch({"kubectl", "--cache-dir", dir_ + "/cache", "get", "pods", "-l",
+                 "app=web", "-w", "--output-watch-events", "-o", kWatchColumns},
+                Env());
+  watch.Start();
+  MustKubectl({"wait", "--for=condition=Ready", "node/node-0", "node/node-1",
+               "--timeout=60s"});
+
+  MustKubectl({"apply", "-f", File("sts.yaml", kStatefulSet)});
+  MustKubectl({"rollout", "status", "statefulset/web", "--timeout=120s"});
+  std::string table = MustKubectl({"get", "statefulsets"});
+  EXPECT_NE(table.find("READY"), std::string::npos) << table;
+  EXPECT_NE(table.find("3/3"), std::string::npos) << table;
+  std::string labels = MustKubectl(
+      {"get", "pod", "web-1", "-o",
+       "jsonpath={.metadata.labels.statefulset\\.kubernetes\\.io/pod-name} "
+       "{.metadata.labels.apps\\.kubernetes\\.io/pod-index} "
+       "{.metadata.ownerReferences[0].kind}"});
+  EXPECT_EQ(labels, "web-1 1 StatefulSet");
+
+  MustKubectl({"scale", "statefulset/web", "--replicas=1"});
+  MustKubectl({"wait", "--for=delete", "pod/web-1", "--timeout=120s"});
+  MustKubectl({"rollout", "status", "statefulset/web", "--timeout=120s"});
+
+  MustKubectl({"scale", "statefulset/web", "--replicas=3"});
+  MustKubectl({"rollout", "status", "statefulset/web", "--timeout=120s"});
+  MustKubectl({"set", "image", "statefulset/web", "app=nginx:2.0"});
+  MustKubectl({"rollout", "status", "statefulset/web", "--timeout=120s"});
+  std::string images = MustKubectl(
+      {"get", "pods", "-l", "app=web", "-o",
+       "jsonpath={range .items[*]}{.metadata.name}={.spec.containers[0]."
+       "image} {end}"});
+  EXPECT_EQ(images, "web-0=nginx:2.0 web-1=nginx:2.0 web-2=nginx:2.0 ");
+  std::string revisions = MustKubectl(
+      {"get", "statefulset", "web", "-o",
+       "jsonpath={.status.currentRevision}={.status.updateRevision}"});
+  size_t eq = revisions.find('=');
+  ASSERT_NE(eq, std::string::npos);
+  EXPECT_EQ(revisions.substr(0, eq), revisions.substr(eq + 1));
+
+  watch.Signal(SIGTERM);
+  RunResult w = watch.Wait(std::chrono::milliseconds(10000));
+  File("watch.txt", w.out);  // kept for a look when the test fails
+  std::vector<Seen> ev = ParseWatchEvents(w.out);
+  ASSERT_GT(ev.size(), 10u) << w.out.substr(0, 2000);
+  std::string history;  // for failure messages
+  for (const Seen& s : ev) {
+    history += s.type + " " + s.name + " " + s.image +
+               (s.ready ? " ready" : "") + (s.deleting ? " deleting" : "") +
+               "\n";
+  }
+  SCOPED_TRACE(history);
+  auto first = [&](const std::string& name, auto pred) {
+    return First(ev, [&](const Seen& s) { return s.name == name && pred(s); });
+  };
+  auto any = [](const Seen&) { return true; };
+  auto ready = [](const Seen& s) { return s.ready && !s.deleting; };
+  // OrderedReady scale up: each pod appears only once the one before is
+  // Ready.
+  EXPECT_GT(first("web-1", any), first("web-0", ready));
+  EXPECT_GT(first("web-2", any), first("web-1", ready));
+  EXPECT_GE(first("web-0", ready), 0);
+  // Scale down: web-2 is gone before web-1 starts terminating.
+  int web2_gone =
+      first("web-2", [](const Seen& s) { return s.type == "DELETED"; });
+  ASSERT_GE(web2_gone, 0);
+  EXPECT_GT(first("web-1", [](const Seen& s) { return s.deleting; }),
+            web2_gone);
+  // Rolling update from the highest ordinal down, each waiting for the
+  // previous one to be Ready at the new image.
+  auto updated = [](const Seen& s) { return s.image == "nginx:2.0"; };
+  auto updated_ready = [](const Seen& s) {
+    return s.image == "nginx:2.0" && s.ready;
+  };
+  EXPECT_GT(first("web-1", updated), first("web-2", updated_ready));
+  EXPECT_GT(first("web-0", updated), first("web-1", updated_ready));
+  EXPECT_GE(first("web-2", updated_ready), 0);
+}
+
+TEST_F(WorkloadsTest, DaemonSetFollowsNodesAndRolls) {
+  MustKubectl({"wait", "--for=condition=Ready", "node/node-0", "node/node-1",
+               "--timeout=60s"});
+  MustKubectl({"apply", "-f", File("ds.yaml", kDaemonSet)});
+  MustKubectl({"rollout", "status", "daemonset/agent", "--timeout=120s"});
+  std::string table = MustKubectl({"get", "daemonsets"});
+  EXPECT_NE(table.find("NODE SELECTOR"), std::string::npos) << table;
+  std::string nodes =
+      MustKubectl({"get", "pods", "-l", "app=agent", "-o",
+                   "jsonpath={range .items[*]}{.spec.nodeName} {end}"});
+  EXPECT_NE(nodes.find("node-0"), std::string::npos) << nodes;
+  EXPECT_NE(nodes.find("node-1"), std::string::npos) << nodes;
+  EXPECT_EQ(std::count(nodes.begin(), nodes.end(), ' '), 2) << nodes;
+
+  // A third simulated node joins (with the admin's certificate: its
+  // kubelet identity does not matter here).
+  const std::string pki = dir_ + "/data/pki";
+  auto tls = net::TlsContext::NewClient({.ca_file = pki + "/ca.crt",
+                                         .cert_file = pki + "/admin.crt",
+                                         .key_file = pki + "/admin.key"});
+  ASSERT_TRUE(tls.ok()) << tls.status();
+  kubeletsim::FleetOptions fo;
+  fo.server = cp_->apiserver_url();
+  fo.tls = *tls;
+  fo.nodes = 1;
+  fo.first_index = 2;
+  fo.port = 0;
+  fo.metrics = &extra_nodes_metrics_;
+  auto fleet = kubeletsim::Fleet::Start(fo);
+  ASSERT_TRUE(fleet.ok()) << fleet.status();
+  extra_nodes_ = std::move(*fleet);
+  MustKubectl({"wait", "--for=jsonpath={.status.numberAvailable}=3",
+               "daemonset/agent", "--timeout=120s"});
+  nodes = MustKubectl({"get", "pods", "-l", "app=agent", "-o",
+                       "jsonpath={range .items[*]}{.spec.nodeName} {end}"});
+  EXPECT_NE(nodes.find("node-2"), std::string::npos) << nodes;
+
+  MustKubectl({"set", "image", "daemonset/agent", "agent=agent:2.0"});
+  MustKubectl({"rollout", "status", "daemonset/agent", "--timeout=120s"});
+  std::string images = MustKubectl(
+      {"get", "pods", "-l", "app=agent", "-o",
+       "jsonpath={range .items[*]}{.spec.containers[0].image} {end}"});
+  EXPECT_EQ(images, "agent:2.0 agent:2.0 agent:2.0 ") << images;
+}
+
+}  // namespace
+}  // namespace kplane::e2e

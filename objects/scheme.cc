@@ -1,5 +1,6 @@
 #include "objects/scheme.h"
 
+#include "objects/batch_types.h"
 #include "objects/serviceaccount_types.h"
 #include "objects/types.h"
 #include "schemas/k8s/authentication.pb.h"
@@ -326,6 +327,18 @@ void Scheme::RegisterBuiltins(Scheme* s) {
        {"all"},
        true,
        true},
+      {"batch/v1",
+       "jobs",
+       "job",
+       "Job",
+       &batchv1::Job::default_instance(),
+       "JobList",
+       &batchv1::JobList::default_instance(),
+       true,
+       {},
+       {"all"},
+       true,
+       false},
       {"coordination.k8s.io/v1",
        "leases",
        "lease",

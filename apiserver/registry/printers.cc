@@ -4,6 +4,7 @@
 #include <set>
 
 #include "objects/machinery/duration.h"
+#include "objects/meta.h"
 #include "objects/time.h"
 #include "apiserver/registry/validation_util.h"
 #include "base/strings.h"
@@ -793,6 +794,84 @@ std::vector<TableCell> ServiceAccountRow(
     const objects::corev1::ServiceAccount& sa, WallTime now) {
   return {S(sa.metadata().name()), I(sa.secrets_size()),
           S(Age(sa.metadata(), now))};
+}
+
+}  // namespace kplane::apiserver::printers
+
+namespace kplane::apiserver::printers {
+
+// --- batch ---
+
+std::vector<TableColumn> JobColumns() {
+  return {
+      NameColumn(),
+      Col("Status", "string", "Status of the job."),
+      Col("Completions", "string",
+          "The number of pods which reached phase Succeeded. The value "
+          "increases monotonically for a given spec. However, it may decrease "
+          "in reaction to scale down of elastic indexed jobs."),
+      Col("Duration", "string", "Time required to complete the job."),
+      AgeColumn(),
+      Col("Containers", "string", kContainersDoc, 1),
+      Col("Images", "string", kImagesDoc, 1),
+      Col("Selector", "string",
+          "A label query over pods that should match the pod count. Normally, "
+          "the system sets this field for you. More info: "
+          "https://kubernetes.io/docs/concepts/overview/working-with-objects/"
+          "labels/#label-selectors",
+          1),
+  };
+}
+
+std::vector<TableCell> JobRow(const objects::batchv1::Job& job, WallTime now) {
+  auto has = [&](std::string_view type) {
+    for (const auto& c : job.status().conditions()) {
+      if (c.type() == type && c.status() == "True") return true;
+    }
+    return false;
+  };
+  std::string status = has("Complete")                ? "Complete"
+                       : has("Failed")                ? "Failed"
+                       : objects::IsBeingDeleted(job.metadata()) ? "Terminating"
+                       : has("Suspended")             ? "Suspended"
+                       : has("FailureTarget")         ? "FailureTarget"
+                       : has("SuccessCriteriaMet")    ? "SuccessCriteriaMet"
+                                                      : "Running";
+  const auto& spec = job.spec();
+  const std::string succeeded = std::to_string(job.status().succeeded());
+  std::string completions;
+  if (spec.has_completions()) {
+    completions = succeeded + "/" + std::to_string(spec.completions());
+  } else if (spec.parallelism() > 1) {
+    completions =
+        succeeded + "/1 of " + std::to_string(spec.parallelism());
+  } else {
+    completions = succeeded + "/1";
+  }
+  std::string duration;
+  if (job.status().has_starttime()) {
+    WallTime end = job.status().has_completiontime()
+                       ? objects::ToWallTime(job.status().completiontime())
+                       : now;
+    duration = machinery::HumanDuration(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(
+            end - objects::ToWallTime(job.status().starttime()))
+            .count());
+  }
+  auto [names, images] = ContainerCells(spec.template_().spec().containers());
+  std::string selector = "<none>";
+  if (spec.has_selector()) {
+    auto sel = validation::AsSelector(&spec.selector());
+    selector = !sel ? "<error>" : sel->Empty() ? "<none>" : sel->String();
+  }
+  return {S(job.metadata().name()),
+          S(status),
+          S(completions),
+          S(duration),
+          S(Age(job.metadata(), now)),
+          S(names),
+          S(images),
+          S(selector)};
 }
 
 }  // namespace kplane::apiserver::printers

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "objects/batch_types.h"
 #include "objects/serviceaccount_types.h"
 #include "objects/types.h"
 #include "apiserver/registry/strategy.h"
@@ -68,6 +69,13 @@ std::vector<TableCell> ReplicaSetRow(const objects::appsv1::ReplicaSet& rs,
 std::vector<TableColumn> ServiceAccountColumns();
 std::vector<TableCell> ServiceAccountRow(
     const objects::corev1::ServiceAccount& sa, WallTime now);
+
+// kube 1.32's printJob: Name, Status (Complete, Failed, Terminating,
+// Suspended, FailureTarget, SuccessCriteriaMet or Running), Completions
+// ("1/3", "0/1 of 4" without completions), Duration (start to completion,
+// or to now), Age; Containers, Images, Selector (wide).
+std::vector<TableColumn> JobColumns();
+std::vector<TableCell> JobRow(const objects::batchv1::Job& job, WallTime now);
 
 std::vector<TableColumn> LeaseColumns();
 std::vector<TableCell> LeaseRow(const objects::coordinationv1::Lease& l,

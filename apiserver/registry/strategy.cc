@@ -170,6 +170,7 @@ Factory FactoryFor(const objects::ResourceInfo& r) {
           {{"", "serviceaccounts"}, &NewServiceAccountStrategy},
           {{"apps", "deployments"}, &NewDeploymentStrategy},
           {{"apps", "replicasets"}, &NewReplicaSetStrategy},
+          {{"batch", "jobs"}, &NewJobStrategy},
           {{"coordination.k8s.io", "leases"}, &NewLeaseStrategy},
           {{"rbac.authorization.k8s.io", "roles"}, &NewRbacStrategy},
           {{"rbac.authorization.k8s.io", "clusterroles"}, &NewRbacStrategy},

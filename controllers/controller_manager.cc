@@ -11,6 +11,7 @@
 #include "controllers/api_writer.h"
 #include "controllers/deployment_controller.h"
 #include "controllers/garbage_collector.h"
+#include "controllers/job_controller.h"
 #include "controllers/namespace_controller.h"
 #include "controllers/node_lifecycle_controller.h"
 #include "controllers/pod_gc_controller.h"
@@ -63,9 +64,10 @@ class ControllerManager::Impl {
     }
     for (const std::string& c : options_.controllers) {
       static const std::vector<std::string> kKnown = {
-          "*",         "replicaset",    "deployment",
-          "scheduler", "nodelifecycle", "garbagecollector",
-          "namespace", "podgc",         "serviceaccount"};
+          "*",         "replicaset",      "deployment",
+          "scheduler", "nodelifecycle",   "garbagecollector",
+          "namespace", "podgc",           "serviceaccount",
+          "job",       "ttlafterfinished"};
       if (std::find(kKnown.begin(), kKnown.end(), c) == kKnown.end()) {
         return InvalidArgumentError("unknown controller \"" + c + "\"");
       }
@@ -176,6 +178,7 @@ class ControllerManager::Impl {
                              {kOwnerUidIndex, OwnerUidIndexFunc}})
               .ok());
     CHECK(rss->AddIndexers({{kOwnerUidIndex, OwnerUidIndexFunc}}).ok());
+    informer::SharedIndexInformer* jobs = f.InformerFor<batchv1::Job>();
     ApiWriter* api = writer_.get();
     if (Wanted("replicaset")) {
       auto c = std::make_unique<ReplicaSetController>(
@@ -195,6 +198,25 @@ class ControllerManager::Impl {
                                       .clock = clock_,
                                       .metrics = metrics_});
       c->RegisterHandlers(deps, rss);
+      run->controllers.push_back(std::move(c));
+    }
+    if (Wanted("job")) {
+      auto c = std::make_unique<JobController>(
+          JobControllerOptions{.api = api,
+                               .jobs = &jobs->GetIndexer(),
+                               .pods = &pods->GetIndexer(),
+                               .clock = clock_,
+                               .metrics = metrics_});
+      c->RegisterHandlers(jobs, pods);
+      run->controllers.push_back(std::move(c));
+    }
+    if (Wanted("ttlafterfinished")) {
+      auto c = std::make_unique<TtlAfterFinishedController>(
+          TtlAfterFinishedOptions{.api = api,
+                                  .jobs = &jobs->GetIndexer(),
+                                  .clock = clock_,
+                                  .metrics = metrics_});
+      c->RegisterHandlers(jobs);
       run->controllers.push_back(std::move(c));
     }
     if (Wanted("scheduler")) {
@@ -231,9 +253,11 @@ class ControllerManager::Impl {
                                   .pods = &pods->GetIndexer(),
                                   .replicasets = &rss->GetIndexer(),
                                   .deployments = &deps->GetIndexer(),
+                                  .jobs = &jobs->GetIndexer(),
                                   .clock = clock_,
                                   .metrics = metrics_});
       c->RegisterHandlers(pods, rss, deps);
+      c->RegisterJobHandlers(jobs);
       run->controllers.push_back(std::move(c));
     }
     if (Wanted("namespace")) {

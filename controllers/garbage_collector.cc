@@ -1,8 +1,8 @@
 #include "controllers/garbage_collector.h"
 
-#include "objects/meta.h"
 #include "base/logging.h"
 #include "informer/api_errors.h"
+#include "objects/meta.h"
 
 namespace kplane::controllers {
 
@@ -21,6 +21,7 @@ std::string ResourceOfKind(const metav1::OwnerReference& ref) {
   if (ref.apiversion() == "apps/v1" && ref.kind() == "Deployment") {
     return "deployments";
   }
+  if (ref.apiversion() == "batch/v1" && ref.kind() == "Job") return "jobs";
   return "";
 }
 }  // namespace
@@ -53,6 +54,7 @@ const informer::Indexer* GarbageCollector::CacheFor(
   if (resource == "pods") return options_.pods;
   if (resource == "replicasets") return options_.replicasets;
   if (resource == "deployments") return options_.deployments;
+  if (resource == "jobs") return options_.jobs;
   return nullptr;
 }
 
@@ -61,6 +63,7 @@ const objects::ResourceInfo* GarbageCollector::ResourceFor(
   if (resource == "pods") return &PodsResource();
   if (resource == "replicasets") return &ReplicaSetsResource();
   if (resource == "deployments") return &DeploymentsResource();
+  if (resource == "jobs") return &JobsResource();
   return nullptr;
 }
 
@@ -85,25 +88,34 @@ void GarbageCollector::RegisterHandlers(
     informer::SharedIndexInformer* pods,
     informer::SharedIndexInformer* replicasets,
     informer::SharedIndexInformer* deployments) {
-  for (auto [inf, resource] :
-       {std::pair{pods, &PodsResource()},
-        std::pair{replicasets, &ReplicaSetsResource()},
-        std::pair{deployments, &DeploymentsResource()}}) {
-    const objects::ResourceInfo* r = resource;
-    auto interesting = [](const google::protobuf::Message& o) {
-      const metav1::ObjectMeta& m = *objects::GetObjectMeta(o);
-      return m.ownerreferences_size() > 0 ||
-             (objects::IsBeingDeleted(m) && (objects::HasFinalizer(m, kOrphan) ||
-                                         objects::HasFinalizer(m, kForeground)));
-    };
-    OnObjectEvents(inf, [this, r, interesting](const ObjectEvent& e) {
-      if (e.deleted()) {
-        EnqueueDependents(e.object);
-      } else if (interesting(e.object)) {
-        Enqueue(KeyFor(*r, e.object));
-      }
-    });
-  }
+  Watch(pods, PodsResource());
+  Watch(replicasets, ReplicaSetsResource());
+  Watch(deployments, DeploymentsResource());
+}
+
+void GarbageCollector::RegisterJobHandlers(
+    informer::SharedIndexInformer* jobs) {
+  CHECK(options_.jobs != nullptr) << "GarbageCollectorOptions::jobs unset";
+  Watch(jobs, JobsResource());
+}
+
+void GarbageCollector::Watch(informer::SharedIndexInformer* inf,
+                             const objects::ResourceInfo& resource) {
+  const objects::ResourceInfo* r = &resource;
+  auto interesting = [](const google::protobuf::Message& o) {
+    const metav1::ObjectMeta& m = *objects::GetObjectMeta(o);
+    return m.ownerreferences_size() > 0 ||
+           (objects::IsBeingDeleted(m) &&
+            (objects::HasFinalizer(m, kOrphan) ||
+             objects::HasFinalizer(m, kForeground)));
+  };
+  OnObjectEvents(inf, [this, r, interesting](const ObjectEvent& e) {
+    if (e.deleted()) {
+      EnqueueDependents(e.object);
+    } else if (interesting(e.object)) {
+      Enqueue(KeyFor(*r, e.object));
+    }
+  });
 }
 
 Status GarbageCollector::Sync(const std::string& key) {
@@ -117,8 +129,9 @@ Status GarbageCollector::Sync(const std::string& key) {
   if (obj == nullptr) return Status::Ok();
   Status first_error;
   const metav1::ObjectMeta& meta = *objects::GetObjectMeta(*obj);
-  if (objects::IsBeingDeleted(meta) && (objects::HasFinalizer(meta, kOrphan) ||
-                                    objects::HasFinalizer(meta, kForeground))) {
+  if (objects::IsBeingDeleted(meta) &&
+      (objects::HasFinalizer(meta, kOrphan) ||
+       objects::HasFinalizer(meta, kForeground))) {
     Keep(&first_error, SyncOwner(*info, *obj));
   }
   if (meta.ownerreferences_size() > 0) {
@@ -158,8 +171,8 @@ Status GarbageCollector::SyncOwner(const objects::ResourceInfo& resource,
       if (objects::IsBeingDeleted(*objects::GetObjectMeta(*d))) continue;
       metav1::DeleteOptions opts;
       opts.set_propagationpolicy("Foreground");
-      Status s =
-          options_.api->Delete(*r, objects::Namespace(*d), objects::Name(*d), opts);
+      Status s = options_.api->Delete(*r, objects::Namespace(*d),
+                                      objects::Name(*d), opts);
       if (!s.ok() && !informer::IsNotFound(s)) return s;
     }
     if (remaining) {
@@ -218,7 +231,8 @@ Status GarbageCollector::SyncDependent(const objects::ResourceInfo& resource,
   }
   std::unique_ptr<google::protobuf::Message> copy(obj.New());
   copy->CopyFrom(obj);
-  auto* refs = objects::MutableObjectMeta(copy.get())->mutable_ownerreferences();
+  auto* refs =
+      objects::MutableObjectMeta(copy.get())->mutable_ownerreferences();
   for (int i = refs->size() - 1; i >= 0; --i) {
     if (std::find(dangling.begin(), dangling.end(), refs->Get(i).uid()) !=
         dangling.end()) {

@@ -23,7 +23,8 @@ int RunControllerManagerCommand(const std::vector<std::string>& args) {
   FlagSet flags("kplane controller-manager",
                 "Runs kplane's controllers (replicaset, deployment, scheduler, "
                 "nodelifecycle, garbagecollector, namespace, podgc, "
-                "serviceaccount) against an API server.");
+                "serviceaccount, job, ttlafterfinished) against an API "
+                "server.");
   ControllerManagerOptions o;
   std::string master;
   std::string kubeconfig;

@@ -200,6 +200,11 @@ TEST(Scheme, BatchJobs) {
   EXPECT_NE(r->FindSubresource("status"), nullptr);
   EXPECT_EQ(S().Resolve("job"), r);
   EXPECT_EQ(S().Resolve("jobs.batch"), r);
+  const ResourceInfo* cj = S().FindResource("batch", "v1", "cronjobs");
+  ASSERT_NE(cj, nullptr);
+  EXPECT_EQ(cj->kind->kind, "CronJob");
+  EXPECT_NE(cj->FindSubresource("status"), nullptr);
+  EXPECT_EQ(S().Resolve("cj"), cj);
 }
 
 TEST(Scheme, EverySchemaMessageHasACodecTable) {

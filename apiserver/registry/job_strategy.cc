@@ -1,12 +1,14 @@
-// The batch/v1 Job strategy. Upstream models: pkg/registry/batch/job/
-// strategy.go (status cleared on create, generateSelector, generation),
-// pkg/apis/batch/v1/defaults.go and pkg/apis/batch/validation of
-// Kubernetes 1.32, for the fields kplane's Job controller implements
-// (parallelism, completions, completionMode, backoffLimit,
-// activeDeadlineSeconds, suspend, ttlSecondsAfterFinished, the basics of
-// podFailurePolicy). backoffLimitPerIndex, maxFailedIndexes and
+// The batch/v1 Job and CronJob strategies. Upstream models:
+// pkg/registry/batch/job/ strategy.go (status cleared on create,
+// generateSelector, generation), pkg/apis/batch/v1/defaults.go and
+// pkg/apis/batch/validation of Kubernetes 1.32, for the fields kplane's Job
+// controller implements (parallelism, completions, completionMode,
+// backoffLimit, activeDeadlineSeconds, suspend, ttlSecondsAfterFinished, the
+// basics of podFailurePolicy). backoffLimitPerIndex, maxFailedIndexes and
 // successPolicy are stored and validated only as non-negative / immutable
-// (see docs/controllers.md).
+// (see docs/controllers.md). CronJobs: pkg/registry/batch/cronjob, their
+// defaults and ValidateCronJob (schedule through machinery::CronSchedule;
+// timeZone only UTC / Etc/UTC: kplane computes schedules in UTC).
 #include <algorithm>
 #include <climits>
 #include <set>
@@ -18,6 +20,7 @@
 #include "apiserver/registry/validation_util.h"
 #include "base/strings.h"
 #include "objects/batch_types.h"
+#include "objects/machinery/cron.h"
 
 namespace kplane::apiserver {
 
@@ -117,12 +120,13 @@ FieldErrors ValidateGeneratedSelector(const Job& job) {
   return errs;
 }
 
-FieldErrors ValidatePodFailurePolicy(const JobSpec& spec, const Path& p) {
+FieldErrors ValidatePodFailurePolicy(const JobSpec& spec, const Path& sp) {
+  const Path p = sp.Child("podFailurePolicy");
   FieldErrors errs;
   const auto& policy = spec.podfailurepolicy();
   if (spec.template_().spec().restartpolicy() != "Never") {
     errs.push_back(Invalid(
-        Path("spec").Child("template", "spec").Child("restartPolicy"),
+        sp.Child("template", "spec").Child("restartPolicy"),
         GoQuote(spec.template_().spec().restartpolicy()),
         "only \"Never\" is supported when podFailurePolicy is specified"));
   }
@@ -198,9 +202,10 @@ FieldErrors ValidatePodFailurePolicy(const JobSpec& spec, const Path& p) {
   return errs;
 }
 
-FieldErrors ValidateJobSpec(const Job& job) {
-  const JobSpec& spec = job.spec();
-  Path sp("spec");
+// ValidateJobSpec; `in_template`: a CronJob's jobTemplate, whose selector
+// is made when its Jobs are (kube's validateJobTemplateSpec).
+FieldErrors ValidateJobSpec(const JobSpec& spec, const Path& sp,
+                            bool in_template) {
   FieldErrors errs;
   if (spec.has_parallelism()) {
     Append(&errs, validation::ValidateNonnegative(spec.parallelism(),
@@ -267,11 +272,16 @@ FieldErrors ValidateJobSpec(const Job& job) {
         sp.Child("podReplacementPolicy"), replacement, {"Failed"}));
   }
   if (spec.has_podfailurepolicy()) {
-    Append(&errs, ValidatePodFailurePolicy(spec, sp.Child("podFailurePolicy")));
+    Append(&errs, ValidatePodFailurePolicy(spec, sp));
   }
 
   // Selector and template (ValidateJobSpec / validateJobPodTemplate).
-  if (!spec.has_selector()) {
+  if (in_template) {
+    if (spec.manualselector()) {
+      errs.push_back(validation::NotSupported(sp.Child("manualSelector"),
+                                              "true", {"nil", "false"}));
+    }
+  } else if (!spec.has_selector()) {
     errs.push_back(Required(sp.Child("selector")));
   } else {
     Append(&errs, validation::ValidateLabelSelector(spec.selector(),
@@ -281,7 +291,7 @@ FieldErrors ValidateJobSpec(const Job& job) {
       validation::AsSelector(spec.has_selector() ? &spec.selector() : nullptr);
   const auto& tmpl = spec.template_();
   Path tp = sp.Child("template");
-  if (sel && !sel->Empty() &&
+  if (spec.has_selector() && sel && !sel->Empty() &&
       !sel->Matches(validation::ToLabels(tmpl.metadata().labels()))) {
     errs.push_back(Invalid(tp.Child("metadata", "labels"),
                            validation::GoStringMap(tmpl.metadata().labels()),
@@ -305,7 +315,7 @@ FieldErrors ValidateJob(const Job& job) {
   FieldErrors errs = validation::ValidateObjectMeta(
       job.metadata(), true, NameRule::kDNS1123Subdomain);
   Append(&errs, ValidateGeneratedSelector(job));
-  Append(&errs, ValidateJobSpec(job));
+  Append(&errs, ValidateJobSpec(job.spec(), Path("spec"), false));
   return errs;
 }
 
@@ -416,7 +426,7 @@ class JobStrategy : public TypedStrategy<Job> {
   FieldErrors ValidateUpdateT(const Job& job, const Job& old) const override {
     FieldErrors errs =
         validation::ValidateObjectMetaUpdate(job.metadata(), old.metadata());
-    Append(&errs, ValidateJobSpec(job));
+    Append(&errs, ValidateJobSpec(job.spec(), Path("spec"), false));
     Append(&errs, ValidateJobSpecUpdate(job.spec(), old.spec()));
     return errs;
   }
@@ -439,7 +449,135 @@ class JobStrategy : public TypedStrategy<Job> {
   }
 };
 
+// ============================== cronjobs ==============================
+
+using objects::batchv1::CronJob;
+
+// A CronJob's name leaves room for the Jobs' "-<minutes>" suffix.
+constexpr size_t kMaxCronJobNameLength = 52;
+
+void DefaultCronJob(CronJob* cj) {
+  auto* spec = cj->mutable_spec();
+  if (!spec->has_concurrencypolicy()) spec->set_concurrencypolicy("Allow");
+  if (!spec->has_suspend()) spec->set_suspend(false);
+  if (!spec->has_successfuljobshistorylimit()) {
+    spec->set_successfuljobshistorylimit(3);
+  }
+  if (!spec->has_failedjobshistorylimit()) spec->set_failedjobshistorylimit(1);
+  defaults::DefaultPodTemplate(
+      spec->mutable_jobtemplate()->mutable_spec()->mutable_template_());
+}
+
+FieldErrors ValidateCronJobSpec(const CronJob& cj) {
+  const auto& spec = cj.spec();
+  Path sp("spec");
+  FieldErrors errs;
+  if (spec.schedule().empty()) {
+    errs.push_back(Required(sp.Child("schedule")));
+  } else if (auto parsed = machinery::CronSchedule::Parse(spec.schedule());
+             !parsed.ok()) {
+    errs.push_back(validation::InvalidString(
+        sp.Child("schedule"), spec.schedule(), parsed.status().message()));
+  }
+  // kplane computes schedules in UTC only (docs/api.md).
+  if (spec.has_timezone() && spec.timezone() != "UTC" &&
+      spec.timezone() != "Etc/UTC") {
+    errs.push_back(validation::InvalidString(
+        sp.Child("timeZone"), spec.timezone(),
+        "unknown time zone " + spec.timezone() +
+            " (kplane supports only UTC and Etc/UTC)"));
+  }
+  const std::string& policy = spec.concurrencypolicy();
+  if (policy != "Allow" && policy != "Forbid" && policy != "Replace") {
+    errs.push_back(validation::NotSupportedString(
+        sp.Child("concurrencyPolicy"), policy, {"Allow", "Forbid", "Replace"}));
+  }
+  if (spec.has_startingdeadlineseconds()) {
+    Append(&errs, validation::ValidateNonnegative(
+                      spec.startingdeadlineseconds(),
+                      sp.Child("startingDeadlineSeconds")));
+  }
+  if (spec.has_successfuljobshistorylimit()) {
+    Append(&errs, validation::ValidateNonnegative(
+                      spec.successfuljobshistorylimit(),
+                      sp.Child("successfulJobsHistoryLimit")));
+  }
+  if (spec.has_failedjobshistorylimit()) {
+    Append(&errs,
+           validation::ValidateNonnegative(spec.failedjobshistorylimit(),
+                                           sp.Child("failedJobsHistoryLimit")));
+  }
+  Path tp = sp.Child("jobTemplate");
+  Append(&errs,
+         validation::ValidateLabels(spec.jobtemplate().metadata().labels(),
+                                    tp.Child("metadata", "labels")));
+  Append(&errs, validation::ValidateAnnotations(
+                    spec.jobtemplate().metadata().annotations(),
+                    tp.Child("metadata", "annotations")));
+  JobSpec job_spec = spec.jobtemplate().spec();
+  DefaultJobSpec(&job_spec);  // as its Jobs will be
+  Append(&errs, ValidateJobSpec(job_spec, tp.Child("spec"), true));
+  return errs;
+}
+
+FieldErrors ValidateCronJob(const CronJob& cj) {
+  FieldErrors errs = validation::ValidateObjectMeta(
+      cj.metadata(), true, NameRule::kDNS1123Subdomain);
+  if (cj.metadata().name().size() > kMaxCronJobNameLength) {
+    errs.push_back(validation::InvalidString(
+        Path("metadata").Child("name"), cj.metadata().name(),
+        "must be no more than 52 characters"));
+  }
+  Append(&errs, ValidateCronJobSpec(cj));
+  return errs;
+}
+
+class CronJobStrategy : public TypedStrategy<CronJob> {
+ public:
+  using TypedStrategy::TypedStrategy;
+  std::vector<TableColumn> Columns() const override {
+    return printers::CronJobColumns();
+  }
+
+ protected:
+  void DefaultT(CronJob* cj) const override { DefaultCronJob(cj); }
+  void CreateT(CronJob* cj) const override {
+    cj->mutable_status()->Clear();
+    cj->mutable_metadata()->set_generation(1);
+  }
+  void UpdateT(CronJob* cj, const CronJob& old) const override {
+    *cj->mutable_status() = old.status();
+    if (!validation::Equal(cj->spec(), old.spec())) {
+      cj->mutable_metadata()->set_generation(old.metadata().generation() + 1);
+    }
+  }
+  void StatusUpdateT(CronJob* cj, const CronJob& old) const override {
+    *cj->mutable_spec() = old.spec();
+  }
+  FieldErrors ValidateCreateT(const CronJob& cj) const override {
+    return ValidateCronJob(cj);
+  }
+  FieldErrors ValidateUpdateT(const CronJob& cj,
+                              const CronJob& old) const override {
+    FieldErrors errs =
+        validation::ValidateObjectMetaUpdate(cj.metadata(), old.metadata());
+    Append(&errs, ValidateCronJobSpec(cj));
+    return errs;
+  }
+  FieldErrors ValidateStatusUpdateT(const CronJob& cj,
+                                    const CronJob& old) const override {
+    return validation::ValidateObjectMetaUpdate(cj.metadata(), old.metadata());
+  }
+  std::vector<TableCell> RowT(const CronJob& cj, WallTime now) const override {
+    return printers::CronJobRow(cj, now);
+  }
+};
+
 }  // namespace
+
+std::unique_ptr<Strategy> NewCronJobStrategy(const objects::ResourceInfo* r) {
+  return std::make_unique<CronJobStrategy>(r);
+}
 
 std::unique_ptr<Strategy> NewJobStrategy(const objects::ResourceInfo* r) {
   return std::make_unique<JobStrategy>(r);

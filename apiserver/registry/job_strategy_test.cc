@@ -195,5 +195,65 @@ TEST(JobStrategyTest, PrinterColumnsAsKubectl132) {
   EXPECT_EQ(printers::JobRow(work, testing::At(0))[2].str, "0/1 of 3");
 }
 
+// What `kubectl create cronjob tick --image=busybox --schedule='*/1 * * * *'`
+// posts.
+constexpr char kKubectlCronJob[] = R"({"metadata":{"name":"tick",
+  "namespace":"default"},"spec":{"schedule":"*/1 * * * *","jobTemplate":{
+  "metadata":{"name":"tick"},"spec":{"template":{"metadata":{},"spec":{
+  "containers":[{"name":"tick","image":"busybox","resources":{}}],
+  "restartPolicy":"OnFailure"}}}}},"status":{}})";
+
+TEST(CronJobStrategyTest, DefaultsValidationAndPrinter) {
+  const Strategy& s = StrategyOf("batch", "cronjobs");
+  auto cj = Decode<objects::batchv1::CronJob>(kKubectlCronJob);
+  s.Default(&cj);
+  EXPECT_EQ(cj.spec().concurrencypolicy(), "Allow");
+  EXPECT_EQ(cj.spec().successfuljobshistorylimit(), 3);
+  EXPECT_EQ(cj.spec().failedjobshistorylimit(), 1);
+  EXPECT_FALSE(cj.spec().suspend());
+  s.PrepareForCreate(&cj);
+  EXPECT_THAT(Texts(s.ValidateCreate(cj)), IsEmpty());
+
+  auto bad = cj;
+  bad.mutable_spec()->set_schedule("* * * *");
+  bad.mutable_spec()->set_timezone("Europe/Paris");
+  bad.mutable_spec()->set_concurrencypolicy("Sometimes");
+  bad.mutable_spec()
+      ->mutable_jobtemplate()
+      ->mutable_spec()
+      ->mutable_template_()
+      ->mutable_spec()
+      ->set_restartpolicy("Always");
+  EXPECT_THAT(
+      Texts(s.ValidateCreate(bad)),
+      ElementsAre(
+          "spec.schedule: Invalid value: \"* * * *\": expected exactly 5 "
+          "fields, found 4: [* * * *]",
+          "spec.timeZone: Invalid value: \"Europe/Paris\": unknown time zone "
+          "Europe/Paris (kplane supports only UTC and Etc/UTC)",
+          "spec.concurrencyPolicy: Unsupported value: \"Sometimes\": "
+          "supported values: \"Allow\", \"Forbid\", \"Replace\"",
+          "spec.jobTemplate.spec.template.spec.restartPolicy: Unsupported "
+          "value: \"Always\": supported values: \"OnFailure\", \"Never\""));
+
+  std::vector<std::string> names;
+  for (const auto& c : printers::CronJobColumns()) {
+    if (c.priority == 0) names.push_back(c.name);
+  }
+  EXPECT_THAT(names, ElementsAre("Name", "Schedule", "Timezone", "Suspend",
+                                 "Active", "Last Schedule", "Age"));
+  objects::SetTime(cj.mutable_metadata()->mutable_creationtimestamp(),
+                   testing::At(1000));
+  auto row = printers::CronJobRow(cj, testing::At(1100));
+  EXPECT_EQ(row[1].str, "*/1 * * * *");
+  EXPECT_EQ(row[2].str, "<none>");
+  EXPECT_EQ(row[3].str, "False");
+  EXPECT_EQ(row[4].num, 0);
+  EXPECT_EQ(row[5].str, "<none>");
+  objects::SetTime(cj.mutable_status()->mutable_lastscheduletime(),
+                   testing::At(1080));
+  EXPECT_EQ(printers::CronJobRow(cj, testing::At(1100))[5].str, "20s");
+}
+
 }  // namespace
 }  // namespace kplane::apiserver

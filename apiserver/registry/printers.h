@@ -77,6 +77,12 @@ std::vector<TableCell> ServiceAccountRow(
 std::vector<TableColumn> JobColumns();
 std::vector<TableCell> JobRow(const objects::batchv1::Job& job, WallTime now);
 
+// kube 1.32's printCronJob: Name, Schedule, Timezone ("<none>"), Suspend,
+// Active, Last Schedule ("<none>"), Age; Containers, Images, Selector.
+std::vector<TableColumn> CronJobColumns();
+std::vector<TableCell> CronJobRow(const objects::batchv1::CronJob& cj,
+                                  WallTime now);
+
 std::vector<TableColumn> LeaseColumns();
 std::vector<TableCell> LeaseRow(const objects::coordinationv1::Lease& l,
                                 WallTime now);

@@ -171,6 +171,7 @@ Factory FactoryFor(const objects::ResourceInfo& r) {
           {{"apps", "deployments"}, &NewDeploymentStrategy},
           {{"apps", "replicasets"}, &NewReplicaSetStrategy},
           {{"batch", "jobs"}, &NewJobStrategy},
+          {{"batch", "cronjobs"}, &NewCronJobStrategy},
           {{"coordination.k8s.io", "leases"}, &NewLeaseStrategy},
           {{"rbac.authorization.k8s.io", "roles"}, &NewRbacStrategy},
           {{"rbac.authorization.k8s.io", "clusterroles"}, &NewRbacStrategy},

@@ -9,6 +9,7 @@
 #include "base/logging.h"
 #include "base/mutex.h"
 #include "controllers/api_writer.h"
+#include "controllers/cronjob_controller.h"
 #include "controllers/deployment_controller.h"
 #include "controllers/garbage_collector.h"
 #include "controllers/job_controller.h"
@@ -63,11 +64,18 @@ class ControllerManager::Impl {
           "node monitor grace period and period must be positive");
     }
     for (const std::string& c : options_.controllers) {
-      static const std::vector<std::string> kKnown = {
-          "*",         "replicaset",      "deployment",
-          "scheduler", "nodelifecycle",   "garbagecollector",
-          "namespace", "podgc",           "serviceaccount",
-          "job",       "ttlafterfinished"};
+      static const std::vector<std::string> kKnown = {"*",
+                                                      "replicaset",
+                                                      "deployment",
+                                                      "scheduler",
+                                                      "nodelifecycle",
+                                                      "garbagecollector",
+                                                      "namespace",
+                                                      "podgc",
+                                                      "serviceaccount",
+                                                      "job",
+                                                      "ttlafterfinished",
+                                                      "cronjob"};
       if (std::find(kKnown.begin(), kKnown.end(), c) == kKnown.end()) {
         return InvalidArgumentError("unknown controller \"" + c + "\"");
       }
@@ -179,6 +187,8 @@ class ControllerManager::Impl {
               .ok());
     CHECK(rss->AddIndexers({{kOwnerUidIndex, OwnerUidIndexFunc}}).ok());
     informer::SharedIndexInformer* jobs = f.InformerFor<batchv1::Job>();
+    informer::SharedIndexInformer* cronjobs = f.InformerFor<batchv1::CronJob>();
+    CHECK(jobs->AddIndexers({{kOwnerUidIndex, OwnerUidIndexFunc}}).ok());
     ApiWriter* api = writer_.get();
     if (Wanted("replicaset")) {
       auto c = std::make_unique<ReplicaSetController>(
@@ -219,6 +229,16 @@ class ControllerManager::Impl {
       c->RegisterHandlers(jobs);
       run->controllers.push_back(std::move(c));
     }
+    if (Wanted("cronjob")) {
+      auto c = std::make_unique<CronJobController>(
+          CronJobControllerOptions{.api = api,
+                                   .cronjobs = &cronjobs->GetIndexer(),
+                                   .jobs = &jobs->GetIndexer(),
+                                   .clock = clock_,
+                                   .metrics = metrics_});
+      c->RegisterHandlers(cronjobs, jobs);
+      run->controllers.push_back(std::move(c));
+    }
     if (Wanted("scheduler")) {
       auto c = std::make_unique<Scheduler>(
           SchedulerOptions{.api = api,
@@ -254,10 +274,11 @@ class ControllerManager::Impl {
                                   .replicasets = &rss->GetIndexer(),
                                   .deployments = &deps->GetIndexer(),
                                   .jobs = &jobs->GetIndexer(),
+                                  .cronjobs = &cronjobs->GetIndexer(),
                                   .clock = clock_,
                                   .metrics = metrics_});
       c->RegisterHandlers(pods, rss, deps);
-      c->RegisterJobHandlers(jobs);
+      c->RegisterJobHandlers(jobs, cronjobs);
       run->controllers.push_back(std::move(c));
     }
     if (Wanted("namespace")) {

@@ -22,6 +22,9 @@ std::string ResourceOfKind(const metav1::OwnerReference& ref) {
     return "deployments";
   }
   if (ref.apiversion() == "batch/v1" && ref.kind() == "Job") return "jobs";
+  if (ref.apiversion() == "batch/v1" && ref.kind() == "CronJob") {
+    return "cronjobs";
+  }
   return "";
 }
 }  // namespace
@@ -55,6 +58,7 @@ const informer::Indexer* GarbageCollector::CacheFor(
   if (resource == "replicasets") return options_.replicasets;
   if (resource == "deployments") return options_.deployments;
   if (resource == "jobs") return options_.jobs;
+  if (resource == "cronjobs") return options_.cronjobs;
   return nullptr;
 }
 
@@ -64,6 +68,7 @@ const objects::ResourceInfo* GarbageCollector::ResourceFor(
   if (resource == "replicasets") return &ReplicaSetsResource();
   if (resource == "deployments") return &DeploymentsResource();
   if (resource == "jobs") return &JobsResource();
+  if (resource == "cronjobs") return &CronJobsResource();
   return nullptr;
 }
 
@@ -71,8 +76,12 @@ std::vector<std::pair<const objects::ResourceInfo*, const informer::Indexer*>>
 GarbageCollector::DependentCaches(const std::string& owner_resource) const {
   // Any owner may have dependents of any of these kinds.
   (void)owner_resource;
-  return {{&PodsResource(), options_.pods},
-          {&ReplicaSetsResource(), options_.replicasets}};
+  std::vector<std::pair<const objects::ResourceInfo*, const informer::Indexer*>>
+      caches = {{&PodsResource(), options_.pods},
+                {&ReplicaSetsResource(), options_.replicasets}};
+  if (options_.jobs != nullptr)
+    caches.push_back({&JobsResource(), options_.jobs});
+  return caches;
 }
 
 void GarbageCollector::EnqueueDependents(
@@ -94,9 +103,12 @@ void GarbageCollector::RegisterHandlers(
 }
 
 void GarbageCollector::RegisterJobHandlers(
-    informer::SharedIndexInformer* jobs) {
-  CHECK(options_.jobs != nullptr) << "GarbageCollectorOptions::jobs unset";
+    informer::SharedIndexInformer* jobs,
+    informer::SharedIndexInformer* cronjobs) {
+  CHECK(options_.jobs != nullptr && options_.cronjobs != nullptr)
+      << "GarbageCollectorOptions::jobs or cronjobs unset";
   Watch(jobs, JobsResource());
+  Watch(cronjobs, CronJobsResource());
 }
 
 void GarbageCollector::Watch(informer::SharedIndexInformer* inf,

@@ -34,6 +34,12 @@ const objects::ResourceInfo& JobsResource() {
   return r;
 }
 
+const objects::ResourceInfo& CronJobsResource() {
+  static const objects::ResourceInfo& r =
+      Must(informer::RestClient::ResourceFor<objects::batchv1::CronJob>());
+  return r;
+}
+
 const objects::ResourceInfo& ReplicaSetsResource() {
   static const objects::ResourceInfo& r =
       Must(informer::RestClient::ResourceFor<appsv1::ReplicaSet>());

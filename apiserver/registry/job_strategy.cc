@@ -458,7 +458,7 @@ constexpr size_t kMaxCronJobNameLength = 52;
 
 void DefaultCronJob(CronJob* cj) {
   auto* spec = cj->mutable_spec();
-  if (!spec->has_concurrencypolicy()) spec->set_concurrencypolicy("Allow");
+  if (spec->concurrencypolicy().empty()) spec->set_concurrencypolicy("Allow");
   if (!spec->has_suspend()) spec->set_suspend(false);
   if (!spec->has_successfuljobshistorylimit()) {
     spec->set_successfuljobshistorylimit(3);

@@ -567,8 +567,9 @@ TEST_F(ControlPlaneTest, ServiceAccountKeyIsMadeOnceAndSignsTokens) {
 // system:node:<name>). `kubectl create job` completes on the simulated
 // nodes (restartPolicy Never pods exit 0 after the kubeletsim's run
 // duration); a Job whose pods exit 1 fails after its backoffLimit; `kubectl
-// get jobs` prints kube 1.32's columns.
-TEST_F(ControlPlaneTest, KubectlJobsCompleteAndFailOnSimulatedNodes) {
+// get jobs` prints kube 1.32's columns; `kubectl create cronjob` with
+// `*/1 * * * *` creates a Job within the minute (at most ~60 s of waiting).
+TEST_F(ControlPlaneTest, KubectlJobsAndCronJobsOnSimulatedNodes) {
   UpOptions o = Options();
   o.controllers = true;
   o.nodes = 2;
@@ -586,6 +587,14 @@ TEST_F(ControlPlaneTest, KubectlJobsCompleteAndFailOnSimulatedNodes) {
       kubectl({"create", "job", "pi", "--image=perl", "--", "perl", "-e", "1"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "job.batch/pi created\n");
+  // A CronJob on the wall clock's next minute (the controller's unit tests
+  // drive schedules with a fake clock); watched for below.
+  r = kubectl({"create", "cronjob", "tick", "--image=busybox",
+               "--schedule=*/1 * * * *"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  e2e::Process jobs_watch({"kubectl", "--kubeconfig", o.kubeconfig_out, "get",
+                           "jobs", "-w", "-o", "name"});
+  jobs_watch.Start();
 
   const std::string manifest = dir_ + "/fail.yaml";
   std::ofstream(manifest) << R"(apiVersion: batch/v1
@@ -613,6 +622,22 @@ spec:
   // Two failures (the second after the 10 s back-off) exceed backoffLimit 1.
   r = kubectl({"wait", "--for=condition=failed", "job/flaky", "--timeout=90s"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+
+  // The CronJob's Job appears within its minute.
+  bool fired = false;
+  while (auto line = jobs_watch.ReadLine(std::chrono::seconds(75))) {
+    if (line->rfind("job.batch/tick-", 0) == 0) {
+      fired = true;
+      break;
+    }
+  }
+  EXPECT_TRUE(fired) << "no Job of CronJob tick within 75 s";
+  r = kubectl({"get", "cronjobs"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.substr(0, r.out.find('\n')).substr(0, 4), "NAME");
+  EXPECT_NE(r.out.find("tick   */1 * * * *   <none>     False"),
+            std::string::npos)
+      << r.out;
 
   r = kubectl({"get", "jobs"});
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -272,8 +272,8 @@ TEST(DiscoveryTest, Documents) {
   }
   EXPECT_TRUE(scale);
   doc.Parse(d.ApiGroupList().c_str());
-  // apps, coordination.k8s.io, rbac.authorization.k8s.io
-  EXPECT_EQ(doc["groups"].Size(), 3u);
+  // apps, batch, coordination.k8s.io, rbac.authorization.k8s.io
+  EXPECT_EQ(doc["groups"].Size(), 4u);
   EXPECT_EQ(d.ResourceList("apps", "v2"), nullptr);
   doc.Parse(d.Version().c_str());
   EXPECT_STREQ(doc["minor"].GetString(), "32");

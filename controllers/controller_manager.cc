@@ -10,8 +10,10 @@
 #include "base/mutex.h"
 #include "controllers/api_writer.h"
 #include "controllers/daemonset_controller.h"
+#include "controllers/cronjob_controller.h"
 #include "controllers/deployment_controller.h"
 #include "controllers/garbage_collector.h"
+#include "controllers/job_controller.h"
 #include "controllers/namespace_controller.h"
 #include "controllers/node_lifecycle_controller.h"
 #include "controllers/pod_gc_controller.h"
@@ -68,7 +70,8 @@ class ControllerManager::Impl {
           "*",           "replicaset",    "deployment",
           "scheduler",   "nodelifecycle", "garbagecollector",
           "namespace",   "podgc",         "serviceaccount",
-          "statefulset", "daemonset"};
+          "statefulset", "daemonset",     "job",
+          "ttlafterfinished", "cronjob"};
       if (std::find(kKnown.begin(), kKnown.end(), c) == kKnown.end()) {
         return InvalidArgumentError("unknown controller \"" + c + "\"");
       }
@@ -179,6 +182,9 @@ class ControllerManager::Impl {
                              {kOwnerUidIndex, OwnerUidIndexFunc}})
               .ok());
     CHECK(rss->AddIndexers({{kOwnerUidIndex, OwnerUidIndexFunc}}).ok());
+    informer::SharedIndexInformer* jobs = f.InformerFor<batchv1::Job>();
+    informer::SharedIndexInformer* cronjobs = f.InformerFor<batchv1::CronJob>();
+    CHECK(jobs->AddIndexers({{kOwnerUidIndex, OwnerUidIndexFunc}}).ok());
     ApiWriter* api = writer_.get();
     if (Wanted("replicaset")) {
       auto c = std::make_unique<ReplicaSetController>(
@@ -198,6 +204,35 @@ class ControllerManager::Impl {
                                       .clock = clock_,
                                       .metrics = metrics_});
       c->RegisterHandlers(deps, rss);
+      run->controllers.push_back(std::move(c));
+    }
+    if (Wanted("job")) {
+      auto c = std::make_unique<JobController>(
+          JobControllerOptions{.api = api,
+                               .jobs = &jobs->GetIndexer(),
+                               .pods = &pods->GetIndexer(),
+                               .clock = clock_,
+                               .metrics = metrics_});
+      c->RegisterHandlers(jobs, pods);
+      run->controllers.push_back(std::move(c));
+    }
+    if (Wanted("ttlafterfinished")) {
+      auto c = std::make_unique<TtlAfterFinishedController>(
+          TtlAfterFinishedOptions{.api = api,
+                                  .jobs = &jobs->GetIndexer(),
+                                  .clock = clock_,
+                                  .metrics = metrics_});
+      c->RegisterHandlers(jobs);
+      run->controllers.push_back(std::move(c));
+    }
+    if (Wanted("cronjob")) {
+      auto c = std::make_unique<CronJobController>(
+          CronJobControllerOptions{.api = api,
+                                   .cronjobs = &cronjobs->GetIndexer(),
+                                   .jobs = &jobs->GetIndexer(),
+                                   .clock = clock_,
+                                   .metrics = metrics_});
+      c->RegisterHandlers(cronjobs, jobs);
       run->controllers.push_back(std::move(c));
     }
     if (Wanted("scheduler")) {
@@ -234,9 +269,12 @@ class ControllerManager::Impl {
                                   .pods = &pods->GetIndexer(),
                                   .replicasets = &rss->GetIndexer(),
                                   .deployments = &deps->GetIndexer(),
+                                  .jobs = &jobs->GetIndexer(),
+                                  .cronjobs = &cronjobs->GetIndexer(),
                                   .clock = clock_,
                                   .metrics = metrics_});
       c->RegisterHandlers(pods, rss, deps);
+      c->RegisterJobHandlers(jobs, cronjobs);
       run->controllers.push_back(std::move(c));
     }
     if (Wanted("namespace")) {

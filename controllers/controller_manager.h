@@ -15,7 +15,7 @@
 //
 // Controllers: replicaset, deployment, scheduler, nodelifecycle,
 // garbagecollector, namespace, podgc, serviceaccount, statefulset,
-// daemonset (all by default;
+// daemonset, job, ttlafterfinished, cronjob (all by default;
 // `controllers` picks a subset). Without namespace, deleted namespaces stay
 // Terminating; without podgc, pods deleted gracefully on a node with no kubelet
 // stay Terminating, as in Kubernetes without its controller manager.

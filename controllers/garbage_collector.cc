@@ -1,8 +1,8 @@
 #include "controllers/garbage_collector.h"
 
-#include "objects/meta.h"
 #include "base/logging.h"
 #include "informer/api_errors.h"
+#include "objects/meta.h"
 
 namespace kplane::controllers {
 
@@ -20,6 +20,10 @@ std::string ResourceOfKind(const metav1::OwnerReference& ref) {
   }
   if (ref.apiversion() == "apps/v1" && ref.kind() == "Deployment") {
     return "deployments";
+  }
+  if (ref.apiversion() == "batch/v1" && ref.kind() == "Job") return "jobs";
+  if (ref.apiversion() == "batch/v1" && ref.kind() == "CronJob") {
+    return "cronjobs";
   }
   return "";
 }
@@ -53,6 +57,8 @@ const informer::Indexer* GarbageCollector::CacheFor(
   if (resource == "pods") return options_.pods;
   if (resource == "replicasets") return options_.replicasets;
   if (resource == "deployments") return options_.deployments;
+  if (resource == "jobs") return options_.jobs;
+  if (resource == "cronjobs") return options_.cronjobs;
   return nullptr;
 }
 
@@ -61,6 +67,8 @@ const objects::ResourceInfo* GarbageCollector::ResourceFor(
   if (resource == "pods") return &PodsResource();
   if (resource == "replicasets") return &ReplicaSetsResource();
   if (resource == "deployments") return &DeploymentsResource();
+  if (resource == "jobs") return &JobsResource();
+  if (resource == "cronjobs") return &CronJobsResource();
   return nullptr;
 }
 
@@ -68,8 +76,12 @@ std::vector<std::pair<const objects::ResourceInfo*, const informer::Indexer*>>
 GarbageCollector::DependentCaches(const std::string& owner_resource) const {
   // Any owner may have dependents of any of these kinds.
   (void)owner_resource;
-  return {{&PodsResource(), options_.pods},
-          {&ReplicaSetsResource(), options_.replicasets}};
+  std::vector<std::pair<const objects::ResourceInfo*, const informer::Indexer*>>
+      caches = {{&PodsResource(), options_.pods},
+                {&ReplicaSetsResource(), options_.replicasets}};
+  if (options_.jobs != nullptr)
+    caches.push_back({&JobsResource(), options_.jobs});
+  return caches;
 }
 
 void GarbageCollector::EnqueueDependents(
@@ -85,25 +97,37 @@ void GarbageCollector::RegisterHandlers(
     informer::SharedIndexInformer* pods,
     informer::SharedIndexInformer* replicasets,
     informer::SharedIndexInformer* deployments) {
-  for (auto [inf, resource] :
-       {std::pair{pods, &PodsResource()},
-        std::pair{replicasets, &ReplicaSetsResource()},
-        std::pair{deployments, &DeploymentsResource()}}) {
-    const objects::ResourceInfo* r = resource;
-    auto interesting = [](const google::protobuf::Message& o) {
-      const metav1::ObjectMeta& m = *objects::GetObjectMeta(o);
-      return m.ownerreferences_size() > 0 ||
-             (objects::IsBeingDeleted(m) && (objects::HasFinalizer(m, kOrphan) ||
-                                         objects::HasFinalizer(m, kForeground)));
-    };
-    OnObjectEvents(inf, [this, r, interesting](const ObjectEvent& e) {
-      if (e.deleted()) {
-        EnqueueDependents(e.object);
-      } else if (interesting(e.object)) {
-        Enqueue(KeyFor(*r, e.object));
-      }
-    });
-  }
+  Watch(pods, PodsResource());
+  Watch(replicasets, ReplicaSetsResource());
+  Watch(deployments, DeploymentsResource());
+}
+
+void GarbageCollector::RegisterJobHandlers(
+    informer::SharedIndexInformer* jobs,
+    informer::SharedIndexInformer* cronjobs) {
+  CHECK(options_.jobs != nullptr && options_.cronjobs != nullptr)
+      << "GarbageCollectorOptions::jobs or cronjobs unset";
+  Watch(jobs, JobsResource());
+  Watch(cronjobs, CronJobsResource());
+}
+
+void GarbageCollector::Watch(informer::SharedIndexInformer* inf,
+                             const objects::ResourceInfo& resource) {
+  const objects::ResourceInfo* r = &resource;
+  auto interesting = [](const google::protobuf::Message& o) {
+    const metav1::ObjectMeta& m = *objects::GetObjectMeta(o);
+    return m.ownerreferences_size() > 0 ||
+           (objects::IsBeingDeleted(m) &&
+            (objects::HasFinalizer(m, kOrphan) ||
+             objects::HasFinalizer(m, kForeground)));
+  };
+  OnObjectEvents(inf, [this, r, interesting](const ObjectEvent& e) {
+    if (e.deleted()) {
+      EnqueueDependents(e.object);
+    } else if (interesting(e.object)) {
+      Enqueue(KeyFor(*r, e.object));
+    }
+  });
 }
 
 Status GarbageCollector::Sync(const std::string& key) {
@@ -117,8 +141,9 @@ Status GarbageCollector::Sync(const std::string& key) {
   if (obj == nullptr) return Status::Ok();
   Status first_error;
   const metav1::ObjectMeta& meta = *objects::GetObjectMeta(*obj);
-  if (objects::IsBeingDeleted(meta) && (objects::HasFinalizer(meta, kOrphan) ||
-                                    objects::HasFinalizer(meta, kForeground))) {
+  if (objects::IsBeingDeleted(meta) &&
+      (objects::HasFinalizer(meta, kOrphan) ||
+       objects::HasFinalizer(meta, kForeground))) {
     Keep(&first_error, SyncOwner(*info, *obj));
   }
   if (meta.ownerreferences_size() > 0) {
@@ -158,8 +183,8 @@ Status GarbageCollector::SyncOwner(const objects::ResourceInfo& resource,
       if (objects::IsBeingDeleted(*objects::GetObjectMeta(*d))) continue;
       metav1::DeleteOptions opts;
       opts.set_propagationpolicy("Foreground");
-      Status s =
-          options_.api->Delete(*r, objects::Namespace(*d), objects::Name(*d), opts);
+      Status s = options_.api->Delete(*r, objects::Namespace(*d),
+                                      objects::Name(*d), opts);
       if (!s.ok() && !informer::IsNotFound(s)) return s;
     }
     if (remaining) {
@@ -218,7 +243,8 @@ Status GarbageCollector::SyncDependent(const objects::ResourceInfo& resource,
   }
   std::unique_ptr<google::protobuf::Message> copy(obj.New());
   copy->CopyFrom(obj);
-  auto* refs = objects::MutableObjectMeta(copy.get())->mutable_ownerreferences();
+  auto* refs =
+      objects::MutableObjectMeta(copy.get())->mutable_ownerreferences();
   for (int i = refs->size() - 1; i >= 0; --i) {
     if (std::find(dangling.begin(), dangling.end(), refs->Get(i).uid()) !=
         dangling.end()) {

@@ -11,7 +11,8 @@
 //     create). Owners gone (404, or a different uid): if none is left the
 //     object is deleted (background propagation: its own dependents follow
 //     in turn); otherwise the dangling references are removed. Owner
-//     kinds other than Deployment and ReplicaSet are assumed alive.
+//     kinds other than Deployment, ReplicaSet and (with the jobs caches)
+//     Job and CronJob are assumed alive.
 //   as an owner being deleted:
 //     "orphan": the ownerReferences to it are removed from its
 //       dependents, then the finalizer;
@@ -46,6 +47,10 @@ struct GarbageCollectorOptions {
   const informer::Indexer* pods = nullptr;
   const informer::Indexer* replicasets = nullptr;
   const informer::Indexer* deployments = nullptr;
+  // batch/v1 Jobs (owners of pods, dependents of CronJobs) and CronJobs;
+  // optional, both or neither (kOwnerUidIndex on jobs).
+  const informer::Indexer* jobs = nullptr;
+  const informer::Indexer* cronjobs = nullptr;
   Duration foreground_recheck = seconds(1);
   Clock* clock = nullptr;
   metrics::Registry* metrics = nullptr;
@@ -57,6 +62,9 @@ class GarbageCollector : public Controller {
   void RegisterHandlers(informer::SharedIndexInformer* pods,
                         informer::SharedIndexInformer* replicasets,
                         informer::SharedIndexInformer* deployments);
+  // Follows Jobs and CronJobs too (options.jobs/cronjobs: their caches).
+  void RegisterJobHandlers(informer::SharedIndexInformer* jobs,
+                           informer::SharedIndexInformer* cronjobs);
   Status Sync(const std::string& key) override;
 
   // "pods/default/web-x1" for a pod.
@@ -66,6 +74,8 @@ class GarbageCollector : public Controller {
   void EnqueueDependents(const google::protobuf::Message& owner);
 
  private:
+  void Watch(informer::SharedIndexInformer* inf,
+             const objects::ResourceInfo& resource);
   const informer::Indexer* CacheFor(const std::string& resource) const;
   const objects::ResourceInfo* ResourceFor(const std::string& resource) const;
   // The dependents' (resource, cache) of an owner resource.

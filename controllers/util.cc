@@ -5,6 +5,7 @@
 
 #include "base/logging.h"
 #include "informer/rest_client.h"
+#include "objects/batch_types.h"
 #include "objects/meta.h"
 #include "objects/time.h"
 
@@ -27,6 +28,18 @@ const objects::ResourceInfo& NodesResource() {
       Must(informer::RestClient::ResourceFor<corev1::Node>());
   return r;
 }
+const objects::ResourceInfo& JobsResource() {
+  static const objects::ResourceInfo& r =
+      Must(informer::RestClient::ResourceFor<objects::batchv1::Job>());
+  return r;
+}
+
+const objects::ResourceInfo& CronJobsResource() {
+  static const objects::ResourceInfo& r =
+      Must(informer::RestClient::ResourceFor<objects::batchv1::CronJob>());
+  return r;
+}
+
 const objects::ResourceInfo& ReplicaSetsResource() {
   static const objects::ResourceInfo& r =
       Must(informer::RestClient::ResourceFor<appsv1::ReplicaSet>());

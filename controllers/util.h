@@ -31,6 +31,8 @@ const objects::ResourceInfo& ReplicaSetsResource();
 const objects::ResourceInfo& DeploymentsResource();
 const objects::ResourceInfo& NamespacesResource();
 const objects::ResourceInfo& LeasesResource();
+const objects::ResourceInfo& JobsResource();      // batch/v1
+const objects::ResourceInfo& CronJobsResource();  // batch/v1
 
 machinery::Labels LabelMap(
     const google::protobuf::Map<std::string, std::string>& m);

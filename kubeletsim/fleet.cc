@@ -6,11 +6,13 @@
 #include <condition_variable>
 #include <deque>
 #include <map>
+#include <optional>
 #include <random>
 #include <unordered_map>
 
 #include "base/logging.h"
 #include "base/mutex.h"
+#include "base/strings.h"
 #include "informer/api_errors.h"
 #include "informer/list_watch.h"
 #include "informer/rest_client.h"
@@ -705,6 +707,29 @@ class Fleet::Impl {
     return options_.pod_ready_delay;
   }
 
+  // How long the pod's containers run before they exit; nullopt: until
+  // deleted (restartPolicy Always and no run-for annotation).
+  std::optional<Duration> RunFor(const corev1::Pod& pod) {
+    std::string_view v = objects::Annotation(pod.metadata(), kRunForAnnotation);
+    if (!v.empty()) {
+      auto ns = objects::ParseGoDurationNanos(v);
+      if (ns.ok() && *ns >= 0) return nanoseconds(*ns);
+    }
+    const std::string& policy = pod.spec().restartpolicy();
+    if (policy == "Never" || policy == "OnFailure") {
+      return options_.pod_run_duration;
+    }
+    return std::nullopt;
+  }
+
+  static int ExitCode(const corev1::Pod& pod) {
+    std::string_view v =
+        objects::Annotation(pod.metadata(), kExitCodeAnnotation);
+    std::optional<int64_t> code = ParseInt64(v);
+    if (!code || *code < 0 || *code > 255) return 0;
+    return static_cast<int>(*code);
+  }
+
   // Moves a pod one step towards where its spec and metadata say it
   // should be. Idempotent: our own status writes come back through the
   // watch and land here as no-ops.
@@ -767,9 +792,18 @@ class Fleet::Impl {
     PodSim& q = it->second;
     if (q.stage == PodStage::kCreating) {
       RunPodStep(n, key, q, options_.pod_start_delay, &Impl::StartPod);
-    } else if (q.stage == PodStage::kStarted) {
-      Duration left = ReadyDelay(*pod) - (clock_->WallNow() - q.rt.started_at);
-      RunPodStep(n, key, q, std::max(left, Duration(0)), &Impl::ReadyPod);
+    } else if (q.stage == PodStage::kStarted || q.stage == PodStage::kReady) {
+      // Whichever comes first of readiness and the containers' exit.
+      const Duration ran = clock_->WallNow() - q.rt.started_at;
+      std::optional<Duration> run = RunFor(*pod);
+      Duration exit_left =
+          run ? std::max(*run - ran, Duration(0)) : Duration::max();
+      Duration ready_left = std::max(ReadyDelay(*pod) - ran, Duration(0));
+      if (q.stage == PodStage::kStarted && (!run || ready_left < exit_left)) {
+        RunPodStep(n, key, q, ready_left, &Impl::ReadyPod);
+      } else if (run) {
+        RunPodStep(n, key, q, exit_left, &Impl::ExitPod);
+      }
     }
   }
 
@@ -809,6 +843,7 @@ class Fleet::Impl {
     if (options_.on_pod_step) {
       const char* name = step == &Impl::StartPod   ? "start"
                          : step == &Impl::ReadyPod ? "ready"
+                         : step == &Impl::ExitPod  ? "exit"
                                                    : "terminate";
       // Reported after n->mu is released, from the pod executor.
       Post(n->podq, [this, key, name] { options_.on_pod_step(key, name); });
@@ -864,6 +899,49 @@ class Fleet::Impl {
       CountStage(*p, +1);
     }
     WritePodStatus(n, key, PodStage::kReady);
+    SyncPod(n, key);  // schedules the exit, if the pod has one
+  }
+
+  // The containers exit with the pod's exit code. restartPolicy Always, or
+  // OnFailure with a non-zero code, restarts them at once (no
+  // CrashLoopBackOff): restartCount + 1, the run shown as lastState.
+  // Otherwise the pod is terminal: Succeeded (0) or Failed, its IP freed.
+  void ExitPod(Node* n, const std::string& key, uint64_t gen) {
+    std::shared_ptr<const corev1::Pod> pod = CachedPod(key);
+    if (!pod) return;
+    const int code = ExitCode(*pod);
+    const std::string& policy = pod->spec().restartpolicy();
+    const bool restart = policy == "Always" || policy.empty() ||
+                         (policy == "OnFailure" && code != 0);
+    PodStage stage;
+    {
+      MutexLock l(&n->mu);
+      PodSim* p = Current(n, key, gen);
+      if (p == nullptr || p->terminating || p->uid != pod->metadata().uid()) {
+        return;
+      }
+      const WallTime now = clock_->WallNow();
+      CountStage(*p, -1);
+      if (restart) {
+        ++p->rt.restart_count;
+        p->rt.last_exit_code = code;
+        p->rt.last_started_at = p->rt.started_at;
+        p->rt.last_finished_at = now;
+        p->rt.started_at = now;
+        stage = PodStage::kStarted;
+      } else {
+        p->rt.exit_code = code;
+        p->rt.finished_at = now;
+        // The sandbox is gone; status keeps showing the IP, as the kubelet's.
+        if (p->ip_host != 0) n->ips.reset(p->ip_host);
+        p->ip_host = 0;
+        stage = PodStage::kCompleted;
+      }
+      p->stage = stage;
+      CountStage(*p, +1);
+    }
+    WritePodStatus(n, key, stage);
+    if (restart) SyncPod(n, key);  // the next run's readiness and exit
   }
 
   // Graceful deletion's end: containers terminated, then the kubelet's
@@ -872,11 +950,17 @@ class Fleet::Impl {
   void Terminate(Node* n, const std::string& key, uint64_t gen) {
     std::string uid;
     bool had_started;
+    // A pod that already ended keeps its final status (a Failed pod must
+    // not turn Succeeded on its way out).
+    std::shared_ptr<const corev1::Pod> cached = CachedPod(key);
+    bool write_status = !cached || (cached->status().phase() != "Succeeded" &&
+                                    cached->status().phase() != "Failed");
     {
       MutexLock l(&n->mu);
       PodSim* p = Current(n, key, gen);
       if (p == nullptr) return;
       uid = p->uid;
+      if (p->stage == PodStage::kCompleted) write_status = false;
       had_started = p->seen;
       if (!p->seen) {
         p->rt.host_ip = n->id.internal_ip;
@@ -891,7 +975,7 @@ class Fleet::Impl {
       CountStage(*p, +1);
     }
     (void)had_started;
-    WritePodStatus(n, key, PodStage::kTerminated);
+    if (write_status) WritePodStatus(n, key, PodStage::kTerminated);
     auto [ns, name] = informer::SplitObjectKey(key);
     objects::metav1::DeleteOptions del;
     del.set_graceperiodseconds(0);

@@ -81,6 +81,9 @@ struct FleetOptions {
   Duration pod_start_delay = seconds(1);
   Duration pod_ready_delay = Duration(0);
   Duration pod_termination_delay = seconds(1);
+  // Running -> containers exited, for pods with restartPolicy Never or
+  // OnFailure and no kubeletsim.kplane.io/run-for annotation (objects.h).
+  Duration pod_run_duration = seconds(2);
 
   int workers = 8;           // threads making API calls
   int api_connections = 16;  // keep-alive connections to the API server

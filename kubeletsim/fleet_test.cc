@@ -12,15 +12,15 @@
 #include <functional>
 #include <mutex>
 
-#include "base/mutex.h"
-#include "objects/meta.h"
-#include "objects/time.h"
 #include "apiserver/test_server.h"
+#include "base/mutex.h"
 #include "informer/api_errors.h"
 #include "informer/list_watch.h"
 #include "informer/rest_client.h"
 #include "informer/shared_informer.h"
 #include "kubeletsim/control_server.h"
+#include "objects/meta.h"
+#include "objects/time.h"
 
 namespace kplane::kubeletsim {
 namespace {
@@ -476,6 +476,110 @@ TEST_F(FleetTest, GracefulDeletion) {
           ->With({"pod_delete"})
           ->Value(),
       1);
+}
+
+TEST_F(FleetTest, PodWithRestartPolicyNeverCompletesAfterTheRunDuration) {
+  StartFleet(Options(1));
+  corev1::Pod job = MakePod("pi", "node-0");
+  job.mutable_spec()->set_restartpolicy("Never");
+  ASSERT_TRUE(client_->Create(job).ok());
+  // restartPolicy Always (the default) and no run-for: runs until deleted.
+  ASSERT_TRUE(client_->Create(MakePod("web", "node-0")).ok());
+  AwaitStep("pi", "start");
+  AwaitStep("web", "start");
+  Advance(seconds(1));
+  ASSERT_TRUE(AwaitPod("pi", [](const corev1::Pod& p) {
+    return CondStatus(p, "Ready") == "True";
+  }));
+  AwaitStep("pi", "exit");
+  Advance(seconds(1));
+  EXPECT_EQ(Pod("pi")->status().phase(), "Running");
+  Advance(seconds(1));  // --pod-run-duration 2s
+  ASSERT_TRUE(AwaitPod("pi", [](const corev1::Pod& p) {
+    return p.status().phase() == "Succeeded";
+  }));
+  auto pod = Pod("pi");
+  const auto& t = pod->status().containerstatuses(0).state().terminated();
+  EXPECT_EQ(t.exitcode(), 0);
+  EXPECT_EQ(t.reason(), "Completed");
+  EXPECT_EQ(
+      objects::ToWallTime(t.finishedat()) - objects::ToWallTime(t.startedat()),
+      seconds(2));
+  EXPECT_FALSE(pod->status().containerstatuses(0).ready());
+  EXPECT_EQ(pod->status().containerstatuses(0).restartcount(), 0);
+  EXPECT_EQ(CondStatus(*pod, "Ready"), "False");
+  EXPECT_EQ(pod->status().podip(), "10.64.0.2");  // still shown
+  Advance(minutes(10));
+  EXPECT_EQ(Pod("web")->status().phase(), "Running");
+  EXPECT_EQ(Pod("pi")->status().phase(), "Succeeded");
+  auto* pods = metrics_.NewGauge("kubeletsim_pods", "", {"stage"});
+  EXPECT_EQ(pods->With({"Completed"})->Value(), 1);
+  EXPECT_EQ(pods->With({"Ready"})->Value(), 1);
+}
+
+TEST_F(FleetTest, AnnotatedExitCodeFailsThePodAndDeletionKeepsFailed) {
+  StartFleet(Options(1));
+  corev1::Pod job = MakePod("bad", "node-0");
+  job.mutable_spec()->set_restartpolicy("Never");
+  auto* a = job.mutable_metadata()->mutable_annotations();
+  (*a)[kRunForAnnotation] = "5s";
+  (*a)[kExitCodeAnnotation] = "3";
+  ASSERT_TRUE(client_->Create(job).ok());
+  AwaitStep("bad", "start");
+  Advance(seconds(1));
+  AwaitStep("bad", "exit");
+  Advance(seconds(4));
+  EXPECT_EQ(Pod("bad")->status().phase(), "Running");
+  Advance(seconds(1));
+  ASSERT_TRUE(AwaitPod("bad", [](const corev1::Pod& p) {
+    return p.status().phase() == "Failed";
+  }));
+  auto pod = Pod("bad");
+  EXPECT_EQ(pod->status().containerstatuses(0).state().terminated().exitcode(),
+            3);
+  EXPECT_EQ(pod->status().containerstatuses(0).state().terminated().reason(),
+            "Error");
+  for (const auto& c : pod->status().conditions()) {
+    if (c.type() == "Ready") {
+      EXPECT_EQ(c.reason(), "ContainersNotReady");
+    }
+  }
+
+  // It stays Failed, and goes (a terminal pod is deleted at once) without
+  // ever having reported Succeeded.
+  Advance(minutes(10));
+  EXPECT_EQ(Pod("bad")->status().phase(), "Failed");
+  ASSERT_TRUE(client_->Delete<corev1::Pod>("default", "bad").ok());
+  ASSERT_TRUE(pods_->Await([&] { return !Pod("bad"); }));
+  for (const ObjectPtr& o : pods_->History()) {
+    EXPECT_NE(static_cast<const corev1::Pod&>(*o).status().phase(),
+              "Succeeded");
+  }
+}
+
+TEST_F(FleetTest, OnFailureRestartsTheContainersAndCountsRestarts) {
+  StartFleet(Options(1));
+  corev1::Pod job = MakePod("flaky", "node-0");
+  job.mutable_spec()->set_restartpolicy("OnFailure");
+  auto* a = job.mutable_metadata()->mutable_annotations();
+  (*a)[kRunForAnnotation] = "3s";
+  (*a)[kExitCodeAnnotation] = "1";
+  ASSERT_TRUE(client_->Create(job).ok());
+  AwaitStep("flaky", "start");
+  Advance(seconds(1));
+  for (int restarts = 1; restarts <= 2; ++restarts) {
+    AwaitStep("flaky", "exit");
+    Advance(seconds(3));
+    ASSERT_TRUE(AwaitPod("flaky", [&](const corev1::Pod& p) {
+      return p.status().containerstatuses(0).restartcount() == restarts;
+    }));
+    auto pod = Pod("flaky");
+    EXPECT_EQ(pod->status().phase(), "Running");
+    const auto& cs = pod->status().containerstatuses(0);
+    EXPECT_TRUE(cs.state().has_running());
+    EXPECT_EQ(cs.laststate().terminated().exitcode(), 1);
+    EXPECT_EQ(cs.laststate().terminated().reason(), "Error");
+  }
 }
 
 TEST_F(FleetTest, StoppedNodeGoesSilentAndResumes) {

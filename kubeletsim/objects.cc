@@ -224,6 +224,8 @@ const char* PodStageName(PodStage s) {
       return "Ready";
     case PodStage::kTerminated:
       return "Terminated";
+    case PodStage::kCompleted:
+      return "Completed";
   }
   return "?";
 }
@@ -256,9 +258,14 @@ corev1::PodStatus BuildPodStatus(const corev1::Pod& pod, PodStage stage,
   corev1::PodStatus s;
   const bool running = stage == PodStage::kStarted || stage == PodStage::kReady;
   const bool ready = stage == PodStage::kReady;
-  s.set_phase(stage == PodStage::kCreating     ? "Pending"
-              : stage == PodStage::kTerminated ? "Succeeded"
-                                               : "Running");
+  const bool exited = stage == PodStage::kCompleted;
+  const bool failed = exited && rt.exit_code != 0;
+  // Containers that stopped: deleted (exit 0) or exited on their own.
+  const bool stopped = stage == PodStage::kTerminated || exited;
+  s.set_phase(stage == PodStage::kCreating ? "Pending"
+              : failed                     ? "Failed"
+              : stopped                    ? "Succeeded"
+                                           : "Running");
   s.set_hostip(rt.host_ip);
   s.add_hostips()->set_ip(rt.host_ip);
   if (!rt.pod_ip.empty()) {
@@ -275,23 +282,23 @@ corev1::PodStatus BuildPodStatus(const corev1::Pod& pod, PodStage stage,
   }
   WallTime scheduled = rt.start_time;
   for (const corev1::PodCondition& c : old.conditions()) {
-    if (c.type() == "PodScheduled" && !objects::IsZero(c.lasttransitiontime())) {
+    if (c.type() == "PodScheduled" &&
+        !objects::IsZero(c.lasttransitiontime())) {
       scheduled = objects::ToWallTime(c.lasttransitiontime());
     }
   }
+  // The kubelet says PodCompleted only of a Succeeded pod.
+  const bool completed = stopped && !failed;
   const char* not_ready_reason =
-      stage == PodStage::kTerminated ? "PodCompleted" : "ContainersNotReady";
+      completed ? "PodCompleted" : "ContainersNotReady";
   std::string not_ready_msg =
-      stage == PodStage::kTerminated
-          ? ""
-          : "containers with unready status: [" + unready + "]";
-  WallTime ready_transition = stage == PodStage::kTerminated ? rt.finished_at
-                              : ready                        ? rt.ready_at
-                                                             : rt.start_time;
-  SetPodCondition(
-      &s, "PodReadyToStartContainers",
-      stage != PodStage::kCreating && stage != PodStage::kTerminated,
-      running ? rt.started_at : rt.start_time, nullptr, "");
+      completed ? "" : "containers with unready status: [" + unready + "]";
+  WallTime ready_transition = stopped ? rt.finished_at
+                              : ready ? rt.ready_at
+                                      : rt.start_time;
+  SetPodCondition(&s, "PodReadyToStartContainers",
+                  stage != PodStage::kCreating && !stopped,
+                  running ? rt.started_at : rt.start_time, nullptr, "");
   SetPodCondition(&s, "Initialized", true, rt.start_time, nullptr, "");
   SetPodCondition(&s, "Ready", ready, ready_transition,
                   ready ? nullptr : not_ready_reason,
@@ -305,9 +312,17 @@ corev1::PodStatus BuildPodStatus(const corev1::Pod& pod, PodStage stage,
                   corev1::ContainerStatus* cs) {
     cs->set_name(c.name());
     cs->set_image(c.image());
-    cs->set_restartcount(0);
+    cs->set_restartcount(init ? 0 : rt.restart_count);
     corev1::ContainerState* st = cs->mutable_state();
-    cs->mutable_laststate();
+    corev1::ContainerState* last = cs->mutable_laststate();
+    if (!init && rt.restart_count > 0) {
+      corev1::ContainerStateTerminated* t = last->mutable_terminated();
+      t->set_exitcode(rt.last_exit_code);
+      t->set_reason(rt.last_exit_code == 0 ? "Completed" : "Error");
+      objects::SetTime(t->mutable_startedat(), rt.last_started_at);
+      objects::SetTime(t->mutable_finishedat(), rt.last_finished_at);
+      t->set_containerid(FakeContainerId(pod.metadata().uid(), c.name()));
+    }
     if (stage == PodStage::kCreating) {
       // Behind init containers, app containers wait "PodInitializing".
       st->mutable_waiting()->set_reason(
@@ -320,14 +335,15 @@ corev1::PodStatus BuildPodStatus(const corev1::Pod& pod, PodStage stage,
     }
     cs->set_imageid(FakeImageId(c.image()));
     cs->set_containerid(FakeContainerId(pod.metadata().uid(), c.name()));
-    if (init || stage == PodStage::kTerminated) {
+    if (init || stopped) {
       corev1::ContainerStateTerminated* t = st->mutable_terminated();
-      t->set_exitcode(0);
-      t->set_reason("Completed");
+      const int code = init || !exited ? 0 : rt.exit_code;
+      t->set_exitcode(code);
+      t->set_reason(code == 0 ? "Completed" : "Error");
       objects::SetTime(t->mutable_startedat(),
-                   init ? rt.start_time : rt.started_at);
+                       init ? rt.start_time : rt.started_at);
       objects::SetTime(t->mutable_finishedat(),
-                   init ? rt.started_at : rt.finished_at);
+                       init ? rt.started_at : rt.finished_at);
       t->set_containerid(cs->containerid());
       cs->set_ready(init);
       cs->set_started(false);

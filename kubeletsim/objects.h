@@ -19,9 +19,9 @@
 #include <string_view>
 #include <vector>
 
-#include "objects/types.h"
 #include "base/clock.h"
 #include "base/statusor.h"
+#include "objects/types.h"
 
 namespace kplane::kubeletsim {
 
@@ -30,6 +30,12 @@ namespace coordinationv1 = objects::coordinationv1;
 
 inline constexpr char kReadyAfterAnnotation[] =
     "kubeletsim.kplane.io/ready-after";
+// How long a pod's containers run before they exit, and with which code
+// (KWOK-stage style; on the pod, or its template so a Job's pods carry it).
+// Without run-for, pods with restartPolicy Never/OnFailure exit after
+// FleetOptions::pod_run_duration and pods with Always run until deleted.
+inline constexpr char kRunForAnnotation[] = "kubeletsim.kplane.io/run-for";
+inline constexpr char kExitCodeAnnotation[] = "kubeletsim.kplane.io/exit-code";
 inline constexpr char kKubeletVersion[] = "v1.32.0-kplane";
 inline constexpr char kNodeLeaseNamespace[] = "kube-node-lease";
 
@@ -82,6 +88,8 @@ enum class PodStage {
   kStarted,     // Running, containers started but not ready
   kReady,       // Running, containers ready
   kTerminated,  // containers terminated (exit 0), phase Succeeded
+  kCompleted,   // containers exited on their own: Succeeded or Failed by
+                // PodRuntime::exit_code
 };
 const char* PodStageName(PodStage s);
 
@@ -91,7 +99,14 @@ struct PodRuntime {
   WallTime start_time;   // when the kubelet first saw the pod
   WallTime started_at;   // containers' start (kStarted+)
   WallTime ready_at;     // kReady+
-  WallTime finished_at;  // kTerminated
+  WallTime finished_at;  // kTerminated, kCompleted
+  int exit_code = 0;     // kCompleted
+  // Restarts after an exit (restartPolicy Always, or OnFailure and a
+  // non-zero code): the count and the previous run, shown as lastState.
+  int restart_count = 0;
+  int last_exit_code = 0;
+  WallTime last_started_at;
+  WallTime last_finished_at;
 };
 
 // The pod's status at `stage` (replaces status wholesale, keeping the

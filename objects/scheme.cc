@@ -1,6 +1,7 @@
 #include "objects/scheme.h"
 
 #include "objects/apps_workloads_types.h"
+#include "objects/batch_types.h"
 #include "objects/serviceaccount_types.h"
 #include "objects/types.h"
 #include "schemas/k8s/authentication.pb.h"
@@ -348,6 +349,30 @@ void Scheme::RegisterBuiltins(Scheme* s) {
        &appsv1::DaemonSetList::default_instance(),
        true,
        {"ds"},
+       {"all"},
+       true,
+       false},
+      {"batch/v1",
+       "jobs",
+       "job",
+       "Job",
+       &batchv1::Job::default_instance(),
+       "JobList",
+       &batchv1::JobList::default_instance(),
+       true,
+       {},
+       {"all"},
+       true,
+       false},
+      {"batch/v1",
+       "cronjobs",
+       "cronjob",
+       "CronJob",
+       &batchv1::CronJob::default_instance(),
+       "CronJobList",
+       &batchv1::CronJobList::default_instance(),
+       true,
+       {"cj"},
        {"all"},
        true,
        false},

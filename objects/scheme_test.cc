@@ -8,6 +8,7 @@
 #include "objects/apps_workloads_types.h"
 #include "objects/field_table.h"
 #include "objects/meta.h"
+#include "objects/batch_types.h"
 #include "objects/serviceaccount_types.h"
 #include "objects/types.h"
 #include "schemas/k8s/options.pb.h"
@@ -158,7 +159,8 @@ TEST(Scheme, GroupVersionsInOrder) {
   for (const GroupVersion& gv : S().GroupVersions()) {
     gvs.push_back(gv.ApiVersion());
   }
-  EXPECT_THAT(gvs, ElementsAre("v1", "apps/v1", "coordination.k8s.io/v1",
+  EXPECT_THAT(gvs, ElementsAre("v1", "apps/v1", "batch/v1",
+                               "coordination.k8s.io/v1",
                                "rbac.authorization.k8s.io/v1"));
 }
 
@@ -194,6 +196,22 @@ TEST(Scheme, EveryResourceIsWellFormed) {
 // Every message in schemas/k8s builds a codec table (no duplicate JSON
 // names, inline fields only where supported), so a schema mistake fails
 // here rather than in the apiserver.
+TEST(Scheme, BatchJobs) {
+  const ResourceInfo* r = S().FindResource("batch", "v1", "jobs");
+  ASSERT_NE(r, nullptr);
+  EXPECT_TRUE(r->namespaced);
+  EXPECT_EQ(r->kind->kind, "Job");
+  EXPECT_EQ(r->list_kind->kind, "JobList");
+  EXPECT_NE(r->FindSubresource("status"), nullptr);
+  EXPECT_EQ(S().Resolve("job"), r);
+  EXPECT_EQ(S().Resolve("jobs.batch"), r);
+  const ResourceInfo* cj = S().FindResource("batch", "v1", "cronjobs");
+  ASSERT_NE(cj, nullptr);
+  EXPECT_EQ(cj->kind->kind, "CronJob");
+  EXPECT_NE(cj->FindSubresource("status"), nullptr);
+  EXPECT_EQ(S().Resolve("cj"), cj);
+}
+
 TEST(Scheme, EverySchemaMessageHasACodecTable) {
   const google::protobuf::FileDescriptor* files[] = {
       corev1::Pod::descriptor()->file(),
@@ -202,6 +220,7 @@ TEST(Scheme, EverySchemaMessageHasACodecTable) {
       coordinationv1::Lease::descriptor()->file(),
       autoscalingv1::Scale::descriptor()->file(),
       authenticationv1::TokenRequest::descriptor()->file(),
+      batchv1::Job::descriptor()->file(),
       metav1::ObjectMeta::descriptor()->file(),
       runtimepb::Unknown::descriptor()->file(),
   };

@@ -164,7 +164,8 @@ std::vector<Role> BootstrapClusterRoles() {
             "replicasets", "replicasets/status", "replicasets/scale"}),
        // The statefulset and daemonset controllers write only the status.
        Res({"update"}, {"apps"}, {"statefulsets/status", "daemonsets/status"}),
-       Res(kReadWrite, {"batch"}, {"jobs", "jobs/status"}),
+       Res(kReadWrite, {"batch"},
+           {"jobs", "jobs/status", "cronjobs", "cronjobs/status"}),
        Res(kReadWrite, {"coordination.k8s.io"}, {"leases"}),
        Res(kReadWrite, {"events.k8s.io"}, {"events"}),
        Res({"delete", "deletecollection"}, {"*"}, {"*"}),

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "objects/machinery/duration.h"
+#include "objects/meta.h"
 #include "objects/time.h"
 #include "apiserver/registry/validation_util.h"
 #include "base/strings.h"
@@ -872,6 +873,156 @@ std::vector<TableCell> DaemonSetRow(const objects::appsv1::DaemonSet& ds,
           S(names),
           S(images),
           S(sel ? sel->String() : "<invalid>")};
+}
+
+}  // namespace kplane::apiserver::printers
+
+namespace kplane::apiserver::printers {
+
+// --- batch ---
+
+std::vector<TableColumn> JobColumns() {
+  return {
+      NameColumn(),
+      Col("Status", "string", "Status of the job."),
+      Col("Completions", "string",
+          "The number of pods which reached phase Succeeded. The value "
+          "increases monotonically for a given spec. However, it may decrease "
+          "in reaction to scale down of elastic indexed jobs."),
+      Col("Duration", "string", "Time required to complete the job."),
+      AgeColumn(),
+      Col("Containers", "string", kContainersDoc, 1),
+      Col("Images", "string", kImagesDoc, 1),
+      Col("Selector", "string",
+          "A label query over pods that should match the pod count. Normally, "
+          "the system sets this field for you. More info: "
+          "https://kubernetes.io/docs/concepts/overview/working-with-objects/"
+          "labels/#label-selectors",
+          1),
+  };
+}
+
+std::vector<TableCell> JobRow(const objects::batchv1::Job& job, WallTime now) {
+  auto has = [&](std::string_view type) {
+    for (const auto& c : job.status().conditions()) {
+      if (c.type() == type && c.status() == "True") return true;
+    }
+    return false;
+  };
+  std::string status = has("Complete")                ? "Complete"
+                       : has("Failed")                ? "Failed"
+                       : objects::IsBeingDeleted(job.metadata()) ? "Terminating"
+                       : has("Suspended")             ? "Suspended"
+                       : has("FailureTarget")         ? "FailureTarget"
+                       : has("SuccessCriteriaMet")    ? "SuccessCriteriaMet"
+                                                      : "Running";
+  const auto& spec = job.spec();
+  const std::string succeeded = std::to_string(job.status().succeeded());
+  std::string completions;
+  if (spec.has_completions()) {
+    completions = succeeded + "/" + std::to_string(spec.completions());
+  } else if (spec.parallelism() > 1) {
+    completions =
+        succeeded + "/1 of " + std::to_string(spec.parallelism());
+  } else {
+    completions = succeeded + "/1";
+  }
+  std::string duration;
+  if (job.status().has_starttime()) {
+    WallTime end = job.status().has_completiontime()
+                       ? objects::ToWallTime(job.status().completiontime())
+                       : now;
+    duration = machinery::HumanDuration(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(
+            end - objects::ToWallTime(job.status().starttime()))
+            .count());
+  }
+  auto [names, images] = ContainerCells(spec.template_().spec().containers());
+  std::string selector = "<none>";
+  if (spec.has_selector()) {
+    auto sel = validation::AsSelector(&spec.selector());
+    selector = !sel ? "<error>" : sel->Empty() ? "<none>" : sel->String();
+  }
+  return {S(job.metadata().name()),
+          S(status),
+          S(completions),
+          S(duration),
+          S(Age(job.metadata(), now)),
+          S(names),
+          S(images),
+          S(selector)};
+}
+
+
+std::vector<TableColumn> CronJobColumns() {
+  return {
+      NameColumn(),
+      Col("Schedule", "string",
+          "The schedule in Cron format, see "
+          "https://en.wikipedia.org/wiki/Cron."),
+      Col("Timezone", "string",
+          "The time zone name for the given schedule, see "
+          "https://en.wikipedia.org/wiki/List_of_tz_database_time_zones. If "
+          "not specified, this will default to the time zone of the "
+          "kube-controller-manager process. The set of valid time zone names "
+          "and the time zone offset is loaded from the system-wide time zone "
+          "database by the API server during CronJob validation and the "
+          "controller manager during execution. If no system-wide time zone "
+          "database can be found a bundled version of the database is used "
+          "instead. If the time zone name becomes invalid during the "
+          "lifetime of a CronJob or due to a change in host configuration, "
+          "the controller will stop creating new new Jobs and will create a "
+          "system event with the reason UnknownTimeZone. More information "
+          "can be found in "
+          "https://kubernetes.io/docs/concepts/workloads/controllers/"
+          "cron-jobs/#time-zones"),
+      Col("Suspend", "boolean",
+          "This flag tells the controller to suspend subsequent executions, "
+          "it does not apply to already started executions.  Defaults to "
+          "false."),
+      Col("Active", "integer", "A list of pointers to currently running jobs."),
+      Col("Last Schedule", "string",
+          "Information when was the last time the job was successfully "
+          "scheduled."),
+      AgeColumn(),
+      Col("Containers", "string", kContainersDoc, 1),
+      Col("Images", "string", kImagesDoc, 1),
+      Col("Selector", "string",
+          "A label query over pods that should match the pod count. Normally, "
+          "the system sets this field for you. More info: "
+          "https://kubernetes.io/docs/concepts/overview/working-with-objects/"
+          "labels/#label-selectors",
+          1),
+  };
+}
+
+std::vector<TableCell> CronJobRow(const objects::batchv1::CronJob& cj,
+                                  WallTime now) {
+  const auto& spec = cj.spec();
+  std::string last = "<none>";
+  if (cj.status().has_lastscheduletime()) {
+    last = TranslateTimestampSince(cj.status().lastscheduletime(), now);
+  }
+  const auto& job_spec = spec.jobtemplate().spec();
+  auto [names, images] =
+      ContainerCells(job_spec.template_().spec().containers());
+  std::string selector = "<none>";
+  if (job_spec.has_selector()) {
+    auto sel = validation::AsSelector(&job_spec.selector());
+    selector = !sel ? "<error>" : sel->Empty() ? "<none>" : sel->String();
+  }
+  return {S(cj.metadata().name()),
+          S(spec.schedule()),
+          S(spec.has_timezone() ? spec.timezone() : "<none>"),
+          S(!spec.has_suspend() ? "<unset>"
+            : spec.suspend()    ? "True"
+                                : "False"),
+          I(cj.status().active_size()),
+          S(last),
+          S(Age(cj.metadata(), now)),
+          S(names),
+          S(images),
+          S(selector)};
 }
 
 }  // namespace kplane::apiserver::printers

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "objects/apps_workloads_types.h"
+#include "objects/batch_types.h"
 #include "objects/serviceaccount_types.h"
 #include "objects/types.h"
 #include "apiserver/registry/strategy.h"
@@ -77,6 +78,19 @@ std::vector<TableCell> DaemonSetRow(const objects::appsv1::DaemonSet& ds,
 std::vector<TableColumn> ServiceAccountColumns();
 std::vector<TableCell> ServiceAccountRow(
     const objects::corev1::ServiceAccount& sa, WallTime now);
+
+// kube 1.32's printJob: Name, Status (Complete, Failed, Terminating,
+// Suspended, FailureTarget, SuccessCriteriaMet or Running), Completions
+// ("1/3", "0/1 of 4" without completions), Duration (start to completion,
+// or to now), Age; Containers, Images, Selector (wide).
+std::vector<TableColumn> JobColumns();
+std::vector<TableCell> JobRow(const objects::batchv1::Job& job, WallTime now);
+
+// kube 1.32's printCronJob: Name, Schedule, Timezone ("<none>"), Suspend,
+// Active, Last Schedule ("<none>"), Age; Containers, Images, Selector.
+std::vector<TableColumn> CronJobColumns();
+std::vector<TableCell> CronJobRow(const objects::batchv1::CronJob& cj,
+                                  WallTime now);
 
 std::vector<TableColumn> LeaseColumns();
 std::vector<TableCell> LeaseRow(const objects::coordinationv1::Lease& l,

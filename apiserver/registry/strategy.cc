@@ -172,6 +172,8 @@ Factory FactoryFor(const objects::ResourceInfo& r) {
           {{"apps", "replicasets"}, &NewReplicaSetStrategy},
           {{"apps", "statefulsets"}, &NewStatefulSetStrategy},
           {{"apps", "daemonsets"}, &NewDaemonSetStrategy},
+          {{"batch", "jobs"}, &NewJobStrategy},
+          {{"batch", "cronjobs"}, &NewCronJobStrategy},
           {{"coordination.k8s.io", "leases"}, &NewLeaseStrategy},
           {{"rbac.authorization.k8s.io", "roles"}, &NewRbacStrategy},
           {{"rbac.authorization.k8s.io", "clusterroles"}, &NewRbacStrategy},

@@ -18,6 +18,7 @@
 #include "net/http_client.h"
 #include "net/pki.h"
 #include "net/tls.h"
+#include "tests/e2e/kubectl/process.h"
 
 namespace kplane::cmd {
 namespace {
@@ -601,6 +602,129 @@ TEST_F(ControlPlaneTest, UiTokenIsMadeOnceAndSignsInWithoutACertificate) {
   ASSERT_TRUE(cp.ok()) << cp.status();
   EXPECT_EQ(ReadAll(token_path), first + "\n");
   EXPECT_EQ(get_nodes((*cp)->apiserver_url(), first), 200);
+}
+
+// Issue 20: the real kubectl against `kplane up` (TLS, RBAC: the controller
+// manager runs as system:kube-controller-manager, the nodes as
+// system:node:<name>). `kubectl create job` completes on the simulated
+// nodes (restartPolicy Never pods exit 0 after the kubeletsim's run
+// duration); a Job whose pods exit 1 fails after its backoffLimit; `kubectl
+// get jobs` prints kube 1.32's columns; `kubectl create cronjob` with
+// `*/1 * * * *` creates a Job within the minute (at most ~60 s of waiting).
+TEST_F(ControlPlaneTest, KubectlJobsAndCronJobsOnSimulatedNodes) {
+  UpOptions o = Options();
+  o.controllers = true;
+  o.nodes = 2;
+  o.kubeletsim_port = 0;
+  o.controller_manager_port = 0;
+  auto cp = ControlPlane::Start(o);
+  ASSERT_TRUE(cp.ok()) << cp.status();
+  auto kubectl = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"kubectl", "--kubeconfig", o.kubeconfig_out});
+    e2e::Process p(args);
+    p.Start();
+    return p.Wait(std::chrono::seconds(120));
+  };
+  e2e::RunResult r =
+      kubectl({"create", "job", "pi", "--image=perl", "--", "perl", "-e", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "job.batch/pi created\n");
+  // A CronJob on the wall clock's next minute (the controller's unit tests
+  // drive schedules with a fake clock); watched for below.
+  r = kubectl({"create", "cronjob", "tick", "--image=busybox",
+               "--schedule=*/1 * * * *"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  e2e::Process jobs_watch({"kubectl", "--kubeconfig", o.kubeconfig_out, "get",
+                           "jobs", "-w", "-o", "name"});
+  jobs_watch.Start();
+
+  const std::string manifest = dir_ + "/fail.yaml";
+  std::ofstream(manifest) << R"(apiVersion: batch/v1
+kind: Job
+metadata:
+  name: flaky
+spec:
+  backoffLimit: 1
+  template:
+    metadata:
+      annotations:
+        kubeletsim.kplane.io/run-for: 1s
+        kubeletsim.kplane.io/exit-code: "1"
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: c
+        image: busybox
+)";
+  r = kubectl({"apply", "-f", manifest});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+
+  r = kubectl({"wait", "--for=condition=complete", "job/pi", "--timeout=60s"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  // Two failures (the second after the 10 s back-off) exceed backoffLimit 1.
+  r = kubectl({"wait", "--for=condition=failed", "job/flaky", "--timeout=90s"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+
+  // The CronJob's Job appears within its minute.
+  bool fired = false;
+  while (auto line = jobs_watch.ReadLine(std::chrono::seconds(75))) {
+    if (line->rfind("job.batch/tick-", 0) == 0) {
+      fired = true;
+      break;
+    }
+  }
+  EXPECT_TRUE(fired) << "no Job of CronJob tick within 75 s";
+  r = kubectl({"get", "cronjobs"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.substr(0, r.out.find('\n')).substr(0, 4), "NAME");
+  EXPECT_NE(r.out.find("tick   */1 * * * *   <none>     False"),
+            std::string::npos)
+      << r.out;
+
+  r = kubectl({"get", "jobs"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::istringstream lines(r.out);
+  std::string header, flaky_row, pi_row;
+  std::getline(lines, header);
+  std::getline(lines, flaky_row);
+  std::getline(lines, pi_row);
+  auto words = [](const std::string& line) {
+    std::istringstream in(line);
+    std::vector<std::string> out;
+    for (std::string w; in >> w;) out.push_back(w);
+    return out;
+  };
+  EXPECT_EQ(words(header),
+            (std::vector<std::string>{"NAME", "STATUS", "COMPLETIONS",
+                                      "DURATION", "AGE"}))
+      << r.out;
+  ASSERT_GE(words(pi_row).size(), 3u) << r.out;
+  EXPECT_EQ(words(pi_row)[0], "pi");
+  EXPECT_EQ(words(pi_row)[1], "Complete");
+  EXPECT_EQ(words(pi_row)[2], "1/1");
+  ASSERT_GE(words(flaky_row).size(), 3u) << r.out;
+  EXPECT_EQ(words(flaky_row)[1], "Failed");
+  EXPECT_EQ(words(flaky_row)[2], "0/1");
+
+  r = kubectl({"get", "job", "flaky", "-o",
+               "jsonpath={.status.failed} {.status.conditions[*].type} "
+               "{.status.conditions[*].reason}"});
+  EXPECT_EQ(r.out,
+            "2 FailureTarget Failed BackoffLimitExceeded "
+            "BackoffLimitExceeded")
+      << r.err;
+  // The pods finished, were counted, and lost their tracking finalizer.
+  r = kubectl({"get", "pods", "-l", "job-name=pi", "-o",
+               "jsonpath={.items[*].status.phase} "
+               "{.items[*].metadata.finalizers}"});
+  EXPECT_EQ(r.out, "Succeeded ") << r.err;
+
+  // Deleting the Job (kubectl: background propagation) takes its pods.
+  r = kubectl({"delete", "job", "flaky"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  r = kubectl(
+      {"wait", "--for=delete", "pod", "-l", "job-name=flaky", "--timeout=60s"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
 }
 
 }  // namespace

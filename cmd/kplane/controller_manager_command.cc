@@ -21,11 +21,12 @@ using controllers::ControllerManager;
 using controllers::ControllerManagerOptions;
 
 int RunControllerManagerCommand(const std::vector<std::string>& args) {
-  FlagSet flags("kplane controller-manager",
-                "Runs kplane's controllers (replicaset, deployment, scheduler, "
-                "nodelifecycle, garbagecollector, namespace, podgc, "
-                "serviceaccount, statefulset, daemonset) against an API "
-                "server.");
+  FlagSet flags(
+      "kplane controller-manager",
+      "Runs kplane's controllers (replicaset, deployment, scheduler, "
+      "nodelifecycle, garbagecollector, namespace, podgc, "
+      "serviceaccount, statefulset, daemonset, job, ttlafterfinished, "
+      "cronjob) against an API server.");
   ControllerManagerOptions o;
   std::string master;
   std::string kubeconfig;

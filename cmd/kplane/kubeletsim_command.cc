@@ -73,6 +73,11 @@ int RunKubeletSimCommand(const std::vector<std::string>& args) {
   flags.Duration("pod-termination-delay", &o.pod_termination_delay,
                  "deletionTimestamp -> containers terminated (at most the "
                  "pod's grace period).");
+  flags.Duration("pod-run-duration", &o.pod_run_duration,
+                 "Running -> containers exited (exit code 0 unless the "
+                 "annotation kubeletsim.kplane.io/exit-code says otherwise) "
+                 "for pods with restartPolicy Never/OnFailure; the "
+                 "annotation kubeletsim.kplane.io/run-for overrides it.");
   flags.Int("workers", &o.workers, "Threads making API calls.");
   flags.Int("api-connections", &o.api_connections,
             "Keep-alive connections to the API server.");

@@ -1,0 +1,257 @@
+#include "controllers/cronjob_controller.h"
+
+#include <algorithm>
+#include <set>
+
+#include "base/logging.h"
+#include "informer/api_errors.h"
+#include "objects/machinery/cron.h"
+#include "objects/meta.h"
+#include "objects/time.h"
+
+namespace kplane::controllers {
+
+namespace {
+
+namespace batchv1 = objects::batchv1;
+using JobPtr = std::shared_ptr<const batchv1::Job>;
+
+void Keep(Status* first, const Status& s) {
+  if (first->ok() && !s.ok()) *first = s;
+}
+
+// "Complete", "Failed" or "" (running).
+std::string Finished(const batchv1::Job& job) {
+  for (const auto& c : job.status().conditions()) {
+    if ((c.type() == "Complete" || c.type() == "Failed") &&
+        c.status() == "True") {
+      return c.type();
+    }
+  }
+  return "";
+}
+
+WallTime StartOf(const batchv1::Job& job) {
+  return objects::ToWallTime(job.status().has_starttime()
+                                 ? job.status().starttime()
+                                 : job.metadata().creationtimestamp());
+}
+
+corev1::ObjectReference RefTo(const batchv1::Job& job) {
+  corev1::ObjectReference ref;
+  ref.set_kind("Job");
+  ref.set_namespace_(job.metadata().namespace_());
+  ref.set_name(job.metadata().name());
+  ref.set_uid(job.metadata().uid());
+  ref.set_apiversion("batch/v1");
+  ref.set_resourceversion(job.metadata().resourceversion());
+  return ref;
+}
+
+}  // namespace
+
+CronJobController::CronJobController(CronJobControllerOptions options)
+    : Controller("cronjob", options.clock, options.metrics), options_(options) {
+  CHECK(options_.api != nullptr && options_.cronjobs != nullptr &&
+        options_.jobs != nullptr);
+}
+
+void CronJobController::RegisterHandlers(
+    informer::SharedIndexInformer* cronjobs,
+    informer::SharedIndexInformer* jobs) {
+  OnObjectEvents(cronjobs, [this](const ObjectEvent& e) { Enqueue(e.Key()); });
+  OnObjectEvents(jobs, [this](const ObjectEvent& e) {
+    const metav1::OwnerReference* ref =
+        objects::ControllerRef(*objects::GetObjectMeta(e.object));
+    if (ref != nullptr && ref->kind() == "CronJob") {
+      Enqueue(informer::ObjectKey(objects::Namespace(e.object), ref->name()));
+    }
+  });
+}
+
+Status CronJobController::Sync(const std::string& key) {
+  ObjectPtr obj = options_.cronjobs->Get(key);
+  if (obj == nullptr) return Status::Ok();
+  const auto& cj = static_cast<const batchv1::CronJob&>(*obj);
+  const metav1::ObjectMeta& meta = cj.metadata();
+  const batchv1::CronJobSpec& spec = cj.spec();
+  const WallTime now = clock_->WallNow();
+  Status first_error;
+
+  std::vector<JobPtr> owned;
+  ASSIGN_OR_RETURN(
+      std::vector<ObjectPtr> in_ns,
+      options_.jobs->ByIndex(informer::kNamespaceIndex, meta.namespace_()));
+  for (const ObjectPtr& o : in_ns) {
+    auto job = std::static_pointer_cast<const batchv1::Job>(o);
+    const metav1::OwnerReference* ref = objects::ControllerRef(job->metadata());
+    if (ref != nullptr && ref->uid() == meta.uid()) owned.push_back(job);
+  }
+
+  // 1. Active Jobs and the last success.
+  batchv1::CronJobStatus status = cj.status();
+  status.clear_active();
+  std::set<std::string> active_names;
+  std::vector<JobPtr> succeeded, failed;
+  for (const JobPtr& job : owned) {
+    const std::string done = Finished(*job);
+    if (done.empty()) {
+      *status.add_active() = RefTo(*job);
+      active_names.insert(job->metadata().name());
+    } else if (done == "Complete") {
+      succeeded.push_back(job);
+      if (job->status().has_completiontime() &&
+          (!status.has_lastsuccessfultime() ||
+           objects::ToWallTime(job->status().completiontime()) >
+               objects::ToWallTime(status.lastsuccessfultime()))) {
+        *status.mutable_lastsuccessfultime() = job->status().completiontime();
+      }
+    } else {
+      failed.push_back(job);
+    }
+  }
+
+  // A Job we created that the cache does not show yet stays active unless
+  // a live read says it is gone.
+  for (const auto& ref : cj.status().active()) {
+    if (active_names.count(ref.name()) != 0) continue;
+    bool in_cache = false;
+    for (const JobPtr& job : owned) {
+      if (job->metadata().uid() == ref.uid()) in_cache = true;
+    }
+    if (in_cache) continue;
+    StatusOr<ObjectPtr> live =
+        options_.api->Get(JobsResource(), meta.namespace_(), ref.name());
+    if (!live.ok() && !informer::IsNotFound(live.status())) {
+      return live.status();
+    }
+    if (live.ok() && objects::Uid(**live) == ref.uid() &&
+        Finished(static_cast<const batchv1::Job&>(**live)).empty()) {
+      *status.add_active() = ref;
+      active_names.insert(ref.name());
+    }
+  }
+
+  // 2. History limits: the oldest finished Jobs go.
+  auto prune = [&](std::vector<JobPtr>& jobs, int32_t limit) {
+    if (static_cast<int32_t>(jobs.size()) <= limit) return;
+    std::sort(jobs.begin(), jobs.end(), [](const JobPtr& a, const JobPtr& b) {
+      return StartOf(*a) < StartOf(*b);
+    });
+    for (size_t i = 0; i + limit < jobs.size(); ++i) {
+      if (objects::IsBeingDeleted(jobs[i]->metadata())) continue;
+      metav1::DeleteOptions opts;
+      opts.set_propagationpolicy("Background");
+      Status s = options_.api->Delete(JobsResource(), meta.namespace_(),
+                                      jobs[i]->metadata().name(), opts);
+      if (!s.ok() && !informer::IsNotFound(s)) Keep(&first_error, s);
+    }
+  };
+  if (spec.has_successfuljobshistorylimit()) {
+    prune(succeeded, spec.successfuljobshistorylimit());
+  }
+  if (spec.has_failedjobshistorylimit()) {
+    prune(failed, spec.failedjobshistorylimit());
+  }
+
+  auto write_status = [&]() -> Status {
+    if (DeterministicBytes(status) == DeterministicBytes(cj.status())) {
+      return Status::Ok();
+    }
+    batchv1::CronJob copy = cj;
+    *copy.mutable_status() = status;
+    Status s = options_.api->UpdateStatus(CronJobsResource(), copy).status();
+    return informer::IsNotFound(s) ? Status::Ok() : s;
+  };
+  StatusOr<machinery::CronSchedule> schedule =
+      machinery::CronSchedule::Parse(spec.schedule());
+  if (objects::IsBeingDeleted(meta) || spec.suspend() || !schedule.ok()) {
+    if (!schedule.ok()) {
+      LOG(WARNING) << "cronjob " << key << ": unparseable schedule "
+                   << spec.schedule() << ": " << schedule.status();
+    }
+    Keep(&first_error, write_status());
+    return first_error;
+  }
+  auto requeue = [&] {
+    WallTime next = schedule->Next(now);
+    if (next != WallTime::max()) EnqueueAfter(key, next - now + seconds(1));
+  };
+
+  // 3. The latest start time that has passed, once.
+  WallTime earliest = objects::ToWallTime(status.has_lastscheduletime()
+                                              ? status.lastscheduletime()
+                                              : meta.creationtimestamp());
+  if (spec.has_startingdeadlineseconds()) {
+    earliest =
+        std::max(earliest, now - seconds(spec.startingdeadlineseconds()));
+  }
+  std::optional<WallTime> scheduled;
+  int64_t missed = 0;
+  for (WallTime t = schedule->Next(earliest); t <= now; t = schedule->Next(t)) {
+    scheduled = t;
+    ++missed;
+  }
+  if (missed > kTooManyMissedTimes) {
+    LOG(WARNING) << "cronjob " << key << ": too many missed start times ("
+                 << missed << "); starting the latest. Set or decrease "
+                 << ".spec.startingDeadlineSeconds or check clock skew";
+  }
+  if (!scheduled) {
+    requeue();
+    Keep(&first_error, write_status());
+    return first_error;
+  }
+  const int64_t unix =
+      std::chrono::duration_cast<seconds>(scheduled->time_since_epoch())
+          .count();
+  const std::string name = meta.name() + "-" + std::to_string(unix / 60);
+  bool started = active_names.count(name) != 0;
+  for (const JobPtr& job : owned) {
+    if (job->metadata().name() == name) started = true;
+  }
+  const bool too_late =
+      spec.has_startingdeadlineseconds() &&
+      *scheduled + seconds(spec.startingdeadlineseconds()) < now;
+  if (too_late) {
+    LOG(INFO) << "cronjob " << key << ": missed the start at "
+              << objects::FormatRfc3339(unix)
+              << " by more than startingDeadlineSeconds";
+  }
+  const std::string& policy = spec.concurrencypolicy();
+  if (!started && !too_late &&
+      !(policy == "Forbid" && status.active_size() > 0)) {
+    if (policy == "Replace") {
+      for (const auto& ref : status.active()) {
+        metav1::DeleteOptions opts;
+        opts.set_propagationpolicy("Background");
+        Status s = options_.api->Delete(JobsResource(), meta.namespace_(),
+                                        ref.name(), opts);
+        if (!s.ok() && !informer::IsNotFound(s)) return s;
+      }
+      status.clear_active();
+    }
+    batchv1::Job job;
+    metav1::ObjectMeta* jm = job.mutable_metadata();
+    jm->set_name(name);
+    jm->set_namespace_(meta.namespace_());
+    *jm->mutable_labels() = spec.jobtemplate().metadata().labels();
+    *jm->mutable_annotations() = spec.jobtemplate().metadata().annotations();
+    (*jm->mutable_annotations())[kCronJobScheduledTimestampAnnotation] =
+        objects::FormatRfc3339(unix);
+    *jm->add_ownerreferences() = ControllerRefTo("batch/v1", "CronJob", meta);
+    *job.mutable_spec() = spec.jobtemplate().spec();
+    StatusOr<ObjectPtr> created = options_.api->Create(JobsResource(), job);
+    if (created.ok()) {
+      *status.add_active() = RefTo(static_cast<const batchv1::Job&>(**created));
+    } else if (!informer::IsAlreadyExists(created.status())) {
+      return created.status();
+    }
+    objects::SetTime(status.mutable_lastscheduletime(), *scheduled);
+  }
+  requeue();
+  Keep(&first_error, write_status());
+  return first_error;
+}
+
+}  // namespace kplane::controllers

@@ -1,0 +1,169 @@
+#include "controllers/cronjob_controller.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "controllers/test_objects.h"
+#include "objects/meta.h"
+#include "objects/time.h"
+
+namespace kplane::controllers {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+using namespace testing;  // NOLINT: test builders
+namespace batchv1 = objects::batchv1;
+
+// 2023-11-14T22:13:00Z: created then, "*/1 * * * *".
+constexpr int64_t kCreated = 1700000000 - 1700000000 % 60 + 60 * 5;
+
+class CronJobControllerTest : public ::testing::Test {
+ protected:
+  CronJobControllerTest()
+      : controller_({.api = &fake_,
+                     .cronjobs = &cronjobs_,
+                     .jobs = &jobs_,
+                     .clock = &clock_,
+                     .metrics = &reg_}) {
+    clock_.SetWall(WallTime(seconds(kCreated + 30)));
+    fake_.ReflectUpdates(CronJobsResource(), &cronjobs_);
+    auto cj = std::make_shared<batchv1::CronJob>();
+    SetMeta(cj->mutable_metadata(), "default", "tick");
+    objects::SetTime(cj->mutable_metadata()->mutable_creationtimestamp(),
+                     kCreated);
+    cj->mutable_spec()->set_schedule("*/1 * * * *");
+    cj->mutable_spec()->set_concurrencypolicy("Allow");
+    cj->mutable_spec()->set_successfuljobshistorylimit(3);
+    cj->mutable_spec()->set_failedjobshistorylimit(1);
+    auto* tmpl = cj->mutable_spec()->mutable_jobtemplate();
+    (*tmpl->mutable_metadata()->mutable_labels())["app"] = "tick";
+    *tmpl->mutable_spec()->mutable_template_() = Template({}, "busybox");
+    cronjobs_.Upsert(cj);
+  }
+  std::shared_ptr<const batchv1::CronJob> Cj() {
+    return std::static_pointer_cast<const batchv1::CronJob>(
+        cronjobs_.Get("default/tick"));
+  }
+  void Update(const std::function<void(batchv1::CronJob*)>& f) {
+    auto copy = std::make_shared<batchv1::CronJob>(*Cj());
+    f(copy.get());
+    cronjobs_.Upsert(copy);
+  }
+  // A Job of the CronJob, finished as `state` ("", Complete, Failed).
+  void AddJob(const std::string& name, const std::string& state,
+              int64_t started) {
+    auto job = std::make_shared<batchv1::Job>();
+    SetMeta(job->mutable_metadata(), "default", name);
+    *job->mutable_metadata()->add_ownerreferences() =
+        ControllerRefTo("batch/v1", "CronJob", Cj()->metadata());
+    objects::SetTime(job->mutable_status()->mutable_starttime(), started);
+    if (!state.empty()) {
+      auto* c = job->mutable_status()->add_conditions();
+      c->set_type(state);
+      c->set_status("True");
+      if (state == "Complete") {
+        objects::SetTime(job->mutable_status()->mutable_completiontime(),
+                         started + 5);
+      }
+    }
+    jobs_.Upsert(job);
+  }
+  std::string Minute(int64_t unix) { return std::to_string(unix / 60); }
+
+  FakeClock clock_;
+  metrics::Registry reg_;
+  FakeApiWriter fake_;
+  informer::Indexer cronjobs_;
+  informer::Indexer jobs_;
+  CronJobController controller_;
+};
+
+TEST_F(CronJobControllerTest, AScheduleFiresOnTheFakeClock) {
+  ASSERT_TRUE(controller_.Sync("default/tick").ok());
+  EXPECT_THAT(fake_.Actions(), IsEmpty());  // the first minute is ahead
+  clock_.Advance(seconds(30));              // kCreated + 60
+  ASSERT_TRUE(controller_.Sync("default/tick").ok());
+  const std::string name = "tick-" + Minute(kCreated + 60);
+  EXPECT_THAT(fake_.Actions(),
+              ElementsAre("create jobs default/" + name,
+                          "update-status cronjobs default/tick"));
+  const auto& job = static_cast<const batchv1::Job&>(*fake_.Written()[0]);
+  EXPECT_EQ(job.metadata().labels().at("app"), "tick");
+  EXPECT_EQ(
+      objects::Annotation(job.metadata(), kCronJobScheduledTimestampAnnotation),
+      objects::FormatRfc3339(kCreated + 60));
+  EXPECT_EQ(objects::ControllerRef(job.metadata())->kind(), "CronJob");
+  ASSERT_EQ(Cj()->status().active_size(), 1);
+  EXPECT_EQ(Cj()->status().active(0).name(), name);
+  EXPECT_EQ(objects::UnixSeconds(Cj()->status().lastscheduletime()),
+            kCreated + 60);
+  // Once only (the informer has seen the Job).
+  jobs_.Upsert(fake_.Written()[0]);
+  fake_.Clear();
+  ASSERT_TRUE(controller_.Sync("default/tick").ok());
+  EXPECT_THAT(fake_.Actions(), IsEmpty());
+}
+
+TEST_F(CronJobControllerTest, ConcurrencyPolicies) {
+  AddJob("tick-old", "", kCreated);
+  clock_.Advance(seconds(30));
+  Update([](batchv1::CronJob* c) {
+    c->mutable_spec()->set_concurrencypolicy("Forbid");
+  });
+  ASSERT_TRUE(controller_.Sync("default/tick").ok());
+  EXPECT_THAT(fake_.Actions(),
+              ElementsAre("update-status cronjobs default/tick"));  // active
+  EXPECT_FALSE(Cj()->status().has_lastscheduletime());
+
+  fake_.Clear();
+  Update([](batchv1::CronJob* c) {
+    c->mutable_spec()->set_concurrencypolicy("Replace");
+  });
+  ASSERT_TRUE(controller_.Sync("default/tick").ok());
+  EXPECT_THAT(fake_.Actions(),
+              ElementsAre("delete jobs default/tick-old",
+                          "create jobs default/tick-" + Minute(kCreated + 60),
+                          "update-status cronjobs default/tick"));
+}
+
+TEST_F(CronJobControllerTest, MissedStartsAndStartingDeadline) {
+  // 200 minutes missed: only the latest is started.
+  clock_.Advance(minutes(200));
+  ASSERT_TRUE(controller_.Sync("default/tick").ok());
+  const int64_t latest = kCreated + 200 * 60;
+  EXPECT_THAT(fake_.Actions(),
+              ElementsAre("create jobs default/tick-" + Minute(latest),
+                          "update-status cronjobs default/tick"));
+
+  // 40 s into a minute with a 10 s deadline: too late, nothing starts.
+  fake_.Clear();
+  clock_.Advance(minutes(1) + seconds(10));
+  Update([](batchv1::CronJob* c) {
+    c->mutable_spec()->set_startingdeadlineseconds(10);
+  });
+  ASSERT_TRUE(controller_.Sync("default/tick").ok());
+  EXPECT_THAT(fake_.Actions(), ::testing::Not(::testing::Contains(
+                                   ::testing::StartsWith("create jobs"))));
+}
+
+TEST_F(CronJobControllerTest, HistoryLimitsAndSuspend) {
+  for (int i = 0; i < 5; ++i) {
+    AddJob("tick-ok" + std::to_string(i), "Complete", kCreated - 600 + i);
+  }
+  AddJob("tick-bad0", "Failed", kCreated - 900);
+  AddJob("tick-bad1", "Failed", kCreated - 800);
+  Update([](batchv1::CronJob* c) { c->mutable_spec()->set_suspend(true); });
+  clock_.Advance(minutes(5));
+  ASSERT_TRUE(controller_.Sync("default/tick").ok());
+  EXPECT_THAT(fake_.Actions(),
+              ElementsAre("delete jobs default/tick-ok0",
+                          "delete jobs default/tick-ok1",
+                          "delete jobs default/tick-bad0",
+                          "update-status cronjobs default/tick"));
+  EXPECT_EQ(objects::UnixSeconds(Cj()->status().lastsuccessfultime()),
+            kCreated - 600 + 4 + 5);
+}
+
+}  // namespace
+}  // namespace kplane::controllers

@@ -1,0 +1,358 @@
+#include "controllers/job_controller.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "controllers/test_objects.h"
+#include "objects/meta.h"
+#include "objects/time.h"
+
+namespace kplane::controllers {
+namespace {
+
+using ::testing::Contains;
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+using ::testing::Not;
+using namespace testing;  // NOLINT: test builders
+
+constexpr int64_t kNow = 1700000100;
+
+class JobControllerTest : public ::testing::Test {
+ protected:
+  JobControllerTest()
+      : controller_({.api = &fake_,
+                     .jobs = &jobs_,
+                     .pods = &pods_,
+                     .clock = &clock_,
+                     .metrics = &reg_}) {
+    clock_.SetWall(WallTime(seconds(kNow)));
+    fake_.ReflectUpdates(JobsResource(), &jobs_);
+  }
+
+  std::shared_ptr<batchv1::Job> AddJob(int32_t parallelism,
+                                       int32_t completions) {
+    auto job = std::make_shared<batchv1::Job>();
+    SetMeta(job->mutable_metadata(), "default", "pi");
+    auto* spec = job->mutable_spec();
+    spec->set_parallelism(parallelism);
+    if (completions > 0) spec->set_completions(completions);
+    spec->set_backofflimit(6);
+    spec->set_completionmode("NonIndexed");
+    spec->set_suspend(false);
+    spec->set_podreplacementpolicy("TerminatingOrFailed");
+    *spec->mutable_template_() = Template({{"job-name", "pi"}}, "perl");
+    spec->mutable_template_()->mutable_spec()->set_restartpolicy("Never");
+    jobs_.Upsert(job);
+    return job;
+  }
+  // Re-reads the cached job (the fake reflects status writes into it).
+  std::shared_ptr<const batchv1::Job> Job() {
+    return std::static_pointer_cast<const batchv1::Job>(
+        jobs_.Get("default/pi"));
+  }
+  void Update(const std::function<void(batchv1::Job*)>& f) {
+    auto copy = std::make_shared<batchv1::Job>(*Job());
+    f(copy.get());
+    jobs_.Upsert(copy);
+  }
+  // A pod of the job, tracked (finalizer), in `phase`.
+  std::shared_ptr<corev1::Pod> AddPod(const std::string& name,
+                                      const std::string& phase,
+                                      int exit_code = 0) {
+    auto p = NewPod("default", name, {{"job-name", "pi"}});
+    *p->mutable_metadata()->add_ownerreferences() =
+        ControllerRefTo("batch/v1", "Job", Job()->metadata());
+    p->mutable_metadata()->add_finalizers(kJobTrackingFinalizer);
+    p->mutable_status()->set_phase(phase);
+    if (phase == "Succeeded" || phase == "Failed") {
+      auto* cs = p->mutable_status()->add_containerstatuses();
+      cs->set_name("app");
+      auto* t = cs->mutable_state()->mutable_terminated();
+      t->set_exitcode(exit_code);
+      objects::SetTime(t->mutable_finishedat(), kNow);
+    }
+    pods_.Upsert(p);
+    return p;
+  }
+  bool HasCondition(const std::string& type, const std::string& reason = "") {
+    for (const auto& c : Job()->status().conditions()) {
+      if (c.type() == type && c.status() == "True" &&
+          (reason.empty() || c.reason() == reason)) {
+        return true;
+      }
+    }
+    return false;
+  }
+  std::vector<std::shared_ptr<const corev1::Pod>> CreatedPods() {
+    std::vector<std::shared_ptr<const corev1::Pod>> out;
+    for (const auto& w : fake_.Written()) {
+      if (auto* p = dynamic_cast<const corev1::Pod*>(w.get())) {
+        if (p->metadata().resourceversion().empty()) {
+          out.push_back(std::make_shared<corev1::Pod>(*p));
+        }
+      }
+    }
+    return out;
+  }
+  // Created pods become visible to the controller (the informer's add).
+  void ObserveCreated() {
+    for (const auto& p : CreatedPods()) {
+      auto copy = std::make_shared<corev1::Pod>(*p);
+      copy->mutable_metadata()->set_uid("uid-" + p->metadata().name());
+      copy->mutable_metadata()->set_resourceversion("1");
+      copy->mutable_status()->set_phase("Pending");
+      pods_.Upsert(copy);
+      controller_.OnPodEvent(*copy, true, false);
+    }
+  }
+
+  FakeClock clock_;
+  metrics::Registry reg_;
+  FakeApiWriter fake_;
+  informer::Indexer jobs_;
+  informer::Indexer pods_;
+  JobController controller_;
+};
+
+TEST_F(JobControllerTest, CreatesTrackedOwnedPodsUpToParallelism) {
+  AddJob(2, 3);
+  ASSERT_TRUE(controller_.Sync("default/pi").ok());
+  EXPECT_THAT(fake_.Actions(),
+              ElementsAre("create pods default/pi-", "create pods default/pi-",
+                          "update-status jobs default/pi"));
+  auto pods = CreatedPods();
+  ASSERT_EQ(pods.size(), 2u);
+  EXPECT_TRUE(
+      objects::HasFinalizer(pods[0]->metadata(), kJobTrackingFinalizer));
+  const metav1::OwnerReference* ref =
+      objects::ControllerRef(pods[0]->metadata());
+  ASSERT_NE(ref, nullptr);
+  EXPECT_EQ(ref->kind(), "Job");
+  EXPECT_EQ(ref->apiversion(), "batch/v1");
+  EXPECT_EQ(ref->uid(), "uid-pi");
+  EXPECT_EQ(pods[0]->spec().restartpolicy(), "Never");
+  EXPECT_EQ(Job()->status().active(), 2);
+  EXPECT_EQ(objects::UnixSeconds(Job()->status().starttime()), kNow);
+
+  // Until the creates are observed nothing more is created.
+  fake_.Clear();
+  ASSERT_TRUE(controller_.Sync("default/pi").ok());
+  EXPECT_THAT(fake_.Actions(), IsEmpty());
+}
+
+TEST_F(JobControllerTest, ASucceededPodIsCountedOnceThroughTheFinalizer) {
+  AddJob(1, 2);
+  AddPod("pi-a", "Succeeded");
+  ASSERT_TRUE(controller_.Sync("default/pi").ok());
+  // Recorded as uncounted first, then released, then counted.
+  EXPECT_THAT(
+      fake_.Actions(),
+      ElementsAre("update-status jobs default/pi", "update pods default/pi-a",
+                  "create pods default/pi-", "update-status jobs default/pi"));
+  auto written = fake_.Written();
+  const auto& first = static_cast<const batchv1::Job&>(*written[0]);
+  EXPECT_THAT(first.status().uncountedterminatedpods().succeeded(),
+              ElementsAre("uid-pi-a"));
+  EXPECT_EQ(first.status().succeeded(), 0);
+  const auto& released = static_cast<const corev1::Pod&>(*written[1]);
+  EXPECT_FALSE(
+      objects::HasFinalizer(released.metadata(), kJobTrackingFinalizer));
+  EXPECT_EQ(Job()->status().succeeded(), 1);
+  EXPECT_THAT(Job()->status().uncountedterminatedpods().succeeded(), IsEmpty());
+
+  // The pods cache still shows the pod with its finalizer (the update has
+  // not come back yet): it must not be counted again.
+  fake_.Clear();
+  ObserveCreated();
+  ASSERT_TRUE(controller_.Sync("default/pi").ok());
+  EXPECT_EQ(Job()->status().succeeded(), 1);
+  EXPECT_THAT(fake_.Actions(), Not(Contains("update pods default/pi-a")));
+}
+
+TEST_F(JobControllerTest, CompletesWithSuccessCriteriaMetThenComplete) {
+  AddJob(1, 1);
+  AddPod("pi-a", "Succeeded");
+  ASSERT_TRUE(controller_.Sync("default/pi").ok());
+  EXPECT_TRUE(HasCondition("SuccessCriteriaMet", "CompletionsReached"));
+  EXPECT_TRUE(HasCondition("Complete", "CompletionsReached"));
+  ASSERT_EQ(Job()->status().conditions_size(), 2);
+  EXPECT_EQ(Job()->status().conditions(0).type(), "SuccessCriteriaMet");
+  EXPECT_EQ(objects::UnixSeconds(Job()->status().completiontime()), kNow);
+  EXPECT_EQ(Job()->status().succeeded(), 1);
+  EXPECT_EQ(Job()->status().active(), 0);
+  EXPECT_THAT(CreatedPods(), IsEmpty());
+}
+
+TEST_F(JobControllerTest, FailsAfterBackoffLimitWithBackoffBetweenPods) {
+  AddJob(1, 1);
+  Update([](batchv1::Job* j) { j->mutable_spec()->set_backofflimit(1); });
+  AddPod("pi-a", "Failed", 1);
+  ASSERT_TRUE(controller_.Sync("default/pi").ok());
+  EXPECT_EQ(Job()->status().failed(), 1);
+  // The replacement waits 10 s after the failure.
+  EXPECT_THAT(CreatedPods(), IsEmpty());
+  clock_.Advance(seconds(10));
+  ASSERT_TRUE(controller_.Sync("default/pi").ok());
+  ASSERT_EQ(CreatedPods().size(), 1u);
+  EXPECT_FALSE(HasCondition("Failed"));
+
+  AddPod("pi-b", "Failed", 1);
+  ASSERT_TRUE(controller_.Sync("default/pi").ok());
+  EXPECT_EQ(Job()->status().failed(), 2);
+  EXPECT_TRUE(HasCondition("FailureTarget", "BackoffLimitExceeded"));
+  EXPECT_TRUE(HasCondition("Failed", "BackoffLimitExceeded"));
+  for (const auto& c : Job()->status().conditions()) {
+    if (c.type() == "Failed") {
+      EXPECT_EQ(c.message(), "Job has reached the specified backoff limit");
+    }
+  }
+  EXPECT_FALSE(Job()->status().has_completiontime());
+}
+
+TEST_F(JobControllerTest, PodFailurePolicyFailJobAndIgnore) {
+  AddJob(1, 1);
+  Update([](batchv1::Job* j) {
+    auto* rules = j->mutable_spec()->mutable_podfailurepolicy();
+    auto* ignore = rules->add_rules();
+    ignore->set_action("Ignore");
+    ignore->mutable_onexitcodes()->set_operator_("In");
+    ignore->mutable_onexitcodes()->add_values(7);
+    auto* fail = rules->add_rules();
+    fail->set_action("FailJob");
+    fail->mutable_onexitcodes()->set_operator_("In");
+    fail->mutable_onexitcodes()->add_values(42);
+  });
+  AddPod("pi-a", "Failed", 7);
+  ASSERT_TRUE(controller_.Sync("default/pi").ok());
+  EXPECT_EQ(Job()->status().failed(), 0);  // ignored
+  EXPECT_FALSE(HasCondition("Failed"));
+  AddPod("pi-b", "Failed", 42);
+  ASSERT_TRUE(controller_.Sync("default/pi").ok());
+  EXPECT_TRUE(HasCondition("Failed", "PodFailurePolicy"));
+  EXPECT_EQ(Job()->status().conditions(0).message(),
+            "Container app for pod default/pi-b failed with exit code 42 "
+            "matching FailJob rule at index 1");
+}
+
+TEST_F(JobControllerTest, ActiveDeadlineDeletesPodsAndFails) {
+  AddJob(1, 1);
+  Update([](batchv1::Job* j) {
+    j->mutable_spec()->set_activedeadlineseconds(30);
+    objects::SetTime(j->mutable_status()->mutable_starttime(), kNow);
+  });
+  AddPod("pi-a", "Running");
+  ASSERT_TRUE(controller_.Sync("default/pi").ok());
+  EXPECT_FALSE(HasCondition("FailureTarget"));
+  fake_.Clear();
+  clock_.Advance(seconds(30));
+  ASSERT_TRUE(controller_.Sync("default/pi").ok());
+  EXPECT_THAT(fake_.Actions(), Contains("delete pods default/pi-a"));
+  EXPECT_TRUE(HasCondition("FailureTarget", "DeadlineExceeded"));
+  // Failed only once the pod is gone.
+  EXPECT_FALSE(HasCondition("Failed"));
+  auto gone = std::make_shared<corev1::Pod>(
+      *std::static_pointer_cast<const corev1::Pod>(pods_.Get("default/pi-a")));
+  objects::SetTime(gone->mutable_metadata()->mutable_deletiontimestamp(), kNow);
+  gone->mutable_status()->set_phase("Failed");
+  pods_.Upsert(gone);
+  ASSERT_TRUE(controller_.Sync("default/pi").ok());
+  EXPECT_TRUE(HasCondition("Failed", "DeadlineExceeded"));
+}
+
+TEST_F(JobControllerTest, IndexedJobStartsTheLowestMissingIndexes) {
+  AddJob(2, 3);
+  Update([](batchv1::Job* j) {
+    j->mutable_spec()->set_completionmode("Indexed");
+  });
+  ASSERT_TRUE(controller_.Sync("default/pi").ok());
+  auto pods = CreatedPods();
+  ASSERT_EQ(pods.size(), 2u);
+  EXPECT_EQ(pods[0]->metadata().generatename(), "pi-0-");
+  EXPECT_EQ(pods[1]->metadata().generatename(), "pi-1-");
+  EXPECT_EQ(
+      objects::Annotation(pods[1]->metadata(), kJobCompletionIndexAnnotation),
+      "1");
+  EXPECT_EQ(pods[1]->metadata().labels().at(kJobCompletionIndexAnnotation),
+            "1");
+  EXPECT_EQ(pods[1]->spec().hostname(), "pi-1");
+  const auto& env = pods[1]->spec().containers(0).env(0);
+  EXPECT_EQ(env.name(), "JOB_COMPLETION_INDEX");
+  EXPECT_EQ(env.valuefrom().fieldref().fieldpath(),
+            "metadata.annotations['batch.kubernetes.io/job-completion-index']");
+
+  // Index 0 succeeds: index 2 starts; completedIndexes says "0".
+  ObserveCreated();
+  auto done = std::make_shared<corev1::Pod>(
+      *std::static_pointer_cast<const corev1::Pod>(
+          pods_.Get("default/pi-0-1")));
+  done->mutable_status()->set_phase("Succeeded");
+  pods_.Upsert(done);
+  fake_.Clear();
+  ASSERT_TRUE(controller_.Sync("default/pi").ok());
+  EXPECT_EQ(Job()->status().completedindexes(), "0");
+  EXPECT_EQ(Job()->status().succeeded(), 1);
+  pods = CreatedPods();
+  ASSERT_EQ(pods.size(), 1u);
+  EXPECT_EQ(pods[0]->metadata().generatename(), "pi-2-");
+}
+
+TEST_F(JobControllerTest, SuspendDeletesActivePodsAndResumeRestartsTheClock) {
+  AddJob(1, 1);
+  AddPod("pi-a", "Running");
+  Update([](batchv1::Job* j) {
+    j->mutable_spec()->set_suspend(true);
+    objects::SetTime(j->mutable_status()->mutable_starttime(), kNow - 50);
+  });
+  ASSERT_TRUE(controller_.Sync("default/pi").ok());
+  EXPECT_THAT(fake_.Actions(), Contains("delete pods default/pi-a"));
+  EXPECT_TRUE(HasCondition("Suspended", "JobSuspended"));
+  EXPECT_EQ(Job()->status().active(), 0);
+
+  pods_.Delete("default/pi-a");
+  clock_.Advance(seconds(100));
+  Update([](batchv1::Job* j) { j->mutable_spec()->set_suspend(false); });
+  fake_.Clear();
+  ASSERT_TRUE(controller_.Sync("default/pi").ok());
+  EXPECT_FALSE(HasCondition("Suspended"));
+  EXPECT_EQ(Job()->status().conditions(0).reason(), "JobResumed");
+  EXPECT_EQ(objects::UnixSeconds(Job()->status().starttime()), kNow + 100);
+  EXPECT_EQ(CreatedPods().size(), 1u);
+}
+
+TEST_F(JobControllerTest, TrackedPodOfAGoneJobIsReleased) {
+  AddJob(1, 1);
+  AddPod("pi-a", "Running");
+  auto orphan =
+      std::static_pointer_cast<const corev1::Pod>(pods_.Get("default/pi-a"));
+  jobs_.Delete("default/pi");
+  controller_.OnPodEvent(*orphan, false, false);
+  ASSERT_TRUE(controller_.Sync("pod:default/pi-a").ok());
+  EXPECT_THAT(fake_.Actions(), ElementsAre("update pods default/pi-a"));
+}
+
+TEST(TtlAfterFinishedTest, DeletesFinishedJobsWhenTheirTtlExpires) {
+  FakeClock clock;
+  clock.SetWall(WallTime(seconds(kNow)));
+  metrics::Registry reg;
+  FakeApiWriter fake;
+  informer::Indexer jobs;
+  TtlAfterFinishedController ttl(
+      {.api = &fake, .jobs = &jobs, .clock = &clock, .metrics = &reg});
+  auto job = std::make_shared<batchv1::Job>();
+  SetMeta(job->mutable_metadata(), "default", "pi");
+  job->mutable_spec()->set_ttlsecondsafterfinished(100);
+  auto* c = job->mutable_status()->add_conditions();
+  c->set_type("Complete");
+  c->set_status("True");
+  objects::SetTime(c->mutable_lasttransitiontime(), kNow);
+  jobs.Upsert(job);
+  ASSERT_TRUE(ttl.Sync("default/pi").ok());
+  EXPECT_THAT(fake.Actions(), IsEmpty());
+  clock.Advance(seconds(100));
+  ASSERT_TRUE(ttl.Sync("default/pi").ok());
+  EXPECT_THAT(fake.Actions(), ElementsAre("delete jobs default/pi"));
+}
+
+}  // namespace
+}  // namespace kplane::controllers

@@ -5,6 +5,7 @@
 
 #include <set>
 
+#include "objects/endpoints_types.h"
 #include "objects/field_table.h"
 #include "objects/meta.h"
 #include "objects/serviceaccount_types.h"
@@ -57,6 +58,7 @@ TEST(Scheme, CoreResources) {
       {"secrets", "Secret", true, {}, {}},
       {"services", "Service", true, {"svc"}, {"status"}},
       {"events", "Event", true, {"ev"}, {}},
+      {"endpoints", "Endpoints", true, {"ep"}, {}},
       {"serviceaccounts", "ServiceAccount", true, {"sa"}, {"token"}},
   };
   for (const Want& w : wants) {
@@ -115,6 +117,8 @@ TEST(Scheme, ResolvesKubectlWords) {
       {"leases.coordination.k8s.io", "leases"},
       {"secret", "secrets"},
       {"sa", "serviceaccounts"},
+      {"ep", "endpoints"},
+      {"endpoints", "endpoints"},
       {"serviceaccount", "serviceaccounts"},
       {"binding", "bindings"},
   };
@@ -196,6 +200,7 @@ TEST(Scheme, EverySchemaMessageHasACodecTable) {
       coordinationv1::Lease::descriptor()->file(),
       autoscalingv1::Scale::descriptor()->file(),
       authenticationv1::TokenRequest::descriptor()->file(),
+      corev1::Endpoints::descriptor()->file(),
       metav1::ObjectMeta::descriptor()->file(),
       runtimepb::Unknown::descriptor()->file(),
   };

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "objects/endpoints_types.h"
 #include "objects/serviceaccount_types.h"
 #include "objects/types.h"
 #include "apiserver/registry/strategy.h"
@@ -64,6 +65,10 @@ std::vector<TableCell> DeploymentRow(const objects::appsv1::Deployment& d,
 std::vector<TableColumn> ReplicaSetColumns();
 std::vector<TableCell> ReplicaSetRow(const objects::appsv1::ReplicaSet& rs,
                                      WallTime now);
+
+std::vector<TableColumn> EndpointsColumns();
+std::vector<TableCell> EndpointsRow(const objects::corev1::Endpoints& ep,
+                                    WallTime now);
 
 std::vector<TableColumn> ServiceAccountColumns();
 std::vector<TableCell> ServiceAccountRow(

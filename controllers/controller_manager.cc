@@ -16,6 +16,7 @@
 #include "controllers/pod_gc_controller.h"
 #include "controllers/replicaset_controller.h"
 #include "controllers/scheduler.h"
+#include "controllers/endpoints_controller.h"
 #include "controllers/serviceaccounts_controller.h"
 #include "informer/informer_factory.h"
 #include "informer/leader_election.h"
@@ -65,7 +66,8 @@ class ControllerManager::Impl {
       static const std::vector<std::string> kKnown = {
           "*",         "replicaset",    "deployment",
           "scheduler", "nodelifecycle", "garbagecollector",
-          "namespace", "podgc",         "serviceaccount"};
+          "namespace", "podgc",         "serviceaccount",
+          "endpoint"};
       if (std::find(kKnown.begin(), kKnown.end(), c) == kKnown.end()) {
         return InvalidArgumentError("unknown controller \"" + c + "\"");
       }
@@ -261,6 +263,21 @@ class ControllerManager::Impl {
               .clock = clock_,
               .metrics = metrics_});
       c->RegisterHandlers(namespaces, service_accounts);
+      run->controllers.push_back(std::move(c));
+    }
+    if (Wanted("endpoint")) {
+      informer::SharedIndexInformer* services =
+          f.InformerFor<corev1::Service>();
+      informer::SharedIndexInformer* endpoints =
+          f.InformerFor<corev1::Endpoints>();
+      auto c = std::make_unique<EndpointsController>(
+          EndpointsControllerOptions{.api = api,
+                                     .services = &services->GetIndexer(),
+                                     .pods = &pods->GetIndexer(),
+                                     .endpoints = &endpoints->GetIndexer(),
+                                     .clock = clock_,
+                                     .metrics = metrics_});
+      c->RegisterHandlers(services, pods, endpoints);
       run->controllers.push_back(std::move(c));
     }
     if (Wanted("podgc")) {

@@ -14,7 +14,7 @@
 // to campaign again. Without leader_elect the controllers start at once.
 //
 // Controllers: replicaset, deployment, scheduler, nodelifecycle,
-// garbagecollector, namespace, podgc, serviceaccount (all by default;
+// garbagecollector, namespace, podgc, serviceaccount, endpoint (all by default;
 // `controllers` picks a subset). Without namespace, deleted namespaces stay
 // Terminating; without podgc, pods deleted gracefully on a node with no kubelet
 // stay Terminating, as in Kubernetes without its controller manager.

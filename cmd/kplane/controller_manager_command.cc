@@ -23,7 +23,7 @@ int RunControllerManagerCommand(const std::vector<std::string>& args) {
   FlagSet flags("kplane controller-manager",
                 "Runs kplane's controllers (replicaset, deployment, scheduler, "
                 "nodelifecycle, garbagecollector, namespace, podgc, "
-                "serviceaccount) against an API server.");
+                "serviceaccount, endpoint) against an API server.");
   ControllerManagerOptions o;
   std::string master;
   std::string kubeconfig;

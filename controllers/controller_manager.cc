@@ -17,6 +17,7 @@
 #include "controllers/replicaset_controller.h"
 #include "controllers/scheduler.h"
 #include "controllers/endpoints_controller.h"
+#include "controllers/root_ca_publisher.h"
 #include "controllers/serviceaccounts_controller.h"
 #include "informer/informer_factory.h"
 #include "informer/leader_election.h"
@@ -67,7 +68,7 @@ class ControllerManager::Impl {
           "*",         "replicaset",    "deployment",
           "scheduler", "nodelifecycle", "garbagecollector",
           "namespace", "podgc",         "serviceaccount",
-          "endpoint"};
+          "endpoint",  "root-ca-cert-publisher"};
       if (std::find(kKnown.begin(), kKnown.end(), c) == kKnown.end()) {
         return InvalidArgumentError("unknown controller \"" + c + "\"");
       }
@@ -278,6 +279,25 @@ class ControllerManager::Impl {
                                      .clock = clock_,
                                      .metrics = metrics_});
       c->RegisterHandlers(services, pods, endpoints);
+      run->controllers.push_back(std::move(c));
+    }
+    if (Wanted("root-ca-cert-publisher") && !options_.root_ca_pem.empty()) {
+      informer::SharedIndexInformer* namespaces =
+          f.InformerFor<corev1::Namespace>();
+      static const objects::ResourceInfo* config_maps_resource =
+          informer::RestClient::ResourceFor<corev1::ConfigMap>();
+      informer::SharedIndexInformer* config_maps =
+          f.InformerFor(*config_maps_resource,
+                        {.field_selector = std::string("metadata.name=") +
+                                           kRootCAConfigMapName});
+      auto c = std::make_unique<RootCAPublisher>(
+          RootCAPublisherOptions{.api = api,
+                                 .namespaces = &namespaces->GetIndexer(),
+                                 .config_maps = &config_maps->GetIndexer(),
+                                 .root_ca_pem = options_.root_ca_pem,
+                                 .clock = clock_,
+                                 .metrics = metrics_});
+      c->RegisterHandlers(namespaces, config_maps);
       run->controllers.push_back(std::move(c));
     }
     if (Wanted("podgc")) {

@@ -455,17 +455,16 @@ Status ApiServer::Impl::ReconcileKubernetesService(const std::string& host,
   want.set_protocol("TCP");
   want.set_port(443);
   want.mutable_targetport()->set_intval(port);
-  const bool port_ok = svc->spec().ports_size() == 1 &&
-                       svc->spec().ports(0).SerializeAsString() ==
-                           want.SerializeAsString();
+  const bool port_ok =
+      svc->spec().ports_size() == 1 &&
+      svc->spec().ports(0).SerializeAsString() == want.SerializeAsString();
   if (!existing.ok() || !port_ok) {
     svc->mutable_spec()->clear_ports();
     *svc->mutable_spec()->add_ports() = want;
     ApiResult<WriteResult> r =
-        existing.ok()
-            ? services->rest->Update("default", "kubernetes", "",
-                                     std::move(svc), ctx)
-            : services->rest->Create("default", std::move(svc), ctx);
+        existing.ok() ? services->rest->Update("default", "kubernetes", "",
+                                               std::move(svc), ctx)
+                      : services->rest->Create("default", std::move(svc), ctx);
     if (IsError(r) && std::get<ApiError>(r).code != 409) {
       return InternalError("reconciling the kubernetes Service: " +
                            std::get<ApiError>(r).message);
@@ -477,8 +476,8 @@ Status ApiServer::Impl::ReconcileKubernetesService(const std::string& host,
   objects::corev1::Endpoints ep;
   ep.mutable_metadata()->set_name("kubernetes");
   ep.mutable_metadata()->set_namespace_("default");
-  (*ep.mutable_metadata()->mutable_labels())
-      ["endpointslice.kubernetes.io/skip-mirror"] = "true";
+  (*ep.mutable_metadata()
+        ->mutable_labels())["endpointslice.kubernetes.io/skip-mirror"] = "true";
   auto* subset = ep.add_subsets();
   subset->add_addresses()->set_ip(host);
   auto* ep_port = subset->add_ports();
@@ -491,7 +490,8 @@ Status ApiServer::Impl::ReconcileKubernetesService(const std::string& host,
         auto next = std::make_unique<objects::corev1::Endpoints>(ep);
         auto* meta = next->mutable_metadata();
         if (cur != nullptr) {
-          const auto& old = dynamic_cast<const objects::corev1::Endpoints&>(*cur);
+          const auto& old =
+              dynamic_cast<const objects::corev1::Endpoints&>(*cur);
           *meta = old.metadata();
           meta->clear_resourceversion();
           (*meta->mutable_labels())["endpointslice.kubernetes.io/skip-mirror"] =
@@ -1830,8 +1830,8 @@ Status ApiServer::Start() {
   RETURN_IF_ERROR(m.CreateSystemNamespaces());
   {
     const size_t colon = address.rfind(':');
-    RETURN_IF_ERROR(m.ReconcileKubernetesService(address.substr(0, colon),
-                                                 m.http->port()));
+    RETURN_IF_ERROR(
+        m.ReconcileKubernetesService(address.substr(0, colon), m.http->port()));
   }
   if (m.rbac_policy != nullptr) {
     RETURN_IF_ERROR(m.ReconcileBootstrapPolicy());

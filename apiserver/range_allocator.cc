@@ -72,9 +72,9 @@ StatusOr<RangeAllocator::Bitmap> RangeAllocator::Read(int64_t* mod_revision) {
   RETURN_IF_ERROR(
       objects::DecodeEnvelopeInto(resp.kvs(0).value(), &stored).status());
   if (stored.range() != range_) {
-    return FailedPreconditionError(
-        key_ + " holds the allocations of range " + stored.range() +
-        ", not of the configured " + range_);
+    return FailedPreconditionError(key_ + " holds the allocations of range " +
+                                   stored.range() + ", not of the configured " +
+                                   range_);
   }
   Bitmap bits = FromBigEndian(stored.data(), bytes);
   if (bits.size() > bytes) {
@@ -113,10 +113,10 @@ StatusOr<int64_t> RangeAllocator::FindFree(const Bitmap& bits) {
   int64_t start;
   {
     MutexLock lock(&rand_mu_);
-    start = band < size_ ? band + static_cast<int64_t>(
-                                      rand_() % static_cast<uint64_t>(
-                                                    size_ - band))
-                         : 0;
+    start = band < size_
+                ? band + static_cast<int64_t>(
+                             rand_() % static_cast<uint64_t>(size_ - band))
+                : 0;
   }
   // The upper band from a random start, wrapping; then the static band.
   for (int64_t n = 0; n < size_ - band; ++n) {

@@ -374,8 +374,8 @@ ApiResult<WriteResult> ResourceStore::Create(std::string_view ns,
     ApiResult<std::unique_ptr<WriteAllocator::Pending>> a =
         options_.allocator->Allocate(obj.get(), nullptr, ctx.dry_run);
     if (IsError(a)) return std::get<ApiError>(std::move(a));
-    allocated = std::get<std::unique_ptr<WriteAllocator::Pending>>(
-        std::move(a));
+    allocated =
+        std::get<std::unique_ptr<WriteAllocator::Pending>>(std::move(a));
   }
   ApiResult<WriteResult> r = CreateWithRetries(ns, std::move(obj), ctx);
   // A failed create gives its allocations back (allocated's destructor).
@@ -491,8 +491,8 @@ ApiResult<WriteResult> ResourceStore::DoUpdate(std::string_view ns,
         rejected = std::get<ApiError>(std::move(a));
         return Rejected();
       }
-      allocated = std::get<std::unique_ptr<WriteAllocator::Pending>>(
-          std::move(a));
+      allocated =
+          std::get<std::unique_ptr<WriteAllocator::Pending>>(std::move(a));
     }
     return next;
   };

@@ -42,7 +42,9 @@ class PendingAllocations : public WriteAllocator::Pending {
     committed_ = true;
     GiveBack(release_);
   }
-  void Took(RangeAllocator* a, int64_t offset) { taken_.push_back({a, offset}); }
+  void Took(RangeAllocator* a, int64_t offset) {
+    taken_.push_back({a, offset});
+  }
   void ReleaseOnCommit(RangeAllocator* a, int64_t offset) {
     release_.push_back({a, offset});
   }
@@ -83,9 +85,9 @@ StatusOr<std::unique_ptr<ServiceAllocator>> ServiceAllocator::New(
   const std::string cidr(cluster_ip_range);
   const size_t slash = cidr.find('/');
   in_addr addr{};
-  std::optional<int64_t> bits =
-      slash == std::string::npos ? std::nullopt
-                                 : ParseInt64(cidr.substr(slash + 1));
+  std::optional<int64_t> bits = slash == std::string::npos
+                                    ? std::nullopt
+                                    : ParseInt64(cidr.substr(slash + 1));
   if (!bits || inet_pton(AF_INET, cidr.substr(0, slash).c_str(), &addr) != 1) {
     return InvalidArgumentError("--service-cluster-ip-range " + cidr +
                                 ": not an IPv4 CIDR (IPv6 is not supported)");
@@ -160,8 +162,7 @@ ApiResult<std::unique_ptr<WriteAllocator::Pending>> ServiceAllocator::Allocate(
   std::string new_ip;
   if (NeedsClusterIP(*spec)) {
     if (spec->clusterip().empty()) {
-      StatusOr<int64_t> got =
-          dry_run ? ips_.PeekNext() : ips_.AllocateNext();
+      StatusOr<int64_t> got = dry_run ? ips_.PeekNext() : ips_.AllocateNext();
       if (!got.ok()) {
         return ApiError::Internal("failed to allocate a serviceIP: " +
                                   got.status().message());
@@ -251,11 +252,10 @@ ApiResult<std::unique_ptr<WriteAllocator::Pending>> ServiceAllocator::Allocate(
       }
       if (!why.empty()) {
         return InvalidService(
-            *svc, validation::InvalidInt(validation::Path("spec")
-                                             .Child("ports")
-                                             .Index(i)
-                                             .Child("nodePort"),
-                                         want, why));
+            *svc, validation::InvalidInt(
+                      validation::Path("spec").Child("ports").Index(i).Child(
+                          "nodePort"),
+                      want, why));
       }
       new_ports.insert(want);
     }

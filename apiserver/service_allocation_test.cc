@@ -23,9 +23,9 @@ using testing::TestServer;
 
 constexpr char kServices[] = "/api/v1/namespaces/default/services";
 
-std::string ServiceJson(const std::string& name, const std::string& extra,
-                        const std::string& ports =
-                            R"([{"port":80,"targetPort":8080}])") {
+std::string ServiceJson(
+    const std::string& name, const std::string& extra,
+    const std::string& ports = R"([{"port":80,"targetPort":8080}])") {
   return R"({"metadata":{"name":")" + name +
          R"("},"spec":{"selector":{"app":"web"},"ports":)" + ports +
          (extra.empty() ? "" : "," + extra) + "}}";
@@ -61,7 +61,8 @@ TEST(RangeAllocatorTest, TakesGivesBackAndRefusesTwice) {
   EXPECT_EQ(*b.AllocateNext(), 3);
   // A stored bitmap of another range is refused, not reinterpreted.
   RangeAllocator other(server.store(), "/test/ranges/a", "0-19", 20);
-  EXPECT_TRUE(other.AllocateNext().status().Is(StatusCode::kFailedPrecondition));
+  EXPECT_TRUE(
+      other.AllocateNext().status().Is(StatusCode::kFailedPrecondition));
 }
 
 TEST(RangeAllocatorTest, ConcurrentAllocatorsOnOneKeyNeverShareAnOffset) {
@@ -97,9 +98,9 @@ TEST(ServiceAllocationTest, ClusterIPs) {
             server.port());
   Response ke = server.Get("/api/v1/namespaces/default/endpoints/kubernetes");
   ASSERT_EQ(ke.code, 200) << ke.body;
-  EXPECT_EQ(std::string((*ke.At({"subsets"}))[0]["addresses"][0]["ip"]
-                            .GetString()),
-            "127.0.0.1");
+  EXPECT_EQ(
+      std::string((*ke.At({"subsets"}))[0]["addresses"][0]["ip"].GetString()),
+      "127.0.0.1");
 
   Response a = server.Post(kServices, ServiceJson("a", ""));
   ASSERT_EQ(a.code, 201) << a.body;
@@ -108,12 +109,12 @@ TEST(ServiceAllocationTest, ClusterIPs) {
   EXPECT_NE(ip, "10.96.0.1");
   EXPECT_EQ(std::string((*a.At({"spec", "clusterIPs"}))[0].GetString()), ip);
 
-  Response fixed =
-      server.Post(kServices, ServiceJson("fixed", R"("clusterIP":"10.96.0.10")"));
+  Response fixed = server.Post(
+      kServices, ServiceJson("fixed", R"("clusterIP":"10.96.0.10")"));
   ASSERT_EQ(fixed.code, 201) << fixed.body;
   EXPECT_EQ(fixed.Str({"spec", "clusterIP"}), "10.96.0.10");
-  Response twice =
-      server.Post(kServices, ServiceJson("twice", R"("clusterIP":"10.96.0.10")"));
+  Response twice = server.Post(
+      kServices, ServiceJson("twice", R"("clusterIP":"10.96.0.10")"));
   EXPECT_EQ(twice.code, 422);
   EXPECT_EQ(twice.Str({"message"}),
             "Service \"twice\" is invalid: spec.clusterIPs: Invalid value: "
@@ -132,18 +133,19 @@ TEST(ServiceAllocationTest, ClusterIPs) {
   EXPECT_EQ(headless.Str({"spec", "clusterIP"}), "None");
 
   // A failed create gives its IP back: "fixed" exists already (409).
-  Response clash =
-      server.Post(kServices, ServiceJson("fixed", R"("clusterIP":"10.96.0.11")"));
+  Response clash = server.Post(
+      kServices, ServiceJson("fixed", R"("clusterIP":"10.96.0.11")"));
   EXPECT_EQ(clash.code, 409);
-  EXPECT_EQ(server.Post(kServices,
-                        ServiceJson("eleven", R"("clusterIP":"10.96.0.11")"))
-                .code,
-            201);
+  EXPECT_EQ(
+      server
+          .Post(kServices, ServiceJson("eleven", R"("clusterIP":"10.96.0.11")"))
+          .code,
+      201);
 
   // Deleting frees the IP.
   EXPECT_EQ(server.Delete(std::string(kServices) + "/fixed").code, 200);
-  Response again =
-      server.Post(kServices, ServiceJson("again", R"("clusterIP":"10.96.0.10")"));
+  Response again = server.Post(
+      kServices, ServiceJson("again", R"("clusterIP":"10.96.0.10")"));
   EXPECT_EQ(again.code, 201) << again.body;
   // An update keeps the IP it has (kubectl apply sends none).
   Response put = server.Put(std::string(kServices) + "/again",
@@ -156,10 +158,10 @@ TEST(ServiceAllocationTest, ClusterIPs) {
       ServiceJson("again",
                   R"("type":"ExternalName","externalName":"db.example.com")"));
   ASSERT_EQ(external.code, 200) << external.body;
-  EXPECT_EQ(server.Post(kServices,
-                        ServiceJson("ten", R"("clusterIP":"10.96.0.10")"))
-                .code,
-            201);
+  EXPECT_EQ(
+      server.Post(kServices, ServiceJson("ten", R"("clusterIP":"10.96.0.10")"))
+          .code,
+      201);
 }
 
 TEST(ServiceAllocationTest, NodePorts) {
@@ -168,20 +170,20 @@ TEST(ServiceAllocationTest, NodePorts) {
   ASSERT_EQ(a.code, 201) << a.body;
   EXPECT_GE(NodePort(a), 30000);
   EXPECT_LE(NodePort(a), 32767);
-  Response fixed = server.Post(
-      kServices, ServiceJson("fixed", R"("type":"NodePort")",
-                             R"([{"port":80,"nodePort":30080}])"));
+  Response fixed =
+      server.Post(kServices, ServiceJson("fixed", R"("type":"NodePort")",
+                                         R"([{"port":80,"nodePort":30080}])"));
   ASSERT_EQ(fixed.code, 201) << fixed.body;
   EXPECT_EQ(NodePort(fixed), 30080);
-  Response twice = server.Post(
-      kServices, ServiceJson("twice", R"("type":"NodePort")",
-                             R"([{"port":80,"nodePort":30080}])"));
+  Response twice =
+      server.Post(kServices, ServiceJson("twice", R"("type":"NodePort")",
+                                         R"([{"port":80,"nodePort":30080}])"));
   EXPECT_EQ(twice.code, 422);
   EXPECT_EQ(twice.Str({"message"}),
             "Service \"twice\" is invalid: spec.ports[0].nodePort: Invalid "
             "value: 30080: provided port is already allocated");
-  Response low = server.Post(kServices,
-                             ServiceJson("low", R"("type":"NodePort")",
+  Response low =
+      server.Post(kServices, ServiceJson("low", R"("type":"NodePort")",
                                          R"([{"port":80,"nodePort":8080}])"));
   EXPECT_EQ(low.code, 422);
   EXPECT_EQ(low.Str({"message"}),
@@ -190,37 +192,38 @@ TEST(ServiceAllocationTest, NodePorts) {
             "of valid ports is 30000-32767");
   // The failed create of "twice" took its ClusterIP and gave it back; an
   // update keeps the node port; NodePort -> ClusterIP frees it.
-  Response put = server.Put(std::string(kServices) + "/fixed",
-                            ServiceJson("fixed", R"("type":"NodePort")",
-                                        R"([{"port":81}])"));
+  Response put = server.Put(
+      std::string(kServices) + "/fixed",
+      ServiceJson("fixed", R"("type":"NodePort")", R"([{"port":81}])"));
   ASSERT_EQ(put.code, 200) << put.body;
   EXPECT_EQ(NodePort(put), 30080);
-  Response cluster = server.Put(std::string(kServices) + "/fixed",
-                                ServiceJson("fixed", R"("type":"ClusterIP")",
-                                            R"([{"port":81}])"));
+  Response cluster = server.Put(
+      std::string(kServices) + "/fixed",
+      ServiceJson("fixed", R"("type":"ClusterIP")", R"([{"port":81}])"));
   ASSERT_EQ(cluster.code, 200) << cluster.body;
   EXPECT_EQ(NodePort(cluster), 0);
-  EXPECT_EQ(server
-                .Post(kServices, ServiceJson("taken", R"("type":"NodePort")",
-                                             R"([{"port":80,"nodePort":30080}])"))
-                .code,
-            201);
+  EXPECT_EQ(
+      server
+          .Post(kServices, ServiceJson("taken", R"("type":"NodePort")",
+                                       R"([{"port":80,"nodePort":30080}])"))
+          .code,
+      201);
   // Deleting frees node ports too.
   EXPECT_EQ(server.Delete(std::string(kServices) + "/taken").code, 200);
-  EXPECT_EQ(server
-                .Post(kServices, ServiceJson("back", R"("type":"NodePort")",
-                                             R"([{"port":80,"nodePort":30080}])"))
-                .code,
-            201);
+  EXPECT_EQ(
+      server
+          .Post(kServices, ServiceJson("back", R"("type":"NodePort")",
+                                       R"([{"port":80,"nodePort":30080}])"))
+          .code,
+      201);
 }
 
 TEST(ServiceAllocationTest, RestartsAndTwoApiServersOnOneStore) {
   TestServer first;
-  ASSERT_EQ(first
-                .Post(kServices,
-                      ServiceJson("kept", R"("clusterIP":"10.96.0.42")"))
-                .code,
-            201);
+  ASSERT_EQ(
+      first.Post(kServices, ServiceJson("kept", R"("clusterIP":"10.96.0.42")"))
+          .code,
+      201);
   {
     // A second apiserver on the same store, and after a "restart" (a new
     // one: nothing is remembered in the process).
@@ -239,10 +242,9 @@ TEST(ServiceAllocationTest, RestartsAndTwoApiServersOnOneStore) {
   std::vector<int> ports[2];
   auto run = [&](TestServer* s, int which) {
     for (int i = 0; i < kEach; ++i) {
-      Response r = s->Post(
-          kServices, ServiceJson("s" + std::to_string(which) + "-" +
-                                     std::to_string(i),
-                                 R"("type":"NodePort")"));
+      Response r = s->Post(kServices, ServiceJson("s" + std::to_string(which) +
+                                                      "-" + std::to_string(i),
+                                                  R"("type":"NodePort")"));
       if (r.code != 201) continue;
       ips[which].push_back(r.Str({"spec", "clusterIP"}));
       ports[which].push_back(NodePort(r));

@@ -169,10 +169,10 @@ TEST_F(EndpointsControllerTest, PublishNotReadyHeadlessAndCapacity) {
   svc->mutable_spec()->clear_ports();
   std::vector<informer::ObjectPtr> pods;
   for (int i = 0; i < kMaxEndpointsAddresses + 5; ++i) {
-    pods.push_back(ServingPod("p" + std::to_string(i),
-                              "10.244." + std::to_string(i / 250) + "." +
-                                  std::to_string(i % 250 + 1),
-                              i % 2 == 0));
+    pods.push_back(ServingPod(
+        "p" + std::to_string(i),
+        "10.244." + std::to_string(i / 250) + "." + std::to_string(i % 250 + 1),
+        i % 2 == 0));
   }
   corev1::Endpoints ep = DesiredEndpoints(*svc, pods);
   EXPECT_EQ(ep.metadata().labels().at("service.kubernetes.io/headless"), "");

@@ -54,12 +54,25 @@ TEST(ServicesE2E, ExposeNodePortNotReadyAndPatroniEndpoints) {
   std::ofstream(kubeconfig) << e2e::KubeconfigWithData(
       "https://127.0.0.1:" + std::to_string(api_port), pki->ca.cert_pem,
       pki->admin);
-  Process sim({KPLANE_BINARY, "kubeletsim", "--kubeconfig", kubeconfig,
-               "--tls-cert-file", pki->dir + "/apiserver.crt",
-               "--tls-private-key-file", pki->dir + "/apiserver.key",
-               "--client-ca-file", pki->dir + "/ca.crt", "--nodes", "3",
-               "--port", "-1", "--lease-renew-interval", "1s",
-               "--pod-start-delay", "100ms", "--pod-termination-delay",
+  Process sim({KPLANE_BINARY,
+               "kubeletsim",
+               "--kubeconfig",
+               kubeconfig,
+               "--tls-cert-file",
+               pki->dir + "/apiserver.crt",
+               "--tls-private-key-file",
+               pki->dir + "/apiserver.key",
+               "--client-ca-file",
+               pki->dir + "/ca.crt",
+               "--nodes",
+               "3",
+               "--port",
+               "-1",
+               "--lease-renew-interval",
+               "1s",
+               "--pod-start-delay",
+               "100ms",
+               "--pod-termination-delay",
                "100ms"},
               {}, dir + "/kubeletsim.log");
   sim.Start();
@@ -100,8 +113,8 @@ TEST(ServicesE2E, ExposeNodePortNotReadyAndPatroniEndpoints) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   r = kubectl({"rollout", "status", "deployment/web", "--timeout=60s"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  r = kubectl({"expose", "deployment", "web", "--port=8080",
-               "--target-port=80"});
+  r = kubectl(
+      {"expose", "deployment", "web", "--port=8080", "--target-port=80"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "service/web exposed\n");
   r = kubectl({"expose", "deployment", "web", "--name=web-np",
@@ -109,9 +122,11 @@ TEST(ServicesE2E, ExposeNodePortNotReadyAndPatroniEndpoints) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
 
   r = kubectl({"get", "svc", "web", "-o", "jsonpath={.spec.clusterIP}"});
-  EXPECT_TRUE(std::regex_match(r.out, std::regex(R"(10\.(9[6-9]|10[0-9]|11[01])\.\d+\.\d+)")))
+  EXPECT_TRUE(std::regex_match(
+      r.out, std::regex(R"(10\.(9[6-9]|10[0-9]|11[01])\.\d+\.\d+)")))
       << r.out;
-  r = kubectl({"get", "svc", "web-np", "-o", "jsonpath={.spec.ports[0].nodePort}"});
+  r = kubectl(
+      {"get", "svc", "web-np", "-o", "jsonpath={.spec.ports[0].nodePort}"});
   ASSERT_FALSE(r.out.empty()) << r.err;
   EXPECT_GE(std::stoi(r.out), 30000);
   EXPECT_LE(std::stoi(r.out), 32767);
@@ -136,7 +151,9 @@ TEST(ServicesE2E, ExposeNodePortNotReadyAndPatroniEndpoints) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::cout << r.out;
   EXPECT_TRUE(std::regex_search(
-      r.out, std::regex(R"(service/web-np +NodePort +10\.\S+ +<none> +80:3\d{4}/TCP)")))
+      r.out,
+      std::regex(
+          R"(service/web-np +NodePort +10\.\S+ +<none> +80:3\d{4}/TCP)")))
       << r.out;
   EXPECT_TRUE(std::regex_search(
       r.out, std::regex(R"(endpoints/web +10\.64\.\d+\.\d+:80,)")))
@@ -144,16 +161,17 @@ TEST(ServicesE2E, ExposeNodePortNotReadyAndPatroniEndpoints) {
 
   // A node stops: its pod turns NotReady and leaves the ready addresses.
   r = kubectl({"get", "pods", "-l", "app=web", "--field-selector",
-               "spec.nodeName=node-1", "-o", "jsonpath={.items[0].status.podIP}"});
+               "spec.nodeName=node-1", "-o",
+               "jsonpath={.items[0].status.podIP}"});
   const std::string node1_ip = r.out;
   ASSERT_FALSE(node1_ip.empty()) << "no web pod on node-1: " << r.err;
   r = run({KPCTL_BINARY, "sim", "stop-node", "node-1",
            "--endpoint=https://127.0.0.1:" + std::to_string(sim_port)});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  r = kubectl({"wait", "endpoints/web",
-               "--for=jsonpath={.subsets[0].notReadyAddresses[0].ip}=" +
-                   node1_ip,
-               "--timeout=60s"});
+  r = kubectl(
+      {"wait", "endpoints/web",
+       "--for=jsonpath={.subsets[0].notReadyAddresses[0].ip}=" + node1_ip,
+       "--timeout=60s"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   r = kubectl({"get", "endpoints", "web", "-o",
                "jsonpath={.subsets[0].addresses[*].ip}"});

@@ -25,6 +25,7 @@
 #include "apiserver/request_info.h"
 #include "apiserver/resource_store.h"
 #include "apiserver/service_account_tokens.h"
+#include "apiserver/service_allocation.h"
 #include "apiserver/storage_health.h"
 #include "apiserver/watch_budget.h"
 #include "apiserver/watch_sink.h"
@@ -32,10 +33,12 @@
 #include "base/mutex.h"
 #include "base/strings.h"
 #include "net/http_server.h"
+#include "objects/endpoints_types.h"
 #include "objects/machinery/fields.h"
 #include "objects/meta.h"
 #include "objects/scheme.h"
 #include "objects/serializer.h"
+#include "objects/time.h"
 
 namespace kplane::apiserver {
 
@@ -172,6 +175,9 @@ struct ApiServer::Impl {
   std::unique_ptr<StorageHealth> storage_health;
   // serviceaccounts/<name>/token and the ServiceAccount authenticator.
   std::unique_ptr<ServiceAccountTokens> service_account_tokens;
+  // Services' ClusterIPs and NodePorts (the services ResourceStore's
+  // allocator).
+  std::unique_ptr<ServiceAllocator> service_allocator;
 
   std::atomic<int> inflight_readonly{0};
   std::atomic<int> inflight_mutating{0};
@@ -221,6 +227,10 @@ struct ApiServer::Impl {
   void SetupMetrics();
   void BuildBackends();
   Status CreateSystemNamespaces();
+  // The `kubernetes` Service in default (the first IP of the range, 443 ->
+  // our port) and its Endpoints (our address), as kube's
+  // controlplane/reconcilers do at start.
+  Status ReconcileKubernetesService(const std::string& host, int port);
   std::optional<ApiError> CheckNamespace(const objects::ResourceInfo& r,
                                          std::string_view name,
                                          std::string_view ns);
@@ -346,8 +356,12 @@ void ApiServer::Impl::BuildBackends() {
       };
     }
     b->cacher = std::make_unique<Cacher>(b->store.get(), rco);
+    ResourceStoreOptions rro = ro;
+    if (r->gv.group.empty() && r->resource == "services") {
+      rro.allocator = service_allocator.get();
+    }
     b->rest = std::make_unique<ResourceStore>(
-        r.get(), b->strategy, b->store.get(), b->cacher.get(), ro);
+        r.get(), b->strategy, b->store.get(), b->cacher.get(), rro);
     b->watch_events =
         m_watch_events->With({r->gv.group, r->gv.version, r->kind->kind});
     by_key[r->gv.group + "/" + r->gv.version + "/" + r->resource] = b.get();
@@ -410,6 +424,87 @@ Status ApiServer::Impl::CreateSystemNamespaces() {
     }
   }
   return Status::Ok();
+}
+
+Status ApiServer::Impl::ReconcileKubernetesService(const std::string& host,
+                                                   int port) {
+  Backend* services = by_key.at("/v1/services");
+  Backend* endpoints = by_key.at("/v1/endpoints");
+  WriteContext ctx;
+  ctx.field_manager = "kube-apiserver";
+  // The Service: created once; its port follows ours on every start.
+  StatusOr<ObjectPtr> existing = services->store->Get("default", "kubernetes");
+  if (!existing.ok() && !existing.status().Is(StatusCode::kNotFound)) {
+    return existing.status();
+  }
+  auto svc = std::make_unique<objects::corev1::Service>();
+  if (existing.ok()) {
+    svc->CopyFrom(**existing);
+  } else {
+    svc->mutable_metadata()->set_name("kubernetes");
+    svc->mutable_metadata()->set_namespace_("default");
+    auto& labels = *svc->mutable_metadata()->mutable_labels();
+    labels["component"] = "apiserver";
+    labels["provider"] = "kubernetes";
+    svc->mutable_spec()->set_type("ClusterIP");
+    svc->mutable_spec()->set_sessionaffinity("None");
+    svc->mutable_spec()->set_clusterip(service_allocator->FirstIP());
+  }
+  objects::corev1::ServicePort want;
+  want.set_name("https");
+  want.set_protocol("TCP");
+  want.set_port(443);
+  want.mutable_targetport()->set_intval(port);
+  const bool port_ok =
+      svc->spec().ports_size() == 1 &&
+      svc->spec().ports(0).SerializeAsString() == want.SerializeAsString();
+  if (!existing.ok() || !port_ok) {
+    svc->mutable_spec()->clear_ports();
+    *svc->mutable_spec()->add_ports() = want;
+    ApiResult<WriteResult> r =
+        existing.ok() ? services->rest->Update("default", "kubernetes", "",
+                                               std::move(svc), ctx)
+                      : services->rest->Create("default", std::move(svc), ctx);
+    if (IsError(r) && std::get<ApiError>(r).code != 409) {
+      return InternalError("reconciling the kubernetes Service: " +
+                           std::get<ApiError>(r).message);
+    }
+  }
+  // The Endpoints: our address, written to the store directly because it
+  // is usually 127.0.0.1, which Endpoints validation refuses to clients
+  // (kube-apiserver refuses a loopback --advertise-address instead).
+  objects::corev1::Endpoints ep;
+  ep.mutable_metadata()->set_name("kubernetes");
+  ep.mutable_metadata()->set_namespace_("default");
+  (*ep.mutable_metadata()
+        ->mutable_labels())["endpointslice.kubernetes.io/skip-mirror"] = "true";
+  auto* subset = ep.add_subsets();
+  subset->add_addresses()->set_ip(host);
+  auto* ep_port = subset->add_ports();
+  ep_port->set_name("https");
+  ep_port->set_port(port);
+  ep_port->set_protocol("TCP");
+  StatusOr<ObjectPtr> r = endpoints->store->GuaranteedUpdate(
+      "default", "kubernetes", Preconditions{},
+      [&](const google::protobuf::Message* cur) -> StatusOr<MutableObject> {
+        auto next = std::make_unique<objects::corev1::Endpoints>(ep);
+        auto* meta = next->mutable_metadata();
+        if (cur != nullptr) {
+          const auto& old =
+              dynamic_cast<const objects::corev1::Endpoints&>(*cur);
+          *meta = old.metadata();
+          meta->clear_resourceversion();
+          (*meta->mutable_labels())["endpointslice.kubernetes.io/skip-mirror"] =
+              "true";
+        } else {
+          meta->set_uid(endpoints->rest->NewUid());
+          objects::SetTime(meta->mutable_creationtimestamp(),
+                           opts.clock->WallNow());
+        }
+        return next;
+      },
+      /*create_if_missing=*/true);
+  return r.ok() ? Status::Ok() : r.status();
 }
 
 // ---------------------------------------------------------------------------
@@ -1702,6 +1797,10 @@ Status ApiServer::Start() {
   CHECK(!m.started);
   m.started = true;
   m.SetupMetrics();
+  ASSIGN_OR_RETURN(m.service_allocator,
+                   ServiceAllocator::New(m.opts.kv, m.opts.storage_prefix,
+                                         m.opts.service_cluster_ip_range,
+                                         m.opts.service_node_port_range));
   m.BuildBackends();
   RETURN_IF_ERROR(m.SetUpServiceAccountTokens());
   // ServiceAccount tokens after the token file (kube's order); the chain
@@ -1748,6 +1847,11 @@ Status ApiServer::Start() {
       std::shared_ptr<const Discovery>(
           std::make_shared<Discovery>(objects::Scheme::Default(), address)));
   RETURN_IF_ERROR(m.CreateSystemNamespaces());
+  {
+    const size_t colon = address.rfind(':');
+    RETURN_IF_ERROR(
+        m.ReconcileKubernetesService(address.substr(0, colon), m.http->port()));
+  }
   if (m.rbac_policy != nullptr) {
     RETURN_IF_ERROR(m.ReconcileBootstrapPolicy());
     ASSIGN_OR_RETURN(

@@ -96,6 +96,12 @@ struct ApiServerOptions {
   // bind address and port.
   std::string advertise_address;
   std::string storage_prefix = "/registry";
+  // Where Services' ClusterIPs and NodePorts come from
+  // (--service-cluster-ip-range, --service-node-port-range;
+  // apiserver/service_allocation.h). The first IP of the range is the
+  // `kubernetes` Service's, reconciled at start with its Endpoints.
+  std::string service_cluster_ip_range = "10.96.0.0/12";
+  std::string service_node_port_range = "30000-32767";
   // Encryption at rest (--encryption-provider-config): each resource's
   // values pass through its transformer (apiserver/encryption/
   // transformer.h). Null: everything is stored plain.

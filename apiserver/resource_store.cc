@@ -369,7 +369,18 @@ ApiResult<WriteResult> ResourceStore::Create(std::string_view ns,
           TrackUpdate(nullptr, obj.get(), "", ctx, now)) {
     return *e;
   }
-  return CreateWithRetries(ns, std::move(obj), ctx);
+  std::unique_ptr<WriteAllocator::Pending> allocated;
+  if (options_.allocator != nullptr) {
+    ApiResult<std::unique_ptr<WriteAllocator::Pending>> a =
+        options_.allocator->Allocate(obj.get(), nullptr, ctx.dry_run);
+    if (IsError(a)) return std::get<ApiError>(std::move(a));
+    allocated =
+        std::get<std::unique_ptr<WriteAllocator::Pending>>(std::move(a));
+  }
+  ApiResult<WriteResult> r = CreateWithRetries(ns, std::move(obj), ctx);
+  // A failed create gives its allocations back (allocated's destructor).
+  if (allocated != nullptr && !IsError(r)) allocated->Commit();
+  return r;
 }
 
 // ---------------------------------------------------------------------------
@@ -453,6 +464,7 @@ ApiResult<WriteResult> ResourceStore::DoUpdate(std::string_view ns,
   std::optional<ApiError> rejected;
   bool created = false;
   bool old_deleting = false;
+  std::unique_ptr<WriteAllocator::Pending> allocated;
   auto wrapped = [&](const Msg* cur)
       -> StatusOr<std::unique_ptr<google::protobuf::Message>> {
     rejected.reset();
@@ -469,7 +481,20 @@ ApiResult<WriteResult> ResourceStore::DoUpdate(std::string_view ns,
       rejected = std::get<ApiError>(std::move(r));
       return Rejected();
     }
-    return std::get<MutableObject>(std::move(r));
+    MutableObject next = std::get<MutableObject>(std::move(r));
+    if (options_.allocator != nullptr) {
+      // A retried round (a lost race) gives back what the last one took.
+      allocated.reset();
+      ApiResult<std::unique_ptr<WriteAllocator::Pending>> a =
+          options_.allocator->Allocate(next.get(), cur, dry_run);
+      if (IsError(a)) {
+        rejected = std::get<ApiError>(std::move(a));
+        return Rejected();
+      }
+      allocated =
+          std::get<std::unique_ptr<WriteAllocator::Pending>>(std::move(a));
+    }
+    return next;
   };
 
   if (dry_run) {
@@ -504,6 +529,7 @@ ApiResult<WriteResult> ResourceStore::DoUpdate(std::string_view ns,
     if (rejected && r.status() == Rejected()) return *rejected;
     return ApiError::FromStatus(r.status(), resource_, name);
   }
+  if (allocated != nullptr) allocated->Commit();
   const objects::metav1::ObjectMeta& meta = MetaOf(**r);
   if (!created && old_deleting && meta.finalizers_size() == 0 &&
       objects::IsBeingDeleted(meta) && !HasSpecFinalizers(**r)) {
@@ -516,7 +542,10 @@ ApiResult<WriteResult> ResourceStore::DoUpdate(std::string_view ns,
     pre.uid = meta.uid();
     pre.resource_version = meta.resourceversion();
     StatusOr<ObjectPtr> d = store_->Delete(ns, name, pre);
-    if (d.ok()) return WriteResult{*d, false};
+    if (d.ok()) {
+      if (options_.allocator != nullptr) options_.allocator->Release(**d);
+      return WriteResult{*d, false};
+    }
   }
   return WriteResult{*r, created};
 }
@@ -832,7 +861,10 @@ ApiResult<DeleteResult> ResourceStore::Delete(
         pre.uid = meta.uid();
         pre.resource_version = meta.resourceversion();
         StatusOr<ObjectPtr> r = store_->Delete(ns, name, pre);
-        if (r.ok()) return DeleteResult{*r, true};
+        if (r.ok()) {
+          if (options_.allocator != nullptr) options_.allocator->Release(**r);
+          return DeleteResult{*r, true};
+        }
         if (r.status().Is(StatusCode::kConflict)) continue;
         return ApiError::FromStatus(r.status(), resource_, name);
       }

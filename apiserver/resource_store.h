@@ -91,6 +91,33 @@ struct DeleteResult {
   bool deleted = false;  // removed from storage (or would be: dryRun)
 };
 
+// What a resource's writes hold outside the object's own key (Services:
+// ClusterIPs and NodePorts, apiserver/service_allocation.h), taken before
+// the object is stored and given back when the write fails or the object
+// is deleted (the model is kube-apiserver's service REST storage, which
+// allocates in its BeforeCreate/BeginUpdate hooks and releases on failure
+// and in AfterDelete).
+class WriteAllocator {
+ public:
+  // One write's allocations: Commit() once the write is stored (gives back
+  // what the previous object held and the new one no longer does); without
+  // Commit() the destructor gives back what this write took.
+  class Pending {
+   public:
+    virtual ~Pending() = default;
+    virtual void Commit() = 0;
+  };
+  virtual ~WriteAllocator() = default;
+  // Called after validation with the object about to be stored and the
+  // stored one (null for a create); fills what `obj` leaves to the server
+  // (e.g. spec.clusterIP). A dry run checks and fills without taking.
+  virtual ApiResult<std::unique_ptr<Pending>> Allocate(
+      google::protobuf::Message* obj, const google::protobuf::Message* old,
+      bool dry_run) = 0;
+  // After `deleted` was removed from the store.
+  virtual void Release(const google::protobuf::Message& deleted) = 0;
+};
+
 struct ResourceStoreOptions {
   Clock* clock = Clock::Real();
   // Lease TTL for events (0 = none).
@@ -98,6 +125,8 @@ struct ResourceStoreOptions {
   NamespaceCheck namespace_check;  // null: no check
   // The largest object a PATCH may produce (the request body limit).
   size_t max_patched_bytes = size_t{3} << 20;
+  // Allocations around writes (services); null: none. Not owned.
+  WriteAllocator* allocator = nullptr;
 };
 
 class ResourceStore {
@@ -162,6 +191,9 @@ class ResourceStore {
   // rather than a Status.
   bool ReturnsDeletedObject() const;
 
+  // A random (version 4) UID for a new object.
+  std::string NewUid();
+
  private:
   using Msg = google::protobuf::Message;
   using MutableObject = std::unique_ptr<google::protobuf::Message>;
@@ -190,7 +222,6 @@ class ResourceStore {
                                       std::string_view subresource,
                                       const WriteContext& ctx, WallTime now);
 
-  std::string NewUid();
   std::string GenerateNameSuffix();
   // The bounds on what a PATCH may produce.
   patch::PatchLimits PatchBounds() const;

@@ -19,6 +19,8 @@
 #include "controllers/pod_gc_controller.h"
 #include "controllers/replicaset_controller.h"
 #include "controllers/scheduler.h"
+#include "controllers/endpoints_controller.h"
+#include "controllers/root_ca_publisher.h"
 #include "controllers/serviceaccounts_controller.h"
 #include "controllers/statefulset_controller.h"
 #include "informer/informer_factory.h"
@@ -71,7 +73,8 @@ class ControllerManager::Impl {
           "scheduler",   "nodelifecycle", "garbagecollector",
           "namespace",   "podgc",         "serviceaccount",
           "statefulset", "daemonset",     "job",
-          "ttlafterfinished", "cronjob"};
+          "ttlafterfinished", "cronjob",  "endpoint",
+          "root-ca-cert-publisher"};
       if (std::find(kKnown.begin(), kKnown.end(), c) == kKnown.end()) {
         return InvalidArgumentError("unknown controller \"" + c + "\"");
       }
@@ -326,6 +329,40 @@ class ControllerManager::Impl {
                                      .clock = clock_,
                                      .metrics = metrics_});
       c->RegisterHandlers(sets, pods, nodes);
+      run->controllers.push_back(std::move(c));
+    }
+    if (Wanted("endpoint")) {
+      informer::SharedIndexInformer* services =
+          f.InformerFor<corev1::Service>();
+      informer::SharedIndexInformer* endpoints =
+          f.InformerFor<corev1::Endpoints>();
+      auto c = std::make_unique<EndpointsController>(
+          EndpointsControllerOptions{.api = api,
+                                     .services = &services->GetIndexer(),
+                                     .pods = &pods->GetIndexer(),
+                                     .endpoints = &endpoints->GetIndexer(),
+                                     .clock = clock_,
+                                     .metrics = metrics_});
+      c->RegisterHandlers(services, pods, endpoints);
+      run->controllers.push_back(std::move(c));
+    }
+    if (Wanted("root-ca-cert-publisher") && !options_.root_ca_pem.empty()) {
+      informer::SharedIndexInformer* namespaces =
+          f.InformerFor<corev1::Namespace>();
+      static const objects::ResourceInfo* config_maps_resource =
+          informer::RestClient::ResourceFor<corev1::ConfigMap>();
+      informer::SharedIndexInformer* config_maps =
+          f.InformerFor(*config_maps_resource,
+                        {.field_selector = std::string("metadata.name=") +
+                                           kRootCAConfigMapName});
+      auto c = std::make_unique<RootCAPublisher>(
+          RootCAPublisherOptions{.api = api,
+                                 .namespaces = &namespaces->GetIndexer(),
+                                 .config_maps = &config_maps->GetIndexer(),
+                                 .root_ca_pem = options_.root_ca_pem,
+                                 .clock = clock_,
+                                 .metrics = metrics_});
+      c->RegisterHandlers(namespaces, config_maps);
       run->controllers.push_back(std::move(c));
     }
     if (Wanted("podgc")) {

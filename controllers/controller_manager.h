@@ -15,7 +15,8 @@
 //
 // Controllers: replicaset, deployment, scheduler, nodelifecycle,
 // garbagecollector, namespace, podgc, serviceaccount, statefulset,
-// daemonset, job, ttlafterfinished, cronjob (all by default;
+// daemonset, job, ttlafterfinished, cronjob, endpoint,
+// root-ca-cert-publisher (with root_ca_pem) (all by default;
 // `controllers` picks a subset). Without namespace, deleted namespaces stay
 // Terminating; without podgc, pods deleted gracefully on a node with no kubelet
 // stay Terminating, as in Kubernetes without its controller manager.
@@ -82,6 +83,9 @@ struct ControllerManagerOptions {
   // whose content is not gone yet.
   Duration namespace_retry_interval = seconds(2);
   Duration informer_resync = Duration(0);
+  // --root-ca-file's PEM, published as kube-root-ca.crt in every namespace
+  // (root-ca-cert-publisher). Empty: that controller does not run.
+  std::string root_ca_pem;
 };
 
 class ControllerManager {

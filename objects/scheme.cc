@@ -2,6 +2,7 @@
 
 #include "objects/apps_workloads_types.h"
 #include "objects/batch_types.h"
+#include "objects/endpoints_types.h"
 #include "objects/serviceaccount_types.h"
 #include "objects/types.h"
 #include "schemas/k8s/authentication.pb.h"
@@ -279,6 +280,18 @@ void Scheme::RegisterBuiltins(Scheme* s) {
        {"svc"},
        {"all"},
        true,
+       false},
+      {"v1",
+       "endpoints",
+       "endpoints",
+       "Endpoints",
+       &corev1::Endpoints::default_instance(),
+       "EndpointsList",
+       &corev1::EndpointsList::default_instance(),
+       true,
+       {"ep"},
+       {},
+       false,
        false},
       {"v1",
        "events",

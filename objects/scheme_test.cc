@@ -6,6 +6,7 @@
 #include <set>
 
 #include "objects/apps_workloads_types.h"
+#include "objects/endpoints_types.h"
 #include "objects/field_table.h"
 #include "objects/meta.h"
 #include "objects/batch_types.h"
@@ -59,6 +60,7 @@ TEST(Scheme, CoreResources) {
       {"secrets", "Secret", true, {}, {}},
       {"services", "Service", true, {"svc"}, {"status"}},
       {"events", "Event", true, {"ev"}, {}},
+      {"endpoints", "Endpoints", true, {"ep"}, {}},
       {"serviceaccounts", "ServiceAccount", true, {"sa"}, {"token"}},
   };
   for (const Want& w : wants) {
@@ -121,6 +123,8 @@ TEST(Scheme, ResolvesKubectlWords) {
       {"leases.coordination.k8s.io", "leases"},
       {"secret", "secrets"},
       {"sa", "serviceaccounts"},
+      {"ep", "endpoints"},
+      {"endpoints", "endpoints"},
       {"serviceaccount", "serviceaccounts"},
       {"binding", "bindings"},
   };
@@ -221,6 +225,7 @@ TEST(Scheme, EverySchemaMessageHasACodecTable) {
       autoscalingv1::Scale::descriptor()->file(),
       authenticationv1::TokenRequest::descriptor()->file(),
       batchv1::Job::descriptor()->file(),
+      corev1::Endpoints::descriptor()->file(),
       metav1::ObjectMeta::descriptor()->file(),
       runtimepb::Unknown::descriptor()->file(),
   };

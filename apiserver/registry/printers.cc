@@ -1025,4 +1025,52 @@ std::vector<TableCell> CronJobRow(const objects::batchv1::CronJob& cj,
           S(selector)};
 }
 
+std::vector<TableColumn> EndpointsColumns() {
+  return {NameColumn(),
+          Col("Endpoints", "string",
+              "The set of all endpoints is the union of all subsets. "
+              "Addresses are placed into subsets according to the IPs they "
+              "share. A single address with multiple ports, some of which are "
+              "ready and some of which are not (because they come from "
+              "different containers) will result in the address being "
+              "displayed in different subsets for the different ports. No "
+              "address will appear in both Addresses and NotReadyAddresses in "
+              "the same subset. Sets of addresses and ports that comprise a "
+              "service."),
+          AgeColumn()};
+}
+
+// kube's formatEndpoints: the first three ready ip:port pairs (bare IPs for
+// a subset without ports), then " + N more...".
+std::vector<TableCell> EndpointsRow(const objects::corev1::Endpoints& ep,
+                                    WallTime now) {
+  constexpr size_t kMax = 3;
+  std::vector<std::string> shown;
+  size_t count = 0;
+  auto add = [&](std::string s) {
+    ++count;
+    if (shown.size() < kMax) shown.push_back(std::move(s));
+  };
+  for (const auto& ss : ep.subsets()) {
+    if (ss.ports().empty()) {
+      for (const auto& a : ss.addresses()) add(a.ip());
+      continue;
+    }
+    for (const auto& port : ss.ports()) {
+      for (const auto& a : ss.addresses()) {
+        const bool v6 = a.ip().find(':') != std::string::npos;
+        add((v6 ? "[" + a.ip() + "]" : a.ip()) + ":" +
+            std::to_string(port.port()));
+      }
+    }
+  }
+  std::string endpoints = StrJoin(shown, ",");
+  if (ep.subsets().empty()) {
+    endpoints = "<none>";
+  } else if (count > kMax) {
+    endpoints += " + " + std::to_string(count - kMax) + " more...";
+  }
+  return {S(ep.metadata().name()), S(endpoints), S(Age(ep.metadata(), now))};
+}
+
 }  // namespace kplane::apiserver::printers

@@ -20,6 +20,7 @@
 
 #include "objects/apps_workloads_types.h"
 #include "objects/batch_types.h"
+#include "objects/endpoints_types.h"
 #include "objects/serviceaccount_types.h"
 #include "objects/types.h"
 #include "apiserver/registry/strategy.h"
@@ -73,6 +74,10 @@ std::vector<TableCell> StatefulSetRow(const objects::appsv1::StatefulSet& s,
 
 std::vector<TableColumn> DaemonSetColumns();
 std::vector<TableCell> DaemonSetRow(const objects::appsv1::DaemonSet& ds,
+                                    WallTime now);
+
+std::vector<TableColumn> EndpointsColumns();
+std::vector<TableCell> EndpointsRow(const objects::corev1::Endpoints& ep,
                                     WallTime now);
 
 std::vector<TableColumn> ServiceAccountColumns();

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "objects/codec.h"
+#include "objects/endpoints_types.h"
 #include "objects/test_util.h"
 #include "apiserver/registry/test_util.h"
 
@@ -395,6 +396,25 @@ TEST(SmallKindsTableTest, ServiceAccountRows) {
   auto row = s.Row(sa, At(kCreated + 120));
   EXPECT_TRUE(row[1].is_int);
   EXPECT_EQ(Cells(row), (std::vector<std::string>{"default", "2", "2m"}));
+}
+
+TEST(SmallKindsTableTest, EndpointsRows) {
+  const Strategy& s = StrategyOf("", "endpoints");
+  EXPECT_EQ(ColumnNames(s),
+            (std::vector<std::string>{"Name", "Endpoints", "Age"}));
+  auto ep = Decode<objects::corev1::Endpoints>(R"({"metadata":{
+    "name":"web","creationTimestamp":"2026-11-29T08:37:42Z"},
+    "subsets":[{"addresses":[{"ip":"10.0.0.1"},{"ip":"fd00::2"}],
+      "notReadyAddresses":[{"ip":"10.0.0.9"}],
+      "ports":[{"name":"http","port":80},{"name":"https","port":443}]}]})");
+  EXPECT_EQ(
+      Cells(s.Row(ep, At(kCreated + 120))),
+      (std::vector<std::string>{
+          "web", "10.0.0.1:80,[fd00::2]:80,10.0.0.1:443 + 1 more...", "2m"}));
+  ep.mutable_subsets(0)->clear_addresses();
+  EXPECT_EQ(Cells(s.Row(ep, At(kCreated)))[1], "");
+  ep.clear_subsets();
+  EXPECT_EQ(Cells(s.Row(ep, At(kCreated)))[1], "<none>");
 }
 
 TEST(DefaultTableTest, KindsWithoutPrinter) {

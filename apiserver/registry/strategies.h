@@ -134,6 +134,7 @@ std::unique_ptr<Strategy> NewConfigMapStrategy(const objects::ResourceInfo* r);
 std::unique_ptr<Strategy> NewSecretStrategy(const objects::ResourceInfo* r);
 std::unique_ptr<Strategy> NewServiceStrategy(const objects::ResourceInfo* r);
 std::unique_ptr<Strategy> NewEventStrategy(const objects::ResourceInfo* r);
+std::unique_ptr<Strategy> NewEndpointsStrategy(const objects::ResourceInfo* r);
 std::unique_ptr<Strategy> NewServiceAccountStrategy(
     const objects::ResourceInfo* r);
 std::unique_ptr<Strategy> NewDeploymentStrategy(const objects::ResourceInfo* r);

@@ -167,6 +167,7 @@ Factory FactoryFor(const objects::ResourceInfo& r) {
           {{"", "secrets"}, &NewSecretStrategy},
           {{"", "services"}, &NewServiceStrategy},
           {{"", "events"}, &NewEventStrategy},
+          {{"", "endpoints"}, &NewEndpointsStrategy},
           {{"", "serviceaccounts"}, &NewServiceAccountStrategy},
           {{"apps", "deployments"}, &NewDeploymentStrategy},
           {{"apps", "replicasets"}, &NewReplicaSetStrategy},

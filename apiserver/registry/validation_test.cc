@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "objects/codec.h"
+#include "objects/endpoints_types.h"
 #include "objects/test_util.h"
 #include "apiserver/registry/strategy.h"
 #include "apiserver/registry/test_util.h"
@@ -720,6 +721,60 @@ TEST(ServiceAccountValidationTest, NameAndSecretReferences) {
               ElementsAre(::testing::StartsWith(
                   "metadata.name: Invalid value: \"Builder\": a lowercase "
                   "RFC 1123 subdomain")));
+}
+
+TEST(EndpointsValidationTest, SubsetsAddressesAndPorts) {
+  const Strategy& s = StrategyOf("", "endpoints");
+  auto ep = Decode<objects::corev1::Endpoints>(R"({"metadata":{
+    "name":"patroni","namespace":"default",
+    "annotations":{"leader":"pg-0"}},
+    "subsets":[{"addresses":[{"ip":"10.1.2.3","nodeName":"node-0",
+      "targetRef":{"kind":"Pod","name":"pg-0"}}],
+      "ports":[{"name":"postgresql","port":5432}]}]})");
+  s.Default(&ep);
+  EXPECT_EQ(ep.subsets(0).ports(0).protocol(), "TCP");
+  EXPECT_THAT(s.ValidateCreate(ep), IsEmpty());
+  // No subsets at all is valid: Patroni's leader Endpoints has none.
+  auto bare = ep;
+  bare.clear_subsets();
+  EXPECT_THAT(s.ValidateCreate(bare), IsEmpty());
+
+  auto bad = ep;
+  auto* ss = bad.mutable_subsets(0);
+  ss->mutable_addresses(0)->set_ip("127.0.0.1");
+  ss->mutable_addresses(0)->set_nodename("Node_0");
+  auto* second = ss->add_ports();
+  second->set_port(70000);
+  second->set_protocol("ICMP");
+  bad.add_subsets()->add_ports()->set_port(1);
+  bad.mutable_subsets(1)->mutable_ports(0)->set_protocol("UDP");
+  EXPECT_THAT(
+      Texts(s.ValidateCreate(bad)),
+      ElementsAre(
+          ::testing::StartsWith("subsets[0].addresses[0].nodeName: Invalid "
+                                "value: \"Node_0\": a lowercase RFC 1123 "
+                                "subdomain"),
+          "subsets[0].addresses[0].ip: Invalid value: \"127.0.0.1\": may "
+          "not be in the loopback range (127.0.0.0/8, ::1/128)",
+          "subsets[0].ports[1].name: Required value",
+          ::testing::StartsWith(
+              "subsets[0].ports[1].port: Invalid value: 70000: must be "
+              "between 1 and 65535"),
+          "subsets[0].ports[1].protocol: Unsupported value: \"ICMP\": "
+          "supported values: \"SCTP\", \"TCP\", \"UDP\"",
+          "subsets[1]: Required value: must specify `addresses` or "
+          "`notReadyAddresses`"));
+  auto link_local = ep;
+  link_local.mutable_subsets(0)->mutable_addresses(0)->set_ip(
+      "169.254.169.254");
+  EXPECT_THAT(Texts(s.ValidateCreate(link_local)),
+              ElementsAre("subsets[0].addresses[0].ip: Invalid value: "
+                          "\"169.254.169.254\": may not be in the link-local "
+                          "range (169.254.0.0/16, fe80::/10)"));
+  auto updated = ep;
+  updated.mutable_metadata()->set_name("other");
+  EXPECT_THAT(Texts(s.ValidateUpdate(updated, ep)),
+              ElementsAre(::testing::HasSubstr("field is immutable")));
 }
 
 TEST(TokenRequestValidationTest, ExpirationBounds) {

@@ -169,6 +169,18 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
                    "repeatable: the first is written into new tokens, all are "
                    "accepted. Default: "
                    "https://kubernetes.default.svc.cluster.local.");
+  std::string service_cluster_ip_range =
+      ApiServerOptions{}.service_cluster_ip_range;
+  std::string service_node_port_range =
+      ApiServerOptions{}.service_node_port_range;
+  flags.String("service-cluster-ip-range", &service_cluster_ip_range,
+               "IPv4 CIDR (a /12 .. /30) Services' ClusterIPs come from; the "
+               "first address is the kubernetes Service's. Allocations are "
+               "kept in the store (/registry/ranges/serviceips): keep the "
+               "range once chosen.");
+  flags.String("service-node-port-range", &service_node_port_range,
+               "Ports NodePort Services' nodePorts come from (kept in the "
+               "store at /registry/ranges/servicenodeports).");
   flags.String("log-level", &log_level, "debug, info, warning or error.");
   if (auto code = ParseCommandFlags(flags, args, "kplane apiserver"))
     return *code;
@@ -304,6 +316,8 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
   o.service_account_signing_key_pem = std::move(sa_signing_key);
   o.service_account_key_pems = std::move(sa_keys);
   if (!sa_issuers.empty()) o.service_account_issuers = sa_issuers;
+  o.service_cluster_ip_range = service_cluster_ip_range;
+  o.service_node_port_range = service_node_port_range;
   ApiServer server(o);
   if (Status st = server.Start(); !st.ok()) return fail(st);
   if (!server.WaitReady(seconds(60))) {

@@ -531,6 +531,8 @@ Status ControlPlane::Impl::StartControllerManager() {
     ASSIGN_OR_RETURN(co.serving_tls,
                      pki->ServerContext(pki->controller_manager_serving,
                                         net::ClientAuth::kNone));
+    // kube-root-ca.crt in every namespace (kubeadm passes --root-ca-file).
+    co.root_ca_pem = pki->ca.cert_pem;
   }
   co.node_monitor_grace_period = options.node_monitor_grace_period;
   co.node_monitor_period = options.node_monitor_period;

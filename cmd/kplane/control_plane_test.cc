@@ -314,6 +314,57 @@ TEST_F(ControlPlaneTest, DeploymentBecomesAvailableOnSimulatedNodes) {
   }
   EXPECT_EQ(running, 3u) << pods.body;
 
+  // With auth on, the controller manager keeps Endpoints (issue 20): a
+  // Service of the deployment lists its three pods, and every namespace
+  // has kube-root-ca.crt holding our CA. await_watch waits on a watch
+  // until the last event's line holds `want` `times`.
+  auto await_watch = [&](const std::string& path, const std::string& want,
+                         size_t times = 1) {
+    std::string got;
+    bool seen_enough = false;
+    auto w = (*client)->Stream("GET", path, {}, "", [&](std::string_view d) {
+      got.append(d);
+      const size_t end = got.rfind('\n');
+      if (end == std::string::npos) return true;
+      const size_t before = end == 0 ? std::string::npos
+                                     : got.rfind('\n', end - 1);
+      const size_t begin = before == std::string::npos ? 0 : before + 1;
+      const std::string line = got.substr(begin, end - begin);
+      size_t n = 0;
+      for (size_t at = 0; (at = line.find(want, at)) != std::string::npos;
+           ++at) {
+        ++n;
+      }
+      seen_enough = n >= times;
+      return !seen_enough;
+    });
+    return seen_enough;
+  };
+  ASSERT_EQ(Do(api, "POST", "/api/v1/namespaces/default/services",
+               R"({"metadata":{"name":"web"},"spec":{"selector":)"
+               R"({"app":"web"},"ports":[{"port":80}]}})")
+                .status,
+            201);
+  EXPECT_TRUE(await_watch(
+      "/api/v1/namespaces/default/endpoints?watch=1&fieldSelector="
+      "metadata.name%3Dweb&timeoutSeconds=60",
+      "\"kind\":\"Pod\"", 3));
+  std::ifstream ca_file(pki_dir_ + "/ca.crt");
+  const std::string ca_pem(std::istreambuf_iterator<char>(ca_file), {});
+  ASSERT_FALSE(ca_pem.empty());
+  EXPECT_TRUE(await_watch(
+      "/api/v1/namespaces/kube-system/configmaps?watch=1&fieldSelector="
+      "metadata.name%3Dkube-root-ca.crt&timeoutSeconds=60",
+      "\"ca.crt\":\"-----BEGIN CERTIFICATE-----"));
+  net::HttpResponse root_ca = Do(
+      api, "GET", "/api/v1/namespaces/kube-system/configmaps/kube-root-ca.crt");
+  ASSERT_EQ(root_ca.status, 200);
+  std::string escaped;
+  for (char c : ca_pem) {
+    escaped += c == '\n' ? std::string("\\n") : std::string(1, c);
+  }
+  EXPECT_NE(root_ca.body.find(escaped), std::string::npos) << root_ca.body;
+
   // The nodes' control endpoint and the controller manager serve HTTPS
   // with certificates from the same CA; the nodes' endpoint (it can stop
   // nodes) takes only clients with a certificate the CA signed.

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "base/command.h"
+#include "base/file_system.h"
 #include "base/flags.h"
 #include "base/logging.h"
 #include "base/strings.h"
@@ -26,7 +27,7 @@ int RunControllerManagerCommand(const std::vector<std::string>& args) {
       "Runs kplane's controllers (replicaset, deployment, scheduler, "
       "nodelifecycle, garbagecollector, namespace, podgc, "
       "serviceaccount, statefulset, daemonset, job, ttlafterfinished, "
-      "cronjob) against an API server.");
+      "cronjob, endpoint, root-ca-cert-publisher) against an API server.");
   ControllerManagerOptions o;
   std::string master;
   std::string kubeconfig;
@@ -79,6 +80,11 @@ int RunControllerManagerCommand(const std::vector<std::string>& args) {
             "`kplane up` serves it over HTTPS).");
   ServingTlsFlags serving_tls(flags, {.served = "/healthz and /metrics",
                                       .origin = "kube-controller-manager's"});
+  std::string root_ca_file;
+  flags.String("root-ca-file", &root_ca_file,
+               "PEM CA bundle published as the kube-root-ca.crt ConfigMap "
+               "(key ca.crt) in every namespace (the root-ca-cert-publisher "
+               "controller). Empty: that controller does not run.");
   flags.String("log-level", &log_level, "debug, info, warning or error.");
   if (auto code = ParseCommandFlags(flags, args, "kplane controller-manager"))
     return *code;
@@ -98,6 +104,11 @@ int RunControllerManagerCommand(const std::vector<std::string>& args) {
   auto serving = serving_tls.Context();
   if (!serving.ok()) return fail(serving.status());
   o.serving_tls = *serving;
+  if (!root_ca_file.empty()) {
+    auto ca = ReadFile(FileSystem::Default(), root_ca_file);
+    if (!ca.ok()) return fail(ca.status().Annotate("--root-ca-file"));
+    o.root_ca_pem = std::move(*ca);
+  }
   o.pod_eviction_timeout_default = seconds(toleration_seconds);
   char* end = nullptr;
   o.node_eviction_rate = std::strtod(eviction_rate.c_str(), &end);

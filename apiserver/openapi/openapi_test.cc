@@ -36,8 +36,8 @@ TEST(SchemaModelTest, PodAsKubePublishesIt) {
   EXPECT_EQ(pod.gvks[0].kind, "Pod");
   // apiVersion, kind, metadata, spec, status in this order.
   ASSERT_GE(pod.properties.size(), 5u);
-  EXPECT_EQ(pod.properties[0].first, "apiVersion");
-  EXPECT_EQ(pod.properties[1].first, "kind");
+  EXPECT_EQ(pod.properties[0].name, "apiVersion");
+  EXPECT_EQ(pod.properties[1].name, "kind");
   EXPECT_EQ(Prop(pod, "apiVersion").type, "string");
   EXPECT_EQ(Prop(pod, "metadata").ref,
             "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta");

@@ -125,7 +125,7 @@ void AddProperty(Schema* parent, const MessageTable& owner,
                  const FieldEntry& f) {
   const patch::PatchMeta* meta = patch::KubernetesPatchMetaTable().Find(
       owner.descriptor->full_name(), f.name);
-  parent->properties.emplace_back(std::string(f.name), FieldSchema(f, meta));
+  parent->properties.push_back({std::string(f.name), FieldSchema(f, meta)});
   if (IsRequired(f)) parent->required.emplace_back(f.name);
 }
 
@@ -199,8 +199,8 @@ void SchemaModel::AddMessage(const Descriptor* d) {
   if (table->type_meta) {
     Schema str;
     str.type = "string";
-    built.properties.emplace_back("apiVersion", str);
-    built.properties.emplace_back("kind", str);
+    built.properties.push_back({"apiVersion", str});
+    built.properties.push_back({"kind", str});
   }
   std::vector<const Descriptor*> referenced;
   for (const FieldEntry& f : table->fields) {

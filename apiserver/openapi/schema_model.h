@@ -66,13 +66,17 @@ struct GroupVersionKind {
   std::string group, version, kind;
 };
 
+struct SchemaProperty;  // a property's name and schema, below
+
 // One JSON-schema node: the subset Kubernetes' built-in definitions use.
 struct Schema {
   std::string ref;  // a definition name, without "#/definitions/"
   std::string type;
   std::string format;
   std::string description;
-  std::vector<std::pair<std::string, Schema>> properties;  // in Go order
+  // In Go order. (Not a std::pair<std::string, Schema>: a pair of the
+  // incomplete Schema is refused by clang with libstdc++.)
+  std::vector<SchemaProperty> properties;
   std::vector<std::string> required;
   std::shared_ptr<const Schema> items;                  // type array
   std::shared_ptr<const Schema> additional_properties;  // maps
@@ -86,6 +90,11 @@ struct Schema {
   std::vector<std::string> list_map_keys;
 
   const Schema* Property(std::string_view name) const;
+};
+
+struct SchemaProperty {
+  std::string name;
+  Schema schema;
 };
 
 class SchemaModel {

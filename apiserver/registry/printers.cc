@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <set>
 
+#include "apiserver/registry/validation_util.h"
+#include "base/strings.h"
 #include "objects/machinery/duration.h"
 #include "objects/meta.h"
 #include "objects/time.h"
-#include "apiserver/registry/validation_util.h"
-#include "base/strings.h"
 
 namespace kplane::apiserver::printers {
 
@@ -75,11 +75,14 @@ std::string FormatLabels(const validation::StringMap& m) {
 
 bool IsZeroTime(const objects::metav1::Time& t) { return objects::IsZero(t); }
 
-int64_t Seconds(const objects::metav1::Time& t) { return objects::UnixSeconds(t); }
+int64_t Seconds(const objects::metav1::Time& t) {
+  return objects::UnixSeconds(t);
+}
 
 }  // namespace
 
-std::string TranslateTimestampSince(const objects::metav1::Time& t, WallTime now) {
+std::string TranslateTimestampSince(const objects::metav1::Time& t,
+                                    WallTime now) {
   if (objects::IsZero(t)) return "<unknown>";
   auto d = now - objects::ToWallTime(t);
   return machinery::HumanDuration(
@@ -101,7 +104,8 @@ std::vector<TableColumn> DefaultColumns() {
 std::vector<TableCell> DefaultRow(const objects::metav1::ObjectMeta& meta) {
   std::string created;
   if (!objects::IsZero(meta.creationtimestamp())) {
-    created = objects::FormatRfc3339(objects::UnixSeconds(meta.creationtimestamp()));
+    created =
+        objects::FormatRfc3339(objects::UnixSeconds(meta.creationtimestamp()));
   } else {
     created = "0001-01-01T00:00:00Z";
   }
@@ -881,6 +885,27 @@ namespace kplane::apiserver::printers {
 
 // --- batch ---
 
+namespace {
+
+// The Selector column of jobs and cronjobs (a CronJob shows its job
+// template's).
+TableColumn JobSelectorColumn() {
+  return Col("Selector", "string",
+             "A label query over pods that should match the pod count. "
+             "Normally, the system sets this field for you. More info: "
+             "https://kubernetes.io/docs/concepts/overview/"
+             "working-with-objects/labels/#label-selectors",
+             1);
+}
+
+std::string JobSelectorCell(const objects::batchv1::JobSpec& spec) {
+  if (!spec.has_selector()) return "<none>";
+  auto sel = validation::AsSelector(&spec.selector());
+  return !sel ? "<error>" : sel->Empty() ? "<none>" : sel->String();
+}
+
+}  // namespace
+
 std::vector<TableColumn> JobColumns() {
   return {
       NameColumn(),
@@ -893,12 +918,7 @@ std::vector<TableColumn> JobColumns() {
       AgeColumn(),
       Col("Containers", "string", kContainersDoc, 1),
       Col("Images", "string", kImagesDoc, 1),
-      Col("Selector", "string",
-          "A label query over pods that should match the pod count. Normally, "
-          "the system sets this field for you. More info: "
-          "https://kubernetes.io/docs/concepts/overview/working-with-objects/"
-          "labels/#label-selectors",
-          1),
+      JobSelectorColumn(),
   };
 }
 
@@ -909,21 +929,20 @@ std::vector<TableCell> JobRow(const objects::batchv1::Job& job, WallTime now) {
     }
     return false;
   };
-  std::string status = has("Complete")                ? "Complete"
-                       : has("Failed")                ? "Failed"
+  std::string status = has("Complete")                           ? "Complete"
+                       : has("Failed")                           ? "Failed"
                        : objects::IsBeingDeleted(job.metadata()) ? "Terminating"
-                       : has("Suspended")             ? "Suspended"
-                       : has("FailureTarget")         ? "FailureTarget"
-                       : has("SuccessCriteriaMet")    ? "SuccessCriteriaMet"
-                                                      : "Running";
+                       : has("Suspended")                        ? "Suspended"
+                       : has("FailureTarget")      ? "FailureTarget"
+                       : has("SuccessCriteriaMet") ? "SuccessCriteriaMet"
+                                                   : "Running";
   const auto& spec = job.spec();
   const std::string succeeded = std::to_string(job.status().succeeded());
   std::string completions;
   if (spec.has_completions()) {
     completions = succeeded + "/" + std::to_string(spec.completions());
   } else if (spec.parallelism() > 1) {
-    completions =
-        succeeded + "/1 of " + std::to_string(spec.parallelism());
+    completions = succeeded + "/1 of " + std::to_string(spec.parallelism());
   } else {
     completions = succeeded + "/1";
   }
@@ -938,11 +957,6 @@ std::vector<TableCell> JobRow(const objects::batchv1::Job& job, WallTime now) {
             .count());
   }
   auto [names, images] = ContainerCells(spec.template_().spec().containers());
-  std::string selector = "<none>";
-  if (spec.has_selector()) {
-    auto sel = validation::AsSelector(&spec.selector());
-    selector = !sel ? "<error>" : sel->Empty() ? "<none>" : sel->String();
-  }
   return {S(job.metadata().name()),
           S(status),
           S(completions),
@@ -950,9 +964,8 @@ std::vector<TableCell> JobRow(const objects::batchv1::Job& job, WallTime now) {
           S(Age(job.metadata(), now)),
           S(names),
           S(images),
-          S(selector)};
+          S(JobSelectorCell(spec))};
 }
-
 
 std::vector<TableColumn> CronJobColumns() {
   return {
@@ -987,12 +1000,7 @@ std::vector<TableColumn> CronJobColumns() {
       AgeColumn(),
       Col("Containers", "string", kContainersDoc, 1),
       Col("Images", "string", kImagesDoc, 1),
-      Col("Selector", "string",
-          "A label query over pods that should match the pod count. Normally, "
-          "the system sets this field for you. More info: "
-          "https://kubernetes.io/docs/concepts/overview/working-with-objects/"
-          "labels/#label-selectors",
-          1),
+      JobSelectorColumn(),
   };
 }
 
@@ -1006,11 +1014,6 @@ std::vector<TableCell> CronJobRow(const objects::batchv1::CronJob& cj,
   const auto& job_spec = spec.jobtemplate().spec();
   auto [names, images] =
       ContainerCells(job_spec.template_().spec().containers());
-  std::string selector = "<none>";
-  if (job_spec.has_selector()) {
-    auto sel = validation::AsSelector(&job_spec.selector());
-    selector = !sel ? "<error>" : sel->Empty() ? "<none>" : sel->String();
-  }
   return {S(cj.metadata().name()),
           S(spec.schedule()),
           S(spec.has_timezone() ? spec.timezone() : "<none>"),
@@ -1022,7 +1025,7 @@ std::vector<TableCell> CronJobRow(const objects::batchv1::CronJob& cj,
           S(Age(cj.metadata(), now)),
           S(names),
           S(images),
-          S(selector)};
+          S(JobSelectorCell(job_spec))};
 }
 
 std::vector<TableColumn> EndpointsColumns() {

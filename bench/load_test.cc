@@ -1,6 +1,7 @@
 #include "bench/load.h"
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
 #include <atomic>
 #include <filesystem>
@@ -118,9 +119,11 @@ class BenchTlsTest : public ::testing::Test {
                                now);
     const net::KeyPair client = *net::IssueCertificate(
         ca_, {.common_name = "bench-user", .client_auth = true}, now);
-    dir_ = ::testing::TempDir() + "/bench_tls_" +
-           std::to_string(reinterpret_cast<uintptr_t>(this));
-    std::filesystem::create_directories(dir_);
+    // mkdtemp, not a name from `this`: ctest runs the cases in parallel
+    // processes, whose fixtures can sit at the same address.
+    std::string tmpl = ::testing::TempDir() + "/bench_tls_XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
     Write("ca.crt", ca_.cert_pem);
     Write("client.crt", client.cert_pem);
     Write("client.key", client.key_pem);

@@ -1,5 +1,6 @@
 #include "objects/machinery/cron.h"
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 #include <vector>
@@ -57,7 +58,10 @@ Status ParseRange(std::string_view expr, const Field& f, std::bitset<N>* bits,
       return InvalidArgumentError(
           "step of range should be a positive number: " + std::string(expr));
     }
-    step = static_cast<int>(*s);
+    // A step past the field's span selects only the start, as any larger
+    // one does: clamp before narrowing (a step from the request must not
+    // wrap to a negative int and index outside the bitset).
+    step = static_cast<int>(std::min<int64_t>(*s, 1000));
   }
   int lo, hi;
   if (range == "*" || range == "?") {

@@ -40,6 +40,11 @@ TEST(CronScheduleTest, NextMatchingMinute) {
   // Both day fields restricted: either matches (the 10th, or a Monday).
   EXPECT_EQ(Next("0 0 10 * 1", now), T(2026, 12, 7, 0, 0));
   EXPECT_EQ(Next("0 0 30 2 *", now), WallTime::max());
+  // A step beyond the field's span (even one past INT_MAX, found by
+  // fuzz/cron_fuzz) keeps only the start of the range.
+  EXPECT_EQ(Next("*/2222222221 * * * *", now), T(2026, 12, 3, 15, 0));
+  EXPECT_EQ(Next("10/9223372036854775807 * * * *", now),
+            T(2026, 12, 3, 15, 10));
   // Strictly after: a time on the minute moves on.
   EXPECT_EQ(Next("38 14 * * *", T(2026, 12, 3, 14, 38)),
             T(2026, 12, 4, 14, 38));

@@ -106,7 +106,11 @@ int32_t ResolveIntOrPercent(const objects::intstr::IntOrString& v,
   std::optional<int64_t> pct = ParseInt64(s.substr(0, s.size() - 1));
   if (!pct) return 0;
   double x = static_cast<double>(*pct) * total / 100.0;
-  return static_cast<int32_t>(round_up ? std::ceil(x) : std::floor(x));
+  x = round_up ? std::ceil(x) : std::floor(x);
+  // Validation bounds maxUnavailable to 100% but not maxSurge ("5000000000%"
+  // is valid, as in kube): converting a double beyond int32 is undefined.
+  return static_cast<int32_t>(
+      std::clamp(x, 0.0, static_cast<double>(INT32_MAX)));
 }
 
 DeploymentController::DeploymentController(DeploymentControllerOptions options)

@@ -3,8 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "objects/meta.h"
 #include "controllers/test_objects.h"
+#include "objects/meta.h"
 
 namespace kplane::controllers {
 namespace {
@@ -21,12 +21,15 @@ TEST(DeploymentHelpersTest, ResolveIntOrPercent) {
     bool up;
     int32_t want;
   };
-  for (const Case& c : std::vector<Case>{{0, 3, "", 10, true, 3},
-                                         {1, 0, "25%", 10, true, 3},
-                                         {1, 0, "25%", 10, false, 2},
-                                         {1, 0, "100%", 7, false, 7},
-                                         {1, 0, "0%", 7, true, 0},
-                                         {1, 0, "bad", 7, true, 0}}) {
+  for (const Case& c :
+       std::vector<Case>{{0, 3, "", 10, true, 3},
+                         {1, 0, "25%", 10, true, 3},
+                         {1, 0, "25%", 10, false, 2},
+                         {1, 0, "100%", 7, false, 7},
+                         {1, 0, "0%", 7, true, 0},
+                         {1, 0, "bad", 7, true, 0},
+                         // A valid maxSurge far past int32.
+                         {1, 0, "5000000000000%", 1000, true, INT32_MAX}}) {
     objects::intstr::IntOrString v;
     v.set_type(c.type);
     v.set_intval(c.i);
@@ -87,7 +90,8 @@ class DeploymentTest : public ::testing::Test {
           ->mutable_labels())[kPodTemplateHashLabel] = hash;
     (*rs->mutable_metadata()->mutable_annotations())[kRevisionAnnotation] =
         std::to_string(revision);
-    objects::SetTime(rs->mutable_metadata()->mutable_creationtimestamp(), created);
+    objects::SetTime(rs->mutable_metadata()->mutable_creationtimestamp(),
+                     created);
     OwnedBy(rs->mutable_metadata(), "Deployment", d.metadata());
     rs->mutable_status()->set_replicas(spec);
     rs->mutable_status()->set_readyreplicas(available);
@@ -147,7 +151,8 @@ TEST_F(DeploymentTest, NewDeploymentCreatesHashedReplicaSet) {
       hash);
   EXPECT_EQ(objects::Annotation(rs->metadata(), kRevisionAnnotation), "1");
   EXPECT_EQ(objects::ControllerRef(rs->metadata())->kind(), "Deployment");
-  EXPECT_EQ(objects::Annotation(Current()->metadata(), kRevisionAnnotation), "1");
+  EXPECT_EQ(objects::Annotation(Current()->metadata(), kRevisionAnnotation),
+            "1");
   ASSERT_NE(Condition("Progressing"), nullptr);
   EXPECT_EQ(Condition("Progressing")->reason(), "NewReplicaSetCreated");
   EXPECT_EQ(Condition("Available")->status(), "False");
@@ -192,7 +197,8 @@ TEST_F(DeploymentTest, RollingUpdateStepsWithinSurgeAndUnavailable) {
   EXPECT_EQ(st.observedgeneration(), 1);
   EXPECT_EQ(Condition("Progressing")->reason(), "NewReplicaSetAvailable");
   EXPECT_EQ(Condition("Available")->reason(), "MinimumReplicasAvailable");
-  EXPECT_EQ(objects::Annotation(Current()->metadata(), kRevisionAnnotation), "2");
+  EXPECT_EQ(objects::Annotation(Current()->metadata(), kRevisionAnnotation),
+            "2");
 }
 
 TEST_F(DeploymentTest, RecreateWaitsForOldPodsToGo) {
@@ -233,7 +239,8 @@ TEST_F(DeploymentTest, RollbackByTemplateBumpsTheOldReplicaSetsRevision) {
   auto bumped =
       std::dynamic_pointer_cast<const appsv1::ReplicaSet>(fake_.Written()[0]);
   EXPECT_EQ(objects::Annotation(bumped->metadata(), kRevisionAnnotation), "3");
-  EXPECT_EQ(objects::Annotation(Current()->metadata(), kRevisionAnnotation), "3");
+  EXPECT_EQ(objects::Annotation(Current()->metadata(), kRevisionAnnotation),
+            "3");
 }
 
 TEST_F(DeploymentTest, ScaleDownGoesToTheNewReplicaSet) {

@@ -83,8 +83,10 @@ std::optional<int> CompletionIndex(const corev1::Pod& pod) {
   return static_cast<int>(*i);
 }
 
-// "1,3-5,7" <-> {1, 3, 4, 5, 7} (kube's completedIndexes format).
-std::set<int> ParseIndexes(std::string_view s) {
+// "1,3-5,7" <-> {1, 3, 4, 5, 7} (kube's completedIndexes format), only the
+// indexes below `completions`: the status is anyone's with update on
+// jobs/status, and "0-9223372036854775806" must not fill memory.
+std::set<int> ParseIndexes(std::string_view s, int64_t completions) {
   std::set<int> out;
   for (std::string_view part : StrSplit(s, ',')) {
     if (part.empty()) continue;
@@ -93,7 +95,8 @@ std::set<int> ParseIndexes(std::string_view s) {
     auto hi =
         dash == std::string_view::npos ? lo : ParseInt64(part.substr(dash + 1));
     if (!lo || !hi || *lo < 0 || *hi < *lo) continue;
-    for (int64_t i = *lo; i <= *hi; ++i) out.insert(static_cast<int>(i));
+    const int64_t last = std::min(*hi, completions - 1);
+    for (int64_t i = *lo; i <= last; ++i) out.insert(static_cast<int>(i));
   }
   return out;
 }
@@ -321,7 +324,8 @@ Status JobController::Sync(const std::string& key) {
                                      uncounted->succeeded().end());
   std::set<std::string> uncounted_failed(uncounted->failed().begin(),
                                          uncounted->failed().end());
-  std::set<int> completed = ParseIndexes(status.completedindexes());
+  std::set<int> completed =
+      ParseIndexes(status.completedindexes(), indexed ? spec.completions() : 0);
   std::optional<RuleMatch> fail_job;
   bool recorded = false;
   std::vector<PodPtr> release;

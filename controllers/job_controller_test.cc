@@ -297,6 +297,20 @@ TEST_F(JobControllerTest, IndexedJobStartsTheLowestMissingIndexes) {
   EXPECT_EQ(pods[0]->metadata().generatename(), "pi-2-");
 }
 
+// completedIndexes is read back from the status, which a client may write:
+// a range far past the completions is cut at them, not expanded.
+TEST_F(JobControllerTest, CompletedIndexesPastTheCompletionsAreIgnored) {
+  AddJob(2, 3);
+  Update([](batchv1::Job* j) {
+    j->mutable_spec()->set_completionmode("Indexed");
+    j->mutable_status()->set_completedindexes("1-9223372036854775806");
+  });
+  ASSERT_TRUE(controller_.Sync("default/pi").ok());
+  auto pods = CreatedPods();
+  ASSERT_EQ(pods.size(), 1u);
+  EXPECT_EQ(pods[0]->metadata().generatename(), "pi-0-");
+}
+
 TEST_F(JobControllerTest, SuspendDeletesActivePodsAndResumeRestartsTheClock) {
   AddJob(1, 1);
   AddPod("pi-a", "Running");

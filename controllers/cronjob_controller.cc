@@ -183,8 +183,9 @@ Status CronJobController::Sync(const std::string& key) {
                                               ? status.lastscheduletime()
                                               : meta.creationtimestamp());
   if (spec.has_startingdeadlineseconds()) {
-    earliest =
-        std::max(earliest, now - seconds(spec.startingdeadlineseconds()));
+    earliest = std::max(
+        earliest,
+        AddSeconds(now, -std::max<int64_t>(spec.startingdeadlineseconds(), 0)));
   }
   std::optional<WallTime> scheduled;
   int64_t missed = 0;
@@ -212,7 +213,7 @@ Status CronJobController::Sync(const std::string& key) {
   }
   const bool too_late =
       spec.has_startingdeadlineseconds() &&
-      *scheduled + seconds(spec.startingdeadlineseconds()) < now;
+      AddSeconds(*scheduled, spec.startingdeadlineseconds()) < now;
   if (too_late) {
     LOG(INFO) << "cronjob " << key << ": missed the start at "
               << objects::FormatRfc3339(unix)

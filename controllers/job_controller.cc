@@ -491,8 +491,8 @@ Status JobController::Sync(const std::string& key) {
       fail_message = "Job has reached the specified backoff limit";
     } else if (spec.has_activedeadlineseconds() && status.has_starttime() &&
                !spec.suspend()) {
-      WallTime deadline = objects::ToWallTime(status.starttime()) +
-                          seconds(spec.activedeadlineseconds());
+      WallTime deadline = AddSeconds(objects::ToWallTime(status.starttime()),
+                                     spec.activedeadlineseconds());
       if (now >= deadline) {
         fail_reason = "DeadlineExceeded";
         fail_message = "Job was active longer than specified deadline";

@@ -260,6 +260,20 @@ TEST_F(JobControllerTest, ActiveDeadlineDeletesPodsAndFails) {
   EXPECT_TRUE(HasCondition("Failed", "DeadlineExceeded"));
 }
 
+// kube bounds activeDeadlineSeconds only from below: the largest int64 is a
+// deadline that never comes, not one that wrapped into the past.
+TEST_F(JobControllerTest, AnActiveDeadlinePastTheClocksEndNeverExpires) {
+  AddJob(1, 1);
+  Update([](batchv1::Job* j) {
+    j->mutable_spec()->set_activedeadlineseconds(INT64_MAX);
+    objects::SetTime(j->mutable_status()->mutable_starttime(), kNow);
+  });
+  AddPod("pi-a", "Running");
+  ASSERT_TRUE(controller_.Sync("default/pi").ok());
+  EXPECT_FALSE(HasCondition("FailureTarget"));
+  EXPECT_FALSE(HasCondition("Failed"));
+}
+
 TEST_F(JobControllerTest, IndexedJobStartsTheLowestMissingIndexes) {
   AddJob(2, 3);
   Update([](batchv1::Job* j) {

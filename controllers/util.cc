@@ -180,4 +180,18 @@ std::string DeterministicBytes(const google::protobuf::Message& m) {
   return out;
 }
 
+WallTime AddSeconds(WallTime t, int64_t seconds) {
+  using Rep = WallTime::duration::rep;
+  constexpr Rep kPerSecond =
+      std::chrono::duration_cast<WallTime::duration>(std::chrono::seconds(1))
+          .count();
+  Rep delta = 0;
+  Rep sum = 0;
+  if (__builtin_mul_overflow(static_cast<Rep>(seconds), kPerSecond, &delta) ||
+      __builtin_add_overflow(t.time_since_epoch().count(), delta, &sum)) {
+    return seconds > 0 ? WallTime::max() : WallTime::min();
+  }
+  return WallTime(WallTime::duration(sum));
+}
+
 }  // namespace kplane::controllers

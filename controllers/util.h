@@ -77,6 +77,11 @@ std::vector<std::string> ControllerUidIndexFunc(
 // The bytes of `m` with map fields in key order (for equality and hashes).
 std::string DeterministicBytes(const google::protobuf::Message& m);
 
+// t + `seconds`, held at WallTime's ends instead of overflowing: deadlines
+// from a spec's int64 seconds (activeDeadlineSeconds,
+// startingDeadlineSeconds), which kube bounds only from below.
+WallTime AddSeconds(WallTime t, int64_t seconds);
+
 }  // namespace kplane::controllers
 
 #endif  // KPLANE_CONTROLLERS_UTIL_H_

@@ -150,7 +150,11 @@ void DelayingQueue::AddAfter(const std::string& key, Duration delay) {
     Add(key);
     return;
   }
-  const TimePoint due = clock()->Now() + delay;
+  // Held at the clock's end: a delay from an object's deadline (seconds a
+  // client chose) may be too long to add.
+  const TimePoint now = clock()->Now();
+  const TimePoint due =
+      delay >= TimePoint::max() - now ? TimePoint::max() : now + delay;
   MutexLock l(&wait_mu_);
   auto it = ready_at_.find(key);
   if (it != ready_at_.end()) {

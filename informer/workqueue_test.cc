@@ -194,6 +194,20 @@ TEST(DelayingQueueTest, AddAfterWaitsOnTheClock) {
   EXPECT_EQ(q.NumWaiting(), 0);
 }
 
+// A delay too long to add to the clock's time (a deadline a client chose)
+// waits forever rather than wrapping into the past.
+TEST(DelayingQueueTest, ADelayPastTheClocksEndNeverComesDue) {
+  FakeClock clock;
+  DelayingQueue q({.clock = &clock});
+  q.AddAfter("far", Duration::max());
+  q.AddAfter("near", seconds(1));
+  EXPECT_EQ(q.Len(), 0);
+  clock.WaitForWaiters(1);
+  clock.Advance(seconds(1));
+  EXPECT_EQ(q.Get(), "near");
+  EXPECT_EQ(q.NumWaiting(), 1);
+}
+
 TEST(DelayingQueueTest, NonPositiveDelayAddsAtOnce) {
   DelayingQueue q;
   q.AddAfter("a", Duration(0));

@@ -83,17 +83,38 @@ class FullDiskTest : public ::testing::Test {
     auto c = storage::PickFreePort();
     auto p = storage::PickFreePort();
     ASSERT_TRUE(c.ok() && p.ok());
-    endpoint_ = "http://127.0.0.1:" + std::to_string(*c);
-    const std::string peer = "http://127.0.0.1:" + std::to_string(*p);
+    // Over TLS (the default; KPLANE_STORE_TLS=0 for plain HTTP) as etcd
+    // runs with client and peer certificates required.
+    const std::string scheme =
+        storage::StoreSuitesUseTls() ? "https://" : "http://";
+    endpoint_ = scheme + "127.0.0.1:" + std::to_string(*c);
+    const std::string peer = scheme + "127.0.0.1:" + std::to_string(*p);
+    std::vector<std::string> argv = {bin_,
+                                     "store",
+                                     "--name=n1",
+                                     "--data-dir=" + disk_ + "/data",
+                                     "--listen-client-urls=" + endpoint_,
+                                     "--advertise-client-urls=" + endpoint_,
+                                     "--listen-peer-urls=" + peer,
+                                     "--initial-advertise-peer-urls=" + peer,
+                                     "--initial-cluster=n1=" + peer};
+    if (storage::StoreSuitesUseTls()) {
+      auto pki = storage::WriteTestPki(dir_ + "/pki", "fulldisk");
+      ASSERT_TRUE(pki.ok()) << pki.status();
+      tls_ = *pki;
+      for (const std::string& f : std::vector<std::string>{
+               "--cert-file=" + tls_.server_cert_file,
+               "--key-file=" + tls_.server_key_file,
+               "--trusted-ca-file=" + tls_.ca_file, "--client-cert-auth=true",
+               "--peer-cert-file=" + tls_.peer_cert_file,
+               "--peer-key-file=" + tls_.peer_key_file,
+               "--peer-trusted-ca-file=" + tls_.ca_file,
+               "--peer-client-cert-auth=true"}) {
+        argv.push_back(f);
+      }
+    }
     server_ = std::make_unique<Subprocess>(
-        std::vector<std::string>{bin_, "store", "--name=n1",
-                                 "--data-dir=" + disk_ + "/data",
-                                 "--listen-client-urls=" + endpoint_,
-                                 "--advertise-client-urls=" + endpoint_,
-                                 "--listen-peer-urls=" + peer,
-                                 "--initial-advertise-peer-urls=" + peer,
-                                 "--initial-cluster=n1=" + peer},
-        SubprocessOptions{.log_path = dir_ + "/server.log"});
+        argv, SubprocessOptions{.log_path = dir_ + "/server.log"});
     ASSERT_TRUE(server_->Start().ok());
     // etcd's start-up lines, in any order.
     const TimePoint deadline = Clock::Real()->Now() + seconds(30);
@@ -118,6 +139,11 @@ class FullDiskTest : public ::testing::Test {
     std::vector<std::string> argv = {kEtcdctl, "--endpoints=" + endpoint_,
                                      "--dial-timeout=5s",
                                      "--command-timeout=" + timeout};
+    if (tls_.enabled()) {
+      argv.insert(argv.end(), {"--cacert=" + tls_.ca_file,
+                               "--cert=" + tls_.client_cert_file,
+                               "--key=" + tls_.client_key_file});
+    }
     argv.insert(argv.end(), args.begin(), args.end());
     const std::string out = dir_ + "/etcdctl" + std::to_string(++seq_);
     Subprocess p(argv, {.log_path = out, .env = {"ETCDCTL_API=3"}});
@@ -148,6 +174,7 @@ class FullDiskTest : public ::testing::Test {
   }
 
   std::string bin_, dir_, disk_, endpoint_;
+  storage::LocalClusterTls tls_;  // disabled over plain HTTP
   bool mounted_ = false;
   std::unique_ptr<Subprocess> server_;
   int seq_ = 0;

@@ -85,6 +85,30 @@ StatusOr<LocalClusterTls> WriteTestPki(const std::string& dir,
                          .client_key_file = pki.KeyPath("client")};
 }
 
+std::vector<std::string> MemberTlsFlags(const LocalClusterTls& t) {
+  if (!t.enabled()) return {};
+  return {"--cert-file",
+          t.server_cert_file,
+          "--key-file",
+          t.server_key_file,
+          "--trusted-ca-file",
+          t.ca_file,
+          "--client-cert-auth=true",
+          "--peer-cert-file",
+          t.peer_cert_file,
+          "--peer-key-file",
+          t.peer_key_file,
+          "--peer-trusted-ca-file",
+          t.ca_file,
+          "--peer-client-cert-auth=true"};
+}
+
+std::vector<std::string> ClientTlsFlags(const LocalClusterTls& t) {
+  if (!t.enabled()) return {};
+  return {"--cacert=" + t.ca_file, "--cert=" + t.client_cert_file,
+          "--key=" + t.client_key_file};
+}
+
 bool StoreSuitesUseTls() {
   const char* v = std::getenv("KPLANE_STORE_TLS");
   return v == nullptr || std::string_view(v) != "0";
@@ -209,16 +233,7 @@ std::vector<std::string> LocalCluster::Argv(int i) const {
         std::string("--initial-cluster-state"), m.initial_cluster_state}) {
     argv.push_back(a);
   }
-  if (const LocalClusterTls& t = tls_; t.enabled()) {
-    for (const std::string& a : std::vector<std::string>{
-             "--cert-file", t.server_cert_file, "--key-file", t.server_key_file,
-             "--trusted-ca-file", t.ca_file, "--client-cert-auth=true",
-             "--peer-cert-file", t.peer_cert_file, "--peer-key-file",
-             t.peer_key_file, "--peer-trusted-ca-file", t.ca_file,
-             "--peer-client-cert-auth=true"}) {
-      argv.push_back(a);
-    }
-  }
+  for (const std::string& a : MemberTlsFlags(tls_)) argv.push_back(a);
   for (const std::string& f : options_.extra_flags) argv.push_back(f);
   return argv;
 }

@@ -80,6 +80,13 @@ struct LocalClusterTls {
 StatusOr<LocalClusterTls> WriteTestPki(const std::string& dir,
                                        const std::string& ca_name = "test");
 
+// The flags every member gets for `tls` (etcd's: --cert-file, --key-file,
+// --trusted-ca-file, --client-cert-auth=true and the --peer-* ones), and
+// the client flags etcdctl and `kpctl store` take (--cacert, --cert, --key
+// with the harness's certificate). Both empty when `tls` is not enabled.
+std::vector<std::string> MemberTlsFlags(const LocalClusterTls& tls);
+std::vector<std::string> ClientTlsFlags(const LocalClusterTls& tls);
+
 struct LocalClusterOptions {
   StoreKind kind = StoreKind::kEtcd;
   // Empty: /usr/bin/etcd, or FindKplaneBinary() for kKplane.

@@ -102,14 +102,7 @@ class FullDiskTest : public ::testing::Test {
       auto pki = storage::WriteTestPki(dir_ + "/pki", "fulldisk");
       ASSERT_TRUE(pki.ok()) << pki.status();
       tls_ = *pki;
-      for (const std::string& f : std::vector<std::string>{
-               "--cert-file=" + tls_.server_cert_file,
-               "--key-file=" + tls_.server_key_file,
-               "--trusted-ca-file=" + tls_.ca_file, "--client-cert-auth=true",
-               "--peer-cert-file=" + tls_.peer_cert_file,
-               "--peer-key-file=" + tls_.peer_key_file,
-               "--peer-trusted-ca-file=" + tls_.ca_file,
-               "--peer-client-cert-auth=true"}) {
+      for (const std::string& f : storage::MemberTlsFlags(tls_)) {
         argv.push_back(f);
       }
     }
@@ -139,10 +132,8 @@ class FullDiskTest : public ::testing::Test {
     std::vector<std::string> argv = {kEtcdctl, "--endpoints=" + endpoint_,
                                      "--dial-timeout=5s",
                                      "--command-timeout=" + timeout};
-    if (tls_.enabled()) {
-      argv.insert(argv.end(), {"--cacert=" + tls_.ca_file,
-                               "--cert=" + tls_.client_cert_file,
-                               "--key=" + tls_.client_key_file});
+    for (const std::string& f : storage::ClientTlsFlags(tls_)) {
+      argv.push_back(f);
     }
     argv.insert(argv.end(), args.begin(), args.end());
     const std::string out = dir_ + "/etcdctl" + std::to_string(++seq_);

@@ -48,11 +48,8 @@ struct KpctlOut {
 KpctlOut Kpctl(const std::string& endpoint, const storage::LocalClusterTls& tls,
                std::vector<std::string> args) {
   args.insert(args.begin(), "--endpoints=" + endpoint);
-  if (tls.enabled()) {
-    args.insert(args.begin() + 1,
-                {"--cacert=" + tls.ca_file, "--cert=" + tls.client_cert_file,
-                 "--key=" + tls.client_key_file});
-  }
+  const std::vector<std::string> tls_flags = storage::ClientTlsFlags(tls);
+  args.insert(args.begin() + 1, tls_flags.begin(), tls_flags.end());
   std::istringstream in;
   std::ostringstream out, err;
   kpctl::StoreIo io{&in, &out, &err};

@@ -627,7 +627,8 @@ Status ApiServer::Impl::SetupAuth() {
 // As kube's RBAC post-start hook (ensure-initial-rbac): every bootstrap
 // ClusterRole and ClusterRoleBinding that is missing is created; one that
 // exists with autoupdate "true" gets the bootstrap rules (subjects) it
-// lacks added; one with autoupdate "false" is left alone.
+// lacks added (and the aggregationRule and aggregation labels it lacks);
+// one with autoupdate "false" is left alone.
 Status ApiServer::Impl::ReconcileBootstrapPolicy() {
   WriteContext ctx;
   ctx.field_manager = "kube-apiserver";
@@ -657,6 +658,19 @@ Status ApiServer::Impl::ReconcileBootstrapPolicy() {
     merged->CopyFrom(**existing);
     bool changed = false;
     if (auto* role = dynamic_cast<rbacv1::ClusterRole*>(merged.get())) {
+      // Aggregation (admin, edit, view and the labelled roles they select)
+      // is added to roles stored before it existed.
+      const auto& want_role = static_cast<const rbacv1::ClusterRole&>(*want);
+      if (want_role.has_aggregationrule() && !role->has_aggregationrule()) {
+        *role->mutable_aggregationrule() = want_role.aggregationrule();
+        changed = true;
+      }
+      for (const auto& [label, value] : want_role.metadata().labels()) {
+        if (role->metadata().labels().count(label) == 0) {
+          (*role->mutable_metadata()->mutable_labels())[label] = value;
+          changed = true;
+        }
+      }
       for (const auto& rule :
            static_cast<const rbacv1::ClusterRole&>(*want).rules()) {
         bool present = false;

@@ -91,6 +91,15 @@ rbacv1::PolicyRule PolicyRuleToApi(const auth::PolicyRule& r) {
 rbacv1::ClusterRole BootstrapClusterRoleToApi(const auth::Role& r) {
   rbacv1::ClusterRole out;
   SetBootstrapMeta(out.mutable_metadata(), r.name);
+  for (const auto& [label, value] : auth::BootstrapAggregationLabels(r.name)) {
+    (*out.mutable_metadata()->mutable_labels())[label] = value;
+  }
+  if (std::string selects = auth::BootstrapAggregationSelector(r.name);
+      !selects.empty()) {
+    (*out.mutable_aggregationrule()
+          ->add_clusterroleselectors()
+          ->mutable_matchlabels())[selects] = "true";
+  }
   for (const auth::PolicyRule& rule : r.rules) {
     *out.add_rules() = PolicyRuleToApi(rule);
   }

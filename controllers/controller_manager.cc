@@ -9,6 +9,7 @@
 #include "base/logging.h"
 #include "base/mutex.h"
 #include "controllers/api_writer.h"
+#include "controllers/clusterrole_aggregation_controller.h"
 #include "controllers/daemonset_controller.h"
 #include "controllers/cronjob_controller.h"
 #include "controllers/deployment_controller.h"
@@ -27,6 +28,7 @@
 #include "informer/leader_election.h"
 #include "informer/rest_client.h"
 #include "net/http_server.h"
+#include "schemas/k8s/rbac.pb.h"
 
 namespace kplane::controllers {
 
@@ -74,7 +76,7 @@ class ControllerManager::Impl {
           "namespace",   "podgc",         "serviceaccount",
           "statefulset", "daemonset",     "job",
           "ttlafterfinished", "cronjob",  "endpoint",
-          "root-ca-cert-publisher"};
+          "root-ca-cert-publisher", "clusterrole-aggregation"};
       if (std::find(kKnown.begin(), kKnown.end(), c) == kKnown.end()) {
         return InvalidArgumentError("unknown controller \"" + c + "\"");
       }
@@ -305,6 +307,18 @@ class ControllerManager::Impl {
               .clock = clock_,
               .metrics = metrics_});
       c->RegisterHandlers(namespaces, service_accounts);
+      run->controllers.push_back(std::move(c));
+    }
+    if (Wanted("clusterrole-aggregation")) {
+      informer::SharedIndexInformer* cluster_roles =
+          f.InformerFor<::k8s::io::api::rbac::v1::ClusterRole>();
+      auto c = std::make_unique<ClusterRoleAggregationController>(
+          ClusterRoleAggregationControllerOptions{
+              .api = api,
+              .cluster_roles = &cluster_roles->GetIndexer(),
+              .clock = clock_,
+              .metrics = metrics_});
+      c->RegisterHandlers(cluster_roles);
       run->controllers.push_back(std::move(c));
     }
     if (Wanted("statefulset")) {

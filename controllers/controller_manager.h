@@ -16,7 +16,8 @@
 // Controllers: replicaset, deployment, scheduler, nodelifecycle,
 // garbagecollector, namespace, podgc, serviceaccount, statefulset,
 // daemonset, job, ttlafterfinished, cronjob, endpoint,
-// root-ca-cert-publisher (with root_ca_pem) (all by default;
+// clusterrole-aggregation, root-ca-cert-publisher (with root_ca_pem) (all
+// by default;
 // `controllers` picks a subset). Without namespace, deleted namespaces stay
 // Terminating; without podgc, pods deleted gracefully on a node with no kubelet
 // stay Terminating, as in Kubernetes without its controller manager.

@@ -130,6 +130,10 @@ std::vector<Role> BootstrapClusterRoles() {
   add("admin", AdminRules());
   add("edit", EditRules());
   add("view", ViewRules());
+  // What the aggregated roles above select (kube's names and labels).
+  add("system:aggregate-to-admin", AdminRules());
+  add("system:aggregate-to-edit", EditRules());
+  add("system:aggregate-to-view", ViewRules());
   add("system:discovery",
       {Urls({"get"},
             {"/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez",
@@ -168,6 +172,10 @@ std::vector<Role> BootstrapClusterRoles() {
            {"jobs", "jobs/status", "cronjobs", "cronjobs/status"}),
        Res(kReadWrite, {"coordination.k8s.io"}, {"leases"}),
        Res(kReadWrite, {"events.k8s.io"}, {"events"}),
+       // The clusterrole-aggregation controller writes rules it need not
+       // hold itself (kube's "escalate" on clusterroles).
+       Res({"escalate", "update", "patch"}, {"rbac.authorization.k8s.io"},
+           {"clusterroles"}),
        Res({"delete", "deletecollection"}, {"*"}, {"*"}),
        Urls({"get"}, {"/healthz", "/api", "/api/*", "/apis", "/apis/*"})});
   add("system:kube-scheduler",
@@ -177,6 +185,27 @@ std::vector<Role> BootstrapClusterRoles() {
        Res({"create", "patch", "update"}, {""}, {"events"}),
        Res(kReadWrite, {"coordination.k8s.io"}, {"leases"})});
   return roles;
+}
+
+std::map<std::string, std::string> BootstrapAggregationLabels(
+    const std::string& name) {
+  if (name == "edit" || name == "system:aggregate-to-admin") {
+    return {{kAggregateToAdminLabel, "true"}};
+  }
+  if (name == "view" || name == "system:aggregate-to-edit") {
+    return {{kAggregateToEditLabel, "true"}};
+  }
+  if (name == "system:aggregate-to-view") {
+    return {{kAggregateToViewLabel, "true"}};
+  }
+  return {};
+}
+
+std::string BootstrapAggregationSelector(const std::string& name) {
+  if (name == "admin") return kAggregateToAdminLabel;
+  if (name == "edit") return kAggregateToEditLabel;
+  if (name == "view") return kAggregateToViewLabel;
+  return "";
 }
 
 std::vector<RoleBinding> BootstrapClusterRoleBindings() {

@@ -9,8 +9,10 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <sstream>
+#include <thread>
 
 #include "base/base64.h"
 #include "base/subprocess.h"
@@ -435,6 +437,87 @@ TEST_F(ControlPlaneTest, AuthenticatesAndAuthorizesEveryRequest) {
   net::HttpResponse other =
       request("kubelet-node-0", "PATCH", "/api/v1/nodes/node-1/status", "{}");
   EXPECT_EQ(other.status, 403) << other.body;
+}
+
+// ClusterRole aggregation as kube does it (issue 18): a ClusterRole
+// labelled aggregate-to-view with a rule on a new resource makes `view`
+// grant it (and, through the bootstrap labels, edit and admin), by the
+// controller manager's clusterrole-aggregation controller running as
+// system:kube-controller-manager under RBAC; deleting the labelled role
+// takes the grant away again.
+TEST_F(ControlPlaneTest, AggregatedViewGrantsWhatALabelledRoleAdds) {
+  UpOptions o = Options();
+  o.controllers = true;
+  o.controller_manager_port = 0;
+  auto cp = ControlPlane::Start(o);
+  ASSERT_TRUE(cp.ok()) << cp.status();
+  const std::string api = (*cp)->apiserver_url();
+  const std::string rbac = "/apis/rbac.authorization.k8s.io/v1";
+  net::HttpResponse bound =
+      Do(api, "POST", rbac + "/clusterrolebindings",
+         R"({"metadata":{"name":"alice-view"},"roleRef":{"apiGroup":)"
+         R"("rbac.authorization.k8s.io","kind":"ClusterRole","name":"view"},)"
+         R"("subjects":[{"kind":"User","name":"alice",)"
+         R"("apiGroup":"rbac.authorization.k8s.io"}]})");
+  ASSERT_EQ(bound.status, 201) << bound.body;
+  // May alice list widgets (a resource no bootstrap role names)?
+  auto alice_may_list_widgets = [&] {
+    net::HttpResponse r = Do(
+        api, "POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+        R"({"apiVersion":"authorization.k8s.io/v1","kind":)"
+        R"("SubjectAccessReview","spec":{"user":"alice","resourceAttributes":)"
+        R"({"verb":"list","group":"example.kplane.io","resource":"widgets",)"
+        R"("namespace":"default"}}})");
+    EXPECT_EQ(r.status, 201) << r.body;
+    return r.body.find(R"("allowed":true)") != std::string::npos;
+  };
+  auto eventually = [](const std::function<bool()>& pred) {
+    const auto deadline = std::chrono::steady_clock::now() + seconds(30);
+    while (!pred()) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      // Another thread's (the controller's) progress: poll.
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return true;
+  };
+  // Aggregation has run on the bootstrap roles before (view stays as it
+  // was: its own rules, unions of the same rules).
+  EXPECT_FALSE(alice_may_list_widgets());
+  net::HttpResponse view = Do(api, "GET", rbac + "/clusterroles/view");
+  ASSERT_EQ(view.status, 200);
+  EXPECT_NE(view.body.find(R"("aggregationRule":{"clusterRoleSelectors":)"
+                           R"([{"matchLabels":{"rbac.authorization.k8s.io/)"
+                           R"(aggregate-to-view":"true"}}]})"),
+            std::string::npos)
+      << view.body;
+
+  net::HttpResponse created = Do(
+      api, "POST", rbac + "/clusterroles",
+      R"({"metadata":{"name":"widget-viewer","labels":)"
+      R"({"rbac.authorization.k8s.io/aggregate-to-view":"true"}},)"
+      R"("rules":[{"apiGroups":["example.kplane.io"],"resources":["widgets"],)"
+      R"("verbs":["get","list","watch"]}]})");
+  ASSERT_EQ(created.status, 201) << created.body;
+  ASSERT_TRUE(eventually(alice_may_list_widgets))
+      << Do(api, "GET", rbac + "/clusterroles/view").body;
+  for (const char* role : {"view", "edit", "admin"}) {
+    EXPECT_TRUE(eventually([&] {
+      return Do(api, "GET", rbac + "/clusterroles/" + role)
+                 .body.find("widgets") != std::string::npos;
+    })) << role;
+  }
+  // Still everything view granted before.
+  net::HttpResponse pods = Do(
+      api, "POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+      R"({"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview",)"
+      R"("spec":{"user":"alice","resourceAttributes":{"verb":"list",)"
+      R"("resource":"pods","namespace":"default"}}})");
+  EXPECT_NE(pods.body.find(R"("allowed":true)"), std::string::npos)
+      << pods.body;
+
+  ASSERT_EQ(Do(api, "DELETE", rbac + "/clusterroles/widget-viewer").status,
+            200);
+  EXPECT_TRUE(eventually([&] { return !alice_may_list_widgets(); }));
 }
 
 TEST_F(ControlPlaneTest, HttpsByDefaultWithAPkiKeptAcrossRestarts) {

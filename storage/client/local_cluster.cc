@@ -11,6 +11,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <string_view>
 
 #include "base/logging.h"
 #include "net/http_client.h"
@@ -84,6 +85,35 @@ StatusOr<LocalClusterTls> WriteTestPki(const std::string& dir,
                          .client_key_file = pki.KeyPath("client")};
 }
 
+std::vector<std::string> MemberTlsFlags(const LocalClusterTls& t) {
+  if (!t.enabled()) return {};
+  return {"--cert-file",
+          t.server_cert_file,
+          "--key-file",
+          t.server_key_file,
+          "--trusted-ca-file",
+          t.ca_file,
+          "--client-cert-auth=true",
+          "--peer-cert-file",
+          t.peer_cert_file,
+          "--peer-key-file",
+          t.peer_key_file,
+          "--peer-trusted-ca-file",
+          t.ca_file,
+          "--peer-client-cert-auth=true"};
+}
+
+std::vector<std::string> ClientTlsFlags(const LocalClusterTls& t) {
+  if (!t.enabled()) return {};
+  return {"--cacert=" + t.ca_file, "--cert=" + t.client_cert_file,
+          "--key=" + t.client_key_file};
+}
+
+bool StoreSuitesUseTls() {
+  const char* v = std::getenv("KPLANE_STORE_TLS");
+  return v == nullptr || std::string_view(v) != "0";
+}
+
 StatusOr<uint16_t> PickFreePort() {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return InternalError("socket failed");
@@ -117,15 +147,19 @@ StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
     return NotFoundError("store binary not found: \"" + c->binary_ +
                          "\" (build target kplane or set KPLANE_BIN)");
   }
-  if (o.tls.enabled()) {
-    ASSIGN_OR_RETURN(c->client_tls_,
-                     NewStoreClientTls({.ca_file = o.tls.ca_file,
-                                        .cert_file = o.tls.client_cert_file,
-                                        .key_file = o.tls.client_key_file}));
-  }
   char tmpl[] = "/tmp/kplane-cluster-XXXXXX";
   if (::mkdtemp(tmpl) == nullptr) return InternalError("mkdtemp failed");
   c->root_ = tmpl;
+  c->tls_ = o.tls;
+  if (!c->tls_.enabled() && o.test_pki) {
+    ASSIGN_OR_RETURN(c->tls_, WriteTestPki(c->root_ + "/pki", "cluster"));
+  }
+  if (c->tls_.enabled()) {
+    ASSIGN_OR_RETURN(c->client_tls_,
+                     NewStoreClientTls({.ca_file = c->tls_.ca_file,
+                                        .cert_file = c->tls_.client_cert_file,
+                                        .key_file = c->tls_.client_key_file}));
+  }
   const int n = c->options_.members;
   c->members_.resize(n);
   std::string initial;
@@ -185,7 +219,7 @@ std::vector<std::string> LocalCluster::Argv(int i) const {
   const Member& m = members_[i];
   const std::string client = client_url(i);
   const std::string listen_peer =
-      std::string(options_.tls.enabled() ? "https" : "http") +
+      std::string(tls_.enabled() ? "https" : "http") +
       "://127.0.0.1:" + std::to_string(m.peer_port);
   std::vector<std::string> argv = {binary_};
   if (options_.kind == StoreKind::kKplane) argv.push_back("store");
@@ -199,16 +233,7 @@ std::vector<std::string> LocalCluster::Argv(int i) const {
         std::string("--initial-cluster-state"), m.initial_cluster_state}) {
     argv.push_back(a);
   }
-  if (const LocalClusterTls& t = options_.tls; t.enabled()) {
-    for (const std::string& a : std::vector<std::string>{
-             "--cert-file", t.server_cert_file, "--key-file", t.server_key_file,
-             "--trusted-ca-file", t.ca_file, "--client-cert-auth=true",
-             "--peer-cert-file", t.peer_cert_file, "--peer-key-file",
-             t.peer_key_file, "--peer-trusted-ca-file", t.ca_file,
-             "--peer-client-cert-auth=true"}) {
-      argv.push_back(a);
-    }
-  }
+  for (const std::string& a : MemberTlsFlags(tls_)) argv.push_back(a);
   for (const std::string& f : options_.extra_flags) argv.push_back(f);
   return argv;
 }
@@ -232,7 +257,7 @@ std::vector<int> LocalCluster::members() const {
 }
 
 std::string LocalCluster::client_url(int i) const {
-  return std::string(options_.tls.enabled() ? "https" : "http") +
+  return std::string(tls_.enabled() ? "https" : "http") +
          "://127.0.0.1:" + std::to_string(members_[i].client_port);
 }
 
@@ -240,7 +265,7 @@ std::string LocalCluster::peer_url(int i) const {
   if (i < static_cast<int>(options_.advertised_peer_urls.size())) {
     return options_.advertised_peer_urls[i];
   }
-  return std::string(options_.tls.enabled() ? "https" : "http") +
+  return std::string(tls_.enabled() ? "https" : "http") +
          "://127.0.0.1:" + std::to_string(members_[i].peer_port);
 }
 

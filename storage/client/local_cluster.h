@@ -80,6 +80,13 @@ struct LocalClusterTls {
 StatusOr<LocalClusterTls> WriteTestPki(const std::string& dir,
                                        const std::string& ca_name = "test");
 
+// The flags every member gets for `tls` (etcd's: --cert-file, --key-file,
+// --trusted-ca-file, --client-cert-auth=true and the --peer-* ones), and
+// the client flags etcdctl and `kpctl store` take (--cacert, --cert, --key
+// with the harness's certificate). Both empty when `tls` is not enabled.
+std::vector<std::string> MemberTlsFlags(const LocalClusterTls& tls);
+std::vector<std::string> ClientTlsFlags(const LocalClusterTls& tls);
+
 struct LocalClusterOptions {
   StoreKind kind = StoreKind::kEtcd;
   // Empty: /usr/bin/etcd, or FindKplaneBinary() for kKplane.
@@ -96,7 +103,16 @@ struct LocalClusterOptions {
   Duration start_timeout = seconds(30);
   // When enabled: https:// URLs and certificates everywhere.
   LocalClusterTls tls;
+  // When set and `tls` is not enabled: a fresh PKI (WriteTestPki) in the
+  // data root's pki/ and TLS with it (what the store suites do when
+  // StoreSuitesUseTls()).
+  bool test_pki = false;
 };
+
+// Whether the store suites (tests/e2e/store_faults, the hostile suite's
+// store rows) run over TLS: yes unless KPLANE_STORE_TLS=0 is in the
+// environment, as in CI's plain-HTTP smoke entries (docs/testing.md).
+bool StoreSuitesUseTls();
 
 class LocalCluster {
  public:
@@ -113,6 +129,10 @@ class LocalCluster {
   std::vector<int> members() const;
   // "http://127.0.0.1:P" ("https://" with TLS).
   std::string client_url(int i) const;
+  // The certificates in use (disabled without TLS): for tests that start
+  // their own clients (etcdctl's --cacert/--cert/--key, an apiserver's
+  // --etcd-cafile/--etcd-certfile/--etcd-keyfile).
+  const LocalClusterTls& tls() const { return tls_; }
   // The client context the cluster's own calls use (null without TLS).
   std::shared_ptr<const net::TlsContext> client_tls() const {
     return client_tls_;
@@ -218,6 +238,7 @@ class LocalCluster {
               google::protobuf::Message* resp, Duration timeout);
 
   const LocalClusterOptions options_;
+  LocalClusterTls tls_;  // options_.tls, or the test PKI made by Start
   std::shared_ptr<const net::TlsContext> client_tls_;
   std::string binary_;
   std::string root_;

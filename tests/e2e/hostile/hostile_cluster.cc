@@ -82,25 +82,24 @@ StatusOr<std::unique_ptr<HostileCluster>> HostileCluster::Start(
   ASSIGN_OR_RETURN(c->store_, storage::LocalCluster::Start(
                                   {.kind = storage::StoreKind::kKplane,
                                    .members = 1,
-                                   .extra_flags = options.store_flags}));
+                                   .extra_flags = options.store_flags,
+                                   .test_pki = storage::StoreSuitesUseTls()}));
   const std::string url = c->store_->client_url(0);
   c->store_port_ =
       static_cast<uint16_t>(std::stoi(url.substr(url.rfind(':') + 1)));
   c->dir_ = c->store_->data_root();
 
-  std::vector<std::string> argv = {storage::FindKplaneBinary(),
-                                   "apiserver",
-                                   "--insecure-http",
-                                   "--storage-backend",
-                                   "remote",
-                                   "--etcd-servers",
-                                   url,
-                                   "--port",
-                                   "0",
-                                   "--log-level",
-                                   "warning",
+  std::vector<std::string> argv = {storage::FindKplaneBinary(), "apiserver",
+                                   "--insecure-http", "--storage-backend",
+                                   "remote", "--etcd-servers", url, "--port",
+                                   "0", "--log-level", "warning",
                                    // Its clients send no credentials yet.
                                    "--authorization-mode=AlwaysAllow"};
+  if (const storage::LocalClusterTls& t = c->store_->tls(); t.enabled()) {
+    argv.push_back("--etcd-cafile=" + t.ca_file);
+    argv.push_back("--etcd-certfile=" + t.client_cert_file);
+    argv.push_back("--etcd-keyfile=" + t.client_key_file);
+  }
   for (const std::string& f : options.apiserver_flags) argv.push_back(f);
   c->apiserver_ = std::make_unique<Process>(argv, std::vector<std::string>{},
                                             c->dir_ + "/apiserver.log");

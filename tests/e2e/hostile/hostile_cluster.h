@@ -4,9 +4,12 @@
 // HostileCluster: one `kplane store` member (storage::LocalCluster) and a
 // `kplane apiserver --storage-backend=remote` on top of it, as `kplane up
 // --store-nodes 3` wires them, both on 127.0.0.1 ephemeral ports with fresh
-// data dirs. Each process's address space is capped (RLIMIT_AS, set with
-// prlimit(2) once it is up, before any hostile byte is sent) at what it had
-// reserved when it became ready plus kAddressSpaceHeadroom: a path that
+// data dirs. The store serves TLS with client certificates required (the
+// apiserver connects with --etcd-cafile/--etcd-certfile/--etcd-keyfile)
+// unless KPLANE_STORE_TLS=0 (storage::StoreSuitesUseTls); the apiserver's
+// own port is plain HTTP. Each process's address space is capped (RLIMIT_AS,
+// set with prlimit(2) once it is up, before any hostile byte is sent) at what
+// it had reserved when it became ready plus kAddressSpaceHeadroom: a path that
 // grows without bound fails an allocation (and the test) at that size
 // instead of taking the machine's memory. No cgroup is needed, and the cap
 // applies to the process only, not to the test.
@@ -75,6 +78,11 @@ class HostileCluster {
 
   uint16_t api_port() const { return api_port_; }
   uint16_t store_port() const { return store_port_; }
+  // The store's client context (the harness's CA-signed certificate), null
+  // over plain HTTP.
+  std::shared_ptr<const net::TlsContext> store_tls() const {
+    return store_->client_tls();
+  }
   pid_t api_pid() const { return apiserver_->pid(); }
   pid_t store_pid() const { return store_->pid(0); }
   // The cap set on each (bytes).

@@ -12,6 +12,7 @@
 //     by at most the row's bound over its RSS before the row.
 // Each process's address space is capped (hostile_cluster.h), so a path
 // that grows without bound fails here instead of swapping the machine.
+#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -35,6 +36,7 @@
 #include "base/mutex.h"
 #include "base/testing/hostile_inputs.h"
 #include "net/http_parser.h"
+#include "net/tls.h"
 #include "tests/e2e/hostile/hostile_cluster.h"
 
 namespace kplane::e2e {
@@ -64,11 +66,14 @@ struct Reply {
   net::HttpHeaders headers;
   std::string error;
 };
+// `tls`: over HTTPS with that client context (the store's port).
 Reply Call(uint16_t port, const std::string& method, const std::string& path,
            const std::string& body = "", const std::string& content_type = "",
-           Duration timeout = seconds(60)) {
-  net::HttpClient c("127.0.0.1", port,
-                    net::HttpClientOptions{.read_timeout = timeout});
+           Duration timeout = seconds(60),
+           std::shared_ptr<const net::TlsContext> tls = nullptr) {
+  net::HttpClient c(
+      "127.0.0.1", port,
+      net::HttpClientOptions{.read_timeout = timeout, .tls = std::move(tls)});
   net::HttpHeaders h;
   if (!content_type.empty()) h.Add("Content-Type", content_type);
   StatusOr<net::HttpResponse> r = c.Request(method, path, h, body);
@@ -99,12 +104,15 @@ void ExpectStatus(const Reply& r, int code, const std::string& reason,
 }
 
 // A client socket for bytes no well-formed client sends. Reads wait on
-// poll(); deadlines only turn a hang into a failure.
+// poll(); deadlines only turn a hang into a failure. With a TLS context the
+// bytes travel inside a TLS session (the store's port), the socket is then
+// non-blocking and the session is driven here.
 class RawConn {
  public:
   // `rcvbuf` > 0: a small receive buffer (a client that reads nothing then
   // holds little in its kernel buffer, so the server's side fills up).
-  explicit RawConn(uint16_t port, int rcvbuf = 0) {
+  explicit RawConn(uint16_t port, int rcvbuf = 0,
+                   std::shared_ptr<const net::TlsContext> tls = nullptr) {
     fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd_ < 0) return;
     if (rcvbuf > 0) {
@@ -117,9 +125,16 @@ class RawConn {
     if (::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
       ::close(fd_);
       fd_ = -1;
+      return;
+    }
+    if (tls != nullptr && !Handshake(std::move(tls))) {
+      tls_.reset();
+      ::close(fd_);
+      fd_ = -1;
     }
   }
   ~RawConn() {
+    tls_.reset();  // the session borrows the socket
     if (fd_ >= 0) ::close(fd_);
   }
   RawConn(const RawConn&) = delete;
@@ -136,6 +151,21 @@ class RawConn {
       const int n = ::poll(&p, 1, static_cast<int>(ToMillis(stall)));
       if (n == 0) return kStalled;
       if (n < 0 || (p.revents & (POLLERR | POLLHUP))) return kClosed;
+      if (tls_ != nullptr) {
+        size_t written = 0;
+        switch (tls_->Write(data.data(), data.size(), &written)) {
+          case net::TlsSession::Result::kOk:
+            data.remove_prefix(written);
+            continue;
+          case net::TlsSession::Result::kWantWrite:
+            continue;  // poll for POLLOUT again
+          case net::TlsSession::Result::kWantRead:
+            if (!WaitFor(POLLIN, stall)) return kStalled;
+            continue;
+          default:
+            return kClosed;
+        }
+      }
       const ssize_t sent =
           ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
       if (sent < 0) {
@@ -197,7 +227,12 @@ class RawConn {
   bool Readable() {
     if (!buf_.empty() || eof_) return true;
     pollfd p{fd_, POLLIN, 0};
-    return ::poll(&p, 1, 0) > 0;
+    if (tls_ == nullptr) return ::poll(&p, 1, 0) > 0;
+    // Over TLS a readable socket may hold only records that carry no data
+    // (TLS 1.3 session tickets): read what there is to tell.
+    if (tls_->Pending() == 0 && ::poll(&p, 1, 0) <= 0) return false;
+    ReadTlsOnce();
+    return !buf_.empty() || eof_;
   }
   // Reads until the peer ends its side: true if it did within `deadline`.
   // What arrived meanwhile stays in unread().
@@ -248,9 +283,68 @@ class RawConn {
   static int64_t ToMillis(Duration d) {
     return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
   }
+  // Waits up to `timeout` for `events` on the socket.
+  bool WaitFor(short events, Duration timeout) {
+    pollfd p{fd_, events, 0};
+    const int64_t ms = std::max<int64_t>(0, ToMillis(timeout));
+    return ::poll(&p, 1, static_cast<int>(ms)) > 0;
+  }
+
+  // The client's side of the TLS handshake on a non-blocking socket.
+  bool Handshake(std::shared_ptr<const net::TlsContext> ctx) {
+    const int flags = ::fcntl(fd_, F_GETFL);
+    if (flags < 0 || ::fcntl(fd_, F_SETFL, flags | O_NONBLOCK) != 0) {
+      return false;
+    }
+    StatusOr<std::unique_ptr<net::TlsSession>> session =
+        net::TlsSession::NewClient(std::move(ctx), fd_, "127.0.0.1");
+    if (!session.ok()) return false;
+    tls_ = std::move(*session);
+    for (;;) {
+      switch (tls_->Handshake()) {
+        case net::TlsSession::Result::kOk:
+          return true;
+        case net::TlsSession::Result::kWantRead:
+          if (!WaitFor(POLLIN, seconds(10))) return false;
+          break;
+        case net::TlsSession::Result::kWantWrite:
+          if (!WaitFor(POLLOUT, seconds(10))) return false;
+          break;
+        default:
+          return false;
+      }
+    }
+  }
+
+  // One TLS read: decrypted bytes to buf_, or eof_ when the stream ended.
+  // False when nothing could be read without waiting.
+  bool ReadTlsOnce() {
+    char tmp[65536];
+    size_t got = 0;
+    switch (tls_->Read(tmp, sizeof(tmp), &got)) {
+      case net::TlsSession::Result::kOk:
+        buf_.append(tmp, got);
+        return true;
+      case net::TlsSession::Result::kWantRead:
+      case net::TlsSession::Result::kWantWrite:
+        return false;
+      default:
+        eof_ = true;
+        return true;
+    }
+  }
+
   // Appends what arrives; false on EOF or at the deadline.
   bool ReadSome(std::chrono::steady_clock::time_point until) {
     if (eof_) return false;
+    if (tls_ != nullptr) {
+      for (;;) {
+        if (tls_->Pending() > 0 || WaitFor(POLLIN, Left(until))) {
+          if (ReadTlsOnce()) return !eof_;
+        }
+        if (Left(until) <= Duration::zero()) return false;
+      }
+    }
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         until - std::chrono::steady_clock::now());
     if (left.count() <= 0) return false;
@@ -266,7 +360,13 @@ class RawConn {
     return true;
   }
 
+  static Duration Left(std::chrono::steady_clock::time_point until) {
+    return std::chrono::duration_cast<Duration>(
+        until - std::chrono::steady_clock::now());
+  }
+
   int fd_ = -1;
+  std::unique_ptr<net::TlsSession> tls_;  // null over plain TCP
   std::string buf_;
   bool eof_ = false;
 };
@@ -321,6 +421,14 @@ class HostileTest : public ::testing::Test {
 
   uint16_t api() const { return cluster_->api_port(); }
   uint16_t store() const { return cluster_->store_port(); }
+  // One request to the store on a connection of its own (over TLS with the
+  // harness's certificate unless KPLANE_STORE_TLS=0).
+  Reply StoreCall(const std::string& method, const std::string& path,
+                  const std::string& body = "",
+                  const std::string& content_type = "") {
+    return Call(store(), method, path, body, content_type, seconds(60),
+                cluster_->store_tls());
+  }
 
   // One row of the table: `attack` on its own thread while the well-behaved
   // client is served here; then the verdicts of the file comment.
@@ -371,7 +479,7 @@ class HostileTest : public ::testing::Test {
     EXPECT_TRUE(api_alive) << "the apiserver died";
     EXPECT_TRUE(store_alive) << "the store died";
     EXPECT_EQ(Call(api(), "GET", "/healthz").code, 200);
-    Reply health = Call(store(), "GET", "/health");
+    Reply health = StoreCall("GET", "/health");
     EXPECT_EQ(health.code, 200) << health.body;
     EXPECT_EQ(kubelet_->CreateConfigMap("after-" + std::to_string(++rows_)),
               201);
@@ -472,19 +580,19 @@ TEST_F(HostileTest, DeepStoreJson) {
         const int depth = 1000000;
         const std::string body =
             R"({"key":"YQ==","value":)" + NestedJsonArrays(depth) + "}";
-        Reply r = Call(store(), "POST", "/v3/kv/put", body, "application/json");
+        Reply r = StoreCall("POST", "/v3/kv/put", body, "application/json");
         EXPECT_EQ(r.code, 400) << r.error << r.body.substr(0, 300);
         EXPECT_THAT(r.body, HasSubstr("\"code\":3"));
         EXPECT_THAT(r.body, HasSubstr("exceeded max depth of 10000"));
-        r = Call(store(), "POST", "/v3/kv/put",
-                 HostileInput("etcd_json/put_deep_10001.json"),
-                 "application/json");
+        r = StoreCall("POST", "/v3/kv/put",
+                      HostileInput("etcd_json/put_deep_10001.json"),
+                      "application/json");
         EXPECT_EQ(r.code, 400) << r.error << r.body.substr(0, 300);
         EXPECT_THAT(r.body, HasSubstr("exceeded max depth of 10000"));
       });
   // The store still takes a well-formed put.
-  Reply ok = Call(store(), "POST", "/v3/kv/put",
-                  R"({"key":"YQ==","value":"Yg=="})", "application/json");
+  Reply ok = StoreCall("POST", "/v3/kv/put", R"({"key":"YQ==","value":"Yg=="})",
+                       "application/json");
   EXPECT_EQ(ok.code, 200) << ok.body;
 }
 
@@ -715,7 +823,7 @@ TEST_F(HostileTest, UnterminatedStoreWatchJson) {
   ASSERT_NO_FATAL_FAILURE(Start());
   Row("an unterminated JSON object streamed into the store's /v3/watch",
       kRowBoundMiB, [&](Meanwhile*) {
-        RawConn c(store());
+        RawConn c(store(), 0, cluster_->store_tls());
         ASSERT_TRUE(c.ok());
         std::string head =
             "POST /v3/watch HTTP/1.1\r\nHost: a\r\nContent-Type: "
@@ -756,8 +864,9 @@ TEST_F(HostileTest, UnterminatedStoreWatchJson) {
       });
 }
 
-// Metric labels only from known resources/verbs. 2,000 requests to /apis/<random>/<v> (the issue sent
-// 20,000; 2,000 show the same growth in a tenth of the time).
+// Metric labels only from known resources/verbs. 2,000 requests to
+// /apis/<random>/<v> (the issue sent 20,000; 2,000 show the same growth in a
+// tenth of the time).
 TEST_F(HostileTest, RandomGroupMetricSeries) {
   ASSERT_NO_FATAL_FAILURE(Start());
   // The series (a sample line up to its value) /metrics shows.

@@ -84,28 +84,15 @@ void Walk(rapidjson::Value& v, int offset,
 
 std::string B64(const std::string& s) { return Base64Encode(s); }
 
-Side::~Side() {
-  cluster_.reset();
-  if (!pki_dir_.empty()) {
-    std::error_code ec;
-    std::filesystem::remove_all(pki_dir_, ec);
-  }
-}
+Side::~Side() { cluster_.reset(); }
 
-Status Side::Start() {
-  storage::LocalClusterOptions co{.kind = kind_, .members = 1};
-  const char* over_tls = std::getenv("KPLANE_STORE_DIFF_TLS");
-  if (over_tls != nullptr && std::string_view(over_tls) == "1") {
-    char tmpl[] = "/tmp/kplane-diff-pki-XXXXXX";
-    if (::mkdtemp(tmpl) == nullptr) return InternalError("mkdtemp failed");
-    pki_dir_ = tmpl;
-    ASSIGN_OR_RETURN(co.tls, storage::WriteTestPki(pki_dir_, "diff"));
-  }
+Status Side::Start(const storage::LocalClusterTls& tls) {
+  storage::LocalClusterOptions co{.kind = kind_, .members = 1, .tls = tls};
   auto c = storage::LocalCluster::Start(co);
   if (!c.ok()) return c.status();
   cluster_ = std::move(*c);
   // Never a silent plaintext run of the TLS suite.
-  if (!pki_dir_.empty() && cluster_->client_url(0).rfind("https://", 0) != 0) {
+  if (tls.enabled() && cluster_->client_url(0).rfind("https://", 0) != 0) {
     return InternalError("asked for TLS, got " + cluster_->client_url(0));
   }
   net::HttpClientOptions o;
@@ -229,12 +216,31 @@ void DiffTest::SetUp() {
     GTEST_SKIP() << "build/kplane is absent: the differential suite needs "
                     "`kplane store` (build target kplane, or set KPLANE_BIN)";
   }
+  storage::LocalClusterTls tls;
+  const char* over_tls = std::getenv("KPLANE_STORE_DIFF_TLS");
+  if (over_tls != nullptr && std::string_view(over_tls) == "1") {
+    char tmpl[] = "/tmp/kplane-diff-pki-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    pki_dir_ = tmpl;
+    auto pki = storage::WriteTestPki(pki_dir_, "diff");
+    ASSERT_TRUE(pki.ok()) << pki.status();
+    tls = *pki;
+  }
   etcd_ = std::make_unique<Side>(storage::StoreKind::kEtcd, 0);
   kplane_ = std::make_unique<Side>(storage::StoreKind::kKplane, 0);
-  Status s = etcd_->Start();
+  Status s = etcd_->Start(tls);
   ASSERT_TRUE(s.ok()) << "etcd: " << s;
-  s = kplane_->Start();
+  s = kplane_->Start(tls);
   ASSERT_TRUE(s.ok()) << "kplane: " << s;
+}
+
+void DiffTest::TearDown() {
+  etcd_.reset();
+  kplane_.reset();
+  if (!pki_dir_.empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(pki_dir_, ec);
+  }
 }
 
 std::string DiffTest::Same(const std::string& method, const std::string& path,

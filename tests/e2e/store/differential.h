@@ -28,7 +28,8 @@
 // e2e_store_diff_tls_test) both stores serve https:// client URLs with
 // client certificates required (etcd's --cert-file, --key-file,
 // --trusted-ca-file, --client-cert-auth; certificates from
-// storage::WriteTestPki), and every exchange goes through TLS: the same
+// storage::WriteTestPki), both with the same files (one CA, one server and
+// one client certificate), and every exchange goes through TLS: the same
 // answers are expected.
 //
 // Thread-safety: one test thread.
@@ -58,7 +59,8 @@ class Side {
   Side(storage::StoreKind kind, int revision_offset)
       : kind_(kind), offset_(revision_offset) {}
   ~Side();
-  Status Start();
+  // Over TLS when `tls` is enabled (the pair's shared certificates).
+  Status Start(const storage::LocalClusterTls& tls = {});
   // A client of this store's client URL (over TLS with the harness's
   // certificate when the pair runs over TLS).
   StatusOr<std::unique_ptr<net::HttpClient>> NewClient(
@@ -91,7 +93,6 @@ class Side {
  private:
   storage::StoreKind kind_;
   int offset_;
-  std::string pki_dir_;  // "" unless over TLS
   std::unique_ptr<storage::LocalCluster> cluster_;
   std::unique_ptr<net::HttpClient> http_;
 };
@@ -99,6 +100,7 @@ class Side {
 class DiffTest : public ::testing::Test {
  protected:
   void SetUp() override;
+  void TearDown() override;
 
   // Both answers must agree; returns etcd's (normalized) body.
   std::string Same(const std::string& method, const std::string& path,
@@ -122,6 +124,7 @@ class DiffTest : public ::testing::Test {
             const std::string& body);
 
   std::unique_ptr<Side> etcd_, kplane_;
+  std::string pki_dir_;  // both sides' certificates; "" unless over TLS
 };
 
 // Base64 of a string (keys and values in request bodies).

@@ -83,17 +83,31 @@ class FullDiskTest : public ::testing::Test {
     auto c = storage::PickFreePort();
     auto p = storage::PickFreePort();
     ASSERT_TRUE(c.ok() && p.ok());
-    endpoint_ = "http://127.0.0.1:" + std::to_string(*c);
-    const std::string peer = "http://127.0.0.1:" + std::to_string(*p);
+    // Over TLS (the default; KPLANE_STORE_TLS=0 for plain HTTP) as etcd
+    // runs with client and peer certificates required.
+    const std::string scheme =
+        storage::StoreSuitesUseTls() ? "https://" : "http://";
+    endpoint_ = scheme + "127.0.0.1:" + std::to_string(*c);
+    const std::string peer = scheme + "127.0.0.1:" + std::to_string(*p);
+    std::vector<std::string> argv = {bin_,
+                                     "store",
+                                     "--name=n1",
+                                     "--data-dir=" + disk_ + "/data",
+                                     "--listen-client-urls=" + endpoint_,
+                                     "--advertise-client-urls=" + endpoint_,
+                                     "--listen-peer-urls=" + peer,
+                                     "--initial-advertise-peer-urls=" + peer,
+                                     "--initial-cluster=n1=" + peer};
+    if (storage::StoreSuitesUseTls()) {
+      auto pki = storage::WriteTestPki(dir_ + "/pki", "fulldisk");
+      ASSERT_TRUE(pki.ok()) << pki.status();
+      tls_ = *pki;
+      for (const std::string& f : storage::MemberTlsFlags(tls_)) {
+        argv.push_back(f);
+      }
+    }
     server_ = std::make_unique<Subprocess>(
-        std::vector<std::string>{bin_, "store", "--name=n1",
-                                 "--data-dir=" + disk_ + "/data",
-                                 "--listen-client-urls=" + endpoint_,
-                                 "--advertise-client-urls=" + endpoint_,
-                                 "--listen-peer-urls=" + peer,
-                                 "--initial-advertise-peer-urls=" + peer,
-                                 "--initial-cluster=n1=" + peer},
-        SubprocessOptions{.log_path = dir_ + "/server.log"});
+        argv, SubprocessOptions{.log_path = dir_ + "/server.log"});
     ASSERT_TRUE(server_->Start().ok());
     // etcd's start-up lines, in any order.
     const TimePoint deadline = Clock::Real()->Now() + seconds(30);
@@ -118,6 +132,9 @@ class FullDiskTest : public ::testing::Test {
     std::vector<std::string> argv = {kEtcdctl, "--endpoints=" + endpoint_,
                                      "--dial-timeout=5s",
                                      "--command-timeout=" + timeout};
+    for (const std::string& f : storage::ClientTlsFlags(tls_)) {
+      argv.push_back(f);
+    }
     argv.insert(argv.end(), args.begin(), args.end());
     const std::string out = dir_ + "/etcdctl" + std::to_string(++seq_);
     Subprocess p(argv, {.log_path = out, .env = {"ETCDCTL_API=3"}});
@@ -148,6 +165,7 @@ class FullDiskTest : public ::testing::Test {
   }
 
   std::string bin_, dir_, disk_, endpoint_;
+  storage::LocalClusterTls tls_;  // disabled over plain HTTP
   bool mounted_ = false;
   std::unique_ptr<Subprocess> server_;
   int seq_ = 0;

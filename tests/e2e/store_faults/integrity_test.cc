@@ -44,8 +44,12 @@ struct KpctlOut {
   int code = -1;
 };
 
-KpctlOut Kpctl(const std::string& endpoint, std::vector<std::string> args) {
+// `kpctl store` with etcdctl's --cacert/--cert/--key when `tls` is on.
+KpctlOut Kpctl(const std::string& endpoint, const storage::LocalClusterTls& tls,
+               std::vector<std::string> args) {
   args.insert(args.begin(), "--endpoints=" + endpoint);
+  const std::vector<std::string> tls_flags = storage::ClientTlsFlags(tls);
+  args.insert(args.begin() + 1, tls_flags.begin(), tls_flags.end());
   std::istringstream in;
   std::ostringstream out, err;
   kpctl::StoreIo io{&in, &out, &err};
@@ -74,12 +78,19 @@ class StoreIntegrityTest : public ::testing::Test {
 
   void StartCluster(std::vector<std::string> flags = {}) {
     for (const std::string& f : kTimings) flags.push_back(f);
-    auto c = storage::LocalCluster::Start({.kind = storage::StoreKind::kKplane,
-                                           .members = 3,
-                                           .extra_flags = flags});
+    auto c = storage::LocalCluster::Start(
+        {.kind = storage::StoreKind::kKplane,
+         .members = 3,
+         .extra_flags = flags,
+         .test_pki = storage::StoreSuitesUseTls()});
     ASSERT_TRUE(c.ok()) << c.status();
     cluster_ = std::move(*c);
-    auto kv = storage::RemoteKV::Create({.endpoints = cluster_->client_urls()});
+    ASSERT_EQ(cluster_->client_url(0).rfind(
+                  storage::StoreSuitesUseTls() ? "https://" : "http://", 0),
+              0u)
+        << cluster_->client_url(0);
+    auto kv = storage::RemoteKV::Create(
+        {.endpoints = cluster_->client_urls(), .tls = cluster_->client_tls()});
     ASSERT_TRUE(kv.ok()) << kv.status();
     kv_ = std::move(*kv);
   }
@@ -191,12 +202,14 @@ TEST_F(StoreIntegrityTest, CorruptMemberIsRefusedAtStartAndAlarmedByOthers) {
   KpctlOut listed;
   ASSERT_TRUE(Eventually(
       [&] {
-        listed = Kpctl(cluster_->client_url(other), {"alarm", "list"});
+        listed = Kpctl(cluster_->client_url(other), cluster_->tls(),
+                       {"alarm", "list"});
         return listed.out.find(alarm_line) != std::string::npos;
       },
       seconds(30)))
       << "alarm list: " << listed.out << listed.err;
-  KpctlOut status = Kpctl(cluster_->client_url(f), {"endpoint", "status"});
+  KpctlOut status =
+      Kpctl(cluster_->client_url(f), cluster_->tls(), {"endpoint", "status"});
   EXPECT_NE(status.out.find(alarm_line), std::string::npos) << status.out;
 
   auto refused = Put("/c/refused");
@@ -251,9 +264,19 @@ TEST_F(StoreIntegrityTest, ForgedPeerMessagesAreRefusedAndNothingCommits) {
   raftpb::Entry* e = prop.add_entries();
   e->set_type(raftpb::EntryNormal);
   e->set_data("\xff\xff\xff\xff this is not an InternalRaftRequest");
+  // Over TLS the forger holds a certificate the members' CA signed (the
+  // peer one): the handshake passes, and membership must still refuse.
+  std::shared_ptr<const net::TlsContext> peer_tls;
+  if (const storage::LocalClusterTls& t = cluster_->tls(); t.enabled()) {
+    auto ctx = storage::NewStoreClientTls({.ca_file = t.ca_file,
+                                           .cert_file = t.peer_cert_file,
+                                           .key_file = t.peer_key_file});
+    ASSERT_TRUE(ctx.ok()) << ctx.status();
+    peer_tls = *ctx;
+  }
   auto post = [&](uint64_t from, const raftpb::Message& m) {
     net::HttpClient http("127.0.0.1", cluster_->peer_port(*leader),
-                         net::HttpClientOptions{});
+                         net::HttpClientOptions{.tls = peer_tls});
     return http.Request("POST", "/raft/stream",
                         {{"X-Kplane-Cluster-Id", storage::IdToHex(cluster_id)},
                          {"X-Kplane-From", storage::IdToHex(from)}},

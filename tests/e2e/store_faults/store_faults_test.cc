@@ -65,20 +65,35 @@ class StoreFaultTest : public ::testing::Test {
     for (const std::string& f : kTimings) flags.push_back(f);
     const storage::StoreKind kind =
         etcd_ ? storage::StoreKind::kEtcd : storage::StoreKind::kKplane;
-    auto c = storage::LocalCluster::Start({.kind = kind,
-                                           .members = 3,
-                                           .extra_flags = flags,
-                                           .start_timeout = seconds(60)});
+    auto c = storage::LocalCluster::Start(
+        {.kind = kind,
+         .members = 3,
+         .extra_flags = flags,
+         .start_timeout = seconds(60),
+         .test_pki = storage::StoreSuitesUseTls()});
     ASSERT_TRUE(c.ok()) << c.status();
     cluster_ = std::move(*c);
+    // Never a silent plain-HTTP run of the TLS suite.
+    ASSERT_EQ(cluster_->client_url(0).rfind(
+                  storage::StoreSuitesUseTls() ? "https://" : "http://", 0),
+              0u)
+        << cluster_->client_url(0);
+  }
+
+  // A client of every member (with the harness's certificate over TLS).
+  storage::RemoteKVOptions ClientOptions() const {
+    storage::RemoteKVOptions o;
+    o.endpoints = cluster_->client_urls();
+    o.tls = cluster_->client_tls();
+    return o;
   }
 
   void StartLoad() {
-    load_ = std::make_unique<WriteLoad>(
-        WriteLoadOptions{.endpoints = cluster_->client_urls()});
+    load_ = std::make_unique<WriteLoad>(WriteLoadOptions{
+        .endpoints = cluster_->client_urls(), .tls = cluster_->client_tls()});
     ASSERT_TRUE(load_->Start().ok());
-    register_ = std::make_unique<RegisterLoad>(
-        RegisterLoadOptions{.endpoints = cluster_->client_urls()});
+    register_ = std::make_unique<RegisterLoad>(RegisterLoadOptions{
+        .endpoints = cluster_->client_urls(), .tls = cluster_->client_tls()});
     ASSERT_TRUE(register_->Start().ok());
   }
 
@@ -181,8 +196,7 @@ class StoreFaultTest : public ::testing::Test {
     }
 
     // The register: linearizable against the store's order of its writes.
-    storage::RemoteKVOptions o;
-    o.endpoints = cluster_->client_urls();
+    storage::RemoteKVOptions o = ClientOptions();
     auto kv = storage::RemoteKV::Create(o);
     ASSERT_TRUE(kv.ok());
     auto stored = ReadRegisterWrites(kv->get(), register_->key(), seconds(30));
@@ -198,7 +212,8 @@ class StoreFaultTest : public ::testing::Test {
       etcdserverpb::AlarmRequest get;
       get.set_action(etcdserverpb::AlarmRequest::GET);
       etcdserverpb::AlarmResponse alarms;
-      auto m = storage::Maintenance::Create(cluster_->client_url(i));
+      auto m = storage::Maintenance::Create(cluster_->client_url(i),
+                                            {.tls = cluster_->client_tls()});
       ASSERT_TRUE(m.ok());
       auto a = (*m)->Alarm(get);
       ASSERT_TRUE(a.ok()) << a.status();
@@ -236,8 +251,7 @@ class StoreFaultTest : public ::testing::Test {
   // Puts unique keys with a 200 ms timeout, one after the other, until one
   // is acknowledged; returns the time from `since` to that (or 30 s).
   Duration ProbeWrite(TimePoint since, const std::string& prefix) {
-    storage::RemoteKVOptions o;
-    o.endpoints = cluster_->client_urls();
+    storage::RemoteKVOptions o = ClientOptions();
     o.dial_timeout = milliseconds(100);
     o.request_timeout = milliseconds(200);
     o.call_timeout = milliseconds(200);
@@ -492,8 +506,7 @@ TEST_F(StoreFaultTest, MemberAddAndRemoveUnderLoad) {
   ASSERT_TRUE(next.ok()) << next.status();
   ASSERT_NO_FATAL_FAILURE(WaitForProgress(200));
   // The member list is exactly the members we think are in.
-  storage::RemoteKVOptions o;
-  o.endpoints = cluster_->client_urls();
+  storage::RemoteKVOptions o = ClientOptions();
   auto kv = storage::RemoteKV::Create(o);
   ASSERT_TRUE(kv.ok());
   etcdserverpb::MemberListResponse list;
@@ -520,8 +533,7 @@ TEST_P(RestartAllTest, DataRevisionAndLeasesSurvive) {
   ASSERT_NO_FATAL_FAILURE(StartLoad());
   ASSERT_NO_FATAL_FAILURE(WaitForProgress(300));
   // A long lease with a key, to survive the restart.
-  storage::RemoteKVOptions o;
-  o.endpoints = cluster_->client_urls();
+  storage::RemoteKVOptions o = ClientOptions();
   auto kv = storage::RemoteKV::Create(o);
   ASSERT_TRUE(kv.ok());
   etcdserverpb::LeaseGrantRequest grant;
@@ -627,8 +639,7 @@ TEST_F(StoreFaultTest, LeasesAcrossLeaderKill) {
   ASSERT_NO_FATAL_FAILURE(StartCluster());
   ASSERT_NO_FATAL_FAILURE(StartLoad());
   ASSERT_NO_FATAL_FAILURE(WaitForProgress(100));
-  storage::RemoteKVOptions o;
-  o.endpoints = cluster_->client_urls();
+  storage::RemoteKVOptions o = ClientOptions();
   o.request_timeout = seconds(2);
   o.call_timeout = seconds(5);
   auto kv = storage::RemoteKV::Create(o);

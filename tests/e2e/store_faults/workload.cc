@@ -9,7 +9,7 @@ namespace {
 
 StatusOr<std::unique_ptr<storage::RemoteKV>> NewClient(
     std::vector<std::string> endpoints, int rotate, Duration request_timeout,
-    Duration call_timeout) {
+    Duration call_timeout, std::shared_ptr<const net::TlsContext> tls) {
   // RemoteKV prefers the first endpoint: rotate the list per client.
   if (!endpoints.empty()) {
     std::rotate(endpoints.begin(),
@@ -21,6 +21,7 @@ StatusOr<std::unique_ptr<storage::RemoteKV>> NewClient(
   o.request_timeout = request_timeout;
   o.call_timeout = call_timeout;
   o.max_retry_backoff = milliseconds(200);
+  o.tls = std::move(tls);
   return storage::RemoteKV::Create(o);
 }
 
@@ -42,7 +43,7 @@ Status WriteLoad::Start() {
   for (int c = 0; c < options_.clients; ++c) {
     ASSIGN_OR_RETURN(auto kv,
                      NewClient(options_.endpoints, c, options_.request_timeout,
-                               options_.call_timeout));
+                               options_.call_timeout, options_.tls));
     kvs_.push_back(std::move(kv));
   }
   for (int c = 0; c < options_.clients; ++c) {
@@ -143,7 +144,7 @@ Status RegisterLoad::Start() {
   for (int c = 0; c < options_.clients; ++c) {
     ASSIGN_OR_RETURN(auto kv,
                      NewClient(options_.endpoints, c, options_.request_timeout,
-                               options_.call_timeout));
+                               options_.call_timeout, options_.tls));
     kvs_.push_back(std::move(kv));
   }
   for (int c = 0; c < options_.clients; ++c) {

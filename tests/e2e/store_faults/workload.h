@@ -50,6 +50,8 @@ struct WriteLoadOptions {
   // dead member and moves on quickly.
   Duration request_timeout = seconds(2);
   Duration call_timeout = seconds(5);
+  // For https:// endpoints: the client context (LocalCluster::client_tls()).
+  std::shared_ptr<const net::TlsContext> tls;
 };
 
 struct AckedWrite {
@@ -121,6 +123,8 @@ struct RegisterLoadOptions {
   std::string key = "register";
   Duration request_timeout = seconds(2);
   Duration call_timeout = seconds(5);
+  // For https:// endpoints: the client context (LocalCluster::client_tls()).
+  std::shared_ptr<const net::TlsContext> tls;
 };
 
 class RegisterLoad {

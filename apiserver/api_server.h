@@ -161,6 +161,10 @@ struct ApiServerOptions {
   // asks every store member for its status. Null: the one member `kv`
   // talks to (KV::MemberStatus).
   StoreStatusProvider store_status;
+  // The web view's start/stop of a simulated node (POST
+  // /ui/api/nodes/<name>/stop|resume): the fleet's control endpoint. Null:
+  // those paths answer 404 (no simulated nodes to control).
+  NodeControl node_control;
 
   // Events are stored with a lease of this TTL.
   Duration event_ttl = hours(1);

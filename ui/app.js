@@ -651,10 +651,14 @@ async function loadHistory(ref) {
 }
 
 // The object as text to compare: resourceVersion is the revision shown
-// above each version, so it is left out of the diff.
-function historyLines(obj) {
+// above each version, and managedFields (every writer's field list and
+// time) are left out as kubectl leaves them out; the full object keeps them.
+function historyLines(obj, full) {
   const o = JSON.parse(JSON.stringify(obj));
-  if (o.metadata) delete o.metadata.resourceVersion;
+  if (o.metadata) {
+    delete o.metadata.resourceVersion;
+    if (!full) delete o.metadata.managedFields;
+  }
   return JSON.stringify(o, null, 2).split('\n');
 }
 
@@ -715,7 +719,7 @@ function renderDiff(ops) {
     line(op === '+' ? 'add' : op === '-' ? 'del' : 'ctx', op + ' ' + text);
   });
   flush();
-  if (!ops.some(([op]) => op !== ' ')) line('gap', 'no change but its resourceVersion');
+  if (!ops.some(([op]) => op !== ' ')) line('gap', 'no change but its managedFields');
   return pre;
 }
 
@@ -754,7 +758,7 @@ function renderHistory(ref, h) {
       const sum = document.createElement('summary');
       sum.textContent = 'the object at revision ' + v.revision;
       const pre = document.createElement('pre');
-      pre.textContent = lines.join('\n');
+      pre.textContent = historyLines(v.object, true).join('\n');
       full.appendChild(sum);
       full.appendChild(pre);
       if (!older || !older.object) full.open = true;

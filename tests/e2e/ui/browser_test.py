@@ -240,6 +240,8 @@ def main():
         check(page.eval("[...document.querySelectorAll('#history-versions .diff .add')].some(d => /nginx:1\\.26/.test(d.textContent))"
                         " && [...document.querySelectorAll('#history-versions .diff .del')].some(d => /nginx:1\\.25/.test(d.textContent))"),
               "a diff shows the image change nginx:1.25 -> nginx:1.26")
+        page.eval("[...document.querySelectorAll('#history-versions .diff .add')]"
+                  ".find(d => /nginx:1\\.26/.test(d.textContent)).scrollIntoView({block: 'center'}); true")
         page.screenshot(os.path.join(shots, "ui-history.png"))
 
         # kplane's controllers record no Events yet; one written through the

@@ -1216,8 +1216,8 @@ void ApiServer::Impl::ServeUiHistory(const net::HttpRequest& req,
   const std::string name(req.QueryParam("name"));
   std::string ns(req.QueryParam("namespace"));
   if (version.empty() || resource.empty() || name.empty()) {
-    RespondUiError(resp, ApiError::BadRequest(
-                             "version, resource and name are required"));
+    RespondUiError(
+        resp, ApiError::BadRequest("version, resource and name are required"));
     return;
   }
   const objects::ResourceInfo* r =
@@ -1234,24 +1234,25 @@ void ApiServer::Impl::ServeUiHistory(const net::HttpRequest& req,
                resp)) {
     return;
   }
-  auto bit = r != nullptr ? by_key.find(r->gv.group + "/" + r->gv.version +
-                                        "/" + r->resource)
-                          : by_key.end();
+  auto bit =
+      r != nullptr
+          ? by_key.find(r->gv.group + "/" + r->gv.version + "/" + r->resource)
+          : by_key.end();
   if (bit == by_key.end()) {
     RespondUiError(resp, ApiError::NotFoundPath());
     return;
   }
   if (r->namespaced && ns.empty()) {
-    RespondUiError(resp, ApiError::BadRequest(
-                             "namespace is required for " + r->resource));
+    RespondUiError(
+        resp, ApiError::BadRequest("namespace is required for " + r->resource));
     return;
   }
   int limit = kMaxHistoryVersions;
   if (req.HasQueryParam("limit")) {
     std::optional<int64_t> l = ParseInt64(req.QueryParam("limit"));
     if (!l.has_value() || *l < 1) {
-      RespondUiError(resp, ApiError::BadRequest(
-                               "limit must be a positive integer"));
+      RespondUiError(resp,
+                     ApiError::BadRequest("limit must be a positive integer"));
       return;
     }
     limit = static_cast<int>(std::min<int64_t>(*l, kMaxHistoryVersions));

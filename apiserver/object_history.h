@@ -52,9 +52,9 @@ struct ObjectVersion {
 
 struct ObjectHistory {
   enum class End { kCreated, kCompacted, kLimit };
-  std::string key;               // "/registry/pods/default/web"
-  int64_t create_revision = 0;   // the object's creation
-  int64_t read_revision = 0;     // the store's revision at the first read
+  std::string key;              // "/registry/pods/default/web"
+  int64_t create_revision = 0;  // the object's creation
+  int64_t read_revision = 0;    // the store's revision at the first read
   std::vector<ObjectVersion> versions;  // newest first, at least one
   End end = End::kCreated;
   int64_t compact_revision = 0;  // with kCompacted

@@ -119,18 +119,17 @@ class UiTest : public ::testing::Test {
   // data v=1..4. Returns their revisions, oldest first.
   std::vector<int64_t> WriteFourVersions() {
     std::vector<int64_t> revisions;
-    Response created = Post("ui-admin-token",
-                            "/api/v1/namespaces/default/configmaps",
-                            R"({"metadata":{"name":"cm"},"data":{"v":"1"}})");
+    Response created =
+        Post("ui-admin-token", "/api/v1/namespaces/default/configmaps",
+             R"({"metadata":{"name":"cm"},"data":{"v":"1"}})");
     EXPECT_EQ(created.code, 201) << created.body;
     revisions.push_back(
         std::stoll(created.Str({"metadata", "resourceVersion"})));
     for (int v = 2; v <= 4; ++v) {
-      Response updated =
-          Send("PUT", "ui-admin-token",
-               "/api/v1/namespaces/default/configmaps/cm",
-               R"({"metadata":{"name":"cm"},"data":{"v":")" +
-                   std::to_string(v) + R"("}})");
+      Response updated = Send("PUT", "ui-admin-token",
+                              "/api/v1/namespaces/default/configmaps/cm",
+                              R"({"metadata":{"name":"cm"},"data":{"v":")" +
+                                  std::to_string(v) + R"("}})");
       EXPECT_EQ(updated.code, 200) << updated.body;
       revisions.push_back(
           std::stoll(updated.Str({"metadata", "resourceVersion"})));
@@ -284,9 +283,9 @@ TEST_F(UiTest, HistoryListsEveryStoredVersionBackToTheCreation) {
     EXPECT_STREQ(v["object"]["kind"].GetString(), "ConfigMap");
     EXPECT_EQ(std::string(v["object"]["data"]["v"].GetString()),
               std::to_string(4 - i));
-    EXPECT_EQ(std::string(
-                  v["object"]["metadata"]["resourceVersion"].GetString()),
-              std::to_string(revisions[3 - i]));
+    EXPECT_EQ(
+        std::string(v["object"]["metadata"]["resourceVersion"].GetString()),
+        std::to_string(revisions[3 - i]));
   }
   // At most `limit` versions; the answer says older ones remain.
   Response two = Get("ui-admin-token", std::string(kCmHistory) + "&limit=2");
@@ -365,11 +364,11 @@ TEST_F(UiTest, HistoryNeedsGetOnTheObject) {
 // fleet's control endpoint.
 TEST_F(UiTest, NodeStopAndResumeNeedNodesProxy) {
   EXPECT_EQ(Send("POST", "", "/ui/api/nodes/node-1/stop").code, 403);
-  EXPECT_EQ(Send("POST", "not-a-token", "/ui/api/nodes/node-1/stop").code,
-            401);
+  EXPECT_EQ(Send("POST", "not-a-token", "/ui/api/nodes/node-1/stop").code, 401);
   EXPECT_EQ(Send("POST", "viewer-token", "/ui/api/nodes/node-1/stop").code,
             403);
-  Response stopped = Send("POST", "ui-admin-token", "/ui/api/nodes/node-1/stop");
+  Response stopped =
+      Send("POST", "ui-admin-token", "/ui/api/nodes/node-1/stop");
   ASSERT_EQ(stopped.code, 200) << stopped.body;
   EXPECT_EQ(stopped.Str({"node"}), "node-1");
   EXPECT_EQ(Send("POST", "ui-admin-token", "/ui/api/nodes/node-9/stop").code,

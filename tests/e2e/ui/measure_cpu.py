@@ -83,6 +83,7 @@ def main():
         if args.watch_clients:
             return watch_clients(kp, api, args, idle)
         browser = cdp.Browser(cdp.find_chromium())
+        t_open = time.time()
         pages = []
         for i in range(args.views):
             ctx = browser_context(browser)
@@ -97,7 +98,14 @@ def main():
             if not ok:
                 print("a view did not list all nodes", file=sys.stderr)
                 return 1
-        print("%d views open, each listing %d nodes" % (len(pages), args.nodes), flush=True)
+        print("%d views open, each listing %d nodes, %.1f s after opening them"
+              % (len(pages), args.nodes, time.time() - t_open), flush=True)
+        # Responsiveness of the first page while its watches stream: how
+        # late 50 ms timers fire on its main thread over 10 s (JSON of
+        # watch events, renders and the once-a-second refresh share it).
+        lag = pages[0].eval(LAG_PROBE, await_promise=True)
+        print("page main-thread timer lag over 10 s: p50 %.0f ms, p99 %.0f ms, max %.0f ms"
+              % (lag[0], lag[1], lag[2]), flush=True)
         views = measure(kp.proc.pid, args.seconds)
         print("%d views: %.3f cores (+%.3f)" % (args.views, views, views - idle), flush=True)
         return 0
@@ -107,6 +115,25 @@ def main():
         if kp:
             kp.stop()
         shutil.rmtree(work, ignore_errors=True)
+
+
+LAG_PROBE = """new Promise(resolve => {
+  const lags = [];
+  const end = performance.now() + 10000;
+  let due = performance.now() + 50;
+  const tick = () => {
+    const now = performance.now();
+    lags.push(now - due);
+    if (now > end) {
+      lags.sort((a, b) => a - b);
+      resolve([lags[Math.floor(lags.length / 2)], lags[Math.floor(lags.length * 0.99)], lags[lags.length - 1]]);
+      return;
+    }
+    due = now + 50;
+    setTimeout(tick, 50);
+  };
+  setTimeout(tick, 50);
+})"""
 
 
 class Api:

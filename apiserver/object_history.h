@@ -22,8 +22,9 @@
 // Thread-safety: ReadObjectHistory only reads (ObjectStore is thread-safe);
 // a write between two reads makes no difference to the older versions.
 // Errors: kNotFound when the object does not exist now (the ObjectStore's
-// `<group-resource> "<name>" not found`), kExpired when even its current
-// version cannot be read, anything the KV returns. A version that does not
+// `<group-resource> "<name>" not found`), anything else the KV returns (a
+// compaction met after the first version is the kCompacted end, not an
+// error). A version that does not
 // decode (e.g. encrypted under a key no longer configured) is kept with its
 // error in ObjectVersion::error, not failed.
 #ifndef KPLANE_APISERVER_OBJECT_HISTORY_H_

@@ -1,5 +1,8 @@
 #include "apiserver/api_server.h"
 
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cctype>
@@ -18,6 +21,7 @@
 #include "apiserver/encoding.h"
 #include "apiserver/errors.h"
 #include "apiserver/negotiation.h"
+#include "apiserver/object_history.h"
 #include "apiserver/openapi_handler.h"
 #include "apiserver/query_params.h"
 #include "apiserver/rbac_policy.h"
@@ -218,6 +222,16 @@ struct ApiServer::Impl {
   // The same for the routes outside /api and /apis (/healthz, /version,
   // /metrics, ...), as non-resource requests.
   net::HttpHandler Guard(net::HttpHandler handler);
+  // The web view's requests that stand for a resource request (the history
+  // of one object, start/stop of a simulated node): authenticates `req`
+  // and authorizes `a` (user filled in here); false after answering 401 or
+  // 403.
+  bool AdmitUi(const net::HttpRequest& req, auth::Attributes a,
+               const std::shared_ptr<net::Responder>& resp);
+  void ServeUiHistory(const net::HttpRequest& req,
+                      std::shared_ptr<net::Responder> resp);
+  void ServeUiNodeControl(const net::HttpRequest& req,
+                          std::shared_ptr<net::Responder> resp);
   // Admission with the caller's identity, on the object about to be
   // stored: RBAC's escalation check for roles and bindings, and kube's
   // NodeRestriction for a node writing Node objects.
@@ -1136,6 +1150,19 @@ void ApiServer::Impl::RegisterRoutes() {
            h.Add("Cache-Control", "no-store");
            resp->Respond(200, std::move(h), StoreStatusJson(members));
          });
+  // The history of one object and start/stop of a simulated node are
+  // authorized as the resource requests they stand for (AdmitUi), not as
+  // non-resource URLs.
+  http->Handle("GET", "/ui/api/history",
+               [this](const net::HttpRequest& req,
+                      std::shared_ptr<net::Responder> resp) {
+                 ServeUiHistory(req, std::move(resp));
+               });
+  http->HandlePrefix("POST", "/ui/api/nodes/",
+                     [this](const net::HttpRequest& req,
+                            std::shared_ptr<net::Responder> resp) {
+                       ServeUiNodeControl(req, std::move(resp));
+                     });
   handle(
       "GET", "/metrics",
       [this](const net::HttpRequest&, std::shared_ptr<net::Responder> resp) {
@@ -1143,6 +1170,155 @@ void ApiServer::Impl::RegisterRoutes() {
             200, {{"Content-Type", "text/plain; version=0.0.4; charset=utf-8"}},
             opts.metrics->Render());
       });
+}
+
+namespace {
+
+void RespondUiJson(const std::shared_ptr<net::Responder>& resp, int code,
+                   std::string body) {
+  net::HttpHeaders h = UiSecurityHeaders();
+  h.Add("Content-Type", std::string(kJson));
+  h.Add("Cache-Control", "no-store");
+  resp->Respond(code, std::move(h), std::move(body));
+}
+
+void RespondUiError(const std::shared_ptr<net::Responder>& resp,
+                    const ApiError& e) {
+  RespondUiJson(resp, e.code, RenderError(objects::MediaType::kJson, e));
+}
+
+}  // namespace
+
+bool ApiServer::Impl::AdmitUi(const net::HttpRequest& req, auth::Attributes a,
+                              const std::shared_ptr<net::Responder>& resp) {
+  if (!opts.auth.enabled) return true;
+  StatusOr<auth::UserInfo> who = Authenticate(req);
+  if (!who.ok()) {
+    RespondUiError(resp, UnauthorizedError());
+    return false;
+  }
+  a.user = std::move(*who);
+  a.resource_request = true;
+  a.path = req.path;
+  std::string reason;
+  if (Authorize(a, &reason) != auth::Decision::kAllow) {
+    RespondUiError(resp, ForbiddenError(a, reason));
+    return false;
+  }
+  return true;
+}
+
+void ApiServer::Impl::ServeUiHistory(const net::HttpRequest& req,
+                                     std::shared_ptr<net::Responder> resp) {
+  const std::string group(req.QueryParam("group"));
+  const std::string version(req.QueryParam("version"));
+  const std::string resource(req.QueryParam("resource"));
+  const std::string name(req.QueryParam("name"));
+  std::string ns(req.QueryParam("namespace"));
+  if (version.empty() || resource.empty() || name.empty()) {
+    RespondUiError(
+        resp, ApiError::BadRequest("version, resource and name are required"));
+    return;
+  }
+  const objects::ResourceInfo* r =
+      objects::Scheme::Default().FindResource(group, version, resource);
+  if (r != nullptr && !r->namespaced) ns.clear();
+  // Authorized exactly as GET of the object would be, before anything
+  // about it (even whether its resource exists) is answered.
+  if (!AdmitUi(req,
+               {.verb = "get",
+                .api_group = group,
+                .resource = resource,
+                .ns = ns,
+                .name = name},
+               resp)) {
+    return;
+  }
+  auto bit =
+      r != nullptr
+          ? by_key.find(r->gv.group + "/" + r->gv.version + "/" + r->resource)
+          : by_key.end();
+  if (bit == by_key.end()) {
+    RespondUiError(resp, ApiError::NotFoundPath());
+    return;
+  }
+  if (r->namespaced && ns.empty()) {
+    RespondUiError(
+        resp, ApiError::BadRequest("namespace is required for " + r->resource));
+    return;
+  }
+  int limit = kMaxHistoryVersions;
+  if (req.HasQueryParam("limit")) {
+    std::optional<int64_t> l = ParseInt64(req.QueryParam("limit"));
+    if (!l.has_value() || *l < 1) {
+      RespondUiError(resp,
+                     ApiError::BadRequest("limit must be a positive integer"));
+      return;
+    }
+    limit = static_cast<int>(std::min<int64_t>(*l, kMaxHistoryVersions));
+  }
+  StatusOr<ObjectHistory> h =
+      ReadObjectHistory(*bit->second->store, ns, name, limit);
+  if (!h.ok()) {
+    RespondUiError(resp, ApiError::FromStatus(h.status(), r, name));
+    return;
+  }
+  RespondUiJson(resp, 200, ObjectHistoryJson(*h));
+}
+
+void ApiServer::Impl::ServeUiNodeControl(const net::HttpRequest& req,
+                                         std::shared_ptr<net::Responder> resp) {
+  // /ui/api/nodes/<name>/stop or /resume
+  std::string_view rest = req.path;
+  rest.remove_prefix(std::string_view("/ui/api/nodes/").size());
+  const size_t slash = rest.find('/');
+  const std::string name(rest.substr(0, slash));
+  const std::string_view action =
+      slash == std::string_view::npos ? "" : rest.substr(slash + 1);
+  if (name.empty() || (action != "stop" && action != "resume")) {
+    RespondUiError(resp, ApiError::NotFoundPath());
+    return;
+  }
+  // Stopping a node's kubelet is an operation on the kubelet: kube
+  // authorizes the kubelet's API as the `proxy` subresource of its Node,
+  // which only cluster-admin holds among the default roles (not `edit`,
+  // not `admin`, and not a node itself).
+  if (!AdmitUi(req,
+               {.verb = "create",
+                .resource = "nodes",
+                .subresource = "proxy",
+                .name = name},
+               resp)) {
+    return;
+  }
+  if (!opts.node_control) {
+    ApiError e = ApiError::NotFoundPath();
+    e.message = "no simulated nodes' control endpoint is configured";
+    RespondUiError(resp, e);
+    return;
+  }
+  Status s = opts.node_control(name, action == "stop");
+  if (s.Is(StatusCode::kNotFound)) {
+    ApiError e = ApiError::NotFoundPath();
+    e.message = "no simulated node " + GoQuote(name);
+    RespondUiError(resp, e);
+    return;
+  }
+  if (!s.ok()) {
+    ApiError e = ApiError::ServiceUnavailable(
+        "the simulated nodes' control endpoint: " + s.ToString());
+    RespondUiError(resp, e);
+    return;
+  }
+  rapidjson::StringBuffer body;
+  rapidjson::Writer<rapidjson::StringBuffer> w(body);
+  w.StartObject();
+  w.Key("node");
+  w.String(name.data(), name.size());
+  w.Key("stopped");
+  w.Bool(action == "stop");
+  w.EndObject();
+  RespondUiJson(resp, 200, body.GetString());
 }
 
 void ApiServer::Impl::HandleApi(const net::HttpRequest& req,

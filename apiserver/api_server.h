@@ -157,6 +157,11 @@ struct ApiServerOptions {
   // default). Empty: the issuers.
   std::vector<std::string> api_audiences;
 
+  // The web view's start/stop of a simulated node (POST
+  // /ui/api/nodes/<name>/stop|resume): the fleet's control endpoint. Null:
+  // those paths answer 404 (no simulated nodes to control).
+  NodeControl node_control;
+
   // The web view's store panel (/ui/api/store, apiserver/ui_endpoints.h):
   // asks every store member for its status. Null: the one member `kv`
   // talks to (KV::MemberStatus).

@@ -8,6 +8,14 @@
 //                       page's own scripts, styles and requests to this
 //                       origin, nosniff, no framing, no referrer.
 //   GET /ui/api/store   the store panel's JSON (StoreStatusJson below).
+//   GET /ui/api/history?group=&version=&resource=&namespace=&name=[&limit=]
+//                       every stored version of one object from MVCC
+//                       (apiserver/object_history.h), authorized as a `get`
+//                       of that object.
+//   POST /ui/api/nodes/<name>/stop | /resume
+//                       stops / resumes a simulated node through the
+//                       fleet's control endpoint (NodeControl below),
+//                       authorized as `create` on `nodes/proxy` <name>.
 //
 // These are plain handlers; the API server wraps each in its
 // authentication and authorization (non-resource URLs: the static files
@@ -42,6 +50,12 @@ struct StoreMemberReport {
 };
 // Asks every member it knows about. Called on a worker thread per request.
 using StoreStatusProvider = std::function<std::vector<StoreMemberReport>()>;
+
+// Stops (`stop` true) or resumes one simulated node's heartbeats (the
+// fleet's POST /nodes/<name>/stop|resume, kubeletsim/control_server.h).
+// kNotFound for a node the fleet does not simulate; other errors are the
+// transport's. Called on a worker thread per request.
+using NodeControl = std::function<Status(const std::string& node, bool stop)>;
 
 // {"members":[{"endpoint":..,"memberID":"<hex>","leader":bool,
 //   "raftTerm":N,"revision":N,"raftIndex":N,"raftAppliedIndex":N,

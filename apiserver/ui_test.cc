@@ -7,8 +7,11 @@
 
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <thread>
 
+#include "apiserver/encryption/transformer.h"
+#include "apiserver/object_history.h"
 #include "apiserver/test_server.h"
 #include "apiserver/ui_endpoints.h"
 #include "net/http_client.h"
@@ -52,6 +55,14 @@ class UiTest : public ::testing::Test {
       o->tls = *tls;
       o->auth.enabled = true;
       o->auth.token_auth_file = dir_ + "/tokens.csv";
+      // The fleet's control endpoint, recorded (the browser test drives a
+      // real fleet through `kplane up`).
+      o->node_control = [this](const std::string& node, bool stop) {
+        if (node != "node-1") return NotFoundError("no node " + node);
+        std::lock_guard<std::mutex> l(node_calls_mu_);
+        node_calls_.push_back((stop ? "stop " : "resume ") + node);
+        return Status::Ok();
+      };
     });
   }
   void TearDown() override {
@@ -93,9 +104,47 @@ class UiTest : public ::testing::Test {
     return r;
   }
 
+  Response Send(std::string_view method, std::string_view token,
+                std::string_view target, std::string_view body = "") {
+    StatusOr<std::shared_ptr<const net::TlsContext>> ctx =
+        net::TlsContext::NewClient({.ca_pem = ca_.cert_pem});
+    EXPECT_TRUE(ctx.ok()) << ctx.status();
+    net::HttpClient client("127.0.0.1", server_->port(),
+                           net::HttpClientOptions{.tls = *ctx});
+    net::HttpHeaders h{{"Content-Type", "application/json"}};
+    if (!token.empty()) h.Add("Authorization", "Bearer " + std::string(token));
+    return ToResponse(client.Request(method, target, h, body));
+  }
+  // Creates configmap default/cm and updates it three times: versions with
+  // data v=1..4. Returns their revisions, oldest first.
+  std::vector<int64_t> WriteFourVersions() {
+    std::vector<int64_t> revisions;
+    Response created =
+        Post("ui-admin-token", "/api/v1/namespaces/default/configmaps",
+             R"({"metadata":{"name":"cm"},"data":{"v":"1"}})");
+    EXPECT_EQ(created.code, 201) << created.body;
+    revisions.push_back(
+        std::stoll(created.Str({"metadata", "resourceVersion"})));
+    for (int v = 2; v <= 4; ++v) {
+      Response updated = Send("PUT", "ui-admin-token",
+                              "/api/v1/namespaces/default/configmaps/cm",
+                              R"({"metadata":{"name":"cm"},"data":{"v":")" +
+                                  std::to_string(v) + R"("}})");
+      EXPECT_EQ(updated.code, 200) << updated.body;
+      revisions.push_back(
+          std::stoll(updated.Str({"metadata", "resourceVersion"})));
+    }
+    return revisions;
+  }
+  static constexpr std::string_view kCmHistory =
+      "/ui/api/history?group=&version=v1&resource=configmaps"
+      "&namespace=default&name=cm";
+
   std::string dir_;
   net::KeyPair ca_;
   std::unique_ptr<TestServer> server_;
+  std::mutex node_calls_mu_;
+  std::vector<std::string> node_calls_;
 };
 
 TEST_F(UiTest, PageIsPublicWithContentTypesCachingAndCsp) {
@@ -211,6 +260,176 @@ TEST_F(UiTest, StorePanelNeedsGetOnItsPath) {
       AwaitCode(200, [&] { return Get("operator-token", "/ui/api/store"); })
           .code,
       200);
+}
+
+// The history of one object (issue 21): every version still in the
+// store, newest first, each with its revision, back to its creation.
+TEST_F(UiTest, HistoryListsEveryStoredVersionBackToTheCreation) {
+  const std::vector<int64_t> revisions = WriteFourVersions();
+  Response h = Get("ui-admin-token", kCmHistory);
+  ASSERT_EQ(h.code, 200) << h.body;
+  EXPECT_EQ(h.headers.Get("Cache-Control"), "no-store");
+  EXPECT_EQ(h.Str({"key"}), "/registry/configmaps/default/cm");
+  EXPECT_EQ(h.Str({"end"}), "created");
+  EXPECT_EQ(h.At({"createRevision"})->GetInt64(), revisions[0]);
+  const rapidjson::Value* versions = h.At({"versions"});
+  ASSERT_NE(versions, nullptr);
+  ASSERT_EQ(versions->Size(), 4u) << h.body;
+  for (int i = 0; i < 4; ++i) {
+    const rapidjson::Value& v = (*versions)[i];
+    SCOPED_TRACE(i);
+    EXPECT_EQ(v["revision"].GetInt64(), revisions[3 - i]);
+    EXPECT_EQ(v["version"].GetInt64(), 4 - i);
+    EXPECT_STREQ(v["object"]["kind"].GetString(), "ConfigMap");
+    EXPECT_EQ(std::string(v["object"]["data"]["v"].GetString()),
+              std::to_string(4 - i));
+    EXPECT_EQ(
+        std::string(v["object"]["metadata"]["resourceVersion"].GetString()),
+        std::to_string(revisions[3 - i]));
+  }
+  // At most `limit` versions; the answer says older ones remain.
+  Response two = Get("ui-admin-token", std::string(kCmHistory) + "&limit=2");
+  ASSERT_EQ(two.code, 200) << two.body;
+  EXPECT_EQ(two.Str({"end"}), "limit");
+  EXPECT_EQ(two.At({"versions"})->Size(), 2u);
+  EXPECT_EQ(Get("ui-admin-token", std::string(kCmHistory) + "&limit=x").code,
+            400);
+  // An object that does not exist, a resource that does not.
+  EXPECT_EQ(Get("ui-admin-token",
+                "/ui/api/history?version=v1&resource=configmaps"
+                "&namespace=default&name=nope")
+                .code,
+            404);
+  EXPECT_EQ(Get("ui-admin-token",
+                "/ui/api/history?version=v1&resource=widgets"
+                "&namespace=default&name=cm")
+                .code,
+            404);
+  EXPECT_EQ(Get("ui-admin-token", "/ui/api/history?version=v1").code, 400);
+}
+
+// Compaction removed the older versions: the history stops at the
+// compaction point and says so.
+TEST_F(UiTest, HistoryStopsAtTheCompactionWithAMarker) {
+  const std::vector<int64_t> revisions = WriteFourVersions();
+  etcdserverpb::CompactionRequest compact;
+  compact.set_revision(revisions[2]);  // keeps what was visible then: v=3
+  ASSERT_TRUE(server_->store()->Compact(compact).ok());
+  Response h = Get("ui-admin-token", kCmHistory);
+  ASSERT_EQ(h.code, 200) << h.body;
+  EXPECT_EQ(h.Str({"end"}), "compacted");
+  EXPECT_EQ(h.At({"compactRevision"})->GetInt64(), revisions[2]);
+  const rapidjson::Value* versions = h.At({"versions"});
+  ASSERT_EQ(versions->Size(), 2u) << h.body;
+  EXPECT_EQ((*versions)[0]["revision"].GetInt64(), revisions[3]);
+  EXPECT_EQ((*versions)[1]["revision"].GetInt64(), revisions[2]);
+  EXPECT_STREQ((*versions)[1]["object"]["data"]["v"].GetString(), "3");
+}
+
+// Reading the history is authorized as a GET of the object.
+TEST_F(UiTest, HistoryNeedsGetOnTheObject) {
+  WriteFourVersions();
+  ASSERT_EQ(Post("ui-admin-token", "/api/v1/namespaces/default/secrets",
+                 R"({"metadata":{"name":"s"},"data":{"k":"dg=="}})")
+                .code,
+            201);
+  const std::string secret_history =
+      "/ui/api/history?version=v1&resource=secrets&namespace=default&name=s";
+  EXPECT_EQ(Get("", kCmHistory).code, 403);
+  EXPECT_EQ(Get("not-a-token", kCmHistory).code, 401);
+  Response denied = Get("viewer-token", kCmHistory);
+  EXPECT_EQ(denied.code, 403);
+  EXPECT_NE(denied.body.find("configmaps \\\"cm\\\" is forbidden"),
+            std::string::npos)
+      << denied.body;
+  // `view` in default reads its ConfigMaps but not its Secrets.
+  ASSERT_EQ(Post("ui-admin-token",
+                 "/apis/rbac.authorization.k8s.io/v1/namespaces/default/"
+                 "rolebindings",
+                 R"({"metadata":{"name":"viewer-view"},
+                     "roleRef":{"apiGroup":"rbac.authorization.k8s.io",
+                                "kind":"ClusterRole","name":"view"},
+                     "subjects":[{"kind":"User","name":"viewer"}]})")
+                .code,
+            201);
+  Response allowed =
+      AwaitCode(200, [&] { return Get("viewer-token", kCmHistory); });
+  EXPECT_EQ(allowed.code, 200) << allowed.body;
+  EXPECT_EQ(allowed.At({"versions"})->Size(), 4u);
+  EXPECT_EQ(Get("viewer-token", secret_history).code, 403);
+  EXPECT_EQ(Get("ui-admin-token", secret_history).code, 200);
+}
+
+// Start/stop of a simulated node: `create` on nodes/proxy, then the
+// fleet's control endpoint.
+TEST_F(UiTest, NodeStopAndResumeNeedNodesProxy) {
+  EXPECT_EQ(Send("POST", "", "/ui/api/nodes/node-1/stop").code, 403);
+  EXPECT_EQ(Send("POST", "not-a-token", "/ui/api/nodes/node-1/stop").code, 401);
+  EXPECT_EQ(Send("POST", "viewer-token", "/ui/api/nodes/node-1/stop").code,
+            403);
+  Response stopped =
+      Send("POST", "ui-admin-token", "/ui/api/nodes/node-1/stop");
+  ASSERT_EQ(stopped.code, 200) << stopped.body;
+  EXPECT_EQ(stopped.Str({"node"}), "node-1");
+  EXPECT_EQ(Send("POST", "ui-admin-token", "/ui/api/nodes/node-9/stop").code,
+            404);
+  EXPECT_EQ(Send("POST", "ui-admin-token", "/ui/api/nodes/node-1/reboot").code,
+            404);
+  // A ClusterRole with create on nodes/proxy lets the operator.
+  ASSERT_EQ(
+      Post("ui-admin-token", "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+           R"({"metadata":{"name":"node-control"},
+               "rules":[{"apiGroups":[""],"verbs":["create"],
+                         "resources":["nodes/proxy"]}]})")
+          .code,
+      201);
+  ASSERT_EQ(Post("ui-admin-token",
+                 "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+                 R"({"metadata":{"name":"operator-node-control"},
+                     "roleRef":{"apiGroup":"rbac.authorization.k8s.io",
+                                "kind":"ClusterRole","name":"node-control"},
+                     "subjects":[{"kind":"User","name":"operator"}]})")
+                .code,
+            201);
+  EXPECT_EQ(AwaitCode(200,
+                      [&] {
+                        return Send("POST", "operator-token",
+                                    "/ui/api/nodes/node-1/resume");
+                      })
+                .code,
+            200);
+  std::lock_guard<std::mutex> l(node_calls_mu_);
+  EXPECT_EQ(node_calls_,
+            (std::vector<std::string>{"stop node-1", "resume node-1"}));
+}
+
+// Encrypted at rest: every version is decrypted as a GET reads it.
+TEST(UiHistory, VersionsAreDecryptedThroughTheTransformer) {
+  StatusOr<std::string> yaml = encryption::GenerateAesGcmConfig("key1");
+  ASSERT_TRUE(yaml.ok()) << yaml.status();
+  auto config = encryption::ParseEncryptionConfiguration(*yaml);
+  ASSERT_TRUE(config.ok()) << config.status();
+  TestServer server([&](ApiServerOptions* o) {
+    o->encryption = std::make_shared<encryption::TransformerSet>(*config);
+  });
+  ASSERT_EQ(server
+                .Do("POST", "/api/v1/namespaces/default/secrets",
+                    R"({"metadata":{"name":"s"},"data":{"k":"b25l"}})")
+                .code,
+            201);
+  ASSERT_EQ(server
+                .Do("PUT", "/api/v1/namespaces/default/secrets/s",
+                    R"({"metadata":{"name":"s"},"data":{"k":"dHdv"}})")
+                .code,
+            200);
+  Response h = server.Do("GET",
+                         "/ui/api/history?version=v1&resource=secrets"
+                         "&namespace=default&name=s");
+  ASSERT_EQ(h.code, 200) << h.body;
+  const rapidjson::Value* versions = h.At({"versions"});
+  ASSERT_EQ(versions->Size(), 2u) << h.body;
+  EXPECT_STREQ((*versions)[0]["object"]["data"]["k"].GetString(), "dHdv");
+  EXPECT_STREQ((*versions)[1]["object"]["data"]["k"].GetString(), "b25l");
 }
 
 // Browsers open parallel connections and resume the TLS session of the

@@ -4,7 +4,9 @@
 // each resource kept by an Informer as client-go does it: list (paged), then
 // watch from the list's resourceVersion over one streamed fetch
 // (?watch=1, newline-delimited JSON); a 410 Gone re-lists. Nothing polls the
-// API. The store panel reads /ui/api/store (the store has no status watch).
+// API. The store panel reads /ui/api/store (the store has no status watch);
+// the History tab reads /ui/api/history (one object's MVCC versions) when
+// asked; node stop/resume POSTs /ui/api/nodes/<name>/stop|resume.
 // Lists are virtualised (only visible rows exist in the DOM) and renders are
 // coalesced into animation frames, so 5,000 nodes / 50,000 pods stay usable.
 // All object text reaches the DOM through textContent, never as markup.
@@ -218,22 +220,29 @@ function projectEvent(o) {
 
 class VList {
   // cls: grid class of the rows; fill(row, item, cells) sets the cells.
-  constructor(container, cls, columns, fill, onClick) {
+  // actions: [[action, label], ...] buttons in a last cell of every row;
+  // a click on one calls onAction(item, action) instead of onClick.
+  constructor(container, cls, columns, fill, onClick, actions, onAction) {
     this.container = container;
     this.cls = cls;
     this.columns = columns;
     this.fill = fill;
     this.onClick = onClick;
+    this.actions = actions || [];
+    this.onAction = onAction;
     this.items = [];
     this.pool = [];
     this.spacer = document.createElement('div');
     this.spacer.className = 'spacer';
     container.appendChild(this.spacer);
     container.addEventListener('scroll', () => this.render());
-    if (onClick) {
+    if (onClick || onAction) {
       container.addEventListener('click', e => {
         const row = e.target.closest('.row');
-        if (row && row.item) onClick(row.item);
+        if (!row || !row.item) return;
+        const b = e.target.closest('button[data-action]');
+        if (b) onAction(row.item, b.dataset.action);
+        else if (onClick) onClick(row.item);
       });
     }
   }
@@ -253,6 +262,18 @@ class VList {
         const s = document.createElement('span');
         row.appendChild(s);
         row.cells.push(s);
+      }
+      if (this.actions.length) {
+        const s = document.createElement('span');
+        s.className = 'actions';
+        for (const [action, label] of this.actions) {
+          const b = document.createElement('button');
+          b.type = 'button';
+          b.dataset.action = action;
+          b.textContent = label;
+          s.appendChild(b);
+        }
+        row.appendChild(s);
       }
       c.appendChild(row);
       this.pool.push(row);
@@ -569,6 +590,185 @@ function renderStore(s) {
 }
 
 // ---------------------------------------------------------------------------
+// Start/stop of a simulated node: the API server proxies to the fleet's
+// control endpoint (authorized as `create` on nodes/proxy).
+
+async function nodeAction(n, action) {
+  if (action === 'history') {
+    openHistory({ group: '', version: 'v1', resource: 'nodes', namespace: '', name: n.name });
+    return;
+  }
+  const msg = $('node-action');
+  msg.className = 'hint';
+  msg.textContent = n.name + ': ' + action + '...';
+  try {
+    await api('/ui/api/nodes/' + encodeURIComponent(n.name) + '/' + action, { method: 'POST' });
+    msg.textContent = n.name + (action === 'stop'
+      ? ': stopped (its heartbeats stop: stale lease, then NotReady after the node monitor grace period)'
+      : ': resumed');
+  } catch (e) {
+    msg.className = 'error';
+    msg.textContent = n.name + ': ' + action + ' failed: ' + e.message;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// History of one object: /ui/api/history lists the versions the store
+// still holds (newest first); each is shown as a line diff against the
+// version before it.
+
+const HISTORY_FIELDS = ['group', 'version', 'resource', 'namespace', 'name'];
+
+function historyRef() {
+  const ref = {};
+  for (const f of HISTORY_FIELDS) ref[f] = $('h-' + f).value.trim();
+  return ref;
+}
+
+function openHistory(ref) {
+  for (const f of HISTORY_FIELDS) $('h-' + f).value = ref[f];
+  show('history');
+  loadHistory(ref);
+}
+
+let historySeq = 0;
+async function loadHistory(ref) {
+  const seq = ++historySeq;
+  $('history-denied').hidden = true;
+  $('history-versions').textContent = '';
+  $('history-summary').textContent = '';
+  $('history-end').textContent = 'loading...';
+  $('history-end').className = '';
+  try {
+    const resp = await api('/ui/api/history?' + new URLSearchParams(ref).toString());
+    const h = await resp.json();
+    if (seq === historySeq) renderHistory(ref, h);
+  } catch (e) {
+    if (seq !== historySeq) return;
+    $('history-end').textContent = '';
+    denied('history')(e.message);
+  }
+}
+
+// The object as text to compare: resourceVersion is the revision shown
+// above each version, and managedFields (every writer's field list and
+// time) are left out as kubectl leaves them out; the full object keeps them.
+function historyLines(obj, full) {
+  const o = JSON.parse(JSON.stringify(obj));
+  if (o.metadata) {
+    delete o.metadata.resourceVersion;
+    if (!full) delete o.metadata.managedFields;
+  }
+  return JSON.stringify(o, null, 2).split('\n');
+}
+
+// A line diff: [op, line] with op ' ', '-' or '+'. Common head and tail
+// are cut first; the rest is a longest-common-subsequence table (objects
+// are short; past 4M cells the middle is shown as replaced).
+function lineDiff(a, b) {
+  let pre = 0;
+  while (pre < a.length && pre < b.length && a[pre] === b[pre]) pre++;
+  let suf = 0;
+  while (suf < a.length - pre && suf < b.length - pre && a[a.length - 1 - suf] === b[b.length - 1 - suf]) suf++;
+  const A = a.slice(pre, a.length - suf), B = b.slice(pre, b.length - suf);
+  const ops = a.slice(0, pre).map(l => [' ', l]);
+  const n = A.length, m = B.length, w = m + 1;
+  if (n * m > 4e6) {
+    for (const l of A) ops.push(['-', l]);
+    for (const l of B) ops.push(['+', l]);
+  } else {
+    const L = new Uint32Array((n + 1) * w);
+    for (let i = n - 1; i >= 0; i--) {
+      for (let j = m - 1; j >= 0; j--) {
+        L[i * w + j] = A[i] === B[j] ? L[(i + 1) * w + j + 1] + 1 : Math.max(L[(i + 1) * w + j], L[i * w + j + 1]);
+      }
+    }
+    let i = 0, j = 0;
+    while (i < n && j < m) {
+      if (A[i] === B[j]) { ops.push([' ', A[i]]); i++; j++; }
+      else if (L[(i + 1) * w + j] >= L[i * w + j + 1]) ops.push(['-', A[i++]]);
+      else ops.push(['+', B[j++]]);
+    }
+    while (i < n) ops.push(['-', A[i++]]);
+    while (j < m) ops.push(['+', B[j++]]);
+  }
+  for (let k = a.length - suf; k < a.length; k++) ops.push([' ', a[k]]);
+  return ops;
+}
+
+// The changed lines with 3 lines of context; skipped runs as one line.
+function renderDiff(ops) {
+  const pre = document.createElement('pre');
+  pre.className = 'diff';
+  const keep = new Uint8Array(ops.length);
+  ops.forEach(([op], i) => {
+    if (op === ' ') return;
+    for (let k = Math.max(0, i - 3); k <= Math.min(ops.length - 1, i + 3); k++) keep[k] = 1;
+  });
+  let skipped = 0;
+  const line = (cls, text) => {
+    const d = document.createElement('div');
+    d.className = cls;
+    d.textContent = text;
+    pre.appendChild(d);
+  };
+  const flush = () => { if (skipped) line('gap', '... ' + skipped + ' unchanged lines'); skipped = 0; };
+  ops.forEach(([op, text], i) => {
+    if (!keep[i]) { skipped++; return; }
+    flush();
+    line(op === '+' ? 'add' : op === '-' ? 'del' : 'ctx', op + ' ' + text);
+  });
+  flush();
+  if (!ops.some(([op]) => op !== ' ')) line('gap', 'no change but its managedFields');
+  return pre;
+}
+
+function renderHistory(ref, h) {
+  const vs = h.versions;
+  counts($('history-summary'), [['versions', vs.length], ['created at revision', h.createRevision],
+    ['store revision', h.readRevision]]);
+  const end = $('history-end');
+  end.className = h.end;
+  const oldest = vs[vs.length - 1].revision;
+  end.textContent = h.end === 'created'
+    ? h.key + ': every version since its creation at revision ' + h.createRevision + '.'
+    : h.end === 'compacted'
+      ? h.key + ': versions before revision ' + oldest + ' were compacted (the store keeps history from revision ' + h.compactRevision + ' on).'
+      : h.key + ': the newest ' + vs.length + ' versions (the limit); older ones are still in the store.';
+  const box = $('history-versions');
+  box.textContent = '';
+  vs.forEach((v, i) => {
+    const div = document.createElement('div');
+    div.className = 'version';
+    div.dataset.revision = String(v.revision);
+    const title = document.createElement('h3');
+    const older = vs[i + 1];
+    title.textContent = 'revision ' + v.revision + ' (version ' + v.version + ')' +
+      (v.version === 1 ? ': created' : older ? ': compared with revision ' + older.revision : ': the oldest still stored');
+    div.appendChild(title);
+    if (v.error) {
+      const p = document.createElement('p');
+      p.className = 'error';
+      p.textContent = v.error;
+      div.appendChild(p);
+    } else {
+      const lines = historyLines(v.object);
+      if (older && older.object) div.appendChild(renderDiff(lineDiff(historyLines(older.object), lines)));
+      const full = document.createElement('details');
+      const sum = document.createElement('summary');
+      sum.textContent = 'the object at revision ' + v.revision;
+      const pre = document.createElement('pre');
+      pre.textContent = historyLines(v.object, true).join('\n');
+      full.appendChild(sum);
+      full.appendChild(pre);
+      if (!older || !older.object) full.open = true;
+      div.appendChild(full);
+    }
+    box.appendChild(div);
+  });
+}
+
+// ---------------------------------------------------------------------------
 // Wiring
 
 function show(view) {
@@ -626,14 +826,20 @@ document.addEventListener('DOMContentLoaded', () => {
     state.selectedNode = n.name;
     $('pod-node').value = n.name;
     show('pods');
-  });
-  podList = new VList($('pod-list'), 'pods', 5, fillPod);
-  deployList = new VList($('deploy-list'), 'deployments', 7, fillDeployment);
+  }, [['stop', 'stop'], ['resume', 'resume'], ['history', 'history']], nodeAction);
+  podList = new VList($('pod-list'), 'pods', 5, fillPod, null, [['history', 'history']],
+    p => openHistory({ group: '', version: 'v1', resource: 'pods', namespace: p.key.split('/')[0], name: p.key.split('/')[1] }));
+  deployList = new VList($('deploy-list'), 'deployments', 7, fillDeployment, null, [['history', 'history']],
+    d => openHistory({ group: 'apps', version: 'v1', resource: 'deployments', namespace: d.key.split('/')[0], name: d.key.split('/')[1] }));
   eventList = new VList($('event-list'), 'events', 5, fillEvent);
   for (const b of document.querySelectorAll('#tabs button')) b.addEventListener('click', () => show(b.dataset.view));
   $('pod-node').addEventListener('change', e => { state.selectedNode = e.target.value; schedule(); });
   $('pod-filter').addEventListener('input', schedule);
   $('signout').addEventListener('click', () => signOut(''));
+  $('history-form').addEventListener('submit', e => {
+    e.preventDefault();
+    loadHistory(historyRef());
+  });
   $('login-form').addEventListener('submit', e => {
     e.preventDefault();
     const t = $('token').value.trim();

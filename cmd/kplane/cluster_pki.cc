@@ -69,6 +69,10 @@ StatusOr<ClusterPki> EnsureClusterPki(const ClusterPkiOptions& options) {
   ASSIGN_OR_RETURN(out.apiserver_etcd_client,
                    pki.EnsureCertificate("apiserver-etcd-client",
                                          Client("kube-apiserver-etcd-client")));
+  ASSIGN_OR_RETURN(
+      out.apiserver_kubelet_client,
+      pki.EnsureCertificate("apiserver-kubelet-client",
+                            Client("kube-apiserver-kubelet-client")));
   for (const std::string& node : options.node_names) {
     ASSIGN_OR_RETURN(
         out.nodes[node],

@@ -70,6 +70,9 @@ struct ClusterPki {
   net::KeyPair controller_manager_serving;
   net::KeyPair kubelet_serving;
   net::KeyPair apiserver_etcd_client;
+  // The API server as a client of the simulated kubelets' endpoint (kube's
+  // --kubelet-client-certificate; kubeadm's apiserver-kubelet-client).
+  net::KeyPair apiserver_kubelet_client;
   std::map<std::string, net::KeyPair> nodes;  // by node name
 
   std::string CaFile() const { return dir + "/ca.crt"; }

@@ -17,6 +17,7 @@
 #include "base/base64.h"
 #include "base/subprocess.h"
 #include "cmd/kplane/apiserver_command.h"
+#include "kubeletsim/control/control_client.h"
 #include "net/http_client.h"
 #include "net/pki.h"
 #include "net/tls.h"
@@ -46,6 +47,17 @@ class ControlPlaneTest : public ::testing::Test {
     o.controller_manager_port = -1;
     o.kubeconfig_out = dir_ + "/kubeconfig";
     return o;
+  }
+
+  // `kplane up` with `nodes` simulated nodes and their control endpoint on
+  // an ephemeral port; null (after a failure) if it did not start.
+  std::unique_ptr<ControlPlane> StartWithNodes(int nodes) {
+    UpOptions o = Options();
+    o.nodes = nodes;
+    o.kubeletsim_port = 0;
+    StatusOr<std::unique_ptr<ControlPlane>> cp = ControlPlane::Start(o);
+    EXPECT_TRUE(cp.ok()) << cp.status();
+    return cp.ok() ? std::move(*cp) : nullptr;
   }
 
   // Client options for `url`: over https, trusting the control plane's CA
@@ -736,6 +748,38 @@ TEST_F(ControlPlaneTest, UiTokenIsMadeOnceAndSignsInWithoutACertificate) {
   ASSERT_TRUE(cp.ok()) << cp.status();
   EXPECT_EQ(ReadAll(token_path), first + "\n");
   EXPECT_EQ(get_nodes((*cp)->apiserver_url(), first), 200);
+}
+
+// The web view's start/stop of a simulated node (docs/ui.md): the API
+// server reaches the fleet's control endpoint (HTTPS, CA-signed client
+// certificates only) with its own kubelet client certificate.
+TEST_F(ControlPlaneTest, WebViewStopsAndResumesASimulatedNode) {
+  std::unique_ptr<ControlPlane> cp = StartWithNodes(2);
+  ASSERT_NE(cp, nullptr);
+  const std::string api = cp->apiserver_url();
+  const std::string sim = cp->kubeletsim_url();
+  auto stopped = [&](const std::string& node) {
+    net::HttpResponse r = Do(sim, "GET", "/nodes");
+    StatusOr<std::vector<kubeletsim::NodeInfo>> nodes =
+        kubeletsim::NodesFromJson(r.body);
+    EXPECT_TRUE(nodes.ok()) << nodes.status() << r.body;
+    if (!nodes.ok()) return false;
+    for (const kubeletsim::NodeInfo& n : *nodes) {
+      if (n.name == node) return n.stopped;
+    }
+    ADD_FAILURE() << node << " not simulated: " << r.body;
+    return false;
+  };
+  net::HttpResponse stop = Do(api, "POST", "/ui/api/nodes/node-1/stop");
+  ASSERT_EQ(stop.status, 200) << stop.body;
+  EXPECT_TRUE(stopped("node-1"));
+  EXPECT_FALSE(stopped("node-0"));
+  EXPECT_EQ(Do(api, "POST", "/ui/api/nodes/node-7/stop").status, 404);
+  net::HttpResponse resume = Do(api, "POST", "/ui/api/nodes/node-1/resume");
+  ASSERT_EQ(resume.status, 200) << resume.body;
+  EXPECT_FALSE(stopped("node-1"));
+  EXPECT_TRUE(
+      std::filesystem::exists(pki_dir_ + "/apiserver-kubelet-client.crt"));
 }
 
 // Issue 20: the real kubectl against `kplane up` (TLS, RBAC: the controller

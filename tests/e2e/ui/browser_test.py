@@ -6,10 +6,12 @@
       --store-port 2460 [--screenshots docs/images]
 
 Signs in with the admin token `kplane up` wrote, then asserts in the DOM:
-the nodes are listed Ready; a stopped simulated node turns NotReady within
-the grace period (+ the node monitor period + 1 s) and Ready after resume;
-a rolling update moves the pods to the new ReplicaSet; events arrive;
-killing the store's leader shows another leader. Screenshots are saved.
+the nodes are listed Ready; a simulated node stopped with the page's own
+button turns NotReady within the grace period (+ the node monitor period +
+1 s) and Ready after its resume button; a rolling update moves the pods to
+the new ReplicaSet; the deployment's history shows its versions from the
+store with the image change in the diff; events arrive; killing the store's
+leader shows another leader. Screenshots are saved.
 Exits 77 (ctest's skip) when chromium is not installed.
 """
 
@@ -166,11 +168,16 @@ def main():
               "node-1's lease renewal interval (1 s) is learned")
         page.screenshot(os.path.join(shots, "ui-nodes.png"))
 
-        # A stopped node goes stale, then NotReady; then comes back.
-        subprocess.run([args.kpctl, "sim", "--kubeconfig", kp.kubeconfig,
-                        "--endpoint", kp.sim, "stop-node", "node-1"], check=True,
-                       capture_output=True, timeout=30)
+        # A node stopped from the page (its stop button: the API server
+        # proxies to the fleet's control endpoint) goes stale, then
+        # NotReady; its resume button brings it back.
+        node_button = ("document.querySelector('#node-list .row[data-name=\"node-1\"] "
+                       "button[data-action=\"%s\"]').click(); true")
+        page.eval(node_button % "stop")
         t0 = time.time()
+        check(page.wait("/node-1: stopped/.test(document.getElementById('node-action').textContent)", 10),
+              "the page's stop button stopped node-1 (%s)"
+              % page.eval("document.getElementById('node-action').textContent"))
         limit = GRACE + MONITOR + 1
         got = page.wait(node_status("node-1") + ".startsWith('NotReady') || "
                         + node_status("node-1") + ".startsWith('Unknown')", limit + 10)
@@ -184,10 +191,14 @@ def main():
         check(page.wait("document.querySelector('[data-count=\"NotReady\"] b').textContent === '1'", 5),
               "the NotReady count is 1")
         page.screenshot(os.path.join(shots, "ui-node-notready.png"))
-        subprocess.run([args.kpctl, "sim", "--kubeconfig", kp.kubeconfig,
-                        "--endpoint", kp.sim, "resume-node", "node-1"], check=True,
-                       capture_output=True, timeout=30)
+        page.eval(node_button % "resume")
+        check(page.wait("/node-1: resumed/.test(document.getElementById('node-action').textContent)", 10),
+              "the page's resume button resumed node-1")
         check(page.wait(node_status("node-1") + " === 'Ready'", 30), "node-1 Ready again after resume")
+        sim_nodes = subprocess.run([args.kpctl, "sim", "--kubeconfig", kp.kubeconfig,
+                                    "--endpoint", kp.sim, "list"], check=True,
+                                   capture_output=True, text=True, timeout=30).stdout
+        log("kpctl sim list after the resume:\n" + sim_nodes)
 
         # A rolling update moves the pods from the old ReplicaSet to the new.
         kp.kubectl("create", "deployment", "web", "--image=nginx:1.25", "--replicas=3")
@@ -211,6 +222,27 @@ def main():
                         " return r && r.querySelector('.rollout').textContent === 'complete' && r.querySelector('.updated').textContent === '3'; })()", 30),
               "the deployment's rollout shows complete with 3 updated")
         page.screenshot(os.path.join(shots, "ui-deployments.png"))
+
+        # The deployment's history from the store's MVCC: its versions,
+        # newest first, the image change in a diff line.
+        page.eval("document.querySelector('#deploy-list .row[data-name=\"default/web\"] "
+                  "button[data-action=\"history\"]').click(); true")
+        check(page.wait("!document.getElementById('view-history').hidden && "
+                        "document.querySelectorAll('#history-versions .version').length >= 3", 20),
+              "the deployment's history lists %s versions"
+              % page.eval("document.querySelectorAll('#history-versions .version').length"))
+        check(page.eval("(() => { const r = [...document.querySelectorAll('#history-versions .version')]"
+                        ".map(v => +v.dataset.revision); return r.every((x, i) => i === 0 || r[i - 1] > x); })()"),
+              "the versions are newest first by revision")
+        check(page.eval("/every version since its creation/.test(document.getElementById('history-end').textContent)"),
+              "the history goes back to the creation: %s"
+              % page.eval("document.getElementById('history-end').textContent"))
+        check(page.eval("[...document.querySelectorAll('#history-versions .diff .add')].some(d => /nginx:1\\.26/.test(d.textContent))"
+                        " && [...document.querySelectorAll('#history-versions .diff .del')].some(d => /nginx:1\\.25/.test(d.textContent))"),
+              "a diff shows the image change nginx:1.25 -> nginx:1.26")
+        page.eval("[...document.querySelectorAll('#history-versions .diff .add')]"
+                  ".find(d => /nginx:1\\.26/.test(d.textContent)).scrollIntoView({block: 'center'}); true")
+        page.screenshot(os.path.join(shots, "ui-history.png"))
 
         # kplane's controllers record no Events yet; one written through the
         # API must appear while the page watches.

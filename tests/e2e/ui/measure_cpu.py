@@ -12,6 +12,14 @@ chromium, each in its own browser context (its own connections: a browser
 keeps 6 per server), signs each in, waits until every one lists all nodes,
 and measures again. The difference is what the views cost. Not part of the
 test suite (a benchmark); docs/ui.md has the numbers.
+
+With --watch-clients each view is instead what the page asks of the
+server without a browser: for each of the page's five resources (nodes,
+leases in kube-node-lease, pods, deployments, events) a paged list
+(?limit=500&continue=...) then a watch from the list's resourceVersion
+(?watch=1&allowWatchBookmarks=true), streamed by `curl -N` into /dev/null
+(20 chromium renderers parsing 5,000 nodes each do not fit on two shared
+cores; the server's side of it does).
 """
 
 import argparse
@@ -21,6 +29,9 @@ import tempfile
 import shutil
 import time
 import json
+import ssl
+import subprocess
+import urllib.parse
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -49,6 +60,8 @@ def main():
     ap.add_argument("--views", type=int, default=20)
     ap.add_argument("--seconds", type=int, default=30)
     ap.add_argument("--store-port", type=int, default=2470)
+    ap.add_argument("--watch-clients", action="store_true",
+                    help="views as list+watch clients (curl), not chromium")
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="kplane-ui-cpu-")
     kp = browser = None
@@ -56,10 +69,21 @@ def main():
         t = time.time()
         kp = bt.Kplane(args.kplane, args.store_port, 1, args.nodes, work, fast=False)
         print("kplane up with %d nodes in %.0f s" % (args.nodes, time.time() - t), flush=True)
+        api = Api(kp)
+        t = time.time()
+        while api.count("/api/v1/nodes") < args.nodes:
+            if time.time() - t > 240:
+                print("not every node registered", file=sys.stderr)
+                return 1
+            time.sleep(2)
+        print("%d nodes registered after %.0f s more" % (args.nodes, time.time() - t), flush=True)
         time.sleep(10)  # the fleet's registrations settle
         idle = measure(kp.proc.pid, args.seconds)
         print("no views: %.3f cores" % idle, flush=True)
+        if args.watch_clients:
+            return watch_clients(kp, api, args, idle)
         browser = cdp.Browser(cdp.find_chromium())
+        t_open = time.time()
         pages = []
         for i in range(args.views):
             ctx = browser_context(browser)
@@ -74,7 +98,14 @@ def main():
             if not ok:
                 print("a view did not list all nodes", file=sys.stderr)
                 return 1
-        print("%d views open, each listing %d nodes" % (len(pages), args.nodes), flush=True)
+        print("%d views open, each listing %d nodes, %.1f s after opening them"
+              % (len(pages), args.nodes, time.time() - t_open), flush=True)
+        # Responsiveness of the first page while its watches stream: how
+        # late 50 ms timers fire on its main thread over 10 s (JSON of
+        # watch events, renders and the once-a-second refresh share it).
+        lag = pages[0].eval(LAG_PROBE, await_promise=True)
+        print("page main-thread timer lag over 10 s: p50 %.0f ms, p99 %.0f ms, max %.0f ms"
+              % (lag[0], lag[1], lag[2]), flush=True)
         views = measure(kp.proc.pid, args.seconds)
         print("%d views: %.3f cores (+%.3f)" % (args.views, views, views - idle), flush=True)
         return 0
@@ -84,6 +115,87 @@ def main():
         if kp:
             kp.stop()
         shutil.rmtree(work, ignore_errors=True)
+
+
+LAG_PROBE = """new Promise(resolve => {
+  const lags = [];
+  const end = performance.now() + 10000;
+  let due = performance.now() + 50;
+  const tick = () => {
+    const now = performance.now();
+    lags.push(now - due);
+    if (now > end) {
+      lags.sort((a, b) => a - b);
+      resolve([lags[Math.floor(lags.length / 2)], lags[Math.floor(lags.length * 0.99)], lags[lags.length - 1]]);
+      return;
+    }
+    due = now + 50;
+    setTimeout(tick, 50);
+  };
+  setTimeout(tick, 50);
+})"""
+
+
+class Api:
+    """Requests to the API server with the ui token, trusting its CA."""
+
+    def __init__(self, kp):
+        self.kp = kp
+        self.ca = os.path.join(kp.data, "pki", "ca.crt")
+        self.ctx = ssl.create_default_context(cafile=self.ca)
+
+    def get(self, path):
+        req = urllib.request.Request(self.kp.api + path, headers={
+            "Authorization": "Bearer " + self.kp.token, "Accept": "application/json"})
+        with urllib.request.urlopen(req, context=self.ctx, timeout=120) as r:
+            return json.load(r)
+
+    def count(self, path):
+        body = self.get(path + "?limit=1")
+        return len(body["items"]) + int(body["metadata"].get("remainingItemCount", 0))
+
+    def list_rv(self, path):
+        """The page's paged list; returns its resourceVersion."""
+        cont, rv = "", ""
+        while True:
+            body = self.get(path + "?limit=500" + ("&continue=" + urllib.parse.quote(cont) if cont else ""))
+            rv = body["metadata"]["resourceVersion"]
+            cont = body["metadata"].get("continue", "")
+            if not cont:
+                return rv
+
+
+PAGE_RESOURCES = ["/api/v1/nodes",
+                  "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases",
+                  "/api/v1/pods", "/apis/apps/v1/deployments", "/api/v1/events"]
+
+
+def watch_clients(kp, api, args, idle):
+    procs = []
+    try:
+        t = time.time()
+        for _ in range(args.views):
+            for path in PAGE_RESOURCES:
+                rv = api.list_rv(path)
+                procs.append(subprocess.Popen(
+                    ["curl", "-sN", "--cacert", api.ca, "-H", "Authorization: Bearer " + kp.token,
+                     "-o", "/dev/null",
+                     kp.api + path + "?watch=1&allowWatchBookmarks=true&resourceVersion=" + rv]))
+        print("%d views listed and watching (%d watches) after %.1f s"
+              % (args.views, len(procs), time.time() - t), flush=True)
+        time.sleep(5)
+        alive = sum(p.poll() is None for p in procs)
+        views = measure(kp.proc.pid, args.seconds)
+        print("%d views: %.3f cores (+%.3f); %d of %d watches open after the window"
+              % (args.views, views, views - idle, sum(p.poll() is None for p in procs), alive),
+              flush=True)
+        return 0
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.terminate()
+        for p in procs:
+            p.wait()
 
 
 def browser_context(browser):

@@ -1,0 +1,78 @@
+// The MVCC history of one object, for the web view (issue 21, docs/ui.md):
+// every version of it the store still holds, newest first, decoded as the
+// normal read path decodes (ObjectStore::Decode: decrypted through the
+// resource's encryption-at-rest transformer, resourceVersion set to the
+// version's mod_revision).
+//
+// How it walks: read the key now; then, while older versions exist, read it
+// again at revision = (the version's mod_revision - 1), which the store
+// answers with the version before. It stops, and says why
+// (ObjectHistory::end), when
+//   kCreated    the version read is the key's first (mod_revision ==
+//               create_revision): that is where this object began (an
+//               earlier object deleted under the same name is another one);
+//   kCompacted  the next read is below the store's compaction point (the
+//               revision is in `compact_revision`): older versions are gone;
+//   kLimit      `max_versions` versions were read and older ones remain.
+//
+//   ASSIGN_OR_RETURN(ObjectHistory h,
+//                    ReadObjectHistory(store, "default", "web", 100));
+//   std::string json = ObjectHistoryJson(h);
+//
+// Thread-safety: ReadObjectHistory only reads (ObjectStore is thread-safe);
+// a write between two reads makes no difference to the older versions.
+// Errors: kNotFound when the object does not exist now (the ObjectStore's
+// `<group-resource> "<name>" not found`), anything else the KV returns (a
+// compaction met after the first version is the kCompacted end, not an
+// error). A version that does not
+// decode (e.g. encrypted under a key no longer configured) is kept with its
+// error in ObjectVersion::error, not failed.
+#ifndef KPLANE_APISERVER_OBJECT_HISTORY_H_
+#define KPLANE_APISERVER_OBJECT_HISTORY_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "apiserver/storage/object_store.h"
+#include "base/statusor.h"
+
+namespace kplane::apiserver {
+
+// Versions one request reads at most (and the page shows): each is one
+// store read, and objects of tens of KB make 100 versions a few MB.
+inline constexpr int kMaxHistoryVersions = 100;
+
+struct ObjectVersion {
+  int64_t revision = 0;  // the version's mod_revision (its resourceVersion)
+  int64_t version = 0;   // the key's write count (1 = created)
+  ObjectPtr object;      // null when it did not decode
+  std::string error;     // why it did not decode
+};
+
+struct ObjectHistory {
+  enum class End { kCreated, kCompacted, kLimit };
+  std::string key;              // "/registry/pods/default/web"
+  int64_t create_revision = 0;  // the object's creation
+  int64_t read_revision = 0;    // the store's revision at the first read
+  std::vector<ObjectVersion> versions;  // newest first, at least one
+  End end = End::kCreated;
+  int64_t compact_revision = 0;  // with kCompacted
+};
+
+// `max_versions` in [1, kMaxHistoryVersions] (clamped).
+StatusOr<ObjectHistory> ReadObjectHistory(const ObjectStore& store,
+                                          std::string_view ns,
+                                          std::string_view name,
+                                          int max_versions);
+
+// {"key":"..","createRevision":N,"readRevision":N,
+//  "end":"created"|"compacted"|"limit","compactRevision":N (compacted),
+//  "versions":[{"revision":N,"version":N,"object":{..kind,apiVersion..}}
+//              | {"revision":N,"version":N,"error":".."}]}
+std::string ObjectHistoryJson(const ObjectHistory& history);
+
+}  // namespace kplane::apiserver
+
+#endif  // KPLANE_APISERVER_OBJECT_HISTORY_H_

@@ -3,11 +3,13 @@
 // and users, roles and the enabled flag surviving a restart.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <future>
 
 #include "base/base64.h"
 #include "net/http_client.h"
 #include "storage/etcdjson/etcd_json.h"
+#include "storage/server/kv_service.h"
 #include "storage/server/single_member_store.h"
 
 namespace kplane::storage {
@@ -146,6 +148,78 @@ TEST_F(AuthServerTest, LeaseNeedsWriteOnItsKeys) {
       403);
   ExpectOk("/v3/kv/put", Put("/app/z", "1"), alice);
   ExpectOk("/v3/lease/revoke", R"({"ID":")" + id + R"("})", root);
+}
+
+// etcd's doSerialize: a range or read-only txn served while users, roles
+// or permissions changed answers ErrAuthOldRevision rather than what it
+// read under a permission that may have been revoked meanwhile; served
+// again, it succeeds. Serializable ranges run on the caller's thread,
+// linearizable ones and txns on a read worker: both paths.
+TEST_F(AuthServerTest, ReadServedAcrossAnAuthChangeIsRefused) {
+  SetupAndEnable();
+  const std::string alice = Login("alice", "alicepw");
+  const std::string root = Login("root", "rootpw");
+  ExpectOk("/v3/kv/put", Put("/app/x", "1"), alice);
+
+  KvService kv(store_->server());
+  std::atomic<bool> change_next{false};
+  std::atomic<int> roles_added{0};
+  kv.SetAfterReadHookForTest([&] {
+    if (!change_next.exchange(false)) return;
+    // Any change counts (etcd cannot tell which ones matter either).
+    ExpectOk("/v3/auth/role/add",
+             R"({"name":"r)" + std::to_string(++roles_added) + R"("})", root);
+  });
+  auto range = [&](bool serializable) {
+    etcdserverpb::RangeRequest r;
+    r.set_key("/app/x");
+    r.set_serializable(serializable);
+    std::promise<StatusOr<etcdserverpb::RangeResponse>> p;
+    kv.Range(
+        r,
+        [&p](StatusOr<etcdserverpb::RangeResponse> v) {
+          p.set_value(std::move(v));
+        },
+        "alice");
+    return p.get_future().get();
+  };
+  auto txn = [&] {
+    etcdserverpb::TxnRequest t;
+    t.add_success()->mutable_request_range()->set_key("/app/x");
+    std::promise<StatusOr<etcdserverpb::TxnResponse>> p;
+    kv.Txn(
+        t,
+        [&p](StatusOr<etcdserverpb::TxnResponse> v) {
+          p.set_value(std::move(v));
+        },
+        "alice");
+    return p.get_future().get();
+  };
+  auto expect_old = [](const Status& st) {
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st;
+    EXPECT_EQ(st.message(), "etcdserver: revision of auth store is old");
+    EXPECT_EQ(etcdjson::StatusToError(st).grpc_code,
+              etcdjson::kGrpcInvalidArgument);
+  };
+
+  for (bool serializable : {true, false}) {
+    SCOPED_TRACE(serializable ? "serializable" : "linearizable");
+    change_next = true;
+    auto stale = range(serializable);
+    ASSERT_FALSE(stale.ok());
+    expect_old(stale.status());
+    auto again = range(serializable);
+    ASSERT_TRUE(again.ok()) << again.status();
+    ASSERT_EQ(again->kvs_size(), 1);
+    EXPECT_EQ(again->kvs(0).value(), "1");
+  }
+  change_next = true;
+  auto stale = txn();
+  ASSERT_FALSE(stale.ok());
+  expect_old(stale.status());
+  auto again = txn();
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(roles_added, 3);
 }
 
 // etcd's ErrAuthOldRevision: a write records the auth revision it was

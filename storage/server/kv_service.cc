@@ -1,8 +1,10 @@
 #include "storage/server/kv_service.h"
 
 #include <memory>
+#include <optional>
 #include <utility>
 
+#include "storage/server/auth_store.h"
 #include "storage/server/proposer.h"
 
 namespace kplane::storage {
@@ -49,6 +51,25 @@ bool IsReadOnlyTxn(const etcdserverpb::TxnRequest& t) {
   return ops_read_only(t.success()) && ops_read_only(t.failure());
 }
 
+// With auth enabled, the auth revision a read is checked at (nullopt
+// while auth is disabled: nothing is checked).
+std::optional<uint64_t> AuthRevisionOf(StoreServer* s) {
+  if (!s->auth()->enabled()) return std::nullopt;
+  return s->auth()->revision();
+}
+
+// etcd's doSerialize: if users, roles or permissions changed while a read
+// was served, the permission it was checked with may no longer hold, and
+// the read answers ErrAuthOldRevision instead of what it read (clientv3
+// then fetches a new token and retries). `checked_at` from AuthRevisionOf
+// before the check.
+Status CheckAuthUnchanged(StoreServer* s, std::optional<uint64_t> checked_at) {
+  if (checked_at && s->auth()->revision() != *checked_at) {
+    return autherr::AuthOldRevision();
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 void KvService::Range(etcdserverpb::RangeRequest req,
@@ -60,8 +81,9 @@ void KvService::Range(etcdserverpb::RangeRequest req,
   }
   StoreServer* s = server_;
   auto rr = std::make_shared<etcdserverpb::RangeRequest>(std::move(req));
-  auto serve = [s, rr, done, user = std::move(user)] {
-    if (s->auth()->enabled()) {
+  auto serve = [s, rr, done, user = std::move(user), hook = after_read_hook_] {
+    const std::optional<uint64_t> auth_revision = AuthRevisionOf(s);
+    if (auth_revision) {
       if (Status p = s->auth()->CheckRange(user, rr->key(), rr->range_end());
           !p.ok()) {
         done(p);
@@ -75,6 +97,11 @@ void KvService::Range(etcdserverpb::RangeRequest req,
     }
     auto resp = (*store)->Range(*rr);
     *store = StoreRef();
+    if (hook) hook();
+    if (Status st = CheckAuthUnchanged(s, auth_revision); !st.ok()) {
+      done(st);
+      return;
+    }
     if (resp.ok()) s->FillHeader(resp->mutable_header());
     done(std::move(resp));
   };
@@ -127,12 +154,14 @@ void KvService::Txn(etcdserverpb::TxnRequest req,
     return;
   }
   auto txn = std::make_shared<etcdserverpb::TxnRequest>(std::move(req));
-  s->LinearizableReadAsync([s, txn, done, user = std::move(user)](Status st) {
+  s->LinearizableReadAsync([s, txn, done, user = std::move(user),
+                            hook = after_read_hook_](Status st) {
     if (!st.ok()) {
       done(st);
       return;
     }
-    if (s->auth()->enabled()) {
+    const std::optional<uint64_t> auth_revision = AuthRevisionOf(s);
+    if (auth_revision) {
       if (Status p = s->auth()->CheckTxn(user, *txn); !p.ok()) {
         done(p);
         return;
@@ -145,6 +174,11 @@ void KvService::Txn(etcdserverpb::TxnRequest req,
     }
     auto resp = (*store)->Txn(*txn);
     *store = StoreRef();
+    if (hook) hook();
+    if (Status st = CheckAuthUnchanged(s, auth_revision); !st.ok()) {
+      done(st);
+      return;
+    }
     if (resp.ok()) s->FillHeader(resp->mutable_header());
     done(std::move(resp));
   });

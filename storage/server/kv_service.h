@@ -12,8 +12,9 @@
 //
 // Auth: `user` is the name the request's token resolved to (UserOf; empty
 // for none). With auth enabled, a range or read-only txn is checked where
-// it is served, after its linearizable wait; a write carries the name into
-// the log and every member checks it when it applies the entry
+// it is served, after its linearizable wait, and answers etcd's
+// ErrAuthOldRevision if auth changed while it read; a write carries the name
+// into the log and every member checks it when it applies the entry
 // (StoreApplier). With auth disabled nothing is checked.
 //
 // Ownership: borrows the StoreServer, which must outlive every call's
@@ -85,12 +86,20 @@ class KvService {
 
   StoreServer* server() const { return server_; }
 
+  // Tests: runs on the serving thread after a range or read-only txn read
+  // the store and before its auth revision is compared again, to change
+  // auth in between as a concurrent request can. Set before any call.
+  void SetAfterReadHookForTest(std::function<void()> hook) {
+    after_read_hook_ = std::move(hook);
+  }
+
  private:
   void AuthApply(storagepb::AuthRequest req, std::string user,
                  ApplyCallback done);
   static void FillAuthHeader(StoreServer* s, etcdserverpb::ResponseHeader* h);
 
   StoreServer* const server_;
+  std::function<void()> after_read_hook_;
 };
 
 }  // namespace kplane::storage

@@ -112,6 +112,7 @@ TEST_F(DynamicClientTest, RefusesAnObjectOfAnotherNamespace) {
   StatusOr<Unstructured> r =
       ConfigMaps("default").Create(ConfigMap("kube-system", "x", {}));
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << r.status();
+  EXPECT_EQ(HttpCodeOf(r.status()), 0) << "refused before any request";
   EXPECT_TRUE(IsNotFound(ConfigMaps("kube-system").Get("x").status()));
 }
 

@@ -127,7 +127,7 @@ StatusOr<std::unique_ptr<Environment>> Environment::Start(
                                     " is not a CustomResourceDefinition");
       }
     }
-    RETURN_IF_ERROR(env->ApplyFiles(env->options_.crd_paths).status());
+    RETURN_IF_ERROR(env->ApplyObjects(crds).status());
   }
   if (!env->options_.manifest_paths.empty()) {
     RETURN_IF_ERROR(env->ApplyFiles(env->options_.manifest_paths).status());
@@ -273,6 +273,11 @@ StatusOr<Unstructured> Environment::Apply(const Unstructured& obj) {
 StatusOr<std::vector<Unstructured>> Environment::ApplyYaml(
     std::string_view yaml) {
   ASSIGN_OR_RETURN(std::vector<Unstructured> objs, ParseManifests(yaml));
+  return ApplyObjects(objs);
+}
+
+StatusOr<std::vector<Unstructured>> Environment::ApplyObjects(
+    const std::vector<Unstructured>& objs) {
   std::vector<Unstructured> crds;
   std::vector<Unstructured> applied;
   if (std::any_of(objs.begin(), objs.end(), IsCrd)) {
@@ -296,9 +301,7 @@ StatusOr<std::vector<Unstructured>> Environment::ApplyYaml(
 StatusOr<std::vector<Unstructured>> Environment::ApplyFiles(
     const std::vector<std::string>& paths) {
   ASSIGN_OR_RETURN(std::vector<Unstructured> objs, ReadManifests(paths));
-  std::string stream;
-  for (const Unstructured& obj : objs) stream += "---\n" + obj.ToJson() + "\n";
-  return ApplyYaml(stream);
+  return ApplyObjects(objs);
 }
 
 Status Environment::WaitForCRDs(const std::vector<Unstructured>& crds) {

@@ -120,6 +120,9 @@ class Environment {
   // The same for files and directories (all of them as one stream).
   StatusOr<std::vector<Unstructured>> ApplyFiles(
       const std::vector<std::string>& paths);
+  // The same for objects already read (CRDs first, waited for).
+  StatusOr<std::vector<Unstructured>> ApplyObjects(
+      const std::vector<Unstructured>& objs);
   // Creates or updates one object.
   StatusOr<Unstructured> Apply(const Unstructured& obj);
 

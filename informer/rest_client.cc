@@ -6,6 +6,7 @@
 #include "base/logging.h"
 #include "base/strings.h"
 #include "informer/api_errors.h"
+#include "informer/unstructured.h"
 #include "net/url.h"
 #include "objects/meta.h"
 #include "objects/serializer.h"
@@ -323,7 +324,7 @@ void RestClient::SetBody(RestRequest* req, const google::protobuf::Message& obj,
 }
 
 void RestClient::AddWriteOptions(RestRequest* req,
-                                 const WriteOptions& options) const {
+                                 const WriteOptions& options) {
   if (options.dry_run) req->query.emplace_back("dryRun", "All");
   if (!options.field_manager.empty()) {
     req->query.emplace_back("fieldManager", options.field_manager);
@@ -343,7 +344,9 @@ const objects::KindInfo* SubresourceKind(const objects::ResourceInfo& resource,
   return sub != nullptr && sub->kind != nullptr ? sub->kind : resource.kind;
 }
 
-void AddListQuery(RestRequest* req, const ListOptions& o) {
+}  // namespace
+
+void RestClient::AddListQuery(RestRequest* req, const ListOptions& o) {
   if (!o.label_selector.empty()) {
     req->query.emplace_back("labelSelector", o.label_selector);
   }
@@ -365,8 +368,6 @@ void AddListQuery(RestRequest* req, const ListOptions& o) {
                             std::to_string(*o.timeout_seconds));
   }
 }
-
-}  // namespace
 
 StatusOr<std::unique_ptr<google::protobuf::Message>> RestClient::Get(
     const objects::ResourceInfo& resource, std::string_view ns,
@@ -396,6 +397,9 @@ StatusOr<std::unique_ptr<google::protobuf::Message>> RestClient::List(
 StatusOr<ListResult> RestClient::ListObjects(
     const objects::ResourceInfo& resource, std::string_view ns,
     const ListOptions& options) {
+  if (IsUnstructuredKind(*resource.kind)) {
+    return ListUnstructured(resource, ns, options);
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<google::protobuf::Message> list,
                    List(resource, ns, options));
   ListResult result;
@@ -415,6 +419,29 @@ StatusOr<ListResult> RestClient::ListObjects(
   result.items.resize(n);
   for (int i = n - 1; i >= 0; --i) {
     result.items[i] = ObjectPtr(refl->ReleaseLast(list.get(), items));
+  }
+  return result;
+}
+
+StatusOr<ListResult> RestClient::ListUnstructured(
+    const objects::ResourceInfo& resource, std::string_view ns,
+    const ListOptions& options) {
+  RestRequest req{.method = "GET", .path = ResourcePath(resource, ns)};
+  req.headers.Set("Accept", "application/json");
+  AddListQuery(&req, options);
+  ASSIGN_OR_RETURN(net::HttpResponse resp, Do(req));
+  StatusOr<UnstructuredList> list = ParseUnstructuredList(resp.body);
+  if (!list.ok()) {
+    return list.status().Annotate("decoding the list of " +
+                                  resource.GroupResource());
+  }
+  ListResult result{.resource_version = std::move(list->resource_version),
+                    .continue_token = std::move(list->continue_token),
+                    .remaining_item_count = list->remaining_item_count};
+  result.items.reserve(list->items.size());
+  for (const Unstructured& item : list->items) {
+    ASSIGN_OR_RETURN(ObjectPtr obj, NewUnstructuredObject(item.value()));
+    result.items.push_back(std::move(obj));
   }
   return result;
 }
@@ -502,7 +529,8 @@ StatusOr<std::unique_ptr<WatchStream>> RestClient::Watch(
     req.query.emplace_back("allowWatchBookmarks", "true");
   }
   net::HttpHeaders headers;
-  headers.Set("Accept", options_.protobuf
+  // Unstructured objects are read from JSON only.
+  headers.Set("Accept", options_.protobuf && !IsUnstructuredKind(*resource.kind)
                             ? std::string(kProtobufWatch) + ", application/json"
                             : "application/json");
   const std::string target = req.path + "?" + net::BuildQuery(req.query);

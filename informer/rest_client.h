@@ -41,6 +41,13 @@
 // A 2xx answered with a metav1.Status instead of an object (POST
 // pods/binding does that) returns an empty object of the expected kind.
 //
+// Resources of any kind (custom resources): a ResourceInfo whose kind is
+// an unstructured kind (unstructured.h; the dynamic client makes them)
+// is listed and watched as JSON whatever `protobuf` says, its objects
+// arriving as UnstructuredObject messages, so RestListerWatcher and the
+// informers work for it unchanged. The dynamic client (dynamic_client.h)
+// has the other verbs for such resources.
+//
 // Errors: an answer other than 2xx is a Status built from its metav1.Status
 // body (api_errors.h: IsNotFound, IsConflict, IsAlreadyExists, IsExpired,
 // ...; detail() is the HTTP status). Transport errors are those of
@@ -274,6 +281,12 @@ class RestClient {
   // ---- Raw: sends `request` with the retry policy above. Returns the 2xx
   // response; any other answer becomes its Status.
   StatusOr<net::HttpResponse> Do(const RestRequest& request);
+  // The query parameters of a LIST or WATCH (labelSelector, fieldSelector,
+  // resourceVersion, resourceVersionMatch, limit, continue, timeoutSeconds;
+  // not watch or allowWatchBookmarks) and of a write (dryRun,
+  // fieldManager, fieldValidation, force), for raw requests.
+  static void AddListQuery(RestRequest* req, const ListOptions& options);
+  static void AddWriteOptions(RestRequest* req, const WriteOptions& options);
 
   const RestClientOptions& options() const { return options_; }
 
@@ -305,7 +318,10 @@ class RestClient {
   // The request body for `obj` in our wire format.
   void SetBody(RestRequest* req, const google::protobuf::Message& obj,
                const objects::KindInfo* kind) const;
-  void AddWriteOptions(RestRequest* req, const WriteOptions& options) const;
+  // LIST of a resource of an unstructured kind (JSON only).
+  StatusOr<ListResult> ListUnstructured(const objects::ResourceInfo& resource,
+                                        std::string_view ns,
+                                        const ListOptions& options);
   Duration Jitter(Duration d);
 
   const RestClientOptions options_;

@@ -6,6 +6,7 @@
 
 #include "base/json.h"
 #include "informer/api_errors.h"
+#include "informer/unstructured.h"
 #include "objects/codec.h"
 #include "objects/envelope.h"
 #include "objects/meta.h"
@@ -87,7 +88,10 @@ const std::string& WatchEvent::ResourceVersion() const {
 
 WatchDecoder::WatchDecoder(const objects::KindInfo* kind, WatchFraming framing,
                            size_t max_event_bytes)
-    : kind_(kind), framing_(framing), max_event_bytes_(max_event_bytes) {}
+    : kind_(kind),
+      unstructured_(IsUnstructuredKind(*kind)),
+      framing_(framing),
+      max_event_bytes_(max_event_bytes) {}
 
 Status WatchDecoder::Feed(std::string_view data, std::vector<WatchEvent>* out) {
   if (!error_.ok()) return error_;
@@ -176,6 +180,13 @@ StatusOr<WatchEvent> WatchDecoder::DecodeJsonEvent(
           ev.error = ErrorFromApiStatus(st);
           return ev;
         }
+      } else if (unstructured_) {
+        StatusOr<std::shared_ptr<const UnstructuredObject>> obj =
+            NewUnstructuredObject(std::string(object_json));
+        if (obj.ok()) {
+          ev.object = std::move(*obj);
+          return ev;
+        }
       } else {
         std::unique_ptr<google::protobuf::Message> obj = kind_->New();
         StatusOr<objects::DecodeResult> r = objects::DecodeJson(object_json, obj.get());
@@ -213,6 +224,16 @@ StatusOr<WatchEvent> WatchDecoder::DecodeJsonEvent(
     ev.error = ErrorFromApiStatus(st);
     return ev;
   }
+  if (unstructured_) {
+    StatusOr<std::shared_ptr<const UnstructuredObject>> obj =
+        NewUnstructuredObject(object_it->value);
+    if (!obj.ok()) {
+      return obj.status().Annotate(std::string(EventTypeName(ev.type)) +
+                                   " watch event");
+    }
+    ev.object = std::move(*obj);
+    return ev;
+  }
   std::unique_ptr<google::protobuf::Message> obj = kind_->New();
   StatusOr<objects::DecodeResult> r =
       objects::DecodeJsonValue(object_it->value, obj.get());
@@ -233,6 +254,10 @@ StatusOr<WatchEvent> WatchDecoder::DecodeProtobufEvent(
   } else if (!raw_event.ParseFromArray(frame.data(),
                                        static_cast<int>(frame.size()))) {
     return Status(StatusCode::kCorruption, "malformed protobuf watch frame");
+  }
+  if (unstructured_) {
+    return InvalidArgumentError(
+        "a protobuf watch frame for an unstructured resource (ask for JSON)");
   }
   WatchEvent ev;
   ASSIGN_OR_RETURN(ev.type, ParseEventType(raw_event.type()));

@@ -15,7 +15,10 @@
 //
 // Objects are decoded into the kind the watch is for (an ERROR event's
 // object is a metav1.Status and becomes WatchEvent::error). A top-level
-// kind/apiVersion naming another kind is an error.
+// kind/apiVersion naming another kind is an error. For an unstructured kind
+// (unstructured.h: a dynamic client's resource) each object becomes an
+// UnstructuredObject holding its JSON text, with no kind check (JSON
+// framing only: the dynamic client never asks for protobuf).
 //
 // Thread-safety: WatchDecoder is used by one thread. WatchStream: Next()
 // from one thread, Stop() from any.
@@ -100,6 +103,7 @@ class WatchDecoder {
   StatusOr<WatchEvent> DecodeProtobufEvent(std::string_view frame) const;
 
   const objects::KindInfo* kind_;
+  const bool unstructured_;  // IsUnstructuredKind(*kind_)
   WatchFraming framing_;
   size_t max_event_bytes_;
   std::string buffer_;

@@ -4,7 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <string>
+#include <thread>
 
 #include "apiserver/test_server.h"
 
@@ -21,8 +24,18 @@ constexpr char kWidgets[] = "/apis/example.com/v1/namespaces/default/widgets";
 // A namespaced Widget (short name wd, category all) served as v1 (storage)
 // and v1beta1, with /status; or cluster-scoped without.
 std::string WidgetCrd(bool namespaced = true) {
-  const std::string status =
-      namespaced ? R"(,"subresources":{"status":{}})" : "";
+  const std::string status = namespaced
+                                 ? R"(,"subresources":{"status":{},"scale":{)"
+                                   R"("specReplicasPath":".spec.size",)"
+                                   R"("statusReplicasPath":".status.size"}})"
+                                 : "";
+  const std::string columns =
+      namespaced
+          ? R"(,"additionalPrinterColumns":[)"
+            R"({"name":"Size","type":"integer","jsonPath":".spec.size"},)"
+            R"({"name":"Color","type":"string","jsonPath":".spec.color"},)"
+            R"({"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}])"
+          : "";
   const std::string schema =
       R"("schema":{"openAPIV3Schema":{"type":"object","x-kubernetes-preserve-unknown-fields":true}})";
   return std::string(R"({"apiVersion":"apiextensions.k8s.io/v1",
@@ -35,7 +48,7 @@ std::string WidgetCrd(bool namespaced = true) {
          (namespaced ? "Widget" : "Gadget") + R"(","shortNames":[")" +
          (namespaced ? "wd" : "gd") +
          R"("],"categories":["all"]},"versions":[{"name":"v1","served":true,"storage":true,)" +
-         schema + status +
+         schema + status + columns +
          R"(},{"name":"v1beta1","served":true,"storage":false,)" + schema +
          status + "}]}}";
 }
@@ -64,11 +77,13 @@ bool Established(const rapidjson::Value& crd) {
 // which the apiserver writes once the resource is served. Returns how long
 // that took.
 Duration CreateAndAwaitEstablished(TestServer& s, const std::string& crd,
-                                   const std::string& name) {
-  auto w = s.Watch(std::string(kCrds) +
-                   "?watch=1&fieldSelector=metadata.name%3D" + name);
+                                   const std::string& name,
+                                   const net::HttpHeaders& auth = {}) {
+  auto w = s.Watch(
+      std::string(kCrds) + "?watch=1&fieldSelector=metadata.name%3D" + name,
+      auth);
   const TimePoint start = Clock::Real()->Now();
-  Response c = s.Post(kCrds, crd);
+  Response c = s.Do("POST", kCrds, crd, auth);
   EXPECT_EQ(c.code, 201) << c.body;
   for (;;) {
     rapidjson::Document e = w->NextJson();
@@ -179,13 +194,56 @@ TEST(CrdTest, CustomResourcesBehaveLikeAnyResource) {
                         "application/strategic-merge-patch+json");
   EXPECT_EQ(sp.code, 415) << sp.body;
 
-  // Table (kubectl get): Name and Age.
-  Response t = s.Get(kWidgets, "application/json;as=Table;v=v1;g=meta.k8s.io");
+  // Server-side apply: the object without a schema (lists atomic).
+  net::HttpHeaders apply{{"Content-Type", "application/apply-patch+yaml"}};
+  Response ssa = s.Do(
+      "PATCH", std::string(kWidgets) + "/c?fieldManager=tester",
+      R"({"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"c"},"spec":{"size":7,"tags":["x"]}})",
+      apply);
+  ASSERT_EQ(ssa.code, 201) << ssa.body;
+  ssa = s.Do(
+      "PATCH", std::string(kWidgets) + "/c?fieldManager=tester",
+      R"({"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"c"},"spec":{"tags":["y"]}})",
+      apply);
+  ASSERT_EQ(ssa.code, 200) << ssa.body;
+  EXPECT_EQ(ssa.At({"spec", "size"}), nullptr) << ssa.body;  // unapplied
+  EXPECT_EQ(std::string((*ssa.At({"spec", "tags"}))[0].GetString()), "y");
+  EXPECT_EQ(
+      std::string(
+          (*ssa.At({"metadata", "managedFields"}))[0]["manager"].GetString()),
+      "tester");
+
+  // Table (kubectl get): Name and the printer columns; v1beta1 declares
+  // none, so it gets kube's default Age.
+  Response t = s.Get(std::string(kWidgets) + "?labelSelector=tier%3Dfront",
+                     "application/json;as=Table;v=v1;g=meta.k8s.io");
   ASSERT_EQ(t.code, 200) << t.body;
-  EXPECT_EQ(std::string(t.json["columnDefinitions"][0]["name"].GetString()),
-            "Name");
+  ASSERT_EQ(t.json["columnDefinitions"].Size(), 4u) << t.body;
+  EXPECT_EQ(std::string(t.json["columnDefinitions"][1]["name"].GetString()),
+            "Size");
+  EXPECT_EQ(std::string(t.json["columnDefinitions"][3]["type"].GetString()),
+            "date");
+  EXPECT_EQ(t.json["rows"][0]["cells"][1].GetInt(), 5);
+  EXPECT_EQ(std::string(t.json["rows"][0]["cells"][2].GetString()), "green");
+  t = s.Get("/apis/example.com/v1beta1/namespaces/default/widgets",
+            "application/json;as=Table;v=v1;g=meta.k8s.io");
+  ASSERT_EQ(t.json["columnDefinitions"].Size(), 2u) << t.body;
   EXPECT_EQ(std::string(t.json["columnDefinitions"][1]["name"].GetString()),
             "Age");
+
+  // The scale subresource over spec.size / status.size.
+  Response sc = s.Get(std::string(kWidgets) + "/a/scale");
+  ASSERT_EQ(sc.code, 200) << sc.body;
+  EXPECT_EQ(sc.Str({"kind"}), "Scale");
+  EXPECT_EQ(sc.Str({"apiVersion"}), "autoscaling/v1");
+  EXPECT_EQ((*sc.At({"spec", "replicas"})).GetInt(), 5);
+  Response scaled =
+      s.Patch(std::string(kWidgets) + "/a/scale", R"({"spec":{"replicas":8}})",
+              "application/merge-patch+json");
+  ASSERT_EQ(scaled.code, 200) << scaled.body;
+  EXPECT_EQ((*scaled.At({"spec", "replicas"})).GetInt(), 8);
+  EXPECT_EQ(
+      (*s.Get(std::string(kWidgets) + "/a").At({"spec", "size"})).GetInt(), 8);
 
   // Delete one, then the collection.
   EXPECT_EQ(s.Delete(std::string(kWidgets) + "/a").code, 200);
@@ -320,6 +378,62 @@ TEST(CrdTest, DeletingTheCrdDeletesItsObjects) {
   Response l = s.Get(kWidgets);
   ASSERT_EQ(l.code, 200) << l.body;
   EXPECT_EQ(l.json["items"].Size(), 0u) << l.body;
+}
+
+TEST(CrdTest, RbacAuthorizesCustomResourcesLikeAnyResource) {
+  char tmpl[] = "/tmp/kplane-crd-rbac-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  std::ofstream(dir + "/tokens.csv")
+      << "admin-token,admin,1,\"system:masters\"\nbob-token,bob,2\n";
+  {
+    TestServer s([&](ApiServerOptions* o) {
+      o->auth.enabled = true;
+      o->auth.token_auth_file = dir + "/tokens.csv";
+    });
+    const net::HttpHeaders admin{{"Authorization", "Bearer admin-token"},
+                                 {"Content-Type", "application/json"}};
+    const net::HttpHeaders bob{{"Authorization", "Bearer bob-token"},
+                               {"Content-Type", "application/json"}};
+    CreateAndAwaitEstablished(s, WidgetCrd(), "widgets.example.com", admin);
+    ASSERT_EQ(s.Do("POST", kWidgets, Widget("a", 1), admin).code, 201);
+    Response denied = s.Do("GET", kWidgets, {}, bob);
+    EXPECT_EQ(denied.code, 403) << denied.body;
+
+    ASSERT_EQ(s.Do("POST", "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+                   R"({"metadata":{"name":"widget-viewer"},"rules":[
+                       {"apiGroups":["example.com"],"resources":["widgets"],
+                        "verbs":["get","list","watch"]}]})",
+                   admin)
+                  .code,
+              201);
+    ASSERT_EQ(
+        s.Do("POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+             R"({"metadata":{"name":"bob-widgets"},
+                 "roleRef":{"apiGroup":"rbac.authorization.k8s.io",
+                            "kind":"ClusterRole","name":"widget-viewer"},
+                 "subjects":[{"kind":"User","name":"bob"}]})",
+             admin)
+            .code,
+        201);
+    // The binding takes effect when its watch event reaches the policy
+    // cache, within moments.
+    const auto deadline = std::chrono::steady_clock::now() + seconds(20);
+    Response list = s.Do("GET", kWidgets, {}, bob);
+    while (list.code != 200 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(milliseconds(20));
+      list = s.Do("GET", kWidgets, {}, bob);
+    }
+    EXPECT_EQ(list.code, 200) << list.body;
+    Response create = s.Do("POST", kWidgets, Widget("b", 1), bob);
+    EXPECT_EQ(create.code, 403);
+    EXPECT_EQ(create.Str({"message"}),
+              "widgets.example.com is forbidden: User \"bob\" cannot create "
+              "resource \"widgets\" in API group \"example.com\" in the "
+              "namespace \"default\"");
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
 }
 
 }  // namespace

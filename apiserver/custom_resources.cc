@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
 #include <utility>
 
 #include "apiserver/registry/printers.h"
@@ -93,6 +94,68 @@ std::string SpecKey(const Unstructured& u, bool without_status) {
   rapidjson::Document c = objects::ContentOf(u);
   if (without_status) c.RemoveMember("status");
   return Compact(c);
+}
+
+// The steps of a simple JSONPath (".spec.items[0].name"): member names,
+// and array indexes as "[n]". Empty on syntax kplane does not evaluate.
+std::vector<std::string> PathSteps(std::string_view path) {
+  std::vector<std::string> steps;
+  if (path.empty() || path[0] != '.') return {};
+  size_t i = 1;
+  while (i < path.size()) {
+    if (path[i] == '[') {
+      const size_t end = path.find(']', i);
+      if (end == std::string_view::npos) return {};
+      steps.emplace_back(path.substr(i, end - i + 1));
+      i = end + 1;
+      if (i < path.size() && path[i] == '.') ++i;
+      continue;
+    }
+    size_t end = path.find_first_of(".[", i);
+    if (end == std::string_view::npos) end = path.size();
+    if (end == i) return {};
+    steps.emplace_back(path.substr(i, end - i));
+    i = end;
+    if (i < path.size() && path[i] == '.') ++i;
+  }
+  return steps;
+}
+
+const rapidjson::Value* AtPath(const rapidjson::Value& root,
+                               std::string_view path) {
+  const std::vector<std::string> steps = PathSteps(path);
+  if (steps.empty()) return nullptr;
+  const rapidjson::Value* v = &root;
+  for (const std::string& step : steps) {
+    if (step[0] == '[') {
+      std::optional<int64_t> index =
+          ParseInt64(std::string_view(step).substr(1, step.size() - 2));
+      if (!index || !v->IsArray() || *index < 0 ||
+          *index >= static_cast<int64_t>(v->Size())) {
+        return nullptr;
+      }
+      v = &(*v)[static_cast<rapidjson::SizeType>(*index)];
+    } else {
+      v = Member(*v, step.c_str());
+      if (v == nullptr) return nullptr;
+    }
+  }
+  return v;
+}
+
+// Sets the member a path of names names, making the objects on the way.
+bool SetAtPath(rapidjson::Value* root, std::string_view path,
+               rapidjson::Value value, rapidjson::Document::AllocatorType& a) {
+  const std::vector<std::string> steps = PathSteps(path);
+  if (steps.empty()) return false;
+  rapidjson::Value* v = root;
+  for (size_t i = 0; i + 1 < steps.size(); ++i) {
+    if (steps[i][0] == '[') return false;
+    v = &ObjectMember(v, steps[i].c_str(), a);
+  }
+  if (steps.back()[0] == '[' || !v->IsObject()) return false;
+  SetMember(v, steps.back().c_str(), std::move(value), a);
+  return true;
 }
 
 // --- the CRD resource ------------------------------------------------------
@@ -420,8 +483,11 @@ class CrdStrategyImpl : public Strategy {
 class CustomResourceStrategy : public Strategy {
  public:
   CustomResourceStrategy(const objects::ResourceInfo* resource,
-                         objects::TypeMeta storage, bool status)
-      : resource_(resource), storage_(std::move(storage)), status_(status) {}
+                         objects::TypeMeta storage, const CrdVersion& version)
+      : resource_(resource),
+        storage_(std::move(storage)),
+        status_(version.status_subresource),
+        version_(version) {}
 
   const objects::ResourceInfo& resource() const override { return *resource_; }
 
@@ -501,22 +567,88 @@ class CustomResourceStrategy : public Strategy {
     return ValidateUpdate(obj, old);
   }
 
-  // The CRD default printer columns: Name, Age (.metadata.creationTimestamp).
+  // Name, then the version's additionalPrinterColumns (kube's default:
+  // Age, .metadata.creationTimestamp).
   std::vector<TableColumn> Columns() const override {
     std::vector<TableColumn> cols = printers::DefaultColumns();
     cols.resize(1);
-    cols.push_back({"Age", "date", "", "", 0});
+    for (const CrdPrinterColumn& c : PrinterColumns()) {
+      cols.push_back({c.name, c.type, c.format, c.description, c.priority});
+    }
     return cols;
   }
   std::vector<TableCell> Row(const google::protobuf::Message& obj,
                              WallTime now) const override {
-    return printers::DefaultRow(AsUnstructured(obj).metadata());
+    const Unstructured& u = AsUnstructured(obj);
+    std::vector<TableCell> row = {TableCell::Str(u.metadata().name())};
+    rapidjson::Document doc;
+    const rapidjson::Value whole = objects::ToJsonValue(u, doc.GetAllocator());
+    for (const CrdPrinterColumn& c : PrinterColumns()) {
+      const rapidjson::Value* v = AtPath(whole, c.json_path);
+      if (v == nullptr || v->IsNull()) {
+        row.push_back(TableCell::Str("<none>"));
+      } else if (c.type == "integer" && v->IsInt64()) {
+        row.push_back(TableCell::Int(v->GetInt64()));
+      } else if (v->IsString()) {
+        row.push_back(
+            TableCell::Str(std::string(v->GetString(), v->GetStringLength())));
+      } else {
+        row.push_back(TableCell::Str(Compact(*v)));
+      }
+    }
+    return row;
+  }
+
+  bool HasScale() const override { return version_.scale_subresource; }
+  // kube's scale subresource over the CRD's paths (a missing
+  // spec.replicas reads as 0).
+  objects::autoscalingv1::Scale ToScale(
+      const google::protobuf::Message& obj) const override {
+    const Unstructured& u = AsUnstructured(obj);
+    objects::autoscalingv1::Scale scale;
+    auto* m = scale.mutable_metadata();
+    m->set_name(u.metadata().name());
+    m->set_namespace_(u.metadata().namespace_());
+    m->set_uid(u.metadata().uid());
+    m->set_resourceversion(u.metadata().resourceversion());
+    *m->mutable_creationtimestamp() = u.metadata().creationtimestamp();
+    const rapidjson::Document c = objects::ContentOf(u);
+    if (const rapidjson::Value* v = AtPath(c, version_.spec_replicas_path);
+        v != nullptr && v->IsInt()) {
+      scale.mutable_spec()->set_replicas(v->GetInt());
+    }
+    if (const rapidjson::Value* v = AtPath(c, version_.status_replicas_path);
+        v != nullptr && v->IsInt()) {
+      scale.mutable_status()->set_replicas(v->GetInt());
+    }
+    if (const rapidjson::Value* v = AtPath(c, version_.label_selector_path);
+        v != nullptr && v->IsString()) {
+      scale.mutable_status()->set_selector(v->GetString());
+    }
+    return scale;
+  }
+  void ApplyScale(const objects::autoscalingv1::Scale& scale,
+                  google::protobuf::Message* obj) const override {
+    Unstructured* u = AsUnstructured(obj);
+    rapidjson::Document c = objects::ContentOf(*u);
+    if (SetAtPath(&c, version_.spec_replicas_path,
+                  rapidjson::Value(scale.spec().replicas()),
+                  c.GetAllocator())) {
+      objects::SetContent(u, c);
+    }
   }
 
  private:
+  const std::vector<CrdPrinterColumn>& PrinterColumns() const {
+    static const std::vector<CrdPrinterColumn> kAge = {
+        {"Age", "date", "", "", ".metadata.creationTimestamp", 0}};
+    return version_.printer_columns.empty() ? kAge : version_.printer_columns;
+  }
+
   const objects::ResourceInfo* resource_;
   const objects::TypeMeta storage_;
   const bool status_;
+  const CrdVersion version_;
 };
 
 }  // namespace
@@ -590,6 +722,28 @@ CrdDefinition ParseCrd(const Unstructured& crd) {
       cv.storage = BoolMember(v, "storage");
       if (const rapidjson::Value* sub = Member(v, "subresources")) {
         cv.status_subresource = Member(*sub, "status") != nullptr;
+        if (const rapidjson::Value* scale = Member(*sub, "scale")) {
+          cv.scale_subresource = true;
+          cv.spec_replicas_path = StrMember(*scale, "specReplicasPath");
+          cv.status_replicas_path = StrMember(*scale, "statusReplicasPath");
+          cv.label_selector_path = StrMember(*scale, "labelSelectorPath");
+        }
+      }
+      if (const rapidjson::Value* cols = Member(v, "additionalPrinterColumns");
+          cols != nullptr && cols->IsArray()) {
+        for (const rapidjson::Value& c : cols->GetArray()) {
+          CrdPrinterColumn pc;
+          pc.name = StrMember(c, "name");
+          pc.type = StrMember(c, "type");
+          pc.format = StrMember(c, "format");
+          pc.description = StrMember(c, "description");
+          pc.json_path = StrMember(c, "jsonPath");
+          if (const rapidjson::Value* p = Member(c, "priority");
+              p != nullptr && p->IsInt()) {
+            pc.priority = p->GetInt();
+          }
+          cv.printer_columns.push_back(std::move(pc));
+        }
       }
       d.versions.push_back(std::move(cv));
     }
@@ -641,8 +795,14 @@ std::unique_ptr<CustomResourceType> CustomResourceType::Build(
       r.subresources.push_back(
           {"status", &v->status_kind, {"get", "patch", "update"}});
     }
-    v->strategy = std::make_unique<CustomResourceStrategy>(
-        &v->resource, storage_tm, cv.status_subresource);
+    if (cv.scale_subresource) {
+      v->scale_kind =
+          objects::Scheme::Default().FindKind("autoscaling/v1", "Scale");
+      r.subresources.push_back(
+          {"scale", v->scale_kind, {"get", "patch", "update"}});
+    }
+    v->strategy =
+        std::make_unique<CustomResourceStrategy>(&v->resource, storage_tm, cv);
     if (&cv == storage) t->storage_index_ = t->versions_.size();
     t->versions_.push_back(std::move(v));
   }

@@ -50,11 +50,22 @@ const objects::ResourceInfo& CrdResource();
 const Strategy& CrdStrategy();
 
 // The parts of a CRD the apiserver serves from.
+// An additionalPrinterColumns entry.
+struct CrdPrinterColumn {
+  std::string name, type, format, description, json_path;
+  int priority = 0;
+};
 struct CrdVersion {
   std::string name;
   bool served = false;
   bool storage = false;
   bool status_subresource = false;
+  // The scale subresource (its paths; kplane evaluates simple paths:
+  // ".spec.replicas", ".a.b[0].c").
+  bool scale_subresource = false;
+  std::string spec_replicas_path, status_replicas_path, label_selector_path;
+  // Empty: kube's default, Age (.metadata.creationTimestamp).
+  std::vector<CrdPrinterColumn> printer_columns;
 };
 struct CrdDefinition {
   std::string name;  // metadata.name, "<plural>.<group>"
@@ -80,6 +91,7 @@ class CustomResourceType {
     objects::KindInfo kind;
     objects::KindInfo list_kind;
     objects::KindInfo status_kind;  // == kind; for the /status entry
+    const objects::KindInfo* scale_kind = nullptr;  // autoscaling/v1 Scale
     objects::ResourceInfo resource;
     std::unique_ptr<Strategy> strategy;
     bool served = false;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <condition_variable>
 #include <map>
 #include <random>
 #include <thread>
@@ -17,6 +18,7 @@
 #include "apiserver/auth/node_authorizer.h"
 #include "apiserver/auth/rbac.h"
 #include "apiserver/auth/token_file.h"
+#include "apiserver/custom_resources.h"
 #include "apiserver/discovery.h"
 #include "apiserver/encoding.h"
 #include "apiserver/errors.h"
@@ -43,6 +45,7 @@
 #include "objects/scheme.h"
 #include "objects/serializer.h"
 #include "objects/time.h"
+#include "objects/unstructured.h"
 
 namespace kplane::apiserver {
 
@@ -137,6 +140,9 @@ struct Call {
   const objects::ResourceInfo* resource = nullptr;
   const objects::SubresourceInfo* sub = nullptr;
   Backend* backend = nullptr;
+  // Keeps a custom resource's backend alive while the call runs (the CRD
+  // may go meanwhile).
+  std::shared_ptr<const void> keep;
   Negotiated neg;
   bool negotiated = false;
   bool responded = false;
@@ -161,6 +167,30 @@ struct Backend {
   metrics::Counter* watch_events = nullptr;
 };
 
+// What one CustomResourceDefinition serves: a backend per served version,
+// each with its own watch cache over the objects stored as the storage
+// version. Destroyed when no snapshot and no call holds it any more.
+struct CustomSet {
+  std::unique_ptr<CustomResourceType> type;
+  std::vector<std::unique_ptr<Backend>> backends;
+
+  // Ends the caches (and with them their watches); idempotent.
+  void Stop() {
+    for (const auto& b : backends) b->cacher->Stop();
+  }
+};
+
+// The custom resources served at one moment, replaced whole (copy on
+// write) when CRDs change.
+struct CustomSnapshot {
+  std::map<std::string, std::shared_ptr<CustomSet>> by_crd;  // CRD name
+  // "group/version/plural" of each served version.
+  std::map<std::string, std::pair<Backend*, std::shared_ptr<CustomSet>>,
+           std::less<>>
+      by_key;
+  std::vector<const objects::ResourceInfo*> resources;  // for discovery
+};
+
 }  // namespace
 
 struct ApiServer::Impl {
@@ -175,6 +205,24 @@ struct ApiServer::Impl {
   Backend* namespaces = nullptr;
   Backend* pods = nullptr;
   bool started = false;
+  // How backends are made (BuildBackends; also for custom resources).
+  CacherOptions cacher_options;
+  ResourceStoreOptions rest_options;
+  std::string server_address;  // for discovery documents
+
+  // CustomResourceDefinitions (custom_resources.h, docs/api.md): the CRD
+  // resource's backend, what the CRDs serve, and the controller that keeps
+  // the two in step (one thread, woken by a watch of the CRD cache).
+  Backend* crds = nullptr;
+  mutable Mutex custom_mu;
+  std::shared_ptr<const CustomSnapshot> custom GUARDED_BY(custom_mu);
+  Mutex crd_mu;
+  std::condition_variable crd_cv;
+  bool crd_dirty GUARDED_BY(crd_mu) = true;
+  bool crd_rewatch GUARDED_BY(crd_mu) = false;
+  bool crd_stop GUARDED_BY(crd_mu) = false;
+  std::unique_ptr<WatchHandle> crd_watch;  // the controller thread's
+  std::thread crd_thread;
   // The store's health as /readyz reports it (kube's etcd check).
   std::unique_ptr<StorageHealth> storage_health;
   // serviceaccounts/<name>/token and the ServiceAccount authenticator.
@@ -240,6 +288,36 @@ struct ApiServer::Impl {
 
   void SetupMetrics();
   void BuildBackends();
+  // A backend serving `served` over objects stored as `storage` under
+  // <storage_prefix>/<key_group>/<plural>/ ("" = kube's built-in layout).
+  std::unique_ptr<Backend> NewBackend(const objects::ResourceInfo& served,
+                                      const objects::ResourceInfo& storage,
+                                      const Strategy& strategy,
+                                      const std::string& key_group,
+                                      const CacherOptions& co,
+                                      const ResourceStoreOptions& ro);
+
+  // CustomResourceDefinitions.
+  std::shared_ptr<const CustomSnapshot> CurrentCustom() const {
+    MutexLock l(&custom_mu);
+    return custom;
+  }
+  // Sets c's resource and backend for a resource outside the Scheme (the
+  // CRD resource, custom resources); false when nothing serves it.
+  bool FindExtraResource(Call& c);
+  void PublishDiscovery(const CustomSnapshot& snapshot);
+  void StartCrdController();
+  void StopCrdController();
+  void CrdControllerLoop();
+  Status WatchCrds();
+  void MarkCrdsDirty(bool rewatch);
+  // One pass: serve what the CRDs say, write their status, empty and
+  // release deleted ones. Returns whether something is left to retry.
+  bool ReconcileCrds();
+  StatusOr<std::shared_ptr<CustomSet>> BuildCustomSet(const CrdDefinition& d);
+  // Deletes the custom resources of a CRD being deleted; true when none is
+  // left.
+  bool DeleteCustomResources(const CustomSet& set);
   Status CreateSystemNamespaces();
   // The `kubernetes` Service in default (the first IP of the range, 443 ->
   // our port) and its Endpoints (our address), as kube's
@@ -333,12 +411,13 @@ void ApiServer::Impl::SetupMetrics() {
 
 void ApiServer::Impl::BuildBackends() {
   const objects::Scheme& scheme = objects::Scheme::Default();
-  CacherOptions co = opts.cacher;
+  CacherOptions& co = cacher_options;
+  co = opts.cacher;
   co.clock = opts.clock;
   co.metrics = opts.metrics;
   co.max_pending_events = opts.max_watch_pending_events;
   co.max_pending_bytes = opts.max_watch_pending_bytes;
-  ResourceStoreOptions ro;
+  ResourceStoreOptions& ro = rest_options;
   ro.clock = opts.clock;
   ro.event_ttl_seconds =
       std::chrono::duration_cast<std::chrono::seconds>(opts.event_ttl).count();
@@ -349,35 +428,20 @@ void ApiServer::Impl::BuildBackends() {
   };
   for (const auto& r : scheme.resources()) {
     if (r->list_kind == nullptr) continue;  // bindings: create-only
-    auto b = std::make_unique<Backend>();
-    b->info = r.get();
-    b->strategy = &StrategyFor(*r);
-    ObjectStoreOptions so;
-    so.prefix = opts.storage_prefix;
-    so.clock = opts.clock;
-    so.metrics = opts.metrics;
-    if (opts.encryption) {
-      so.transformer = opts.encryption->For(r->gv.group, r->resource);
-    }
-    b->store = std::make_unique<ObjectStore>(opts.kv, r.get(), so);
+    const Strategy* strategy = &StrategyFor(*r);
     CacherOptions rco = co;
     if (r->gv.group.empty() && r->resource == "pods") {
       // Kubelets watch their own pods (fieldSelector=spec.nodeName=<node>):
       // index watchers by node so an event only visits its node's watches.
-      const Strategy* strategy = b->strategy;
       rco.index_func = [strategy](const google::protobuf::Message& obj) {
         return strategy->FieldValue(obj, "spec.nodeName").value_or("");
       };
     }
-    b->cacher = std::make_unique<Cacher>(b->store.get(), rco);
     ResourceStoreOptions rro = ro;
     if (r->gv.group.empty() && r->resource == "services") {
       rro.allocator = service_allocator.get();
     }
-    b->rest = std::make_unique<ResourceStore>(
-        r.get(), b->strategy, b->store.get(), b->cacher.get(), rro);
-    b->watch_events =
-        m_watch_events->With({r->gv.group, r->gv.version, r->kind->kind});
+    std::unique_ptr<Backend> b = NewBackend(*r, *r, *strategy, "", rco, rro);
     by_key[r->gv.group + "/" + r->gv.version + "/" + r->resource] = b.get();
     if (r->gv.group.empty() && r->resource == "namespaces") {
       namespaces = b.get();
@@ -387,6 +451,38 @@ void ApiServer::Impl::BuildBackends() {
     backends.push_back(std::move(b));
   }
   CHECK(namespaces != nullptr && pods != nullptr);
+  // CRDs are served from the start; stored where kube stores them
+  // (/registry/apiextensions.k8s.io/customresourcedefinitions/).
+  const objects::ResourceInfo& crd = CrdResource();
+  std::unique_ptr<Backend> b =
+      NewBackend(crd, crd, CrdStrategy(), crd.gv.group, co, ro);
+  crds = b.get();
+  by_key[crd.gv.group + "/" + crd.gv.version + "/" + crd.resource] = b.get();
+  backends.push_back(std::move(b));
+}
+
+std::unique_ptr<Backend> ApiServer::Impl::NewBackend(
+    const objects::ResourceInfo& served, const objects::ResourceInfo& storage,
+    const Strategy& strategy, const std::string& key_group,
+    const CacherOptions& co, const ResourceStoreOptions& ro) {
+  auto b = std::make_unique<Backend>();
+  b->info = &served;
+  b->strategy = &strategy;
+  ObjectStoreOptions so;
+  so.prefix = opts.storage_prefix;
+  if (!key_group.empty()) so.prefix += "/" + key_group;
+  so.clock = opts.clock;
+  so.metrics = opts.metrics;
+  if (opts.encryption) {
+    so.transformer = opts.encryption->For(storage.gv.group, storage.resource);
+  }
+  b->store = std::make_unique<ObjectStore>(opts.kv, &storage, so);
+  b->cacher = std::make_unique<Cacher>(b->store.get(), co);
+  b->rest = std::make_unique<ResourceStore>(
+      &served, b->strategy, b->store.get(), b->cacher.get(), ro);
+  b->watch_events = m_watch_events->With(
+      {served.gv.group, served.gv.version, served.kind->kind});
+  return b;
 }
 
 std::optional<ApiError> ApiServer::Impl::CheckNamespace(
@@ -1363,13 +1459,17 @@ void ApiServer::Impl::HandleApi(const net::HttpRequest& req,
   }
   const objects::ResourceInfo* r =
       objects::Scheme::Default().FindResource(i.group, i.version, i.resource);
-  if (r == nullptr) {
+  if (r != nullptr) {
+    c->resource = r;
+    auto bit =
+        by_key.find(r->gv.group + "/" + r->gv.version + "/" + r->resource);
+    c->backend = bit != by_key.end() ? bit->second : pods;  // bindings -> pods
+  } else if (FindExtraResource(*c)) {
+    r = c->resource;
+  } else {
     ReplyError(*c, ApiError::NotFoundPath());
     return;
   }
-  c->resource = r;
-  auto bit = by_key.find(r->gv.group + "/" + r->gv.version + "/" + r->resource);
-  c->backend = bit != by_key.end() ? bit->second : pods;  // bindings -> pods
   // Scope: namespaced resources need a namespace except for list/watch
   // across namespaces; cluster-scoped ones have none.
   if (r->namespaced && i.ns.empty()) {
@@ -1832,6 +1932,14 @@ void ApiServer::Impl::Patch(Call& c) {
     return ReplyError(
         c, ApiError::UnsupportedMediaType(ct, SupportedPatchTypes()));
   }
+  // Custom resources have no patch strategies (kube answers the same 415).
+  if (*type == PatchType::kStrategicMergePatch &&
+      c.resource->kind->descriptor == objects::Unstructured::descriptor()) {
+    return ReplyError(c, ApiError::UnsupportedMediaType(
+                             ct, {"application/json-patch+json",
+                                  "application/merge-patch+json",
+                                  "application/apply-patch+yaml"}));
+  }
   ApiResult<WriteParams> p =
       ParseWriteParams(c.req(), *type == PatchType::kApply);
   if (IsError(p)) return ReplyError(c, std::get<ApiError>(p));
@@ -1981,6 +2089,397 @@ ApiServer::ApiServer(ApiServerOptions options)
 
 ApiServer::~ApiServer() { Stop(); }
 
+// ---------------------------------------------------------------------------
+// CustomResourceDefinitions
+
+bool ApiServer::Impl::FindExtraResource(Call& c) {
+  const RequestInfo& i = c.info;
+  const std::string key = i.group + "/" + i.version + "/" + i.resource;
+  if (auto it = by_key.find(key); it != by_key.end()) {  // the CRD resource
+    c.resource = it->second->info;
+    c.backend = it->second;
+    return true;
+  }
+  std::shared_ptr<const CustomSnapshot> snapshot = CurrentCustom();
+  if (snapshot == nullptr) return false;
+  auto it = snapshot->by_key.find(key);
+  if (it == snapshot->by_key.end()) return false;
+  c.resource = it->second.first->info;
+  c.backend = it->second.first;
+  c.keep = it->second.second;
+  return true;
+}
+
+void ApiServer::Impl::PublishDiscovery(const CustomSnapshot& snapshot) {
+  std::vector<const objects::ResourceInfo*> extra = {&CrdResource()};
+  extra.insert(extra.end(), snapshot.resources.begin(),
+               snapshot.resources.end());
+  std::atomic_store(
+      &discovery,
+      std::shared_ptr<const Discovery>(std::make_shared<Discovery>(
+          objects::Scheme::Default(), server_address, std::move(extra))));
+}
+
+namespace {
+
+// Wakes the CRD controller on every change of a CRD.
+class CrdWatchSink : public WatchSink {
+ public:
+  explicit CrdWatchSink(std::function<void(bool closed)> wake)
+      : wake_(std::move(wake)) {}
+  bool Send(const WatchEventPtr&) override {
+    wake_(false);
+    return true;
+  }
+  void Close(const Status&) override { wake_(true); }
+
+ private:
+  std::function<void(bool)> wake_;
+};
+
+std::string ConditionKey(const rapidjson::Value& c) {
+  std::string out;
+  for (const char* m : {"type", "status", "reason", "message"}) {
+    auto it = c.FindMember(m);
+    if (it != c.MemberEnd() && it->value.IsString())
+      out += it->value.GetString();
+    out += '\n';
+  }
+  return out;
+}
+
+// The CRD's status as the controller wants it: acceptedNames and the
+// NamesAccepted and Established conditions (lastTransitionTime kept from
+// `old` for a condition that did not change). Empty when `crd` already
+// says so.
+std::unique_ptr<objects::Unstructured> DesiredCrdStatus(
+    const objects::Unstructured& crd, const CrdDefinition& d,
+    const std::string& conflict, const std::string& now) {
+  rapidjson::Document content = objects::ContentOf(crd);
+  auto& a = content.GetAllocator();
+  if (!content.HasMember("status") || !content["status"].IsObject()) {
+    content.RemoveMember("status");
+    content.AddMember("status", rapidjson::Value(rapidjson::kObjectType), a);
+  }
+  rapidjson::Value& status = content["status"];
+  const std::string before = [&] {
+    rapidjson::StringBuffer b;
+    rapidjson::Writer<rapidjson::StringBuffer> w(b);
+    status.Accept(w);
+    return std::string(b.GetString(), b.GetSize());
+  }();
+  std::map<std::string, rapidjson::Value> old_conditions;
+  if (status.HasMember("conditions") && status["conditions"].IsArray()) {
+    for (rapidjson::Value& c : status["conditions"].GetArray()) {
+      if (c.IsObject() && c.HasMember("type") && c["type"].IsString()) {
+        old_conditions[c["type"].GetString()] = rapidjson::Value(c, a);
+      }
+    }
+  }
+  const bool accepted = conflict.empty();
+  struct Want {
+    const char* type;
+    bool ok;
+    std::string reason, message;
+  };
+  const std::vector<Want> wants = {
+      {"NamesAccepted", accepted, accepted ? "NoConflicts" : "KindConflict",
+       accepted ? "no conflicts found" : conflict},
+      {"Established", accepted,
+       accepted ? "InitialNamesAccepted" : "NotAccepted",
+       accepted ? "the initial names have been accepted"
+                : "not all names are accepted"}};
+  rapidjson::Value conditions(rapidjson::kArrayType);
+  for (const Want& w : wants) {
+    rapidjson::Value c(rapidjson::kObjectType);
+    c.AddMember("type", rapidjson::Value(w.type, a), a);
+    c.AddMember("status", rapidjson::Value(w.ok ? "True" : "False", a), a);
+    c.AddMember("lastTransitionTime", rapidjson::Value(now.c_str(), a), a);
+    c.AddMember("reason", rapidjson::Value(w.reason.c_str(), a), a);
+    c.AddMember("message", rapidjson::Value(w.message.c_str(), a), a);
+    auto old = old_conditions.find(w.type);
+    if (old != old_conditions.end() &&
+        ConditionKey(old->second) == ConditionKey(c)) {
+      c = rapidjson::Value(old->second, a);
+    }
+    conditions.PushBack(std::move(c), a);
+  }
+  status.RemoveMember("conditions");
+  status.AddMember("conditions", std::move(conditions), a);
+  status.RemoveMember("acceptedNames");
+  rapidjson::Value names(rapidjson::kObjectType);
+  if (accepted) {
+    names.AddMember("plural", rapidjson::Value(d.plural.c_str(), a), a);
+    names.AddMember("singular", rapidjson::Value(d.singular.c_str(), a), a);
+    auto list = [&](const std::vector<std::string>& v) {
+      rapidjson::Value arr(rapidjson::kArrayType);
+      for (const std::string& s : v)
+        arr.PushBack(rapidjson::Value(s.c_str(), a), a);
+      return arr;
+    };
+    if (!d.short_names.empty())
+      names.AddMember("shortNames", list(d.short_names), a);
+    names.AddMember("kind", rapidjson::Value(d.kind.c_str(), a), a);
+    names.AddMember("listKind", rapidjson::Value(d.list_kind.c_str(), a), a);
+    if (!d.categories.empty())
+      names.AddMember("categories", list(d.categories), a);
+  } else {
+    names.AddMember("plural", rapidjson::Value("", a), a);
+    names.AddMember("kind", rapidjson::Value("", a), a);
+  }
+  status.AddMember("acceptedNames", std::move(names), a);
+  rapidjson::StringBuffer b;
+  rapidjson::Writer<rapidjson::StringBuffer> w(b);
+  status.Accept(w);
+  if (std::string_view(b.GetString(), b.GetSize()) == before) return nullptr;
+  auto out = std::make_unique<objects::Unstructured>(crd);
+  objects::SetContent(out.get(), content);
+  return out;
+}
+
+}  // namespace
+
+void ApiServer::Impl::MarkCrdsDirty(bool rewatch) {
+  MutexLock l(&crd_mu);
+  crd_dirty = true;
+  if (rewatch) crd_rewatch = true;
+  crd_cv.notify_all();
+}
+
+Status ApiServer::Impl::WatchCrds() {
+  WatchOptions wo;
+  auto sink = std::make_shared<CrdWatchSink>(
+      [this](bool closed) { MarkCrdsDirty(closed); });
+  ASSIGN_OR_RETURN(crd_watch, crds->cacher->Watch(wo, sink));
+  return Status::Ok();
+}
+
+void ApiServer::Impl::StartCrdController() {
+  crd_thread = std::thread([this] { CrdControllerLoop(); });
+}
+
+void ApiServer::Impl::StopCrdController() {
+  if (crd_thread.joinable()) {
+    {
+      MutexLock l(&crd_mu);
+      crd_stop = true;
+      crd_cv.notify_all();
+    }
+    crd_thread.join();
+  }
+  std::shared_ptr<const CustomSnapshot> snapshot;
+  {
+    MutexLock l(&custom_mu);
+    snapshot = std::move(custom);
+  }
+  if (snapshot != nullptr) {
+    for (const auto& [name, set] : snapshot->by_crd) set->Stop();
+  }
+}
+
+void ApiServer::Impl::CrdControllerLoop() {
+  bool retry = false;
+  bool watching = false;
+  for (;;) {
+    {
+      MutexLock l(&crd_mu);
+      // Deleted CRDs whose objects are not gone yet are looked at again
+      // every second; otherwise only a change of a CRD wakes us.
+      opts.clock->WaitFor(
+          l.native(), crd_cv, retry ? seconds(1) : seconds(60),
+          [this]() NO_THREAD_SAFETY_ANALYSIS { return crd_stop || crd_dirty; });
+      if (crd_stop) break;
+      crd_dirty = false;
+      if (crd_rewatch) {
+        crd_rewatch = false;
+        watching = false;
+      }
+    }
+    if (!watching) {
+      crd_watch.reset();
+      Status s = WatchCrds();
+      if (!s.ok()) {
+        LOG(WARNING) << "watching CustomResourceDefinitions: " << s;
+        retry = true;
+        continue;
+      }
+      watching = true;
+    }
+    retry = ReconcileCrds();
+  }
+  crd_watch.reset();
+}
+
+StatusOr<std::shared_ptr<CustomSet>> ApiServer::Impl::BuildCustomSet(
+    const CrdDefinition& d) {
+  auto set = std::make_shared<CustomSet>();
+  set->type = CustomResourceType::Build(d);
+  if (set->type == nullptr) {
+    return InvalidArgumentError("no storage version");
+  }
+  const CustomResourceType::Version& storage = set->type->storage();
+  for (const auto& v : set->type->versions()) {
+    if (!v->served) continue;
+    set->backends.push_back(NewBackend(v->resource, storage.resource,
+                                       *v->strategy, d.group, cacher_options,
+                                       rest_options));
+  }
+  for (const auto& b : set->backends) {
+    Status s = b->cacher->Start();
+    if (s.ok() && !b->cacher->WaitReady(seconds(10))) {
+      s = UnavailableError("the watch cache did not load");
+    }
+    if (!s.ok()) {
+      set->Stop();
+      return s;
+    }
+  }
+  return set;
+}
+
+bool ApiServer::Impl::DeleteCustomResources(const CustomSet& set) {
+  const CustomResourceType::Version& storage = set.type->storage();
+  Backend* b = nullptr;
+  for (const auto& candidate : set.backends) {
+    if (candidate->info == &storage.resource || b == nullptr) {
+      b = candidate.get();
+    }
+  }
+  if (b == nullptr) return true;  // nothing served, nothing to delete
+  StatusOr<ListResult> list = b->store->List("", ListOptions{});
+  if (!list.ok()) return false;
+  for (const ObjectPtr& obj : list->items) {
+    const objects::metav1::ObjectMeta* meta = objects::GetObjectMeta(*obj);
+    if (objects::IsBeingDeleted(*meta)) continue;  // finalizers pending
+    b->rest->Delete(meta->namespace_(), meta->name(),
+                    objects::metav1::DeleteOptions());
+  }
+  return list->items.empty();
+}
+
+bool ApiServer::Impl::ReconcileCrds() {
+  StatusOr<ListResult> list = crds->store->List("", ListOptions{});
+  if (!list.ok()) {
+    LOG(WARNING) << "listing CustomResourceDefinitions: " << list.status();
+    return true;
+  }
+  std::shared_ptr<const CustomSnapshot> current = CurrentCustom();
+  auto next = std::make_shared<CustomSnapshot>();
+  bool changed = false;
+  bool retry = false;
+  WriteContext ctx;
+  ctx.field_manager = "kube-apiserver";
+  const std::string now =
+      objects::FormatRfc3339(std::chrono::duration_cast<std::chrono::seconds>(
+                                 opts.clock->WallNow().time_since_epoch())
+                                 .count());
+  // Kinds per group, first come first served (kube's naming controller
+  // refuses a kind already accepted in the group).
+  std::map<std::string, std::string> kind_owner;  // "group/kind" -> CRD
+  std::vector<std::unique_ptr<objects::Unstructured>> status_writes;
+  std::vector<std::unique_ptr<objects::Unstructured>> releases;
+  for (const ObjectPtr& obj : list->items) {
+    const auto& crd = static_cast<const objects::Unstructured&>(*obj);
+    const CrdDefinition d = ParseCrd(crd);
+    std::shared_ptr<CustomSet> set;
+    if (current != nullptr) {
+      auto it = current->by_crd.find(d.name);
+      if (it != current->by_crd.end() &&
+          it->second->type->definition().serving_key == d.serving_key) {
+        set = it->second;
+      }
+    }
+    if (d.terminating) {
+      // Served until its objects are gone, then released.
+      const auto& fin = crd.metadata().finalizers();
+      if (std::find(fin.begin(), fin.end(), kCrdCleanupFinalizer) ==
+          fin.end()) {
+        continue;
+      }
+      if (set == nullptr) {
+        StatusOr<std::shared_ptr<CustomSet>> built = BuildCustomSet(d);
+        if (built.ok()) set = *built;
+      }
+      if (set != nullptr && !DeleteCustomResources(*set)) {
+        next->by_crd[d.name] = set;
+        retry = true;
+        continue;
+      }
+      // Released after the swap below: once the CRD is gone, so is its
+      // resource.
+      auto released = std::make_unique<objects::Unstructured>(crd);
+      auto* f = released->mutable_metadata()->mutable_finalizers();
+      f->erase(std::remove(f->begin(), f->end(), kCrdCleanupFinalizer),
+               f->end());
+      releases.push_back(std::move(released));
+      continue;
+    }
+    std::string conflict;
+    const std::string kind_key = d.group + "/" + d.kind;
+    auto owner = kind_owner.find(kind_key);
+    if (owner != kind_owner.end()) {
+      conflict = "\"" + d.kind + "\" is already in use";
+    } else {
+      kind_owner[kind_key] = d.name;
+    }
+    if (conflict.empty()) {
+      if (set == nullptr) {
+        StatusOr<std::shared_ptr<CustomSet>> built = BuildCustomSet(d);
+        if (!built.ok()) {
+          LOG(WARNING) << "serving " << d.name << ": " << built.status();
+          retry = true;
+          continue;
+        }
+        set = *built;
+        changed = true;
+      }
+      next->by_crd[d.name] = set;
+    }
+    if (std::unique_ptr<objects::Unstructured> s =
+            DesiredCrdStatus(crd, d, conflict, now)) {
+      status_writes.push_back(std::move(s));
+    }
+  }
+  if (current != nullptr) {
+    for (const auto& [name, set] : current->by_crd) {
+      auto it = next->by_crd.find(name);
+      if (it == next->by_crd.end() || it->second != set) {
+        set->Stop();
+        changed = true;
+      }
+    }
+  }
+  if (changed || current == nullptr) {
+    for (const auto& [name, set] : next->by_crd) {
+      for (const auto& b : set->backends) {
+        const objects::ResourceInfo* r = b->info;
+        next->by_key[r->gv.group + "/" + r->gv.version + "/" + r->resource] = {
+            b.get(), set};
+        next->resources.push_back(r);
+      }
+    }
+    {
+      MutexLock l(&custom_mu);
+      custom = next;
+    }
+    PublishDiscovery(*next);
+  }
+  // Established only once served.
+  for (std::unique_ptr<objects::Unstructured>& obj : status_writes) {
+    const std::string name = obj->metadata().name();
+    ApiResult<WriteResult> r =
+        crds->rest->Update("", name, "status", std::move(obj), ctx);
+    if (IsError(r)) retry = true;
+  }
+  for (std::unique_ptr<objects::Unstructured>& obj : releases) {
+    const std::string name = obj->metadata().name();
+    ApiResult<WriteResult> r =
+        crds->rest->Update("", name, "", std::move(obj), ctx);
+    if (IsError(r)) retry = true;
+  }
+  return retry;
+}
+
 Status ApiServer::Start() {
   Impl& m = *impl_;
   CHECK(m.opts.kv != nullptr) << "ApiServerOptions.kv is required";
@@ -2032,10 +2531,8 @@ Status ApiServer::Start() {
     if (host.empty() || host == "0.0.0.0" || host == "::") host = "127.0.0.1";
     address = host + ":" + std::to_string(m.http->port());
   }
-  std::atomic_store(
-      &m.discovery,
-      std::shared_ptr<const Discovery>(
-          std::make_shared<Discovery>(objects::Scheme::Default(), address)));
+  m.server_address = address;
+  m.PublishDiscovery(CustomSnapshot{});
   RETURN_IF_ERROR(m.CreateSystemNamespaces());
   {
     const size_t colon = address.rfind(':');
@@ -2055,6 +2552,7 @@ Status ApiServer::Start() {
     }
     RETURN_IF_ERROR(m.rbac_policy->Start(revision));
   }
+  m.StartCrdController();
   LOG(INFO) << "apiserver listening on " << m.opts.bind_address << ":"
             << m.http->port();
   return Status::Ok();
@@ -2064,6 +2562,7 @@ void ApiServer::Stop() {
   Impl& m = *impl_;
   if (m.http) m.http->Stop();  // ends every watch and handler
   if (m.rbac_policy) m.rbac_policy->Stop();  // before the caches it watches
+  m.StopCrdController();  // before the CRD cache; stops the custom ones
   if (m.storage_health) m.storage_health->Stop();
   // Each cache stops its storage watch; in parallel, they take the time of
   // one.

@@ -29,13 +29,33 @@ std::string Done(const rapidjson::StringBuffer& b) {
   return std::string(b.GetString(), b.GetSize());
 }
 
+// What discovery lists: the scheme's resources and group-versions, then the
+// extra (custom) ones.
+struct Served {
+  std::vector<const objects::ResourceInfo*> resources;
+  std::vector<objects::GroupVersion> group_versions;
+
+  Served(const objects::Scheme& scheme,
+         const std::vector<const objects::ResourceInfo*>& extra) {
+    for (const auto& r : scheme.resources()) resources.push_back(r.get());
+    group_versions = scheme.GroupVersions();
+    for (const objects::ResourceInfo* r : extra) {
+      resources.push_back(r);
+      if (std::find(group_versions.begin(), group_versions.end(), r->gv) ==
+          group_versions.end()) {
+        group_versions.push_back(r->gv);
+      }
+    }
+  }
+};
+
 // Resources of one group-version, sorted by name as kube-apiserver lists
 // them.
 std::vector<const objects::ResourceInfo*> ResourcesOf(
-    const objects::Scheme& scheme, const objects::GroupVersion& gv) {
+    const Served& scheme, const objects::GroupVersion& gv) {
   std::vector<const objects::ResourceInfo*> out;
-  for (const auto& r : scheme.resources()) {
-    if (r->gv == gv) out.push_back(r.get());
+  for (const objects::ResourceInfo* r : scheme.resources) {
+    if (r->gv == gv) out.push_back(r);
   }
   std::sort(out.begin(), out.end(),
             [](const objects::ResourceInfo* a, const objects::ResourceInfo* b) {
@@ -58,9 +78,9 @@ void WriteGroupVersion(Writer* w, const objects::GroupVersion& gv) {
   w->EndObject();
 }
 
-std::vector<std::string> GroupsOf(const objects::Scheme& scheme) {
+std::vector<std::string> GroupsOf(const Served& scheme) {
   std::vector<std::string> groups;
-  for (const objects::GroupVersion& gv : scheme.GroupVersions()) {
+  for (const objects::GroupVersion& gv : scheme.group_versions) {
     if (gv.group.empty()) continue;
     if (std::find(groups.begin(), groups.end(), gv.group) == groups.end()) {
       groups.push_back(gv.group);
@@ -69,17 +89,17 @@ std::vector<std::string> GroupsOf(const objects::Scheme& scheme) {
   return groups;
 }
 
-std::vector<objects::GroupVersion> VersionsOf(const objects::Scheme& scheme,
+std::vector<objects::GroupVersion> VersionsOf(const Served& scheme,
                                               std::string_view group) {
   std::vector<objects::GroupVersion> out;
-  for (const objects::GroupVersion& gv : scheme.GroupVersions()) {
+  for (const objects::GroupVersion& gv : scheme.group_versions) {
     if (gv.group == group) out.push_back(gv);
   }
   return out;
 }
 
-void WriteApiGroup(Writer* w, const objects::Scheme& scheme,
-                   const std::string& group, bool with_type_meta) {
+void WriteApiGroup(Writer* w, const Served& scheme, const std::string& group,
+                   bool with_type_meta) {
   std::vector<objects::GroupVersion> versions = VersionsOf(scheme, group);
   w->StartObject();
   if (with_type_meta) {
@@ -104,7 +124,7 @@ std::string StorageVersionHash(const objects::ResourceInfo& r) {
                            r.kind->kind);
 }
 
-std::string ResourceListJson(const objects::Scheme& scheme,
+std::string ResourceListJson(const Served& scheme,
                              const objects::GroupVersion& gv) {
   rapidjson::StringBuffer b;
   Writer w(b);
@@ -180,7 +200,7 @@ void WriteResponseKind(Writer* w, const objects::KindInfo& k) {
 }
 
 // One item of an APIGroupDiscoveryList.
-void WriteAggregatedGroup(Writer* w, const objects::Scheme& scheme,
+void WriteAggregatedGroup(Writer* w, const Served& scheme,
                           const std::string& group) {
   w->StartObject();
   K(w, "metadata");
@@ -246,7 +266,7 @@ void WriteAggregatedGroup(Writer* w, const objects::Scheme& scheme,
   w->EndObject();
 }
 
-std::string AggregatedList(const objects::Scheme& scheme,
+std::string AggregatedList(const Served& scheme,
                            const std::vector<std::string>& groups) {
   rapidjson::StringBuffer b;
   Writer w(b);
@@ -279,8 +299,10 @@ std::string Discovery::Hash64(std::string_view data) {
   return Base64Encode(bytes);
 }
 
-Discovery::Discovery(const objects::Scheme& scheme, std::string server_address)
-    : scheme_(&scheme) {
+Discovery::Discovery(const objects::Scheme& builtin, std::string server_address,
+                     std::vector<const objects::ResourceInfo*> extra)
+    : scheme_(&builtin) {
+  const Served scheme(builtin, extra);
   {
     rapidjson::StringBuffer b;
     Writer w(b);
@@ -330,7 +352,7 @@ Discovery::Discovery(const objects::Scheme& scheme, std::string server_address)
   aggregated_groups_ = AggregatedList(scheme, groups);
 
   std::vector<std::string> paths = {"/api", "/apis"};
-  for (const objects::GroupVersion& gv : scheme.GroupVersions()) {
+  for (const objects::GroupVersion& gv : scheme.group_versions) {
     resource_lists_[gv.group + "/" + gv.version] = ResourceListJson(scheme, gv);
     paths.push_back(gv.group.empty() ? "/api/" + gv.version
                                      : "/apis/" + gv.group + "/" + gv.version);

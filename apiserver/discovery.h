@@ -30,6 +30,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "apiserver/openapi/documents.h"
 #include "objects/scheme.h"
@@ -39,7 +40,12 @@ namespace kplane::apiserver {
 class Discovery {
  public:
   // `server_address` is "host:port" for /api's serverAddressByClientCIDRs.
-  Discovery(const objects::Scheme& scheme, std::string server_address);
+  // `extra` resources (served by CustomResourceDefinitions) are listed
+  // after the scheme's, their group-versions after the scheme's in the
+  // order given; they must outlive the Discovery. The OpenAPI documents
+  // describe the scheme only.
+  Discovery(const objects::Scheme& scheme, std::string server_address,
+            std::vector<const objects::ResourceInfo*> extra = {});
 
   const std::string& ApiVersions() const { return api_versions_; }
   const std::string& ApiGroupList() const { return api_group_list_; }

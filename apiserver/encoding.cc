@@ -3,16 +3,27 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include "base/logging.h"
 #include "objects/codec.h"
 #include "objects/envelope.h"
 #include "objects/meta.h"
 #include "objects/serializer.h"
+#include "objects/unstructured.h"
 #include "objects/yaml.h"
-#include "base/logging.h"
 
 namespace kplane::apiserver {
 
 namespace {
+
+// The apiVersion/kind an object is written with: a custom resource's is the
+// served version's (CRD conversion None), any other's its message's.
+objects::TypeMeta ObjectTypeMeta(const RenderOptions& o,
+                                 const google::protobuf::Message& obj) {
+  if (objects::IsUnstructured(obj) && o.resource != nullptr) {
+    return o.resource->kind->type_meta();
+  }
+  return TypeMetaOf(obj);
+}
 
 using JsonWriter = rapidjson::Writer<rapidjson::StringBuffer>;
 
@@ -91,7 +102,7 @@ void WriteRow(JsonWriter* w, const RenderOptions& o,
   w->EndArray();
   if (o.include_object == "Object") {
     KeyStr(w, "object");
-    objects::WriteJson(obj, w, TypeMetaOf(obj));
+    objects::WriteJson(obj, w, ObjectTypeMeta(o, obj));
   } else if (o.include_object != "None") {
     KeyStr(w, "object");
     WritePartial(w, o.negotiated, obj);
@@ -150,7 +161,11 @@ std::string ItemsJson(const RenderOptions& o,
                       const objects::metav1::ListMeta& meta) {
   const bool partial = o.negotiated.shape == ResponseShape::kMetadata;
   auto item_json = [&](const google::protobuf::Message& item) {
-    if (!partial) return objects::EncodeJson(item);
+    if (!partial) {
+      return objects::IsUnstructured(item)
+                 ? objects::EncodeJson(item, ObjectTypeMeta(o, item))
+                 : objects::EncodeJson(item);
+    }
     rapidjson::StringBuffer buf;
     JsonWriter w(buf);
     WritePartial(&w, o.negotiated, item);
@@ -261,7 +276,7 @@ std::string RenderObject(const RenderOptions& o,
     case ResponseShape::kObject:
       break;
   }
-  return objects::EncodeBody(o.negotiated.media, obj, TypeMetaOf(obj));
+  return objects::EncodeBody(o.negotiated.media, obj, ObjectTypeMeta(o, obj));
 }
 
 std::string RenderList(const RenderOptions& o, const ListResult& list) {

@@ -18,6 +18,7 @@
 #include "base/strings.h"
 #include "objects/field_table.h"
 #include "objects/time.h"
+#include "objects/unstructured.h"
 
 namespace kplane::objects {
 
@@ -189,6 +190,49 @@ class RawNumberFix {
   W& w_;
 };
 
+// Forwards the members of one JSON object (the events inside its outermost
+// braces) to `inner`, counting them: Unstructured content spliced into the
+// object being written.
+template <typename Inner>
+class MemberSplicer {
+ public:
+  using Ch = char;
+  explicit MemberSplicer(Inner* inner) : in_(*inner) {}
+  SizeType members() const { return members_; }
+  bool Null() { return in_.Null(); }
+  bool Bool(bool b) { return in_.Bool(b); }
+  bool Int(int i) { return in_.Int(i); }
+  bool Uint(unsigned u) { return in_.Uint(u); }
+  bool Int64(int64_t i) { return in_.Int64(i); }
+  bool Uint64(uint64_t u) { return in_.Uint64(u); }
+  bool Double(double d) { return in_.Double(d); }
+  bool RawNumber(const Ch* s, SizeType n, bool copy) {
+    return in_.RawNumber(s, n, copy);
+  }
+  bool String(const Ch* s, SizeType n, bool copy) {
+    return in_.String(s, n, copy);
+  }
+  bool StartObject() { return depth_++ == 0 ? true : in_.StartObject(); }
+  bool Key(const Ch* s, SizeType n, bool copy) {
+    if (depth_ == 1) ++members_;
+    return in_.Key(s, n, copy);
+  }
+  bool EndObject(SizeType n) { return --depth_ == 0 ? true : in_.EndObject(n); }
+  bool StartArray() {
+    ++depth_;
+    return in_.StartArray();
+  }
+  bool EndArray(SizeType n) {
+    --depth_;
+    return in_.EndArray(n);
+  }
+
+ private:
+  Inner& in_;
+  int depth_ = 0;
+  SizeType members_ = 0;
+};
+
 template <typename Handler>
 class Encoder {
  public:
@@ -226,6 +270,11 @@ class Encoder {
   }
 
   void Object(const Message& m, const MessageTable& t, const TypeMeta* tm) {
+    if (const auto* u =
+            google::protobuf::DynamicCastToGenerated<Unstructured>(&m)) {
+      UnstructuredObject(*u, tm);
+      return;
+    }
     h_.StartObject();
     SizeType n = 0;
     if (tm != nullptr) {
@@ -416,6 +465,59 @@ class Encoder {
         break;
     }
     LOG(FATAL) << "not a scalar: " << fd->full_name();
+  }
+
+  // apiVersion and kind (the caller's, else the object's own), metadata,
+  // then the members of the content.
+  void UnstructuredObject(const Unstructured& u, const TypeMeta* tm) {
+    h_.StartObject();
+    SizeType n = 0;
+    const bool given = tm != nullptr && !tm->empty();
+    const std::string& api_version = given ? tm->api_version : u.apiversion();
+    const std::string& kind = given ? tm->kind : u.kind();
+    if (!api_version.empty()) {
+      Key("apiVersion");
+      Str(api_version);
+      ++n;
+    }
+    if (!kind.empty()) {
+      Key("kind");
+      Str(kind);
+      ++n;
+    }
+    Key("metadata");
+    Object(u.metadata(), *TableFor(u.metadata().GetDescriptor()), nullptr);
+    ++n;
+    n += SpliceMembers(u.content());
+    h_.EndObject(n);
+  }
+
+  // Writes the members of the JSON object `raw` into the object being
+  // written; content that is not a JSON object adds nothing.
+  SizeType SpliceMembers(const std::string& raw) {
+    const size_t first = raw.find_first_not_of(" \t\r\n");
+    if (first == std::string::npos || raw[first] != '{') return 0;
+    constexpr unsigned kFlags = kIsDom
+                                    ? (rapidjson::kParseFullPrecisionFlag |
+                                       rapidjson::kParseValidateEncodingFlag)
+                                    : (rapidjson::kParseNumbersAsStringsFlag |
+                                       rapidjson::kParseValidateEncodingFlag);
+    {
+      rapidjson::BaseReaderHandler<> check;
+      json::ViewStream in(raw);
+      if (!json::ParseSax<kFlags>(in, check).ok()) return 0;
+    }
+    json::ViewStream in(raw);
+    if constexpr (kIsDom) {
+      MemberSplicer<Handler> splicer(&h_);
+      json::ParseSax<kFlags>(in, splicer);
+      return splicer.members();
+    } else {
+      RawNumberFix<Handler> fixed(&h_);
+      MemberSplicer<RawNumberFix<Handler>> splicer(&fixed);
+      json::ParseSax<kFlags>(in, splicer);
+      return splicer.members();
+    }
   }
 
   void SpecialValue(const Message& m, const MessageTable& t) {
@@ -1395,7 +1497,88 @@ std::string DecodeResult::StrictErrorMessage() const {
   return "strict decoding error: " + StrJoin(Warnings(), ", ");
 }
 
+namespace {
+
+// Go's names of JSON value types, as the decoder's errors use them.
+const char* JsonTypeName(const rapidjson::Value& v) {
+  if (v.IsNull()) return "null";
+  if (v.IsBool()) return "bool";
+  if (v.IsNumber()) return "number";
+  if (v.IsString()) return "string";
+  if (v.IsArray()) return "array";
+  return "object";
+}
+
+// An Unstructured from a JSON object: apiVersion and kind, metadata through
+// the typed decoder, every other member into the content.
+StatusOr<DecodeResult> DecodeUnstructured(const rapidjson::Value& value,
+                                          Unstructured* u) {
+  u->Clear();
+  DecodeResult result;
+  if (!value.IsObject()) {
+    return InvalidArgumentError(std::string("expected object, got ") +
+                                JsonTypeName(value));
+  }
+  rapidjson::Document content;
+  content.SetObject();
+  for (const auto& m : value.GetObject()) {
+    const std::string_view key(m.name.GetString(), m.name.GetStringLength());
+    if (key == "apiVersion" || key == "kind") {
+      if (m.value.IsNull()) continue;
+      if (!m.value.IsString()) {
+        return InvalidArgumentError(std::string(key) +
+                                    ": expected string, got " +
+                                    JsonTypeName(m.value));
+      }
+      std::string s(m.value.GetString(), m.value.GetStringLength());
+      if (key == "apiVersion") {
+        result.type_meta.api_version = s;
+        u->set_apiversion(std::move(s));
+      } else {
+        result.type_meta.kind = s;
+        u->set_kind(std::move(s));
+      }
+      continue;
+    }
+    if (key == "metadata") {
+      if (m.value.IsNull()) continue;
+      StatusOr<DecodeResult> meta =
+          DecodeJsonValue(m.value, u->mutable_metadata());
+      if (!meta.ok()) {
+        return InvalidArgumentError("metadata." + meta.status().message());
+      }
+      for (const std::string& f : meta->unknown_fields) {
+        result.unknown_fields.push_back("metadata." + f);
+      }
+      for (const std::string& f : meta->duplicate_fields) {
+        result.duplicate_fields.push_back("metadata." + f);
+      }
+      continue;
+    }
+    content.AddMember(rapidjson::Value(m.name, content.GetAllocator()),
+                      rapidjson::Value(m.value, content.GetAllocator()),
+                      content.GetAllocator());
+  }
+  SetContent(u, content);
+  return result;
+}
+
+}  // namespace
+
 StatusOr<DecodeResult> DecodeJson(std::string_view text, Message* msg) {
+  if (auto* u = google::protobuf::DynamicCastToGenerated<Unstructured>(msg)) {
+    rapidjson::Document doc;
+    json::Outcome pr =
+        json::ParseDom<rapidjson::kParseFullPrecisionFlag |
+                       rapidjson::kParseValidateEncodingFlag>(text, &doc);
+    if (!pr.ok()) {
+      u->Clear();
+      return InvalidArgumentError("invalid JSON: " + pr.Message() +
+                                  " (at offset " + std::to_string(pr.offset) +
+                                  ")");
+    }
+    return DecodeUnstructured(doc, u);
+  }
   msg->Clear();
   DecodeResult result;
   Decoder decoder(msg, &result, /*lenient_doubles=*/false);
@@ -1423,6 +1606,9 @@ StatusOr<DecodeResult> DecodeJson(std::string_view text, Message* msg) {
 
 StatusOr<DecodeResult> DecodeJsonValue(const rapidjson::Value& value,
                                        Message* msg) {
+  if (auto* u = google::protobuf::DynamicCastToGenerated<Unstructured>(msg)) {
+    return DecodeUnstructured(value, u);
+  }
   msg->Clear();
   DecodeResult result;
   Decoder decoder(msg, &result, /*lenient_doubles=*/true);

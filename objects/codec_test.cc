@@ -12,6 +12,7 @@
 #include "objects/test_util.h"
 #include "objects/time.h"
 #include "objects/types.h"
+#include "objects/unstructured.h"
 
 namespace kplane::objects {
 namespace {
@@ -643,6 +644,61 @@ TEST(CodecApi, ConcurrentUseSharesOneTableCache) {
   }
   for (auto& th : threads) th.join();
   EXPECT_EQ(failures.load(), 0);
+}
+
+TEST(CodecUnstructured, SplitsAndSplicesTheObject) {
+  Unstructured u;
+  StatusOr<DecodeResult> r = DecodeJson(
+      R"({"apiVersion":"example.com/v1","kind":"Widget",)"
+      R"("metadata":{"name":"a","labels":{"x":"y"},"bogus":1},)"
+      R"("spec":{"size":3,"ratio":0.5,"big":12345678901234,"tags":["a"]},)"
+      R"("status":null})",
+      &u);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->type_meta, (TypeMeta{"example.com/v1", "Widget"}));
+  EXPECT_EQ(r->unknown_fields, std::vector<std::string>{"metadata.bogus"});
+  EXPECT_EQ(u.metadata().name(), "a");
+  EXPECT_EQ(u.metadata().labels().at("x"), "y");
+  EXPECT_EQ(u.content(),
+            R"({"spec":{"size":3,"ratio":0.5,"big":12345678901234,)"
+            R"("tags":["a"]},"status":null})");
+  // apiVersion and kind first, then metadata, then the content's members.
+  EXPECT_EQ(
+      EncodeJson(u),
+      R"({"apiVersion":"example.com/v1","kind":"Widget",)"
+      R"("metadata":{"name":"a","creationTimestamp":null,"labels":{"x":"y"}},)"
+      R"("spec":{"size":3,"ratio":0.5,"big":12345678901234,)"
+      R"("tags":["a"]},"status":null})");
+  // The caller's type wins (a custom resource read as another version).
+  EXPECT_EQ(EncodeJson(u, {"example.com/v2", "Widget"}).substr(0, 46),
+            R"({"apiVersion":"example.com/v2","kind":"Widget")");
+  // The DOM form, as patches and managed fields see it.
+  rapidjson::Document doc;
+  rapidjson::Value v = ToJsonValue(u, doc.GetAllocator());
+  ASSERT_TRUE(v.IsObject());
+  EXPECT_EQ(v["spec"]["size"].GetInt(), 3);
+  EXPECT_EQ(v["metadata"]["name"], "a");
+  Unstructured back;
+  ASSERT_TRUE(DecodeJsonValue(v, &back).ok());
+  EXPECT_EQ(EncodeJson(back), EncodeJson(u));
+  // Lists carry their items whole.
+  UnstructuredList list;
+  *list.add_items() = u;
+  EXPECT_NE(EncodeJson(list).find(R"("items":[{"apiVersion":"example.com/v1")"),
+            std::string::npos);
+}
+
+TEST(CodecUnstructured, RefusesWhatIsNotAnObject) {
+  Unstructured u;
+  EXPECT_FALSE(DecodeJson("[1]", &u).ok());
+  EXPECT_FALSE(DecodeJson(R"({"kind":3})", &u).ok());
+  EXPECT_FALSE(DecodeJson(R"({"metadata":{"name":3}})", &u).ok());
+  EXPECT_FALSE(DecodeJson(R"({"a":)", &u).ok());
+  // Content that is not an object (a protobuf body may carry anything)
+  // adds nothing rather than breaking the output.
+  u.Clear();
+  u.set_content("[1,2]");
+  EXPECT_EQ(EncodeJson(u), R"({"metadata":{"creationTimestamp":null}})");
 }
 
 }  // namespace

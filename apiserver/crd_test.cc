@@ -1,0 +1,440 @@
+// CustomResourceDefinitions end to end over HTTP (an in-process apiserver
+// over a real store): a CRD created is served, its objects behave like any
+// resource's, its status says Established, and deleting it deletes them.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "apiserver/test_server.h"
+
+namespace kplane::apiserver {
+namespace {
+
+using testing::Response;
+using testing::TestServer;
+
+constexpr char kCrds[] =
+    "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+constexpr char kWidgets[] = "/apis/example.com/v1/namespaces/default/widgets";
+
+// A namespaced Widget (short name wd, category all) served as v1 (storage)
+// and v1beta1, with /status; or cluster-scoped without.
+std::string WidgetCrd(bool namespaced = true) {
+  const std::string status = namespaced
+                                 ? R"(,"subresources":{"status":{},"scale":{)"
+                                   R"("specReplicasPath":".spec.size",)"
+                                   R"("statusReplicasPath":".status.size"}})"
+                                 : "";
+  const std::string columns =
+      namespaced
+          ? R"(,"additionalPrinterColumns":[)"
+            R"({"name":"Size","type":"integer","jsonPath":".spec.size"},)"
+            R"({"name":"Color","type":"string","jsonPath":".spec.color"},)"
+            R"({"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}])"
+          : "";
+  const std::string schema =
+      R"("schema":{"openAPIV3Schema":{"type":"object","x-kubernetes-preserve-unknown-fields":true}})";
+  return std::string(R"({"apiVersion":"apiextensions.k8s.io/v1",
+    "kind":"CustomResourceDefinition",
+    "metadata":{"name":")") +
+         (namespaced ? "widgets.example.com" : "gadgets.example.com") +
+         R"("},"spec":{"group":"example.com","scope":")" +
+         (namespaced ? "Namespaced" : "Cluster") + R"(","names":{"plural":")" +
+         (namespaced ? "widgets" : "gadgets") + R"(","kind":")" +
+         (namespaced ? "Widget" : "Gadget") + R"(","shortNames":[")" +
+         (namespaced ? "wd" : "gd") +
+         R"("],"categories":["all"]},"versions":[{"name":"v1","served":true,"storage":true,)" +
+         schema + status + columns +
+         R"(},{"name":"v1beta1","served":true,"storage":false,)" + schema +
+         status + "}]}}";
+}
+
+std::string Widget(const std::string& name, int size,
+                   const std::string& labels = "{}") {
+  return R"({"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":")" +
+         name + R"(","labels":)" + labels + R"(},"spec":{"size":)" +
+         std::to_string(size) + R"(,"color":"blue"}})";
+}
+
+bool Established(const rapidjson::Value& crd) {
+  if (!crd.IsObject() || !crd.HasMember("status")) return false;
+  const rapidjson::Value& st = crd["status"];
+  if (!st.IsObject() || !st.HasMember("conditions")) return false;
+  for (const rapidjson::Value& c : st["conditions"].GetArray()) {
+    if (std::string(c["type"].GetString()) == "Established" &&
+        std::string(c["status"].GetString()) == "True") {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Creates the CRD and waits (on a watch of it) until it says Established,
+// which the apiserver writes once the resource is served. Returns how long
+// that took.
+Duration CreateAndAwaitEstablished(TestServer& s, const std::string& crd,
+                                   const std::string& name,
+                                   const net::HttpHeaders& auth = {}) {
+  auto w = s.Watch(
+      std::string(kCrds) + "?watch=1&fieldSelector=metadata.name%3D" + name,
+      auth);
+  const TimePoint start = Clock::Real()->Now();
+  Response c = s.Do("POST", kCrds, crd, auth);
+  EXPECT_EQ(c.code, 201) << c.body;
+  for (;;) {
+    rapidjson::Document e = w->NextJson();
+    if (!e.IsObject()) {
+      ADD_FAILURE() << "no Established condition on " << name;
+      break;
+    }
+    if (Established(e["object"])) break;
+  }
+  return Clock::Real()->Now() - start;
+}
+
+TEST(CrdTest, CreatedCrdIsServedAndEstablished) {
+  TestServer s;
+  EXPECT_EQ(s.Get(kWidgets).code, 404);
+  const Duration took =
+      CreateAndAwaitEstablished(s, WidgetCrd(), "widgets.example.com");
+  EXPECT_LT(took, seconds(1));
+
+  Response crd = s.Get(std::string(kCrds) + "/widgets.example.com");
+  ASSERT_EQ(crd.code, 200) << crd.body;
+  EXPECT_EQ(crd.Str({"kind"}), "CustomResourceDefinition");
+  EXPECT_EQ(crd.Str({"spec", "names", "singular"}), "widget");  // defaulted
+  EXPECT_EQ(crd.Str({"spec", "names", "listKind"}), "WidgetList");
+  EXPECT_EQ(crd.Str({"status", "acceptedNames", "kind"}), "Widget");
+  EXPECT_EQ(crd.Str({"status", "storedVersions"}), "");  // an array
+  ASSERT_NE(crd.At({"status", "storedVersions"}), nullptr);
+  EXPECT_EQ(std::string((*crd.At({"status", "storedVersions"}))[0].GetString()),
+            "v1");
+  ASSERT_NE(crd.At({"metadata", "finalizers"}), nullptr);
+  EXPECT_EQ(std::string((*crd.At({"metadata", "finalizers"}))[0].GetString()),
+            "customresourcecleanup.apiextensions.k8s.io");
+
+  // Discovery, legacy and aggregated.
+  Response list = s.Get("/apis/example.com/v1");
+  ASSERT_EQ(list.code, 200) << list.body;
+  EXPECT_NE(list.body.find(R"("name":"widgets")"), std::string::npos);
+  EXPECT_NE(list.body.find(R"("shortNames":["wd"])"), std::string::npos);
+  EXPECT_NE(list.body.find(R"("categories":["all"])"), std::string::npos);
+  EXPECT_NE(list.body.find(R"("name":"widgets/status")"), std::string::npos);
+  EXPECT_NE(s.Get("/apis").body.find(R"("name":"example.com")"),
+            std::string::npos);
+  EXPECT_NE(s.Get("/apis",
+                  "application/json;g=apidiscovery.k8s.io;v=v2;as="
+                  "APIGroupDiscoveryList")
+                .body.find(R"("resource":"widgets")"),
+            std::string::npos);
+  EXPECT_NE(s.Get("/apis/apiextensions.k8s.io/v1")
+                .body.find(R"("shortNames":["crd","crds"])"),
+            std::string::npos);
+}
+
+TEST(CrdTest, CustomResourcesBehaveLikeAnyResource) {
+  TestServer s;
+  CreateAndAwaitEstablished(s, WidgetCrd(), "widgets.example.com");
+  auto watch = s.Watch(std::string(kWidgets) + "?watch=1");
+
+  Response c = s.Post(kWidgets, Widget("a", 1, R"({"tier":"front"})"));
+  ASSERT_EQ(c.code, 201) << c.body;
+  EXPECT_EQ(c.Str({"apiVersion"}), "example.com/v1");
+  EXPECT_EQ(c.Str({"kind"}), "Widget");
+  EXPECT_EQ(c.Str({"spec", "color"}), "blue");
+  EXPECT_FALSE(c.Str({"metadata", "uid"}).empty());
+  EXPECT_FALSE(c.Str({"metadata", "creationTimestamp"}).empty());
+  ASSERT_EQ(s.Post(kWidgets, Widget("b", 2, R"({"tier":"back"})")).code, 201);
+  EXPECT_EQ(s.Post(kWidgets, Widget("a", 1)).code, 409);
+
+  rapidjson::Document added = watch->NextJson();
+  EXPECT_EQ(std::string(added["type"].GetString()), "ADDED");
+  EXPECT_EQ(std::string(added["object"]["metadata"]["name"].GetString()), "a");
+  EXPECT_EQ(std::string(added["object"]["kind"].GetString()), "Widget");
+
+  Response g = s.Get(std::string(kWidgets) + "/a");
+  ASSERT_EQ(g.code, 200) << g.body;
+  EXPECT_EQ((*g.At({"spec", "size"})).GetInt(), 1);
+
+  Response l = s.Get(std::string(kWidgets) + "?labelSelector=tier%3Dback");
+  ASSERT_EQ(l.code, 200) << l.body;
+  EXPECT_EQ(l.Str({"kind"}), "WidgetList");
+  ASSERT_EQ(l.json["items"].Size(), 1u);
+  EXPECT_EQ(std::string(l.json["items"][0]["metadata"]["name"].GetString()),
+            "b");
+  l = s.Get(std::string(kWidgets) + "?fieldSelector=metadata.name%3Da");
+  ASSERT_EQ(l.json["items"].Size(), 1u);
+  EXPECT_EQ(s.Get(std::string(kWidgets) + "?fieldSelector=spec.size%3D1").code,
+            400);
+  // Across namespaces, and short of a namespace for a single object.
+  EXPECT_EQ(s.Get("/apis/example.com/v1/widgets").json["items"].Size(), 2u);
+
+  // Update, merge and JSON patch; strategic merge is refused as kube does.
+  std::string body = g.body;
+  Response u = s.Put(std::string(kWidgets) + "/a",
+                     body.replace(body.find("\"blue\""), 6, "\"red\""));
+  ASSERT_EQ(u.code, 200) << u.body;
+  EXPECT_EQ(u.Str({"spec", "color"}), "red");
+  Response mp = s.Patch(std::string(kWidgets) + "/a", R"({"spec":{"size":5}})",
+                        "application/merge-patch+json");
+  ASSERT_EQ(mp.code, 200) << mp.body;
+  EXPECT_EQ((*mp.At({"spec", "size"})).GetInt(), 5);
+  EXPECT_EQ(mp.Str({"spec", "color"}), "red");
+  Response jp =
+      s.Patch(std::string(kWidgets) + "/a",
+              R"([{"op":"replace","path":"/spec/color","value":"green"}])",
+              "application/json-patch+json");
+  ASSERT_EQ(jp.code, 200) << jp.body;
+  EXPECT_EQ(jp.Str({"spec", "color"}), "green");
+  Response sp = s.Patch(std::string(kWidgets) + "/a", R"({"spec":{"size":6}})",
+                        "application/strategic-merge-patch+json");
+  EXPECT_EQ(sp.code, 415) << sp.body;
+
+  // Server-side apply: the object without a schema (lists atomic).
+  net::HttpHeaders apply{{"Content-Type", "application/apply-patch+yaml"}};
+  Response ssa = s.Do(
+      "PATCH", std::string(kWidgets) + "/c?fieldManager=tester",
+      R"({"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"c"},"spec":{"size":7,"tags":["x"]}})",
+      apply);
+  ASSERT_EQ(ssa.code, 201) << ssa.body;
+  ssa = s.Do(
+      "PATCH", std::string(kWidgets) + "/c?fieldManager=tester",
+      R"({"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"c"},"spec":{"tags":["y"]}})",
+      apply);
+  ASSERT_EQ(ssa.code, 200) << ssa.body;
+  EXPECT_EQ(ssa.At({"spec", "size"}), nullptr) << ssa.body;  // unapplied
+  EXPECT_EQ(std::string((*ssa.At({"spec", "tags"}))[0].GetString()), "y");
+  EXPECT_EQ(
+      std::string(
+          (*ssa.At({"metadata", "managedFields"}))[0]["manager"].GetString()),
+      "tester");
+
+  // Table (kubectl get): Name and the printer columns; v1beta1 declares
+  // none, so it gets kube's default Age.
+  Response t = s.Get(std::string(kWidgets) + "?labelSelector=tier%3Dfront",
+                     "application/json;as=Table;v=v1;g=meta.k8s.io");
+  ASSERT_EQ(t.code, 200) << t.body;
+  ASSERT_EQ(t.json["columnDefinitions"].Size(), 4u) << t.body;
+  EXPECT_EQ(std::string(t.json["columnDefinitions"][1]["name"].GetString()),
+            "Size");
+  EXPECT_EQ(std::string(t.json["columnDefinitions"][3]["type"].GetString()),
+            "date");
+  EXPECT_EQ(t.json["rows"][0]["cells"][1].GetInt(), 5);
+  EXPECT_EQ(std::string(t.json["rows"][0]["cells"][2].GetString()), "green");
+  t = s.Get("/apis/example.com/v1beta1/namespaces/default/widgets",
+            "application/json;as=Table;v=v1;g=meta.k8s.io");
+  ASSERT_EQ(t.json["columnDefinitions"].Size(), 2u) << t.body;
+  EXPECT_EQ(std::string(t.json["columnDefinitions"][1]["name"].GetString()),
+            "Age");
+
+  // The scale subresource over spec.size / status.size.
+  Response sc = s.Get(std::string(kWidgets) + "/a/scale");
+  ASSERT_EQ(sc.code, 200) << sc.body;
+  EXPECT_EQ(sc.Str({"kind"}), "Scale");
+  EXPECT_EQ(sc.Str({"apiVersion"}), "autoscaling/v1");
+  EXPECT_EQ((*sc.At({"spec", "replicas"})).GetInt(), 5);
+  Response scaled =
+      s.Patch(std::string(kWidgets) + "/a/scale", R"({"spec":{"replicas":8}})",
+              "application/merge-patch+json");
+  ASSERT_EQ(scaled.code, 200) << scaled.body;
+  EXPECT_EQ((*scaled.At({"spec", "replicas"})).GetInt(), 8);
+  EXPECT_EQ(
+      (*s.Get(std::string(kWidgets) + "/a").At({"spec", "size"})).GetInt(), 8);
+
+  // Delete one, then the collection.
+  EXPECT_EQ(s.Delete(std::string(kWidgets) + "/a").code, 200);
+  EXPECT_EQ(s.Get(std::string(kWidgets) + "/a").code, 404);
+  EXPECT_EQ(s.Delete(kWidgets).code, 200);
+  EXPECT_EQ(s.Get(kWidgets).json["items"].Size(), 0u);
+}
+
+TEST(CrdTest, ClusterScopedResource) {
+  TestServer s;
+  CreateAndAwaitEstablished(s, WidgetCrd(false), "gadgets.example.com");
+  Response c = s.Post(
+      "/apis/example.com/v1/gadgets",
+      R"({"apiVersion":"example.com/v1","kind":"Gadget","metadata":{"name":"g"},"spec":{}})");
+  ASSERT_EQ(c.code, 201) << c.body;
+  EXPECT_EQ(c.Str({"metadata", "namespace"}), "");
+  EXPECT_EQ(s.Get("/apis/example.com/v1/gadgets/g").code, 200);
+  EXPECT_EQ(s.Get("/apis/example.com/v1/namespaces/default/gadgets/g").code,
+            404);
+}
+
+TEST(CrdTest, VersionsAreServedWithConversionNone) {
+  TestServer s;
+  CreateAndAwaitEstablished(s, WidgetCrd(), "widgets.example.com");
+  std::string beta = Widget("a", 1);
+  beta.replace(beta.find("example.com/v1"), 14, "example.com/v1beta1");
+  Response c =
+      s.Post("/apis/example.com/v1beta1/namespaces/default/widgets", beta);
+  ASSERT_EQ(c.code, 201) << c.body;
+  EXPECT_EQ(c.Str({"apiVersion"}), "example.com/v1beta1");
+  EXPECT_EQ(s.Get(std::string(kWidgets) + "/a").Str({"apiVersion"}),
+            "example.com/v1");
+  Response l = s.Get(kWidgets);
+  EXPECT_EQ(std::string(l.json["items"][0]["apiVersion"].GetString()),
+            "example.com/v1");
+  // A body of another version than the URL's is refused.
+  EXPECT_EQ(s.Post(kWidgets, beta).code, 400);
+}
+
+TEST(CrdTest, StatusSubresourceSplitsSpecAndStatus) {
+  TestServer s;
+  CreateAndAwaitEstablished(s, WidgetCrd(), "widgets.example.com");
+  std::string w = Widget("a", 1);
+  w.insert(w.size() - 1, R"(,"status":{"ready":true})");
+  Response c = s.Post(kWidgets, w);
+  ASSERT_EQ(c.code, 201) << c.body;
+  EXPECT_EQ(c.At({"status"}), nullptr) << c.body;  // dropped on create
+  EXPECT_EQ((*c.At({"metadata", "generation"})).GetInt(), 1);
+
+  Response st = s.Patch(std::string(kWidgets) + "/a/status",
+                        R"({"status":{"ready":true},"spec":{"size":9}})",
+                        "application/merge-patch+json");
+  ASSERT_EQ(st.code, 200) << st.body;
+  EXPECT_TRUE((*st.At({"status", "ready"})).GetBool());
+  EXPECT_EQ((*st.At({"spec", "size"})).GetInt(), 1);  // spec kept
+  EXPECT_EQ((*st.At({"metadata", "generation"})).GetInt(), 1);
+
+  Response mp = s.Patch(std::string(kWidgets) + "/a",
+                        R"({"status":{"ready":false},"spec":{"size":2}})",
+                        "application/merge-patch+json");
+  ASSERT_EQ(mp.code, 200) << mp.body;
+  EXPECT_TRUE((*mp.At({"status", "ready"})).GetBool());  // status kept
+  EXPECT_EQ((*mp.At({"spec", "size"})).GetInt(), 2);
+  EXPECT_EQ((*mp.At({"metadata", "generation"})).GetInt(), 2);
+}
+
+TEST(CrdTest, InvalidCrdsAreRefusedWithKubesMessages) {
+  TestServer s;
+  std::string crd = WidgetCrd();
+  crd.replace(crd.find("widgets.example.com"), 19, "things.example.com");
+  Response r = s.Post(kCrds, crd);
+  EXPECT_EQ(r.code, 422) << r.body;
+  EXPECT_EQ(r.Str({"message"}),
+            "CustomResourceDefinition.apiextensions.k8s.io "
+            "\"things.example.com\" is invalid: metadata.name: Invalid "
+            "value: \"things.example.com\": must be "
+            "spec.names.plural+\".\"+spec.group");
+
+  crd = WidgetCrd();
+  crd.replace(crd.find("\"storage\":false"), 15, "\"storage\":true");
+  r = s.Post(kCrds, crd);
+  EXPECT_EQ(r.code, 422) << r.body;
+  EXPECT_NE(
+      r.Str({"message"})
+          .find("spec.versions: Invalid value: []string{\"v1\", \"v1beta1\"}: "
+                "must have exactly one version marked as storage version"),
+      std::string::npos)
+      << r.Str({"message"});
+
+  r = s.Post(kCrds, R"({"apiVersion":"apiextensions.k8s.io/v1",
+    "kind":"CustomResourceDefinition","metadata":{"name":"xs.example"},
+    "spec":{"group":"example","names":{"plural":"xs","kind":"X"},
+    "scope":"Galaxy","versions":[{"name":"v1","served":true,"storage":true}]}})");
+  EXPECT_EQ(r.code, 422) << r.body;
+  const std::string m = r.Str({"message"});
+  EXPECT_NE(m.find("spec.group: Invalid value: \"example\": should be a "
+                   "domain with at least one dot"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("spec.scope: Unsupported value: \"Galaxy\": supported "
+                   "values: \"Cluster\", \"Namespaced\""),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("spec.versions[0].schema.openAPIV3Schema: Required "
+                   "value: schemas are required"),
+            std::string::npos)
+      << m;
+}
+
+TEST(CrdTest, DeletingTheCrdDeletesItsObjects) {
+  TestServer s;
+  CreateAndAwaitEstablished(s, WidgetCrd(), "widgets.example.com");
+  ASSERT_EQ(s.Post(kWidgets, Widget("a", 1)).code, 201);
+  ASSERT_EQ(s.Post(kWidgets, Widget("b", 2)).code, 201);
+  auto w =
+      s.Watch(std::string(kCrds) +
+              "?watch=1&fieldSelector=metadata.name%3Dwidgets.example.com");
+  Response d = s.Delete(std::string(kCrds) + "/widgets.example.com");
+  EXPECT_EQ(d.code, 200) << d.body;
+  bool gone = false;
+  while (!gone) {
+    rapidjson::Document e = w->NextJson();
+    if (!e.IsObject()) break;
+    gone = std::string(e["type"].GetString()) == "DELETED";
+  }
+  ASSERT_TRUE(gone) << "the CRD was not deleted";
+  EXPECT_EQ(s.Get(kWidgets).code, 404);
+  EXPECT_EQ(s.Get("/apis/example.com/v1").code, 404);
+
+  // Created again, it serves an empty collection: the objects went.
+  CreateAndAwaitEstablished(s, WidgetCrd(), "widgets.example.com");
+  Response l = s.Get(kWidgets);
+  ASSERT_EQ(l.code, 200) << l.body;
+  EXPECT_EQ(l.json["items"].Size(), 0u) << l.body;
+}
+
+TEST(CrdTest, RbacAuthorizesCustomResourcesLikeAnyResource) {
+  char tmpl[] = "/tmp/kplane-crd-rbac-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  std::ofstream(dir + "/tokens.csv")
+      << "admin-token,admin,1,\"system:masters\"\nbob-token,bob,2\n";
+  {
+    TestServer s([&](ApiServerOptions* o) {
+      o->auth.enabled = true;
+      o->auth.token_auth_file = dir + "/tokens.csv";
+    });
+    const net::HttpHeaders admin{{"Authorization", "Bearer admin-token"},
+                                 {"Content-Type", "application/json"}};
+    const net::HttpHeaders bob{{"Authorization", "Bearer bob-token"},
+                               {"Content-Type", "application/json"}};
+    CreateAndAwaitEstablished(s, WidgetCrd(), "widgets.example.com", admin);
+    ASSERT_EQ(s.Do("POST", kWidgets, Widget("a", 1), admin).code, 201);
+    Response denied = s.Do("GET", kWidgets, {}, bob);
+    EXPECT_EQ(denied.code, 403) << denied.body;
+
+    ASSERT_EQ(s.Do("POST", "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+                   R"({"metadata":{"name":"widget-viewer"},"rules":[
+                       {"apiGroups":["example.com"],"resources":["widgets"],
+                        "verbs":["get","list","watch"]}]})",
+                   admin)
+                  .code,
+              201);
+    ASSERT_EQ(
+        s.Do("POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+             R"({"metadata":{"name":"bob-widgets"},
+                 "roleRef":{"apiGroup":"rbac.authorization.k8s.io",
+                            "kind":"ClusterRole","name":"widget-viewer"},
+                 "subjects":[{"kind":"User","name":"bob"}]})",
+             admin)
+            .code,
+        201);
+    // The binding takes effect when its watch event reaches the policy
+    // cache, within moments.
+    const auto deadline = std::chrono::steady_clock::now() + seconds(20);
+    Response list = s.Do("GET", kWidgets, {}, bob);
+    while (list.code != 200 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(milliseconds(20));
+      list = s.Do("GET", kWidgets, {}, bob);
+    }
+    EXPECT_EQ(list.code, 200) << list.body;
+    Response create = s.Do("POST", kWidgets, Widget("b", 1), bob);
+    EXPECT_EQ(create.code, 403);
+    EXPECT_EQ(create.Str({"message"}),
+              "widgets.example.com is forbidden: User \"bob\" cannot create "
+              "resource \"widgets\" in API group \"example.com\" in the "
+              "namespace \"default\"");
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+}
+
+}  // namespace
+}  // namespace kplane::apiserver

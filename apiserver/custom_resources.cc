@@ -1,0 +1,812 @@
+#include "apiserver/custom_resources.h"
+
+#include <rapidjson/document.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include <algorithm>
+#include <cctype>
+#include <optional>
+#include <utility>
+
+#include "apiserver/registry/printers.h"
+#include "apiserver/registry/validation_util.h"
+#include "base/strings.h"
+#include "objects/machinery/validation.h"
+#include "objects/meta.h"
+#include "objects/time.h"
+
+namespace kplane::apiserver {
+namespace {
+
+using objects::Unstructured;
+using validation::Path;
+
+const Unstructured& AsUnstructured(const google::protobuf::Message& m) {
+  return static_cast<const Unstructured&>(m);
+}
+Unstructured* AsUnstructured(google::protobuf::Message* m) {
+  return static_cast<Unstructured*>(m);
+}
+
+const rapidjson::Value* Member(const rapidjson::Value& v, const char* key) {
+  if (!v.IsObject()) return nullptr;
+  auto it = v.FindMember(key);
+  return it == v.MemberEnd() ? nullptr : &it->value;
+}
+std::string StrMember(const rapidjson::Value& v, const char* key) {
+  const rapidjson::Value* m = Member(v, key);
+  return m != nullptr && m->IsString()
+             ? std::string(m->GetString(), m->GetStringLength())
+             : "";
+}
+bool BoolMember(const rapidjson::Value& v, const char* key) {
+  const rapidjson::Value* m = Member(v, key);
+  return m != nullptr && m->IsBool() && m->GetBool();
+}
+std::vector<std::string> StrListMember(const rapidjson::Value& v,
+                                       const char* key) {
+  std::vector<std::string> out;
+  const rapidjson::Value* m = Member(v, key);
+  if (m == nullptr || !m->IsArray()) return out;
+  for (const rapidjson::Value& e : m->GetArray()) {
+    if (e.IsString()) out.emplace_back(e.GetString(), e.GetStringLength());
+  }
+  return out;
+}
+std::string Compact(const rapidjson::Value& v) {
+  rapidjson::StringBuffer buf;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buf);
+  v.Accept(w);
+  return std::string(buf.GetString(), buf.GetSize());
+}
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(c));
+  return out;
+}
+
+void SetMember(rapidjson::Value* obj, const char* key, rapidjson::Value value,
+               rapidjson::Document::AllocatorType& a) {
+  auto it = obj->FindMember(key);
+  if (it != obj->MemberEnd()) {
+    it->value = std::move(value);
+  } else {
+    obj->AddMember(rapidjson::Value(key, a), std::move(value), a);
+  }
+}
+// obj[key], made an empty object when absent or not an object.
+rapidjson::Value& ObjectMember(rapidjson::Value* obj, const char* key,
+                               rapidjson::Document::AllocatorType& a) {
+  auto it = obj->FindMember(key);
+  if (it == obj->MemberEnd()) {
+    obj->AddMember(rapidjson::Value(key, a),
+                   rapidjson::Value(rapidjson::kObjectType), a);
+    it = obj->FindMember(key);
+  }
+  if (!it->value.IsObject()) it->value.SetObject();
+  return it->value;
+}
+
+// The content without "status" (what generation tracks when /status is
+// enabled), or all of it.
+std::string SpecKey(const Unstructured& u, bool without_status) {
+  rapidjson::Document c = objects::ContentOf(u);
+  if (without_status) c.RemoveMember("status");
+  return Compact(c);
+}
+
+// The steps of a simple JSONPath (".spec.items[0].name"): member names,
+// and array indexes as "[n]". Empty on syntax kplane does not evaluate.
+std::vector<std::string> PathSteps(std::string_view path) {
+  std::vector<std::string> steps;
+  if (path.empty() || path[0] != '.') return {};
+  size_t i = 1;
+  while (i < path.size()) {
+    if (path[i] == '[') {
+      const size_t end = path.find(']', i);
+      if (end == std::string_view::npos) return {};
+      steps.emplace_back(path.substr(i, end - i + 1));
+      i = end + 1;
+      if (i < path.size() && path[i] == '.') ++i;
+      continue;
+    }
+    size_t end = path.find_first_of(".[", i);
+    if (end == std::string_view::npos) end = path.size();
+    if (end == i) return {};
+    steps.emplace_back(path.substr(i, end - i));
+    i = end;
+    if (i < path.size() && path[i] == '.') ++i;
+  }
+  return steps;
+}
+
+const rapidjson::Value* AtPath(const rapidjson::Value& root,
+                               std::string_view path) {
+  const std::vector<std::string> steps = PathSteps(path);
+  if (steps.empty()) return nullptr;
+  const rapidjson::Value* v = &root;
+  for (const std::string& step : steps) {
+    if (step[0] == '[') {
+      std::optional<int64_t> index =
+          ParseInt64(std::string_view(step).substr(1, step.size() - 2));
+      if (!index || !v->IsArray() || *index < 0 ||
+          *index >= static_cast<int64_t>(v->Size())) {
+        return nullptr;
+      }
+      v = &(*v)[static_cast<rapidjson::SizeType>(*index)];
+    } else {
+      v = Member(*v, step.c_str());
+      if (v == nullptr) return nullptr;
+    }
+  }
+  return v;
+}
+
+// Sets the member a path of names names, making the objects on the way.
+bool SetAtPath(rapidjson::Value* root, std::string_view path,
+               rapidjson::Value value, rapidjson::Document::AllocatorType& a) {
+  const std::vector<std::string> steps = PathSteps(path);
+  if (steps.empty()) return false;
+  rapidjson::Value* v = root;
+  for (size_t i = 0; i + 1 < steps.size(); ++i) {
+    if (steps[i][0] == '[') return false;
+    v = &ObjectMember(v, steps[i].c_str(), a);
+  }
+  if (steps.back()[0] == '[' || !v->IsObject()) return false;
+  SetMember(v, steps.back().c_str(), std::move(value), a);
+  return true;
+}
+
+// --- the CRD resource ------------------------------------------------------
+
+class CrdStrategyImpl : public Strategy {
+ public:
+  const objects::ResourceInfo& resource() const override {
+    return CrdResource();
+  }
+
+  // SetDefaults_CustomResourceDefinition(Spec): singular and listKind from
+  // the kind, conversion strategy None.
+  void Default(google::protobuf::Message* obj) const override {
+    Unstructured* u = AsUnstructured(obj);
+    rapidjson::Document c = objects::ContentOf(*u);
+    auto& a = c.GetAllocator();
+    rapidjson::Value& spec = ObjectMember(&c, "spec", a);
+    rapidjson::Value& names = ObjectMember(&spec, "names", a);
+    const std::string kind = StrMember(names, "kind");
+    if (StrMember(names, "singular").empty() && !kind.empty()) {
+      SetMember(&names, "singular", rapidjson::Value(Lower(kind).c_str(), a),
+                a);
+    }
+    if (StrMember(names, "listKind").empty() && !kind.empty()) {
+      SetMember(&names, "listKind",
+                rapidjson::Value((kind + "List").c_str(), a), a);
+    }
+    rapidjson::Value& conversion = ObjectMember(&spec, "conversion", a);
+    if (StrMember(conversion, "strategy").empty()) {
+      SetMember(&conversion, "strategy", rapidjson::Value("None", a), a);
+    }
+    objects::SetContent(u, c);
+  }
+
+  // Status is the apiserver's; generation 1; the storage version recorded
+  // in status.storedVersions.
+  void PrepareForCreate(google::protobuf::Message* obj) const override {
+    Unstructured* u = AsUnstructured(obj);
+    u->mutable_metadata()->set_generation(1);
+    // Its custom resources go before it does (the apiserver's CRD
+    // controller removes the finalizer once they are gone).
+    auto* finalizers = u->mutable_metadata()->mutable_finalizers();
+    if (std::find(finalizers->begin(), finalizers->end(),
+                  kCrdCleanupFinalizer) == finalizers->end()) {
+      finalizers->Add(kCrdCleanupFinalizer);
+    }
+    rapidjson::Document c = objects::ContentOf(*u);
+    auto& a = c.GetAllocator();
+    c.RemoveMember("status");
+    rapidjson::Value& status = ObjectMember(&c, "status", a);
+    AddStoredVersion(c, &status, a);
+    objects::SetContent(u, c);
+  }
+
+  void PrepareForUpdate(google::protobuf::Message* obj,
+                        const google::protobuf::Message& old) const override {
+    Unstructured* u = AsUnstructured(obj);
+    const Unstructured& o = AsUnstructured(old);
+    rapidjson::Document c = objects::ContentOf(*u);
+    rapidjson::Document oc = objects::ContentOf(o);
+    auto& a = c.GetAllocator();
+    c.RemoveMember("status");
+    const rapidjson::Value* old_status = Member(oc, "status");
+    c.AddMember("status",
+                old_status != nullptr
+                    ? rapidjson::Value(*old_status, a)
+                    : rapidjson::Value(rapidjson::kObjectType),
+                a);
+    AddStoredVersion(c, &c["status"], a);
+    const rapidjson::Value* spec = Member(c, "spec");
+    const rapidjson::Value* old_spec = Member(oc, "spec");
+    const bool changed =
+        (spec == nullptr) != (old_spec == nullptr) ||
+        (spec != nullptr && Compact(*spec) != Compact(*old_spec));
+    u->mutable_metadata()->set_generation(o.metadata().generation() +
+                                          (changed ? 1 : 0));
+    objects::SetContent(u, c);
+  }
+
+  void PrepareForStatusUpdate(
+      google::protobuf::Message* obj,
+      const google::protobuf::Message& old) const override {
+    Unstructured* u = AsUnstructured(obj);
+    rapidjson::Document c = objects::ContentOf(*u);
+    rapidjson::Document oc = objects::ContentOf(AsUnstructured(old));
+    auto& a = oc.GetAllocator();
+    oc.RemoveMember("status");
+    if (const rapidjson::Value* status = Member(c, "status")) {
+      oc.AddMember("status", rapidjson::Value(*status, a), a);
+    }
+    objects::SetContent(u, oc);
+  }
+
+  FieldErrors ValidateCreate(
+      const google::protobuf::Message& obj) const override {
+    const Unstructured& u = AsUnstructured(obj);
+    FieldErrors errs =
+        validation::ValidateObjectMeta(WithoutCleanupFinalizer(u), false,
+                                       validation::NameRule::kDNS1123Subdomain);
+    validation::Append(&errs, ValidateSpec(u));
+    return errs;
+  }
+
+  FieldErrors ValidateUpdate(
+      const google::protobuf::Message& obj,
+      const google::protobuf::Message& old) const override {
+    const Unstructured& u = AsUnstructured(obj);
+    const Unstructured& o = AsUnstructured(old);
+    FieldErrors errs = validation::ValidateObjectMetaUpdate(
+        WithoutCleanupFinalizer(u), WithoutCleanupFinalizer(o));
+    validation::Append(&errs, ValidateSpec(u));
+    const CrdDefinition now = ParseCrd(u);
+    const CrdDefinition before = ParseCrd(o);
+    if (now.namespaced != before.namespaced) {
+      errs.push_back(validation::InvalidString(
+          Path("spec").Child("scope"),
+          now.namespaced ? "Namespaced" : "Cluster", "field is immutable"));
+    }
+    return errs;
+  }
+
+  FieldErrors ValidateStatusUpdate(
+      const google::protobuf::Message& obj,
+      const google::protobuf::Message& old) const override {
+    return validation::ValidateObjectMetaUpdate(
+        WithoutCleanupFinalizer(AsUnstructured(obj)),
+        WithoutCleanupFinalizer(AsUnstructured(old)));
+  }
+
+ private:
+  // Kube validates a CRD's metadata with apimachinery's generic rules,
+  // which do not ask finalizer names to be qualified; ours (core's) do, and
+  // the apiserver's own finalizer is not.
+  static objects::metav1::ObjectMeta WithoutCleanupFinalizer(
+      const Unstructured& u) {
+    objects::metav1::ObjectMeta meta = u.metadata();
+    auto* f = meta.mutable_finalizers();
+    f->erase(std::remove(f->begin(), f->end(), kCrdCleanupFinalizer), f->end());
+    return meta;
+  }
+
+  static void AddStoredVersion(const rapidjson::Value& content,
+                               rapidjson::Value* status,
+                               rapidjson::Document::AllocatorType& a) {
+    const rapidjson::Value* spec = Member(content, "spec");
+    const rapidjson::Value* versions =
+        spec != nullptr ? Member(*spec, "versions") : nullptr;
+    if (versions == nullptr || !versions->IsArray()) return;
+    std::string storage;
+    for (const rapidjson::Value& v : versions->GetArray()) {
+      if (BoolMember(v, "storage")) {
+        storage = StrMember(v, "name");
+        break;
+      }
+    }
+    if (storage.empty()) return;
+    auto it = status->FindMember("storedVersions");
+    if (it == status->MemberEnd() || !it->value.IsArray()) {
+      SetMember(status, "storedVersions",
+                rapidjson::Value(rapidjson::kArrayType), a);
+      it = status->FindMember("storedVersions");
+    }
+    for (const rapidjson::Value& s : it->value.GetArray()) {
+      if (s.IsString() && storage == s.GetString()) return;
+    }
+    it->value.PushBack(rapidjson::Value(storage.c_str(), a), a);
+  }
+
+  // validateCustomResourceDefinitionSpec and the names rules, for what
+  // kplane serves.
+  static FieldErrors ValidateSpec(const Unstructured& u) {
+    FieldErrors errs;
+    const rapidjson::Document c = objects::ContentOf(u);
+    static const rapidjson::Value kEmpty(rapidjson::kObjectType);
+    const rapidjson::Value* spec_v = Member(c, "spec");
+    const rapidjson::Value& spec =
+        spec_v != nullptr && spec_v->IsObject() ? *spec_v : kEmpty;
+    const Path sp("spec");
+    const std::string group = StrMember(spec, "group");
+    const rapidjson::Value* names_v = Member(spec, "names");
+    const rapidjson::Value& names =
+        names_v != nullptr && names_v->IsObject() ? *names_v : kEmpty;
+    const std::string plural = StrMember(names, "plural");
+
+    if (u.metadata().name() != plural + "." + group) {
+      errs.push_back(validation::InvalidString(
+          Path("metadata").Child("name"), u.metadata().name(),
+          "must be spec.names.plural+\".\"+spec.group"));
+    }
+    if (group.empty()) {
+      errs.push_back(validation::Required(sp.Child("group")));
+    } else if (std::vector<std::string> e =
+                   machinery::IsDNS1123Subdomain(group);
+               !e.empty()) {
+      errs.push_back(
+          validation::InvalidString(sp.Child("group"), group, StrJoin(e, ",")));
+    } else if (group.find('.') == std::string::npos) {
+      errs.push_back(validation::InvalidString(
+          sp.Child("group"), group,
+          "should be a domain with at least one dot"));
+    }
+    const std::string scope = StrMember(spec, "scope");
+    if (scope.empty()) {
+      errs.push_back(validation::Required(sp.Child("scope")));
+    } else if (scope != "Cluster" && scope != "Namespaced") {
+      errs.push_back(validation::NotSupportedString(sp.Child("scope"), scope,
+                                                    {"Cluster", "Namespaced"}));
+    }
+
+    const rapidjson::Value* versions = Member(spec, "versions");
+    int storage_count = 0;
+    bool unique = true;
+    std::vector<std::string> seen;
+    if (versions != nullptr && versions->IsArray()) {
+      int i = 0;
+      for (const rapidjson::Value& v : versions->GetArray()) {
+        const Path vp = sp.Child("versions").Index(i++);
+        const std::string name = StrMember(v, "name");
+        if (BoolMember(v, "storage")) ++storage_count;
+        if (std::find(seen.begin(), seen.end(), name) != seen.end()) {
+          unique = false;
+        }
+        seen.push_back(name);
+        if (std::vector<std::string> e = machinery::IsDNS1035Label(name);
+            !e.empty()) {
+          errs.push_back(validation::InvalidString(vp.Child("name"), name,
+                                                   StrJoin(e, ",")));
+        }
+        const rapidjson::Value* schema = Member(v, "schema");
+        const rapidjson::Value* root =
+            schema != nullptr ? Member(*schema, "openAPIV3Schema") : nullptr;
+        const Path rp = vp.Child("schema").Child("openAPIV3Schema");
+        if (root == nullptr || !root->IsObject()) {
+          errs.push_back(validation::Required(rp, "schemas are required"));
+        } else {
+          const std::string type = StrMember(*root, "type");
+          if (type.empty()) {
+            errs.push_back(validation::Required(
+                rp.Child("type"), "must not be empty at the root"));
+          } else if (type != "object") {
+            errs.push_back(validation::InvalidString(
+                rp.Child("type"), type, "must be object at the root"));
+          }
+        }
+      }
+    }
+    if (!unique) {
+      errs.push_back(validation::Invalid(sp.Child("versions"),
+                                         GoVersions(versions),
+                                         "must contain unique version names"));
+    }
+    if (storage_count != 1) {
+      errs.push_back(validation::Invalid(
+          sp.Child("versions"), GoVersions(versions),
+          "must have exactly one version marked as storage version"));
+    }
+
+    const Path np = sp.Child("names");
+    const std::string singular = StrMember(names, "singular");
+    const std::string kind = StrMember(names, "kind");
+    const std::string list_kind = StrMember(names, "listKind");
+    if (plural.empty())
+      errs.push_back(validation::Required(np.Child("plural")));
+    if (singular.empty()) {
+      errs.push_back(validation::Required(np.Child("singular")));
+    }
+    if (kind.empty()) errs.push_back(validation::Required(np.Child("kind")));
+    if (list_kind.empty()) {
+      errs.push_back(validation::Required(np.Child("listKind")));
+    }
+    // ValidateCustomResourceDefinitionNames.
+    auto label = [&](const Path& p, const std::string& value) {
+      if (value.empty()) return;
+      if (std::vector<std::string> e = machinery::IsDNS1035Label(value);
+          !e.empty()) {
+        errs.push_back(validation::InvalidString(p, value, StrJoin(e, ",")));
+      }
+    };
+    label(np.Child("plural"), plural);
+    label(np.Child("singular"), singular);
+    auto mixed = [&](const Path& p, const std::string& value) {
+      if (value.empty()) return;
+      if (std::vector<std::string> e = machinery::IsDNS1035Label(Lower(value));
+          !e.empty()) {
+        errs.push_back(validation::InvalidString(
+            p, value,
+            "may have mixed case, but should otherwise match: " +
+                StrJoin(e, ",")));
+      }
+    };
+    mixed(np.Child("kind"), kind);
+    mixed(np.Child("listKind"), list_kind);
+    int i = 0;
+    for (const std::string& s : StrListMember(names, "shortNames")) {
+      label(np.Child("shortNames").Index(i++), s);
+    }
+    i = 0;
+    for (const std::string& s : StrListMember(names, "categories")) {
+      label(np.Child("categories").Index(i++), s);
+    }
+    if (!kind.empty() && kind == list_kind) {
+      errs.push_back(
+          validation::InvalidString(np.Child("listKind"), list_kind,
+                                    "kind and listKind may not be the same"));
+    }
+    return errs;
+  }
+
+  // How kube prints spec.versions in these errors is Go's %#v of the
+  // slice; kplane prints the version names (null when there are none).
+  static std::string GoVersions(const rapidjson::Value* versions) {
+    if (versions == nullptr || !versions->IsArray() || versions->Empty()) {
+      return "null";
+    }
+    std::vector<std::string> names;
+    for (const rapidjson::Value& v : versions->GetArray()) {
+      names.push_back(StrMember(v, "name"));
+    }
+    return validation::GoStringSlice(names);
+  }
+};
+
+// --- custom resources ------------------------------------------------------
+
+class CustomResourceStrategy : public Strategy {
+ public:
+  CustomResourceStrategy(const objects::ResourceInfo* resource,
+                         objects::TypeMeta storage, const CrdVersion& version)
+      : resource_(resource),
+        storage_(std::move(storage)),
+        status_(version.status_subresource),
+        version_(version) {}
+
+  const objects::ResourceInfo& resource() const override { return *resource_; }
+
+  // Objects are stored as the storage version (conversion None: only
+  // apiVersion changes); with /status, status is the subresource's.
+  void PrepareForCreate(google::protobuf::Message* obj) const override {
+    Unstructured* u = AsUnstructured(obj);
+    u->set_apiversion(storage_.api_version);
+    u->set_kind(storage_.kind);
+    u->mutable_metadata()->set_generation(1);
+    if (status_) {
+      rapidjson::Document c = objects::ContentOf(*u);
+      if (c.RemoveMember("status")) objects::SetContent(u, c);
+    }
+  }
+
+  void PrepareForUpdate(google::protobuf::Message* obj,
+                        const google::protobuf::Message& old) const override {
+    Unstructured* u = AsUnstructured(obj);
+    const Unstructured& o = AsUnstructured(old);
+    u->set_apiversion(storage_.api_version);
+    u->set_kind(storage_.kind);
+    if (status_) {
+      rapidjson::Document c = objects::ContentOf(*u);
+      rapidjson::Document oc = objects::ContentOf(o);
+      c.RemoveMember("status");
+      if (const rapidjson::Value* s = Member(oc, "status")) {
+        c.AddMember("status", rapidjson::Value(*s, c.GetAllocator()),
+                    c.GetAllocator());
+      }
+      objects::SetContent(u, c);
+    }
+    const bool changed = SpecKey(*u, status_) != SpecKey(o, status_);
+    u->mutable_metadata()->set_generation(o.metadata().generation() +
+                                          (changed ? 1 : 0));
+  }
+
+  // kube's customresource statusStrategy: everything but status (and the
+  // managedFields that track it) stays as stored.
+  void PrepareForStatusUpdate(
+      google::protobuf::Message* obj,
+      const google::protobuf::Message& old) const override {
+    Unstructured* u = AsUnstructured(obj);
+    rapidjson::Document c = objects::ContentOf(*u);
+    Unstructured next = AsUnstructured(old);
+    *next.mutable_metadata()->mutable_managedfields() =
+        u->metadata().managedfields();
+    next.mutable_metadata()->set_resourceversion(
+        u->metadata().resourceversion());
+    rapidjson::Document oc = objects::ContentOf(next);
+    oc.RemoveMember("status");
+    if (const rapidjson::Value* s = Member(c, "status")) {
+      oc.AddMember("status", rapidjson::Value(*s, oc.GetAllocator()),
+                   oc.GetAllocator());
+    }
+    objects::SetContent(&next, oc);
+    *u = std::move(next);
+  }
+
+  FieldErrors ValidateCreate(
+      const google::protobuf::Message& obj) const override {
+    return validation::ValidateObjectMeta(
+        AsUnstructured(obj).metadata(), resource_->namespaced,
+        validation::NameRule::kDNS1123Subdomain);
+  }
+  FieldErrors ValidateUpdate(
+      const google::protobuf::Message& obj,
+      const google::protobuf::Message& old) const override {
+    FieldErrors errs = validation::ValidateObjectMetaUpdate(
+        AsUnstructured(obj).metadata(), AsUnstructured(old).metadata());
+    validation::Append(&errs, ValidateCreate(obj));
+    return errs;
+  }
+  FieldErrors ValidateStatusUpdate(
+      const google::protobuf::Message& obj,
+      const google::protobuf::Message& old) const override {
+    return ValidateUpdate(obj, old);
+  }
+
+  // Name, then the version's additionalPrinterColumns (kube's default:
+  // Age, .metadata.creationTimestamp).
+  std::vector<TableColumn> Columns() const override {
+    std::vector<TableColumn> cols = printers::DefaultColumns();
+    cols.resize(1);
+    for (const CrdPrinterColumn& c : PrinterColumns()) {
+      cols.push_back({c.name, c.type, c.format, c.description, c.priority});
+    }
+    return cols;
+  }
+  std::vector<TableCell> Row(const google::protobuf::Message& obj,
+                             WallTime now) const override {
+    const Unstructured& u = AsUnstructured(obj);
+    std::vector<TableCell> row = {TableCell::Str(u.metadata().name())};
+    rapidjson::Document doc;
+    const rapidjson::Value whole = objects::ToJsonValue(u, doc.GetAllocator());
+    for (const CrdPrinterColumn& c : PrinterColumns()) {
+      const rapidjson::Value* v = AtPath(whole, c.json_path);
+      if (v == nullptr || v->IsNull()) {
+        row.push_back(TableCell::Str("<none>"));
+      } else if (c.type == "integer" && v->IsInt64()) {
+        row.push_back(TableCell::Int(v->GetInt64()));
+      } else if (v->IsString()) {
+        row.push_back(
+            TableCell::Str(std::string(v->GetString(), v->GetStringLength())));
+      } else {
+        row.push_back(TableCell::Str(Compact(*v)));
+      }
+    }
+    return row;
+  }
+
+  bool HasScale() const override { return version_.scale_subresource; }
+  // kube's scale subresource over the CRD's paths (a missing
+  // spec.replicas reads as 0).
+  objects::autoscalingv1::Scale ToScale(
+      const google::protobuf::Message& obj) const override {
+    const Unstructured& u = AsUnstructured(obj);
+    objects::autoscalingv1::Scale scale;
+    auto* m = scale.mutable_metadata();
+    m->set_name(u.metadata().name());
+    m->set_namespace_(u.metadata().namespace_());
+    m->set_uid(u.metadata().uid());
+    m->set_resourceversion(u.metadata().resourceversion());
+    *m->mutable_creationtimestamp() = u.metadata().creationtimestamp();
+    const rapidjson::Document c = objects::ContentOf(u);
+    if (const rapidjson::Value* v = AtPath(c, version_.spec_replicas_path);
+        v != nullptr && v->IsInt()) {
+      scale.mutable_spec()->set_replicas(v->GetInt());
+    }
+    if (const rapidjson::Value* v = AtPath(c, version_.status_replicas_path);
+        v != nullptr && v->IsInt()) {
+      scale.mutable_status()->set_replicas(v->GetInt());
+    }
+    if (const rapidjson::Value* v = AtPath(c, version_.label_selector_path);
+        v != nullptr && v->IsString()) {
+      scale.mutable_status()->set_selector(v->GetString());
+    }
+    return scale;
+  }
+  void ApplyScale(const objects::autoscalingv1::Scale& scale,
+                  google::protobuf::Message* obj) const override {
+    Unstructured* u = AsUnstructured(obj);
+    rapidjson::Document c = objects::ContentOf(*u);
+    if (SetAtPath(&c, version_.spec_replicas_path,
+                  rapidjson::Value(scale.spec().replicas()),
+                  c.GetAllocator())) {
+      objects::SetContent(u, c);
+    }
+  }
+
+ private:
+  const std::vector<CrdPrinterColumn>& PrinterColumns() const {
+    static const std::vector<CrdPrinterColumn> kAge = {
+        {"Age", "date", "", "", ".metadata.creationTimestamp", 0}};
+    return version_.printer_columns.empty() ? kAge : version_.printer_columns;
+  }
+
+  const objects::ResourceInfo* resource_;
+  const objects::TypeMeta storage_;
+  const bool status_;
+  const CrdVersion version_;
+};
+
+}  // namespace
+
+const objects::ResourceInfo& CrdResource() {
+  static const objects::ResourceInfo* info = [] {
+    static objects::KindInfo kind;
+    kind.gv = {kApiExtensionsGroup, "v1"};
+    kind.kind = "CustomResourceDefinition";
+    kind.descriptor = Unstructured::descriptor();
+    kind.prototype = &Unstructured::default_instance();
+    static objects::KindInfo list_kind;
+    list_kind.gv = kind.gv;
+    list_kind.kind = "CustomResourceDefinitionList";
+    list_kind.descriptor = objects::UnstructuredList::descriptor();
+    list_kind.prototype = &objects::UnstructuredList::default_instance();
+    auto* r = new objects::ResourceInfo;
+    r->gv = kind.gv;
+    r->resource = "customresourcedefinitions";
+    r->singular = "customresourcedefinition";
+    r->namespaced = false;
+    r->kind = &kind;
+    r->list_kind = &list_kind;
+    r->short_names = {"crd", "crds"};
+    r->categories = {"api-extensions"};
+    r->verbs = {"create", "delete", "deletecollection", "get",
+                "list",   "patch",  "update",           "watch"};
+    r->subresources.push_back({"status", &kind, {"get", "patch", "update"}});
+    return r;
+  }();
+  return *info;
+}
+
+const Strategy& CrdStrategy() {
+  static const Strategy* s = new CrdStrategyImpl;
+  return *s;
+}
+
+const CrdVersion* CrdDefinition::StorageVersion() const {
+  for (const CrdVersion& v : versions) {
+    if (v.storage) return &v;
+  }
+  return nullptr;
+}
+
+CrdDefinition ParseCrd(const Unstructured& crd) {
+  CrdDefinition d;
+  d.name = crd.metadata().name();
+  d.terminating = objects::IsBeingDeleted(crd.metadata());
+  const rapidjson::Document c = objects::ContentOf(crd);
+  const rapidjson::Value* spec = Member(c, "spec");
+  if (spec == nullptr || !spec->IsObject()) return d;
+  d.group = StrMember(*spec, "group");
+  d.namespaced = StrMember(*spec, "scope") != "Cluster";
+  if (const rapidjson::Value* names = Member(*spec, "names")) {
+    d.plural = StrMember(*names, "plural");
+    d.singular = StrMember(*names, "singular");
+    d.kind = StrMember(*names, "kind");
+    d.list_kind = StrMember(*names, "listKind");
+    d.short_names = StrListMember(*names, "shortNames");
+    d.categories = StrListMember(*names, "categories");
+  }
+  if (d.singular.empty()) d.singular = Lower(d.kind);
+  if (d.list_kind.empty()) d.list_kind = d.kind + "List";
+  if (const rapidjson::Value* versions = Member(*spec, "versions");
+      versions != nullptr && versions->IsArray()) {
+    for (const rapidjson::Value& v : versions->GetArray()) {
+      CrdVersion cv;
+      cv.name = StrMember(v, "name");
+      cv.served = BoolMember(v, "served");
+      cv.storage = BoolMember(v, "storage");
+      if (const rapidjson::Value* sub = Member(v, "subresources")) {
+        cv.status_subresource = Member(*sub, "status") != nullptr;
+        if (const rapidjson::Value* scale = Member(*sub, "scale")) {
+          cv.scale_subresource = true;
+          cv.spec_replicas_path = StrMember(*scale, "specReplicasPath");
+          cv.status_replicas_path = StrMember(*scale, "statusReplicasPath");
+          cv.label_selector_path = StrMember(*scale, "labelSelectorPath");
+        }
+      }
+      if (const rapidjson::Value* cols = Member(v, "additionalPrinterColumns");
+          cols != nullptr && cols->IsArray()) {
+        for (const rapidjson::Value& c : cols->GetArray()) {
+          CrdPrinterColumn pc;
+          pc.name = StrMember(c, "name");
+          pc.type = StrMember(c, "type");
+          pc.format = StrMember(c, "format");
+          pc.description = StrMember(c, "description");
+          pc.json_path = StrMember(c, "jsonPath");
+          if (const rapidjson::Value* p = Member(c, "priority");
+              p != nullptr && p->IsInt()) {
+            pc.priority = p->GetInt();
+          }
+          cv.printer_columns.push_back(std::move(pc));
+        }
+      }
+      d.versions.push_back(std::move(cv));
+    }
+  }
+  rapidjson::Document key;
+  key.SetObject();
+  auto& a = key.GetAllocator();
+  for (const char* m : {"group", "names", "scope", "versions"}) {
+    if (const rapidjson::Value* v = Member(*spec, m)) {
+      key.AddMember(rapidjson::StringRef(m), rapidjson::Value(*v, a), a);
+    }
+  }
+  d.serving_key = Compact(key);
+  return d;
+}
+
+std::unique_ptr<CustomResourceType> CustomResourceType::Build(
+    const CrdDefinition& def) {
+  const CrdVersion* storage = def.StorageVersion();
+  if (storage == nullptr) return nullptr;
+  std::unique_ptr<CustomResourceType> t(new CustomResourceType);
+  t->def_ = def;
+  const objects::TypeMeta storage_tm{
+      objects::GroupVersion{def.group, storage->name}.ApiVersion(), def.kind};
+  for (const CrdVersion& cv : def.versions) {
+    auto v = std::make_unique<Version>();
+    v->served = cv.served;
+    v->kind.gv = {def.group, cv.name};
+    v->kind.kind = def.kind;
+    v->kind.descriptor = Unstructured::descriptor();
+    v->kind.prototype = &Unstructured::default_instance();
+    v->list_kind.gv = v->kind.gv;
+    v->list_kind.kind = def.list_kind;
+    v->list_kind.descriptor = objects::UnstructuredList::descriptor();
+    v->list_kind.prototype = &objects::UnstructuredList::default_instance();
+    v->status_kind = v->kind;
+    objects::ResourceInfo& r = v->resource;
+    r.gv = v->kind.gv;
+    r.resource = def.plural;
+    r.singular = def.singular;
+    r.namespaced = def.namespaced;
+    r.kind = &v->kind;
+    r.list_kind = &v->list_kind;
+    r.short_names = def.short_names;
+    r.categories = def.categories;
+    r.verbs = {"create", "delete", "deletecollection", "get",
+               "list",   "patch",  "update",           "watch"};
+    if (cv.status_subresource) {
+      r.subresources.push_back(
+          {"status", &v->status_kind, {"get", "patch", "update"}});
+    }
+    if (cv.scale_subresource) {
+      v->scale_kind =
+          objects::Scheme::Default().FindKind("autoscaling/v1", "Scale");
+      r.subresources.push_back(
+          {"scale", v->scale_kind, {"get", "patch", "update"}});
+    }
+    v->strategy =
+        std::make_unique<CustomResourceStrategy>(&v->resource, storage_tm, cv);
+    if (&cv == storage) t->storage_index_ = t->versions_.size();
+    t->versions_.push_back(std::move(v));
+  }
+  return t;
+}
+
+}  // namespace kplane::apiserver

@@ -37,6 +37,7 @@
 #include "base/mutex.h"
 #include "base/strings.h"
 #include "net/http_server.h"
+#include "objects/discovery_types.h"
 #include "objects/endpoints_types.h"
 #include "objects/machinery/fields.h"
 #include "objects/meta.h"
@@ -245,6 +246,7 @@ struct ApiServer::Impl {
   // our port) and its Endpoints (our address), as kube's
   // controlplane/reconcilers do at start.
   Status ReconcileKubernetesService(const std::string& host, int port);
+  Status ReconcileKubernetesEndpointSlice(const std::string& host, int port);
   std::optional<ApiError> CheckNamespace(const objects::ResourceInfo& r,
                                          std::string_view name,
                                          std::string_view ns);
@@ -515,6 +517,47 @@ Status ApiServer::Impl::ReconcileKubernetesService(const std::string& host,
           objects::SetTime(meta->mutable_creationtimestamp(),
                            opts.clock->WallNow());
         }
+        return next;
+      },
+      /*create_if_missing=*/true);
+  RETURN_IF_ERROR(r.status());
+  return ReconcileKubernetesEndpointSlice(host, port);
+}
+
+// kube's EndpointsAdapter (pkg/controlplane/reconcilers): the slice
+// "kubernetes" mirrors the Endpoints, labelled with the Service's name only
+// (no managed-by: the EndpointSlice controller leaves it alone). Written to
+// the store directly for the same loopback reason.
+Status ApiServer::Impl::ReconcileKubernetesEndpointSlice(const std::string& host,
+                                                         int port) {
+  Backend* slices = by_key.at("discovery.k8s.io/v1/endpointslices");
+  objects::discoveryv1::EndpointSlice want;
+  want.set_addresstype(host.find(':') != std::string::npos ? "IPv6" : "IPv4");
+  auto* endpoint = want.add_endpoints();
+  endpoint->add_addresses(host);
+  endpoint->mutable_conditions()->set_ready(true);
+  auto* slice_port = want.add_ports();
+  slice_port->set_name("https");
+  slice_port->set_protocol("TCP");
+  slice_port->set_port(port);
+  StatusOr<ObjectPtr> r = slices->store->GuaranteedUpdate(
+      "default", "kubernetes", Preconditions{},
+      [&](const google::protobuf::Message* cur) -> StatusOr<MutableObject> {
+        auto next = std::make_unique<objects::discoveryv1::EndpointSlice>(want);
+        auto* meta = next->mutable_metadata();
+        if (cur != nullptr) {
+          *meta = dynamic_cast<const objects::discoveryv1::EndpointSlice&>(*cur)
+                      .metadata();
+          meta->clear_resourceversion();
+        } else {
+          meta->set_name("kubernetes");
+          meta->set_namespace_("default");
+          meta->set_generation(1);
+          meta->set_uid(slices->rest->NewUid());
+          objects::SetTime(meta->mutable_creationtimestamp(),
+                           opts.clock->WallNow());
+        }
+        (*meta->mutable_labels())["kubernetes.io/service-name"] = "kubernetes";
         return next;
       },
       /*create_if_missing=*/true);

@@ -20,6 +20,7 @@
 #include "apiserver/discovery.h"
 #include "apiserver/encoding.h"
 #include "apiserver/errors.h"
+#include "apiserver/eviction.h"
 #include "apiserver/negotiation.h"
 #include "apiserver/object_history.h"
 #include "apiserver/openapi_handler.h"
@@ -180,6 +181,7 @@ struct ApiServer::Impl {
   std::unique_ptr<StorageHealth> storage_health;
   // serviceaccounts/<name>/token and the ServiceAccount authenticator.
   std::unique_ptr<ServiceAccountTokens> service_account_tokens;
+  std::unique_ptr<Evictions> evictions;
   // Services' ClusterIPs and NodePorts (the services ResourceStore's
   // allocator).
   std::unique_ptr<ServiceAllocator> service_allocator;
@@ -282,6 +284,7 @@ struct ApiServer::Impl {
   void DeleteCollection(Call& c);
   void Bind(Call& c);
   void CreateToken(Call& c);
+  void Evict(Call& c);
   Status SetUpServiceAccountTokens();
 
   ApiResult<MutableObject> DecodeObject(Call& c, const objects::KindInfo& kind,
@@ -1593,6 +1596,8 @@ void ApiServer::Impl::Process(const std::shared_ptr<Call>& c) {
   } else if (verb == "create") {
     if (c->sub != nullptr && c->sub->name == "token") {
       CreateToken(*c);
+    } else if (c->sub != nullptr && c->sub->name == "eviction") {
+      Evict(*c);
     } else if (c->sub != nullptr || c->resource->resource == "bindings") {
       Bind(*c);
     } else {
@@ -2001,6 +2006,27 @@ void ApiServer::Impl::CreateToken(Call& c) {
         RenderObject(Render(c), *std::get<TokenRequestPtr>(r)), warnings);
 }
 
+void ApiServer::Impl::Evict(Call& c) {
+  ApiResult<WriteParams> p = ParseWriteParams(c.req(), false);
+  if (IsError(p)) return ReplyError(c, std::get<ApiError>(p));
+  std::vector<std::string> warnings;
+  ApiResult<MutableObject> obj = DecodeObject(
+      c, *c.sub->kind, std::get<WriteParams>(p).field_validation, &warnings);
+  if (IsError(obj)) return ReplyError(c, std::get<ApiError>(obj));
+  const google::protobuf::Message& decoded = *std::get<MutableObject>(obj);
+  CHECK(decoded.GetDescriptor() ==
+        objects::policyv1::Eviction::descriptor());
+  ApiResult<objects::metav1::Status> r = evictions->Evict(
+      c.info.ns, c.info.name,
+      static_cast<const objects::policyv1::Eviction&>(decoded),
+      std::get<WriteParams>(p).dry_run);
+  if (IsError(r)) return ReplyError(c, std::get<ApiError>(r));
+  // kube answers the created Status (201).
+  Reply(c, 201, c.neg.ContentType(),
+        RenderObject(Render(c), std::get<objects::metav1::Status>(r)),
+        warnings);
+}
+
 Status ApiServer::Impl::SetUpServiceAccountTokens() {
   ServiceAccountTokensOptions o;
   o.signing_key_pem = opts.service_account_signing_key_pem;
@@ -2036,6 +2062,11 @@ Status ApiServer::Start() {
                                          m.opts.service_node_port_range));
   m.BuildBackends();
   RETURN_IF_ERROR(m.SetUpServiceAccountTokens());
+  m.evictions = std::make_unique<Evictions>(EvictionOptions{
+      .pods = m.pods->rest.get(),
+      .pdbs = m.by_key.at("policy/v1/poddisruptionbudgets")->rest.get(),
+      .clock = m.opts.clock,
+      .before_budget_write = m.opts.eviction_budget_write_hook});
   // ServiceAccount tokens after the token file (kube's order); the chain
   // borrows the authenticator, which the Impl owns.
   if (m.service_account_tokens != nullptr &&

@@ -21,6 +21,7 @@
 #include "controllers/replicaset_controller.h"
 #include "controllers/scheduler.h"
 #include "controllers/endpoints_controller.h"
+#include "controllers/disruption_controller.h"
 #include "controllers/endpointslice_controller.h"
 #include "controllers/root_ca_publisher.h"
 #include "controllers/serviceaccounts_controller.h"
@@ -78,7 +79,7 @@ class ControllerManager::Impl {
           "statefulset", "daemonset",     "job",
           "ttlafterfinished", "cronjob",  "endpoint",
           "root-ca-cert-publisher", "clusterrole-aggregation",
-          "endpointslice"};
+          "endpointslice", "disruption"};
       if (std::find(kKnown.begin(), kKnown.end(), c) == kKnown.end()) {
         return InvalidArgumentError("unknown controller \"" + c + "\"");
       }
@@ -375,6 +376,23 @@ class ControllerManager::Impl {
                                          .clock = clock_,
                                          .metrics = metrics_});
       c->RegisterHandlers(services, pods, slices);
+      run->controllers.push_back(std::move(c));
+    }
+    if (Wanted("disruption")) {
+      informer::SharedIndexInformer* pdbs =
+          f.InformerFor<policyv1::PodDisruptionBudget>();
+      informer::SharedIndexInformer* sets =
+          f.InformerFor<appsv1::StatefulSet>();
+      auto c = std::make_unique<DisruptionController>(
+          DisruptionControllerOptions{.api = api,
+                                      .pdbs = &pdbs->GetIndexer(),
+                                      .pods = &pods->GetIndexer(),
+                                      .replicasets = &rss->GetIndexer(),
+                                      .deployments = &deps->GetIndexer(),
+                                      .statefulsets = &sets->GetIndexer(),
+                                      .clock = clock_,
+                                      .metrics = metrics_});
+      c->RegisterHandlers(pdbs, pods);
       run->controllers.push_back(std::move(c));
     }
     if (Wanted("root-ca-cert-publisher") && !options_.root_ca_pem.empty()) {

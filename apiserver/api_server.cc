@@ -531,8 +531,8 @@ Status ApiServer::Impl::ReconcileKubernetesService(const std::string& host,
 // "kubernetes" mirrors the Endpoints, labelled with the Service's name only
 // (no managed-by: the EndpointSlice controller leaves it alone). Written to
 // the store directly for the same loopback reason.
-Status ApiServer::Impl::ReconcileKubernetesEndpointSlice(const std::string& host,
-                                                         int port) {
+Status ApiServer::Impl::ReconcileKubernetesEndpointSlice(
+    const std::string& host, int port) {
   Backend* slices = by_key.at("discovery.k8s.io/v1/endpointslices");
   objects::discoveryv1::EndpointSlice want;
   want.set_addresstype(host.find(':') != std::string::npos ? "IPv6" : "IPv4");
@@ -2014,12 +2014,11 @@ void ApiServer::Impl::Evict(Call& c) {
       c, *c.sub->kind, std::get<WriteParams>(p).field_validation, &warnings);
   if (IsError(obj)) return ReplyError(c, std::get<ApiError>(obj));
   const google::protobuf::Message& decoded = *std::get<MutableObject>(obj);
-  CHECK(decoded.GetDescriptor() ==
-        objects::policyv1::Eviction::descriptor());
-  ApiResult<objects::metav1::Status> r = evictions->Evict(
-      c.info.ns, c.info.name,
-      static_cast<const objects::policyv1::Eviction&>(decoded),
-      std::get<WriteParams>(p).dry_run);
+  CHECK(decoded.GetDescriptor() == objects::policyv1::Eviction::descriptor());
+  ApiResult<objects::metav1::Status> r =
+      evictions->Evict(c.info.ns, c.info.name,
+                       static_cast<const objects::policyv1::Eviction&>(decoded),
+                       std::get<WriteParams>(p).dry_run);
   if (IsError(r)) return ReplyError(c, std::get<ApiError>(r));
   // kube answers the created Status (201).
   Reply(c, 201, c.neg.ContentType(),

@@ -110,7 +110,9 @@ ApiResult<objects::metav1::Status> Evictions::Evict(
   }
 
   ApiResult<ListResult> listed = options_.pdbs->List(ns, ListParams{}, nullptr);
-  if (std::holds_alternative<ApiError>(listed)) return std::get<ApiError>(listed);
+  if (std::holds_alternative<ApiError>(listed)) {
+    return std::get<ApiError>(listed);
+  }
   std::vector<const PodDisruptionBudget*> budgets;
   for (const ObjectPtr& obj : std::get<ListResult>(listed).items) {
     const auto& pdb = static_cast<const PodDisruptionBudget&>(*obj);
@@ -165,9 +167,11 @@ std::optional<ApiError> Evictions::TakeDisruption(std::string_view ns,
   for (int attempt = 0; attempt < kBudgetWriteTries; ++attempt) {
     if (attempt > 0) {
       ApiResult<ObjectPtr> fresh = options_.pdbs->Get(ns, name, "");
-      if (std::holds_alternative<ApiError>(fresh)) return std::get<ApiError>(fresh);
-      pdb = static_cast<const PodDisruptionBudget&>(
-          *std::get<ObjectPtr>(fresh));
+      if (std::holds_alternative<ApiError>(fresh)) {
+        return std::get<ApiError>(fresh);
+      }
+      pdb =
+          static_cast<const PodDisruptionBudget&>(*std::get<ObjectPtr>(fresh));
     }
     auto* st = pdb.mutable_status();
     if (st->observedgeneration() < pdb.metadata().generation()) {
@@ -216,9 +220,9 @@ std::optional<ApiError> Evictions::TakeDisruption(std::string_view ns,
     const ApiError& e = std::get<ApiError>(w);
     if (e.code != 409) return e;
   }
-  return ApiError::Timeout("couldn't update PodDisruptionBudget \"" + name +
-                               "\" due to conflicts",
-                           10);
+  return ApiError::Timeout(
+      "couldn't update PodDisruptionBudget \"" + name + "\" due to conflicts",
+      10);
 }
 
 std::optional<ApiError> Evictions::MarkAndDelete(std::string_view ns,

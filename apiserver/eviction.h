@@ -73,9 +73,10 @@ class Evictions {
       std::string_view ns, std::string_view pod,
       objects::policyv1::PodDisruptionBudget pdb, bool dry_run);
   // addConditionAndDeletePod.
-  std::optional<ApiError> MarkAndDelete(
-      std::string_view ns, std::string_view name,
-      objects::metav1::DeleteOptions options, bool dry_run);
+  std::optional<ApiError> MarkAndDelete(std::string_view ns,
+                                        std::string_view name,
+                                        objects::metav1::DeleteOptions options,
+                                        bool dry_run);
 
   EvictionOptions options_;
 };

@@ -28,13 +28,14 @@ void RunningPod(TestServer& s, const std::string& name, bool ready = true) {
                                  R"(","labels":{"app":"web"}},"spec":{
       "nodeName":"node-1","containers":[{"name":"c","image":"nginx"}]}})");
   ASSERT_EQ(r.code, 201) << r.body;
-  Response st = s.Put(
-      std::string(kPods) + "/" + name + "/status",
-      R"({"metadata":{"name":")" + name +
-          R"(","labels":{"app":"web"}},"spec":{"nodeName":"node-1",
+  Response st =
+      s.Put(std::string(kPods) + "/" + name + "/status",
+            R"({"metadata":{"name":")" + name +
+                R"(","labels":{"app":"web"}},"spec":{"nodeName":"node-1",
       "containers":[{"name":"c","image":"nginx"}]},"status":{
       "phase":"Running","podIP":"10.244.0.9","conditions":[{"type":"Ready",
-      "status":")" + (ready ? "True" : "False") + R"("}]}})");
+      "status":")" +
+                (ready ? "True" : "False") + R"("}]}})");
   ASSERT_EQ(st.code, 200) << st.body;
 }
 
@@ -46,13 +47,13 @@ void Budget(TestServer& s, const std::string& name, int allowed,
                                  R"("},"spec":{"minAvailable":1,
       "selector":{"matchLabels":{"app":"web"}}}})");
   ASSERT_EQ(r.code, 201) << r.body;
-  Response st = s.Put(std::string(kPdbs) + "/" + name + "/status",
-                      R"({"metadata":{"name":")" + name +
-                          R"("},"status":{"observedGeneration":)" +
-                          std::to_string(observed_generation) +
-                          R"(,"disruptionsAllowed":)" +
-                          std::to_string(allowed) +
-                          R"(,"currentHealthy":2,"desiredHealthy":1,
+  Response st =
+      s.Put(std::string(kPdbs) + "/" + name + "/status",
+            R"({"metadata":{"name":")" + name +
+                R"("},"status":{"observedGeneration":)" +
+                std::to_string(observed_generation) +
+                R"(,"disruptionsAllowed":)" + std::to_string(allowed) +
+                R"(,"currentHealthy":2,"desiredHealthy":1,
       "expectedPods":2}})");
   ASSERT_EQ(st.code, 200) << st.body;
 }

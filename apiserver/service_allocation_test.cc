@@ -1,8 +1,9 @@
 // Services' ClusterIPs and NodePorts (apiserver/service_allocation.h,
 // apiserver/range_allocator.h): the persisted bitmaps under concurrency,
 // kube's 422s over HTTP, freeing on delete, on type changes and on failed
-// creates, the `kubernetes` Service, Endpoints and EndpointSlice, and no double allocation
-// across an apiserver restart or between two apiservers on one store.
+// creates, the `kubernetes` Service, Endpoints and EndpointSlice, and no double
+// allocation across an apiserver restart or between two apiservers on one
+// store.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 

@@ -329,7 +329,7 @@ Status DaemonSetController::Sync(const std::string& key) {
     // and rolls here as maxSurge 0 with maxUnavailable 1.
     int64_t max_unavailable = std::max<int64_t>(
         1, ScaledValueFromIntOrPercent(
-            strategy.rollingupdate().maxunavailable(), desired, true));
+               strategy.rollingupdate().maxunavailable(), desired, true));
     int64_t unavailable = 0;
     for (const auto& [node, p] : running) {
       if (p == nullptr || !IsPodAvailable(*p, min_ready, now)) ++unavailable;

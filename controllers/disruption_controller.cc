@@ -39,8 +39,8 @@ void SetCondition(google::protobuf::RepeatedPtrField<metav1::Condition>* all,
   *all->Add() = std::move(want);
 }
 
-metav1::Condition Allowed(bool allowed, int64_t generation,
-                          std::string reason, std::string message = "") {
+metav1::Condition Allowed(bool allowed, int64_t generation, std::string reason,
+                          std::string message = "") {
   metav1::Condition c;
   c.set_type(kDisruptionAllowed);
   c.set_status(allowed ? "True" : "False");

@@ -55,7 +55,8 @@ class DisruptionControllerTest : public ::testing::Test {
   // n pods of the Deployment's ReplicaSet, the first `ready` of them Ready.
   void AddPods(int n, int ready) {
     for (int i = 0; i < n; ++i) {
-      auto pod = NewPod("default", "web-" + std::to_string(i), {{"app", "web"}});
+      auto pod =
+          NewPod("default", "web-" + std::to_string(i), {{"app", "web"}});
       OwnedBy(pod->mutable_metadata(), "ReplicaSet", rs_->metadata());
       RunOn(pod.get(), "node-1", i < ready);
       pods_.Upsert(pod);
@@ -78,10 +79,12 @@ class DisruptionControllerTest : public ::testing::Test {
 TEST_F(DisruptionControllerTest, MinAvailableIntegerCountsPods) {
   auto c = New();
   AddPods(3, 3);
-  pdbs_.Upsert(Budget([](auto* s) { s->mutable_minavailable()->set_intval(2); }));
+  pdbs_.Upsert(
+      Budget([](auto* s) { s->mutable_minavailable()->set_intval(2); }));
   ASSERT_TRUE(c->Sync("default/web-pdb").ok());
-  ASSERT_THAT(fake_.Actions(),
-              ElementsAre("update-status poddisruptionbudgets default/web-pdb"));
+  ASSERT_THAT(
+      fake_.Actions(),
+      ElementsAre("update-status poddisruptionbudgets default/web-pdb"));
   const auto& st = Written();
   EXPECT_EQ(st.expectedpods(), 3);
   EXPECT_EQ(st.desiredhealthy(), 2);
@@ -122,8 +125,7 @@ TEST_F(DisruptionControllerTest, MaxUnavailableUsesTheDeploymentsScale) {
 TEST_F(DisruptionControllerTest, DisruptedPodsAreNotHealthyUntilTheyExpire) {
   auto c = New();
   AddPods(3, 3);
-  auto pdb =
-      Budget([](auto* s) { s->mutable_minavailable()->set_intval(1); });
+  auto pdb = Budget([](auto* s) { s->mutable_minavailable()->set_intval(1); });
   objects::SetTime(&(*pdb->mutable_status()->mutable_disruptedpods())["web-0"],
                    kNow - 30);
   objects::SetTime(&(*pdb->mutable_status()->mutable_disruptedpods())["web-1"],
@@ -144,7 +146,8 @@ TEST_F(DisruptionControllerTest, PodsOfOtherControllersFailSafe) {
       ControllerRefTo("batch/v1", "Job", deployment_->metadata());
   RunOn(pod.get(), "node-1", true);
   pods_.Upsert(pod);
-  auto pdb = Budget([](auto* s) { s->mutable_maxunavailable()->set_intval(1); });
+  auto pdb =
+      Budget([](auto* s) { s->mutable_maxunavailable()->set_intval(1); });
   pdb->mutable_status()->set_disruptionsallowed(3);
   pdbs_.Upsert(pdb);
   ASSERT_TRUE(c->Sync("default/web-pdb").ok());
@@ -157,7 +160,8 @@ TEST_F(DisruptionControllerTest, PodsOfOtherControllersFailSafe) {
 TEST_F(DisruptionControllerTest, WritesOnlyWhenTheStatusChanges) {
   auto c = New();
   AddPods(2, 2);
-  pdbs_.Upsert(Budget([](auto* s) { s->mutable_minavailable()->set_intval(1); }));
+  pdbs_.Upsert(
+      Budget([](auto* s) { s->mutable_minavailable()->set_intval(1); }));
   ASSERT_TRUE(c->Sync("default/web-pdb").ok());
   auto stored = std::make_shared<policyv1::PodDisruptionBudget>(
       static_cast<const policyv1::PodDisruptionBudget&>(

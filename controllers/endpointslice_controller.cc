@@ -27,9 +27,10 @@ struct Group {
   std::map<std::string, discoveryv1::Endpoint> endpoints;
 };
 
-std::string GroupKey(const std::string& address_type,
-                     const google::protobuf::RepeatedPtrField<
-                         discoveryv1::EndpointPort>& ports) {
+std::string GroupKey(
+    const std::string& address_type,
+    const google::protobuf::RepeatedPtrField<discoveryv1::EndpointPort>&
+        ports) {
   std::string key = address_type + "\n";
   for (const auto& p : ports) key += DeterministicBytes(p) + "\n";
   return key;
@@ -230,9 +231,9 @@ bool EndpointSliceController::CacheHasCaughtUp(const std::string& service_key) {
   return false;
 }
 
-void EndpointSliceController::Remember(const std::string& service_key,
-                                       const std::string& slice,
-                                       std::optional<std::string> resource_version) {
+void EndpointSliceController::Remember(
+    const std::string& service_key, const std::string& slice,
+    std::optional<std::string> resource_version) {
   MutexLock l(&mu_);
   written_[service_key][slice] = std::move(resource_version);
 }
@@ -240,8 +241,10 @@ void EndpointSliceController::Remember(const std::string& service_key,
 Status EndpointSliceController::Sync(const std::string& key) {
   const auto [ns, name] = informer::SplitObjectKey(key);
   if (!CacheHasCaughtUp(key)) {
-    return UnavailableError("endpointslice cache is behind this controller's "
-                            "writes for service " + key);
+    return UnavailableError(
+        "endpointslice cache is behind this controller's "
+        "writes for service " +
+        key);
   }
   StatusOr<std::vector<informer::ObjectPtr>> in_ns =
       options_.slices->ByIndex(informer::kNamespaceIndex, ns);
@@ -352,11 +355,10 @@ Status EndpointSliceController::Sync(const std::string& key) {
       to_create.push_back(std::move(slice));
     }
     // Slices left empty go, unless one must stay as the placeholder.
-    const bool placeholder = g.ports.empty() && g.endpoints.empty() &&
-                             std::all_of(slices.begin(), slices.end(),
-                                         [](const auto& s) {
-                                           return s.endpoints().empty();
-                                         });
+    const bool placeholder =
+        g.ports.empty() && g.endpoints.empty() &&
+        std::all_of(slices.begin(), slices.end(),
+                    [](const auto& s) { return s.endpoints().empty(); });
     bool kept_placeholder = false;
     std::vector<discoveryv1::EndpointSlice> survivors;
     for (auto& slice : slices) {
@@ -399,7 +401,8 @@ Status EndpointSliceController::Sync(const std::string& key) {
   }
   for (auto& [k, slices] : next) {
     for (auto& slice : slices) {
-      const discoveryv1::EndpointSlice& was = *current.at(slice.metadata().name());
+      const discoveryv1::EndpointSlice& was =
+          *current.at(slice.metadata().name());
       *slice.mutable_metadata()->mutable_labels() = labels;
       bool owned = false;
       for (const auto& ref : slice.metadata().ownerreferences()) {

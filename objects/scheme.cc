@@ -195,8 +195,8 @@ void Scheme::RegisterBuiltins(Scheme* s) {
       s->AddKind("authentication.k8s.io/v1", "TokenRequest",
                  authenticationv1::TokenRequest::default_instance());
   // The body of pods/<name>/eviction (create only).
-  const KindInfo* eviction =
-      s->AddKind("policy/v1", "Eviction", policyv1::Eviction::default_instance());
+  const KindInfo* eviction = s->AddKind("policy/v1", "Eviction",
+                                        policyv1::Eviction::default_instance());
 
   struct Spec {
     const char* api_version;

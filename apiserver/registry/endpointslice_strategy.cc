@@ -53,7 +53,8 @@ FieldErrors ValidateFQDN(std::string name, const Path& p) {
   std::vector<std::string> labels = StrSplit(name, '.');
   if (labels.size() < 2) {
     return {InvalidString(
-        p, name, "should be a domain with at least two segments separated by dots")};
+        p, name,
+        "should be a domain with at least two segments separated by dots")};
   }
   for (const std::string& label : labels) {
     msgs = machinery::IsDNS1123Label(label);
@@ -62,8 +63,8 @@ FieldErrors ValidateFQDN(std::string name, const Path& p) {
   return {};
 }
 
-FieldErrors ValidateAddress(const std::string& address,
-                            const std::string& type, const Path& p) {
+FieldErrors ValidateAddress(const std::string& address, const std::string& type,
+                            const Path& p) {
   // Unknown types fall through unchecked (the type itself is refused).
   if (type == "IPv4") {
     if (!validation::IsIPv4(address)) {
@@ -88,7 +89,8 @@ FieldErrors ValidateEndpoint(const Endpoint& endpoint,
   if (endpoint.addresses().empty()) {
     errs.push_back(Required(addresses, "must contain at least 1 address"));
   } else if (endpoint.addresses_size() > kMaxAddresses) {
-    errs.push_back(TooMany(addresses, endpoint.addresses_size(), kMaxAddresses));
+    errs.push_back(
+        TooMany(addresses, endpoint.addresses_size(), kMaxAddresses));
   }
   for (int i = 0; i < endpoint.addresses_size(); ++i) {
     Append(&errs, ValidateAddress(endpoint.addresses(i), address_type,
@@ -105,8 +107,8 @@ FieldErrors ValidateEndpoint(const Endpoint& endpoint,
     errs.push_back(TooMany(topology, endpoint.deprecatedtopology_size(),
                            kMaxTopologyLabels));
   }
-  Append(&errs, validation::ValidateLabels(endpoint.deprecatedtopology(),
-                                           topology));
+  Append(&errs,
+         validation::ValidateLabels(endpoint.deprecatedtopology(), topology));
   if (endpoint.has_hostname()) {
     Append(&errs, validation::ValidateDNS1123Label(endpoint.hostname(),
                                                    p.Child("hostname")));
@@ -144,8 +146,8 @@ FieldErrors ValidatePorts(const EndpointSlice& slice) {
     const EndpointPort& port = slice.ports(i);
     const Path idx = ports.Index(i);
     if (!port.name().empty()) {
-      Append(&errs, validation::ValidateDNS1123Label(port.name(),
-                                                     idx.Child("name")));
+      Append(&errs,
+             validation::ValidateDNS1123Label(port.name(), idx.Child("name")));
     }
     if (!names.insert(port.name()).second) {
       errs.push_back(Duplicate(idx.Child("name"), GoQuote(port.name())));

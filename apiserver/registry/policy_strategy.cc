@@ -72,8 +72,8 @@ FieldErrors ValidateSpec(const PodDisruptionBudgetSpec& spec) {
 FieldErrors ValidateStatus(const PodDisruptionBudgetStatus& status) {
   const Path p("status");
   FieldErrors errs;
-  Append(&errs, validation::ValidateNonnegative(
-                    status.disruptionsallowed(), p.Child("disruptionsAllowed")));
+  Append(&errs, validation::ValidateNonnegative(status.disruptionsallowed(),
+                                                p.Child("disruptionsAllowed")));
   Append(&errs, validation::ValidateNonnegative(status.currenthealthy(),
                                                 p.Child("currentHealthy")));
   Append(&errs, validation::ValidateNonnegative(status.desiredhealthy(),

@@ -1082,7 +1082,8 @@ namespace {
 std::string ListWithMore(const std::vector<std::string>& shown, size_t count,
                          size_t max) {
   std::string out = StrJoin(shown, ",");
-  if (count > max) return out + " + " + std::to_string(count - max) + " more...";
+  if (count > max)
+    return out + " + " + std::to_string(count - max) + " more...";
   return out.empty() ? "<unset>" : out;
 }
 

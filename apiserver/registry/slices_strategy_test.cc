@@ -14,11 +14,11 @@ using objects::discoveryv1::EndpointSlice;
 using objects::policyv1::PodDisruptionBudget;
 using testing::At;
 using testing::Decode;
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
 using testing::kCreated;
 using testing::StrategyOf;
 using testing::Texts;
-using ::testing::ElementsAre;
-using ::testing::IsEmpty;
 
 std::vector<std::string> Cells(const std::vector<TableCell>& row) {
   std::vector<std::string> out;
@@ -31,7 +31,9 @@ std::vector<std::string> Cells(const std::vector<TableCell>& row) {
 const Strategy& Slices() {
   return StrategyOf("discovery.k8s.io", "endpointslices");
 }
-const Strategy& Budgets() { return StrategyOf("policy", "poddisruptionbudgets"); }
+const Strategy& Budgets() {
+  return StrategyOf("policy", "poddisruptionbudgets");
+}
 
 constexpr char kSlice[] = R"({"metadata":{"name":"web-abc12",
   "namespace":"default","creationTimestamp":"2026-11-29T08:37:42Z",
@@ -135,15 +137,15 @@ TEST(EndpointSliceStrategyTest, PrintsLikeKubectl) {
   EXPECT_EQ(Slices().Columns().size(), 5u);
   EXPECT_EQ(Slices().Columns()[1].name, "AddressType");
   EndpointSlice slice = CreatedSlice();
-  EXPECT_THAT(Cells(Slices().Row(slice, At(kCreated + 90))),
-              ElementsAre("web-abc12", "IPv4", "8080",
-                          "10.244.0.5,10.244.0.6", "90s"));
+  EXPECT_THAT(
+      Cells(Slices().Row(slice, At(kCreated + 90))),
+      ElementsAre("web-abc12", "IPv4", "8080", "10.244.0.5,10.244.0.6", "90s"));
   for (int i = 0; i < 3; ++i) *slice.add_endpoints() = slice.endpoints(0);
   slice.mutable_ports(0)->clear_port();
-  EXPECT_THAT(Cells(Slices().Row(slice, At(kCreated + 90))),
-              ElementsAre("web-abc12", "IPv4", "http",
-                          "10.244.0.5,10.244.0.6,10.244.0.5 + 2 more...",
-                          "90s"));
+  EXPECT_THAT(
+      Cells(Slices().Row(slice, At(kCreated + 90))),
+      ElementsAre("web-abc12", "IPv4", "http",
+                  "10.244.0.5,10.244.0.6,10.244.0.5 + 2 more...", "90s"));
   slice.clear_endpoints();
   slice.clear_ports();
   EXPECT_THAT(Cells(Slices().Row(slice, At(kCreated + 90))),

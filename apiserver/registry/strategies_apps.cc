@@ -34,11 +34,11 @@ using validation::GoLabelSelector;
 using validation::Invalid;
 using validation::InvalidInt;
 using validation::IsNotMoreThan100Percent;
-using validation::PercentValue;
-using validation::ValidatePositiveIntOrPercent;
 using validation::NameRule;
 using validation::Path;
+using validation::PercentValue;
 using validation::Required;
+using validation::ValidatePositiveIntOrPercent;
 
 // --- int-or-percent (pkg/apis/apps/validation) ---
 

@@ -794,7 +794,8 @@ std::optional<int64_t> PercentValue(const objects::intstr::IntOrString& v) {
   return ParseInt64(v.strval().substr(0, v.strval().size() - 1));
 }
 
-FieldErrors ValidatePositiveIntOrPercent(const objects::intstr::IntOrString& v, const Path& p) {
+FieldErrors ValidatePositiveIntOrPercent(const objects::intstr::IntOrString& v,
+                                         const Path& p) {
   FieldErrors errs;
   if (v.type() == 1) {
     for (auto& m : IsValidPercent(v.strval())) {
@@ -806,7 +807,8 @@ FieldErrors ValidatePositiveIntOrPercent(const objects::intstr::IntOrString& v, 
   return errs;
 }
 
-FieldErrors IsNotMoreThan100Percent(const objects::intstr::IntOrString& v, const Path& p) {
+FieldErrors IsNotMoreThan100Percent(const objects::intstr::IntOrString& v,
+                                    const Path& p) {
   auto pct = PercentValue(v);
   if (!pct || *pct <= 100) return {};
   return {Invalid(p, GoIntOrString(v), "must not be greater than 100%")};

@@ -303,9 +303,9 @@ TEST_F(WorkloadsTest, EndpointSlicesBudgetsAndDrain) {
   MustKubectl({"wait", "endpointslice", "-l", "kubernetes.io/service-name=web",
                "--for=jsonpath={.endpoints[1].conditions.ready}=true",
                "--timeout=60s"});
-  std::string ips = MustKubectl(
-      {"get", "pods", "-l", "app=web", "-o",
-       "jsonpath={range .items[*]}{.status.podIP}{\"\\n\"}{end}"});
+  std::string ips =
+      MustKubectl({"get", "pods", "-l", "app=web", "-o",
+                   "jsonpath={range .items[*]}{.status.podIP}{\"\\n\"}{end}"});
   std::string slices = MustKubectl(
       {"get", "endpointslices", "-l", "kubernetes.io/service-name=web"});
   EXPECT_NE(slices.find("ADDRESSTYPE"), std::string::npos) << slices;
@@ -336,9 +336,9 @@ TEST_F(WorkloadsTest, EndpointSlicesBudgetsAndDrain) {
   std::string header, row_name, min_available, max_unavailable, allowed;
   std::getline(pdb_rows, header);
   pdb_rows >> row_name >> min_available >> max_unavailable >> allowed;
-  EXPECT_EQ(row_name + " " + min_available + " " + max_unavailable + " " +
-                allowed,
-            "web 2 N/A 0")
+  EXPECT_EQ(
+      row_name + " " + min_available + " " + max_unavailable + " " + allowed,
+      "web 2 N/A 0")
       << pdbs;
 
   // Drain the node of one of the pods: refused by the budget until the

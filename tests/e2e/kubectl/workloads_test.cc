@@ -295,9 +295,11 @@ TEST_F(WorkloadsTest, EndpointSlicesBudgetsAndDrain) {
                "--timeout=60s"});
   MustKubectl({"create", "deployment", "web", "--image=nginx", "--replicas=2",
                "--port=8080"});
+  MustKubectl({"rollout", "status", "deployment/web", "--timeout=120s"});
+  // Exposed once the pods are Ready, so that the first slice already lists
+  // them (no placeholder to be replaced while kubectl waits on it).
   MustKubectl(
       {"expose", "deployment", "web", "--port=80", "--target-port=8080"});
-  MustKubectl({"rollout", "status", "deployment/web", "--timeout=120s"});
 
   // The EndpointSlice controller lists both pods, ready, with their port.
   MustKubectl({"wait", "endpointslice", "-l", "kubernetes.io/service-name=web",

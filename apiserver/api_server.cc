@@ -22,6 +22,7 @@
 #include "apiserver/discovery.h"
 #include "apiserver/encoding.h"
 #include "apiserver/errors.h"
+#include "apiserver/eviction.h"
 #include "apiserver/negotiation.h"
 #include "apiserver/object_history.h"
 #include "apiserver/openapi_handler.h"
@@ -39,6 +40,7 @@
 #include "base/mutex.h"
 #include "base/strings.h"
 #include "net/http_server.h"
+#include "objects/discovery_types.h"
 #include "objects/endpoints_types.h"
 #include "objects/machinery/fields.h"
 #include "objects/meta.h"
@@ -227,6 +229,7 @@ struct ApiServer::Impl {
   std::unique_ptr<StorageHealth> storage_health;
   // serviceaccounts/<name>/token and the ServiceAccount authenticator.
   std::unique_ptr<ServiceAccountTokens> service_account_tokens;
+  std::unique_ptr<Evictions> evictions;
   // Services' ClusterIPs and NodePorts (the services ResourceStore's
   // allocator).
   std::unique_ptr<ServiceAllocator> service_allocator;
@@ -323,6 +326,7 @@ struct ApiServer::Impl {
   // our port) and its Endpoints (our address), as kube's
   // controlplane/reconcilers do at start.
   Status ReconcileKubernetesService(const std::string& host, int port);
+  Status ReconcileKubernetesEndpointSlice(const std::string& host, int port);
   std::optional<ApiError> CheckNamespace(const objects::ResourceInfo& r,
                                          std::string_view name,
                                          std::string_view ns);
@@ -358,6 +362,7 @@ struct ApiServer::Impl {
   void DeleteCollection(Call& c);
   void Bind(Call& c);
   void CreateToken(Call& c);
+  void Evict(Call& c);
   Status SetUpServiceAccountTokens();
 
   ApiResult<MutableObject> DecodeObject(Call& c, const objects::KindInfo& kind,
@@ -611,6 +616,47 @@ Status ApiServer::Impl::ReconcileKubernetesService(const std::string& host,
           objects::SetTime(meta->mutable_creationtimestamp(),
                            opts.clock->WallNow());
         }
+        return next;
+      },
+      /*create_if_missing=*/true);
+  RETURN_IF_ERROR(r.status());
+  return ReconcileKubernetesEndpointSlice(host, port);
+}
+
+// kube's EndpointsAdapter (pkg/controlplane/reconcilers): the slice
+// "kubernetes" mirrors the Endpoints, labelled with the Service's name only
+// (no managed-by: the EndpointSlice controller leaves it alone). Written to
+// the store directly for the same loopback reason.
+Status ApiServer::Impl::ReconcileKubernetesEndpointSlice(
+    const std::string& host, int port) {
+  Backend* slices = by_key.at("discovery.k8s.io/v1/endpointslices");
+  objects::discoveryv1::EndpointSlice want;
+  want.set_addresstype(host.find(':') != std::string::npos ? "IPv6" : "IPv4");
+  auto* endpoint = want.add_endpoints();
+  endpoint->add_addresses(host);
+  endpoint->mutable_conditions()->set_ready(true);
+  auto* slice_port = want.add_ports();
+  slice_port->set_name("https");
+  slice_port->set_protocol("TCP");
+  slice_port->set_port(port);
+  StatusOr<ObjectPtr> r = slices->store->GuaranteedUpdate(
+      "default", "kubernetes", Preconditions{},
+      [&](const google::protobuf::Message* cur) -> StatusOr<MutableObject> {
+        auto next = std::make_unique<objects::discoveryv1::EndpointSlice>(want);
+        auto* meta = next->mutable_metadata();
+        if (cur != nullptr) {
+          *meta = dynamic_cast<const objects::discoveryv1::EndpointSlice&>(*cur)
+                      .metadata();
+          meta->clear_resourceversion();
+        } else {
+          meta->set_name("kubernetes");
+          meta->set_namespace_("default");
+          meta->set_generation(1);
+          meta->set_uid(slices->rest->NewUid());
+          objects::SetTime(meta->mutable_creationtimestamp(),
+                           opts.clock->WallNow());
+        }
+        (*meta->mutable_labels())["kubernetes.io/service-name"] = "kubernetes";
         return next;
       },
       /*create_if_missing=*/true);
@@ -1650,6 +1696,8 @@ void ApiServer::Impl::Process(const std::shared_ptr<Call>& c) {
   } else if (verb == "create") {
     if (c->sub != nullptr && c->sub->name == "token") {
       CreateToken(*c);
+    } else if (c->sub != nullptr && c->sub->name == "eviction") {
+      Evict(*c);
     } else if (c->sub != nullptr || c->resource->resource == "bindings") {
       Bind(*c);
     } else {
@@ -2064,6 +2112,26 @@ void ApiServer::Impl::CreateToken(Call& c) {
   if (IsError(r)) return ReplyError(c, std::get<ApiError>(r));
   Reply(c, 201, c.neg.ContentType(),
         RenderObject(Render(c), *std::get<TokenRequestPtr>(r)), warnings);
+}
+
+void ApiServer::Impl::Evict(Call& c) {
+  ApiResult<WriteParams> p = ParseWriteParams(c.req(), false);
+  if (IsError(p)) return ReplyError(c, std::get<ApiError>(p));
+  std::vector<std::string> warnings;
+  ApiResult<MutableObject> obj = DecodeObject(
+      c, *c.sub->kind, std::get<WriteParams>(p).field_validation, &warnings);
+  if (IsError(obj)) return ReplyError(c, std::get<ApiError>(obj));
+  const google::protobuf::Message& decoded = *std::get<MutableObject>(obj);
+  CHECK(decoded.GetDescriptor() == objects::policyv1::Eviction::descriptor());
+  ApiResult<objects::metav1::Status> r =
+      evictions->Evict(c.info.ns, c.info.name,
+                       static_cast<const objects::policyv1::Eviction&>(decoded),
+                       std::get<WriteParams>(p).dry_run);
+  if (IsError(r)) return ReplyError(c, std::get<ApiError>(r));
+  // kube answers the created Status (201).
+  Reply(c, 201, c.neg.ContentType(),
+        RenderObject(Render(c), std::get<objects::metav1::Status>(r)),
+        warnings);
 }
 
 Status ApiServer::Impl::SetUpServiceAccountTokens() {
@@ -2492,6 +2560,11 @@ Status ApiServer::Start() {
                                          m.opts.service_node_port_range));
   m.BuildBackends();
   RETURN_IF_ERROR(m.SetUpServiceAccountTokens());
+  m.evictions = std::make_unique<Evictions>(EvictionOptions{
+      .pods = m.pods->rest.get(),
+      .pdbs = m.by_key.at("policy/v1/poddisruptionbudgets")->rest.get(),
+      .clock = m.opts.clock,
+      .before_budget_write = m.opts.eviction_budget_write_hook});
   // ServiceAccount tokens after the token file (kube's order); the chain
   // borrows the authenticator, which the Impl owns.
   if (m.service_account_tokens != nullptr &&

@@ -167,6 +167,10 @@ struct ApiServerOptions {
   // talks to (KV::MemberStatus).
   StoreStatusProvider store_status;
 
+  // Tests only: pods/eviction calls this with a budget's name between
+  // reading it and writing its decremented status (apiserver/eviction.h).
+  std::function<void(std::string_view pdb)> eviction_budget_write_hook;
+
   // Events are stored with a lease of this TTL.
   Duration event_ttl = hours(1);
   // Watches without timeoutSeconds end after a random time in

@@ -272,8 +272,9 @@ TEST(DiscoveryTest, Documents) {
   }
   EXPECT_TRUE(scale);
   doc.Parse(d.ApiGroupList().c_str());
-  // apps, batch, coordination.k8s.io, rbac.authorization.k8s.io
-  EXPECT_EQ(doc["groups"].Size(), 4u);
+  // apps, batch, coordination.k8s.io, discovery.k8s.io, policy,
+  // rbac.authorization.k8s.io
+  EXPECT_EQ(doc["groups"].Size(), 6u);
   EXPECT_EQ(d.ResourceList("apps", "v2"), nullptr);
   doc.Parse(d.Version().c_str());
   EXPECT_STREQ(doc["minor"].GetString(), "32");

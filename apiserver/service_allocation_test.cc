@@ -1,8 +1,9 @@
 // Services' ClusterIPs and NodePorts (apiserver/service_allocation.h,
 // apiserver/range_allocator.h): the persisted bitmaps under concurrency,
 // kube's 422s over HTTP, freeing on delete, on type changes and on failed
-// creates, the `kubernetes` Service and Endpoints, and no double allocation
-// across an apiserver restart or between two apiservers on one store.
+// creates, the `kubernetes` Service, Endpoints and EndpointSlice, and no double
+// allocation across an apiserver restart or between two apiservers on one
+// store.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -101,6 +102,18 @@ TEST(ServiceAllocationTest, ClusterIPs) {
   EXPECT_EQ(
       std::string((*ke.At({"subsets"}))[0]["addresses"][0]["ip"].GetString()),
       "127.0.0.1");
+  // And the EndpointSlice kube's endpoints adapter writes beside them.
+  Response ks = server.Get(
+      "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices/"
+      "kubernetes");
+  ASSERT_EQ(ks.code, 200) << ks.body;
+  EXPECT_EQ(ks.Str({"addressType"}), "IPv4");
+  EXPECT_EQ(ks.Str({"metadata", "labels", "kubernetes.io/service-name"}),
+            "kubernetes");
+  EXPECT_EQ(std::string((*ks.At({"endpoints"}))[0]["addresses"][0].GetString()),
+            "127.0.0.1");
+  EXPECT_TRUE((*ks.At({"endpoints"}))[0]["conditions"]["ready"].GetBool());
+  EXPECT_EQ((*ks.At({"ports"}))[0]["port"].GetInt(), server.port());
 
   Response a = server.Post(kServices, ServiceJson("a", ""));
   ASSERT_EQ(a.code, 201) << a.body;

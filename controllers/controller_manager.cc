@@ -21,6 +21,8 @@
 #include "controllers/replicaset_controller.h"
 #include "controllers/scheduler.h"
 #include "controllers/endpoints_controller.h"
+#include "controllers/disruption_controller.h"
+#include "controllers/endpointslice_controller.h"
 #include "controllers/root_ca_publisher.h"
 #include "controllers/serviceaccounts_controller.h"
 #include "controllers/statefulset_controller.h"
@@ -76,7 +78,8 @@ class ControllerManager::Impl {
           "namespace",   "podgc",         "serviceaccount",
           "statefulset", "daemonset",     "job",
           "ttlafterfinished", "cronjob",  "endpoint",
-          "root-ca-cert-publisher", "clusterrole-aggregation"};
+          "root-ca-cert-publisher", "clusterrole-aggregation",
+          "endpointslice", "disruption"};
       if (std::find(kKnown.begin(), kKnown.end(), c) == kKnown.end()) {
         return InvalidArgumentError("unknown controller \"" + c + "\"");
       }
@@ -358,6 +361,38 @@ class ControllerManager::Impl {
                                      .clock = clock_,
                                      .metrics = metrics_});
       c->RegisterHandlers(services, pods, endpoints);
+      run->controllers.push_back(std::move(c));
+    }
+    if (Wanted("endpointslice")) {
+      informer::SharedIndexInformer* services =
+          f.InformerFor<corev1::Service>();
+      informer::SharedIndexInformer* slices =
+          f.InformerFor<discoveryv1::EndpointSlice>();
+      auto c = std::make_unique<EndpointSliceController>(
+          EndpointSliceControllerOptions{.api = api,
+                                         .services = &services->GetIndexer(),
+                                         .pods = &pods->GetIndexer(),
+                                         .slices = &slices->GetIndexer(),
+                                         .clock = clock_,
+                                         .metrics = metrics_});
+      c->RegisterHandlers(services, pods, slices);
+      run->controllers.push_back(std::move(c));
+    }
+    if (Wanted("disruption")) {
+      informer::SharedIndexInformer* pdbs =
+          f.InformerFor<policyv1::PodDisruptionBudget>();
+      informer::SharedIndexInformer* sets =
+          f.InformerFor<appsv1::StatefulSet>();
+      auto c = std::make_unique<DisruptionController>(
+          DisruptionControllerOptions{.api = api,
+                                      .pdbs = &pdbs->GetIndexer(),
+                                      .pods = &pods->GetIndexer(),
+                                      .replicasets = &rss->GetIndexer(),
+                                      .deployments = &deps->GetIndexer(),
+                                      .statefulsets = &sets->GetIndexer(),
+                                      .clock = clock_,
+                                      .metrics = metrics_});
+      c->RegisterHandlers(pdbs, pods);
       run->controllers.push_back(std::move(c));
     }
     if (Wanted("root-ca-cert-publisher") && !options_.root_ca_pem.empty()) {

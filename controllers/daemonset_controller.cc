@@ -128,16 +128,6 @@ bool SameLabels(const corev1::Node& a, const corev1::Node& b) {
   return true;
 }
 
-// intstr.GetScaledValueFromIntOrPercent with round up.
-int64_t ScaledValue(const objects::intstr::IntOrString& v, int64_t total) {
-  if (v.type() != 1) return v.intval();
-  std::string s = v.strval();
-  if (!s.empty() && s.back() == '%') s.pop_back();
-  int64_t pct = ParseInt64(s).value_or(0);
-  return static_cast<int64_t>(
-      std::ceil(static_cast<double>(pct) * static_cast<double>(total) / 100.0));
-}
-
 }  // namespace
 
 const objects::ResourceInfo& DaemonSetsResource() {
@@ -338,7 +328,8 @@ Status DaemonSetController::Sync(const std::string& key) {
     // At least 1: a set validated with maxSurge > 0 has maxUnavailable 0,
     // and rolls here as maxSurge 0 with maxUnavailable 1.
     int64_t max_unavailable = std::max<int64_t>(
-        1, ScaledValue(strategy.rollingupdate().maxunavailable(), desired));
+        1, ScaledValueFromIntOrPercent(
+               strategy.rollingupdate().maxunavailable(), desired, true));
     int64_t unavailable = 0;
     for (const auto& [node, p] : running) {
       if (p == nullptr || !IsPodAvailable(*p, min_ready, now)) ++unavailable;

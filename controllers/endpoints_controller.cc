@@ -27,9 +27,9 @@ const objects::ResourceInfo& EndpointsResource() {
 
 std::string ProtocolOr(const std::string& p) { return p.empty() ? "TCP" : p; }
 
-// kube's podutil.FindPort: a number as is, a name through the pod's
-// container ports of the same protocol; 0 when the pod does not serve it.
-int32_t FindPort(const corev1::Pod& pod, const corev1::ServicePort& sp) {
+}  // namespace
+
+int32_t FindServicePort(const corev1::Pod& pod, const corev1::ServicePort& sp) {
   const auto& target = sp.targetport();
   if (target.type() == 0) {
     return target.intval() != 0 ? target.intval() : sp.port();
@@ -48,7 +48,6 @@ int32_t FindPort(const corev1::Pod& pod, const corev1::ServicePort& sp) {
   return 0;
 }
 
-// kube's ShouldPodBeInEndpoints.
 bool ShouldPodBeInEndpoints(const corev1::Pod& pod, bool include_terminating) {
   const std::string& phase = pod.status().phase();
   if (phase == "Succeeded" || phase == "Failed") return false;
@@ -59,13 +58,30 @@ bool ShouldPodBeInEndpoints(const corev1::Pod& pod, bool include_terminating) {
   return true;
 }
 
-bool SelectedBy(const corev1::Service& svc, const corev1::Pod& pod) {
+bool ServiceSelectsPod(const corev1::Service& svc, const corev1::Pod& pod) {
   if (svc.spec().selector().empty()) return false;
   return machinery::LabelSelector::FromSet(LabelMap(svc.spec().selector()))
       .Matches(LabelMap(pod.metadata().labels()));
 }
 
-}  // namespace
+std::vector<std::string> ServicesSelecting(const informer::Indexer& services,
+                                           const corev1::Pod& pod) {
+  std::vector<std::string> keys;
+  StatusOr<std::vector<informer::ObjectPtr>> in_ns =
+      services.ByIndex(informer::kNamespaceIndex, pod.metadata().namespace_());
+  if (!in_ns.ok()) return keys;
+  for (const informer::ObjectPtr& obj : *in_ns) {
+    const auto& svc = static_cast<const corev1::Service&>(*obj);
+    if (ServiceSelectsPod(svc, pod)) keys.push_back(informer::ObjectKey(svc));
+  }
+  return keys;
+}
+
+bool ShouldSetHostname(const corev1::Pod& pod, const corev1::Service& svc) {
+  return !pod.spec().hostname().empty() &&
+         pod.spec().subdomain() == svc.metadata().name() &&
+         pod.metadata().namespace_() == svc.metadata().namespace_();
+}
 
 corev1::Endpoints DesiredEndpoints(
     const corev1::Service& service,
@@ -80,7 +96,7 @@ corev1::Endpoints DesiredEndpoints(
   for (const informer::ObjectPtr& obj : pods) {
     const auto& pod = static_cast<const corev1::Pod&>(*obj);
     if (pod.metadata().namespace_() != service.metadata().namespace_() ||
-        !SelectedBy(service, pod) ||
+        !ServiceSelectsPod(service, pod) ||
         !ShouldPodBeInEndpoints(pod, publish_not_ready)) {
       continue;
     }
@@ -89,8 +105,7 @@ corev1::Endpoints DesiredEndpoints(
     if (!pod.spec().nodename().empty()) {
       address.set_nodename(pod.spec().nodename());
     }
-    if (!pod.spec().hostname().empty() &&
-        pod.spec().subdomain() == service.metadata().name()) {
+    if (ShouldSetHostname(pod, service)) {
       address.set_hostname(pod.spec().hostname());
     }
     corev1::ObjectReference* ref = address.mutable_targetref();
@@ -100,7 +115,7 @@ corev1::Endpoints DesiredEndpoints(
     ref->set_uid(pod.metadata().uid());
     std::vector<corev1::EndpointPort> ports;
     for (const auto& sp : service.spec().ports()) {
-      const int32_t port = FindPort(pod, sp);
+      const int32_t port = FindServicePort(pod, sp);
       if (port == 0) continue;
       corev1::EndpointPort ep;
       ep.set_name(sp.name());
@@ -164,25 +179,21 @@ EndpointsController::EndpointsController(EndpointsControllerOptions options)
         options_.pods != nullptr && options_.endpoints != nullptr);
 }
 
-void EndpointsController::EnqueueServicesOf(const corev1::Pod& pod) {
-  StatusOr<std::vector<informer::ObjectPtr>> services =
-      options_.services->ByIndex(informer::kNamespaceIndex,
-                                 pod.metadata().namespace_());
-  if (!services.ok()) return;
-  for (const informer::ObjectPtr& obj : *services) {
-    const auto& svc = static_cast<const corev1::Service&>(*obj);
-    if (SelectedBy(svc, pod)) Enqueue(informer::ObjectKey(svc));
-  }
-}
-
 void EndpointsController::RegisterHandlers(
     informer::SharedIndexInformer* services,
     informer::SharedIndexInformer* pods,
     informer::SharedIndexInformer* endpoints) {
   OnObjectEvents(services, [this](const ObjectEvent& e) { Enqueue(e.Key()); });
   OnObjectEvents(pods, [this](const ObjectEvent& e) {
-    EnqueueServicesOf(e.As<corev1::Pod>());
-    if (e.old != nullptr) EnqueueServicesOf(e.OldAs<corev1::Pod>());
+    for (const std::string& key :
+         ServicesSelecting(*options_.services, e.As<corev1::Pod>())) {
+      Enqueue(key);
+    }
+    if (e.old == nullptr) return;
+    for (const std::string& key :
+         ServicesSelecting(*options_.services, e.OldAs<corev1::Pod>())) {
+      Enqueue(key);
+    }
   });
   OnObjectEvents(endpoints, [this](const ObjectEvent& e) {
     if (e.deleted() && options_.services->Get(e.Key()) != nullptr) {

@@ -37,6 +37,7 @@
 #define KPLANE_CONTROLLERS_ENDPOINTS_CONTROLLER_H_
 
 #include <string>
+#include <vector>
 
 #include "controllers/api_writer.h"
 #include "controllers/controller.h"
@@ -58,6 +59,24 @@ struct EndpointsControllerOptions {
   metrics::Registry* metrics = nullptr;
 };
 
+// What the Endpoints and EndpointSlice controllers share (kube's
+// pkg/controller/util/endpoint and podutil.FindPort):
+// The pod's port for a Service port: targetPort by number (the port itself
+// when unset), or by name through the pod's container ports of the same
+// protocol; 0 when the pod does not serve it.
+int32_t FindServicePort(const corev1::Pod& pod, const corev1::ServicePort& sp);
+// ShouldPodBeInEndpoints: has a podIP, not Succeeded/Failed, and not being
+// deleted unless `include_terminating`.
+bool ShouldPodBeInEndpoints(const corev1::Pod& pod, bool include_terminating);
+// The Service has a selector and it matches the pod's labels.
+bool ServiceSelectsPod(const corev1::Service& svc, const corev1::Pod& pod);
+// The keys of the Services of `pod`'s namespace in `services` that select
+// it (the pod handlers of both controllers).
+std::vector<std::string> ServicesSelecting(const informer::Indexer& services,
+                                           const corev1::Pod& pod);
+// ShouldSetHostname: spec.hostname set and spec.subdomain the Service's.
+bool ShouldSetHostname(const corev1::Pod& pod, const corev1::Service& svc);
+
 // The Endpoints `service` should have given `pods` (the pods of its
 // namespace; unselected ones are skipped): subsets and labels only, no
 // other metadata. Exposed for the tests and the EndpointSlice side.
@@ -74,9 +93,6 @@ class EndpointsController : public Controller {
   Status Sync(const std::string& key) override;
 
  private:
-  // Enqueues the Services of `pod`'s namespace that select it.
-  void EnqueueServicesOf(const corev1::Pod& pod);
-
   EndpointsControllerOptions options_;
 };
 

@@ -3,7 +3,10 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
+#include <cmath>
+
 #include "base/logging.h"
+#include "base/strings.h"
 #include "informer/rest_client.h"
 #include "objects/batch_types.h"
 #include "objects/meta.h"
@@ -192,6 +195,17 @@ WallTime AddSeconds(WallTime t, int64_t seconds) {
     return seconds > 0 ? WallTime::max() : WallTime::min();
   }
   return WallTime(WallTime::duration(sum));
+}
+
+int64_t ScaledValueFromIntOrPercent(const objects::intstr::IntOrString& v,
+                                    int64_t total, bool round_up) {
+  if (v.type() != 1) return v.intval();
+  std::string s = v.strval();
+  if (!s.empty() && s.back() == '%') s.pop_back();
+  const double scaled = static_cast<double>(ParseInt64(s).value_or(0)) *
+                        static_cast<double>(total) / 100.0;
+  return static_cast<int64_t>(round_up ? std::ceil(scaled)
+                                       : std::floor(scaled));
 }
 
 }  // namespace kplane::controllers

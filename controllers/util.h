@@ -74,6 +74,11 @@ inline constexpr char kControllerUidIndex[] = "controller-uid";
 std::vector<std::string> ControllerUidIndexFunc(
     const google::protobuf::Message& obj);
 
+// intstr.GetScaledValueFromIntOrPercent: an integer as is, "N%" of
+// `total` rounded up or down (a malformed percentage counts as 0%).
+int64_t ScaledValueFromIntOrPercent(const objects::intstr::IntOrString& v,
+                                    int64_t total, bool round_up);
+
 // The bytes of `m` with map fields in key order (for equality and hashes).
 std::string DeterministicBytes(const google::protobuf::Message& m);
 

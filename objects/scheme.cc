@@ -2,6 +2,7 @@
 
 #include "objects/apps_workloads_types.h"
 #include "objects/batch_types.h"
+#include "objects/discovery_types.h"
 #include "objects/endpoints_types.h"
 #include "objects/serviceaccount_types.h"
 #include "objects/types.h"
@@ -193,6 +194,9 @@ void Scheme::RegisterBuiltins(Scheme* s) {
   const KindInfo* token_request =
       s->AddKind("authentication.k8s.io/v1", "TokenRequest",
                  authenticationv1::TokenRequest::default_instance());
+  // The body of pods/<name>/eviction (create only).
+  const KindInfo* eviction = s->AddKind("policy/v1", "Eviction",
+                                        policyv1::Eviction::default_instance());
 
   struct Spec {
     const char* api_version;
@@ -401,6 +405,30 @@ void Scheme::RegisterBuiltins(Scheme* s) {
        {},
        false,
        false},
+      {"discovery.k8s.io/v1",
+       "endpointslices",
+       "endpointslice",
+       "EndpointSlice",
+       &discoveryv1::EndpointSlice::default_instance(),
+       "EndpointSliceList",
+       &discoveryv1::EndpointSliceList::default_instance(),
+       true,
+       {},
+       {},
+       false,
+       false},
+      {"policy/v1",
+       "poddisruptionbudgets",
+       "poddisruptionbudget",
+       "PodDisruptionBudget",
+       &policyv1::PodDisruptionBudget::default_instance(),
+       "PodDisruptionBudgetList",
+       &policyv1::PodDisruptionBudgetList::default_instance(),
+       true,
+       {"pdb"},
+       {},
+       true,
+       false},
       {"rbac.authorization.k8s.io/v1",
        "roles",
        "role",
@@ -470,6 +498,7 @@ void Scheme::RegisterBuiltins(Scheme* s) {
     }
     if (r->resource == "pods") {
       r->subresources.push_back({"binding", binding, {"create"}});
+      r->subresources.push_back({"eviction", eviction, {"create"}});
     }
     if (r->resource == "serviceaccounts") {
       r->subresources.push_back({"token", token_request, {"create"}});

@@ -10,6 +10,7 @@
 #include "objects/field_table.h"
 #include "objects/meta.h"
 #include "objects/batch_types.h"
+#include "objects/discovery_types.h"
 #include "objects/serviceaccount_types.h"
 #include "objects/types.h"
 #include "schemas/k8s/options.pb.h"
@@ -53,7 +54,7 @@ TEST(Scheme, CoreResources) {
     std::vector<std::string> subresources;
   };
   const Want wants[] = {
-      {"pods", "Pod", true, {"po"}, {"status", "binding"}},
+      {"pods", "Pod", true, {"po"}, {"status", "binding", "eviction"}},
       {"nodes", "Node", false, {"no"}, {"status"}},
       {"namespaces", "Namespace", false, {"ns"}, {"status", "finalize"}},
       {"configmaps", "ConfigMap", true, {"cm"}, {}},
@@ -164,8 +165,8 @@ TEST(Scheme, GroupVersionsInOrder) {
     gvs.push_back(gv.ApiVersion());
   }
   EXPECT_THAT(gvs, ElementsAre("v1", "apps/v1", "batch/v1",
-                               "coordination.k8s.io/v1",
-                               "rbac.authorization.k8s.io/v1"));
+                               "coordination.k8s.io/v1", "discovery.k8s.io/v1",
+                               "policy/v1", "rbac.authorization.k8s.io/v1"));
 }
 
 // Invariants the apiserver and the codec rely on, checked for every
@@ -216,6 +217,24 @@ TEST(Scheme, BatchJobs) {
   EXPECT_EQ(S().Resolve("cj"), cj);
 }
 
+TEST(Scheme, EndpointSlicesAndDisruptionBudgets) {
+  const ResourceInfo* slices =
+      S().FindResource("discovery.k8s.io", "v1", "endpointslices");
+  ASSERT_NE(slices, nullptr);
+  EXPECT_TRUE(slices->namespaced);
+  EXPECT_EQ(S().Resolve("endpointslice"), slices);
+  const ResourceInfo* pdbs =
+      S().FindResource("policy", "v1", "poddisruptionbudgets");
+  ASSERT_NE(pdbs, nullptr);
+  EXPECT_EQ(S().Resolve("pdb"), pdbs);
+  EXPECT_NE(pdbs->FindSubresource("status"), nullptr);
+  const SubresourceInfo* eviction =
+      S().FindResource("", "v1", "pods")->FindSubresource("eviction");
+  ASSERT_NE(eviction, nullptr);
+  EXPECT_EQ(eviction->kind->kind, "Eviction");
+  EXPECT_EQ(eviction->kind->gv.ApiVersion(), "policy/v1");
+}
+
 TEST(Scheme, EverySchemaMessageHasACodecTable) {
   const google::protobuf::FileDescriptor* files[] = {
       corev1::Pod::descriptor()->file(),
@@ -225,6 +244,8 @@ TEST(Scheme, EverySchemaMessageHasACodecTable) {
       autoscalingv1::Scale::descriptor()->file(),
       authenticationv1::TokenRequest::descriptor()->file(),
       batchv1::Job::descriptor()->file(),
+      discoveryv1::EndpointSlice::descriptor()->file(),
+      policyv1::PodDisruptionBudget::descriptor()->file(),
       corev1::Endpoints::descriptor()->file(),
       metav1::ObjectMeta::descriptor()->file(),
       runtimepb::Unknown::descriptor()->file(),

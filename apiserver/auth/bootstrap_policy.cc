@@ -176,6 +176,10 @@ std::vector<Role> BootstrapClusterRoles() {
        // hold itself (kube's "escalate" on clusterroles).
        Res({"escalate", "update", "patch"}, {"rbac.authorization.k8s.io"},
            {"clusterroles"}),
+       // The EndpointSlice controller's slices; the disruption
+       // controller's budget status.
+       Res({"create", "update"}, {"discovery.k8s.io"}, {"endpointslices"}),
+       Res({"update"}, {"policy"}, {"poddisruptionbudgets/status"}),
        Res({"delete", "deletecollection"}, {"*"}, {"*"}),
        Urls({"get"}, {"/healthz", "/api", "/api/*", "/apis", "/apis/*"})});
   add("system:kube-scheduler",

@@ -1076,4 +1076,89 @@ std::vector<TableCell> EndpointsRow(const objects::corev1::Endpoints& ep,
   return {S(ep.metadata().name()), S(endpoints), S(Age(ep.metadata(), now))};
 }
 
+namespace {
+
+// kube's listWithMoreString.
+std::string ListWithMore(const std::vector<std::string>& shown, size_t count,
+                         size_t max) {
+  std::string out = StrJoin(shown, ",");
+  if (count > max)
+    return out + " + " + std::to_string(count - max) + " more...";
+  return out.empty() ? "<unset>" : out;
+}
+
+}  // namespace
+
+std::vector<TableColumn> EndpointSliceColumns() {
+  return {NameColumn(),
+          Col("AddressType", "string",
+              "addressType specifies the type of address carried by this "
+              "EndpointSlice. All addresses in this slice must be the same "
+              "type. This field is immutable after creation. The following "
+              "address types are currently supported: * IPv4: Represents an "
+              "IPv4 Address. * IPv6: Represents an IPv6 Address. * FQDN: "
+              "Represents a Fully Qualified Domain Name."),
+          Col("Ports", "string",
+              "ports specifies the list of network ports exposed by each "
+              "endpoint in this slice. Each port must have a unique name. When "
+              "ports is empty, it indicates that there are no defined ports. "
+              "When a port is defined with a nil port value, it indicates "
+              "\"all ports\". Each slice may include a maximum of 100 ports."),
+          Col("Endpoints", "string",
+              "endpoints is a list of unique endpoints in this slice. Each "
+              "slice may include a maximum of 1000 endpoints."),
+          AgeColumn()};
+}
+
+std::vector<TableCell> EndpointSliceRow(
+    const objects::discoveryv1::EndpointSlice& slice, WallTime now) {
+  constexpr size_t kMax = 3;
+  std::vector<std::string> ports;
+  for (const auto& port : slice.ports()) {
+    if (ports.size() == kMax) break;
+    if (port.has_port()) {
+      ports.push_back(std::to_string(port.port()));
+    } else {
+      ports.push_back(port.has_name() ? port.name() : "*");
+    }
+  }
+  std::vector<std::string> addresses;
+  size_t address_count = 0;
+  for (const auto& endpoint : slice.endpoints()) {
+    for (const auto& address : endpoint.addresses()) {
+      if (addresses.size() < kMax) addresses.push_back(address);
+      ++address_count;
+    }
+  }
+  return {S(slice.metadata().name()), S(slice.addresstype()),
+          S(ListWithMore(ports, static_cast<size_t>(slice.ports_size()), kMax)),
+          S(ListWithMore(addresses, address_count, kMax)),
+          S(Age(slice.metadata(), now))};
+}
+
+std::vector<TableColumn> PodDisruptionBudgetColumns() {
+  return {NameColumn(),
+          Col("Min Available", "string",
+              "The minimum number of pods that must be available"),
+          Col("Max Unavailable", "string",
+              "The maximum number of pods that may be unavailable"),
+          Col("Allowed Disruptions", "integer",
+              "Calculated number of pods that may be disrupted at this time"),
+          AgeColumn()};
+}
+
+std::vector<TableCell> PodDisruptionBudgetRow(
+    const objects::policyv1::PodDisruptionBudget& pdb, WallTime now) {
+  // IntOrString.String().
+  auto text = [](bool set, const objects::intstr::IntOrString& v) {
+    if (!set) return std::string("N/A");
+    return v.type() == 1 ? v.strval() : std::to_string(v.intval());
+  };
+  return {S(pdb.metadata().name()),
+          S(text(pdb.spec().has_minavailable(), pdb.spec().minavailable())),
+          S(text(pdb.spec().has_maxunavailable(), pdb.spec().maxunavailable())),
+          TableCell::Int(pdb.status().disruptionsallowed()),
+          S(Age(pdb.metadata(), now))};
+}
+
 }  // namespace kplane::apiserver::printers

@@ -20,6 +20,7 @@
 
 #include "objects/apps_workloads_types.h"
 #include "objects/batch_types.h"
+#include "objects/discovery_types.h"
 #include "objects/endpoints_types.h"
 #include "objects/serviceaccount_types.h"
 #include "objects/types.h"
@@ -100,6 +101,20 @@ std::vector<TableCell> CronJobRow(const objects::batchv1::CronJob& cj,
 std::vector<TableColumn> LeaseColumns();
 std::vector<TableCell> LeaseRow(const objects::coordinationv1::Lease& l,
                                 WallTime now);
+
+// kube 1.32's printEndpointSlice: Name, AddressType, Ports (the first three
+// port numbers, a name for a port without number, "*" for neither),
+// Endpoints (the first three addresses), Age; "<unset>" for an empty list,
+// " + N more..." past three.
+std::vector<TableColumn> EndpointSliceColumns();
+std::vector<TableCell> EndpointSliceRow(
+    const objects::discoveryv1::EndpointSlice& slice, WallTime now);
+
+// kube 1.32's printPodDisruptionBudget: Name, Min Available and Max
+// Unavailable ("N/A" when unset), Allowed Disruptions, Age.
+std::vector<TableColumn> PodDisruptionBudgetColumns();
+std::vector<TableCell> PodDisruptionBudgetRow(
+    const objects::policyv1::PodDisruptionBudget& pdb, WallTime now);
 
 }  // namespace kplane::apiserver::printers
 

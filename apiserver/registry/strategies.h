@@ -145,6 +145,10 @@ std::unique_ptr<Strategy> NewDaemonSetStrategy(const objects::ResourceInfo* r);
 std::unique_ptr<Strategy> NewJobStrategy(const objects::ResourceInfo* r);
 std::unique_ptr<Strategy> NewCronJobStrategy(const objects::ResourceInfo* r);
 std::unique_ptr<Strategy> NewLeaseStrategy(const objects::ResourceInfo* r);
+std::unique_ptr<Strategy> NewEndpointSliceStrategy(
+    const objects::ResourceInfo* r);
+std::unique_ptr<Strategy> NewPodDisruptionBudgetStrategy(
+    const objects::ResourceInfo* r);
 // rbac.authorization.k8s.io/v1: roles, clusterroles and their bindings.
 std::unique_ptr<Strategy> NewRbacStrategy(const objects::ResourceInfo* r);
 

@@ -33,19 +33,14 @@ using validation::GoIntOrString;
 using validation::GoLabelSelector;
 using validation::Invalid;
 using validation::InvalidInt;
+using validation::IsNotMoreThan100Percent;
 using validation::NameRule;
 using validation::Path;
+using validation::PercentValue;
 using validation::Required;
+using validation::ValidatePositiveIntOrPercent;
 
 // --- int-or-percent (pkg/apis/apps/validation) ---
-
-// The percentage of a valid "N%" string.
-std::optional<int64_t> PercentValue(const IntOrString& v) {
-  if (v.type() != 1 || !validation::IsValidPercent(v.strval()).empty()) {
-    return std::nullopt;
-  }
-  return ParseInt64(v.strval().substr(0, v.strval().size() - 1));
-}
 
 // intstr.IntValue(): strings parse as integers (0 when they do not).
 int64_t IntValue(const IntOrString& v) {
@@ -56,24 +51,6 @@ int64_t IntValue(const IntOrString& v) {
 int64_t IntOrPercentValue(const IntOrString& v) {
   if (auto p = PercentValue(v)) return *p;
   return IntValue(v);
-}
-
-FieldErrors ValidatePositiveIntOrPercent(const IntOrString& v, const Path& p) {
-  FieldErrors errs;
-  if (v.type() == 1) {
-    for (auto& m : validation::IsValidPercent(v.strval())) {
-      errs.push_back(Invalid(p, GoIntOrString(v), m));
-    }
-  } else {
-    Append(&errs, validation::ValidateNonnegative(v.intval(), p));
-  }
-  return errs;
-}
-
-FieldErrors IsNotMoreThan100Percent(const IntOrString& v, const Path& p) {
-  auto pct = PercentValue(v);
-  if (!pct || *pct <= 100) return {};
-  return {Invalid(p, GoIntOrString(v), "must not be greater than 100%")};
 }
 
 std::string GoDeploymentStrategy(const objects::appsv1::DeploymentStrategy& s) {

@@ -176,6 +176,8 @@ Factory FactoryFor(const objects::ResourceInfo& r) {
           {{"batch", "jobs"}, &NewJobStrategy},
           {{"batch", "cronjobs"}, &NewCronJobStrategy},
           {{"coordination.k8s.io", "leases"}, &NewLeaseStrategy},
+          {{"discovery.k8s.io", "endpointslices"}, &NewEndpointSliceStrategy},
+          {{"policy", "poddisruptionbudgets"}, &NewPodDisruptionBudgetStrategy},
           {{"rbac.authorization.k8s.io", "roles"}, &NewRbacStrategy},
           {{"rbac.authorization.k8s.io", "clusterroles"}, &NewRbacStrategy},
           {{"rbac.authorization.k8s.io", "rolebindings"}, &NewRbacStrategy},

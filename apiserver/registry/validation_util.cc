@@ -4,6 +4,7 @@
 #include <google/protobuf/util/message_differencer.h>
 
 #include <algorithm>
+#include <cstring>
 #include <set>
 
 #include "base/strings.h"
@@ -781,6 +782,80 @@ machinery::Labels ToLabels(const StringMap& m) {
 bool Equal(const google::protobuf::Message& a,
            const google::protobuf::Message& b) {
   return google::protobuf::util::MessageDifferencer::Equivalent(a, b);
+}
+
+// --- int-or-percent (pkg/apis/apps/validation) ---
+
+// The percentage of a valid "N%" string.
+std::optional<int64_t> PercentValue(const objects::intstr::IntOrString& v) {
+  if (v.type() != 1 || !IsValidPercent(v.strval()).empty()) {
+    return std::nullopt;
+  }
+  return ParseInt64(v.strval().substr(0, v.strval().size() - 1));
+}
+
+FieldErrors ValidatePositiveIntOrPercent(const objects::intstr::IntOrString& v,
+                                         const Path& p) {
+  FieldErrors errs;
+  if (v.type() == 1) {
+    for (auto& m : IsValidPercent(v.strval())) {
+      errs.push_back(Invalid(p, GoIntOrString(v), m));
+    }
+  } else {
+    Append(&errs, ValidateNonnegative(v.intval(), p));
+  }
+  return errs;
+}
+
+FieldErrors IsNotMoreThan100Percent(const objects::intstr::IntOrString& v,
+                                    const Path& p) {
+  auto pct = PercentValue(v);
+  if (!pct || *pct <= 100) return {};
+  return {Invalid(p, GoIntOrString(v), "must not be greater than 100%")};
+}
+
+// kube's ValidateNonSpecialIP for an IP that parsed.
+FieldErrors ValidateNonSpecialIP(const std::string& ip, const Path& p) {
+  FieldErrors errs;
+  in_addr v4{};
+  in6_addr v6{};
+  bool unspecified = false, loopback = false, link_local = false,
+       link_local_multicast = false;
+  if (inet_pton(AF_INET, ip.c_str(), &v4) == 1) {
+    const uint32_t a = ntohl(v4.s_addr);
+    unspecified = a == 0;
+    loopback = (a >> 24) == 127;
+    link_local = (a >> 16) == ((169u << 8) | 254u);
+    link_local_multicast = (a >> 8) == (224u << 16);
+  } else if (inet_pton(AF_INET6, ip.c_str(), &v6) == 1) {
+    static const in6_addr kLoopback = IN6ADDR_LOOPBACK_INIT;
+    static const in6_addr kAny = IN6ADDR_ANY_INIT;
+    unspecified = memcmp(&v6, &kAny, sizeof v6) == 0;
+    loopback = memcmp(&v6, &kLoopback, sizeof v6) == 0;
+    link_local = v6.s6_addr[0] == 0xfe && (v6.s6_addr[1] & 0xc0) == 0x80;
+    link_local_multicast =
+        v6.s6_addr[0] == 0xff && (v6.s6_addr[1] & 0x0f) == 0x02;
+  } else {
+    return {InvalidString(p, ip, "must be a valid IP address")};
+  }
+  if (unspecified) {
+    errs.push_back(InvalidString(p, ip, "may not be unspecified (" + ip + ")"));
+  }
+  if (loopback) {
+    errs.push_back(InvalidString(
+        p, ip, "may not be in the loopback range (127.0.0.0/8, ::1/128)"));
+  }
+  if (link_local) {
+    errs.push_back(InvalidString(
+        p, ip,
+        "may not be in the link-local range (169.254.0.0/16, fe80::/10)"));
+  }
+  if (link_local_multicast) {
+    errs.push_back(InvalidString(p, ip,
+                                 "may not be in the link-local multicast "
+                                 "range (224.0.0.0/24, ff02::/10)"));
+  }
+  return errs;
 }
 
 }  // namespace kplane::apiserver::validation

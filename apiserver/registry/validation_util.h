@@ -154,6 +154,19 @@ FieldErrors ValidateLabelSelector(const objects::metav1::LabelSelector& s,
                                   const Path& p);
 FieldErrors ValidateValidIP(std::string_view ip, const Path& p);
 FieldErrors ValidateCIDR(std::string_view cidr, const Path& p);
+// kube's ValidateNonSpecialIP: not unspecified, loopback, link-local or
+// link-local multicast (an IP that does not parse is "must be a valid IP
+// address").
+FieldErrors ValidateNonSpecialIP(const std::string& ip, const Path& p);
+
+// --- int-or-percent (pkg/apis/apps/validation) ---
+// The percentage of a valid "N%" string, nullopt otherwise.
+std::optional<int64_t> PercentValue(const objects::intstr::IntOrString& v);
+// A valid percentage or a non-negative integer.
+FieldErrors ValidatePositiveIntOrPercent(const objects::intstr::IntOrString& v,
+                                         const Path& p);
+FieldErrors IsNotMoreThan100Percent(const objects::intstr::IntOrString& v,
+                                    const Path& p);
 
 // The name rules of ValidateObjectMeta (pkg/api/validation names.go).
 // `prefix` is true for generateName (a trailing '-' is allowed).

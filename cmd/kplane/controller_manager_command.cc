@@ -27,8 +27,8 @@ int RunControllerManagerCommand(const std::vector<std::string>& args) {
       "Runs kplane's controllers (replicaset, deployment, scheduler, "
       "nodelifecycle, garbagecollector, namespace, podgc, "
       "serviceaccount, statefulset, daemonset, job, ttlafterfinished, "
-      "cronjob, endpoint, clusterrole-aggregation, root-ca-cert-publisher) "
-      "against an API server.");
+      "cronjob, endpoint, clusterrole-aggregation, endpointslice, "
+      "disruption, root-ca-cert-publisher) against an API server.");
   ControllerManagerOptions o;
   std::string master;
   std::string kubeconfig;

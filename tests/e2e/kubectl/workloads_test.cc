@@ -9,7 +9,11 @@
 // time) shows web-1 created only after web-0 was Ready, a scale down
 // deleting web-2 before web-1, and an image change rolling web-2, then
 // web-1, then web-0. DaemonSet: one pod per node, `rollout status`, a node
-// that joins later gets its pod, an image change rolls.
+// that joins later gets its pod, an image change rolls. Disruption: a
+// Service's EndpointSlice lists its pods' addresses, `kubectl get pdb`
+// shows the budget, `kubectl drain` is refused by it (429 from
+// pods/eviction, retried until --timeout) and goes through once the budget
+// allows a disruption.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -284,6 +288,92 @@ TEST_F(WorkloadsTest, DaemonSetFollowsNodesAndRolls) {
       {"get", "pods", "-l", "app=agent", "-o",
        "jsonpath={range .items[*]}{.spec.containers[0].image} {end}"});
   EXPECT_EQ(images, "agent:2.0 agent:2.0 agent:2.0 ") << images;
+}
+
+TEST_F(WorkloadsTest, EndpointSlicesBudgetsAndDrain) {
+  MustKubectl({"wait", "--for=condition=Ready", "node/node-0", "node/node-1",
+               "--timeout=60s"});
+  MustKubectl({"create", "deployment", "web", "--image=nginx", "--replicas=2",
+               "--port=8080"});
+  MustKubectl({"rollout", "status", "deployment/web", "--timeout=120s"});
+  // Exposed once the pods are Ready, so that the first slice already lists
+  // them (no placeholder to be replaced while kubectl waits on it).
+  MustKubectl(
+      {"expose", "deployment", "web", "--port=80", "--target-port=8080"});
+
+  // The EndpointSlice controller lists both pods, ready, with their port.
+  MustKubectl({"wait", "endpointslice", "-l", "kubernetes.io/service-name=web",
+               "--for=jsonpath={.endpoints[1].conditions.ready}=true",
+               "--timeout=60s"});
+  std::string ips =
+      MustKubectl({"get", "pods", "-l", "app=web", "-o",
+                   "jsonpath={range .items[*]}{.status.podIP}{\"\\n\"}{end}"});
+  std::string slices = MustKubectl(
+      {"get", "endpointslices", "-l", "kubernetes.io/service-name=web"});
+  EXPECT_NE(slices.find("ADDRESSTYPE"), std::string::npos) << slices;
+  EXPECT_NE(slices.find("IPv4"), std::string::npos) << slices;
+  EXPECT_NE(slices.find("8080"), std::string::npos) << slices;
+  std::istringstream ip_lines(ips);
+  std::string ip;
+  int pod_ips = 0;
+  while (std::getline(ip_lines, ip)) {
+    if (ip.empty()) continue;
+    ++pod_ips;
+    EXPECT_NE(slices.find(ip), std::string::npos) << ip << "\n" << slices;
+  }
+  EXPECT_EQ(pod_ips, 2) << ips;
+  EXPECT_EQ(MustKubectl({"get", "endpointslice", "kubernetes", "-o",
+                         "jsonpath={.ports[0].name}"}),
+            "https");
+
+  // A budget that allows no disruption: minAvailable 2 of 2.
+  MustKubectl(
+      {"create", "pdb", "web", "--selector=app=web", "--min-available=2"});
+  MustKubectl({"wait", "pdb/web", "--for=jsonpath={.status.currentHealthy}=2",
+               "--timeout=60s"});
+  std::string pdbs = MustKubectl({"get", "pdb"});
+  EXPECT_NE(pdbs.find("MIN AVAILABLE"), std::string::npos) << pdbs;
+  EXPECT_NE(pdbs.find("ALLOWED DISRUPTIONS"), std::string::npos) << pdbs;
+  std::istringstream pdb_rows(pdbs);
+  std::string header, row_name, min_available, max_unavailable, allowed;
+  std::getline(pdb_rows, header);
+  pdb_rows >> row_name >> min_available >> max_unavailable >> allowed;
+  EXPECT_EQ(
+      row_name + " " + min_available + " " + max_unavailable + " " + allowed,
+      "web 2 N/A 0")
+      << pdbs;
+
+  // Drain the node of one of the pods: refused by the budget until the
+  // timeout.
+  std::string node = MustKubectl({"get", "pods", "-l", "app=web", "-o",
+                                  "jsonpath={.items[0].spec.nodeName}"});
+  ASSERT_FALSE(node.empty());
+  RunResult refused =
+      Kubectl({"drain", node, "--ignore-daemonsets", "--timeout=8s"});
+  EXPECT_NE(refused.exit_code, 0) << refused.out << refused.err;
+  EXPECT_NE(refused.err.find("Cannot evict pod as it would violate the "
+                             "pod's disruption budget."),
+            std::string::npos)
+      << refused.out << refused.err;
+  std::string still =
+      MustKubectl({"get", "pods", "-l", "app=web", "--field-selector",
+                   "spec.nodeName=" + node, "-o", "name"});
+  EXPECT_FALSE(still.empty()) << "the drain evicted a pod";
+
+  // One disruption allowed: the drain evicts the node's pods and ends.
+  MustKubectl({"patch", "pdb", "web", "--type=merge", "-p",
+               "{\"spec\":{\"minAvailable\":1}}"});
+  MustKubectl({"wait", "pdb/web",
+               "--for=jsonpath={.status.disruptionsAllowed}=1",
+               "--timeout=60s"});
+  RunResult drained =
+      Kubectl({"drain", node, "--ignore-daemonsets", "--timeout=120s"});
+  EXPECT_EQ(drained.exit_code, 0) << drained.out << drained.err;
+  EXPECT_NE(drained.out.find("evicted"), std::string::npos) << drained.out;
+  EXPECT_NE(drained.out.find("drained"), std::string::npos) << drained.out;
+  EXPECT_EQ(MustKubectl({"get", "pods", "-l", "app=web", "--field-selector",
+                         "spec.nodeName=" + node, "-o", "name"}),
+            "");
 }
 
 }  // namespace

@@ -1,0 +1,189 @@
+// pods/<name>/eviction over HTTP (apiserver/eviction.h): kube's 429 when a
+// PodDisruptionBudget allows no disruption, the decrement with the
+// budget's resourceVersion as precondition (two evictions cannot both take
+// the last disruption), the DisruptionTarget condition and the delete.
+#include "apiserver/eviction.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+
+#include "apiserver/test_server.h"
+
+namespace kplane::apiserver {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::Response;
+using testing::TestServer;
+
+constexpr char kPods[] = "/api/v1/namespaces/default/pods";
+constexpr char kPdbs[] =
+    "/apis/policy/v1/namespaces/default/poddisruptionbudgets";
+
+// A Running pod on node-1, Ready unless `ready` is false.
+void RunningPod(TestServer& s, const std::string& name, bool ready = true) {
+  Response r = s.Post(kPods, R"({"metadata":{"name":")" + name +
+                                 R"(","labels":{"app":"web"}},"spec":{
+      "nodeName":"node-1","containers":[{"name":"c","image":"nginx"}]}})");
+  ASSERT_EQ(r.code, 201) << r.body;
+  Response st =
+      s.Put(std::string(kPods) + "/" + name + "/status",
+            R"({"metadata":{"name":")" + name +
+                R"(","labels":{"app":"web"}},"spec":{"nodeName":"node-1",
+      "containers":[{"name":"c","image":"nginx"}]},"status":{
+      "phase":"Running","podIP":"10.244.0.9","conditions":[{"type":"Ready",
+      "status":")" +
+                (ready ? "True" : "False") + R"("}]}})");
+  ASSERT_EQ(st.code, 200) << st.body;
+}
+
+// A budget over app=web with the status the disruption controller would
+// have written.
+void Budget(TestServer& s, const std::string& name, int allowed,
+            int observed_generation = 1) {
+  Response r = s.Post(kPdbs, R"({"metadata":{"name":")" + name +
+                                 R"("},"spec":{"minAvailable":1,
+      "selector":{"matchLabels":{"app":"web"}}}})");
+  ASSERT_EQ(r.code, 201) << r.body;
+  Response st =
+      s.Put(std::string(kPdbs) + "/" + name + "/status",
+            R"({"metadata":{"name":")" + name +
+                R"("},"status":{"observedGeneration":)" +
+                std::to_string(observed_generation) +
+                R"(,"disruptionsAllowed":)" + std::to_string(allowed) +
+                R"(,"currentHealthy":2,"desiredHealthy":1,
+      "expectedPods":2}})");
+  ASSERT_EQ(st.code, 200) << st.body;
+}
+
+Response Evict(TestServer& s, const std::string& pod,
+               const std::string& name_in_body = "") {
+  return s.Post(std::string(kPods) + "/" + pod + "/eviction",
+                R"({"apiVersion":"policy/v1","kind":"Eviction",
+      "metadata":{"name":")" +
+                    (name_in_body.empty() ? pod : name_in_body) + R"("}})");
+}
+
+bool Terminating(TestServer& s, const std::string& pod) {
+  Response r = s.Get(std::string(kPods) + "/" + pod);
+  return r.code == 404 || !r.Str({"metadata", "deletionTimestamp"}).empty();
+}
+
+TEST(EvictionTest, WithoutBudgetThePodIsDeletedAndMarked) {
+  TestServer s;
+  RunningPod(s, "a");
+  Response r = Evict(s, "a");
+  ASSERT_EQ(r.code, 201) << r.body;
+  EXPECT_EQ(r.Str({"kind"}), "Status");
+  EXPECT_EQ(r.Str({"status"}), "Success");
+  Response pod = s.Get(std::string(kPods) + "/a");
+  ASSERT_EQ(pod.code, 200) << pod.body;
+  EXPECT_FALSE(pod.Str({"metadata", "deletionTimestamp"}).empty());
+  EXPECT_THAT(pod.body, HasSubstr(R"("type":"DisruptionTarget")"));
+  EXPECT_THAT(pod.body, HasSubstr(R"("reason":"EvictionByEvictionAPI")"));
+
+  EXPECT_EQ(Evict(s, "missing").code, 404);
+  Response mismatch = Evict(s, "a", "b");
+  EXPECT_EQ(mismatch.code, 400);
+  EXPECT_EQ(mismatch.Str({"message"}),
+            "name in URL does not match name in Eviction object");
+}
+
+TEST(EvictionTest, ABudgetWithoutDisruptionsAnswers429) {
+  TestServer s;
+  RunningPod(s, "a");
+  Budget(s, "web", 0);
+  Response r = Evict(s, "a");
+  ASSERT_EQ(r.code, 429) << r.body;
+  EXPECT_EQ(r.Str({"reason"}), "TooManyRequests");
+  EXPECT_EQ(r.Str({"message"}), kEvictionDeniedMessage);
+  EXPECT_THAT(r.body,
+              HasSubstr(R"({"reason":"DisruptionBudget","message":"The )"
+                        R"(disruption budget web needs 1 healthy pods and )"
+                        R"(has 2 currently"})"));
+  EXPECT_FALSE(Terminating(s, "a"));
+
+  // A budget whose status is older than its spec is not trusted yet.
+  RunningPod(s, "b");
+  ASSERT_EQ(s.Delete(std::string(kPdbs) + "/web").code, 200);
+  Budget(s, "fresh", 5, /*observed_generation=*/0);
+  Response fresh = Evict(s, "b");
+  ASSERT_EQ(fresh.code, 429) << fresh.body;
+  EXPECT_THAT(fresh.body, HasSubstr("is still being processed by the server"));
+
+  // Pods that are not running yet need no budget.
+  ASSERT_EQ(s.Post(kPods, R"({"metadata":{"name":"pending","labels":{
+      "app":"web"}},"spec":{"containers":[{"name":"c","image":"nginx"}]}})")
+                .code,
+            201);
+  EXPECT_EQ(Evict(s, "pending").code, 201);
+}
+
+TEST(EvictionTest, TheLastDisruptionIsTakenOnce) {
+  TestServer s;
+  RunningPod(s, "a");
+  RunningPod(s, "b");
+  Budget(s, "web", 1);
+  Response first = Evict(s, "a");
+  ASSERT_EQ(first.code, 201) << first.body;
+  EXPECT_TRUE(Terminating(s, "a"));
+  Response pdb = s.Get(std::string(kPdbs) + "/web");
+  EXPECT_EQ((*pdb.At({"status", "disruptionsAllowed"})).GetInt(), 0);
+  EXPECT_TRUE(pdb.At({"status", "disruptedPods"})->HasMember("a"));
+  Response second = Evict(s, "b");
+  EXPECT_EQ(second.code, 429) << second.body;
+  EXPECT_FALSE(Terminating(s, "b"));
+}
+
+// Another eviction takes the disruption between this one's read of the
+// budget and its write: the write's resourceVersion precondition fails,
+// the budget is read again, and the answer is 429.
+TEST(EvictionTest, AConcurrentEvictionMakesTheWriteConflict) {
+  std::atomic<uint16_t> port{0};
+  std::atomic<int> calls{0};
+  TestServer s([&](ApiServerOptions* o) {
+    o->eviction_budget_write_hook = [&](std::string_view pdb) {
+      if (calls++ > 0) return;
+      net::HttpClient other("127.0.0.1", port.load());
+      net::HttpHeaders h;
+      h.Add("Content-Type", "application/json");
+      StatusOr<net::HttpResponse> r = other.Request(
+          "PUT", std::string(kPdbs) + "/" + std::string(pdb) + "/status", h,
+          R"({"metadata":{"name":"web"},"status":{"observedGeneration":1,
+          "disruptionsAllowed":0,"currentHealthy":1,"desiredHealthy":1,
+          "expectedPods":2}})");
+      ASSERT_TRUE(r.ok()) << r.status();
+      ASSERT_EQ(r->status, 200) << r->body;
+    };
+  });
+  port = s.port();
+  RunningPod(s, "a");
+  Budget(s, "web", 1);
+  Response r = Evict(s, "a");
+  EXPECT_EQ(r.code, 429) << r.body;
+  EXPECT_EQ(calls.load(), 1);
+  EXPECT_FALSE(Terminating(s, "a"));
+}
+
+TEST(EvictionTest, UnreadyPodsAndTwoBudgets) {
+  TestServer s;
+  // Not Ready, and the budget is met without it: deleted, budget kept.
+  RunningPod(s, "sick", /*ready=*/false);
+  Budget(s, "web", 0);
+  ASSERT_EQ(Evict(s, "sick").code, 201);
+  Response pdb = s.Get(std::string(kPdbs) + "/web");
+  EXPECT_EQ(pdb.At({"status", "disruptedPods"}), nullptr);
+
+  RunningPod(s, "a");
+  Budget(s, "web2", 3);
+  Response two = Evict(s, "a");
+  EXPECT_EQ(two.code, 500) << two.body;
+  EXPECT_EQ(two.Str({"message"}),
+            "This pod has more than one PodDisruptionBudget, which the "
+            "eviction subresource does not support.");
+}
+
+}  // namespace
+}  // namespace kplane::apiserver

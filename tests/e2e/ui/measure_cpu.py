@@ -16,7 +16,7 @@ test suite (a benchmark); docs/ui.md has the numbers.
 With --watch-clients each view is instead what the page asks of the
 server without a browser: for each of the page's five resources (nodes,
 leases in kube-node-lease, pods, deployments, events) a paged list
-(?limit=500&continue=...) then a watch from the list's resourceVersion
+(?limit=5000&continue=...) then a watch from the list's resourceVersion
 (?watch=1&allowWatchBookmarks=true), streamed by `curl -N` into /dev/null
 (20 chromium renderers parsing 5,000 nodes each do not fit on two shared
 cores; the server's side of it does).
@@ -287,7 +287,7 @@ class Api:
         """The page's paged list; returns its resourceVersion."""
         cont, rv = "", ""
         while True:
-            body = self.get(path + "?limit=500" + ("&continue=" + urllib.parse.quote(cont) if cont else ""))
+            body = self.get(path + "?limit=5000" + ("&continue=" + urllib.parse.quote(cont) if cont else ""))
             rv = body["metadata"]["resourceVersion"]
             cont = body["metadata"].get("continue", "")
             if not cont:

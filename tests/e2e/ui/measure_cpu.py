@@ -16,10 +16,19 @@ test suite (a benchmark); docs/ui.md has the numbers.
 With --watch-clients each view is instead what the page asks of the
 server without a browser: for each of the page's five resources (nodes,
 leases in kube-node-lease, pods, deployments, events) a paged list
-(?limit=500&continue=...) then a watch from the list's resourceVersion
+(?limit=5000&continue=...) then a watch from the list's resourceVersion
 (?watch=1&allowWatchBookmarks=true), streamed by `curl -N` into /dev/null
 (20 chromium renderers parsing 5,000 nodes each do not fit on two shared
 cores; the server's side of it does).
+
+With --pods N, once the nodes registered, N pods are created before the
+idle window, spread round-robin over the nodes with spec.nodeName already
+set (the scheduler's work is skipped: binding 50,000 pods one by one does
+not fit in a run), by --loaders processes each POSTing over its own
+keep-alive HTTPS connection; the views then wait until they also count N
+pods. The first view's JS heap (CDP Performance.getMetrics) is reported.
+A watchdog kills the run when the machine's available memory falls below
+--min-free-mb.
 """
 
 import argparse
@@ -33,6 +42,9 @@ import ssl
 import subprocess
 import urllib.parse
 import urllib.request
+import http.client
+import multiprocessing
+import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cdp  # noqa: E402
@@ -62,6 +74,14 @@ def main():
     ap.add_argument("--store-port", type=int, default=2470)
     ap.add_argument("--watch-clients", action="store_true",
                     help="views as list+watch clients (curl), not chromium")
+    ap.add_argument("--pods", type=int, default=0,
+                    help="pods to create (spec.nodeName set) before measuring")
+    ap.add_argument("--pods-settle", type=int, default=150,
+                    help="seconds after the load to wait for the pods to run, at most")
+    ap.add_argument("--loaders", type=int, default=4,
+                    help="processes creating the pods in parallel")
+    ap.add_argument("--min-free-mb", type=int, default=2000,
+                    help="kill the run when MemAvailable falls below this")
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="kplane-ui-cpu-")
     kp = browser = None
@@ -77,6 +97,9 @@ def main():
                 return 1
             time.sleep(2)
         print("%d nodes registered after %.0f s more" % (args.nodes, time.time() - t), flush=True)
+        watchdog(kp, args.min_free_mb)
+        if args.pods:
+            load_pods(kp, api, args)
         time.sleep(10)  # the fleet's registrations settle
         idle = measure(kp.proc.pid, args.seconds)
         print("no views: %.3f cores" % idle, flush=True)
@@ -93,19 +116,33 @@ def main():
                       "document.getElementById('login-button').click(); true" % kp.token)
             pages.append(page)
         for page in pages:
-            ok = page.wait("document.querySelector('[data-count=\"nodes\"] b') && "
-                           "document.querySelector('[data-count=\"nodes\"] b').textContent === '%d'" % args.nodes, 60)
+            ok = page.wait(COUNT_IS % ("nodes", args.nodes), 60)
             if not ok:
                 print("a view did not list all nodes", file=sys.stderr)
                 return 1
         print("%d views open, each listing %d nodes, %.1f s after opening them"
               % (len(pages), args.nodes, time.time() - t_open), flush=True)
+        if args.pods:
+            for page in pages:
+                # In 50 s steps: the DevTools socket times out after 60 s.
+                deadline = time.time() + 240
+                while not page.wait(COUNT_IS % ("pods", args.pods), 50):
+                    print("  %.0f s: %s" % (time.time() - t_open, page.eval(
+                        "document.getElementById('node-counts').textContent")), flush=True)
+                    if time.time() > deadline:
+                        print("a view did not count all pods", file=sys.stderr)
+                        return 1
+            print("%d views open, each counting %d pods, %.1f s after opening them"
+                  % (len(pages), args.pods, time.time() - t_open), flush=True)
+            pages[0].eval("document.querySelector('[data-view=\"pods\"]') && "
+                          "document.querySelector('[data-view=\"pods\"]').click(); true")
         # Responsiveness of the first page while its watches stream: how
         # late 50 ms timers fire on its main thread over 10 s (JSON of
         # watch events, renders and the once-a-second refresh share it).
         lag = pages[0].eval(LAG_PROBE, await_promise=True)
         print("page main-thread timer lag over 10 s: p50 %.0f ms, p99 %.0f ms, max %.0f ms"
               % (lag[0], lag[1], lag[2]), flush=True)
+        print("page JS heap: %.1f MB used of %.1f MB" % js_heap_mb(pages[0]), flush=True)
         views = measure(kp.proc.pid, args.seconds)
         print("%d views: %.3f cores (+%.3f)" % (args.views, views, views - idle), flush=True)
         return 0
@@ -115,6 +152,98 @@ def main():
         if kp:
             kp.stop()
         shutil.rmtree(work, ignore_errors=True)
+
+
+COUNT_IS = ("(() => { const b = document.querySelector('#node-counts [data-count=\"%s\"] b'); "
+            "return !!b && b.textContent === '%d'; })()")
+
+
+def js_heap_mb(page):
+    page.call("Performance.enable")
+    metrics = {m["name"]: m["value"] for m in page.call("Performance.getMetrics")["metrics"]}
+    return metrics["JSHeapUsedSize"] / 1e6, metrics["JSHeapTotalSize"] / 1e6
+
+
+def watchdog(kp, min_free_mb):
+    """Kills kplane (and so ends the run) if the machine runs out of memory."""
+    def run():
+        while kp.proc.poll() is None:
+            with open("/proc/meminfo") as f:
+                avail = next(int(l.split()[1]) for l in f if l.startswith("MemAvailable:"))
+            if avail < min_free_mb * 1024:
+                print("watchdog: %d MB available, killing kplane" % (avail // 1024),
+                      file=sys.stderr, flush=True)
+                kp.proc.kill()
+                return
+            time.sleep(1)
+    threading.Thread(target=run, daemon=True).start()
+
+
+def load_pods(kp, api, args):
+    t = time.time()
+    work = [(kp.api, api.ca, kp.token, i, args.loaders, args.pods, args.nodes)
+            for i in range(args.loaders)]
+    with multiprocessing.Pool(args.loaders) as pool:
+        failed = sum(pool.map(create_pods, work))
+    made = api.count("/api/v1/pods")
+    print("%d pods created (%d failed) in %.0f s: %.0f/s" % (
+        made, failed, time.time() - t, made / (time.time() - t)), flush=True)
+    if made < args.pods:
+        raise RuntimeError("only %d pods" % made)
+    t_loaded = time.time()
+    # Let the fleet start them (bounded: it is CPU-bound on a shared machine).
+    while True:
+        by_phase = phases(api)
+        if by_phase.get("Running", 0) >= args.pods or time.time() - t_loaded > args.pods_settle:
+            break
+        time.sleep(10)
+    print("pods by phase %.0f s after the load began: %s" % (time.time() - t, by_phase), flush=True)
+
+
+def phases(api):
+    """{phase: count} over every pod (paged list)."""
+    by_phase, cont = {}, ""
+    while True:
+        body = api.get("/api/v1/pods?limit=5000" + ("&continue=" + urllib.parse.quote(cont) if cont else ""))
+        for p in body["items"]:
+            phase = p.get("status", {}).get("phase", "none")
+            by_phase[phase] = by_phase.get(phase, 0) + 1
+        cont = body["metadata"].get("continue", "")
+        if not cont:
+            return by_phase
+
+
+def create_pods(work):
+    """One loader: pods i, i+step, ... over one keep-alive connection."""
+    base, ca, token, first, step, total, nodes = work
+    url = urllib.parse.urlparse(base)
+    ctx = ssl.create_default_context(cafile=ca)
+    conn = http.client.HTTPSConnection(url.hostname, url.port, context=ctx, timeout=60)
+    headers = {"Authorization": "Bearer " + token, "Content-Type": "application/json"}
+    failed = 0
+    for i in range(first, total, step):
+        body = json.dumps({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "load-%d" % i, "namespace": "default",
+                         "labels": {"app": "load"}},
+            "spec": {"nodeName": "node-%d" % (i % nodes),
+                     "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}})
+        for attempt in range(3):
+            try:
+                conn.request("POST", "/api/v1/namespaces/default/pods", body, headers)
+                r = conn.getresponse()
+                r.read()
+                if r.status in (201, 409):
+                    break
+                if attempt == 2:
+                    failed += 1
+                    print("pod %d: HTTP %d" % (i, r.status), file=sys.stderr)
+            except (OSError, http.client.HTTPException):
+                conn.close()
+                conn = http.client.HTTPSConnection(url.hostname, url.port, context=ctx, timeout=60)
+                if attempt == 2:
+                    failed += 1
+    return failed
 
 
 LAG_PROBE = """new Promise(resolve => {
@@ -158,7 +287,7 @@ class Api:
         """The page's paged list; returns its resourceVersion."""
         cont, rv = "", ""
         while True:
-            body = self.get(path + "?limit=500" + ("&continue=" + urllib.parse.quote(cont) if cont else ""))
+            body = self.get(path + "?limit=5000" + ("&continue=" + urllib.parse.quote(cont) if cont else ""))
             rv = body["metadata"]["resourceVersion"]
             cont = body["metadata"].get("continue", "")
             if not cont:

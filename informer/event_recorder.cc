@@ -107,14 +107,13 @@ struct EventCorrelator::Caches {
   LruMap<Observation> observed;
 };
 
-EventCorrelator::EventCorrelator(EventCorrelatorOptions options, Clock* clock)
+EventCorrelator::EventCorrelator(EventCorrelatorOptions options)
     : options_(options),
-      clock_(clock),
       caches_(std::make_unique<Caches>(options.max_cache_entries)) {}
 EventCorrelator::~EventCorrelator() = default;
 
-EventCorrelator::Result EventCorrelator::Correlate(corev1::Event ev) {
-  const TimePoint now = clock_->Now();
+EventCorrelator::Result EventCorrelator::Correlate(corev1::Event ev,
+                                                   TimePoint now) {
   // Aggregation: a new message for an object/type/reason seen within the
   // window joins the set; beyond the limit the event becomes the combined
   // one, observed under the aggregate key.
@@ -282,7 +281,7 @@ EventBroadcaster::EventBroadcaster(EventBroadcasterOptions options)
     : sink_(options.sink),
       clock_(options.clock ? options.clock : Clock::Real()),
       max_queued_(options.max_queued),
-      correlator_(options.correlator, clock_) {
+      correlator_(options.correlator) {
   metrics::Registry* reg =
       options.metrics ? options.metrics : metrics::Registry::Default();
   auto* family = reg->NewCounter(
@@ -327,7 +326,7 @@ bool EventBroadcaster::Enqueue(corev1::Event ev) {
       dropped_full_->Inc();
       return false;
     }
-    queue_.push_back(std::move(ev));
+    queue_.emplace_back(std::move(ev), clock_->Now());
     ++enqueued_;
   }
   cv_.notify_all();
@@ -361,6 +360,7 @@ int64_t EventBroadcaster::dropped() const {
 void EventBroadcaster::WriterLoop() {
   while (true) {
     corev1::Event ev;
+    TimePoint recorded;
     {
       MutexLock l(&mu_);
       cv_.wait(l.native(), [&] {
@@ -368,10 +368,11 @@ void EventBroadcaster::WriterLoop() {
         return stopping_ || !queue_.empty();
       });
       if (queue_.empty()) return;  // stopping, everything written
-      ev = std::move(queue_.front());
+      ev = std::move(queue_.front().first);
+      recorded = queue_.front().second;
       queue_.pop_front();
     }
-    Write(std::move(ev));
+    Write(std::move(ev), recorded);
     {
       MutexLock l(&mu_);
       ++written_;
@@ -380,8 +381,8 @@ void EventBroadcaster::WriterLoop() {
   }
 }
 
-void EventBroadcaster::Write(corev1::Event ev) {
-  EventCorrelator::Result r = correlator_.Correlate(std::move(ev));
+void EventBroadcaster::Write(corev1::Event ev, TimePoint recorded) {
+  EventCorrelator::Result r = correlator_.Correlate(std::move(ev), recorded);
   if (r.skip) {
     spam_filtered_->Inc();
     return;

@@ -91,11 +91,11 @@ struct EventCorrelatorOptions {
 };
 
 // kube's EventCorrelator: aggregation, deduplication into counts, spam
-// filter. Pure logic over a clock; used by the broadcaster's writer thread
-// (not thread-safe: one caller at a time).
+// filter. Pure logic over the recording times; used by the broadcaster's writer
+// thread (not thread-safe: one caller at a time).
 class EventCorrelator {
  public:
-  EventCorrelator(EventCorrelatorOptions options, Clock* clock);
+  explicit EventCorrelator(EventCorrelatorOptions options);
   ~EventCorrelator();
 
   struct Result {
@@ -103,14 +103,15 @@ class EventCorrelator {
     bool patch = false;            // PATCH of an existing event, else POST
     bool skip = false;             // spam-filtered: write nothing
   };
-  Result Correlate(objects::corev1::Event ev);
+  // `recorded`: when the event was recorded (the windows and the token
+  // bucket count from then, not from when the writer gets to it).
+  Result Correlate(objects::corev1::Event ev, TimePoint recorded);
   // After a successful write: remember the stored event's name and count.
   void UpdateState(const objects::corev1::Event& written);
 
  private:
   struct Caches;
   const EventCorrelatorOptions options_;
-  Clock* const clock_;
   std::unique_ptr<Caches> caches_;
 };
 
@@ -180,7 +181,7 @@ class EventBroadcaster {
 
  private:
   void WriterLoop();
-  void Write(objects::corev1::Event ev);
+  void Write(objects::corev1::Event ev, TimePoint recorded);
 
   EventSink* const sink_;
   Clock* const clock_;
@@ -194,7 +195,8 @@ class EventBroadcaster {
 
   mutable Mutex mu_;
   std::condition_variable cv_;
-  std::deque<objects::corev1::Event> queue_ GUARDED_BY(mu_);
+  std::deque<std::pair<objects::corev1::Event, TimePoint>> queue_
+      GUARDED_BY(mu_);
   uint64_t enqueued_ GUARDED_BY(mu_) = 0;
   uint64_t written_ GUARDED_BY(mu_) = 0;  // taken off the queue and done
   int64_t dropped_ GUARDED_BY(mu_) = 0;

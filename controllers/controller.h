@@ -45,6 +45,7 @@
 #include "base/clock.h"
 #include "base/metrics.h"
 #include "base/status.h"
+#include "informer/event_recorder.h"
 #include "informer/indexer.h"
 #include "informer/runner.h"
 #include "informer/shared_informer.h"
@@ -108,12 +109,27 @@ class Controller {
 
   const std::string& name() const { return name_; }
   int QueueDepth() const { return queue_.Len(); }
+  // Where this controller's events go (nowhere until set; before Run()):
+  // the controller manager gives each controller a recorder under kube's
+  // component name, unit tests an informer::FakeEventRecorder.
+  void set_event_recorder(std::unique_ptr<informer::EventRecorder> r) {
+    events_ = std::move(r);
+  }
   informer::RateLimitingQueue& queue() { return queue_; }
 
  protected:
+  // Records an event about `object` (informer/event_recorder.h), if a
+  // recorder is set. Never blocks.
+  void RecordEvent(const google::protobuf::Message& object,
+                   std::string_view type, std::string_view reason,
+                   std::string_view message) const {
+    if (events_) events_->Event(object, type, reason, message);
+  }
+
   Clock* const clock_;
 
  private:
+  std::unique_ptr<informer::EventRecorder> events_;
   Status TimedSync(const std::string& key);
 
   const std::string name_;

@@ -10,20 +10,20 @@
 #include "base/mutex.h"
 #include "controllers/api_writer.h"
 #include "controllers/clusterrole_aggregation_controller.h"
-#include "controllers/daemonset_controller.h"
 #include "controllers/cronjob_controller.h"
+#include "controllers/daemonset_controller.h"
 #include "controllers/deployment_controller.h"
+#include "controllers/disruption_controller.h"
+#include "controllers/endpoints_controller.h"
+#include "controllers/endpointslice_controller.h"
 #include "controllers/garbage_collector.h"
 #include "controllers/job_controller.h"
 #include "controllers/namespace_controller.h"
 #include "controllers/node_lifecycle_controller.h"
 #include "controllers/pod_gc_controller.h"
 #include "controllers/replicaset_controller.h"
-#include "controllers/scheduler.h"
-#include "controllers/endpoints_controller.h"
-#include "controllers/disruption_controller.h"
-#include "controllers/endpointslice_controller.h"
 #include "controllers/root_ca_publisher.h"
+#include "controllers/scheduler.h"
 #include "controllers/serviceaccounts_controller.h"
 #include "controllers/statefulset_controller.h"
 #include "informer/informer_factory.h"
@@ -35,6 +35,14 @@
 namespace kplane::controllers {
 
 namespace {
+
+// The source.component of a controller's events, as kube names it.
+std::string EventComponent(const std::string& controller) {
+  if (controller == "scheduler") return "default-scheduler";
+  if (controller == "nodelifecycle") return "node-controller";
+  if (controller == "garbagecollector") return "garbage-collector-controller";
+  return controller + "-controller";
+}
 
 std::string DefaultIdentity() {
   char host[256] = {};
@@ -92,6 +100,10 @@ class ControllerManager::Impl {
                                    .clock = clock_,
                                    .metrics = metrics_}));
     writer_ = std::make_unique<RestApiWriter>(client_.get());
+    event_sink_ = std::make_unique<informer::RestEventSink>(client_.get());
+    events_ = std::make_unique<informer::EventBroadcaster>(
+        informer::EventBroadcasterOptions{
+            .sink = event_sink_.get(), .clock = clock_, .metrics = metrics_});
     leader_gauge_ = metrics_
                         ->NewGauge("leader_election_master_status",
                                    "1 while this manager leads.", {"name"})
@@ -423,6 +435,9 @@ class ControllerManager::Impl {
       c->RegisterHandlers(pods);
       run->controllers.push_back(std::move(c));
     }
+    for (auto& c : run->controllers) {
+      c->set_event_recorder(events_->NewRecorder(EventComponent(c->name())));
+    }
     f.Start();
     // Workers start once the caches hold the world, so no controller acts
     // on a partial view (a Sync on an empty pods cache would create pods).
@@ -496,6 +511,9 @@ class ControllerManager::Impl {
   metrics::Registry* const metrics_;
   std::unique_ptr<informer::RestClient> client_;
   std::unique_ptr<ApiWriter> writer_;
+  // Outlive the controllers (running_), whose recorders write through them.
+  std::unique_ptr<informer::RestEventSink> event_sink_;
+  std::unique_ptr<informer::EventBroadcaster> events_;
   std::unique_ptr<net::HttpServer> http_;
   std::unique_ptr<informer::LeaseLock> lock_;
   std::unique_ptr<informer::LeaderElector> elector_;

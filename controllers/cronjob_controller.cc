@@ -95,6 +95,14 @@ Status CronJobController::Sync(const std::string& key) {
   std::vector<JobPtr> succeeded, failed;
   for (const JobPtr& job : owned) {
     const std::string done = Finished(*job);
+    if (!done.empty()) {
+      for (const auto& ref : cj.status().active()) {
+        if (ref.uid() != job->metadata().uid()) continue;
+        RecordEvent(cj, informer::kEventNormal, "SawCompletedJob",
+                    "Saw completed job: " + job->metadata().name() +
+                        ", condition: " + done);
+      }
+    }
     if (done.empty()) {
       *status.add_active() = RefTo(*job);
       active_names.insert(job->metadata().name());
@@ -144,6 +152,10 @@ Status CronJobController::Sync(const std::string& key) {
       opts.set_propagationpolicy("Background");
       Status s = options_.api->Delete(JobsResource(), meta.namespace_(),
                                       jobs[i]->metadata().name(), opts);
+      if (s.ok()) {
+        RecordEvent(cj, informer::kEventNormal, "SuccessfulDelete",
+                    "Deleted job " + jobs[i]->metadata().name());
+      }
       if (!s.ok() && !informer::IsNotFound(s)) Keep(&first_error, s);
     }
   };
@@ -244,8 +256,12 @@ Status CronJobController::Sync(const std::string& key) {
     *job.mutable_spec() = spec.jobtemplate().spec();
     StatusOr<ObjectPtr> created = options_.api->Create(JobsResource(), job);
     if (created.ok()) {
+      RecordEvent(cj, informer::kEventNormal, "SuccessfulCreate",
+                  "Created job " + objects::Name(**created));
       *status.add_active() = RefTo(static_cast<const batchv1::Job&>(**created));
     } else if (!informer::IsAlreadyExists(created.status())) {
+      RecordEvent(cj, informer::kEventWarning, "FailedCreate",
+                  "Error creating job: " + created.status().message());
       return created.status();
     }
     objects::SetTime(status.mutable_lastscheduletime(), *scheduled);

@@ -382,8 +382,14 @@ Status DaemonSetController::Sync(const std::string& key) {
       req->set_key("metadata.name");
       req->set_operator_("In");
       req->add_values(to_create[i]);
-      Status s = api->Create(PodsResource(), pod).status();
-      if (!s.ok()) {
+      StatusOr<ObjectPtr> created = api->Create(PodsResource(), pod);
+      Status s = created.status();
+      if (s.ok()) {
+        RecordEvent(*ds, informer::kEventNormal, "SuccessfulCreate",
+                    "Created pod: " + objects::Name(**created));
+      } else {
+        RecordEvent(*ds, informer::kEventWarning, "FailedCreate",
+                    "Error creating: " + s.message());
         // The failed one and those not attempted will never be seen.
         for (size_t j = i; j < to_create.size(); ++j) {
           expectations_.CreationFailed(key);
@@ -394,7 +400,10 @@ Status DaemonSetController::Sync(const std::string& key) {
     }
     auto remove = [&](const PodPtr& p, bool force) {
       Status s = DeletePodOnce(api, *p, force);
-      if (!s.ok()) {
+      if (s.ok()) {
+        RecordEvent(*ds, informer::kEventNormal, "SuccessfulDelete",
+                    "Deleted pod: " + p->metadata().name());
+      } else {
         expectations_.DeletionObserved(key, informer::ObjectKey(*p));
         KeepFirstError(&first_error, s);
       }

@@ -221,6 +221,11 @@ Status DeploymentController::Sync(const std::string& key) {
       Keep(&first_error, r.status());
       return nullptr;
     }
+    const int32_t from = SpecReplicas(*rs);
+    RecordEvent(*d, informer::kEventNormal, "ScalingReplicaSet",
+                std::string("Scaled ") + (replicas > from ? "up" : "down") +
+                    " replica set " + rs->metadata().name() + " from " +
+                    std::to_string(from) + " to " + std::to_string(replicas));
     return std::static_pointer_cast<const appsv1::ReplicaSet>(*r);
   };
 
@@ -258,6 +263,11 @@ Status DeploymentController::Sync(const std::string& key) {
       StatusOr<ObjectPtr> r = options_.api->Create(ReplicaSetsResource(), rs);
       if (!r.ok()) return r.status();  // AlreadyExists: the cache lags
       new_rs = std::static_pointer_cast<const appsv1::ReplicaSet>(*r);
+      if (replicas > 0) {
+        RecordEvent(*d, informer::kEventNormal, "ScalingReplicaSet",
+                    "Scaled up replica set " + new_rs->metadata().name() +
+                        " from 0 to " + std::to_string(replicas));
+      }
       all_pods += replicas;
       created_new = true;
     } else if (Revision(*new_rs) <= max_old_revision) {

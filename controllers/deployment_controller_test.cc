@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "controllers/test_objects.h"
+#include "informer/event_recorder.h"
 #include "objects/meta.h"
 
 namespace kplane::controllers {
@@ -302,6 +303,24 @@ TEST_F(DeploymentTest, PausedDeploymentScalesButDoesNotRollOut) {
   for (const std::string& a : fake_.Actions()) {
     EXPECT_EQ(a.rfind("create", 0), std::string::npos) << a;
   }
+}
+
+TEST_F(DeploymentTest, RecordsScalingReplicaSetEvents) {
+  auto recorder = std::make_unique<informer::FakeEventRecorder>();
+  informer::FakeEventRecorder* events = recorder.get();
+  controller_.set_event_recorder(std::move(recorder));
+  auto d = AddDeployment(4, "nginx:2", 1, 1);
+  auto old_rs = AddRs(*d, "nginx:1", 4, 4, 1, 1700000000);
+  const std::string new_name =
+      "web-" + ComputePodTemplateHash(Template({{"app", "web"}}, "nginx:2"));
+  ASSERT_TRUE(controller_.Sync("default/web").ok());
+  AddRs(*d, "nginx:2", 1, 0, 2, 1700000050);
+  ASSERT_TRUE(controller_.Sync("default/web").ok());
+  EXPECT_THAT(events->Events(),
+              ElementsAre("Normal ScalingReplicaSet Scaled up replica set " +
+                              new_name + " from 0 to 1",
+                          "Normal ScalingReplicaSet Scaled down replica set " +
+                              old_rs->metadata().name() + " from 4 to 3"));
 }
 
 }  // namespace

@@ -47,13 +47,14 @@ class Cluster {
     nodes_ = factory_->InformerFor<corev1::Node>();
     deployments_ = factory_->InformerFor<appsv1::Deployment>();
     rss_ = factory_->InformerFor<appsv1::ReplicaSet>();
+    events_informer_ = factory_->InformerFor<corev1::Event>();
     kubelet_ = std::make_unique<Kubelet>(this);
     auto notify = [this] {
       MutexLock l(&mu_);
       ++events_;
       cv_.notify_all();
     };
-    for (auto* inf : {nodes_, deployments_, rss_}) {
+    for (auto* inf : {nodes_, deployments_, rss_, events_informer_}) {
       inf->AddEventHandler(informer::EventHandlerFuncs{
           .on_add = [notify](const ObjectPtr&, bool) { notify(); },
           .on_update = [notify](const ObjectPtr&,
@@ -173,6 +174,27 @@ class Cluster {
     model_.min_available = 1 << 30;
     model_.steps = 0;
   }
+  // "<reason> <message>" of the recorded events about `kind` `name`.
+  std::vector<std::string> EventsAbout(const std::string& kind,
+                                       const std::string& name) {
+    std::vector<std::string> out;
+    for (const ObjectPtr& o : events_informer_->GetIndexer().List()) {
+      const auto& e = static_cast<const corev1::Event&>(*o);
+      if (e.involvedobject().kind() == kind &&
+          e.involvedobject().name() == name) {
+        out.push_back(e.reason() + " " + e.message());
+      }
+    }
+    return out;
+  }
+  bool HasEvent(const std::string& kind, const std::string& name,
+                const std::string& prefix) {
+    for (const std::string& e : EventsAbout(kind, name)) {
+      if (e.starts_with(prefix)) return true;
+    }
+    return false;
+  }
+
   std::vector<PodPtr> WebPods(bool include_terminating = false) {
     std::vector<PodPtr> out;
     for (const ObjectPtr& o : pods_->GetIndexer().List()) {
@@ -291,6 +313,7 @@ class Cluster {
   informer::SharedIndexInformer* nodes_;
   informer::SharedIndexInformer* deployments_;
   informer::SharedIndexInformer* rss_;
+  informer::SharedIndexInformer* events_informer_;
   std::unique_ptr<Kubelet> kubelet_;
 
   Mutex mu_;
@@ -419,7 +442,42 @@ TEST(ControllerManagerIntegrationTest, DeploymentRolloutAndNodeFailure) {
   EXPECT_EQ(rr.exit_code, 0) << rr.out << rr.err;
   EXPECT_NE(rr.out.find("successfully rolled out"), std::string::npos)
       << rr.out;
-  std::filesystem::remove_all(kdir);
+
+  // The rollout's events, through kubectl get events / describe (which
+  // lists events with involvedObject field selectors).
+  auto kubectl = [&](std::vector<std::string> args) {
+    std::vector<std::string> argv = {"kubectl", "--server", cluster.Url(),
+                                     "--cache-dir", kdir + "/cache"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    e2e::Process p(argv,
+                   {"KUBECONFIG=" + kdir + "/kubeconfig", "HOME=" + kdir});
+    p.Start();
+    return p.Wait(std::chrono::milliseconds(30000));
+  };
+  const std::string some_pod = cluster.WebPods().front()->metadata().name();
+  ASSERT_TRUE(cluster.WaitFor([&] {
+    return cluster.HasEvent("Deployment", "web",
+                            "ScalingReplicaSet Scaled down replica set") &&
+           cluster.HasEvent("Pod", some_pod, "Scheduled Successfully assigned");
+  }));
+  rr = kubectl({"get", "events"});
+  EXPECT_EQ(rr.exit_code, 0) << rr.err;
+  for (const char* want :
+       {"ScalingReplicaSet", "SuccessfulCreate", "SuccessfulDelete",
+        "Scheduled", "deployment/web", "Scaled up replica set web-"}) {
+    EXPECT_NE(rr.out.find(want), std::string::npos) << want << "\n" << rr.out;
+  }
+  rr = kubectl({"describe", "deployment", "web"});
+  EXPECT_EQ(rr.exit_code, 0) << rr.err;
+  EXPECT_NE(rr.out.find("deployment-controller  Scaled down replica set"),
+            std::string::npos)
+      << rr.out;
+  rr = kubectl({"describe", "pod", some_pod});
+  EXPECT_EQ(rr.exit_code, 0) << rr.err;
+  EXPECT_NE(rr.out.find("default-scheduler  Successfully assigned default/" +
+                        some_pod + " to node-"),
+            std::string::npos)
+      << rr.out;
   Cluster::Model m = cluster.model();
   cluster.Track(false);
   EXPECT_GT(m.steps, 20);
@@ -451,6 +509,18 @@ TEST(ControllerManagerIntegrationTest, DeploymentRolloutAndNodeFailure) {
     const corev1::NodeCondition* c = FindNodeCondition(n->status(), "Ready");
     EXPECT_EQ(c->reason(), "NodeStatusUnknown");
   }
+  ASSERT_TRUE(cluster.WaitFor([&] {
+    return cluster.HasEvent("Node", "node-a", "NodeNotReady");
+  }));
+  rr = kubectl({"describe", "node", "node-a"});
+  EXPECT_EQ(rr.exit_code, 0) << rr.err;
+  EXPECT_NE(rr.out.find("Node node-a status is now: NodeNotReady"),
+            std::string::npos)
+      << rr.out;
+  EXPECT_NE(rr.out.find("Registered Node node-a in Controller"),
+            std::string::npos)
+      << rr.out;
+  std::filesystem::remove_all(kdir);
   ASSERT_TRUE(cluster.WaitFor([&] {
     auto n = cluster.Node("node-a");
     for (const auto& t : n->spec().taints()) {

@@ -464,6 +464,10 @@ Status JobController::Sync(const std::string& key) {
       if (objects::IsBeingDeleted(p->metadata())) continue;
       Status s = options_.api->Delete(
           PodsResource(), p->metadata().namespace_(), p->metadata().name());
+      if (s.ok()) {
+        RecordEvent(*job, informer::kEventNormal, "SuccessfulDelete",
+                    "Deleted pod: " + p->metadata().name());
+      }
       if (!s.ok() && !informer::IsNotFound(s)) Keep(&first_error, s);
     }
   };
@@ -592,11 +596,15 @@ Status JobController::Sync(const std::string& key) {
           for (int32_t i = 0; i < n; ++i) {
             std::optional<int> index;
             if (indexed) index = missing[i];
-            Status s =
-                options_.api
-                    ->Create(PodsResource(), PodFromTemplate(*job, index))
-                    .status();
-            if (!s.ok()) {
+            StatusOr<ObjectPtr> created = options_.api->Create(
+                PodsResource(), PodFromTemplate(*job, index));
+            Status s = created.status();
+            if (s.ok()) {
+              RecordEvent(*job, informer::kEventNormal, "SuccessfulCreate",
+                          "Created pod: " + objects::Name(**created));
+            } else {
+              RecordEvent(*job, informer::kEventWarning, "FailedCreate",
+                          "Error creating: " + s.message());
               for (int32_t j = i; j < n; ++j) expectations_.CreationFailed(key);
               Keep(&first_error, s);
               break;
@@ -622,6 +630,15 @@ Status JobController::Sync(const std::string& key) {
     *copy.mutable_status() = status;
     Status s = options_.api->UpdateStatus(JobsResource(), copy).status();
     if (!informer::IsNotFound(s)) Keep(&first_error, s);
+    if (s.ok() && IsFinished(status) && !IsFinished(job->status())) {
+      // kube's recordJobFinished, once the terminal condition is stored.
+      if (const batchv1::JobCondition* c = FindCondition(status, "Failed");
+          c != nullptr && c->status() == "True") {
+        RecordEvent(*job, informer::kEventWarning, c->reason(), c->message());
+      } else {
+        RecordEvent(*job, informer::kEventNormal, "Completed", "Job completed");
+      }
+    }
   }
   return first_error;
 }

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "controllers/test_objects.h"
+#include "informer/event_recorder.h"
 #include "objects/meta.h"
 #include "objects/time.h"
 
@@ -380,6 +381,37 @@ TEST(TtlAfterFinishedTest, DeletesFinishedJobsWhenTheirTtlExpires) {
   clock.Advance(seconds(100));
   ASSERT_TRUE(ttl.Sync("default/pi").ok());
   EXPECT_THAT(fake.Actions(), ElementsAre("delete jobs default/pi"));
+}
+
+TEST_F(JobControllerTest, RecordsPodEventsAndTheOutcome) {
+  auto recorder = std::make_unique<informer::FakeEventRecorder>();
+  informer::FakeEventRecorder* events = recorder.get();
+  controller_.set_event_recorder(std::move(recorder));
+  AddJob(1, 1);
+  ASSERT_TRUE(controller_.Sync("default/pi").ok());
+  ASSERT_EQ(CreatedPods().size(), 1u);
+  AddPod("pi-a", "Succeeded");
+  ASSERT_TRUE(controller_.Sync("default/pi").ok());
+  ASSERT_TRUE(HasCondition("Complete"));
+  ASSERT_TRUE(controller_.Sync("default/pi").ok());  // once only
+  EXPECT_THAT(events->Events(),
+              ElementsAre("Normal SuccessfulCreate Created pod: " +
+                              CreatedPods()[0]->metadata().name(),
+                          "Normal Completed Job completed"));
+}
+
+TEST_F(JobControllerTest, RecordsBackoffLimitExceeded) {
+  auto recorder = std::make_unique<informer::FakeEventRecorder>();
+  informer::FakeEventRecorder* events = recorder.get();
+  controller_.set_event_recorder(std::move(recorder));
+  AddJob(1, 1);
+  Update([](batchv1::Job* j) { j->mutable_spec()->set_backofflimit(0); });
+  AddPod("pi-a", "Failed", 1);
+  ASSERT_TRUE(controller_.Sync("default/pi").ok());
+  ASSERT_TRUE(HasCondition("Failed"));
+  EXPECT_THAT(events->Events(),
+              ElementsAre("Warning BackoffLimitExceeded Job has reached the "
+                          "specified backoff limit"));
 }
 
 }  // namespace

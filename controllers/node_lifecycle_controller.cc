@@ -2,10 +2,10 @@
 
 #include <algorithm>
 
-#include "objects/meta.h"
-#include "objects/time.h"
 #include "base/logging.h"
 #include "informer/api_errors.h"
+#include "objects/meta.h"
+#include "objects/time.h"
 
 namespace kplane::controllers {
 
@@ -206,13 +206,32 @@ bool NodeLifecycleController::TakeEvictionToken(Duration* wait) {
 Status NodeLifecycleController::Sync(const std::string& key) {
   ObjectPtr obj = options_.nodes->Get(key);
   if (obj == nullptr) {
+    bool was_registered;
     {
       MutexLock l(&mu_);
       probes_.erase(key);
+      was_registered = registered_.erase(key) > 0;
+    }
+    if (was_registered) {
+      corev1::Node gone;
+      gone.mutable_metadata()->set_name(key);
+      RecordEvent(
+          gone, informer::kEventNormal, "RemovingNode",
+          "Node " + key + " event: Removing Node " + key + " from Controller");
     }
     return DeleteOrphanedPods(key);
   }
   auto node = std::static_pointer_cast<const corev1::Node>(obj);
+  bool first_seen;
+  {
+    MutexLock l(&mu_);
+    first_seen = registered_.insert(key).second;
+  }
+  if (first_seen) {
+    RecordEvent(
+        *node, informer::kEventNormal, "RegisteredNode",
+        "Node " + key + " event: Registered Node " + key + " in Controller");
+  }
   const bool healthy = Healthy(key);
   Status first_error;
   const metav1::Time now = objects::TimeNow(*clock_);
@@ -251,6 +270,8 @@ Status NodeLifecycleController::Sync(const std::string& key) {
       StatusOr<ObjectPtr> r = options_.api->UpdateStatus(NodesResource(), copy);
       if (!r.ok()) return r.status();
       node = std::static_pointer_cast<const corev1::Node>(*r);
+      RecordEvent(*node, informer::kEventNormal, "NodeNotReady",
+                  "Node " + key + " status is now: NodeNotReady");
       // Its pods are no longer ready (MarkPodsNotReady).
       for (const ObjectPtr& o : *on_node) {
         const auto& pod = static_cast<const corev1::Pod&>(*o);
@@ -263,6 +284,10 @@ Status NodeLifecycleController::Sync(const std::string& key) {
           *c.mutable_lasttransitiontime() = now;
         }
         Status s = options_.api->UpdateStatus(PodsResource(), p).status();
+        if (s.ok()) {
+          RecordEvent(pod, informer::kEventWarning, "NodeNotReady",
+                      "Node is not ready");
+        }
         if (!informer::IsNotFound(s)) Keep(&first_error, s);
       }
     }

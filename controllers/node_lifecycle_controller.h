@@ -39,6 +39,7 @@
 
 #include <condition_variable>
 #include <map>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -102,6 +103,8 @@ class NodeLifecycleController : public Controller {
   Mutex mu_;
   std::condition_variable cv_;
   std::map<std::string, Probe> probes_ GUARDED_BY(mu_);
+  // Nodes a RegisteredNode event was recorded for (kube's knownNodeSet).
+  std::set<std::string> registered_ GUARDED_BY(mu_);
   double tokens_ GUARDED_BY(mu_) = 0;
   TimePoint tokens_at_ GUARDED_BY(mu_) = {};
   bool stop_ GUARDED_BY(mu_) = false;

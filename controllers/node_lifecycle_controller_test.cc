@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "controllers/test_objects.h"
+#include "informer/event_recorder.h"
 
 namespace kplane::controllers {
 namespace {
@@ -207,6 +208,23 @@ TEST_F(NodeLifecycleTest, PodsOfADeletedNodeAreDeleted) {
                              .metrics = &reg_});
   ASSERT_TRUE(c.Sync("n1").ok());
   EXPECT_THAT(fake.Actions(), ElementsAre("delete pods default/web"));
+}
+
+TEST_F(NodeLifecycleTest, RecordsRegisteredNodeAndNodeNotReady) {
+  auto recorder = std::make_unique<informer::FakeEventRecorder>();
+  informer::FakeEventRecorder* events = recorder.get();
+  controller_.set_event_recorder(std::move(recorder));
+  AddPod("web");
+  ASSERT_TRUE(controller_.Sync("n1").ok());
+  ASSERT_TRUE(controller_.Sync("n1").ok());  // registered once
+  clock_.Advance(seconds(41));
+  ASSERT_TRUE(controller_.Sync("n1").ok());
+  EXPECT_THAT(
+      events->Events(),
+      ElementsAre("Normal RegisteredNode Node n1 event: Registered Node n1 in "
+                  "Controller",
+                  "Normal NodeNotReady Node n1 status is now: NodeNotReady",
+                  "Warning NodeNotReady Node is not ready"));
 }
 
 }  // namespace

@@ -186,8 +186,14 @@ Status ReplicaSetController::Sync(const std::string& key) {
           ControllerRefTo("apps/v1", "ReplicaSet", meta);
       *pod.mutable_spec() = rs->spec().template_().spec();
       for (int i = 0; i < n; ++i) {
-        Status s = options_.api->Create(PodsResource(), pod).status();
-        if (!s.ok()) {
+        StatusOr<ObjectPtr> created = options_.api->Create(PodsResource(), pod);
+        Status s = created.status();
+        if (s.ok()) {
+          RecordEvent(*rs, informer::kEventNormal, "SuccessfulCreate",
+                      "Created pod: " + objects::Name(**created));
+        } else {
+          RecordEvent(*rs, informer::kEventWarning, "FailedCreate",
+                      "Error creating: " + s.message());
           // The failed one and those not attempted will never be seen.
           for (int j = i; j < n; ++j) expectations_.CreationFailed(key);
           Keep(&first_error, s);
@@ -205,7 +211,14 @@ Status ReplicaSetController::Sync(const std::string& key) {
         const corev1::Pod& p = *active[i];
         Status s = options_.api->Delete(
             PodsResource(), p.metadata().namespace_(), p.metadata().name());
-        if (!s.ok()) {
+        if (s.ok()) {
+          RecordEvent(*rs, informer::kEventNormal, "SuccessfulDelete",
+                      "Deleted pod: " + p.metadata().name());
+        } else {
+          if (!informer::IsNotFound(s)) {
+            RecordEvent(*rs, informer::kEventWarning, "FailedDelete",
+                        "Error deleting: " + s.message());
+          }
           expectations_.DeletionObserved(key, informer::ObjectKey(p));
           if (!informer::IsNotFound(s)) Keep(&first_error, s);
         }

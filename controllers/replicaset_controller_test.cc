@@ -3,8 +3,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "objects/meta.h"
 #include "controllers/test_objects.h"
+#include "informer/event_recorder.h"
+#include "objects/meta.h"
 
 namespace kplane::controllers {
 namespace {
@@ -114,7 +115,7 @@ TEST_F(ReplicaSetTest, TableOfSyncs) {
       if (kind == "owned-running") RunOn(p.get(), "n1", true);
       if (kind == "owned-terminating") {
         objects::SetTime(p->mutable_metadata()->mutable_deletiontimestamp(),
-                     int64_t{1700000050});
+                         int64_t{1700000050});
       }
       if (kind == "owned-unlabeled")
         p->mutable_metadata()->mutable_labels()->clear();
@@ -189,7 +190,7 @@ TEST_F(ReplicaSetTest, DeletionObservedOnceByKey) {
   EXPECT_FALSE(rs_controller_.expectations().Satisfied("default/web"));
   corev1::Pod terminating = *p;
   objects::SetTime(terminating.mutable_metadata()->mutable_deletiontimestamp(),
-               int64_t{1700000100});
+                   int64_t{1700000100});
   terminating.mutable_metadata()->set_resourceversion("2");
   rs_controller_.OnPodUpdate(*p, terminating);
   EXPECT_TRUE(rs_controller_.expectations().Satisfied("default/web"));
@@ -247,6 +248,29 @@ TEST_F(ReplicaSetTest, StatusConflictIsWrittenOntoTheLiveObject) {
                  ConflictError("the object has been modified"));
   EXPECT_FALSE(rs_controller_.Sync("default/web").ok());
   EXPECT_EQ(fake_.Actions().size(), 1u);
+}
+
+TEST_F(ReplicaSetTest, RecordsKubesPodControlEvents) {
+  auto recorder = std::make_unique<informer::FakeEventRecorder>();
+  informer::FakeEventRecorder* events = recorder.get();
+  rs_controller_.set_event_recorder(std::move(recorder));
+  auto rs = AddRs(2);
+  fake_.FailNext("create pods", InternalError("quota"));
+  ASSERT_FALSE(rs_controller_.Sync("default/web").ok());
+  rs_controller_.expectations().Forget("default/web");
+  ASSERT_TRUE(rs_controller_.Sync("default/web").ok());
+  EXPECT_THAT(events->Events(),
+              ElementsAre("Warning FailedCreate Error creating: quota",
+                          "Normal SuccessfulCreate Created pod: web-2",
+                          "Normal SuccessfulCreate Created pod: web-3"));
+  events->Clear();
+  rs->mutable_spec()->set_replicas(0);
+  replicasets_.Upsert(rs);
+  rs_controller_.expectations().Forget("default/web");
+  AddPod("a", rs.get());
+  ASSERT_TRUE(rs_controller_.Sync("default/web").ok());
+  EXPECT_THAT(events->Events(),
+              ElementsAre("Normal SuccessfulDelete Deleted pod: a"));
 }
 
 }  // namespace

@@ -2,11 +2,11 @@
 
 #include <algorithm>
 
+#include "base/logging.h"
+#include "informer/api_errors.h"
 #include "objects/machinery/quantity.h"
 #include "objects/meta.h"
 #include "objects/time.h"
-#include "base/logging.h"
-#include "informer/api_errors.h"
 
 namespace kplane::controllers {
 
@@ -248,6 +248,10 @@ Status Scheduler::Sync(const std::string& key) {
   StatusOr<std::string> node = SelectNode(*pod, nodes, usage);
   if (!node.ok()) {
     EnqueueAfter(key, options_.retry_unschedulable);
+    // Every attempt, as kube's scheduler: the recorder folds repeats into
+    // one event's count.
+    RecordEvent(*pod, informer::kEventWarning, "FailedScheduling",
+                node.status().message());
     // Tell the user why (kubectl describe pod), once per distinct reason.
     const corev1::PodCondition* c =
         FindPodCondition(pod->status(), "PodScheduled");
@@ -290,6 +294,8 @@ Status Scheduler::Sync(const std::string& key) {
     assumed_.erase(key);
     return s;
   }
+  RecordEvent(*pod, informer::kEventNormal, "Scheduled",
+              "Successfully assigned " + key + " to " + *node);
   return Status::Ok();
 }
 

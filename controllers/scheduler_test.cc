@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "controllers/test_objects.h"
+#include "informer/event_recorder.h"
 
 namespace kplane::controllers {
 namespace {
@@ -205,6 +206,32 @@ TEST(SchedulerTest, UnschedulablePodIsRetriedLater) {
   ASSERT_TRUE(s.Sync("default/p").ok());
   EXPECT_THAT(fake.Actions(), ElementsAre("bind pods default/p -> a",
                                           "bind pods default/p -> a"));
+}
+
+TEST(SchedulerTest, RecordsScheduledAndFailedScheduling) {
+  FakeClock clock;
+  metrics::Registry reg;
+  FakeApiWriter fake;
+  informer::Indexer pods(
+      {{std::string(informer::kNamespaceIndex), informer::NamespaceIndexFunc},
+       {kPodNodeIndex, PodNodeIndexFunc}});
+  informer::Indexer nodes;
+  Scheduler s({.api = &fake,
+               .pods = &pods,
+               .nodes = &nodes,
+               .clock = &clock,
+               .metrics = &reg});
+  auto recorder = std::make_unique<informer::FakeEventRecorder>();
+  informer::FakeEventRecorder* events = recorder.get();
+  s.set_event_recorder(std::move(recorder));
+  pods.Upsert(NewPod("default", "p"));
+  ASSERT_TRUE(s.Sync("default/p").ok());
+  nodes.Upsert(NewNode("a"));
+  ASSERT_TRUE(s.Sync("default/p").ok());
+  EXPECT_THAT(events->Events(),
+              ElementsAre("Warning FailedScheduling 0/0 nodes are available.",
+                          "Normal Scheduled Successfully assigned default/p "
+                          "to a"));
 }
 
 }  // namespace

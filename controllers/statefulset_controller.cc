@@ -203,19 +203,41 @@ Status StatefulSetController::Sync(const std::string& key) {
            IsPodAvailable(p, min_ready, now);
   };
   bool done = objects::IsBeingDeleted(meta);
+  // kube's StatefulPodControl events.
+  auto delete_pod = [&](const corev1::Pod& p) {
+    Status s = DeletePodOnce(api, p);
+    if (s.ok()) {
+      RecordEvent(*set, informer::kEventNormal, "SuccessfulDelete",
+                  "delete Pod " + p.metadata().name() + " in StatefulSet " +
+                      meta.name() + " successful");
+    } else {
+      RecordEvent(*set, informer::kEventWarning, "FailedDelete",
+                  "delete Pod " + p.metadata().name() + " in StatefulSet " +
+                      meta.name() + " failed error: " + s.message());
+    }
+    return s;
+  };
   // 2a. Replicas in ordinal order.
   for (int64_t i = 0; i < replica_count && !done; ++i) {
     const PodPtr& p = replicas[i];
     if (p != nullptr && IsTerminal(*p) && !IsPodTerminating(*p)) {
       // Replaced once it is gone (kube deletes failed pods to recreate).
-      KeepFirstError(&first_error, DeletePodOnce(api, *p));
+      KeepFirstError(&first_error, delete_pod(*p));
       if (monotonic) done = true;
       continue;
     }
     if (p == nullptr) {
-      Status s = api->Create(PodsResource(),
-                             NewStatefulPod(*set, start + i, update_revision))
-                     .status();
+      corev1::Pod pod = NewStatefulPod(*set, start + i, update_revision);
+      Status s = api->Create(PodsResource(), pod).status();
+      if (s.ok()) {
+        RecordEvent(*set, informer::kEventNormal, "SuccessfulCreate",
+                    "create Pod " + pod.metadata().name() + " in StatefulSet " +
+                        meta.name() + " successful");
+      } else if (!informer::IsAlreadyExists(s)) {
+        RecordEvent(*set, informer::kEventWarning, "FailedCreate",
+                    "create Pod " + pod.metadata().name() + " in StatefulSet " +
+                        meta.name() + " failed error: " + s.message());
+      }
       if (!informer::IsAlreadyExists(s)) KeepFirstError(&first_error, s);
       if (monotonic) done = true;
       continue;
@@ -240,13 +262,12 @@ Status StatefulSetController::Sync(const std::string& key) {
           (unhealthy != nullptr && unhealthy != &target)) {
         done = true;
       } else {
-        KeepFirstError(&first_error, DeletePodOnce(api, target));
+        KeepFirstError(&first_error, delete_pod(target));
         done = true;
       }
     } else {
       for (const PodPtr& p : condemned) {
-        if (!IsPodTerminating(*p))
-          KeepFirstError(&first_error, DeletePodOnce(api, *p));
+        if (!IsPodTerminating(*p)) KeepFirstError(&first_error, delete_pod(*p));
       }
     }
   }
@@ -257,7 +278,7 @@ Status StatefulSetController::Sync(const std::string& key) {
       if (replicas[target] == nullptr) break;  // being created (Parallel)
       const corev1::Pod& p = *replicas[target];
       if (RevisionOf(p) != update_revision && !IsPodTerminating(p)) {
-        KeepFirstError(&first_error, DeletePodOnce(api, p));
+        KeepFirstError(&first_error, delete_pod(p));
         break;
       }
       if (!healthy(p)) break;

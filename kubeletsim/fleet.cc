@@ -14,6 +14,7 @@
 #include "base/mutex.h"
 #include "base/strings.h"
 #include "informer/api_errors.h"
+#include "informer/event_recorder.h"
 #include "informer/list_watch.h"
 #include "informer/rest_client.h"
 #include "informer/shared_informer.h"
@@ -70,6 +71,9 @@ class Fleet::Impl {
     NodeIdentity id;
     // This node's own client (FleetOptions::node_tls); null: the shared one.
     std::unique_ptr<informer::RestClient> api;
+    // This node's events (source.host = its name), written with its client.
+    std::unique_ptr<informer::EventRecorder> events;
+    std::unique_ptr<informer::RestEventSink> event_sink;
     std::shared_ptr<net::SerialExecutor> heart;  // lease + status
     std::shared_ptr<net::SerialExecutor> podq;   // pods
     mutable Mutex mu;
@@ -174,6 +178,18 @@ class Fleet::Impl {
       }
       by_name_[n->id.name] = n.get();
       nodes_.push_back(std::move(n));
+    }
+    if (options_.record_events) {
+      events_ = std::make_unique<informer::EventBroadcaster>(
+          informer::EventBroadcasterOptions{.sink = &event_router_,
+                                            .clock = clock_,
+                                            .metrics = metrics_,
+                                            .max_queued = 4096});
+      for (auto& n : nodes_) {
+        n->event_sink =
+            std::make_unique<informer::RestEventSink>(ApiFor(n.get()));
+        n->events = events_->NewRecorder("kubelet", n->id.name);
+      }
     }
     UpdateNodeGauges();
 
@@ -320,6 +336,7 @@ class Fleet::Impl {
       return Status::Ok();
     }
     TimePoint now = clock_->Now();
+    RecordKubeletStart(n);
     Post(n->heart, [this, n, now] { RenewLease(n, now); });
     QueueStatusReport(n);
     ResyncPods(n);
@@ -374,6 +391,9 @@ class Fleet::Impl {
   void Stop() {
     if (stopping_.exchange(true)) return;
     if (control_) control_->Stop();
+    // Queued events are dropped (the router refuses them once stopping_):
+    // a stopped fleet goes silent, as a killed process would.
+    if (events_) events_->Shutdown();
     timers_.Stop();
     if (pod_informer_) pod_informer_->Stop();
     if (node_informer_) node_informer_->Stop();
@@ -500,9 +520,45 @@ class Fleet::Impl {
     }
     ReleaseRegisterSlot(n);
     UpdateNodeGauges();
+    RecordKubeletStart(n);
     ScheduleStatusReport(n);
     RenewLease(n, clock_->Now());
     ResyncPods(n);
+  }
+
+  // A kubelet (re)starting on its node: "Starting", then the Ready
+  // condition it reports. Only on these transitions: never per heartbeat.
+  void RecordKubeletStart(Node* n) {
+    if (!n->events) return;
+    corev1::Node ref;  // kubelet's node reference: uid = the node's name
+    ref.mutable_metadata()->set_name(n->id.name);
+    ref.mutable_metadata()->set_uid(n->id.name);
+    n->events->Event(ref, informer::kEventNormal, "Starting",
+                     "Starting kubelet.");
+    n->events->Event(ref, informer::kEventNormal, "NodeReady",
+                     "Node " + n->id.name + " status is now: NodeReady");
+  }
+
+  // kubelet's container events for every container of `pod`.
+  void RecordContainerEvents(Node* n, const corev1::Pod& pod,
+                             std::initializer_list<std::string_view> which) {
+    if (!n->events) return;
+    for (const corev1::Container& c : pod.spec().containers()) {
+      for (std::string_view reason : which) {
+        std::string message;
+        if (reason == "Pulled") {
+          message = "Container image \"" + c.image() +
+                    "\" already present on machine";
+        } else if (reason == "Created") {
+          message = "Created container " + c.name();
+        } else if (reason == "Started") {
+          message = "Started container " + c.name();
+        } else {
+          message = "Stopping container " + c.name();
+        }
+        n->events->Event(pod, informer::kEventNormal, reason, message);
+      }
+    }
   }
 
   void ScheduleLease(Node* n, Duration after) {
@@ -758,6 +814,9 @@ class Fleet::Impl {
         return;
       }
       p.terminating = true;
+      if (p.stage == PodStage::kStarted || p.stage == PodStage::kReady) {
+        RecordContainerEvents(n, *pod, {"Killing"});
+      }
       timers_.Cancel(p.timer);
       p.timer = 0;
       Duration delay = options_.pod_termination_delay;
@@ -885,6 +944,9 @@ class Fleet::Impl {
       CountStage(*p, +1);
     }
     WritePodStatus(n, key, PodStage::kStarted);
+    if (std::shared_ptr<const corev1::Pod> pod = CachedPod(key)) {
+      RecordContainerEvents(n, *pod, {"Pulled", "Created", "Started"});
+    }
     SyncPod(n, key);  // schedules readiness
   }
 
@@ -941,6 +1003,8 @@ class Fleet::Impl {
       CountStage(*p, +1);
     }
     WritePodStatus(n, key, stage);
+    if (restart)
+      RecordContainerEvents(n, *pod, {"Pulled", "Created", "Started"});
     if (restart) SyncPod(n, key);  // the next run's readiness and exit
   }
 
@@ -1067,6 +1131,38 @@ class Fleet::Impl {
   std::unique_ptr<ControlServer> control_;
 
   std::atomic<bool> stopping_{false};
+
+  // Writes each event with the client of the node it came from
+  // (source.host), as that node's kubelet would.
+  class EventRouter : public informer::EventSink {
+   public:
+    explicit EventRouter(Impl* fleet) : fleet_(fleet) {}
+    StatusOr<corev1::Event> Create(const corev1::Event& ev) override {
+      ASSIGN_OR_RETURN(informer::EventSink * sink, SinkFor(ev));
+      return sink->Create(ev);
+    }
+    StatusOr<corev1::Event> Patch(const corev1::Event& ev) override {
+      ASSIGN_OR_RETURN(informer::EventSink * sink, SinkFor(ev));
+      return sink->Patch(ev);
+    }
+
+   private:
+    StatusOr<informer::EventSink*> SinkFor(const corev1::Event& ev) {
+      if (fleet_->stopping_) return UnavailableError("fleet stopped");
+      Node* n = fleet_->Find(ev.source().host());
+      if (n == nullptr || !n->event_sink) {
+        return NotFoundError("no simulated node " + ev.source().host());
+      }
+      MutexLock l(&n->mu);
+      if (n->stopped) return UnavailableError("node stopped");
+      return n->event_sink.get();
+    }
+    Impl* const fleet_;
+  };
+  EventRouter event_router_{this};
+  // Declared after nodes_: destroyed (its writer joined) before them.
+  std::unique_ptr<informer::EventBroadcaster> events_;
+
   Mutex register_mu_;
   std::deque<Node*> register_waiting_ GUARDED_BY(register_mu_);
   mutable Mutex work_mu_;

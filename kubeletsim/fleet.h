@@ -85,6 +85,11 @@ struct FleetOptions {
   // OnFailure and no kubeletsim.kplane.io/run-for annotation (objects.h).
   Duration pod_run_duration = seconds(2);
 
+  // Record kubelet events (Pulled/Created/Started/Killing on pods,
+  // Starting/NodeReady on nodes at (re)start) through one event broadcaster
+  // (informer/event_recorder.h: bounded queue, aggregation, spam filter).
+  bool record_events = true;
+
   int workers = 8;           // threads making API calls
   int api_connections = 16;  // keep-alive connections to the API server
   // Nodes registering at once (0: half the workers, at least 1). The rest

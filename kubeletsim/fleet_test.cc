@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <functional>
 #include <mutex>
+#include <set>
 
 #include "apiserver/test_server.h"
 #include "base/mutex.h"
@@ -718,6 +719,53 @@ TEST_F(FleetTest, UnreachableServerFailsStart) {
   o = Options(1);
   o.first_index = 16384;
   EXPECT_FALSE(Fleet::Start(o).ok());
+}
+
+
+TEST_F(FleetTest, RecordsKubeletEventsOnPodsAndNodes) {
+  Observer events(client_.get(), R<corev1::Event>());
+  StartFleet(Options(1));
+  // "<kind> <name> <reason> <message> <source.host>" of every event seen.
+  auto seen = [&] {
+    std::set<std::string> out;
+    for (const ObjectPtr& o : events.History()) {
+      const auto& e = static_cast<const corev1::Event&>(*o);
+      out.insert(e.involvedobject().kind() + " " + e.involvedobject().name() +
+                 " " + e.reason() + " " + e.message() + " " +
+                 e.source().host());
+    }
+    return out;
+  };
+  auto has = [&](const std::string& e) {
+    return events.Await([&] { return seen().count(e) > 0; });
+  };
+  EXPECT_TRUE(has("Node node-0 Starting Starting kubelet. node-0"));
+  EXPECT_TRUE(
+      has("Node node-0 NodeReady Node node-0 status is now: NodeReady node-0"));
+  for (const ObjectPtr& o : events.History()) {
+    const auto& e = static_cast<const corev1::Event&>(*o);
+    EXPECT_EQ(e.metadata().namespace_(), "default");
+    EXPECT_EQ(e.involvedobject().uid(), "node-0");  // kubelet's node ref
+    EXPECT_EQ(e.source().component(), "kubelet");
+  }
+
+  ASSERT_TRUE(client_->Create(MakePod("web", "node-0")).ok());
+  AwaitStep("web", "start");
+  Advance(seconds(1));
+  EXPECT_TRUE(has(
+      "Pod web Pulled Container image \"nginx:1.27\" already present on "
+      "machine node-0"));
+  EXPECT_TRUE(has("Pod web Created Created container app node-0"));
+  EXPECT_TRUE(has("Pod web Started Started container app node-0"));
+  objects::metav1::DeleteOptions del;
+  del.set_graceperiodseconds(30);
+  ASSERT_TRUE(client_->Delete<corev1::Pod>("default", "web", del).ok());
+  EXPECT_TRUE(has("Pod web Killing Stopping container app node-0"));
+  // Heartbeats record nothing: only transitions do.
+  const size_t before = seen().size();
+  Advance(seconds(30));
+  Advance(seconds(30));
+  EXPECT_EQ(seen().size(), before);
 }
 
 }  // namespace

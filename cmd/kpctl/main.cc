@@ -8,6 +8,7 @@
 
 #include "bench/api_bench_command.h"
 #include "bench/store_bench_command.h"
+#include "kpctl/kube/flags.h"
 #include "kpctl/kube/kube_command.h"
 #include "kpctl/sim/sim_command.h"
 #include "kpctl/store/store_command.h"
@@ -97,11 +98,22 @@ int Usage(FILE* to) {
 
 int main(int argc, char** argv) {
   if (argc < 2) return Usage(stderr);
-  const std::string cmd = argv[1];
-  if (cmd == "-h" || cmd == "--help" || cmd == "help") return Usage(stdout);
+  std::vector<std::string> words(argv + 1, argv + argc);
+  if (words[0] == "-h" || words[0] == "--help" || words[0] == "help") {
+    return Usage(stdout);
+  }
+  // kubectl's habit: global flags before the command.
+  kplane::StatusOr<std::vector<std::string>> hoisted =
+      kplane::kpctl::kube::HoistGlobalFlags(words);
+  if (!hoisted.ok()) {
+    std::fprintf(stderr, "error: %s\n", hoisted.status().message().c_str());
+    return 1;
+  }
+  words = std::move(*hoisted);
+  const std::string cmd = words[0];
   for (const Group& g : kGroups) {
     if (cmd == g.name) {
-      return g.run(std::vector<std::string>(argv + 2, argv + argc));
+      return g.run(std::vector<std::string>(words.begin() + 1, words.end()));
     }
   }
   std::fprintf(stderr, "Error: unknown command \"%s\" for \"kpctl\"\n",

@@ -78,6 +78,9 @@ int RunKubeletSimCommand(const std::vector<std::string>& args) {
                  "annotation kubeletsim.kplane.io/exit-code says otherwise) "
                  "for pods with restartPolicy Never/OnFailure; the "
                  "annotation kubeletsim.kplane.io/run-for overrides it.");
+  flags.Bool("record-events", &o.record_events,
+             "Record kubelet events (Pulled, Created, Started, Killing on "
+             "pods; Starting, NodeReady on nodes when a node (re)starts).");
   flags.Int("workers", &o.workers, "Threads making API calls.");
   flags.Int("api-connections", &o.api_connections,
             "Keep-alive connections to the API server.");

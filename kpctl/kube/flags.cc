@@ -28,6 +28,59 @@ std::vector<FlagSpec> GlobalFlags() {
   };
 }
 
+StatusOr<std::vector<std::string>> HoistGlobalFlags(
+    const std::vector<std::string>& words) {
+  const std::vector<FlagSpec> globals = GlobalFlags();
+  std::vector<std::string> hoisted;
+  size_t i = 0;
+  while (i < words.size() && words[i].size() > 1 && words[i][0] == '-' &&
+         words[i] != "--") {
+    const std::string& w = words[i];
+    const FlagSpec* spec = nullptr;
+    bool attached = false;  // the value is part of the word
+    std::string shown;
+    if (w[1] == '-') {
+      const size_t eq = w.find('=');
+      const std::string name =
+          w.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
+      for (const FlagSpec& g : globals) {
+        if (g.name == name) spec = &g;
+      }
+      if (spec == nullptr) {
+        return InvalidArgumentError("unknown flag: --" + name);
+      }
+      attached = eq != std::string::npos;
+      shown = "--" + name;
+    } else {
+      for (const FlagSpec& g : globals) {
+        if (g.shorthand != 0 && g.shorthand == w[1]) spec = &g;
+      }
+      if (spec == nullptr) {
+        return InvalidArgumentError(std::string("unknown shorthand flag: '") +
+                                    w[1] + "' in " + w);
+      }
+      attached = w.size() > 2;  // -ndemo, -n=demo
+      shown = std::string("'") + w[1] + "' in " + w;
+    }
+    hoisted.push_back(w);
+    ++i;
+    if (attached || spec->boolean) continue;
+    if (i == words.size()) {
+      return InvalidArgumentError("flag needs an argument: " + shown);
+    }
+    hoisted.push_back(words[i++]);
+  }
+  if (hoisted.empty()) return words;
+  if (i == words.size() || words[i] == "--") {
+    return InvalidArgumentError("a command is required after the flags " +
+                                StrJoin(hoisted, " "));
+  }
+  std::vector<std::string> out = {words[i]};
+  out.insert(out.end(), hoisted.begin(), hoisted.end());
+  out.insert(out.end(), words.begin() + i + 1, words.end());
+  return out;
+}
+
 Flags::Flags(std::vector<FlagSpec> specs) : specs_(std::move(specs)) {
   for (FlagSpec& g : GlobalFlags()) specs_.push_back(std::move(g));
 }

@@ -68,6 +68,17 @@ class Flags {
   std::vector<std::string> positional_;
 };
 
+// kubectl accepts its global flags before the command too
+// (`kpctl --kubeconfig X -n demo get pods`): returns `words` (what follows
+// "kpctl") with the GlobalFlags() in front of the command moved behind it,
+//   {"-n", "demo", "get", "pods"} -> {"get", "-n", "demo", "pods"}.
+// Words not starting with a flag are returned unchanged. Errors
+// (InvalidArgument, pflag's texts): a flag before the command that is not
+// global ("unknown flag: --watch"), one missing its value ("flag needs an
+// argument: --namespace"), and no command after the flags.
+StatusOr<std::vector<std::string>> HoistGlobalFlags(
+    const std::vector<std::string>& words);
+
 // The kubeconfig overrides the global flags give (--context, --server,
 // --token, --namespace and kubectl's TLS flags).
 ConfigOverrides OverridesFromFlags(const Flags& flags);

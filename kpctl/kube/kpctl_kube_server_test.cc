@@ -16,6 +16,7 @@
 #include "apiserver/test_server.h"
 #include "base/mutex.h"
 #include "controllers/controller_manager.h"
+#include "kpctl/kube/flags.h"
 #include "kpctl/kube/kube_command.h"
 
 namespace kplane::kpctl::kube {
@@ -887,6 +888,31 @@ TEST_F(KpctlServerTest, PatchMergeStrategicJsonAndStatus) {
                     R"([{"op":"test","path":"/spec/replicas","value":7}])"});
   EXPECT_EQ(r.code, 1);
   EXPECT_EQ(r.err.rfind("Error from server", 0), 0u) << r.err;
+}
+
+
+// `kpctl --kubeconfig X -n team get configmaps` as kubectl takes it.
+TEST_F(KpctlServerTest, GlobalFlagsBeforeTheCommand) {
+  const std::string kc = Write("kc", "apiVersion: v1\nkind: Config\n"
+                                     "current-context: c\ncontexts:\n"
+                                     "- name: c\n  context: {cluster: k}\n"
+                                     "clusters:\n- name: k\n  cluster: "
+                                     "{server: \"http://" +
+                                         Server() + "\"}\n");
+  ASSERT_EQ(Run("apply", {"-f", "-"},
+                "apiVersion: v1\nkind: Namespace\nmetadata: {name: team}\n"
+                "---\napiVersion: v1\nkind: ConfigMap\n"
+                "metadata: {name: cfg, namespace: team}\n")
+                .code,
+            0);
+  StatusOr<std::vector<std::string>> words =
+      HoistGlobalFlags({"--kubeconfig", kc, "-n", "team", "get", "configmaps"});
+  ASSERT_TRUE(words.ok()) << words.status();
+  const std::string cmd = words->front();
+  words->erase(words->begin());
+  Result r = Run(cmd, *words, "", /*add_server=*/false);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("cfg"), std::string::npos) << r.out;
 }
 
 }  // namespace

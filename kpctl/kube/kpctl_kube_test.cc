@@ -73,6 +73,39 @@ TEST(FlagsTest, Errors) {
             "flag needs an argument: --namespace");
 }
 
+TEST(FlagsTest, GlobalFlagsBeforeTheCommandMoveBehindIt) {
+  using V = std::vector<std::string>;
+  struct Case {
+    V words, want;
+  };
+  for (const Case& c : std::vector<Case>{
+           {{"get", "pods"}, {"get", "pods"}},
+           {{"-n", "demo", "get", "pods"}, {"get", "-n", "demo", "pods"}},
+           {{"--kubeconfig", "/k", "-n", "demo", "get", "pods", "-o", "wide"},
+            {"get", "--kubeconfig", "/k", "-n", "demo", "pods", "-o", "wide"}},
+           {{"--context=dev", "-ndemo", "--insecure-skip-tls-verify", "get",
+             "cm"},
+            {"get", "--context=dev", "-ndemo", "--insecure-skip-tls-verify",
+             "cm"}},
+           {{"-s", "https://h:6443", "--token", "t", "version"},
+            {"version", "-s", "https://h:6443", "--token", "t"}},
+           // The command's own words after it are left alone.
+           {{"-n", "x", "get", "--", "-n"}, {"get", "-n", "x", "--", "-n"}},
+       }) {
+    StatusOr<V> got = HoistGlobalFlags(c.words);
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(*got, c.want);
+  }
+  EXPECT_EQ(HoistGlobalFlags({"--watch", "get", "pods"}).status().message(),
+            "unknown flag: --watch");
+  EXPECT_EQ(HoistGlobalFlags({"-w", "get"}).status().message(),
+            "unknown shorthand flag: 'w' in -w");
+  EXPECT_EQ(HoistGlobalFlags({"--namespace"}).status().message(),
+            "flag needs an argument: --namespace");
+  EXPECT_EQ(HoistGlobalFlags({"-n", "demo"}).status().message(),
+            "a command is required after the flags -n demo");
+}
+
 // ---- kubeconfig
 
 class KubeconfigTest : public ::testing::Test {

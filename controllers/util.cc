@@ -3,6 +3,7 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "base/logging.h"
@@ -204,8 +205,12 @@ int64_t ScaledValueFromIntOrPercent(const objects::intstr::IntOrString& v,
   if (!s.empty() && s.back() == '%') s.pop_back();
   const double scaled = static_cast<double>(ParseInt64(s).value_or(0)) *
                         static_cast<double>(total) / 100.0;
-  return static_cast<int64_t>(round_up ? std::ceil(scaled)
-                                       : std::floor(scaled));
+  // Held within int32 (every caller narrows to it): a percentage is bounded
+  // by validation only for some fields, and a double beyond the target
+  // type is undefined behaviour to convert.
+  return static_cast<int64_t>(std::clamp(
+      round_up ? std::ceil(scaled) : std::floor(scaled),
+      static_cast<double>(INT32_MIN), static_cast<double>(INT32_MAX)));
 }
 
 }  // namespace kplane::controllers

@@ -1818,8 +1818,8 @@ void ApiServer::Impl::Get(Call& c) {
 void ApiServer::Impl::PodLog(const std::shared_ptr<Call>& c) {
   ApiResult<ObjectPtr> got = pods->rest->Get(Namespace(*c), c->info.name, "");
   if (IsError(got)) return ReplyError(*c, std::get<ApiError>(got));
-  const auto& pod = static_cast<const objects::corev1::Pod&>(
-      *std::get<ObjectPtr>(got));
+  const auto& pod =
+      static_cast<const objects::corev1::Pod&>(*std::get<ObjectPtr>(got));
   ApiResult<PodLogRequest> lr = ParsePodLogRequest(c->req(), pod);
   if (IsError(lr)) return ReplyError(*c, std::get<ApiError>(lr));
   if (pod.spec().nodename().empty()) {

@@ -6,11 +6,11 @@
 #include <set>
 
 #include "objects/apps_workloads_types.h"
+#include "objects/batch_types.h"
+#include "objects/discovery_types.h"
 #include "objects/endpoints_types.h"
 #include "objects/field_table.h"
 #include "objects/meta.h"
-#include "objects/batch_types.h"
-#include "objects/discovery_types.h"
 #include "objects/serviceaccount_types.h"
 #include "objects/types.h"
 #include "schemas/k8s/options.pb.h"
@@ -54,7 +54,7 @@ TEST(Scheme, CoreResources) {
     std::vector<std::string> subresources;
   };
   const Want wants[] = {
-      {"pods", "Pod", true, {"po"}, {"status", "binding", "eviction"}},
+      {"pods", "Pod", true, {"po"}, {"status", "binding", "eviction", "log"}},
       {"nodes", "Node", false, {"no"}, {"status"}},
       {"namespaces", "Namespace", false, {"ns"}, {"status", "finalize"}},
       {"configmaps", "ConfigMap", true, {"cm"}, {}},

@@ -66,10 +66,6 @@ StatusOr<ClusterPki> EnsureClusterPki(const ClusterPkiOptions& options) {
       out.kubelet_serving,
       pki.EnsureCertificate("kubelet-serving", Serving("kplane-kubeletsim",
                                                        options.bind_address)));
-  ASSIGN_OR_RETURN(out.apiserver_kubelet_client,
-                   pki.EnsureCertificate("apiserver-kubelet-client",
-                                         Client("kube-apiserver-kubelet-client",
-                                                {"system:masters"})));
   ASSIGN_OR_RETURN(out.apiserver_etcd_client,
                    pki.EnsureCertificate("apiserver-etcd-client",
                                          Client("kube-apiserver-etcd-client")));

@@ -24,8 +24,6 @@
 //                                  O=system:nodes, one per simulated node
 //   kubelet-serving                serving: the simulated nodes' control
 //                                  endpoint (10250)
-//   apiserver-kubelet-client       client: CN=kube-apiserver-kubelet-client,
-//                                  O=system:masters (kubeadm's): pods/log
 //   apiserver-etcd-client          client: CN=kube-apiserver-etcd-client
 //   etcd-<member>-server,          the store members' client and peer
 //   etcd-<member>-peer             certificates (serving and client usage,
@@ -71,7 +69,6 @@ struct ClusterPki {
   net::KeyPair controller_manager;
   net::KeyPair controller_manager_serving;
   net::KeyPair kubelet_serving;
-  net::KeyPair apiserver_kubelet_client;
   net::KeyPair apiserver_etcd_client;
   // The API server as a client of the simulated kubelets' endpoint (kube's
   // --kubelet-client-certificate; kubeadm's apiserver-kubelet-client).

@@ -6,11 +6,11 @@
 #include <set>
 
 #include "objects/apps_workloads_types.h"
-#include "objects/batch_types.h"
-#include "objects/discovery_types.h"
 #include "objects/endpoints_types.h"
 #include "objects/field_table.h"
 #include "objects/meta.h"
+#include "objects/batch_types.h"
+#include "objects/discovery_types.h"
 #include "objects/serviceaccount_types.h"
 #include "objects/types.h"
 #include "schemas/k8s/options.pb.h"

@@ -26,6 +26,7 @@
 #include "apiserver/negotiation.h"
 #include "apiserver/object_history.h"
 #include "apiserver/openapi_handler.h"
+#include "apiserver/pod_logs.h"
 #include "apiserver/query_params.h"
 #include "apiserver/rbac_policy.h"
 #include "apiserver/registry/strategy.h"
@@ -206,6 +207,9 @@ struct ApiServer::Impl {
   std::map<std::string, Backend*, std::less<>> by_key;  // "g/v/resource"
   Backend* namespaces = nullptr;
   Backend* pods = nullptr;
+  Backend* nodes = nullptr;
+  // pods/log: streams from the kubelets (apiserver/pod_logs.h).
+  std::unique_ptr<KubeletLogProxy> kubelet_logs;
   bool started = false;
   // How backends are made (BuildBackends; also for custom resources).
   CacherOptions cacher_options;
@@ -353,6 +357,7 @@ struct ApiServer::Impl {
 
   // Resource handlers.
   void Get(Call& c);
+  void PodLog(const std::shared_ptr<Call>& c);
   void List(Call& c);
   void Watch(const std::shared_ptr<Call>& c);
   void Create(Call& c);
@@ -452,6 +457,7 @@ void ApiServer::Impl::BuildBackends() {
       namespaces = b.get();
     }
     if (r->gv.group.empty() && r->resource == "pods") pods = b.get();
+    if (r->gv.group.empty() && r->resource == "nodes") nodes = b.get();
     if (r->gv.group == kRbacGroup) rbac_backends[r->resource] = b.get();
     backends.push_back(std::move(b));
   }
@@ -1670,6 +1676,10 @@ void ApiServer::Impl::HandleDiscovery(const std::shared_ptr<Call>& c) {
 
 void ApiServer::Impl::Process(const std::shared_ptr<Call>& c) {
   const std::string& verb = c->info.verb;
+  if (c->sub != nullptr && c->sub->name == "log") {
+    PodLog(c);  // text from the kubelet, not an object: no negotiation
+    return;
+  }
   NegotiateOptions no;
   if (verb == "watch") no.allow_yaml = false;
   if (c->review || (c->sub != nullptr && c->sub->name != "status")) {
@@ -1801,6 +1811,37 @@ void ApiServer::Impl::Get(Call& c) {
   if (IsError(r)) return ReplyError(c, std::get<ApiError>(r));
   Reply(c, 200, c.neg.ContentType(),
         RenderObject(Render(c), *std::get<ObjectPtr>(r)));
+}
+
+// kube's pod log REST: the pod, its options and its node's kubelet, then
+// the kubelet's answer streamed through (apiserver/pod_logs.h).
+void ApiServer::Impl::PodLog(const std::shared_ptr<Call>& c) {
+  ApiResult<ObjectPtr> got = pods->rest->Get(Namespace(*c), c->info.name, "");
+  if (IsError(got)) return ReplyError(*c, std::get<ApiError>(got));
+  const auto& pod =
+      static_cast<const objects::corev1::Pod&>(*std::get<ObjectPtr>(got));
+  ApiResult<PodLogRequest> lr = ParsePodLogRequest(c->req(), pod);
+  if (IsError(lr)) return ReplyError(*c, std::get<ApiError>(lr));
+  if (pod.spec().nodename().empty()) {
+    // kube's LogLocation: no host yet, no location, an empty log.
+    return Reply(*c, 200, "text/plain", "");
+  }
+  ApiResult<ObjectPtr> node = nodes->rest->Get("", pod.spec().nodename(), "");
+  if (IsError(node)) return ReplyError(*c, std::get<ApiError>(node));
+  ApiResult<KubeletEndpoint> ep = KubeletEndpointFor(
+      static_cast<const objects::corev1::Node&>(*std::get<ObjectPtr>(node)),
+      opts.kubelet_preferred_address_types);
+  if (IsError(ep)) return ReplyError(*c, std::get<ApiError>(ep));
+  // The proxy thread owns the call from here on.
+  kubelet_logs->Stream(
+      std::get<KubeletEndpoint>(ep),
+      std::get<PodLogRequest>(lr).KubeletTarget(pod), c->resp,
+      [this, c](const ApiError& e) { ReplyError(*c, e); },
+      [this, c] {
+        c->responded = true;
+        Record(*c, 200);
+        c->inflight.reset();  // a follower holds no request slot
+      });
 }
 
 void ApiServer::Impl::List(Call& c) {
@@ -2572,6 +2613,8 @@ Status ApiServer::Start() {
     m.token_authenticators.push_back(m.service_account_tokens->authenticator());
   }
   RETURN_IF_ERROR(m.SetupAuth());
+  m.kubelet_logs = std::make_unique<KubeletLogProxy>(
+      KubeletClientOptions{.tls = m.opts.kubelet_tls, .clock = m.opts.clock});
   for (const auto& b : m.backends) {
     RETURN_IF_ERROR(b->cacher->Start());
   }
@@ -2634,6 +2677,8 @@ Status ApiServer::Start() {
 void ApiServer::Stop() {
   Impl& m = *impl_;
   if (m.http) m.http->Stop();  // ends every watch and handler
+  // After the connections: their OnClose callbacks have run.
+  if (m.kubelet_logs) m.kubelet_logs->Stop();
   if (m.rbac_policy) m.rbac_policy->Stop();  // before the caches it watches
   m.StopCrdController();  // before the CRD cache; stops the custom ones
   if (m.storage_health) m.storage_health->Stop();

@@ -170,6 +170,16 @@ struct ApiServerOptions {
   // Tests only: pods/eviction calls this with a budget's name between
   // reading it and writing its decremented status (apiserver/eviction.h).
   std::function<void(std::string_view pdb)> eviction_budget_write_hook;
+  // pods/log (apiserver/pod_logs.h): the client context the apiserver
+  // shows the kubelets (kube's --kubelet-client-certificate/-key, trusting
+  // --kubelet-certificate-authority); null: plain HTTP to the kubelets.
+  std::shared_ptr<const net::TlsContext> kubelet_tls;
+  // --kubelet-preferred-address-types: which node address reaches a
+  // kubelet. kube's default starts with Hostname; kplane's with the
+  // ExternalIP the kubeletsim advertises (simulated Hostnames and
+  // InternalIPs are not routable).
+  std::vector<std::string> kubelet_preferred_address_types = {
+      "ExternalIP", "InternalIP", "Hostname", "InternalDNS", "ExternalDNS"};
 
   // Events are stored with a lease of this TTL.
   Duration event_ttl = hours(1);

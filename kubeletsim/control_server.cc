@@ -92,6 +92,9 @@ Status ControlServer::Start(const std::string& host, uint16_t port,
           r->Respond(404, kJson, ErrorJson("unknown action " + action));
         }
       });
+  if (h_.container_logs) {
+    server_->HandlePrefix("GET", "/containerLogs/", h_.container_logs);
+  }
   return server_->Start();
 }
 

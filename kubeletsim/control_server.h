@@ -9,6 +9,9 @@
 //   POST /nodes/<name>/resume      bring it back                 200 / 404
 //   POST /fleet/stop               every node
 //   POST /fleet/resume
+//   GET  /containerLogs/<ns>/<pod>/<container>   the kubelet's log endpoint
+//                                  (kubeletsim/pod_logs.h), which
+//                                  kube-apiserver's pods/log proxies to
 //
 // Answers other than 2xx carry {"error": "..."}. ControlClient
 // (control/control_client.h, its own small target for kpctl sim) is the
@@ -42,6 +45,8 @@ class ControlServer {
     std::function<void()> resume_all;
     std::function<std::vector<NodeInfo>()> list;
     metrics::Registry* metrics = nullptr;
+    // GET /containerLogs/...; unset: 404.
+    net::HttpHandler container_logs;
   };
   explicit ControlServer(Handlers h);
   ~ControlServer();

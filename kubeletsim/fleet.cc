@@ -19,6 +19,7 @@
 #include "informer/rest_client.h"
 #include "informer/shared_informer.h"
 #include "kubeletsim/control_server.h"
+#include "kubeletsim/pod_logs.h"
 #include "kubeletsim/timer_queue.h"
 #include "net/worker_pool.h"
 #include "objects/meta.h"
@@ -98,6 +99,7 @@ class Fleet::Impl {
 
   explicit Impl(FleetOptions o)
       : options_(std::move(o)),
+        node_(options_.node),
         clock_(options_.clock != nullptr ? options_.clock : Clock::Real()),
         metrics_(options_.metrics != nullptr ? options_.metrics
                                              : metrics::Registry::Default()),
@@ -235,11 +237,23 @@ class Fleet::Impl {
       h.resume_all = [this] { ResumeAll(); };
       h.list = [this] { return List(); };
       h.metrics = metrics_;
+      h.container_logs = [this](const net::HttpRequest& req,
+                                std::shared_ptr<net::Responder> r) {
+        ServeContainerLogs(req, std::move(r));
+      };
       control_ = std::make_unique<ControlServer>(std::move(h));
       RETURN_IF_ERROR(
           control_->Start(options_.bind_address,
                           static_cast<uint16_t>(std::max(0, options_.port)),
                           options_.serving_tls));
+      // The nodes advertise this endpoint (daemonEndpoints + ExternalIP),
+      // where kube-apiserver's pods/log finds it.
+      node_.kubelet_port = control_->port();
+      if (node_.kubelet_address.empty()) {
+        const std::string& b = options_.bind_address;
+        node_.kubelet_address =
+            b.empty() || b == "0.0.0.0" || b == "::" ? "127.0.0.1" : b;
+      }
     }
 
     node_informer_->Start();
@@ -481,7 +495,7 @@ class Fleet::Impl {
       ReleaseRegisterSlot(n);
       return;
     }
-    corev1::Node want = BuildNode(options_.node, n->id, clock_->WallNow());
+    corev1::Node want = BuildNode(node_, n->id, clock_->WallNow());
     auto created = ApiFor(n)->Create(want);
     std::string uid;
     if (created.ok()) {
@@ -658,8 +672,7 @@ class Fleet::Impl {
   // PUT nodes/<n>/status from `current` with our conditions and heartbeat.
   Status WriteStatus(Node* n, const corev1::Node& current) {
     corev1::Node want = current;
-    RefreshNodeStatus(options_.node, n->id, clock_->WallNow(),
-                      want.mutable_status());
+    RefreshNodeStatus(node_, n->id, clock_->WallNow(), want.mutable_status());
     auto r = ApiFor(n)->UpdateStatus(want);
     if (!r.ok()) return r.status();
     writes_->With({"node_status"})->Inc();
@@ -703,7 +716,7 @@ class Fleet::Impl {
     const auto& node = static_cast<const corev1::Node&>(*o);
     Node* n = Find(node.metadata().name());
     if (n == nullptr) return;
-    if (!NodeStatusDiffers(options_.node, node.status())) return;
+    if (!NodeStatusDiffers(node_, node.status())) return;
     QueueStatusReport(n);
   }
 
@@ -746,6 +759,93 @@ class Fleet::Impl {
   void CountStage(const PodSim& p, int delta) {
     if (!p.seen) return;
     pods_gauge_->With({PodStageName(p.stage)})->Inc(delta);
+  }
+
+  // ---- the kubelet's log endpoint
+
+  // GET /containerLogs/<ns>/<pod>/<container>?follow=&tailLines=...
+  void ServeContainerLogs(const net::HttpRequest& req,
+                          std::shared_ptr<net::Responder> r) {
+    const net::HttpHeaders text = {{"Content-Type", "text/plain"}};
+    std::vector<std::string> parts = StrSplit(req.path, '/');
+    // "", "containerLogs", ns, pod, container
+    if (parts.size() != 5 || parts[2].empty() || parts[3].empty() ||
+        parts[4].empty()) {
+      r->Respond(404, text,
+                 "want /containerLogs/<namespace>/<pod>/<container>");
+      return;
+    }
+    StatusOr<LogQuery> q = ParseLogQuery(req);
+    if (!q.ok()) {
+      r->Respond(400, text, q.status().message());
+      return;
+    }
+    std::string key = parts[2] + "/" + parts[3];
+    std::string container = parts[4];
+    const bool previous = q->previous;
+    ServeContainerLog(
+        *q,
+        [this, key, container, previous] {
+          return ContainerLogSource(key, container, previous);
+        },
+        clock_, &timers_, std::move(r));
+  }
+
+  // Where the log of `container` of pod `key` stands, from what this fleet
+  // simulates; the kubelet's errors otherwise.
+  StatusOr<LogSource> ContainerLogSource(const std::string& key,
+                                         const std::string& container,
+                                         bool previous) {
+    std::shared_ptr<const corev1::Pod> pod = CachedPod(key);
+    Node* n = pod ? Find(pod->spec().nodename()) : nullptr;
+    if (n == nullptr) {
+      return NotFoundError("pod " + key + " is not on a node of this kubelet");
+    }
+    const std::string& name = pod->metadata().name();
+    bool known = false;
+    for (const auto& c : pod->spec().containers())
+      known |= c.name() == container;
+    for (const auto& c : pod->spec().initcontainers()) {
+      known |= c.name() == container;
+    }
+    if (!known) {
+      return InvalidArgumentError("container " + container +
+                                  " is not valid for pod " + name);
+    }
+    LogSource s{.ns = pod->metadata().namespace_(),
+                .pod = name,
+                .container = container};
+    std::string_view every =
+        objects::Annotation(pod->metadata(), kLogIntervalAnnotation);
+    if (!every.empty()) {
+      auto ns = objects::ParseGoDurationNanos(every);
+      if (ns.ok() && *ns > 0) s.interval = nanoseconds(*ns);
+    }
+    MutexLock l(&n->mu);
+    auto it = n->pods.find(key);
+    if (it == n->pods.end() || !it->second.seen ||
+        it->second.uid != pod->metadata().uid() ||
+        it->second.stage == PodStage::kCreating) {
+      return InvalidArgumentError("container " + GoQuote(container) +
+                                  " in pod " + GoQuote(name) +
+                                  " is waiting to start: ContainerCreating");
+    }
+    const PodSim& p = it->second;
+    if (previous) {
+      if (p.rt.restart_count == 0) {
+        return InvalidArgumentError("previous terminated container " +
+                                    GoQuote(container) + " in pod " +
+                                    GoQuote(name) + " not found");
+      }
+      s.started_at = p.rt.last_started_at;
+      s.finished_at = p.rt.last_finished_at;
+      return s;
+    }
+    s.started_at = p.rt.started_at;
+    if (p.stage == PodStage::kTerminated || p.stage == PodStage::kCompleted) {
+      s.finished_at = p.rt.finished_at;
+    }
+    return s;
   }
 
   std::shared_ptr<const corev1::Pod> CachedPod(const std::string& key) {
@@ -1105,6 +1205,9 @@ class Fleet::Impl {
   }
 
   const FleetOptions options_;
+  // options_.node with the serving endpoint's port and address filled in
+  // by Init(), before any node registers; read-only after.
+  NodeTemplate node_;
   Clock* const clock_;
   metrics::Registry* const metrics_;
   Mutex rng_mu_;

@@ -20,6 +20,8 @@
 #include "informer/rest_client.h"
 #include "informer/shared_informer.h"
 #include "kubeletsim/control_server.h"
+#include "kubeletsim/pod_logs.h"
+#include "net/http_client.h"
 #include "objects/meta.h"
 #include "objects/time.h"
 
@@ -680,6 +682,81 @@ TEST_F(FleetTest, ControlEndpoint) {
             std::string::npos);
   EXPECT_NE(m->body.find("kubeletsim_nodes{state=\"ready\"} 2"),
             std::string::npos);
+}
+
+// pods/log through the real apiserver, which proxies to the fleet's
+// /containerLogs (plain HTTP here); the lines follow the fleet's FakeClock,
+// and a follower gets each line when the clock reaches it.
+TEST_F(FleetTest, ContainerLogsThroughTheApiserver) {
+  FleetOptions o = Options(2);
+  o.port = -1;
+  StartFleet(o);
+  auto node = nodes_->Get<corev1::Node>("node-1");
+  ASSERT_NE(node, nullptr);
+  EXPECT_EQ(node->status().daemonendpoints().kubeletendpoint().port(),
+            fleet_->port());
+  EXPECT_EQ(node->status().addresses(2).type(), "ExternalIP");
+  EXPECT_EQ(node->status().addresses(2).address(), "127.0.0.1");
+
+  corev1::Pod p = MakePod("web", "node-1");
+  (*p.mutable_metadata()->mutable_annotations())[kLogIntervalAnnotation] =
+      "10s";
+  ASSERT_TRUE(client_->Create(p).ok());
+  AwaitStep("web", "start");
+  net::HttpClient api("127.0.0.1", server_.port());
+  const std::string path = "/api/v1/namespaces/default/pods/web/log";
+  auto r = api.Request("GET", path);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->status, 400);
+  EXPECT_NE(r->body.find(R"(container \"app\" in pod \"web\" is waiting )"
+                         "to start: ContainerCreating"),
+            std::string::npos)
+      << r->body;
+
+  Advance(seconds(1));  // start delay
+  ASSERT_TRUE(AwaitPod("web", [](const corev1::Pod& p) {
+    return p.status().phase() == "Running";
+  }));
+  r = api.Request("GET", path);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->body, "kubeletsim: container app of pod default/web started\n");
+  Advance(seconds(25));
+  r = api.Request("GET", path + "?tailLines=2");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->body,
+            "app: log line 1 of pod default/web\n"
+            "app: log line 2 of pod default/web\n");
+  r = api.Request("GET", path + "?previous=true");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 400);
+  EXPECT_NE(r->body.find("previous terminated container"), std::string::npos);
+
+  auto follow = api.OpenStream("GET", path + "?follow=true&tailLines=1");
+  ASSERT_TRUE(follow.ok()) << follow.status();
+  ASSERT_TRUE((*follow)->CloseSend().ok());
+  auto head = (*follow)->ReadHead(kDeadline);
+  ASSERT_TRUE(head.ok()) << head.status();
+  EXPECT_EQ(head->status, 200);
+  std::string got;
+  auto read_until = [&](const std::string& want) {
+    while (got.find(want) == std::string::npos) {
+      auto more = (*follow)->Read(&got, kDeadline);
+      if (!more.ok() || !*more) return false;
+    }
+    return true;
+  };
+  ASSERT_TRUE(read_until("log line 2 of"));
+  Advance(seconds(10));
+  ASSERT_TRUE(read_until("log line 3 of"));
+  Advance(seconds(20));
+  ASSERT_TRUE(read_until("log line 5 of"));
+  EXPECT_EQ(got,
+            "app: log line 2 of pod default/web\n"
+            "app: log line 3 of pod default/web\n"
+            "app: log line 4 of pod default/web\n"
+            "app: log line 5 of pod default/web\n");
+  (*follow)->Cancel();
 }
 
 // The same paths on the real clock with short intervals: the timer thread

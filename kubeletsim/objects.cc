@@ -135,6 +135,11 @@ void RefreshNodeStatus(const NodeTemplate& t, const NodeIdentity& id,
   a = s->add_addresses();
   a->set_type("Hostname");
   a->set_address(id.name);
+  if (!t.kubelet_address.empty()) {
+    a = s->add_addresses();
+    a->set_type("ExternalIP");
+    a->set_address(t.kubelet_address);
+  }
 
   s->mutable_daemonendpoints()->mutable_kubeletendpoint()->set_port(
       t.kubelet_port);
@@ -167,6 +172,17 @@ bool NodeStatusDiffers(const NodeTemplate& t, const corev1::NodeStatus& s) {
     return it != s.capacity().end() && it->second.string() == want &&
            jt != s.allocatable().end() && jt->second.string() == want;
   };
+  if (s.daemonendpoints().kubeletendpoint().port() != t.kubelet_port) {
+    return true;  // the fleet restarted on another port
+  }
+  if (!t.kubelet_address.empty()) {
+    bool advertised = false;
+    for (const corev1::NodeAddress& a : s.addresses()) {
+      advertised |=
+          a.type() == "ExternalIP" && a.address() == t.kubelet_address;
+    }
+    if (!advertised) return true;
+  }
   return !same("cpu", t.cpu) || !same("memory", t.memory) ||
          !same("pods", t.pods);
 }

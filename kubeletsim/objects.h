@@ -47,7 +47,11 @@ struct NodeTemplate {
   std::map<std::string, std::string> labels;  // beyond hostname/os/arch
   std::vector<corev1::Taint> taints;
   std::string kubelet_version = kKubeletVersion;
-  int kubelet_port = 10250;  // daemonEndpoints; nothing listens per node
+  int kubelet_port = 10250;  // daemonEndpoints (the fleet's endpoint)
+  // Where kube-apiserver reaches the fleet's serving endpoint (pods/log),
+  // reported as every node's ExternalIP: the simulated InternalIPs are not
+  // routable. Empty: no ExternalIP.
+  std::string kubelet_address;
 };
 
 // One node's identity.

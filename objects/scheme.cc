@@ -499,6 +499,9 @@ void Scheme::RegisterBuiltins(Scheme* s) {
     if (r->resource == "pods") {
       r->subresources.push_back({"binding", binding, {"create"}});
       r->subresources.push_back({"eviction", eviction, {"create"}});
+      // Text from the kubelet (apiserver/pod_logs.h); kube's discovery
+      // names the kind Pod too.
+      r->subresources.push_back({"log", r->kind, {"get"}});
     }
     if (r->resource == "serviceaccounts") {
       r->subresources.push_back({"token", token_request, {"create"}});

@@ -34,6 +34,31 @@ StatusOr<std::shared_ptr<const net::TlsContext>> ServingTlsContext(
                              net::ClientAuth::kRequest);
 }
 
+// The client context for the kubelets (pods/log) from kube's
+// --kubelet-client-certificate, --kubelet-client-key and
+// --kubelet-certificate-authority: none of them, plain HTTP (kplane's
+// kubeletsim may serve HTTP); without the CA the kubelets' serving
+// certificates are not checked, as kube-apiserver does not check them.
+StatusOr<std::shared_ptr<const net::TlsContext>> KubeletClientContext(
+    const std::string& cert_file, const std::string& key_file,
+    const std::string& ca_file) {
+  if (cert_file.empty() && key_file.empty() && ca_file.empty()) {
+    return std::shared_ptr<const net::TlsContext>();
+  }
+  if (cert_file.empty() != key_file.empty()) {
+    return InvalidArgumentError(
+        "--kubelet-client-certificate and --kubelet-client-key go together");
+  }
+  net::TlsClientConfig c{.ca_file = ca_file,
+                         .cert_file = cert_file,
+                         .key_file = key_file,
+                         .insecure_skip_verify = ca_file.empty(),
+                         .alpn = {"http/1.1"}};
+  auto ctx = net::TlsContext::NewClient(c);
+  if (!ctx.ok()) return ctx.status().Annotate("--kubelet-client-*");
+  return std::shared_ptr<const net::TlsContext>(*ctx);
+}
+
 int RunApiServerCommand(const std::vector<std::string>& args) {
   FlagSet flags("kplane apiserver",
                 "Runs kplane's Kubernetes API server over HTTPS (or, with "
@@ -60,6 +85,9 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
   Duration compaction_interval = minutes(5);
   std::string log_level = "info";
   std::string encryption_config;
+  std::string kubelet_cert_file, kubelet_key_file, kubelet_ca_file;
+  std::vector<std::string> kubelet_address_types =
+      ApiServerOptions().kubelet_preferred_address_types;
   ServingTlsFlags serving(flags, {.served = "the API",
                                   .origin = "kube-apiserver's",
                                   .client_auth = net::ClientAuth::kRequest});
@@ -181,6 +209,19 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
   flags.String("service-node-port-range", &service_node_port_range,
                "Ports NodePort Services' nodePorts come from (kept in the "
                "store at /registry/ranges/servicenodeports).");
+  flags.String("kubelet-client-certificate", &kubelet_cert_file,
+               "Client certificate shown to the kubelets (pods/log).");
+  flags.String("kubelet-client-key", &kubelet_key_file,
+               "Key of --kubelet-client-certificate.");
+  flags.String("kubelet-certificate-authority", &kubelet_ca_file,
+               "CA file the kubelets' serving certificates are checked "
+               "against; unset: not checked. Without any --kubelet-* TLS "
+               "flag the kubelets are reached over plain HTTP.");
+  flags.StringListLastWins(
+      "kubelet-preferred-address-types", &kubelet_address_types,
+      "Node address types tried in order to reach a kubelet (kube's default "
+      "starts with Hostname; simulated nodes are reached at their "
+      "ExternalIP).");
   flags.String("log-level", &log_level, "debug, info, warning or error.");
   if (auto code = ParseCommandFlags(flags, args, "kplane apiserver"))
     return *code;
@@ -214,6 +255,10 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
                  "HTTP without TLS; anyone who can reach the port can read "
                  "and write every object.\n";
   }
+
+  auto kubelet_tls = KubeletClientContext(kubelet_cert_file, kubelet_key_file,
+                                          kubelet_ca_file);
+  if (!kubelet_tls.ok()) return fail(kubelet_tls.status());
 
   std::shared_ptr<const apiserver::encryption::TransformerSet> encryption;
   if (!encryption_config.empty()) {
@@ -318,6 +363,8 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
   if (!sa_issuers.empty()) o.service_account_issuers = sa_issuers;
   o.service_cluster_ip_range = service_cluster_ip_range;
   o.service_node_port_range = service_node_port_range;
+  o.kubelet_tls = *kubelet_tls;
+  o.kubelet_preferred_address_types = kubelet_address_types;
   ApiServer server(o);
   if (Status st = server.Start(); !st.ok()) return fail(st);
   if (!server.WaitReady(seconds(60))) {

@@ -534,6 +534,10 @@ Status ControlPlane::Impl::StartApiServer() {
     // --client-ca-file): the authenticator decides about a request without.
     ASSIGN_OR_RETURN(
         ao.tls, pki->ServerContext(pki->apiserver, net::ClientAuth::kRequest));
+    // pods/log to the simulated kubelets, which require a CA-signed client
+    // certificate; their serving certificate is checked against the CA.
+    ASSIGN_OR_RETURN(ao.kubelet_tls,
+                     pki->ClientContext(pki->apiserver_kubelet_client));
   }
   // Authentication and authorization (issue 18) whenever the control plane
   // has its PKI: the admin is system:masters, the controller manager

@@ -89,8 +89,12 @@ int RunKubeletSimCommand(const std::vector<std::string>& args) {
   flags.String("bind-address", &o.bind_address,
                "Address of the control endpoint.");
   flags.Int("port", &o.port,
-            "Port of the control endpoint (/healthz, /metrics, /nodes); "
-            "0: none, -1: any free port.");
+            "Port of the control endpoint (/healthz, /metrics, /nodes, the "
+            "kubelet's /containerLogs); 0: none, -1: any free port.");
+  flags.String("advertise-address", &o.node.kubelet_address,
+               "Address the API server reaches the control endpoint at "
+               "(pods/log), reported as every node's ExternalIP (default: "
+               "--bind-address, or 127.0.0.1 when that is 0.0.0.0).");
   flags.StringList("stop-nodes", &stop_nodes,
                    "Fault injection: nodes to crash after --stop-after "
                    "(\"all\": the whole fleet).");

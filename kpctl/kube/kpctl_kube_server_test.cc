@@ -750,12 +750,12 @@ TEST_F(KpctlServerTest, VersionAndApiResources) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("Server Version: v1.32"), std::string::npos) << r.out;
   r = Run("api-resources", {}, "", false);
-  // Columns as wide as their longest cell (clusterrolebindings,
+  // Columns as wide as their longest cell (poddisruptionbudgets,
   // rbac.authorization.k8s.io/v1), as kubectl prints them.
-  EXPECT_NE(r.out.find("deployments           deploy       apps/v1 "),
+  EXPECT_NE(r.out.find("deployments            deploy       apps/v1 "),
             std::string::npos)
       << r.out;
-  EXPECT_NE(r.out.find("\nclusterrolebindings                "
+  EXPECT_NE(r.out.find("\nclusterrolebindings                 "
                        "rbac.authorization.k8s.io/v1   false        "
                        "ClusterRoleBinding\n"),
             std::string::npos)

@@ -760,7 +760,7 @@ TEST_F(KpctlServerTest, VersionAndApiResources) {
                        "ClusterRoleBinding\n"),
             std::string::npos)
       << r.out;
-  EXPECT_NE(r.out.find("serviceaccounts       sa           v1"),
+  EXPECT_NE(r.out.find("serviceaccounts        sa           v1"),
             std::string::npos)
       << r.out;
 }

@@ -514,10 +514,12 @@ void AppendStreamResult(const google::protobuf::Message& msg,
   out->append("}\n");
 }
 
-std::string HttpError::Body() const {
-  // Escape the message as a JSON string by hand: it is short.
+namespace {
+
+// `text` as the inside of a JSON string (short messages: by hand).
+std::string EscapeJsonText(std::string_view text) {
   std::string esc;
-  for (char c : message) {
+  for (char c : text) {
     switch (c) {
       case '"':
         esc += "\\\"";
@@ -541,8 +543,53 @@ std::string HttpError::Body() const {
         }
     }
   }
+  return esc;
+}
+
+// The reason phrase grpc-gateway puts in "http_status", for the statuses
+// HttpStatusForGrpcCode answers.
+std::string_view HttpReason(int http_status) {
+  switch (http_status) {
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "Not Found";
+    case 408:
+      return "Request Timeout";
+    case 409:
+      return "Conflict";
+    case 412:
+      return "Precondition Failed";
+    case 429:
+      return "Too Many Requests";
+    case 501:
+      return "Not Implemented";
+    case 503:
+      return "Service Unavailable";
+    case 504:
+      return "Gateway Timeout";
+    default:
+      return "Internal Server Error";
+  }
+}
+
+}  // namespace
+
+std::string HttpError::Body() const {
+  const std::string esc = EscapeJsonText(message);
   return "{\"error\":\"" + esc + "\",\"message\":\"" + esc +
          "\",\"code\":" + std::to_string(grpc_code) + "}";
+}
+
+std::string HttpError::StreamBody() const {
+  return "{\"error\":{\"grpc_code\":" + std::to_string(grpc_code) +
+         ",\"http_code\":" + std::to_string(http_status) + ",\"message\":\"" +
+         EscapeJsonText(message) + "\",\"http_status\":\"" +
+         std::string(HttpReason(http_status)) + "\"}}\n";
 }
 
 int HttpStatusForGrpcCode(int code) {

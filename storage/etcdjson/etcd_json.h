@@ -68,6 +68,10 @@ struct HttpError {
   std::string message;
   // {"error":...,"message":...,"code":...}
   std::string Body() const;
+  // grpc-gateway's error inside a streamed response (after a 200 has
+  // started it), newline-terminated: {"error":{"grpc_code":N,
+  // "http_code":H,"message":M,"http_status":"<reason>"}}
+  std::string StreamBody() const;
 };
 
 // Our Status -> etcd's error (message prefixed "etcdserver: " when the

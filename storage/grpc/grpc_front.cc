@@ -464,7 +464,14 @@ class KeepAliveCall
     // are answered in order.
     auto self = std::static_pointer_cast<KeepAliveCall>(shared_from_this());
     kv_->server()->Submit([self, req] {
-      self->Send(self->kv_->KeepAlive(req));
+      StatusOr<pb::LeaseKeepAliveResponse> resp = self->kv_->KeepAlive(req);
+      if (!resp.ok()) {
+        // etcd's leaseKeepAlive returns the error, ending the stream; the
+        // client opens another.
+        self->End(ToGrpc(resp.status()));
+        return;
+      }
+      self->Send(*std::move(resp));
       self->ReadNext();
     });
     return false;

@@ -172,24 +172,27 @@ bool MembershipAdminOf(StoreServer* s, const HttpRequest& req, Responder* r) {
 constexpr size_t kGrpcOverheadBytes = 512 * 1024;
 size_t g_max_grpc_message_bytes = 1536 * 1024 + kGrpcOverheadBytes;
 
-// A streamed request (/v3/watch, /v3/lease/keepalive) that the splitter
-// refused as larger than g_max_grpc_message_bytes: etcd's 429 (code 8) if
-// the response has not started, else grpc-gateway's in-stream error; then
-// the connection closes (the rest of the body is not read).
-void RespondStreamTooLarge(Responder* r, bool started, const Status& s) {
-  etcdjson::HttpError e{429, etcdjson::kGrpcResourceExhausted, s.message()};
+// Ends a streamed response with `s`: etcd's error answer if the response
+// has not started, else grpc-gateway's in-stream error; then the connection
+// closes (the rest of the request body is not read).
+void RespondStreamError(Responder* r, bool started,
+                        const etcdjson::HttpError& e) {
   if (!started) {
-    r->Respond(429,
+    r->Respond(e.http_status,
                {{"Content-Type", "application/json"}, {"Connection", "close"}},
                e.Body());
     return;
   }
-  // The message is the splitter's own text: no characters to escape.
-  r->Write(R"({"error":{"grpc_code":8,"http_code":429,"message":")" +
-           s.message() +
-           R"(","http_status":"Too Many Requests"}})"
-           "\n");
+  r->Write(e.StreamBody());
   r->Close();
+}
+
+// A streamed request (/v3/watch, /v3/lease/keepalive) that the splitter
+// refused as larger than g_max_grpc_message_bytes: etcd's 429 (code 8).
+void RespondStreamTooLarge(Responder* r, bool started, const Status& s) {
+  RespondStreamError(
+      r, started,
+      etcdjson::HttpError{429, etcdjson::kGrpcResourceExhausted, s.message()});
 }
 
 // Parses the request body; answers 400 (code 3) and returns false if it is
@@ -767,12 +770,12 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
   both("/lease/leases", leases);
   both("/kv/lease/leases", leases);
   both("/lease/keepalive",
-       [s](const HttpRequest&, ResponderPtr r) {
+       [kv](const HttpRequest&, ResponderPtr r) {
          auto splitter = std::make_shared<etcdjson::JsonObjectSplitter>(
              g_max_grpc_message_bytes);
          auto started = std::make_shared<bool>(false);
          r->OnBodyData(
-             [s, r, splitter, started](std::string_view data, bool eof) {
+             [kv, r, splitter, started](std::string_view data, bool eof) {
                splitter->Feed(data);
                std::string obj;
                Status framing;
@@ -784,23 +787,17 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
                    bad = true;
                    break;
                  }
-                 etcdserverpb::LeaseKeepAliveResponse resp;
-                 if (q.id() != 0) {
-                   auto k = s->LeaseKeepAlive(q);
-                   if (k.ok()) {
-                     resp = *k;
-                   } else {
-                     // etcd answers an unknown lease with its ID and no TTL.
-                     s->FillHeader(resp.mutable_header());
-                     resp.mutable_header()->set_revision(CurrentRevision(s));
-                     resp.set_id(q.id());
-                   }
-                 } else {
-                   s->FillHeader(resp.mutable_header());
-                   resp.mutable_header()->set_revision(CurrentRevision(s));
+                 StatusOr<etcdserverpb::LeaseKeepAliveResponse> resp =
+                     kv->KeepAlive(q);
+                 if (!resp.ok()) {
+                   // etcd ends the stream with the error (a lease that is
+                   // merely unreachable is not reported as gone).
+                   RespondStreamError(r.get(), *started,
+                                      etcdjson::StatusToError(resp.status()));
+                   return;
                  }
                  std::string out;
-                 etcdjson::AppendStreamResult(resp, &out);
+                 etcdjson::AppendStreamResult(*resp, &out);
                  if (!*started) {
                    r->StartStream(200, JsonHeaders());
                    *started = true;

@@ -253,12 +253,13 @@ void KvService::FillAuthHeader(StoreServer* s,
   h->set_revision(CurrentRevision(s));
 }
 
-etcdserverpb::LeaseKeepAliveResponse KvService::KeepAlive(
+StatusOr<etcdserverpb::LeaseKeepAliveResponse> KvService::KeepAlive(
     const etcdserverpb::LeaseKeepAliveRequest& req) {
   etcdserverpb::LeaseKeepAliveResponse resp;
   if (req.id() != 0) {
     auto k = server_->LeaseKeepAlive(req);
-    if (k.ok()) return *std::move(k);
+    if (k.ok()) return k;
+    if (!k.status().Is(StatusCode::kNotFound)) return k.status();
     // etcd answers an unknown lease with its ID and no TTL.
     resp.set_id(req.id());
   }

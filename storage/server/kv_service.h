@@ -79,9 +79,13 @@ class KvService {
                    Done<etcdserverpb::LeaseRevokeResponse> done,
                    std::string user = {});
 
-  // A keepalive's answer as etcd's stream gives it: an unknown lease gets
-  // its ID back with no TTL, ID 0 just a header. Blocks until applied.
-  etcdserverpb::LeaseKeepAliveResponse KeepAlive(
+  // A keepalive's answer as etcd's stream gives it: an unknown (or
+  // expired) lease gets its ID back with no TTL, ID 0 just a header. Any
+  // other failure (no leader, the proposal timed out or was dropped in a
+  // leader change) is returned: as etcd's leaseKeepAlive, the stream then
+  // ends with that error and the client retries, rather than being told
+  // that a live lease is gone. Blocks until applied.
+  StatusOr<etcdserverpb::LeaseKeepAliveResponse> KeepAlive(
       const etcdserverpb::LeaseKeepAliveRequest& req);
 
   StoreServer* server() const { return server_; }

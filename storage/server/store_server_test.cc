@@ -1185,5 +1185,44 @@ TEST_F(StoreServerTest, HealthTellsAlarmsAndAStuckApply) {
       << last->CheckHealth(milliseconds(200)).reason;
 }
 
+// A keepalive that cannot reach a leader is an error, not "lease not
+// found": the latter ends a client's keepalive loop for good and lets a
+// live lease expire (a CI run lost a kept-alive lease across a leader kill
+// this way). Only a lease the store does not know answers with no TTL.
+TEST_F(StoreServerTest, KeepAliveWithoutALeaderIsAnErrorNotAMissingLease) {
+  Cluster& c = NewCluster();
+  c.Start(3);
+  StoreServer* leader = c.WaitLeader();
+  ASSERT_NE(leader, nullptr);
+  etcdserverpb::LeaseGrantRequest g;
+  g.set_ttl(600);
+  auto lease = leader->LeaseGrant(g);
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  const std::string last = c.LeaderName() == "m1" ? "m2" : "m1";
+  StoreServer* survivor = c.Get(last);
+  KvService kv(survivor);
+  etcdserverpb::LeaseKeepAliveRequest ka;
+  ka.set_id(lease->id());
+  ASSERT_TRUE(Eventually(
+      [&] {
+        auto r = kv.KeepAlive(ka);
+        return r.ok() && r->ttl() == 600;
+      },
+      seconds(10)));
+  etcdserverpb::LeaseKeepAliveRequest unknown;
+  unknown.set_id(lease->id() + 1);
+  auto u = kv.KeepAlive(unknown);
+  ASSERT_TRUE(u.ok()) << u.status();
+  EXPECT_EQ(u->id(), unknown.id());
+  EXPECT_EQ(u->ttl(), 0);
+
+  for (std::string n : {"m1", "m2", "m3"}) {
+    if (n != last) c.StopMember(n);
+  }
+  auto r = kv.KeepAlive(ka);
+  ASSERT_FALSE(r.ok()) << "answered TTL " << r->ttl() << " with no leader";
+  EXPECT_FALSE(r.status().Is(StatusCode::kNotFound)) << r.status();
+}
+
 }  // namespace
 }  // namespace kplane::storage

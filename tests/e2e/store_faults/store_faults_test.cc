@@ -663,19 +663,24 @@ TEST_F(StoreFaultTest, LeasesAcrossLeaderKill) {
   const TimePoint granted = Clock::Real()->Now();
   ASSERT_NE(kept, 0);
   ASSERT_NE(left_alone, 0);
-  // Failed rounds, kept to explain a lost lease.
   Mutex errors_mu;
   std::vector<std::string> keepalive_errors;
+  // Every round, kept to explain a lost lease.
+  auto record = [&](const std::string& what) {
+    MutexLock l(&errors_mu);
+    keepalive_errors.push_back(
+        std::to_string(Ms(Clock::Real()->Now() - granted)) + " ms: " + what);
+  };
   storage::KeepAliveLoop keepalive(
-      kv->get(), kept, {.on_error = [&](const Status& s) {
-        MutexLock l(&errors_mu);
-        keepalive_errors.push_back(
-            std::to_string(Ms(Clock::Real()->Now() - granted)) +
-            " ms: " + s.ToString());
-      }});
+      kv->get(), kept,
+      {.on_renewed =
+           [&](const etcdserverpb::LeaseKeepAliveResponse& r) {
+             record("renewed, TTL " + std::to_string(r.ttl()));
+           },
+       .on_error = [&](const Status& s) { record(s.ToString()); }});
   auto errors = [&] {
     MutexLock l(&errors_mu);
-    std::string out = "keepalive errors:";
+    std::string out = "keepalive rounds:";
     for (const std::string& e : keepalive_errors) out += "\n  " + e;
     return out;
   };

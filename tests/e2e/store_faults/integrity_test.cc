@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include "apiserver/api_server.h"
@@ -263,7 +265,10 @@ TEST_F(StoreIntegrityTest, ForgedPeerMessagesAreRefusedAndNothingCommits) {
   prop.set_to(leader_id);
   raftpb::Entry* e = prop.add_entries();
   e->set_type(raftpb::EntryNormal);
-  e->set_data("\xff\xff\xff\xff this is not an InternalRaftRequest");
+  // The marker is looked for in every member's files at the end: an entry
+  // that entered a log is in its WAL, byte for byte (wal/FORMAT.md).
+  const std::string marker = "forged-entry-7f3c9a this is not a request";
+  e->set_data("\xff\xff\xff\xff " + marker);
   // Over TLS the forger holds a certificate the members' CA signed (the
   // peer one): the handshake passes, and membership must still refuse.
   std::shared_ptr<const net::TlsContext> peer_tls;
@@ -301,17 +306,30 @@ TEST_F(StoreIntegrityTest, ForgedPeerMessagesAreRefusedAndNothingCommits) {
       cluster_->Metric(*leader, "kplane_server_peer_messages_refused_total");
   ASSERT_TRUE(invalid.ok()) << invalid.status();
   EXPECT_GE(*invalid, 1);
+  // (The raft index is no witness: a background proposal of the store's
+  // own may land in the window, as it did once in CI.)
   auto after = cluster_->MemberStatus(*leader);
   ASSERT_TRUE(after.ok());
-  EXPECT_EQ(after->raftindex(), before->raftindex()) << "nothing committed";
   EXPECT_EQ(after->errors_size(), 0);
 
   // Every member still applies, and comes back from a restart of all.
-  ASSERT_TRUE(Put("/f/after").ok());
+  EXPECT_TRUE(Put("/f/after").ok());
   for (int i : cluster_->members()) {
     auto c = cluster_->Terminate(i);
     ASSERT_TRUE(c.ok()) << c.status();
     EXPECT_EQ(*c, 0);
+  }
+  // Nothing of the forged proposal reached any member's log or database.
+  for (int i : cluster_->members()) {
+    for (const auto& f :
+         fs::recursive_directory_iterator(cluster_->data_dir(i))) {
+      if (!f.is_regular_file()) continue;
+      std::ifstream in(f.path(), std::ios::binary);
+      std::string bytes((std::istreambuf_iterator<char>(in)),
+                        std::istreambuf_iterator<char>());
+      EXPECT_EQ(bytes.find(marker), std::string::npos)
+          << "the forged entry is in " << f.path();
+    }
   }
   for (int i : cluster_->members()) ASSERT_TRUE(cluster_->Restart(i).ok());
   for (int i : cluster_->members()) {

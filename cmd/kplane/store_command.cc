@@ -141,6 +141,12 @@ int RunStoreCommand(const std::vector<std::string>& args) {
 
   // etcd's client and peer TLS (member_tls.h): built before anything
   // listens, so that a bad file fails the start.
+  for (const storage::MemberTlsFiles* side :
+       {&opts.client_tls, &opts.peer_tls}) {
+    if (Status s = storage::EnsureSelfSignedPair(*side); !s.ok()) {
+      return fail(s);
+    }
+  }
   auto tls = storage::NewMemberTls(opts.client_tls, opts.peer_tls);
   if (!tls.ok()) return fail(tls.status());
 

@@ -72,19 +72,14 @@ struct Refused {
 };
 constexpr const char* kNoCrl =
     "certificate revocation lists are not supported (docs/security.md)";
-constexpr const char* kNoAutoTls =
-    "self-signed certificates are not generated; give --cert-file/--key-file "
-    "(`kplane up` makes a PKI)";
 constexpr const char* kNoCertFilter =
     "any certificate the trusted CA signed is accepted; name filters are not "
     "supported";
 constexpr Refused kRefused[] = {
     {"client-crl-file", "", kNoCrl},
     {"client-cert-allowed-hostname", "", kNoCertFilter},
-    {"auto-tls", "false", kNoAutoTls},
     {"peer-cert-allowed-cn", "", kNoCertFilter},
     {"peer-cert-allowed-hostname", "", kNoCertFilter},
-    {"peer-auto-tls", "false", kNoAutoTls},
     {"peer-crl-file", "", kNoCrl},
     {"cipher-suites", "",
      "the cipher suites are fixed (TLS 1.2+, OpenSSL's defaults at security "
@@ -293,6 +288,8 @@ struct StoreFlags::State {
   int64_t max_connections = 0;
   int64_t max_concurrent_streams = 0;
   bool debug = false;
+  bool client_auto_tls = false;
+  bool peer_auto_tls = false;
   std::string config_file;
   std::vector<std::string> log_outputs = {"default"};
   // Values of the no-op and refused flags (kept as text).
@@ -424,8 +421,6 @@ StoreFlags::StoreFlags() : st_(std::make_unique<State>()) {
     f.Bool(name, &s.other_bool[name], help);
   };
   const std::set<std::string> bools = {
-      "auto-tls",
-      "peer-auto-tls",
       "experimental-peer-skip-client-san-verification",
       "enable-v2",
       "force-new-cluster",
@@ -455,6 +450,15 @@ StoreFlags::StoreFlags() : st_(std::make_unique<State>()) {
   // ---- security (etcd's flags and help texts) -------------------------------
   DeclareTlsSideFlags(f, "", &s.o.client_tls);
   DeclareTlsSideFlags(f, "peer-", &s.o.peer_tls);
+  f.Bool("auto-tls", &s.client_auto_tls,
+         "Client TLS using generated certificates (under "
+         "<data-dir>/fixtures/client; ignored when --cert-file/--key-file "
+         "are given; clients cannot verify them: --insecure-skip-tls-verify).");
+  f.Bool("peer-auto-tls", &s.peer_auto_tls,
+         "Peer TLS using generated certificates (under "
+         "<data-dir>/fixtures/peer; ignored when --peer-cert-file/"
+         "--peer-key-file are given): encrypted, but members do not verify "
+         "each other's certificates.");
 
   for (const NoOp& n : kNoOps) {
     std::string help =
@@ -787,6 +791,26 @@ StatusOr<StoreOptions> StoreFlags::Finish(StoreOptions o) {
                          /*unix_ok=*/true));
   RETURN_IF_ERROR(
       listen(s.advertise_peer, "initial-advertise-peer-urls", false, &ignored));
+  // etcd's --auto-tls / --peer-auto-tls (embed.Config.ClientSelfCert,
+  // PeerSelfCert): a pair generated at start under <data-dir>/fixtures/,
+  // for the listen URLs' hosts; files given win, with etcd's warning.
+  auto self_cert = [&](bool on, const char* side,
+                       const std::vector<net::Url>& urls,
+                       storage::MemberTlsFiles* files) {
+    if (!on) return;
+    if (!files->empty()) {
+      o.warnings.push_back(std::string("ignoring ") + side +
+                           " auto TLS since certs given");
+      return;
+    }
+    const std::string dir = cfg.data_dir + "/fixtures/" + side;
+    files->cert_file = dir + "/cert.crt";
+    files->key_file = dir + "/cert.key";
+    files->self_signed = true;
+    for (const net::Url& u : urls) files->self_signed_hosts.push_back(u.host);
+  };
+  self_cert(s.client_auto_tls, "client", o.listen_client, &o.client_tls);
+  self_cert(s.peer_auto_tls, "peer", o.listen_peer, &o.peer_tls);
   RETURN_IF_ERROR(
       CheckTlsSide(o.client_tls, o.listen_client, /*peer=*/false, &o.warnings));
   RETURN_IF_ERROR(

@@ -143,6 +143,38 @@ TEST(StoreFlagsTest, EveryEtcdFlagAtItsDefaultStarts) {
   EXPECT_TRUE(warned);
 }
 
+// etcd's --auto-tls / --peer-auto-tls: a pair generated under
+// <data-dir>/fixtures/<side> for the listen URLs' hosts, which also makes
+// https:// URLs acceptable; files given win, with etcd's warning.
+TEST(StoreFlagsTest, AutoTlsGeneratesAPairUnderTheDataDir) {
+  auto o =
+      Parse({"--name", "m", "--data-dir", "/d", "--auto-tls", "--peer-auto-tls",
+             "--listen-client-urls", "https://127.0.0.1:2379",
+             "--listen-peer-urls", "https://localhost:2380"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_TRUE(o->client_tls.self_signed);
+  EXPECT_EQ(o->client_tls.cert_file, "/d/fixtures/client/cert.crt");
+  EXPECT_EQ(o->client_tls.key_file, "/d/fixtures/client/cert.key");
+  EXPECT_EQ(o->client_tls.self_signed_hosts,
+            std::vector<std::string>{"127.0.0.1"});
+  EXPECT_FALSE(o->client_tls.requires_client_certs());
+  EXPECT_TRUE(o->peer_tls.self_signed);
+  EXPECT_EQ(o->peer_tls.cert_file, "/d/fixtures/peer/cert.crt");
+  EXPECT_EQ(o->peer_tls.self_signed_hosts,
+            std::vector<std::string>{"localhost"});
+
+  auto given = Parse({"--name", "m", "--peer-auto-tls", "--peer-cert-file",
+                      "p.crt", "--peer-key-file", "p.key"});
+  ASSERT_TRUE(given.ok()) << given.status();
+  EXPECT_FALSE(given->peer_tls.self_signed);
+  EXPECT_EQ(given->peer_tls.cert_file, "p.crt");
+  bool warned = false;
+  for (const std::string& w : given->warnings) {
+    warned |= w == "ignoring peer auto TLS since certs given";
+  }
+  EXPECT_TRUE(warned);
+}
+
 TEST(StoreFlagsTest, RefusesWhatItCannotHonour) {
   struct Case {
     std::vector<std::string> args;
@@ -151,7 +183,6 @@ TEST(StoreFlagsTest, RefusesWhatItCannotHonour) {
       {{"--cert-file", "server.crt"},
        "--cert-file and --key-file must both be given: KeyFile and CertFile "
        "must both be present[key: , cert: server.crt]"},
-      {{"--peer-auto-tls"}, "self-signed certificates are not generated"},
       {{"--client-crl-file", "crl.pem"}, "revocation lists are not supported"},
       {{"--client-cert-auth=true"},
        "--client-cert-auth needs --trusted-ca-file"},

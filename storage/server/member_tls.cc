@@ -1,5 +1,11 @@
 #include "storage/server/member_tls.h"
 
+#include <arpa/inet.h>
+
+#include <algorithm>
+
+#include "net/pki.h"
+
 namespace kplane::storage {
 namespace {
 
@@ -35,6 +41,40 @@ StatusOr<std::shared_ptr<const net::TlsContext>> NewMemberServerTls(
   return net::TlsContext::NewServer(sc);
 }
 
+Status EnsureSelfSignedPair(const MemberTlsFiles& files) {
+  if (!files.self_signed) return Status::Ok();
+  const std::string suffix = ".crt";
+  const size_t slash = files.cert_file.rfind('/');
+  if (slash == std::string::npos || !files.cert_file.ends_with(suffix) ||
+      files.key_file !=
+          files.cert_file.substr(0, files.cert_file.size() - suffix.size()) +
+              ".key") {
+    return InvalidArgumentError(
+        "a self-signed pair is <dir>/<name>.crt and <dir>/<name>.key, not " +
+        files.cert_file + " and " + files.key_file);
+  }
+  const std::string dir = files.cert_file.substr(0, slash);
+  const std::string name = files.cert_file.substr(
+      slash + 1, files.cert_file.size() - slash - 1 - suffix.size());
+  net::CertificateRequest req{
+      .common_name = "kplane-store", .server_auth = true, .client_auth = true};
+  for (const std::string& h : files.self_signed_hosts) {
+    unsigned char buf[16];
+    const bool ip = inet_pton(AF_INET, h.c_str(), buf) == 1 ||
+                    inet_pton(AF_INET6, h.c_str(), buf) == 1;
+    std::vector<std::string>& into = ip ? req.ip_addresses : req.dns_names;
+    if (!h.empty() && std::find(into.begin(), into.end(), h) == into.end()) {
+      into.push_back(h);
+    }
+  }
+  net::Pki pki({.dir = dir, .ca_common_name = "kplane-store-auto-tls"});
+  StatusOr<net::KeyPair> pair = pki.EnsureCertificate(name, req);
+  if (!pair.ok()) {
+    return pair.status().Annotate("generating the self-signed pair in " + dir);
+  }
+  return Status::Ok();
+}
+
 StatusOr<std::shared_ptr<const net::TlsContext>> NewMemberPeerClientTls(
     const MemberTlsFiles& files) {
   net::TlsClientConfig cc;
@@ -44,6 +84,7 @@ StatusOr<std::shared_ptr<const net::TlsContext>> NewMemberPeerClientTls(
     cc.key_file = files.key_file;
   }
   cc.ca_file = files.trusted_ca_file;
+  cc.insecure_skip_verify = files.self_signed;
   cc.alpn = {"http/1.1"};
   return net::TlsContext::NewClient(cc);
 }

@@ -49,6 +49,14 @@ struct MemberTlsFiles {
   std::string key_file;
   std::string trusted_ca_file;
   bool client_cert_auth = false;
+  // etcd's --auto-tls / --peer-auto-tls (TLSInfo.selfCert): cert_file and
+  // key_file are a pair EnsureSelfSignedPair generates (and reuses), and
+  // whoever dials with these files does not verify the server's certificate
+  // (etcd's InsecureSkipVerify for self-signed peers): encryption without
+  // authentication, as etcd documents it.
+  bool self_signed = false;
+  // The names the generated certificate holds (the listen URLs' hosts).
+  std::vector<std::string> self_signed_hosts;
 
   // etcd's TLSInfo.Empty(): no certificate and no key.
   bool empty() const { return cert_file.empty() && key_file.empty(); }
@@ -64,6 +72,14 @@ struct MemberTlsFiles {
 // (NewMemberTls does that).
 StatusOr<std::shared_ptr<const net::TlsContext>> NewMemberServerTls(
     const MemberTlsFiles& files, std::vector<std::string> alpn = {"http/1.1"});
+
+// etcd's transport.SelfCert for files.self_signed (nothing otherwise):
+// files.cert_file and files.key_file are loaded if they hold a valid pair
+// for the hosts, else generated there (EC P-256, 1 year, serverAuth and
+// clientAuth, the hosts as IP or DNS SANs; net/pki.h, which also writes the
+// issuing CA beside them as ca.crt/ca.key: the pair's directory must be
+// theirs alone). Files 0600, the directory 0700.
+Status EnsureSelfSignedPair(const MemberTlsFiles& files);
 
 // The context a member dials its peers with (the peer files).
 StatusOr<std::shared_ptr<const net::TlsContext>> NewMemberPeerClientTls(

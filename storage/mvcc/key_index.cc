@@ -69,6 +69,19 @@ std::optional<KeyIndex::Version> KeyIndex::Latest(std::string_view key) const {
   return it->second.back();
 }
 
+std::optional<mvccpb::KeyValue> KeyIndex::LatestKeyValue(
+    std::string_view key) const {
+  std::optional<Version> v = Latest(key);
+  if (!v) return std::nullopt;
+  mvccpb::KeyValue kv;
+  kv.set_key(std::string(key));
+  kv.set_create_revision(v->create_revision);
+  kv.set_mod_revision(v->main);
+  kv.set_version(v->version);
+  kv.set_lease(v->lease);
+  return kv;
+}
+
 std::vector<std::pair<std::string, KeyIndex::Version>> KeyIndex::LatestLive(
     std::string_view key, std::string_view range_end) const {
   std::vector<std::pair<std::string, Version>> out;

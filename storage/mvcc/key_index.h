@@ -49,6 +49,7 @@
 
 #include "base/mutex.h"
 #include "base/thread_annotations.h"
+#include "schemas/kv.pb.h"
 
 namespace kplane::mvcc {
 
@@ -74,6 +75,10 @@ class KeyIndex {
 
   // The newest version of `key` (staged ones included) when it is a put.
   std::optional<Version> Latest(std::string_view key) const EXCLUDES(mu_);
+  // The same as a KeyValue: key, create/mod revision, version, lease; no
+  // value.
+  std::optional<mvccpb::KeyValue> LatestKeyValue(std::string_view key) const
+      EXCLUDES(mu_);
 
   // The live keys in [key, range_end) (etcd conventions: empty range_end =
   // the key alone, "\0" = every key >= key) as of their newest versions,

@@ -8,7 +8,8 @@ namespace kplane::mvcc {
 WriteTxn::WriteTxn(rocksdb::DB* db, int64_t begin_rev, bool events,
                    bool events_with_prev,
                    rocksdb::WriteBatchWithIndex* group_batch, KeyIndex* index)
-    : begin_rev_(begin_rev),
+    : db_(db),
+      begin_rev_(begin_rev),
       collect_prev_(events && events_with_prev),
       batch_(group_batch),
       view_(db, batch_),
@@ -57,17 +58,24 @@ StatusOr<std::optional<mvccpb::KeyValue>> WriteTxn::Put(
     const std::string& key, const std::string& value, int64_t lease,
     bool want_prev_value) {
   std::optional<mvccpb::KeyValue> prev;
-  if (index_ != nullptr && !want_prev_value && !collect_prev_) {
-    if (std::optional<KeyIndex::Version> v = index_->Latest(key)) {
-      prev.emplace();
-      prev->set_key(key);
-      prev->set_create_revision(v->create_revision);
-      prev->set_mod_revision(v->main);
-      prev->set_version(v->version);
-      prev->set_lease(v->lease);
-    }
-  } else {
+  if (index_ == nullptr) {
     ASSIGN_OR_RETURN(prev, GetLatest(&view_, key));
+  } else if (!want_prev_value && !collect_prev_) {
+    prev = index_->LatestKeyValue(key);
+  } else if (std::optional<KeyIndex::Version> v = index_->Latest(key)) {
+    // The value too (prev_kv, or a watcher that wants it): a point read of
+    // the exact version, cheaper than GetLatest's seek.
+    std::string record;
+    rocksdb::Status st = batch_->GetFromBatchAndDB(
+        db_, rocksdb::ReadOptions(), keys::VersionKey(key, v->main, v->sub),
+        &record);
+    if (!st.ok()) {
+      return CorruptionError("mvcc: key index names a version of " + key +
+                             " that is not stored: " + st.ToString());
+    }
+    prev.emplace();
+    RETURN_IF_ERROR(DecodeKeyValue(keys::VersionPrefix(key), v->main, record,
+                                   /*with_value=*/true, &*prev));
   }
   const int64_t rev = begin_rev_ + 1;
   const int64_t create = prev ? prev->create_revision() : rev;

@@ -105,6 +105,7 @@ class WriteTxn {
   void WriteVersion(const std::string& key, bool is_delete,
                     const std::string& record);
 
+  rocksdb::DB* const db_;
   const int64_t begin_rev_;
   const bool collect_prev_;
   rocksdb::WriteBatchWithIndex* const batch_;

@@ -340,6 +340,10 @@ StoreFlags::StoreFlags() : st_(std::make_unique<State>()) {
              "revision when it had no event.");
   f.Int64("experimental-compaction-batch-limit", &s.compaction_batch,
           "Records compaction deletes per write batch.");
+  f.Bool("experimental-key-index", &cfg.key_index,
+         "Keep every key's revisions in memory (etcd's tree index): puts "
+         "read no previous version, counts and paged ranges scan no "
+         "history. false: read them from the database (comparisons).");
   f.Int64("max-request-bytes", &s.max_request,
           "Largest client request accepted.");
   f.Int64("max-concurrent-streams", &s.max_concurrent_streams,

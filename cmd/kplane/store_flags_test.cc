@@ -327,9 +327,10 @@ TEST(StoreFlagsTest, ServedFlagsReachTheConfig) {
                   "--experimental-watch-progress-notify-interval", "2s",
                   "--experimental-compaction-batch-limit", "77",
                   "--max-concurrent-streams", "9", "--grpc-keepalive-interval",
-                  "30s", "--debug"});
+                  "30s", "--debug", "--experimental-key-index=false"});
   ASSERT_TRUE(o.ok()) << o.status();
   EXPECT_EQ(o->cfg.name, "m2");
+  EXPECT_FALSE(o->cfg.key_index);
   EXPECT_EQ(o->cfg.max_txn_ops, 256);
   EXPECT_EQ(o->cfg.heartbeat_interval, milliseconds(50));
   EXPECT_EQ(o->cfg.watch_progress_interval, seconds(2));

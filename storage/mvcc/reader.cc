@@ -167,7 +167,7 @@ bool Less(const mvccpb::KeyValue& a, const mvccpb::KeyValue& b,
 
 StatusOr<etcdserverpb::RangeResponse> ExecuteRange(
     ReadView* view, const etcdserverpb::RangeRequest& req, int64_t current_rev,
-    int64_t compact_rev) {
+    int64_t compact_rev, const RangeCounter& counter) {
   int64_t rev = req.revision();
   if (rev > current_rev) return FutureRevisionError(current_rev);
   if (rev <= 0) rev = current_rev;
@@ -192,34 +192,47 @@ StatusOr<etcdserverpb::RangeResponse> ExecuteRange(
   const int64_t limit = req.limit() > 0 ? req.limit() : 0;
   const bool with_value = !req.keys_only() || target == RangeRequest::VALUE;
 
+  // Only counting is left once a limited key-order scan has its rows.
+  std::optional<int64_t> known_count;
+  if (counter && (req.count_only() || (natural && limit > 0))) {
+    known_count = counter(rev);
+  }
   int64_t count = 0;
   std::vector<mvccpb::KeyValue> kvs;
   Status decode_status;
-  Status st = ScanRange(
-      view, req.key(), req.range_end(), rev,
-      [&](std::string_view prefix, int64_t main, std::string_view record) {
-        ++count;
-        if (req.count_only()) return true;
-        if (natural && limit > 0 && static_cast<int64_t>(kvs.size()) >= limit) {
-          return true;  // only counting from here on
-        }
-        mvccpb::KeyValue kv;
-        decode_status = DecodeKeyValue(prefix, main, record, with_value, &kv);
-        if (!decode_status.ok()) return false;
-        if ((req.max_mod_revision() != 0 &&
-             kv.mod_revision() > req.max_mod_revision()) ||
-            (req.min_mod_revision() != 0 &&
-             kv.mod_revision() < req.min_mod_revision()) ||
-            (req.max_create_revision() != 0 &&
-             kv.create_revision() > req.max_create_revision()) ||
-            (req.min_create_revision() != 0 &&
-             kv.create_revision() < req.min_create_revision())) {
-          return true;
-        }
-        kvs.push_back(std::move(kv));
-        return true;
-      });
+  Status st;
+  if (!(known_count && req.count_only())) {
+    st = ScanRange(
+        view, req.key(), req.range_end(), rev,
+        [&](std::string_view prefix, int64_t main, std::string_view record) {
+          ++count;
+          if (req.count_only()) return true;
+          if (natural && limit > 0 &&
+              static_cast<int64_t>(kvs.size()) >= limit) {
+            // Only counting from here on, unless the count is known.
+            return !known_count.has_value();
+          }
+          mvccpb::KeyValue kv;
+          decode_status = DecodeKeyValue(prefix, main, record, with_value, &kv);
+          if (!decode_status.ok()) return false;
+          if ((req.max_mod_revision() != 0 &&
+               kv.mod_revision() > req.max_mod_revision()) ||
+              (req.min_mod_revision() != 0 &&
+               kv.mod_revision() < req.min_mod_revision()) ||
+              (req.max_create_revision() != 0 &&
+               kv.create_revision() > req.max_create_revision()) ||
+              (req.min_create_revision() != 0 &&
+               kv.create_revision() < req.min_create_revision())) {
+            return true;
+          }
+          kvs.push_back(std::move(kv));
+          // With the count known, stop at the limit-th row.
+          return !(known_count && natural && limit > 0 &&
+                   static_cast<int64_t>(kvs.size()) >= limit);
+        });
+  }
   RETURN_IF_ERROR(st);
+  if (known_count) count = *known_count;
   RETURN_IF_ERROR(decode_status);
 
   if (order == RangeRequest::ASCEND && target != RangeRequest::KEY) {

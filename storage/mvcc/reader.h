@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -109,13 +110,20 @@ Status DecodeKeyValue(std::string_view prefix, int64_t main,
 StatusOr<std::optional<mvccpb::KeyValue>> GetLatest(ReadView* view,
                                                     std::string_view key);
 
+// Counts the live keys of a range request's range at a revision without
+// reading them (the store's key index), or returns nullopt.
+using RangeCounter = std::function<std::optional<int64_t>(int64_t rev)>;
+
 // Executes a RangeRequest at `current_rev` (the header revision) with etcd's
 // rules: revision <= 0 is current, > current is FutureRevision, below
 // `compact_rev` is Compacted; count ignores limit and min/max filters;
 // sort before limit; negative limit is no limit.
+// With a `counter`, a count_only request reads no rows and a request whose
+// rows come in key order with a limit (a paged list) reads only `limit`
+// rows; the count comes from the counter.
 StatusOr<etcdserverpb::RangeResponse> ExecuteRange(
     ReadView* view, const etcdserverpb::RangeRequest& req, int64_t current_rev,
-    int64_t compact_rev);
+    int64_t compact_rev, const RangeCounter& counter = nullptr);
 
 }  // namespace kplane::mvcc
 

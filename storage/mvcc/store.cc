@@ -8,10 +8,13 @@
 #include <rocksdb/utilities/checkpoint.h>
 #include <rocksdb/write_batch.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <map>
 
 #include "base/crc32c.h"
 #include "base/logging.h"
+#include "storage/mvcc/key_index.h"
 #include "storage/mvcc/keys.h"
 #include "storage/mvcc/lessor.h"
 #include "storage/mvcc/reader.h"
@@ -107,6 +110,9 @@ struct Store::WriteGroup {
     std::vector<WriteTxn::LeaseChange> lease_changes;
   };
   std::vector<Revision> revisions;
+  // The keys the staged transactions wrote versions of: the key index has
+  // them already and must forget them if the group is dropped unwritten.
+  std::vector<std::string> written_keys;
 
   void MarkDirty(int64_t current_rev) {
     if (dirty) return;
@@ -129,6 +135,7 @@ StatusOr<std::unique_ptr<Store>> Store::Open(const Options& options) {
   std::unique_ptr<Store> s(new Store(options));
   RETURN_IF_ERROR(s->OpenDb());
   RETURN_IF_ERROR(s->LoadMeta());
+  if (options.key_index) RETURN_IF_ERROR(s->BuildKeyIndex());
   s->lease_backend_ = std::make_unique<Backend>(s.get());
   s->lessor_ = std::make_unique<Lessor>(s->clock_, s->lease_backend_.get());
   RETURN_IF_ERROR(s->LoadLeases());
@@ -278,6 +285,60 @@ Status Store::LoadLeases() {
   return FromRocks(c->it()->status());
 }
 
+Status Store::BuildKeyIndex() {
+  std::map<std::string, std::vector<KeyIndex::Version>, std::less<>> keys;
+  DbView view(db_.get(), nullptr);
+  auto c = view.NewCursor(std::string(1, keys::kVersionTag),
+                          std::string(1, keys::kVersionTag + 1));
+  std::string last_prefix;
+  std::vector<KeyIndex::Version>* versions = nullptr;
+  mvccpb::KeyValue kv;
+  for (c->it()->SeekToFirst(); c->it()->Valid(); c->it()->Next()) {
+    rocksdb::Slice k = c->it()->key(), v = c->it()->value();
+    std::string_view prefix;
+    int64_t main;
+    uint32_t sub;
+    if (!keys::ParseVersionKey(std::string_view(k.data(), k.size()), &prefix,
+                               &main, &sub)) {
+      return CorruptionError("mvcc: malformed version key");
+    }
+    if (versions == nullptr || prefix != last_prefix) {
+      if (versions != nullptr) std::reverse(versions->begin(), versions->end());
+      std::string user_key;
+      if (!keys::UserKeyOfPrefix(prefix, &user_key)) {
+        return CorruptionError("mvcc: malformed version key");
+      }
+      last_prefix.assign(prefix);
+      // Keys come in order: always appended at the end.
+      versions = &keys.emplace_hint(keys.end(), std::move(user_key),
+                                    std::vector<KeyIndex::Version>())
+                      ->second;
+    }
+    const std::string_view record(v.data(), v.size());
+    KeyIndex::Version& out = versions->emplace_back();
+    out.main = main;
+    out.sub = sub;
+    if (keys::IsTombstoneRecord(record)) {
+      out.tombstone = true;
+      continue;
+    }
+    if (!keys::DecodePutRecord(record, &kv, /*with_value=*/false)) {
+      return CorruptionError("mvcc: malformed version record");
+    }
+    out.create_revision = kv.create_revision();
+    out.version = kv.version();
+    out.lease = kv.lease();
+  }
+  RETURN_IF_ERROR(FromRocks(c->it()->status()));
+  if (versions != nullptr) std::reverse(versions->begin(), versions->end());
+  index_ = std::make_unique<KeyIndex>();
+  index_->Reset(std::move(keys));
+  // A compaction interrupted by a crash left versions it had scheduled
+  // for deletion; the index drops them now.
+  index_->Compact(compact_scheduled_.load());
+  return Status::Ok();
+}
+
 void Store::Close() {
   std::call_once(close_once_, [this] {
     if (auto_compactor_) auto_compactor_->Stop();
@@ -376,6 +437,7 @@ void Store::DropGroupLocked() {
   WriteGroup& g = *group_;
   g.batch.Clear();
   g.revisions.clear();
+  g.written_keys.clear();
   g.dirty = false;
   g.size_delta = 0;
   g.consistent_index = 0;
@@ -410,6 +472,9 @@ Status Store::FlushGroupLocked() {
     // disk agree on everything readers, watchers and the lessor can see.
     Status s = WriteLocked(wb, options_.sync_writes, "write");
     if (!s.ok()) {
+      if (index_ != nullptr) {
+        index_->RemoveAbove(g.written_keys, current_rev_.load());
+      }
       DropGroupLocked();
       return s;
     }
@@ -435,9 +500,9 @@ Status Store::FlushGroupLocked() {
 }
 
 std::unique_ptr<WriteTxn> Store::NewWriteTxnLocked() {
-  return std::make_unique<WriteTxn>(db_.get(), WriteRevLocked(),
-                                    hub_->HasSyncedWatchers(),
-                                    hub_->WantsPrevKv(), &group_->batch);
+  return std::make_unique<WriteTxn>(
+      db_.get(), WriteRevLocked(), hub_->HasSyncedWatchers(),
+      hub_->WantsPrevKv(), &group_->batch, index_.get());
 }
 
 Status Store::CommitLocked(WriteTxn* txn, uint64_t consistent_index,
@@ -446,6 +511,8 @@ Status Store::CommitLocked(WriteTxn* txn, uint64_t consistent_index,
   g.MarkDirty(current_rev_.load());
   txn->MarkStaged();
   g.size_delta += txn->size_delta();
+  g.written_keys.insert(g.written_keys.end(), txn->written_keys().begin(),
+                        txn->written_keys().end());
   if (consistent_index != 0) g.consistent_index = consistent_index;
   if (txn->changed()) {
     g.rev = txn->rev();
@@ -572,7 +639,17 @@ StatusOr<etcdserverpb::RangeResponse> Store::Range(
   // deleted anything this snapshot sees.
   const int64_t compacted = compact_scheduled_.load();
   DbView view(db_.get(), snap.get());
-  return ExecuteRange(&view, req, current, compacted);
+  if (index_ == nullptr) return ExecuteRange(&view, req, current, compacted);
+  // The index holds every revision up to `current` (a write stages its
+  // versions there before it is published). Checked under the index's
+  // lock: a Compact() scheduled since then compacts the index only after
+  // it has raised compact_scheduled_, so a count that passes the check
+  // reads versions no compaction has dropped; one that fails scans.
+  auto count = [&](int64_t rev) {
+    return index_->CountIf(req.key(), req.range_end(), rev,
+                           [&] { return rev >= compact_scheduled_.load(); });
+  };
+  return ExecuteRange(&view, req, current, compacted, count);
 }
 
 StatusOr<std::optional<mvccpb::KeyValue>> Store::PutLocked(
@@ -590,7 +667,7 @@ StatusOr<std::optional<mvccpb::KeyValue>> Store::PutLocked(
     }
     if (req.ignore_lease()) lease = prev->lease();
   }
-  return txn->Put(req.key(), *value_ptr, lease);
+  return txn->Put(req.key(), *value_ptr, lease, req.prev_kv());
 }
 
 StatusOr<etcdserverpb::PutResponse> Store::Put(
@@ -751,6 +828,11 @@ int64_t Store::RawEventCount(int64_t up_to_revision) {
   int64_t n = 0;
   for (c->it()->SeekToFirst(); c->it()->Valid(); c->it()->Next()) ++n;
   return n;
+}
+
+std::pair<size_t, size_t> Store::KeyIndexSize() const {
+  if (index_ == nullptr) return {0, 0};
+  return {index_->KeyCount(), index_->VersionCount()};
 }
 
 // ---- watch ------------------------------------------------------------------

@@ -46,9 +46,22 @@
 // catch-up, optional auto-compaction). Close() or the destructor stops them.
 // Watch streams must not be used after the store is closed.
 //
+// Key index: the store keeps every key's uncompacted versions (revision,
+// tombstone, create_revision, version, lease -- no values) in memory, as
+// etcd's treeIndex does (key_index.h). It is rebuilt from RocksDB by Open()
+// (so also after a snapshot install, which reopens the store), kept under
+// the write lock by every write, rolled back with a failed write, and
+// compacted by Compact(). Writes take a previous version's metadata from it
+// (RocksDB is read only for a previous value a caller asks for), deletes
+// take their live keys from it, and Range answers `count` (count_only, and
+// limit with `more`) from it, reading only the rows it returns. Memory:
+// about 140 bytes per key plus 40 per uncompacted version (docs/store.md).
+// Options::key_index=false turns it off (for comparisons).
+//
 // Thread-safety: every method may be called from any thread. Writes are
 // serialized by one write lock (the replicated server calls them from its
-// apply thread anyway); reads take no lock and read a RocksDB snapshot.
+// apply thread anyway); reads take no lock of the store's (the key index
+// has a reader-writer lock) and read a RocksDB snapshot.
 // Lock order: write_mu_ -> the lessor's and the watch hub's mutexes (a write
 // notifies watchers and attaches leases under it); compact_mu_ is never held
 // with write_mu_ and is taken with no other lock of the store held.
@@ -92,6 +105,7 @@ class WriteBatchWithIndex;
 
 namespace kplane::mvcc {
 
+class KeyIndex;
 class Lessor;
 class ReadView;
 class WatchHub;
@@ -124,6 +138,10 @@ struct Options {
   // Where RocksDB's files go; null = FileSystem::Default(). Not owned; must
   // outlive the store.
   FileSystem* file_system = nullptr;
+  // Keep the in-memory key index (above). Off: every previous version and
+  // every count is read from RocksDB (the store before the index; for
+  // benchmarks and tests that compare the two).
+  bool key_index = true;
 };
 
 class Store {
@@ -310,6 +328,8 @@ class Store {
   std::vector<std::pair<int64_t, bool>> RawVersions(const std::string& key);
   // Number of event-log records with revision <= `revision`.
   int64_t RawEventCount(int64_t up_to_revision);
+  // Keys and versions the key index holds (0, 0 without one).
+  std::pair<size_t, size_t> KeyIndexSize() const;
 
  private:
   class Backend;
@@ -319,6 +339,8 @@ class Store {
   Status OpenDb();
   Status LoadMeta();
   Status LoadLeases();
+  // Builds the key index from the stored versions (Open).
+  Status BuildKeyIndex();
 
   // Stages the transaction in the write group; outside an open group (or
   // with `write_now`) writes the group out at once: one batch with the new
@@ -426,6 +448,10 @@ class Store {
   int64_t measured_db_size_ GUARDED_BY(write_mu_) = -1;
   int64_t written_since_measure_ GUARDED_BY(write_mu_) = 0;
   int64_t writes_since_measure_ GUARDED_BY(write_mu_) = 0;
+
+  // Null when Options::key_index is off. Its mutators are called under
+  // write_mu_ only.
+  std::unique_ptr<KeyIndex> index_;
 
   std::unique_ptr<Backend> lease_backend_;
   std::unique_ptr<Lessor> lessor_;

@@ -39,6 +39,7 @@
 
 #include "base/logging.h"
 #include "base/mutex.h"
+#include "storage/mvcc/key_index.h"
 #include "storage/mvcc/keys.h"
 #include "storage/mvcc/reader.h"
 #include "storage/mvcc/store.h"
@@ -73,6 +74,9 @@ Status Store::Compact(int64_t revision, uint64_t consistent_index) {
     RETURN_IF_ERROR(WriteLocked(&wb, options_.sync_writes, "compact"));
     compact_scheduled_ = revision;
     if (consistent_index != 0) consistent_index_ = consistent_index;
+    // After compact_scheduled_ is raised: a reader that checks it under the
+    // index's lock either sees the new value or counts before this.
+    if (index_ != nullptr) index_->Compact(revision);
   }
   MutexLock l(&compact_mu_);
   compact_cv_.notify_all();

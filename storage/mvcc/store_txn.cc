@@ -9,6 +9,7 @@
 
 #include "base/logging.h"
 #include "base/mutex.h"
+#include "storage/mvcc/key_index.h"
 #include "storage/mvcc/lessor.h"
 #include "storage/mvcc/reader.h"
 #include "storage/mvcc/store.h"
@@ -169,7 +170,16 @@ StatusOr<TxnResponse> Store::Txn(const TxnRequest& req,
   // compaction of versions below `compacted`, which no read here can see.
   // In a write group, `current` and `base` include what the group staged.
   BatchView base(db_.get(), StagedBatchLocked());
-  ASSIGN_OR_RETURN(std::vector<bool> path, CompareToPath(&base, current, req));
+  // The index's newest versions are the state before this txn (staged
+  // writes of the group included), as `base` at `current` is.
+  LatestLookup latest;
+  if (index_ != nullptr) {
+    latest = [this](const std::string& key) {
+      return index_->LatestKeyValue(key);
+    };
+  }
+  ASSIGN_OR_RETURN(std::vector<bool> path,
+                   CompareToPath(&base, current, req, latest));
   size_t idx = 0;
   RETURN_IF_ERROR(
       CheckTxnOps(&base, req, path, &idx, current, compacted, OpCheck::kPuts));

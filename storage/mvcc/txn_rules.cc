@@ -180,7 +180,12 @@ bool CompareKV(const Compare& c, const mvccpb::KeyValue& kv) {
   }
 }
 
-StatusOr<bool> ApplyCompare(ReadView* view, int64_t rev, const Compare& c) {
+StatusOr<bool> ApplyCompare(ReadView* view, int64_t rev, const Compare& c,
+                            const LatestLookup& latest) {
+  if (latest && c.range_end().empty() && c.target() != Compare::VALUE) {
+    // A missing key compares as 0 (below).
+    return CompareKV(c, latest(c.key()).value_or(mvccpb::KeyValue()));
+  }
   bool any = false;
   bool ok = true;
   Status decode_status;
@@ -206,10 +211,10 @@ StatusOr<bool> ApplyCompare(ReadView* view, int64_t rev, const Compare& c) {
 }
 
 Status AppendPath(ReadView* view, int64_t rev, const TxnRequest& r,
-                  std::vector<bool>* path) {
+                  const LatestLookup& latest, std::vector<bool>* path) {
   bool succeeded = true;
   for (const Compare& c : r.compare()) {
-    ASSIGN_OR_RETURN(bool ok, ApplyCompare(view, rev, c));
+    ASSIGN_OR_RETURN(bool ok, ApplyCompare(view, rev, c, latest));
     if (!ok) {
       succeeded = false;
       break;
@@ -218,7 +223,7 @@ Status AppendPath(ReadView* view, int64_t rev, const TxnRequest& r,
   path->push_back(succeeded);
   for (const RequestOp& op : succeeded ? r.success() : r.failure()) {
     if (op.request_case() == RequestOp::kRequestTxn) {
-      RETURN_IF_ERROR(AppendPath(view, rev, op.request_txn(), path));
+      RETURN_IF_ERROR(AppendPath(view, rev, op.request_txn(), latest, path));
     }
   }
   return Status::Ok();
@@ -269,9 +274,10 @@ bool TxnHasPut(const TxnRequest& r) {
 }
 
 StatusOr<std::vector<bool>> CompareToPath(ReadView* view, int64_t rev,
-                                          const TxnRequest& r) {
+                                          const TxnRequest& r,
+                                          const LatestLookup& latest) {
   std::vector<bool> path;
-  RETURN_IF_ERROR(AppendPath(view, rev, r, &path));
+  RETURN_IF_ERROR(AppendPath(view, rev, r, latest, &path));
   return path;
 }
 

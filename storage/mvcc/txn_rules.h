@@ -7,6 +7,9 @@
 #define KPLANE_STORAGE_MVCC_TXN_RULES_H_
 
 #include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "base/status.h"
@@ -29,11 +32,21 @@ bool IsTxnReadOnly(const etcdserverpb::TxnRequest& r);
 // Some put in any branch, at any depth (what the NOSPACE alarm refuses).
 bool TxnHasPut(const etcdserverpb::TxnRequest& r);
 
+// The newest version of a key (create/mod revision, version, lease; no
+// value), or nullopt when it is not live: the store's key index, for
+// compares of one key on anything but its value at the newest revision.
+using LatestLookup =
+    std::function<std::optional<mvccpb::KeyValue>(const std::string& key)>;
+
 // Evaluates every compare of the txn and of the nested txns on the chosen
 // path, all against `view` at `rev` (the state before the txn), as etcd's
 // compareToPath: element 0 is the top-level result, then depth-first.
+// With `latest` (only when `rev` is the newest revision `view` holds), a
+// single-key compare of CREATE, MOD, VERSION or LEASE asks it instead of
+// reading the view.
 StatusOr<std::vector<bool>> CompareToPath(ReadView* view, int64_t rev,
-                                          const etcdserverpb::TxnRequest& r);
+                                          const etcdserverpb::TxnRequest& r,
+                                          const LatestLookup& latest = nullptr);
 
 }  // namespace kplane::mvcc
 

@@ -7,11 +7,13 @@ namespace kplane::mvcc {
 
 WriteTxn::WriteTxn(rocksdb::DB* db, int64_t begin_rev, bool events,
                    bool events_with_prev,
-                   rocksdb::WriteBatchWithIndex* group_batch)
-    : begin_rev_(begin_rev),
+                   rocksdb::WriteBatchWithIndex* group_batch, KeyIndex* index)
+    : db_(db),
+      begin_rev_(begin_rev),
       collect_prev_(events && events_with_prev),
       batch_(group_batch),
-      view_(db, batch_) {
+      view_(db, batch_),
+      index_(index) {
   if (events) events_ = std::make_shared<EventList>();
   batch_->SetSavePoint();
   count_at_start_ = batch_->GetWriteBatch()->Count();
@@ -19,6 +21,7 @@ WriteTxn::WriteTxn(rocksdb::DB* db, int64_t begin_rev, bool events,
 
 WriteTxn::~WriteTxn() {
   if (staged_) return;
+  if (index_ != nullptr) index_->RemoveAbove(written_keys_, begin_rev_);
   if (batch_->GetWriteBatch()->Count() == count_at_start_) {
     // Failed before writing (the usual case): a rollback would rebuild the
     // whole group's index for nothing.
@@ -48,17 +51,39 @@ void WriteTxn::WriteVersion(const std::string& key, bool is_delete,
   size_delta_ +=
       static_cast<int64_t>(vk.size() + record.size() + ek.size() + er.size());
   ++sub_;
+  if (index_ != nullptr) written_keys_.push_back(key);
 }
 
 StatusOr<std::optional<mvccpb::KeyValue>> WriteTxn::Put(
-    const std::string& key, const std::string& value, int64_t lease) {
-  ASSIGN_OR_RETURN(std::optional<mvccpb::KeyValue> prev,
-                   GetLatest(&view_, key));
+    const std::string& key, const std::string& value, int64_t lease,
+    bool want_prev_value) {
+  std::optional<mvccpb::KeyValue> prev;
+  if (index_ == nullptr) {
+    ASSIGN_OR_RETURN(prev, GetLatest(&view_, key));
+  } else if (!want_prev_value && !collect_prev_) {
+    prev = index_->LatestKeyValue(key);
+  } else if (std::optional<KeyIndex::Version> v = index_->Latest(key)) {
+    // The value too (prev_kv, or a watcher that wants it): a point read of
+    // the exact version, cheaper than GetLatest's seek.
+    std::string record;
+    rocksdb::Status st = batch_->GetFromBatchAndDB(
+        db_, rocksdb::ReadOptions(), keys::VersionKey(key, v->main, v->sub),
+        &record);
+    if (!st.ok()) {
+      return CorruptionError("mvcc: key index names a version of " + key +
+                             " that is not stored: " + st.ToString());
+    }
+    prev.emplace();
+    RETURN_IF_ERROR(DecodeKeyValue(keys::VersionPrefix(key), v->main, record,
+                                   /*with_value=*/true, &*prev));
+  }
   const int64_t rev = begin_rev_ + 1;
   const int64_t create = prev ? prev->create_revision() : rev;
   const int64_t version = prev ? prev->version() + 1 : 1;
+  const uint32_t sub = sub_;
   WriteVersion(key, false,
                keys::EncodePutRecord(create, version, lease, value));
+  if (index_ != nullptr) index_->Put(key, rev, sub, create, version, lease);
 
   const int64_t old_lease = prev ? prev->lease() : 0;
   if (old_lease != lease) {
@@ -96,19 +121,29 @@ StatusOr<int64_t> WriteTxn::DeleteRange(const std::string& key,
   // Collect first: writing to the batch invalidates its iterators.
   std::vector<mvccpb::KeyValue> live;
   const bool with_value = prev != nullptr || collect_prev_;
-  Status decode_status;
-  RETURN_IF_ERROR(ScanRange(
-      &view_, key, range_end, begin_rev_ + 1,
-      [&](std::string_view prefix, int64_t main, std::string_view record) {
-        decode_status = DecodeKeyValue(prefix, main, record, with_value,
-                                       &live.emplace_back());
-        return decode_status.ok();
-      }));
-  RETURN_IF_ERROR(decode_status);
+  if (index_ != nullptr && !with_value) {
+    // Only the keys and their leases are needed.
+    for (auto& [k, v] : index_->LatestLive(key, range_end)) {
+      mvccpb::KeyValue& kv = live.emplace_back();
+      kv.set_key(std::move(k));
+      kv.set_lease(v.lease);
+    }
+  } else {
+    Status decode_status;
+    RETURN_IF_ERROR(ScanRange(
+        &view_, key, range_end, begin_rev_ + 1,
+        [&](std::string_view prefix, int64_t main, std::string_view record) {
+          decode_status = DecodeKeyValue(prefix, main, record, with_value,
+                                         &live.emplace_back());
+          return decode_status.ok();
+        }));
+    RETURN_IF_ERROR(decode_status);
+  }
 
   const int64_t rev = begin_rev_ + 1;
   const std::string tombstone = keys::EncodeTombstoneRecord();
   for (mvccpb::KeyValue& kv : live) {
+    if (index_ != nullptr) index_->Tombstone(kv.key(), rev, sub_);
     WriteVersion(kv.key(), true, tombstone);
     if (kv.lease() != 0) {
       std::string ak = keys::AttachKey(kv.lease(), kv.key());

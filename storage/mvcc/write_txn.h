@@ -14,6 +14,12 @@
 // save point there and rolls back to it when destroyed unstaged: an error
 // half-way leaves the group as it was.
 //
+// The store's key index (key_index.h), when given, gets every version the
+// transaction writes as it writes it, and gives Put its previous version's
+// create_revision/version/lease and DeleteRange its live keys without a
+// RocksDB read whenever the caller needs no previous value. A transaction
+// destroyed unstaged takes its versions out of the index again.
+//
 // Thread-safety: single-threaded; the store holds its write lock.
 #ifndef KPLANE_STORAGE_MVCC_WRITE_TXN_H_
 #define KPLANE_STORAGE_MVCC_WRITE_TXN_H_
@@ -30,6 +36,7 @@
 #include "base/status.h"
 #include "base/statusor.h"
 #include "schemas/kv.pb.h"
+#include "storage/mvcc/key_index.h"
 #include "storage/mvcc/reader.h"
 #include "storage/mvcc/watch_hub.h"
 
@@ -46,8 +53,11 @@ class WriteTxn {
   // `events`: collect watch events; `events_with_prev`: with prev_kv.
   // `group_batch`: the write group's batch to stage into (created with
   // overwrite_key, which reading the batch merged with the db requires).
+  // `index`: the store's key index, or null to read every previous
+  // version from RocksDB (not owned).
   WriteTxn(rocksdb::DB* db, int64_t begin_rev, bool events,
-           bool events_with_prev, rocksdb::WriteBatchWithIndex* group_batch);
+           bool events_with_prev, rocksdb::WriteBatchWithIndex* group_batch,
+           KeyIndex* index);
   ~WriteTxn();
   WriteTxn(const WriteTxn&) = delete;
   WriteTxn& operator=(const WriteTxn&) = delete;
@@ -62,10 +72,13 @@ class WriteTxn {
   bool changed() const { return sub_ > 0; }
   ReadView* view() { return &view_; }
 
-  // Writes a new version of `key`; returns the previous live version.
+  // Writes a new version of `key`; returns the previous live version. Its
+  // value is filled only with `want_prev_value` (read from RocksDB then);
+  // without it the other fields may come from the key index.
   StatusOr<std::optional<mvccpb::KeyValue>> Put(const std::string& key,
                                                 const std::string& value,
-                                                int64_t lease);
+                                                int64_t lease,
+                                                bool want_prev_value);
   // Deletes every live key in [key, range_end) (etcd conventions); appends
   // the deleted versions to `prev` when non-null. Returns how many.
   StatusOr<int64_t> DeleteRange(const std::string& key,
@@ -84,11 +97,15 @@ class WriteTxn {
   std::shared_ptr<EventList> TakeEvents() { return std::move(events_); }
   // Whether the events carry prev_kv (decided when the txn began).
   bool events_have_prev() const { return collect_prev_; }
+  // The keys this transaction wrote versions of (for the store to roll the
+  // key index back if the write group fails).
+  const std::vector<std::string>& written_keys() const { return written_keys_; }
 
  private:
   void WriteVersion(const std::string& key, bool is_delete,
                     const std::string& record);
 
+  rocksdb::DB* const db_;
   const int64_t begin_rev_;
   const bool collect_prev_;
   rocksdb::WriteBatchWithIndex* const batch_;
@@ -99,6 +116,8 @@ class WriteTxn {
   int64_t size_delta_ = 0;
   std::vector<LeaseChange> lease_changes_;
   std::shared_ptr<EventList> events_;  // null when not collecting
+  KeyIndex* const index_;              // null: no index
+  std::vector<std::string> written_keys_;
 };
 
 }  // namespace kplane::mvcc

@@ -32,6 +32,7 @@ mvcc::Options StoreOptions(const StoreConfig& config,
   o.max_txn_ops = config.max_txn_ops;
   o.watch_progress_interval = config.watch_progress_interval;
   o.compaction_batch_records = config.compaction_batch_records;
+  o.key_index = config.key_index;
   o.file_system = config.file_system;
   // Auto-compaction is the server's (through raft), never the replica's.
   return o;

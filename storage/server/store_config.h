@@ -52,6 +52,9 @@ struct StoreConfig {
   // etcd's --experimental-compaction-batch-limit: compaction deletes in
   // write batches of about this many records.
   int compaction_batch_records = 1000;
+  // --experimental-key-index: the MVCC store's in-memory key index
+  // (mvcc::Options::key_index).
+  bool key_index = true;
   mvcc::AutoCompactionOptions auto_compaction;
   // A proposal not applied within this time fails with
   // "etcdserver: request timed out" (etcd: 5 s + 2 election timeouts).

@@ -1,10 +1,16 @@
 #include "controllers/node_ipam_controller.h"
 
+#include <algorithm>
+
 #include "base/logging.h"
 #include "controllers/util.h"
 #include "informer/api_errors.h"
 
 namespace kplane::controllers {
+
+namespace {
+constexpr int kCidrUpdateWorkers = 30;  // kube's cidrUpdateWorkers
+}  // namespace
 
 StatusOr<std::unique_ptr<NodeIpamController>> NodeIpamController::New(
     NodeIpamControllerOptions options) {
@@ -59,7 +65,11 @@ void NodeIpamController::Run(int workers) {
               << " node CIDRs of " << options_.cluster_cidr
               << " held by existing nodes";
   }
-  Controller::Run(workers);
+  // Each allocation is one Node update round trip; kube's range allocator
+  // runs 30 of them at once (cidrUpdateWorkers). With --concurrent-syncs' 2
+  // a 20,000-node fleet got 14 CIDRs/s (143 ms per update on a loaded
+  // apiserver): 24 minutes until the last node had one.
+  Controller::Run(std::max(workers, kCidrUpdateWorkers));
 }
 
 int64_t NodeIpamController::used() const {

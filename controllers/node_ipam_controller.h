@@ -60,7 +60,8 @@ class NodeIpamController : public Controller {
   static StatusOr<std::unique_ptr<NodeIpamController>> New(
       NodeIpamControllerOptions options);
   void RegisterHandlers(informer::SharedIndexInformer* nodes);
-  // Occupies the CIDRs of every node in the cache, then starts the workers.
+  // Occupies the CIDRs of every node in the cache, then starts the workers:
+  // at least 30, kube's cidrUpdateWorkers (one update round trip each).
   void Run(int workers) override;
   Status Sync(const std::string& key) override;
 

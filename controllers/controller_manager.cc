@@ -19,6 +19,7 @@
 #include "controllers/garbage_collector.h"
 #include "controllers/job_controller.h"
 #include "controllers/namespace_controller.h"
+#include "controllers/node_ipam_controller.h"
 #include "controllers/node_lifecycle_controller.h"
 #include "controllers/pod_gc_controller.h"
 #include "controllers/replicaset_controller.h"
@@ -40,6 +41,7 @@ namespace {
 std::string EventComponent(const std::string& controller) {
   if (controller == "scheduler") return "default-scheduler";
   if (controller == "nodelifecycle") return "node-controller";
+  if (controller == "nodeipam") return "cidrAllocator";
   if (controller == "garbagecollector") return "garbage-collector-controller";
   return controller + "-controller";
 }
@@ -87,10 +89,20 @@ class ControllerManager::Impl {
           "statefulset", "daemonset",     "job",
           "ttlafterfinished", "cronjob",  "endpoint",
           "root-ca-cert-publisher", "clusterrole-aggregation",
-          "endpointslice", "disruption"};
+          "endpointslice", "disruption", "nodeipam"};
       if (std::find(kKnown.begin(), kKnown.end(), c) == kKnown.end()) {
         return InvalidArgumentError("unknown controller \"" + c + "\"");
       }
+    }
+    if (options_.allocate_node_cidrs) {
+      if (options_.cluster_cidr.empty()) {
+        return InvalidArgumentError(
+            "--cluster-cidr must be set with --allocate-node-cidrs");
+      }
+      RETURN_IF_ERROR(
+          CidrSet::New(options_.cluster_cidr, options_.node_cidr_mask_size)
+              .status()
+              .Annotate("--cluster-cidr/--node-cidr-mask-size"));
     }
     ASSIGN_OR_RETURN(client_, informer::RestClient::New(
                                   {.server = options_.server,
@@ -282,6 +294,18 @@ class ControllerManager::Impl {
           .metrics = metrics_});
       c->RegisterHandlers(nodes, leases, pods);
       run->controllers.push_back(std::move(c));
+    }
+    if (Wanted("nodeipam") && options_.allocate_node_cidrs) {
+      auto c = NodeIpamController::New(NodeIpamControllerOptions{
+          .api = api,
+          .nodes = &nodes->GetIndexer(),
+          .cluster_cidr = options_.cluster_cidr,
+          .node_cidr_mask_size = options_.node_cidr_mask_size,
+          .clock = clock_,
+          .metrics = metrics_});
+      CHECK(c.ok()) << c.status().ToString();  // validated by Init()
+      (*c)->RegisterHandlers(nodes);
+      run->controllers.push_back(std::move(*c));
     }
     if (Wanted("garbagecollector")) {
       auto c = std::make_unique<GarbageCollector>(

@@ -16,7 +16,8 @@
 // Controllers: replicaset, deployment, scheduler, nodelifecycle,
 // garbagecollector, namespace, podgc, serviceaccount, statefulset,
 // daemonset, job, ttlafterfinished, cronjob, endpoint,
-// clusterrole-aggregation, root-ca-cert-publisher (with root_ca_pem) (all
+// clusterrole-aggregation, root-ca-cert-publisher (with root_ca_pem),
+// nodeipam (with allocate_node_cidrs) (all
 // by default;
 // `controllers` picks a subset). Without namespace, deleted namespaces stay
 // Terminating; without podgc, pods deleted gracefully on a node with no kubelet
@@ -87,6 +88,13 @@ struct ControllerManagerOptions {
   // --root-ca-file's PEM, published as kube-root-ca.crt in every namespace
   // (root-ca-cert-publisher). Empty: that controller does not run.
   std::string root_ca_pem;
+  // Node IPAM (controller "nodeipam"), kube-controller-manager's
+  // --allocate-node-cidrs / --cluster-cidr / --node-cidr-mask-size: every
+  // Node gets spec.podCIDR(s) from cluster_cidr. Off by default, as in kube;
+  // on without a cluster CIDR is InvalidArgument.
+  bool allocate_node_cidrs = false;
+  std::string cluster_cidr;
+  int node_cidr_mask_size = 24;
 };
 
 class ControllerManager {

@@ -51,8 +51,10 @@ TEST(KubeletSimE2E, NodesPodsAndFaultInjection) {
        // certificate (the apiserver's pair serves 127.0.0.1 here too).
        "--tls-cert-file", pki->dir + "/apiserver.crt", "--tls-private-key-file",
        pki->dir + "/apiserver.key", "--client-ca-file", pki->dir + "/ca.crt",
-       "--nodes", "3", "--port", "-1", "--lease-renew-interval", "1s",
-       "--pod-start-delay", "100ms", "--pod-termination-delay", "100ms"},
+       // No controller manager here to assign pod CIDRs.
+       "--register-pod-cidr", "--nodes", "3", "--port", "-1",
+       "--lease-renew-interval", "1s", "--pod-start-delay", "100ms",
+       "--pod-termination-delay", "100ms"},
       {}, dir + "/kubeletsim.log");
   sim.Start();
   int sim_port = PortAfter(&sim, "control on https://127.0.0.1:");
@@ -147,12 +149,12 @@ TEST(KubeletSimE2E, KubectlLogsThroughTheApiserver) {
   const std::string url = "https://127.0.0.1:" + std::to_string(api_port);
   std::ofstream(dir + "/kubeconfig")
       << e2e::KubeconfigWithData(url, pki->ca.cert_pem, pki->admin);
-  Process sim(
-      {KPLANE_BINARY, "kubeletsim", "--kubeconfig", dir + "/kubeconfig",
-       "--tls-cert-file", pki->dir + "/apiserver.crt", "--tls-private-key-file",
-       pki->dir + "/apiserver.key", "--client-ca-file", pki->dir + "/ca.crt",
-       "--nodes", "1", "--port", "-1", "--pod-start-delay", "100ms"},
-      {}, dir + "/kubeletsim.log");
+  Process sim({KPLANE_BINARY, "kubeletsim", "--kubeconfig", dir + "/kubeconfig",
+               "--tls-cert-file", pki->dir + "/apiserver.crt",
+               "--tls-private-key-file", pki->dir + "/apiserver.key",
+               "--client-ca-file", pki->dir + "/ca.crt", "--register-pod-cidr",
+               "--nodes", "1", "--port", "-1", "--pod-start-delay", "100ms"},
+              {}, dir + "/kubeletsim.log");
   sim.Start();
   ASSERT_GT(PortAfter(&sim, "control on https://127.0.0.1:"), 0);
   const std::vector<std::string> env = {"KUBECONFIG=" + dir + "/kubeconfig",

@@ -21,6 +21,7 @@
 #include "kubeletsim/control_server.h"
 #include "kubeletsim/pod_logs.h"
 #include "kubeletsim/timer_queue.h"
+#include "net/ipv4_cidr.h"
 #include "net/worker_pool.h"
 #include "objects/meta.h"
 #include "objects/time.h"
@@ -67,7 +68,7 @@ class Fleet::Impl {
   // Lock order: a node's mu first. Under it the fleet sets and cancels
   // timers (the timer queue's lock), posts work (work_mu_, then an
   // executor's lock) and draws jitter (rng_mu_); register_mu_ is taken with
-  // no other lock held.
+  // no other lock held; gauges_mu_ before any node's mu.
   struct Node {
     NodeIdentity id;
     // This node's own client (FleetOptions::node_tls); null: the shared one.
@@ -94,7 +95,13 @@ class Fleet::Impl {
     int64_t status_updates GUARDED_BY(mu) = 0;
     double last_lag GUARDED_BY(mu) = 0;
     std::map<std::string, PodSim> pods GUARDED_BY(mu);  // "ns/name" ->
-    std::bitset<256> ips GUARDED_BY(mu);                // last octets in use
+    std::bitset<256> ips GUARDED_BY(mu);                // host parts in use
+    // The pod CIDR (FleetOptions::register_pod_cidr, else spec.podCIDR as
+    // the node IPAM set it): pod IPs are pod_net | 2 .. pod_net | max_host.
+    // max_host 0: no CIDR yet, pods wait.
+    uint32_t pod_net GUARDED_BY(mu) = 0;
+    uint32_t max_host GUARDED_BY(mu) = 0;
+    int pod_prefix GUARDED_BY(mu) = 0;
   };
 
   explicit Impl(FleetOptions o)
@@ -133,11 +140,19 @@ class Fleet::Impl {
       return InvalidArgumentError("--lease-renew-interval must be > 0");
     }
     if (options_.workers < 1) return InvalidArgumentError("--workers < 1");
-    if (options_.first_index < 0 ||
-        options_.first_index + options_.nodes > 16384) {
+    if (options_.register_pod_cidr &&
+        (options_.first_index < 0 ||
+         options_.first_index + options_.nodes > 16384)) {
       return InvalidArgumentError(
-          "node indexes must lie in [0, 16384) (one /24 each in "
-          "10.64.0.0/10)");
+          "with --register-pod-cidr node indexes must lie in [0, 16384) (one "
+          "/24 each in 10.64.0.0/10); without it the controller manager "
+          "assigns pod CIDRs");
+    }
+    if (options_.first_index < 0 ||
+        int64_t{options_.first_index} + options_.nodes > (1 << 20) - 2) {
+      return InvalidArgumentError(
+          "node indexes must lie in [0, 1048574) (InternalIPs in "
+          "172.16.0.0/12)");
     }
     informer::RestClientOptions co;
     co.server = options_.server;
@@ -169,6 +184,15 @@ class Fleet::Impl {
       auto n = std::make_unique<Node>();
       n->id =
           MakeNodeIdentity(options_.name_prefix + std::to_string(index), index);
+      if (options_.register_pod_cidr) {
+        MutexLock l(&n->mu);
+        n->pod_net = n->id.pod_net;
+        n->max_host = 254;
+        n->pod_prefix = 24;
+      } else {
+        n->id.pod_cidr.clear();
+        n->id.pod_net = 0;
+      }
       n->heart = std::make_shared<net::SerialExecutor>(pool_);
       n->podq = std::make_shared<net::SerialExecutor>(pool_);
       if (options_.node_tls) {
@@ -377,6 +401,10 @@ class Fleet::Impl {
       i.lease_renewals = n->lease_renewals;
       i.status_updates = n->status_updates;
       i.last_lag_seconds = n->last_lag;
+      if (n->max_host != 0) {
+        i.pod_cidr = FormatIPv4(n->pod_net) + "/" +
+                     std::to_string(n->pod_prefix);
+      }
       out.push_back(std::move(i));
     }
     return out;
@@ -471,7 +499,11 @@ class Fleet::Impl {
     }
   }
 
-  void UpdateNodeGauges() {
+  // Recounts every node (start, stop and resume). A registration moves
+  // one node instead (MarkRegistered): a recount per registration was
+  // O(N^2) lock round trips over a fleet's start (4*10^8 at 20,000 nodes).
+  void UpdateNodeGauges() EXCLUDES(gauges_mu_) {
+    MutexLock g(&gauges_mu_);
     int registered = 0, stopped = 0, pending = 0;
     for (const auto& n : nodes_) {
       MutexLock l(&n->mu);
@@ -486,6 +518,22 @@ class Fleet::Impl {
     nodes_gauge_->With({"ready"})->Set(registered);
     nodes_gauge_->With({"stopped"})->Set(stopped);
     nodes_gauge_->With({"registering"})->Set(pending);
+  }
+
+  void MarkRegistered(Node* n, const std::string& uid) EXCLUDES(gauges_mu_) {
+    MutexLock g(&gauges_mu_);
+    bool was_registering;
+    {
+      MutexLock l(&n->mu);
+      was_registering = !n->stopped && !n->registered;
+      n->registered = true;
+      n->uid = uid;
+      n->register_failures = 0;
+    }
+    if (was_registering) {
+      nodes_gauge_->With({"ready"})->Inc();
+      nodes_gauge_->With({"registering"})->Inc(-1);
+    }
   }
 
   // ---- registration, lease, status (on the node's heart executor)
@@ -507,6 +555,7 @@ class Fleet::Impl {
       auto got = ApiFor(n)->Get<corev1::Node>("", n->id.name);
       if (got.ok()) {
         uid = (*got)->metadata().uid();
+        LearnPodCidr(n, **got);
         Status s = WriteStatus(n, **got);
         if (!s.ok()) ApiError("node_status", n->id.name, s);
       } else {
@@ -526,14 +575,8 @@ class Fleet::Impl {
                                 [this, n](TimePoint) { Register(n); });
       return;
     }
-    {
-      MutexLock l(&n->mu);
-      n->registered = true;
-      n->uid = uid;
-      n->register_failures = 0;
-    }
+    MarkRegistered(n, uid);
     ReleaseRegisterSlot(n);
-    UpdateNodeGauges();
     RecordKubeletStart(n);
     ScheduleStatusReport(n);
     RenewLease(n, clock_->Now());
@@ -716,8 +759,33 @@ class Fleet::Impl {
     const auto& node = static_cast<const corev1::Node&>(*o);
     Node* n = Find(node.metadata().name());
     if (n == nullptr) return;
+    LearnPodCidr(n, node);
     if (!NodeStatusDiffers(node_, node.status())) return;
     QueueStatusReport(n);
+  }
+
+  // Takes the pod CIDR the node IPAM assigned to `node` (once: the API
+  // server lets it change only from "" to a value); pods that waited for
+  // it start.
+  void LearnPodCidr(Node* n, const corev1::Node& node) {
+    if (options_.register_pod_cidr || node.spec().podcidr().empty()) return;
+    {
+      MutexLock l(&n->mu);
+      if (n->max_host != 0) return;
+      uint32_t network = 0;
+      int prefix = 0;
+      Status s = net::ParseIPv4Cidr(node.spec().podcidr(), &network, &prefix);
+      if (!s.ok() || prefix > 30) {
+        LOG(WARNING) << "kubeletsim: " << n->id.name << ": unusable pod CIDR "
+                     << node.spec().podcidr();
+        return;
+      }
+      n->pod_net = network;
+      n->pod_prefix = prefix;
+      n->max_host = prefix >= 24 ? (1u << (32 - prefix)) - 2 : 254;
+      if (n->max_host > 254) n->max_host = 254;
+    }
+    ResyncPods(n);
   }
 
   // ---- pods (on the node's pod executor)
@@ -950,6 +1018,8 @@ class Fleet::Impl {
     }
     PodSim& q = it->second;
     if (q.stage == PodStage::kCreating) {
+      // Without a pod CIDR the sandbox cannot start (LearnPodCidr resyncs).
+      if (n->max_host == 0) return;
       RunPodStep(n, key, q, options_.pod_start_delay, &Impl::StartPod);
     } else if (q.stage == PodStage::kStarted || q.stage == PodStage::kReady) {
       // Whichever comes first of readiness and the containers' exit.
@@ -975,9 +1045,13 @@ class Fleet::Impl {
     p->rt.start_time = objects::ToWallTime(pod.status().starttime());
     p->rt.started_at = p->rt.start_time;
     p->rt.ready_at = p->rt.start_time;
-    uint32_t net = n->id.pod_net;
-    for (uint32_t h = 2; h < 255; ++h) {
-      if (FormatIPv4(net | h) == p->rt.pod_ip) {
+    uint32_t ip = 0;
+    int bits = 0;
+    if (net::ParseIPv4Cidr(p->rt.pod_ip + "/32", &ip, &bits).ok()) {
+      // Before the node's CIDR is known, the last octet (a CIDR of /24 or
+      // more is the common case).
+      uint32_t h = n->max_host != 0 ? ip - n->pod_net : ip & 255u;
+      if (h >= 2 && h <= 254) {
         p->ip_host = h;
         n->ips.set(h);
       }
@@ -1023,8 +1097,15 @@ class Fleet::Impl {
       MutexLock l(&n->mu);
       PodSim* p = Current(n, key, gen);
       if (p == nullptr || p->terminating) return;
+      if (n->max_host == 0) {
+        // No pod CIDR yet (the node IPAM has not got to this node):
+        // ContainerCreating until LearnPodCidr resyncs the node's pods.
+        LOG(DEBUG) << "kubeletsim: " << n->id.name << " has no pod CIDR for "
+                   << key;
+        return;
+      }
       if (p->ip_host == 0) {
-        for (uint32_t h = 2; h < 255; ++h) {
+        for (uint32_t h = 2; h <= n->max_host; ++h) {
           if (!n->ips.test(h)) {
             p->ip_host = h;
             n->ips.set(h);
@@ -1037,7 +1118,7 @@ class Fleet::Impl {
                      << " has no free pod IP for " << key;
         return;  // stays ContainerCreating until an IP is freed
       }
-      p->rt.pod_ip = FormatIPv4(n->id.pod_net | p->ip_host);
+      p->rt.pod_ip = FormatIPv4(n->pod_net | p->ip_host);
       p->rt.started_at = clock_->WallNow();
       CountStage(*p, -1);
       p->stage = PodStage::kStarted;
@@ -1267,6 +1348,7 @@ class Fleet::Impl {
   std::unique_ptr<informer::EventBroadcaster> events_;
 
   Mutex register_mu_;
+  Mutex gauges_mu_;  // serialises the node gauges' recounts and moves
   std::deque<Node*> register_waiting_ GUARDED_BY(register_mu_);
   mutable Mutex work_mu_;
   mutable std::condition_variable work_cv_;

@@ -64,9 +64,17 @@ struct FleetOptions {
   int node_api_connections = 2;
   int nodes = 3;
   std::string name_prefix = "node-";
-  // Node i is named name_prefix + (first_index + i) and gets the CIDR of
-  // that index, so several fleets can share a cluster.
+  // Node i is named name_prefix + (first_index + i) and gets the
+  // InternalIP (and with register_pod_cidr the pod CIDR) of that index, so
+  // several fleets can share a cluster. Indexes lie in [0, 2^20 - 2)
+  // (InternalIPs in 172.16.0.0/12); [0, 16384) with register_pod_cidr.
   int first_index = 0;
+  // true: every node registers with its own /24 of 10.64.0.0/10 by index
+  // (kubelet's standalone --pod-cidr). false (Kubernetes' way): the Node is
+  // registered without one and the controller manager's node IPAM
+  // (--allocate-node-cidrs) assigns spec.podCIDR; until it has one, pods
+  // bound to the node stay ContainerCreating.
+  bool register_pod_cidr = false;
   // Capacity (= allocatable), extra labels and taints of every node.
   NodeTemplate node;
 

@@ -122,6 +122,9 @@ class FleetTest : public ::testing::Test {
     o.metrics = &metrics_;
     o.seed = 7;
     o.workers = 4;
+    // Pod CIDRs by index (the expected addresses below); PodsWaitFor-
+    // TheNodeIpamsCidr covers the node IPAM's way.
+    o.register_pod_cidr = true;
     o.on_pod_step = [this](const std::string& pod, const std::string& step) {
       MutexLock l(&steps_mu_);
       steps_.push_back(pod + " " + step);
@@ -151,6 +154,12 @@ class FleetTest : public ::testing::Test {
       if (i.name == n) return i.lease_renewals;
     }
     return -1;
+  }
+  std::string CidrOf(const std::string& n) {
+    for (const NodeInfo& i : fleet_->List()) {
+      if (i.name == n) return i.pod_cidr;
+    }
+    return "?";
   }
   int64_t StatusUpdates(const std::string& n) {
     for (const NodeInfo& i : fleet_->List()) {
@@ -794,10 +803,52 @@ TEST_F(FleetTest, UnreachableServerFailsStart) {
   auto f = Fleet::Start(o);
   EXPECT_FALSE(f.ok());
   o = Options(1);
-  o.first_index = 16384;
+  o.first_index = 16384;  // past 10.64.0.0/10's /24s
+  EXPECT_FALSE(Fleet::Start(o).ok());
+  o.register_pod_cidr = false;
+  o.first_index = (1 << 20) - 2;  // past 172.16.0.0/12's InternalIPs
   EXPECT_FALSE(Fleet::Start(o).ok());
 }
 
+// Without register_pod_cidr the nodes register with no podCIDR, as real
+// kubelets do; the controller manager's node IPAM assigns it (the test
+// plays that part) and only then do bound pods get an IP from it.
+TEST_F(FleetTest, PodsWaitForTheNodeIpamsCidr) {
+  FleetOptions o = Options(2);
+  o.register_pod_cidr = false;
+  o.first_index = 20000;  // beyond what register_pod_cidr allows
+  StartFleet(o);
+  auto node = nodes_->Get<corev1::Node>("node-20001");
+  ASSERT_NE(node, nullptr);
+  EXPECT_EQ(node->spec().podcidr(), "");
+  EXPECT_EQ(node->spec().podcidrs_size(), 0);
+  EXPECT_EQ(node->status().addresses(0).address(), "172.16.78.34");
+
+  ASSERT_TRUE(client_->Create(MakePod("web", "node-20001")).ok());
+  ASSERT_TRUE(AwaitPod("web", [](const corev1::Pod& p) {
+    return p.status().containerstatuses_size() == 1;
+  }));
+  Advance(seconds(5));  // well past the start delay: no CIDR, no start
+  auto pod = Pod("web");
+  EXPECT_EQ(pod->status().phase(), "Pending");
+  EXPECT_EQ(pod->status().containerstatuses(0).state().waiting().reason(),
+            "ContainerCreating");
+  EXPECT_EQ(pod->status().podip(), "");
+  EXPECT_EQ(CidrOf("node-20001"), "");
+
+  corev1::Node assigned = *node;
+  assigned.mutable_spec()->set_podcidr("10.200.7.64/26");
+  assigned.mutable_spec()->add_podcidrs("10.200.7.64/26");
+  ASSERT_TRUE(client_->Update(assigned).ok());
+  // The fleet's node watch delivers it and resyncs the node's pods.
+  AwaitStep("web", "start");
+  EXPECT_EQ(CidrOf("node-20001"), "10.200.7.64/26");
+  Advance(seconds(1));
+  ASSERT_TRUE(AwaitPod("web", [](const corev1::Pod& p) {
+    return p.status().phase() == "Running";
+  }));
+  EXPECT_EQ(Pod("web")->status().podip(), "10.200.7.66");
+}
 
 TEST_F(FleetTest, RecordsKubeletEventsOnPodsAndNodes) {
   Observer events(client_.get(), R<corev1::Event>());

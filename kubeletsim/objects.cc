@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "net/ipv4_cidr.h"
 #include "objects/time.h"
 
 namespace kplane::kubeletsim {
@@ -80,12 +81,7 @@ std::string QosClass(const corev1::PodSpec& spec) {
 
 }  // namespace
 
-std::string FormatIPv4(uint32_t a) {
-  char buf[20];
-  std::snprintf(buf, sizeof(buf), "%u.%u.%u.%u", (a >> 24) & 255,
-                (a >> 16) & 255, (a >> 8) & 255, a & 255);
-  return buf;
-}
+std::string FormatIPv4(uint32_t a) { return net::FormatIPv4Address(a); }
 
 NodeIdentity MakeNodeIdentity(std::string name, int index) {
   NodeIdentity id;
@@ -202,8 +198,10 @@ corev1::Node BuildNode(const NodeTemplate& t, const NodeIdentity& id,
   (*labels)["type"] = "kubeletsim";
   (*m->mutable_annotations())["node.alpha.kubernetes.io/ttl"] = "0";
   corev1::NodeSpec* spec = n.mutable_spec();
-  spec->set_podcidr(id.pod_cidr);
-  spec->add_podcidrs(id.pod_cidr);
+  if (!id.pod_cidr.empty()) {
+    spec->set_podcidr(id.pod_cidr);
+    spec->add_podcidrs(id.pod_cidr);
+  }
   spec->set_providerid("kubeletsim://" + id.name);
   for (const corev1::Taint& taint : t.taints) *spec->add_taints() = taint;
   RefreshNodeStatus(t, id, now, n.mutable_status());

@@ -3,10 +3,13 @@
 // fleet's I/O code stays small and these can be tested without a server.
 //
 // Addresses (worked example for node index 300 with the defaults):
-//   podCIDR      10.(64 + 300/256).(300%256).0/24 = 10.65.44.0/24
-//   pod IPs      10.65.44.2 .. 10.65.44.254 (first free, reused on delete)
+//   podCIDR      10.(64 + 300/256).(300%256).0/24 = 10.65.44.0/24, only
+//                registered with FleetOptions::register_pod_cidr (indexes
+//                below 16,384: disjoint /24s in 10.64.0.0/10); otherwise
+//                the controller manager's node IPAM assigns spec.podCIDR
+//   pod IPs      the podCIDR's .2 .. .254 (first free, reused on delete;
+//                fewer in a CIDR smaller than /24)
 //   InternalIP   172.16.0.0 + 300 + 1          = 172.16.1.45
-// so up to 16,384 nodes get disjoint /24s in 10.64.0.0/10.
 //
 // Thread-safety: all functions are pure. Errors: parsers return
 // InvalidArgument naming the bad text.
@@ -58,9 +61,9 @@ struct NodeTemplate {
 struct NodeIdentity {
   std::string name;
   int index = 0;  // decides its CIDR and address
-  std::string pod_cidr;
+  std::string pod_cidr;  // registered with the Node; "" = none
   std::string internal_ip;
-  uint32_t pod_net = 0;  // the /24 network address, host byte order
+  uint32_t pod_net = 0;  // pod_cidr's network address, host byte order
 };
 NodeIdentity MakeNodeIdentity(std::string name, int index);
 std::string FormatIPv4(uint32_t addr);

@@ -575,6 +575,9 @@ Status ControlPlane::Impl::StartControllerManager() {
   co.node_monitor_grace_period = options.node_monitor_grace_period;
   co.node_monitor_period = options.node_monitor_period;
   co.pod_eviction_timeout_default = options.pod_eviction_timeout;
+  co.allocate_node_cidrs = !options.cluster_cidr.empty();
+  co.cluster_cidr = options.cluster_cidr;
+  co.node_cidr_mask_size = options.node_cidr_mask_size;
   co.bind_address = options.bind_address;
   // -1: no HTTP; 0: an ephemeral port.
   co.port = std::max(0, options.controller_manager_port);
@@ -610,6 +613,7 @@ Status ControlPlane::Impl::StartFleet() {
   }
   fo.nodes = options.nodes;
   fo.name_prefix = options.node_prefix;
+  fo.register_pod_cidr = !options.controllers || options.cluster_cidr.empty();
   fo.lease_renew_interval = options.lease_renew_interval;
   fo.bind_address = options.bind_address;
   // Ours: -1 none, 0 ephemeral; the fleet's: 0 none, -1 ephemeral.

@@ -59,6 +59,11 @@ struct UpOptions {
   Duration node_monitor_period = seconds(5);
   Duration pod_eviction_timeout = seconds(300);
   Duration lease_renew_interval = seconds(10);
+  // Node pod CIDRs, cut by the controller manager's node IPAM (its
+  // --cluster-cidr / --node-cidr-mask-size). Empty, or without controllers:
+  // every simulated node registers its own /24 of 10.64.0.0/10.
+  std::string cluster_cidr = "10.64.0.0/10";
+  int node_cidr_mask_size = 24;
 
   // Written once the API server serves; empty: none.
   std::string kubeconfig_out;

@@ -64,6 +64,15 @@ int RunControllerManagerCommand(const std::vector<std::string>& args) {
                  "NotReady (Ready=Unknown) and tainted unreachable.");
   flags.Duration("node-monitor-period", &o.node_monitor_period,
                  "How often every node's lease is checked.");
+  flags.Bool("allocate-node-cidrs", &o.allocate_node_cidrs,
+             "Give every Node a pod CIDR (spec.podCIDR/podCIDRs) from "
+             "--cluster-cidr (the nodeipam controller).");
+  flags.String("cluster-cidr", &o.cluster_cidr,
+               "IPv4 CIDR the node pod CIDRs are cut from, e.g. "
+               "10.0.0.0/8 (required with --allocate-node-cidrs).");
+  flags.Int("node-cidr-mask-size", &o.node_cidr_mask_size,
+            "Prefix length of each node's pod CIDR (at most 2^16 of them per "
+            "cluster CIDR).");
   flags.Int64("default-not-ready-toleration-seconds", &toleration_seconds,
               "Seconds pods without their own not-ready/unreachable "
               "toleration (or with the API server's default 300 s one) stay "

@@ -46,8 +46,14 @@ int RunKubeletSimCommand(const std::vector<std::string>& args) {
   flags.String("name-prefix", &o.name_prefix,
                "Node names are <prefix><index>.");
   flags.Int("first-index", &o.first_index,
-            "Index of the first node (decides names and pod CIDRs; lets "
+            "Index of the first node (decides names and InternalIPs; lets "
             "several fleets share a cluster).");
+  flags.Bool("register-pod-cidr", &o.register_pod_cidr,
+             "Register every node with its own /24 of 10.64.0.0/10 by index "
+             "(at most 16,384 nodes), as kubelet's standalone --pod-cidr. "
+             "Default: the controller manager's node IPAM "
+             "(--allocate-node-cidrs) assigns spec.podCIDR, and pods wait in "
+             "ContainerCreating until the node has one.");
   flags.String("node-cpu", &o.node.cpu, "Capacity and allocatable cpu.");
   flags.String("node-memory", &o.node.memory,
                "Capacity and allocatable memory.");

@@ -65,6 +65,12 @@ int RunUpCommand(const std::vector<std::string>& args) {
   flags.Bool("controllers", &o.controllers, "Run the controller manager.");
   flags.Int("controller-manager-port", &o.controller_manager_port,
             "Controller manager /healthz and /metrics (-1: none).");
+  flags.String("cluster-cidr", &o.cluster_cidr,
+               "Node pod CIDRs are cut from this (the controller manager's "
+               "node IPAM); empty: each node registers its own /24 of "
+               "10.64.0.0/10.");
+  flags.Int("node-cidr-mask-size", &o.node_cidr_mask_size,
+            "Prefix length of each node's pod CIDR.");
   flags.Duration("node-monitor-grace-period", &o.node_monitor_grace_period,
                  "A node whose lease is older than this is NotReady.");
   flags.Duration("node-monitor-period", &o.node_monitor_period,

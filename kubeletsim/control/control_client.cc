@@ -30,6 +30,8 @@ std::string NodesToJson(const std::vector<NodeInfo>& nodes) {
     w.Int64(n.status_updates);
     w.Key("lastLagSeconds");
     w.Double(n.last_lag_seconds);
+    w.Key("podCIDR");
+    w.String(n.pod_cidr.c_str());
     w.EndObject();
   }
   w.EndArray();
@@ -61,6 +63,7 @@ StatusOr<std::vector<NodeInfo>> NodesFromJson(std::string_view text) {
     n.lease_renewals = static_cast<int64_t>(num("leaseRenewals"));
     n.status_updates = static_cast<int64_t>(num("statusUpdates"));
     n.last_lag_seconds = num("lastLagSeconds");
+    n.pod_cidr = str("podCIDR");
     out.push_back(std::move(n));
   }
   return out;

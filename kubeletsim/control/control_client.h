@@ -38,6 +38,7 @@ struct NodeInfo {
   int64_t lease_renewals = 0;
   int64_t status_updates = 0;
   double last_lag_seconds = 0;  // last renewal's lag behind its due time
+  std::string pod_cidr;  // the one pod IPs come from; "" = none yet
 };
 
 // GET /nodes as JSON, and its parse (for kpctl and tests).

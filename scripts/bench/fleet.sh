@@ -22,11 +22,20 @@
 # A row passes when every node registered, lag p99 <= 1 s, no healthy node
 # went NotReady and the stopped node was detected within the bound. The run
 # stops at the first N that fails unless --all.
+# Node pod CIDRs come from the controller manager's node IPAM
+# (--allocate-node-cidrs): --cluster-cidr 10.0.0.0/P with /24 per node, P
+# the longest prefix with room for N nodes (at most /16 .. /8: 256 .. 65,536
+# nodes), unless --cluster-cidr / --node-cidr-mask-size say otherwise.
+# If any process it started dies (a store member, the apiserver, the
+# controller manager, the fleet), or their RSS together passes --max-rss-mb
+# (default: half of MemTotal), the run stops at once: it names the process,
+# prints its log's tail and exits 3.
 #
 #   scripts/bench/fleet.sh [--nodes 1000,5000,10000] [--quick] [--all]
 #       [--backend cluster|embedded] [--window S] [--settle S]
 #       [--workers W] [--api-connections C] [--lease-renew-interval 10s]
 #       [--grace 40s] [--monitor-period 5s] [--out DIR]
+#       [--cluster-cidr CIDR] [--node-cidr-mask-size 24] [--max-rss-mb MB]
 #       [-- extra kubeletsim flags]
 #
 # --quick: N = 200,1000, 20 s window, 5 s settle, grace 20s, period 2s.
@@ -60,6 +69,9 @@ period=""
 all=0
 quick=0
 out=""
+cluster_cidr=""
+node_mask=24
+max_rss_mb=$(awk '/MemTotal/ {printf "%d", $2 / 2048}' /proc/meminfo)
 extra=()
 while [[ $# -gt 0 ]]; do
   case $1 in
@@ -75,6 +87,9 @@ while [[ $# -gt 0 ]]; do
     --grace) grace=$2; shift 2 ;;
     --monitor-period) period=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
+    --cluster-cidr) cluster_cidr=$2; shift 2 ;;
+    --node-cidr-mask-size) node_mask=$2; shift 2 ;;
+    --max-rss-mb) max_rss_mb=$2; shift 2 ;;
     --) shift; extra=("$@"); break ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
@@ -139,11 +154,52 @@ stop_all() {
 trap stop_all EXIT
 trap 'exit 130' INT TERM
 
+# --- the watchdog: every wait below polls check_alive ----------------------
+watched=()  # "name pid log" of every process of the current N
+watch() { watched+=("$1 $2 $3"); }
+alive() {  # a zombie (exited, not yet reaped) counts as dead
+  local st
+  st=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) || return 1
+  [[ -n $st && $st != Z ]]
+}
+check_alive() {  # exits 3 if a watched process died or RSS passed the cap
+  local w name pid log r total=0
+  for w in "${watched[@]}"; do
+    read -r name pid log <<<"$w"
+    if ! alive "$pid"; then
+      echo "FAILED: $name (pid $pid) exited; last lines of $log:" >&2
+      tail -n 20 "$log" >&2 || true
+      exit 3
+    fi
+    r=$(rss_mb "$pid")
+    total=$((total + ${r:-0}))
+  done
+  if ((total > max_rss_mb)); then
+    echo "FAILED: RSS of the processes ${total} MB > --max-rss-mb $max_rss_mb:" >&2
+    for w in "${watched[@]}"; do
+      read -r name pid log <<<"$w"
+      echo "  $name $(rss_mb "$pid") MB" >&2
+    done
+    exit 3
+  fi
+}
+nap() {  # nap SECONDS: sleep, checking the processes every second
+  local deadline left
+  deadline=$(calc "$(now) + $1")
+  while :; do
+    check_alive
+    left=$(calc "$deadline - $(now)")
+    [[ $(calc "$left > 0") == 1 ]] || break
+    sleep "$(calc "$left < 1 ? $left : 1")"
+  done
+}
+
 wait_http() {  # wait_http URL SECONDS
   local deadline
   deadline=$(calc "$(now) + $2")
   until curl -sf "$1" >/dev/null 2>&1; do
     [[ $(calc "$(now) > $deadline") == 1 ]] && return 1
+    check_alive
     sleep 0.2
   done
 }
@@ -185,9 +241,17 @@ run_one() {
   local base=$((20000 + RANDOM % 8000))
   local api_port=$((base + 40)) sim_port=$((base + 41)) cm_port=$((base + 42))
   local api=http://127.0.0.1:$api_port sim=http://127.0.0.1:$sim_port
+  local cidr=$cluster_cidr
+  if [[ -z $cidr ]]; then
+    local bits=8
+    while (((1 << bits) < n)); do bits=$((bits + 1)); done
+    ((bits > 16)) && { echo "N=$n: more than 65,536 nodes need --cluster-cidr and --node-cidr-mask-size" >&2; return 2; }
+    cidr=10.0.0.0/$((node_mask - bits))
+  fi
+  watched=()
   local load_start note="" store_pids=() endpoints=""
   load_start=$(load1)
-  echo "== N=$n ($backend store, load $load_start, logs in $dir)" >&2
+  echo "== N=$n ($backend store, cluster CIDR $cidr, load $load_start, logs in $dir)" >&2
 
   if [[ $backend == cluster ]]; then
     store_dir=$dir/store
@@ -195,6 +259,8 @@ run_one() {
       -- --log-level warning >"$dir/store.out"
     endpoints=$(grep -o 'http://127.0.0.1:[0-9]*' "$dir/store.out" | paste -sd, -)
     mapfile -t store_pids < <(cat "$store_dir"/n1.pid "$store_dir"/n2.pid "$store_dir"/n3.pid)
+    local i
+    for i in 1 2 3; do watch "store-member-$i" "${store_pids[$((i - 1))]}" "$store_dir/n$i.log"; done
     "$bin" apiserver --insecure-http --storage-backend=remote --etcd-servers="$endpoints" \
       --port "$api_port" --log-level warning --authorization-mode=AlwaysAllow >"$dir/apiserver.log" 2>&1 &
   else
@@ -203,13 +269,16 @@ run_one() {
   fi
   local api_pid=$!
   pids+=("$api_pid")
+  watch apiserver "$api_pid" "$dir/apiserver.log"
   wait_http "$api/readyz" 60 || { echo "apiserver not ready; see $dir/apiserver.log" >&2; return 2; }
 
   "$bin" controller-manager --master "$api" --port "$cm_port" \
     --node-monitor-grace-period "$grace" --node-monitor-period "$period" \
+    --allocate-node-cidrs --cluster-cidr "$cidr" --node-cidr-mask-size "$node_mask" \
     >"$dir/controller-manager.log" 2>&1 &
   local cm_pid=$!
   pids+=("$cm_pid")
+  watch controller-manager "$cm_pid" "$dir/controller-manager.log"
   wait_http "http://127.0.0.1:$cm_port/healthz" 60 ||
     { echo "controller manager not healthy; see $dir/controller-manager.log" >&2; return 2; }
 
@@ -221,6 +290,7 @@ run_one() {
     >"$dir/kubeletsim.log" 2>&1 &
   local sim_pid=$!
   pids+=("$sim_pid")
+  watch kubeletsim "$sim_pid" "$dir/kubeletsim.log"
 
   # 1. Registration: the fleet's count, then the API server's view.
   local reg_timeout=$((120 + n / 20)) ready=0 registered_s api_ready
@@ -229,6 +299,7 @@ run_one() {
   while [[ $(calc "$(now) < $deadline") == 1 ]]; do
     ready=$(sim_metric "$sim_port" '^kubeletsim_nodes\{state="ready"\}$')
     [[ ${ready%.*} -ge $n ]] && break
+    check_alive
     sleep 0.5
   done
   registered_s=$(calc "int($(now) - $t_start + 0.5)")
@@ -240,7 +311,7 @@ run_one() {
   api_ready=$(sed 's/.* ready=\([0-9]*\).*/\1/' <<<"$probe_out")
   echo "   registered in ${registered_s}s; API server: $probe_out" >&2
 
-  sleep "$settle"
+  nap "$settle"
 
   # 2. The window.
   local all_pids=("${store_pids[@]}" "$api_pid" "$cm_pid" "$sim_pid")
@@ -251,7 +322,7 @@ run_one() {
   b0=$(lag_buckets "$sim_port")
   w0=$(sim_metric "$sim_port" '^kubeletsim_api_writes_total\{operation="lease"\}$')
   e0=$(sim_metric "$sim_port" '^kubeletsim_api_errors_total\{operation="lease"\}$')
-  sleep "$window"
+  nap "$window"
   b1=$(lag_buckets "$sim_port")
   w1=$(sim_metric "$sim_port" '^kubeletsim_api_writes_total\{operation="lease"\}$')
   e1=$(sim_metric "$sim_port" '^kubeletsim_api_errors_total\{operation="lease"\}$')
@@ -311,6 +382,7 @@ run_one() {
   local t_stop
   t_stop=$(now)
   "$kpctl" sim --endpoint "$sim" stop-node "$victim" >/dev/null
+  while alive "$probe_pid"; do check_alive; sleep 0.5; done
   wait "$probe_pid" || true
   local det notready_at last_renew
   det=$(cat "$dir/detect.out")
@@ -343,6 +415,7 @@ run_one() {
   row+="	${cpu[$api_pid]}	${rss[$api_pid]}	${cpu[$cm_pid]}	${rss[$cm_pid]}"
   row+="	${cpu[$sim_pid]}	${rss[$sim_pid]}	$(load1)	$pass	${note:--}"
   echo "$row" >>"$tsv"
+  watched=()
   stop_all
   rm -rf "$dir/apiserver-data"
   [[ $pass == yes ]]

@@ -81,7 +81,8 @@ TEST(ServicesE2E, ExposeNodePortNotReadyAndPatroniEndpoints) {
   // A node whose lease stops is NotReady after 3 s, and its pods with it.
   Process cm({KPLANE_BINARY, "controller-manager", "--kubeconfig", kubeconfig,
               "--node-monitor-grace-period", "3s", "--node-monitor-period",
-              "500ms", "--log-level", "warning"},
+              "500ms", "--allocate-node-cidrs", "--cluster-cidr",
+              "10.244.0.0/16", "--log-level", "warning"},
              {}, dir + "/controller-manager.log");
   cm.Start();
   const std::vector<std::string> env = {"KUBECONFIG=" + kubeconfig,
@@ -131,6 +132,13 @@ TEST(ServicesE2E, ExposeNodePortNotReadyAndPatroniEndpoints) {
   EXPECT_GE(std::stoi(r.out), 30000);
   EXPECT_LE(std::stoi(r.out), 32767);
 
+  // The controller manager's node IPAM gave each node a /24 of
+  // --cluster-cidr; the pods' IPs come from their node's.
+  r = kubectl({"get", "nodes", "-o",
+               "jsonpath={range .items[*]}{.spec.podCIDR} {end}"});
+  EXPECT_TRUE(
+      std::regex_match(r.out, std::regex(R"((10\.244\.\d+\.0/24 ){3})")))
+      << r.out << r.err;
   // The endpoints controller lists the three pods' IPs on port 80.
   r = kubectl({"wait", "endpoints/web",
                "--for=jsonpath={.subsets[0].addresses[2].targetRef.kind}=Pod",
@@ -156,7 +164,7 @@ TEST(ServicesE2E, ExposeNodePortNotReadyAndPatroniEndpoints) {
           R"(service/web-np +NodePort +10\.\S+ +<none> +80:3\d{4}/TCP)")))
       << r.out;
   EXPECT_TRUE(std::regex_search(
-      r.out, std::regex(R"(endpoints/web +10\.64\.\d+\.\d+:80,)")))
+      r.out, std::regex(R"(endpoints/web +10\.244\.\d+\.\d+:80,)")))
       << r.out;
 
   // A node stops: its pod turns NotReady and leaves the ready addresses.

@@ -1,8 +1,8 @@
 #include "apiserver/crd_schema.h"
 
-#include <re2/re2.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
+#include <re2/re2.h>
 
 #include <algorithm>
 #include <charconv>
@@ -254,16 +254,16 @@ std::unique_ptr<CrdSchemaNode> BuildNode(const rapidjson::Value& v,
   if (++st->nodes > kMaxCrdSchemaNodes) {
     if (!st->too_many_reported) {
       st->too_many_reported = true;
-      st->Add(validation::Forbidden(
-          p, "the schema has more than " + std::to_string(kMaxCrdSchemaNodes) +
-                 " nested schemas (kplane's limit)"));
+      st->Add(validation::Forbidden(p, "the schema has more than " +
+                                           std::to_string(kMaxCrdSchemaNodes) +
+                                           " nested schemas (kplane's limit)"));
     }
     return n;
   }
   if (depth > kMaxCrdSchemaDepth) {
-    st->Add(validation::Forbidden(
-        p, "must not be nested deeper than " +
-               std::to_string(kMaxCrdSchemaDepth) + " levels (kplane's limit)"));
+    st->Add(validation::Forbidden(p, "must not be nested deeper than " +
+                                         std::to_string(kMaxCrdSchemaDepth) +
+                                         " levels (kplane's limit)"));
     return n;
   }
   if (!v.IsObject()) {
@@ -322,8 +322,7 @@ std::unique_ptr<CrdSchemaNode> BuildNode(const rapidjson::Value& v,
                                : "must not be empty for specified object "
                                  "fields"));
     }
-  } else if (std::find(kTypes.begin(), kTypes.end(), n->type) ==
-             kTypes.end()) {
+  } else if (std::find(kTypes.begin(), kTypes.end(), n->type) == kTypes.end()) {
     st->Add(validation::NotSupportedString(p.Child("type"), n->type, kTypes));
   }
   if (n->int_or_string && !n->type.empty()) {
@@ -354,9 +353,9 @@ std::unique_ptr<CrdSchemaNode> BuildNode(const rapidjson::Value& v,
   if (!n->list_type.empty()) {
     if (n->list_type != "atomic" && n->list_type != "set" &&
         n->list_type != "map") {
-      st->Add(validation::NotSupportedString(
-          p.Child("x-kubernetes-list-type"), n->list_type,
-          {"atomic", "set", "map"}));
+      st->Add(validation::NotSupportedString(p.Child("x-kubernetes-list-type"),
+                                             n->list_type,
+                                             {"atomic", "set", "map"}));
     } else if (n->type != "array") {
       st->Add(validation::InvalidString(p.Child("x-kubernetes-list-type"),
                                         n->list_type,
@@ -415,9 +414,8 @@ std::unique_ptr<CrdSchemaNode> BuildNode(const rapidjson::Value& v,
             "additionalProperties cannot be set to false"));
       }
     } else {
-      n->additional_properties =
-          BuildNode(*ap, p.Child("additionalProperties"), Level::kAdditional,
-                    depth + 1, st);
+      n->additional_properties = BuildNode(*ap, p.Child("additionalProperties"),
+                                           Level::kAdditional, depth + 1, st);
     }
     if (!n->properties.empty()) {
       st->Add(validation::Forbidden(
@@ -504,8 +502,7 @@ void ValidateNode(const CrdSchemaNode& n, const rapidjson::Value& v,
     const std::string_view s = Name(v);
     const int64_t len = RuneCount(s);
     if (n.max_length && len > *n.max_length) {
-      errs->push_back(
-          validation::TooLong(p, static_cast<int>(*n.max_length)));
+      errs->push_back(validation::TooLong(p, static_cast<int>(*n.max_length)));
     }
     if (n.min_length && len < *n.min_length) {
       errs->push_back(validation::Invalid(
@@ -528,11 +525,13 @@ void ValidateNode(const CrdSchemaNode& n, const rapidjson::Value& v,
     if (n.format == "int32" && IsInteger(v) &&
         (d < -2147483648.0 || d > 2147483647.0)) {
       errs->push_back(validation::Invalid(
-          p, shown, name + " in body must be of type int32: " + GoQuote(shown)));
+          p, shown,
+          name + " in body must be of type int32: " + GoQuote(shown)));
     }
     if (n.format == "int64" && v.IsUint64() && !v.IsInt64()) {
       errs->push_back(validation::Invalid(
-          p, shown, name + " in body must be of type int64: " + GoQuote(shown)));
+          p, shown,
+          name + " in body must be of type int64: " + GoQuote(shown)));
     }
     if (n.maximum) {
       if (n.exclusive_maximum ? d >= *n.maximum : d > *n.maximum) {
@@ -555,10 +554,10 @@ void ValidateNode(const CrdSchemaNode& n, const rapidjson::Value& v,
     if (n.multiple_of && *n.multiple_of > 0) {
       const double q = d / *n.multiple_of;
       if (std::fabs(q - std::round(q)) > 1e-9 * std::max(1.0, std::fabs(q))) {
-        errs->push_back(validation::Invalid(
-            p, shown,
-            name + " in body should be a multiple of " +
-                GoFloat(*n.multiple_of)));
+        errs->push_back(
+            validation::Invalid(p, shown,
+                                name + " in body should be a multiple of " +
+                                    GoFloat(*n.multiple_of)));
       }
     }
   }
@@ -582,15 +581,14 @@ void ValidateNode(const CrdSchemaNode& n, const rapidjson::Value& v,
                                           static_cast<int>(*n.max_items)));
     }
     if (n.min_items && size < *n.min_items) {
-      errs->push_back(validation::Invalid(
-          p, std::to_string(size),
-          name + " in body should have at least " +
-              std::to_string(*n.min_items) + " items"));
+      errs->push_back(
+          validation::Invalid(p, std::to_string(size),
+                              name + " in body should have at least " +
+                                  std::to_string(*n.min_items) + " items"));
     }
     if (n.items != nullptr) {
       for (rapidjson::SizeType i = 0; i < v.Size(); ++i) {
-        ValidateNode(*n.items, v[i], p.Index(static_cast<int>(i)), false,
-                     errs);
+        ValidateNode(*n.items, v[i], p.Index(static_cast<int>(i)), false, errs);
       }
     }
     // x-kubernetes-list-type: set items, and map keys, are unique.
@@ -659,7 +657,8 @@ void ValidateNode(const CrdSchemaNode& n, const rapidjson::Value& v,
     }
     if (n.embedded_resource) {
       const rapidjson::Value* kind = Member(v, "kind");
-      if (kind == nullptr || !kind->IsString() || kind->GetStringLength() == 0) {
+      if (kind == nullptr || !kind->IsString() ||
+          kind->GetStringLength() == 0) {
         errs->push_back(
             validation::Required(p.Child("kind"), "must not be empty"));
       }
@@ -670,8 +669,8 @@ void ValidateNode(const CrdSchemaNode& n, const rapidjson::Value& v,
       }
       if (const rapidjson::Value* meta = Member(v, "metadata");
           meta != nullptr && !meta->IsObject()) {
-        errs->push_back(TypeError(p.Child("metadata"), "object",
-                                  TypeName(*meta)));
+        errs->push_back(
+            TypeError(p.Child("metadata"), "object", TypeName(*meta)));
       }
     }
   }

@@ -87,106 +87,135 @@ struct ValidationCase {
 TEST(CrdSchemaTest, ValidationRulesWithKubesMessages) {
   const auto schema = TestSchema();
   const std::vector<ValidationCase> cases = {
-      {"valid", R"("replicas":3,"color":"red","when":"2024-01-02T03:04:05Z",
+      {"valid",
+       R"("replicas":3,"color":"red","when":"2024-01-02T03:04:05Z",
                   "day":"2024-02-29","id":"123e4567-e89b-12d3-a456-426614174000",
                   "data":"aGk=","addr":"10.0.0.1","port":"http","tags":["a","b"],
                   "ratio":0.5,"labels":{"a":"b"},"note":null,
                   "free":{"x":{"y":1}},"enabled":true,
                   "template":{"apiVersion":"v1","kind":"Pod"})",
        {}},
-      {"type", R"("replicas":"three")",
+      {"type",
+       R"("replicas":"three")",
        {R"(spec.replicas: Invalid value: "string": spec.replicas in body must )"
         R"(be of type integer: "string")"}},
       {"integral number is an integer", R"("replicas":2.0)", {}},
-      {"boolean type", R"("enabled":"yes")",
+      {"boolean type",
+       R"("enabled":"yes")",
        {R"(spec.enabled: Invalid value: "string": spec.enabled in body must )"
         R"(be of type boolean: "string")"}},
-      {"not nullable", R"("enabled":null)",
+      {"not nullable",
+       R"("enabled":null)",
        {R"(spec.enabled: Invalid value: "null": spec.enabled in body must be )"
         R"(of type boolean: "null")"}},
       {"required", R"("name":null)", {}},  // replaced below: name missing
-      {"enum", R"("color":"pink")",
+      {"enum",
+       R"("color":"pink")",
        {R"(spec.color: Unsupported value: "pink": supported values: "red", )"
         R"("blue")"}},
-      {"maximum", R"("replicas":11)",
+      {"maximum",
+       R"("replicas":11)",
        {"spec.replicas: Invalid value: 11: spec.replicas in body should be "
         "less than or equal to 10"}},
-      {"minimum", R"("replicas":0)",
+      {"minimum",
+       R"("replicas":0)",
        {"spec.replicas: Invalid value: 0: spec.replicas in body should be "
         "greater than or equal to 1"}},
-      {"exclusiveMaximum", R"("ratio":1)",
+      {"exclusiveMaximum",
+       R"("ratio":1)",
        {"spec.ratio: Invalid value: 1: spec.ratio in body should be less "
         "than 1"}},
-      {"exclusiveMinimum", R"("ratio":0)",
+      {"exclusiveMinimum",
+       R"("ratio":0)",
        {"spec.ratio: Invalid value: 0: spec.ratio in body should be greater "
         "than 0"}},
-      {"multipleOf", R"("ratio":0.3)",
+      {"multipleOf",
+       R"("ratio":0.3)",
        {"spec.ratio: Invalid value: 0.3: spec.ratio in body should be a "
         "multiple of 0.25"}},
-      {"int32", R"("replicas":3000000000)",
+      {"int32",
+       R"("replicas":3000000000)",
        {R"(spec.replicas: Invalid value: 3000000000: spec.replicas in body )"
         R"(must be of type int32: "3000000000")",
         "spec.replicas: Invalid value: 3000000000: spec.replicas in body "
         "should be less than or equal to 10"}},
-      {"maxLength", R"("name":"abcdefghi")",
+      {"maxLength",
+       R"("name":"abcdefghi")",
        {"spec.name: Too long: may not be more than 8 bytes"}},
-      {"minLength", R"("name":"ab")",
+      {"minLength",
+       R"("name":"ab")",
        {R"(spec.name: Invalid value: "ab": spec.name in body should be at )"
         R"(least 3 chars long)"}},
-      {"pattern", R"("name":"ABC")",
+      {"pattern",
+       R"("name":"ABC")",
        {R"(spec.name: Invalid value: "ABC": spec.name in body should match )"
         R"('^[a-z]+$')"}},
-      {"date-time", R"("when":"yesterday")",
+      {"date-time",
+       R"("when":"yesterday")",
        {R"(spec.when: Invalid value: "yesterday": spec.when in body must be )"
         R"(of type date-time: "yesterday")"}},
-      {"date", R"("day":"2023-02-29")",
+      {"date",
+       R"("day":"2023-02-29")",
        {R"(spec.day: Invalid value: "2023-02-29": spec.day in body must be )"
         R"(of type date: "2023-02-29")"}},
-      {"uuid", R"("id":"nope")",
+      {"uuid",
+       R"("id":"nope")",
        {R"(spec.id: Invalid value: "nope": spec.id in body must be of type )"
         R"(uuid: "nope")"}},
-      {"byte", R"("data":"***")",
+      {"byte",
+       R"("data":"***")",
        {R"(spec.data: Invalid value: "***": spec.data in body must be of type )"
         R"(byte: "***")"}},
-      {"ipv4", R"("addr":"10.0.0.256")",
+      {"ipv4",
+       R"("addr":"10.0.0.256")",
        {R"(spec.addr: Invalid value: "10.0.0.256": spec.addr in body must be )"
         R"(of type ipv4: "10.0.0.256")"}},
       {"int-or-string int", R"("port":8080)", {}},
-      {"int-or-string bad", R"("port":true)",
+      {"int-or-string bad",
+       R"("port":true)",
        {R"(spec.port: Invalid value: "boolean": spec.port in body must be of )"
         R"(type integer or string: "boolean")"}},
-      {"maxItems", R"("tags":["a","b","c","d"])",
+      {"maxItems",
+       R"("tags":["a","b","c","d"])",
        {"spec.tags: Too many: 4: must have at most 3 items"}},
-      {"minItems", R"("tags":[])",
+      {"minItems",
+       R"("tags":[])",
        {"spec.tags: Invalid value: 0: spec.tags in body should have at least "
         "1 items"}},
-      {"items type", R"("tags":["a",1])",
+      {"items type",
+       R"("tags":["a",1])",
        {R"(spec.tags[1]: Invalid value: "integer": spec.tags[1] in body must )"
         R"(be of type string: "integer")"}},
-      {"list-type set", R"("tags":["a","b","a"])",
+      {"list-type set",
+       R"("tags":["a","b","a"])",
        {R"(spec.tags[2]: Duplicate value: "a")"}},
-      {"list-type map", R"("ports":[{"name":"h","port":1},{"name":"h","port":2}])",
+      {"list-type map",
+       R"("ports":[{"name":"h","port":1},{"name":"h","port":2}])",
        {R"(spec.ports[1]: Duplicate value: map[string]interface {}{"name":"h"})"}},
-      {"maxProperties", R"("labels":{"a":"1","b":"2","c":"3"})",
+      {"maxProperties",
+       R"("labels":{"a":"1","b":"2","c":"3"})",
        {"spec.labels: Too many: 3: must have at most 2 items"}},
-      {"minProperties", R"("labels":{})",
+      {"minProperties",
+       R"("labels":{})",
        {"spec.labels: Invalid value: 0: spec.labels in body should have at "
         "least 1 properties"}},
-      {"additionalProperties", R"("labels":{"a":1})",
+      {"additionalProperties",
+       R"("labels":{"a":1})",
        {R"(spec.labels.a: Invalid value: "integer": spec.labels.a in body )"
         R"(must be of type string: "integer")"}},
       {"nullable", R"("note":null)", {}},
-      {"preserve-unknown-fields validates known", R"("free":{"known":{"a":1}})",
+      {"preserve-unknown-fields validates known",
+       R"("free":{"known":{"a":1}})",
        {R"(spec.free.known.a: Invalid value: "integer": spec.free.known.a in )"
         R"(body must be of type string: "integer")"}},
-      {"embedded resource", R"("template":{"metadata":{}})",
+      {"embedded resource",
+       R"("template":{"metadata":{}})",
        {"spec.template.kind: Required value: must not be empty",
         "spec.template.apiVersion: Required value: must not be empty"}},
   };
   for (const ValidationCase& c : cases) {
     if (c.name == "required") continue;
-    rapidjson::Document obj =
-        Json(R"({"spec":{"name":"abc",)" + c.spec + "}}");
+    rapidjson::Document obj = Json(R"({"spec":{"name":"abc",)" + c.spec + "}}");
     EXPECT_EQ(Errors(schema->Validate(obj)), c.want) << c.name;
   }
   rapidjson::Document missing = Json(R"({"spec":{"replicas":1}})");
@@ -209,9 +238,9 @@ TEST(CrdSchemaTest, PrunesUnknownFieldsAndReportsTheirPaths) {
       R"("spec":{"any":1}}},"extra":true})");
   const std::vector<std::string> unknown =
       schema->PruneAndDefault(&obj, obj.GetAllocator());
-  EXPECT_EQ(unknown, (std::vector<std::string>{
-                         "spec.bogus", "spec.ports[0].x",
-                         "spec.free.known.gone", "extra"}));
+  EXPECT_EQ(unknown,
+            (std::vector<std::string>{"spec.bogus", "spec.ports[0].x",
+                                      "spec.free.known.gone", "extra"}));
   EXPECT_EQ(Compact(obj),
             R"({"spec":{"name":"abc","ports":[{"name":"a"}],)"
             R"("free":{"kept":1,"known":{"a":"b"}},"labels":{"k":"v"},)"
@@ -227,9 +256,8 @@ TEST(CrdSchemaTest, DefaultsAbsentMembersAndNonNullableNulls) {
   EXPECT_TRUE(schema->PruneAndDefault(&obj, obj.GetAllocator()).empty());
   // mode: null defaulted; enabled: null dropped; note is nullable; limits
   // defaulted to {} and then its cpu default applied inside.
-  EXPECT_EQ(Compact(obj),
-            R"({"spec":{"name":"abc","mode":"fast","note":null,)"
-            R"("limits":{"cpu":"1"},"replicas":1}})");
+  EXPECT_EQ(Compact(obj), R"({"spec":{"name":"abc","mode":"fast","note":null,)"
+                          R"("limits":{"cpu":"1"},"replicas":1}})");
   EXPECT_TRUE(schema->Validate(obj).empty());
   // The Unstructured form leaves apiVersion/kind/metadata alone.
   objects::Unstructured u;
@@ -252,7 +280,8 @@ struct StructuralCase {
 TEST(CrdSchemaTest, RefusesNonStructuralSchemasWithKubesMessages) {
   const std::string p = "spec.versions[0].schema.openAPIV3Schema";
   const std::vector<StructuralCase> cases = {
-      {"missing type", R"({"type":"object","properties":{"spec":{}}})",
+      {"missing type",
+       R"({"type":"object","properties":{"spec":{}}})",
        {p + ".properties[spec].type: Required value: must not be empty for "
             "specified object fields"}},
       {"missing items type",
@@ -331,7 +360,8 @@ TEST(CrdSchemaTest, DepthAndSizeAreBounded) {
       << errs[0].Error();
   // An object as deep as the schema validates and prunes without trouble.
   std::string obj = "1";
-  for (int i = 0; i < kMaxCrdSchemaDepth + 10; ++i) obj = R"({"a":)" + obj + "}";
+  for (int i = 0; i < kMaxCrdSchemaDepth + 10; ++i)
+    obj = R"({"a":)" + obj + "}";
   rapidjson::Document doc = Json(obj);
   s->PruneAndDefault(&doc, doc.GetAllocator());
   s->Validate(doc);

@@ -384,7 +384,8 @@ TEST(CrdTest, SchemaValidatesPrunesAndDefaults) {
   CreateAndAwaitEstablished(s, GizmoCrd(false), "gizmos.example.com");
 
   // Invalid: 422 with kube's message and causes.
-  Response bad = s.Post(kGizmos, Gizmo("g0", R"({"size":11,"tags":["a","a"]})"));
+  Response bad =
+      s.Post(kGizmos, Gizmo("g0", R"({"size":11,"tags":["a","a"]})"));
   EXPECT_EQ(bad.code, 422) << bad.body;
   EXPECT_EQ(bad.Str({"message"}),
             "Gizmo.example.com \"g0\" is invalid: [spec.size: Invalid value: "
@@ -420,9 +421,9 @@ TEST(CrdTest, SchemaValidatesPrunesAndDefaults) {
   EXPECT_EQ(s.Get(std::string(kGizmos) + "/g2").body.find("junk"),
             std::string::npos);
   // Patches are pruned and validated too.
-  Response patched = s.Patch(std::string(kGizmos) + "/g2?fieldValidation=Strict",
-                             R"({"spec":{"more":1}})",
-                             "application/merge-patch+json");
+  Response patched =
+      s.Patch(std::string(kGizmos) + "/g2?fieldValidation=Strict",
+              R"({"spec":{"more":1}})", "application/merge-patch+json");
   EXPECT_EQ(patched.code, 400) << patched.body;
   patched = s.Patch(std::string(kGizmos) + "/g2", R"({"spec":{"size":0}})",
                     "application/merge-patch+json");
@@ -431,8 +432,9 @@ TEST(CrdTest, SchemaValidatesPrunesAndDefaults) {
   // A default added to the schema applies on read to what is stored.
   Response crd = s.Get(std::string(kCrds) + "/gizmos.example.com");
   ASSERT_EQ(crd.code, 200);
-  Response put = s.Put(std::string(kCrds) + "/gizmos.example.com",
-                       GizmoCrd(true, crd.Str({"metadata", "resourceVersion"})));
+  Response put =
+      s.Put(std::string(kCrds) + "/gizmos.example.com",
+            GizmoCrd(true, crd.Str({"metadata", "resourceVersion"})));
   ASSERT_EQ(put.code, 200) << put.body;
   const auto deadline = std::chrono::steady_clock::now() + seconds(20);
   Response g2 = s.Get(std::string(kGizmos) + "/g2");

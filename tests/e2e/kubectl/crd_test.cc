@@ -207,9 +207,10 @@ std::string Gadget(const std::string& name, const std::string& spec) {
 TEST_F(CrdE2eTest, SchemaValidatesPrunesAndDefaults) {
   // A schema that is not structural is refused with kube's message.
   std::string non_structural = kGadgetCrd;
-  non_structural.replace(non_structural.find("          spec:\n            type: object\n"),
-                         std::string("          spec:\n            type: object\n").size(),
-                         "          spec:\n");
+  non_structural.replace(
+      non_structural.find("          spec:\n            type: object\n"),
+      std::string("          spec:\n            type: object\n").size(),
+      "          spec:\n");
   RunResult refused =
       Kubectl({"apply", "-f", File("bad-crd.yaml", non_structural)});
   EXPECT_NE(refused.exit_code, 0) << refused.out;
@@ -220,8 +221,8 @@ TEST_F(CrdE2eTest, SchemaValidatesPrunesAndDefaults) {
       << refused.err;
 
   MustKubectl({"apply", "-f", File("gadgets.yaml", kGadgetCrd)});
-  MustKubectl({"wait", "--for=condition=Established",
-               "crd/gadgets.example.com", "--timeout=30s"});
+  MustKubectl({"wait", "--for=condition=Established", "crd/gadgets.example.com",
+               "--timeout=30s"});
 
   // Invalid: kube's 422 with the field paths.
   RunResult invalid = Kubectl(
@@ -261,8 +262,9 @@ TEST_F(CrdE2eTest, SchemaValidatesPrunesAndDefaults) {
   EXPECT_EQ(MustKubectl({"get", "gadget", "g1", "-o", "jsonpath={.spec}"}),
             R"({"color":"red","size":2})");
   MustKubectl({"apply", "--validate=false", "-f",
-               File("g2.yaml", Gadget("g2", "  size: 3\n  color: blue\n"
-                                            "  more: {a: 1}\n"))});
+               File("g2.yaml", Gadget("g2",
+                                      "  size: 3\n  color: blue\n"
+                                      "  more: {a: 1}\n"))});
   EXPECT_EQ(MustKubectl({"get", "gadget", "g2", "-o", "jsonpath={.spec}"}),
             R"({"color":"blue","size":3})");
   // A merge patch to an invalid value is refused as well.

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <limits>
 #include <set>
 #include <string_view>
 #include <utility>
@@ -122,6 +123,12 @@ double AsDouble(const rapidjson::Value& v) {
   return v.GetDouble();
 }
 
+// A limit for the int-taking field.Error constructors.
+int ClampInt(int64_t v) {
+  return static_cast<int>(std::clamp<int64_t>(
+      v, std::numeric_limits<int>::min(), std::numeric_limits<int>::max()));
+}
+
 // The number of UTF-8 code points (kube-openapi counts runes).
 int64_t RuneCount(std::string_view s) {
   int64_t n = 0;
@@ -206,7 +213,13 @@ enum class Level { kRoot, kProperty, kItems, kAdditional };
 std::optional<int64_t> IntMember(const rapidjson::Value& v, const char* key) {
   const rapidjson::Value* m = Member(v, key);
   if (m == nullptr || !IsInteger(*m)) return std::nullopt;
-  return m->IsInt64() ? m->GetInt64() : static_cast<int64_t>(AsDouble(*m));
+  if (m->IsInt64()) return m->GetInt64();
+  // Beyond int64 (a uint64 or a huge integral double): as good as no limit
+  // for maxima, and the converse for minima; clamped, never overflowed.
+  const double d = AsDouble(*m);
+  if (d >= 9.2e18) return std::numeric_limits<int64_t>::max();
+  if (d <= -9.2e18) return std::numeric_limits<int64_t>::min();
+  return static_cast<int64_t>(d);
 }
 std::optional<double> NumMember(const rapidjson::Value& v, const char* key) {
   const rapidjson::Value* m = Member(v, key);
@@ -502,7 +515,7 @@ void ValidateNode(const CrdSchemaNode& n, const rapidjson::Value& v,
     const std::string_view s = Name(v);
     const int64_t len = RuneCount(s);
     if (n.max_length && len > *n.max_length) {
-      errs->push_back(validation::TooLong(p, static_cast<int>(*n.max_length)));
+      errs->push_back(validation::TooLong(p, ClampInt(*n.max_length)));
     }
     if (n.min_length && len < *n.min_length) {
       errs->push_back(validation::Invalid(
@@ -578,7 +591,7 @@ void ValidateNode(const CrdSchemaNode& n, const rapidjson::Value& v,
     const int64_t size = v.Size();
     if (n.max_items && size > *n.max_items) {
       errs->push_back(validation::TooMany(p, static_cast<int>(size),
-                                          static_cast<int>(*n.max_items)));
+                                          ClampInt(*n.max_items)));
     }
     if (n.min_items && size < *n.min_items) {
       errs->push_back(
@@ -629,7 +642,7 @@ void ValidateNode(const CrdSchemaNode& n, const rapidjson::Value& v,
     const int64_t count = v.MemberCount();
     if (n.max_properties && count > *n.max_properties) {
       errs->push_back(validation::TooMany(p, static_cast<int>(count),
-                                          static_cast<int>(*n.max_properties)));
+                                          ClampInt(*n.max_properties)));
     }
     if (n.min_properties && count < *n.min_properties) {
       errs->push_back(validation::Invalid(

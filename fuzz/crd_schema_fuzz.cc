@@ -6,6 +6,9 @@
 // Input: an openAPIV3Schema as JSON, a line "==", then a custom resource's
 // content as JSON (either may fail to parse; a bad object still exercises
 // the schema build).
+// Parsed with RapidJSON's default number parsing: its full-precision path
+// has undefined behaviour on a zero significand ("0e0100"; docs/testing.md,
+// "Fuzzing"), which is RapidJSON's, not the schema code's.
 // Checked: no crash or sanitizer report; pruning and defaulting are
 // idempotent (a second pass finds no unknown field and changes nothing).
 #include <rapidjson/document.h>
@@ -36,9 +39,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   kplane::fuzz::FuzzInput in(data, size);
   const std::string_view schema_text = in.TakeUntil("\n==\n");
   rapidjson::Document props;
-  if (!kplane::json::ParseDom<rapidjson::kParseFullPrecisionFlag>(schema_text,
-                                                                  &props)
-           .ok()) {
+  if (!kplane::json::ParseDom(schema_text, &props).ok()) {
     return 0;
   }
   kplane::apiserver::FieldErrors errs;
@@ -46,9 +47,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       props, kplane::apiserver::validation::Path("openAPIV3Schema"), &errs);
   for (const auto& e : errs) (void)e.Error();
   rapidjson::Document obj;
-  if (!kplane::json::ParseDom<rapidjson::kParseFullPrecisionFlag>(in.rest(),
-                                                                  &obj)
-           .ok()) {
+  if (!kplane::json::ParseDom(in.rest(), &obj).ok()) {
     return 0;
   }
   for (const auto& e : schema->Validate(obj)) (void)e.Error();

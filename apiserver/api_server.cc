@@ -302,7 +302,9 @@ struct ApiServer::Impl {
                                       const Strategy& strategy,
                                       const std::string& key_group,
                                       const CacherOptions& co,
-                                      const ResourceStoreOptions& ro);
+                                      const ResourceStoreOptions& ro,
+                                      std::function<void(google::protobuf::Message*)>
+                                          on_decode = nullptr);
 
   // CustomResourceDefinitions.
   std::shared_ptr<const CustomSnapshot> CurrentCustom() const {
@@ -475,7 +477,8 @@ void ApiServer::Impl::BuildBackends() {
 std::unique_ptr<Backend> ApiServer::Impl::NewBackend(
     const objects::ResourceInfo& served, const objects::ResourceInfo& storage,
     const Strategy& strategy, const std::string& key_group,
-    const CacherOptions& co, const ResourceStoreOptions& ro) {
+    const CacherOptions& co, const ResourceStoreOptions& ro,
+    std::function<void(google::protobuf::Message*)> on_decode) {
   auto b = std::make_unique<Backend>();
   b->info = &served;
   b->strategy = &strategy;
@@ -487,6 +490,7 @@ std::unique_ptr<Backend> ApiServer::Impl::NewBackend(
   if (opts.encryption) {
     so.transformer = opts.encryption->For(storage.gv.group, storage.resource);
   }
+  so.on_decode = std::move(on_decode);
   b->store = std::make_unique<ObjectStore>(opts.kv, &storage, so);
   b->cacher = std::make_unique<Cacher>(b->store.get(), co);
   b->rest = std::make_unique<ResourceStore>(
@@ -2427,11 +2431,24 @@ StatusOr<std::shared_ptr<CustomSet>> ApiServer::Impl::BuildCustomSet(
     return InvalidArgumentError("no storage version");
   }
   const CustomResourceType::Version& storage = set->type->storage();
-  for (const auto& v : set->type->versions()) {
+  for (size_t i = 0; i < set->type->versions().size(); ++i) {
+    const auto& v = set->type->versions()[i];
     if (!v->served) continue;
+    // The version's schema prunes and defaults on write (reporting unknown
+    // fields) and on read from storage.
+    ResourceStoreOptions ro = rest_options;
+    std::function<void(google::protobuf::Message*)> on_decode;
+    if (std::shared_ptr<const CrdSchema> schema = d.versions[i].schema) {
+      ro.prune_unknown_fields = [schema](google::protobuf::Message* m) {
+        return schema->PruneAndDefault(static_cast<objects::Unstructured*>(m));
+      };
+      on_decode = [schema](google::protobuf::Message* m) {
+        schema->PruneAndDefault(static_cast<objects::Unstructured*>(m));
+      };
+    }
     set->backends.push_back(NewBackend(v->resource, storage.resource,
                                        *v->strategy, d.group, cacher_options,
-                                       rest_options));
+                                       ro, std::move(on_decode)));
   }
   for (const auto& b : set->backends) {
     Status s = b->cacher->Start();

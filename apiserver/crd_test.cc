@@ -353,6 +353,103 @@ TEST(CrdTest, InvalidCrdsAreRefusedWithKubesMessages) {
       << m;
 }
 
+// A Gizmo's schema: spec.size an integer 1..10 (required), spec.tags a set;
+// with `color_default`, spec.color defaults to red.
+std::string GizmoCrd(bool color_default, const std::string& rv = "") {
+  const std::string color =
+      color_default ? R"(,"color":{"type":"string","default":"red"})" : "";
+  return R"({"apiVersion":"apiextensions.k8s.io/v1",
+    "kind":"CustomResourceDefinition","metadata":{"name":"gizmos.example.com")" +
+         (rv.empty() ? "" : R"(,"resourceVersion":")" + rv + "\"") +
+         R"(},"spec":{"group":"example.com","scope":"Namespaced",
+    "names":{"plural":"gizmos","kind":"Gizmo"},
+    "versions":[{"name":"v1","served":true,"storage":true,
+    "schema":{"openAPIV3Schema":{"type":"object","properties":{
+      "spec":{"type":"object","required":["size"],"properties":{
+        "size":{"type":"integer","minimum":1,"maximum":10},
+        "tags":{"type":"array","items":{"type":"string"},
+                "x-kubernetes-list-type":"set"})" +
+         color + "}}}}}}]}}";
+}
+
+constexpr char kGizmos[] = "/apis/example.com/v1/namespaces/default/gizmos";
+
+std::string Gizmo(const std::string& name, const std::string& spec) {
+  return R"({"apiVersion":"example.com/v1","kind":"Gizmo","metadata":{"name":")" +
+         name + R"("},"spec":)" + spec + "}";
+}
+
+TEST(CrdTest, SchemaValidatesPrunesAndDefaults) {
+  TestServer s;
+  CreateAndAwaitEstablished(s, GizmoCrd(false), "gizmos.example.com");
+
+  // Invalid: 422 with kube's message and causes.
+  Response bad =
+      s.Post(kGizmos, Gizmo("g0", R"({"size":11,"tags":["a","a"]})"));
+  EXPECT_EQ(bad.code, 422) << bad.body;
+  EXPECT_EQ(bad.Str({"message"}),
+            "Gizmo.example.com \"g0\" is invalid: [spec.size: Invalid value: "
+            "11: spec.size in body should be less than or equal to 10, "
+            "spec.tags[1]: Duplicate value: \"a\"]");
+  const rapidjson::Value* causes = bad.At({"details", "causes"});
+  ASSERT_TRUE(causes != nullptr && causes->IsArray() && causes->Size() == 2)
+      << bad.body;
+  EXPECT_EQ(std::string((*causes)[0]["field"].GetString()), "spec.size");
+  EXPECT_EQ(std::string((*causes)[1]["reason"].GetString()),
+            "FieldValueDuplicate");
+  Response missing = s.Post(kGizmos, Gizmo("g0", "{}"));
+  EXPECT_EQ(missing.code, 422) << missing.body;
+  EXPECT_EQ(missing.Str({"message"}),
+            "Gizmo.example.com \"g0\" is invalid: spec.size: Required value");
+
+  // Unknown fields: Strict refuses, Warn warns, Ignore prunes quietly.
+  const std::string extra = Gizmo("g1", R"({"size":1,"bogus":true})");
+  Response strict =
+      s.Post(std::string(kGizmos) + "?fieldValidation=Strict", extra);
+  EXPECT_EQ(strict.code, 400) << strict.body;
+  EXPECT_EQ(strict.Str({"message"}),
+            "strict decoding error: unknown field \"spec.bogus\"");
+  Response warn = s.Post(std::string(kGizmos) + "?fieldValidation=Warn", extra);
+  EXPECT_EQ(warn.code, 201) << warn.body;
+  EXPECT_EQ(warn.headers.Get("Warning"),
+            "299 - \"unknown field \\\"spec.bogus\\\"\"");
+  EXPECT_EQ(warn.body.find("bogus"), std::string::npos) << warn.body;
+  Response ignored = s.Post(std::string(kGizmos) + "?fieldValidation=Ignore",
+                            Gizmo("g2", R"({"size":2,"junk":1})"));
+  EXPECT_EQ(ignored.code, 201) << ignored.body;
+  EXPECT_FALSE(ignored.headers.Has("Warning"));
+  EXPECT_EQ(s.Get(std::string(kGizmos) + "/g2").body.find("junk"),
+            std::string::npos);
+  // Patches are pruned and validated too.
+  Response patched =
+      s.Patch(std::string(kGizmos) + "/g2?fieldValidation=Strict",
+              R"({"spec":{"more":1}})", "application/merge-patch+json");
+  EXPECT_EQ(patched.code, 400) << patched.body;
+  patched = s.Patch(std::string(kGizmos) + "/g2", R"({"spec":{"size":0}})",
+                    "application/merge-patch+json");
+  EXPECT_EQ(patched.code, 422) << patched.body;
+
+  // A default added to the schema applies on read to what is stored.
+  Response crd = s.Get(std::string(kCrds) + "/gizmos.example.com");
+  ASSERT_EQ(crd.code, 200);
+  Response put =
+      s.Put(std::string(kCrds) + "/gizmos.example.com",
+            GizmoCrd(true, crd.Str({"metadata", "resourceVersion"})));
+  ASSERT_EQ(put.code, 200) << put.body;
+  const auto deadline = std::chrono::steady_clock::now() + seconds(20);
+  Response g2 = s.Get(std::string(kGizmos) + "/g2");
+  while (g2.Str({"spec", "color"}).empty() &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(20));
+    g2 = s.Get(std::string(kGizmos) + "/g2");
+  }
+  EXPECT_EQ(g2.Str({"spec", "color"}), "red") << g2.body;
+  // ... and on write.
+  Response g3 = s.Post(kGizmos, Gizmo("g3", R"({"size":3})"));
+  EXPECT_EQ(g3.code, 201) << g3.body;
+  EXPECT_EQ(g3.Str({"spec", "color"}), "red") << g3.body;
+}
+
 TEST(CrdTest, DeletingTheCrdDeletesItsObjects) {
   TestServer s;
   CreateAndAwaitEstablished(s, WidgetCrd(), "widgets.example.com");

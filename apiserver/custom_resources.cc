@@ -399,6 +399,8 @@ class CrdStrategyImpl : public Strategy {
             errs.push_back(validation::InvalidString(
                 rp.Child("type"), type, "must be object at the root"));
           }
+          // The rest of the structural rules, defaults, patterns, limits.
+          CrdSchema::Build(*root, rp, &errs);
         }
       }
     }
@@ -491,6 +493,14 @@ class CustomResourceStrategy : public Strategy {
 
   const objects::ResourceInfo& resource() const override { return *resource_; }
 
+  // kube's decoding of custom resources: unknown fields pruned (the
+  // handlers report them first, for fieldValidation), schema defaults set.
+  void Default(google::protobuf::Message* obj) const override {
+    if (version_.schema != nullptr) {
+      version_.schema->PruneAndDefault(AsUnstructured(obj));
+    }
+  }
+
   // Objects are stored as the storage version (conversion None: only
   // apiVersion changes); with /status, status is the subresource's.
   void PrepareForCreate(google::protobuf::Message* obj) const override {
@@ -547,11 +557,16 @@ class CustomResourceStrategy : public Strategy {
     *u = std::move(next);
   }
 
+  // The metadata, then the content against the version's schema.
   FieldErrors ValidateCreate(
       const google::protobuf::Message& obj) const override {
-    return validation::ValidateObjectMeta(
+    FieldErrors errs = validation::ValidateObjectMeta(
         AsUnstructured(obj).metadata(), resource_->namespaced,
         validation::NameRule::kDNS1123Subdomain);
+    if (version_.schema != nullptr) {
+      validation::Append(&errs, version_.schema->Validate(AsUnstructured(obj)));
+    }
+    return errs;
   }
   FieldErrors ValidateUpdate(
       const google::protobuf::Message& obj,
@@ -743,6 +758,12 @@ CrdDefinition ParseCrd(const Unstructured& crd) {
             pc.priority = p->GetInt();
           }
           cv.printer_columns.push_back(std::move(pc));
+        }
+      }
+      if (const rapidjson::Value* schema = Member(v, "schema")) {
+        if (const rapidjson::Value* root = Member(*schema, "openAPIV3Schema");
+            root != nullptr && root->IsObject()) {
+          cv.schema = CrdSchema::Build(*root, Path("openAPIV3Schema"), nullptr);
         }
       }
       d.versions.push_back(std::move(cv));

@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "apiserver/crd_schema.h"
 #include "apiserver/registry/strategy.h"
 #include "objects/scheme.h"
 #include "objects/unstructured.h"
@@ -66,6 +67,10 @@ struct CrdVersion {
   std::string spec_replicas_path, status_replicas_path, label_selector_path;
   // Empty: kube's default, Age (.metadata.creationTimestamp).
   std::vector<CrdPrinterColumn> printer_columns;
+  // schema.openAPIV3Schema as a model (apiserver/crd_schema.h); null when
+  // the version has none. Custom resources are pruned, defaulted and
+  // validated with it.
+  std::shared_ptr<const CrdSchema> schema;
 };
 struct CrdDefinition {
   std::string name;  // metadata.name, "<plural>.<group>"

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <limits>
 
+#include "objects/codec.h"
 #include "objects/machinery/fields.h"
 #include "objects/machinery/labels.h"
 #include "objects/machinery/validation.h"
@@ -302,6 +303,7 @@ std::optional<ApiError> ResourceStore::PrepareCreate(std::string_view ns,
     }
     meta->set_name(base + GenerateNameSuffix());
   }
+  if (auto e = PruneUnknownFields(obj, ctx)) return e;
   strategy_->Default(obj);
   strategy_->PrepareForCreate(obj);
   FieldErrors errs = strategy_->ValidateCreate(*obj);
@@ -424,6 +426,7 @@ std::optional<ApiError> ResourceStore::PrepareUpdate(
     meta->set_resourceversion(old_meta.resourceversion());
   }
   meta->clear_selflink();
+  if (auto e = PruneUnknownFields(obj, ctx)) return e;
   strategy_->Default(obj);
   if (subresource == "status") {
     strategy_->PrepareForStatusUpdate(obj, old);
@@ -632,6 +635,28 @@ ApiResult<WriteResult> ResourceStore::Update(std::string_view ns,
         return n;
       });
   return r;
+}
+
+std::optional<ApiError> ResourceStore::PruneUnknownFields(
+    Msg* obj, const WriteContext& ctx) const {
+  if (!options_.prune_unknown_fields) return std::nullopt;
+  objects::DecodeResult unknown;
+  unknown.unknown_fields = options_.prune_unknown_fields(obj);
+  if (unknown.strict_ok()) return std::nullopt;
+  if (ctx.field_validation == FieldValidation::kStrict) {
+    return ApiError::BadRequest(unknown.StrictErrorMessage());
+  }
+  if (ctx.field_validation == FieldValidation::kWarn &&
+      ctx.warnings != nullptr) {
+    // Once each, though a retried update prunes again.
+    for (std::string& w : unknown.Warnings()) {
+      if (std::find(ctx.warnings->begin(), ctx.warnings->end(), w) ==
+          ctx.warnings->end()) {
+        ctx.warnings->push_back(std::move(w));
+      }
+    }
+  }
+  return std::nullopt;
 }
 
 patch::PatchLimits ResourceStore::PatchBounds() const {

@@ -127,6 +127,12 @@ struct ResourceStoreOptions {
   size_t max_patched_bytes = size_t{3} << 20;
   // Allocations around writes (services); null: none. Not owned.
   WriteAllocator* allocator = nullptr;
+  // Custom resources: drops the fields the CRD's schema does not know and
+  // returns their paths ("spec.foo"), before the strategy runs, so that
+  // fieldValidation=Strict refuses them (400) and Warn warns. Null: none
+  // (the codec reports built-ins' unknown fields while decoding).
+  std::function<std::vector<std::string>(google::protobuf::Message*)>
+      prune_unknown_fields;
 };
 
 class ResourceStore {
@@ -225,6 +231,9 @@ class ResourceStore {
   std::string GenerateNameSuffix();
   // The bounds on what a PATCH may produce.
   patch::PatchLimits PatchBounds() const;
+  // options_.prune_unknown_fields, reported as fieldValidation asks.
+  std::optional<ApiError> PruneUnknownFields(google::protobuf::Message* obj,
+                                             const WriteContext& ctx) const;
 
   const objects::ResourceInfo* resource_;
   const Strategy* strategy_;

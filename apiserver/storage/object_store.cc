@@ -209,6 +209,7 @@ StatusOr<MutableObject> ObjectStore::DecodePlain(std::string_view value,
                       resource_->kind->type_meta().api_version +
                       ", Kind=" + resource_->kind->kind);
   }
+  if (options_.on_decode) options_.on_decode(obj.get());
   objects::SetResourceVersion(obj.get(),
                               Versioner::ToResourceVersion(mod_revision));
   return obj;

@@ -138,6 +138,10 @@ struct ObjectStoreOptions {
   metrics::Registry* metrics = metrics::Registry::Default();
   // Encryption at rest for this resource; null: values are stored plain.
   std::shared_ptr<const encryption::Transformer> transformer;
+  // Called with every object decoded from the store, before it is returned
+  // or cached (custom resources: pruning and defaulting on read, as kube's
+  // CRD storage codec). Null: none.
+  std::function<void(google::protobuf::Message*)> on_decode;
 };
 
 class LeaseManager;

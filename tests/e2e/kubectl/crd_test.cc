@@ -2,7 +2,9 @@
 // in process (security on, the admin's kubeconfig): apply a CRD and a custom
 // resource, find it in api-resources, get it by plural, short name and
 // category with its printer columns, patch, scale and re-apply it, and
-// delete the CRD with its objects.
+// delete the CRD with its objects; a CRD with a structural schema: invalid
+// custom resources refused with kube's field errors, unknown fields pruned
+// (or reported under --validate=strict/warn), defaults applied.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -170,6 +172,109 @@ TEST_F(CrdE2eTest, ApplyGetPatchAndDeleteWithKubectl) {
   RunResult empty = Kubectl({"get", "widgets", "-o", "name"});
   EXPECT_EQ(empty.exit_code, 0) << empty.err;
   EXPECT_EQ(empty.out, "");
+}
+
+constexpr char kGadgetCrd[] = R"(apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: gadgets.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: gadgets, kind: Gadget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            required: [size]
+            properties:
+              size: {type: integer, minimum: 1, maximum: 10}
+              color: {type: string, enum: [red, blue], default: red}
+              name: {type: string, pattern: '^[a-z]+$'}
+)";
+
+std::string Gadget(const std::string& name, const std::string& spec) {
+  return "apiVersion: example.com/v1\nkind: Gadget\nmetadata:\n  name: " +
+         name + "\nspec:\n" + spec;
+}
+
+TEST_F(CrdE2eTest, SchemaValidatesPrunesAndDefaults) {
+  // A schema that is not structural is refused with kube's message.
+  std::string non_structural = kGadgetCrd;
+  non_structural.replace(
+      non_structural.find("          spec:\n            type: object\n"),
+      std::string("          spec:\n            type: object\n").size(),
+      "          spec:\n");
+  RunResult refused =
+      Kubectl({"apply", "-f", File("bad-crd.yaml", non_structural)});
+  EXPECT_NE(refused.exit_code, 0) << refused.out;
+  EXPECT_NE(refused.err.find("spec.versions[0].schema.openAPIV3Schema."
+                             "properties[spec].type: Required value: must not "
+                             "be empty for specified object fields"),
+            std::string::npos)
+      << refused.err;
+
+  MustKubectl({"apply", "-f", File("gadgets.yaml", kGadgetCrd)});
+  MustKubectl({"wait", "--for=condition=Established", "crd/gadgets.example.com",
+               "--timeout=30s"});
+
+  // Invalid: kube's 422 with the field paths.
+  RunResult invalid = Kubectl(
+      {"apply", "-f",
+       File("g-bad.yaml", Gadget("g0", "  size: 20\n  color: pink\n"))});
+  EXPECT_NE(invalid.exit_code, 0) << invalid.out;
+  EXPECT_NE(invalid.err.find(R"(The Gadget "g0" is invalid: )"),
+            std::string::npos)
+      << invalid.err;
+  EXPECT_NE(invalid.err.find("spec.size: Invalid value: 20: spec.size in body "
+                             "should be less than or equal to 10"),
+            std::string::npos)
+      << invalid.err;
+  EXPECT_NE(invalid.err.find(R"(spec.color: Unsupported value: "pink": )"
+                             R"(supported values: "red", "blue")"),
+            std::string::npos)
+      << invalid.err;
+  RunResult missing = Kubectl(
+      {"create", "-f", File("g-missing.yaml", Gadget("g0", "  name: abc\n"))});
+  EXPECT_NE(missing.err.find("spec.size: Required value"), std::string::npos)
+      << missing.err;
+
+  // Unknown fields: refused under --validate=strict, a warning under warn,
+  // pruned silently under ignore; the default color is set.
+  const std::string with_extra = Gadget("g1", "  size: 2\n  extra: 1\n");
+  RunResult strict = Kubectl(
+      {"apply", "--validate=strict", "-f", File("g1.yaml", with_extra)});
+  EXPECT_NE(strict.exit_code, 0) << strict.out;
+  EXPECT_NE(strict.err.find(R"(unknown field "spec.extra")"), std::string::npos)
+      << strict.err;
+  RunResult warn =
+      Kubectl({"apply", "--validate=warn", "-f", File("g1.yaml", with_extra)});
+  EXPECT_EQ(warn.exit_code, 0) << warn.err;
+  EXPECT_NE(warn.err.find(R"(Warning: unknown field "spec.extra")"),
+            std::string::npos)
+      << warn.err;
+  EXPECT_EQ(MustKubectl({"get", "gadget", "g1", "-o", "jsonpath={.spec}"}),
+            R"({"color":"red","size":2})");
+  MustKubectl({"apply", "--validate=false", "-f",
+               File("g2.yaml", Gadget("g2",
+                                      "  size: 3\n  color: blue\n"
+                                      "  more: {a: 1}\n"))});
+  EXPECT_EQ(MustKubectl({"get", "gadget", "g2", "-o", "jsonpath={.spec}"}),
+            R"({"color":"blue","size":3})");
+  // A merge patch to an invalid value is refused as well.
+  RunResult patched = Kubectl({"patch", "gadget", "g2", "--type=merge", "-p",
+                               R"({"spec":{"name":"UPPER"}})"});
+  EXPECT_NE(patched.exit_code, 0);
+  EXPECT_NE(patched.err.find(R"(spec.name: Invalid value: "UPPER": spec.name )"
+                             R"(in body should match '^[a-z]+$')"),
+            std::string::npos)
+      << patched.err;
 }
 
 }  // namespace

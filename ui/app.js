@@ -818,16 +818,21 @@ function renderDiff(ops) {
 
 function renderHistory(ref, h) {
   const vs = h.versions;
-  counts($('history-summary'), [['versions', vs.length], ['created at revision', h.createRevision],
-    ['store revision', h.readRevision]]);
+  const summary = [['versions', vs.length], ['created at revision', h.createRevision]];
+  // Deleted since: the versions before its deletion, while not compacted.
+  if (h.deletedRevision) summary.push(['deleted at revision', h.deletedRevision, 's-notready']);
+  summary.push(['store revision', h.readRevision]);
+  counts($('history-summary'), summary);
   const end = $('history-end');
   end.className = h.end;
   const oldest = vs[vs.length - 1].revision;
-  end.textContent = h.end === 'created'
+  end.textContent = (h.deletedRevision
+    ? h.key + ' was deleted at revision ' + h.deletedRevision + ' (its versions stay in the store until a compaction passes them). '
+    : '') + (h.end === 'created'
     ? h.key + ': every version since its creation at revision ' + h.createRevision + '.'
     : h.end === 'compacted'
       ? h.key + ': versions before revision ' + oldest + ' were compacted (the store keeps history from revision ' + h.compactRevision + ' on).'
-      : h.key + ': the newest ' + vs.length + ' versions (the limit); older ones are still in the store.';
+      : h.key + ': the newest ' + vs.length + ' versions (the limit); older ones are still in the store.');
   const box = $('history-versions');
   box.textContent = '';
   vs.forEach((v, i) => {

@@ -77,6 +77,7 @@
   window.fetch = async (url, init = {}) => {
     const u = new URL(url, location.href);
     if (u.pathname.endsWith('/selfsubjectreviews')) return json({ status: { userInfo: { username: 'fake' } } });
+    if (u.pathname === '/ui/api/history') return json(window.fakeApi.history);
     if (u.searchParams.get('watch')) {
       let me = null;
       const stream = new ReadableStream({ start(c) { me = c; } });
@@ -104,6 +105,7 @@
   }
   const PODS_PATH = '/api/v1/pods';
   window.fakeApi = {
+    history: null,  // what /ui/api/history answers
     watching: path => (watchers.get(path) || []).length,
     // change: { type: 'ADDED'|'MODIFIED'|'DELETED', name, node?, phase?, owner?, deleting? }
     apply(changes) {

@@ -15,7 +15,8 @@ deletions, moves to other nodes, deletions in progress and owner changes
 through the pods' watch, and after each batch compares what the page shows
 with what the fake server holds: the Pods tab's order and phase counts, the
 visible rows' phases, a node filter, a name filter, the Nodes tab's pods
-per node and the Deployments' pods per ReplicaSet. Phase changes must not
+per node and the Deployments' pods per ReplicaSet; then the History tab
+with a deleted object's answer (deletedRevision) says when it was deleted. Phase changes must not
 re-sort the pods (uiStats.podSorts stays at the one sort after the list):
 the page used to rebuild and sort every pod once per animation frame
 (docs/ui.md "Performance").
@@ -182,6 +183,20 @@ def run_test(page):
     })()""", 10)
     check(got, "the Nodes tab's pods per node match the server")
     check(page.eval("uiStats.podSorts") == 1, "still the one sort after the list (%s)" % page.eval("uiStats"))
+
+    # A deleted object's history (/ui/api/history with deletedRevision).
+    page.eval("""fakeApi.history = { key: '/registry/configmaps/default/cm', createRevision: 10, readRevision: 50,
+      deletedRevision: 42, end: 'created', versions: [
+        { revision: 41, version: 2, object: { kind: 'ConfigMap', metadata: { name: 'cm', namespace: 'default' }, data: { v: '2' } } },
+        { revision: 10, version: 1, object: { kind: 'ConfigMap', metadata: { name: 'cm', namespace: 'default' }, data: { v: '1' } } }] };
+      openHistory({ group: '', version: 'v1', resource: 'configmaps', namespace: 'default', name: 'cm' }); true""")
+    got = page.wait("""(() => {
+      const d = document.querySelector('#history-summary [data-count="deleted at revision"] b');
+      return !!d && d.textContent === '42' && document.querySelectorAll('#history-versions .version').length === 2 &&
+        /was deleted at revision 42/.test($('history-end').textContent) &&
+        /every version since its creation/.test($('history-end').textContent);
+    })()""", 10)
+    check(got, "a deleted object's history says when it was deleted (%s)" % page.eval("$('history-end').textContent"))
     check(not page.exceptions, "no exception in the page (%s)" % page.exceptions[:2])
 
 

@@ -227,7 +227,23 @@ function bump(map, k, d) {
   if (n) map.set(k, n); else map.delete(k);
 }
 // Counts kept for tests and docs/ui.md's profile: full sorts vs incremental edits.
-const uiStats = { podSorts: 0, podInPlace: 0, podSplices: 0 };
+const uiStats = { podSorts: 0, podInPlace: 0, podSplices: 0, nodeSorts: 0 };
+
+// The nodes: a status change updates the node's object in place, so the
+// name-sorted lists (Nodes tab, the Pods tab's node filter) are rebuilt only
+// when nodes come or go (`members`), not on each of their status updates
+// (5,000 nodes' updates would re-sort 5,000 names every frame).
+class NodeIndex {
+  constructor() { this.members = 0; }
+  reset() { this.members++; }
+  upsert(old, n) {
+    if (!old) { this.members++; return n; }
+    Object.assign(old, n);
+    return old;
+  }
+  remove() { this.members++; }
+}
+const nodeIndex = new NodeIndex();
 
 class PodIndex {
   constructor() {
@@ -466,8 +482,10 @@ function nodeStatus(n) {
 const byName = new Intl.Collator(undefined, { numeric: true }).compare;
 
 function renderNodes() {
-  const all = cached('nodes', [nodes.version], () => Array.from(nodes.items.values())
-    .sort((a, b) => byName(a.name, b.name)));
+  const all = cached('nodes', [nodeIndex.members], () => {
+    uiStats.nodeSorts++;
+    return Array.from(nodes.items.values()).sort((a, b) => byName(a.name, b.name));
+  });
   let ready = 0, notReady = 0, cordoned = 0;
   for (const n of all) {
     if (n.ready === 'True') ready++; else notReady++;
@@ -497,7 +515,10 @@ function fillNode(row, n, cells) {
 function podNodeOptions() {
   const sel = $('pod-node');
   // Sorted once per change of the nodes, not on every render of the pods.
-  const names = cached('nodeNames', [nodes.version], () => Array.from(nodes.items.keys()).sort(byName));
+  const names = cached('nodeNames', [nodeIndex.members], () => {
+    uiStats.nodeSorts++;
+    return Array.from(nodes.items.keys()).sort(byName);
+  });
   if (sel.options.length - 1 === names.length) return;
   const keep = sel.value;
   sel.textContent = '';
@@ -910,7 +931,7 @@ function start() {
   $('tabs').hidden = false;
   $('signout').hidden = false;
   whoAmI();
-  nodes = new Informer('/api/v1/nodes', projectNode, schedule, denied('nodes'));
+  nodes = new Informer('/api/v1/nodes', projectNode, schedule, denied('nodes'), nodeIndex);
   leases = new Informer('/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases', projectLease, schedule, () => {});
   pods = new Informer('/api/v1/pods', projectPod, schedule, denied('pods'), podIndex);
   deployments = new Informer('/apis/apps/v1/deployments', projectDeployment, schedule, denied('deployments'));

@@ -127,11 +127,20 @@
     },
     // What the server holds: [[name, {node, phase, owner, deleting}], ...].
     truth: () => Array.from(pods),
-    // podsPerSecond phase flips and leasesPerSecond renewals, sent every
+    // podsPerSecond phase flips, leasesPerSecond renewals and nodesPerSecond
+    // Ready flips, sent every
     // 100 ms; returns a function that stops it.
-    churn(podsPerSecond, leasesPerSecond) {
+    // Node status changes (the nodes' watch): [[name, ready], ...].
+    nodes(changes) {
+      send('/api/v1/nodes', changes.map(([name, ready]) => {
+        const n = node(name);
+        n.status.conditions[0].status = ready ? 'True' : 'False';
+        return JSON.stringify({ type: 'MODIFIED', object: n });
+      }));
+    },
+    churn(podsPerSecond, leasesPerSecond, nodesPerSecond = 0) {
       const names = Array.from(pods.keys());
-      let next = 0, nextLease = 0;
+      let next = 0, nextLease = 0, nextNode = 0;
       const timer = setInterval(() => {
         const lines = [];
         for (let k = 0; k < podsPerSecond / 10; k++) {
@@ -147,6 +156,13 @@
           ls.push(JSON.stringify({ type: 'MODIFIED', object: lease('node-' + (nextLease++ % NODES)) }));
         }
         if (ls.length) send('/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases', ls);
+        const ns = [];
+        for (let k = 0; k < nodesPerSecond / 10; k++) {
+          const n = node('node-' + (nextNode++ % NODES));
+          n.status.conditions[0].status = nextNode % 2 ? 'True' : 'False';
+          ns.push(JSON.stringify({ type: 'MODIFIED', object: n }));
+        }
+        if (ns.length) send('/api/v1/nodes', ns);
       }, 100);
       return () => clearInterval(timer);
     },

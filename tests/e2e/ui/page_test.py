@@ -121,6 +121,10 @@ SYNCED = ("typeof pods !== 'undefined' && pods && pods.synced && nodes.synced &&
           "fakeApi.watching('/api/v1/pods') > 0 && fakeApi.watching('/api/v1/nodes') > 0")
 
 
+# Resolves after the page rendered a frame (its renders run in animation frames).
+FRAME = "new Promise(r => requestAnimationFrame(() => setTimeout(() => r(true), 0)))"
+
+
 def tab(page, view):
     page.eval("document.querySelector('#tabs button[data-view=\"%s\"]').click(); true" % view)
 
@@ -174,7 +178,22 @@ def run_test(page):
     page.eval("$('pod-filter').value = ''; $('pod-filter').dispatchEvent(new Event('input')); true")
     wait_consistent(page, "all pods again")
 
+    # Node status changes re-sort no node names (the Pods tab's node filter).
+    sorts = page.eval("uiStats.nodeSorts")
+    page.eval("fakeApi.nodes([['node-3', false], ['node-4', false]]); true")
+    check(page.wait("nodes.items.get('node-3').ready === 'False' && nodes.items.get('node-4').ready === 'False'", 10),
+          "node-3 and node-4 turn NotReady")
+    page.eval(FRAME, await_promise=True)
+    page.eval("fakeApi.nodes([['node-3', true]]); true")
+    check(page.wait("nodes.items.get('node-3').ready === 'True'", 10), "node-3 Ready again")
+    page.eval(FRAME, await_promise=True)
     tab(page, "nodes")
+    check(page.wait("(() => { const r = document.querySelector('#node-list .row[data-name=\"node-4\"]'); "
+                    "return !!r && r.children[1].textContent === 'NotReady'; })()", 10),
+          "node-4's row shows NotReady")
+    check(page.eval("uiStats.nodeSorts") == sorts,
+          "node status changes sorted no names again (%d sorts before, %d after)"
+          % (sorts, page.eval("uiStats.nodeSorts")))
     got = page.wait("""(() => {
       const rows = [...document.querySelectorAll('#node-list .row:not([hidden])')];
       const per = new Map();
@@ -206,7 +225,7 @@ def run_measure(page, args, t_open):
     page.call("Performance.enable")
     page.call("Profiler.enable")
     page.call("Profiler.setSamplingInterval", interval=1000)
-    page.eval("window.stopChurn = fakeApi.churn(%d, %d); true" % (args.churn, args.nodes // 10))
+    page.eval("window.stopChurn = fakeApi.churn(%d, %d, %d); true" % (args.churn, args.nodes // 10, args.node_churn))
     time.sleep(2)  # the first events arrive
     page.call("Profiler.start")
     m0 = {m["name"]: m["value"] for m in page.call("Performance.getMetrics")["metrics"]}
@@ -216,8 +235,8 @@ def run_measure(page, args, t_open):
     wall = time.time() - t0
     profile = page.call("Profiler.stop")["profile"]
     page.eval("stopChurn(); true")
-    log("%s tab, %d pods on %d nodes, %d pod changes/s and %d lease renewals/s:" % (
-        args.tab, args.pods, args.nodes, args.churn, args.nodes // 10))
+    log("%s tab, %d pods on %d nodes, %d pod changes/s, %d lease renewals/s, %d node changes/s:" % (
+        args.tab, args.pods, args.nodes, args.churn, args.nodes // 10, args.node_churn))
     log("main-thread timer lag over 10 s: p50 %.0f ms, p99 %.0f ms, max %.0f ms" % tuple(lag))
     log("main thread busy %.0f %% of the window (tasks %.2f s, script %.2f s, layout %.2f s, style %.2f s in %.1f s)" % (
         100 * (m1["TaskDuration"] - m0["TaskDuration"]) / wall, m1["TaskDuration"] - m0["TaskDuration"],
@@ -247,6 +266,7 @@ def main():
     ap.add_argument("--pods", type=int, default=None)
     ap.add_argument("--nodes", type=int, default=None)
     ap.add_argument("--churn", type=int, default=None, help="pod phase changes per second (--measure)")
+    ap.add_argument("--node-churn", type=int, default=0, help="node status changes per second (--measure)")
     ap.add_argument("--tab", default="pods", help="the tab measured (--measure)")
     ap.add_argument("--top", type=int, default=12)
     args = ap.parse_args()

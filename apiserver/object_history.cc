@@ -4,16 +4,79 @@
 #include <rapidjson/writer.h>
 
 #include <algorithm>
+#include <condition_variable>
+#include <memory>
 
 #include "apiserver/encoding.h"
+#include "base/mutex.h"
 #include "base/strings.h"
 
 namespace kplane::apiserver {
+namespace {
+
+// What a replay of one key's retained events found.
+struct Replay {
+  Mutex mu;
+  std::condition_variable cv;
+  bool done GUARDED_BY(mu) = false;
+  int64_t compacted GUARDED_BY(mu) = 0;    // the start was compacted: here
+  int64_t last_delete GUARDED_BY(mu) = 0;  // the newest DELETE's revision
+  int64_t delivered GUARDED_BY(mu) = 0;    // events delivered up to here
+};
+
+// The revision of the key's newest deletion at or before `up_to`, from a
+// watch of the key started at `start` (the store replays its retained event
+// log, then answers a progress request once it has caught up); 0 when none
+// is retained. kCompacted (detail: the compact revision) when `start` is.
+StatusOr<int64_t> LastDeletion(storage::KV& kv, const std::string& key,
+                               int64_t start, int64_t up_to, Clock* clock) {
+  auto replay = std::make_shared<Replay>();
+  etcdserverpb::WatchCreateRequest req;
+  req.set_key(key);
+  req.set_start_revision(start);
+  StatusOr<std::unique_ptr<storage::Watch>> watch = kv.StartWatch(
+      req, [replay, up_to](const etcdserverpb::WatchResponse& resp) {
+        MutexLock l(&replay->mu);
+        if (resp.canceled()) {
+          replay->compacted = resp.compact_revision();
+          replay->done = true;
+        }
+        for (const mvccpb::Event& ev : resp.events()) {
+          if (ev.kv().mod_revision() > up_to) continue;
+          if (ev.type() == mvccpb::Event::DELETE) {
+            replay->last_delete = ev.kv().mod_revision();
+          }
+        }
+        // A response without events and not the creation is the answer to
+        // the progress request: every event up to its revision is in.
+        if (!resp.created() && resp.events_size() == 0 &&
+            resp.header().revision() >= up_to) {
+          replay->done = true;
+        }
+        if (replay->done) replay->cv.notify_all();
+      });
+  if (!watch.ok()) return watch.status();
+  (*watch)->RequestProgress();
+  MutexLock l(&replay->mu);
+  if (!clock->WaitFor(l.native(), replay->cv, kHistoryReplayTimeout,
+                      [&]() REQUIRES(replay->mu) { return replay->done; })) {
+    return DeadlineExceededError("the store did not replay the history of " +
+                                 key + " in time");
+  }
+  if (replay->compacted > 0) {
+    return Status(StatusCode::kCompacted,
+                  "mvcc: required revision has been compacted",
+                  replay->compacted);
+  }
+  return replay->last_delete;
+}
+
+}  // namespace
 
 StatusOr<ObjectHistory> ReadObjectHistory(const ObjectStore& store,
                                           std::string_view ns,
                                           std::string_view name,
-                                          int max_versions) {
+                                          int max_versions, Clock* clock) {
   max_versions = std::clamp(max_versions, 1, kMaxHistoryVersions);
   ObjectHistory h;
   h.key = store.Key(ns, name);
@@ -29,11 +92,36 @@ StatusOr<ObjectHistory> ReadObjectHistory(const ObjectStore& store,
       h.compact_revision = resp.status().detail();
       return h;
     }
+    if (!resp.ok() && resp.status().Is(StatusCode::kCompacted) &&
+        h.deleted_revision > 0) {
+      // The deletion is retained but every version before it compacted.
+      return NotFoundError(store.resource().GroupResource() + " " +
+                           GoQuote(name) + " not found");
+    }
     if (!resp.ok()) return resp.status();
     if (at == 0) h.read_revision = resp->header().revision();
+    if (resp->kvs_size() == 0 && at == 0 && h.deleted_revision == 0) {
+      // Not there now: deleted? Its versions before the deletion are still
+      // in the store until compaction; the deletion's revision comes from
+      // a replay of the key's events (from revision 1, or from the
+      // compaction point when older ones are gone).
+      StatusOr<int64_t> deleted =
+          LastDeletion(*store.kv(), h.key, 1, h.read_revision, clock);
+      if (!deleted.ok() && deleted.status().Is(StatusCode::kCompacted)) {
+        deleted = LastDeletion(*store.kv(), h.key, deleted.status().detail(),
+                               h.read_revision, clock);
+      }
+      if (!deleted.ok()) return deleted.status();
+      if (*deleted > 0) {
+        h.deleted_revision = *deleted;
+        at = *deleted - 1;
+        continue;
+      }
+    }
     if (resp->kvs_size() == 0) {
-      // Only possible for the first read: a key that exists at mod_revision
-      // with version > 1 existed at every revision since its creation.
+      // Only possible for the first read (a key that exists at
+      // mod_revision with version > 1 existed at every revision since its
+      // creation), or when no deletion of it is retained.
       return NotFoundError(store.resource().GroupResource() + " " +
                            GoQuote(name) + " not found");
     }
@@ -70,6 +158,10 @@ std::string ObjectHistoryJson(const ObjectHistory& history) {
   w.Int64(history.create_revision);
   w.Key("readRevision");
   w.Int64(history.read_revision);
+  if (history.deleted_revision > 0) {
+    w.Key("deletedRevision");
+    w.Int64(history.deleted_revision);
+  }
   w.Key("end");
   switch (history.end) {
     case ObjectHistory::End::kCreated:

@@ -19,10 +19,22 @@
 //                    ReadObjectHistory(store, "default", "web", 100));
 //   std::string json = ObjectHistoryJson(h);
 //
+// An object deleted since (not in the store now): its history is the one
+// before its newest deletion still in the store's event log, found by a
+// watch of its key from revision 1 (or from the compaction point) that the
+// store answers by replaying the retained events; `deleted_revision` says
+// when. That replay reads the store's event log since the compaction (at
+// most kHistoryReplayTimeout): the versions of a deleted object are kept
+// exactly as long as any other old version, until the next compaction
+// (`kplane up`/`kplane apiserver` compact every --etcd-compaction-interval,
+// 5 minutes by default, keeping the last interval's revisions).
+//
 // Thread-safety: ReadObjectHistory only reads (ObjectStore is thread-safe);
 // a write between two reads makes no difference to the older versions.
-// Errors: kNotFound when the object does not exist now (the ObjectStore's
-// `<group-resource> "<name>" not found`), anything else the KV returns (a
+// Errors: kNotFound when the object does not exist now and no deletion of it
+// is retained (the ObjectStore's `<group-resource> "<name>" not found`),
+// kDeadlineExceeded when the replay takes longer than
+// kHistoryReplayTimeout, anything else the KV returns (a
 // compaction met after the first version is the kCompacted end, not an
 // error). A version that does not
 // decode (e.g. encrypted under a key no longer configured) is kept with its
@@ -36,6 +48,7 @@
 #include <vector>
 
 #include "apiserver/storage/object_store.h"
+#include "base/clock.h"
 #include "base/statusor.h"
 
 namespace kplane::apiserver {
@@ -43,6 +56,8 @@ namespace kplane::apiserver {
 // Versions one request reads at most (and the page shows): each is one
 // store read, and objects of tens of KB make 100 versions a few MB.
 inline constexpr int kMaxHistoryVersions = 100;
+// How long the store may take to replay a deleted object's events.
+inline constexpr Duration kHistoryReplayTimeout = seconds(10);
 
 struct ObjectVersion {
   int64_t revision = 0;  // the version's mod_revision (its resourceVersion)
@@ -53,9 +68,10 @@ struct ObjectVersion {
 
 struct ObjectHistory {
   enum class End { kCreated, kCompacted, kLimit };
-  std::string key;              // "/registry/pods/default/web"
-  int64_t create_revision = 0;  // the object's creation
-  int64_t read_revision = 0;    // the store's revision at the first read
+  std::string key;               // "/registry/pods/default/web"
+  int64_t create_revision = 0;   // the object's creation
+  int64_t read_revision = 0;     // the store's revision at the first read
+  int64_t deleted_revision = 0;  // > 0: not in the store now; deleted here
   std::vector<ObjectVersion> versions;  // newest first, at least one
   End end = End::kCreated;
   int64_t compact_revision = 0;  // with kCompacted
@@ -65,9 +81,11 @@ struct ObjectHistory {
 StatusOr<ObjectHistory> ReadObjectHistory(const ObjectStore& store,
                                           std::string_view ns,
                                           std::string_view name,
-                                          int max_versions);
+                                          int max_versions,
+                                          Clock* clock = Clock::Real());
 
-// {"key":"..","createRevision":N,"readRevision":N,
+// {"key":"..","createRevision":N,"readRevision":N,"deletedRevision":N
+// (deleted),
 //  "end":"created"|"compacted"|"limit","compactRevision":N (compacted),
 //  "versions":[{"revision":N,"version":N,"object":{..kind,apiVersion..}}
 //              | {"revision":N,"version":N,"error":".."}]}

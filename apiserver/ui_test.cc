@@ -326,6 +326,62 @@ TEST_F(UiTest, HistoryStopsAtTheCompactionWithAMarker) {
   EXPECT_STREQ((*versions)[1]["object"]["data"]["v"].GetString(), "3");
 }
 
+// A deleted object's history: its versions before the deletion, found
+// through a replay of its key's events, until a compaction passes them.
+TEST_F(UiTest, HistoryOfADeletedObjectShowsItsVersionsBeforeTheDeletion) {
+  const std::vector<int64_t> revisions = WriteFourVersions();
+  auto store_revision = [&] {
+    etcdserverpb::RangeRequest r;
+    r.set_key("/registry/");
+    r.set_limit(1);
+    StatusOr<etcdserverpb::RangeResponse> resp = server_->store()->Range(r);
+    EXPECT_TRUE(resp.ok()) << resp.status();
+    return resp.ok() ? resp->header().revision() : 0;
+  };
+  auto remove = [&] {
+    Response d = Send("DELETE", "ui-admin-token",
+                      "/api/v1/namespaces/default/configmaps/cm");
+    EXPECT_EQ(d.code, 200) << d.body;
+    return store_revision();
+  };
+  const int64_t deleted = remove();
+  Response h = Get("ui-admin-token", kCmHistory);
+  ASSERT_EQ(h.code, 200) << h.body;
+  EXPECT_EQ(h.At({"deletedRevision"})->GetInt64(), deleted);
+  EXPECT_EQ(h.Str({"end"}), "created");
+  const rapidjson::Value* versions = h.At({"versions"});
+  ASSERT_EQ(versions->Size(), 4u) << h.body;
+  EXPECT_EQ((*versions)[0]["revision"].GetInt64(), revisions[3]);
+  EXPECT_STREQ((*versions)[0]["object"]["data"]["v"].GetString(), "4");
+  EXPECT_EQ((*versions)[3]["revision"].GetInt64(), revisions[0]);
+
+  // Created again and deleted again: the newest life only.
+  ASSERT_EQ(Post("ui-admin-token", "/api/v1/namespaces/default/configmaps",
+                 R"({"metadata":{"name":"cm"},"data":{"v":"again"}})")
+                .code,
+            201);
+  const int64_t deleted_again = remove();
+  h = Get("ui-admin-token", kCmHistory);
+  ASSERT_EQ(h.code, 200) << h.body;
+  EXPECT_EQ(h.At({"deletedRevision"})->GetInt64(), deleted_again);
+  ASSERT_EQ(h.At({"versions"})->Size(), 1u) << h.body;
+  EXPECT_STREQ((*h.At({"versions"}))[0]["object"]["data"]["v"].GetString(),
+               "again");
+  // A live object's answer has no deletedRevision.
+  WriteFourVersions();
+  h = Get("ui-admin-token", kCmHistory);
+  ASSERT_EQ(h.code, 200) << h.body;
+  EXPECT_EQ(h.At({"deletedRevision"}), nullptr);
+  EXPECT_EQ(h.At({"versions"})->Size(), 4u);
+
+  // Deleted, then compacted past the deletion: nothing is left.
+  const int64_t gone = remove();
+  etcdserverpb::CompactionRequest compact;
+  compact.set_revision(gone);
+  ASSERT_TRUE(server_->store()->Compact(compact).ok());
+  EXPECT_EQ(Get("ui-admin-token", kCmHistory).code, 404);
+}
+
 // Reading the history is authorized as a GET of the object.
 TEST_F(UiTest, HistoryNeedsGetOnTheObject) {
   WriteFourVersions();

@@ -29,6 +29,12 @@ keep-alive HTTPS connection; the views then wait until they also count N
 pods. The first view's JS heap (CDP Performance.getMetrics) is reported.
 A watchdog kills the run when the machine's available memory falls below
 --min-free-mb.
+
+With --churn R (and --pods), while the first view's timer lag and the
+views' CPU are measured, --loaders processes change R pods per second
+between them (a merge PATCH of an annotation on load-<i>, round-robin: a
+MODIFIED event per pod for every view; 1 % of 50,000 pods is 500/s); the
+rate reached is reported.
 """
 
 import argparse
@@ -80,6 +86,8 @@ def main():
                     help="seconds after the load to wait for the pods to run, at most")
     ap.add_argument("--loaders", type=int, default=4,
                     help="processes creating the pods in parallel")
+    ap.add_argument("--churn", type=int, default=0,
+                    help="pods changed per second while measuring the views (with --pods)")
     ap.add_argument("--min-free-mb", type=int, default=2000,
                     help="kill the run when MemAvailable falls below this")
     args = ap.parse_args()
@@ -136,15 +144,24 @@ def main():
                   % (len(pages), args.pods, time.time() - t_open), flush=True)
             pages[0].eval("document.querySelector('[data-view=\"pods\"]') && "
                           "document.querySelector('[data-view=\"pods\"]').click(); true")
+        churn = Churn(kp, api, args) if args.pods and args.churn else None
         # Responsiveness of the first page while its watches stream: how
         # late 50 ms timers fire on its main thread over 10 s (JSON of
         # watch events, renders and the once-a-second refresh share it).
+        pages[0].call("Performance.enable")
+        m0 = {m["name"]: m["value"] for m in pages[0].call("Performance.getMetrics")["metrics"]}
+        t0 = time.time()
         lag = pages[0].eval(LAG_PROBE, await_promise=True)
+        m1 = {m["name"]: m["value"] for m in pages[0].call("Performance.getMetrics")["metrics"]}
         print("page main-thread timer lag over 10 s: p50 %.0f ms, p99 %.0f ms, max %.0f ms"
               % (lag[0], lag[1], lag[2]), flush=True)
+        print("page main thread busy %.0f %% of those 10 s (CDP TaskDuration)"
+              % (100 * (m1["TaskDuration"] - m0["TaskDuration"]) / (time.time() - t0)), flush=True)
         print("page JS heap: %.1f MB used of %.1f MB" % js_heap_mb(pages[0]), flush=True)
         views = measure(kp.proc.pid, args.seconds)
         print("%d views: %.3f cores (+%.3f)" % (args.views, views, views - idle), flush=True)
+        if churn:
+            churn.stop()
         return 0
     finally:
         if browser:
@@ -244,6 +261,55 @@ def create_pods(work):
                 if attempt == 2:
                     failed += 1
     return failed
+
+
+class Churn:
+    """--loaders processes patching args.churn pods per second in all."""
+
+    def __init__(self, kp, api, args):
+        self.stop_event = multiprocessing.Event()
+        self.done = multiprocessing.Value("i", 0)
+        self.t0 = time.time()
+        self.procs = [multiprocessing.Process(target=churn_pods, args=(
+            (kp.api, api.ca, kp.token, i, args.loaders, args.pods, args.churn / args.loaders),
+            self.stop_event, self.done), daemon=True) for i in range(args.loaders)]
+        for p in self.procs:
+            p.start()
+        print("churn: %d pods/s asked" % args.churn, flush=True)
+
+    def stop(self):
+        self.stop_event.set()
+        for p in self.procs:
+            p.join()
+        print("churn: %d pods changed in %.0f s: %.0f/s" % (
+            self.done.value, time.time() - self.t0, self.done.value / (time.time() - self.t0)), flush=True)
+
+
+def churn_pods(work, stop, done):
+    base, ca, token, first, step, total, rate = work
+    url = urllib.parse.urlparse(base)
+    ctx = ssl.create_default_context(cafile=ca)
+    conn = http.client.HTTPSConnection(url.hostname, url.port, context=ctx, timeout=60)
+    headers = {"Authorization": "Bearer " + token,
+               "Content-Type": "application/merge-patch+json"}
+    i, n, t0 = first, 0, time.time()
+    while not stop.is_set():
+        body = json.dumps({"metadata": {"annotations": {"churn": str(n)}}})
+        try:
+            conn.request("PATCH", "/api/v1/namespaces/default/pods/load-%d" % i, body, headers)
+            r = conn.getresponse()
+            r.read()
+            if r.status == 200:
+                with done.get_lock():
+                    done.value += 1
+        except (OSError, http.client.HTTPException):
+            conn.close()
+            conn = http.client.HTTPSConnection(url.hostname, url.port, context=ctx, timeout=60)
+        n += 1
+        i = (i + step) % total
+        ahead = t0 + n / rate - time.time()
+        if ahead > 0:
+            time.sleep(ahead)
 
 
 LAG_PROBE = """new Promise(resolve => {

@@ -12,6 +12,10 @@ packages=(
   rapidjson-dev
   libprotobuf-dev protobuf-compiler
   libgrpc++-dev protobuf-compiler-grpc
+  # RE2 (Go's regexp syntax, linear time): CRD schema patterns
+  # (apiserver/crd_schema.h). libgrpc-dev pulls it in too; named because we
+  # use it directly.
+  libre2-dev
   librocksdb-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   etcd-server etcd-client

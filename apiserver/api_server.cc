@@ -31,6 +31,7 @@
 #include "apiserver/rbac_policy.h"
 #include "apiserver/registry/strategy.h"
 #include "apiserver/request_info.h"
+#include "apiserver/resource_metrics.h"
 #include "apiserver/resource_store.h"
 #include "apiserver/service_account_tokens.h"
 #include "apiserver/service_allocation.h"
@@ -234,6 +235,8 @@ struct ApiServer::Impl {
   // serviceaccounts/<name>/token and the ServiceAccount authenticator.
   std::unique_ptr<ServiceAccountTokens> service_account_tokens;
   std::unique_ptr<Evictions> evictions;
+  // metrics.k8s.io, computed from the pod and node caches.
+  std::unique_ptr<MetricsApi> metrics_api;
   // Services' ClusterIPs and NodePorts (the services ResourceStore's
   // allocator).
   std::unique_ptr<ServiceAllocator> service_allocator;
@@ -345,6 +348,7 @@ struct ApiServer::Impl {
   void HandleApi(const net::HttpRequest& req,
                  std::shared_ptr<net::Responder> resp);
   void HandleDiscovery(const std::shared_ptr<Call>& c);
+  void ServeResourceMetrics(Call& c);
   void Process(const std::shared_ptr<Call>& c);
   // Reads the request body (up to the limit), then Process()es.
   void ReadBodyThenProcess(const std::shared_ptr<Call>& c);
@@ -1505,6 +1509,10 @@ void ApiServer::Impl::HandleApi(const net::HttpRequest& req,
       ParsePatchType(req.headers.Get("Content-Type")) == PatchType::kApply) {
     c->verb_label = "APPLY";
   }
+  if (i.group == kMetricsGroup) {
+    ServeResourceMetrics(*c);
+    return;
+  }
 
   if (ReviewKind(i.group, i.version, i.resource) != nullptr &&
       i.verb == "create" && i.name.empty() && i.subresource.empty() &&
@@ -1676,6 +1684,46 @@ void ApiServer::Impl::HandleDiscovery(const std::shared_ptr<Call>& c) {
   if (p[0] == "apis" && p.size() >= 2) c->discovery_group = p[1];
   if (p[0] == "apis" && p.size() == 3) c->discovery_version = p[2];
   Reply(*c, 200, content_type, *body);
+}
+
+// metrics.k8s.io/v1beta1 (apiserver/resource_metrics.h): get and list
+// only, answered in JSON whatever the Accept header asks (as
+// metrics-server, which serves no Tables).
+void ApiServer::Impl::ServeResourceMetrics(Call& c) {
+  const RequestInfo& i = c.info;
+  const objects::ResourceInfo* r =
+      i.resource == "pods"    ? &PodMetricsResource()
+      : i.resource == "nodes" ? &NodeMetricsResource()
+                              : nullptr;
+  if (r == nullptr || i.version != r->gv.version || !i.subresource.empty() ||
+      (!r->namespaced && !i.ns.empty()) ||
+      (r->namespaced && i.ns.empty() && !i.name.empty())) {
+    return ReplyError(c, ApiError::NotFoundPath());
+  }
+  c.resource = r;
+  if (i.verb != "get" && i.verb != "list") {
+    ApiError e = ApiError::MethodNotAllowed(c.req().method, r->resource);
+    e.message =
+        "the server does not allow this method on the requested resource";
+    return ReplyError(c, e);
+  }
+  if (!TakeInflightSlot(c)) return;
+  ApiResult<ListParams> p = ParseListParams(c.req(), false);
+  if (IsError(p)) return ReplyError(c, std::get<ApiError>(p));
+  const ListParams& lp = std::get<ListParams>(p);
+  Backend* selected = r == &PodMetricsResource() ? pods : nodes;
+  ApiResult<ObjectPredicate> pred =
+      selected->rest->Predicate(lp.label_selector, lp.field_selector);
+  if (IsError(pred)) return ReplyError(c, std::get<ApiError>(pred));
+  MetricsRequest mr{.resource = r->resource,
+                    .ns = i.ns,
+                    .name = i.name,
+                    .now_unix_seconds = objects::TimeNow(*opts.clock).seconds()};
+  (selected == pods ? mr.pod_predicate : mr.node_predicate) =
+      std::get<ObjectPredicate>(std::move(pred));
+  ApiResult<std::string> body = metrics_api->Serve(mr);
+  if (IsError(body)) return ReplyError(c, std::get<ApiError>(body));
+  Reply(c, 200, kJson, std::get<std::string>(std::move(body)));
 }
 
 void ApiServer::Impl::Process(const std::shared_ptr<Call>& c) {
@@ -2224,7 +2272,8 @@ bool ApiServer::Impl::FindExtraResource(Call& c) {
 }
 
 void ApiServer::Impl::PublishDiscovery(const CustomSnapshot& snapshot) {
-  std::vector<const objects::ResourceInfo*> extra = {&CrdResource()};
+  std::vector<const objects::ResourceInfo*> extra = {
+      &CrdResource(), &NodeMetricsResource(), &PodMetricsResource()};
   extra.insert(extra.end(), snapshot.resources.begin(),
                snapshot.resources.end());
   std::atomic_store(
@@ -2618,6 +2667,8 @@ Status ApiServer::Start() {
                                          m.opts.service_node_port_range));
   m.BuildBackends();
   RETURN_IF_ERROR(m.SetUpServiceAccountTokens());
+  m.metrics_api =
+      std::make_unique<MetricsApi>(m.pods->cacher.get(), m.nodes->cacher.get());
   m.evictions = std::make_unique<Evictions>(EvictionOptions{
       .pods = m.pods->rest.get(),
       .pdbs = m.by_key.at("policy/v1/poddisruptionbudgets")->rest.get(),

@@ -80,6 +80,10 @@ std::vector<PolicyRule> ViewRules() {
       Res(kRead, {"discovery.k8s.io"}, {"endpointslices"}),
       Res(kRead, {"policy"},
           {"poddisruptionbudgets", "poddisruptionbudgets/status"}),
+      // kubectl top: in kube, metrics-server's
+      // system:aggregated-metrics-reader role, aggregated into view, edit
+      // and admin; kplane serves metrics.k8s.io itself.
+      Res(kRead, {"metrics.k8s.io"}, {"pods", "nodes"}),
   };
 }
 

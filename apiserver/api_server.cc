@@ -1508,7 +1508,7 @@ void ApiServer::Impl::HandleApi(const net::HttpRequest& req,
 
   if (ReviewKind(i.group, i.version, i.resource) != nullptr &&
       i.verb == "create" && i.name.empty() && i.subresource.empty() &&
-      i.ns.empty()) {
+      (i.ns.empty() == (i.resource != "localsubjectaccessreviews"))) {
     c->review = true;
     ReadBodyThenProcess(c);
     return;
@@ -1738,7 +1738,20 @@ void ApiServer::Impl::Review(Call& c) {
   ApiResult<MutableObject> review =
       DecodeObject(c, *kind, FieldValidation::kWarn, &warnings);
   if (IsError(review)) return ReplyError(c, std::get<ApiError>(review));
-  ReviewContext ctx{.user = c.user, .now = opts.clock->WallNow()};
+  ReviewContext ctx{
+      .user = c.user, .now = opts.clock->WallNow(), .ns = c.info.ns};
+  if (authenticator != nullptr) {
+    ctx.authenticate_token =
+        [this](std::string_view token) -> StatusOr<auth::UserInfo> {
+      const std::string header = "Bearer " + std::string(token);
+      // A "token" the header cannot carry must not fall through to
+      // anonymous.
+      if (!auth::BearerToken(header).has_value()) {
+        return Status(StatusCode::kUnauthenticated, "invalid bearer token");
+      }
+      return authenticator->Authenticate({.authorization = header});
+    };
+  }
   if (opts.auth.enabled) {
     ctx.authorize = [this](const auth::Attributes& a, std::string* reason) {
       return Authorize(a, reason);

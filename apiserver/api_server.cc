@@ -271,6 +271,10 @@ struct ApiServer::Impl {
   StatusOr<auth::UserInfo> Authenticate(const net::HttpRequest& req) const;
   auth::Decision Authorize(const auth::Attributes& a,
                            std::string* reason) const;
+  // Authenticates `req` into a->user and authorizes `*a`: the 401 or 403 to
+  // answer, or nullopt. Admit, Guard and AdmitUi answer it each their way.
+  std::optional<ApiError> AuthenticateAndAuthorize(const net::HttpRequest& req,
+                                                   auth::Attributes* a) const;
   // Authenticates and authorizes `c` (HandleApi); false after answering 401
   // or 403.
   bool Admit(Call& c);
@@ -935,18 +939,25 @@ auth::Decision ApiServer::Impl::Authorize(const auth::Attributes& a,
   return auth::Decision::kDeny;
 }
 
-bool ApiServer::Impl::Admit(Call& c) {
-  if (!opts.auth.enabled) return true;
-  StatusOr<auth::UserInfo> who = Authenticate(c.req());
+std::optional<ApiError> ApiServer::Impl::AuthenticateAndAuthorize(
+    const net::HttpRequest& req, auth::Attributes* a) const {
+  StatusOr<auth::UserInfo> who = Authenticate(req);
   if (!who.ok()) {
     LOG(INFO) << "Unable to authenticate the request: " << who.status();
-    ReplyError(c, UnauthorizedError());
-    return false;
+    return UnauthorizedError();
   }
-  c.user = std::move(*who);
+  a->user = std::move(*who);
+  std::string reason;
+  if (Authorize(*a, &reason) != auth::Decision::kAllow) {
+    return ForbiddenError(*a, reason);
+  }
+  return std::nullopt;
+}
+
+bool ApiServer::Impl::Admit(Call& c) {
+  if (!opts.auth.enabled) return true;
   const RequestInfo& i = c.info;
   auth::Attributes a{
-      .user = c.user,
       .verb = i.is_resource_request ? i.verb : LowerMethod(c.req().method),
       .resource_request = i.is_resource_request,
       .api_group = i.group,
@@ -961,11 +972,11 @@ bool ApiServer::Impl::Admit(Call& c) {
       !i.name.empty()) {
     a.ns = i.name;
   }
-  std::string reason;
-  if (Authorize(a, &reason) != auth::Decision::kAllow) {
-    ReplyError(c, ForbiddenError(a, reason));
+  if (std::optional<ApiError> e = AuthenticateAndAuthorize(c.req(), &a)) {
+    ReplyError(c, *e);
     return false;
   }
+  c.user = std::move(a.user);
   return true;
 }
 
@@ -1052,17 +1063,9 @@ net::HttpHandler ApiServer::Impl::Guard(net::HttpHandler handler) {
           resp->Respond(e.code, {{"Content-Type", std::string(kJson)}},
                         RenderError(objects::MediaType::kJson, e));
         };
-        StatusOr<auth::UserInfo> who = Authenticate(req);
-        if (!who.ok()) {
-          reply(UnauthorizedError());
-          return;
-        }
-        auth::Attributes a{.user = std::move(*who),
-                           .verb = LowerMethod(req.method),
-                           .path = req.path};
-        std::string reason;
-        if (Authorize(a, &reason) != auth::Decision::kAllow) {
-          reply(ForbiddenError(a, reason));
+        auth::Attributes a{.verb = LowerMethod(req.method), .path = req.path};
+        if (std::optional<ApiError> e = AuthenticateAndAuthorize(req, &a)) {
+          reply(*e);
           return;
         }
         handler(req, std::move(resp));
@@ -1344,17 +1347,10 @@ void RespondUiError(const std::shared_ptr<net::Responder>& resp,
 bool ApiServer::Impl::AdmitUi(const net::HttpRequest& req, auth::Attributes a,
                               const std::shared_ptr<net::Responder>& resp) {
   if (!opts.auth.enabled) return true;
-  StatusOr<auth::UserInfo> who = Authenticate(req);
-  if (!who.ok()) {
-    RespondUiError(resp, UnauthorizedError());
-    return false;
-  }
-  a.user = std::move(*who);
   a.resource_request = true;
   a.path = req.path;
-  std::string reason;
-  if (Authorize(a, &reason) != auth::Decision::kAllow) {
-    RespondUiError(resp, ForbiddenError(a, reason));
+  if (std::optional<ApiError> e = AuthenticateAndAuthorize(req, &a)) {
+    RespondUiError(resp, *e);
     return false;
   }
   return true;

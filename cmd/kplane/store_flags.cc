@@ -796,8 +796,8 @@ StatusOr<StoreOptions> StoreFlags::Finish(StoreOptions o) {
   RETURN_IF_ERROR(listen(s.advertise_client, "advertise-client-urls", false,
                          &ignored,
                          /*unix_ok=*/true));
-  RETURN_IF_ERROR(listen(s.advertise_peer, "initial-advertise-peer-urls",
-                         false, &ignored, /*unix_ok=*/true));
+  RETURN_IF_ERROR(listen(s.advertise_peer, "initial-advertise-peer-urls", false,
+                         &ignored, /*unix_ok=*/true));
   // etcd's --auto-tls / --peer-auto-tls (embed.Config.ClientSelfCert,
   // PeerSelfCert): a pair generated at start under <data-dir>/fixtures/,
   // for the listen URLs' hosts; files given win, with etcd's warning.

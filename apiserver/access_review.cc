@@ -85,6 +85,33 @@ void ResetMeta(google::protobuf::Message* review) {
   if (meta != nullptr) meta->Clear();
 }
 
+// A SubjectAccessReview's (or LocalSubjectAccessReview's) answer: what the
+// authorizer says about spec.user/spec.groups.
+std::optional<ApiError> DecideForSubject(
+    const ReviewContext& ctx, std::string_view kind,
+    const authzv1::SubjectAccessReviewSpec& spec,
+    authzv1::SubjectAccessReviewStatus* status) {
+  if (auto e = ValidateAttributes(kind, spec.has_resourceattributes(),
+                                  spec.has_nonresourceattributes()
+                                      ? &spec.nonresourceattributes()
+                                      : nullptr)) {
+    return e;
+  }
+  if (spec.user().empty() && spec.groups_size() == 0) {
+    return InvalidReview(kAuthorization, kind,
+                         {FieldError::Type::kInvalid, "spec.user", "\"\"",
+                          "at least one of user or group must be specified"});
+  }
+  auth::Attributes a = AttributesOf(
+      spec.has_resourceattributes() ? &spec.resourceattributes() : nullptr,
+      &spec.nonresourceattributes());
+  a.user = {.name = spec.user(),
+            .uid = spec.uid(),
+            .groups = {spec.groups().begin(), spec.groups().end()}};
+  Decide(ctx, a, status);
+  return std::nullopt;
+}
+
 }  // namespace
 
 const objects::KindInfo* ReviewKind(std::string_view group,
@@ -95,11 +122,17 @@ const objects::KindInfo* ReviewKind(std::string_view group,
     if (resource == "selfsubjectaccessreviews")
       kind = "SelfSubjectAccessReview";
     if (resource == "subjectaccessreviews") kind = "SubjectAccessReview";
+    if (resource == "localsubjectaccessreviews") {
+      kind = "LocalSubjectAccessReview";
+    }
     if (resource == "selfsubjectrulesreviews") kind = "SelfSubjectRulesReview";
   } else if (group == kAuthentication &&
              (version == "v1" || version == "v1beta1") &&
              resource == "selfsubjectreviews") {
     kind = "SelfSubjectReview";
+  } else if (group == kAuthentication && version == "v1" &&
+             resource == "tokenreviews") {
+    kind = "TokenReview";
   }
   if (kind == nullptr) return nullptr;
   return objects::Scheme::Default().FindKind(
@@ -108,6 +141,9 @@ const objects::KindInfo* ReviewKind(std::string_view group,
 
 std::optional<ApiError> AnswerReview(const ReviewContext& ctx,
                                      google::protobuf::Message* review) {
+  const objects::metav1::ObjectMeta* meta_in = objects::GetObjectMeta(*review);
+  const std::string namespace_in_body =
+      meta_in != nullptr ? meta_in->namespace_() : "";
   ResetMeta(review);
   if (auto* r = dynamic_cast<authzv1::SelfSubjectAccessReview*>(review)) {
     const auto& spec = r->spec();
@@ -125,25 +161,63 @@ std::optional<ApiError> AnswerReview(const ReviewContext& ctx,
     return std::nullopt;
   }
   if (auto* r = dynamic_cast<authzv1::SubjectAccessReview*>(review)) {
+    return DecideForSubject(ctx, "SubjectAccessReview", r->spec(),
+                            r->mutable_status());
+  }
+  if (auto* r = dynamic_cast<authzv1::LocalSubjectAccessReview*>(review)) {
+    // kube's LocalSubjectAccessReview REST and validation: the object lives
+    // in the request's namespace and asks about that namespace only.
+    if (ctx.ns.empty()) {
+      return ApiError::BadRequest("namespace is required on this type: ");
+    }
+    if (!namespace_in_body.empty() && namespace_in_body != ctx.ns) {
+      return ApiError::BadRequest(
+          "the namespace of the provided object does not match the "
+          "namespace sent on the request");
+    }
+    r->mutable_metadata()->set_namespace_(ctx.ns);
     const auto& spec = r->spec();
-    if (auto e = ValidateAttributes(
-            "SubjectAccessReview", spec.has_resourceattributes(),
-            spec.has_nonresourceattributes() ? &spec.nonresourceattributes()
-                                             : nullptr)) {
-      return e;
+    if (!spec.has_resourceattributes() && spec.has_nonresourceattributes()) {
+      return InvalidReview(
+          kAuthorization, "LocalSubjectAccessReview",
+          {FieldError::Type::kInvalid, "spec.nonResourceAttributes",
+           "authorization.NonResourceAttributes{Path:" +
+               GoQuote(spec.nonresourceattributes().path()) +
+               ", Verb:" + GoQuote(spec.nonresourceattributes().verb()) + "}",
+           "disallowed on this kind of request"});
     }
-    if (spec.user().empty() && spec.groups_size() == 0) {
-      return InvalidReview(kAuthorization, "SubjectAccessReview",
-                           {FieldError::Type::kInvalid, "spec.user", "\"\"",
-                            "at least one of user or group must be specified"});
+    if (spec.has_resourceattributes() &&
+        spec.resourceattributes().namespace_() != ctx.ns) {
+      return InvalidReview(
+          kAuthorization, "LocalSubjectAccessReview",
+          {FieldError::Type::kInvalid, "spec.resourceAttributes.namespace",
+           GoQuote(spec.resourceattributes().namespace_()),
+           "must match metadata.namespace"});
     }
-    auth::Attributes a = AttributesOf(
-        spec.has_resourceattributes() ? &spec.resourceattributes() : nullptr,
-        &spec.nonresourceattributes());
-    a.user = {.name = spec.user(),
-              .uid = spec.uid(),
-              .groups = {spec.groups().begin(), spec.groups().end()}};
-    Decide(ctx, a, r->mutable_status());
+    return DecideForSubject(ctx, "LocalSubjectAccessReview", spec,
+                            r->mutable_status());
+  }
+  if (auto* r = dynamic_cast<authnv1::TokenReview*>(review)) {
+    // kube's TokenReview REST: a request with only the token goes through
+    // the apiserver's authenticator; one it refuses is not authenticated.
+    if (r->spec().token().empty()) {
+      return ApiError::BadRequest(
+          "token is required for TokenReview in authentication");
+    }
+    authnv1::TokenReviewStatus* status = r->mutable_status();
+    status->Clear();
+    if (!ctx.authenticate_token) return std::nullopt;
+    StatusOr<auth::UserInfo> who = ctx.authenticate_token(r->spec().token());
+    if (!who.ok()) {
+      status->set_error(who.status().message());
+      return std::nullopt;
+    }
+    status->set_authenticated(true);
+    const auth::UserInfo& u = *who;
+    authnv1::UserInfo* out = status->mutable_user();
+    if (!u.name.empty()) out->set_username(u.name);
+    if (!u.uid.empty()) out->set_uid(u.uid);
+    for (const std::string& g : u.groups) out->add_groups(g);
     return std::nullopt;
   }
   if (auto* r = dynamic_cast<authzv1::SelfSubjectRulesReview*>(review)) {

@@ -6,10 +6,20 @@
 //      "namespace":"default"}}}  ->  ... "status":{"allowed":true,...}
 //   POST /apis/authorization.k8s.io/v1/subjectaccessreviews   (the same for
 //     spec.user/spec.groups; RBAC decides who may ask: cluster-admin)
+//   POST /apis/authorization.k8s.io/v1/namespaces/<ns>/
+//        localsubjectaccessreviews
+//     (a SubjectAccessReview about <ns> only: spec.resourceAttributes.
+//     namespace must be <ns>; no nonResourceAttributes)
 //   POST /apis/authorization.k8s.io/v1/selfsubjectrulesreviews
 //     {"spec":{"namespace":"default"}} -> status.resourceRules, ...
 //   POST /apis/authentication.k8s.io/v1/selfsubjectreviews   (and v1beta1)
 //     -> {"status":{"userInfo":{"username":"alice","groups":[...]}}}
+//   POST /apis/authentication.k8s.io/v1/tokenreviews
+//     {"spec":{"token":"..."}} -> {"status":{"authenticated":true,
+//      "user":{"username":...,"groups":[...]}}}: the token checked by the
+//     apiserver's bearer-token authenticators (the token file,
+//     ServiceAccount tokens); spec.audiences is not checked (the
+//     authenticators accept the apiserver's own audiences only).
 //
 // As kube-apiserver (pkg/registry/authorization/*, pkg/registry/
 // authentication/selfsubjectreview): the request's spec is answered back
@@ -19,8 +29,10 @@
 // Thread-safety: pure functions (the callbacks are called on the calling
 // thread). Errors: ApiError 422
 // (Invalid, kube's field errors) for a spec without exactly one of
-// resourceAttributes / nonResourceAttributes or, for a SubjectAccessReview,
-// without a user or group.
+// resourceAttributes / nonResourceAttributes or, for a (Local)
+// SubjectAccessReview, without a user or group; 400 (BadRequest, kube's
+// messages) for a TokenReview without a token and a
+// LocalSubjectAccessReview whose metadata.namespace is not the request's.
 #ifndef KPLANE_APISERVER_ACCESS_REVIEW_H_
 #define KPLANE_APISERVER_ACCESS_REVIEW_H_
 
@@ -36,6 +48,7 @@
 #include "apiserver/auth/rbac.h"
 #include "apiserver/errors.h"
 #include "base/clock.h"
+#include "base/statusor.h"
 #include "objects/scheme.h"
 
 namespace kplane::apiserver {
@@ -58,6 +71,14 @@ struct ReviewContext {
       const auth::UserInfo&, const std::string& ns, std::vector<std::string>*)>
       rules_for;
   WallTime now;
+  // The request's namespace (LocalSubjectAccessReview; "" for the others).
+  std::string ns;
+  // The apiserver's authentication of a request carrying only
+  // "Authorization: Bearer <token>" (TokenReview): the user, or the error a
+  // request with that token would get. Null: every TokenReview answers
+  // authenticated=false.
+  std::function<StatusOr<auth::UserInfo>(std::string_view token)>
+      authenticate_token;
 };
 
 // Answers `review` (a decoded request of ReviewKind's type) in place: its

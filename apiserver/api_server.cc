@@ -274,6 +274,10 @@ struct ApiServer::Impl {
   StatusOr<auth::UserInfo> Authenticate(const net::HttpRequest& req) const;
   auth::Decision Authorize(const auth::Attributes& a,
                            std::string* reason) const;
+  // Authenticates `req` into a->user and authorizes `*a`: the 401 or 403 to
+  // answer, or nullopt. Admit, Guard and AdmitUi answer it each their way.
+  std::optional<ApiError> AuthenticateAndAuthorize(const net::HttpRequest& req,
+                                                   auth::Attributes* a) const;
   // Authenticates and authorizes `c` (HandleApi); false after answering 401
   // or 403.
   bool Admit(Call& c);
@@ -939,18 +943,25 @@ auth::Decision ApiServer::Impl::Authorize(const auth::Attributes& a,
   return auth::Decision::kDeny;
 }
 
-bool ApiServer::Impl::Admit(Call& c) {
-  if (!opts.auth.enabled) return true;
-  StatusOr<auth::UserInfo> who = Authenticate(c.req());
+std::optional<ApiError> ApiServer::Impl::AuthenticateAndAuthorize(
+    const net::HttpRequest& req, auth::Attributes* a) const {
+  StatusOr<auth::UserInfo> who = Authenticate(req);
   if (!who.ok()) {
     LOG(INFO) << "Unable to authenticate the request: " << who.status();
-    ReplyError(c, UnauthorizedError());
-    return false;
+    return UnauthorizedError();
   }
-  c.user = std::move(*who);
+  a->user = std::move(*who);
+  std::string reason;
+  if (Authorize(*a, &reason) != auth::Decision::kAllow) {
+    return ForbiddenError(*a, reason);
+  }
+  return std::nullopt;
+}
+
+bool ApiServer::Impl::Admit(Call& c) {
+  if (!opts.auth.enabled) return true;
   const RequestInfo& i = c.info;
   auth::Attributes a{
-      .user = c.user,
       .verb = i.is_resource_request ? i.verb : LowerMethod(c.req().method),
       .resource_request = i.is_resource_request,
       .api_group = i.group,
@@ -965,11 +976,11 @@ bool ApiServer::Impl::Admit(Call& c) {
       !i.name.empty()) {
     a.ns = i.name;
   }
-  std::string reason;
-  if (Authorize(a, &reason) != auth::Decision::kAllow) {
-    ReplyError(c, ForbiddenError(a, reason));
+  if (std::optional<ApiError> e = AuthenticateAndAuthorize(c.req(), &a)) {
+    ReplyError(c, *e);
     return false;
   }
+  c.user = std::move(a.user);
   return true;
 }
 
@@ -1056,17 +1067,9 @@ net::HttpHandler ApiServer::Impl::Guard(net::HttpHandler handler) {
           resp->Respond(e.code, {{"Content-Type", std::string(kJson)}},
                         RenderError(objects::MediaType::kJson, e));
         };
-        StatusOr<auth::UserInfo> who = Authenticate(req);
-        if (!who.ok()) {
-          reply(UnauthorizedError());
-          return;
-        }
-        auth::Attributes a{.user = std::move(*who),
-                           .verb = LowerMethod(req.method),
-                           .path = req.path};
-        std::string reason;
-        if (Authorize(a, &reason) != auth::Decision::kAllow) {
-          reply(ForbiddenError(a, reason));
+        auth::Attributes a{.verb = LowerMethod(req.method), .path = req.path};
+        if (std::optional<ApiError> e = AuthenticateAndAuthorize(req, &a)) {
+          reply(*e);
           return;
         }
         handler(req, std::move(resp));
@@ -1348,17 +1351,10 @@ void RespondUiError(const std::shared_ptr<net::Responder>& resp,
 bool ApiServer::Impl::AdmitUi(const net::HttpRequest& req, auth::Attributes a,
                               const std::shared_ptr<net::Responder>& resp) {
   if (!opts.auth.enabled) return true;
-  StatusOr<auth::UserInfo> who = Authenticate(req);
-  if (!who.ok()) {
-    RespondUiError(resp, UnauthorizedError());
-    return false;
-  }
-  a.user = std::move(*who);
   a.resource_request = true;
   a.path = req.path;
-  std::string reason;
-  if (Authorize(a, &reason) != auth::Decision::kAllow) {
-    RespondUiError(resp, ForbiddenError(a, reason));
+  if (std::optional<ApiError> e = AuthenticateAndAuthorize(req, &a)) {
+    RespondUiError(resp, *e);
     return false;
   }
   return true;
@@ -1516,7 +1512,7 @@ void ApiServer::Impl::HandleApi(const net::HttpRequest& req,
 
   if (ReviewKind(i.group, i.version, i.resource) != nullptr &&
       i.verb == "create" && i.name.empty() && i.subresource.empty() &&
-      i.ns.empty()) {
+      (i.ns.empty() == (i.resource != "localsubjectaccessreviews"))) {
     c->review = true;
     ReadBodyThenProcess(c);
     return;
@@ -1786,7 +1782,20 @@ void ApiServer::Impl::Review(Call& c) {
   ApiResult<MutableObject> review =
       DecodeObject(c, *kind, FieldValidation::kWarn, &warnings);
   if (IsError(review)) return ReplyError(c, std::get<ApiError>(review));
-  ReviewContext ctx{.user = c.user, .now = opts.clock->WallNow()};
+  ReviewContext ctx{
+      .user = c.user, .now = opts.clock->WallNow(), .ns = c.info.ns};
+  if (authenticator != nullptr) {
+    ctx.authenticate_token =
+        [this](std::string_view token) -> StatusOr<auth::UserInfo> {
+      const std::string header = "Bearer " + std::string(token);
+      // A "token" the header cannot carry must not fall through to
+      // anonymous.
+      if (!auth::BearerToken(header).has_value()) {
+        return Status(StatusCode::kUnauthenticated, "invalid bearer token");
+      }
+      return authenticator->Authenticate({.authorization = header});
+    };
+  }
   if (opts.auth.enabled) {
     ctx.authorize = [this](const auth::Attributes& a, std::string* reason) {
       return Authorize(a, reason);

@@ -339,6 +339,91 @@ TEST_F(AuthTest, AccessReviews) {
   EXPECT_TRUE((*answered.At({"status", "allowed"})).GetBool());
 }
 
+TEST_F(AuthTest, LocalSubjectAccessReviews) {
+  const char* lsar =
+      "/apis/authorization.k8s.io/v1/namespaces/default/"
+      "localsubjectaccessreviews";
+  const char* about_alice =
+      R"({"spec":{"user":"alice","groups":["dev"],"resourceAttributes":
+          {"verb":"get","resource":"configmaps","namespace":"default"}}})";
+  // Who may create them: RBAC's create on localsubjectaccessreviews in the
+  // namespace (admin, cluster-admin); alice has neither.
+  EXPECT_EQ(Do(alice_, "POST", lsar, about_alice).code, 403);
+  Response r = Do(admin_, "POST", lsar, about_alice);
+  ASSERT_EQ(r.code, 201) << r.body;
+  EXPECT_EQ(r.Str({"kind"}), "LocalSubjectAccessReview");
+  EXPECT_EQ(r.Str({"metadata", "namespace"}), "default");
+  ASSERT_NE(r.At({"status", "allowed"}), nullptr);
+  EXPECT_FALSE((*r.At({"status", "allowed"})).GetBool());
+  Response masters = Do(admin_, "POST", lsar,
+                        R"({"spec":{"groups":["system:masters"],
+                            "resourceAttributes":{"verb":"delete",
+                            "resource":"pods","namespace":"default"}}})");
+  ASSERT_EQ(masters.code, 201) << masters.body;
+  EXPECT_TRUE((*masters.At({"status", "allowed"})).GetBool());
+  // Another namespace than the request's: kube's field error.
+  Response other = Do(admin_, "POST", lsar,
+                      R"({"spec":{"user":"alice","resourceAttributes":
+                          {"verb":"get","resource":"pods",
+                           "namespace":"kube-system"}}})");
+  EXPECT_EQ(other.code, 422) << other.body;
+  EXPECT_EQ(other.Str({"message"}),
+            "LocalSubjectAccessReview.authorization.k8s.io \"\" is invalid: "
+            "spec.resourceAttributes.namespace: Invalid value: "
+            "\"kube-system\": must match metadata.namespace");
+  Response nonres = Do(admin_, "POST", lsar,
+                       R"({"spec":{"user":"alice","nonResourceAttributes":
+                           {"verb":"get","path":"/healthz"}}})");
+  EXPECT_EQ(nonres.code, 422) << nonres.body;
+  EXPECT_NE(nonres.Str({"message"}).find("disallowed on this kind of request"),
+            std::string::npos)
+      << nonres.body;
+  Response body_ns = Do(admin_, "POST", lsar,
+                        R"({"metadata":{"namespace":"kube-system"},
+                            "spec":{"user":"alice","resourceAttributes":
+                            {"verb":"get","resource":"pods",
+                             "namespace":"default"}}})");
+  EXPECT_EQ(body_ns.code, 400) << body_ns.body;
+  // Namespaced only, as in kube.
+  EXPECT_EQ(
+      Do(admin_, "POST",
+         "/apis/authorization.k8s.io/v1/localsubjectaccessreviews", about_alice)
+          .code,
+      404);
+}
+
+TEST_F(AuthTest, TokenReviews) {
+  const char* tr = "/apis/authentication.k8s.io/v1/tokenreviews";
+  const char* bob = R"({"spec":{"token":"bob-token-123"}})";
+  // create tokenreviews: cluster-admin (kube's system:auth-delegator).
+  EXPECT_EQ(Do(alice_, "POST", tr, bob).code, 403);
+  Response r = Do(admin_, "POST", tr, bob);
+  ASSERT_EQ(r.code, 201) << r.body;
+  EXPECT_EQ(r.Str({"kind"}), "TokenReview");
+  ASSERT_NE(r.At({"status", "authenticated"}), nullptr) << r.body;
+  EXPECT_TRUE((*r.At({"status", "authenticated"})).GetBool());
+  EXPECT_EQ(r.Str({"status", "user", "username"}), "bob");
+  EXPECT_EQ(r.Str({"status", "user", "uid"}), "1002");
+  const rapidjson::Value* groups = r.At({"status", "user", "groups"});
+  ASSERT_NE(groups, nullptr) << r.body;
+  std::vector<std::string> got;
+  for (const auto& g : groups->GetArray()) got.push_back(g.GetString());
+  EXPECT_EQ(got,
+            (std::vector<std::string>{"ops", "dev", "system:authenticated"}));
+  // An unknown token is not authenticated (and not anonymous).
+  Response bad = Do(admin_, "POST", tr, R"({"spec":{"token":"nope"}})");
+  ASSERT_EQ(bad.code, 201) << bad.body;
+  EXPECT_EQ(bad.At({"status", "authenticated"}), nullptr) << bad.body;
+  EXPECT_EQ(bad.Str({"status", "error"}), "invalid bearer token");
+  EXPECT_EQ(bad.Str({"status", "user", "username"}), "");
+  Response spaced = Do(admin_, "POST", tr, R"({"spec":{"token":"a b"}})");
+  EXPECT_EQ(spaced.At({"status", "authenticated"}), nullptr) << spaced.body;
+  Response empty = Do(admin_, "POST", tr, R"({"spec":{}})");
+  EXPECT_EQ(empty.code, 400) << empty.body;
+  EXPECT_EQ(empty.Str({"message"}),
+            "token is required for TokenReview in authentication");
+}
+
 TEST_F(AuthTest, EscalationIsRefusedBindWithPermission) {
   ASSERT_EQ(Do(admin_, "POST", "/api/v1/namespaces",
                R"({"metadata":{"name":"team"}})")

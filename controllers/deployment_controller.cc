@@ -5,6 +5,7 @@
 
 #include "base/logging.h"
 #include "base/strings.h"
+#include "controllers/util.h"
 #include "informer/api_errors.h"
 #include "objects/label_selector.h"
 #include "objects/meta.h"
@@ -68,8 +69,11 @@ Limits RollingLimits(const appsv1::Deployment& d) {
     }
   }
   Limits l;
-  l.max_surge = ResolveIntOrPercent(surge, desired, true);
-  l.max_unavailable = ResolveIntOrPercent(unavailable, desired, false);
+  // Validation keeps both non-negative integers or percentages.
+  l.max_surge =
+      static_cast<int32_t>(ScaledValueFromIntOrPercent(surge, desired, true));
+  l.max_unavailable = static_cast<int32_t>(
+      ScaledValueFromIntOrPercent(unavailable, desired, false));
   if (l.max_surge == 0 && l.max_unavailable == 0) l.max_unavailable = 1;
   if (l.max_unavailable > desired) l.max_unavailable = desired;
   return l;
@@ -96,21 +100,6 @@ std::string ComputePodTemplateHash(const corev1::PodTemplateSpec& tmpl) {
     out += kAlphanums[static_cast<unsigned char>(c) % (sizeof(kAlphanums) - 1)];
   }
   return out;
-}
-
-int32_t ResolveIntOrPercent(const objects::intstr::IntOrString& v,
-                            int32_t total, bool round_up) {
-  if (v.type() == 0) return v.intval();
-  std::string s = v.strval();
-  if (s.empty() || s.back() != '%') return 0;
-  std::optional<int64_t> pct = ParseInt64(s.substr(0, s.size() - 1));
-  if (!pct) return 0;
-  double x = static_cast<double>(*pct) * total / 100.0;
-  x = round_up ? std::ceil(x) : std::floor(x);
-  // Validation bounds maxUnavailable to 100% but not maxSurge ("5000000000%"
-  // is valid, as in kube): converting a double beyond int32 is undefined.
-  return static_cast<int32_t>(
-      std::clamp(x, 0.0, static_cast<double>(INT32_MAX)));
 }
 
 DeploymentController::DeploymentController(DeploymentControllerOptions options)

@@ -56,9 +56,6 @@ inline constexpr char kPodTemplateHashLabel[] = "pod-template-hash";
 
 // Kubernetes' ComputeHash: FNV-32a of the template, as a safe string.
 std::string ComputePodTemplateHash(const corev1::PodTemplateSpec& tmpl);
-// An IntOrString against `total` (percentages round up or down).
-int32_t ResolveIntOrPercent(const objects::intstr::IntOrString& v, int32_t total,
-                            bool round_up);
 
 struct DeploymentControllerOptions {
   ApiWriter* api = nullptr;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "controllers/test_objects.h"
+#include "controllers/util.h"
 #include "informer/event_recorder.h"
 #include "objects/meta.h"
 
@@ -13,7 +14,7 @@ namespace {
 using ::testing::ElementsAre;
 using namespace testing;  // NOLINT: test builders
 
-TEST(DeploymentHelpersTest, ResolveIntOrPercent) {
+TEST(DeploymentHelpersTest, ScaledValueFromIntOrPercent) {
   struct Case {
     int type;
     int32_t i;
@@ -29,13 +30,15 @@ TEST(DeploymentHelpersTest, ResolveIntOrPercent) {
                          {1, 0, "100%", 7, false, 7},
                          {1, 0, "0%", 7, true, 0},
                          {1, 0, "bad", 7, true, 0},
+                         // Not a percentage (kube's error): 0.
+                         {1, 0, "50", 10, true, 0},
                          // A valid maxSurge far past int32.
                          {1, 0, "5000000000000%", 1000, true, INT32_MAX}}) {
     objects::intstr::IntOrString v;
     v.set_type(c.type);
     v.set_intval(c.i);
     v.set_strval(c.s);
-    EXPECT_EQ(ResolveIntOrPercent(v, c.total, c.up), c.want) << c.s;
+    EXPECT_EQ(ScaledValueFromIntOrPercent(v, c.total, c.up), c.want) << c.s;
   }
 }
 

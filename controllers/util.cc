@@ -201,13 +201,17 @@ WallTime AddSeconds(WallTime t, int64_t seconds) {
 int64_t ScaledValueFromIntOrPercent(const objects::intstr::IntOrString& v,
                                     int64_t total, bool round_up) {
   if (v.type() != 1) return v.intval();
-  std::string s = v.strval();
-  if (!s.empty() && s.back() == '%') s.pop_back();
-  const double scaled = static_cast<double>(ParseInt64(s).value_or(0)) *
-                        static_cast<double>(total) / 100.0;
-  // Held within int32 (every caller narrows to it): a percentage is bounded
-  // by validation only for some fields, and a double beyond the target
-  // type is undefined behaviour to convert.
+  const std::string& s = v.strval();
+  // kube: "invalid value for IntOrString: invalid type: string is not a
+  // percentage" (validation refuses such values before they get here).
+  if (s.empty() || s.back() != '%') return 0;
+  const double scaled =
+      static_cast<double>(ParseInt64(s.substr(0, s.size() - 1)).value_or(0)) *
+      static_cast<double>(total) / 100.0;
+  // Held within int32 (every caller narrows to it): validation bounds a
+  // percentage only for some fields (maxSurge "5000000000%" is valid, as in
+  // kube), and a double beyond the target type is undefined behaviour to
+  // convert.
   return static_cast<int64_t>(std::clamp(
       round_up ? std::ceil(scaled) : std::floor(scaled),
       static_cast<double>(INT32_MIN), static_cast<double>(INT32_MAX)));

@@ -75,7 +75,8 @@ std::vector<std::string> ControllerUidIndexFunc(
     const google::protobuf::Message& obj);
 
 // intstr.GetScaledValueFromIntOrPercent: an integer as is, "N%" of
-// `total` rounded up or down (a malformed percentage counts as 0%).
+// `total` rounded up or down, held within int32 (a string that is not a
+// percentage counts as 0%).
 int64_t ScaledValueFromIntOrPercent(const objects::intstr::IntOrString& v,
                                     int64_t total, bool round_up);
 

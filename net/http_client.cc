@@ -126,8 +126,11 @@ class ClientConnection {
   static StatusOr<std::unique_ptr<ClientConnection>> Connect(
       const std::string& host, uint16_t port, const HttpClientOptions& options,
       Clock* clock) {
-    ASSIGN_OR_RETURN(ScopedFd fd,
-                     ConnectTcp(host, port, options.connect_timeout));
+    ASSIGN_OR_RETURN(
+        ScopedFd fd,
+        options.unix_socket_path.empty()
+            ? ConnectTcp(host, port, options.connect_timeout)
+            : ConnectUnix(options.unix_socket_path, options.connect_timeout));
     auto conn = std::make_unique<ClientConnection>(std::move(fd), clock);
     if (options.tls) {
       RETURN_IF_ERROR(
@@ -501,6 +504,29 @@ HttpClient::~HttpClient() = default;
 
 StatusOr<std::unique_ptr<HttpClient>> HttpClient::ForUrl(
     std::string_view url, HttpClientOptions options) {
+  const bool unixs = url.starts_with("unixs://");
+  if (unixs || url.starts_with("unix://")) {
+    const std::string path(url.substr(unixs ? 8 : 7));
+    if (path.empty()) {
+      return InvalidArgumentError("unix socket URL without a path: " +
+                                  std::string(url));
+    }
+    if (unixs != (options.tls != nullptr)) {
+      return InvalidArgumentError(
+          unixs ? "a unixs URL needs HttpClientOptions::tls"
+                : "a unix URL with HttpClientOptions::tls set (use unixs://)");
+    }
+    // etcd's transport turns unix(s)://host:port into http(s)://host:port
+    // dialed over the socket "host:port": Go names the server "host".
+    const size_t colon = path.rfind(':');
+    std::string host = path.find('/') == std::string::npos &&
+                               colon != std::string::npos && colon > 0
+                           ? path.substr(0, colon)
+                           : "localhost";
+    options.unix_socket_path = path;
+    return std::make_unique<HttpClient>(std::move(host), 80,
+                                        std::move(options));
+  }
   ASSIGN_OR_RETURN(Url u, ParseUrl(url, UrlSchemes::kHttpOrHttps));
   if ((u.scheme == "https") != (options.tls != nullptr)) {
     return InvalidArgumentError(

@@ -99,6 +99,10 @@ struct HttpClientOptions {
   std::shared_ptr<const TlsContext> tls;
   // Go's http.Transport default.
   Duration tls_handshake_timeout = seconds(10);
+  // Non-empty: connect to this unix-domain socket instead of host:port
+  // (the host still names the server in the Host header and, with `tls`,
+  // is the name its certificate must carry).
+  std::string unix_socket_path;
 };
 
 class ClientConnection;  // internal
@@ -141,7 +145,12 @@ class HttpClient {
   HttpClient(std::string host, uint16_t port, HttpClientOptions options = {});
   // From "http://host:port" or "https://host:port" (any path in the URL is
   // ignored). https needs options.tls and http must not have it
-  // (kInvalidArgument), so a URL never silently downgrades.
+  // (kInvalidArgument), so a URL never silently downgrades. Also etcd's
+  // "unix://<path>" and "unixs://<path>" (TLS over the socket; same rule for
+  // options.tls): the socket is the file named by everything after "//"
+  // ("unix://localhost:2380" is the file "localhost:2380"), and, as Go's
+  // transport does for etcd, the part before the last ':' of a path
+  // without '/' names the server ("localhost" there; for "/run/x.sock" too).
   static StatusOr<std::unique_ptr<HttpClient>> ForUrl(
       std::string_view url, HttpClientOptions options = {});
   ~HttpClient();

@@ -124,7 +124,9 @@ StatusOr<ScopedFd> ListenTcp(const std::string& host, uint16_t port,
   return last;
 }
 
-StatusOr<ScopedFd> ListenUnix(const std::string& path, int backlog) {
+namespace {
+
+StatusOr<sockaddr_un> UnixAddress(const std::string& path) {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   if (path.empty() || path.size() >= sizeof(addr.sun_path)) {
@@ -133,6 +135,13 @@ StatusOr<ScopedFd> ListenUnix(const std::string& path, int backlog) {
         std::to_string(sizeof(addr.sun_path) - 1) + " allowed): " + path);
   }
   std::memcpy(addr.sun_path, path.data(), path.size());
+  return addr;
+}
+
+}  // namespace
+
+StatusOr<ScopedFd> ListenUnix(const std::string& path, int backlog) {
+  ASSIGN_OR_RETURN(sockaddr_un addr, UnixAddress(path));
   if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
     return ErrnoToStatus(errno, "remove " + path);
   }
@@ -238,6 +247,32 @@ StatusOr<ScopedFd> ConnectTcp(const std::string& host, uint16_t port,
     return fd;
   }
   return last;
+}
+
+StatusOr<ScopedFd> ConnectUnix(const std::string& path, Duration timeout) {
+  ASSIGN_OR_RETURN(sockaddr_un addr, UnixAddress(path));
+  ScopedFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) return ErrnoToStatus(errno, "socket");
+  const std::string where = "connect unix://" + path;
+  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) !=
+      0) {
+    // A unix socket connects at once or, with a full backlog, EAGAIN. No
+    // file yet is the unix form of a refused connection (the peer is not
+    // up yet).
+    if (errno == ENOENT) return UnavailableError(where + ": no such socket");
+    if (errno != EINPROGRESS && errno != EAGAIN) {
+      return ErrnoToStatus(errno, where);
+    }
+    RETURN_IF_ERROR(
+        WaitFd(fd.get(), /*for_write=*/true, timeout).Annotate(where));
+    int err = 0;
+    socklen_t len = sizeof(err);
+    getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len);
+    if (err != 0) return ErrnoToStatus(err, where);
+  }
+  int flags = fcntl(fd.get(), F_GETFL);
+  fcntl(fd.get(), F_SETFL, flags & ~O_NONBLOCK);
+  return fd;
 }
 
 }  // namespace kplane::net

@@ -74,6 +74,11 @@ std::string PeerAddress(int fd);
 StatusOr<ScopedFd> ConnectTcp(const std::string& host, uint16_t port,
                               Duration timeout);
 
+// Connects to the unix-domain stream socket at `path` within `timeout`.
+// The returned socket is blocking and close-on-exec. kInvalidArgument for a
+// path longer than sockaddr_un holds; kUnavailable when nothing listens.
+StatusOr<ScopedFd> ConnectUnix(const std::string& path, Duration timeout);
+
 // Waits until `fd` is readable (or writable, with `for_write`), or until
 // `cancel_fd` (if >= 0) becomes readable, or `timeout` passes (negative =
 // forever). Returns OK when fd is ready, kCancelled when cancel_fd fired,

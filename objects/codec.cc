@@ -492,21 +492,30 @@ class Encoder {
     h_.EndObject(n);
   }
 
+  // How stored raw JSON is re-read: numbers kept exact (as strings for the
+  // text writer), encodings checked.
+  static constexpr unsigned kFlags =
+      kIsDom ? (rapidjson::kParseFullPrecisionFlag |
+                rapidjson::kParseValidateEncodingFlag)
+             : (rapidjson::kParseNumbersAsStringsFlag |
+                rapidjson::kParseValidateEncodingFlag);
+
+  // Whether `raw` parses whole with kFlags, before any of it is written (a
+  // half-written value would break the output). Stored raw JSON came
+  // through our bounded parsers, but a protobuf body may carry any bytes:
+  // json::ParseSax parses iteratively and within the depth limit.
+  static bool ParsesAsJson(const std::string& raw) {
+    rapidjson::BaseReaderHandler<> check;
+    json::ViewStream in(raw);
+    return json::ParseSax<kFlags>(in, check).ok();
+  }
+
   // Writes the members of the JSON object `raw` into the object being
   // written; content that is not a JSON object adds nothing.
   SizeType SpliceMembers(const std::string& raw) {
     const size_t first = raw.find_first_not_of(" \t\r\n");
     if (first == std::string::npos || raw[first] != '{') return 0;
-    constexpr unsigned kFlags = kIsDom
-                                    ? (rapidjson::kParseFullPrecisionFlag |
-                                       rapidjson::kParseValidateEncodingFlag)
-                                    : (rapidjson::kParseNumbersAsStringsFlag |
-                                       rapidjson::kParseValidateEncodingFlag);
-    {
-      rapidjson::BaseReaderHandler<> check;
-      json::ViewStream in(raw);
-      if (!json::ParseSax<kFlags>(in, check).ok()) return 0;
-    }
+    if (!ParsesAsJson(raw)) return 0;
     json::ViewStream in(raw);
     if constexpr (kIsDom) {
       MemberSplicer<Handler> splicer(&h_);
@@ -570,20 +579,9 @@ class Encoder {
       h_.Null();
       return;
     }
-    // Stored raw JSON came through our bounded parsers, but a protobuf body
-    // may carry any bytes: parse iteratively and within the depth limit.
-    constexpr unsigned kFlags = kIsDom
-                                    ? (rapidjson::kParseFullPrecisionFlag |
-                                       rapidjson::kParseValidateEncodingFlag)
-                                    : (rapidjson::kParseNumbersAsStringsFlag |
-                                       rapidjson::kParseValidateEncodingFlag);
-    {
-      rapidjson::BaseReaderHandler<> check;
-      json::ViewStream in(raw);
-      if (!json::ParseSax<kFlags>(in, check).ok()) {
-        h_.Null();
-        return;
-      }
+    if (!ParsesAsJson(raw)) {
+      h_.Null();
+      return;
     }
     json::ViewStream in(raw);
     if constexpr (kIsDom) {

@@ -181,12 +181,18 @@ void Scheme::RegisterBuiltins(Scheme* s) {
   s->AddKind("authorization.k8s.io/v1", "SubjectAccessReview",
              ::k8s::io::api::authorization::v1::SubjectAccessReview::
                  default_instance());
+  s->AddKind("authorization.k8s.io/v1", "LocalSubjectAccessReview",
+             ::k8s::io::api::authorization::v1::LocalSubjectAccessReview::
+                 default_instance());
   s->AddKind("authorization.k8s.io/v1", "SelfSubjectRulesReview",
              ::k8s::io::api::authorization::v1::SelfSubjectRulesReview::
                  default_instance());
   s->AddKind("authentication.k8s.io/v1", "SelfSubjectReview",
              ::k8s::io::api::authentication::v1::SelfSubjectReview::
                  default_instance());
+  s->AddKind(
+      "authentication.k8s.io/v1", "TokenReview",
+      ::k8s::io::api::authentication::v1::TokenReview::default_instance());
   s->AddKind("authentication.k8s.io/v1beta1", "SelfSubjectReview",
              ::k8s::io::api::authentication::v1beta1::SelfSubjectReview::
                  default_instance());

@@ -79,16 +79,27 @@ struct Listener {
   uint16_t port = 0;
 };
 
+// unix:// and unixs:// (TLS) URLs name a unix socket (store_flags.h).
+bool IsUnix(const net::Url& u) {
+  return u.scheme == "unix" || u.scheme == "unixs";
+}
+// Speaks TLS: https:// and unixs://.
+bool IsTls(const net::Url& u) {
+  return u.scheme == "https" || u.scheme == "unixs";
+}
+// How a listen URL is named in messages: its socket URL or host:port.
+std::string Where(const net::Url& u) {
+  return IsUnix(u) ? u.scheme + "://" + u.host : u.HostPort();
+}
+
 StatusOr<std::vector<Listener>> BindAll(const std::vector<net::Url>& urls,
                                         const char* flag) {
   std::vector<Listener> out;
   for (const net::Url& u : urls) {
-    const bool unix = u.scheme == "unix";
-    auto fd = unix ? net::ListenUnix(u.host, 4096)
-                   : net::ListenTcp(u.host, u.port, 4096);
+    auto fd = IsUnix(u) ? net::ListenUnix(u.host, 4096)
+                        : net::ListenTcp(u.host, u.port, 4096);
     if (!fd.ok()) {
-      return fd.status().Annotate(std::string("--") + flag + " " +
-                                  (unix ? "unix://" + u.host : u.HostPort()));
+      return fd.status().Annotate(std::string("--") + flag + " " + Where(u));
     }
     auto port = net::LocalPort(fd->get());
     if (!port.ok()) return port.status();
@@ -104,8 +115,8 @@ std::vector<std::string> BoundUrls(const std::vector<Listener>& ls) {
   std::vector<std::string> urls;
   for (const Listener& l : ls) {
     net::Url u = l.url;
-    if (u.scheme == "unix") {
-      urls.push_back("unix://" + u.host);
+    if (IsUnix(u)) {
+      urls.push_back(Where(u));
       continue;
     }
     u.port = l.port;
@@ -197,9 +208,10 @@ int RunStoreCommand(const std::vector<std::string>& args) {
   std::vector<std::unique_ptr<net::HttpServer>> peer_https;
   for (Listener& l : *peer_ls) {
     net::HttpServerOptions o;
-    // https:// peer URLs: the peer CA's members only (--peer-trusted-ca-file
-    // or --peer-client-cert-auth), as etcd's peer listener.
-    if (l.url.scheme == "https") o.tls = tls->peer_server;
+    // https:// and unixs:// peer URLs: the peer CA's members only
+    // (--peer-trusted-ca-file or --peer-client-cert-auth), as etcd's peer
+    // listener.
+    if (IsTls(l.url)) o.tls = tls->peer_server;
     o.listen_fd = l.fd.Release();
     o.name = "peer";
     o.worker_threads = 4;
@@ -235,7 +247,7 @@ int RunStoreCommand(const std::vector<std::string>& args) {
     o.body_timeout = opts.body_timeout;
     // Over https the server terminates TLS and hands connections that
     // negotiated h2 to the gRPC front decrypted (net/http_server.h).
-    if (l.url.scheme == "https") o.tls = tls->client_server;
+    if (IsTls(l.url)) o.tls = tls->client_server;
     grpc_front.InstallHandoff(&o);
     client_https.push_back(std::make_unique<net::HttpServer>(o));
     api.RegisterHandlers(client_https.back().get());
@@ -254,11 +266,14 @@ int RunStoreCommand(const std::vector<std::string>& args) {
 
   for (size_t i = 0; i < peer_https.size(); ++i) {
     if (Status st = peer_https[i]->Start(); !st.ok()) {
-      return fail(st.Annotate("listen " + opts.listen_peer[i].HostPort()));
+      return fail(st.Annotate("listen " + Where(opts.listen_peer[i])));
     }
   }
   auto stop_peers = [&] {
     for (auto& h : peer_https) h->Stop();
+    for (const net::Url& u : opts.listen_peer) {
+      if (IsUnix(u)) ::unlink(u.host.c_str());
+    }
   };
   if (opts.initial_corrupt_check) {
     // Before raft starts (etcd: before the server starts): a member whose
@@ -297,7 +312,7 @@ int RunStoreCommand(const std::vector<std::string>& args) {
     // As Go's unix listeners (etcd's), remove the socket files on the way
     // out.
     for (const net::Url& u : opts.listen_client) {
-      if (u.scheme == "unix") ::unlink(u.host.c_str());
+      if (IsUnix(u)) ::unlink(u.host.c_str());
     }
   };
   for (size_t i = 0; i < client_https.size(); ++i) {
@@ -305,9 +320,7 @@ int RunStoreCommand(const std::vector<std::string>& args) {
       stop_clients();
       finish();
       const net::Url& u = opts.listen_client[i];
-      return fail(
-          st.Annotate("listen " + (u.scheme == "unix" ? "unix://" + u.host
-                                                      : u.HostPort())));
+      return fail(st.Annotate("listen " + Where(u)));
     }
     started.push_back(client_https[i].get());
   }

@@ -122,26 +122,26 @@ const std::map<std::string, ConfigKind>& ConfigKinds() {
 
 // "http://host:port" or "https://host:port" with an explicit port (0
 // allowed), no path: etcd's types.NewURLs rules. Where `unix_ok` (the
-// client URLs), also "unix://<path>": as etcd, the socket's path is all that
-// follows "unix://" ("unix://localhost:2379" is the file "localhost:2379" in
-// the working directory), kept in Url::host with scheme "unix".
+// client and peer URLs), also "unix://<path>" and "unixs://<path>" (TLS over
+// the socket): as etcd, the socket's path is all that follows "//"
+// ("unix://localhost:2379" is the file "localhost:2379" in the working
+// directory), kept in Url::host with scheme "unix" or "unixs".
 StatusOr<net::Url> ListenUrl(const std::string& text, const char* flag,
                              bool unix_ok) {
   auto bad = [&](const std::string& why) {
     return InvalidArgumentError(std::string("--") + flag + ": " + why + ": " +
                                 text);
   };
-  if (text.starts_with("unixs://")) {
-    return bad("TLS over unix sockets is not supported; use https://");
-  }
-  if (text.starts_with("unix://")) {
+  const bool unixs = text.starts_with("unixs://");
+  if (unixs || text.starts_with("unix://")) {
     if (!unix_ok) {
       return bad(
-          "unix socket URLs are served for client URLs only; use http://");
+          "unix socket URLs are served for client and peer URLs only; use "
+          "http://");
     }
     net::Url u;
-    u.scheme = "unix";
-    u.host = text.substr(7);
+    u.scheme = unixs ? "unixs" : "unix";
+    u.host = text.substr(unixs ? 8 : 7);
     if (u.host.empty()) return bad("unix socket URL without a path");
     return u;
   }
@@ -199,19 +199,21 @@ Status CheckTlsSide(const storage::MemberTlsFiles& files,
                                 side + " certificates)");
   }
   for (const net::Url& u : listen) {
-    if (u.scheme == "https") {
+    if (u.scheme == "https" || u.scheme == "unixs") {
       if (files.empty()) {
+        const std::string where =
+            u.scheme == "unixs" ? "unixs://" + u.host : u.HostPort();
         if (peer) {
-          return InvalidArgumentError("cannot listen on TLS for " +
-                                      u.HostPort() +
+          return InvalidArgumentError("cannot listen on TLS for " + where +
                                       ": KeyFile and CertFile are not "
                                       "presented (--peer-cert-file, "
                                       "--peer-key-file)");
         }
         return InvalidArgumentError(
             "TLS key/cert (--cert-file, --key-file) must be provided for "
-            "client url https://" +
-            u.HostPort() + " with HTTPS scheme");
+            "client url " +
+            (u.scheme == "unixs" ? where : "https://" + where) +
+            " with HTTPS scheme");
       }
     } else if (u.scheme == "http") {
       const std::string url = "http://" + u.HostPort();
@@ -324,7 +326,8 @@ StoreFlags::StoreFlags() : st_(std::make_unique<State>()) {
   f.StringListLastWins(
       "listen-peer-urls", &s.listen_peer,
       "URLs to listen on for peer traffic (http://host:port, port "
-      "0 picks one).");
+      "0 picks one; https:// with the --peer-* TLS files; unix://<path> "
+      "and unixs://<path> for a unix socket, plain or TLS).");
   f.StringListLastWins(
       "listen-client-urls", &s.listen_client,
       "URLs to listen on for client traffic: gRPC and the JSON "
@@ -785,16 +788,16 @@ StatusOr<StoreOptions> StoreFlags::Finish(StoreOptions o) {
   RETURN_IF_ERROR(listen(s.listen_client, "listen-client-urls", true,
                          &o.listen_client,
                          /*unix_ok=*/true));
-  RETURN_IF_ERROR(
-      listen(s.listen_peer, "listen-peer-urls", true, &o.listen_peer));
+  RETURN_IF_ERROR(listen(s.listen_peer, "listen-peer-urls", true,
+                         &o.listen_peer, /*unix_ok=*/true));
   RETURN_IF_ERROR(listen(s.listen_metrics, "listen-metrics-urls", false,
                          &o.listen_metrics));
   std::vector<net::Url> ignored;
   RETURN_IF_ERROR(listen(s.advertise_client, "advertise-client-urls", false,
                          &ignored,
                          /*unix_ok=*/true));
-  RETURN_IF_ERROR(
-      listen(s.advertise_peer, "initial-advertise-peer-urls", false, &ignored));
+  RETURN_IF_ERROR(listen(s.advertise_peer, "initial-advertise-peer-urls", false,
+                         &ignored, /*unix_ok=*/true));
   // etcd's --auto-tls / --peer-auto-tls (embed.Config.ClientSelfCert,
   // PeerSelfCert): a pair generated at start under <data-dir>/fixtures/,
   // for the listen URLs' hosts; files given win, with etcd's warning.
@@ -811,7 +814,12 @@ StatusOr<StoreOptions> StoreFlags::Finish(StoreOptions o) {
     files->cert_file = dir + "/cert.crt";
     files->key_file = dir + "/cert.key";
     files->self_signed = true;
-    for (const net::Url& u : urls) files->self_signed_hosts.push_back(u.host);
+    // A unix socket's certificate names "localhost" (the name its clients
+    // verify, net/http_client.h).
+    for (const net::Url& u : urls) {
+      files->self_signed_hosts.push_back(
+          u.scheme == "unix" || u.scheme == "unixs" ? "localhost" : u.host);
+    }
   };
   self_cert(s.client_auto_tls, "client", o.listen_client, &o.client_tls);
   self_cert(s.peer_auto_tls, "peer", o.listen_peer, &o.peer_tls);

@@ -205,12 +205,15 @@ TEST(StoreFlagsTest, RefusesWhatItCannotHonour) {
        "must be provided for metrics url https://127.0.0.1:2381"},
       {{"--listen-client-urls", "ftp://127.0.0.1:2379"},
        "URL scheme must be http or https"},
-      {{"--listen-peer-urls", "unix://etcd.unix:1"},
-       "unix socket URLs are served for client URLs only"},
       {{"--listen-metrics-urls", "unix://metrics:1"},
-       "unix socket URLs are served for client URLs only"},
+       "unix socket URLs are served for client and peer URLs only"},
       {{"--listen-client-urls", "unixs://etcd.unix:1"},
-       "--listen-client-urls: TLS over unix sockets is not supported"},
+       "TLS key/cert (--cert-file, --key-file) must be provided for client "
+       "url unixs://etcd.unix:1 with HTTPS scheme"},
+      {{"--listen-peer-urls", "unixs://localhost:2380"},
+       "cannot listen on TLS for unixs://localhost:2380: KeyFile and "
+       "CertFile are not presented"},
+      {{"--listen-peer-urls", "unix://"}, "unix socket URL without a path"},
       {{"--listen-client-urls", "unix://"}, "unix socket URL without a path"},
       {{"--listen-client-urls", "http://127.0.0.1"},
        "URL address does not have the form \"host:port\""},
@@ -245,6 +248,25 @@ TEST(StoreFlagsTest, UnixSocketClientUrls) {
   EXPECT_EQ(o->listen_client[2].scheme, "http");
   EXPECT_EQ(o->cfg.client_urls,
             std::vector<std::string>{"unix://localhost:2379"});
+}
+
+// etcd 3.4 serves peers over unix sockets too (its integration suite's
+// members talk over unix://localhost:<n>), and unixs:// with TLS.
+TEST(StoreFlagsTest, UnixSocketPeerUrls) {
+  auto o = Parse({"--listen-peer-urls", "unix://localhost:2380",
+                  "--initial-advertise-peer-urls", "unix://localhost:2380",
+                  "--initial-cluster", "default=unix://localhost:2380"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  ASSERT_EQ(o->listen_peer.size(), 1u);
+  EXPECT_EQ(o->listen_peer[0].scheme, "unix");
+  EXPECT_EQ(o->listen_peer[0].host, "localhost:2380");
+  EXPECT_EQ(o->cfg.peer_urls,
+            std::vector<std::string>{"unix://localhost:2380"});
+  auto t = Parse({"--listen-peer-urls", "unixs:///run/kp-peer.sock",
+                  "--peer-cert-file", "/p.crt", "--peer-key-file", "/p.key"});
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->listen_peer[0].scheme, "unixs");
+  EXPECT_EQ(t->listen_peer[0].host, "/run/kp-peer.sock");
 }
 
 TEST(StoreFlagsTest, SeveralUrlsPerFlagAndPortZero) {

@@ -219,8 +219,9 @@ std::vector<std::string> LocalCluster::Argv(int i) const {
   const Member& m = members_[i];
   const std::string client = client_url(i);
   const std::string listen_peer =
-      std::string(tls_.enabled() ? "https" : "http") +
-      "://127.0.0.1:" + std::to_string(m.peer_port);
+      options_.unix_peers ? UnixPeerUrl(i)
+                          : std::string(tls_.enabled() ? "https" : "http") +
+                                "://127.0.0.1:" + std::to_string(m.peer_port);
   std::vector<std::string> argv = {binary_};
   if (options_.kind == StoreKind::kKplane) argv.push_back("store");
   for (const std::string& a :
@@ -244,7 +245,10 @@ Status LocalCluster::StartProcess(int i,
   std::vector<std::string> argv = Argv(i);
   for (const std::string& f : extra_flags) argv.push_back(f);
   m.process = std::make_unique<Subprocess>(
-      argv, SubprocessOptions{.log_path = m.log_path});
+      argv, SubprocessOptions{
+                .log_path = m.log_path,
+                // Where the unix peer sockets' relative paths resolve.
+                .working_dir = options_.unix_peers ? root_ : std::string()});
   return m.process->Start();
 }
 
@@ -265,8 +269,14 @@ std::string LocalCluster::peer_url(int i) const {
   if (i < static_cast<int>(options_.advertised_peer_urls.size())) {
     return options_.advertised_peer_urls[i];
   }
+  if (options_.unix_peers) return UnixPeerUrl(i);
   return std::string(tls_.enabled() ? "https" : "http") +
          "://127.0.0.1:" + std::to_string(members_[i].peer_port);
+}
+
+std::string LocalCluster::UnixPeerUrl(int i) const {
+  return std::string(tls_.enabled() ? "unixs" : "unix") +
+         "://localhost:" + std::to_string(members_[i].peer_port);
 }
 
 std::vector<std::string> LocalCluster::client_urls() const {

@@ -107,6 +107,11 @@ struct LocalClusterOptions {
   // data root's pki/ and TLS with it (what the store suites do when
   // StoreSuitesUseTls()).
   bool test_pki = false;
+  // Members talk to each other over unix sockets: member i listens on and
+  // advertises "unix://localhost:<port>" ("unixs://" with TLS), the socket
+  // file "localhost:<port>" in data_root() (every member runs there), as etcd's
+  // integration suite names its peer sockets.
+  bool unix_peers = false;
 };
 
 // Whether the store suites (tests/e2e/store_faults, the hostile suite's
@@ -228,6 +233,8 @@ class LocalCluster {
   Status NewMember(Member* m, int number);
   std::vector<std::string> Argv(int i) const;
   Status StartProcess(int i, const std::vector<std::string>& extra_flags = {});
+  // Member i's peer socket URL (LocalClusterOptions::unix_peers).
+  std::string UnixPeerUrl(int i) const;
   // Waits up to `timeout` for member i's process to exit and returns its
   // exit code; past it, SIGKILLs it and returns DeadlineExceeded ("... did
   // not exit within N ms <after>").

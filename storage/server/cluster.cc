@@ -39,10 +39,11 @@ StatusOr<std::vector<InitialMember>> ParseInitialCluster(std::string_view s) {
     }
     std::string name(p.substr(0, eq));
     std::string url(p.substr(eq + 1));
-    if (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0) {
+    if (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0 &&
+        url.rfind("unix://", 0) != 0 && url.rfind("unixs://", 0) != 0) {
       return InvalidArgumentError(
           "--initial-cluster: URL must start with "
-          "http:// or https:// in \"" +
+          "http://, https://, unix:// or unixs:// in \"" +
           std::string(p) + "\"");
     }
     auto it = by_name.find(name);

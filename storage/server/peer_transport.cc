@@ -17,10 +17,12 @@ namespace kplane::storage {
 
 namespace {
 
-// The TLS context to dial `url` with: only https:// URLs speak TLS.
+// The TLS context to dial `url` with: only https:// and unixs:// (TLS over
+// a unix socket) URLs speak TLS.
 std::shared_ptr<const net::TlsContext> TlsFor(
     const std::string& url, const std::shared_ptr<const net::TlsContext>& tls) {
-  return url.starts_with("https://") ? tls : nullptr;
+  return url.starts_with("https://") || url.starts_with("unixs://") ? tls
+                                                                    : nullptr;
 }
 
 constexpr uint32_t kMaxFrameBytes = kMaxPeerFrameBytes;

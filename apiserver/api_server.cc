@@ -146,6 +146,8 @@ struct Call {
   // Keeps a custom resource's backend alive while the call runs (the CRD
   // may go meanwhile).
   std::shared_ptr<const void> keep;
+  // The CustomResourceDefinition serving a custom resource; empty otherwise.
+  std::string crd_name;
   Negotiated neg;
   bool negotiated = false;
   bool responded = false;
@@ -314,6 +316,9 @@ struct ApiServer::Impl {
   // Sets c's resource and backend for a resource outside the Scheme (the
   // CRD resource, custom resources); false when nothing serves it.
   bool FindExtraResource(Call& c);
+  // kube's 405 for a create of a custom resource whose CRD is being
+  // deleted (its objects are being removed); nullopt otherwise.
+  std::optional<ApiError> RefuseCreateWhileTerminating(const Call& c) const;
   void PublishDiscovery(const CustomSnapshot& snapshot);
   void StartCrdController();
   void StopCrdController();
@@ -1568,6 +1573,10 @@ void ApiServer::Impl::HandleApi(const net::HttpRequest& req,
     ReplyError(*c, e);
     return;
   }
+  if (std::optional<ApiError> e = RefuseCreateWhileTerminating(*c)) {
+    ReplyError(*c, *e);
+    return;
+  }
 
   ReadBodyThenProcess(c);
 }
@@ -2220,7 +2229,29 @@ bool ApiServer::Impl::FindExtraResource(Call& c) {
   c.resource = it->second.first->info;
   c.backend = it->second.first;
   c.keep = it->second.second;
+  c.crd_name = it->second.second->type->definition().name;
   return true;
+}
+
+std::optional<ApiError> ApiServer::Impl::RefuseCreateWhileTerminating(
+    const Call& c) const {
+  if (c.crd_name.empty() || c.info.verb != "create" ||
+      !c.info.subresource.empty()) {
+    return std::nullopt;
+  }
+  // From the CRD watch cache, as kube's handler reads its CRD lister.
+  StatusOr<ObjectPtr> crd = crds->cacher->Get("", c.crd_name);
+  if (!crd.ok() ||
+      !objects::IsBeingDeleted(*objects::GetObjectMeta(**crd))) {
+    return std::nullopt;
+  }
+  // apiextensions-apiserver's customresource_handler: MethodNotSupported
+  // with its own message.
+  ApiError e = ApiError::MethodNotAllowed(c.req().method, c.info.resource);
+  e.group = c.info.group;
+  e.message = "create not allowed while custom resource definition is "
+              "terminating";
+  return e;
 }
 
 void ApiServer::Impl::PublishDiscovery(const CustomSnapshot& snapshot) {

@@ -477,6 +477,41 @@ TEST(CrdTest, DeletingTheCrdDeletesItsObjects) {
   EXPECT_EQ(l.json["items"].Size(), 0u) << l.body;
 }
 
+TEST(CrdTest, CreateIsRefusedWhileTheCrdIsTerminating) {
+  TestServer s;
+  CreateAndAwaitEstablished(s, WidgetCrd(), "widgets.example.com");
+  // A finalizer on the widget keeps the CRD terminating.
+  const std::string held =
+      R"({"apiVersion":"example.com/v1","kind":"Widget","metadata":{)"
+      R"("name":"held","finalizers":["example.com/hold"]},"spec":{}})";
+  ASSERT_EQ(s.Post(kWidgets, held).code, 201);
+  auto w = s.Watch(std::string(kWidgets) + "?watch=1");
+  ASSERT_EQ(s.Delete(std::string(kCrds) + "/widgets.example.com").code, 200);
+  // The apiserver deletes the widgets once it sees the CRD terminating.
+  bool deleting = false;
+  while (!deleting) {
+    rapidjson::Document e = w->NextJson();
+    if (!e.IsObject()) break;
+    deleting = e["object"]["metadata"].HasMember("deletionTimestamp");
+  }
+  ASSERT_TRUE(deleting) << "the widget was not deleted";
+
+  Response c = s.Post(kWidgets, Widget("late", 1));
+  EXPECT_EQ(c.code, 405) << c.body;
+  EXPECT_EQ(c.Str({"reason"}), "MethodNotAllowed");
+  EXPECT_EQ(c.Str({"message"}),
+            "create not allowed while custom resource definition is "
+            "terminating");
+  EXPECT_EQ(c.Str({"details", "group"}), "example.com");
+  EXPECT_EQ(c.Str({"details", "kind"}), "widgets");
+  // Other verbs still work: the finalizer can be removed.
+  EXPECT_EQ(s.Get(std::string(kWidgets) + "/held").code, 200);
+  Response p = s.Patch(std::string(kWidgets) + "/held",
+                       R"({"metadata":{"finalizers":null}})",
+                       "application/merge-patch+json");
+  EXPECT_EQ(p.code, 200) << p.body;
+}
+
 TEST(CrdTest, RbacAuthorizesCustomResourcesLikeAnyResource) {
   char tmpl[] = "/tmp/kplane-crd-rbac-XXXXXX";
   ASSERT_NE(mkdtemp(tmpl), nullptr);

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "base/base64.h"
+#include "base/mutex.h"
 
 namespace kplane::apiserver {
 
@@ -428,10 +429,10 @@ struct BuiltinOpenApi {
 };
 
 const BuiltinOpenApi& BuiltinOpenApiOf(const objects::Scheme& scheme) {
-  static std::mutex mu;
+  static Mutex mu;
   static auto* built =
       new std::map<const objects::Scheme*, std::unique_ptr<BuiltinOpenApi>>;
-  std::lock_guard<std::mutex> l(mu);
+  MutexLock l(&mu);
   std::unique_ptr<BuiltinOpenApi>& b = (*built)[&scheme];
   if (b == nullptr) {
     b = std::make_unique<BuiltinOpenApi>();

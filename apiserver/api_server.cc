@@ -147,6 +147,8 @@ struct Call {
   // Keeps a custom resource's backend alive while the call runs (the CRD
   // may go meanwhile).
   std::shared_ptr<const void> keep;
+  // The CustomResourceDefinition serving a custom resource; empty otherwise.
+  std::string crd_name;
   Negotiated neg;
   bool negotiated = false;
   bool responded = false;
@@ -321,7 +323,10 @@ struct ApiServer::Impl {
   // Sets c's resource and backend for a resource outside the Scheme (the
   // CRD resource, custom resources); false when nothing serves it.
   bool FindExtraResource(Call& c);
-  void PublishDiscovery(const CustomSnapshot& snapshot);
+  // kube's 405 for a create of a custom resource whose CRD is being
+  // deleted (its objects are being removed); nullopt otherwise.
+  std::optional<ApiError> RefuseCreateWhileTerminating(const Call& c) const;
+  void PublishDiscovery(std::shared_ptr<const CustomSnapshot> snapshot);
   void StartCrdController();
   void StopCrdController();
   void CrdControllerLoop();
@@ -1322,13 +1327,13 @@ void ApiServer::Impl::RegisterRoutes() {
                             std::shared_ptr<net::Responder> resp) {
                        ServeUiNodeControl(req, std::move(resp));
                      });
-  handle(
-      "GET", "/metrics",
-      [this](const net::HttpRequest&, std::shared_ptr<net::Responder> resp) {
-        resp->Respond(
-            200, {{"Content-Type", "text/plain; version=0.0.4; charset=utf-8"}},
-            opts.metrics->Render());
-      });
+  handle("GET", "/metrics",
+         [this](const net::HttpRequest&, std::shared_ptr<net::Responder> resp) {
+           resp->Respond(
+               200,
+               {{"Content-Type", "text/plain; version=0.0.4; charset=utf-8"}},
+               opts.metrics->Render());
+         });
 }
 
 namespace {
@@ -1570,6 +1575,10 @@ void ApiServer::Impl::HandleApi(const net::HttpRequest& req,
     e.message =
         "the server does not allow this method on the requested resource";
     ReplyError(*c, e);
+    return;
+  }
+  if (std::optional<ApiError> e = RefuseCreateWhileTerminating(*c)) {
+    ReplyError(*c, *e);
     return;
   }
 
@@ -2277,18 +2286,54 @@ bool ApiServer::Impl::FindExtraResource(Call& c) {
   c.resource = it->second.first->info;
   c.backend = it->second.first;
   c.keep = it->second.second;
+  c.crd_name = it->second.second->type->definition().name;
   return true;
 }
 
-void ApiServer::Impl::PublishDiscovery(const CustomSnapshot& snapshot) {
+std::optional<ApiError> ApiServer::Impl::RefuseCreateWhileTerminating(
+    const Call& c) const {
+  if (c.crd_name.empty() || c.info.verb != "create" ||
+      !c.info.subresource.empty()) {
+    return std::nullopt;
+  }
+  // From the CRD watch cache, as kube's handler reads its CRD lister.
+  StatusOr<ObjectPtr> crd = crds->cacher->Get("", c.crd_name);
+  if (!crd.ok() || !objects::IsBeingDeleted(*objects::GetObjectMeta(**crd))) {
+    return std::nullopt;
+  }
+  // apiextensions-apiserver's customresource_handler: MethodNotSupported
+  // with its own message.
+  ApiError e = ApiError::MethodNotAllowed(c.req().method, c.info.resource);
+  e.group = c.info.group;
+  e.message =
+      "create not allowed while custom resource definition is "
+      "terminating";
+  return e;
+}
+
+void ApiServer::Impl::PublishDiscovery(
+    std::shared_ptr<const CustomSnapshot> snapshot) {
   std::vector<const objects::ResourceInfo*> extra = {
       &CrdResource(), &NodeMetricsResource(), &PodMetricsResource()};
-  extra.insert(extra.end(), snapshot.resources.begin(),
-               snapshot.resources.end());
+  extra.insert(extra.end(), snapshot->resources.begin(),
+               snapshot->resources.end());
+  // The served versions' schemas for /openapi/v2 and /openapi/v3 (built
+  // when first asked for; the Discovery keeps the snapshot alive).
+  std::vector<openapi::CustomResourceApi> custom_openapi;
+  for (const auto& [name, set] : snapshot->by_crd) {
+    const CustomResourceType& type = *set->type;
+    for (size_t i = 0; i < type.versions().size(); ++i) {
+      if (!type.versions()[i]->served) continue;
+      custom_openapi.push_back(
+          {&type.versions()[i]->resource,
+           type.definition().versions[i].openapi_schema_json});
+    }
+  }
   std::atomic_store(
       &discovery,
       std::shared_ptr<const Discovery>(std::make_shared<Discovery>(
-          objects::Scheme::Default(), server_address, std::move(extra))));
+          objects::Scheme::Default(), server_address, std::move(extra),
+          std::move(custom_openapi), std::move(snapshot))));
 }
 
 namespace {
@@ -2646,7 +2691,7 @@ bool ApiServer::Impl::ReconcileCrds() {
       MutexLock l(&custom_mu);
       custom = next;
     }
-    PublishDiscovery(*next);
+    PublishDiscovery(next);
   }
   // Established only once served.
   for (std::unique_ptr<objects::Unstructured>& obj : status_writes) {
@@ -2725,7 +2770,7 @@ Status ApiServer::Start() {
     address = host + ":" + std::to_string(m.http->port());
   }
   m.server_address = address;
-  m.PublishDiscovery(CustomSnapshot{});
+  m.PublishDiscovery(std::make_shared<const CustomSnapshot>());
   RETURN_IF_ERROR(m.CreateSystemNamespaces());
   {
     const size_t colon = address.rfind(':');

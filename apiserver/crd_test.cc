@@ -9,6 +9,7 @@
 #include <string>
 #include <thread>
 
+#include "apiserver/openapi/openapi_v2.pb.h"
 #include "apiserver/test_server.h"
 
 namespace kplane::apiserver {
@@ -475,6 +476,229 @@ TEST(CrdTest, DeletingTheCrdDeletesItsObjects) {
   Response l = s.Get(kWidgets);
   ASSERT_EQ(l.code, 200) << l.body;
   EXPECT_EQ(l.json["items"].Size(), 0u) << l.body;
+}
+
+TEST(CrdTest, CreateIsRefusedWhileTheCrdIsTerminating) {
+  TestServer s;
+  CreateAndAwaitEstablished(s, WidgetCrd(), "widgets.example.com");
+  // A finalizer on the widget keeps the CRD terminating.
+  const std::string held =
+      R"({"apiVersion":"example.com/v1","kind":"Widget","metadata":{)"
+      R"("name":"held","finalizers":["example.com/hold"]},"spec":{}})";
+  ASSERT_EQ(s.Post(kWidgets, held).code, 201);
+  auto w = s.Watch(std::string(kWidgets) + "?watch=1");
+  ASSERT_EQ(s.Delete(std::string(kCrds) + "/widgets.example.com").code, 200);
+  // The apiserver deletes the widgets once it sees the CRD terminating.
+  bool deleting = false;
+  while (!deleting) {
+    rapidjson::Document e = w->NextJson();
+    if (!e.IsObject()) break;
+    deleting = e["object"]["metadata"].HasMember("deletionTimestamp");
+  }
+  ASSERT_TRUE(deleting) << "the widget was not deleted";
+
+  Response c = s.Post(kWidgets, Widget("late", 1));
+  EXPECT_EQ(c.code, 405) << c.body;
+  EXPECT_EQ(c.Str({"reason"}), "MethodNotAllowed");
+  EXPECT_EQ(c.Str({"message"}),
+            "create not allowed while custom resource definition is "
+            "terminating");
+  EXPECT_EQ(c.Str({"details", "group"}), "example.com");
+  EXPECT_EQ(c.Str({"details", "kind"}), "widgets");
+  // Other verbs still work: the finalizer can be removed.
+  EXPECT_EQ(s.Get(std::string(kWidgets) + "/held").code, 200);
+  Response p = s.Patch(std::string(kWidgets) + "/held",
+                       R"({"metadata":{"finalizers":null}})",
+                       "application/merge-patch+json");
+  EXPECT_EQ(p.code, 200) << p.body;
+}
+
+// A CRD with a structural schema: nullable, int-or-string, an embedded
+// resource, a required nullable field and a preserve-unknown-fields map.
+constexpr char kSchemaCrd[] = R"({"apiVersion":"apiextensions.k8s.io/v1",
+  "kind":"CustomResourceDefinition","metadata":{"name":"gizmos.example.io"},
+  "spec":{"group":"example.io","scope":"Namespaced",
+    "names":{"plural":"gizmos","kind":"Gizmo"},
+    "versions":[{"name":"v1","served":true,"storage":true,
+      "subresources":{"status":{}},
+      "schema":{"openAPIV3Schema":{"type":"object",
+        "description":"A Gizmo does things.",
+        "properties":{
+          "spec":{"type":"object","required":["size","note"],
+            "properties":{
+              "size":{"type":"integer","description":"How big."},
+              "port":{"x-kubernetes-int-or-string":true},
+              "note":{"type":"string","nullable":true},
+              "template":{"type":"object",
+                "x-kubernetes-embedded-resource":true,
+                "x-kubernetes-preserve-unknown-fields":true},
+              "extra":{"type":"object",
+                "x-kubernetes-preserve-unknown-fields":true,
+                "properties":{"a":{"type":"string"}}},
+              "choice":{"type":"string","anyOf":[{"enum":["a"]},{"enum":["b"]}]}}},
+          "status":{"type":"object","properties":{"ready":{"type":"boolean"}}}}}}}]}})";
+
+const rapidjson::Value* Path(const rapidjson::Value& v,
+                             std::initializer_list<const char*> keys) {
+  const rapidjson::Value* cur = &v;
+  for (const char* k : keys) {
+    if (!cur->IsObject() || !cur->HasMember(k)) return nullptr;
+    cur = &(*cur)[k];
+  }
+  return cur;
+}
+
+std::string HeaderOf(const Response& r, std::string_view name) {
+  return std::string(r.headers.Get(name));
+}
+
+TEST(CrdTest, SchemasArePublishedInBothOpenApiDocuments) {
+  TestServer s;
+  Response v2_before = s.Get("/openapi/v2");
+  ASSERT_EQ(v2_before.code, 200);
+  Response index_before = s.Get("/openapi/v3");
+  Response apps_before = s.Get("/openapi/v3/apis/apps/v1");
+  ASSERT_EQ(s.Get("/openapi/v3/apis/example.io/v1").code, 404);
+  CreateAndAwaitEstablished(s, kSchemaCrd, "gizmos.example.io");
+
+  // /openapi/v2: the kind and list definitions and the paths.
+  Response v2 = s.Get("/openapi/v2");
+  ASSERT_EQ(v2.code, 200);
+  ASSERT_TRUE(v2.json.IsObject()) << v2.body.substr(0, 200);
+  EXPECT_NE(HeaderOf(v2, "ETag"), HeaderOf(v2_before, "ETag"));
+  const rapidjson::Value& defs = v2.json["definitions"];
+  ASSERT_TRUE(defs.HasMember("io.example.v1.Gizmo"));
+  ASSERT_TRUE(defs.HasMember("io.example.v1.GizmoList"));
+  // The built-in ones are all still there.
+  EXPECT_EQ(defs.MemberCount(),
+            v2_before.json["definitions"].MemberCount() + 2);
+  EXPECT_TRUE(defs.HasMember("io.k8s.api.core.v1.Pod"));
+  const rapidjson::Value& gizmo = defs["io.example.v1.Gizmo"];
+  EXPECT_EQ(std::string(gizmo["description"].GetString()),
+            "A Gizmo does things.");
+  EXPECT_EQ(std::string(
+                (*Path(gizmo, {"properties", "metadata", "$ref"})).GetString()),
+            "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta");
+  EXPECT_EQ(
+      std::string(
+          (*Path(gizmo, {"properties", "apiVersion", "type"})).GetString()),
+      "string");
+  const rapidjson::Value& gvk = gizmo["x-kubernetes-group-version-kind"][0];
+  EXPECT_EQ(std::string(gvk["group"].GetString()), "example.io");
+  EXPECT_EQ(std::string(gvk["version"].GetString()), "v1");
+  EXPECT_EQ(std::string(gvk["kind"].GetString()), "Gizmo");
+  const rapidjson::Value& spec = *Path(gizmo, {"properties", "spec"});
+  // v2: the nullable note is untyped and not required; the preserving
+  // `extra` has no properties; anyOf is gone; the embedded template (which
+  // preserves unknown fields) gets no metadata.
+  ASSERT_TRUE(spec["required"].IsArray());
+  EXPECT_EQ(spec["required"].Size(), 1u);
+  EXPECT_FALSE(Path(spec, {"properties", "note", "type"}));
+  EXPECT_FALSE(Path(spec, {"properties", "note", "nullable"}));
+  EXPECT_FALSE(Path(spec, {"properties", "extra", "properties"}));
+  EXPECT_FALSE(Path(spec, {"properties", "choice", "anyOf"}));
+  EXPECT_FALSE(Path(spec, {"properties", "template", "properties"}));
+  EXPECT_TRUE(Path(spec, {"properties", "size", "description"}));
+  EXPECT_TRUE(v2.json["paths"].HasMember(
+      "/apis/example.io/v1/namespaces/{namespace}/gizmos/{name}/status"));
+  EXPECT_EQ(
+      std::string((*Path(v2.json["paths"],
+                         {"/apis/example.io/v1/namespaces/{namespace}/gizmos",
+                          "post", "operationId"}))
+                      .GetString()),
+      "createExampleIoV1NamespacedGizmo");
+  // The protobuf form has them as well (same bytes as a merge).
+  Response proto =
+      s.Get("/openapi/v2",
+            "application/com.github.proto-openapi.spec.v2@v1.0+protobuf");
+  ASSERT_EQ(proto.code, 200);
+  openapi::v2::Document decoded;
+  ASSERT_TRUE(decoded.ParseFromString(proto.body));
+  EXPECT_EQ(decoded.swagger(), "2.0");
+  EXPECT_EQ(
+      static_cast<size_t>(decoded.definitions().additional_properties_size()),
+      defs.MemberCount());
+  EXPECT_EQ(static_cast<size_t>(decoded.paths().path_size()),
+            v2.json["paths"].MemberCount());
+  EXPECT_EQ(decoded.definitions()
+                .additional_properties(
+                    decoded.definitions().additional_properties_size() - 1)
+                .name(),
+            "io.example.v1.GizmoList");
+
+  // /openapi/v3: listed with its hash, served; the built-in documents are
+  // unchanged.
+  Response index = s.Get("/openapi/v3");
+  ASSERT_EQ(index.code, 200);
+  EXPECT_NE(HeaderOf(index, "ETag"), HeaderOf(index_before, "ETag"));
+  const rapidjson::Value* url =
+      Path(index.json, {"paths", "apis/example.io/v1", "serverRelativeURL"});
+  ASSERT_NE(url, nullptr) << index.body;
+  Response v3 = s.Get(url->GetString());
+  ASSERT_EQ(v3.code, 200) << url->GetString();
+  EXPECT_EQ(HeaderOf(v3, "Cache-Control"), "public, immutable");
+  EXPECT_EQ(HeaderOf(s.Get("/openapi/v3/apis/apps/v1"), "ETag"),
+            HeaderOf(apps_before, "ETag"));
+  EXPECT_EQ(std::string((*Path(index.json,
+                               {"paths", "apis/apps/v1", "serverRelativeURL"}))
+                            .GetString()),
+            std::string((*Path(index_before.json,
+                               {"paths", "apis/apps/v1", "serverRelativeURL"}))
+                            .GetString()));
+  const rapidjson::Value& schemas = v3.json["components"]["schemas"];
+  ASSERT_TRUE(schemas.HasMember("io.example.v1.Gizmo"));
+  EXPECT_TRUE(
+      schemas.HasMember("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"));
+  EXPECT_TRUE(schemas.HasMember("io.k8s.apimachinery.pkg.apis.meta.v1.Status"));
+  const rapidjson::Value& spec3 =
+      *Path(schemas["io.example.v1.Gizmo"], {"properties", "spec"});
+  // v3 keeps nullable and anyOf, and spells int-or-string out.
+  EXPECT_TRUE(Path(spec3, {"properties", "note", "nullable"}));
+  EXPECT_EQ(spec3["required"].Size(), 2u);
+  EXPECT_TRUE(Path(spec3, {"properties", "choice", "anyOf"}));
+  ASSERT_TRUE(Path(spec3, {"properties", "port", "anyOf"}));
+  EXPECT_EQ((*Path(spec3, {"properties", "port", "anyOf"})).Size(), 2u);
+  // The embedded resource is an object of its own.
+  EXPECT_EQ(std::string((*Path(spec3, {"properties", "template", "properties",
+                                       "metadata", "allOf"}))[0]["$ref"]
+                            .GetString()),
+            "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1."
+            "ObjectMeta");
+
+  // Updated: the documents follow (new ETag, the old hash redirects).
+  Response p = s.Patch(
+      std::string(kCrds) + "/gizmos.example.io",
+      R"([{"op":"replace","path":"/spec/versions/0/schema/openAPIV3Schema/description","value":"Changed."}])",
+      "application/json-patch+json");
+  ASSERT_EQ(p.code, 200) << p.body;
+  std::string changed;
+  for (int i = 0; i < 500 && changed.empty(); ++i) {
+    Response d = s.Get("/openapi/v3/apis/example.io/v1");
+    if (d.body.find("Changed.") != std::string::npos) changed = d.body;
+    // The CRD controller reacts to its watch; there is no event to await
+    // from outside but the document itself.
+    if (changed.empty()) std::this_thread::sleep_for(milliseconds(10));
+  }
+  ASSERT_FALSE(changed.empty()) << "the v3 document did not change";
+  EXPECT_EQ(s.Get(url->GetString()).code, 301);
+  EXPECT_NE(s.Get("/openapi/v2").body.find("Changed."), std::string::npos);
+
+  // Deleted: gone from both.
+  auto w = s.Watch(std::string(kCrds) +
+                   "?watch=1&fieldSelector=metadata.name%3Dgizmos.example.io");
+  ASSERT_EQ(s.Delete(std::string(kCrds) + "/gizmos.example.io").code, 200);
+  bool gone = false;
+  while (!gone) {
+    rapidjson::Document e = w->NextJson();
+    if (!e.IsObject()) break;
+    gone = std::string(e["type"].GetString()) == "DELETED";
+  }
+  ASSERT_TRUE(gone);
+  // The apiserver stops serving a CRD before it releases it.
+  EXPECT_EQ(s.Get("/openapi/v3/apis/example.io/v1").code, 404);
+  Response v2_after = s.Get("/openapi/v2");
+  EXPECT_FALSE(v2_after.json["definitions"].HasMember("io.example.v1.Gizmo"));
+  EXPECT_EQ(HeaderOf(v2_after, "ETag"), HeaderOf(v2_before, "ETag"));
 }
 
 TEST(CrdTest, RbacAuthorizesCustomResourcesLikeAnyResource) {

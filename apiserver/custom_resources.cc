@@ -744,6 +744,11 @@ CrdDefinition ParseCrd(const Unstructured& crd) {
           cv.label_selector_path = StrMember(*scale, "labelSelectorPath");
         }
       }
+      if (const rapidjson::Value* schema = Member(v, "schema")) {
+        if (const rapidjson::Value* s = Member(*schema, "openAPIV3Schema")) {
+          cv.openapi_schema_json = Compact(*s);
+        }
+      }
       if (const rapidjson::Value* cols = Member(v, "additionalPrinterColumns");
           cols != nullptr && cols->IsArray()) {
         for (const rapidjson::Value& c : cols->GetArray()) {

@@ -71,6 +71,9 @@ struct CrdVersion {
   // the version has none. Custom resources are pruned, defaulted and
   // validated with it.
   std::shared_ptr<const CrdSchema> schema;
+  // schema.openAPIV3Schema as compact JSON ("" when absent), for the
+  // OpenAPI documents.
+  std::string openapi_schema_json;
 };
 struct CrdDefinition {
   std::string name;  // metadata.name, "<plural>.<group>"

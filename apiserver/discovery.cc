@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "base/base64.h"
+#include "base/mutex.h"
 
 namespace kplane::apiserver {
 
@@ -300,8 +301,12 @@ std::string Discovery::Hash64(std::string_view data) {
 }
 
 Discovery::Discovery(const objects::Scheme& builtin, std::string server_address,
-                     std::vector<const objects::ResourceInfo*> extra)
-    : scheme_(&builtin) {
+                     std::vector<const objects::ResourceInfo*> extra,
+                     std::vector<openapi::CustomResourceApi> custom_openapi,
+                     std::shared_ptr<const void> keep_alive)
+    : scheme_(&builtin),
+      custom_openapi_(std::move(custom_openapi)),
+      keep_alive_(std::move(keep_alive)) {
   const Served scheme(builtin, extra);
   {
     rapidjson::StringBuffer b;
@@ -414,10 +419,41 @@ const std::string* Discovery::ResourceList(std::string_view group,
   return it == resource_lists_.end() ? nullptr : &it->second;
 }
 
+namespace {
+
+// The built-in documents of a scheme and their model, built once per
+// process: every Discovery (one per CRD change) shares them.
+struct BuiltinOpenApi {
+  std::unique_ptr<const openapi::SchemaModel> model;
+  std::shared_ptr<const openapi::OpenApiDocuments> documents;
+};
+
+const BuiltinOpenApi& BuiltinOpenApiOf(const objects::Scheme& scheme) {
+  static Mutex mu;
+  static auto* built =
+      new std::map<const objects::Scheme*, std::unique_ptr<BuiltinOpenApi>>;
+  MutexLock l(&mu);
+  std::unique_ptr<BuiltinOpenApi>& b = (*built)[&scheme];
+  if (b == nullptr) {
+    b = std::make_unique<BuiltinOpenApi>();
+    b->model = std::make_unique<const openapi::SchemaModel>(scheme);
+    b->documents =
+        std::make_shared<const openapi::OpenApiDocuments>(scheme, *b->model);
+  }
+  return *b;
+}
+
+}  // namespace
+
 const openapi::OpenApiDocuments& Discovery::OpenApi() const {
   std::call_once(openapi_once_, [this] {
-    openapi_ = std::make_unique<const openapi::OpenApiDocuments>(
-        *scheme_, openapi::SchemaModel(*scheme_));
+    const BuiltinOpenApi& builtin = BuiltinOpenApiOf(*scheme_);
+    if (custom_openapi_.empty()) {
+      openapi_ = builtin.documents;
+    } else {
+      openapi_ = std::make_shared<const openapi::OpenApiDocuments>(
+          builtin.documents, *builtin.model, custom_openapi_);
+    }
   });
   return *openapi_;
 }

@@ -18,7 +18,9 @@
 //                            the OpenAPI documents with the schemas of every
 //                            kind (apiserver/openapi/documents.h), built on
 //                            first use (OpenApi()) so start-up does not pay
-//                            for them.
+//                            for them; the built-in part once per process,
+//                            the custom resources' part per Discovery (that
+//                            is, when CRDs change).
 //
 // Thread-safety: immutable after construction (OpenApi() builds its
 // documents once, under std::call_once).
@@ -43,9 +45,13 @@ class Discovery {
   // `extra` resources (served by CustomResourceDefinitions) are listed
   // after the scheme's, their group-versions after the scheme's in the
   // order given; they must outlive the Discovery. The OpenAPI documents
-  // describe the scheme only.
+  // describe the scheme (built once per process and shared by every
+  // Discovery) plus `custom_openapi` (the served CRD versions with their
+  // schemas, whose resources `keep_alive` keeps alive).
   Discovery(const objects::Scheme& scheme, std::string server_address,
-            std::vector<const objects::ResourceInfo*> extra = {});
+            std::vector<const objects::ResourceInfo*> extra = {},
+            std::vector<openapi::CustomResourceApi> custom_openapi = {},
+            std::shared_ptr<const void> keep_alive = nullptr);
 
   const std::string& ApiVersions() const { return api_versions_; }
   const std::string& ApiGroupList() const { return api_group_list_; }
@@ -74,8 +80,10 @@ class Discovery {
       aggregated_groups_, version_, root_paths_;
   std::map<std::string, std::string, std::less<>> groups_;
   std::map<std::string, std::string, std::less<>> resource_lists_;  // "g/v"
+  std::vector<openapi::CustomResourceApi> custom_openapi_;
+  std::shared_ptr<const void> keep_alive_;
   mutable std::once_flag openapi_once_;
-  mutable std::unique_ptr<const openapi::OpenApiDocuments> openapi_;
+  mutable std::shared_ptr<const openapi::OpenApiDocuments> openapi_;
 };
 
 }  // namespace kplane::apiserver

@@ -11,6 +11,7 @@
 #include "apiserver/openapi/openapi_v2.pb.h"
 #include "apiserver/openapi/v2_proto.h"
 #include "base/strings.h"
+#include "objects/unstructured.h"
 
 namespace kplane::openapi {
 
@@ -158,7 +159,14 @@ std::string BasePath(const objects::ResourceInfo& r) {
   return base + "/" + r.resource;
 }
 
+// Custom kinds (CustomResourceDefinitions') are Unstructured.
+bool IsCustom(const objects::KindInfo& k) {
+  return k.descriptor == objects::Unstructured::descriptor() ||
+         k.descriptor == objects::UnstructuredList::descriptor();
+}
+
 std::string Def(const objects::KindInfo& k) {
+  if (IsCustom(k)) return CustomDefinitionName(k.gv, k.kind);
   return SchemaModel::DefinitionName(k.descriptor);
 }
 
@@ -259,17 +267,20 @@ std::vector<PathEntry> ResourcePaths(const objects::ResourceInfo& r) {
       std::vector<Param> p = {Body(std::string(kMeta) + "Patch")};
       for (Param& q : WriteParams(true)) p.push_back(std::move(q));
       e->ops.push_back(
-          {"patch",
-           "patch" + id,
-           "patch",
-           "partially update " + what + " of the " + kind,
-           &k,
-           std::move(p),
-           {"application/json-patch+json", "application/merge-patch+json",
-            "application/strategic-merge-patch+json",
-            "application/apply-patch+yaml"},
-           Def(k),
-           true});
+          {"patch", "patch" + id, "patch",
+           "partially update " + what + " of the " + kind, &k, std::move(p),
+           // Custom resources take no strategic merge patch (kubectl
+           // reads this list to pick its patch type).
+           IsCustom(k)
+               ? std::vector<std::string>{"application/json-patch+json",
+                                          "application/merge-patch+json",
+                                          "application/apply-patch+yaml"}
+               : std::vector<
+                     std::string>{"application/json-patch+json",
+                                  "application/merge-patch+json",
+                                  "application/strategic-merge-patch+json",
+                                  "application/apply-patch+yaml"},
+           Def(k), true});
     }
   };
   add_item_ops(&item, *r.kind, r.verbs, "", "the specified");
@@ -482,7 +493,389 @@ std::string V3Document(const objects::Scheme& scheme, const SchemaModel& model,
   return Serialize(doc);
 }
 
+// --- Custom resources (apiextensions-apiserver's controller/openapi) ---
+
+constexpr char kApiVersionDescription[] =
+    "APIVersion defines the versioned schema of this representation of an "
+    "object. Servers should convert recognized schemas to the latest "
+    "internal value, and may reject unrecognized values. More info: "
+    "https://git.k8s.io/community/contributors/devel/sig-architecture/"
+    "api-conventions.md#resources";
+constexpr char kKindDescription[] =
+    "Kind is a string value representing the REST resource this object "
+    "represents. Servers may infer this from the endpoint the client submits "
+    "requests to. Cannot be updated. In CamelCase. More info: "
+    "https://git.k8s.io/community/contributors/devel/sig-architecture/"
+    "api-conventions.md#types-kinds";
+constexpr char kMetadataDescription[] =
+    "Standard object's metadata. More info: "
+    "https://git.k8s.io/community/contributors/devel/sig-architecture/"
+    "api-conventions.md#metadata";
+constexpr char kListMetadataDescription[] =
+    "Standard list metadata. More info: "
+    "https://git.k8s.io/community/contributors/devel/sig-architecture/"
+    "api-conventions.md#types-kinds";
+
+bool IsTrue(const Value& s, const char* key) {
+  auto it = s.FindMember(key);
+  return it != s.MemberEnd() && it->value.IsBool() && it->value.GetBool();
+}
+
+void RemoveMember(Value* s, const char* key) {
+  if (s->IsObject()) s->RemoveMember(key);
+}
+
+// Sets (replacing) property `name` of object schema `s`.
+void SetProperty(Value* s, std::string_view name, Value v, Alloc& a) {
+  if (!s->HasMember("properties") || !(*s)["properties"].IsObject()) {
+    RemoveMember(s, "properties");
+    Put(s, "properties", Value(rapidjson::kObjectType), a);
+  }
+  Value& props = (*s)["properties"];
+  const Value key(rapidjson::StringRef(
+      name.data(), static_cast<rapidjson::SizeType>(name.size())));
+  props.RemoveMember(key);
+  Put(&props, name, std::move(v), a);
+}
+
+Value StringProperty(const char* description, Alloc& a) {
+  Schema p;
+  p.type = "string";
+  p.description = description;
+  return ToJsonValue(p, Dialect::kSwagger2, a);
+}
+
+Value RefProperty(std::string ref, const char* description, Dialect d,
+                  Alloc& a) {
+  Schema p;
+  p.ref = std::move(ref);
+  p.description = description;
+  return ToJsonValue(p, d, a);
+}
+
+void AddRequired(Value* s, const char* name, Alloc& a) {
+  if (!s->HasMember("required") || !(*s)["required"].IsArray()) {
+    RemoveMember(s, "required");
+    Put(s, "required", Value(rapidjson::kArrayType), a);
+  }
+  Value& req = (*s)["required"];
+  for (const Value& r : req.GetArray()) {
+    if (r.IsString() && std::string_view(r.GetString()) == name) return;
+  }
+  req.PushBack(rapidjson::StringRef(name), a);
+}
+
+// Visits every schema node of `s` below it: properties, items,
+// additionalProperties (kube's structural schemas nest nothing else).
+template <typename F>
+void ForEachChild(Value* s, const F& f) {
+  if (!s->IsObject()) return;
+  if (auto it = s->FindMember("properties");
+      it != s->MemberEnd() && it->value.IsObject()) {
+    for (auto& p : it->value.GetObject()) f(&p.value);
+  }
+  if (auto it = s->FindMember("items"); it != s->MemberEnd()) {
+    if (it->value.IsArray()) {
+      for (Value& i : it->value.GetArray()) f(&i);
+    } else {
+      f(&it->value);
+    }
+  }
+  if (auto it = s->FindMember("additionalProperties");
+      it != s->MemberEnd() && it->value.IsObject()) {
+    f(&it->value);
+  }
+}
+
+// structural.Unfold: an int-or-string node states its two types (v3).
+void UnfoldIntOrString(Value* s, Alloc& a) {
+  if (!s->IsObject()) return;
+  if (IsTrue(*s, "x-kubernetes-int-or-string") && !s->HasMember("anyOf") &&
+      !s->HasMember("allOf")) {
+    Value any_of(rapidjson::kArrayType);
+    for (const char* t : {"integer", "string"}) {
+      Value alt(rapidjson::kObjectType);
+      Put(&alt, "type", Str(t, a), a);
+      any_of.PushBack(alt, a);
+    }
+    Put(s, "anyOf", std::move(any_of), a);
+  }
+  ForEachChild(s, [&](Value* c) { UnfoldIntOrString(c, a); });
+}
+
+// openapi/v2.ToStructuralOpenAPIV2: what Swagger 2.0 and kubectl's v2
+// validation cannot take.
+void ToOpenApiV2(Value* s) {
+  if (!s->IsObject()) return;
+  for (const char* junctor : {"allOf", "oneOf", "anyOf", "not"}) {
+    RemoveMember(s, junctor);
+  }
+  // A nullable property is not required (null is how it is left out).
+  if (auto req = s->FindMember("required");
+      req != s->MemberEnd() && req->value.IsArray()) {
+    auto props = s->FindMember("properties");
+    auto add = s->FindMember("additionalProperties");
+    const bool nullable_values = add != s->MemberEnd() &&
+                                 add->value.IsObject() &&
+                                 IsTrue(add->value, "nullable");
+    Value& list = req->value;
+    for (rapidjson::SizeType i = list.Size(); i-- > 0;) {
+      bool drop = nullable_values;
+      if (!drop && list[i].IsString() && props != s->MemberEnd() &&
+          props->value.IsObject()) {
+        auto p = props->value.FindMember(list[i]);
+        drop = p != props->value.MemberEnd() && p->value.IsObject() &&
+               IsTrue(p->value, "nullable");
+      }
+      if (drop) list.Erase(list.Begin() + i);
+    }
+    if (list.Empty()) s->RemoveMember("required");
+  }
+  if (IsTrue(*s, "nullable")) {
+    // Untyped: kubectl breaks on items or properties of an untyped value.
+    RemoveMember(s, "type");
+    RemoveMember(s, "items");
+    RemoveMember(s, "properties");
+  }
+  RemoveMember(s, "nullable");  // not Swagger 2.0
+  if (IsTrue(*s, "x-kubernetes-preserve-unknown-fields")) {
+    RemoveMember(s, "items");
+    RemoveMember(s, "properties");
+  }
+  if (auto t = s->FindMember("type");
+      t != s->MemberEnd() && t->value == "array" && !s->HasMember("items")) {
+    s->RemoveMember("type");
+  }
+  ForEachChild(s, [](Value* c) { ToOpenApiV2(c); });
+}
+
+// addEmbeddedProperties: an x-kubernetes-embedded-resource object is an
+// object of its own (apiVersion, kind, metadata).
+void AddEmbeddedProperties(Value* s, Dialect d, Alloc& a) {
+  if (!s->IsObject()) return;
+  ForEachChild(s, [&](Value* c) { AddEmbeddedProperties(c, d, a); });
+  if (d == Dialect::kSwagger2 &&
+      IsTrue(*s, "x-kubernetes-preserve-unknown-fields")) {
+    return;  // kubectl would refuse the unknown fields
+  }
+  if (!IsTrue(*s, "x-kubernetes-embedded-resource")) return;
+  SetProperty(s, "apiVersion", StringProperty(kApiVersionDescription, a), a);
+  SetProperty(s, "kind", StringProperty(kKindDescription, a), a);
+  SetProperty(s, "metadata",
+              RefProperty(std::string(kMeta) + "ObjectMeta",
+                          kMetadataDescription, d, a),
+              a);
+  AddRequired(s, "kind", a);
+  AddRequired(s, "apiVersion", a);
+}
+
+Value CustomGvk(const objects::GroupVersion& gv, std::string_view kind,
+                Alloc& a) {
+  Value one(rapidjson::kObjectType);
+  Put(&one, "group", Str(gv.group, a), a);
+  Put(&one, "kind", Str(kind, a), a);
+  Put(&one, "version", Str(gv.version, a), a);
+  Value list(rapidjson::kArrayType);
+  list.PushBack(one, a);
+  return list;
+}
+
+// builder.buildKubeNative: the definition of a custom kind.
+Value CustomKindSchema(const CustomResourceApi& api, Dialect d, Alloc& a) {
+  const objects::KindInfo& kind = *api.resource->kind;
+  Value s(rapidjson::kObjectType);
+  if (!api.schema_json.empty()) {
+    rapidjson::Document parsed;
+    parsed.Parse(api.schema_json.data(), api.schema_json.size());
+    if (!parsed.HasParseError() && parsed.IsObject()) s.CopyFrom(parsed, a);
+  }
+  const bool has_schema = s.IsObject() && s.MemberCount() > 0;
+  if (!has_schema || (d == Dialect::kSwagger2 &&
+                      IsTrue(s, "x-kubernetes-preserve-unknown-fields"))) {
+    // No properties at all: kubectl would take any other field for an
+    // unknown one.
+    s.SetObject();
+    Put(&s, "type", Str("object", a), a);
+  } else {
+    UnfoldIntOrString(&s, a);
+    if (d == Dialect::kSwagger2) ToOpenApiV2(&s);
+    SetProperty(&s, "metadata",
+                RefProperty(std::string(kMeta) + "ObjectMeta",
+                            kMetadataDescription, d, a),
+                a);
+    SetProperty(&s, "apiVersion", StringProperty(kApiVersionDescription, a), a);
+    SetProperty(&s, "kind", StringProperty(kKindDescription, a), a);
+    AddEmbeddedProperties(&s, d, a);
+  }
+  RemoveMember(&s, "x-kubernetes-group-version-kind");
+  Put(&s, "x-kubernetes-group-version-kind", CustomGvk(kind.gv, kind.kind, a),
+      a);
+  return s;
+}
+
+// builder.buildListSchema.
+Value CustomListSchema(const CustomResourceApi& api, Dialect d, Alloc& a) {
+  const objects::KindInfo& kind = *api.resource->kind;
+  const objects::KindInfo& list_kind = *api.resource->list_kind;
+  Value s(rapidjson::kObjectType);
+  Put(&s, "description", Str(list_kind.kind + " is a list of " + kind.kind, a),
+      a);
+  Put(&s, "type", Str("object", a), a);
+  Put(&s, "required", StrArray({"items"}, a), a);
+  Value props(rapidjson::kObjectType);
+  Put(&props, "apiVersion", StringProperty(kApiVersionDescription, a), a);
+  Value items(rapidjson::kObjectType);
+  Put(&items, "description",
+      Str("List of " + api.resource->resource +
+              ". More info: https://git.k8s.io/community/contributors/devel/"
+              "sig-architecture/api-conventions.md",
+          a),
+      a);
+  Put(&items, "type", Str("array", a), a);
+  Schema item;
+  item.ref = Def(kind);
+  Put(&items, "items", ToJsonValue(item, d, a), a);
+  Put(&props, "items", std::move(items), a);
+  Put(&props, "kind", StringProperty(kKindDescription, a), a);
+  Put(&props, "metadata",
+      RefProperty(std::string(kMeta) + "ListMeta", kListMetadataDescription, d,
+                  a),
+      a);
+  Put(&s, "properties", std::move(props), a);
+  Put(&s, "x-kubernetes-group-version-kind",
+      CustomGvk(list_kind.gv, list_kind.kind, a), a);
+  return s;
+}
+
+// The paths and definitions `custom` adds, in dialect `d`; `roots` gets
+// the built-in definitions they reference.
+void CustomPathsAndDefinitions(
+    const std::vector<const CustomResourceApi*>& apis, Dialect d, Value* paths,
+    Value* defs, std::vector<std::string>* roots, Alloc& a) {
+  for (const CustomResourceApi* api : apis) {
+    for (const PathEntry& e : ResourcePaths(*api->resource)) {
+      for (const Operation& op : e.ops) {
+        roots->push_back(op.response_ref);
+        for (const Param& p : op.params) {
+          if (!p.body_ref.empty()) roots->push_back(p.body_ref);
+        }
+      }
+      Put(paths, e.path, PathJson(e, d, a), a);
+    }
+    Put(defs, Def(*api->resource->kind), CustomKindSchema(*api, d, a), a);
+    Put(defs, Def(*api->resource->list_kind), CustomListSchema(*api, d, a), a);
+  }
+  roots->push_back(std::string(kMeta) + "ObjectMeta");
+  roots->push_back(std::string(kMeta) + "ListMeta");
+}
+
+// `v`'s members as JSON text without the braces ("" when none).
+std::string MembersJson(const Value& v) {
+  if (v.MemberCount() == 0) return "";
+  std::string json = Serialize(v);
+  return json.substr(1, json.size() - 2);
+}
+
+std::string GroupVersionPath(const objects::GroupVersion& gv) {
+  return gv.group.empty() ? "api/" + gv.version
+                          : "apis/" + gv.group + "/" + gv.version;
+}
+
 }  // namespace
+
+std::string CustomDefinitionName(const objects::GroupVersion& gv,
+                                 std::string_view kind) {
+  std::vector<std::string> parts = StrSplit(gv.group, '.');
+  std::reverse(parts.begin(), parts.end());
+  std::string out;
+  for (const std::string& p : parts) {
+    if (!out.empty()) out += ".";
+    out += p;
+  }
+  return out + "." + gv.version + "." + std::string(kind);
+}
+
+OpenApiDocuments::OpenApiDocuments(
+    std::shared_ptr<const OpenApiDocuments> builtin, const SchemaModel& model,
+    const std::vector<CustomResourceApi>& custom)
+    : builtin_(std::move(builtin)) {
+  // /openapi/v2: the built-in document with the custom paths and
+  // definitions spliced in; its protobuf likewise (concatenated protobuf
+  // messages merge: the repeated paths and definitions append).
+  {
+    rapidjson::Document doc(rapidjson::kObjectType);
+    Alloc& a = doc.GetAllocator();
+    Value paths(rapidjson::kObjectType), defs(rapidjson::kObjectType);
+    std::vector<const CustomResourceApi*> all;
+    for (const CustomResourceApi& api : custom) all.push_back(&api);
+    std::vector<std::string> roots;  // all built-in in v2 already
+    CustomPathsAndDefinitions(all, Dialect::kSwagger2, &paths, &defs, &roots,
+                              a);
+    const std::string& base = builtin_->v2_.json;
+    const size_t pe = builtin_->v2_paths_end_;
+    const size_t de = builtin_->v2_definitions_end_;
+    auto sep = [&](size_t end, const std::string& members) {
+      if (members.empty()) return std::string();
+      return (base[end - 1] == '{' ? "" : ",") + members;
+    };
+    v2_.json = base.substr(0, pe) + sep(pe, MembersJson(paths)) +
+               base.substr(pe, de - pe) + sep(de, MembersJson(defs)) +
+               base.substr(de);
+    v2_paths_end_ = v2_.json.size();  // not spliced into again
+    v2_definitions_end_ = v2_.json.size();
+    v2_.etag = Etag(v2_.json);
+    Put(&doc, "paths", std::move(paths), a);
+    Put(&doc, "definitions", std::move(defs), a);
+    v2_proto_ =
+        builtin_->v2_proto_ + SwaggerJsonToProto(doc).SerializeAsString();
+    v2_proto_etag_ = Etag(v2_proto_);
+  }
+  // /openapi/v3: a document per custom group-version; the built-in ones are
+  // builtin_'s.
+  std::map<std::string, std::vector<const CustomResourceApi*>> by_gv;
+  for (const CustomResourceApi& api : custom) {
+    const std::string path = GroupVersionPath(api.resource->gv);
+    by_gv[path].push_back(&api);
+  }
+  for (auto& [path, apis] : by_gv) {
+    std::sort(apis.begin(), apis.end(), [](const auto* x, const auto* y) {
+      return BasePath(*x->resource) < BasePath(*y->resource);
+    });
+    rapidjson::Document doc(rapidjson::kObjectType);
+    Alloc& a = doc.GetAllocator();
+    Put(&doc, "openapi", Str("3.0.0", a), a);
+    Put(&doc, "info", Info(a), a);
+    Value paths(rapidjson::kObjectType), defs(rapidjson::kObjectType);
+    std::vector<std::string> roots;
+    CustomPathsAndDefinitions(apis, Dialect::kOpenApi3, &paths, &defs, &roots,
+                              a);
+    for (const std::string& name : model.Closure(roots)) {
+      Put(&defs, name, ToJsonValue(*model.Find(name), Dialect::kOpenApi3, a),
+          a);
+    }
+    Put(&doc, "paths", std::move(paths), a);
+    Value components(rapidjson::kObjectType);
+    Put(&components, "schemas", std::move(defs), a);
+    Put(&doc, "components", std::move(components), a);
+    ServedDocument served;
+    served.json = Serialize(doc);
+    served.etag = Etag(served.json);
+    v3_[path] = std::move(served);
+  }
+  rapidjson::Document index;
+  index.Parse(builtin_->v3_index_.json.data(), builtin_->v3_index_.json.size());
+  Alloc& a = index.GetAllocator();
+  Value& entries = index["paths"];
+  for (const auto& [path, doc] : v3_) {
+    entries.RemoveMember(Value(rapidjson::StringRef(path.data(), path.size())));
+    Value entry(rapidjson::kObjectType);
+    Put(&entry, "serverRelativeURL",
+        Str("/openapi/v3/" + path + "?hash=" + doc.etag, a), a);
+    Put(&entries, path, std::move(entry), a);
+  }
+  v3_index_.json = Serialize(index);
+  v3_index_.etag = Etag(v3_index_.json);
+}
 
 std::string OpenApiDocuments::Etag(std::string_view data) {
   unsigned char digest[SHA512_DIGEST_LENGTH];
@@ -511,11 +904,19 @@ OpenApiDocuments::OpenApiDocuments(const objects::Scheme& scheme,
         Put(&paths, e.path, PathJson(e, Dialect::kSwagger2, a), a);
       }
     }
-    Put(&doc, "paths", std::move(paths), a);
     std::set<std::string> all;
     for (const auto& [name, schema] : model.definitions()) all.insert(name);
-    Put(&doc, "definitions", Definitions(model, all, Dialect::kSwagger2, a), a);
-    v2_.json = Serialize(doc);
+    Value defs = Definitions(model, all, Dialect::kSwagger2, a);
+    // Serialize(doc), written in parts to note where custom resources'
+    // paths and definitions go.
+    v2_.json = R"({"swagger":"2.0","info":)" + Serialize(doc["info"]) +
+               R"(,"paths":)" + Serialize(paths);
+    v2_paths_end_ = v2_.json.size() - 1;
+    v2_.json += R"(,"definitions":)" + Serialize(defs);
+    v2_definitions_end_ = v2_.json.size() - 1;
+    v2_.json += "}";
+    Put(&doc, "paths", std::move(paths), a);
+    Put(&doc, "definitions", std::move(defs), a);
     v2_.etag = Etag(v2_.json);
     v2_proto_ = SwaggerJsonToProto(doc).SerializeAsString();
     v2_proto_etag_ = Etag(v2_proto_);
@@ -543,7 +944,8 @@ OpenApiDocuments::OpenApiDocuments(const objects::Scheme& scheme,
 
 const ServedDocument* OpenApiDocuments::V3(std::string_view path) const {
   auto it = v3_.find(path);
-  return it == v3_.end() ? nullptr : &it->second;
+  if (it != v3_.end()) return &it->second;
+  return builtin_ != nullptr ? builtin_->V3(path) : nullptr;
 }
 
 }  // namespace kplane::openapi

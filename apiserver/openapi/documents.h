@@ -23,13 +23,38 @@
 //   OpenApiDocuments docs(objects::Scheme::Default(), SchemaModel::Default());
 //   docs.V3("apis/apps/v1")->json   // nullptr for unknown group-versions
 //
+// Custom resources (CustomResourceDefinitions, apiextensions-apiserver's
+// controller/openapi/builder): a documents object built from the built-in
+// one and the served CRD versions adds, per version, the paths and two
+// definitions named as kube names them (reversed group, version, kind:
+// "io.example.v1.Widget" and "io.example.v1.WidgetList") to /openapi/v2,
+// and a /openapi/v3/apis/<group>/<version> document (listed in the index
+// with its hash). The CRD's openAPIV3Schema is published as kube does:
+// metadata becomes a $ref to ObjectMeta, apiVersion and kind are added,
+// the GVK extension set, x-kubernetes-embedded-resource objects get
+// apiVersion/kind/metadata, x-kubernetes-int-or-string gets v3's anyOf;
+// for v2 (ToStructuralOpenAPIV2) allOf/anyOf/oneOf/not are dropped, a
+// nullable node loses its type, items and properties (and its parent's
+// `required` of it), a x-kubernetes-preserve-unknown-fields node its items
+// and properties, and a root that preserves unknown fields is just
+// {"type":"object"} (else kubectl refuses its unknown fields).
+//
+//   auto builtin = std::make_shared<const OpenApiDocuments>(scheme, model);
+//   OpenApiDocuments all(builtin, model, {{&widgets_v1, schema_json}});
+//
+// The built-in v3 documents are shared, not copied; the v2 document (JSON
+// and protobuf) is the built-in one with the custom paths and definitions
+// spliced in, so a rebuild costs the custom part plus one copy of v2.
+//
 // Thread-safety: immutable after construction.
 #ifndef KPLANE_APISERVER_OPENAPI_DOCUMENTS_H_
 #define KPLANE_APISERVER_OPENAPI_DOCUMENTS_H_
 
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "apiserver/openapi/schema_model.h"
 #include "objects/scheme.h"
@@ -41,9 +66,28 @@ struct ServedDocument {
   std::string etag;  // unquoted
 };
 
+// One served version of a CustomResourceDefinition.
+struct CustomResourceApi {
+  // Its kind, list kind and subresources (status; scale's kind is the
+  // built-in autoscaling/v1 Scale). Must outlive the documents' build.
+  const objects::ResourceInfo* resource = nullptr;
+  // spec.versions[].schema.openAPIV3Schema as JSON; "" when none.
+  std::string schema_json;
+};
+
+// kube's definition name of a custom kind: reversed group, version, kind
+// ("example.io", "v1", "Widget" -> "io.example.v1.Widget").
+std::string CustomDefinitionName(const objects::GroupVersion& gv,
+                                 std::string_view kind);
+
 class OpenApiDocuments {
  public:
   OpenApiDocuments(const objects::Scheme& scheme, const SchemaModel& model);
+  // `builtin`'s documents plus those of `custom` (see above); `model` is
+  // the one `builtin` was built from (for ObjectMeta, Status, ...).
+  OpenApiDocuments(std::shared_ptr<const OpenApiDocuments> builtin,
+                   const SchemaModel& model,
+                   const std::vector<CustomResourceApi>& custom);
 
   const ServedDocument& V2() const { return v2_; }
   // gnostic openapi_v2.Document bytes of V2(), and their ETag.
@@ -60,6 +104,11 @@ class OpenApiDocuments {
   ServedDocument v2_, v3_index_;
   std::string v2_proto_, v2_proto_etag_;
   std::map<std::string, ServedDocument, std::less<>> v3_;
+  // Where custom paths and definitions are spliced into v2_.json: the
+  // offsets of the closing braces of "paths" and "definitions".
+  size_t v2_paths_end_ = 0, v2_definitions_end_ = 0;
+  // The built-in documents V3() falls back to (custom documents only).
+  std::shared_ptr<const OpenApiDocuments> builtin_;
 };
 
 }  // namespace kplane::openapi

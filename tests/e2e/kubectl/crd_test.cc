@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "cmd/kplane/control_plane.h"
+#include "base/strings.h"
 #include "tests/e2e/kubectl/process.h"
 
 namespace kplane::e2e {
@@ -85,15 +86,23 @@ class CrdE2eTest : public ::testing::Test {
   }
 
   RunResult Kubectl(std::vector<std::string> args) {
-    std::vector<std::string> argv = {"kubectl", "--cache-dir", dir_ + "/cache"};
+    return KubectlAt("kubectl", std::move(args));
+  }
+  // `binary` with its own discovery and OpenAPI cache.
+  RunResult KubectlAt(const std::string& binary,
+                      std::vector<std::string> args) {
+    std::vector<std::string> argv = {
+        binary, "--cache-dir",
+        dir_ + "/cache-" + std::filesystem::path(binary).filename().string()};
     argv.insert(argv.end(), args.begin(), args.end());
     Process p(argv, {"KUBECONFIG=" + dir_ + "/kubeconfig", "HOME=" + dir_});
     p.Start();
     return p.Wait(std::chrono::milliseconds(90000));
   }
-  std::string MustKubectl(std::vector<std::string> args) {
-    RunResult r = Kubectl(args);
-    std::string cmd;
+  std::string MustKubectl(std::vector<std::string> args,
+                          const std::string& binary = "kubectl") {
+    RunResult r = KubectlAt(binary, args);
+    std::string cmd = binary == "kubectl" ? "" : " (" + binary + ")";
     for (const auto& a : args) cmd += " " + a;
     EXPECT_EQ(r.exit_code, 0) << "kubectl" << cmd << "\n" << r.out << r.err;
     return r.out;
@@ -275,6 +284,134 @@ TEST_F(CrdE2eTest, SchemaValidatesPrunesAndDefaults) {
                              R"(in body should match '^[a-z]+$')"),
             std::string::npos)
       << patched.err;
+}
+
+// A CRD with a structural schema, for explain, validation and diff.
+constexpr char kGizmoCrd[] = R"(apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: gizmos.example.io
+spec:
+  group: example.io
+  scope: Namespaced
+  names: {plural: gizmos, kind: Gizmo}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        description: A Gizmo turns cranks.
+        properties:
+          spec:
+            type: object
+            description: What the gizmo should do.
+            required: [cranks]
+            properties:
+              cranks: {type: integer, description: How many cranks to turn.}
+              color: {type: string, enum: [red, blue]}
+              gears:
+                type: array
+                items:
+                  type: object
+                  properties:
+                    teeth: {type: integer, description: Teeth on the gear.}
+)";
+
+constexpr char kGizmo[] = R"(apiVersion: example.io/v1
+kind: Gizmo
+metadata:
+  name: g1
+spec:
+  cranks: 3
+  color: red
+  gears: [{teeth: 12}]
+)";
+
+// kubectl 1.27 beside the real file of the PATH's kubectl; "" if none.
+std::string Kubectl127() {
+  const char* path = getenv("PATH");
+  for (const std::string& dir : StrSplit(path != nullptr ? path : "", ':')) {
+    std::error_code ec;
+    const std::filesystem::path real =
+        std::filesystem::canonical(std::filesystem::path(dir) / "kubectl", ec);
+    if (ec) continue;
+    const std::filesystem::path k = real.parent_path() / "kubectl.1.27";
+    return std::filesystem::exists(k) ? k.string() : "";
+  }
+  return "";
+}
+
+TEST_F(CrdE2eTest, ExplainApplyAndDiffCustomResourcesFromOpenApi) {
+  MustKubectl({"apply", "-f", File("gizmo-crd.yaml", kGizmoCrd)});
+  MustKubectl({"wait", "--for=condition=Established", "crd/gizmos.example.io",
+               "--timeout=30s"});
+  std::vector<std::string> binaries = {"kubectl"};
+  const std::string k127 = Kubectl127();
+  ASSERT_FALSE(k127.empty()) << "kubectl.1.27 beside kubectl";
+  binaries.push_back(k127);
+  for (const std::string& k : binaries) {
+    SCOPED_TRACE(k);
+    // explain reads the schema (OpenAPI v3 in 1.27+).
+    const std::string top = MustKubectl({"explain", "gizmo"}, k);
+    EXPECT_NE(top.find("KIND:       Gizmo"), std::string::npos) << top;
+    EXPECT_NE(top.find("A Gizmo turns cranks."), std::string::npos) << top;
+    EXPECT_NE(top.find("metadata\t<ObjectMeta>"), std::string::npos) << top;
+    const std::string rec =
+        MustKubectl({"explain", "gizmo.spec", "--recursive"}, k);
+    EXPECT_NE(rec.find("cranks\t<integer> -required-"), std::string::npos)
+        << rec;
+    EXPECT_NE(rec.find("teeth\t<integer>"), std::string::npos) << rec;
+    const std::string field = MustKubectl({"explain", "gizmo.spec.cranks"}, k);
+    EXPECT_NE(field.find("How many cranks to turn."), std::string::npos)
+        << field;
+    // The OpenAPI v2 form of explain (from the protobuf document).
+    const std::string v2 = MustKubectl(
+        {"explain", "gizmo.spec.gears", "--output=plaintext-openapiv2"}, k);
+    EXPECT_NE(v2.find("teeth\t<integer>"), std::string::npos) << v2;
+    EXPECT_NE(v2.find("Teeth on the gear."), std::string::npos) << v2;
+  }
+  // apply with validation on (kubectl's default), both clients. (Both find
+  // fieldValidation among the CR's OpenAPI parameters and hand validation
+  // to the server.)
+  for (const std::string& k : binaries) {
+    SCOPED_TRACE(k);
+    EXPECT_NE(
+        MustKubectl({"apply", "--validate=true", "-f", File("g1.yaml", kGizmo)},
+                    k)
+            .find("gizmo.example.io/g1"),
+        std::string::npos);
+  }
+  // diff: the change, exit code 1 (differences found).
+  std::string changed = kGizmo;
+  changed.replace(changed.find("cranks: 3"), 9, "cranks: 5");
+  RunResult diff = Kubectl({"diff", "-f", File("g1-changed.yaml", changed)});
+  EXPECT_EQ(diff.exit_code, 1) << diff.out << diff.err;
+  EXPECT_NE(diff.out.find("-  cranks: 3"), std::string::npos) << diff.out;
+  EXPECT_NE(diff.out.find("+  cranks: 5"), std::string::npos) << diff.out;
+  RunResult same = Kubectl({"diff", "-f", File("g1.yaml", kGizmo)});
+  EXPECT_EQ(same.exit_code, 0) << same.out << same.err;
+}
+
+// The Python client's dynamic client (dynamic_client_crd.py): discovery,
+// create, get, list by label, watch, merge and JSON patches, delete.
+TEST_F(CrdE2eTest, PythonDynamicClientDrivesCustomResources) {
+  MustKubectl({"apply", "-f", File("gizmo-crd.yaml", kGizmoCrd)});
+  MustKubectl({"wait", "--for=condition=Established", "crd/gizmos.example.io",
+               "--timeout=30s"});
+  Process p({"/usr/bin/python3", DYNAMIC_CLIENT_SCRIPT, dir_ + "/kubeconfig",
+             "default"},
+            {"HOME=" + dir_});
+  p.Start();
+  RunResult r = p.Wait(std::chrono::milliseconds(90000));
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("discovered example.io/v1 gizmos"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("watched [('ADDED', 'g1', 1), ('MODIFIED', 'g1', 2)]"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("\nok\n"), std::string::npos) << r.out << r.err;
 }
 
 }  // namespace

@@ -26,6 +26,7 @@
 #include "apiserver/negotiation.h"
 #include "apiserver/object_history.h"
 #include "apiserver/openapi_handler.h"
+#include "apiserver/pod_exec.h"
 #include "apiserver/pod_logs.h"
 #include "apiserver/query_params.h"
 #include "apiserver/rbac_policy.h"
@@ -213,6 +214,8 @@ struct ApiServer::Impl {
   Backend* nodes = nullptr;
   // pods/log: streams from the kubelets (apiserver/pod_logs.h).
   std::unique_ptr<KubeletLogProxy> kubelet_logs;
+  // pods/exec: WebSocket sessions to the kubelets (apiserver/pod_exec.h).
+  std::unique_ptr<PodExecProxy> pod_exec;
   bool started = false;
   // How backends are made (BuildBackends; also for custom resources).
   CacherOptions cacher_options;
@@ -373,6 +376,7 @@ struct ApiServer::Impl {
   // Resource handlers.
   void Get(Call& c);
   void PodLog(const std::shared_ptr<Call>& c);
+  void PodExec(const std::shared_ptr<Call>& c);
   void List(Call& c);
   void Watch(const std::shared_ptr<Call>& c);
   void Create(Call& c);
@@ -984,6 +988,20 @@ bool ApiServer::Impl::Admit(Call& c) {
   if (std::optional<ApiError> e = AuthenticateAndAuthorize(c.req(), &a)) {
     ReplyError(c, *e);
     return false;
+  }
+  // kube's AuthorizePodWebsocketUpgradeCreatePermission (on from 1.35;
+  // 1.32 checked only `get`): the WebSocket GET of pods/exec also needs
+  // `create`, as the SPDY POST always did, so `get` on everything does not
+  // let a user run commands in pods.
+  if (i.is_resource_request && i.group.empty() && i.resource == "pods" &&
+      i.subresource == "exec" && a.verb == "get") {
+    auth::Attributes create = a;
+    create.verb = "create";
+    std::string reason;
+    if (Authorize(create, &reason) != auth::Decision::kAllow) {
+      ReplyError(c, ForbiddenError(create, reason));
+      return false;
+    }
   }
   c.user = std::move(a.user);
   return true;
@@ -1737,6 +1755,10 @@ void ApiServer::Impl::Process(const std::shared_ptr<Call>& c) {
     PodLog(c);  // text from the kubelet, not an object: no negotiation
     return;
   }
+  if (c->sub != nullptr && c->sub->name == "exec") {
+    PodExec(c);  // a WebSocket to the kubelet
+    return;
+  }
   NegotiateOptions no;
   if (verb == "watch") no.allow_yaml = false;
   if (c->review || (c->sub != nullptr && c->sub->name != "status")) {
@@ -1911,6 +1933,36 @@ void ApiServer::Impl::PodLog(const std::shared_ptr<Call>& c) {
         c->responded = true;
         Record(*c, 200);
         c->inflight.reset();  // a follower holds no request slot
+      });
+}
+
+// kube's ExecREST: the pod, its exec options and its node's kubelet, then
+// the client's WebSocket spliced to the kubelet's exec (apiserver/
+// pod_exec.h).
+void ApiServer::Impl::PodExec(const std::shared_ptr<Call>& c) {
+  ApiResult<ObjectPtr> got = pods->rest->Get(Namespace(*c), c->info.name, "");
+  if (IsError(got)) return ReplyError(*c, std::get<ApiError>(got));
+  const auto& pod =
+      static_cast<const objects::corev1::Pod&>(*std::get<ObjectPtr>(got));
+  ApiResult<PodExecRequest> er = ParsePodExecRequest(c->req(), pod);
+  if (IsError(er)) return ReplyError(*c, std::get<ApiError>(er));
+  ApiResult<ExecUpgrade> up = ParseExecUpgrade(c->req());
+  if (IsError(up)) return ReplyError(*c, std::get<ApiError>(up));
+  ApiResult<ObjectPtr> node = nodes->rest->Get("", pod.spec().nodename(), "");
+  if (IsError(node)) return ReplyError(*c, std::get<ApiError>(node));
+  ApiResult<KubeletEndpoint> ep = KubeletEndpointFor(
+      static_cast<const objects::corev1::Node&>(*std::get<ObjectPtr>(node)),
+      opts.kubelet_preferred_address_types);
+  if (IsError(ep)) return ReplyError(*c, std::get<ApiError>(ep));
+  pod_exec->Exec(
+      std::get<KubeletEndpoint>(ep),
+      std::get<PodExecRequest>(er).KubeletTarget(pod),
+      std::move(std::get<ExecUpgrade>(up)), c->resp,
+      [this, c](const ApiError& e) { ReplyError(*c, e); },
+      [this, c] {
+        c->responded = true;
+        Record(*c, 101);
+        c->inflight.reset();  // a session holds no request slot
       });
 }
 
@@ -2737,6 +2789,11 @@ Status ApiServer::Start() {
   RETURN_IF_ERROR(m.SetupAuth());
   m.kubelet_logs = std::make_unique<KubeletLogProxy>(
       KubeletClientOptions{.tls = m.opts.kubelet_tls, .clock = m.opts.clock});
+  m.pod_exec = std::make_unique<PodExecProxy>(
+      PodExecOptions{.tls = m.opts.kubelet_tls,
+                     .max_streams = m.opts.max_exec_streams,
+                     .idle_timeout = m.opts.exec_idle_timeout,
+                     .clock = m.opts.clock});
   for (const auto& b : m.backends) {
     RETURN_IF_ERROR(b->cacher->Start());
   }
@@ -2801,6 +2858,7 @@ void ApiServer::Stop() {
   if (m.http) m.http->Stop();  // ends every watch and handler
   // After the connections: their OnClose callbacks have run.
   if (m.kubelet_logs) m.kubelet_logs->Stop();
+  if (m.pod_exec) m.pod_exec->Stop();
   if (m.rbac_policy) m.rbac_policy->Stop();  // before the caches it watches
   m.StopCrdController();  // before the CRD cache; stops the custom ones
   if (m.storage_health) m.storage_health->Stop();

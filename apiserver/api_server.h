@@ -61,8 +61,8 @@
 #include <vector>
 
 #include "apiserver/cacher/cacher.h"
-#include "apiserver/ui_endpoints.h"
 #include "apiserver/encryption/transformer.h"
+#include "apiserver/ui_endpoints.h"
 #include "base/clock.h"
 #include "base/file_system.h"
 #include "base/metrics.h"
@@ -180,6 +180,10 @@ struct ApiServerOptions {
   // InternalIPs are not routable).
   std::vector<std::string> kubelet_preferred_address_types = {
       "ExternalIP", "InternalIP", "Hostname", "InternalDNS", "ExternalDNS"};
+  // pods/exec (apiserver/pod_exec.h): sessions at once (429 beyond) and
+  // how long one may stay silent both ways.
+  int max_exec_streams = 256;
+  Duration exec_idle_timeout = std::chrono::minutes(30);
 
   // Events are stored with a lease of this TTL.
   Duration event_ttl = hours(1);

@@ -87,29 +87,12 @@ ApiResult<PodLogRequest> ParsePodLogRequest(const net::HttpRequest& req,
   }
 
   // kube's ValidateContainer.
-  const std::string& name = pod.metadata().name();
-  out.container = std::string(req.QueryParam("container"));
-  if (out.container.empty()) {
-    std::vector<std::string> names = ContainerNames(pod);
-    if (pod.spec().containers_size() == 1) {
-      out.container = pod.spec().containers(0).name();
-    } else if (pod.spec().containers_size() == 0) {
-      return ApiError::BadRequest(
-          "a container name must be specified for pod " + name);
-    } else {
-      return ApiError::BadRequest(
-          "a container name must be specified for pod " + name +
-          ", choose one of: [" + StrJoin(names, " ") + "]");
-    }
-  } else {
-    bool known = false;
-    for (const std::string& c : ContainerNames(pod))
-      known |= c == out.container;
-    if (!known) {
-      return ApiError::BadRequest("container " + out.container +
-                                  " is not valid for pod " + name);
-    }
+  ApiResult<std::string> container =
+      ChoosePodContainer(pod, req.QueryParam("container"));
+  if (std::holds_alternative<ApiError>(container)) {
+    return std::get<ApiError>(container);
   }
+  out.container = std::move(std::get<std::string>(container));
   out.kubelet_query = net::BuildQuery(query);
   return out;
 }
@@ -120,6 +103,44 @@ std::string PodLogRequest::KubeletTarget(const corev1::Pod& pod) const {
       net::PathEscape(pod.metadata().name()) + "/" + net::PathEscape(container);
   if (!kubelet_query.empty()) t += "?" + kubelet_query;
   return t;
+}
+
+ApiResult<std::string> ChoosePodContainer(const corev1::Pod& pod,
+                                          std::string_view requested) {
+  const std::string& name = pod.metadata().name();
+  if (requested.empty()) {
+    std::vector<std::string> names = ContainerNames(pod);
+    if (pod.spec().containers_size() == 1) {
+      return pod.spec().containers(0).name();
+    }
+    if (pod.spec().containers_size() == 0) {
+      return ApiError::BadRequest(
+          "a container name must be specified for pod " + name);
+    }
+    return ApiError::BadRequest("a container name must be specified for pod " +
+                                name + ", choose one of: [" +
+                                StrJoin(names, " ") + "]");
+  }
+  for (const std::string& c : ContainerNames(pod)) {
+    if (c == requested) return std::string(requested);
+  }
+  return ApiError::BadRequest("container " + std::string(requested) +
+                              " is not valid for pod " + name);
+}
+
+ApiError KubeletAnswerError(int status, std::string_view text) {
+  ApiError e;
+  if (status == 400) {
+    e = ApiError::BadRequest(text);
+  } else if (status == 404) {
+    e = ApiError::BadRequest(text);
+    e.code = 404;
+    e.reason = "NotFound";
+  } else {
+    e = ApiError::Internal("the kubelet answered " + std::to_string(status) +
+                           ": " + std::string(text));
+  }
+  return e;
 }
 
 ApiResult<KubeletEndpoint> KubeletEndpointFor(
@@ -144,32 +165,98 @@ ApiResult<KubeletEndpoint> KubeletEndpointFor(
 // ---------------------------------------------------------------------------
 // KubeletLogProxy
 
+KubeletStreamThreads::~KubeletStreamThreads() { Stop(); }
+
+std::optional<ApiError> KubeletStreamThreads::Start(
+    std::string_view busy, std::function<void(uint64_t id)> fn) {
+  JoinFinished();
+  MutexLock l(&mu_);
+  if (stopped_) {
+    return ApiError::ServiceUnavailable("the server is shutting down");
+  }
+  if (static_cast<int>(threads_.size()) >= max_) {
+    return ApiError::TooManyRequests(busy, 1);
+  }
+  const uint64_t id = ++next_id_;
+  threads_[id] = std::thread(std::move(fn), id);
+  return std::nullopt;
+}
+
+bool KubeletStreamThreads::SetCancel(uint64_t id,
+                                     std::function<void()> cancel) {
+  MutexLock l(&mu_);
+  if (stopped_) return false;
+  cancels_[id] = std::move(cancel);
+  return true;
+}
+
+void KubeletStreamThreads::Cancel(uint64_t id) {
+  MutexLock l(&mu_);
+  auto it = cancels_.find(id);
+  if (it != cancels_.end()) it->second();
+}
+
+void KubeletStreamThreads::Finished(uint64_t id) {
+  MutexLock l(&mu_);
+  cancels_.erase(id);
+  finished_.push_back(id);
+}
+
+int KubeletStreamThreads::Active() {
+  MutexLock l(&mu_);
+  return static_cast<int>(threads_.size() - finished_.size());
+}
+
+void KubeletStreamThreads::JoinFinished() {
+  std::vector<std::thread> done;
+  {
+    MutexLock l(&mu_);
+    for (uint64_t id : finished_) {
+      auto it = threads_.find(id);
+      if (it == threads_.end()) continue;
+      done.push_back(std::move(it->second));
+      threads_.erase(it);
+    }
+    finished_.clear();
+  }
+  for (std::thread& t : done) t.join();
+}
+
+void KubeletStreamThreads::Stop() {
+  std::map<uint64_t, std::thread> threads;
+  {
+    MutexLock l(&mu_);
+    stopped_ = true;
+    for (auto& [id, cancel] : cancels_) cancel();
+    threads = std::move(threads_);
+    threads_.clear();
+    finished_.clear();
+  }
+  for (auto& [id, t] : threads) t.join();
+}
+
+// ---------------------------------------------------------------------------
+// KubeletLogProxy
+
 KubeletLogProxy::KubeletLogProxy(KubeletClientOptions options)
-    : options_(std::move(options)) {}
+    : options_(std::move(options)), threads_(options_.max_streams) {}
 
 KubeletLogProxy::~KubeletLogProxy() { Stop(); }
+
+void KubeletLogProxy::Stop() { threads_.Stop(); }
 
 void KubeletLogProxy::Stream(const KubeletEndpoint& ep, std::string target,
                              std::shared_ptr<net::Responder> r,
                              std::function<void(const ApiError&)> on_error,
                              std::function<void()> on_start) {
-  JoinFinished();
-  MutexLock l(&mu_);
-  if (stopped_) {
-    l.Unlock();
-    on_error(ApiError::ServiceUnavailable("the server is shutting down"));
-    return;
-  }
-  if (static_cast<int>(threads_.size()) >= options_.max_streams) {
-    l.Unlock();
-    on_error(ApiError::TooManyRequests(
-        "too many pod log streams, please try again later", 1));
-    return;
-  }
-  const uint64_t id = ++next_id_;
-  threads_[id] =
-      std::thread(&KubeletLogProxy::Run, this, id, ep, std::move(target),
-                  std::move(r), std::move(on_error), std::move(on_start));
+  std::optional<ApiError> refused = threads_.Start(
+      "too many pod log streams, please try again later",
+      [this, ep, target = std::move(target), r = std::move(r), on_error,
+       on_start = std::move(on_start)](uint64_t id) mutable {
+        Run(id, ep, std::move(target), std::move(r), std::move(on_error),
+            std::move(on_start));
+      });
+  if (refused.has_value()) on_error(*refused);
 }
 
 void KubeletLogProxy::Run(uint64_t id, KubeletEndpoint ep, std::string target,
@@ -187,22 +274,14 @@ void KubeletLogProxy::Run(uint64_t id, KubeletEndpoint ep, std::string target,
   bool registered = false;
   if (s.ok()) {
     net::HttpStream* stream = s->get();
-    MutexLock l(&mu_);
-    if (!stopped_) {
-      cancels_[id] = [stream] { stream->Cancel(); };
-      registered = true;
-    }
+    registered = threads_.SetCancel(id, [stream] { stream->Cancel(); });
   }
   // The client leaving cancels the kubelet request too.
   // (The server stops its connections before this proxy is stopped, so the
   // callback never outlives `this`; Run erases the entry before the stream
   // is destroyed.)
   if (registered) {
-    r->OnClose([this, id] {
-      MutexLock l(&mu_);
-      auto it = cancels_.find(id);
-      if (it != cancels_.end()) it->second();
-    });
+    r->OnClose([this, id] { threads_.Cancel(id); });
   }
   auto fail = [&](const Status& st) {
     on_error(ApiError::ServiceUnavailable(
@@ -229,19 +308,7 @@ void KubeletLogProxy::Run(uint64_t id, KubeletEndpoint ep, std::string target,
         StatusOr<bool> more = stream.Read(&text, options_.response_timeout);
         if (!more.ok() || !*more) break;
       }
-      text = std::string(StripWhitespace(text));
-      ApiError e;
-      if (head->status == 400) {
-        e = ApiError::BadRequest(text);
-      } else if (head->status == 404) {
-        e = ApiError::BadRequest(text);
-        e.code = 404;
-        e.reason = "NotFound";
-      } else {
-        e = ApiError::Internal("the kubelet answered " +
-                               std::to_string(head->status) + ": " + text);
-      }
-      on_error(e);
+      on_error(KubeletAnswerError(head->status, StripWhitespace(text)));
     } else {
       on_start();
       std::string content_type(head->headers.Get("Content-Type"));
@@ -258,37 +325,7 @@ void KubeletLogProxy::Run(uint64_t id, KubeletEndpoint ep, std::string target,
       r->Finish();
     }
   }
-  MutexLock l(&mu_);
-  cancels_.erase(id);
-  finished_.push_back(id);
-}
-
-void KubeletLogProxy::JoinFinished() {
-  std::vector<std::thread> done;
-  {
-    MutexLock l(&mu_);
-    for (uint64_t id : finished_) {
-      auto it = threads_.find(id);
-      if (it == threads_.end()) continue;
-      done.push_back(std::move(it->second));
-      threads_.erase(it);
-    }
-    finished_.clear();
-  }
-  for (std::thread& t : done) t.join();
-}
-
-void KubeletLogProxy::Stop() {
-  std::map<uint64_t, std::thread> threads;
-  {
-    MutexLock l(&mu_);
-    stopped_ = true;
-    for (auto& [id, cancel] : cancels_) cancel();
-    threads = std::move(threads_);
-    threads_.clear();
-    finished_.clear();
-  }
-  for (auto& [id, t] : threads) t.join();
+  threads_.Finished(id);
 }
 
 }  // namespace kplane::apiserver

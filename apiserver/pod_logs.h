@@ -31,7 +31,9 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -58,6 +60,16 @@ struct PodLogRequest {
 ApiResult<PodLogRequest> ParsePodLogRequest(const net::HttpRequest& req,
                                             const objects::corev1::Pod& pod);
 
+// kube's ValidateContainer (shared with pods/exec): the requested
+// container, or the only one; 400 "a container name must be specified for
+// pod web, choose one of: [a b]" / "container x is not valid for pod web".
+ApiResult<std::string> ChoosePodContainer(const objects::corev1::Pod& pod,
+                                          std::string_view requested);
+
+// A kubelet's non-200 answer as kube's GenericHttpResponseChecker words it:
+// 400 and 404 keep the kubelet's text, others are 500s naming the status.
+ApiError KubeletAnswerError(int status, std::string_view text);
+
 struct KubeletEndpoint {
   std::string host;
   uint16_t port = 0;
@@ -77,6 +89,43 @@ struct KubeletClientOptions {
   // The kubelet's answer head must arrive within this time.
   Duration response_timeout = seconds(30);
   Clock* clock = nullptr;  // nullptr: Clock::Real()
+};
+
+// The threads of streams to the kubelets (pods/log, pods/exec): each runs
+// on a thread of its own, at most `max_streams` at once, and may register
+// how to end it early; finished threads are joined at the next Start and
+// at Stop. Thread-safe.
+class KubeletStreamThreads {
+ public:
+  explicit KubeletStreamThreads(int max_streams) : max_(max_streams) {}
+  ~KubeletStreamThreads();  // Stop()s
+  KubeletStreamThreads(const KubeletStreamThreads&) = delete;
+  KubeletStreamThreads& operator=(const KubeletStreamThreads&) = delete;
+
+  // Runs fn(id) on a new thread; fn must call Finished(id) last. Returns
+  // the refusal instead: 503 while stopping, 429 `busy` when full.
+  std::optional<ApiError> Start(std::string_view busy,
+                                std::function<void(uint64_t id)> fn)
+      EXCLUDES(mu_);
+  // How to end stream `id` early (Cancel, Stop); false when stopping.
+  bool SetCancel(uint64_t id, std::function<void()> cancel) EXCLUDES(mu_);
+  // Runs stream `id`'s cancel function, if it is still registered.
+  void Cancel(uint64_t id) EXCLUDES(mu_);
+  void Finished(uint64_t id) EXCLUDES(mu_);
+  int Active() EXCLUDES(mu_);
+  // Cancels every stream and joins the threads. Idempotent.
+  void Stop() EXCLUDES(mu_);
+
+ private:
+  void JoinFinished() EXCLUDES(mu_);
+
+  const int max_;
+  Mutex mu_;
+  bool stopped_ GUARDED_BY(mu_) = false;
+  uint64_t next_id_ GUARDED_BY(mu_) = 0;
+  std::map<uint64_t, std::thread> threads_ GUARDED_BY(mu_);
+  std::vector<uint64_t> finished_ GUARDED_BY(mu_);
+  std::map<uint64_t, std::function<void()>> cancels_ GUARDED_BY(mu_);
 };
 
 class KubeletLogProxy {
@@ -107,16 +156,9 @@ class KubeletLogProxy {
            std::shared_ptr<net::Responder> r,
            std::function<void(const ApiError&)> on_error,
            std::function<void()> on_start);
-  void JoinFinished() EXCLUDES(mu_);
 
   const KubeletClientOptions options_;
-  Mutex mu_;
-  bool stopped_ GUARDED_BY(mu_) = false;
-  uint64_t next_id_ GUARDED_BY(mu_) = 0;
-  std::map<uint64_t, std::thread> threads_ GUARDED_BY(mu_);
-  std::vector<uint64_t> finished_ GUARDED_BY(mu_);
-  // Cancels a running stream (its HttpStream::Cancel).
-  std::map<uint64_t, std::function<void()>> cancels_ GUARDED_BY(mu_);
+  KubeletStreamThreads threads_;
 };
 
 }  // namespace kplane::apiserver

@@ -95,6 +95,12 @@ Status ControlServer::Start(const std::string& host, uint16_t port,
   if (h_.container_logs) {
     server_->HandlePrefix("GET", "/containerLogs/", h_.container_logs);
   }
+  if (h_.exec) {
+    // stdin streams in the body for as long as the exec runs.
+    server_->HandlePrefix(
+        "POST", "/exec/", h_.exec,
+        {.stream_request_body = true, .body_timeout = Duration::zero()});
+  }
   return server_->Start();
 }
 

@@ -12,6 +12,9 @@
 //   GET  /containerLogs/<ns>/<pod>/<container>   the kubelet's log endpoint
 //                                  (kubeletsim/pod_logs.h), which
 //                                  kube-apiserver's pods/log proxies to
+//   POST /exec/<ns>/<pod>/<container>?command=..&stdin=&tty=
+//                                  the simulated shell (kubeletsim/
+//                                  pod_exec.h) that pods/exec proxies to
 //
 // Answers other than 2xx carry {"error": "..."}. ControlClient
 // (control/control_client.h, its own small target for kpctl sim) is the
@@ -47,6 +50,8 @@ class ControlServer {
     metrics::Registry* metrics = nullptr;
     // GET /containerLogs/...; unset: 404.
     net::HttpHandler container_logs;
+    // POST /exec/... (streamed stdin body); unset: 404.
+    net::HttpHandler exec;
   };
   explicit ControlServer(Handlers h);
   ~ControlServer();

@@ -19,9 +19,11 @@
 #include "informer/rest_client.h"
 #include "informer/shared_informer.h"
 #include "kubeletsim/control_server.h"
+#include "kubeletsim/pod_exec.h"
 #include "kubeletsim/pod_logs.h"
 #include "kubeletsim/timer_queue.h"
 #include "net/ipv4_cidr.h"
+#include "net/websocket.h"
 #include "net/worker_pool.h"
 #include "objects/meta.h"
 #include "objects/time.h"
@@ -264,6 +266,10 @@ class Fleet::Impl {
       h.container_logs = [this](const net::HttpRequest& req,
                                 std::shared_ptr<net::Responder> r) {
         ServeContainerLogs(req, std::move(r));
+      };
+      h.exec = [this](const net::HttpRequest& req,
+                      std::shared_ptr<net::Responder> r) {
+        ServeExec(req, std::move(r));
       };
       control_ = std::make_unique<ControlServer>(std::move(h));
       RETURN_IF_ERROR(
@@ -914,6 +920,77 @@ class Fleet::Impl {
       s.finished_at = p.rt.finished_at;
     }
     return s;
+  }
+
+  // ---- the kubelet's exec endpoint
+
+  // POST /exec/<ns>/<pod>/<container>?command=..&stdin=&tty=: stdin is the
+  // request body; the answer streams channel records (net/websocket.h's
+  // EncodeChannelRecord): stdout 1, stderr 2, and last the exit Status on
+  // 3. kube-apiserver's pods/exec speaks WebSocket to the client.
+  void ServeExec(const net::HttpRequest& req,
+                 std::shared_ptr<net::Responder> r) {
+    const net::HttpHeaders text = {{"Content-Type", "text/plain"}};
+    std::vector<std::string> parts = StrSplit(req.path, '/');
+    // "", "exec", ns, pod, container
+    if (parts.size() != 5 || parts[2].empty() || parts[3].empty() ||
+        parts[4].empty()) {
+      r->Respond(404, text, "want /exec/<namespace>/<pod>/<container>");
+      return;
+    }
+    ExecCommand cmd;
+    for (auto [it, end] = req.query.equal_range("command"); it != end; ++it) {
+      cmd.argv.push_back(it->second);
+    }
+    if (cmd.argv.empty()) {
+      r->Respond(400, text, "you must specify at least one command");
+      return;
+    }
+    cmd.stdin =
+        req.QueryParam("stdin") == "1" || req.QueryParam("stdin") == "true";
+    cmd.tty = req.QueryParam("tty") == "1" || req.QueryParam("tty") == "true";
+    const std::string key = parts[2] + "/" + parts[3];
+    const std::string& container = parts[4];
+    StatusOr<LogSource> running = ContainerLogSource(key, container, false);
+    if (!running.ok()) {
+      r->Respond(running.status().code() == StatusCode::kNotFound ? 404 : 400,
+                 text, std::string(running.status().message()));
+      return;
+    }
+    if (running->finished_at.has_value()) {
+      // What containerd answers for a stopped container.
+      r->Respond(400, text,
+                 "container " + GoQuote(container) + " in pod " +
+                     GoQuote(parts[3]) + " is not running");
+      return;
+    }
+    std::shared_ptr<const corev1::Pod> pod = CachedPod(key);
+    ShellEnv env{.hostname = parts[3],
+                 .now = [this] { return clock_->WallNow(); }};
+    if (pod != nullptr) {
+      for (const auto& c : pod->spec().containers()) {
+        if (c.name() != container) continue;
+        for (const auto& e : c.env()) env.env.emplace_back(e.name(), e.value());
+      }
+    }
+    std::vector<std::string> argv = cmd.argv;
+    r->StartStream(200, {{"Content-Type", "application/octet-stream"}});
+    auto session = std::make_shared<ExecSession>(
+        std::move(env), std::move(cmd), &timers_,
+        [r](uint8_t channel, std::string bytes) {
+          r->Write(net::EncodeChannelRecord(channel, bytes));
+        },
+        [r, argv](int code) {
+          r->Write(net::EncodeChannelRecord(3, ExecStatusJson(argv, code)));
+          r->Finish();
+        });
+    // The session lives as long as the exchange: the body callback holds
+    // it, OnClose cancels it (the client left, or the answer finished).
+    r->OnClose([session] { session->Cancel(); });
+    r->OnBodyData([session](std::string_view data, bool eof) {
+      session->OnStdin(data, eof);
+    });
+    session->Start();
   }
 
   std::shared_ptr<const corev1::Pod> CachedPod(const std::string& key) {

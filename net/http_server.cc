@@ -53,6 +53,7 @@
 #include "base/logging.h"
 #include "base/mutex.h"
 #include "net/http_parser.h"
+#include "net/http_upgrade.h"
 #include "net/router.h"
 #include "net/socket.h"
 #include "net/worker_pool.h"
@@ -382,6 +383,9 @@ class Connection final : public EpollTarget,
   void StartLinger();
   void Sweep(TimePoint now);
   void ResumeInput();
+  // net/http_upgrade.h: after the 101 of the active exchange, pumps the
+  // connection (TLS or not) to a socket pair given to `on_upgraded`.
+  void StartUpgradePump(std::function<void(int fd)> on_upgraded);
 
   // --- any thread, with mu_ held ---
   // Queues (and if possible sends) `pieces`. Returns false if the
@@ -405,6 +409,9 @@ class Connection final : public EpollTarget,
 
   Mutex& mu() RETURN_CAPABILITY(mu_) { return mu_; }
   bool closed_locked() const REQUIRES(mu_) { return closed_; }
+  bool close_after_flush_locked() const REQUIRES(mu_) {
+    return close_after_flush_;
+  }
   IoLoop* loop() const { return loop_; }
   HttpServer::Impl* server() const { return loop_->server(); }
   const std::shared_ptr<SerialExecutor>& serial() const { return serial_; }
@@ -445,6 +452,9 @@ class Connection final : public EpollTarget,
   // TLS + handoff: hands the decrypted stream to opts.handoff through a
   // socket pair and starts pumping between it and the TLS session.
   void StartPump();
+  // Pump: makes the socket pair and starts pumping; returns the other end
+  // (-1 after closing the connection if the pair cannot be made).
+  int OpenPump(const char* why);
   // Pump, client to handoff: decrypts what the client sent into to_pair_.
   void PumpFromClient();
   // Pump: writes to_pair_ to the pair; pauses or resumes the TLS side.
@@ -574,6 +584,9 @@ class Exchange : public Responder,
   bool IsClosed() const override;
   void OnBodyData(std::function<void(std::string_view, bool)> fn) override;
   void Close() override;
+  // net/http_upgrade.h.
+  bool Upgrade(const HttpHeaders& headers,
+               std::function<void(int fd)> on_upgraded);
 
   // Tells the analysis that the lock `conn` holds (its mu_) is this
   // exchange's lock: an exchange belongs to the one connection that made it,
@@ -1063,16 +1076,28 @@ bool Connection::SniffTlsHandoff() {
 void Connection::StartPump() {
   HttpServer::Impl* srv = server();
   sniffed_ = true;
+  const int theirs = OpenPump("handoff");
+  if (theirs < 0) return;
+  srv->opts.handoff(theirs, tls_info_);
+  FlushToPair();
+  // The read that brought the preface may have seen the end of the stream
+  // too, which the socket will not report again.
+  if (!fd_closed_ && pair_.valid()) PumpFromClient();
+}
+
+int Connection::OpenPump(const char* why) {
+  HttpServer::Impl* srv = server();
   int sv[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0,
                    sv) != 0) {
-    LOG(ERROR) << "socketpair for the handoff of " << remote_ << ": "
+    LOG(ERROR) << "socketpair for the " << why << " of " << remote_ << ": "
                << std::strerror(errno);
     CloseNow();
-    return;
+    return -1;
   }
   pair_ = ScopedFd(sv[0]);
   pumping_ = true;
+  // What the client sent already goes first.
   to_pair_.assign(in_, in_off_, std::string::npos);
   to_pair_off_ = 0;
   std::string().swap(in_);
@@ -1080,10 +1105,33 @@ void Connection::StartPump() {
   UpdatePairEvents();
   srv->num_handed_off.fetch_add(1);
   srv->handed_off_metric->Inc();
-  srv->opts.handoff(sv[1], tls_info_);
+  return sv[1];
+}
+
+void Connection::StartUpgradePump(std::function<void(int fd)> on_upgraded) {
+  std::shared_ptr<Connection> self = shared_from_this();
+  if (fd_closed_ || lingering_) {
+    on_upgraded(-1);  // the client left before the switch
+    return;
+  }
+  {
+    MutexLock l(&mu_);
+    // The upgraded exchange was the last one: no request is parsed again.
+    active_.reset();
+    served_ = true;
+    loop_waiting_ = false;
+    output_waiting_ = false;
+    SetPauseLocked(kPausePipeline | kPauseBody | kPauseSniff, false);
+  }
+  sniffed_ = true;
+  read_state_ = ReadState::kHead;
+  body_exchange_.reset();
+  // What the client sent after the request (it may not wait for the 101)
+  // goes to the pair first.
+  const int theirs = OpenPump("upgrade");
+  on_upgraded(theirs);
+  if (theirs < 0) return;
   FlushToPair();
-  // The read that brought the preface may have seen the end of the stream
-  // too, which the socket will not report again.
   if (!fd_closed_ && pair_.valid()) PumpFromClient();
 }
 
@@ -1163,7 +1211,14 @@ void Connection::PumpFromClient() {
   for (int i = 0; i < kPumpReadsPerEvent; ++i) {
     if (to_pair_.size() - to_pair_off_ >= kPumpBufferBytes) return;
     char* buf = loop_->scratch();
-    ssize_t n = ReadTls(buf);
+    ssize_t n;
+    if (use_tls_) {
+      n = ReadTls(buf);
+    } else {
+      do {
+        n = ::recv(fd_, buf, kReadChunk, 0);  // an upgraded plain connection
+      } while (n < 0 && errno == EINTR);
+    }
     if (n < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK) return;
       CloseNow();
@@ -1852,6 +1907,49 @@ bool Exchange::WriteChunks(std::span<const std::string_view> chunks) {
   return ok;
 }
 
+bool Exchange::Upgrade(const HttpHeaders& headers,
+                       std::function<void(int fd)> on_upgraded) {
+  std::shared_ptr<Exchange> self = shared_from_this();
+  if (request_.version_minor < 1 || request_.method == "HEAD") return false;
+  std::string head = "HTTP/1.1 101 Switching Protocols\r\n";
+  for (const auto& [name, value] : headers) {
+    if (EqualsIgnoreCase(name, "Content-Length") ||
+        EqualsIgnoreCase(name, "Transfer-Encoding") ||
+        EqualsIgnoreCase(name, "Connection") || !SafeField(name, value)) {
+      continue;
+    }
+    head += name + ": " + value + "\r\n";
+  }
+  head += "Connection: Upgrade\r\n\r\n";
+  Deferred d;
+  bool ok;
+  {
+    MutexLock l(&conn_->mu());
+    if (phase_ != Phase::kNew || conn_->closed_locked() ||
+        conn_->close_after_flush_locked() || !body_done_) {
+      return false;
+    }
+    conn_->server()->CountRequest(101);
+    ok = conn_->SendLocked({head}, 0, &d);
+    // Over without MaybeCompleteLocked: the connection stays busy with this
+    // exchange (no request is parsed) until StartUpgradePump takes it.
+    phase_ = Phase::kDone;
+    EndLocked(&d);
+  }
+  conn_->Run(&d);
+  if (!ok) return false;
+  std::weak_ptr<Connection> weak = conn_;
+  conn_->loop()->Post([weak, fn = std::move(on_upgraded)]() mutable {
+    std::shared_ptr<Connection> c = weak.lock();
+    if (c) {
+      c->StartUpgradePump(std::move(fn));
+    } else {
+      fn(-1);
+    }
+  });
+  return true;
+}
+
 bool Exchange::Finish() {
   std::shared_ptr<Exchange> self = shared_from_this();
   Deferred d;
@@ -2463,5 +2561,13 @@ size_t HttpServer::NumConnections() const {
 }
 
 size_t HttpServer::NumHandedOff() const { return impl_->num_handed_off.load(); }
+
+bool UpgradeConnection(const std::shared_ptr<Responder>& responder,
+                       const HttpHeaders& headers,
+                       std::function<void(int fd)> on_upgraded) {
+  auto* ex = dynamic_cast<Exchange*>(responder.get());
+  if (ex == nullptr) return false;
+  return ex->Upgrade(headers, std::move(on_upgraded));
+}
 
 }  // namespace kplane::net

@@ -1,5 +1,7 @@
 #include "objects/scheme.h"
 
+#include "base/logging.h"
+#include "base/strings.h"
 #include "objects/apps_workloads_types.h"
 #include "objects/batch_types.h"
 #include "objects/discovery_types.h"
@@ -10,8 +12,6 @@
 #include "schemas/k8s/authentication_v1beta1.pb.h"
 #include "schemas/k8s/authorization.pb.h"
 #include "schemas/k8s/rbac.pb.h"
-#include "base/logging.h"
-#include "base/strings.h"
 
 namespace kplane::objects {
 
@@ -508,6 +508,9 @@ void Scheme::RegisterBuiltins(Scheme* s) {
       // Text from the kubelet (apiserver/pod_logs.h); kube's discovery
       // names the kind Pod too.
       r->subresources.push_back({"log", r->kind, {"get"}});
+      // WebSocket streams to the kubelet (apiserver/pod_exec.h); kube's
+      // discovery names the kind PodExecOptions, ours the Pod, as log.
+      r->subresources.push_back({"exec", r->kind, {"create", "get"}});
     }
     if (r->resource == "serviceaccounts") {
       r->subresources.push_back({"token", token_request, {"create"}});

@@ -54,7 +54,7 @@ TEST(Scheme, CoreResources) {
     std::vector<std::string> subresources;
   };
   const Want wants[] = {
-      {"pods", "Pod", true, {"po"}, {"status", "binding", "eviction", "log"}},
+      {"pods", "Pod", true, {"po"}, {"status", "binding", "eviction", "log", "exec"}},
       {"nodes", "Node", false, {"no"}, {"status"}},
       {"namespaces", "Namespace", false, {"ns"}, {"status", "finalize"}},
       {"configmaps", "ConfigMap", true, {"cm"}, {}},

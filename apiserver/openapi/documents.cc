@@ -301,9 +301,9 @@ std::vector<PathEntry> ResourcePaths(const objects::ResourceInfo& r) {
   }
   out.push_back(std::move(item));
   for (const objects::SubresourceInfo& sub : r.subresources) {
-    // pods/log answers text, not its kind: left out rather than described
-    // as returning a Pod.
-    if (sub.name == "log") continue;
+    // pods/log answers text and pods/exec a WebSocket, not their kind: left
+    // out rather than described as returning a Pod.
+    if (sub.name == "log" || sub.name == "exec") continue;
     std::string suffix = sub.name;
     suffix[0] =
         static_cast<char>(std::toupper(static_cast<unsigned char>(suffix[0])));

@@ -88,6 +88,8 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
   std::string kubelet_cert_file, kubelet_key_file, kubelet_ca_file;
   std::vector<std::string> kubelet_address_types =
       ApiServerOptions().kubelet_preferred_address_types;
+  int max_exec_streams = ApiServerOptions().max_exec_streams;
+  Duration exec_idle_timeout = ApiServerOptions().exec_idle_timeout;
   ServingTlsFlags serving(flags, {.served = "the API",
                                   .origin = "kube-apiserver's",
                                   .client_auth = net::ClientAuth::kRequest});
@@ -210,7 +212,8 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
                "Ports NodePort Services' nodePorts come from (kept in the "
                "store at /registry/ranges/servicenodeports).");
   flags.String("kubelet-client-certificate", &kubelet_cert_file,
-               "Client certificate shown to the kubelets (pods/log).");
+               "Client certificate shown to the kubelets (pods/log, "
+               "pods/exec).");
   flags.String("kubelet-client-key", &kubelet_key_file,
                "Key of --kubelet-client-certificate.");
   flags.String("kubelet-certificate-authority", &kubelet_ca_file,
@@ -222,6 +225,12 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
       "Node address types tried in order to reach a kubelet (kube's default "
       "starts with Hostname; simulated nodes are reached at their "
       "ExternalIP).");
+  flags.Int("max-exec-streams", &max_exec_streams,
+            "pods/exec sessions open at once; more get 429.");
+  flags.Duration("exec-idle-timeout", &exec_idle_timeout,
+                 "A pods/exec session with no byte either way for this long "
+                 "is closed (kube's kubelet --streaming-connection-idle-"
+                 "timeout is 4h).");
   flags.String("log-level", &log_level, "debug, info, warning or error.");
   if (auto code = ParseCommandFlags(flags, args, "kplane apiserver"))
     return *code;
@@ -365,6 +374,8 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
   o.service_node_port_range = service_node_port_range;
   o.kubelet_tls = *kubelet_tls;
   o.kubelet_preferred_address_types = kubelet_address_types;
+  o.max_exec_streams = max_exec_streams;
+  o.exec_idle_timeout = exec_idle_timeout;
   ApiServer server(o);
   if (Status st = server.Start(); !st.ok()) return fail(st);
   if (!server.WaitReady(seconds(60))) {

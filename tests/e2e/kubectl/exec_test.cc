@@ -1,0 +1,159 @@
+// pods/exec with the real kubectl (1.32: WebSocket, v5.channel.k8s.io)
+// against the whole control plane `kplane up` runs in process (TLS, RBAC):
+// the apiserver upgrades kubectl's request, reaches the pod's simulated
+// kubelet with its kubelet client certificate, and the kubelet's simulated
+// shell answers. A ServiceAccount with get+create on pods/exec may exec;
+// one with only get may not (kube 1.35's create check on the WebSocket).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "cmd/kplane/control_plane.h"
+#include "tests/e2e/kubectl/process.h"
+
+namespace kplane::e2e {
+namespace {
+
+constexpr char kPod[] = R"(apiVersion: v1
+kind: Pod
+metadata:
+  name: web
+spec:
+  containers:
+  - name: app
+    image: nginx:1.27
+    env: [{name: GREETING, value: hello}]
+  - name: side
+    image: busybox
+)";
+
+TEST(KubectlExec, SimulatedShellOverWebSocketUnderRbac) {
+  char tmpl[] = "/tmp/kplane-exec-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  cmd::UpOptions o;
+  o.data_dir = dir + "/data";
+  o.apiserver_port = 0;
+  o.store_port = 0;
+  o.nodes = 1;
+  o.controllers = true;
+  o.kubeletsim_port = 0;  // ephemeral: the kubelets serve exec
+  o.controller_manager_port = -1;
+  o.kubeconfig_out = dir + "/kubeconfig";
+  auto cp = cmd::ControlPlane::Start(o);
+  ASSERT_TRUE(cp.ok()) << cp.status();
+  const std::vector<std::string> env = {"KUBECONFIG=" + dir + "/kubeconfig",
+                                        "HOME=" + dir};
+  auto kubectl = [&](std::vector<std::string> args) {
+    std::vector<std::string> argv = {"kubectl", "--cache-dir", dir + "/cache"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    Process p(argv, env);
+    p.Start();
+    return p.Wait(std::chrono::milliseconds(120000));
+  };
+  // kubectl with `input` on its stdin (through sh: Process has no stdin).
+  auto kubectl_stdin = [&](const std::string& input, const std::string& args) {
+    std::ofstream(dir + "/stdin.txt") << input;
+    Process p({"sh", "-c",
+               "kubectl --cache-dir " + dir + "/cache " + args + " < " + dir +
+                   "/stdin.txt"},
+              env);
+    p.Start();
+    return p.Wait(std::chrono::milliseconds(120000));
+  };
+  std::ofstream(dir + "/pod.yaml") << kPod;
+  RunResult r = kubectl({"apply", "-f", dir + "/pod.yaml"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = kubectl({"wait", "--for=condition=Ready", "pod/web", "--timeout=120s"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+
+  r = kubectl({"exec", "web", "--", "echo", "hi"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "hi\n");
+  r = kubectl({"exec", "web", "-c", "app", "--", "sh", "-c", "exit 3"});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  r = kubectl({"exec", "web", "--", "nosuch"});
+  EXPECT_EQ(r.exit_code, 127) << r.err;
+  EXPECT_NE(r.err.find("nosuch: command not found"), std::string::npos)
+      << r.err;
+  r = kubectl({"exec", "web", "-c", "app", "--", "env"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("GREETING=hello\n"), std::string::npos) << r.out;
+  r = kubectl({"exec", "web", "--", "ls", "/"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("etc\n"), std::string::npos) << r.out;
+  r = kubectl({"exec", "web", "--", "cat", "/etc/hostname"});
+  EXPECT_EQ(r.out, "web\n") << r.err;
+
+  // stdin piped into an interactive shell: line by line, to `exit`.
+  r = kubectl_stdin("echo $GREETING\nhostname; false\necho $?\nexit 4\n",
+                    "exec -i web -c app -- sh");
+  EXPECT_EQ(r.exit_code, 4) << r.err;
+  EXPECT_EQ(r.out, "hello\nweb\n1\n");
+  // ... and to the end of stdin (v5's close of the stdin channel).
+  r = kubectl_stdin("echo one\necho two\n", "exec -i web -- sh");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "one\ntwo\n");
+  r = kubectl_stdin("copied\n", "exec -i web -- cat");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "copied\n");
+
+  // kube's errors, through kubectl.
+  r = kubectl({"exec", "web", "-c", "nope", "--", "ls"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("container nope is not valid for pod web"),
+            std::string::npos)
+      << r.err;
+  r = kubectl({"exec", "missing", "--", "ls"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("pods \"missing\" not found"), std::string::npos)
+      << r.err;
+
+  // RBAC: get+create on pods/exec may exec; get alone may not.
+  r = kubectl({"config", "view", "--raw", "-o",
+               "jsonpath={.clusters[0].cluster.server}"});
+  const std::string server = r.out;
+  for (const char* sa : {"runner", "reader"}) {
+    r = kubectl({"create", "serviceaccount", sa});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  r = kubectl({"create", "role", "runner", "--verb=get,create",
+               "--resource=pods,pods/exec"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = kubectl(
+      {"create", "role", "reader", "--verb=get", "--resource=pods,pods/exec"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* sa : {"runner", "reader"}) {
+    r = kubectl({"create", "rolebinding", sa, std::string("--role=") + sa,
+                 std::string("--serviceaccount=default:") + sa});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  auto as = [&](const std::string& sa, std::vector<std::string> args) {
+    RunResult t = kubectl({"create", "token", sa});
+    EXPECT_EQ(t.exit_code, 0) << t.err;
+    std::string token = t.out.substr(0, t.out.find('\n'));
+    std::vector<std::string> argv = {
+        "--kubeconfig=/dev/null", "--server=" + server,
+        "--insecure-skip-tls-verify", "--token=" + token};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return kubectl(argv);
+  };
+  r = as("runner", {"exec", "web", "-n", "default", "--", "echo", "ok"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "ok\n");
+  r = as("reader", {"exec", "web", "-n", "default", "--", "echo", "ok"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("cannot create resource \"pods/exec\""),
+            std::string::npos)
+      << r.err;
+
+  cp->reset();
+  if (!::testing::Test::HasFailure()) std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace kplane::e2e

@@ -914,53 +914,61 @@ Status StoreApplier::MaybeSnapshot() {
   return Status::Ok();
 }
 
+void StoreApplier::Deliver(const std::function<void(Status)>& ready,
+                           bool on_read_pool, Status s) {
+  if (!on_read_pool) {
+    ready(s);
+    return;
+  }
+  if (!read_pool_->Submit([ready, s] { ready(s); })) {
+    ready(s.ok() ? UnavailableError("etcdserver: server stopped") : s);
+  }
+}
+
 void StoreApplier::SetApplied(uint64_t index) {
-  std::vector<std::function<void(Status)>> ready;
+  std::vector<ReadWaiter> ready;
   {
     MutexLock l(&mu_);
     if (index > applied_.load()) applied_ = index;
     while (!read_heap_.empty() && read_heap_.top().first <= applied_.load()) {
       auto it = read_waiters_.find(read_heap_.top().second);
       if (it != read_waiters_.end()) {
-        ready.push_back(std::move(it->second.ready));
+        ready.push_back(std::move(it->second));
         read_waiters_.erase(it);
       }
       read_heap_.pop();
     }
   }
   auth_->NoteApplied(index);  // outside mu_, a leaf
-  for (auto& fn : ready) {
-    if (!read_pool_->Submit([fn] { fn(Status::Ok()); })) {
-      fn(UnavailableError("etcdserver: server stopped"));
-    }
+  for (const ReadWaiter& w : ready) {
+    Deliver(w.ready, w.on_read_pool, Status::Ok());
   }
 }
 
-void StoreApplier::LinearizableReadAsync(std::function<void(Status)> ready) {
+void StoreApplier::LinearizableReadAsync(std::function<void(Status)> ready,
+                                         bool on_read_pool) {
   RaftNode* node = self_->node();
   if (node == nullptr) {
     ready(UnavailableError("etcdserver: server stopped"));
     return;
   }
-  node->ReadIndex([this, ready = std::move(ready)](StatusOr<uint64_t> idx) {
-    if (!idx.ok()) {
-      Status s = idx.status();
-      if (!read_pool_->Submit([ready, s] { ready(s); })) ready(s);
-      return;
-    }
-    MutexLock l(&mu_);
-    if (applied_.load() >= *idx) {
-      l.Unlock();
-      if (!read_pool_->Submit([ready] { ready(Status::Ok()); })) {
-        ready(UnavailableError("etcdserver: server stopped"));
-      }
-      return;
-    }
-    uint64_t seq = ++read_seq_;
-    read_heap_.push({*idx, seq});
-    read_waiters_[seq] =
-        ReadWaiter{ready, clock_->Now() + options_.request_timeout};
-  });
+  node->ReadIndex(
+      [this, ready = std::move(ready), on_read_pool](StatusOr<uint64_t> idx) {
+        if (!idx.ok()) {
+          Deliver(ready, on_read_pool, idx.status());
+          return;
+        }
+        MutexLock l(&mu_);
+        if (applied_.load() >= *idx) {
+          l.Unlock();
+          Deliver(ready, on_read_pool, Status::Ok());
+          return;
+        }
+        uint64_t seq = ++read_seq_;
+        read_heap_.push({*idx, seq});
+        read_waiters_[seq] = ReadWaiter{
+            ready, clock_->Now() + options_.request_timeout, on_read_pool};
+      });
 }
 
 void StoreApplier::FailExpiredReads(TimePoint now) {

@@ -159,7 +159,13 @@ class StoreApplier : public Applier {
 
   // Runs `ready` (on the read pool) once a linearizable read may be served
   // from the local store, or with the error that prevents it.
-  void LinearizableReadAsync(std::function<void(Status)> ready);
+  // `on_read_pool` false: `ready` runs on whichever thread completes the
+  // read (the node loop, the apply thread), so it must be tiny and never
+  // block -- it is for a caller that blocks a read-pool thread until the
+  // read completes (StoreServer::WaitLinearizable): routing its completion
+  // through the same pool would deadlock once every pool thread waits.
+  void LinearizableReadAsync(std::function<void(Status)> ready,
+                             bool on_read_pool = true);
   // Fails (DeadlineExceeded) the reads whose deadline (the request timeout
   // after they were asked) is at or before `now`: this member did not reach
   // their index in time (cut off from the leader, or catching up).
@@ -232,7 +238,12 @@ class StoreApplier : public Applier {
   struct ReadWaiter {
     std::function<void(Status)> ready;
     TimePoint deadline;
+    bool on_read_pool = true;
   };
+  // Runs `ready(s)` on the read pool, or here when `on_read_pool` is false
+  // (or the pool is stopped: then with `stopped` instead).
+  void Deliver(const std::function<void(Status)>& ready, bool on_read_pool,
+               Status s);
 
   void Loop() EXCLUDES(mu_);
   // Whether the node loop may apply `task` itself.

@@ -281,9 +281,17 @@ void StoreServer::LinearizableReadAsync(std::function<void(Status)> ready) {
 }
 
 Status StoreServer::WaitLinearizable() {
-  std::promise<Status> p;
-  LinearizableReadAsync([&](Status s) { p.set_value(s); });
-  return p.get_future().get();
+  if (Status s = CheckRunning(); !s.ok()) return s;
+  // The callers block read-pool threads (gRPC unary calls, election/lock
+  // waiters): the completion must not queue behind them on that pool, or
+  // two concurrent waits on the pool's two threads never end (found by
+  // ElectionLockGrpcTest.RevokedLeaseEndsTheWait under load). Setting the
+  // promise is safe on any thread.
+  auto p = std::make_shared<std::promise<Status>>();
+  std::future<Status> done = p->get_future();
+  applier_->LinearizableReadAsync([p](Status s) { p->set_value(s); },
+                                  /*on_read_pool=*/false);
+  return done.get();
 }
 
 void StoreServer::Submit(std::function<void()> fn) {

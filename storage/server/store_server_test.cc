@@ -1224,5 +1224,36 @@ TEST_F(StoreServerTest, KeepAliveWithoutALeaderIsAnErrorNotAMissingLease) {
   EXPECT_FALSE(r.status().Is(StatusCode::kNotFound)) << r.status();
 }
 
+// Work on the server's workers may block on a linearizable read (gRPC
+// unary calls, election and lock waiters do): as many such waits as the
+// pool has threads must still end, so the read's completion may not queue
+// behind them on the same pool (it did: a deadlock, seen as a hung
+// ElectionLockGrpcTest under load).
+TEST_F(StoreServerTest, LinearizableWaitsOnEveryWorkerAllEnd) {
+  Cluster& c = NewCluster();
+  c.Start(1);
+  StoreServer* s = c.WaitLeader();
+  ASSERT_NE(s, nullptr);
+  ASSERT_TRUE(s->Put(PutReq("/k", "v")).ok());
+  constexpr int kWaits = 8;  // more than the pool's threads
+  std::vector<std::shared_ptr<std::promise<Status>>> done;
+  for (int i = 0; i < kWaits; ++i) {
+    auto p = std::make_shared<std::promise<Status>>();
+    done.push_back(p);
+    s->Submit([s, p] {
+      etcdserverpb::LeaseTimeToLiveRequest q;
+      q.set_id(1);
+      auto r = s->LeaseTimeToLive(q);  // waits linearizably
+      p->set_value(r.status());
+    });
+  }
+  for (auto& p : done) {
+    auto f = p->get_future();
+    ASSERT_EQ(f.wait_for(std::chrono::seconds(30)), std::future_status::ready)
+        << "a linearizable wait on a worker never ended";
+    EXPECT_TRUE(f.get().ok());
+  }
+}
+
 }  // namespace
 }  // namespace kplane::storage

@@ -313,7 +313,8 @@ TEST_F(WorkloadsTest, RolloutHistoryAndUndo) {
   EXPECT_NE(table.find("daemonset.apps/agent"), std::string::npos) << table;
   EXPECT_NE(table.find("statefulset.apps/web"), std::string::npos) << table;
 
-  for (const std::string& set : {"daemonset/agent", "statefulset/web"}) {
+  for (const char* set_name : {"daemonset/agent", "statefulset/web"}) {
+    const std::string set = set_name;
     SCOPED_TRACE(set);
     const std::string old_image =
         set == "daemonset/agent" ? "agent:1.0" : "nginx:1.0";

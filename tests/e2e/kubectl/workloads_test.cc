@@ -307,6 +307,16 @@ TEST_F(WorkloadsTest, RolloutHistoryAndUndo) {
   MustKubectl({"rollout", "status", "daemonset/agent", "--timeout=120s"});
   MustKubectl({"rollout", "status", "statefulset/web", "--timeout=120s"});
 
+  // Served: in discovery and in OpenAPI (kubectl explain).
+  std::string resources = MustKubectl({"api-resources", "--api-group=apps"});
+  EXPECT_NE(resources.find("controllerrevisions"), std::string::npos)
+      << resources;
+  std::string explain =
+      MustKubectl({"explain", "controllerrevisions.revision"});
+  EXPECT_NE(explain.find("KIND:       ControllerRevision"), std::string::npos)
+      << explain;
+  EXPECT_NE(explain.find("integer"), std::string::npos) << explain;
+
   // The revisions, as `kubectl get` prints them.
   std::string table = MustKubectl({"get", "controllerrevisions"});
   EXPECT_NE(table.find("CONTROLLER"), std::string::npos) << table;

@@ -363,25 +363,31 @@ class ControllerManager::Impl {
     if (Wanted("statefulset")) {
       informer::SharedIndexInformer* sets =
           f.InformerFor<appsv1::StatefulSet>();
+      informer::SharedIndexInformer* revisions =
+          f.InformerFor<appsv1::ControllerRevision>();
       auto c = std::make_unique<StatefulSetController>(
           StatefulSetControllerOptions{.api = api,
                                        .statefulsets = &sets->GetIndexer(),
                                        .pods = &pods->GetIndexer(),
+                                       .revisions = &revisions->GetIndexer(),
                                        .clock = clock_,
                                        .metrics = metrics_});
-      c->RegisterHandlers(sets, pods);
+      c->RegisterHandlers(sets, pods, revisions);
       run->controllers.push_back(std::move(c));
     }
     if (Wanted("daemonset")) {
       informer::SharedIndexInformer* sets = f.InformerFor<appsv1::DaemonSet>();
+      informer::SharedIndexInformer* revisions =
+          f.InformerFor<appsv1::ControllerRevision>();
       auto c = std::make_unique<DaemonSetController>(
           DaemonSetControllerOptions{.api = api,
                                      .daemonsets = &sets->GetIndexer(),
                                      .pods = &pods->GetIndexer(),
                                      .nodes = &nodes->GetIndexer(),
+                                     .revisions = &revisions->GetIndexer(),
                                      .clock = clock_,
                                      .metrics = metrics_});
-      c->RegisterHandlers(sets, pods, nodes);
+      c->RegisterHandlers(sets, pods, nodes, revisions);
       run->controllers.push_back(std::move(c));
     }
     if (Wanted("endpoint")) {

@@ -7,6 +7,7 @@
 
 #include "base/logging.h"
 #include "base/strings.h"
+#include "controllers/controller_history.h"
 #include "controllers/deployment_controller.h"
 #include "controllers/workload_pods.h"
 #include "informer/api_errors.h"
@@ -20,9 +21,10 @@ namespace kplane::controllers {
 namespace {
 
 constexpr char kKind[] = "DaemonSet";
+constexpr char kControllerRevisionHash[] = "controller-revision-hash";
 
 std::string HashOf(const corev1::Pod& pod) {
-  auto it = pod.metadata().labels().find("controller-revision-hash");
+  auto it = pod.metadata().labels().find(kControllerRevisionHash);
   return it == pod.metadata().labels().end() ? "" : it->second;
 }
 
@@ -128,6 +130,70 @@ bool SameLabels(const corev1::Node& a, const corev1::Node& b) {
   return true;
 }
 
+// The set's current revision (the one holding its template, renumbered to
+// be the newest) and the others, oldest first: kube's constructHistory.
+struct DaemonSetHistory {
+  RevisionPtr current;
+  std::vector<RevisionPtr> old;
+};
+
+StatusOr<DaemonSetHistory> ConstructHistory(
+    ApiWriter* api, const appsv1::DaemonSet& ds,
+    const std::vector<RevisionPtr>& revisions) {
+  const std::string data = TemplatePatch(ds.spec().template_());
+  DaemonSetHistory h;
+  for (RevisionPtr r : revisions) {
+    if (RevisionHashLabel(r->metadata()).empty()) {
+      // Labelled with its name, as kube does: no hash to recompute.
+      appsv1::ControllerRevision copy = *r;
+      (*copy.mutable_metadata()->mutable_labels())[kControllerRevisionHash] =
+          copy.metadata().name();
+      ASSIGN_OR_RETURN(ObjectPtr o,
+                       api->Update(ControllerRevisionsResource(), copy));
+      r = std::static_pointer_cast<const appsv1::ControllerRevision>(o);
+    }
+    if (!SameRevisionData(r->data().raw(), data)) {
+      h.old.push_back(r);
+    } else if (h.current == nullptr) {
+      h.current = r;
+    } else {
+      // Sorted by revision: the later one is kept as current.
+      h.old.push_back(h.current);
+      h.current = r;
+    }
+  }
+  const int64_t next = MaxRevision(h.old) + 1;
+  if (h.current != nullptr) {
+    if (h.current->revision() < next) {
+      ASSIGN_OR_RETURN(h.current, SetRevisionNumber(api, *h.current, next));
+    }
+    return h;
+  }
+  // snapshot
+  appsv1::ControllerRevision rev =
+      NewRevision(ds.metadata(), kKind, ds.spec().template_(), data,
+                  DaemonSetTemplateHash(ds), next);
+  StatusOr<ObjectPtr> created = api->Create(ControllerRevisionsResource(), rev);
+  if (created.ok()) {
+    h.current =
+        std::static_pointer_cast<const appsv1::ControllerRevision>(*created);
+    return h;
+  }
+  if (!informer::IsAlreadyExists(created.status())) return created.status();
+  ASSIGN_OR_RETURN(ObjectPtr existing, api->Get(ControllerRevisionsResource(),
+                                                rev.metadata().namespace_(),
+                                                rev.metadata().name()));
+  auto have =
+      std::static_pointer_cast<const appsv1::ControllerRevision>(existing);
+  if (!SameRevisionData(have->data().raw(), data)) {
+    return FailedPreconditionError(
+        "controllerrevision " + rev.metadata().name() +
+        " exists with another template (a hash collision)");
+  }
+  h.current = have;  // created by an earlier sync the cache has not seen
+  return h;
+}
+
 }  // namespace
 
 const objects::ResourceInfo& DaemonSetsResource() {
@@ -171,12 +237,24 @@ DaemonSetController::DaemonSetController(DaemonSetControllerOptions options)
       options_(options),
       expectations_(clock_) {
   CHECK(options_.api != nullptr && options_.daemonsets != nullptr &&
-        options_.pods != nullptr && options_.nodes != nullptr);
+        options_.pods != nullptr && options_.nodes != nullptr &&
+        options_.revisions != nullptr);
 }
 
 void DaemonSetController::RegisterHandlers(
     informer::SharedIndexInformer* daemonsets,
-    informer::SharedIndexInformer* pods, informer::SharedIndexInformer* nodes) {
+    informer::SharedIndexInformer* pods, informer::SharedIndexInformer* nodes,
+    informer::SharedIndexInformer* revisions) {
+  OnObjectEvents(revisions, [this](const ObjectEvent& e) {
+    const auto& meta = e.As<appsv1::ControllerRevision>().metadata();
+    const metav1::OwnerReference* ref = objects::ControllerRef(meta);
+    if (ref == nullptr) {
+      EnqueueSetsIn(*options_.daemonsets, meta.namespace_(),
+                    [this](const std::string& key) { Enqueue(key); });
+    } else if (ref->kind() == kKind) {
+      Enqueue(informer::ObjectKey(meta.namespace_(), ref->name()));
+    }
+  });
   OnObjectEvents(daemonsets,
                  [this](const ObjectEvent& e) { Enqueue(e.Key()); });
   OnObjectEvents(pods, [this](const ObjectEvent& e) {
@@ -237,8 +315,12 @@ Status DaemonSetController::Sync(const std::string& key) {
   ObjectPtr obj = options_.daemonsets->Get(key);
   if (obj == nullptr) {
     expectations_.Forget(key);
-    return DeletePodsOfGoneOwner(options_.api, *options_.pods,
-                                 DaemonSetsResource(), kKind, key);
+    Status s = DeletePodsOfGoneOwner(options_.api, *options_.pods,
+                                     DaemonSetsResource(), kKind, key);
+    KeepFirstError(
+        &s, DeleteRevisionsOfGoneOwner(options_.api, *options_.revisions,
+                                       DaemonSetsResource(), kKind, key));
+    return s;
   }
   auto ds = std::static_pointer_cast<const appsv1::DaemonSet>(obj);
   const metav1::ObjectMeta& meta = ds->metadata();
@@ -256,7 +338,12 @@ Status DaemonSetController::Sync(const std::string& key) {
   std::map<std::string, std::vector<PodPtr>> by_node;
   for (const PodPtr& p : owned) by_node[p->spec().nodename()].push_back(p);
 
-  const std::string hash = DaemonSetTemplateHash(*ds);
+  ASSIGN_OR_RETURN(std::vector<RevisionPtr> revisions,
+                   ClaimRevisions(api, *options_.revisions, meta, kKind,
+                                  selector, &first_error));
+  ASSIGN_OR_RETURN(DaemonSetHistory history,
+                   ConstructHistory(api, *ds, revisions));
+  const std::string hash = RevisionHashLabel(history.current->metadata());
   const corev1::PodSpec pod_spec = DaemonPodSpec(ds->spec().template_().spec());
   const WallTime now = clock_->WallNow();
   const int32_t min_ready = ds->spec().minreadyseconds();
@@ -365,7 +452,7 @@ Status DaemonSetController::Sync(const std::string& key) {
       *pm->mutable_labels() = ds->spec().template_().metadata().labels();
       *pm->mutable_annotations() =
           ds->spec().template_().metadata().annotations();
-      (*pm->mutable_labels())["controller-revision-hash"] = hash;
+      (*pm->mutable_labels())[kControllerRevisionHash] = hash;
       *pm->add_ownerreferences() = ControllerRefTo("apps/v1", kKind, meta);
       *pod.mutable_spec() = pod_spec;
       pod.mutable_spec()->set_nodename(to_create[i]);
@@ -410,6 +497,22 @@ Status DaemonSetController::Sync(const std::string& key) {
     };
     for (const PodPtr& p : to_delete) remove(p, false);
     for (const PodPtr& p : to_force_delete) remove(p, true);
+
+    // cleanupHistory: old revisions no pod uses, oldest first.
+    std::set<std::string> live_hashes;
+    for (const PodPtr& p : owned) live_hashes.insert(HashOf(*p));
+    int64_t to_kill = static_cast<int64_t>(history.old.size()) -
+                      (ds->spec().has_revisionhistorylimit()
+                           ? ds->spec().revisionhistorylimit()
+                           : 10);
+    for (const RevisionPtr& r : history.old) {
+      if (to_kill <= 0) break;
+      if (live_hashes.count(RevisionHashLabel(r->metadata())) > 0) continue;
+      Status s = api->Delete(ControllerRevisionsResource(),
+                             r->metadata().namespace_(), r->metadata().name());
+      if (!informer::IsNotFound(s)) KeepFirstError(&first_error, s);
+      --to_kill;
+    }
   }
 
   status.set_desirednumberscheduled(desired);

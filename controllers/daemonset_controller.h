@@ -20,12 +20,27 @@
 // set (as kube did before 1.12), and the nodeAffinity term on
 // metadata.name is added as well, as kube does. No resource-fit check.
 //
+// History (kube's constructHistory, controllers/controller_history.h):
+// every template the set has had is an apps/v1 ControllerRevision
+// "<ds>-<template hash>" labelled controller-revision-hash=<template hash>,
+// controlled by the set. The current revision is the one holding the
+// set's template (created when none does) and always has the highest
+// number: `kubectl rollout undo` brings an old template back, and its
+// revision is renumbered max+1. Pods carry the current revision's hash.
+// Old revisions no pod uses are deleted, oldest first, beyond
+// spec.revisionHistoryLimit (default 10), once expectations are met. Not
+// done: a hash collision (a revision of that name with other data) is an
+// error on every sync, where kube bumps status.collisionCount; several
+// revisions with the current template (a collision's leftovers) are not
+// merged: all but the newest count as old.
+//
 // Sync("ns/name"):
-//  1. Pods controlled by the set (matching orphans are adopted, owned pods
-//     that stop matching are released), grouped by node.
+//  1. Pods and revisions controlled by the set (matching orphans are
+//     adopted, owned ones that stop matching are released); pods grouped
+//     by node.
 //  2. Per node: should run and no pod -> create (generateName "<ds>-",
-//     labels of the template plus controller-revision-hash=<template
-//     hash>, the added tolerations); Failed pods are deleted (and
+//     labels of the template plus controller-revision-hash=<current
+//     revision's hash>, the added tolerations); Failed pods are deleted (and
 //     replaced by a later sync); more than one pod -> all but the oldest
 //     deleted; should not run -> its pods deleted. Pods on nodes that no
 //     longer exist are deleted with grace period 0 (no kubelet will).
@@ -40,7 +55,8 @@
 //  4. Status: desiredNumberScheduled, currentNumberScheduled,
 //     numberMisscheduled, numberReady, numberAvailable,
 //     numberUnavailable, updatedNumberScheduled, observedGeneration.
-// A set that is gone (confirmed by a live GET) has its pods deleted.
+// A set that is gone (confirmed by a live GET) has its pods and revisions
+// deleted.
 //
 // Ownership: borrows the writer and the caches (which must outlive it).
 // Thread-safety: as Controller. Errors: the first failed write (retried
@@ -81,6 +97,7 @@ struct DaemonSetControllerOptions {
   const informer::Indexer* daemonsets = nullptr;
   const informer::Indexer* pods = nullptr;
   const informer::Indexer* nodes = nullptr;
+  const informer::Indexer* revisions = nullptr;  // controllerrevisions
   Clock* clock = nullptr;
   metrics::Registry* metrics = nullptr;
 };
@@ -89,11 +106,12 @@ class DaemonSetController : public Controller {
  public:
   explicit DaemonSetController(DaemonSetControllerOptions options);
 
-  // Sets are enqueued on their own events, their pods' events and on node
-  // additions, deletions and label/taint changes.
+  // Sets are enqueued on their own events, their pods' and revisions'
+  // events and on node additions, deletions and label/taint changes.
   void RegisterHandlers(informer::SharedIndexInformer* daemonsets,
                         informer::SharedIndexInformer* pods,
-                        informer::SharedIndexInformer* nodes);
+                        informer::SharedIndexInformer* nodes,
+                        informer::SharedIndexInformer* revisions);
 
   Status Sync(const std::string& key) override;
 

@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "controllers/controller_history.h"
+#include "controllers/revision_test_util.h"
 #include "controllers/test_objects.h"
 #include "objects/meta.h"
 
@@ -21,6 +23,7 @@ class DaemonSetTest : public ::testing::Test {
                      .daemonsets = &sets_,
                      .pods = &pods_,
                      .nodes = &nodes_,
+                     .revisions = &revisions_,
                      .clock = &clock_,
                      .metrics = &reg_}) {
     clock_.SetWall(WallTime(seconds(1700000100)));
@@ -69,12 +72,31 @@ class DaemonSetTest : public ::testing::Test {
     pods_.Upsert(p);
     return p;
   }
+  // A revision of `ds` with its template at `image`, numbered `number`,
+  // in the cache.
+  std::shared_ptr<const appsv1::ControllerRevision> AddRevision(
+      const appsv1::DaemonSet& ds, const std::string& image, int64_t number) {
+    appsv1::DaemonSet at = ds;
+    at.mutable_spec()
+        ->mutable_template_()
+        ->mutable_spec()
+        ->mutable_containers(0)
+        ->set_image(image);
+    auto r = std::make_shared<const appsv1::ControllerRevision>(
+        NewRevision(ds.metadata(), "DaemonSet", at.spec().template_(),
+                    TemplatePatch(at.spec().template_()),
+                    DaemonSetTemplateHash(at), number));
+    revisions_.Upsert(r);
+    return r;
+  }
   std::vector<std::string> Sync() {
     fake_.Clear();
+    revision_actions_.clear();
     Status s = controller_.Sync("default/agent");
     EXPECT_TRUE(s.ok()) << s;
     std::vector<std::string> out;
-    for (const std::string& a : fake_.Actions()) {
+    for (const std::string& a :
+         ReflectRevisionWrites(fake_, &revisions_, &revision_actions_)) {
       if (a.rfind("update-status", 0) != 0) out.push_back(a);
     }
     return out;
@@ -104,6 +126,8 @@ class DaemonSetTest : public ::testing::Test {
   informer::Indexer sets_;
   informer::Indexer pods_;
   informer::Indexer nodes_;
+  informer::Indexer revisions_;
+  std::vector<std::string> revision_actions_;  // of the last Sync()
   DaemonSetController controller_;
 };
 
@@ -268,6 +292,98 @@ TEST_F(DaemonSetTest, OnDeleteLeavesOldPods) {
   EXPECT_EQ(LastStatus()->updatednumberscheduled(), 0);
   EXPECT_EQ(LastStatus()->numberready(), 1);
   EXPECT_EQ(LastStatus()->currentnumberscheduled(), 1);
+}
+
+TEST_F(DaemonSetTest, FirstSyncCreatesRevisionOneAndPodsCarryItsHash) {
+  auto ds = AddSet("agent:1");
+  AddNode("node-a");
+  EXPECT_THAT(Sync(), ElementsAre("create pods default/agent-"));
+  const std::string hash = DaemonSetTemplateHash(*ds);
+  EXPECT_THAT(revision_actions_,
+              ElementsAre("create controllerrevisions default/agent-" + hash));
+  auto rev = std::static_pointer_cast<const appsv1::ControllerRevision>(
+      revisions_.Get("default/agent-" + hash));
+  ASSERT_NE(rev, nullptr);
+  EXPECT_EQ(rev->revision(), 1);
+  EXPECT_EQ(rev->metadata().labels().at("controller-revision-hash"), hash);
+  EXPECT_EQ(rev->metadata().labels().at("app"), "agent");
+  const metav1::OwnerReference* ref = objects::ControllerRef(rev->metadata());
+  ASSERT_NE(ref, nullptr);
+  EXPECT_EQ(ref->kind(), "DaemonSet");
+  EXPECT_EQ(rev->data().raw(), TemplatePatch(ds->spec().template_()));
+  ASSERT_EQ(CreatedPods().size(), 1u);
+  EXPECT_EQ(
+      CreatedPods()[0]->metadata().labels().at("controller-revision-hash"),
+      hash);
+  // Unchanged template: no new revision.
+  Sync();
+  EXPECT_THAT(revision_actions_, IsEmpty());
+}
+
+TEST_F(DaemonSetTest, TemplateChangeCreatesTheNextRevision) {
+  auto ds = AddSet("agent:1");
+  AddRevision(*ds, "agent:1", 1);
+  ds->mutable_spec()
+      ->mutable_template_()
+      ->mutable_spec()
+      ->mutable_containers(0)
+      ->set_image("agent:2");
+  sets_.Upsert(ds);
+  Sync();
+  EXPECT_THAT(revision_actions_,
+              ElementsAre("create controllerrevisions default/agent-" +
+                          DaemonSetTemplateHash(*ds)));
+  auto v2 = std::static_pointer_cast<const appsv1::ControllerRevision>(
+      revisions_.Get("default/agent-" + DaemonSetTemplateHash(*ds)));
+  ASSERT_NE(v2, nullptr);
+  EXPECT_EQ(v2->revision(), 2);
+}
+
+TEST_F(DaemonSetTest, RollbackRenumbersTheOldRevisionAndRollsPodsBack) {
+  auto ds = AddSet("agent:1");  // `kubectl rollout undo` put agent:1 back
+  auto v1 = AddRevision(*ds, "agent:1", 1);
+  AddRevision(*ds, "agent:2", 2);
+  AddNode("node-a");
+  AddPod(*ds, "node-a", "agent:2", true);
+  EXPECT_THAT(Sync(), ElementsAre("delete pods default/agent-node-a"));
+  EXPECT_THAT(revision_actions_,
+              ElementsAre("update controllerrevisions default/" +
+                          v1->metadata().name()));
+  auto now = std::static_pointer_cast<const appsv1::ControllerRevision>(
+      revisions_.Get("default/" + v1->metadata().name()));
+  EXPECT_EQ(now->revision(), 3);
+}
+
+TEST_F(DaemonSetTest, HistoryIsCleanedUpToTheLimitSkippingLiveRevisions) {
+  auto ds = AddSet("v5");
+  ds->mutable_spec()->set_revisionhistorylimit(1);
+  sets_.Upsert(ds);
+  auto v1 = AddRevision(*ds, "v1", 1);
+  AddRevision(*ds, "v2", 2);  // node-a's pod runs it
+  auto v3 = AddRevision(*ds, "v3", 3);
+  auto v4 = AddRevision(*ds, "v4", 4);
+  AddNode("node-a");
+  AddPod(*ds, "node-a", "v2", true);
+  Sync();
+  // Four old revisions, one to keep: three go, oldest first, v2 skipped.
+  EXPECT_THAT(
+      revision_actions_,
+      ElementsAre(
+          "create controllerrevisions default/agent-" +
+              DaemonSetTemplateHash(*ds),
+          "delete controllerrevisions default/" + v1->metadata().name(),
+          "delete controllerrevisions default/" + v3->metadata().name(),
+          "delete controllerrevisions default/" + v4->metadata().name()));
+}
+
+TEST_F(DaemonSetTest, RevisionsOfADeletedSetAreDeleted) {
+  auto ds = AddSet("agent:1");
+  auto v1 = AddRevision(*ds, "agent:1", 1);
+  sets_.Delete("default/agent");
+  Sync();
+  EXPECT_THAT(revision_actions_,
+              ElementsAre("delete controllerrevisions default/" +
+                          v1->metadata().name()));
 }
 
 }  // namespace

@@ -2,10 +2,11 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "base/logging.h"
 #include "base/strings.h"
-#include "controllers/deployment_controller.h"
+#include "controllers/controller_history.h"
 #include "controllers/workload_pods.h"
 #include "informer/api_errors.h"
 #include "informer/rest_client.h"
@@ -50,7 +51,9 @@ bool IsRunningAndReady(const corev1::Pod& pod) {
   return pod.status().phase() == "Running" && IsPodReady(pod);
 }
 
-corev1::Pod NewStatefulPod(const appsv1::StatefulSet& set, int64_t ordinal,
+// A pod of `set` at `ordinal` from `tmpl`, the template of `revision`.
+corev1::Pod NewStatefulPod(const appsv1::StatefulSet& set,
+                           const corev1::PodTemplateSpec& tmpl, int64_t ordinal,
                            const std::string& revision) {
   const metav1::ObjectMeta& meta = set.metadata();
   corev1::Pod pod;
@@ -58,18 +61,48 @@ corev1::Pod NewStatefulPod(const appsv1::StatefulSet& set, int64_t ordinal,
   std::string name = meta.name() + "-" + std::to_string(ordinal);
   pm->set_namespace_(meta.namespace_());
   pm->set_name(name);
-  *pm->mutable_labels() = set.spec().template_().metadata().labels();
-  *pm->mutable_annotations() = set.spec().template_().metadata().annotations();
+  *pm->mutable_labels() = tmpl.metadata().labels();
+  *pm->mutable_annotations() = tmpl.metadata().annotations();
   (*pm->mutable_labels())[kStatefulSetPodNameLabel] = name;
   (*pm->mutable_labels())[kPodIndexLabel] = std::to_string(ordinal);
   (*pm->mutable_labels())[kControllerRevisionHashLabel] = revision;
   *pm->add_ownerreferences() = ControllerRefTo("apps/v1", kKind, meta);
-  *pod.mutable_spec() = set.spec().template_().spec();
+  *pod.mutable_spec() = tmpl.spec();
   pod.mutable_spec()->set_hostname(name);
   if (!set.spec().servicename().empty()) {
     pod.mutable_spec()->set_subdomain(set.spec().servicename());
   }
   return pod;
+}
+
+// kube's realHistory.CreateControllerRevision: a name taken by a revision
+// with other data bumps `collision_count` and hashes again; one with the
+// same data is ours already.
+StatusOr<RevisionPtr> CreateRevision(ApiWriter* api,
+                                     const appsv1::StatefulSet& set,
+                                     const std::string& data, int64_t number,
+                                     int32_t* collision_count) {
+  for (int attempt = 0;; ++attempt) {
+    appsv1::ControllerRevision rev =
+        NewRevision(set.metadata(), kKind, set.spec().template_(), data,
+                    HashRevisionData(data, *collision_count), number);
+    StatusOr<ObjectPtr> created =
+        api->Create(ControllerRevisionsResource(), rev);
+    if (created.ok()) {
+      return std::static_pointer_cast<const appsv1::ControllerRevision>(
+          *created);
+    }
+    if (!informer::IsAlreadyExists(created.status()) || attempt >= 100) {
+      return created.status();
+    }
+    ASSIGN_OR_RETURN(ObjectPtr existing, api->Get(ControllerRevisionsResource(),
+                                                  rev.metadata().namespace_(),
+                                                  rev.metadata().name()));
+    auto have =
+        std::static_pointer_cast<const appsv1::ControllerRevision>(existing);
+    if (SameRevisionData(have->data().raw(), data)) return have;
+    ++*collision_count;
+  }
 }
 
 }  // namespace
@@ -82,8 +115,11 @@ const objects::ResourceInfo& StatefulSetsResource() {
 }
 
 std::string StatefulSetRevision(const appsv1::StatefulSet& set) {
-  return set.metadata().name() + "-" +
-         ComputePodTemplateHash(set.spec().template_());
+  const std::string data = TemplatePatch(set.spec().template_());
+  return NewRevision(set.metadata(), kKind, set.spec().template_(), data,
+                     HashRevisionData(data, set.status().collisioncount()), 0)
+      .metadata()
+      .name();
 }
 
 StatefulSetController::StatefulSetController(
@@ -91,12 +127,16 @@ StatefulSetController::StatefulSetController(
     : Controller("statefulset", options.clock, options.metrics),
       options_(options) {
   CHECK(options_.api != nullptr && options_.statefulsets != nullptr &&
-        options_.pods != nullptr);
+        options_.pods != nullptr && options_.revisions != nullptr);
 }
 
 void StatefulSetController::RegisterHandlers(
     informer::SharedIndexInformer* statefulsets,
-    informer::SharedIndexInformer* pods) {
+    informer::SharedIndexInformer* pods,
+    informer::SharedIndexInformer* revisions) {
+  OnObjectEvents(revisions, [this](const ObjectEvent& e) {
+    OnRevision(e.As<appsv1::ControllerRevision>());
+  });
   OnObjectEvents(statefulsets,
                  [this](const ObjectEvent& e) { Enqueue(e.Key()); });
   OnObjectEvents(pods, [this](const ObjectEvent& e) {
@@ -123,11 +163,30 @@ void StatefulSetController::OnPod(const corev1::Pod& pod) {
                 [this](const std::string& key) { Enqueue(key); });
 }
 
+void StatefulSetController::OnRevision(
+    const appsv1::ControllerRevision& revision) {
+  const metav1::OwnerReference* ref =
+      objects::ControllerRef(revision.metadata());
+  if (ref != nullptr) {
+    if (ref->kind() == kKind) {
+      Enqueue(
+          informer::ObjectKey(revision.metadata().namespace_(), ref->name()));
+    }
+    return;
+  }
+  EnqueueSetsIn(*options_.statefulsets, revision.metadata().namespace_(),
+                [this](const std::string& key) { Enqueue(key); });
+}
+
 Status StatefulSetController::Sync(const std::string& key) {
   ObjectPtr obj = options_.statefulsets->Get(key);
   if (obj == nullptr) {
-    return DeletePodsOfGoneOwner(options_.api, *options_.pods,
-                                 StatefulSetsResource(), kKind, key);
+    Status s = DeletePodsOfGoneOwner(options_.api, *options_.pods,
+                                     StatefulSetsResource(), kKind, key);
+    KeepFirstError(
+        &s, DeleteRevisionsOfGoneOwner(options_.api, *options_.revisions,
+                                       StatefulSetsResource(), kKind, key));
+    return s;
   }
   auto set = std::static_pointer_cast<const appsv1::StatefulSet>(obj);
   const metav1::ObjectMeta& meta = set->metadata();
@@ -147,13 +206,42 @@ Status StatefulSetController::Sync(const std::string& key) {
                        },
                        &first_error));
 
+  // Revisions (getStatefulSetRevisions): the update revision holds the
+  // set's template; the current one is what status names, else the same.
+  ASSIGN_OR_RETURN(std::vector<RevisionPtr> revisions,
+                   ClaimRevisions(api, *options_.revisions, meta, kKind,
+                                  selector, &first_error));
+  int32_t collision_count = set->status().collisioncount();
+  RevisionPtr update_rev;
+  {
+    const std::string data = TemplatePatch(spec.template_());
+    const int64_t next = MaxRevision(revisions) + 1;
+    RevisionPtr equal;  // the newest revision with this template
+    for (const RevisionPtr& r : revisions) {
+      if (SameRevisionData(r->data().raw(), data)) equal = r;
+    }
+    if (equal != nullptr && equal == revisions.back()) {
+      update_rev = equal;  // unchanged
+    } else if (equal != nullptr) {
+      // Back to an older template: its revision becomes the newest.
+      ASSIGN_OR_RETURN(update_rev, SetRevisionNumber(api, *equal, next));
+    } else {
+      ASSIGN_OR_RETURN(update_rev,
+                       CreateRevision(api, *set, data, next, &collision_count));
+    }
+  }
+  RevisionPtr current_rev = update_rev;
+  for (const RevisionPtr& r : revisions) {
+    if (r->metadata().name() == set->status().currentrevision()) {
+      current_rev = r;
+    }
+  }
+
   // 2. Replicas and condemned pods.
   const int64_t replica_count = spec.has_replicas() ? spec.replicas() : 1;
   const int64_t start = spec.ordinals().start();
-  const std::string update_revision = StatefulSetRevision(*set);
-  const std::string current_revision = set->status().currentrevision().empty()
-                                           ? update_revision
-                                           : set->status().currentrevision();
+  const std::string update_revision = update_rev->metadata().name();
+  const std::string current_revision = current_rev->metadata().name();
   std::vector<PodPtr> replicas(replica_count);
   std::vector<PodPtr> condemned;
   for (const PodPtr& p : owned) {
@@ -195,6 +283,9 @@ Status StatefulSetController::Sync(const std::string& key) {
   status.set_updatedreplicas(updated);
   status.set_currentrevision(current_revision);
   status.set_updaterevision(update_revision);
+  if (collision_count != 0 || set->status().has_collisioncount()) {
+    status.set_collisioncount(collision_count);
+  }
   status.set_observedgeneration(meta.generation());
 
   const bool monotonic = spec.podmanagementpolicy() != "Parallel";
@@ -227,7 +318,25 @@ Status StatefulSetController::Sync(const std::string& key) {
       continue;
     }
     if (p == nullptr) {
-      corev1::Pod pod = NewStatefulPod(*set, start + i, update_revision);
+      // Below the partition during a rollout a pod is recreated at the
+      // current revision (newVersionedStatefulSetPod).
+      const bool at_current =
+          current_rev != update_rev &&
+          spec.updatestrategy().type() != "OnDelete" &&
+          start + i < spec.updatestrategy().rollingupdate().partition();
+      corev1::PodTemplateSpec tmpl = spec.template_();
+      if (at_current) {
+        StatusOr<corev1::PodTemplateSpec> old = RevisionTemplate(*current_rev);
+        if (!old.ok()) {
+          KeepFirstError(&first_error, old.status());
+          done = true;
+          continue;
+        }
+        tmpl = *std::move(old);
+      }
+      corev1::Pod pod =
+          NewStatefulPod(*set, tmpl, start + i,
+                         at_current ? current_revision : update_revision);
       Status s = api->Create(PodsResource(), pod).status();
       if (s.ok()) {
         RecordEvent(*set, informer::kEventNormal, "SuccessfulCreate",
@@ -295,6 +404,26 @@ Status StatefulSetController::Sync(const std::string& key) {
   }
   KeepFirstError(&first_error, UpdateStatusIfChanged(
                                    api, StatefulSetsResource(), *set, status));
+
+  // truncateHistory: revisions no pod and neither status revision uses,
+  // oldest first, beyond revisionHistoryLimit.
+  std::set<std::string> live = {status.currentrevision(),
+                                status.updaterevision()};
+  for (const PodPtr& p : owned) live.insert(RevisionOf(*p));
+  std::vector<RevisionPtr> history;
+  for (const RevisionPtr& r : revisions) {
+    if (live.count(r->metadata().name()) == 0) history.push_back(r);
+  }
+  const size_t limit =
+      spec.has_revisionhistorylimit()
+          ? static_cast<size_t>(std::max(0, spec.revisionhistorylimit()))
+          : 10;
+  for (size_t i = 0; i + limit < history.size(); ++i) {
+    const metav1::ObjectMeta& rm = history[i]->metadata();
+    Status s =
+        api->Delete(ControllerRevisionsResource(), rm.namespace_(), rm.name());
+    if (!informer::IsNotFound(s)) KeepFirstError(&first_error, s);
+  }
   if (next_available != Duration::max()) EnqueueAfter(key, next_available);
   return first_error;
 }

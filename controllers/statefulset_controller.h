@@ -7,18 +7,26 @@
 // apps.kubernetes.io/pod-index=<ordinal> and controller-revision-hash=
 // <revision>, with spec.hostname <pod> and spec.subdomain serviceName.
 //
-// Revisions: the revision of a template is "<set>-<hash of the template>"
-// (the hash the deployment controller uses). kplane stores no
-// ControllerRevisions (yet): status.updateRevision names the current
-// template, status.currentRevision the one the set had before the rollout
-// began; a pod recreated below the partition while a rollout is under way
-// gets the update revision (kube would recreate it at the current one from
-// its ControllerRevision).
+// Revisions (kube's getStatefulSetRevisions, controllers/
+// controller_history.h): every template the set has had is an apps/v1
+// ControllerRevision "<set>-<hash>" (hash: kube's HashControllerRevision of
+// the template patch and status.collisionCount), controlled by the set,
+// numbered 1, 2, ... The update revision is the one of the current
+// template: the newest revision when it holds that template; an older
+// equal revision gets the next number (a rollback, `kubectl rollout
+// undo`); otherwise a new revision is created (a name taken by other data
+// bumps status.collisionCount and hashes again). status.currentRevision
+// names the revision the set had before the rollout began. Pods are
+// labelled controller-revision-hash=<revision name>; a pod recreated
+// below the partition during a rollout gets the current revision's
+// template. Revisions that neither status nor any pod uses are deleted,
+// oldest first, beyond spec.revisionHistoryLimit (default 10).
 //
 // Sync("ns/name"), as kube's UpdateStatefulSet:
 //  1. Claim: pods controlled by the set that still match its selector;
 //     matching orphans named <set>-<n> are adopted, owned pods that no
-//     longer match are released.
+//     longer match are released. The same for revisions (orphans matching
+//     the selector are adopted).
 //  2. Replicas [start, start+replicas) and condemned pods (every other
 //     ordinal, highest first). Failed/Succeeded pods are deleted (and
 //     recreated). Missing pods are created from the template.
@@ -36,8 +44,8 @@
 //     currentReplicas / updatedReplicas (pods at either revision),
 //     currentRevision, updateRevision, observedGeneration. Once every pod
 //     is updated and ready, currentRevision becomes updateRevision.
-// A set that is gone (confirmed by a live GET) has its pods deleted: the
-// garbage collector only follows Deployments and ReplicaSets.
+// A set that is gone (confirmed by a live GET) has its pods and revisions
+// deleted: the garbage collector only follows Deployments and ReplicaSets.
 //
 // Ownership: borrows the writer and the caches, which must outlive it.
 // Thread-safety: as Controller. Errors: the first failed write (the key is
@@ -65,13 +73,15 @@ inline constexpr char kControllerRevisionHashLabel[] =
 
 const objects::ResourceInfo& StatefulSetsResource();
 
-// "<set>-<hash>": the revision name of the set's current template.
+// "<set>-<hash>": the name of the revision of the set's current template
+// (with its status.collisionCount).
 std::string StatefulSetRevision(const appsv1::StatefulSet& set);
 
 struct StatefulSetControllerOptions {
   ApiWriter* api = nullptr;
   const informer::Indexer* statefulsets = nullptr;
   const informer::Indexer* pods = nullptr;
+  const informer::Indexer* revisions = nullptr;  // controllerrevisions
   Clock* clock = nullptr;
   metrics::Registry* metrics = nullptr;
 };
@@ -80,10 +90,11 @@ class StatefulSetController : public Controller {
  public:
   explicit StatefulSetController(StatefulSetControllerOptions options);
 
-  // Enqueues a set on its own events and on those of its pods (and of
-  // matching orphans).
+  // Enqueues a set on its own events and on those of its pods and
+  // revisions (and of orphans it may adopt).
   void RegisterHandlers(informer::SharedIndexInformer* statefulsets,
-                        informer::SharedIndexInformer* pods);
+                        informer::SharedIndexInformer* pods,
+                        informer::SharedIndexInformer* revisions);
 
   Status Sync(const std::string& key) override;
 
@@ -91,6 +102,8 @@ class StatefulSetController : public Controller {
   void OnPod(const corev1::Pod& pod);
 
  private:
+  void OnRevision(const appsv1::ControllerRevision& revision);
+
   StatefulSetControllerOptions options_;
 };
 

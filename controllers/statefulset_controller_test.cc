@@ -3,7 +3,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "controllers/controller_history.h"
+#include "controllers/revision_test_util.h"
 #include "controllers/test_objects.h"
+#include "objects/codec.h"
 #include "objects/meta.h"
 
 namespace kplane::controllers {
@@ -19,6 +22,7 @@ class StatefulSetTest : public ::testing::Test {
       : controller_({.api = &fake_,
                      .statefulsets = &sets_,
                      .pods = &pods_,
+                     .revisions = &revisions_,
                      .clock = &clock_,
                      .metrics = &reg_}) {
     clock_.SetWall(WallTime(seconds(1700000100)));
@@ -61,12 +65,47 @@ class StatefulSetTest : public ::testing::Test {
     pods_.Upsert(p);
     return p;
   }
+  // A revision of `set` with its template at `image`, numbered `number`,
+  // in the cache.
+  std::shared_ptr<const appsv1::ControllerRevision> AddRevision(
+      const appsv1::StatefulSet& set, const std::string& image,
+      int64_t number) {
+    corev1::PodTemplateSpec tmpl = set.spec().template_();
+    tmpl.mutable_spec()->mutable_containers(0)->set_image(image);
+    const std::string data = TemplatePatch(tmpl);
+    auto r = std::make_shared<const appsv1::ControllerRevision>(
+        NewRevision(set.metadata(), "StatefulSet", tmpl, data,
+                    HashRevisionData(data, 0), number));
+    revisions_.Upsert(r);
+    return r;
+  }
+  void SetImage(std::shared_ptr<appsv1::StatefulSet> set,
+                const std::string& image) {
+    set->mutable_spec()
+        ->mutable_template_()
+        ->mutable_spec()
+        ->mutable_containers(0)
+        ->set_image(image);
+    sets_.Upsert(set);
+  }
+  // "<name>:<revision>" of every cached revision, by name.
+  std::vector<std::string> CachedRevisions() {
+    std::vector<std::string> out;
+    for (const ObjectPtr& o : revisions_.List()) {
+      const auto& r = static_cast<const appsv1::ControllerRevision&>(*o);
+      out.push_back(r.metadata().name() + ":" + std::to_string(r.revision()));
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }
   std::vector<std::string> Sync() {
     fake_.Clear();
+    revision_actions_.clear();
     Status s = controller_.Sync("default/web");
     EXPECT_TRUE(s.ok()) << s;
     std::vector<std::string> out;
-    for (const std::string& a : fake_.Actions()) {
+    for (const std::string& a :
+         ReflectRevisionWrites(fake_, &revisions_, &revision_actions_)) {
       if (a.rfind("update-status", 0) != 0) out.push_back(a);
     }
     return out;
@@ -86,13 +125,15 @@ class StatefulSetTest : public ::testing::Test {
   FakeApiWriter fake_;
   informer::Indexer sets_;
   informer::Indexer pods_;
+  informer::Indexer revisions_;
+  std::vector<std::string> revision_actions_;  // of the last Sync()
   StatefulSetController controller_;
 };
 
 TEST_F(StatefulSetTest, OrderedReadyCreatesOneAtATimeWaitingForReady) {
   auto set = AddSet(3);
   EXPECT_THAT(Sync(), ElementsAre("create pods default/web-0"));
-  auto pod = std::dynamic_pointer_cast<const corev1::Pod>(fake_.Written()[0]);
+  auto pod = std::dynamic_pointer_cast<const corev1::Pod>(fake_.Written()[1]);
   ASSERT_NE(pod, nullptr);
   EXPECT_EQ(pod->metadata().labels().at(kStatefulSetPodNameLabel), "web-0");
   EXPECT_EQ(pod->metadata().labels().at(kPodIndexLabel), "0");
@@ -195,6 +236,8 @@ TEST_F(StatefulSetTest, PartitionKeepsLowerOrdinalsAtTheCurrentRevision) {
       ->set_image("nginx");
   set->mutable_status()->set_currentrevision(StatefulSetRevision(old));
   sets_.Upsert(set);
+  AddRevision(*set, "nginx", 1);
+  AddRevision(*set, "nginx:2", 2);
   AddPod(*set, 0, true, "nginx");
   AddPod(*set, 1, true, "nginx");
   AddPod(*set, 2, true, "nginx:2");
@@ -241,6 +284,168 @@ TEST_F(StatefulSetTest, AdoptsMatchingOrphansWithItsNames) {
   auto stranger = NewPod("default", "other", {{"app", "web"}});
   pods_.Upsert(stranger);
   EXPECT_THAT(Sync(), ElementsAre("update pods default/web-0"));
+}
+
+TEST_F(StatefulSetTest, FirstSyncCreatesRevisionOneOwnedByTheSet) {
+  auto set = AddSet(1);
+  Sync();
+  const std::string name = StatefulSetRevision(*set);
+  EXPECT_THAT(revision_actions_,
+              ElementsAre("create controllerrevisions default/" + name));
+  auto rev = std::static_pointer_cast<const appsv1::ControllerRevision>(
+      revisions_.Get("default/" + name));
+  ASSERT_NE(rev, nullptr);
+  EXPECT_EQ(rev->revision(), 1);
+  EXPECT_EQ(rev->metadata().labels().at("app"), "web");
+  EXPECT_EQ(name,
+            "web-" + rev->metadata().labels().at(kControllerRevisionHashLabel));
+  const metav1::OwnerReference* ref = objects::ControllerRef(rev->metadata());
+  ASSERT_NE(ref, nullptr);
+  EXPECT_EQ(ref->kind(), "StatefulSet");
+  EXPECT_EQ(ref->uid(), "uid-web");
+  // kube's getPatch: the template, replacing the set's on a patch.
+  EXPECT_THAT(
+      rev->data().raw(),
+      ::testing::StartsWith(R"({"spec":{"template":{"$patch":"replace",)"));
+  StatusOr<corev1::PodTemplateSpec> tmpl = RevisionTemplate(*rev);
+  ASSERT_TRUE(tmpl.ok()) << tmpl.status();
+  // Equal as JSON (decoding sets the empty objects Go writes).
+  EXPECT_EQ(objects::EncodeJson(*tmpl),
+            objects::EncodeJson(set->spec().template_()));
+  ASSERT_NE(LastStatus(), nullptr);
+  EXPECT_EQ(LastStatus()->updaterevision(), name);
+  EXPECT_EQ(LastStatus()->currentrevision(), name);
+  // Nothing changed: no new revision.
+  Sync();
+  EXPECT_THAT(revision_actions_, IsEmpty());
+}
+
+TEST_F(StatefulSetTest, TemplateChangeCreatesTheNextRevision) {
+  auto set = AddSet(1);
+  Sync();
+  const std::string first = StatefulSetRevision(*set);
+  set->mutable_status()->set_currentrevision(first);
+  SetImage(set, "nginx:2");
+  Sync();
+  const std::string second = StatefulSetRevision(*set);
+  EXPECT_NE(first, second);
+  EXPECT_THAT(revision_actions_,
+              ElementsAre("create controllerrevisions default/" + second));
+  EXPECT_THAT(CachedRevisions(),
+              ::testing::UnorderedElementsAre(first + ":1", second + ":2"));
+  ASSERT_NE(LastStatus(), nullptr);
+  EXPECT_EQ(LastStatus()->updaterevision(), second);
+  EXPECT_EQ(LastStatus()->currentrevision(), first);
+}
+
+TEST_F(StatefulSetTest, RollbackRenumbersTheEqualOldRevision) {
+  auto set = AddSet(1);
+  auto v1 = AddRevision(*set, "nginx", 1);
+  AddRevision(*set, "nginx:2", 2);
+  // `kubectl rollout undo`: the template is nginx again.
+  Sync();
+  EXPECT_THAT(revision_actions_,
+              ElementsAre("update controllerrevisions default/" +
+                          v1->metadata().name()));
+  auto now = std::static_pointer_cast<const appsv1::ControllerRevision>(
+      revisions_.Get("default/" + v1->metadata().name()));
+  EXPECT_EQ(now->revision(), 3);
+  ASSERT_NE(LastStatus(), nullptr);
+  EXPECT_EQ(LastStatus()->updaterevision(), v1->metadata().name());
+}
+
+TEST_F(StatefulSetTest, HistoryIsTruncatedToTheLimitKeepingLiveRevisions) {
+  auto set = AddSet(1);
+  set->mutable_spec()->set_revisionhistorylimit(1);
+  sets_.Upsert(set);
+  auto v1 = AddRevision(*set, "v1", 1);  // a pod still runs it
+  auto v2 = AddRevision(*set, "v2", 2);
+  auto v3 = AddRevision(*set, "v3", 3);
+  auto v4 = AddRevision(*set, "v4", 4);
+  AddPod(*set, 0, true, "v1");
+  SetImage(set, "v5");
+  Sync();
+  // Not live: v2, v3, v4; one is kept (the newest): v2 and v3 go.
+  EXPECT_THAT(
+      revision_actions_,
+      ElementsAre(
+          "create controllerrevisions default/" + StatefulSetRevision(*set),
+          "delete controllerrevisions default/" + v2->metadata().name(),
+          "delete controllerrevisions default/" + v3->metadata().name()));
+  EXPECT_THAT(CachedRevisions(),
+              ::testing::UnorderedElementsAre(
+                  v1->metadata().name() + ":1", v4->metadata().name() + ":4",
+                  StatefulSetRevision(*set) + ":5"));
+}
+
+TEST_F(StatefulSetTest, NameTakenByOtherDataBumpsTheCollisionCount) {
+  auto set = AddSet(1);
+  const std::string taken = StatefulSetRevision(*set);
+  auto other = std::make_shared<appsv1::ControllerRevision>();
+  SetMeta(other->mutable_metadata(), "default", taken);
+  other->mutable_data()->set_raw(R"({"other":true})");
+  fake_.SetLive(ControllerRevisionsResource(), other);
+  fake_.FailNext("create controllerrevisions",
+                 AlreadyExistsError("controllerrevisions \"" + taken +
+                                    "\" already exists"));
+  Sync();
+  ASSERT_NE(LastStatus(), nullptr);
+  EXPECT_EQ(LastStatus()->collisioncount(), 1);
+  appsv1::StatefulSet bumped = *set;
+  bumped.mutable_status()->set_collisioncount(1);
+  EXPECT_NE(StatefulSetRevision(bumped), taken);
+  EXPECT_THAT(revision_actions_,
+              ElementsAre("create controllerrevisions default/" + taken,
+                          "create controllerrevisions default/" +
+                              StatefulSetRevision(bumped)));
+  EXPECT_EQ(LastStatus()->updaterevision(), StatefulSetRevision(bumped));
+}
+
+TEST_F(StatefulSetTest, PodBelowThePartitionIsRecreatedAtTheCurrentRevision) {
+  auto set = AddSet(2, "nginx:2");
+  set->mutable_spec()
+      ->mutable_updatestrategy()
+      ->mutable_rollingupdate()
+      ->set_partition(1);
+  auto v1 = AddRevision(*set, "nginx", 1);
+  AddRevision(*set, "nginx:2", 2);
+  set->mutable_status()->set_currentrevision(v1->metadata().name());
+  sets_.Upsert(set);
+  AddPod(*set, 1, true, "nginx:2");
+  EXPECT_THAT(Sync(), ElementsAre("create pods default/web-0"));
+  std::shared_ptr<const corev1::Pod> pod;
+  for (const ObjectPtr& w : fake_.Written()) {
+    if (auto p = std::dynamic_pointer_cast<const corev1::Pod>(w)) pod = p;
+  }
+  ASSERT_NE(pod, nullptr);
+  EXPECT_EQ(pod->spec().containers(0).image(), "nginx");
+  EXPECT_EQ(pod->metadata().labels().at(kControllerRevisionHashLabel),
+            v1->metadata().name());
+}
+
+TEST_F(StatefulSetTest, RevisionsOfADeletedSetAreDeleted) {
+  auto set = AddSet(1);
+  auto v1 = AddRevision(*set, "nginx", 1);
+  sets_.Delete("default/web");
+  Sync();
+  EXPECT_THAT(revision_actions_,
+              ElementsAre("delete controllerrevisions default/" +
+                          v1->metadata().name()));
+}
+
+TEST_F(StatefulSetTest, AdoptsAnOrphanRevisionMatchingItsSelector) {
+  AddSet(1);
+  auto orphan = std::make_shared<appsv1::ControllerRevision>();
+  SetMeta(orphan->mutable_metadata(), "default", "web-old", {{"app", "web"}});
+  orphan->mutable_data()->set_raw(R"({"spec":{"template":{}}})");
+  orphan->set_revision(1);
+  revisions_.Upsert(orphan);
+  Sync();
+  ASSERT_FALSE(revision_actions_.empty());
+  EXPECT_EQ(revision_actions_[0], "update controllerrevisions default/web-old");
+  auto adopted = std::static_pointer_cast<const appsv1::ControllerRevision>(
+      revisions_.Get("default/web-old"));
+  ASSERT_NE(objects::ControllerRef(adopted->metadata()), nullptr);
 }
 
 }  // namespace

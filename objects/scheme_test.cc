@@ -115,6 +115,8 @@ TEST(Scheme, ResolvesKubectlWords) {
       {"statefulset.apps", "statefulsets"},
       {"ds", "daemonsets"},
       {"DaemonSet", "daemonsets"},
+      {"controllerrevision", "controllerrevisions"},
+      {"ControllerRevision.apps", "controllerrevisions"},
       {"no", "nodes"},
       {"ns", "namespaces"},
       {"cm", "configmaps"},

@@ -170,8 +170,12 @@ std::vector<Role> BootstrapClusterRoles() {
        Res(kReadWrite, {"apps"},
            {"deployments", "deployments/status", "deployments/scale",
             "replicasets", "replicasets/status", "replicasets/scale"}),
-       // The statefulset and daemonset controllers write only the status.
+       // The statefulset and daemonset controllers write the status and
+       // their history (kube's daemon-set-controller and
+       // statefulset-controller roles: get list watch create update patch
+       // delete on controllerrevisions).
        Res({"update"}, {"apps"}, {"statefulsets/status", "daemonsets/status"}),
+       Res(kReadWrite, {"apps"}, {"controllerrevisions"}),
        Res(kReadWrite, {"batch"},
            {"jobs", "jobs/status", "cronjobs", "cronjobs/status"}),
        Res(kReadWrite, {"coordination.k8s.io"}, {"leases"}),

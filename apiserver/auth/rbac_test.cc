@@ -337,6 +337,8 @@ TEST_F(BootstrapTest, ViewReadsButNotSecretsAndNeverWrites) {
             Decision::kAllow);
   EXPECT_EQ(Check(Req(Alice(), "watch", "apps", "deployments", "team")),
             Decision::kAllow);
+  EXPECT_EQ(Check(Req(Alice(), "list", "apps", "controllerrevisions", "team")),
+            Decision::kAllow);
   EXPECT_EQ(Check(Req(Alice(), "get", "", "secrets", "team", "s")),
             Decision::kNoOpinion);
   EXPECT_EQ(Check(Req(Alice(), "create", "", "configmaps", "team")),
@@ -359,10 +361,17 @@ TEST_F(BootstrapTest, EditWritesWorkloadsAndSecretsButNotRoles) {
   EXPECT_EQ(Check(Req(Alice(), "create", "rbac.authorization.k8s.io",
                       "rolebindings", "team")),
             Decision::kNoOpinion);
-  // Status is the controllers' to write.
+  // Status and history are the controllers' to write (kube's edit reads
+  // controllerrevisions only).
   EXPECT_EQ(Check(Req(Alice(), "update", "apps", "deployments", "team", "w",
                       "status")),
             Decision::kNoOpinion);
+  EXPECT_EQ(
+      Check(Req(Alice(), "get", "apps", "controllerrevisions", "team", "r")),
+      Decision::kAllow);
+  EXPECT_EQ(
+      Check(Req(Alice(), "create", "apps", "controllerrevisions", "team")),
+      Decision::kNoOpinion);
 }
 
 TEST_F(BootstrapTest, AdminManagesTheNamespacesAccess) {
@@ -386,6 +395,12 @@ TEST_F(BootstrapTest, ControllerManagerWritesWhatItsControllersWrite) {
   EXPECT_EQ(Check(Req(cm, "patch", "", "nodes", "", "n1", "status")),
             Decision::kAllow);
   EXPECT_EQ(Check(Req(cm, "list", "", "secrets")), Decision::kAllow);
+  // The statefulset and daemonset controllers' history.
+  for (const char* verb : {"create", "update", "delete"}) {
+    EXPECT_EQ(Check(Req(cm, verb, "apps", "controllerrevisions", "d", "r")),
+              Decision::kAllow)
+        << verb;
+  }
   EXPECT_EQ(Check(Req(cm, "create", "rbac.authorization.k8s.io",
                       "clusterrolebindings")),
             Decision::kNoOpinion);

@@ -1161,4 +1161,29 @@ std::vector<TableCell> PodDisruptionBudgetRow(
           S(Age(pdb.metadata(), now))};
 }
 
+std::vector<TableColumn> ControllerRevisionColumns() {
+  return {NameColumn(), Col("Controller", "string", "Controller of the object"),
+          Col("Revision", "string",
+              "Revision indicates the revision of the state represented by "
+              "Data."),
+          AgeColumn()};
+}
+
+std::vector<TableCell> ControllerRevisionRow(
+    const objects::appsv1::ControllerRevision& cr, WallTime now) {
+  std::string controller = "<none>";
+  for (const auto& ref : cr.metadata().ownerreferences()) {
+    if (!ref.controller()) continue;
+    // GroupKind.String(), lower-cased: "DaemonSet.apps" -> "daemonset.apps".
+    const std::string& api_version = ref.apiversion();
+    size_t slash = api_version.find('/');
+    std::string kind = ref.kind();
+    if (slash != std::string::npos) kind += "." + api_version.substr(0, slash);
+    controller = ToLower(kind) + "/" + ref.name();
+    break;
+  }
+  return {S(cr.metadata().name()), S(controller), I(cr.revision()),
+          S(Age(cr.metadata(), now))};
+}
+
 }  // namespace kplane::apiserver::printers

@@ -73,6 +73,12 @@ std::vector<TableColumn> StatefulSetColumns();
 std::vector<TableCell> StatefulSetRow(const objects::appsv1::StatefulSet& s,
                                       WallTime now);
 
+// NAME CONTROLLER REVISION AGE; CONTROLLER is "<kind>.<group>/<name>" of
+// the controller reference (kube's formatResourceName), or <none>.
+std::vector<TableColumn> ControllerRevisionColumns();
+std::vector<TableCell> ControllerRevisionRow(
+    const objects::appsv1::ControllerRevision& cr, WallTime now);
+
 std::vector<TableColumn> DaemonSetColumns();
 std::vector<TableCell> DaemonSetRow(const objects::appsv1::DaemonSet& ds,
                                     WallTime now);

@@ -142,6 +142,8 @@ std::unique_ptr<Strategy> NewReplicaSetStrategy(const objects::ResourceInfo* r);
 std::unique_ptr<Strategy> NewStatefulSetStrategy(
     const objects::ResourceInfo* r);
 std::unique_ptr<Strategy> NewDaemonSetStrategy(const objects::ResourceInfo* r);
+std::unique_ptr<Strategy> NewControllerRevisionStrategy(
+    const objects::ResourceInfo* r);
 std::unique_ptr<Strategy> NewJobStrategy(const objects::ResourceInfo* r);
 std::unique_ptr<Strategy> NewCronJobStrategy(const objects::ResourceInfo* r);
 std::unique_ptr<Strategy> NewLeaseStrategy(const objects::ResourceInfo* r);

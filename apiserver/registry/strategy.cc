@@ -173,6 +173,7 @@ Factory FactoryFor(const objects::ResourceInfo& r) {
           {{"apps", "replicasets"}, &NewReplicaSetStrategy},
           {{"apps", "statefulsets"}, &NewStatefulSetStrategy},
           {{"apps", "daemonsets"}, &NewDaemonSetStrategy},
+          {{"apps", "controllerrevisions"}, &NewControllerRevisionStrategy},
           {{"batch", "jobs"}, &NewJobStrategy},
           {{"batch", "cronjobs"}, &NewCronJobStrategy},
           {{"coordination.k8s.io", "leases"}, &NewLeaseStrategy},

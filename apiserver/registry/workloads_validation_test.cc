@@ -1,5 +1,5 @@
-// apps/v1 StatefulSets and DaemonSets: defaults, validation with
-// kube-apiserver's texts, generation bumps and printed rows.
+// apps/v1 StatefulSets, DaemonSets and ControllerRevisions: defaults,
+// validation with kube-apiserver's texts, generation bumps and printed rows.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -10,6 +10,7 @@
 namespace kplane::apiserver {
 namespace {
 
+using objects::appsv1::ControllerRevision;
 using objects::appsv1::DaemonSet;
 using objects::appsv1::StatefulSet;
 using testing::Decode;
@@ -204,6 +205,63 @@ TEST(DaemonSetStrategyTest, PrintsKubesColumns) {
   EXPECT_EQ(row[4].num, 1);
   EXPECT_EQ(row[6].str, "disk=ssd");
   EXPECT_EQ(row[10].str, "app=agent");
+}
+
+ControllerRevision ValidRevision() {
+  return Decode<ControllerRevision>(R"({"metadata":{"name":"web-6d4c9b7f5c",
+    "namespace":"default","creationTimestamp":"2026-11-29T08:37:42Z",
+    "ownerReferences":[{"apiVersion":"apps/v1","kind":"StatefulSet",
+      "name":"web","uid":"u1","controller":true}]},
+    "data":{"spec":{"template":{"$patch":"replace","metadata":{}}}},
+    "revision":2})");
+}
+
+TEST(ControllerRevisionStrategyTest, KubesRules) {
+  const Strategy& st = StrategyOf("apps", "controllerrevisions");
+  const ControllerRevision cr = ValidRevision();
+  ASSERT_THAT(Texts(st.ValidateCreate(cr)), IsEmpty());
+  ControllerRevision bad = cr;
+  bad.clear_data();
+  bad.set_revision(-1);
+  bad.mutable_metadata()->set_name("Web_1");
+  EXPECT_THAT(
+      Texts(st.ValidateCreate(bad)),
+      ElementsAre(::testing::HasSubstr("metadata.name: Invalid value: "
+                                       "\"Web_1\": a lowercase RFC 1123 "
+                                       "subdomain"),
+                  "data: Required value: data is mandatory",
+                  "revision: Invalid value: -1: must be greater than or "
+                  "equal to 0"));
+  // data is immutable; the revision number is not (rollbacks renumber).
+  ControllerRevision renumbered = cr;
+  renumbered.set_revision(5);
+  EXPECT_THAT(Texts(st.ValidateUpdate(renumbered, cr)), IsEmpty());
+  ControllerRevision respaced = cr;
+  respaced.mutable_data()->set_raw(
+      R"({ "spec": {"template": {"metadata": {}, "$patch": "replace"}}})");
+  EXPECT_THAT(Texts(st.ValidateUpdate(respaced, cr)), IsEmpty());
+  ControllerRevision changed = cr;
+  changed.mutable_data()->set_raw(R"({"spec":{}})");
+  EXPECT_THAT(Texts(st.ValidateUpdate(changed, cr)),
+              ElementsAre(::testing::HasSubstr("data: Invalid value: ")));
+  EXPECT_THAT(Texts(st.ValidateUpdate(changed, cr)),
+              ElementsAre(::testing::HasSubstr("field is immutable")));
+}
+
+TEST(ControllerRevisionStrategyTest, PrintsControllerAndRevision) {
+  const Strategy& st = StrategyOf("apps", "controllerrevisions");
+  std::vector<std::string> names;
+  for (const auto& c : st.Columns()) names.push_back(c.name);
+  EXPECT_THAT(names, ElementsAre("Name", "Controller", "Revision", "Age"));
+  auto row = st.Row(ValidRevision(), WallTime(seconds(1795941462 + 120)));
+  ASSERT_EQ(row.size(), 4u);
+  EXPECT_EQ(row[0].str, "web-6d4c9b7f5c");
+  EXPECT_EQ(row[1].str, "statefulset.apps/web");
+  EXPECT_EQ(row[2].num, 2);
+  EXPECT_EQ(row[3].str, "2m");
+  ControllerRevision orphan = ValidRevision();
+  orphan.mutable_metadata()->clear_ownerreferences();
+  EXPECT_EQ(st.Row(orphan, WallTime(seconds(0)))[1].str, "<none>");
 }
 
 }  // namespace

@@ -13,7 +13,10 @@
 // Service's EndpointSlice lists its pods' addresses, `kubectl get pdb`
 // shows the budget, `kubectl drain` is refused by it (429 from
 // pods/eviction, retried until --timeout) and goes through once the budget
-// allows a disruption.
+// allows a disruption. Rollout history: `kubectl rollout history` of a
+// DaemonSet and a StatefulSet lists the ControllerRevisions their
+// controllers keep, `--revision=1` shows the first template, and
+// `kubectl rollout undo` brings the pods back to it.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -288,6 +291,75 @@ TEST_F(WorkloadsTest, DaemonSetFollowsNodesAndRolls) {
       {"get", "pods", "-l", "app=agent", "-o",
        "jsonpath={range .items[*]}{.spec.containers[0].image} {end}"});
   EXPECT_EQ(images, "agent:2.0 agent:2.0 agent:2.0 ") << images;
+}
+
+TEST_F(WorkloadsTest, RolloutHistoryAndUndo) {
+  MustKubectl({"wait", "--for=condition=Ready", "node/node-0", "node/node-1",
+               "--timeout=60s"});
+  MustKubectl({"apply", "-f", File("ds.yaml", kDaemonSet)});
+  std::string sts = kStatefulSet;
+  sts.replace(sts.find("replicas: 3"), 11, "replicas: 2");
+  MustKubectl({"apply", "-f", File("sts.yaml", sts)});
+  MustKubectl({"rollout", "status", "daemonset/agent", "--timeout=120s"});
+  MustKubectl({"rollout", "status", "statefulset/web", "--timeout=120s"});
+  MustKubectl({"set", "image", "daemonset/agent", "agent=agent:2.0"});
+  MustKubectl({"set", "image", "statefulset/web", "app=nginx:2.0"});
+  MustKubectl({"rollout", "status", "daemonset/agent", "--timeout=120s"});
+  MustKubectl({"rollout", "status", "statefulset/web", "--timeout=120s"});
+
+  // Served: in discovery and in OpenAPI (kubectl explain).
+  std::string resources = MustKubectl({"api-resources", "--api-group=apps"});
+  EXPECT_NE(resources.find("controllerrevisions"), std::string::npos)
+      << resources;
+  std::string explain =
+      MustKubectl({"explain", "controllerrevisions.revision"});
+  EXPECT_NE(explain.find("KIND:       ControllerRevision"), std::string::npos)
+      << explain;
+  EXPECT_NE(explain.find("integer"), std::string::npos) << explain;
+
+  // The revisions, as `kubectl get` prints them.
+  std::string table = MustKubectl({"get", "controllerrevisions"});
+  EXPECT_NE(table.find("CONTROLLER"), std::string::npos) << table;
+  EXPECT_NE(table.find("daemonset.apps/agent"), std::string::npos) << table;
+  EXPECT_NE(table.find("statefulset.apps/web"), std::string::npos) << table;
+
+  for (const char* set_name : {"daemonset/agent", "statefulset/web"}) {
+    const std::string set = set_name;
+    SCOPED_TRACE(set);
+    const std::string old_image =
+        set == "daemonset/agent" ? "agent:1.0" : "nginx:1.0";
+    const std::string app = set == "daemonset/agent" ? "agent" : "web";
+    std::string history = MustKubectl({"rollout", "history", set});
+    EXPECT_NE(history.find("REVISION"), std::string::npos) << history;
+    EXPECT_NE(history.find("\n1 "), std::string::npos) << history;
+    EXPECT_NE(history.find("\n2 "), std::string::npos) << history;
+    std::string first =
+        MustKubectl({"rollout", "history", set, "--revision=1"});
+    EXPECT_NE(first.find("Image:"), std::string::npos) << first;
+    EXPECT_NE(first.find(old_image), std::string::npos) << first;
+
+    std::string undo = MustKubectl({"rollout", "undo", set});
+    EXPECT_NE(undo.find("rolled back"), std::string::npos) << undo;
+    MustKubectl({"rollout", "status", set, "--timeout=120s"});
+    std::string images = MustKubectl(
+        {"get", "pods", "-l", "app=" + app, "-o",
+         "jsonpath={range .items[*]}{.spec.containers[0].image} {end}"});
+    EXPECT_EQ(images, old_image + " " + old_image + " ") << images;
+    // Revision 1 came back as revision 3.
+    history = MustKubectl({"rollout", "history", set});
+    EXPECT_EQ(history.find("\n1 "), std::string::npos) << history;
+    EXPECT_NE(history.find("\n3 "), std::string::npos) << history;
+  }
+  std::string revisions = MustKubectl(
+      {"get", "statefulset", "web", "-o",
+       "jsonpath={.status.currentRevision} {.status.updateRevision}"});
+  size_t space = revisions.find(' ');
+  ASSERT_NE(space, std::string::npos) << revisions;
+  EXPECT_EQ(revisions.substr(0, space), revisions.substr(space + 1));
+  EXPECT_EQ(
+      MustKubectl({"get", "controllerrevision", revisions.substr(0, space),
+                   "-o", "jsonpath={.revision}"}),
+      "3");
 }
 
 TEST_F(WorkloadsTest, EndpointSlicesBudgetsAndDrain) {

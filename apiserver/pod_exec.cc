@@ -191,7 +191,14 @@ class ClientTransport {
   virtual std::string End() = 0;
   // The session ends early (idle, streams never opened).
   virtual std::string Abort(std::string_view why) = 0;
+  // After End(), keep the connection until the client closes it (at most
+  // kLinger): a SPDY client (spdystream) drops the DATA it has not yet
+  // handed to its readers when the connection closes under it, so closing
+  // right after the last frames could lose the output or the exit status.
+  virtual bool LingerAfterEnd() const { return false; }
 };
+
+constexpr Duration kLinger = seconds(10);
 
 class WebSocketTransport : public ClientTransport {
  public:
@@ -385,6 +392,7 @@ class SpdyTransport : public ClientTransport {
   std::string Abort(std::string_view) override {
     return session_.GoAway(net::SpdyGoAwayStatus::kOk);
   }
+  bool LingerAfterEnd() const override { return true; }
 
  private:
   const std::string protocol_;
@@ -440,6 +448,8 @@ struct PodExecProxy::Session {
   bool ended GUARDED_BY(mu) = false;  // shut down: both loops stop
   Mutex write_mu;                     // one frame at a time to the client
   std::atomic<int64_t> last_activity_ns{0};
+  // The kubelet's output is all sent (LingerAfterEnd): when, or 0.
+  std::atomic<int64_t> output_done_ns{0};
 
   void Touch(Clock* clock) {
     last_activity_ns = clock->Now().time_since_epoch().count();
@@ -566,7 +576,11 @@ void PodExecProxy::Run(uint64_t id, KubeletEndpoint ep, std::string target,
         if (!more.ok() || !*more) break;
       }
       session->Send(fd, transport->End());
-      session->End();
+      if (transport->LingerAfterEnd()) {
+        session->output_done_ns = clock_->Now().time_since_epoch().count();
+      } else {
+        session->End();
+      }
     });
   };
   if (transport->Ready()) start_out();
@@ -580,6 +594,10 @@ void PodExecProxy::Run(uint64_t id, KubeletEndpoint ep, std::string target,
       if (session->ended) break;
     }
     const TimePoint now = clock_->Now();
+    if (const int64_t done = session->output_done_ns.load();
+        done != 0 && now - TimePoint(TimePoint::duration(done)) >= kLinger) {
+      break;  // the client did not close: close under it
+    }
     const Duration idle =
         now - TimePoint(TimePoint::duration(session->last_activity_ns.load()));
     if (idle >= options_.idle_timeout) {

@@ -7,13 +7,17 @@
 
 #include <cerrno>
 #include <condition_variable>
+#include <map>
+#include <set>
 #include <utility>
 
+#include "base/json.h"
 #include "base/logging.h"
 #include "base/strings.h"
 #include "net/http_client.h"
 #include "net/http_message.h"
 #include "net/http_upgrade.h"
+#include "net/spdy.h"
 #include "net/url.h"
 #include "net/websocket.h"
 
@@ -91,10 +95,35 @@ std::string PodExecRequest::KubeletTarget(const corev1::Pod& pod) const {
 
 ApiResult<ExecUpgrade> ParseExecUpgrade(const net::HttpRequest& req) {
   const net::HttpHeaders& h = req.headers;
-  if (h.HasToken("Upgrade", "spdy/3.1")) {
+  // kube's httpstream/spdy responseUpgrader: "upgrade" in Connection and
+  // "spdy/3.1" in Upgrade; GET or POST (kubectl POSTs).
+  if (h.HasToken("Upgrade", "spdy/3.1") &&
+      h.HasToken("Connection", "upgrade")) {
+    std::vector<std::string> offered;
+    for (const auto& [name, value] : h) {
+      if (!net::EqualsIgnoreCase(name, "X-Stream-Protocol-Version")) continue;
+      for (const std::string& p : StrSplit(value, ',')) {
+        offered.emplace_back(StripWhitespace(p));
+      }
+    }
+    // kube's httpstream.Handshake: the first the client lists that the
+    // server serves.
+    for (const std::string& p : offered) {
+      for (const char* have :
+           {kExecProtocolV4, kExecProtocolV3, kExecProtocolV2}) {
+        if (p != have) continue;
+        return ExecUpgrade{.transport = ExecUpgrade::Transport::kSpdy,
+                           .protocol = have,
+                           .stdin = QueryBool(req, "stdin"),
+                           .stdout = QueryBool(req, "stdout"),
+                           .stderr = QueryBool(req, "stderr"),
+                           .tty = QueryBool(req, "tty")};
+      }
+    }
     return ApiError::BadRequest(
-        "SPDY/3.1 streaming is not served by kplane: use kubectl 1.30 or "
-        "later (WebSocket, v5.channel.k8s.io)");
+        "unable to upgrade: unable to negotiate protocol: client supports [" +
+        StrJoin(offered, " ") + "], server supports [" + kExecProtocolV4 + " " +
+        kExecProtocolV3 + " " + kExecProtocolV2 + "]");
   }
   if (req.method != "GET" || !h.HasToken("Upgrade", "websocket") ||
       !h.HasToken("Connection", "upgrade")) {
@@ -132,6 +161,260 @@ ApiResult<ExecUpgrade> ParseExecUpgrade(const net::HttpRequest& req) {
 }
 
 // ---------------------------------------------------------------------------
+// The client's transport: what one exec session needs from it.
+
+namespace {
+
+// What a transport made of the client's bytes.
+struct ClientInput {
+  std::string to_client;  // answers: pongs, SYN_REPLYs, resets, GOAWAY
+  std::string stdin_data;
+  bool stdin_closed = false;
+  bool stop = false;  // the client ended, or broke the protocol
+};
+
+// One per session. OnClientBytes, Ready and Abort run on the session's
+// reader thread; Record and End on its writer thread, which starts only
+// once Ready() (so what OnClientBytes set up before is visible to it and
+// no longer changes).
+class ClientTransport {
+ public:
+  virtual ~ClientTransport() = default;
+  // The 101's headers (UpgradeConnection adds Connection).
+  virtual net::HttpHeaders UpgradeHeaders() const = 0;
+  virtual void OnClientBytes(std::string_view bytes, ClientInput* in) = 0;
+  // Every stream the client will use is there: output may flow.
+  virtual bool Ready() const = 0;
+  // A kubelet record (channel 1 stdout, 2 stderr, 3 error) for the client.
+  virtual std::string Record(uint8_t channel, std::string_view payload) = 0;
+  // After the kubelet's last record.
+  virtual std::string End() = 0;
+  // The session ends early (idle, streams never opened).
+  virtual std::string Abort(std::string_view why) = 0;
+  // After End(), keep the connection until the client closes it (at most
+  // kLinger): a SPDY client (spdystream) drops the DATA it has not yet
+  // handed to its readers when the connection closes under it, so closing
+  // right after the last frames could lose the output or the exit status.
+  virtual bool LingerAfterEnd() const { return false; }
+};
+
+constexpr Duration kLinger = seconds(10);
+
+class WebSocketTransport : public ClientTransport {
+ public:
+  WebSocketTransport(const ExecUpgrade& up, size_t max_frame_bytes)
+      : accept_(up.accept),
+        protocol_(up.protocol),
+        v5_(up.protocol == kExecProtocolV5),
+        reader_({.max_message_bytes = max_frame_bytes, .require_mask = true}) {}
+
+  net::HttpHeaders UpgradeHeaders() const override {
+    return {{"Upgrade", "websocket"},
+            {"Sec-WebSocket-Accept", accept_},
+            {"Sec-WebSocket-Protocol", protocol_}};
+  }
+  bool Ready() const override { return true; }
+
+  void OnClientBytes(std::string_view bytes, ClientInput* in) override {
+    reader_.Feed(bytes);
+    for (;;) {
+      StatusOr<std::optional<net::WebSocketMessage>> m = reader_.Next();
+      if (!m.ok()) {
+        in->to_client += net::EncodeWebSocketClose(reader_.close_code(),
+                                                   m.status().message());
+        in->stop = true;
+        return;
+      }
+      if (!m->has_value()) return;
+      net::WebSocketMessage& msg = **m;
+      switch (msg.opcode) {
+        case net::WebSocketOpcode::kClose:
+          in->to_client += net::EncodeWebSocketClose(
+              net::WebSocketCloseCode(msg.payload), "");
+          in->stop = true;
+          return;
+        case net::WebSocketOpcode::kPing:
+          in->to_client += net::EncodeWebSocketFrame(
+              net::WebSocketOpcode::kPong, msg.payload);
+          break;
+        case net::WebSocketOpcode::kBinary: {
+          if (msg.payload.empty()) break;
+          const uint8_t channel = static_cast<uint8_t>(msg.payload[0]);
+          std::string_view payload = std::string_view(msg.payload).substr(1);
+          if (channel == 0 && !stdin_closed_) {
+            in->stdin_data.append(payload);
+          } else if (v5_ && channel == 255 && payload.size() == 1 &&
+                     payload[0] == 0 && !stdin_closed_) {
+            stdin_closed_ = true;
+            in->stdin_closed = true;
+          }
+          // 4 (resize) and others: nothing to do for the simulated shell.
+          break;
+        }
+        default:
+          break;  // text and pong messages carry nothing here
+      }
+    }
+  }
+
+  std::string Record(uint8_t channel, std::string_view payload) override {
+    std::string msg(1, static_cast<char>(channel));
+    msg += payload;
+    return net::EncodeWebSocketFrame(net::WebSocketOpcode::kBinary, msg);
+  }
+  std::string End() override { return net::EncodeWebSocketClose(1000, ""); }
+  std::string Abort(std::string_view why) override {
+    return net::EncodeWebSocketClose(1000, why);
+  }
+
+ private:
+  const std::string accept_;
+  const std::string protocol_;
+  const bool v5_;
+  net::WebSocketReader reader_;
+  bool stdin_closed_ = false;
+};
+
+// v3 and v2 carry a failure's message as text on the error stream, and
+// nothing on success (kube's errorDecoderV2); v4 the Status JSON as is.
+std::string StatusMessageText(std::string_view status_json) {
+  rapidjson::Document doc;
+  if (!json::ParseDom(status_json, &doc).ok() || !doc.IsObject()) {
+    return std::string(status_json);
+  }
+  auto text = [&doc](const char* key) -> std::string {
+    auto it = doc.FindMember(key);
+    if (it == doc.MemberEnd() || !it->value.IsString()) return "";
+    return std::string(it->value.GetString(), it->value.GetStringLength());
+  };
+  if (text("status") == "Success") return "";
+  std::string message = text("message");
+  return message.empty() ? std::string(status_json) : message;
+}
+
+class SpdyTransport : public ClientTransport {
+ public:
+  SpdyTransport(const ExecUpgrade& up, size_t max_frame_bytes)
+      : protocol_(up.protocol),
+        session_({.reader = {.max_frame_bytes = max_frame_bytes},
+                  // error, stdin, stdout, stderr, resize; a few spare for
+                  // the streams we reset.
+                  .max_streams = 8}) {
+    expected_.insert("error");
+    if (up.stdin) expected_.insert("stdin");
+    if (up.stdout) expected_.insert("stdout");
+    if (up.stderr && !up.tty) expected_.insert("stderr");
+    if (up.tty && up.protocol != kExecProtocolV2) expected_.insert("resize");
+  }
+
+  net::HttpHeaders UpgradeHeaders() const override {
+    return {{"Upgrade", "SPDY/3.1"}, {"X-Stream-Protocol-Version", protocol_}};
+  }
+  bool Ready() const override { return ready_; }
+
+  void OnClientBytes(std::string_view bytes, ClientInput* in) override {
+    session_.Feed(bytes);
+    for (;;) {
+      StatusOr<std::optional<net::SpdyEvent>> e = session_.Next(&in->to_client);
+      if (!e.ok()) {  // the GOAWAY is in to_client
+        in->stop = true;
+        return;
+      }
+      if (!e->has_value()) return;
+      net::SpdyEvent& ev = **e;
+      switch (ev.kind) {
+        case net::SpdyEvent::kNewStream: {
+          std::string type;
+          for (const auto& [name, value] : ev.headers) {
+            if (name == "streamtype") type = value;
+          }
+          if (ready_ || expected_.count(type) == 0 ||
+              stream_ids_.count(type) != 0) {
+            in->to_client += session_.Reset(ev.stream_id,
+                                            net::SpdyRstStatus::kProtocolError);
+            break;
+          }
+          stream_ids_[type] = ev.stream_id;
+          in->to_client += session_.Reply(ev.stream_id);
+          if (type == "stdin" && ev.fin) in->stdin_closed = true;
+          if (stream_ids_.size() == expected_.size()) {
+            ready_ = true;
+            goaway_ = session_.GoAway(net::SpdyGoAwayStatus::kOk);
+          }
+          break;
+        }
+        case net::SpdyEvent::kData:
+        case net::SpdyEvent::kReset: {
+          auto it = stream_ids_.find("stdin");
+          if (it == stream_ids_.end() || it->second != ev.stream_id ||
+              stdin_closed_) {
+            break;  // resize and the rest: nothing for the simulated shell
+          }
+          in->stdin_data.append(ev.data);
+          if (ev.fin || ev.kind == net::SpdyEvent::kReset) {
+            stdin_closed_ = true;
+            in->stdin_closed = true;
+          }
+          break;
+        }
+        case net::SpdyEvent::kGoAway:
+          in->stop = true;
+          return;
+      }
+    }
+  }
+
+  std::string Record(uint8_t channel, std::string_view payload) override {
+    const char* type = channel == 1   ? "stdout"
+                       : channel == 2 ? "stderr"
+                       : channel == 3 ? "error"
+                                      : nullptr;
+    if (type == nullptr) return "";
+    auto it = stream_ids_.find(type);
+    if (it == stream_ids_.end()) return "";
+    if (channel == 3 && protocol_ != kExecProtocolV4) {
+      std::string text = StatusMessageText(payload);
+      return text.empty() ? "" : net::EncodeSpdyData(it->second, text, false);
+    }
+    return net::EncodeSpdyData(it->second, payload, false);
+  }
+
+  std::string End() override {
+    std::string out;
+    for (const char* type : {"stdout", "stderr", "error"}) {
+      auto it = stream_ids_.find(type);
+      if (it != stream_ids_.end()) {
+        out += net::EncodeSpdyData(it->second, "", /*fin=*/true);
+      }
+    }
+    return out + goaway_;
+  }
+  std::string Abort(std::string_view) override {
+    return session_.GoAway(net::SpdyGoAwayStatus::kOk);
+  }
+  bool LingerAfterEnd() const override { return true; }
+
+ private:
+  const std::string protocol_;
+  net::SpdyServerSession session_;
+  std::set<std::string> expected_;
+  std::map<std::string, uint32_t> stream_ids_;
+  bool ready_ = false;
+  bool stdin_closed_ = false;
+  std::string goaway_;
+};
+
+std::unique_ptr<ClientTransport> MakeTransport(const ExecUpgrade& up,
+                                               size_t max_frame_bytes) {
+  if (up.transport == ExecUpgrade::Transport::kSpdy) {
+    return std::make_unique<SpdyTransport>(up, max_frame_bytes);
+  }
+  return std::make_unique<WebSocketTransport>(up, max_frame_bytes);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
 // PodExecProxy
 
 PodExecProxy::PodExecProxy(PodExecOptions options)
@@ -165,6 +448,8 @@ struct PodExecProxy::Session {
   bool ended GUARDED_BY(mu) = false;  // shut down: both loops stop
   Mutex write_mu;                     // one frame at a time to the client
   std::atomic<int64_t> last_activity_ns{0};
+  // The kubelet's output is all sent (LingerAfterEnd): when, or 0.
+  std::atomic<int64_t> output_done_ns{0};
 
   void Touch(Clock* clock) {
     last_activity_ns = clock->Now().time_since_epoch().count();
@@ -232,19 +517,16 @@ void PodExecProxy::Run(uint64_t id, KubeletEndpoint ep, std::string target,
     return finish();
   }
   on_start();
+  std::unique_ptr<ClientTransport> transport =
+      MakeTransport(upgrade, options_.max_frame_bytes);
   const bool upgraded =
-      net::UpgradeConnection(r,
-                             {{"Upgrade", "websocket"},
-                              {"Sec-WebSocket-Accept", upgrade.accept},
-                              {"Sec-WebSocket-Protocol", upgrade.protocol}},
-                             [session](int fd) {
-                               MutexLock l(&session->mu);
-                               session->have_fd = true;
-                               session->fd = fd;
-                               if (session->ended && fd >= 0)
-                                 ::shutdown(fd, SHUT_RDWR);
-                               session->cv.notify_all();
-                             });
+      net::UpgradeConnection(r, transport->UpgradeHeaders(), [session](int fd) {
+        MutexLock l(&session->mu);
+        session->have_fd = true;
+        session->fd = fd;
+        if (session->ended && fd >= 0) ::shutdown(fd, SHUT_RDWR);
+        session->cv.notify_all();
+      });
   int fd = -1;
   if (upgraded) {
     MutexLock l(&session->mu);
@@ -259,44 +541,51 @@ void PodExecProxy::Run(uint64_t id, KubeletEndpoint ep, std::string target,
   int flags = ::fcntl(fd, F_GETFL);
   if (flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
   session->Touch(clock_);
-  const bool v5 = upgrade.protocol == kExecProtocolV5;
+  const TimePoint upgraded_at = clock_->Now();
 
-  // Kubelet to client: records become binary messages.
-  std::thread out([&, session, fd] {
-    net::ChannelRecordReader records(options_.max_frame_bytes);
-    std::string data;
-    bool ok = true;
-    while (ok) {
-      data.clear();
-      StatusOr<bool> more = stream.Read(&data);
-      records.Feed(data);
-      for (;;) {
-        StatusOr<std::optional<net::ChannelRecord>> rec = records.Next();
-        if (!rec.ok()) {
-          LOG(WARNING) << "exec: the kubelet at " << ep.host << " sent "
-                       << rec.status();
-          ok = false;
-          break;
+  // Kubelet to client: records become the transport's frames. Started once
+  // the transport is ready (SPDY: the client's streams are open); until
+  // then the kubelet's output waits in its connection.
+  std::thread out;
+  auto start_out = [&] {
+    out = std::thread([&, session, fd] {
+      net::ChannelRecordReader records(options_.max_frame_bytes);
+      std::string data;
+      bool ok = true;
+      while (ok) {
+        data.clear();
+        StatusOr<bool> more = stream.Read(&data);
+        records.Feed(data);
+        for (;;) {
+          StatusOr<std::optional<net::ChannelRecord>> rec = records.Next();
+          if (!rec.ok()) {
+            LOG(WARNING) << "exec: the kubelet at " << ep.host << " sent "
+                         << rec.status();
+            ok = false;
+            break;
+          }
+          if (!rec->has_value()) break;
+          const std::string frame =
+              transport->Record((*rec)->channel, (*rec)->payload);
+          if (!frame.empty() && !session->Send(fd, frame)) {
+            ok = false;
+            break;
+          }
+          session->Touch(clock_);
         }
-        if (!rec->has_value()) break;
-        std::string msg(1, static_cast<char>((*rec)->channel));
-        msg += (*rec)->payload;
-        if (!session->Send(fd, net::EncodeWebSocketFrame(
-                                   net::WebSocketOpcode::kBinary, msg))) {
-          ok = false;
-          break;
-        }
-        session->Touch(clock_);
+        if (!more.ok() || !*more) break;
       }
-      if (!more.ok() || !*more) break;
-    }
-    session->Send(fd, net::EncodeWebSocketClose(1000, ""));
-    session->End();
-  });
+      session->Send(fd, transport->End());
+      if (transport->LingerAfterEnd()) {
+        session->output_done_ns = clock_->Now().time_since_epoch().count();
+      } else {
+        session->End();
+      }
+    });
+  };
+  if (transport->Ready()) start_out();
 
-  // Client to kubelet: stdin, the v5 close of stdin, pings, the close.
-  net::WebSocketReader reader(
-      {.max_message_bytes = options_.max_frame_bytes, .require_mask = true});
+  // Client to kubelet: stdin, its end, the transport's own frames.
   char buf[16 * 1024];
   bool stdin_closed = false;
   for (;;) {
@@ -304,17 +593,31 @@ void PodExecProxy::Run(uint64_t id, KubeletEndpoint ep, std::string target,
       MutexLock l(&session->mu);
       if (session->ended) break;
     }
+    const TimePoint now = clock_->Now();
+    if (const int64_t done = session->output_done_ns.load();
+        done != 0 && now - TimePoint(TimePoint::duration(done)) >= kLinger) {
+      break;  // the client did not close: close under it
+    }
     const Duration idle =
-        clock_->Now() -
-        TimePoint(TimePoint::duration(session->last_activity_ns.load()));
+        now - TimePoint(TimePoint::duration(session->last_activity_ns.load()));
     if (idle >= options_.idle_timeout) {
-      session->Send(fd, net::EncodeWebSocketClose(1000, "idle timeout"));
+      session->Send(fd, transport->Abort("idle timeout"));
       break;
     }
-    const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(
-        std::min<Duration>(options_.idle_timeout - idle, seconds(1)));
+    Duration wait =
+        std::min<Duration>(options_.idle_timeout - idle, seconds(1));
+    if (!out.joinable()) {
+      const Duration waiting = now - upgraded_at;
+      if (waiting >= options_.stream_creation_timeout) {
+        session->Send(fd, transport->Abort("timed out waiting for streams"));
+        break;
+      }
+      wait = std::min(wait, options_.stream_creation_timeout - waiting);
+    }
+    const auto wait_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(wait);
     pollfd p{.fd = fd, .events = POLLIN, .revents = 0};
-    int pr = ::poll(&p, 1, static_cast<int>(wait.count()) + 1);
+    int pr = ::poll(&p, 1, static_cast<int>(wait_ms.count()) + 1);
     if (pr < 0 && errno == EINTR) continue;
     if (pr < 0) break;
     if (pr == 0) continue;
@@ -322,51 +625,24 @@ void PodExecProxy::Run(uint64_t id, KubeletEndpoint ep, std::string target,
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;  // the client left (or the other side ended it)
     session->Touch(clock_);
-    reader.Feed(std::string_view(buf, static_cast<size_t>(n)));
-    bool stop = false;
-    while (!stop) {
-      StatusOr<std::optional<net::WebSocketMessage>> m = reader.Next();
-      if (!m.ok()) {
-        session->Send(fd, net::EncodeWebSocketClose(reader.close_code(),
-                                                    m.status().message()));
-        stop = true;
-        break;
-      }
-      if (!m->has_value()) break;
-      net::WebSocketMessage& msg = **m;
-      switch (msg.opcode) {
-        case net::WebSocketOpcode::kClose:
-          session->Send(fd, net::EncodeWebSocketClose(
-                                net::WebSocketCloseCode(msg.payload), ""));
-          stop = true;
-          break;
-        case net::WebSocketOpcode::kPing:
-          session->Send(fd, net::EncodeWebSocketFrame(
-                                net::WebSocketOpcode::kPong, msg.payload));
-          break;
-        case net::WebSocketOpcode::kBinary: {
-          if (msg.payload.empty()) break;
-          const uint8_t channel = static_cast<uint8_t>(msg.payload[0]);
-          std::string_view payload = std::string_view(msg.payload).substr(1);
-          if (channel == 0 && !stdin_closed && !payload.empty()) {
-            if (!stream.Send(payload).ok()) stop = true;
-          } else if (v5 && channel == 255 && payload.size() == 1 &&
-                     payload[0] == 0 && !stdin_closed) {
-            stdin_closed = true;
-            if (!stream.CloseSend().ok()) stop = true;
-          }
-          // 4 (resize) and others: nothing to do for the simulated shell.
-          break;
-        }
-        default:
-          break;  // text and pong messages carry nothing here
-      }
+    ClientInput in;
+    transport->OnClientBytes(std::string_view(buf, static_cast<size_t>(n)),
+                             &in);
+    if (!in.to_client.empty()) session->Send(fd, in.to_client);
+    if (!in.stdin_data.empty() && !stdin_closed &&
+        !stream.Send(in.stdin_data).ok()) {
+      break;
     }
-    if (stop) break;
+    if (in.stdin_closed && !stdin_closed) {
+      stdin_closed = true;
+      if (!stream.CloseSend().ok()) break;
+    }
+    if (in.stop) break;
+    if (!out.joinable() && transport->Ready()) start_out();
   }
   stream.Cancel();
   session->End();
-  out.join();
+  if (out.joinable()) out.join();
   {
     MutexLock l(&session->mu);
     session->fd = -1;

@@ -99,13 +99,54 @@ TEST(ExecUpgrade, NegotiatesTheChannelProtocol) {
   auto e = ParseExecUpgrade(plain);
   ASSERT_TRUE(std::holds_alternative<ApiError>(e));
   EXPECT_EQ(std::get<ApiError>(e).message, "Upgrade request required");
-  net::HttpRequest spdy;
-  spdy.method = "POST";
-  spdy.headers.Add("Connection", "Upgrade");
-  spdy.headers.Add("Upgrade", "SPDY/3.1");
-  e = ParseExecUpgrade(spdy);
+}
+
+net::HttpRequest SpdyUpgrade(std::vector<std::string> versions) {
+  net::HttpRequest r;
+  r.method = "POST";
+  r.query = {{"command", "ls"}, {"stdout", "true"}, {"tty", "true"}};
+  r.headers.Add("Connection", "Upgrade");
+  r.headers.Add("Upgrade", "SPDY/3.1");
+  for (const std::string& v : versions) {
+    r.headers.Add("X-Stream-Protocol-Version", v);
+  }
+  return r;
+}
+
+TEST(ExecUpgrade, NegotiatesSpdyStreamProtocols) {
+  // kubectl 1.20-1.29 list v4 first; the client's order wins.
+  auto v4 =
+      ParseExecUpgrade(SpdyUpgrade({"v4.channel.k8s.io", "v3.channel.k8s.io",
+                                    "v2.channel.k8s.io", "channel.k8s.io"}));
+  ASSERT_TRUE(std::holds_alternative<ExecUpgrade>(v4));
+  const ExecUpgrade& up = std::get<ExecUpgrade>(v4);
+  EXPECT_EQ(up.transport, ExecUpgrade::Transport::kSpdy);
+  EXPECT_EQ(up.protocol, "v4.channel.k8s.io");
+  EXPECT_TRUE(up.stdout);
+  EXPECT_TRUE(up.tty);
+  EXPECT_FALSE(up.stdin);
+  auto v2 =
+      ParseExecUpgrade(SpdyUpgrade({"v5.channel.k8s.io, v2.channel.k8s.io"}));
+  ASSERT_TRUE(std::holds_alternative<ExecUpgrade>(v2));
+  EXPECT_EQ(std::get<ExecUpgrade>(v2).protocol, "v2.channel.k8s.io");
+
+  // Only v1 (or nothing): not served.
+  for (auto versions : {std::vector<std::string>{"channel.k8s.io"},
+                        std::vector<std::string>{}}) {
+    auto e = ParseExecUpgrade(SpdyUpgrade(versions));
+    ASSERT_TRUE(std::holds_alternative<ApiError>(e));
+    EXPECT_EQ(std::get<ApiError>(e).code, 400);
+    EXPECT_NE(std::get<ApiError>(e).message.find(
+                  "unable to negotiate protocol: client supports ["),
+              std::string::npos);
+  }
+  // SPDY/3.1 without Connection: Upgrade is no upgrade.
+  net::HttpRequest half = SpdyUpgrade({"v4.channel.k8s.io"});
+  half.headers = {};
+  half.headers.Add("Upgrade", "SPDY/3.1");
+  auto e = ParseExecUpgrade(half);
   ASSERT_TRUE(std::holds_alternative<ApiError>(e));
-  EXPECT_NE(std::get<ApiError>(e).message.find("SPDY/3.1"), std::string::npos);
+  EXPECT_EQ(std::get<ApiError>(e).message, "Upgrade request required");
 }
 
 }  // namespace

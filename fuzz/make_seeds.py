@@ -336,3 +336,81 @@ write("service_account_token", "raw_unsigned",
 write("service_account_token", "raw_alg_none",
       "\x00" + b64u('{"alg":"none"}') + "." + b64u(sa_claims()) + ".")
 write("service_account_token", "raw_not_jwt", "\x00abc.def")
+
+
+# --- spdy: net/spdy.h's server session (pods/exec from kubectl < 1.30).
+# First byte: caps (mode); second: piece size; then SPDY/3 frames as
+# kubectl sends them (header blocks through one zlib stream primed with the
+# draft's dictionary).
+def spdy_dictionary():
+    words = ("options head post put delete trace accept accept-charset "
+             "accept-encoding accept-language accept-ranges age allow "
+             "authorization cache-control connection content-base "
+             "content-encoding content-language content-length "
+             "content-location content-md5 content-range content-type date "
+             "etag expect expires from host if-match if-modified-since "
+             "if-none-match if-range if-unmodified-since last-modified "
+             "location max-forwards pragma proxy-authenticate "
+             "proxy-authorization range referer retry-after server te "
+             "trailer transfer-encoding upgrade user-agent vary via warning "
+             "www-authenticate method get status").split()
+    words += ["200 OK", "version", "HTTP/1.1", "url", "public", "set-cookie",
+              "keep-alive", "origin"]
+    d = b"".join(struct.pack(">I", len(w)) + w.encode() for w in words)
+    return d + (
+        "100101201202205206300302303304305306307402405406407408409410411412"
+        "413414415416417502504505203 Non-Authoritative Information204 No "
+        "Content301 Moved Permanently400 Bad Request401 Unauthorized403 "
+        "Forbidden404 Not Found500 Internal Server Error501 Not Implemented"
+        "503 Service UnavailableJan Feb Mar Apr May Jun Jul Aug Sept Oct Nov "
+        "Dec 00:00:00 Mon, Tue, Wed, Thu, Fri, Sat, Sun, GMTchunked,text/html,"
+        "image/png,image/jpg,image/gif,application/xml,application/xhtml+xml,"
+        "text/plain,text/javascript,publicprivatemax-age=gzip,deflate,sdch"
+        "charset=utf-8charset=iso-8859-1,utf-,*,enq=0.").encode()
+
+
+def spdy_seeds():
+    import zlib
+    comp = zlib.compressobj(9, zlib.DEFLATED, 15, 9, zlib.Z_DEFAULT_STRATEGY,
+                            spdy_dictionary())
+
+    def control(ftype, flags, payload):
+        return struct.pack(">HHI", 0x8003, ftype,
+                           (flags << 24) | len(payload)) + payload
+
+    def block(headers):
+        raw = struct.pack(">I", len(headers))
+        for k, v in headers:
+            raw += struct.pack(">I", len(k)) + k + struct.pack(">I", len(v)) + v
+        return comp.compress(raw) + comp.flush(zlib.Z_SYNC_FLUSH)
+
+    def syn(sid, stype, flags=0):
+        return control(1, flags, struct.pack(">IIBB", sid, 0, 0, 0) +
+                       block([(b"streamtype", stype)]))
+
+    def data(sid, payload, fin=False):
+        return struct.pack(">II", sid, ((1 if fin else 0) << 24) |
+                           len(payload)) + payload
+
+    exec_v4 = (syn(1, b"error") + syn(3, b"stdin") + syn(5, b"stdout") +
+               syn(7, b"stderr") + data(3, b"echo hi\n") + data(3, b"", True) +
+               control(6, 0, struct.pack(">I", 1)) +
+               control(7, 0, struct.pack(">II", 7, 0)))
+    write("spdy", "exec_v4", b"\x03\x40" + exec_v4)
+    write("spdy", "exec_bytewise", b"\x03\x00" + exec_v4)
+    comp = zlib.compressobj(9, zlib.DEFLATED, 15, 9, zlib.Z_DEFAULT_STRATEGY,
+                            spdy_dictionary())
+    tty = (syn(1, b"error") + syn(3, b"stdout") + syn(5, b"resize") +
+           data(5, b'{"Width":80,"Height":24}') +
+           control(4, 0, struct.pack(">IBBHI", 1, 0, 0, 7, 65536)) +
+           control(9, 0, struct.pack(">II", 3, 1024)) +
+           control(3, 0, struct.pack(">II", 5, 5)))
+    write("spdy", "tty_resize", b"\x0b\x40" + tty)
+    comp = zlib.compressobj(9, zlib.DEFLATED, 15, 9, zlib.Z_DEFAULT_STRATEGY,
+                            spdy_dictionary())
+    hostile = (syn(3, b"error") + syn(1, b"stdin") + data(9, b"x") +
+               control(10, 0, b"cred"))
+    write("spdy", "hostile", b"\x00\x20" + hostile)
+
+
+spdy_seeds()

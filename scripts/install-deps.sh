@@ -16,6 +16,10 @@ packages=(
   # (apiserver/crd_schema.h). libgrpc-dev pulls it in too; named because we
   # use it directly.
   libre2-dev
+  # zlib: SPDY/3.1's compressed header blocks (net/spdy.h, pods/exec for
+  # kubectl before 1.30). librocksdb-dev pulls it in too; named because we
+  # use it directly.
+  zlib1g-dev
   librocksdb-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   etcd-server etcd-client

@@ -106,18 +106,16 @@ TEST(EventsV1Test, CreatedAsCoreReadAndUpdatedAsV1) {
   EXPECT_EQ(v1.At({"message"}), nullptr);
 
   // A patch through events.k8s.io keeps what only core/v1 names.
-  Response patched =
-      s.Patch(std::string(kV1) + "/db.1",
-              R"({"metadata":{"labels":{"seen":"yes"}}})",
-              "application/merge-patch+json");
+  Response patched = s.Patch(std::string(kV1) + "/db.1",
+                             R"({"metadata":{"labels":{"seen":"yes"}}})",
+                             "application/merge-patch+json");
   ASSERT_EQ(patched.code, 200) << patched.body;
   Response core = s.Get(std::string(kCore) + "/db.1");
   EXPECT_EQ(core.Str({"metadata", "labels", "seen"}), "yes");
   EXPECT_EQ(core.Str({"source", "host"}), "node-2");
   EXPECT_EQ(core.At({"count"})->GetInt(), 3);
   // The strict rules of this version: the note cannot change.
-  Response refused = s.Patch(std::string(kV1) + "/db.1",
-                             R"({"note":"other"})",
+  Response refused = s.Patch(std::string(kV1) + "/db.1", R"({"note":"other"})",
                              "application/merge-patch+json");
   EXPECT_EQ(refused.code, 422) << refused.body;
   EXPECT_THAT(refused.Str({"message"}),
@@ -133,8 +131,8 @@ TEST(EventsV1Test, CreatedAsCoreReadAndUpdatedAsV1) {
 
 TEST(EventsV1Test, ValidationAsKube) {
   TestServer s;
-  Response r = s.Post(
-      kV1, R"({"metadata":{"name":"bad"},"regarding":{"kind":"Pod"}})");
+  Response r =
+      s.Post(kV1, R"({"metadata":{"name":"bad"},"regarding":{"kind":"Pod"}})");
   EXPECT_EQ(r.code, 422) << r.body;
   EXPECT_EQ(r.Str({"message"}),
             "Event.events.k8s.io \"bad\" is invalid: [eventTime: Required "
@@ -152,15 +150,18 @@ TEST(EventsV1Test, FieldSelectorsOfTheVersion) {
   TestServer s;
   ASSERT_EQ(s.Post(kV1, NewStyle("web.1")).code, 201);
   ASSERT_EQ(s.Post(kCore, OldStyle("db.1")).code, 201);
-  Response web = s.Get(std::string(kV1) + "?fieldSelector=regarding.name%3Dweb");
+  Response web =
+      s.Get(std::string(kV1) + "?fieldSelector=regarding.name%3Dweb");
   ASSERT_EQ(web.code, 200) << web.body;
   ASSERT_EQ(web.At({"items"})->Size(), 1u);
   EXPECT_EQ(Field((*web.At({"items"}))[0], "metadata", "name"), "web.1");
-  Response kubelet = s.Get(std::string(kV1) + "?fieldSelector=source%3Dkubelet");
+  Response kubelet =
+      s.Get(std::string(kV1) + "?fieldSelector=source%3Dkubelet");
   ASSERT_EQ(kubelet.At({"items"})->Size(), 1u);
   EXPECT_EQ(Field((*kubelet.At({"items"}))[0], "metadata", "name"), "db.1");
-  Response sched = s.Get(std::string(kV1) +
-                         "?fieldSelector=reportingController%3Ddefault-scheduler");
+  Response sched =
+      s.Get(std::string(kV1) +
+            "?fieldSelector=reportingController%3Ddefault-scheduler");
   ASSERT_EQ(sched.At({"items"})->Size(), 1u);
   Response wrong =
       s.Get(std::string(kV1) + "?fieldSelector=involvedObject.name%3Dweb");
@@ -176,8 +177,7 @@ TEST(EventsV1Test, WatchAcrossVersions) {
   Response start = s.Get(kV1);
   ASSERT_EQ(start.code, 200);
   const std::string rv = start.Str({"metadata", "resourceVersion"});
-  auto v1_watch =
-      s.Watch(std::string(kV1) + "?watch=1&resourceVersion=" + rv);
+  auto v1_watch = s.Watch(std::string(kV1) + "?watch=1&resourceVersion=" + rv);
   auto core_watch =
       s.Watch(std::string(kCore) + "?watch=1&resourceVersion=" + rv);
 
@@ -213,8 +213,7 @@ TEST(EventsV1Test, WatchAcrossVersions) {
 TEST(EventsV1Test, TableDiscoveryAndOpenApi) {
   TestServer s;
   ASSERT_EQ(s.Post(kV1, NewStyle("web.1")).code, 201);
-  Response table =
-      s.Get(kV1, "application/json;as=Table;v=v1;g=meta.k8s.io");
+  Response table = s.Get(kV1, "application/json;as=Table;v=v1;g=meta.k8s.io");
   ASSERT_EQ(table.code, 200) << table.body;
   EXPECT_EQ(table.Str({"kind"}), "Table");
   const rapidjson::Value* cols = table.At({"columnDefinitions"});
@@ -235,8 +234,9 @@ TEST(EventsV1Test, TableDiscoveryAndOpenApi) {
   EXPECT_NE(v2.At({"definitions", "io.k8s.api.events.v1.Event", "properties",
                    "note"}),
             nullptr);
-  EXPECT_NE(v2.At({"paths", "/apis/events.k8s.io/v1/namespaces/{namespace}/"
-                            "events/{name}"}),
+  EXPECT_NE(v2.At({"paths",
+                   "/apis/events.k8s.io/v1/namespaces/{namespace}/"
+                   "events/{name}"}),
             nullptr);
   Response v3 = s.Get("/openapi/v3/apis/events.k8s.io/v1");
   ASSERT_EQ(v3.code, 200);

@@ -53,7 +53,8 @@ TEST(EventConversion, MapsRenamedFields) {
   eventsv1::Event v1 = Fixture<eventsv1::Event>("events.k8s.io.v1.Event.json");
   corev1::Event core = ToCoreEvent(v1);
   EXPECT_EQ(core.message(), v1.note());
-  EXPECT_TRUE(MessageDifferencer::Equals(core.involvedobject(), v1.regarding()));
+  EXPECT_TRUE(
+      MessageDifferencer::Equals(core.involvedobject(), v1.regarding()));
   EXPECT_TRUE(MessageDifferencer::Equals(core.related(), v1.related()));
   EXPECT_EQ(core.reportingcomponent(), v1.reportingcontroller());
   EXPECT_EQ(core.reportinginstance(), v1.reportinginstance());

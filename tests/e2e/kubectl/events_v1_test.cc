@@ -145,9 +145,12 @@ TEST(KubectlEventsV1, ListedAcrossVersionsUnderRbac) {
   ASSERT_EQ(t.exit_code, 0) << t.err;
   const std::string token = t.out.substr(0, t.out.find('\n'));
   auto as_reader = [&](std::vector<std::string> args) {
-    std::vector<std::string> argv = {
-        "--kubeconfig=/dev/null", "--server=" + server,
-        "--insecure-skip-tls-verify", "--token=" + token, "-n", "default"};
+    std::vector<std::string> argv = {"--kubeconfig=/dev/null",
+                                     "--server=" + server,
+                                     "--insecure-skip-tls-verify",
+                                     "--token=" + token,
+                                     "-n",
+                                     "default"};
     argv.insert(argv.end(), args.begin(), args.end());
     return kubectl(argv);
   };
@@ -155,8 +158,9 @@ TEST(KubectlEventsV1, ListedAcrossVersionsUnderRbac) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   r = as_reader({"get", "events.v1.events.k8s.io", "web.checked"});
   EXPECT_NE(r.exit_code, 0);
-  EXPECT_TRUE(Contains(r.err, "cannot get resource \"events\" in API group "
-                              "\"events.k8s.io\""))
+  EXPECT_TRUE(Contains(r.err,
+                       "cannot get resource \"events\" in API group "
+                       "\"events.k8s.io\""))
       << r.err;
   r = kubectl({"create", "role", "new-events", "--verb=get,list",
                "--resource=events.events.k8s.io"});

@@ -167,9 +167,10 @@ TEST(Scheme, GroupVersionsInOrder) {
   for (const GroupVersion& gv : S().GroupVersions()) {
     gvs.push_back(gv.ApiVersion());
   }
-  EXPECT_THAT(gvs, ElementsAre("v1", "apps/v1", "batch/v1",
-                               "coordination.k8s.io/v1", "discovery.k8s.io/v1",
-                               "events.k8s.io/v1", "policy/v1", "rbac.authorization.k8s.io/v1"));
+  EXPECT_THAT(
+      gvs, ElementsAre("v1", "apps/v1", "batch/v1", "coordination.k8s.io/v1",
+                       "discovery.k8s.io/v1", "events.k8s.io/v1", "policy/v1",
+                       "rbac.authorization.k8s.io/v1"));
 }
 
 // Invariants the apiserver and the codec rely on, checked for every

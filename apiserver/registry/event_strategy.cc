@@ -163,16 +163,16 @@ FieldErrors ValidateSeries(const Event& ev) {
 // strict ones. Field paths are the internal (core) names, as kube's.
 FieldErrors ValidateEventCreateV1(const Event& ev) {
   FieldErrors errs = ValidateLegacyEvent(ev, "reportingController");
-  Append(&errs, validation::ValidateObjectMeta(
-                    ev.metadata(), true,
-                    validation::NameRule::kDNS1123Subdomain));
+  Append(&errs,
+         validation::ValidateObjectMeta(
+             ev.metadata(), true, validation::NameRule::kDNS1123Subdomain));
   Append(&errs, ValidateSeries(ev));
   if (objects::IsZero(ev.eventtime())) {
     errs.push_back(Required(Path("eventTime")));
   }
   if (ev.type() != "Normal" && ev.type() != "Warning") {
-    errs.push_back(InvalidString(Path("type"), "",
-                                 "has invalid value: " + ev.type()));
+    errs.push_back(
+        InvalidString(Path("type"), "", "has invalid value: " + ev.type()));
   }
   if (!objects::IsZero(ev.firsttimestamp())) {
     errs.push_back(
@@ -271,11 +271,11 @@ FieldErrors ValidateEventUpdateV1(const Event& ev, const Event& old) {
   immutable(SameTime(ev.eventtime(), old.eventtime()),
             GoTimeString(ev.eventtime()), "eventTime");
   immutable_string(ev.action(), old.action(), "action");
-  immutable(same(ev.related(), ev.has_related(), old.related(),
-                 old.has_related()),
-            ev.has_related() ? "&" + GoObjectReference(ev.related())
-                             : "(*core.ObjectReference)(nil)",
-            "related");
+  immutable(
+      same(ev.related(), ev.has_related(), old.related(), old.has_related()),
+      ev.has_related() ? "&" + GoObjectReference(ev.related())
+                       : "(*core.ObjectReference)(nil)",
+      "related");
   immutable_string(ev.reportingcomponent(), old.reportingcomponent(),
                    "reportingController");
   immutable_string(ev.reportinginstance(), old.reportinginstance(),

@@ -198,8 +198,8 @@ StatusOr<MutableObject> ObjectStore::Decode(std::string_view key,
 StatusOr<MutableObject> ObjectStore::DecodePlain(std::string_view value,
                                                  int64_t mod_revision) const {
   const objects::KindInfo* kind = options_.conversion != nullptr
-                                     ? options_.conversion->stored_kind
-                                     : resource_->kind;
+                                      ? options_.conversion->stored_kind
+                                      : resource_->kind;
   MutableObject obj = kind->New();
   // Our own values hold no unknown fields: skip the walk that drops them.
   ASSIGN_OR_RETURN(objects::TypeMeta stored,
@@ -290,8 +290,7 @@ StatusOr<ObjectPtr> ObjectStore::Create(const google::protobuf::Message& obj,
   MutableObject stored(obj.New());
   stored->CopyFrom(obj);
   objects::MutableObjectMeta(stored.get())->clear_resourceversion();
-  ASSIGN_OR_RETURN(std::string value,
-                   Seal(key, EncodeForStore(*stored)));
+  ASSIGN_OR_RETURN(std::string value, Seal(key, EncodeForStore(*stored)));
 
   int64_t lease = 0;
   if (ttl_seconds > 0) {

@@ -37,6 +37,7 @@
 #include "apiserver/service_account_tokens.h"
 #include "apiserver/service_allocation.h"
 #include "apiserver/storage_health.h"
+#include "apiserver/storage_versions.h"
 #include "apiserver/watch_budget.h"
 #include "apiserver/watch_sink.h"
 #include "base/logging.h"
@@ -504,8 +505,14 @@ std::unique_ptr<Backend> ApiServer::Impl::NewBackend(
   if (!key_group.empty()) so.prefix += "/" + key_group;
   so.clock = opts.clock;
   so.metrics = opts.metrics;
+  // events.k8s.io/v1 events are core/v1 Events in the store
+  // (storage_versions.h), encrypted as those.
+  so.conversion = StorageConversionFor(served);
+  const objects::ResourceInfo& stored_as =
+      so.conversion != nullptr ? StoredResource(served) : storage;
   if (opts.encryption) {
-    so.transformer = opts.encryption->For(storage.gv.group, storage.resource);
+    so.transformer =
+        opts.encryption->For(stored_as.gv.group, stored_as.resource);
   }
   so.on_decode = std::move(on_decode);
   b->store = std::make_unique<ObjectStore>(opts.kv, &storage, so);

@@ -322,7 +322,9 @@ ApiResult<WriteResult> ResourceStore::CreateWithRetries(
     std::string_view ns, MutableObject obj, const WriteContext& ctx) {
   const bool generated = !MetaOf(*obj).generatename().empty();
   const int64_t ttl =
-      resource_->resource == "events" && resource_->gv.group.empty()
+      resource_->resource == "events" &&
+              (resource_->gv.group.empty() ||
+               resource_->gv.group == "events.k8s.io")
           ? options_.event_ttl_seconds
           : 0;
   for (int attempt = 0;; ++attempt) {
@@ -597,6 +599,7 @@ std::optional<ApiError> CheckResourceVersion(
 bool AllowsCreateOnUpdate(const objects::ResourceInfo& r) {
   return (r.gv.group.empty() &&
           (r.resource == "events" || r.resource == "services")) ||
+         (r.gv.group == "events.k8s.io" && r.resource == "events") ||
          (r.gv.group == "coordination.k8s.io" && r.resource == "leases");
 }
 

@@ -5,6 +5,7 @@
 #include "objects/apps_workloads_types.h"
 #include "objects/batch_types.h"
 #include "objects/discovery_types.h"
+#include "objects/events_types.h"
 #include "objects/endpoints_types.h"
 #include "objects/serviceaccount_types.h"
 #include "objects/types.h"
@@ -430,6 +431,21 @@ void Scheme::RegisterBuiltins(Scheme* s) {
        &discoveryv1::EndpointSlice::default_instance(),
        "EndpointSliceList",
        &discoveryv1::EndpointSliceList::default_instance(),
+       true,
+       {},
+       {},
+       false,
+       false},
+      // The same stored objects as core/v1 events, in kube's newer form
+      // (the apiserver converts: objects/events_types.h). No short name:
+      // "ev" stays core/v1's, as kubectl resolves it.
+      {"events.k8s.io/v1",
+       "events",
+       "event",
+       "Event",
+       &eventsv1::Event::default_instance(),
+       "EventList",
+       &eventsv1::EventList::default_instance(),
        true,
        {},
        {},

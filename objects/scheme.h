@@ -16,6 +16,7 @@
 //   apps/v1      deployments (deploy), replicasets (rs), each with /status
 //                and /scale (autoscaling/v1 Scale)
 //   coordination.k8s.io/v1  leases
+//   events.k8s.io/v1  events (core/v1 events in another form; no short name)
 //
 // Thread-safety: a Scheme is immutable after construction; Default() is
 // built once on first use and safe to share. Lookups return nullptr when

@@ -11,6 +11,7 @@
 #include "objects/meta.h"
 #include "objects/batch_types.h"
 #include "objects/discovery_types.h"
+#include "objects/events_types.h"
 #include "objects/serviceaccount_types.h"
 #include "objects/types.h"
 #include "schemas/k8s/options.pb.h"
@@ -166,9 +167,10 @@ TEST(Scheme, GroupVersionsInOrder) {
   for (const GroupVersion& gv : S().GroupVersions()) {
     gvs.push_back(gv.ApiVersion());
   }
-  EXPECT_THAT(gvs, ElementsAre("v1", "apps/v1", "batch/v1",
-                               "coordination.k8s.io/v1", "discovery.k8s.io/v1",
-                               "policy/v1", "rbac.authorization.k8s.io/v1"));
+  EXPECT_THAT(
+      gvs, ElementsAre("v1", "apps/v1", "batch/v1", "coordination.k8s.io/v1",
+                       "discovery.k8s.io/v1", "events.k8s.io/v1", "policy/v1",
+                       "rbac.authorization.k8s.io/v1"));
 }
 
 // Invariants the apiserver and the codec rely on, checked for every
@@ -237,6 +239,24 @@ TEST(Scheme, EndpointSlicesAndDisruptionBudgets) {
   EXPECT_EQ(eviction->kind->gv.ApiVersion(), "policy/v1");
 }
 
+// events.k8s.io/v1 events: the second form of core/v1's; kubectl's words
+// without a group keep resolving to core/v1.
+TEST(Scheme, EventsV1) {
+  const ResourceInfo* r = S().FindResource("events.k8s.io", "v1", "events");
+  ASSERT_NE(r, nullptr);
+  EXPECT_TRUE(r->namespaced);
+  EXPECT_EQ(r->kind->kind, "Event");
+  EXPECT_EQ(r->kind->descriptor, eventsv1::Event::descriptor());
+  EXPECT_EQ(r->list_kind->kind, "EventList");
+  EXPECT_TRUE(r->short_names.empty());
+  EXPECT_EQ(S().Resolve("events.events.k8s.io"), r);
+  EXPECT_EQ(S().Resolve("events.v1.events.k8s.io"), r);
+  const ResourceInfo* core = S().FindResource("", "v1", "events");
+  EXPECT_EQ(S().Resolve("ev"), core);
+  EXPECT_EQ(S().Resolve("events"), core);
+  EXPECT_EQ(S().Resolve("Event"), core);
+}
+
 TEST(Scheme, EverySchemaMessageHasACodecTable) {
   const google::protobuf::FileDescriptor* files[] = {
       corev1::Pod::descriptor()->file(),
@@ -247,6 +267,7 @@ TEST(Scheme, EverySchemaMessageHasACodecTable) {
       authenticationv1::TokenRequest::descriptor()->file(),
       batchv1::Job::descriptor()->file(),
       discoveryv1::EndpointSlice::descriptor()->file(),
+      eventsv1::Event::descriptor()->file(),
       policyv1::PodDisruptionBudget::descriptor()->file(),
       corev1::Endpoints::descriptor()->file(),
       metav1::ObjectMeta::descriptor()->file(),

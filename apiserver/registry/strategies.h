@@ -134,6 +134,8 @@ std::unique_ptr<Strategy> NewConfigMapStrategy(const objects::ResourceInfo* r);
 std::unique_ptr<Strategy> NewSecretStrategy(const objects::ResourceInfo* r);
 std::unique_ptr<Strategy> NewServiceStrategy(const objects::ResourceInfo* r);
 std::unique_ptr<Strategy> NewEventStrategy(const objects::ResourceInfo* r);
+// events.k8s.io/v1 events (the same stored objects, event_strategy.cc).
+std::unique_ptr<Strategy> NewEventsV1Strategy(const objects::ResourceInfo* r);
 std::unique_ptr<Strategy> NewEndpointsStrategy(const objects::ResourceInfo* r);
 std::unique_ptr<Strategy> NewServiceAccountStrategy(
     const objects::ResourceInfo* r);

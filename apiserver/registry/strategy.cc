@@ -178,6 +178,7 @@ Factory FactoryFor(const objects::ResourceInfo& r) {
           {{"batch", "cronjobs"}, &NewCronJobStrategy},
           {{"coordination.k8s.io", "leases"}, &NewLeaseStrategy},
           {{"discovery.k8s.io", "endpointslices"}, &NewEndpointSliceStrategy},
+          {{"events.k8s.io", "events"}, &NewEventsV1Strategy},
           {{"policy", "poddisruptionbudgets"}, &NewPodDisruptionBudgetStrategy},
           {{"rbac.authorization.k8s.io", "roles"}, &NewRbacStrategy},
           {{"rbac.authorization.k8s.io", "clusterroles"}, &NewRbacStrategy},

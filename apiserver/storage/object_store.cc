@@ -197,22 +197,37 @@ StatusOr<MutableObject> ObjectStore::Decode(std::string_view key,
 
 StatusOr<MutableObject> ObjectStore::DecodePlain(std::string_view value,
                                                  int64_t mod_revision) const {
-  MutableObject obj = resource_->kind->New();
+  const objects::KindInfo* kind = options_.conversion != nullptr
+                                      ? options_.conversion->stored_kind
+                                      : resource_->kind;
+  MutableObject obj = kind->New();
   // Our own values hold no unknown fields: skip the walk that drops them.
   ASSIGN_OR_RETURN(objects::TypeMeta stored,
                    objects::DecodeEnvelopeInto(value, obj.get(),
                                                /*discard_unknown=*/false));
-  if (!(stored == resource_->kind->type_meta())) {
+  if (!(stored == kind->type_meta())) {
     return Status(StatusCode::kCorruption,
                   "stored object is " + stored.api_version +
                       ", Kind=" + stored.kind + ", not " +
-                      resource_->kind->type_meta().api_version +
-                      ", Kind=" + resource_->kind->kind);
+                      kind->type_meta().api_version + ", Kind=" + kind->kind);
+  }
+  if (options_.conversion != nullptr) {
+    obj = options_.conversion->from_stored(*obj);
   }
   if (options_.on_decode) options_.on_decode(obj.get());
   objects::SetResourceVersion(obj.get(),
                               Versioner::ToResourceVersion(mod_revision));
   return obj;
+}
+
+std::string ObjectStore::EncodeForStore(
+    const google::protobuf::Message& obj) const {
+  if (options_.conversion == nullptr) {
+    return objects::EncodeEnvelope(obj, resource_->kind->type_meta());
+  }
+  MutableObject stored = options_.conversion->to_stored(obj);
+  return objects::EncodeEnvelope(*stored,
+                                 options_.conversion->stored_kind->type_meta());
 }
 
 StatusOr<std::optional<mvccpb::KeyValue>> ObjectStore::ReadKey(
@@ -275,9 +290,7 @@ StatusOr<ObjectPtr> ObjectStore::Create(const google::protobuf::Message& obj,
   MutableObject stored(obj.New());
   stored->CopyFrom(obj);
   objects::MutableObjectMeta(stored.get())->clear_resourceversion();
-  ASSIGN_OR_RETURN(std::string value,
-                   Seal(key, objects::EncodeEnvelope(
-                                 *stored, resource_->kind->type_meta())));
+  ASSIGN_OR_RETURN(std::string value, Seal(key, EncodeForStore(*stored)));
 
   int64_t lease = 0;
   if (ttl_seconds > 0) {
@@ -406,8 +419,7 @@ StatusOr<ObjectPtr> ObjectStore::GuaranteedUpdate(
                            resource_->kind->kind);
     }
     objects::MutableObjectMeta(updated.get())->clear_resourceversion();
-    std::string value =
-        objects::EncodeEnvelope(*updated, resource_->kind->type_meta());
+    std::string value = EncodeForStore(*updated);
     if (fresh && current && !plain.stale && value == plain.plain) {
       return ObjectPtr(std::move(decoded));  // nothing to write
     }
@@ -417,8 +429,7 @@ StatusOr<ObjectPtr> ObjectStore::GuaranteedUpdate(
       MutableObject copy(cached->New());
       copy->CopyFrom(*cached);
       objects::MutableObjectMeta(copy.get())->clear_resourceversion();
-      if (value ==
-          objects::EncodeEnvelope(*copy, resource_->kind->type_meta())) {
+      if (value == EncodeForStore(*copy)) {
         RETURN_IF_ERROR(read_store());
         continue;
       }

@@ -130,6 +130,19 @@ struct ListResult {
   std::optional<int64_t> remaining_items;
 };
 
+// A resource served in another form than the one it is stored in (the model
+// is kube-apiserver's storage version; events.k8s.io/v1 events are stored as
+// core/v1 Events, apiserver/storage_versions.h): values hold `stored_kind`
+// objects, `to_stored` converts every object written and `from_stored`
+// every object read (get, list, watch, the object an update starts from).
+// Both must be lossless, so that a read-modify-write through either form
+// keeps what the other wrote; keys stay the served resource's plural.
+struct StorageConversion {
+  const objects::KindInfo* stored_kind = nullptr;
+  std::function<MutableObject(const google::protobuf::Message&)> to_stored;
+  std::function<MutableObject(const google::protobuf::Message&)> from_stored;
+};
+
 struct ObjectStoreOptions {
   std::string prefix = "/registry";
   Clock* clock = Clock::Real();
@@ -142,6 +155,8 @@ struct ObjectStoreOptions {
   // or cached (custom resources: pruning and defaulting on read, as kube's
   // CRD storage codec). Null: none.
   std::function<void(google::protobuf::Message*)> on_decode;
+  // Set when the resource is stored in another kind; null: its own.
+  std::shared_ptr<const StorageConversion> conversion;
 };
 
 class LeaseManager;
@@ -240,6 +255,9 @@ class ObjectStore {
   StatusOr<std::string> Seal(std::string_view key, std::string value) const;
   StatusOr<MutableObject> DecodePlain(std::string_view plain,
                                       int64_t mod_revision) const;
+  // The envelope bytes of `obj` (a served object) as stored: converted
+  // first when the resource has a StorageConversion.
+  std::string EncodeForStore(const google::protobuf::Message& obj) const;
   Status CheckPreconditions(const std::string& key,
                             const google::protobuf::Message& current,
                             const Preconditions& pre, bool for_update) const;

@@ -7,6 +7,7 @@
 #include "base/deep_stack.h"
 #include "base/json.h"
 #include "objects/codec.h"
+#include "objects/field_table.h"
 #include "objects/meta.h"
 #include "objects/patch/apply.h"
 #include "objects/patch/json_patch.h"
@@ -14,6 +15,7 @@
 #include "objects/patch/merge_patch.h"
 #include "objects/patch/patch_meta.h"
 #include "objects/patch/strategic.h"
+#include "objects/unstructured.h"
 #include "objects/yaml.h"
 
 namespace kplane::apiserver {
@@ -234,9 +236,286 @@ bool SameManagedFields(const objects::metav1::ObjectMeta& a,
   return true;
 }
 
+using google::protobuf::FieldDescriptor;
+using google::protobuf::Message;
+using google::protobuf::Reflection;
+using objects::internal::FieldEntry;
+using objects::internal::MessageTable;
+using objects::internal::Special;
+using FieldPath = std::vector<std::string>;
+
+bool IsZeroScalar(const Message& m, const FieldDescriptor* f) {
+  const Reflection* r = m.GetReflection();
+  switch (f->cpp_type()) {
+    case FieldDescriptor::CPPTYPE_INT32:
+      return r->GetInt32(m, f) == 0;
+    case FieldDescriptor::CPPTYPE_INT64:
+      return r->GetInt64(m, f) == 0;
+    case FieldDescriptor::CPPTYPE_UINT32:
+      return r->GetUInt32(m, f) == 0;
+    case FieldDescriptor::CPPTYPE_UINT64:
+      return r->GetUInt64(m, f) == 0;
+    case FieldDescriptor::CPPTYPE_DOUBLE:
+      return r->GetDouble(m, f) == 0;
+    case FieldDescriptor::CPPTYPE_FLOAT:
+      return r->GetFloat(m, f) == 0;
+    case FieldDescriptor::CPPTYPE_BOOL:
+      return !r->GetBool(m, f);
+    case FieldDescriptor::CPPTYPE_ENUM:
+      return r->GetEnumValue(m, f) == 0;
+    case FieldDescriptor::CPPTYPE_STRING: {
+      std::string scratch;
+      return r->GetStringReference(m, f, &scratch).empty();
+    }
+    case FieldDescriptor::CPPTYPE_MESSAGE:
+      return false;
+  }
+  return false;
+}
+
+bool SameScalar(const Message& a, const Message& b, const FieldDescriptor* f) {
+  const Reflection* ra = a.GetReflection();
+  const Reflection* rb = b.GetReflection();
+  switch (f->cpp_type()) {
+    case FieldDescriptor::CPPTYPE_INT32:
+      return ra->GetInt32(a, f) == rb->GetInt32(b, f);
+    case FieldDescriptor::CPPTYPE_INT64:
+      return ra->GetInt64(a, f) == rb->GetInt64(b, f);
+    case FieldDescriptor::CPPTYPE_UINT32:
+      return ra->GetUInt32(a, f) == rb->GetUInt32(b, f);
+    case FieldDescriptor::CPPTYPE_UINT64:
+      return ra->GetUInt64(a, f) == rb->GetUInt64(b, f);
+    case FieldDescriptor::CPPTYPE_DOUBLE:
+      return ra->GetDouble(a, f) == rb->GetDouble(b, f);
+    case FieldDescriptor::CPPTYPE_FLOAT:
+      return ra->GetFloat(a, f) == rb->GetFloat(b, f);
+    case FieldDescriptor::CPPTYPE_BOOL:
+      return ra->GetBool(a, f) == rb->GetBool(b, f);
+    case FieldDescriptor::CPPTYPE_ENUM:
+      return ra->GetEnumValue(a, f) == rb->GetEnumValue(b, f);
+    case FieldDescriptor::CPPTYPE_STRING: {
+      std::string sa, sb;
+      return ra->GetStringReference(a, f, &sa) ==
+             rb->GetStringReference(b, f, &sb);
+    }
+    case FieldDescriptor::CPPTYPE_MESSAGE:
+      return ra->GetMessage(a, f).SerializeAsString() ==
+             rb->GetMessage(b, f).SerializeAsString();
+  }
+  return false;
+}
+
+// Every singular scalar of `m` is zero: a Time or Quantity that encodes as
+// null or is left out.
+bool AllZero(const Message& m) {
+  const google::protobuf::Descriptor* d = m.GetDescriptor();
+  for (int i = 0; i < d->field_count(); ++i) {
+    const FieldDescriptor* f = d->field(i);
+    if (f->is_repeated() || f->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
+      return false;  // not a special message's shape: treat as non-zero
+    }
+    if (!IsZeroScalar(m, f)) return false;
+  }
+  return true;
+}
+
+bool SameRepeated(const Message& a, const Message& b,
+                  const FieldDescriptor* f) {
+  const Reflection* ra = a.GetReflection();
+  const Reflection* rb = b.GetReflection();
+  const int n = ra->FieldSize(a, f);
+  if (n != rb->FieldSize(b, f)) return false;
+  for (int i = 0; i < n; ++i) {
+    bool same = false;
+    switch (f->cpp_type()) {
+      case FieldDescriptor::CPPTYPE_STRING: {
+        std::string sa, sb;
+        same = ra->GetRepeatedStringReference(a, f, i, &sa) ==
+               rb->GetRepeatedStringReference(b, f, i, &sb);
+        break;
+      }
+      case FieldDescriptor::CPPTYPE_MESSAGE:
+        same = ra->GetRepeatedMessage(a, f, i).SerializeAsString() ==
+               rb->GetRepeatedMessage(b, f, i).SerializeAsString();
+        break;
+      case FieldDescriptor::CPPTYPE_INT32:
+        same = ra->GetRepeatedInt32(a, f, i) == rb->GetRepeatedInt32(b, f, i);
+        break;
+      case FieldDescriptor::CPPTYPE_INT64:
+        same = ra->GetRepeatedInt64(a, f, i) == rb->GetRepeatedInt64(b, f, i);
+        break;
+      default:
+        return false;  // no such lists in the built-in kinds; take the slow way
+    }
+    if (!same) return false;
+  }
+  return true;
+}
+
+bool IsIgnoredPath(const FieldPath& path,
+                   const std::vector<FieldPath>& ignored) {
+  for (const FieldPath& p : ignored) {
+    if (p == path) return true;
+  }
+  for (const FieldPath& p : patch::AlwaysIgnored()) {
+    if (p == path) return true;
+  }
+  return false;
+}
+
+// Walks `a` (the stored object) and `b` (the update) field by field as the
+// JSON codec encodes them. True when both have the same JSON shape -- the
+// same members present, every list and map equal -- so that their field
+// sets are equal; then `changed` holds the leaf paths whose values differ.
+// False (give up) on anything else.
+bool SameShape(const Message& a, const Message& b, const MessageTable& table,
+               const std::vector<FieldPath>& ignored, FieldPath& path,
+               std::vector<FieldPath>* changed) {
+  const Reflection* ra = a.GetReflection();
+  const Reflection* rb = b.GetReflection();
+  for (const FieldEntry& fe : table.fields) {
+    const FieldDescriptor* f = fe.field;
+    if (fe.is_inline) {  // its members are the parent's
+      const bool ha = ra->HasField(a, f);
+      if (ha != rb->HasField(b, f) || fe.table == nullptr) return false;
+      if (ha && !SameShape(ra->GetMessage(a, f), rb->GetMessage(b, f),
+                           *fe.table, ignored, path, changed)) {
+        return false;
+      }
+      continue;
+    }
+    path.push_back("f:" + std::string(fe.name));
+    bool same_shape = true;
+    if (IsIgnoredPath(path, ignored)) {
+      // Not in the field sets: neither its presence nor its value counts.
+    } else if (fe.repeated) {
+      same_shape = SameRepeated(a, b, f);
+    } else if (f->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
+      const bool ha = ra->HasField(a, f);
+      if (ha != rb->HasField(b, f)) {
+        same_shape = false;
+      } else if (ha) {
+        const Message& ma = ra->GetMessage(a, f);
+        const Message& mb = rb->GetMessage(b, f);
+        if (fe.special == Special::kRawJson) {
+          same_shape = SameScalar(a, b, f);  // raw JSON has a shape of its own
+        } else if (fe.special != Special::kNone) {
+          if (!SameScalar(a, b, f)) {
+            same_shape = !AllZero(ma) && !AllZero(mb);
+            if (same_shape) changed->push_back(path);
+          }
+        } else {
+          same_shape = fe.table != nullptr &&
+                       SameShape(ma, mb, *fe.table, ignored, path, changed);
+        }
+      }
+    } else {
+      if ((f->has_presence() && ra->HasField(a, f) != rb->HasField(b, f)) ||
+          IsZeroScalar(a, f) != IsZeroScalar(b, f)) {
+        same_shape = false;
+      } else if (!SameScalar(a, b, f)) {
+        changed->push_back(path);
+      }
+    }
+    path.pop_back();
+    if (!same_shape) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
+bool TrackOwnedValueChanges(
+    const google::protobuf::Message* old, google::protobuf::Message* obj,
+    const objects::KindInfo& kind, const std::string& manager,
+    const std::string& time,
+    const std::vector<std::vector<std::string>>& ignored) {
+  if (old == nullptr || manager.empty() ||
+      old->GetDescriptor() != obj->GetDescriptor() ||
+      kind.descriptor == objects::Unstructured::descriptor()) {
+    return false;
+  }
+  objects::metav1::ObjectMeta* meta = objects::MutableObjectMeta(obj);
+  const objects::metav1::ObjectMeta* old_meta = objects::GetObjectMeta(*old);
+  if (meta == nullptr || old_meta == nullptr ||
+      old_meta->managedfields_size() == 0 ||
+      (meta->managedfields_size() > 0 &&
+       !SameManagedFields(*meta, *old_meta))) {
+    return false;
+  }
+  const MessageTable* table = objects::internal::TableFor(obj->GetDescriptor());
+  if (table == nullptr) return false;
+  std::vector<FieldPath> changed;
+  FieldPath path;
+  if (!SameShape(*old, *obj, *table, ignored, path, &changed)) return false;
+
+  // Ownership must stay as it is: the writer's Update entry already owns
+  // every changed leaf and no other entry owns any. Each entry must also
+  // read back as the JSON round trip would write it (fieldsV1 canonical).
+  objects::metav1::ManagedFieldsEntry stamped;
+  bool found = false;
+  for (const objects::metav1::ManagedFieldsEntry& e :
+       old_meta->managedfields()) {
+    // (The round trip keeps seconds of a time, and drops nothing else.)
+    if (e.manager().empty() || e.operation().empty() ||
+        e.fieldstype() != "FieldsV1" || !e.has_fieldsv1() ||
+        e.time().nanos() != 0) {
+      return false;
+    }
+    rapidjson::Document parsed;
+    if (!json::ParseDom(e.fieldsv1().raw(), &parsed).ok()) return false;
+    StatusOr<patch::FieldSet> fields = patch::FieldSet::FromJson(parsed);
+    if (!fields.ok() || fields->Empty()) return false;
+    const bool writer = e.manager() == manager && e.operation() == "Update" &&
+                        e.subresource().empty();
+    for (const FieldPath& p : changed) {
+      if (fields->Has(p) != writer) return false;
+    }
+    // What the slow path's JSON round trip makes of this entry's fieldsV1
+    // (and, for the writer's, of the new time).
+    rapidjson::Document scratch;
+    auto& alloc = scratch.GetAllocator();
+    scratch.SetObject();
+    scratch.AddMember("fieldsV1", fields->ToJson(alloc), alloc);
+    if (writer) {
+      scratch.AddMember("time", rapidjson::Value(time.c_str(), alloc), alloc);
+    }
+    objects::metav1::ManagedFieldsEntry round_trip;
+    if (!objects::DecodeJsonValue(scratch, &round_trip).ok() ||
+        round_trip.fieldsv1().raw() != e.fieldsv1().raw()) {
+      return false;
+    }
+    if (writer) {
+      if (found) return false;  // two entries of one writer: the slow way
+      found = true;
+      stamped = std::move(round_trip);
+    }
+  }
+  if (!found) return false;
+  *meta->mutable_managedfields() = old_meta->managedfields();
+  for (objects::metav1::ManagedFieldsEntry& e :
+       *meta->mutable_managedfields()) {
+    if (e.manager() == manager && e.operation() == "Update" &&
+        e.subresource().empty()) {
+      e.set_apiversion(kind.gv.ApiVersion());
+      *e.mutable_time() = stamped.time();
+    }
+  }
+  return true;
+}
+
 Status TrackManagedFields(
+    const google::protobuf::Message* old, google::protobuf::Message* obj,
+    const objects::KindInfo& kind, const std::string& manager,
+    const std::string& time,
+    const std::vector<std::vector<std::string>>& ignored) {
+  if (TrackOwnedValueChanges(old, obj, kind, manager, time, ignored)) {
+    return Status::Ok();
+  }
+  return TrackManagedFieldsThroughJson(old, obj, kind, manager, time, ignored);
+}
+
+Status TrackManagedFieldsThroughJson(
     const google::protobuf::Message* old, google::protobuf::Message* obj,
     const objects::KindInfo& kind, const std::string& manager,
     const std::string& time,

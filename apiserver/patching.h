@@ -72,9 +72,31 @@ ApiResult<MutableMessage> ServerSideApplyObject(
 // CSA-to-SSA migration does).
 Status TrackManagedFields(const google::protobuf::Message* old,
                           google::protobuf::Message* obj,
-                          const objects::KindInfo& kind, const std::string& manager,
-                          const std::string& time,
+                          const objects::KindInfo& kind,
+                          const std::string& manager, const std::string& time,
                           const std::vector<std::vector<std::string>>& ignored);
+
+// TrackManagedFields without trying TrackOwnedValueChanges first: the
+// general path through JSON (field sets of both objects). For tests that
+// compare the two.
+Status TrackManagedFieldsThroughJson(
+    const google::protobuf::Message* old, google::protobuf::Message* obj,
+    const objects::KindInfo& kind, const std::string& manager,
+    const std::string& time,
+    const std::vector<std::vector<std::string>>& ignored);
+
+// TrackManagedFields' common case without the JSON round trip (a node's
+// Lease renewal: the kubelet changes renewTime, which it already owns):
+// `obj` has the same members, lists and maps as `old`, only leaf values
+// differ, the writer's Update entry owns every changed leaf and no other
+// entry owns any. Then only that entry's time and apiVersion change, which
+// it writes into `obj` and returns true; otherwise false, `obj` untouched.
+// The result is the one TrackManagedFields' general path computes.
+bool TrackOwnedValueChanges(
+    const google::protobuf::Message* old, google::protobuf::Message* obj,
+    const objects::KindInfo& kind, const std::string& manager,
+    const std::string& time,
+    const std::vector<std::vector<std::string>>& ignored);
 
 }  // namespace kplane::apiserver
 

@@ -408,8 +408,8 @@ class Fleet::Impl {
       i.status_updates = n->status_updates;
       i.last_lag_seconds = n->last_lag;
       if (n->max_host != 0) {
-        i.pod_cidr = FormatIPv4(n->pod_net) + "/" +
-                     std::to_string(n->pod_prefix);
+        i.pod_cidr =
+            FormatIPv4(n->pod_net) + "/" + std::to_string(n->pod_prefix);
       }
       out.push_back(std::move(i));
     }
@@ -642,7 +642,9 @@ class Fleet::Impl {
       MutexLock l(&n->mu);
       if (n->stopped) return;
       n->lease_timer = 0;
-      if (n->lease) cached = std::make_unique<coordinationv1::Lease>(*n->lease);
+      // Taken, not copied: only this node's heart executor renews, and a
+      // renewal that fails puts it back below.
+      cached = std::move(n->lease);
       uid = n->uid;
     }
     StatusOr<std::unique_ptr<coordinationv1::Lease>> done =
@@ -692,6 +694,7 @@ class Fleet::Impl {
     } else {
       ApiError("lease", n->id.name, done.status());
       MutexLock l(&n->mu);
+      if (cached) n->lease = std::move(cached);
       // The kubelet retries a failed renewal sooner: 200 ms doubling, at
       // most the renew interval.
       int f = std::min(++n->lease_failures, 10);

@@ -355,7 +355,10 @@ Status Cacher::Impl::StartStorageWatch(int64_t list_revision) {
   req.set_key(all_prefix);
   req.set_range_end(PrefixRangeEnd(all_prefix));
   req.set_start_revision(list_revision + 1);
-  req.set_prev_kv(true);
+  // No prev_kv: the cache holds every key's last state since the list at
+  // list_revision, so a DELETE's last state comes from there. Asking for it
+  // made the store read and send every event's previous value (a Lease
+  // renewal's event twice its size) and this side parse and drop it.
   req.set_progress_notify(true);
   const uint64_t generation = watch_generation.fetch_add(1) + 1;
   {
@@ -433,10 +436,6 @@ void Cacher::Impl::OnWatchResponse(uint64_t generation,
         return;
       }
       decoded[i] = ObjectPtr(std::move(*obj));
-    } else if (e.has_prev_kv() && !e.prev_kv().value().empty()) {
-      auto prev = store->Decode(e.prev_kv().key(), e.prev_kv().value(),
-                                e.prev_kv().mod_revision());
-      if (prev.ok()) decoded[i] = ObjectPtr(std::move(*prev));
     }
   }
   int64_t last = 0;
@@ -479,24 +478,23 @@ void Cacher::Impl::ApplyLocked(const mvccpb::Event& e, ObjectPtr object) {
     if (ev->type == WatchEventType::kAdded) entry->added = ev->event;
     objects.insert_or_assign(it, key, std::move(entry));
   } else {
-    // The last state: what the cache holds (or the store's prev_kv).
-    ObjectPtr last = it != objects.end() ? it->second->object : object;
-    if (!last) return;  // a key we never knew
+    // The last state: what the cache holds (the list and every event
+    // since); a key it never knew has nothing to report.
+    if (it == objects.end()) return;
+    ObjectPtr last = it->second->object;
     MutableObject at_deletion(last->New());
     at_deletion->CopyFrom(*last);
     objects::SetResourceVersion(at_deletion.get(),
                                 Versioner::ToResourceVersion(ev->revision));
     ev->type = WatchEventType::kDeleted;
-    ev->bytes =
-        it != objects.end() ? it->second->bytes : e.prev_kv().value().size();
+    ev->bytes = it->second->bytes;
     ev->ns = objects::Namespace(*last);
-    ev->prev_index_value =
-        it != objects.end() ? it->second->index_value : IndexOf(*last);
+    ev->prev_index_value = it->second->index_value;
     ev->index_value = ev->prev_index_value;
     ev->prev = std::move(last);
     ev->object = ObjectPtr(std::move(at_deletion));
     ev->event = MakeWatchEvent(ev->type, ev->object, ev->revision);
-    if (it != objects.end()) objects.erase(it);
+    objects.erase(it);
   }
   window.Push(ev);
   dispatcher->Publish(std::move(ev));

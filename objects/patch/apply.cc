@@ -11,10 +11,6 @@
 
 namespace kplane::patch {
 
-namespace {
-
-// Leaf paths Kubernetes never records in managedFields (fieldmanager's
-// strip set for every resource).
 const std::vector<std::vector<std::string>>& AlwaysIgnored() {
   static const auto* v = new std::vector<std::vector<std::string>>{
       {"f:apiVersion"},
@@ -32,6 +28,8 @@ const std::vector<std::vector<std::string>>& AlwaysIgnored() {
   };
   return *v;
 }
+
+namespace {
 
 JsonValue ParseElementJson(std::string_view text, JsonAllocator& alloc,
                            bool* ok) {

@@ -76,6 +76,11 @@ FieldSet ComputeFieldSet(
     const JsonValue& obj, const PatchSchema& schema,
     const std::vector<std::vector<std::string>>& ignored = {});
 
+// Leaf paths Kubernetes never records in managedFields (fieldmanager's
+// strip set for every resource): apiVersion, kind and the metadata fields
+// ComputeFieldSet leaves out.
+const std::vector<std::vector<std::string>>& AlwaysIgnored();
+
 // The value at `path` in `obj`; null when absent.
 const JsonValue* ResolveFieldPath(const JsonValue& obj,
                                   const std::vector<std::string>& path);

@@ -1,0 +1,182 @@
+// TrackManagedFields' fast path (TrackOwnedValueChanges) against its general
+// path through JSON: wherever the fast path answers, both give the same
+// object; where ownership or the shape changes it must not answer.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "apiserver/patching.h"
+#include "objects/scheme.h"
+#include "objects/time.h"
+#include "objects/types.h"
+
+namespace kplane::apiserver {
+namespace {
+
+using objects::coordinationv1::Lease;
+using objects::corev1::Node;
+
+const objects::KindInfo& KindOf(const google::protobuf::Message& m) {
+  const objects::KindInfo* k =
+      objects::Scheme::Default().KindFor(m.GetDescriptor());
+  EXPECT_NE(k, nullptr);
+  return *k;
+}
+
+Lease NodeLease(int64_t renew_seconds) {
+  Lease l;
+  l.mutable_metadata()->set_name("node-1");
+  l.mutable_metadata()->set_namespace_("kube-node-lease");
+  l.mutable_metadata()->set_uid("lease-uid");
+  l.mutable_metadata()->set_resourceversion("5");
+  auto* o = l.mutable_metadata()->add_ownerreferences();
+  o->set_apiversion("v1");
+  o->set_kind("Node");
+  o->set_name("node-1");
+  o->set_uid("node-uid");
+  l.mutable_spec()->set_holderidentity("node-1");
+  l.mutable_spec()->set_leasedurationseconds(40);
+  objects::SetMicroTime(l.mutable_spec()->mutable_renewtime(), renew_seconds,
+                        123000);
+  return l;
+}
+
+// What the API server stores after `manager` creates `l`.
+template <typename T>
+T Created(T l, const std::string& manager) {
+  EXPECT_TRUE(TrackManagedFields(nullptr, &l, KindOf(l), manager,
+                                 "2026-12-04T01:00:00Z", {})
+                  .ok());
+  EXPECT_GT(l.metadata().managedfields_size(), 0);
+  return l;
+}
+
+struct Outcome {
+  bool fast = false;
+  std::string through_json;  // serialized result of the general path
+  std::string result;        // serialized result of TrackManagedFields
+};
+
+// Runs `manager`'s update of `stored` to `want` both ways.
+template <typename T>
+Outcome Update(const T& stored, const T& want, const std::string& manager,
+               const std::vector<std::vector<std::string>>& ignored = {}) {
+  const std::string time = "2026-12-04T01:00:10Z";
+  Outcome out;
+  T fast = want;
+  out.fast = TrackOwnedValueChanges(&stored, &fast, KindOf(want), manager, time,
+                                    ignored);
+  if (!out.fast) {
+    EXPECT_EQ(fast.SerializeAsString(), want.SerializeAsString())
+        << "a fast path that gives up leaves the object alone";
+  }
+  T general = want;
+  EXPECT_TRUE(TrackManagedFieldsThroughJson(&stored, &general, KindOf(want),
+                                            manager, time, ignored)
+                  .ok());
+  out.through_json = general.SerializeAsString();
+  T tracked = want;
+  EXPECT_TRUE(TrackManagedFields(&stored, &tracked, KindOf(want), manager, time,
+                                 ignored)
+                  .ok());
+  out.result = tracked.SerializeAsString();
+  EXPECT_EQ(out.result, out.through_json);
+  return out;
+}
+
+TEST(ManagedFieldsFastPathTest, LeaseRenewalByItsOwnerIsFastAndTheSame) {
+  const Lease stored = Created(NodeLease(1000), "kubelet");
+  Outcome o = Update(stored, NodeLease(1010), "kubelet");
+  EXPECT_TRUE(o.fast);
+  Lease got;
+  ASSERT_TRUE(got.ParseFromString(o.result));
+  ASSERT_EQ(got.metadata().managedfields_size(), 1);
+  EXPECT_EQ(got.metadata().managedfields(0).time().seconds(),
+            objects::ParseRfc3339("2026-12-04T01:00:10Z")->seconds);
+  // The client may also send the stored managedFields back unchanged.
+  Lease with_fields = NodeLease(1020);
+  *with_fields.mutable_metadata()->mutable_managedfields() =
+      stored.metadata().managedfields();
+  EXPECT_TRUE(Update(stored, with_fields, "kubelet").fast);
+  // A no-op update still stamps the writer's entry.
+  EXPECT_TRUE(Update(stored, NodeLease(1000), "kubelet").fast);
+}
+
+TEST(ManagedFieldsFastPathTest, AnotherWriterTakesOwnershipTheGeneralWay) {
+  const Lease stored = Created(NodeLease(1000), "kubelet");
+  Outcome o = Update(stored, NodeLease(1010), "intruder");
+  EXPECT_FALSE(o.fast);
+  Lease got;
+  ASSERT_TRUE(got.ParseFromString(o.result));
+  ASSERT_EQ(got.metadata().managedfields_size(), 2);
+  EXPECT_EQ(got.metadata().managedfields(1).manager(), "intruder");
+  EXPECT_NE(got.metadata().managedfields(1).fieldsv1().raw().find("renewTime"),
+            std::string::npos);
+}
+
+TEST(ManagedFieldsFastPathTest, SharedOwnershipIsLeftToTheGeneralPath) {
+  Lease stored = Created(NodeLease(1000), "kubelet");
+  // "tuner" changes the duration: it owns spec.leaseDurationSeconds now.
+  Lease tuned = NodeLease(1000);
+  tuned.mutable_spec()->set_leasedurationseconds(60);
+  Outcome t = Update(stored, tuned, "tuner");
+  EXPECT_FALSE(t.fast);
+  ASSERT_TRUE(stored.ParseFromString(t.result));
+  ASSERT_EQ(stored.metadata().managedfields_size(), 2);
+  // The kubelet renewing what it alone owns: fast, the tuner's entry kept.
+  Lease renewal = NodeLease(1010);
+  renewal.mutable_spec()->set_leasedurationseconds(60);
+  EXPECT_TRUE(Update(stored, renewal, "kubelet").fast);
+  // The kubelet setting the duration back takes it from the tuner.
+  Lease back = NodeLease(1010);
+  Outcome b = Update(stored, back, "kubelet");
+  EXPECT_FALSE(b.fast);
+  Lease got;
+  ASSERT_TRUE(got.ParseFromString(b.result));
+  EXPECT_EQ(got.metadata().managedfields_size(), 1);  // the tuner owns nothing
+}
+
+TEST(ManagedFieldsFastPathTest, ShapeChangesTakeTheGeneralPath) {
+  const Lease stored = Created(NodeLease(1000), "kubelet");
+  Lease added = NodeLease(1010);
+  added.mutable_spec()->set_leasetransitions(1);  // a new member
+  EXPECT_FALSE(Update(stored, added, "kubelet").fast);
+  Lease removed = NodeLease(1010);
+  removed.mutable_spec()->clear_holderidentity();  // a member gone
+  EXPECT_FALSE(Update(stored, removed, "kubelet").fast);
+  Lease list = NodeLease(1010);
+  list.mutable_metadata()->mutable_ownerreferences(0)->set_uid("other");
+  EXPECT_FALSE(Update(stored, list, "kubelet").fast);
+  Lease labels = NodeLease(1010);
+  (*labels.mutable_metadata()->mutable_labels())["a"] = "b";
+  EXPECT_FALSE(Update(stored, labels, "kubelet").fast);
+  // Fields never tracked may change freely.
+  Lease rv = NodeLease(1010);
+  rv.mutable_metadata()->set_resourceversion("99");
+  EXPECT_TRUE(Update(stored, rv, "kubelet").fast);
+}
+
+TEST(ManagedFieldsFastPathTest, IgnoredStatusOfANode) {
+  Node n;
+  n.mutable_metadata()->set_name("node-1");
+  (*n.mutable_metadata()->mutable_labels())["zone"] = "a";
+  n.mutable_spec()->set_podcidr("10.0.0.0/24");
+  n.mutable_status()->mutable_nodeinfo()->set_kubeletversion("v1");
+  const std::vector<std::vector<std::string>> status = {{"f:status"}};
+  Node stored = n;
+  ASSERT_TRUE(TrackManagedFields(nullptr, &stored, KindOf(n), "kubelet",
+                                 "2026-12-04T01:00:00Z", status)
+                  .ok());
+  // A status change through the main resource is not tracked there.
+  Node want = n;
+  want.mutable_status()->mutable_nodeinfo()->set_kubeletversion("v2");
+  EXPECT_TRUE(Update(stored, want, "kubelet", status).fast);
+  // Another writer changing the pod CIDR takes it.
+  Node cidr = n;
+  cidr.mutable_spec()->set_podcidr("10.0.1.0/24");
+  EXPECT_FALSE(Update(stored, cidr, "ipam", status).fast);
+}
+
+}  // namespace
+}  // namespace kplane::apiserver

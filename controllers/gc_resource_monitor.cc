@@ -83,8 +83,9 @@ StatusOr<std::vector<DiscoveredResource>> DiscoverGcResources(
   if (!core.ok()) return core.status();
   AddResources("", "v1", *core, &out);
   ASSIGN_OR_RETURN(rapidjson::Document groups, GetJson(client, "/apis"));
-  auto list = groups.FindMember("groups");
-  if (list == groups.MemberEnd() || !list->value.IsArray()) return out;
+  const rapidjson::Value& root = groups;
+  auto list = root.FindMember("groups");
+  if (list == root.MemberEnd() || !list->value.IsArray()) return out;
   for (const rapidjson::Value& g : list->value.GetArray()) {
     if (!g.IsObject()) continue;
     std::string group = StringMember(g, "name");
@@ -224,10 +225,11 @@ Status GcResourceMonitor::Resync() {
       CHECK(inf->AddIndexers({{kOwnerUidIndex, OwnerUidIndexFunc}}).ok());
       GarbageCollector* gc = options_.gc;
       const bool crds = name == kCrdResource;
-      OnObjectEvents(inf.get(), [this, gc, name, crds](const ObjectEvent& e) {
-        gc->ObjectChanged(name, e);
-        if (crds) Kick();
-      });
+      OnObjectEvents(inf.get(),
+                     [this, gc, resource = name, crds](const ObjectEvent& e) {
+                       gc->ObjectChanged(resource, e);
+                       if (crds) Kick();
+                     });
       started.push_back(inf);
       monitors_.emplace(name, Monitor{.resource = d, .informer = inf});
     }

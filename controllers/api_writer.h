@@ -13,7 +13,7 @@
 //
 // Action strings: "<verb> <resource>[/<sub>] <namespace>/<name>" with verb
 // create | update | update-status | delete | bind (bind appends " -> node")
-// | finalize, and "deletecollection <resource> <namespace>".
+// | finalize | patch, and "deletecollection <resource> <namespace>".
 // A created object with only generateName is recorded under its
 // generateName and returned with a made-up name (generateName + counter).
 //
@@ -48,12 +48,17 @@ class ApiWriter {
   virtual StatusOr<ObjectPtr> UpdateStatus(
       const objects::ResourceInfo& resource,
       const google::protobuf::Message& obj) = 0;
-  virtual Status Delete(const objects::ResourceInfo& resource, std::string_view ns,
-                        std::string_view name,
+  virtual Status Delete(const objects::ResourceInfo& resource,
+                        std::string_view ns, std::string_view name,
                         const metav1::DeleteOptions& options = {}) = 0;
   // POST pods/<name>/binding.
   virtual Status Bind(std::string_view ns, std::string_view pod,
                       std::string_view pod_uid, std::string_view node) = 0;
+  // PATCH of `patch` (of `type`) to the object; the garbage collector
+  // edits custom resources, which it holds only as JSON, with it.
+  virtual Status Patch(const objects::ResourceInfo& resource,
+                       std::string_view ns, std::string_view name,
+                       informer::PatchType type, std::string_view patch) = 0;
   // A live read (the garbage collector confirms absences with it).
   virtual StatusOr<ObjectPtr> Get(const objects::ResourceInfo& resource,
                                   std::string_view ns,
@@ -86,6 +91,9 @@ class RestApiWriter : public ApiWriter {
                 const metav1::DeleteOptions& options) override;
   Status Bind(std::string_view ns, std::string_view pod,
               std::string_view pod_uid, std::string_view node) override;
+  Status Patch(const objects::ResourceInfo& resource, std::string_view ns,
+               std::string_view name, informer::PatchType type,
+               std::string_view patch) override;
   StatusOr<ObjectPtr> Get(const objects::ResourceInfo& resource,
                           std::string_view ns, std::string_view name) override;
   StatusOr<std::vector<ObjectPtr>> List(const objects::ResourceInfo& resource,
@@ -113,6 +121,9 @@ class FakeApiWriter : public ApiWriter {
                 const metav1::DeleteOptions& options) override;
   Status Bind(std::string_view ns, std::string_view pod,
               std::string_view pod_uid, std::string_view node) override;
+  Status Patch(const objects::ResourceInfo& resource, std::string_view ns,
+               std::string_view name, informer::PatchType type,
+               std::string_view patch) override;
   StatusOr<ObjectPtr> Get(const objects::ResourceInfo& resource,
                           std::string_view ns, std::string_view name) override;
   StatusOr<std::vector<ObjectPtr>> List(const objects::ResourceInfo& resource,
@@ -126,6 +137,9 @@ class FakeApiWriter : public ApiWriter {
   std::vector<std::string> Actions() const;
   // The objects written (create/update/update-status), in order.
   std::vector<ObjectPtr> Written() const;
+  // The bodies of the patches sent ("patch <resource> <ns>/<name>"
+  // actions), in order.
+  std::vector<std::string> Patches() const;
   void Clear();
   // The next action whose string starts with `prefix` fails with `error`.
   void FailNext(std::string prefix, Status error);
@@ -147,6 +161,7 @@ class FakeApiWriter : public ApiWriter {
   mutable Mutex mu_;
   std::vector<std::string> actions_ GUARDED_BY(mu_);
   std::vector<ObjectPtr> written_ GUARDED_BY(mu_);
+  std::vector<std::string> patches_ GUARDED_BY(mu_);
   std::deque<std::pair<std::string, Status>> failures_ GUARDED_BY(mu_);
   std::map<std::string, ObjectPtr> live_ GUARDED_BY(mu_);
   std::map<const objects::ResourceInfo*, informer::Indexer*> reflect_

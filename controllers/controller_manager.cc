@@ -17,6 +17,7 @@
 #include "controllers/endpoints_controller.h"
 #include "controllers/endpointslice_controller.h"
 #include "controllers/garbage_collector.h"
+#include "controllers/gc_resource_monitor.h"
 #include "controllers/job_controller.h"
 #include "controllers/namespace_controller.h"
 #include "controllers/node_ipam_controller.h"
@@ -61,6 +62,9 @@ std::string DefaultIdentity() {
 struct Running {
   std::unique_ptr<informer::SharedInformerFactory> factory;
   std::vector<std::unique_ptr<Controller>> controllers;
+  // The garbage collector's informers over every other resource
+  // (destroyed before the collector it feeds).
+  std::unique_ptr<GcResourceMonitor> gc_monitor;
 };
 
 class ControllerManager::Impl {
@@ -217,6 +221,9 @@ class ControllerManager::Impl {
     informer::SharedIndexInformer* jobs = f.InformerFor<batchv1::Job>();
     informer::SharedIndexInformer* cronjobs = f.InformerFor<batchv1::CronJob>();
     CHECK(jobs->AddIndexers({{kOwnerUidIndex, OwnerUidIndexFunc}}).ok());
+    // Deployments and CronJobs may be owned too (by custom resources).
+    CHECK(deps->AddIndexers({{kOwnerUidIndex, OwnerUidIndexFunc}}).ok());
+    CHECK(cronjobs->AddIndexers({{kOwnerUidIndex, OwnerUidIndexFunc}}).ok());
     ApiWriter* api = writer_.get();
     if (Wanted("replicaset")) {
       auto c = std::make_unique<ReplicaSetController>(
@@ -319,6 +326,9 @@ class ControllerManager::Impl {
                                   .metrics = metrics_});
       c->RegisterHandlers(pods, rss, deps);
       c->RegisterJobHandlers(jobs, cronjobs);
+      run->gc_monitor = std::make_unique<GcResourceMonitor>(
+          GcResourceMonitorOptions{
+              .client = client_.get(), .gc = c.get(), .clock = clock_});
       run->controllers.push_back(std::move(c));
     }
     if (Wanted("namespace")) {
@@ -483,6 +493,7 @@ class ControllerManager::Impl {
       MutexLock l(&run_mu_);
       if (stopping_ || running_.get() != r) return;
       for (auto& c : r->controllers) c->Run(options_.workers);
+      if (r->gc_monitor != nullptr) r->gc_monitor->Start();
       leading_ = true;
       leader_gauge_->Set(1);
       {
@@ -507,6 +518,7 @@ class ControllerManager::Impl {
     if (run == nullptr) return;
     // Informers first: then no handler calls into a controller.
     run->factory->Shutdown();
+    if (run->gc_monitor != nullptr) run->gc_monitor->Stop();
     for (auto& c : run->controllers) c->Stop();
   }
 

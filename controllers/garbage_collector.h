@@ -1,35 +1,58 @@
 // GarbageCollector: deletes objects whose owners are gone and carries out
 // the "orphan" and "foregroundDeletion" finalizers the API server puts on
 // owners deleted with propagationPolicy Orphan / Foreground (Kubernetes'
-// pkg/controller/garbagecollector, for the kinds kplane's controllers own:
-// Deployment -> ReplicaSet -> Pod).
+// pkg/controller/garbagecollector), for every resource it follows: the
+// typed caches it is given (Deployment, ReplicaSet, Pod, and with the
+// jobs caches Job and CronJob), and the resources added at run time with
+// AddResource() -- GcResourceMonitor (gc_resource_monitor.h) adds every
+// other resource discovery lists as deletable, listable and watchable,
+// custom resources included, and removes them when they go away.
 //
-// Keys are "<resource>/<namespace>/<name>" ("pods/default/web-x1").
+// Keys are "<resource>/<namespace>/<name>" ("pods/default/web-x1") for the
+// typed caches and "<resource>.<group>/<namespace>/<name>"
+// ("widgets.example.com/default/w1", "configmaps/default/c") for the
+// others; cluster-scoped objects have no namespace part.
 // Sync(key):
-//   as a dependent: every ownerReference is checked, in the owner's cache
-//     and, when absent there, by a live GET (a cache can lag behind a
-//     create). Owners gone (404, or a different uid): if none is left the
-//     object is deleted (background propagation: its own dependents follow
-//     in turn); otherwise the dangling references are removed. Owner
-//     kinds other than Deployment, ReplicaSet and (with the jobs caches)
-//     Job and CronJob are assumed alive.
+//   as a dependent: every ownerReference is resolved (apiVersion's group +
+//     kind -> a followed resource; the version does not matter, the uid
+//     does) and checked in the owner's cache and, when absent there, by a
+//     live GET (a cache can lag behind a create). Owners gone (404, or a
+//     different uid): if none is left the object is deleted (background
+//     propagation: its own dependents follow in turn); otherwise the
+//     dangling references are removed. An owner kind no followed resource
+//     serves is, before the monitor's first discovery (MarkDiscovered), assumed
+//     alive; after it, the sync fails with kUnavailable and is retried with
+//     backoff, as Kubernetes does with an owner its RESTMapper cannot map
+//     (the kind may be a CRD not yet discovered): the object is kept.
 //   as an owner being deleted:
 //     "orphan": the ownerReferences to it are removed from its
 //       dependents, then the finalizer;
-//     "foregroundDeletion": its dependents are deleted; once the cache
-//       shows none left, the finalizer is removed (the API server then
-//       deletes the owner).
+//     "foregroundDeletion": its dependents are deleted (with Foreground
+//       propagation); once the caches show none left, the finalizer is
+//       removed (the API server then deletes the owner).
+// Objects of the typed caches are written with PUT (resourceVersion CAS);
+// those of added resources, which the GC holds as JSON
+// (informer::UnstructuredObject), with JSON patches that test what they
+// remove (a changed object fails the patch; the sync is retried).
 // Owner deletions enqueue the dependents (found through an index of owner
-// uids), so background cascades need no periodic scan.
+// uids in every cache that has it), so cascades need no periodic scan.
 //
 // Ownership: borrows writer and caches; the pods and replicasets caches
-// must have the kOwnerUidIndex index. Thread-safety: as Controller.
+// must have the kOwnerUidIndex index (jobs, deployments and cronjobs
+// should: without it their objects are not found as dependents). An added
+// resource's cache is kept alive by its keep_alive handle while a sync uses
+// it. Thread-safety: as Controller; AddResource/RemoveResource may be
+// called from any thread.
 #ifndef KPLANE_CONTROLLERS_GARBAGE_COLLECTOR_H_
 #define KPLANE_CONTROLLERS_GARBAGE_COLLECTOR_H_
 
+#include <map>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "base/mutex.h"
 #include "controllers/api_writer.h"
 #include "controllers/controller.h"
 #include "informer/indexer.h"
@@ -41,6 +64,22 @@ inline constexpr char kOwnerUidIndex[] = "owner-uid";
 // Every owner uid of an object.
 std::vector<std::string> OwnerUidIndexFunc(
     const google::protobuf::Message& obj);
+
+// A resource the collector follows besides its typed caches.
+struct GcResource {
+  // How the resource is named in keys: GroupResource() ("configmaps",
+  // "widgets.example.com").
+  std::string name;
+  std::string group;
+  std::string kind;  // "Widget"
+  bool namespaced = true;
+  // The resource for API calls (an informer::DynamicClient's).
+  const objects::ResourceInfo* info = nullptr;
+  // Its cache, with kOwnerUidIndex; objects are UnstructuredObjects.
+  const informer::Indexer* cache = nullptr;
+  // Keeps `info` and `cache` alive while the collector uses them.
+  std::shared_ptr<const void> keep_alive;
+};
 
 struct GarbageCollectorOptions {
   ApiWriter* api = nullptr;
@@ -67,6 +106,23 @@ class GarbageCollector : public Controller {
                            informer::SharedIndexInformer* cronjobs);
   Status Sync(const std::string& key) override;
 
+  // Follows `resource` (replacing one of the same name) and syncs every
+  // object of its cache that has owners or a GC finalizer. Call it once
+  // the cache has synced; events after that go to ObjectChanged.
+  void AddResource(GcResource resource);
+  // Stops following the resource named `name` (its CRD was deleted):
+  // queued keys of it are dropped when they come up.
+  void RemoveResource(const std::string& name);
+  // Whether `name` (GroupResource) is followed, typed or added.
+  bool Follows(const std::string& name) const;
+  // The added resources' names.
+  std::vector<std::string> AddedResources() const;
+  // Discovery has run once: owner kinds nothing serves are unresolvable
+  // from now on (see the contract above).
+  void MarkDiscovered();
+  // An informer event of the added resource `name`.
+  void ObjectChanged(const std::string& name, const ObjectEvent& event);
+
   // "pods/default/web-x1" for a pod.
   static std::string KeyFor(const objects::ResourceInfo& resource,
                             const google::protobuf::Message& obj);
@@ -76,17 +132,34 @@ class GarbageCollector : public Controller {
  private:
   void Watch(informer::SharedIndexInformer* inf,
              const objects::ResourceInfo& resource);
-  const informer::Indexer* CacheFor(const std::string& resource) const;
-  const objects::ResourceInfo* ResourceFor(const std::string& resource) const;
-  // The dependents' (resource, cache) of an owner resource.
-  std::vector<std::pair<const objects::ResourceInfo*, const informer::Indexer*>>
-  DependentCaches(const std::string& owner_resource) const;
-  Status SyncOwner(const objects::ResourceInfo& resource,
+  // The followed resource `name`, typed or added.
+  std::optional<GcResource> Find(const std::string& name) const EXCLUDES(mu_);
+  // The followed resource serving `kind` in `api_version`'s group.
+  std::optional<GcResource> FindKind(const std::string& api_version,
+                                     const std::string& kind) const
+      EXCLUDES(mu_);
+  // Every followed resource (dependents are looked for in all of them).
+  std::vector<GcResource> All() const EXCLUDES(mu_);
+  bool Discovered() const EXCLUDES(mu_);
+  void EnqueueEvent(const GcResource& resource, const ObjectEvent& event);
+  Status SyncOwner(const GcResource& resource,
                    const google::protobuf::Message& owner);
-  Status SyncDependent(const objects::ResourceInfo& resource,
+  Status SyncDependent(const GcResource& resource,
                        const google::protobuf::Message& obj);
+  // Writes `obj` without its ownerReferences to `uids`.
+  Status RemoveOwnerRefs(const GcResource& resource,
+                         const google::protobuf::Message& obj,
+                         const std::vector<std::string>& uids);
+  // Writes `obj` without `finalizer`.
+  Status RemoveGcFinalizer(const GcResource& resource,
+                           const google::protobuf::Message& obj,
+                           const std::string& finalizer);
 
   GarbageCollectorOptions options_;
+  std::vector<GcResource> typed_;  // fixed after construction
+  mutable Mutex mu_;
+  std::map<std::string, GcResource> added_ GUARDED_BY(mu_);
+  bool discovered_ GUARDED_BY(mu_) = false;
 };
 
 }  // namespace kplane::controllers

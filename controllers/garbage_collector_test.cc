@@ -3,8 +3,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "objects/meta.h"
+#include "base/logging.h"
 #include "controllers/test_objects.h"
+#include "informer/unstructured.h"
+#include "objects/meta.h"
 
 namespace kplane::controllers {
 namespace {
@@ -119,7 +121,7 @@ TEST_F(GarbageCollectorTest, OwnerDeletionEnqueuesDependents) {
 TEST_F(GarbageCollectorTest, OrphanFinalizer) {
   auto rs = NewReplicaSet("default", "web", 1, {{"app", "web"}});
   objects::SetTime(rs->mutable_metadata()->mutable_deletiontimestamp(),
-               int64_t{1700000000});
+                   int64_t{1700000000});
   rs->mutable_metadata()->add_finalizers("orphan");
   replicasets_.Upsert(rs);
   auto p = NewPod("default", "a");
@@ -138,7 +140,7 @@ TEST_F(GarbageCollectorTest, OrphanFinalizer) {
 TEST_F(GarbageCollectorTest, ForegroundFinalizer) {
   auto rs = NewReplicaSet("default", "web", 1, {{"app", "web"}});
   objects::SetTime(rs->mutable_metadata()->mutable_deletiontimestamp(),
-               int64_t{1700000000});
+                   int64_t{1700000000});
   rs->mutable_metadata()->add_finalizers("foregroundDeletion");
   replicasets_.Upsert(rs);
   auto p = NewPod("default", "a");
@@ -151,6 +153,236 @@ TEST_F(GarbageCollectorTest, ForegroundFinalizer) {
   pods_.Delete("default/a");
   ASSERT_TRUE(gc_.Sync("replicasets/default/web").ok());
   EXPECT_THAT(fake_.Actions(), ElementsAre("update replicasets default/web"));
+}
+
+// ---- Resources beyond the typed caches (custom resources, ConfigMaps) ----
+
+// A resource as GcResourceMonitor adds it: a JSON-object cache with the
+// owner-uid index and a ResourceInfo of an unstructured kind.
+struct DynamicResource {
+  DynamicResource(std::string group, std::string plural, std::string kind,
+                  bool namespaced = true)
+      : kind_info(informer::MakeUnstructuredKind({group, "v1"}, kind)),
+        cache({{std::string(informer::kNamespaceIndex),
+                informer::NamespaceIndexFunc},
+               {kOwnerUidIndex, OwnerUidIndexFunc}}) {
+    info.gv = {group, "v1"};
+    info.resource = plural;
+    info.kind = &kind_info;
+    info.list_kind = &kind_info;
+    resource = GcResource{.name = group.empty() ? plural : plural + "." + group,
+                          .group = group,
+                          .kind = kind,
+                          .namespaced = namespaced,
+                          .info = &info,
+                          .cache = &cache};
+  }
+  objects::KindInfo kind_info;
+  objects::ResourceInfo info;
+  informer::Indexer cache;
+  GcResource resource;
+};
+
+// An object of `api_version`/`kind` as a dynamic informer caches it.
+ObjectPtr JsonObject(const std::string& api_version, const std::string& kind,
+                     const std::string& name, const std::string& uid,
+                     const std::string& extra_metadata = "") {
+  std::string json = R"({"apiVersion":")" + api_version + R"(","kind":")" +
+                     kind + R"(","metadata":{"name":")" + name +
+                     R"(","namespace":"default","uid":")" + uid + "\"" +
+                     extra_metadata + R"(},"spec":{"size":1}})";
+  auto o = informer::NewUnstructuredObject(json);
+  CHECK(o.ok()) << o.status() << " " << json;
+  return *o;
+}
+
+std::string OwnerRefJson(const std::string& api_version,
+                         const std::string& kind, const std::string& name,
+                         const std::string& uid) {
+  return R"({"apiVersion":")" + api_version + R"(","kind":")" + kind +
+         R"(","name":")" + name + R"(","uid":")" + uid + R"("})";
+}
+
+class CustomResourceGcTest : public GarbageCollectorTest {
+ protected:
+  CustomResourceGcTest()
+      : widgets_("example.com", "widgets", "Widget"),
+        configmaps_("", "configmaps", "ConfigMap") {
+    gc_.AddResource(widgets_.resource);
+    gc_.AddResource(configmaps_.resource);
+    gc_.MarkDiscovered();
+  }
+  // The widget "parent" (uid-parent), optionally being deleted with a GC
+  // finalizer.
+  ObjectPtr Parent(const std::string& finalizer = "") {
+    std::string extra;
+    if (!finalizer.empty()) {
+      extra = R"(,"deletionTimestamp":"2026-01-01T00:00:00Z","finalizers":[")" +
+              finalizer + "\"]";
+    }
+    return JsonObject("example.com/v1", "Widget", "parent", "uid-parent",
+                      extra);
+  }
+  ObjectPtr OwnedByParent(const std::string& api_version,
+                          const std::string& kind, const std::string& name) {
+    return JsonObject(
+        api_version, kind, name, "uid-" + name,
+        R"(,"ownerReferences":[)" +
+            OwnerRefJson("example.com/v1", "Widget", "parent", "uid-parent") +
+            "]");
+  }
+
+  DynamicResource widgets_, configmaps_;
+};
+
+TEST_F(CustomResourceGcTest, CustomResourceOfAGoneCustomResourceIsDeleted) {
+  widgets_.cache.Upsert(OwnedByParent("example.com/v1", "Widget", "child"));
+  // Owner alive in the cache: kept.
+  widgets_.cache.Upsert(Parent());
+  ASSERT_TRUE(gc_.Sync("widgets.example.com/default/child").ok());
+  EXPECT_THAT(fake_.Actions(), ElementsAre());
+  // Owner gone from the cache and from the server: deleted.
+  widgets_.cache.Delete("default/parent");
+  ASSERT_TRUE(gc_.Sync("widgets.example.com/default/child").ok());
+  EXPECT_THAT(fake_.Actions(), ElementsAre("delete widgets default/child"));
+  // Owner only on the server (the cache lags): kept.
+  fake_.Clear();
+  fake_.SetLive(widgets_.info, Parent());
+  ASSERT_TRUE(gc_.Sync("widgets.example.com/default/child").ok());
+  EXPECT_THAT(fake_.Actions(), ElementsAre());
+}
+
+TEST_F(CustomResourceGcTest, BuiltInDependentsOfAGoneCustomResource) {
+  configmaps_.cache.Upsert(OwnedByParent("v1", "ConfigMap", "settings"));
+  auto pod = NewPod("default", "worker");
+  *pod->mutable_metadata()->add_ownerreferences() = [] {
+    metav1::OwnerReference r;
+    r.set_apiversion("example.com/v1");
+    r.set_kind("Widget");
+    r.set_name("parent");
+    r.set_uid("uid-parent");
+    return r;
+  }();
+  pods_.Upsert(pod);
+  ASSERT_TRUE(gc_.Sync("configmaps/default/settings").ok());
+  ASSERT_TRUE(gc_.Sync("pods/default/worker").ok());
+  EXPECT_THAT(fake_.Actions(), ElementsAre("delete configmaps default/settings",
+                                           "delete pods default/worker"));
+}
+
+TEST_F(CustomResourceGcTest, OwnerDeletionEnqueuesDependentsOfEveryResource) {
+  widgets_.cache.Upsert(OwnedByParent("example.com/v1", "Widget", "child"));
+  configmaps_.cache.Upsert(OwnedByParent("v1", "ConfigMap", "settings"));
+  configmaps_.cache.Upsert(JsonObject("v1", "ConfigMap", "other", "uid-o"));
+  gc_.EnqueueDependents(*Parent());
+  EXPECT_EQ(gc_.QueueDepth(), 2);
+}
+
+TEST_F(CustomResourceGcTest, OrphanFinalizerOnACustomResource) {
+  widgets_.cache.Upsert(Parent("orphan"));
+  widgets_.cache.Upsert(OwnedByParent("example.com/v1", "Widget", "child"));
+  configmaps_.cache.Upsert(OwnedByParent("v1", "ConfigMap", "settings"));
+  ASSERT_TRUE(gc_.Sync("widgets.example.com/default/parent").ok());
+  EXPECT_THAT(fake_.Actions(),
+              UnorderedElementsAre("patch widgets default/child",
+                                   "patch configmaps default/settings",
+                                   "patch widgets default/parent"));
+  EXPECT_EQ(fake_.Actions().back(), "patch widgets default/parent");
+  std::vector<std::string> patches = fake_.Patches();
+  ASSERT_EQ(patches.size(), 3u);
+  // Each reference removal tests the uid first, so a changed object fails.
+  EXPECT_EQ(patches[0],
+            R"([{"op":"test","path":"/metadata/ownerReferences/0/uid",)"
+            R"("value":"uid-parent"},)"
+            R"({"op":"remove","path":"/metadata/ownerReferences/0"}])");
+  EXPECT_EQ(patches[2], R"([{"op":"test","path":"/metadata/finalizers/0",)"
+                        R"("value":"orphan"},)"
+                        R"({"op":"remove","path":"/metadata/finalizers/0"}])");
+}
+
+TEST_F(CustomResourceGcTest, ForegroundFinalizerOnACustomResource) {
+  widgets_.cache.Upsert(Parent("foregroundDeletion"));
+  widgets_.cache.Upsert(OwnedByParent("example.com/v1", "Widget", "child"));
+  configmaps_.cache.Upsert(OwnedByParent("v1", "ConfigMap", "settings"));
+  ASSERT_TRUE(gc_.Sync("widgets.example.com/default/parent").ok());
+  EXPECT_THAT(fake_.Actions(),
+              UnorderedElementsAre("delete widgets default/child",
+                                   "delete configmaps default/settings"));
+  EXPECT_EQ(gc_.queue().NumWaiting(), 1);  // re-checked until none is left
+  fake_.Clear();
+  widgets_.cache.Delete("default/child");
+  configmaps_.cache.Delete("default/settings");
+  ASSERT_TRUE(gc_.Sync("widgets.example.com/default/parent").ok());
+  EXPECT_THAT(fake_.Actions(), ElementsAre("patch widgets default/parent"));
+  EXPECT_THAT(fake_.Patches()[0],
+              ::testing::HasSubstr(R"("value":"foregroundDeletion")"));
+}
+
+// An owner kind nothing serves (a CRD not discovered yet, or never): the
+// object is kept; after discovery the sync fails so that it is retried.
+TEST_F(CustomResourceGcTest, UnresolvableOwnerKindKeepsTheObject) {
+  std::string ref = OwnerRefJson("other.io/v1", "Gizmo", "g", "uid-g");
+  configmaps_.cache.Upsert(JsonObject("v1", "ConfigMap", "settings", "uid-s",
+                                      R"(,"ownerReferences":[)" + ref + "]"));
+  Status s = gc_.Sync("configmaps/default/settings");
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s;
+  EXPECT_THAT(s.message(), ::testing::HasSubstr("Gizmo"));
+  EXPECT_THAT(fake_.Actions(), ElementsAre());
+  // Before any discovery the kind is assumed alive (no error, kept).
+  GarbageCollector fresh({.api = &fake_,
+                          .pods = &pods_,
+                          .replicasets = &replicasets_,
+                          .deployments = &deployments_,
+                          .clock = &clock_,
+                          .metrics = &reg_});
+  fresh.AddResource(configmaps_.resource);
+  EXPECT_TRUE(fresh.Sync("configmaps/default/settings").ok());
+  EXPECT_THAT(fake_.Actions(), ElementsAre());
+}
+
+// A resource added later (a new CRD) has its cached objects synced; one
+// removed (a deleted CRD) is dropped: its keys sync to nothing, its owners
+// cannot be resolved any more, and nothing crashes.
+TEST_F(CustomResourceGcTest, ResourcesAddedAndRemovedAtRunTime) {
+  DynamicResource gadgets("example.com", "gadgets", "Gadget");
+  gadgets.cache.Upsert(OwnedByParent("example.com/v1", "Gadget", "g1"));
+  gadgets.cache.Upsert(JsonObject("example.com/v1", "Gadget", "free", "u"));
+  EXPECT_FALSE(gc_.Follows("gadgets.example.com"));
+  const int before = gc_.QueueDepth();
+  gc_.AddResource(gadgets.resource);
+  EXPECT_TRUE(gc_.Follows("gadgets.example.com"));
+  EXPECT_EQ(gc_.QueueDepth(), before + 1);  // g1 has an owner, free not
+  ASSERT_TRUE(gc_.Sync("gadgets.example.com/default/g1").ok());
+  EXPECT_THAT(fake_.Actions(), ElementsAre("delete gadgets default/g1"));
+
+  fake_.Clear();
+  gc_.RemoveResource("widgets.example.com");
+  EXPECT_FALSE(gc_.Follows("widgets.example.com"));
+  EXPECT_THAT(gc_.AddedResources(),
+              UnorderedElementsAre("configmaps", "gadgets.example.com"));
+  EXPECT_TRUE(gc_.Sync("widgets.example.com/default/child").ok());
+  gc_.EnqueueDependents(*Parent());
+  // Widgets own g1 still: with no widget resource the owner cannot be
+  // resolved, and the object is kept.
+  EXPECT_EQ(gc_.Sync("gadgets.example.com/default/g1").code(),
+            StatusCode::kUnavailable);
+  EXPECT_THAT(fake_.Actions(), ElementsAre());
+}
+
+// Updates that leave owners, deletion and GC finalizers alone (lease
+// renewals, status writes) are not synced; those that change them are.
+TEST_F(CustomResourceGcTest, OnlyOwnershipChangesAreSynced) {
+  ObjectPtr v1 = OwnedByParent("example.com/v1", "Widget", "child");
+  ObjectPtr v2 = OwnedByParent("example.com/v1", "Widget", "child");
+  ObjectPtr unowned = JsonObject("example.com/v1", "Widget", "child", "u");
+  const int before = gc_.QueueDepth();
+  gc_.ObjectChanged("widgets.example.com",
+                    ObjectEvent{ObjectEvent::Type::kUpdated, *v2, v1.get()});
+  EXPECT_EQ(gc_.QueueDepth(), before);
+  gc_.ObjectChanged(
+      "widgets.example.com",
+      ObjectEvent{ObjectEvent::Type::kUpdated, *v2, unowned.get()});
+  EXPECT_EQ(gc_.QueueDepth(), before + 1);
 }
 
 }  // namespace

@@ -189,6 +189,11 @@ std::vector<Role> BootstrapClusterRoles() {
        Res({"create", "update"}, {"discovery.k8s.io"}, {"endpointslices"}),
        Res({"update"}, {"policy"}, {"poddisruptionbudgets/status"}),
        Res({"delete", "deletecollection"}, {"*"}, {"*"}),
+       // The garbage collector removes ownerReferences and its finalizers
+       // from objects of every resource, custom ones included (kube's
+       // system:controller:generic-garbage-collector: get, list, watch,
+       // patch, update, delete on everything).
+       Res({"patch", "update"}, {"*"}, {"*"}),
        Urls({"get"}, {"/healthz", "/api", "/api/*", "/apis", "/apis/*"})});
   add("system:kube-scheduler",
       {Res(kRead, {""}, {"nodes", "pods", "namespaces", "services"}),

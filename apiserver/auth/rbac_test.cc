@@ -404,6 +404,15 @@ TEST_F(BootstrapTest, ControllerManagerWritesWhatItsControllersWrite) {
   EXPECT_EQ(Check(Req(cm, "create", "rbac.authorization.k8s.io",
                       "clusterrolebindings")),
             Decision::kNoOpinion);
+  // The garbage collector edits ownerReferences and finalizers of any
+  // resource, custom ones included, and deletes them; it creates none.
+  for (const char* verb : {"watch", "patch", "update", "delete"}) {
+    EXPECT_EQ(Check(Req(cm, verb, "example.com", "widgets", "d", "w1")),
+              Decision::kAllow)
+        << verb;
+  }
+  EXPECT_EQ(Check(Req(cm, "create", "example.com", "widgets", "d")),
+            Decision::kNoOpinion);
 }
 
 }  // namespace

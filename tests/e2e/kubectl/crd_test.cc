@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "cmd/kplane/control_plane.h"
 #include "base/strings.h"
+#include "cmd/kplane/control_plane.h"
 #include "tests/e2e/kubectl/process.h"
 
 namespace kplane::e2e {
@@ -72,7 +72,7 @@ class CrdE2eTest : public ::testing::Test {
     o.apiserver_port = 0;
     o.store_port = 0;
     o.nodes = 0;
-    o.controllers = false;
+    o.controllers = WithControllers();
     o.kubeletsim_port = -1;
     o.controller_manager_port = -1;
     o.kubeconfig_out = dir_ + "/kubeconfig";
@@ -80,6 +80,9 @@ class CrdE2eTest : public ::testing::Test {
     ASSERT_TRUE(cp.ok()) << cp.status();
     cp_ = std::move(*cp);
   }
+  // Whether the controller manager runs (as system:kube-controller-manager,
+  // RBAC on).
+  virtual bool WithControllers() const { return false; }
   void TearDown() override {
     cp_.reset();
     if (!HasFailure()) std::filesystem::remove_all(dir_);
@@ -412,6 +415,66 @@ TEST_F(CrdE2eTest, PythonDynamicClientDrivesCustomResources) {
             std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("\nok\n"), std::string::npos) << r.out << r.err;
+}
+
+// Garbage collection of custom resources with the controller manager
+// running under its own RBAC role: `kubectl delete` of an owning custom
+// resource takes a dependent custom resource and a ConfigMap with it;
+// `--cascade=orphan` keeps them, their ownerReferences removed.
+class CrdGcE2eTest : public CrdE2eTest {
+ protected:
+  bool WithControllers() const override { return true; }
+
+  // Creates widget "parent" and, owned by it, widget "child" and ConfigMap
+  // "settings".
+  void CreateFamily() {
+    MustKubectl(
+        {"apply", "-f", File("parent.yaml", R"(apiVersion: example.com/v1
+kind: Widget
+metadata: {name: parent}
+spec: {size: 1}
+)")});
+    std::string uid = MustKubectl(
+        {"get", "widget", "parent", "-o", "jsonpath={.metadata.uid}"});
+    ASSERT_FALSE(uid.empty());
+    std::string owner =
+        "  ownerReferences:\n  - apiVersion: example.com/v1\n"
+        "    kind: Widget\n    name: parent\n    uid: " +
+        uid + "\n";
+    MustKubectl({"apply", "-f",
+                 File("dependents.yaml",
+                      "apiVersion: example.com/v1\nkind: Widget\n"
+                      "metadata:\n  name: child\n" +
+                          owner +
+                          "spec: {size: 2}\n---\n"
+                          "apiVersion: v1\nkind: ConfigMap\n"
+                          "metadata:\n  name: settings\n" +
+                          owner + "data: {k: v}\n")});
+  }
+};
+
+TEST_F(CrdGcE2eTest, KubectlDeleteCascadesToDependentsOrOrphansThem) {
+  MustKubectl({"apply", "-f", File("crd.yaml", kCrd)});
+  MustKubectl({"wait", "--for=condition=Established", "crd/widgets.example.com",
+               "--timeout=30s"});
+  CreateFamily();
+  ASSERT_FALSE(HasFailure());
+  MustKubectl({"delete", "widget", "parent", "--timeout=60s"});
+  MustKubectl({"wait", "--for=delete", "widget/child", "configmap/settings",
+               "--timeout=60s"});
+
+  CreateFamily();
+  ASSERT_FALSE(HasFailure());
+  // kubectl waits for the owner to go: the collector must remove the
+  // `orphan` finalizer after the references.
+  MustKubectl(
+      {"delete", "widget", "parent", "--cascade=orphan", "--timeout=60s"});
+  EXPECT_EQ(MustKubectl({"get", "widget", "child", "-o",
+                         "jsonpath={.metadata.ownerReferences}"}),
+            "");
+  EXPECT_EQ(MustKubectl({"get", "configmap", "settings", "-o",
+                         "jsonpath={.metadata.ownerReferences}"}),
+            "");
 }
 
 }  // namespace

@@ -1,13 +1,14 @@
 // Behaviours etcd 3.4's own e2e suite (tests/e2e, scripts/etcd-e2e.sh)
 // checks, held here by tests of our own so that they do not depend on that
-// suite's run: /health's exact body, and an expired lease revoked with auth
-// on (both JSON gateway).
+// suite's run: /health's exact body and alarm responses, an expired lease
+// revoked with auth on, etcd's member and cluster IDs.
 #include <gtest/gtest.h>
 
 #include <future>
 
 #include "base/base64.h"
 #include "net/http_client.h"
+#include "storage/server/cluster.h"
 #include "storage/server/single_member_store.h"
 
 namespace kplane::storage {
@@ -44,7 +45,7 @@ class EtcdCompatTest : public ::testing::Test {
 };
 
 // etcd's TestCtlV3Alarm matches {"health":"false"} exactly once NOSPACE is
-// raised; why is in a header of ours.
+// raised; why is in a header of ours. A disarm answers what it removed.
 TEST_F(EtcdCompatTest, HealthBodyIsEtcdsWithTheReasonInAHeader) {
   auto ok = client_->Request("GET", "/health");
   ASSERT_TRUE(ok.ok()) << ok.status();
@@ -56,7 +57,10 @@ TEST_F(EtcdCompatTest, HealthBodyIsEtcdsWithTheReasonInAHeader) {
   raise.set_action(etcdserverpb::AlarmRequest::ACTIVATE);
   raise.set_memberid(store_->server()->member_id());
   raise.set_alarm(etcdserverpb::NOSPACE);
-  ASSERT_TRUE(store_->server()->Alarm(raise).ok());
+  auto raised = store_->server()->Alarm(raise);
+  ASSERT_TRUE(raised.ok()) << raised.status();
+  ASSERT_EQ(raised->alarms_size(), 1);
+  EXPECT_EQ(raised->alarms(0).alarm(), etcdserverpb::NOSPACE);
 
   auto bad = client_->Request("GET", "/health");
   ASSERT_TRUE(bad.ok()) << bad.status();
@@ -65,6 +69,24 @@ TEST_F(EtcdCompatTest, HealthBodyIsEtcdsWithTheReasonInAHeader) {
   const std::string reason(bad->headers.Get("X-Kplane-Health-Reason"));
   EXPECT_EQ(reason.rfind("ALARM ACTIVE", 0), 0u) << reason;
   EXPECT_NE(reason.find("NOSPACE"), std::string::npos) << reason;
+
+  // etcd's TestCtlV3Alarm then expects `etcdctl alarm disarm` to print the
+  // alarm it disarmed: the response lists what the disarm removed.
+  etcdserverpb::AlarmRequest disarm;
+  disarm.set_action(etcdserverpb::AlarmRequest::DEACTIVATE);
+  disarm.set_memberid(store_->server()->member_id());
+  disarm.set_alarm(etcdserverpb::NOSPACE);
+  auto disarmed = store_->server()->Alarm(disarm);
+  ASSERT_TRUE(disarmed.ok()) << disarmed.status();
+  ASSERT_EQ(disarmed->alarms_size(), 1);
+  EXPECT_EQ(disarmed->alarms(0).alarm(), etcdserverpb::NOSPACE);
+  EXPECT_EQ(disarmed->alarms(0).memberid(), store_->server()->member_id());
+  auto again = store_->server()->Alarm(disarm);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->alarms_size(), 0);
+  auto ok_again = client_->Request("GET", "/health");
+  ASSERT_TRUE(ok_again.ok()) << ok_again.status();
+  EXPECT_EQ(ok_again->status, 200);
 }
 
 // etcd's TestCtlV3AuthLeaseTestTimeToLiveExpired: with auth on, the
@@ -116,6 +138,23 @@ TEST_F(EtcdCompatTest, ExpiredLeaseIsRevokedWithAuthOn) {
   net::HttpResponse ttl =
       Post("/v3/lease/timetolive", R"({"ID":")" + id + R"("})", token);
   EXPECT_EQ(Field(ttl.body, "TTL"), "-1") << ttl.body;
+}
+
+// etcd's TestCtlV3GetFormat matches the response header of `etcdctl get -w
+// protobuf` byte for byte: cluster ID 0x34c21a2d427db393 and a member ID
+// starting 0x...6d for its one member (peer URL https://localhost:20001,
+// token "new"). etcd's derivation gives the same for the same flags.
+TEST(EtcdIdsTest, MemberAndClusterIdsAreEtcds) {
+  const uint64_t member = ComputeMemberId({"https://localhost:20001"}, "new");
+  EXPECT_EQ(member, 0xa8f3458387986dULL);
+  EXPECT_EQ(ComputeClusterId({member}), 0x34c21a2d427db393ULL);
+  // Order of URLs and of members does not count.
+  EXPECT_EQ(ComputeMemberId({"http://b:2380", "http://a:2380"}, "t"),
+            ComputeMemberId({"http://a:2380", "http://b:2380"}, "t"));
+  EXPECT_EQ(ComputeClusterId({1, 2, 3}), ComputeClusterId({3, 1, 2}));
+  // A member added later (salted with its time) gets another ID.
+  EXPECT_NE(ComputeMemberId({"https://localhost:20001"}, "new", 1700000000),
+            member);
 }
 
 }  // namespace

@@ -70,13 +70,7 @@ struct Refused {
   const char* fine;  // the accepted value ("" for strings, "false" for bools)
   const char* why;
 };
-constexpr const char* kNoCertFilter =
-    "any certificate the trusted CA signed is accepted; name filters are not "
-    "supported";
 constexpr Refused kRefused[] = {
-    {"client-cert-allowed-hostname", "", kNoCertFilter},
-    {"peer-cert-allowed-cn", "", kNoCertFilter},
-    {"peer-cert-allowed-hostname", "", kNoCertFilter},
     {"host-whitelist", "*",
      "Host checks come with the security work (issue #18)"},
     {"auth-token", "simple", "kplane has etcd's simple tokens, not JWT"},
@@ -263,6 +257,19 @@ void DeclareTlsSideFlags(FlagSet& f, const std::string& prefix,
                (peer ? "members" : "clients") +
                " whose certificate chain holds a serial number it lists are "
                "refused (its signature and dates are not checked, as etcd's).");
+  if (peer) {
+    f.String("peer-cert-allowed-cn", &files->allowed_cn,
+             "Allowed CN for inter peer authentication: other members' "
+             "certificates must have exactly this subject CommonName (needs "
+             "--peer-client-cert-auth).");
+  }
+  f.String(prefix + (peer ? "" : "client-") + "cert-allowed-hostname",
+           &files->allowed_hostname,
+           std::string("Allowed TLS hostname for ") +
+               (peer ? "inter peer" : "client") +
+               " authentication: certificates must be valid for this name "
+               "(needs --" +
+               prefix + "client-cert-auth).");
 }
 
 }  // namespace

@@ -183,7 +183,6 @@ TEST(StoreFlagsTest, RefusesWhatItCannotHonour) {
       {{"--cert-file", "server.crt"},
        "--cert-file and --key-file must both be given: KeyFile and CertFile "
        "must both be present[key: , cert: server.crt]"},
-      {{"--client-cert-allowed-hostname", "h"}, "name filters are not"},
       {{"--client-cert-auth=true"},
        "--client-cert-auth needs --trusted-ca-file"},
       {{"--peer-client-cert-auth=true"},
@@ -496,12 +495,18 @@ TEST(StoreFlagsTest, TlsFlagsAsEtcd) {
                   "c.crl",
                   "--peer-crl-file",
                   "p.crl",
+                  "--peer-cert-allowed-cn",
+                  "example.com",
+                  "--peer-cert-allowed-hostname",
+                  "peer.example.com",
                   "--cipher-suites",
                   "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,"
                   "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384"});
   ASSERT_TRUE(o.ok()) << o.status();
   EXPECT_EQ(o->client_tls.crl_file, "c.crl");
   EXPECT_EQ(o->peer_tls.crl_file, "p.crl");
+  EXPECT_EQ(o->peer_tls.allowed_cn, "example.com");
+  EXPECT_EQ(o->peer_tls.allowed_hostname, "peer.example.com");
   const std::vector<std::string> suites = {
       "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
       "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384"};

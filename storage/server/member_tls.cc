@@ -6,6 +6,7 @@
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
+#include <openssl/x509v3.h>
 
 #include <algorithm>
 #include <map>
@@ -89,7 +90,7 @@ Status RestrictCipherSuites(const std::vector<std::string>& go_names,
 }
 
 // The serial numbers a CRL lists (big-endian bytes, as Go's
-// big.Int.Bytes()), shared by the context's verify callback.
+// big.Int.Bytes()).
 using RevokedSerials = std::set<std::string>;
 
 std::string SerialBytes(const ASN1_INTEGER* serial) {
@@ -139,40 +140,94 @@ StatusOr<RevokedSerials> ReadCrl(const std::string& path) {
   return serials;
 }
 
-int RevokedSerialsIndex() {
+// What a context checks after the chain verifies (etcd's TLSInfo checks):
+// owned by the SSL_CTX, freed with it through the ex_data index.
+struct CertChecks {
+  RevokedSerials revoked;
+  std::string allowed_cn;
+  std::string allowed_hostname;
+};
+
+int CertChecksIndex() {
   static const int index = SSL_CTX_get_ex_new_index(
       0, nullptr, nullptr, nullptr,
       [](void*, void* ptr, CRYPTO_EX_DATA*, int, long, void*) {
-        delete static_cast<RevokedSerials*>(ptr);
+        delete static_cast<CertChecks*>(ptr);
       });
   return index;
 }
 
-// The chain verification with etcd's CRL check after it.
-int VerifyThenCheckCrl(X509_STORE_CTX* store_ctx, void* arg) {
+int Reject(X509_STORE_CTX* store_ctx, X509* cert, int error) {
+  X509_STORE_CTX_set_current_cert(store_ctx, cert);
+  X509_STORE_CTX_set_error(store_ctx, error);
+  return 0;
+}
+
+// The chain verification, then etcd's checks: no certificate of the
+// presented chain revoked (checkCRL, servers), the leaf's CommonName equal to
+// the allowed one (--peer-cert-allowed-cn), the leaf valid for the allowed host
+// name (--*-cert-allowed-hostname, x509's VerifyHostname). A name refused
+// is X509_V_ERR_CERT_REJECTED, which OpenSSL alerts as bad_certificate, as
+// Go's server does when etcd's VerifyPeerCertificate fails.
+int VerifyThenCheck(X509_STORE_CTX* store_ctx, void* arg) {
   const int ok = X509_verify_cert(store_ctx);
   if (ok <= 0) return ok;
-  const auto* revoked = static_cast<const RevokedSerials*>(arg);
-  STACK_OF(X509)* chain = X509_STORE_CTX_get0_chain(store_ctx);
-  for (int i = 0; i < sk_X509_num(chain); ++i) {
-    X509* cert = sk_X509_value(chain, i);
-    if (revoked->count(SerialBytes(X509_get0_serialNumber(cert)))) {
-      X509_STORE_CTX_set_current_cert(store_ctx, cert);
-      X509_STORE_CTX_set_error(store_ctx, X509_V_ERR_CERT_REVOKED);
-      return 0;
+  const auto* checks = static_cast<const CertChecks*>(arg);
+  STACK_OF(X509)* presented = X509_STORE_CTX_get0_untrusted(store_ctx);
+  X509* leaf = X509_STORE_CTX_get0_cert(store_ctx);
+  if (!checks->revoked.empty()) {
+    if (checks->revoked.count(SerialBytes(X509_get0_serialNumber(leaf)))) {
+      return Reject(store_ctx, leaf, X509_V_ERR_CERT_REVOKED);
     }
+    for (int i = 0; i < sk_X509_num(presented); ++i) {
+      X509* cert = sk_X509_value(presented, i);
+      if (checks->revoked.count(SerialBytes(X509_get0_serialNumber(cert)))) {
+        return Reject(store_ctx, cert, X509_V_ERR_CERT_REVOKED);
+      }
+    }
+  }
+  if (!checks->allowed_cn.empty()) {
+    char cn[256] = {0};
+    const int n = X509_NAME_get_text_by_NID(X509_get_subject_name(leaf),
+                                            NID_commonName, cn, sizeof(cn));
+    if (n < 0 ||
+        checks->allowed_cn != std::string(cn, static_cast<size_t>(n))) {
+      return Reject(store_ctx, leaf, X509_V_ERR_CERT_REJECTED);
+    }
+  }
+  if (!checks->allowed_hostname.empty() &&
+      X509_check_host(leaf, checks->allowed_hostname.data(),
+                      checks->allowed_hostname.size(), 0, nullptr) != 1) {
+    return Reject(store_ctx, leaf, X509_V_ERR_CERT_REJECTED);
   }
   return 1;
 }
 
-Status CheckCrl(const std::string& crl_file, const net::TlsContext& ctx) {
-  if (crl_file.empty()) return Status::Ok();
-  StatusOr<RevokedSerials> serials = ReadCrl(crl_file);
-  if (!serials.ok()) return serials.status().Annotate("--crl-file");
-  // Owned by the SSL_CTX (freed with it through the ex_data index).
-  auto* owned = new RevokedSerials(std::move(*serials));
-  SSL_CTX_set_ex_data(ctx.native(), RevokedSerialsIndex(), owned);
-  SSL_CTX_set_cert_verify_callback(ctx.native(), VerifyThenCheckCrl, owned);
+// `with_crl`: a server (etcd checks the CRL in its listener only); the
+// name filters apply to servers and peer clients alike (etcd's baseConfig
+// sets VerifyPeerCertificate for both).
+Status AddCertChecks(const MemberTlsFiles& files, const net::TlsContext& ctx,
+                     bool with_crl) {
+  if (!files.allowed_cn.empty() && !files.allowed_hostname.empty()) {
+    return InvalidArgumentError(
+        "AllowedCN and AllowedHostname are mutually exclusive (cn=\"" +
+        files.allowed_cn + "\", hostname=\"" + files.allowed_hostname + "\")");
+  }
+  if ((!with_crl || files.crl_file.empty()) && files.allowed_cn.empty() &&
+      files.allowed_hostname.empty()) {
+    return Status::Ok();
+  }
+  auto checks = std::make_unique<CertChecks>();
+  if (with_crl && !files.crl_file.empty()) {
+    StatusOr<RevokedSerials> serials = ReadCrl(files.crl_file);
+    if (!serials.ok()) return serials.status().Annotate("--crl-file");
+    checks->revoked = std::move(*serials);
+  }
+  checks->allowed_cn = files.allowed_cn;
+  checks->allowed_hostname = files.allowed_hostname;
+  CertChecks* owned = checks.release();
+  SSL_CTX_set_ex_data(ctx.native(), CertChecksIndex(), owned);
+  SSL_CTX_set_cert_verify_callback(ctx.native(), VerifyThenCheck, owned);
   return Status::Ok();
 }
 
@@ -181,6 +236,13 @@ Status CheckCrl(const std::string& crl_file, const net::TlsContext& ctx) {
 StatusOr<std::shared_ptr<const net::TlsContext>> NewMemberServerTls(
     const MemberTlsFiles& files, std::vector<std::string> alpn) {
   RETURN_IF_ERROR(CheckPair(files));
+  if ((!files.allowed_cn.empty() || !files.allowed_hostname.empty()) &&
+      !files.requires_client_certs()) {
+    return InvalidArgumentError(
+        "a certificate name filter (--peer-cert-allowed-cn, "
+        "--*-cert-allowed-hostname) needs client certificate authentication "
+        "(--*client-cert-auth with --*trusted-ca-file)");
+  }
   net::TlsServerConfig sc;
   sc.cert_file = files.cert_file;
   sc.key_file = files.key_file;
@@ -198,7 +260,7 @@ StatusOr<std::shared_ptr<const net::TlsContext>> NewMemberServerTls(
   ASSIGN_OR_RETURN(std::shared_ptr<const net::TlsContext> ctx,
                    net::TlsContext::NewServer(sc));
   RETURN_IF_ERROR(RestrictCipherSuites(files.cipher_suites, *ctx));
-  RETURN_IF_ERROR(CheckCrl(files.crl_file, *ctx));
+  RETURN_IF_ERROR(AddCertChecks(files, *ctx, /*with_crl=*/true));
   return ctx;
 }
 
@@ -250,6 +312,7 @@ StatusOr<std::shared_ptr<const net::TlsContext>> NewMemberPeerClientTls(
   ASSIGN_OR_RETURN(std::shared_ptr<const net::TlsContext> ctx,
                    net::TlsContext::NewClient(cc));
   RETURN_IF_ERROR(RestrictCipherSuites(files.cipher_suites, *ctx));
+  RETURN_IF_ERROR(AddCertChecks(files, *ctx, /*with_crl=*/false));
   return ctx;
 }
 

@@ -27,8 +27,8 @@
 //    the other members and verify theirs against trusted_ca_file (the
 //    system's roots when it is empty), by the host dialed.
 //
-//  - crl_file applies to the server side, cipher_suites to both (see the
-//    fields).
+//  - crl_file applies to the server side, the name filters and
+//    cipher_suites to both (see the fields).
 //
 // Thread-safety: free functions, no shared state. Errors: kInvalidArgument
 // with etcd's text when only one of cert and key is given ("KeyFile and
@@ -71,6 +71,16 @@ struct MemberTlsFiles {
   // Empty: OpenSSL's defaults. An unknown name is kInvalidArgument with
   // etcd's words ("unexpected TLS cipher suite \"X\"").
   std::vector<std::string> cipher_suites;
+  // etcd's --peer-cert-allowed-cn (TLSInfo.AllowedCN): a server accepts
+  // only client certificates whose subject CommonName is exactly this, and
+  // --peer-cert-allowed-hostname / --client-cert-allowed-hostname
+  // (AllowedHostname): only those valid for this host name (SAN, as Go's
+  // VerifyHostname). Refused: handshake alert bad_certificate. Need client
+  // certificate authentication; mutually exclusive, as etcd's. As etcd's
+  // (baseConfig), a peer client checks the other member's server
+  // certificate the same way.
+  std::string allowed_cn;
+  std::string allowed_hostname;
 
   // etcd's TLSInfo.Empty(): no certificate and no key.
   bool empty() const { return cert_file.empty() && key_file.empty(); }

@@ -1,13 +1,14 @@
 // A member's TLS options beyond the files (member_tls.h): etcd's
-// --client-crl-file and --cipher-suites, checked by TLS handshakes against
-// a store member serving https, with etcd 3.4's own test certificates
-// (Debian's golang-etcd-server-dev; skipped without them).
+// --client-crl-file, --cipher-suites and the certificate name filters, checked
+// by TLS handshakes against a store member serving https, with etcd 3.4's own
+// test certificates (Debian's golang-etcd-server-dev; skipped without them).
 #include "storage/server/member_tls.h"
 
 #include <gtest/gtest.h>
 #include <openssl/ssl.h>
 
 #include <filesystem>
+#include <functional>
 
 #include "net/http_client.h"
 #include "storage/server/single_member_store.h"
@@ -30,13 +31,15 @@ class MemberTlsTest : public ::testing::Test {
   // A member serving https with server.crt and these extra options,
   // requiring client certificates signed by ca.crt.
   void StartStore(const std::string& crl_file,
-                  std::vector<std::string> cipher_suites) {
+                  std::vector<std::string> cipher_suites,
+                  std::function<void(MemberTlsFiles*)> tweak = nullptr) {
     MemberTlsFiles files{.cert_file = kFixtures + "server.crt",
                          .key_file = kFixtures + "server.key.insecure",
                          .trusted_ca_file = kFixtures + "ca.crt",
                          .client_cert_auth = true};
     files.crl_file = crl_file;
     files.cipher_suites = std::move(cipher_suites);
+    if (tweak) tweak(&files);
     auto tls = NewMemberServerTls(files);
     ASSERT_TRUE(tls.ok()) << tls.status();
     net::HttpServerOptions http;
@@ -56,6 +59,11 @@ class MemberTlsTest : public ::testing::Test {
     cc.key_file = kFixtures + cert + ".key.insecure";
     ASSIGN_OR_RETURN(auto ctx, net::TlsContext::NewClient(cc));
     if (tweak != nullptr) tweak(ctx->native());
+    return GetWith(ctx);
+  }
+
+  StatusOr<net::HttpResponse> GetWith(
+      std::shared_ptr<const net::TlsContext> ctx) {
     net::HttpClientOptions o;
     o.tls = ctx;
     ASSIGN_OR_RETURN(
@@ -107,6 +115,67 @@ TEST_F(MemberTlsTest, CipherSuitesRestrictTls12) {
   });
   ASSERT_TRUE(inside.ok()) << inside.status();
   EXPECT_EQ(inside->status, 200);
+}
+
+// etcd's TestEtcdPeerCNAuth: --peer-cert-allowed-cn admits only
+// certificates with that CommonName (server.crt is example.com,
+// server2.crt example2.com); the refused side hears Go's words.
+TEST_F(MemberTlsTest, AllowedCnRefusesOtherCommonNames) {
+  ASSERT_NO_FATAL_FAILURE(StartStore(
+      "", {}, [](MemberTlsFiles* f) { f->allowed_cn = "example.com"; }));
+  auto good = Get("server");
+  ASSERT_TRUE(good.ok()) << good.status();
+  EXPECT_EQ(good->status, 200);
+  auto other = Get("server2");
+  ASSERT_FALSE(other.ok()) << "a certificate for example2.com was served";
+  EXPECT_NE(other.status().message().find("remote error: tls: bad certificate"),
+            std::string::npos)
+      << other.status();
+}
+
+// --peer-cert-allowed-hostname: the certificate must be valid for the name
+// (both fixtures are for localhost and 127.0.0.1 only).
+TEST_F(MemberTlsTest, AllowedHostnameRefusesCertificatesForOtherNames) {
+  ASSERT_NO_FATAL_FAILURE(StartStore(
+      "", {}, [](MemberTlsFiles* f) { f->allowed_hostname = "example2.com"; }));
+  EXPECT_FALSE(Get("server").ok()) << "a certificate for localhost was served";
+  store_.reset();
+  ASSERT_NO_FATAL_FAILURE(StartStore(
+      "", {}, [](MemberTlsFiles* f) { f->allowed_hostname = "localhost"; }));
+  auto good = Get("server2");
+  ASSERT_TRUE(good.ok()) << good.status();
+  EXPECT_EQ(good->status, 200);
+}
+
+// As etcd's baseConfig, the peer client checks the other member's server
+// certificate with the same filter.
+TEST_F(MemberTlsTest, PeerClientChecksTheServersCommonName) {
+  ASSERT_NO_FATAL_FAILURE(StartStore("", {}));
+  MemberTlsFiles peer{.cert_file = kFixtures + "server.crt",
+                      .key_file = kFixtures + "server.key.insecure",
+                      .trusted_ca_file = kFixtures + "ca.crt"};
+  peer.allowed_cn = "example2.com";
+  auto refusing = NewMemberPeerClientTls(peer);
+  ASSERT_TRUE(refusing.ok()) << refusing.status();
+  EXPECT_FALSE(GetWith(*refusing).ok())
+      << "the peer client accepted a server certificate for example.com";
+  peer.allowed_cn = "example.com";
+  auto accepting = NewMemberPeerClientTls(peer);
+  ASSERT_TRUE(accepting.ok()) << accepting.status();
+  auto good = GetWith(*accepting);
+  ASSERT_TRUE(good.ok()) << good.status();
+  EXPECT_EQ(good->status, 200);
+}
+
+TEST(MemberTlsNamesTest, AllowedCnAndHostnameAreMutuallyExclusive) {
+  MemberTlsFiles files;
+  files.allowed_cn = "a";
+  files.allowed_hostname = "b";
+  auto tls = NewMemberPeerClientTls(files);
+  ASSERT_FALSE(tls.ok());
+  EXPECT_NE(tls.status().message().find("mutually exclusive"),
+            std::string::npos)
+      << tls.status();
 }
 
 TEST(MemberTlsNamesTest, UnknownCipherSuiteIsRefusedWithEtcdsWords) {

@@ -19,7 +19,7 @@ namespace {
 const std::string kFixtures =
     "/usr/share/gocode/src/go.etcd.io/etcd/integration/fixtures/";
 
-class MemberTlsTest : public ::testing::Test {
+class MemberTlsOptionsTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!std::filesystem::exists(kFixtures + "revoke.crl")) {
@@ -79,7 +79,7 @@ class MemberTlsTest : public ::testing::Test {
 // etcd's TestCtlV3GetRevokedCRL: a client whose certificate's serial is in
 // the CRL is refused at the handshake; another signed by the same CA is
 // served. The fixture CRL expired in 2021: as etcd, its dates do not count.
-TEST_F(MemberTlsTest, CrlRefusesARevokedClientCertificate) {
+TEST_F(MemberTlsOptionsTest, CrlRefusesARevokedClientCertificate) {
   ASSERT_NO_FATAL_FAILURE(StartStore(kFixtures + "revoke.crl", {}));
   auto revoked = Get("server-revoked");
   EXPECT_FALSE(revoked.ok()) << "a revoked certificate was served";
@@ -88,7 +88,7 @@ TEST_F(MemberTlsTest, CrlRefusesARevokedClientCertificate) {
   EXPECT_EQ(good->status, 200);
 }
 
-TEST_F(MemberTlsTest, CrlFileThatHoldsNoCrlIsRefused) {
+TEST_F(MemberTlsOptionsTest, CrlFileThatHoldsNoCrlIsRefused) {
   MemberTlsFiles files{.cert_file = kFixtures + "server.crt",
                        .key_file = kFixtures + "server.key.insecure",
                        .trusted_ca_file = kFixtures + "ca.crt"};
@@ -101,7 +101,7 @@ TEST_F(MemberTlsTest, CrlFileThatHoldsNoCrlIsRefused) {
 
 // etcd's TestV3CurlCipherSuites*: a TLS 1.2 client offering only a suite
 // outside --cipher-suites fails the handshake; one in the list is served.
-TEST_F(MemberTlsTest, CipherSuitesRestrictTls12) {
+TEST_F(MemberTlsOptionsTest, CipherSuitesRestrictTls12) {
   ASSERT_NO_FATAL_FAILURE(
       StartStore("", {"TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"}));
   auto outside = Get("server", [](ssl_ctx_st* c) {
@@ -120,7 +120,7 @@ TEST_F(MemberTlsTest, CipherSuitesRestrictTls12) {
 // etcd's TestEtcdPeerCNAuth: --peer-cert-allowed-cn admits only
 // certificates with that CommonName (server.crt is example.com,
 // server2.crt example2.com); the refused side hears Go's words.
-TEST_F(MemberTlsTest, AllowedCnRefusesOtherCommonNames) {
+TEST_F(MemberTlsOptionsTest, AllowedCnRefusesOtherCommonNames) {
   ASSERT_NO_FATAL_FAILURE(StartStore(
       "", {}, [](MemberTlsFiles* f) { f->allowed_cn = "example.com"; }));
   auto good = Get("server");
@@ -135,7 +135,7 @@ TEST_F(MemberTlsTest, AllowedCnRefusesOtherCommonNames) {
 
 // --peer-cert-allowed-hostname: the certificate must be valid for the name
 // (both fixtures are for localhost and 127.0.0.1 only).
-TEST_F(MemberTlsTest, AllowedHostnameRefusesCertificatesForOtherNames) {
+TEST_F(MemberTlsOptionsTest, AllowedHostnameRefusesCertificatesForOtherNames) {
   ASSERT_NO_FATAL_FAILURE(StartStore(
       "", {}, [](MemberTlsFiles* f) { f->allowed_hostname = "example2.com"; }));
   EXPECT_FALSE(Get("server").ok()) << "a certificate for localhost was served";
@@ -149,7 +149,7 @@ TEST_F(MemberTlsTest, AllowedHostnameRefusesCertificatesForOtherNames) {
 
 // As etcd's baseConfig, the peer client checks the other member's server
 // certificate with the same filter.
-TEST_F(MemberTlsTest, PeerClientChecksTheServersCommonName) {
+TEST_F(MemberTlsOptionsTest, PeerClientChecksTheServersCommonName) {
   ASSERT_NO_FATAL_FAILURE(StartStore("", {}));
   MemberTlsFiles peer{.cert_file = kFixtures + "server.crt",
                       .key_file = kFixtures + "server.key.insecure",
@@ -167,7 +167,7 @@ TEST_F(MemberTlsTest, PeerClientChecksTheServersCommonName) {
   EXPECT_EQ(good->status, 200);
 }
 
-TEST(MemberTlsNamesTest, AllowedCnAndHostnameAreMutuallyExclusive) {
+TEST(MemberTlsOptionsNamesTest, AllowedCnAndHostnameAreMutuallyExclusive) {
   MemberTlsFiles files;
   files.allowed_cn = "a";
   files.allowed_hostname = "b";
@@ -178,7 +178,7 @@ TEST(MemberTlsNamesTest, AllowedCnAndHostnameAreMutuallyExclusive) {
       << tls.status();
 }
 
-TEST(MemberTlsNamesTest, UnknownCipherSuiteIsRefusedWithEtcdsWords) {
+TEST(MemberTlsOptionsNamesTest, UnknownCipherSuiteIsRefusedWithEtcdsWords) {
   MemberTlsFiles files;
   files.cipher_suites = {"TLS_NOT_A_SUITE"};
   auto tls = NewMemberPeerClientTls(files);

@@ -33,6 +33,31 @@ using BioPtr = std::unique_ptr<BIO, BioFree>;
 using X509Ptr = std::unique_ptr<X509, X509Free>;
 using PkeyPtr = std::unique_ptr<EVP_PKEY, PkeyFree>;
 
+// An alert the other side sent, in Go's words ("remote error: tls: bad
+// certificate"), as etcd and its tools print it; empty for other errors.
+std::string GoRemoteAlert(unsigned long err) {
+  if (ERR_GET_LIB(err) != ERR_LIB_SSL ||
+      ERR_GET_REASON(err) < SSL_AD_REASON_OFFSET) {
+    return "";
+  }
+  switch (ERR_GET_REASON(err) - SSL_AD_REASON_OFFSET) {
+    case SSL_AD_HANDSHAKE_FAILURE:
+      return "remote error: tls: handshake failure";
+    case SSL_AD_BAD_CERTIFICATE:
+      return "remote error: tls: bad certificate";
+    case SSL_AD_CERTIFICATE_REVOKED:
+      return "remote error: tls: revoked certificate";
+    case SSL_AD_CERTIFICATE_EXPIRED:
+      return "remote error: tls: expired certificate";
+    case SSL_AD_UNKNOWN_CA:
+      return "remote error: tls: unknown certificate authority";
+    case SSL_AD_CERTIFICATE_REQUIRED:
+      return "remote error: tls: certificate required";
+    default:
+      return "";
+  }
+}
+
 // OpenSSL's queued errors as one line (and the queue emptied).
 std::string DrainErrors() {
   std::string out;
@@ -572,7 +597,9 @@ TlsSession::Result TlsSession::Fail(int ret, std::string_view what) {
           ERR_GET_REASON(last) == SSL_R_HTTP_REQUEST) {
         peer_sent_http_ = true;
       }
+      const std::string alert = GoRemoteAlert(last);
       std::string why = DrainErrors();
+      if (!alert.empty()) why += " (" + alert + ")";
       const long verify = SSL_get_verify_result(ssl_);
       if (!handshake_done_ && verify != X509_V_OK) {
         why = (ctx_->is_server() ? "client " : "server ") +

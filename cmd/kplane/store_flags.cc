@@ -70,20 +70,7 @@ struct Refused {
   const char* fine;  // the accepted value ("" for strings, "false" for bools)
   const char* why;
 };
-constexpr const char* kNoCrl =
-    "certificate revocation lists are not supported (docs/security.md)";
-constexpr const char* kNoCertFilter =
-    "any certificate the trusted CA signed is accepted; name filters are not "
-    "supported";
 constexpr Refused kRefused[] = {
-    {"client-crl-file", "", kNoCrl},
-    {"client-cert-allowed-hostname", "", kNoCertFilter},
-    {"peer-cert-allowed-cn", "", kNoCertFilter},
-    {"peer-cert-allowed-hostname", "", kNoCertFilter},
-    {"peer-crl-file", "", kNoCrl},
-    {"cipher-suites", "",
-     "the cipher suites are fixed (TLS 1.2+, OpenSSL's defaults at security "
-     "level 2; docs/security.md)"},
     {"host-whitelist", "*",
      "Host checks come with the security work (issue #18)"},
     {"auth-token", "simple", "kplane has etcd's simple tokens, not JWT"},
@@ -116,6 +103,7 @@ const std::map<std::string, ConfigKind>& ConfigKinds() {
       {"experimental-warning-apply-duration", ConfigKind::kNanos},
       {"auth-token-ttl", ConfigKind::kSeconds},
       {"log-outputs", ConfigKind::kList},
+      {"cipher-suites", ConfigKind::kList},
   };
   return *kinds;
 }
@@ -262,6 +250,26 @@ void DeclareTlsSideFlags(FlagSet& f, const std::string& prefix,
                 : "Path to the client server TLS trusted CA cert file (as in "
                   "etcd, setting it requires client certificates signed by "
                   "it).");
+  f.String((peer ? "peer-" : "client-") + std::string("crl-file"),
+           &files->crl_file,
+           "Path to the " + side +
+               " certificate revocation list file (PEM or DER): " +
+               (peer ? "members" : "clients") +
+               " whose certificate chain holds a serial number it lists are "
+               "refused (its signature and dates are not checked, as etcd's).");
+  if (peer) {
+    f.String("peer-cert-allowed-cn", &files->allowed_cn,
+             "Allowed CN for inter peer authentication: other members' "
+             "certificates must have exactly this subject CommonName (needs "
+             "--peer-client-cert-auth).");
+  }
+  f.String(prefix + (peer ? "" : "client-") + "cert-allowed-hostname",
+           &files->allowed_hostname,
+           std::string("Allowed TLS hostname for ") +
+               (peer ? "inter peer" : "client") +
+               " authentication: certificates must be valid for this name "
+               "(needs --" +
+               prefix + "client-cert-auth).");
 }
 
 }  // namespace
@@ -292,6 +300,7 @@ struct StoreFlags::State {
   bool debug = false;
   bool client_auto_tls = false;
   bool peer_auto_tls = false;
+  std::vector<std::string> cipher_suites;
   std::string config_file;
   std::vector<std::string> log_outputs = {"default"};
   // Values of the no-op and refused flags (kept as text).
@@ -467,6 +476,14 @@ StoreFlags::StoreFlags() : st_(std::make_unique<State>()) {
          "--peer-key-file are given): encrypted, but members do not verify "
          "each other's certificates.");
 
+  f.StringListLastWins(
+      "cipher-suites", &s.cipher_suites,
+      "Comma-separated list of supported TLS 1.2 cipher suites between "
+      "client/server and peers, by Go's names "
+      "(TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,...; empty: OpenSSL's defaults "
+      "at security level 2). TLS 1.3's suites are not configurable, as in "
+      "etcd.");
+
   for (const NoOp& n : kNoOps) {
     std::string help =
         std::string("etcd's flag, accepted without effect: ") + n.why + ".";
@@ -605,7 +622,10 @@ Status StoreFlags::LoadConfigFile(const std::string& path, StoreOptions* o) {
           key == "peer-transport-security" ? "peer-" : "";
       for (auto m = v.MemberBegin(); m != v.MemberEnd(); ++m) {
         std::string sub(m->name.GetString(), m->name.GetStringLength());
-        const std::string flag = prefix + sub;
+        // crl-file is the one whose client flag has a prefix too.
+        const std::string flag = sub == "crl-file" && prefix.empty()
+                                     ? "client-crl-file"
+                                     : prefix + sub;
         if (!f.Has(flag)) {
           o->warnings.push_back("--config-file: unknown key " + key + "." +
                                 sub + " ignored");
@@ -821,6 +841,8 @@ StatusOr<StoreOptions> StoreFlags::Finish(StoreOptions o) {
           u.scheme == "unix" || u.scheme == "unixs" ? "localhost" : u.host);
     }
   };
+  o.client_tls.cipher_suites = s.cipher_suites;
+  o.peer_tls.cipher_suites = s.cipher_suites;
   self_cert(s.client_auto_tls, "client", o.listen_client, &o.client_tls);
   self_cert(s.peer_auto_tls, "peer", o.listen_peer, &o.peer_tls);
   RETURN_IF_ERROR(

@@ -183,7 +183,6 @@ TEST(StoreFlagsTest, RefusesWhatItCannotHonour) {
       {{"--cert-file", "server.crt"},
        "--cert-file and --key-file must both be given: KeyFile and CertFile "
        "must both be present[key: , cert: server.crt]"},
-      {{"--client-crl-file", "crl.pem"}, "revocation lists are not supported"},
       {{"--client-cert-auth=true"},
        "--client-cert-auth needs --trusted-ca-file"},
       {{"--peer-client-cert-auth=true"},
@@ -491,8 +490,28 @@ TEST(StoreFlagsTest, TlsFlagsAsEtcd) {
                   "p.key",
                   "--peer-trusted-ca-file",
                   "pca.crt",
-                  "--peer-client-cert-auth"});
+                  "--peer-client-cert-auth",
+                  "--client-crl-file",
+                  "c.crl",
+                  "--peer-crl-file",
+                  "p.crl",
+                  "--peer-cert-allowed-cn",
+                  "example.com",
+                  "--peer-cert-allowed-hostname",
+                  "peer.example.com",
+                  "--cipher-suites",
+                  "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,"
+                  "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384"});
   ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->client_tls.crl_file, "c.crl");
+  EXPECT_EQ(o->peer_tls.crl_file, "p.crl");
+  EXPECT_EQ(o->peer_tls.allowed_cn, "example.com");
+  EXPECT_EQ(o->peer_tls.allowed_hostname, "peer.example.com");
+  const std::vector<std::string> suites = {
+      "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
+      "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384"};
+  EXPECT_EQ(o->client_tls.cipher_suites, suites);
+  EXPECT_EQ(o->peer_tls.cipher_suites, suites);
   EXPECT_EQ(o->listen_client[0].scheme, "https");
   EXPECT_EQ(o->listen_client[0].port, 0);
   EXPECT_EQ(o->listen_peer[0].scheme, "https");

@@ -50,7 +50,7 @@ Status AuthMaintenanceError(const Status& s) {
 
 namespace {
 
-constexpr std::string_view kRoot = "root";
+constexpr std::string_view kRoot = kRootUser;
 constexpr std::string_view kHashScheme = "pbkdf2-sha256";
 constexpr size_t kSaltBytes = 16;
 constexpr size_t kHashBytes = 32;

@@ -55,6 +55,11 @@
 
 namespace kplane::storage {
 
+// The superuser's name (etcd's "root"): with auth on it must exist and hold
+// the root role. The store's own requests (expired lease revokes) run as it,
+// as etcd's AuthStore.WithRoot.
+inline constexpr std::string_view kRootUser = "root";
+
 // etcd's auth errors (rpctypes).
 namespace autherr {
 Status UserEmpty();

@@ -37,6 +37,16 @@ const net::HttpHeaders& JsonHeaders() {
   return *h;
 }
 
+// A header value from free text: control characters (a failure message
+// may hold newlines) become spaces, so the text cannot end the header.
+std::string HeaderSafe(std::string text) {
+  for (char& c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f) c = ' ';
+  }
+  return text;
+}
+
 void RespondJson(Responder* r, const google::protobuf::Message& m) {
   r->Respond(200, JsonHeaders(), etcdjson::ToJson(m));
 }
@@ -1144,19 +1154,22 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
 
 void ClientApi::RegisterMetricsHandlers(net::HttpServer* http) {
   StoreServer* s = server_;
-  // etcd's /health (checkHealth): {"health":"true"} or
-  // {"health":"false","reason":"..."} with 503. The checks are in
+  // etcd 3.4's /health (checkHealth): {"health":"true"} with 200 or
+  // {"health":"false"} with 503, byte for byte (etcd's e2e suite and
+  // monitoring scripts match the body). Why it is unhealthy goes in a
+  // header, X-Kplane-Health-Reason, and the log. The checks are in
   // StoreServer::CheckHealth; it waits up to a second for a linearizable
   // read, so it runs on a worker.
   http->Handle("GET", "/health", [s](const HttpRequest&, ResponderPtr r) {
     StoreServer::Health h = s->CheckHealth(seconds(1));
-    std::string body =
-        "{\"health\":\"" + std::string(h.healthy ? "true" : "false") + "\"";
-    if (!h.healthy) {
-      body += ",\"reason\":" + JsonQuote(h.reason);
+    if (h.healthy) {
+      r->Respond(200, JsonHeaders(), R"({"health":"true"})");
+      return;
     }
-    body += "}";
-    r->Respond(h.healthy ? 200 : 503, JsonHeaders(), body);
+    LOG(WARNING) << "/health false: " << h.reason;
+    net::HttpHeaders headers = JsonHeaders();
+    headers.Add("X-Kplane-Health-Reason", HeaderSafe(h.reason));
+    r->Respond(503, headers, R"({"health":"false"})");
   });
   metrics::Registry* reg = metrics_;
   http->Handle("GET", "/metrics", [reg](const HttpRequest&, ResponderPtr r) {

@@ -1,5 +1,7 @@
 #include "storage/server/cluster.h"
 
+#include <openssl/sha.h>
+
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
@@ -8,24 +10,6 @@
 #include "base/strings.h"
 
 namespace kplane::storage {
-namespace {
-
-// FNV-1a, then a final avalanche (splitmix64) so that similar inputs give
-// unrelated ids.
-uint64_t Hash64(std::string_view s) {
-  uint64_t h = 1469598103934665603ull;
-  for (char c : s) {
-    h ^= static_cast<uint8_t>(c);
-    h *= 1099511628211ull;
-  }
-  h += 0x9e3779b97f4a7c15ull;
-  h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ull;
-  h = (h ^ (h >> 27)) * 0x94d049bb133111ebull;
-  return h ^ (h >> 31);
-}
-
-}  // namespace
-
 StatusOr<std::vector<InitialMember>> ParseInitialCluster(std::string_view s) {
   std::vector<InitialMember> out;
   std::map<std::string, size_t> by_name;
@@ -58,20 +42,44 @@ StatusOr<std::vector<InitialMember>> ParseInitialCluster(std::string_view s) {
   return out;
 }
 
+namespace {
+
+// The first 8 bytes of data's SHA-1, big-endian (etcd's ID derivations).
+uint64_t Sha1Prefix64(const std::string& data) {
+  unsigned char digest[SHA_DIGEST_LENGTH];
+  SHA1(reinterpret_cast<const unsigned char*>(data.data()), data.size(),
+       digest);
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v = (v << 8) | digest[i];
+  return v;
+}
+
+}  // namespace
+
+// etcd 3.4's membership.NewMember: SHA-1 of the sorted peer URLs, the
+// cluster token and (a member added later) a time, so a cluster started
+// with the same flags has etcd's member and cluster IDs (etcd's e2e
+// TestCtlV3GetFormat matches them in `get -w protobuf`).
 uint64_t ComputeMemberId(std::vector<std::string> peer_urls,
                          const std::string& token, int64_t salt) {
   std::sort(peer_urls.begin(), peer_urls.end());
-  std::string key = StrJoin(peer_urls, ",") + "|" + token;
-  if (salt != 0) key += "|" + std::to_string(salt);
-  uint64_t id = Hash64(key);
+  std::string key = StrJoin(peer_urls, "") + token;
+  if (salt != 0) key += std::to_string(salt);
+  uint64_t id = Sha1Prefix64(key);
   return id == 0 ? 1 : id;
 }
 
+// etcd 3.4's RaftCluster.genID: SHA-1 of the sorted member IDs, 8 bytes
+// big-endian each.
 uint64_t ComputeClusterId(std::vector<uint64_t> member_ids) {
   std::sort(member_ids.begin(), member_ids.end());
   std::string key;
-  for (uint64_t id : member_ids) key += IdToHex(id) + ",";
-  uint64_t id = Hash64(key);
+  for (uint64_t id : member_ids) {
+    for (int shift = 56; shift >= 0; shift -= 8) {
+      key.push_back(static_cast<char>((id >> shift) & 0xff));
+    }
+  }
+  uint64_t id = Sha1Prefix64(key);
   return id == 0 ? 1 : id;
 }
 

@@ -33,6 +33,9 @@ struct InitialMember {
 // repeat to give a member several URLs).
 StatusOr<std::vector<InitialMember>> ParseInitialCluster(std::string_view s);
 
+// etcd 3.4's IDs (membership.NewMember, RaftCluster.genID): the same
+// --initial-cluster and --initial-cluster-token give etcd's member and
+// cluster IDs; `salt` (nonzero) is a member added later's time.
 uint64_t ComputeMemberId(std::vector<std::string> peer_urls,
                          const std::string& token, int64_t salt = 0);
 uint64_t ComputeClusterId(std::vector<uint64_t> member_ids);

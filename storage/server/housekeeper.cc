@@ -3,6 +3,7 @@
 #include <pthread.h>
 
 #include "base/logging.h"
+#include "storage/server/auth_store.h"
 #include "storage/server/corruption_check.h"
 
 namespace kplane::storage {
@@ -112,6 +113,10 @@ void Housekeeper::ExpireLeases() {
     in_flight[id] = now + options_.request_timeout;
     storagepb::InternalRaftRequest req;
     req.mutable_lease_revoke()->set_id(id);
+    // As root (etcd's revokeExpiredLeases uses AuthStore.WithRoot): with
+    // auth on, a revoke needs write permission on the lease's keys, and an
+    // anonymous one was refused at apply, so the lease never expired.
+    req.set_user(std::string(kRootUser));
     proposer_->Propose(std::move(req), [id](StatusOr<ApplyResponse> r) {
       if (!r.ok() && !r.status().Is(StatusCode::kNotFound)) {
         LOG(WARNING) << "revoking expired lease " << id << ": " << r.status();

@@ -27,6 +27,9 @@
 //    the other members and verify theirs against trusted_ca_file (the
 //    system's roots when it is empty), by the host dialed.
 //
+//  - crl_file applies to the server side, the name filters and
+//    cipher_suites to both (see the fields).
+//
 // Thread-safety: free functions, no shared state. Errors: kInvalidArgument
 // with etcd's text when only one of cert and key is given ("KeyFile and
 // CertFile must both be present[key: K, cert: C]"), or when no pair is given
@@ -57,6 +60,27 @@ struct MemberTlsFiles {
   bool self_signed = false;
   // The names the generated certificate holds (the listen URLs' hosts).
   std::vector<std::string> self_signed_hosts;
+  // etcd's --client-crl-file / --peer-crl-file (TLSInfo.CRLFile): a CRL,
+  // PEM or DER; a server refuses a handshake whose certificate chain holds a
+  // serial number the CRL lists. As etcd's checkCRL, only the list of
+  // serials counts: neither the CRL's signature nor its dates are checked.
+  std::string crl_file;
+  // etcd's --cipher-suites (TLSInfo.CipherSuites), by Go's names
+  // ("TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"): the TLS 1.2 suites a server
+  // and a peer client allow (TLS 1.3's are not configurable, as in Go).
+  // Empty: OpenSSL's defaults. An unknown name is kInvalidArgument with
+  // etcd's words ("unexpected TLS cipher suite \"X\"").
+  std::vector<std::string> cipher_suites;
+  // etcd's --peer-cert-allowed-cn (TLSInfo.AllowedCN): a server accepts
+  // only client certificates whose subject CommonName is exactly this, and
+  // --peer-cert-allowed-hostname / --client-cert-allowed-hostname
+  // (AllowedHostname): only those valid for this host name (SAN, as Go's
+  // VerifyHostname). Refused: handshake alert bad_certificate. Need client
+  // certificate authentication; mutually exclusive, as etcd's. As etcd's
+  // (baseConfig), a peer client checks the other member's server
+  // certificate the same way.
+  std::string allowed_cn;
+  std::string allowed_hostname;
 
   // etcd's TLSInfo.Empty(): no certificate and no key.
   bool empty() const { return cert_file.empty() && key_file.empty(); }

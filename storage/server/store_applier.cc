@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <future>
 
 #include "base/logging.h"
@@ -644,6 +645,7 @@ StatusOr<ApplyResponse> StoreApplier::ApplyRequest(
         any_corrupt_alarm_ = true;
         if (a.memberid() == self_->id()) self_corrupt_alarm_ = true;
       }
+      const std::vector<etcdserverpb::AlarmMember> before = Alarms();
       auto changed_or = membership_->ApplyAlarm(index, a);
       RefreshAlarms();
       ASSIGN_OR_RETURN(bool changed, std::move(changed_or));
@@ -674,10 +676,26 @@ StatusOr<ApplyResponse> StoreApplier::ApplyRequest(
       if (disarm_nospace && index > db()->ConsistentIndex()) {
         RETURN_IF_ERROR(db()->DisarmNoSpaceAlarm(index));
       }
+      // As etcd's applier: an activate answers the alarm, a disarm the
+      // alarms it removed (etcdctl alarm disarm prints them).
       etcdserverpb::AlarmResponse resp;
       self_->FillHeader(resp.mutable_header());
       resp.mutable_header()->set_revision(db()->CurrentRevision());
-      for (auto& am : Alarms()) *resp.add_alarms() = am;
+      if (a.action() == etcdserverpb::AlarmRequest::ACTIVATE) {
+        auto* am = resp.add_alarms();
+        am->set_memberid(a.memberid());
+        am->set_alarm(a.alarm());
+      } else {
+        const std::vector<etcdserverpb::AlarmMember> after = Alarms();
+        for (const auto& was : before) {
+          const bool kept =
+              std::any_of(after.begin(), after.end(), [&](const auto& is) {
+                return is.memberid() == was.memberid() &&
+                       is.alarm() == was.alarm();
+              });
+          if (!kept) *resp.add_alarms() = was;
+        }
+      }
       return ApplyResponse(std::move(resp));
     }
     case R::kAuth: {

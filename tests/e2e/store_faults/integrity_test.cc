@@ -230,8 +230,10 @@ TEST_F(StoreIntegrityTest, CorruptMemberIsRefusedAtStartAndAlarmedByOthers) {
   auto health = cluster_->HttpGet(f, "/health");
   ASSERT_TRUE(health.ok()) << health.status();
   EXPECT_EQ(health->status, 503);
-  EXPECT_NE(health->body.find("ALARM ACTIVE"), std::string::npos)
-      << health->body;
+  EXPECT_EQ(health->body, R"({"health":"false"})");
+  EXPECT_NE(std::string(health->headers.Get("X-Kplane-Health-Reason"))
+                .find("ALARM ACTIVE"),
+            std::string::npos);
 }
 
 // Raft traffic from someone who knows the cluster id (it is in every

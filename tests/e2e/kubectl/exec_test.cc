@@ -145,7 +145,7 @@ std::string KubectlBeside(const std::string& version) {
   return std::filesystem::exists(bin, ec) ? bin : "";
 }
 
-TEST(KubectlExec, OlderKubectlsOverSpdyUnderRbac) {
+TEST_F(KubectlExec, OlderKubectlsOverSpdyUnderRbac) {
   struct Client {
     std::string name;
     std::string binary;
@@ -164,20 +164,8 @@ TEST(KubectlExec, OlderKubectlsOverSpdyUnderRbac) {
   }
   const std::string k133 = KubectlBeside("1.33");  // WebSocket, for the proof
 
-  char tmpl[] = "/tmp/kplane-exec-spdy-XXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  const std::string dir = tmpl;
-  cmd::UpOptions o;
-  o.data_dir = dir + "/data";
-  o.apiserver_port = 0;
-  o.store_port = 0;
-  o.nodes = 1;
-  o.controllers = true;
-  o.kubeletsim_port = 0;
-  o.controller_manager_port = -1;
-  o.kubeconfig_out = dir + "/kubeconfig";
-  auto cp = cmd::ControlPlane::Start(o);
-  ASSERT_TRUE(cp.ok()) << cp.status();
+  ASSERT_NO_FATAL_FAILURE(StartControlPlane(/*nodes=*/1));
+  const std::string& dir = dir_;
   auto env_of = [&](const Client& c) {
     std::vector<std::string> env = {"KUBECONFIG=" + dir + "/kubeconfig",
                                     "HOME=" + dir};
@@ -280,9 +268,6 @@ TEST(KubectlExec, OlderKubectlsOverSpdyUnderRbac) {
   EXPECT_NE(r.err.find("cannot create resource \"pods/exec\""),
             std::string::npos)
       << r.err;
-
-  cp->reset();
-  if (!::testing::Test::HasFailure()) std::filesystem::remove_all(dir);
 }
 
 }  // namespace

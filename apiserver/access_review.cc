@@ -114,29 +114,68 @@ std::optional<ApiError> DecideForSubject(
 
 }  // namespace
 
+namespace {
+
+struct ReviewResource {
+  const char* group;
+  const char* version;
+  const char* resource;
+  const char* singular;
+  const char* kind;
+  bool namespaced;
+  bool listed;  // in discovery
+};
+
+// authentication.k8s.io/v1beta1 is off in kube 1.32 (its discovery lists
+// v1 only); kplane still answers v1beta1 selfsubjectreviews, unlisted.
+constexpr ReviewResource kReviewResources[] = {
+    {kAuthorization, "v1", "selfsubjectaccessreviews",
+     "selfsubjectaccessreview", "SelfSubjectAccessReview", false, true},
+    {kAuthorization, "v1", "subjectaccessreviews", "subjectaccessreview",
+     "SubjectAccessReview", false, true},
+    {kAuthorization, "v1", "localsubjectaccessreviews",
+     "localsubjectaccessreview", "LocalSubjectAccessReview", true, true},
+    {kAuthorization, "v1", "selfsubjectrulesreviews", "selfsubjectrulesreview",
+     "SelfSubjectRulesReview", false, true},
+    {kAuthentication, "v1", "selfsubjectreviews", "selfsubjectreview",
+     "SelfSubjectReview", false, true},
+    {kAuthentication, "v1beta1", "selfsubjectreviews", "selfsubjectreview",
+     "SelfSubjectReview", false, false},
+    {kAuthentication, "v1", "tokenreviews", "tokenreview", "TokenReview", false,
+     true},
+};
+
+}  // namespace
+
 const objects::KindInfo* ReviewKind(std::string_view group,
                                     std::string_view version,
                                     std::string_view resource) {
-  const char* kind = nullptr;
-  if (group == kAuthorization && version == "v1") {
-    if (resource == "selfsubjectaccessreviews")
-      kind = "SelfSubjectAccessReview";
-    if (resource == "subjectaccessreviews") kind = "SubjectAccessReview";
-    if (resource == "localsubjectaccessreviews") {
-      kind = "LocalSubjectAccessReview";
+  for (const ReviewResource& r : kReviewResources) {
+    if (group == r.group && version == r.version && resource == r.resource) {
+      return objects::Scheme::Default().FindKind(
+          std::string(group) + "/" + std::string(version), r.kind);
     }
-    if (resource == "selfsubjectrulesreviews") kind = "SelfSubjectRulesReview";
-  } else if (group == kAuthentication &&
-             (version == "v1" || version == "v1beta1") &&
-             resource == "selfsubjectreviews") {
-    kind = "SelfSubjectReview";
-  } else if (group == kAuthentication && version == "v1" &&
-             resource == "tokenreviews") {
-    kind = "TokenReview";
   }
-  if (kind == nullptr) return nullptr;
-  return objects::Scheme::Default().FindKind(
-      std::string(group) + "/" + std::string(version), kind);
+  return nullptr;
+}
+
+const std::vector<const objects::ResourceInfo*>& ListedReviewResources() {
+  static const auto* const listed = [] {
+    auto* out = new std::vector<const objects::ResourceInfo*>;
+    for (const ReviewResource& r : kReviewResources) {
+      if (!r.listed) continue;
+      auto* info = new objects::ResourceInfo;
+      info->gv = {r.group, r.version};
+      info->resource = r.resource;
+      info->singular = r.singular;
+      info->namespaced = r.namespaced;
+      info->kind = ReviewKind(r.group, r.version, r.resource);
+      info->verbs = {"create"};
+      out->push_back(info);
+    }
+    return out;
+  }();
+  return *listed;
 }
 
 std::optional<ApiError> AnswerReview(const ReviewContext& ctx,

@@ -60,6 +60,12 @@ const objects::KindInfo* ReviewKind(std::string_view group,
                                     std::string_view version,
                                     std::string_view resource);
 
+// The review resources as kube's discovery lists them: create-only, no
+// storageVersionHash (never stored), authentication.k8s.io/v1 and
+// authorization.k8s.io/v1 (v1beta1 selfsubjectreviews is answered but, as
+// in kube 1.32, not listed). Built once; never freed.
+const std::vector<const objects::ResourceInfo*>& ListedReviewResources();
+
 struct ReviewContext {
   auth::UserInfo user;  // who asks
   // The server's authorizer.

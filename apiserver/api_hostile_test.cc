@@ -9,6 +9,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
 
 #include "apiserver/test_server.h"
 #include "base/base64.h"
@@ -185,6 +187,66 @@ TEST(ApiHostileTest, DeepPatchesRunOnADeepStack) {
               "application/strategic-merge-patch+json");
   ExpectStatus(r, 400, "BadRequest", "exceeded max depth of 10000");
   ExpectServing(s, "after-deep-patches");
+}
+
+// pods/log's query options come from any client that may read logs and are
+// forwarded to a kubelet: numbers past int64, negative and zero bounds,
+// non-numbers and garbage times are kube's 400 (unparsable) or 422
+// (ValidatePodLogOptions) Statuses, and none reaches the kubelet. The pod
+// has no node yet, so an accepted request is kube's empty log.
+TEST(ApiHostileTest, PodLogOptions) {
+  TestServer s;
+  Response created =
+      s.Post("/api/v1/namespaces/default/pods",
+             R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"web"},)"
+             R"("spec":{"containers":[{"name":"app","image":"nginx"}]}})");
+  ASSERT_EQ(created.code, 201) << created.body;
+  const std::string log = "/api/v1/namespaces/default/pods/web/log?";
+  struct Row {
+    std::string query;
+    int code;
+    std::string message_part;
+  };
+  const std::vector<Row> rows = {
+      {"tailLines=99999999999999999999", 400,
+       "tailLines: invalid value \"99999999999999999999\""},
+      {"limitBytes=-99999999999999999999", 400, "limitBytes: invalid value"},
+      {"sinceSeconds=18446744073709551616", 400, "sinceSeconds: invalid"},
+      {"tailLines=ten", 400, "tailLines: invalid value \"ten\""},
+      {"limitBytes=0x10", 400, "limitBytes: invalid value"},
+      {"tailLines=1e3", 400, "tailLines: invalid value"},
+      {"tailLines=%00", 400, "tailLines: invalid value \"\\x00\""},
+      {"sinceTime=yesterday", 400, "sinceTime: invalid value \"yesterday\""},
+      {"sinceTime=2026-13-45T99:99:99Z", 400, "sinceTime: invalid value"},
+      {"sinceTime=" + std::string(1000, '9'), 400, "sinceTime: invalid"},
+      {"follow=maybe", 400, "follow: invalid value \"maybe\""},
+      {"tailLines=-1", 422,
+       "tailLines: Invalid value: -1: must be greater than or equal to 0"},
+      {"limitBytes=0", 422,
+       "limitBytes: Invalid value: 0: must be greater than 0"},
+      {"limitBytes=-9223372036854775808", 422,
+       "limitBytes: Invalid value: -9223372036854775808"},
+      {"sinceSeconds=-5", 422, "sinceSeconds: Invalid value: -5"},
+      {"sinceSeconds=5&sinceTime=2026-01-02T03:04:05Z", 422,
+       "at most one of `sinceTime` or `sinceSeconds` may be specified"},
+      {"container=nope", 400, "container nope is not valid for pod web"},
+  };
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.query.substr(0, 80));
+    Response r = s.Get(log + row.query);
+    ExpectStatus(r, row.code, row.code == 400 ? "BadRequest" : "Invalid",
+                 row.message_part);
+  }
+  // The largest values are valid (kube caps what the kubelet sends, not
+  // what may be asked).
+  for (const std::string q :
+       {"tailLines=9223372036854775807", "limitBytes=9223372036854775807",
+        "sinceSeconds=9223372036854775807", "tailLines=1&tailLines=-1"}) {
+    Response r = s.Get(log + q);
+    EXPECT_EQ(r.code, 200) << q << ": " << r.body.substr(0, 500);
+    EXPECT_EQ(r.body, "") << q;
+  }
+  ExpectServing(s, "after-pod-log-options");
 }
 
 }  // namespace

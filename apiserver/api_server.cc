@@ -378,6 +378,10 @@ struct ApiServer::Impl {
   void Get(Call& c);
   void PodLog(const std::shared_ptr<Call>& c);
   void PodExec(const std::shared_ptr<Call>& c);
+  // The kubelet of the pod's node, at the first address of
+  // --kubelet-preferred-address-types the node reports (pods/log, pods/exec).
+  ApiResult<KubeletEndpoint> KubeletEndpointOfPod(
+      const objects::corev1::Pod& pod);
   void List(Call& c);
   void Watch(const std::shared_ptr<Call>& c);
   void Create(Call& c);
@@ -1912,6 +1916,15 @@ void ApiServer::Impl::Get(Call& c) {
         RenderObject(Render(c), *std::get<ObjectPtr>(r)));
 }
 
+ApiResult<KubeletEndpoint> ApiServer::Impl::KubeletEndpointOfPod(
+    const objects::corev1::Pod& pod) {
+  ApiResult<ObjectPtr> node = nodes->rest->Get("", pod.spec().nodename(), "");
+  if (IsError(node)) return std::get<ApiError>(std::move(node));
+  return KubeletEndpointFor(
+      static_cast<const objects::corev1::Node&>(*std::get<ObjectPtr>(node)),
+      opts.kubelet_preferred_address_types);
+}
+
 // kube's pod log REST: the pod, its options and its node's kubelet, then
 // the kubelet's answer streamed through (apiserver/pod_logs.h).
 void ApiServer::Impl::PodLog(const std::shared_ptr<Call>& c) {
@@ -1925,11 +1938,7 @@ void ApiServer::Impl::PodLog(const std::shared_ptr<Call>& c) {
     // kube's LogLocation: no host yet, no location, an empty log.
     return Reply(*c, 200, "text/plain", "");
   }
-  ApiResult<ObjectPtr> node = nodes->rest->Get("", pod.spec().nodename(), "");
-  if (IsError(node)) return ReplyError(*c, std::get<ApiError>(node));
-  ApiResult<KubeletEndpoint> ep = KubeletEndpointFor(
-      static_cast<const objects::corev1::Node&>(*std::get<ObjectPtr>(node)),
-      opts.kubelet_preferred_address_types);
+  ApiResult<KubeletEndpoint> ep = KubeletEndpointOfPod(pod);
   if (IsError(ep)) return ReplyError(*c, std::get<ApiError>(ep));
   // The proxy thread owns the call from here on.
   kubelet_logs->Stream(
@@ -1955,11 +1964,7 @@ void ApiServer::Impl::PodExec(const std::shared_ptr<Call>& c) {
   if (IsError(er)) return ReplyError(*c, std::get<ApiError>(er));
   ApiResult<ExecUpgrade> up = ParseExecUpgrade(c->req());
   if (IsError(up)) return ReplyError(*c, std::get<ApiError>(up));
-  ApiResult<ObjectPtr> node = nodes->rest->Get("", pod.spec().nodename(), "");
-  if (IsError(node)) return ReplyError(*c, std::get<ApiError>(node));
-  ApiResult<KubeletEndpoint> ep = KubeletEndpointFor(
-      static_cast<const objects::corev1::Node&>(*std::get<ObjectPtr>(node)),
-      opts.kubelet_preferred_address_types);
+  ApiResult<KubeletEndpoint> ep = KubeletEndpointOfPod(pod);
   if (IsError(ep)) return ReplyError(*c, std::get<ApiError>(ep));
   pod_exec->Exec(
       std::get<KubeletEndpoint>(ep),

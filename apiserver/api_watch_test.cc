@@ -2,9 +2,9 @@
 // real ApiServer on a loopback port over an embedded store.
 #include <gtest/gtest.h>
 
+#include "apiserver/test_server.h"
 #include "objects/envelope.h"
 #include "objects/types.h"
-#include "apiserver/test_server.h"
 
 namespace kplane::apiserver {
 namespace {
@@ -313,6 +313,53 @@ TEST(ApiDiscoveryTest, LegacyAndAggregatedDiscovery) {
             "json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,"
             "application/json");
   EXPECT_EQ(beta_only.Str({"kind"}), "APIGroupList");
+}
+
+// The reviews are listed as kube-apiserver 1.32 lists them (kubectl get
+// --raw /apis/authorization.k8s.io/v1 against kube): create only, no
+// storageVersionHash; v1beta1 selfsubjectreviews is answered, not listed.
+TEST(ApiDiscoveryTest, ReviewsAreListedAsKubeListsThem) {
+  TestServer s;
+  Response authz = s.Get("/apis/authorization.k8s.io/v1");
+  ASSERT_EQ(authz.code, 200) << authz.body;
+  EXPECT_EQ(authz.body,
+            R"({"kind":"APIResourceList","apiVersion":"v1",)"
+            R"("groupVersion":"authorization.k8s.io/v1","resources":[)"
+            R"({"name":"localsubjectaccessreviews",)"
+            R"("singularName":"localsubjectaccessreview","namespaced":true,)"
+            R"("kind":"LocalSubjectAccessReview","verbs":["create"]},)"
+            R"({"name":"selfsubjectaccessreviews",)"
+            R"("singularName":"selfsubjectaccessreview","namespaced":false,)"
+            R"("kind":"SelfSubjectAccessReview","verbs":["create"]},)"
+            R"({"name":"selfsubjectrulesreviews",)"
+            R"("singularName":"selfsubjectrulesreview","namespaced":false,)"
+            R"("kind":"SelfSubjectRulesReview","verbs":["create"]},)"
+            R"({"name":"subjectaccessreviews",)"
+            R"("singularName":"subjectaccessreview","namespaced":false,)"
+            R"("kind":"SubjectAccessReview","verbs":["create"]}]})");
+  Response authn = s.Get("/apis/authentication.k8s.io/v1");
+  ASSERT_EQ(authn.code, 200) << authn.body;
+  EXPECT_EQ(
+      authn.body,
+      R"({"kind":"APIResourceList","apiVersion":"v1",)"
+      R"("groupVersion":"authentication.k8s.io/v1","resources":[)"
+      R"({"name":"selfsubjectreviews","singularName":"selfsubjectreview",)"
+      R"("namespaced":false,"kind":"SelfSubjectReview","verbs":["create"]},)"
+      R"({"name":"tokenreviews","singularName":"tokenreview",)"
+      R"("namespaced":false,"kind":"TokenReview","verbs":["create"]}]})");
+  EXPECT_EQ(s.Get("/apis/authentication.k8s.io/v1beta1").code, 404);
+  Response group = s.Get("/apis/authentication.k8s.io");
+  EXPECT_EQ(group.Str({"preferredVersion", "groupVersion"}),
+            "authentication.k8s.io/v1");
+  Response apis = s.Get("/apis");
+  EXPECT_NE(apis.body.find(R"("name":"authorization.k8s.io")"),
+            std::string::npos);
+  // Listed, and still answered.
+  Response review = s.Post(
+      "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+      R"({"kind":"SelfSubjectAccessReview","apiVersion":"authorization.k8s.io/v1",)"
+      R"("spec":{"resourceAttributes":{"verb":"get","resource":"pods"}}})");
+  EXPECT_EQ(review.code, 201) << review.body;
 }
 
 TEST(ApiDiscoveryTest, VersionOpenApiHealth) {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <memory>
 
+#include "apiserver/access_review.h"
 #include "base/base64.h"
 #include "base/mutex.h"
 
@@ -307,7 +308,11 @@ Discovery::Discovery(const objects::Scheme& builtin, std::string server_address,
     : scheme_(&builtin),
       custom_openapi_(std::move(custom_openapi)),
       keep_alive_(std::move(keep_alive)) {
-  const Served scheme(builtin, extra);
+  // The reviews the apiserver answers are listed like resources, before
+  // the custom ones.
+  std::vector<const objects::ResourceInfo*> listed = ListedReviewResources();
+  listed.insert(listed.end(), extra.begin(), extra.end());
+  const Served scheme(builtin, listed);
   {
     rapidjson::StringBuffer b;
     Writer w(b);

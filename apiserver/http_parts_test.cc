@@ -273,8 +273,9 @@ TEST(DiscoveryTest, Documents) {
   EXPECT_TRUE(scale);
   doc.Parse(d.ApiGroupList().c_str());
   // apps, batch, coordination.k8s.io, discovery.k8s.io, policy,
-  // rbac.authorization.k8s.io
-  EXPECT_EQ(doc["groups"].Size(), 6u);
+  // rbac.authorization.k8s.io, then the reviews' authorization.k8s.io and
+  // authentication.k8s.io
+  EXPECT_EQ(doc["groups"].Size(), 8u);
   EXPECT_EQ(d.ResourceList("apps", "v2"), nullptr);
   doc.Parse(d.Version().c_str());
   EXPECT_STREQ(doc["minor"].GetString(), "32");

@@ -13,6 +13,7 @@
 #include "objects/time.h"
 #include "apiserver/patching.h"
 #include "base/logging.h"
+#include "base/saturating.h"
 #include "base/strings.h"
 
 namespace kplane::apiserver {
@@ -29,17 +30,6 @@ constexpr std::string_view kFinalizerOrphan = "orphan";
 constexpr std::string_view kFinalizerForeground = "foregroundDeletion";
 constexpr int kMaxGenerateNameAttempts = 8;
 constexpr int kMaxDeleteAttempts = 16;
-
-// a + b, held at int64's ends instead of overflowing: deletion timestamps
-// and grace periods of stored objects are not trusted to be small.
-int64_t SaturatingAdd(int64_t a, int64_t b) {
-  int64_t sum = 0;
-  if (__builtin_add_overflow(a, b, &sum)) {
-    return b > 0 ? std::numeric_limits<int64_t>::max()
-                 : std::numeric_limits<int64_t>::min();
-  }
-  return sum;
-}
 
 MutableObject Clone(const Msg& m) {
   MutableObject c(m.New());

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "base/logging.h"
+#include "base/saturating.h"
 #include "base/strings.h"
 #include "informer/rest_client.h"
 #include "objects/batch_types.h"
@@ -189,13 +190,13 @@ WallTime AddSeconds(WallTime t, int64_t seconds) {
   constexpr Rep kPerSecond =
       std::chrono::duration_cast<WallTime::duration>(std::chrono::seconds(1))
           .count();
+  static_assert(sizeof(Rep) == sizeof(int64_t));
   Rep delta = 0;
-  Rep sum = 0;
-  if (__builtin_mul_overflow(static_cast<Rep>(seconds), kPerSecond, &delta) ||
-      __builtin_add_overflow(t.time_since_epoch().count(), delta, &sum)) {
+  if (__builtin_mul_overflow(static_cast<Rep>(seconds), kPerSecond, &delta)) {
     return seconds > 0 ? WallTime::max() : WallTime::min();
   }
-  return WallTime(WallTime::duration(sum));
+  return WallTime(
+      WallTime::duration(SaturatingAdd(t.time_since_epoch().count(), delta)));
 }
 
 int64_t ScaledValueFromIntOrPercent(const objects::intstr::IntOrString& v,

@@ -414,3 +414,49 @@ def spdy_seeds():
 
 
 spdy_seeds()
+# --- unstructured: selector byte (even: one object, odd: a LIST body), then
+# the JSON text.
+WIDGET = {"apiVersion": "example.com/v1", "kind": "Widget",
+          "metadata": {"name": "w1", "namespace": "default",
+                       "labels": {"app": "w"}, "resourceVersion": "7"},
+          "spec": {"replicas": 3, "suspend": False, "x": {"y": "z"}},
+          "data": {"a": "b"}}
+write("unstructured", "object", "\x00" + json.dumps(WIDGET))
+write("unstructured", "object_wrong_shapes", "\x00" + json.dumps(
+    {"apiVersion": 1, "kind": None, "metadata": {"name": 5, "labels": []},
+     "spec": "s", "data": {"a": 1}}))
+write("unstructured", "object_bad_metadata",
+      "\x00" + '{"metadata":{"creationTimestamp":"yesterday"}}')
+write("unstructured", "object_escapes",
+      "\x00" + '{"metadata":{"name":"a\\u0000b\\ud83d\\ude00"},"s":"\\ude00"}')
+write("unstructured", "object_numbers",
+      "\x00" + '{"spec":{"replicas":1e400,"n":-0.0,"m":18446744073709551616}}')
+write("unstructured", "object_deep", "\x00" + '{"spec":' + "[" * 10001)
+write("unstructured", "object_duplicate", "\x00" + '{"a":1,"a":2}')
+write("unstructured", "list", "\x01" + json.dumps(
+    {"apiVersion": "example.com/v1", "kind": "WidgetList",
+     "metadata": {"resourceVersion": "9", "continue": "c",
+                  "remainingItemCount": 4},
+     "items": [WIDGET, WIDGET]}))
+write("unstructured", "list_null_items", "\x01" + '{"items":null}')
+write("unstructured", "list_bad_item", "\x01" + '{"items":[1]}')
+
+# --- pod_log_options: selector byte (even: a one-container pod, odd: an
+# init container and two containers), then the raw query string.
+for name, query in [
+        ("plain", ""),
+        ("all", "container=app&follow=true&previous=false&timestamps=1"
+                "&tailLines=10&limitBytes=500&sinceSeconds=60"),
+        ("since_time", "sinceTime=2026-01-02T03:04:05Z"),
+        ("since_both", "sinceTime=2026-01-02T03:04:05Z&sinceSeconds=5"),
+        ("huge", "tailLines=99999999999999999999&limitBytes=9223372036854775807"),
+        ("negative", "tailLines=-1&limitBytes=-5&sinceSeconds=0"),
+        ("not_numbers", "tailLines=ten&limitBytes=0x10&sinceSeconds=1e3"),
+        ("garbage_time", "sinceTime=yesterday"),
+        ("bad_flag", "follow=yes"),
+        ("escaped", "container=side%20car&tailLines=%2B5"),
+        ("repeated", "tailLines=1&tailLines=-1"),
+        ("unknown", "insecureSkipTLSVerifyBackend=true&x=y")]:
+    write("pod_log_options", name, "\x00" + query)
+write("pod_log_options", "several_no_container", "\x01tailLines=1")
+write("pod_log_options", "several_init", "\x01container=init")

@@ -10,65 +10,13 @@
 #include "apiserver/storage/object_store.h"
 #include "base/base64.h"
 #include "base/json.h"
+#include "base/json_escape.h"
 
 namespace kplane::apiserver {
 namespace {
 
 constexpr std::string_view kTokenVersion = "meta.k8s.io/v1";
 constexpr std::string_view kInvalid = "continue key is not valid";
-
-// Go's encoding/json string escaping (HTML-safe, as json.Marshal does).
-void AppendGoJsonString(std::string_view s, std::string* out) {
-  out->push_back('"');
-  for (size_t i = 0; i < s.size(); ++i) {
-    unsigned char c = static_cast<unsigned char>(s[i]);
-    switch (c) {
-      case '"':
-        *out += "\\\"";
-        continue;
-      case '\\':
-        *out += "\\\\";
-        continue;
-      case '\n':
-        *out += "\\n";
-        continue;
-      case '\r':
-        *out += "\\r";
-        continue;
-      case '\t':
-        *out += "\\t";
-        continue;
-      case '\b':
-        *out += "\\b";
-        continue;
-      case '\f':
-        *out += "\\f";
-        continue;
-      case '<':
-      case '>':
-      case '&':
-        break;
-      default:
-        if (c >= 0x20) {
-          // U+2028 and U+2029 (E2 80 A8 / E2 80 A9) are escaped by Go too.
-          if (c == 0xE2 && i + 2 < s.size() &&
-              static_cast<unsigned char>(s[i + 1]) == 0x80 &&
-              (static_cast<unsigned char>(s[i + 2]) & 0xFE) == 0xA8) {
-            *out += (static_cast<unsigned char>(s[i + 2]) == 0xA8) ? "\\u2028"
-                                                                   : "\\u2029";
-            i += 2;
-            continue;
-          }
-          out->push_back(static_cast<char>(c));
-          continue;
-        }
-    }
-    char buf[8];
-    std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-    *out += buf;
-  }
-  out->push_back('"');
-}
 
 std::string ToBase64Url(std::string_view in) {
   std::string s = Base64Encode(in);
@@ -127,7 +75,11 @@ std::string EncodeContinueToken(int64_t revision, std::string_view start_key) {
   json += "\",\"rv\":";
   json += std::to_string(revision);
   json += ",\"start\":";
-  AppendGoJsonString(start_key, &json);
+  // encoding/json's escapes, except that bytes that are not UTF-8 stay as
+  // they are (kube writes \ufffd; tokens from kplane keep the key).
+  json += JsonQuote(start_key, {.short_escapes = "\n\r\t\b\f",
+                                .html_safe = true,
+                                .escape_line_separators = true});
   json += "}";
   return ToBase64Url(json);
 }

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <utility>
 
+#include "base/json_escape.h"
 #include "storage/bolt/bolt_writer.h"
 
 namespace kplane::bolt {
@@ -43,36 +44,10 @@ std::string LeaseRecord(int64_t id, int64_t ttl) {
   return s;
 }
 
-// A JSON string as Go's encoding/json writes it (HTML-safe escapes).
+// A JSON string as etcd's encoding/json (before Go 1.22) writes it: '\b'
+// and '\f' as \u00XX, HTML-safe, bytes that are not UTF-8 as they are.
 void AppendGoJsonString(std::string* out, std::string_view s) {
-  static const char kHex[] = "0123456789abcdef";
-  out->push_back('"');
-  for (size_t i = 0; i < s.size(); ++i) {
-    unsigned char c = s[i];
-    if (c == '"' || c == '\\') {
-      out->push_back('\\');
-      out->push_back(static_cast<char>(c));
-    } else if (c == '\n') {
-      *out += "\\n";
-    } else if (c == '\r') {
-      *out += "\\r";
-    } else if (c == '\t') {
-      *out += "\\t";
-    } else if (c < 0x20 || c == '<' || c == '>' || c == '&') {
-      *out += "\\u00";
-      out->push_back(kHex[c >> 4]);
-      out->push_back(kHex[c & 15]);
-    } else if (c == 0xE2 && i + 2 < s.size() &&
-               static_cast<unsigned char>(s[i + 1]) == 0x80 &&
-               (static_cast<unsigned char>(s[i + 2]) & 0xFE) == 0xA8) {
-      *out += (static_cast<unsigned char>(s[i + 2]) == 0xA8) ? "\\u2028"
-                                                             : "\\u2029";
-      i += 2;
-    } else {
-      out->push_back(static_cast<char>(c));
-    }
-  }
-  out->push_back('"');
+  *out += JsonQuote(s, {.html_safe = true, .escape_line_separators = true});
 }
 
 template <typename List>

@@ -14,6 +14,7 @@
 
 #include "base/base64.h"
 #include "base/json.h"
+#include "base/json_escape.h"
 #include "base/statusor.h"
 #include "base/strings.h"
 #include "storage/etcdjson/etcd_json_value.h"
@@ -516,33 +517,12 @@ void AppendStreamResult(const google::protobuf::Message& msg,
 
 namespace {
 
-// `text` as the inside of a JSON string (short messages: by hand).
+// `text` as the inside of a JSON string, as the gateway's marshaler writes
+// an error message: '\n' and '\t' short, other controls \u00XX, bytes
+// >= 0x80 as they are.
 std::string EscapeJsonText(std::string_view text) {
   std::string esc;
-  for (char c : text) {
-    switch (c) {
-      case '"':
-        esc += "\\\"";
-        break;
-      case '\\':
-        esc += "\\\\";
-        break;
-      case '\n':
-        esc += "\\n";
-        break;
-      case '\t':
-        esc += "\\t";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char b[8];
-          std::snprintf(b, sizeof(b), "\\u%04x", c);
-          esc += b;
-        } else {
-          esc += c;
-        }
-    }
-  }
+  AppendJsonEscaped(text, {.short_escapes = "\n\t"}, &esc);
   return esc;
 }
 

@@ -234,24 +234,6 @@ void RespondPlain(Responder* r, int status, const std::string& text) {
              text + "\n");
 }
 
-// `text` as a JSON string.
-std::string JsonQuote(std::string_view text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      snprintf(buf, sizeof(buf), "\\u%04x", c);
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
-
 // The member's current revision (0 without a store), for headers.
 int64_t CurrentRevision(StoreServer* s) {
   StoreRef store = s->mvcc();

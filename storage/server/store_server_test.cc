@@ -247,6 +247,16 @@ etcdserverpb::PutRequest PutReq(std::string k, std::string v,
   return p;
 }
 
+// Grants a lease of `ttl` seconds through `s`: its id, or 0 after a test
+// failure if the grant is refused.
+int64_t GrantLease(StoreServer* s, int64_t ttl) {
+  etcdserverpb::LeaseGrantRequest g;
+  g.set_ttl(ttl);
+  auto lease = s->LeaseGrant(g);
+  EXPECT_TRUE(lease.ok()) << lease.status();
+  return lease.ok() ? lease->id() : 0;
+}
+
 etcdserverpb::RangeRequest RangeReq(std::string k, int64_t rev = 0,
                                     bool serializable = false) {
   etcdserverpb::RangeRequest r;
@@ -366,11 +376,9 @@ TEST_F(StoreServerTest, RestartKeepsDataRevisionAndLeases) {
   c.Start(1);
   StoreServer* s = c.WaitLeader();
   ASSERT_NE(s, nullptr);
-  etcdserverpb::LeaseGrantRequest g;
-  g.set_ttl(600);
-  auto lease = s->LeaseGrant(g);
-  ASSERT_TRUE(lease.ok()) << lease.status();
-  ASSERT_TRUE(s->Put(PutReq("/a", "1", lease->id())).ok());
+  const int64_t lease = GrantLease(s, 600);
+  ASSERT_NE(lease, 0);
+  ASSERT_TRUE(s->Put(PutReq("/a", "1", lease)).ok());
   ASSERT_TRUE(s->Put(PutReq("/b", "2")).ok());
   int64_t rev = s->mvcc()->CurrentRevision();
   c.StopMember("m1");
@@ -379,10 +387,10 @@ TEST_F(StoreServerTest, RestartKeepsDataRevisionAndLeases) {
   auto r = s->Range(RangeReq("/a"));
   ASSERT_TRUE(r.ok()) << r.status();
   ASSERT_EQ(r->kvs_size(), 1);
-  EXPECT_EQ(r->kvs(0).lease(), lease->id());
+  EXPECT_EQ(r->kvs(0).lease(), lease);
   EXPECT_EQ(r->header().revision(), rev);
   etcdserverpb::LeaseTimeToLiveRequest t;
-  t.set_id(lease->id());
+  t.set_id(lease);
   auto ttl = s->LeaseTimeToLive(t);
   ASSERT_TRUE(ttl.ok());
   EXPECT_GT(ttl->ttl(), 500);
@@ -598,11 +606,9 @@ TEST_F(StoreServerTest, LeaderRevokesExpiredLease) {
   c.Start(1);
   StoreServer* s = c.WaitLeader();
   ASSERT_NE(s, nullptr);
-  etcdserverpb::LeaseGrantRequest g;
-  g.set_ttl(2);
-  auto lease = s->LeaseGrant(g);
-  ASSERT_TRUE(lease.ok());
-  ASSERT_TRUE(s->Put(PutReq("/ephemeral", "x", lease->id())).ok());
+  const int64_t lease = GrantLease(s, 2);
+  ASSERT_NE(lease, 0);
+  ASSERT_TRUE(s->Put(PutReq("/ephemeral", "x", lease)).ok());
   std::promise<void> deleted;
   bool fired = false;
   etcdserverpb::WatchCreateRequest w;
@@ -1195,15 +1201,13 @@ TEST_F(StoreServerTest, KeepAliveWithoutALeaderIsAnErrorNotAMissingLease) {
   c.Start(3);
   StoreServer* leader = c.WaitLeader();
   ASSERT_NE(leader, nullptr);
-  etcdserverpb::LeaseGrantRequest g;
-  g.set_ttl(600);
-  auto lease = leader->LeaseGrant(g);
-  ASSERT_TRUE(lease.ok()) << lease.status();
+  const int64_t lease = GrantLease(leader, 600);
+  ASSERT_NE(lease, 0);
   const std::string last = c.LeaderName() == "m1" ? "m2" : "m1";
   StoreServer* survivor = c.Get(last);
   KvService kv(survivor);
   etcdserverpb::LeaseKeepAliveRequest ka;
-  ka.set_id(lease->id());
+  ka.set_id(lease);
   ASSERT_TRUE(Eventually(
       [&] {
         auto r = kv.KeepAlive(ka);
@@ -1211,7 +1215,7 @@ TEST_F(StoreServerTest, KeepAliveWithoutALeaderIsAnErrorNotAMissingLease) {
       },
       seconds(10)));
   etcdserverpb::LeaseKeepAliveRequest unknown;
-  unknown.set_id(lease->id() + 1);
+  unknown.set_id(lease + 1);
   auto u = kv.KeepAlive(unknown);
   ASSERT_TRUE(u.ok()) << u.status();
   EXPECT_EQ(u->id(), unknown.id());

@@ -15,8 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "cmd/kplane/control_plane.h"
-#include "tests/e2e/kubectl/process.h"
+#include "tests/e2e/kubectl/up_fixture.h"
 
 namespace kplane::e2e {
 namespace {
@@ -34,39 +33,17 @@ spec:
     image: busybox
 )";
 
-TEST(KubectlExec, SimulatedShellOverWebSocketUnderRbac) {
-  char tmpl[] = "/tmp/kplane-exec-XXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  const std::string dir = tmpl;
-  cmd::UpOptions o;
-  o.data_dir = dir + "/data";
-  o.apiserver_port = 0;
-  o.store_port = 0;
-  o.nodes = 1;
-  o.controllers = true;
-  o.kubeletsim_port = 0;  // ephemeral: the kubelets serve exec
-  o.controller_manager_port = -1;
-  o.kubeconfig_out = dir + "/kubeconfig";
-  auto cp = cmd::ControlPlane::Start(o);
-  ASSERT_TRUE(cp.ok()) << cp.status();
-  const std::vector<std::string> env = {"KUBECONFIG=" + dir + "/kubeconfig",
-                                        "HOME=" + dir};
-  auto kubectl = [&](std::vector<std::string> args) {
-    std::vector<std::string> argv = {"kubectl", "--cache-dir", dir + "/cache"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    Process p(argv, env);
-    p.Start();
-    return p.Wait(std::chrono::milliseconds(120000));
+class KubectlExec : public KplaneUpTest {};
+
+TEST_F(KubectlExec, SimulatedShellOverWebSocketUnderRbac) {
+  ASSERT_NO_FATAL_FAILURE(StartControlPlane(/*nodes=*/1));
+  const std::string& dir = dir_;
+  auto kubectl = [this](std::vector<std::string> args) {
+    return Kubectl(std::move(args));
   };
-  // kubectl with `input` on its stdin (through sh: Process has no stdin).
-  auto kubectl_stdin = [&](const std::string& input, const std::string& args) {
-    std::ofstream(dir + "/stdin.txt") << input;
-    Process p({"sh", "-c",
-               "kubectl --cache-dir " + dir + "/cache " + args + " < " + dir +
-                   "/stdin.txt"},
-              env);
-    p.Start();
-    return p.Wait(std::chrono::milliseconds(120000));
+  auto kubectl_stdin = [this](const std::string& input,
+                              const std::string& args) {
+    return KubectlWithStdin(input, args);
   };
   std::ofstream(dir + "/pod.yaml") << kPod;
   RunResult r = kubectl({"apply", "-f", dir + "/pod.yaml"});
@@ -154,9 +131,6 @@ TEST(KubectlExec, SimulatedShellOverWebSocketUnderRbac) {
   EXPECT_NE(r.err.find("cannot create resource \"pods/exec\""),
             std::string::npos)
       << r.err;
-
-  cp->reset();
-  if (!::testing::Test::HasFailure()) std::filesystem::remove_all(dir);
 }
 
 // The kubectl binaries beside the PATH's kubectl's real file, by version.
@@ -171,7 +145,7 @@ std::string KubectlBeside(const std::string& version) {
   return std::filesystem::exists(bin, ec) ? bin : "";
 }
 
-TEST(KubectlExec, OlderKubectlsOverSpdyUnderRbac) {
+TEST_F(KubectlExec, OlderKubectlsOverSpdyUnderRbac) {
   struct Client {
     std::string name;
     std::string binary;
@@ -190,20 +164,8 @@ TEST(KubectlExec, OlderKubectlsOverSpdyUnderRbac) {
   }
   const std::string k133 = KubectlBeside("1.33");  // WebSocket, for the proof
 
-  char tmpl[] = "/tmp/kplane-exec-spdy-XXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  const std::string dir = tmpl;
-  cmd::UpOptions o;
-  o.data_dir = dir + "/data";
-  o.apiserver_port = 0;
-  o.store_port = 0;
-  o.nodes = 1;
-  o.controllers = true;
-  o.kubeletsim_port = 0;
-  o.controller_manager_port = -1;
-  o.kubeconfig_out = dir + "/kubeconfig";
-  auto cp = cmd::ControlPlane::Start(o);
-  ASSERT_TRUE(cp.ok()) << cp.status();
+  ASSERT_NO_FATAL_FAILURE(StartControlPlane(/*nodes=*/1));
+  const std::string& dir = dir_;
   auto env_of = [&](const Client& c) {
     std::vector<std::string> env = {"KUBECONFIG=" + dir + "/kubeconfig",
                                     "HOME=" + dir};
@@ -306,9 +268,6 @@ TEST(KubectlExec, OlderKubectlsOverSpdyUnderRbac) {
   EXPECT_NE(r.err.find("cannot create resource \"pods/exec\""),
             std::string::npos)
       << r.err;
-
-  cp->reset();
-  if (!::testing::Test::HasFailure()) std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -246,6 +246,14 @@ TEST_F(KubectlTest, VersionAndApiResources) {
   EXPECT_TRUE(Matches(
       r.out, R"(\nleases\s+coordination\.k8s\.io/v1\s+true\s+Lease\n)"));
   EXPECT_TRUE(Matches(r.out, R"(\nconfigmaps\s+cm\s+v1\s+true\s+ConfigMap\n)"));
+  // The reviews, create-only, as kube lists them.
+  EXPECT_TRUE(Matches(
+      r.out,
+      R"(\ntokenreviews\s+authentication\.k8s\.io/v1\s+false\s+TokenReview\n)"))
+      << r.out;
+  EXPECT_TRUE(Matches(
+      r.out, R"(\nlocalsubjectaccessreviews\s+authorization\.k8s\.io/v1)"
+             R"(\s+true\s+LocalSubjectAccessReview\n)"));
 }
 
 TEST_F(KubectlTest, GetInAllItsForms) {

@@ -9,8 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "cmd/kplane/control_plane.h"
-#include "tests/e2e/kubectl/process.h"
+#include "tests/e2e/kubectl/up_fixture.h"
 
 namespace kplane::e2e {
 namespace {
@@ -49,54 +48,35 @@ int LinesWith(const std::string& out, const std::string& word) {
   return n;
 }
 
-TEST(KubectlTop, NodesAndPodsUnderRbac) {
-  char tmpl[] = "/tmp/kplane-top-XXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  const std::string dir = tmpl;
-  cmd::UpOptions o;
-  o.data_dir = dir + "/data";
-  o.apiserver_port = 0;
-  o.store_port = 0;
-  o.nodes = 2;
-  o.controllers = true;
-  o.kubeletsim_port = 0;
-  o.controller_manager_port = -1;
-  o.kubeconfig_out = dir + "/kubeconfig";
-  auto cp = cmd::ControlPlane::Start(o);
-  ASSERT_TRUE(cp.ok()) << cp.status();
-  auto kubectl = [&](std::vector<std::string> args) {
-    std::vector<std::string> argv = {"kubectl", "--cache-dir", dir + "/cache"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    Process p(argv, {"KUBECONFIG=" + dir + "/kubeconfig", "HOME=" + dir});
-    p.Start();
-    return p.Wait(std::chrono::milliseconds(120000));
-  };
-  std::ofstream(dir + "/deploy.yaml") << kDeployment;
-  RunResult r = kubectl({"apply", "-f", dir + "/deploy.yaml"});
+class KubectlTop : public KplaneUpTest {};
+
+TEST_F(KubectlTop, NodesAndPodsUnderRbac) {
+  ASSERT_NO_FATAL_FAILURE(StartControlPlane(/*nodes=*/2));
+  RunResult r = Kubectl({"apply", "-f", WriteFile("deploy.yaml", kDeployment)});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  r = kubectl({"rollout", "status", "deployment/web", "--timeout=120s"});
+  r = Kubectl({"rollout", "status", "deployment/web", "--timeout=120s"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
 
-  r = kubectl({"top", "nodes"});
+  r = Kubectl({"top", "nodes"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out.rfind("NAME", 0), 0) << r.out;
   EXPECT_NE(r.out.find("CPU(cores)"), std::string::npos) << r.out;
   EXPECT_EQ(LinesWith(r.out, "node-"), 2) << r.out;
   EXPECT_EQ(LinesWith(r.out, "<unknown>"), 0) << r.out;
 
-  r = kubectl({"top", "pods", "-A"});
+  r = Kubectl({"top", "pods", "-A"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("NAMESPACE"), std::string::npos) << r.out;
   EXPECT_EQ(LinesWith(r.out, "web-"), 2) << r.out;
-  r = kubectl(
+  r = Kubectl(
       {"top", "pods", "-n", "default", "-l", "app=web", "--containers"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(LinesWith(r.out, "sidecar"), 2) << r.out;
   EXPECT_EQ(LinesWith(r.out, " app "), 2) << r.out;
-  r = kubectl({"top", "pods", "-n", "default", "-l", "app=nothing"});
+  r = Kubectl({"top", "pods", "-n", "default", "-l", "app=nothing"});
   EXPECT_EQ(LinesWith(r.out, "web-"), 0) << r.out;
 
-  r = kubectl({"get", "--raw", "/apis/metrics.k8s.io/v1beta1/nodes"});
+  r = Kubectl({"get", "--raw", "/apis/metrics.k8s.io/v1beta1/nodes"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find(R"("kind":"NodeMetricsList")"), std::string::npos)
       << r.out;
@@ -104,44 +84,28 @@ TEST(KubectlTop, NodesAndPodsUnderRbac) {
 
   // RBAC as kube with metrics-server: `view` reads metrics.k8s.io pods; a
   // ServiceAccount that may read pods but not their metrics may not.
-  r = kubectl({"config", "view", "--raw", "-o",
-               "jsonpath={.clusters[0].cluster.server}"});
-  const std::string server = r.out;
   for (const char* sa : {"viewer", "nobody"}) {
-    r = kubectl({"create", "serviceaccount", sa});
+    r = Kubectl({"create", "serviceaccount", sa});
     ASSERT_EQ(r.exit_code, 0) << r.err;
   }
-  r = kubectl({"create", "rolebinding", "viewer", "--clusterrole=view",
+  r = Kubectl({"create", "rolebinding", "viewer", "--clusterrole=view",
                "--serviceaccount=default:viewer"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  r = kubectl({"create", "role", "podreader", "--verb=get,list,watch",
+  r = Kubectl({"create", "role", "podreader", "--verb=get,list,watch",
                "--resource=pods"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  r = kubectl({"create", "rolebinding", "podreader", "--role=podreader",
+  r = Kubectl({"create", "rolebinding", "podreader", "--role=podreader",
                "--serviceaccount=default:nobody"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  auto as = [&](const std::string& sa, std::vector<std::string> args) {
-    RunResult t = kubectl({"create", "token", sa});
-    EXPECT_EQ(t.exit_code, 0) << t.err;
-    std::string token = t.out.substr(0, t.out.find('\n'));
-    std::vector<std::string> argv = {
-        "--kubeconfig=/dev/null", "--server=" + server,
-        "--insecure-skip-tls-verify", "--token=" + token};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return kubectl(argv);
-  };
-  r = as("viewer", {"top", "pods", "-n", "default"});
+  r = KubectlAs("viewer", {"top", "pods", "-n", "default"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(LinesWith(r.out, "web-"), 2) << r.out;
-  r = as("nobody", {"top", "pods", "-n", "default"});
+  r = KubectlAs("nobody", {"top", "pods", "-n", "default"});
   EXPECT_NE(r.exit_code, 0) << r.out;
   EXPECT_NE(r.err.find("cannot list resource \"pods\" in API group "
                        "\"metrics.k8s.io\""),
             std::string::npos)
       << r.err;
-
-  cp->reset();
-  if (!::testing::Test::HasFailure()) std::filesystem::remove_all(dir);
 }
 
 }  // namespace

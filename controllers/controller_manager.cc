@@ -337,6 +337,7 @@ class ControllerManager::Impl {
       auto c = std::make_unique<NamespaceController>(NamespaceControllerOptions{
           .api = api,
           .namespaces = &namespaces->GetIndexer(),
+          .client = client_.get(),
           .retry_interval = options_.namespace_retry_interval,
           .clock = clock_,
           .metrics = metrics_});

@@ -1,6 +1,7 @@
 // Garbage collection of custom resources end to end: an in-process store +
 // API server (informer/envtest.h) and the controller manager running only
-// the garbage collector, over plain HTTP with AlwaysAllow.
+// the garbage collector, over plain HTTP with AlwaysAllow. Also the
+// namespace controller emptying a deleted namespace of custom resources.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -24,6 +25,7 @@ using informer::envtest::Environment;
 constexpr Duration kWait = seconds(20);
 const GroupVersionResource kWidgets{"example.com", "v1", "widgets"};
 const GroupVersionResource kConfigMaps{"", "v1", "configmaps"};
+const GroupVersionResource kNamespaces{"", "v1", "namespaces"};
 const GroupVersionResource kCrds{"apiextensions.k8s.io", "v1",
                                  "customresourcedefinitions"};
 
@@ -49,8 +51,11 @@ spec:
 // configmaps.
 class Observer {
  public:
-  explicit Observer(informer::DynamicClient* dyn) : factory_(dyn) {
-    for (const GroupVersionResource& gvr : {kWidgets, kConfigMaps}) {
+  explicit Observer(informer::DynamicClient* dyn,
+                    std::vector<GroupVersionResource> resources = {kWidgets,
+                                                                   kConfigMaps})
+      : factory_(dyn) {
+    for (const GroupVersionResource& gvr : resources) {
       factory_.ForResource(gvr)->AddEventHandler(
           informer::MakeHandler(informer::EventHandlerFuncs{
               .on_add = [this](const informer::ObjectPtr&, bool) { Notify(); },
@@ -72,6 +77,11 @@ class Observer {
     auto u = Unstructured::FromObject(**o);
     if (!u.ok()) return std::nullopt;
     return std::move(*u);
+  }
+  // Whether the cache holds `key` ("<ns>/<name>", or a cluster-scoped
+  // object's name).
+  bool Has(const GroupVersionResource& gvr, const std::string& key) {
+    return factory_.ListerFor(gvr).Get(key).ok();
   }
   bool WaitFor(const std::function<bool()>& pred) {
     auto deadline = std::chrono::steady_clock::now() + kWait;
@@ -211,6 +221,44 @@ TEST_F(CustomResourceGcE2eTest, ForegroundWaitsForDependents) {
                   .ok());
   EXPECT_TRUE(observer_->WaitFor(
       [&] { return Gone(kWidgets, "parent") && Gone(kWidgets, "child"); }));
+}
+
+// The namespace controller empties a deleted namespace of custom resources
+// (found through discovery) before it lets the namespace go.
+TEST(NamespaceCustomResourcesTest, DeletedNamespaceLosesItsCustomResources) {
+  auto started = Environment::Start();
+  ASSERT_TRUE(started.ok()) << started.status();
+  std::unique_ptr<Environment> env = std::move(*started);
+  ASSERT_TRUE(env->ApplyYaml(kWidgetCrd).ok());
+  ASSERT_TRUE(
+      env->ApplyYaml("{apiVersion: v1, kind: Namespace, metadata: {name: ns1}}")
+          .ok());
+  ASSERT_TRUE(env->ApplyYaml("{apiVersion: example.com/v1, kind: Widget, "
+                             "metadata: {name: w1, namespace: ns1}}")
+                  .ok());
+  metrics::Registry registry;
+  ControllerManagerOptions o;
+  o.server = env->server();
+  o.leader_elect = false;
+  o.port = 0;
+  o.metrics = &registry;
+  o.controllers = {"namespace"};
+  auto cm = ControllerManager::Start(o);
+  ASSERT_TRUE(cm.ok()) << cm.status();
+  ASSERT_TRUE((*cm)->WaitLeading(kWait));
+  {
+    Observer observer(env->dynamic(), {kWidgets, kNamespaces});
+    ASSERT_TRUE(observer.Has(kWidgets, "ns1/w1"));
+    ASSERT_TRUE(env->dynamic()->Resource(kNamespaces).Delete("ns1").ok());
+    EXPECT_TRUE(observer.WaitFor([&] {
+      return !observer.Has(kWidgets, "ns1/w1") &&
+             !observer.Has(kNamespaces, "ns1");
+    })) << "widget left: "
+        << observer.Has(kWidgets, "ns1/w1")
+        << ", namespace left: " << observer.Has(kNamespaces, "ns1");
+  }
+  (*cm)->Stop();
+  env->Stop();
 }
 
 // The monitor over discovery: built-ins it has no typed cache for, a CRD

@@ -35,14 +35,14 @@ std::string StringMember(const rapidjson::Value& v, const char* name) {
   return std::string(m->value.GetString(), m->value.GetStringLength());
 }
 
-bool HasVerbs(const rapidjson::Value& r) {
-  auto verbs = r.FindMember("verbs");
-  if (verbs == r.MemberEnd() || !verbs->value.IsArray()) return false;
+std::set<std::string> Verbs(const rapidjson::Value& r) {
   std::set<std::string> have;
+  auto verbs = r.FindMember("verbs");
+  if (verbs == r.MemberEnd() || !verbs->value.IsArray()) return have;
   for (const rapidjson::Value& v : verbs->value.GetArray()) {
     if (v.IsString()) have.insert(v.GetString());
   }
-  return have.count("delete") && have.count("list") && have.count("watch");
+  return have;
 }
 
 // The GC-able resources of one group-version's APIResourceList.
@@ -59,9 +59,15 @@ void AddResources(const std::string& group, const std::string& version,
     if (name == "events" && (group.empty() || group == "events.k8s.io")) {
       continue;
     }
-    if (!HasVerbs(r)) continue;
-    DiscoveredResource d{.gvr = {group, version, name},
-                         .kind = StringMember(r, "kind")};
+    std::set<std::string> verbs = Verbs(r);
+    if (!verbs.count("delete") || !verbs.count("list") ||
+        !verbs.count("watch")) {
+      continue;
+    }
+    DiscoveredResource d{
+        .gvr = {group, version, name},
+        .kind = StringMember(r, "kind"),
+        .deletecollection = verbs.count("deletecollection") > 0};
     auto namespaced = r.FindMember("namespaced");
     if (namespaced != r.MemberEnd() && namespaced->value.IsBool()) {
       d.namespaced = namespaced->value.GetBool();
@@ -98,8 +104,8 @@ StatusOr<std::vector<DiscoveredResource>> DiscoverGcResources(
     StatusOr<rapidjson::Document> gv =
         GetJson(client, "/apis/" + group + "/" + version);
     if (!gv.ok()) {
-      LOG(WARNING) << "garbagecollector: discovery of " << group << "/"
-                   << version << ": " << gv.status().ToString();
+      LOG(WARNING) << "discovery of " << group << "/" << version << ": "
+                   << gv.status().ToString();
       if (failed_groups != nullptr) failed_groups->push_back(group);
       continue;
     }

@@ -59,11 +59,14 @@ struct GcResourceMonitorOptions {
   Clock* clock = nullptr;
 };
 
-// A resource discovery lists (DiscoverGcResources).
+// A resource discovery lists (DiscoverGcResources; the namespace
+// controller uses it too, for the custom resources it empties).
 struct DiscoveredResource {
   informer::GroupVersionResource gvr;
   std::string kind;
   bool namespaced = true;
+  // Discovery lists the deletecollection verb too.
+  bool deletecollection = false;
   // GroupResource: "configmaps", "widgets.example.com".
   std::string Name() const;
 };

@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "base/logging.h"
+#include "base/strings.h"
+#include "controllers/gc_resource_monitor.h"
 #include "informer/api_errors.h"
 #include "objects/meta.h"
 
@@ -37,6 +39,9 @@ NamespaceController::NamespaceController(NamespaceControllerOptions options)
       }
     }
   }
+  if (options_.client != nullptr) {
+    dynamic_ = std::make_unique<informer::DynamicClient>(options_.client);
+  }
 }
 
 void NamespaceController::RegisterHandlers(
@@ -56,6 +61,10 @@ Status NamespaceController::Sync(const std::string& key) {
   if (!Terminating(ns) || !HasSpecFinalizer(ns)) return Status::Ok();
 
   ASSIGN_OR_RETURN(int64_t remaining, DeleteContent(key));
+  if (dynamic_ != nullptr) {
+    ASSIGN_OR_RETURN(int64_t custom, DeleteCustomContent(key));
+    remaining += custom;
+  }
   if (remaining > 0) {
     EnqueueAfter(key, options_.retry_interval);
     return Status::Ok();
@@ -90,6 +99,50 @@ StatusOr<int64_t> NamespaceController::DeleteContent(const std::string& ns) {
     }
     ASSIGN_OR_RETURN(std::vector<ObjectPtr> left, options_.api->List(*r, ns));
     remaining += static_cast<int64_t>(left.size());
+  }
+  return remaining;
+}
+
+StatusOr<int64_t> NamespaceController::DeleteCustomContent(
+    const std::string& ns) {
+  std::vector<std::string> failed_groups;
+  ASSIGN_OR_RETURN(std::vector<DiscoveredResource> discovered,
+                   DiscoverGcResources(options_.client, &failed_groups));
+  metav1::DeleteOptions opts;
+  opts.set_propagationpolicy("Background");
+  int64_t remaining = 0;
+  for (const DiscoveredResource& d : discovered) {
+    // Built-in resources are emptied by DeleteContent through their types.
+    if (!d.namespaced ||
+        objects::Scheme::Default().FindResource(d.gvr.group, d.gvr.version,
+                                                d.gvr.resource) != nullptr) {
+      continue;
+    }
+    informer::DynamicResourceClient objects =
+        dynamic_->Resource(d.gvr).Namespace(ns);
+    if (d.deletecollection) {
+      Status s = objects.DeleteCollection(opts);
+      // The CRD may have gone since discovery answered.
+      if (!s.ok() && !informer::IsNotFound(s)) return s;
+    } else {
+      StatusOr<informer::UnstructuredList> items = objects.List();
+      if (informer::IsNotFound(items.status())) continue;
+      RETURN_IF_ERROR(items.status());
+      for (const informer::Unstructured& item : items->items) {
+        if (item.Nested({"metadata", "deletionTimestamp"}) != nullptr) continue;
+        Status s = objects.Delete(item.Name(), opts);
+        if (!s.ok() && !informer::IsNotFound(s)) return s;
+      }
+    }
+    StatusOr<informer::UnstructuredList> left = objects.List();
+    if (informer::IsNotFound(left.status())) continue;
+    RETURN_IF_ERROR(left.status());
+    remaining += static_cast<int64_t>(left->items.size());
+  }
+  if (!failed_groups.empty()) {
+    return UnavailableError("namespace " + ns + ": discovery failed for " +
+                            StrJoin(failed_groups, ", ") +
+                            "; their objects may remain");
   }
   return remaining;
 }

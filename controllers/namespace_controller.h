@@ -24,8 +24,15 @@
 // A failed call fails the sync; the name is retried with backoff.
 //
 // The resources emptied are `resources`, by default every namespaced one of
-// objects::Scheme::Default() that has the list and delete verbs: the API
-// kplane serves (no CRDs, no aggregation), where Kubernetes asks discovery.
+// objects::Scheme::Default() that has the list and delete verbs, and, when
+// `client` is set, every other namespaced resource discovery lists on each
+// sync (custom resources: the preferred version of every group, resources
+// with delete, list and watch; DiscoverGcResources), emptied through
+// informer::DynamicClient the same way. Kubernetes asks discovery for all
+// of them. A group whose discovery fails: what could be emptied is, then
+// the sync fails (retried with backoff) and the finalizer stays, as
+// Kubernetes does, so that objects of an unreachable API are not left
+// behind in a namespace that is gone.
 // A namespace event is acted on at once; Kubernetes waits 5 s so that every
 // API server of an HA control plane sees the deletion first (kplane runs
 // one per `kplane up`).
@@ -35,11 +42,13 @@
 #ifndef KPLANE_CONTROLLERS_NAMESPACE_CONTROLLER_H_
 #define KPLANE_CONTROLLERS_NAMESPACE_CONTROLLER_H_
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "controllers/api_writer.h"
 #include "controllers/controller.h"
+#include "informer/dynamic_client.h"
 #include "informer/indexer.h"
 #include "informer/shared_informer.h"
 
@@ -53,6 +62,8 @@ struct NamespaceControllerOptions {
   const informer::Indexer* namespaces = nullptr;
   // Empty: every namespaced resource of the scheme with list and delete.
   std::vector<const objects::ResourceInfo*> resources;
+  // Discovery and custom resources (borrowed); null: `resources` only.
+  informer::RestClient* client = nullptr;
   Duration retry_interval = seconds(2);
   Clock* clock = nullptr;
   metrics::Registry* metrics = nullptr;
@@ -67,8 +78,11 @@ class NamespaceController : public Controller {
  private:
   // Deletes what `ns` holds; returns how many objects are left.
   StatusOr<int64_t> DeleteContent(const std::string& ns);
+  // The same for the custom resources discovery lists (options_.client).
+  StatusOr<int64_t> DeleteCustomContent(const std::string& ns);
 
   NamespaceControllerOptions options_;
+  std::unique_ptr<informer::DynamicClient> dynamic_;  // with options_.client
 };
 
 }  // namespace kplane::controllers

@@ -79,10 +79,12 @@ TEST(ServicesE2E, ExposeNodePortNotReadyAndPatroniEndpoints) {
   const int sim_port = PortAfter(&sim, "control on https://127.0.0.1:");
   ASSERT_GT(sim_port, 0);
   // A node whose lease stops is NotReady after 3 s, and its pods with it.
+  // --port 0: kube's 10257 may be taken by a parallel test or a running
+  // kplane up (stop 36's CI: "bind 127.0.0.1:10257: Address already in use").
   Process cm({KPLANE_BINARY, "controller-manager", "--kubeconfig", kubeconfig,
               "--node-monitor-grace-period", "3s", "--node-monitor-period",
               "500ms", "--allocate-node-cidrs", "--cluster-cidr",
-              "10.244.0.0/16", "--log-level", "warning"},
+              "10.244.0.0/16", "--port", "0", "--log-level", "warning"},
              {}, dir + "/controller-manager.log");
   cm.Start();
   const std::vector<std::string> env = {"KUBECONFIG=" + kubeconfig,

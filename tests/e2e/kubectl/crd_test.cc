@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "base/strings.h"
 #include "cmd/kplane/control_plane.h"
+#include "tests/e2e/kubectl/kubectl_versions.h"
 #include "tests/e2e/kubectl/process.h"
 
 namespace kplane::e2e {
@@ -332,26 +332,12 @@ spec:
   gears: [{teeth: 12}]
 )";
 
-// kubectl 1.27 beside the real file of the PATH's kubectl; "" if none.
-std::string Kubectl127() {
-  const char* path = getenv("PATH");
-  for (const std::string& dir : StrSplit(path != nullptr ? path : "", ':')) {
-    std::error_code ec;
-    const std::filesystem::path real =
-        std::filesystem::canonical(std::filesystem::path(dir) / "kubectl", ec);
-    if (ec) continue;
-    const std::filesystem::path k = real.parent_path() / "kubectl.1.27";
-    return std::filesystem::exists(k) ? k.string() : "";
-  }
-  return "";
-}
-
 TEST_F(CrdE2eTest, ExplainApplyAndDiffCustomResourcesFromOpenApi) {
   MustKubectl({"apply", "-f", File("gizmo-crd.yaml", kGizmoCrd)});
   MustKubectl({"wait", "--for=condition=Established", "crd/gizmos.example.io",
                "--timeout=30s"});
   std::vector<std::string> binaries = {"kubectl"};
-  const std::string k127 = Kubectl127();
+  const std::string k127 = KubectlBeside("1.27");
   ASSERT_FALSE(k127.empty()) << "kubectl.1.27 beside kubectl";
   binaries.push_back(k127);
   for (const std::string& k : binaries) {

@@ -801,6 +801,70 @@ TEST(CrdTest, TheCrdTypeItselfIsPublishedInBothOpenApiDocuments) {
   ASSERT_NO_FATAL_FAILURE(check_v3());
 }
 
+// A CRD's own unknown fields, as kube's typed decoding of CRDs treats them
+// (kubectl 1.27+ sends fieldValidation=Strict; 1.20 refuses them on the
+// client from the definitions above): Strict refuses with every path,
+// Warn stores the CRD without them, nested schemas (items included) are
+// checked, and schema values (default, enum, properties' names) are not.
+TEST(CrdTest, UnknownFieldsOfACrdAreRefusedOrDroppedAsKubeDecodes) {
+  TestServer s;
+  auto crd = [](const std::string& name, const std::string& spec_extra,
+                const std::string& version_extra,
+                const std::string& list_items) {
+    return R"({"apiVersion":"apiextensions.k8s.io/v1",
+      "kind":"CustomResourceDefinition","metadata":{"name":")" +
+           name + R"(.example.org"},
+      "spec":{"group":"example.org","scope":"Namespaced",)" +
+           spec_extra + R"(
+        "names":{"plural":")" +
+           name + R"(","kind":"K)" + name + R"("},
+        "versions":[{"name":"v1","served":true,"storage":true,)" +
+           version_extra + R"(
+          "schema":{"openAPIV3Schema":{"type":"object","properties":{
+            "spec":{"type":"object","properties":{
+              "bogus":{"type":"string","default":"x","enum":["x","y"]},
+              "list":{"type":"array","items":)" +
+           list_items + R"(}}}}}}}]}})";
+  };
+  // Strict: 400 with kube's message, every path, nothing stored.
+  Response strict =
+      s.Post(std::string(kCrds) + "?fieldValidation=Strict",
+             crd("things", R"("scopee":"Namespaced",)", R"("servedd":true,)",
+                 R"({"type":"integer","typo":1})"));
+  EXPECT_EQ(strict.code, 400) << strict.body;
+  EXPECT_EQ(strict.Str({"message"}),
+            "strict decoding error: unknown field \"spec.scopee\", unknown "
+            "field \"spec.versions[0].servedd\", unknown field "
+            "\"spec.versions[0].schema.openAPIV3Schema.properties.spec."
+            "properties.list.items.typo\"");
+  EXPECT_EQ(s.Get(std::string(kCrds) + "/things.example.org").code, 404);
+
+  // Warn: stored without them, one warning each.
+  Response warn = s.Post(
+      std::string(kCrds) + "?fieldValidation=Warn",
+      crd("things", R"("scopee":"Namespaced",)", "", R"({"type":"integer"})"));
+  EXPECT_EQ(warn.code, 201) << warn.body;
+  EXPECT_EQ(warn.headers.Get("Warning"),
+            "299 - \"unknown field \\\"spec.scopee\\\"\"");
+  Response stored = s.Get(std::string(kCrds) + "/things.example.org");
+  EXPECT_EQ(stored.body.find("scopee"), std::string::npos) << stored.body;
+  // The schema's own content is kept: a property named like nothing
+  // apiextensions knows, its default and enum.
+  ASSERT_TRUE(stored.json.IsObject()) << stored.body;
+  const rapidjson::Value* bogus =
+      Path(stored.json["spec"]["versions"][0],
+           {"schema", "openAPIV3Schema", "properties", "spec", "properties",
+            "bogus", "default"});
+  ASSERT_NE(bogus, nullptr) << stored.body;
+  EXPECT_EQ(std::string(bogus->GetString()), "x");
+
+  // A valid CRD is not touched: no warning.
+  Response clean = s.Post(std::string(kCrds) + "?fieldValidation=Strict",
+                          crd("others", "", "", R"({"type":"integer"})"));
+  EXPECT_EQ(clean.code, 201) << clean.body;
+  EXPECT_FALSE(clean.headers.Has("Warning"));
+}
+
 TEST(CrdTest, RbacAuthorizesCustomResourcesLikeAnyResource) {
   char tmpl[] = "/tmp/kplane-crd-rbac-XXXXXX";
   ASSERT_NE(mkdtemp(tmpl), nullptr);

@@ -549,6 +549,22 @@ TEST_P(CrdInEveryKubectl, ApplyExplainDiffGetRefuseAndScale) {
     return r.out;
   };
 
+  // A CRD with a field apiextensions does not define is refused: by
+  // kubectl 1.20 on the client (the CRD type's definitions in
+  // /openapi/v2), by the server's strict decoding for 1.27+.
+  std::string typo = SprocketCrd(v);
+  typo.replace(typo.find("  scope: Namespaced\n"), 0, "  scopee: Namespaced\n");
+  RunResult refused =
+      run({"apply", "-f", up().WriteFile(v + "-typo-crd.yaml", typo)});
+  EXPECT_NE(refused.exit_code, 0) << refused.out;
+  EXPECT_NE(refused.err.find(k->client_side_validation
+                                 ? "ValidationError(CustomResourceDefinition."
+                                   "spec): unknown field \"scopee\""
+                                 : "strict decoding error: unknown field "
+                                   "\"spec.scopee\""),
+            std::string::npos)
+      << refused.err;
+
   // apply: kubectl 1.20 validates the CRD manifest itself against the
   // CustomResourceDefinition definitions of /openapi/v2 first.
   EXPECT_EQ(

@@ -489,8 +489,14 @@ void ApiServer::Impl::BuildBackends() {
   // CRDs are served from the start; stored where kube stores them
   // (/registry/apiextensions.k8s.io/customresourcedefinitions/).
   const objects::ResourceInfo& crd = CrdResource();
+  // Members apiextensions.k8s.io/v1 does not define are dropped (and
+  // reported for fieldValidation), as kube's typed decoding of CRDs does.
+  ResourceStoreOptions crd_ro = ro;
+  crd_ro.prune_unknown_fields = [](google::protobuf::Message* m) {
+    return PruneUnknownCrdFields(static_cast<objects::Unstructured*>(m));
+  };
   std::unique_ptr<Backend> b =
-      NewBackend(crd, crd, CrdStrategy(), crd.gv.group, co, ro);
+      NewBackend(crd, crd, CrdStrategy(), crd.gv.group, co, crd_ro);
   crds = b.get();
   by_key[crd.gv.group + "/" + crd.gv.version + "/" + crd.resource] = b.get();
   backends.push_back(std::move(b));

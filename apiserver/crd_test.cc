@@ -701,6 +701,170 @@ TEST(CrdTest, SchemasArePublishedInBothOpenApiDocuments) {
   EXPECT_EQ(HeaderOf(v2_after, "ETag"), HeaderOf(v2_before, "ETag"));
 }
 
+// The CustomResourceDefinition type itself is in both documents, under
+// kube's names (issue 19: `kubectl explain crd.spec.versions.schema`, and
+// kubectl 1.20 validating CRD manifests from /openapi/v2), before any CRD
+// exists and after one is created.
+TEST(CrdTest, TheCrdTypeItselfIsPublishedInBothOpenApiDocuments) {
+  constexpr char kExt[] =
+      "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.";
+  const std::string crd_def = std::string(kExt) + "CustomResourceDefinition";
+  TestServer s;
+  auto check_v2 = [&](const Response& v2) {
+    ASSERT_EQ(v2.code, 200);
+    ASSERT_TRUE(v2.json.IsObject());
+    const rapidjson::Value& defs = v2.json["definitions"];
+    ASSERT_TRUE(defs.HasMember(crd_def.c_str())) << "no " << crd_def;
+    const rapidjson::Value& crd = defs[crd_def.c_str()];
+    EXPECT_EQ(
+        std::string((*Path(crd, {"properties", "spec", "$ref"})).GetString()),
+        "#/definitions/" + crd_def + "Spec");
+    ASSERT_TRUE(crd["required"].IsArray());
+    EXPECT_EQ(std::string(crd["required"][0].GetString()), "spec");
+    const rapidjson::Value& gvk = crd["x-kubernetes-group-version-kind"][0];
+    EXPECT_EQ(std::string(gvk["group"].GetString()), "apiextensions.k8s.io");
+    EXPECT_EQ(std::string(gvk["kind"].GetString()), "CustomResourceDefinition");
+    // What `explain crd.spec.versions.schema.openAPIV3Schema` walks.
+    const std::string version_def = crd_def + "Version";
+    ASSERT_TRUE(defs.HasMember(version_def.c_str()));
+    EXPECT_EQ(
+        std::string(
+            (*Path(defs[version_def.c_str()], {"properties", "schema", "$ref"}))
+                .GetString()),
+        "#/definitions/" + std::string(kExt) + "CustomResourceValidation");
+    EXPECT_EQ(defs[version_def.c_str()]["required"].Size(), 3u);
+    const std::string props_def = std::string(kExt) + "JSONSchemaProps";
+    ASSERT_TRUE(defs.HasMember(props_def.c_str()));
+    EXPECT_EQ(std::string((*Path(defs[props_def.c_str()],
+                                 {"properties", "properties",
+                                  "additionalProperties", "$ref"}))
+                              .GetString()),
+              "#/definitions/" + props_def);
+    // Any JSON: untyped, so clients accept every value.
+    EXPECT_FALSE(Path(defs[(std::string(kExt) + "JSON").c_str()], {"type"}));
+    // The paths, with kube's operationIds; PATCH without strategic merge
+    // patch (kplane answers it 415 for CRDs).
+    const rapidjson::Value* patch =
+        Path(v2.json["paths"],
+             {"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}",
+              "patch"});
+    ASSERT_NE(patch, nullptr);
+    EXPECT_EQ(std::string((*patch)["operationId"].GetString()),
+              "patchApiextensionsV1CustomResourceDefinition");
+    for (const rapidjson::Value& ct : (*patch)["consumes"].GetArray()) {
+      EXPECT_NE(std::string(ct.GetString()),
+                "application/strategic-merge-patch+json");
+    }
+    EXPECT_TRUE(v2.json["paths"].HasMember(
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}/"
+        "status"));
+  };
+  auto check_v3 = [&] {
+    Response index = s.Get("/openapi/v3");
+    ASSERT_EQ(index.code, 200);
+    const rapidjson::Value* url =
+        Path(index.json,
+             {"paths", "apis/apiextensions.k8s.io/v1", "serverRelativeURL"});
+    ASSERT_NE(url, nullptr) << index.body;
+    Response v3 = s.Get(url->GetString());
+    ASSERT_EQ(v3.code, 200);
+    const rapidjson::Value& schemas = v3.json["components"]["schemas"];
+    ASSERT_TRUE(schemas.HasMember(crd_def.c_str()));
+    EXPECT_TRUE(
+        schemas.HasMember((std::string(kExt) + "JSONSchemaProps").c_str()));
+    EXPECT_TRUE(
+        schemas.HasMember("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"));
+    EXPECT_TRUE(v3.json["paths"].HasMember(
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"));
+  };
+  ASSERT_NO_FATAL_FAILURE(check_v2(s.Get("/openapi/v2")));
+  ASSERT_NO_FATAL_FAILURE(check_v3());
+  // kubectl reads the protobuf form.
+  Response proto =
+      s.Get("/openapi/v2",
+            "application/com.github.proto-openapi.spec.v2@v1.0+protobuf");
+  ASSERT_EQ(proto.code, 200);
+  openapi::v2::Document decoded;
+  ASSERT_TRUE(decoded.ParseFromString(proto.body));
+  bool found = false;
+  for (const auto& d : decoded.definitions().additional_properties()) {
+    found = found || d.name() == crd_def;
+  }
+  EXPECT_TRUE(found);
+
+  // With a CRD served, the documents built from the built-in ones keep it.
+  CreateAndAwaitEstablished(s, kSchemaCrd, "gizmos.example.io");
+  Response v2 = s.Get("/openapi/v2");
+  ASSERT_TRUE(v2.json.IsObject());
+  ASSERT_TRUE(v2.json["definitions"].HasMember("io.example.v1.Gizmo"));
+  ASSERT_NO_FATAL_FAILURE(check_v2(v2));
+  ASSERT_NO_FATAL_FAILURE(check_v3());
+}
+
+// A CRD's own unknown fields, as kube's typed decoding of CRDs treats them
+// (kubectl 1.27+ sends fieldValidation=Strict; 1.20 refuses them on the
+// client from the definitions above): Strict refuses with every path,
+// Warn stores the CRD without them, nested schemas (items included) are
+// checked, and schema values (default, enum, properties' names) are not.
+TEST(CrdTest, UnknownFieldsOfACrdAreRefusedOrDroppedAsKubeDecodes) {
+  TestServer s;
+  auto crd = [](const std::string& name, const std::string& spec_extra,
+                const std::string& version_extra,
+                const std::string& list_items) {
+    return R"({"apiVersion":"apiextensions.k8s.io/v1",
+      "kind":"CustomResourceDefinition","metadata":{"name":")" +
+           name + R"(.example.org"},
+      "spec":{"group":"example.org","scope":"Namespaced",)" +
+           spec_extra + R"(
+        "names":{"plural":")" +
+           name + R"(","kind":"K)" + name + R"("},
+        "versions":[{"name":"v1","served":true,"storage":true,)" +
+           version_extra + R"(
+          "schema":{"openAPIV3Schema":{"type":"object","properties":{
+            "spec":{"type":"object","properties":{
+              "bogus":{"type":"string","default":"x","enum":["x","y"]},
+              "list":{"type":"array","items":)" +
+           list_items + R"(}}}}}}}]}})";
+  };
+  // Strict: 400 with kube's message, every path, nothing stored.
+  Response strict =
+      s.Post(std::string(kCrds) + "?fieldValidation=Strict",
+             crd("things", R"("scopee":"Namespaced",)", R"("servedd":true,)",
+                 R"({"type":"integer","typo":1})"));
+  EXPECT_EQ(strict.code, 400) << strict.body;
+  EXPECT_EQ(strict.Str({"message"}),
+            "strict decoding error: unknown field \"spec.scopee\", unknown "
+            "field \"spec.versions[0].servedd\", unknown field "
+            "\"spec.versions[0].schema.openAPIV3Schema.properties.spec."
+            "properties.list.items.typo\"");
+  EXPECT_EQ(s.Get(std::string(kCrds) + "/things.example.org").code, 404);
+
+  // Warn: stored without them, one warning each.
+  Response warn = s.Post(
+      std::string(kCrds) + "?fieldValidation=Warn",
+      crd("things", R"("scopee":"Namespaced",)", "", R"({"type":"integer"})"));
+  EXPECT_EQ(warn.code, 201) << warn.body;
+  EXPECT_EQ(warn.headers.Get("Warning"),
+            "299 - \"unknown field \\\"spec.scopee\\\"\"");
+  Response stored = s.Get(std::string(kCrds) + "/things.example.org");
+  EXPECT_EQ(stored.body.find("scopee"), std::string::npos) << stored.body;
+  // The schema's own content is kept: a property named like nothing
+  // apiextensions knows, its default and enum.
+  ASSERT_TRUE(stored.json.IsObject()) << stored.body;
+  const rapidjson::Value* bogus =
+      Path(stored.json["spec"]["versions"][0],
+           {"schema", "openAPIV3Schema", "properties", "spec", "properties",
+            "bogus", "default"});
+  ASSERT_NE(bogus, nullptr) << stored.body;
+  EXPECT_EQ(std::string(bogus->GetString()), "x");
+
+  // A valid CRD is not touched: no warning.
+  Response clean = s.Post(std::string(kCrds) + "?fieldValidation=Strict",
+                          crd("others", "", "", R"({"type":"integer"})"));
+  EXPECT_EQ(clean.code, 201) << clean.body;
+  EXPECT_FALSE(clean.headers.Has("Warning"));
+}
+
 TEST(CrdTest, RbacAuthorizesCustomResourcesLikeAnyResource) {
   char tmpl[] = "/tmp/kplane-crd-rbac-XXXXXX";
   ASSERT_NE(mkdtemp(tmpl), nullptr);

@@ -9,6 +9,7 @@
 #include <optional>
 #include <utility>
 
+#include "apiserver/openapi/apiextensions_definitions.h"
 #include "apiserver/registry/printers.h"
 #include "apiserver/registry/validation_util.h"
 #include "base/strings.h"
@@ -695,6 +696,100 @@ const objects::ResourceInfo& CrdResource() {
     return r;
   }();
   return *info;
+}
+
+namespace {
+
+using CrdDefinitions = std::map<std::string, openapi::Schema, std::less<>>;
+
+const CrdDefinitions& CrdTypeDefinitions() {
+  static const CrdDefinitions* defs =
+      new CrdDefinitions(openapi::ApiExtensionsDefinitions());
+  return *defs;
+}
+
+bool EndsWith(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() &&
+         s.substr(s.size() - suffix.size()) == suffix;
+}
+
+// Removes what `schema` does not define from `v` (at `path`), adding the
+// paths to `unknown`. Recursion follows the value, whose depth the
+// request parser bounds.
+void PruneCrdValue(const openapi::Schema& schema, rapidjson::Value* v,
+                   const std::string& path, std::vector<std::string>* unknown) {
+  const openapi::Schema* s = &schema;
+  if (!s->ref.empty()) {
+    const CrdDefinitions& defs = CrdTypeDefinitions();
+    auto it = defs.find(s->ref);
+    if (it == defs.end()) return;  // meta/v1 (Time): not walked
+    // The JSONSchemaPropsOr* unions are untyped in the documents (any
+    // value); their object (and OrArray's array) forms are schemas.
+    if (EndsWith(it->first, "JSONSchemaPropsOrArray") ||
+        EndsWith(it->first, "JSONSchemaPropsOrBool") ||
+        EndsWith(it->first, "JSONSchemaPropsOrStringArray")) {
+      const openapi::Schema& props =
+          defs.find(std::string(openapi::kApiExtensionsV1) + "JSONSchemaProps")
+              ->second;
+      if (v->IsObject()) {
+        PruneCrdValue(props, v, path, unknown);
+      } else if (v->IsArray() && EndsWith(it->first, "OrArray")) {
+        for (rapidjson::SizeType i = 0; i < v->Size(); ++i) {
+          PruneCrdValue(props, &(*v)[i], path + "[" + std::to_string(i) + "]",
+                        unknown);
+        }
+      }
+      return;
+    }
+    s = &it->second;
+  }
+  if (v->IsArray()) {
+    if (s->items == nullptr) return;
+    for (rapidjson::SizeType i = 0; i < v->Size(); ++i) {
+      PruneCrdValue(*s->items, &(*v)[i], path + "[" + std::to_string(i) + "]",
+                    unknown);
+    }
+    return;
+  }
+  if (!v->IsObject()) return;
+  auto child = [&](std::string_view key) {
+    return path.empty() ? std::string(key) : path + "." + std::string(key);
+  };
+  if (!s->properties.empty()) {
+    for (auto m = v->MemberBegin(); m != v->MemberEnd();) {
+      const std::string_view key(m->name.GetString(),
+                                 m->name.GetStringLength());
+      const openapi::Schema* p = s->Property(key);
+      if (p == nullptr) {
+        unknown->push_back(child(key));
+        m = v->EraseMember(m);
+        continue;
+      }
+      PruneCrdValue(*p, &m->value, child(key), unknown);
+      ++m;
+    }
+  } else if (s->additional_properties != nullptr) {
+    for (auto& m : v->GetObject()) {
+      PruneCrdValue(
+          *s->additional_properties, &m.value,
+          child(std::string_view(m.name.GetString(), m.name.GetStringLength())),
+          unknown);
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> PruneUnknownCrdFields(objects::Unstructured* crd) {
+  rapidjson::Document c = objects::ContentOf(*crd);
+  std::vector<std::string> unknown;
+  const CrdDefinitions& defs = CrdTypeDefinitions();
+  PruneCrdValue(defs.find(std::string(openapi::kApiExtensionsV1) +
+                          "CustomResourceDefinition")
+                    ->second,
+                &c, "", &unknown);
+  if (!unknown.empty()) objects::SetContent(crd, c);
+  return unknown;
 }
 
 const Strategy& CrdStrategy() {

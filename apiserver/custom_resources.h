@@ -49,6 +49,15 @@ const objects::ResourceInfo& CrdResource();
 // <plural>.<group>, versions with exactly one storage version, a schema
 // with type object at the root), the Name / Created At table.
 const Strategy& CrdStrategy();
+// kube decodes a CRD into apiextensions' Go types, which drops members they
+// do not define (and, under fieldValidation=Strict, refuses them). This
+// drops the members of `crd` (outside metadata) that apiextensions.k8s.io/v1
+// does not define, per openapi/apiextensions_definitions.h, down through
+// the schemas in spec.versions[].schema.openAPIV3Schema (their
+// JSONSchemaProps; default, enum and example values are any JSON), and
+// returns their paths for fieldValidation: "spec.scopee",
+// "spec.versions[0].schema.openAPIV3Schema.propertiez".
+std::vector<std::string> PruneUnknownCrdFields(objects::Unstructured* crd);
 
 // The parts of a CRD the apiserver serves from.
 // An additionalPrinterColumns entry.

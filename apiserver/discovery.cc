@@ -7,6 +7,8 @@
 #include <memory>
 
 #include "apiserver/access_review.h"
+#include "apiserver/custom_resources.h"
+#include "apiserver/openapi/apiextensions_definitions.h"
 #include "base/base64.h"
 #include "base/mutex.h"
 
@@ -441,9 +443,15 @@ const BuiltinOpenApi& BuiltinOpenApiOf(const objects::Scheme& scheme) {
   std::unique_ptr<BuiltinOpenApi>& b = (*built)[&scheme];
   if (b == nullptr) {
     b = std::make_unique<BuiltinOpenApi>();
-    b->model = std::make_unique<const openapi::SchemaModel>(scheme);
-    b->documents =
-        std::make_shared<const openapi::OpenApiDocuments>(scheme, *b->model);
+    // The CustomResourceDefinition type is served by every apiserver but
+    // is not in the Scheme (CRDs are Unstructured): its definitions and
+    // paths are added here, so `kubectl explain crd` and kubectl 1.20's
+    // client-side validation of CRD manifests find them.
+    b->model = std::make_unique<const openapi::SchemaModel>(
+        scheme, openapi::ApiExtensionsDefinitions());
+    b->documents = std::make_shared<const openapi::OpenApiDocuments>(
+        scheme, *b->model,
+        std::vector<const objects::ResourceInfo*>{&CrdResource()});
   }
   return *b;
 }

@@ -8,6 +8,7 @@
 #include <cctype>
 #include <vector>
 
+#include "apiserver/openapi/apiextensions_definitions.h"
 #include "apiserver/openapi/openapi_v2.pb.h"
 #include "apiserver/openapi/v2_proto.h"
 #include "base/strings.h"
@@ -166,6 +167,12 @@ bool IsCustom(const objects::KindInfo& k) {
 }
 
 std::string Def(const objects::KindInfo& k) {
+  // apiextensions.k8s.io/v1 (the CRD type) is stored as Unstructured too,
+  // but published under its Go package's name, as kube-apiserver does.
+  if (IsCustom(k) && k.gv.group == "apiextensions.k8s.io" &&
+      k.gv.version == "v1") {
+    return kApiExtensionsV1 + k.kind;
+  }
   if (IsCustom(k)) return CustomDefinitionName(k.gv, k.kind);
   return SchemaModel::DefinitionName(k.descriptor);
 }
@@ -438,12 +445,18 @@ Value Info(Alloc& a) {
   return info;
 }
 
-// Resources of one group-version (or all with gv == nullptr), by name.
+// Resources of one group-version (or all with gv == nullptr), the
+// Scheme's and `extra`, by path.
 std::vector<const objects::ResourceInfo*> Resources(
-    const objects::Scheme& scheme, const objects::GroupVersion* gv) {
+    const objects::Scheme& scheme,
+    const std::vector<const objects::ResourceInfo*>& extra,
+    const objects::GroupVersion* gv) {
   std::vector<const objects::ResourceInfo*> out;
   for (const auto& r : scheme.resources()) {
     if (gv == nullptr || r->gv == *gv) out.push_back(r.get());
+  }
+  for (const objects::ResourceInfo* r : extra) {
+    if (gv == nullptr || r->gv == *gv) out.push_back(r);
   }
   std::sort(out.begin(), out.end(), [](const auto* x, const auto* y) {
     return BasePath(*x) < BasePath(*y);
@@ -460,7 +473,9 @@ Value Definitions(const SchemaModel& model, const std::set<std::string>& names,
   return defs;
 }
 
-std::string V3Document(const objects::Scheme& scheme, const SchemaModel& model,
+std::string V3Document(const objects::Scheme& scheme,
+                       const std::vector<const objects::ResourceInfo*>& extra,
+                       const SchemaModel& model,
                        const objects::GroupVersion& gv) {
   rapidjson::Document doc(rapidjson::kObjectType);
   Alloc& a = doc.GetAllocator();
@@ -470,7 +485,7 @@ std::string V3Document(const objects::Scheme& scheme, const SchemaModel& model,
   std::vector<std::string> roots = {std::string(kMeta) + "Status",
                                     std::string(kMeta) + "DeleteOptions",
                                     std::string(kMeta) + "Patch"};
-  for (const objects::ResourceInfo* r : Resources(scheme, &gv)) {
+  for (const objects::ResourceInfo* r : Resources(scheme, extra, &gv)) {
     for (const PathEntry& e : ResourcePaths(*r)) {
       for (const Operation& op : e.ops) {
         roots.push_back(op.response_ref);
@@ -891,15 +906,16 @@ std::string OpenApiDocuments::Etag(std::string_view data) {
   return out;
 }
 
-OpenApiDocuments::OpenApiDocuments(const objects::Scheme& scheme,
-                                   const SchemaModel& model) {
+OpenApiDocuments::OpenApiDocuments(
+    const objects::Scheme& scheme, const SchemaModel& model,
+    const std::vector<const objects::ResourceInfo*>& extra) {
   {
     rapidjson::Document doc(rapidjson::kObjectType);
     Alloc& a = doc.GetAllocator();
     Put(&doc, "swagger", Str("2.0", a), a);
     Put(&doc, "info", Info(a), a);
     Value paths(rapidjson::kObjectType);
-    for (const objects::ResourceInfo* r : Resources(scheme, nullptr)) {
+    for (const objects::ResourceInfo* r : Resources(scheme, extra, nullptr)) {
       for (const PathEntry& e : ResourcePaths(*r)) {
         Put(&paths, e.path, PathJson(e, Dialect::kSwagger2, a), a);
       }
@@ -924,12 +940,18 @@ OpenApiDocuments::OpenApiDocuments(const objects::Scheme& scheme,
   rapidjson::Document index(rapidjson::kObjectType);
   Alloc& a = index.GetAllocator();
   Value paths(rapidjson::kObjectType);
-  for (const objects::GroupVersion& gv : scheme.GroupVersions()) {
+  std::vector<objects::GroupVersion> gvs = scheme.GroupVersions();
+  for (const objects::ResourceInfo* r : extra) {
+    if (std::find(gvs.begin(), gvs.end(), r->gv) == gvs.end()) {
+      gvs.push_back(r->gv);
+    }
+  }
+  for (const objects::GroupVersion& gv : gvs) {
     const std::string path = gv.group.empty()
                                  ? "api/" + gv.version
                                  : "apis/" + gv.group + "/" + gv.version;
     ServedDocument doc;
-    doc.json = V3Document(scheme, model, gv);
+    doc.json = V3Document(scheme, extra, model, gv);
     doc.etag = Etag(doc.json);
     Value entry(rapidjson::kObjectType);
     Put(&entry, "serverRelativeURL",

@@ -23,6 +23,14 @@
 //   OpenApiDocuments docs(objects::Scheme::Default(), SchemaModel::Default());
 //   docs.V3("apis/apps/v1")->json   // nullptr for unknown group-versions
 //
+// Resources served beside the Scheme (`extra`: the CustomResourceDefinition
+// resource, whose objects are Unstructured) are published like built-ins
+// when the model defines their kinds (apiextensions_definitions.h); kinds
+// of apiextensions.k8s.io/v1 are named as kube names them
+// ("io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.
+// CustomResourceDefinition"). Their PATCH, like custom resources', takes no
+// strategic merge patch (kplane answers it 415).
+//
 // Custom resources (CustomResourceDefinitions, apiextensions-apiserver's
 // controller/openapi/builder): a documents object built from the built-in
 // one and the served CRD versions adds, per version, the paths and two
@@ -82,7 +90,13 @@ std::string CustomDefinitionName(const objects::GroupVersion& gv,
 
 class OpenApiDocuments {
  public:
-  OpenApiDocuments(const objects::Scheme& scheme, const SchemaModel& model);
+  // `extra`: resources served beside the Scheme's whose kinds `model`
+  // defines (the CustomResourceDefinition resource, with
+  // ApiExtensionsDefinitions()); each gets its paths in /openapi/v2 and
+  // its group-version's /openapi/v3 document. They must outlive the
+  // constructor only.
+  OpenApiDocuments(const objects::Scheme& scheme, const SchemaModel& model,
+                   const std::vector<const objects::ResourceInfo*>& extra = {});
   // `builtin`'s documents plus those of `custom` (see above); `model` is
   // the one `builtin` was built from (for ObjectMeta, Status, ...).
   OpenApiDocuments(std::shared_ptr<const OpenApiDocuments> builtin,

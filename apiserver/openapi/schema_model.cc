@@ -185,6 +185,12 @@ SchemaModel::SchemaModel(const objects::Scheme& scheme) {
   definitions_["io.k8s.apimachinery.pkg.apis.meta.v1.Patch"] = patch;
 }
 
+SchemaModel::SchemaModel(const objects::Scheme& scheme,
+                         std::map<std::string, Schema, std::less<>> extra)
+    : SchemaModel(scheme) {
+  definitions_.merge(extra);
+}
+
 void SchemaModel::AddMessage(const Descriptor* d) {
   const std::string name = DefinitionName(d);
   if (definitions_.count(name) != 0) return;

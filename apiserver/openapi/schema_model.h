@@ -102,6 +102,11 @@ class SchemaModel {
   // Definitions of every kind of Scheme::Default() and what they reference.
   static const SchemaModel& Default();
   explicit SchemaModel(const objects::Scheme& scheme);
+  // Also `extra` definitions for kinds the Scheme does not hold as protobuf
+  // messages (apiextensions_definitions.h); a name the Scheme's kinds
+  // already define keeps the Scheme's definition.
+  SchemaModel(const objects::Scheme& scheme,
+              std::map<std::string, Schema, std::less<>> extra);
 
   // By definition name; nullptr when unknown.
   const Schema* Find(std::string_view name) const;

@@ -10,12 +10,14 @@
 
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <string>
 #include <vector>
 
-#include "base/strings.h"
 #include "cmd/kplane/control_plane.h"
+#include "tests/e2e/kubectl/kubectl_versions.h"
 #include "tests/e2e/kubectl/process.h"
+#include "tests/e2e/kubectl/up_fixture.h"
 
 namespace kplane::e2e {
 namespace {
@@ -332,26 +334,12 @@ spec:
   gears: [{teeth: 12}]
 )";
 
-// kubectl 1.27 beside the real file of the PATH's kubectl; "" if none.
-std::string Kubectl127() {
-  const char* path = getenv("PATH");
-  for (const std::string& dir : StrSplit(path != nullptr ? path : "", ':')) {
-    std::error_code ec;
-    const std::filesystem::path real =
-        std::filesystem::canonical(std::filesystem::path(dir) / "kubectl", ec);
-    if (ec) continue;
-    const std::filesystem::path k = real.parent_path() / "kubectl.1.27";
-    return std::filesystem::exists(k) ? k.string() : "";
-  }
-  return "";
-}
-
 TEST_F(CrdE2eTest, ExplainApplyAndDiffCustomResourcesFromOpenApi) {
   MustKubectl({"apply", "-f", File("gizmo-crd.yaml", kGizmoCrd)});
   MustKubectl({"wait", "--for=condition=Established", "crd/gizmos.example.io",
                "--timeout=30s"});
   std::vector<std::string> binaries = {"kubectl"};
-  const std::string k127 = Kubectl127();
+  const std::string k127 = KubectlBeside("1.27");
   ASSERT_FALSE(k127.empty()) << "kubectl.1.27 beside kubectl";
   binaries.push_back(k127);
   for (const std::string& k : binaries) {
@@ -476,6 +464,211 @@ TEST_F(CrdGcE2eTest, KubectlDeleteCascadesToDependentsOrOrphansThem) {
                          "jsonpath={.metadata.ownerReferences}"}),
             "");
 }
+
+// --- The same proof in every kubectl version (issues #19, #20) ---
+//
+// One control plane for the suite; each version applies a CRD of its own
+// (kind Sprocket<minor>, so kinds and short names never collide) and goes
+// through what a user does with one: apply, explain (the custom kind and
+// the CRD type itself), apply and diff with validation on, get with the
+// printer columns, an invalid object refused with kube's 422 message, and
+// scale through the scale subresource.
+class CrdInEveryKubectl : public KplaneUpSuiteTest<CrdInEveryKubectl> {
+ public:
+  static void SetUpTestSuite() { StartSharedControlPlane(/*nodes=*/0); }
+};
+
+std::string SprocketCrd(const std::string& v) {
+  return R"(apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: sprockets)" +
+         v + R"(.kversions.example.com
+spec:
+  group: kversions.example.com
+  scope: Namespaced
+  names: {plural: sprockets)" +
+         v + ", kind: Sprocket" + v + ", shortNames: [sp" + v + R"(]}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources:
+      status: {}
+      scale: {specReplicasPath: .spec.replicas, statusReplicasPath: .status.replicas}
+    additionalPrinterColumns:
+    - {name: Replicas, type: integer, jsonPath: .spec.replicas}
+    - {name: Color, type: string, jsonPath: .spec.color}
+    - {name: Age, type: date, jsonPath: .metadata.creationTimestamp}
+    schema:
+      openAPIV3Schema:
+        type: object
+        description: A Sprocket meshes with a chain.
+        properties:
+          spec:
+            type: object
+            description: How the sprocket turns.
+            required: [replicas]
+            properties:
+              replicas: {type: integer, minimum: 0, maximum: 10, description: How many sprockets turn.}
+              color: {type: string, enum: [red, blue]}
+              teeth:
+                type: array
+                items: {type: integer}
+          status:
+            type: object
+            properties:
+              replicas: {type: integer}
+)";
+}
+
+std::string Sprocket(const std::string& v, const std::string& name,
+                     const std::string& spec) {
+  return "apiVersion: kversions.example.com/v1\nkind: Sprocket" + v +
+         "\nmetadata:\n  name: " + name + "\nspec:\n" + spec;
+}
+
+bool Contains(const std::string& text, const std::string& re) {
+  return std::regex_search(text, std::regex(re));
+}
+
+TEST_P(CrdInEveryKubectl, ApplyExplainDiffGetRefuseAndScale) {
+  StatusOr<KubectlVersion> k = FindKubectlVersion(GetParam());
+  if (!k.ok()) GTEST_SKIP() << k.status().message();
+  const std::string v = std::to_string(100 + k->minor);  // "120", "127"...
+  const std::string kind = "Sprocket" + v;
+  const std::string crd_name = "sprockets" + v + ".kversions.example.com";
+  auto run = [&](std::vector<std::string> args) {
+    return up().KubectlAt(k->binary, std::move(args));
+  };
+  auto must = [&](std::vector<std::string> args) {
+    RunResult r = run(args);
+    std::string cmd;
+    for (const auto& a : args) cmd += " " + a;
+    EXPECT_EQ(r.exit_code, 0) << "kubectl" << cmd << "\n" << r.out << r.err;
+    return r.out;
+  };
+
+  // A CRD with a field apiextensions does not define is refused: by
+  // kubectl 1.20 on the client (the CRD type's definitions in
+  // /openapi/v2), by the server's strict decoding for 1.27+.
+  std::string typo = SprocketCrd(v);
+  typo.replace(typo.find("  scope: Namespaced\n"), 0, "  scopee: Namespaced\n");
+  RunResult refused =
+      run({"apply", "-f", up().WriteFile(v + "-typo-crd.yaml", typo)});
+  EXPECT_NE(refused.exit_code, 0) << refused.out;
+  EXPECT_NE(refused.err.find(k->client_side_validation
+                                 ? "ValidationError(CustomResourceDefinition."
+                                   "spec): unknown field \"scopee\""
+                                 : "strict decoding error: unknown field "
+                                   "\"spec.scopee\""),
+            std::string::npos)
+      << refused.err;
+
+  // apply: kubectl 1.20 validates the CRD manifest itself against the
+  // CustomResourceDefinition definitions of /openapi/v2 first.
+  EXPECT_EQ(
+      must({"apply", "-f", up().WriteFile(v + "-crd.yaml", SprocketCrd(v))}),
+      "customresourcedefinition.apiextensions.k8s.io/" + crd_name +
+          " created\n");
+  must({"wait", "--for=condition=Established", "crd/" + crd_name,
+        "--timeout=60s"});
+
+  // explain the custom kind: from /openapi/v3 in 1.27+, /openapi/v2 in 1.20.
+  const std::string singular = "sprocket" + v;
+  const std::string top = must({"explain", singular});
+  EXPECT_TRUE(Contains(top, "KIND:\\s+" + kind + "\n")) << top;
+  EXPECT_NE(top.find("A Sprocket meshes with a chain."), std::string::npos)
+      << top;
+  const std::string field = must({"explain", singular + ".spec.replicas"});
+  EXPECT_NE(field.find("How many sprockets turn."), std::string::npos) << field;
+  const std::string spec = must({"explain", singular + ".spec"});
+  EXPECT_TRUE(Contains(spec, "replicas\\s+<integer> -required-")) << spec;
+  const std::string rec = must({"explain", singular, "--recursive"});
+  EXPECT_TRUE(Contains(rec, "\n\\s+teeth\\s+<\\[\\]integer>\n")) << rec;
+  // explain the CRD type itself (it has to be in the server's OpenAPI).
+  const std::string schema = must({"explain", "crd.spec.versions.schema"});
+  EXPECT_TRUE(Contains(schema, "KIND:\\s+CustomResourceDefinition\n"))
+      << schema;
+  EXPECT_TRUE(Contains(schema, "openAPIV3Schema\\s+<(Object|JSONSchemaProps)>"))
+      << schema;
+  const std::string names =
+      must({"explain", "customresourcedefinitions.spec.names"});
+  EXPECT_TRUE(Contains(names, "plural\\s+<string> -required-")) << names;
+
+  // apply with validation on (1.20: on the client from /openapi/v2;
+  // 1.27+: fieldValidation=Strict on the server), then diff.
+  const std::string s1 =
+      Sprocket(v, "s1", "  replicas: 2\n  color: red\n  teeth: [12]\n");
+  EXPECT_EQ(must({"apply", "--validate=true", "-f",
+                  up().WriteFile(v + "-s1.yaml", s1)}),
+            "sprocket" + v + ".kversions.example.com/s1 created\n");
+  std::string changed = s1;
+  changed.replace(changed.find("replicas: 2"), 11, "replicas: 3");
+  RunResult diff =
+      run({"diff", "-f", up().WriteFile(v + "-s1-changed.yaml", changed)});
+  EXPECT_EQ(diff.exit_code, 1) << diff.out << diff.err;  // differences
+  EXPECT_NE(diff.out.find("-  replicas: 2"), std::string::npos) << diff.out;
+  EXPECT_NE(diff.out.find("+  replicas: 3"), std::string::npos) << diff.out;
+  RunResult same = run({"diff", "-f", up().WriteFile(v + "-s1.yaml", s1)});
+  EXPECT_EQ(same.exit_code, 0) << same.out << same.err;
+  // An unknown field is refused before anything is stored: by the client
+  // (1.20) or the server's strict decoding (1.27+).
+  RunResult unknown =
+      run({"apply", "--validate=true", "-f",
+           up().WriteFile(v + "-unknown.yaml",
+                          Sprocket(v, "s2", "  replicas: 1\n  wheels: 4\n"))});
+  EXPECT_NE(unknown.exit_code, 0) << unknown.out;
+  EXPECT_TRUE(
+      k->client_side_validation
+          ? Contains(unknown.err, "ValidationError\\(" + kind +
+                                      "\\.spec\\): unknown field \"wheels\"")
+          : Contains(unknown.err, "unknown field \"spec.wheels\""))
+      << unknown.err;
+
+  // get: the CRD's printer columns (the server's Table).
+  const std::string table = must({"get", "sprockets" + v});
+  EXPECT_TRUE(Contains(table, "NAME\\s+REPLICAS\\s+COLOR\\s+AGE\n")) << table;
+  EXPECT_TRUE(Contains(table, "\ns1\\s+2\\s+red\\s+\\S+\n")) << table;
+  EXPECT_EQ(must({"get", "sp" + v, "-o", "name"}),
+            "sprocket" + v + ".kversions.example.com/s1\n");
+
+  // Refused by the schema: kube's 422 (Invalid) with the field errors.
+  RunResult bad =
+      run({"create", "-v=6", "-f",
+           up().WriteFile(v + "-bad.yaml", Sprocket(v, "bad",
+                                                    "  replicas: 20\n"
+                                                    "  color: pink\n"))});
+  EXPECT_NE(bad.exit_code, 0) << bad.out;
+  // -v=6 logs the response: `POST <url> 422 ...` (1.33: `verb="POST"
+  // url="<url>" status="422 ..."`).
+  EXPECT_TRUE(Contains(bad.err,
+                       "POST\"? (url=\")?https://127\\.0\\.0\\.1:[0-9]+/apis/"
+                       "kversions\\.example\\.com/v1/namespaces/"
+                       "default/sprockets" +
+                           v + "[^ ]* (status=\")?422 Unprocessable Entity"))
+      << bad.err;
+  EXPECT_NE(bad.err.find("spec.replicas: Invalid value: 20: spec.replicas in "
+                         "body should be less than or equal to 10"),
+            std::string::npos)
+      << bad.err;
+  EXPECT_NE(bad.err.find(R"(spec.color: Unsupported value: "pink": )"
+                         R"(supported values: "red", "blue")"),
+            std::string::npos)
+      << bad.err;
+  EXPECT_EQ(run({"get", "sprocket" + v, "bad"}).exit_code, 1);
+
+  // scale: through /scale (spec.replicas), as for a Deployment.
+  EXPECT_EQ(must({"scale", "sprocket" + v, "s1", "--replicas=4"}),
+            "sprocket" + v + ".kversions.example.com/s1 scaled\n");
+  EXPECT_EQ(
+      must({"get", "sprocket" + v, "s1", "-o", "jsonpath={.spec.replicas}"}),
+      "4");
+}
+
+INSTANTIATE_TEST_SUITE_P(Versions, CrdInEveryKubectl,
+                         ::testing::ValuesIn(kKubectlVersionNames),
+                         KubectlVersionParamName);
 
 }  // namespace
 }  // namespace kplane::e2e

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/e2e/kubectl/kubectl_versions.h"
 #include "tests/e2e/kubectl/up_fixture.h"
 
 namespace kplane::e2e {
@@ -133,18 +134,6 @@ TEST_F(KubectlExec, SimulatedShellOverWebSocketUnderRbac) {
       << r.err;
 }
 
-// The kubectl binaries beside the PATH's kubectl's real file, by version.
-std::string KubectlBeside(const std::string& version) {
-  Process which(
-      {"sh", "-c", "dirname \"$(readlink -f \"$(command -v kubectl)\")\""});
-  which.Start();
-  RunResult w = which.Wait(std::chrono::milliseconds(10000));
-  const std::string bin =
-      w.out.substr(0, w.out.find('\n')) + "/kubectl." + version;
-  std::error_code ec;
-  return std::filesystem::exists(bin, ec) ? bin : "";
-}
-
 TEST_F(KubectlExec, OlderKubectlsOverSpdyUnderRbac) {
   struct Client {
     std::string name;
@@ -157,10 +146,10 @@ TEST_F(KubectlExec, OlderKubectlsOverSpdyUnderRbac) {
   clients.push_back({"1.27", k127, {}});
   clients.push_back(
       {"1.32 (SPDY)", "kubectl", {"KUBECTL_REMOTE_COMMAND_WEBSOCKETS=false"}});
-  if (const char* k120 = getenv("KPLANE_KUBECTL_1_20")) {
-    clients.push_back({"1.20", k120, {}});
+  if (StatusOr<KubectlVersion> k120 = FindKubectlVersion("1.20"); k120.ok()) {
+    clients.push_back({"1.20", k120->binary, {}});
   } else {
-    std::cerr << "KPLANE_KUBECTL_1_20 unset: kubectl 1.20 not run\n";
+    std::cerr << k120.status().message() << "\n";
   }
   const std::string k133 = KubectlBeside("1.33");  // WebSocket, for the proof
 

@@ -31,6 +31,7 @@
 #include "base/base64.h"
 #include "base/clock.h"
 #include "net/http_client.h"
+#include "tests/e2e/kubectl/kubectl_versions.h"
 #include "tests/e2e/kubectl/process.h"
 #include "tests/e2e/kubectl/tls_setup.h"
 
@@ -447,37 +448,10 @@ TEST_F(KubectlTest, CreateApplyAndServerSideApply) {
   EXPECT_EQ(s2.out, "configmap/ssa serverside-applied\n");
 }
 
-// The kubectl versions the OpenAPI suite runs: the PATH's dispatcher (1.32),
-// 1.27 and 1.33 beside its real file, and Debian 12's kubectl 1.20 when
-// KPLANE_KUBECTL_1_20 names it (`apt-get download kubernetes-client`,
-// `dpkg -x`; see docs/api.md). 1.20 validates on the client from
-// /openapi/v2; newer ones hand validation to the server (fieldValidation).
-struct KubectlVersion {
-  std::string name;
-  std::string binary;
-  bool client_side_validation = false;
-};
-std::vector<KubectlVersion> KubectlVersions() {
-  std::vector<KubectlVersion> out = {{"1.32", "kubectl"}};
-  Process which(
-      {"sh", "-c", "dirname \"$(readlink -f \"$(command -v kubectl)\")\""});
-  which.Start();
-  RunResult w = which.Wait(milliseconds(10000));
-  const std::string dir = w.out.substr(0, w.out.find('\n'));
-  std::error_code ec;
-  for (const char* v : {"1.27", "1.33"}) {
-    const std::string bin = dir + "/kubectl." + v;
-    if (std::filesystem::exists(bin, ec)) out.push_back({v, bin});
-  }
-  if (const char* k120 = getenv("KPLANE_KUBECTL_1_20")) {
-    out.push_back({"1.20", k120, true});
-  }
-  return out;
-}
-
 // apply/create/replace/diff with validation on (the default) in every
 // version, `kind: List` manifests included, and an unknown field refused.
 TEST_F(KubectlTest, ValidatedWritesInEveryVersion) {
+  // kubectl_versions.h: 1.27, 1.32, 1.33 (and 1.20 with KPLANE_KUBECTL_1_20).
   const std::vector<KubectlVersion> versions = KubectlVersions();
   ASSERT_GE(versions.size(), 3u) << "kubectl 1.27 and 1.33 beside kubectl";
   for (const KubectlVersion& k : versions) {

@@ -37,6 +37,27 @@ packages=(
   chromium python3-websocket
 )
 
+# Debian 12's own kubectl (1.20, package kubernetes-client) for the e2e
+# suites' oldest client (tests/e2e/kubectl/kubectl_versions.h): unpacked, not
+# installed, so that it does not replace the kubectl on the PATH.
+# scripts/test.sh points KPLANE_KUBECTL_1_20 at it. Best effort: without it
+# the 1.20 cases are skipped with a message.
+kubectl_120_dir="${KPLANE_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kplane}/kubectl-1.20"
+unpack_kubectl_120() {
+  [ -x "$kubectl_120_dir/usr/bin/kubectl" ] && return 0
+  local tmp
+  tmp=$(mktemp -d)
+  if (cd "$tmp" && apt-get download -qq kubernetes-client >/dev/null 2>&1) &&
+     mkdir -p "$kubectl_120_dir" &&
+     dpkg -x "$tmp"/kubernetes-client_*.deb "$kubectl_120_dir"; then
+    echo "install-deps: kubectl 1.20 unpacked in $kubectl_120_dir"
+  else
+    echo "install-deps: warning: could not unpack Debian's kubernetes-client;" \
+         "the kubectl 1.20 e2e cases will be skipped" >&2
+  fi
+  rm -rf "$tmp"
+}
+
 missing=()
 for p in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
@@ -46,6 +67,7 @@ done
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#packages[@]} packages already installed"
+  unpack_kubectl_120
   exit 0
 fi
 
@@ -59,4 +81,5 @@ DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recomme
 if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet etcd 2>/dev/null; then
   $SUDO systemctl stop etcd || true
 fi
+unpack_kubectl_120
 echo "install-deps: done"

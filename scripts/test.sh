@@ -8,6 +8,12 @@ cd "$(dirname "$0")/.."
 # hits the cache that another clone filled.
 export CCACHE_BASEDIR="$PWD"
 scripts/install-deps.sh
+# Debian's kubectl 1.20, unpacked by install-deps.sh, for the kubectl suites'
+# oldest client (a path given by the caller wins).
+kubectl_120="${KPLANE_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kplane}/kubectl-1.20/usr/bin/kubectl"
+if [ -z "${KPLANE_KUBECTL_1_20:-}" ] && [ -x "$kubectl_120" ]; then
+  export KPLANE_KUBECTL_1_20="$kubectl_120"
+fi
 # A build of its own, at -O1 without debug info: it compiles about 35 %
 # faster than the RelWithDebInfo build in build/ (what `kplane up` and the
 # benchmarks use), which keeps the whole run well inside CI's budget on two

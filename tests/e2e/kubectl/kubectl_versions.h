@@ -6,8 +6,9 @@
 //   1.27, 1.33  `kubectl.1.27` and `kubectl.1.33` beside the real file of the
 //               PATH's kubectl (`readlink -f`); run whenever present
 //   1.20        Debian 12's own kubectl (package kubernetes-client), named by
-//               $KPLANE_KUBECTL_1_20; not run when unset. Get it without
-//               replacing the PATH's kubectl:
+//               $KPLANE_KUBECTL_1_20; not run when unset.
+//               scripts/install-deps.sh unpacks it and scripts/test.sh sets
+//               the variable. By hand, without replacing the PATH's kubectl:
 //                 apt-get download kubernetes-client &&
 //                 dpkg -x kubernetes-client_*.deb /tmp/k120
 //                 export KPLANE_KUBECTL_1_20=/tmp/k120/usr/bin/kubectl

@@ -267,6 +267,9 @@ TEST(AuthTokenOptionTest, SimpleAndJwtWithEtcdsOptionNames) {
   EXPECT_EQ(err("jwt,sign-method=ES256,priv-key=priv.pem,ttl=0s"),
             "--auth-token=jwt,sign-method=ES256,priv-key=priv.pem,ttl=0s: "
             "ttl \"0s\" is not a positive duration (e.g. 5m, 30s)");
+  EXPECT_EQ(err("jwt,sign-method=ES256,priv-key=priv.pem,ttl=9000h"),
+            "--auth-token=jwt,sign-method=ES256,priv-key=priv.pem,ttl=9000h: "
+            "ttl \"9000h\" is longer than a year");
   EXPECT_EQ(err("jwt,sign-method=ES256"),
             "--auth-token=jwt,sign-method=ES256: ES256 needs priv-key (to "
             "issue tokens) or pub-key (to only check them), or both");

@@ -460,3 +460,38 @@ for name, query in [
     write("pod_log_options", name, "\x00" + query)
 write("pod_log_options", "several_no_container", "\x01tailLines=1")
 write("pod_log_options", "several_init", "\x01container=init")
+
+
+# --- etcd_jwt: selector byte mod 3: 0 a raw token, 1 "<header>\n<claims>"
+# the harness signs (HS256), 2 an --auth-token value (files ec, pub, secret).
+# Now is 2026-01-01 (1767225600).
+def jwt_b64u(s):
+    return base64.urlsafe_b64encode(s.encode()).decode().rstrip("=")
+JWT_HS = '{"alg":"HS256","typ":"JWT"}'
+JWT_CLAIMS = '{"exp":1767229200,"revision":3,"username":"alice"}'
+write("etcd_jwt", "raw_alg_none",
+      "\x00" + jwt_b64u('{"alg":"none"}') + "." + jwt_b64u(JWT_CLAIMS) + ".")
+write("etcd_jwt", "raw_unsigned",
+      "\x00" + jwt_b64u(JWT_HS) + "." + jwt_b64u(JWT_CLAIMS) + ".c2ln")
+write("etcd_jwt", "raw_padded",
+      "\x00" + jwt_b64u(JWT_HS) + "=." + jwt_b64u(JWT_CLAIMS) + ".c2ln")
+write("etcd_jwt", "raw_simple_token", "\x00abcdefghijklmnop.42")
+write("etcd_jwt", "signed_valid", "\x01" + JWT_HS + "\n" + JWT_CLAIMS)
+write("etcd_jwt", "signed_expired", "\x01" + JWT_HS + "\n" +
+      '{"exp":1767000000,"revision":3,"username":"alice"}')
+write("etcd_jwt", "signed_no_exp", "\x01" + JWT_HS + "\n" +
+      '{"revision":3,"username":"alice"}')
+write("etcd_jwt", "signed_float_claims", "\x01" + JWT_HS + "\n" +
+      '{"exp":1.8e9,"revision":3.0,"username":"alice","nbf":1.7e9}')
+write("etcd_jwt", "signed_huge_numbers", "\x01" + JWT_HS + "\n" +
+      '{"exp":1e308,"revision":-1e308,"username":"a","nbf":-9e18}')
+write("etcd_jwt", "signed_alg_none", "\x01" + '{"alg":"none"}' + "\n" + JWT_CLAIMS)
+write("etcd_jwt", "signed_crit", "\x01" +
+      '{"alg":"HS256","crit":["exp"]}' + "\n" + JWT_CLAIMS)
+write("etcd_jwt", "signed_nested", "\x01" + JWT_HS + "\n" + "[" * 20000)
+write("etcd_jwt", "option_es256", "\x02jwt,priv-key=ec,pub-key=pub,sign-method=ES256,ttl=1m")
+write("etcd_jwt", "option_verify_only", "\x02jwt,pub-key=pub,sign-method=ES256")
+write("etcd_jwt", "option_hs512", "\x02jwt,priv-key=secret,sign-method=HS512,ttl=1ns")
+write("etcd_jwt", "option_huge_ttl", "\x02jwt,priv-key=secret,sign-method=HS256,ttl=2562047h")
+write("etcd_jwt", "option_bad", "\x02jwt,priv-key=ec,sign-method=RS256,ttl=x,=,,")
+write("etcd_jwt", "option_simple", "\x02simple")

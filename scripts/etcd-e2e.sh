@@ -58,6 +58,10 @@ work="$cache/$target"
 bindir="$work/bin"
 rm -rf "$work/logs" "$work/run"
 mkdir -p "$bindir" "$work/logs" "$work/run"
+# The JWT tests (configJWT) name their keys relative to the suite's
+# directory, ../../integration/fixtures/...; each test runs in
+# $work/run/<test>, so $work/integration must be the fixtures' parent.
+ln -sfn "$gopath/src/go.etcd.io/etcd/integration" "$work/integration"
 ln -sf /usr/bin/etcdctl "$bindir/etcdctl"
 if [ "$target" = etcd ]; then
   [ -x /usr/bin/etcd ] || { echo "/usr/bin/etcd missing (apt-get install etcd-server)" >&2; exit 2; }

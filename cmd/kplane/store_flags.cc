@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "base/file_system.h"
 #include "base/strings.h"
 #include "net/http_server.h"
 #include "objects/yaml.h"
@@ -73,7 +74,6 @@ struct Refused {
 constexpr Refused kRefused[] = {
     {"host-whitelist", "*",
      "Host checks come with the security work (issue #18)"},
-    {"auth-token", "simple", "kplane has etcd's simple tokens, not JWT"},
     {"enable-v2", "false", "the v2 API is not served (etcd 3.4: deprecated)"},
     {"experimental-enable-v2v3", "", "the v2 API is not served"},
     {"proxy", "off", "proxy mode is not supported"},
@@ -302,6 +302,7 @@ struct StoreFlags::State {
   bool peer_auto_tls = false;
   std::vector<std::string> cipher_suites;
   std::string config_file;
+  std::string auth_token = "simple";
   std::vector<std::string> log_outputs = {"default"};
   // Values of the no-op and refused flags (kept as text).
   std::map<std::string, std::string> other;
@@ -416,6 +417,11 @@ StoreFlags::StoreFlags() : st_(std::make_unique<State>()) {
   f.Int64("max-connections", &s.max_connections,
           "Client connections open at once; more are answered 503 and closed "
           "(0: no cap).");
+  f.String("auth-token", &s.auth_token,
+           "Specify auth token type and its options: simple, or "
+           "jwt,pub-key=<path>,priv-key=<path>,sign-method=<RS256|RS384|"
+           "RS512|PS256|PS384|PS512|ES256|ES384|ES512|HS256|HS384|HS512>,"
+           "ttl=<duration> (docs/store.md, \"Auth\").");
   f.Duration("auth-token-ttl", &cfg.auth_token_ttl,
              "How long a simple auth token stays valid after its last use "
              "(bare number: seconds).",
@@ -751,6 +757,14 @@ StatusOr<StoreOptions> StoreFlags::Finish(StoreOptions o) {
   if (cfg.auth_token_ttl <= Duration::zero()) {
     return InvalidArgumentError("--auth-token-ttl must be positive");
   }
+  // Read at start-up, as etcd's NewTokenProvider: a bad option or key file
+  // stops the member before it serves.
+  StatusOr<std::shared_ptr<const storage::TokenProvider>> tokens =
+      storage::ParseAuthTokenOption(s.auth_token, [](const std::string& path) {
+        return ReadFile(FileSystem::Default(), path);
+      });
+  if (!tokens.ok()) return tokens.status();
+  cfg.auth_tokens = std::move(*tokens);
   if (s.snapshot_count <= 0) {
     return InvalidArgumentError("--snapshot-count must be positive");
   }

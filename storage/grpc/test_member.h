@@ -44,6 +44,8 @@ struct TestMemberOptions {
   int64_t max_request_bytes = 0;
   // Serve the client port over TLS with this server context.
   std::shared_ptr<const net::TlsContext> tls;
+  // StoreConfig::auth_tokens: JWT tokens (null: simple tokens).
+  std::shared_ptr<const TokenProvider> auth_tokens;
 };
 
 class TestMember {
@@ -67,6 +69,7 @@ class TestMember {
     if (options.max_request_bytes > 0) {
       c.max_request_bytes = options.max_request_bytes;
     }
+    c.auth_tokens = options.auth_tokens;
     Status st = StartMember(c, std::move(options));
     if (!st.ok()) Stop();
     return st;

@@ -22,11 +22,20 @@
 //
 // Passwords: PBKDF2-HMAC-SHA256 with a 16-byte random salt per user (etcd
 // uses bcrypt, which Debian's OpenSSL 3 lacks); compared in constant time.
-// Tokens: "<16 letters>.<raft index>", valid for `token_ttl` after their
-// last use on the injected Clock; dropped on auth disable and when their
-// user is deleted or changes password. They live in memory only: after a
-// restart, only those whose Authenticate entries the log replays (past the
-// store's durable index) exist again, as with etcd.
+// Tokens (etcd's --auth-token; auth_token.h):
+//   simple (the default): "<16 letters>.<raft index>", valid for
+//     `token_ttl` after their last use on the injected Clock; dropped on
+//     auth disable and when their user is deleted or changes password.
+//     They live in memory only: after a restart, only those whose
+//     Authenticate entries the log replays (past the store's durable index)
+//     exist again, as with etcd.
+//   JWT (options.tokens set): each member signs the token when it applies
+//     the Authenticate entry (only the asking member's copy is answered),
+//     nothing is remembered, and any member with the key checks a token
+//     alone: signature, algorithm, expiry (the clock's WallNow()). A token
+//     issued before a later change of users, roles or permissions (its
+//     revision claim below revision()) is refused with AuthOldRevision,
+//     as etcd refuses it; clients then authenticate again.
 //
 // Hot path: enabled() is one atomic load; with auth disabled no check
 // takes a lock.
@@ -44,6 +53,7 @@
 #include <condition_variable>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -52,6 +62,7 @@
 #include "base/statusor.h"
 #include "schemas/rpc.pb.h"
 #include "schemas/storage.pb.h"
+#include "storage/server/auth_token.h"
 
 namespace kplane::storage {
 
@@ -81,6 +92,8 @@ struct AuthStoreOptions {
   Clock* clock = Clock::Real();
   // etcd's --auth-token-ttl.
   Duration token_ttl = seconds(300);
+  // JWT tokens (etcd's --auth-token=jwt,...); null: simple tokens.
+  std::shared_ptr<const TokenProvider> tokens;
   // PBKDF2 rounds for new passwords (a stored hash names its own).
   int pbkdf2_iterations = 100000;
   // How long a request whose token names a raft index this member has not
@@ -106,7 +119,9 @@ class AuthStore {
   // The user `token` names, and its TTL restarts; InvalidAuthToken if it is
   // unknown or expired. A token "<prefix>.<index>" whose index this member
   // has not applied yet (NoteApplied) is waited for, up to
-  // token_index_wait, as etcd's simple tokens are.
+  // token_index_wait, as etcd's simple tokens are. A JWT: InvalidAuthToken
+  // unless genuine and unexpired, AuthOldRevision if issued before the
+  // current revision().
   StatusOr<std::string> UserForToken(std::string_view token)
       EXCLUDES(mu_, applied_mu_);
   // The member's applied raft index; called as it advances (cheap when no
@@ -144,8 +159,9 @@ class AuthStore {
 
   // Makes `req` ready for the log: hashes the password of a user add or
   // change (and clears it), checks an Authenticate's password (AuthFailed,
-  // AuthNotEnabled) and draws its token prefix. Slow (PBKDF2): call off the
-  // I/O threads.
+  // AuthNotEnabled) and draws its simple token's prefix (a verify-only JWT
+  // member refuses it here: etcd's ErrVerifyOnly, kUnknown). Slow
+  // (PBKDF2): call off the I/O threads.
   StatusOr<storagepb::AuthRequest> Prepare(storagepb::AuthRequest req) const
       EXCLUDES(mu_);
 
@@ -190,9 +206,16 @@ class AuthStore {
   const authpb::User* FindUser(std::string_view name) const REQUIRES(mu_);
   authpb::Role* FindRole(std::string_view name) REQUIRES(mu_);
   void DropTokensOf(const std::string& user) REQUIRES(mu_);
+  // What a JWT Authenticate leaves for Apply to sign once mu_ is
+  // released (signing takes a millisecond or more with RSA).
+  struct PendingJwt {
+    std::string user;
+    uint64_t revision = 0;
+  };
   StatusOr<Applied> ApplyLocked(const storagepb::AuthRequest& req,
-                                const std::string& user, uint64_t index)
-      REQUIRES(mu_);
+                                const std::string& user, uint64_t index,
+                                std::optional<PendingJwt>* jwt) REQUIRES(mu_);
+  StatusOr<std::string> UserForJwt(std::string_view token) EXCLUDES(mu_);
 
   StatusOr<std::string> LookUpToken(std::string_view token) EXCLUDES(mu_);
 

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -18,6 +19,7 @@
 #include "base/metrics.h"
 #include "schemas/storage.pb.h"
 #include "storage/mvcc/auto_compactor.h"
+#include "storage/server/auth_token.h"
 
 namespace kplane::storage {
 
@@ -65,6 +67,8 @@ struct StoreConfig {
   // etcd's --auth-token-ttl: a simple token expires this long after its
   // last use.
   Duration auth_token_ttl = seconds(300);
+  // etcd's --auth-token: JWT tokens (auth_token.h); null: simple tokens.
+  std::shared_ptr<const TokenProvider> auth_tokens;
   // PBKDF2 rounds for new passwords (tests lower it).
   int auth_pbkdf2_iterations = 100000;
 

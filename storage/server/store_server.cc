@@ -92,6 +92,7 @@ StoreServer::StoreServer(StoreConfig config, BootstrappedMember member)
   auth_ = std::make_unique<AuthStore>(
       AuthStoreOptions{.clock = clock_,
                        .token_ttl = config_.auth_token_ttl,
+                       .tokens = config_.auth_tokens,
                        .pbkdf2_iterations = config_.auth_pbkdf2_iterations});
   applier_ = std::make_unique<StoreApplier>(
       std::move(aopts), std::move(member.store), membership_.get(), self_.get(),

@@ -4,8 +4,13 @@
 // JSON gateway share the client port, so a JSON request to the same URL
 // must keep working.
 #include <gtest/gtest.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -13,6 +18,7 @@
 #include <sstream>
 #include <thread>
 
+#include "base/base64.h"
 #include "base/subprocess.h"
 #include "kpctl/store/bolt_status.h"
 #include "net/http_client.h"
@@ -784,6 +790,147 @@ TEST_P(EtcdctlGrpc, UsersRolesAuth) {
   EXPECT_EQ(Run({"role", "delete", "app"}).out, "Role app deleted\n");
   EXPECT_EQ(Run({"user", "list"}).out, "root\n");
 }
+
+// etcd's --auth-token=jwt (ES256 here): etcdctl authenticates and its
+// requests carry the signed token over gRPC (with three members, to
+// whichever member it picks: none keeps the tokens); over the JSON gateway
+// a token from /v3/auth/authenticate works in the Authorization header,
+// and a forged, unsigned or tampered one is etcd's "invalid auth token",
+// an old one (issued before a role was added) "revision of auth store is
+// old", with the same codes on etcd and kplane.
+class EtcdctlJwt : public EtcdctlTest,
+                   public ::testing::WithParamInterface<Param> {
+ protected:
+  void SetUp() override {
+    keys_ = fs::temp_directory_path() /
+            ("kplane-jwt-" + std::to_string(::getpid()) + "-" +
+             std::to_string(GetParam().members) +
+             (GetParam().kind == StoreKind::kEtcd ? "e" : "k"));
+    fs::create_directories(keys_);
+    EVP_PKEY* k = EVP_EC_gen("P-256");
+    ASSERT_NE(k, nullptr);
+    for (bool priv : {true, false}) {
+      const std::string path = (keys_ / (priv ? "priv.pem" : "pub.pem"));
+      FILE* f = std::fopen(path.c_str(), "w");
+      ASSERT_NE(f, nullptr);
+      if (priv) {
+        PEM_write_PrivateKey(f, k, nullptr, nullptr, 0, nullptr, nullptr);
+      } else {
+        PEM_write_PUBKEY(f, k);
+      }
+      std::fclose(f);
+    }
+    EVP_PKEY_free(k);
+    StartCluster({.kind = GetParam().kind,
+                  .members = GetParam().members,
+                  .extra_flags = {"--auth-token=jwt,pub-key=" +
+                                  (keys_ / "pub.pem").string() +
+                                  ",priv-key=" + (keys_ / "priv.pem").string() +
+                                  ",sign-method=ES256,ttl=10m"}});
+  }
+  void TearDown() override { fs::remove_all(keys_); }
+
+  // A JSON gateway POST to member `i` with `token` in Authorization:
+  // "<status> <body>".
+  std::string Post(size_t i, const std::string& path, const std::string& body,
+                   const std::string& token = "") {
+    const std::vector<int> ms = cluster_->members();
+    auto c = net::HttpClient::ForUrl(cluster_->client_url(ms[i % ms.size()]));
+    if (!c.ok()) return c.status().ToString();
+    net::HttpHeaders headers = {{"Content-Type", "application/json"}};
+    if (!token.empty()) headers.Add("Authorization", token);
+    auto r = (*c)->Request("POST", path, headers, body);
+    if (!r.ok()) return r.status().ToString();
+    return std::to_string(r->status) + " " + r->body;
+  }
+  std::string Token(size_t i, const std::string& user, const std::string& pw) {
+    std::string r =
+        Post(i, "/v3/auth/authenticate",
+             R"({"name":")" + user + R"(","password":")" + pw + R"("})");
+    std::smatch m;
+    if (!std::regex_search(r, m, std::regex("\"token\":\"([^\"]+)\""))) {
+      ADD_FAILURE() << r;
+      return "";
+    }
+    return m[1];
+  }
+
+  fs::path keys_;
+};
+
+TEST_P(EtcdctlJwt, UsersAuthenticateWithSignedTokens) {
+  EXPECT_EQ(Run({"user", "add", "root:rootpw"}).out, "User root created\n");
+  EXPECT_OK(Run({"user", "grant-role", "root", "root"}));
+  EXPECT_EQ(Run({"user", "add", "alice:alicepw"}).out, "User alice created\n");
+  EXPECT_OK(Run({"role", "add", "app"}));
+  EXPECT_OK(Run({"role", "grant-permission", "app", "--prefix=true",
+                 "readwrite", "/app/"}));
+  EXPECT_OK(Run({"user", "grant-role", "alice", "app"}));
+  EXPECT_EQ(Run({"auth", "enable"}).out, "Authentication Enabled\n");
+
+  const std::string alice = "--user=alice:alicepw";
+  for (int i = 0; i < 3; ++i) {  // etcdctl picks a member each time
+    EXPECT_EQ(Run({alice, "put", "/app/x", std::to_string(i)}).out, "OK\n");
+    EXPECT_EQ(Run({alice, "get", "/app/x"}).out,
+              "/app/x\n" + std::to_string(i) + "\n");
+  }
+  EXPECT_TRUE(FailsWith(Run({alice, "put", "/other", "1"}),
+                        "etcdserver: permission denied"));
+  EXPECT_TRUE(FailsWith(Run({"--user=alice:wrong", "get", "/app/x"}),
+                        "etcdserver: authentication failed, invalid user ID "
+                        "or password"));
+  EXPECT_TRUE(
+      FailsWith(Run({"get", "/app/x"}), "etcdserver: user name is empty"));
+
+  // The JSON gateway: a token from one member works on every member.
+  const std::string token = Token(0, "alice", "alicepw");
+  ASSERT_EQ(std::count(token.begin(), token.end(), '.'), 2) << token;
+  const std::string range = R"({"key":"L2FwcC94"})";  // /app/x
+  for (size_t i = 0; i < cluster_->members().size(); ++i) {
+    std::string r = Post(i, "/v3/kv/range", range, token);
+    EXPECT_TRUE(r.starts_with("200 ")) << r;
+    EXPECT_NE(r.find("\"value\":\"Mg==\""), std::string::npos) << r;
+  }
+  const std::string invalid =
+      R"({"error":"etcdserver: invalid auth token","message":"etcdserver: )"
+      R"(invalid auth token","code":16})";
+  // Forged: alice's signature over root's claims; unsigned; tampered.
+  const std::string header = token.substr(0, token.find('.'));
+  const std::string sig = token.substr(token.rfind('.') + 1);
+  const std::string root_claims =
+      Base64UrlEncode(R"({"exp":9999999999,"revision":99,"username":"root"})");
+  std::string tampered = token;
+  tampered[tampered.size() - 3] =
+      tampered[tampered.size() - 3] == 'A' ? 'B' : 'A';
+  for (const std::string& bad :
+       {header + "." + root_claims + "." + sig,
+        Base64UrlEncode(R"({"alg":"none","typ":"JWT"})") + "." + root_claims +
+            ".",
+        tampered, std::string("not-a-token")}) {
+    std::string r = Post(0, "/v3/kv/range", range, bad);
+    EXPECT_EQ(r, "401 " + invalid) << bad;
+  }
+  // An old token: the auth revision moved on since it was issued.
+  EXPECT_OK(Run({"--user=root:rootpw", "role", "add", "other"}));
+  std::string old = Post(0, "/v3/kv/range", range, token);
+  EXPECT_NE(old.find("\"error\":\"etcdserver: revision of auth store is "
+                     "old\""),
+            std::string::npos)
+      << old;
+  EXPECT_NE(old.find("\"code\":3}"), std::string::npos) << old;
+  std::string fresh =
+      Post(0, "/v3/kv/range", range, Token(0, "alice", "alicepw"));
+  EXPECT_TRUE(fresh.starts_with("200 ")) << fresh;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Stores, EtcdctlJwt,
+    ::testing::Values(Param{StoreKind::kEtcd, 1}, Param{StoreKind::kKplane, 1},
+                      Param{StoreKind::kKplane, 3}),
+    [](const ::testing::TestParamInfo<Param>& p) {
+      return std::string(p.param.kind == StoreKind::kEtcd ? "Etcd" : "Kplane") +
+             std::to_string(p.param.members);
+    });
 
 // etcd's Cluster.MemberUpdate: a member's peer URLs change through the log.
 // etcdctl prints the same on both; the member restarted with the new peer

@@ -1,12 +1,21 @@
 #include "cmd/kplane/gateway_command.h"
 
 #include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cmd/kplane/store_command.h"
+#include "net/pki.h"
+#include "net/socket.h"
+#include "net/tls.h"
 
 namespace kplane::cmd {
 namespace {
@@ -242,6 +251,117 @@ TEST(GatewayEndpointsTest, FailedLookupsAreAnError) {
   EXPECT_NE(eps.status().message().find("--discovery-srv: dns lookup errors"),
             std::string::npos)
       << eps.status().message();
+}
+
+// A TLS server on 127.0.0.1 that completes a handshake on each connection
+// with `pair` and closes it; a failed handshake just closes.
+class TlsServer {
+ public:
+  explicit TlsServer(const net::KeyPair& pair) {
+    auto ctx = net::TlsContext::NewServer(
+        {.cert_pem = pair.cert_pem, .key_pem = pair.key_pem});
+    EXPECT_TRUE(ctx.ok()) << ctx.status().ToString();
+    ctx_ = *ctx;
+    auto l = net::ListenTcp("127.0.0.1", 0, 16);
+    listener_ = std::move(*l);
+    port_ = *net::LocalPort(listener_.get());
+    int p[2];
+    EXPECT_EQ(::pipe(p), 0);
+    stop_r_.Reset(p[0]);
+    stop_w_.Reset(p[1]);
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~TlsServer() {
+    (void)!::write(stop_w_.get(), "x", 1);
+    thread_.join();
+  }
+  uint16_t port() const { return port_; }
+
+ private:
+  void Serve() {
+    for (;;) {
+      pollfd p[2] = {{listener_.get(), POLLIN, 0}, {stop_r_.get(), POLLIN, 0}};
+      ::poll(p, 2, -1);
+      if (p[1].revents) return;
+      net::ScopedFd fd(::accept4(listener_.get(), nullptr, nullptr,
+                                 SOCK_NONBLOCK | SOCK_CLOEXEC));
+      if (!fd.valid()) continue;
+      auto session = net::TlsSession::NewServer(ctx_, fd.get());
+      if (!session.ok()) continue;
+      for (int i = 0; i < 100; ++i) {
+        auto r = (*session)->Handshake();
+        if (r != net::TlsSession::Result::kWantRead &&
+            r != net::TlsSession::Result::kWantWrite) {
+          break;
+        }
+        if (!net::WaitFd(fd.get(), r == net::TlsSession::Result::kWantWrite,
+                         seconds(5), stop_r_.get())
+                 .ok()) {
+          break;
+        }
+      }
+    }
+  }
+
+  std::shared_ptr<const net::TlsContext> ctx_;
+  net::ScopedFd listener_, stop_r_, stop_w_;
+  uint16_t port_ = 0;
+  std::thread thread_;
+};
+
+// etcd's ValidateSecureEndpoints: a discovered https endpoint is kept
+// when its certificate verifies against --trusted-ca-file for the
+// discovery domain's name.
+TEST(GatewayEndpointsTest, TlsValidatorChecksTheCaAndTheDomainName) {
+  const WallTime now = Clock::Real()->WallNow();
+  auto ca = net::GenerateCa("gateway-test-ca", now);
+  auto other_ca = net::GenerateCa("other-ca", now);
+  ASSERT_TRUE(ca.ok() && other_ca.ok());
+  auto cert = net::IssueCertificate(
+      *ca,
+      {.common_name = "m1", .dns_names = {"example.com"}, .server_auth = true},
+      now);
+  ASSERT_TRUE(cert.ok()) << cert.status().ToString();
+  char tmpl[] = "/tmp/gateway_tls_XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  std::ofstream(dir + "/ca.crt") << ca->cert_pem;
+  std::ofstream(dir + "/other.crt") << other_ca->cert_pem;
+
+  TlsServer server(*cert);
+  net::DiscoveredEndpoint ep;
+  ep.https = true;
+  ep.srv = {"127.0.0.1", server.port(), 0, 0};
+  ep.url = "https://127.0.0.1:" + std::to_string(server.port());
+
+  auto check = [&](const std::vector<std::string>& flags) {
+    std::vector<std::string> args = {"start"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    auto o = Parse(args);
+    EXPECT_TRUE(o.ok()) << o.status().ToString();
+    return TlsEndpointValidator(*o)(ep);
+  };
+  EXPECT_TRUE(check({"--discovery-srv=example.com",
+                     "--trusted-ca-file=" + dir + "/ca.crt"})
+                  .ok());
+  // Another CA, another domain: refused, unless verification is skipped.
+  Status wrong_ca = check({"--discovery-srv=example.com",
+                           "--trusted-ca-file=" + dir + "/other.crt"});
+  EXPECT_EQ(wrong_ca.code(), StatusCode::kUnavailable) << wrong_ca.ToString();
+  Status wrong_name = check(
+      {"--discovery-srv=example.org", "--trusted-ca-file=" + dir + "/ca.crt"});
+  EXPECT_EQ(wrong_name.code(), StatusCode::kUnavailable)
+      << wrong_name.ToString();
+  EXPECT_TRUE(check({"--discovery-srv=example.org",
+                     "--trusted-ca-file=" + dir + "/other.crt",
+                     "--insecure-skip-tls-verify"})
+                  .ok());
+  // A CA file that is not there names the flag.
+  Status missing = check({"--discovery-srv=example.com",
+                          "--trusted-ca-file=" + dir + "/none.crt"});
+  EXPECT_NE(missing.message().find("--trusted-ca-file"), std::string::npos)
+      << missing.ToString();
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

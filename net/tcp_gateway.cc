@@ -303,12 +303,32 @@ int TcpGateway::Pick(const std::vector<bool>& tried) {
     if (!e.inactive) best = std::min<int>(best, e.ep.priority);
   }
   if (best == INT_MAX) return -1;
+  auto eligible = [&](size_t i) REQUIRES(mu_) {
+    return !tried[i] && !endpoints_[i].inactive &&
+           endpoints_[i].ep.priority == best;
+  };
+  // SRV weights (RFC 2782): among the eligible records with a weight, each
+  // gets connections in proportion to it, spread evenly (smooth weighted
+  // round robin, so the order is deterministic; etcd draws at random).
+  // Records of weight 0 are used only when no weighted one is eligible.
+  int64_t total = 0;
+  int chosen = -1;
+  for (size_t i = 0; i < n; ++i) {
+    if (!eligible(i) || endpoints_[i].ep.weight == 0) continue;
+    EndpointState& e = endpoints_[i];
+    e.current_weight += e.ep.weight;
+    total += e.ep.weight;
+    if (chosen < 0 || e.current_weight > endpoints_[chosen].current_weight) {
+      chosen = static_cast<int>(i);
+    }
+  }
+  if (chosen >= 0) {
+    endpoints_[chosen].current_weight -= total;
+    return chosen;
+  }
   for (size_t k = 0; k < n; ++k) {
     const size_t i = next_++ % n;
-    const EndpointState& e = endpoints_[i];
-    if (!tried[i] && !e.inactive && e.ep.priority == best) {
-      return static_cast<int>(i);
-    }
+    if (eligible(i)) return static_cast<int>(i);
   }
   return -1;
 }

@@ -19,8 +19,11 @@
 // endpoint left is closed. An inactive endpoint becomes eligible again
 // retry_delay after it failed (on `clock`): the next connection that picks
 // it is the retry. (etcd probes inactive endpoints from a timer and
-// reactivates them on a successful dial; a client sees the same.) SRV
-// weights are not used: ties in priority are served round robin.
+// reactivates them on a successful dial; a client sees the same.) Within
+// a priority, SRV weights share the connections in proportion (smooth
+// weighted round robin: deterministic, where etcd draws at random);
+// records of weight 0, and all --endpoints, are served round robin when
+// no weighted record is eligible.
 //
 // Bounds (kplane's; etcd's gateway has none): at most max_connections
 // client connections at once (one over is accepted and closed at once, and
@@ -119,6 +122,7 @@ class TcpGateway {
     GatewayEndpoint ep;
     bool inactive = false;
     TimePoint retry_at;
+    int64_t current_weight = 0;  // smooth weighted round robin
   };
 
   TcpGateway(ScopedFd listener, TcpGatewayOptions options, ScopedFd wake);

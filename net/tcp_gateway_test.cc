@@ -197,6 +197,44 @@ TEST(TcpGatewayTest, RoundRobinOverEndpoints) {
   EXPECT_EQ(gw->stats().accepted, 6u);
 }
 
+TEST(TcpGatewayTest, BestSrvPriorityFirstThenTheNext) {
+  TagServer a('A'), b('B'), c('C');
+  TcpGatewayOptions o;
+  o.endpoints = {{"127.0.0.1", a.port(), 1, 0},
+                 {"127.0.0.1", b.port(), 0, 0},
+                 {"127.0.0.1", c.port(), 0, 0}};
+  auto gw = StartGateway(o);
+  std::string seen;
+  for (int i = 0; i < 4; ++i) seen += Reach(*gw);
+  EXPECT_EQ(seen, "BCBC");  // A (priority 1) only when no 0 is left
+  TcpGatewayOptions o2;
+  o2.endpoints = {{"127.0.0.1", a.port(), 1, 0},
+                  {"127.0.0.1", DeadPort(), 0, 0}};
+  auto gw2 = StartGateway(o2);
+  EXPECT_EQ(Reach(*gw2), "A");
+  EXPECT_EQ(gw2->stats().dial_failures, 1u);
+}
+
+TEST(TcpGatewayTest, SrvWeightsShareConnectionsInProportion) {
+  TagServer a('A'), b('B'), c('C');
+  TcpGatewayOptions o;
+  o.endpoints = {{"127.0.0.1", a.port(), 0, 3},
+                 {"127.0.0.1", b.port(), 0, 1},
+                 {"127.0.0.1", c.port(), 0, 0}};
+  auto gw = StartGateway(o);
+  std::string seen;
+  for (int i = 0; i < 8; ++i) seen += Reach(*gw);
+  // 3:1, spread out; the weight-0 record is not used while weighted ones
+  // answer.
+  EXPECT_EQ(seen, "AABAAABA");
+  // ...but is when none does.
+  TcpGatewayOptions o2;
+  o2.endpoints = {{"127.0.0.1", DeadPort(), 0, 5},
+                  {"127.0.0.1", c.port(), 0, 0}};
+  auto gw2 = StartGateway(o2);
+  EXPECT_EQ(Reach(*gw2), "C");
+}
+
 TEST(TcpGatewayTest, FailsOverToTheNextEndpoint) {
   TagServer b('B');
   TcpGatewayOptions o;

@@ -12,6 +12,7 @@
 #include "base/flags.h"
 #include "base/logging.h"
 #include "base/strings.h"
+#include "cmd/kplane/gateway_command.h"
 #include "cmd/kplane/store_flags.h"
 #include "net/http_server.h"
 #include "net/socket.h"
@@ -129,6 +130,19 @@ std::vector<std::string> BoundUrls(const std::vector<Listener>& ls) {
 }  // namespace
 
 int RunStoreCommand(const std::vector<std::string>& args) {
+  // etcd's own subcommands, which it recognises only as its first
+  // argument (etcdmain.Main): `etcd gateway start ...`.
+  if (!args.empty() && args[0] == "gateway") {
+    return RunGatewayCommand(
+        std::vector<std::string>(args.begin() + 1, args.end()));
+  }
+  if (!args.empty() && args[0] == "grpc-proxy") {
+    return CommandFailed(
+        "kplane store",
+        UnimplementedError("`grpc-proxy` (etcd's L7 gRPC proxy) is not "
+                           "supported; `kplane store gateway start` is the "
+                           "L4 TCP gateway"));
+  }
   StoreFlags flags;
   auto parsed = flags.Parse(args, ProcessEnvironment());
   if (flags.help_requested()) {

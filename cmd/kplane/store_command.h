@@ -7,6 +7,8 @@
 //
 // The flags, their defaults and their meaning are etcd 3.4's (docs/store.md
 // lists them), so scripts written for etcd work with few changes.
+// `kplane store gateway start ...` is etcd's TCP gateway
+// (gateway_command.h); `grpc-proxy` is refused with a clear error.
 #ifndef KPLANE_CMD_KPLANE_STORE_COMMAND_H_
 #define KPLANE_CMD_KPLANE_STORE_COMMAND_H_
 

@@ -241,8 +241,14 @@ void GarbageCollector::AddResource(GcResource resource) {
   CHECK(resource.info != nullptr && resource.cache != nullptr);
   const informer::Indexer* cache = resource.cache;
   const std::string name = resource.name;
+  std::set<std::string> waiting;
   {
     MutexLock l(&mu_);
+    auto it = unresolved_.find(resource.group + "/" + resource.kind);
+    if (it != unresolved_.end()) {
+      waiting.swap(it->second);
+      unresolved_.erase(it);
+    }
     added_[name] = std::move(resource);
   }
   // What the cache held before the handlers were called for it.
@@ -251,6 +257,8 @@ void GarbageCollector::AddResource(GcResource resource) {
       Controller::Enqueue(name + "/" + informer::ObjectKey(*o));
     }
   }
+  // Their owners can be looked up now (at once, not after a backoff).
+  for (const std::string& key : waiting) Controller::Enqueue(key);
 }
 
 void GarbageCollector::RemoveResource(const std::string& name) {
@@ -448,6 +456,11 @@ Status GarbageCollector::AttemptToDelete(const GcResource& resource,
     std::optional<GcResource> owner_resource =
         FindKind(ref.apiversion(), ref.kind());
     if (!owner_resource.has_value()) {
+      {
+        MutexLock l(&mu_);
+        unresolved_[GroupOf(ref.apiversion()) + "/" + ref.kind()].insert(
+            resource.name + "/" + informer::ObjectKey(obj));
+      }
       if (!Discovered()) {
         ++solid;  // no discovery to resolve the kind with: assumed alive
         continue;

@@ -36,7 +36,8 @@
 //     first discovery (MarkDiscovered), assumed alive; after it, the sync
 //     fails with kUnavailable and is retried with backoff, as Kubernetes
 //     does with an owner its RESTMapper cannot map (the kind may be a CRD
-//     not yet discovered): the object is kept.
+//     not yet discovered): the object is kept. Either way it is synced
+//     again as soon as a resource of that kind is added.
 //   as an owner being deleted:
 //     "orphan": the ownerReferences to it are removed from its
 //       dependents, then the finalizer;
@@ -69,6 +70,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -126,8 +128,9 @@ class GarbageCollector : public Controller {
   Status Sync(const std::string& key) override;
 
   // Follows `resource` (replacing one of the same name) and syncs every
-  // object of its cache that has owners or a GC finalizer. Call it once
-  // the cache has synced; events after that go to ObjectChanged.
+  // object of its cache that has owners or a GC finalizer, and every
+  // object whose owner of this kind could not be resolved before. Call it
+  // once the cache has synced; events after that go to ObjectChanged.
   void AddResource(GcResource resource);
   // Stops following the resource named `name` (its CRD was deleted):
   // queued keys of it are dropped when they come up.
@@ -211,6 +214,11 @@ class GarbageCollector : public Controller {
   mutable Mutex mu_;
   std::map<std::string, GcResource> added_ GUARDED_BY(mu_);
   bool discovered_ GUARDED_BY(mu_) = false;
+  // Keys of objects a sync found with an owner kind no followed resource
+  // served, by "<group>/<Kind>": AddResource of that kind enqueues them, so
+  // an owner deleted before its resource was followed (no event for it
+  // will come) is still noticed. A kind never added keeps its keys.
+  std::map<std::string, std::set<std::string>> unresolved_ GUARDED_BY(mu_);
 };
 
 }  // namespace kplane::controllers

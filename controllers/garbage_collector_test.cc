@@ -598,6 +598,41 @@ TEST_F(CustomResourceGcTest, UnresolvableOwnerKindKeepsTheObject) {
   EXPECT_THAT(fake_.Actions(), ElementsAre());
 }
 
+// An object synced while its owner's kind was not followed yet (assumed
+// alive before the first discovery, so no retry) is synced again when that
+// kind's resource is added: its owner may be gone already, and no event
+// would ever bring the object back.
+TEST_F(CustomResourceGcTest, OwnerKindAddedLaterSyncsItsDependentsAgain) {
+  GarbageCollector fresh({.api = &fake_,
+                          .pods = &pods_,
+                          .replicasets = &replicasets_,
+                          .deployments = &deployments_,
+                          .clock = &clock_,
+                          .metrics = &reg_});
+  std::string ref = OwnerRefJson("other.io/v1", "Gizmo", "g", "uid-g");
+  configmaps_.cache.Upsert(JsonObject("v1", "ConfigMap", "settings", "uid-s",
+                                      R"(,"ownerReferences":[)" + ref + "]"));
+  fresh.AddResource(configmaps_.resource);
+  auto next_key = [&]() -> std::string {
+    if (fresh.QueueDepth() != 1) {
+      return "depth " + std::to_string(fresh.QueueDepth());
+    }
+    std::optional<std::string> key = fresh.queue().Get();
+    fresh.queue().Done(*key);
+    return *key;
+  };
+  ASSERT_EQ(next_key(), "configmaps/default/settings");
+  ASSERT_TRUE(fresh.Sync("configmaps/default/settings").ok());
+  EXPECT_THAT(fake_.Actions(), ElementsAre());
+  // The Gizmo resource arrives; its cache never held g.
+  DynamicResource gizmos("other.io", "gizmos", "Gizmo");
+  fresh.AddResource(gizmos.resource);
+  EXPECT_EQ(next_key(), "configmaps/default/settings");
+  ASSERT_TRUE(fresh.Sync("configmaps/default/settings").ok());
+  EXPECT_THAT(fake_.Actions(),
+              ElementsAre("delete configmaps default/settings"));
+}
+
 // A resource added later (a new CRD) has its cached objects synced; one
 // removed (a deleted CRD) is dropped: its keys sync to nothing, its owners
 // cannot be resolved any more, and nothing crashes.

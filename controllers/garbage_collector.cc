@@ -17,10 +17,6 @@ namespace {
 constexpr char kOrphan[] = "orphan";
 constexpr char kForeground[] = "foregroundDeletion";
 
-void Keep(Status* first, const Status& s) {
-  if (first->ok() && !s.ok()) *first = s;
-}
-
 bool IsUnstructuredObject(const google::protobuf::Message& obj) {
   return google::protobuf::DynamicCastToGenerated<informer::UnstructuredObject>(
              &obj) != nullptr;
@@ -37,6 +33,25 @@ bool HasGcFinalizer(const metav1::ObjectMeta& m) {
          objects::HasFinalizer(m, kForeground);
 }
 
+// Whether `m` is waiting for its dependents (kube's deletingDependents).
+bool DeletingDependents(const metav1::ObjectMeta& m) {
+  return objects::IsBeingDeleted(m) && objects::HasFinalizer(m, kForeground);
+}
+
+// Whether the dependent's reference holds its owner's foreground deletion.
+bool Blocks(const metav1::OwnerReference& ref) {
+  return ref.has_blockownerdeletion() && ref.blockownerdeletion();
+}
+
+// The reference of `m` to `uid`, or null.
+const metav1::OwnerReference* RefTo(const metav1::ObjectMeta& m,
+                                    const std::string& uid) {
+  for (const metav1::OwnerReference& r : m.ownerreferences()) {
+    if (r.uid() == uid) return &r;
+  }
+  return nullptr;
+}
+
 // Whether the collector has something to do about an object.
 bool Interesting(const metav1::ObjectMeta& m) {
   return m.ownerreferences_size() > 0 ||
@@ -49,7 +64,10 @@ bool GcRelevantChange(const metav1::ObjectMeta& before,
                       const metav1::ObjectMeta& after) {
   if (before.ownerreferences_size() != after.ownerreferences_size() ||
       objects::IsBeingDeleted(before) != objects::IsBeingDeleted(after) ||
-      HasGcFinalizer(before) != HasGcFinalizer(after)) {
+      objects::HasFinalizer(before, kOrphan) !=
+          objects::HasFinalizer(after, kOrphan) ||
+      objects::HasFinalizer(before, kForeground) !=
+          objects::HasFinalizer(after, kForeground)) {
     return true;
   }
   for (int i = 0; i < before.ownerreferences_size(); ++i) {
@@ -86,6 +104,36 @@ std::string TestAndRemovePatch(const std::string& path,
     w.String("remove");
     w.Key("path");
     w.String(element.c_str());
+    w.EndObject();
+  }
+  w.EndArray();
+  return buf.GetString();
+}
+// A JSON patch setting blockOwnerDeletion to false on the ownerReferences
+// at `indexes`, each after a test that it still refers to `uids[i]`.
+std::string TestAndUnblockPatch(const std::vector<int>& indexes,
+                                const std::vector<std::string>& uids) {
+  rapidjson::StringBuffer buf;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buf);
+  w.StartArray();
+  for (size_t i = 0; i < indexes.size(); ++i) {
+    std::string element =
+        "/metadata/ownerReferences/" + std::to_string(indexes[i]);
+    w.StartObject();
+    w.Key("op");
+    w.String("test");
+    w.Key("path");
+    w.String((element + "/uid").c_str());
+    w.Key("value");
+    w.String(uids[i].c_str(), static_cast<rapidjson::SizeType>(uids[i].size()));
+    w.EndObject();
+    w.StartObject();
+    w.Key("op");
+    w.String("replace");
+    w.Key("path");
+    w.String((element + "/blockOwnerDeletion").c_str());
+    w.Key("value");
+    w.Bool(false);
     w.EndObject();
   }
   w.EndArray();
@@ -193,8 +241,14 @@ void GarbageCollector::AddResource(GcResource resource) {
   CHECK(resource.info != nullptr && resource.cache != nullptr);
   const informer::Indexer* cache = resource.cache;
   const std::string name = resource.name;
+  std::set<std::string> waiting;
   {
     MutexLock l(&mu_);
+    auto it = unresolved_.find(resource.group + "/" + resource.kind);
+    if (it != unresolved_.end()) {
+      waiting.swap(it->second);
+      unresolved_.erase(it);
+    }
     added_[name] = std::move(resource);
   }
   // What the cache held before the handlers were called for it.
@@ -203,6 +257,8 @@ void GarbageCollector::AddResource(GcResource resource) {
       Controller::Enqueue(name + "/" + informer::ObjectKey(*o));
     }
   }
+  // Their owners can be looked up now (at once, not after a backoff).
+  for (const std::string& key : waiting) Controller::Enqueue(key);
 }
 
 void GarbageCollector::RemoveResource(const std::string& name) {
@@ -218,13 +274,69 @@ void GarbageCollector::ObjectChanged(const std::string& name,
 
 void GarbageCollector::EnqueueDependents(
     const google::protobuf::Message& owner) {
-  const std::string uid = objects::Uid(owner);
+  for (const Dependent& d : DependentsOf(objects::Uid(owner))) {
+    Controller::Enqueue(d.resource.name + "/" + informer::ObjectKey(*d.object));
+  }
+}
+
+std::vector<GarbageCollector::Dependent> GarbageCollector::DependentsOf(
+    const std::string& uid) const {
+  std::vector<Dependent> out;
   for (const GcResource& r : All()) {
-    auto deps = r.cache->ByIndex(kOwnerUidIndex, uid);
+    StatusOr<std::vector<ObjectPtr>> deps =
+        r.cache->ByIndex(kOwnerUidIndex, uid);
     if (!deps.ok()) continue;  // a typed cache without the index
-    for (const ObjectPtr& d : *deps) {
-      Controller::Enqueue(r.name + "/" + informer::ObjectKey(*d));
+    for (ObjectPtr& d : *deps) out.push_back(Dependent{r, std::move(d)});
+  }
+  return out;
+}
+
+std::optional<std::string> GarbageCollector::OwnerKey(
+    const metav1::ObjectMeta& dependent,
+    const metav1::OwnerReference& ref) const {
+  std::optional<GcResource> r = FindKind(ref.apiversion(), ref.kind());
+  if (!r.has_value()) return std::nullopt;
+  // A namespaced owner is in its dependent's namespace (references across
+  // namespaces are invalid); a cluster-scoped one has none.
+  return r->name + "/" +
+         informer::ObjectKey(r->namespaced ? dependent.namespace_() : "",
+                             ref.name());
+}
+
+ObjectPtr GarbageCollector::CachedOwner(
+    const metav1::ObjectMeta& dependent,
+    const metav1::OwnerReference& ref) const {
+  std::optional<GcResource> r = FindKind(ref.apiversion(), ref.kind());
+  if (!r.has_value()) return nullptr;
+  ObjectPtr owner = r->cache->Get(informer::ObjectKey(
+      r->namespaced ? dependent.namespace_() : "", ref.name()));
+  if (owner == nullptr || objects::Uid(*owner) != ref.uid()) return nullptr;
+  return owner;
+}
+
+void GarbageCollector::EnqueueWaitingOwners(
+    const metav1::ObjectMeta& dependent) {
+  for (const metav1::OwnerReference& ref : dependent.ownerreferences()) {
+    ObjectPtr owner = CachedOwner(dependent, ref);
+    if (owner == nullptr ||
+        !DeletingDependents(*objects::GetObjectMeta(*owner))) {
+      continue;
     }
+    std::optional<std::string> key = OwnerKey(dependent, ref);
+    if (key.has_value()) Controller::Enqueue(*key);
+  }
+}
+
+void GarbageCollector::EnqueueUnblockedOwners(const metav1::ObjectMeta& before,
+                                              const metav1::ObjectMeta& after) {
+  for (const metav1::OwnerReference& ref : before.ownerreferences()) {
+    if (!Blocks(ref)) continue;
+    const metav1::OwnerReference* now = RefTo(after, ref.uid());
+    if (now != nullptr && Blocks(*now)) continue;
+    // Whatever state the owner is in: a sync of one that is not waiting
+    // for its dependents is cheap.
+    std::optional<std::string> key = OwnerKey(before, ref);
+    if (key.has_value()) Controller::Enqueue(*key);
   }
 }
 
@@ -258,9 +370,15 @@ void GarbageCollector::EnqueueEvent(const GcResource& resource,
                                     const ObjectEvent& e) {
   if (e.deleted()) {
     EnqueueDependents(e.object);
+    // Owners waiting for it may be done (kube's graph builder does the
+    // same), without waiting for a resync.
+    EnqueueWaitingOwners(*objects::GetObjectMeta(e.object));
     return;
   }
   const metav1::ObjectMeta& now = *objects::GetObjectMeta(e.object);
+  if (e.old != nullptr && e.old != &e.object) {
+    EnqueueUnblockedOwners(*objects::GetObjectMeta(*e.old), now);
+  }
   if (!Interesting(now)) return;
   // An update that changed nothing the collector reads (and is not a
   // periodic resync, old == object) needs no sync.
@@ -278,69 +396,73 @@ Status GarbageCollector::Sync(const std::string& key) {
   if (!resource.has_value()) return Status::Ok();  // no longer followed
   ObjectPtr obj = resource->cache->Get(key.substr(slash + 1));
   if (obj == nullptr) return Status::Ok();
-  Status first_error;
   const metav1::ObjectMeta& meta = *objects::GetObjectMeta(*obj);
-  if (objects::IsBeingDeleted(meta) && HasGcFinalizer(meta)) {
-    Keep(&first_error, SyncOwner(*resource, *obj));
+  if (objects::IsBeingDeleted(meta)) {
+    // Deletion is a one-way trip: only the GC finalizers are left to do.
+    // The orphan one goes first; its removal is an update that brings the
+    // object back for a foregroundDeletion it may also carry.
+    if (objects::HasFinalizer(meta, kOrphan)) {
+      return OrphanDependents(*resource, *obj);
+    }
+    if (objects::HasFinalizer(meta, kForeground)) {
+      return ProcessDeletingDependents(*resource, *obj);
+    }
+    return Status::Ok();
   }
-  if (meta.ownerreferences_size() > 0) {
-    Keep(&first_error, SyncDependent(*resource, *obj));
-  }
-  return first_error;
+  if (meta.ownerreferences_size() == 0) return Status::Ok();
+  return AttemptToDelete(*resource, *obj);
 }
 
-Status GarbageCollector::SyncOwner(const GcResource& resource,
-                                   const google::protobuf::Message& owner) {
-  const metav1::ObjectMeta& meta = *objects::GetObjectMeta(owner);
-  const std::string& uid = meta.uid();
-  std::vector<std::pair<GcResource, ObjectPtr>> dependents;
-  for (GcResource& r : All()) {
-    StatusOr<std::vector<ObjectPtr>> deps =
-        r.cache->ByIndex(kOwnerUidIndex, uid);
-    if (!deps.ok()) continue;  // a typed cache without the index
-    for (ObjectPtr& d : *deps) dependents.emplace_back(r, std::move(d));
+Status GarbageCollector::OrphanDependents(
+    const GcResource& resource, const google::protobuf::Message& owner) {
+  const std::string& uid = objects::Uid(owner);
+  for (const Dependent& d : DependentsOf(uid)) {
+    Status s = RemoveOwnerRefs(d.resource, *d.object, {uid});
+    if (!s.ok() && !informer::IsNotFound(s)) return s;
   }
-  std::string finalizer;
-  if (objects::HasFinalizer(meta, kOrphan)) {
-    for (auto& [r, d] : dependents) {
-      Status s = RemoveOwnerRefs(r, *d, {uid});
-      if (!s.ok() && !informer::IsNotFound(s)) return s;
-    }
-    finalizer = kOrphan;
-  } else {
-    bool remaining = false;
-    for (auto& [r, d] : dependents) {
-      remaining = true;
-      if (objects::IsBeingDeleted(*objects::GetObjectMeta(*d))) continue;
-      metav1::DeleteOptions opts;
-      opts.set_propagationpolicy("Foreground");
-      Status s = options_.api->Delete(*r.info, objects::Namespace(*d),
-                                      objects::Name(*d), opts);
-      if (!s.ok() && !informer::IsNotFound(s)) return s;
-    }
-    if (remaining) {
-      EnqueueAfter(resource.name + "/" + informer::ObjectKey(owner),
-                   options_.foreground_recheck);
-      return Status::Ok();
-    }
-    finalizer = kForeground;
-  }
-  Status s = RemoveGcFinalizer(resource, owner, finalizer);
+  Status s = RemoveGcFinalizer(resource, owner, kOrphan);
   return informer::IsNotFound(s) ? Status::Ok() : s;
 }
 
-Status GarbageCollector::SyncDependent(const GcResource& resource,
-                                       const google::protobuf::Message& obj) {
+Status GarbageCollector::ProcessDeletingDependents(
+    const GcResource& resource, const google::protobuf::Message& owner) {
+  const std::string& uid = objects::Uid(owner);
+  bool blocked = false;
+  for (const Dependent& d : DependentsOf(uid)) {
+    const metav1::ObjectMeta& dm = *objects::GetObjectMeta(*d.object);
+    const metav1::OwnerReference* ref = RefTo(dm, uid);
+    if (ref != nullptr && Blocks(*ref)) blocked = true;
+    // Each dependent decides in its own sync (with its own retries)
+    // whether it goes, and how, or only loses the reference. One already
+    // being deleted has nothing left to decide.
+    if (!objects::IsBeingDeleted(dm)) {
+      Controller::Enqueue(d.resource.name + "/" +
+                          informer::ObjectKey(*d.object));
+    }
+  }
+  // Still blocked: the dependents' deletions (or their references
+  // becoming non-blocking) enqueue the owner again.
+  if (blocked) return Status::Ok();
+  Status s = RemoveGcFinalizer(resource, owner, kForeground);
+  return informer::IsNotFound(s) ? Status::Ok() : s;
+}
+
+Status GarbageCollector::AttemptToDelete(const GcResource& resource,
+                                         const google::protobuf::Message& obj) {
   const metav1::ObjectMeta& meta = *objects::GetObjectMeta(obj);
-  if (objects::IsBeingDeleted(meta)) return Status::Ok();
-  std::vector<std::string> dangling;
-  int alive = 0;
+  std::vector<std::string> dangling, waiting;
+  int solid = 0;
   for (const metav1::OwnerReference& ref : meta.ownerreferences()) {
     std::optional<GcResource> owner_resource =
         FindKind(ref.apiversion(), ref.kind());
     if (!owner_resource.has_value()) {
+      {
+        MutexLock l(&mu_);
+        unresolved_[GroupOf(ref.apiversion()) + "/" + ref.kind()].insert(
+            resource.name + "/" + informer::ObjectKey(obj));
+      }
       if (!Discovered()) {
-        ++alive;  // no discovery to resolve the kind with: assumed alive
+        ++solid;  // no discovery to resolve the kind with: assumed alive
         continue;
       }
       // Kubernetes keeps the object and retries (the kind may be a CRD
@@ -350,40 +472,107 @@ Status GarbageCollector::SyncDependent(const GcResource& resource,
                               resource.name + " " + informer::ObjectKey(obj) +
                               ": no resource serves that kind");
     }
-    // A namespaced owner is in its dependent's namespace (references
-    // across namespaces are invalid); a cluster-scoped one has none.
-    const std::string owner_ns =
-        owner_resource->namespaced ? meta.namespace_() : "";
-    ObjectPtr owner =
-        owner_resource->cache->Get(informer::ObjectKey(owner_ns, ref.name()));
-    if (owner != nullptr && objects::Uid(*owner) == ref.uid()) {
-      ++alive;
-      continue;
+    ObjectPtr owner = CachedOwner(meta, ref);
+    if (owner == nullptr) {
+      const std::string owner_ns =
+          owner_resource->namespaced ? meta.namespace_() : "";
+      StatusOr<ObjectPtr> live =
+          options_.api->Get(*owner_resource->info, owner_ns, ref.name());
+      if (!live.ok() && !informer::IsNotFound(live.status())) {
+        return live.status();
+      }
+      if (live.ok() && objects::Uid(**live) == ref.uid()) owner = *live;
     }
-    StatusOr<ObjectPtr> live =
-        options_.api->Get(*owner_resource->info, owner_ns, ref.name());
-    if (live.ok() && objects::Uid(**live) == ref.uid()) {
-      ++alive;
-      continue;
+    if (owner == nullptr) {
+      dangling.push_back(ref.uid());
+    } else if (DeletingDependents(*objects::GetObjectMeta(*owner))) {
+      waiting.push_back(ref.uid());
+    } else {
+      ++solid;
     }
-    if (!live.ok() && !informer::IsNotFound(live.status()))
-      return live.status();
-    dangling.push_back(ref.uid());
   }
-  if (dangling.empty()) return Status::Ok();
-  if (alive == 0) {
-    LOG(INFO) << "garbagecollector: deleting " << resource.name << " "
-              << informer::ObjectKey(obj) << ": its owners are gone";
-    metav1::DeleteOptions opts;
-    opts.set_propagationpolicy("Background");
-    opts.mutable_preconditions()->set_uid(meta.uid());
-    Status s = options_.api->Delete(*resource.info, meta.namespace_(),
-                                    meta.name(), opts);
-    return informer::IsNotFound(s) || informer::IsConflict(s) ? Status::Ok()
-                                                              : s;
+  if (solid > 0) {
+    if (dangling.empty() && waiting.empty()) return Status::Ok();
+    // A waiting owner would otherwise keep its finalizer as long as this
+    // object lives.
+    std::vector<std::string> drop = dangling;
+    drop.insert(drop.end(), waiting.begin(), waiting.end());
+    Status s = RemoveOwnerRefs(resource, obj, drop);
+    return informer::IsNotFound(s) ? Status::Ok() : s;
   }
-  Status s = RemoveOwnerRefs(resource, obj, dangling);
-  return informer::IsNotFound(s) ? Status::Ok() : s;
+  if (!waiting.empty()) {
+    std::vector<Dependent> deps = DependentsOf(meta.uid());
+    if (!deps.empty()) {
+      for (const Dependent& d : deps) {
+        if (!DeletingDependents(*objects::GetObjectMeta(*d.object))) continue;
+        // Something below is itself waiting for its dependents, perhaps
+        // (through a cycle) for this object's owner: once this object's
+        // references no longer block, that owner can finish first.
+        LOG(INFO) << "garbagecollector: " << resource.name << " "
+                  << informer::ObjectKey(obj) << " and its dependent "
+                  << d.resource.name << " " << informer::ObjectKey(*d.object)
+                  << " both wait for dependents: making its owner "
+                     "references non-blocking";
+        Status s = UnblockOwnerRefs(resource, obj);
+        if (informer::IsNotFound(s)) return Status::Ok();
+        if (!s.ok()) return s;
+        break;
+      }
+      // Its owner then waits for the whole subtree.
+      return DeleteObject(resource, obj, "Foreground");
+    }
+  }
+  std::string policy = "Background";
+  if (objects::HasFinalizer(meta, kOrphan)) {
+    policy = "Orphan";
+  } else if (objects::HasFinalizer(meta, kForeground)) {
+    policy = "Foreground";
+  }
+  return DeleteObject(resource, obj, policy);
+}
+
+Status GarbageCollector::DeleteObject(const GcResource& resource,
+                                      const google::protobuf::Message& obj,
+                                      const std::string& policy) {
+  const metav1::ObjectMeta& meta = *objects::GetObjectMeta(obj);
+  LOG(INFO) << "garbagecollector: deleting " << resource.name << " "
+            << informer::ObjectKey(obj) << " (propagationPolicy " << policy
+            << "): its owners are gone or being deleted";
+  metav1::DeleteOptions opts;
+  opts.set_propagationpolicy(policy);
+  opts.mutable_preconditions()->set_uid(meta.uid());
+  Status s = options_.api->Delete(*resource.info, meta.namespace_(),
+                                  meta.name(), opts);
+  return informer::IsNotFound(s) || informer::IsConflict(s) ? Status::Ok() : s;
+}
+
+Status GarbageCollector::UnblockOwnerRefs(
+    const GcResource& resource, const google::protobuf::Message& obj) {
+  const metav1::ObjectMeta& meta = *objects::GetObjectMeta(obj);
+  if (IsUnstructuredObject(obj)) {
+    std::vector<int> indexes;
+    std::vector<std::string> uids;
+    for (int i = 0; i < meta.ownerreferences_size(); ++i) {
+      if (!Blocks(meta.ownerreferences(i))) continue;
+      indexes.push_back(i);
+      uids.push_back(meta.ownerreferences(i).uid());
+    }
+    if (indexes.empty()) return Status::Ok();
+    return options_.api->Patch(*resource.info, meta.namespace_(), meta.name(),
+                               informer::PatchType::kJsonPatch,
+                               TestAndUnblockPatch(indexes, uids));
+  }
+  std::unique_ptr<google::protobuf::Message> copy(obj.New());
+  copy->CopyFrom(obj);
+  bool changed = false;
+  for (metav1::OwnerReference& r :
+       *objects::MutableObjectMeta(copy.get())->mutable_ownerreferences()) {
+    if (!Blocks(r)) continue;
+    r.set_blockownerdeletion(false);
+    changed = true;
+  }
+  if (!changed) return Status::Ok();
+  return options_.api->Update(*resource.info, *copy).status();
 }
 
 Status GarbageCollector::RemoveOwnerRefs(const GcResource& resource,

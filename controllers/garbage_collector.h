@@ -12,30 +12,51 @@
 // typed caches and "<resource>.<group>/<namespace>/<name>"
 // ("widgets.example.com/default/w1", "configmaps/default/c") for the
 // others; cluster-scoped objects have no namespace part.
-// Sync(key):
+// Sync(key) follows Kubernetes' attemptToDeleteItem:
+//   an object being deleted is never collected itself (a one-way trip);
+//     only the GC finalizers on it are carried out (below).
 //   as a dependent: every ownerReference is resolved (apiVersion's group +
 //     kind -> a followed resource; the version does not matter, the uid
 //     does) and checked in the owner's cache and, when absent there, by a
-//     live GET (a cache can lag behind a create). Owners gone (404, or a
-//     different uid): if none is left the object is deleted (background
-//     propagation: its own dependents follow in turn); otherwise the
-//     dangling references are removed. An owner kind no followed resource
-//     serves is, before the monitor's first discovery (MarkDiscovered), assumed
-//     alive; after it, the sync fails with kUnavailable and is retried with
-//     backoff, as Kubernetes does with an owner its RESTMapper cannot map
-//     (the kind may be a CRD not yet discovered): the object is kept.
+//     live GET (a cache can lag behind a create). Each is then
+//       solid: the owner exists and is not deleting its dependents;
+//       waiting: the owner is being deleted with "foregroundDeletion";
+//       dangling: the owner is gone (404, or a different uid).
+//     With a solid owner the object is kept, its dangling and waiting
+//     references removed (a waiting owner must not wait for it). Without
+//     one: if an owner is waiting and the object has dependents of its
+//     own, it is deleted with Foreground propagation (so the owner waits
+//     for the whole subtree), after its own blocking references are made
+//     non-blocking when one of those dependents is itself deleting its
+//     dependents (a cycle of blocking references would otherwise wait
+//     forever; kube's heuristic, false positives included); else it is
+//     deleted with the policy its own finalizers ask for (orphan ->
+//     Orphan, foregroundDeletion -> Foreground), Background by default.
+//     An owner kind no followed resource serves is, before the monitor's
+//     first discovery (MarkDiscovered), assumed alive; after it, the sync
+//     fails with kUnavailable and is retried with backoff, as Kubernetes
+//     does with an owner its RESTMapper cannot map (the kind may be a CRD
+//     not yet discovered): the object is kept. Either way it is synced
+//     again as soon as a resource of that kind is added.
 //   as an owner being deleted:
 //     "orphan": the ownerReferences to it are removed from its
 //       dependents, then the finalizer;
-//     "foregroundDeletion": its dependents are deleted (with Foreground
-//       propagation); once the caches show none left, the finalizer is
-//       removed (the API server then deletes the owner).
+//     "foregroundDeletion": its dependents not yet being deleted are
+//       enqueued (their own sync, above, deletes them or drops the
+//       reference); the finalizer is removed (the API server then deletes
+//       the owner) once the caches show no dependent whose reference to it
+//       has blockOwnerDeletion=true. Non-blocking dependents are deleted
+//       too but do not hold the owner.
 // Objects of the typed caches are written with PUT (resourceVersion CAS);
 // those of added resources, which the GC holds as JSON
 // (informer::UnstructuredObject), with JSON patches that test what they
 // remove (a changed object fails the patch; the sync is retried).
-// Owner deletions enqueue the dependents (found through an index of owner
-// uids in every cache that has it), so cascades need no periodic scan.
+// Events drive every step, so cascades need no periodic scan: an owner's
+// deletion enqueues its dependents (found through an index of owner uids
+// in every cache that has it); a dependent's deletion enqueues those of its
+// owners that are deleting their dependents, and so does a dependent's
+// update that removes a blocking reference or makes it non-blocking (the
+// owner may now lose its finalizer).
 //
 // Ownership: borrows writer and caches; the pods and replicasets caches
 // must have the kOwnerUidIndex index (jobs, deployments and cronjobs
@@ -49,6 +70,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -90,7 +112,6 @@ struct GarbageCollectorOptions {
   // optional, both or neither (kOwnerUidIndex on jobs).
   const informer::Indexer* jobs = nullptr;
   const informer::Indexer* cronjobs = nullptr;
-  Duration foreground_recheck = seconds(1);
   Clock* clock = nullptr;
   metrics::Registry* metrics = nullptr;
 };
@@ -107,8 +128,9 @@ class GarbageCollector : public Controller {
   Status Sync(const std::string& key) override;
 
   // Follows `resource` (replacing one of the same name) and syncs every
-  // object of its cache that has owners or a GC finalizer. Call it once
-  // the cache has synced; events after that go to ObjectChanged.
+  // object of its cache that has owners or a GC finalizer, and every
+  // object whose owner of this kind could not be resolved before. Call it
+  // once the cache has synced; events after that go to ObjectChanged.
   void AddResource(GcResource resource);
   // Stops following the resource named `name` (its CRD was deleted):
   // queued keys of it are dropped when they come up.
@@ -142,14 +164,46 @@ class GarbageCollector : public Controller {
   std::vector<GcResource> All() const EXCLUDES(mu_);
   bool Discovered() const EXCLUDES(mu_);
   void EnqueueEvent(const GcResource& resource, const ObjectEvent& event);
-  Status SyncOwner(const GcResource& resource,
-                   const google::protobuf::Message& owner);
-  Status SyncDependent(const GcResource& resource,
-                       const google::protobuf::Message& obj);
+  // The key of the owner `ref` of `dependent` names, when a followed
+  // resource serves its kind.
+  std::optional<std::string> OwnerKey(const metav1::ObjectMeta& dependent,
+                                      const metav1::OwnerReference& ref) const;
+  // The cached owner `ref` of `dependent` names, when its uid matches.
+  ObjectPtr CachedOwner(const metav1::ObjectMeta& dependent,
+                        const metav1::OwnerReference& ref) const;
+  // Enqueues the cached owners of `dependent` that are deleting their
+  // dependents (it went away: they may be done).
+  void EnqueueWaitingOwners(const metav1::ObjectMeta& dependent);
+  // Enqueues the owners whose blocking references `before` had and `after`
+  // no longer has (removed, or blockOwnerDeletion now false).
+  void EnqueueUnblockedOwners(const metav1::ObjectMeta& before,
+                              const metav1::ObjectMeta& after);
+  struct Dependent {
+    GcResource resource;
+    ObjectPtr object;
+  };
+  // The cached objects with an ownerReference to `uid`, in every followed
+  // resource whose cache has kOwnerUidIndex.
+  std::vector<Dependent> DependentsOf(const std::string& uid) const;
+  Status OrphanDependents(const GcResource& resource,
+                          const google::protobuf::Message& owner);
+  Status ProcessDeletingDependents(const GcResource& resource,
+                                   const google::protobuf::Message& owner);
+  Status AttemptToDelete(const GcResource& resource,
+                         const google::protobuf::Message& obj);
+  // DELETE of `obj` with `policy` and its uid as precondition; gone or
+  // replaced already is success.
+  Status DeleteObject(const GcResource& resource,
+                      const google::protobuf::Message& obj,
+                      const std::string& policy);
   // Writes `obj` without its ownerReferences to `uids`.
   Status RemoveOwnerRefs(const GcResource& resource,
                          const google::protobuf::Message& obj,
                          const std::vector<std::string>& uids);
+  // Writes `obj` with blockOwnerDeletion=false on every reference that
+  // has it true (none: nothing is written).
+  Status UnblockOwnerRefs(const GcResource& resource,
+                          const google::protobuf::Message& obj);
   // Writes `obj` without `finalizer`.
   Status RemoveGcFinalizer(const GcResource& resource,
                            const google::protobuf::Message& obj,
@@ -160,6 +214,11 @@ class GarbageCollector : public Controller {
   mutable Mutex mu_;
   std::map<std::string, GcResource> added_ GUARDED_BY(mu_);
   bool discovered_ GUARDED_BY(mu_) = false;
+  // Keys of objects a sync found with an owner kind no followed resource
+  // served, by "<group>/<Kind>": AddResource of that kind enqueues them, so
+  // an owner deleted before its resource was followed (no event for it
+  // will come) is still noticed. A kind never added keeps its keys.
+  std::map<std::string, std::set<std::string>> unresolved_ GUARDED_BY(mu_);
 };
 
 }  // namespace kplane::controllers

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "base/logging.h"
+#include "base/mutex.h"
 #include "controllers/test_objects.h"
 #include "informer/unstructured.h"
 #include "objects/meta.h"
@@ -14,6 +15,52 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::UnorderedElementsAre;
 using namespace testing;  // NOLINT: test builders
+
+// A FakeApiWriter that also records each deletion's propagationPolicy
+// and uid precondition: "<name>: <policy> <uid>".
+class RecordingApiWriter : public FakeApiWriter {
+ public:
+  Status Delete(const objects::ResourceInfo& resource, std::string_view ns,
+                std::string_view name,
+                const metav1::DeleteOptions& options) override {
+    {
+      MutexLock l(&mu_);
+      deletions_.push_back(std::string(name) + ": " +
+                           options.propagationpolicy() + " " +
+                           options.preconditions().uid());
+    }
+    return FakeApiWriter::Delete(resource, ns, name, options);
+  }
+  std::vector<std::string> Deletions() const {
+    MutexLock l(&mu_);
+    return deletions_;
+  }
+
+ private:
+  mutable Mutex mu_;
+  std::vector<std::string> deletions_ GUARDED_BY(mu_);
+};
+
+// A reference to `owner` of `api_version`/`kind`, blocking its foreground
+// deletion or not.
+metav1::OwnerReference RefTo(const std::string& api_version,
+                             const std::string& kind,
+                             const metav1::ObjectMeta& owner, bool block) {
+  metav1::OwnerReference r;
+  r.set_apiversion(api_version);
+  r.set_kind(kind);
+  r.set_name(owner.name());
+  r.set_uid(owner.uid());
+  r.set_blockownerdeletion(block);
+  return r;
+}
+
+// `m` as the API server leaves it after a DELETE with `policy`
+// Foreground: deletionTimestamp and the foregroundDeletion finalizer.
+void MarkDeletingDependents(metav1::ObjectMeta* m) {
+  objects::SetTime(m->mutable_deletiontimestamp(), int64_t{1700000000});
+  m->add_finalizers("foregroundDeletion");
+}
 
 class GarbageCollectorTest : public ::testing::Test {
  protected:
@@ -33,7 +80,7 @@ class GarbageCollectorTest : public ::testing::Test {
 
   FakeClock clock_;
   metrics::Registry reg_;
-  FakeApiWriter fake_;
+  RecordingApiWriter fake_;
   informer::Indexer pods_, replicasets_, deployments_;
   GarbageCollector gc_;
 };
@@ -139,20 +186,172 @@ TEST_F(GarbageCollectorTest, OrphanFinalizer) {
 
 TEST_F(GarbageCollectorTest, ForegroundFinalizer) {
   auto rs = NewReplicaSet("default", "web", 1, {{"app", "web"}});
-  objects::SetTime(rs->mutable_metadata()->mutable_deletiontimestamp(),
-                   int64_t{1700000000});
-  rs->mutable_metadata()->add_finalizers("foregroundDeletion");
+  MarkDeletingDependents(rs->mutable_metadata());
   replicasets_.Upsert(rs);
   auto p = NewPod("default", "a");
   OwnedBy(p->mutable_metadata(), "ReplicaSet", rs->metadata());
   pods_.Upsert(p);
+  // The owner hands its dependents to their own syncs and waits.
   ASSERT_TRUE(gc_.Sync("replicasets/default/web").ok());
+  EXPECT_THAT(fake_.Actions(), ElementsAre());
+  EXPECT_EQ(gc_.QueueDepth(), 1);
+  EXPECT_EQ(gc_.queue().NumWaiting(), 0);  // no polling: events re-enqueue
+  ASSERT_TRUE(gc_.Sync("pods/default/a").ok());
   EXPECT_THAT(fake_.Actions(), ElementsAre("delete pods default/a"));
-  EXPECT_EQ(gc_.queue().NumWaiting(), 1);  // re-checked until none is left
+  EXPECT_THAT(fake_.Deletions(), ElementsAre("a: Background uid-a"));
   fake_.Clear();
   pods_.Delete("default/a");
   ASSERT_TRUE(gc_.Sync("replicasets/default/web").ok());
   EXPECT_THAT(fake_.Actions(), ElementsAre("update replicasets default/web"));
+}
+
+// Kubernetes' processDeletingDependentsItem: only references with
+// blockOwnerDeletion=true hold the owner; the other dependents are deleted
+// as well, but the owner goes without waiting for them.
+TEST_F(GarbageCollectorTest, ForegroundWaitsOnlyForBlockingDependents) {
+  auto rs = NewReplicaSet("default", "web", 1, {{"app", "web"}});
+  MarkDeletingDependents(rs->mutable_metadata());
+  replicasets_.Upsert(rs);
+  auto blocking = NewPod("default", "a");
+  *blocking->mutable_metadata()->add_ownerreferences() =
+      RefTo("apps/v1", "ReplicaSet", rs->metadata(), true);
+  pods_.Upsert(blocking);
+  auto loose = NewPod("default", "b");
+  *loose->mutable_metadata()->add_ownerreferences() =
+      RefTo("apps/v1", "ReplicaSet", rs->metadata(), false);
+  pods_.Upsert(loose);
+
+  ASSERT_TRUE(gc_.Sync("replicasets/default/web").ok());
+  EXPECT_THAT(fake_.Actions(), ElementsAre());
+  EXPECT_EQ(gc_.QueueDepth(), 2);  // both dependents, blocking or not
+  ASSERT_TRUE(gc_.Sync("pods/default/a").ok());
+  ASSERT_TRUE(gc_.Sync("pods/default/b").ok());
+  EXPECT_THAT(fake_.Actions(),
+              ElementsAre("delete pods default/a", "delete pods default/b"));
+
+  // b lingers (Terminating, held by a finalizer of its own); a is gone.
+  fake_.Clear();
+  objects::SetTime(loose->mutable_metadata()->mutable_deletiontimestamp(),
+                   int64_t{1700000000});
+  loose->mutable_metadata()->add_finalizers("example.com/hold");
+  pods_.Upsert(loose);
+  pods_.Delete("default/a");
+  ASSERT_TRUE(gc_.Sync("replicasets/default/web").ok());
+  ASSERT_THAT(fake_.Actions(), ElementsAre("update replicasets default/web"));
+  auto owner =
+      std::dynamic_pointer_cast<const appsv1::ReplicaSet>(fake_.Written()[0]);
+  EXPECT_EQ(owner->metadata().finalizers_size(), 0);
+}
+
+// A dependent with another live owner is kept: only the reference to the
+// owner being deleted goes (kube's attemptToDeleteItem, "solid" owners).
+TEST_F(GarbageCollectorTest, ForegroundKeepsADependentWithAnotherLiveOwner) {
+  auto rs = NewReplicaSet("default", "web", 1, {{"app", "web"}});
+  MarkDeletingDependents(rs->mutable_metadata());
+  replicasets_.Upsert(rs);
+  auto d = NewDeployment("default", "app", 1, {{"app", "web"}});
+  deployments_.Upsert(d);
+  auto p = NewPod("default", "p");
+  OwnedBy(p->mutable_metadata(), "ReplicaSet", rs->metadata());
+  OwnedBy(p->mutable_metadata(), "Deployment", d->metadata());
+  pods_.Upsert(p);
+
+  ASSERT_TRUE(gc_.Sync("replicasets/default/web").ok());
+  ASSERT_TRUE(gc_.Sync("pods/default/p").ok());
+  ASSERT_THAT(fake_.Actions(), ElementsAre("update pods default/p"));
+  auto kept = std::dynamic_pointer_cast<const corev1::Pod>(fake_.Written()[0]);
+  ASSERT_EQ(kept->metadata().ownerreferences_size(), 1);
+  EXPECT_EQ(kept->metadata().ownerreferences(0).kind(), "Deployment");
+
+  // Without the reference the owner is no longer held.
+  fake_.Clear();
+  pods_.Upsert(kept);
+  ASSERT_TRUE(gc_.Sync("replicasets/default/web").ok());
+  EXPECT_THAT(fake_.Actions(), ElementsAre("update replicasets default/web"));
+}
+
+// A dependent collected for a foreground owner is deleted with Foreground
+// when it has dependents of its own (so the owner waits for the whole
+// subtree), with Background otherwise, and with the policy its own
+// finalizer asks for when it has one.
+TEST_F(GarbageCollectorTest, ForegroundPropagatesToDependentsWithDependents) {
+  auto d = NewDeployment("default", "app", 1, {{"app", "web"}});
+  MarkDeletingDependents(d->mutable_metadata());
+  deployments_.Upsert(d);
+  auto web = NewReplicaSet("default", "web", 1, {{"app", "web"}});
+  OwnedBy(web->mutable_metadata(), "Deployment", d->metadata());
+  replicasets_.Upsert(web);
+  auto pod = NewPod("default", "web-x1");
+  OwnedBy(pod->mutable_metadata(), "ReplicaSet", web->metadata());
+  pods_.Upsert(pod);
+  auto lone = NewReplicaSet("default", "lone", 0, {{"app", "lone"}});
+  OwnedBy(lone->mutable_metadata(), "Deployment", d->metadata());
+  replicasets_.Upsert(lone);
+  auto keeper = NewReplicaSet("default", "keeper", 0, {{"app", "k"}});
+  OwnedBy(keeper->mutable_metadata(), "Deployment", d->metadata());
+  keeper->mutable_metadata()->add_finalizers("orphan");
+  replicasets_.Upsert(keeper);
+
+  ASSERT_TRUE(gc_.Sync("replicasets/default/web").ok());
+  ASSERT_TRUE(gc_.Sync("replicasets/default/lone").ok());
+  ASSERT_TRUE(gc_.Sync("replicasets/default/keeper").ok());
+  EXPECT_THAT(fake_.Deletions(), ElementsAre("web: Foreground uid-web",
+                                             "lone: Background uid-lone",
+                                             "keeper: Orphan uid-keeper"));
+}
+
+// Kubernetes' e2e "should not be blocked by dependency circle": p1 owned by
+// p3, p2 by p1, p3 by p2, every reference blocking, p1 deleted with
+// Foreground. The collector makes p3's references non-blocking before it
+// deletes p3 (one of p3's dependents, p1, already waits for its own), so
+// the chain unwinds instead of each waiting for the next forever.
+TEST_F(GarbageCollectorTest, ForegroundCycleOfBlockingReferencesUnwinds) {
+  fake_.ReflectUpdates(PodsResource(), &pods_);
+  auto p1 = NewPod("default", "p1");
+  auto p2 = NewPod("default", "p2");
+  auto p3 = NewPod("default", "p3");
+  *p1->mutable_metadata()->add_ownerreferences() =
+      RefTo("v1", "Pod", p3->metadata(), true);
+  *p2->mutable_metadata()->add_ownerreferences() =
+      RefTo("v1", "Pod", p1->metadata(), true);
+  *p3->mutable_metadata()->add_ownerreferences() =
+      RefTo("v1", "Pod", p2->metadata(), true);
+  MarkDeletingDependents(p1->mutable_metadata());
+  for (const auto& p : {p1, p2, p3}) pods_.Upsert(p);
+  // What the API server does with a Foreground DELETE.
+  auto deleting = [&](const std::string& name) {
+    auto now = std::dynamic_pointer_cast<const corev1::Pod>(
+        pods_.Get("default/" + name));
+    auto next = std::make_shared<corev1::Pod>(*now);
+    MarkDeletingDependents(next->mutable_metadata());
+    pods_.Upsert(next);
+  };
+
+  // p2: its owner waits, it has a dependent (p3) that does not.
+  ASSERT_TRUE(gc_.Sync("pods/default/p2").ok());
+  EXPECT_THAT(fake_.Actions(), ElementsAre("delete pods default/p2"));
+  deleting("p2");
+  // p3: its owner waits and its dependent p1 waits too: unblock, delete.
+  fake_.Clear();
+  ASSERT_TRUE(gc_.Sync("pods/default/p3").ok());
+  ASSERT_THAT(fake_.Actions(),
+              ElementsAre("update pods default/p3", "delete pods default/p3"));
+  auto unblocked =
+      std::dynamic_pointer_cast<const corev1::Pod>(fake_.Written()[0]);
+  ASSERT_EQ(unblocked->metadata().ownerreferences_size(), 1);
+  EXPECT_FALSE(unblocked->metadata().ownerreferences(0).blockownerdeletion());
+  deleting("p3");
+  // p2 no longer waits for p3; then p1 for p2, then p3 for p1.
+  for (const char* name : {"p2", "p1", "p3"}) {
+    SCOPED_TRACE(name);
+    fake_.Clear();
+    ASSERT_TRUE(gc_.Sync(std::string("pods/default/") + name).ok());
+    EXPECT_THAT(fake_.Actions(),
+                ElementsAre(std::string("update pods default/") + name));
+    pods_.Delete(std::string("default/") + name);
+  }
+  EXPECT_THAT(fake_.Deletions(),
+              ElementsAre("p2: Foreground uid-p2", "p3: Foreground uid-p3"));
 }
 
 // ---- Resources beyond the typed caches (custom resources, ConfigMaps) ----
@@ -224,12 +423,13 @@ class CustomResourceGcTest : public GarbageCollectorTest {
                       extra);
   }
   ObjectPtr OwnedByParent(const std::string& api_version,
-                          const std::string& kind, const std::string& name) {
-    return JsonObject(
-        api_version, kind, name, "uid-" + name,
-        R"(,"ownerReferences":[)" +
-            OwnerRefJson("example.com/v1", "Widget", "parent", "uid-parent") +
-            "]");
+                          const std::string& kind, const std::string& name,
+                          bool block = false) {
+    std::string ref =
+        OwnerRefJson("example.com/v1", "Widget", "parent", "uid-parent");
+    if (block) ref.insert(ref.size() - 1, R"(,"blockOwnerDeletion":true)");
+    return JsonObject(api_version, kind, name, "uid-" + name,
+                      R"(,"ownerReferences":[)" + ref + "]");
   }
 
   DynamicResource widgets_, configmaps_;
@@ -302,20 +502,78 @@ TEST_F(CustomResourceGcTest, OrphanFinalizerOnACustomResource) {
 
 TEST_F(CustomResourceGcTest, ForegroundFinalizerOnACustomResource) {
   widgets_.cache.Upsert(Parent("foregroundDeletion"));
-  widgets_.cache.Upsert(OwnedByParent("example.com/v1", "Widget", "child"));
+  widgets_.cache.Upsert(
+      OwnedByParent("example.com/v1", "Widget", "child", /*block=*/true));
   configmaps_.cache.Upsert(OwnedByParent("v1", "ConfigMap", "settings"));
   ASSERT_TRUE(gc_.Sync("widgets.example.com/default/parent").ok());
+  EXPECT_THAT(fake_.Actions(), ElementsAre());
+  EXPECT_EQ(gc_.QueueDepth(), 2);
+  ASSERT_TRUE(gc_.Sync("widgets.example.com/default/child").ok());
+  ASSERT_TRUE(gc_.Sync("configmaps/default/settings").ok());
   EXPECT_THAT(fake_.Actions(),
-              UnorderedElementsAre("delete widgets default/child",
-                                   "delete configmaps default/settings"));
-  EXPECT_EQ(gc_.queue().NumWaiting(), 1);  // re-checked until none is left
+              ElementsAre("delete widgets default/child",
+                          "delete configmaps default/settings"));
+  // The ConfigMap's reference does not block: the widget was all it
+  // waited for.
   fake_.Clear();
   widgets_.cache.Delete("default/child");
-  configmaps_.cache.Delete("default/settings");
   ASSERT_TRUE(gc_.Sync("widgets.example.com/default/parent").ok());
-  EXPECT_THAT(fake_.Actions(), ElementsAre("patch widgets default/parent"));
+  ASSERT_THAT(fake_.Actions(), ElementsAre("patch widgets default/parent"));
   EXPECT_THAT(fake_.Patches()[0],
               ::testing::HasSubstr(R"("value":"foregroundDeletion")"));
+}
+
+// A dependent going away, or its reference ceasing to block, brings a
+// waiting owner back at once (no resync, no polling).
+TEST_F(CustomResourceGcTest, DependentChangesEnqueueTheWaitingOwner) {
+  ObjectPtr blocking =
+      OwnedByParent("example.com/v1", "Widget", "child", /*block=*/true);
+  ObjectPtr loose = OwnedByParent("example.com/v1", "Widget", "child");
+  auto next_key = [&]() -> std::string {
+    if (gc_.QueueDepth() != 1)
+      return "depth " + std::to_string(gc_.QueueDepth());
+    std::optional<std::string> key = gc_.queue().Get();
+    gc_.queue().Done(*key);
+    return *key;
+  };
+  widgets_.cache.Upsert(Parent("foregroundDeletion"));
+  gc_.ObjectChanged("widgets.example.com",
+                    ObjectEvent{ObjectEvent::Type::kDeleted, *blocking});
+  EXPECT_EQ(next_key(), "widgets.example.com/default/parent");
+  gc_.ObjectChanged(
+      "widgets.example.com",
+      ObjectEvent{ObjectEvent::Type::kUpdated, *loose, blocking.get()});
+  EXPECT_EQ(next_key(), "widgets.example.com/default/parent");
+  // An owner that is not waiting is left alone when a dependent goes.
+  widgets_.cache.Upsert(Parent());
+  gc_.ObjectChanged("widgets.example.com",
+                    ObjectEvent{ObjectEvent::Type::kDeleted, *blocking});
+  EXPECT_EQ(gc_.QueueDepth(), 0);
+}
+
+// The cycle breaker on a custom resource: a JSON patch that tests each
+// blocking reference's uid, then sets blockOwnerDeletion to false.
+TEST_F(CustomResourceGcTest, CycleBreakerPatchesCustomResources) {
+  widgets_.cache.Upsert(Parent("foregroundDeletion"));
+  widgets_.cache.Upsert(
+      OwnedByParent("example.com/v1", "Widget", "child", /*block=*/true));
+  // The child's own dependent already waits for its dependents.
+  widgets_.cache.Upsert(JsonObject(
+      "example.com/v1", "Widget", "grandchild", "uid-grandchild",
+      R"(,"ownerReferences":[)" +
+          OwnerRefJson("example.com/v1", "Widget", "child", "uid-child") +
+          R"(],"deletionTimestamp":"2026-01-01T00:00:00Z",)"
+          R"("finalizers":["foregroundDeletion"])"));
+  ASSERT_TRUE(gc_.Sync("widgets.example.com/default/child").ok());
+  ASSERT_THAT(fake_.Actions(), ElementsAre("patch widgets default/child",
+                                           "delete widgets default/child"));
+  EXPECT_EQ(fake_.Patches()[0],
+            R"([{"op":"test","path":"/metadata/ownerReferences/0/uid",)"
+            R"("value":"uid-parent"},)"
+            R"({"op":"replace",)"
+            R"("path":"/metadata/ownerReferences/0/blockOwnerDeletion",)"
+            R"("value":false}])");
+  EXPECT_THAT(fake_.Deletions(), ElementsAre("child: Foreground uid-child"));
 }
 
 // An owner kind nothing serves (a CRD not discovered yet, or never): the
@@ -338,6 +596,41 @@ TEST_F(CustomResourceGcTest, UnresolvableOwnerKindKeepsTheObject) {
   fresh.AddResource(configmaps_.resource);
   EXPECT_TRUE(fresh.Sync("configmaps/default/settings").ok());
   EXPECT_THAT(fake_.Actions(), ElementsAre());
+}
+
+// An object synced while its owner's kind was not followed yet (assumed
+// alive before the first discovery, so no retry) is synced again when that
+// kind's resource is added: its owner may be gone already, and no event
+// would ever bring the object back.
+TEST_F(CustomResourceGcTest, OwnerKindAddedLaterSyncsItsDependentsAgain) {
+  GarbageCollector fresh({.api = &fake_,
+                          .pods = &pods_,
+                          .replicasets = &replicasets_,
+                          .deployments = &deployments_,
+                          .clock = &clock_,
+                          .metrics = &reg_});
+  std::string ref = OwnerRefJson("other.io/v1", "Gizmo", "g", "uid-g");
+  configmaps_.cache.Upsert(JsonObject("v1", "ConfigMap", "settings", "uid-s",
+                                      R"(,"ownerReferences":[)" + ref + "]"));
+  fresh.AddResource(configmaps_.resource);
+  auto next_key = [&]() -> std::string {
+    if (fresh.QueueDepth() != 1) {
+      return "depth " + std::to_string(fresh.QueueDepth());
+    }
+    std::optional<std::string> key = fresh.queue().Get();
+    fresh.queue().Done(*key);
+    return *key;
+  };
+  ASSERT_EQ(next_key(), "configmaps/default/settings");
+  ASSERT_TRUE(fresh.Sync("configmaps/default/settings").ok());
+  EXPECT_THAT(fake_.Actions(), ElementsAre());
+  // The Gizmo resource arrives; its cache never held g.
+  DynamicResource gizmos("other.io", "gizmos", "Gizmo");
+  fresh.AddResource(gizmos.resource);
+  EXPECT_EQ(next_key(), "configmaps/default/settings");
+  ASSERT_TRUE(fresh.Sync("configmaps/default/settings").ok());
+  EXPECT_THAT(fake_.Actions(),
+              ElementsAre("delete configmaps default/settings"));
 }
 
 // A resource added later (a new CRD) has its cached objects synced; one

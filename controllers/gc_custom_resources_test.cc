@@ -7,6 +7,9 @@
 
 #include <condition_variable>
 #include <functional>
+#include <map>
+#include <utility>
+#include <vector>
 
 #include "base/mutex.h"
 #include "controllers/controller_manager.h"
@@ -131,11 +134,24 @@ class CustomResourceGcE2eTest : public ::testing::Test {
     ASSERT_TRUE(env_->ApplyYaml(kWidgetCrd).ok());
     observer_ = std::make_unique<Observer>(env_->dynamic());
     parent_uid_ = Create(kWidgets, "Widget", "example.com/v1", "parent", "");
-    std::string ref = R"(,"ownerReferences":[{"apiVersion":"example.com/v1",)"
-                      R"("kind":"Widget","name":"parent","uid":")" +
-                      parent_uid_ + R"("}])";
-    Create(kWidgets, "Widget", "example.com/v1", "child", ref);
-    Create(kConfigMaps, "ConfigMap", "v1", "settings", ref);
+    // The child blocks its owner's foreground deletion, the ConfigMap not.
+    Create(kWidgets, "Widget", "example.com/v1", "child",
+           OwnerRefs({{"parent", parent_uid_}}, /*block=*/true));
+    Create(kConfigMaps, "ConfigMap", "v1", "settings",
+           OwnerRefs({{"parent", parent_uid_}}, /*block=*/false));
+  }
+  // `,"ownerReferences":[...]` to the widgets `owners` (name, uid).
+  static std::string OwnerRefs(
+      const std::vector<std::pair<std::string, std::string>>& owners,
+      bool block) {
+    std::string out = R"(,"ownerReferences":[)";
+    for (const auto& [name, uid] : owners) {
+      if (out.back() == '}') out += ",";
+      out += R"({"apiVersion":"example.com/v1","kind":"Widget","name":")" +
+             name + R"(","uid":")" + uid + R"(","blockOwnerDeletion":)" +
+             (block ? "true" : "false") + "}";
+    }
+    return out + "]";
   }
   void TearDown() override {
     observer_.reset();
@@ -157,10 +173,18 @@ class CustomResourceGcE2eTest : public ::testing::Test {
     return created->Uid();
   }
   Status DeleteParent(const std::string& policy) {
+    return DeleteWidget("parent", policy);
+  }
+  Status DeleteWidget(const std::string& name, const std::string& policy) {
     objects::metav1::DeleteOptions opts;
     if (!policy.empty()) opts.set_propagationpolicy(policy);
     return env_->dynamic()->Resource(kWidgets).Namespace("default").Delete(
-        "parent", opts);
+        name, opts);
+  }
+  bool Terminating(const GroupVersionResource& gvr, const std::string& name) {
+    auto o = observer_->Get(gvr, name);
+    return o.has_value() &&
+           o->Nested({"metadata", "deletionTimestamp"}) != nullptr;
   }
   bool Gone(const GroupVersionResource& gvr, const std::string& name) {
     return !observer_->Get(gvr, name).has_value();
@@ -221,6 +245,56 @@ TEST_F(CustomResourceGcE2eTest, ForegroundWaitsForDependents) {
                   .ok());
   EXPECT_TRUE(observer_->WaitFor(
       [&] { return Gone(kWidgets, "parent") && Gone(kWidgets, "child"); }));
+}
+
+// Only blockOwnerDeletion=true references hold a foreground deletion
+// (Kubernetes' processDeletingDependentsItem): the ConfigMap, held by a
+// finalizer of its own, is deleted but does not keep its owner.
+TEST_F(CustomResourceGcE2eTest, ForegroundDoesNotWaitForNonBlockingDependents) {
+  auto configmaps = env_->dynamic()->Resource(kConfigMaps).Namespace("default");
+  ASSERT_TRUE(configmaps
+                  .Patch("settings", informer::PatchType::kMergePatch,
+                         R"({"metadata":{"finalizers":["example.com/hold"]}})")
+                  .ok());
+  ASSERT_TRUE(DeleteParent("Foreground").ok());
+  EXPECT_TRUE(observer_->WaitFor([&] {
+    return Gone(kWidgets, "parent") && Gone(kWidgets, "child") &&
+           Terminating(kConfigMaps, "settings");
+  })) << "parent left: "
+      << !Gone(kWidgets, "parent")
+      << ", child left: " << !Gone(kWidgets, "child")
+      << ", settings terminating: " << Terminating(kConfigMaps, "settings");
+  ASSERT_TRUE(configmaps
+                  .Patch("settings", informer::PatchType::kMergePatch,
+                         R"({"metadata":{"finalizers":null}})")
+                  .ok());
+  EXPECT_TRUE(
+      observer_->WaitFor([&] { return Gone(kConfigMaps, "settings"); }));
+}
+
+// Kubernetes' e2e "should not be blocked by dependency circle": c1 owned by
+// c3, c2 by c1, c3 by c2, every reference blocking; deleting c1 with
+// Foreground removes all three instead of each waiting for the next.
+TEST_F(CustomResourceGcE2eTest, ForegroundDeletionUnwindsACycle) {
+  std::map<std::string, std::string> uid;
+  for (const char* name : {"c1", "c2", "c3"}) {
+    uid[name] = Create(kWidgets, "Widget", "example.com/v1", name, "");
+  }
+  auto widgets = env_->dynamic()->Resource(kWidgets).Namespace("default");
+  for (const auto& [name, owner] : std::map<std::string, std::string>{
+           {"c1", "c3"}, {"c2", "c1"}, {"c3", "c2"}}) {
+    std::string refs = OwnerRefs({{owner, uid[owner]}}, /*block=*/true);
+    ASSERT_TRUE(widgets
+                    .Patch(name, informer::PatchType::kMergePatch,
+                           R"({"metadata":{)" + refs.substr(1) + "}}")
+                    .ok());
+  }
+  ASSERT_TRUE(DeleteWidget("c1", "Foreground").ok());
+  EXPECT_TRUE(observer_->WaitFor([&] {
+    return Gone(kWidgets, "c1") && Gone(kWidgets, "c2") && Gone(kWidgets, "c3");
+  })) << "left: c1 "
+      << !Gone(kWidgets, "c1") << ", c2 " << !Gone(kWidgets, "c2") << ", c3 "
+      << !Gone(kWidgets, "c3");
 }
 
 // The namespace controller empties a deleted namespace of custom resources

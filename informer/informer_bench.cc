@@ -300,6 +300,54 @@ BENCHMARK(BM_EnvtestFirstReconcile)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
+// envtest from start to a custom resource (issue 19, next to
+// scripts/bench/crd_startup.sh's `kplane up` figure): Environment::Start,
+// a CRD applied and waited for (Established, then discovery), a Widget of
+// it created -- one ApplyYaml, as a controller test installs its CRDs.
+void BM_EnvtestCrdToCustomResource(benchmark::State& state) {
+  constexpr char kCrdAndWidget[] = R"(
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget, listKind: WidgetList}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        x-kubernetes-preserve-unknown-fields: true
+---
+apiVersion: example.com/v1
+kind: Widget
+metadata: {name: w1, namespace: default}
+spec: {size: 1}
+)";
+  for (auto _ : state) {
+    auto env = envtest::Environment::Start();
+    if (!env.ok()) {
+      state.SkipWithError(env.status().ToString().c_str());
+      return;
+    }
+    auto applied = (*env)->ApplyYaml(kCrdAndWidget);
+    if (!applied.ok() || applied->size() != 2) {
+      state.SkipWithError(applied.ok() ? "not two objects applied"
+                                       : applied.status().ToString().c_str());
+      return;
+    }
+    state.PauseTiming();  // teardown is not part of the figure
+    env->reset();
+    state.ResumeTiming();
+  }
+}
+BENCHMARK(BM_EnvtestCrdToCustomResource)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
 }  // namespace
 }  // namespace kplane::informer
 

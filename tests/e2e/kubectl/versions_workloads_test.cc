@@ -7,7 +7,9 @@
 //   create sa / job / cronjob / pdb / service, apply a StatefulSet and a
 //   DaemonSet and `rollout status` both, get and describe job, cronjob,
 //   statefulset, daemonset, pdb, endpoints, endpointslices,
-//   serviceaccount, and get events.
+//   serviceaccount, and get events;
+//   logs of a running pod (--tail, --timestamps, -f) and of a Job's pod
+//   (logs job/<name>, also -f), top nodes and top pods (LogsAndTop).
 //
 // kubectl 1.20 predates the removal (in 1.25) of batch/v1beta1 CronJob,
 // policy/v1beta1 PodDisruptionBudget and discovery.k8s.io/v1beta1
@@ -308,6 +310,163 @@ TEST_P(WorkloadsInEveryKubectl, CreateGetDescribeRolloutAndEvents) {
   EXPECT_TRUE(Contains(g, "LAST SEEN\\s+TYPE\\s+REASON\\s+OBJECT\\s+MESSAGE\n"))
       << g;
   EXPECT_TRUE(Contains(g, "SuccessfulCreate\\s+daemonset/agent\\s+")) << g;
+}
+
+// A pod that logs five lines a second and a Job whose one pod logs for its
+// two seconds (kubeletsim's default run of a Never pod) and exits 0
+// (docs/kubeletsim.md, "Container logs").
+std::string ChattyPodAndJob(const std::string& ns) {
+  return R"(apiVersion: v1
+kind: Pod
+metadata:
+  name: chatty
+  namespace: )" +
+         ns + R"(
+  annotations: {kubeletsim.kplane.io/log-interval: 200ms}
+spec:
+  containers:
+  - name: app
+    image: nginx:1.27
+    resources:
+      requests: {cpu: 100m, memory: 64Mi}
+---
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: batch
+  namespace: )" +
+         ns + R"(
+spec:
+  template:
+    metadata:
+      annotations: {kubeletsim.kplane.io/log-interval: 300ms}
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: work
+        image: busybox
+)";
+}
+
+// The number of `text`'s lines that match `re`.
+int LinesMatching(const std::string& text, const std::string& re) {
+  const std::regex r(re);
+  int n = 0;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    if (std::regex_search(text.substr(start, end - start), r)) ++n;
+    start = end + 1;
+  }
+  return n;
+}
+
+// `kubectl logs` (--tail, --timestamps, -f) of a running pod and of a
+// Job's pod, and `kubectl top nodes` / `top pods`, in every version, in a
+// namespace of its own (kl120, kl127, ...) on the suite's control plane.
+// pods/log and metrics.k8s.io/v1beta1 are the same APIs for 1.20 as for
+// 1.33, so no version is expected to fail here; only top's column headers
+// differ (below).
+TEST_P(WorkloadsInEveryKubectl, LogsAndTop) {
+  StatusOr<KubectlVersion> k = FindKubectlVersion(GetParam());
+  if (!k.ok()) GTEST_SKIP() << k.status().message();
+  const std::string ns = "kl" + std::to_string(100 + k->minor);
+  // Runs kubectl in the namespace and expects success; its stdout.
+  auto must = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"-n", ns});
+    RunResult r = up().KubectlAt(k->binary, args);
+    std::string cmd;
+    for (const auto& a : args) cmd += " " + a;
+    EXPECT_EQ(r.exit_code, 0) << "kubectl" << cmd << "\n" << r.out << r.err;
+    return r.out;
+  };
+  const std::string chatty_line =
+      "app: log line ([0-9]+) of pod " + ns + "/chatty";
+
+  EXPECT_EQ(must({"create", "namespace", ns}),
+            "namespace/" + ns + " created\n");
+  EXPECT_EQ(must({"apply", "-f",
+                  up().WriteFile(ns + "-logs.yaml", ChattyPodAndJob(ns))}),
+            "pod/chatty created\njob.batch/batch created\n");
+  EXPECT_EQ(
+      must({"wait", "--for=condition=Ready", "pod/chatty", "--timeout=60s"}),
+      "pod/chatty condition met\n");
+
+  // A running pod, followed from its first line: line 0 says it started,
+  // then each next line as the container writes it (five a second). Four
+  // lines are enough; then the process is killed. After this the log has at
+  // least four lines, so --tail below is not racing the container.
+  {
+    std::unique_ptr<Process> f = up().KubectlBackground(
+        k->binary,
+        {"-n", ns, "logs", "-f", "chatty", "--pod-running-timeout=30s"});
+    std::optional<std::string> line =
+        f->ReadLine(std::chrono::milliseconds(30000));
+    EXPECT_EQ(line.value_or("(no line)"),
+              "kubeletsim: container app of pod " + ns + "/chatty started");
+    for (int i = 1; i <= 3; ++i) {
+      line = f->ReadLine(std::chrono::milliseconds(30000));
+      EXPECT_EQ(
+          line.value_or("(no line)"),
+          "app: log line " + std::to_string(i) + " of pod " + ns + "/chatty");
+    }
+  }
+  // The last lines, and with the kubelet's timestamps (RFC 3339, nine
+  // fractional digits).
+  std::string out = must({"logs", "chatty", "--tail=2"});
+  std::smatch m;
+  ASSERT_TRUE(std::regex_match(
+      out, m, std::regex(chatty_line + "\n" + chatty_line + "\n")))
+      << out;
+  EXPECT_EQ(std::stoi(m[2]), std::stoi(m[1]) + 1) << out;
+  out = must({"logs", "chatty", "--tail=1", "--timestamps"});
+  EXPECT_TRUE(Contains(out,
+                       "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:"
+                       "[0-9]{2}\\.[0-9]{9}Z " +
+                           chatty_line + "\n$"))
+      << out;
+
+  // A Job's pod, found through the Job's selector, once it has finished:
+  // its whole log, and with -f the same log, the stream ending with the
+  // container.
+  EXPECT_EQ(
+      must({"wait", "--for=condition=complete", "job/batch", "--timeout=60s"}),
+      "job.batch/batch condition met\n");
+  out = must({"logs", "job/batch"});
+  const std::string job_log = "^kubeletsim: container work of pod " + ns +
+                              "/batch-[a-z0-9]+ started\n"
+                              "work: log line 1 of pod " +
+                              ns + "/batch-[a-z0-9]+\n";
+  EXPECT_TRUE(Contains(out, job_log)) << out;
+  EXPECT_TRUE(Contains(out, "work: log line 3 of pod " + ns + "/batch-"))
+      << out;
+  EXPECT_EQ(must({"logs", "-f", "job/batch", "--pod-running-timeout=30s"}),
+            out);
+
+  // top: both nodes; the running pod and its container, not the Job's
+  // finished pod (metrics-server only reports Running pods).
+  out = must({"top", "nodes"});
+  // kubectl 1.20 and 1.27 head the percentages CPU% and MEMORY%, 1.32 and
+  // 1.33 CPU(%) and MEMORY(%) (the versions between are not run here).
+  const std::string percent = k->minor <= 27 ? "%" : "\\(%\\)";
+  EXPECT_TRUE(Contains(out, "^NAME\\s+CPU\\(cores\\)\\s+CPU" + percent +
+                                "\\s+MEMORY\\(bytes\\)\\s+MEMORY" + percent +
+                                "\\s*\n"))
+      << out;
+  EXPECT_EQ(LinesMatching(out,
+                          "^node-[0-9]+\\s+[0-9]+m\\s+[0-9]+%\\s+"
+                          "[0-9]+Mi\\s+[0-9]+%"),
+            kNodes)
+      << out;
+  out = must({"top", "pods"});
+  EXPECT_TRUE(Contains(out, "^NAME\\s+CPU\\(cores\\)\\s+MEMORY\\(bytes\\)"))
+      << out;
+  EXPECT_EQ(LinesMatching(out, "^chatty\\s+[0-9]+m\\s+[0-9]+Mi"), 1) << out;
+  EXPECT_EQ(LinesMatching(out, "^batch-"), 0) << out;
+  out = must({"top", "pod", "chatty", "--containers"});
+  EXPECT_EQ(LinesMatching(out, "^chatty\\s+app\\s+[0-9]+m\\s+[0-9]+Mi"), 1)
+      << out;
 }
 
 INSTANTIATE_TEST_SUITE_P(Versions, WorkloadsInEveryKubectl,

@@ -27,7 +27,9 @@ col() {
 refused() {  # refused WANT_TEXT -- fleet.sh args...
   local want=$1 rc
   shift 2
-  bash scripts/bench/fleet.sh --out "$out/refused" "$@" >"$out/refused.out" 2>"$out/refused.err"
+  # Small and bounded, in case a value slips through and a run starts.
+  timeout 60 bash scripts/bench/fleet.sh --backend embedded --quick --nodes 3 \
+    --out "$out/refused" "$@" >"$out/refused.out" 2>"$out/refused.err"
   rc=$?
   if [[ $rc != 2 ]] || ! grep -q -- "$want" "$out/refused.err"; then
     bad "refused $*: exit $rc (want 2 and \"$want\"): $(cat "$out/refused.err")"

@@ -19,8 +19,18 @@
 #      longer True, from the stop and from the Lease's last renewTime; the
 #      latter must stay within grace + one monitor period (the controller
 #      manager's --node-monitor-grace-period / --node-monitor-period).
+# With --pods P, between 1. and 2.: once the nodes are registered, creates
+# ceil(P / --pods-per-deployment) Deployments (that many replicas each, the
+# last one the rest; namespace default, one container, no resource
+# requests) and times until P pods are Running as the API server lists
+# them (a LIST with fieldSelector status.phase=Running, asked once the
+# fleet's own count says P pods are started, so big LISTs do not slow the
+# pod ramp); reports that time, pods/s, and the kubelet events the fleet
+# wrote meanwhile (events_recorded_total: created + patched / dropped). The
+# pods stay, so the window measures heartbeats next to P running pods.
 # A row passes when every node registered, lag p99 <= 1 s, no healthy node
-# went NotReady and the stopped node was detected within the bound. The run
+# went NotReady and the stopped node was detected within the bound (and,
+# with --pods, all P pods were Running within --pods-timeout). The run
 # stops at the first N that fails unless --all.
 # Node pod CIDRs come from the controller manager's node IPAM
 # (--allocate-node-cidrs): --cluster-cidr 10.0.0.0/P with /24 per node, P
@@ -36,9 +46,11 @@
 #       [--workers W] [--api-connections C] [--lease-renew-interval 10s]
 #       [--grace 40s] [--monitor-period 5s] [--out DIR]
 #       [--cluster-cidr CIDR] [--node-cidr-mask-size 24] [--max-rss-mb MB]
-#       [-- extra kubeletsim flags]
+#       [--pods P] [--pods-per-deployment 1000] [--pods-timeout S]
+#       [-- extra kubeletsim flags, e.g. --record-events=false]
 #
 # --quick: N = 200,1000, 20 s window, 5 s settle, grace 20s, period 2s.
+# --pods-timeout: default 120 s + 1 s per 20 pods.
 # Defaults: the 3-member store (heartbeat 100 ms, election 1000 ms, fsync
 # on: the store's defaults), grace 40s / period 5s (the controller manager's
 # defaults, Kubernetes' before 1.32). Fleet workers and connections "auto":
@@ -72,6 +84,9 @@ out=""
 cluster_cidr=""
 node_mask=24
 max_rss_mb=$(awk '/MemTotal/ {printf "%d", $2 / 2048}' /proc/meminfo)
+pods=0
+per_deploy=1000
+pods_timeout=""
 extra=()
 while [[ $# -gt 0 ]]; do
   case $1 in
@@ -90,6 +105,9 @@ while [[ $# -gt 0 ]]; do
     --cluster-cidr) cluster_cidr=$2; shift 2 ;;
     --node-cidr-mask-size) node_mask=$2; shift 2 ;;
     --max-rss-mb) max_rss_mb=$2; shift 2 ;;
+    --pods) pods=$2; shift 2 ;;
+    --pods-per-deployment) per_deploy=$2; shift 2 ;;
+    --pods-timeout) pods_timeout=$2; shift 2 ;;
     --) shift; extra=("$@"); break ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
@@ -102,6 +120,12 @@ else
 fi
 [[ $backend == cluster || $backend == embedded ]] || {
   echo "--backend: cluster or embedded" >&2; exit 2; }
+[[ $pods =~ ^(0|[1-9][0-9]*)$ ]] || { echo "--pods: a number of pods (0: none), not '$pods'" >&2; exit 2; }
+[[ $per_deploy =~ ^[1-9][0-9]*$ ]] || {
+  echo "--pods-per-deployment: a number of pods, at least 1, not '$per_deploy'" >&2; exit 2; }
+: "${pods_timeout:=$((120 + pods / 20))}"
+[[ $pods_timeout =~ ^[1-9][0-9]*$ ]] || {
+  echo "--pods-timeout: seconds, at least 1, not '$pods_timeout'" >&2; exit 2; }
 
 need_binaries
 bin=$KPLANE
@@ -207,6 +231,18 @@ sim_metric() {  # sim_metric PORT NAME_REGEX -> value (0 if absent)
   { curl -s "http://127.0.0.1:$1/metrics" || true; } |
     awk -v re="$2" '$1 ~ re && !f {print $2; f=1} END {if (!f) print 0}'
 }
+sim_metric_sum() {  # sim_metric_sum PORT NAME_REGEX -> sum of the matches
+  { curl -s "http://127.0.0.1:$1/metrics" || true; } |
+    awk -v re="$2" '$1 ~ re {s += $2} END {printf "%d\n", s}'
+}
+# The fleet's kubelet events (its event broadcaster): written (created +
+# patched) and dropped because the recorder's queue was full.
+sim_events() {
+  sim_metric_sum "$1" '^events_recorded_total\{result="(created|patched)"\}$'
+}
+sim_events_dropped() {
+  sim_metric_sum "$1" '^events_recorded_total\{result="dropped_queue_full"\}$'
+}
 lag_buckets() {
   { curl -s "http://127.0.0.1:$1/metrics" || true; } |
     grep '^kubeletsim_heartbeat_lag_seconds_bucket' |
@@ -226,7 +262,8 @@ header+="	last_lag_p50	last_lag_p99	last_lag_max	on_time	lease_wps	lease_due_wps
 header+="	lease_errors	false_notready	false_notready_events	detect_from_stop_s	detect_from_renew_s	bound_s"
 header+="	detect_ok	leader	cpu_store1	rss_store1	cpu_store2	rss_store2"
 header+="	cpu_store3	rss_store3	cpu_api	rss_api	cpu_cm	rss_cm	cpu_sim	rss_sim"
-header+="	load_end	pass	note"
+header+="	load_end	pass	note	pods	pods_running_s	pods_per_s	pod_events	pod_events_dropped"
+header+="	pod_events_window"
 [[ -f $tsv ]] || echo "$header" >"$tsv"
 
 run_one() {
@@ -311,6 +348,45 @@ run_one() {
   api_ready=$(sed 's/.* ready=\([0-9]*\).*/\1/' <<<"$probe_out")
   echo "   registered in ${registered_s}s; API server: $probe_out" >&2
 
+  # 1b. --pods: Deployments, then P pods Running through the API.
+  local pods_s=- pods_ps=- pod_events=- pod_dropped=- pod_events_window=-
+  local ev0 dr0
+  if ((pods > 0)); then
+    local t_pods deployed started=0 running=0 fleet_s=-
+    ev0=$(sim_events "$sim_port")
+    dr0=$(sim_events_dropped "$sim_port")
+    t_pods=$(now)
+    deployed=$(python3 "$probe" deploy "$api" default "$pods" "$per_deploy" 2>"$dir/deploy.err") || {
+      echo "creating the Deployments failed: $(cat "$dir/deploy.err")" >&2; return 2; }
+    deadline=$(calc "$t_pods + $pods_timeout")
+    while [[ $(calc "$(now) < $deadline") == 1 ]]; do
+      check_alive
+      # The fleet's count is a cheap /metrics read; the API server's LIST
+      # of P pods is not, so it is asked only once the fleet has them.
+      started=$(sim_metric_sum "$sim_port" '^kubeletsim_pods\{stage="(Started|Ready)"\}$')
+      if ((started >= pods)); then
+        [[ $fleet_s == - ]] && fleet_s=$(calc "int(10 * ($(now) - $t_pods) + 0.5) / 10")
+        running=$(python3 "$probe" running "$api" default | sed 's/running=//') || running=0
+        ((running >= pods)) && break
+      fi
+      sleep 1
+    done
+    if ((running >= pods)); then
+      local took
+      took=$(calc "$(now) - $t_pods")
+      pods_s=$(calc "int(10 * $took + 0.5) / 10")
+      pods_ps=$(calc "int(10 * $pods / $took + 0.5) / 10")
+    else
+      note="${note:+$note; }only $running of $pods pods Running in ${pods_timeout}s"
+    fi
+    local after="after ${pods_s}s"
+    [[ $pods_s == - ]] && after="at the ${pods_timeout}s timeout"
+    echo "   pods: $deployed; $running Running (API) $after" \
+      "(the fleet counted $pods started after ${fleet_s}s), $pods_ps pods/s;" \
+      "kubelet events so far: written $(($(sim_events "$sim_port") - ev0))," \
+      "dropped $(($(sim_events_dropped "$sim_port") - dr0))" >&2
+  fi
+
   nap "$settle"
 
   # 2. The window.
@@ -319,6 +395,8 @@ run_one() {
   local p
   for p in "${all_pids[@]}"; do t0[$p]=$(cpu_ticks "$p"); done
   local b0 b1 w0 w1 e0 e1
+  local evw0
+  evw0=$(sim_events "$sim_port")
   b0=$(lag_buckets "$sim_port")
   w0=$(sim_metric "$sim_port" '^kubeletsim_api_writes_total\{operation="lease"\}$')
   e0=$(sim_metric "$sim_port" '^kubeletsim_api_errors_total\{operation="lease"\}$')
@@ -331,6 +409,15 @@ run_one() {
     cpu[$p]=$(calc "int(100 * ($(cpu_ticks "$p") - ${t0[$p]}) / $hz / $window + 0.5)")
     rss[$p]=$(rss_mb "$p")
   done
+  if ((pods > 0)); then
+    # Written from the Deployments' creation to the window's end: the
+    # recorder's queue may still drain after the pods are Running.
+    local evw1
+    evw1=$(sim_events "$sim_port")
+    pod_events=$((evw1 - ev0))
+    pod_dropped=$(($(sim_events_dropped "$sim_port") - dr0))
+    pod_events_window=$((evw1 - evw0))
+  fi
   local p50 p99
   read -r p50 p99 < <(paste <(echo "$b0") <(echo "$b1") | awk '
     { le[NR] = $1; d[NR] = $4 - $2 }
@@ -364,6 +451,8 @@ run_one() {
   fi
   echo "   window ${window}s: lag p50<=$p50 p99<=$p99 (last-lag snapshot $snap)," \
     "lease writes/s $lease_wps of $due_wps due, errors $errors, not Ready $false_notready" >&2
+  ((pods > 0)) && echo "   kubelet events since the Deployments: written $pod_events," \
+    "dropped $pod_dropped; in the window $pod_events_window" >&2
 
   # 3. Stop one node; time until the node lifecycle controller's NotReady
   #    reaches a watcher of the API server.
@@ -414,6 +503,7 @@ run_one() {
   row+="	$(IFS=$'\t'; echo "${cols[*]}")"
   row+="	${cpu[$api_pid]}	${rss[$api_pid]}	${cpu[$cm_pid]}	${rss[$cm_pid]}"
   row+="	${cpu[$sim_pid]}	${rss[$sim_pid]}	$(load1)	$pass	${note:--}"
+  row+="	$pods	$pods_s	$pods_ps	$pod_events	$pod_dropped	$pod_events_window"
   echo "$row" >>"$tsv"
   watched=()
   stop_all
@@ -422,7 +512,7 @@ run_one() {
 }
 
 echo "fleet bench: N=$node_list backend=$backend window=${window}s settle=${settle}s" \
-  "renew=$renew grace=$grace period=$period workers=$workers; results in $out" >&2
+  "renew=$renew grace=$grace period=$period workers=$workers pods=$pods; results in $out" >&2
 IFS=, read -r -a ns <<<"$node_list"
 for n in "${ns[@]}"; do
   if run_one "$n"; then

@@ -20,6 +20,19 @@
       (notready_at: when this process received the event; last_renew: the
       Lease's spec.renewTime), or "notready_at=none ..." on timeout.
 
+  fleet_probe.py deploy API_URL NAMESPACE PODS PER_DEPLOYMENT
+      Creates ceil(PODS / PER_DEPLOYMENT) Deployments fleet-pods-0, -1, ...
+      in NAMESPACE with PODS replicas in total (PER_DEPLOYMENT each, the
+      last one the rest): one container "app", image nginx:1.27, no
+      resource requests (nothing for the scheduler to refuse). Prints
+      "deployments=D pods=P"; the first refused POST ends it with exit 1
+      and the API server's Status message.
+
+  fleet_probe.py running API_URL NAMESPACE
+      Counts the pods in NAMESPACE whose status.phase is Running, as the API
+      server lists them (fieldSelector status.phase=Running, one consistent
+      LIST from its watch cache, metadata only). Prints "running=R".
+
   fleet_probe.py table RESULTS_TSV
       fleet.sh's results.tsv as a Markdown table.
 """
@@ -27,6 +40,7 @@ import datetime
 import json
 import sys
 import time
+import urllib.error
 import urllib.request
 
 
@@ -111,16 +125,93 @@ def cmd_detect(api, node, ready_file, timeout_s):
           f" last_renew={'none' if renew is None else f'{renew:.3f}'}")
 
 
+def api_error(e):
+    """The Status message of an HTTPError (kube's error body), else its text."""
+    body = e.read().decode("utf-8", "replace")
+    try:
+        return f"{e.code} {json.loads(body).get('message', body)}"
+    except ValueError:
+        return f"{e.code} {body.strip()}"
+
+
+def cmd_deploy(api, ns, pods, per):
+    if pods < 1 or per < 1:
+        print("deploy: PODS and PER_DEPLOYMENT must be at least 1",
+              file=sys.stderr)
+        return 2
+    made = 0
+    left = pods
+    while left > 0:
+        replicas = min(per, left)
+        name = f"fleet-pods-{made}"
+        labels = {"app": name}
+        body = {
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": name, "labels": {"app": "fleet-pods"}},
+            "spec": {
+                "replicas": replicas,
+                "selector": {"matchLabels": labels},
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {"containers": [
+                        {"name": "app", "image": "nginx:1.27"}]},
+                },
+            },
+        }
+        req = urllib.request.Request(
+            f"{api}/apis/apps/v1/namespaces/{ns}/deployments",
+            data=json.dumps(body).encode(), method="POST",
+            headers={"Content-Type": "application/json",
+                     "Accept": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=60):
+                pass
+        except urllib.error.HTTPError as e:
+            print(f"deploy: creating deployment {ns}/{name}: {api_error(e)}",
+                  file=sys.stderr)
+            return 1
+        except (urllib.error.URLError, OSError) as e:
+            print(f"deploy: creating deployment {ns}/{name}: {e}",
+                  file=sys.stderr)
+            return 1
+        made += 1
+        left -= replicas
+    print(f"deployments={made} pods={pods}")
+    return 0
+
+
+def cmd_running(api, ns):
+    # No resourceVersion and no limit: a consistent read served from the
+    # watch cache (docs/api.md, LIST); a limit would page through the store.
+    url = (f"{api}/api/v1/namespaces/{ns}/pods"
+           "?fieldSelector=status.phase%3DRunning")
+    req = urllib.request.Request(url, headers={
+        "Accept": "application/json;as=PartialObjectMetadataList;"
+                  "g=meta.k8s.io;v=v1"})
+    with urllib.request.urlopen(req, timeout=120) as r:
+        items = json.load(r).get("items", []) or []
+    print(f"running={len(items)}")
+    return 0
+
+
 def cmd_table(path):
     with open(path) as f:
         lines = [l.rstrip("\n").split("\t") for l in f if l.strip()]
     head, rows = lines[0], lines[1:]
-    print("| N | fleet workers | registered in | lag p50 / p99 (histogram, ≤) | last-renewal lag "
+    # The pod columns only when a row ran --pods: tables of runs without
+    # pods (and results.tsv files from before --pods) look as they did.
+    with_pods = any(dict(zip(head, v)).get("pods", "0") not in ("0", "-", "")
+                    for v in rows)
+    pod_head = ("| pods Running in (pods/s) | kubelet events written / dropped "
+                "(in the window) "
+                if with_pods else "")
+    print("| N | fleet workers | registered in " + pod_head +
+          "| lag p50 / p99 (histogram, ≤) | last-renewal lag "
           "p99 / max | on time | lease writes/s (due) | healthy nodes marked NotReady: since start / at window end "
           "| stopped node NotReady after: from stop / from last renewal "
           "(bound) | store members CPU % / RSS MB (* leader) | apiserver "
           "| controller manager | kubeletsim | load start → end | pass |")
-    print("|" + "---|" * 15)
+    print("|" + "---|" * (17 if with_pods else 15))
     for values in rows:
         r = dict(zip(head, values))
         def ms(v):
@@ -140,7 +231,16 @@ def cmd_table(path):
         reg = f"{r['registered_s']} s"
         if r.get("note", "-") != "-":
             reg += f" ({r['note']})"
-        print(f"| {int(r['nodes']):,} | {r['workers']} | {reg} "
+        pod_cells = ""
+        if with_pods:
+            if r.get("pods", "0") in ("0", "-", ""):
+                pod_cells = "| - | - "
+            else:
+                pod_cells = (f"| {int(r['pods']):,} in {r['pods_running_s']} s "
+                             f"({r['pods_per_s']}/s) "
+                             f"| {r['pod_events']} / {r['pod_events_dropped']} "
+                             f"({r.get('pod_events_window', '?')}) ")
+        print(f"| {int(r['nodes']):,} | {r['workers']} | {reg} {pod_cells}"
               f"| {ms(r['lag_p50_le'])} / {ms(r['lag_p99_le'])} "
               f"| {ms(r['last_lag_p99'])} / {ms(r['last_lag_max'])} "
               f"| {r['on_time']} | {r['lease_wps']} ({r['lease_due_wps']}) "
@@ -160,6 +260,15 @@ def main(argv):
         cmd_lagsnap(argv[2])
     elif len(argv) >= 6 and argv[1] == "detect":
         cmd_detect(argv[2], argv[3], argv[4], float(argv[5]))
+    elif len(argv) >= 6 and argv[1] == "deploy":
+        try:
+            return cmd_deploy(argv[2], argv[3], int(argv[4]), int(argv[5]))
+        except ValueError:
+            print("deploy: PODS and PER_DEPLOYMENT must be numbers",
+                  file=sys.stderr)
+            return 2
+    elif len(argv) >= 4 and argv[1] == "running":
+        return cmd_running(argv[2], argv[3])
     elif len(argv) >= 3 and argv[1] == "table":
         cmd_table(argv[2])
     else:

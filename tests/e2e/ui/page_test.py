@@ -178,7 +178,14 @@ def run_test(page):
     page.eval("$('pod-filter').value = ''; $('pod-filter').dispatchEvent(new Event('input')); true")
     wait_consistent(page, "all pods again")
 
-    # Node status changes re-sort no node names (the Pods tab's node filter).
+    # Node status changes re-sort no node names (the Pods tab's node filter,
+    # the Nodes tab's list). Both sorted lists are made first: the Nodes tab
+    # may not have rendered yet on a loaded machine, and its first sort then
+    # landed after the count below (stop 36's run: 2 sorts before, 3 after).
+    tab(page, "nodes")
+    page.eval(FRAME, await_promise=True)
+    tab(page, "pods")
+    page.eval(FRAME, await_promise=True)
     sorts = page.eval("uiStats.nodeSorts")
     page.eval("fakeApi.nodes([['node-3', false], ['node-4', false]]); true")
     check(page.wait("nodes.items.get('node-3').ready === 'False' && nodes.items.get('node-4').ready === 'False'", 10),

@@ -3,6 +3,9 @@
 #include <map>
 #include <shared_mutex>
 #include <thread>
+#if defined(__GLIBC__)
+#include <malloc.h>  // malloc_trim
+#endif
 
 #include "apiserver/cacher/dispatcher.h"
 #include "apiserver/cacher/event_window.h"
@@ -25,6 +28,20 @@ constexpr int64_t kListPage = 1000;
 // While reads wait for the cache to catch up, the storage watch is asked for
 // progress this often (kube-apiserver: 100 ms).
 constexpr Duration kProgressRequestInterval = milliseconds(100);
+
+// A quiet resource's window letting go of a burst on its tick (thousands
+// of events of full objects) leaves that memory free inside glibc's
+// arenas, where it stays part of the process's RSS: 2,000 pods' events
+// freed ~210 MB that RSS never gave back (docs/performance.md). Past this
+// many events dropped at once, hand the free pages back to the system.
+constexpr size_t kReleaseMemoryAfterDropping = 1000;
+
+void ReleaseFreeMemory() {
+#if defined(__GLIBC__)
+  malloc_trim(0);  // madvises every arena's free pages away
+#endif
+}
+
 // Pause before relisting after a failed list or watch.
 constexpr Duration kRelistBackoff = seconds(1);
 
@@ -201,14 +218,16 @@ struct Cacher::Impl {
     return stopping;
   }
   void MarkBroken();
-  // Drops the window's events past its age bound (CacherOptions).
-  void ExpireWindow() {
+  // Drops the window's events past its age bound (CacherOptions); returns
+  // how many.
+  size_t ExpireWindow() {
     CacheWriterLock l(&cache_mu);
-    ExpireWindowLocked(clock->Now());
+    return ExpireWindowLocked(clock->Now());
   }
-  void ExpireWindowLocked(TimePoint now) REQUIRES(cache_mu) {
-    window.Expire(now);
+  size_t ExpireWindowLocked(TimePoint now) REQUIRES(cache_mu) {
+    size_t dropped = window.Expire(now);
     window_events->Set(static_cast<double>(window.size()));
+    return dropped;
   }
 
   // ---- the storage watch callback (the KV's thread) ------------------------
@@ -414,7 +433,9 @@ void Cacher::Impl::AwaitWatchEnd() {
                               return done() || revision_waiters.load() > 0;
                             })) {
         l.Unlock();  // loop_mu is a leaf: never held with cache_mu
-        ExpireWindow();
+        if (ExpireWindow() >= kReleaseMemoryAfterDropping) {
+          ReleaseFreeMemory();
+        }
         l.Lock();
       }
     } else {

@@ -259,6 +259,26 @@ class Store {
   };
   StatusOr<Export> ExportAll();
 
+  // The inverse of ExportAll, for restoring a snapshot written by another
+  // store (etcd's backend, storage/bolt/etcd_backend.h): creates a new store
+  // at options.dir (which must not exist, or be empty) holding exactly
+  // `data` -- every version at its own (main, sub) revision with its
+  // create revision, version and lease, the leases, the compaction
+  // revisions and the consistent index -- and closes it; Store::Open then
+  // serves it. The revision is the largest of data.revision, the last
+  // version's and kInitialRevision. A key whose newest version is a put
+  // with a lease that `data` does not hold keeps the lease id in its
+  // version but is attached to no lease (etcd's lessor skips such keys on
+  // recovery the same way).
+  // Memory: the records of up to 10,000 versions at a time. Errors:
+  // kAlreadyExists for a non-empty dir, kInvalidArgument for data that no
+  // store could hold (a revision below 1 or past the revision, a sub
+  // revision out of range, two versions at one revision, a put without a
+  // create revision or version, compaction revisions past the revision or
+  // out of order), kIOError from RocksDB. A failed import leaves a partial
+  // store behind: create it in a staging directory.
+  static Status CreateFromExport(const Options& options, const Export& data);
+
   int64_t CurrentRevision() const { return current_rev_.load(); }
   // The compaction revision requested last (reads below it fail).
   int64_t CompactRevision() const { return compact_scheduled_.load(); }

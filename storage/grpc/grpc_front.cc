@@ -22,6 +22,7 @@
 #include "schemas/grpc/rpc_services.grpc.pb.h"
 #include "storage/bolt/etcd_backend.h"
 #include "storage/etcdjson/etcd_json.h"
+#include "storage/grpc/grpc_metrics.h"
 #include "storage/mvcc/watch.h"
 #include "storage/server/auth_store.h"
 #include "storage/server/election_lock.h"
@@ -1203,6 +1204,12 @@ Status GrpcFront::Start() {
   services_.push_back(std::make_unique<AuthImpl>(kv_.get()));
   grpc::ServerBuilder b;
   for (auto& svc : services_) b.RegisterService(svc.get());
+  // etcd's gRPC series (grpc_metrics.h): an interceptor counts each call.
+  std::vector<
+      std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
+      interceptors;
+  interceptors.push_back(NewGrpcMetricsFactory(server_->config().metrics));
+  b.experimental().SetInterceptorCreators(std::move(interceptors));
   // etcd: requests up to --max-request-bytes plus 512 KiB of framing room,
   // responses of any size (math.MaxInt32).
   b.SetMaxReceiveMessageSize(

@@ -70,6 +70,8 @@ class TestMember {
       c.max_request_bytes = options.max_request_bytes;
     }
     c.auth_tokens = options.auth_tokens;
+    // The member's series go to metrics(), which its /metrics serves.
+    c.metrics = &metrics_;
     Status st = StartMember(c, std::move(options));
     if (!st.ok()) Stop();
     return st;

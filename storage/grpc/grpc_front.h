@@ -56,7 +56,15 @@ struct GrpcFrontOptions {
   // connection this often and closes it when no answer comes in time.
   Duration keepalive_interval = Duration(0);
   Duration keepalive_timeout = Duration(0);
+  // Threads serving KV's unary calls (Range, Put, DeleteRange, Txn,
+  // Compact) on gRPC completion queues, one queue each (0: 1). One is the
+  // cheapest measured: every thread waiting on a queue of this server
+  // takes turns polling its sockets, and each turn handed over is a
+  // context switch (docs/performance.md, "KV on completion queues").
+  int kv_threads = 1;
 };
+
+class AsyncKvFront;
 
 class GrpcFront {
  public:
@@ -82,6 +90,8 @@ class GrpcFront {
   std::unique_ptr<KvService> kv_;
   std::unique_ptr<ElectionLockService> el_;  // borrows kv_
   std::vector<std::unique_ptr<grpc::Service>> services_;
+  // KV's unary calls on completion queues of ours; destroyed after grpc_.
+  std::unique_ptr<AsyncKvFront> async_kv_;
   std::unique_ptr<grpc::Server> grpc_;
 };
 

@@ -23,9 +23,12 @@
 // --client-cert-auth behaviour).
 //
 // Ownership: borrows the StoreServer, which must outlive Stop(); owns the
-// grpc::Server and the sockets handed to it. Thread-safety: Adopt() may be
-// called from any thread between Start() and Stop(); Start/Stop from one
-// controlling thread. Errors: Start() fails if gRPC cannot start.
+// grpc::Server, the sockets handed to it and the threads that serve KV's
+// unary calls on completion queues (GrpcFrontOptions::kv_threads; started
+// by Start(), joined by Stop(); docs/store.md "KV on completion queues").
+// Thread-safety: Adopt() may be called from any thread between Start() and
+// Stop(); Start/Stop from one controlling thread. Errors: Start() fails if gRPC
+// cannot start.
 #ifndef KPLANE_STORAGE_GRPC_GRPC_FRONT_H_
 #define KPLANE_STORAGE_GRPC_GRPC_FRONT_H_
 
@@ -81,7 +84,8 @@ class GrpcFront {
   void Adopt(int fd, const net::TlsConnectionInfo* tls = nullptr);
   // Sets `o` to hand HTTP/2 connections to Adopt().
   void InstallHandoff(net::HttpServerOptions* o);
-  // Cancels every call, closes every connection. Idempotent.
+  // Cancels every call, closes every connection, waits for every call to
+  // end and joins the KV threads. Idempotent.
   void Stop();
 
  private:

@@ -47,8 +47,11 @@
 #       [--grace 40s] [--monitor-period 5s] [--out DIR]
 #       [--cluster-cidr CIDR] [--node-cidr-mask-size 24] [--max-rss-mb MB]
 #       [--pods P] [--pods-per-deployment 1000] [--pods-timeout S]
+#       [--etcd-protocol json|grpc]
 #       [-- extra kubeletsim flags, e.g. --record-events=false]
 #
+# --etcd-protocol: the apiserver's store client with the 3-member store
+# (its --etcd-protocol; default: the apiserver's default).
 # --quick: N = 200,1000, 20 s window, 5 s settle, grace 20s, period 2s.
 # --pods-timeout: default 120 s + 1 s per 20 pods.
 # Defaults: the 3-member store (heartbeat 100 ms, election 1000 ms, fsync
@@ -88,6 +91,7 @@ pods=0
 per_deploy=1000
 pods_timeout=""
 extra=()
+api_extra=()
 while [[ $# -gt 0 ]]; do
   case $1 in
     --nodes) node_list=$2; shift 2 ;;
@@ -108,6 +112,7 @@ while [[ $# -gt 0 ]]; do
     --pods) pods=$2; shift 2 ;;
     --pods-per-deployment) per_deploy=$2; shift 2 ;;
     --pods-timeout) pods_timeout=$2; shift 2 ;;
+    --etcd-protocol) api_extra+=("--etcd-protocol=$2"); shift 2 ;;
     --) shift; extra=("$@"); break ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
@@ -299,7 +304,8 @@ run_one() {
     local i
     for i in 1 2 3; do watch "store-member-$i" "${store_pids[$((i - 1))]}" "$store_dir/n$i.log"; done
     "$bin" apiserver --insecure-http --storage-backend=remote --etcd-servers="$endpoints" \
-      --port "$api_port" --log-level warning --authorization-mode=AlwaysAllow >"$dir/apiserver.log" 2>&1 &
+      --port "$api_port" --log-level warning --authorization-mode=AlwaysAllow \
+      ${api_extra[@]+"${api_extra[@]}"} >"$dir/apiserver.log" 2>&1 &
   else
     "$bin" apiserver --insecure-http --data-dir "$dir/apiserver-data" --port "$api_port" \
       --log-level warning --authorization-mode=AlwaysAllow >"$dir/apiserver.log" 2>&1 &

@@ -6,7 +6,8 @@
 //     (`kplane up`, storage/server), no HTTP in between;
 //   - remote: etcd's v3 JSON API over HTTP to a list of endpoints, which may
 //     be `kplane store` members or a real etcd 3.4
-//     (storage/client/remote_kv.h).
+//     (storage/client/remote_kv.h), or etcd's gRPC API to the same
+//     endpoints (storage/client/grpc_kv.h).
 //
 // Requests and responses are etcd's own messages (schemas/rpc.proto), so the
 // semantics are etcd's, documented there. Errors come back as Status with the

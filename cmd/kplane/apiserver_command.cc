@@ -12,6 +12,7 @@
 #include "base/flags.h"
 #include "base/logging.h"
 #include "cmd/kplane/serving_tls_flags.h"
+#include "storage/client/grpc_kv.h"
 #include "storage/client/remote_kv.h"
 #include "storage/server/store_server.h"
 
@@ -101,7 +102,12 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
              "and write everything).");
   flags.String("storage-backend", &backend,
                "\"embedded\" (a single-member store in this process) or "
-               "\"remote\" (etcd's v3 JSON API at --etcd-servers).");
+               "\"remote\" (etcd's v3 API at --etcd-servers).");
+  std::string etcd_protocol = "json";
+  flags.String("etcd-protocol", &etcd_protocol,
+               "API the store client speaks to --etcd-servers: \"json\" "
+               "(etcd's v3 JSON gateway) or \"grpc\" (etcd's gRPC API, "
+               "as kube-apiserver always does). kplane-only flag.");
   flags.StringList("etcd-servers", &etcd_servers,
                    "Store endpoints for --storage-backend=remote "
                    "(http://host:port or https://host:port, "
@@ -311,7 +317,7 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
 
   sigset_t stop_signals = BlockStopSignals();
   std::unique_ptr<storage::StoreServer> embedded;
-  std::unique_ptr<storage::RemoteKV> remote;
+  std::unique_ptr<storage::KV> remote;
   storage::KV* kv = nullptr;
   if (backend == "embedded") {
     storage::StoreConfig cfg;
@@ -336,6 +342,10 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
       return fail(InvalidArgumentError(
           "--storage-backend=remote needs --etcd-servers"));
     }
+    auto protocol = storage::ParseStoreProtocol(etcd_protocol);
+    if (!protocol.ok()) {
+      return fail(protocol.status().Annotate("--etcd-protocol"));
+    }
     storage::RemoteKVOptions ro;
     ro.endpoints = etcd_servers;
     if (!etcd_tls.empty()) {
@@ -344,8 +354,9 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
         return fail(tls.status().Annotate("--etcd-cafile/certfile/keyfile"));
       }
       ro.tls = *tls;
+      ro.tls_files = etcd_tls;
     }
-    auto client = storage::RemoteKV::Create(ro);
+    auto client = storage::NewStoreClient(ro, *protocol);
     if (!client.ok()) return fail(client.status());
     remote = std::move(*client);
     kv = remote.get();

@@ -26,6 +26,7 @@
 #include "net/http_client.h"
 #include "net/http_server.h"
 #include "storage/client/endpoint.h"
+#include "storage/client/grpc_kv.h"
 #include "storage/client/maintenance.h"
 #include "storage/client/remote_kv.h"
 #include "storage/grpc/grpc_front.h"
@@ -180,7 +181,7 @@ struct ControlPlane::Impl {
   std::unique_ptr<storage::ClientApi> embedded_client_api;
   std::unique_ptr<storage::GrpcFront> embedded_grpc;
   std::unique_ptr<StoreSupervisor> supervisor;
-  std::unique_ptr<storage::RemoteKV> remote;
+  std::unique_ptr<storage::KV> remote;
   std::vector<std::string> store_endpoints;
   // The API server's client TLS for the member processes (null otherwise).
   std::shared_ptr<const net::TlsContext> store_client_tls;
@@ -380,12 +381,12 @@ Status ControlPlane::Impl::StartStore() {
   }
   // The API server's store client: kube's --etcd-cafile/certfile/keyfile.
   std::shared_ptr<const net::TlsContext> client_tls;
+  storage::StoreClientTlsFiles client_tls_files;
   if (pki) {
-    ASSIGN_OR_RETURN(
-        client_tls, storage::NewStoreClientTls(
-                        {.ca_file = pki->CaFile(),
-                         .cert_file = pki->dir + "/apiserver-etcd-client.crt",
-                         .key_file = pki->dir + "/apiserver-etcd-client.key"}));
+    client_tls_files = {.ca_file = pki->CaFile(),
+                        .cert_file = pki->dir + "/apiserver-etcd-client.crt",
+                        .key_file = pki->dir + "/apiserver-etcd-client.key"};
+    ASSIGN_OR_RETURN(client_tls, storage::NewStoreClientTls(client_tls_files));
   }
   supervisor = std::make_unique<StoreSupervisor>(
       std::move(members), o.store_restart_delay, client_tls);
@@ -394,8 +395,11 @@ Status ControlPlane::Impl::StartStore() {
   storage::RemoteKVOptions ro;
   ro.endpoints = store_endpoints;
   ro.tls = client_tls;
+  ro.tls_files = client_tls_files;
   store_client_tls = client_tls;
-  ASSIGN_OR_RETURN(remote, storage::RemoteKV::Create(ro));
+  ASSIGN_OR_RETURN(storage::StoreProtocol protocol,
+                   storage::ParseStoreProtocol(o.store_protocol));
+  ASSIGN_OR_RETURN(remote, storage::NewStoreClient(ro, protocol));
   return Status::Ok();
 }
 

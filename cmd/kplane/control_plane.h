@@ -47,6 +47,9 @@ struct UpOptions {
   // Path of the kplane binary, for store_members = 3.
   std::string kplane_binary;
   Duration store_restart_delay = seconds(3);
+  // The API server's store client with store_members = 3: "json" or
+  // "grpc" (storage/client/grpc_kv.h).
+  std::string store_protocol = "json";
   Duration compaction_interval = minutes(5);
 
   int nodes = 3;  // simulated nodes; 0: none

@@ -58,6 +58,10 @@ int RunUpCommand(const std::vector<std::string>& args) {
   flags.Duration("store-restart-delay", &o.store_restart_delay,
                  "With --store-nodes 3: restart a member that exited after "
                  "this long (0: leave it down).");
+  flags.String("etcd-protocol", &o.store_protocol,
+               "With --store-nodes 3: the API server's store client speaks "
+               "\"json\" (etcd's v3 JSON gateway) or \"grpc\" (etcd's "
+               "gRPC API).");
   flags.Int("nodes", &o.nodes, "Simulated nodes to run.");
   flags.String("node-prefix", &o.node_prefix, "Names of simulated nodes.");
   flags.Int("kubeletsim-port", &o.kubeletsim_port,

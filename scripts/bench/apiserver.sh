@@ -21,7 +21,10 @@
 #   scripts/bench/apiserver.sh [--quick] [--runs N]
 #                              [--rows put,crud,list,watch] [--out DIR]
 #                              [--base-port P] [--tls]
+#                              [--etcd-protocol json|grpc]
 #
+# --etcd-protocol: the apiserver's store client (its --etcd-protocol;
+# default: the apiserver's default).
 # --tls: everything as `kplane up` runs it: the store with etcd's TLS flags
 # (client certificates required on client and peer ports), the apiserver
 # serving HTTPS (--tls-cert-file, --client-ca-file) and dialing the store
@@ -48,6 +51,7 @@ rows="put,crud,list,watch"
 out=/tmp/kplane-bench/api-$(date -u +%Y%m%d-%H%M%S)
 base=16370
 tls=0
+api_extra=()
 while [[ $# -gt 0 ]]; do
   case $1 in
     --quick) quick=1; runs=1; shift ;;
@@ -56,6 +60,7 @@ while [[ $# -gt 0 ]]; do
     --out) out=$2; shift 2 ;;
     --base-port) base=$2; shift 2 ;;
     --tls) tls=1; shift ;;
+    --etcd-protocol) api_extra+=("--etcd-protocol=$2"); shift 2 ;;
     -h|--help) sed -n '2,/^set -e/p' "$0" | sed -n 's/^# \{0,1\}//p'; exit 0 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
@@ -142,7 +147,7 @@ api_port=$((base + 130))
 server=$scheme://127.0.0.1:$api_port
 "$KPLANE" apiserver "${API_TLS[@]}" --storage-backend=remote --etcd-servers="$etcd_servers" \
   --port "$api_port" --max-watches 20000 --log-level warning \
-  --authorization-mode=AlwaysAllow >"$data/api.log" 2>&1 &
+  --authorization-mode=AlwaysAllow ${api_extra[@]+"${api_extra[@]}"} >"$data/api.log" 2>&1 &
 api_pid=$!
 for _ in $(seq 1 300); do
   grep -q "serving on" "$data/api.log" && break

@@ -48,6 +48,7 @@
 #       [--cluster-cidr CIDR] [--node-cidr-mask-size 24] [--max-rss-mb MB]
 #       [--pods P] [--pods-per-deployment 1000] [--pods-timeout S]
 #       [--apiserver-flag F]... [--store-flag F]... [--at-window-end CMD]
+#       [--etcd-protocol json|grpc]
 #       [-- extra kubeletsim flags, e.g. --record-events=false]
 #
 # --apiserver-flag / --store-flag: one more flag for the apiserver / every
@@ -57,6 +58,8 @@
 # with FLEET_DIR, API_URL, SIM_URL, API_PID, CM_PID, SIM_PID, STORE_PIDS
 # and STORE_EPS in its environment; its output goes to DIR/n<N>/at-window-end.out
 # (scripts/bench/fleet_memory.sh breaks the processes' memory down).
+# --etcd-protocol: the apiserver's store client with the 3-member store
+# (its --etcd-protocol; default: the apiserver's default).
 # --quick: N = 200,1000, 20 s window, 5 s settle, grace 20s, period 2s.
 # --pods-timeout: default 120 s + 1 s per 20 pods.
 # Defaults: the 3-member store (heartbeat 100 ms, election 1000 ms, fsync
@@ -122,6 +125,7 @@ while [[ $# -gt 0 ]]; do
     --apiserver-flag) api_flags+=("$2"); shift 2 ;;
     --store-flag) store_flags+=("$2"); shift 2 ;;
     --at-window-end) at_window_end=$2; shift 2 ;;
+    --etcd-protocol) api_flags+=("--etcd-protocol=$2"); shift 2 ;;
     --) shift; extra=("$@"); break ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;

@@ -3,7 +3,7 @@
 // or reordering, and every acknowledged write is in the store.
 //
 // Runs against Debian's etcd 3.4, and against `kplane store` when the build
-// tree has it.
+// tree has it, with each of the two store clients (JSON and gRPC).
 #include <gtest/gtest.h>
 
 #include <condition_variable>
@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "base/mutex.h"
+#include "storage/client/grpc_kv.h"
 #include "storage/client/local_cluster.h"
 #include "storage/client/remote_kv.h"
 
@@ -40,7 +41,7 @@ struct WatchLog {
   }
 };
 
-void RunLeaderKill(StoreKind kind) {
+void RunLeaderKill(StoreKind kind, StoreProtocol protocol) {
   auto started = LocalCluster::Start({.kind = kind, .members = 3});
   ASSERT_TRUE(started.ok()) << started.status();
   std::unique_ptr<LocalCluster> cluster = std::move(*started);
@@ -54,7 +55,7 @@ void RunLeaderKill(StoreKind kind) {
   }
   RemoteKVOptions wo;
   wo.endpoints = watch_eps;
-  auto watch_kv = RemoteKV::Create(wo);
+  auto watch_kv = NewStoreClient(wo, protocol);
   ASSERT_TRUE(watch_kv.ok());
 
   // The writer uses all endpoints, leader first as well.
@@ -62,7 +63,7 @@ void RunLeaderKill(StoreKind kind) {
   o.endpoints = watch_eps;
   o.request_timeout = milliseconds(1500);
   o.call_timeout = seconds(4);
-  auto kv = RemoteKV::Create(o);
+  auto kv = NewStoreClient(o, protocol);
   ASSERT_TRUE(kv.ok());
 
   WatchLog log;
@@ -153,17 +154,26 @@ void RunLeaderKill(StoreKind kind) {
       why.c_str());
 }
 
-TEST(Failover, EtcdLeaderKilledUnderWatchAndWrites) {
-  RunLeaderKill(StoreKind::kEtcd);
+class Failover : public ::testing::TestWithParam<StoreProtocol> {};
+
+TEST_P(Failover, EtcdLeaderKilledUnderWatchAndWrites) {
+  RunLeaderKill(StoreKind::kEtcd, GetParam());
 }
 
-TEST(Failover, KplaneLeaderKilledUnderWatchAndWrites) {
+TEST_P(Failover, KplaneLeaderKilledUnderWatchAndWrites) {
   if (FindKplaneBinary().empty()) {
     GTEST_SKIP() << "no kplane binary in this build tree (kplane store is "
                     "not merged yet); set KPLANE_BIN to test one";
   }
-  RunLeaderKill(StoreKind::kKplane);
+  RunLeaderKill(StoreKind::kKplane, GetParam());
 }
+
+INSTANTIATE_TEST_SUITE_P(Transports, Failover,
+                         ::testing::Values(StoreProtocol::kJson,
+                                           StoreProtocol::kGrpc),
+                         [](const auto& info) {
+                           return std::string(StoreProtocolName(info.param));
+                         });
 
 }  // namespace
 }  // namespace kplane::storage

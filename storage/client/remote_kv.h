@@ -76,6 +76,10 @@ struct RemoteKVOptions {
   // "host:port" ones when set (endpoint.h). Null with an https:// endpoint:
   // the system's roots, no client certificate.
   std::shared_ptr<const net::TlsContext> tls;
+  // The files `tls` was made from. Only the gRPC transport reads them
+  // (grpc_kv.h: gRPC takes PEM, not an OpenSSL context); the JSON client
+  // ignores them.
+  StoreClientTlsFiles tls_files;
   // Connecting to one endpoint.
   Duration dial_timeout = seconds(2);
   // One request to one endpoint (sending it and reading the answer).

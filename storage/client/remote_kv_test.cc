@@ -1,14 +1,17 @@
-// RemoteKV and Maintenance against a real single-member store started by
-// the test: Debian's etcd 3.4, and `kplane store` when this build tree has
-// it.
+// The store clients (RemoteKV over the JSON API, GrpcKV over gRPC) and
+// Maintenance against a real single-member store started by the test:
+// Debian's etcd 3.4, and `kplane store` when this build tree has it. Every
+// test runs for both transports.
 #include "storage/client/remote_kv.h"
 
 #include <gtest/gtest.h>
 
 #include <condition_variable>
 #include <thread>
+#include <tuple>
 
 #include "base/mutex.h"
+#include "storage/client/grpc_kv.h"
 #include "storage/client/lease_keepalive.h"
 #include "storage/client/local_cluster.h"
 #include "storage/client/maintenance.h"
@@ -16,18 +19,22 @@
 namespace kplane::storage {
 namespace {
 
-class RemoteKVEtcdTest : public ::testing::TestWithParam<StoreKind> {
+class RemoteKVEtcdTest
+    : public ::testing::TestWithParam<std::tuple<StoreKind, StoreProtocol>> {
  protected:
+  StoreKind kind() const { return std::get<0>(GetParam()); }
+  StoreProtocol protocol() const { return std::get<1>(GetParam()); }
+
   void SetUp() override {
-    if (GetParam() == StoreKind::kKplane && FindKplaneBinary().empty()) {
+    if (kind() == StoreKind::kKplane && FindKplaneBinary().empty()) {
       GTEST_SKIP() << "no kplane binary in this build tree";
     }
-    auto c = LocalCluster::Start({.kind = GetParam(), .members = 1});
+    auto c = LocalCluster::Start({.kind = kind(), .members = 1});
     ASSERT_TRUE(c.ok()) << c.status();
     cluster_ = std::move(*c);
     RemoteKVOptions o;
     o.endpoints = cluster_->client_urls();
-    auto kv = RemoteKV::Create(o);
+    auto kv = NewStoreClient(o, protocol());
     ASSERT_TRUE(kv.ok()) << kv.status();
     kv_ = std::move(*kv);
   }
@@ -43,7 +50,7 @@ class RemoteKVEtcdTest : public ::testing::TestWithParam<StoreKind> {
   }
 
   std::unique_ptr<LocalCluster> cluster_;
-  std::unique_ptr<RemoteKV> kv_;
+  std::unique_ptr<KV> kv_;
 };
 
 TEST_P(RemoteKVEtcdTest, RangeAtRevisionsAndErrors) {
@@ -284,11 +291,17 @@ TEST_P(RemoteKVEtcdTest, Maintenance) {
   EXPECT_EQ(ml->members(0).name(), "n1");
   EXPECT_EQ(ml->members(0).clienturls(0), cluster_->client_url(0));
 
-  // Member list also works through RemoteKV's failover call.
+  // Member list also works through RemoteKV's failover call (the JSON
+  // client's, whichever transport the test's KV uses).
+  RemoteKVOptions jo;
+  jo.endpoints = cluster_->client_urls();
+  auto json_kv = RemoteKV::Create(jo);
+  ASSERT_TRUE(json_kv.ok());
   etcdserverpb::MemberListResponse via_kv;
-  ASSERT_TRUE(kv_->Call("/v3/cluster/member/list",
-                        etcdserverpb::MemberListRequest(), &via_kv,
-                        CallKind::kRead)
+  ASSERT_TRUE((*json_kv)
+                  ->Call("/v3/cluster/member/list",
+                         etcdserverpb::MemberListRequest(), &via_kv,
+                         CallKind::kRead)
                   .ok());
   EXPECT_EQ(via_kv.members_size(), 1);
 
@@ -313,7 +326,7 @@ TEST_P(RemoteKVEtcdTest, Maintenance) {
   });
   ASSERT_TRUE(n.ok()) << n.status();
   EXPECT_EQ(*n, snap.size());
-  if (GetParam() == StoreKind::kEtcd) {
+  if (kind() == StoreKind::kEtcd) {
     // A bolt db (4 KiB pages) followed by its 32-byte sha256.
     EXPECT_EQ(snap.size() % 512, 32u);
   } else {
@@ -321,13 +334,18 @@ TEST_P(RemoteKVEtcdTest, Maintenance) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Stores, RemoteKVEtcdTest,
-                         ::testing::Values(StoreKind::kEtcd,
-                                           StoreKind::kKplane),
-                         [](const auto& info) {
-                           return info.param == StoreKind::kEtcd ? "Etcd"
-                                                                 : "Kplane";
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Stores, RemoteKVEtcdTest,
+    ::testing::Combine(::testing::Values(StoreKind::kEtcd, StoreKind::kKplane),
+                       ::testing::Values(StoreProtocol::kJson,
+                                         StoreProtocol::kGrpc)),
+    [](const auto& info) {
+      return std::string(std::get<0>(info.param) == StoreKind::kEtcd
+                             ? "Etcd"
+                             : "Kplane") +
+             (std::get<1>(info.param) == StoreProtocol::kGrpc ? "Grpc"
+                                                              : "Json");
+    });
 
 }  // namespace
 }  // namespace kplane::storage

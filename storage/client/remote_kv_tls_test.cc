@@ -1,22 +1,27 @@
-// RemoteKV and Maintenance over https:// against an in-process member whose
-// client listener requires certificates (etcd's --client-cert-auth), with
-// certificates from net/pki.h.
+// The store clients (RemoteKV over JSON, GrpcKV over gRPC) and Maintenance
+// over https:// against an in-process member whose client port (gRPC and
+// the JSON gateway, as `kplane store` serves it) requires certificates
+// (etcd's --client-cert-auth), with certificates from net/pki.h.
+// clang-format off
+#include "storage/grpc/test_member.h"
+// clang-format on
+
 #include <gtest/gtest.h>
 
 #include <condition_variable>
 #include <filesystem>
 #include <mutex>
 
+#include "storage/client/grpc_kv.h"
 #include "storage/client/local_cluster.h"
 #include "storage/client/maintenance.h"
 #include "storage/client/remote_kv.h"
 #include "storage/server/member_tls.h"
-#include "storage/server/single_member_store.h"
 
 namespace kplane::storage {
 namespace {
 
-class RemoteKVTlsTest : public ::testing::Test {
+class RemoteKVTlsTest : public ::testing::TestWithParam<StoreProtocol> {
  protected:
   void SetUp() override {
     char tmpl[] = "/tmp/kplane-kv-tls-XXXXXX";
@@ -27,38 +32,47 @@ class RemoteKVTlsTest : public ::testing::Test {
     auto other = WriteTestPki(dir_ + "/other", "stranger");
     ASSERT_TRUE(other.ok()) << other.status();
     stranger_ = *other;
-    net::HttpServerOptions http;
-    http.tls = NewMemberServerTls({.cert_file = tls_.server_cert_file,
-                                   .key_file = tls_.server_key_file,
-                                   .trusted_ca_file = tls_.ca_file,
-                                   .client_cert_auth = true})
-                   .value();
-    auto s = SingleMemberStore::Start(http);
-    ASSERT_TRUE(s.ok()) << s.status();
-    store_ = std::move(*s);
+    // h2 for gRPC clients, http/1.1 for the JSON gateway.
+    auto server_tls = NewMemberServerTls({.cert_file = tls_.server_cert_file,
+                                          .key_file = tls_.server_key_file,
+                                          .trusted_ca_file = tls_.ca_file,
+                                          .client_cert_auth = true},
+                                         {"http/1.1", "h2"});
+    ASSERT_TRUE(server_tls.ok()) << server_tls.status();
+    ASSERT_TRUE(store_.Start({.tls = *server_tls}).ok());
   }
   void TearDown() override {
-    store_.reset();
+    store_.Stop();
     std::error_code ec;
     std::filesystem::remove_all(dir_, ec);
   }
-  std::string HostPort() const {
-    return "127.0.0.1:" + std::to_string(store_->port());
+  std::string HostPort() const { return store_.address(); }
+  // The client's TLS settings: the context (JSON) and its files (gRPC).
+  struct ClientTls {
+    StoreClientTlsFiles files;
+    std::shared_ptr<const net::TlsContext> context;
+  };
+  static ClientTls Tls(StoreClientTlsFiles files) {
+    return {files, NewStoreClientTls(files).value()};
   }
-  std::shared_ptr<const net::TlsContext> Client(const LocalClusterTls& ca,
-                                                const LocalClusterTls& cert) {
-    return NewStoreClientTls({.ca_file = ca.ca_file,
-                              .cert_file = cert.client_cert_file,
-                              .key_file = cert.client_key_file})
-        .value();
+  static ClientTls Client(const LocalClusterTls& ca,
+                          const LocalClusterTls& cert) {
+    return Tls({.ca_file = ca.ca_file,
+                .cert_file = cert.client_cert_file,
+                .key_file = cert.client_key_file});
   }
-  StatusOr<etcdserverpb::PutResponse> Put(
-      const std::string& endpoint, std::shared_ptr<const net::TlsContext> tls) {
+  StatusOr<std::unique_ptr<KV>> NewKV(const std::string& endpoint,
+                                      const ClientTls& tls) {
     RemoteKVOptions o;
     o.endpoints = {endpoint};
-    o.tls = std::move(tls);
+    o.tls = tls.context;
+    o.tls_files = tls.files;
     o.call_timeout = seconds(3);
-    ASSIGN_OR_RETURN(auto kv, RemoteKV::Create(o));
+    return NewStoreClient(o, GetParam());
+  }
+  StatusOr<etcdserverpb::PutResponse> Put(const std::string& endpoint,
+                                          const ClientTls& tls) {
+    ASSIGN_OR_RETURN(auto kv, NewKV(endpoint, tls));
     etcdserverpb::PutRequest p;
     p.set_key("k");
     p.set_value("v");
@@ -68,16 +82,12 @@ class RemoteKVTlsTest : public ::testing::Test {
   std::string dir_;
   LocalClusterTls tls_;
   LocalClusterTls stranger_;
-  std::unique_ptr<SingleMemberStore> store_;
+  TestMember store_;
 };
 
-TEST_F(RemoteKVTlsTest, HttpsWithTheCasClientCertificate) {
-  RemoteKVOptions o;
-  o.endpoints = {"https://" + HostPort()};
-  o.tls = Client(tls_, tls_);
-  auto kv = RemoteKV::Create(o);
+TEST_P(RemoteKVTlsTest, HttpsWithTheCasClientCertificate) {
+  auto kv = NewKV("https://" + HostPort(), Client(tls_, tls_));
   ASSERT_TRUE(kv.ok()) << kv.status();
-  EXPECT_EQ((*kv)->endpoints()[0].url, "https://" + HostPort());
   etcdserverpb::PutRequest p;
   p.set_key("k");
   p.set_value("v");
@@ -106,7 +116,7 @@ TEST_F(RemoteKVTlsTest, HttpsWithTheCasClientCertificate) {
   }
   watch->reset();
   // Maintenance too; a bare host:port speaks TLS when given a context.
-  auto m = Maintenance::Create(HostPort(), {.tls = Client(tls_, tls_)});
+  auto m = Maintenance::Create(HostPort(), {.tls = Client(tls_, tls_).context});
   ASSERT_TRUE(m.ok()) << m.status();
   auto st = (*m)->Status();
   ASSERT_TRUE(st.ok()) << st.status();
@@ -114,10 +124,12 @@ TEST_F(RemoteKVTlsTest, HttpsWithTheCasClientCertificate) {
   EXPECT_TRUE(Put(HostPort(), Client(tls_, tls_)).ok());
 }
 
-TEST_F(RemoteKVTlsTest, RefusedCertificatesAndServers) {
+TEST_P(RemoteKVTlsTest, RefusedCertificatesAndServers) {
+  // gRPC does not pass the handshake's reason on ("failed to connect to all
+  // addresses"); the JSON client names it.
+  const bool names_reason = GetParam() == StoreProtocol::kJson;
   // No client certificate.
-  auto none = Put("https://" + HostPort(),
-                  NewStoreClientTls({.ca_file = tls_.ca_file}).value());
+  auto none = Put("https://" + HostPort(), Tls({.ca_file = tls_.ca_file}));
   ASSERT_FALSE(none.ok());
   EXPECT_EQ(none.status().code(), StatusCode::kUnavailable) << none.status();
   // A client certificate from another CA.
@@ -128,20 +140,45 @@ TEST_F(RemoteKVTlsTest, RefusedCertificatesAndServers) {
   // A server the client's CA did not sign.
   auto wrong_ca = Put("https://" + HostPort(), Client(stranger_, tls_));
   ASSERT_FALSE(wrong_ca.ok());
-  EXPECT_NE(wrong_ca.status().message().find("unknown authority"),
-            std::string::npos)
-      << wrong_ca.status();
-  // http:// stays plain even with a context: the TLS port answers Go's 400.
+  EXPECT_EQ(wrong_ca.status().code(), StatusCode::kUnavailable);
+  if (names_reason) {
+    EXPECT_NE(wrong_ca.status().message().find("unknown authority"),
+              std::string::npos)
+        << wrong_ca.status();
+  }
+  // http:// stays plain even with a context: the TLS port answers Go's 400
+  // (JSON), or no HTTP/2 (gRPC).
   auto plain = Put("http://" + HostPort(), Client(tls_, tls_));
   ASSERT_FALSE(plain.ok());
   // https:// without a context: the system's roots do not know this CA.
-  auto system = Put("https://" + HostPort(), nullptr);
+  auto system = Put("https://" + HostPort(), {});
   ASSERT_FALSE(system.ok());
-  EXPECT_NE(system.status().message().find("unknown authority"),
-            std::string::npos)
-      << system.status();
+  EXPECT_EQ(system.status().code(), StatusCode::kUnavailable);
+  if (names_reason) {
+    EXPECT_NE(system.status().message().find("unknown authority"),
+              std::string::npos)
+        << system.status();
+  }
   // The control.
   EXPECT_TRUE(Put("https://" + HostPort(), Client(tls_, tls_)).ok());
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, RemoteKVTlsTest,
+                         ::testing::Values(StoreProtocol::kJson,
+                                           StoreProtocol::kGrpc),
+                         [](const auto& info) {
+                           return std::string(StoreProtocolName(info.param));
+                         });
+
+// The gRPC transport cannot skip verification; it says so.
+TEST(StoreClientTlsTest, GrpcRefusesInsecureSkipVerify) {
+  RemoteKVOptions o;
+  o.endpoints = {"https://127.0.0.1:1"};
+  o.tls_files.insecure_skip_verify = true;
+  auto kv = NewStoreClient(o, StoreProtocol::kGrpc);
+  EXPECT_EQ(kv.status().code(), StatusCode::kInvalidArgument) << kv.status();
+  EXPECT_EQ(ParseStoreProtocol("http").status().code(),
+            StatusCode::kInvalidArgument);
 }
 
 TEST(StoreClientTlsTest, EndpointsAndFiles) {

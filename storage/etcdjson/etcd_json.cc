@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <limits>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "base/base64.h"
@@ -706,28 +707,7 @@ HttpError StatusToError(const Status& s) {
   return HttpError{HttpStatusForGrpcCode(code), code, msg};
 }
 
-Status ErrorToStatus(int http_status, std::string_view body) {
-  rapidjson::Document d;
-  const bool parsed = json::ParseDom(body, &d).ok();
-  std::string msg;
-  int code = -1;
-  if (parsed && d.IsObject()) {
-    if (d.HasMember("message") && d["message"].IsString()) {
-      msg = d["message"].GetString();
-    } else if (d.HasMember("error") && d["error"].IsString()) {
-      msg = d["error"].GetString();
-    }
-    if (d.HasMember("code") && d["code"].IsInt()) code = d["code"].GetInt();
-  }
-  if (code < 0) {
-    std::string b(body.substr(0, 200));
-    while (!b.empty() && (b.back() == '\n' || b.back() == ' ')) b.pop_back();
-    return Status(
-        http_status == 404   ? StatusCode::kNotFound
-        : http_status >= 500 ? StatusCode::kUnavailable
-                             : StatusCode::kInvalidArgument,
-        "HTTP " + std::to_string(http_status) + (b.empty() ? "" : ": " + b));
-  }
+Status GrpcErrorToStatus(int code, std::string msg) {
   // Domain codes come back from etcd's texts.
   if (msg.find("required revision has been compacted") != std::string::npos) {
     return Status(StatusCode::kCompacted, msg);
@@ -781,6 +761,31 @@ Status ErrorToStatus(int http_status, std::string_view body) {
     default:
       return Status(StatusCode::kUnknown, msg);
   }
+}
+
+Status ErrorToStatus(int http_status, std::string_view body) {
+  rapidjson::Document d;
+  const bool parsed = json::ParseDom(body, &d).ok();
+  std::string msg;
+  int code = -1;
+  if (parsed && d.IsObject()) {
+    if (d.HasMember("message") && d["message"].IsString()) {
+      msg = d["message"].GetString();
+    } else if (d.HasMember("error") && d["error"].IsString()) {
+      msg = d["error"].GetString();
+    }
+    if (d.HasMember("code") && d["code"].IsInt()) code = d["code"].GetInt();
+  }
+  if (code < 0) {
+    std::string b(body.substr(0, 200));
+    while (!b.empty() && (b.back() == '\n' || b.back() == ' ')) b.pop_back();
+    return Status(
+        http_status == 404   ? StatusCode::kNotFound
+        : http_status >= 500 ? StatusCode::kUnavailable
+                             : StatusCode::kInvalidArgument,
+        "HTTP " + std::to_string(http_status) + (b.empty() ? "" : ": " + b));
+  }
+  return GrpcErrorToStatus(code, std::move(msg));
 }
 
 }  // namespace kplane::etcdjson

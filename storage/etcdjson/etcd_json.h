@@ -84,6 +84,11 @@ int HttpStatusForGrpcCode(int code);
 // not found, no leader, ...). `http_status` is used when the body is not
 // an etcd error.
 Status ErrorToStatus(int http_status, std::string_view body);
+// The same from a gRPC status (etcd's gRPC API: the code and etcd's
+// rpctypes text), so the JSON and the gRPC clients agree: the domain code
+// from the text when etcd's text names one (compacted, future revision,
+// no space, too large, no/not leader, timed out), else the code's own.
+Status GrpcErrorToStatus(int grpc_code, std::string message);
 
 }  // namespace kplane::etcdjson
 

@@ -1,0 +1,789 @@
+// First, as in storage/grpc/grpc_front.cc: base/thread_annotations.h must
+// come before absl's (included by grpcpp), which defines the same macros
+// only if unset.
+// clang-format off
+#include "storage/client/grpc_kv.h"
+// clang-format on
+
+#include <grpcpp/grpcpp.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include "base/logging.h"
+#include "base/mutex.h"
+#include "schemas/grpc/rpc_services.grpc.pb.h"
+#include "storage/etcdjson/etcd_json.h"
+
+namespace kplane::storage {
+
+namespace pb = etcdserverpb;
+
+StatusOr<StoreProtocol> ParseStoreProtocol(std::string_view name) {
+  if (name == "json") return StoreProtocol::kJson;
+  if (name == "grpc") return StoreProtocol::kGrpc;
+  return InvalidArgumentError("unknown store protocol \"" + std::string(name) +
+                              "\" (want \"grpc\" or \"json\")");
+}
+
+const char* StoreProtocolName(StoreProtocol p) {
+  return p == StoreProtocol::kGrpc ? "grpc" : "json";
+}
+
+StatusOr<std::unique_ptr<KV>> NewStoreClient(RemoteKVOptions options,
+                                             StoreProtocol protocol) {
+  if (protocol == StoreProtocol::kGrpc) {
+    ASSIGN_OR_RETURN(std::unique_ptr<GrpcKV> kv,
+                     GrpcKV::Create(std::move(options)));
+    return std::unique_ptr<KV>(std::move(kv));
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<RemoteKV> kv,
+                   RemoteKV::Create(std::move(options)));
+  return std::unique_ptr<KV>(std::move(kv));
+}
+
+struct GrpcKV::Channels {
+  RemoteKVOptions options;
+  Clock* clock = nullptr;
+  std::vector<Endpoint> endpoints;
+  std::vector<std::shared_ptr<grpc::Channel>> channels;
+  std::vector<std::unique_ptr<pb::KV::Stub>> kv;
+  std::vector<std::unique_ptr<pb::Lease::Stub>> lease;
+  std::vector<std::unique_ptr<pb::Watch::Stub>> watch;
+  std::vector<std::unique_ptr<pb::Maintenance::Stub>> maintenance;
+  // The endpoint calls go to first: the last one that answered.
+  std::atomic<size_t> preferred{0};
+};
+
+namespace {
+
+using Channels = GrpcKV::Channels;
+
+int Millis(Duration d) {
+  return static_cast<int>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(d).count());
+}
+
+StatusOr<std::string> ReadPem(const std::string& path, const char* what) {
+  if (path.empty()) return std::string();
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return InvalidArgumentError(std::string("cannot read the ") + what + " " +
+                                path);
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+StatusOr<std::shared_ptr<grpc::ChannelCredentials>> Credentials(
+    const RemoteKVOptions& o, const Endpoint& e) {
+  if (!e.tls) return grpc::InsecureChannelCredentials();
+  const StoreClientTlsFiles& f = o.tls_files;
+  if (f.insecure_skip_verify) {
+    return InvalidArgumentError(
+        "the grpc store protocol cannot skip TLS verification "
+        "(--insecure-skip-tls-verify); use the json protocol");
+  }
+  if (f.cert_file.empty() != f.key_file.empty()) {
+    return InvalidArgumentError("KeyFile and CertFile must both be present");
+  }
+  grpc::SslCredentialsOptions s;
+  ASSIGN_OR_RETURN(s.pem_root_certs, ReadPem(f.ca_file, "CA file"));
+  ASSIGN_OR_RETURN(s.pem_cert_chain, ReadPem(f.cert_file, "certificate"));
+  ASSIGN_OR_RETURN(s.pem_private_key, ReadPem(f.key_file, "key"));
+  return grpc::SslCredentials(s);
+}
+
+// The outcome of one attempt on one endpoint.
+struct Attempt {
+  Status status;
+  // No complete answer arrived (as opposed to an error answer).
+  bool transport = false;
+  // The channel could not connect: nothing of the request left.
+  bool connect = false;
+};
+
+// etcd's errors all carry its "etcdserver: " prefix (rpctypes); gRPC's own
+// (a broken connection, a passed deadline) do not.
+bool IsEtcdText(const std::string& m) { return m.rfind("etcdserver:", 0) == 0; }
+
+Attempt FromGrpc(const grpc::Status& g, const Endpoint& e) {
+  if (g.ok()) return {};
+  const std::string& m = g.error_message();
+  if (!IsEtcdText(m)) {
+    switch (g.error_code()) {
+      case grpc::StatusCode::DEADLINE_EXCEEDED:
+        return {Status(StatusCode::kDeadlineExceeded, e.host_port + ": " + m),
+                true};
+      case grpc::StatusCode::UNAVAILABLE:
+      case grpc::StatusCode::CANCELLED:
+      case grpc::StatusCode::INTERNAL:
+      case grpc::StatusCode::UNKNOWN:
+        return {Status(StatusCode::kUnavailable, e.host_port + ": " + m), true};
+      default:
+        break;
+    }
+  }
+  return {etcdjson::GrpcErrorToStatus(static_cast<int>(g.error_code()), m)};
+}
+
+// Server answers after which a read may be retried on another member.
+bool IsRetriableServerError(const Status& s) {
+  switch (s.code()) {
+    case StatusCode::kUnavailable:
+    case StatusCode::kNotLeader:
+    case StatusCode::kDeadlineExceeded:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// As in remote_kv.cc: the write was refused before the raft log.
+bool IsRefusedBeforeProposal(const Status& s) {
+  const std::string& m = s.message();
+  return m == "etcdserver: no leader" || m == "etcdserver: not leader" ||
+         m.find("raft proposal dropped") != std::string::npos;
+}
+
+std::chrono::system_clock::time_point GrpcDeadline(Clock* clock,
+                                                   TimePoint deadline) {
+  return std::chrono::system_clock::now() +
+         std::max<Duration>(deadline - clock->Now(), Duration(0));
+}
+
+// Makes sure endpoint `ep`'s channel is connected, waiting at most
+// dial_timeout (and not past `deadline`). False: it is not, and nothing
+// sent now could reach the server. A channel whose connection attempt
+// failed (TRANSIENT_FAILURE: refused, unreachable, TLS handshake refused;
+// gRPC retries it in the background after a backoff) answers false at
+// once, so a dead member costs a call no wait.
+bool EnsureConnected(Channels* c, size_t ep, TimePoint deadline) {
+  grpc::Channel* ch = c->channels[ep].get();
+  const auto until = GrpcDeadline(
+      c->clock,
+      std::min<TimePoint>(deadline, c->clock->Now() + c->options.dial_timeout));
+  grpc_connectivity_state st = ch->GetState(/*try_to_connect=*/true);
+  while (st != GRPC_CHANNEL_READY) {
+    if (st == GRPC_CHANNEL_TRANSIENT_FAILURE || st == GRPC_CHANNEL_SHUTDOWN) {
+      return false;
+    }
+    if (!ch->WaitForStateChange(st, until)) return false;  // timed out
+    st = ch->GetState(/*try_to_connect=*/true);
+  }
+  return true;
+}
+
+Attempt NotConnected(const Channels* c, size_t ep) {
+  return {Status(StatusCode::kUnavailable,
+                 "connect " + c->endpoints[ep].host_port + ": not connected"),
+          true, true};
+}
+
+// The failover loop of every unary call (remote_kv.h's rules). `attempt`
+// runs the call on one endpoint: (ep, context) -> Attempt.
+template <typename AttemptFn>
+Status WithFailover(Channels* c, std::string_view what, CallKind kind,
+                    const AttemptFn& attempt) {
+  const RemoteKVOptions& o = c->options;
+  Clock* clock = c->clock;
+  const size_t n = c->endpoints.size();
+  const TimePoint deadline = clock->Now() + o.call_timeout;
+  Duration backoff = o.retry_backoff;
+  Status last;
+  bool last_transport = false;
+  size_t start = c->preferred.load();
+  for (int round = 0;; ++round) {
+    for (size_t i = 0; i < n; ++i) {
+      if (clock->Now() >= deadline && !(round == 0 && i == 0)) break;
+      const size_t ep = (start + i) % n;
+      Attempt a;
+      if (!EnsureConnected(c, ep, deadline)) {
+        a = NotConnected(c, ep);
+      } else {
+        grpc::ClientContext ctx;
+        ctx.set_deadline(GrpcDeadline(
+            clock,
+            std::min<TimePoint>(deadline, clock->Now() + o.request_timeout)));
+        a = attempt(ep, &ctx);
+      }
+      if (a.status.ok()) {
+        c->preferred.store(ep);
+        return a.status;
+      }
+      last = a.status;
+      last_transport = a.transport;
+      if (a.transport) {
+        if (a.connect || kind == CallKind::kRead) continue;
+        // The request may have reached the server: never resend a write.
+        return Status(a.status.code() == StatusCode::kDeadlineExceeded
+                          ? a.status.code()
+                          : StatusCode::kUnavailable,
+                      std::string(what) + " to " + c->endpoints[ep].host_port +
+                          " failed: " + a.status.message() +
+                          " (the write may have been applied)");
+      }
+      if (kind == CallKind::kRead && IsRetriableServerError(a.status)) {
+        continue;
+      }
+      if (kind == CallKind::kWrite && IsRefusedBeforeProposal(a.status)) {
+        continue;
+      }
+      // An answer from the server: it is the result.
+      c->preferred.store(ep);
+      return a.status;
+    }
+    TimePoint now = clock->Now();
+    if (now >= deadline) break;
+    Duration wait = std::min<Duration>(backoff, deadline - now);
+    clock->SleepFor(wait);
+    backoff = std::min<Duration>(backoff * 2, o.max_retry_backoff);
+    start = c->preferred.load();
+  }
+  if (!last_transport) return last;
+  StatusCode code = last.code() == StatusCode::kDeadlineExceeded
+                        ? last.code()
+                        : StatusCode::kUnavailable;
+  return Status(code, std::string(what) + ": no endpoint answered (last: " +
+                          last.message() + ")");
+}
+
+// A unary RPC of a stub: `rpc(ep, ctx, resp)` returns the grpc::Status.
+template <typename Resp, typename RpcFn>
+StatusOr<Resp> Unary(Channels* c, std::string_view what, CallKind kind,
+                     const RpcFn& rpc) {
+  Resp resp;
+  Status s =
+      WithFailover(c, what, kind, [&](size_t ep, grpc::ClientContext* ctx) {
+        resp.Clear();
+        return FromGrpc(rpc(ep, ctx, &resp), c->endpoints[ep]);
+      });
+  if (!s.ok()) return s;
+  return resp;
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<GrpcKV>> GrpcKV::Create(RemoteKVOptions options) {
+  ASSIGN_OR_RETURN(std::vector<Endpoint> eps,
+                   ParseEndpoints(options.endpoints, options.tls != nullptr));
+  auto c = std::make_unique<Channels>();
+  c->clock = options.clock ? options.clock : Clock::Real();
+  grpc::ChannelArguments args;
+  // Retries are ours (the rules above); gRPC's would resend writes.
+  args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);
+  // Reconnect to a restarted member on our backoff, not gRPC's (1 s
+  // doubling to 2 min).
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS,
+              Millis(options.retry_backoff));
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, Millis(options.retry_backoff));
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS,
+              Millis(options.max_retry_backoff));
+  // A list may be large; etcd's clientv3 accepts any size too.
+  args.SetMaxReceiveMessageSize(-1);
+  // Notice a member that vanished without closing the connection (a
+  // partition) under a quiet watch: kube-apiserver's 30 s / 10 s.
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 30000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10000);
+  args.SetString(GRPC_ARG_PRIMARY_USER_AGENT_STRING, "kplane-storage-client/1");
+  // One connection per endpoint and client, not shared with other
+  // clients in this process (tests run several against one member).
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  for (const Endpoint& e : eps) {
+    ASSIGN_OR_RETURN(std::shared_ptr<grpc::ChannelCredentials> creds,
+                     Credentials(options, e));
+    auto ch = grpc::CreateCustomChannel(e.host_port, creds, args);
+    c->kv.push_back(pb::KV::NewStub(ch));
+    c->lease.push_back(pb::Lease::NewStub(ch));
+    c->watch.push_back(pb::Watch::NewStub(ch));
+    c->maintenance.push_back(pb::Maintenance::NewStub(ch));
+    c->channels.push_back(std::move(ch));
+  }
+  c->endpoints = std::move(eps);
+  c->options = std::move(options);
+  return std::unique_ptr<GrpcKV>(new GrpcKV(std::move(c)));
+}
+
+GrpcKV::GrpcKV(std::unique_ptr<Channels> channels)
+    : channels_(std::move(channels)) {}
+
+GrpcKV::~GrpcKV() = default;
+
+StatusOr<pb::RangeResponse> GrpcKV::Range(const pb::RangeRequest& req) {
+  Channels* c = channels_.get();
+  return Unary<pb::RangeResponse>(
+      c, "Range", CallKind::kRead,
+      [&](size_t ep, grpc::ClientContext* ctx, pb::RangeResponse* r) {
+        return c->kv[ep]->Range(ctx, req, r);
+      });
+}
+
+StatusOr<pb::PutResponse> GrpcKV::Put(const pb::PutRequest& req) {
+  Channels* c = channels_.get();
+  return Unary<pb::PutResponse>(
+      c, "Put", CallKind::kWrite,
+      [&](size_t ep, grpc::ClientContext* ctx, pb::PutResponse* r) {
+        return c->kv[ep]->Put(ctx, req, r);
+      });
+}
+
+StatusOr<pb::DeleteRangeResponse> GrpcKV::DeleteRange(
+    const pb::DeleteRangeRequest& req) {
+  Channels* c = channels_.get();
+  return Unary<pb::DeleteRangeResponse>(
+      c, "DeleteRange", CallKind::kWrite,
+      [&](size_t ep, grpc::ClientContext* ctx, pb::DeleteRangeResponse* r) {
+        return c->kv[ep]->DeleteRange(ctx, req, r);
+      });
+}
+
+StatusOr<pb::TxnResponse> GrpcKV::Txn(const pb::TxnRequest& req) {
+  Channels* c = channels_.get();
+  return Unary<pb::TxnResponse>(
+      c, "Txn", IsReadOnlyTxn(req) ? CallKind::kRead : CallKind::kWrite,
+      [&](size_t ep, grpc::ClientContext* ctx, pb::TxnResponse* r) {
+        return c->kv[ep]->Txn(ctx, req, r);
+      });
+}
+
+StatusOr<pb::CompactionResponse> GrpcKV::Compact(
+    const pb::CompactionRequest& req) {
+  Channels* c = channels_.get();
+  return Unary<pb::CompactionResponse>(
+      c, "Compact", CallKind::kWrite,
+      [&](size_t ep, grpc::ClientContext* ctx, pb::CompactionResponse* r) {
+        return c->kv[ep]->Compact(ctx, req, r);
+      });
+}
+
+StatusOr<pb::LeaseGrantResponse> GrpcKV::LeaseGrant(
+    const pb::LeaseGrantRequest& req) {
+  Channels* c = channels_.get();
+  ASSIGN_OR_RETURN(
+      pb::LeaseGrantResponse resp,
+      Unary<pb::LeaseGrantResponse>(
+          c, "LeaseGrant", CallKind::kWrite,
+          [&](size_t ep, grpc::ClientContext* ctx, pb::LeaseGrantResponse* r) {
+            return c->lease[ep]->LeaseGrant(ctx, req, r);
+          }));
+  // etcd reports some grant failures in the message body.
+  if (!resp.error().empty()) return InternalError(resp.error());
+  return resp;
+}
+
+StatusOr<pb::LeaseRevokeResponse> GrpcKV::LeaseRevoke(
+    const pb::LeaseRevokeRequest& req) {
+  Channels* c = channels_.get();
+  return Unary<pb::LeaseRevokeResponse>(
+      c, "LeaseRevoke", CallKind::kWrite,
+      [&](size_t ep, grpc::ClientContext* ctx, pb::LeaseRevokeResponse* r) {
+        return c->lease[ep]->LeaseRevoke(ctx, req, r);
+      });
+}
+
+StatusOr<pb::LeaseKeepAliveResponse> GrpcKV::LeaseKeepAlive(
+    const pb::LeaseKeepAliveRequest& req) {
+  Channels* c = channels_.get();
+  // One round on a stream of its own. Renewing twice is harmless, so a
+  // keepalive is retried like a read.
+  ASSIGN_OR_RETURN(pb::LeaseKeepAliveResponse resp,
+                   Unary<pb::LeaseKeepAliveResponse>(
+                       c, "LeaseKeepAlive", CallKind::kRead,
+                       [&](size_t ep, grpc::ClientContext* ctx,
+                           pb::LeaseKeepAliveResponse* r) {
+                         auto stream = c->lease[ep]->LeaseKeepAlive(ctx);
+                         if (stream->Write(req) && stream->Read(r)) {
+                           // Answered: end the stream without waiting for the
+                           // server to see our half-close.
+                           ctx->TryCancel();
+                           stream->Finish().ok();  // CANCELLED, by us
+                           return grpc::Status::OK;
+                         }
+                         grpc::Status st = stream->Finish();
+                         if (st.ok()) {
+                           return grpc::Status(
+                               grpc::StatusCode::UNAVAILABLE,
+                               "keepalive stream ended without an answer");
+                         }
+                         return st;
+                       }));
+  if (resp.ttl() <= 0) {
+    return Status(StatusCode::kNotFound,
+                  "etcdserver: requested lease not found");
+  }
+  return resp;
+}
+
+StatusOr<pb::LeaseTimeToLiveResponse> GrpcKV::LeaseTimeToLive(
+    const pb::LeaseTimeToLiveRequest& req) {
+  Channels* c = channels_.get();
+  return Unary<pb::LeaseTimeToLiveResponse>(
+      c, "LeaseTimeToLive", CallKind::kRead,
+      [&](size_t ep, grpc::ClientContext* ctx, pb::LeaseTimeToLiveResponse* r) {
+        return c->lease[ep]->LeaseTimeToLive(ctx, req, r);
+      });
+}
+
+StatusOr<pb::LeaseLeasesResponse> GrpcKV::LeaseLeases(
+    const pb::LeaseLeasesRequest& req) {
+  Channels* c = channels_.get();
+  return Unary<pb::LeaseLeasesResponse>(
+      c, "LeaseLeases", CallKind::kRead,
+      [&](size_t ep, grpc::ClientContext* ctx, pb::LeaseLeasesResponse* r) {
+        return c->lease[ep]->LeaseLeases(ctx, req, r);
+      });
+}
+
+StatusOr<pb::StatusResponse> GrpcKV::MemberStatus() {
+  Channels* c = channels_.get();
+  return Unary<pb::StatusResponse>(
+      c, "Status", CallKind::kRead,
+      [&](size_t ep, grpc::ClientContext* ctx, pb::StatusResponse* r) {
+        return c->maintenance[ep]->Status(ctx, pb::StatusRequest(), r);
+      });
+}
+
+// ---------------------------------------------------------------------------
+// GrpcWatch
+//
+// One thread per watch runs a Watch stream to one endpoint at a time and
+// keeps `next_rev`, the lowest revision not delivered yet, exactly as
+// remote_kv.cc's RemoteWatch does (see there for the reasoning):
+//   - after the first `created`: start_revision, or created.header.revision
+//     + 1 for a watch from "now";
+//   - after events: the last event's mod_revision + 1;
+//   - progress notifications do not move it.
+// A broken stream is re-created on the next endpoint from next_rev; its
+// `created` is swallowed and events below next_rev are dropped.
+
+namespace {
+
+class GrpcWatch : public Watch {
+ public:
+  GrpcWatch(Channels* c, pb::WatchCreateRequest req, WatchCallback callback)
+      : state_(std::make_shared<State>()) {
+    state_->c = c;
+    state_->req = std::move(req);
+    state_->callback = std::move(callback);
+  }
+
+  ~GrpcWatch() override {
+    std::shared_ptr<grpc::ClientContext> ctx;
+    {
+      MutexLock l(&state_->mu);
+      state_->stop = true;
+      ctx = state_->ctx;
+    }
+    // Ends a blocked Read (and Write) on the current stream.
+    if (ctx) ctx->TryCancel();
+    state_->cv.notify_all();
+    if (thread_.joinable()) {
+      // Destroyed from its own callback: the thread sees `stop` as soon as
+      // the callback returns and touches only the shared state.
+      if (thread_.get_id() == std::this_thread::get_id()) {
+        thread_.detach();
+      } else {
+        thread_.join();
+      }
+    }
+  }
+
+  void RequestProgress() override {
+    State* st = state_.get();
+    {
+      MutexLock l(&st->mu);
+      if (st->stop) return;
+      if (!st->stream_ready) {
+        // Asked on the next stream once it is created.
+        st->progress_pending = true;
+        return;
+      }
+    }
+    SendProgress(st);
+  }
+
+  Status Start() {
+    std::shared_ptr<State> st = state_;
+    thread_ = std::thread([st] { Run(st.get()); });
+    MutexLock l(&st->mu);
+    st->cv.wait(l.native(), [&]() REQUIRES(st->mu) { return st->start_done; });
+    return st->start_status;
+  }
+
+ private:
+  using Stream = grpc::ClientReaderWriter<pb::WatchRequest, pb::WatchResponse>;
+
+  struct State {
+    Channels* c = nullptr;
+    pb::WatchCreateRequest req;
+    WatchCallback callback;
+
+    // Lock order: deliver_mu, then mu. write_mu is a leaf.
+    //
+    // Callbacks run one at a time under this mutex.
+    Mutex deliver_mu;
+    int64_t max_delivered_rev GUARDED_BY(deliver_mu) = 0;
+
+    Mutex mu ACQUIRED_AFTER(deliver_mu);
+    std::condition_variable cv;
+    bool stop GUARDED_BY(mu) = false;
+    bool start_done GUARDED_BY(mu) = false;
+    Status start_status GUARDED_BY(mu);
+    // The current stream's context (cancelled by the destructor).
+    std::shared_ptr<grpc::ClientContext> ctx GUARDED_BY(mu);
+    // `created` arrived on the current stream.
+    bool stream_ready GUARDED_BY(mu) = false;
+    bool progress_pending GUARDED_BY(mu) = false;
+
+    // Writes to the current stream (a create request from the watch
+    // thread, progress requests from any thread): gRPC allows one writer
+    // at a time. Held while writing, which cancelling the context ends.
+    Mutex write_mu;
+    Stream* stream GUARDED_BY(write_mu) = nullptr;
+
+    // Owned by the watch thread.
+    int64_t next_rev = 0;
+    bool created_delivered = false;
+    bool finished = false;
+  };
+
+  static bool Stopping(State* st) {
+    MutexLock l(&st->mu);
+    return st->stop;
+  }
+
+  static void FinishStart(State* st, Status s) {
+    MutexLock l(&st->mu);
+    if (st->start_done) return;
+    st->start_done = true;
+    st->start_status = std::move(s);
+    st->cv.notify_all();
+  }
+
+  // Calls the callback unless the watch is being destroyed. A progress
+  // notification never reports less than what was delivered before it.
+  static bool Deliver(State* st, pb::WatchResponse& resp) {
+    MutexLock d(&st->deliver_mu);
+    if (Stopping(st)) return false;
+    if (resp.events_size() > 0) {
+      st->max_delivered_rev =
+          std::max(st->max_delivered_rev,
+                   resp.events(resp.events_size() - 1).kv().mod_revision());
+    } else if (!resp.created() && !resp.canceled()) {
+      int64_t rev = std::max(resp.header().revision(), st->max_delivered_rev);
+      resp.mutable_header()->set_revision(rev);
+      st->max_delivered_rev = rev;
+    }
+    st->callback(resp);
+    return true;
+  }
+
+  static void SendProgress(State* st) {
+    pb::WatchRequest wr;
+    wr.mutable_progress_request();
+    MutexLock w(&st->write_mu);
+    if (st->stream == nullptr || !st->stream->Write(wr)) {
+      // The stream is breaking; ask again on the next one.
+      MutexLock l(&st->mu);
+      st->progress_pending = true;
+    }
+  }
+
+  static void Run(State* st) {
+    Channels* c = st->c;
+    Clock* clock = c->clock;
+    const RemoteKVOptions& o = c->options;
+    const size_t n = c->endpoints.size();
+    const TimePoint start_deadline = clock->Now() + o.call_timeout;
+    size_t ep = c->preferred.load();
+    size_t failures_in_round = 0;
+    Duration backoff = o.retry_backoff;
+    while (!Stopping(st)) {
+      bool progressed = false;
+      Status s = RunStream(st, ep, &progressed);
+      if (st->finished || Stopping(st)) break;
+      if (!st->created_delivered) {
+        // Still creating the watch: a server's refusal is final.
+        bool retriable = s.code() == StatusCode::kUnavailable ||
+                         s.code() == StatusCode::kDeadlineExceeded ||
+                         IsRetriableServerError(s);
+        if (!retriable) {
+          FinishStart(st, s);
+          break;
+        }
+        if (clock->Now() >= start_deadline) {
+          FinishStart(st, Status(StatusCode::kUnavailable,
+                                 "watch: no endpoint accepted the watch "
+                                 "(last: " +
+                                     s.message() + ")"));
+          break;
+        }
+      } else {
+        LOG(INFO) << "watch stream to " << c->endpoints[ep].host_port
+                  << " ended (" << s << "); resuming from revision "
+                  << st->next_rev;
+      }
+      if (progressed) {
+        failures_in_round = 0;
+        backoff = o.retry_backoff;
+      }
+      ep = (ep + 1) % n;
+      if (++failures_in_round >= n) {
+        failures_in_round = 0;
+        MutexLock l(&st->mu);
+        clock->WaitFor(l.native(), st->cv, backoff,
+                       [&]() REQUIRES(st->mu) { return st->stop; });
+        backoff = std::min<Duration>(backoff * 2, o.max_retry_backoff);
+      }
+    }
+    FinishStart(st, Status(StatusCode::kCancelled, "watch stopped"));
+  }
+
+  // Runs one stream until it breaks. Returns why it ended.
+  static Status RunStream(State* st, size_t ep, bool* progressed) {
+    Channels* c = st->c;
+    const Endpoint& e = c->endpoints[ep];
+    if (!EnsureConnected(c, ep, c->clock->Now() + c->options.dial_timeout)) {
+      return NotConnected(c, ep).status;
+    }
+    auto ctx = std::make_shared<grpc::ClientContext>();
+    // etcd's clientv3.WithRequireLeader: a member that loses its leader
+    // ends the stream instead of going silent.
+    ctx->AddMetadata("hasleader", "true");
+    {
+      MutexLock l(&st->mu);
+      if (st->stop) return CancelledError("watch stopped");
+      st->ctx = ctx;
+      st->stream_ready = false;
+    }
+    std::unique_ptr<Stream> stream = c->watch[ep]->Watch(ctx.get());
+    pb::WatchRequest wr;
+    *wr.mutable_create_request() = st->req;
+    if (st->created_delivered) {
+      wr.mutable_create_request()->set_start_revision(st->next_rev);
+    }
+    bool wrote;
+    {
+      MutexLock w(&st->write_mu);
+      st->stream = stream.get();
+      wrote = stream->Write(wr);
+    }
+    Status s;
+    bool read_failed = false;
+    if (wrote) {
+      pb::WatchResponse resp;
+      for (;;) {
+        if (!stream->Read(&resp)) {
+          read_failed = true;
+          break;
+        }
+        s = Handle(st, resp, progressed);
+        if (!s.ok() || st->finished) break;
+      }
+    }
+    {
+      MutexLock w(&st->write_mu);
+      st->stream = nullptr;
+    }
+    {
+      MutexLock l(&st->mu);
+      st->ctx.reset();
+      st->stream_ready = false;
+    }
+    if (!wrote || !read_failed) ctx->TryCancel();
+    grpc::Status fin = stream->Finish();
+    if (!s.ok() || st->finished) return s;
+    Attempt a = FromGrpc(fin, e);
+    if (a.status.ok()) {
+      return UnavailableError("watch stream to " + e.host_port +
+                              " ended by the server");
+    }
+    return a.status;
+  }
+
+  static Status Handle(State* st, pb::WatchResponse& resp, bool* progressed) {
+    if (resp.created()) {
+      bool ask_progress = false;
+      {
+        MutexLock l(&st->mu);
+        st->stream_ready = true;
+        ask_progress = st->progress_pending;
+        st->progress_pending = false;
+      }
+      if (!st->created_delivered) {
+        st->next_rev = st->req.start_revision() > 0
+                           ? st->req.start_revision()
+                           : resp.header().revision() + 1;
+        st->created_delivered = true;
+        // StartWatch returns once the `created` callback has run, so the
+        // caller always sees it first.
+        bool delivered = Deliver(st, resp);
+        FinishStart(st, Status::Ok());
+        if (!delivered) return CancelledError("watch stopped");
+        if (resp.canceled()) st->finished = true;
+      } else if (resp.canceled()) {
+        // Re-creating failed. A compacted start revision is final.
+        if (resp.compact_revision() > 0) {
+          Deliver(st, resp);
+          st->finished = true;
+          return Status::Ok();
+        }
+        return UnavailableError("watch re-creation canceled: " +
+                                resp.cancel_reason());
+      }
+      *progressed = true;
+      if (ask_progress) SendProgress(st);
+      return Status::Ok();
+    }
+    if (resp.canceled()) {
+      if (resp.compact_revision() > 0) {
+        Deliver(st, resp);
+        st->finished = true;
+        return Status::Ok();
+      }
+      // Canceled by the member for another reason (it lost its leader, ...):
+      // resume elsewhere.
+      return UnavailableError("watch canceled by the server: " +
+                              resp.cancel_reason());
+    }
+    *progressed = true;
+    if (resp.events_size() == 0) {
+      Deliver(st, resp);  // a progress notification
+      return Status::Ok();
+    }
+    // Drop events already delivered before a reconnect.
+    int keep_from = 0;
+    while (keep_from < resp.events_size() &&
+           resp.events(keep_from).kv().mod_revision() < st->next_rev) {
+      ++keep_from;
+    }
+    if (keep_from == resp.events_size()) return Status::Ok();
+    if (keep_from > 0) {
+      resp.mutable_events()->DeleteSubrange(0, keep_from);
+    }
+    st->next_rev = resp.events(resp.events_size() - 1).kv().mod_revision() + 1;
+    Deliver(st, resp);
+    return Status::Ok();
+  }
+
+  std::shared_ptr<State> state_;
+  std::thread thread_;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Watch>> GrpcKV::StartWatch(
+    const pb::WatchCreateRequest& req, WatchCallback callback) {
+  auto w =
+      std::make_unique<GrpcWatch>(channels_.get(), req, std::move(callback));
+  RETURN_IF_ERROR(w->Start());
+  return std::unique_ptr<Watch>(std::move(w));
+}
+
+}  // namespace kplane::storage

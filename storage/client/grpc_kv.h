@@ -1,0 +1,136 @@
+// GrpcKV: storage::KV over etcd's v3 gRPC API (etcdserverpb.KV, Watch,
+// Lease, Maintenance), against the same endpoints RemoteKV takes: `kplane
+// store` members (gRPC and the JSON gateway share the client port) or a
+// real etcd 3.4. kube-apiserver always talks to etcd this way; here it is
+// chosen with the apiserver's --etcd-protocol=grpc (NewStoreClient).
+//
+//   RemoteKVOptions o;
+//   o.endpoints = {"127.0.0.1:2379", "127.0.0.1:22379"};
+//   ASSIGN_OR_RETURN(std::unique_ptr<KV> kv,
+//                    NewStoreClient(o, StoreProtocol::kGrpc));
+//
+// Why: the JSON client encodes every request as JSON with base64 bytes and
+// parses every answer and watch event the same way, on both sides; over
+// gRPC the messages are protobuf on one HTTP/2 connection per endpoint
+// (docs/performance.md, "CPU per renewal").
+//
+// Every KV method is a gRPC call; nothing delegates to the JSON client.
+// Calls outside storage::KV (member list/add/remove, defragment, snapshot:
+// RemoteKV::Call and Maintenance) stay on the JSON API.
+//
+// Failover and retries: the rules of remote_kv.h, unchanged. Each endpoint
+// has one channel. Before an attempt the channel must be connected (within
+// dial_timeout); if it cannot connect, the request never left, so reads and
+// writes alike move on to the next endpoint. Once connected, a read (Range,
+// read-only Txn, lease time-to-live/list/keepalive, status) is retried on a
+// transport failure, a per-request timeout and the no-leader / not-leader /
+// timed-out answers; a write only on the answers that say it was refused
+// before the raft log ("etcdserver: no leader", "etcdserver: not leader",
+// "raft proposal dropped"). Other failures of a write are returned
+// (kUnavailable / kDeadlineExceeded "... (the write may have been
+// applied)"). gRPC's own retries are off, and its reconnect backoff is
+// bounded by retry_backoff..max_retry_backoff so a restarted member is
+// used again quickly.
+//
+// Deadlines: each attempt carries a gRPC deadline of request_timeout (never
+// past the call's call_timeout), so the server abandons it too.
+//
+// Errors: gRPC status code + etcd's rpctypes text -> the domain codes of
+// base/status.h through etcdjson::GrpcErrorToStatus, the table the JSON
+// client uses (kCompacted, kFutureRevision, kNotFound for a missing lease,
+// kNoSpace, kTooLarge, kNotLeader, ...), so both transports return the same
+// Status for the same answer. LeaseKeepAlive of an expired lease is
+// kNotFound as in RemoteKV; LeaseGrant's in-message error is kInternal.
+//
+// Watches: one bidirectional Watch stream and one reader thread per watch,
+// with the guarantees of storage/kv.h (resumed on the next endpoint from
+// the revision after the last delivered one; a compacted resume point ends
+// in a canceled response with compact_revision). The stream carries etcd's
+// "hasleader" metadata so a member without a leader ends it.
+// RequestProgress writes a progress request on the stream (gRPC is always
+// full-duplex).
+//
+// TLS: an endpoint speaks TLS as ParseEndpoints decides (https://, or bare
+// host:port when options.tls is set). gRPC takes PEM files rather than
+// RemoteKVOptions::tls's OpenSSL context: it reads options.tls_files (CA,
+// client certificate and key); with none, the system's roots.
+// insecure_skip_verify is refused (kInvalidArgument). Auth tokens are not
+// supported, as in RemoteKV.
+//
+// Ownership: a Watch must be destroyed before the GrpcKV that started it.
+// Thread-safety: all methods may be called concurrently.
+#ifndef KPLANE_STORAGE_CLIENT_GRPC_KV_H_
+#define KPLANE_STORAGE_CLIENT_GRPC_KV_H_
+
+#include <atomic>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "storage/client/remote_kv.h"
+#include "storage/kv.h"
+
+namespace kplane::storage {
+
+// Which API of the store a client speaks.
+enum class StoreProtocol { kJson, kGrpc };
+
+// "json" or "grpc"; anything else is kInvalidArgument naming both.
+StatusOr<StoreProtocol> ParseStoreProtocol(std::string_view name);
+const char* StoreProtocolName(StoreProtocol p);
+
+// RemoteKV (kJson) or GrpcKV (kGrpc) over `options`.
+StatusOr<std::unique_ptr<KV>> NewStoreClient(RemoteKVOptions options,
+                                             StoreProtocol protocol);
+
+class GrpcKV : public KV {
+ public:
+  static StatusOr<std::unique_ptr<GrpcKV>> Create(RemoteKVOptions options);
+  ~GrpcKV() override;
+
+  StatusOr<etcdserverpb::RangeResponse> Range(
+      const etcdserverpb::RangeRequest& req) override;
+  StatusOr<etcdserverpb::PutResponse> Put(
+      const etcdserverpb::PutRequest& req) override;
+  StatusOr<etcdserverpb::DeleteRangeResponse> DeleteRange(
+      const etcdserverpb::DeleteRangeRequest& req) override;
+  StatusOr<etcdserverpb::TxnResponse> Txn(
+      const etcdserverpb::TxnRequest& req) override;
+  StatusOr<etcdserverpb::CompactionResponse> Compact(
+      const etcdserverpb::CompactionRequest& req) override;
+
+  StatusOr<etcdserverpb::LeaseGrantResponse> LeaseGrant(
+      const etcdserverpb::LeaseGrantRequest& req) override;
+  StatusOr<etcdserverpb::LeaseRevokeResponse> LeaseRevoke(
+      const etcdserverpb::LeaseRevokeRequest& req) override;
+  // kNotFound ("etcdserver: requested lease not found") when the lease has
+  // expired or was revoked.
+  StatusOr<etcdserverpb::LeaseKeepAliveResponse> LeaseKeepAlive(
+      const etcdserverpb::LeaseKeepAliveRequest& req) override;
+  StatusOr<etcdserverpb::LeaseTimeToLiveResponse> LeaseTimeToLive(
+      const etcdserverpb::LeaseTimeToLiveRequest& req) override;
+  StatusOr<etcdserverpb::LeaseLeasesResponse> LeaseLeases(
+      const etcdserverpb::LeaseLeasesRequest& req) override;
+
+  // Status of the preferred endpoint's member.
+  StatusOr<etcdserverpb::StatusResponse> MemberStatus() override;
+
+  // As RemoteKV::StartWatch: returns once the `created` response has been
+  // handed to the callback, or fails (kUnavailable / kDeadlineExceeded, or
+  // the server's refusal).
+  StatusOr<std::unique_ptr<Watch>> StartWatch(
+      const etcdserverpb::WatchCreateRequest& req,
+      WatchCallback callback) override;
+
+  // The per-endpoint connections (grpc_kv.cc).
+  struct Channels;
+
+ private:
+  explicit GrpcKV(std::unique_ptr<Channels> channels);
+
+  std::unique_ptr<Channels> channels_;
+};
+
+}  // namespace kplane::storage
+
+#endif  // KPLANE_STORAGE_CLIENT_GRPC_KV_H_

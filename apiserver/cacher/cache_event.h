@@ -37,6 +37,9 @@ using StoreEntryPtr = std::shared_ptr<const StoreEntry>;
 struct CacheEvent {
   WatchEventType type = WatchEventType::kAdded;
   int64_t revision = 0;
+  // When the cache received it (CacherOptions::clock): what the window's
+  // age bound (CacherOptions::window_max_age) measures.
+  TimePoint recorded{};
   std::string ns;
   ObjectPtr object;
   ObjectPtr prev;

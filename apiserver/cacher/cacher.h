@@ -63,6 +63,7 @@
 //     watchers closed because they fell max_pending_events or
 //     max_pending_bytes behind)
 //   apiserver_watch_cache_watchers (gauge)
+//   apiserver_watch_cache_window_events (gauge: events the window holds)
 //
 // Thread-safety: all public methods may be called concurrently. Sinks are
 // called from the cache's dispatch thread, one event at a time per sink.
@@ -153,7 +154,19 @@ struct WatchOptions {
 };
 
 struct CacherOptions {
+  // The window: at most `window_events` changes; of those, the ones older
+  // than `window_max_age` are dropped as long as more than
+  // `window_min_events` remain (zero max age: kept until newer ones push
+  // them out). Kube's watch cache keeps eventFreshDuration = 75 s of
+  // history (bookmarks every 60 s plus a margin, so a watcher that got its
+  // last bookmark can resume), at least 100 and at most 100 * 1024 events,
+  // growing and shrinking by halves. Checked on every change and every
+  // `window_expire_interval` (real time: a quiet resource lets its burst
+  // go; ages are on `clock`).
   size_t window_events = 10000;
+  size_t window_min_events = 100;
+  Duration window_max_age = seconds(75);
+  Duration window_expire_interval = seconds(5);
   // A watcher that is not reading (its sink not Ready) queues the events
   // meant for it; past this many it is closed as too slow, as
   // kube-apiserver's cacheWatcher is ("Forcing watcher close due to

@@ -4,9 +4,10 @@
 
 #include <condition_variable>
 #include <future>
+#include <thread>
 
-#include "objects/meta.h"
 #include "apiserver/storage/test_store.h"
+#include "objects/meta.h"
 
 namespace kplane::apiserver {
 namespace {
@@ -149,7 +150,8 @@ class InterceptKV : public storage::KV {
 std::string Describe(const WatchEvent& e) {
   std::string s(WatchEventTypeName(e.type));
   if (e.object) {
-    s += " " + objects::Name(*e.object) + "@" + objects::ResourceVersion(*e.object);
+    s += " " + objects::Name(*e.object) + "@" +
+         objects::ResourceVersion(*e.object);
     EXPECT_EQ(objects::ResourceVersion(*e.object), std::to_string(e.revision));
   } else {
     s += "@" + std::to_string(e.revision);
@@ -390,6 +392,60 @@ TEST_F(CacherTest, RevisionBelowTheWindowIsExpired) {
   EXPECT_EQ(ok->closes(), 0);
 }
 
+// The age bound (kube's eventFreshDuration): a change arriving after the
+// older ones passed window_max_age lets them go, down to window_min_events.
+TEST_F(CacherTest, WindowLetsGoOfEventsPastItsAge) {
+  StartCacher({.window_min_events = 1, .window_max_age = seconds(75)});
+  std::vector<int64_t> revs;
+  for (int i = 0; i < 3; ++i)
+    revs.push_back(CreatePod("default", "p" + std::to_string(i)));
+  WaitCacheAt(revs.back());
+  clock_.Advance(seconds(76));
+  revs.push_back(CreatePod("default", "p3"));
+  WaitCacheAt(revs.back());
+  // p0..p2 are stale; the floor of one keeps p3 only.
+  auto sink = std::make_shared<RecordingSink>();
+  auto h = MustWatch({.revision = revs[0]}, sink);
+  Status closed = sink->WaitClosed();
+  EXPECT_EQ(closed.code(), StatusCode::kExpired);
+  EXPECT_EQ(closed.message(),
+            "too old resource version: " + std::to_string(revs[0]) + " (" +
+                std::to_string(revs[2]) + ")");
+  EXPECT_EQ(Metric("apiserver_watch_cache_window_events{group=\"\","
+                   "resource=\"pods\"}"),
+            1);
+  auto ok = std::make_shared<RecordingSink>();
+  auto h2 = MustWatch({.revision = revs[2]}, ok);
+  EXPECT_EQ(ok->WaitFor(1),
+            (std::vector<std::string>{"ADDED p3" + At(revs[3])}));
+}
+
+// A resource that goes quiet after a burst lets the burst go on the
+// cache's own tick, without waiting for a next change.
+TEST_F(CacherTest, QuietWindowLetsGoOfOldEventsOnItsTick) {
+  StartCacher({.window_min_events = 1,
+               .window_max_age = seconds(75),
+               .window_expire_interval = milliseconds(5)});
+  std::vector<int64_t> revs;
+  for (int i = 0; i < 3; ++i)
+    revs.push_back(CreatePod("default", "p" + std::to_string(i)));
+  WaitCacheAt(revs.back());
+  const std::string gauge =
+      "apiserver_watch_cache_window_events{group=\"\",resource=\"pods\"}";
+  EXPECT_EQ(Metric(gauge), 3);
+  clock_.Advance(seconds(76));
+  // Awaits the tick (every 5 ms of real time), at most 20 s.
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (Metric(gauge) != 1 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::yield();
+  }
+  EXPECT_EQ(Metric(gauge), 1);
+  auto sink = std::make_shared<RecordingSink>();
+  auto h = MustWatch({.revision = revs[0]}, sink);
+  EXPECT_EQ(sink->WaitClosed().code(), StatusCode::kExpired);
+}
+
 using PendingWatch = std::future<StatusOr<std::unique_ptr<WatchHandle>>>;
 
 // Blocks until `pending` waits on the fake clock for the cache to reach its
@@ -452,8 +508,8 @@ TEST_F(CacherTest, SelectorTransitionsBecomeAddedAndDeleted) {
   auto sink = std::make_shared<RecordingSink>();
   auto h = MustWatch({.predicate =
                           [](const google::protobuf::Message& m) {
-                            return objects::Label(*objects::GetObjectMeta(m), "app") ==
-                                   "web";
+                            return objects::Label(*objects::GetObjectMeta(m),
+                                                  "app") == "web";
                           }},
                      sink);
   CreatePod("default", "p", "db");             // not matching: nothing
@@ -469,7 +525,8 @@ TEST_F(CacherTest, SelectorTransitionsBecomeAddedAndDeleted) {
                                   "DELETED p" + At(r3), "ADDED q" + At(r5)}));
   // The DELETED of a transition carries the state the watcher knew.
   auto raw = sink->Raw();
-  EXPECT_EQ(objects::Label(*objects::GetObjectMeta(*raw[2]->object), "app"), "web");
+  EXPECT_EQ(objects::Label(*objects::GetObjectMeta(*raw[2]->object), "app"),
+            "web");
 }
 
 TEST_F(CacherTest, NamespaceWatchersSeeOnlyTheirNamespace) {

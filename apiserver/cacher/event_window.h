@@ -14,6 +14,14 @@
 //   Since(11) -> 410: an event of revision 12 is gone, though one is left
 //   Since(12) -> [13 14];  Since(14) -> [];  Since(20) -> []
 //
+// Age bound (optional, kube's eventFreshDuration): Expire(now) drops the
+// oldest events recorded more than `max_age` before `now`, but never below
+// `min_events` events. A burst (2,000 pods starting: ~10,000 events of
+// full objects) is kept while watchers may still resume into it, and then
+// let go instead of staying until `capacity` newer events push it out,
+// which for a resource that goes quiet is never. Dropping by age moves
+// resumable_from() exactly as dropping by capacity does.
+//
 // Thread-safety: none; the cache guards it with its lock.
 #ifndef KPLANE_APISERVER_CACHER_EVENT_WINDOW_H_
 #define KPLANE_APISERVER_CACHER_EVENT_WINDOW_H_
@@ -24,13 +32,19 @@
 #include <vector>
 
 #include "apiserver/cacher/cache_event.h"
+#include "base/clock.h"
 #include "base/logging.h"
 
 namespace kplane::apiserver::internal {
 
 class EventWindow {
  public:
-  explicit EventWindow(size_t capacity) : ring_(capacity ? capacity : 1) {}
+  // `capacity`: at most this many events. `max_age` zero: no age bound.
+  explicit EventWindow(size_t capacity, size_t min_events = 0,
+                       Duration max_age = Duration(0))
+      : ring_(capacity ? capacity : 1),
+        min_events_(min_events),
+        max_age_(max_age) {}
 
   // Empties the window after a list at `list_revision`.
   void Reset(int64_t list_revision) {
@@ -53,6 +67,21 @@ class EventWindow {
     }
     ring_[(start_ + size_) % ring_.size()] = std::move(e);
     ++size_;
+  }
+
+  // Drops the oldest events recorded before `now - max_age` while more than
+  // `min_events` are left. Returns how many it dropped.
+  size_t Expire(TimePoint now) {
+    if (max_age_ <= Duration(0)) return 0;
+    size_t dropped = 0;
+    while (size_ > min_events_ && now - ring_[start_]->recorded > max_age_) {
+      resumable_from_ = std::max(resumable_from_, ring_[start_]->revision);
+      ring_[start_].reset();
+      start_ = (start_ + 1) % ring_.size();
+      --size_;
+      ++dropped;
+    }
+    return dropped;
   }
 
   // The smallest revision a watcher can resume from.
@@ -86,6 +115,8 @@ class EventWindow {
   std::vector<CacheEventPtr> ring_;
   size_t start_ = 0;
   size_t size_ = 0;
+  const size_t min_events_;
+  const Duration max_age_;
   int64_t resumable_from_ = 0;
 };
 

@@ -80,6 +80,7 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
   int64_t min_request_timeout = 1800;
   int64_t max_body = 3 * 1024 * 1024;
   int64_t watch_cache_size = 10000;
+  Duration watch_cache_history = apiserver::CacherOptions{}.window_max_age;
   int worker_threads = 64;
   std::string etcd_prefix = "/registry";
   Duration compaction_interval = minutes(5);
@@ -152,7 +153,11 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
   flags.Int64("max-request-bytes", &max_body,
               "Largest request body accepted (413 beyond).");
   flags.Int64("default-watch-cache-size", &watch_cache_size,
-              "Events each watch cache keeps for resuming watches.");
+              "Events each watch cache keeps at most for resuming watches.");
+  flags.Duration("watch-cache-history-window", &watch_cache_history,
+                 "Each watch cache lets go of events older than this, "
+                 "keeping at least 100 (0: keep --default-watch-cache-size "
+                 "events).");
   flags.Int("worker-threads", &worker_threads,
             "Threads running request handlers (they block on storage).");
   int64_t max_connections =
@@ -240,6 +245,11 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
   SetMinLogLevelByName(log_level);
   if (port < 0 || port > 65535) {
     return fail(InvalidArgumentError("--port must be in 0..65535"));
+  }
+  if (watch_cache_history < Duration(0)) {
+    return fail(InvalidArgumentError(
+        "--watch-cache-history-window must not be negative (0: no age "
+        "bound)"));
   }
   if (max_connections < 0) {
     return fail(InvalidArgumentError("--max-connections must not be negative"));
@@ -366,6 +376,7 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
   o.request_body_timeout = body_timeout;
   o.worker_threads = worker_threads;
   o.cacher.window_events = static_cast<size_t>(watch_cache_size);
+  o.cacher.window_max_age = watch_cache_history;
   o.auth = auth;
   o.service_account_signing_key_pem = std::move(sa_signing_key);
   o.service_account_key_pems = std::move(sa_keys);

@@ -8,10 +8,12 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include "base/crc32c.h"
 #include "kpctl/store/bolt_status.h"
 #include "schemas/storage.pb.h"
+#include "storage/bolt/etcd_backend.h"
 #include "storage/mvcc/store.h"
 #include "storage/server/cluster.h"
 
@@ -219,22 +221,146 @@ StatusOr<SnapshotStatus> SnapshotFileStatus(const std::string& path) {
   return st;
 }
 
+namespace {
+
+// bbolt's meta page: a 16-byte page header, then magic 0xED0CDAED (host
+// order, little-endian on every etcd host).
+bool IsBolt(std::string_view data) {
+  return data.size() >= 20 && static_cast<unsigned char>(data[16]) == 0xED &&
+         static_cast<unsigned char>(data[17]) == 0xDA &&
+         static_cast<unsigned char>(data[18]) == 0x0C &&
+         static_cast<unsigned char>(data[19]) == 0xED;
+}
+
+std::string HexBytes(std::string_view s) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (char ch : s) {
+    out += kHex[static_cast<unsigned char>(ch) >> 4];
+    out += kHex[static_cast<unsigned char>(ch) & 15];
+  }
+  return out;
+}
+
+// The store a restore writes, read from the snapshot: either a packed
+// checkpoint's db/ files or an etcd backend's history (one of the two).
+struct RestoredData {
+  std::vector<PackedFile> db_files;
+  std::optional<mvcc::Store::Export> history;
+  storagepb::AuthRecord auth;
+};
+
+// KPSNAP1: the checkpoint's files and the old membership's auth state.
+StatusOr<RestoredData> ReadPacked(std::string_view data, bool skip_crc) {
+  RestoredData out;
+  ASSIGN_OR_RETURN(std::vector<PackedFile> files,
+                   ParsePackedSnapshot(data, skip_crc));
+  for (const PackedFile& f : files) {
+    if (f.name.rfind("db/", 0) == 0) out.db_files.push_back(f);
+    if (f.name == "cluster.pb") {
+      storagepb::ClusterRecord old;
+      if (!old.ParseFromArray(f.data.data(), static_cast<int>(f.data.size()))) {
+        return CorruptionError("snapshot's cluster.pb does not parse");
+      }
+      out.auth = old.auth();
+    }
+  }
+  if (out.db_files.empty()) {
+    return InvalidArgumentError("snapshot holds no database files (db/...)");
+  }
+  return out;
+}
+
+// etcd's bbolt snapshot (etcdctl's file, or a member's member/snap/db with
+// skip_hash_check): checks the trailing SHA-256 as etcdctl does, then reads
+// the key, lease, meta and auth buckets.
+StatusOr<RestoredData> ReadBolt(std::string_view data, bool skip_hash_check) {
+  constexpr size_t kHash = 32;
+  const bool has_hash = data.size() % 512 == kHash;
+  if (!has_hash && !skip_hash_check) {
+    return InvalidArgumentError(
+        "snapshot missing hash but --skip-hash-check=false");
+  }
+  std::string_view db = has_hash ? data.substr(0, data.size() - kHash) : data;
+  if (has_hash && !skip_hash_check) {
+    const std::string want(data.substr(db.size()));
+    const std::string got = bolt::Sha256(db);
+    if (got != want) {
+      return Status(StatusCode::kCorruption,
+                    "expected sha256 " + HexBytes(want) + ", got " +
+                        HexBytes(got) + " (the snapshot file is damaged)");
+    }
+  }
+  ASSIGN_OR_RETURN(bolt::EtcdBackend b, bolt::ReadEtcdBackend(db));
+  RestoredData out;
+  mvcc::Store::Export& e = out.history.emplace();
+  e.compact_scheduled = b.scheduled_compact_revision;
+  e.compact_finished = b.finished_compact_revision;
+  // etcd's revision is its newest record's, or the compaction's when that
+  // removed every newer one (etcd's restore takes the larger of the two).
+  e.revision = b.scheduled_compact_revision;
+  e.versions.reserve(b.versions.size());
+  for (auto& v : b.versions) {
+    e.revision = std::max(e.revision, v.main);
+    mvcc::Store::ExportedVersion& x = e.versions.emplace_back();
+    x.main = v.main;
+    x.sub = v.sub;
+    x.tombstone = v.tombstone;
+    x.kv = std::move(v.kv);
+    if (x.kv.mod_revision() != 0 && x.kv.mod_revision() != x.main) {
+      return CorruptionError("etcd backend: key \"" + x.kv.key() +
+                             "\" at revision " + std::to_string(x.main) +
+                             " says mod_revision " +
+                             std::to_string(x.kv.mod_revision()));
+    }
+  }
+  for (const auto& l : b.leases) e.leases.emplace_back(l.id, l.ttl);
+  // The writer stores revision + 1 (etcd's authRevision starts at 1).
+  out.auth.set_revision(b.auth_revision > 0 ? b.auth_revision - 1 : 0);
+  out.auth.set_enabled(b.auth_enabled);
+  for (auto& u : b.auth_users) {
+    // etcd hashes passwords with bcrypt, which kplane does not check: with
+    // auth enabled nobody could sign in to the restored cluster.
+    if (out.auth.enabled() && !u.options().no_password() &&
+        u.password().rfind("pbkdf2-sha256$", 0) != 0) {
+      return Status(
+          StatusCode::kFailedPrecondition,
+          "user \"" + u.name() +
+              "\" has an etcd (bcrypt) password, which kplane cannot check, "
+              "and auth is enabled: run `etcdctl auth disable`, save the "
+              "snapshot again, restore it, then set the passwords with "
+              "`kpctl store user passwd` and enable auth");
+    }
+    *out.auth.add_users() = std::move(u);
+  }
+  for (auto& r : b.auth_roles) *out.auth.add_roles() = std::move(r);
+  return out;
+}
+
+// Removes a staging directory unless released.
+class StagingDir {
+ public:
+  explicit StagingDir(std::string path) : path_(std::move(path)) {}
+  ~StagingDir() {
+    std::error_code ec;
+    if (!path_.empty()) fs::remove_all(path_, ec);
+  }
+  void Release() { path_.clear(); }
+
+ private:
+  std::string path_;
+};
+
+}  // namespace
+
 Status RestoreSnapshot(const std::string& path, const RestoreOptions& o) {
   ASSIGN_OR_RETURN(std::string data, ReadFile(path));
-  if (!IsPacked(data)) {
-    return InvalidArgumentError(
-        path +
-        " is an etcd (bbolt) snapshot: kplane store cannot use it; restore it "
-        "with etcdctl into an etcd data dir");
-  }
-  const std::string data_dir =
-      o.data_dir.empty() ? o.name + ".etcd" : o.data_dir;
+  std::string data_dir = o.data_dir.empty() ? o.name + ".etcd" : o.data_dir;
+  while (data_dir.size() > 1 && data_dir.back() == '/') data_dir.pop_back();
   if (fs::exists(data_dir)) {
     return Status(StatusCode::kAlreadyExists,
                   "data-dir \"" + data_dir + "\" exists");
   }
-  ASSIGN_OR_RETURN(std::vector<PackedFile> files,
-                   ParsePackedSnapshot(data, o.skip_hash_check));
 
   // The new membership, as `kplane store` computes it from the same flags.
   std::vector<std::string> peer_urls;
@@ -266,33 +392,42 @@ Status RestoreSnapshot(const std::string& path, const RestoreOptions& o) {
   storagepb::ClusterRecord record =
       storage::NewClusterRecord(members, o.initial_cluster_token);
 
-  const std::string member_dir = data_dir + "/member";
-  // Only the store's files are restored; the old cluster's membership is
-  // replaced by the new one, but its users and roles are kept (etcd's
-  // restore keeps its auth buckets).
-  std::vector<PackedFile> db_files;
-  for (const PackedFile& f : files) {
-    if (f.name.rfind("db/", 0) == 0) db_files.push_back(f);
-    if (f.name == "cluster.pb") {
-      storagepb::ClusterRecord old;
-      if (!old.ParseFromArray(f.data.data(), static_cast<int>(f.data.size()))) {
-        return CorruptionError("snapshot's cluster.pb does not parse");
-      }
-      *record.mutable_auth() = old.auth();
-    }
-  }
-  if (db_files.empty()) {
-    return InvalidArgumentError("snapshot holds no database files (db/...)");
-  }
-  ASSIGN_OR_RETURN(int64_t total, Unpack(db_files, member_dir));
-  (void)total;
+  // The format is told by content, not by the file's name.
+  StatusOr<RestoredData> restored =
+      IsPacked(data) ? ReadPacked(data, o.skip_hash_check)
+      : IsBolt(data)
+          ? ReadBolt(data, o.skip_hash_check)
+          : StatusOr<RestoredData>(InvalidArgumentError(
+                path +
+                " is not a snapshot file: neither an etcd (bbolt) snapshot "
+                "(etcdctl snapshot save) nor a kplane one (KPSNAP1)"));
+  if (!restored.ok()) return restored.status();
+  // The old cluster's membership is replaced by the new one, but its users
+  // and roles are kept (etcd's restore keeps its auth buckets).
+  *record.mutable_auth() = std::move(restored->auth);
 
-  // The checkpoint remembers the raft index it was taken at; the restored
-  // member starts a new log at index 1, so it must not skip entries below
-  // that index (etcd's restore resets its consistent index the same way).
+  // Everything is built in <data-dir>.part and renamed into place at the
+  // end, so a restore that fails leaves no data dir behind.
+  const std::string staging = data_dir + ".part";
   {
-    mvcc::Options mo;
-    mo.dir = member_dir + "/db";
+    std::error_code ec;
+    fs::remove_all(staging, ec);
+  }
+  StagingDir cleanup(staging);
+  const std::string member_dir = staging + "/member";
+  mvcc::Options mo;
+  mo.dir = member_dir + "/db";
+  if (restored->history) {
+    // The restored member starts a new log at index 1, so the store must
+    // not count any entry as applied (etcd's restore resets its consistent
+    // index the same way).
+    restored->history->consistent_index = 0;
+    Status st = mvcc::Store::CreateFromExport(mo, *restored->history);
+    if (!st.ok()) return st.Annotate("restore " + path);
+  } else {
+    RETURN_IF_ERROR(Unpack(restored->db_files, member_dir).status());
+    // The checkpoint remembers the raft index it was taken at: forget it,
+    // as above.
     ASSIGN_OR_RETURN(auto store, mvcc::Store::Open(mo));
     Status rs = store->ResetConsistentIndex();
     store->Close();
@@ -300,7 +435,12 @@ Status RestoreSnapshot(const std::string& path, const RestoreOptions& o) {
   }
   ASSIGN_OR_RETURN(auto membership, storage::Membership::Open(
                                         member_dir + "/cluster.pb", record));
-  return membership->Save();
+  RETURN_IF_ERROR(membership->Save());
+  if (::rename(staging.c_str(), data_dir.c_str()) != 0) {
+    return Errno("rename " + staging + " to " + data_dir);
+  }
+  cleanup.Release();
+  return Status::Ok();
 }
 
 }  // namespace kplane::kpctl

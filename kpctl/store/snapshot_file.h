@@ -18,15 +18,27 @@
 // that revision, total size = bytes of the checkpoint files. Every file's
 // CRC-32C is checked first.
 //
-// restore (kplane files only; etcd's bbolt cannot be read by kplane store):
-// creates <data-dir>/member/db from the checkpoint with its applied raft
-// index reset (the new cluster's log starts again at 1), and
+// restore: either kind of file, told apart by content (bbolt's meta page
+// magic, or KPSNAP1). A kplane file: the checkpoint's db/ files (each
+// CRC-32C checked) with the applied raft index reset (the new cluster's log
+// starts again at 1), and its users and roles. An etcd file (migrating from
+// etcd): its trailing SHA-256 checked as etcdctl does ("snapshot missing
+// hash but --skip-hash-check=false", "expected sha256 X, got Y"), then the
+// key, meta, lease and auth buckets read (bolt::ReadEtcdBackend) and the
+// store built with the same history (mvcc::Store::CreateFromExport: every
+// version at its revision, the compaction revision, leases and their keys,
+// no applied index); users and roles kept, except that a file with auth on
+// and etcd's bcrypt passwords is refused (kFailedPrecondition: kplane
+// cannot check them and nobody could sign in). Both then write
 // <data-dir>/member/cluster.pb for the cluster named by --initial-cluster.
-// Start each member with the same --name/--initial-cluster/token flags.
+// Everything is built in <data-dir>.part and renamed at the end: a failed
+// restore leaves no data dir. Start each member with the same
+// --name/--initial-cluster/token flags.
 //
 // Thread-safety: functions are independent. Errors: kInvalidArgument for
-// malformed files, kAlreadyExists when the restore target exists,
-// kCorruption for a CRC mismatch, kIOError for file system failures.
+// malformed or foreign files and a missing etcd hash, kAlreadyExists when
+// the restore target exists, kCorruption for a CRC or SHA-256 mismatch or
+// an etcd record that does not parse, kIOError for file system failures.
 #ifndef KPLANE_KPCTL_STORE_SNAPSHOT_FILE_H_
 #define KPLANE_KPCTL_STORE_SNAPSHOT_FILE_H_
 

@@ -47,8 +47,16 @@
 #       [--grace 40s] [--monitor-period 5s] [--out DIR]
 #       [--cluster-cidr CIDR] [--node-cidr-mask-size 24] [--max-rss-mb MB]
 #       [--pods P] [--pods-per-deployment 1000] [--pods-timeout S]
+#       [--apiserver-flag F]... [--store-flag F]... [--at-window-end CMD]
 #       [-- extra kubeletsim flags, e.g. --record-events=false]
 #
+# --apiserver-flag / --store-flag: one more flag for the apiserver / every
+# store member (repeatable), e.g. --apiserver-flag
+# --watch-cache-history-window=0. --at-window-end CMD: runs CMD (through
+# bash) right after the window is measured, before the node is stopped,
+# with FLEET_DIR, API_URL, SIM_URL, API_PID, CM_PID, SIM_PID, STORE_PIDS
+# and STORE_EPS in its environment; its output goes to DIR/n<N>/at-window-end.out
+# (scripts/bench/fleet_memory.sh breaks the processes' memory down).
 # --quick: N = 200,1000, 20 s window, 5 s settle, grace 20s, period 2s.
 # --pods-timeout: default 120 s + 1 s per 20 pods.
 # Defaults: the 3-member store (heartbeat 100 ms, election 1000 ms, fsync
@@ -88,6 +96,9 @@ pods=0
 per_deploy=1000
 pods_timeout=""
 extra=()
+api_flags=()
+store_flags=()
+at_window_end=""
 while [[ $# -gt 0 ]]; do
   case $1 in
     --nodes) node_list=$2; shift 2 ;;
@@ -108,6 +119,9 @@ while [[ $# -gt 0 ]]; do
     --pods) pods=$2; shift 2 ;;
     --pods-per-deployment) per_deploy=$2; shift 2 ;;
     --pods-timeout) pods_timeout=$2; shift 2 ;;
+    --apiserver-flag) api_flags+=("$2"); shift 2 ;;
+    --store-flag) store_flags+=("$2"); shift 2 ;;
+    --at-window-end) at_window_end=$2; shift 2 ;;
     --) shift; extra=("$@"); break ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
@@ -293,16 +307,18 @@ run_one() {
   if [[ $backend == cluster ]]; then
     store_dir=$dir/store
     KPLANE=$bin scripts/store-cluster.sh start --dir "$store_dir" --base-port "$base" \
-      -- --log-level warning >"$dir/store.out"
+      -- --log-level warning "${store_flags[@]}" >"$dir/store.out"
     endpoints=$(grep -o 'http://127.0.0.1:[0-9]*' "$dir/store.out" | paste -sd, -)
     mapfile -t store_pids < <(cat "$store_dir"/n1.pid "$store_dir"/n2.pid "$store_dir"/n3.pid)
     local i
     for i in 1 2 3; do watch "store-member-$i" "${store_pids[$((i - 1))]}" "$store_dir/n$i.log"; done
     "$bin" apiserver --insecure-http --storage-backend=remote --etcd-servers="$endpoints" \
-      --port "$api_port" --log-level warning --authorization-mode=AlwaysAllow >"$dir/apiserver.log" 2>&1 &
+      --port "$api_port" --log-level warning --authorization-mode=AlwaysAllow \
+      "${api_flags[@]}" >"$dir/apiserver.log" 2>&1 &
   else
     "$bin" apiserver --insecure-http --data-dir "$dir/apiserver-data" --port "$api_port" \
-      --log-level warning --authorization-mode=AlwaysAllow >"$dir/apiserver.log" 2>&1 &
+      --log-level warning --authorization-mode=AlwaysAllow "${api_flags[@]}" \
+      >"$dir/apiserver.log" 2>&1 &
   fi
   local api_pid=$!
   pids+=("$api_pid")
@@ -409,6 +425,12 @@ run_one() {
     cpu[$p]=$(calc "int(100 * ($(cpu_ticks "$p") - ${t0[$p]}) / $hz / $window + 0.5)")
     rss[$p]=$(rss_mb "$p")
   done
+  if [[ -n $at_window_end ]]; then
+    FLEET_DIR=$dir API_URL=$api SIM_URL=$sim API_PID=$api_pid CM_PID=$cm_pid \
+      SIM_PID=$sim_pid STORE_PIDS="${store_pids[*]}" STORE_EPS="$endpoints" \
+      bash -c "$at_window_end" >"$dir/at-window-end.out" 2>&1 ||
+      echo "   --at-window-end failed; see $dir/at-window-end.out" >&2
+  fi
   if ((pods > 0)); then
     # Written from the Deployments' creation to the window's end: the
     # recorder's queue may still drain after the pods are Running.

@@ -8,7 +8,10 @@
 #     table has the pod columns;
 #   - pods that cannot be scheduled (every node tainted NoSchedule) fail the
 #     row after --pods-timeout with a note saying how many ran;
-#   - results.tsv files from before --pods still make the same table.
+#   - results.tsv files from before --pods still make the same table;
+#   - --apiserver-flag reaches the apiserver (a refused value stops the run
+#     with its message) and --at-window-end runs with the processes' ids
+#     (scripts/bench/fleet_memory.sh's breakdown of the apiserver).
 # KPLANE and KPCTL name the binaries (as for fleet.sh).
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
@@ -48,7 +51,9 @@ small=(--backend embedded --quick --window 3 --settle 1 --lease-renew-interval 1
 
 # 2. 12 nodes, 30 pods in two Deployments (20 + 10).
 timeout 240 bash scripts/bench/fleet.sh "${small[@]}" --nodes 12 --pods 30 \
-  --pods-per-deployment 20 --out "$out/run" >"$out/run.out" 2>"$out/run.err"
+  --pods-per-deployment 20 --apiserver-flag --watch-cache-history-window=90s \
+  --at-window-end scripts/bench/fleet_memory.sh \
+  --out "$out/run" >"$out/run.out" 2>"$out/run.err"
 rc=$?
 tsv=$out/run/results.tsv
 if [[ $rc != 0 || ! -f $tsv ]]; then
@@ -72,7 +77,11 @@ else
   grep -qF "| 30 in $took s ($rate/s) |" "$out/run.out" || bad "run: table row: $(tail -1 "$out/run.out")"
   grep -q "^   pods: deployments=2 pods=30; 30 Running (API)" "$out/run.err" ||
     bad "run: no pods line: $(grep pods: "$out/run.err")"
-  [[ $fail == "$before" ]] && echo "ok   run: 30 pods Running in ${took}s ($rate/s), $events kubelet events"
+  mem=$out/run/n12/at-window-end.out
+  grep -q "^== apiserver pid [0-9]* threads [0-9]*" "$mem" &&
+    grep -q 'apiserver_watch_cache_window_events{group="",resource="pods"}' "$mem" ||
+    bad "run: --at-window-end: $(cat "$mem" 2>&1)"
+  [[ $fail == "$before" ]] && echo "ok   run: 30 pods Running in ${took}s ($rate/s), $events kubelet events; memory breakdown at the window's end"
 fi
 
 # 3. Nowhere to schedule: the row fails after --pods-timeout, saying so.
@@ -87,6 +96,18 @@ if [[ $rc != 0 || $note != "only 0 of 5 pods Running in 4s" || $(col "$tsv" pass
   cat "$out/stuck.err"
 else
   echo "ok   stuck: pass=no, note \"$note\""
+fi
+
+# 3b. --apiserver-flag is the apiserver's: a value it refuses ends the run
+#     (the watchdog names it, with its log's last lines).
+timeout 120 bash scripts/bench/fleet.sh "${small[@]}" --nodes 3 \
+  --apiserver-flag --watch-cache-history-window=-1s --out "$out/badflag" \
+  >"$out/badflag.out" 2>"$out/badflag.err"
+rc=$?
+if [[ $rc == 0 ]] || ! grep -q "watch-cache-history-window must not be negative" "$out/badflag.err"; then
+  bad "badflag: exit $rc; stderr:"; cat "$out/badflag.err"
+else
+  echo "ok   badflag: exit $rc, the apiserver's message"
 fi
 
 # 4. A results.tsv of the old format (no pod columns): the old table.

@@ -94,8 +94,11 @@ def cmd_lagsnap(sim):
 
 def cmd_detect(api, node, ready_file, timeout_s):
     deadline = time.time() + timeout_s
-    first = get_json(f"{api}/api/v1/nodes/{node}")
-    rv = first["metadata"]["resourceVersion"]
+    # Watch from a LIST's revision (the cache's current one), as informers
+    # do: the Node's own resourceVersion is its last change, which may be
+    # older than the watch cache's history (75 s) and would answer 410.
+    listed = get_json(f"{api}/api/v1/nodes?fieldSelector=metadata.name%3D{node}")
+    rv = listed["metadata"]["resourceVersion"]
     url = (f"{api}/api/v1/nodes?watch=true&fieldSelector=metadata.name%3D{node}"
            f"&resourceVersion={rv}&timeoutSeconds={int(timeout_s) + 5}")
     req = urllib.request.Request(url, headers={"Accept": "application/json"})
@@ -111,6 +114,10 @@ def cmd_detect(api, node, ready_file, timeout_s):
             if not line:
                 continue
             event = json.loads(line)
+            if event.get("type") == "ERROR":
+                msg = event.get("object", {}).get("message", "")
+                print(f"detect: watch of {node} failed: {msg}", file=sys.stderr)
+                break
             if event.get("type") not in ("ADDED", "MODIFIED"):
                 continue
             status, reason = ready_status(event["object"])

@@ -320,6 +320,114 @@ TEST(EtcdBackend, MemberJsonEscapesAsGo) {
             "\"a\\\"\\u003cb\\u003e\\u0026\\n\"}");
 }
 
+// ReadEtcdBackend gives back every record WriteEtcdBackend wrote.
+TEST(EtcdBackend, ReadIsTheInverseOfWrite) {
+  EtcdBackend c;
+  c.consistent_index = 10;
+  c.scheduled_compact_revision = 4;
+  c.finished_compact_revision = 3;
+  mvccpb::KeyValue foo;
+  foo.set_key("foo");
+  foo.set_create_revision(2);
+  foo.set_mod_revision(6);
+  foo.set_version(3);
+  foo.set_value(std::string("v\0\xff", 3));
+  foo.set_lease(0x6978a238b4614909);
+  c.versions.push_back({6, 1, false, foo});
+  mvccpb::KeyValue bar;
+  bar.set_key("bar");
+  c.versions.push_back({5, 0, true, bar});
+  c.leases.push_back({0x6978a238b4614909, 100});
+  c.leases.push_back({1, 0});
+  etcdserverpb::Member m;
+  m.set_id(0xfedcba9876543210ULL);  // above int64's range
+  m.set_name("e1");
+  m.set_islearner(true);
+  m.add_peerurls("http://127.0.0.1:2380");
+  m.add_peerurls("http://10.0.0.1:2380");
+  c.members.push_back(m);
+  c.removed_members.push_back(0xabc);
+  etcdserverpb::AlarmMember a;
+  a.set_memberid(3);
+  a.set_alarm(etcdserverpb::NOSPACE);
+  c.alarms.push_back(a);
+  c.auth_revision = 7;
+  c.auth_enabled_key = true;
+  c.auth_enabled = true;
+  authpb::User u;
+  u.set_name("alice");
+  u.add_roles("app");
+  c.auth_users.push_back(u);
+  authpb::Role r;
+  r.set_name("app");
+  c.auth_roles.push_back(r);
+  const EtcdBackend want = c;
+
+  auto db = WriteEtcdBackend(std::move(c));
+  ASSERT_TRUE(db.ok()) << db.status();
+  auto got = ReadEtcdBackend(*db);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->consistent_index, 10u);
+  EXPECT_EQ(got->scheduled_compact_revision, 4);
+  EXPECT_EQ(got->finished_compact_revision, 3);
+  ASSERT_EQ(got->versions.size(), 2u);  // in key (revision) order
+  EXPECT_EQ(got->versions[0].main, 5);
+  EXPECT_TRUE(got->versions[0].tombstone);
+  EXPECT_EQ(got->versions[0].kv.ShortDebugString(), bar.ShortDebugString());
+  EXPECT_EQ(got->versions[1].main, 6);
+  EXPECT_EQ(got->versions[1].sub, 1);
+  EXPECT_FALSE(got->versions[1].tombstone);
+  EXPECT_EQ(got->versions[1].kv.SerializeAsString(), foo.SerializeAsString());
+  ASSERT_EQ(got->leases.size(), 2u);  // by id
+  EXPECT_EQ(got->leases[0].id, 1);
+  EXPECT_EQ(got->leases[0].ttl, 0);
+  EXPECT_EQ(got->leases[1].id, 0x6978a238b4614909);
+  EXPECT_EQ(got->leases[1].ttl, 100);
+  ASSERT_EQ(got->members.size(), 1u);
+  EXPECT_EQ(got->members[0].ShortDebugString(), m.ShortDebugString());
+  EXPECT_EQ(got->removed_members, want.removed_members);
+  ASSERT_EQ(got->alarms.size(), 1u);
+  EXPECT_EQ(got->alarms[0].ShortDebugString(), a.ShortDebugString());
+  EXPECT_EQ(got->cluster_version, "3.4.0");
+  EXPECT_EQ(got->auth_revision, 7u);
+  EXPECT_TRUE(got->auth_enabled_key);
+  EXPECT_TRUE(got->auth_enabled);
+  ASSERT_EQ(got->auth_users.size(), 1u);
+  EXPECT_EQ(got->auth_users[0].ShortDebugString(), u.ShortDebugString());
+  ASSERT_EQ(got->auth_roles.size(), 1u);
+  EXPECT_EQ(got->auth_roles[0].ShortDebugString(), r.ShortDebugString());
+}
+
+// Records that are not etcd's are refused, naming bucket and key; a file
+// that is no bbolt database gets etcdctl's "invalid database".
+TEST(EtcdBackend, ReadRefusesMalformedRecords) {
+  struct Case {
+    std::string bucket, key, value, error;
+  };
+  const std::vector<Case> cases = {
+      {"key", "short", "", "bucket key, key \"short\": not a revision"},
+      {"key", EtcdRevisionKey(2, 0, false), "\xff", "no mvccpb.KeyValue"},
+      {"meta", "consistent_index", "1234", "not 8 bytes"},
+      {"lease", std::string(8, '\1'), "\x08", "no leasepb.Lease"},
+      {"members", "1", "{\"id\":\"x\"}", "not etcd's JSON"},
+      {"members_removed", "xyz", "removed", "not a hex member id"},
+  };
+  for (const Case& c : cases) {
+    std::vector<BoltBucket> b = {{c.bucket, {{c.key, c.value}}}};
+    auto db = WriteBoltDb(std::move(b));
+    ASSERT_TRUE(db.ok()) << db.status();
+    auto got = ReadEtcdBackend(*db);
+    ASSERT_FALSE(got.ok()) << c.bucket << "/" << c.key;
+    EXPECT_EQ(got.status().code(), StatusCode::kCorruption);
+    EXPECT_NE(got.status().message().find(c.error), std::string::npos)
+        << got.status();
+  }
+  auto junk = ReadEtcdBackend(std::string(8192, 'x'));
+  EXPECT_EQ(junk.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(junk.status().message().find("invalid database"), std::string::npos)
+      << junk.status();
+}
+
 TEST(EtcdBackend, Sha256) {
   EXPECT_EQ(Hex(Sha256("abc")),
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");

@@ -1,12 +1,14 @@
 #include "storage/bolt/etcd_backend.h"
 
 #include <openssl/evp.h>
+#include <rapidjson/document.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <utility>
 
 #include "base/json_escape.h"
+#include "storage/bolt/bolt_reader.h"
 #include "storage/bolt/bolt_writer.h"
 
 namespace kplane::bolt {
@@ -68,7 +70,174 @@ std::string HexId(uint64_t id) {
   return buf;
 }
 
+uint64_t GetBe64(std::string_view s) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v = (v << 8) | static_cast<unsigned char>(s[i]);
+  return v;
+}
+
+bool GetVarint(std::string_view* s, uint64_t* v) {
+  *v = 0;
+  for (int shift = 0; shift < 64 && !s->empty(); shift += 7) {
+    const auto b = static_cast<unsigned char>(s->front());
+    s->remove_prefix(1);
+    *v |= static_cast<uint64_t>(b & 0x7f) << shift;
+    if ((b & 0x80) == 0) return true;
+  }
+  return false;
+}
+
+// leasepb.Lease: every field is a varint (ID 1, TTL 2, RemainingTTL 3).
+bool ParseLeaseRecord(std::string_view s, EtcdBackend::Lease* out) {
+  while (!s.empty()) {
+    uint64_t tag = 0, v = 0;
+    if (!GetVarint(&s, &tag) || (tag & 7) != 0 || !GetVarint(&s, &v)) {
+      return false;
+    }
+    if (tag >> 3 == 1) out->id = static_cast<int64_t>(v);
+    if (tag >> 3 == 2) out->ttl = static_cast<int64_t>(v);
+  }
+  return true;
+}
+
+bool ParseHexId(std::string_view s, uint64_t* id) {
+  if (s.empty() || s.size() > 16) return false;
+  *id = 0;
+  for (char ch : s) {
+    int d = ch >= '0' && ch <= '9'   ? ch - '0'
+            : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
+                                     : -1;
+    if (d < 0) return false;
+    *id = (*id << 4) | static_cast<uint64_t>(d);
+  }
+  return true;
+}
+
+bool ParseMemberJson(std::string_view s, etcdserverpb::Member* m) {
+  rapidjson::Document d;
+  d.Parse(s.data(), s.size());
+  if (d.HasParseError() || !d.IsObject() || !d.HasMember("id") ||
+      !d["id"].IsUint64()) {
+    return false;
+  }
+  m->set_id(d["id"].GetUint64());
+  auto strings = [&](const char* field, auto* out) {
+    if (!d.HasMember(field) || d[field].IsNull()) return true;
+    if (!d[field].IsArray()) return false;
+    for (const auto& u : d[field].GetArray()) {
+      if (!u.IsString()) return false;
+      out->Add(std::string(u.GetString(), u.GetStringLength()));
+    }
+    return true;
+  };
+  if (!strings("peerURLs", m->mutable_peerurls()) ||
+      !strings("clientURLs", m->mutable_clienturls())) {
+    return false;
+  }
+  if (d.HasMember("name")) {
+    if (!d["name"].IsString()) return false;
+    m->set_name(
+        std::string(d["name"].GetString(), d["name"].GetStringLength()));
+  }
+  if (d.HasMember("isLearner")) {
+    if (!d["isLearner"].IsBool()) return false;
+    m->set_islearner(d["isLearner"].GetBool());
+  }
+  return true;
+}
+
 }  // namespace
+
+StatusOr<EtcdBackend> ReadEtcdBackend(std::string_view data) {
+  ASSIGN_OR_RETURN(BoltReader db, BoltReader::Open(data));
+  EtcdBackend out;
+  out.cluster_version.clear();
+  out.auth_revision = 0;
+  auto bad = [](std::string_view bucket, std::string_view key,
+                const std::string& what) {
+    return CorruptionError("etcd backend: bucket " + std::string(bucket) +
+                           ", key " + JsonQuote(key, kGoJsonEscape) + ": " +
+                           what);
+  };
+  Status walk = db.ForEachBucket([&](std::string_view name,
+                                     std::string_view header) -> Status {
+    return db.ForEachInBucket(
+        header,
+        [&](std::string_view k, std::string_view v, bool is_bucket) -> Status {
+          if (is_bucket) return Status::Ok();  // etcd nests none
+          if (name == "key") {
+            if ((k.size() != 17 && k.size() != 18) || k[8] != '_' ||
+                (k.size() == 18 && k[17] != 't')) {
+              return bad(name, k, "not a revision");
+            }
+            EtcdBackend::Version& ver = out.versions.emplace_back();
+            ver.main = static_cast<int64_t>(GetBe64(k));
+            ver.sub = static_cast<int64_t>(GetBe64(k.substr(9)));
+            ver.tombstone = k.size() == 18;
+            if (!ver.kv.ParseFromArray(v.data(), static_cast<int>(v.size()))) {
+              return bad(name, k, "value is no mvccpb.KeyValue");
+            }
+          } else if (name == "meta") {
+            if (k == "consistent_index") {
+              if (v.size() != 8) return bad(name, k, "not 8 bytes");
+              out.consistent_index = GetBe64(v);
+            } else if (k == "scheduledCompactRev" ||
+                       k == "finishedCompactRev") {
+              if (v.size() != 17) return bad(name, k, "not a revision");
+              (k == "scheduledCompactRev" ? out.scheduled_compact_revision
+                                          : out.finished_compact_revision) =
+                  static_cast<int64_t>(GetBe64(v));
+            }
+          } else if (name == "lease") {
+            EtcdBackend::Lease l;
+            if (!ParseLeaseRecord(v, &l)) {
+              return bad(name, k, "value is no leasepb.Lease");
+            }
+            out.leases.push_back(l);
+          } else if (name == "members") {
+            etcdserverpb::Member m;
+            if (!ParseMemberJson(v, &m)) return bad(name, k, "not etcd's JSON");
+            out.members.push_back(std::move(m));
+          } else if (name == "members_removed") {
+            uint64_t id = 0;
+            if (!ParseHexId(k, &id)) return bad(name, k, "not a hex member id");
+            out.removed_members.push_back(id);
+          } else if (name == "cluster") {
+            if (k == "clusterVersion") out.cluster_version = std::string(v);
+          } else if (name == "alarm") {
+            etcdserverpb::AlarmMember a;
+            if (!a.ParseFromArray(k.data(), static_cast<int>(k.size()))) {
+              return bad(name, k, "key is no AlarmMember");
+            }
+            out.alarms.push_back(a);
+          } else if (name == "auth") {
+            if (k == "authRevision") {
+              if (v.size() != 8) return bad(name, k, "not 8 bytes");
+              out.auth_revision = GetBe64(v);
+            } else if (k == "authEnabled") {
+              if (v.size() != 1) return bad(name, k, "not 1 byte");
+              out.auth_enabled_key = true;
+              out.auth_enabled = v[0] == 1;
+            }
+          } else if (name == "authUsers") {
+            authpb::User u;
+            if (!u.ParseFromArray(v.data(), static_cast<int>(v.size()))) {
+              return bad(name, k, "value is no authpb.User");
+            }
+            out.auth_users.push_back(std::move(u));
+          } else if (name == "authRoles") {
+            authpb::Role r;
+            if (!r.ParseFromArray(v.data(), static_cast<int>(v.size()))) {
+              return bad(name, k, "value is no authpb.Role");
+            }
+            out.auth_roles.push_back(std::move(r));
+          }
+          return Status::Ok();
+        });
+  });
+  if (!walk.ok()) return walk;
+  return out;
+}
 
 std::string EtcdRevisionKey(int64_t main, int64_t sub, bool tombstone) {
   std::string k;

@@ -76,6 +76,18 @@ struct EtcdBackend {
 // `contents` to save memory.
 StatusOr<std::string> WriteEtcdBackend(EtcdBackend contents);
 
+// Reads an etcd 3.4 backend (a bbolt database, e.g. an etcd snapshot
+// without its trailing sha256, or member/snap/db) into the layout above:
+// the inverse of WriteEtcdBackend for every bucket it writes. Buckets etcd
+// has and kplane does not use are ignored; missing buckets read as empty.
+// cluster_version is "clusterVersion" of bucket "cluster" ("" when absent).
+// Errors: kInvalidArgument "invalid database" when `db` is no bbolt file
+// (BoltReader::Open), kCorruption naming the bucket and key for a page or
+// record that does not parse (a revision key that is not 17 or 18 bytes, a
+// value that is no KeyValue/Lease/User/Role, a member that is not etcd's
+// JSON).
+StatusOr<EtcdBackend> ReadEtcdBackend(std::string_view db);
+
 // etcd's revision bytes: be64(main) '_' be64(sub) [+ 't'].
 std::string EtcdRevisionKey(int64_t main, int64_t sub, bool tombstone);
 

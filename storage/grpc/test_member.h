@@ -46,6 +46,8 @@ struct TestMemberOptions {
   std::shared_ptr<const net::TlsContext> tls;
   // StoreConfig::auth_tokens: JWT tokens (null: simple tokens).
   std::shared_ptr<const TokenProvider> auth_tokens;
+  // The gRPC front's settings (GrpcFrontOptions::kv_threads, ...).
+  GrpcFrontOptions grpc;
 };
 
 class TestMember {
@@ -70,6 +72,8 @@ class TestMember {
       c.max_request_bytes = options.max_request_bytes;
     }
     c.auth_tokens = options.auth_tokens;
+    // The member's series go to metrics(), which its /metrics serves.
+    c.metrics = &metrics_;
     Status st = StartMember(c, std::move(options));
     if (!st.ok()) Stop();
     return st;
@@ -109,7 +113,7 @@ class TestMember {
     if (!server_->WaitReady(seconds(10))) {
       return UnavailableError("the member did not become ready");
     }
-    grpc_ = std::make_unique<GrpcFront>(server_.get());
+    grpc_ = std::make_unique<GrpcFront>(server_.get(), options.grpc);
     RETURN_IF_ERROR(grpc_->Start());
     net::HttpServerOptions o;
     o.port = 0;

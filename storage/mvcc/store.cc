@@ -102,6 +102,7 @@ struct Store::WriteGroup {
   bool dirty = false;
   int64_t rev = 0;
   int64_t size_delta = 0;
+  int64_t live_key_delta = 0;
   uint64_t consistent_index = 0;
   struct Revision {
     int64_t rev;
@@ -136,6 +137,16 @@ StatusOr<std::unique_ptr<Store>> Store::Open(const Options& options) {
   RETURN_IF_ERROR(s->OpenDb());
   RETURN_IF_ERROR(s->LoadMeta());
   if (options.key_index) RETURN_IF_ERROR(s->BuildKeyIndex());
+  if (options.metrics != nullptr) {
+    // Without the key index the live keys are not known at open: the
+    // gauge then counts from 0 (the index is off only in benchmarks).
+    if (s->index_ != nullptr) {
+      const std::string all(1, '\0');
+      s->live_keys_ = s->index_->Count(all, all, s->current_rev_.load());
+    }
+    s->measured_size_for_gauge_ = s->DbSize();
+    s->PublishGauges();
+  }
   s->lease_backend_ = std::make_unique<Backend>(s.get());
   s->lessor_ = std::make_unique<Lessor>(s->clock_, s->lease_backend_.get());
   RETURN_IF_ERROR(s->LoadLeases());
@@ -440,6 +451,7 @@ void Store::DropGroupLocked() {
   g.written_keys.clear();
   g.dirty = false;
   g.size_delta = 0;
+  g.live_key_delta = 0;
   g.consistent_index = 0;
 }
 
@@ -470,7 +482,16 @@ Status Store::FlushGroupLocked() {
   if (wb->Count() > 0) {
     // Nothing of the group is published unless it was written: memory and
     // disk agree on everything readers, watchers and the lessor can see.
-    Status s = WriteLocked(wb, options_.sync_writes, "write");
+    Status s;
+    {
+      // etcd's backend commit: the one write that makes the group durable
+      // (as far as sync_writes asks).
+      std::optional<metrics::ScopedTimer> timer;
+      if (options_.metrics != nullptr) {
+        timer.emplace(options_.metrics->backend_commit_seconds);
+      }
+      s = WriteLocked(wb, options_.sync_writes, "write");
+    }
     if (!s.ok()) {
       if (index_ != nullptr) {
         index_->RemoveAbove(g.written_keys, current_rev_.load());
@@ -483,6 +504,7 @@ Status Store::FlushGroupLocked() {
         std::max<int64_t>(1, static_cast<int64_t>(g.revisions.size()));
   }
   size_in_use_ = new_size;
+  live_keys_.fetch_add(g.live_key_delta, std::memory_order_relaxed);
   if (g.consistent_index != 0) consistent_index_ = g.consistent_index;
   for (WriteGroup::Revision& r : g.revisions) {
     current_rev_ = r.rev;
@@ -496,7 +518,21 @@ Status Store::FlushGroupLocked() {
     hub_->Notify(r.rev, std::move(r.events), r.events_have_prev);
   }
   DropGroupLocked();
+  PublishGauges();
   return Status::Ok();
+}
+
+void Store::PublishGauges() const {
+  const StoreMetrics* m = options_.metrics.get();
+  if (m == nullptr) return;
+  m->keys_total->Set(static_cast<double>(live_keys_.load()));
+  m->db_size_in_use->Set(static_cast<double>(size_in_use_.load()));
+  if (int64_t size = measured_size_for_gauge_.load(); size >= 0) {
+    m->db_total_size->Set(static_cast<double>(size));
+    m->db_total_size_debugging->Set(static_cast<double>(size));
+  }
+  m->current_revision->Set(static_cast<double>(current_rev_.load()));
+  m->compact_revision->Set(static_cast<double>(compact_scheduled_.load()));
 }
 
 std::unique_ptr<WriteTxn> Store::NewWriteTxnLocked() {
@@ -511,6 +547,7 @@ Status Store::CommitLocked(WriteTxn* txn, uint64_t consistent_index,
   g.MarkDirty(current_rev_.load());
   txn->MarkStaged();
   g.size_delta += txn->size_delta();
+  g.live_key_delta += txn->live_key_delta();
   g.written_keys.insert(g.written_keys.end(), txn->written_keys().begin(),
                         txn->written_keys().end());
   if (consistent_index != 0) g.consistent_index = consistent_index;
@@ -557,6 +594,7 @@ Status Store::CheckQuotaLocked(int64_t cost) {
   if (measured_db_size_ < 0 || writes_since_measure_ >= 1024 ||
       written_since_measure_ >= (1 << 20)) {
     measured_db_size_ = DbSize();
+    measured_size_for_gauge_ = measured_db_size_;
     writes_since_measure_ = 0;
     written_since_measure_ = 0;
   }
@@ -639,7 +677,10 @@ StatusOr<etcdserverpb::RangeResponse> Store::Range(
   // deleted anything this snapshot sees.
   const int64_t compacted = compact_scheduled_.load();
   DbView view(db_.get(), snap.get());
-  if (index_ == nullptr) return ExecuteRange(&view, req, current, compacted);
+  if (index_ == nullptr) {
+    OpTally{.ranges = 1}.AddTo(options_.metrics.get());
+    return ExecuteRange(&view, req, current, compacted);
+  }
   // The index holds every revision up to `current` (a write stages its
   // versions there before it is published). Checked under the index's
   // lock: a Compact() scheduled since then compacts the index only after
@@ -649,6 +690,7 @@ StatusOr<etcdserverpb::RangeResponse> Store::Range(
     return index_->CountIf(req.key(), req.range_end(), rev,
                            [&] { return rev >= compact_scheduled_.load(); });
   };
+  OpTally{.ranges = 1}.AddTo(options_.metrics.get());
   return ExecuteRange(&view, req, current, compacted, count);
 }
 
@@ -685,6 +727,7 @@ StatusOr<etcdserverpb::PutResponse> Store::Put(
   ASSIGN_OR_RETURN(std::optional<mvccpb::KeyValue> prev,
                    PutLocked(txn.get(), req));
   RETURN_IF_ERROR(CommitLocked(txn.get(), consistent_index));
+  internal::PutTally(req).AddTo(options_.metrics.get());
   etcdserverpb::PutResponse resp;
   resp.mutable_header()->set_revision(txn->rev());
   if (req.prev_kv() && prev) *resp.mutable_prev_kv() = std::move(*prev);
@@ -703,6 +746,9 @@ StatusOr<etcdserverpb::DeleteRangeResponse> Store::DeleteRange(
                    txn->DeleteRange(req.key(), req.range_end(),
                                     req.prev_kv() ? &prev : nullptr));
   RETURN_IF_ERROR(CommitLocked(txn.get(), consistent_index));
+  // etcd reads the range first for prev_kv.
+  OpTally{.ranges = req.prev_kv() ? 1u : 0u, .deletes = 1}.AddTo(
+      options_.metrics.get());
   etcdserverpb::DeleteRangeResponse resp;
   resp.mutable_header()->set_revision(txn->rev());
   resp.set_deleted(n);

@@ -92,6 +92,7 @@
 #include "schemas/kv.pb.h"
 #include "schemas/rpc.pb.h"
 #include "storage/mvcc/auto_compactor.h"
+#include "storage/mvcc/store_metrics.h"
 #include "storage/mvcc/watch.h"
 
 namespace rocksdb {
@@ -142,6 +143,11 @@ struct Options {
   // every count is read from RocksDB (the store before the index; for
   // benchmarks and tests that compare the two).
   bool key_index = true;
+  // etcd's mvcc and backend series (store_metrics.h), or null for none.
+  // Shared: the registry behind it must outlive the store. The keys, size
+  // and revision gauges are set by whichever store wrote last when several
+  // share them.
+  std::shared_ptr<const StoreMetrics> metrics;
 };
 
 class Store {
@@ -258,6 +264,26 @@ class Store {
     std::vector<std::pair<int64_t, int64_t>> leases;  // (id, TTL) by id
   };
   StatusOr<Export> ExportAll();
+
+  // The inverse of ExportAll, for restoring a snapshot written by another
+  // store (etcd's backend, storage/bolt/etcd_backend.h): creates a new store
+  // at options.dir (which must not exist, or be empty) holding exactly
+  // `data` -- every version at its own (main, sub) revision with its
+  // create revision, version and lease, the leases, the compaction
+  // revisions and the consistent index -- and closes it; Store::Open then
+  // serves it. The revision is the largest of data.revision, the last
+  // version's and kInitialRevision. A key whose newest version is a put
+  // with a lease that `data` does not hold keeps the lease id in its
+  // version but is attached to no lease (etcd's lessor skips such keys on
+  // recovery the same way).
+  // Memory: the records of up to 10,000 versions at a time. Errors:
+  // kAlreadyExists for a non-empty dir, kInvalidArgument for data that no
+  // store could hold (a revision below 1 or past the revision, a sub
+  // revision out of range, two versions at one revision, a put without a
+  // create revision or version, compaction revisions past the revision or
+  // out of order), kIOError from RocksDB. A failed import leaves a partial
+  // store behind: create it in a staging directory.
+  static Status CreateFromExport(const Options& options, const Export& data);
 
   int64_t CurrentRevision() const { return current_rev_.load(); }
   // The compaction revision requested last (reads below it fail).
@@ -383,13 +409,17 @@ class Store {
                      int64_t compact_rev, OpCheck what);
   // Executes the ops on the path; ranges read `view` at `rev` (the txn's own
   // view and revision for write txns, where `txn` is non-null).
+  // Adds what it executes to `tally` (store_metrics.h).
   Status ApplyTxnOps(ReadView* view, WriteTxn* txn,
                      const etcdserverpb::TxnRequest& r,
                      const std::vector<bool>& path, size_t* idx,
                      int64_t read_rev, int64_t compact_rev,
-                     etcdserverpb::TxnResponse* resp);
+                     etcdserverpb::TxnResponse* resp, OpTally* tally);
   StatusOr<etcdserverpb::TxnResponse> ReadOnlyTxn(
-      const etcdserverpb::TxnRequest& req);
+      const etcdserverpb::TxnRequest& req, OpTally* tally);
+  // Sets the size, key and revision gauges (options_.metrics) from what
+  // is published; called wherever that changes.
+  void PublishGauges() const;
   StatusOr<std::optional<mvccpb::KeyValue>> PutLocked(
       WriteTxn* txn, const etcdserverpb::PutRequest& req) REQUIRES(write_mu_);
   int64_t NextLeaseIdLocked() REQUIRES(write_mu_);
@@ -437,6 +467,11 @@ class Store {
   std::atomic<uint64_t> consistent_index_{0};
   std::atomic<int64_t> compact_scheduled_{0};
   std::atomic<int64_t> size_in_use_{0};
+  // Live keys (etcd_debugging_mvcc_keys_total): counted by Open from the
+  // key index (0 without one), then moved by each published write.
+  std::atomic<int64_t> live_keys_{0};
+  // The database size as last measured (-1: not yet), for the gauge.
+  std::atomic<int64_t> measured_size_for_gauge_{-1};
   // The quota alarm (persisted; refuses puts and lease grants).
   std::atomic<bool> nospace_{false};
   // A write failed for lack of disk space (the sticky error is kNoSpace).

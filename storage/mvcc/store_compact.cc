@@ -74,6 +74,7 @@ Status Store::Compact(int64_t revision, uint64_t consistent_index) {
     RETURN_IF_ERROR(WriteLocked(&wb, options_.sync_writes, "compact"));
     compact_scheduled_ = revision;
     if (consistent_index != 0) consistent_index_ = consistent_index;
+    PublishGauges();
     // After compact_scheduled_ is raised: a reader that checks it under the
     // index's lock either sees the new value or counts before this.
     if (index_ != nullptr) index_->Compact(revision);
@@ -136,6 +137,7 @@ Status Store::FlushCompactionBatch(rocksdb::WriteBatch* wb, int64_t* freed,
     // Not synced: a lost batch is redone from the cursor after a restart.
     RETURN_IF_ERROR(WriteLocked(wb, /*sync=*/false, "compaction"));
     size_in_use_ = new_size;
+    PublishGauges();
   }
   {
     MutexLock l(&compact_mu_);

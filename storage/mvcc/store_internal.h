@@ -5,6 +5,8 @@
 #include <rocksdb/db.h>
 
 #include "base/status.h"
+#include "schemas/rpc.pb.h"
+#include "storage/mvcc/store_metrics.h"
 
 namespace kplane::mvcc::internal {
 
@@ -13,6 +15,13 @@ inline Status FromRocks(const rocksdb::Status& s) {
   if (s.IsNoSpace()) return Status(StatusCode::kNoSpace, s.ToString());
   if (s.IsCorruption()) return CorruptionError(s.ToString());
   return IOError(s.ToString());
+}
+
+// A put's tally (store_metrics.h): etcd reads the key first when the put
+// wants its previous version (prev_kv, ignore_value, ignore_lease).
+inline OpTally PutTally(const etcdserverpb::PutRequest& r) {
+  const bool reads = r.prev_kv() || r.ignore_value() || r.ignore_lease();
+  return OpTally{.ranges = reads ? 1u : 0u, .puts = 1};
 }
 
 // Holds a RocksDB snapshot for one read.

@@ -58,6 +58,7 @@ Status Store::SaveLeaseLocked(int64_t id, int64_t ttl, uint64_t ci) {
   ++lease_seq_;
   size_in_use_ = new_size;
   if (ci != 0) consistent_index_ = ci;
+  PublishGauges();
   return Status::Ok();
 }
 
@@ -73,7 +74,12 @@ Status Store::DeleteLeaseAndKeysLocked(int64_t id,
   CHECK(txn->batch()->Delete(k).ok());
   txn->AddSizeDelta(-static_cast<int64_t>(k.size() + 8));
   // Now, even in a write group: the lessor forgets the lease now.
-  return CommitLocked(txn.get(), ci, /*write_now=*/true);
+  RETURN_IF_ERROR(CommitLocked(txn.get(), ci, /*write_now=*/true));
+  // etcd's lessor deletes each key with a delete-range of its own, in one
+  // transaction.
+  OpTally{.deletes = static_cast<uint32_t>(keys.size())}.AddTo(
+      options_.metrics.get());
+  return Status::Ok();
 }
 
 StatusOr<etcdserverpb::LeaseGrantResponse> Store::LeaseGrant(

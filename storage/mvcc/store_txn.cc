@@ -68,7 +68,9 @@ Status Store::CheckTxnOps(ReadView* view, const TxnRequest& r,
 Status Store::ApplyTxnOps(ReadView* view, WriteTxn* txn, const TxnRequest& r,
                           const std::vector<bool>& path, size_t* idx,
                           int64_t read_rev, int64_t compact_rev,
-                          TxnResponse* resp) {
+                          TxnResponse* resp, OpTally* tally) {
+  // etcd evaluates each compare with a read of its own (applyCompare).
+  tally->compare_ranges += static_cast<uint32_t>(r.compare_size());
   CHECK_LT(*idx, path.size());
   const bool succeeded = path[(*idx)++];
   resp->set_succeeded(succeeded);
@@ -78,6 +80,7 @@ Status Store::ApplyTxnOps(ReadView* view, WriteTxn* txn, const TxnRequest& r,
       case RequestOp::kRequestRange: {
         // A range sees the revision as of its position in the txn.
         const int64_t rev = txn ? txn->rev() : read_rev;
+        ++tally->ranges;
         ASSIGN_OR_RETURN(
             *out->mutable_response_range(),
             ExecuteRange(view, op.request_range(), rev, compact_rev));
@@ -90,6 +93,9 @@ Status Store::ApplyTxnOps(ReadView* view, WriteTxn* txn, const TxnRequest& r,
         write_mu_.AssertHeld();
         ASSIGN_OR_RETURN(std::optional<mvccpb::KeyValue> prev,
                          PutLocked(txn, op.request_put()));
+        const OpTally put_tally = internal::PutTally(op.request_put());
+        tally->ranges += put_tally.ranges;
+        tally->puts += put_tally.puts;
         auto* put = out->mutable_response_put();
         put->mutable_header()->set_revision(txn->rev());
         if (op.request_put().prev_kv() && prev) {
@@ -104,6 +110,8 @@ Status Store::ApplyTxnOps(ReadView* view, WriteTxn* txn, const TxnRequest& r,
         ASSIGN_OR_RETURN(int64_t n,
                          txn->DeleteRange(req.key(), req.range_end(),
                                           req.prev_kv() ? &prev : nullptr));
+        tally->ranges += req.prev_kv() ? 1 : 0;
+        ++tally->deletes;
         auto* del = out->mutable_response_delete_range();
         del->mutable_header()->set_revision(txn->rev());
         del->set_deleted(n);
@@ -114,7 +122,7 @@ Status Store::ApplyTxnOps(ReadView* view, WriteTxn* txn, const TxnRequest& r,
         TxnResponse* nested = out->mutable_response_txn();
         nested->mutable_header();  // etcd sends an empty header here
         RETURN_IF_ERROR(ApplyTxnOps(view, txn, op.request_txn(), path, idx,
-                                    read_rev, compact_rev, nested));
+                                    read_rev, compact_rev, nested, tally));
         break;
       }
       default:
@@ -124,7 +132,8 @@ Status Store::ApplyTxnOps(ReadView* view, WriteTxn* txn, const TxnRequest& r,
   return Status::Ok();
 }
 
-StatusOr<TxnResponse> Store::ReadOnlyTxn(const TxnRequest& req) {
+StatusOr<TxnResponse> Store::ReadOnlyTxn(const TxnRequest& req,
+                                         OpTally* tally) {
   const int64_t current = current_rev_.load();
   ScopedSnapshot snap(db_.get());
   const int64_t compacted = compact_scheduled_.load();
@@ -135,8 +144,8 @@ StatusOr<TxnResponse> Store::ReadOnlyTxn(const TxnRequest& req) {
                               OpCheck::kRanges));
   TxnResponse resp;
   idx = 0;
-  RETURN_IF_ERROR(
-      ApplyTxnOps(&view, nullptr, req, path, &idx, current, compacted, &resp));
+  RETURN_IF_ERROR(ApplyTxnOps(&view, nullptr, req, path, &idx, current,
+                              compacted, &resp, tally));
   resp.mutable_header()->set_revision(current);
   return resp;
 }
@@ -152,11 +161,13 @@ StatusOr<TxnResponse> Store::Txn(const TxnRequest& req,
       MutexLock l(&write_mu_);
       RETURN_IF_ERROR(FlushGroupLocked());
     }
-    ASSIGN_OR_RETURN(TxnResponse resp, ReadOnlyTxn(req));
+    OpTally tally;
+    ASSIGN_OR_RETURN(TxnResponse resp, ReadOnlyTxn(req, &tally));
     if (consistent_index != 0) {
       MutexLock l(&write_mu_);
       RETURN_IF_ERROR(WriteMetaLocked(consistent_index));
     }
+    tally.AddTo(options_.metrics.get());
     return resp;
   }
   MutexLock l(&write_mu_);
@@ -190,9 +201,11 @@ StatusOr<TxnResponse> Store::Txn(const TxnRequest& req,
   TxnResponse resp;
   idx = 0;
   // On error the transaction rolls the batch back to where it began.
+  OpTally tally;
   RETURN_IF_ERROR(ApplyTxnOps(txn->view(), txn.get(), req, path, &idx, current,
-                              compacted, &resp));
+                              compacted, &resp, &tally));
   RETURN_IF_ERROR(CommitLocked(txn.get(), consistent_index));
+  tally.AddTo(options_.metrics.get());
   resp.mutable_header()->set_revision(txn->rev());
   return resp;
 }

@@ -79,6 +79,7 @@ StatusOr<std::optional<mvccpb::KeyValue>> WriteTxn::Put(
   }
   const int64_t rev = begin_rev_ + 1;
   const int64_t create = prev ? prev->create_revision() : rev;
+  if (!prev) ++live_key_delta_;
   const int64_t version = prev ? prev->version() + 1 : 1;
   const uint32_t sub = sub_;
   WriteVersion(key, false,
@@ -145,6 +146,7 @@ StatusOr<int64_t> WriteTxn::DeleteRange(const std::string& key,
   for (mvccpb::KeyValue& kv : live) {
     if (index_ != nullptr) index_->Tombstone(kv.key(), rev, sub_);
     WriteVersion(kv.key(), true, tombstone);
+    --live_key_delta_;
     if (kv.lease() != 0) {
       std::string ak = keys::AttachKey(kv.lease(), kv.key());
       CHECK(batch_->Delete(ak).ok());

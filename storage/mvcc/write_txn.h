@@ -100,6 +100,9 @@ class WriteTxn {
   // The keys this transaction wrote versions of (for the store to roll the
   // key index back if the write group fails).
   const std::vector<std::string>& written_keys() const { return written_keys_; }
+  // Keys this transaction created (put with no live version) minus keys
+  // it deleted: how the count of live keys moves when it is published.
+  int64_t live_key_delta() const { return live_key_delta_; }
 
  private:
   void WriteVersion(const std::string& key, bool is_delete,
@@ -114,6 +117,7 @@ class WriteTxn {
   BatchView view_;
   uint32_t sub_ = 0;
   int64_t size_delta_ = 0;
+  int64_t live_key_delta_ = 0;
   std::vector<LeaseChange> lease_changes_;
   std::shared_ptr<EventList> events_;  // null when not collecting
   KeyIndex* const index_;              // null: no index

@@ -34,6 +34,10 @@ mvcc::Options StoreOptions(const StoreConfig& config,
   o.compaction_batch_records = config.compaction_batch_records;
   o.key_index = config.key_index;
   o.file_system = config.file_system;
+  if (config.metrics != nullptr) {
+    o.metrics = std::make_shared<const mvcc::StoreMetrics>(
+        mvcc::StoreMetrics::Register(config.metrics));
+  }
   // Auto-compaction is the server's (through raft), never the replica's.
   return o;
 }

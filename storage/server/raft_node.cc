@@ -16,6 +16,17 @@ RaftNode::RaftNode(RaftNodeOptions options, RaftLog* log, Transport* transport,
   leader_changes_ = reg->NewCounter("etcd_server_leader_changes_seen_total",
                                     "Leader changes seen by this member.")
                         ->With({});
+  // etcd's help texts; both 0 until this member sees a leader.
+  has_leader_ =
+      reg->NewGauge("etcd_server_has_leader",
+                    "Whether or not a leader exists. 1 is existence, 0 is not.")
+          ->With({});
+  is_leader_ = reg->NewGauge("etcd_server_is_leader",
+                             "Whether or not this member is a leader. 1 if "
+                             "is, 0 otherwise.")
+                   ->With({});
+  has_leader_->Set(0);
+  is_leader_->Set(0);
   proposals_dropped_ =
       reg->NewCounter("etcd_server_proposals_failed_total",
                       "Proposals the raft core refused (no leader, ...).")
@@ -395,6 +406,8 @@ RaftNode::Outcome RaftNode::HandleReady(raft::Ready rd) {
     uint64_t old = leader_.exchange(rd.soft_state->lead);
     if (old != rd.soft_state->lead) {
       leader_changes_->Inc();
+      has_leader_->Set(rd.soft_state->lead != 0 ? 1 : 0);
+      is_leader_->Set(rd.soft_state->lead == id() ? 1 : 0);
       LOG(INFO) << "member " << std::hex << id() << std::dec << " sees leader "
                 << std::hex << rd.soft_state->lead << std::dec << " (was "
                 << std::hex << old << std::dec << ")";

@@ -238,6 +238,8 @@ class RaftNode {
   std::thread thread_;
 
   metrics::Counter* leader_changes_;
+  metrics::Gauge* has_leader_;  // etcd_server_has_leader
+  metrics::Gauge* is_leader_;   // etcd_server_is_leader
   metrics::Counter* proposals_dropped_;
   metrics::Counter* save_nospace_;
   metrics::Histogram* fsync_seconds_;

@@ -98,6 +98,38 @@ StoreServer::StoreServer(StoreConfig config, BootstrappedMember member)
       std::move(aopts), std::move(member.store), membership_.get(), self_.get(),
       proposer_.get(), auth_.get());
 
+  // etcd's identity series, value 1 with the fact in a label. The
+  // version is the etcd API level kplane implements (version.h), as
+  // /version reports it; the cluster's is its major.minor, as etcd's.
+  {
+    char hex[17];
+    snprintf(hex, sizeof(hex), "%llx",
+             static_cast<unsigned long long>(self_->id()));
+    config_.metrics
+        ->NewGauge("etcd_server_id",
+                   "Server or member ID in hexadecimal format. 1 for "
+                   "'server_id' label with current ID.",
+                   {"server_id"})
+        ->With({hex})
+        ->Set(1);
+    config_.metrics
+        ->NewGauge("etcd_server_version",
+                   "Which version is running. 1 for 'server_version' label "
+                   "with current version.",
+                   {"server_version"})
+        ->With({kEtcdServerVersion})
+        ->Set(1);
+    std::string cluster = kEtcdClusterVersion;
+    cluster = cluster.substr(0, cluster.rfind('.'));
+    config_.metrics
+        ->NewGauge("etcd_cluster_version",
+                   "Which version is running. 1 for 'cluster_version' label "
+                   "with current cluster version",
+                   {"cluster_version"})
+        ->With({cluster})
+        ->Set(1);
+  }
+
   refused_messages_ = config_.metrics->NewCounter(
       "kplane_server_peer_messages_refused_total",
       "Raft messages from the peer port that were not stepped, by reason: "

@@ -21,6 +21,7 @@
 #include "base/base64.h"
 #include "base/subprocess.h"
 #include "kpctl/store/bolt_status.h"
+#include "kpctl/store/snapshot_file.h"
 #include "net/http_client.h"
 #include "storage/bolt/etcd_backend.h"
 #include "storage/client/local_cluster.h"
@@ -478,6 +479,77 @@ TEST_P(EtcdctlGrpc, SnapshotSaveStatusRestore) {
                "http://127.0.0.1:1"});
   EXPECT_OK(r);
   EXPECT_TRUE(fs::exists(tmp_ + "/restored/member/snap/db")) << r.out;
+}
+
+// Migrating from etcd (issue 17): the real etcd 3.4 writes keys, a lease and
+// a compaction; `etcdctl snapshot save` gets its bbolt file; `kpctl store
+// snapshot restore` turns it into a kplane data dir, and `kplane store`
+// started on it serves the same values at the same revisions (old ones
+// included, compacted ones refused) and the lease with its key.
+TEST_F(EtcdctlTest, EtcdSnapshotRestoresIntoKplane) {
+  if (storage::FindKplaneBinary().empty()) {
+    GTEST_SKIP() << "build/kplane is absent (build target kplane)";
+  }
+  StartCluster({.kind = StoreKind::kEtcd, .members = 1});
+  EXPECT_OK(Run({"put", "foo", "v1"}));  // 2
+  EXPECT_OK(Run({"put", "bar", "b"}));   // 3
+  EXPECT_OK(Run({"put", "foo", "v2"}));  // 4
+  EXPECT_OK(Run({"del", "bar"}));        // 5
+  Out g = Run({"lease", "grant", "900"});
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(g.out, m, std::regex("lease ([0-9a-f]+) ")))
+      << g.out;
+  const std::string lease = m[1];
+  EXPECT_OK(Run({"put", "lk", "lv", "--lease", lease}));  // 6
+  EXPECT_OK(Run({"put", "foo", "v3"}));                   // 7
+  EXPECT_OK(Run({"compact", "4", "--physical"}));
+  EXPECT_OK(Run({"put", "zed", "z"}));  // 8
+  const int64_t foo_rev = ModRevision("foo");
+  const int64_t zed_rev = ModRevision("zed");
+  const std::string file = tmp_ + "/etcd.db";
+  Out saved = Run({"snapshot", "save", file});
+  ASSERT_EQ(saved.code, 0) << saved.out;
+  const std::string snapshot = ReadFile(file);
+
+  // A kplane member, stopped; its data dir replaced by the restored one.
+  StartCluster({.kind = StoreKind::kKplane, .members = 1});
+  ASSERT_TRUE(cluster_->Terminate(0).ok());
+  const std::string data_dir = cluster_->data_dir(0);
+  fs::remove_all(data_dir);
+  {
+    std::ofstream f(tmp_ + "/etcd.db", std::ios::binary);
+    f << snapshot;
+  }
+  kpctl::RestoreOptions o;
+  o.data_dir = data_dir;
+  o.name = cluster_->name(0);
+  o.initial_cluster = o.name + "=" + cluster_->peer_url(0);
+  o.initial_advertise_peer_urls = cluster_->peer_url(0);
+  Status st = kpctl::RestoreSnapshot(tmp_ + "/etcd.db", o);
+  ASSERT_TRUE(st.ok()) << st;
+  ASSERT_TRUE(cluster_->Restart(0).ok());
+  ASSERT_TRUE(cluster_->WaitReady(0, seconds(30)).ok()) << cluster_->LogTails();
+
+  Out foo = Run({"get", "foo", "--print-value-only"});
+  EXPECT_EQ(foo.out, "v3\n");
+  EXPECT_EQ(ModRevision("foo"), foo_rev);
+  EXPECT_EQ(ModRevision("zed"), zed_rev);
+  EXPECT_EQ(Run({"get", "foo", "--rev", "6", "--print-value-only"}).out,
+            "v2\n");
+  EXPECT_EQ(Run({"get", "bar", "--rev", "4", "--print-value-only"}).out, "b\n");
+  EXPECT_EQ(Run({"get", "bar"}).out, "");
+  Out compacted = Run({"get", "foo", "--rev", "3"});
+  EXPECT_NE(compacted.out.find("required revision has been compacted"),
+            std::string::npos)
+      << compacted.out;
+  Out ttl = Run({"lease", "timetolive", lease, "--keys"});
+  EXPECT_OK(ttl);
+  EXPECT_NE(ttl.out.find("granted with TTL(900s)"), std::string::npos)
+      << ttl.out;
+  EXPECT_NE(ttl.out.find("attached keys([lk])"), std::string::npos) << ttl.out;
+  // The next write continues the history.
+  EXPECT_OK(Run({"put", "next", "n"}));
+  EXPECT_EQ(ModRevision("next"), zed_rev + 1);
 }
 
 // etcdctl's lock is clientv3's Mutex recipe (a key per session under the

@@ -85,6 +85,13 @@ class ControllerManager::Impl {
       return InvalidArgumentError(
           "node monitor grace period and period must be positive");
     }
+    if (options_.percentage_of_nodes_to_score < 0 ||
+        options_.percentage_of_nodes_to_score > 100) {
+      return InvalidArgumentError(
+          "--percentage-of-nodes-to-score must be in 0..100 (0: adaptive), "
+          "got " +
+          std::to_string(options_.percentage_of_nodes_to_score));
+    }
     for (const std::string& c : options_.controllers) {
       static const std::vector<std::string> kKnown = {
           "*",           "replicaset",    "deployment",
@@ -279,6 +286,8 @@ class ControllerManager::Impl {
           SchedulerOptions{.api = api,
                            .pods = &pods->GetIndexer(),
                            .nodes = &nodes->GetIndexer(),
+                           .percentage_of_nodes_to_score =
+                               options_.percentage_of_nodes_to_score,
                            .clock = clock_,
                            .metrics = metrics_});
       c->RegisterHandlers(pods, nodes);

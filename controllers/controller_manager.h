@@ -58,6 +58,10 @@ struct ControllerManagerOptions {
   std::string identity;  // "" = <hostname>_<pid>
   Duration node_monitor_grace_period = seconds(40);
   Duration node_monitor_period = seconds(5);
+  // The scheduler's share of feasible nodes to score, as kube-scheduler's
+  // percentageOfNodesToScore: 0 adaptive (50 % minus 1 % per 125 nodes, at
+  // least 5 % and 100 nodes), 1-100 that share.
+  int percentage_of_nodes_to_score = 0;
   // --default-not-ready-toleration-seconds: how long pods without their own
   // not-ready/unreachable toleration stay on an unreachable node.
   Duration pod_eviction_timeout_default = seconds(300);

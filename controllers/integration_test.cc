@@ -601,6 +601,11 @@ TEST(ControllerManagerTest, BadOptionsFailToStart) {
   o.controllers = {"*"};
   o.workers = 0;
   EXPECT_FALSE(ControllerManager::Start(o).ok());
+  o.workers = 2;
+  o.percentage_of_nodes_to_score = 101;
+  EXPECT_EQ(ControllerManager::Start(o).status().message(),
+            "--percentage-of-nodes-to-score must be in 0..100 (0: adaptive), "
+            "got 101");
 }
 
 TEST(ControllerManagerIntegrationTest, LeaderElectionFailover) {

@@ -64,65 +64,80 @@ void NodeUsage::Add(const corev1::Pod& pod) {
   if (!owner.empty()) ++by_owner[owner];
 }
 
-StatusOr<std::string> SelectNode(
-    const corev1::Pod& pod, const std::vector<const corev1::Node*>& nodes,
-    const std::map<std::string, NodeUsage>& usage) {
+size_t NumFeasibleNodesToFind(size_t all_nodes, int percentage) {
+  // kube-scheduler's minFeasibleNodesToFind, minFeasibleNodesPercentageToFind
+  // and basePercentageOfNodesToScore.
+  constexpr size_t kMinFeasible = 100;
+  constexpr int kMinPercentage = 5;
+  constexpr int kBasePercentage = 50;
+  if (all_nodes < kMinFeasible || percentage >= 100) return all_nodes;
+  if (percentage <= 0) {
+    percentage = std::max(kMinPercentage,
+                          kBasePercentage - static_cast<int>(all_nodes / 125));
+  }
+  return std::max(kMinFeasible, all_nodes * percentage / 100);
+}
+
+StatusOr<Placement> SelectNode(const corev1::Pod& pod,
+                               const std::vector<const corev1::Node*>& nodes,
+                               const NodeUsageFn& usage_of, NodeSample sample) {
   const Requests req = PodRequests(pod);
   const std::string owner = OwnerUid(pod);
   std::map<std::string, int> reasons;  // reason -> nodes
   struct Candidate {
     const corev1::Node* node;
-    const NodeUsage* use;
+    NodeUsage use;
+    int64_t cpu;  // allocatable, -1: not limited
+    int64_t memory;
   };
-  static const NodeUsage kEmpty;
   std::vector<Candidate> fit;
-  for (const corev1::Node* n : nodes) {
-    auto u = usage.find(n->metadata().name());
-    const NodeUsage& use = u != usage.end() ? u->second : kEmpty;
-    if (!IsNodeReady(*n)) {
+  size_t evaluated = 0;
+  const size_t n = nodes.size();
+  for (; evaluated < n && fit.size() < sample.feasible_to_find; ++evaluated) {
+    const corev1::Node* node = nodes[(sample.start + evaluated) % n];
+    if (!IsNodeReady(*node)) {
       ++reasons["node(s) were not ready"];
       continue;
     }
-    if (n->spec().unschedulable()) {
+    if (node->spec().unschedulable()) {
       ++reasons["node(s) were unschedulable"];
       continue;
     }
-    if (!ToleratesAll(pod.spec(), n->spec().taints(), "NoSchedule") ||
-        !ToleratesAll(pod.spec(), n->spec().taints(), "NoExecute")) {
+    if (!ToleratesAll(pod.spec(), node->spec().taints(), "NoSchedule") ||
+        !ToleratesAll(pod.spec(), node->spec().taints(), "NoExecute")) {
       ++reasons["node(s) had untolerated taint(s)"];
       continue;
     }
     bool selected = true;
     for (const auto& [k, v] : pod.spec().nodeselector()) {
-      auto it = n->metadata().labels().find(k);
-      if (it == n->metadata().labels().end() || it->second != v)
+      auto it = node->metadata().labels().find(k);
+      if (it == node->metadata().labels().end() || it->second != v)
         selected = false;
     }
     if (!selected) {
       ++reasons["node(s) didn't match Pod's node affinity/selector"];
       continue;
     }
-    int64_t cpu = Allocatable(*n, "cpu");
-    int64_t mem = Allocatable(*n, "memory");
-    int64_t pods = Allocatable(*n, "pods");
+    Candidate c{node, usage_of(*node), Allocatable(*node, "cpu"),
+                Allocatable(*node, "memory")};
+    int64_t pods = Allocatable(*node, "pods");
     bool ok = true;
-    if (cpu >= 0 && use.cpu_milli + req.cpu_milli > cpu) {
+    if (c.cpu >= 0 && c.use.cpu_milli + req.cpu_milli > c.cpu) {
       ++reasons["Insufficient cpu"];
       ok = false;
     }
-    if (mem >= 0 && use.memory + req.memory > mem) {
+    if (c.memory >= 0 && c.use.memory + req.memory > c.memory) {
       ++reasons["Insufficient memory"];
       ok = false;
     }
-    if (pods >= 0 && use.pods + 1 > pods) {
+    if (pods >= 0 && c.use.pods + 1 > pods) {
       ++reasons["Too many pods"];
       ok = false;
     }
-    if (ok) fit.push_back({n, &use});
+    if (ok) fit.push_back(std::move(c));
   }
   if (fit.empty()) {
-    std::string msg =
-        "0/" + std::to_string(nodes.size()) + " nodes are available";
+    std::string msg = "0/" + std::to_string(n) + " nodes are available";
     std::string sep = ": ";
     for (const auto& [reason, count] : reasons) {
       msg += sep + std::to_string(count) + " " + reason;
@@ -133,35 +148,45 @@ StatusOr<std::string> SelectNode(
   int max_mine = 0;
   for (const Candidate& c : fit) {
     if (owner.empty()) break;
-    auto it = c.use->by_owner.find(owner);
-    if (it != c.use->by_owner.end()) max_mine = std::max(max_mine, it->second);
+    auto it = c.use.by_owner.find(owner);
+    if (it != c.use.by_owner.end()) max_mine = std::max(max_mine, it->second);
   }
   const Candidate* best = nullptr;
   double best_score = -1;
   for (const Candidate& c : fit) {
-    double least = 50.0 * (FreeFraction(Allocatable(*c.node, "cpu"),
-                                        c.use->cpu_milli + req.cpu_milli) +
-                           FreeFraction(Allocatable(*c.node, "memory"),
-                                        c.use->memory + req.memory));
+    double least =
+        50.0 * (FreeFraction(c.cpu, c.use.cpu_milli + req.cpu_milli) +
+                FreeFraction(c.memory, c.use.memory + req.memory));
     double spread = 200.0;
     if (max_mine > 0) {
-      auto it = c.use->by_owner.find(owner);
-      int mine = it != c.use->by_owner.end() ? it->second : 0;
+      auto it = c.use.by_owner.find(owner);
+      int mine = it != c.use.by_owner.end() ? it->second : 0;
       spread = 200.0 * (max_mine - mine) / max_mine;
     }
     double score = least + spread;
     bool better =
         best == nullptr || score > best_score + 1e-9 ||
         (score > best_score - 1e-9 &&
-         (c.use->pods < best->use->pods ||
-          (c.use->pods == best->use->pods &&
+         (c.use.pods < best->use.pods ||
+          (c.use.pods == best->use.pods &&
            c.node->metadata().name() < best->node->metadata().name())));
     if (better) {
       best = &c;
       best_score = score;
     }
   }
-  return best->node->metadata().name();
+  return Placement{best->node->metadata().name(), evaluated};
+}
+
+StatusOr<std::string> SelectNode(
+    const corev1::Pod& pod, const std::vector<const corev1::Node*>& nodes,
+    const std::map<std::string, NodeUsage>& usage) {
+  auto usage_of = [&usage](const corev1::Node& node) {
+    auto it = usage.find(node.metadata().name());
+    return it != usage.end() ? it->second : NodeUsage{};
+  };
+  ASSIGN_OR_RETURN(Placement p, SelectNode(pod, nodes, usage_of, {}));
+  return p.node;
 }
 
 Scheduler::Scheduler(SchedulerOptions options)
@@ -181,6 +206,7 @@ bool Scheduler::Responsible(const corev1::Pod& pod) const {
 
 void Scheduler::OnPodEvent(const corev1::Pod& pod, bool deleted) {
   std::string key = informer::ObjectKey(pod);
+  if (!pod.spec().nodename().empty()) ForgetUsage(pod.spec().nodename());
   if (deleted || !pod.spec().nodename().empty()) {
     MutexLock l(&mu_);
     assumed_.erase(key);
@@ -205,6 +231,11 @@ void Scheduler::RegisterHandlers(informer::SharedIndexInformer* pods,
   // unschedulable) changes, may fit pending pods.
   OnObjectEvents(nodes, [this](const ObjectEvent& e) {
     if (e.type == ObjectEvent::Type::kAdded) return EnqueuePending();
+    if (e.deleted()) {
+      MutexLock l(&mu_);
+      usage_by_node_.erase(e.As<corev1::Node>().metadata().name());
+      return;
+    }
     if (e.type != ObjectEvent::Type::kUpdated) return;
     const auto& a = e.OldAs<corev1::Node>();
     const auto& b = e.As<corev1::Node>();
@@ -213,6 +244,36 @@ void Scheduler::RegisterHandlers(informer::SharedIndexInformer* pods,
       EnqueuePending();
     }
   });
+}
+
+NodeUsage Scheduler::CachedUsage(const std::string& node) {
+  uint64_t version;
+  {
+    MutexLock l(&mu_);
+    NodeUsageEntry& e = usage_by_node_[node];
+    if (e.usage.has_value()) return *e.usage;
+    version = e.version;
+  }
+  NodeUsage u;
+  auto on_node = options_.pods->ByIndex(kPodNodeIndex, node);
+  if (on_node.ok()) {
+    for (const ObjectPtr& p : *on_node) {
+      const auto& placed = static_cast<const corev1::Pod&>(*p);
+      const std::string& phase = placed.status().phase();
+      if (phase != "Succeeded" && phase != "Failed") u.Add(placed);
+    }
+  }
+  MutexLock l(&mu_);
+  NodeUsageEntry& e = usage_by_node_[node];
+  if (e.version == version) e.usage = u;  // else a pod changed meanwhile
+  return u;
+}
+
+void Scheduler::ForgetUsage(const std::string& node) {
+  MutexLock l(&mu_);
+  NodeUsageEntry& e = usage_by_node_[node];
+  e.usage.reset();
+  ++e.version;
 }
 
 Status Scheduler::Sync(const std::string& key) {
@@ -224,28 +285,45 @@ Status Scheduler::Sync(const std::string& key) {
   }
   auto pod = std::static_pointer_cast<const corev1::Pod>(obj);
   if (!Responsible(*pod)) return Status::Ok();
-  std::map<std::string, NodeUsage> usage;
   std::vector<ObjectPtr> node_objs = options_.nodes->List();
   std::vector<const corev1::Node*> nodes;
-  for (const ObjectPtr& o : node_objs) {
-    const auto* n = static_cast<const corev1::Node*>(o.get());
-    nodes.push_back(n);
-    auto on_node = options_.pods->ByIndex(kPodNodeIndex, n->metadata().name());
-    if (!on_node.ok()) continue;
-    NodeUsage& u = usage[n->metadata().name()];
-    for (const ObjectPtr& p : *on_node) {
-      const auto& placed = static_cast<const corev1::Pod&>(*p);
-      const std::string& phase = placed.status().phase();
-      if (phase != "Succeeded" && phase != "Failed") u.Add(placed);
-    }
-  }
+  nodes.reserve(node_objs.size());
+  for (const ObjectPtr& o : node_objs)
+    nodes.push_back(static_cast<const corev1::Node*>(o.get()));
+  // Pods we bound that the cache does not show yet, by node.
+  std::map<std::string, std::vector<std::shared_ptr<const corev1::Pod>>,
+           std::less<>>
+      assumed_on;
+  NodeSample sample;
   {
     MutexLock l(&mu_);
     if (assumed_.count(key) > 0) return Status::Ok();  // bound, not yet seen
     for (const auto& [k, placed] : assumed_)
-      usage[placed.first].Add(*placed.second);
+      assumed_on[placed.first].push_back(placed.second);
+    if (!nodes.empty()) sample.start = next_start_node_ % nodes.size();
   }
-  StatusOr<std::string> node = SelectNode(*pod, nodes, usage);
+  sample.feasible_to_find = NumFeasibleNodesToFind(
+      nodes.size(), options_.percentage_of_nodes_to_score);
+  auto usage_of = [&](const corev1::Node& n) {
+    const std::string& name = n.metadata().name();
+    NodeUsage u = CachedUsage(name);
+    if (auto it = assumed_on.find(name); it != assumed_on.end()) {
+      for (const auto& placed : it->second) u.Add(*placed);
+    }
+    return u;
+  };
+  StatusOr<Placement> placement = SelectNode(*pod, nodes, usage_of, sample);
+  {
+    MutexLock l(&mu_);
+    if (!nodes.empty()) {
+      next_start_node_ = (sample.start + (placement.ok() ? placement->evaluated
+                                                         : nodes.size())) %
+                         nodes.size();
+    }
+  }
+  StatusOr<std::string> node = placement.ok()
+                                   ? StatusOr<std::string>(placement->node)
+                                   : StatusOr<std::string>(placement.status());
   if (!node.ok()) {
     EnqueueAfter(key, options_.retry_unschedulable);
     // Every attempt, as kube's scheduler: the recorder folds repeats into

@@ -3,6 +3,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <set>
+
 #include "controllers/test_objects.h"
 #include "informer/event_recorder.h"
 
@@ -10,6 +13,7 @@ namespace kplane::controllers {
 namespace {
 
 using ::testing::ElementsAre;
+using ::testing::HasSubstr;
 using namespace testing;  // NOLINT: test builders
 
 TEST(SelectNodeTest, Filters) {
@@ -125,6 +129,163 @@ TEST(SelectNodeTest, ScoresSpreadOwnersAndPreferFreeNodes) {
   SetRequests(heavy.get(), "3", "6Gi");
   usage["b"].Add(*heavy);
   EXPECT_EQ(*SelectNode(*loner, {a.get(), b.get()}, usage), "a");
+}
+
+TEST(SelectNodeTest, NumFeasibleNodesToFindAsKubeScheduler) {
+  // kube-scheduler's numFeasibleNodesToFind: every node below 100, else an
+  // adaptive 50 % - 1 % per 125 nodes (at least 5 %), never under 100.
+  EXPECT_EQ(NumFeasibleNodesToFind(0, 0), 0u);
+  EXPECT_EQ(NumFeasibleNodesToFind(99, 0), 99u);
+  EXPECT_EQ(NumFeasibleNodesToFind(100, 0), 100u);   // 50 % is 50: 100
+  EXPECT_EQ(NumFeasibleNodesToFind(1000, 0), 420u);  // 42 %
+  EXPECT_EQ(NumFeasibleNodesToFind(5000, 0), 500u);  // 10 %
+  EXPECT_EQ(NumFeasibleNodesToFind(6000, 0), 300u);  // 2 % -> 5 %
+  EXPECT_EQ(NumFeasibleNodesToFind(50000, 0), 2500u);
+  EXPECT_EQ(NumFeasibleNodesToFind(5000, 30), 1500u);
+  EXPECT_EQ(NumFeasibleNodesToFind(500, 10), 100u);  // at least 100
+  EXPECT_EQ(NumFeasibleNodesToFind(5000, 100), 5000u);
+}
+
+// 300 nodes, `free` without pods, every other one with `busy` pods.
+struct Fleet {
+  std::vector<std::shared_ptr<corev1::Node>> owned;
+  std::vector<const corev1::Node*> nodes;
+  explicit Fleet(int n) {
+    for (int i = 0; i < n; ++i) {
+      char name[16];
+      snprintf(name, sizeof name, "n%03d", i);
+      owned.push_back(NewNode(name));
+      nodes.push_back(owned.back().get());
+    }
+  }
+};
+
+TEST(SelectNodeTest, SamplesFromTheStartAndStopsAtEnoughFeasibleNodes) {
+  Fleet fleet(300);
+  for (int i = 250; i < 260; ++i) {  // filtered out: the walk goes past
+    fleet.owned[i]->mutable_status()->clear_conditions();
+  }
+  std::set<std::string> free = {"n120", "n270"};
+  std::vector<std::string> asked;
+  auto usage_of = [&](const corev1::Node& n) {
+    asked.push_back(n.metadata().name());
+    NodeUsage u;
+    if (free.count(n.metadata().name()) == 0) {
+      u.cpu_milli = 1000;
+      u.pods = 3;
+    }
+    return u;
+  };
+  auto pod = NewPod("default", "p");
+  auto got = SelectNode(*pod, fleet.nodes, usage_of,
+                        {.start = 250, .feasible_to_find = 100});
+  ASSERT_TRUE(got.ok()) << got.status();
+  // n120 is free too, but outside the walk: 250..299, then 0..59.
+  EXPECT_EQ(got->node, "n270");
+  EXPECT_EQ(got->evaluated, 110u);
+  // Usage is built only for nodes that passed the cheap filters.
+  EXPECT_EQ(asked.size(), 100u);
+  EXPECT_EQ(asked.front(), "n260");
+  EXPECT_EQ(asked.back(), "n059");
+  // Every node scored: n120 ties n270, and wins by name.
+  asked.clear();
+  got = SelectNode(*pod, fleet.nodes, usage_of, {.start = 250});
+  EXPECT_EQ(got->node, "n120");
+  EXPECT_EQ(got->evaluated, 300u);
+}
+
+TEST(SelectNodeTest, NoFeasibleNodeVisitsAndCountsEveryNode) {
+  Fleet fleet(300);
+  for (auto& n : fleet.owned) n->mutable_spec()->set_unschedulable(true);
+  fleet.owned[7]->mutable_spec()->set_unschedulable(false);
+  fleet.owned[7]->mutable_status()->clear_conditions();
+  auto pod = NewPod("default", "p");
+  auto got = SelectNode(*pod, fleet.nodes,
+                        [](const corev1::Node&) { return NodeUsage{}; },
+                        {.start = 123, .feasible_to_find = 100});
+  EXPECT_EQ(got.status().message(),
+            "0/300 nodes are available: 1 node(s) were not ready, 299 "
+            "node(s) were unschedulable.");
+}
+
+TEST(SchedulerTest, EachPodsWalkStartsWhereThePreviousStopped) {
+  for (int percentage : {10, 100}) {
+    SCOPED_TRACE(percentage);
+    FakeClock clock;
+    metrics::Registry reg;
+    FakeApiWriter fake;
+    informer::Indexer pods(
+        {{std::string(informer::kNamespaceIndex), informer::NamespaceIndexFunc},
+         {kPodNodeIndex, PodNodeIndexFunc}});
+    informer::Indexer nodes;
+    Scheduler s({.api = &fake,
+                 .pods = &pods,
+                 .nodes = &nodes,
+                 .percentage_of_nodes_to_score = percentage,
+                 .clock = &clock,
+                 .metrics = &reg});
+    Fleet fleet(300);
+    for (auto& n : fleet.owned) nodes.Upsert(n);
+    for (const char* n : {"p1", "p2", "p3", "p4"}) {
+      pods.Upsert(NewPod("default", n));
+      ASSERT_TRUE(s.Sync(std::string("default/") + n).ok());
+    }
+    if (percentage == 10) {
+      // 10 % of 300 is under 100: 100 feasible nodes per pod, the walks
+      // 0-99, 100-199, 200-299, 0-99 (where n000 holds p1 now).
+      EXPECT_THAT(fake.Actions(), ElementsAre("bind pods default/p1 -> n000",
+                                              "bind pods default/p2 -> n100",
+                                              "bind pods default/p3 -> n200",
+                                              "bind pods default/p4 -> n001"));
+    } else {
+      EXPECT_THAT(fake.Actions(), ElementsAre("bind pods default/p1 -> n000",
+                                              "bind pods default/p2 -> n001",
+                                              "bind pods default/p3 -> n002",
+                                              "bind pods default/p4 -> n003"));
+    }
+  }
+}
+
+TEST(SchedulerTest, KeptUsageFollowsPodEventsOnTheNode) {
+  FakeClock clock;
+  metrics::Registry reg;
+  FakeApiWriter fake;
+  informer::Indexer pods(
+      {{std::string(informer::kNamespaceIndex), informer::NamespaceIndexFunc},
+       {kPodNodeIndex, PodNodeIndexFunc}});
+  informer::Indexer nodes;
+  Scheduler s({.api = &fake,
+               .pods = &pods,
+               .nodes = &nodes,
+               .clock = &clock,
+               .metrics = &reg});
+  nodes.Upsert(NewNode("a", true, "4", "8Gi", "2"));  // room for 2 pods
+  auto first = NewPod("default", "first");
+  first->mutable_spec()->set_nodename("a");
+  pods.Upsert(first);
+  // What the informer does once the scheduler's bind is seen.
+  auto seen_bound = [&](const std::string& name) {
+    auto p = std::make_shared<corev1::Pod>(
+        static_cast<const corev1::Pod&>(*pods.Get("default/" + name)));
+    p->mutable_spec()->set_nodename("a");
+    pods.Upsert(p);
+    s.OnPodEvent(*p, false);
+  };
+  pods.Upsert(NewPod("default", "p1"));
+  ASSERT_TRUE(s.Sync("default/p1").ok());
+  seen_bound("p1");
+  pods.Upsert(NewPod("default", "p2"));
+  ASSERT_TRUE(s.Sync("default/p2").ok());
+  EXPECT_THAT(fake.Actions(), ElementsAre("bind pods default/p1 -> a",
+                                          "update-status pods default/p2"));
+  ASSERT_EQ(fake.Written().size(), 1u);
+  EXPECT_THAT(fake.Written()[0]->DebugString(), HasSubstr("Too many pods"));
+  // A pod on the node goes away: its room is free again.
+  fake.Clear();
+  ObjectPtr gone = pods.Delete("default/first");
+  s.OnPodEvent(static_cast<const corev1::Pod&>(*gone), true);
+  ASSERT_TRUE(s.Sync("default/p2").ok());
+  EXPECT_THAT(fake.Actions(), ElementsAre("bind pods default/p2 -> a"));
 }
 
 TEST(SchedulerTest, BindsAndSpreadsABurstThroughAssumedPods) {

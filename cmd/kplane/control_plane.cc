@@ -578,6 +578,7 @@ Status ControlPlane::Impl::StartControllerManager() {
   }
   co.node_monitor_grace_period = options.node_monitor_grace_period;
   co.node_monitor_period = options.node_monitor_period;
+  co.percentage_of_nodes_to_score = options.percentage_of_nodes_to_score;
   co.pod_eviction_timeout_default = options.pod_eviction_timeout;
   co.allocate_node_cidrs = !options.cluster_cidr.empty();
   co.cluster_cidr = options.cluster_cidr;

@@ -60,6 +60,7 @@ struct UpOptions {
   // Node lifecycle settings (kube-controller-manager's defaults).
   Duration node_monitor_grace_period = seconds(40);
   Duration node_monitor_period = seconds(5);
+  int percentage_of_nodes_to_score = 0;  // the scheduler's; 0 adaptive
   Duration pod_eviction_timeout = seconds(300);
   Duration lease_renew_interval = seconds(10);
   // Node pod CIDRs, cut by the controller manager's node IPAM (its

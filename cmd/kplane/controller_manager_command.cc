@@ -64,6 +64,11 @@ int RunControllerManagerCommand(const std::vector<std::string>& args) {
                  "NotReady (Ready=Unknown) and tainted unreachable.");
   flags.Duration("node-monitor-period", &o.node_monitor_period,
                  "How often every node's lease is checked.");
+  flags.Int("percentage-of-nodes-to-score", &o.percentage_of_nodes_to_score,
+            "The scheduler places a pod on the best of this share of the "
+            "feasible nodes (kube-scheduler's percentageOfNodesToScore): "
+            "0 adaptive (50 % minus 1 % per 125 nodes, at least 5 % and 100 "
+            "nodes), 100 all.");
   flags.Bool("allocate-node-cidrs", &o.allocate_node_cidrs,
              "Give every Node a pod CIDR (spec.podCIDR/podCIDRs) from "
              "--cluster-cidr (the nodeipam controller).");

@@ -79,6 +79,9 @@ int RunUpCommand(const std::vector<std::string>& args) {
                  "A node whose lease is older than this is NotReady.");
   flags.Duration("node-monitor-period", &o.node_monitor_period,
                  "How often node health is checked.");
+  flags.Int("percentage-of-nodes-to-score", &o.percentage_of_nodes_to_score,
+            "Share of feasible nodes the scheduler scores per pod "
+            "(kube-scheduler's percentageOfNodesToScore; 0 adaptive).");
   flags.Duration("pod-eviction-timeout", &o.pod_eviction_timeout,
                  "Pods on a NotReady node without a toleration are evicted "
                  "after this long.");

@@ -170,6 +170,7 @@ Status Store::CreateFromExport(const Options& options, const Export& data) {
   // throws its staging directory away).
   auto flush = [&]() -> Status {
     if (wb.Count() == 0) return Status::Ok();
+    s->write_mu_.AssertHeld();  // held above; the analysis skips lambdas
     RETURN_IF_ERROR(s->WriteLocked(&wb, /*sync=*/false, "import"));
     wb.Clear();
     return Status::Ok();

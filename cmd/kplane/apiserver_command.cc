@@ -7,6 +7,7 @@
 
 #include "apiserver/api_server.h"
 #include "apiserver/encryption/transformer.h"
+#include "apiserver/storage/compactor.h"
 #include "base/command.h"
 #include "base/file_system.h"
 #include "base/flags.h"
@@ -126,8 +127,11 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
   flags.String("etcd-keyfile", &etcd_tls.key_file,
                "SSL key file used to secure etcd communication.");
   flags.Duration("etcd-compaction-interval", &compaction_interval,
-                 "Embedded store: compact history older than this, this "
-                 "often (0: never).");
+                 "Compact the store's history this often, keeping at least "
+                 "one interval of it (0: never). Remote backend: the "
+                 "apiserver compacts etcd itself, as kube-apiserver does "
+                 "(the compact_rev_key key coordinates several apiservers); "
+                 "embedded: the store's periodic auto-compaction.");
   flags.String("bind-address", &bind_address, "Address to listen on.");
   flags.String("advertise-address", &advertise_address,
                "host:port published in /api (default: bind address and "
@@ -257,6 +261,10 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
         "--watch-cache-history-window must not be negative (0: no age "
         "bound)"));
   }
+  if (compaction_interval < Duration(0)) {
+    return fail(InvalidArgumentError(
+        "--etcd-compaction-interval must not be negative (0: never compact)"));
+  }
   if (max_connections < 0) {
     return fail(InvalidArgumentError("--max-connections must not be negative"));
   }
@@ -318,6 +326,7 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
   sigset_t stop_signals = BlockStopSignals();
   std::unique_ptr<storage::StoreServer> embedded;
   std::unique_ptr<storage::KV> remote;
+  std::unique_ptr<apiserver::Compactor> compactor;  // remote backend only
   storage::KV* kv = nullptr;
   if (backend == "embedded") {
     storage::StoreConfig cfg;
@@ -360,6 +369,10 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
     if (!client.ok()) return fail(client.status());
     remote = std::move(*client);
     kv = remote.get();
+    // etcd keeps every revision until a client compacts it; kube-apiserver
+    // is that client, and so are we.
+    compactor = std::make_unique<apiserver::Compactor>(
+        kv, apiserver::CompactorOptions{.interval = compaction_interval});
   } else {
     return fail(InvalidArgumentError(
         "--storage-backend must be \"embedded\" or \"remote\""));
@@ -412,6 +425,7 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
   sigwait(&stop_signals, &sig);
   LOG(INFO) << "received signal " << sig << ", shutting down";
   server.Stop();
+  compactor.reset();  // before the client it uses
   remote.reset();
   if (embedded) embedded->Stop();
   return 0;

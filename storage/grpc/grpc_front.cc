@@ -3,7 +3,6 @@
 #include <grpc/grpc.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/server_posix.h>
-#include <pthread.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,7 +10,6 @@
 #include <climits>
 #include <deque>
 #include <string>
-#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -485,223 +483,59 @@ class KeepAliveCall
 
 // ---- services -------------------------------------------------------------
 
-// ---- the KV hot path on our completion queues -------------------------
-
-// Range, Put, DeleteRange, Txn and Compact are served with gRPC's async
-// completion-queue API on threads of ours (docs/store.md, "gRPC front"):
-// each thread owns one ServerCompletionQueue, keeps kPendingPerMethod
-// requests posted per method on it, and runs the request's KvService call
-// where its arrival is taken off the queue; the thread that answers (the
-// apply thread for a write) calls Finish itself. A call's state is one
-// heap object, the tag of both of its events (arrival, answer written),
-// deleted by the queue's thread at its last event.
-using KvAsync = pb::KV::AsyncService;
-
-// Calls of one method posted per queue, so that a burst of arrivals is
-// matched without waiting for each re-post.
-constexpr int kPendingPerMethod = 4;
-
-// The tag of a call's completion-queue events.
-class AsyncCall {
+class KvImpl final : public pb::KV::CallbackService {
  public:
-  virtual ~AsyncCall() = default;
-  // `ok`: the event's success bit (false: the server shut down before a
-  // call arrived, or the answer could not be written).
-  virtual void OnEvent(bool ok) = 0;
-};
+  explicit KvImpl(KvService* kv) : kv_(kv) {}
 
-// One unary call of a KV method with request Req and response Resp.
-template <typename Req, typename Resp>
-class AsyncUnary final : public AsyncCall {
- public:
-  // Posts the request for the method's next call on `cq`.
-  using RequestFn = void (KvAsync::*)(grpc::ServerContext*, Req*,
-                                      grpc::ServerAsyncResponseWriter<Resp>*,
-                                      grpc::CompletionQueue*,
-                                      grpc::ServerCompletionQueue*, void*);
-  // Serves `req` for `user`; `done` runs once, on any thread.
-  using ServeFn = void (*)(KvService*, Req, Done<Resp>, std::string);
-
-  AsyncUnary(AsyncKvFront* front, grpc::ServerCompletionQueue* cq,
-             RequestFn request, ServeFn serve)
-      : front_(front),
-        cq_(cq),
-        request_(request),
-        serve_(serve),
-        writer_(&ctx_) {}
-
-  // Posts this call's request; its arrival is this tag's first event.
-  void Post(KvAsync* service) {
-    (service->*request_)(&ctx_, &req_, &writer_, cq_, cq_, this);
+  ServerUnaryReactor* Range(CallbackServerContext* ctx,
+                            const pb::RangeRequest* req,
+                            pb::RangeResponse* resp) override {
+    ServerUnaryReactor* r = ctx->DefaultReactor();
+    std::string user;
+    if (!Caller(kv_, ctx, r, &user)) return r;
+    kv_->Range(*req, ReplyTo(r, resp), std::move(user));
+    return r;
   }
-
-  void OnEvent(bool ok) override;
+  ServerUnaryReactor* Put(CallbackServerContext* ctx, const pb::PutRequest* req,
+                          pb::PutResponse* resp) override {
+    ServerUnaryReactor* r = ctx->DefaultReactor();
+    std::string user;
+    if (!Caller(kv_, ctx, r, &user)) return r;
+    kv_->Put(*req, ReplyTo(r, resp), std::move(user));
+    return r;
+  }
+  ServerUnaryReactor* DeleteRange(CallbackServerContext* ctx,
+                                  const pb::DeleteRangeRequest* req,
+                                  pb::DeleteRangeResponse* resp) override {
+    ServerUnaryReactor* r = ctx->DefaultReactor();
+    std::string user;
+    if (!Caller(kv_, ctx, r, &user)) return r;
+    kv_->DeleteRange(*req, ReplyTo(r, resp), std::move(user));
+    return r;
+  }
+  ServerUnaryReactor* Txn(CallbackServerContext* ctx, const pb::TxnRequest* req,
+                          pb::TxnResponse* resp) override {
+    ServerUnaryReactor* r = ctx->DefaultReactor();
+    std::string user;
+    if (!Caller(kv_, ctx, r, &user)) return r;
+    kv_->Txn(*req, ReplyTo(r, resp), std::move(user));
+    return r;
+  }
+  ServerUnaryReactor* Compact(CallbackServerContext* ctx,
+                              const pb::CompactionRequest* req,
+                              pb::CompactionResponse* resp) override {
+    ServerUnaryReactor* r = ctx->DefaultReactor();
+    // No permission is needed, but a token that is sent must be valid (etcd
+    // checks it on every proposal).
+    std::string user;
+    if (!Caller(kv_, ctx, r, &user)) return r;
+    kv_->Compact(*req, ReplyTo(r, resp));
+    return r;
+  }
 
  private:
-  AsyncKvFront* const front_;
-  grpc::ServerCompletionQueue* const cq_;
-  const RequestFn request_;
-  const ServeFn serve_;
-  grpc::ServerContext ctx_;
-  Req req_;
-  Resp resp_;
-  grpc::ServerAsyncResponseWriter<Resp> writer_;
-  // Written by the queue's thread before the call is handed on; the
-  // answer's event is ordered after it by gRPC.
-  bool answering_ = false;
-};
-
-}  // namespace
-
-// The async KV service, its queues and their threads (declared in the
-// header, so GrpcFront can own it).
-class AsyncKvFront {
- public:
-  AsyncKvFront(KvService* kv, int threads) : kv_(kv), threads_(threads) {}
-
-  // Registers the service and adds the queues; before BuildAndStart.
-  void AddTo(grpc::ServerBuilder* b) {
-    b->RegisterService(&service_);
-    for (int i = 0; i < threads_; ++i) {
-      cqs_.push_back(b->AddCompletionQueue());
-    }
-  }
-
-  // Posts the first calls and starts the threads; after BuildAndStart.
-  void Start() {
-    for (auto& cq : cqs_) {
-      for (int i = 0; i < kPendingPerMethod; ++i) PostAll(cq.get());
-      grpc::ServerCompletionQueue* q = cq.get();
-      workers_.emplace_back([q] {
-        pthread_setname_np(pthread_self(), "grpc-kv-cq");
-        void* tag;
-        bool ok;
-        while (q->Next(&tag, &ok)) static_cast<AsyncCall*>(tag)->OnEvent(ok);
-      });
-    }
-  }
-
-  // After grpc::Server::Shutdown returned (every call has ended): shuts
-  // the queues down and joins the threads, which delete the calls still
-  // posted as their failed arrivals come off the queues. Idempotent.
-  void Stop() EXCLUDES(mu_) {
-    {
-      MutexLock l(&mu_);
-      if (stopping_) return;
-      stopping_ = true;
-      for (auto& cq : cqs_) cq->Shutdown();
-    }
-    for (std::thread& t : workers_) t.join();
-    workers_.clear();
-  }
-
-  // Posts a new call of the kind of `call` on `cq` in its place, unless
-  // stopping (a request posted on a shut-down queue is a gRPC error).
-  template <typename Req, typename Resp>
-  void Repost(grpc::ServerCompletionQueue* cq,
-              typename AsyncUnary<Req, Resp>::RequestFn request,
-              typename AsyncUnary<Req, Resp>::ServeFn serve) EXCLUDES(mu_) {
-    auto* next = new AsyncUnary<Req, Resp>(this, cq, request, serve);
-    MutexLock l(&mu_);
-    if (stopping_) {
-      delete next;
-      return;
-    }
-    next->Post(&service_);
-  }
-
-  KvService* kv() const { return kv_; }
-
- private:
-  // Posts one call of every method on `cq`.
-  void PostAll(grpc::ServerCompletionQueue* cq) {
-    Post<pb::RangeRequest, pb::RangeResponse>(
-        cq, &KvAsync::RequestRange,
-        [](KvService* kv, pb::RangeRequest req, Done<pb::RangeResponse> done,
-           std::string user) {
-          kv->Range(std::move(req), std::move(done), std::move(user));
-        });
-    Post<pb::PutRequest, pb::PutResponse>(
-        cq, &KvAsync::RequestPut,
-        [](KvService* kv, pb::PutRequest req, Done<pb::PutResponse> done,
-           std::string user) {
-          kv->Put(std::move(req), std::move(done), std::move(user));
-        });
-    Post<pb::DeleteRangeRequest, pb::DeleteRangeResponse>(
-        cq, &KvAsync::RequestDeleteRange,
-        [](KvService* kv, pb::DeleteRangeRequest req,
-           Done<pb::DeleteRangeResponse> done, std::string user) {
-          kv->DeleteRange(std::move(req), std::move(done), std::move(user));
-        });
-    Post<pb::TxnRequest, pb::TxnResponse>(
-        cq, &KvAsync::RequestTxn,
-        [](KvService* kv, pb::TxnRequest req, Done<pb::TxnResponse> done,
-           std::string user) {
-          kv->Txn(std::move(req), std::move(done), std::move(user));
-        });
-    // No permission is needed, but a token that is sent must be valid
-    // (etcd checks it on every proposal): the caller is resolved first.
-    Post<pb::CompactionRequest, pb::CompactionResponse>(
-        cq, &KvAsync::RequestCompact,
-        [](KvService* kv, pb::CompactionRequest req,
-           Done<pb::CompactionResponse> done,
-           std::string) { kv->Compact(std::move(req), std::move(done)); });
-  }
-
-  template <typename Req, typename Resp>
-  void Post(grpc::ServerCompletionQueue* cq,
-            typename AsyncUnary<Req, Resp>::RequestFn request,
-            typename AsyncUnary<Req, Resp>::ServeFn serve) {
-    (new AsyncUnary<Req, Resp>(this, cq, request, serve))->Post(&service_);
-  }
-
   KvService* const kv_;
-  const int threads_;
-  KvAsync service_;
-  std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> cqs_;
-  std::vector<std::thread> workers_;
-  Mutex mu_;
-  bool stopping_ GUARDED_BY(mu_) = false;
 };
-
-namespace {
-
-template <typename Req, typename Resp>
-void AsyncUnary<Req, Resp>::OnEvent(bool ok) {
-  if (answering_ || !ok) {
-    // The answer is written (or the call broke), or the server shut down
-    // before a call came: nothing refers to this call any more.
-    delete this;
-    return;
-  }
-  // A call arrived: keep the method's posted calls topped up first.
-  front_->Repost<Req, Resp>(cq_, request_, serve_);
-  answering_ = true;
-  KvService* kv = front_->kv();
-  std::string user;
-  // The hot path: no metadata lookup while auth is disabled.
-  if (kv->server()->auth()->enabled()) {
-    StatusOr<std::string> u = UserOfCall(kv->server()->auth(), &ctx_);
-    if (!u.ok()) {
-      writer_.FinishWithError(ToGrpc(u.status()), this);
-      return;
-    }
-    user = *std::move(u);
-  }
-  // `this` may be deleted (by the queue's thread) as soon as Finish is
-  // called, so `done` touches nothing after it.
-  serve_(
-      kv, std::move(req_),
-      [this](StatusOr<Resp> v) {
-        if (v.ok()) {
-          resp_ = *std::move(v);
-          writer_.Finish(resp_, grpc::Status::OK, this);
-        } else {
-          writer_.FinishWithError(ToGrpc(v.status()), this);
-        }
-      },
-      std::move(user));
-}
 
 class WatchImpl final : public pb::Watch::CallbackService {
  public:
@@ -1359,8 +1193,7 @@ GrpcFront::~GrpcFront() { Stop(); }
 
 Status GrpcFront::Start() {
   kv_ = std::make_unique<KvService>(server_);
-  async_kv_ = std::make_unique<AsyncKvFront>(kv_.get(),
-                                             std::max(1, options_.kv_threads));
+  services_.push_back(std::make_unique<KvImpl>(kv_.get()));
   services_.push_back(std::make_unique<WatchImpl>(server_));
   services_.push_back(std::make_unique<LeaseImpl>(kv_.get()));
   services_.push_back(std::make_unique<ClusterImpl>(server_));
@@ -1377,7 +1210,6 @@ Status GrpcFront::Start() {
       interceptors;
   interceptors.push_back(NewGrpcMetricsFactory(server_->config().metrics));
   b.experimental().SetInterceptorCreators(std::move(interceptors));
-  async_kv_->AddTo(&b);
   // etcd: requests up to --max-request-bytes plus 512 KiB of framing room,
   // responses of any size (math.MaxInt32).
   b.SetMaxReceiveMessageSize(
@@ -1412,7 +1244,6 @@ Status GrpcFront::Start() {
   }
   grpc_ = b.BuildAndStart();
   if (!grpc_) return InternalError("grpc: cannot start the server");
-  async_kv_->Start();
   return Status::Ok();
 }
 
@@ -1438,15 +1269,9 @@ void GrpcFront::InstallHandoff(net::HttpServerOptions* o) {
 
 void GrpcFront::Stop() {
   if (!grpc_) return;
-  // Cancels every call and returns once all have ended; the KV queues'
-  // threads keep running meanwhile, to take the last answers' events.
   grpc_->Shutdown(std::chrono::system_clock::now());
   grpc_->Wait();
-  // Then the queues: their threads delete the calls still posted and exit.
-  async_kv_->Stop();
-  // The server before the queues and the service it was built with.
   grpc_.reset();
-  async_kv_.reset();
 }
 
 }  // namespace kplane::storage

@@ -23,12 +23,9 @@
 // --client-cert-auth behaviour).
 //
 // Ownership: borrows the StoreServer, which must outlive Stop(); owns the
-// grpc::Server, the sockets handed to it and the threads that serve KV's
-// unary calls on completion queues (GrpcFrontOptions::kv_threads; started
-// by Start(), joined by Stop(); docs/store.md "KV on completion queues").
-// Thread-safety: Adopt() may be called from any thread between Start() and
-// Stop(); Start/Stop from one controlling thread. Errors: Start() fails if gRPC
-// cannot start.
+// grpc::Server and the sockets handed to it. Thread-safety: Adopt() may be
+// called from any thread between Start() and Stop(); Start/Stop from one
+// controlling thread. Errors: Start() fails if gRPC cannot start.
 #ifndef KPLANE_STORAGE_GRPC_GRPC_FRONT_H_
 #define KPLANE_STORAGE_GRPC_GRPC_FRONT_H_
 
@@ -59,15 +56,7 @@ struct GrpcFrontOptions {
   // connection this often and closes it when no answer comes in time.
   Duration keepalive_interval = Duration(0);
   Duration keepalive_timeout = Duration(0);
-  // Threads serving KV's unary calls (Range, Put, DeleteRange, Txn,
-  // Compact) on gRPC completion queues, one queue each (0: 1). One is the
-  // cheapest measured: every thread waiting on a queue of this server
-  // takes turns polling its sockets, and each turn handed over is a
-  // context switch (docs/performance.md, "KV on completion queues").
-  int kv_threads = 1;
 };
-
-class AsyncKvFront;
 
 class GrpcFront {
  public:
@@ -84,8 +73,7 @@ class GrpcFront {
   void Adopt(int fd, const net::TlsConnectionInfo* tls = nullptr);
   // Sets `o` to hand HTTP/2 connections to Adopt().
   void InstallHandoff(net::HttpServerOptions* o);
-  // Cancels every call, closes every connection, waits for every call to
-  // end and joins the KV threads. Idempotent.
+  // Cancels every call, closes every connection. Idempotent.
   void Stop();
 
  private:
@@ -94,8 +82,6 @@ class GrpcFront {
   std::unique_ptr<KvService> kv_;
   std::unique_ptr<ElectionLockService> el_;  // borrows kv_
   std::vector<std::unique_ptr<grpc::Service>> services_;
-  // KV's unary calls on completion queues of ours; destroyed after grpc_.
-  std::unique_ptr<AsyncKvFront> async_kv_;
   std::unique_ptr<grpc::Server> grpc_;
 };
 

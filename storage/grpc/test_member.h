@@ -46,8 +46,6 @@ struct TestMemberOptions {
   std::shared_ptr<const net::TlsContext> tls;
   // StoreConfig::auth_tokens: JWT tokens (null: simple tokens).
   std::shared_ptr<const TokenProvider> auth_tokens;
-  // The gRPC front's settings (GrpcFrontOptions::kv_threads, ...).
-  GrpcFrontOptions grpc;
 };
 
 class TestMember {
@@ -113,7 +111,7 @@ class TestMember {
     if (!server_->WaitReady(seconds(10))) {
       return UnavailableError("the member did not become ready");
     }
-    grpc_ = std::make_unique<GrpcFront>(server_.get(), options.grpc);
+    grpc_ = std::make_unique<GrpcFront>(server_.get());
     RETURN_IF_ERROR(grpc_->Start());
     net::HttpServerOptions o;
     o.port = 0;

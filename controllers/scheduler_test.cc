@@ -208,22 +208,31 @@ TEST(SelectNodeTest, NoFeasibleNodeVisitsAndCountsEveryNode) {
             "node(s) were unschedulable.");
 }
 
+// A scheduler over in-memory caches (the pods indexed by node, as the
+// controller manager's) and a fake writer.
+struct SchedulerRig {
+  explicit SchedulerRig(int percentage_of_nodes_to_score = 0)
+      : s({.api = &fake,
+           .pods = &pods,
+           .nodes = &nodes,
+           .percentage_of_nodes_to_score = percentage_of_nodes_to_score,
+           .clock = &clock,
+           .metrics = &reg}) {}
+  FakeClock clock;
+  metrics::Registry reg;
+  FakeApiWriter fake;
+  informer::Indexer pods{
+      {{std::string(informer::kNamespaceIndex), informer::NamespaceIndexFunc},
+       {kPodNodeIndex, PodNodeIndexFunc}}};
+  informer::Indexer nodes;
+  Scheduler s;  // last: built from the members above
+};
+
 TEST(SchedulerTest, EachPodsWalkStartsWhereThePreviousStopped) {
   for (int percentage : {10, 100}) {
     SCOPED_TRACE(percentage);
-    FakeClock clock;
-    metrics::Registry reg;
-    FakeApiWriter fake;
-    informer::Indexer pods(
-        {{std::string(informer::kNamespaceIndex), informer::NamespaceIndexFunc},
-         {kPodNodeIndex, PodNodeIndexFunc}});
-    informer::Indexer nodes;
-    Scheduler s({.api = &fake,
-                 .pods = &pods,
-                 .nodes = &nodes,
-                 .percentage_of_nodes_to_score = percentage,
-                 .clock = &clock,
-                 .metrics = &reg});
+    SchedulerRig rig(percentage);
+    auto& [clock, reg, fake, pods, nodes, s] = rig;
     Fleet fleet(300);
     for (auto& n : fleet.owned) nodes.Upsert(n);
     for (const char* n : {"p1", "p2", "p3", "p4"}) {
@@ -247,29 +256,20 @@ TEST(SchedulerTest, EachPodsWalkStartsWhereThePreviousStopped) {
 }
 
 TEST(SchedulerTest, KeptUsageFollowsPodEventsOnTheNode) {
-  FakeClock clock;
-  metrics::Registry reg;
-  FakeApiWriter fake;
-  informer::Indexer pods(
-      {{std::string(informer::kNamespaceIndex), informer::NamespaceIndexFunc},
-       {kPodNodeIndex, PodNodeIndexFunc}});
-  informer::Indexer nodes;
-  Scheduler s({.api = &fake,
-               .pods = &pods,
-               .nodes = &nodes,
-               .clock = &clock,
-               .metrics = &reg});
+  SchedulerRig rig;
+  auto& [clock, reg, fake, pods, nodes, s] = rig;
   nodes.Upsert(NewNode("a", true, "4", "8Gi", "2"));  // room for 2 pods
   auto first = NewPod("default", "first");
   first->mutable_spec()->set_nodename("a");
   pods.Upsert(first);
   // What the informer does once the scheduler's bind is seen.
-  auto seen_bound = [&](const std::string& name) {
+  // (Through `rig`: clang 14 cannot capture structured bindings.)
+  auto seen_bound = [&rig](const std::string& name) {
     auto p = std::make_shared<corev1::Pod>(
-        static_cast<const corev1::Pod&>(*pods.Get("default/" + name)));
+        static_cast<const corev1::Pod&>(*rig.pods.Get("default/" + name)));
     p->mutable_spec()->set_nodename("a");
-    pods.Upsert(p);
-    s.OnPodEvent(*p, false);
+    rig.pods.Upsert(p);
+    rig.s.OnPodEvent(*p, false);
   };
   pods.Upsert(NewPod("default", "p1"));
   ASSERT_TRUE(s.Sync("default/p1").ok());
@@ -289,18 +289,8 @@ TEST(SchedulerTest, KeptUsageFollowsPodEventsOnTheNode) {
 }
 
 TEST(SchedulerTest, BindsAndSpreadsABurstThroughAssumedPods) {
-  FakeClock clock;
-  metrics::Registry reg;
-  FakeApiWriter fake;
-  informer::Indexer pods(
-      {{std::string(informer::kNamespaceIndex), informer::NamespaceIndexFunc},
-       {kPodNodeIndex, PodNodeIndexFunc}});
-  informer::Indexer nodes;
-  Scheduler s({.api = &fake,
-               .pods = &pods,
-               .nodes = &nodes,
-               .clock = &clock,
-               .metrics = &reg});
+  SchedulerRig rig;
+  auto& [clock, reg, fake, pods, nodes, s] = rig;
   nodes.Upsert(NewNode("a"));
   nodes.Upsert(NewNode("b"));
   nodes.Upsert(NewNode("c"));
@@ -332,18 +322,8 @@ TEST(SchedulerTest, BindsAndSpreadsABurstThroughAssumedPods) {
 }
 
 TEST(SchedulerTest, UnschedulablePodIsRetriedLater) {
-  FakeClock clock;
-  metrics::Registry reg;
-  FakeApiWriter fake;
-  informer::Indexer pods(
-      {{std::string(informer::kNamespaceIndex), informer::NamespaceIndexFunc},
-       {kPodNodeIndex, PodNodeIndexFunc}});
-  informer::Indexer nodes;
-  Scheduler s({.api = &fake,
-               .pods = &pods,
-               .nodes = &nodes,
-               .clock = &clock,
-               .metrics = &reg});
+  SchedulerRig rig;
+  auto& [clock, reg, fake, pods, nodes, s] = rig;
   pods.Upsert(NewPod("default", "p"));
   ASSERT_TRUE(s.Sync("default/p").ok());
   EXPECT_THAT(fake.Actions(), ElementsAre("update-status pods default/p"));
@@ -370,18 +350,8 @@ TEST(SchedulerTest, UnschedulablePodIsRetriedLater) {
 }
 
 TEST(SchedulerTest, RecordsScheduledAndFailedScheduling) {
-  FakeClock clock;
-  metrics::Registry reg;
-  FakeApiWriter fake;
-  informer::Indexer pods(
-      {{std::string(informer::kNamespaceIndex), informer::NamespaceIndexFunc},
-       {kPodNodeIndex, PodNodeIndexFunc}});
-  informer::Indexer nodes;
-  Scheduler s({.api = &fake,
-               .pods = &pods,
-               .nodes = &nodes,
-               .clock = &clock,
-               .metrics = &reg});
+  SchedulerRig rig;
+  auto& [clock, reg, fake, pods, nodes, s] = rig;
   auto recorder = std::make_unique<informer::FakeEventRecorder>();
   informer::FakeEventRecorder* events = recorder.get();
   s.set_event_recorder(std::move(recorder));

@@ -32,6 +32,7 @@
 #include "informer/leader_election.h"
 #include "informer/rest_client.h"
 #include "net/http_server.h"
+#include "objects/serializer.h"
 #include "schemas/k8s/rbac.pb.h"
 
 namespace kplane::controllers {
@@ -115,10 +116,20 @@ class ControllerManager::Impl {
               .status()
               .Annotate("--cluster-cidr/--node-cidr-mask-size"));
     }
+    if (options_.content_type != objects::kProtobufMediaType &&
+        options_.content_type != objects::kJsonMediaType) {
+      return InvalidArgumentError("--kube-api-content-type must be " +
+                                  std::string(objects::kProtobufMediaType) +
+                                  " or " +
+                                  std::string(objects::kJsonMediaType) +
+                                  ", not \"" + options_.content_type + "\"");
+    }
     ASSIGN_OR_RETURN(client_, informer::RestClient::New(
                                   {.server = options_.server,
                                    .tls = options_.tls,
                                    .bearer_token = options_.bearer_token,
+                                   .protobuf = options_.content_type ==
+                                               objects::kProtobufMediaType,
                                    .user_agent = "kplane-controller-manager/1",
                                    .clock = clock_,
                                    .metrics = metrics_}));

@@ -54,6 +54,10 @@ struct ControllerManagerOptions {
   // certificate) and a bearer token, as informer::RestClientOptions.
   std::shared_ptr<const net::TlsContext> tls;
   std::string bearer_token;
+  // --kube-api-content-type: the wire format of requests, answers and
+  // watches, as kube-controller-manager's (protobuf by default; custom
+  // resources always travel as JSON). Anything else is InvalidArgument.
+  std::string content_type = "application/vnd.kubernetes.protobuf";
   bool leader_elect = true;
   std::string identity;  // "" = <hostname>_<pid>
   Duration node_monitor_grace_period = seconds(40);

@@ -375,7 +375,20 @@ std::string KubectlDir() {
   return d;
 }
 
-TEST(ControllerManagerIntegrationTest, DeploymentRolloutAndNodeFailure) {
+// The whole story once per wire format (--kube-api-content-type): protobuf
+// is the default, as kube-controller-manager's; JSON stays supported.
+class ControllerManagerWireTest
+    : public ::testing::TestWithParam<const char*> {};
+
+INSTANTIATE_TEST_SUITE_P(
+    ContentTypes, ControllerManagerWireTest,
+    ::testing::Values("application/vnd.kubernetes.protobuf",
+                      "application/json"),
+    [](const ::testing::TestParamInfo<const char*>& info) {
+      return std::string(info.index == 0 ? "Protobuf" : "Json");
+    });
+
+TEST_P(ControllerManagerWireTest, DeploymentRolloutAndNodeFailure) {
   Cluster cluster;
   for (const char* n : {"node-a", "node-b", "node-c"}) cluster.AddNode(n);
   ASSERT_FALSE(::testing::Test::HasFatalFailure());
@@ -384,6 +397,7 @@ TEST(ControllerManagerIntegrationTest, DeploymentRolloutAndNodeFailure) {
   ControllerManagerOptions o;
   o.server = cluster.Url();
   o.identity = "cm-test";
+  o.content_type = GetParam();
   o.node_monitor_grace_period = kGrace;
   o.node_monitor_period = kPeriod;
   o.pod_eviction_timeout_default = seconds(1);
@@ -606,6 +620,12 @@ TEST(ControllerManagerTest, BadOptionsFailToStart) {
   EXPECT_EQ(ControllerManager::Start(o).status().message(),
             "--percentage-of-nodes-to-score must be in 0..100 (0: adaptive), "
             "got 101");
+  o.percentage_of_nodes_to_score = 0;
+  o.content_type = "application/yaml";
+  EXPECT_EQ(ControllerManager::Start(o).status().message(),
+            "--kube-api-content-type must be "
+            "application/vnd.kubernetes.protobuf or application/json, not "
+            "\"application/yaml\"");
 }
 
 TEST(ControllerManagerIntegrationTest, LeaderElectionFailover) {

@@ -31,6 +31,12 @@ bool HasTaint(const corev1::Node& node, const std::string& key) {
   return false;
 }
 
+// The renewal as Probe keeps it ("" = none).
+std::string RenewTimeOf(const coordinationv1::Lease& lease) {
+  if (!lease.spec().has_renewtime()) return "";
+  return DeterministicBytes(lease.spec().renewtime());
+}
+
 void Keep(Status* first, const Status& s) {
   if (first->ok() && !s.ok()) *first = s;
 }
@@ -52,12 +58,15 @@ void NodeLifecycleController::RegisterHandlers(
     informer::SharedIndexInformer* nodes, informer::SharedIndexInformer* leases,
     informer::SharedIndexInformer* pods) {
   OnObjectEvents(nodes, [this](const ObjectEvent& e) { Enqueue(e.Key()); });
-  // A lease renewal (or its first appearance) re-checks its node; a
-  // deleted lease changes nothing until its grace period runs out.
+  // A renewal is recorded at once; its node is synced only when that can
+  // change something (ObserveLease). A deleted lease changes nothing until
+  // its grace period runs out.
   OnObjectEvents(leases, [this](const ObjectEvent& e) {
-    if (!e.deleted() && objects::Namespace(e.object) == kNodeLeaseNamespace) {
-      Enqueue(objects::Name(e.object));
+    if (e.deleted() || objects::Namespace(e.object) != kNodeLeaseNamespace) {
+      return;
     }
+    const auto& lease = e.As<coordinationv1::Lease>();
+    if (ObserveLease(lease)) Enqueue(lease.metadata().name());
   });
   // A pod landing on a tainted node must be looked at.
   OnObjectEvents(pods, [this](const ObjectEvent& e) {
@@ -133,14 +142,31 @@ Status NodeLifecycleController::DeleteOrphanedPods(const std::string& node) {
   return first_error;
 }
 
+bool NodeLifecycleController::ObserveLease(const coordinationv1::Lease& lease) {
+  const std::string& node = lease.metadata().name();
+  std::string renew = RenewTimeOf(lease);
+  const TimePoint now = clock_->Now();
+  {
+    MutexLock l(&mu_);
+    auto it = probes_.find(node);
+    if (it == probes_.end()) return true;  // Sync starts its grace period
+    if (it->second.renew_time != renew) it->second = {std::move(renew), now};
+  }
+  ObjectPtr obj = options_.nodes->Get(node);
+  if (obj == nullptr) return true;
+  const auto& n = static_cast<const corev1::Node&>(*obj);
+  if (HasTaint(n, kUnreachableTaint)) return true;
+  const corev1::NodeCondition* ready = FindNodeCondition(n.status(), "Ready");
+  return ready != nullptr && ready->status() == "Unknown" &&
+         ready->reason() == kUnknownReason;
+}
+
 bool NodeLifecycleController::Healthy(const std::string& node) {
   ObjectPtr lease =
       options_.leases->Get(informer::ObjectKey(kNodeLeaseNamespace, node));
   std::string renew;
   if (lease != nullptr) {
-    const auto& l = static_cast<const coordinationv1::Lease&>(*lease);
-    if (l.spec().has_renewtime())
-      renew = DeterministicBytes(l.spec().renewtime());
+    renew = RenewTimeOf(static_cast<const coordinationv1::Lease&>(*lease));
   }
   TimePoint now = clock_->Now();
   MutexLock l(&mu_);

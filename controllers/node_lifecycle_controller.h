@@ -9,7 +9,10 @@
 // Kubernetes does, so clock skew between machines does not matter). A node
 // first seen, or without a Lease, gets a full grace period from then.
 // Every `monitor_period` every node is re-checked, so a stopped lease is
-// noticed within grace + period.
+// noticed within grace + period. A Lease event records the renewal's time
+// (ObserveLease) but syncs the node only when it is new here or marked
+// unhealthy: a healthy node's renewal needs no Sync until the next period
+// (kube's monitorNodeHealth), so renewals cost no workqueue round trip.
 //
 // Sync(node):
 //   unhealthy: conditions Ready (added if missing), MemoryPressure,
@@ -82,6 +85,14 @@ class NodeLifecycleController : public Controller {
 
   // Enqueues every node (what the monitor thread does each period).
   void MonitorOnce();
+  // What the informer's handler does with a Lease of kube-node-lease that
+  // was added or updated: records when its renewTime was seen to change (the
+  // start of the node's grace period, as Sync's own check would) and returns
+  // whether the node needs a Sync now: it has not been synced yet, is not in
+  // the node cache, or is marked unhealthy (Ready=Unknown set by this
+  // controller, or the unreachable taint), so that a node renewing again is
+  // made Ready at once.
+  bool ObserveLease(const coordinationv1::Lease& lease);
   // Seconds a pod tolerates the node's NoExecute taints: 0 = evict now,
   // -1 = forever.
   int64_t TolerationSeconds(const corev1::Pod& pod,

@@ -97,6 +97,31 @@ TEST_F(NodeLifecycleTest, StaleLeaseMakesNodeNotReadyAndTainted) {
   EXPECT_EQ(Node()->spec().taints_size(), 0);
 }
 
+TEST_F(NodeLifecycleTest, OnlyRenewalsOfNewOrUnhealthyNodesNeedASync) {
+  auto lease = [&] { return NewLease("n1", clock_.WallNow()); };
+  EXPECT_TRUE(controller_.ObserveLease(*lease()));  // not synced yet
+  ASSERT_TRUE(controller_.Sync("n1").ok());
+  clock_.Advance(seconds(30));
+  Renew();
+  // Healthy: the renewal is recorded, the monitor's period re-checks it.
+  EXPECT_FALSE(controller_.ObserveLease(*lease()));
+  // The grace period ran from the renewal the handler saw, not from the
+  // next sync: 40 s later the node is NotReady.
+  clock_.Advance(seconds(40));
+  ASSERT_TRUE(controller_.Sync("n1").ok());
+  EXPECT_EQ(FindNodeCondition(Node()->status(), "Ready")->status(), "Unknown");
+  // Marked unhealthy: a renewal syncs at once, and that sync re-readies it.
+  Renew();
+  EXPECT_TRUE(controller_.ObserveLease(*lease()));
+  fake_.Clear();
+  ASSERT_TRUE(controller_.Sync("n1").ok());
+  EXPECT_THAT(fake_.Actions(),
+              ElementsAre("update-status nodes n1", "update nodes n1"));
+  EXPECT_FALSE(controller_.ObserveLease(*lease()));  // healthy again
+  // A lease of a node never synced: Sync decides.
+  EXPECT_TRUE(controller_.ObserveLease(*NewLease("n2", clock_.WallNow())));
+}
+
 TEST_F(NodeLifecycleTest, EvictionAfterToleration) {
   auto defaulted = AddPod("defaulted");  // the apiserver's 300 s toleration
   for (const char* k : {kNotReadyTaint, kUnreachableTaint}) {

@@ -8,6 +8,7 @@
 #include "informer/api_errors.h"
 #include "informer/unstructured.h"
 #include "net/url.h"
+#include "objects/envelope.h"
 #include "objects/meta.h"
 #include "objects/serializer.h"
 
@@ -296,7 +297,15 @@ StatusOr<std::unique_ptr<google::protobuf::Message>> RestClient::DecodeResponse(
   std::unique_ptr<google::protobuf::Message> obj = kind.New();
   StatusOr<objects::DecodeResult> r =
       objects::DecodeBody(type, resp.body, obj.get());
-  if (!r.ok()) return r.status().Annotate("decoding " + kind.kind);
+  if (!r.ok()) {
+    // A protobuf Status rarely parses as the expected kind's message: the
+    // envelope says what it is.
+    if (type == objects::MediaType::kProtobuf && kind.kind != "Status") {
+      StatusOr<objects::Envelope> env = objects::DecodeEnvelope(resp.body);
+      if (env.ok() && env->type_meta.kind == "Status") return kind.New();
+    }
+    return r.status().Annotate("decoding " + kind.kind);
+  }
   const objects::TypeMeta& tm = r->type_meta;
   if (tm.kind == "Status" && kind.kind != "Status") {
     // A success answered with a Status (POST pods/binding does): there is

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "objects/codec.h"
+#include "objects/envelope.h"
 #include "objects/meta.h"
 #include "informer/api_errors.h"
 #include "informer/fake_api_server.h"
@@ -355,6 +356,41 @@ TEST_P(RestClientTest, WatchErrorsAndStop) {
   EXPECT_FALSE((*broken)->Next(&ev));
   EXPECT_FALSE((*broken)->Result().ok());
   EXPECT_EQ(HttpCodeOf((*broken)->Result()), 0);
+}
+
+// kube-apiserver answers POST pods/binding with a Status; in protobuf its
+// bytes do not parse as a Binding, and that is still a success.
+TEST(RestClientRequestTest, ProtobufStatusAnswerToABindingIsNoObject) {
+  net::HttpServer server({.name = "binding"});
+  std::string answer_kind = "Status";
+  server.HandlePrefix(
+      "", "/",
+      [&](const net::HttpRequest& req, std::shared_ptr<net::Responder> resp) {
+        objects::metav1::Status ok;
+        ok.set_status("Success");
+        ok.set_code(201);
+        ok.set_message(std::string(40, 'x'));
+        resp->Respond(201,
+                      {{"Content-Type", "application/vnd.kubernetes.protobuf"}},
+                      objects::EncodeEnvelope(ok, {"v1", answer_kind}));
+      });
+  ASSERT_TRUE(server.Start().ok());
+  auto client = RestClient::New(
+      {.server = "http://127.0.0.1:" + std::to_string(server.port()),
+       .protobuf = true});
+  ASSERT_TRUE(client.ok());
+  objects::corev1::Binding binding;
+  binding.mutable_metadata()->set_name("web");
+  binding.mutable_target()->set_name("n1");
+  auto bound = (*client)->Create(*PodsResource(), "default", binding, {}, "web",
+                                 "binding");
+  EXPECT_TRUE(bound.ok()) << bound.status();
+  // The same bytes named as anything else are still malformed.
+  answer_kind = "Binding";
+  bound = (*client)->Create(*PodsResource(), "default", binding, {}, "web",
+                            "binding");
+  EXPECT_EQ(bound.status().code(), StatusCode::kCorruption) << bound.status();
+  server.Stop();
 }
 
 // Request shapes the fake server does not check: PATCH, DELETE bodies,

@@ -44,6 +44,10 @@ int RunControllerManagerCommand(const std::vector<std::string>& args) {
                "API server URL; overrides the kubeconfig's (default without "
                "one: http://127.0.0.1:6443).");
   flags.String("server", &master, "Same as --master.");
+  flags.String("kube-api-content-type", &o.content_type,
+               "Wire format to the API server: "
+               "application/vnd.kubernetes.protobuf or application/json "
+               "(custom resources always travel as JSON).");
   flags.Bool("leader-elect", &o.leader_elect,
              "Campaign for the kube-system/kube-controller-manager Lease and "
              "run controllers only while leading.");

@@ -47,12 +47,14 @@
 #       [--grace 40s] [--monitor-period 5s] [--out DIR]
 #       [--cluster-cidr CIDR] [--node-cidr-mask-size 24] [--max-rss-mb MB]
 #       [--pods P] [--pods-per-deployment 1000] [--pods-timeout S]
-#       [--apiserver-flag F]... [--store-flag F]... [--at-window-end CMD]
+#       [--apiserver-flag F]... [--store-flag F]... [--controller-manager-flag F]...
+#       [--at-window-end CMD]
 #       [--etcd-protocol json|grpc]
 #       [-- extra kubeletsim flags, e.g. --record-events=false]
 #
-# --apiserver-flag / --store-flag: one more flag for the apiserver / every
-# store member (repeatable), e.g. --apiserver-flag
+# --apiserver-flag / --store-flag / --controller-manager-flag: one more flag
+# for the apiserver / every store member / the controller manager
+# (repeatable), e.g. --apiserver-flag
 # --watch-cache-history-window=0. --at-window-end CMD: runs CMD (through
 # bash) right after the window is measured, before the node is stopped,
 # with FLEET_DIR, API_URL, SIM_URL, API_PID, CM_PID, SIM_PID, STORE_PIDS
@@ -101,6 +103,7 @@ pods_timeout=""
 extra=()
 api_flags=()
 store_flags=()
+cm_flags=()
 at_window_end=""
 while [[ $# -gt 0 ]]; do
   case $1 in
@@ -124,6 +127,7 @@ while [[ $# -gt 0 ]]; do
     --pods-timeout) pods_timeout=$2; shift 2 ;;
     --apiserver-flag) api_flags+=("$2"); shift 2 ;;
     --store-flag) store_flags+=("$2"); shift 2 ;;
+    --controller-manager-flag) cm_flags+=("$2"); shift 2 ;;
     --at-window-end) at_window_end=$2; shift 2 ;;
     --etcd-protocol) api_flags+=("--etcd-protocol=$2"); shift 2 ;;
     --) shift; extra=("$@"); break ;;
@@ -332,7 +336,7 @@ run_one() {
   "$bin" controller-manager --master "$api" --port "$cm_port" \
     --node-monitor-grace-period "$grace" --node-monitor-period "$period" \
     --allocate-node-cidrs --cluster-cidr "$cidr" --node-cidr-mask-size "$node_mask" \
-    >"$dir/controller-manager.log" 2>&1 &
+    "${cm_flags[@]}" >"$dir/controller-manager.log" 2>&1 &
   local cm_pid=$!
   pids+=("$cm_pid")
   watch controller-manager "$cm_pid" "$dir/controller-manager.log"

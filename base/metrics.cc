@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "base/process_metrics.h"
+
 namespace kplane::metrics {
 namespace {
 
@@ -107,7 +109,13 @@ std::vector<double> DefaultLatencyBuckets() {
 }
 
 Registry* Registry::Default() {
-  static Registry* const kDefault = new Registry();
+  // A process's registry carries the process metrics, as the Prometheus Go
+  // client's default registerer does.
+  static Registry* const kDefault = [] {
+    auto* r = new Registry();
+    RegisterProcessMetrics(r);
+    return r;
+  }();
   return kDefault;
 }
 
@@ -155,7 +163,14 @@ void Registry::NewCallbackGauge(const std::string& name,
                                 const std::string& help,
                                 std::function<double()> fn) {
   MutexLock l(&mu_);
-  callbacks_[name] = {help, std::move(fn)};
+  callbacks_[name] = {help, "gauge", std::move(fn)};
+}
+
+void Registry::NewCallbackCounter(const std::string& name,
+                                  const std::string& help,
+                                  std::function<double()> fn) {
+  MutexLock l(&mu_);
+  callbacks_[name] = {help, "counter", std::move(fn)};
 }
 
 std::string Registry::Render() const {
@@ -190,8 +205,8 @@ std::string Registry::Render() const {
   }
   for (const auto& [name, cb] : callbacks_) {
     std::string& out = blocks[name];
-    out += "# HELP " + name + " " + cb.first + "\n# TYPE " + name +
-           " gauge\n" + name + " " + FormatValue(cb.second()) + "\n";
+    out += "# HELP " + name + " " + cb.help + "\n# TYPE " + name + " " +
+           cb.type + "\n" + name + " " + FormatValue(cb.fn()) + "\n";
   }
   for (const auto& entry : histograms_) {
     // Not a structured binding: clang 14 cannot capture those in a lambda

@@ -122,6 +122,9 @@ class Registry {
   // A gauge whose value is computed when /metrics is rendered.
   void NewCallbackGauge(const std::string& name, const std::string& help,
                         std::function<double()> fn) EXCLUDES(mu_);
+  // The same for a counter (a total kept elsewhere, e.g. by the kernel).
+  void NewCallbackCounter(const std::string& name, const std::string& help,
+                          std::function<double()> fn) EXCLUDES(mu_);
 
   // The Prometheus text format, families sorted by name.
   std::string Render() const EXCLUDES(mu_);
@@ -134,8 +137,12 @@ class Registry {
   std::map<std::string, std::unique_ptr<Family<Gauge>>> gauges_ GUARDED_BY(mu_);
   std::map<std::string, std::unique_ptr<Family<Histogram>>> histograms_
       GUARDED_BY(mu_);
-  std::map<std::string, std::pair<std::string, std::function<double()>>>
-      callbacks_ GUARDED_BY(mu_);
+  struct Callback {
+    std::string help;
+    const char* type;  // "gauge" or "counter"
+    std::function<double()> fn;
+  };
+  std::map<std::string, Callback> callbacks_ GUARDED_BY(mu_);
 };
 
 // Measures the time from construction to destruction into a histogram, in

@@ -31,10 +31,20 @@ bool HasTaint(const corev1::Node& node, const std::string& key) {
   return false;
 }
 
-// The renewal as Probe keeps it ("" = none).
-std::string RenewTimeOf(const coordinationv1::Lease& lease) {
-  if (!lease.spec().has_renewtime()) return "";
-  return DeterministicBytes(lease.spec().renewtime());
+// Set by this controller when the node stopped renewing: Ready=Unknown with
+// our reason, or the unreachable taint.
+bool MarkedUnhealthy(const corev1::Node& node) {
+  if (HasTaint(node, kUnreachableTaint)) return true;
+  const corev1::NodeCondition* ready = FindNodeCondition(node.status(), "Ready");
+  return ready != nullptr && ready->status() == "Unknown" &&
+         ready->reason() == kUnknownReason;
+}
+
+bool HasNoExecuteTaint(const corev1::Node& node) {
+  for (const corev1::Taint& t : node.spec().taints()) {
+    if (t.effect() == "NoExecute") return true;
+  }
+  return false;
 }
 
 void Keep(Status* first, const Status& s) {
@@ -107,7 +117,9 @@ void NodeLifecycleController::MonitorLoop() {
 }
 
 void NodeLifecycleController::MonitorOnce() {
-  for (const std::string& name : options_.nodes->ListKeys()) Enqueue(name);
+  for (const std::string& name : options_.nodes->ListKeys()) {
+    if (NeedsSync(name)) Enqueue(name);
+  }
   // Nodes that only pods still name (deleted nodes): see Sync.
   auto bound_to = options_.pods->ListIndexValues(kPodNodeIndex);
   if (bound_to.ok()) {
@@ -142,29 +154,47 @@ Status NodeLifecycleController::DeleteOrphanedPods(const std::string& node) {
   return first_error;
 }
 
-bool NodeLifecycleController::ObserveLease(const coordinationv1::Lease& lease) {
+NodeLifecycleController::RenewTime NodeLifecycleController::RenewTimeOf(
+    const coordinationv1::Lease& lease) {
+  if (!lease.spec().has_renewtime()) return {};
+  return {.set = true,
+          .seconds = lease.spec().renewtime().seconds(),
+          .nanos = lease.spec().renewtime().nanos()};
+}
+
+bool NodeLifecycleController::ObserveLease(
+    const coordinationv1::Lease& lease) {
   const std::string& node = lease.metadata().name();
-  std::string renew = RenewTimeOf(lease);
+  const RenewTime renew = RenewTimeOf(lease);
   const TimePoint now = clock_->Now();
   {
     MutexLock l(&mu_);
     auto it = probes_.find(node);
     if (it == probes_.end()) return true;  // Sync starts its grace period
-    if (it->second.renew_time != renew) it->second = {std::move(renew), now};
+    if (it->second.renew != renew) it->second = {renew, now};
   }
   ObjectPtr obj = options_.nodes->Get(node);
+  return obj == nullptr ||
+         MarkedUnhealthy(static_cast<const corev1::Node&>(*obj));
+}
+
+bool NodeLifecycleController::NeedsSync(const std::string& name) {
+  ObjectPtr obj = options_.nodes->Get(name);
   if (obj == nullptr) return true;
-  const auto& n = static_cast<const corev1::Node&>(*obj);
-  if (HasTaint(n, kUnreachableTaint)) return true;
-  const corev1::NodeCondition* ready = FindNodeCondition(n.status(), "Ready");
-  return ready != nullptr && ready->status() == "Unknown" &&
-         ready->reason() == kUnknownReason;
+  {
+    MutexLock l(&mu_);
+    if (!registered_.contains(name)) return true;
+  }
+  const auto& node = static_cast<const corev1::Node&>(*obj);
+  // Marked (to be made Ready again), or pods to evict in time.
+  if (MarkedUnhealthy(node) || HasNoExecuteTaint(node)) return true;
+  return !Healthy(name);
 }
 
 bool NodeLifecycleController::Healthy(const std::string& node) {
   ObjectPtr lease =
       options_.leases->Get(informer::ObjectKey(kNodeLeaseNamespace, node));
-  std::string renew;
+  RenewTime renew;
   if (lease != nullptr) {
     renew = RenewTimeOf(static_cast<const coordinationv1::Lease&>(*lease));
   }
@@ -175,7 +205,7 @@ bool NodeLifecycleController::Healthy(const std::string& node) {
     probes_[node] = {renew, now};
     return true;
   }
-  if (it->second.renew_time != renew) {
+  if (it->second.renew != renew) {
     it->second = {renew, now};
     return true;
   }

@@ -8,8 +8,9 @@
 // process's monotonic clock from when the change was *observed* (as
 // Kubernetes does, so clock skew between machines does not matter). A node
 // first seen, or without a Lease, gets a full grace period from then.
-// Every `monitor_period` every node is re-checked, so a stopped lease is
-// noticed within grace + period. A Lease event records the renewal's time
+// Every `monitor_period` every node is re-checked (a healthy one in place:
+// only a node whose state needs work is queued for Sync), so a stopped
+// lease is noticed within grace + period. A Lease event records the renewal's time
 // (ObserveLease) but syncs the node only when it is new here or marked
 // unhealthy: a healthy node's renewal needs no Sync until the next period
 // (kube's monitorNodeHealth), so renewals cost no workqueue round trip.
@@ -83,7 +84,10 @@ class NodeLifecycleController : public Controller {
   void Run(int workers) override;
   void Stop() override;
 
-  // Enqueues every node (what the monitor thread does each period).
+  // What the monitor thread does each period: enqueues every node whose
+  // Sync would do something (not registered yet, marked unhealthy, with a
+  // NoExecute taint, or past its grace period) and every node that only
+  // pods still name.
   void MonitorOnce();
   // What the informer's handler does with a Lease of kube-node-lease that
   // was added or updated: records when its renewTime was seen to change (the
@@ -99,10 +103,23 @@ class NodeLifecycleController : public Controller {
                             const corev1::Node& node) const;
 
  private:
+  // A Lease's spec.renewTime (unset: no lease or no renewal).
+  struct RenewTime {
+    bool set = false;
+    int64_t seconds = 0;
+    int32_t nanos = 0;
+    bool operator==(const RenewTime&) const = default;
+  };
   struct Probe {
-    std::string renew_time;  // as last observed ("" = no lease)
+    RenewTime renew;  // as last observed
     TimePoint observed;
   };
+  static RenewTime RenewTimeOf(const coordinationv1::Lease& lease);
+  // Whether the monitor's periodic check must sync the node: it is not
+  // registered here yet, is marked unhealthy, carries a NoExecute taint
+  // (evictions are due in time), or is no longer healthy. A healthy node
+  // syncs to nothing, so it is skipped.
+  bool NeedsSync(const std::string& name);
   bool Healthy(const std::string& node);
   // Pods bound to a node that no longer exists (confirmed by a live GET)
   // are deleted at once (Kubernetes' PodGC).

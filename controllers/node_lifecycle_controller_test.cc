@@ -122,6 +122,41 @@ TEST_F(NodeLifecycleTest, OnlyRenewalsOfNewOrUnhealthyNodesNeedASync) {
   EXPECT_TRUE(controller_.ObserveLease(*NewLease("n2", clock_.WallNow())));
 }
 
+TEST_F(NodeLifecycleTest, MonitorQueuesOnlyNodesWhoseSyncHasWork) {
+  auto drain = [&] {
+    int n = controller_.QueueDepth();
+    for (int i = 0; i < n; ++i) {
+      std::optional<std::string> key = controller_.queue().Get();
+      controller_.queue().Done(*key);
+    }
+    return n;
+  };
+  controller_.MonitorOnce();
+  EXPECT_EQ(drain(), 1);  // not registered yet
+  ASSERT_TRUE(controller_.Sync("n1").ok());
+  controller_.MonitorOnce();
+  EXPECT_EQ(drain(), 0);  // healthy: nothing to do
+  clock_.Advance(seconds(41));
+  controller_.MonitorOnce();
+  EXPECT_EQ(drain(), 1);  // past its grace period
+  ASSERT_TRUE(controller_.Sync("n1").ok());
+  controller_.MonitorOnce();
+  EXPECT_EQ(drain(), 1);  // marked and tainted: evictions are due in time
+  Renew();
+  ASSERT_TRUE(controller_.Sync("n1").ok());
+  ASSERT_TRUE(IsNodeReady(*Node()));
+  controller_.MonitorOnce();
+  EXPECT_EQ(drain(), 0);  // Ready again
+  // Someone else's NoExecute taint: its pods may have to go.
+  auto tainted = std::make_shared<corev1::Node>(*Node());
+  corev1::Taint* t = tainted->mutable_spec()->add_taints();
+  t->set_key("example.com/maintenance");
+  t->set_effect("NoExecute");
+  nodes_.Upsert(tainted);
+  controller_.MonitorOnce();
+  EXPECT_EQ(drain(), 1);
+}
+
 TEST_F(NodeLifecycleTest, EvictionAfterToleration) {
   auto defaulted = AddPod("defaulted");  // the apiserver's 300 s toleration
   for (const char* k : {kNotReadyTaint, kUnreachableTaint}) {

@@ -128,6 +128,7 @@ while [[ $# -gt 0 ]]; do
     --apiserver-flag) api_flags+=("$2"); shift 2 ;;
     --store-flag) store_flags+=("$2"); shift 2 ;;
     --controller-manager-flag) cm_flags+=("$2"); shift 2 ;;
+    --controller-manager-flag=*) cm_flags+=("${1#*=}"); shift ;;
     --at-window-end) at_window_end=$2; shift 2 ;;
     --etcd-protocol) api_flags+=("--etcd-protocol=$2"); shift 2 ;;
     --) shift; extra=("$@"); break ;;

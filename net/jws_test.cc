@@ -1,53 +1,29 @@
 #include "net/jws.h"
 
 #include <gtest/gtest.h>
-#include <openssl/bio.h>
-#include <openssl/evp.h>
-#include <openssl/pem.h>
-#include <openssl/rsa.h>
 
 #include <map>
 #include <string>
 
 #include "base/base64.h"
+#include "net/jws_test_keys.h"
 
 namespace kplane::net {
 namespace {
 
-struct Pem {
-  std::string priv;
-  std::string pub;
-};
-
-std::string BioText(BIO* b) {
-  char* data = nullptr;
-  long n = BIO_get_mem_data(b, &data);
-  std::string out(data, static_cast<size_t>(n));
-  BIO_free(b);
-  return out;
-}
-
-Pem ToPem(EVP_PKEY* k) {
-  BIO* a = BIO_new(BIO_s_mem());
-  PEM_write_bio_PrivateKey(a, k, nullptr, nullptr, 0, nullptr, nullptr);
-  BIO* b = BIO_new(BIO_s_mem());
-  PEM_write_bio_PUBKEY(b, k);
-  Pem p{BioText(a), BioText(b)};
-  EVP_PKEY_free(k);
-  return p;
-}
+using Pem = PemKeyPair;
 
 // Keys made once per process (RSA generation is slow).
 const Pem& Keys(const std::string& which) {
   static auto* keys = [] {
     auto* m = new std::map<std::string, Pem>;
-    (*m)["rsa"] = ToPem(EVP_RSA_gen(2048));
-    (*m)["rsa2"] = ToPem(EVP_RSA_gen(2048));
-    (*m)["rsa1024"] = ToPem(EVP_RSA_gen(1024));
-    (*m)["P-256"] = ToPem(EVP_EC_gen("P-256"));
-    (*m)["P-256b"] = ToPem(EVP_EC_gen("P-256"));
-    (*m)["P-384"] = ToPem(EVP_EC_gen("P-384"));
-    (*m)["P-521"] = ToPem(EVP_EC_gen("P-521"));
+    (*m)["rsa"] = NewRsaKeyPem(2048);
+    (*m)["rsa2"] = NewRsaKeyPem(2048);
+    (*m)["rsa1024"] = NewRsaKeyPem(1024);
+    (*m)["P-256"] = NewEcKeyPem("P-256");
+    (*m)["P-256b"] = NewEcKeyPem("P-256");
+    (*m)["P-384"] = NewEcKeyPem("P-384");
+    (*m)["P-521"] = NewEcKeyPem("P-521");
     return m;
   }();
   return keys->at(which);

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/file_system.h"
 #include "base/mutex.h"
 #include "controllers/controller_manager.h"
 #include "controllers/gc_resource_monitor.h"
@@ -32,23 +33,16 @@ const GroupVersionResource kNamespaces{"", "v1", "namespaces"};
 const GroupVersionResource kCrds{"apiextensions.k8s.io", "v1",
                                  "customresourcedefinitions"};
 
-constexpr char kWidgetCrd[] = R"(
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: widgets.example.com}
-spec:
-  group: example.com
-  scope: Namespaced
-  names: {plural: widgets, singular: widget, kind: Widget, listKind: WidgetList}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        x-kubernetes-preserve-unknown-fields: true
-)";
+// testdata/crd/widgets.yaml, read once.
+const std::string& WidgetCrd() {
+  static const std::string* yaml = [] {
+    StatusOr<std::string> text =
+        ReadFile(FileSystem::Default(), KPLANE_TESTDATA "/crd/widgets.yaml");
+    CHECK(text.ok()) << text.status();
+    return new std::string(std::move(*text));
+  }();
+  return *yaml;
+}
 
 // Waits on informer events (no polling) for conditions over widgets and
 // configmaps.
@@ -131,7 +125,7 @@ class CustomResourceGcE2eTest : public ::testing::Test {
     cm_ = std::move(*cm);
     ASSERT_TRUE(cm_->WaitLeading(kWait));
     // The CRD comes after the collector started: it must be picked up.
-    ASSERT_TRUE(env_->ApplyYaml(kWidgetCrd).ok());
+    ASSERT_TRUE(env_->ApplyYaml(WidgetCrd()).ok());
     observer_ = std::make_unique<Observer>(env_->dynamic());
     parent_uid_ = Create(kWidgets, "Widget", "example.com/v1", "parent", "");
     // The child blocks its owner's foreground deletion, the ConfigMap not.
@@ -303,7 +297,7 @@ TEST(NamespaceCustomResourcesTest, DeletedNamespaceLosesItsCustomResources) {
   auto started = Environment::Start();
   ASSERT_TRUE(started.ok()) << started.status();
   std::unique_ptr<Environment> env = std::move(*started);
-  ASSERT_TRUE(env->ApplyYaml(kWidgetCrd).ok());
+  ASSERT_TRUE(env->ApplyYaml(WidgetCrd()).ok());
   ASSERT_TRUE(
       env->ApplyYaml("{apiVersion: v1, kind: Namespace, metadata: {name: ns1}}")
           .ok());
@@ -360,7 +354,7 @@ TEST(GcResourceMonitorTest, FollowsDiscoveryAsCrdsComeAndGo) {
               ::testing::Not(::testing::Contains("events.events.k8s.io")));
   EXPECT_TRUE(gc.Follows("configmaps"));
 
-  ASSERT_TRUE((*env)->ApplyYaml(kWidgetCrd).ok());
+  ASSERT_TRUE((*env)->ApplyYaml(WidgetCrd()).ok());
   ASSERT_TRUE(monitor.Resync().ok());
   EXPECT_THAT(monitor.Monitored(), ::testing::Contains("widgets.example.com"));
   EXPECT_TRUE(gc.Follows("widgets.example.com"));

@@ -9,6 +9,7 @@
 #include <cstdio>
 
 #include "controllers/scheduler.h"
+#include "controllers/scheduler_test_rig.h"
 #include "controllers/test_objects.h"
 
 namespace kplane::controllers {
@@ -20,19 +21,8 @@ using namespace testing;  // NOLINT: test builders
 void BM_SchedulerSync(benchmark::State& state) {
   const int num_nodes = state.range(0);
   const int num_pods = state.range(1);
-  FakeClock clock;
-  metrics::Registry reg;
-  FakeApiWriter fake;
-  informer::Indexer pods(
-      {{std::string(informer::kNamespaceIndex), informer::NamespaceIndexFunc},
-       {kPodNodeIndex, PodNodeIndexFunc}});
-  informer::Indexer nodes;
-  Scheduler s({.api = &fake,
-               .pods = &pods,
-               .nodes = &nodes,
-               .percentage_of_nodes_to_score = static_cast<int>(state.range(2)),
-               .clock = &clock,
-               .metrics = &reg});
+  SchedulerRig rig(static_cast<int>(state.range(2)));
+  auto& [clock, reg, fake, pods, nodes, s] = rig;
   char name[32];
   for (int i = 0; i < num_nodes; ++i) {
     snprintf(name, sizeof name, "node-%05d", i);

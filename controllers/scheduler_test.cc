@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <set>
 
+#include "controllers/scheduler_test_rig.h"
 #include "controllers/test_objects.h"
 #include "informer/event_recorder.h"
 
@@ -207,26 +208,6 @@ TEST(SelectNodeTest, NoFeasibleNodeVisitsAndCountsEveryNode) {
             "0/300 nodes are available: 1 node(s) were not ready, 299 "
             "node(s) were unschedulable.");
 }
-
-// A scheduler over in-memory caches (the pods indexed by node, as the
-// controller manager's) and a fake writer.
-struct SchedulerRig {
-  explicit SchedulerRig(int percentage_of_nodes_to_score = 0)
-      : s({.api = &fake,
-           .pods = &pods,
-           .nodes = &nodes,
-           .percentage_of_nodes_to_score = percentage_of_nodes_to_score,
-           .clock = &clock,
-           .metrics = &reg}) {}
-  FakeClock clock;
-  metrics::Registry reg;
-  FakeApiWriter fake;
-  informer::Indexer pods{
-      {{std::string(informer::kNamespaceIndex), informer::NamespaceIndexFunc},
-       {kPodNodeIndex, PodNodeIndexFunc}}};
-  informer::Indexer nodes;
-  Scheduler s;  // last: built from the members above
-};
 
 TEST(SchedulerTest, EachPodsWalkStartsWhereThePreviousStopped) {
   for (int percentage : {10, 100}) {

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <condition_variable>
 
+#include "base/file_system.h"
 #include "base/mutex.h"
 #include "examples/controllers/annotate_controller.h"
 #include "informer/dynamic_informer.h"
@@ -305,23 +306,13 @@ BENCHMARK(BM_EnvtestFirstReconcile)
 // a CRD applied and waited for (Established, then discovery), a Widget of
 // it created -- one ApplyYaml, as a controller test installs its CRDs.
 void BM_EnvtestCrdToCustomResource(benchmark::State& state) {
-  constexpr char kCrdAndWidget[] = R"(
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: widgets.example.com}
-spec:
-  group: example.com
-  scope: Namespaced
-  names: {plural: widgets, singular: widget, kind: Widget, listKind: WidgetList}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        x-kubernetes-preserve-unknown-fields: true
----
+  StatusOr<std::string> crd =
+      ReadFile(FileSystem::Default(), KPLANE_TESTDATA "/crd/widgets.yaml");
+  if (!crd.ok()) {
+    state.SkipWithError(crd.status().ToString().c_str());
+    return;
+  }
+  const std::string crd_and_widget = *crd + R"(---
 apiVersion: example.com/v1
 kind: Widget
 metadata: {name: w1, namespace: default}
@@ -333,7 +324,7 @@ spec: {size: 1}
       state.SkipWithError(env.status().ToString().c_str());
       return;
     }
-    auto applied = (*env)->ApplyYaml(kCrdAndWidget);
+    auto applied = (*env)->ApplyYaml(crd_and_widget);
     if (!applied.ok() || applied->size() != 2) {
       state.SkipWithError(applied.ok() ? "not two objects applied"
                                        : applied.status().ToString().c_str());

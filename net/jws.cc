@@ -12,7 +12,10 @@
 #include <openssl/objects.h>
 #include <openssl/pem.h>
 #include <openssl/rsa.h>
+#include <openssl/sha.h>
 #include <openssl/x509.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
 
 #include <array>
 #include <utility>
@@ -198,6 +201,51 @@ std::optional<std::string> DecodePart(std::string_view part) {
   return std::move(*d);
 }
 
+// A compact JWS taken apart, before any key is involved.
+struct Parsed {
+  std::string alg;
+  std::optional<std::string> kid;
+  bool crit = false;
+  std::string payload;
+  std::string sig;
+  std::string_view signing_input;  // into the token
+};
+
+StatusOr<Parsed> Parse(std::string_view compact) {
+  if (compact.size() > kMaxJwsBytes) return Invalid("token too long");
+  const size_t d1 = compact.find('.');
+  const size_t d2 =
+      d1 == std::string_view::npos ? d1 : compact.find('.', d1 + 1);
+  if (d2 == std::string_view::npos ||
+      compact.find('.', d2 + 1) != std::string_view::npos) {
+    return Invalid("not a compact JWS (three parts separated by '.')");
+  }
+  std::optional<std::string> header = DecodePart(compact.substr(0, d1));
+  std::optional<std::string> payload =
+      DecodePart(compact.substr(d1 + 1, d2 - d1 - 1));
+  std::optional<std::string> sig = DecodePart(compact.substr(d2 + 1));
+  if (!header || !payload || !sig) return Invalid("invalid base64url");
+  rapidjson::Document h;
+  if (!json::ParseDom(*header, &h, /*max_depth=*/8).ok() || !h.IsObject()) {
+    return Invalid("the header is not a JSON object");
+  }
+  auto alg = h.FindMember("alg");
+  if (alg == h.MemberEnd() || !alg->value.IsString()) {
+    return Invalid("the header has no alg");
+  }
+  Parsed p;
+  p.alg.assign(alg->value.GetString(), alg->value.GetStringLength());
+  if (auto kid = h.FindMember("kid"); kid != h.MemberEnd()) {
+    if (!kid->value.IsString()) return Invalid("the kid is not a string");
+    p.kid.emplace(kid->value.GetString(), kid->value.GetStringLength());
+  }
+  p.crit = h.HasMember("crit");
+  p.payload = std::move(*payload);
+  p.sig = std::move(*sig);
+  p.signing_input = compact.substr(0, d2);
+  return p;
+}
+
 }  // namespace
 
 std::optional<JwsAlg> ParseJwsAlg(std::string_view name) {
@@ -268,17 +316,57 @@ StatusOr<std::shared_ptr<const JwsKey>> JwsKey::FromPem(
       new JwsKey(alg, can_sign, std::move(impl)));
 }
 
-StatusOr<std::string> JwsKey::Sign(std::string_view payload) const {
+StatusOr<std::string> JwsKey::Sign(std::string_view payload,
+                                   const JwsHeader& header) const {
   if (!can_sign_) {
     return FailedPreconditionError("jws: a public key cannot sign");
   }
+  rapidjson::StringBuffer buf;
+  rapidjson::Writer<rapidjson::StringBuffer, rapidjson::UTF8<>,
+                    rapidjson::UTF8<>, rapidjson::CrtAllocator,
+                    rapidjson::kWriteValidateEncodingFlag>
+      w(buf);
+  const std::string_view alg = JwsAlgName(alg_);
+  w.StartObject();
+  w.Key("alg");
+  w.String(alg.data(), static_cast<rapidjson::SizeType>(alg.size()));
+  if (!header.kid.empty()) {
+    w.Key("kid");
+    // Refuses text that is not UTF-8 rather than writing a header no
+    // parser reads back.
+    if (!w.String(header.kid.data(),
+                  static_cast<rapidjson::SizeType>(header.kid.size()))) {
+      return InvalidArgumentError("jws: the kid is not valid UTF-8");
+    }
+  }
+  if (header.typ_jwt) {
+    w.Key("typ");
+    w.String("JWT");
+  }
+  w.EndObject();
   const std::string input =
-      Base64UrlEncode(R"({"alg":")" + std::string(JwsAlgName(alg_)) +
-                      R"(","typ":"JWT"})") +
-      "." + Base64UrlEncode(payload);
+      Base64UrlEncode(std::string_view(buf.GetString(), buf.GetSize())) + "." +
+      Base64UrlEncode(payload);
   StatusOr<std::string> sig = SignInput(input);
   if (!sig.ok()) return sig.status();
   return input + "." + Base64UrlEncode(*sig);
+}
+
+StatusOr<std::string> JwsKey::PublicKeyId() const {
+  if (Info(alg_).family == Family::kHmac) {
+    return FailedPreconditionError("jws: an HMAC key has no public key");
+  }
+  unsigned char* der = nullptr;
+  const int n = i2d_PUBKEY(impl_->pkey.get(), &der);
+  if (n <= 0) {
+    ERR_clear_error();
+    return InternalError("jws: cannot encode the public key");
+  }
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256(der, static_cast<size_t>(n), digest);
+  OPENSSL_free(der);
+  return Base64UrlEncode(
+      std::string_view(reinterpret_cast<const char*>(digest), sizeof(digest)));
 }
 
 StatusOr<std::string> JwsKey::SignInput(std::string_view input) const {
@@ -394,40 +482,50 @@ bool JwsKey::VerifyInput(std::string_view input, std::string_view sig) const {
 }
 
 StatusOr<std::string> JwsKey::Verify(std::string_view compact) const {
-  if (compact.size() > kMaxJwsBytes) return Invalid("token too long");
-  const size_t d1 = compact.find('.');
-  const size_t d2 =
-      d1 == std::string_view::npos ? d1 : compact.find('.', d1 + 1);
-  if (d2 == std::string_view::npos ||
-      compact.find('.', d2 + 1) != std::string_view::npos) {
-    return Invalid("not a compact JWS (three parts separated by '.')");
-  }
-  std::optional<std::string> header = DecodePart(compact.substr(0, d1));
-  std::optional<std::string> payload =
-      DecodePart(compact.substr(d1 + 1, d2 - d1 - 1));
-  std::optional<std::string> sig = DecodePart(compact.substr(d2 + 1));
-  if (!header || !payload || !sig) return Invalid("invalid base64url");
-  rapidjson::Document h;
-  if (!json::ParseDom(*header, &h, /*max_depth=*/8).ok() || !h.IsObject()) {
-    return Invalid("the header is not a JSON object");
-  }
-  auto alg = h.FindMember("alg");
-  if (alg == h.MemberEnd() || !alg->value.IsString()) {
-    return Invalid("the header has no alg");
-  }
-  const std::string_view got(alg->value.GetString(),
-                             alg->value.GetStringLength());
+  StatusOr<Parsed> p = Parse(compact);
+  if (!p.ok()) return p.status();
   // Only the configured algorithm: never "none", never HS256 keyed with
   // an RSA public key's bytes.
-  if (got != JwsAlgName(alg_)) {
-    return Invalid("alg \"" + std::string(got) + "\" is not the expected " +
+  if (p->alg != JwsAlgName(alg_)) {
+    return Invalid("alg \"" + p->alg + "\" is not the expected " +
                    std::string(JwsAlgName(alg_)));
   }
-  if (h.HasMember("crit")) return Invalid("critical header extensions");
-  if (!VerifyInput(compact.substr(0, d2), *sig)) {
+  if (p->crit) return Invalid("critical header extensions");
+  if (!VerifyInput(p->signing_input, p->sig)) {
     return Invalid("the signature does not verify");
   }
-  return std::move(*payload);
+  return std::move(p->payload);
+}
+
+void JwsKeySet::Add(std::shared_ptr<const JwsKey> key, std::string kid) {
+  keys_.push_back({std::move(key), std::move(kid)});
+}
+
+StatusOr<std::string> JwsKeySet::Verify(std::string_view compact) const {
+  StatusOr<Parsed> p = Parse(compact);
+  if (!p.ok()) return p.status();
+  bool kid_known = false;
+  bool alg_known = false;
+  for (const Entry& e : keys_) {
+    if (p->kid.has_value() && e.kid != *p->kid) continue;
+    kid_known = true;
+    // As JwsKey::Verify: the header's alg picks keys, it never reinterprets
+    // one.
+    if (JwsAlgName(e.key->alg()) != p->alg) continue;
+    alg_known = true;
+    if (p->crit) return Invalid("critical header extensions");
+    if (e.key->VerifyInput(p->signing_input, p->sig)) {
+      return std::move(p->payload);
+    }
+  }
+  if (!kid_known) {
+    return p->kid.has_value() ? Invalid("no key with kid \"" + *p->kid + "\"")
+                              : Invalid("no key to verify with");
+  }
+  if (!alg_known) {
+    return Invalid("alg \"" + p->alg + "\" is not the algorithm of any key");
+  }
+  return Invalid("the signature does not verify");
 }
 
 }  // namespace kplane::net

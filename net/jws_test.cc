@@ -1,53 +1,29 @@
 #include "net/jws.h"
 
 #include <gtest/gtest.h>
-#include <openssl/bio.h>
-#include <openssl/evp.h>
-#include <openssl/pem.h>
-#include <openssl/rsa.h>
 
 #include <map>
 #include <string>
 
 #include "base/base64.h"
+#include "net/jws_test_keys.h"
 
 namespace kplane::net {
 namespace {
 
-struct Pem {
-  std::string priv;
-  std::string pub;
-};
-
-std::string BioText(BIO* b) {
-  char* data = nullptr;
-  long n = BIO_get_mem_data(b, &data);
-  std::string out(data, static_cast<size_t>(n));
-  BIO_free(b);
-  return out;
-}
-
-Pem ToPem(EVP_PKEY* k) {
-  BIO* a = BIO_new(BIO_s_mem());
-  PEM_write_bio_PrivateKey(a, k, nullptr, nullptr, 0, nullptr, nullptr);
-  BIO* b = BIO_new(BIO_s_mem());
-  PEM_write_bio_PUBKEY(b, k);
-  Pem p{BioText(a), BioText(b)};
-  EVP_PKEY_free(k);
-  return p;
-}
+using Pem = PemKeyPair;
 
 // Keys made once per process (RSA generation is slow).
 const Pem& Keys(const std::string& which) {
   static auto* keys = [] {
     auto* m = new std::map<std::string, Pem>;
-    (*m)["rsa"] = ToPem(EVP_RSA_gen(2048));
-    (*m)["rsa2"] = ToPem(EVP_RSA_gen(2048));
-    (*m)["rsa1024"] = ToPem(EVP_RSA_gen(1024));
-    (*m)["P-256"] = ToPem(EVP_EC_gen("P-256"));
-    (*m)["P-256b"] = ToPem(EVP_EC_gen("P-256"));
-    (*m)["P-384"] = ToPem(EVP_EC_gen("P-384"));
-    (*m)["P-521"] = ToPem(EVP_EC_gen("P-521"));
+    (*m)["rsa"] = NewRsaKeyPem(2048);
+    (*m)["rsa2"] = NewRsaKeyPem(2048);
+    (*m)["rsa1024"] = NewRsaKeyPem(1024);
+    (*m)["P-256"] = NewEcKeyPem("P-256");
+    (*m)["P-256b"] = NewEcKeyPem("P-256");
+    (*m)["P-384"] = NewEcKeyPem("P-384");
+    (*m)["P-521"] = NewEcKeyPem("P-521");
     return m;
   }();
   return keys->at(which);
@@ -276,6 +252,109 @@ TEST(JwsTest, KeyLoadingErrors) {
   EXPECT_EQ(msg(JwsKey::Hmac(JwsAlg::kRS256, "k")),
             "RS256 does not take a shared secret");
   EXPECT_EQ(msg(JwsKey::FromPem(JwsAlg::kRS256, rsa.priv, rsa.pub)), "ok");
+}
+
+// The payload, or the error's message.
+std::string Got(const StatusOr<std::string>& payload) {
+  return payload.ok() ? *payload : payload.status().message();
+}
+
+std::string HeaderOf(const std::string& jws) {
+  return *Base64UrlDecode(jws.substr(0, jws.find('.')));
+}
+
+TEST(JwsTest, SignWritesKidAndTyp) {
+  auto key = MustKey(JwsAlg::kRS256, Keys("rsa"));
+  EXPECT_EQ(HeaderOf(*key->Sign("{}")), R"({"alg":"RS256","typ":"JWT"})");
+  EXPECT_EQ(HeaderOf(*key->Sign("{}", {.kid = "k\"1"})),
+            R"({"alg":"RS256","kid":"k\"1","typ":"JWT"})");
+  // Kubernetes' service account header.
+  std::string jws = *key->Sign("{}", {.kid = "k1", .typ_jwt = false});
+  EXPECT_EQ(HeaderOf(jws), R"({"alg":"RS256","kid":"k1"})");
+  EXPECT_TRUE(key->Verify(jws).ok());
+  EXPECT_EQ(key->Sign("{}", {.kid = "\xff"}).status().code(),
+            StatusCode::kInvalidArgument);
+  // A kid must be a string.
+  auto hs = *JwsKey::Hmac(JwsAlg::kHS256, "k");
+  EXPECT_EQ(hs->Verify(Part(R"({"alg":"HS256","kid":7})") + "." + Part("{}") +
+                       "." + Part("x"))
+                .status()
+                .message(),
+            "jws: the kid is not a string");
+}
+
+TEST(JwsTest, PublicKeyIdIsThePublicKeysDigest) {
+  auto pair = MustKey(JwsAlg::kRS256, Keys("rsa"));
+  auto pub = MustKey(JwsAlg::kRS256, Keys("rsa"), /*with_private=*/false);
+  auto other = MustKey(JwsAlg::kRS256, Keys("rsa2"));
+  auto ec = MustKey(JwsAlg::kES256, Keys("P-256"));
+  ASSERT_TRUE(pair->PublicKeyId().ok());
+  EXPECT_EQ(pair->PublicKeyId()->size(), 43u);  // 32 bytes, base64url
+  EXPECT_EQ(*pair->PublicKeyId(), *pub->PublicKeyId());
+  EXPECT_NE(*pair->PublicKeyId(), *other->PublicKeyId());
+  EXPECT_NE(*pair->PublicKeyId(), *ec->PublicKeyId());
+  EXPECT_EQ((*JwsKey::Hmac(JwsAlg::kHS256, "k"))->PublicKeyId().status().code(),
+            StatusCode::kFailedPrecondition);
+}
+
+TEST(JwsKeySetTest, AKidChoosesTheKeysTried) {
+  auto a = MustKey(JwsAlg::kRS256, Keys("rsa"));
+  auto b = MustKey(JwsAlg::kRS256, Keys("rsa2"));
+  JwsKeySet set;
+  set.Add(a, "a");
+  set.Add(b, "b");
+  EXPECT_EQ(Got(set.Verify(*a->Sign("1", {.kid = "a"}))), "1");
+  EXPECT_EQ(Got(set.Verify(*b->Sign("2", {.kid = "b"}))), "2");
+  // Signed by a, naming b: only b is tried.
+  EXPECT_EQ(set.Verify(*a->Sign("{}", {.kid = "b"})).status().message(),
+            "jws: the signature does not verify");
+  EXPECT_EQ(set.Verify(*a->Sign("{}", {.kid = "c"})).status().message(),
+            "jws: no key with kid \"c\"");
+  // No kid: every key is tried.
+  EXPECT_EQ(Got(set.Verify(*b->Sign("3"))), "3");
+  // A key added without a kid answers only tokens without one.
+  JwsKeySet plain;
+  plain.Add(a);
+  EXPECT_TRUE(plain.Verify(*a->Sign("{}")).ok());
+  EXPECT_EQ(plain.Verify(*a->Sign("{}", {.kid = "a"})).status().message(),
+            "jws: no key with kid \"a\"");
+}
+
+TEST(JwsKeySetTest, SeveralKeysOfSeveralAlgorithms) {
+  auto rsa = MustKey(JwsAlg::kRS256, Keys("rsa"));
+  auto ec = MustKey(JwsAlg::kES256, Keys("P-256"));
+  auto hs = *JwsKey::Hmac(JwsAlg::kHS256, "secret");
+  JwsKeySet set;
+  EXPECT_TRUE(set.empty());
+  EXPECT_EQ(set.Verify(*rsa->Sign("{}")).status().message(),
+            "jws: no key to verify with");
+  set.Add(MustKey(JwsAlg::kRS256, Keys("rsa"), /*with_private=*/false));
+  set.Add(MustKey(JwsAlg::kES256, Keys("P-256"), /*with_private=*/false));
+  set.Add(hs);
+  // Rotation: a second key of the same algorithm.
+  set.Add(MustKey(JwsAlg::kRS256, Keys("rsa2"), /*with_private=*/false));
+  EXPECT_EQ(set.size(), 4u);
+  EXPECT_EQ(Got(set.Verify(*rsa->Sign("r"))), "r");
+  EXPECT_EQ(Got(set.Verify(*ec->Sign("e"))), "e");
+  EXPECT_EQ(Got(set.Verify(*hs->Sign("h"))), "h");
+  EXPECT_EQ(Got(set.Verify(*MustKey(JwsAlg::kRS256, Keys("rsa2"))->Sign("2"))),
+            "2");
+  EXPECT_EQ(
+      Got(set.Verify(*(*JwsKey::Hmac(JwsAlg::kHS256, "other"))->Sign("x"))),
+      "jws: the signature does not verify");
+  EXPECT_EQ(set.Verify(*MustKey(JwsAlg::kPS256, Keys("rsa"))->Sign("{}"))
+                .status()
+                .message(),
+            "jws: alg \"PS256\" is not the algorithm of any key");
+  // The key confusion attack: HS256 keyed with the RSA public key's PEM.
+  auto forged_key = *JwsKey::Hmac(JwsAlg::kHS256, Keys("rsa").pub);
+  EXPECT_EQ(set.Verify(*forged_key->Sign("{}")).status().code(),
+            StatusCode::kUnauthenticated);
+  const std::string crit =
+      Part(R"({"alg":"HS256","crit":["exp"]})") + "." + Part("{}");
+  EXPECT_EQ(set.Verify(crit + "." + Part("x")).status().message(),
+            "jws: critical header extensions");
+  EXPECT_EQ(set.Verify("a.b").status().code(), StatusCode::kUnauthenticated);
 }
 
 }  // namespace

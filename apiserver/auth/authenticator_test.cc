@@ -8,6 +8,7 @@
 #include "apiserver/auth/service_account_token.h"
 #include "apiserver/auth/token_file.h"
 #include "base/base64.h"
+#include "net/jws.h"
 
 namespace kplane::apiserver::auth {
 namespace {
@@ -268,6 +269,27 @@ TEST_F(ServiceAccountTokenTest, RotationVerifiesWithEveryKey) {
   auto authn = Authn({KeyA() + KeyB()});
   EXPECT_TRUE(authn->AuthenticateToken(Issue(KeyA()))->has_value());
   EXPECT_TRUE(authn->AuthenticateToken(Issue(KeyB()))->has_value());
+}
+
+// The header names the signing key as kube's does (base64url of the
+// SHA-256 of its public key), and the authenticator tries only the key a
+// kid names.
+TEST_F(ServiceAccountTokenTest, KidNamesTheKeyThatVerifies) {
+  auto key_a = *net::JwsKey::FromPem(net::JwsAlg::kRS256, KeyA(), "");
+  auto key_b = *net::JwsKey::FromPem(net::JwsAlg::kRS256, KeyB(), "");
+  std::string jwt = Issue(KeyA());
+  EXPECT_EQ(*Base64UrlDecode(jwt.substr(0, jwt.find('.'))),
+            R"({"alg":"RS256","kid":")" + *key_a->PublicKeyId() + R"("})");
+  auto authn = Authn({KeyA() + KeyB()});
+  std::string claims = *Base64UrlDecode(
+      jwt.substr(jwt.find('.') + 1, jwt.rfind('.') - jwt.find('.') - 1));
+  // Signed by A but naming B: only B is tried.
+  std::string misnamed =
+      *key_a->Sign(claims, {.kid = *key_b->PublicKeyId(), .typ_jwt = false});
+  EXPECT_EQ(authn->AuthenticateToken(misnamed).status().message(),
+            "service account token: invalid signature");
+  // No kid: every key is tried.
+  EXPECT_TRUE(authn->AuthenticateToken(*key_a->Sign(claims))->has_value());
 }
 
 TEST_F(ServiceAccountTokenTest, ValidityWindowWithLeeway) {

@@ -3,9 +3,6 @@
 #include <openssl/bio.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
-#include <openssl/rsa.h>
-#include <openssl/sha.h>
-#include <openssl/x509.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
@@ -15,119 +12,72 @@
 
 #include "base/base64.h"
 #include "base/json.h"
+#include "net/jws.h"
 
 namespace kplane::apiserver::auth {
-
-// An RSA key (private for signing, or public only) and its key id.
-class SigningKey {
- public:
-  explicit SigningKey(EVP_PKEY* pkey) : pkey_(pkey) {
-    unsigned char* der = nullptr;
-    int n = i2d_PUBKEY(pkey_, &der);
-    if (n > 0) {
-      unsigned char digest[SHA256_DIGEST_LENGTH];
-      SHA256(der, static_cast<size_t>(n), digest);
-      kid_ = Base64UrlEncode(std::string_view(
-          reinterpret_cast<const char*>(digest), sizeof(digest)));
-    }
-    OPENSSL_free(der);
-  }
-  ~SigningKey() { EVP_PKEY_free(pkey_); }
-  SigningKey(const SigningKey&) = delete;
-  SigningKey& operator=(const SigningKey&) = delete;
-
-  const std::string& kid() const { return kid_; }
-
-  StatusOr<std::string> Sign(std::string_view data) const {
-    EVP_MD_CTX* ctx = EVP_MD_CTX_new();
-    size_t len = 0;
-    std::string sig;
-    bool ok =
-        ctx != nullptr &&
-        EVP_DigestSignInit(ctx, nullptr, EVP_sha256(), nullptr, pkey_) == 1 &&
-        EVP_DigestSign(ctx, nullptr, &len,
-                       reinterpret_cast<const unsigned char*>(data.data()),
-                       data.size()) == 1;
-    if (ok) {
-      sig.resize(len);
-      ok = EVP_DigestSign(ctx, reinterpret_cast<unsigned char*>(sig.data()),
-                          &len,
-                          reinterpret_cast<const unsigned char*>(data.data()),
-                          data.size()) == 1;
-      sig.resize(len);
-    }
-    EVP_MD_CTX_free(ctx);
-    if (!ok) return InternalError("service account token: signing failed");
-    return sig;
-  }
-
-  bool Verify(std::string_view data, std::string_view sig) const {
-    EVP_MD_CTX* ctx = EVP_MD_CTX_new();
-    bool ok =
-        ctx != nullptr &&
-        EVP_DigestVerifyInit(ctx, nullptr, EVP_sha256(), nullptr, pkey_) == 1 &&
-        EVP_DigestVerify(
-            ctx, reinterpret_cast<const unsigned char*>(sig.data()), sig.size(),
-            reinterpret_cast<const unsigned char*>(data.data()),
-            data.size()) == 1;
-    EVP_MD_CTX_free(ctx);
-    return ok;
-  }
-
- private:
-  EVP_PKEY* pkey_;
-  std::string kid_;
-};
 
 namespace {
 
 constexpr std::chrono::seconds kLeeway(60);
 
-bool IsRsa(EVP_PKEY* k) { return EVP_PKEY_base_id(k) == EVP_PKEY_RSA; }
+// An RS256 key and the kid Kubernetes gives it (net::JwsKey::PublicKeyId).
+StatusOr<std::shared_ptr<const net::JwsKey>> Rs256Key(
+    std::string_view private_pem, std::string_view public_pem,
+    std::string* kid) {
+  StatusOr<std::shared_ptr<const net::JwsKey>> key =
+      net::JwsKey::FromPem(net::JwsAlg::kRS256, private_pem, public_pem);
+  if (!key.ok()) return key.status();
+  StatusOr<std::string> id = (*key)->PublicKeyId();
+  if (!id.ok()) return id.status();
+  *kid = std::move(*id);
+  return key;
+}
 
-// Every key in a PEM text: public keys, private keys' public halves,
-// certificates' keys. Other blocks are an error.
-StatusOr<std::vector<std::unique_ptr<SigningKey>>> ReadKeys(
-    std::string_view pem) {
-  std::vector<std::unique_ptr<SigningKey>> keys;
+// Every key in a PEM text, each block on its own: public keys, private
+// keys' public halves, certificates' keys. Other blocks are an error.
+Status ReadKeys(std::string_view pem, net::JwsKeySet* keys) {
   BIO* bio = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
+  const size_t before = keys->size();
+  Status st;
   for (;;) {
     char* name = nullptr;
     char* header = nullptr;
     unsigned char* data = nullptr;
     long len = 0;
     if (PEM_read_bio(bio, &name, &header, &data, &len) != 1) break;
-    const unsigned char* p = data;
-    std::string block = name;
-    EVP_PKEY* k = nullptr;
-    if (block == "PUBLIC KEY") {
-      k = d2i_PUBKEY(nullptr, &p, len);
-    } else if (block == "RSA PUBLIC KEY") {
-      k = d2i_PublicKey(EVP_PKEY_RSA, nullptr, &p, len);
-    } else if (block == "PRIVATE KEY" || block == "RSA PRIVATE KEY") {
-      k = d2i_AutoPrivateKey(nullptr, &p, len);
-    } else if (block == "CERTIFICATE") {
-      X509* cert = d2i_X509(nullptr, &p, len);
-      if (cert != nullptr) k = X509_get_pubkey(cert);
-      X509_free(cert);
-    }
+    const std::string block = name;
+    // The block alone, as PEM text again, for net::JwsKey.
+    BIO* one = BIO_new(BIO_s_mem());
+    PEM_write_bio(one, name, header, data, len);
+    char* text = nullptr;
+    const long text_len = BIO_get_mem_data(one, &text);
+    const std::string block_pem(text, static_cast<size_t>(text_len));
+    BIO_free(one);
     OPENSSL_free(name);
     OPENSSL_free(header);
     OPENSSL_free(data);
-    if (k == nullptr) {
-      BIO_free(bio);
-      return InvalidArgumentError("unreadable PEM block \"" + block + "\"");
+    const bool is_private =
+        block == "PRIVATE KEY" || block == "RSA PRIVATE KEY";
+    if (!is_private && block != "PUBLIC KEY" && block != "RSA PUBLIC KEY" &&
+        block != "CERTIFICATE") {
+      st = InvalidArgumentError("unreadable PEM block \"" + block + "\"");
+      break;
     }
-    if (!IsRsa(k)) {
-      EVP_PKEY_free(k);
-      BIO_free(bio);
-      return InvalidArgumentError("service account keys must be RSA (RS256)");
+    std::string kid;
+    StatusOr<std::shared_ptr<const net::JwsKey>> key =
+        is_private ? Rs256Key(block_pem, "", &kid)
+                   : Rs256Key("", block_pem, &kid);
+    if (!key.ok()) {
+      st = InvalidArgumentError("PEM block \"" + block +
+                                "\": " + key.status().message());
+      break;
     }
-    keys.push_back(std::make_unique<SigningKey>(k));
+    keys->Add(std::move(*key), std::move(kid));
   }
   BIO_free(bio);
-  if (keys.empty()) return InvalidArgumentError("no PEM key found");
-  return keys;
+  if (!st.ok()) return st;
+  if (keys->size() == before) return InvalidArgumentError("no PEM key found");
+  return Status::Ok();
 }
 
 int64_t Seconds(WallTime t) {
@@ -188,22 +138,17 @@ ServiceAccountTokenIssuer::~ServiceAccountTokenIssuer() = default;
 StatusOr<std::unique_ptr<ServiceAccountTokenIssuer>>
 ServiceAccountTokenIssuer::Create(std::string_view private_key_pem,
                                   std::string issuer) {
-  BIO* bio = BIO_new_mem_buf(private_key_pem.data(),
-                             static_cast<int>(private_key_pem.size()));
-  EVP_PKEY* k = PEM_read_bio_PrivateKey(bio, nullptr, nullptr, nullptr);
-  BIO_free(bio);
-  if (k == nullptr) {
-    return InvalidArgumentError(
-        "the service account signing key is not a PEM private key");
-  }
-  if (!IsRsa(k)) {
-    EVP_PKEY_free(k);
-    return InvalidArgumentError(
-        "the service account signing key must be RSA (RS256)");
+  std::string kid;
+  StatusOr<std::shared_ptr<const net::JwsKey>> key =
+      Rs256Key(private_key_pem, "", &kid);
+  if (!key.ok()) {
+    return InvalidArgumentError("the service account signing key: " +
+                                key.status().message());
   }
   auto out =
       std::unique_ptr<ServiceAccountTokenIssuer>(new ServiceAccountTokenIssuer);
-  out->key_ = std::make_unique<SigningKey>(k);
+  out->key_ = std::move(*key);
+  out->kid_ = std::move(kid);
   out->issuer_ = std::move(issuer);
   return out;
 }
@@ -219,11 +164,6 @@ StatusOr<std::string> ServiceAccountTokenIssuer::Issue(
       return InvalidArgumentError("cannot bind a token to a " + bound->kind);
     }
   }
-  rapidjson::Document h(rapidjson::kObjectType);
-  auto& a = h.GetAllocator();
-  h.AddMember("alg", "RS256", a);
-  h.AddMember("kid", rapidjson::Value(key_->kid().c_str(), a), a);
-
   rapidjson::Document c(rapidjson::kObjectType);
   auto& ca = c.GetAllocator();
   rapidjson::Value aud(rapidjson::kArrayType);
@@ -254,11 +194,8 @@ StatusOr<std::string> ServiceAccountTokenIssuer::Issue(
   std::string sub = kServiceAccountUserPrefix + sa.ns + ":" + sa.name;
   c.AddMember("sub", rapidjson::Value(sub.c_str(), ca), ca);
 
-  std::string signing_input =
-      Base64UrlEncode(Json(h)) + "." + Base64UrlEncode(Json(c));
-  StatusOr<std::string> sig = key_->Sign(signing_input);
-  if (!sig.ok()) return sig.status();
-  return signing_input + "." + Base64UrlEncode(*sig);
+  // Kubernetes' header: {"alg":"RS256","kid":"..."}, no "typ".
+  return key_->Sign(Json(c), net::JwsHeader{.kid = kid_, .typ_jwt = false});
 }
 
 ServiceAccountTokenAuthenticator::~ServiceAccountTokenAuthenticator() = default;
@@ -276,12 +213,9 @@ ServiceAccountTokenAuthenticator::Create(
   auto out = std::unique_ptr<ServiceAccountTokenAuthenticator>(
       new ServiceAccountTokenAuthenticator);
   for (const std::string& pem : options.key_pems) {
-    auto keys = ReadKeys(pem);
-    if (!keys.ok()) {
-      return InvalidArgumentError("service account key: " +
-                                  std::string(keys.status().message()));
+    if (Status st = ReadKeys(pem, &out->keys_); !st.ok()) {
+      return InvalidArgumentError("service account key: " + st.message());
     }
-    for (auto& k : *keys) out->keys_.push_back(std::move(k));
   }
   if (out->keys_.empty()) {
     return InvalidArgumentError(
@@ -322,11 +256,10 @@ ServiceAccountTokenAuthenticator::AuthenticateToken(
     return Invalid("service account token: unsupported algorithm \"" +
                    StringMember(h, "alg") + "\"");
   }
-  std::string_view signing_input = token.substr(0, d2);
-  bool verified = std::any_of(keys_.begin(), keys_.end(), [&](const auto& k) {
-    return k->Verify(signing_input, *sig);
-  });
-  if (!verified) return Invalid("service account token: invalid signature");
+  // Only the keys named by the token's kid, if it has one (as kube).
+  if (!keys_.Verify(token).ok()) {
+    return Invalid("service account token: invalid signature");
+  }
 
   int64_t now = Seconds(options_.clock->WallNow());
   int64_t leeway = kLeeway.count();

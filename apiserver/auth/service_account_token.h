@@ -13,10 +13,11 @@
 //
 // The issuer signs with --service-account-signing-key-file; the
 // authenticator verifies with every key of --service-account-key-file (so a
-// key can be rotated: verify with old and new, sign with new), checks the
-// issuer (--service-account-issuer; a token of another issuer is not this
-// authenticator's), the audiences (--api-audiences, default the issuer),
-// the validity window (60 s of leeway, as go-jose's), and that the
+// key can be rotated: verify with old and new, sign with new; only the key
+// the header's kid names when it names one, as kube: net::JwsKeySet),
+// checks the issuer (--service-account-issuer; a token of another issuer is
+// not this authenticator's), the audiences (--api-audiences, default the
+// issuer), the validity window (60 s of leeway, as go-jose's), and that the
 // ServiceAccount still exists with the same uid (a deleted and recreated
 // account's old tokens stop working), and so does the object the token is
 // bound to, if any.
@@ -47,6 +48,7 @@
 #include "apiserver/auth/authenticator.h"
 #include "base/clock.h"
 #include "base/statusor.h"
+#include "net/jws.h"
 
 namespace kplane::apiserver::auth {
 
@@ -85,8 +87,6 @@ class ServiceAccountLookup {
 // A new RSA 2048 private key, PEM (PKCS#8): kplane up's signing key.
 StatusOr<std::string> GenerateServiceAccountKeyPem();
 
-class SigningKey;  // OpenSSL key, defined in the .cc
-
 class ServiceAccountTokenIssuer {
  public:
   // `private_key_pem`: an RSA private key (PKCS#1 or PKCS#8 PEM).
@@ -102,7 +102,8 @@ class ServiceAccountTokenIssuer {
 
  private:
   ServiceAccountTokenIssuer() = default;
-  std::unique_ptr<SigningKey> key_;
+  std::shared_ptr<const net::JwsKey> key_;
+  std::string kid_;
   std::string issuer_;
 };
 
@@ -128,7 +129,7 @@ class ServiceAccountTokenAuthenticator final : public TokenAuthenticator {
  private:
   ServiceAccountTokenAuthenticator() = default;
   ServiceAccountTokenAuthenticatorOptions options_;
-  std::vector<std::unique_ptr<SigningKey>> keys_;
+  net::JwsKeySet keys_;
 };
 
 }  // namespace kplane::apiserver::auth

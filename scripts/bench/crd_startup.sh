@@ -85,23 +85,6 @@ results=()
 printf '%-4s %8s %8s %8s\n' run api_s crd_s cr_s
 for run in $(seq 1 "$runs"); do
   dir=$(mktemp -d /tmp/kplane-crd-startup-XXXXXX)
-  cat >"$dir/crd.yaml" <<'EOF'
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: widgets.example.com}
-spec:
-  group: example.com
-  scope: Namespaced
-  names: {plural: widgets, singular: widget, kind: Widget, listKind: WidgetList}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        x-kubernetes-preserve-unknown-fields: true
-EOF
   cat >"$dir/widget.yaml" <<'EOF'
 apiVersion: example.com/v1
 kind: Widget
@@ -118,7 +101,7 @@ EOF
   deadline=$(awk -v t="$t0" 'BEGIN { printf "%.3f", t + 60 }')
   retry "$deadline" test -s "$dir/kubeconfig"
   api=$(since "$t0")
-  retry "$deadline" "${kc[@]}" apply -f "$dir/crd.yaml"
+  retry "$deadline" "${kc[@]}" apply -f testdata/crd/widgets.yaml
   "${kc[@]}" wait --for=condition=Established --timeout=60s \
     crd/widgets.example.com >"$dir/last.out" 2>&1 ||
     fail "the CRD was not Established: $(tail -n 1 "$dir/last.out")"

@@ -100,15 +100,6 @@ StatusOr<std::shared_ptr<grpc::ChannelCredentials>> Credentials(
   return grpc::SslCredentials(s);
 }
 
-// The outcome of one attempt on one endpoint.
-struct Attempt {
-  Status status;
-  // No complete answer arrived (as opposed to an error answer).
-  bool transport = false;
-  // The channel could not connect: nothing of the request left.
-  bool connect = false;
-};
-
 // etcd's errors all carry its "etcdserver: " prefix (rpctypes); gRPC's own
 // (a broken connection, a passed deadline) do not.
 bool IsEtcdText(const std::string& m) { return m.rfind("etcdserver:", 0) == 0; }
@@ -131,25 +122,6 @@ Attempt FromGrpc(const grpc::Status& g, const Endpoint& e) {
     }
   }
   return {etcdjson::GrpcErrorToStatus(static_cast<int>(g.error_code()), m)};
-}
-
-// Server answers after which a read may be retried on another member.
-bool IsRetriableServerError(const Status& s) {
-  switch (s.code()) {
-    case StatusCode::kUnavailable:
-    case StatusCode::kNotLeader:
-    case StatusCode::kDeadlineExceeded:
-      return true;
-    default:
-      return false;
-  }
-}
-
-// As in remote_kv.cc: the write was refused before the raft log.
-bool IsRefusedBeforeProposal(const Status& s) {
-  const std::string& m = s.message();
-  return m == "etcdserver: no leader" || m == "etcdserver: not leader" ||
-         m.find("raft proposal dropped") != std::string::npos;
 }
 
 std::chrono::system_clock::time_point GrpcDeadline(Clock* clock,
@@ -183,75 +155,28 @@ bool EnsureConnected(Channels* c, size_t ep, TimePoint deadline) {
 Attempt NotConnected(const Channels* c, size_t ep) {
   return {Status(StatusCode::kUnavailable,
                  "connect " + c->endpoints[ep].host_port + ": not connected"),
-          true, true};
+          /*transport=*/true, /*unsent=*/true};
 }
 
-// The failover loop of every unary call (remote_kv.h's rules). `attempt`
-// runs the call on one endpoint: (ep, context) -> Attempt.
+// The failover loop of failover.h over the channels. `attempt` runs the
+// call on one endpoint: (ep, context) -> Attempt.
 template <typename AttemptFn>
 Status WithFailover(Channels* c, std::string_view what, CallKind kind,
                     const AttemptFn& attempt) {
   const RemoteKVOptions& o = c->options;
   Clock* clock = c->clock;
-  const size_t n = c->endpoints.size();
-  const TimePoint deadline = clock->Now() + o.call_timeout;
-  Duration backoff = o.retry_backoff;
-  Status last;
-  bool last_transport = false;
-  size_t start = c->preferred.load();
-  for (int round = 0;; ++round) {
-    for (size_t i = 0; i < n; ++i) {
-      if (clock->Now() >= deadline && !(round == 0 && i == 0)) break;
-      const size_t ep = (start + i) % n;
-      Attempt a;
-      if (!EnsureConnected(c, ep, deadline)) {
-        a = NotConnected(c, ep);
-      } else {
+  const FailoverTiming timing{clock, o.call_timeout, o.retry_backoff,
+                              o.max_retry_backoff};
+  return storage::WithFailover(
+      timing, c->endpoints, &c->preferred, what, kind,
+      [&](size_t ep, TimePoint deadline) {
+        if (!EnsureConnected(c, ep, deadline)) return NotConnected(c, ep);
         grpc::ClientContext ctx;
         ctx.set_deadline(GrpcDeadline(
             clock,
             std::min<TimePoint>(deadline, clock->Now() + o.request_timeout)));
-        a = attempt(ep, &ctx);
-      }
-      if (a.status.ok()) {
-        c->preferred.store(ep);
-        return a.status;
-      }
-      last = a.status;
-      last_transport = a.transport;
-      if (a.transport) {
-        if (a.connect || kind == CallKind::kRead) continue;
-        // The request may have reached the server: never resend a write.
-        return Status(a.status.code() == StatusCode::kDeadlineExceeded
-                          ? a.status.code()
-                          : StatusCode::kUnavailable,
-                      std::string(what) + " to " + c->endpoints[ep].host_port +
-                          " failed: " + a.status.message() +
-                          " (the write may have been applied)");
-      }
-      if (kind == CallKind::kRead && IsRetriableServerError(a.status)) {
-        continue;
-      }
-      if (kind == CallKind::kWrite && IsRefusedBeforeProposal(a.status)) {
-        continue;
-      }
-      // An answer from the server: it is the result.
-      c->preferred.store(ep);
-      return a.status;
-    }
-    TimePoint now = clock->Now();
-    if (now >= deadline) break;
-    Duration wait = std::min<Duration>(backoff, deadline - now);
-    clock->SleepFor(wait);
-    backoff = std::min<Duration>(backoff * 2, o.max_retry_backoff);
-    start = c->preferred.load();
-  }
-  if (!last_transport) return last;
-  StatusCode code = last.code() == StatusCode::kDeadlineExceeded
-                        ? last.code()
-                        : StatusCode::kUnavailable;
-  return Status(code, std::string(what) + ": no endpoint answered (last: " +
-                          last.message() + ")");
+        return attempt(ep, &ctx);
+      });
 }
 
 // A unary RPC of a stub: `rpc(ep, ctx, resp)` returns the grpc::Status.
@@ -452,24 +377,17 @@ StatusOr<pb::StatusResponse> GrpcKV::MemberStatus() {
 // ---------------------------------------------------------------------------
 // GrpcWatch
 //
-// One thread per watch runs a Watch stream to one endpoint at a time and
-// keeps `next_rev`, the lowest revision not delivered yet, exactly as
-// remote_kv.cc's RemoteWatch does (see there for the reasoning):
-//   - after the first `created`: start_revision, or created.header.revision
-//     + 1 for a watch from "now";
-//   - after events: the last event's mod_revision + 1;
-//   - progress notifications do not move it.
-// A broken stream is re-created on the next endpoint from next_rev; its
-// `created` is swallowed and events below next_rev are dropped.
+// One thread per watch runs a Watch stream to one endpoint at a time, and
+// resumes it on the next endpoint when it breaks, by failover.h's
+// WatchResumer, as remote_kv.cc's RemoteWatch does.
 
 namespace {
 
 class GrpcWatch : public Watch {
  public:
   GrpcWatch(Channels* c, pb::WatchCreateRequest req, WatchCallback callback)
-      : state_(std::make_shared<State>()) {
+      : state_(std::make_shared<State>(std::move(req))) {
     state_->c = c;
-    state_->req = std::move(req);
     state_->callback = std::move(callback);
   }
 
@@ -520,8 +438,9 @@ class GrpcWatch : public Watch {
   using Stream = grpc::ClientReaderWriter<pb::WatchRequest, pb::WatchResponse>;
 
   struct State {
+    explicit State(pb::WatchCreateRequest req) : resumer(std::move(req)) {}
+
     Channels* c = nullptr;
-    pb::WatchCreateRequest req;
     WatchCallback callback;
 
     // Lock order: deliver_mu, then mu. write_mu is a leaf.
@@ -548,9 +467,7 @@ class GrpcWatch : public Watch {
     Stream* stream GUARDED_BY(write_mu) = nullptr;
 
     // Owned by the watch thread.
-    int64_t next_rev = 0;
-    bool created_delivered = false;
-    bool finished = false;
+    WatchResumer resumer;
   };
 
   static bool Stopping(State* st) {
@@ -607,8 +524,8 @@ class GrpcWatch : public Watch {
     while (!Stopping(st)) {
       bool progressed = false;
       Status s = RunStream(st, ep, &progressed);
-      if (st->finished || Stopping(st)) break;
-      if (!st->created_delivered) {
+      if (st->resumer.finished() || Stopping(st)) break;
+      if (!st->resumer.created()) {
         // Still creating the watch: a server's refusal is final.
         bool retriable = s.code() == StatusCode::kUnavailable ||
                          s.code() == StatusCode::kDeadlineExceeded ||
@@ -627,7 +544,7 @@ class GrpcWatch : public Watch {
       } else {
         LOG(INFO) << "watch stream to " << c->endpoints[ep].host_port
                   << " ended (" << s << "); resuming from revision "
-                  << st->next_rev;
+                  << st->resumer.next_rev();
       }
       if (progressed) {
         failures_in_round = 0;
@@ -664,10 +581,7 @@ class GrpcWatch : public Watch {
     }
     std::unique_ptr<Stream> stream = c->watch[ep]->Watch(ctx.get());
     pb::WatchRequest wr;
-    *wr.mutable_create_request() = st->req;
-    if (st->created_delivered) {
-      wr.mutable_create_request()->set_start_revision(st->next_rev);
-    }
+    *wr.mutable_create_request() = st->resumer.NextCreateRequest();
     bool wrote;
     {
       MutexLock w(&st->write_mu);
@@ -684,7 +598,7 @@ class GrpcWatch : public Watch {
           break;
         }
         s = Handle(st, resp, progressed);
-        if (!s.ok() || st->finished) break;
+        if (!s.ok() || st->resumer.finished()) break;
       }
     }
     {
@@ -698,7 +612,7 @@ class GrpcWatch : public Watch {
     }
     if (!wrote || !read_failed) ctx->TryCancel();
     grpc::Status fin = stream->Finish();
-    if (!s.ok() || st->finished) return s;
+    if (!s.ok() || st->resumer.finished()) return s;
     Attempt a = FromGrpc(fin, e);
     if (a.status.ok()) {
       return UnavailableError("watch stream to " + e.host_port +
@@ -708,67 +622,28 @@ class GrpcWatch : public Watch {
   }
 
   static Status Handle(State* st, pb::WatchResponse& resp, bool* progressed) {
-    if (resp.created()) {
-      bool ask_progress = false;
-      {
-        MutexLock l(&st->mu);
-        st->stream_ready = true;
-        ask_progress = st->progress_pending;
-        st->progress_pending = false;
-      }
-      if (!st->created_delivered) {
-        st->next_rev = st->req.start_revision() > 0
-                           ? st->req.start_revision()
-                           : resp.header().revision() + 1;
-        st->created_delivered = true;
+    WatchResumer::Step step = st->resumer.OnResponse(&resp);
+    bool ask_progress = false;
+    if (step.stream_created) {
+      MutexLock l(&st->mu);
+      st->stream_ready = true;
+      ask_progress = st->progress_pending;
+      st->progress_pending = false;
+    }
+    RETURN_IF_ERROR(step.resume);
+    if (step.deliver) {
+      bool delivered = Deliver(st, resp);
+      if (step.first_created) {
         // StartWatch returns once the `created` callback has run, so the
         // caller always sees it first.
-        bool delivered = Deliver(st, resp);
         FinishStart(st, Status::Ok());
         if (!delivered) return CancelledError("watch stopped");
-        if (resp.canceled()) st->finished = true;
-      } else if (resp.canceled()) {
-        // Re-creating failed. A compacted start revision is final.
-        if (resp.compact_revision() > 0) {
-          Deliver(st, resp);
-          st->finished = true;
-          return Status::Ok();
-        }
-        return UnavailableError("watch re-creation canceled: " +
-                                resp.cancel_reason());
       }
+    }
+    if (step.progressed) {
       *progressed = true;
       if (ask_progress) SendProgress(st);
-      return Status::Ok();
     }
-    if (resp.canceled()) {
-      if (resp.compact_revision() > 0) {
-        Deliver(st, resp);
-        st->finished = true;
-        return Status::Ok();
-      }
-      // Canceled by the member for another reason (it lost its leader, ...):
-      // resume elsewhere.
-      return UnavailableError("watch canceled by the server: " +
-                              resp.cancel_reason());
-    }
-    *progressed = true;
-    if (resp.events_size() == 0) {
-      Deliver(st, resp);  // a progress notification
-      return Status::Ok();
-    }
-    // Drop events already delivered before a reconnect.
-    int keep_from = 0;
-    while (keep_from < resp.events_size() &&
-           resp.events(keep_from).kv().mod_revision() < st->next_rev) {
-      ++keep_from;
-    }
-    if (keep_from == resp.events_size()) return Status::Ok();
-    if (keep_from > 0) {
-      resp.mutable_events()->DeleteSubrange(0, keep_from);
-    }
-    st->next_rev = resp.events(resp.events_size() - 1).kv().mod_revision() + 1;
-    Deliver(st, resp);
     return Status::Ok();
   }
 

@@ -18,19 +18,13 @@
 // Calls outside storage::KV (member list/add/remove, defragment, snapshot:
 // RemoteKV::Call and Maintenance) stay on the JSON API.
 //
-// Failover and retries: the rules of remote_kv.h, unchanged. Each endpoint
-// has one channel. Before an attempt the channel must be connected (within
-// dial_timeout); if it cannot connect, the request never left, so reads and
-// writes alike move on to the next endpoint. Once connected, a read (Range,
-// read-only Txn, lease time-to-live/list/keepalive, status) is retried on a
-// transport failure, a per-request timeout and the no-leader / not-leader /
-// timed-out answers; a write only on the answers that say it was refused
-// before the raft log ("etcdserver: no leader", "etcdserver: not leader",
-// "raft proposal dropped"). Other failures of a write are returned
-// (kUnavailable / kDeadlineExceeded "... (the write may have been
-// applied)"). gRPC's own retries are off, and its reconnect backoff is
-// bounded by retry_backoff..max_retry_backoff so a restarted member is
-// used again quickly.
+// Failover, retries and watch resumption: the rules of failover.h, which
+// RemoteKV follows too. Each endpoint has one channel. Before an attempt
+// the channel must be connected (within dial_timeout); if it cannot
+// connect, the request never left (Attempt::unsent), so reads and writes
+// alike move on to the next endpoint. gRPC's own retries are off, and its
+// reconnect backoff is bounded by retry_backoff..max_retry_backoff so a
+// restarted member is used again quickly.
 //
 // Deadlines: each attempt carries a gRPC deadline of request_timeout (never
 // past the call's call_timeout), so the server abandons it too.
@@ -43,9 +37,8 @@
 // kNotFound as in RemoteKV; LeaseGrant's in-message error is kInternal.
 //
 // Watches: one bidirectional Watch stream and one reader thread per watch,
-// with the guarantees of storage/kv.h (resumed on the next endpoint from
-// the revision after the last delivered one; a compacted resume point ends
-// in a canceled response with compact_revision). The stream carries etcd's
+// with the guarantees of storage/kv.h, resumed by failover.h's
+// WatchResumer. The stream carries etcd's
 // "hasleader" metadata so a member without a leader ends it.
 // RequestProgress writes a progress request on the stream (gRPC is always
 // full-duplex).

@@ -12,36 +12,6 @@ namespace kplane::storage {
 
 namespace {
 
-// The outcome of one attempt on one endpoint.
-struct Attempt {
-  Status status;
-  // The failure happened in the transport (no complete answer arrived),
-  // as opposed to an error answer from the server.
-  bool transport = false;
-};
-
-// Server answers after which a read may be retried on another member.
-bool IsRetriableServerError(const Status& s) {
-  switch (s.code()) {
-    case StatusCode::kUnavailable:
-    case StatusCode::kNotLeader:
-    case StatusCode::kDeadlineExceeded:
-      return true;
-    default:
-      return false;
-  }
-}
-
-// Server answers that say a write was refused before it entered the raft
-// log (kplane store: the raft core dropped the proposal for want of a
-// leader; etcd: the same as "raft proposal dropped", or its leader check
-// before processing): the write was not applied, so it may go elsewhere.
-bool IsRefusedBeforeProposal(const Status& s) {
-  const std::string& m = s.message();
-  return m == "etcdserver: no leader" || m == "etcdserver: not leader" ||
-         m.find("raft proposal dropped") != std::string::npos;
-}
-
 Attempt RunUnary(net::HttpClient* client, std::string_view path,
                  std::string_view body, google::protobuf::Message* resp,
                  bool streamed_result) {
@@ -121,69 +91,26 @@ RemoteKV::~RemoteKV() = default;
 
 namespace {
 
-// The failover loop shared by every unary call. `attempt` runs the call on
-// one endpoint.
+// The failover loop of failover.h over one endpoint's pooled connections.
+// `attempt` runs the call on one endpoint.
 template <typename AttemptFn>
 Status WithFailover(RemoteKV* kv, std::atomic<size_t>* preferred,
                     std::string_view what, CallKind kind,
                     const AttemptFn& attempt) {
   const RemoteKVOptions& o = kv->options();
-  Clock* clock = kv->clock();
-  const size_t n = kv->endpoints().size();
-  const TimePoint deadline = clock->Now() + o.call_timeout;
-  Duration backoff = o.retry_backoff;
-  Status last;
-  bool last_transport = false;
-  size_t start = preferred->load();
-  for (int round = 0;; ++round) {
-    for (size_t i = 0; i < n; ++i) {
-      if (clock->Now() >= deadline && !(round == 0 && i == 0)) break;
-      const size_t ep = (start + i) % n;
-      Attempt a;
-      {
-        PooledClient c = kv->pool(ep)->Take();
-        a = attempt(c.get());
-      }
-      if (a.status.ok()) {
-        preferred->store(ep);
-        return a.status;
-      }
-      last = a.status;
-      last_transport = a.transport;
-      if (a.transport) {
-        if (IsConnectFailure(a.status) || kind == CallKind::kRead) continue;
-        // The request may have reached the server: never resend a write.
-        return Status(a.status.code() == StatusCode::kDeadlineExceeded
-                          ? a.status.code()
-                          : StatusCode::kUnavailable,
-                      std::string(what) + " to " +
-                          kv->endpoints()[ep].host_port +
-                          " failed: " + a.status.message() +
-                          " (the write may have been applied)");
-      }
-      if (kind == CallKind::kRead && IsRetriableServerError(a.status)) {
-        continue;
-      }
-      if (kind == CallKind::kWrite && IsRefusedBeforeProposal(a.status)) {
-        continue;
-      }
-      // An answer from the server: it is the result.
-      preferred->store(ep);
-      return a.status;
-    }
-    TimePoint now = clock->Now();
-    if (now >= deadline) break;
-    Duration wait = std::min<Duration>(backoff, deadline - now);
-    clock->SleepFor(wait);
-    backoff = std::min<Duration>(backoff * 2, o.max_retry_backoff);
-    start = preferred->load();
-  }
-  if (!last_transport) return last;
-  StatusCode code = last.code() == StatusCode::kDeadlineExceeded
-                        ? last.code()
-                        : StatusCode::kUnavailable;
-  return Status(code, std::string(what) + ": no endpoint answered (last: " +
-                          last.message() + ")");
+  const FailoverTiming timing{kv->clock(), o.call_timeout, o.retry_backoff,
+                              o.max_retry_backoff};
+  return storage::WithFailover(
+      timing, kv->endpoints(), preferred, what, kind,
+      [&](size_t ep, TimePoint /*deadline: request_timeout bounds each read*/) {
+        Attempt a;
+        {
+          PooledClient c = kv->pool(ep)->Take();
+          a = attempt(c.get());
+        }
+        a.unsent = a.transport && IsConnectFailure(a.status);
+        return a;
+      });
 }
 
 }  // namespace
@@ -281,26 +208,9 @@ StatusOr<etcdserverpb::StatusResponse> RemoteKV::MemberStatus() {
 // ---------------------------------------------------------------------------
 // RemoteWatch
 //
-// One thread per watch runs a /v3/watch stream to one endpoint at a time.
-// It keeps `next_rev`, the lowest revision whose events have not been
-// delivered yet:
-//   - after the first `created`: start_revision, or created.header.revision
-//     + 1 when the watch started "now" (start_revision 0);
-//   - after a response with events: last event's mod_revision + 1 (not the
-//     header revision: a catching-up watcher's header may run ahead of
-//     events still to come).
-// Progress notifications do not move it: etcd 3.4 answers a progress
-// request with its current revision without waiting for the watcher to
-// catch up, so resuming after such a revision could skip events.
-// A broken stream is re-created, on the next endpoint, with start_revision
-// = next_rev and the original filters; its `created` is swallowed, and any
-// event below next_rev is dropped, so the callback sees each revision once
-// and in order.
-//
-// Example: watch "a" from now at revision 7 (next_rev 8); puts at 8, 9 are
-// delivered (next_rev 10); member A dies; member B is still at 8 when the
-// watch is re-created there from 10: nothing is re-sent for 8 or 9, and 10,
-// 11, ... arrive as B applies them.
+// One thread per watch runs a /v3/watch stream to one endpoint at a time,
+// and resumes it on the next endpoint when it breaks, by failover.h's
+// WatchResumer (next_rev, dropped duplicates, compacted resume points).
 //
 // Duplex. A server that reads further requests while it streams answers
 // (ours) gets progress requests on the watch stream itself. etcd 3.4's
@@ -319,9 +229,8 @@ class RemoteWatch : public Watch {
  public:
   RemoteWatch(RemoteKV* kv, etcdserverpb::WatchCreateRequest req,
               WatchCallback callback)
-      : state_(std::make_shared<State>()) {
+      : state_(std::make_shared<State>(std::move(req))) {
     state_->kv = kv;
-    state_->req = std::move(req);
     state_->callback = std::move(callback);
   }
 
@@ -377,8 +286,10 @@ class RemoteWatch : public Watch {
 
  private:
   struct State {
+    explicit State(etcdserverpb::WatchCreateRequest req)
+        : resumer(std::move(req)) {}
+
     RemoteKV* kv = nullptr;
-    etcdserverpb::WatchCreateRequest req;
     WatchCallback callback;
 
     // Lock order: deliver_mu, then mu (Deliver checks `stop`).
@@ -404,9 +315,7 @@ class RemoteWatch : public Watch {
     std::shared_ptr<net::HttpStream> side_stream GUARDED_BY(mu);
 
     // Owned by the watch thread.
-    int64_t next_rev = 0;
-    bool created_delivered = false;
-    bool finished = false;
+    WatchResumer resumer;
   };
 
   static bool Stopping(State* st) {
@@ -519,8 +428,8 @@ class RemoteWatch : public Watch {
     while (!Stopping(st)) {
       bool progressed = false;
       Status s = RunStream(st, ep, &progressed);
-      if (st->finished || Stopping(st)) break;
-      if (!st->created_delivered) {
+      if (st->resumer.finished() || Stopping(st)) break;
+      if (!st->resumer.created()) {
         // Still creating the watch: a server's refusal is final.
         bool retriable = s.code() == StatusCode::kUnavailable ||
                          s.code() == StatusCode::kDeadlineExceeded ||
@@ -540,7 +449,7 @@ class RemoteWatch : public Watch {
       } else {
         LOG(INFO) << "watch stream to " << kv->endpoints()[ep].host_port
                   << " ended (" << s << "); resuming from revision "
-                  << st->next_rev;
+                  << st->resumer.next_rev();
       }
       if (progressed) {
         failures_in_round = 0;
@@ -590,10 +499,7 @@ class RemoteWatch : public Watch {
                            bool* progressed) {
     RemoteKV* kv = st->kv;
     etcdserverpb::WatchRequest wr;
-    *wr.mutable_create_request() = st->req;
-    if (st->created_delivered) {
-      wr.mutable_create_request()->set_start_revision(st->next_rev);
-    }
+    *wr.mutable_create_request() = st->resumer.NextCreateRequest();
     RETURN_IF_ERROR(stream->Send(etcdjson::ToJson(wr)));
     StatusOr<net::HttpResponse> head = UnavailableError("no head");
     switch (kv->watch_duplex(ep)) {
@@ -638,7 +544,7 @@ class RemoteWatch : public Watch {
         etcdserverpb::WatchResponse resp;
         RETURN_IF_ERROR(etcdjson::ParseStreamMessage(object, &resp));
         RETURN_IF_ERROR(Handle(st, ep, stream, resp, progressed));
-        if (st->finished) return Status::Ok();
+        if (st->resumer.finished()) return Status::Ok();
       }
       RETURN_IF_ERROR(err);
     }
@@ -646,67 +552,28 @@ class RemoteWatch : public Watch {
 
   static Status Handle(State* st, size_t ep, net::HttpStream* stream,
                        etcdserverpb::WatchResponse& resp, bool* progressed) {
-    if (resp.created()) {
-      bool ask_progress = false;
-      {
-        MutexLock l(&st->mu);
-        st->stream_ready = true;
-        ask_progress = st->progress_pending;
-        st->progress_pending = false;
-      }
-      if (!st->created_delivered) {
-        st->next_rev = st->req.start_revision() > 0
-                           ? st->req.start_revision()
-                           : resp.header().revision() + 1;
-        st->created_delivered = true;
+    WatchResumer::Step step = st->resumer.OnResponse(&resp);
+    bool ask_progress = false;
+    if (step.stream_created) {
+      MutexLock l(&st->mu);
+      st->stream_ready = true;
+      ask_progress = st->progress_pending;
+      st->progress_pending = false;
+    }
+    RETURN_IF_ERROR(step.resume);
+    if (step.deliver) {
+      bool delivered = Deliver(st, resp);
+      if (step.first_created) {
         // StartWatch returns once the `created` callback has run, so the
         // caller always sees it first.
-        bool delivered = Deliver(st, resp);
         FinishStart(st, Status::Ok());
         if (!delivered) return CancelledError("watch stopped");
-        if (resp.canceled()) st->finished = true;
-      } else if (resp.canceled()) {
-        // Re-creating failed. A compacted start revision is final.
-        if (resp.compact_revision() > 0) {
-          Deliver(st, resp);
-          st->finished = true;
-          return Status::Ok();
-        }
-        return UnavailableError("watch re-creation canceled: " +
-                                resp.cancel_reason());
       }
+    }
+    if (step.progressed) {
       *progressed = true;
       if (ask_progress) AskProgress(st, stream, ep);
-      return Status::Ok();
     }
-    if (resp.canceled()) {
-      if (resp.compact_revision() > 0) {
-        Deliver(st, resp);
-        st->finished = true;
-        return Status::Ok();
-      }
-      // Canceled by the member for another reason (it lost its leader, ...):
-      // resume elsewhere.
-      return UnavailableError("watch canceled by the server: " +
-                              resp.cancel_reason());
-    }
-    *progressed = true;
-    if (resp.events_size() == 0) {
-      Deliver(st, resp);  // a progress notification
-      return Status::Ok();
-    }
-    // Drop events already delivered before a reconnect.
-    int keep_from = 0;
-    while (keep_from < resp.events_size() &&
-           resp.events(keep_from).kv().mod_revision() < st->next_rev) {
-      ++keep_from;
-    }
-    if (keep_from == resp.events_size()) return Status::Ok();
-    if (keep_from > 0) {
-      resp.mutable_events()->DeleteSubrange(0, keep_from);
-    }
-    st->next_rev = resp.events(resp.events_size() - 1).kv().mod_revision() + 1;
-    Deliver(st, resp);
     return Status::Ok();
   }
 

@@ -8,27 +8,11 @@
 //   etcdserverpb::PutRequest put;  put.set_key("a");  put.set_value("1");
 //   ASSIGN_OR_RETURN(auto resp, kv->Put(put));
 //
-// Endpoint choice and failover. Calls go to a preferred endpoint (the last
-// one that answered). When it fails, the call moves on to the next
-// endpoint, round-robin; after a full round of failures it backs off
-// (retry_backoff, doubling up to max_retry_backoff) and starts another
-// round, until the call's overall deadline (call_timeout) has passed.
-// What is retried:
-//   - reads (Range, lease time-to-live/list, keepalive, status, member
-//     list): any transport failure, a per-request timeout, HTTP 5xx, and
-//     the "no leader" / "not leader" / "leader changed" / "request timed
-//     out" errors;
-//   - writes (Put, DeleteRange, Txn with a write, Compact, LeaseGrant,
-//     LeaseRevoke, member changes): only when the write certainly was not
-//     applied: connecting failed (the request never reached a server), or
-//     the server answered that it refused the proposal before it entered
-//     the raft log ("etcdserver: no leader", "etcdserver: not leader", "raft
-//     proposal dropped"). Any other failure of a write is returned
-//     (kUnavailable / kDeadlineExceeded, the message saying the write may have
-//     been applied; or the server's error), so a write is never silently
-//     applied twice.
-// A Txn counts as a read when none of its branches (nested ones included)
-// holds a put or delete.
+// Failover and retries: storage/client/failover.h (calls move round-robin
+// over the endpoints; a read is retried after a transport failure or a
+// no-leader answer, a write only when it certainly was not applied). A Txn
+// counts as a read when none of its branches (nested ones included) holds a put
+// or delete.
 //
 // Concurrency: each endpoint has a pool of keep-alive connections; a call
 // borrows one for its exchange, so concurrent callers never queue behind
@@ -36,8 +20,8 @@
 //
 // Watches: StartWatch opens a /v3/watch stream of its own (a dedicated
 // connection and thread per watch) and survives member failures: see
-// storage/kv.h for the guarantees and remote_kv.cc (RemoteWatch) for
-// how the resume revision is tracked. A Watch must be destroyed before the
+// storage/kv.h for the guarantees and failover.h (WatchResumer) for how
+// the resume revision is tracked. A Watch must be destroyed before the
 // RemoteKV that started it.
 //
 // RequestProgress: on a server that reads requests while streaming (kplane
@@ -64,6 +48,7 @@
 
 #include "base/clock.h"
 #include "storage/client/endpoint.h"
+#include "storage/client/failover.h"
 #include "storage/kv.h"
 
 namespace kplane::storage {
@@ -104,10 +89,6 @@ struct RemoteKVOptions {
 
 // Whether an endpoint's /v3/watch reads requests while it streams answers.
 enum class WatchDuplex : int { kUnknown = 0, kFull = 1, kHalf = 2 };
-
-// Whether a call may be retried on another endpoint after the request may
-// have reached a server.
-enum class CallKind { kRead, kWrite };
 
 class RemoteKV : public KV {
  public:

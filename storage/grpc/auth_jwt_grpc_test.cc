@@ -13,15 +13,13 @@
 
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
-#include <openssl/bio.h>
-#include <openssl/evp.h>
-#include <openssl/pem.h>
 
 #include <map>
 #include <memory>
 #include <string>
 
 #include "base/base64.h"
+#include "net/jws_test_keys.h"
 #include "schemas/grpc/rpc_services.grpc.pb.h"
 #include "storage/server/auth_token.h"
 
@@ -30,25 +28,12 @@ namespace {
 
 namespace pb = etcdserverpb;
 
-std::string BioText(BIO* b) {
-  char* data = nullptr;
-  long n = BIO_get_mem_data(b, &data);
-  std::string out(data, static_cast<size_t>(n));
-  BIO_free(b);
-  return out;
-}
-
 // An ES256 provider from a fresh key: signing, or verify-only.
 struct Keys {
   std::map<std::string, std::string> files;
   Keys() {
-    EVP_PKEY* k = EVP_EC_gen("P-256");
-    BIO* a = BIO_new(BIO_s_mem());
-    PEM_write_bio_PrivateKey(a, k, nullptr, nullptr, 0, nullptr, nullptr);
-    BIO* b = BIO_new(BIO_s_mem());
-    PEM_write_bio_PUBKEY(b, k);
-    EVP_PKEY_free(k);
-    files = {{"priv", BioText(a)}, {"pub", BioText(b)}};
+    net::PemKeyPair k = net::NewEcKeyPem("P-256");
+    files = {{"priv", k.priv}, {"pub", k.pub}};
   }
   std::shared_ptr<const TokenProvider> Provider(const std::string& opts) {
     auto p = ParseAuthTokenOption(

@@ -39,6 +39,26 @@ std::string Grpc(const std::string& name, const std::string& method,
          "\",grpc_type=\"" + type + "\"}";
 }
 
+// The same for a unary call of etcdserverpb.KV.
+std::string KvUnary(const std::string& name, const std::string& method,
+                    const std::string& code = "") {
+  return Grpc(name, method, "etcdserverpb.KV", "unary", code);
+}
+
+// The value of the series `series` (name and labels exactly as printed);
+// -1 when it is absent.
+double Value(const std::string& text, const std::string& series) {
+  const std::string prefix = series + " ";
+  size_t pos = 0;
+  while ((pos = text.find(prefix, pos)) != std::string::npos) {
+    if (pos == 0 || text[pos - 1] == '\n') {
+      return std::stod(text.substr(pos + prefix.size()));
+    }
+    ++pos;
+  }
+  return -1;
+}
+
 class EtcdMetricsTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -57,19 +77,6 @@ class EtcdMetricsTest : public ::testing::Test {
     return r->body;
   }
 
-  // The value of the series `series` (name and labels exactly as printed);
-  // -1 when it is absent.
-  static double Value(const std::string& text, const std::string& series) {
-    const std::string prefix = series + " ";
-    size_t pos = 0;
-    while ((pos = text.find(prefix, pos)) != std::string::npos) {
-      if (pos == 0 || text[pos - 1] == '\n') {
-        return std::stod(text.substr(pos + prefix.size()));
-      }
-      ++pos;
-    }
-    return -1;
-  }
   double Now(const std::string& series) { return Value(Scrape(), series); }
 
   grpc::Status Put(const std::string& key, bool prev_kv = false) {
@@ -103,20 +110,40 @@ constexpr char kRange[] = "etcd_mvcc_range_total";
 constexpr char kTxn[] = "etcd_mvcc_txn_total";
 constexpr char kKeys[] = "etcd_debugging_mvcc_keys_total";
 
+// The etcd_mvcc_* series KV calls move, from one scrape (-1: absent), or
+// how far they moved between two.
+struct Mvcc {
+  double put = 0;
+  double del = 0;
+  double range = 0;
+  double txn = 0;
+  double keys = 0;
+
+  static Mvcc Of(const std::string& text) {
+    return {Value(text, kPut), Value(text, kDelete), Value(text, kRange),
+            Value(text, kTxn), Value(text, kKeys)};
+  }
+  bool Present() const {
+    return put >= 0 && del >= 0 && range >= 0 && txn >= 0 && keys >= 0;
+  }
+  Mvcc operator-(const Mvcc& o) const {
+    return {put - o.put, del - o.del, range - o.range, txn - o.txn,
+            keys - o.keys};
+  }
+  bool operator==(const Mvcc&) const = default;
+  friend void PrintTo(const Mvcc& m, std::ostream* os) {
+    *os << "{put " << m.put << ", delete " << m.del << ", range " << m.range
+        << ", txn " << m.txn << ", keys " << m.keys << "}";
+  }
+};
+
 TEST_F(EtcdMetricsTest, GrpcCallsMoveTheMvccAndGrpcSeries) {
-  const std::string put_ok = Grpc("grpc_server_handled_total", "Put",
-                                  "etcdserverpb.KV", "unary", "OK");
+  const std::string put_ok = KvUnary("grpc_server_handled_total", "Put", "OK");
   std::string t = Scrape();
-  const double put = Value(t, kPut), del = Value(t, kDelete),
-               range = Value(t, kRange), txn = Value(t, kTxn),
-               keys = Value(t, kKeys),
-               rx = Value(t, "etcd_network_client_grpc_received_bytes_total"),
+  const Mvcc before = Mvcc::Of(t);
+  const double rx = Value(t, "etcd_network_client_grpc_received_bytes_total"),
                tx = Value(t, "etcd_network_client_grpc_sent_bytes_total");
-  ASSERT_GE(put, 0);
-  ASSERT_GE(del, 0);
-  ASSERT_GE(range, 0);
-  ASSERT_GE(txn, 0);
-  ASSERT_GE(keys, 0);
+  ASSERT_TRUE(before.Present()) << t;
 
   ASSERT_TRUE(Put("a").ok());
   ASSERT_TRUE(Put("b").ok());
@@ -155,31 +182,21 @@ TEST_F(EtcdMetricsTest, GrpcCallsMoveTheMvccAndGrpcSeries) {
     ASSERT_TRUE(resp.succeeded());
   }
   t = Scrape();
-  EXPECT_EQ(Value(t, kPut), put + 5);      // a, b, b, c, d
-  EXPECT_EQ(Value(t, kDelete), del + 1);   // a
-  EXPECT_EQ(Value(t, kRange), range + 4);  // prev_kv, a, compare, c
-  EXPECT_EQ(Value(t, kTxn), txn + 2);      // put with prev_kv, the txn
-  EXPECT_EQ(Value(t, kKeys), keys + 3);    // b, c, d
+  EXPECT_EQ(Mvcc::Of(t) - before, (Mvcc{.put = 5,    // a, b, b, c, d
+                                        .del = 1,    // a
+                                        .range = 4,  // prev_kv, a, compare, c
+                                        .txn = 2,  // put with prev_kv, the txn
+                                        .keys = 3}));  // b, c, d
   EXPECT_EQ(Value(t, put_ok), 3);
-  EXPECT_EQ(Value(t, Grpc("grpc_server_started_total", "Put", "etcdserverpb.KV",
-                          "unary")),
-            3);
-  EXPECT_EQ(Value(t, Grpc("grpc_server_msg_received_total", "Put",
-                          "etcdserverpb.KV", "unary")),
-            3);
-  EXPECT_EQ(Value(t, Grpc("grpc_server_msg_sent_total", "Put",
-                          "etcdserverpb.KV", "unary")),
-            3);
-  EXPECT_EQ(Value(t, Grpc("grpc_server_handled_total", "Txn", "etcdserverpb.KV",
-                          "unary", "OK")),
-            1);
-  EXPECT_EQ(Value(t, Grpc("grpc_server_handled_total", "DeleteRange",
-                          "etcdserverpb.KV", "unary", "OK")),
+  EXPECT_EQ(Value(t, KvUnary("grpc_server_started_total", "Put")), 3);
+  EXPECT_EQ(Value(t, KvUnary("grpc_server_msg_received_total", "Put")), 3);
+  EXPECT_EQ(Value(t, KvUnary("grpc_server_msg_sent_total", "Put")), 3);
+  EXPECT_EQ(Value(t, KvUnary("grpc_server_handled_total", "Txn", "OK")), 1);
+  EXPECT_EQ(Value(t, KvUnary("grpc_server_handled_total", "DeleteRange", "OK")),
             1);
   // Every code of a called method is there from its first call.
-  EXPECT_EQ(Value(t, Grpc("grpc_server_handled_total", "Put", "etcdserverpb.KV",
-                          "unary", "Unavailable")),
-            0);
+  EXPECT_EQ(
+      Value(t, KvUnary("grpc_server_handled_total", "Put", "Unavailable")), 0);
   // At least the requests' keys and values went in, and headers came out.
   EXPECT_GE(Value(t, "etcd_network_client_grpc_received_bytes_total"),
             rx + 5 * 2);
@@ -205,16 +222,12 @@ TEST_F(EtcdMetricsTest, GrpcErrorsCountWithTheirCode) {
   EXPECT_EQ(Value(t, Grpc("grpc_server_handled_total", "LeaseRevoke",
                           "etcdserverpb.Lease", "unary", "OK")),
             0);
-  EXPECT_EQ(Value(t, Grpc("grpc_server_handled_total", "Put", "etcdserverpb.KV",
-                          "unary", "InvalidArgument")),
-            1);
+  EXPECT_EQ(
+      Value(t, KvUnary("grpc_server_handled_total", "Put", "InvalidArgument")),
+      1);
   // The request came in; no response message went out.
-  EXPECT_EQ(Value(t, Grpc("grpc_server_msg_received_total", "Put",
-                          "etcdserverpb.KV", "unary")),
-            1);
-  EXPECT_EQ(Value(t, Grpc("grpc_server_msg_sent_total", "Put",
-                          "etcdserverpb.KV", "unary")),
-            0);
+  EXPECT_EQ(Value(t, KvUnary("grpc_server_msg_received_total", "Put")), 1);
+  EXPECT_EQ(Value(t, KvUnary("grpc_server_msg_sent_total", "Put")), 0);
   // Neither write reached the store.
   EXPECT_EQ(Value(t, kPut), 0);
 }
@@ -254,9 +267,8 @@ TEST_F(EtcdMetricsTest, ACancelledWatchCountsAsCanceled) {
 
 TEST_F(EtcdMetricsTest, JsonGatewayCallsMoveTheMvccSeries) {
   std::string t = Scrape();
-  const double put = Value(t, kPut), del = Value(t, kDelete),
-               range = Value(t, kRange), txn = Value(t, kTxn),
-               keys = Value(t, kKeys);
+  const Mvcc before = Mvcc::Of(t);
+  ASSERT_TRUE(before.Present()) << t;
   const std::string k = Base64Encode("j"), v = Base64Encode("v");
   Json("/v3/kv/put", "{\"key\":\"" + k + "\",\"value\":\"" + v + "\"}");
   Json("/v3/kv/range", "{\"key\":\"" + k + "\"}");
@@ -266,15 +278,10 @@ TEST_F(EtcdMetricsTest, JsonGatewayCallsMoveTheMvccSeries) {
                          "\"}}]}");
   Json("/v3/kv/deleterange", "{\"key\":\"" + Base64Encode("j2") + "\"}");
   t = Scrape();
-  EXPECT_EQ(Value(t, kPut), put + 2);
-  EXPECT_EQ(Value(t, kDelete), del + 2);
-  EXPECT_EQ(Value(t, kRange), range + 1);
-  EXPECT_EQ(Value(t, kTxn), txn + 1);
-  EXPECT_EQ(Value(t, kKeys), keys);
+  EXPECT_EQ(Mvcc::Of(t) - before,
+            (Mvcc{.put = 2, .del = 2, .range = 1, .txn = 1, .keys = 0}));
   // The gateway does not go through gRPC here (etcd's loops back to it).
-  EXPECT_EQ(Value(t, Grpc("grpc_server_started_total", "Put", "etcdserverpb.KV",
-                          "unary")),
-            -1);
+  EXPECT_EQ(Value(t, KvUnary("grpc_server_started_total", "Put")), -1);
 }
 
 TEST_F(EtcdMetricsTest, LeaderIdentityAndDiskSeries) {

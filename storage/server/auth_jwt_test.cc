@@ -3,14 +3,12 @@
 // forged, unsigned, signed by another key, expired or older than the auth
 // revision; and the --auth-token option's parsing.
 #include <gtest/gtest.h>
-#include <openssl/bio.h>
-#include <openssl/evp.h>
-#include <openssl/pem.h>
 
 #include <map>
 #include <string>
 
 #include "base/base64.h"
+#include "net/jws_test_keys.h"
 #include "storage/server/auth_store.h"
 #include "storage/server/auth_token.h"
 
@@ -19,28 +17,9 @@ namespace {
 
 namespace pb = etcdserverpb;
 
-std::string BioText(BIO* b) {
-  char* data = nullptr;
-  long n = BIO_get_mem_data(b, &data);
-  std::string out(data, static_cast<size_t>(n));
-  BIO_free(b);
-  return out;
-}
+using KeyFiles = net::PemKeyPair;
 
-struct KeyFiles {
-  std::string priv;
-  std::string pub;
-};
-
-KeyFiles NewEcKey() {
-  EVP_PKEY* k = EVP_EC_gen("P-256");
-  BIO* a = BIO_new(BIO_s_mem());
-  PEM_write_bio_PrivateKey(a, k, nullptr, nullptr, 0, nullptr, nullptr);
-  BIO* b = BIO_new(BIO_s_mem());
-  PEM_write_bio_PUBKEY(b, k);
-  EVP_PKEY_free(k);
-  return {BioText(a), BioText(b)};
-}
+KeyFiles NewEcKey() { return net::NewEcKeyPem("P-256"); }
 
 // Files as a map (ParseAuthTokenOption's reader).
 ReadFileFn Files(std::map<std::string, std::string> files) {

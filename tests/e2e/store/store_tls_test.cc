@@ -80,6 +80,41 @@ class StoreTlsTest : public ::testing::TestWithParam<StoreKind> {
     std::filesystem::remove_all(dir_, ec);
   }
 
+  // A client of every member with the CA's client certificate.
+  std::unique_ptr<storage::RemoteKV> Client() {
+    storage::RemoteKVOptions o;
+    o.endpoints = cluster_->client_urls();
+    o.tls = cluster_->client_tls();
+    auto kv = storage::RemoteKV::Create(o);
+    EXPECT_TRUE(kv.ok()) << kv.status();
+    return kv.ok() ? std::move(*kv) : nullptr;
+  }
+
+  // `kplane apiserver` (the binary `kplane`) over the cluster with kube's
+  // --etcd-servers, --etcd-cafile, --etcd-certfile and --etcd-keyfile, and
+  // `extra` flags; not started yet. The store's TLS is what these tests are
+  // about: the API server's own port stays plain HTTP, and its clients
+  // send no credentials.
+  Subprocess ApiServer(const std::string& kplane, int port,
+                       std::vector<std::string> extra = {}) {
+    std::string servers;
+    for (const std::string& u : cluster_->client_urls()) {
+      servers += (servers.empty() ? "" : ",") + u;
+    }
+    std::vector<std::string> argv = {kplane,
+                                     "apiserver",
+                                     "--storage-backend=remote",
+                                     "--etcd-servers=" + servers,
+                                     "--etcd-cafile=" + tls_.ca_file,
+                                     "--etcd-certfile=" + tls_.client_cert_file,
+                                     "--etcd-keyfile=" + tls_.client_key_file,
+                                     "--port=" + std::to_string(port),
+                                     "--insecure-http",
+                                     "--authorization-mode=AlwaysAllow"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return Subprocess(std::move(argv), {.log_path = dir_ + "/apiserver.log"});
+  }
+
   std::string dir_;
   LocalClusterTls tls_;
   LocalClusterTls stranger_;
@@ -89,15 +124,12 @@ class StoreTlsTest : public ::testing::TestWithParam<StoreKind> {
 #define EXPECT_OK(o) EXPECT_EQ((o).code, 0) << (o).out << (o).err
 
 TEST_P(StoreTlsTest, ClientsWithTheCasCertificatesReadAndWrite) {
-  storage::RemoteKVOptions o;
-  o.endpoints = cluster_->client_urls();
-  o.tls = cluster_->client_tls();
-  auto kv = storage::RemoteKV::Create(o);
-  ASSERT_TRUE(kv.ok()) << kv.status();
+  std::unique_ptr<storage::RemoteKV> kv = Client();
+  ASSERT_NE(kv, nullptr);
   etcdserverpb::PutRequest put;
   put.set_key("k");
   put.set_value("v");
-  auto p = (*kv)->Put(put);
+  auto p = kv->Put(put);
   ASSERT_TRUE(p.ok()) << p.status();
   // Replicated to every member over the TLS peer links.
   for (int i : cluster_->members()) {
@@ -309,20 +341,7 @@ TEST_P(StoreTlsTest, ApiServerWithKubesEtcdFlags) {
   if (kplane.empty()) GTEST_SKIP() << "build/kplane is absent";
   auto port = storage::PickFreePort();
   ASSERT_TRUE(port.ok());
-  std::string servers;
-  for (const std::string& u : cluster_->client_urls()) {
-    servers += (servers.empty() ? "" : ",") + u;
-  }
-  Subprocess api({kplane, "apiserver", "--storage-backend=remote",
-                  "--etcd-servers=" + servers, "--etcd-cafile=" + tls_.ca_file,
-                  "--etcd-certfile=" + tls_.client_cert_file,
-                  "--etcd-keyfile=" + tls_.client_key_file,
-                  "--port=" + std::to_string(*port),
-                  // The store's TLS is what this test is about; the API
-                  // server's own port stays plain HTTP for the check, and
-                  // its client sends no credentials.
-                  "--insecure-http", "--authorization-mode=AlwaysAllow"},
-                 {.log_path = dir_ + "/apiserver.log"});
+  Subprocess api = ApiServer(kplane, *port);
   ASSERT_TRUE(api.Start().ok());
   net::HttpClient http("127.0.0.1", *port, {});
   const std::string cm =
@@ -355,34 +374,20 @@ TEST_P(StoreTlsTest, ApiServerWithKubesEtcdFlags) {
 TEST_P(StoreTlsTest, ApiServerCompactsTheStore) {
   const std::string kplane = storage::FindKplaneBinary();
   if (kplane.empty()) GTEST_SKIP() << "build/kplane is absent";
-  storage::RemoteKVOptions o;
-  o.endpoints = cluster_->client_urls();
-  o.tls = cluster_->client_tls();
-  auto kv = storage::RemoteKV::Create(o);
-  ASSERT_TRUE(kv.ok()) << kv.status();
+  std::unique_ptr<storage::RemoteKV> kv = Client();
+  ASSERT_NE(kv, nullptr);
   etcdserverpb::PutRequest put;
   put.set_key("old");
   put.set_value("v1");
-  auto first = (*kv)->Put(put);
+  auto first = kv->Put(put);
   ASSERT_TRUE(first.ok()) << first.status();
   put.set_value("v2");
-  ASSERT_TRUE((*kv)->Put(put).ok());
+  ASSERT_TRUE(kv->Put(put).ok());
   const int64_t old_revision = first->header().revision();
 
   auto port = storage::PickFreePort();
   ASSERT_TRUE(port.ok());
-  std::string servers;
-  for (const std::string& u : cluster_->client_urls()) {
-    servers += (servers.empty() ? "" : ",") + u;
-  }
-  Subprocess api(
-      {kplane, "apiserver", "--storage-backend=remote",
-       "--etcd-servers=" + servers, "--etcd-cafile=" + tls_.ca_file,
-       "--etcd-certfile=" + tls_.client_cert_file,
-       "--etcd-keyfile=" + tls_.client_key_file,
-       "--etcd-compaction-interval=2s", "--port=" + std::to_string(*port),
-       "--insecure-http", "--authorization-mode=AlwaysAllow"},
-      {.log_path = dir_ + "/apiserver.log"});
+  Subprocess api = ApiServer(kplane, *port, {"--etcd-compaction-interval=2s"});
   ASSERT_TRUE(api.Start().ok());
 
   // Round 1 (after 2 s) records a revision above old_revision, round 2
@@ -393,7 +398,7 @@ TEST_P(StoreTlsTest, ApiServerCompactsTheStore) {
   const TimePoint deadline = Clock::Real()->Now() + seconds(60);
   for (;;) {
     ASSERT_TRUE(api.running()) << "kplane apiserver exited";
-    auto got = (*kv)->Range(at_old);
+    auto got = kv->Range(at_old);
     if (!got.ok()) {
       ASSERT_EQ(got.status().code(), StatusCode::kCompacted) << got.status();
       EXPECT_NE(
@@ -412,7 +417,7 @@ TEST_P(StoreTlsTest, ApiServerCompactsTheStore) {
   // kube's coordination key, outside --etcd-prefix, counting rounds.
   etcdserverpb::RangeRequest key;
   key.set_key("compact_rev_key");
-  auto rounds = (*kv)->Range(key);
+  auto rounds = kv->Range(key);
   ASSERT_TRUE(rounds.ok()) << rounds.status();
   ASSERT_EQ(rounds->kvs_size(), 1);
   EXPECT_GE(rounds->kvs(0).version(), 2);
@@ -420,7 +425,7 @@ TEST_P(StoreTlsTest, ApiServerCompactsTheStore) {
   // The latest value is untouched.
   etcdserverpb::RangeRequest now;
   now.set_key("old");
-  auto latest = (*kv)->Range(now);
+  auto latest = kv->Range(now);
   ASSERT_TRUE(latest.ok()) << latest.status();
   ASSERT_EQ(latest->kvs_size(), 1);
   EXPECT_EQ(latest->kvs(0).value(), "v2");

@@ -1,0 +1,126 @@
+#include "storage/client/failover.h"
+
+#include <string>
+
+namespace kplane::storage {
+
+bool IsRetriableServerError(const Status& s) {
+  switch (s.code()) {
+    case StatusCode::kUnavailable:
+    case StatusCode::kNotLeader:
+    case StatusCode::kDeadlineExceeded:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// kplane store: the raft core dropped the proposal for want of a leader;
+// etcd: the same as "raft proposal dropped", or its leader check before
+// processing. Matched on the text: the codes (kUnavailable, kNotLeader) are
+// shared with answers that come after the proposal was logged ("request
+// timed out", "leader changed").
+bool IsRefusedBeforeProposal(const Status& s) {
+  const std::string& m = s.message();
+  return m == "etcdserver: no leader" || m == "etcdserver: not leader" ||
+         m.find("raft proposal dropped") != std::string::npos;
+}
+
+FailureAction ClassifyFailure(CallKind kind, const Attempt& a) {
+  if (a.transport) {
+    if (a.unsent || kind == CallKind::kRead) return FailureAction::kTryNext;
+    // The request may have reached the server: never resend a write.
+    return FailureAction::kMayHaveApplied;
+  }
+  if (kind == CallKind::kRead && IsRetriableServerError(a.status)) {
+    return FailureAction::kTryNext;
+  }
+  if (kind == CallKind::kWrite && IsRefusedBeforeProposal(a.status)) {
+    return FailureAction::kTryNext;
+  }
+  return FailureAction::kAnswer;
+}
+
+Status MayHaveAppliedError(std::string_view what, const Endpoint& endpoint,
+                           const Status& s) {
+  return Status(
+      s.code() == StatusCode::kDeadlineExceeded ? s.code()
+                                                : StatusCode::kUnavailable,
+      std::string(what) + " to " + endpoint.host_port +
+          " failed: " + s.message() + " (the write may have been applied)");
+}
+
+Status NoEndpointAnswered(std::string_view what, const Status& last,
+                          bool last_transport) {
+  if (!last_transport) return last;
+  StatusCode code = last.code() == StatusCode::kDeadlineExceeded
+                        ? last.code()
+                        : StatusCode::kUnavailable;
+  return Status(code, std::string(what) + ": no endpoint answered (last: " +
+                          last.message() + ")");
+}
+
+etcdserverpb::WatchCreateRequest WatchResumer::NextCreateRequest() const {
+  etcdserverpb::WatchCreateRequest req = req_;
+  if (created_) req.set_start_revision(next_rev_);
+  return req;
+}
+
+WatchResumer::Step WatchResumer::OnResponse(etcdserverpb::WatchResponse* resp) {
+  Step step;
+  if (resp->created()) {
+    step.stream_created = true;
+    if (!created_) {
+      next_rev_ = req_.start_revision() > 0 ? req_.start_revision()
+                                            : resp->header().revision() + 1;
+      created_ = true;
+      step.deliver = true;
+      step.first_created = true;
+      // The server refused the watch (etcd answers created + canceled).
+      if (resp->canceled()) finished_ = true;
+    } else if (resp->canceled()) {
+      // Re-creating failed. A compacted start revision is final.
+      if (resp->compact_revision() > 0) {
+        step.deliver = true;
+        finished_ = true;
+        return step;
+      }
+      step.resume = UnavailableError("watch re-creation canceled: " +
+                                     resp->cancel_reason());
+      return step;
+    }
+    // A re-created stream's `created` is swallowed.
+    step.progressed = true;
+    return step;
+  }
+  if (resp->canceled()) {
+    if (resp->compact_revision() > 0) {
+      step.deliver = true;
+      finished_ = true;
+      return step;
+    }
+    // Canceled by the member for another reason (it lost its leader, ...):
+    // resume elsewhere.
+    step.resume = UnavailableError("watch canceled by the server: " +
+                                   resp->cancel_reason());
+    return step;
+  }
+  step.progressed = true;
+  if (resp->events_size() == 0) {
+    step.deliver = true;  // a progress notification
+    return step;
+  }
+  // Drop events already delivered before a reconnect.
+  int keep_from = 0;
+  while (keep_from < resp->events_size() &&
+         resp->events(keep_from).kv().mod_revision() < next_rev_) {
+    ++keep_from;
+  }
+  if (keep_from == resp->events_size()) return step;
+  if (keep_from > 0) resp->mutable_events()->DeleteSubrange(0, keep_from);
+  next_rev_ = resp->events(resp->events_size() - 1).kv().mod_revision() + 1;
+  step.deliver = true;
+  return step;
+}
+
+}  // namespace kplane::storage

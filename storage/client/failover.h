@@ -1,0 +1,211 @@
+// The rules both store clients follow when members fail: RemoteKV (etcd's
+// v3 JSON API, remote_kv.h) and GrpcKV (etcd's gRPC API, grpc_kv.h). They
+// know nothing of the transport: a client turns one attempt on one endpoint
+// into an Attempt, and hands each watch response to a WatchResumer.
+//
+// Endpoint choice and failover (WithFailover). A call goes to a preferred
+// endpoint (the last one that answered). When it fails, the call moves on
+// to the next endpoint, round-robin; after a full round of failures it
+// backs off (retry_backoff, doubling up to max_retry_backoff) and starts
+// another round, until the call's overall deadline (call_timeout) has
+// passed.
+//
+// What is retried on another endpoint (ClassifyFailure):
+//   - reads (Range, a Txn without writes, lease time-to-live/list,
+//     keepalive, status, member list): any transport failure (no complete
+//     answer, a per-request timeout, HTTP 5xx) and the answers whose code
+//     is kUnavailable, kNotLeader or kDeadlineExceeded ("no leader", "not
+//     leader", "leader changed", "request timed out");
+//   - writes (Put, DeleteRange, Txn with a write, Compact, LeaseGrant,
+//     LeaseRevoke, member changes): only when the write certainly was not
+//     applied: the request never left (connecting failed, Attempt::unsent),
+//     or the member answered that it refused the proposal before it entered
+//     the raft log ("etcdserver: no leader", "etcdserver: not leader", "raft
+//     proposal dropped"). Any other failure of a write is returned:
+//     kUnavailable / kDeadlineExceeded saying "the write may have been
+//     applied", or the server's error. A write is never silently applied
+//     twice.
+//
+// Watches (WatchResumer). A watch keeps `next_rev`, the lowest revision
+// whose events have not been delivered yet:
+//   - after the first `created`: start_revision, or created.header.revision
+//     + 1 when the watch started "now" (start_revision 0);
+//   - after a response with events: the last event's mod_revision + 1 (not
+//     the header revision: a catching-up watcher's header may run ahead of
+//     events still to come).
+// Progress notifications do not move it: etcd 3.4 answers a progress
+// request with its current revision without waiting for the watcher to
+// catch up, so resuming after such a revision could skip events.
+// A broken stream is re-created, on the next endpoint, with start_revision
+// = next_rev and the original filters; its `created` is swallowed and any
+// event below next_rev is dropped, so the callback sees each revision once
+// and in order. A cancel carrying compact_revision (the resume point was
+// compacted) is delivered and ends the watch; any other cancel (the member
+// lost its leader, ...) abandons the stream and resumes on another member.
+//
+// Example: watch "a" from now at revision 7 (next_rev 8); puts at 8, 9 are
+// delivered (next_rev 10); member A dies; member B is still at 8 when the
+// watch is re-created there from 10: nothing is re-sent for 8 or 9, and 10,
+// 11, ... arrive as B applies them.
+//
+// failover_rules_test.cc pins each rule.
+#ifndef KPLANE_STORAGE_CLIENT_FAILOVER_H_
+#define KPLANE_STORAGE_CLIENT_FAILOVER_H_
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/status.h"
+#include "schemas/rpc.pb.h"
+#include "storage/client/endpoint.h"
+
+namespace kplane::storage {
+
+// Whether a call may be retried on another endpoint after the request may
+// have reached a server.
+enum class CallKind { kRead, kWrite };
+
+// The outcome of one attempt on one endpoint.
+struct Attempt {
+  Status status;
+  // No complete answer arrived (as opposed to an error answer from the
+  // server).
+  bool transport = false;
+  // With `transport`: nothing of the request left this process
+  // (connecting failed), so a write may go elsewhere too.
+  bool unsent = false;
+};
+
+// What a call does after a failed attempt.
+enum class FailureAction {
+  kTryNext,         // move on to the next endpoint
+  kMayHaveApplied,  // a write that may have reached a member: return it
+  kAnswer,          // the server's answer: it is the call's result
+};
+
+// The rules above. `a.status` must not be OK.
+FailureAction ClassifyFailure(CallKind kind, const Attempt& a);
+
+// Answers after which a read may be retried on another member (kUnavailable,
+// kNotLeader, kDeadlineExceeded).
+bool IsRetriableServerError(const Status& s);
+
+// The member refused a write before it entered the raft log.
+bool IsRefusedBeforeProposal(const Status& s);
+
+// kUnavailable (or kDeadlineExceeded when `s` is) "<what> to <endpoint>
+// failed: ... (the write may have been applied)".
+Status MayHaveAppliedError(std::string_view what, const Endpoint& endpoint,
+                           const Status& s);
+
+// A call's result once its deadline passed: the last answer as is, or
+// after a transport failure kUnavailable / kDeadlineExceeded "<what>: no
+// endpoint answered (last: ...)".
+Status NoEndpointAnswered(std::string_view what, const Status& last,
+                          bool last_transport);
+
+struct FailoverTiming {
+  Clock* clock = nullptr;  // not null
+  Duration call_timeout;
+  Duration retry_backoff;
+  Duration max_retry_backoff;
+};
+
+// Runs a unary call with the rules above. `attempt(ep, deadline)` runs it
+// once on endpoints[ep] and must not run past `deadline` (the call's);
+// `*preferred` is where the call starts, and becomes the endpoint that
+// answered. The first attempt always runs, even with no time left.
+template <typename AttemptFn>
+Status WithFailover(const FailoverTiming& t,
+                    const std::vector<Endpoint>& endpoints,
+                    std::atomic<size_t>* preferred, std::string_view what,
+                    CallKind kind, const AttemptFn& attempt) {
+  Clock* clock = t.clock;
+  const size_t n = endpoints.size();
+  const TimePoint deadline = clock->Now() + t.call_timeout;
+  Duration backoff = t.retry_backoff;
+  Status last;
+  bool last_transport = false;
+  size_t start = preferred->load();
+  for (int round = 0;; ++round) {
+    for (size_t i = 0; i < n; ++i) {
+      if (clock->Now() >= deadline && !(round == 0 && i == 0)) break;
+      const size_t ep = (start + i) % n;
+      Attempt a = attempt(ep, deadline);
+      if (a.status.ok()) {
+        preferred->store(ep);
+        return a.status;
+      }
+      last = a.status;
+      last_transport = a.transport;
+      switch (ClassifyFailure(kind, a)) {
+        case FailureAction::kTryNext:
+          continue;
+        case FailureAction::kMayHaveApplied:
+          return MayHaveAppliedError(what, endpoints[ep], a.status);
+        case FailureAction::kAnswer:
+          preferred->store(ep);
+          return a.status;
+      }
+    }
+    TimePoint now = clock->Now();
+    if (now >= deadline) break;
+    clock->SleepFor(std::min<Duration>(backoff, deadline - now));
+    backoff = std::min<Duration>(backoff * 2, t.max_retry_backoff);
+    start = preferred->load();
+  }
+  return NoEndpointAnswered(what, last, last_transport);
+}
+
+// One watch's resume point across its streams (the rules above). Owned by
+// the thread that reads the streams; not thread-safe.
+class WatchResumer {
+ public:
+  explicit WatchResumer(etcdserverpb::WatchCreateRequest req)
+      : req_(std::move(req)) {}
+
+  // The create request for the next stream: the original one until the
+  // watch was created, then the same filters from next_rev().
+  etcdserverpb::WatchCreateRequest NextCreateRequest() const;
+
+  // What to do with one response.
+  struct Step {
+    // Not OK: abandon this stream and resume on another member (the
+    // response is not delivered).
+    Status resume;
+    // Hand the response (events below next_rev already removed) to the
+    // callback.
+    bool deliver = false;
+    // The watch's first `created`: StartWatch may return once it has been
+    // delivered.
+    bool first_created = false;
+    // A `created` on this stream: it now takes progress requests.
+    bool stream_created = false;
+    // The stream moved the watch on (a reason to reset the backoff, and to
+    // send a progress request asked for while no stream was ready).
+    bool progressed = false;
+  };
+  Step OnResponse(etcdserverpb::WatchResponse* resp);
+
+  // The first `created` was seen.
+  bool created() const { return created_; }
+  // The watch has ended (a compacted resume point, or the server canceled
+  // it at creation): open no further stream.
+  bool finished() const { return finished_; }
+  int64_t next_rev() const { return next_rev_; }
+
+ private:
+  const etcdserverpb::WatchCreateRequest req_;
+  int64_t next_rev_ = 0;
+  bool created_ = false;
+  bool finished_ = false;
+};
+
+}  // namespace kplane::storage
+
+#endif  // KPLANE_STORAGE_CLIENT_FAILOVER_H_

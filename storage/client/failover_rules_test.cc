@@ -1,0 +1,316 @@
+// Pins failover.h's rules, which both store clients (RemoteKV, GrpcKV)
+// follow: the transport tests (remote_kv_fake_test, grpc_kv_test,
+// failover_test) show the clients keep to them.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include "storage/client/failover.h"
+
+namespace kplane::storage {
+namespace {
+
+Attempt Transport(Status s, bool unsent = false) {
+  return {std::move(s), /*transport=*/true, unsent};
+}
+Attempt Answer(Status s) { return {std::move(s)}; }
+
+TEST(ClassifyFailure, ReadsMoveOnAfterAnyTransportFailure) {
+  EXPECT_EQ(ClassifyFailure(CallKind::kRead,
+                            Transport(UnavailableError("connection reset"))),
+            FailureAction::kTryNext);
+  EXPECT_EQ(
+      ClassifyFailure(CallKind::kRead,
+                      Transport(DeadlineExceededError("reading: timed out"))),
+      FailureAction::kTryNext);
+}
+
+TEST(ClassifyFailure, WritesMoveOnOnlyWhenTheRequestNeverLeft) {
+  EXPECT_EQ(ClassifyFailure(CallKind::kWrite,
+                            Transport(UnavailableError("connect: refused"),
+                                      /*unsent=*/true)),
+            FailureAction::kTryNext);
+  EXPECT_EQ(ClassifyFailure(CallKind::kWrite,
+                            Transport(UnavailableError("connection reset"))),
+            FailureAction::kMayHaveApplied);
+  EXPECT_EQ(
+      ClassifyFailure(CallKind::kWrite,
+                      Transport(DeadlineExceededError("reading: timed out"))),
+      FailureAction::kMayHaveApplied);
+}
+
+TEST(ClassifyFailure, ReadsMoveOnAfterNoLeaderAnswers) {
+  for (const Status& s :
+       {Status(StatusCode::kUnavailable, "etcdserver: no leader"),
+        Status(StatusCode::kNotLeader, "etcdserver: leader changed"),
+        Status(StatusCode::kDeadlineExceeded,
+               "etcdserver: request timed out")}) {
+    EXPECT_EQ(ClassifyFailure(CallKind::kRead, Answer(s)),
+              FailureAction::kTryNext)
+        << s;
+  }
+  for (const Status& s :
+       {Status(StatusCode::kCompacted,
+               "etcdserver: mvcc: required revision "
+               "has been compacted"),
+        Status(StatusCode::kNotFound, "etcdserver: requested lease not found"),
+        Status(StatusCode::kInternal, "boom")}) {
+    EXPECT_EQ(ClassifyFailure(CallKind::kRead, Answer(s)),
+              FailureAction::kAnswer)
+        << s;
+  }
+}
+
+TEST(ClassifyFailure, WritesMoveOnOnlyWhenRefusedBeforeTheRaftLog) {
+  for (const Status& s :
+       {Status(StatusCode::kUnavailable, "etcdserver: no leader"),
+        Status(StatusCode::kNotLeader, "etcdserver: not leader"),
+        Status(StatusCode::kUnavailable,
+               "etcdserver: raft proposal dropped")}) {
+    EXPECT_TRUE(IsRefusedBeforeProposal(s)) << s;
+    EXPECT_EQ(ClassifyFailure(CallKind::kWrite, Answer(s)),
+              FailureAction::kTryNext)
+        << s;
+  }
+  // Logged, then lost or late: it may have been applied.
+  for (const Status& s :
+       {Status(StatusCode::kNotLeader, "etcdserver: leader changed"),
+        Status(StatusCode::kDeadlineExceeded, "etcdserver: request timed out"),
+        Status(StatusCode::kNoSpace,
+               "etcdserver: mvcc: database space "
+               "exceeded")}) {
+    EXPECT_FALSE(IsRefusedBeforeProposal(s)) << s;
+    EXPECT_EQ(ClassifyFailure(CallKind::kWrite, Answer(s)),
+              FailureAction::kAnswer)
+        << s;
+  }
+}
+
+// WithFailover with scripted attempts. Each attempt moves the fake clock by
+// `step`, so a call whose deadline passes ends without sleeping.
+class WithFailoverTest : public ::testing::Test {
+ protected:
+  WithFailoverTest() {
+    auto eps = ParseEndpoints({"127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3"});
+    endpoints_ = *eps;
+    timing_ = {&clock_, seconds(10), milliseconds(50), seconds(1)};
+  }
+
+  // Runs a call whose attempt on endpoint i returns script[i].
+  Status Run(CallKind kind, const std::vector<Attempt>& script,
+             Duration step = milliseconds(1)) {
+    return WithFailover(timing_, endpoints_, &preferred_, "Put", kind,
+                        [&](size_t ep, TimePoint) {
+                          tried_.push_back(ep);
+                          clock_.Advance(step);
+                          return script[ep];
+                        });
+  }
+
+  FakeClock clock_;
+  std::vector<Endpoint> endpoints_;
+  FailoverTiming timing_;
+  std::atomic<size_t> preferred_{0};
+  std::vector<size_t> tried_;
+};
+
+TEST_F(WithFailoverTest, StartsAtThePreferredEndpointAndRemembersTheAnswer) {
+  preferred_ = 1;
+  Status s =
+      Run(CallKind::kWrite,
+          {Attempt{}, Transport(UnavailableError("refused"), true), Attempt{}});
+  EXPECT_TRUE(s.ok()) << s;
+  EXPECT_EQ(tried_, (std::vector<size_t>{1, 2}));
+  EXPECT_EQ(preferred_.load(), 2u);
+}
+
+TEST_F(WithFailoverTest, AWriteThatMayHaveLandedIsNotResent) {
+  Status s = Run(
+      CallKind::kWrite,
+      {Transport(UnavailableError("connection reset")), Attempt{}, Attempt{}});
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable);
+  EXPECT_EQ(s.message(),
+            "Put to 127.0.0.1:1 failed: connection reset (the write may have "
+            "been applied)");
+  EXPECT_EQ(tried_, (std::vector<size_t>{0}));
+}
+
+TEST_F(WithFailoverTest, AServerAnswerIsTheResult) {
+  Status s =
+      Run(CallKind::kRead,
+          {Answer(Status(StatusCode::kNotLeader,
+                         "etcdserver: leader "
+                         "changed")),
+           Answer(Status(StatusCode::kCompacted, "compacted")), Attempt{}});
+  EXPECT_EQ(s.code(), StatusCode::kCompacted);
+  EXPECT_EQ(tried_, (std::vector<size_t>{0, 1}));
+  EXPECT_EQ(preferred_.load(), 1u);
+}
+
+TEST_F(WithFailoverTest, NoEndpointAnsweredBeforeTheDeadline) {
+  const Attempt down = Transport(UnavailableError("connect: refused"), true);
+  Status s = Run(CallKind::kRead, {down, down, down}, seconds(4));
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable);
+  EXPECT_EQ(s.message(), "Put: no endpoint answered (last: connect: refused)");
+  // 4 s per attempt, 10 s for the call: the third attempt starts at 8 s.
+  EXPECT_EQ(tried_, (std::vector<size_t>{0, 1, 2}));
+  // The last server answer is returned as it is.
+  tried_.clear();
+  const Attempt no_leader =
+      Answer(Status(StatusCode::kUnavailable, "etcdserver: no leader"));
+  s = Run(CallKind::kRead, {no_leader, no_leader, no_leader}, seconds(4));
+  EXPECT_EQ(s.message(), "etcdserver: no leader");
+}
+
+etcdserverpb::WatchResponse Created(int64_t header_rev) {
+  etcdserverpb::WatchResponse r;
+  r.set_created(true);
+  r.mutable_header()->set_revision(header_rev);
+  return r;
+}
+
+etcdserverpb::WatchResponse Events(std::vector<int64_t> revs) {
+  etcdserverpb::WatchResponse r;
+  for (int64_t rev : revs) {
+    r.add_events()->mutable_kv()->set_mod_revision(rev);
+    r.mutable_header()->set_revision(rev);
+  }
+  return r;
+}
+
+std::vector<int64_t> Revs(const etcdserverpb::WatchResponse& r) {
+  std::vector<int64_t> out;
+  for (const auto& e : r.events()) out.push_back(e.kv().mod_revision());
+  return out;
+}
+
+etcdserverpb::WatchCreateRequest From(int64_t start) {
+  etcdserverpb::WatchCreateRequest req;
+  req.set_key("a");
+  req.set_prev_kv(true);
+  req.set_start_revision(start);
+  return req;
+}
+
+TEST(WatchResumer, ResumesFromTheRevisionAfterTheLastDelivered) {
+  WatchResumer w(From(0));
+  EXPECT_EQ(w.NextCreateRequest().start_revision(), 0);
+  auto created = Created(7);
+  WatchResumer::Step step = w.OnResponse(&created);
+  EXPECT_TRUE(step.resume.ok());
+  EXPECT_TRUE(step.deliver && step.first_created && step.stream_created &&
+              step.progressed);
+  EXPECT_TRUE(w.created());
+  EXPECT_EQ(w.next_rev(), 8);
+
+  auto events = Events({8, 9});
+  step = w.OnResponse(&events);
+  EXPECT_TRUE(step.deliver && step.progressed && !step.first_created);
+  EXPECT_EQ(w.next_rev(), 10);
+
+  // A progress notification is delivered and does not move the resume point.
+  etcdserverpb::WatchResponse progress;
+  progress.mutable_header()->set_revision(20);
+  step = w.OnResponse(&progress);
+  EXPECT_TRUE(step.deliver && step.progressed);
+  EXPECT_EQ(w.next_rev(), 10);
+
+  // The next stream: the same filters, from next_rev.
+  etcdserverpb::WatchCreateRequest again = w.NextCreateRequest();
+  EXPECT_EQ(again.key(), "a");
+  EXPECT_TRUE(again.prev_kv());
+  EXPECT_EQ(again.start_revision(), 10);
+
+  // Its `created` is swallowed.
+  auto recreated = Created(9);
+  step = w.OnResponse(&recreated);
+  EXPECT_FALSE(step.deliver);
+  EXPECT_FALSE(step.first_created);
+  EXPECT_TRUE(step.stream_created && step.progressed);
+}
+
+TEST(WatchResumer, DropsEventsBelowTheResumePoint) {
+  WatchResumer w(From(5));
+  auto created = Created(3);
+  w.OnResponse(&created);
+  EXPECT_EQ(w.next_rev(), 5);  // start_revision, not the header's
+
+  auto old = Events({3, 4});
+  WatchResumer::Step step = w.OnResponse(&old);
+  EXPECT_FALSE(step.deliver);
+  EXPECT_TRUE(step.progressed);
+  EXPECT_EQ(w.next_rev(), 5);
+
+  auto mixed = Events({4, 5, 6});
+  step = w.OnResponse(&mixed);
+  EXPECT_TRUE(step.deliver);
+  EXPECT_EQ(Revs(mixed), (std::vector<int64_t>{5, 6}));
+  EXPECT_EQ(w.next_rev(), 7);
+}
+
+TEST(WatchResumer, ACompactedResumePointEndsTheWatch) {
+  WatchResumer w(From(0));
+  auto created = Created(7);
+  w.OnResponse(&created);
+  etcdserverpb::WatchResponse canceled;
+  canceled.set_canceled(true);
+  canceled.set_compact_revision(12);
+  WatchResumer::Step step = w.OnResponse(&canceled);
+  EXPECT_TRUE(step.resume.ok());
+  EXPECT_TRUE(step.deliver);
+  EXPECT_FALSE(step.progressed);
+  EXPECT_TRUE(w.finished());
+
+  // The same when re-creating the watch on another member.
+  WatchResumer r(From(0));
+  r.OnResponse(&created);
+  auto recreated = Created(30);
+  recreated.set_canceled(true);
+  recreated.set_compact_revision(12);
+  step = r.OnResponse(&recreated);
+  EXPECT_TRUE(step.resume.ok());
+  EXPECT_TRUE(step.deliver && step.stream_created);
+  EXPECT_FALSE(step.progressed);
+  EXPECT_TRUE(r.finished());
+}
+
+TEST(WatchResumer, AnyOtherCancelResumesElsewhere) {
+  WatchResumer w(From(0));
+  auto created = Created(7);
+  w.OnResponse(&created);
+  etcdserverpb::WatchResponse canceled;
+  canceled.set_canceled(true);
+  canceled.set_cancel_reason("etcdserver: no leader");
+  WatchResumer::Step step = w.OnResponse(&canceled);
+  EXPECT_EQ(step.resume.code(), StatusCode::kUnavailable);
+  EXPECT_EQ(step.resume.message(),
+            "watch canceled by the server: etcdserver: no leader");
+  EXPECT_FALSE(step.deliver);
+  EXPECT_FALSE(w.finished());
+
+  auto recreated = Created(9);
+  recreated.set_canceled(true);
+  recreated.set_cancel_reason("etcdserver: no leader");
+  step = w.OnResponse(&recreated);
+  EXPECT_EQ(step.resume.code(), StatusCode::kUnavailable);
+  EXPECT_EQ(step.resume.message(),
+            "watch re-creation canceled: etcdserver: no leader");
+  EXPECT_FALSE(step.deliver);
+  EXPECT_FALSE(w.finished());
+}
+
+TEST(WatchResumer, ARefusedCreationIsDeliveredAndFinal) {
+  WatchResumer w(From(0));
+  auto created = Created(7);
+  created.set_canceled(true);
+  created.set_cancel_reason("bad range");
+  WatchResumer::Step step = w.OnResponse(&created);
+  EXPECT_TRUE(step.resume.ok());
+  EXPECT_TRUE(step.deliver && step.first_created);
+  EXPECT_TRUE(w.finished());
+}
+
+}  // namespace
+}  // namespace kplane::storage

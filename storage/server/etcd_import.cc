@@ -190,6 +190,15 @@ Status ImportEtcdDataDir(FileSystem* fs, const std::string& data_dir,
   const std::string aside = data_dir + "/" + kEtcdMemberAside;
   const std::string staging = data_dir + "/member.import";
   std::string src;
+  if (fs->Exists(member + "/snap/db") && !fs->Exists(member + "/wal") &&
+      !fs->Exists(member + "/db") && !fs->Exists(member + "/cluster.pb")) {
+    // etcd's backend without its WAL (etcd's --wal-dir puts it elsewhere):
+    // starting would serve an empty store beside etcd's data.
+    return FailedPreconditionError(
+        member + " holds etcd's backend (snap/db) but no WAL (member/wal): " +
+        "if etcd ran with --wal-dir, move that directory to " + member +
+        "/wal; or start kplane on what `etcdctl snapshot restore` writes");
+  }
   if (IsEtcdMemberDir(fs, member)) {
     if (fs->Exists(aside)) {
       return FailedPreconditionError(

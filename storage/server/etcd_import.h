@@ -27,7 +27,8 @@
 // Refused, with nothing written (kFailedPrecondition): a WAL with entries
 // past the db's consistent index (a live or crashed member: its last writes
 // are only in the WAL), a WAL whose first files were purged, users with
-// etcd's bcrypt passwords while auth is on. kCorruption: a CRC mismatch, a
+// etcd's bcrypt passwords while auth is on, a member/snap/db without
+// member/wal (etcd's --wal-dir elsewhere). kCorruption: a CRC mismatch, a
 // truncated or unparsable WAL or db. kInvalidArgument: not etcd 3.4 (the
 // db's cluster version, a WAL record type etcd 3.4 does not write).
 //

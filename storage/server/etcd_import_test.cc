@@ -199,6 +199,18 @@ TEST_F(EtcdImportTest, AnotherEtcdVersionIsRefused) {
   EXPECT_FALSE(fs::exists(data_ + "/" + kEtcdMemberAside));
 }
 
+// etcd run with --wal-dir keeps its WAL elsewhere: refused, not started as
+// an empty member beside etcd's backend.
+TEST_F(EtcdImportTest, ABackendWithoutItsWalIsRefused) {
+  fs::remove_all(data_ + "/member/wal");
+  const auto before = Tree(data_);
+  bool imported = true;
+  Status st = Import(&imported);
+  ASSERT_EQ(st.code(), StatusCode::kFailedPrecondition) << st;
+  EXPECT_NE(st.message().find("--wal-dir"), std::string::npos) << st;
+  EXPECT_EQ(Tree(data_), before);
+}
+
 // A crash after etcd's member/ was moved aside and before kplane's took its
 // place (a half-built member.import left too): the next start imports again.
 TEST_F(EtcdImportTest, AnInterruptedImportIsDoneAgain) {

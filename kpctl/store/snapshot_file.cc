@@ -16,6 +16,7 @@
 #include "storage/bolt/etcd_backend.h"
 #include "storage/mvcc/store.h"
 #include "storage/server/cluster.h"
+#include "storage/server/etcd_import.h"
 
 namespace kplane::kpctl {
 
@@ -292,48 +293,12 @@ StatusOr<RestoredData> ReadBolt(std::string_view data, bool skip_hash_check) {
     }
   }
   ASSIGN_OR_RETURN(bolt::EtcdBackend b, bolt::ReadEtcdBackend(db));
+  // The same conversion as `kplane store` importing an etcd data dir.
+  ASSIGN_OR_RETURN(storage::EtcdBackendData d,
+                   storage::FromEtcdBackend(std::move(b)));
   RestoredData out;
-  mvcc::Store::Export& e = out.history.emplace();
-  e.compact_scheduled = b.scheduled_compact_revision;
-  e.compact_finished = b.finished_compact_revision;
-  // etcd's revision is its newest record's, or the compaction's when that
-  // removed every newer one (etcd's restore takes the larger of the two).
-  e.revision = b.scheduled_compact_revision;
-  e.versions.reserve(b.versions.size());
-  for (auto& v : b.versions) {
-    e.revision = std::max(e.revision, v.main);
-    mvcc::Store::ExportedVersion& x = e.versions.emplace_back();
-    x.main = v.main;
-    x.sub = v.sub;
-    x.tombstone = v.tombstone;
-    x.kv = std::move(v.kv);
-    if (x.kv.mod_revision() != 0 && x.kv.mod_revision() != x.main) {
-      return CorruptionError("etcd backend: key \"" + x.kv.key() +
-                             "\" at revision " + std::to_string(x.main) +
-                             " says mod_revision " +
-                             std::to_string(x.kv.mod_revision()));
-    }
-  }
-  for (const auto& l : b.leases) e.leases.emplace_back(l.id, l.ttl);
-  // The writer stores revision + 1 (etcd's authRevision starts at 1).
-  out.auth.set_revision(b.auth_revision > 0 ? b.auth_revision - 1 : 0);
-  out.auth.set_enabled(b.auth_enabled);
-  for (auto& u : b.auth_users) {
-    // etcd hashes passwords with bcrypt, which kplane does not check: with
-    // auth enabled nobody could sign in to the restored cluster.
-    if (out.auth.enabled() && !u.options().no_password() &&
-        u.password().rfind("pbkdf2-sha256$", 0) != 0) {
-      return Status(
-          StatusCode::kFailedPrecondition,
-          "user \"" + u.name() +
-              "\" has an etcd (bcrypt) password, which kplane cannot check, "
-              "and auth is enabled: run `etcdctl auth disable`, save the "
-              "snapshot again, restore it, then set the passwords with "
-              "`kpctl store user passwd` and enable auth");
-    }
-    *out.auth.add_users() = std::move(u);
-  }
-  for (auto& r : b.auth_roles) *out.auth.add_roles() = std::move(r);
+  out.history = std::move(d.history);
+  out.auth = std::move(d.auth);
   return out;
 }
 

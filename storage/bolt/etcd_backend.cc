@@ -113,7 +113,9 @@ bool ParseHexId(std::string_view s, uint64_t* id) {
   return true;
 }
 
-bool ParseMemberJson(std::string_view s, etcdserverpb::Member* m) {
+}  // namespace
+
+bool ParseEtcdMemberJson(std::string_view s, etcdserverpb::Member* m) {
   rapidjson::Document d;
   d.Parse(s.data(), s.size());
   if (d.HasParseError() || !d.IsObject() || !d.HasMember("id") ||
@@ -145,8 +147,6 @@ bool ParseMemberJson(std::string_view s, etcdserverpb::Member* m) {
   }
   return true;
 }
-
-}  // namespace
 
 StatusOr<EtcdBackend> ReadEtcdBackend(std::string_view data) {
   ASSIGN_OR_RETURN(BoltReader db, BoltReader::Open(data));
@@ -196,7 +196,8 @@ StatusOr<EtcdBackend> ReadEtcdBackend(std::string_view data) {
             out.leases.push_back(l);
           } else if (name == "members") {
             etcdserverpb::Member m;
-            if (!ParseMemberJson(v, &m)) return bad(name, k, "not etcd's JSON");
+            if (!ParseEtcdMemberJson(v, &m))
+              return bad(name, k, "not etcd's JSON");
             out.members.push_back(std::move(m));
           } else if (name == "members_removed") {
             uint64_t id = 0;

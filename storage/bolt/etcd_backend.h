@@ -95,6 +95,12 @@ std::string EtcdRevisionKey(int64_t main, int64_t sub, bool tombstone);
 // etcd's membership.Member.
 std::string EtcdMemberJson(const etcdserverpb::Member& m);
 
+// Parses etcd's member JSON (bucket "members", and the context of a raft
+// ConfChange that adds a member): "id" a JSON number, "peerURLs",
+// "clientURLs", "name", "isLearner", each optional but "id". False when it
+// is not that shape.
+bool ParseEtcdMemberJson(std::string_view json, etcdserverpb::Member* m);
+
 // The SHA-256 of `data` (32 bytes): what etcd appends to a snapshot.
 std::string Sha256(std::string_view data);
 

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "base/logging.h"
+#include "storage/server/etcd_import.h"
 #include "storage/server/store_applier.h"
 
 namespace kplane::storage {
@@ -242,8 +243,6 @@ StatusOr<BootstrappedMember> BootstrapMember(StoreConfig* config) {
   FileSystem* fs =
       config->file_system ? config->file_system : FileSystem::Default();
   RETURN_IF_ERROR(PrivateDir(fs, config->data_dir));
-  RETURN_IF_ERROR(PrivateDir(fs, m.member_dir));
-  RETURN_IF_ERROR(PrivateDir(fs, m.member_dir + "/snap"));
   ASSIGN_OR_RETURN(m.lock, DataDirLock::Acquire(fs, config->data_dir));
 
   RaftLogOptions log_opts;
@@ -253,6 +252,13 @@ StatusOr<BootstrappedMember> BootstrapMember(StoreConfig* config) {
   log_opts.wal.preallocate_bytes = std::min<uint64_t>(
       log_opts.wal.preallocate_bytes, config->wal_segment_bytes);
   log_opts.wal.crash_hook = config->crash_hook;
+  // An etcd 3.4 data directory becomes a kplane member's first (under the
+  // LOCK, before anything below creates kplane's files in member/).
+  bool imported = false;
+  RETURN_IF_ERROR(ImportEtcdDataDir(fs, config->data_dir, log_opts,
+                                    config->name, &imported));
+  RETURN_IF_ERROR(PrivateDir(fs, m.member_dir));
+  RETURN_IF_ERROR(PrivateDir(fs, m.member_dir + "/snap"));
   ASSIGN_OR_RETURN(m.log, RaftLog::Open(m.member_dir + "/wal", log_opts));
   // A snapshot received from a leader is durable in member/snap/ before its
   // marker reaches the WAL; if we crashed before swapping it in, do it now.

@@ -10,7 +10,10 @@
 //       member found by its peer URLs (after `member add`);
 //   a log                                        restarts: identity from
 //       the log, membership from member/cluster.pb.
-// A snapshot install that a crash interrupted is finished first
+// An etcd 3.4 data directory (what `etcdctl snapshot restore` writes) is
+// imported into kplane's files first (etcd_import.h; etcd's member/ is
+// moved aside to member.etcd), so it then restarts like any member. A
+// snapshot install that a crash interrupted is finished first
 // (StoreApplier::FinishInstall).
 //
 // Startup checks (etcd's raft loadState panics and its verify.go, as
@@ -40,6 +43,7 @@
 //   <data-dir>/member/snap/       snapshots received from a leader, waiting
 //                                 to be installed, and staged copies
 //   <data-dir>/LOCK               held while a process owns the directory
+//   <data-dir>/member.etcd/       etcd's files, after an import
 //
 // Modes: the data directory, member/ and member/snap/ are created 0700 and
 // the files here 0600 (etcd's modes); a data or member directory that group

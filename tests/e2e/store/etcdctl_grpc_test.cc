@@ -24,6 +24,7 @@
 #include "kpctl/store/snapshot_file.h"
 #include "net/http_client.h"
 #include "storage/bolt/etcd_backend.h"
+#include "storage/bolt/etcd_wal.h"
 #include "storage/client/local_cluster.h"
 
 namespace kplane::e2e {
@@ -550,6 +551,87 @@ TEST_F(EtcdctlTest, EtcdSnapshotRestoresIntoKplane) {
   // The next write continues the history.
   EXPECT_OK(Run({"put", "next", "n"}));
   EXPECT_EQ(ModRevision("next"), zed_rev + 1);
+}
+
+// Drop-in for etcd (issue 17, etcd's TestIssue6361): the real `etcdctl
+// snapshot restore` writes an etcd data directory (member/snap/db and
+// member/wal); `kplane store` started on it imports it and serves the keys
+// and the lease at etcd's revisions, with the member and cluster IDs etcd's
+// WAL names; then `member add` and a second kplane member joining with
+// --initial-cluster-state existing get the same data.
+TEST_F(EtcdctlTest, KplaneStartsOnTheDataDirEtcdctlRestoreWrites) {
+  if (storage::FindKplaneBinary().empty()) {
+    GTEST_SKIP() << "build/kplane is absent (build target kplane)";
+  }
+  StartCluster({.kind = StoreKind::kEtcd, .members = 1});
+  EXPECT_OK(Run({"put", "foo", "v1"}));
+  Out g = Run({"lease", "grant", "900"});
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(g.out, m, std::regex("lease ([0-9a-f]+) ")))
+      << g.out;
+  const std::string lease = m[1];
+  EXPECT_OK(Run({"put", "lk", "lv", "--lease", lease}));
+  EXPECT_OK(Run({"put", "foo", "v2"}));
+  const int64_t foo_rev = ModRevision("foo");
+  const int64_t lk_rev = ModRevision("lk");
+  const std::string file = tmp_ + "/etcd.db";
+  ASSERT_EQ(Run({"snapshot", "save", file}).code, 0);
+  const std::string snapshot = ReadFile(file);
+
+  // A kplane member, stopped; its data dir replaced by what etcdctl
+  // restore writes for it.
+  StartCluster({.kind = StoreKind::kKplane, .members = 1});
+  ASSERT_TRUE(cluster_->Terminate(0).ok());
+  const std::string data_dir = cluster_->data_dir(0);
+  fs::remove_all(data_dir);
+  const std::string saved = tmp_ + "/etcd.db";  // the new cluster's tmp_
+  {
+    std::ofstream f(saved, std::ios::binary);
+    f << snapshot;
+  }
+  const std::string name = cluster_->name(0);
+  Out restored =
+      Run({"snapshot", "restore", saved, "--name", name, "--initial-cluster",
+           name + "=" + cluster_->peer_url(0), "--initial-cluster-token",
+           "etcd-cluster", "--initial-advertise-peer-urls",
+           cluster_->peer_url(0), "--data-dir", data_dir});
+  ASSERT_EQ(restored.code, 0) << restored.out;
+  ASSERT_TRUE(fs::exists(data_dir + "/member/wal"));
+  auto wal = bolt::ReadEtcdWal(FileSystem::Default(), data_dir + "/member/wal");
+  ASSERT_TRUE(wal.ok()) << wal.status();
+
+  ASSERT_TRUE(cluster_->Restart(0).ok());
+  ASSERT_TRUE(cluster_->WaitReady(0, seconds(30)).ok()) << cluster_->LogTails();
+  EXPECT_TRUE(fs::exists(data_dir + "/member.etcd/wal"));  // etcd's, kept
+  EXPECT_EQ(Run({"get", "foo", "--print-value-only"}).out, "v2\n");
+  EXPECT_EQ(ModRevision("foo"), foo_rev);
+  EXPECT_EQ(ModRevision("lk"), lk_rev);
+  EXPECT_EQ(Run({"get", "foo", "--rev", std::to_string(foo_rev - 1),
+                 "--print-value-only"})
+                .out,
+            "v1\n");
+  Out ttl = Run({"lease", "timetolive", lease, "--keys"});
+  EXPECT_NE(ttl.out.find("attached keys([lk])"), std::string::npos) << ttl.out;
+  // etcdctl prints the IDs etcd's WAL holds.
+  Out list = Run({"member", "list", "-w", "json"});
+  EXPECT_NE(list.out.find("\"cluster_id\":" + std::to_string(wal->cluster_id)),
+            std::string::npos)
+      << list.out;
+  EXPECT_NE(list.out.find("\"ID\":" + std::to_string(wal->node_id)),
+            std::string::npos)
+      << list.out;
+
+  // member add, then a second member started with
+  // --initial-cluster-state existing.
+  StatusOr<int> added = cluster_->AddMember();
+  ASSERT_TRUE(added.ok()) << added.status() << cluster_->LogTails();
+  Out there = Run({"get", "foo", "--print-value-only", "--consistency", "s"},
+                  "", cluster_->client_url(*added));
+  EXPECT_EQ(there.out, "v2\n");
+  EXPECT_EQ(
+      Run({"get", "lk", "--print-value-only"}, "", cluster_->client_url(*added))
+          .out,
+      "lv\n");
 }
 
 // etcdctl's lock is clientv3's Mutex recipe (a key per session under the

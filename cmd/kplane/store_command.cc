@@ -13,6 +13,7 @@
 #include "base/logging.h"
 #include "base/strings.h"
 #include "cmd/kplane/gateway_command.h"
+#include "cmd/kplane/grpc_proxy_command.h"
 #include "cmd/kplane/store_flags.h"
 #include "net/http_server.h"
 #include "net/socket.h"
@@ -131,17 +132,15 @@ std::vector<std::string> BoundUrls(const std::vector<Listener>& ls) {
 
 int RunStoreCommand(const std::vector<std::string>& args) {
   // etcd's own subcommands, which it recognises only as its first
-  // argument (etcdmain.Main): `etcd gateway start ...`.
+  // argument (etcdmain.Main): `etcd gateway start ...`, `etcd grpc-proxy
+  // start ...`.
   if (!args.empty() && args[0] == "gateway") {
     return RunGatewayCommand(
         std::vector<std::string>(args.begin() + 1, args.end()));
   }
   if (!args.empty() && args[0] == "grpc-proxy") {
-    return CommandFailed(
-        "kplane store",
-        UnimplementedError("`grpc-proxy` (etcd's L7 gRPC proxy) is not "
-                           "supported; `kplane store gateway start` is the "
-                           "L4 TCP gateway"));
+    return RunGrpcProxyCommand(
+        std::vector<std::string>(args.begin() + 1, args.end()));
   }
   StoreFlags flags;
   auto parsed = flags.Parse(args, ProcessEnvironment());

@@ -66,9 +66,10 @@ const std::map<std::string, std::string, std::less<>>& GoCipherSuites() {
   return *m;
 }
 
-Status RestrictCipherSuites(const std::vector<std::string>& go_names,
-                            const net::TlsContext& ctx) {
-  if (go_names.empty()) return Status::Ok();
+}  // namespace
+
+StatusOr<std::string> OpenSslCipherList(
+    const std::vector<std::string>& go_names) {
   std::vector<std::string> openssl_names;
   for (const std::string& name : go_names) {
     auto it = GoCipherSuites().find(name);
@@ -78,10 +79,18 @@ Status RestrictCipherSuites(const std::vector<std::string>& go_names,
     }
     openssl_names.push_back(it->second);
   }
+  return StrJoin(openssl_names, ":");
+}
+
+namespace {
+
+Status RestrictCipherSuites(const std::vector<std::string>& go_names,
+                            const net::TlsContext& ctx) {
+  if (go_names.empty()) return Status::Ok();
+  ASSIGN_OR_RETURN(std::string list, OpenSslCipherList(go_names));
   // Suites this OpenSSL no longer has (RC4) are skipped by it; none left
   // fails here.
-  if (SSL_CTX_set_cipher_list(ctx.native(),
-                              StrJoin(openssl_names, ":").c_str()) != 1) {
+  if (SSL_CTX_set_cipher_list(ctx.native(), list.c_str()) != 1) {
     return InvalidArgumentError(
         "none of the TLS cipher suites is available in this OpenSSL: " +
         StrJoin(go_names, ","));

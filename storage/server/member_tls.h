@@ -120,6 +120,12 @@ struct MemberTls {
 StatusOr<MemberTls> NewMemberTls(const MemberTlsFiles& client,
                                  const MemberTlsFiles& peer);
 
+// OpenSSL's cipher list ("A:B") for Go's TLS 1.2 suite names, as etcd's
+// --cipher-suites takes them. kInvalidArgument for a name Go does not have
+// ("unexpected TLS cipher suite \"X\"", etcd's words).
+StatusOr<std::string> OpenSslCipherList(
+    const std::vector<std::string>& go_names);
+
 }  // namespace kplane::storage
 
 #endif  // KPLANE_STORAGE_SERVER_MEMBER_TLS_H_

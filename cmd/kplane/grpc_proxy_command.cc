@@ -1,0 +1,274 @@
+#include "cmd/kplane/grpc_proxy_command.h"
+
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <climits>
+#include <iostream>
+
+#include "base/command.h"
+#include "base/flags.h"
+#include "base/logging.h"
+#include "base/strings.h"
+#include "storage/server/member_tls.h"
+
+namespace kplane::cmd {
+
+namespace {
+
+constexpr char kCommand[] = "kplane store grpc-proxy start";
+
+struct FlagValues {
+  GrpcProxyCommandOptions o;
+  std::vector<std::string> endpoints = {"127.0.0.1:2379"};
+  std::vector<std::string> cipher_suites;
+  int64_t max_send_bytes = 3 * 512 * 1024;
+  int64_t max_recv_bytes = INT_MAX;
+  int64_t max_concurrent_streams = 0;
+  std::string data_dir = "default.proxy";
+  // etcd's flags that kplane does not serve: refused when given a value.
+  std::string discovery_srv, discovery_srv_name, metrics_addr, resolver_prefix,
+      client_crl_file, leasing_prefix;
+  int64_t resolver_ttl = 0;
+  bool insecure_discovery = false, auto_tls = false, ordering = false;
+};
+
+void DeclareFlags(FlagSet& f, FlagValues& v) {
+  storage::GrpcProxyOptions& p = v.o.proxy;
+  f.String("listen-addr", &p.listen_addr,
+           "Address to serve clients on, host:port (port 0 picks one).");
+  f.StringList("endpoints", &v.endpoints,
+               "Comma-separated store client endpoints to proxy to "
+               "(host:port, http:// or https://).");
+  f.String("advertise-client-url", &p.advertise_client_url,
+           "The URL MemberList answers with (the proxy's own); empty: "
+           "forward MemberList to the members.");
+  f.String("namespace", &p.key_prefix,
+           "Prefix put before every key of the proxied requests.");
+  f.String("cert", &p.client_tls.cert_file,
+           "Client certificate to the members (its Common Name must be "
+           "empty).");
+  f.String("key", &p.client_tls.key_file, "Key of --cert.");
+  f.String("cacert", &p.client_tls.ca_file,
+           "CA bundle that verifies the members' certificates.");
+  f.Bool("insecure-skip-tls-verify", &p.client_tls.insecure_skip_verify,
+         "Skip verifying the members' certificates (refused: not "
+         "supported by kplane's proxy).");
+  f.String("cert-file", &p.cert_file,
+           "Serving certificate (clients connect over TLS).");
+  f.String("key-file", &p.key_file, "Key of --cert-file.");
+  f.String("trusted-ca-file", &p.trusted_ca_file,
+           "CA offered to clients for their certificates (not required).");
+  f.StringList("listen-cipher-suites", &v.cipher_suites,
+               "TLS 1.2 cipher suites served to clients, Go's names; empty: "
+               "the defaults.");
+  f.Int64("max-send-bytes", &v.max_send_bytes,
+          "Largest request sent to a member (and accepted from a client).");
+  f.Int64("max-recv-bytes", &v.max_recv_bytes,
+          "Largest answer taken from a member.");
+  f.Int64("max-concurrent-streams", &v.max_concurrent_streams,
+          "Streams per client connection; 0: gRPC's default.");
+  f.Bool("enable-pprof", &v.o.enable_pprof,
+         "Accepted for etcd's command line; kplane serves no pprof.");
+  f.Bool("debug", &v.o.debug, "Log at debug level.");
+  f.String("data-dir", &v.data_dir,
+           "Accepted for etcd's command line (etcd keeps auto-TLS files "
+           "there; kplane has no auto-TLS).");
+  f.String("discovery-srv", &v.discovery_srv, "Not served: refused.");
+  f.String("discovery-srv-name", &v.discovery_srv_name, "Not served: refused.");
+  f.Bool("insecure-discovery", &v.insecure_discovery, "Not served: refused.");
+  f.String("metrics-addr", &v.metrics_addr, "Not served: refused.");
+  f.String("resolver-prefix", &v.resolver_prefix, "Not served: refused.");
+  f.Int64("resolver-ttl", &v.resolver_ttl, "Not served: refused.");
+  f.Bool("auto-tls", &v.auto_tls, "Not served: refused.");
+  f.String("client-crl-file", &v.client_crl_file, "Not served: refused.");
+  f.Bool("experimental-serializable-ordering", &v.ordering,
+         "Not served: refused.");
+  f.String("experimental-leasing-prefix", &v.leasing_prefix,
+           "Not served: refused.");
+}
+
+Status NotServed(const std::string& flag) {
+  return InvalidArgumentError("--" + flag +
+                              " is not supported by kplane's grpc-proxy "
+                              "(docs/store.md, \"The gRPC proxy\")");
+}
+
+}  // namespace
+
+StatusOr<std::string> CertificateCommonName(const std::string& path) {
+  FILE* f = fopen(path.c_str(), "r");
+  if (f == nullptr) {
+    return InvalidArgumentError("cannot read certificate \"" + path + "\"");
+  }
+  X509* cert = PEM_read_X509(f, nullptr, nullptr, nullptr);
+  fclose(f);
+  if (cert == nullptr) {
+    return InvalidArgumentError("no PEM certificate in \"" + path + "\"");
+  }
+  std::string cn;
+  X509_NAME* name = X509_get_subject_name(cert);
+  const int i = X509_NAME_get_index_by_NID(name, NID_commonName, -1);
+  if (i >= 0) {
+    const ASN1_STRING* s =
+        X509_NAME_ENTRY_get_data(X509_NAME_get_entry(name, i));
+    cn.assign(reinterpret_cast<const char*>(ASN1_STRING_get0_data(s)),
+              static_cast<size_t>(ASN1_STRING_length(s)));
+  }
+  X509_free(cert);
+  return cn;
+}
+
+std::string GrpcProxyUsage() {
+  FlagSet f(kCommand,
+            "etcd's L7 gRPC proxy: serves etcd's v3 gRPC API and forwards "
+            "it to the store members, sharing one member watch between "
+            "identical client watches.");
+  FlagValues v;
+  DeclareFlags(f, v);
+  return f.Usage();
+}
+
+StatusOr<GrpcProxyCommandOptions> ParseGrpcProxyArgs(
+    const std::vector<std::string>& args, bool* help) {
+  *help = false;
+  FlagSet f(kCommand, "");
+  FlagValues v;
+  DeclareFlags(f, v);
+  Status parsed = f.Parse(args);
+  if (f.help_requested()) {
+    *help = true;
+    return v.o;
+  }
+  RETURN_IF_ERROR(parsed);
+  if (f.args().empty()) {
+    return InvalidArgumentError(
+        "a subcommand is needed: `kplane store grpc-proxy start [flags]`");
+  }
+  if (f.args().front() != "start") {
+    return InvalidArgumentError("unknown subcommand \"" + f.args().front() +
+                                "\" (the grpc-proxy has one: start)");
+  }
+  if (f.args().size() > 1) {
+    return InvalidArgumentError("unexpected argument \"" + f.args()[1] + "\"");
+  }
+  for (const char* flag :
+       {"discovery-srv", "discovery-srv-name", "metrics-addr",
+        "resolver-prefix", "client-crl-file", "experimental-leasing-prefix"}) {
+    // An empty value is etcd's default: harmless.
+    std::string* val = nullptr;
+    const std::string name = flag;
+    if (name == "discovery-srv") val = &v.discovery_srv;
+    if (name == "discovery-srv-name") val = &v.discovery_srv_name;
+    if (name == "metrics-addr") val = &v.metrics_addr;
+    if (name == "resolver-prefix") val = &v.resolver_prefix;
+    if (name == "client-crl-file") val = &v.client_crl_file;
+    if (name == "experimental-leasing-prefix") val = &v.leasing_prefix;
+    if (!val->empty()) return NotServed(name);
+  }
+  if (v.resolver_ttl != 0) return NotServed("resolver-ttl");
+  if (v.insecure_discovery) return NotServed("insecure-discovery");
+  if (v.auto_tls) return NotServed("auto-tls");
+  if (v.ordering) return NotServed("experimental-serializable-ordering");
+
+  GrpcProxyCommandOptions& o = v.o;
+  storage::GrpcProxyOptions& p = o.proxy;
+  if (p.listen_addr.rfind(':') == std::string::npos) {
+    return InvalidArgumentError("--listen-addr: \"" + p.listen_addr +
+                                "\" has no port (want host:port)");
+  }
+  if (v.endpoints.empty()) {
+    return InvalidArgumentError("--endpoints: no endpoint given");
+  }
+  p.endpoints = v.endpoints;
+  if (v.max_send_bytes < 1 || v.max_send_bytes > INT_MAX) {
+    return InvalidArgumentError("--max-send-bytes must be in 1.." +
+                                std::to_string(INT_MAX));
+  }
+  if (v.max_recv_bytes < 1 || v.max_recv_bytes > INT_MAX) {
+    return InvalidArgumentError("--max-recv-bytes must be in 1.." +
+                                std::to_string(INT_MAX));
+  }
+  p.max_send_bytes = static_cast<int>(v.max_send_bytes);
+  p.max_recv_bytes = static_cast<int>(v.max_recv_bytes);
+  if (v.max_concurrent_streams < 0 || v.max_concurrent_streams > UINT32_MAX) {
+    return InvalidArgumentError(
+        "--max-concurrent-streams must be in 0..4294967295");
+  }
+  p.max_concurrent_streams = static_cast<uint32_t>(v.max_concurrent_streams);
+  if (p.client_tls.cert_file.empty() != p.client_tls.key_file.empty()) {
+    return InvalidArgumentError("--cert and --key must be given together");
+  }
+  if (p.client_tls.insecure_skip_verify) {
+    return InvalidArgumentError(
+        "--insecure-skip-tls-verify is not supported by kplane's grpc-proxy "
+        "(gRPC C++ always verifies the members' certificates; give "
+        "--cacert)");
+  }
+  if (p.cert_file.empty() != p.key_file.empty()) {
+    return InvalidArgumentError(
+        "--cert-file and --key-file must be given together");
+  }
+  // etcd's TLSInfo.EmptyCN: a member with --client-cert-auth takes a
+  // certificate's Common Name as the user of every call without a token,
+  // so a proxy certificate with a CN would lend that user to every client
+  // of the proxy.
+  if (!p.client_tls.cert_file.empty()) {
+    ASSIGN_OR_RETURN(std::string cn,
+                     CertificateCommonName(p.client_tls.cert_file));
+    if (!cn.empty()) {
+      return InvalidArgumentError("cert has non empty Common Name (" + cn +
+                                  ")");
+    }
+  }
+  if (!v.cipher_suites.empty()) {
+    auto list = storage::OpenSslCipherList(v.cipher_suites);
+    if (!list.ok()) return list.status().Annotate("--listen-cipher-suites");
+    o.openssl_ciphers = *list;
+  }
+  return o;
+}
+
+int RunGrpcProxyCommand(const std::vector<std::string>& args) {
+  bool help = false;
+  auto parsed = ParseGrpcProxyArgs(args, &help);
+  if (help) {
+    std::cout << GrpcProxyUsage();
+    return 0;
+  }
+  auto fail = [](const Status& st) {
+    return CommandFailed("kplane store grpc-proxy", st);
+  };
+  if (!parsed.ok()) return fail(parsed.status());
+  const GrpcProxyCommandOptions& o = *parsed;
+  SetLogTag("grpc-proxy");
+  if (o.debug) SetMinLogLevelByName("debug");
+  if (o.enable_pprof) {
+    LOG(INFO) << "--enable-pprof: kplane serves no pprof; ignored";
+  }
+  // gRPC reads its TLS cipher list from the environment, once, when the
+  // first TLS credentials are made: before Start.
+  if (!o.openssl_ciphers.empty()) {
+    setenv("GRPC_SSL_CIPHER_SUITES", o.openssl_ciphers.c_str(), 1);
+  }
+  sigset_t stop = BlockStopSignals();  // before gRPC's threads
+  auto proxy = storage::GrpcProxy::Start(o.proxy);
+  if (!proxy.ok()) return fail(proxy.status());
+  // etcd's words; tools wait for them.
+  LOG(INFO) << "started gRPC proxy on " << o.proxy.listen_addr << " (port "
+            << (*proxy)->port() << "), proxying to ["
+            << StrJoin(o.proxy.endpoints, ",") << "]"
+            << (o.proxy.key_prefix.empty()
+                    ? ""
+                    : ", namespace \"" + o.proxy.key_prefix + "\"");
+  int sig = 0;
+  sigwait(&stop, &sig);
+  LOG(INFO) << "received signal " << sig << ", shutting down";
+  (*proxy)->Stop();
+  return 0;
+}
+
+}  // namespace kplane::cmd

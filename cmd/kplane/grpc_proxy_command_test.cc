@@ -1,0 +1,189 @@
+#include "cmd/kplane/grpc_proxy_command.h"
+
+#include <gtest/gtest.h>
+#include <openssl/ec.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "cmd/kplane/store_command.h"
+#include "net/pki.h"
+
+namespace kplane::cmd {
+namespace {
+
+StatusOr<GrpcProxyCommandOptions> Parse(std::vector<std::string> args) {
+  bool help = false;
+  return ParseGrpcProxyArgs(args, &help);
+}
+
+// A self-signed certificate whose subject is "O=kplane" (no CN), as etcd's
+// fixtures/server3.crt that TestGrpcproxyAndCommonName passes.
+StatusOr<net::KeyPair> SelfSignedWithoutCommonName() {
+  EVP_PKEY* key = EVP_EC_gen("P-256");
+  X509* x = X509_new();
+  if (key == nullptr || x == nullptr) return InternalError("openssl");
+  X509_set_version(x, 2);
+  ASN1_INTEGER_set(X509_get_serialNumber(x), 7);
+  X509_gmtime_adj(X509_getm_notBefore(x), -300);
+  X509_gmtime_adj(X509_getm_notAfter(x), 3600);
+  X509_set_pubkey(x, key);
+  X509_NAME* name = X509_get_subject_name(x);
+  X509_NAME_add_entry_by_txt(name, "O", MBSTRING_ASC,
+                             reinterpret_cast<const unsigned char*>("kplane"),
+                             -1, -1, 0);
+  X509_set_issuer_name(x, name);
+  X509_sign(x, key, EVP_sha256());
+  auto pem = [](auto write) {
+    BIO* b = BIO_new(BIO_s_mem());
+    write(b);
+    char* data = nullptr;
+    const long n = BIO_get_mem_data(b, &data);
+    std::string out(data, static_cast<size_t>(n));
+    BIO_free(b);
+    return out;
+  };
+  net::KeyPair kp;
+  kp.cert_pem = pem([&](BIO* b) { PEM_write_bio_X509(b, x); });
+  kp.key_pem = pem([&](BIO* b) {
+    PEM_write_bio_PrivateKey(b, key, nullptr, nullptr, 0, nullptr, nullptr);
+  });
+  X509_free(x);
+  EVP_PKEY_free(key);
+  return kp;
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/kplane-grpcproxy-XXXXXX";
+    path_ = mkdtemp(tmpl);
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  std::string Write(const std::string& name, const std::string& body) {
+    const std::string p = path_ + "/" + name;
+    std::ofstream(p) << body;
+    return p;
+  }
+
+ private:
+  std::string path_;
+};
+
+TEST(GrpcProxyFlagsTest, EtcdsDefaults) {
+  auto o = Parse({"start"});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->proxy.listen_addr, "127.0.0.1:23790");
+  EXPECT_EQ(o->proxy.endpoints, std::vector<std::string>{"127.0.0.1:2379"});
+  EXPECT_EQ(o->proxy.advertise_client_url, "127.0.0.1:23790");
+  EXPECT_EQ(o->proxy.max_send_bytes, 3 * 512 * 1024);
+  EXPECT_EQ(o->proxy.key_prefix, "");
+}
+
+TEST(GrpcProxyFlagsTest, FlagsBeforeOrAfterStart) {
+  auto o = Parse({"--endpoints=a:1,b:2", "start", "--namespace=t/",
+                  "--listen-addr=127.0.0.1:0", "--advertise-client-url="});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->proxy.endpoints, (std::vector<std::string>{"a:1", "b:2"}));
+  EXPECT_EQ(o->proxy.key_prefix, "t/");
+  EXPECT_EQ(o->proxy.advertise_client_url, "");
+}
+
+TEST(GrpcProxyFlagsTest, BadInputIsRefusedWithAClearMessage) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string want;
+  } cases[] = {
+      {{}, "a subcommand is needed"},
+      {{"stop"}, "unknown subcommand \"stop\""},
+      {{"start", "--bogus"}, "unknown flag"},
+      {{"start", "--listen-addr=23790"},
+       "--listen-addr: \"23790\" has no port"},
+      {{"start", "--metrics-addr=127.0.0.1:1"},
+       "--metrics-addr is not supported"},
+      {{"start", "--discovery-srv=example.com"},
+       "--discovery-srv is not supported"},
+      {{"start", "--resolver-prefix=p", "--resolver-ttl=5"},
+       "--resolver-prefix is not supported"},
+      {{"start", "--insecure-skip-tls-verify"},
+       "--insecure-skip-tls-verify is not supported"},
+      {{"start", "--cert=/x"}, "--cert and --key must be given together"},
+      {{"start", "--cert-file=/x"}, "--cert-file and --key-file"},
+      {{"start", "--max-send-bytes=0"}, "--max-send-bytes must be in"},
+      {{"start", "--listen-cipher-suites=TLS_BOGUS"},
+       "unexpected TLS cipher suite \"TLS_BOGUS\""},
+  };
+  for (const Case& c : cases) {
+    auto o = Parse(c.args);
+    ASSERT_FALSE(o.ok()) << c.want;
+    EXPECT_NE(o.status().message().find(c.want), std::string::npos)
+        << o.status().message() << " (want: " << c.want << ")";
+  }
+}
+
+TEST(GrpcProxyFlagsTest, ListenCipherSuitesMapToOpenSsl) {
+  auto o =
+      Parse({"start",
+             "--listen-cipher-suites=TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,"
+             "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256"});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->openssl_ciphers,
+            "ECDHE-RSA-AES128-GCM-SHA256:ECDHE-RSA-CHACHA20-POLY1305");
+  // etcd's e2e passes an empty list: the defaults.
+  o = Parse({"start", "--listen-cipher-suites", ""});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->openssl_ciphers, "");
+}
+
+// etcd's TestGrpcproxyAndCommonName: a client certificate with a Common
+// Name is refused, one without is taken.
+TEST(GrpcProxyFlagsTest, ClientCertificateWithCommonNameIsRefused) {
+  TempDir dir;
+  const WallTime now = std::chrono::system_clock::now();
+  auto ca = net::GenerateCa("test-ca", now);
+  ASSERT_TRUE(ca.ok());
+  net::CertificateRequest named;
+  named.common_name = "example.com";
+  named.client_auth = true;
+  auto with_cn = net::IssueCertificate(*ca, named, now);
+  ASSERT_TRUE(with_cn.ok());
+  // net/pki.h insists on a CN; this one has only an O.
+  auto without_cn = SelfSignedWithoutCommonName();
+  ASSERT_TRUE(without_cn.ok());
+  const std::string ca_file = dir.Write("ca.crt", ca->cert_pem);
+
+  auto o = Parse({"start", "--cert=" + dir.Write("cn.crt", with_cn->cert_pem),
+                  "--key=" + dir.Write("cn.key", with_cn->key_pem),
+                  "--cacert=" + ca_file});
+  ASSERT_FALSE(o.ok());
+  EXPECT_EQ(o.status().message(),
+            "cert has non empty Common Name (example.com)");
+
+  o = Parse({"start", "--cert=" + dir.Write("nocn.crt", without_cn->cert_pem),
+             "--key=" + dir.Write("nocn.key", without_cn->key_pem),
+             "--cacert=" + ca_file});
+  EXPECT_TRUE(o.ok()) << o.status().ToString();
+
+  // The exit code and message of the command, as etcd's e2e sees them.
+  const int rc =
+      RunStoreCommand({"grpc-proxy", "start",
+                       "--cert=" + dir.Write("c2.crt", with_cn->cert_pem),
+                       "--key=" + dir.Write("c2.key", with_cn->key_pem)});
+  EXPECT_EQ(rc, 2);
+}
+
+TEST(GrpcProxyFlagsTest, CommonNameOfAnUnreadableFile) {
+  auto cn = CertificateCommonName("/nonexistent/cert.pem");
+  ASSERT_FALSE(cn.ok());
+  EXPECT_NE(cn.status().message().find("cannot read certificate"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace kplane::cmd

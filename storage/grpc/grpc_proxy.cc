@@ -1,0 +1,1052 @@
+// clang-format off
+#include "storage/grpc/grpc_proxy.h"
+#include "base/thread_annotations.h"  // before absl's (grpcpp)
+// clang-format on
+
+#include <grpc/grpc.h>
+#include <grpcpp/generic/async_generic_service.h>
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/grpcpp.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <thread>
+#include <utility>
+
+#include "base/logging.h"
+#include "base/mutex.h"
+#include "schemas/grpc/rpc_services.grpc.pb.h"
+#include "storage/client/grpc_kv.h"
+#include "storage/client/remote_kv.h"
+
+namespace kplane::storage {
+
+void PrefixInterval(const std::string& prefix, std::string* key,
+                    std::string* range_end) {
+  *key = prefix + *key;
+  if (range_end->size() == 1 && (*range_end)[0] == '\0') {
+    // To the end of the keyspace: to the end of the prefix instead, the
+    // first key greater than every key that starts with it.
+    std::string end = prefix;
+    while (!end.empty() && static_cast<unsigned char>(end.back()) == 0xff) {
+      end.pop_back();
+    }
+    if (end.empty()) {
+      *range_end = std::string(1, '\0');  // 0xff..ff: the whole keyspace
+    } else {
+      end.back() =
+          static_cast<char>(static_cast<unsigned char>(end.back()) + 1);
+      *range_end = end;
+    }
+  } else if (!range_end->empty()) {
+    *range_end = prefix + *range_end;
+  }
+}
+
+namespace {
+
+namespace pb = etcdserverpb;
+
+// ---- namespace rewriting (etcd's clientv3/namespace) ----
+
+void Strip(const std::string& prefix, std::string* key) {
+  if (key->compare(0, prefix.size(), prefix) == 0) key->erase(0, prefix.size());
+}
+void StripKv(const std::string& p, mvccpb::KeyValue* kv) {
+  Strip(p, kv->mutable_key());
+}
+
+grpc::Status EmptyKey() {
+  return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                      "etcdserver: key is not provided");
+}
+
+grpc::Status PrefixRange(const std::string& p, pb::RangeRequest* r) {
+  if (r->key().empty()) return EmptyKey();
+  PrefixInterval(p, r->mutable_key(), r->mutable_range_end());
+  return grpc::Status::OK;
+}
+grpc::Status PrefixPut(const std::string& p, pb::PutRequest* r) {
+  if (r->key().empty()) return EmptyKey();
+  r->set_key(p + r->key());
+  return grpc::Status::OK;
+}
+grpc::Status PrefixDelete(const std::string& p, pb::DeleteRangeRequest* r) {
+  if (r->key().empty()) return EmptyKey();
+  PrefixInterval(p, r->mutable_key(), r->mutable_range_end());
+  return grpc::Status::OK;
+}
+grpc::Status PrefixTxn(const std::string& p, pb::TxnRequest* r);
+grpc::Status PrefixOps(const std::string& p,
+                       google::protobuf::RepeatedPtrField<pb::RequestOp>* ops) {
+  for (pb::RequestOp& op : *ops) {
+    grpc::Status st;
+    switch (op.request_case()) {
+      case pb::RequestOp::kRequestRange:
+        st = PrefixRange(p, op.mutable_request_range());
+        break;
+      case pb::RequestOp::kRequestPut:
+        st = PrefixPut(p, op.mutable_request_put());
+        break;
+      case pb::RequestOp::kRequestDeleteRange:
+        st = PrefixDelete(p, op.mutable_request_delete_range());
+        break;
+      case pb::RequestOp::kRequestTxn:
+        st = PrefixTxn(p, op.mutable_request_txn());
+        break;
+      default:
+        break;
+    }
+    if (!st.ok()) return st;
+  }
+  return grpc::Status::OK;
+}
+grpc::Status PrefixTxn(const std::string& p, pb::TxnRequest* r) {
+  for (pb::Compare& c : *r->mutable_compare()) {
+    if (c.key().empty()) return EmptyKey();
+    PrefixInterval(p, c.mutable_key(), c.mutable_range_end());
+  }
+  if (auto st = PrefixOps(p, r->mutable_success()); !st.ok()) return st;
+  return PrefixOps(p, r->mutable_failure());
+}
+
+void StripRange(const std::string& p, pb::RangeResponse* r) {
+  for (auto& kv : *r->mutable_kvs()) StripKv(p, &kv);
+}
+void StripPut(const std::string& p, pb::PutResponse* r) {
+  if (r->has_prev_kv()) StripKv(p, r->mutable_prev_kv());
+}
+void StripDelete(const std::string& p, pb::DeleteRangeResponse* r) {
+  for (auto& kv : *r->mutable_prev_kvs()) StripKv(p, &kv);
+}
+void StripTxn(const std::string& p, pb::TxnResponse* r) {
+  for (pb::ResponseOp& op : *r->mutable_responses()) {
+    switch (op.response_case()) {
+      case pb::ResponseOp::kResponseRange:
+        StripRange(p, op.mutable_response_range());
+        break;
+      case pb::ResponseOp::kResponsePut:
+        StripPut(p, op.mutable_response_put());
+        break;
+      case pb::ResponseOp::kResponseDeleteRange:
+        StripDelete(p, op.mutable_response_delete_range());
+        break;
+      case pb::ResponseOp::kResponseTxn:
+        StripTxn(p, op.mutable_response_txn());
+        break;
+      default:
+        break;
+    }
+  }
+}
+void StripTtl(const std::string& p, pb::LeaseTimeToLiveResponse* r) {
+  for (std::string& k : *r->mutable_keys()) Strip(p, &k);
+}
+
+template <typename T>
+bool FromBuffer(grpc::ByteBuffer* b, T* msg) {
+  return grpc::SerializationTraits<T>::Deserialize(b, msg).ok();
+}
+template <typename T>
+void ToBuffer(const T& msg, grpc::ByteBuffer* b) {
+  bool own = false;
+  grpc::SerializationTraits<T>::Serialize(msg, b, &own);
+}
+
+// Rewrites one message of `method` in place (request or response) for the
+// namespace. Methods without keys are left alone.
+template <typename T, typename F>
+grpc::Status Rewrite(grpc::ByteBuffer* b, F f) {
+  T msg;
+  if (!FromBuffer(b, &msg)) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "grpc-proxy: cannot parse the message");
+  }
+  grpc::Status st = f(&msg);
+  if (st.ok()) ToBuffer(msg, b);
+  return st;
+}
+
+grpc::Status RewriteRequest(const std::string& m, const std::string& p,
+                            grpc::ByteBuffer* b) {
+  if (m == "/etcdserverpb.KV/Range") {
+    return Rewrite<pb::RangeRequest>(
+        b, [&](pb::RangeRequest* r) { return PrefixRange(p, r); });
+  }
+  if (m == "/etcdserverpb.KV/Put") {
+    return Rewrite<pb::PutRequest>(
+        b, [&](pb::PutRequest* r) { return PrefixPut(p, r); });
+  }
+  if (m == "/etcdserverpb.KV/DeleteRange") {
+    return Rewrite<pb::DeleteRangeRequest>(
+        b, [&](pb::DeleteRangeRequest* r) { return PrefixDelete(p, r); });
+  }
+  if (m == "/etcdserverpb.KV/Txn") {
+    return Rewrite<pb::TxnRequest>(
+        b, [&](pb::TxnRequest* r) { return PrefixTxn(p, r); });
+  }
+  return grpc::Status::OK;
+}
+
+void RewriteResponse(const std::string& m, const std::string& p,
+                     grpc::ByteBuffer* b) {
+  auto ok = [](auto f) {
+    return [f](auto* r) {
+      f(r);
+      return grpc::Status::OK;
+    };
+  };
+  if (m == "/etcdserverpb.KV/Range") {
+    Rewrite<pb::RangeResponse>(
+        b, ok([&](pb::RangeResponse* r) { StripRange(p, r); }));
+  } else if (m == "/etcdserverpb.KV/Put") {
+    Rewrite<pb::PutResponse>(b,
+                             ok([&](pb::PutResponse* r) { StripPut(p, r); }));
+  } else if (m == "/etcdserverpb.KV/DeleteRange") {
+    Rewrite<pb::DeleteRangeResponse>(
+        b, ok([&](pb::DeleteRangeResponse* r) { StripDelete(p, r); }));
+  } else if (m == "/etcdserverpb.KV/Txn") {
+    Rewrite<pb::TxnResponse>(b,
+                             ok([&](pb::TxnResponse* r) { StripTxn(p, r); }));
+  } else if (m == "/etcdserverpb.Lease/LeaseTimeToLive") {
+    Rewrite<pb::LeaseTimeToLiveResponse>(
+        b, ok([&](pb::LeaseTimeToLiveResponse* r) { StripTtl(p, r); }));
+  }
+}
+
+// The caller's metadata a member needs: its auth token (simple or JWT,
+// etcd's "token" key; "authorization" for newer clients) and whether it
+// insists on a leader.
+void CopyCallerMetadata(const grpc::ServerContextBase& from,
+                        grpc::ClientContext* to) {
+  for (const auto& [k, v] : from.client_metadata()) {
+    const std::string key(k.data(), k.size());
+    if (key == "token" || key == "authorization" || key == "hasleader") {
+      to->AddMetadata(key, std::string(v.data(), v.size()));
+    }
+  }
+  if (from.deadline() != std::chrono::system_clock::time_point::max()) {
+    to->set_deadline(from.deadline());
+  }
+}
+
+// ---- the members ----
+
+struct Backends {
+  std::vector<std::string> names;
+  std::vector<std::shared_ptr<grpc::Channel>> channels;
+  std::vector<std::unique_ptr<grpc::GenericStub>> stubs;
+  std::atomic<size_t> preferred{0};
+
+  // The member for the next call: the first READY one from the preferred
+  // (which becomes the preferred); else the first not in
+  // TRANSIENT_FAILURE; else the preferred. Asking for the state also makes
+  // idle channels connect, so a member that is back is found again.
+  size_t Pick() {
+    const size_t n = channels.size();
+    const size_t start = preferred.load();
+    size_t fallback = n;
+    for (size_t i = 0; i < n; ++i) {
+      const size_t k = (start + i) % n;
+      const grpc_connectivity_state s = channels[k]->GetState(true);
+      if (s == GRPC_CHANNEL_READY) {
+        if (k != start) {
+          LOG(INFO) << "grpc-proxy: using member " << names[k];
+          preferred.store(k);
+        }
+        return k;
+      }
+      if (fallback == n && s != GRPC_CHANNEL_TRANSIENT_FAILURE) fallback = k;
+    }
+    return fallback == n ? start : fallback;
+  }
+};
+
+StatusOr<std::string> ReadPem(const std::string& path, const char* flag) {
+  if (path.empty()) return std::string();
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return InvalidArgumentError(std::string(flag) + ": cannot read \"" + path +
+                                "\"");
+  }
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// ---- one forwarded call: a byte pump between a server stream and a
+// client stream to one member. Unary, server-streaming and bidi calls look
+// the same as raw messages. ----
+
+class ForwardCall : public grpc::ServerGenericBidiReactor {
+ public:
+  ForwardCall(grpc::GenericCallbackServerContext* sctx, Backends* b,
+              const std::string* prefix)
+      : sctx_(sctx), prefix_(*prefix), client_(this) {
+    CopyCallerMetadata(*sctx, &cctx_);
+    const size_t k = b->Pick();
+    b->stubs[k]->PrepareBidiStreamingCall(&cctx_, sctx->method(), {}, &client_);
+    // Writes to the member come from the caller's reactions, outside the
+    // client's own: the hold keeps the call open for them.
+    client_.AddHold();
+    client_.StartRead(&from_member_);
+    client_.StartCall();
+    StartRead(&from_caller_);
+  }
+
+ private:
+  class Client
+      : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+   public:
+    explicit Client(ForwardCall* c) : c_(c) {}
+    void OnWriteDone(bool ok) override { c_->ClientWriteDone(ok); }
+    void OnReadDone(bool ok) override { c_->ClientReadDone(ok); }
+    void OnDone(const grpc::Status& s) override { c_->ClientDone(s); }
+
+   private:
+    ForwardCall* const c_;
+  };
+
+  // The caller sent a message (or closed its side).
+  void OnReadDone(bool ok) override EXCLUDES(mu_) {
+    MutexLock l(&mu_);
+    if (!hold_) return;  // the member's side is over
+    if (!ok) {
+      // The hold stays until the member's side ends (ClientReadDone): the
+      // client call must not complete while its answer is being written.
+      client_.StartWritesDone();
+      return;
+    }
+    if (!prefix_.empty()) {
+      grpc::Status st = RewriteRequest(sctx_->method(), prefix_, &from_caller_);
+      if (!st.ok()) {
+        // Refused here: end the member's call; ClientDone finishes with
+        // this status instead of its CANCELLED.
+        override_ = st;
+        cctx_.TryCancel();
+        ReleaseHold();
+        return;
+      }
+    }
+    client_.StartWrite(&from_caller_);
+  }
+
+  void ClientWriteDone(bool ok) EXCLUDES(mu_) {
+    MutexLock l(&mu_);
+    if (!ok) {
+      ReleaseHold();  // the member's call broke; ClientDone says how
+      return;
+    }
+    if (hold_ && !finished_) StartRead(&from_caller_);
+  }
+
+  // The member sent a message (or its side ended).
+  void ClientReadDone(bool ok) EXCLUDES(mu_) {
+    MutexLock l(&mu_);
+    if (!ok) {
+      // The status comes in ClientDone, which waits for the hold.
+      ReleaseHold();
+      return;
+    }
+    if (!prefix_.empty())
+      RewriteResponse(sctx_->method(), prefix_, &from_member_);
+    writing_ = true;
+    StartWrite(&from_member_);
+  }
+
+  // The caller took the member's message.
+  void OnWriteDone(bool ok) override EXCLUDES(mu_) {
+    MutexLock l(&mu_);
+    writing_ = false;
+    if (finish_pending_) {
+      finish_pending_ = false;
+      finished_ = true;
+      Finish(status_);
+      return;
+    }
+    if (ok && hold_) {
+      client_.StartRead(&from_member_);
+    } else {
+      cctx_.TryCancel();
+      ReleaseHold();
+    }
+  }
+
+  void ClientDone(const grpc::Status& s) EXCLUDES(mu_) {
+    {
+      MutexLock l(&mu_);
+      status_ = override_.ok() ? s : override_;
+      if (writing_) {
+        finish_pending_ = true;  // after the last message is written
+      } else if (!finished_) {
+        finished_ = true;
+        Finish(status_);
+      }
+    }
+    Done();
+  }
+
+  void OnCancel() override { cctx_.TryCancel(); }
+  void OnDone() override { Done(); }
+
+  void ReleaseHold() REQUIRES(mu_) {
+    if (!hold_) return;
+    hold_ = false;
+    client_.RemoveHold();
+  }
+
+  // Both sides are over: the server's OnDone and the client's OnDone.
+  void Done() {
+    if (done_.fetch_add(1) == 1) delete this;
+  }
+
+  grpc::GenericCallbackServerContext* const sctx_;
+  const std::string prefix_;
+  grpc::ClientContext cctx_;
+  Client client_;
+  grpc::ByteBuffer from_caller_;  // the caller's message in flight
+  grpc::ByteBuffer from_member_;  // the member's message in flight
+  Mutex mu_;
+  bool hold_ GUARDED_BY(mu_) = true;
+  bool writing_ GUARDED_BY(mu_) = false;
+  bool finish_pending_ GUARDED_BY(mu_) = false;
+  bool finished_ GUARDED_BY(mu_) = false;
+  grpc::Status status_ GUARDED_BY(mu_);
+  grpc::Status override_ GUARDED_BY(mu_);
+  std::atomic<int> done_{0};
+};
+
+// MemberList answered by the proxy (etcd's clusterProxy with an advertise
+// address): one member, the proxy, named after the host.
+class SelfMemberList : public grpc::ServerGenericBidiReactor {
+ public:
+  SelfMemberList(const std::string& url) {
+    char host[256] = {};
+    gethostname(host, sizeof(host) - 1);
+    pb::MemberListResponse resp;
+    pb::Member* m = resp.add_members();
+    m->set_name(host);
+    m->add_clienturls(url);
+    ToBuffer(resp, &out_);
+    StartRead(&in_);
+  }
+  void OnReadDone(bool) override {
+    StartWriteAndFinish(&out_, grpc::WriteOptions(), grpc::Status::OK);
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  grpc::ByteBuffer in_;
+  grpc::ByteBuffer out_;
+};
+
+class Forwarder : public grpc::CallbackGenericService {
+ public:
+  Forwarder(Backends* b, const GrpcProxyOptions* o, std::atomic<int64_t>* n)
+      : b_(b), o_(o), calls_(n) {}
+  grpc::ServerGenericBidiReactor* CreateReactor(
+      grpc::GenericCallbackServerContext* ctx) override {
+    if (ctx->method() == "/etcdserverpb.Cluster/MemberList" &&
+        !o_->advertise_client_url.empty()) {
+      return new SelfMemberList(o_->advertise_client_url);
+    }
+    calls_->fetch_add(1);
+    return new ForwardCall(ctx, b_, &o_->key_prefix);
+  }
+
+ private:
+  Backends* const b_;
+  const GrpcProxyOptions* const o_;
+  std::atomic<int64_t>* const calls_;
+};
+
+// ---- watches ----
+
+class WatchHub;
+
+// The sending side of one client Watch stream, shared by the stream and
+// the broadcasts that feed it; outlives the stream's reactor.
+class WatchSink {
+ public:
+  virtual ~WatchSink() = default;
+  // Queues `r` for the client; false if the stream is over.
+  virtual bool Send(pb::WatchResponse r) = 0;
+};
+
+// One upstream watch and the client watchers it feeds.
+struct Broadcast {
+  std::string group;  // "" for a watch that is never shared
+  pb::WatchCreateRequest upstream_req;
+  std::unique_ptr<Watch> upstream;
+  Mutex mu;
+  // Every response up to this revision has been delivered to members.
+  int64_t revision GUARDED_BY(mu) = 0;
+  std::map<std::pair<WatchSink*, int64_t>, std::shared_ptr<WatchSink>> members
+      GUARDED_BY(mu);
+  bool over GUARDED_BY(mu) = false;
+};
+
+// Creates, shares and closes upstream watches on one control thread
+// (creating one blocks until the member confirms it).
+class WatchHub {
+ public:
+  WatchHub(GrpcKV* kv, std::string prefix, std::atomic<int64_t>* upstreams,
+           std::atomic<int64_t>* watchers)
+      : kv_(kv),
+        prefix_(std::move(prefix)),
+        upstreams_(upstreams),
+        watchers_(watchers),
+        thread_([this] { Run(); }) {}
+  ~WatchHub() { Stop(); }
+
+  void Stop() EXCLUDES(mu_) {
+    {
+      MutexLock l(&mu_);
+      if (stopping_) return;
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+    // No member is left to feed; the upstream watches go.
+    std::map<std::string, std::shared_ptr<Broadcast>> all;
+    std::vector<std::shared_ptr<Broadcast>> solo;
+    {
+      MutexLock l(&mu_);
+      all.swap(shared_);
+      solo.swap(solo_);
+    }
+    for (auto& [g, b] : all) b->upstream.reset();
+    for (auto& b : solo) b->upstream.reset();
+  }
+
+  // Requests from client streams, handled in order on the control thread.
+  void Create(std::shared_ptr<WatchSink> sink, int64_t id,
+              pb::WatchCreateRequest req) {
+    Post([this, sink, id, req = std::move(req)]() mutable {
+      DoCreate(std::move(sink), id, std::move(req));
+    });
+  }
+  // Removes watcher `id` of `sink`; then `after` (the canceled answer).
+  void Cancel(WatchSink* sink, int64_t id, std::function<void()> after) {
+    Post([this, sink, id, after = std::move(after)] {
+      Remove(sink, id);
+      if (after) after();
+    });
+  }
+  void CancelAll(WatchSink* sink) {
+    Post([this, sink] { Remove(sink, -1); });
+  }
+
+ private:
+  void Post(std::function<void()> f) EXCLUDES(mu_) {
+    {
+      MutexLock l(&mu_);
+      if (stopping_) return;
+      queue_.push_back(std::move(f));
+    }
+    cv_.notify_one();
+  }
+
+  void Run() EXCLUDES(mu_) {
+    for (;;) {
+      std::function<void()> f;
+      {
+        std::unique_lock<std::mutex> lk(cv_mu_);
+        for (;;) {
+          {
+            MutexLock l(&mu_);
+            if (stopping_) return;
+            if (!queue_.empty()) {
+              f = std::move(queue_.front());
+              queue_.pop_front();
+              break;
+            }
+          }
+          cv_.wait_for(lk, std::chrono::milliseconds(100));
+        }
+      }
+      f();
+    }
+  }
+
+  // Watchers that start "now" with the same range and options share.
+  static std::string GroupKey(const pb::WatchCreateRequest& r) {
+    if (r.start_revision() != 0) return "";
+    std::string g = std::to_string(r.key().size()) + ":" + r.key() +
+                    std::to_string(r.range_end().size()) + ":" + r.range_end() +
+                    (r.prev_kv() ? "P" : "p") +
+                    (r.progress_notify() ? "N" : "n");
+    for (int f : r.filters()) g += "f" + std::to_string(f);
+    return g;
+  }
+
+  void DoCreate(std::shared_ptr<WatchSink> sink, int64_t id,
+                pb::WatchCreateRequest req) {
+    if (!prefix_.empty()) {
+      PrefixInterval(prefix_, req.mutable_key(), req.mutable_range_end());
+    }
+    const std::string group = GroupKey(req);
+    std::shared_ptr<Broadcast> b;
+    if (!group.empty()) {
+      MutexLock l(&mu_);
+      auto it = shared_.find(group);
+      if (it != shared_.end()) b = it->second;
+    }
+    if (b) {
+      MutexLock l(&b->mu);
+      if (!b->over) {
+        pb::WatchResponse created;
+        created.mutable_header()->set_revision(b->revision);
+        created.set_watch_id(id);
+        created.set_created(true);
+        // Under b->mu: no event can slip between `created` and the join.
+        if (sink->Send(std::move(created))) {
+          b->members[{sink.get(), id}] = sink;
+          watchers_->fetch_add(1);
+        }
+        return;
+      }
+    }
+    b = std::make_shared<Broadcast>();
+    b->group = group;
+    b->upstream_req = req;
+    b->upstream_req.set_watch_id(0);
+    b->upstream_req.set_fragment(false);
+    {
+      MutexLock l(&b->mu);
+      b->members[{sink.get(), id}] = sink;
+    }
+    std::weak_ptr<Broadcast> weak = b;
+    const std::string prefix = prefix_;
+    std::atomic<int64_t>* watchers = watchers_;
+    auto w = kv_->StartWatch(
+        b->upstream_req, [weak, prefix, watchers](const pb::WatchResponse& r) {
+          if (auto bb = weak.lock()) Deliver(*bb, prefix, watchers, r);
+        });
+    if (!w.ok()) {
+      pb::WatchResponse refused;
+      refused.set_watch_id(id);
+      refused.set_created(true);
+      refused.set_canceled(true);
+      refused.set_cancel_reason(w.status().message());
+      sink->Send(std::move(refused));
+      return;
+    }
+    {
+      MutexLock l(&b->mu);
+      if (b->over) return;  // canceled at once (e.g. compacted)
+      watchers_->fetch_add(1);
+    }
+    b->upstream = std::move(*w);
+    upstreams_->fetch_add(1);
+    MutexLock l(&mu_);
+    if (group.empty()) {
+      solo_.push_back(b);
+    } else {
+      shared_[group] = b;
+    }
+  }
+
+  // One upstream response, to every member with its own watch id.
+  static void Deliver(Broadcast& b, const std::string& prefix,
+                      std::atomic<int64_t>* watchers,
+                      const pb::WatchResponse& r) {
+    MutexLock l(&b.mu);
+    if (r.header().revision() > b.revision) b.revision = r.header().revision();
+    pb::WatchResponse out = r;
+    for (mvccpb::Event& e : *out.mutable_events()) {
+      if (!prefix.empty()) {
+        Strip(prefix, e.mutable_kv()->mutable_key());
+        if (e.has_prev_kv()) Strip(prefix, e.mutable_prev_kv()->mutable_key());
+      }
+    }
+    if (r.canceled()) b.over = true;
+    for (auto it = b.members.begin(); it != b.members.end();) {
+      out.set_watch_id(it->first.second);
+      if (!it->second->Send(out) || r.canceled()) {
+        it = b.members.erase(it);
+        if (!r.created()) watchers->fetch_sub(1);
+      } else {
+        ++it;
+      }
+    }
+  }
+
+  // Removes watcher `id` of `sink` (-1: all of them) from every broadcast
+  // and closes the upstream watches left without members.
+  void Remove(WatchSink* sink, int64_t id) {
+    std::vector<std::shared_ptr<Broadcast>> all;
+    {
+      MutexLock l(&mu_);
+      for (auto& [g, b] : shared_) all.push_back(b);
+      for (auto& b : solo_) all.push_back(b);
+    }
+    for (auto& b : all) {
+      bool empty;
+      {
+        MutexLock l(&b->mu);
+        for (auto it = b->members.begin(); it != b->members.end();) {
+          if (it->first.first == sink && (id < 0 || it->first.second == id)) {
+            it = b->members.erase(it);
+            watchers_->fetch_sub(1);
+          } else {
+            ++it;
+          }
+        }
+        empty = b->members.empty();
+        if (empty) b->over = true;
+      }
+      if (!empty) continue;
+      {
+        MutexLock l(&mu_);
+        if (!b->group.empty()) {
+          auto it = shared_.find(b->group);
+          if (it != shared_.end() && it->second == b) shared_.erase(it);
+        } else {
+          solo_.erase(std::remove(solo_.begin(), solo_.end(), b), solo_.end());
+        }
+      }
+      // Not under any lock: the destructor waits for the callback.
+      if (b->upstream) {
+        b->upstream.reset();
+        upstreams_->fetch_sub(1);
+      }
+    }
+  }
+
+  GrpcKV* const kv_;
+  const std::string prefix_;
+  std::atomic<int64_t>* const upstreams_;
+  std::atomic<int64_t>* const watchers_;
+  Mutex mu_;
+  std::deque<std::function<void()>> queue_ GUARDED_BY(mu_);
+  std::map<std::string, std::shared_ptr<Broadcast>> shared_ GUARDED_BY(mu_);
+  std::vector<std::shared_ptr<Broadcast>> solo_ GUARDED_BY(mu_);
+  bool stopping_ GUARDED_BY(mu_) = false;
+  std::mutex cv_mu_;
+  std::condition_variable cv_;
+  std::thread thread_;
+};
+
+// One client Watch stream.
+class WatchStream
+    : public grpc::ServerBidiReactor<pb::WatchRequest, pb::WatchResponse> {
+ public:
+  // The shared sending state: it outlives the reactor while a broadcast
+  // still holds it.
+  class Sink : public WatchSink {
+   public:
+    Sink(WatchStream* s, size_t max_bytes, std::atomic<int64_t>* slow)
+        : s_(s), max_bytes_(max_bytes), slow_(slow) {}
+    bool Send(pb::WatchResponse r) override EXCLUDES(mu_) {
+      MutexLock l(&mu_);
+      if (s_ == nullptr || ending_) return false;
+      queued_ += r.ByteSizeLong();
+      queue_.push_back(std::move(r));
+      if (queued_ > max_bytes_) {
+        // A client that does not read must not hold the others back, nor
+        // grow the proxy's memory: it is cut off, as etcd's proxy cancels a
+        // watcher whose channel stays full.
+        slow_->fetch_add(1);
+        queue_.clear();
+        EndLocked(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                               "grpc-proxy: watch stream too slow (" +
+                                   std::to_string(queued_) +
+                                   " bytes queued; the limit is " +
+                                   std::to_string(max_bytes_) + ")"));
+        return false;
+      }
+      if (!writing_) {
+        writing_ = true;
+        s_->StartWrite(&queue_.front());
+      }
+      return true;
+    }
+    void End(grpc::Status st) EXCLUDES(mu_) {
+      MutexLock l(&mu_);
+      EndLocked(std::move(st));
+    }
+    void WriteDone(bool ok) EXCLUDES(mu_) {
+      MutexLock l(&mu_);
+      writing_ = false;
+      if (!queue_.empty()) {
+        queued_ -= std::min(queued_, queue_.front().ByteSizeLong());
+        queue_.pop_front();
+      }
+      if (!ok && !ending_) {
+        ending_ = true;
+        status_ = grpc::Status::CANCELLED;
+      }
+      if (ending_) {
+        queue_.clear();
+        if (!finished_ && s_ != nullptr) {
+          finished_ = true;
+          s_->Finish(status_);
+        }
+      } else if (!queue_.empty()) {
+        writing_ = true;
+        s_->StartWrite(&queue_.front());
+      }
+    }
+    void Detach() EXCLUDES(mu_) {
+      MutexLock l(&mu_);
+      s_ = nullptr;
+    }
+
+   private:
+    void EndLocked(grpc::Status st) REQUIRES(mu_) {
+      if (ending_ || s_ == nullptr) return;
+      ending_ = true;
+      status_ = std::move(st);
+      if (writing_) return;  // WriteDone finishes
+      finished_ = true;
+      s_->Finish(status_);
+    }
+
+    Mutex mu_;
+    WatchStream* s_ GUARDED_BY(mu_);
+    const size_t max_bytes_;
+    std::atomic<int64_t>* const slow_;
+    std::deque<pb::WatchResponse> queue_ GUARDED_BY(mu_);
+    size_t queued_ GUARDED_BY(mu_) = 0;
+    bool writing_ GUARDED_BY(mu_) = false;
+    bool ending_ GUARDED_BY(mu_) = false;
+    bool finished_ GUARDED_BY(mu_) = false;
+    grpc::Status status_ GUARDED_BY(mu_);
+  };
+
+  WatchStream(WatchHub* hub, const GrpcProxyOptions* o,
+              std::atomic<int64_t>* slow)
+      : hub_(hub),
+        o_(o),
+        sink_(std::make_shared<Sink>(this, o->max_queued_watch_bytes, slow)) {
+    StartRead(&req_);
+  }
+
+ private:
+  void OnReadDone(bool ok) override {
+    // The client closed its side: as etcd, the stream ends.
+    if (!ok) {
+      sink_->End(grpc::Status::OK);
+      return;
+    }
+    if (req_.has_create_request()) {
+      const pb::WatchCreateRequest& c = req_.create_request();
+      int64_t id = c.watch_id() != 0 ? c.watch_id() : next_id_;
+      if (ids_.size() >= o_->max_watchers_per_stream || ids_.count(id) > 0 ||
+          c.key().empty()) {
+        pb::WatchResponse r;
+        r.set_watch_id(-1);
+        r.set_created(true);
+        r.set_canceled(true);
+        r.set_cancel_reason(
+            c.key().empty() ? "etcdserver: key is not provided"
+            : ids_.count(id) > 0
+                ? "mvcc: duplicate watch ID provided on the WatchStream"
+                : "grpc-proxy: too many watchers on this stream (" +
+                      std::to_string(o_->max_watchers_per_stream) + ")");
+        sink_->Send(std::move(r));
+      } else {
+        ids_.insert(id);
+        while (ids_.count(next_id_) > 0) ++next_id_;
+        hub_->Create(sink_, id, c);
+      }
+    } else if (req_.has_cancel_request()) {
+      const int64_t id = req_.cancel_request().watch_id();
+      if (ids_.erase(id) > 0) {
+        std::shared_ptr<Sink> sink = sink_;
+        hub_->Cancel(sink.get(), id, [sink, id] {
+          pb::WatchResponse r;
+          r.set_watch_id(id);
+          r.set_canceled(true);
+          sink->Send(std::move(r));
+        });
+      }
+    }
+    // progress requests: not forwarded (the upstream watches are shared).
+    StartRead(&req_);
+  }
+  void OnWriteDone(bool ok) override { sink_->WriteDone(ok); }
+  void OnCancel() override { sink_->End(grpc::Status::CANCELLED); }
+  void OnDone() override {
+    sink_->Detach();
+    hub_->CancelAll(sink_.get());
+    delete this;
+  }
+
+  WatchHub* const hub_;
+  const GrpcProxyOptions* const o_;
+  std::shared_ptr<Sink> sink_;
+  pb::WatchRequest req_;
+  std::set<int64_t> ids_;  // touched only by reads, one at a time
+  int64_t next_id_ = 0;
+};
+
+class WatchService final : public pb::Watch::CallbackService {
+ public:
+  WatchService(WatchHub* hub, const GrpcProxyOptions* o,
+               std::atomic<int64_t>* slow)
+      : hub_(hub), o_(o), slow_(slow) {}
+  grpc::ServerBidiReactor<pb::WatchRequest, pb::WatchResponse>* Watch(
+      grpc::CallbackServerContext*) override {
+    return new WatchStream(hub_, o_, slow_);
+  }
+
+ private:
+  WatchHub* const hub_;
+  const GrpcProxyOptions* const o_;
+  std::atomic<int64_t>* const slow_;
+};
+
+}  // namespace
+
+// ---- the proxy ----
+
+struct GrpcProxy::Impl {
+  GrpcProxyOptions o;
+  Backends backends;
+  std::unique_ptr<GrpcKV> watch_kv;
+  std::atomic<int64_t> upstreams{0}, watchers{0}, slow{0}, calls{0};
+  std::unique_ptr<WatchHub> hub;
+  std::unique_ptr<WatchService> watch_service;
+  std::unique_ptr<Forwarder> forwarder;
+  std::unique_ptr<grpc::Server> server;
+  int port = 0;
+  bool stopped = false;
+};
+
+StatusOr<std::unique_ptr<GrpcProxy>> GrpcProxy::Start(GrpcProxyOptions o) {
+  if (o.endpoints.empty()) {
+    return InvalidArgumentError("--endpoints: no endpoint given");
+  }
+  if (o.client_tls.insecure_skip_verify) {
+    return InvalidArgumentError(
+        "--insecure-skip-tls-verify is not supported by kplane's grpc-proxy "
+        "(gRPC C++ always verifies the members' certificates; give --cacert)");
+  }
+  if (o.cert_file.empty() != o.key_file.empty()) {
+    return InvalidArgumentError(
+        "--cert-file and --key-file must be given together");
+  }
+  const bool client_tls = !o.client_tls.empty();
+  ASSIGN_OR_RETURN(std::vector<Endpoint> eps,
+                   ParseEndpoints(o.endpoints, client_tls));
+  auto impl = std::make_unique<Impl>();
+  impl->o = o;
+
+  ASSIGN_OR_RETURN(std::string ca, ReadPem(o.client_tls.ca_file, "--cacert"));
+  ASSIGN_OR_RETURN(std::string cert, ReadPem(o.client_tls.cert_file, "--cert"));
+  ASSIGN_OR_RETURN(std::string key, ReadPem(o.client_tls.key_file, "--key"));
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(o.max_recv_bytes);
+  args.SetMaxSendMessageSize(o.max_send_bytes);
+  args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);  // writes must not be resent
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 30000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10000);
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  for (const Endpoint& e : eps) {
+    std::shared_ptr<grpc::ChannelCredentials> creds;
+    if (e.tls) {
+      grpc::SslCredentialsOptions so;
+      so.pem_root_certs = ca;
+      so.pem_cert_chain = cert;
+      so.pem_private_key = key;
+      creds = grpc::SslCredentials(so);
+    } else {
+      creds = grpc::InsecureChannelCredentials();
+    }
+    auto ch = grpc::CreateCustomChannel(e.host_port, creds, args);
+    ch->GetState(true);  // connect now: the first call finds it READY
+    impl->backends.names.push_back(e.url);
+    impl->backends.stubs.push_back(std::make_unique<grpc::GenericStub>(ch));
+    impl->backends.channels.push_back(std::move(ch));
+  }
+
+  RemoteKVOptions ko;
+  ko.endpoints = o.endpoints;
+  ko.tls_files = o.client_tls;
+  if (client_tls) {
+    ASSIGN_OR_RETURN(ko.tls, NewStoreClientTls(o.client_tls));
+  }
+  ASSIGN_OR_RETURN(impl->watch_kv, GrpcKV::Create(std::move(ko)));
+  impl->hub = std::make_unique<WatchHub>(impl->watch_kv.get(), o.key_prefix,
+                                         &impl->upstreams, &impl->watchers);
+  impl->watch_service =
+      std::make_unique<WatchService>(impl->hub.get(), &impl->o, &impl->slow);
+  impl->forwarder =
+      std::make_unique<Forwarder>(&impl->backends, &impl->o, &impl->calls);
+
+  std::shared_ptr<grpc::ServerCredentials> screds;
+  if (!o.cert_file.empty()) {
+    ASSIGN_OR_RETURN(std::string scert, ReadPem(o.cert_file, "--cert-file"));
+    ASSIGN_OR_RETURN(std::string skey, ReadPem(o.key_file, "--key-file"));
+    ASSIGN_OR_RETURN(std::string sca,
+                     ReadPem(o.trusted_ca_file, "--trusted-ca-file"));
+    grpc::SslServerCredentialsOptions so(
+        GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
+    so.pem_root_certs = sca;
+    so.pem_key_cert_pairs.push_back({skey, scert});
+    screds = grpc::SslServerCredentials(so);
+  } else {
+    screds = grpc::InsecureServerCredentials();
+  }
+  grpc::ServerBuilder b;
+  b.AddListeningPort(o.listen_addr, screds, &impl->port);
+  b.RegisterService(impl->watch_service.get());
+  b.RegisterCallbackGenericService(impl->forwarder.get());
+  b.SetMaxReceiveMessageSize(o.max_send_bytes);
+  b.SetMaxSendMessageSize(-1);
+  if (o.max_concurrent_streams > 0) {
+    b.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
+                         static_cast<int>(std::min<uint32_t>(
+                             o.max_concurrent_streams, INT32_MAX)));
+  }
+  // etcdctl pings long watches every few seconds.
+  b.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
+                       1000);
+  b.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
+  impl->server = b.BuildAndStart();
+  if (impl->server == nullptr || impl->port == 0) {
+    impl->hub->Stop();
+    return UnavailableError("listen " + o.listen_addr +
+                            ": cannot serve gRPC there (address in use or "
+                            "not local?)");
+  }
+  return std::unique_ptr<GrpcProxy>(new GrpcProxy(std::move(impl)));
+}
+
+GrpcProxy::GrpcProxy(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+GrpcProxy::~GrpcProxy() { Stop(); }
+
+int GrpcProxy::port() const { return impl_->port; }
+
+GrpcProxyStats GrpcProxy::stats() const {
+  GrpcProxyStats s;
+  s.upstream_watches = impl_->upstreams.load();
+  s.watchers = impl_->watchers.load();
+  s.slow_streams_ended = impl_->slow.load();
+  s.forwarded_calls = impl_->calls.load();
+  return s;
+}
+
+void GrpcProxy::Stop() {
+  if (impl_->stopped) return;
+  impl_->stopped = true;
+  // Calls first (their reactors use the hub), then the upstream watches.
+  impl_->server->Shutdown(std::chrono::system_clock::now());
+  impl_->server->Wait();
+  impl_->hub->Stop();
+}
+
+}  // namespace kplane::storage

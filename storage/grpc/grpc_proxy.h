@@ -1,0 +1,127 @@
+// GrpcProxy: etcd 3.4's L7 gRPC proxy (`etcd grpc-proxy start`, served as
+// `kplane store grpc-proxy start`): one gRPC server in front of a store
+// cluster (kplane store members or etcd) that forwards etcd's v3 services
+// to the members and coalesces identical watches.
+//
+//   GrpcProxyOptions o;
+//   o.endpoints = {"127.0.0.1:2379", "127.0.0.1:22379"};
+//   o.listen_addr = "127.0.0.1:0";
+//   ASSIGN_OR_RETURN(auto proxy, GrpcProxy::Start(o));
+//   ... clients dial 127.0.0.1:<proxy->port()> ...
+//   proxy->Stop();
+//
+// What it serves:
+//  - Watch: its own service. A watch that starts "now" (start_revision 0)
+//    joins an upstream watch of the same key range, filters, prev_kv and
+//    progress_notify if one is open (etcd's watch broadcasts), so N such
+//    clients cost the members one watch. Other watches get an upstream
+//    watch of their own. Upstream watches resume on another member after a
+//    failure (GrpcKV's guarantees: no gap, no duplicate). A client stream
+//    whose unsent responses pass max_queued_watch_bytes is ended with
+//    RESOURCE_EXHAUSTED; the others are not slowed by it.
+//  - Cluster.MemberList: answered by the proxy with one member whose client
+//    URL is advertise_client_url when that is set (etcd's default), else
+//    forwarded.
+//  - Every other method (KV, Lease with its keep-alive stream, Cluster,
+//    Maintenance with the snapshot stream, Auth, Election, Lock):
+//    forwarded message by message on one call to one member, with the
+//    caller's "token"/"authorization" metadata and deadline. A call goes to
+//    the first member, in the preferred order, whose connection is READY
+//    (else one that is connecting); a member that drops is left for the
+//    next until it is back (failover at call boundaries: a call in flight
+//    on a dying member fails UNAVAILABLE and clientv3 retries it).
+//  - namespace: every key and range of KV, Txn (compares and ops, nested),
+//    Watch and LeaseTimeToLive is prefixed and the prefix is stripped from
+//    the answers, as etcd's clientv3/namespace; an empty key is refused.
+//
+// Bounds: requests larger than max_send_bytes are refused by the server
+// (RESOURCE_EXHAUSTED); answers from members up to max_recv_bytes;
+// max_watchers_per_stream watchers per client Watch stream.
+//
+// Auth: forwarded calls carry the caller's token. Upstream watches are
+// opened with the proxy's own identity (its client certificate, no
+// token), so with auth enabled on the members a watch through the proxy
+// is refused unless that identity may read the range.
+//
+// Thread-safety: Start/Stop from one controlling thread; stats() from any.
+// Ownership: owns its gRPC server, channels and upstream watches.
+// Errors: Start() returns kInvalidArgument for bad options (naming the
+// option), or the listener's error.
+#ifndef KPLANE_STORAGE_GRPC_GRPC_PROXY_H_
+#define KPLANE_STORAGE_GRPC_GRPC_PROXY_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/statusor.h"
+#include "storage/client/endpoint.h"
+
+namespace kplane::storage {
+
+struct GrpcProxyOptions {
+  // Members: host:port, http://host:port or https://host:port.
+  std::vector<std::string> endpoints;
+  // TLS to the members (--cacert, --cert, --key). Set: bare host:port
+  // endpoints speak TLS too. insecure_skip_verify is refused (gRPC C++
+  // has no such switch).
+  StoreClientTlsFiles client_tls;
+  // Where clients connect; port 0 picks one (port()).
+  std::string listen_addr = "127.0.0.1:23790";
+  // Serving TLS (--cert-file, --key-file, --trusted-ca-file); empty cert:
+  // plaintext. The CA is offered but a client certificate is not required
+  // (etcd's proxy listener does the same).
+  std::string cert_file;
+  std::string key_file;
+  std::string trusted_ca_file;
+  // MemberList's answer; empty: forward MemberList.
+  std::string advertise_client_url = "127.0.0.1:23790";
+  // Key prefix (--namespace); empty: none.
+  std::string key_prefix;
+  // etcd's --max-send-bytes (requests to members; also the largest request
+  // the proxy accepts) and --max-recv-bytes (answers from members).
+  int max_send_bytes = 3 * 512 * 1024;
+  int max_recv_bytes = 2147483647;
+  // Per client Watch stream.
+  size_t max_watchers_per_stream = 10000;
+  size_t max_queued_watch_bytes = 64 << 20;
+  // --max-concurrent-streams; 0: gRPC's default.
+  uint32_t max_concurrent_streams = 0;
+};
+
+struct GrpcProxyStats {
+  int64_t upstream_watches = 0;    // open now, to the members
+  int64_t watchers = 0;            // client watchers open now
+  int64_t slow_streams_ended = 0;  // client streams ended as too slow
+  int64_t forwarded_calls = 0;     // generic calls started
+};
+
+class GrpcProxy {
+ public:
+  static StatusOr<std::unique_ptr<GrpcProxy>> Start(GrpcProxyOptions options);
+  ~GrpcProxy();  // Stop()s
+  GrpcProxy(const GrpcProxy&) = delete;
+  GrpcProxy& operator=(const GrpcProxy&) = delete;
+
+  int port() const;
+  GrpcProxyStats stats() const;
+  // Cancels every call and upstream watch. Idempotent.
+  void Stop();
+
+  struct Impl;
+
+ private:
+  explicit GrpcProxy(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// The interval etcd's clientv3/namespace puts under `prefix`: key and
+// range_end of a request. range_end "\0" (to the end of the keyspace)
+// becomes the end of the prefix; an empty range_end stays empty.
+void PrefixInterval(const std::string& prefix, std::string* key,
+                    std::string* range_end);
+
+}  // namespace kplane::storage
+
+#endif  // KPLANE_STORAGE_GRPC_GRPC_PROXY_H_

@@ -1,0 +1,425 @@
+// GrpcProxy (etcd's grpc-proxy) in front of in-process store members,
+// driven through etcd's gRPC stubs as clientv3 would.
+// clang-format off
+#include "storage/grpc/test_member.h"
+#include "storage/grpc/grpc_proxy.h"
+// clang-format on
+
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "schemas/grpc/rpc_services.grpc.pb.h"
+
+namespace kplane::storage {
+namespace {
+
+namespace pb = etcdserverpb;
+using WatchRW = grpc::ClientReaderWriter<pb::WatchRequest, pb::WatchResponse>;
+
+std::chrono::system_clock::time_point Bound() {
+  return std::chrono::system_clock::now() + std::chrono::seconds(30);
+}
+
+// Polls `f` until it holds or 20 s pass (the proxy's counters move on its
+// control thread; there is no event to wait on from outside).
+bool Eventually(const std::function<bool()>& f) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (std::chrono::steady_clock::now() < end) {
+    if (f()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return f();
+}
+
+class GrpcProxyTest : public ::testing::Test {
+ protected:
+  void StartProxy(GrpcProxyOptions o = {}) {
+    if (o.endpoints.empty()) o.endpoints = {member_.address()};
+    o.listen_addr = "127.0.0.1:0";
+    auto p = GrpcProxy::Start(o);
+    ASSERT_TRUE(p.ok()) << p.status().ToString();
+    proxy_ = std::move(*p);
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(-1);
+    ch_ =
+        grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(proxy_->port()),
+                                  grpc::InsecureChannelCredentials(), args);
+    kv_ = pb::KV::NewStub(ch_);
+    lease_ = pb::Lease::NewStub(ch_);
+    watch_ = pb::Watch::NewStub(ch_);
+    cluster_ = pb::Cluster::NewStub(ch_);
+    maint_ = pb::Maintenance::NewStub(ch_);
+  }
+
+  void SetUp() override { ASSERT_TRUE(member_.Start().ok()); }
+
+  grpc::Status Put(pb::KV::Stub* kv, const std::string& k, const std::string& v,
+                   pb::PutResponse* out = nullptr) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(Bound());
+    pb::PutRequest req;
+    req.set_key(k);
+    req.set_value(v);
+    pb::PutResponse resp;
+    grpc::Status st = kv->Put(&ctx, req, &resp);
+    if (out) *out = resp;
+    return st;
+  }
+
+  grpc::Status Get(pb::KV::Stub* kv, const std::string& k,
+                   const std::string& end, pb::RangeResponse* out) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(Bound());
+    pb::RangeRequest req;
+    req.set_key(k);
+    req.set_range_end(end);
+    return kv->Range(&ctx, req, out);
+  }
+
+  // A Watch stream through the proxy with one watcher on `key`; returns
+  // once `created` arrived.
+  struct Watcher {
+    grpc::ClientContext ctx;
+    std::unique_ptr<WatchRW> rw;
+    int64_t id = -1;
+  };
+  std::unique_ptr<Watcher> OpenWatch(const std::string& key,
+                                     int64_t start_revision = 0) {
+    auto w = std::make_unique<Watcher>();
+    w->rw = watch_->Watch(&w->ctx);
+    pb::WatchRequest req;
+    req.mutable_create_request()->set_key(key);
+    req.mutable_create_request()->set_start_revision(start_revision);
+    EXPECT_TRUE(w->rw->Write(req));
+    pb::WatchResponse resp;
+    EXPECT_TRUE(w->rw->Read(&resp));
+    EXPECT_TRUE(resp.created());
+    EXPECT_FALSE(resp.canceled()) << resp.cancel_reason();
+    w->id = resp.watch_id();
+    return w;
+  }
+
+  TestMember member_;
+  std::unique_ptr<GrpcProxy> proxy_;
+  std::shared_ptr<grpc::Channel> ch_;
+  std::unique_ptr<pb::KV::Stub> kv_;
+  std::unique_ptr<pb::Lease::Stub> lease_;
+  std::unique_ptr<pb::Watch::Stub> watch_;
+  std::unique_ptr<pb::Cluster::Stub> cluster_;
+  std::unique_ptr<pb::Maintenance::Stub> maint_;
+};
+
+TEST_F(GrpcProxyTest, ForwardsKvTxnLeaseAndStatus) {
+  StartProxy();
+  pb::PutResponse put;
+  ASSERT_TRUE(Put(kv_.get(), "a", "1", &put).ok());
+  EXPECT_GT(put.header().revision(), 0);
+  pb::RangeResponse got;
+  ASSERT_TRUE(Get(kv_.get(), "a", "", &got).ok());
+  ASSERT_EQ(got.kvs_size(), 1);
+  EXPECT_EQ(got.kvs(0).value(), "1");
+
+  {
+    grpc::ClientContext ctx;
+    pb::TxnRequest req;
+    pb::Compare* c = req.add_compare();
+    c->set_key("a");
+    c->set_target(pb::Compare::VALUE);
+    c->set_result(pb::Compare::EQUAL);
+    c->set_value("1");
+    auto* p = req.add_success()->mutable_request_put();
+    p->set_key("b");
+    p->set_value("2");
+    pb::TxnResponse resp;
+    ASSERT_TRUE(kv_->Txn(&ctx, req, &resp).ok());
+    EXPECT_TRUE(resp.succeeded());
+  }
+  ASSERT_TRUE(Get(kv_.get(), "b", "", &got).ok());
+  ASSERT_EQ(got.kvs_size(), 1);
+
+  // A member's error passes through with its code and etcd's text.
+  {
+    grpc::ClientContext ctx;
+    pb::RangeRequest req;
+    req.set_key("a");
+    req.set_revision(1000000);
+    pb::RangeResponse resp;
+    grpc::Status st = kv_->Range(&ctx, req, &resp);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::OUT_OF_RANGE);
+    EXPECT_EQ(st.error_message(),
+              "etcdserver: mvcc: required revision is a future revision");
+  }
+
+  // Lease grant, then the keep-alive stream (bidi, forwarded).
+  int64_t lease = 0;
+  {
+    grpc::ClientContext ctx;
+    pb::LeaseGrantRequest req;
+    req.set_ttl(30);
+    pb::LeaseGrantResponse resp;
+    ASSERT_TRUE(lease_->LeaseGrant(&ctx, req, &resp).ok());
+    lease = resp.id();
+    ASSERT_NE(lease, 0);
+  }
+  {
+    grpc::ClientContext ctx;
+    auto rw = lease_->LeaseKeepAlive(&ctx);
+    for (int i = 0; i < 3; ++i) {
+      pb::LeaseKeepAliveRequest req;
+      req.set_id(lease);
+      ASSERT_TRUE(rw->Write(req));
+      pb::LeaseKeepAliveResponse resp;
+      ASSERT_TRUE(rw->Read(&resp));
+      EXPECT_EQ(resp.id(), lease);
+      EXPECT_EQ(resp.ttl(), 30);
+    }
+    // As etcd, the stream stays open after the client's half-close; the
+    // client ends it.
+    ctx.TryCancel();
+  }
+
+  {
+    grpc::ClientContext ctx;
+    pb::StatusResponse resp;
+    ASSERT_TRUE(maint_->Status(&ctx, pb::StatusRequest(), &resp).ok());
+    EXPECT_GT(resp.header().revision(), 0);
+    EXPECT_NE(resp.leader(), 0u);
+  }
+  // MemberList: the proxy itself, at its advertise URL (etcd's default).
+  {
+    grpc::ClientContext ctx;
+    pb::MemberListResponse resp;
+    ASSERT_TRUE(
+        cluster_->MemberList(&ctx, pb::MemberListRequest(), &resp).ok());
+    ASSERT_EQ(resp.members_size(), 1);
+    ASSERT_EQ(resp.members(0).clienturls_size(), 1);
+    EXPECT_EQ(resp.members(0).clienturls(0), "127.0.0.1:23790");
+  }
+}
+
+TEST_F(GrpcProxyTest, MemberListIsForwardedWithoutAdvertiseUrl) {
+  GrpcProxyOptions o;
+  o.advertise_client_url = "";
+  StartProxy(o);
+  grpc::ClientContext ctx;
+  pb::MemberListResponse resp;
+  ASSERT_TRUE(cluster_->MemberList(&ctx, pb::MemberListRequest(), &resp).ok());
+  ASSERT_EQ(resp.members_size(), 1);
+  EXPECT_EQ(resp.members(0).name(), "m1");
+}
+
+TEST_F(GrpcProxyTest, RequestsOverTheSizeLimitAreRefused) {
+  GrpcProxyOptions o;
+  o.max_send_bytes = 64 * 1024;
+  StartProxy(o);
+  grpc::Status st = Put(kv_.get(), "big", std::string(100 * 1024, 'x'));
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
+      << st.error_message();
+  EXPECT_TRUE(Put(kv_.get(), "small", "x").ok());
+}
+
+TEST_F(GrpcProxyTest, IdenticalWatchesShareOneUpstreamWatch) {
+  StartProxy();
+  constexpr int kWatchers = 8;
+  std::vector<std::unique_ptr<Watcher>> ws;
+  for (int i = 0; i < kWatchers; ++i) ws.push_back(OpenWatch("k"));
+  EXPECT_TRUE(Eventually([&] {
+    return proxy_->stats().upstream_watches == 1 &&
+           proxy_->stats().watchers == kWatchers;
+  })) << proxy_->stats().upstream_watches
+      << " upstream watches, " << proxy_->stats().watchers << " watchers";
+
+  // Another key, and a watch from a past revision: their own.
+  auto other = OpenWatch("other");
+  auto past = OpenWatch("k", 1);
+  EXPECT_TRUE(Eventually([&] { return proxy_->stats().upstream_watches == 3; }))
+      << proxy_->stats().upstream_watches;
+
+  pb::PutResponse put;
+  ASSERT_TRUE(Put(kv_.get(), "k", "v", &put).ok());
+  for (auto& w : ws) {
+    pb::WatchResponse resp;
+    ASSERT_TRUE(w->rw->Read(&resp));
+    EXPECT_EQ(resp.watch_id(), w->id);
+    ASSERT_EQ(resp.events_size(), 1);
+    EXPECT_EQ(resp.events(0).kv().key(), "k");
+    EXPECT_EQ(resp.events(0).kv().mod_revision(), put.header().revision());
+  }
+  {
+    pb::WatchResponse resp;
+    ASSERT_TRUE(past->rw->Read(&resp));
+    ASSERT_EQ(resp.events_size(), 1);
+  }
+
+  // Closing the streams closes the upstream watches.
+  for (auto& w : ws) w->ctx.TryCancel();
+  other->ctx.TryCancel();
+  past->ctx.TryCancel();
+  EXPECT_TRUE(
+      Eventually([&] { return proxy_->stats().upstream_watches == 0; }));
+  EXPECT_EQ(proxy_->stats().watchers, 0);
+}
+
+TEST_F(GrpcProxyTest, CancelOneOfTheSharingWatchers) {
+  StartProxy();
+  auto a = OpenWatch("k");
+  auto b = OpenWatch("k");
+  pb::WatchRequest cancel;
+  cancel.mutable_cancel_request()->set_watch_id(a->id);
+  ASSERT_TRUE(a->rw->Write(cancel));
+  pb::WatchResponse resp;
+  ASSERT_TRUE(a->rw->Read(&resp));
+  EXPECT_TRUE(resp.canceled());
+  EXPECT_EQ(resp.watch_id(), a->id);
+  EXPECT_TRUE(
+      Eventually([&] { return proxy_->stats().upstream_watches == 1; }));
+  ASSERT_TRUE(Put(kv_.get(), "k", "v").ok());
+  ASSERT_TRUE(b->rw->Read(&resp));
+  EXPECT_EQ(resp.events_size(), 1);
+}
+
+TEST_F(GrpcProxyTest, SlowWatcherIsEndedOthersKeepUp) {
+  GrpcProxyOptions o;
+  o.max_queued_watch_bytes = 256 * 1024;
+  StartProxy(o);
+  auto slow = OpenWatch("k");  // never read again until the end
+  auto fast = OpenWatch("k");
+  EXPECT_TRUE(
+      Eventually([&] { return proxy_->stats().upstream_watches == 1; }));
+  constexpr int kPuts = 100;
+  const std::string value(100 * 1024, 'v');
+  for (int i = 0; i < kPuts; ++i) {
+    ASSERT_TRUE(Put(kv_.get(), "k", value).ok());
+    pb::WatchResponse resp;
+    ASSERT_TRUE(fast->rw->Read(&resp)) << "put " << i;
+    ASSERT_EQ(resp.events_size(), 1);
+  }
+  EXPECT_TRUE(
+      Eventually([&] { return proxy_->stats().slow_streams_ended == 1; }));
+  // The slow client finds its stream ended, with the reason.
+  pb::WatchResponse resp;
+  while (slow->rw->Read(&resp)) {
+  }
+  grpc::Status st = slow->rw->Finish();
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_NE(st.error_message().find("too slow"), std::string::npos)
+      << st.error_message();
+}
+
+TEST_F(GrpcProxyTest, NamespacePrefixesEveryKey) {
+  GrpcProxyOptions o;
+  o.key_prefix = "tenant-a/";
+  StartProxy(o);
+  auto direct = pb::KV::NewStub(member_.Channel());
+  ASSERT_TRUE(Put(direct.get(), "outside", "x").ok());
+  auto w = OpenWatch("k");
+
+  pb::PutResponse put;
+  ASSERT_TRUE(Put(kv_.get(), "k", "v", &put).ok());
+  pb::RangeResponse got;
+  ASSERT_TRUE(Get(direct.get(), "tenant-a/k", "", &got).ok());
+  ASSERT_EQ(got.kvs_size(), 1);
+  // The whole keyspace, seen through the proxy: only the namespace's keys,
+  // without the prefix.
+  ASSERT_TRUE(
+      Get(kv_.get(), std::string(1, '\0'), std::string(1, '\0'), &got).ok());
+  ASSERT_EQ(got.kvs_size(), 1);
+  EXPECT_EQ(got.kvs(0).key(), "k");
+  pb::WatchResponse resp;
+  ASSERT_TRUE(w->rw->Read(&resp));
+  ASSERT_EQ(resp.events_size(), 1);
+  EXPECT_EQ(resp.events(0).kv().key(), "k");
+  // Txn compares and ops are prefixed too.
+  {
+    grpc::ClientContext ctx;
+    pb::TxnRequest req;
+    pb::Compare* c = req.add_compare();
+    c->set_key("k");
+    c->set_target(pb::Compare::VALUE);
+    c->set_result(pb::Compare::EQUAL);
+    c->set_value("v");
+    auto* r = req.add_success()->mutable_request_range();
+    r->set_key("k");
+    pb::TxnResponse resp;
+    ASSERT_TRUE(kv_->Txn(&ctx, req, &resp).ok());
+    EXPECT_TRUE(resp.succeeded());
+    ASSERT_EQ(resp.responses(0).response_range().kvs_size(), 1);
+    EXPECT_EQ(resp.responses(0).response_range().kvs(0).key(), "k");
+  }
+  grpc::Status st = Put(kv_.get(), "", "v");
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(st.error_message(), "etcdserver: key is not provided");
+}
+
+TEST(PrefixIntervalTest, AsEtcdNamespace) {
+  std::string k = "a", e = "";
+  PrefixInterval("p/", &k, &e);
+  EXPECT_EQ(k, "p/a");
+  EXPECT_EQ(e, "");
+  k = "a";
+  e = std::string(1, '\0');
+  PrefixInterval("p/", &k, &e);
+  EXPECT_EQ(e, "p0");  // '/' + 1
+  k = "a";
+  e = "b";
+  PrefixInterval("p/", &k, &e);
+  EXPECT_EQ(e, "p/b");
+  k = "a";
+  e = std::string(1, '\0');
+  PrefixInterval("\xff\xff", &k, &e);
+  EXPECT_EQ(e, std::string(1, '\0'));
+}
+
+TEST(GrpcProxyFailoverTest, MovesToTheNextMemberWhenOneDies) {
+  // Two single-member clusters stand in for two members: which one
+  // answered shows in the data.
+  TestMember a, b;
+  ASSERT_TRUE(a.Start().ok());
+  ASSERT_TRUE(b.Start().ok());
+  GrpcProxyOptions o;
+  o.endpoints = {a.address(), b.address()};
+  o.listen_addr = "127.0.0.1:0";
+  auto p = GrpcProxy::Start(o);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  auto ch = grpc::CreateChannel("127.0.0.1:" + std::to_string((*p)->port()),
+                                grpc::InsecureChannelCredentials());
+  auto kv = pb::KV::NewStub(ch);
+  auto bkv = pb::KV::NewStub(b.Channel());
+  {
+    grpc::ClientContext ctx;
+    pb::PutRequest req;
+    req.set_key("only-on-b");
+    req.set_value("b");
+    pb::PutResponse resp;
+    ASSERT_TRUE(bkv->Put(&ctx, req, &resp).ok());
+  }
+  auto get = [&](pb::RangeResponse* out) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(Bound());
+    pb::RangeRequest req;
+    req.set_key("only-on-b");
+    return kv->Range(&ctx, req, out);
+  };
+  pb::RangeResponse resp;
+  ASSERT_TRUE(get(&resp).ok());
+  EXPECT_EQ(resp.kvs_size(), 0);  // a answered
+  a.Stop();
+  // As clientv3 does, the caller retries a read that failed UNAVAILABLE;
+  // the proxy sends the retry to b.
+  bool moved = Eventually([&] {
+    pb::RangeResponse r;
+    grpc::Status st = get(&r);
+    return st.ok() && r.kvs_size() == 1;
+  });
+  EXPECT_TRUE(moved);
+}
+
+}  // namespace
+}  // namespace kplane::storage

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <bitset>
+#include <cmath>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -142,6 +143,14 @@ class Fleet::Impl {
       return InvalidArgumentError("--lease-renew-interval must be > 0");
     }
     if (options_.workers < 1) return InvalidArgumentError("--workers < 1");
+    if (options_.heartbeat_workers < 0) {
+      return InvalidArgumentError("--heartbeat-workers < 0");
+    }
+    const int heartbeat_workers =
+        options_.heartbeat_workers > 0
+            ? options_.heartbeat_workers
+            : AutoHeartbeatWorkers(options_.nodes,
+                                   options_.lease_renew_interval);
     if (options_.register_pod_cidr &&
         (options_.first_index < 0 ||
          options_.first_index + options_.nodes > 16384)) {
@@ -167,6 +176,12 @@ class Fleet::Impl {
     co.tls = options_.tls;
     co.bearer_token = options_.bearer_token;
     ASSIGN_OR_RETURN(client_, informer::RestClient::New(co));
+    // The heartbeats' own client (without node_tls), as the kubelet's: its
+    // connections are never all taken by pod calls.
+    informer::RestClientOptions heartbeat_options = co;
+    heartbeat_options.max_connections = heartbeat_workers;
+    ASSIGN_OR_RETURN(heartbeat_client_,
+                     informer::RestClient::New(heartbeat_options));
 
     // One probe, not retried, so that a wrong --server fails Start()
     // instead of logging forever.
@@ -181,6 +196,11 @@ class Fleet::Impl {
     }
 
     pool_ = std::make_shared<net::WorkerPool>(options_.workers, "kubeletsim");
+    heartbeat_pool_ =
+        std::make_shared<net::WorkerPool>(heartbeat_workers, "kubeletsim-hb");
+    registration_window_ = options_.max_registering > 0
+                               ? options_.max_registering
+                               : std::max(1, heartbeat_workers / 2);
     for (int i = 0; i < options_.nodes; ++i) {
       int index = options_.first_index + i;
       auto n = std::make_unique<Node>();
@@ -195,7 +215,7 @@ class Fleet::Impl {
         n->id.pod_cidr.clear();
         n->id.pod_net = 0;
       }
-      n->heart = std::make_shared<net::SerialExecutor>(pool_);
+      n->heart = std::make_shared<net::SerialExecutor>(heartbeat_pool_);
       n->podq = std::make_shared<net::SerialExecutor>(pool_);
       if (options_.node_tls) {
         informer::RestClientOptions node_options = co;
@@ -301,9 +321,7 @@ class Fleet::Impl {
   // nodes NotReady. Example, window 2, nodes a..e: post a, b; a done -> post
   // c; b done -> post d; ... while a's and b's renewals run in between.
   void StartRegistrations() {
-    int window = options_.max_registering > 0
-                     ? options_.max_registering
-                     : std::max(1, options_.workers / 2);
+    const int window = registration_window_;
     std::vector<Node*> first;
     {
       MutexLock l(&register_mu_);
@@ -446,6 +464,7 @@ class Fleet::Impl {
     if (pod_informer_) pod_informer_->Stop();
     if (node_informer_) node_informer_->Stop();
     if (pool_) pool_->Shutdown();
+    if (heartbeat_pool_) heartbeat_pool_->Shutdown();
     {
       MutexLock l(&work_mu_);
       work_cv_.notify_all();
@@ -550,7 +569,7 @@ class Fleet::Impl {
       return;
     }
     corev1::Node want = BuildNode(node_, n->id, clock_->WallNow());
-    auto created = ApiFor(n)->Create(want);
+    auto created = HeartbeatApiFor(n)->Create(want);
     std::string uid;
     if (created.ok()) {
       uid = (*created)->metadata().uid();
@@ -558,7 +577,7 @@ class Fleet::Impl {
     } else if (informer::IsAlreadyExists(created.status())) {
       // Re-registration (a restarted fleet): adopt the Node and report our
       // status over whatever it says.
-      auto got = ApiFor(n)->Get<corev1::Node>("", n->id.name);
+      auto got = HeartbeatApiFor(n)->Get<corev1::Node>("", n->id.name);
       if (got.ok()) {
         uid = (*got)->metadata().uid();
         LearnPodCidr(n, **got);
@@ -651,12 +670,12 @@ class Fleet::Impl {
         InternalError("not attempted");
     for (int attempt = 0; attempt < 2; ++attempt) {
       if (!cached) {
-        auto got = ApiFor(n)->Get<coordinationv1::Lease>(kNodeLeaseNamespace,
-                                                         n->id.name);
+        auto got = HeartbeatApiFor(n)->Get<coordinationv1::Lease>(
+            kNodeLeaseNamespace, n->id.name);
         if (informer::IsNotFound(got.status())) {
-          done = ApiFor(n)->Create(BuildLease(n->id.name, uid,
-                                              options_.lease_duration_seconds,
-                                              clock_->WallNow()));
+          done = HeartbeatApiFor(n)->Create(
+              BuildLease(n->id.name, uid, options_.lease_duration_seconds,
+                         clock_->WallNow()));
           break;
         }
         if (!got.ok()) {
@@ -674,7 +693,7 @@ class Fleet::Impl {
         *want.mutable_metadata()->mutable_ownerreferences() =
             cached->metadata().ownerreferences();
       }
-      done = ApiFor(n)->Update(want);
+      done = HeartbeatApiFor(n)->Update(want);
       if (!informer::IsConflict(done.status()) &&
           !informer::IsNotFound(done.status())) {
         break;
@@ -725,7 +744,7 @@ class Fleet::Impl {
   Status WriteStatus(Node* n, const corev1::Node& current) {
     corev1::Node want = current;
     RefreshNodeStatus(node_, n->id, clock_->WallNow(), want.mutable_status());
-    auto r = ApiFor(n)->UpdateStatus(want);
+    auto r = HeartbeatApiFor(n)->UpdateStatus(want);
     if (!r.ok()) return r.status();
     writes_->With({"node_status"})->Inc();
     MutexLock l(&n->mu);
@@ -747,7 +766,7 @@ class Fleet::Impl {
             node_informer_->GetIndexer().Get(n->id.name));
       }
       if (!current) {
-        auto got = ApiFor(n)->Get<corev1::Node>("", n->id.name);
+        auto got = HeartbeatApiFor(n)->Get<corev1::Node>("", n->id.name);
         if (!got.ok()) {
           s = got.status();
           break;
@@ -1386,8 +1405,15 @@ class Fleet::Impl {
   informer::RestClient* ApiFor(const Node* n) const {
     return n->api != nullptr ? n->api.get() : client_.get();
   }
+  // The client node n heartbeats (registers, renews, reports status) with.
+  informer::RestClient* HeartbeatApiFor(const Node* n) const {
+    return n->api != nullptr ? n->api.get() : heartbeat_client_.get();
+  }
+  std::unique_ptr<informer::RestClient> heartbeat_client_;
   mutable TimerQueue timers_;
-  std::shared_ptr<net::WorkerPool> pool_;
+  std::shared_ptr<net::WorkerPool> pool_;            // pods
+  std::shared_ptr<net::WorkerPool> heartbeat_pool_;  // register, lease, status
+  int registration_window_ = 1;
   std::vector<std::unique_ptr<Node>> nodes_;
   std::unordered_map<std::string, Node*> by_name_;
   std::unique_ptr<informer::SharedIndexInformer> pod_informer_;
@@ -1437,6 +1463,13 @@ class Fleet::Impl {
 
 // ---------------------------------------------------------------------------
 // Fleet
+
+int AutoHeartbeatWorkers(int nodes, Duration interval) {
+  const double seconds = std::chrono::duration<double>(interval).count();
+  const double due_per_second = seconds > 0 ? nodes / seconds : nodes;
+  const double workers = std::ceil(due_per_second * 0.25);
+  return static_cast<int>(std::clamp(workers, 2.0, 256.0));
+}
 
 StatusOr<std::unique_ptr<Fleet>> Fleet::Start(FleetOptions options) {
   auto impl = std::make_unique<Impl>(std::move(options));

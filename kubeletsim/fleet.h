@@ -16,10 +16,11 @@
 //   (*fleet)->ResumeNode("node-3");
 //   (*fleet)->Stop();                   // the whole fleet goes silent
 //
-// Structure: one TimerQueue thread for every node's timers; a WorkerPool
-// of `workers` threads does the API calls, through two serial executors
-// per node (heartbeats: lease + status; pods), so one node's calls never
-// race each other and a node busy starting pods still heartbeats. ONE pod
+// Structure: one TimerQueue thread for every node's timers; two WorkerPools
+// do the API calls, `heartbeat_workers` threads for registration, leases
+// and Node status and `workers` for pods, through two serial executors per
+// node (one on each), so one node's calls never race each other and no
+// amount of pod work delays any node's heartbeat. ONE pod
 // informer (field selector spec.nodeName!=) and ONE node informer serve
 // all nodes; events are dispatched by node name.
 //
@@ -98,11 +99,16 @@ struct FleetOptions {
   // (informer/event_recorder.h: bounded queue, aggregation, spam filter).
   bool record_events = true;
 
-  int workers = 8;           // threads making API calls
+  int workers = 8;           // threads making the pods' API calls
   int api_connections = 16;  // keep-alive connections to the API server
-  // Nodes registering at once (0: half the workers, at least 1). The rest
-  // wait their turn, so that a large fleet's registrations never queue in
-  // front of the lease renewals of the nodes already registered.
+  // Threads (and, without node_tls, keep-alive connections of a client of
+  // their own) for registration, Lease renewals and Node status -- the
+  // kubelet's separate heartbeat client: pod work, however much of it is
+  // queued, never delays a heartbeat. 0: AutoHeartbeatWorkers().
+  int heartbeat_workers = 0;
+  // Nodes registering at once (0: half the heartbeat workers, at least 1).
+  // The rest wait their turn, so that a large fleet's registrations never
+  // queue in front of the lease renewals of the nodes already registered.
   int max_registering = 0;
   bool protobuf = true;  // wire format to the API server
   // Control endpoint (/healthz, /metrics, /nodes): 0 = none, -1 = any
@@ -123,6 +129,12 @@ struct FleetOptions {
   metrics::Registry* metrics = nullptr;  // nullptr: Registry::Default()
   uint64_t seed = 0;                     // jitter; 0: random
 };
+
+// The heartbeat workers a fleet of `nodes` renewing every `interval` gets by
+// default: renewals are blocking calls, so a fleet renews at most workers /
+// PUT latency per second; this allows 250 ms per renewal (a loaded machine
+// with a 3-member store) at the due rate, between 2 and 256 threads.
+int AutoHeartbeatWorkers(int nodes, Duration interval);
 
 class Fleet {
  public:

@@ -387,6 +387,62 @@ TEST_F(FleetTest, StatusReportedOnlyOnChangeOrEveryReportFrequency) {
   EXPECT_EQ(StatusUpdates("node-0"), 3);
 }
 
+// The kubelet heartbeats through a client of its own; the fleet gives
+// heartbeats their own workers. With one FIFO pool for both, a burst of
+// 30,000 pods on 5,000 nodes queued so much pod work in front of the
+// renewals that every node went NotReady (docs/kubeletsim.md).
+TEST_F(FleetTest, PodWorkNeverDelaysAHeartbeat) {
+  struct Gate {
+    Mutex mu;
+    std::condition_variable cv;
+    bool held GUARDED_BY(mu) = false;
+    bool open GUARDED_BY(mu) = false;
+  };
+  auto gate = std::make_shared<Gate>();
+  FleetOptions o = Options(1);
+  o.workers = 1;  // the one pod worker is held below
+  o.heartbeat_workers = 1;
+  o.on_pod_step = [gate](const std::string&, const std::string& step) {
+    if (step != "start") return;
+    MutexLock l(&gate->mu);
+    gate->held = true;
+    gate->cv.notify_all();
+    gate->cv.wait(l.native(), [&]() REQUIRES(gate->mu) { return gate->open; });
+  };
+  StartFleet(o);
+  auto open_gate = [gate] {
+    MutexLock l(&gate->mu);
+    gate->open = true;
+    gate->cv.notify_all();
+  };
+  ASSERT_TRUE(client_->Create(MakePod("web", "node-0")).ok());
+  {
+    MutexLock l(&gate->mu);
+    bool held = gate->cv.wait_for(
+        l.native(), kDeadline, [&]() REQUIRES(gate->mu) { return gate->held; });
+    if (!held) {
+      l.Unlock();
+      open_gate();
+      FAIL() << "the pod's start step never ran";
+    }
+  }
+  // The pod worker is busy; a renewal falls due.
+  std::string rv0 = Lease("node-0")->metadata().resourceversion();
+  clock_.Advance(milliseconds(10500));
+  bool renewed = leases_->Await(
+      [&] { return Lease("node-0")->metadata().resourceversion() != rv0; });
+  open_gate();
+  fleet_->Stop();
+  EXPECT_TRUE(renewed) << "the lease renewal waited for pod work";
+}
+
+TEST(AutoHeartbeatWorkersTest, EnoughFor250MsPerRenewalWithinBounds) {
+  EXPECT_EQ(AutoHeartbeatWorkers(5000, seconds(10)), 125);  // 500/s * 0.25 s
+  EXPECT_EQ(AutoHeartbeatWorkers(1000, seconds(1)), 250);
+  EXPECT_EQ(AutoHeartbeatWorkers(3, seconds(10)), 2);
+  EXPECT_EQ(AutoHeartbeatWorkers(50000, seconds(10)), 256);
+}
+
 TEST_F(FleetTest, PodLifecycle) {
   StartFleet(Options(2));
   corev1::Pod p = MakePod("web", "node-1");

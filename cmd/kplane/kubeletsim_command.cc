@@ -87,7 +87,13 @@ int RunKubeletSimCommand(const std::vector<std::string>& args) {
   flags.Bool("record-events", &o.record_events,
              "Record kubelet events (Pulled, Created, Started, Killing on "
              "pods; Starting, NodeReady on nodes when a node (re)starts).");
-  flags.Int("workers", &o.workers, "Threads making API calls.");
+  flags.Int("workers", &o.workers, "Threads making the pods' API calls.");
+  flags.Int("heartbeat-workers", &o.heartbeat_workers,
+            "Threads (and keep-alive connections) registering nodes, "
+            "renewing Leases and reporting Node status, apart from the "
+            "pods' so that pod work never delays a heartbeat (0: enough for "
+            "a 250 ms renewal at the due rate, nodes / interval / 4, "
+            "2..256).");
   flags.Int("api-connections", &o.api_connections,
             "Keep-alive connections to the API server.");
   flags.Bool("protobuf", &o.protobuf,

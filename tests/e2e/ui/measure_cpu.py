@@ -90,6 +90,10 @@ def main():
                     help="pods changed per second while measuring the views (with --pods)")
     ap.add_argument("--min-free-mb", type=int, default=2000,
                     help="kill the run when MemAvailable falls below this")
+    ap.add_argument("--probe", type=int, default=0,
+                    help="every this many seconds, print the fleet's lease "
+                         "renewal lag and the API server's lease PUT latency "
+                         "over the last interval, and the NotReady nodes")
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="kplane-ui-cpu-")
     kp = browser = None
@@ -106,11 +110,15 @@ def main():
             time.sleep(2)
         print("%d nodes registered after %.0f s more" % (args.nodes, time.time() - t), flush=True)
         watchdog(kp, args.min_free_mb)
+        if args.probe:
+            Probe(api, args.probe)
         if args.pods:
             load_pods(kp, api, args)
         time.sleep(10)  # the fleet's registrations settle
         idle = measure(kp.proc.pid, args.seconds)
         print("no views: %.3f cores" % idle, flush=True)
+        if args.views == 0:
+            return 0
         if args.watch_clients:
             return watch_clients(kp, api, args, idle)
         browser = cdp.Browser(cdp.find_chromium())
@@ -131,17 +139,22 @@ def main():
         print("%d views open, each listing %d nodes, %.1f s after opening them"
               % (len(pages), args.nodes, time.time() - t_open), flush=True)
         if args.pods:
+            # What the store holds, which the views must show (evictions
+            # may have removed some of the created pods).
+            pods_now = api.count("/api/v1/pods")
+            if pods_now != args.pods:
+                print("the API lists %d pods, not %d" % (pods_now, args.pods), flush=True)
             for page in pages:
                 # In 50 s steps: the DevTools socket times out after 60 s.
                 deadline = time.time() + 240
-                while not page.wait(COUNT_IS % ("pods", args.pods), 50):
+                while not page.wait(COUNT_IS % ("pods", pods_now), 50):
                     print("  %.0f s: %s" % (time.time() - t_open, page.eval(
                         "document.getElementById('node-counts').textContent")), flush=True)
                     if time.time() > deadline:
                         print("a view did not count all pods", file=sys.stderr)
                         return 1
             print("%d views open, each counting %d pods, %.1f s after opening them"
-                  % (len(pages), args.pods, time.time() - t_open), flush=True)
+                  % (len(pages), pods_now, time.time() - t_open), flush=True)
             pages[0].eval("document.querySelector('[data-view=\"pods\"]') && "
                           "document.querySelector('[data-view=\"pods\"]').click(); true")
         churn = Churn(kp, api, args) if args.pods and args.churn else None
@@ -196,6 +209,67 @@ def watchdog(kp, min_free_mb):
     threading.Thread(target=run, daemon=True).start()
 
 
+def histogram(text, name, labels=""):
+    """{upper bound: cumulative count} of one histogram series."""
+    out = {}
+    for line in text.splitlines():
+        if not line.startswith(name + "_bucket{") or labels not in line:
+            continue
+        le = line.split('le="', 1)[1].split('"', 1)[0]
+        out[float("inf") if le == "+Inf" else float(le)] = float(line.rsplit(" ", 1)[1])
+    return out
+
+
+def quantile_bound(before, after, q):
+    """The upper bound of the bucket holding quantile q of after - before;
+    (bound, count). None when nothing was observed."""
+    delta = {le: after[le] - before.get(le, 0) for le in after}
+    total = delta.get(float("inf"), 0)
+    if total <= 0:
+        return None, 0
+    for le in sorted(delta):
+        if delta[le] >= q * total:
+            return le, total
+    return float("inf"), total
+
+
+class Probe:
+    """--probe: why nodes go NotReady under load. Every interval prints, over
+    that interval: the fleet's lease renewals (completion minus due time:
+    queueing in the simulated kubelets plus the API call) and the API
+    server's own latency for lease PUTs (from reading the request to the
+    answer), as p99 bucket bounds. (Listing the nodes to count the NotReady
+    ones would load the server being measured; the events tell afterwards.)"""
+
+    def __init__(self, api, interval):
+        self.api, self.interval = api, interval
+        threading.Thread(target=self.run, daemon=True).start()
+
+    def scrape(self):
+        req = urllib.request.Request(self.api.kp.api + "/metrics", headers={
+            "Authorization": "Bearer " + self.api.kp.token})
+        with urllib.request.urlopen(req, context=self.api.ctx, timeout=60) as r:
+            text = r.read().decode()
+        return (histogram(text, "kubeletsim_heartbeat_lag_seconds"),
+                histogram(text, "apiserver_request_duration_seconds",
+                          'verb="PUT",group="coordination.k8s.io",version="v1",resource="leases"'))
+
+    def run(self):
+        t0 = time.time()
+        before = self.scrape()
+        while True:
+            time.sleep(self.interval)
+            try:
+                after = self.scrape()
+                lag, n = quantile_bound(before[0], after[0], 0.99)
+                put, m = quantile_bound(before[1], after[1], 0.99)
+                print("probe %4.0f s: fleet renewals %d, lag p99 <= %s s; apiserver lease PUTs %d, p99 <= %s s"
+                      % (time.time() - t0, n, lag, m, put), flush=True)
+                before = after
+            except Exception as e:  # a probe never stops the run
+                print("probe: %s" % e, flush=True)
+
+
 def load_pods(kp, api, args):
     t = time.time()
     work = [(kp.api, api.ca, kp.token, i, args.loaders, args.pods, args.nodes)
@@ -215,6 +289,11 @@ def load_pods(kp, api, args):
             break
         time.sleep(10)
     print("pods by phase %.0f s after the load began: %s" % (time.time() - t, by_phase), flush=True)
+    events = api.get("/api/v1/events?fieldSelector=" + urllib.parse.quote(
+        "reason=NodeNotReady,involvedObject.kind=Node"))["items"]
+    print("NodeNotReady for nodes so far: %d events, %d nodes" % (
+        sum(e.get("count", 1) for e in events),
+        len({e["involvedObject"]["name"] for e in events})), flush=True)
 
 
 def phases(api):

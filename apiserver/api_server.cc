@@ -43,6 +43,7 @@
 #include "base/logging.h"
 #include "base/mutex.h"
 #include "base/strings.h"
+#include "kubeletsim/control/control_client.h"
 #include "net/http_server.h"
 #include "objects/discovery_types.h"
 #include "objects/endpoints_types.h"
@@ -300,6 +301,10 @@ struct ApiServer::Impl {
                       std::shared_ptr<net::Responder> resp);
   void ServeUiNodeControl(const net::HttpRequest& req,
                           std::shared_ptr<net::Responder> resp);
+  // The default NodeControl: the fleet's POST /nodes/<name>/stop|resume on
+  // the node's kubelet endpoint (a simulated fleet serves it on the port
+  // its nodes advertise), with the kubelet client context as pods/log.
+  Status ControlNodeThroughKubelet(const std::string& name, bool stop);
   // Admission with the caller's identity, on the object about to be
   // stored: RBAC's escalation check for roles and bindings, and kube's
   // NodeRestriction for a node writing Node objects.
@@ -1483,13 +1488,9 @@ void ApiServer::Impl::ServeUiNodeControl(const net::HttpRequest& req,
                resp)) {
     return;
   }
-  if (!opts.node_control) {
-    ApiError e = ApiError::NotFoundPath();
-    e.message = "no simulated nodes' control endpoint is configured";
-    RespondUiError(resp, e);
-    return;
-  }
-  Status s = opts.node_control(name, action == "stop");
+  Status s = opts.node_control
+                 ? opts.node_control(name, action == "stop")
+                 : ControlNodeThroughKubelet(name, action == "stop");
   if (s.Is(StatusCode::kNotFound)) {
     ApiError e = ApiError::NotFoundPath();
     e.message = "no simulated node " + GoQuote(name);
@@ -1511,6 +1512,31 @@ void ApiServer::Impl::ServeUiNodeControl(const net::HttpRequest& req,
   w.Bool(action == "stop");
   w.EndObject();
   RespondUiJson(resp, 200, body.GetString());
+}
+
+Status ApiServer::Impl::ControlNodeThroughKubelet(const std::string& name,
+                                                  bool stop) {
+  ApiResult<ObjectPtr> node = nodes->rest->Get("", name, "");
+  if (IsError(node)) {
+    const ApiError& e = std::get<ApiError>(node);
+    return e.code == 404 ? NotFoundError(e.message)
+                         : UnavailableError(e.message);
+  }
+  ApiResult<KubeletEndpoint> ep = KubeletEndpointFor(
+      static_cast<const objects::corev1::Node&>(*std::get<ObjectPtr>(node)),
+      opts.kubelet_preferred_address_types);
+  if (IsError(ep)) {
+    return FailedPreconditionError(std::get<ApiError>(ep).message);
+  }
+  const KubeletEndpoint& at = std::get<KubeletEndpoint>(ep);
+  const std::string host =
+      at.host.find(':') != std::string::npos ? "[" + at.host + "]" : at.host;
+  ASSIGN_OR_RETURN(kubeletsim::ControlClient client,
+                   kubeletsim::ControlClient::New(
+                       std::string(opts.kubelet_tls ? "https://" : "http://") +
+                           host + ":" + std::to_string(at.port),
+                       opts.kubelet_tls));
+  return stop ? client.StopNode(name) : client.ResumeNode(name);
 }
 
 void ApiServer::Impl::HandleApi(const net::HttpRequest& req,

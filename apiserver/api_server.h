@@ -158,8 +158,10 @@ struct ApiServerOptions {
   std::vector<std::string> api_audiences;
 
   // The web view's start/stop of a simulated node (POST
-  // /ui/api/nodes/<name>/stop|resume): the fleet's control endpoint. Null:
-  // those paths answer 404 (no simulated nodes to control).
+  // /ui/api/nodes/<name>/stop|resume). Null: the fleet's control request
+  // is sent to the Node's kubelet endpoint (the port a kplane kubeletsim
+  // fleet advertises and serves it on), with kubelet_tls as pods/log; a
+  // kubelet that does not serve it answers 404 ("no simulated node").
   NodeControl node_control;
 
   // The web view's store panel (/ui/api/store, apiserver/ui_endpoints.h):

@@ -14,7 +14,8 @@
 //                       of that object.
 //   POST /ui/api/nodes/<name>/stop | /resume
 //                       stops / resumes a simulated node through the
-//                       fleet's control endpoint (NodeControl below),
+//                       fleet's control endpoint (NodeControl below; by
+//                       default at the Node's kubelet endpoint),
 //                       authorized as `create` on `nodes/proxy` <name>.
 //
 // These are plain handlers; the API server wraps each in its

@@ -15,6 +15,7 @@
 #include "apiserver/test_server.h"
 #include "apiserver/ui_endpoints.h"
 #include "net/http_client.h"
+#include "net/http_server.h"
 #include "net/pki.h"
 #include "net/tls.h"
 
@@ -457,6 +458,58 @@ TEST_F(UiTest, NodeStopAndResumeNeedNodesProxy) {
   std::lock_guard<std::mutex> l(node_calls_mu_);
   EXPECT_EQ(node_calls_,
             (std::vector<std::string>{"stop node-1", "resume node-1"}));
+}
+
+// Without a NodeControl (`kplane apiserver` beside a separate `kplane
+// kubeletsim`), the request goes to the Node's kubelet endpoint, where a
+// fleet serves its control API; a kubelet that does not serve it is "no
+// simulated node".
+TEST(UiNodeControl, GoesToTheNodesKubeletEndpointByDefault) {
+  std::mutex mu;
+  std::vector<std::string> calls;
+  net::HttpServer kubelet({.name = "fake-kubelet"});
+  kubelet.HandlePrefix(
+      "POST", "/nodes/",
+      [&](const net::HttpRequest& req, std::shared_ptr<net::Responder> resp) {
+        if (req.path != "/nodes/node-1/stop" &&
+            req.path != "/nodes/node-1/resume") {
+          resp->Respond(404, {{"Content-Type", "application/json"}},
+                        R"({"error":"no such node"})");
+          return;
+        }
+        std::lock_guard<std::mutex> l(mu);
+        calls.push_back(req.path);
+        resp->Respond(200, {{"Content-Type", "application/json"}}, "{}");
+      });
+  ASSERT_TRUE(kubelet.Start().ok());
+  TestServer server;
+  auto node = [&](const std::string& name, int port) {
+    return R"({"metadata":{"name":")" + name +
+           R"("},"status":{"addresses":[{"type":"ExternalIP","address":"127.0.0.1"}],
+               "daemonEndpoints":{"kubeletEndpoint":{"Port":)" +
+           std::to_string(port) + "}}}}";
+  };
+  ASSERT_EQ(server.Post("/api/v1/nodes", node("node-1", kubelet.port())).code,
+            201);
+  ASSERT_EQ(server.Post("/api/v1/nodes", node("node-2", kubelet.port())).code,
+            201);
+  ASSERT_EQ(server.Post("/api/v1/nodes", node("no-kubelet", 0)).code, 201);
+
+  Response r = server.Post("/ui/api/nodes/node-1/stop", "");
+  EXPECT_EQ(r.code, 200) << r.body;
+  r = server.Post("/ui/api/nodes/node-1/resume", "");
+  EXPECT_EQ(r.code, 200) << r.body;
+  // The kubelet does not simulate node-2; no Node named node-9 exists.
+  EXPECT_EQ(server.Post("/ui/api/nodes/node-2/stop", "").code, 404);
+  EXPECT_EQ(server.Post("/ui/api/nodes/node-9/stop", "").code, 404);
+  r = server.Post("/ui/api/nodes/no-kubelet/stop", "");
+  EXPECT_EQ(r.code, 503) << r.body;
+  EXPECT_NE(r.body.find("reports no kubelet port"), std::string::npos)
+      << r.body;
+  kubelet.Stop();
+  std::lock_guard<std::mutex> l(mu);
+  EXPECT_EQ(calls, (std::vector<std::string>{"/nodes/node-1/stop",
+                                             "/nodes/node-1/resume"}));
 }
 
 // Encrypted at rest: every version is decrypted as a GET reads it.

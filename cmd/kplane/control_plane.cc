@@ -21,7 +21,6 @@
 #include "base/subprocess.h"
 #include "cmd/kplane/cluster_pki.h"
 #include "controllers/controller_manager.h"
-#include "kubeletsim/control/control_client.h"
 #include "kubeletsim/fleet.h"
 #include "net/http_client.h"
 #include "net/http_server.h"
@@ -196,16 +195,6 @@ struct ControlPlane::Impl {
   std::string encryption_config;  // "" when values are stored plain
   std::unique_ptr<controllers::ControllerManager> controller_manager;
   std::unique_ptr<kubeletsim::Fleet> fleet;
-  // Where the API server reaches the fleet's control endpoint for the web
-  // view's node start/stop: set by StartFleet, read on the API server's
-  // worker threads (hence shared and locked).
-  struct FleetControl {
-    Mutex mu;
-    std::string url GUARDED_BY(mu);  // "" until the fleet listens
-    std::shared_ptr<const net::TlsContext> tls GUARDED_BY(mu);
-  };
-  std::shared_ptr<FleetControl> fleet_control =
-      std::make_shared<FleetControl>();
 
   Status PreparePki();
   Status StartStore();
@@ -506,29 +495,6 @@ Status ControlPlane::Impl::StartApiServer() {
         std::make_shared<const apiserver::encryption::TransformerSet>(config);
     encryption_config = enc_path;
   }
-  if (options.nodes > 0) {
-    // The web view's start/stop of a simulated node (docs/ui.md), proxied
-    // to the fleet's control endpoint with the API server's kubelet client
-    // certificate (the endpoint takes only certificates the CA signed).
-    ao.node_control = [control = fleet_control](const std::string& node,
-                                                bool stop) -> Status {
-      std::string url;
-      std::shared_ptr<const net::TlsContext> tls;
-      {
-        MutexLock l(&control->mu);
-        url = control->url;
-        tls = control->tls;
-      }
-      if (url.empty()) {
-        return UnavailableError(
-            "the simulated nodes have no control endpoint "
-            "(--kubeletsim-port -1, or not started yet)");
-      }
-      ASSIGN_OR_RETURN(kubeletsim::ControlClient client,
-                       kubeletsim::ControlClient::New(url, tls));
-      return stop ? client.StopNode(node) : client.ResumeNode(node);
-    };
-  }
   ao.kv = embedded ? static_cast<storage::KV*>(embedded.get())
                    : static_cast<storage::KV*>(remote.get());
   ao.bind_address = options.bind_address;
@@ -627,15 +593,6 @@ Status ControlPlane::Impl::StartFleet() {
   auto fleet_or = kubeletsim::Fleet::Start(fo);
   if (!fleet_or.ok()) return fleet_or.status().Annotate("simulated nodes");
   fleet = std::move(*fleet_or);
-  if (fleet->port() != 0) {
-    std::shared_ptr<const net::TlsContext> tls;
-    if (pki) {
-      ASSIGN_OR_RETURN(tls, pki->ClientContext(pki->apiserver_kubelet_client));
-    }
-    MutexLock l(&fleet_control->mu);
-    fleet_control->url = Url(fleet->port());
-    fleet_control->tls = std::move(tls);
-  }
   return Status::Ok();
 }
 

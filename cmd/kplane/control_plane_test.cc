@@ -75,6 +75,17 @@ class ControlPlaneTest : public ::testing::Test {
     return o;
   }
 
+  // Another thread's progress (a controller's, the fleet's registrations)
+  // seen only through the API: polled, for at most 30 s.
+  static bool Eventually(const std::function<bool()>& pred) {
+    const auto deadline = std::chrono::steady_clock::now() + seconds(30);
+    while (!pred()) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return true;
+  }
+
   net::HttpResponse Do(const std::string& url, const std::string& method,
                        const std::string& path, const std::string& body = "") {
     auto client = net::HttpClient::ForUrl(url, ClientOptions(url));
@@ -483,15 +494,6 @@ TEST_F(ControlPlaneTest, AggregatedViewGrantsWhatALabelledRoleAdds) {
     EXPECT_EQ(r.status, 201) << r.body;
     return r.body.find(R"("allowed":true)") != std::string::npos;
   };
-  auto eventually = [](const std::function<bool()>& pred) {
-    const auto deadline = std::chrono::steady_clock::now() + seconds(30);
-    while (!pred()) {
-      if (std::chrono::steady_clock::now() > deadline) return false;
-      // Another thread's (the controller's) progress: poll.
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    return true;
-  };
   // Aggregation has run on the bootstrap roles before (view stays as it
   // was: its own rules, unions of the same rules).
   EXPECT_FALSE(alice_may_list_widgets());
@@ -510,10 +512,10 @@ TEST_F(ControlPlaneTest, AggregatedViewGrantsWhatALabelledRoleAdds) {
       R"("rules":[{"apiGroups":["example.kplane.io"],"resources":["widgets"],)"
       R"("verbs":["get","list","watch"]}]})");
   ASSERT_EQ(created.status, 201) << created.body;
-  ASSERT_TRUE(eventually(alice_may_list_widgets))
+  ASSERT_TRUE(Eventually(alice_may_list_widgets))
       << Do(api, "GET", rbac + "/clusterroles/view").body;
   for (const char* role : {"view", "edit", "admin"}) {
-    EXPECT_TRUE(eventually([&] {
+    EXPECT_TRUE(Eventually([&] {
       return Do(api, "GET", rbac + "/clusterroles/" + role)
                  .body.find("widgets") != std::string::npos;
     })) << role;
@@ -529,7 +531,7 @@ TEST_F(ControlPlaneTest, AggregatedViewGrantsWhatALabelledRoleAdds) {
 
   ASSERT_EQ(Do(api, "DELETE", rbac + "/clusterroles/widget-viewer").status,
             200);
-  EXPECT_TRUE(eventually([&] { return !alice_may_list_widgets(); }));
+  EXPECT_TRUE(Eventually([&] { return !alice_may_list_widgets(); }));
 }
 
 TEST_F(ControlPlaneTest, HttpsByDefaultWithAPkiKeptAcrossRestarts) {
@@ -770,6 +772,10 @@ TEST_F(ControlPlaneTest, WebViewStopsAndResumesASimulatedNode) {
     ADD_FAILURE() << node << " not simulated: " << r.body;
     return false;
   };
+  // The page offers the buttons of registered Nodes: the API server finds
+  // the fleet at node-1's kubelet endpoint.
+  ASSERT_TRUE(Eventually(
+      [&] { return Do(api, "GET", "/api/v1/nodes/node-1").status == 200; }));
   net::HttpResponse stop = Do(api, "POST", "/ui/api/nodes/node-1/stop");
   ASSERT_EQ(stop.status, 200) << stop.body;
   EXPECT_TRUE(stopped("node-1"));

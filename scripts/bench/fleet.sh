@@ -66,8 +66,10 @@
 # --pods-timeout: default 120 s + 1 s per 20 pods.
 # Defaults: the 3-member store (heartbeat 100 ms, election 1000 ms, fsync
 # on: the store's defaults), grace 40s / period 5s (the controller manager's
-# defaults, Kubernetes' before 1.32). Fleet workers and connections "auto":
-# N/40, at least 32, at most 192. The fleet's lease PUTs are blocking calls,
+# defaults, Kubernetes' before 1.32). Fleet workers (the pods' pool) and
+# connections "auto": N/40, at least 32, at most 192; the fleet sizes its
+# heartbeat pool itself (--heartbeat-workers 0: N/40 at a 10 s interval,
+# 2..256), apart from the pods'. The fleet's lease PUTs are blocking calls,
 # so it renews at most workers / PUT latency per second (Little's law): with
 # 32 workers and 130 ms PUTs on a loaded machine that is ~250/s, half of what
 # 5,000 nodes need. Real kubelets each have their own connection; the auto

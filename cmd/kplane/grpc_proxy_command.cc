@@ -28,6 +28,8 @@ struct FlagValues {
   int64_t max_send_bytes = 3 * 512 * 1024;
   int64_t max_recv_bytes = INT_MAX;
   int64_t max_concurrent_streams = 0;
+  int64_t range_cache_entries = 2048;
+  int64_t range_cache_bytes = 64 << 20;
   std::string data_dir = "default.proxy";
   // etcd's flags that kplane does not serve: refused when given a value.
   std::string discovery_srv, discovery_srv_name, metrics_addr, resolver_prefix,
@@ -71,6 +73,12 @@ void DeclareFlags(FlagSet& f, FlagValues& v) {
           "Largest answer taken from a member.");
   f.Int64("max-concurrent-streams", &v.max_concurrent_streams,
           "Streams per client connection; 0: gRPC's default.");
+  f.Int64("range-cache-max-entries", &v.range_cache_entries,
+          "Serializable Range answers cached (kplane's flag; etcd's cache "
+          "is fixed at 2048); 0: no cache.");
+  f.Int64("range-cache-max-bytes", &v.range_cache_bytes,
+          "Bytes of cached Range answers (kplane's flag; etcd has no such "
+          "bound).");
   f.Bool("enable-pprof", &v.o.enable_pprof,
          "Accepted for etcd's command line; kplane serves no pprof.");
   f.Bool("debug", &v.o.debug, "Log at debug level.");
@@ -199,6 +207,15 @@ StatusOr<GrpcProxyCommandOptions> ParseGrpcProxyArgs(
         "--max-concurrent-streams must be in 0..4294967295");
   }
   p.max_concurrent_streams = static_cast<uint32_t>(v.max_concurrent_streams);
+  if (v.range_cache_entries < 0 || v.range_cache_entries > (1 << 24)) {
+    return InvalidArgumentError(
+        "--range-cache-max-entries must be in 0..16777216");
+  }
+  if (v.range_cache_bytes < 1) {
+    return InvalidArgumentError("--range-cache-max-bytes must be at least 1");
+  }
+  p.range_cache_entries = static_cast<size_t>(v.range_cache_entries);
+  p.range_cache_bytes = static_cast<size_t>(v.range_cache_bytes);
   if (p.client_tls.cert_file.empty() != p.client_tls.key_file.empty()) {
     return InvalidArgumentError("--cert and --key must be given together");
   }

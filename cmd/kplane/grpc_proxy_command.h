@@ -10,9 +10,12 @@
 // --trusted-ca-file (serving TLS), --listen-cipher-suites,
 // --max-send-bytes, --max-recv-bytes, --max-concurrent-streams, --data-dir,
 // --enable-pprof and --debug (accepted; see docs/store.md, "The gRPC
-// proxy"). etcd's flags kplane does not serve (--discovery-srv,
-// --metrics-addr, --resolver-prefix, --auto-tls, --client-crl-file, the
-// experimental ones) are refused when given a value, naming the flag.
+// proxy"). kplane's own: --range-cache-max-entries (2048, etcd's fixed
+// size; 0: no cache) and --range-cache-max-bytes (64 MiB) bound the
+// serializable-range cache. etcd's flags kplane does not serve
+// (--discovery-srv, --metrics-addr, --resolver-prefix, --auto-tls,
+// --client-crl-file, the experimental ones) are refused when given a
+// value, naming the flag.
 // As etcd, a client certificate (--cert) with a non-empty Common Name is
 // refused: the members would take every un-tokened call through the proxy
 // as that user.

@@ -84,6 +84,15 @@ TEST(GrpcProxyFlagsTest, EtcdsDefaults) {
   EXPECT_EQ(o->proxy.advertise_client_url, "127.0.0.1:23790");
   EXPECT_EQ(o->proxy.max_send_bytes, 3 * 512 * 1024);
   EXPECT_EQ(o->proxy.key_prefix, "");
+  EXPECT_EQ(o->proxy.range_cache_entries, 2048u);  // etcd's fixed size
+}
+
+TEST(GrpcProxyFlagsTest, RangeCacheFlags) {
+  auto o = Parse(
+      {"start", "--range-cache-max-entries=0", "--range-cache-max-bytes=1000"});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->proxy.range_cache_entries, 0u);
+  EXPECT_EQ(o->proxy.range_cache_bytes, 1000u);
 }
 
 TEST(GrpcProxyFlagsTest, FlagsBeforeOrAfterStart) {
@@ -116,6 +125,10 @@ TEST(GrpcProxyFlagsTest, BadInputIsRefusedWithAClearMessage) {
       {{"start", "--cert=/x"}, "--cert and --key must be given together"},
       {{"start", "--cert-file=/x"}, "--cert-file and --key-file"},
       {{"start", "--max-send-bytes=0"}, "--max-send-bytes must be in"},
+      {{"start", "--range-cache-max-entries=-1"},
+       "--range-cache-max-entries must be in 0..16777216"},
+      {{"start", "--range-cache-max-bytes=0"},
+       "--range-cache-max-bytes must be at least 1"},
       {{"start", "--listen-cipher-suites=TLS_BOGUS"},
        "unexpected TLS cipher suite \"TLS_BOGUS\""},
   };

@@ -26,6 +26,7 @@
 #include "schemas/grpc/rpc_services.grpc.pb.h"
 #include "storage/client/grpc_kv.h"
 #include "storage/client/remote_kv.h"
+#include "storage/grpc/proxy_range_cache.h"
 
 namespace kplane::storage {
 
@@ -154,6 +155,12 @@ void StripTtl(const std::string& p, pb::LeaseTimeToLiveResponse* r) {
 template <typename T>
 bool FromBuffer(grpc::ByteBuffer* b, T* msg) {
   return grpc::SerializationTraits<T>::Deserialize(b, msg).ok();
+}
+// Parses without consuming `b` (Deserialize empties the buffer it reads).
+template <typename T>
+bool Peek(const grpc::ByteBuffer& b, T* msg) {
+  grpc::ByteBuffer copy(b);  // shares the slices
+  return FromBuffer(&copy, msg);
 }
 template <typename T>
 void ToBuffer(const T& msg, grpc::ByteBuffer* b) {
@@ -424,6 +431,243 @@ class ForwardCall : public grpc::ServerGenericBidiReactor {
   std::atomic<int> done_{0};
 };
 
+// ---- KV calls: unary, each request and answer seen whole, which the
+// serializable-range cache needs (etcd's kvProxy). ----
+
+// What the proxy counts, shared by its calls.
+struct Counters {
+  std::atomic<int64_t> upstreams{0}, watchers{0}, slow{0}, calls{0};
+  std::atomic<int64_t> cache_hits{0}, cache_misses{0};
+};
+
+enum class KvMethod { kRange, kPut, kDeleteRange, kTxn, kCompact, kOther };
+
+KvMethod KvMethodOf(const std::string& m) {
+  if (m == "/etcdserverpb.KV/Range") return KvMethod::kRange;
+  if (m == "/etcdserverpb.KV/Put") return KvMethod::kPut;
+  if (m == "/etcdserverpb.KV/DeleteRange") return KvMethod::kDeleteRange;
+  if (m == "/etcdserverpb.KV/Txn") return KvMethod::kTxn;
+  if (m == "/etcdserverpb.KV/Compact") return KvMethod::kCompact;
+  return KvMethod::kOther;
+}
+
+using KeyRange = std::pair<std::string, std::string>;  // key, range_end
+
+// Every key range a Txn may write or whose compare may have read an
+// outdated value: its compares and the writes of both branches, nested
+// Txns included (etcd invalidates the compares and the taken branch's
+// top-level writes only; wider is never wrong).
+void TxnRanges(const pb::TxnRequest& t, std::vector<KeyRange>* out) {
+  for (const pb::Compare& c : t.compare()) {
+    out->emplace_back(c.key(), c.range_end());
+  }
+  for (const auto* ops : {&t.success(), &t.failure()}) {
+    for (const pb::RequestOp& op : *ops) {
+      switch (op.request_case()) {
+        case pb::RequestOp::kRequestPut:
+          out->emplace_back(op.request_put().key(), std::string());
+          break;
+        case pb::RequestOp::kRequestDeleteRange:
+          out->emplace_back(op.request_delete_range().key(),
+                            op.request_delete_range().range_end());
+          break;
+        case pb::RequestOp::kRequestTxn:
+          TxnRanges(op.request_txn(), out);
+          break;
+        default:
+          break;
+      }
+    }
+  }
+}
+
+// The cache key of a Range: the request as serializable (a linearizable
+// answer is cached for later serializable reads, as etcd) and the
+// caller's token, so one user's answer is never served to another (etcd's
+// key is the request alone).
+std::string RangeCacheKey(const grpc::ServerContextBase& ctx,
+                          pb::RangeRequest r) {
+  std::string key;
+  for (const auto& [k, v] : ctx.client_metadata()) {
+    const std::string name(k.data(), k.size());
+    if (name == "token" || name == "authorization") {
+      key += name + "=" + std::to_string(v.size()) + ":";
+      key.append(v.data(), v.size());
+    }
+  }
+  key.push_back('\n');
+  r.set_serializable(true);
+  key += r.SerializeAsString();
+  return key;
+}
+
+void UnrefAnswer(void* p) {
+  delete static_cast<std::shared_ptr<const std::string>*>(p);
+}
+
+// A cached answer as a message, without copying it.
+grpc::ByteBuffer AnswerBuffer(std::shared_ptr<const std::string> s) {
+  auto* hold = new std::shared_ptr<const std::string>(std::move(s));
+  grpc::Slice slice(const_cast<char*>((*hold)->data()), (*hold)->size(),
+                    &UnrefAnswer, hold);
+  return grpc::ByteBuffer(&slice, 1);
+}
+
+std::string BufferBytes(const grpc::ByteBuffer& b) {
+  std::vector<grpc::Slice> slices;
+  std::string out;
+  if (!b.Dump(&slices).ok()) return out;
+  out.reserve(b.Length());
+  for (const grpc::Slice& s : slices) {
+    out.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  }
+  return out;
+}
+
+class KvCall : public grpc::ServerGenericBidiReactor {
+ public:
+  KvCall(grpc::GenericCallbackServerContext* sctx, KvMethod m, Backends* b,
+         const std::string* prefix, ProxyRangeCache* cache, Counters* n)
+      : sctx_(sctx), m_(m), b_(b), prefix_(*prefix), cache_(cache), n_(n) {
+    StartRead(&req_);
+  }
+
+ private:
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "grpc-proxy: the call sent no request"));
+      return;
+    }
+    if (cache_ == nullptr) {
+      Forward();
+      return;
+    }
+    switch (m_) {
+      case KvMethod::kRange: {
+        pb::RangeRequest r;
+        if (!Peek(req_, &r)) return Unparsable();
+        cache_key_ = RangeCacheKey(*sctx_, r);
+        if (r.serializable()) {
+          std::shared_ptr<const std::string> answer;
+          switch (cache_->Get(cache_key_, r.revision(), &answer)) {
+            case ProxyRangeCache::Result::kHit:
+              n_->cache_hits.fetch_add(1);
+              resp_ = AnswerBuffer(std::move(answer));
+              StartWriteAndFinish(&resp_, grpc::WriteOptions(),
+                                  grpc::Status::OK);
+              return;
+            case ProxyRangeCache::Result::kCompacted:
+              n_->cache_hits.fetch_add(1);
+              Finish(grpc::Status(
+                  grpc::StatusCode::OUT_OF_RANGE,
+                  "etcdserver: mvcc: required revision has been compacted"));
+              return;
+            case ProxyRangeCache::Result::kMiss:
+              n_->cache_misses.fetch_add(1);
+              break;
+          }
+        }
+        range_key_ = r.key();
+        range_end_ = r.range_end();
+        revision_ = r.revision();
+        // Taken before the member is asked: a write through the proxy
+        // from now on keeps this answer out of the cache.
+        generation_ = cache_->generation();
+        break;
+      }
+      case KvMethod::kPut: {
+        pb::PutRequest r;
+        if (!Peek(req_, &r)) return Unparsable();
+        writes_.emplace_back(r.key(), std::string());
+        break;
+      }
+      case KvMethod::kDeleteRange: {
+        pb::DeleteRangeRequest r;
+        if (!Peek(req_, &r)) return Unparsable();
+        writes_.emplace_back(r.key(), r.range_end());
+        break;
+      }
+      case KvMethod::kTxn: {
+        pb::TxnRequest r;
+        if (!Peek(req_, &r)) return Unparsable();
+        TxnRanges(r, &writes_);
+        break;
+      }
+      case KvMethod::kCompact: {
+        pb::CompactionRequest r;
+        if (!Peek(req_, &r)) return Unparsable();
+        revision_ = r.revision();
+        break;
+      }
+      case KvMethod::kOther:
+        break;
+    }
+    // Before the write (etcd's order) and again when it is over (below):
+    // a read answered in between may carry the old value.
+    for (const KeyRange& w : writes_) cache_->Invalidate(w.first, w.second);
+    Forward();
+  }
+
+  void Unparsable() {
+    Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "grpc-proxy: cannot parse the message"));
+  }
+
+  void Forward() {
+    if (!prefix_.empty()) {
+      grpc::Status st = RewriteRequest(sctx_->method(), prefix_, &req_);
+      if (!st.ok()) {
+        Finish(st);
+        return;
+      }
+    }
+    CopyCallerMetadata(*sctx_, &cctx_);
+    const size_t k = b_->Pick();
+    n_->calls.fetch_add(1);
+    b_->stubs[k]->UnaryCall(&cctx_, sctx_->method(), grpc::StubOptions(), &req_,
+                            &resp_, [this](grpc::Status st) { Answered(st); });
+  }
+
+  void Answered(grpc::Status st) {
+    if (cache_ != nullptr) {
+      // Whatever the outcome: a failed write may still have been applied.
+      for (const KeyRange& w : writes_) cache_->Invalidate(w.first, w.second);
+    }
+    if (!st.ok()) {
+      Finish(st);
+      return;
+    }
+    if (!prefix_.empty()) RewriteResponse(sctx_->method(), prefix_, &resp_);
+    if (cache_ != nullptr && m_ == KvMethod::kRange) {
+      cache_->Add(cache_key_, range_key_, range_end_, revision_,
+                  std::make_shared<const std::string>(BufferBytes(resp_)),
+                  generation_);
+    } else if (cache_ != nullptr && m_ == KvMethod::kCompact) {
+      cache_->Compact(revision_);
+    }
+    StartWriteAndFinish(&resp_, grpc::WriteOptions(), grpc::Status::OK);
+  }
+
+  void OnCancel() override { cctx_.TryCancel(); }
+  void OnDone() override { delete this; }
+
+  grpc::GenericCallbackServerContext* const sctx_;
+  const KvMethod m_;
+  Backends* const b_;
+  const std::string prefix_;
+  ProxyRangeCache* const cache_;  // null: no cache
+  Counters* const n_;
+  grpc::ClientContext cctx_;
+  grpc::ByteBuffer req_;
+  grpc::ByteBuffer resp_;
+  // Set in OnReadDone, read in Answered (ordered by the call).
+  std::string cache_key_, range_key_, range_end_;
+  int64_t revision_ = 0;
+  uint64_t generation_ = 0;
+  std::vector<KeyRange> writes_;
+};
+
 // MemberList answered by the proxy (etcd's clusterProxy with an advertise
 // address): one member, the proxy, named after the host.
 class SelfMemberList : public grpc::ServerGenericBidiReactor {
@@ -450,22 +694,27 @@ class SelfMemberList : public grpc::ServerGenericBidiReactor {
 
 class Forwarder : public grpc::CallbackGenericService {
  public:
-  Forwarder(Backends* b, const GrpcProxyOptions* o, std::atomic<int64_t>* n)
-      : b_(b), o_(o), calls_(n) {}
+  Forwarder(Backends* b, const GrpcProxyOptions* o, ProxyRangeCache* cache,
+            Counters* n)
+      : b_(b), o_(o), cache_(cache), n_(n) {}
   grpc::ServerGenericBidiReactor* CreateReactor(
       grpc::GenericCallbackServerContext* ctx) override {
     if (ctx->method() == "/etcdserverpb.Cluster/MemberList" &&
         !o_->advertise_client_url.empty()) {
       return new SelfMemberList(o_->advertise_client_url);
     }
-    calls_->fetch_add(1);
+    if (const KvMethod m = KvMethodOf(ctx->method()); m != KvMethod::kOther) {
+      return new KvCall(ctx, m, b_, &o_->key_prefix, cache_, n_);
+    }
+    n_->calls.fetch_add(1);
     return new ForwardCall(ctx, b_, &o_->key_prefix);
   }
 
  private:
   Backends* const b_;
   const GrpcProxyOptions* const o_;
-  std::atomic<int64_t>* const calls_;
+  ProxyRangeCache* const cache_;  // null: no cache
+  Counters* const n_;
 };
 
 // ---- watches ----
@@ -914,7 +1163,8 @@ struct GrpcProxy::Impl {
   GrpcProxyOptions o;
   Backends backends;
   std::unique_ptr<GrpcKV> watch_kv;
-  std::atomic<int64_t> upstreams{0}, watchers{0}, slow{0}, calls{0};
+  Counters n;
+  std::unique_ptr<ProxyRangeCache> cache;  // null: disabled
   std::unique_ptr<WatchHub> hub;
   std::unique_ptr<WatchService> watch_service;
   std::unique_ptr<Forwarder> forwarder;
@@ -981,11 +1231,15 @@ StatusOr<std::unique_ptr<GrpcProxy>> GrpcProxy::Start(GrpcProxyOptions o) {
   }
   ASSIGN_OR_RETURN(impl->watch_kv, GrpcKV::Create(std::move(ko)));
   impl->hub = std::make_unique<WatchHub>(impl->watch_kv.get(), o.key_prefix,
-                                         &impl->upstreams, &impl->watchers);
+                                         &impl->n.upstreams, &impl->n.watchers);
   impl->watch_service =
-      std::make_unique<WatchService>(impl->hub.get(), &impl->o, &impl->slow);
-  impl->forwarder =
-      std::make_unique<Forwarder>(&impl->backends, &impl->o, &impl->calls);
+      std::make_unique<WatchService>(impl->hub.get(), &impl->o, &impl->n.slow);
+  if (o.range_cache_entries > 0) {
+    impl->cache = std::make_unique<ProxyRangeCache>(o.range_cache_entries,
+                                                    o.range_cache_bytes);
+  }
+  impl->forwarder = std::make_unique<Forwarder>(&impl->backends, &impl->o,
+                                                impl->cache.get(), &impl->n);
 
   std::shared_ptr<grpc::ServerCredentials> screds;
   if (!o.cert_file.empty()) {
@@ -1033,10 +1287,14 @@ int GrpcProxy::port() const { return impl_->port; }
 
 GrpcProxyStats GrpcProxy::stats() const {
   GrpcProxyStats s;
-  s.upstream_watches = impl_->upstreams.load();
-  s.watchers = impl_->watchers.load();
-  s.slow_streams_ended = impl_->slow.load();
-  s.forwarded_calls = impl_->calls.load();
+  s.upstream_watches = impl_->n.upstreams.load();
+  s.watchers = impl_->n.watchers.load();
+  s.slow_streams_ended = impl_->n.slow.load();
+  s.forwarded_calls = impl_->n.calls.load();
+  s.range_cache_hits = impl_->n.cache_hits.load();
+  s.range_cache_misses = impl_->n.cache_misses.load();
+  s.range_cache_entries =
+      impl_->cache ? static_cast<int64_t>(impl_->cache->size()) : 0;
   return s;
 }
 

@@ -22,7 +22,19 @@
 //  - Cluster.MemberList: answered by the proxy with one member whose client
 //    URL is advertise_client_url when that is set (etcd's default), else
 //    forwarded.
-//  - Every other method (KV, Lease with its keep-alive stream, Cluster,
+//  - KV (Range, Put, DeleteRange, Txn, Compact): forwarded as unary
+//    calls, seen whole by the serializable-range cache (etcd's kvProxy):
+//    a serializable Range is answered from the cache when the same request
+//    (same caller token) was answered before; every answered Range,
+//    linearizable ones too, is cached. Put, DeleteRange and Txn (its
+//    compares and the writes of both branches) through the proxy drop the
+//    cached answers of overlapping key ranges; Compact through the proxy
+//    makes reads of older revisions fail as compacted. Linearizable
+//    Ranges always go to a member. Writes that do not go through this
+//    proxy are not seen by cached serializable reads until the entry is
+//    evicted (etcd accepts the same staleness). Semantics and the
+//    differences from etcd: storage/grpc/proxy_range_cache.h.
+//  - Every other method (Lease with its keep-alive stream, Cluster,
 //    Maintenance with the snapshot stream, Auth, Election, Lock):
 //    forwarded message by message on one call to one member, with the
 //    caller's "token"/"authorization" metadata and deadline. A call goes to
@@ -88,13 +100,20 @@ struct GrpcProxyOptions {
   size_t max_queued_watch_bytes = 64 << 20;
   // --max-concurrent-streams; 0: gRPC's default.
   uint32_t max_concurrent_streams = 0;
+  // The serializable-range cache (kplane's flags; etcd's is fixed at 2048
+  // entries with no byte bound). range_cache_entries 0: no cache.
+  size_t range_cache_entries = 2048;
+  size_t range_cache_bytes = 64 << 20;
 };
 
 struct GrpcProxyStats {
-  int64_t upstream_watches = 0;    // open now, to the members
-  int64_t watchers = 0;            // client watchers open now
-  int64_t slow_streams_ended = 0;  // client streams ended as too slow
-  int64_t forwarded_calls = 0;     // generic calls started
+  int64_t upstream_watches = 0;     // open now, to the members
+  int64_t watchers = 0;             // client watchers open now
+  int64_t slow_streams_ended = 0;   // client streams ended as too slow
+  int64_t forwarded_calls = 0;      // calls sent to the members
+  int64_t range_cache_hits = 0;     // serializable Ranges answered here
+  int64_t range_cache_misses = 0;   // serializable Ranges forwarded
+  int64_t range_cache_entries = 0;  // cached answers now
 };
 
 class GrpcProxy {

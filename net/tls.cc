@@ -320,6 +320,11 @@ std::string DescribeVerifyError(long v, const std::string& name) {
     case X509_V_ERR_HOSTNAME_MISMATCH:
     case X509_V_ERR_IP_ADDRESS_MISMATCH:
       return "certificate is not valid for " + name + " (" + detail + ")";
+    case X509_V_ERR_CERT_REJECTED:
+      // A name check of ours refused it (the store's --*-cert-allowed-cn /
+      // -hostname): etcd's words, which its users and tests look for
+      // ("client certificate authentication failed").
+      return "certificate authentication failed (" + detail + ")";
     default:
       return detail;
   }

@@ -38,16 +38,6 @@ std::string MetaApiVersion(const Negotiated& n) {
   return "meta.k8s.io/" + n.meta_version;
 }
 
-objects::metav1::ListMeta ListMetaOf(const ListResult& list) {
-  objects::metav1::ListMeta m;
-  m.set_resourceversion(Versioner::ToResourceVersion(list.revision));
-  if (!list.continue_token.empty()) m.set_continue_(list.continue_token);
-  if (list.remaining_items.has_value() && !list.continue_token.empty()) {
-    m.set_remainingitemcount(*list.remaining_items);
-  }
-  return m;
-}
-
 // {"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1",
 //  "metadata":{…}}
 void WritePartial(JsonWriter* w, const Negotiated& n,
@@ -161,15 +151,7 @@ std::string ItemsJson(const RenderOptions& o,
                       const objects::metav1::ListMeta& meta) {
   const bool partial = o.negotiated.shape == ResponseShape::kMetadata;
   auto item_json = [&](const google::protobuf::Message& item) {
-    if (!partial) {
-      return objects::IsUnstructured(item)
-                 ? objects::EncodeJson(item, ObjectTypeMeta(o, item))
-                 : objects::EncodeJson(item);
-    }
-    rapidjson::StringBuffer buf;
-    JsonWriter w(buf);
-    WritePartial(&w, o.negotiated, item);
-    return std::string(buf.GetString(), buf.GetSize());
+    return ListItemJson(o, item);
   };
   std::string out = "{\"kind\":\"";
   out += partial ? "PartialObjectMetadataList" : o.resource->list_kind->kind;
@@ -277,6 +259,29 @@ std::string RenderObject(const RenderOptions& o,
       break;
   }
   return objects::EncodeBody(o.negotiated.media, obj, ObjectTypeMeta(o, obj));
+}
+
+objects::metav1::ListMeta ListMetaOf(const ListResult& list) {
+  objects::metav1::ListMeta m;
+  m.set_resourceversion(Versioner::ToResourceVersion(list.revision));
+  if (!list.continue_token.empty()) m.set_continue_(list.continue_token);
+  if (list.remaining_items.has_value() && !list.continue_token.empty()) {
+    m.set_remainingitemcount(*list.remaining_items);
+  }
+  return m;
+}
+
+std::string ListItemJson(const RenderOptions& o,
+                         const google::protobuf::Message& item) {
+  if (o.negotiated.shape != ResponseShape::kMetadata) {
+    return objects::IsUnstructured(item)
+               ? objects::EncodeJson(item, ObjectTypeMeta(o, item))
+               : objects::EncodeJson(item);
+  }
+  rapidjson::StringBuffer buf;
+  JsonWriter w(buf);
+  WritePartial(&w, o.negotiated, item);
+  return std::string(buf.GetString(), buf.GetSize());
 }
 
 std::string RenderList(const RenderOptions& o, const ListResult& list) {

@@ -60,6 +60,14 @@ std::string RenderObject(const RenderOptions& opts,
                          const google::protobuf::Message& obj);
 // A list of the resource's objects.
 std::string RenderList(const RenderOptions& opts, const ListResult& list);
+// The ListMeta of a list response: resourceVersion, continue, and
+// remainingItemCount (only with a continue token).
+objects::metav1::ListMeta ListMetaOf(const ListResult& list);
+// One item of a JSON list as RenderList writes it: the object without
+// kind/apiVersion (a custom resource's with them), or its
+// PartialObjectMetadata (ResponseShape::kMetadata). Not for Tables.
+std::string ListItemJson(const RenderOptions& opts,
+                         const google::protobuf::Message& item);
 // A list of plain objects of the resource as its list kind (deletecollection
 // answers the deleted objects); JSON / YAML / protobuf only.
 std::string RenderItems(const RenderOptions& opts,

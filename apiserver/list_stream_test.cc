@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -118,7 +119,17 @@ TEST(ListEncoderTest, StreamedBytesEqualTheWholeBody) {
       for (size_t min_bytes : {size_t{1}, size_t{1000}, size_t{64 * 1024}}) {
         SCOPED_TRACE(min_bytes);
         int pieces = 0;
-        EXPECT_EQ(Streamed(o, list, min_bytes, &pieces), whole);
+        const std::string streamed = Streamed(o, list, min_bytes, &pieces);
+        // Not EXPECT_EQ: a failure would print megabytes.
+        EXPECT_EQ(streamed.size(), whole.size());
+        EXPECT_TRUE(streamed == whole)
+            << "first difference at byte "
+            << std::mismatch(
+                   streamed.begin(),
+                   streamed.begin() + std::min(streamed.size(), whole.size()),
+                   whole.begin())
+                       .first -
+                   streamed.begin();
         if (min_bytes == 1) {
           // The envelope, then one item a piece (the last with the end).
           EXPECT_EQ(pieces, c.items + 1);
@@ -313,6 +324,11 @@ TEST_F(StreamListTest, SlowReaderIsBoundedAndDisconnectFreesTheStream) {
 
   c->Close();
   EXPECT_TRUE(s->destroyed.Wait()) << "the encoder outlived its client";
+  {
+    MutexLock l(&s->mu);
+    EXPECT_LT(s->produced, size_t{64} * 1024 * 1024)
+        << "the rest of the list was encoded for nobody";
+  }
   EXPECT_TRUE(Await([&] { return open_.Value() == 0; }))
       << "the stream outlived its client";
   {

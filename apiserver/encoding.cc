@@ -235,7 +235,8 @@ std::string ProtoWatchFrame(std::string_view type, std::string raw_object) {
 }  // namespace
 
 objects::TypeMeta TypeMetaOf(const google::protobuf::Message& obj) {
-  const objects::KindInfo* k = objects::Scheme::Default().KindFor(obj.GetDescriptor());
+  const objects::KindInfo* k =
+      objects::Scheme::Default().KindFor(obj.GetDescriptor());
   return k != nullptr ? k->type_meta() : objects::TypeMeta{};
 }
 
@@ -271,16 +272,25 @@ objects::metav1::ListMeta ListMetaOf(const ListResult& list) {
   return m;
 }
 
+void WriteListItemJson(const RenderOptions& o,
+                       const google::protobuf::Message& item,
+                       rapidjson::Writer<rapidjson::StringBuffer>* w) {
+  if (o.negotiated.shape != ResponseShape::kMetadata) {
+    if (objects::IsUnstructured(item)) {
+      objects::WriteJson(item, w, ObjectTypeMeta(o, item));
+    } else {
+      objects::WriteJson(item, w);
+    }
+    return;
+  }
+  WritePartial(w, o.negotiated, item);
+}
+
 std::string ListItemJson(const RenderOptions& o,
                          const google::protobuf::Message& item) {
-  if (o.negotiated.shape != ResponseShape::kMetadata) {
-    return objects::IsUnstructured(item)
-               ? objects::EncodeJson(item, ObjectTypeMeta(o, item))
-               : objects::EncodeJson(item);
-  }
   rapidjson::StringBuffer buf;
   JsonWriter w(buf);
-  WritePartial(&w, o.negotiated, item);
+  WriteListItemJson(o, item, &w);
   return std::string(buf.GetString(), buf.GetSize());
 }
 
@@ -386,7 +396,8 @@ std::string RenderWatchEvent(const RenderOptions& o, const WatchEvent& e,
 std::string RenderWatchError(const RenderOptions& o, const ApiError& error) {
   objects::metav1::Status s = error.ToStatus();
   if (o.negotiated.media == objects::MediaType::kProtobuf) {
-    return ProtoWatchFrame("ERROR", objects::EncodeEnvelope(s, {"v1", "Status"}));
+    return ProtoWatchFrame("ERROR",
+                           objects::EncodeEnvelope(s, {"v1", "Status"}));
   }
   rapidjson::StringBuffer buf;
   JsonWriter w(buf);

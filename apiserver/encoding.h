@@ -29,16 +29,18 @@
 #define KPLANE_APISERVER_ENCODING_H_
 
 #include <google/protobuf/message.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
 
 #include <string>
 
-#include "objects/scheme.h"
 #include "apiserver/cacher/cacher.h"
 #include "apiserver/errors.h"
 #include "apiserver/negotiation.h"
 #include "apiserver/registry/strategy.h"
 #include "apiserver/storage/object_store.h"
 #include "base/clock.h"
+#include "objects/scheme.h"
 
 namespace kplane::apiserver {
 
@@ -46,7 +48,7 @@ namespace kplane::apiserver {
 struct RenderOptions {
   Negotiated negotiated;
   const objects::ResourceInfo* resource = nullptr;  // for lists, tables
-  const Strategy* strategy = nullptr;           // for tables
+  const Strategy* strategy = nullptr;               // for tables
   std::string include_object;  // "", "Metadata", "Object", "None"
   WallTime now;                // for AGE cells
 };
@@ -68,6 +70,10 @@ objects::metav1::ListMeta ListMetaOf(const ListResult& list);
 // PartialObjectMetadata (ResponseShape::kMetadata). Not for Tables.
 std::string ListItemJson(const RenderOptions& opts,
                          const google::protobuf::Message& item);
+// The same into a caller's writer (one value; Reset() it between items).
+void WriteListItemJson(const RenderOptions& opts,
+                       const google::protobuf::Message& item,
+                       rapidjson::Writer<rapidjson::StringBuffer>* writer);
 // A list of plain objects of the resource as its list kind (deletecollection
 // answers the deleted objects); JSON / YAML / protobuf only.
 std::string RenderItems(const RenderOptions& opts,

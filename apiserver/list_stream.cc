@@ -44,13 +44,19 @@ class JsonListEncoder : public ListEncoder {
       out->append(",\"items\":[");
       head_done_ = true;
     }
-    while (next_ < list_.items.size() && out->size() - start < min_bytes) {
-      if (next_ > 0) out->push_back(',');
-      out->append(ListItemJson(opts_, *list_.items[next_]));
+    // Items go through one buffer kept for the whole stream (no
+    // allocation per item), copied out once per piece.
+    buf_.Clear();
+    while (next_ < list_.items.size() &&
+           out->size() - start + buf_.GetSize() < min_bytes) {
+      if (next_ > 0) buf_.Put(',');
+      writer_.Reset(buf_);
+      WriteListItemJson(opts_, *list_.items[next_], &writer_);
       // The item is encoded: the stream no longer needs it.
       list_.items[next_].reset();
       ++next_;
     }
+    out->append(buf_.GetString(), buf_.GetSize());
     if (next_ < list_.items.size()) return false;
     out->append("]}");
     return true;
@@ -59,6 +65,8 @@ class JsonListEncoder : public ListEncoder {
  private:
   const RenderOptions opts_;
   ListResult list_;
+  rapidjson::StringBuffer buf_;
+  rapidjson::Writer<rapidjson::StringBuffer> writer_{buf_};
   bool head_done_ = false;
   size_t next_ = 0;
 };
@@ -195,11 +203,10 @@ class ListStream : public std::enable_shared_from_this<ListStream> {
   void Pump() {
     MutexLock l(&mu_);
     if (encoder_ == nullptr) return;
-    std::string chunk;
     while (responder_->BufferedBytes() < options_.high_water) {
-      chunk.clear();
-      const bool done = encoder_->Next(options_.chunk_bytes, &chunk);
-      if (!responder_->Write(chunk)) {  // client gone or server stopping
+      chunk_.clear();  // keeps its capacity: one allocation per stream
+      const bool done = encoder_->Next(options_.chunk_bytes, &chunk_);
+      if (!responder_->Write(chunk_)) {  // client gone or server stopping
         encoder_.reset();
         return;
       }
@@ -224,6 +231,7 @@ class ListStream : public std::enable_shared_from_this<ListStream> {
   const ListStreamOptions options_;
   Mutex mu_;
   std::unique_ptr<ListEncoder> encoder_ GUARDED_BY(mu_);
+  std::string chunk_ GUARDED_BY(mu_);
 };
 
 }  // namespace

@@ -2,9 +2,13 @@
 // PartialObjectMetadata, metav1.Status errors and watch event frames, in
 // the representation content negotiation chose (negotiation.h).
 //
-// Lists are written straight from the shared objects of a ListResult into
-// one buffer (no copy into a PodList message) for JSON; YAML and protobuf
-// build the list message. A JSON list looks like kube-apiserver's:
+// RenderList writes a whole list body: straight from the shared objects of
+// a ListResult into one buffer (no copy into a PodList message) for JSON;
+// YAML and protobuf build the list message. The LIST handler streams JSON
+// and protobuf lists instead (list_stream.h, the same bytes piece by
+// piece); RenderList serves Tables, YAML and deletecollection, and is the
+// reference the streamed bytes are tested against. A JSON list looks like
+// kube-apiserver's:
 //   {"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"114",
 //    "continue":"…","remainingItemCount":3},"items":[{…},…]}
 // (items carry no kind/apiVersion; "items" is [] when empty, never null).

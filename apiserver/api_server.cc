@@ -23,6 +23,7 @@
 #include "apiserver/encoding.h"
 #include "apiserver/errors.h"
 #include "apiserver/eviction.h"
+#include "apiserver/list_stream.h"
 #include "apiserver/negotiation.h"
 #include "apiserver/object_history.h"
 #include "apiserver/openapi_handler.h"
@@ -255,6 +256,7 @@ struct ApiServer::Impl {
   std::mt19937_64 rand GUARDED_BY(rand_mu);
 
   metrics::Family<metrics::Counter>* m_requests = nullptr;
+  metrics::Gauge* m_list_streams = nullptr;  // streamed LISTs alive
   metrics::Family<metrics::Histogram>* m_latency = nullptr;
   metrics::Family<metrics::Gauge>* m_inflight = nullptr;
   metrics::Family<metrics::Counter>* m_dropped = nullptr;
@@ -433,6 +435,11 @@ void ApiServer::Impl::SetupMetrics() {
       "apiserver_dropped_requests_total",
       "Requests refused with 429 because of the in-flight limits.",
       {"request_kind"});
+  m_list_streams =
+      m->NewGauge("apiserver_list_streams_open",
+                  "LIST responses being streamed: started and not yet "
+                  "freed (finished, or the client went away).")
+          ->With({});
   m_longrunning = m->NewGauge(
       "apiserver_longrunning_requests", "Open long-running requests (watches).",
       {"verb", "group", "version", "resource", "scope"});
@@ -2021,8 +2028,26 @@ void ApiServer::Impl::List(Call& c) {
   ApiResult<ListResult> r =
       rest->List(Namespace(c), lp, std::get<ObjectPredicate>(std::move(pred)));
   if (IsError(r)) return ReplyError(c, std::get<ApiError>(r));
-  Reply(c, 200, c.neg.ContentType(),
-        RenderList(Render(c), std::get<ListResult>(r)));
+  // Everything that can fail has been decided: from here on the list is
+  // only encoded, straight from the snapshot's shared objects into the
+  // connection (list_stream.h).
+  ListResult& list = std::get<ListResult>(r);
+  const RenderOptions render = Render(c);
+  std::unique_ptr<ListEncoder> encoder = NewListEncoder(render, &list);
+  if (encoder == nullptr) {
+    return Reply(c, 200, c.neg.ContentType(), RenderList(render, list));
+  }
+  net::HttpHeaders h;
+  h.Add("Content-Type", std::string(c.neg.ContentType()));
+  ListStreamOptions lso;
+  lso.open_streams = m_list_streams;
+  StreamList(c.resp, std::move(h), std::move(encoder), lso, [this, &c] {
+    // As Reply: counted, and the in-flight slot freed, before the client
+    // can have its answer.
+    c.responded = true;
+    Record(c, 200);
+    c.inflight.reset();
+  });
 }
 
 void ApiServer::Impl::Watch(const std::shared_ptr<Call>& c) {

@@ -38,16 +38,6 @@ std::string MetaApiVersion(const Negotiated& n) {
   return "meta.k8s.io/" + n.meta_version;
 }
 
-objects::metav1::ListMeta ListMetaOf(const ListResult& list) {
-  objects::metav1::ListMeta m;
-  m.set_resourceversion(Versioner::ToResourceVersion(list.revision));
-  if (!list.continue_token.empty()) m.set_continue_(list.continue_token);
-  if (list.remaining_items.has_value() && !list.continue_token.empty()) {
-    m.set_remainingitemcount(*list.remaining_items);
-  }
-  return m;
-}
-
 // {"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1",
 //  "metadata":{…}}
 void WritePartial(JsonWriter* w, const Negotiated& n,
@@ -161,15 +151,7 @@ std::string ItemsJson(const RenderOptions& o,
                       const objects::metav1::ListMeta& meta) {
   const bool partial = o.negotiated.shape == ResponseShape::kMetadata;
   auto item_json = [&](const google::protobuf::Message& item) {
-    if (!partial) {
-      return objects::IsUnstructured(item)
-                 ? objects::EncodeJson(item, ObjectTypeMeta(o, item))
-                 : objects::EncodeJson(item);
-    }
-    rapidjson::StringBuffer buf;
-    JsonWriter w(buf);
-    WritePartial(&w, o.negotiated, item);
-    return std::string(buf.GetString(), buf.GetSize());
+    return ListItemJson(o, item);
   };
   std::string out = "{\"kind\":\"";
   out += partial ? "PartialObjectMetadataList" : o.resource->list_kind->kind;
@@ -253,7 +235,8 @@ std::string ProtoWatchFrame(std::string_view type, std::string raw_object) {
 }  // namespace
 
 objects::TypeMeta TypeMetaOf(const google::protobuf::Message& obj) {
-  const objects::KindInfo* k = objects::Scheme::Default().KindFor(obj.GetDescriptor());
+  const objects::KindInfo* k =
+      objects::Scheme::Default().KindFor(obj.GetDescriptor());
   return k != nullptr ? k->type_meta() : objects::TypeMeta{};
 }
 
@@ -277,6 +260,38 @@ std::string RenderObject(const RenderOptions& o,
       break;
   }
   return objects::EncodeBody(o.negotiated.media, obj, ObjectTypeMeta(o, obj));
+}
+
+objects::metav1::ListMeta ListMetaOf(const ListResult& list) {
+  objects::metav1::ListMeta m;
+  m.set_resourceversion(Versioner::ToResourceVersion(list.revision));
+  if (!list.continue_token.empty()) m.set_continue_(list.continue_token);
+  if (list.remaining_items.has_value() && !list.continue_token.empty()) {
+    m.set_remainingitemcount(*list.remaining_items);
+  }
+  return m;
+}
+
+void WriteListItemJson(const RenderOptions& o,
+                       const google::protobuf::Message& item,
+                       rapidjson::Writer<rapidjson::StringBuffer>* w) {
+  if (o.negotiated.shape != ResponseShape::kMetadata) {
+    if (objects::IsUnstructured(item)) {
+      objects::WriteJson(item, w, ObjectTypeMeta(o, item));
+    } else {
+      objects::WriteJson(item, w);
+    }
+    return;
+  }
+  WritePartial(w, o.negotiated, item);
+}
+
+std::string ListItemJson(const RenderOptions& o,
+                         const google::protobuf::Message& item) {
+  rapidjson::StringBuffer buf;
+  JsonWriter w(buf);
+  WriteListItemJson(o, item, &w);
+  return std::string(buf.GetString(), buf.GetSize());
 }
 
 std::string RenderList(const RenderOptions& o, const ListResult& list) {
@@ -381,7 +396,8 @@ std::string RenderWatchEvent(const RenderOptions& o, const WatchEvent& e,
 std::string RenderWatchError(const RenderOptions& o, const ApiError& error) {
   objects::metav1::Status s = error.ToStatus();
   if (o.negotiated.media == objects::MediaType::kProtobuf) {
-    return ProtoWatchFrame("ERROR", objects::EncodeEnvelope(s, {"v1", "Status"}));
+    return ProtoWatchFrame("ERROR",
+                           objects::EncodeEnvelope(s, {"v1", "Status"}));
   }
   rapidjson::StringBuffer buf;
   JsonWriter w(buf);

@@ -2,9 +2,13 @@
 // PartialObjectMetadata, metav1.Status errors and watch event frames, in
 // the representation content negotiation chose (negotiation.h).
 //
-// Lists are written straight from the shared objects of a ListResult into
-// one buffer (no copy into a PodList message) for JSON; YAML and protobuf
-// build the list message. A JSON list looks like kube-apiserver's:
+// RenderList writes a whole list body: straight from the shared objects of
+// a ListResult into one buffer (no copy into a PodList message) for JSON;
+// YAML and protobuf build the list message. The LIST handler streams JSON
+// and protobuf lists instead (list_stream.h, the same bytes piece by
+// piece); RenderList serves Tables, YAML and deletecollection, and is the
+// reference the streamed bytes are tested against. A JSON list looks like
+// kube-apiserver's:
 //   {"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"114",
 //    "continue":"…","remainingItemCount":3},"items":[{…},…]}
 // (items carry no kind/apiVersion; "items" is [] when empty, never null).
@@ -29,16 +33,18 @@
 #define KPLANE_APISERVER_ENCODING_H_
 
 #include <google/protobuf/message.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
 
 #include <string>
 
-#include "objects/scheme.h"
 #include "apiserver/cacher/cacher.h"
 #include "apiserver/errors.h"
 #include "apiserver/negotiation.h"
 #include "apiserver/registry/strategy.h"
 #include "apiserver/storage/object_store.h"
 #include "base/clock.h"
+#include "objects/scheme.h"
 
 namespace kplane::apiserver {
 
@@ -46,7 +52,7 @@ namespace kplane::apiserver {
 struct RenderOptions {
   Negotiated negotiated;
   const objects::ResourceInfo* resource = nullptr;  // for lists, tables
-  const Strategy* strategy = nullptr;           // for tables
+  const Strategy* strategy = nullptr;               // for tables
   std::string include_object;  // "", "Metadata", "Object", "None"
   WallTime now;                // for AGE cells
 };
@@ -60,6 +66,18 @@ std::string RenderObject(const RenderOptions& opts,
                          const google::protobuf::Message& obj);
 // A list of the resource's objects.
 std::string RenderList(const RenderOptions& opts, const ListResult& list);
+// The ListMeta of a list response: resourceVersion, continue, and
+// remainingItemCount (only with a continue token).
+objects::metav1::ListMeta ListMetaOf(const ListResult& list);
+// One item of a JSON list as RenderList writes it: the object without
+// kind/apiVersion (a custom resource's with them), or its
+// PartialObjectMetadata (ResponseShape::kMetadata). Not for Tables.
+std::string ListItemJson(const RenderOptions& opts,
+                         const google::protobuf::Message& item);
+// The same into a caller's writer (one value; Reset() it between items).
+void WriteListItemJson(const RenderOptions& opts,
+                       const google::protobuf::Message& item,
+                       rapidjson::Writer<rapidjson::StringBuffer>* writer);
 // A list of plain objects of the resource as its list kind (deletecollection
 // answers the deleted objects); JSON / YAML / protobuf only.
 std::string RenderItems(const RenderOptions& opts,

@@ -353,16 +353,20 @@ TEST(ApiListStreamTest, LargeListsStreamSmallOnesDoNot) {
   // 100 x 64 KiB: 6.5 MB, more than the kernel's socket buffers take
   // (tcp_wmem's 4 MiB at most), so a client that does not read stops it.
   constexpr int kItems = 100;
+  std::string last_rv;
   for (int i = 0; i < kItems; ++i) {
-    ASSERT_EQ(
+    testing::Response created =
         s.Post(kConfigMaps, R"({"metadata":{"name":"cm-)" + std::to_string(i) +
                                 R"("},"data":{"k":")" +
-                                std::string(64 * 1024, 'v') + "\"}}")
-            .code,
-        201);
+                                std::string(64 * 1024, 'v') + "\"}}");
+    ASSERT_EQ(created.code, 201);
+    last_rv = created.Str({"metadata", "resourceVersion"});
   }
+  // From the watch cache once it holds the last create (resourceVersion=0
+  // may be served before the cache has seen it); later reads find it there.
   testing::Response json =
-      s.Get(std::string(kConfigMaps) + "?resourceVersion=0");
+      s.Get(std::string(kConfigMaps) + "?resourceVersion=" + last_rv +
+            "&resourceVersionMatch=NotOlderThan");
   ASSERT_EQ(json.code, 200);
   EXPECT_EQ(json.headers.Get("Transfer-Encoding"), "chunked");
   ASSERT_TRUE(json.json.IsObject());

@@ -25,6 +25,27 @@ std::optional<int> ParseCommandFlags(FlagSet& flags,
   return std::nullopt;
 }
 
+Status CheckStartSubcommand(const std::vector<std::string>& positional,
+                            std::string_view command) {
+  if (positional.empty()) {
+    return InvalidArgumentError("a subcommand is needed: `" +
+                                std::string(command) + " start [flags]`");
+  }
+  if (positional.front() != "start") {
+    const size_t space = command.rfind(' ');
+    std::string_view noun =
+        space == std::string_view::npos ? command : command.substr(space + 1);
+    return InvalidArgumentError("unknown subcommand \"" + positional.front() +
+                                "\" (the " + std::string(noun) +
+                                " has one: start)");
+  }
+  if (positional.size() > 1) {
+    return InvalidArgumentError("unexpected argument \"" + positional[1] +
+                                "\"");
+  }
+  return Status::Ok();
+}
+
 int CommandFailed(std::string_view command, const Status& status) {
   std::cerr << command << ": " << status.message() << "\n";
   return 2;

@@ -33,6 +33,18 @@ std::optional<int> ParseCommandFlags(FlagSet& flags,
                                      const std::vector<std::string>& args,
                                      std::string_view command);
 
+// For a command whose one subcommand is `start` (etcd's `gateway start`,
+// `grpc-proxy start`): checks the positional arguments left after flag
+// parsing. `command` is the command without its subcommand, e.g.
+// "kplane store gateway"; its last word names it in the messages.
+// Returns OK when `positional` is exactly {"start"}; else InvalidArgument:
+//   none:               a subcommand is needed: `<command> start [flags]`
+//   first is not start: unknown subcommand "<first>" (the <last word> has
+//                       one: start)
+//   more than one:      unexpected argument "<second>"
+Status CheckStartSubcommand(const std::vector<std::string>& positional,
+                            std::string_view command);
+
 // Prints "<command>: <message>" to stderr and returns 2, the exit code of a
 // command that could not start.
 int CommandFailed(std::string_view command, const Status& status);

@@ -4,12 +4,17 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "base/file_system.h"
+#include "base/mutex.h"
 #include "base/strings.h"
 
 namespace kplane::metrics {
@@ -52,6 +57,39 @@ double SoftLimit(int resource) {
   if (getrlimit(resource, &r) != 0) return kNaN;
   return r.rlim_cur == RLIM_INFINITY ? -1 : static_cast<double>(r.rlim_cur);
 }
+
+// One /proc/self/stat reading shared by the CPU, virtual and resident
+// series, so that a scrape reads the file once and the three describe one
+// instant. Registry::Render calls each callback once per render, one
+// render at a time, in an order not relied on here: the first of the
+// three to run reads, the others take that reading; a series whose field
+// was already taken is the first of the next render.
+class StatReading {
+ public:
+  explicit StatReading(std::function<StatusOr<ProcessStat>()> read)
+      : read_(std::move(read)) {}
+
+  // `field` of this render's reading; NaN if the read failed.
+  double Take(double ProcessStat::*field) EXCLUDES(mu_) {
+    MutexLock l(&mu_);
+    const bool already_taken =
+        std::find(taken_.begin(), taken_.end(), field) != taken_.end();
+    if (already_taken || taken_.empty()) {
+      taken_.clear();
+      StatusOr<ProcessStat> s = read_();
+      stat_ = s.ok() ? std::optional<ProcessStat>(*s) : std::nullopt;
+    }
+    taken_.push_back(field);
+    return stat_ ? (*stat_).*field : kNaN;
+  }
+
+ private:
+  const std::function<StatusOr<ProcessStat>()> read_;
+  Mutex mu_;
+  std::optional<ProcessStat> stat_ GUARDED_BY(mu_);
+  // The fields taken from `stat_` so far.
+  std::vector<double ProcessStat::*> taken_ GUARDED_BY(mu_);
+};
 
 }  // namespace
 
@@ -100,37 +138,41 @@ StatusOr<double> ParseBootTime(std::string_view proc_stat) {
 }
 
 void RegisterProcessMetrics(Registry* registry) {
+  RegisterProcessMetrics(registry, ReadSelfStat);
+}
+
+void RegisterProcessMetrics(Registry* registry,
+                            std::function<StatusOr<ProcessStat>()> read_stat) {
+  auto reading = std::make_shared<StatReading>(read_stat);
+  // A callback rendering one field of the render's reading.
+  auto from_reading = [reading](double ProcessStat::*field) {
+    return [reading, field] { return reading->Take(field); };
+  };
   registry->NewCallbackCounter(
       "process_cpu_seconds_total",
-      "Total user and system CPU time spent in seconds.", [] {
-        StatusOr<ProcessStat> s = ReadSelfStat();
-        return s.ok() ? s->cpu_seconds : kNaN;
-      });
+      "Total user and system CPU time spent in seconds.",
+      from_reading(&ProcessStat::cpu_seconds));
   registry->NewCallbackGauge("process_open_fds",
                              "Number of open file descriptors.", OpenFds);
   registry->NewCallbackGauge("process_max_fds",
                              "Maximum number of open file descriptors.",
                              [] { return SoftLimit(RLIMIT_NOFILE); });
   registry->NewCallbackGauge("process_virtual_memory_bytes",
-                             "Virtual memory size in bytes.", [] {
-                               StatusOr<ProcessStat> s = ReadSelfStat();
-                               return s.ok() ? s->virtual_bytes : kNaN;
-                             });
+                             "Virtual memory size in bytes.",
+                             from_reading(&ProcessStat::virtual_bytes));
   registry->NewCallbackGauge(
       "process_virtual_memory_max_bytes",
       "Maximum amount of virtual memory available in bytes.",
       [] { return SoftLimit(RLIMIT_AS); });
   registry->NewCallbackGauge("process_resident_memory_bytes",
-                             "Resident memory size in bytes.", [] {
-                               StatusOr<ProcessStat> s = ReadSelfStat();
-                               return s.ok() ? s->resident_bytes : kNaN;
-                             });
+                             "Resident memory size in bytes.",
+                             from_reading(&ProcessStat::resident_bytes));
   // Fixed for the process's life: computed once. Whole seconds, so the
   // text format prints every digit.
   double start_time = kNaN;
   StatusOr<std::string> proc_stat =
       ReadFile(FileSystem::Default(), "/proc/stat");
-  StatusOr<ProcessStat> self = ReadSelfStat();
+  StatusOr<ProcessStat> self = read_stat();
   if (proc_stat.ok() && self.ok()) {
     StatusOr<double> boot = ParseBootTime(*proc_stat);
     if (boot.ok()) {

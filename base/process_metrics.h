@@ -10,14 +10,17 @@
 //   process_resident_memory_bytes     gauge    resident set size
 //   process_start_time_seconds        gauge    start, seconds since the epoch
 //
-// Values are read from /proc/self when /metrics is rendered (Linux). A read
-// that fails renders NaN rather than failing the scrape.
+// Values are read from /proc/self when /metrics is rendered (Linux),
+// /proc/self/stat once per render for the CPU, virtual and resident series
+// (so they describe one instant). A read that fails renders NaN rather
+// than failing the scrape.
 //
 // Thread-safety: ParseProcStat is pure; the registered callbacks may run on
 // any thread.
 #ifndef KPLANE_BASE_PROCESS_METRICS_H_
 #define KPLANE_BASE_PROCESS_METRICS_H_
 
+#include <functional>
 #include <string_view>
 
 #include "base/metrics.h"
@@ -44,6 +47,12 @@ StatusOr<double> ParseBootTime(std::string_view proc_stat);
 // Registers the metrics above on `registry`; Registry::Default() has them
 // from its creation.
 void RegisterProcessMetrics(Registry* registry);
+
+// The same with `read_stat` standing for reading and parsing
+// /proc/self/stat (a test seam): called once here (the start time) and
+// once per Render, from the rendering thread.
+void RegisterProcessMetrics(Registry* registry,
+                            std::function<StatusOr<ProcessStat>()> read_stat);
 
 }  // namespace kplane::metrics
 

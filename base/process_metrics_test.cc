@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <ctime>
 #include <string>
 
@@ -85,6 +86,40 @@ TEST(ProcessMetricsTest, ThisProcessAsPrometheusRendersIt) {
   volatile double x = 0;
   while (std::clock() - spin_from < CLOCKS_PER_SEC * 3 / 100) x = x + 1;
   EXPECT_GT(Value(r.Render(), "process_cpu_seconds_total"), cpu);
+}
+
+// The CPU, virtual and resident series of one render come from one read
+// of /proc/self/stat (they describe one instant), and each render reads
+// it again.
+TEST(ProcessMetricsTest, OneStatReadPerRender) {
+  Registry r;
+  int reads = 0;
+  RegisterProcessMetrics(&r, [&reads]() -> StatusOr<ProcessStat> {
+    ++reads;  // each read sees different values
+    return ProcessStat{.cpu_seconds = 1.0 * reads,
+                       .virtual_bytes = 1000.0 * reads,
+                       .resident_bytes = 100.0 * reads};
+  });
+  const int registered = reads;  // the start time's read
+  for (int render = 1; render <= 2; ++render) {
+    std::string text = r.Render();
+    EXPECT_EQ(reads, registered + render);
+    EXPECT_EQ(Value(text, "process_cpu_seconds_total"), 1.0 * reads);
+    EXPECT_EQ(Value(text, "process_virtual_memory_bytes"), 1000.0 * reads);
+    EXPECT_EQ(Value(text, "process_resident_memory_bytes"), 100.0 * reads);
+  }
+}
+
+TEST(ProcessMetricsTest, AFailedStatReadRendersNaN) {
+  Registry r;
+  RegisterProcessMetrics(
+      &r, []() -> StatusOr<ProcessStat> { return IOError("no /proc"); });
+  std::string text = r.Render();
+  for (const char* name :
+       {"process_cpu_seconds_total", "process_virtual_memory_bytes",
+        "process_resident_memory_bytes", "process_start_time_seconds"}) {
+    EXPECT_TRUE(std::isnan(Value(text, name))) << name << "\n" << text;
+  }
 }
 
 TEST(ProcessMetricsTest, TheDefaultRegistryHasThem) {

@@ -164,17 +164,7 @@ StatusOr<GatewayOptions> ParseGatewayArgs(const std::vector<std::string>& args,
     return v.o;
   }
   RETURN_IF_ERROR(parsed);
-  if (f.args().empty()) {
-    return InvalidArgumentError(
-        "a subcommand is needed: `kplane store gateway start [flags]`");
-  }
-  if (f.args().front() != "start") {
-    return InvalidArgumentError("unknown subcommand \"" + f.args().front() +
-                                "\" (the gateway has one: start)");
-  }
-  if (f.args().size() > 1) {
-    return InvalidArgumentError("unexpected argument \"" + f.args()[1] + "\"");
-  }
+  RETURN_IF_ERROR(CheckStartSubcommand(f.args(), "kplane store gateway"));
   GatewayOptions& o = v.o;
   if (Status s = SplitHostPort(v.listen_addr, /*allow_zero=*/true,
                                &o.listen_host, &o.listen_port);

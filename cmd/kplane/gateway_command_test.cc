@@ -76,8 +76,9 @@ TEST(GatewayFlagsTest, ZeroRetryDelayIsEtcdsFiveMinutes) {
 
 TEST(GatewayFlagsTest, BadInputNamesTheProblem) {
   const std::map<std::vector<std::string>, std::string> cases = {
-      {{}, "a subcommand is needed"},
-      {{"stop"}, "unknown subcommand \"stop\""},
+      // The whole messages of the three subcommand errors.
+      {{}, "a subcommand is needed: `kplane store gateway start [flags]`"},
+      {{"stop"}, "unknown subcommand \"stop\" (the gateway has one: start)"},
       {{"start", "now"}, "unexpected argument \"now\""},
       {{"start", "--bogus"}, "bogus"},
       {{"start", "--listen-addr=23790"}, "--listen-addr: failed to validate"},

@@ -152,17 +152,7 @@ StatusOr<GrpcProxyCommandOptions> ParseGrpcProxyArgs(
     return v.o;
   }
   RETURN_IF_ERROR(parsed);
-  if (f.args().empty()) {
-    return InvalidArgumentError(
-        "a subcommand is needed: `kplane store grpc-proxy start [flags]`");
-  }
-  if (f.args().front() != "start") {
-    return InvalidArgumentError("unknown subcommand \"" + f.args().front() +
-                                "\" (the grpc-proxy has one: start)");
-  }
-  if (f.args().size() > 1) {
-    return InvalidArgumentError("unexpected argument \"" + f.args()[1] + "\"");
-  }
+  RETURN_IF_ERROR(CheckStartSubcommand(f.args(), "kplane store grpc-proxy"));
   for (const char* flag :
        {"discovery-srv", "discovery-srv-name", "metrics-addr",
         "resolver-prefix", "client-crl-file", "experimental-leasing-prefix"}) {

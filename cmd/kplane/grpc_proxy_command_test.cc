@@ -109,8 +109,10 @@ TEST(GrpcProxyFlagsTest, BadInputIsRefusedWithAClearMessage) {
     std::vector<std::string> args;
     std::string want;
   } cases[] = {
-      {{}, "a subcommand is needed"},
-      {{"stop"}, "unknown subcommand \"stop\""},
+      // The whole messages of the three subcommand errors.
+      {{}, "a subcommand is needed: `kplane store grpc-proxy start [flags]`"},
+      {{"stop"}, "unknown subcommand \"stop\" (the grpc-proxy has one: start)"},
+      {{"start", "now"}, "unexpected argument \"now\""},
       {{"start", "--bogus"}, "unknown flag"},
       {{"start", "--listen-addr=23790"},
        "--listen-addr: \"23790\" has no port"},

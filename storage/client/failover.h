@@ -43,6 +43,14 @@
 // compacted) is delivered and ends the watch; any other cancel (the member
 // lost its leader, ...) abandons the stream and resumes on another member.
 //
+// A progress request (Watch::RequestProgress) goes only to a stream whose
+// `created` has arrived (WatchStreamProgress). One asked for while no
+// stream takes requests (a stream is being opened or re-created, or a
+// send failed because the stream was breaking) is remembered and sent on
+// the next stream once its `created` arrived and the stream has moved the
+// watch on (Step::progressed), so the answer cannot precede the resumed
+// stream's catch-up.
+//
 // Example: watch "a" from now at revision 7 (next_rev 8); puts at 8, 9 are
 // delivered (next_rev 10); member A dies; member B is still at 8 when the
 // watch is re-created there from 10: nothing is re-sent for 8 or 9, and 10,
@@ -57,6 +65,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/clock.h"
@@ -204,6 +213,40 @@ class WatchResumer {
   int64_t next_rev_ = 0;
   bool created_ = false;
   bool finished_ = false;
+};
+
+// Whether a watch's current stream takes progress requests, and whether
+// one waits for the next stream (the rules above). Not thread-safe: a
+// client keeps it under the lock that guards its current stream, so that
+// RequestProgress (any thread) and the stream's reader agree.
+class WatchStreamProgress {
+ public:
+  // A stream is being opened, or has ended: requests wait for its
+  // `created`.
+  void StreamChanged() { ready_ = false; }
+
+  // RequestProgress: true when the request may be sent on the current
+  // stream now; false when it was remembered for the next stream instead.
+  bool SendNow() {
+    if (!ready_) pending_ = true;
+    return ready_;
+  }
+
+  // Sending on the current stream failed (it is breaking): send the
+  // request on the next stream instead.
+  void SendFailed() { pending_ = true; }
+
+  // The current stream's `created` arrived: it takes requests from now
+  // on. Returns whether a request was waiting (and forgets it): the caller
+  // sends it once the stream has progressed (WatchResumer::Step).
+  bool StreamCreated() {
+    ready_ = true;
+    return std::exchange(pending_, false);
+  }
+
+ private:
+  bool ready_ = false;    // `created` arrived on the current stream
+  bool pending_ = false;  // a request waits for the next ready stream
 };
 
 }  // namespace kplane::storage

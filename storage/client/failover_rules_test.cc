@@ -312,5 +312,30 @@ TEST(WatchResumer, ARefusedCreationIsDeliveredAndFinal) {
   EXPECT_TRUE(w.finished());
 }
 
+TEST(WatchStreamProgress, WaitsForCreatedThenSendsOnTheReadyStream) {
+  WatchStreamProgress p;
+  EXPECT_FALSE(p.SendNow());        // no stream yet: remembered
+  EXPECT_TRUE(p.StreamCreated());   // the waiting request goes out now
+  EXPECT_FALSE(p.StreamCreated());  // once
+  EXPECT_TRUE(p.SendNow());         // ready: sent at once
+  EXPECT_FALSE(p.StreamCreated());  // and not remembered
+}
+
+TEST(WatchStreamProgress, ABrokenOrNewStreamDefersToTheNextCreated) {
+  WatchStreamProgress p;
+  p.StreamCreated();
+  p.SendFailed();  // the write failed: the stream is breaking
+  p.StreamChanged();
+  EXPECT_FALSE(p.SendNow());  // the next stream is not created yet
+  EXPECT_TRUE(p.StreamCreated());
+
+  p.StreamChanged();  // a stream ends with nothing asked
+  EXPECT_FALSE(p.StreamCreated());
+
+  p.SendFailed();  // even on a ready stream, a failed send waits
+  EXPECT_TRUE(p.SendNow());
+  EXPECT_TRUE(p.StreamCreated());
+}
+
 }  // namespace
 }  // namespace kplane::storage

@@ -417,11 +417,8 @@ class GrpcWatch : public Watch {
     {
       MutexLock l(&st->mu);
       if (st->stop) return;
-      if (!st->stream_ready) {
-        // Asked on the next stream once it is created.
-        st->progress_pending = true;
-        return;
-      }
+      // Else asked on the next stream once it is created.
+      if (!st->progress.SendNow()) return;
     }
     SendProgress(st);
   }
@@ -456,9 +453,7 @@ class GrpcWatch : public Watch {
     Status start_status GUARDED_BY(mu);
     // The current stream's context (cancelled by the destructor).
     std::shared_ptr<grpc::ClientContext> ctx GUARDED_BY(mu);
-    // `created` arrived on the current stream.
-    bool stream_ready GUARDED_BY(mu) = false;
-    bool progress_pending GUARDED_BY(mu) = false;
+    WatchStreamProgress progress GUARDED_BY(mu);
 
     // Writes to the current stream (a create request from the watch
     // thread, progress requests from any thread): gRPC allows one writer
@@ -508,7 +503,7 @@ class GrpcWatch : public Watch {
     if (st->stream == nullptr || !st->stream->Write(wr)) {
       // The stream is breaking; ask again on the next one.
       MutexLock l(&st->mu);
-      st->progress_pending = true;
+      st->progress.SendFailed();
     }
   }
 
@@ -577,7 +572,7 @@ class GrpcWatch : public Watch {
       MutexLock l(&st->mu);
       if (st->stop) return CancelledError("watch stopped");
       st->ctx = ctx;
-      st->stream_ready = false;
+      st->progress.StreamChanged();
     }
     std::unique_ptr<Stream> stream = c->watch[ep]->Watch(ctx.get());
     pb::WatchRequest wr;
@@ -608,7 +603,7 @@ class GrpcWatch : public Watch {
     {
       MutexLock l(&st->mu);
       st->ctx.reset();
-      st->stream_ready = false;
+      st->progress.StreamChanged();
     }
     if (!wrote || !read_failed) ctx->TryCancel();
     grpc::Status fin = stream->Finish();
@@ -626,9 +621,7 @@ class GrpcWatch : public Watch {
     bool ask_progress = false;
     if (step.stream_created) {
       MutexLock l(&st->mu);
-      st->stream_ready = true;
-      ask_progress = st->progress_pending;
-      st->progress_pending = false;
+      ask_progress = st->progress.StreamCreated();
     }
     RETURN_IF_ERROR(step.resume);
     if (step.deliver) {

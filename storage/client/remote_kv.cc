@@ -266,10 +266,9 @@ class RemoteWatch : public Watch {
     {
       MutexLock l(&state_->mu);
       if (state_->stop) return;
-      if (!state_->stream || !state_->stream_ready) {
-        state_->progress_pending = true;
-        return;
-      }
+      // Else asked on the next stream once it is created. (A ready stream
+      // is set: both change together under `mu`.)
+      if (!state_->progress.SendNow()) return;
       stream = state_->stream;
       ep = state_->stream_endpoint;
     }
@@ -306,9 +305,7 @@ class RemoteWatch : public Watch {
     Status start_status GUARDED_BY(mu);
     std::shared_ptr<net::HttpStream> stream GUARDED_BY(mu);
     size_t stream_endpoint GUARDED_BY(mu) = 0;
-    // `created` arrived on the current stream.
-    bool stream_ready GUARDED_BY(mu) = false;
-    bool progress_pending GUARDED_BY(mu) = false;
+    WatchStreamProgress progress GUARDED_BY(mu);
     // The side-stream progress request (half-duplex).
     std::thread helper GUARDED_BY(mu);
     bool helper_running GUARDED_BY(mu) = false;
@@ -357,7 +354,7 @@ class RemoteWatch : public Watch {
       if (!stream->Send(etcdjson::ToJson(wr)).ok()) {
         // The stream is breaking; ask again on the next one.
         MutexLock l(&st->mu);
-        st->progress_pending = true;
+        st->progress.SendFailed();
       }
       return;
     }
@@ -484,13 +481,13 @@ class RemoteWatch : public Watch {
       if (st->stop) return CancelledError("watch stopped");
       st->stream = stream;
       st->stream_endpoint = ep;
-      st->stream_ready = false;
+      st->progress.StreamChanged();
     }
     Status s = ReadStream(st, ep, stream.get(), progressed);
     {
       MutexLock l(&st->mu);
       st->stream.reset();
-      st->stream_ready = false;
+      st->progress.StreamChanged();
     }
     return s;
   }
@@ -556,9 +553,7 @@ class RemoteWatch : public Watch {
     bool ask_progress = false;
     if (step.stream_created) {
       MutexLock l(&st->mu);
-      st->stream_ready = true;
-      ask_progress = st->progress_pending;
-      st->progress_pending = false;
+      ask_progress = st->progress.StreamCreated();
     }
     RETURN_IF_ERROR(step.resume);
     if (step.deliver) {

@@ -15,6 +15,7 @@
 #include "storage/bolt/etcd_wal.h"
 #include "storage/server/bootstrap.h"
 #include "storage/server/cluster.h"
+#include "testdata/etcd/fixture_data.h"
 
 namespace kplane::storage {
 namespace {
@@ -24,8 +25,6 @@ namespace fs = std::filesystem;
 constexpr const char* kRestored = KPLANE_ETCD_TESTDATA "/restored";
 constexpr const char* kWal =
     "/member/wal/0000000000000000-0000000000000000.wal";
-// The lease etcd34.snapshot holds (TTL 600), attached to "lk".
-constexpr int64_t kEtcdLease = 0x7b16a2414cc9040a;
 
 std::string Read(const std::string& path) {
   StatusOr<std::string> s = ReadFile(FileSystem::Default(), path);
@@ -124,27 +123,7 @@ TEST_F(EtcdImportTest, KeepsKeysRevisionsLeaseAndEtcdsIds) {
   }
   EXPECT_EQ(m->log->identity()->name(), "n1");
 
-  mvcc::Store* s = m->store.get();
-  EXPECT_EQ(s->CurrentRevision(), 8);
-  EXPECT_EQ(s->CompactRevision(), 4);
-  EXPECT_EQ(s->ConsistentIndex(), 0u);  // kplane's log starts anew
-  etcdserverpb::RangeRequest r;
-  r.set_key("foo");
-  auto foo = s->Range(r);
-  ASSERT_TRUE(foo.ok()) << foo.status();
-  ASSERT_EQ(foo->kvs_size(), 1);
-  EXPECT_EQ(foo->kvs(0).value(), "v3");
-  EXPECT_EQ(foo->kvs(0).create_revision(), 2);
-  EXPECT_EQ(foo->kvs(0).mod_revision(), 7);
-  EXPECT_EQ(foo->kvs(0).version(), 3);
-  etcdserverpb::LeaseTimeToLiveRequest ttl;
-  ttl.set_id(kEtcdLease);
-  ttl.set_keys(true);
-  auto t = s->LeaseTimeToLive(ttl);
-  ASSERT_TRUE(t.ok()) << t.status();
-  EXPECT_EQ(t->grantedttl(), 600);
-  ASSERT_EQ(t->keys_size(), 1);
-  EXPECT_EQ(t->keys(0), "lk");
+  ASSERT_NO_FATAL_FAILURE(testdata::ExpectEtcdFixtureData(m->store.get()));
   m->store->Close();
   m = StatusOr<BootstrappedMember>(InternalError("closed"));
 

@@ -4,7 +4,9 @@
 #   put foo v1 (rev 2), put bar b (3), put foo v2 (4), del bar (5),
 #   lease grant 600 (id printed), put lk lv --lease (6), put foo v3 (7),
 #   compact 4 --physical, put zed z (8)
-# Read by kpctl/store/snapshot_restore_test.cc. Usage: make_snapshot.sh [OUT]
+# Read by kpctl/store/snapshot_restore_test.cc; what it holds is asserted in
+# fixture_data.h (update the lease id there when regenerating).
+# Usage: make_snapshot.sh [OUT]
 set -euo pipefail
 out=${1:-$(dirname "$0")/etcd34.snapshot}
 dir=$(mktemp -d)

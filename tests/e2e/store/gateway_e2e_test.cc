@@ -6,71 +6,22 @@
 // against Debian's etcd and against build/kplane with the same
 // expectations; etcd's own e2e TestGateway does the first put the same way.
 #include <gtest/gtest.h>
-#include <signal.h>
 
-#include <filesystem>
-#include <fstream>
-#include <sstream>
-#include <thread>
-
-#include "base/clock.h"
-#include "base/subprocess.h"
-#include "storage/client/local_cluster.h"
+#include "tests/e2e/store/front_fixture.h"
 
 namespace kplane::e2e {
 namespace {
 
-namespace fs = std::filesystem;
-using storage::LocalCluster;
 using storage::StoreKind;
 
-constexpr const char* kEtcd = "/usr/bin/etcd";
-constexpr const char* kEtcdctl = "/usr/bin/etcdctl";
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// Waits until the file at `path` contains `text` (a process we started
-// writes it; a file has no event to await, so it is read every 20 ms) or
-// `running` says the writer is gone.
-bool AwaitText(const std::string& path, const std::string& text,
-               const std::function<bool()>& running,
-               Duration timeout = seconds(30)) {
-  const TimePoint deadline = Clock::Real()->Now() + timeout;
-  while (Clock::Real()->Now() < deadline) {
-    if (ReadFile(path).find(text) != std::string::npos) return true;
-    if (!running()) return ReadFile(path).find(text) != std::string::npos;
-    std::this_thread::sleep_for(milliseconds(20));
-  }
-  return false;
-}
-
-class Gateway : public ::testing::TestWithParam<StoreKind> {
+class Gateway : public FrontFixture {
  protected:
   void SetUp() override {
-    if (!fs::exists(kEtcdctl)) GTEST_SKIP() << "etcdctl is absent";
-    if (GetParam() == StoreKind::kEtcd) {
-      if (!fs::exists(kEtcd)) GTEST_SKIP() << "etcd is absent";
-      prefix_ = {kEtcd};
-    } else {
-      const std::string bin = storage::FindKplaneBinary();
-      if (bin.empty()) GTEST_SKIP() << "build/kplane is absent";
-      prefix_ = {bin, "store"};
-    }
-    auto c = LocalCluster::Start({.kind = GetParam(), .members = 3});
-    ASSERT_TRUE(c.ok()) << c.status();
-    cluster_ = std::move(*c);
-    dir_ = cluster_->data_root();
+    FrontFixture::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
     auto p = storage::PickFreePort();
     ASSERT_TRUE(p.ok());
     gateway_ = "127.0.0.1:" + std::to_string(*p);
-  }
-  void TearDown() override {
-    for (auto& p : procs_) p->Stop(5000);
   }
 
   // Starts `<server> gateway <args>`; its output goes to the returned log.
@@ -86,34 +37,16 @@ class Gateway : public ::testing::TestWithParam<StoreKind> {
   }
   bool GatewayRunning() { return procs_.front()->running(); }
 
+  // etcdctl through the gateway.
   std::vector<std::string> EtcdctlArgv(const std::vector<std::string>& args) {
-    std::vector<std::string> argv = {kEtcdctl, "--endpoints=" + gateway_,
-                                     "--dial-timeout=5s",
-                                     "--command-timeout=10s"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return argv;
+    return FrontFixture::EtcdctlArgv(gateway_, args);
   }
-  // etcdctl (API 3) through the gateway; its output, and "exit N" on
-  // failure.
   std::string Etcdctl(const std::vector<std::string>& args) {
-    const std::string out = dir_ + "/etcdctl" + std::to_string(++seq_);
-    Subprocess p(EtcdctlArgv(args),
-                 {.log_path = out, .env = {"ETCDCTL_API=3"}});
-    if (!p.Start().ok()) return "cannot start etcdctl";
-    const int code = p.Wait();
-    return ReadFile(out) + (code == 0 ? "" : "exit " + std::to_string(code));
+    return FrontFixture::Etcdctl(gateway_, args);
   }
 
-  std::vector<std::string> prefix_;
-  std::unique_ptr<LocalCluster> cluster_;
-  std::string dir_, gateway_;
-  std::vector<std::unique_ptr<Subprocess>> procs_;
-  int seq_ = 0;
+  std::string gateway_;
 };
-
-std::string Name(const ::testing::TestParamInfo<StoreKind>& p) {
-  return p.param == StoreKind::kEtcd ? "Etcd" : "Kplane";
-}
 
 TEST_P(Gateway, EtcdctlPutGetWatchThroughTheGateway) {
   // etcd's e2e TestGateway's argv: flags before `start`.
@@ -188,7 +121,7 @@ TEST_P(Gateway, RefusesToProxyToItself) {
 INSTANTIATE_TEST_SUITE_P(Servers, Gateway,
                          ::testing::Values(StoreKind::kEtcd,
                                            StoreKind::kKplane),
-                         Name);
+                         FrontFixtureParamName);
 
 }  // namespace
 }  // namespace kplane::e2e

@@ -7,70 +7,16 @@
 // same expectations. Watch coalescing is counted in storage/grpc's
 // store_grpc_proxy_test (the proxy's own counters).
 #include <gtest/gtest.h>
-#include <signal.h>
 
-#include <filesystem>
-#include <fstream>
-#include <sstream>
-#include <thread>
-
-#include "base/clock.h"
-#include "base/subprocess.h"
-#include "storage/client/local_cluster.h"
+#include "tests/e2e/store/front_fixture.h"
 
 namespace kplane::e2e {
 namespace {
 
-namespace fs = std::filesystem;
-using storage::LocalCluster;
 using storage::StoreKind;
 
-constexpr const char* kEtcd = "/usr/bin/etcd";
-constexpr const char* kEtcdctl = "/usr/bin/etcdctl";
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// Waits until the file at `path` contains `text` (a process we started
-// writes it; a file has no event to await, so it is read every 20 ms) or
-// `running` says the writer is gone.
-bool AwaitText(const std::string& path, const std::string& text,
-               const std::function<bool()>& running,
-               Duration timeout = seconds(30)) {
-  const TimePoint deadline = Clock::Real()->Now() + timeout;
-  while (Clock::Real()->Now() < deadline) {
-    if (ReadFile(path).find(text) != std::string::npos) return true;
-    if (!running()) return ReadFile(path).find(text) != std::string::npos;
-    std::this_thread::sleep_for(milliseconds(20));
-  }
-  return false;
-}
-
-class GrpcProxy : public ::testing::TestWithParam<StoreKind> {
+class GrpcProxy : public FrontFixture {
  protected:
-  void SetUp() override {
-    if (!fs::exists(kEtcdctl)) GTEST_SKIP() << "etcdctl is absent";
-    if (GetParam() == StoreKind::kEtcd) {
-      if (!fs::exists(kEtcd)) GTEST_SKIP() << "etcd is absent";
-      prefix_ = {kEtcd};
-    } else {
-      const std::string bin = storage::FindKplaneBinary();
-      if (bin.empty()) GTEST_SKIP() << "build/kplane is absent";
-      prefix_ = {bin, "store"};
-    }
-    auto c = LocalCluster::Start({.kind = GetParam(), .members = 3});
-    ASSERT_TRUE(c.ok()) << c.status();
-    cluster_ = std::move(*c);
-    dir_ = cluster_->data_root();
-  }
-  void TearDown() override {
-    for (auto& p : procs_) p->Stop(5000);
-  }
-
   // Starts `<server> grpc-proxy start <args> --listen-addr=<free port>`
   // and waits for etcd's "started gRPC proxy"; returns its address.
   std::string StartProxy(const std::vector<std::string>& args) {
@@ -93,36 +39,7 @@ class GrpcProxy : public ::testing::TestWithParam<StoreKind> {
     })) << ReadFile(log);
     return addr;
   }
-
-  std::vector<std::string> EtcdctlArgv(const std::string& ep,
-                                       const std::vector<std::string>& args) {
-    std::vector<std::string> argv = {kEtcdctl, "--endpoints=" + ep,
-                                     "--dial-timeout=5s",
-                                     "--command-timeout=10s"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return argv;
-  }
-  // etcdctl (API 3) at `ep`; its output, and "exit N" on failure.
-  std::string Etcdctl(const std::string& ep,
-                      const std::vector<std::string>& args) {
-    const std::string out = dir_ + "/etcdctl" + std::to_string(++seq_);
-    Subprocess p(EtcdctlArgv(ep, args),
-                 {.log_path = out, .env = {"ETCDCTL_API=3"}});
-    if (!p.Start().ok()) return "cannot start etcdctl";
-    const int code = p.Wait();
-    return ReadFile(out) + (code == 0 ? "" : "exit " + std::to_string(code));
-  }
-
-  std::vector<std::string> prefix_;
-  std::unique_ptr<LocalCluster> cluster_;
-  std::string dir_;
-  std::vector<std::unique_ptr<Subprocess>> procs_;
-  int seq_ = 0;
 };
-
-std::string Name(const ::testing::TestParamInfo<StoreKind>& p) {
-  return p.param == StoreKind::kEtcd ? "Etcd" : "Kplane";
-}
 
 TEST_P(GrpcProxy, EtcdctlThroughTheProxy) {
   const std::string px =
@@ -202,7 +119,7 @@ TEST_P(GrpcProxy, FailsOverFromAKilledMember) {
 INSTANTIATE_TEST_SUITE_P(Servers, GrpcProxy,
                          ::testing::Values(StoreKind::kEtcd,
                                            StoreKind::kKplane),
-                         Name);
+                         FrontFixtureParamName);
 
 }  // namespace
 }  // namespace kplane::e2e

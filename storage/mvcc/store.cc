@@ -176,6 +176,9 @@ Status Store::OpenDb() {
   o.env = env_.get();
   o.listeners.push_back(std::make_shared<NoAutoRecovery>());
   o.create_if_missing = true;
+  // A disk that cannot persist the options file fails the open (RocksDB
+  // 8's default) rather than leaving a store whose open half failed.
+  o.fail_if_options_file_error = true;
   o.max_background_jobs = 2;
   o.level_compaction_dynamic_level_bytes = true;
   o.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;

@@ -226,6 +226,12 @@ Status Store::CreateFromExport(const Options& options, const Export& data) {
   meta(keys::kMetaSizeInUse, size);
   RETURN_IF_ERROR(s->WriteLocked(&wb, /*sync=*/true, "import"));
   l.Unlock();
+  // The synced WAL holds everything now; the flush into tables that Close
+  // would do (and only log if it failed) is done here so that a failing
+  // disk fails the import, which the caller then redoes from scratch.
+  RETURN_IF_ERROR(
+      FromRocks(s->db_->Flush(rocksdb::FlushOptions()))
+          .Annotate("import: flush " + options.dir));
   s->Close();
   return Status::Ok();
 }

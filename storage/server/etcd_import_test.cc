@@ -11,6 +11,7 @@
 #include <string>
 
 #include "base/crc32c.h"
+#include "base/testing/fault_injection_file_system.h"
 #include "schemas/etcdwal.pb.h"
 #include "storage/bolt/etcd_wal.h"
 #include "storage/server/bootstrap.h"
@@ -52,6 +53,10 @@ class EtcdImportTest : public ::testing::Test {
     char tmpl[] = "/tmp/kplane-etcd-import-XXXXXX";
     dir_ = mkdtemp(tmpl);
     data_ = dir_ + "/data";
+    CopyFixture();
+  }
+  // data_ as etcdctl snapshot restore left it.
+  void CopyFixture() {
     fs::copy(kRestored, data_, fs::copy_options::recursive);
     fs::permissions(data_, fs::perms::owner_all);
     // etcd preallocates its WAL with zeros (the fixture has them cut).
@@ -131,6 +136,50 @@ TEST_F(EtcdImportTest, KeepsKeysRevisionsLeaseAndEtcdsIds) {
   st = Import(&imported);
   ASSERT_TRUE(st.ok()) << st;
   EXPECT_FALSE(imported);
+}
+
+// A sync that fails anywhere in the import (a full or failing disk: the
+// new store's files, or the directory syncs after the renames) fails it
+// with the file system's error, and the next start ends with the data
+// imported once, etcd's files aside unchanged. A failure after the last
+// rename leaves nothing to redo; any earlier one is imported again.
+TEST_F(EtcdImportTest, AFailedSyncFailsTheImportAndTheNextStartRecovers) {
+  const auto etcd_files = Tree(data_ + "/member");
+  int failed = 0;
+  for (int skip = 0;; ++skip) {
+    SCOPED_TRACE("the sync after " + std::to_string(skip) + " good ones");
+    std::error_code ec;
+    fs::remove_all(data_, ec);
+    CopyFixture();
+    FaultInjectionFileSystem faulty(FileSystem::Default());
+    faulty.InjectError({.op = FaultInjectionFileSystem::Op::kSync,
+                        .skip = skip,
+                        .once = true});
+    bool imported = true;
+    Status st =
+        ImportEtcdDataDir(&faulty, data_, RaftLogOptions(), "n1", &imported);
+    if (faulty.injected_failures() == 0) {  // past the import's last sync
+      EXPECT_TRUE(st.ok()) << st;
+      break;
+    }
+    ++failed;
+    EXPECT_EQ(st.code(), StatusCode::kIOError) << st;
+    EXPECT_NE(st.message().find("(injected)"), std::string::npos) << st;
+    EXPECT_FALSE(imported);
+
+    st = Import(&imported);  // the next start
+    ASSERT_TRUE(st.ok()) << st;
+    EXPECT_EQ(Tree(data_ + "/" + kEtcdMemberAside), etcd_files);
+    EXPECT_FALSE(fs::exists(data_ + "/member.import"));
+    StoreConfig c;
+    c.data_dir = data_;
+    StatusOr<BootstrappedMember> m = BootstrapMember(&c);
+    ASSERT_TRUE(m.ok()) << m.status();
+    ASSERT_NO_FATAL_FAILURE(testdata::ExpectEtcdFixtureData(m->store.get()));
+    m->store->Close();
+  }
+  // The store's files, then the two renames' directory syncs.
+  EXPECT_GE(failed, 3);
 }
 
 TEST_F(EtcdImportTest, ALiveMembersDirIsRefusedAndLeftAlone) {

@@ -229,9 +229,8 @@ Status Store::CreateFromExport(const Options& options, const Export& data) {
   // The synced WAL holds everything now; the flush into tables that Close
   // would do (and only log if it failed) is done here so that a failing
   // disk fails the import, which the caller then redoes from scratch.
-  RETURN_IF_ERROR(
-      FromRocks(s->db_->Flush(rocksdb::FlushOptions()))
-          .Annotate("import: flush " + options.dir));
+  RETURN_IF_ERROR(FromRocks(s->db_->Flush(rocksdb::FlushOptions()))
+                      .Annotate("import: flush " + options.dir));
   s->Close();
   return Status::Ok();
 }

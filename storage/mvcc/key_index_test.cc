@@ -226,11 +226,13 @@ class PairRun {
 
   void DoPut() {
     auto req = RandomPut();
-    Same(indexed_->Put(req, ++ci_), plain_->Put(req, ci_), "put");
+    const uint64_t ci = ++ci_;
+    Same(indexed_->Put(req, ci), plain_->Put(req, ci), "put");
   }
   void DoDelete() {
     auto req = RandomDelete();
-    Same(indexed_->DeleteRange(req, ++ci_), plain_->DeleteRange(req, ci_),
+    const uint64_t ci = ++ci_;
+    Same(indexed_->DeleteRange(req, ci), plain_->DeleteRange(req, ci),
          "delete");
   }
   void DoTxn() {
@@ -259,7 +261,8 @@ class PairRun {
       *t.add_success()->mutable_request_range() = MakeRange(c->key(), kZero, 0);
     }
     *t.add_failure()->mutable_request_range() = MakeRange(c->key(), "", 0);
-    Same(indexed_->Txn(t, ++ci_), plain_->Txn(t, ci_), "txn");
+    const uint64_t ci = ++ci_;
+    Same(indexed_->Txn(t, ci), plain_->Txn(t, ci), "txn");
   }
   void DoLease() {
     EndGroup();  // lease calls write out the group anyway
@@ -267,7 +270,8 @@ class PairRun {
       etcdserverpb::LeaseGrantRequest g;
       g.set_id(next_lease_++);
       g.set_ttl(60);
-      Same(indexed_->LeaseGrant(g, ++ci_), plain_->LeaseGrant(g, ci_), "grant");
+      const uint64_t ci = ++ci_;
+      Same(indexed_->LeaseGrant(g, ci), plain_->LeaseGrant(g, ci), "grant");
       leases_.push_back(g.id());
       return;
     }
@@ -276,8 +280,8 @@ class PairRun {
     etcdserverpb::LeaseRevokeRequest r;
     r.set_id(leases_[i]);
     leases_.erase(leases_.begin() + static_cast<std::ptrdiff_t>(i));
-    Same(indexed_->LeaseRevoke(r, ++ci_), plain_->LeaseRevoke(r, ci_),
-         "revoke");
+    const uint64_t ci = ++ci_;
+    Same(indexed_->LeaseRevoke(r, ci), plain_->LeaseRevoke(r, ci), "revoke");
   }
   void DoRanges() {
     for (int i = 0; i < 4; ++i) {

@@ -68,7 +68,7 @@ TEST_F(WatchFanoutTest, ManyStreamsGetEveryEventOnceAndInOrder) {
   }
   std::vector<std::thread> threads;
   for (Reader& r : readers) {
-    threads.emplace_back([&r, &mu, &cv, &created, kTotal] {
+    threads.emplace_back([&r, &mu, &cv, &created] {
       etcdjson::JsonObjectSplitter split;
       std::string chunk, object;
       while (r.revs.size() < kTotal) {

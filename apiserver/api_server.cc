@@ -46,6 +46,7 @@
 #include "base/strings.h"
 #include "kubeletsim/control/control_client.h"
 #include "net/http_server.h"
+#include "net/url.h"
 #include "objects/discovery_types.h"
 #include "objects/endpoints_types.h"
 #include "objects/machinery/fields.h"
@@ -1536,12 +1537,11 @@ Status ApiServer::Impl::ControlNodeThroughKubelet(const std::string& name,
     return FailedPreconditionError(std::get<ApiError>(ep).message);
   }
   const KubeletEndpoint& at = std::get<KubeletEndpoint>(ep);
-  const std::string host =
-      at.host.find(':') != std::string::npos ? "[" + at.host + "]" : at.host;
+  const net::Url kubelet{.host = at.host, .port = at.port};
   ASSIGN_OR_RETURN(kubeletsim::ControlClient client,
                    kubeletsim::ControlClient::New(
                        std::string(opts.kubelet_tls ? "https://" : "http://") +
-                           host + ":" + std::to_string(at.port),
+                           kubelet.HostPort(),
                        opts.kubelet_tls));
   return stop ? client.StopNode(name) : client.ResumeNode(name);
 }

@@ -176,12 +176,14 @@ class Fleet::Impl {
     co.tls = options_.tls;
     co.bearer_token = options_.bearer_token;
     ASSIGN_OR_RETURN(client_, informer::RestClient::New(co));
-    // The heartbeats' own client (without node_tls), as the kubelet's: its
-    // connections are never all taken by pod calls.
-    informer::RestClientOptions heartbeat_options = co;
-    heartbeat_options.max_connections = heartbeat_workers;
-    ASSIGN_OR_RETURN(heartbeat_client_,
-                     informer::RestClient::New(heartbeat_options));
+    if (!options_.node_tls) {
+      // The heartbeats' own client, as the kubelet's: its connections are
+      // never all taken by pod calls. (With node_tls each node has one.)
+      informer::RestClientOptions heartbeat_options = co;
+      heartbeat_options.max_connections = heartbeat_workers;
+      ASSIGN_OR_RETURN(heartbeat_client_,
+                       informer::RestClient::New(heartbeat_options));
+    }
 
     // One probe, not retried, so that a wrong --server fails Start()
     // instead of logging forever.

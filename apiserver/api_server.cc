@@ -2041,6 +2041,7 @@ void ApiServer::Impl::List(Call& c) {
   h.Add("Content-Type", std::string(c.neg.ContentType()));
   ListStreamOptions lso;
   lso.open_streams = m_list_streams;
+  lso.deadline = opts.request_timeout;
   StreamList(c.resp, std::move(h), std::move(encoder), lso, [this, &c] {
     // As Reply: counted, and the in-flight slot freed, before the client
     // can have its answer.

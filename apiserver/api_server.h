@@ -121,6 +121,11 @@ struct ApiServerOptions {
   // A request body must arrive within this time of the request's head
   // (kube-apiserver's --request-timeout is 60 s). 0: none.
   Duration request_body_timeout = seconds(60);
+  // A streamed LIST (list_stream.h) whose response is not all sent within
+  // this time of its start has its connection closed, unfinished: a client
+  // that stops reading holds the list's snapshot only this long
+  // (kube-apiserver's --request-timeout, 60 s). 0: none.
+  Duration request_timeout = seconds(60);
   // Open connections; more are answered 503 and closed. Room for
   // max_watches watches (one connection each for HTTP/1.1 clients) and as
   // many again for requests. 0: none.

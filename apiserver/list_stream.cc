@@ -275,6 +275,7 @@ void StreamList(std::shared_ptr<net::Responder> responder,
     if (std::shared_ptr<ListStream> s = weak.lock()) s->Release();
   });
   on_started();
+  responder->SetResponseDeadline(options.deadline);
   if (!responder->StartStream(200, std::move(headers)) ||
       !responder->Write(first)) {
     return;  // closed: `stream` and its snapshot go with this frame

@@ -62,6 +62,10 @@ std::unique_ptr<ListEncoder> NewListEncoder(const RenderOptions& opts,
 struct ListStreamOptions {
   size_t chunk_bytes = 64 * 1024;  // the size of one Write
   size_t high_water = 256 * 1024;  // encode more only below this backlog
+  // A streamed list not all sent within this time of its first byte has
+  // its connection closed (Responder::SetResponseDeadline): the client
+  // sees the body end without its last chunk. Duration::zero(): none.
+  Duration deadline = Duration::zero();
   // Counts the streamed lists alive (started and not yet freed); may be
   // null.
   metrics::Gauge* open_streams = nullptr;

@@ -242,8 +242,10 @@ bool Await(const std::function<bool()>& cond) {
 class StreamListTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    server_ = std::make_unique<net::HttpServer>(
-        net::HttpServerOptions{.metrics = &registry_});
+    // The fake clock moves only when a test advances it: no timeout fires
+    // in the other tests.
+    server_ = std::make_unique<net::HttpServer>(net::HttpServerOptions{
+        .timer_tick = seconds(1), .clock = &clock_, .metrics = &registry_});
     server_->Handle(
         "GET", "/list",
         [this](const net::HttpRequest&, std::shared_ptr<net::Responder> r) {
@@ -256,6 +258,7 @@ class StreamListTest : public ::testing::Test {
           o.chunk_bytes = kChunk;
           o.high_water = kHighWater;
           o.open_streams = &open_;
+          o.deadline = deadline_;
           StreamList(r, {{"Content-Type", "application/json"}},
                      std::make_unique<SyntheticEncoder>(s), o, [] {});
         });
@@ -270,6 +273,8 @@ class StreamListTest : public ::testing::Test {
   }
   metrics::Registry registry_;
   metrics::Gauge open_;
+  FakeClock clock_;  // outlives server_, whose timer thread uses it
+  Duration deadline_ = Duration::zero();  // read by the handler
   std::unique_ptr<net::HttpServer> server_;
   std::shared_ptr<Synthetic> next_;
 };
@@ -333,6 +338,38 @@ TEST_F(StreamListTest, SlowReaderIsBoundedAndDisconnectFreesTheStream) {
       << "the stream outlived its client";
   {
     MutexLock l(&s->mu);
+    s->responder.reset();
+  }
+}
+
+// A client that stops reading holds its list only until the deadline
+// (kube-apiserver's request timeout): then the connection closes without
+// the last chunk, and the encoder and its snapshot are freed.
+TEST_F(StreamListTest, ClientThatStopsReadingIsCutAtTheDeadline) {
+  deadline_ = seconds(60);
+  constexpr size_t kTotal = 256 * 1024 * 1024;
+  std::shared_ptr<Synthetic> s = Next(kTotal);
+  RawConnection c(server_->port());
+  int small = 4096;
+  setsockopt(c.fd(), SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+  c.Send("GET /list HTTP/1.1\r\nHost: x\r\n\r\n");
+  ASSERT_TRUE(Await([&] {
+    MutexLock l(&s->mu);
+    return s->responder != nullptr &&
+           s->responder->BufferedBytes() >= kHighWater;
+  }));
+  clock_.WaitForWaiters(1);  // the server's timer sleeps
+  clock_.Advance(seconds(59));
+  EXPECT_EQ(open_.Value(), 1);
+  clock_.Advance(seconds(2));
+  EXPECT_TRUE(s->destroyed.Wait()) << "the stream outlived its deadline";
+  EXPECT_TRUE(Await([&] { return open_.Value() == 0; }));
+  // (Reading the socket to its end would take long: the kernel still sends
+  // what was queued before the close through the client's 4 KiB window.)
+  {
+    MutexLock l(&s->mu);
+    EXPECT_TRUE(s->responder->IsClosed());
+    EXPECT_LT(s->produced, kTotal);
     s->responder.reset();
   }
 }

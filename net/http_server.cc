@@ -579,6 +579,7 @@ class Exchange : public Responder,
   bool Finish() override;
   size_t BufferedBytes() const override;
   void SetMaxBufferedBytes(size_t max_bytes) override;
+  void SetResponseDeadline(Duration timeout) override;
   void OnDrained(size_t low_water, std::function<void()> callback) override;
   void OnClose(std::function<void()> callback) override;
   bool IsClosed() const override;
@@ -613,6 +614,10 @@ class Exchange : public Responder,
     return phase_ != Phase::kNew;
   }
   bool body_done() const REQUIRES(conn_->mu()) { return body_done_; }
+  // SetResponseDeadline's deadline has passed with the response unfinished.
+  bool DeadlinePassedLocked(TimePoint now) const REQUIRES(conn_->mu()) {
+    return has_deadline_ && phase_ != Phase::kDone && now >= deadline_;
+  }
   void SetBodyDoneLocked() REQUIRES(conn_->mu()) { body_done_ = true; }
   // The exchange is over (response finished or connection closed):
   // schedules OnClose and stops body delivery.
@@ -652,6 +657,8 @@ class Exchange : public Responder,
   bool body_done_ GUARDED_BY(conn_->mu()) = false;
   bool ended_ GUARDED_BY(conn_->mu()) = false;
   size_t max_buffered_ GUARDED_BY(conn_->mu()) = 0;
+  bool has_deadline_ GUARDED_BY(conn_->mu()) = false;
+  TimePoint deadline_ GUARDED_BY(conn_->mu());
   std::function<void()> on_close_ GUARDED_BY(conn_->mu());
   std::function<void()> on_drained_ GUARDED_BY(conn_->mu());
   size_t drain_low_water_ GUARDED_BY(conn_->mu()) = 0;
@@ -1703,8 +1710,14 @@ void Connection::Sweep(TimePoint now) {
   {
     MutexLock l(&mu_);
     SetPauseLocked(kPauseSniff, false);  // look at the first bytes again
-    if (active_ || closed_) return;
-    if (output_waiting_) {
+    if (closed_) return;
+    if (active_) {
+      // An exchange in progress is the handler's to time, unless it set a
+      // response deadline.
+      active_->AssertHeldBy(this);
+      if (!active_->DeadlinePassedLocked(now)) return;
+      expired = true;
+    } else if (output_waiting_) {
       // A pipelined request waits for the client to read our answers:
       // that counts as idle since the last exchange, not as a slow head.
       expired = now - idle_since_ >= o.idle_timeout;
@@ -1977,6 +1990,13 @@ size_t Exchange::BufferedBytes() const {
 void Exchange::SetMaxBufferedBytes(size_t max_bytes) {
   MutexLock l(&conn_->mu());
   max_buffered_ = max_bytes;
+}
+
+void Exchange::SetResponseDeadline(Duration timeout) {
+  MutexLock l(&conn_->mu());
+  if (ended_ || conn_->closed_locked()) return;  // NowLocked needs it open
+  has_deadline_ = timeout > Duration::zero();
+  if (has_deadline_) deadline_ = NowLocked() + timeout;
 }
 
 void Exchange::OnDrained(size_t low_water, std::function<void()> callback) {

@@ -116,6 +116,15 @@ class Responder {
   // pass it.
   virtual void SetMaxBufferedBytes(size_t max_bytes) = 0;
 
+  // Closes the connection if this exchange's response has not finished
+  // within `timeout` of now (the server's clock, checked at every
+  // timer_tick, so up to a tick late): for a producer whose response may
+  // outlast a client that stopped reading (a streamed LIST; kube-apiserver
+  // ends a request at its --request-timeout). The client sees the
+  // connection close without the response's end. A second call replaces
+  // the first; Duration::zero(): none (the default).
+  virtual void SetResponseDeadline(Duration timeout) = 0;
+
   // Pacing for a producer that keeps the buffer small: `callback` runs
   // once, on a worker thread (never inside a Responder call), when
   // BufferedBytes() is at most `low_water` (at once if it already is).

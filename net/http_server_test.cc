@@ -830,6 +830,51 @@ TEST_F(HttpServerTest, IdleKeepAliveConnectionTimesOut) {
   EXPECT_FALSE(r->IsClosed());
 }
 
+// A producer may bound how long its response takes (a streamed LIST whose
+// client stops reading): past the deadline the connection closes, with the
+// response unfinished; a response finished in time is not affected.
+TEST_F(HttpServerTest, ResponseDeadlineClosesAnUnfinishedStream) {
+  FakeClock& clock = clock_;
+  HttpServerOptions o;
+  o.clock = &clock;
+  o.idle_timeout = seconds(1000);
+  o.timer_tick = seconds(1);
+  std::promise<std::shared_ptr<Responder>> late_got;
+  std::promise<std::shared_ptr<Responder>> done_got;
+  Route("GET", "/late", [&](const HttpRequest&, std::shared_ptr<Responder> r) {
+    r->SetResponseDeadline(seconds(60));
+    r->StartStream(200, {});
+    late_got.set_value(r);
+  });
+  Route("GET", "/done", [&](const HttpRequest&, std::shared_ptr<Responder> r) {
+    r->SetResponseDeadline(seconds(60));
+    r->StartStream(200, {});
+    r->Write("all of it");
+    r->Finish();
+    done_got.set_value(r);
+  });
+  Start(o);
+  RawConnection late(server_->port());
+  late.Send("GET /late HTTP/1.1\r\nHost: x\r\n\r\n");
+  auto r = late_got.get_future().get();
+  RawConnection done(server_->port());
+  done.Send("GET /done HTTP/1.1\r\nHost: x\r\n\r\n");
+  done_got.get_future().get();
+  ASSERT_TRUE(done.ReadUntilContains("all of it"));
+
+  clock.WaitForWaiters(1);  // the timer thread sleeps
+  clock.Advance(seconds(59));
+  ASSERT_TRUE(r->Write("in time"));
+  EXPECT_TRUE(late.ReadUntilContains("in time"));
+  clock.Advance(seconds(2));
+  EXPECT_TRUE(late.WaitForClose());
+  EXPECT_TRUE(r->IsClosed());
+  EXPECT_FALSE(r->Write("too late"));
+  // The finished exchange's connection stays open for its next request.
+  done.Send("GET /x HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_TRUE(done.ReadUntilContains("404"));
+}
+
 TEST_F(HttpServerTest, SlowHeaderTimesOut) {
   FakeClock& clock = clock_;
   HttpServerOptions o;

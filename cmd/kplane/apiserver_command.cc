@@ -179,6 +179,11 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
   flags.Duration("request-body-timeout", &body_timeout,
                  "A request's body must arrive within this time of its "
                  "head, or 408 (0: none).");
+  Duration request_timeout = ApiServerOptions{}.request_timeout;
+  flags.Duration("request-timeout", &request_timeout,
+                 "A streamed LIST response must be sent within this time, "
+                 "or its connection closes (kube-apiserver's request "
+                 "timeout; 0: none).");
   flags.String("encryption-provider-config", &encryption_config,
                "The EncryptionConfiguration file: which resources are "
                "encrypted at rest, with which providers and keys "
@@ -271,6 +276,9 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
   if (body_timeout < Duration::zero()) {
     return fail(
         InvalidArgumentError("--request-body-timeout must not be negative"));
+  }
+  if (request_timeout < Duration::zero()) {
+    return fail(InvalidArgumentError("--request-timeout must not be negative"));
   }
   if (max_watch_buffer < 0 || max_watch_pending < 0 ||
       max_watch_pending_bytes < 0 || max_watch_buffer_total < 0) {
@@ -398,6 +406,7 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
   o.max_request_body_bytes = static_cast<size_t>(max_body);
   o.max_connections = static_cast<size_t>(max_connections);
   o.request_body_timeout = body_timeout;
+  o.request_timeout = request_timeout;
   o.worker_threads = worker_threads;
   o.cacher.window_events = static_cast<size_t>(watch_cache_size);
   o.cacher.window_max_age = watch_cache_history;

@@ -97,6 +97,9 @@ class GatewayStreams::SlotResponder : public net::Responder {
   void SetMaxBufferedBytes(size_t max_bytes) override {
     inner_->SetMaxBufferedBytes(max_bytes);
   }
+  void SetResponseDeadline(Duration timeout) override {
+    inner_->SetResponseDeadline(timeout);
+  }
   void OnDrained(size_t low_water, std::function<void()> callback) override {
     inner_->OnDrained(low_water, std::move(callback));
   }

@@ -526,6 +526,18 @@ class HostileTest : public ::testing::Test {
         "apiserver_request_total",
         {"verb=\"LIST\"", "resource=\"configmaps\"", "code=\"200\""});
   }
+  // The apiserver's unlabelled gauge `name` (-1 if it is not exported).
+  int64_t ApiGauge(const std::string& name) {
+    Reply m = Call(api(), "GET", "/metrics");
+    EXPECT_EQ(m.code, 200);
+    std::istringstream in(m.body);
+    for (std::string line; std::getline(in, line);) {
+      if (line.rfind(name + " ", 0) == 0) {
+        return std::strtoll(line.c_str() + name.size() + 1, nullptr, 10);
+      }
+    }
+    return -1;
+  }
   // ConfigMap watches the watch cache closed as too slow so far.
   int64_t TerminatedConfigMapWatchers() {
     return ApiCounter("apiserver_terminated_watchers_total",
@@ -729,6 +741,47 @@ TEST_F(HostileTest, PipelinedUnreadLists) {
         EXPECT_EQ(r.code, 200);
         EXPECT_TRUE(r.ended);
         EXPECT_GT(r.body_bytes, 2000000u);
+      });
+}
+
+// A LIST whose client reads its head and then nothing: the stream holds
+// only its bounded backlog (docs/limits.md), and only until
+// --request-timeout (kube-apiserver's 60 s; 3 s here), when the connection
+// closes without the body's end and the list's snapshot is freed
+// (apiserver_list_streams_open back to 0). Without the deadline the stream
+// stays open as long as the client does.
+TEST_F(HostileTest, StalledListIsCutAtTheRequestTimeout) {
+  ASSERT_NO_FATAL_FAILURE(
+      Start({.apiserver_flags = {"--request-timeout", "3s"}}));
+  // 40 x 200 KiB: 8 MB, more than the kernel's socket buffers hold.
+  for (int i = 0; i < 40; ++i) {
+    ASSERT_EQ(
+        Call(api(), "POST", kConfigMaps,
+             R"({"metadata":{"name":"big-)" + std::to_string(i) +
+                 R"("},"data":{"v":")" + std::string(200 << 10, 'x') + "\"}}",
+             "application/json")
+            .code,
+        201);
+  }
+  Row("an 8 MB LIST whose client reads only the head", kRowBoundMiB,
+      [&](Meanwhile* meanwhile) {
+        RawConn c(api(), 4096);
+        ASSERT_TRUE(c.ok());
+        ASSERT_EQ(c.Send(std::string("GET ") + kConfigMaps +
+                         " HTTP/1.1\r\nHost: a\r\n\r\n"),
+                  RawConn::kSent);
+        RawConn::Response head = c.ReadHead(seconds(30));
+        ASSERT_EQ(head.code, 200);
+        ASSERT_EQ(ApiGauge("apiserver_list_streams_open"), 1)
+            << "the LIST was not streamed";
+        // Checked between the well-behaved client's rounds, for up to 20 s.
+        const auto until = std::chrono::steady_clock::now() + seconds(20);
+        bool freed = false;
+        while (!freed && std::chrono::steady_clock::now() < until) {
+          ASSERT_TRUE(meanwhile->WaitRounds(1));
+          freed = ApiGauge("apiserver_list_streams_open") == 0;
+        }
+        EXPECT_TRUE(freed) << "the stalled LIST outlived --request-timeout";
       });
 }
 

@@ -400,5 +400,64 @@ TEST(MvccKeyIndexTest, RebuiltAtOpen) {
   EXPECT_EQ(r->count(), 3);
 }
 
+// The API server's update from a cached object (every Lease renewal): a
+// txn comparing the key's mod revision whose put keeps the key's lease
+// (ignore_lease). With the index, neither the txn's check that the key
+// exists nor the put's lookup of its lease reads RocksDB; the lease is
+// kept all the same. ignore_value still reads (the value is not indexed),
+// and without the index both read, as before.
+TEST(MvccKeyIndexTest, IgnoreLeaseReadsNoDatabase) {
+  for (const bool indexed : {true, false}) {
+    SCOPED_TRACE(indexed ? "indexed" : "no index");
+    testing::TempDir tmp;
+    auto store = testing::OpenOrDie(
+        tmp.path(), nullptr, [&](Options* o) { o->key_index = indexed; });
+    ASSERT_NE(store, nullptr);
+    etcdserverpb::LeaseGrantRequest g;
+    g.set_id(7);
+    g.set_ttl(60);
+    ASSERT_TRUE(store->LeaseGrant(g).ok());
+    etcdserverpb::PutRequest first = MakePut("/leases/node-1", "v1");
+    first.set_lease(7);
+    auto put = store->Put(first);
+    ASSERT_TRUE(put.ok()) << put.status();
+    const int64_t rev = put->header().revision();
+
+    TxnRequest t;
+    Compare* c = t.add_compare();
+    c->set_key("/leases/node-1");
+    c->set_target(Compare::MOD);
+    c->set_result(Compare::EQUAL);
+    c->set_mod_revision(rev);
+    etcdserverpb::PutRequest renew = MakePut("/leases/node-1", "v2");
+    renew.set_ignore_lease(true);
+    *t.add_success()->mutable_request_put() = renew;
+    *t.add_failure()->mutable_request_range() = MakeRange("/leases/node-1");
+    const int64_t reads = store->LatestReadsForTesting();
+    auto r = store->Txn(t);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_TRUE(r->succeeded());
+    EXPECT_EQ(store->LatestReadsForTesting() - reads, indexed ? 0 : 2);
+    auto got = store->Range(MakeRange("/leases/node-1"));
+    ASSERT_TRUE(got.ok()) << got.status();
+    ASSERT_EQ(got->kvs_size(), 1);
+    EXPECT_EQ(got->kvs(0).value(), "v2");
+    EXPECT_EQ(got->kvs(0).lease(), 7);
+    EXPECT_EQ(got->kvs(0).version(), 2);
+
+    // A missing key is still refused ("key not found").
+    etcdserverpb::PutRequest missing = MakePut("/leases/none", "v");
+    missing.set_ignore_lease(true);
+    EXPECT_FALSE(store->Put(missing).ok());
+
+    etcdserverpb::PutRequest keep_value = MakePut("/leases/node-1", "");
+    keep_value.set_ignore_value(true);
+    const int64_t before_value = store->LatestReadsForTesting();
+    ASSERT_TRUE(store->Put(keep_value).ok());
+    EXPECT_EQ(store->LatestReadsForTesting() - before_value, 1);
+    EXPECT_EQ(testing::ValueAt(store.get(), "/leases/node-1"), "v2");
+  }
+}
+
 }  // namespace
 }  // namespace kplane::mvcc

@@ -697,14 +697,22 @@ StatusOr<etcdserverpb::RangeResponse> Store::Range(
   return ExecuteRange(&view, req, current, compacted, count);
 }
 
+StatusOr<std::optional<mvccpb::KeyValue>> Store::LatestForWrite(
+    ReadView* view, const std::string& key, bool want_value) {
+  if (index_ != nullptr && !want_value) return index_->LatestKeyValue(key);
+  latest_reads_.fetch_add(1, std::memory_order_relaxed);
+  return GetLatest(view, key);
+}
+
 StatusOr<std::optional<mvccpb::KeyValue>> Store::PutLocked(
     WriteTxn* txn, const etcdserverpb::PutRequest& req) {
   std::string value;
   int64_t lease = req.lease();
   const std::string* value_ptr = &req.value();
   if (req.ignore_value() || req.ignore_lease()) {
-    ASSIGN_OR_RETURN(std::optional<mvccpb::KeyValue> prev,
-                     GetLatest(txn->view(), req.key()));
+    ASSIGN_OR_RETURN(
+        std::optional<mvccpb::KeyValue> prev,
+        LatestForWrite(txn->view(), req.key(), req.ignore_value()));
     if (!prev) return internal::KeyNotFoundError();
     if (req.ignore_value()) {
       value = prev->value();

@@ -291,6 +291,11 @@ class Store {
   // The compaction revision physically completed.
   int64_t FinishedCompactRevision() const EXCLUDES(compact_mu_);
   uint64_t ConsistentIndex() const { return consistent_index_.load(); }
+  // How many times a write read a key's newest version from RocksDB (a
+  // seek through the write group's batch and the database) to learn its
+  // lease or value (put with ignore_lease / ignore_value). With the key
+  // index only ignore_value reads; tests check that.
+  int64_t LatestReadsForTesting() const { return latest_reads_.load(); }
   // Forgets the raft index the data was written at (durably). For restoring
   // a snapshot into a new cluster, whose log starts over at index 1 and must
   // not skip its first entries as "already applied".
@@ -422,6 +427,17 @@ class Store {
   void PublishGauges() const;
   StatusOr<std::optional<mvccpb::KeyValue>> PutLocked(
       WriteTxn* txn, const etcdserverpb::PutRequest& req) REQUIRES(write_mu_);
+  // The newest live version of `key` as `view` sees it (a write's view:
+  // the group's staged writes included), for ignore_lease / ignore_value.
+  // Without `want_value` it comes from the key index when there is one
+  // (create/mod revision, version and lease; no value), which holds the
+  // same state as `view` under write_mu_: no RocksDB seek. A lease
+  // renewal of the API server (a cached object's update keeps the key's
+  // lease) is such a put, on every member for every renewal. Called by
+  // writes only, under write_mu_ (not annotated: CheckTxnOps, its caller,
+  // also serves read-only txns, which never reach the put branch).
+  StatusOr<std::optional<mvccpb::KeyValue>> LatestForWrite(
+      ReadView* view, const std::string& key, bool want_value);
   int64_t NextLeaseIdLocked() REQUIRES(write_mu_);
 
   // Lease backend pieces (store_lease.cc).
@@ -487,6 +503,8 @@ class Store {
   // Null when Options::key_index is off. Its mutators are called under
   // write_mu_ only.
   std::unique_ptr<KeyIndex> index_;
+  // LatestForWrite's reads from RocksDB (LatestReadsForTesting).
+  std::atomic<int64_t> latest_reads_{0};
 
   std::unique_ptr<Backend> lease_backend_;
   std::unique_ptr<Lessor> lessor_;

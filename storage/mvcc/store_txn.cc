@@ -35,7 +35,9 @@ Status Store::CheckTxnOps(ReadView* view, const TxnRequest& r,
         if (what != OpCheck::kPuts) break;
         const auto& put = op.request_put();
         if (put.ignore_value() || put.ignore_lease()) {
-          ASSIGN_OR_RETURN(auto prev, GetLatest(view, put.key()));
+          // Only whether the key exists: never the value.
+          ASSIGN_OR_RETURN(
+              auto prev, LatestForWrite(view, put.key(), /*want_value=*/false));
           if (!prev) return internal::KeyNotFoundError();
         }
         if (put.lease() != 0 && !lessor_->Exists(put.lease())) {

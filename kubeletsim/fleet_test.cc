@@ -443,6 +443,24 @@ TEST(AutoHeartbeatWorkersTest, EnoughFor250MsPerRenewalWithinBounds) {
   EXPECT_EQ(AutoHeartbeatWorkers(50000, seconds(10)), 256);
 }
 
+// Bad sizes are refused at start with the flag's name, before any thread
+// or connection is made.
+TEST_F(FleetTest, RefusesBadWorkerCounts) {
+  FleetOptions o = Options(1);
+  o.heartbeat_workers = -1;
+  StatusOr<std::unique_ptr<Fleet>> f = Fleet::Start(o);
+  ASSERT_FALSE(f.ok());
+  EXPECT_EQ(f.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(f.status().message().find("--heartbeat-workers"), std::string::npos)
+      << f.status();
+  o = Options(1);
+  o.workers = 0;
+  f = Fleet::Start(o);
+  ASSERT_FALSE(f.ok());
+  EXPECT_NE(f.status().message().find("--workers"), std::string::npos)
+      << f.status();
+}
+
 TEST_F(FleetTest, PodLifecycle) {
   StartFleet(Options(2));
   corev1::Pod p = MakePod("web", "node-1");

@@ -67,15 +67,20 @@ def lease_writes(port):
     return float(m.group(1)) if m else 0.0
 
 
-def main():
+def window_args():
+    """The command line both renewal scripts take."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--fleet-log", required=True)
     ap.add_argument("--kplane", required=True)
     ap.add_argument("--settle", type=float, default=10)
     ap.add_argument("--offset", type=float, default=14)
     ap.add_argument("--span", type=float, default=20)
-    a = ap.parse_args()
-    binary = os.path.realpath(a.kplane)
+    return ap.parse_args()
+
+
+def wait_for_window(a):
+    """Waits for fleet.sh's "registered in" line, then SETTLE + OFFSET s;
+    returns procs() of the --kplane binary."""
     while True:
         try:
             with open(a.fleet_log) as f:
@@ -85,10 +90,15 @@ def main():
             pass
         time.sleep(0.2)
     time.sleep(a.settle + a.offset)
-    ps = procs(binary)
+    return procs(os.path.realpath(a.kplane))
+
+
+def main():
+    a = window_args()
+    ps = wait_for_window(a)
     sim = ps.get("kubeletsim")
     if sim is None:
-        sys.exit("no kubeletsim of " + binary)
+        sys.exit("no kubeletsim of " + a.kplane)
     port = sim[1][sim[1].index("--port") + 1]
     t0 = {r: ticks(p) for r, (p, _) in ps.items()}
     w0 = lease_writes(port)

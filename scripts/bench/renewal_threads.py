@@ -21,7 +21,6 @@ Threads whose names differ only in a trailing number (a pool: apiserver-w0
 .. apiserver-w63) are summed as one (apiserver-w*); threads below 1 µs and
 0.05 switches per renewal are left out.
 """
-import argparse
 import collections
 import os
 import re
@@ -29,27 +28,7 @@ import sys
 import time
 import urllib.request
 
-
-def procs(binary):
-    """{"store-<name>" | "apiserver" | "kubeletsim": (pid, argv)}."""
-    found = {}
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open(f"/proc/{d}/cmdline", "rb") as f:
-                argv = f.read().decode(errors="replace").split("\0")
-            if os.path.realpath(f"/proc/{d}/exe") != binary:
-                continue
-        except OSError:
-            continue
-        if len(argv) < 2:
-            continue
-        if argv[1] == "store" and "--name" in argv:
-            found["store-" + argv[argv.index("--name") + 1]] = (int(d), argv)
-        elif argv[1] in ("apiserver", "kubeletsim"):
-            found[argv[1]] = (int(d), argv)
-    return found
+from renewal_cpu import wait_for_window, window_args  # same directory
 
 
 def threads(pid):
@@ -87,26 +66,10 @@ def client_url(argv):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--fleet-log", required=True)
-    ap.add_argument("--kplane", required=True)
-    ap.add_argument("--settle", type=float, default=10)
-    ap.add_argument("--offset", type=float, default=14)
-    ap.add_argument("--span", type=float, default=20)
-    a = ap.parse_args()
-    binary = os.path.realpath(a.kplane)
-    while True:
-        try:
-            with open(a.fleet_log) as f:
-                if "registered in" in f.read():
-                    break
-        except OSError:
-            pass
-        time.sleep(0.2)
-    time.sleep(a.settle + a.offset)
-    ps = procs(binary)
+    a = window_args()
+    ps = wait_for_window(a)
     if "kubeletsim" not in ps:
-        sys.exit("no kubeletsim of " + binary)
+        sys.exit("no kubeletsim of " + a.kplane)
     sim_argv = ps["kubeletsim"][1]
     sim = "http://127.0.0.1:" + sim_argv[sim_argv.index("--port") + 1]
     writes = 'kubeletsim_api_writes_total{operation="lease"}'
@@ -124,7 +87,7 @@ def main():
     n = max(w1 - w0, 1)
     hz = os.sysconf("SC_CLK_TCK")
     print(f"load {load}; {n:.0f} lease writes in {a.span:.0f} s ({n / a.span:.0f}/s)")
-    for r in stores + ["apiserver", "kubeletsim"]:
+    for r in stores + ["apiserver", "controller-manager", "kubeletsim"]:
         if r not in ps:
             continue
         (c0, s0), (c1, s1) = t0[r], t1[r]

@@ -526,6 +526,18 @@ class HostileTest : public ::testing::Test {
         "apiserver_request_total",
         {"verb=\"LIST\"", "resource=\"configmaps\"", "code=\"200\""});
   }
+  // Creates ConfigMaps big-0 .. big-<n-1> of 200 KiB each.
+  void CreateBigConfigMaps(int n) {
+    for (int i = 0; i < n; ++i) {
+      ASSERT_EQ(
+          Call(api(), "POST", kConfigMaps,
+               R"({"metadata":{"name":"big-)" + std::to_string(i) +
+                   R"("},"data":{"v":")" + std::string(200 << 10, 'x') + "\"}}",
+               "application/json")
+              .code,
+          201);
+    }
+  }
   // The apiserver's unlabelled gauge `name` (-1 if it is not exported).
   int64_t ApiGauge(const std::string& name) {
     Reply m = Call(api(), "GET", "/metrics");
@@ -710,15 +722,7 @@ TEST_F(HostileTest, SlowBodiesHoldNoSlots) {
 // LISTs (then it is not pausing, and the row fails however fast memory grew).
 TEST_F(HostileTest, PipelinedUnreadLists) {
   ASSERT_NO_FATAL_FAILURE(Start());
-  for (int i = 0; i < 10; ++i) {
-    ASSERT_EQ(
-        Call(api(), "POST", kConfigMaps,
-             R"({"metadata":{"name":"big-)" + std::to_string(i) +
-                 R"("},"data":{"v":")" + std::string(200 << 10, 'x') + "\"}}",
-             "application/json")
-            .code,
-        201);
-  }
+  ASSERT_NO_FATAL_FAILURE(CreateBigConfigMaps(10));  // 2 MB
   const int64_t lists_before = ServedConfigMapLists();
   Row("162 KB of pipelined LISTs on one connection, never read", kRowBoundMiB,
       [&](Meanwhile* meanwhile) {
@@ -753,16 +757,8 @@ TEST_F(HostileTest, PipelinedUnreadLists) {
 TEST_F(HostileTest, StalledListIsCutAtTheRequestTimeout) {
   ASSERT_NO_FATAL_FAILURE(
       Start({.apiserver_flags = {"--request-timeout", "3s"}}));
-  // 40 x 200 KiB: 8 MB, more than the kernel's socket buffers hold.
-  for (int i = 0; i < 40; ++i) {
-    ASSERT_EQ(
-        Call(api(), "POST", kConfigMaps,
-             R"({"metadata":{"name":"big-)" + std::to_string(i) +
-                 R"("},"data":{"v":")" + std::string(200 << 10, 'x') + "\"}}",
-             "application/json")
-            .code,
-        201);
-  }
+  // 8 MB: more than the kernel's socket buffers hold.
+  ASSERT_NO_FATAL_FAILURE(CreateBigConfigMaps(40));
   Row("an 8 MB LIST whose client reads only the head", kRowBoundMiB,
       [&](Meanwhile* meanwhile) {
         RawConn c(api(), 4096);

@@ -123,4 +123,65 @@ WatchResumer::Step WatchResumer::OnResponse(etcdserverpb::WatchResponse* resp) {
   return step;
 }
 
+bool WatchState::Stopping() {
+  MutexLock l(&mu);
+  return stop;
+}
+
+void WatchState::FinishStart(Status s) {
+  MutexLock l(&mu);
+  if (start_done) return;
+  start_done = true;
+  start_status = std::move(s);
+  cv.notify_all();
+}
+
+Status WatchState::WaitStarted() {
+  MutexLock l(&mu);
+  cv.wait(l.native(), [&]() REQUIRES(mu) { return start_done; });
+  return start_status;
+}
+
+bool WatchState::Deliver(etcdserverpb::WatchResponse& resp) {
+  MutexLock d(&deliver_mu);
+  if (Stopping()) return false;
+  if (resp.events_size() > 0) {
+    max_delivered_rev =
+        std::max(max_delivered_rev,
+                 resp.events(resp.events_size() - 1).kv().mod_revision());
+  } else if (!resp.created() && !resp.canceled()) {
+    int64_t rev = std::max(resp.header().revision(), max_delivered_rev);
+    resp.mutable_header()->set_revision(rev);
+    max_delivered_rev = rev;
+  }
+  callback(resp);
+  return true;
+}
+
+Status WatchState::HandleResponse(etcdserverpb::WatchResponse& resp,
+                                  bool* progressed,
+                                  const std::function<void()>& ask_progress) {
+  WatchResumer::Step step = resumer.OnResponse(&resp);
+  bool ask = false;
+  if (step.stream_created) {
+    MutexLock l(&mu);
+    ask = progress.StreamCreated();
+  }
+  RETURN_IF_ERROR(step.resume);
+  if (step.deliver) {
+    bool delivered = Deliver(resp);
+    if (step.first_created) {
+      // StartWatch returns once the `created` callback has run, so the
+      // caller always sees it first.
+      FinishStart(Status::Ok());
+      if (!delivered) return CancelledError("watch stopped");
+    }
+  }
+  if (step.progressed) {
+    *progressed = true;
+    if (ask) ask_progress();
+  }
+  return Status::Ok();
+}
+
 }  // namespace kplane::storage

@@ -62,16 +62,20 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "base/clock.h"
+#include "base/mutex.h"
 #include "base/status.h"
 #include "schemas/rpc.pb.h"
 #include "storage/client/endpoint.h"
+#include "storage/kv.h"
 
 namespace kplane::storage {
 
@@ -247,6 +251,54 @@ class WatchStreamProgress {
  private:
   bool ready_ = false;    // `created` arrived on the current stream
   bool pending_ = false;  // a request waits for the next ready stream
+};
+
+// What a client watch keeps whatever its transport (RemoteKV's JSON
+// stream, GrpcKV's gRPC stream), and the steps both take with it: the
+// caller's callback, run for one response at a time and never given a
+// progress revision below one already delivered; StartWatch's wait for the
+// first `created`; the resume rules and the progress requests' state. Each
+// transport's watch state derives from it and adds its current stream.
+struct WatchState {
+  explicit WatchState(etcdserverpb::WatchCreateRequest req)
+      : resumer(std::move(req)) {}
+
+  WatchCallback callback;
+
+  // Lock order: deliver_mu, then mu (Deliver checks `stop`).
+  //
+  // Callbacks run one at a time under this mutex.
+  Mutex deliver_mu;
+  int64_t max_delivered_rev GUARDED_BY(deliver_mu) = 0;
+
+  Mutex mu ACQUIRED_AFTER(deliver_mu);
+  std::condition_variable cv;
+  bool stop GUARDED_BY(mu) = false;
+  bool start_done GUARDED_BY(mu) = false;
+  Status start_status GUARDED_BY(mu);
+  WatchStreamProgress progress GUARDED_BY(mu);
+
+  // Owned by the watch thread.
+  WatchResumer resumer;
+
+  // The watch is being destroyed.
+  bool Stopping() EXCLUDES(mu);
+  // Ends StartWatch's wait with `s` (only the first call counts).
+  void FinishStart(Status s) EXCLUDES(mu);
+  // Blocks until FinishStart; returns its status.
+  Status WaitStarted() EXCLUDES(mu);
+  // Calls the callback unless the watch is being destroyed (then false). A
+  // progress notification never reports less than what was delivered
+  // before it: its header revision is raised to that.
+  bool Deliver(etcdserverpb::WatchResponse& resp) EXCLUDES(deliver_mu, mu);
+  // One response read from the current stream: the resumer's verdict (not
+  // OK: abandon the stream and resume elsewhere), delivery, the end of
+  // StartWatch's wait at the first `created`, and a progress request that
+  // waited for this stream, sent with `ask_progress` (no lock held) once
+  // the stream has moved the watch on. Sets `*progressed` then.
+  Status HandleResponse(etcdserverpb::WatchResponse& resp, bool* progressed,
+                        const std::function<void()>& ask_progress)
+      EXCLUDES(deliver_mu, mu);
 };
 
 }  // namespace kplane::storage

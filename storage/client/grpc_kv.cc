@@ -426,75 +426,26 @@ class GrpcWatch : public Watch {
   Status Start() {
     std::shared_ptr<State> st = state_;
     thread_ = std::thread([st] { Run(st.get()); });
-    MutexLock l(&st->mu);
-    st->cv.wait(l.native(), [&]() REQUIRES(st->mu) { return st->start_done; });
-    return st->start_status;
+    return st->WaitStarted();
   }
 
  private:
   using Stream = grpc::ClientReaderWriter<pb::WatchRequest, pb::WatchResponse>;
 
-  struct State {
-    explicit State(pb::WatchCreateRequest req) : resumer(std::move(req)) {}
+  // Lock order: WatchState's deliver_mu, then mu. write_mu is a leaf.
+  struct State : WatchState {
+    explicit State(pb::WatchCreateRequest req) : WatchState(std::move(req)) {}
 
     Channels* c = nullptr;
-    WatchCallback callback;
-
-    // Lock order: deliver_mu, then mu. write_mu is a leaf.
-    //
-    // Callbacks run one at a time under this mutex.
-    Mutex deliver_mu;
-    int64_t max_delivered_rev GUARDED_BY(deliver_mu) = 0;
-
-    Mutex mu ACQUIRED_AFTER(deliver_mu);
-    std::condition_variable cv;
-    bool stop GUARDED_BY(mu) = false;
-    bool start_done GUARDED_BY(mu) = false;
-    Status start_status GUARDED_BY(mu);
     // The current stream's context (cancelled by the destructor).
     std::shared_ptr<grpc::ClientContext> ctx GUARDED_BY(mu);
-    WatchStreamProgress progress GUARDED_BY(mu);
 
     // Writes to the current stream (a create request from the watch
     // thread, progress requests from any thread): gRPC allows one writer
     // at a time. Held while writing, which cancelling the context ends.
     Mutex write_mu;
     Stream* stream GUARDED_BY(write_mu) = nullptr;
-
-    // Owned by the watch thread.
-    WatchResumer resumer;
   };
-
-  static bool Stopping(State* st) {
-    MutexLock l(&st->mu);
-    return st->stop;
-  }
-
-  static void FinishStart(State* st, Status s) {
-    MutexLock l(&st->mu);
-    if (st->start_done) return;
-    st->start_done = true;
-    st->start_status = std::move(s);
-    st->cv.notify_all();
-  }
-
-  // Calls the callback unless the watch is being destroyed. A progress
-  // notification never reports less than what was delivered before it.
-  static bool Deliver(State* st, pb::WatchResponse& resp) {
-    MutexLock d(&st->deliver_mu);
-    if (Stopping(st)) return false;
-    if (resp.events_size() > 0) {
-      st->max_delivered_rev =
-          std::max(st->max_delivered_rev,
-                   resp.events(resp.events_size() - 1).kv().mod_revision());
-    } else if (!resp.created() && !resp.canceled()) {
-      int64_t rev = std::max(resp.header().revision(), st->max_delivered_rev);
-      resp.mutable_header()->set_revision(rev);
-      st->max_delivered_rev = rev;
-    }
-    st->callback(resp);
-    return true;
-  }
 
   static void SendProgress(State* st) {
     pb::WatchRequest wr;
@@ -516,21 +467,21 @@ class GrpcWatch : public Watch {
     size_t ep = c->preferred.load();
     size_t failures_in_round = 0;
     Duration backoff = o.retry_backoff;
-    while (!Stopping(st)) {
+    while (!st->Stopping()) {
       bool progressed = false;
       Status s = RunStream(st, ep, &progressed);
-      if (st->resumer.finished() || Stopping(st)) break;
+      if (st->resumer.finished() || st->Stopping()) break;
       if (!st->resumer.created()) {
         // Still creating the watch: a server's refusal is final.
         bool retriable = s.code() == StatusCode::kUnavailable ||
                          s.code() == StatusCode::kDeadlineExceeded ||
                          IsRetriableServerError(s);
         if (!retriable) {
-          FinishStart(st, s);
+          st->FinishStart(s);
           break;
         }
         if (clock->Now() >= start_deadline) {
-          FinishStart(st, Status(StatusCode::kUnavailable,
+          st->FinishStart(Status(StatusCode::kUnavailable,
                                  "watch: no endpoint accepted the watch "
                                  "(last: " +
                                      s.message() + ")"));
@@ -554,7 +505,7 @@ class GrpcWatch : public Watch {
         backoff = std::min<Duration>(backoff * 2, o.max_retry_backoff);
       }
     }
-    FinishStart(st, Status(StatusCode::kCancelled, "watch stopped"));
+    st->FinishStart(Status(StatusCode::kCancelled, "watch stopped"));
   }
 
   // Runs one stream until it breaks. Returns why it ended.
@@ -592,7 +543,7 @@ class GrpcWatch : public Watch {
           read_failed = true;
           break;
         }
-        s = Handle(st, resp, progressed);
+        s = st->HandleResponse(resp, progressed, [st] { SendProgress(st); });
         if (!s.ok() || st->resumer.finished()) break;
       }
     }
@@ -614,30 +565,6 @@ class GrpcWatch : public Watch {
                               " ended by the server");
     }
     return a.status;
-  }
-
-  static Status Handle(State* st, pb::WatchResponse& resp, bool* progressed) {
-    WatchResumer::Step step = st->resumer.OnResponse(&resp);
-    bool ask_progress = false;
-    if (step.stream_created) {
-      MutexLock l(&st->mu);
-      ask_progress = st->progress.StreamCreated();
-    }
-    RETURN_IF_ERROR(step.resume);
-    if (step.deliver) {
-      bool delivered = Deliver(st, resp);
-      if (step.first_created) {
-        // StartWatch returns once the `created` callback has run, so the
-        // caller always sees it first.
-        FinishStart(st, Status::Ok());
-        if (!delivered) return CancelledError("watch stopped");
-      }
-    }
-    if (step.progressed) {
-      *progressed = true;
-      if (ask_progress) SendProgress(st);
-    }
-    return Status::Ok();
   }
 
   std::shared_ptr<State> state_;

@@ -278,73 +278,24 @@ class RemoteWatch : public Watch {
   Status Start() {
     std::shared_ptr<State> st = state_;
     thread_ = std::thread([st] { Run(st.get()); });
-    MutexLock l(&st->mu);
-    st->cv.wait(l.native(), [&]() REQUIRES(st->mu) { return st->start_done; });
-    return st->start_status;
+    return st->WaitStarted();
   }
 
  private:
-  struct State {
+  // The watch thread and the progress helper both deliver (one at a time:
+  // WatchState::Deliver).
+  struct State : WatchState {
     explicit State(etcdserverpb::WatchCreateRequest req)
-        : resumer(std::move(req)) {}
+        : WatchState(std::move(req)) {}
 
     RemoteKV* kv = nullptr;
-    WatchCallback callback;
-
-    // Lock order: deliver_mu, then mu (Deliver checks `stop`).
-    //
-    // Callbacks run one at a time under this mutex (the watch thread and
-    // the progress helper both deliver).
-    Mutex deliver_mu;
-    int64_t max_delivered_rev GUARDED_BY(deliver_mu) = 0;
-
-    Mutex mu ACQUIRED_AFTER(deliver_mu);
-    std::condition_variable cv;
-    bool stop GUARDED_BY(mu) = false;
-    bool start_done GUARDED_BY(mu) = false;
-    Status start_status GUARDED_BY(mu);
     std::shared_ptr<net::HttpStream> stream GUARDED_BY(mu);
     size_t stream_endpoint GUARDED_BY(mu) = 0;
-    WatchStreamProgress progress GUARDED_BY(mu);
     // The side-stream progress request (half-duplex).
     std::thread helper GUARDED_BY(mu);
     bool helper_running GUARDED_BY(mu) = false;
     std::shared_ptr<net::HttpStream> side_stream GUARDED_BY(mu);
-
-    // Owned by the watch thread.
-    WatchResumer resumer;
   };
-
-  static bool Stopping(State* st) {
-    MutexLock l(&st->mu);
-    return st->stop;
-  }
-
-  static void FinishStart(State* st, Status s) {
-    MutexLock l(&st->mu);
-    if (st->start_done) return;
-    st->start_done = true;
-    st->start_status = std::move(s);
-    st->cv.notify_all();
-  }
-
-  // Calls the callback unless the watch is being destroyed. A progress
-  // notification never reports less than what was delivered before it.
-  static bool Deliver(State* st, etcdserverpb::WatchResponse& resp) {
-    MutexLock d(&st->deliver_mu);
-    if (Stopping(st)) return false;
-    if (resp.events_size() > 0) {
-      st->max_delivered_rev =
-          std::max(st->max_delivered_rev,
-                   resp.events(resp.events_size() - 1).kv().mod_revision());
-    } else if (!resp.created() && !resp.canceled()) {
-      int64_t rev = std::max(resp.header().revision(), st->max_delivered_rev);
-      resp.mutable_header()->set_revision(rev);
-      st->max_delivered_rev = rev;
-    }
-    st->callback(resp);
-    return true;
-  }
 
   static void AskProgress(State* st, net::HttpStream* stream, size_t ep) {
     RemoteKV* kv = st->kv;
@@ -409,7 +360,7 @@ class RemoteWatch : public Watch {
       }
     }
     stream->Cancel();
-    if (got) Deliver(st, resp);
+    if (got) st->Deliver(resp);
     done();
   }
 
@@ -422,10 +373,10 @@ class RemoteWatch : public Watch {
     size_t ep = kv->preferred_endpoint();
     size_t failures_in_round = 0;
     Duration backoff = o.retry_backoff;
-    while (!Stopping(st)) {
+    while (!st->Stopping()) {
       bool progressed = false;
       Status s = RunStream(st, ep, &progressed);
-      if (st->resumer.finished() || Stopping(st)) break;
+      if (st->resumer.finished() || st->Stopping()) break;
       if (!st->resumer.created()) {
         // Still creating the watch: a server's refusal is final.
         bool retriable = s.code() == StatusCode::kUnavailable ||
@@ -433,11 +384,11 @@ class RemoteWatch : public Watch {
                          s.code() == StatusCode::kInternal ||
                          IsRetriableServerError(s) || IsConnectFailure(s);
         if (!retriable) {
-          FinishStart(st, s);
+          st->FinishStart(s);
           break;
         }
         if (clock->Now() >= start_deadline) {
-          FinishStart(st, Status(StatusCode::kUnavailable,
+          st->FinishStart(Status(StatusCode::kUnavailable,
                                  "watch: no endpoint accepted the watch "
                                  "(last: " +
                                      s.message() + ")"));
@@ -461,7 +412,7 @@ class RemoteWatch : public Watch {
         backoff = std::min<Duration>(backoff * 2, o.max_retry_backoff);
       }
     }
-    FinishStart(st, Status(StatusCode::kCancelled, "watch stopped"));
+    st->FinishStart(Status(StatusCode::kCancelled, "watch stopped"));
   }
 
   // Runs one stream until it breaks. Returns why it ended.
@@ -540,36 +491,12 @@ class RemoteWatch : public Watch {
       while (split.Next(&object, &err)) {
         etcdserverpb::WatchResponse resp;
         RETURN_IF_ERROR(etcdjson::ParseStreamMessage(object, &resp));
-        RETURN_IF_ERROR(Handle(st, ep, stream, resp, progressed));
+        RETURN_IF_ERROR(st->HandleResponse(
+            resp, progressed, [&] { AskProgress(st, stream, ep); }));
         if (st->resumer.finished()) return Status::Ok();
       }
       RETURN_IF_ERROR(err);
     }
-  }
-
-  static Status Handle(State* st, size_t ep, net::HttpStream* stream,
-                       etcdserverpb::WatchResponse& resp, bool* progressed) {
-    WatchResumer::Step step = st->resumer.OnResponse(&resp);
-    bool ask_progress = false;
-    if (step.stream_created) {
-      MutexLock l(&st->mu);
-      ask_progress = st->progress.StreamCreated();
-    }
-    RETURN_IF_ERROR(step.resume);
-    if (step.deliver) {
-      bool delivered = Deliver(st, resp);
-      if (step.first_created) {
-        // StartWatch returns once the `created` callback has run, so the
-        // caller always sees it first.
-        FinishStart(st, Status::Ok());
-        if (!delivered) return CancelledError("watch stopped");
-      }
-    }
-    if (step.progressed) {
-      *progressed = true;
-      if (ask_progress) AskProgress(st, stream, ep);
-    }
-    return Status::Ok();
   }
 
   std::shared_ptr<State> state_;

@@ -385,10 +385,12 @@ namespace {
 
 class GrpcWatch : public Watch {
  public:
-  GrpcWatch(Channels* c, pb::WatchCreateRequest req, WatchCallback callback)
+  GrpcWatch(Channels* c, pb::WatchCreateRequest req, WatchCallback callback,
+            std::vector<std::pair<std::string, std::string>> metadata = {})
       : state_(std::make_shared<State>(std::move(req))) {
     state_->c = c;
     state_->callback = std::move(callback);
+    state_->metadata = std::move(metadata);
   }
 
   ~GrpcWatch() override {
@@ -439,6 +441,8 @@ class GrpcWatch : public Watch {
 
     Channels* c = nullptr;
     WatchCallback callback;
+    // Sent on every stream (set before the thread starts).
+    std::vector<std::pair<std::string, std::string>> metadata;
 
     // Lock order: deliver_mu, then mu. write_mu is a leaf.
     //
@@ -568,6 +572,7 @@ class GrpcWatch : public Watch {
     // etcd's clientv3.WithRequireLeader: a member that loses its leader
     // ends the stream instead of going silent.
     ctx->AddMetadata("hasleader", "true");
+    for (const auto& [k, v] : st->metadata) ctx->AddMetadata(k, v);
     {
       MutexLock l(&st->mu);
       if (st->stop) return CancelledError("watch stopped");
@@ -650,6 +655,15 @@ StatusOr<std::unique_ptr<Watch>> GrpcKV::StartWatch(
     const pb::WatchCreateRequest& req, WatchCallback callback) {
   auto w =
       std::make_unique<GrpcWatch>(channels_.get(), req, std::move(callback));
+  RETURN_IF_ERROR(w->Start());
+  return std::unique_ptr<Watch>(std::move(w));
+}
+
+StatusOr<std::unique_ptr<Watch>> GrpcKV::StartWatchWithMetadata(
+    const pb::WatchCreateRequest& req, WatchCallback callback,
+    std::vector<std::pair<std::string, std::string>> metadata) {
+  auto w = std::make_unique<GrpcWatch>(
+      channels_.get(), req, std::move(callback), std::move(metadata));
   RETURN_IF_ERROR(w->Start());
   return std::unique_ptr<Watch>(std::move(w));
 }

@@ -385,10 +385,12 @@ namespace {
 
 class GrpcWatch : public Watch {
  public:
-  GrpcWatch(Channels* c, pb::WatchCreateRequest req, WatchCallback callback)
+  GrpcWatch(Channels* c, pb::WatchCreateRequest req, WatchCallback callback,
+            std::vector<std::pair<std::string, std::string>> metadata)
       : state_(std::make_shared<State>(std::move(req))) {
     state_->c = c;
     state_->callback = std::move(callback);
+    state_->metadata = std::move(metadata);
   }
 
   ~GrpcWatch() override {
@@ -437,6 +439,8 @@ class GrpcWatch : public Watch {
     explicit State(pb::WatchCreateRequest req) : WatchState(std::move(req)) {}
 
     Channels* c = nullptr;
+    // Sent on every stream (set before the thread starts).
+    std::vector<std::pair<std::string, std::string>> metadata;
     // The current stream's context (cancelled by the destructor).
     std::shared_ptr<grpc::ClientContext> ctx GUARDED_BY(mu);
 
@@ -519,6 +523,7 @@ class GrpcWatch : public Watch {
     // etcd's clientv3.WithRequireLeader: a member that loses its leader
     // ends the stream instead of going silent.
     ctx->AddMetadata("hasleader", "true");
+    for (const auto& [k, v] : st->metadata) ctx->AddMetadata(k, v);
     {
       MutexLock l(&st->mu);
       if (st->stop) return CancelledError("watch stopped");
@@ -575,8 +580,14 @@ class GrpcWatch : public Watch {
 
 StatusOr<std::unique_ptr<Watch>> GrpcKV::StartWatch(
     const pb::WatchCreateRequest& req, WatchCallback callback) {
-  auto w =
-      std::make_unique<GrpcWatch>(channels_.get(), req, std::move(callback));
+  return StartWatchWithMetadata(req, std::move(callback), {});
+}
+
+StatusOr<std::unique_ptr<Watch>> GrpcKV::StartWatchWithMetadata(
+    const pb::WatchCreateRequest& req, WatchCallback callback,
+    std::vector<std::pair<std::string, std::string>> metadata) {
+  auto w = std::make_unique<GrpcWatch>(
+      channels_.get(), req, std::move(callback), std::move(metadata));
   RETURN_IF_ERROR(w->Start());
   return std::unique_ptr<Watch>(std::move(w));
 }

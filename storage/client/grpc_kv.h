@@ -48,7 +48,8 @@
 // RemoteKVOptions::tls's OpenSSL context: it reads options.tls_files (CA,
 // client certificate and key); with none, the system's roots.
 // insecure_skip_verify is refused (kInvalidArgument). Auth tokens are not
-// supported, as in RemoteKV.
+// supported, as in RemoteKV, except a watch's metadata given to
+// StartWatchWithMetadata.
 //
 // Ownership: a Watch must be destroyed before the GrpcKV that started it.
 // Thread-safety: all methods may be called concurrently.
@@ -57,7 +58,9 @@
 
 #include <atomic>
 #include <memory>
+#include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "storage/client/remote_kv.h"
@@ -114,6 +117,13 @@ class GrpcKV : public KV {
   StatusOr<std::unique_ptr<Watch>> StartWatch(
       const etcdserverpb::WatchCreateRequest& req,
       WatchCallback callback) override;
+  // As StartWatch, with `metadata` (name, value) sent on every stream of
+  // the watch, the resumed ones too: the grpc-proxy opens a shared watch
+  // with the auth "token" of the client watcher that created it (etcd's
+  // proxy does the same).
+  StatusOr<std::unique_ptr<Watch>> StartWatchWithMetadata(
+      const etcdserverpb::WatchCreateRequest& req, WatchCallback callback,
+      std::vector<std::pair<std::string, std::string>> metadata);
 
   // The per-endpoint connections (grpc_kv.cc).
   struct Channels;

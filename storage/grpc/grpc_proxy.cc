@@ -721,6 +721,50 @@ class Forwarder : public grpc::CallbackGenericService {
 
 class WatchHub;
 
+// A client's "token" / "authorization" metadata (name, value).
+using Metadata = std::vector<std::pair<std::string, std::string>>;
+
+Metadata CallerAuth(const grpc::ServerContextBase& ctx) {
+  Metadata out;
+  for (const auto& [k, v] : ctx.client_metadata()) {
+    const std::string key(k.data(), k.size());
+    if (key == "token" || key == "authorization") {
+      out.emplace_back(key, std::string(v.data(), v.size()));
+    }
+  }
+  return out;
+}
+
+// What clientv3's err.Error() says for a failed call, which etcd's proxy
+// puts in a refused watcher's cancel_reason: etcd's own errors
+// ("etcdserver: ...") by their text alone, others as gRPC's Go status.
+std::string GoErrorText(const grpc::Status& st) {
+  const std::string& m = st.error_message();
+  if (m.rfind("etcdserver: ", 0) == 0) return m;
+  static constexpr const char* kNames[] = {"OK",
+                                           "Canceled",
+                                           "Unknown",
+                                           "InvalidArgument",
+                                           "DeadlineExceeded",
+                                           "NotFound",
+                                           "AlreadyExists",
+                                           "PermissionDenied",
+                                           "ResourceExhausted",
+                                           "FailedPrecondition",
+                                           "Aborted",
+                                           "OutOfRange",
+                                           "Unimplemented",
+                                           "Internal",
+                                           "Unavailable",
+                                           "DataLoss",
+                                           "Unauthenticated"};
+  const int code = static_cast<int>(st.error_code());
+  const std::string name = code >= 0 && code < 17
+                               ? kNames[code]
+                               : "Code(" + std::to_string(code) + ")";
+  return "rpc error: code = " + name + " desc = " + m;
+}
+
 // The sending side of one client Watch stream, shared by the stream and
 // the broadcasts that feed it; outlives the stream's reactor.
 class WatchSink {
@@ -777,10 +821,14 @@ class WatchHub {
   }
 
   // Requests from client streams, handled in order on the control thread.
+  // `auth` is the client's "token"/"authorization" metadata: an upstream
+  // watch this watcher creates is opened with it (etcd's proxy opens a
+  // broadcast's watch with its first watcher's token).
   void Create(std::shared_ptr<WatchSink> sink, int64_t id,
-              pb::WatchCreateRequest req) {
-    Post([this, sink, id, req = std::move(req)]() mutable {
-      DoCreate(std::move(sink), id, std::move(req));
+              pb::WatchCreateRequest req, Metadata auth) {
+    Post([this, sink, id, req = std::move(req),
+          auth = std::move(auth)]() mutable {
+      DoCreate(std::move(sink), id, std::move(req), std::move(auth));
     });
   }
   // Removes watcher `id` of `sink`; then `after` (the canceled answer).
@@ -838,7 +886,7 @@ class WatchHub {
   }
 
   void DoCreate(std::shared_ptr<WatchSink> sink, int64_t id,
-                pb::WatchCreateRequest req) {
+                pb::WatchCreateRequest req, Metadata auth) {
     if (!prefix_.empty()) {
       PrefixInterval(prefix_, req.mutable_key(), req.mutable_range_end());
     }
@@ -876,10 +924,12 @@ class WatchHub {
     std::weak_ptr<Broadcast> weak = b;
     const std::string prefix = prefix_;
     std::atomic<int64_t>* watchers = watchers_;
-    auto w = kv_->StartWatch(
-        b->upstream_req, [weak, prefix, watchers](const pb::WatchResponse& r) {
+    auto w = kv_->StartWatchWithMetadata(
+        b->upstream_req,
+        [weak, prefix, watchers](const pb::WatchResponse& r) {
           if (auto bb = weak.lock()) Deliver(*bb, prefix, watchers, r);
-        });
+        },
+        std::move(auth));
     if (!w.ok()) {
       pb::WatchResponse refused;
       refused.set_watch_id(id);
@@ -1036,7 +1086,7 @@ class WatchStream
       }
       if (ending_) {
         queue_.clear();
-        if (!finished_ && s_ != nullptr) {
+        if (!finished_ && s_ != nullptr && holds_ == 0) {
           finished_ = true;
           s_->Finish(status_);
         }
@@ -1049,13 +1099,35 @@ class WatchStream
       MutexLock l(&mu_);
       s_ = nullptr;
     }
+    // While held, the stream is not finished (its end waits for Release):
+    // a permission check in flight will still start a read on it. False,
+    // and not held, if the stream is already ending.
+    bool Hold() EXCLUDES(mu_) {
+      MutexLock l(&mu_);
+      if (ending_ || s_ == nullptr) return false;
+      ++holds_;
+      return true;
+    }
+    bool Ending() EXCLUDES(mu_) {
+      MutexLock l(&mu_);
+      return ending_ || s_ == nullptr;
+    }
+    void Release() EXCLUDES(mu_) {
+      MutexLock l(&mu_);
+      --holds_;
+      if (ending_ && !writing_ && holds_ == 0 && !finished_ && s_ != nullptr) {
+        queue_.clear();
+        finished_ = true;
+        s_->Finish(status_);
+      }
+    }
 
    private:
     void EndLocked(grpc::Status st) REQUIRES(mu_) {
       if (ending_ || s_ == nullptr) return;
       ending_ = true;
       status_ = std::move(st);
-      if (writing_) return;  // WriteDone finishes
+      if (writing_ || holds_ > 0) return;  // WriteDone or Release finishes
       finished_ = true;
       s_->Finish(status_);
     }
@@ -1069,13 +1141,18 @@ class WatchStream
     bool writing_ GUARDED_BY(mu_) = false;
     bool ending_ GUARDED_BY(mu_) = false;
     bool finished_ GUARDED_BY(mu_) = false;
+    int holds_ GUARDED_BY(mu_) = 0;
     grpc::Status status_ GUARDED_BY(mu_);
   };
 
-  WatchStream(WatchHub* hub, const GrpcProxyOptions* o,
+  WatchStream(grpc::CallbackServerContext* ctx, WatchHub* hub,
+              Backends* backends, const GrpcProxyOptions* o,
               std::atomic<int64_t>* slow)
-      : hub_(hub),
+      : ctx_(ctx),
+        hub_(hub),
+        b_(backends),
         o_(o),
+        auth_(CallerAuth(*ctx)),
         sink_(std::make_shared<Sink>(this, o->max_queued_watch_bytes, slow)) {
     StartRead(&req_);
   }
@@ -1106,7 +1183,8 @@ class WatchStream
       } else {
         ids_.insert(id);
         while (ids_.count(next_id_) > 0) ++next_id_;
-        hub_->Create(sink_, id, c);
+        CheckPermission(id, c);
+        return;  // reading resumes when the member has answered
       }
     } else if (req_.has_cancel_request()) {
       const int64_t id = req_.cancel_request().watch_id();
@@ -1123,34 +1201,109 @@ class WatchStream
     // progress requests: not forwarded (the upstream watches are shared).
     StartRead(&req_);
   }
+  // etcd's checkPermissionForWatch: before a watcher joins or opens an
+  // upstream watch (which may be another user's), a member is asked, with
+  // this client's token, for a serializable count-only Range of the
+  // watched range; a refusal refuses the watcher with etcd's answer. No
+  // further request is read meanwhile, so the stream's requests keep
+  // their order (etcd's recvLoop waits the same way), and the stream is
+  // held so that it is not finished under the check.
+  void CheckPermission(int64_t id, pb::WatchCreateRequest c) {
+    if (!sink_->Hold()) return;  // ending: no more reads
+    pb::RangeRequest r;
+    r.set_key(c.key());
+    r.set_range_end(c.range_end());
+    if (!o_->key_prefix.empty()) {
+      PrefixInterval(o_->key_prefix, r.mutable_key(), r.mutable_range_end());
+    }
+    r.set_serializable(true);
+    r.set_count_only(true);
+    r.set_limit(1);
+    auto check = std::make_shared<PermissionCheck>();
+    ToBuffer(r, &check->req);
+    CopyCallerMetadata(*ctx_, &check->ctx);
+    MutexLock l(&check_mu_);
+    check_ = check;
+    b_->stubs[b_->Pick()]->UnaryCall(
+        &check->ctx, "/etcdserverpb.KV/Range", grpc::StubOptions(), &check->req,
+        &check->resp,
+        [this, check, id, c = std::move(c)](grpc::Status st) mutable {
+          Checked(id, std::move(c), st);
+        });
+    if (cancelled_) check->ctx.TryCancel();
+  }
+
+  void Checked(int64_t id, pb::WatchCreateRequest c, const grpc::Status& st) {
+    // Held: nothing below can finish the stream before Release.
+    std::shared_ptr<Sink> sink = sink_;
+    if (!sink->Ending()) {
+      if (st.ok()) {
+        hub_->Create(sink, id, std::move(c), auth_);
+      } else {
+        // As etcd's proxy: created and canceled, watch id -1, an empty
+        // header and clientv3's text of the member's error.
+        ids_.erase(id);
+        if (c.watch_id() == 0) next_id_ = std::min(next_id_, id);
+        pb::WatchResponse r;
+        r.mutable_header();
+        r.set_watch_id(-1);
+        r.set_created(true);
+        r.set_canceled(true);
+        r.set_cancel_reason(GoErrorText(st));
+        sink->Send(std::move(r));
+      }
+      StartRead(&req_);
+    }
+    sink->Release();  // `this` may be gone after it
+  }
+
   void OnWriteDone(bool ok) override { sink_->WriteDone(ok); }
-  void OnCancel() override { sink_->End(grpc::Status::CANCELLED); }
+  void OnCancel() override {
+    sink_->End(grpc::Status::CANCELLED);
+    MutexLock l(&check_mu_);
+    cancelled_ = true;
+    if (check_) check_->ctx.TryCancel();
+  }
   void OnDone() override {
     sink_->Detach();
     hub_->CancelAll(sink_.get());
     delete this;
   }
 
+  // One permission check's call (shared with its callback).
+  struct PermissionCheck {
+    grpc::ClientContext ctx;
+    grpc::ByteBuffer req, resp;
+  };
+
+  grpc::CallbackServerContext* const ctx_;
   WatchHub* const hub_;
+  Backends* const b_;
   const GrpcProxyOptions* const o_;
+  const Metadata auth_;  // the client's token, for its upstream watches
   std::shared_ptr<Sink> sink_;
   pb::WatchRequest req_;
-  std::set<int64_t> ids_;  // touched only by reads, one at a time
+  // Touched only by reads and permission checks, one at a time.
+  std::set<int64_t> ids_;
   int64_t next_id_ = 0;
+  Mutex check_mu_;
+  std::shared_ptr<PermissionCheck> check_ GUARDED_BY(check_mu_);
+  bool cancelled_ GUARDED_BY(check_mu_) = false;
 };
 
 class WatchService final : public pb::Watch::CallbackService {
  public:
-  WatchService(WatchHub* hub, const GrpcProxyOptions* o,
+  WatchService(WatchHub* hub, Backends* backends, const GrpcProxyOptions* o,
                std::atomic<int64_t>* slow)
-      : hub_(hub), o_(o), slow_(slow) {}
+      : hub_(hub), b_(backends), o_(o), slow_(slow) {}
   grpc::ServerBidiReactor<pb::WatchRequest, pb::WatchResponse>* Watch(
-      grpc::CallbackServerContext*) override {
-    return new WatchStream(hub_, o_, slow_);
+      grpc::CallbackServerContext* ctx) override {
+    return new WatchStream(ctx, hub_, b_, o_, slow_);
   }
 
  private:
   WatchHub* const hub_;
+  Backends* const b_;
   const GrpcProxyOptions* const o_;
   std::atomic<int64_t>* const slow_;
 };
@@ -1232,8 +1385,8 @@ StatusOr<std::unique_ptr<GrpcProxy>> GrpcProxy::Start(GrpcProxyOptions o) {
   ASSIGN_OR_RETURN(impl->watch_kv, GrpcKV::Create(std::move(ko)));
   impl->hub = std::make_unique<WatchHub>(impl->watch_kv.get(), o.key_prefix,
                                          &impl->n.upstreams, &impl->n.watchers);
-  impl->watch_service =
-      std::make_unique<WatchService>(impl->hub.get(), &impl->o, &impl->n.slow);
+  impl->watch_service = std::make_unique<WatchService>(
+      impl->hub.get(), &impl->backends, &impl->o, &impl->n.slow);
   if (o.range_cache_entries > 0) {
     impl->cache = std::make_unique<ProxyRangeCache>(o.range_cache_entries,
                                                     o.range_cache_bytes);

@@ -18,7 +18,9 @@
 //    watch of their own. Upstream watches resume on another member after a
 //    failure (GrpcKV's guarantees: no gap, no duplicate). A client stream
 //    whose unsent responses pass max_queued_watch_bytes is ended with
-//    RESOURCE_EXHAUSTED; the others are not slowed by it.
+//    RESOURCE_EXHAUSTED; the others are not slowed by it. Every watcher's
+//    permission is checked first (Auth, below). Progress requests are
+//    not answered (etcd's proxy answers none either).
 //  - Cluster.MemberList: answered by the proxy with one member whose client
 //    URL is advertise_client_url when that is set (etcd's default), else
 //    forwarded.
@@ -50,10 +52,15 @@
 // (RESOURCE_EXHAUSTED); answers from members up to max_recv_bytes;
 // max_watchers_per_stream watchers per client Watch stream.
 //
-// Auth: forwarded calls carry the caller's token. Upstream watches are
-// opened with the proxy's own identity (its client certificate, no
-// token), so with auth enabled on the members a watch through the proxy
-// is refused unless that identity may read the range.
+// Auth: forwarded calls carry the caller's token. Before a client watcher
+// joins or opens an upstream watch, a member is asked, with that client's
+// token, for a serializable count-only Range of the watched range (etcd's
+// checkPermissionForWatch); if it refuses, the watcher is refused as
+// etcd's proxy does (created and canceled, watch id -1, the member's
+// error text as cancel_reason) and gets no events. An upstream watch is
+// opened with the token of the watcher that created it (etcd's proxy does
+// the same) and shared with later watchers that passed their own check.
+// Every create costs that one extra call, with auth disabled too.
 //
 // Thread-safety: Start/Stop from one controlling thread; stats() from any.
 // Ownership: owns its gRPC server, channels and upstream watches.

@@ -22,6 +22,11 @@ struct StoreEntry {
   // The size of the object as the store holds it (its encoded value): what
   // keeping this state costs, roughly.
   size_t bytes = 0;
+  // objects::EncodeJson(*object), made when the cache took in this version
+  // (CacherOptions::keep_json; null without it, and for custom resources,
+  // whose list items carry kind/apiVersion). Replaced with the entry: a
+  // new version never sees the old bytes.
+  std::shared_ptr<const std::string> json;
   // The synthetic ADDED that initial events send for this state, shared by
   // every watcher that lists it (and so is its encoding). Set at birth for
   // an object that was just added (it is the live ADDED event); otherwise

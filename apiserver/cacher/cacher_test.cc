@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "apiserver/storage/test_store.h"
+#include "objects/codec.h"
 #include "objects/meta.h"
 
 namespace kplane::apiserver {
@@ -938,6 +939,48 @@ TEST_F(CacherTest, ListAndGetFromMemory) {
   EXPECT_EQ(objects::Name(**got), "p3");
   EXPECT_EQ(cacher_->Get("default", "nope").status().message(),
             "pods \"nope\" not found");
+}
+
+// The JSON the cache keeps with each object (CacherOptions::keep_json) is
+// that object version's own encoding: from the initial list, from a
+// create, and after an update (never the bytes of the version before).
+TEST_F(CacherTest, KeepsEachObjectVersionsJson) {
+  CreatePod("default", "listed");
+  StartCacher();
+  CreatePod("default", "created");
+  int64_t rev = SetApp("default", "listed", "changed \"é\"");
+  rev = std::max(rev, SetApp("default", "created", "changed too"));
+  WaitCacheAt(rev);
+  auto list = cacher_->List("default", 0, false, {});
+  ASSERT_TRUE(list.ok()) << list.status();
+  ASSERT_EQ(list->items.size(), 2u);
+  ASSERT_EQ(list->item_json.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    SCOPED_TRACE(objects::Name(*list->items[i]));
+    ASSERT_NE(list->item_json[i], nullptr);
+    EXPECT_EQ(*list->item_json[i], objects::EncodeJson(*list->items[i]));
+    EXPECT_NE(list->item_json[i]->find("changed"), std::string::npos);
+  }
+  // A predicate keeps the two vectors in step.
+  auto one = cacher_->List(
+      "default", 0, false,
+      ListOptions{.predicate = [](const google::protobuf::Message& m) {
+        return objects::Name(m) == "listed";
+      }});
+  ASSERT_TRUE(one.ok());
+  ASSERT_EQ(one->item_json.size(), 1u);
+  EXPECT_EQ(*one->item_json[0], objects::EncodeJson(*one->items[0]));
+}
+
+TEST_F(CacherTest, KeepsNoJsonWhenToldNot) {
+  CreatePod("default", "a");
+  CacherOptions o;
+  o.keep_json = false;
+  StartCacher(o);
+  auto list = cacher_->List("default", 0, false, {});
+  ASSERT_TRUE(list.ok());
+  EXPECT_EQ(list->items.size(), 1u);
+  EXPECT_TRUE(list->item_json.empty());
 }
 
 TEST_F(CacherTest, RelistAfterTheStorageWatchIsCompacted) {

@@ -22,6 +22,7 @@
 #include "net/http_test_util.h"
 #include "objects/codec.h"
 #include "objects/envelope.h"
+#include "objects/meta.h"
 #include "objects/scheme.h"
 #include "objects/types.h"
 
@@ -262,6 +263,60 @@ TEST(ListEncoderTest, CachedItemJsonIsWhatIsSent) {
   EXPECT_EQ(meta, RenderList(Render(objects::MediaType::kJson,
                                     ResponseShape::kMetadata),
                              list));
+}
+
+// --- Watch frames from the cache's JSON (encoding.h, WatchEvent) --------
+
+// A watch frame made from the JSON the cache kept (kind and apiVersion put
+// in front) is the frame encoded from the object, for every event type and
+// awkward pod; metadata and protobuf frames do not use it.
+TEST(WatchFrameTest, FrameFromCachedJsonIsTheEncodedFrame) {
+  ListResult list = VariedPods(40);
+  for (const Form& f : kForms) {
+    const RenderOptions o = Render(f.media, f.shape);
+    for (const ObjectPtr& pod : list.items) {
+      for (WatchEventType type :
+           {WatchEventType::kAdded, WatchEventType::kModified,
+            WatchEventType::kDeleted}) {
+        WatchEvent plain;
+        plain.type = type;
+        plain.object = pod;
+        plain.revision = 7;
+        WatchEvent cached;
+        cached.type = type;
+        cached.object = pod;
+        cached.revision = 7;
+        cached.object_json =
+            std::make_shared<const std::string>(objects::EncodeJson(*pod));
+        SCOPED_TRACE(std::string(f.name) + " " + objects::Name(*pod));
+        EXPECT_EQ(RenderWatchEvent(o, cached, true),
+                  RenderWatchEvent(o, plain, true));
+      }
+    }
+  }
+}
+
+// The cached bytes are what the frame carries (so the test above compares
+// them), also when the object has no members.
+TEST(WatchFrameTest, FrameCarriesTheCachedBytes) {
+  WatchEvent e;
+  e.type = WatchEventType::kModified;
+  e.object = VariedPods(1).items[0];
+  e.object_json = std::make_shared<const std::string>("{\"marked\":1}");
+  const RenderOptions json =
+      Render(objects::MediaType::kJson, ResponseShape::kObject);
+  EXPECT_EQ(RenderWatchEvent(json, e, true),
+            "{\"type\":\"MODIFIED\",\"object\":{\"kind\":\"Pod\","
+            "\"apiVersion\":\"v1\",\"marked\":1}}\n");
+  e.object_json = std::make_shared<const std::string>("{}");
+  EXPECT_EQ(RenderWatchEvent(json, e, true),
+            "{\"type\":\"MODIFIED\",\"object\":{\"kind\":\"Pod\","
+            "\"apiVersion\":\"v1\"}}\n");
+  EXPECT_EQ(
+      RenderWatchEvent(
+          Render(objects::MediaType::kJson, ResponseShape::kMetadata), e, true)
+          .find("marked"),
+      std::string::npos);
 }
 
 TEST(ListEncoderTest, ProtobufBodyDecodesToTheList) {

@@ -540,7 +540,8 @@ void Cacher::Impl::ApplyLocked(const mvccpb::Event& e, ObjectPtr object,
     }
     ev->object = object;
     ev->bytes = e.kv().value().size();
-    ev->event = MakeWatchEvent(ev->type, object, ev->revision);
+    ev->event = MakeWatchEvent(ev->type, object, ev->revision,
+                               /*initial_events_end=*/false, json);
     auto entry = std::make_shared<StoreEntry>();
     entry->object = std::move(object);
     entry->revision = ev->revision;

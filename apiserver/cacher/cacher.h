@@ -98,6 +98,13 @@ struct WatchEvent {
   int64_t revision = 0;
   // Only on the bookmark that ends the initial events.
   bool initial_events_end = false;
+  // objects::EncodeJson(*object) when the cache kept it for this object
+  // version (CacherOptions::keep_json): a JSON watch frame is made from
+  // these bytes instead of encoding the object again, so one version is
+  // encoded once for LIST and WATCH both. Null otherwise (DELETED events,
+  // whose object carries the deletion's resourceVersion; custom
+  // resources; bookmarks).
+  std::shared_ptr<const std::string> object_json;
 
   // Memoized encodings of this event ("json", "table", ...), so that N
   // watchers asking for one format cost one encoding.

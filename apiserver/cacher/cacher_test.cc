@@ -972,6 +972,46 @@ TEST_F(CacherTest, KeepsEachObjectVersionsJson) {
   EXPECT_EQ(*one->item_json[0], objects::EncodeJson(*one->items[0]));
 }
 
+// Watch events share the same bytes: live ADDED and MODIFIED, initial
+// events, and a MODIFIED that enters a selector (delivered as ADDED) carry
+// their object version's JSON; a DELETED (whose object has the deletion's
+// resourceVersion) and a MODIFIED that leaves a selector carry none.
+TEST_F(CacherTest, WatchEventsCarryTheirVersionsJson) {
+  CreatePod("default", "old");
+  StartCacher();
+  auto all = std::make_shared<RecordingSink>();
+  auto h1 = MustWatch({.send_initial_events = true}, all);
+  auto web = std::make_shared<RecordingSink>();
+  auto h2 = MustWatch({.predicate =
+                           [](const google::protobuf::Message& m) {
+                             return objects::Label(*objects::GetObjectMeta(m),
+                                                   "app") == "web";
+                           }},
+                      web);
+  CreatePod("default", "p", "db");
+  SetApp("default", "p", "web");
+  SetApp("default", "p", "db");
+  DeletePod("default", "p");
+  // all: ADDED old (initial), ADDED p, MODIFIED p, MODIFIED p, DELETED p.
+  ASSERT_EQ(all->WaitFor(5).size(), 5u);
+  ASSERT_EQ(web->WaitFor(2).size(), 2u);  // ADDED p, DELETED p
+  auto raw = all->Raw();
+  for (size_t i = 0; i < 4; ++i) {
+    SCOPED_TRACE(i);
+    ASSERT_NE(raw[i]->object_json, nullptr);
+    EXPECT_EQ(*raw[i]->object_json, objects::EncodeJson(*raw[i]->object));
+  }
+  EXPECT_EQ(raw[4]->type, WatchEventType::kDeleted);
+  EXPECT_EQ(raw[4]->object_json, nullptr);
+  auto transitions = web->Raw();
+  EXPECT_EQ(transitions[0]->type, WatchEventType::kAdded);
+  ASSERT_NE(transitions[0]->object_json, nullptr);
+  EXPECT_EQ(*transitions[0]->object_json,
+            objects::EncodeJson(*transitions[0]->object));
+  EXPECT_EQ(transitions[1]->type, WatchEventType::kDeleted);
+  EXPECT_EQ(transitions[1]->object_json, nullptr);
+}
+
 TEST_F(CacherTest, KeepsNoJsonWhenToldNot) {
   CreatePod("default", "a");
   CacherOptions o;

@@ -197,17 +197,18 @@ struct CacherOptions {
   metrics::Registry* metrics = metrics::Registry::Default();
   // Encodings: keep each stored object's JSON (objects::EncodeJson, no
   // kind/apiVersion: the form of a JSON list item) next to it, made once
-  // per object version when the cache takes the version in (off the
-  // request path, on the cache's storage-watch thread, before its lock), so
-  // that a JSON LIST from the cache copies bytes instead of walking each
-  // object by reflection (ListResult::item_json). Eager rather than on the
-  // first LIST: a LIST of 100,000 pods would otherwise still pay for all of
-  // them, once per object version, the first time, and a watch cache's
-  // objects change faster than they are listed only for objects no JSON
-  // watcher sees either (docs/performance.md, "LIST from cached JSON"
-  // has the measurements). The cost: the JSON (about the size of the
-  // object's protobuf, x 1.6 for pods) is held as long as the version is
-  // the current one. Custom resources (Unstructured) keep none.
+  // per object version when the cache takes the version in (on the
+  // storage watch's thread, before the cache lock: readers do not wait for
+  // it). A JSON LIST from the cache copies these bytes
+  // (ListResult::item_json) instead of walking every object by reflection,
+  // and the version's watch events carry them (WatchEvent::object_json), so
+  // a version is encoded once for LIST and WATCH both. Eager rather than on
+  // first use: a LIST after a burst of writes would otherwise pay for every
+  // changed object, and with any JSON watcher every version is encoded
+  // anyway. The cost is memory: the JSON is held while the version is the
+  // current one (a bench pod: ~1 KiB next to its ~0.5 KiB protobuf; figures
+  // in docs/performance.md, "LIST from the cache's JSON"). Custom resources
+  // (Unstructured) keep none.
   bool keep_json = true;
   // Optional exact-match index for watchers (pods: spec.nodeName). Must be a
   // pure function of the object.

@@ -382,6 +382,30 @@ std::string RenderWatchEvent(const RenderOptions& o, const WatchEvent& e,
   KeyStr(&w, "type");
   Str(&w, type);
   KeyStr(&w, "object");
+  if (o.negotiated.shape == ResponseShape::kObject && !bookmark &&
+      e.object_json != nullptr && e.object_json->size() >= 2 &&
+      e.object_json->front() == '{' && !objects::IsUnstructured(*obj)) {
+    // The cache's bytes of this version, with kind and apiVersion put in
+    // front as objects::WriteJson(*obj, &w, tm) writes them: {"kind":…,
+    // "apiVersion":… then the object's own members.
+    const std::string& json = *e.object_json;
+    w.StartObject();
+    if (!tm.kind.empty()) {
+      KeyStr(&w, "kind");
+      Str(&w, tm.kind);
+    }
+    if (!tm.api_version.empty()) {
+      KeyStr(&w, "apiVersion");
+      Str(&w, tm.api_version);
+    }
+    std::string out(buf.GetString(), buf.GetSize());
+    const bool has_type = out.back() != '{';
+    const bool has_members = json.size() > 2;  // not "{}"
+    if (has_type && has_members) out.push_back(',');
+    out.append(json, 1, std::string::npos);  // members and the closing }
+    out.append("}\n");
+    return out;
+  }
   if (o.negotiated.shape == ResponseShape::kMetadata) {
     WritePartial(&w, o.negotiated, *obj);
   } else {

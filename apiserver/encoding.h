@@ -20,6 +20,9 @@
 //
 // Watch frames: JSON is one event per line,
 //   {"type":"ADDED","object":{"kind":"Pod","apiVersion":"v1",…}}\n
+// where an event that carries its object's JSON from the watch cache
+// (WatchEvent::object_json) has it copied after kind and apiVersion, the
+// same bytes as encoding the object again.
 // Table watches wrap each object in a one-row Table whose columnDefinitions
 // appear only in the watcher's first event (null afterwards), as
 // kube-apiserver's watchEmbeddedEncoder does; BOOKMARK and ERROR objects are

@@ -4,6 +4,7 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
+#include <cstring>
 #include <utility>
 #include <vector>
 
@@ -27,7 +28,12 @@ using google::protobuf::Message;
 class JsonListEncoder : public ListEncoder {
  public:
   JsonListEncoder(const RenderOptions& o, ListResult list)
-      : opts_(o), list_(std::move(list)) {}
+      : opts_(o),
+        list_(std::move(list)),
+        // A plain list item is objects::EncodeJson(item): what the watch
+        // cache keeps. PartialObjectMetadata items are another form.
+        use_cached_(opts_.negotiated.shape == ResponseShape::kObject &&
+                    list_.item_json.size() == list_.items.size()) {}
 
   bool Next(size_t min_bytes, std::string* out) override {
     const size_t start = out->size();
@@ -50,8 +56,15 @@ class JsonListEncoder : public ListEncoder {
     while (next_ < list_.items.size() &&
            out->size() - start + buf_.GetSize() < min_bytes) {
       if (next_ > 0) buf_.Put(',');
-      writer_.Reset(buf_);
-      WriteListItemJson(opts_, *list_.items[next_], &writer_);
+      const std::string* cached =
+          use_cached_ ? list_.item_json[next_].get() : nullptr;
+      if (cached != nullptr) {
+        std::memcpy(buf_.Push(cached->size()), cached->data(), cached->size());
+        list_.item_json[next_].reset();
+      } else {
+        writer_.Reset(buf_);
+        WriteListItemJson(opts_, *list_.items[next_], &writer_);
+      }
       // The item is encoded: the stream no longer needs it.
       list_.items[next_].reset();
       ++next_;
@@ -65,6 +78,7 @@ class JsonListEncoder : public ListEncoder {
  private:
   const RenderOptions opts_;
   ListResult list_;
+  const bool use_cached_;
   rapidjson::StringBuffer buf_;
   rapidjson::Writer<rapidjson::StringBuffer> writer_{buf_};
   bool head_done_ = false;

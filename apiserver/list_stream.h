@@ -8,7 +8,8 @@
 // returns, but incrementally: Next() appends the next piece of at least
 // `min_bytes` (or the rest). Streamed forms:
 //   - JSON lists (application/json, ResponseShape::kObject), also of custom
-//     resources;
+//     resources; an item whose JSON the watch cache kept
+//     (ListResult::item_json) is copied, not encoded again;
 //   - PartialObjectMetadataList (as=PartialObjectMetadataList);
 //   - protobuf lists of built-in kinds: the length of the envelope's `raw`
 //     (the whole list message) is computed first from each item's size, so

@@ -20,7 +20,9 @@
 #include "net/http_client.h"
 #include "net/http_server.h"
 #include "net/http_test_util.h"
+#include "objects/codec.h"
 #include "objects/envelope.h"
+#include "objects/meta.h"
 #include "objects/scheme.h"
 #include "objects/types.h"
 
@@ -137,6 +139,184 @@ TEST(ListEncoderTest, StreamedBytesEqualTheWholeBody) {
       }
     }
   }
+}
+
+// Strings that take the encoder's every path: escapes, control
+// characters, multi-byte UTF-8 (2, 3 and 4 bytes, U+2028), invalid UTF-8
+// (replaced), and the empty string.
+const char* const kAwkward[] = {
+    "quote \" backslash \\ slash / tab \t newline \n",
+    "control \x01\x1f del \x7f",
+    "é ß 日本語 😀 \u2028 \u2029",
+    "invalid \xff\xfe utf-8 \xc3",
+    "",
+    "</script>&<>'",
+};
+
+// Pods that differ in what their encoding must get right: the fields
+// above in labels, annotations, env and status; empty maps, lists and
+// messages; a pod with nothing but a name.
+ListResult VariedPods(int n) {
+  ListResult list;
+  constexpr int kAwkwardCount = sizeof(kAwkward) / sizeof(kAwkward[0]);
+  for (int i = 0; i < n; ++i) {
+    auto pod = std::make_shared<objects::corev1::Pod>();
+    auto* m = pod->mutable_metadata();
+    m->set_name("pod-" + std::to_string(i));
+    m->set_resourceversion(std::to_string(100 + i));
+    const std::string odd = kAwkward[i % kAwkwardCount];
+    switch (i % 4) {
+      case 0:  // only a name and a resourceVersion
+        break;
+      case 1:
+        m->set_namespace_("ns");
+        (*m->mutable_annotations())["note"] = odd;
+        (*m->mutable_annotations())[odd] = "as a key";
+        (*m->mutable_labels())["empty"] = "";
+        pod->mutable_spec();  // present but empty
+        break;
+      case 2: {
+        m->set_namespace_("ns");
+        auto* c = pod->mutable_spec()->add_containers();
+        c->set_name("c");
+        c->set_image(odd);
+        c->add_args(odd);
+        c->add_args("");
+        auto* env = c->add_env();
+        env->set_name("E");
+        env->set_value(odd);
+        pod->mutable_spec()->set_terminationgraceperiodseconds(i);
+        pod->mutable_spec()->set_hostnetwork(i % 8 == 2);
+        break;
+      }
+      case 3:
+        m->set_namespace_("ns");
+        m->set_generation(i);
+        pod->mutable_status()->set_phase("Running");
+        pod->mutable_status()->set_message(odd);
+        pod->mutable_status()->add_conditions()->set_type("Ready");
+        break;
+    }
+    list.items.push_back(std::move(pod));
+  }
+  list.revision = 100 + n;
+  return list;
+}
+
+// What the watch cache puts next to its objects (cacher.h, keep_json).
+void KeepJson(ListResult* list) {
+  list->item_json.clear();
+  for (const ObjectPtr& item : list->items) {
+    list->item_json.push_back(
+        std::make_shared<const std::string>(objects::EncodeJson(*item)));
+  }
+}
+
+// A list whose items carry the JSON the watch cache keeps streams the
+// bytes the encoder writes for the objects (RenderList ignores item_json:
+// the reference), in every form; PartialObjectMetadata lists do not use
+// the cached JSON (their items are another form).
+TEST(ListEncoderTest, CachedItemJsonGivesTheSameBytes) {
+  for (const Form& f : kForms) {
+    for (int n : {1, 7, 400}) {
+      SCOPED_TRACE(std::string(f.name) + ", " + std::to_string(n));
+      ListResult list = VariedPods(n);
+      const RenderOptions o = Render(f.media, f.shape);
+      const std::string whole = RenderList(o, list);
+      KeepJson(&list);
+      for (size_t min_bytes : {size_t{1}, size_t{64 * 1024}}) {
+        int pieces = 0;
+        const std::string streamed = Streamed(o, list, min_bytes, &pieces);
+        EXPECT_EQ(streamed.size(), whole.size());
+        EXPECT_TRUE(streamed == whole)
+            << "first difference at byte "
+            << std::mismatch(
+                   streamed.begin(),
+                   streamed.begin() + std::min(streamed.size(), whole.size()),
+                   whole.begin())
+                       .first -
+                   streamed.begin();
+      }
+    }
+  }
+}
+
+// The cached JSON is what is sent (so the test above compares the cache's
+// bytes, not a second encoding): a marked entry shows up in a JSON list,
+// a null one is encoded, and neither touches a metadata list.
+TEST(ListEncoderTest, CachedItemJsonIsWhatIsSent) {
+  ListResult list = VariedPods(3);
+  KeepJson(&list);
+  list.item_json[1] = std::make_shared<const std::string>("{\"marked\":1}");
+  list.item_json[2] = nullptr;
+  const std::string third = objects::EncodeJson(*list.items[2]);
+  int pieces = 0;
+  const std::string json =
+      Streamed(Render(objects::MediaType::kJson, ResponseShape::kObject), list,
+               1, &pieces);
+  EXPECT_NE(json.find(",{\"marked\":1},"), std::string::npos) << json;
+  EXPECT_NE(json.find("," + third + "]}"), std::string::npos) << json;
+  const std::string meta =
+      Streamed(Render(objects::MediaType::kJson, ResponseShape::kMetadata),
+               list, 1, &pieces);
+  EXPECT_EQ(meta.find("marked"), std::string::npos);
+  EXPECT_EQ(meta, RenderList(Render(objects::MediaType::kJson,
+                                    ResponseShape::kMetadata),
+                             list));
+}
+
+// --- Watch frames from the cache's JSON (encoding.h, WatchEvent) --------
+
+// A watch frame made from the JSON the cache kept (kind and apiVersion put
+// in front) is the frame encoded from the object, for every event type and
+// awkward pod; metadata and protobuf frames do not use it.
+TEST(WatchFrameTest, FrameFromCachedJsonIsTheEncodedFrame) {
+  ListResult list = VariedPods(40);
+  for (const Form& f : kForms) {
+    const RenderOptions o = Render(f.media, f.shape);
+    for (const ObjectPtr& pod : list.items) {
+      for (WatchEventType type :
+           {WatchEventType::kAdded, WatchEventType::kModified,
+            WatchEventType::kDeleted}) {
+        WatchEvent plain;
+        plain.type = type;
+        plain.object = pod;
+        plain.revision = 7;
+        WatchEvent cached;
+        cached.type = type;
+        cached.object = pod;
+        cached.revision = 7;
+        cached.object_json =
+            std::make_shared<const std::string>(objects::EncodeJson(*pod));
+        SCOPED_TRACE(std::string(f.name) + " " + objects::Name(*pod));
+        EXPECT_EQ(RenderWatchEvent(o, cached, true),
+                  RenderWatchEvent(o, plain, true));
+      }
+    }
+  }
+}
+
+// The cached bytes are what the frame carries (so the test above compares
+// them), also when the object has no members.
+TEST(WatchFrameTest, FrameCarriesTheCachedBytes) {
+  WatchEvent e;
+  e.type = WatchEventType::kModified;
+  e.object = VariedPods(1).items[0];
+  e.object_json = std::make_shared<const std::string>("{\"marked\":1}");
+  const RenderOptions json =
+      Render(objects::MediaType::kJson, ResponseShape::kObject);
+  EXPECT_EQ(RenderWatchEvent(json, e, true),
+            "{\"type\":\"MODIFIED\",\"object\":{\"kind\":\"Pod\","
+            "\"apiVersion\":\"v1\",\"marked\":1}}\n");
+  e.object_json = std::make_shared<const std::string>("{}");
+  EXPECT_EQ(RenderWatchEvent(json, e, true),
+            "{\"type\":\"MODIFIED\",\"object\":{\"kind\":\"Pod\","
+            "\"apiVersion\":\"v1\"}}\n");
+  EXPECT_EQ(
+      RenderWatchEvent(
+          Render(objects::MediaType::kJson, ResponseShape::kMetadata), e, true)
+          .find("marked"),
+      std::string::npos);
 }
 
 TEST(ListEncoderTest, ProtobufBodyDecodesToTheList) {
@@ -444,6 +624,87 @@ TEST(ApiListStreamTest, LargeListsStreamSmallOnesDoNot) {
   c->Close();
   EXPECT_TRUE(
       Await([&] { return Metric(s, "apiserver_list_streams_open") == 0; }));
+}
+
+// First byte where two bodies differ (for a failure message that does not
+// print megabytes).
+size_t FirstDifference(const std::string& a, const std::string& b) {
+  const size_t n = std::min(a.size(), b.size());
+  return std::mismatch(a.begin(), a.begin() + n, b.begin()).first - a.begin();
+}
+
+// A LIST from the watch cache (whose items are the JSON it kept) is byte
+// for byte the LIST of the same revision from the store (encoded from the
+// objects), for pods with awkward content; and after every pod changed, the
+// cache serves the new versions' bytes, not the ones it kept before.
+TEST(ApiListStreamTest, CachedListBodyEqualsTheStoreEncoding) {
+  testing::TestServer s;
+  constexpr char kPods[] = "/api/v1/namespaces/default/pods";
+  // JSON-escaped forms of the strings VariedPods uses (JSON cannot carry
+  // invalid UTF-8).
+  const std::string odd[] = {
+      R"(quote \" backslash \\ slash \/ tab \t newline \n)",
+      R"(control \u0001\u001f del \u007f)",
+      "é ß 日本語 😀 \\u2028 \\u2029",
+      "",
+      "</script>&<>'",
+  };
+  constexpr int kItems = 60;  // big enough to stream (> 64 KiB)
+  std::string last_rv;
+  for (int i = 0; i < kItems; ++i) {
+    const std::string& o = odd[i % 5];
+    const std::string pad(i % 3 == 0 ? 3000 : 0, 'p');
+    testing::Response created = s.Post(
+        kPods, R"({"metadata":{"name":"p-)" + std::to_string(i) +
+                   R"(","labels":{"app":"web"},"annotations":{"note":")" + o +
+                   R"(","pad":")" + pad +
+                   R"("}},"spec":{"containers":[{"name":"c","image":"nginx",)"
+                   R"("args":[")" +
+                   o + R"(",""],"env":[{"name":"E","value":")" + o +
+                   R"("}]}]}})");
+    ASSERT_EQ(created.code, 201) << created.body;
+    last_rv = created.Str({"metadata", "resourceVersion"});
+  }
+  auto compare = [&](const std::string& rv) {
+    // From the cache, once it has `rv`; then the store at the list's own
+    // revision.
+    testing::Response cached =
+        s.Get(std::string(kPods) + "?resourceVersion=" + rv +
+              "&resourceVersionMatch=NotOlderThan");
+    ASSERT_EQ(cached.code, 200);
+    EXPECT_EQ(cached.headers.Get("Transfer-Encoding"), "chunked");
+    const std::string list_rv = cached.Str({"metadata", "resourceVersion"});
+    ASSERT_FALSE(list_rv.empty());
+    testing::Response stored =
+        s.Get(std::string(kPods) + "?resourceVersionMatch=Exact&" +
+              "resourceVersion=" + list_rv);
+    ASSERT_EQ(stored.code, 200);
+    ASSERT_EQ(stored.At({"items"})->Size(), static_cast<unsigned>(kItems));
+    EXPECT_EQ(cached.body.size(), stored.body.size());
+    EXPECT_TRUE(cached.body == stored.body)
+        << "first difference at byte "
+        << FirstDifference(cached.body, stored.body);
+  };
+  compare(last_rv);
+
+  for (int i = 0; i < kItems; ++i) {
+    testing::Response patched = s.Patch(
+        std::string(kPods) + "/p-" + std::to_string(i),
+        R"({"metadata":{"labels":{"v":"2"},"annotations":{"note":"new ☃ \")" +
+            std::to_string(i) + R"(\""}}})",
+        "application/merge-patch+json");
+    ASSERT_EQ(patched.code, 200) << patched.body;
+    last_rv = patched.Str({"metadata", "resourceVersion"});
+  }
+  compare(last_rv);
+  testing::Response after = s.Get(std::string(kPods) + "?resourceVersion=0");
+  ASSERT_EQ(after.code, 200);
+  const rapidjson::Value* items = after.At({"items"});
+  ASSERT_TRUE(items != nullptr && items->IsArray());
+  ASSERT_EQ(items->Size(), static_cast<unsigned>(kItems));
+  for (const rapidjson::Value& item : items->GetArray()) {
+    EXPECT_STREQ(item["metadata"]["labels"]["v"].GetString(), "2");
+  }
 }
 
 }  // namespace

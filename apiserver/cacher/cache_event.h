@@ -22,11 +22,16 @@ struct StoreEntry {
   // The size of the object as the store holds it (its encoded value): what
   // keeping this state costs, roughly.
   size_t bytes = 0;
+  // objects::EncodeJson(*object), made when the cache took in this version
+  // (CacherOptions::keep_json; null without it, and for custom resources,
+  // whose list items carry kind/apiVersion). Replaced with the entry: a
+  // new version never sees the old bytes.
+  std::shared_ptr<const std::string> json;
   // The synthetic ADDED that initial events send for this state, shared by
   // every watcher that lists it (and so is its encoding). Set at birth for
   // an object that was just added (it is the live ADDED event); otherwise
   // made on first use by the dispatch thread, which alone touches it.
-  mutable WatchEventPtr added;
+  mutable WatchEventPtr added;  // with `json` as its object_json
 };
 using StoreEntryPtr = std::shared_ptr<const StoreEntry>;
 
@@ -54,19 +59,22 @@ struct CacheEvent {
   WatchEventPtr event;
   // Selector transitions of a MODIFIED, shared by all watchers that see the
   // same transition; made on first use by the dispatch thread only.
-  mutable WatchEventPtr as_added;    // ADDED with `object`
+  mutable WatchEventPtr as_added;    // ADDED with `object` (and its JSON)
   mutable WatchEventPtr as_deleted;  // DELETED with `prev` at `revision`
 };
 using CacheEventPtr = std::shared_ptr<const CacheEvent>;
 
-inline WatchEventPtr MakeWatchEvent(WatchEventType type, ObjectPtr object,
-                                    int64_t revision,
-                                    bool initial_events_end = false) {
+// `object_json`: objects::EncodeJson(*object), or null (WatchEvent).
+inline WatchEventPtr MakeWatchEvent(
+    WatchEventType type, ObjectPtr object, int64_t revision,
+    bool initial_events_end = false,
+    std::shared_ptr<const std::string> object_json = nullptr) {
   auto e = std::make_shared<WatchEvent>();
   e->type = type;
   e->object = std::move(object);
   e->revision = revision;
   e->initial_events_end = initial_events_end;
+  e->object_json = std::move(object_json);
   return e;
 }
 

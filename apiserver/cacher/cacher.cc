@@ -11,7 +11,9 @@
 #include "apiserver/cacher/event_window.h"
 #include "base/logging.h"
 #include "base/strings.h"
+#include "objects/codec.h"
 #include "objects/meta.h"
+#include "objects/unstructured.h"
 
 namespace kplane::apiserver {
 namespace {
@@ -235,8 +237,18 @@ struct Cacher::Impl {
                        const etcdserverpb::WatchResponse& resp);
   void OnProgress(int64_t revision);
   // Applies one change to the store and window and publishes it.
-  void ApplyLocked(const mvccpb::Event& e, ObjectPtr object, TimePoint now)
+  void ApplyLocked(const mvccpb::Event& e, ObjectPtr object,
+                   std::shared_ptr<const std::string> json, TimePoint now)
       REQUIRES(cache_mu);
+  // The object's list-item JSON (CacherOptions::keep_json), or null. Called
+  // outside cache_mu: the encoding is the costly part of taking an object
+  // in, and readers need not wait for it.
+  std::shared_ptr<const std::string> JsonOf(
+      const google::protobuf::Message& obj) const {
+    if (!options.keep_json || objects::IsUnstructured(obj)) return nullptr;
+    return std::make_shared<const std::string>(objects::EncodeJson(obj));
+  }
+
   std::string IndexOf(const google::protobuf::Message& obj) const {
     return options.index_func ? options.index_func(obj) : std::string();
   }
@@ -369,6 +381,7 @@ StatusOr<int64_t> Cacher::Impl::ListAndReplace() {
     entry->revision = Versioner::Parse(meta->resourceversion()).value_or(0);
     entry->ns = meta->namespace_();
     entry->index_value = IndexOf(*obj);
+    entry->json = JsonOf(*obj);
     std::string key = store->Key(entry->ns, meta->name());
     entry->object = std::move(obj);
     fresh.emplace_hint(fresh.end(), std::move(key), std::move(entry));
@@ -474,6 +487,7 @@ void Cacher::Impl::OnWatchResponse(uint64_t generation,
   }
   // Decode outside the lock; readers keep going meanwhile.
   std::vector<ObjectPtr> decoded(resp.events_size());
+  std::vector<std::shared_ptr<const std::string>> json(resp.events_size());
   for (int i = 0; i < resp.events_size(); ++i) {
     const mvccpb::Event& e = resp.events(i);
     if (e.type() == mvccpb::Event::PUT) {
@@ -487,6 +501,7 @@ void Cacher::Impl::OnWatchResponse(uint64_t generation,
         return;
       }
       decoded[i] = ObjectPtr(std::move(*obj));
+      json[i] = JsonOf(*decoded[i]);
     }
   }
   int64_t last = 0;
@@ -494,7 +509,8 @@ void Cacher::Impl::OnWatchResponse(uint64_t generation,
     CacheWriterLock l(&cache_mu);
     const TimePoint now = clock->Now();
     for (int i = 0; i < resp.events_size(); ++i) {
-      ApplyLocked(resp.events(i), std::move(decoded[i]), now);
+      ApplyLocked(resp.events(i), std::move(decoded[i]), std::move(json[i]),
+                  now);
     }
     ExpireWindowLocked(now);
     last = resp.events(resp.events_size() - 1).kv().mod_revision();
@@ -506,6 +522,7 @@ void Cacher::Impl::OnWatchResponse(uint64_t generation,
 }
 
 void Cacher::Impl::ApplyLocked(const mvccpb::Event& e, ObjectPtr object,
+                               std::shared_ptr<const std::string> json,
                                TimePoint now) {
   const std::string& key = e.kv().key();
   auto it = objects.find(key);
@@ -523,13 +540,15 @@ void Cacher::Impl::ApplyLocked(const mvccpb::Event& e, ObjectPtr object,
     }
     ev->object = object;
     ev->bytes = e.kv().value().size();
-    ev->event = MakeWatchEvent(ev->type, object, ev->revision);
+    ev->event = MakeWatchEvent(ev->type, object, ev->revision,
+                               /*initial_events_end=*/false, json);
     auto entry = std::make_shared<StoreEntry>();
     entry->object = std::move(object);
     entry->revision = ev->revision;
     entry->ns = ev->ns;
     entry->index_value = ev->index_value;
     entry->bytes = ev->bytes;
+    entry->json = std::move(json);
     if (ev->type == WatchEventType::kAdded) entry->added = ev->event;
     objects.insert_or_assign(it, key, std::move(entry));
   } else {
@@ -601,11 +620,13 @@ ListResult Cacher::Impl::ListFromCache(std::string_view ns,
   CacheReaderLock l(&cache_mu);
   if (ns.empty() || !store->resource().namespaced) {
     result.items.reserve(objects.size());
+    if (options.keep_json) result.item_json.reserve(objects.size());
   }
   for (auto it = objects.lower_bound(prefix);
        it != objects.end() && it->first.starts_with(prefix); ++it) {
     if (!pred || pred(*it->second->object)) {
       result.items.push_back(it->second->object);
+      if (options.keep_json) result.item_json.push_back(it->second->json);
     }
   }
   result.revision = self->revision_.load();

@@ -98,6 +98,13 @@ struct WatchEvent {
   int64_t revision = 0;
   // Only on the bookmark that ends the initial events.
   bool initial_events_end = false;
+  // objects::EncodeJson(*object) when the cache kept it for this object
+  // version (CacherOptions::keep_json): a JSON watch frame is made from
+  // these bytes instead of encoding the object again, so one version is
+  // encoded once for LIST and WATCH both. Null otherwise (DELETED events,
+  // whose object carries the deletion's resourceVersion; custom
+  // resources; bookmarks).
+  std::shared_ptr<const std::string> object_json;
 
   // Memoized encodings of this event ("json", "table", ...), so that N
   // watchers asking for one format cost one encoding.
@@ -188,6 +195,21 @@ struct CacherOptions {
   Duration consistent_read_wait = seconds(3);
   Clock* clock = Clock::Real();
   metrics::Registry* metrics = metrics::Registry::Default();
+  // Encodings: keep each stored object's JSON (objects::EncodeJson, no
+  // kind/apiVersion: the form of a JSON list item) next to it, made once
+  // per object version when the cache takes the version in (on the
+  // storage watch's thread, before the cache lock: readers do not wait for
+  // it). A JSON LIST from the cache copies these bytes
+  // (ListResult::item_json) instead of walking every object by reflection,
+  // and the version's watch events carry them (WatchEvent::object_json), so
+  // a version is encoded once for LIST and WATCH both. Eager rather than on
+  // first use: a LIST after a burst of writes would otherwise pay for every
+  // changed object, and with any JSON watcher every version is encoded
+  // anyway. The cost is memory: the JSON is held while the version is the
+  // current one (a bench pod: ~1 KiB next to its ~0.5 KiB protobuf; figures
+  // in docs/performance.md, "LIST from the cache's JSON"). Custom resources
+  // (Unstructured) keep none.
+  bool keep_json = true;
   // Optional exact-match index for watchers (pods: spec.nodeName). Must be a
   // pure function of the object.
   std::function<std::string(const google::protobuf::Message&)> index_func;

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "apiserver/storage/test_store.h"
+#include "objects/codec.h"
 #include "objects/meta.h"
 
 namespace kplane::apiserver {
@@ -938,6 +939,88 @@ TEST_F(CacherTest, ListAndGetFromMemory) {
   EXPECT_EQ(objects::Name(**got), "p3");
   EXPECT_EQ(cacher_->Get("default", "nope").status().message(),
             "pods \"nope\" not found");
+}
+
+// The JSON the cache keeps with each object (CacherOptions::keep_json) is
+// that object version's own encoding: from the initial list, from a
+// create, and after an update (never the bytes of the version before).
+TEST_F(CacherTest, KeepsEachObjectVersionsJson) {
+  CreatePod("default", "listed");
+  StartCacher();
+  CreatePod("default", "created");
+  int64_t rev = SetApp("default", "listed", "changed \"é\"");
+  rev = std::max(rev, SetApp("default", "created", "changed too"));
+  WaitCacheAt(rev);
+  auto list = cacher_->List("default", 0, false, {});
+  ASSERT_TRUE(list.ok()) << list.status();
+  ASSERT_EQ(list->items.size(), 2u);
+  ASSERT_EQ(list->item_json.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    SCOPED_TRACE(objects::Name(*list->items[i]));
+    ASSERT_NE(list->item_json[i], nullptr);
+    EXPECT_EQ(*list->item_json[i], objects::EncodeJson(*list->items[i]));
+    EXPECT_NE(list->item_json[i]->find("changed"), std::string::npos);
+  }
+  // A predicate keeps the two vectors in step.
+  auto one = cacher_->List(
+      "default", 0, false,
+      ListOptions{.predicate = [](const google::protobuf::Message& m) {
+        return objects::Name(m) == "listed";
+      }});
+  ASSERT_TRUE(one.ok());
+  ASSERT_EQ(one->item_json.size(), 1u);
+  EXPECT_EQ(*one->item_json[0], objects::EncodeJson(*one->items[0]));
+}
+
+// Watch events share the same bytes: live ADDED and MODIFIED, initial
+// events, and a MODIFIED that enters a selector (delivered as ADDED) carry
+// their object version's JSON; a DELETED (whose object has the deletion's
+// resourceVersion) and a MODIFIED that leaves a selector carry none.
+TEST_F(CacherTest, WatchEventsCarryTheirVersionsJson) {
+  CreatePod("default", "old");
+  StartCacher();
+  auto all = std::make_shared<RecordingSink>();
+  auto h1 = MustWatch({.send_initial_events = true}, all);
+  auto web = std::make_shared<RecordingSink>();
+  auto h2 = MustWatch({.predicate =
+                           [](const google::protobuf::Message& m) {
+                             return objects::Label(*objects::GetObjectMeta(m),
+                                                   "app") == "web";
+                           }},
+                      web);
+  CreatePod("default", "p", "db");
+  SetApp("default", "p", "web");
+  SetApp("default", "p", "db");
+  DeletePod("default", "p");
+  // all: ADDED old (initial), ADDED p, MODIFIED p, MODIFIED p, DELETED p.
+  ASSERT_EQ(all->WaitFor(5).size(), 5u);
+  ASSERT_EQ(web->WaitFor(2).size(), 2u);  // ADDED p, DELETED p
+  auto raw = all->Raw();
+  for (size_t i = 0; i < 4; ++i) {
+    SCOPED_TRACE(i);
+    ASSERT_NE(raw[i]->object_json, nullptr);
+    EXPECT_EQ(*raw[i]->object_json, objects::EncodeJson(*raw[i]->object));
+  }
+  EXPECT_EQ(raw[4]->type, WatchEventType::kDeleted);
+  EXPECT_EQ(raw[4]->object_json, nullptr);
+  auto transitions = web->Raw();
+  EXPECT_EQ(transitions[0]->type, WatchEventType::kAdded);
+  ASSERT_NE(transitions[0]->object_json, nullptr);
+  EXPECT_EQ(*transitions[0]->object_json,
+            objects::EncodeJson(*transitions[0]->object));
+  EXPECT_EQ(transitions[1]->type, WatchEventType::kDeleted);
+  EXPECT_EQ(transitions[1]->object_json, nullptr);
+}
+
+TEST_F(CacherTest, KeepsNoJsonWhenToldNot) {
+  CreatePod("default", "a");
+  CacherOptions o;
+  o.keep_json = false;
+  StartCacher(o);
+  auto list = cacher_->List("default", 0, false, {});
+  ASSERT_TRUE(list.ok());
+  EXPECT_EQ(list->items.size(), 1u);
+  EXPECT_TRUE(list->item_json.empty());
 }
 
 TEST_F(CacherTest, RelistAfterTheStorageWatchIsCompacted) {

@@ -361,8 +361,9 @@ WatchEventPtr Dispatcher::Convert(const Watcher& w,
       if (now && before) return ev.event;
       if (now) {
         if (!ev.as_added) {
-          ev.as_added =
-              MakeWatchEvent(WatchEventType::kAdded, ev.object, ev.revision);
+          ev.as_added = MakeWatchEvent(
+              WatchEventType::kAdded, ev.object, ev.revision,
+              /*initial_events_end=*/false, ev.event->object_json);
         }
         return ev.as_added;
       }
@@ -446,7 +447,8 @@ bool Dispatcher::DrainOne(Watcher* w) {
       if (Matches(*w, *e->object, e->ns, e->index_value)) {
         if (!e->added) {
           e->added =
-              MakeWatchEvent(WatchEventType::kAdded, e->object, e->revision);
+              MakeWatchEvent(WatchEventType::kAdded, e->object, e->revision,
+                             /*initial_events_end=*/false, e->json);
         }
         Send(w, e->added);
       }

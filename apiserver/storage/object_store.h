@@ -128,6 +128,12 @@ struct ListResult {
   // Objects after this page (the remainingItemCount of a list); absent when
   // a predicate made it unknowable.
   std::optional<int64_t> remaining_items;
+  // Empty, or one entry per item (same order): the item's JSON as a list
+  // item carries it, exactly objects::EncodeJson(*item) (no kind/apiVersion),
+  // which the watch cache made once when it took in that version of the
+  // object (cacher.h, "Encodings"). A null entry has none. Whoever filters
+  // or reorders `items` must do the same here or clear it.
+  std::vector<std::shared_ptr<const std::string>> item_json;
 };
 
 // A resource served in another form than the one it is stored in (the model

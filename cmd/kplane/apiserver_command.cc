@@ -168,6 +168,12 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
                  "Each watch cache lets go of events older than this, "
                  "keeping at least 100 (0: keep --default-watch-cache-size "
                  "events).");
+  bool watch_cache_json = apiserver::CacherOptions{}.keep_json;
+  flags.Bool("watch-cache-json", &watch_cache_json,
+             "Each watch cache keeps every current object's JSON, so JSON "
+             "LISTs and watch events copy it instead of encoding again "
+             "(faster LISTs for ~1 KiB more memory per pod; false: encode "
+             "on every read).");
   flags.Int("worker-threads", &worker_threads,
             "Threads running request handlers (they block on storage).");
   int64_t max_connections =
@@ -410,6 +416,7 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
   o.worker_threads = worker_threads;
   o.cacher.window_events = static_cast<size_t>(watch_cache_size);
   o.cacher.window_max_age = watch_cache_history;
+  o.cacher.keep_json = watch_cache_json;
   o.auth = auth;
   o.service_account_signing_key_pem = std::move(sa_signing_key);
   o.service_account_key_pems = std::move(sa_keys);

@@ -68,6 +68,13 @@ RenderOptions Render(objects::MediaType media, ResponseShape shape) {
   return o;
 }
 
+// Where two bodies first differ (a failure message that does not print
+// megabytes).
+size_t FirstDifference(const std::string& a, const std::string& b) {
+  const size_t n = std::min(a.size(), b.size());
+  return std::mismatch(a.begin(), a.begin() + n, b.begin()).first - a.begin();
+}
+
 // The encoder's pieces joined, asking for `min_bytes` a piece.
 std::string Streamed(const RenderOptions& o, ListResult list, size_t min_bytes,
                      int* pieces) {
@@ -125,13 +132,7 @@ TEST(ListEncoderTest, StreamedBytesEqualTheWholeBody) {
         // Not EXPECT_EQ: a failure would print megabytes.
         EXPECT_EQ(streamed.size(), whole.size());
         EXPECT_TRUE(streamed == whole)
-            << "first difference at byte "
-            << std::mismatch(
-                   streamed.begin(),
-                   streamed.begin() + std::min(streamed.size(), whole.size()),
-                   whole.begin())
-                       .first -
-                   streamed.begin();
+            << "first difference at byte " << FirstDifference(streamed, whole);
         if (min_bytes == 1) {
           // The envelope, then one item a piece (the last with the end).
           EXPECT_EQ(pieces, c.items + 1);
@@ -229,13 +230,7 @@ TEST(ListEncoderTest, CachedItemJsonGivesTheSameBytes) {
         const std::string streamed = Streamed(o, list, min_bytes, &pieces);
         EXPECT_EQ(streamed.size(), whole.size());
         EXPECT_TRUE(streamed == whole)
-            << "first difference at byte "
-            << std::mismatch(
-                   streamed.begin(),
-                   streamed.begin() + std::min(streamed.size(), whole.size()),
-                   whole.begin())
-                       .first -
-                   streamed.begin();
+            << "first difference at byte " << FirstDifference(streamed, whole);
       }
     }
   }
@@ -624,13 +619,6 @@ TEST(ApiListStreamTest, LargeListsStreamSmallOnesDoNot) {
   c->Close();
   EXPECT_TRUE(
       Await([&] { return Metric(s, "apiserver_list_streams_open") == 0; }));
-}
-
-// First byte where two bodies differ (for a failure message that does not
-// print megabytes).
-size_t FirstDifference(const std::string& a, const std::string& b) {
-  const size_t n = std::min(a.size(), b.size());
-  return std::mismatch(a.begin(), a.begin() + n, b.begin()).first - a.begin();
 }
 
 // A LIST from the watch cache (whose items are the JSON it kept) is byte

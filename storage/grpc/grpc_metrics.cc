@@ -10,37 +10,19 @@
 #include <vector>
 
 #include "base/mutex.h"
+#include "storage/grpc/go_codes.h"
 
 namespace kplane::storage {
 namespace {
 
 namespace gx = grpc::experimental;
 
-// Go's codes.Code.String(), indexed by the numeric code (the same in C++).
-constexpr std::array<const char*, 17> kCodeNames = {"OK",
-                                                    "Canceled",
-                                                    "Unknown",
-                                                    "InvalidArgument",
-                                                    "DeadlineExceeded",
-                                                    "NotFound",
-                                                    "AlreadyExists",
-                                                    "PermissionDenied",
-                                                    "ResourceExhausted",
-                                                    "FailedPrecondition",
-                                                    "Aborted",
-                                                    "OutOfRange",
-                                                    "Unimplemented",
-                                                    "Internal",
-                                                    "Unavailable",
-                                                    "DataLoss",
-                                                    "Unauthenticated"};
-
 // One method's children, resolved at its first call (With() locks).
 struct MethodCounters {
   metrics::Counter* started;
   metrics::Counter* received;
   metrics::Counter* sent;
-  std::array<metrics::Counter*, kCodeNames.size()> handled;
+  std::array<metrics::Counter*, kGoCodeNames.size()> handled;
 };
 
 struct Shared {
@@ -78,7 +60,7 @@ class MetricsInterceptor final : public gx::Interceptor {
     }
     if (b->QueryInterceptionHookPoint(H::PRE_SEND_STATUS)) {
       const size_t code = static_cast<size_t>(b->GetSendStatus().error_code());
-      m_->handled[code < kCodeNames.size() ? code : 2]->Inc();  // Unknown
+      m_->handled[code < kGoCodeNames.size() ? code : 2]->Inc();  // Unknown
     }
     b->Proceed();
   }
@@ -161,8 +143,8 @@ class MetricsFactory final : public gx::ServerInterceptorFactoryInterface {
     m.started = started_->With(lv);
     m.received = received_->With(lv);
     m.sent = sent_->With(lv);
-    for (size_t c = 0; c < kCodeNames.size(); ++c) {
-      m.handled[c] = handled_->With({kCodeNames[c], method, service, type});
+    for (size_t c = 0; c < kGoCodeNames.size(); ++c) {
+      m.handled[c] = handled_->With({kGoCodeNames[c], method, service, type});
     }
     return &methods_.emplace(std::string(path), m).first->second;
   }

@@ -26,6 +26,7 @@
 #include "schemas/grpc/rpc_services.grpc.pb.h"
 #include "storage/client/grpc_kv.h"
 #include "storage/client/remote_kv.h"
+#include "storage/grpc/go_codes.h"
 #include "storage/grpc/proxy_range_cache.h"
 
 namespace kplane::storage {
@@ -741,26 +742,9 @@ Metadata CallerAuth(const grpc::ServerContextBase& ctx) {
 std::string GoErrorText(const grpc::Status& st) {
   const std::string& m = st.error_message();
   if (m.rfind("etcdserver: ", 0) == 0) return m;
-  static constexpr const char* kNames[] = {"OK",
-                                           "Canceled",
-                                           "Unknown",
-                                           "InvalidArgument",
-                                           "DeadlineExceeded",
-                                           "NotFound",
-                                           "AlreadyExists",
-                                           "PermissionDenied",
-                                           "ResourceExhausted",
-                                           "FailedPrecondition",
-                                           "Aborted",
-                                           "OutOfRange",
-                                           "Unimplemented",
-                                           "Internal",
-                                           "Unavailable",
-                                           "DataLoss",
-                                           "Unauthenticated"};
   const int code = static_cast<int>(st.error_code());
-  const std::string name = code >= 0 && code < 17
-                               ? kNames[code]
+  const std::string name = code >= 0 && code < int{kGoCodeNames.size()}
+                               ? kGoCodeNames[code]
                                : "Code(" + std::to_string(code) + ")";
   return "rpc error: code = " + name + " desc = " + m;
 }

@@ -1,6 +1,9 @@
 #include "storage/client/failover.h"
 
 #include <string>
+#include <vector>
+
+#include "base/logging.h"
 
 namespace kplane::storage {
 
@@ -66,6 +69,18 @@ etcdserverpb::WatchCreateRequest WatchResumer::NextCreateRequest() const {
   return req;
 }
 
+// etcd's rpctypes texts for a caller without the right (a member's
+// cancel_reason is the gRPC error's text: "rpc error: code = ... desc = "
+// and one of these).
+bool IsIdentityRefusal(std::string_view reason) {
+  for (std::string_view t :
+       {"etcdserver: permission denied", "etcdserver: user name is empty",
+        "etcdserver: invalid auth token"}) {
+    if (reason.find(t) != std::string_view::npos) return true;
+  }
+  return false;
+}
+
 WatchResumer::Step WatchResumer::OnResponse(etcdserverpb::WatchResponse* resp) {
   Step step;
   if (resp->created()) {
@@ -85,8 +100,14 @@ WatchResumer::Step WatchResumer::OnResponse(etcdserverpb::WatchResponse* resp) {
         finished_ = true;
         return step;
       }
-      step.resume = UnavailableError("watch re-creation canceled: " +
-                                     resp->cancel_reason());
+      // Refused for the caller's identity: kPermissionDenied with the
+      // member's words, which WatchState::RunStreams hands on if every
+      // member says so.
+      step.resume =
+          IsIdentityRefusal(resp->cancel_reason())
+              ? Status(StatusCode::kPermissionDenied, resp->cancel_reason())
+              : UnavailableError("watch re-creation canceled: " +
+                                 resp->cancel_reason());
       return step;
     }
     // A re-created stream's `created` is swallowed.
@@ -182,6 +203,78 @@ Status WatchState::HandleResponse(etcdserverpb::WatchResponse& resp,
     if (ask) ask_progress();
   }
   return Status::Ok();
+}
+
+void WatchState::RunStreams(
+    const FailoverTiming& timing, const std::vector<Endpoint>& endpoints,
+    size_t first, const std::function<bool(const Status&)>& retriable_at_start,
+    const std::function<Status(size_t, bool*)>& run_stream) {
+  Clock* clock = timing.clock;
+  const size_t n = endpoints.size();
+  const TimePoint start_deadline = clock->Now() + timing.call_timeout;
+  size_t ep = first;
+  size_t failures_in_round = 0;
+  // The endpoints that refused the caller's identity since the watch last
+  // moved on.
+  std::vector<bool> refused_identity(n, false);
+  size_t identity_refusals = 0;
+  Duration backoff = timing.retry_backoff;
+  while (!Stopping()) {
+    bool progressed = false;
+    Status s = run_stream(ep, &progressed);
+    if (resumer.finished() || Stopping()) break;
+    if (!resumer.created()) {
+      // Still creating the watch: a server's refusal is final.
+      if (!retriable_at_start(s)) {
+        FinishStart(s);
+        break;
+      }
+      if (clock->Now() >= start_deadline) {
+        FinishStart(Status(StatusCode::kUnavailable,
+                           "watch: no endpoint accepted the watch (last: " +
+                               s.message() + ")"));
+        break;
+      }
+    } else {
+      LOG(INFO) << "watch stream to " << endpoints[ep].host_port << " ended ("
+                << s << "); resuming from revision " << resumer.next_rev();
+    }
+    if (progressed) {
+      failures_in_round = 0;
+      refused_identity.assign(n, false);
+      identity_refusals = 0;
+      backoff = timing.retry_backoff;
+    }
+    if (resumer.created() && (s.code() == StatusCode::kPermissionDenied ||
+                              s.code() == StatusCode::kUnauthenticated)) {
+      // The token (or certificate user) the watch presents is no longer
+      // good -- expired, its user changed or deleted, the permission
+      // revoked. Retrying it forever would leave the caller waiting for
+      // events that never come; once every member has said so, end the
+      // watch the way clientv3 ends one whose re-creation is canceled: a
+      // canceled response with the member's reason.
+      if (!refused_identity[ep]) {
+        refused_identity[ep] = true;
+        ++identity_refusals;
+      }
+      if (identity_refusals == n) {
+        etcdserverpb::WatchResponse canceled;
+        canceled.set_canceled(true);
+        canceled.set_cancel_reason(s.message());
+        Deliver(canceled);
+        break;
+      }
+    }
+    ep = (ep + 1) % n;
+    if (++failures_in_round >= n) {
+      failures_in_round = 0;
+      MutexLock l(&mu);
+      clock->WaitFor(l.native(), cv, backoff,
+                     [&]() REQUIRES(mu) { return stop; });
+      backoff = std::min<Duration>(backoff * 2, timing.max_retry_backoff);
+    }
+  }
+  FinishStart(Status(StatusCode::kCancelled, "watch stopped"));
 }
 
 }  // namespace kplane::storage

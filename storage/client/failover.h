@@ -41,7 +41,10 @@
 // event below next_rev is dropped, so the callback sees each revision once
 // and in order. A cancel carrying compact_revision (the resume point was
 // compacted) is delivered and ends the watch; any other cancel (the member
-// lost its leader, ...) abandons the stream and resumes on another member.
+// lost its leader, ...) abandons the stream and resumes on another member,
+// except a refusal of the caller's identity (an expired token, ...) by
+// every member in turn, which ends the watch canceled
+// (WatchState::RunStreams).
 //
 // A progress request (Watch::RequestProgress) goes only to a stream whose
 // `created` has arrived (WatchStreamProgress). One asked for while no
@@ -175,6 +178,10 @@ Status WithFailover(const FailoverTiming& t,
   return NoEndpointAnswered(what, last, last_transport);
 }
 
+// A watch create's cancel_reason that refuses the caller's identity (etcd's
+// "permission denied", "user name is empty", "invalid auth token").
+bool IsIdentityRefusal(std::string_view cancel_reason);
+
 // One watch's resume point across its streams (the rules above). Owned by
 // the thread that reads the streams; not thread-safe.
 class WatchResumer {
@@ -189,7 +196,9 @@ class WatchResumer {
   // What to do with one response.
   struct Step {
     // Not OK: abandon this stream and resume on another member (the
-    // response is not delivered).
+    // response is not delivered). kPermissionDenied, with the member's
+    // cancel_reason as its message, when the re-creation was refused for
+    // the caller's identity (IsIdentityRefusal).
     Status resume;
     // Hand the response (events below next_rev already removed) to the
     // callback.
@@ -298,6 +307,30 @@ struct WatchState {
   // the stream has moved the watch on. Sets `*progressed` then.
   Status HandleResponse(etcdserverpb::WatchResponse& resp, bool* progressed,
                         const std::function<void()>& ask_progress)
+      EXCLUDES(deliver_mu, mu);
+
+  // The watch thread's loop, both transports': `run_stream(ep,
+  // &progressed)` runs one stream on endpoints[ep] until it breaks
+  // (calling HandleResponse for each response) and returns why it ended.
+  // Starts at endpoints[first]; after each break moves to the next
+  // endpoint, and after a round of n breaks without progress waits
+  // `timing`'s backoff (doubling up to its maximum; reset by progress).
+  //   - Before the first `created`: a failure `retriable_at_start` rejects
+  //     is StartWatch's answer; so is kUnavailable once call_timeout has
+  //     passed.
+  //   - After it: a refusal of the caller's identity (kPermissionDenied,
+  //     e.g. a re-creation canceled with IsIdentityRefusal, or a stream
+  //     ended kUnauthenticated / kPermissionDenied) by every endpoint since
+  //     the watch last moved on ends the watch: the callback gets a
+  //     canceled response whose cancel_reason is the last refusal's text,
+  //     as clientv3 ends a watch whose re-creation is canceled. Any other
+  //     failure is retried for as long as the watch lives.
+  // Returns when the watch is finished or stopping.
+  void RunStreams(
+      const FailoverTiming& timing, const std::vector<Endpoint>& endpoints,
+      size_t first,
+      const std::function<bool(const Status&)>& retriable_at_start,
+      const std::function<Status(size_t ep, bool* progressed)>& run_stream)
       EXCLUDES(deliver_mu, mu);
 };
 

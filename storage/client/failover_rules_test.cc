@@ -312,6 +312,107 @@ TEST(WatchResumer, ARefusedCreationIsDeliveredAndFinal) {
   EXPECT_TRUE(w.finished());
 }
 
+TEST(WatchResumer, ARecreationRefusedForTheCallersIdentityIsPermissionDenied) {
+  WatchResumer w(From(0));
+  auto created = Created(7);
+  w.OnResponse(&created);
+  for (const std::string reason :
+       {"rpc error: code = Unauthenticated desc = etcdserver: invalid auth "
+        "token",
+        "rpc error: code = PermissionDenied desc = etcdserver: permission "
+        "denied",
+        "rpc error: code = InvalidArgument desc = etcdserver: user name is "
+        "empty"}) {
+    auto recreated = Created(9);
+    recreated.set_canceled(true);
+    recreated.set_cancel_reason(reason);
+    WatchResumer::Step step = w.OnResponse(&recreated);
+    EXPECT_EQ(step.resume.code(), StatusCode::kPermissionDenied) << reason;
+    EXPECT_EQ(step.resume.message(), reason);
+    EXPECT_FALSE(step.deliver);
+    EXPECT_FALSE(w.finished());
+  }
+}
+
+// WatchState::RunStreams with scripted streams on three endpoints: each
+// stream's outcome comes from `script` in turn (after the watch's first
+// `created`, delivered by the first stream).
+class RunStreamsTest : public ::testing::Test {
+ protected:
+  RunStreamsTest() : state_(From(0)) {
+    endpoints_ = *ParseEndpoints({"127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3"});
+    // The real clock: after each round without progress the loop waits
+    // the 1 ms backoff.
+    timing_ = {Clock::Real(), seconds(10), milliseconds(1), milliseconds(1)};
+    state_.callback = [this](const etcdserverpb::WatchResponse& r) {
+      delivered_.push_back(r);
+    };
+  }
+
+  // Runs the loop until the script ends (the watch is then stopped).
+  void Run(std::vector<Status> script) {
+    size_t next = 0;
+    state_.RunStreams(
+        timing_, endpoints_, 0, [](const Status&) { return true; },
+        [&](size_t ep, bool* progressed) -> Status {
+          tried_.push_back(ep);
+          if (!state_.resumer.created()) {
+            auto created = Created(7);
+            EXPECT_TRUE(state_.HandleResponse(created, progressed, [] {}).ok());
+          }
+          if (next == script.size()) {
+            MutexLock l(&state_.mu);
+            state_.stop = true;
+            return CancelledError("script over");
+          }
+          Status s = script[next++];
+          // A stream that delivered an event moved the watch on.
+          if (s.ok()) {
+            auto events = Events({int64_t(10 + next)});
+            EXPECT_TRUE(state_.HandleResponse(events, progressed, [] {}).ok());
+            return UnavailableError("broke after an event");
+          }
+          return s;
+        });
+  }
+
+  std::vector<Endpoint> endpoints_;
+  FailoverTiming timing_;
+  WatchState state_;
+  std::vector<etcdserverpb::WatchResponse> delivered_;
+  std::vector<size_t> tried_;
+};
+
+TEST_F(RunStreamsTest, RefusedByEveryMemberEndsTheWatchCanceled) {
+  const Status refused(StatusCode::kPermissionDenied,
+                       "rpc error: code = Unauthenticated desc = etcdserver: "
+                       "invalid auth token");
+  Run({refused, UnavailableError("down"), refused, refused, refused});
+  // Endpoint 1 was down, not refusing: the watch went on to a second
+  // round, and ended once 1 refused too.
+  EXPECT_EQ(tried_, (std::vector<size_t>{0, 1, 2, 0, 1}));
+  ASSERT_EQ(delivered_.size(), 2u);  // created, then the cancel
+  EXPECT_TRUE(delivered_[1].canceled());
+  EXPECT_EQ(delivered_[1].cancel_reason(), refused.message());
+}
+
+TEST_F(RunStreamsTest, RefusalsCountAgainOnceTheWatchMovesOn) {
+  const Status refused(StatusCode::kUnauthenticated,
+                       "etcdserver: invalid auth token");
+  // 0 and 1 refuse, then every member delivers events again (a member
+  // that lagged, a good token again): the count starts over, so 2's
+  // refusal alone does not end the watch.
+  Run({refused, refused, Status::Ok(), Status::Ok(), Status::Ok(), refused});
+  EXPECT_EQ(tried_, (std::vector<size_t>{0, 1, 2, 0, 1, 2, 0}));
+  for (const auto& r : delivered_) EXPECT_FALSE(r.canceled());
+}
+
+TEST_F(RunStreamsTest, OtherFailuresAreRetriedForever) {
+  Run(std::vector<Status>(9, UnavailableError("down")));
+  EXPECT_EQ(tried_.size(), 10u);
+  for (const auto& r : delivered_) EXPECT_FALSE(r.canceled());
+}
+
 TEST(WatchStreamProgress, WaitsForCreatedThenSendsOnTheReadyStream) {
   WatchStreamProgress p;
   EXPECT_FALSE(p.SendNow());        // no stream yet: remembered

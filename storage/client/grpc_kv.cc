@@ -386,7 +386,7 @@ namespace {
 class GrpcWatch : public Watch {
  public:
   GrpcWatch(Channels* c, pb::WatchCreateRequest req, WatchCallback callback,
-            std::vector<std::pair<std::string, std::string>> metadata)
+            GrpcKV::WatchMetadataSource metadata)
       : state_(std::make_shared<State>(std::move(req))) {
     state_->c = c;
     state_->callback = std::move(callback);
@@ -439,8 +439,9 @@ class GrpcWatch : public Watch {
     explicit State(pb::WatchCreateRequest req) : WatchState(std::move(req)) {}
 
     Channels* c = nullptr;
-    // Sent on every stream (set before the thread starts).
-    std::vector<std::pair<std::string, std::string>> metadata;
+    // Asked for the metadata of each stream (set before the thread
+    // starts; may be empty).
+    GrpcKV::WatchMetadataSource metadata;
     // The current stream's context (cancelled by the destructor).
     std::shared_ptr<grpc::ClientContext> ctx GUARDED_BY(mu);
 
@@ -464,52 +465,19 @@ class GrpcWatch : public Watch {
 
   static void Run(State* st) {
     Channels* c = st->c;
-    Clock* clock = c->clock;
     const RemoteKVOptions& o = c->options;
-    const size_t n = c->endpoints.size();
-    const TimePoint start_deadline = clock->Now() + o.call_timeout;
-    size_t ep = c->preferred.load();
-    size_t failures_in_round = 0;
-    Duration backoff = o.retry_backoff;
-    while (!st->Stopping()) {
-      bool progressed = false;
-      Status s = RunStream(st, ep, &progressed);
-      if (st->resumer.finished() || st->Stopping()) break;
-      if (!st->resumer.created()) {
-        // Still creating the watch: a server's refusal is final.
-        bool retriable = s.code() == StatusCode::kUnavailable ||
-                         s.code() == StatusCode::kDeadlineExceeded ||
-                         IsRetriableServerError(s);
-        if (!retriable) {
-          st->FinishStart(s);
-          break;
-        }
-        if (clock->Now() >= start_deadline) {
-          st->FinishStart(Status(StatusCode::kUnavailable,
-                                 "watch: no endpoint accepted the watch "
-                                 "(last: " +
-                                     s.message() + ")"));
-          break;
-        }
-      } else {
-        LOG(INFO) << "watch stream to " << c->endpoints[ep].host_port
-                  << " ended (" << s << "); resuming from revision "
-                  << st->resumer.next_rev();
-      }
-      if (progressed) {
-        failures_in_round = 0;
-        backoff = o.retry_backoff;
-      }
-      ep = (ep + 1) % n;
-      if (++failures_in_round >= n) {
-        failures_in_round = 0;
-        MutexLock l(&st->mu);
-        clock->WaitFor(l.native(), st->cv, backoff,
-                       [&]() REQUIRES(st->mu) { return st->stop; });
-        backoff = std::min<Duration>(backoff * 2, o.max_retry_backoff);
-      }
-    }
-    st->FinishStart(Status(StatusCode::kCancelled, "watch stopped"));
+    st->RunStreams(
+        FailoverTiming{c->clock, o.call_timeout, o.retry_backoff,
+                       o.max_retry_backoff},
+        c->endpoints, c->preferred.load(),
+        [](const Status& s) {
+          return s.code() == StatusCode::kUnavailable ||
+                 s.code() == StatusCode::kDeadlineExceeded ||
+                 IsRetriableServerError(s);
+        },
+        [st](size_t ep, bool* progressed) {
+          return RunStream(st, ep, progressed);
+        });
   }
 
   // Runs one stream until it breaks. Returns why it ended.
@@ -523,7 +491,9 @@ class GrpcWatch : public Watch {
     // etcd's clientv3.WithRequireLeader: a member that loses its leader
     // ends the stream instead of going silent.
     ctx->AddMetadata("hasleader", "true");
-    for (const auto& [k, v] : st->metadata) ctx->AddMetadata(k, v);
+    if (st->metadata) {
+      for (const auto& [k, v] : st->metadata()) ctx->AddMetadata(k, v);
+    }
     {
       MutexLock l(&st->mu);
       if (st->stop) return CancelledError("watch stopped");
@@ -580,12 +550,12 @@ class GrpcWatch : public Watch {
 
 StatusOr<std::unique_ptr<Watch>> GrpcKV::StartWatch(
     const pb::WatchCreateRequest& req, WatchCallback callback) {
-  return StartWatchWithMetadata(req, std::move(callback), {});
+  return StartWatchWithMetadata(req, std::move(callback), nullptr);
 }
 
 StatusOr<std::unique_ptr<Watch>> GrpcKV::StartWatchWithMetadata(
     const pb::WatchCreateRequest& req, WatchCallback callback,
-    std::vector<std::pair<std::string, std::string>> metadata) {
+    WatchMetadataSource metadata) {
   auto w = std::make_unique<GrpcWatch>(
       channels_.get(), req, std::move(callback), std::move(metadata));
   RETURN_IF_ERROR(w->Start());

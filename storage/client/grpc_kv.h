@@ -57,6 +57,7 @@
 #define KPLANE_STORAGE_CLIENT_GRPC_KV_H_
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -117,13 +118,19 @@ class GrpcKV : public KV {
   StatusOr<std::unique_ptr<Watch>> StartWatch(
       const etcdserverpb::WatchCreateRequest& req,
       WatchCallback callback) override;
-  // As StartWatch, with `metadata` (name, value) sent on every stream of
-  // the watch, the resumed ones too: the grpc-proxy opens a shared watch
-  // with the auth "token" of the client watcher that created it (etcd's
-  // proxy does the same).
+  // The metadata (name, value) to send on a watch's next stream.
+  using WatchMetadataSource =
+      std::function<std::vector<std::pair<std::string, std::string>>()>;
+  // As StartWatch, with the metadata `metadata` returns, asked again for
+  // every stream of the watch (the first and each resumed one; called on
+  // the watch's thread, possibly while the Watch is being destroyed, so it
+  // must hold what it reads, as the callback must): the grpc-proxy
+  // presents the auth "token" of a client watcher sharing the watch. A
+  // resumed stream refused for that identity by every member ends the watch
+  // with a canceled response (failover.h, WatchState::RunStreams).
   StatusOr<std::unique_ptr<Watch>> StartWatchWithMetadata(
       const etcdserverpb::WatchCreateRequest& req, WatchCallback callback,
-      std::vector<std::pair<std::string, std::string>> metadata);
+      WatchMetadataSource metadata);
 
   // The per-endpoint connections (grpc_kv.cc).
   struct Channels;

@@ -366,53 +366,20 @@ class RemoteWatch : public Watch {
 
   static void Run(State* st) {
     RemoteKV* kv = st->kv;
-    Clock* clock = kv->clock();
     const RemoteKVOptions& o = kv->options();
-    const size_t n = kv->endpoints().size();
-    const TimePoint start_deadline = clock->Now() + o.call_timeout;
-    size_t ep = kv->preferred_endpoint();
-    size_t failures_in_round = 0;
-    Duration backoff = o.retry_backoff;
-    while (!st->Stopping()) {
-      bool progressed = false;
-      Status s = RunStream(st, ep, &progressed);
-      if (st->resumer.finished() || st->Stopping()) break;
-      if (!st->resumer.created()) {
-        // Still creating the watch: a server's refusal is final.
-        bool retriable = s.code() == StatusCode::kUnavailable ||
-                         s.code() == StatusCode::kDeadlineExceeded ||
-                         s.code() == StatusCode::kInternal ||
-                         IsRetriableServerError(s) || IsConnectFailure(s);
-        if (!retriable) {
-          st->FinishStart(s);
-          break;
-        }
-        if (clock->Now() >= start_deadline) {
-          st->FinishStart(Status(StatusCode::kUnavailable,
-                                 "watch: no endpoint accepted the watch "
-                                 "(last: " +
-                                     s.message() + ")"));
-          break;
-        }
-      } else {
-        LOG(INFO) << "watch stream to " << kv->endpoints()[ep].host_port
-                  << " ended (" << s << "); resuming from revision "
-                  << st->resumer.next_rev();
-      }
-      if (progressed) {
-        failures_in_round = 0;
-        backoff = o.retry_backoff;
-      }
-      ep = (ep + 1) % n;
-      if (++failures_in_round >= n) {
-        failures_in_round = 0;
-        MutexLock l(&st->mu);
-        clock->WaitFor(l.native(), st->cv, backoff,
-                       [&]() REQUIRES(st->mu) { return st->stop; });
-        backoff = std::min<Duration>(backoff * 2, o.max_retry_backoff);
-      }
-    }
-    st->FinishStart(Status(StatusCode::kCancelled, "watch stopped"));
+    st->RunStreams(
+        FailoverTiming{kv->clock(), o.call_timeout, o.retry_backoff,
+                       o.max_retry_backoff},
+        kv->endpoints(), kv->preferred_endpoint(),
+        [](const Status& s) {
+          return s.code() == StatusCode::kUnavailable ||
+                 s.code() == StatusCode::kDeadlineExceeded ||
+                 s.code() == StatusCode::kInternal ||
+                 IsRetriableServerError(s) || IsConnectFailure(s);
+        },
+        [st](size_t ep, bool* progressed) {
+          return RunStream(st, ep, progressed);
+        });
   }
 
   // Runs one stream until it breaks. Returns why it ended.

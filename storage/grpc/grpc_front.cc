@@ -22,6 +22,7 @@
 #include "schemas/grpc/rpc_services.grpc.pb.h"
 #include "storage/bolt/etcd_backend.h"
 #include "storage/etcdjson/etcd_json.h"
+#include "storage/grpc/go_codes.h"
 #include "storage/grpc/grpc_metrics.h"
 #include "storage/mvcc/watch.h"
 #include "storage/server/auth_store.h"
@@ -295,10 +296,14 @@ class BidiStream : public grpc::ServerBidiReactor<Req, Resp>,
 // JSON gateway's /v3/watch session (same answers, protobuf framing).
 class WatchCall : public BidiStream<pb::WatchRequest, pb::WatchResponse> {
  public:
-  // `user`: the caller (its token resolved when the call opened, as etcd's
-  // watch stream does); each watch needs READ on its range.
-  WatchCall(StoreServer* s, std::string user)
-      : server_(s), user_(std::move(user)) {}
+  // `user`: the caller (its token resolved when the call opened); each
+  // watch needs READ on its range. A token that did not resolve (invalid,
+  // expired) refuses each watch with that error, as etcd's
+  // isWatchPermitted does, and the stream stays open.
+  WatchCall(StoreServer* s, StatusOr<std::string> user)
+      : server_(s),
+        user_(user.ok() ? *user : std::string()),
+        user_error_(user.ok() ? Status::Ok() : user.status()) {}
 
   // Creates the MVCC stream; false (and the call ended) if the member
   // serves no reads.
@@ -373,23 +378,26 @@ class WatchCall : public BidiStream<pb::WatchRequest, pb::WatchResponse> {
       if (!stream_) return true;
       Status denied;
       if (req.has_create_request() && server_->auth()->enabled()) {
-        denied = server_->auth()->CheckRange(user_, req.create_request().key(),
-                                             req.create_request().range_end());
+        denied = !user_error_.ok() ? user_error_
+                                   : server_->auth()->CheckRange(
+                                         user_, req.create_request().key(),
+                                         req.create_request().range_end());
       }
       if (!denied.ok()) {
         // etcd: created and canceled at once, the reason its gRPC error's
-        // text.
+        // text ("rpc error: code = Unauthenticated desc = etcdserver:
+        // invalid auth token", ... PermissionDenied, InvalidArgument).
         etcdjson::HttpError e = etcdjson::StatusToError(denied);
         pb::WatchResponse w = NewResponse(true);
         w.set_watch_id(-1);
         w.set_created(true);
         w.set_canceled(true);
-        w.set_cancel_reason(
-            "rpc error: code = " +
-            std::string(e.grpc_code == etcdjson::kGrpcInvalidArgument
-                            ? "InvalidArgument"
-                            : "PermissionDenied") +
-            " desc = " + e.message);
+        const int code =
+            e.grpc_code >= 0 && e.grpc_code < int{kGoCodeNames.size()}
+                ? e.grpc_code
+                : etcdjson::kGrpcPermissionDenied;
+        w.set_cancel_reason(std::string("rpc error: code = ") +
+                            kGoCodeNames[code] + " desc = " + e.message);
         out.push_back(std::move(w));
       } else if (req.has_create_request()) {
         StatusOr<int64_t> id = stream_->Watch(req.create_request());
@@ -442,6 +450,7 @@ class WatchCall : public BidiStream<pb::WatchRequest, pb::WatchResponse> {
 
   StoreServer* const server_;
   const std::string user_;
+  const Status user_error_;
   std::atomic<bool> drain_scheduled_{false};
   // Taken before BidiStream's own lock (Send), never after.
   Mutex stream_mu_;
@@ -543,14 +552,9 @@ class WatchImpl final : public pb::Watch::CallbackService {
 
   grpc::ServerBidiReactor<pb::WatchRequest, pb::WatchResponse>* Watch(
       CallbackServerContext* ctx) override {
-    StatusOr<std::string> user = UserOfCall(server_->auth(), ctx);
     auto call =
-        std::make_shared<WatchCall>(server_, user.ok() ? *user : std::string());
-    if (!user.ok()) {
-      call->End(ToGrpc(user.status()));
-    } else {
-      call->Open();  // on failure the call has ended; OnDone releases it
-    }
+        std::make_shared<WatchCall>(server_, UserOfCall(server_->auth(), ctx));
+    call->Open();  // on failure the call has ended; OnDone releases it
     call->Begin(call);
     return call.get();
   }

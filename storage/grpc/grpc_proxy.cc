@@ -766,9 +766,30 @@ struct Broadcast {
   Mutex mu;
   // Every response up to this revision has been delivered to members.
   int64_t revision GUARDED_BY(mu) = 0;
-  std::map<std::pair<WatchSink*, int64_t>, std::shared_ptr<WatchSink>> members
-      GUARDED_BY(mu);
+  struct Member {
+    std::shared_ptr<WatchSink> sink;
+    Metadata auth;    // the client's token, checked when it joined
+    uint64_t joined;  // order of joining
+  };
+  std::map<std::pair<WatchSink*, int64_t>, Member> members GUARDED_BY(mu);
+  uint64_t joins GUARDED_BY(mu) = 0;
+  // The token of the member that joined last (the creator's while it is
+  // alone), presented by each stream of the upstream watch: of the tokens
+  // checked for this range, the most recently used, so the least likely to
+  // have expired (a simple token lives --auth-token-ttl after its last
+  // use). Every member passed its own permission check on the range.
+  Metadata upstream_auth GUARDED_BY(mu);
   bool over GUARDED_BY(mu) = false;
+
+  // After members left: the upstream presents the token of the remaining
+  // member that joined last (a watcher that left no longer vouches for it).
+  void MembersLeft() REQUIRES(mu) {
+    const Member* last = nullptr;
+    for (const auto& [key, m] : members) {
+      if (last == nullptr || m.joined > last->joined) last = &m;
+    }
+    if (last != nullptr) upstream_auth = last->auth;
+  }
 };
 
 // Creates, shares and closes upstream watches on one control thread
@@ -890,7 +911,8 @@ class WatchHub {
         created.set_created(true);
         // Under b->mu: no event can slip between `created` and the join.
         if (sink->Send(std::move(created))) {
-          b->members[{sink.get(), id}] = sink;
+          b->upstream_auth = auth;
+          b->members[{sink.get(), id}] = {sink, std::move(auth), ++b->joins};
           watchers_->fetch_add(1);
         }
         return;
@@ -903,7 +925,8 @@ class WatchHub {
     b->upstream_req.set_fragment(false);
     {
       MutexLock l(&b->mu);
-      b->members[{sink.get(), id}] = sink;
+      b->upstream_auth = auth;
+      b->members[{sink.get(), id}] = {sink, std::move(auth), ++b->joins};
     }
     std::weak_ptr<Broadcast> weak = b;
     const std::string prefix = prefix_;
@@ -913,7 +936,12 @@ class WatchHub {
         [weak, prefix, watchers](const pb::WatchResponse& r) {
           if (auto bb = weak.lock()) Deliver(*bb, prefix, watchers, r);
         },
-        std::move(auth));
+        [weak]() -> Metadata {
+          auto bb = weak.lock();
+          if (!bb) return {};
+          MutexLock l(&bb->mu);
+          return bb->upstream_auth;
+        });
     if (!w.ok()) {
       pb::WatchResponse refused;
       refused.set_watch_id(id);
@@ -954,13 +982,14 @@ class WatchHub {
     if (r.canceled()) b.over = true;
     for (auto it = b.members.begin(); it != b.members.end();) {
       out.set_watch_id(it->first.second);
-      if (!it->second->Send(out) || r.canceled()) {
+      if (!it->second.sink->Send(out) || r.canceled()) {
         it = b.members.erase(it);
         if (!r.created()) watchers->fetch_sub(1);
       } else {
         ++it;
       }
     }
+    b.MembersLeft();
   }
 
   // Removes watcher `id` of `sink` (-1: all of them) from every broadcast
@@ -986,6 +1015,7 @@ class WatchHub {
         }
         empty = b->members.empty();
         if (empty) b->over = true;
+        b->MembersLeft();
       }
       if (!empty) continue;
       {

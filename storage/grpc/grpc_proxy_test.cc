@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "informer/tcp_proxy.h"
 #include "schemas/grpc/rpc_services.grpc.pb.h"
 #include "storage/grpc/proxy_range_cache.h"
 
@@ -465,12 +466,48 @@ class GrpcProxyAuthTest : public GrpcProxyTest {
     }
   }
 
-  // A Watch stream through the proxy carrying `token` ("" for none).
-  std::unique_ptr<Watcher> Stream(const std::string& token) {
+  // A Watch stream through the proxy (or `stub`) carrying `token` ("" for
+  // none); its reads fail after 30 s rather than wait forever.
+  std::unique_ptr<Watcher> Stream(const std::string& token,
+                                  pb::Watch::Stub* stub = nullptr) {
     auto w = std::make_unique<Watcher>();
     if (!token.empty()) w->ctx.AddMetadata("token", token);
-    w->rw = watch_->Watch(&w->ctx);
+    w->ctx.set_deadline(Bound());
+    w->rw = (stub != nullptr ? stub : watch_.get())->Watch(&w->ctx);
     return w;
+  }
+  // Changes `user`'s password as root, which ends every token of the user
+  // (as an expiry would).
+  void DropTokensOf(const std::string& user) {
+    auto auth = pb::Auth::NewStub(member_.Channel());
+    grpc::ClientContext ctx;
+    ctx.AddMetadata("token", tokens_["root"]);
+    pb::AuthUserChangePasswordRequest r;
+    r.set_name(user);
+    r.set_password(user + "-new");
+    pb::AuthUserChangePasswordResponse resp;
+    grpc::Status st = auth->UserChangePassword(&ctx, r, &resp);
+    ASSERT_TRUE(st.ok()) << st.error_message();
+  }
+  // A put as root, straight to the member.
+  int64_t RootPut(const std::string& key) {
+    auto kv = pb::KV::NewStub(member_.Channel());
+    grpc::ClientContext ctx;
+    ctx.AddMetadata("token", tokens_["root"]);
+    pb::PutRequest req;
+    req.set_key(key);
+    req.set_value("v");
+    pb::PutResponse resp;
+    grpc::Status st = kv->Put(&ctx, req, &resp);
+    EXPECT_TRUE(st.ok()) << st.error_message();
+    return resp.header().revision();
+  }
+  // The proxy, reaching the member through a relay the test can cut.
+  void StartProxyThroughRelay() {
+    relay_ = std::make_unique<informer::testing::TcpProxy>(member_.port());
+    GrpcProxyOptions o;
+    o.endpoints = {"127.0.0.1:" + std::to_string(relay_->port())};
+    StartProxy(o);
   }
   // Asks for a watcher on `key` and returns the proxy's first answer.
   static pb::WatchResponse Create(Watcher* w, const std::string& key,
@@ -494,6 +531,7 @@ class GrpcProxyAuthTest : public GrpcProxyTest {
   }
 
   std::map<std::string, std::string> tokens_;
+  std::unique_ptr<informer::testing::TcpProxy> relay_;
 };
 
 TEST_F(GrpcProxyAuthTest, EachWatcherIsCheckedWithItsOwnToken) {
@@ -568,6 +606,91 @@ TEST_F(GrpcProxyAuthTest, CheckedUnderTheNamespace) {
   EXPECT_FALSE(created.canceled()) << created.cancel_reason();
   auto bob = Stream(tokens_["bob"]);
   ExpectRefused(Create(bob.get(), "x"), "etcdserver: permission denied");
+}
+
+// A member refuses each watch of a stream whose token did not resolve,
+// with etcd 3.4's words (its isWatchPermitted), and keeps the stream open:
+// what a proxy's resumed upstream watch meets once its token has expired.
+TEST_F(GrpcProxyAuthTest, MemberRefusesEachWatchOfAnInvalidToken) {
+  auto watch = pb::Watch::NewStub(member_.Channel());
+  auto forged = Stream("not-a-token", watch.get());
+  const std::string invalid =
+      "rpc error: code = Unauthenticated desc = etcdserver: invalid auth token";
+  ExpectRefused(Create(forged.get(), "/app/x"), invalid);
+  ExpectRefused(Create(forged.get(), "/app/y"), invalid);
+  auto anonymous = Stream("", watch.get());
+  ExpectRefused(Create(anonymous.get(), "/app/x"),
+                "rpc error: code = InvalidArgument desc = etcdserver: user "
+                "name is empty");
+}
+
+// A shared upstream watch that resumes (its connection to the member broke)
+// presents the token of the watcher that joined last: the creator's token
+// has expired by then (here: ended by a password change), and the watchers
+// go on without a gap.
+TEST_F(GrpcProxyAuthTest, ResumedWatchPresentsTheLatestSharersToken) {
+  StartProxyThroughRelay();
+  auto alice = Stream(tokens_["alice"]);
+  pb::WatchResponse created = Create(alice.get(), "/app/x");
+  ASSERT_FALSE(created.canceled()) << created.cancel_reason();
+  auto root = Stream(tokens_["root"]);
+  created = Create(root.get(), "/app/x");
+  ASSERT_FALSE(created.canceled()) << created.cancel_reason();
+  ASSERT_TRUE(Eventually([&] { return proxy_->stats().watchers == 2; }));
+  ASSERT_EQ(proxy_->stats().upstream_watches, 1);
+
+  DropTokensOf("alice");
+  relay_->Cut();
+  relay_->Restore();
+  const int64_t rev = RootPut("/app/x");
+  for (Watcher* w : {alice.get(), root.get()}) {
+    pb::WatchResponse resp;
+    ASSERT_TRUE(w->rw->Read(&resp)) << "no event after the resume";
+    EXPECT_FALSE(resp.canceled()) << resp.cancel_reason();
+    ASSERT_EQ(resp.events_size(), 1);
+    EXPECT_EQ(resp.events(0).kv().mod_revision(), rev);
+  }
+}
+
+// When no sharer's token is good any more, the resumed upstream watch is
+// refused by every member: its watchers are canceled with the member's
+// words (clientv3 then ends the watch with that error), rather than left
+// waiting for events that will not come.
+TEST_F(GrpcProxyAuthTest, ResumedWatchRefusedEverywhereCancelsItsWatchers) {
+  StartProxyThroughRelay();
+  auto alice = Stream(tokens_["alice"]);
+  pb::WatchResponse created = Create(alice.get(), "/app/x");
+  ASSERT_FALSE(created.canceled()) << created.cancel_reason();
+  auto root = Stream(tokens_["root"]);
+  created = Create(root.get(), "/app/x");
+  ASSERT_FALSE(created.canceled()) << created.cancel_reason();
+  ASSERT_TRUE(Eventually([&] { return proxy_->stats().watchers == 2; }));
+
+  DropTokensOf("alice");
+  DropTokensOf("root");
+  relay_->Cut();
+  relay_->Restore();
+  for (Watcher* w : {alice.get(), root.get()}) {
+    pb::WatchResponse resp;
+    ASSERT_TRUE(w->rw->Read(&resp)) << "the watcher was not canceled";
+    EXPECT_TRUE(resp.canceled());
+    EXPECT_EQ(resp.cancel_reason(),
+              "rpc error: code = Unauthenticated desc = etcdserver: invalid "
+              "auth token");
+    EXPECT_EQ(resp.events_size(), 0);
+  }
+  EXPECT_TRUE(Eventually([&] { return proxy_->stats().watchers == 0; }));
+  // A new watcher with a good token opens a new upstream watch.
+  auto auth = pb::Auth::NewStub(member_.Channel());
+  grpc::ClientContext ctx;
+  pb::AuthenticateRequest r;
+  r.set_name("root");
+  r.set_password("root-new");
+  pb::AuthenticateResponse login;
+  ASSERT_TRUE(auth->Authenticate(&ctx, r, &login).ok());
+  auto again = Stream(login.token());
+  created = Create(again.get(), "/app/x");
+  EXPECT_FALSE(created.canceled()) << created.cancel_reason();
 }
 
 // ---- progress requests ----

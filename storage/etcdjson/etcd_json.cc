@@ -19,6 +19,7 @@
 #include "base/statusor.h"
 #include "base/strings.h"
 #include "storage/etcdjson/etcd_json_value.h"
+#include "storage/etcdjson/go_codes.h"
 
 namespace kplane::etcdjson {
 namespace {
@@ -705,6 +706,14 @@ HttpError StatusToError(const Status& s) {
     msg = "etcdserver: " + msg;
   }
   return HttpError{HttpStatusForGrpcCode(code), code, msg};
+}
+
+std::string GoRpcErrorText(const Status& s) {
+  HttpError e = StatusToError(s);
+  const char* name = e.grpc_code >= 0 && e.grpc_code < int{kGoCodeNames.size()}
+                         ? kGoCodeNames[e.grpc_code]
+                         : "Unknown";
+  return std::string("rpc error: code = ") + name + " desc = " + e.message;
 }
 
 Status GrpcErrorToStatus(int code, std::string msg) {

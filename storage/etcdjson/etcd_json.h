@@ -77,6 +77,12 @@ struct HttpError {
 // Our Status -> etcd's error (message prefixed "etcdserver: " when the
 // status text lacks it, as etcd's errors all carry it).
 HttpError StatusToError(const Status& s);
+// What clientv3's err.Error() prints for our status sent as a gRPC error:
+// "rpc error: code = <Go code name> desc = <StatusToError's message>". It
+// is the cancel_reason of a watch a member refuses (etcd's
+// serverWatchStream: "rpc error: code = Unauthenticated desc = etcdserver:
+// invalid auth token", ... PermissionDenied, InvalidArgument).
+std::string GoRpcErrorText(const Status& s);
 // The HTTP status grpc-gateway (etcd 3.4) uses for a gRPC code.
 int HttpStatusForGrpcCode(int code);
 // An error body from an etcd server (ours or real) -> Status, recovering

@@ -22,7 +22,6 @@
 #include "schemas/grpc/rpc_services.grpc.pb.h"
 #include "storage/bolt/etcd_backend.h"
 #include "storage/etcdjson/etcd_json.h"
-#include "storage/grpc/go_codes.h"
 #include "storage/grpc/grpc_metrics.h"
 #include "storage/mvcc/watch.h"
 #include "storage/server/auth_store.h"
@@ -387,17 +386,11 @@ class WatchCall : public BidiStream<pb::WatchRequest, pb::WatchResponse> {
         // etcd: created and canceled at once, the reason its gRPC error's
         // text ("rpc error: code = Unauthenticated desc = etcdserver:
         // invalid auth token", ... PermissionDenied, InvalidArgument).
-        etcdjson::HttpError e = etcdjson::StatusToError(denied);
         pb::WatchResponse w = NewResponse(true);
         w.set_watch_id(-1);
         w.set_created(true);
         w.set_canceled(true);
-        const int code =
-            e.grpc_code >= 0 && e.grpc_code < int{kGoCodeNames.size()}
-                ? e.grpc_code
-                : etcdjson::kGrpcPermissionDenied;
-        w.set_cancel_reason(std::string("rpc error: code = ") +
-                            kGoCodeNames[code] + " desc = " + e.message);
+        w.set_cancel_reason(etcdjson::GoRpcErrorText(denied));
         out.push_back(std::move(w));
       } else if (req.has_create_request()) {
         StatusOr<int64_t> id = stream_->Watch(req.create_request());

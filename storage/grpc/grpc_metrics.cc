@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "base/mutex.h"
-#include "storage/grpc/go_codes.h"
+#include "storage/etcdjson/go_codes.h"
 
 namespace kplane::storage {
 namespace {
@@ -22,7 +22,7 @@ struct MethodCounters {
   metrics::Counter* started;
   metrics::Counter* received;
   metrics::Counter* sent;
-  std::array<metrics::Counter*, kGoCodeNames.size()> handled;
+  std::array<metrics::Counter*, etcdjson::kGoCodeNames.size()> handled;
 };
 
 struct Shared {
@@ -60,7 +60,8 @@ class MetricsInterceptor final : public gx::Interceptor {
     }
     if (b->QueryInterceptionHookPoint(H::PRE_SEND_STATUS)) {
       const size_t code = static_cast<size_t>(b->GetSendStatus().error_code());
-      m_->handled[code < kGoCodeNames.size() ? code : 2]->Inc();  // Unknown
+      m_->handled[code < etcdjson::kGoCodeNames.size() ? code : 2]
+          ->Inc();  // Unknown
     }
     b->Proceed();
   }
@@ -143,8 +144,9 @@ class MetricsFactory final : public gx::ServerInterceptorFactoryInterface {
     m.started = started_->With(lv);
     m.received = received_->With(lv);
     m.sent = sent_->With(lv);
-    for (size_t c = 0; c < kGoCodeNames.size(); ++c) {
-      m.handled[c] = handled_->With({kGoCodeNames[c], method, service, type});
+    for (size_t c = 0; c < etcdjson::kGoCodeNames.size(); ++c) {
+      m.handled[c] =
+          handled_->With({etcdjson::kGoCodeNames[c], method, service, type});
     }
     return &methods_.emplace(std::string(path), m).first->second;
   }

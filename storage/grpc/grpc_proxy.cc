@@ -26,7 +26,7 @@
 #include "schemas/grpc/rpc_services.grpc.pb.h"
 #include "storage/client/grpc_kv.h"
 #include "storage/client/remote_kv.h"
-#include "storage/grpc/go_codes.h"
+#include "storage/etcdjson/go_codes.h"
 #include "storage/grpc/proxy_range_cache.h"
 
 namespace kplane::storage {
@@ -743,9 +743,10 @@ std::string GoErrorText(const grpc::Status& st) {
   const std::string& m = st.error_message();
   if (m.rfind("etcdserver: ", 0) == 0) return m;
   const int code = static_cast<int>(st.error_code());
-  const std::string name = code >= 0 && code < int{kGoCodeNames.size()}
-                               ? kGoCodeNames[code]
-                               : "Code(" + std::to_string(code) + ")";
+  const std::string name =
+      code >= 0 && code < int{etcdjson::kGoCodeNames.size()}
+          ? etcdjson::kGoCodeNames[code]
+          : "Code(" + std::to_string(code) + ")";
   return "rpc error: code = " + name + " desc = " + m;
 }
 

@@ -284,13 +284,16 @@ class WatchDrainer : public std::enable_shared_from_this<WatchDrainer> {
 class WatchSession : public std::enable_shared_from_this<WatchSession> {
  public:
   // `user`: the caller, from the Authorization header; each watch needs
-  // READ on its range.
+  // READ on its range. A token that did not resolve (invalid, expired)
+  // refuses each watch with that error, as etcd's isWatchPermitted does
+  // behind its gateway, and the session stays open.
   WatchSession(StoreServer* server, std::shared_ptr<WatchDrainer> drainer,
-               ResponderPtr r, std::string user)
+               ResponderPtr r, StatusOr<std::string> user)
       : server_(server),
         drainer_(std::move(drainer)),
         r_(std::move(r)),
-        user_(std::move(user)),
+        user_(user.ok() ? *user : std::string()),
+        user_error_(user.ok() ? Status::Ok() : user.status()),
         splitter_(g_max_grpc_message_bytes) {}
 
   void Start() EXCLUDES(mu_) {
@@ -467,19 +470,17 @@ class WatchSession : public std::enable_shared_from_this<WatchSession> {
     MutexLock l(&mu_);
     if (!stream_) return;
     if (req.has_create_request() && server_->auth()->enabled()) {
-      Status p = server_->auth()->CheckRange(user_, req.create_request().key(),
-                                             req.create_request().range_end());
+      Status p = !user_error_.ok() ? user_error_
+                                   : server_->auth()->CheckRange(
+                                         user_, req.create_request().key(),
+                                         req.create_request().range_end());
       if (!p.ok()) {
         // etcd: created and canceled at once, with the error's text.
         etcdserverpb::WatchResponse w = NewResponse(true);
         w.set_watch_id(-1);
         w.set_created(true);
         w.set_canceled(true);
-        w.set_cancel_reason("rpc error: code = " +
-                            std::string(p.Is(StatusCode::kPermissionDenied)
-                                            ? "PermissionDenied"
-                                            : "InvalidArgument") +
-                            " desc = " + p.message());
+        w.set_cancel_reason(etcdjson::GoRpcErrorText(p));
         Write(w);
         return;
       }
@@ -532,6 +533,7 @@ class WatchSession : public std::enable_shared_from_this<WatchSession> {
   const std::shared_ptr<WatchDrainer> drainer_;
   ResponderPtr r_;
   const std::string user_;
+  const Status user_error_;
   etcdjson::JsonObjectSplitter splitter_;  // body callbacks run one at a time
   std::atomic<bool> drain_scheduled_{false};
   // Held while reading the MVCC watch stream and writing the response;
@@ -718,8 +720,10 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
   auto drainer = std::make_shared<WatchDrainer>(s);
   both("/watch",
        [s, drainer](const HttpRequest& req, ResponderPtr r) {
-         std::string user;
-         if (!CallerOf(s, req, r.get(), &user)) return;
+         StatusOr<std::string> user =
+             s->auth()->enabled()
+                 ? s->auth()->ResolveToken(req.headers.Get("Authorization"))
+                 : std::string();
          std::make_shared<WatchSession>(s, drainer, std::move(r),
                                         std::move(user))
              ->Start();

@@ -997,6 +997,36 @@ class EtcdctlJwt : public EtcdctlTest,
     if (!r.ok()) return r.status().ToString();
     return std::to_string(r->status) + " " + r->body;
   }
+  // A JSON gateway watch on member 0 with `token` in Authorization: "<status>
+  // <first message>" (the message read until it is a whole JSON object).
+  std::string WatchFirst(const std::string& token, const std::string& body) {
+    const std::vector<int> ms = cluster_->members();
+    auto c = net::HttpClient::ForUrl(cluster_->client_url(ms[0]));
+    if (!c.ok()) return c.status().ToString();
+    net::HttpHeaders headers = {{"Content-Type", "application/json"}};
+    if (!token.empty()) headers.Add("Authorization", token);
+    auto stream = (*c)->OpenStream("POST", "/v3/watch", headers);
+    if (!stream.ok()) return stream.status().ToString();
+    // The whole request body, as curl sends it: etcd's gateway answers a
+    // stream once its request body ended.
+    if (!(*stream)->Send(body).ok() || !(*stream)->CloseSend().ok()) {
+      return "send failed";
+    }
+    auto head = (*stream)->ReadHead(seconds(10));
+    if (!head.ok()) return head.status().ToString();
+    std::string got;
+    int depth = 0;
+    for (;;) {
+      std::string chunk;
+      auto more = (*stream)->Read(&chunk, seconds(10));
+      if (!more.ok() || !*more) break;
+      got += chunk;
+      depth = 0;
+      for (char ch : got) depth += ch == '{' ? 1 : ch == '}' ? -1 : 0;
+      if (!got.empty() && depth == 0) break;
+    }
+    return std::to_string(head->status) + " " + got;
+  }
   std::string Token(size_t i, const std::string& user, const std::string& pw) {
     std::string r =
         Post(i, "/v3/auth/authenticate",
@@ -1063,6 +1093,18 @@ TEST_P(EtcdctlJwt, UsersAuthenticateWithSignedTokens) {
         tampered, std::string("not-a-token")}) {
     std::string r = Post(0, "/v3/kv/range", range, bad);
     EXPECT_EQ(r, "401 " + invalid) << bad;
+  }
+  // A watch with an invalid token: the stream opens and each create is
+  // refused, created and canceled with the gRPC error's text (etcd's
+  // isWatchPermitted behind its gateway), rather than a 401.
+  for (const std::string& bad : {std::string("not-a-token"), tampered}) {
+    std::string w = WatchFirst(bad, R"({"create_request":{"key":"L2FwcC94"}})");
+    EXPECT_TRUE(w.starts_with("200 {\"result\":{")) << w;
+    EXPECT_NE(w.find(R"("watch_id":"-1","created":true,"canceled":true,)"
+                     R"("cancel_reason":"rpc error: code = Unauthenticated )"
+                     R"(desc = etcdserver: invalid auth token"})"),
+              std::string::npos)
+        << w;
   }
   // An old token: the auth revision moved on since it was issued.
   EXPECT_OK(Run({"--user=root:rootpw", "role", "add", "other"}));

@@ -191,6 +191,15 @@ struct CacherOptions {
   // store takes (1.5 MiB) fit in the default, so a client that reads
   // survives a burst of large writes. 0: no bound.
   size_t max_pending_bytes = 16 * 1024 * 1024;
+  // Fan-out: threads that write one change to its watchers, the cache's
+  // dispatch thread included (0: one per CPU, at most 4; 1: the dispatch
+  // thread alone). A change is shared out only when at least
+  // `parallel_min_sends` watchers take it at once; below that one thread
+  // is cheaper than waking another. Each watcher still gets its events one
+  // at a time and in order, paced and bounded as above
+  // (apiserver/cacher/dispatcher.h, "Sending").
+  int send_threads = 0;
+  size_t parallel_min_sends = 64;
   Duration bookmark_interval = seconds(60);
   Duration consistent_read_wait = seconds(3);
   Clock* clock = Clock::Real();

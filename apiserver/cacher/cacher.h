@@ -7,7 +7,8 @@
 //   - a store: the current object of every key, and
 //   - a window: the last `window_events` changes (a ring buffer),
 // and the cache answers LIST and WATCH from memory. Thousands of watchers are
-// fanned out from one dispatch thread; each event is handed to a watcher's
+// fanned out from one dispatch thread (a change for many watchers is written
+// by it and send_threads - 1 helpers); each event is handed to a watcher's
 // WatchSink, which must not block (the HTTP layer writes into the
 // connection's output buffer). A sink that refuses an event (client gone, or
 // its buffer over the cap: a slow client) is closed and dropped: the client
@@ -66,7 +67,9 @@
 //   apiserver_watch_cache_window_events (gauge: events the window holds)
 //
 // Thread-safety: all public methods may be called concurrently. Sinks are
-// called from the cache's dispatch thread, one event at a time per sink.
+// called one event at a time per sink: Send from the cache's dispatch thread
+// or one of its send helpers, the other WatchSink methods from the dispatch
+// thread; a sink's calls never overlap.
 #ifndef KPLANE_APISERVER_CACHER_CACHER_H_
 #define KPLANE_APISERVER_CACHER_CACHER_H_
 

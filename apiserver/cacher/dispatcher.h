@@ -60,8 +60,10 @@
 // Each watcher gets a given change from exactly one thread, and the next
 // change only after that, so its events stay in order; a refused send
 // closes the watcher on the dispatch thread after the round, as a serial
-// one does (kube-apiserver's cacher gets the same spread from a goroutine
-// per watcher, behind a buffered channel per watcher):
+// one does. (kube-apiserver's cacher gets the spread from goroutines: its
+// dispatcher only puts the event in each watcher's buffered channel, and
+// per watcher one goroutine converts it and the watch handler's encodes
+// and flushes it.)
 //
 //   change for 1,000 ready watchers, send_threads 2:
 //     dispatch thread: match + pace all 1,000 -> list of 1,000 sends

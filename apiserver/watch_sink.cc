@@ -9,6 +9,8 @@ HttpWatchSink::HttpWatchSink(std::shared_ptr<net::Responder> responder,
     : responder_(std::move(responder)),
       headers_(std::move(headers)),
       render_(std::move(render)),
+      key_(WatchFormatKey(render_, /*first=*/false)),
+      first_key_(WatchFormatKey(render_, /*first=*/true)),
       clock_(clock),
       events_sent_(events_sent),
       pace_bytes_(pace_bytes),
@@ -53,11 +55,14 @@ bool HttpWatchSink::Send(const WatchEventPtr& event) {
     first = first_ && event->type != WatchEventType::kBookmark;
     if (first) first_ = false;
   }
-  RenderOptions render = render_;
-  render.now = clock_->WallNow();
   std::shared_ptr<const std::string> frame = event->Encoded(
-      WatchFormatKey(render, first),
-      [&](const WatchEvent& e) { return RenderWatchEvent(render, e, first); });
+      first ? first_key_ : key_, [this, first](const WatchEvent& e) {
+        // The first watcher of this format encodes it; `now` only matters
+        // to a Table's AGE cells.
+        RenderOptions render = render_;
+        render.now = clock_->WallNow();
+        return RenderWatchEvent(render, e, first);
+      });
   if (!responder_->Write(*frame)) return false;
   if (budget_ != nullptr) budget_->Charge(frame->size());
   if (events_sent_ != nullptr) events_sent_->Inc();

@@ -23,7 +23,8 @@
 // OnClose callback calls ClientGone(), which destroys the watch handle so
 // the cacher stops delivering).
 //
-// Thread-safety: all methods may be called from any thread.
+// Thread-safety: all methods may be called from any thread (the cacher
+// calls Send from its dispatch thread or a send helper, one at a time).
 #ifndef KPLANE_APISERVER_WATCH_SINK_H_
 #define KPLANE_APISERVER_WATCH_SINK_H_
 
@@ -75,6 +76,12 @@ class HttpWatchSink : public WatchSink {
   std::shared_ptr<net::Responder> responder_;
   const net::HttpHeaders headers_;
   const RenderOptions render_;
+  // WatchFormatKey(render_, first = false / true), made once: Send runs
+  // once per event and watcher, the hot path of fan-out, and its frame is
+  // almost always already encoded (WatchEvent::Encoded), so it should cost
+  // a lookup, not a copy of the options and a key.
+  const std::string key_;
+  const std::string first_key_;
   Clock* clock_;
   metrics::Counter* events_sent_;
   const size_t pace_bytes_;  // 0: never paced

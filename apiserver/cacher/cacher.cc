@@ -1,5 +1,6 @@
 #include "apiserver/cacher/cacher.h"
 
+#include <algorithm>
 #include <map>
 #include <shared_mutex>
 #include <thread>
@@ -187,6 +188,12 @@ struct Cacher::Impl {
     d.max_pending_events = options.max_pending_events;
     d.max_pending_bytes = options.max_pending_bytes;
     d.has_index = static_cast<bool>(options.index_func);
+    d.send_threads = options.send_threads;
+    if (d.send_threads <= 0) {
+      d.send_threads = static_cast<int>(
+          std::clamp(std::thread::hardware_concurrency(), 1u, 4u));
+    }
+    d.parallel_min_sends = options.parallel_min_sends;
     d.events_dispatched =
         m->NewCounter("apiserver_watch_cache_events_dispatched_total",
                       "Counter of events dispatched in watch cache broken by "

@@ -7,7 +7,8 @@
 //   - a store: the current object of every key, and
 //   - a window: the last `window_events` changes (a ring buffer),
 // and the cache answers LIST and WATCH from memory. Thousands of watchers are
-// fanned out from one dispatch thread; each event is handed to a watcher's
+// fanned out from one dispatch thread (a change for many watchers is written
+// by it and send_threads - 1 helpers); each event is handed to a watcher's
 // WatchSink, which must not block (the HTTP layer writes into the
 // connection's output buffer). A sink that refuses an event (client gone, or
 // its buffer over the cap: a slow client) is closed and dropped: the client
@@ -66,7 +67,9 @@
 //   apiserver_watch_cache_window_events (gauge: events the window holds)
 //
 // Thread-safety: all public methods may be called concurrently. Sinks are
-// called from the cache's dispatch thread, one event at a time per sink.
+// called one event at a time per sink: Send from the cache's dispatch thread
+// or one of its send helpers, the other WatchSink methods from the dispatch
+// thread; a sink's calls never overlap.
 #ifndef KPLANE_APISERVER_CACHER_CACHER_H_
 #define KPLANE_APISERVER_CACHER_CACHER_H_
 
@@ -191,6 +194,15 @@ struct CacherOptions {
   // store takes (1.5 MiB) fit in the default, so a client that reads
   // survives a burst of large writes. 0: no bound.
   size_t max_pending_bytes = 16 * 1024 * 1024;
+  // Fan-out: threads that write one change to its watchers, the cache's
+  // dispatch thread included (0: one per CPU, at most 4; 1: the dispatch
+  // thread alone). A change is shared out only when at least
+  // `parallel_min_sends` watchers take it at once; below that one thread
+  // is cheaper than waking another. Each watcher still gets its events one
+  // at a time and in order, paced and bounded as above
+  // (apiserver/cacher/dispatcher.h, "Sending").
+  int send_threads = 0;
+  size_t parallel_min_sends = 64;
   Duration bookmark_interval = seconds(60);
   Duration consistent_read_wait = seconds(3);
   Clock* clock = Clock::Real();

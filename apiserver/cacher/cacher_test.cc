@@ -4,6 +4,7 @@
 
 #include <condition_variable>
 #include <future>
+#include <set>
 #include <thread>
 
 #include "apiserver/storage/test_store.h"
@@ -1116,6 +1117,243 @@ TEST_F(CacherTest, IndexedWatchersSeeTheirObjectsArriveAndLeave) {
                                       "DELETED p2" + At(r4)}));
   auto raw = n1->Raw();
   EXPECT_EQ(static_cast<const Pod&>(*raw[1]->object).spec().nodename(), "n1");
+}
+
+// Parallel fan-out (CacherOptions::send_threads): a change for at least
+// parallel_min_sends ready watchers is written by several threads.
+
+// Two sending threads meet here: the first Send waits (a bounded real
+// time, as a guard) until a Send has run on another thread too.
+class Rendezvous {
+ public:
+  void Arrive() {
+    MutexLock l(&mu_);
+    threads_.insert(std::this_thread::get_id());
+    cv_.notify_all();
+    if (waited_) return;
+    waited_ = true;
+    cv_.wait_for(l.native(), std::chrono::seconds(20),
+                 [&]() REQUIRES(mu_) { return threads_.size() >= 2; });
+  }
+  size_t threads() {
+    MutexLock l(&mu_);
+    return threads_.size();
+  }
+
+ private:
+  Mutex mu_;
+  std::condition_variable cv_;
+  std::set<std::thread::id> threads_ GUARDED_BY(mu_);
+  bool waited_ GUARDED_BY(mu_) = false;
+};
+
+class MeetingSink : public RecordingSink {
+ public:
+  explicit MeetingSink(Rendezvous* r) : r_(r) {}
+  bool Send(const WatchEventPtr& e) override {
+    r_->Arrive();
+    return RecordingSink::Send(e);
+  }
+
+ private:
+  Rendezvous* r_;
+};
+
+TEST_F(CacherTest, ABigChangeIsSentFromSeveralThreadsAtOnce) {
+  StartCacher({.send_threads = 2, .parallel_min_sends = 2});
+  Rendezvous meet;
+  std::vector<std::shared_ptr<MeetingSink>> sinks;
+  std::vector<std::unique_ptr<WatchHandle>> handles;
+  // Two runs of sends: one for each thread.
+  for (int i = 0; i < 16; ++i) {
+    sinks.push_back(std::make_shared<MeetingSink>(&meet));
+    handles.push_back(MustWatch({}, sinks.back()));
+  }
+  int64_t r = CreatePod("default", "a");
+  for (auto& s : sinks) {
+    EXPECT_EQ(s->WaitFor(1), (std::vector<std::string>{"ADDED a" + At(r)}));
+  }
+  EXPECT_EQ(meet.threads(), 2u);
+}
+
+// Checks order like OrderSink, that no two Sends for it overlap, and
+// takes a few microseconds per Send (a socket write's worth), so that a
+// round's sends are still running when the next change could start.
+class SlowOrderSink : public WatchSink {
+ public:
+  SlowOrderSink(std::atomic<int64_t>* total, Mutex* mu,
+                std::condition_variable* cv)
+      : total_(total), mu_(mu), cv_(cv) {}
+  bool Send(const WatchEventPtr& e) override {
+    if (in_send_.exchange(true)) overlapped_ = true;
+    if (e->revision <= last_) in_order_ = false;
+    last_ = e->revision;
+    ++count_;
+    const auto until =
+        std::chrono::steady_clock::now() + std::chrono::microseconds(10);
+    while (std::chrono::steady_clock::now() < until) {
+    }
+    in_send_.store(false);
+    total_->fetch_add(1);
+    MutexLock l(mu_);
+    cv_->notify_all();
+    return true;
+  }
+  void Close(const Status&) override {}
+  int64_t last_ = 0;
+  int count_ = 0;
+  bool in_order_ = true;
+  bool overlapped_ = false;
+
+ private:
+  std::atomic<bool> in_send_{false};
+  std::atomic<int64_t>* total_;
+  Mutex* mu_;
+  std::condition_variable* cv_;
+};
+
+// Blocks its first Send until Open(): holds the dispatcher in one round
+// while the test queues changes behind it.
+class GateSink : public RecordingSink {
+ public:
+  bool Send(const WatchEventPtr& e) override {
+    {
+      MutexLock l(&gate_mu_);
+      gate_cv_.wait_for(l.native(), std::chrono::seconds(20),
+                        [&]() REQUIRES(gate_mu_) { return open_; });
+    }
+    return RecordingSink::Send(e);
+  }
+  void Open() {
+    MutexLock l(&gate_mu_);
+    open_ = true;
+    gate_cv_.notify_all();
+  }
+
+ private:
+  Mutex gate_mu_;
+  std::condition_variable gate_cv_;
+  bool open_ GUARDED_BY(gate_mu_) = false;
+};
+
+TEST_F(CacherTest, ParallelSendsKeepEveryWatchersOrder) {
+  StartCacher({.send_threads = 4, .parallel_min_sends = 2});
+  std::atomic<int64_t> total{0};
+  Mutex mu;
+  std::condition_variable cv;
+  std::vector<std::shared_ptr<SlowOrderSink>> sinks;
+  std::vector<std::unique_ptr<WatchHandle>> handles;
+  auto gate = std::make_shared<GateSink>();
+  handles.push_back(MustWatch({}, gate));
+  constexpr int kWatchers = 200;
+  for (int i = 0; i < kWatchers; ++i) {
+    sinks.push_back(std::make_shared<SlowOrderSink>(&total, &mu, &cv));
+    handles.push_back(MustWatch({}, sinks.back()));
+  }
+  // The first change's round waits at the gate while the others queue up;
+  // opened, the dispatcher sends them back to back.
+  constexpr int64_t kEvents = 100;
+  int64_t last = 0;
+  for (int i = 0; i < kEvents; ++i) {
+    last = CreatePod("default", "p" + std::to_string(i));
+  }
+  WaitCacheAt(last);
+  gate->Open();
+  {
+    MutexLock l(&mu);
+    ASSERT_TRUE(cv.wait_for(l.native(), std::chrono::seconds(60), [&] {
+      return total.load() >= kWatchers * kEvents;
+    })) << total.load();
+  }
+  EXPECT_EQ(gate->WaitFor(kEvents).size(), static_cast<size_t>(kEvents));
+  EXPECT_EQ(total.load(), kWatchers * kEvents);
+  for (const auto& s : sinks) {
+    EXPECT_TRUE(s->in_order_);
+    EXPECT_FALSE(s->overlapped_);
+    EXPECT_EQ(s->count_, kEvents);
+  }
+  EXPECT_EQ(cacher_->num_watchers(), static_cast<size_t>(kWatchers) + 1);
+}
+
+TEST_F(CacherTest, StalledWatchersAreStillCutInParallelRounds) {
+  StartCacher(
+      {.max_pending_events = 5, .send_threads = 2, .parallel_min_sends = 2});
+  std::atomic<int64_t> total{0};
+  Mutex mu;
+  std::condition_variable cv;
+  std::vector<std::shared_ptr<OrderSink>> fine;
+  std::vector<std::unique_ptr<WatchHandle>> handles;
+  for (int i = 0; i < 64; ++i) {
+    fine.push_back(std::make_shared<OrderSink>(&total, &mu, &cv));
+    handles.push_back(MustWatch({}, fine.back()));
+  }
+  // Refuses its third event (a full connection buffer): closed after the
+  // round that refused it.
+  auto refuses = std::make_shared<RecordingSink>(/*accept=*/2);
+  handles.push_back(MustWatch({}, refuses));
+  // Stops reading after two: its events queue, past 5 it is closed.
+  auto stuck = std::make_shared<PacedSink>(/*credit=*/2);
+  handles.push_back(MustWatch({}, stuck));
+  constexpr int kEvents = 10;
+  for (int i = 0; i < kEvents; ++i) {
+    CreatePod("default", "p" + std::to_string(i));
+  }
+  {
+    MutexLock l(&mu);
+    ASSERT_TRUE(cv.wait_for(l.native(), std::chrono::seconds(30), [&] {
+      return total.load() >= 64 * kEvents;
+    })) << total.load();
+  }
+  for (const auto& s : fine) {
+    EXPECT_TRUE(s->in_order_);
+    EXPECT_EQ(s->count_, kEvents);
+  }
+  Status s = refuses->WaitClosed();
+  EXPECT_EQ(s.code(), StatusCode::kResourceExhausted) << s;
+  EXPECT_EQ(refuses->Events().size(), 2u);
+  EXPECT_EQ(refuses->closes(), 1);
+  s = stuck->WaitClosed();
+  EXPECT_EQ(s.code(), StatusCode::kResourceExhausted) << s;
+  EXPECT_EQ(stuck->Events().size(), 2u);
+  EXPECT_EQ(cacher_->num_watchers(), 64u);
+  EXPECT_EQ(
+      Metric(
+          "apiserver_terminated_watchers_total{group=\"\",resource=\"pods\"}"),
+      2);
+}
+
+// Destroys its own watch handle inside its second Send.
+class SelfCancellingSink : public RecordingSink {
+ public:
+  bool Send(const WatchEventPtr& e) override {
+    bool ok = RecordingSink::Send(e);
+    if (Events().size() == 2) handle.reset();
+    return ok;
+  }
+  std::unique_ptr<WatchHandle> handle;
+};
+
+TEST_F(CacherTest, HandlesDestroyedInsideTheirSendOnAnySendingThread) {
+  StartCacher({.send_threads = 2, .parallel_min_sends = 2});
+  std::vector<std::shared_ptr<SelfCancellingSink>> sinks;
+  for (int i = 0; i < 64; ++i) {
+    sinks.push_back(std::make_shared<SelfCancellingSink>());
+    sinks.back()->handle = MustWatch({}, sinks.back());
+  }
+  auto witness = std::make_shared<RecordingSink>();
+  auto h = MustWatch({}, witness);
+  CreatePod("default", "a");
+  CreatePod("default", "b");
+  for (auto& s : sinks) EXPECT_EQ(s->WaitFor(2).size(), 2u);
+  // Published after every handle's removal: once the witness has it, the
+  // cancelled watchers are gone.
+  CreatePod("default", "c");
+  EXPECT_EQ(witness->WaitFor(3).size(), 3u);
+  EXPECT_EQ(cacher_->num_watchers(), 1u);
+  for (auto& s : sinks) {
+    EXPECT_EQ(s->Events().size(), 2u);
+    EXPECT_EQ(s->closes(), 0);
+  }
 }
 
 TEST_F(CacherTest, DestroyedHandleStopsDeliveryWithoutClose) {

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 
-#include "objects/meta.h"
 #include "apiserver/storage/object_store.h"
 #include "base/logging.h"
+#include "objects/meta.h"
 
 namespace kplane::apiserver::internal {
 namespace {
@@ -15,6 +15,25 @@ constexpr int kBacklogSlice = 256;
 // kube-apiserver's cacher bookmarks a watch with a deadline this long
 // before the deadline.
 constexpr Duration kPreTimeoutBookmark = seconds(2);
+// Sends a thread claims at a time in a parallel round: few enough that the
+// threads finish together, enough that claiming costs little.
+constexpr size_t kSendRun = 8;
+
+// The watcher (Dispatcher::Watcher*) whose sink this thread is calling,
+// holding that watcher's mutex: a handle of it destroyed from inside the
+// call must not take the mutex again.
+thread_local const void* t_in_sink = nullptr;
+
+class InSink {
+ public:
+  explicit InSink(const void* w) : prev_(t_in_sink) { t_in_sink = w; }
+  ~InSink() { t_in_sink = prev_; }
+  InSink(const InSink&) = delete;
+  InSink& operator=(const InSink&) = delete;
+
+ private:
+  const void* prev_;
+};
 
 }  // namespace
 
@@ -53,9 +72,9 @@ class Dispatcher::Handle : public WatchHandle {
   Handle(std::shared_ptr<Dispatcher> d, std::shared_ptr<Watcher> w)
       : d_(std::move(d)), w_(std::move(w)) {}
   ~Handle() override {
-    if (d_->thread_id_.load() == std::this_thread::get_id()) {
-      // Destroyed from inside the sink's Send or Close: the dispatch thread
-      // already holds the watcher's lock and calls nothing else meanwhile.
+    if (t_in_sink == w_.get()) {
+      // Destroyed from inside its own sink's call: this thread already
+      // holds the watcher's lock, and the sink is not called after it.
       w_->cancelled.store(true);
     } else {
       MutexLock l(&w_->mu);
@@ -93,7 +112,6 @@ void Dispatcher::Stop() {
         << "the watch cache was stopped from its own dispatch thread";
     thread_.join();
   }
-  thread_id_.store(std::thread::id());
 }
 
 void Dispatcher::Push(Input in) {
@@ -153,7 +171,6 @@ std::unique_ptr<WatchHandle> Dispatcher::Register(WatcherInit init) {
 // The dispatch thread.
 
 void Dispatcher::Run() {
-  thread_id_.store(std::this_thread::get_id());
   MutexLock l(&mu_);
   for (;;) {
     std::vector<Input> batch;
@@ -165,6 +182,7 @@ void Dispatcher::Run() {
     if (stop) {
       for (auto& [id, w] : watchers_) Drop(w.get(), Status::Ok());
       FlushRemovals();
+      StopHelpers();
       return;
     }
     const bool more = DrainBacklogs();
@@ -172,9 +190,8 @@ void Dispatcher::Run() {
     FlushRemovals();
     l.Lock();
     if (more || !inbox_.empty() || stopping_) continue;
-    auto woken = [this]() REQUIRES(mu_) {
-      return !inbox_.empty() || stopping_;
-    };
+    auto woken = [this]()
+                     REQUIRES(mu_) { return !inbox_.empty() || stopping_; };
     if (timers_.empty()) {
       cv_.wait(l.native(), woken);
     } else {
@@ -244,6 +261,8 @@ void Dispatcher::AddWatcher(std::shared_ptr<Watcher> w) {
 void Dispatcher::Dispatch(const CacheEventPtr& ev) {
   dispatched_revision_ = std::max(dispatched_revision_, ev->revision);
   if (options_.events_dispatched) options_.events_dispatched->Inc();
+  // Deliver() collects the watchers to send to now into round_;
+  // FlushRound() sends them all.
   auto visit = [&](const Bucket& b) {
     for (Watcher* w : b.members) Deliver(w, ev);
   };
@@ -260,6 +279,7 @@ void Dispatcher::Dispatch(const CacheEventPtr& ev) {
       if (it != by_index_.end()) visit(it->second);
     }
   }
+  FlushRound();
 }
 
 void Dispatcher::Deliver(Watcher* w, const CacheEventPtr& ev) {
@@ -279,7 +299,9 @@ void Dispatcher::Deliver(Watcher* w, const CacheEventPtr& ev) {
     Enqueue(w, ev);
     return;
   }
-  Send(w, out);
+  // A watcher sits in one bucket, and Dispatch visits a bucket once: at
+  // most one item per watcher per round.
+  round_.push_back(SendItem{w, std::move(out)});
 }
 
 bool Dispatcher::QueueFull(const Watcher& w, const CacheEvent& ev) const {
@@ -318,6 +340,7 @@ bool Dispatcher::SinkReady(Watcher* w) {
   {
     MutexLock l(&w->mu);
     if (w->cancelled.load()) return false;
+    InSink in_sink(w);
     ready = w->sink->Ready();
     if (!ready && !w->wake_armed) {
       w->wake_armed = true;
@@ -373,8 +396,8 @@ WatchEventPtr Dispatcher::Convert(const Watcher& w,
           // selector (kube-apiserver's cacheWatcher does the same).
           MutableObject last(ev.prev->New());
           last->CopyFrom(*ev.prev);
-          objects::SetResourceVersion(last.get(),
-                                  Versioner::ToResourceVersion(ev.revision));
+          objects::SetResourceVersion(
+              last.get(), Versioner::ToResourceVersion(ev.revision));
           ev.as_deleted =
               MakeWatchEvent(WatchEventType::kDeleted,
                              ObjectPtr(std::move(last)), ev.revision);
@@ -389,24 +412,128 @@ WatchEventPtr Dispatcher::Convert(const Watcher& w,
   return nullptr;
 }
 
+Dispatcher::SendItem::Result Dispatcher::SendToSink(Watcher* w,
+                                                    const WatchEventPtr& ev) {
+  MutexLock l(&w->mu);
+  if (w->cancelled.load()) return SendItem::kCancelled;
+  InSink in_sink(w);
+  return w->sink->Send(ev) ? SendItem::kSent : SendItem::kRefused;
+}
+
 bool Dispatcher::Send(Watcher* w, const WatchEventPtr& ev) {
   if (w->closed) return false;
-  bool accepted;
-  {
-    MutexLock l(&w->mu);
-    if (w->cancelled.load()) {
+  switch (SendToSink(w, ev)) {
+    case SendItem::kSent:
+      return true;
+    case SendItem::kCancelled:
       Remove(w);
       return false;
+    case SendItem::kRefused:
+      if (options_.watchers_terminated) options_.watchers_terminated->Inc();
+      Drop(w, ResourceExhaustedError(
+                  "the watcher did not keep up with the event stream"));
+      return false;
+  }
+  return false;
+}
+
+void Dispatcher::FlushRound() {
+  if (round_.empty()) return;
+  if (options_.send_threads <= 1 ||
+      round_.size() < std::max<size_t>(options_.parallel_min_sends, 2)) {
+    for (SendItem& item : round_) Send(item.w, item.ev);
+    round_.clear();
+    return;
+  }
+  if (helpers_.empty()) {
+    uint64_t seen;
+    {
+      MutexLock l(&pool_mu_);
+      seen = pool_round_;
     }
-    accepted = w->sink->Send(ev);
+    for (int i = 1; i < options_.send_threads; ++i) {
+      helpers_.emplace_back([this, seen] {
+        uint64_t round = seen;
+        for (;;) {
+          SendItem* items;
+          size_t n;
+          {
+            MutexLock l(&pool_mu_);
+            pool_cv_.wait(l.native(), [&]() REQUIRES(pool_mu_) {
+              return pool_stop_ || pool_round_ != round;
+            });
+            if (pool_stop_) return;
+            round = pool_round_;
+            items = pool_items_;
+            n = pool_n_;
+          }
+          SendRuns(items, n);
+          {
+            MutexLock l(&pool_mu_);
+            --pool_busy_;
+          }
+          done_cv_.notify_one();
+        }
+      });
+    }
   }
-  if (!accepted) {
-    if (options_.watchers_terminated) options_.watchers_terminated->Inc();
-    Drop(w, ResourceExhaustedError(
-                "the watcher did not keep up with the event stream"));
-    return false;
+  {
+    MutexLock l(&pool_mu_);
+    pool_items_ = round_.data();
+    pool_n_ = round_.size();
+    pool_next_.store(0);
+    pool_busy_ = static_cast<int>(helpers_.size());
+    ++pool_round_;
   }
-  return true;
+  pool_cv_.notify_all();
+  SendRuns(round_.data(), round_.size());
+  {
+    // The next change may go to the same watchers: every send of this one
+    // must be done first (per-watcher order), and round_ must outlive the
+    // helpers' use of it.
+    MutexLock l(&pool_mu_);
+    done_cv_.wait(l.native(),
+                  [&]() REQUIRES(pool_mu_) { return pool_busy_ == 0; });
+    pool_items_ = nullptr;
+    pool_n_ = 0;
+  }
+  // What a serial Send does after the sink call, on this thread.
+  for (SendItem& item : round_) {
+    switch (item.result) {
+      case SendItem::kSent:
+        break;
+      case SendItem::kCancelled:
+        Remove(item.w);
+        break;
+      case SendItem::kRefused:
+        if (options_.watchers_terminated) options_.watchers_terminated->Inc();
+        Drop(item.w, ResourceExhaustedError(
+                         "the watcher did not keep up with the event stream"));
+        break;
+    }
+  }
+  round_.clear();
+}
+
+void Dispatcher::SendRuns(SendItem* items, size_t n) {
+  for (;;) {
+    const size_t begin = pool_next_.fetch_add(kSendRun);
+    if (begin >= n) return;
+    const size_t end = std::min(begin + kSendRun, n);
+    for (size_t i = begin; i < end; ++i) {
+      items[i].result = SendToSink(items[i].w, items[i].ev);
+    }
+  }
+}
+
+void Dispatcher::StopHelpers() {
+  {
+    MutexLock l(&pool_mu_);
+    pool_stop_ = true;
+  }
+  pool_cv_.notify_all();
+  for (std::thread& t : helpers_) t.join();
+  helpers_.clear();
 }
 
 void Dispatcher::Remove(Watcher* w) {
@@ -421,6 +548,7 @@ void Dispatcher::Drop(Watcher* w, const Status& reason) {
   if (w->closed) return;
   Remove(w);
   MutexLock l(&w->mu);
+  InSink in_sink(w);
   if (!w->cancelled.load()) w->sink->Close(reason);
   // Let the connection go now rather than when the handle dies.
   w->sink.reset();

@@ -51,10 +51,34 @@
 // the timeouts) are a min-heap on the injected clock, checked once per turn;
 // the thread sleeps on the clock until the earliest one.
 //
-// Sinks are called from the dispatch thread only, one event at a time. A
-// sink that refuses an event is closed with ResourceExhausted and dropped at
-// once. Destroying a WatchHandle (on any thread, also from inside the sink's
-// own Send or Close) stops delivery before the destructor returns.
+// Sending: a change is matched, converted and paced on the dispatch thread
+// alone. When `send_threads` > 1 and at least `parallel_min_sends` watchers
+// are to be sent one change right away, the writes (a sink's Send: for
+// HTTP, one non-blocking sendmsg) are shared out in small runs between the
+// dispatch thread and send_threads - 1 helper threads, and the dispatch
+// thread waits until every one is done before it takes the next input.
+// Each watcher gets a given change from exactly one thread, and the next
+// change only after that, so its events stay in order; a refused send
+// closes the watcher on the dispatch thread after the round, as a serial
+// one does. (kube-apiserver's cacher gets the spread from goroutines: its
+// dispatcher only puts the event in each watcher's buffered channel, and
+// per watcher one goroutine converts it and the watch handler's encodes
+// and flushes it.)
+//
+//   change for 1,000 ready watchers, send_threads 2:
+//     dispatch thread: match + pace all 1,000 -> list of 1,000 sends
+//     dispatch thread: sends runs 0-7, 16-23, ...  helper: 8-15, 24-31, ...
+//     (whoever is free takes the next run), then both done -> next input
+//
+// Helpers start on the first round that needs them, so a resource that
+// never has that many watchers costs no thread.
+//
+// Sinks are called one event at a time per watcher: WatchSink::Send from the
+// dispatch thread or, during a parallel round, a helper; Close, Ready and
+// NotifyWhenReady from the dispatch thread. A sink that refuses an event is
+// closed with ResourceExhausted and dropped at once. Destroying a
+// WatchHandle (on any thread, also from inside the sink's own Send or
+// Close) stops delivery before the destructor returns.
 //
 // Thread-safety: all public methods may be called from any thread.
 #ifndef KPLANE_APISERVER_CACHER_DISPATCHER_H_
@@ -103,6 +127,10 @@ class Dispatcher : public std::enable_shared_from_this<Dispatcher> {
     bool has_index = false;
     size_t max_pending_events = 0;  // 0: no bound
     size_t max_pending_bytes = 0;   // CacheEvent::bytes; 0: no bound
+    // Threads that write one change to its watchers, the dispatch thread
+    // included (1: it alone), and the fewest sends worth sharing out.
+    int send_threads = 1;
+    size_t parallel_min_sends = 64;
     metrics::Counter* events_dispatched = nullptr;
     metrics::Counter* watchers_terminated = nullptr;
     metrics::Gauge* watchers = nullptr;
@@ -145,6 +173,12 @@ class Dispatcher : public std::enable_shared_from_this<Dispatcher> {
     bool operator>(const Timer& o) const { return when > o.when; }
   };
   class Handle;
+  // One send of a parallel round.
+  struct SendItem {
+    Watcher* w;
+    WatchEventPtr ev;
+    enum Result { kSent, kRefused, kCancelled } result = kSent;
+  };
 
   void Push(Input in) EXCLUDES(mu_);
   void Run() EXCLUDES(mu_);
@@ -157,6 +191,16 @@ class Dispatcher : public std::enable_shared_from_this<Dispatcher> {
                const std::string& ns, const std::string& index_value) const;
   // Sends and drops the watcher if the sink refuses. False if it is gone.
   bool Send(Watcher* w, const WatchEventPtr& ev);
+  // The sink call of Send, on any of the sending threads; changes no
+  // dispatcher state.
+  static SendItem::Result SendToSink(Watcher* w, const WatchEventPtr& ev);
+  // Sends this change's collected round (round_), in parallel when it is
+  // large enough, then settles refusals on the dispatch thread.
+  void FlushRound();
+  // Sends items of the current parallel round until none is left.
+  void SendRuns(SendItem* items, size_t n);
+  void HelperLoop() EXCLUDES(pool_mu_);
+  void StopHelpers() EXCLUDES(pool_mu_);
   void Drop(Watcher* w, const Status& reason);
   void Remove(Watcher* w);
   void FlushRemovals();
@@ -187,7 +231,6 @@ class Dispatcher : public std::enable_shared_from_this<Dispatcher> {
   std::vector<Input> inbox_ GUARDED_BY(mu_);
   bool stopping_ GUARDED_BY(mu_) = false;
   std::thread thread_;
-  std::atomic<std::thread::id> thread_id_;
   std::atomic<uint64_t> next_id_{1};
   std::atomic<size_t> num_watchers_{0};
 
@@ -201,6 +244,22 @@ class Dispatcher : public std::enable_shared_from_this<Dispatcher> {
   std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers_;
   int64_t dispatched_revision_ = 0;
   WatchEventPtr last_bookmark_;
+  // While Dispatch() collects: the watchers to send the change to now.
+  bool collecting_ = false;
+  std::vector<SendItem> round_;
+
+  // The helpers of parallel rounds. Lock order: pool_mu_ is a leaf (never
+  // held with mu_ or a watcher's mutex).
+  Mutex pool_mu_;
+  std::condition_variable pool_cv_;   // a new round, or stop
+  std::condition_variable done_cv_;   // a helper finished its round
+  std::vector<std::thread> helpers_;  // dispatch thread only
+  uint64_t pool_round_ GUARDED_BY(pool_mu_) = 0;
+  SendItem* pool_items_ GUARDED_BY(pool_mu_) = nullptr;
+  size_t pool_n_ GUARDED_BY(pool_mu_) = 0;
+  int pool_busy_ GUARDED_BY(pool_mu_) = 0;  // helpers still in the round
+  bool pool_stop_ GUARDED_BY(pool_mu_) = false;
+  std::atomic<size_t> pool_next_{0};  // the next unclaimed item
 };
 
 }  // namespace kplane::apiserver::internal

@@ -174,6 +174,11 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
              "LISTs and watch events copy it instead of encoding again "
              "(faster LISTs for ~1 KiB more memory per pod; false: encode "
              "on every read).");
+  int watch_send_threads = apiserver::CacherOptions{}.send_threads;
+  flags.Int("watch-send-threads", &watch_send_threads,
+            "Threads that write one change to its watchers in each watch "
+            "cache, when 64 or more take it at once (0: one per CPU, at "
+            "most 4; 1: the cache's dispatch thread alone).");
   flags.Int("worker-threads", &worker_threads,
             "Threads running request handlers (they block on storage).");
   int64_t max_connections =
@@ -282,6 +287,10 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
   if (body_timeout < Duration::zero()) {
     return fail(
         InvalidArgumentError("--request-body-timeout must not be negative"));
+  }
+  if (watch_send_threads < 0 || watch_send_threads > 64) {
+    return fail(InvalidArgumentError(
+        "--watch-send-threads must be in 0..64 (0: one per CPU, at most 4)"));
   }
   if (request_timeout < Duration::zero()) {
     return fail(InvalidArgumentError("--request-timeout must not be negative"));
@@ -417,6 +426,7 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
   o.cacher.window_events = static_cast<size_t>(watch_cache_size);
   o.cacher.window_max_age = watch_cache_history;
   o.cacher.keep_json = watch_cache_json;
+  o.cacher.send_threads = watch_send_threads;
   o.auth = auth;
   o.service_account_signing_key_pem = std::move(sa_signing_key);
   o.service_account_key_pems = std::move(sa_keys);

@@ -24,6 +24,8 @@ TEST(ApiServerFlagsTest, NegativeLimitsAndTimeoutsAreRefused) {
        "--watch-cache-history-window must not be negative"},
       {"--max-watch-buffer-bytes=-1", "must not be negative"},
       {"--port=70000", "--port must be in 0..65535"},
+      {"--watch-send-threads=-1", "--watch-send-threads must be in 0..64"},
+      {"--watch-send-threads=65", "--watch-send-threads must be in 0..64"},
       {"--request-timeout=soon", "request-timeout"},
   };
   for (const auto& [flag, want] : cases) {

@@ -502,12 +502,23 @@ class GrpcProxyAuthTest : public GrpcProxyTest {
     EXPECT_TRUE(st.ok()) << st.error_message();
     return resp.header().revision();
   }
-  // The proxy, reaching the member through a relay the test can cut.
-  void StartProxyThroughRelay() {
+  // The proxy, reaching the member through a relay the test can cut, and
+  // alice's watcher on /app/x (which opens the upstream watch with her
+  // token), then root's, sharing it.
+  void ShareOneUpstreamWatch(std::unique_ptr<Watcher>* alice,
+                             std::unique_ptr<Watcher>* root) {
     relay_ = std::make_unique<informer::testing::TcpProxy>(member_.port());
     GrpcProxyOptions o;
     o.endpoints = {"127.0.0.1:" + std::to_string(relay_->port())};
     StartProxy(o);
+    *alice = Stream(tokens_["alice"]);
+    pb::WatchResponse created = Create(alice->get(), "/app/x");
+    ASSERT_FALSE(created.canceled()) << created.cancel_reason();
+    *root = Stream(tokens_["root"]);
+    created = Create(root->get(), "/app/x");
+    ASSERT_FALSE(created.canceled()) << created.cancel_reason();
+    ASSERT_TRUE(Eventually([&] { return proxy_->stats().watchers == 2; }));
+    ASSERT_EQ(proxy_->stats().upstream_watches, 1);
   }
   // Asks for a watcher on `key` and returns the proxy's first answer.
   static pb::WatchResponse Create(Watcher* w, const std::string& key,
@@ -629,15 +640,8 @@ TEST_F(GrpcProxyAuthTest, MemberRefusesEachWatchOfAnInvalidToken) {
 // has expired by then (here: ended by a password change), and the watchers
 // go on without a gap.
 TEST_F(GrpcProxyAuthTest, ResumedWatchPresentsTheLatestSharersToken) {
-  StartProxyThroughRelay();
-  auto alice = Stream(tokens_["alice"]);
-  pb::WatchResponse created = Create(alice.get(), "/app/x");
-  ASSERT_FALSE(created.canceled()) << created.cancel_reason();
-  auto root = Stream(tokens_["root"]);
-  created = Create(root.get(), "/app/x");
-  ASSERT_FALSE(created.canceled()) << created.cancel_reason();
-  ASSERT_TRUE(Eventually([&] { return proxy_->stats().watchers == 2; }));
-  ASSERT_EQ(proxy_->stats().upstream_watches, 1);
+  std::unique_ptr<Watcher> alice, root;
+  ASSERT_NO_FATAL_FAILURE(ShareOneUpstreamWatch(&alice, &root));
 
   DropTokensOf("alice");
   relay_->Cut();
@@ -657,14 +661,8 @@ TEST_F(GrpcProxyAuthTest, ResumedWatchPresentsTheLatestSharersToken) {
 // words (clientv3 then ends the watch with that error), rather than left
 // waiting for events that will not come.
 TEST_F(GrpcProxyAuthTest, ResumedWatchRefusedEverywhereCancelsItsWatchers) {
-  StartProxyThroughRelay();
-  auto alice = Stream(tokens_["alice"]);
-  pb::WatchResponse created = Create(alice.get(), "/app/x");
-  ASSERT_FALSE(created.canceled()) << created.cancel_reason();
-  auto root = Stream(tokens_["root"]);
-  created = Create(root.get(), "/app/x");
-  ASSERT_FALSE(created.canceled()) << created.cancel_reason();
-  ASSERT_TRUE(Eventually([&] { return proxy_->stats().watchers == 2; }));
+  std::unique_ptr<Watcher> alice, root;
+  ASSERT_NO_FATAL_FAILURE(ShareOneUpstreamWatch(&alice, &root));
 
   DropTokensOf("alice");
   DropTokensOf("root");
@@ -689,7 +687,7 @@ TEST_F(GrpcProxyAuthTest, ResumedWatchRefusedEverywhereCancelsItsWatchers) {
   pb::AuthenticateResponse login;
   ASSERT_TRUE(auth->Authenticate(&ctx, r, &login).ok());
   auto again = Stream(login.token());
-  created = Create(again.get(), "/app/x");
+  pb::WatchResponse created = Create(again.get(), "/app/x");
   EXPECT_FALSE(created.canceled()) << created.cancel_reason();
 }
 

@@ -796,14 +796,23 @@ TEST_F(CacherTest, FullQueueIsServedBeforeItsWatcherIsJudged) {
 }
 
 // Checks order without keeping events: many of these share one counter.
+// With a `send_cost`, each Send also spins that long (a socket write's
+// worth, so that a round's sends are still running when the next change
+// could start) and notes whether two Sends for it overlapped.
 class OrderSink : public WatchSink {
  public:
-  OrderSink(std::atomic<int64_t>* total, Mutex* mu, std::condition_variable* cv)
-      : total_(total), mu_(mu), cv_(cv) {}
+  OrderSink(std::atomic<int64_t>* total, Mutex* mu, std::condition_variable* cv,
+            std::chrono::microseconds send_cost = {})
+      : total_(total), mu_(mu), cv_(cv), send_cost_(send_cost) {}
   bool Send(const WatchEventPtr& e) override {
+    if (in_send_.exchange(true)) overlapped_ = true;
     if (e->revision <= last_) in_order_ = false;
     last_ = e->revision;
     ++count_;
+    const auto until = std::chrono::steady_clock::now() + send_cost_;
+    while (std::chrono::steady_clock::now() < until) {
+    }
+    in_send_.store(false);
     total_->fetch_add(1);
     MutexLock l(mu_);
     cv_->notify_all();
@@ -813,11 +822,14 @@ class OrderSink : public WatchSink {
   int64_t last_ = 0;
   int count_ = 0;
   bool in_order_ = true;
+  bool overlapped_ = false;
 
  private:
+  std::atomic<bool> in_send_{false};
   std::atomic<int64_t>* total_;
   Mutex* mu_;
   std::condition_variable* cv_;
+  const std::chrono::microseconds send_cost_;
 };
 
 TEST_F(CacherTest, AThousandWatchersReceiveEveryEventInOrder) {
@@ -1176,42 +1188,6 @@ TEST_F(CacherTest, ABigChangeIsSentFromSeveralThreadsAtOnce) {
   EXPECT_EQ(meet.threads(), 2u);
 }
 
-// Checks order like OrderSink, that no two Sends for it overlap, and
-// takes a few microseconds per Send (a socket write's worth), so that a
-// round's sends are still running when the next change could start.
-class SlowOrderSink : public WatchSink {
- public:
-  SlowOrderSink(std::atomic<int64_t>* total, Mutex* mu,
-                std::condition_variable* cv)
-      : total_(total), mu_(mu), cv_(cv) {}
-  bool Send(const WatchEventPtr& e) override {
-    if (in_send_.exchange(true)) overlapped_ = true;
-    if (e->revision <= last_) in_order_ = false;
-    last_ = e->revision;
-    ++count_;
-    const auto until =
-        std::chrono::steady_clock::now() + std::chrono::microseconds(10);
-    while (std::chrono::steady_clock::now() < until) {
-    }
-    in_send_.store(false);
-    total_->fetch_add(1);
-    MutexLock l(mu_);
-    cv_->notify_all();
-    return true;
-  }
-  void Close(const Status&) override {}
-  int64_t last_ = 0;
-  int count_ = 0;
-  bool in_order_ = true;
-  bool overlapped_ = false;
-
- private:
-  std::atomic<bool> in_send_{false};
-  std::atomic<int64_t>* total_;
-  Mutex* mu_;
-  std::condition_variable* cv_;
-};
-
 // Blocks its first Send until Open(): holds the dispatcher in one round
 // while the test queues changes behind it.
 class GateSink : public RecordingSink {
@@ -1241,13 +1217,14 @@ TEST_F(CacherTest, ParallelSendsKeepEveryWatchersOrder) {
   std::atomic<int64_t> total{0};
   Mutex mu;
   std::condition_variable cv;
-  std::vector<std::shared_ptr<SlowOrderSink>> sinks;
+  std::vector<std::shared_ptr<OrderSink>> sinks;
   std::vector<std::unique_ptr<WatchHandle>> handles;
   auto gate = std::make_shared<GateSink>();
   handles.push_back(MustWatch({}, gate));
   constexpr int kWatchers = 200;
   for (int i = 0; i < kWatchers; ++i) {
-    sinks.push_back(std::make_shared<SlowOrderSink>(&total, &mu, &cv));
+    sinks.push_back(std::make_shared<OrderSink>(&total, &mu, &cv,
+                                                std::chrono::microseconds(10)));
     handles.push_back(MustWatch({}, sinks.back()));
   }
   // The first change's round waits at the gate while the others queue up;

@@ -42,8 +42,13 @@ std::unique_ptr<Cursor> BatchView::NewCursor(std::string lower,
                                              std::string upper) {
   auto c = std::make_unique<Cursor>(std::move(lower), std::move(upper));
   rocksdb::Iterator* base = db_->NewIterator(*c->read_options());
-  c->Reset(batch_->NewIteratorWithBase(db_->DefaultColumnFamily(), base,
-                                       c->read_options()));
+  if (!batch_->indexed() && batch_->Count() == 0) {
+    // Nothing staged: indexing would only make the rest of the group pay.
+    c->Reset(base);
+    return c;
+  }
+  c->Reset(batch_->Indexed()->NewIteratorWithBase(db_->DefaultColumnFamily(),
+                                                  base, c->read_options()));
   return c;
 }
 

@@ -18,7 +18,6 @@
 #define KPLANE_STORAGE_MVCC_READER_H_
 
 #include <rocksdb/db.h>
-#include <rocksdb/utilities/write_batch_with_index.h>
 
 #include <cstdint>
 #include <functional>
@@ -31,6 +30,7 @@
 #include "base/statusor.h"
 #include "schemas/kv.pb.h"
 #include "schemas/rpc.pb.h"
+#include "storage/mvcc/staged_batch.h"
 
 namespace kplane::mvcc {
 
@@ -73,17 +73,18 @@ class DbView : public ReadView {
   const rocksdb::Snapshot* snapshot_;
 };
 
-// Reads a write batch layered on the database.
+// Reads a write group's staged batch layered on the database. A cursor
+// over a batch that holds records makes the batch build its index
+// (StagedBatch::Indexed); over an empty one it reads the database alone.
 class BatchView : public ReadView {
  public:
-  BatchView(rocksdb::DB* db, rocksdb::WriteBatchWithIndex* batch)
-      : db_(db), batch_(batch) {}
+  BatchView(rocksdb::DB* db, StagedBatch* batch) : db_(db), batch_(batch) {}
   std::unique_ptr<Cursor> NewCursor(std::string lower,
                                     std::string upper) override;
 
  private:
   rocksdb::DB* db_;
-  rocksdb::WriteBatchWithIndex* batch_;
+  StagedBatch* batch_;
 };
 
 // Called with the version-key prefix, revision and record of the newest live

@@ -19,6 +19,7 @@
 #include "storage/mvcc/lessor.h"
 #include "storage/mvcc/reader.h"
 #include "storage/mvcc/rocks_env.h"
+#include "storage/mvcc/staged_batch.h"
 #include "storage/mvcc/store_internal.h"
 #include "storage/mvcc/txn_rules.h"
 #include "storage/mvcc/watch_hub.h"
@@ -95,10 +96,10 @@ class Store::Events : public EventSource {
 // the flush adds the meta records for revision 9 and index 43, writes once,
 // then sets the current revision to 8 and notifies, then to 9 and notifies.
 struct Store::WriteGroup {
+  explicit WriteGroup(bool always_indexed) : batch(always_indexed) {}
   bool open = false;
-  // overwrite_key: required for reading the batch merged with the db.
-  rocksdb::WriteBatchWithIndex batch{rocksdb::BytewiseComparator(), 0,
-                                     /*overwrite_key=*/true};
+  // Indexed for reads only once a write reads what the group staged.
+  StagedBatch batch;
   bool dirty = false;
   int64_t rev = 0;
   int64_t size_delta = 0;
@@ -127,7 +128,7 @@ Store::Store(const Options& options)
       clock_(options.clock != nullptr ? options.clock : Clock::Real()),
       fs_(options.file_system != nullptr ? options.file_system
                                          : FileSystem::Default()),
-      group_(std::make_unique<WriteGroup>()) {}
+      group_(std::make_unique<WriteGroup>(options.index_every_staged_write)) {}
 
 Store::~Store() { Close(); }
 
@@ -439,9 +440,7 @@ Status Store::WriteLocked(rocksdb::WriteBatch* wb, bool sync,
   return Status::Ok();
 }
 
-rocksdb::WriteBatchWithIndex* Store::StagedBatchLocked() {
-  return &group_->batch;
-}
+StagedBatch* Store::StagedBatchLocked() { return &group_->batch; }
 
 int64_t Store::WriteRevLocked() const {
   return group_->dirty ? group_->rev : current_rev_.load();
@@ -462,24 +461,16 @@ Status Store::FlushGroupLocked() {
   if (!group_->dirty) return Status::Ok();
   WriteGroup& g = *group_;
   const int64_t new_size = size_in_use_.load() + g.size_delta;
-  rocksdb::WriteBatchWithIndex& b = g.batch;
+  StagedBatch& b = g.batch;
   if (g.rev != current_rev_.load()) {
-    CHECK(b.Put(rocksdb::Slice(keys::kMetaCurrentRevision.data(),
-                               keys::kMetaCurrentRevision.size()),
-                keys::EncodeInt64(g.rev))
-              .ok());
+    b.Put(keys::kMetaCurrentRevision, keys::EncodeInt64(g.rev));
   }
   if (g.consistent_index != 0) {
-    CHECK(b.Put(rocksdb::Slice(keys::kMetaConsistentIndex.data(),
-                               keys::kMetaConsistentIndex.size()),
-                keys::EncodeInt64(static_cast<int64_t>(g.consistent_index)))
-              .ok());
+    b.Put(keys::kMetaConsistentIndex,
+          keys::EncodeInt64(static_cast<int64_t>(g.consistent_index)));
   }
   if (g.size_delta != 0) {
-    CHECK(b.Put(rocksdb::Slice(keys::kMetaSizeInUse.data(),
-                               keys::kMetaSizeInUse.size()),
-                keys::EncodeInt64(new_size))
-              .ok());
+    b.Put(keys::kMetaSizeInUse, keys::EncodeInt64(new_size));
   }
   rocksdb::WriteBatch* wb = b.GetWriteBatch();
   if (wb->Count() > 0) {
@@ -540,8 +531,9 @@ void Store::PublishGauges() const {
 
 std::unique_ptr<WriteTxn> Store::NewWriteTxnLocked() {
   return std::make_unique<WriteTxn>(
-      db_.get(), WriteRevLocked(), hub_->HasSyncedWatchers(),
-      hub_->WantsPrevKv(), &group_->batch, index_.get());
+      db_.get(), WriteRevLocked(), current_rev_.load(),
+      hub_->HasSyncedWatchers(), hub_->WantsPrevKv(), &group_->batch,
+      index_.get());
 }
 
 Status Store::CommitLocked(WriteTxn* txn, uint64_t consistent_index,
@@ -601,8 +593,7 @@ Status Store::CheckQuotaLocked(int64_t cost) {
     writes_since_measure_ = 0;
     written_since_measure_ = 0;
   }
-  const int64_t staged =
-      static_cast<int64_t>(group_->batch.GetWriteBatch()->GetDataSize());
+  const int64_t staged = static_cast<int64_t>(group_->batch.DataSize());
   if (measured_db_size_ + written_since_measure_ + staged + cost <=
       options_.quota_bytes) {
     return Status::Ok();

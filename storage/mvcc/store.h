@@ -101,12 +101,12 @@ class Env;
 class Status;
 class Iterator;
 class WriteBatch;
-class WriteBatchWithIndex;
 }  // namespace rocksdb
 
 namespace kplane::mvcc {
 
 class KeyIndex;
+class StagedBatch;
 class Lessor;
 class ReadView;
 class WatchHub;
@@ -143,6 +143,10 @@ struct Options {
   // every count is read from RocksDB (the store before the index; for
   // benchmarks and tests that compare the two).
   bool key_index = true;
+  // Index every staged record for reads as it is staged (the store before
+  // staged_batch.h, which indexes a write group's batch only when it is
+  // read). For tests and benchmarks that compare the two.
+  bool index_every_staged_write = false;
   // etcd's mvcc and backend series (store_metrics.h), or null for none.
   // Shared: the registry behind it must outlive the store. The keys, size
   // and revision gauges are set by whichever store wrote last when several
@@ -395,7 +399,7 @@ class Store {
   // something, else the store's.
   int64_t WriteRevLocked() const REQUIRES(write_mu_);
   // What the write group staged (empty outside an open group).
-  rocksdb::WriteBatchWithIndex* StagedBatchLocked() REQUIRES(write_mu_);
+  StagedBatch* StagedBatchLocked() REQUIRES(write_mu_);
   Status CheckRequestSize(size_t request_bytes) const;
   // NoSpace when the quota alarm is active or `cost` would exceed the quota.
   // (A full disk refuses writes through the sticky error instead, so that a

@@ -71,7 +71,7 @@ Status Store::DeleteLeaseAndKeysLocked(int64_t id,
     (void)n;
   }
   std::string k = keys::LeaseKey(id);
-  CHECK(txn->batch()->Delete(k).ok());
+  txn->batch()->Delete(k);
   txn->AddSizeDelta(-static_cast<int64_t>(k.size() + 8));
   // Now, even in a write group: the lessor forgets the lease now.
   RETURN_IF_ERROR(CommitLocked(txn.get(), ci, /*write_now=*/true));

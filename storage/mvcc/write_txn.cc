@@ -5,38 +5,36 @@
 
 namespace kplane::mvcc {
 
-WriteTxn::WriteTxn(rocksdb::DB* db, int64_t begin_rev, bool events,
-                   bool events_with_prev,
-                   rocksdb::WriteBatchWithIndex* group_batch, KeyIndex* index)
+WriteTxn::WriteTxn(rocksdb::DB* db, int64_t begin_rev, int64_t published_rev,
+                   bool events, bool events_with_prev, StagedBatch* group_batch,
+                   KeyIndex* index)
     : db_(db),
       begin_rev_(begin_rev),
+      published_rev_(published_rev),
       collect_prev_(events && events_with_prev),
       batch_(group_batch),
       view_(db, batch_),
       index_(index) {
   if (events) events_ = std::make_shared<EventList>();
   batch_->SetSavePoint();
-  count_at_start_ = batch_->GetWriteBatch()->Count();
+  count_at_start_ = batch_->Count();
 }
 
 WriteTxn::~WriteTxn() {
   if (staged_) return;
   if (index_ != nullptr) index_->RemoveAbove(written_keys_, begin_rev_);
-  if (batch_->GetWriteBatch()->Count() == count_at_start_) {
-    // Failed before writing (the usual case): a rollback would rebuild the
-    // whole group's index for nothing.
-    rocksdb::Status st = batch_->PopSavePoint();
-    CHECK(st.ok()) << "mvcc: dropping a save point: " << st.ToString();
+  if (batch_->Count() == count_at_start_) {
+    // Failed before writing (the usual case): a rollback of an indexed
+    // batch would rebuild the whole group's index for nothing.
+    batch_->PopSavePoint();
   } else {
-    rocksdb::Status st = batch_->RollbackToSavePoint();
-    CHECK(st.ok()) << "mvcc: rollback of a staged write: " << st.ToString();
+    batch_->RollbackToSavePoint();
   }
 }
 
 void WriteTxn::MarkStaged() {
   if (staged_) return;
-  rocksdb::Status st = batch_->PopSavePoint();
-  CHECK(st.ok()) << "mvcc: staging a write: " << st.ToString();
+  batch_->PopSavePoint();
   staged_ = true;
 }
 
@@ -46,8 +44,8 @@ void WriteTxn::WriteVersion(const std::string& key, bool is_delete,
   std::string vk = keys::VersionKey(key, rev, sub_);
   std::string ek = keys::EventKey(rev, sub_);
   std::string er = keys::EncodeEventRecord(is_delete, key);
-  CHECK(batch_->Put(vk, record).ok());
-  CHECK(batch_->Put(ek, er).ok());
+  batch_->Put(vk, record);
+  batch_->Put(ek, er);
   size_delta_ +=
       static_cast<int64_t>(vk.size() + record.size() + ek.size() + er.size());
   ++sub_;
@@ -64,11 +62,15 @@ StatusOr<std::optional<mvccpb::KeyValue>> WriteTxn::Put(
     prev = index_->LatestKeyValue(key);
   } else if (std::optional<KeyIndex::Version> v = index_->Latest(key)) {
     // The value too (prev_kv, or a watcher that wants it): a point read of
-    // the exact version, cheaper than GetLatest's seek.
+    // the exact version, cheaper than GetLatest's seek. A published
+    // version is in the database; only one this group staged needs the
+    // batch (and its index).
     std::string record;
-    rocksdb::Status st = batch_->GetFromBatchAndDB(
-        db_, rocksdb::ReadOptions(), keys::VersionKey(key, v->main, v->sub),
-        &record);
+    const std::string vk = keys::VersionKey(key, v->main, v->sub);
+    rocksdb::Status st = v->main <= published_rev_
+                             ? db_->Get(rocksdb::ReadOptions(), vk, &record)
+                             : batch_->Indexed()->GetFromBatchAndDB(
+                                   db_, rocksdb::ReadOptions(), vk, &record);
     if (!st.ok()) {
       return CorruptionError("mvcc: key index names a version of " + key +
                              " that is not stored: " + st.ToString());
@@ -90,13 +92,13 @@ StatusOr<std::optional<mvccpb::KeyValue>> WriteTxn::Put(
   if (old_lease != lease) {
     if (old_lease != 0) {
       std::string ak = keys::AttachKey(old_lease, key);
-      CHECK(batch_->Delete(ak).ok());
+      batch_->Delete(ak);
       size_delta_ -= static_cast<int64_t>(ak.size());
       lease_changes_.push_back({false, old_lease, key});
     }
     if (lease != 0) {
       std::string ak = keys::AttachKey(lease, key);
-      CHECK(batch_->Put(ak, "").ok());
+      batch_->Put(ak, "");
       size_delta_ += static_cast<int64_t>(ak.size());
       lease_changes_.push_back({true, lease, key});
     }
@@ -149,7 +151,7 @@ StatusOr<int64_t> WriteTxn::DeleteRange(const std::string& key,
     --live_key_delta_;
     if (kv.lease() != 0) {
       std::string ak = keys::AttachKey(kv.lease(), kv.key());
-      CHECK(batch_->Delete(ak).ok());
+      batch_->Delete(ak);
       size_delta_ -= static_cast<int64_t>(ak.size());
       lease_changes_.push_back({false, kv.lease(), kv.key()});
     }

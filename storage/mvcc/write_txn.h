@@ -1,6 +1,6 @@
-// WriteTxn: the changes of one write transaction, gathered in a RocksDB
-// WriteBatchWithIndex so that reads inside the transaction see its own
-// writes (internal to kplane_mvcc).
+// WriteTxn: the changes of one write transaction, staged in the store's
+// write group's batch (StagedBatch) so that reads inside the transaction
+// see its own writes (internal to kplane_mvcc).
 //
 // Every change gets revision (begin_rev + 1, sub) with sub = 0, 1, 2, ... and
 // writes two records: the key-major version and the revision-major event.
@@ -17,15 +17,18 @@
 // The store's key index (key_index.h), when given, gets every version the
 // transaction writes as it writes it, and gives Put its previous version's
 // create_revision/version/lease and DeleteRange its live keys without a
-// RocksDB read whenever the caller needs no previous value. A transaction
-// destroyed unstaged takes its versions out of the index again.
+// RocksDB read whenever the caller needs no previous value. When the
+// previous value is needed and its version is published (at or below
+// `published_rev`, so in the database, not in the batch), it is read from
+// the database alone: the batch is read -- and indexed, StagedBatch -- only
+// for versions the group staged. A transaction destroyed unstaged takes its
+// versions out of the index again.
 //
 // Thread-safety: single-threaded; the store holds its write lock.
 #ifndef KPLANE_STORAGE_MVCC_WRITE_TXN_H_
 #define KPLANE_STORAGE_MVCC_WRITE_TXN_H_
 
 #include <rocksdb/db.h>
-#include <rocksdb/utilities/write_batch_with_index.h>
 
 #include <cstdint>
 #include <memory>
@@ -38,6 +41,7 @@
 #include "schemas/kv.pb.h"
 #include "storage/mvcc/key_index.h"
 #include "storage/mvcc/reader.h"
+#include "storage/mvcc/staged_batch.h"
 #include "storage/mvcc/watch_hub.h"
 
 namespace kplane::mvcc {
@@ -50,13 +54,15 @@ class WriteTxn {
     std::string key;
   };
 
+  // `begin_rev`: the revision the transaction starts from (the group's
+  // staged ones included); `published_rev`: the store's published current
+  // revision (<= begin_rev), whose versions are all in the database.
   // `events`: collect watch events; `events_with_prev`: with prev_kv.
-  // `group_batch`: the write group's batch to stage into (created with
-  // overwrite_key, which reading the batch merged with the db requires).
-  // `index`: the store's key index, or null to read every previous
-  // version from RocksDB (not owned).
-  WriteTxn(rocksdb::DB* db, int64_t begin_rev, bool events,
-           bool events_with_prev, rocksdb::WriteBatchWithIndex* group_batch,
+  // `group_batch`: the write group's batch to stage into. `index`: the
+  // store's key index, or null to read every previous version from
+  // RocksDB (not owned).
+  WriteTxn(rocksdb::DB* db, int64_t begin_rev, int64_t published_rev,
+           bool events, bool events_with_prev, StagedBatch* group_batch,
            KeyIndex* index);
   ~WriteTxn();
   WriteTxn(const WriteTxn&) = delete;
@@ -86,7 +92,7 @@ class WriteTxn {
                                 std::vector<mvccpb::KeyValue>* prev);
 
   // Raw access for meta, lease and size records the store adds.
-  rocksdb::WriteBatchWithIndex* batch() { return batch_; }
+  StagedBatch* batch() { return batch_; }
   // Net change of the logical size (key + value bytes of records).
   int64_t size_delta() const { return size_delta_; }
   void AddSizeDelta(int64_t d) { size_delta_ += d; }
@@ -110,8 +116,9 @@ class WriteTxn {
 
   rocksdb::DB* const db_;
   const int64_t begin_rev_;
+  const int64_t published_rev_;
   const bool collect_prev_;
-  rocksdb::WriteBatchWithIndex* const batch_;
+  StagedBatch* const batch_;
   bool staged_ = false;
   uint32_t count_at_start_;  // records in the batch when the txn began
   BatchView view_;

@@ -128,6 +128,20 @@ StatusOr<std::string> UserOfCall(AuthStore* auth,
   return CertUsers::Get().Find(ctx->peer());
 }
 
+// What UserOfCall reads of a call, kept by a stream that resolves its
+// caller again for each request (as etcd's watch stream does per create).
+struct CallIdentity {
+  explicit CallIdentity(const grpc::ServerContextBase* ctx)
+      : token(TokenOf(ctx)), peer(ctx->peer()) {}
+  StatusOr<std::string> User(AuthStore* auth) const {
+    if (!auth->enabled()) return std::string();
+    if (!token.empty()) return auth->ResolveToken(token);
+    return CertUsers::Get().Find(peer);
+  }
+  const std::string token;
+  const std::string peer;
+};
+
 // CheckAdmin for the caller of `ctx`; OK while auth is disabled.
 Status CheckAdminCaller(AuthStore* auth, const grpc::ServerContextBase* ctx) {
   if (!auth->enabled()) return Status::Ok();
@@ -295,14 +309,12 @@ class BidiStream : public grpc::ServerBidiReactor<Req, Resp>,
 // JSON gateway's /v3/watch session (same answers, protobuf framing).
 class WatchCall : public BidiStream<pb::WatchRequest, pb::WatchResponse> {
  public:
-  // `user`: the caller (its token resolved when the call opened); each
-  // watch needs READ on its range. A token that did not resolve (invalid,
-  // expired) refuses each watch with that error, as etcd's
-  // isWatchPermitted does, and the stream stays open.
-  WatchCall(StoreServer* s, StatusOr<std::string> user)
-      : server_(s),
-        user_(user.ok() ? *user : std::string()),
-        user_error_(user.ok() ? Status::Ok() : user.status()) {}
+  // `caller`: who opened the call, resolved again at each create (as
+  // etcd's isWatchPermitted does): each watch needs READ on its range, and
+  // a token that no longer resolves (expired, its user's password changed)
+  // refuses the watch with that error while the stream stays open.
+  WatchCall(StoreServer* s, CallIdentity caller)
+      : server_(s), caller_(std::move(caller)) {}
 
   // Creates the MVCC stream; false (and the call ended) if the member
   // serves no reads.
@@ -377,10 +389,11 @@ class WatchCall : public BidiStream<pb::WatchRequest, pb::WatchResponse> {
       if (!stream_) return true;
       Status denied;
       if (req.has_create_request() && server_->auth()->enabled()) {
-        denied = !user_error_.ok() ? user_error_
-                                   : server_->auth()->CheckRange(
-                                         user_, req.create_request().key(),
-                                         req.create_request().range_end());
+        StatusOr<std::string> user = caller_.User(server_->auth());
+        denied = !user.ok() ? user.status()
+                            : server_->auth()->CheckRange(
+                                  *user, req.create_request().key(),
+                                  req.create_request().range_end());
       }
       if (!denied.ok()) {
         // etcd: created and canceled at once, the reason its gRPC error's
@@ -442,8 +455,7 @@ class WatchCall : public BidiStream<pb::WatchRequest, pb::WatchResponse> {
   }
 
   StoreServer* const server_;
-  const std::string user_;
-  const Status user_error_;
+  const CallIdentity caller_;
   std::atomic<bool> drain_scheduled_{false};
   // Taken before BidiStream's own lock (Send), never after.
   Mutex stream_mu_;
@@ -545,8 +557,7 @@ class WatchImpl final : public pb::Watch::CallbackService {
 
   grpc::ServerBidiReactor<pb::WatchRequest, pb::WatchResponse>* Watch(
       CallbackServerContext* ctx) override {
-    auto call =
-        std::make_shared<WatchCall>(server_, UserOfCall(server_->auth(), ctx));
+    auto call = std::make_shared<WatchCall>(server_, CallIdentity(ctx));
     call->Open();  // on failure the call has ended; OnDone releases it
     call->Begin(call);
     return call.get();

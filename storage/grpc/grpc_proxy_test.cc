@@ -633,6 +633,13 @@ TEST_F(GrpcProxyAuthTest, MemberRefusesEachWatchOfAnInvalidToken) {
   ExpectRefused(Create(anonymous.get(), "/app/x"),
                 "rpc error: code = InvalidArgument desc = etcdserver: user "
                 "name is empty");
+  // The token is resolved again at each create: once alice's password
+  // changed, her open stream's next create is refused the same way.
+  auto alice = Stream(tokens_["alice"], watch.get());
+  pb::WatchResponse created = Create(alice.get(), "/app/x");
+  EXPECT_FALSE(created.canceled()) << created.cancel_reason();
+  DropTokensOf("alice");
+  ExpectRefused(Create(alice.get(), "/app/y"), invalid);
 }
 
 // A shared upstream watch that resumes (its connection to the member broke)

@@ -305,6 +305,56 @@ TEST_F(AuthServerTest, WatchNeedsReadOnItsRange) {
   EXPECT_EQ(allowed.find("canceled"), std::string::npos) << allowed;
 }
 
+// The token is resolved again at each create, as etcd's isWatchPermitted
+// does: once alice's password changed (which ends her tokens), a create on
+// her open session is refused with "invalid auth token", and the session
+// stays open for her next request.
+TEST_F(AuthServerTest, WatchCreateResolvesTheTokenAgain) {
+  SetupAndEnable();
+  const std::string root = Login("root", "rootpw");
+  const std::string alice = Login("alice", "alicepw");
+  auto stream = client_->OpenStream(
+      "POST", "/v3/watch",
+      {{"Content-Type", "application/json"}, {"Authorization", alice}});
+  ASSERT_TRUE(stream.ok()) << stream.status();
+  net::HttpStream* w = stream->get();
+  std::string got;
+  // The next newline-terminated message on the session.
+  auto next = [&]() {
+    for (;;) {
+      size_t nl = got.find('\n');
+      if (nl != std::string::npos) {
+        std::string m = got.substr(0, nl);
+        got.erase(0, nl + 1);
+        return m;
+      }
+      std::string chunk;
+      auto more = w->Read(&chunk, seconds(20));
+      if (!more.ok() || !*more) return std::string("<ended>");
+      got += chunk;
+    }
+  };
+  ASSERT_TRUE(
+      w->Send(R"({"create_request":{"key":")" + B64("/app/x") + R"("}})").ok());
+  auto head = w->ReadHead(seconds(20));
+  ASSERT_TRUE(head.ok()) << head.status();
+  ASSERT_EQ(head->status, 200);
+  std::string m = next();
+  EXPECT_NE(m.find(R"("created":true)"), std::string::npos) << m;
+  EXPECT_EQ(m.find("canceled"), std::string::npos) << m;
+
+  ExpectOk("/v3/auth/user/changepw", R"({"name":"alice","password":"new"})",
+           root);
+  ASSERT_TRUE(
+      w->Send(R"({"create_request":{"key":")" + B64("/app/y") + R"("}})").ok());
+  m = next();
+  EXPECT_NE(m.find(R"("watch_id":"-1","created":true,"canceled":true,)"
+                   R"("cancel_reason":"rpc error: code = Unauthenticated )"
+                   R"(desc = etcdserver: invalid auth token")"),
+            std::string::npos)
+      << m;
+}
+
 TEST_F(AuthServerTest, UsersRolesAndEnabledSurviveARestart) {
   // A snapshot after every entry and no entries kept behind it: the restart
   // replays none of the auth requests, their state must come from disk.

@@ -283,17 +283,16 @@ class WatchDrainer : public std::enable_shared_from_this<WatchDrainer> {
 // One /v3/watch connection: its MVCC watch stream and response writer.
 class WatchSession : public std::enable_shared_from_this<WatchSession> {
  public:
-  // `user`: the caller, from the Authorization header; each watch needs
-  // READ on its range. A token that did not resolve (invalid, expired)
-  // refuses each watch with that error, as etcd's isWatchPermitted does
-  // behind its gateway, and the session stays open.
+  // `token`: the Authorization header, resolved again at each create (as
+  // etcd's isWatchPermitted does behind its gateway): each watch needs READ
+  // on its range, and a token that does not resolve (invalid, expired)
+  // refuses the watch with that error while the session stays open.
   WatchSession(StoreServer* server, std::shared_ptr<WatchDrainer> drainer,
-               ResponderPtr r, StatusOr<std::string> user)
+               ResponderPtr r, std::string token)
       : server_(server),
         drainer_(std::move(drainer)),
         r_(std::move(r)),
-        user_(user.ok() ? *user : std::string()),
-        user_error_(user.ok() ? Status::Ok() : user.status()),
+        token_(std::move(token)),
         splitter_(g_max_grpc_message_bytes) {}
 
   void Start() EXCLUDES(mu_) {
@@ -470,10 +469,11 @@ class WatchSession : public std::enable_shared_from_this<WatchSession> {
     MutexLock l(&mu_);
     if (!stream_) return;
     if (req.has_create_request() && server_->auth()->enabled()) {
-      Status p = !user_error_.ok() ? user_error_
-                                   : server_->auth()->CheckRange(
-                                         user_, req.create_request().key(),
-                                         req.create_request().range_end());
+      StatusOr<std::string> user = server_->auth()->ResolveToken(token_);
+      Status p = !user.ok() ? user.status()
+                            : server_->auth()->CheckRange(
+                                  *user, req.create_request().key(),
+                                  req.create_request().range_end());
       if (!p.ok()) {
         // etcd: created and canceled at once, with the error's text.
         etcdserverpb::WatchResponse w = NewResponse(true);
@@ -532,8 +532,7 @@ class WatchSession : public std::enable_shared_from_this<WatchSession> {
   StoreServer* const server_;
   const std::shared_ptr<WatchDrainer> drainer_;
   ResponderPtr r_;
-  const std::string user_;
-  const Status user_error_;
+  const std::string token_;
   etcdjson::JsonObjectSplitter splitter_;  // body callbacks run one at a time
   std::atomic<bool> drain_scheduled_{false};
   // Held while reading the MVCC watch stream and writing the response;
@@ -720,12 +719,9 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
   auto drainer = std::make_shared<WatchDrainer>(s);
   both("/watch",
        [s, drainer](const HttpRequest& req, ResponderPtr r) {
-         StatusOr<std::string> user =
-             s->auth()->enabled()
-                 ? s->auth()->ResolveToken(req.headers.Get("Authorization"))
-                 : std::string();
-         std::make_shared<WatchSession>(s, drainer, std::move(r),
-                                        std::move(user))
+         std::make_shared<WatchSession>(
+             s, drainer, std::move(r),
+             std::string(req.headers.Get("Authorization")))
              ->Start();
        },
        // The body is the watch's open-ended request stream: no deadline.

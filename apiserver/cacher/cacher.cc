@@ -253,7 +253,9 @@ struct Cacher::Impl {
   std::shared_ptr<const std::string> JsonOf(
       const google::protobuf::Message& obj) const {
     if (!options.keep_json || objects::IsUnstructured(obj)) return nullptr;
-    return std::make_shared<const std::string>(objects::EncodeJson(obj));
+    std::string json = objects::EncodeJson(obj);
+    if (options.json_budget) return options.json_budget->Keep(std::move(json));
+    return std::make_shared<const std::string>(std::move(json));
   }
 
   std::string IndexOf(const google::protobuf::Message& obj) const {

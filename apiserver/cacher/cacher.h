@@ -80,6 +80,7 @@
 #include <optional>
 #include <string>
 
+#include "apiserver/cacher/kept_json_budget.h"
 #include "apiserver/storage/object_store.h"
 #include "base/clock.h"
 #include "base/metrics.h"
@@ -222,6 +223,10 @@ struct CacherOptions {
   // in docs/performance.md, "LIST from the cache's JSON"). Custom resources
   // (Unstructured) keep none.
   bool keep_json = true;
+  // With keep_json, the bound on the bytes of JSON kept by every cache that
+  // shares this budget (null: no bound). A version whose JSON does not fit
+  // keeps none and is encoded on each read.
+  std::shared_ptr<KeptJsonBudget> json_budget;
   // Optional exact-match index for watchers (pods: spec.nodeName). Must be a
   // pure function of the object.
   std::function<std::string(const google::protobuf::Message&)> index_func;

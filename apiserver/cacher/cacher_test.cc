@@ -1036,6 +1036,38 @@ TEST_F(CacherTest, KeepsNoJsonWhenToldNot) {
   EXPECT_TRUE(list->item_json.empty());
 }
 
+// CacherOptions::json_budget bounds the kept JSON: a version whose JSON
+// does not fit keeps none (it is encoded on each read), and the bytes count
+// until the last holder lets them go.
+TEST_F(CacherTest, KeptJsonStaysWithinItsBudget) {
+  CreatePod("default", "a");
+  // One pod's JSON, measured by a cache with room to spare.
+  CacherOptions o;
+  o.json_budget = std::make_shared<KeptJsonBudget>(1 << 20);
+  StartCacher(o);
+  const int64_t one = o.json_budget->used_bytes();
+  ASSERT_GT(one, 0);
+  cacher_.reset();
+  EXPECT_EQ(o.json_budget->used_bytes(), 0);
+
+  // Room for one and a half: "a" is kept, "b" (the same size) is not.
+  o.json_budget = std::make_shared<KeptJsonBudget>(one + one / 2);
+  StartCacher(o);
+  WaitCacheAt(CreatePod("default", "b"));
+  auto list = cacher_->List("default", 0, false, {});
+  ASSERT_TRUE(list.ok()) << list.status();
+  ASSERT_EQ(list->items.size(), 2u);
+  ASSERT_EQ(list->item_json.size(), 2u);
+  ASSERT_NE(list->item_json[0], nullptr);
+  EXPECT_EQ(*list->item_json[0], objects::EncodeJson(*list->items[0]));
+  EXPECT_EQ(list->item_json[1], nullptr);
+  EXPECT_EQ(o.json_budget->used_bytes(), one);
+  EXPECT_EQ(o.json_budget->refused(), 1);
+  list = StatusOr<ListResult>(NotFoundError("dropped"));
+  cacher_.reset();
+  EXPECT_EQ(o.json_budget->used_bytes(), 0);
+}
+
 TEST_F(CacherTest, RelistAfterTheStorageWatchIsCompacted) {
   StartCacher();
   CreatePod("default", "a");

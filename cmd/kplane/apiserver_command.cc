@@ -174,6 +174,11 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
              "LISTs and watch events copy it instead of encoding again "
              "(faster LISTs for ~1 KiB more memory per pod; false: encode "
              "on every read).");
+  int64_t watch_cache_json_max_bytes = int64_t{512} << 20;
+  flags.Int64("watch-cache-json-max-bytes", &watch_cache_json_max_bytes,
+              "Bound on the bytes of JSON all watch caches keep together "
+              "(--watch-cache-json); an object version whose JSON would pass "
+              "it keeps none and is encoded on each read.");
   int watch_send_threads = apiserver::CacherOptions{}.send_threads;
   flags.Int("watch-send-threads", &watch_send_threads,
             "Threads that write one change to its watchers in each watch "
@@ -287,6 +292,11 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
   if (body_timeout < Duration::zero()) {
     return fail(
         InvalidArgumentError("--request-body-timeout must not be negative"));
+  }
+  if (watch_cache_json_max_bytes < 1) {
+    return fail(InvalidArgumentError(
+        "--watch-cache-json-max-bytes must be at least 1 (--watch-cache-json="
+        "false keeps no JSON)"));
   }
   if (watch_send_threads < 0 || watch_send_threads > 64) {
     return fail(InvalidArgumentError(
@@ -426,6 +436,8 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
   o.cacher.window_events = static_cast<size_t>(watch_cache_size);
   o.cacher.window_max_age = watch_cache_history;
   o.cacher.keep_json = watch_cache_json;
+  o.cacher.json_budget =
+      std::make_shared<apiserver::KeptJsonBudget>(watch_cache_json_max_bytes);
   o.cacher.send_threads = watch_send_threads;
   o.auth = auth;
   o.service_account_signing_key_pem = std::move(sa_signing_key);

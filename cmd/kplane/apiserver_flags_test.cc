@@ -25,6 +25,8 @@ TEST(ApiServerFlagsTest, NegativeLimitsAndTimeoutsAreRefused) {
       {"--max-watch-buffer-bytes=-1", "must not be negative"},
       {"--port=70000", "--port must be in 0..65535"},
       {"--watch-send-threads=-1", "--watch-send-threads must be in 0..64"},
+      {"--watch-cache-json-max-bytes=0",
+       "--watch-cache-json-max-bytes must be at least 1"},
       {"--watch-send-threads=65", "--watch-send-threads must be in 0..64"},
       {"--request-timeout=soon", "request-timeout"},
   };

@@ -432,6 +432,18 @@ void ApiServer::Impl::SetupMetrics() {
   m_inflight = m->NewGauge("apiserver_current_inflight_requests",
                            "Requests in flight, by kind (readOnly, mutating).",
                            {"request_kind"});
+  if (std::shared_ptr<KeptJsonBudget> b = opts.cacher.json_budget) {
+    m->NewCallbackGauge(
+        "apiserver_watch_cache_json_bytes",
+        "Bytes of object JSON the watch caches keep (bounded by "
+        "--watch-cache-json-max-bytes).",
+        [b] { return static_cast<double>(b->used_bytes()); });
+    m->NewCallbackCounter(
+        "apiserver_watch_cache_json_refused_total",
+        "Object versions that kept no JSON because the bound was reached "
+        "(encoded on each read instead).",
+        [b] { return static_cast<double>(b->refused()); });
+  }
   m_dropped = m->NewCounter(
       "apiserver_dropped_requests_total",
       "Requests refused with 429 because of the in-flight limits.",

@@ -621,6 +621,39 @@ TEST(ApiListStreamTest, LargeListsStreamSmallOnesDoNot) {
       Await([&] { return Metric(s, "apiserver_list_streams_open") == 0; }));
 }
 
+// With the kept JSON's budget full (--watch-cache-json-max-bytes), later
+// versions keep none and a LIST from the cache encodes them: the same
+// items, the metrics showing the bound at work.
+TEST(ApiListStreamTest, ListIsWholeWhenTheKeptJsonBudgetIsFull) {
+  auto budget = std::make_shared<KeptJsonBudget>(8 * 1024);
+  testing::TestServer s(
+      [&](ApiServerOptions* o) { o->cacher.json_budget = budget; });
+  constexpr int kItems = 20;  // ~1 KiB of JSON each: the budget holds ~7
+  std::string last_rv;
+  for (int i = 0; i < kItems; ++i) {
+    testing::Response created =
+        s.Post(kConfigMaps, R"({"metadata":{"name":"cm-)" + std::to_string(i) +
+                                R"("},"data":{"k":")" + std::string(1000, 'v') +
+                                "\"}}");
+    ASSERT_EQ(created.code, 201);
+    last_rv = created.Str({"metadata", "resourceVersion"});
+  }
+  testing::Response list =
+      s.Get(std::string(kConfigMaps) + "?resourceVersion=" + last_rv +
+            "&resourceVersionMatch=NotOlderThan");
+  ASSERT_EQ(list.code, 200);
+  ASSERT_EQ(list.At({"items"})->Size(), static_cast<unsigned>(kItems));
+  for (int i = 0; i < kItems; ++i) {
+    EXPECT_EQ(
+        (*list.At({"items"}))[static_cast<rapidjson::SizeType>(i)]["data"]["k"]
+            .GetString(),
+        std::string(1000, 'v'));
+  }
+  EXPECT_GT(Metric(s, "apiserver_watch_cache_json_bytes"), 0);
+  EXPECT_LE(Metric(s, "apiserver_watch_cache_json_bytes"), 8 * 1024);
+  EXPECT_GE(Metric(s, "apiserver_watch_cache_json_refused_total"), 10);
+}
+
 // A LIST from the watch cache (whose items are the JSON it kept) is byte
 // for byte the LIST of the same revision from the store (encoded from the
 // objects), for pods with awkward content; and after every pod changed, the

@@ -422,7 +422,11 @@ Dispatcher::SendItem::Result Dispatcher::SendToSink(Watcher* w,
 
 bool Dispatcher::Send(Watcher* w, const WatchEventPtr& ev) {
   if (w->closed) return false;
-  switch (SendToSink(w, ev)) {
+  return AfterSend(w, SendToSink(w, ev));
+}
+
+bool Dispatcher::AfterSend(Watcher* w, SendItem::Result result) {
+  switch (result) {
     case SendItem::kSent:
       return true;
     case SendItem::kCancelled:
@@ -498,20 +502,7 @@ void Dispatcher::FlushRound() {
     pool_n_ = 0;
   }
   // What a serial Send does after the sink call, on this thread.
-  for (SendItem& item : round_) {
-    switch (item.result) {
-      case SendItem::kSent:
-        break;
-      case SendItem::kCancelled:
-        Remove(item.w);
-        break;
-      case SendItem::kRefused:
-        if (options_.watchers_terminated) options_.watchers_terminated->Inc();
-        Drop(item.w, ResourceExhaustedError(
-                         "the watcher did not keep up with the event stream"));
-        break;
-    }
-  }
+  for (SendItem& item : round_) AfterSend(item.w, item.result);
   round_.clear();
 }
 

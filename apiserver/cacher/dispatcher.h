@@ -194,6 +194,9 @@ class Dispatcher : public std::enable_shared_from_this<Dispatcher> {
   // The sink call of Send, on any of the sending threads; changes no
   // dispatcher state.
   static SendItem::Result SendToSink(Watcher* w, const WatchEventPtr& ev);
+  // The rest of Send, on the dispatch thread: removes a cancelled watcher,
+  // drops a refusing one. False if it is gone.
+  bool AfterSend(Watcher* w, SendItem::Result result);
   // Sends this change's collected round (round_), in parallel when it is
   // large enough, then settles refusals on the dispatch thread.
   void FlushRound();

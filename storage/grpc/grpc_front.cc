@@ -120,12 +120,17 @@ class CertUsers {
 // verified (etcd's AuthInfoFromTLS, used with --client-cert-auth; here a
 // certificate is only verified when the client CA requires one); else "".
 // "" while auth is disabled.
+// The rule of UserOfCall, from the call's token and peer (auth enabled).
+StatusOr<std::string> UserOf(AuthStore* auth, std::string_view token,
+                             const std::string& peer) {
+  if (!token.empty()) return auth->ResolveToken(token);
+  return CertUsers::Get().Find(peer);
+}
+
 StatusOr<std::string> UserOfCall(AuthStore* auth,
                                  const grpc::ServerContextBase* ctx) {
   if (!auth->enabled()) return std::string();
-  std::string_view token = TokenOf(ctx);
-  if (!token.empty()) return auth->ResolveToken(token);
-  return CertUsers::Get().Find(ctx->peer());
+  return UserOf(auth, TokenOf(ctx), ctx->peer());
 }
 
 // What UserOfCall reads of a call, kept by a stream that resolves its
@@ -135,8 +140,7 @@ struct CallIdentity {
       : token(TokenOf(ctx)), peer(ctx->peer()) {}
   StatusOr<std::string> User(AuthStore* auth) const {
     if (!auth->enabled()) return std::string();
-    if (!token.empty()) return auth->ResolveToken(token);
-    return CertUsers::Get().Find(peer);
+    return UserOf(auth, token, peer);
   }
   const std::string token;
   const std::string peer;

@@ -774,22 +774,20 @@ struct Broadcast {
   };
   std::map<std::pair<WatchSink*, int64_t>, Member> members GUARDED_BY(mu);
   uint64_t joins GUARDED_BY(mu) = 0;
-  // The token of the member that joined last (the creator's while it is
-  // alone), presented by each stream of the upstream watch: of the tokens
-  // checked for this range, the most recently used, so the least likely to
-  // have expired (a simple token lives --auth-token-ttl after its last
-  // use). Every member passed its own permission check on the range.
-  Metadata upstream_auth GUARDED_BY(mu);
   bool over GUARDED_BY(mu) = false;
 
-  // After members left: the upstream presents the token of the remaining
-  // member that joined last (a watcher that left no longer vouches for it).
-  void MembersLeft() REQUIRES(mu) {
+  // The token each stream of the upstream watch presents (asked when one
+  // opens, not per event): that of the member that joined last -- of the
+  // tokens checked for this range, the most recently used, so the least
+  // likely to have expired (a simple token lives --auth-token-ttl after
+  // its last use). Every member passed its own permission check on the
+  // range; one that left no longer vouches for it.
+  Metadata UpstreamAuth() REQUIRES(mu) {
     const Member* last = nullptr;
     for (const auto& [key, m] : members) {
       if (last == nullptr || m.joined > last->joined) last = &m;
     }
-    if (last != nullptr) upstream_auth = last->auth;
+    return last != nullptr ? last->auth : Metadata();
   }
 };
 
@@ -912,7 +910,6 @@ class WatchHub {
         created.set_created(true);
         // Under b->mu: no event can slip between `created` and the join.
         if (sink->Send(std::move(created))) {
-          b->upstream_auth = auth;
           b->members[{sink.get(), id}] = {sink, std::move(auth), ++b->joins};
           watchers_->fetch_add(1);
         }
@@ -926,7 +923,6 @@ class WatchHub {
     b->upstream_req.set_fragment(false);
     {
       MutexLock l(&b->mu);
-      b->upstream_auth = auth;
       b->members[{sink.get(), id}] = {sink, std::move(auth), ++b->joins};
     }
     std::weak_ptr<Broadcast> weak = b;
@@ -941,7 +937,7 @@ class WatchHub {
           auto bb = weak.lock();
           if (!bb) return {};
           MutexLock l(&bb->mu);
-          return bb->upstream_auth;
+          return bb->UpstreamAuth();
         });
     if (!w.ok()) {
       pb::WatchResponse refused;
@@ -990,7 +986,6 @@ class WatchHub {
         ++it;
       }
     }
-    b.MembersLeft();
   }
 
   // Removes watcher `id` of `sink` (-1: all of them) from every broadcast
@@ -1016,7 +1011,6 @@ class WatchHub {
         }
         empty = b->members.empty();
         if (empty) b->over = true;
-        b->MembersLeft();
       }
       if (!empty) continue;
       {

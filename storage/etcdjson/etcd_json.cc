@@ -710,10 +710,7 @@ HttpError StatusToError(const Status& s) {
 
 std::string GoRpcErrorText(const Status& s) {
   HttpError e = StatusToError(s);
-  const char* name = e.grpc_code >= 0 && e.grpc_code < int{kGoCodeNames.size()}
-                         ? kGoCodeNames[e.grpc_code]
-                         : "Unknown";
-  return std::string("rpc error: code = ") + name + " desc = " + e.message;
+  return GoRpcErrorText(e.grpc_code, e.message);
 }
 
 Status GrpcErrorToStatus(int code, std::string msg) {

@@ -5,6 +5,8 @@
 #define KPLANE_STORAGE_ETCDJSON_GO_CODES_H_
 
 #include <array>
+#include <string>
+#include <string_view>
 
 namespace kplane::etcdjson {
 
@@ -26,6 +28,18 @@ inline constexpr std::array<const char*, 17> kGoCodeNames = {
     "Unavailable",
     "DataLoss",
     "Unauthenticated"};
+
+// What a Go client's err.Error() says for a gRPC status: "rpc error: code
+// = <name> desc = <message>", with Go's "Code(<n>)" for a code it does not
+// name.
+inline std::string GoRpcErrorText(int code, std::string_view message) {
+  std::string name = code >= 0 && code < int{kGoCodeNames.size()}
+                         ? kGoCodeNames[code]
+                         : "Code(" + std::to_string(code) + ")";
+  std::string out = "rpc error: code = " + name + " desc = ";
+  out.append(message);
+  return out;
+}
 
 }  // namespace kplane::etcdjson
 

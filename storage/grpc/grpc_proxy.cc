@@ -742,12 +742,7 @@ Metadata CallerAuth(const grpc::ServerContextBase& ctx) {
 std::string GoErrorText(const grpc::Status& st) {
   const std::string& m = st.error_message();
   if (m.rfind("etcdserver: ", 0) == 0) return m;
-  const int code = static_cast<int>(st.error_code());
-  const std::string name =
-      code >= 0 && code < int{etcdjson::kGoCodeNames.size()}
-          ? etcdjson::kGoCodeNames[code]
-          : "Code(" + std::to_string(code) + ")";
-  return "rpc error: code = " + name + " desc = " + m;
+  return etcdjson::GoRpcErrorText(static_cast<int>(st.error_code()), m);
 }
 
 // The sending side of one client Watch stream, shared by the stream and

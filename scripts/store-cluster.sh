@@ -34,11 +34,19 @@ while [[ $# -gt 0 ]]; do
 done
 
 if [[ $cmd == stop ]]; then
+  pids=()
   for i in 1 2 3; do
     if [[ -f $dir/n$i.pid ]]; then
-      kill "$(cat "$dir/n$i.pid")" 2>/dev/null || true
+      pids+=("$(cat "$dir/n$i.pid")")
+      kill "${pids[-1]}" 2>/dev/null || true
       rm -f "$dir/n$i.pid"
     fi
+  done
+  # Wait (up to 10 s, then SIGKILL) until they are gone, so that a start
+  # right after this one finds its ports free.
+  for p in "${pids[@]}"; do
+    for _ in $(seq 1 200); do kill -0 "$p" 2>/dev/null || break; sleep 0.05; done
+    kill -9 "$p" 2>/dev/null || true
   done
   echo "stopped"
   exit 0
@@ -72,7 +80,7 @@ done
 endpoints=""
 for i in 1 2 3; do endpoints+="${endpoints:+,}$scheme://127.0.0.1:$((base + i * 10))"; done
 for attempt in $(seq 1 100); do
-  if curl -sf "${curl_tls[@]}" "$scheme://127.0.0.1:$((base + 10))/health" >/dev/null 2>&1; then
+  if curl -sf -m 2 "${curl_tls[@]}" "$scheme://127.0.0.1:$((base + 10))/health" >/dev/null 2>&1; then
     echo "cluster up: endpoints $endpoints (logs and data in $dir)"
     exit 0
   fi

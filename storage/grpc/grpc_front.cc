@@ -186,13 +186,113 @@ Status CheckMembershipAdmin(StoreServer* s,
   return CheckAdminCaller(s->auth(), ctx);
 }
 
+// ---- server streams -------------------------------------------------------
+
+// The write side of a server stream (Watch, LeaseKeepAlive, Observe):
+// responses queue from any thread, one write is in flight at a time (gRPC
+// allows one), and the call finishes once that write is done. The queue
+// decides; its owner (a reactor) calls StartWrite and Finish with what the
+// calls return, outside the lock.
+template <typename Resp>
+class WriteQueue {
+ public:
+  // Past `max_bytes` queued the client is too slow: Push says so.
+  explicit WriteQueue(size_t max_bytes) : max_bytes_(max_bytes) {}
+
+  // The queue's answer: the response to start writing now (it stays put
+  // until its WriteDone: a deque's elements do not move when others are
+  // appended), whether to finish the call now, and whether the push went
+  // past the bound (the caller ends the call, RESOURCE_EXHAUSTED).
+  struct Step {
+    const Resp* write = nullptr;
+    bool finish = false;
+    bool over = false;
+  };
+
+  // Queues `resp` unless the call is ending (then a no-op).
+  Step Push(Resp resp) EXCLUDES(mu_) {
+    Step step;
+    MutexLock l(&mu_);
+    if (ending_) return step;
+    queued_bytes_ += resp.ByteSizeLong();
+    queue_.push_back(std::move(resp));
+    if (queued_bytes_ > max_bytes_) {
+      step.over = true;
+    } else if (!writing_) {
+      writing_ = true;
+      step.write = &queue_.front();
+    }
+    return step;
+  }
+
+  // The call ends with `st` (the first End wins); true: finish now (no
+  // write in flight; otherwise WriteDone says finish).
+  bool End(grpc::Status st) EXCLUDES(mu_) {
+    MutexLock l(&mu_);
+    if (ending_) return false;
+    ending_ = true;
+    status_ = std::move(st);
+    if (writing_) return false;
+    finished_ = true;
+    return true;
+  }
+
+  // The write in flight is done (`ok`: it went out; otherwise the call is
+  // broken and ends CANCELLED).
+  Step WriteDone(bool ok) EXCLUDES(mu_) {
+    Step step;
+    MutexLock l(&mu_);
+    queued_bytes_ -= std::min(queued_bytes_, queue_.front().ByteSizeLong());
+    queue_.pop_front();
+    if (!ok && !ending_) {
+      ending_ = true;
+      status_ = grpc::Status::CANCELLED;
+    }
+    if (ending_) {
+      writing_ = false;
+      queue_.clear();
+      step.finish = !finished_;
+      finished_ = true;
+    } else if (!queue_.empty()) {
+      step.write = &queue_.front();
+    } else {
+      writing_ = false;
+    }
+    return step;
+  }
+
+  bool ending() const EXCLUDES(mu_) {
+    MutexLock l(&mu_);
+    return ending_;
+  }
+
+  // The status to finish with; read only once a Step or End said finish
+  // (it is written before ending_ is published, and never again).
+  const grpc::Status& status() const { return status_; }
+
+ private:
+  const size_t max_bytes_;
+  mutable Mutex mu_;
+  std::deque<Resp> queue_ GUARDED_BY(mu_);  // front: the write in flight
+  size_t queued_bytes_ GUARDED_BY(mu_) = 0;
+  bool writing_ GUARDED_BY(mu_) = false;
+  bool ending_ GUARDED_BY(mu_) = false;
+  bool finished_ GUARDED_BY(mu_) = false;
+  grpc::Status status_;
+};
+
+// How a stream past its WriteQueue's bound ends.
+grpc::Status TooManyQueued() {
+  return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                      "etcdserver: too many queued responses");
+}
+
 // ---- bidirectional streams ---------------------------------------------
 
-// The write side of a bidirectional stream: Send() queues from any thread
-// and keeps one write in flight (gRPC allows one); End() finishes the call
-// after that write. The reactor owns itself through `self_` until gRPC
-// calls OnDone, so producers holding a weak_ptr can outlive the call
-// safely: once the call is ending, Send() is a no-op.
+// A bidirectional stream: Send() queues from any thread (WriteQueue); End()
+// finishes the call after the write in flight. The reactor owns itself
+// through `self_` until gRPC calls OnDone, so producers holding a weak_ptr
+// can outlive the call safely: once the call is ending, Send() is a no-op.
 template <typename Req, typename Resp>
 class BidiStream : public grpc::ServerBidiReactor<Req, Resp>,
                    public std::enable_shared_from_this<BidiStream<Req, Resp>> {
@@ -208,40 +308,10 @@ class BidiStream : public grpc::ServerBidiReactor<Req, Resp>,
     ReadNext();
   }
 
-  void Send(Resp resp) EXCLUDES(mu_) {
-    const Resp* next = nullptr;
-    bool over = false;
-    {
-      MutexLock l(&mu_);
-      if (ending_) return;
-      queued_bytes_ += resp.ByteSizeLong();
-      queue_.push_back(std::move(resp));
-      if (queued_bytes_ > kMaxQueuedBytes) {
-        over = true;
-      } else if (!writing_) {
-        writing_ = true;
-        next = &queue_.front();
-      }
-    }
-    if (over) {
-      End(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                       "etcdserver: too many queued responses"));
-      return;
-    }
-    // A deque's elements stay put while others are appended.
-    if (next) this->StartWrite(next);
-  }
+  void Send(Resp resp) { Apply(writes_.Push(std::move(resp))); }
 
-  void End(grpc::Status st) EXCLUDES(mu_) {
-    {
-      MutexLock l(&mu_);
-      if (ending_) return;
-      ending_ = true;
-      status_ = std::move(st);
-      if (writing_) return;  // OnWriteDone finishes
-      finished_ = true;
-    }
-    this->Finish(status_);
+  void End(grpc::Status st) {
+    if (writes_.End(std::move(st))) this->Finish(writes_.status());
   }
 
  protected:
@@ -251,13 +321,21 @@ class BidiStream : public grpc::ServerBidiReactor<Req, Resp>,
   // The call is over (no more Send()s will be written).
   virtual void Closed() {}
 
-  void ReadNext() EXCLUDES(mu_) {
-    MutexLock l(&mu_);
+  void ReadNext() {
     // No new operation once the call is ending.
-    if (!ending_) this->StartRead(&req_);
+    if (!writes_.ending()) this->StartRead(&req_);
   }
 
  private:
+  void Apply(const typename WriteQueue<Resp>::Step& step) {
+    if (step.over) {
+      End(TooManyQueued());
+      return;
+    }
+    if (step.write) this->StartWrite(step.write);
+    if (step.finish) this->Finish(writes_.status());
+  }
+
   void OnReadDone(bool ok) override {
     // !ok: the client closed its side (or the call broke); as etcd, the
     // responses keep flowing until the client cancels.
@@ -265,31 +343,7 @@ class BidiStream : public grpc::ServerBidiReactor<Req, Resp>,
     if (Handle(req_)) ReadNext();
   }
 
-  void OnWriteDone(bool ok) override EXCLUDES(mu_) {
-    const Resp* next = nullptr;
-    bool finish = false;
-    {
-      MutexLock l(&mu_);
-      queued_bytes_ -= std::min(queued_bytes_, queue_.front().ByteSizeLong());
-      queue_.pop_front();
-      if (!ok && !ending_) {
-        ending_ = true;
-        status_ = grpc::Status::CANCELLED;
-      }
-      if (ending_) {
-        writing_ = false;
-        queue_.clear();
-        finish = !finished_;
-        finished_ = true;
-      } else if (!queue_.empty()) {
-        next = &queue_.front();
-      } else {
-        writing_ = false;
-      }
-    }
-    if (next) this->StartWrite(next);
-    if (finish) this->Finish(status_);
-  }
+  void OnWriteDone(bool ok) override { Apply(writes_.WriteDone(ok)); }
 
   void OnCancel() override { End(grpc::Status::CANCELLED); }
 
@@ -300,13 +354,7 @@ class BidiStream : public grpc::ServerBidiReactor<Req, Resp>,
 
   std::shared_ptr<BidiStream> self_;
   Req req_;  // the read in flight
-  Mutex mu_;
-  std::deque<Resp> queue_ GUARDED_BY(mu_);  // front: the write in flight
-  size_t queued_bytes_ GUARDED_BY(mu_) = 0;
-  bool writing_ GUARDED_BY(mu_) = false;
-  bool ending_ GUARDED_BY(mu_) = false;
-  bool finished_ GUARDED_BY(mu_) = false;
-  grpc::Status status_;  // written before ending_ is published
+  WriteQueue<Resp> writes_{kMaxQueuedBytes};
 };
 
 // One Watch call: an MVCC watch stream with any number of watchers, as the
@@ -948,10 +996,10 @@ ServerUnaryReactor* Unary(ElectionLockService* el, CallbackServerContext* ctx,
   return r;
 }
 
-// One Observe call: Send() queues from the observer's callbacks and keeps
-// one write in flight; End() finishes after it. Owns itself through `self_`
-// until OnDone, so callbacks holding a weak_ptr may outlive the call: once
-// it is ending, Send() is a no-op.
+// One Observe call: Send() queues from the observer's callbacks
+// (WriteQueue); End() finishes after the write in flight. Owns itself through
+// `self_` until OnDone, so callbacks holding a weak_ptr may outlive the call:
+// once it is ending, Send() is a no-op.
 class ObserveCall final : public grpc::ServerWriteReactor<epb::LeaderResponse>,
                           public std::enable_shared_from_this<ObserveCall> {
  public:
@@ -990,64 +1038,22 @@ class ObserveCall final : public grpc::ServerWriteReactor<epb::LeaderResponse>,
   explicit ObserveCall(CallbackServerContext* ctx)
       : ctx_(ctx), link_(std::make_shared<CancelLink>()) {}
 
-  void Send(const epb::LeaderResponse& resp) EXCLUDES(mu_) {
-    const epb::LeaderResponse* next = nullptr;
-    bool over = false;
-    {
-      MutexLock l(&mu_);
-      if (ending_) return;
-      queued_bytes_ += resp.ByteSizeLong();
-      queue_.push_back(resp);
-      if (queued_bytes_ > kMaxQueuedBytes) {
-        over = true;
-      } else if (!writing_) {
-        writing_ = true;
-        next = &queue_.front();
-      }
-    }
-    if (over) {
-      End(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                       "etcdserver: too many queued responses"));
+  void Send(const epb::LeaderResponse& resp) { Apply(writes_.Push(resp)); }
+
+  void End(grpc::Status st) {
+    if (writes_.End(std::move(st))) Finish(writes_.status());
+  }
+
+  void Apply(const WriteQueue<epb::LeaderResponse>::Step& step) {
+    if (step.over) {
+      End(TooManyQueued());
       return;
     }
-    if (next) StartWrite(next);
+    if (step.write) StartWrite(step.write);
+    if (step.finish) Finish(writes_.status());
   }
 
-  void End(grpc::Status st) EXCLUDES(mu_) {
-    {
-      MutexLock l(&mu_);
-      if (ending_) return;
-      ending_ = true;
-      status_ = std::move(st);
-      if (writing_) return;  // OnWriteDone finishes
-    }
-    Finish(status_);
-  }
-
-  void OnWriteDone(bool ok) override EXCLUDES(mu_) {
-    const epb::LeaderResponse* next = nullptr;
-    bool finish = false;
-    {
-      MutexLock l(&mu_);
-      queued_bytes_ -= std::min(queued_bytes_, queue_.front().ByteSizeLong());
-      queue_.pop_front();
-      if (!ok && !ending_) {
-        ending_ = true;
-        status_ = grpc::Status::CANCELLED;
-      }
-      if (ending_) {
-        writing_ = false;
-        queue_.clear();
-        finish = true;
-      } else if (!queue_.empty()) {
-        next = &queue_.front();
-      } else {
-        writing_ = false;
-      }
-    }
-    if (next) StartWrite(next);
-    if (finish) Finish(status_);
-  }
+  void OnWriteDone(bool ok) override { Apply(writes_.WriteDone(ok)); }
 
   void OnCancel() override {
     link_->Cancel(CancelReason(ctx_));
@@ -1062,12 +1068,7 @@ class ObserveCall final : public grpc::ServerWriteReactor<epb::LeaderResponse>,
   const CallbackServerContext* const ctx_;
   const std::shared_ptr<CancelLink> link_;
   std::shared_ptr<ObserveCall> self_;
-  Mutex mu_;
-  std::deque<epb::LeaderResponse> queue_ GUARDED_BY(mu_);  // front: in flight
-  size_t queued_bytes_ GUARDED_BY(mu_) = 0;
-  bool writing_ GUARDED_BY(mu_) = false;
-  bool ending_ GUARDED_BY(mu_) = false;
-  grpc::Status status_;  // written before ending_ is published
+  WriteQueue<epb::LeaderResponse> writes_{kMaxQueuedBytes};
 };
 
 class ElectionImpl final : public epb::Election::CallbackService {

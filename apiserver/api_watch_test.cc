@@ -154,10 +154,18 @@ TEST(ApiWatchTest, TooOldResourceVersionIsAnExpiredErrorEventThenRelist) {
   TestServer s([](ApiServerOptions* o) { o->cacher.window_events = 4; });
   Response first = s.Post(kConfigMaps, ConfigMap("c0"));
   const std::string old_rv = first.Str({"metadata", "resourceVersion"});
+  std::string last_rv;
   for (int i = 1; i < 12; ++i) {
-    ASSERT_EQ(s.Post(kConfigMaps, ConfigMap("c" + std::to_string(i))).code,
-              201);
+    Response r = s.Post(kConfigMaps, ConfigMap("c" + std::to_string(i)));
+    ASSERT_EQ(r.code, 201);
+    last_rv = r.Str({"metadata", "resourceVersion"});
   }
+  // A LIST not older than the last create is served by the cache once it
+  // reached it: from then on its 4-event window no longer covers old_rv (a
+  // cache still behind would rightly serve the watch).
+  ASSERT_EQ(
+      s.Get(std::string(kConfigMaps) + "?resourceVersion=" + last_rv).code,
+      200);
   auto w =
       s.Watch(std::string(kConfigMaps) + "?watch=1&resourceVersion=" + old_rv);
   rapidjson::Document e = w->NextJson();

@@ -125,7 +125,9 @@ struct Options {
   int max_txn_ops = 128;
   Clock* clock = Clock::Real();
   AutoCompactionOptions auto_compaction;
-  // Watch: responses queued per stream; per-watcher progress interval.
+  // Watch: responses queued per stream (at least; one per watcher of a
+  // stream with more, watch_hub.h StreamState::Limit); per-watcher
+  // progress interval.
   size_t watch_queue_capacity = 128;
   Duration watch_progress_interval = minutes(10);
   // Compaction deletes in write batches of about this many records (a

@@ -359,7 +359,7 @@ void WatchHub::RemoveWatcherLocked(Watcher* w) {
 bool WatchHub::PushLocked(StreamState* s, WatchItem item) {
   {
     MutexLock l(&s->mu);
-    if (s->queue.size() >= s->capacity) {
+    if (s->queue.size() >= s->Limit()) {
       s->wants_kick = true;
       return false;
     }
@@ -529,7 +529,7 @@ void WatchHub::ProgressTickLocked() {
 bool WatchHub::SyncOnce() {
   auto has_room = [](StreamState* s) {
     MutexLock l(&s->mu);
-    return s->queue.size() < s->capacity;
+    return s->queue.size() < s->Limit();
   };
   // Victims whose consumer made room go back to catching up.
   for (auto it = victims_.begin(); it != victims_.end();) {
@@ -546,7 +546,7 @@ bool WatchHub::SyncOnce() {
     bool full;
     {
       MutexLock l(&w->stream->mu);
-      full = w->stream->queue.size() >= w->stream->capacity;
+      full = w->stream->queue.size() >= w->stream->Limit();
       // Set under the stream lock, so the pop that makes room kicks us.
       if (full) w->stream->wants_kick = true;
     }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <map>
 #include <thread>
 
 #include "storage/mvcc/store.h"
@@ -285,6 +286,37 @@ TEST_F(MvccWatchTest, SlowWatcherIsParkedAndCaughtUpWithoutBlockingWriters) {
   Put("k1", "live");
   EXPECT_EQ(Describe(Next(slow.get())),
             (std::vector<std::string>{"P k1=live@302"}));
+}
+
+// A change every watcher of a stream sees queues for all of them, even past
+// the configured capacity (StreamState::Limit: one per watcher); a stream
+// whose consumer does not drain still parks its watchers at that bound.
+TEST_F(MvccWatchTest, OneChangeQueuesForEveryWatcherOfABigStream) {
+  Reopen(/*capacity=*/4);
+  auto s = store_->NewWatchStream();
+  constexpr int kWatchers = 10;
+  for (int i = 0; i < kWatchers; ++i) ASSERT_TRUE(s->Watch(Req("k")).ok());
+  const int64_t first = Put("k", "1");
+  EXPECT_EQ(s->QueueSize(), static_cast<size_t>(kWatchers));
+  EXPECT_EQ(store_->GetWatchStats().victims, 0u);
+  // Not read: the second change finds the queue at its bound.
+  Put("k", "2");
+  EXPECT_EQ(s->QueueSize(), static_cast<size_t>(kWatchers));
+  EXPECT_EQ(store_->GetWatchStats().victims, static_cast<size_t>(kWatchers));
+  // Every watcher still gets both changes, in order.
+  std::map<int64_t, std::vector<std::string>> got;
+  for (int n = 0; n < 2 * kWatchers;) {
+    WatchResponse r = Next(s.get());
+    if (r.events_size() == 0) continue;
+    for (auto& e : Describe(r)) {
+      got[r.watch_id()].push_back(e);
+      ++n;
+    }
+  }
+  ASSERT_EQ(got.size(), static_cast<size_t>(kWatchers));
+  const std::vector<std::string> want = {"P k=1@" + std::to_string(first),
+                                         "P k=2@" + std::to_string(first + 1)};
+  for (auto& [id, events] : got) EXPECT_EQ(events, want) << "watcher " << id;
 }
 
 TEST_F(MvccWatchTest, CompactionWhileWatching) {

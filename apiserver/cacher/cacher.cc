@@ -1,6 +1,7 @@
 #include "apiserver/cacher/cacher.h"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <shared_mutex>
 #include <thread>
@@ -182,6 +183,24 @@ struct Cacher::Impl {
         m->NewCounter("apiserver_watch_cache_consistent_read_total",
                       "Counter for consistent reads from cache.",
                       {"group", "resource", "success", "fallback"});
+    const std::vector<std::string> index_labels = {r.gv.group, r.resource, ""};
+    cache_lists = m->NewCounter("apiserver_cache_list_total",
+                                "Number of LIST requests served from watch "
+                                "cache",
+                                {"group", "resource", "index"})
+                      ->With(index_labels);
+    cache_list_fetched =
+        m->NewCounter("apiserver_cache_list_fetched_objects_total",
+                      "Number of objects read from watch cache in the course "
+                      "of serving a LIST request",
+                      {"group", "resource", "index"})
+            ->With(index_labels);
+    cache_list_returned =
+        m->NewCounter("apiserver_cache_list_returned_objects_total",
+                      "Number of objects returned for a LIST request from "
+                      "watch cache",
+                      {"group", "resource"})
+            ->With(labels);
     internal::Dispatcher::Options d;
     d.clock = clock;
     d.bookmark_interval = options.bookmark_interval;
@@ -289,7 +308,12 @@ struct Cacher::Impl {
                           }) &&
            self->ready_.load();
   }
-  ListResult ListFromCache(std::string_view ns, const ObjectPredicate& pred);
+  // The cache's objects under Prefix(ns) that match, at the cache's
+  // revision. With `limit` > 0 at most that many, then a continue token
+  // and remaining count exactly as ObjectStore::List makes them for the
+  // same revision (cacher.h, "LIST semantics").
+  ListResult ListFromCache(std::string_view ns, const ObjectPredicate& pred,
+                           int64_t limit);
 
   Cacher* self;
   ObjectStore* store;
@@ -302,6 +326,10 @@ struct Cacher::Impl {
   metrics::Gauge* window_events;
   metrics::Histogram* read_wait;
   metrics::Family<metrics::Counter>* consistent_reads;
+  // kube's RecordListCacheMetrics (index "": the cache has no list index).
+  metrics::Counter* cache_lists;
+  metrics::Counter* cache_list_fetched;
+  metrics::Counter* cache_list_returned;
   std::shared_ptr<internal::Dispatcher> dispatcher;
 
   // The cache: every object by key, the recent changes, and the revision
@@ -623,22 +651,61 @@ bool Cacher::Impl::WaitForRevision(int64_t revision) {
 }
 
 ListResult Cacher::Impl::ListFromCache(std::string_view ns,
-                                       const ObjectPredicate& pred) {
+                                       const ObjectPredicate& pred,
+                                       int64_t limit) {
   const std::string prefix = store->Prefix(ns);
+  const bool all = ns.empty() || !store->resource().namespaced;
   ListResult result;
-  CacheReaderLock l(&cache_mu);
-  if (ns.empty() || !store->resource().namespaced) {
-    result.items.reserve(objects.size());
-    if (options.keep_json) result.item_json.reserve(objects.size());
-  }
-  for (auto it = objects.lower_bound(prefix);
-       it != objects.end() && it->first.starts_with(prefix); ++it) {
-    if (!pred || pred(*it->second->object)) {
-      result.items.push_back(it->second->object);
-      if (options.keep_json) result.item_json.push_back(it->second->json);
+  int64_t fetched = 0;
+  {
+    CacheReaderLock l(&cache_mu);
+    if (all && limit <= 0) {
+      result.items.reserve(objects.size());
+      if (options.keep_json) result.item_json.reserve(objects.size());
+    }
+    auto it = objects.lower_bound(prefix);
+    auto in_range = [&] {
+      return it != objects.end() && it->first.starts_with(prefix);
+    };
+    for (; in_range(); ++it) {
+      // A full page with a key after it: another page exists, whether or
+      // not that key matches (the store reads one key past a page, kube's
+      // cache looks at the next item; neither evaluates it).
+      if (limit > 0 && static_cast<int64_t>(result.items.size()) >= limit) {
+        break;
+      }
+      ++fetched;
+      if (!pred || pred(*it->second->object)) {
+        result.items.push_back(it->second->object);
+        if (options.keep_json) result.item_json.push_back(it->second->json);
+      }
+    }
+    result.revision = self->revision_.load();
+    if (in_range()) {
+      // The page ended at its last item (the loop stops right after
+      // filling it), so the next page starts just past that item's key:
+      // the token ObjectStore::List would hand out at this revision.
+      const std::string& last = std::prev(it)->first;
+      std::string next = last.substr(prefix.size());
+      next.push_back('\0');
+      result.continue_token = EncodeContinueToken(result.revision, next);
+      if (!pred) {
+        // The keys after the page (the store: its range's count minus the
+        // page). Counted only without a predicate, as the store and kube
+        // report it only then.
+        int64_t after = 0;
+        if (all) {
+          after = static_cast<int64_t>(objects.size()) - fetched;
+        } else {
+          for (; in_range(); ++it) ++after;
+        }
+        result.remaining_items = after;
+      }
     }
   }
-  result.revision = self->revision_.load();
+  cache_lists->Inc();
+  cache_list_fetched->Inc(static_cast<double>(fetched));
+  cache_list_returned->Inc(static_cast<double>(result.items.size()));
   return result;
 }
 
@@ -690,11 +757,15 @@ StatusOr<ListResult> Cacher::List(std::string_view ns, int64_t revision,
                                   bool consistent, const ListOptions& opts) {
   ListOptions from_store = opts;
   from_store.revision = consistent ? 0 : revision;
-  // Pages are the store's business (as in kube-apiserver 1.32): a continue
-  // token always, a limit unless "any" (resourceVersion=0) was asked for.
-  const bool paginated = !opts.continue_token.empty() ||
-                         (opts.limit > 0 && (consistent || revision > 0));
-  if (paginated) return store_->List(ns, from_store);
+  // What the store serves (kube-apiserver 1.33's delegator, for a cache
+  // without snapshots): a continue page (at its token's revision, which the
+  // cache no longer has) and a limited list at an exact revision. A first
+  // page of a consistent list is the cache's; "any" (resourceVersion=0)
+  // ignores the limit.
+  if (!opts.continue_token.empty() ||
+      (opts.limit > 0 && !consistent && revision > 0)) {
+    return store_->List(ns, from_store);
+  }
   if (!ready_.load()) {
     // Not-older-than N on the store: read the latest and check it.
     from_store.revision = 0;
@@ -716,7 +787,7 @@ StatusOr<ListResult> Cacher::List(std::string_view ns, int64_t revision,
   } else if (revision > 0 && !impl_->WaitForRevision(revision)) {
     return TooLargeResourceVersion(revision, revision_.load());
   }
-  return impl_->ListFromCache(ns, opts.predicate);
+  return impl_->ListFromCache(ns, opts.predicate, consistent ? opts.limit : 0);
 }
 
 StatusOr<ObjectPtr> Cacher::Get(std::string_view ns, std::string_view name) {

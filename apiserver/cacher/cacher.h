@@ -42,16 +42,34 @@
 //     (re)initializing" (kube answers 429 with Retry-After 1); List and Get
 //     are served by the ObjectStore meanwhile.
 //
-// LIST semantics (kube-apiserver 1.32 with consistent reads from cache):
+// LIST semantics (kube-apiserver 1.33's CacheDelegator with
+// ConsistentListFromCache, for a cache without snapshots, i.e. with
+// ListFromCacheSnapshot off; docs/api-storage.md has the table):
 //   consistent (resourceVersion ""): the cache first catches up with the
 //     store's current revision (a progress request on its watch), waiting up
 //     to `consistent_read_wait`; if it cannot, the list is served from the
-//     store instead;
+//     store instead (apiserver_watch_cache_consistent_read_total{fallback=
+//     "true"});
+//   consistent with `limit`: the first page likewise from the cache, at the
+//     revision the cache caught up to (>= the store's when asked): the
+//     predicate is applied before the limit, the page ends at its limit-th
+//     match, and when any key (matching or not) follows it the page carries
+//     the continue token ObjectStore::List makes for that revision
+//     (EncodeContinueToken(revision, last key + "\0")) and, without a
+//     predicate, remaining_items = the keys after the page. The bytes are
+//     the store's for that revision;
+//   continue token: served by the ObjectStore at the token's revision
+//     (the cache keeps only its current state; kube 1.33 does the same
+//     without snapshots), so either path can serve a list's later pages;
 //   any (resourceVersion "0"): the cache as it is now; `limit` is ignored;
 //   not older than N: waits up to `consistent_read_wait` for the cache to
 //     reach N, else Timeout (504 "Too large resource version: N, current: M");
-//   paginated (limit > 0 or a continue token, with resourceVersion "" or
-//     exact N): served by the ObjectStore, as 1.32 does.
+//   N with limit (revision > 0, not consistent): served by the ObjectStore
+//     at exactly N. For resourceVersionMatch "" (legacy exact) that is
+//     kube's rule; kube serves NotOlderThan N with a limit from the cache,
+//     which this interface cannot tell apart (the store's answer is at N,
+//     which NotOlderThan also allows). resourceVersionMatch=Exact never
+//     reaches the cache (ResourceStore::List).
 //
 // Metrics (CacherOptions::metrics, labels {group, resource}):
 //   apiserver_watch_cache_events_dispatched_total
@@ -60,6 +78,9 @@
 //   apiserver_watch_cache_resource_version
 //   apiserver_watch_cache_read_wait_seconds
 //   apiserver_watch_cache_consistent_read_total{success, fallback}
+//   apiserver_cache_list_total{index}, apiserver_cache_list_fetched_objects_
+//     total{index} (keys looked at), apiserver_cache_list_returned_objects_
+//     total: LISTs served from the cache (index is always "")
 //   apiserver_terminated_watchers_total (sinks that refused an event, and
 //     watchers closed because they fell max_pending_events or
 //     max_pending_bytes behind)

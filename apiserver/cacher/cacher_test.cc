@@ -936,11 +936,13 @@ TEST_F(CacherTest, ListAndGetFromMemory) {
         return objects::Namespace(m) == "other";
       }});
   ASSERT_EQ(filtered->items.size(), 1u);
-  // A limit with a consistent read is paginated by the store.
+  // A limit with a consistent read: the first page from the cache, the
+  // next one (a continue token) from the store at the page's revision.
   auto page = cacher_->List("default", 0, true, ListOptions{.limit = 2});
   ASSERT_TRUE(page.ok());
   EXPECT_EQ(page->items.size(), 2u);
   ASSERT_FALSE(page->continue_token.empty());
+  EXPECT_EQ(page->remaining_items, 3);
   auto next = cacher_->List(
       "default", 0, false, ListOptions{.continue_token = page->continue_token});
   ASSERT_TRUE(next.ok()) << next.status();
@@ -952,6 +954,91 @@ TEST_F(CacherTest, ListAndGetFromMemory) {
   EXPECT_EQ(objects::Name(**got), "p3");
   EXPECT_EQ(cacher_->Get("default", "nope").status().message(),
             "pods \"nope\" not found");
+}
+
+std::vector<std::string> NamesAndVersions(const ListResult& r) {
+  std::vector<std::string> out;
+  for (const ObjectPtr& o : r.items) {
+    out.push_back(objects::Namespace(*o) + "/" + objects::Name(*o) + "@" +
+                  objects::ResourceVersion(*o));
+  }
+  return out;
+}
+
+// A consistent LIST with a limit: its first page comes from the cache
+// (no store range read) and is what the store answers at the page's
+// revision: items, continue token, remaining count; selectors applied
+// before the limit; later pages from the store at the token's revision,
+// whatever was written in between.
+TEST_F(CacherTest, ConsistentFirstPageFromTheCacheIsTheStoresPage) {
+  for (int i = 0; i < 7; ++i) {
+    CreatePod("default", "p" + std::to_string(i), i % 3 == 0 ? "db" : "web");
+  }
+  CreatePod("other", "q0", "db");
+  CreatePod("zzz", "z0", "web");
+  StartCacher();
+  const std::string lists =
+      "etcd_requests_total{operation=\"list\",type=\"pods\"}";
+  const std::string from_cache =
+      "apiserver_cache_list_total{group=\"\",resource=\"pods\",index=\"\"}";
+  ObjectPredicate db = [](const google::protobuf::Message& m) {
+    return objects::Label(*objects::GetObjectMeta(m), "app") == "db";
+  };
+  int writes = 0;
+  for (const std::string ns : {"default", ""}) {
+    for (bool selective : {false, true}) {
+      for (int64_t limit : {1, 2, 3, 6, 7, 8, 20}) {
+        SCOPED_TRACE("ns=" + ns + " selective=" + std::to_string(selective) +
+                     " limit=" + std::to_string(limit));
+        ListOptions lo{.limit = limit};
+        if (selective) lo.predicate = db;
+        const double store_lists = Metric(lists);
+        ASSERT_GT(store_lists, 0);  // the cache's initial list counted
+        const double cache_lists = Metric(from_cache);
+        auto page = cacher_->List(ns, 0, /*consistent=*/true, lo);
+        ASSERT_TRUE(page.ok()) << page.status();
+        EXPECT_EQ(Metric(lists), store_lists) << "the page was read from store";
+        EXPECT_EQ(Metric(from_cache), cache_lists + 1);
+        ListOptions at = lo;
+        at.revision = page->revision;
+        auto stored = pods_.List(ns, at);
+        ASSERT_TRUE(stored.ok()) << stored.status();
+        EXPECT_EQ(NamesAndVersions(*page), NamesAndVersions(*stored));
+        EXPECT_EQ(page->continue_token, stored->continue_token);
+        EXPECT_EQ(page->remaining_items, stored->remaining_items);
+        EXPECT_EQ(page->revision, stored->revision);
+        ASSERT_EQ(page->item_json.size(), page->items.size());
+        if (!selective) {
+          EXPECT_EQ(page->remaining_items.has_value(),
+                    !page->continue_token.empty());
+        } else {
+          EXPECT_FALSE(page->remaining_items.has_value());
+        }
+
+        // A write between pages, then the rest from the token: the list
+        // at the first page's revision, all of it exactly once.
+        CreatePod("default", "w" + std::to_string(writes++), "db");
+        std::vector<std::string> all = NamesAndVersions(*page);
+        std::string token = page->continue_token;
+        while (!token.empty()) {
+          ListOptions more = lo;
+          more.continue_token = token;
+          auto next = cacher_->List(ns, 0, /*consistent=*/false, more);
+          ASSERT_TRUE(next.ok()) << next.status();
+          EXPECT_EQ(next->revision, page->revision);
+          for (const std::string& n : NamesAndVersions(*next)) {
+            all.push_back(n);
+          }
+          token = next->continue_token;
+        }
+        ListOptions whole{.revision = page->revision};
+        if (selective) whole.predicate = db;
+        auto expected = pods_.List(ns, whole);
+        ASSERT_TRUE(expected.ok());
+        EXPECT_EQ(all, NamesAndVersions(*expected));
+      }
+    }
+  }
 }
 
 // The JSON the cache keeps with each object (CacherOptions::keep_json) is

@@ -178,5 +178,51 @@ TEST(ManagedFieldsFastPathTest, IgnoredStatusOfANode) {
   EXPECT_FALSE(Update(stored, cidr, "ipam", status).fast);
 }
 
+// A writer without a manager (no fieldManager, no User-Agent: kpctl bench,
+// a bare HTTP client) over an object nobody tracks: no JSON round trip, and
+// the general path's result (the object as sent).
+TEST(ManagedFieldsFastPathTest, WriterWithoutManagerOverUntrackedIsFast) {
+  const std::string time = "2026-12-04T01:00:10Z";
+  auto both_ways = [&](const Lease* old, const Lease& want) {
+    Lease fast = want;
+    const bool answered = TrackWithoutManager(old, &fast, "");
+    Lease general = want;
+    EXPECT_TRUE(
+        TrackManagedFieldsThroughJson(old, &general, KindOf(want), "", time, {})
+            .ok());
+    Lease tracked = want;
+    EXPECT_TRUE(
+        TrackManagedFields(old, &tracked, KindOf(want), "", time, {}).ok());
+    EXPECT_EQ(tracked.SerializeAsString(), general.SerializeAsString());
+    if (answered) {
+      EXPECT_EQ(fast.SerializeAsString(), general.SerializeAsString());
+    } else {
+      EXPECT_EQ(fast.SerializeAsString(), want.SerializeAsString())
+          << "a fast path that gives up leaves the object alone";
+    }
+    return answered;
+  };
+  // A create, and an update of what it stored.
+  EXPECT_TRUE(both_ways(nullptr, NodeLease(1000)));
+  const Lease untracked = NodeLease(1000);
+  EXPECT_TRUE(both_ways(&untracked, NodeLease(1010)));
+  // Entries the client sends are the starting point: the general path.
+  Lease with_fields = NodeLease(1010);
+  *with_fields.mutable_metadata()->mutable_managedfields() =
+      Created(NodeLease(1000), "kubelet").metadata().managedfields();
+  EXPECT_FALSE(both_ways(&untracked, with_fields));
+  EXPECT_FALSE(both_ways(nullptr, with_fields));
+  // Over a tracked object the stored entries are kept: the general path.
+  const Lease tracked = Created(NodeLease(1000), "kubelet");
+  EXPECT_FALSE(both_ways(&tracked, NodeLease(1010)));
+  Lease kept = NodeLease(1010);
+  ASSERT_TRUE(
+      TrackManagedFields(&tracked, &kept, KindOf(kept), "", time, {}).ok());
+  EXPECT_EQ(kept.metadata().managedfields_size(), 1);
+  // A writer with a manager is never this case.
+  Lease named = NodeLease(1010);
+  EXPECT_FALSE(TrackWithoutManager(&untracked, &named, "kubelet"));
+}
+
 }  // namespace
 }  // namespace kplane::apiserver

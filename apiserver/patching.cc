@@ -504,6 +504,23 @@ bool TrackOwnedValueChanges(
   return true;
 }
 
+bool TrackWithoutManager(const google::protobuf::Message* old,
+                         const google::protobuf::Message* obj,
+                         const std::string& manager) {
+  if (!manager.empty()) return false;
+  const objects::metav1::ObjectMeta* meta = objects::GetObjectMeta(*obj);
+  if (meta == nullptr || meta->managedfields_size() > 0) return false;
+  if (old != nullptr) {
+    const objects::metav1::ObjectMeta* old_meta = objects::GetObjectMeta(*old);
+    if (old_meta == nullptr || old_meta->managedfields_size() > 0) {
+      return false;
+    }
+  }
+  // The general path writes back the old object's entries (or the body's,
+  // when it sends its own): here there are none, so `obj` stays as it is.
+  return true;
+}
+
 Status TrackManagedFields(
     const google::protobuf::Message* old, google::protobuf::Message* obj,
     const objects::KindInfo& kind, const std::string& manager,
@@ -512,6 +529,7 @@ Status TrackManagedFields(
   if (TrackOwnedValueChanges(old, obj, kind, manager, time, ignored)) {
     return Status::Ok();
   }
+  if (TrackWithoutManager(old, obj, manager)) return Status::Ok();
   return TrackManagedFieldsThroughJson(old, obj, kind, manager, time, ignored);
 }
 

@@ -98,6 +98,16 @@ bool TrackOwnedValueChanges(
     const std::string& time,
     const std::vector<std::vector<std::string>>& ignored);
 
+// TrackManagedFields' case of a writer without a manager (a client that
+// sends no fieldManager and no User-Agent, e.g. a bare HTTP client or kpctl
+// bench) of a body without managedFields over an object without them (or a
+// create): the general path tracks nothing and leaves `obj` as it is, so
+// this returns true without its two JSON conversions; otherwise false.
+// `obj` is never changed.
+bool TrackWithoutManager(const google::protobuf::Message* old,
+                         const google::protobuf::Message* obj,
+                         const std::string& manager);
+
 }  // namespace kplane::apiserver
 
 #endif  // KPLANE_APISERVER_PATCHING_H_

@@ -32,6 +32,31 @@ constexpr char kDns1123Subdomain[] =
 
 // --- messages ---
 
+// validation::Equal answers equal canonical bytes at once, and leaves what
+// only the differencer knows to it: a field set to its zero value equals
+// one left unset; a map equals itself in any insertion order.
+TEST(EqualTest, EquivalentNotOnlyIdenticalBytes) {
+  objects::corev1::PodSpec a;
+  a.add_containers()->set_name("app");
+  (*a.mutable_nodeselector())["zone"] = "a";
+  (*a.mutable_nodeselector())["disk"] = "ssd";
+  objects::corev1::PodSpec b = a;
+  EXPECT_TRUE(validation::Equal(a, b));
+  objects::corev1::PodSpec reordered;
+  reordered.add_containers()->set_name("app");
+  (*reordered.mutable_nodeselector())["disk"] = "ssd";
+  (*reordered.mutable_nodeselector())["zone"] = "a";
+  EXPECT_TRUE(validation::Equal(a, reordered));
+  b.set_hostname("");  // set, but to the zero value
+  EXPECT_NE(a.SerializeAsString(), b.SerializeAsString());
+  EXPECT_TRUE(validation::Equal(a, b));
+  b.set_hostname("h");
+  EXPECT_FALSE(validation::Equal(a, b));
+  objects::corev1::PodSpec c = a;
+  c.mutable_containers(0)->set_image("nginx");
+  EXPECT_FALSE(validation::Equal(a, c));
+}
+
 TEST(InvalidMessageTest, OneError) {
   FieldErrors errs = {
       validation::InvalidInt(validation::Path("spec").Child("replicas"), -1,

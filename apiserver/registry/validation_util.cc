@@ -1,6 +1,8 @@
 #include "apiserver/registry/validation_util.h"
 
 #include <arpa/inet.h>
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <google/protobuf/util/message_differencer.h>
 
 #include <algorithm>
@@ -779,8 +781,31 @@ machinery::Labels ToLabels(const StringMap& m) {
   return out;
 }
 
+namespace {
+// The deterministic wire bytes of `m` (map entries in key order).
+std::string CanonicalBytes(const google::protobuf::Message& m) {
+  std::string out;
+  {
+    google::protobuf::io::StringOutputStream stream(&out);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    m.SerializePartialToCodedStream(&coded);
+  }
+  return out;
+}
+}  // namespace
+
 bool Equal(const google::protobuf::Message& a,
            const google::protobuf::Message& b) {
+  // Update validation compares specs that are nearly always unchanged, and
+  // the differencer walks them by reflection; equal canonical bytes mean
+  // the same fields set to the same values (and so equivalent). Different
+  // bytes may still be equivalent (a field set to its default against one
+  // left unset): the differencer decides those.
+  if (a.GetDescriptor() == b.GetDescriptor() &&
+      CanonicalBytes(a) == CanonicalBytes(b)) {
+    return true;
+  }
   return google::protobuf::util::MessageDifferencer::Equivalent(a, b);
 }
 

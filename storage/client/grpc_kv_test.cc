@@ -8,12 +8,14 @@
 
 #include "storage/client/grpc_kv.h"
 
+#include <absl/synchronization/mutex.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <condition_variable>
+#include <cstdlib>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -151,6 +153,35 @@ INSTANTIATE_TEST_SUITE_P(Transports, StoreClientTest,
                          [](const auto& info) {
                            return std::string(StoreProtocolName(info.param));
                          });
+
+// Creates a GrpcKV, then takes two absl::Mutexes in both orders (one
+// thread, so no real deadlock) and exits 0; 2 if Create failed.
+void CreateThenLockBothOrders() {
+  RemoteKVOptions o;
+  o.endpoints = {"127.0.0.1:" + std::to_string(ClosedPort())};
+  if (!GrpcKV::Create(o).ok()) std::_Exit(2);
+  absl::Mutex a;
+  absl::Mutex b;
+  a.Lock();
+  b.Lock();
+  b.Unlock();
+  a.Unlock();
+  b.Lock();
+  a.Lock();  // b before a: a cycle, if anything is watching
+  a.Unlock();
+  b.Unlock();
+  std::_Exit(0);
+}
+
+// GrpcKV::Create switches off abseil's lock-order (deadlock) detection,
+// which Debian's abseil (built without NDEBUG) runs on every lock gRPC
+// takes. Taking two absl::Mutexes in both orders is a cycle the detector
+// aborts on; with it off the child exits cleanly. In a child process: the
+// mode is process-wide, and the detector's answer is an abort.
+TEST(GrpcKVRuntimeTest, CreateSwitchesOffAbslDeadlockDetection) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(CreateThenLockBothOrders(), ::testing::ExitedWithCode(0), "");
+}
 
 }  // namespace
 }  // namespace kplane::storage

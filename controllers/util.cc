@@ -1,8 +1,5 @@
 #include "controllers/util.h"
 
-#include <google/protobuf/io/coded_stream.h>
-#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
-
 #include <algorithm>
 #include <cmath>
 
@@ -11,6 +8,7 @@
 #include "base/strings.h"
 #include "informer/rest_client.h"
 #include "objects/batch_types.h"
+#include "objects/envelope.h"
 #include "objects/meta.h"
 #include "objects/time.h"
 
@@ -175,14 +173,7 @@ std::vector<std::string> ControllerUidIndexFunc(
 }
 
 std::string DeterministicBytes(const google::protobuf::Message& m) {
-  std::string out;
-  {
-    google::protobuf::io::StringOutputStream sos(&out);
-    google::protobuf::io::CodedOutputStream cos(&sos);
-    cos.SetSerializationDeterministic(true);
-    m.SerializeToCodedStream(&cos);
-  }
-  return out;
+  return objects::SerializeDeterministic(m);
 }
 
 WallTime AddSeconds(WallTime t, int64_t seconds) {

@@ -1,8 +1,6 @@
 #include "apiserver/registry/validation_util.h"
 
 #include <arpa/inet.h>
-#include <google/protobuf/io/coded_stream.h>
-#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <google/protobuf/util/message_differencer.h>
 
 #include <algorithm>
@@ -10,6 +8,7 @@
 #include <set>
 
 #include "base/strings.h"
+#include "objects/envelope.h"
 #include "objects/label_selector.h"
 #include "objects/machinery/validation.h"
 #include "objects/time.h"
@@ -781,20 +780,6 @@ machinery::Labels ToLabels(const StringMap& m) {
   return out;
 }
 
-namespace {
-// The deterministic wire bytes of `m` (map entries in key order).
-std::string CanonicalBytes(const google::protobuf::Message& m) {
-  std::string out;
-  {
-    google::protobuf::io::StringOutputStream stream(&out);
-    google::protobuf::io::CodedOutputStream coded(&stream);
-    coded.SetSerializationDeterministic(true);
-    m.SerializePartialToCodedStream(&coded);
-  }
-  return out;
-}
-}  // namespace
-
 bool Equal(const google::protobuf::Message& a,
            const google::protobuf::Message& b) {
   // Update validation compares specs that are nearly always unchanged, and
@@ -803,7 +788,8 @@ bool Equal(const google::protobuf::Message& a,
   // bytes may still be equivalent (a field set to its default against one
   // left unset): the differencer decides those.
   if (a.GetDescriptor() == b.GetDescriptor() &&
-      CanonicalBytes(a) == CanonicalBytes(b)) {
+      objects::SerializeDeterministic(a) ==
+          objects::SerializeDeterministic(b)) {
     return true;
   }
   return google::protobuf::util::MessageDifferencer::Equivalent(a, b);

@@ -664,9 +664,10 @@ ListResult Cacher::Impl::ListFromCache(std::string_view ns,
       if (options.keep_json) result.item_json.reserve(objects.size());
     }
     auto it = objects.lower_bound(prefix);
-    auto in_range = [&] {
-      return it != objects.end() && it->first.starts_with(prefix);
-    };
+    // The end taken here, under the lock: the lambda below cannot carry
+    // the lock's annotation.
+    const auto end = objects.end();
+    auto in_range = [&] { return it != end && it->first.starts_with(prefix); };
     for (; in_range(); ++it) {
       // A full page with a key after it: another page exists, whether or
       // not that key matches (the store reads one key past a page, kube's

@@ -297,6 +297,7 @@ struct StoreFlags::State {
   int64_t catchup_entries = 0;
   int64_t max_connections = 0;
   int64_t max_concurrent_streams = 0;
+  int64_t max_watchers_per_stream = 0;
   bool debug = false;
   bool client_auto_tls = false;
   bool peer_auto_tls = false;
@@ -320,6 +321,7 @@ StoreFlags::StoreFlags() : st_(std::make_unique<State>()) {
   s.max_connections =
       static_cast<int64_t>(net::HttpServerOptions{}.max_connections);
   s.o.body_timeout = net::HttpServerOptions{}.body_timeout;
+  s.max_watchers_per_stream = static_cast<int64_t>(cfg.max_watchers_per_stream);
 
   // ---- member --------------------------------------------------------------
   f.String("name", &cfg.name, "Human-readable name for this member.");
@@ -417,6 +419,10 @@ StoreFlags::StoreFlags() : st_(std::make_unique<State>()) {
   f.Int64("max-connections", &s.max_connections,
           "Client connections open at once; more are answered 503 and closed "
           "(0: no cap).");
+  f.Int64("max-watchers-per-stream", &s.max_watchers_per_stream,
+          "Most watchers open at once on one client Watch stream (gRPC or "
+          "/v3/watch); a create past it is refused (created and canceled, "
+          "with the reason) and the stream goes on (0: no cap).");
   f.String("auth-token", &s.auth_token,
            "Specify auth token type and its options: simple, or "
            "jwt,pub-key=<path>,priv-key=<path>,sign-method=<RS256|RS384|"
@@ -732,6 +738,11 @@ StatusOr<StoreOptions> StoreFlags::Finish(StoreOptions o) {
         "--max-concurrent-streams must be between 0 and 2^32-1");
   }
   o.max_concurrent_streams = static_cast<uint32_t>(s.max_concurrent_streams);
+  if (s.max_watchers_per_stream < 0) {
+    return InvalidArgumentError(
+        "--max-watchers-per-stream must not be negative (0: no cap)");
+  }
+  cfg.max_watchers_per_stream = static_cast<size_t>(s.max_watchers_per_stream);
   for (Duration d : {o.grpc_keepalive_min_time, o.grpc_keepalive_interval,
                      o.grpc_keepalive_timeout}) {
     if (d < Duration::zero()) {

@@ -366,6 +366,41 @@ TEST(StoreFlagsTest, ServedFlagsReachTheConfig) {
   EXPECT_EQ(o->log_level, "debug");
 }
 
+// kplane's bound on one client Watch stream's watchers: 10,000 (the gRPC
+// proxy's) unless set, 0 for none, from a flag, the environment or the
+// config file; a negative or non-numeric value is refused by name.
+TEST(StoreFlagsTest, MaxWatchersPerStream) {
+  auto d = Parse({});
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->cfg.max_watchers_per_stream, 10000u);
+  auto set = Parse({"--max-watchers-per-stream", "3"});
+  ASSERT_TRUE(set.ok()) << set.status();
+  EXPECT_EQ(set->cfg.max_watchers_per_stream, 3u);
+  auto none = Parse({"--max-watchers-per-stream=0"});
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_EQ(none->cfg.max_watchers_per_stream, 0u);
+  auto env = Parse({}, {{"ETCD_MAX_WATCHERS_PER_STREAM", "5"}});
+  ASSERT_TRUE(env.ok()) << env.status();
+  EXPECT_EQ(env->cfg.max_watchers_per_stream, 5u);
+  TempFile f("max-watchers-per-stream: 7\n");
+  auto file = Parse({"--config-file", f.path()});
+  ASSERT_TRUE(file.ok()) << file.status();
+  EXPECT_EQ(file->cfg.max_watchers_per_stream, 7u);
+
+  auto negative = Parse({"--max-watchers-per-stream=-1"});
+  ASSERT_FALSE(negative.ok());
+  EXPECT_EQ(negative.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(negative.status().message(),
+            "--max-watchers-per-stream must not be negative (0: no cap)");
+  auto word = Parse({"--max-watchers-per-stream=many"});
+  ASSERT_FALSE(word.ok());
+  EXPECT_EQ(word.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(word.status().message().find(
+                "invalid integer \"many\" for --max-watchers-per-stream"),
+            std::string::npos)
+      << word.status();
+}
+
 TEST(StoreFlagsTest, EnvironmentFillsFlagsNotGiven) {
   EXPECT_EQ(StoreFlags::EnvName("initial-cluster-state"),
             "ETCD_INITIAL_CLUSTER_STATE");

@@ -713,6 +713,13 @@ std::string GoRpcErrorText(const Status& s) {
   return GoRpcErrorText(e.grpc_code, e.message);
 }
 
+Status CheckWatcherLimit(size_t open, size_t limit) {
+  if (limit == 0 || open < limit) return Status::Ok();
+  return ResourceExhaustedError(
+      "etcdserver: too many watchers on this stream (limit " +
+      std::to_string(limit) + ")");
+}
+
 Status GrpcErrorToStatus(int code, std::string msg) {
   // Domain codes come back from etcd's texts.
   if (msg.find("required revision has been compacted") != std::string::npos) {

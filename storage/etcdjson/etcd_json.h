@@ -19,6 +19,7 @@
 
 #include <google/protobuf/message.h>
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -83,6 +84,22 @@ HttpError StatusToError(const Status& s);
 // serverWatchStream: "rpc error: code = Unauthenticated desc = etcdserver:
 // invalid auth token", ... PermissionDenied, InvalidArgument).
 std::string GoRpcErrorText(const Status& s);
+
+// The bound on the watchers of one Watch stream, the same for a member
+// (`kplane store --max-watchers-per-stream`, StoreConfig) and the gRPC
+// proxy (GrpcProxyOptions::max_watchers_per_stream); 0: no bound. etcd's
+// members have none; its clients put every watch of one context on one
+// stream, and a client that opens millions there makes the server hold
+// that many watchers (and queue one response per watcher).
+inline constexpr size_t kDefaultMaxWatchersPerStream = 10000;
+// A watch create on a stream with `open` watchers: OK, or, when `limit`
+// is not 0 and open >= limit, kResourceExhausted "etcdserver: too many
+// watchers on this stream (limit N)". Both servers answer such a create
+// as etcd answers one it refuses (created and canceled at once, watch id
+// -1, that message as cancel_reason: clientv3's watch channel then
+// reports it as the watch's error) and keep the stream and its other
+// watchers; a create after one of them is canceled succeeds.
+Status CheckWatcherLimit(size_t open, size_t limit);
 // The HTTP status grpc-gateway (etcd 3.4) uses for a gRPC code.
 int HttpStatusForGrpcCode(int code);
 // An error body from an etcd server (ours or real) -> Status, recovering

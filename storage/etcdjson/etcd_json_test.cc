@@ -458,5 +458,20 @@ TEST(EtcdJsonTest, ErrorsRoundTrip) {
   EXPECT_EQ(ErrorToStatus(404, "Not Found\n").code(), StatusCode::kNotFound);
 }
 
+// The one check (and text) the member's fronts and the gRPC proxy apply
+// to a watch create: refused from `limit` open watchers on, never with 0.
+TEST(EtcdJsonTest, WatcherLimit) {
+  EXPECT_EQ(kDefaultMaxWatchersPerStream, 10000u);
+  EXPECT_TRUE(CheckWatcherLimit(0, 3).ok());
+  EXPECT_TRUE(CheckWatcherLimit(2, 3).ok());
+  Status at = CheckWatcherLimit(3, 3);
+  EXPECT_EQ(at.code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(at.message(),
+            "etcdserver: too many watchers on this stream (limit 3)");
+  EXPECT_FALSE(CheckWatcherLimit(4, 3).ok());
+  // 0: no bound.
+  EXPECT_TRUE(CheckWatcherLimit(size_t{1} << 40, 0).ok());
+}
+
 }  // namespace
 }  // namespace kplane::etcdjson

@@ -357,8 +357,9 @@ class BidiStream : public grpc::ServerBidiReactor<Req, Resp>,
   WriteQueue<Resp> writes_{kMaxQueuedBytes};
 };
 
-// One Watch call: an MVCC watch stream with any number of watchers, as the
-// JSON gateway's /v3/watch session (same answers, protobuf framing).
+// One Watch call: an MVCC watch stream with up to the member's
+// --max-watchers-per-stream watchers, as the JSON gateway's /v3/watch
+// session (same answers, protobuf framing).
 class WatchCall : public BidiStream<pb::WatchRequest, pb::WatchResponse> {
  public:
   // `caller`: who opened the call, resolved again at each create (as
@@ -447,15 +448,25 @@ class WatchCall : public BidiStream<pb::WatchRequest, pb::WatchResponse> {
                                   *user, req.create_request().key(),
                                   req.create_request().range_end());
       }
-      if (!denied.ok()) {
+      // The stream's bound on its watchers (creates run only here, under
+      // stream_mu_, so none can slip past it meanwhile).
+      Status full;
+      if (req.has_create_request() && denied.ok()) {
+        full = etcdjson::CheckWatcherLimit(
+            stream_->WatcherCount(), server_->config().max_watchers_per_stream);
+      }
+      if (!denied.ok() || !full.ok()) {
         // etcd: created and canceled at once, the reason its gRPC error's
         // text ("rpc error: code = Unauthenticated desc = etcdserver:
-        // invalid auth token", ... PermissionDenied, InvalidArgument).
+        // invalid auth token", ... PermissionDenied, InvalidArgument); a
+        // full stream's reason is the limit's own text, as the gRPC
+        // proxy's.
         pb::WatchResponse w = NewResponse(true);
         w.set_watch_id(-1);
         w.set_created(true);
         w.set_canceled(true);
-        w.set_cancel_reason(etcdjson::GoRpcErrorText(denied));
+        w.set_cancel_reason(!denied.ok() ? etcdjson::GoRpcErrorText(denied)
+                                         : full.message());
         out.push_back(std::move(w));
       } else if (req.has_create_request()) {
         StatusOr<int64_t> id = stream_->Watch(req.create_request());

@@ -26,6 +26,7 @@
 #include "schemas/grpc/rpc_services.grpc.pb.h"
 #include "storage/client/grpc_kv.h"
 #include "storage/client/remote_kv.h"
+#include "storage/etcdjson/etcd_json.h"
 #include "storage/etcdjson/go_codes.h"
 #include "storage/grpc/proxy_range_cache.h"
 
@@ -1171,9 +1172,12 @@ class WatchStream
     if (req_.has_create_request()) {
       const pb::WatchCreateRequest& c = req_.create_request();
       int64_t id = c.watch_id() != 0 ? c.watch_id() : next_id_;
-      if (ids_.size() >= o_->max_watchers_per_stream || ids_.count(id) > 0 ||
-          c.key().empty()) {
+      // The members' bound and text (etcdjson::CheckWatcherLimit).
+      Status full =
+          etcdjson::CheckWatcherLimit(ids_.size(), o_->max_watchers_per_stream);
+      if (!full.ok() || ids_.count(id) > 0 || c.key().empty()) {
         pb::WatchResponse r;
+        r.mutable_header();
         r.set_watch_id(-1);
         r.set_created(true);
         r.set_canceled(true);
@@ -1181,8 +1185,7 @@ class WatchStream
             c.key().empty() ? "etcdserver: key is not provided"
             : ids_.count(id) > 0
                 ? "mvcc: duplicate watch ID provided on the WatchStream"
-                : "grpc-proxy: too many watchers on this stream (" +
-                      std::to_string(o_->max_watchers_per_stream) + ")");
+                : full.message());
         sink_->Send(std::move(r));
       } else {
         ids_.insert(id);

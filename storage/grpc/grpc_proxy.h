@@ -50,7 +50,9 @@
 //
 // Bounds: requests larger than max_send_bytes are refused by the server
 // (RESOURCE_EXHAUSTED); answers from members up to max_recv_bytes;
-// max_watchers_per_stream watchers per client Watch stream.
+// max_watchers_per_stream watchers per client Watch stream (a create past
+// it is refused, created and canceled, with the members' text:
+// etcdjson::CheckWatcherLimit).
 //
 // Auth: forwarded calls carry the caller's token. Before a client watcher
 // joins or opens an upstream watch, a member is asked, with that client's
@@ -76,6 +78,7 @@
 
 #include "base/statusor.h"
 #include "storage/client/endpoint.h"
+#include "storage/etcdjson/etcd_json.h"
 
 namespace kplane::storage {
 
@@ -102,8 +105,9 @@ struct GrpcProxyOptions {
   // the proxy accepts) and --max-recv-bytes (answers from members).
   int max_send_bytes = 3 * 512 * 1024;
   int max_recv_bytes = 2147483647;
-  // Per client Watch stream.
-  size_t max_watchers_per_stream = 10000;
+  // Per client Watch stream; the members' bound and default (a store's
+  // --max-watchers-per-stream); 0: none.
+  size_t max_watchers_per_stream = etcdjson::kDefaultMaxWatchersPerStream;
   size_t max_queued_watch_bytes = 64 << 20;
   // --max-concurrent-streams; 0: gRPC's default.
   uint32_t max_concurrent_streams = 0;

@@ -324,6 +324,55 @@ TEST_F(GrpcProxyTest, CancelOneOfTheSharingWatchers) {
   EXPECT_EQ(resp.events_size(), 1);
 }
 
+// max_watchers_per_stream: the members' bound and words
+// (etcdjson::CheckWatcherLimit), created and canceled as etcd's proxy
+// refuses a watcher; the stream's watchers go on, and a cancel frees a
+// place.
+TEST_F(GrpcProxyTest, StreamAtItsWatcherLimitRefusesTheNextCreate) {
+  GrpcProxyOptions o;
+  o.max_watchers_per_stream = 2;
+  StartProxy(o);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(Bound());
+  std::unique_ptr<WatchRW> rw = watch_->Watch(&ctx);
+  auto create = [&](const std::string& key) {
+    pb::WatchRequest req;
+    req.mutable_create_request()->set_key(key);
+    EXPECT_TRUE(rw->Write(req));
+    pb::WatchResponse resp;
+    EXPECT_TRUE(rw->Read(&resp));
+    EXPECT_TRUE(resp.created());
+    return resp;
+  };
+  pb::WatchResponse a = create("a");
+  ASSERT_FALSE(a.canceled()) << a.cancel_reason();
+  pb::WatchResponse b = create("b");
+  ASSERT_FALSE(b.canceled()) << b.cancel_reason();
+  pb::WatchResponse refused = create("a");
+  EXPECT_TRUE(refused.canceled());
+  EXPECT_EQ(refused.watch_id(), -1);
+  EXPECT_EQ(refused.cancel_reason(),
+            "etcdserver: too many watchers on this stream (limit 2)");
+
+  ASSERT_TRUE(Put(kv_.get(), "a", "1").ok());
+  pb::WatchResponse resp;
+  ASSERT_TRUE(rw->Read(&resp));
+  EXPECT_EQ(resp.watch_id(), a.watch_id());
+  ASSERT_EQ(resp.events_size(), 1);
+  EXPECT_EQ(resp.events(0).kv().value(), "1");
+
+  pb::WatchRequest cancel;
+  cancel.mutable_cancel_request()->set_watch_id(b.watch_id());
+  ASSERT_TRUE(rw->Write(cancel));
+  ASSERT_TRUE(rw->Read(&resp));
+  EXPECT_TRUE(resp.canceled());
+  EXPECT_EQ(resp.watch_id(), b.watch_id());
+  pb::WatchResponse again = create("c");
+  EXPECT_FALSE(again.canceled()) << again.cancel_reason();
+  EXPECT_GE(again.watch_id(), 0);
+  ctx.TryCancel();
+}
+
 TEST_F(GrpcProxyTest, SlowWatcherIsEndedOthersKeepUp) {
   GrpcProxyOptions o;
   o.max_queued_watch_bytes = 256 * 1024;

@@ -29,6 +29,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "base/metrics.h"
@@ -46,6 +47,8 @@ struct TestMemberOptions {
   std::shared_ptr<const net::TlsContext> tls;
   // StoreConfig::auth_tokens: JWT tokens (null: simple tokens).
   std::shared_ptr<const TokenProvider> auth_tokens;
+  // StoreConfig::max_watchers_per_stream; unset keeps the store's default.
+  std::optional<size_t> max_watchers_per_stream;
 };
 
 class TestMember {
@@ -70,6 +73,9 @@ class TestMember {
       c.max_request_bytes = options.max_request_bytes;
     }
     c.auth_tokens = options.auth_tokens;
+    if (options.max_watchers_per_stream) {
+      c.max_watchers_per_stream = *options.max_watchers_per_stream;
+    }
     // The member's series go to metrics(), which its /metrics serves.
     c.metrics = &metrics_;
     Status st = StartMember(c, std::move(options));

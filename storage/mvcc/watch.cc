@@ -107,6 +107,10 @@ size_t WatchStream::QueueSize() const {
   return state_->queue.size();
 }
 
+size_t WatchStream::WatcherCount() const {
+  return hub_->WatcherCount(state_.get());
+}
+
 // ---- WatchHub ---------------------------------------------------------------
 
 WatchHub::WatchHub(Clock* clock, EventSource* source, int64_t current_revision,
@@ -249,6 +253,11 @@ Status WatchHub::Cancel(StreamState* s, int64_t id) {
   }
   RunNotifies(notifies);
   return Status::Ok();
+}
+
+size_t WatchHub::WatcherCount(const StreamState* s) const {
+  MutexLock l(&mu_);
+  return s->watchers.size();
 }
 
 void WatchHub::CloseStream(StreamState* s) {

@@ -108,6 +108,9 @@ class WatchStream {
   void SetNotify(std::function<void()> fn);
 
   size_t QueueSize() const;
+  // Watchers open on the stream: created, and not yet canceled by Cancel()
+  // or by a compaction.
+  size_t WatcherCount() const;
 
  private:
   friend class WatchHub;

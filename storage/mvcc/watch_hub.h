@@ -179,6 +179,7 @@ class WatchHub : public std::enable_shared_from_this<WatchHub> {
                           const etcdserverpb::WatchCreateRequest& req)
       EXCLUDES(mu_);
   Status Cancel(StreamState* s, int64_t id) EXCLUDES(mu_);
+  size_t WatcherCount(const StreamState* s) const EXCLUDES(mu_);
   void CloseStream(StreamState* s) EXCLUDES(mu_);
   void RequestProgress(StreamState* s) EXCLUDES(mu_);
   void Kick() EXCLUDES(mu_);

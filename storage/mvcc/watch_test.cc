@@ -207,11 +207,13 @@ TEST_F(MvccWatchTest, IdsDuplicatesAndCancel) {
             "mvcc: duplicate watch ID provided on the WatchStream");
   EXPECT_EQ(s->Watch(Req("b", "a")).status().code(),
             StatusCode::kInvalidArgument);
+  EXPECT_EQ(s->WatcherCount(), 3u);  // refused creates count nothing
   Put("a", "1");
   // Cancel drops the watcher's queued responses.
   ASSERT_TRUE(s->Cancel(0).ok());
   ASSERT_TRUE(s->Cancel(2).ok());
   EXPECT_EQ(s->Cancel(0).code(), StatusCode::kNotFound);
+  EXPECT_EQ(s->WatcherCount(), 1u);
   auto r = Next(s.get());
   EXPECT_EQ(r.watch_id(), 1);
   EXPECT_FALSE(s->TryPop().has_value());
@@ -343,6 +345,8 @@ TEST_F(MvccWatchTest, CompactionWhileWatching) {
   EXPECT_EQ(r.compact_revision(), 9);
   EXPECT_EQ(r.header().revision(), 0);
   EXPECT_EQ(r.events_size(), 0);
+  EXPECT_EQ(lagging->WatcherCount(), 0u);  // the canceled watcher is gone
+  EXPECT_EQ(keeping_up->WatcherCount(), 1u);
   Put("k", "12");
   EXPECT_EQ(Describe(Next(keeping_up.get())),
             (std::vector<std::string>{"P k=12@12"}));

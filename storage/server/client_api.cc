@@ -280,7 +280,8 @@ class WatchDrainer : public std::enable_shared_from_this<WatchDrainer> {
   int tasks_ GUARDED_BY(mu_) = 0;
 };
 
-// One /v3/watch connection: its MVCC watch stream and response writer.
+// One /v3/watch connection: its MVCC watch stream (up to the member's
+// --max-watchers-per-stream watchers) and response writer.
 class WatchSession : public std::enable_shared_from_this<WatchSession> {
  public:
   // `token`: the Authorization header, resolved again at each create (as
@@ -486,6 +487,20 @@ class WatchSession : public std::enable_shared_from_this<WatchSession> {
       }
     }
     if (req.has_create_request()) {
+      // The stream's bound on its watchers (creates run only here, under
+      // mu_): refused as etcd refuses a create, the limit's text as the
+      // reason (the gRPC front and the gRPC proxy say the same).
+      Status full = etcdjson::CheckWatcherLimit(
+          stream_->WatcherCount(), server_->config().max_watchers_per_stream);
+      if (!full.ok()) {
+        etcdserverpb::WatchResponse w = NewResponse(true);
+        w.set_watch_id(-1);
+        w.set_created(true);
+        w.set_canceled(true);
+        w.set_cancel_reason(full.message());
+        Write(w);
+        return;
+      }
       StatusOr<int64_t> id = stream_->Watch(req.create_request());
       etcdserverpb::WatchResponse w = NewResponse(true);
       w.set_created(true);

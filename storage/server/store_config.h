@@ -6,6 +6,7 @@
 #ifndef KPLANE_STORAGE_SERVER_STORE_CONFIG_H_
 #define KPLANE_STORAGE_SERVER_STORE_CONFIG_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -18,6 +19,7 @@
 #include "base/file_system.h"
 #include "base/metrics.h"
 #include "schemas/storage.pb.h"
+#include "storage/etcdjson/etcd_json.h"
 #include "storage/mvcc/auto_compactor.h"
 #include "storage/server/auth_token.h"
 
@@ -48,6 +50,11 @@ struct StoreConfig {
   // etcd's --max-txn-ops: a txn with more operations in one branch is
   // refused ("etcdserver: too many operations in txn request").
   int max_txn_ops = 128;
+  // kplane's --max-watchers-per-stream: most watchers open at once on one
+  // client Watch stream, gRPC or the JSON gateway's /v3/watch (0: no
+  // bound; etcd has none). A create past it is refused with
+  // etcdjson::CheckWatcherLimit's text and the stream goes on.
+  size_t max_watchers_per_stream = etcdjson::kDefaultMaxWatchersPerStream;
   // etcd's --experimental-watch-progress-notify-interval: how often a watch
   // created with progress_notify hears the revision when it saw no event.
   Duration watch_progress_interval = minutes(10);

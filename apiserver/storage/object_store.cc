@@ -87,6 +87,8 @@ ObjectStore::ObjectStore(storage::KV* kv, const objects::ResourceInfo* resource,
   if (p.back() != '/') p.push_back('/');
   resource_prefix_ = p + resource_->resource + "/";
   leases_ = std::make_unique<LeaseManager>(kv_, options_.clock);
+  revision_reads_ = std::make_unique<SharedRead<int64_t>>(
+      [this] { return ReadCurrentRevision(); });
 
   auto* latency = options_.metrics->NewHistogram(
       "etcd_request_duration_seconds",
@@ -609,6 +611,10 @@ StatusOr<ListResult> ObjectStore::List(std::string_view ns,
 }
 
 StatusOr<int64_t> ObjectStore::CurrentRevision() {
+  return revision_reads_->Read();
+}
+
+StatusOr<int64_t> ObjectStore::ReadCurrentRevision() {
   RangeRequest req;
   req.set_key(resource_prefix_);
   req.set_range_end(PrefixRangeEnd(resource_prefix_));

@@ -2,8 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <set>
 #include <thread>
+#include <vector>
 
 #include "apiserver/storage/test_store.h"
 #include "base/base64.h"
@@ -646,6 +648,42 @@ TEST_F(ObjectStoreTest, CurrentRevisionFollowsWrites) {
   auto after = store_.CurrentRevision();
   ASSERT_TRUE(after.ok());
   EXPECT_EQ(*after, *before + 1);
+}
+
+// CurrentRevision's reads are shared by concurrent callers (shared_read.h),
+// and each caller still gets a revision covering every write acknowledged
+// before it called.
+TEST_F(ObjectStoreTest, ConcurrentCurrentRevisionsSeeAcknowledgedWrites) {
+  std::atomic<int64_t> acked{0};  // the newest acknowledged write's revision
+  std::atomic<bool> stop{false};
+  std::thread writer([&] {
+    for (int i = 0; i < 200; ++i) {
+      auto r = store_.Create(MakeConfigMap("default", "w" + std::to_string(i)));
+      EXPECT_TRUE(r.ok()) << r.status();
+      if (!r.ok()) break;
+      acked.store(*Versioner::Parse(objects::ResourceVersion(**r)));
+    }
+    stop = true;
+  });
+  std::atomic<int64_t> calls{0};
+  std::atomic<int64_t> stale{0};
+  std::vector<std::thread> readers;
+  for (int t = 0; t < 8; ++t) {
+    readers.emplace_back([&] {
+      while (!stop.load()) {
+        const int64_t before = acked.load();
+        StatusOr<int64_t> rev = store_.CurrentRevision();
+        calls.fetch_add(1);
+        if (!rev.ok() || *rev < before) stale.fetch_add(1);
+      }
+    });
+  }
+  writer.join();
+  for (auto& t : readers) t.join();
+  EXPECT_EQ(stale.load(), 0);
+  EXPECT_GT(calls.load(), 0);
+  // Eight callers at once: some of them shared a read.
+  EXPECT_LT(store_.revision_reads(), calls.load());
 }
 
 }  // namespace

@@ -7,7 +7,8 @@
 #           a pod's stored bytes, to the member the apiserver talks to;
 #   crud    pods create / get / update (conflict-free) / list (a 100-pod
 #           namespace, as `kubectl get pods` asks: limit=500) / delete at
-#           1, 16, 64 clients: ops/s and p99, create's ratio to the put rate;
+#           1, 16, 64 clients: ops/s and p99, create's ratio to the put rate,
+#           apiserver + store CPU per create and per list;
 #   list    LIST of 10,000 and 100,000 pods from the watch cache
 #           (resourceVersion=0), from the store in one read
 #           (resourceVersionMatch=Exact), from the store page by page
@@ -93,21 +94,13 @@ has_row() { [[ ",$rows," == *",$1,"* ]]; }
 commas() { sed ':a;s/\B[0-9]\{3\}\>/,&/;ta' <<<"$1"; }
 
 # --- servers -----------------------------------------------------------------
-api_pid=""
 cleanup() {
-  if [[ -n $api_pid ]]; then
-    kill "$api_pid" 2>/dev/null || true
-    wait_gone "$api_pid"
-  fi
-  scripts/store-cluster.sh stop --dir "$data/store" >/dev/null 2>&1 || true
-  wait_gone "${STORE_PIDS[@]:-}"
+  stop_bench_servers
   rm -rf "$data"
 }
 trap cleanup EXIT
 
 say "machine: $(nproc) cpus, load average $(cut -d' ' -f1-3 /proc/loadavg); results in $out"
-# A 3-member store with store.sh's settings (heartbeat 100 ms, election
-# 1000 ms, fsync on).
 scheme=http
 store_tls=()   # store-cluster.sh's
 STORE_BENCH_TLS=()  # kpctl store bench's
@@ -125,36 +118,17 @@ if ((tls)); then
     --etcd-certfile "$pki/client.crt" --etcd-keyfile "$pki/client.key")
   say "TLS: certificates in $pki; client certificates on every connection"
 fi
-scripts/store-cluster.sh start --dir "$data/store" --base-port "$base" "${store_tls[@]}" -- \
-  --heartbeat-interval 100 --election-timeout 1000 --snapshot-count 100000 \
-  --log-level warning >>"$raw"
-STORE_PIDS=()
-EPS=()
-for i in 1 2 3; do
-  STORE_PIDS+=("$(cat "$data/store/n$i.pid")")
-  EPS+=("$scheme://127.0.0.1:$((base + i * 10))")
-done
-store_pids_csv=$(IFS=,; echo "${STORE_PIDS[*]}")
-wait_leader || { say "the store elected no leader; logs in $data/store"; exit 1; }
-leader_ep=${EPS[$LEADER]}
-# The apiserver's store client sends everything to its first endpoint while
-# it answers: the leader, so neither the apiserver nor the put baseline pays
-# a follower's forwarding.
-etcd_servers=$leader_ep
-for i in "${!EPS[@]}"; do [[ $i == "$LEADER" ]] || etcd_servers+=",${EPS[$i]}"; done
-
+# A 3-member store, the apiserver's store client sent to the leader first
+# (lib.sh).
+start_bench_store "$data/store" "$base" ${store_tls[@]+"${store_tls[@]}"} >>"$raw" ||
+  { say "the store elected no leader; logs in $data/store"; exit 1; }
+store_pids_csv=$STORE_PIDS_CSV
+leader_ep=$LEADER_EP
 api_port=$((base + 130))
 server=$scheme://127.0.0.1:$api_port
-"$KPLANE" apiserver "${API_TLS[@]}" --storage-backend=remote --etcd-servers="$etcd_servers" \
-  --port "$api_port" --max-watches 20000 --log-level warning \
-  --authorization-mode=AlwaysAllow ${api_extra[@]+"${api_extra[@]}"} >"$data/api.log" 2>&1 &
-api_pid=$!
-for _ in $(seq 1 300); do
-  grep -q "serving on" "$data/api.log" && break
-  kill -0 "$api_pid" 2>/dev/null || { cat "$data/api.log" >&2; exit 1; }
-  sleep 0.1
-done
-grep -q "serving on" "$data/api.log" || { say "apiserver did not start"; exit 1; }
+start_bench_apiserver "$data/api.log" "$api_port" "${API_TLS[@]}" \
+  ${api_extra[@]+"${api_extra[@]}"} || { say "apiserver did not start"; exit 1; }
+api_pid=$API_PID
 all_pids="$api_pid,$store_pids_csv"
 say "store leader $leader_ep (pids $store_pids_csv), apiserver $server (pid $api_pid)"
 
@@ -223,9 +197,10 @@ run_crud() {
         [[ $(field errors "$line") == 0 ]] || say "update c=$c: $(field errors "$line") errors"
       }
       line=$(api list --namespace list100 --list-query limit=500 --clients "$c" \
-        --duration "$dur" --warmup "$warm" --threads 2) && {
+        --duration "$dur" --warmup "$warm" --threads 2 --server-pids "$all_pids") && {
         record "list 100 pods (limit=500) c=$c: ops/s" "$(field ops_per_s "$line")"
         record "list 100 pods (limit=500) c=$c: p99 ms" "$(field p99_ms "$line")" slo:5000
+        record "list 100 pods (limit=500) c=$c: apiserver+store CPU ms/list" "$(cpu_per_op_ms "$line")"
       }
       # Deletes every pod the create run made.
       line=$(api delete --namespace bench --clients "$c" --threads 2) && {

@@ -1,7 +1,9 @@
 # shellcheck shell=bash
-# Shared by the benchmark scripts (store.sh, put-leader.sh, apiserver.sh):
-# finding a store's leader, waiting for processes, reading RESULT lines.
-# Source it; it defines functions and the LEADER variable, nothing runs.
+# Shared by the benchmark scripts (store.sh, put-leader.sh, apiserver.sh,
+# apiserver_profile.sh): finding a store's leader, starting and stopping a
+# 3-member store with an apiserver over it, waiting for processes, reading
+# RESULT lines. Source it; it defines functions and the LEADER variable,
+# nothing runs.
 #
 #   EPS=(http://127.0.0.1:12380 http://127.0.0.1:12390 http://127.0.0.1:12400)
 #   wait_leader || exit 1
@@ -96,6 +98,78 @@ wait_gone() {
   for p in "$@"; do
     while [[ -n $p ]] && kill -0 "$p" 2>/dev/null; do sleep 0.05; done
   done
+}
+
+# start_bench_store DIR BASE [STORE-CLUSTER-OPTIONS...]: starts a 3-member
+# `kplane store` in DIR (scripts/store-cluster.sh; members serve clients on
+# BASE+10, +20, +30, peers on +1) with store.sh's settings (heartbeat
+# 100 ms, election 1000 ms, fsync on) and waits for a leader. The options
+# go to store-cluster.sh (--pki PKI: https everywhere). Sets STORE_PIDS,
+# STORE_PIDS_CSV, EPS, LEADER, LEADER_EP and ETCD_SERVERS: the endpoints
+# with the leader first, since the apiserver's store client sends
+# everything to its first endpoint while it answers, so neither the
+# apiserver nor a put baseline pays a follower's forwarding. Its output
+# goes to stdout; returns 1 when no leader was elected.
+BENCH_STORE_DIR=""
+STORE_PIDS=()
+start_bench_store() {
+  local dir=$1 base=$2 scheme=http i
+  shift 2
+  [[ " $* " == *" --pki "* ]] && scheme=https
+  BENCH_STORE_DIR=$dir
+  scripts/store-cluster.sh start --dir "$dir" --base-port "$base" "$@" -- \
+    --heartbeat-interval 100 --election-timeout 1000 --snapshot-count 100000 \
+    --log-level warning
+  STORE_PIDS=()
+  EPS=()
+  for i in 1 2 3; do
+    STORE_PIDS+=("$(cat "$dir/n$i.pid")")
+    EPS+=("$scheme://127.0.0.1:$((base + i * 10))")
+  done
+  STORE_PIDS_CSV=$(IFS=,; echo "${STORE_PIDS[*]}")
+  wait_leader || return 1
+  LEADER_EP=${EPS[$LEADER]}
+  ETCD_SERVERS=$LEADER_EP
+  for i in "${!EPS[@]}"; do [[ $i == "$LEADER" ]] || ETCD_SERVERS+=",${EPS[$i]}"; done
+}
+
+# start_bench_apiserver LOG PORT [APISERVER-FLAGS...]: starts `kplane
+# apiserver --storage-backend=remote` over ETCD_SERVERS (start_bench_store)
+# on PORT (--max-watches 20000, --log-level warning,
+# --authorization-mode=AlwaysAllow, then FLAGS: --insecure-http or TLS
+# flags), its output in LOG, and waits (30 s at most) until it serves. Sets
+# API_PID; returns 1, LOG on stderr, when it exited or did not start.
+API_PID=""
+start_bench_apiserver() {
+  local log=$1 port=$2 _
+  shift 2
+  "$KPLANE" apiserver --storage-backend=remote --etcd-servers="$ETCD_SERVERS" \
+    --port "$port" --max-watches 20000 --log-level warning \
+    --authorization-mode=AlwaysAllow "$@" >"$log" 2>&1 &
+  API_PID=$!
+  for _ in $(seq 1 300); do
+    grep -q "serving on" "$log" && return 0
+    kill -0 "$API_PID" 2>/dev/null || break
+    sleep 0.1
+  done
+  cat "$log" >&2
+  return 1
+}
+
+# stop_bench_servers: stops the apiserver (API_PID) and the store
+# start_bench_store started, and returns once they are gone. Safe to call
+# when either was not started, and twice.
+stop_bench_servers() {
+  if [[ -n $API_PID ]]; then
+    kill "$API_PID" 2>/dev/null || true
+    wait_gone "$API_PID"
+    API_PID=""
+  fi
+  if [[ -n $BENCH_STORE_DIR ]]; then
+    scripts/store-cluster.sh stop --dir "$BENCH_STORE_DIR" >/dev/null 2>&1 || true
+    wait_gone "${STORE_PIDS[@]:-}"
+    BENCH_STORE_DIR=""
+  fi
 }
 
 # field KEY LINE: the value of KEY=... in a RESULT line of the load tool.

@@ -12,6 +12,7 @@
 #include "net/url.h"
 #include "objects/envelope.h"
 #include "objects/types.h"
+#include "storage/forwarding_kv.h"
 
 namespace kplane::apiserver {
 namespace {
@@ -792,63 +793,23 @@ TEST(ApiRestTest, ConcurrentWritersLoseNoUpdate) {
 // Txn or Put carrying it in a key or value) waits in the store call until
 // the test releases it, so a request can be held in flight while it is
 // being served.
-class HoldingKV : public storage::KV {
+class HoldingKV : public storage::ForwardingKV {
  public:
   explicit HoldingKV(std::string marker) : marker_(std::move(marker)) {}
-  void Wrap(storage::KV* real) { real_ = real; }
+  void Wrap(storage::KV* real) { set_target(real); }
   // True once a held write is waiting (false at the test deadline).
   bool WaitHeld() { return held_.Wait(); }
   void Release() { release_.CountDown(); }
 
-  StatusOr<etcdserverpb::RangeResponse> Range(
-      const etcdserverpb::RangeRequest& r) override {
-    return real_->Range(r);
-  }
   StatusOr<etcdserverpb::PutResponse> Put(
       const etcdserverpb::PutRequest& r) override {
     MaybeHold(r.SerializeAsString());
-    return real_->Put(r);
-  }
-  StatusOr<etcdserverpb::DeleteRangeResponse> DeleteRange(
-      const etcdserverpb::DeleteRangeRequest& r) override {
-    return real_->DeleteRange(r);
+    return ForwardingKV::Put(r);
   }
   StatusOr<etcdserverpb::TxnResponse> Txn(
       const etcdserverpb::TxnRequest& r) override {
     MaybeHold(r.SerializeAsString());
-    return real_->Txn(r);
-  }
-  StatusOr<etcdserverpb::CompactionResponse> Compact(
-      const etcdserverpb::CompactionRequest& r) override {
-    return real_->Compact(r);
-  }
-  StatusOr<etcdserverpb::LeaseGrantResponse> LeaseGrant(
-      const etcdserverpb::LeaseGrantRequest& r) override {
-    return real_->LeaseGrant(r);
-  }
-  StatusOr<etcdserverpb::LeaseRevokeResponse> LeaseRevoke(
-      const etcdserverpb::LeaseRevokeRequest& r) override {
-    return real_->LeaseRevoke(r);
-  }
-  StatusOr<etcdserverpb::LeaseKeepAliveResponse> LeaseKeepAlive(
-      const etcdserverpb::LeaseKeepAliveRequest& r) override {
-    return real_->LeaseKeepAlive(r);
-  }
-  StatusOr<etcdserverpb::LeaseTimeToLiveResponse> LeaseTimeToLive(
-      const etcdserverpb::LeaseTimeToLiveRequest& r) override {
-    return real_->LeaseTimeToLive(r);
-  }
-  StatusOr<etcdserverpb::LeaseLeasesResponse> LeaseLeases(
-      const etcdserverpb::LeaseLeasesRequest& r) override {
-    return real_->LeaseLeases(r);
-  }
-  StatusOr<etcdserverpb::StatusResponse> MemberStatus() override {
-    return real_->MemberStatus();
-  }
-  StatusOr<std::unique_ptr<storage::Watch>> StartWatch(
-      const etcdserverpb::WatchCreateRequest& req,
-      storage::WatchCallback cb) override {
-    return real_->StartWatch(req, std::move(cb));
+    return ForwardingKV::Txn(r);
   }
 
  private:
@@ -859,7 +820,6 @@ class HoldingKV : public storage::KV {
   }
 
   const std::string marker_;
-  storage::KV* real_ = nullptr;
   net::testing::Latch held_;
   net::testing::Latch release_;
 };

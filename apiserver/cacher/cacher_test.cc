@@ -10,6 +10,7 @@
 #include "apiserver/storage/test_store.h"
 #include "objects/codec.h"
 #include "objects/meta.h"
+#include "storage/forwarding_kv.h"
 
 namespace kplane::apiserver {
 namespace {
@@ -22,53 +23,9 @@ using testing::Resource;
 // Forwards to the real store; lets a test cut the cacher's storage watch
 // (delivering the canceled response a compaction produces), run something
 // just before the next watch starts, or swallow progress notifications.
-class InterceptKV : public storage::KV {
+class InterceptKV : public storage::ForwardingKV {
  public:
-  explicit InterceptKV(storage::KV* real) : real_(real) {}
-
-  StatusOr<etcdserverpb::RangeResponse> Range(
-      const etcdserverpb::RangeRequest& r) override {
-    return real_->Range(r);
-  }
-  StatusOr<etcdserverpb::PutResponse> Put(
-      const etcdserverpb::PutRequest& r) override {
-    return real_->Put(r);
-  }
-  StatusOr<etcdserverpb::DeleteRangeResponse> DeleteRange(
-      const etcdserverpb::DeleteRangeRequest& r) override {
-    return real_->DeleteRange(r);
-  }
-  StatusOr<etcdserverpb::TxnResponse> Txn(
-      const etcdserverpb::TxnRequest& r) override {
-    return real_->Txn(r);
-  }
-  StatusOr<etcdserverpb::CompactionResponse> Compact(
-      const etcdserverpb::CompactionRequest& r) override {
-    return real_->Compact(r);
-  }
-  StatusOr<etcdserverpb::LeaseGrantResponse> LeaseGrant(
-      const etcdserverpb::LeaseGrantRequest& r) override {
-    return real_->LeaseGrant(r);
-  }
-  StatusOr<etcdserverpb::LeaseRevokeResponse> LeaseRevoke(
-      const etcdserverpb::LeaseRevokeRequest& r) override {
-    return real_->LeaseRevoke(r);
-  }
-  StatusOr<etcdserverpb::LeaseKeepAliveResponse> LeaseKeepAlive(
-      const etcdserverpb::LeaseKeepAliveRequest& r) override {
-    return real_->LeaseKeepAlive(r);
-  }
-  StatusOr<etcdserverpb::LeaseTimeToLiveResponse> LeaseTimeToLive(
-      const etcdserverpb::LeaseTimeToLiveRequest& r) override {
-    return real_->LeaseTimeToLive(r);
-  }
-  StatusOr<etcdserverpb::LeaseLeasesResponse> LeaseLeases(
-      const etcdserverpb::LeaseLeasesRequest& r) override {
-    return real_->LeaseLeases(r);
-  }
-  StatusOr<etcdserverpb::StatusResponse> MemberStatus() override {
-    return real_->MemberStatus();
-  }
+  using ForwardingKV::ForwardingKV;
 
   StatusOr<std::unique_ptr<storage::Watch>> StartWatch(
       const etcdserverpb::WatchCreateRequest& req,
@@ -88,7 +45,7 @@ class InterceptKV : public storage::KV {
       ++watches_started_;
     }
     started_cv_.notify_all();
-    return real_->StartWatch(
+    return ForwardingKV::StartWatch(
         req, [this, state](const etcdserverpb::WatchResponse& r) {
           MutexLock l(&state->mu);
           if (state->cut) return;
@@ -139,7 +96,6 @@ class InterceptKV : public storage::KV {
     bool cut = false;
     storage::WatchCallback cb;
   };
-  storage::KV* real_;
   Mutex mu_;
   std::condition_variable started_cv_;
   std::shared_ptr<WatchState> active_;

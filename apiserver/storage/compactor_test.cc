@@ -8,6 +8,7 @@
 #include <string>
 
 #include "apiserver/storage/test_store.h"
+#include "storage/forwarding_kv.h"
 
 namespace kplane::apiserver {
 namespace {
@@ -15,65 +16,22 @@ namespace {
 constexpr Duration kInterval = minutes(5);
 
 // The store, with Txn or Compact failing on demand (an unreachable store).
-class FlakyKV : public storage::KV {
+class FlakyKV : public storage::ForwardingKV {
  public:
-  explicit FlakyKV(storage::KV* kv) : kv_(kv) {}
+  using ForwardingKV::ForwardingKV;
   std::atomic<bool> fail_txn{false};
   std::atomic<bool> fail_compact{false};
 
-  StatusOr<etcdserverpb::RangeResponse> Range(
-      const etcdserverpb::RangeRequest& req) override {
-    return kv_->Range(req);
-  }
-  StatusOr<etcdserverpb::PutResponse> Put(
-      const etcdserverpb::PutRequest& req) override {
-    return kv_->Put(req);
-  }
-  StatusOr<etcdserverpb::DeleteRangeResponse> DeleteRange(
-      const etcdserverpb::DeleteRangeRequest& req) override {
-    return kv_->DeleteRange(req);
-  }
   StatusOr<etcdserverpb::TxnResponse> Txn(
       const etcdserverpb::TxnRequest& req) override {
     if (fail_txn) return UnavailableError("no endpoint answered");
-    return kv_->Txn(req);
+    return ForwardingKV::Txn(req);
   }
   StatusOr<etcdserverpb::CompactionResponse> Compact(
       const etcdserverpb::CompactionRequest& req) override {
     if (fail_compact) return UnavailableError("no endpoint answered");
-    return kv_->Compact(req);
+    return ForwardingKV::Compact(req);
   }
-  StatusOr<etcdserverpb::LeaseGrantResponse> LeaseGrant(
-      const etcdserverpb::LeaseGrantRequest& req) override {
-    return kv_->LeaseGrant(req);
-  }
-  StatusOr<etcdserverpb::LeaseRevokeResponse> LeaseRevoke(
-      const etcdserverpb::LeaseRevokeRequest& req) override {
-    return kv_->LeaseRevoke(req);
-  }
-  StatusOr<etcdserverpb::LeaseKeepAliveResponse> LeaseKeepAlive(
-      const etcdserverpb::LeaseKeepAliveRequest& req) override {
-    return kv_->LeaseKeepAlive(req);
-  }
-  StatusOr<etcdserverpb::LeaseTimeToLiveResponse> LeaseTimeToLive(
-      const etcdserverpb::LeaseTimeToLiveRequest& req) override {
-    return kv_->LeaseTimeToLive(req);
-  }
-  StatusOr<etcdserverpb::LeaseLeasesResponse> LeaseLeases(
-      const etcdserverpb::LeaseLeasesRequest& req) override {
-    return kv_->LeaseLeases(req);
-  }
-  StatusOr<etcdserverpb::StatusResponse> MemberStatus() override {
-    return kv_->MemberStatus();
-  }
-  StatusOr<std::unique_ptr<storage::Watch>> StartWatch(
-      const etcdserverpb::WatchCreateRequest& req,
-      storage::WatchCallback callback) override {
-    return kv_->StartWatch(req, std::move(callback));
-  }
-
- private:
-  storage::KV* kv_;
 };
 
 class CompactorTest : public ::testing::Test {

@@ -33,12 +33,6 @@ namespace pb = etcdserverpb;
 namespace epb = v3electionpb;
 namespace lpb = v3lockpb;
 
-// A bound on every call of the test, so that a missing wake-up fails the
-// test instead of hanging it.
-std::chrono::system_clock::time_point Bound() {
-  return std::chrono::system_clock::now() + std::chrono::seconds(30);
-}
-
 std::string Hex(int64_t v) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%llx", static_cast<unsigned long long>(v));
@@ -65,7 +59,7 @@ class ElectionLockGrpcTest : public ::testing::Test {
 
   int64_t Grant(int64_t ttl = 60) {
     grpc::ClientContext ctx;
-    ctx.set_deadline(Bound());
+    ctx.set_deadline(TestCallDeadline());
     pb::LeaseGrantRequest req;
     req.set_ttl(ttl);
     pb::LeaseGrantResponse resp;
@@ -76,7 +70,7 @@ class ElectionLockGrpcTest : public ::testing::Test {
 
   void Revoke(int64_t id) {
     grpc::ClientContext ctx;
-    ctx.set_deadline(Bound());
+    ctx.set_deadline(TestCallDeadline());
     pb::LeaseRevokeRequest req;
     req.set_id(id);
     pb::LeaseRevokeResponse resp;
@@ -86,7 +80,7 @@ class ElectionLockGrpcTest : public ::testing::Test {
 
   int64_t Count(const std::string& prefix) {
     grpc::ClientContext ctx;
-    ctx.set_deadline(Bound());
+    ctx.set_deadline(TestCallDeadline());
     pb::RangeRequest req;
     req.set_key(prefix);
     std::string end = prefix;
@@ -114,7 +108,7 @@ class ElectionLockGrpcTest : public ::testing::Test {
 
   Result<lpb::LockResponse> Lock(const std::string& name, int64_t lease) {
     auto ctx = std::make_shared<grpc::ClientContext>();
-    ctx->set_deadline(Bound());
+    ctx->set_deadline(TestCallDeadline());
     return LockAsync(name, lease, ctx).get();
   }
 
@@ -133,7 +127,7 @@ class ElectionLockGrpcTest : public ::testing::Test {
   }
 
   static std::shared_ptr<grpc::ClientContext> Ctx(
-      std::chrono::system_clock::time_point deadline = Bound()) {
+      std::chrono::system_clock::time_point deadline = TestCallDeadline()) {
     auto ctx = std::make_shared<grpc::ClientContext>();
     ctx->set_deadline(deadline);
     return ctx;
@@ -151,7 +145,7 @@ class ElectionLockGrpcTest : public ::testing::Test {
 class PrefixWatch {
  public:
   PrefixWatch(pb::Watch::Stub* stub, const std::string& prefix) {
-    ctx_.set_deadline(Bound());
+    ctx_.set_deadline(TestCallDeadline());
     stream_ = stub->Watch(&ctx_);
     pb::WatchRequest req;
     req.mutable_create_request()->set_key(prefix);
@@ -287,7 +281,7 @@ TEST_F(ElectionLockGrpcTest, CampaignObserveProclaimResign) {
   EXPECT_EQ(leader_a.lease(), a);
 
   grpc::ClientContext octx;
-  octx.set_deadline(Bound());
+  octx.set_deadline(TestCallDeadline());
   epb::LeaderRequest oreq;
   oreq.set_name("e");
   auto observe = election_->Observe(&octx, oreq);
@@ -370,7 +364,7 @@ TEST_F(ElectionLockGrpcTest, CancelledCampaignResigns) {
 
 TEST_F(ElectionLockGrpcTest, ObserveWaitsForTheFirstCandidate) {
   grpc::ClientContext octx;
-  octx.set_deadline(Bound());
+  octx.set_deadline(TestCallDeadline());
   epb::LeaderRequest oreq;
   oreq.set_name("f");
   auto observe = election_->Observe(&octx, oreq);
@@ -436,7 +430,7 @@ TEST_F(ElectionLockGrpcTest, AuthRunsLockAsTheCallerAndChecksEveryToken) {
 
   auto lock = [&](const std::string& name, const std::string& tok) {
     grpc::ClientContext ctx;
-    ctx.set_deadline(Bound());
+    ctx.set_deadline(TestCallDeadline());
     if (!tok.empty()) ctx.AddMetadata("token", tok);
     lpb::LockRequest req;
     req.set_name(name);
@@ -452,7 +446,7 @@ TEST_F(ElectionLockGrpcTest, AuthRunsLockAsTheCallerAndChecksEveryToken) {
   EXPECT_EQ(anon.error_message(), "etcdserver: user name is empty");
 
   grpc::ClientContext gctx;
-  gctx.set_deadline(Bound());
+  gctx.set_deadline(TestCallDeadline());
   gctx.AddMetadata("token", "bogus.1");
   pb::LeaseGrantRequest greq;
   greq.set_ttl(60);
@@ -461,7 +455,7 @@ TEST_F(ElectionLockGrpcTest, AuthRunsLockAsTheCallerAndChecksEveryToken) {
   EXPECT_EQ(grant.error_code(), grpc::StatusCode::UNAUTHENTICATED);
   EXPECT_EQ(grant.error_message(), "etcdserver: invalid auth token");
   grpc::ClientContext cctx;
-  cctx.set_deadline(Bound());
+  cctx.set_deadline(TestCallDeadline());
   cctx.AddMetadata("token", "bogus.1");
   pb::CompactionRequest creq;
   creq.set_revision(1);

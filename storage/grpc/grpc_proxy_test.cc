@@ -25,10 +25,6 @@ namespace {
 namespace pb = etcdserverpb;
 using WatchRW = grpc::ClientReaderWriter<pb::WatchRequest, pb::WatchResponse>;
 
-std::chrono::system_clock::time_point Bound() {
-  return std::chrono::system_clock::now() + std::chrono::seconds(30);
-}
-
 // Polls `f` until it holds or 20 s pass (the proxy's counters move on its
 // control thread; there is no event to wait on from outside).
 bool Eventually(const std::function<bool()>& f) {
@@ -65,7 +61,7 @@ class GrpcProxyTest : public ::testing::Test {
   grpc::Status Put(pb::KV::Stub* kv, const std::string& k, const std::string& v,
                    pb::PutResponse* out = nullptr) {
     grpc::ClientContext ctx;
-    ctx.set_deadline(Bound());
+    ctx.set_deadline(TestCallDeadline());
     pb::PutRequest req;
     req.set_key(k);
     req.set_value(v);
@@ -78,7 +74,7 @@ class GrpcProxyTest : public ::testing::Test {
   grpc::Status Get(pb::KV::Stub* kv, const std::string& k,
                    const std::string& end, pb::RangeResponse* out) {
     grpc::ClientContext ctx;
-    ctx.set_deadline(Bound());
+    ctx.set_deadline(TestCallDeadline());
     pb::RangeRequest req;
     req.set_key(k);
     req.set_range_end(end);
@@ -116,7 +112,7 @@ class GrpcProxyTest : public ::testing::Test {
                               const std::string& token = "") {
     const int64_t before = proxy_->stats().forwarded_calls;
     grpc::ClientContext ctx;
-    ctx.set_deadline(Bound());
+    ctx.set_deadline(TestCallDeadline());
     if (!token.empty()) ctx.AddMetadata("token", token);
     pb::RangeRequest req;
     req.set_key(k);
@@ -333,7 +329,7 @@ TEST_F(GrpcProxyTest, StreamAtItsWatcherLimitRefusesTheNextCreate) {
   o.max_watchers_per_stream = 2;
   StartProxy(o);
   grpc::ClientContext ctx;
-  ctx.set_deadline(Bound());
+  ctx.set_deadline(TestCallDeadline());
   std::unique_ptr<WatchRW> rw = watch_->Watch(&ctx);
   auto create = [&](const std::string& key) {
     pb::WatchRequest req;
@@ -521,7 +517,7 @@ class GrpcProxyAuthTest : public GrpcProxyTest {
                                   pb::Watch::Stub* stub = nullptr) {
     auto w = std::make_unique<Watcher>();
     if (!token.empty()) w->ctx.AddMetadata("token", token);
-    w->ctx.set_deadline(Bound());
+    w->ctx.set_deadline(TestCallDeadline());
     w->rw = (stub != nullptr ? stub : watch_.get())->Watch(&w->ctx);
     return w;
   }
@@ -1043,7 +1039,7 @@ TEST(GrpcProxyFailoverTest, MovesToTheNextMemberWhenOneDies) {
   }
   auto get = [&](pb::RangeResponse* out) {
     grpc::ClientContext ctx;
-    ctx.set_deadline(Bound());
+    ctx.set_deadline(TestCallDeadline());
     pb::RangeRequest req;
     req.set_key("only-on-b");
     return kv->Range(&ctx, req, out);

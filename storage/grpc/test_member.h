@@ -5,6 +5,7 @@
 //   TestMember m;
 //   ASSERT_TRUE(m.Start({.max_request_bytes = 1 << 20}).ok());
 //   auto kv = etcdserverpb::KV::NewStub(m.Channel());
+//   int64_t rev = m.MustPut("k", "v");  // over gRPC, a test failure if not
 //   ... m.port(), m.server(), m.http() ...
 //   // the destructor stops everything and removes the data directory
 //
@@ -25,8 +26,10 @@
 // clang-format on
 
 #include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <chrono>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -35,10 +38,17 @@
 #include "base/metrics.h"
 #include "net/http_server.h"
 #include "net/tls.h"
+#include "schemas/grpc/rpc_services.grpc.pb.h"
 #include "storage/server/client_api.h"
 #include "storage/server/store_server.h"
 
 namespace kplane::storage {
+
+// A deadline for one call of a test, so that a missing response fails the
+// test instead of hanging it.
+inline std::chrono::system_clock::time_point TestCallDeadline() {
+  return std::chrono::system_clock::now() + std::chrono::seconds(30);
+}
 
 struct TestMemberOptions {
   // StoreConfig::max_request_bytes; 0 keeps the store's default.
@@ -108,6 +118,21 @@ class TestMember {
       const grpc::ChannelArguments& args = {}) const {
     return grpc::CreateCustomChannel(address(),
                                      grpc::InsecureChannelCredentials(), args);
+  }
+
+  // Puts key=value over gRPC and returns the put's revision; a failed put
+  // is a test failure (and 0).
+  int64_t MustPut(const std::string& key, const std::string& value) const {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(TestCallDeadline());
+    etcdserverpb::PutRequest req;
+    req.set_key(key);
+    req.set_value(value);
+    etcdserverpb::PutResponse resp;
+    grpc::Status st =
+        etcdserverpb::KV::NewStub(Channel())->Put(&ctx, req, &resp);
+    EXPECT_TRUE(st.ok()) << "put " << key << ": " << st.error_message();
+    return st.ok() ? resp.header().revision() : 0;
   }
 
  private:

@@ -34,12 +34,6 @@ namespace pb = etcdserverpb;
 constexpr int64_t kMaxRequestBytes = 1 << 20;
 const size_t kLimit = WatchFragmentLimit(kMaxRequestBytes);
 
-// A bound on every call, so that a missing response fails the test instead
-// of hanging it.
-std::chrono::system_clock::time_point Bound() {
-  return std::chrono::system_clock::now() + std::chrono::seconds(30);
-}
-
 std::string Value(size_t bytes, int i) {
   return std::string(bytes, static_cast<char>('a' + i % 26));
 }
@@ -57,22 +51,10 @@ class WatchFragmentTest : public ::testing::Test {
     watch_ = pb::Watch::NewStub(ch);
   }
 
-  int64_t Put(const std::string& key, const std::string& value) {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(Bound());
-    pb::PutRequest req;
-    req.set_key(key);
-    req.set_value(value);
-    pb::PutResponse resp;
-    grpc::Status st = kv_->Put(&ctx, req, &resp);
-    EXPECT_TRUE(st.ok()) << st.error_message();
-    return resp.header().revision();
-  }
-
   // One txn putting every key of `kvs` (one revision).
   int64_t TxnPut(const std::map<std::string, std::string>& kvs) {
     grpc::ClientContext ctx;
-    ctx.set_deadline(Bound());
+    ctx.set_deadline(TestCallDeadline());
     pb::TxnRequest req;
     for (const auto& [k, v] : kvs) {
       pb::PutRequest* p = req.add_success()->mutable_request_put();
@@ -95,7 +77,7 @@ class WatchFragmentTest : public ::testing::Test {
   };
   std::unique_ptr<Stream> Open() {
     auto s = std::make_unique<Stream>();
-    s->ctx.set_deadline(Bound());
+    s->ctx.set_deadline(TestCallDeadline());
     s->rw = watch_->Watch(&s->ctx);
     return s;
   }
@@ -193,7 +175,8 @@ class WatchFragmentTest : public ::testing::Test {
 TEST_F(WatchFragmentTest, HistoryReassemblesToTheWholeResponse) {
   int64_t first = 0;
   for (int i = 0; i < 10; ++i) {
-    int64_t rev = Put("f/" + std::to_string(i), Value(200 << 10, i));
+    int64_t rev =
+        member_.MustPut("f/" + std::to_string(i), Value(200 << 10, i));
     if (i == 0) first = rev;
   }
   auto s = Open();
@@ -244,10 +227,10 @@ TEST_F(WatchFragmentTest, LiveTxnWithPrevKvIsCut) {
 // One event larger than the limit is sent, whole and alone (etcd never
 // splits an event).
 TEST_F(WatchFragmentTest, EventOverTheLimitIsDeliveredAlone) {
-  int64_t first = Put("big", Value(900 << 10, 0));
+  int64_t first = member_.MustPut("big", Value(900 << 10, 0));
   auto s = Open();
   Create(s.get(), 1, "big", 0, /*fragment=*/true, /*prev_kv=*/true);
-  Put("big", Value(900 << 10, 1));
+  member_.MustPut("big", Value(900 << 10, 1));
   auto live = ReadAll(s.get(), {{1, 1}});
   ASSERT_EQ(live[1].size(), 1u);
   EXPECT_FALSE(live[1][0].fragment());
@@ -271,7 +254,8 @@ TEST_F(WatchFragmentTest, EventOverTheLimitIsDeliveredAlone) {
 TEST_F(WatchFragmentTest, JsonGatewayPrintsThePieces) {
   int64_t first = 0;
   for (int i = 0; i < 10; ++i) {
-    int64_t rev = Put("j/" + std::to_string(i), Value(200 << 10, i));
+    int64_t rev =
+        member_.MustPut("j/" + std::to_string(i), Value(200 << 10, i));
     if (i == 0) first = rev;
   }
   net::HttpClient c("127.0.0.1", member_.port());

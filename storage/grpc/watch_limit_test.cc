@@ -36,12 +36,6 @@ constexpr size_t kMaxWatchers = 3;
 constexpr char kRefusal[] =
     "etcdserver: too many watchers on this stream (limit 3)";
 
-// A bound on every call, so that a missing response fails the test instead
-// of hanging it.
-std::chrono::system_clock::time_point Bound() {
-  return std::chrono::system_clock::now() + std::chrono::seconds(30);
-}
-
 using WatchRW = grpc::ClientReaderWriter<pb::WatchRequest, pb::WatchResponse>;
 
 pb::WatchRequest CreateRequest(const std::string& key) {
@@ -70,24 +64,10 @@ class WatchLimitTest : public ::testing::Test {
   void SetUp() override {
     ASSERT_TRUE(member_.Start({.max_watchers_per_stream = kMaxWatchers}).ok());
     auto ch = member_.Channel();
-    kv_ = pb::KV::NewStub(ch);
     watch_ = pb::Watch::NewStub(ch);
   }
 
-  int64_t Put(const std::string& key, const std::string& value) {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(Bound());
-    pb::PutRequest req;
-    req.set_key(key);
-    req.set_value(value);
-    pb::PutResponse resp;
-    grpc::Status st = kv_->Put(&ctx, req, &resp);
-    EXPECT_TRUE(st.ok()) << st.error_message();
-    return resp.header().revision();
-  }
-
   TestMember member_;
-  std::unique_ptr<pb::KV::Stub> kv_;
   std::unique_ptr<pb::Watch::Stub> watch_;
 };
 
@@ -111,7 +91,7 @@ void ExpectEventForEach(Next next, const std::set<int64_t>& ids, int64_t rev,
 
 TEST_F(WatchLimitTest, GrpcStreamAtTheLimitRefusesTheNextCreate) {
   grpc::ClientContext ctx;
-  ctx.set_deadline(Bound());
+  ctx.set_deadline(TestCallDeadline());
   std::unique_ptr<WatchRW> rw = watch_->Watch(&ctx);
   auto read = [&](pb::WatchResponse* r) {
     bool ok = rw->Read(r);
@@ -145,9 +125,9 @@ TEST_F(WatchLimitTest, GrpcStreamAtTheLimitRefusesTheNextCreate) {
 
   // The three go on: each gets the next change of its key, and the
   // refused ones get nothing.
-  int64_t rev = Put("w/0", "a");
+  int64_t rev = member_.MustPut("w/0", "a");
   ExpectEventForEach(read, on["w/0"], rev, "w/0");
-  rev = Put("w/1", "b");
+  rev = member_.MustPut("w/1", "b");
   ExpectEventForEach(read, on["w/1"], rev, "w/1");
 
   // Canceling one frees its place.
@@ -163,7 +143,7 @@ TEST_F(WatchLimitTest, GrpcStreamAtTheLimitRefusesTheNextCreate) {
   ASSERT_FALSE(r.canceled()) << r.cancel_reason();
   const int64_t again = r.watch_id();
   EXPECT_GE(again, 0);
-  rev = Put("w/1", "c");
+  rev = member_.MustPut("w/1", "c");
   ExpectEventForEach(read, {again}, rev, "w/1");
   // ... and the stream is full again.
   ASSERT_TRUE(rw->Write(CreateRequest("w/1")));
@@ -220,7 +200,7 @@ TEST_F(WatchLimitTest, JsonGatewayStreamAtTheLimitRefusesTheNextCreate) {
   }
   ASSERT_EQ(ids.size(), kMaxWatchers);
 
-  int64_t rev = Put("j/0", "a");
+  int64_t rev = member_.MustPut("j/0", "a");
   ExpectEventForEach(read, on_0, rev, "j/0");
 
   // Canceling one frees its place.
@@ -242,7 +222,7 @@ TEST_F(WatchLimitTest, JsonGatewayStreamAtTheLimitRefusesTheNextCreate) {
   now_on_0.insert(r.watch_id());
   ASSERT_TRUE(read(&r));
   ExpectRefused(r);  // full again
-  rev = Put("j/0", "b");
+  rev = member_.MustPut("j/0", "b");
   ExpectEventForEach(read, now_on_0, rev, "j/0");
 }
 

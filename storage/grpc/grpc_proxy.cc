@@ -20,6 +20,7 @@
 #include <sstream>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "base/logging.h"
 #include "base/mutex.h"
@@ -753,6 +754,11 @@ class WatchSink {
   virtual ~WatchSink() = default;
   // Queues `r` for the client; false if the stream is over.
   virtual bool Send(pb::WatchResponse r) = 0;
+  // Watcher `id` was ended by the proxy's side, not by a cancel of the
+  // client's (its upstream watch was canceled, e.g. its start revision
+  // compacted, or could not open): its place on the stream is free again.
+  // Called before the canceled response is sent.
+  virtual void Ended(int64_t id) = 0;
 };
 
 // One upstream watch and the client watchers it feeds.
@@ -941,6 +947,7 @@ class WatchHub {
       refused.set_created(true);
       refused.set_canceled(true);
       refused.set_cancel_reason(w.status().message());
+      sink->Ended(id);
       sink->Send(std::move(refused));
       return;
     }
@@ -975,6 +982,7 @@ class WatchHub {
     if (r.canceled()) b.over = true;
     for (auto it = b.members.begin(); it != b.members.end();) {
       out.set_watch_id(it->first.second);
+      if (r.canceled()) it->second.sink->Ended(it->first.second);
       if (!it->second.sink->Send(out) || r.canceled()) {
         it = b.members.erase(it);
         if (!r.created()) watchers->fetch_sub(1);
@@ -1074,6 +1082,15 @@ class WatchStream
       }
       return true;
     }
+    void Ended(int64_t id) override EXCLUDES(mu_) {
+      MutexLock l(&mu_);
+      ended_.push_back(id);
+    }
+    // The watchers ended since the last call (see WatchSink::Ended).
+    std::vector<int64_t> TakeEnded() EXCLUDES(mu_) {
+      MutexLock l(&mu_);
+      return std::exchange(ended_, {});
+    }
     void End(grpc::Status st) EXCLUDES(mu_) {
       MutexLock l(&mu_);
       EndLocked(std::move(st));
@@ -1148,6 +1165,7 @@ class WatchStream
     bool finished_ GUARDED_BY(mu_) = false;
     int holds_ GUARDED_BY(mu_) = 0;
     grpc::Status status_ GUARDED_BY(mu_);
+    std::vector<int64_t> ended_ GUARDED_BY(mu_);
   };
 
   WatchStream(grpc::CallbackServerContext* ctx, WatchHub* hub,
@@ -1169,6 +1187,11 @@ class WatchStream
       sink_->End(grpc::Status::OK);
       return;
     }
+    // Watchers the member side ended no longer count, nor hold their ids.
+    // (A watcher the client cancels is erased below, at once; a cancel
+    // of the member's racing a client's cancel and the reuse of its id
+    // could erase the new watcher's id: the bound then counts one less.)
+    for (int64_t gone : sink_->TakeEnded()) ids_.erase(gone);
     if (req_.has_create_request()) {
       const pb::WatchCreateRequest& c = req_.create_request();
       int64_t id = c.watch_id() != 0 ? c.watch_id() : next_id_;

@@ -369,6 +369,61 @@ TEST_F(GrpcProxyTest, StreamAtItsWatcherLimitRefusesTheNextCreate) {
   ctx.TryCancel();
 }
 
+// A watcher the member side ends (here: its start revision is compacted)
+// frees its place on the stream, as one the client cancels does; without
+// that, such watchers would fill the stream's bound while none is live.
+TEST_F(GrpcProxyTest, WatchersEndedByTheMemberFreeTheirPlaces) {
+  GrpcProxyOptions o;
+  o.max_watchers_per_stream = 2;
+  StartProxy(o);
+  pb::PutResponse p;
+  ASSERT_TRUE(Put(kv_.get(), "k", "1").ok());
+  ASSERT_TRUE(Put(kv_.get(), "k", "2", &p).ok());
+  {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(TestCallDeadline());
+    pb::CompactionRequest compact;
+    compact.set_revision(p.header().revision());
+    pb::CompactionResponse resp;
+    ASSERT_TRUE(kv_->Compact(&ctx, compact, &resp).ok());
+  }
+  grpc::ClientContext ctx;
+  ctx.set_deadline(TestCallDeadline());
+  std::unique_ptr<WatchRW> rw = watch_->Watch(&ctx);
+  auto create = [&](const std::string& key, int64_t start) {
+    pb::WatchRequest req;
+    req.mutable_create_request()->set_key(key);
+    req.mutable_create_request()->set_start_revision(start);
+    EXPECT_TRUE(rw->Write(req));
+    pb::WatchResponse resp;
+    EXPECT_TRUE(rw->Read(&resp));
+    EXPECT_TRUE(resp.created());
+    return resp;
+  };
+  // Three times the stream's bound of watchers from a compacted revision:
+  // each is created, then canceled by the member with the compaction.
+  for (int i = 0; i < 3 * 2; ++i) {
+    pb::WatchResponse created = create("k", 1);
+    ASSERT_FALSE(created.canceled())
+        << "watcher " << i << ": " << created.cancel_reason();
+    pb::WatchResponse canceled;
+    ASSERT_TRUE(rw->Read(&canceled));
+    EXPECT_EQ(canceled.watch_id(), created.watch_id());
+    ASSERT_TRUE(canceled.canceled()) << canceled.DebugString();
+    EXPECT_EQ(canceled.compact_revision(), p.header().revision());
+  }
+  // The stream holds none of them: two live watchers fit, the third not.
+  pb::WatchResponse a = create("a", 0);
+  EXPECT_FALSE(a.canceled()) << a.cancel_reason();
+  pb::WatchResponse b = create("b", 0);
+  EXPECT_FALSE(b.canceled()) << b.cancel_reason();
+  pb::WatchResponse refused = create("c", 0);
+  EXPECT_TRUE(refused.canceled());
+  EXPECT_EQ(refused.cancel_reason(),
+            "etcdserver: too many watchers on this stream (limit 2)");
+  ctx.TryCancel();
+}
+
 TEST_F(GrpcProxyTest, SlowWatcherIsEndedOthersKeepUp) {
   GrpcProxyOptions o;
   o.max_queued_watch_bytes = 256 * 1024;

@@ -862,19 +862,13 @@ class WatchHub {
     for (;;) {
       std::function<void()> f;
       {
-        std::unique_lock<std::mutex> lk(cv_mu_);
-        for (;;) {
-          {
-            MutexLock l(&mu_);
-            if (stopping_) return;
-            if (!queue_.empty()) {
-              f = std::move(queue_.front());
-              queue_.pop_front();
-              break;
-            }
-          }
-          cv_.wait_for(lk, std::chrono::milliseconds(100));
-        }
+        // Checked and waited for under mu_, which Post holds to queue:
+        // no wake-up is lost between the check and the wait.
+        MutexLock l(&mu_);
+        while (!stopping_ && queue_.empty()) cv_.wait(l.native());
+        if (stopping_) return;
+        f = std::move(queue_.front());
+        queue_.pop_front();
       }
       f();
     }
@@ -1043,8 +1037,7 @@ class WatchHub {
   std::map<std::string, std::shared_ptr<Broadcast>> shared_ GUARDED_BY(mu_);
   std::vector<std::shared_ptr<Broadcast>> solo_ GUARDED_BY(mu_);
   bool stopping_ GUARDED_BY(mu_) = false;
-  std::mutex cv_mu_;
-  std::condition_variable cv_;
+  std::condition_variable cv_;  // queue_ or stopping_ changed
   std::thread thread_;
 };
 

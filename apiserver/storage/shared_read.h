@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <utility>
 
 #include "base/mutex.h"
@@ -58,9 +59,21 @@ class SharedRead {
         next_ = nullptr;
         ++reads_;
         l.Unlock();
-        StatusOr<T> result = read_();
+        std::optional<StatusOr<T>> result;
+        try {
+          result.emplace(read_());
+        } catch (...) {
+          // The round still ends, and the next can be sent: its callers
+          // get an error instead of waiting forever.
+          l.Lock();
+          round->result = Status(StatusCode::kInternal, "the read failed");
+          round->done = true;
+          in_flight_ = false;
+          cv_.notify_all();
+          throw;
+        }
         l.Lock();
-        round->result = std::move(result);
+        round->result = *std::move(result);
         round->done = true;
         in_flight_ = false;
         // The round's callers, and the next round's (one of them sends it).

@@ -176,16 +176,10 @@ now() { date +%s.%N; }
 # --- processes of the current N; stop_all is the EXIT trap -----------------
 pids=()      # our children: apiserver, controller manager, fleet, probe
 store_dir=""
-stop_pid() {  # SIGTERM, 15 s grace, then SIGKILL
-  local p=$1
-  kill "$p" 2>/dev/null || return 0
-  for _ in $(seq 1 150); do kill -0 "$p" 2>/dev/null || return 0; sleep 0.1; done
-  kill -9 "$p" 2>/dev/null || true
-}
 stop_all() {
   local i
   # The fleet first (it would log errors against a dying apiserver).
-  for ((i = ${#pids[@]} - 1; i >= 0; i--)); do stop_pid "${pids[$i]}"; done
+  for ((i = ${#pids[@]} - 1; i >= 0; i--)); do stop_pid "${pids[$i]}" 15; done
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
   pids=()
   if [[ -n $store_dir ]]; then

@@ -100,6 +100,22 @@ wait_gone() {
   done
 }
 
+# stop_pid PID [GRACE]: SIGTERM, then SIGKILL if it is still there after
+# GRACE seconds (default 10); returns once it is gone (a server hung in its
+# shutdown must not hang the benchmark).
+stop_pid() {
+  local p=$1 grace=${2:-10} _
+  [[ -n $p ]] || return 0
+  kill "$p" 2>/dev/null || return 0
+  for _ in $(seq 1 $((grace * 20))); do
+    kill -0 "$p" 2>/dev/null || return 0
+    sleep 0.05
+  done
+  echo "pid $p did not stop within $grace s of SIGTERM: SIGKILL" >&2
+  kill -9 "$p" 2>/dev/null || true
+  wait_gone "$p"
+}
+
 # start_bench_store DIR BASE [STORE-CLUSTER-OPTIONS...]: starts a 3-member
 # `kplane store` in DIR (scripts/store-cluster.sh; members serve clients on
 # BASE+10, +20, +30, peers on +1) with store.sh's settings (heartbeat
@@ -115,15 +131,17 @@ STORE_PIDS=()
 start_bench_store() {
   local dir=$1 base=$2 scheme=http i
   shift 2
-  [[ " $* " == *" --pki "* ]] && scheme=https
+  [[ " $* " == *" --pki "* || " $* " == *" --pki="* ]] && scheme=https
   BENCH_STORE_DIR=$dir
+  # Callers run this as `start_bench_store ... || ...`, where set -e is off:
+  # each step's failure is returned by hand.
   scripts/store-cluster.sh start --dir "$dir" --base-port "$base" "$@" -- \
     --heartbeat-interval 100 --election-timeout 1000 --snapshot-count 100000 \
-    --log-level warning
+    --log-level warning || return 1
   STORE_PIDS=()
   EPS=()
   for i in 1 2 3; do
-    STORE_PIDS+=("$(cat "$dir/n$i.pid")")
+    STORE_PIDS+=("$(cat "$dir/n$i.pid")") || return 1
     EPS+=("$scheme://127.0.0.1:$((base + i * 10))")
   done
   STORE_PIDS_CSV=$(IFS=,; echo "${STORE_PIDS[*]}")
@@ -161,8 +179,7 @@ start_bench_apiserver() {
 # when either was not started, and twice.
 stop_bench_servers() {
   if [[ -n $API_PID ]]; then
-    kill "$API_PID" 2>/dev/null || true
-    wait_gone "$API_PID"
+    stop_pid "$API_PID"
     API_PID=""
   fi
   if [[ -n $BENCH_STORE_DIR ]]; then

@@ -615,11 +615,13 @@ StatusOr<int64_t> ObjectStore::CurrentRevision() {
 }
 
 StatusOr<int64_t> ObjectStore::ReadCurrentRevision() {
+  // One key, not the resource's range: the header's revision is the
+  // store's whatever is read, and a range would make the store count every
+  // key under the prefix (deleted ones too, until compaction) on each
+  // consistent LIST. The prefix itself is no object's key.
   RangeRequest req;
   req.set_key(resource_prefix_);
-  req.set_range_end(PrefixRangeEnd(resource_prefix_));
-  req.set_limit(1);
-  req.set_keys_only(true);
+  req.set_count_only(true);
   ASSIGN_OR_RETURN(RangeResponse resp,
                    Timed(kGet, [&] { return kv_->Range(req); }));
   return resp.header().revision();

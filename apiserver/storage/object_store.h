@@ -229,9 +229,11 @@ class ObjectStore {
   // or below the compaction point is kExpired.
   StatusOr<ListResult> List(std::string_view ns, const ListOptions& opts);
 
-  // The store's current revision: a linearizable read (a range of the
-  // resource's prefix, limit 1, keys only, as kube-apiserver's
-  // GetCurrentResourceVersionFromStorage). Concurrent callers share reads
+  // The store's current revision: a linearizable read of one key (the
+  // resource's prefix, count only; kube-apiserver's
+  // GetCurrentResourceVersionFromStorage reads the whole prefix with limit
+  // 1, which makes etcd count the resource's keys). Concurrent callers share
+  // reads
   // (shared_read.h): each gets the answer of a read sent after it called,
   // so the revision covers every write acknowledged before the call, and
   // N consistent LISTs at once cost about two store reads, not N.

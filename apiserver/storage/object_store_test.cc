@@ -12,6 +12,7 @@
 #include "base/testing/hostile_inputs.h"
 #include "objects/envelope.h"
 #include "objects/meta.h"
+#include "storage/forwarding_kv.h"
 
 namespace kplane::apiserver {
 namespace {
@@ -648,6 +649,41 @@ TEST_F(ObjectStoreTest, CurrentRevisionFollowsWrites) {
   auto after = store_.CurrentRevision();
   ASSERT_TRUE(after.ok());
   EXPECT_EQ(*after, *before + 1);
+}
+
+// The revision read is one key's, however many objects (live or deleted)
+// the resource holds: a range over the resource would make the store count
+// them all on every consistent LIST.
+TEST_F(ObjectStoreTest, CurrentRevisionReadsOneKeyNotTheResource) {
+  class RecordingKV : public storage::ForwardingKV {
+   public:
+    using ForwardingKV::ForwardingKV;
+    StatusOr<etcdserverpb::RangeResponse> Range(
+        const etcdserverpb::RangeRequest& req) override {
+      ranges.push_back(req);
+      return ForwardingKV::Range(req);
+    }
+    std::vector<etcdserverpb::RangeRequest> ranges;
+  } kv(db_.server());
+  metrics::Registry metrics;
+  ObjectStore store(&kv, configmaps_,
+                    ObjectStoreOptions{.clock = &clock_, .metrics = &metrics});
+  for (int i = 0; i < 5; ++i) {
+    MustCreate(MakeConfigMap("default", "c" + std::to_string(i)));
+  }
+  ASSERT_TRUE(store_.Delete("default", "c0", {}).ok());
+  StatusOr<int64_t> rev = store.CurrentRevision();
+  ASSERT_TRUE(rev.ok()) << rev.status();
+  EXPECT_EQ(*rev, CurrentRevision());
+  ASSERT_EQ(kv.ranges.size(), 1u);
+  const etcdserverpb::RangeRequest& req = kv.ranges[0];
+  EXPECT_TRUE(req.range_end().empty()) << req.ShortDebugString();
+  EXPECT_TRUE(req.count_only()) << req.ShortDebugString();
+  EXPECT_FALSE(req.serializable()) << req.ShortDebugString();
+  // And the key is no object's.
+  auto resp = db_.server()->Range(req);
+  ASSERT_TRUE(resp.ok());
+  EXPECT_EQ(resp->count(), 0);
 }
 
 // CurrentRevision's reads are shared by concurrent callers (shared_read.h),

@@ -81,6 +81,20 @@ class GrpcProxyTest : public ::testing::Test {
     return kv->Range(&ctx, req, out);
   }
 
+  // Asks `rw` for a watcher on `key` from `start` and returns the answer
+  // (which must be a `created`, canceled or not).
+  static pb::WatchResponse CreateWatcher(WatchRW* rw, const std::string& key,
+                                         int64_t start = 0) {
+    pb::WatchRequest req;
+    req.mutable_create_request()->set_key(key);
+    req.mutable_create_request()->set_start_revision(start);
+    EXPECT_TRUE(rw->Write(req));
+    pb::WatchResponse resp;
+    EXPECT_TRUE(rw->Read(&resp));
+    EXPECT_TRUE(resp.created());
+    return resp;
+  }
+
   // A Watch stream through the proxy with one watcher on `key`; returns
   // once `created` arrived.
   struct Watcher {
@@ -332,13 +346,7 @@ TEST_F(GrpcProxyTest, StreamAtItsWatcherLimitRefusesTheNextCreate) {
   ctx.set_deadline(TestCallDeadline());
   std::unique_ptr<WatchRW> rw = watch_->Watch(&ctx);
   auto create = [&](const std::string& key) {
-    pb::WatchRequest req;
-    req.mutable_create_request()->set_key(key);
-    EXPECT_TRUE(rw->Write(req));
-    pb::WatchResponse resp;
-    EXPECT_TRUE(rw->Read(&resp));
-    EXPECT_TRUE(resp.created());
-    return resp;
+    return CreateWatcher(rw.get(), key);
   };
   pb::WatchResponse a = create("a");
   ASSERT_FALSE(a.canceled()) << a.cancel_reason();
@@ -391,14 +399,7 @@ TEST_F(GrpcProxyTest, WatchersEndedByTheMemberFreeTheirPlaces) {
   ctx.set_deadline(TestCallDeadline());
   std::unique_ptr<WatchRW> rw = watch_->Watch(&ctx);
   auto create = [&](const std::string& key, int64_t start) {
-    pb::WatchRequest req;
-    req.mutable_create_request()->set_key(key);
-    req.mutable_create_request()->set_start_revision(start);
-    EXPECT_TRUE(rw->Write(req));
-    pb::WatchResponse resp;
-    EXPECT_TRUE(rw->Read(&resp));
-    EXPECT_TRUE(resp.created());
-    return resp;
+    return CreateWatcher(rw.get(), key, start);
   };
   // Three times the stream's bound of watchers from a compacted revision:
   // each is created, then canceled by the member with the compaction.

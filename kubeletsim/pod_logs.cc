@@ -179,7 +179,11 @@ class LogFollower : public std::enable_shared_from_this<LogFollower> {
   // Writes what is due by now; then finishes or waits for the next line.
   void Advance(const LogSource& s) REQUIRES(mu_) {
     if (done_) return;
+    // Both clocks read once, before the write: a clock that moves while
+    // the lines are written (a test's fake clock advanced as soon as it
+    // reads them) must not push the next line's timer later by as much.
     const WallTime now = clock_->WallNow();
+    const TimePoint mono_now = clock_->Now();
     const int64_t written = LinesWritten(s, now);
     std::string out;
     const bool more =
@@ -195,7 +199,7 @@ class LogFollower : public std::enable_shared_from_this<LogFollower> {
     }
     const Duration wait = LineTime(s, next_) - now;
     timer_ = timers_->Schedule(
-        clock_->Now() + std::max(wait, Duration(0)),
+        mono_now + std::max(wait, Duration(0)),
         [self = shared_from_this()](TimePoint) { self->Tick(); });
     if (timer_ == 0) Finish();  // the fleet is stopping
   }

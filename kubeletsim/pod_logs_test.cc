@@ -2,6 +2,17 @@
 
 #include <gtest/gtest.h>
 
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "base/clock.h"
+#include "base/mutex.h"
+#include "kubeletsim/timer_queue.h"
+#include "net/http_server.h"
+
 namespace kplane::kubeletsim {
 namespace {
 
@@ -26,6 +37,104 @@ TEST(PodLogs, LinesFollowTheStartTimeAndInterval) {
   EXPECT_EQ(LogLine(s, 2, true),
             "2025-12-03T17:00:20.000000000Z app: log line 2 of pod "
             "default/web\n");
+}
+
+// A follow stream's client: keeps what is written, advances the fake clock
+// by `advance` right after the first write that holds `trigger` (a client
+// that moves time as soon as it reads a line), and lets the test await a
+// text.
+class FollowClient : public net::Responder {
+ public:
+  FollowClient(FakeClock* clock, std::string trigger, Duration advance)
+      : clock_(clock), trigger_(std::move(trigger)), advance_(advance) {}
+
+  // True once `want` was written (false after 20 s).
+  bool Await(const std::string& want) EXCLUDES(mu_) {
+    MutexLock l(&mu_);
+    return cv_.wait_for(
+        l.native(), std::chrono::seconds(20),
+        [&]() REQUIRES(mu_) { return got_.find(want) != std::string::npos; });
+  }
+  std::string got() EXCLUDES(mu_) {
+    MutexLock l(&mu_);
+    return got_;
+  }
+  // Ends the exchange: the follower's OnClose runs (and drops its hold).
+  void EndExchange() {
+    std::function<void()> f;
+    {
+      MutexLock l(&mu_);
+      f = std::move(on_close_);
+    }
+    if (f) f();
+  }
+
+  const net::HttpRequest& request() const override { return request_; }
+  bool Respond(int, net::HttpHeaders, std::string) override { return true; }
+  bool StartStream(int, net::HttpHeaders) override { return true; }
+  bool Write(std::string_view chunk) override EXCLUDES(mu_) {
+    bool advance = false;
+    {
+      MutexLock l(&mu_);
+      got_.append(chunk);
+      if (!advanced_ && got_.find(trigger_) != std::string::npos) {
+        advanced_ = advance = true;
+      }
+    }
+    cv_.notify_all();
+    if (advance) clock_->Advance(advance_);
+    return true;
+  }
+  bool WriteChunks(std::span<const std::string_view> chunks) override {
+    for (std::string_view c : chunks) Write(c);
+    return true;
+  }
+  bool Finish() override { return true; }
+  size_t BufferedBytes() const override { return 0; }
+  void SetMaxBufferedBytes(size_t) override {}
+  void SetResponseDeadline(Duration) override {}
+  void OnDrained(size_t, std::function<void()>) override {}
+  void OnClose(std::function<void()> callback) override EXCLUDES(mu_) {
+    MutexLock l(&mu_);
+    on_close_ = std::move(callback);
+  }
+  bool IsClosed() const override { return false; }
+  void OnBodyData(std::function<void(std::string_view, bool)>) override {}
+  void Close() override {}
+
+ private:
+  FakeClock* const clock_;
+  const std::string trigger_;
+  const Duration advance_;
+  const net::HttpRequest request_;
+  Mutex mu_;
+  std::condition_variable cv_;
+  std::string got_ GUARDED_BY(mu_);
+  bool advanced_ GUARDED_BY(mu_) = false;
+  std::function<void()> on_close_ GUARDED_BY(mu_);
+};
+
+// The next line's timer counts from the time its lines were written, not
+// from a clock read after the write: a client that advances the clock as
+// soon as it reads line 2 (as FleetTest.ContainerLogsThroughTheApiserver
+// does) gets line 3 without advancing again.
+TEST(PodLogs, FollowTimerCountsFromTheWrite) {
+  LogSource s = Source();
+  FakeClock clock(s.started_at + std::chrono::seconds(25));  // lines 0-2
+  TimerQueue timers(&clock);
+  auto client = std::make_shared<FollowClient>(&clock, "log line 2 of",
+                                               std::chrono::seconds(10));
+  LogQuery q;
+  q.follow = true;
+  q.tail_lines = 1;
+  ServeContainerLog(
+      q, [&]() -> StatusOr<LogSource> { return s; }, &clock, &timers, client);
+  EXPECT_TRUE(client->Await("log line 3 of")) << client->got();
+  EXPECT_EQ(client->got(),
+            "app: log line 2 of pod default/web\n"
+            "app: log line 3 of pod default/web\n");
+  client->EndExchange();
+  timers.Stop();
 }
 
 TEST(PodLogs, QuerySelectsTailAndSince) {

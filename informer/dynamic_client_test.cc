@@ -245,6 +245,11 @@ TEST_F(DynamicClientTest, InformerCachesNotifiesAndLists) {
   ns.SetName("inf");
   ASSERT_TRUE(dyn.Resource({"", "v1", "namespaces"}).Create(ns).ok());
   ASSERT_TRUE(cms.Create(ConfigMap("", "before", {{"k", "0"}})).ok());
+  // The informer's first LIST asks for resourceVersion "0", which the watch
+  // cache answers at whatever revision it has reached; a consistent LIST
+  // waits until the cache holds "before", so the informer's list has it and
+  // its add is "initial" (it once came as a watch event under ASan).
+  ASSERT_TRUE(cms.List().ok());
 
   DynamicSharedInformerFactory factory(&dyn, {.scope = {.ns = "inf"}});
   SharedIndexInformer* informer = factory.ForResource(kConfigMaps);

@@ -29,9 +29,9 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <memory>
-#include <optional>
 #include <utility>
 
 #include "base/mutex.h"
@@ -59,25 +59,22 @@ class SharedRead {
         next_ = nullptr;
         ++reads_;
         l.Unlock();
-        std::optional<StatusOr<T>> result;
+        StatusOr<T> result = Status(StatusCode::kInternal, "the read failed");
+        // A read that throws still ends its round, so the next can be sent:
+        // its callers get an error instead of waiting forever.
+        std::exception_ptr thrown;
         try {
-          result.emplace(read_());
+          result = read_();
         } catch (...) {
-          // The round still ends, and the next can be sent: its callers
-          // get an error instead of waiting forever.
-          l.Lock();
-          round->result = Status(StatusCode::kInternal, "the read failed");
-          round->done = true;
-          in_flight_ = false;
-          cv_.notify_all();
-          throw;
+          thrown = std::current_exception();
         }
         l.Lock();
-        round->result = *std::move(result);
+        round->result = std::move(result);
         round->done = true;
         in_flight_ = false;
         // The round's callers, and the next round's (one of them sends it).
         cv_.notify_all();
+        if (thrown) std::rethrow_exception(thrown);
         break;
       }
       if (on_wait_for_testing_) on_wait_for_testing_();

@@ -103,17 +103,25 @@ bool ParseVersionKey(std::string_view key, std::string_view* prefix,
 
 bool UserKeyOfPrefix(std::string_view prefix, std::string* user_key) {
   if (prefix.size() < 3 || prefix[0] != kVersionTag) return false;
-  user_key->clear();
-  size_t end = prefix.size() - 2;
-  for (size_t i = 1; i < end; ++i) {
-    char c = prefix[i];
-    user_key->push_back(c);
-    if (c == '\0') {
-      if (i + 1 >= end || prefix[i + 1] != kEscapeByte) return false;
-      ++i;
-    }
+  const size_t end = prefix.size() - 2;
+  if (prefix[end] != '\0' || prefix[end + 1] != kTerminatorByte) return false;
+  // Copied a run at a time: most keys hold no NUL, so one assign.
+  std::string_view rest = prefix.substr(1, end - 1);
+  size_t nul = rest.find('\0');
+  if (nul == std::string_view::npos) {
+    user_key->assign(rest);
+    return true;
   }
-  return prefix[end] == '\0' && prefix[end + 1] == kTerminatorByte;
+  user_key->clear();
+  while (nul != std::string_view::npos) {
+    // A NUL of the key is escaped as 00 FF.
+    if (nul + 1 >= rest.size() || rest[nul + 1] != kEscapeByte) return false;
+    user_key->append(rest.substr(0, nul + 1));
+    rest.remove_prefix(nul + 2);
+    nul = rest.find('\0');
+  }
+  user_key->append(rest);
+  return true;
 }
 
 std::string PrefixSuccessor(std::string_view version_prefix) {

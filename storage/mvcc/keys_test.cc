@@ -55,6 +55,32 @@ TEST(MvccKeysTest, VersionsAreNewestFirstAndRoundTrip) {
   EXPECT_FALSE(ParseVersionKey("k\x00\x01short", &prefix, &main, &sub));
 }
 
+TEST(MvccKeysTest, UserKeyOfPrefixUndoesTheEscaping) {
+  std::mt19937 rng(11);
+  const std::string alphabet(
+      "\x00\x01\xff"
+      "ab",
+      5);
+  std::string user;
+  for (int i = 0; i < 2000; ++i) {
+    std::string k;
+    int len = static_cast<int>(rng() % 7);
+    for (int j = 0; j < len; ++j)
+      k.push_back(alphabet[rng() % alphabet.size()]);
+    // A reused buffer holding a longer key before.
+    user.assign(std::string(20, 'x'));
+    ASSERT_TRUE(UserKeyOfPrefix(VersionPrefix(k), &user));
+    EXPECT_EQ(user, k);
+  }
+  // A NUL not escaped, or escaped with another byte, or no terminator.
+  for (const std::string& bad :
+       {std::string("ka\0b\0\x01", 6), std::string("ka\0\x01\0\x01", 6),
+        std::string("ka\0", 3), std::string("kab\0\x02", 5),
+        std::string("xab\0\x01", 5)}) {
+    EXPECT_FALSE(UserKeyOfPrefix(bad, &user)) << bad;
+  }
+}
+
 TEST(MvccKeysTest, WorkedExampleBytes) {
   // FORMAT.md's example: "foo" put at revision 3.
   std::string k = VersionKey("foo", 3, 0);

@@ -560,9 +560,38 @@ class KeepAliveCall
 
 // ---- services -------------------------------------------------------------
 
+// A call's request and response on one protobuf arena, freed with it when
+// gRPC releases the call. For Range: a KeyValue and its two strings are
+// carved from the arena's few blocks instead of three heap objects per row
+// each freed on its own (a 1,000-key answer's destructor was ~15 % of the
+// member's CPU for such ranges; the strings' character buffers stay on the
+// heap, protobuf 3.21 allocates those with `new`).
+template <typename Req, typename Resp>
+class ArenaMessages final : public grpc::MessageAllocator<Req, Resp> {
+ public:
+  grpc::MessageHolder<Req, Resp>* AllocateMessages() override {
+    return new Holder();
+  }
+
+ private:
+  class Holder final : public grpc::MessageHolder<Req, Resp> {
+   public:
+    Holder() {
+      this->set_request(google::protobuf::Arena::CreateMessage<Req>(&arena_));
+      this->set_response(google::protobuf::Arena::CreateMessage<Resp>(&arena_));
+    }
+    void Release() override { delete this; }
+
+   private:
+    google::protobuf::Arena arena_;
+  };
+};
+
 class KvImpl final : public pb::KV::CallbackService {
  public:
-  explicit KvImpl(KvService* kv) : kv_(kv) {}
+  explicit KvImpl(KvService* kv) : kv_(kv) {
+    SetMessageAllocatorFor_Range(&range_messages_);
+  }
 
   ServerUnaryReactor* Range(CallbackServerContext* ctx,
                             const pb::RangeRequest* req,
@@ -570,7 +599,12 @@ class KvImpl final : public pb::KV::CallbackService {
     ServerUnaryReactor* r = ctx->DefaultReactor();
     std::string user;
     if (!Caller(kv_, ctx, r, &user)) return r;
-    kv_->Range(*req, ReplyTo(r, resp), std::move(user));
+    // The answer is built in `resp`, on the call's arena (a move into it
+    // from a heap message would copy every row).
+    kv_->Range(
+        *req, resp,
+        [r](Status st) { r->Finish(st.ok() ? grpc::Status::OK : ToGrpc(st)); },
+        std::move(user));
     return r;
   }
   ServerUnaryReactor* Put(CallbackServerContext* ctx, const pb::PutRequest* req,
@@ -612,6 +646,7 @@ class KvImpl final : public pb::KV::CallbackService {
 
  private:
   KvService* const kv_;
+  ArenaMessages<pb::RangeRequest, pb::RangeResponse> range_messages_;
 };
 
 class WatchImpl final : public pb::Watch::CallbackService {

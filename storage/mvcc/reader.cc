@@ -170,16 +170,16 @@ bool Less(const mvccpb::KeyValue& a, const mvccpb::KeyValue& b,
 
 }  // namespace
 
-StatusOr<etcdserverpb::RangeResponse> ExecuteRange(
-    ReadView* view, const etcdserverpb::RangeRequest& req, int64_t current_rev,
-    int64_t compact_rev, const RangeCounter& counter) {
+Status ExecuteRange(ReadView* view, const etcdserverpb::RangeRequest& req,
+                    int64_t current_rev, int64_t compact_rev,
+                    etcdserverpb::RangeResponse* out,
+                    const RangeCounter& counter) {
   int64_t rev = req.revision();
   if (rev > current_rev) return FutureRevisionError(current_rev);
   if (rev <= 0) rev = current_rev;
   if (rev < compact_rev) return CompactedError(compact_rev);
 
-  etcdserverpb::RangeResponse resp;
-  resp.mutable_header()->set_revision(current_rev);
+  out->mutable_header()->set_revision(current_rev);
 
   RangeRequest::SortOrder order = req.sort_order();
   const RangeRequest::SortTarget target = req.sort_target();
@@ -203,7 +203,9 @@ StatusOr<etcdserverpb::RangeResponse> ExecuteRange(
     known_count = counter(rev);
   }
   int64_t count = 0;
-  std::vector<mvccpb::KeyValue> kvs;
+  // Rows are decoded straight into the answer (on its arena, if it has one).
+  google::protobuf::RepeatedPtrField<mvccpb::KeyValue>* kvs =
+      out->mutable_kvs();
   Status decode_status;
   Status st;
   if (!(known_count && req.count_only())) {
@@ -212,58 +214,61 @@ StatusOr<etcdserverpb::RangeResponse> ExecuteRange(
         [&](std::string_view prefix, int64_t main, std::string_view record) {
           ++count;
           if (req.count_only()) return true;
-          if (natural && limit > 0 &&
-              static_cast<int64_t>(kvs.size()) >= limit) {
+          if (natural && limit > 0 && kvs->size() >= limit) {
             // Only counting from here on, unless the count is known.
             return !known_count.has_value();
           }
-          mvccpb::KeyValue kv;
-          decode_status = DecodeKeyValue(prefix, main, record, with_value, &kv);
+          mvccpb::KeyValue* kv = kvs->Add();
+          decode_status = DecodeKeyValue(prefix, main, record, with_value, kv);
           if (!decode_status.ok()) return false;
           if ((req.max_mod_revision() != 0 &&
-               kv.mod_revision() > req.max_mod_revision()) ||
+               kv->mod_revision() > req.max_mod_revision()) ||
               (req.min_mod_revision() != 0 &&
-               kv.mod_revision() < req.min_mod_revision()) ||
+               kv->mod_revision() < req.min_mod_revision()) ||
               (req.max_create_revision() != 0 &&
-               kv.create_revision() > req.max_create_revision()) ||
+               kv->create_revision() > req.max_create_revision()) ||
               (req.min_create_revision() != 0 &&
-               kv.create_revision() < req.min_create_revision())) {
+               kv->create_revision() < req.min_create_revision())) {
+            kvs->RemoveLast();
             return true;
           }
-          kvs.push_back(std::move(kv));
           // With the count known, stop at the limit-th row.
-          return !(known_count && natural && limit > 0 &&
-                   static_cast<int64_t>(kvs.size()) >= limit);
+          return !(known_count && natural && limit > 0 && kvs->size() >= limit);
         });
   }
   RETURN_IF_ERROR(st);
   if (known_count) count = *known_count;
   RETURN_IF_ERROR(decode_status);
 
+  // Sorting moves the rows' pointers, not the rows.
   if (order == RangeRequest::ASCEND && target != RangeRequest::KEY) {
     std::stable_sort(
-        kvs.begin(), kvs.end(),
-        [target](const auto& a, const auto& b) { return Less(a, b, target); });
+        kvs->pointer_begin(), kvs->pointer_end(),
+        [target](const mvccpb::KeyValue* a, const mvccpb::KeyValue* b) {
+          return Less(*a, *b, target);
+        });
   } else if (order == RangeRequest::DESCEND) {
     std::stable_sort(
-        kvs.begin(), kvs.end(),
-        [target](const auto& a, const auto& b) { return Less(b, a, target); });
+        kvs->pointer_begin(), kvs->pointer_end(),
+        [target](const mvccpb::KeyValue* a, const mvccpb::KeyValue* b) {
+          return Less(*b, *a, target);
+        });
   }
   if (req.count_only()) {
     // No rows, so never "more" (etcd compares the returned rows).
   } else if (natural) {
-    resp.set_more(limit > 0 && count > limit);
-  } else if (limit > 0 && static_cast<int64_t>(kvs.size()) > limit) {
-    kvs.resize(limit);
-    resp.set_more(true);
+    out->set_more(limit > 0 && count > limit);
+  } else if (limit > 0 && kvs->size() > limit) {
+    kvs->DeleteSubrange(static_cast<int>(limit),
+                        kvs->size() - static_cast<int>(limit));
+    out->set_more(true);
   }
-  resp.set_count(count);
-  resp.mutable_kvs()->Reserve(static_cast<int>(kvs.size()));
-  for (auto& kv : kvs) {
-    if (req.keys_only()) kv.clear_value();
-    *resp.add_kvs() = std::move(kv);
+  out->set_count(count);
+  // Values read only to sort by them.
+  if (req.keys_only() && with_value) {
+    for (mvccpb::KeyValue& kv : *kvs) kv.clear_value();
   }
-  return resp;
+  return Status::Ok();
 }
 
 }  // namespace kplane::mvcc

@@ -122,9 +122,13 @@ using RangeCounter = std::function<std::optional<int64_t>(int64_t rev)>;
 // With a `counter`, a count_only request reads no rows and a request whose
 // rows come in key order with a limit (a paged list) reads only `limit`
 // rows; the count comes from the counter.
-StatusOr<etcdserverpb::RangeResponse> ExecuteRange(
-    ReadView* view, const etcdserverpb::RangeRequest& req, int64_t current_rev,
-    int64_t compact_rev, const RangeCounter& counter = nullptr);
+// The answer goes into `*out`, which must be empty and may live on a
+// protobuf arena (then its rows cost no separate frees); on an error its
+// contents are unspecified.
+Status ExecuteRange(ReadView* view, const etcdserverpb::RangeRequest& req,
+                    int64_t current_rev, int64_t compact_rev,
+                    etcdserverpb::RangeResponse* out,
+                    const RangeCounter& counter = nullptr);
 
 }  // namespace kplane::mvcc
 

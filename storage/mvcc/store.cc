@@ -664,6 +664,13 @@ Status Store::DisarmNoSpaceAlarm(uint64_t consistent_index) {
 
 StatusOr<etcdserverpb::RangeResponse> Store::Range(
     const etcdserverpb::RangeRequest& req) {
+  etcdserverpb::RangeResponse resp;
+  RETURN_IF_ERROR(Range(req, &resp));
+  return resp;
+}
+
+Status Store::Range(const etcdserverpb::RangeRequest& req,
+                    etcdserverpb::RangeResponse* out) {
   RETURN_IF_ERROR(CheckRangeRequest(req));
   const int64_t current = current_rev_.load();
   ScopedSnapshot snap(db_.get());
@@ -673,7 +680,7 @@ StatusOr<etcdserverpb::RangeResponse> Store::Range(
   DbView view(db_.get(), snap.get());
   if (index_ == nullptr) {
     OpTally{.ranges = 1}.AddTo(options_.metrics.get());
-    return ExecuteRange(&view, req, current, compacted);
+    return ExecuteRange(&view, req, current, compacted, out);
   }
   // The index holds every revision up to `current` (a write stages its
   // versions there before it is published). Checked under the index's
@@ -685,7 +692,7 @@ StatusOr<etcdserverpb::RangeResponse> Store::Range(
                            [&] { return rev >= compact_scheduled_.load(); });
   };
   OpTally{.ranges = 1}.AddTo(options_.metrics.get());
-  return ExecuteRange(&view, req, current, compacted, count);
+  return ExecuteRange(&view, req, current, compacted, out, count);
 }
 
 StatusOr<std::optional<mvccpb::KeyValue>> Store::LatestForWrite(

@@ -174,6 +174,10 @@ class Store {
   // ---- key-value --------------------------------------------------------
   StatusOr<etcdserverpb::RangeResponse> Range(
       const etcdserverpb::RangeRequest& req);
+  // The same into `*out`, which must be empty and may live on a protobuf
+  // arena (the gRPC front's, so a large answer's rows cost no frees each).
+  Status Range(const etcdserverpb::RangeRequest& req,
+               etcdserverpb::RangeResponse* out);
   StatusOr<etcdserverpb::PutResponse> Put(const etcdserverpb::PutRequest& req,
                                           uint64_t consistent_index = 0)
       EXCLUDES(write_mu_);

@@ -83,9 +83,8 @@ Status Store::ApplyTxnOps(ReadView* view, WriteTxn* txn, const TxnRequest& r,
         // A range sees the revision as of its position in the txn.
         const int64_t rev = txn ? txn->rev() : read_rev;
         ++tally->ranges;
-        ASSIGN_OR_RETURN(
-            *out->mutable_response_range(),
-            ExecuteRange(view, op.request_range(), rev, compact_rev));
+        RETURN_IF_ERROR(ExecuteRange(view, op.request_range(), rev, compact_rev,
+                                     out->mutable_response_range()));
         break;
       }
       case RequestOp::kRequestPut: {

@@ -75,13 +75,31 @@ Status CheckAuthUnchanged(StoreServer* s, std::optional<uint64_t> checked_at) {
 void KvService::Range(etcdserverpb::RangeRequest req,
                       Done<etcdserverpb::RangeResponse> done,
                       std::string user) {
+  auto resp = std::make_shared<etcdserverpb::RangeResponse>();
+  etcdserverpb::RangeResponse* out = resp.get();
+  Range(
+      std::move(req), out,
+      [resp = std::move(resp), done = std::move(done)](Status st) {
+        if (st.ok()) {
+          done(std::move(*resp));
+        } else {
+          done(st);
+        }
+      },
+      std::move(user));
+}
+
+void KvService::Range(etcdserverpb::RangeRequest req,
+                      etcdserverpb::RangeResponse* out,
+                      std::function<void(Status)> done, std::string user) {
   if (req.key().empty()) {
     done(KeyNotProvided());
     return;
   }
   StoreServer* s = server_;
   auto rr = std::make_shared<etcdserverpb::RangeRequest>(std::move(req));
-  auto serve = [s, rr, done, user = std::move(user), hook = after_read_hook_] {
+  auto serve = [s, rr, out, done, user = std::move(user),
+                hook = after_read_hook_] {
     const std::optional<uint64_t> auth_revision = AuthRevisionOf(s);
     if (auth_revision) {
       if (Status p = s->auth()->CheckRange(user, rr->key(), rr->range_end());
@@ -95,15 +113,15 @@ void KvService::Range(etcdserverpb::RangeRequest req,
       done(store.status());
       return;
     }
-    auto resp = (*store)->Range(*rr);
+    Status st = (*store)->Range(*rr, out);
     *store = StoreRef();
     if (hook) hook();
-    if (Status st = CheckAuthUnchanged(s, auth_revision); !st.ok()) {
-      done(st);
+    if (Status a = CheckAuthUnchanged(s, auth_revision); !a.ok()) {
+      done(a);
       return;
     }
-    if (resp.ok()) s->FillHeader(resp->mutable_header());
-    done(std::move(resp));
+    if (st.ok()) s->FillHeader(out->mutable_header());
+    done(st);
   };
   if (rr->serializable()) {
     serve();

@@ -48,6 +48,11 @@ class KvService {
 
   void Range(etcdserverpb::RangeRequest req,
              Done<etcdserverpb::RangeResponse> done, std::string user = {});
+  // The same, answered into `*out`, which must be empty, stay alive until
+  // `done` has run and may live on a protobuf arena (the gRPC front's);
+  // `done` gets the outcome. On an error `*out` is unspecified.
+  void Range(etcdserverpb::RangeRequest req, etcdserverpb::RangeResponse* out,
+             std::function<void(Status)> done, std::string user = {});
   void Put(etcdserverpb::PutRequest req, Done<etcdserverpb::PutResponse> done,
            std::string user = {});
   void DeleteRange(etcdserverpb::DeleteRangeRequest req,

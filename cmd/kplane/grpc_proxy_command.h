@@ -12,7 +12,9 @@
 // --enable-pprof and --debug (accepted; see docs/store.md, "The gRPC
 // proxy"). kplane's own: --range-cache-max-entries (2048, etcd's fixed
 // size; 0: no cache) and --range-cache-max-bytes (64 MiB) bound the
-// serializable-range cache. etcd's flags kplane does not serve
+// serializable-range cache; --max-watchers-per-stream (10,000, the store's
+// flag and default; 0: no cap) bounds one client Watch stream's watchers.
+// etcd's flags kplane does not serve
 // (--discovery-srv, --metrics-addr, --resolver-prefix, --auto-tls,
 // --client-crl-file, the experimental ones) are refused when given a
 // value, naming the flag.

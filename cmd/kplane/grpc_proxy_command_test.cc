@@ -95,6 +95,43 @@ TEST(GrpcProxyFlagsTest, RangeCacheFlags) {
   EXPECT_EQ(o->proxy.range_cache_bytes, 1000u);
 }
 
+// The store's --max-watchers-per-stream, on the proxy's client streams:
+// 10,000 unless set, 0 for none; a negative or non-numeric value is
+// refused by name, and the command exits 2 as for any bad flag.
+TEST(GrpcProxyFlagsTest, MaxWatchersPerStream) {
+  auto d = Parse({"start"});
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->proxy.max_watchers_per_stream, 10000u);
+  auto set = Parse({"start", "--max-watchers-per-stream", "3"});
+  ASSERT_TRUE(set.ok()) << set.status();
+  EXPECT_EQ(set->proxy.max_watchers_per_stream, 3u);
+  auto none = Parse({"start", "--max-watchers-per-stream=0"});
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_EQ(none->proxy.max_watchers_per_stream, 0u);
+
+  auto negative = Parse({"start", "--max-watchers-per-stream=-1"});
+  ASSERT_FALSE(negative.ok());
+  EXPECT_EQ(negative.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(negative.status().message(),
+            "--max-watchers-per-stream must not be negative (0: no cap)");
+  auto word = Parse({"start", "--max-watchers-per-stream=many"});
+  ASSERT_FALSE(word.ok());
+  EXPECT_EQ(word.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(word.status().message().find(
+                "invalid integer \"many\" for --max-watchers-per-stream"),
+            std::string::npos)
+      << word.status();
+  EXPECT_EQ(
+      RunStoreCommand({"grpc-proxy", "start", "--max-watchers-per-stream=-1"}),
+      2);
+  EXPECT_EQ(RunStoreCommand(
+                {"grpc-proxy", "start", "--max-watchers-per-stream=many"}),
+            2);
+
+  EXPECT_NE(GrpcProxyUsage().find("--max-watchers-per-stream"),
+            std::string::npos);
+}
+
 TEST(GrpcProxyFlagsTest, FlagsBeforeOrAfterStart) {
   auto o = Parse({"--endpoints=a:1,b:2", "start", "--namespace=t/",
                   "--listen-addr=127.0.0.1:0", "--advertise-client-url="});

@@ -4,7 +4,8 @@
 // as etcd answers a create it refuses (created and canceled at once, watch
 // id -1, the limit's text as cancel_reason, the text the gRPC proxy uses);
 // the stream and its watchers go on, and once one of them is canceled a
-// create succeeds again.
+// create succeeds again. Each refusal moves the member's
+// kplane_watch_creates_refused_total{protocol} on /metrics by one.
 // First, as in grpc_front.cc: base/thread_annotations.h must come before
 // absl's (included by grpcpp), which defines the same macros only if unset.
 // clang-format off
@@ -67,6 +68,22 @@ class WatchLimitTest : public ::testing::Test {
     watch_ = pb::Watch::NewStub(ch);
   }
 
+  // kplane_watch_creates_refused_total{protocol="<protocol>"} on the
+  // member's /metrics, as a scraper reads it; -1 when absent.
+  double RefusedCreates(const std::string& protocol) {
+    net::HttpClient c("127.0.0.1", member_.port());
+    auto r = c.Request("GET", "/metrics");
+    EXPECT_TRUE(r.ok()) << r.status();
+    if (!r.ok()) return -1;
+    EXPECT_EQ(r->status, 200);
+    const std::string series =
+        "\nkplane_watch_creates_refused_total{protocol=\"" + protocol + "\"} ";
+    const std::string text = "\n" + r->body;
+    const size_t pos = text.find(series);
+    if (pos == std::string::npos) return -1;
+    return std::stod(text.substr(pos + series.size()));
+  }
+
   TestMember member_;
   std::unique_ptr<pb::Watch::Stub> watch_;
 };
@@ -90,6 +107,9 @@ void ExpectEventForEach(Next next, const std::set<int64_t>& ids, int64_t rev,
 }
 
 TEST_F(WatchLimitTest, GrpcStreamAtTheLimitRefusesTheNextCreate) {
+  // Both series are there from the start, at zero.
+  ASSERT_EQ(RefusedCreates("grpc"), 0);
+  ASSERT_EQ(RefusedCreates("json"), 0);
   grpc::ClientContext ctx;
   ctx.set_deadline(TestCallDeadline());
   std::unique_ptr<WatchRW> rw = watch_->Watch(&ctx);
@@ -122,6 +142,7 @@ TEST_F(WatchLimitTest, GrpcStreamAtTheLimitRefusesTheNextCreate) {
     ExpectRefused(r);
     EXPECT_GT(r.header().revision(), 0);  // the member's header
   }
+  EXPECT_EQ(RefusedCreates("grpc"), 2);
 
   // The three go on: each gets the next change of its key, and the
   // refused ones get nothing.
@@ -149,6 +170,10 @@ TEST_F(WatchLimitTest, GrpcStreamAtTheLimitRefusesTheNextCreate) {
   ASSERT_TRUE(rw->Write(CreateRequest("w/1")));
   ASSERT_TRUE(read(&r));
   ExpectRefused(r);
+  // Three refusals in all (the creates that succeeded count nothing), all
+  // over gRPC.
+  EXPECT_EQ(RefusedCreates("grpc"), 3);
+  EXPECT_EQ(RefusedCreates("json"), 0);
   ctx.TryCancel();
 }
 
@@ -181,6 +206,7 @@ TEST_F(WatchLimitTest, JsonGatewayStreamAtTheLimitRefusesTheNextCreate) {
     return parsed.ok();
   };
 
+  ASSERT_EQ(RefusedCreates("json"), 0);
   // Five creates in one chunk: three watchers, two refusals.
   std::string body;
   for (int i = 0; i < 5; ++i) body += create("j/" + std::to_string(i % 2));
@@ -199,6 +225,7 @@ TEST_F(WatchLimitTest, JsonGatewayStreamAtTheLimitRefusesTheNextCreate) {
     }
   }
   ASSERT_EQ(ids.size(), kMaxWatchers);
+  EXPECT_EQ(RefusedCreates("json"), 2);
 
   int64_t rev = member_.MustPut("j/0", "a");
   ExpectEventForEach(read, on_0, rev, "j/0");
@@ -224,6 +251,9 @@ TEST_F(WatchLimitTest, JsonGatewayStreamAtTheLimitRefusesTheNextCreate) {
   ExpectRefused(r);  // full again
   rev = member_.MustPut("j/0", "b");
   ExpectEventForEach(read, now_on_0, rev, "j/0");
+  // Three refusals in all, all on /v3/watch.
+  EXPECT_EQ(RefusedCreates("json"), 3);
+  EXPECT_EQ(RefusedCreates("grpc"), 0);
 }
 
 }  // namespace

@@ -493,6 +493,7 @@ class WatchSession : public std::enable_shared_from_this<WatchSession> {
       Status full = etcdjson::CheckWatcherLimit(
           stream_->WatcherCount(), server_->config().max_watchers_per_stream);
       if (!full.ok()) {
+        server_->CountWatchCreateRefused(StoreServer::WatchProtocol::kJson);
         etcdserverpb::WatchResponse w = NewResponse(true);
         w.set_watch_id(-1);
         w.set_created(true);

@@ -137,6 +137,15 @@ StoreServer::StoreServer(StoreConfig config, BootstrappedMember member)
       "invalid (a local message type, another recipient, an invalid "
       "proposed or appended entry).",
       {"reason"});
+  metrics::Family<metrics::Counter>* refused_watch_creates =
+      config_.metrics->NewCounter(
+          "kplane_watch_creates_refused_total",
+          "Watch creates refused because their client Watch stream already "
+          "held --max-watchers-per-stream watchers, by protocol: grpc (the "
+          "gRPC front) or json (the JSON gateway's /v3/watch).",
+          {"protocol"});
+  refused_watch_creates_grpc_ = refused_watch_creates->With({"grpc"});
+  refused_watch_creates_json_ = refused_watch_creates->With({"json"});
 
   admin_ = std::make_unique<ClusterAdmin>(
       ClusterAdminOptions{

@@ -120,6 +120,16 @@ class StoreServer : public KV, public PeerHandler {
   StatusOr<StoreRef> ReadStore();
   RaftNode* node() { return self_->node(); }
   const StoreConfig& config() const { return config_; }
+  // Counts a watch create the client fronts refused because its stream
+  // already held config().max_watchers_per_stream watchers (the gRPC
+  // front's Watch call, the JSON gateway's /v3/watch), in
+  // kplane_watch_creates_refused_total{protocol="grpc"|"json"}.
+  enum class WatchProtocol { kGrpc, kJson };
+  void CountWatchCreateRefused(WatchProtocol protocol) {
+    (protocol == WatchProtocol::kGrpc ? refused_watch_creates_grpc_
+                                      : refused_watch_creates_json_)
+        ->Inc();
+  }
 
   // ---- asynchronous core (used by the HTTP API) ---------------------------
   // Proposes a write; `done` runs once, on the thread that applied it (the
@@ -299,6 +309,9 @@ class StoreServer : public KV, public PeerHandler {
   std::atomic<bool> stopped_{false};
 
   metrics::Family<metrics::Counter>* refused_messages_;
+  // kplane_watch_creates_refused_total's two series (set at construction).
+  metrics::Counter* refused_watch_creates_grpc_;
+  metrics::Counter* refused_watch_creates_json_;
   std::atomic<int64_t> last_refusal_log_{0};  // clock ticks
 };
 

@@ -13,6 +13,7 @@
 #include "base/flags.h"
 #include "base/logging.h"
 #include "base/strings.h"
+#include "cmd/kplane/watch_limit_flag.h"
 #include "storage/etcdjson/etcd_json.h"
 #include "storage/server/member_tls.h"
 
@@ -77,9 +78,7 @@ void DeclareFlags(FlagSet& f, FlagValues& v) {
   f.Int64("max-concurrent-streams", &v.max_concurrent_streams,
           "Streams per client connection; 0: gRPC's default.");
   f.Int64("max-watchers-per-stream", &v.max_watchers_per_stream,
-          "Most watchers open at once on one client Watch stream; a create "
-          "past it is refused (created and canceled, with the reason) and "
-          "the stream goes on (0: no cap).");
+          kMaxWatchersPerStreamHelp);
   f.Int64("range-cache-max-entries", &v.range_cache_entries,
           "Serializable Range answers cached (kplane's flag; etcd's cache "
           "is fixed at 2048); 0: no cache.");
@@ -204,11 +203,8 @@ StatusOr<GrpcProxyCommandOptions> ParseGrpcProxyArgs(
         "--max-concurrent-streams must be in 0..4294967295");
   }
   p.max_concurrent_streams = static_cast<uint32_t>(v.max_concurrent_streams);
-  if (v.max_watchers_per_stream < 0) {
-    return InvalidArgumentError(
-        "--max-watchers-per-stream must not be negative (0: no cap)");
-  }
-  p.max_watchers_per_stream = static_cast<size_t>(v.max_watchers_per_stream);
+  ASSIGN_OR_RETURN(p.max_watchers_per_stream,
+                   MaxWatchersPerStreamFromFlag(v.max_watchers_per_stream));
   if (v.range_cache_entries < 0 || v.range_cache_entries > (1 << 24)) {
     return InvalidArgumentError(
         "--range-cache-max-entries must be in 0..16777216");

@@ -10,6 +10,7 @@
 
 #include "base/file_system.h"
 #include "base/strings.h"
+#include "cmd/kplane/watch_limit_flag.h"
 #include "net/http_server.h"
 #include "objects/yaml.h"
 
@@ -420,9 +421,8 @@ StoreFlags::StoreFlags() : st_(std::make_unique<State>()) {
           "Client connections open at once; more are answered 503 and closed "
           "(0: no cap).");
   f.Int64("max-watchers-per-stream", &s.max_watchers_per_stream,
-          "Most watchers open at once on one client Watch stream (gRPC or "
-          "/v3/watch); a create past it is refused (created and canceled, "
-          "with the reason) and the stream goes on (0: no cap).");
+          std::string(kMaxWatchersPerStreamHelp) +
+              " Both protocols: gRPC Watch and /v3/watch.");
   f.String("auth-token", &s.auth_token,
            "Specify auth token type and its options: simple, or "
            "jwt,pub-key=<path>,priv-key=<path>,sign-method=<RS256|RS384|"
@@ -738,11 +738,8 @@ StatusOr<StoreOptions> StoreFlags::Finish(StoreOptions o) {
         "--max-concurrent-streams must be between 0 and 2^32-1");
   }
   o.max_concurrent_streams = static_cast<uint32_t>(s.max_concurrent_streams);
-  if (s.max_watchers_per_stream < 0) {
-    return InvalidArgumentError(
-        "--max-watchers-per-stream must not be negative (0: no cap)");
-  }
-  cfg.max_watchers_per_stream = static_cast<size_t>(s.max_watchers_per_stream);
+  ASSIGN_OR_RETURN(cfg.max_watchers_per_stream,
+                   MaxWatchersPerStreamFromFlag(s.max_watchers_per_stream));
   for (Duration d : {o.grpc_keepalive_min_time, o.grpc_keepalive_interval,
                      o.grpc_keepalive_timeout}) {
     if (d < Duration::zero()) {

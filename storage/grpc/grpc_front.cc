@@ -452,11 +452,8 @@ class WatchCall : public BidiStream<pb::WatchRequest, pb::WatchResponse> {
       // stream_mu_, so none can slip past it meanwhile).
       Status full;
       if (req.has_create_request() && denied.ok()) {
-        full = etcdjson::CheckWatcherLimit(
-            stream_->WatcherCount(), server_->config().max_watchers_per_stream);
-        if (!full.ok()) {
-          server_->CountWatchCreateRefused(StoreServer::WatchProtocol::kGrpc);
-        }
+        full = server_->AdmitWatchCreate(stream_->WatcherCount(),
+                                         StoreServer::WatchProtocol::kGrpc);
       }
       if (!denied.ok() || !full.ok()) {
         // etcd: created and canceled at once, the reason its gRPC error's

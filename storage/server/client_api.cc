@@ -490,10 +490,9 @@ class WatchSession : public std::enable_shared_from_this<WatchSession> {
       // The stream's bound on its watchers (creates run only here, under
       // mu_): refused as etcd refuses a create, the limit's text as the
       // reason (the gRPC front and the gRPC proxy say the same).
-      Status full = etcdjson::CheckWatcherLimit(
-          stream_->WatcherCount(), server_->config().max_watchers_per_stream);
+      Status full = server_->AdmitWatchCreate(
+          stream_->WatcherCount(), StoreServer::WatchProtocol::kJson);
       if (!full.ok()) {
-        server_->CountWatchCreateRefused(StoreServer::WatchProtocol::kJson);
         etcdserverpb::WatchResponse w = NewResponse(true);
         w.set_watch_id(-1);
         w.set_created(true);

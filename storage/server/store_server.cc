@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "base/logging.h"
+#include "storage/etcdjson/etcd_json.h"
 #include "storage/server/corruption_check.h"
 #include "storage/server/entry_check.h"
 #include "storage/server/version.h"
@@ -144,8 +145,10 @@ StoreServer::StoreServer(StoreConfig config, BootstrappedMember member)
           "held --max-watchers-per-stream watchers, by protocol: grpc (the "
           "gRPC front) or json (the JSON gateway's /v3/watch).",
           {"protocol"});
-  refused_watch_creates_grpc_ = refused_watch_creates->With({"grpc"});
-  refused_watch_creates_json_ = refused_watch_creates->With({"json"});
+  refused_watch_creates_[static_cast<size_t>(WatchProtocol::kGrpc)] =
+      refused_watch_creates->With({"grpc"});
+  refused_watch_creates_[static_cast<size_t>(WatchProtocol::kJson)] =
+      refused_watch_creates->With({"json"});
 
   admin_ = std::make_unique<ClusterAdmin>(
       ClusterAdminOptions{
@@ -342,6 +345,13 @@ void StoreServer::Submit(std::function<void()> fn) {
 
 void StoreServer::FillHeader(etcdserverpb::ResponseHeader* h) const {
   self_->FillHeader(h);
+}
+
+Status StoreServer::AdmitWatchCreate(size_t open, WatchProtocol protocol) {
+  Status full =
+      etcdjson::CheckWatcherLimit(open, config_.max_watchers_per_stream);
+  if (!full.ok()) refused_watch_creates_[static_cast<size_t>(protocol)]->Inc();
+  return full;
 }
 
 StatusOr<StoreRef> StoreServer::ReadStore() {

@@ -39,6 +39,7 @@
 #ifndef KPLANE_STORAGE_SERVER_STORE_SERVER_H_
 #define KPLANE_STORAGE_SERVER_STORE_SERVER_H_
 
+#include <array>
 #include <atomic>
 #include <functional>
 #include <memory>
@@ -120,16 +121,13 @@ class StoreServer : public KV, public PeerHandler {
   StatusOr<StoreRef> ReadStore();
   RaftNode* node() { return self_->node(); }
   const StoreConfig& config() const { return config_; }
-  // Counts a watch create the client fronts refused because its stream
-  // already held config().max_watchers_per_stream watchers (the gRPC
-  // front's Watch call, the JSON gateway's /v3/watch), in
+  // Admits or refuses one more watcher on a client Watch stream that holds
+  // `open` (the gRPC front's Watch call, the JSON gateway's /v3/watch):
+  // Ok below config().max_watchers_per_stream (0: no bound), else
+  // etcdjson::CheckWatcherLimit's ResourceExhausted, which is counted in
   // kplane_watch_creates_refused_total{protocol="grpc"|"json"}.
   enum class WatchProtocol { kGrpc, kJson };
-  void CountWatchCreateRefused(WatchProtocol protocol) {
-    (protocol == WatchProtocol::kGrpc ? refused_watch_creates_grpc_
-                                      : refused_watch_creates_json_)
-        ->Inc();
-  }
+  Status AdmitWatchCreate(size_t open, WatchProtocol protocol);
 
   // ---- asynchronous core (used by the HTTP API) ---------------------------
   // Proposes a write; `done` runs once, on the thread that applied it (the
@@ -309,9 +307,9 @@ class StoreServer : public KV, public PeerHandler {
   std::atomic<bool> stopped_{false};
 
   metrics::Family<metrics::Counter>* refused_messages_;
-  // kplane_watch_creates_refused_total's two series (set at construction).
-  metrics::Counter* refused_watch_creates_grpc_;
-  metrics::Counter* refused_watch_creates_json_;
+  // kplane_watch_creates_refused_total, by WatchProtocol (both series are
+  // made at construction, so they read 0 before the first refusal).
+  std::array<metrics::Counter*, 2> refused_watch_creates_;
   std::atomic<int64_t> last_refusal_log_{0};  // clock ticks
 };
 

@@ -11,6 +11,7 @@
 #include <future>
 #include <mutex>
 
+#include "base/testing/temp_dir.h"
 #include "net/http_server.h"
 #include "net/http_test_util.h"
 #include "net/pki.h"
@@ -228,10 +229,8 @@ TEST_F(CurlInteropTest, ErrorsAreReadable) {
 class CurlTlsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/kplane-curl-tls-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-    pki_ = std::make_unique<Pki>(PkiOptions{.dir = dir_ + "/pki"});
+    ASSERT_FALSE(dir_.path().empty());
+    pki_ = std::make_unique<Pki>(PkiOptions{.dir = dir_.Sub("pki")});
     ASSERT_TRUE(
         pki_->EnsureCertificate("server", {.common_name = "server",
                                            .dns_names = {"localhost"},
@@ -281,7 +280,7 @@ class CurlTlsTest : public ::testing::Test {
     return out;
   }
 
-  std::string dir_;
+  kplane::testing::TempDir dir_{"kplane-curl-tls-"};
   std::unique_ptr<Pki> pki_;
   metrics::Registry registry_;
   std::unique_ptr<HttpServer> server_;

@@ -21,6 +21,7 @@
 
 #include "base/file_system.h"
 #include "base/logging.h"
+#include "base/testing/temp_dir.h"
 #include "net/pki.h"
 #include "net/socket.h"
 
@@ -28,13 +29,6 @@ namespace kplane::net {
 namespace {
 
 using ::testing::HasSubstr;
-
-std::string TempDir() {
-  std::string tmpl = ::testing::TempDir() + "/tlstestXXXXXX";
-  char* d = mkdtemp(tmpl.data());
-  CHECK(d != nullptr);
-  return d;
-}
 
 // OpenSSL's own verdict on `leaf` against `ca` (the purpose checked too).
 std::string OpenSslVerify(const std::string& ca_pem,
@@ -172,7 +166,8 @@ TEST(PkiTest, RejectsRequestsASanCannotHold) {
 }
 
 TEST(PkiTest, EnsureCreatesPrivateFilesAndReusesThemOnTheNextStart) {
-  const std::string dir = TempDir() + "/pki";
+  kplane::testing::TempDir tmp("tlstest");
+  const std::string dir = tmp.Sub("pki");
   KeyPair ca1, server1, admin1;
   {
     Pki pki({.dir = dir});
@@ -230,7 +225,8 @@ TEST(PkiTest, EnsureCreatesPrivateFilesAndReusesThemOnTheNextStart) {
 }
 
 TEST(PkiTest, ReissuesAnExpiredLeafButNeverReplacesTheCa) {
-  const std::string dir = TempDir();
+  kplane::testing::TempDir tmp("tlstest");
+  const std::string dir = tmp.path();
   FakeClock clock;
   clock.SetWall(Clock::Real()->WallNow());
   Pki pki({.dir = dir, .clock = &clock});

@@ -4,36 +4,18 @@
 #define KPLANE_STORAGE_MVCC_TEST_UTIL_H_
 
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
-#include <filesystem>
 #include <functional>
 #include <memory>
 #include <string>
 
+#include "base/testing/temp_dir.h"
 #include "storage/mvcc/store.h"
 
 namespace kplane::mvcc::testing {
 
 // A fresh directory under /tmp, removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/kplane_mvcc_XXXXXX";
-    char* p = mkdtemp(tmpl);
-    EXPECT_NE(p, nullptr);
-    path_ = p;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-  std::string Sub(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+using ::kplane::testing::TempDir;
 
 inline etcdserverpb::PutRequest MakePut(const std::string& key,
                                         const std::string& value,

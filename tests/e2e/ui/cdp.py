@@ -11,6 +11,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -36,6 +37,12 @@ class Browser:
         # The control plane's CA is not in the browser's store: the test
         # accepts its certificate as a user clicking through would (the
         # page's own requests are then same-origin HTTPS).
+        # Chromium's own scratch files (its singleton lock directory,
+        # org.chromium.Chromium.*) go inside the profile, so close() removes
+        # them with it; its helper processes share one process group, which
+        # close() ends before removing the profile they write into.
+        env = dict(os.environ, TMPDIR=os.path.join(self.profile, "tmp"))
+        os.mkdir(env["TMPDIR"])
         self.proc = subprocess.Popen(
             [binary, "--headless=new", "--no-sandbox", "--disable-gpu",
              "--disable-dev-shm-usage", "--no-first-run",
@@ -43,7 +50,8 @@ class Browser:
              "--remote-debugging-port=0", "--remote-allow-origins=*",
              "--user-data-dir=" + self.profile,
              "--window-size=%d,%d" % (width, height), "about:blank"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            env=env, start_new_session=True)
         deadline = time.time() + 30
         self.http = None
         while time.time() < deadline:
@@ -77,6 +85,12 @@ class Browser:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        # Helpers (zygote, renderers) that outlived the browser process would
+        # go on writing into the profile while it is removed.
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
         shutil.rmtree(self.profile, ignore_errors=True)
 
 

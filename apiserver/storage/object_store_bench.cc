@@ -8,11 +8,12 @@
 
 #include <filesystem>
 
+#include "apiserver/storage/object_store.h"
+#include "base/heap_tuning.h"
+#include "base/logging.h"
 #include "objects/meta.h"
 #include "objects/scheme.h"
 #include "objects/types.h"
-#include "apiserver/storage/object_store.h"
-#include "base/logging.h"
 #include "storage/server/store_server.h"
 
 namespace kplane::apiserver {
@@ -142,4 +143,14 @@ BENCHMARK(BM_ListPaginated)
 }  // namespace
 }  // namespace kplane::apiserver
 
-BENCHMARK_MAIN();
+// As `kplane` does (cmd/kplane/main.cc): the heap keeps what a page frees.
+// GLIBC_TUNABLES=glibc.malloc.trim_threshold=131072 measures glibc's
+// defaults instead (the environment wins; base/heap_tuning.h).
+int main(int argc, char** argv) {
+  kplane::KeepFreedHeapMemory();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

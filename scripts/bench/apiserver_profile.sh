@@ -7,6 +7,7 @@
 # --call-graph dwarf` samples the apiserver and the store's leader, and
 # prints CPU per operation (/proc/<pid>/stat over the run) of the apiserver,
 # of each member and of the whole machine (/proc/stat: is it saturated?),
+# the apiserver's and the leader's minor page faults per operation,
 # and the apiserver's context switches per operation
 # (/proc/<pid>/task/*/status), summed by thread name.
 #   create  `kpctl bench api create` (pods);
@@ -88,6 +89,9 @@ threads() {  # tid name voluntary nonvoluntary, one line per thread
   done
 }
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# Minor page faults: memory the allocator gave back to the kernel and faulted
+# in again shows here (docs/performance.md, "The allocator keeps its heap").
+minflt() { awk '{print $10}' "/proc/$1/stat"; }
 # The machine's busy and total ticks (all CPUs) from /proc/stat.
 machine_ticks() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8, $2 + $3 + $4 + $5 + $6 + $7 + $8}' /proc/stat; }
 # The apiserver's watch-cache read metrics (pods), summed over labels.
@@ -126,6 +130,7 @@ if ((perf)); then
 fi
 threads >"$data/ctx0"
 a0=$(cpu_ticks "$api_pid")
+af0=$(minflt "$api_pid") lf0=$(minflt "${STORE_PIDS[$LEADER]}")
 s0=()
 for p in "${STORE_PIDS[@]}"; do s0+=("$(cpu_ticks "$p")"); done
 read -r m0 t0 <<<"$(machine_ticks)"
@@ -133,6 +138,7 @@ read -r m0 t0 <<<"$(machine_ticks)"
 load=$(cut -d' ' -f1-3 /proc/loadavg)
 run_load bench "$dur" >"$out/bench.txt" 2>&1
 a1=$(cpu_ticks "$api_pid")
+af1=$(minflt "$api_pid") lf1=$(minflt "${STORE_PIDS[$LEADER]}")
 s1=()
 for p in "${STORE_PIDS[@]}"; do s1+=("$(cpu_ticks "$p")"); done
 read -r m1 t1 <<<"$(machine_ticks)"
@@ -156,6 +162,8 @@ per_op() { awk -v t="$1" -v hz="$hz" -v o="$ops" 'BEGIN {printf "%.3f", t * 1000
     [[ $i == "$LEADER" ]] && role=leader
     echo "  store member $((i + 1)) ($role) $(per_op $((s1[i] - s0[i])))"
   done
+  awk -v a="$((af1 - af0))" -v l="$((lf1 - lf0))" -v o="$ops" -v w="$workload" \
+    'BEGIN {printf "minor page faults per %s: apiserver %.2f, store leader %.2f\n", w, a / o, l / o}'
   awk -v b="$((m1 - m0))" -v t="$((t1 - t0))" -v n="$(nproc)" \
     'BEGIN {if (t > 0) printf "machine busy: %.0f%% of %d CPUs\n", b * 100 / t, n}'
   if [[ $workload == list ]]; then

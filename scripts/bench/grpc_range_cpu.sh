@@ -12,8 +12,9 @@
 # /registry/configmaps/range1000/, a 2 s warm-up, then N runs (default 3)
 # of `kpctl store bench range --protocol grpc|json --clients 16 --range-prefix`
 # to the leader; one line per run: ranges/s, p99, the leader's and the load
-# tool's CPU per range (ms) and the leader's minor page faults per range (a
-# heap that is given back to the kernel and faulted in again shows here).
+# tool's CPU per range (ms), the leader's minor page faults per range (a
+# heap that is given back to the kernel and faulted in again shows here) and
+# its resident memory after the run.
 # KPCTL= names the load tool (default build/cmd/kpctl/kpctl).
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
@@ -61,7 +62,8 @@ for bin in "${bins[@]}"; do
       -v p="$(field p99_ms "$line")" -v s="$(field server_cpu_s "$line")" \
       -v c="$(field client_cpu_s "$line")" -v n="$ops" -v f="$faults" \
       -v proto="$protocol" \
-      'BEGIN { printf "%s %s load %s ranges/s %s p99_ms %s leader_ms/range %.3f client_ms/range %.3f minflt/range %.1f\n", b, proto, l, r, p, s * 1000 / n, c * 1000 / n, f / n }'
+      -v rss="$(awk '/^VmRSS/ {print $2}' "/proc/$leader_pid/status")" \
+      'BEGIN { printf "%s %s load %s ranges/s %s p99_ms %s leader_ms/range %.3f client_ms/range %.3f minflt/range %.1f leader_rss_mb %.1f\n", b, proto, l, r, p, s * 1000 / n, c * 1000 / n, f / n, rss / 1024 }'
   done
   stop_bench_servers
 done

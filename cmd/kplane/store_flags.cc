@@ -109,57 +109,6 @@ const std::map<std::string, ConfigKind>& ConfigKinds() {
   return *kinds;
 }
 
-// "http://host:port" or "https://host:port" with an explicit port (0
-// allowed), no path: etcd's types.NewURLs rules. Where `unix_ok` (the
-// client and peer URLs), also "unix://<path>" and "unixs://<path>" (TLS over
-// the socket): as etcd, the socket's path is all that follows "//"
-// ("unix://localhost:2379" is the file "localhost:2379" in the working
-// directory), kept in Url::host with scheme "unix" or "unixs".
-StatusOr<net::Url> ListenUrl(const std::string& text, const char* flag,
-                             bool unix_ok) {
-  auto bad = [&](const std::string& why) {
-    return InvalidArgumentError(std::string("--") + flag + ": " + why + ": " +
-                                text);
-  };
-  const bool unixs = text.starts_with("unixs://");
-  if (unixs || text.starts_with("unix://")) {
-    if (!unix_ok) {
-      return bad(
-          "unix socket URLs are served for client and peer URLs only; use "
-          "http://");
-    }
-    net::Url u;
-    u.scheme = unixs ? "unixs" : "unix";
-    u.host = text.substr(unixs ? 8 : 7);
-    if (u.host.empty()) return bad("unix socket URL without a path");
-    return u;
-  }
-  const bool https = text.starts_with("https://");
-  if (!https && !text.starts_with("http://")) {
-    return bad("URL scheme must be http or https");
-  }
-  const size_t scheme_len = https ? 8 : 7;
-  std::string_view authority = std::string_view(text).substr(scheme_len);
-  authority = authority.substr(0, authority.find('/'));
-  const size_t colon = authority.rfind(':');
-  if (colon == std::string_view::npos ||
-      authority.find(']', colon) != std::string_view::npos) {
-    return bad("URL address does not have the form \"host:port\"");
-  }
-  // Port 0 (a listener picks a free port) is no port to connect to, so
-  // net::ParseUrl refuses it: parse the rest with a stand-in.
-  const bool any_port = authority.substr(colon + 1) == "0";
-  std::string parse_text = text;
-  if (any_port) parse_text.replace(scheme_len + colon + 1, 1, "1");
-  auto u = net::ParseUrl(parse_text, net::UrlSchemes::kHttpOrHttps);
-  if (!u.ok()) return u.status().Annotate(std::string("--") + flag);
-  if (any_port) u->port = 0;
-  if (u->path != "/" && !u->path.empty()) {
-    return bad("URL must not contain a path");
-  }
-  return u;
-}
-
 std::string Trim(std::string s) {
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.pop_back();
   size_t i = 0;
@@ -274,6 +223,51 @@ void DeclareTlsSideFlags(FlagSet& f, const std::string& prefix,
 }
 
 }  // namespace
+
+StatusOr<net::Url> ListenUrl(const std::string& text, const char* flag,
+                             bool unix_ok) {
+  auto bad = [&](const std::string& why) {
+    return InvalidArgumentError(std::string("--") + flag + ": " + why + ": " +
+                                text);
+  };
+  const bool unixs = text.starts_with("unixs://");
+  if (unixs || text.starts_with("unix://")) {
+    if (!unix_ok) {
+      return bad(
+          "unix socket URLs are served for client and peer URLs only; use "
+          "http://");
+    }
+    net::Url u;
+    u.scheme = unixs ? "unixs" : "unix";
+    u.host = text.substr(unixs ? 8 : 7);
+    if (u.host.empty()) return bad("unix socket URL without a path");
+    return u;
+  }
+  const bool https = text.starts_with("https://");
+  if (!https && !text.starts_with("http://")) {
+    return bad("URL scheme must be http or https");
+  }
+  const size_t scheme_len = https ? 8 : 7;
+  std::string_view authority = std::string_view(text).substr(scheme_len);
+  authority = authority.substr(0, authority.find('/'));
+  const size_t colon = authority.rfind(':');
+  if (colon == std::string_view::npos ||
+      authority.find(']', colon) != std::string_view::npos) {
+    return bad("URL address does not have the form \"host:port\"");
+  }
+  // Port 0 (a listener picks a free port) is no port to connect to, so
+  // net::ParseUrl refuses it: parse the rest with a stand-in.
+  const bool any_port = authority.substr(colon + 1) == "0";
+  std::string parse_text = text;
+  if (any_port) parse_text.replace(scheme_len + colon + 1, 1, "1");
+  auto u = net::ParseUrl(parse_text, net::UrlSchemes::kHttpOrHttps);
+  if (!u.ok()) return u.status().Annotate(std::string("--") + flag);
+  if (any_port) u->port = 0;
+  if (u->path != "/" && !u->path.empty()) {
+    return bad("URL must not contain a path");
+  }
+  return u;
+}
 
 struct StoreFlags::State {
   FlagSet flags{"kplane store",

@@ -107,6 +107,16 @@ class StoreFlags {
   std::unique_ptr<State> st_;
 };
 
+// "http://host:port" or "https://host:port" with an explicit port (0
+// allowed), no path: etcd's types.NewURLs rules. Where `unix_ok` (the
+// client and peer URLs), also "unix://<path>" and "unixs://<path>" (TLS over
+// the socket): as etcd, the socket's path is all that follows "//"
+// ("unix://localhost:2379" is the file "localhost:2379" in the working
+// directory), kept in Url::host with scheme "unix" or "unixs".
+// Errors: kInvalidArgument naming --`flag` and the URL.
+StatusOr<net::Url> ListenUrl(const std::string& text, const char* flag,
+                             bool unix_ok);
+
 // The process environment as a map (for Parse).
 std::map<std::string, std::string> ProcessEnvironment();
 

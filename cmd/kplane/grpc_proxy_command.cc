@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <climits>
 #include <iostream>
 
@@ -13,7 +14,10 @@
 #include "base/flags.h"
 #include "base/logging.h"
 #include "base/strings.h"
+#include "cmd/kplane/store_flags.h"
 #include "cmd/kplane/watch_limit_flag.h"
+#include "net/socket.h"
+#include "net/tls.h"
 #include "storage/etcdjson/etcd_json.h"
 #include "storage/server/member_tls.h"
 
@@ -36,7 +40,8 @@ struct FlagValues {
   int64_t range_cache_bytes = 64 << 20;
   std::string data_dir = "default.proxy";
   // etcd's flags that kplane does not serve: refused when given a value.
-  std::string discovery_srv, discovery_srv_name, metrics_addr, resolver_prefix,
+  std::string metrics_addr;
+  std::string discovery_srv, discovery_srv_name, resolver_prefix,
       client_crl_file, leasing_prefix;
   int64_t resolver_ttl = 0;
   bool insecure_discovery = false, auto_tls = false, ordering = false;
@@ -94,7 +99,9 @@ void DeclareFlags(FlagSet& f, FlagValues& v) {
   f.String("discovery-srv", &v.discovery_srv, "Not served: refused.");
   f.String("discovery-srv-name", &v.discovery_srv_name, "Not served: refused.");
   f.Bool("insecure-discovery", &v.insecure_discovery, "Not served: refused.");
-  f.String("metrics-addr", &v.metrics_addr, "Not served: refused.");
+  f.String("metrics-addr", &v.metrics_addr,
+           "An http:// or https:// URL (host:port, port 0: any) that "
+           "serves /metrics and /health; https uses --cert-file/--key-file.");
   f.String("resolver-prefix", &v.resolver_prefix, "Not served: refused.");
   f.Int64("resolver-ttl", &v.resolver_ttl, "Not served: refused.");
   f.Bool("auto-tls", &v.auto_tls, "Not served: refused.");
@@ -136,6 +143,88 @@ StatusOr<std::string> CertificateCommonName(const std::string& path) {
   return cn;
 }
 
+StatusOr<std::unique_ptr<net::HttpServer>> StartProxyMetricsServer(
+    const net::Url& url, const storage::GrpcProxyOptions& proxy_options,
+    storage::GrpcProxy* proxy, metrics::Registry* registry) {
+  net::HttpServerOptions ho;
+  ho.name = "metrics";
+  ho.worker_threads = 2;
+  ho.max_connections = 1024;
+  if (url.scheme == "https") {
+    ASSIGN_OR_RETURN(ho.tls, net::TlsContext::NewServer(
+                                 {.cert_file = proxy_options.cert_file,
+                                  .key_file = proxy_options.key_file,
+                                  .alpn = {"http/1.1"}}));
+  }
+  ASSIGN_OR_RETURN(net::ScopedFd fd, net::ListenTcp(url.host, url.port, 128));
+  ho.listen_fd = fd.Release();
+
+  auto gauge = [&](const char* name, const char* help,
+                   int64_t (*read)(const storage::GrpcProxyStats&)) {
+    registry->NewCallbackGauge(name, help, [proxy, read] {
+      return static_cast<double>(read(proxy->stats()));
+    });
+  };
+  auto counter = [&](const char* name, const char* help,
+                     int64_t (*read)(const storage::GrpcProxyStats&)) {
+    registry->NewCallbackCounter(name, help, [proxy, read] {
+      return static_cast<double>(read(proxy->stats()));
+    });
+  };
+  // etcd's names and types (its proxy declares these as gauges).
+  gauge("etcd_grpc_proxy_watchers_coalescing_total",
+        "Client watchers sharing an upstream watch with another.",
+        [](const storage::GrpcProxyStats& s) {
+          return std::max<int64_t>(0, s.watchers - s.upstream_watches);
+        });
+  gauge("etcd_grpc_proxy_cache_keys_total",
+        "Serializable Range answers in the cache.",
+        [](const storage::GrpcProxyStats& s) { return s.range_cache_entries; });
+  gauge("etcd_grpc_proxy_cache_hits_total",
+        "Serializable Ranges answered from the cache.",
+        [](const storage::GrpcProxyStats& s) { return s.range_cache_hits; });
+  gauge("etcd_grpc_proxy_cache_misses_total",
+        "Serializable Ranges forwarded to a member.",
+        [](const storage::GrpcProxyStats& s) { return s.range_cache_misses; });
+  gauge("kplane_grpc_proxy_upstream_watches",
+        "Watches open to the members now.",
+        [](const storage::GrpcProxyStats& s) { return s.upstream_watches; });
+  gauge("kplane_grpc_proxy_watchers", "Client watchers open now.",
+        [](const storage::GrpcProxyStats& s) { return s.watchers; });
+  counter(
+      "kplane_grpc_proxy_slow_streams_ended_total",
+      "Client Watch streams ended for holding more unsent responses "
+      "than the proxy queues.",
+      [](const storage::GrpcProxyStats& s) { return s.slow_streams_ended; });
+  counter("kplane_grpc_proxy_forwarded_calls_total",
+          "Calls forwarded to the members.",
+          [](const storage::GrpcProxyStats& s) { return s.forwarded_calls; });
+  counter(
+      "kplane_grpc_proxy_watch_creates_refused_total",
+      "Watch creates refused because their client Watch stream already "
+      "held --max-watchers-per-stream watchers.",
+      [](const storage::GrpcProxyStats& s) { return s.watch_creates_refused; });
+
+  auto server = std::make_unique<net::HttpServer>(ho);
+  server->Handle(
+      "GET", "/metrics",
+      [registry](const net::HttpRequest&, std::shared_ptr<net::Responder> r) {
+        r->Respond(200, {{"Content-Type", "text/plain; version=0.0.4"}},
+                   registry->Render());
+      });
+  // etcd's proxy: a Get through the cluster within its client's timeout.
+  server->Handle(
+      "GET", "/health",
+      [proxy](const net::HttpRequest&, std::shared_ptr<net::Responder> r) {
+        Status h = proxy->CheckHealth();
+        if (!h.ok()) LOG(WARNING) << "/health false: " << h;
+        r->Respond(h.ok() ? 200 : 503, {{"Content-Type", "application/json"}},
+                   h.ok() ? R"({"health":"true"})" : R"({"health":"false"})");
+      });
+  RETURN_IF_ERROR(server->Start());
+  return server;
+}
+
 std::string GrpcProxyUsage() {
   FlagSet f(kCommand,
             "etcd's L7 gRPC proxy: serves etcd's v3 gRPC API and forwards "
@@ -160,14 +249,13 @@ StatusOr<GrpcProxyCommandOptions> ParseGrpcProxyArgs(
   RETURN_IF_ERROR(parsed);
   RETURN_IF_ERROR(CheckStartSubcommand(f.args(), "kplane store grpc-proxy"));
   for (const char* flag :
-       {"discovery-srv", "discovery-srv-name", "metrics-addr",
-        "resolver-prefix", "client-crl-file", "experimental-leasing-prefix"}) {
+       {"discovery-srv", "discovery-srv-name", "resolver-prefix",
+        "client-crl-file", "experimental-leasing-prefix"}) {
     // An empty value is etcd's default: harmless.
     std::string* val = nullptr;
     const std::string name = flag;
     if (name == "discovery-srv") val = &v.discovery_srv;
     if (name == "discovery-srv-name") val = &v.discovery_srv_name;
-    if (name == "metrics-addr") val = &v.metrics_addr;
     if (name == "resolver-prefix") val = &v.resolver_prefix;
     if (name == "client-crl-file") val = &v.client_crl_file;
     if (name == "experimental-leasing-prefix") val = &v.leasing_prefix;
@@ -239,6 +327,15 @@ StatusOr<GrpcProxyCommandOptions> ParseGrpcProxyArgs(
                                   ")");
     }
   }
+  if (!v.metrics_addr.empty()) {
+    ASSIGN_OR_RETURN(o.metrics_url, ListenUrl(v.metrics_addr, "metrics-addr",
+                                              /*unix_ok=*/false));
+    if (o.metrics_url->scheme == "https" && p.cert_file.empty()) {
+      return InvalidArgumentError(
+          "--metrics-addr: an https:// URL needs --cert-file and --key-file "
+          "(the proxy's serving certificate)");
+    }
+  }
   if (!v.cipher_suites.empty()) {
     auto list = storage::OpenSslCipherList(v.cipher_suites);
     if (!list.ok()) return list.status().Annotate("--listen-cipher-suites");
@@ -279,9 +376,20 @@ int RunGrpcProxyCommand(const std::vector<std::string>& args) {
             << (o.proxy.key_prefix.empty()
                     ? ""
                     : ", namespace \"" + o.proxy.key_prefix + "\"");
+  metrics::Registry registry;
+  std::unique_ptr<net::HttpServer> metrics_http;
+  if (o.metrics_url) {
+    auto m = StartProxyMetricsServer(*o.metrics_url, o.proxy, proxy->get(),
+                                     &registry);
+    if (!m.ok()) return fail(m.status().Annotate("--metrics-addr"));
+    metrics_http = std::move(*m);
+    LOG(INFO) << "serving /metrics and /health on " << o.metrics_url->scheme
+              << "://" << o.metrics_url->host << ":" << metrics_http->port();
+  }
   int sig = 0;
   sigwait(&stop, &sig);
   LOG(INFO) << "received signal " << sig << ", shutting down";
+  if (metrics_http) metrics_http->Stop();
   (*proxy)->Stop();
   return 0;
 }

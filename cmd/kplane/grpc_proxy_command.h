@@ -14,8 +14,12 @@
 // size; 0: no cache) and --range-cache-max-bytes (64 MiB) bound the
 // serializable-range cache; --max-watchers-per-stream (10,000, the store's
 // flag and default; 0: no cap) bounds one client Watch stream's watchers.
+// --metrics-addr (an http:// or https:// URL; https takes the serving
+// certificate of --cert-file/--key-file) serves GET /metrics and GET
+// /health there, as etcd's proxy: its metrics (StartProxyMetricsServer)
+// and a health check through the members (GrpcProxy::CheckHealth).
 // etcd's flags kplane does not serve
-// (--discovery-srv, --metrics-addr, --resolver-prefix, --auto-tls,
+// (--discovery-srv, --resolver-prefix, --auto-tls,
 // --client-crl-file, the experimental ones) are refused when given a
 // value, naming the flag.
 // As etcd, a client certificate (--cert) with a non-empty Common Name is
@@ -27,16 +31,23 @@
 #ifndef KPLANE_CMD_KPLANE_GRPC_PROXY_COMMAND_H_
 #define KPLANE_CMD_KPLANE_GRPC_PROXY_COMMAND_H_
 
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "base/metrics.h"
 #include "base/statusor.h"
+#include "net/http_server.h"
+#include "net/url.h"
 #include "storage/grpc/grpc_proxy.h"
 
 namespace kplane::cmd {
 
 struct GrpcProxyCommandOptions {
   storage::GrpcProxyOptions proxy;
+  // --metrics-addr; unset: no metrics listener.
+  std::optional<net::Url> metrics_url;
   // OpenSSL's names for --listen-cipher-suites ("" : the defaults).
   std::string openssl_ciphers;
   bool debug = false;
@@ -55,6 +66,22 @@ std::string GrpcProxyUsage();
 // The Common Name of the first certificate in the PEM file `path` ("" if
 // it has none). kInvalidArgument if the file cannot be read or parsed.
 StatusOr<std::string> CertificateCommonName(const std::string& path);
+
+// The --metrics-addr server for `proxy`, started on `url` (port 0: an
+// ephemeral one, server->port()); https:// serves with `proxy_options`'
+// --cert-file/--key-file. GET /metrics renders `registry` after adding the
+// proxy's figures to it as etcd's proxy names them
+// (etcd_grpc_proxy_watchers_coalescing_total, etcd_grpc_proxy_cache_keys_total,
+// etcd_grpc_proxy_cache_hits_total, etcd_grpc_proxy_cache_misses_total)
+// and kplane's (kplane_grpc_proxy_*: upstream watches, watchers, slow
+// streams ended, forwarded calls, watch creates refused at the stream's
+// bound); GET /health answers etcd's {"health":"true"} (200) or
+// {"health":"false"} (503) from GrpcProxy::CheckHealth. `proxy` and
+// `registry` must outlive the server: Stop() it first.
+// Errors: the listener's or the TLS files'.
+StatusOr<std::unique_ptr<net::HttpServer>> StartProxyMetricsServer(
+    const net::Url& url, const storage::GrpcProxyOptions& proxy_options,
+    storage::GrpcProxy* proxy, metrics::Registry* registry);
 
 // Runs until SIGINT/SIGTERM; returns the exit code. `args` are those after
 // `kplane store grpc-proxy`.

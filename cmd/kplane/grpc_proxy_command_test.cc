@@ -154,7 +154,11 @@ TEST(GrpcProxyFlagsTest, BadInputIsRefusedWithAClearMessage) {
       {{"start", "--listen-addr=23790"},
        "--listen-addr: \"23790\" has no port"},
       {{"start", "--metrics-addr=127.0.0.1:1"},
-       "--metrics-addr is not supported"},
+       "--metrics-addr: URL scheme must be http or https: 127.0.0.1:1"},
+      {{"start", "--metrics-addr=http://127.0.0.1"},
+       "--metrics-addr: URL address does not have the form \"host:port\""},
+      {{"start", "--metrics-addr=https://127.0.0.1:6633"},
+       "--metrics-addr: an https:// URL needs --cert-file and --key-file"},
       {{"start", "--discovery-srv=example.com"},
        "--discovery-srv is not supported"},
       {{"start", "--resolver-prefix=p", "--resolver-ttl=5"},
@@ -177,6 +181,18 @@ TEST(GrpcProxyFlagsTest, BadInputIsRefusedWithAClearMessage) {
     EXPECT_NE(o.status().message().find(c.want), std::string::npos)
         << o.status().message() << " (want: " << c.want << ")";
   }
+}
+
+TEST(GrpcProxyFlagsTest, MetricsAddr) {
+  auto none = Parse({"start"});
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_FALSE(none->metrics_url.has_value());
+  auto o = Parse({"start", "--metrics-addr=http://127.0.0.1:6633"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  ASSERT_TRUE(o->metrics_url.has_value());
+  EXPECT_EQ(o->metrics_url->scheme, "http");
+  EXPECT_EQ(o->metrics_url->host, "127.0.0.1");
+  EXPECT_EQ(o->metrics_url->port, 6633);
 }
 
 TEST(GrpcProxyFlagsTest, ListenCipherSuitesMapToOpenSsl) {

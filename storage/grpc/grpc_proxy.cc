@@ -441,6 +441,7 @@ class ForwardCall : public grpc::ServerGenericBidiReactor {
 struct Counters {
   std::atomic<int64_t> upstreams{0}, watchers{0}, slow{0}, calls{0};
   std::atomic<int64_t> cache_hits{0}, cache_misses{0};
+  std::atomic<int64_t> watch_creates_refused{0};  // at the stream's bound
 };
 
 enum class KvMethod { kRange, kPut, kDeleteRange, kTxn, kCompact, kOther };
@@ -1162,14 +1163,15 @@ class WatchStream
   };
 
   WatchStream(grpc::CallbackServerContext* ctx, WatchHub* hub,
-              Backends* backends, const GrpcProxyOptions* o,
-              std::atomic<int64_t>* slow)
+              Backends* backends, const GrpcProxyOptions* o, Counters* n)
       : ctx_(ctx),
         hub_(hub),
         b_(backends),
         o_(o),
+        n_(n),
         auth_(CallerAuth(*ctx)),
-        sink_(std::make_shared<Sink>(this, o->max_queued_watch_bytes, slow)) {
+        sink_(
+            std::make_shared<Sink>(this, o->max_queued_watch_bytes, &n->slow)) {
     StartRead(&req_);
   }
 
@@ -1191,6 +1193,7 @@ class WatchStream
       // The members' bound and text (etcdjson::CheckWatcherLimit).
       Status full =
           etcdjson::CheckWatcherLimit(ids_.size(), o_->max_watchers_per_stream);
+      if (!full.ok()) n_->watch_creates_refused.fetch_add(1);
       if (!full.ok() || ids_.count(id) > 0 || c.key().empty()) {
         pb::WatchResponse r;
         r.mutable_header();
@@ -1303,6 +1306,7 @@ class WatchStream
   WatchHub* const hub_;
   Backends* const b_;
   const GrpcProxyOptions* const o_;
+  Counters* const n_;
   const Metadata auth_;  // the client's token, for its upstream watches
   std::shared_ptr<Sink> sink_;
   pb::WatchRequest req_;
@@ -1317,18 +1321,18 @@ class WatchStream
 class WatchService final : public pb::Watch::CallbackService {
  public:
   WatchService(WatchHub* hub, Backends* backends, const GrpcProxyOptions* o,
-               std::atomic<int64_t>* slow)
-      : hub_(hub), b_(backends), o_(o), slow_(slow) {}
+               Counters* n)
+      : hub_(hub), b_(backends), o_(o), n_(n) {}
   grpc::ServerBidiReactor<pb::WatchRequest, pb::WatchResponse>* Watch(
       grpc::CallbackServerContext* ctx) override {
-    return new WatchStream(ctx, hub_, b_, o_, slow_);
+    return new WatchStream(ctx, hub_, b_, o_, n_);
   }
 
  private:
   WatchHub* const hub_;
   Backends* const b_;
   const GrpcProxyOptions* const o_;
-  std::atomic<int64_t>* const slow_;
+  Counters* const n_;
 };
 
 }  // namespace
@@ -1339,6 +1343,7 @@ struct GrpcProxy::Impl {
   GrpcProxyOptions o;
   Backends backends;
   std::unique_ptr<GrpcKV> watch_kv;
+  std::unique_ptr<GrpcKV> health_kv;  // CheckHealth's, with etcd's 1 s
   Counters n;
   std::unique_ptr<ProxyRangeCache> cache;  // null: disabled
   std::unique_ptr<WatchHub> hub;
@@ -1405,11 +1410,16 @@ StatusOr<std::unique_ptr<GrpcProxy>> GrpcProxy::Start(GrpcProxyOptions o) {
   if (client_tls) {
     ASSIGN_OR_RETURN(ko.tls, NewStoreClientTls(o.client_tls));
   }
+  // The health check's client: etcd's proxy gives its Get one second.
+  RemoteKVOptions health = ko;
+  health.dial_timeout = health.request_timeout = health.call_timeout =
+      seconds(1);
+  ASSIGN_OR_RETURN(impl->health_kv, GrpcKV::Create(std::move(health)));
   ASSIGN_OR_RETURN(impl->watch_kv, GrpcKV::Create(std::move(ko)));
   impl->hub = std::make_unique<WatchHub>(impl->watch_kv.get(), o.key_prefix,
                                          &impl->n.upstreams, &impl->n.watchers);
   impl->watch_service = std::make_unique<WatchService>(
-      impl->hub.get(), &impl->backends, &impl->o, &impl->n.slow);
+      impl->hub.get(), &impl->backends, &impl->o, &impl->n);
   if (o.range_cache_entries > 0) {
     impl->cache = std::make_unique<ProxyRangeCache>(o.range_cache_entries,
                                                     o.range_cache_bytes);
@@ -1469,9 +1479,20 @@ GrpcProxyStats GrpcProxy::stats() const {
   s.forwarded_calls = impl_->n.calls.load();
   s.range_cache_hits = impl_->n.cache_hits.load();
   s.range_cache_misses = impl_->n.cache_misses.load();
+  s.watch_creates_refused = impl_->n.watch_creates_refused.load();
   s.range_cache_entries =
       impl_->cache ? static_cast<int64_t>(impl_->cache->size()) : 0;
   return s;
+}
+
+Status GrpcProxy::CheckHealth() {
+  etcdserverpb::RangeRequest req;
+  req.set_key("a");
+  StatusOr<etcdserverpb::RangeResponse> r = impl_->health_kv->Range(req);
+  if (r.ok() || r.status().code() == StatusCode::kPermissionDenied) {
+    return Status::Ok();
+  }
+  return r.status();
 }
 
 void GrpcProxy::Stop() {

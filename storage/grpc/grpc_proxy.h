@@ -125,6 +125,9 @@ struct GrpcProxyStats {
   int64_t range_cache_hits = 0;     // serializable Ranges answered here
   int64_t range_cache_misses = 0;   // serializable Ranges forwarded
   int64_t range_cache_entries = 0;  // cached answers now
+  // Watch creates refused because their client stream already held
+  // max_watchers_per_stream watchers.
+  int64_t watch_creates_refused = 0;
 };
 
 class GrpcProxy {
@@ -136,6 +139,11 @@ class GrpcProxy {
 
   int port() const;
   GrpcProxyStats stats() const;
+  // etcd's proxy health check (its /health): a linearizable Range of the
+  // key "a" through the members, without a token, within one second (as
+  // etcd's). Ok when it is answered, or refused with PermissionDenied (auth
+  // on: the cluster still answers); else the error.
+  Status CheckHealth();
   // Cancels every call and upstream watch. Idempotent.
   void Stop();
 

@@ -352,11 +352,13 @@ TEST_F(GrpcProxyTest, StreamAtItsWatcherLimitRefusesTheNextCreate) {
   ASSERT_FALSE(a.canceled()) << a.cancel_reason();
   pb::WatchResponse b = create("b");
   ASSERT_FALSE(b.canceled()) << b.cancel_reason();
+  EXPECT_EQ(proxy_->stats().watch_creates_refused, 0);
   pb::WatchResponse refused = create("a");
   EXPECT_TRUE(refused.canceled());
   EXPECT_EQ(refused.watch_id(), -1);
   EXPECT_EQ(refused.cancel_reason(),
             "etcdserver: too many watchers on this stream (limit 2)");
+  EXPECT_EQ(proxy_->stats().watch_creates_refused, 1);
 
   ASSERT_TRUE(Put(kv_.get(), "a", "1").ok());
   pb::WatchResponse resp;
@@ -375,6 +377,17 @@ TEST_F(GrpcProxyTest, StreamAtItsWatcherLimitRefusesTheNextCreate) {
   EXPECT_FALSE(again.canceled()) << again.cancel_reason();
   EXPECT_GE(again.watch_id(), 0);
   ctx.TryCancel();
+}
+
+// etcd's proxy health check: answered through the member; a proxy whose
+// only member is gone is unhealthy.
+TEST_F(GrpcProxyTest, CheckHealthAsksTheMembers) {
+  StartProxy();
+  EXPECT_TRUE(proxy_->CheckHealth().ok());
+  proxy_->Stop();
+  member_.Stop();
+  Status gone = proxy_->CheckHealth();
+  EXPECT_FALSE(gone.ok());
 }
 
 // A watcher the member side ends (here: its start revision is compacted)

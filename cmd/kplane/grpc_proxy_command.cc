@@ -159,51 +159,55 @@ StatusOr<std::unique_ptr<net::HttpServer>> StartProxyMetricsServer(
   ASSIGN_OR_RETURN(net::ScopedFd fd, net::ListenTcp(url.host, url.port, 128));
   ho.listen_fd = fd.Release();
 
-  auto gauge = [&](const char* name, const char* help,
-                   int64_t (*read)(const storage::GrpcProxyStats&)) {
-    registry->NewCallbackGauge(name, help, [proxy, read] {
-      return static_cast<double>(read(proxy->stats()));
-    });
+  using Stats = storage::GrpcProxyStats;
+  // etcd's proxy declares its four as gauges, "_total" names and all.
+  registry->NewCallbackGauge(
+      "etcd_grpc_proxy_watchers_coalescing_total",
+      "Client watchers sharing an upstream watch with another.", [proxy] {
+        const Stats s = proxy->stats();
+        return static_cast<double>(
+            std::max<int64_t>(0, s.watchers - s.upstream_watches));
+      });
+  struct Figure {
+    bool counter;
+    const char* name;
+    const char* help;
+    int64_t Stats::*field;
   };
-  auto counter = [&](const char* name, const char* help,
-                     int64_t (*read)(const storage::GrpcProxyStats&)) {
-    registry->NewCallbackCounter(name, help, [proxy, read] {
-      return static_cast<double>(read(proxy->stats()));
-    });
+  static constexpr Figure kFigures[] = {
+      {false, "etcd_grpc_proxy_cache_keys_total",
+       "Serializable Range answers in the cache.", &Stats::range_cache_entries},
+      {false, "etcd_grpc_proxy_cache_hits_total",
+       "Serializable Ranges answered from the cache.",
+       &Stats::range_cache_hits},
+      {false, "etcd_grpc_proxy_cache_misses_total",
+       "Serializable Ranges forwarded to a member.",
+       &Stats::range_cache_misses},
+      {false, "kplane_grpc_proxy_upstream_watches",
+       "Watches open to the members now.", &Stats::upstream_watches},
+      {false, "kplane_grpc_proxy_watchers", "Client watchers open now.",
+       &Stats::watchers},
+      {true, "kplane_grpc_proxy_slow_streams_ended_total",
+       "Client Watch streams ended for holding more unsent responses than "
+       "the proxy queues.",
+       &Stats::slow_streams_ended},
+      {true, "kplane_grpc_proxy_forwarded_calls_total",
+       "Calls forwarded to the members.", &Stats::forwarded_calls},
+      {true, "kplane_grpc_proxy_watch_creates_refused_total",
+       "Watch creates refused because their client Watch stream already "
+       "held --max-watchers-per-stream watchers.",
+       &Stats::watch_creates_refused},
   };
-  // etcd's names and types (its proxy declares these as gauges).
-  gauge("etcd_grpc_proxy_watchers_coalescing_total",
-        "Client watchers sharing an upstream watch with another.",
-        [](const storage::GrpcProxyStats& s) {
-          return std::max<int64_t>(0, s.watchers - s.upstream_watches);
-        });
-  gauge("etcd_grpc_proxy_cache_keys_total",
-        "Serializable Range answers in the cache.",
-        [](const storage::GrpcProxyStats& s) { return s.range_cache_entries; });
-  gauge("etcd_grpc_proxy_cache_hits_total",
-        "Serializable Ranges answered from the cache.",
-        [](const storage::GrpcProxyStats& s) { return s.range_cache_hits; });
-  gauge("etcd_grpc_proxy_cache_misses_total",
-        "Serializable Ranges forwarded to a member.",
-        [](const storage::GrpcProxyStats& s) { return s.range_cache_misses; });
-  gauge("kplane_grpc_proxy_upstream_watches",
-        "Watches open to the members now.",
-        [](const storage::GrpcProxyStats& s) { return s.upstream_watches; });
-  gauge("kplane_grpc_proxy_watchers", "Client watchers open now.",
-        [](const storage::GrpcProxyStats& s) { return s.watchers; });
-  counter(
-      "kplane_grpc_proxy_slow_streams_ended_total",
-      "Client Watch streams ended for holding more unsent responses "
-      "than the proxy queues.",
-      [](const storage::GrpcProxyStats& s) { return s.slow_streams_ended; });
-  counter("kplane_grpc_proxy_forwarded_calls_total",
-          "Calls forwarded to the members.",
-          [](const storage::GrpcProxyStats& s) { return s.forwarded_calls; });
-  counter(
-      "kplane_grpc_proxy_watch_creates_refused_total",
-      "Watch creates refused because their client Watch stream already "
-      "held --max-watchers-per-stream watchers.",
-      [](const storage::GrpcProxyStats& s) { return s.watch_creates_refused; });
+  for (const Figure& f : kFigures) {
+    auto read = [proxy, field = f.field] {
+      return static_cast<double>(proxy->stats().*field);
+    };
+    if (f.counter) {
+      registry->NewCallbackCounter(f.name, f.help, read);
+    } else {
+      registry->NewCallbackGauge(f.name, f.help, read);
+    }
+  }
 
   auto server = std::make_unique<net::HttpServer>(ho);
   server->Handle(

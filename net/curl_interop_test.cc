@@ -229,7 +229,6 @@ TEST_F(CurlInteropTest, ErrorsAreReadable) {
 class CurlTlsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_FALSE(dir_.path().empty());
     pki_ = std::make_unique<Pki>(PkiOptions{.dir = dir_.Sub("pki")});
     ASSERT_TRUE(
         pki_->EnsureCertificate("server", {.common_name = "server",

@@ -5,9 +5,10 @@
 #ifndef KPLANE_BASE_TESTING_TEMP_DIR_H_
 #define KPLANE_BASE_TESTING_TEMP_DIR_H_
 
-#include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <system_error>
@@ -16,16 +17,18 @@ namespace kplane::testing {
 
 class TempDir {
  public:
-  // /tmp/<prefix>XXXXXX; a failed mkdtemp fails the test (path() is then
-  // empty and the removal does nothing).
+  // /tmp/<prefix>XXXXXX. A failed mkdtemp aborts the test binary: an empty
+  // path would make every Sub() name a directory under /.
   explicit TempDir(const std::string& prefix = "kplane_test_") {
     std::string tmpl = "/tmp/" + prefix + "XXXXXX";
     char* p = mkdtemp(tmpl.data());
-    EXPECT_NE(p, nullptr) << "mkdtemp " << tmpl;
-    if (p != nullptr) path_ = p;
+    if (p == nullptr) {
+      std::perror(("mkdtemp " + tmpl).c_str());
+      std::abort();
+    }
+    path_ = p;
   }
   ~TempDir() {
-    if (path_.empty()) return;
     std::error_code ec;
     std::filesystem::remove_all(path_, ec);
   }

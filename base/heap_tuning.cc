@@ -10,7 +10,8 @@ namespace kplane {
 namespace {
 
 bool EnvironmentChoosesThresholds() {
-  if (std::getenv("MALLOC_MMAP_THRESHOLD_") != nullptr ||
+  if (std::getenv("KPLANE_MALLOC_DEFAULTS") != nullptr ||
+      std::getenv("MALLOC_MMAP_THRESHOLD_") != nullptr ||
       std::getenv("MALLOC_TRIM_THRESHOLD_") != nullptr) {
     return true;
   }

@@ -24,9 +24,11 @@ inline constexpr size_t kHeapTrimThreshold = 2 * kHeapMmapThreshold;
 // unless the environment already chooses either (GLIBC_TUNABLES naming
 // glibc.malloc.mmap_threshold or glibc.malloc.trim_threshold,
 // MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_): an operator's setting
-// wins. Call once, early in main, before threads start. Returns whether
-// this call set them (false when the environment chose, or when malloc is
-// not glibc's and refuses, as under AddressSanitizer).
+// wins. KPLANE_MALLOC_DEFAULTS (any value) leaves glibc as it starts, its
+// adaptive rule included (setting either threshold, by mallopt or in the
+// environment, turns that rule off). Call once, early in main, before threads
+// start. Returns whether this call set them (false when the environment chose,
+// or when malloc is not glibc's and refuses, as under AddressSanitizer).
 bool KeepFreedHeapMemory();
 
 }  // namespace kplane

@@ -144,8 +144,8 @@ BENCHMARK(BM_ListPaginated)
 }  // namespace kplane::apiserver
 
 // As `kplane` does (cmd/kplane/main.cc): the heap keeps what a page frees.
-// GLIBC_TUNABLES=glibc.malloc.trim_threshold=131072 measures glibc's
-// defaults instead (the environment wins; base/heap_tuning.h).
+// KPLANE_MALLOC_DEFAULTS=1 measures glibc's defaults instead
+// (base/heap_tuning.h).
 int main(int argc, char** argv) {
   kplane::KeepFreedHeapMemory();
   benchmark::Initialize(&argc, argv);

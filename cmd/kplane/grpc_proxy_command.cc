@@ -7,9 +7,11 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <iostream>
 
+#include "base/clock.h"
 #include "base/command.h"
 #include "base/flags.h"
 #include "base/logging.h"
@@ -148,6 +150,7 @@ StatusOr<std::unique_ptr<net::HttpServer>> StartProxyMetricsServer(
     storage::GrpcProxy* proxy, metrics::Registry* registry) {
   net::HttpServerOptions ho;
   ho.name = "metrics";
+  ho.metrics = registry;  // its own kplane_http_* series are served too
   ho.worker_threads = 2;
   ho.max_connections = 1024;
   if (url.scheme == "https") {
@@ -219,9 +222,20 @@ StatusOr<std::unique_ptr<net::HttpServer>> StartProxyMetricsServer(
   // etcd's proxy: a Get through the cluster within its client's timeout.
   server->Handle(
       "GET", "/health",
-      [proxy](const net::HttpRequest&, std::shared_ptr<net::Responder> r) {
+      [proxy, last_warning = std::make_shared<std::atomic<int64_t>>(0)](
+          const net::HttpRequest&, std::shared_ptr<net::Responder> r) {
         Status h = proxy->CheckHealth();
-        if (!h.ok()) LOG(WARNING) << "/health false: " << h;
+        // One warning per 10 s: a monitor probing an unhealthy cluster
+        // every second would fill the log.
+        const int64_t now = Clock::Real()->Now().time_since_epoch().count();
+        int64_t last = last_warning->load();
+        if (!h.ok() &&
+            (last == 0 ||
+             now - last >=
+                 std::chrono::duration_cast<Duration>(seconds(10)).count()) &&
+            last_warning->compare_exchange_strong(last, now)) {
+          LOG(WARNING) << "/health false: " << h;
+        }
         r->Respond(h.ok() ? 200 : 503, {{"Content-Type", "application/json"}},
                    h.ok() ? R"({"health":"true"})" : R"({"health":"false"})");
       });
@@ -373,13 +387,6 @@ int RunGrpcProxyCommand(const std::vector<std::string>& args) {
   sigset_t stop = BlockStopSignals();  // before gRPC's threads
   auto proxy = storage::GrpcProxy::Start(o.proxy);
   if (!proxy.ok()) return fail(proxy.status());
-  // etcd's words; tools wait for them.
-  LOG(INFO) << "started gRPC proxy on " << o.proxy.listen_addr << " (port "
-            << (*proxy)->port() << "), proxying to ["
-            << StrJoin(o.proxy.endpoints, ",") << "]"
-            << (o.proxy.key_prefix.empty()
-                    ? ""
-                    : ", namespace \"" + o.proxy.key_prefix + "\"");
   metrics::Registry registry;
   std::unique_ptr<net::HttpServer> metrics_http;
   if (o.metrics_url) {
@@ -390,6 +397,14 @@ int RunGrpcProxyCommand(const std::vector<std::string>& args) {
     LOG(INFO) << "serving /metrics and /health on " << o.metrics_url->scheme
               << "://" << o.metrics_url->host << ":" << metrics_http->port();
   }
+  // etcd's words, once every listener is up (etcd binds its metrics
+  // listener first too); tools wait for them.
+  LOG(INFO) << "started gRPC proxy on " << o.proxy.listen_addr << " (port "
+            << (*proxy)->port() << "), proxying to ["
+            << StrJoin(o.proxy.endpoints, ",") << "]"
+            << (o.proxy.key_prefix.empty()
+                    ? ""
+                    : ", namespace \"" + o.proxy.key_prefix + "\"");
   int sig = 0;
   sigwait(&stop, &sig);
   LOG(INFO) << "received signal " << sig << ", shutting down";

@@ -141,8 +141,10 @@ class GrpcProxy {
   GrpcProxyStats stats() const;
   // etcd's proxy health check (its /health): a linearizable Range of the
   // key "a" through the members, without a token, within one second (as
-  // etcd's). Ok when it is answered, or refused with PermissionDenied (auth
-  // on: the cluster still answers); else the error.
+  // etcd's). Ok when it is answered or refused with PermissionDenied; else
+  // the error. With auth enabled the members refuse a Range without a token
+  // ("etcdserver: user name is empty", InvalidArgument), so the proxy
+  // reports unhealthy, as etcd 3.4's does.
   Status CheckHealth();
   // Cancels every call and upstream watch. Idempotent.
   void Stop();

@@ -6,12 +6,14 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <optional>
+#include <string>
 #include <vector>
 
 namespace kplane {
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 constexpr bool kSanitizedMalloc = true;
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
@@ -54,10 +56,12 @@ TEST(HeapTuningTest, ABurstOfSmallBlocksIsNotFaultedInAgain) {
   if (kSanitizedMalloc) {
     GTEST_SKIP() << "a sanitizer's malloc ignores mallopt";
   }
-  if (std::getenv("GLIBC_TUNABLES") != nullptr ||
-      std::getenv("MALLOC_TRIM_THRESHOLD_") != nullptr ||
-      std::getenv("MALLOC_MMAP_THRESHOLD_") != nullptr) {
-    GTEST_SKIP() << "the environment sets malloc's thresholds";
+  for (const char* var :
+       {"GLIBC_TUNABLES", "MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_",
+        "MALLOC_TOP_PAD_", "KPLANE_MALLOC_DEFAULTS"}) {
+    if (std::getenv(var) != nullptr) {
+      GTEST_SKIP() << var << " is set: the environment tunes malloc";
+    }
   }
   constexpr int kRounds = 8;
   // glibc's starting point (128 KiB) set back by hand, since this process
@@ -72,14 +76,41 @@ TEST(HeapTuningTest, ABurstOfSmallBlocksIsNotFaultedInAgain) {
   EXPECT_LT(FaultsOfBursts(kRounds), 64);
 }
 
+// Sets an environment variable for one scope, then puts back what was
+// there (or its absence).
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    const char* old = std::getenv(name);
+    if (old != nullptr) old_ = old;
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      setenv(name_, old_->c_str(), 1);
+    } else {
+      unsetenv(name_);
+    }
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
 TEST(HeapTuningTest, AnOperatorsEnvironmentWins) {
-  ASSERT_EQ(setenv("MALLOC_TRIM_THRESHOLD_", "1048576", 1), 0);
-  EXPECT_FALSE(KeepFreedHeapMemory());
-  unsetenv("MALLOC_TRIM_THRESHOLD_");
-  ASSERT_EQ(setenv("GLIBC_TUNABLES", "glibc.malloc.mmap_threshold=65536", 1),
-            0);
-  EXPECT_FALSE(KeepFreedHeapMemory());
-  unsetenv("GLIBC_TUNABLES");
+  {
+    ScopedEnv e("MALLOC_TRIM_THRESHOLD_", "1048576");
+    EXPECT_FALSE(KeepFreedHeapMemory());
+  }
+  {
+    ScopedEnv e("GLIBC_TUNABLES", "glibc.malloc.mmap_threshold=65536");
+    EXPECT_FALSE(KeepFreedHeapMemory());
+  }
+  {
+    ScopedEnv e("KPLANE_MALLOC_DEFAULTS", "1");
+    EXPECT_FALSE(KeepFreedHeapMemory());
+  }
 }
 
 }  // namespace

@@ -50,6 +50,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "base/log_throttle.h"
 #include "base/logging.h"
 #include "base/mutex.h"
 #include "net/http_parser.h"
@@ -253,10 +254,7 @@ class HttpServer::Impl {
   metrics::Family<metrics::Counter>* requests_family = nullptr;
   std::array<std::atomic<metrics::Counter*>, 600> requests_by_code{};
   metrics::Family<metrics::Counter>* tls_failures_family = nullptr;
-  Mutex tls_log_mu;  // a leaf
-  bool tls_logged GUARDED_BY(tls_log_mu) = false;
-  TimePoint last_tls_log GUARDED_BY(tls_log_mu);
-  uint64_t tls_logs_suppressed GUARDED_BY(tls_log_mu) = 0;
+  LogThrottle tls_log{kTlsLogInterval};
 
  private:
   void TimerLoop();
@@ -2447,19 +2445,8 @@ void HttpServer::Impl::TlsHandshakeFailed(std::string_view reason,
                                           const std::string& remote,
                                           std::string_view detail) {
   tls_failures_family->With({opts.name, std::string(reason)})->Inc();
-  const TimePoint now = clock->Now();
-  uint64_t more;
-  {
-    MutexLock l(&tls_log_mu);
-    if (tls_logged && now - last_tls_log < kTlsLogInterval) {
-      ++tls_logs_suppressed;
-      return;
-    }
-    tls_logged = true;
-    last_tls_log = now;
-    more = tls_logs_suppressed;
-    tls_logs_suppressed = 0;
-  }
+  uint64_t more = 0;
+  if (!tls_log.Allow(clock->Now(), &more)) return;
   LOG(WARNING) << opts.name << ": TLS handshake from " << remote << " failed ("
                << reason << "): " << detail
                << (more ? " (+" + std::to_string(more) +

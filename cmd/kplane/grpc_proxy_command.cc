@@ -7,13 +7,13 @@
 #include <stdlib.h>
 
 #include <algorithm>
-#include <atomic>
 #include <climits>
 #include <iostream>
 
 #include "base/clock.h"
 #include "base/command.h"
 #include "base/flags.h"
+#include "base/log_throttle.h"
 #include "base/logging.h"
 #include "base/strings.h"
 #include "cmd/kplane/store_flags.h"
@@ -222,19 +222,18 @@ StatusOr<std::unique_ptr<net::HttpServer>> StartProxyMetricsServer(
   // etcd's proxy: a Get through the cluster within its client's timeout.
   server->Handle(
       "GET", "/health",
-      [proxy, last_warning = std::make_shared<std::atomic<int64_t>>(0)](
+      // One warning per 10 s: a monitor probing an unhealthy cluster every
+      // second would fill the log.
+      [proxy, warnings = std::make_shared<LogThrottle>(seconds(10))](
           const net::HttpRequest&, std::shared_ptr<net::Responder> r) {
         Status h = proxy->CheckHealth();
-        // One warning per 10 s: a monitor probing an unhealthy cluster
-        // every second would fill the log.
-        const int64_t now = Clock::Real()->Now().time_since_epoch().count();
-        int64_t last = last_warning->load();
-        if (!h.ok() &&
-            (last == 0 ||
-             now - last >=
-                 std::chrono::duration_cast<Duration>(seconds(10)).count()) &&
-            last_warning->compare_exchange_strong(last, now)) {
-          LOG(WARNING) << "/health false: " << h;
+        uint64_t more = 0;
+        if (!h.ok() && warnings->Allow(Clock::Real()->Now(), &more)) {
+          LOG(WARNING) << "/health false: " << h
+                       << (more ? " (+" + std::to_string(more) +
+                                      " more failed checks since the last "
+                                      "message)"
+                                : "");
         }
         r->Respond(h.ok() ? 200 : 503, {{"Content-Type", "application/json"}},
                    h.ok() ? R"({"health":"true"})" : R"({"health":"false"})");

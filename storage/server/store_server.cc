@@ -641,11 +641,7 @@ void StoreServer::Process(std::vector<raftpb::Message> msgs) {
     if (refused != nullptr) {
       refused_messages_->With({refused})->Inc();
       // At most one line a second: the sender may be hostile.
-      const int64_t now = clock_->Now().time_since_epoch().count();
-      int64_t last = last_refusal_log_.load();
-      if (now - last >=
-              std::chrono::duration_cast<Duration>(seconds(1)).count() &&
-          last_refusal_log_.compare_exchange_strong(last, now)) {
+      if (refusal_log_.Allow(clock_->Now())) {
         LOG(WARNING) << "refused a raft " << raftpb::MessageType_Name(m.type())
                      << " from " << IdToHex(m.from()) << ": "
                      << (why.ok() ? "not a member of this cluster"

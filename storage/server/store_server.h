@@ -47,6 +47,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "base/log_throttle.h"
 #include "net/worker_pool.h"
 #include "schemas/storage.pb.h"
 #include "storage/kv.h"
@@ -310,7 +311,7 @@ class StoreServer : public KV, public PeerHandler {
   // kplane_watch_creates_refused_total, by WatchProtocol (both series are
   // made at construction, so they read 0 before the first refusal).
   std::array<metrics::Counter*, 2> refused_watch_creates_;
-  std::atomic<int64_t> last_refusal_log_{0};  // clock ticks
+  LogThrottle refusal_log_{seconds(1)};  // refused peer messages
 };
 
 }  // namespace kplane::storage

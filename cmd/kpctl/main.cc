@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "base/abseil_mutex_mode.h"
 #include "bench/api_bench_command.h"
 #include "bench/store_bench_command.h"
 #include "kpctl/kube/flags.h"
@@ -98,6 +99,9 @@ int Usage(FILE* to) {
 
 int main(int argc, char** argv) {
   if (argc < 2) return Usage(stderr);
+  // Its gRPC client (kpctl store, the load tool) without Debian's debug-mode
+  // lock-order graph (base/abseil_mutex_mode.h).
+  kplane::StopAbseilDeadlockDetection();
   std::vector<std::string> words(argv + 1, argv + argc);
   if (words[0] == "-h" || words[0] == "--help" || words[0] == "help") {
     return Usage(stdout);

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "base/abseil_mutex_mode.h"
 #include "base/heap_tuning.h"
 #include "cmd/kplane/apiserver_command.h"
 #include "cmd/kplane/controller_manager_command.h"
@@ -41,6 +42,9 @@ int main(int argc, char** argv) {
   // Every command is a server: its heap keeps what bursts of requests
   // free instead of faulting it in again (base/heap_tuning.h).
   kplane::KeepFreedHeapMemory();
+  // gRPC's mutexes without Debian's debug-mode lock-order graph
+  // (base/abseil_mutex_mode.h).
+  kplane::StopAbseilDeadlockDetection();
   std::string cmd = argv[1];
   std::vector<std::string> args(argv + 2, argv + argc);
   if (cmd == "up") return kplane::cmd::RunUpCommand(args);

@@ -163,7 +163,8 @@ StatusOr<std::unique_ptr<net::HttpServer>> StartProxyMetricsServer(
   ho.listen_fd = fd.Release();
 
   using Stats = storage::GrpcProxyStats;
-  // etcd's proxy declares its four as gauges, "_total" names and all.
+  // etcd's proxy declares four of its five as gauges, "_total" names and
+  // all.
   registry->NewCallbackGauge(
       "etcd_grpc_proxy_watchers_coalescing_total",
       "Client watchers sharing an upstream watch with another.", [proxy] {
@@ -178,6 +179,11 @@ StatusOr<std::unique_ptr<net::HttpServer>> StartProxyMetricsServer(
     int64_t Stats::*field;
   };
   static constexpr Figure kFigures[] = {
+      // etcd declares this one a counter.
+      {true, "etcd_grpc_proxy_events_coalescing_total",
+       "Upstream watch responses sent to a client watcher beyond the first "
+       "that shares the upstream watch.",
+       &Stats::events_coalescing},
       {false, "etcd_grpc_proxy_cache_keys_total",
        "Serializable Range answers in the cache.", &Stats::range_cache_entries},
       {false, "etcd_grpc_proxy_cache_hits_total",

@@ -71,7 +71,8 @@ StatusOr<std::string> CertificateCommonName(const std::string& path);
 // ephemeral one, server->port()); https:// serves with `proxy_options`'
 // --cert-file/--key-file. GET /metrics renders `registry` after adding the
 // proxy's figures to it as etcd's proxy names them
-// (etcd_grpc_proxy_watchers_coalescing_total, etcd_grpc_proxy_cache_keys_total,
+// (etcd_grpc_proxy_watchers_coalescing_total,
+// etcd_grpc_proxy_events_coalescing_total, etcd_grpc_proxy_cache_keys_total,
 // etcd_grpc_proxy_cache_hits_total, etcd_grpc_proxy_cache_misses_total)
 // and kplane's (kplane_grpc_proxy_*: upstream watches, watchers, slow
 // streams ended, forwarded calls, watch creates refused at the stream's

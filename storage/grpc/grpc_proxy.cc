@@ -442,6 +442,9 @@ struct Counters {
   std::atomic<int64_t> upstreams{0}, watchers{0}, slow{0}, calls{0};
   std::atomic<int64_t> cache_hits{0}, cache_misses{0};
   std::atomic<int64_t> watch_creates_refused{0};  // at the stream's bound
+  // etcd's events_coalescing: per upstream response, the members it went
+  // to beyond the first.
+  std::atomic<int64_t> coalesced{0};
 };
 
 enum class KvMethod { kRange, kPut, kDeleteRange, kTxn, kCompact, kOther };
@@ -798,12 +801,10 @@ struct Broadcast {
 // (creating one blocks until the member confirms it).
 class WatchHub {
  public:
-  WatchHub(GrpcKV* kv, std::string prefix, std::atomic<int64_t>* upstreams,
-           std::atomic<int64_t>* watchers)
+  WatchHub(GrpcKV* kv, std::string prefix, Counters* n)
       : kv_(kv),
         prefix_(std::move(prefix)),
-        upstreams_(upstreams),
-        watchers_(watchers),
+        n_(n),
         thread_([this] { Run(); }) {}
   ~WatchHub() { Stop(); }
 
@@ -908,7 +909,7 @@ class WatchHub {
         // Under b->mu: no event can slip between `created` and the join.
         if (sink->Send(std::move(created))) {
           b->members[{sink.get(), id}] = {sink, std::move(auth), ++b->joins};
-          watchers_->fetch_add(1);
+          n_->watchers.fetch_add(1);
         }
         return;
       }
@@ -924,11 +925,11 @@ class WatchHub {
     }
     std::weak_ptr<Broadcast> weak = b;
     const std::string prefix = prefix_;
-    std::atomic<int64_t>* watchers = watchers_;
+    Counters* n = n_;
     auto w = kv_->StartWatchWithMetadata(
         b->upstream_req,
-        [weak, prefix, watchers](const pb::WatchResponse& r) {
-          if (auto bb = weak.lock()) Deliver(*bb, prefix, watchers, r);
+        [weak, prefix, n](const pb::WatchResponse& r) {
+          if (auto bb = weak.lock()) Deliver(*bb, prefix, n, r);
         },
         [weak]() -> Metadata {
           auto bb = weak.lock();
@@ -949,10 +950,10 @@ class WatchHub {
     {
       MutexLock l(&b->mu);
       if (b->over) return;  // canceled at once (e.g. compacted)
-      watchers_->fetch_add(1);
+      n_->watchers.fetch_add(1);
     }
     b->upstream = std::move(*w);
-    upstreams_->fetch_add(1);
+    n_->upstreams.fetch_add(1);
     MutexLock l(&mu_);
     if (group.empty()) {
       solo_.push_back(b);
@@ -962,8 +963,7 @@ class WatchHub {
   }
 
   // One upstream response, to every member with its own watch id.
-  static void Deliver(Broadcast& b, const std::string& prefix,
-                      std::atomic<int64_t>* watchers,
+  static void Deliver(Broadcast& b, const std::string& prefix, Counters* n,
                       const pb::WatchResponse& r) {
     MutexLock l(&b.mu);
     if (r.header().revision() > b.revision) b.revision = r.header().revision();
@@ -975,12 +975,15 @@ class WatchHub {
       }
     }
     if (r.canceled()) b.over = true;
+    if (b.members.size() > 1) {
+      n->coalesced.fetch_add(static_cast<int64_t>(b.members.size()) - 1);
+    }
     for (auto it = b.members.begin(); it != b.members.end();) {
       out.set_watch_id(it->first.second);
       if (r.canceled()) it->second.sink->Ended(it->first.second);
       if (!it->second.sink->Send(out) || r.canceled()) {
         it = b.members.erase(it);
-        if (!r.created()) watchers->fetch_sub(1);
+        if (!r.created()) n->watchers.fetch_sub(1);
       } else {
         ++it;
       }
@@ -1003,7 +1006,7 @@ class WatchHub {
         for (auto it = b->members.begin(); it != b->members.end();) {
           if (it->first.first == sink && (id < 0 || it->first.second == id)) {
             it = b->members.erase(it);
-            watchers_->fetch_sub(1);
+            n_->watchers.fetch_sub(1);
           } else {
             ++it;
           }
@@ -1024,15 +1027,14 @@ class WatchHub {
       // Not under any lock: the destructor waits for the callback.
       if (b->upstream) {
         b->upstream.reset();
-        upstreams_->fetch_sub(1);
+        n_->upstreams.fetch_sub(1);
       }
     }
   }
 
   GrpcKV* const kv_;
   const std::string prefix_;
-  std::atomic<int64_t>* const upstreams_;
-  std::atomic<int64_t>* const watchers_;
+  Counters* const n_;
   Mutex mu_;
   std::deque<std::function<void()>> queue_ GUARDED_BY(mu_);
   std::map<std::string, std::shared_ptr<Broadcast>> shared_ GUARDED_BY(mu_);
@@ -1416,8 +1418,8 @@ StatusOr<std::unique_ptr<GrpcProxy>> GrpcProxy::Start(GrpcProxyOptions o) {
       seconds(1);
   ASSIGN_OR_RETURN(impl->health_kv, GrpcKV::Create(std::move(health)));
   ASSIGN_OR_RETURN(impl->watch_kv, GrpcKV::Create(std::move(ko)));
-  impl->hub = std::make_unique<WatchHub>(impl->watch_kv.get(), o.key_prefix,
-                                         &impl->n.upstreams, &impl->n.watchers);
+  impl->hub =
+      std::make_unique<WatchHub>(impl->watch_kv.get(), o.key_prefix, &impl->n);
   impl->watch_service = std::make_unique<WatchService>(
       impl->hub.get(), &impl->backends, &impl->o, &impl->n);
   if (o.range_cache_entries > 0) {
@@ -1480,6 +1482,7 @@ GrpcProxyStats GrpcProxy::stats() const {
   s.range_cache_hits = impl_->n.cache_hits.load();
   s.range_cache_misses = impl_->n.cache_misses.load();
   s.watch_creates_refused = impl_->n.watch_creates_refused.load();
+  s.events_coalescing = impl_->n.coalesced.load();
   s.range_cache_entries =
       impl_->cache ? static_cast<int64_t>(impl_->cache->size()) : 0;
   return s;

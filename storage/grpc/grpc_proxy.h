@@ -128,6 +128,10 @@ struct GrpcProxyStats {
   // Watch creates refused because their client stream already held
   // max_watchers_per_stream watchers.
   int64_t watch_creates_refused = 0;
+  // etcd's etcd_grpc_proxy_events_coalescing_total: for each response of
+  // an upstream watch, the client watchers it went to beyond the first
+  // (what sharing the watch saved).
+  int64_t events_coalescing = 0;
 };
 
 class GrpcProxy {

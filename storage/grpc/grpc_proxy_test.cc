@@ -306,6 +306,9 @@ TEST_F(GrpcProxyTest, IdenticalWatchesShareOneUpstreamWatch) {
     ASSERT_TRUE(past->rw->Read(&resp));
     ASSERT_EQ(resp.events_size(), 1);
   }
+  // etcd's events_coalescing: the one upstream response went to 7 watchers
+  // beyond the first (the watches of their own shared with nobody).
+  EXPECT_EQ(proxy_->stats().events_coalescing, kWatchers - 1);
 
   // Closing the streams closes the upstream watches.
   for (auto& w : ws) w->ctx.TryCancel();

@@ -203,7 +203,8 @@ TEST_P(GrpcProxy, MetricsAddrServesHealthAndMetrics) {
   EXPECT_EQ(m->status, 200);
   for (const char* name :
        {"etcd_grpc_proxy_cache_keys_total", "etcd_grpc_proxy_cache_hits_total",
-        "etcd_grpc_proxy_watchers_coalescing_total"}) {
+        "etcd_grpc_proxy_watchers_coalescing_total",
+        "etcd_grpc_proxy_events_coalescing_total"}) {
     EXPECT_NE(m->body.find(std::string("\n") + name + " "), std::string::npos)
         << name << " missing from\n"
         << m->body.substr(0, 2000);

@@ -8,6 +8,7 @@
 
 #include "base/base64.h"
 #include "base/crc32c.h"
+#include "base/log_throttle.h"
 #include "base/logging.h"
 #include "base/mutex.h"
 #include "storage/etcdjson/etcd_json.h"
@@ -1170,18 +1171,57 @@ void ClientApi::RegisterMetricsHandlers(net::HttpServer* http) {
   // monitoring scripts match the body). Why it is unhealthy goes in a
   // header, X-Kplane-Health-Reason, and the log. The checks are in
   // StoreServer::CheckHealth; it waits up to a second for a linearizable
-  // read, so it runs on a worker.
-  http->Handle("GET", "/health", [s](const HttpRequest&, ResponderPtr r) {
-    StoreServer::Health h = s->CheckHealth(seconds(1));
-    if (h.healthy) {
-      r->Respond(200, JsonHeaders(), R"({"health":"true"})");
-      return;
-    }
-    LOG(WARNING) << "/health false: " << h.reason;
-    net::HttpHeaders headers = JsonHeaders();
-    headers.Add("X-Kplane-Health-Reason", HeaderSafe(h.reason));
-    r->Respond(503, headers, R"({"health":"false"})");
-  });
+  // read, so it runs on a worker. ?exclude=NOSPACE (repeatable; etcd's
+  // alarm names, others ignored) leaves those alarms out, as etcd's
+  // getExcludedAlarms. Each answer counts in etcd's
+  // etcd_server_health_success / _failures (etcd 3.4 does not count a
+  // failure for an alarm; these do: a failed check is a failed check).
+  // Anyone who can reach the port can ask, so the warning is logged at
+  // most once per 10 s (etcd logs each).
+  metrics::Counter* ok_count =
+      metrics_
+          ->NewCounter("etcd_server_health_success",
+                       "The total number of successful "
+                       "health checks")
+          ->With({});
+  metrics::Counter* failed_count =
+      metrics_
+          ->NewCounter("etcd_server_health_failures",
+                       "The total number of failed "
+                       "health checks")
+          ->With({});
+  auto warnings = std::make_shared<LogThrottle>(seconds(10));
+  http->Handle(
+      "GET", "/health",
+      [s, ok_count, failed_count, warnings](const HttpRequest& req,
+                                            ResponderPtr r) {
+        std::vector<etcdserverpb::AlarmType> excluded;
+        for (auto [it, end] = req.query.equal_range("exclude"); it != end;
+             ++it) {
+          etcdserverpb::AlarmType type;
+          if (etcdserverpb::AlarmType_Parse(it->second, &type)) {
+            excluded.push_back(type);
+          }
+        }
+        StoreServer::Health h = s->CheckHealth(seconds(1), excluded);
+        if (h.healthy) {
+          ok_count->Inc();
+          r->Respond(200, JsonHeaders(), R"({"health":"true"})");
+          return;
+        }
+        failed_count->Inc();
+        uint64_t more = 0;
+        if (warnings->Allow(Clock::Real()->Now(), &more)) {
+          LOG(WARNING)
+              << "/health false: " << h.reason
+              << (more ? " (+" + std::to_string(more) +
+                             " more failed checks since the last message)"
+                       : "");
+        }
+        net::HttpHeaders headers = JsonHeaders();
+        headers.Add("X-Kplane-Health-Reason", HeaderSafe(h.reason));
+        r->Respond(503, headers, R"({"health":"false"})");
+      });
   metrics::Registry* reg = metrics_;
   http->Handle("GET", "/metrics", [reg](const HttpRequest&, ResponderPtr r) {
     r->Respond(200, {{"Content-Type", "text/plain; version=0.0.4"}},

@@ -1,5 +1,6 @@
 #include "storage/server/store_server.h"
 
+#include <algorithm>
 #include <future>
 #include <thread>
 
@@ -363,7 +364,9 @@ StatusOr<StoreRef> StoreServer::ReadStore() {
   return store;
 }
 
-StoreServer::Health StoreServer::CheckHealth(Duration read_timeout) {
+StoreServer::Health StoreServer::CheckHealth(
+    Duration read_timeout,
+    const std::vector<etcdserverpb::AlarmType>& excluded_alarms) {
   Health h;
   if (failed() || !apply_error().ok()) {
     h.reason = "MEMBER FAILED: " +
@@ -371,6 +374,10 @@ StoreServer::Health StoreServer::CheckHealth(Duration read_timeout) {
     return h;
   }
   std::vector<etcdserverpb::AlarmMember> alarms = Alarms();
+  std::erase_if(alarms, [&](const etcdserverpb::AlarmMember& a) {
+    return std::find(excluded_alarms.begin(), excluded_alarms.end(),
+                     a.alarm()) != excluded_alarms.end();
+  });
   if (!alarms.empty()) {
     h.reason = "ALARM ACTIVE";
     for (const auto& a : alarms) {

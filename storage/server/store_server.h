@@ -147,7 +147,9 @@ class StoreServer : public KV, public PeerHandler {
   // What GET /health answers (etcd's checkHealth, with one more check):
   // unhealthy, with etcd's reason text, when
   //   - a durable write failed or the apply stopped ("MEMBER FAILED"),
-  //   - any alarm is active ("ALARM ACTIVE" and the alarms),
+  //   - any alarm is active ("ALARM ACTIVE" and the alarms), but for the
+  //     types in `excluded_alarms` (etcd's /health?exclude=NOSPACE, as
+  //     kubeadm's liveness probe asks),
   //   - no leader is known ("RAFT NO LEADER"),
   //   - the apply is stuck behind the commit index ("APPLY STUCK"): it is
   //     more than kMaxApplyGap entries behind (etcd's
@@ -162,7 +164,9 @@ class StoreServer : public KV, public PeerHandler {
     std::string reason;  // empty when healthy
   };
   static constexpr uint64_t kMaxApplyGap = 5000;
-  Health CheckHealth(Duration read_timeout = seconds(1));
+  Health CheckHealth(
+      Duration read_timeout = seconds(1),
+      const std::vector<etcdserverpb::AlarmType>& excluded_alarms = {});
 
   // ---- KV (embedded use, blocking) -----------------------------------------
   StatusOr<etcdserverpb::RangeResponse> Range(

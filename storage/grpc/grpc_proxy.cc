@@ -1490,7 +1490,8 @@ GrpcProxyStats GrpcProxy::stats() const {
 
 Status GrpcProxy::CheckHealth() {
   etcdserverpb::RangeRequest req;
-  req.set_key("a");
+  // etcd's proxy asks through its namespaced client: "a" under --namespace.
+  req.set_key(impl_->o.key_prefix + "a");
   StatusOr<etcdserverpb::RangeResponse> r = impl_->health_kv->Range(req);
   if (r.ok() || r.status().code() == StatusCode::kPermissionDenied) {
     return Status::Ok();

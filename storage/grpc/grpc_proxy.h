@@ -144,7 +144,8 @@ class GrpcProxy {
   int port() const;
   GrpcProxyStats stats() const;
   // etcd's proxy health check (its /health): a linearizable Range of the
-  // key "a" through the members, without a token, within one second (as
+  // key "a" (under the namespace, as etcd's namespaced client asks) through
+  // the members, without a token, within one second (as
   // etcd's). Ok when it is answered or refused with PermissionDenied; else
   // the error. With auth enabled the members refuse a Range without a token
   // ("etcdserver: user name is empty", InvalidArgument), so the proxy

@@ -16,10 +16,11 @@
 namespace kplane {
 
 // Turns Abseil's mutex deadlock detection off for the whole process
-// (absl::OnDeadlockCycle::kIgnore). Call once, early in main, before threads
-// that lock absl mutexes start. KPLANE_ABSL_DEADLOCK_DETECTION (any value)
-// leaves Abseil's default, for chasing a suspected lock-order bug in gRPC.
-// Returns whether this call turned it off.
+// (absl::OnDeadlockCycle::kIgnore). Call early in main, before threads that
+// lock absl mutexes start; calling it again is harmless (GrpcKV::Create does,
+// for processes whose main did not). KPLANE_ABSL_DEADLOCK_DETECTION (any
+// value, 0 included) leaves Abseil's default, for chasing a suspected
+// lock-order bug in gRPC. Returns whether this call turned it off.
 bool StopAbseilDeadlockDetection();
 
 }  // namespace kplane

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "base/abseil_mutex_mode.h"
 #include "bench/store_bench_command.h"
 
 int main(int argc, char** argv) {
@@ -11,6 +12,8 @@ int main(int argc, char** argv) {
     std::cerr << "usage: kplane_bench_tool store [flags]  (--help)\n";
     return 2;
   }
+  // As kpctl's: its gRPC client without Debian's debug-mode lock-order graph.
+  kplane::StopAbseilDeadlockDetection();
   return kplane::bench::RunStoreBenchCommand(
       std::vector<std::string>(argv + 2, argv + argc));
 }

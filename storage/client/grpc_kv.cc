@@ -5,7 +5,6 @@
 #include "storage/client/grpc_kv.h"
 // clang-format on
 
-#include <absl/synchronization/mutex.h>
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
@@ -17,6 +16,7 @@
 #include <thread>
 #include <utility>
 
+#include "base/abseil_mutex_mode.h"
 #include "base/logging.h"
 #include "base/mutex.h"
 #include "schemas/grpc/rpc_services.grpc.pb.h"
@@ -195,27 +195,18 @@ StatusOr<Resp> Unary(Channels* c, std::string_view what, CallKind kind,
   return resp;
 }
 
-// Debian's abseil is built without NDEBUG, so every absl::Mutex that gRPC
-// locks (several per call) also updates abseil's lock-order graph for its
-// deadlock detector: ~2 % of the apiserver's CPU at 64 concurrent pod
-// creates (docs/performance.md, "The gRPC store client profiled"). Our own
-// locks are not absl's, and gRPC's lock order is gRPC's to test, so the
-// detector is switched off, once per process, before our first channel
-// exists. (A lock taken while it was on and released after leaves only a
-// stale entry that nothing reads any more.)
-void DisableAbslDeadlockDetection() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
-  });
-}
-
 }  // namespace
 
 StatusOr<std::unique_ptr<GrpcKV>> GrpcKV::Create(RemoteKVOptions options) {
   ASSIGN_OR_RETURN(std::vector<Endpoint> eps,
                    ParseEndpoints(options.endpoints, options.tls != nullptr));
-  DisableAbslDeadlockDetection();
+  // Debian's abseil runs its deadlock detector on every lock gRPC takes:
+  // ~2 % of the apiserver's CPU at 64 concurrent pod creates
+  // (docs/performance.md, "The gRPC store client profiled"). Off before our
+  // first channel exists, for processes whose main did not turn it off
+  // (base/abseil_mutex_mode.h). A lock taken while it was on and released
+  // after leaves only a stale entry that nothing reads any more.
+  StopAbseilDeadlockDetection();
   auto c = std::make_unique<Channels>();
   c->clock = options.clock ? options.clock : Clock::Real();
   grpc::ChannelArguments args;

@@ -51,10 +51,11 @@
 // supported, as in RemoteKV, except a watch's metadata given to
 // StartWatchWithMetadata.
 //
-// Process-wide side effect: the first Create switches off abseil's Mutex
-// deadlock detection (absl::SetMutexDeadlockDetectionMode(kIgnore)), which
-// Debian's abseil runs on every lock gRPC takes (docs/performance.md, "The
-// gRPC store client profiled").
+// Process-wide side effect: Create switches off abseil's Mutex deadlock
+// detection (base/abseil_mutex_mode.h, StopAbseilDeadlockDetection: unless
+// KPLANE_ABSL_DEADLOCK_DETECTION is set), which Debian's abseil runs on
+// every lock gRPC takes (docs/performance.md, "The gRPC store client
+// profiled").
 //
 // Ownership: a Watch must be destroyed before the GrpcKV that started it.
 // Thread-safety: all methods may be called concurrently.

@@ -1190,7 +1190,7 @@ void ClientApi::RegisterMetricsHandlers(net::HttpServer* http) {
                        "The total number of failed "
                        "health checks")
           ->With({});
-  auto warnings = std::make_shared<LogThrottle>(seconds(10));
+  std::shared_ptr<LogThrottle> warnings = health_warnings_;
   http->Handle(
       "GET", "/health",
       [s, ok_count, failed_count, warnings](const HttpRequest& req,

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "base/log_throttle.h"
 #include "base/metrics.h"
 #include "net/http_server.h"
 #include "storage/server/store_server.h"
@@ -63,6 +64,9 @@ class ClientApi {
   const ClientApiOptions options_;
   // One per RegisterHandlers (per listener), as etcd's gateway connections.
   std::vector<std::shared_ptr<GatewayStreams>> streams_;
+  // /health's warning, shared by every listener that serves it.
+  const std::shared_ptr<LogThrottle> health_warnings_ =
+      std::make_shared<LogThrottle>(seconds(10));
 };
 
 }  // namespace kplane::storage

@@ -8,7 +8,6 @@
 
 #include "storage/client/grpc_kv.h"
 
-#include <absl/synchronization/mutex.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -19,6 +18,8 @@
 #include <mutex>
 #include <string>
 #include <vector>
+
+#include "base/testing/absl_lock_cycle.h"
 
 namespace kplane::storage {
 namespace {
@@ -160,16 +161,7 @@ void CreateThenLockBothOrders() {
   RemoteKVOptions o;
   o.endpoints = {"127.0.0.1:" + std::to_string(ClosedPort())};
   if (!GrpcKV::Create(o).ok()) std::_Exit(2);
-  absl::Mutex a;
-  absl::Mutex b;
-  a.Lock();
-  b.Lock();
-  b.Unlock();
-  a.Unlock();
-  b.Lock();
-  a.Lock();  // b before a: a cycle, if anything is watching
-  a.Unlock();
-  b.Unlock();
+  kplane::testing::LockAbslMutexesInBothOrders();
   std::_Exit(0);
 }
 

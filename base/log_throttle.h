@@ -5,7 +5,7 @@
 //   LogThrottle throttle(seconds(10));
 //   uint64_t left_out = 0;
 //   if (throttle.Allow(clock->Now(), &left_out)) {
-//     LOG(WARNING) << "..." << " (+" << left_out << " more)";
+//     LOG(WARNING) << "..." << LogThrottle::LeftOut(left_out, "failures");
 //   }
 //
 // Thread-safety: Allow() from any thread (a leaf mutex).
@@ -13,6 +13,8 @@
 #define KPLANE_BASE_LOG_THROTTLE_H_
 
 #include <cstdint>
+#include <string>
+#include <string_view>
 
 #include "base/clock.h"
 #include "base/mutex.h"
@@ -40,6 +42,14 @@ class LogThrottle {
     if (left_out != nullptr) *left_out = left_out_;
     left_out_ = 0;
     return true;
+  }
+
+  // The end of a line Allow let through: "" when nothing was left out,
+  // else " (+<left_out> more <what> since the last message)".
+  static std::string LeftOut(uint64_t left_out, std::string_view what) {
+    if (left_out == 0) return "";
+    return " (+" + std::to_string(left_out) + " more " + std::string(what) +
+           " since the last message)";
   }
 
  private:

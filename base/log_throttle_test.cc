@@ -22,6 +22,12 @@ TEST(LogThrottleTest, OneLinePerIntervalAndTheCountLeftOut) {
   EXPECT_EQ(left_out, 1u);
 }
 
+TEST(LogThrottleTest, LeftOutNamesTheCountOnlyWhenThereIsOne) {
+  EXPECT_EQ(LogThrottle::LeftOut(0, "failures"), "");
+  EXPECT_EQ(LogThrottle::LeftOut(3, "failed checks"),
+            " (+3 more failed checks since the last message)");
+}
+
 TEST(LogThrottleTest, TheFirstCallIsAllowedWhateverTheClock) {
   LogThrottle throttle(seconds(10));
   EXPECT_TRUE(throttle.Allow(TimePoint()));

@@ -2449,9 +2449,7 @@ void HttpServer::Impl::TlsHandshakeFailed(std::string_view reason,
   if (!tls_log.Allow(clock->Now(), &more)) return;
   LOG(WARNING) << opts.name << ": TLS handshake from " << remote << " failed ("
                << reason << "): " << detail
-               << (more ? " (+" + std::to_string(more) +
-                              " more failures since the last message)"
-                        : "");
+               << LogThrottle::LeftOut(more, "failures");
 }
 
 Status HttpServer::Impl::Start(uint16_t* port) {

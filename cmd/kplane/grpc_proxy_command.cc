@@ -236,10 +236,7 @@ StatusOr<std::unique_ptr<net::HttpServer>> StartProxyMetricsServer(
         uint64_t more = 0;
         if (!h.ok() && warnings->Allow(Clock::Real()->Now(), &more)) {
           LOG(WARNING) << "/health false: " << h
-                       << (more ? " (+" + std::to_string(more) +
-                                      " more failed checks since the last "
-                                      "message)"
-                                : "");
+                       << LogThrottle::LeftOut(more, "failed checks");
         }
         r->Respond(h.ok() ? 200 : 503, {{"Content-Type", "application/json"}},
                    h.ok() ? R"({"health":"true"})" : R"({"health":"false"})");

@@ -1212,11 +1212,8 @@ void ClientApi::RegisterMetricsHandlers(net::HttpServer* http) {
         failed_count->Inc();
         uint64_t more = 0;
         if (warnings->Allow(Clock::Real()->Now(), &more)) {
-          LOG(WARNING)
-              << "/health false: " << h.reason
-              << (more ? " (+" + std::to_string(more) +
-                             " more failed checks since the last message)"
-                       : "");
+          LOG(WARNING) << "/health false: " << h.reason
+                       << LogThrottle::LeftOut(more, "failed checks");
         }
         net::HttpHeaders headers = JsonHeaders();
         headers.Add("X-Kplane-Health-Reason", HeaderSafe(h.reason));

@@ -16,6 +16,7 @@
 #include "storage/mvcc/watch.h"
 #include "storage/server/call_deadlines.h"
 #include "storage/server/election_lock.h"
+#include "storage/server/etcd_health.h"
 #include "storage/server/gateway_content_type.h"
 #include "storage/server/gateway_streams.h"
 #include "storage/server/kv_service.h"
@@ -36,16 +37,6 @@ const net::HttpHeaders& JsonHeaders() {
   static const net::HttpHeaders* h =
       new net::HttpHeaders{{"Content-Type", "application/json"}};
   return *h;
-}
-
-// A header value from free text: control characters (a failure message
-// may hold newlines) become spaces, so the text cannot end the header.
-std::string HeaderSafe(std::string text) {
-  for (char& c : text) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u < 0x20 || u == 0x7f) c = ' ';
-  }
-  return text;
 }
 
 void RespondJson(Responder* r, const google::protobuf::Message& m) {
@@ -1206,7 +1197,7 @@ void ClientApi::RegisterMetricsHandlers(net::HttpServer* http) {
         StoreServer::Health h = s->CheckHealth(seconds(1), excluded);
         if (h.healthy) {
           ok_count->Inc();
-          r->Respond(200, JsonHeaders(), R"({"health":"true"})");
+          RespondEtcdHealth(*r, true);
           return;
         }
         failed_count->Inc();
@@ -1215,9 +1206,7 @@ void ClientApi::RegisterMetricsHandlers(net::HttpServer* http) {
           LOG(WARNING) << "/health false: " << h.reason
                        << LogThrottle::LeftOut(more, "failed checks");
         }
-        net::HttpHeaders headers = JsonHeaders();
-        headers.Add("X-Kplane-Health-Reason", HeaderSafe(h.reason));
-        r->Respond(503, headers, R"({"health":"false"})");
+        RespondEtcdHealth(*r, false, h.reason);
       });
   metrics::Registry* reg = metrics_;
   http->Handle("GET", "/metrics", [reg](const HttpRequest&, ResponderPtr r) {

@@ -51,6 +51,8 @@ TEST_F(EtcdCompatTest, HealthBodyIsEtcdsWithTheReasonInAHeader) {
   ASSERT_TRUE(ok.ok()) << ok.status();
   EXPECT_EQ(ok->status, 200);
   EXPECT_EQ(ok->body, R"({"health":"true"})");
+  // What Go's net/http sniffs from that body, as etcd answers it.
+  EXPECT_EQ(ok->headers.Get("Content-Type"), "text/plain; charset=utf-8");
   EXPECT_FALSE(ok->headers.Has("X-Kplane-Health-Reason"));
 
   etcdserverpb::AlarmRequest raise;
@@ -65,7 +67,10 @@ TEST_F(EtcdCompatTest, HealthBodyIsEtcdsWithTheReasonInAHeader) {
   auto bad = client_->Request("GET", "/health");
   ASSERT_TRUE(bad.ok()) << bad.status();
   EXPECT_EQ(bad->status, 503);
-  EXPECT_EQ(bad->body, R"({"health":"false"})");
+  // Go's http.Error: a newline after the body, nosniff.
+  EXPECT_EQ(bad->body, "{\"health\":\"false\"}\n");
+  EXPECT_EQ(bad->headers.Get("Content-Type"), "text/plain; charset=utf-8");
+  EXPECT_EQ(bad->headers.Get("X-Content-Type-Options"), "nosniff");
   const std::string reason(bad->headers.Get("X-Kplane-Health-Reason"));
   EXPECT_EQ(reason.rfind("ALARM ACTIVE", 0), 0u) << reason;
   EXPECT_NE(reason.find("NOSPACE"), std::string::npos) << reason;

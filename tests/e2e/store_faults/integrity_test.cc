@@ -230,7 +230,7 @@ TEST_F(StoreIntegrityTest, CorruptMemberIsRefusedAtStartAndAlarmedByOthers) {
   auto health = cluster_->HttpGet(f, "/health");
   ASSERT_TRUE(health.ok()) << health.status();
   EXPECT_EQ(health->status, 503);
-  EXPECT_EQ(health->body, R"({"health":"false"})");
+  EXPECT_EQ(health->body, "{\"health\":\"false\"}\n");
   EXPECT_NE(std::string(health->headers.Get("X-Kplane-Health-Reason"))
                 .find("ALARM ACTIVE"),
             std::string::npos);

@@ -1,0 +1,28 @@
+// etcd's answer to GET /health, byte for byte, for the member's client
+// port and metrics listener and for the gRPC proxy's listeners:
+// etcdhttp.NewHealthHandler on Go's net/http.
+//  - healthy: 200, body {"health":"true"}, Content-Type
+//    "text/plain; charset=utf-8" (what Go sniffs from that body);
+//  - not: 503 through http.Error: body {"health":"false"} and a newline,
+//    the same Content-Type and X-Content-Type-Options: nosniff.
+// Monitors that match the body or the type (etcd's e2e suite, kubeadm's
+// probes, Patroni) see etcd's bytes. `reason`, when not empty, is kplane's:
+// why the check failed, in the X-Kplane-Health-Reason header of a 503
+// (control characters made spaces so it cannot end the header).
+//
+// Thread-safety: a pure function of its arguments.
+#ifndef KPLANE_STORAGE_SERVER_ETCD_HEALTH_H_
+#define KPLANE_STORAGE_SERVER_ETCD_HEALTH_H_
+
+#include <string_view>
+
+#include "net/http_server.h"
+
+namespace kplane::storage {
+
+void RespondEtcdHealth(net::Responder& r, bool healthy,
+                       std::string_view reason = {});
+
+}  // namespace kplane::storage
+
+#endif  // KPLANE_STORAGE_SERVER_ETCD_HEALTH_H_

@@ -13,7 +13,6 @@
 #include "base/clock.h"
 #include "base/command.h"
 #include "base/flags.h"
-#include "base/log_throttle.h"
 #include "base/logging.h"
 #include "base/strings.h"
 #include "cmd/kplane/store_flags.h"
@@ -40,6 +39,7 @@ struct FlagValues {
       static_cast<int64_t>(etcdjson::kDefaultMaxWatchersPerStream);
   int64_t range_cache_entries = 2048;
   int64_t range_cache_bytes = 64 << 20;
+  int64_t max_connections = 10000;
   std::string data_dir = "default.proxy";
   // etcd's flags that kplane does not serve: refused when given a value.
   std::string metrics_addr;
@@ -92,6 +92,10 @@ void DeclareFlags(FlagSet& f, FlagValues& v) {
   f.Int64("range-cache-max-bytes", &v.range_cache_bytes,
           "Bytes of cached Range answers (kplane's flag; etcd has no such "
           "bound).");
+  f.Int64("max-connections", &v.max_connections,
+          "Open client connections, gRPC and HTTP (kplane's flag; etcd's "
+          "proxy has no bound); one more is answered 503 and closed; 0: no "
+          "cap.");
   f.Bool("enable-pprof", &v.o.enable_pprof,
          "Accepted for etcd's command line; kplane serves no pprof.");
   f.Bool("debug", &v.o.debug, "Log at debug level.");
@@ -147,10 +151,10 @@ StatusOr<std::string> CertificateCommonName(const std::string& path) {
 
 StatusOr<std::unique_ptr<net::HttpServer>> StartProxyMetricsServer(
     const net::Url& url, const storage::GrpcProxyOptions& proxy_options,
-    storage::GrpcProxy* proxy, metrics::Registry* registry) {
+    storage::GrpcProxy* proxy) {
   net::HttpServerOptions ho;
   ho.name = "metrics";
-  ho.metrics = registry;  // its own kplane_http_* series are served too
+  ho.metrics = proxy->metrics();  // its kplane_http_* series too
   ho.worker_threads = 2;
   ho.max_connections = 1024;
   if (url.scheme == "https") {
@@ -162,85 +166,8 @@ StatusOr<std::unique_ptr<net::HttpServer>> StartProxyMetricsServer(
   ASSIGN_OR_RETURN(net::ScopedFd fd, net::ListenTcp(url.host, url.port, 128));
   ho.listen_fd = fd.Release();
 
-  using Stats = storage::GrpcProxyStats;
-  // etcd's proxy declares four of its five as gauges, "_total" names and
-  // all.
-  registry->NewCallbackGauge(
-      "etcd_grpc_proxy_watchers_coalescing_total",
-      "Client watchers sharing an upstream watch with another.", [proxy] {
-        const Stats s = proxy->stats();
-        return static_cast<double>(
-            std::max<int64_t>(0, s.watchers - s.upstream_watches));
-      });
-  struct Figure {
-    bool counter;
-    const char* name;
-    const char* help;
-    int64_t Stats::*field;
-  };
-  static constexpr Figure kFigures[] = {
-      // etcd declares this one a counter.
-      {true, "etcd_grpc_proxy_events_coalescing_total",
-       "Upstream watch responses sent to a client watcher beyond the first "
-       "that shares the upstream watch.",
-       &Stats::events_coalescing},
-      {false, "etcd_grpc_proxy_cache_keys_total",
-       "Serializable Range answers in the cache.", &Stats::range_cache_entries},
-      {false, "etcd_grpc_proxy_cache_hits_total",
-       "Serializable Ranges answered from the cache.",
-       &Stats::range_cache_hits},
-      {false, "etcd_grpc_proxy_cache_misses_total",
-       "Serializable Ranges forwarded to a member.",
-       &Stats::range_cache_misses},
-      {false, "kplane_grpc_proxy_upstream_watches",
-       "Watches open to the members now.", &Stats::upstream_watches},
-      {false, "kplane_grpc_proxy_watchers", "Client watchers open now.",
-       &Stats::watchers},
-      {true, "kplane_grpc_proxy_slow_streams_ended_total",
-       "Client Watch streams ended for holding more unsent responses than "
-       "the proxy queues.",
-       &Stats::slow_streams_ended},
-      {true, "kplane_grpc_proxy_forwarded_calls_total",
-       "Calls forwarded to the members.", &Stats::forwarded_calls},
-      {true, "kplane_grpc_proxy_watch_creates_refused_total",
-       "Watch creates refused because their client Watch stream already "
-       "held --max-watchers-per-stream watchers.",
-       &Stats::watch_creates_refused},
-  };
-  for (const Figure& f : kFigures) {
-    auto read = [proxy, field = f.field] {
-      return static_cast<double>(proxy->stats().*field);
-    };
-    if (f.counter) {
-      registry->NewCallbackCounter(f.name, f.help, read);
-    } else {
-      registry->NewCallbackGauge(f.name, f.help, read);
-    }
-  }
-
   auto server = std::make_unique<net::HttpServer>(ho);
-  server->Handle(
-      "GET", "/metrics",
-      [registry](const net::HttpRequest&, std::shared_ptr<net::Responder> r) {
-        r->Respond(200, {{"Content-Type", "text/plain; version=0.0.4"}},
-                   registry->Render());
-      });
-  // etcd's proxy: a Get through the cluster within its client's timeout.
-  server->Handle(
-      "GET", "/health",
-      // One warning per 10 s: a monitor probing an unhealthy cluster every
-      // second would fill the log.
-      [proxy, warnings = std::make_shared<LogThrottle>(seconds(10))](
-          const net::HttpRequest&, std::shared_ptr<net::Responder> r) {
-        Status h = proxy->CheckHealth();
-        uint64_t more = 0;
-        if (!h.ok() && warnings->Allow(Clock::Real()->Now(), &more)) {
-          LOG(WARNING) << "/health false: " << h
-                       << LogThrottle::LeftOut(more, "failed checks");
-        }
-        r->Respond(h.ok() ? 200 : 503, {{"Content-Type", "application/json"}},
-                   h.ok() ? R"({"health":"true"})" : R"({"health":"false"})");
-      });
+  proxy->AddHttpRoutes(server.get());
   RETURN_IF_ERROR(server->Start());
   return server;
 }
@@ -357,10 +284,17 @@ StatusOr<GrpcProxyCommandOptions> ParseGrpcProxyArgs(
     }
   }
   if (!v.cipher_suites.empty()) {
+    // Checked here for the command's error; the proxy builds its TLS
+    // context from the names (NewMemberServerTls).
     auto list = storage::OpenSslCipherList(v.cipher_suites);
     if (!list.ok()) return list.status().Annotate("--listen-cipher-suites");
-    o.openssl_ciphers = *list;
+    p.cipher_suites = v.cipher_suites;
   }
+  if (v.max_connections < 0) {
+    return InvalidArgumentError(
+        "--max-connections must not be negative (0: no cap)");
+  }
+  p.max_connections = static_cast<size_t>(v.max_connections);
   return o;
 }
 
@@ -381,19 +315,12 @@ int RunGrpcProxyCommand(const std::vector<std::string>& args) {
   if (o.enable_pprof) {
     LOG(INFO) << "--enable-pprof: kplane serves no pprof; ignored";
   }
-  // gRPC reads its TLS cipher list from the environment, once, when the
-  // first TLS credentials are made: before Start.
-  if (!o.openssl_ciphers.empty()) {
-    setenv("GRPC_SSL_CIPHER_SUITES", o.openssl_ciphers.c_str(), 1);
-  }
   sigset_t stop = BlockStopSignals();  // before gRPC's threads
   auto proxy = storage::GrpcProxy::Start(o.proxy);
   if (!proxy.ok()) return fail(proxy.status());
-  metrics::Registry registry;
   std::unique_ptr<net::HttpServer> metrics_http;
   if (o.metrics_url) {
-    auto m = StartProxyMetricsServer(*o.metrics_url, o.proxy, proxy->get(),
-                                     &registry);
+    auto m = StartProxyMetricsServer(*o.metrics_url, o.proxy, proxy->get());
     if (!m.ok()) return fail(m.status().Annotate("--metrics-addr"));
     metrics_http = std::move(*m);
     LOG(INFO) << "serving /metrics and /health on " << o.metrics_url->scheme

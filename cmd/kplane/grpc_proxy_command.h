@@ -14,10 +14,11 @@
 // size; 0: no cache) and --range-cache-max-bytes (64 MiB) bound the
 // serializable-range cache; --max-watchers-per-stream (10,000, the store's
 // flag and default; 0: no cap) bounds one client Watch stream's watchers.
-// --metrics-addr (an http:// or https:// URL; https takes the serving
-// certificate of --cert-file/--key-file) serves GET /metrics and GET
-// /health there, as etcd's proxy: its metrics (StartProxyMetricsServer)
-// and a health check through the members (GrpcProxy::CheckHealth).
+// --max-connections (10,000; 0: no cap) bounds the client port's open
+// connections. --metrics-addr (an http:// or https:// URL; https takes the
+// serving certificate of --cert-file/--key-file) serves the client port's
+// HTTP paths (GET /health, /metrics, /proxy/metrics) there too, as etcd's
+// proxy (StartProxyMetricsServer).
 // etcd's flags kplane does not serve
 // (--discovery-srv, --resolver-prefix, --auto-tls,
 // --client-crl-file, the experimental ones) are refused when given a
@@ -48,8 +49,6 @@ struct GrpcProxyCommandOptions {
   storage::GrpcProxyOptions proxy;
   // --metrics-addr; unset: no metrics listener.
   std::optional<net::Url> metrics_url;
-  // OpenSSL's names for --listen-cipher-suites ("" : the defaults).
-  std::string openssl_ciphers;
   bool debug = false;
   bool enable_pprof = false;
 };
@@ -69,20 +68,14 @@ StatusOr<std::string> CertificateCommonName(const std::string& path);
 
 // The --metrics-addr server for `proxy`, started on `url` (port 0: an
 // ephemeral one, server->port()); https:// serves with `proxy_options`'
-// --cert-file/--key-file. GET /metrics renders `registry` after adding the
-// proxy's figures to it as etcd's proxy names them
-// (etcd_grpc_proxy_watchers_coalescing_total,
-// etcd_grpc_proxy_events_coalescing_total, etcd_grpc_proxy_cache_keys_total,
-// etcd_grpc_proxy_cache_hits_total, etcd_grpc_proxy_cache_misses_total)
-// and kplane's (kplane_grpc_proxy_*: upstream watches, watchers, slow
-// streams ended, forwarded calls, watch creates refused at the stream's
-// bound); GET /health answers etcd's {"health":"true"} (200) or
-// {"health":"false"} (503) from GrpcProxy::CheckHealth. `proxy` and
-// `registry` must outlive the server: Stop() it first.
+// --cert-file/--key-file. It serves what the client port serves over
+// HTTP/1.1 (GrpcProxy::AddHttpRoutes: /health, /metrics, /proxy/metrics;
+// storage/grpc/grpc_proxy_http.h), as etcd's proxy serves the same paths
+// on both. `proxy` must outlive the server: Stop() it first.
 // Errors: the listener's or the TLS files'.
 StatusOr<std::unique_ptr<net::HttpServer>> StartProxyMetricsServer(
     const net::Url& url, const storage::GrpcProxyOptions& proxy_options,
-    storage::GrpcProxy* proxy, metrics::Registry* registry);
+    storage::GrpcProxy* proxy);
 
 // Runs until SIGINT/SIGTERM; returns the exit code. `args` are those after
 // `kplane store grpc-proxy`.

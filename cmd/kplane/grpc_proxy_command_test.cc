@@ -195,18 +195,33 @@ TEST(GrpcProxyFlagsTest, MetricsAddr) {
   EXPECT_EQ(o->metrics_url->port, 6633);
 }
 
-TEST(GrpcProxyFlagsTest, ListenCipherSuitesMapToOpenSsl) {
+TEST(GrpcProxyFlagsTest, ListenCipherSuitesAreCheckedAndPassedOn) {
   auto o =
       Parse({"start",
              "--listen-cipher-suites=TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,"
              "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256"});
   ASSERT_TRUE(o.ok()) << o.status().ToString();
-  EXPECT_EQ(o->openssl_ciphers,
-            "ECDHE-RSA-AES128-GCM-SHA256:ECDHE-RSA-CHACHA20-POLY1305");
+  EXPECT_EQ(o->proxy.cipher_suites,
+            (std::vector<std::string>{
+                "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
+                "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256"}));
   // etcd's e2e passes an empty list: the defaults.
   o = Parse({"start", "--listen-cipher-suites", ""});
   ASSERT_TRUE(o.ok()) << o.status().ToString();
-  EXPECT_EQ(o->openssl_ciphers, "");
+  EXPECT_TRUE(o->proxy.cipher_suites.empty());
+}
+
+TEST(GrpcProxyFlagsTest, MaxConnections) {
+  auto o = Parse({"start"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->proxy.max_connections, 10000u);
+  o = Parse({"start", "--max-connections=0"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->proxy.max_connections, 0u);
+  o = Parse({"start", "--max-connections=-1"});
+  ASSERT_FALSE(o.ok());
+  EXPECT_EQ(o.status().message(),
+            "--max-connections must not be negative (0: no cap)");
 }
 
 // etcd's TestGrpcproxyAndCommonName: a client certificate with a Common

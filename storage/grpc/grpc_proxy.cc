@@ -7,12 +7,14 @@
 #include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/server_posix.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <cstdlib>
 #include <deque>
 #include <fstream>
 #include <map>
@@ -29,7 +31,9 @@
 #include "storage/client/remote_kv.h"
 #include "storage/etcdjson/etcd_json.h"
 #include "storage/etcdjson/go_codes.h"
+#include "storage/grpc/grpc_proxy_http.h"
 #include "storage/grpc/proxy_range_cache.h"
+#include "storage/server/member_tls.h"
 
 namespace kplane::storage {
 
@@ -1352,6 +1356,10 @@ struct GrpcProxy::Impl {
   std::unique_ptr<WatchService> watch_service;
   std::unique_ptr<Forwarder> forwarder;
   std::unique_ptr<grpc::Server> server;
+  metrics::Registry registry;
+  std::unique_ptr<GrpcProxyHttp> http_routes;
+  // The client port: HTTP/1.1 here, HTTP/2 connections handed to `server`.
+  std::unique_ptr<net::HttpServer> listener;
   int port = 0;
   bool stopped = false;
 };
@@ -1429,22 +1437,37 @@ StatusOr<std::unique_ptr<GrpcProxy>> GrpcProxy::Start(GrpcProxyOptions o) {
   impl->forwarder = std::make_unique<Forwarder>(&impl->backends, &impl->o,
                                                 impl->cache.get(), &impl->n);
 
-  std::shared_ptr<grpc::ServerCredentials> screds;
+  std::shared_ptr<const net::TlsContext> serving_tls;
   if (!o.cert_file.empty()) {
-    ASSIGN_OR_RETURN(std::string scert, ReadPem(o.cert_file, "--cert-file"));
-    ASSIGN_OR_RETURN(std::string skey, ReadPem(o.key_file, "--key-file"));
-    ASSIGN_OR_RETURN(std::string sca,
-                     ReadPem(o.trusted_ca_file, "--trusted-ca-file"));
-    grpc::SslServerCredentialsOptions so(
-        GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
-    so.pem_root_certs = sca;
-    so.pem_key_cert_pairs.push_back({skey, scert});
-    screds = grpc::SslServerCredentials(so);
-  } else {
-    screds = grpc::InsecureServerCredentials();
+    // The CA is not used (no client certificate is asked for); a file
+    // that cannot be read is still refused, as before.
+    RETURN_IF_ERROR(ReadPem(o.trusted_ca_file, "--trusted-ca-file").status());
+    MemberTlsFiles files{.cert_file = o.cert_file,
+                         .key_file = o.key_file,
+                         .cipher_suites = o.cipher_suites};
+    ASSIGN_OR_RETURN(serving_tls,
+                     NewMemberServerTls(files, {"h2", "http/1.1"}));
+  }  // without TLS the cipher suites have nothing to restrict (etcd's too)
+  const size_t colon = o.listen_addr.rfind(':');
+  if (colon == std::string::npos) {
+    return InvalidArgumentError("--listen-addr: \"" + o.listen_addr +
+                                "\" has no port (want host:port)");
   }
+  std::string host = o.listen_addr.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  const std::string port_text = o.listen_addr.substr(colon + 1);
+  char* end = nullptr;
+  const unsigned long listen_port = std::strtoul(port_text.c_str(), &end, 10);
+  if (port_text.empty() || *end != '\0' || listen_port > 65535) {
+    return InvalidArgumentError("--listen-addr: bad port in \"" +
+                                o.listen_addr + "\"");
+  }
+
   grpc::ServerBuilder b;
-  b.AddListeningPort(o.listen_addr, screds, &impl->port);
+  // No listening port: the client port's HttpServer hands gRPC its
+  // connections (as a member's, storage/grpc/grpc_front.h).
   b.RegisterService(impl->watch_service.get());
   b.RegisterCallbackGenericService(impl->forwarder.get());
   b.SetMaxReceiveMessageSize(o.max_send_bytes);
@@ -1459,19 +1482,51 @@ StatusOr<std::unique_ptr<GrpcProxy>> GrpcProxy::Start(GrpcProxyOptions o) {
                        1000);
   b.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
   impl->server = b.BuildAndStart();
-  if (impl->server == nullptr || impl->port == 0) {
+  if (impl->server == nullptr) {
     impl->hub->Stop();
-    return UnavailableError("listen " + o.listen_addr +
-                            ": cannot serve gRPC there (address in use or "
-                            "not local?)");
+    return InternalError("grpc-proxy: cannot start the gRPC server");
   }
-  return std::unique_ptr<GrpcProxy>(new GrpcProxy(std::move(impl)));
+  auto proxy = std::unique_ptr<GrpcProxy>(new GrpcProxy(std::move(impl)));
+  Impl* in = proxy->impl_.get();
+  RegisterGrpcProxyMetrics(proxy.get(), &in->registry);
+  ASSIGN_OR_RETURN(
+      in->http_routes,
+      GrpcProxyHttp::New(proxy.get(), &in->registry,
+                         {.members = o.endpoints, .member_tls = o.client_tls}));
+  net::HttpServerOptions ho;
+  ho.name = "client";
+  ho.host = host;
+  ho.port = static_cast<uint16_t>(listen_port);
+  ho.metrics = &in->registry;
+  ho.worker_threads = 2;
+  ho.max_connections = o.max_connections;
+  ho.tls = serving_tls;
+  ho.handoff_preface = std::string(net::kHttp2Preface);
+  ho.handoff = [server = in->server.get()](
+                   int fd, std::shared_ptr<const net::TlsConnectionInfo>) {
+    grpc::AddInsecureChannelFromFd(server, fd);
+  };
+  in->listener = std::make_unique<net::HttpServer>(ho);
+  in->http_routes->AddRoutes(in->listener.get());
+  Status listening = in->listener->Start();
+  if (!listening.ok()) {
+    return UnavailableError("listen " + o.listen_addr + ": " +
+                            listening.message());
+  }
+  in->port = in->listener->port();
+  return proxy;
 }
 
 GrpcProxy::GrpcProxy(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 GrpcProxy::~GrpcProxy() { Stop(); }
 
 int GrpcProxy::port() const { return impl_->port; }
+
+metrics::Registry* GrpcProxy::metrics() { return &impl_->registry; }
+
+void GrpcProxy::AddHttpRoutes(net::HttpServer* server) {
+  impl_->http_routes->AddRoutes(server);
+}
 
 GrpcProxyStats GrpcProxy::stats() const {
   GrpcProxyStats s;
@@ -1502,7 +1557,9 @@ Status GrpcProxy::CheckHealth() {
 void GrpcProxy::Stop() {
   if (impl_->stopped) return;
   impl_->stopped = true;
-  // Calls first (their reactors use the hub), then the upstream watches.
+  // No new connection reaches gRPC once the listener has stopped; then the
+  // calls (their reactors use the hub), then the upstream watches.
+  if (impl_->listener) impl_->listener->Stop();
   impl_->server->Shutdown(std::chrono::system_clock::now());
   impl_->server->Wait();
   impl_->hub->Stop();

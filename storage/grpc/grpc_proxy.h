@@ -10,7 +10,12 @@
 //   ... clients dial 127.0.0.1:<proxy->port()> ...
 //   proxy->Stop();
 //
-// What it serves:
+// The client port also answers HTTP/1.1, as etcd's proxy does (cmux):
+// GET /health, /metrics and /proxy/metrics (storage/grpc/grpc_proxy_http.h);
+// other paths 404. A connection that opens with the HTTP/2 preface is
+// gRPC's. With TLS both are served over TLS (ALPN "h2" or "http/1.1").
+//
+// What it serves over gRPC:
 //  - Watch: its own service. A watch that starts "now" (start_revision 0)
 //    joins an upstream watch of the same key range, filters, prev_kv and
 //    progress_notify if one is open (etcd's watch broadcasts), so N such
@@ -76,7 +81,9 @@
 #include <string>
 #include <vector>
 
+#include "base/metrics.h"
 #include "base/statusor.h"
+#include "net/http_server.h"
 #include "storage/client/endpoint.h"
 #include "storage/etcdjson/etcd_json.h"
 
@@ -92,11 +99,19 @@ struct GrpcProxyOptions {
   // Where clients connect; port 0 picks one (port()).
   std::string listen_addr = "127.0.0.1:23790";
   // Serving TLS (--cert-file, --key-file, --trusted-ca-file); empty cert:
-  // plaintext. The CA is offered but a client certificate is not required
-  // (etcd's proxy listener does the same).
+  // plaintext. A client certificate is not asked for (etcd's proxy
+  // listener does not require one either), so the CA file is only checked
+  // to be readable. cipher_suites: --listen-cipher-suites, the TLS 1.2
+  // suites by Go's names (empty: OpenSSL's defaults; an unknown name is
+  // refused at Start).
   std::string cert_file;
   std::string key_file;
   std::string trusted_ca_file;
+  std::vector<std::string> cipher_suites;
+  // Open client connections, gRPC and HTTP/1.1 (kplane's; etcd's proxy
+  // has no bound): one past it is answered 503 and closed
+  // (net::HttpServerOptions::max_connections). 0: none.
+  size_t max_connections = 10000;
   // MemberList's answer; empty: forward MemberList.
   std::string advertise_client_url = "127.0.0.1:23790";
   // Key prefix (--namespace); empty: none.
@@ -143,6 +158,13 @@ class GrpcProxy {
 
   int port() const;
   GrpcProxyStats stats() const;
+  // The proxy's own series: etcd's etcd_grpc_proxy_*, kplane's
+  // kplane_grpc_proxy_*, and its listeners' kplane_http_*.
+  metrics::Registry* metrics();
+  // Serves the client port's HTTP/1.1 paths (/health, /metrics,
+  // /proxy/metrics) on another server too, before its Start()
+  // (--metrics-addr).
+  void AddHttpRoutes(net::HttpServer* server);
   // etcd's proxy health check (its /health): a linearizable Range of the
   // key "a" (under the namespace, as etcd's namespaced client asks) through
   // the members, without a token, within one second (as

@@ -8,15 +8,21 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "informer/tcp_proxy.h"
+#include "net/http_client.h"
+#include "net/pki.h"
 #include "schemas/grpc/rpc_services.grpc.pb.h"
+#include "storage/grpc/grpc_proxy_http.h"
 #include "storage/grpc/proxy_range_cache.h"
 
 namespace kplane::storage {
@@ -1128,6 +1134,173 @@ TEST(GrpcProxyFailoverTest, MovesToTheNextMemberWhenOneDies) {
     return st.ok() && r.kvs_size() == 1;
   });
   EXPECT_TRUE(moved);
+}
+
+// etcd's proxy answers HTTP/1.1 on its client port beside gRPC (cmux):
+// /health, a member's /metrics with the proxy's own series, and
+// /proxy/metrics; with no member left, /metrics is etcd's 500 and /health
+// etcd's 503.
+TEST_F(GrpcProxyTest, ClientPortAnswersHttpBesideGrpc) {
+  // As an etcd member does (its binary holds the proxy's package): a
+  // series of the proxy's name, which the proxy's own must replace.
+  member_.metrics()
+      ->NewGauge("etcd_grpc_proxy_cache_hits_total", "the member's")
+      ->With({})
+      ->Set(7);
+  StartProxy();
+  pb::RangeResponse got;
+  ASSERT_TRUE(Get(kv_.get(), "k", "", &got).ok());  // gRPC, same port
+  net::HttpClient http("127.0.0.1", static_cast<uint16_t>(proxy_->port()));
+
+  auto health = http.Request("GET", "/health");
+  ASSERT_TRUE(health.ok()) << health.status();
+  EXPECT_EQ(health->status, 200);
+  EXPECT_EQ(health->body, R"({"health":"true"})");
+  EXPECT_EQ(health->headers.Get("Content-Type"), "text/plain; charset=utf-8");
+
+  auto m = http.Request("GET", "/metrics");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->status, 200);
+  EXPECT_EQ(m->headers.Get("Content-Type"), "text/plain; version=0.0.4");
+  // The member's series, then the proxy's (the Range above was
+  // linearizable: no cache miss, one forwarded call).
+  EXPECT_NE(m->body.find("\netcd_server_has_leader 1\n"), std::string::npos)
+      << m->body.substr(0, 2000);
+  EXPECT_NE(m->body.find("\netcd_grpc_proxy_cache_misses_total 0\n"),
+            std::string::npos);
+  EXPECT_NE(m->body.find("\netcd_grpc_proxy_cache_hits_total 0\n"),
+            std::string::npos);
+  EXPECT_EQ(m->body.find("etcd_grpc_proxy_cache_hits_total 7"),
+            std::string::npos);
+  EXPECT_EQ(m->body.find("the member's"), std::string::npos);
+  EXPECT_NE(m->body.find("\nkplane_grpc_proxy_forwarded_calls_total "),
+            std::string::npos);
+
+  auto own = http.Request("GET", "/proxy/metrics");
+  ASSERT_TRUE(own.ok()) << own.status();
+  EXPECT_EQ(own->status, 200);
+  EXPECT_EQ(own->body.find("etcd_server_has_leader"), std::string::npos);
+  EXPECT_NE(own->body.find("etcd_grpc_proxy_cache_keys_total"),
+            std::string::npos);
+  // The listener's own series: this very connection, server="client".
+  EXPECT_NE(own->body.find(
+                "kplane_http_connections_accepted_total{server=\"client\"}"),
+            std::string::npos)
+      << own->body;
+
+  auto none = http.Request("GET", "/v3/kv/range");
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_EQ(none->status, 404);
+
+  member_.Stop();
+  auto down = http.Request("GET", "/metrics");
+  ASSERT_TRUE(down.ok()) << down.status();
+  EXPECT_EQ(down->status, 500);
+  EXPECT_EQ(down->body, "Internal server error\n");
+  auto sick = http.Request("GET", "/health");
+  ASSERT_TRUE(sick.ok()) << sick.status();
+  EXPECT_EQ(sick->status, 503);
+  EXPECT_EQ(sick->body, "{\"health\":\"false\"}\n");
+  EXPECT_EQ(sick->headers.Get("X-Content-Type-Options"), "nosniff");
+  EXPECT_FALSE(sick->headers.Get("X-Kplane-Health-Reason").empty());
+}
+
+// The client port's connection cap counts gRPC connections too: with a
+// cap of one, an open gRPC channel leaves no room for an HTTP client.
+TEST_F(GrpcProxyTest, ClientPortCountsGrpcAgainstItsConnectionCap) {
+  GrpcProxyOptions o;
+  o.max_connections = 1;
+  StartProxy(o);
+  ASSERT_TRUE(Put(kv_.get(), "k", "v").ok());  // the channel stays open
+  net::HttpClient http("127.0.0.1", static_cast<uint16_t>(proxy_->port()));
+  auto r = http.Request("GET", "/health");
+  // Refused: the canned 503, or a reset if the close came first.
+  EXPECT_FALSE(r.ok() && r->status == 200);
+  if (r.ok()) {
+    EXPECT_EQ(r->status, 503);
+  }
+  EXPECT_NE(proxy_->metrics()->Render().find(
+                "kplane_http_connections_rejected_total{server=\"client\"} 1"),
+            std::string::npos);
+}
+
+// The proxy's families replace the member's of the same names: an etcd
+// member serves etcd's proxy series too (one binary), always 0.
+TEST(ProxyOwnedMetricLinesTest, SplitsTheProxysFamiliesFromTheOthers) {
+  const std::string member =
+      "# HELP etcd_grpc_proxy_cache_hits_total Total number of cache hits\n"
+      "# TYPE etcd_grpc_proxy_cache_hits_total gauge\n"
+      "etcd_grpc_proxy_cache_hits_total 0\n"
+      "# HELP etcd_server_has_leader Whether or not a leader exists.\n"
+      "# TYPE etcd_server_has_leader gauge\n"
+      "etcd_server_has_leader 1\n"
+      "kplane_grpc_proxy_watchers{a=\"b\"} 3\n"
+      "# a comment\n"
+      "etcd_grpc_proxy_x_bucket{le=\"1\"} 2";
+  EXPECT_EQ(ProxyOwnedMetricLines(member, false),
+            "# HELP etcd_server_has_leader Whether or not a leader exists.\n"
+            "# TYPE etcd_server_has_leader gauge\n"
+            "etcd_server_has_leader 1\n"
+            "# a comment\n");
+  EXPECT_EQ(ProxyOwnedMetricLines(member, true),
+            "# HELP etcd_grpc_proxy_cache_hits_total Total number of cache "
+            "hits\n"
+            "# TYPE etcd_grpc_proxy_cache_hits_total gauge\n"
+            "etcd_grpc_proxy_cache_hits_total 0\n"
+            "kplane_grpc_proxy_watchers{a=\"b\"} 3\n"
+            "etcd_grpc_proxy_x_bucket{le=\"1\"} 2\n");
+}
+
+// Serving TLS: the client port's TLS carries gRPC (ALPN h2) and HTTP/1.1
+// alike; an unknown cipher suite is refused at start.
+TEST_F(GrpcProxyTest, ServesGrpcAndHttpOverTls) {
+  char tmpl[] = "/tmp/kplane-proxytls-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  net::Pki pki({.dir = dir});
+  ASSERT_TRUE(pki.EnsureCa().ok());
+  ASSERT_TRUE(pki.EnsureCertificate("proxy", {.common_name = "proxy",
+                                              .ip_addresses = {"127.0.0.1"},
+                                              .server_auth = true})
+                  .ok());
+  GrpcProxyOptions o;
+  o.endpoints = {member_.address()};
+  o.listen_addr = "127.0.0.1:0";
+  o.cert_file = pki.CertPath("proxy");
+  o.key_file = pki.KeyPath("proxy");
+  o.cipher_suites = {"TLS_BOGUS"};
+  auto refused = GrpcProxy::Start(o);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("TLS_BOGUS"), std::string::npos)
+      << refused.status();
+  o.cipher_suites = {"TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"};
+  auto p = GrpcProxy::Start(o);
+  ASSERT_TRUE(p.ok()) << p.status();
+  const std::string at = "127.0.0.1:" + std::to_string((*p)->port());
+
+  std::ifstream ca_in(pki.CertPath("ca"));
+  std::stringstream ca;
+  ca << ca_in.rdbuf();
+  grpc::SslCredentialsOptions so;
+  so.pem_root_certs = ca.str();
+  auto kv = pb::KV::NewStub(grpc::CreateChannel(at, grpc::SslCredentials(so)));
+  EXPECT_TRUE(Put(kv.get(), "k", "over tls").ok());
+
+  auto tls = net::TlsContext::NewClient(
+      {.ca_file = pki.CertPath("ca"), .alpn = {"http/1.1"}});
+  ASSERT_TRUE(tls.ok()) << tls.status();
+  auto http = net::HttpClient::ForUrl("https://" + at, {.tls = *tls});
+  ASSERT_TRUE(http.ok()) << http.status();
+  auto health = (*http)->Request("GET", "/health");
+  ASSERT_TRUE(health.ok()) << health.status();
+  EXPECT_EQ(health->status, 200);
+  // Plaintext HTTP on the TLS port gets Go's answer, as etcd's proxy.
+  net::HttpClient plain("127.0.0.1", static_cast<uint16_t>((*p)->port()));
+  auto refused_plain = plain.Request("GET", "/health");
+  ASSERT_TRUE(refused_plain.ok()) << refused_plain.status();
+  EXPECT_EQ(refused_plain->status, 400);
+  (*p)->Stop();
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

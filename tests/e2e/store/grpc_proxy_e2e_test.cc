@@ -224,6 +224,35 @@ TEST_P(GrpcProxy, MetricsAddrServesHealthAndMetrics) {
   }
 }
 
+// etcd's proxy answers HTTP/1.1 on its client port too (cmux): /health
+// through the members and a member's /metrics, with the same bytes.
+TEST_P(GrpcProxy, ClientPortServesHealthAndAMembersMetrics) {
+  const std::string px =
+      StartProxy({"--endpoints=" + cluster_->endpoints_flag()});
+  EXPECT_EQ(Etcdctl(px, {"put", "k", "v"}), "OK\n");  // gRPC on that port
+  auto http = net::HttpClient::ForUrl("http://" + px);
+  ASSERT_TRUE(http.ok()) << http.status();
+  auto health = (*http)->Request("GET", "/health", {}, "");
+  ASSERT_TRUE(health.ok()) << health.status();
+  EXPECT_EQ(health->status, 200);
+  EXPECT_EQ(health->body, R"({"health":"true"})");
+  EXPECT_EQ(health->headers.Get("Content-Type"), "text/plain; charset=utf-8");
+  auto m = (*http)->Request("GET", "/metrics", {}, "");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->status, 200);
+  EXPECT_EQ(m->headers.Get("Content-Type"), "text/plain; version=0.0.4");
+  // A member's series (the proxy has no raft), and the proxy's names.
+  for (const char* line : {"\netcd_server_has_leader 1\n",
+                           "\netcd_grpc_proxy_cache_hits_total "}) {
+    EXPECT_NE(m->body.find(line), std::string::npos)
+        << line << " missing from\n"
+        << m->body.substr(0, 2000);
+  }
+  auto none = (*http)->Request("GET", "/nope", {}, "");
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_EQ(none->status, 404);
+}
+
 INSTANTIATE_TEST_SUITE_P(Servers, GrpcProxy,
                          ::testing::Values(StoreKind::kEtcd,
                                            StoreKind::kKplane),

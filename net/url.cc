@@ -196,4 +196,37 @@ StatusOr<Url> ParseUrl(std::string_view url, UrlSchemes schemes) {
   return u;
 }
 
+Status SplitHostPort(const std::string& s, bool allow_zero, std::string* host,
+                     uint16_t* port) {
+  std::string h, p;
+  if (!s.empty() && s[0] == '[') {
+    const size_t close = s.find(']');
+    if (close == std::string::npos || close + 1 >= s.size() ||
+        s[close + 1] != ':') {
+      return InvalidArgumentError("missing port");
+    }
+    h = s.substr(1, close - 1);
+    p = s.substr(close + 2);
+  } else {
+    const size_t colon = s.rfind(':');
+    if (colon == std::string::npos) return InvalidArgumentError("missing port");
+    h = s.substr(0, colon);
+    p = s.substr(colon + 1);
+    if (h.find(':') != std::string::npos) {
+      return InvalidArgumentError("too many colons (an IPv6 address needs [])");
+    }
+  }
+  if (p.empty() || p.size() > 5 ||
+      p.find_first_not_of("0123456789") != std::string::npos) {
+    return InvalidArgumentError("bad port \"" + p + "\"");
+  }
+  const int n = std::stoi(p);
+  if (n > 65535 || (n == 0 && !allow_zero)) {
+    return InvalidArgumentError("port " + p + " out of range");
+  }
+  *host = h;
+  *port = static_cast<uint16_t>(n);
+  return Status::Ok();
+}
+
 }  // namespace kplane::net

@@ -73,6 +73,14 @@ enum class UrlSchemes { kHttpOnly, kHttpOrHttps };
 StatusOr<Url> ParseUrl(std::string_view url,
                        UrlSchemes schemes = UrlSchemes::kHttpOnly);
 
+// Go's net.SplitHostPort for listen and dial addresses: "host:port" or
+// "[v6]:port" ("::1:80" is refused: too many colons). The port must be
+// decimal digits naming 0..65535 (`allow_zero`: port 0 asks for any) or
+// 1..65535. kInvalidArgument: "missing port", "too many colons (an IPv6
+// address needs [])", "bad port \"x\"", "port N out of range".
+Status SplitHostPort(const std::string& s, bool allow_zero, std::string* host,
+                     uint16_t* port);
+
 }  // namespace kplane::net
 
 #endif  // KPLANE_NET_URL_H_

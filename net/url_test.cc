@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 namespace kplane::net {
 namespace {
 
@@ -97,6 +100,37 @@ TEST(ParseUrlTest, RejectsBadUrls) {
   EXPECT_FALSE(ParseUrl("http://h:x/").ok());
   EXPECT_FALSE(ParseUrl("http://[::1/").ok());
   EXPECT_FALSE(ParseUrl("http://user@h/").ok());
+}
+
+// Go's net.SplitHostPort, as listen and dial flags take it.
+TEST(SplitHostPortTest, TakesGosForms) {
+  std::string host;
+  uint16_t port = 1;
+  ASSERT_TRUE(SplitHostPort("127.0.0.1:0", true, &host, &port).ok());
+  EXPECT_EQ(host, "127.0.0.1");
+  EXPECT_EQ(port, 0);
+  ASSERT_TRUE(SplitHostPort("[::1]:2379", false, &host, &port).ok());
+  EXPECT_EQ(host, "::1");
+  EXPECT_EQ(port, 2379);
+  ASSERT_TRUE(SplitHostPort(":80", false, &host, &port).ok());
+  EXPECT_EQ(host, "");
+  struct Bad {
+    const char* in;
+    const char* why;
+  };
+  for (const Bad& b : std::vector<Bad>{
+           {"23790", "missing port"},
+           {"[::1]", "missing port"},
+           {"::1:80", "too many colons (an IPv6 address needs [])"},
+           {"h:+80", "bad port \"+80\""},
+           {"h: 80", "bad port \" 80\""},
+           {"h:", "bad port \"\""},
+           {"h:65536", "port 65536 out of range"},
+           {"h:0", "port 0 out of range"},
+       }) {
+    Status st = SplitHostPort(b.in, /*allow_zero=*/false, &host, &port);
+    EXPECT_EQ(st.message(), b.why) << b.in;
+  }
 }
 
 }  // namespace

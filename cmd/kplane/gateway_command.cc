@@ -14,47 +14,13 @@
 #include "base/strings.h"
 #include "net/socket.h"
 #include "net/tls.h"
+#include "net/url.h"
 
 namespace kplane::cmd {
 
 namespace {
 
 constexpr char kCommand[] = "kplane store gateway start";
-
-// Go's net.SplitHostPort: "host:port", "[v6]:port". The port must be a
-// number in 0..65535 (`allow_zero`) or 1..65535.
-Status SplitHostPort(const std::string& s, bool allow_zero, std::string* host,
-                     uint16_t* port) {
-  std::string h, p;
-  if (!s.empty() && s[0] == '[') {
-    const size_t close = s.find(']');
-    if (close == std::string::npos || close + 1 >= s.size() ||
-        s[close + 1] != ':') {
-      return InvalidArgumentError("missing port");
-    }
-    h = s.substr(1, close - 1);
-    p = s.substr(close + 2);
-  } else {
-    const size_t colon = s.rfind(':');
-    if (colon == std::string::npos) return InvalidArgumentError("missing port");
-    h = s.substr(0, colon);
-    p = s.substr(colon + 1);
-    if (h.find(':') != std::string::npos) {
-      return InvalidArgumentError("too many colons (an IPv6 address needs [])");
-    }
-  }
-  if (p.empty() || p.size() > 5 ||
-      p.find_first_not_of("0123456789") != std::string::npos) {
-    return InvalidArgumentError("bad port \"" + p + "\"");
-  }
-  const int n = std::stoi(p);
-  if (n > 65535 || (n == 0 && !allow_zero)) {
-    return InvalidArgumentError("port " + p + " out of range");
-  }
-  *host = h;
-  *port = static_cast<uint16_t>(n);
-  return Status::Ok();
-}
 
 // etcd's stripSchema then SplitHostPort: "http://h:p" and "h:p" both name
 // h:p; the gateway only moves TCP bytes, so the scheme does not matter.
@@ -67,7 +33,7 @@ StatusOr<net::GatewayEndpoint> ParseEndpoint(const std::string& ep) {
     }
   }
   net::GatewayEndpoint out;
-  Status st = SplitHostPort(s, /*allow_zero=*/false, &out.host, &out.port);
+  Status st = net::SplitHostPort(s, /*allow_zero=*/false, &out.host, &out.port);
   if (!st.ok() || out.host.empty()) {
     return InvalidArgumentError(
         "--endpoints: cannot parse endpoint \"" + ep + "\" (want host:port" +
@@ -166,8 +132,8 @@ StatusOr<GatewayOptions> ParseGatewayArgs(const std::vector<std::string>& args,
   RETURN_IF_ERROR(parsed);
   RETURN_IF_ERROR(CheckStartSubcommand(f.args(), "kplane store gateway"));
   GatewayOptions& o = v.o;
-  if (Status s = SplitHostPort(v.listen_addr, /*allow_zero=*/true,
-                               &o.listen_host, &o.listen_port);
+  if (Status s = net::SplitHostPort(v.listen_addr, /*allow_zero=*/true,
+                                    &o.listen_host, &o.listen_port);
       !s.ok()) {
     // etcd: "failed to validate listen address: <addr>".
     return InvalidArgumentError(

@@ -1183,9 +1183,10 @@ void ClientApi::RegisterMetricsHandlers(net::HttpServer* http) {
           ->With({});
   std::shared_ptr<LogThrottle> warnings = health_warnings_;
   http->Handle(
-      "GET", "/health",
+      "", "/health",
       [s, ok_count, failed_count, warnings](const HttpRequest& req,
                                             ResponderPtr r) {
+        if (RespondEtcdHealthToOtherMethods(req, *r)) return;
         std::vector<etcdserverpb::AlarmType> excluded;
         for (auto [it, end] = req.query.equal_range("exclude"); it != end;
              ++it) {
@@ -1202,7 +1203,7 @@ void ClientApi::RegisterMetricsHandlers(net::HttpServer* http) {
         }
         failed_count->Inc();
         uint64_t more = 0;
-        if (warnings->Allow(Clock::Real()->Now(), &more)) {
+        if (warnings->Allow(s->config().clock->Now(), &more)) {
           LOG(WARNING) << "/health false: " << h.reason
                        << LogThrottle::LeftOut(more, "failed checks");
         }

@@ -103,6 +103,17 @@ TEST_F(EtcdCompatTest, HealthBodyIsEtcdsWithTheReasonInAHeader) {
   ASSERT_TRUE(ok_again.ok()) << ok_again.status();
   EXPECT_EQ(ok_again->status, 200);
 
+  // Another method, HEAD too: etcd's 405 (not counted as a check).
+  for (const char* method : {"HEAD", "POST"}) {
+    auto other = client_->Request(method, "/health");
+    ASSERT_TRUE(other.ok()) << other.status();
+    EXPECT_EQ(other->status, 405) << method;
+    EXPECT_EQ(other->headers.Get("Allow"), "GET");
+    if (std::string(method) == "POST") {
+      EXPECT_EQ(other->body, "Method Not Allowed\n");
+    }
+  }
+
   // etcd's counters of the answers: 3 healthy, 2 not.
   auto m = client_->Request("GET", "/metrics");
   ASSERT_TRUE(m.ok()) << m.status();

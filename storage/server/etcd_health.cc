@@ -23,4 +23,15 @@ void RespondEtcdHealth(net::Responder& r, bool healthy,
   r.Respond(503, std::move(headers), "{\"health\":\"false\"}\n");
 }
 
+bool RespondEtcdHealthToOtherMethods(const net::HttpRequest& req,
+                                     net::Responder& r) {
+  if (req.method == "GET") return false;
+  r.Respond(405,
+            {{"Allow", "GET"},
+             {"Content-Type", "text/plain; charset=utf-8"},
+             {"X-Content-Type-Options", "nosniff"}},
+            "Method Not Allowed\n");
+  return true;
+}
+
 }  // namespace kplane::storage

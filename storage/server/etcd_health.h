@@ -10,7 +10,11 @@
 // why the check failed, in the X-Kplane-Health-Reason header of a 503
 // (control characters made spaces so it cannot end the header).
 //
-// Thread-safety: a pure function of its arguments.
+// A method other than GET (HEAD too) gets etcd's 405: `Allow: GET` and Go's
+// http.Error body "Method Not Allowed" with a newline; route /health for
+// every method and call RespondEtcdHealthToOtherMethods first.
+//
+// Thread-safety: pure functions of their arguments.
 #ifndef KPLANE_STORAGE_SERVER_ETCD_HEALTH_H_
 #define KPLANE_STORAGE_SERVER_ETCD_HEALTH_H_
 
@@ -22,6 +26,10 @@ namespace kplane::storage {
 
 void RespondEtcdHealth(net::Responder& r, bool healthy,
                        std::string_view reason = {});
+
+// True when `req` is not a GET and was answered with etcd's 405.
+bool RespondEtcdHealthToOtherMethods(const net::HttpRequest& req,
+                                     net::Responder& r);
 
 }  // namespace kplane::storage
 

@@ -19,6 +19,7 @@
 #include "cmd/kplane/watch_limit_flag.h"
 #include "net/socket.h"
 #include "net/tls.h"
+#include "net/url.h"
 #include "storage/etcdjson/etcd_json.h"
 #include "storage/server/member_tls.h"
 
@@ -74,7 +75,8 @@ void DeclareFlags(FlagSet& f, FlagValues& v) {
            "Serving certificate (clients connect over TLS).");
   f.String("key-file", &p.key_file, "Key of --cert-file.");
   f.String("trusted-ca-file", &p.trusted_ca_file,
-           "CA offered to clients for their certificates (not required).");
+           "CA that must sign the clients' certificates (as etcd: given, a "
+           "client certificate is required).");
   f.StringList("listen-cipher-suites", &v.cipher_suites,
                "TLS 1.2 cipher suites served to clients, Go's names; empty: "
                "the defaults.");
@@ -94,8 +96,8 @@ void DeclareFlags(FlagSet& f, FlagValues& v) {
           "bound).");
   f.Int64("max-connections", &v.max_connections,
           "Open client connections, gRPC and HTTP (kplane's flag; etcd's "
-          "proxy has no bound); one more is answered 503 and closed; 0: no "
-          "cap.");
+          "proxy has no bound); one more is closed, after a 503 when the "
+          "port is plaintext; 0: no cap.");
   f.Bool("enable-pprof", &v.o.enable_pprof,
          "Accepted for etcd's command line; kplane serves no pprof.");
   f.Bool("debug", &v.o.debug, "Log at debug level.");
@@ -215,9 +217,15 @@ StatusOr<GrpcProxyCommandOptions> ParseGrpcProxyArgs(
 
   GrpcProxyCommandOptions& o = v.o;
   storage::GrpcProxyOptions& p = o.proxy;
-  if (p.listen_addr.rfind(':') == std::string::npos) {
-    return InvalidArgumentError("--listen-addr: \"" + p.listen_addr +
-                                "\" has no port (want host:port)");
+  {
+    std::string host;
+    uint16_t port = 0;
+    if (Status st = net::SplitHostPort(p.listen_addr, /*allow_zero=*/true,
+                                       &host, &port);
+        !st.ok()) {
+      return InvalidArgumentError("--listen-addr: \"" + p.listen_addr +
+                                  "\": " + st.message());
+    }
   }
   if (v.endpoints.empty()) {
     return InvalidArgumentError("--endpoints: no endpoint given");

@@ -14,7 +14,6 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
-#include <cstdlib>
 #include <deque>
 #include <fstream>
 #include <map>
@@ -26,6 +25,7 @@
 
 #include "base/logging.h"
 #include "base/mutex.h"
+#include "net/url.h"
 #include "schemas/grpc/rpc_services.grpc.pb.h"
 #include "storage/client/grpc_kv.h"
 #include "storage/client/remote_kv.h"
@@ -1424,7 +1424,7 @@ StatusOr<std::unique_ptr<GrpcProxy>> GrpcProxy::Start(GrpcProxyOptions o) {
   RemoteKVOptions health = ko;
   health.dial_timeout = health.request_timeout = health.call_timeout =
       seconds(1);
-  ASSIGN_OR_RETURN(impl->health_kv, GrpcKV::Create(std::move(health)));
+  ASSIGN_OR_RETURN(impl->health_kv, GrpcKV::Create(health));
   ASSIGN_OR_RETURN(impl->watch_kv, GrpcKV::Create(std::move(ko)));
   impl->hub =
       std::make_unique<WatchHub>(impl->watch_kv.get(), o.key_prefix, &impl->n);
@@ -1437,32 +1437,37 @@ StatusOr<std::unique_ptr<GrpcProxy>> GrpcProxy::Start(GrpcProxyOptions o) {
   impl->forwarder = std::make_unique<Forwarder>(&impl->backends, &impl->o,
                                                 impl->cache.get(), &impl->n);
 
+  // /metrics asks the members over HTTP: https:// ones need a context even
+  // without TLS files (then the system's roots, as gRPC's channels use).
+  std::shared_ptr<const net::TlsContext> member_http_tls = health.tls;
+  if (!member_http_tls &&
+      std::any_of(eps.begin(), eps.end(),
+                  [](const Endpoint& e) { return e.tls; })) {
+    ASSIGN_OR_RETURN(member_http_tls, NewStoreClientTls(o.client_tls));
+  }
   std::shared_ptr<const net::TlsContext> serving_tls;
   if (!o.cert_file.empty()) {
-    // The CA is not used (no client certificate is asked for); a file
-    // that cannot be read is still refused, as before.
-    RETURN_IF_ERROR(ReadPem(o.trusted_ca_file, "--trusted-ca-file").status());
+    // etcd's TLSInfo.ServerConfig: a trusted CA file makes client
+    // certificates required and verified against it.
     MemberTlsFiles files{.cert_file = o.cert_file,
                          .key_file = o.key_file,
+                         .trusted_ca_file = o.trusted_ca_file,
                          .cipher_suites = o.cipher_suites};
-    ASSIGN_OR_RETURN(serving_tls,
-                     NewMemberServerTls(files, {"h2", "http/1.1"}));
+    StatusOr<std::shared_ptr<const net::TlsContext>> tls =
+        NewMemberServerTls(files, {"h2", "http/1.1"});
+    if (!tls.ok()) {
+      return tls.status().Annotate(
+          "--cert-file/--key-file/--trusted-ca-file/--listen-cipher-suites");
+    }
+    serving_tls = *std::move(tls);
   }  // without TLS the cipher suites have nothing to restrict (etcd's too)
-  const size_t colon = o.listen_addr.rfind(':');
-  if (colon == std::string::npos) {
+  std::string host;
+  uint16_t listen_port = 0;
+  if (Status st = net::SplitHostPort(o.listen_addr, /*allow_zero=*/true, &host,
+                                     &listen_port);
+      !st.ok()) {
     return InvalidArgumentError("--listen-addr: \"" + o.listen_addr +
-                                "\" has no port (want host:port)");
-  }
-  std::string host = o.listen_addr.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
-  const std::string port_text = o.listen_addr.substr(colon + 1);
-  char* end = nullptr;
-  const unsigned long listen_port = std::strtoul(port_text.c_str(), &end, 10);
-  if (port_text.empty() || *end != '\0' || listen_port > 65535) {
-    return InvalidArgumentError("--listen-addr: bad port in \"" +
-                                o.listen_addr + "\"");
+                                "\": " + st.message());
   }
 
   grpc::ServerBuilder b;
@@ -1489,16 +1494,15 @@ StatusOr<std::unique_ptr<GrpcProxy>> GrpcProxy::Start(GrpcProxyOptions o) {
   auto proxy = std::unique_ptr<GrpcProxy>(new GrpcProxy(std::move(impl)));
   Impl* in = proxy->impl_.get();
   RegisterGrpcProxyMetrics(proxy.get(), &in->registry);
-  ASSIGN_OR_RETURN(
-      in->http_routes,
-      GrpcProxyHttp::New(proxy.get(), &in->registry,
-                         {.members = o.endpoints, .member_tls = o.client_tls}));
+  in->http_routes = std::make_unique<GrpcProxyHttp>(
+      proxy.get(), &in->registry,
+      GrpcProxyHttpOptions{.members = eps, .member_tls = member_http_tls});
   net::HttpServerOptions ho;
   ho.name = "client";
   ho.host = host;
-  ho.port = static_cast<uint16_t>(listen_port);
+  ho.port = listen_port;
   ho.metrics = &in->registry;
-  ho.worker_threads = 2;
+  ho.worker_threads = 4;  // /health and /metrics may wait on the members
   ho.max_connections = o.max_connections;
   ho.tls = serving_tls;
   ho.handoff_preface = std::string(net::kHttp2Preface);

@@ -99,10 +99,10 @@ struct GrpcProxyOptions {
   // Where clients connect; port 0 picks one (port()).
   std::string listen_addr = "127.0.0.1:23790";
   // Serving TLS (--cert-file, --key-file, --trusted-ca-file); empty cert:
-  // plaintext. A client certificate is not asked for (etcd's proxy
-  // listener does not require one either), so the CA file is only checked
-  // to be readable. cipher_suites: --listen-cipher-suites, the TLS 1.2
-  // suites by Go's names (empty: OpenSSL's defaults; an unknown name is
+  // plaintext. With a trusted CA file, clients must present a certificate
+  // it signed (etcd's TLSInfo.ServerConfig; before 2026-12-05 kplane's
+  // proxy asked for none). cipher_suites: --listen-cipher-suites, the TLS
+  // 1.2 suites by Go's names (empty: OpenSSL's defaults; an unknown name is
   // refused at Start).
   std::string cert_file;
   std::string key_file;

@@ -113,37 +113,19 @@ void RegisterGrpcProxyMetrics(GrpcProxy* proxy, metrics::Registry* registry) {
   }
 }
 
-StatusOr<std::unique_ptr<GrpcProxyHttp>> GrpcProxyHttp::New(
-    GrpcProxy* proxy, metrics::Registry* own, GrpcProxyHttpOptions options) {
-  const bool tls_files = !options.member_tls.empty();
-  ASSIGN_OR_RETURN(std::vector<Endpoint> members,
-                   ParseEndpoints(options.members, tls_files));
-  std::shared_ptr<const net::TlsContext> tls;
-  if (tls_files) {
-    ASSIGN_OR_RETURN(tls, NewStoreClientTls(options.member_tls));
-  }
-  return std::unique_ptr<GrpcProxyHttp>(new GrpcProxyHttp(
-      proxy, own, std::move(options), std::move(members), std::move(tls)));
-}
-
 GrpcProxyHttp::GrpcProxyHttp(GrpcProxy* proxy, metrics::Registry* own,
-                             GrpcProxyHttpOptions options,
-                             std::vector<Endpoint> members,
-                             std::shared_ptr<const net::TlsContext> tls)
+                             GrpcProxyHttpOptions options)
     : proxy_(proxy),
       own_(own),
       options_(std::move(options)),
-      clock_(options_.clock ? options_.clock : Clock::Real()),
-      members_(std::move(members)),
-      tls_(std::move(tls)) {}
+      clock_(options_.clock ? options_.clock : Clock::Real()) {}
 
 void GrpcProxyHttp::AddRoutes(net::HttpServer* server) {
-  // Each answer may wait on the members (1 s for /health, member_timeout
-  // per member for /metrics): on the worker pool, not the I/O thread.
+  // /health and /metrics may wait on the members: on the worker pool.
   server->Handle(
-      "GET", "/health",
-      [this](const net::HttpRequest&, std::shared_ptr<net::Responder> r) {
-        ServeHealth(*r);
+      "", "/health",
+      [this](const net::HttpRequest& req, std::shared_ptr<net::Responder> r) {
+        ServeHealth(req, *r);
       });
   server->Handle(
       "GET", "/metrics",
@@ -154,10 +136,13 @@ void GrpcProxyHttp::AddRoutes(net::HttpServer* server) {
       "GET", "/proxy/metrics",
       [this](const net::HttpRequest&, std::shared_ptr<net::Responder> r) {
         r->Respond(200, MetricsHeaders(), own_->Render());
-      });
+      },
+      {.run_on_io_thread = true});
 }
 
-void GrpcProxyHttp::ServeHealth(net::Responder& r) {
+void GrpcProxyHttp::ServeHealth(const net::HttpRequest& req,
+                                net::Responder& r) {
+  if (RespondEtcdHealthToOtherMethods(req, r)) return;
   const Status h = proxy_->CheckHealth();
   uint64_t more = 0;
   if (!h.ok() && health_warnings_.Allow(clock_->Now(), &more)) {
@@ -168,18 +153,29 @@ void GrpcProxyHttp::ServeHealth(net::Responder& r) {
 }
 
 void GrpcProxyHttp::ServeMetrics(net::Responder& r) {
+  const std::vector<Endpoint>& members = options_.members;
+  const TimePoint deadline = clock_->Now() + options_.metrics_deadline;
   net::HttpClientOptions ho;
-  ho.connect_timeout = ho.read_timeout = ho.write_timeout =
-      options_.member_timeout;
+  ho.connect_timeout = std::min(options_.member_timeout, Duration(seconds(1)));
+  ho.read_timeout = ho.write_timeout = options_.member_timeout;
   ho.max_response_body_bytes = options_.max_member_metrics_bytes;
+  ho.clock = clock_;
   std::string failures;
-  for (const Endpoint& m : members_) {
-    ho.tls = m.tls ? tls_ : nullptr;
+  const size_t first = metrics_member_.load();
+  for (size_t i = 0; i < members.size(); ++i) {
+    if (i > 0 && clock_->Now() >= deadline) {
+      failures += "; no time left for the others";
+      break;
+    }
+    const size_t k = (first + i) % members.size();
+    const Endpoint& m = members[k];
+    ho.tls = m.tls ? options_.member_tls : nullptr;
     StatusOr<std::unique_ptr<net::HttpClient>> c =
         net::HttpClient::ForUrl(m.url, ho);
     StatusOr<net::HttpResponse> got = c.status();
     if (c.ok()) got = (*c)->Request("GET", "/metrics");
     if (got.ok() && got->status == 200) {
+      metrics_member_.store(k);
       std::string body = ProxyOwnedMetricLines(got->body, false);
       body += ProxyOwnedMetricLines(own_->Render(), true);
       r.Respond(200, MetricsHeaders(), std::move(body));

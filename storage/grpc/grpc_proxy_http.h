@@ -10,11 +10,13 @@
 //                        series in place of the member's (below).
 //   GET /proxy/metrics   the proxy's own series only (etcd 3.5's path).
 //
-// /metrics, the member part: the members are asked in the order given,
-// each within member_timeout, until one answers 200 with at most
-// max_member_metrics_bytes; none: 500 "Internal server error" (etcd's
-// answer when its one member does not answer). etcd's proxy asks one
-// member, picked at start, and fails while that one is down.
+// /metrics, the member part: the member that answered last is asked
+// first, then the others in order, each given member_timeout (1 s to
+// connect), until one answers 200 with at most max_member_metrics_bytes or
+// metrics_deadline has passed; none: 500 "Internal server error" (etcd's
+// answer when its one member does not answer) and a warning at most once
+// per 10 s. etcd's proxy asks one member, picked at start, and fails while
+// that one is down.
 // The proxy part: the families named etcd_grpc_proxy_* and
 // kplane_grpc_proxy_* are taken from the proxy's registry and any of the
 // member's of those names are dropped. Why not etcd's bytes: an etcd
@@ -24,12 +26,18 @@
 // kplane_http_*) are on /proxy/metrics only, where no member's families
 // of the same name collide with them.
 //
+// /health and /metrics wait on the members and run on the server's worker
+// pool (the proxy's client port has 4 workers: two slow scrapes leave room
+// for health probes); /proxy/metrics answers on the I/O thread. Every other
+// method on /health gets etcd's 405 (storage/server/etcd_health.h); on the
+// metrics paths, the server's 405.
+//
 // Ownership: borrows the proxy and the registry, which must outlive it.
 // Thread-safety: the handlers may run on any threads at once.
-// Errors: New() fails on endpoints or TLS files that do not parse.
 #ifndef KPLANE_STORAGE_GRPC_GRPC_PROXY_HTTP_H_
 #define KPLANE_STORAGE_GRPC_GRPC_PROXY_HTTP_H_
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -47,36 +55,34 @@ namespace kplane::storage {
 class GrpcProxy;
 
 struct GrpcProxyHttpOptions {
-  // The members (GrpcProxyOptions::endpoints) and the TLS files to reach
-  // them (GrpcProxyOptions::client_tls).
-  std::vector<std::string> members;
-  StoreClientTlsFiles member_tls;
+  // The members (the proxy's parsed endpoints) and the client TLS context
+  // for those that are https:// (null if none is).
+  std::vector<Endpoint> members;
+  std::shared_ptr<const net::TlsContext> member_tls;
   Duration member_timeout = seconds(2);
+  Duration metrics_deadline = seconds(3);
   size_t max_member_metrics_bytes = 16 << 20;
-  Clock* clock = nullptr;  // the log throttle's; nullptr: Clock::Real()
+  Clock* clock = nullptr;  // nullptr: Clock::Real()
 };
 
 class GrpcProxyHttp {
  public:
-  static StatusOr<std::unique_ptr<GrpcProxyHttp>> New(
-      GrpcProxy* proxy, metrics::Registry* own, GrpcProxyHttpOptions options);
+  GrpcProxyHttp(GrpcProxy* proxy, metrics::Registry* own,
+                GrpcProxyHttpOptions options);
 
   // Routes the three paths on `server` (before its Start()).
   void AddRoutes(net::HttpServer* server);
 
  private:
-  GrpcProxyHttp(GrpcProxy* proxy, metrics::Registry* own,
-                GrpcProxyHttpOptions options, std::vector<Endpoint> members,
-                std::shared_ptr<const net::TlsContext> tls);
-  void ServeHealth(net::Responder& r);
+  void ServeHealth(const net::HttpRequest& req, net::Responder& r);
   void ServeMetrics(net::Responder& r);
 
   GrpcProxy* const proxy_;
   metrics::Registry* const own_;
   const GrpcProxyHttpOptions options_;
   Clock* const clock_;
-  const std::vector<Endpoint> members_;
-  const std::shared_ptr<const net::TlsContext> tls_;  // null: no TLS files
+  // The member /metrics asks first: the last one that answered.
+  std::atomic<size_t> metrics_member_{0};
   LogThrottle health_warnings_{seconds(10)};
   LogThrottle metrics_warnings_{seconds(10)};
 };

@@ -6,9 +6,9 @@
 // clang-format on
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
+#include <openssl/ssl.h>
 
 #include <chrono>
-#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -18,10 +18,11 @@
 #include <thread>
 #include <vector>
 
+#include "base/testing/temp_dir.h"
 #include "informer/tcp_proxy.h"
 #include "net/http_client.h"
-#include "net/pki.h"
 #include "schemas/grpc/rpc_services.grpc.pb.h"
+#include "storage/client/local_cluster.h"
 #include "storage/grpc/grpc_proxy_http.h"
 #include "storage/grpc/proxy_range_cache.h"
 
@@ -1252,33 +1253,29 @@ TEST(ProxyOwnedMetricLinesTest, SplitsTheProxysFamiliesFromTheOthers) {
 }
 
 // Serving TLS: the client port's TLS carries gRPC (ALPN h2) and HTTP/1.1
-// alike; an unknown cipher suite is refused at start.
+// alike; --listen-cipher-suites restricts TLS 1.2 (an unknown name is
+// refused at start); a trusted CA file makes client certificates required,
+// as etcd's TLSInfo does.
 TEST_F(GrpcProxyTest, ServesGrpcAndHttpOverTls) {
-  char tmpl[] = "/tmp/kplane-proxytls-XXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  const std::string dir = tmpl;
-  net::Pki pki({.dir = dir});
-  ASSERT_TRUE(pki.EnsureCa().ok());
-  ASSERT_TRUE(pki.EnsureCertificate("proxy", {.common_name = "proxy",
-                                              .ip_addresses = {"127.0.0.1"},
-                                              .server_auth = true})
-                  .ok());
+  testing::TempDir dir("kplane-proxytls-");
+  auto pki = WriteTestPki(dir.path());  // ECDSA P-256 keys (net/pki.h)
+  ASSERT_TRUE(pki.ok()) << pki.status();
   GrpcProxyOptions o;
   o.endpoints = {member_.address()};
   o.listen_addr = "127.0.0.1:0";
-  o.cert_file = pki.CertPath("proxy");
-  o.key_file = pki.KeyPath("proxy");
+  o.cert_file = pki->server_cert_file;
+  o.key_file = pki->server_key_file;
   o.cipher_suites = {"TLS_BOGUS"};
   auto refused = GrpcProxy::Start(o);
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.status().message().find("TLS_BOGUS"), std::string::npos)
       << refused.status();
-  o.cipher_suites = {"TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"};
+  o.cipher_suites = {"TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256"};
   auto p = GrpcProxy::Start(o);
   ASSERT_TRUE(p.ok()) << p.status();
-  const std::string at = "127.0.0.1:" + std::to_string((*p)->port());
+  std::string at = "127.0.0.1:" + std::to_string((*p)->port());
 
-  std::ifstream ca_in(pki.CertPath("ca"));
+  std::ifstream ca_in(pki->ca_file);
   std::stringstream ca;
   ca << ca_in.rdbuf();
   grpc::SslCredentialsOptions so;
@@ -1286,21 +1283,49 @@ TEST_F(GrpcProxyTest, ServesGrpcAndHttpOverTls) {
   auto kv = pb::KV::NewStub(grpc::CreateChannel(at, grpc::SslCredentials(so)));
   EXPECT_TRUE(Put(kv.get(), "k", "over tls").ok());
 
-  auto tls = net::TlsContext::NewClient(
-      {.ca_file = pki.CertPath("ca"), .alpn = {"http/1.1"}});
-  ASSERT_TRUE(tls.ok()) << tls.status();
-  auto http = net::HttpClient::ForUrl("https://" + at, {.tls = *tls});
-  ASSERT_TRUE(http.ok()) << http.status();
-  auto health = (*http)->Request("GET", "/health");
+  // `suite`: OpenSSL's name of the one TLS 1.2 suite the client offers.
+  auto health_over = [&](const std::string& suite, bool with_cert) {
+    net::TlsClientConfig cc{.ca_file = pki->ca_file, .alpn = {"http/1.1"}};
+    if (with_cert) {
+      cc.cert_file = pki->client_cert_file;
+      cc.key_file = pki->client_key_file;
+    }
+    auto tls = net::TlsContext::NewClient(cc);
+    EXPECT_TRUE(tls.ok()) << tls.status();
+    if (!suite.empty()) {
+      SSL_CTX_set_max_proto_version((*tls)->native(), TLS1_2_VERSION);
+      SSL_CTX_set_cipher_list((*tls)->native(), suite.c_str());
+    }
+    auto http = net::HttpClient::ForUrl("https://" + at, {.tls = *tls});
+    EXPECT_TRUE(http.ok()) << http.status();
+    return (*http)->Request("GET", "/health");
+  };
+  auto health = health_over("", false);
   ASSERT_TRUE(health.ok()) << health.status();
   EXPECT_EQ(health->status, 200);
-  // Plaintext HTTP on the TLS port gets Go's answer, as etcd's proxy.
+  auto inside = health_over("ECDHE-ECDSA-AES128-GCM-SHA256", false);
+  ASSERT_TRUE(inside.ok()) << inside.status();
+  EXPECT_EQ(inside->status, 200);
+  EXPECT_FALSE(health_over("ECDHE-ECDSA-AES256-GCM-SHA384", false).ok())
+      << "a TLS 1.2 suite outside --listen-cipher-suites was negotiated";
+  // Plaintext HTTP on the TLS port: kplane's HTTP server answers as Go's
+  // net/http does (etcd's proxy just closes such a connection).
   net::HttpClient plain("127.0.0.1", static_cast<uint16_t>((*p)->port()));
   auto refused_plain = plain.Request("GET", "/health");
   ASSERT_TRUE(refused_plain.ok()) << refused_plain.status();
   EXPECT_EQ(refused_plain->status, 400);
   (*p)->Stop();
-  std::filesystem::remove_all(dir);
+
+  o.cipher_suites.clear();
+  o.trusted_ca_file = pki->ca_file;
+  auto verifying = GrpcProxy::Start(o);
+  ASSERT_TRUE(verifying.ok()) << verifying.status();
+  at = "127.0.0.1:" + std::to_string((*verifying)->port());
+  EXPECT_FALSE(health_over("", false).ok())
+      << "a client without a certificate was served";
+  auto with_cert = health_over("", true);
+  ASSERT_TRUE(with_cert.ok()) << with_cert.status();
+  EXPECT_EQ(with_cert->status, 200);
 }
 
 }  // namespace

@@ -9,9 +9,13 @@
 #
 #   scripts/bench/grpc_proxy.sh                     # build/ binaries
 #   KPLANE_BEFORE=/tmp/kplane-old ROUNDS=2 scripts/bench/grpc_proxy.sh
+#   TLS=1 scripts/bench/grpc_proxy.sh   # every proxy serves TLS (--cert-file,
+#                                       # a P-256 pair made with openssl);
+#                                       # the member and "direct" stay plaintext
 #
 # Prints one line per run: round, path, workload, clients, ops/s, p50 ms,
-# the 1-minute load average. Needs /usr/bin/etcd (3.4) for etcd's proxy.
+# the proxy's CPU per operation in µs (its /proc ticks over the run; "-"
+# for direct), the 1-minute load average. Needs /usr/bin/etcd (3.4) for etcd's proxy.
 # The member is always the KPLANE binary's, so only the proxy differs.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -22,6 +26,7 @@ ROUNDS=${ROUNDS:-2}
 DURATION=${DURATION:-4s}
 CLIENTS=${CLIENTS:-1,16}
 KEYS=${KEYS:-1000}
+TLS=${TLS:-0}
 
 dir=$(mktemp -d /tmp/kplane-proxybench-XXXXXX)
 PIDS=()
@@ -43,6 +48,18 @@ PIDS+=($!)
 EPS=(http://127.0.0.1:12370)
 wait_leader || { echo "the member did not start ($dir/n1.log)" >&2; exit 1; }
 
+# With TLS=1: a self-signed P-256 pair for 127.0.0.1, served by every proxy
+# and trusted by the load tool.
+SERVE_TLS=()
+CLIENT_TLS=()
+if [[ $TLS == 1 ]]; then
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+    -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 -days 1 \
+    -keyout "$dir/proxy.key" -out "$dir/proxy.crt" 2>/dev/null
+  SERVE_TLS=(--cert-file "$dir/proxy.crt" --key-file "$dir/proxy.key")
+  CLIENT_TLS=(--cacert "$dir/proxy.crt")
+fi
+
 # wait_port PORT: until something accepts on 127.0.0.1:PORT (10 s).
 wait_port() {
   local _
@@ -60,11 +77,12 @@ start_proxy() {
     etcd)
       /usr/bin/etcd grpc-proxy start --endpoints=127.0.0.1:12370 \
         --listen-addr=127.0.0.1:23790 --data-dir "$dir/etcd.proxy" \
-        >>"$dir/proxy-etcd.log" 2>&1 &
+        "${SERVE_TLS[@]}" >>"$dir/proxy-etcd.log" 2>&1 &
       ;;
     *)
       "${BIN[$1]}" store grpc-proxy start --endpoints=127.0.0.1:12370 \
-        --listen-addr=127.0.0.1:23790 >>"$dir/proxy-$1.log" 2>&1 &
+        --listen-addr=127.0.0.1:23790 "${SERVE_TLS[@]}" \
+        >>"$dir/proxy-$1.log" 2>&1 &
       ;;
   esac
   PROXY=$!
@@ -81,29 +99,43 @@ fi
 PATHS+=(etcd)
 
 WORKLOADS=("range --serializable" "range" "put")
-printf '%-5s %-13s %-16s %7s %10s %8s %6s\n' round path workload clients \
-  ops/s p50_ms load1
+printf '%-5s %-13s %-16s %7s %10s %8s %11s %6s\n' round path workload \
+  clients ops/s p50_ms proxy_us_op load1
 for round in $(seq 1 "$ROUNDS"); do
   for path in "${PATHS[@]}"; do
-    port=12370
+    url=http://127.0.0.1:12370
+    tls=()
+    pids=()
     if [[ $path != direct ]]; then
       start_proxy "$path"
-      port=23790
+      pids=(--server-pids "$PROXY")
+      url=http://127.0.0.1:23790
+      if [[ $TLS == 1 ]]; then
+        url=https://127.0.0.1:23790
+        tls=("${CLIENT_TLS[@]}")
+      fi
     fi
     for w in "${WORKLOADS[@]}"; do
       fill=()
       [[ $w == range* ]] && fill=(--fill "$KEYS")
       # shellcheck disable=SC2086  # $w is the workload and its flag
       out=$("$KPCTL" store bench $w --protocol grpc \
-        --endpoints "http://127.0.0.1:$port" --clients "$CLIENTS" \
+        --endpoints "$url" "${tls[@]}" "${pids[@]}" --clients "$CLIENTS" \
         --duration "$DURATION" --key-space "$KEYS" "${fill[@]}" 2>&1) || {
         echo "$out" >&2
         exit 1
       }
       while read -r line; do
-        printf '%-5s %-13s %-16s %7s %10s %8s %6s\n' "$round" "$path" \
+        us_op=-
+        if [[ $path != direct ]]; then
+          us_op=$(awk -v c="$(field server_cpu_s "$line")" \
+            -v n="$(field operations "$line")" \
+            'BEGIN { if (n > 0) printf "%.1f", c * 1e6 / n; else print "-" }')
+        fi
+        printf '%-5s %-13s %-16s %7s %10s %8s %11s %6s\n' "$round" "$path" \
           "${w/ --serializable/-serial}" "$(field clients "$line")" \
-          "$(field ops_per_s "$line")" "$(field p50_ms "$line")" "$(load1)"
+          "$(field ops_per_s "$line")" "$(field p50_ms "$line")" "$us_op" \
+          "$(load1)"
       done < <(grep '^RESULT' <<<"$out")
     done
     if [[ $path != direct ]]; then

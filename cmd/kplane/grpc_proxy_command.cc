@@ -157,13 +157,19 @@ StatusOr<std::unique_ptr<net::HttpServer>> StartProxyMetricsServer(
   net::HttpServerOptions ho;
   ho.name = "metrics";
   ho.metrics = proxy->metrics();  // its kplane_http_* series too
-  ho.worker_threads = 2;
+  ho.worker_threads = 4;  // /health and /metrics may wait on the members
   ho.max_connections = 1024;
   if (url.scheme == "https") {
-    ASSIGN_OR_RETURN(ho.tls, net::TlsContext::NewServer(
-                                 {.cert_file = proxy_options.cert_file,
-                                  .key_file = proxy_options.key_file,
-                                  .alpn = {"http/1.1"}}));
+    // The client port's TLS settings, as etcd's proxy gives its metrics
+    // listener the same TLSInfo (a trusted CA requires client
+    // certificates here too).
+    ASSIGN_OR_RETURN(ho.tls,
+                     storage::NewMemberServerTls(
+                         {.cert_file = proxy_options.cert_file,
+                          .key_file = proxy_options.key_file,
+                          .trusted_ca_file = proxy_options.trusted_ca_file,
+                          .cipher_suites = proxy_options.cipher_suites},
+                         {"http/1.1"}));
   }
   ASSIGN_OR_RETURN(net::ScopedFd fd, net::ListenTcp(url.host, url.port, 128));
   ho.listen_fd = fd.Release();

@@ -68,11 +68,12 @@ StatusOr<std::string> CertificateCommonName(const std::string& path);
 
 // The --metrics-addr server for `proxy`, started on `url` (port 0: an
 // ephemeral one, server->port()); https:// serves with `proxy_options`'
-// --cert-file/--key-file. It serves what the client port serves over
-// HTTP/1.1 (GrpcProxy::AddHttpRoutes: /health, /metrics, /proxy/metrics;
-// storage/grpc/grpc_proxy_http.h), as etcd's proxy serves the same paths
-// on both. `proxy` must outlive the server: Stop() it first.
-// Errors: the listener's or the TLS files'.
+// --cert-file/--key-file, --trusted-ca-file (client certificates required)
+// and --listen-cipher-suites, as the client port. It serves what the client
+// port serves over HTTP/1.1 (GrpcProxy::AddHttpRoutes: /health, /metrics,
+// /proxy/metrics; storage/grpc/grpc_proxy_http.h), as etcd's proxy serves the
+// same paths on both. `proxy` must outlive the server: Stop() it first. Errors:
+// the listener's or the TLS files'.
 StatusOr<std::unique_ptr<net::HttpServer>> StartProxyMetricsServer(
     const net::Url& url, const storage::GrpcProxyOptions& proxy_options,
     storage::GrpcProxy* proxy);

@@ -12,8 +12,11 @@
 #include <string>
 #include <vector>
 
+#include "base/testing/temp_dir.h"
 #include "cmd/kplane/store_command.h"
+#include "net/http_client.h"
 #include "net/pki.h"
+#include "net/url.h"
 
 namespace kplane::cmd {
 namespace {
@@ -268,6 +271,55 @@ TEST(GrpcProxyFlagsTest, CommonNameOfAnUnreadableFile) {
   ASSERT_FALSE(cn.ok());
   EXPECT_NE(cn.status().message().find("cannot read certificate"),
             std::string::npos);
+}
+
+// --metrics-addr https:// gets the client port's TLS settings, as etcd's
+// proxy gives both listeners one TLSInfo: with --trusted-ca-file a client
+// certificate is required there too.
+TEST(GrpcProxyMetricsServerTest, HttpsTakesTheClientPortsTlsSettings) {
+  testing::TempDir dir("kplane-proxymetrics-");
+  net::Pki pki({.dir = dir.path()});
+  ASSERT_TRUE(pki.EnsureCertificate("server", {.common_name = "server",
+                                               .ip_addresses = {"127.0.0.1"},
+                                               .server_auth = true})
+                  .ok());
+  ASSERT_TRUE(pki.EnsureCertificate(
+                     "client", {.common_name = "client", .client_auth = true})
+                  .ok());
+  storage::GrpcProxyOptions o;
+  o.endpoints = {"127.0.0.1:1"};  // no member: /proxy/metrics needs none
+  o.listen_addr = "127.0.0.1:0";
+  o.cert_file = pki.CertPath("server");
+  o.key_file = pki.KeyPath("server");
+  o.trusted_ca_file = pki.CertPath("ca");
+  auto proxy = storage::GrpcProxy::Start(o);
+  ASSERT_TRUE(proxy.ok()) << proxy.status();
+  net::Url url;
+  url.scheme = "https";
+  url.host = "127.0.0.1";
+  url.port = 0;  // any
+  auto server = StartProxyMetricsServer(url, o, proxy->get());
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto get = [&](bool with_cert) -> StatusOr<net::HttpResponse> {
+    net::TlsClientConfig cc{.ca_file = pki.CertPath("ca")};
+    if (with_cert) {
+      cc.cert_file = pki.CertPath("client");
+      cc.key_file = pki.KeyPath("client");
+    }
+    ASSIGN_OR_RETURN(auto tls, net::TlsContext::NewClient(cc));
+    ASSIGN_OR_RETURN(
+        auto c, net::HttpClient::ForUrl(
+                    "https://127.0.0.1:" + std::to_string((*server)->port()),
+                    {.tls = tls}));
+    return c->Request("GET", "/proxy/metrics");
+  };
+  EXPECT_FALSE(get(false).ok()) << "served without a client certificate";
+  auto ok = get(true);
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->status, 200);
+  EXPECT_NE(ok->body.find("etcd_grpc_proxy_cache_hits_total"),
+            std::string::npos);
+  (*server)->Stop();
 }
 
 }  // namespace

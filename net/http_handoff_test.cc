@@ -31,7 +31,7 @@ class HandoffTest : public ::testing::Test {
       handed_cv_.notify_all();
       handed_.CountDown();
     };
-    o.timer_tick = milliseconds(20);
+    o.timer_tick = timer_tick_;
     server_ = std::make_unique<HttpServer>(o);
     server_->Handle("GET", "/x",
                     [](const HttpRequest&, std::shared_ptr<Responder> r) {
@@ -78,8 +78,14 @@ class HandoffTest : public ::testing::Test {
     std::erase(fds_, fd);
     ::close(fd);
   }
+  void CloseAllHanded() {
+    MutexLock l(&mu_);
+    for (int fd : fds_) ::close(fd);
+    fds_.clear();
+  }
 
   size_t max_connections_ = 10000;
+  Duration timer_tick_ = milliseconds(20);
   Mutex mu_;
   std::condition_variable handed_cv_;
   std::vector<int> fds_ GUARDED_BY(mu_);  // handed over, not yet closed
@@ -161,6 +167,46 @@ TEST_F(HandoffCapTest, SlotComesBackAfterEachHandedOffConnection) {
   RawConnection served(server_->port());
   served.Send("GET /x HTTP/1.1\r\nHost: a\r\n\r\n");
   EXPECT_TRUE(served.ReadUntilContains("http1"));
+}
+
+class HandoffCapNoSweepTest : public HandoffTest {
+ protected:
+  void SetUp() override {
+    max_connections_ = 1;
+    timer_tick_ = hours(1);  // no sweep runs during the test
+    HandoffTest::SetUp();
+  }
+};
+
+// A handed-off connection the other server closed gives its slot back at
+// the accept that needs it, not a sweep later: with no sweep at all, the
+// next client on a cap of one is served.
+TEST_F(HandoffCapNoSweepTest, AcceptAtTheCapReclaimsAClosedHandedOffSlot) {
+  RawConnection grpc(server_->port());
+  grpc.Send(kHttp2Preface);
+  int fd = WaitHanded(1);
+  ASSERT_GE(fd, 0);
+  EXPECT_EQ(server_->NumHandedOff(), 1u);
+  CloseHanded(fd);
+  RawConnection served(server_->port());
+  served.Send("GET /x HTTP/1.1\r\nHost: a\r\n\r\n");
+  EXPECT_TRUE(served.ReadUntilContains("http1"));
+  EXPECT_EQ(server_->NumHandedOff(), 0u);
+}
+
+// More handed-off connections than one sweep checks (256) all give their
+// slots back, over a few sweeps.
+TEST_F(HandoffTest, ManyClosedHandedOffConnectionsAreAllReleased) {
+  constexpr size_t kConnections = 300;
+  std::vector<std::unique_ptr<RawConnection>> conns;
+  for (size_t i = 1; i <= kConnections; ++i) {
+    conns.push_back(std::make_unique<RawConnection>(server_->port()));
+    conns.back()->Send(kHttp2Preface);
+  }
+  ASSERT_GE(WaitHanded(kConnections), 0);
+  EXPECT_EQ(server_->NumHandedOff(), kConnections);
+  CloseAllHanded();
+  while (server_->NumHandedOff() != 0) std::this_thread::yield();
 }
 
 }  // namespace

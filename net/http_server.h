@@ -247,10 +247,13 @@ struct HttpServerOptions {
   // owns it from then on; it is called on an I/O thread and must not
   // block. An empty preface disables this. `tls` is nullptr (plaintext).
   // The connection keeps counting against max_connections until `handoff`'s
-  // owner closes the descriptor: the server checks at every timer tick that
-  // the descriptor still names that socket, so a slot comes back up to one
-  // tick after the close. (The owner must close the descriptor it was given
-  // when it is done, not a dup of it; gRPC does.)
+  // owner closes the descriptor: the server checks that the descriptor
+  // still names that socket, up to 256 handed-off connections per timer
+  // tick (round robin: a slot comes back within ceil(N / 256) ticks of the
+  // close), and all of them when an accept finds the cap full (at most
+  // once per tick per I/O loop, for the connections that loop handed off).
+  // (The owner must close the descriptor it was given when it is done, not
+  // a dup of it; gRPC does.)
   //
   // With TLS (below) the server terminates TLS and hands over a decrypted
   // stream: a connection that negotiated ALPN "h2", or no ALPN, and whose

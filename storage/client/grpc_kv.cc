@@ -383,6 +383,15 @@ StatusOr<pb::StatusResponse> GrpcKV::MemberStatus() {
       });
 }
 
+StatusOr<pb::HashKVResponse> GrpcKV::HashKV(const pb::HashKVRequest& req) {
+  Channels* c = channels_.get();
+  return Unary<pb::HashKVResponse>(
+      c, "HashKV", CallKind::kRead,
+      [&](size_t ep, grpc::ClientContext* ctx, pb::HashKVResponse* r) {
+        return c->maintenance[ep]->HashKV(ctx, req, r);
+      });
+}
+
 // ---------------------------------------------------------------------------
 // GrpcWatch
 //

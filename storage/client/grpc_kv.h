@@ -117,6 +117,12 @@ class GrpcKV : public KV {
 
   // Status of the preferred endpoint's member.
   StatusOr<etcdserverpb::StatusResponse> MemberStatus() override;
+  // Maintenance.HashKV of the preferred endpoint's member: the hash of the
+  // key-values live at `req.revision()` (0: its current revision), which
+  // later writes do not change. etcd 3.4's JSON gateway has no such call
+  // (its /v3/maintenance/hash is Hash, of the whole backend as it is now).
+  StatusOr<etcdserverpb::HashKVResponse> HashKV(
+      const etcdserverpb::HashKVRequest& req);
 
   // As RemoteKV::StartWatch: returns once the `created` response has been
   // handed to the callback, or fails (kUnavailable / kDeadlineExceeded, or

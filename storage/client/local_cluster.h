@@ -199,8 +199,10 @@ class LocalCluster {
   StatusOr<int> WaitForLeader(Duration timeout,
                               const std::function<bool(int)>& pred = nullptr);
 
-  // One member's answers (no failover). etcd 3.4's JSON gateway serves no
-  // HashKV (only the whole-backend Hash).
+  // One member's answers (no failover). HashKV goes over gRPC (etcd 3.4's
+  // JSON gateway serves only Hash, of the data as it is when asked), so it
+  // is the hash at `revision`, stable under later writes, for etcd members
+  // too.
   StatusOr<etcdserverpb::StatusResponse> MemberStatus(int i);
   StatusOr<etcdserverpb::HashKVResponse> HashKV(int i, int64_t revision);
   StatusOr<etcdserverpb::RangeResponse> SerializableRange(

@@ -43,6 +43,7 @@
 #include "apiserver/watch_sink.h"
 #include "base/logging.h"
 #include "base/mutex.h"
+#include "base/prometheus_text.h"
 #include "base/strings.h"
 #include "kubeletsim/control/control_client.h"
 #include "net/http_server.h"
@@ -1390,8 +1391,7 @@ void ApiServer::Impl::RegisterRoutes() {
   handle("GET", "/metrics",
          [this](const net::HttpRequest&, std::shared_ptr<net::Responder> resp) {
            resp->Respond(
-               200,
-               {{"Content-Type", "text/plain; version=0.0.4; charset=utf-8"}},
+               200, {{"Content-Type", metrics::kTextFormatContentTypeUtf8}},
                opts.metrics->Render());
          });
 }

@@ -8,6 +8,7 @@
 
 #include "base/logging.h"
 #include "base/mutex.h"
+#include "base/prometheus_text.h"
 #include "controllers/api_writer.h"
 #include "controllers/clusterrole_aggregation_controller.h"
 #include "controllers/cronjob_controller.h"
@@ -163,7 +164,7 @@ class ControllerManager::Impl {
       http_->Handle(
           "GET", "/metrics",
           [this](const net::HttpRequest&, std::shared_ptr<net::Responder> r) {
-            r->Respond(200, {{"Content-Type", "text/plain; version=0.0.4"}},
+            r->Respond(200, {{"Content-Type", metrics::kTextFormatContentType}},
                        metrics_->Render());
           });
       RETURN_IF_ERROR(http_->Start());

@@ -3,6 +3,8 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include "base/prometheus_text.h"
+
 namespace kplane::kubeletsim {
 namespace {
 
@@ -51,9 +53,8 @@ Status ControlServer::Start(const std::string& host, uint16_t port,
   server_->Handle(
       "GET", "/metrics",
       [this](const net::HttpRequest&, std::shared_ptr<net::Responder> r) {
-        r->Respond(
-            200, {{"Content-Type", "text/plain; version=0.0.4; charset=utf-8"}},
-            h_.metrics->Render());
+        r->Respond(200, {{"Content-Type", metrics::kTextFormatContentTypeUtf8}},
+                   h_.metrics->Render());
       });
   server_->Handle(
       "GET", "/nodes",

@@ -2253,16 +2253,18 @@ void IoLoop::Accept() {
     }
     srv->accepted_metric->Inc();
     if (srv->opts.max_connections != 0 &&
-        srv->reserved_connections.load() >= srv->opts.max_connections &&
-        !handed_off_.empty() && !handed_off_checked_at_cap_) {
-      handed_off_checked_at_cap_ = true;
-      CheckHandedOff(handed_off_.size());
-    }
-    if (srv->opts.max_connections != 0 &&
         srv->reserved_connections.load() >= srv->opts.max_connections) {
-      srv->rejected_metric->Inc();  // before the client can see the close
-      RejectConnection(fd);
-      continue;
+      // At the cap: a handed-off socket its user closed since its last
+      // check may hold the slot this connection needs (once per tick).
+      if (!handed_off_.empty() && !handed_off_checked_at_cap_) {
+        handed_off_checked_at_cap_ = true;
+        CheckHandedOff(handed_off_.size());
+      }
+      if (srv->reserved_connections.load() >= srv->opts.max_connections) {
+        srv->rejected_metric->Inc();  // before the client can see the close
+        RejectConnection(fd);
+        continue;
+      }
     }
     // Reserved here, not in Adopt, so the cap holds across loops.
     srv->reserved_connections.fetch_add(1);

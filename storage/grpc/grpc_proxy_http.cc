@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "base/logging.h"
+#include "base/prometheus_text.h"
 #include "net/http_client.h"
 #include "storage/grpc/grpc_proxy.h"
 #include "storage/server/etcd_health.h"
@@ -33,7 +34,7 @@ bool IsProxyOwned(std::string_view name) {
 
 const net::HttpHeaders& MetricsHeaders() {
   static const net::HttpHeaders* h =
-      new net::HttpHeaders{{"Content-Type", "text/plain; version=0.0.4"}};
+      new net::HttpHeaders{{"Content-Type", metrics::kTextFormatContentType}};
   return *h;
 }
 

@@ -11,6 +11,7 @@
 #include "base/log_throttle.h"
 #include "base/logging.h"
 #include "base/mutex.h"
+#include "base/prometheus_text.h"
 #include "storage/etcdjson/etcd_json.h"
 #include "storage/etcdjson/json_stream.h"
 #include "storage/mvcc/watch.h"
@@ -1211,7 +1212,7 @@ void ClientApi::RegisterMetricsHandlers(net::HttpServer* http) {
       });
   metrics::Registry* reg = metrics_;
   http->Handle("GET", "/metrics", [reg](const HttpRequest&, ResponderPtr r) {
-    r->Respond(200, {{"Content-Type", "text/plain; version=0.0.4"}},
+    r->Respond(200, {{"Content-Type", metrics::kTextFormatContentType}},
                reg->Render());
   });
 }

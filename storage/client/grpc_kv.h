@@ -119,8 +119,11 @@ class GrpcKV : public KV {
   StatusOr<etcdserverpb::StatusResponse> MemberStatus() override;
   // Maintenance.HashKV of the preferred endpoint's member: the hash of the
   // key-values live at `req.revision()` (0: its current revision), which
-  // later writes do not change. etcd 3.4's JSON gateway has no such call
-  // (its /v3/maintenance/hash is Hash, of the whole backend as it is now).
+  // later writes do not change. With several endpoints a failed attempt
+  // moves on to the next (a read's failover), so the answer may be another
+  // member's: give one endpoint to ask one member. etcd 3.4's JSON gateway
+  // has no such call (its /v3/maintenance/hash is Hash, of the data as it
+  // is when asked).
   StatusOr<etcdserverpb::HashKVResponse> HashKV(
       const etcdserverpb::HashKVRequest& req);
 

@@ -8,8 +8,12 @@
 //                     // accepted and closed at once (the client sees resets)
 //   proxy.Restore();  // relays again
 //
-// Each relayed connection costs two threads (one per direction), which is
-// fine for the handful a test opens.
+//   TcpProxy slow(port, milliseconds(1500));  // each connection reaches the
+//                     // server 1.5 s after it was accepted: a server slow
+//                     // to complete a handshake
+//
+// Each relayed connection costs two threads (one per direction), and one
+// more while it is held, which is fine for the handful a test opens.
 //
 // Thread-safety: Cut/Restore from any thread. The destructor closes
 // everything and joins every thread.
@@ -33,7 +37,8 @@ namespace kplane::informer::testing {
 
 class TcpProxy {
  public:
-  explicit TcpProxy(uint16_t upstream_port) : upstream_port_(upstream_port) {
+  explicit TcpProxy(uint16_t upstream_port, Duration hold = Duration(0))
+      : upstream_port_(upstream_port), hold_(hold) {
     StatusOr<net::ScopedFd> fd = net::ListenTcp("127.0.0.1", 0, 128);
     CHECK(fd.ok()) << fd.status();
     listener_ = std::move(*fd);
@@ -48,12 +53,17 @@ class TcpProxy {
     (void)!::write(wake_[1], &c, 1);
     acceptor_.join();
     Cut();
-    std::vector<std::thread> threads;
-    {
-      MutexLock l(&mu_);
-      threads.swap(threads_);
+    // A held connection's thread may add its pumps while the first ones
+    // are joined (it sees stopping_ under mu_ and adds none after that).
+    for (;;) {
+      std::vector<std::thread> threads;
+      {
+        MutexLock l(&mu_);
+        threads.swap(threads_);
+      }
+      if (threads.empty()) break;
+      for (std::thread& t : threads) t.join();
     }
-    for (std::thread& t : threads) t.join();
     ::close(wake_[0]);
     ::close(wake_[1]);
   }
@@ -85,16 +95,34 @@ class TcpProxy {
       if (fd < 0) continue;
       net::ScopedFd client(fd);
       if (cut_) continue;  // closed at once
-      StatusOr<net::ScopedFd> server =
-          net::ConnectTcp("127.0.0.1", upstream_port_, seconds(5));
-      if (!server.ok()) continue;
-      auto link = std::make_shared<Link>(
-          Link{std::move(client), std::move(*server)});
-      MutexLock l(&mu_);
-      links_.push_back(link);
-      threads_.emplace_back([link] { Pump(link->client.get(), link->server.get()); });
-      threads_.emplace_back([link] { Pump(link->server.get(), link->client.get()); });
+      if (hold_ > Duration(0)) {
+        auto held = std::make_shared<net::ScopedFd>(std::move(client));
+        MutexLock l(&mu_);
+        threads_.emplace_back([this, held] {
+          // The hold is the fault itself; the destructor's wake-up ends it.
+          if (net::WaitFd(wake_[0], /*for_write=*/false, hold_).ok()) return;
+          Relay(std::move(*held));
+        });
+        continue;
+      }
+      Relay(std::move(client));
     }
+  }
+
+  void Relay(net::ScopedFd client) {
+    if (cut_) return;
+    StatusOr<net::ScopedFd> server =
+        net::ConnectTcp("127.0.0.1", upstream_port_, seconds(5));
+    if (!server.ok()) return;
+    auto link =
+        std::make_shared<Link>(Link{std::move(client), std::move(*server)});
+    MutexLock l(&mu_);
+    if (stopping_) return;
+    links_.push_back(link);
+    threads_.emplace_back(
+        [link] { Pump(link->client.get(), link->server.get()); });
+    threads_.emplace_back(
+        [link] { Pump(link->server.get(), link->client.get()); });
   }
 
   static void Pump(int from, int to) {
@@ -115,6 +143,7 @@ class TcpProxy {
   }
 
   const uint16_t upstream_port_;
+  const Duration hold_;
   net::ScopedFd listener_;
   uint16_t port_ = 0;
   int wake_[2] = {-1, -1};

@@ -216,9 +216,13 @@ StatusOr<std::unique_ptr<GrpcKV>> GrpcKV::Create(RemoteKVOptions options) {
   // doubling to 2 min).
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS,
               Millis(options.retry_backoff));
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, Millis(options.retry_backoff));
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS,
               Millis(options.max_retry_backoff));
+  // Despite its name, the time one connection attempt (TCP, TLS, HTTP/2
+  // settings) may take (gRPC's MIN_CONNECT_TIMEOUT). It was the backoff
+  // (50 ms, so 50 ms to 1 s per attempt): a member slower than that to
+  // finish a handshake (TLS under load) was never reached.
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, Millis(kGrpcConnectAttempt));
   // A list may be large; etcd's clientv3 accepts any size too.
   args.SetMaxReceiveMessageSize(-1);
   // Notice a member that vanished without closing the connection (a

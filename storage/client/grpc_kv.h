@@ -75,6 +75,12 @@
 
 namespace kplane::storage {
 
+// How long one connection attempt to a member may take (TCP, TLS, HTTP/2
+// settings) before gRPC abandons it and tries again on its backoff: gRPC's
+// own minimum connect timeout. A call waits at most dial_timeout for a
+// connection and moves on, while the attempt goes on in the background.
+inline constexpr Duration kGrpcConnectAttempt = seconds(20);
+
 // Which API of the store a client speaks.
 enum class StoreProtocol { kJson, kGrpc };
 

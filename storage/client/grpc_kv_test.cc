@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "base/testing/absl_lock_cycle.h"
+#include "informer/tcp_proxy.h"
 
 namespace kplane::storage {
 namespace {
@@ -154,6 +155,29 @@ INSTANTIATE_TEST_SUITE_P(Transports, StoreClientTest,
                          [](const auto& info) {
                            return std::string(StoreProtocolName(info.param));
                          });
+
+// A member slower than a second to complete a connection's handshake (TLS
+// under load, in the sanitizer build's fault tests) is still reached: one
+// connection attempt may take kGrpcConnectAttempt, whatever the reconnect
+// backoff. With the attempt bounded by the backoff (50 ms growing to 1 s,
+// as it was) no attempt lasts the 1.5 s the relay holds it, and the put
+// fails with "not connected".
+TEST(GrpcKVConnectTest, ReachesAMemberSlowToCompleteAConnection) {
+  TestMember member;
+  ASSERT_TRUE(member.Start().ok());
+  informer::testing::TcpProxy slow(member.port(), milliseconds(1500));
+  RemoteKVOptions o;
+  o.endpoints = {"127.0.0.1:" + std::to_string(slow.port())};
+  o.dial_timeout = seconds(5);
+  o.call_timeout = seconds(10);
+  auto kv = GrpcKV::Create(o);
+  ASSERT_TRUE(kv.ok()) << kv.status();
+  etcdserverpb::PutRequest p;
+  p.set_key("k");
+  p.set_value("v");
+  auto put = (*kv)->Put(p);
+  EXPECT_TRUE(put.ok()) << put.status();
+}
 
 // Creates a GrpcKV, then takes two absl::Mutexes in both orders (one
 // thread, so no real deadlock) and exits 0; 2 if Create failed.

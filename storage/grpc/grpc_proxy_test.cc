@@ -271,6 +271,24 @@ TEST_F(GrpcProxyTest, MemberListIsForwardedWithoutAdvertiseUrl) {
   EXPECT_EQ(resp.members(0).name(), "m1");
 }
 
+// The proxy reaches a member slower than a second to complete a connection
+// (one attempt may take kGrpcConnectAttempt). With the attempt bounded by
+// the reconnect backoff (100 ms growing to 1 s, as it was) none lasted the
+// relay's 1.5 s hold and every forwarded call failed.
+TEST_F(GrpcProxyTest, ReachesAMemberSlowToCompleteAConnection) {
+  informer::testing::TcpProxy slow(member_.port(), milliseconds(1500));
+  GrpcProxyOptions o;
+  o.endpoints = {"127.0.0.1:" + std::to_string(slow.port())};
+  StartProxy(o);
+  // A few tries: a call may find the proxy's channel between attempts.
+  // (Without the fix every one fails: "connection attempt timed out before
+  // receiving SETTINGS frame".)
+  grpc::Status put;
+  for (int i = 0; i < 20 && !(put = Put(kv_.get(), "a", "1")).ok(); ++i) {
+  }
+  EXPECT_TRUE(put.ok()) << put.error_message();
+}
+
 TEST_F(GrpcProxyTest, RequestsOverTheSizeLimitAreRefused) {
   GrpcProxyOptions o;
   o.max_send_bytes = 64 * 1024;

@@ -197,6 +197,14 @@ StatusOr<Resp> Unary(Channels* c, std::string_view what, CallKind kind,
 
 }  // namespace
 
+void SetGrpcReconnect(grpc::ChannelArguments* args, Duration initial_backoff,
+                      Duration max_backoff) {
+  args->SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, Millis(initial_backoff));
+  args->SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, Millis(max_backoff));
+  // gRPC's MIN_CONNECT_TIMEOUT (TCP, TLS and HTTP/2 settings).
+  args->SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, Millis(kGrpcConnectAttempt));
+}
+
 StatusOr<std::unique_ptr<GrpcKV>> GrpcKV::Create(RemoteKVOptions options) {
   ASSIGN_OR_RETURN(std::vector<Endpoint> eps,
                    ParseEndpoints(options.endpoints, options.tls != nullptr));
@@ -214,15 +222,7 @@ StatusOr<std::unique_ptr<GrpcKV>> GrpcKV::Create(RemoteKVOptions options) {
   args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);
   // Reconnect to a restarted member on our backoff, not gRPC's (1 s
   // doubling to 2 min).
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS,
-              Millis(options.retry_backoff));
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS,
-              Millis(options.max_retry_backoff));
-  // Despite its name, the time one connection attempt (TCP, TLS, HTTP/2
-  // settings) may take (gRPC's MIN_CONNECT_TIMEOUT). It was the backoff
-  // (50 ms, so 50 ms to 1 s per attempt): a member slower than that to
-  // finish a handshake (TLS under load) was never reached.
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, Millis(kGrpcConnectAttempt));
+  SetGrpcReconnect(&args, options.retry_backoff, options.max_retry_backoff);
   // A list may be large; etcd's clientv3 accepts any size too.
   args.SetMaxReceiveMessageSize(-1);
   // Notice a member that vanished without closing the connection (a

@@ -73,6 +73,10 @@
 #include "storage/client/remote_kv.h"
 #include "storage/kv.h"
 
+namespace grpc {
+class ChannelArguments;
+}
+
 namespace kplane::storage {
 
 // How long one connection attempt to a member may take (TCP, TLS, HTTP/2
@@ -80,6 +84,16 @@ namespace kplane::storage {
 // own minimum connect timeout. A call waits at most dial_timeout for a
 // connection and moves on, while the attempt goes on in the background.
 inline constexpr Duration kGrpcConnectAttempt = seconds(20);
+
+// Sets `args`' reconnect backoff (initial_backoff, growing to max_backoff)
+// and the time one connection attempt may take (kGrpcConnectAttempt). gRPC
+// sets the latter with GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, which, despite its
+// name, is no backoff: set to one (50 ms), every attempt was abandoned
+// after 50 ms to 1 s and a member slower to finish a TLS handshake was never
+// reached. Every channel to a member (GrpcKV, the gRPC proxy) goes through
+// here.
+void SetGrpcReconnect(grpc::ChannelArguments* args, Duration initial_backoff,
+                      Duration max_backoff);
 
 // Which API of the store a client speaks.
 enum class StoreProtocol { kJson, kGrpc };

@@ -1390,16 +1390,7 @@ StatusOr<std::unique_ptr<GrpcProxy>> GrpcProxy::Start(GrpcProxyOptions o) {
   args.SetMaxReceiveMessageSize(o.max_recv_bytes);
   args.SetMaxSendMessageSize(o.max_send_bytes);
   args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);  // writes must not be resent
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  // Not the backoff: the time one connection attempt may take (see
-  // kGrpcConnectAttempt); at 100 ms a member slow to finish a TLS
-  // handshake was never reached.
-  args.SetInt(
-      GRPC_ARG_MIN_RECONNECT_BACKOFF_MS,
-      static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                           kGrpcConnectAttempt)
-                           .count()));
+  SetGrpcReconnect(&args, milliseconds(100), seconds(1));
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 30000);
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10000);
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);

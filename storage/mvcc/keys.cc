@@ -187,15 +187,23 @@ bool DecodePutRecord(std::string_view record, mvccpb::KeyValue* kv,
 
 std::string EventKey(int64_t main, uint32_t sub) {
   std::string out;
-  out.reserve(13);
+  out.reserve(kEventKeySize);
   out.push_back(kEventTag);
   PutBigEndian64(&out, static_cast<uint64_t>(main));
   PutBigEndian32(&out, sub);
   return out;
 }
 
+std::string EventRangeStart(int64_t main) {
+  std::string out;
+  out.reserve(9);
+  out.push_back(kEventTag);
+  PutBigEndian64(&out, static_cast<uint64_t>(main));
+  return out;
+}
+
 bool ParseEventKey(std::string_view key, int64_t* main, uint32_t* sub) {
-  if (key.size() != 13 || key[0] != kEventTag) return false;
+  if (key.size() != kEventKeySize || key[0] != kEventTag) return false;
   *main = static_cast<int64_t>(GetBigEndian64(key.data() + 1));
   *sub = GetBigEndian32(key.data() + 9);
   return true;

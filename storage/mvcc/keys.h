@@ -95,7 +95,12 @@ bool DecodePutRecord(std::string_view record, mvccpb::KeyValue* kv,
 
 // ---- revision-major event log -------------------------------------------
 
+inline constexpr size_t kEventKeySize = 13;  // r | be64(main) | be32(sub)
 std::string EventKey(int64_t main, uint32_t sub);
+// `r | be64(main)`: sorts right before every event of `main` and is no
+// event's key (those are kEventKeySize long). Compaction's range deletions
+// of the log start here (store.cc, MemtableHint, says why).
+std::string EventRangeStart(int64_t main);
 bool ParseEventKey(std::string_view key, int64_t* main, uint32_t* sub);
 // Value: 01 (put) or 02 (delete) followed by the raw user key.
 std::string EncodeEventRecord(bool is_delete, std::string_view user_key);

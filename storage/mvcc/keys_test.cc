@@ -89,6 +89,11 @@ TEST(MvccKeysTest, WorkedExampleBytes) {
                            "\xff\xff\xff\xff",
                            18));
   EXPECT_EQ(EventKey(3, 1), std::string("r\0\0\0\0\0\0\0\x03\0\0\0\x01", 13));
+  // A range of the log starting at revision 3 takes every event of 3 and
+  // none of 2, and is no event's key.
+  EXPECT_EQ(EventRangeStart(3), std::string("r\0\0\0\0\0\0\0\x03", 9));
+  EXPECT_LT(EventKey(2, 0xffffffff), EventRangeStart(3));
+  EXPECT_LT(EventRangeStart(3), EventKey(3, 0));
 }
 
 TEST(MvccKeysTest, PrefixSuccessorSeparatesKeys) {

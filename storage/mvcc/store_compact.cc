@@ -47,6 +47,7 @@
 
 namespace kplane::mvcc {
 
+using internal::DeleteRangeOutsideHints;
 using internal::FromRocks;
 
 namespace {
@@ -199,7 +200,7 @@ StatusOr<int64_t> Store::CompactKey(rocksdb::Iterator* versions,
   if (deleted == 1) {
     wb->Delete(first);
   } else if (deleted > 1) {
-    wb->DeleteRange(first, keys::PrefixSuccessor(prefix));
+    DeleteRangeOutsideHints(wb, first, keys::PrefixSuccessor(prefix));
   }
   return deleted;
 }
@@ -247,6 +248,9 @@ Status Store::RunCompaction(int64_t target) {
       events.reset();
     }
     const std::string first_event = keys::EventKey(start, 0);
+    // Where this batch's range deletion of the log begins: the same place,
+    // but outside the memtable's hint regions (DeleteRangeOutsideHints).
+    const std::string events_begin = keys::EventRangeStart(start);
     if (events == nullptr || batches_on_iterators >= kBatchesPerIterator) {
       DbView view(db_.get(), nullptr);
       events = view.NewCursor(first_event, keys::EventKey(target + 1, 0));
@@ -296,7 +300,9 @@ Status Store::RunCompaction(int64_t target) {
     // The events walked below the target are contiguous in the log: one
     // range deletion, in the same batch as their keys' versions (an event
     // record still present means its key may still need compacting).
-    if (events_end > first_event) wb.DeleteRange(first_event, events_end);
+    if (events_end > first_event) {
+      DeleteRangeOutsideHints(&wb, events_begin, events_end);
+    }
     if (!more) {
       RETURN_IF_ERROR(FlushCompactionBatch(&wb, &freed, target));
       break;

@@ -3,6 +3,9 @@
 #define KPLANE_STORAGE_MVCC_STORE_INTERNAL_H_
 
 #include <rocksdb/db.h>
+#include <rocksdb/write_batch.h>
+
+#include <string_view>
 
 #include "base/status.h"
 #include "schemas/rpc.pb.h"
@@ -38,6 +41,22 @@ class ScopedSnapshot {
   rocksdb::DB* db_;
   const rocksdb::Snapshot* snap_;
 };
+
+// Whether a memtable insert of `key` starts from the last insert of its
+// region (RocksDB's memtable_insert_with_hint_prefix_extractor, set up in
+// store.cc): the event log's records (one region: revisions only grow) and
+// each meta key (rewritten by every write group).
+bool InMemtableHintDomain(std::string_view key);
+
+// wb->DeleteRange(begin, end) for a range whose begin lies outside the hint
+// domain, which it CHECKs. RocksDB 7.8 (Debian's) keeps one hint per region
+// for the point-key memtable and the range-tombstone memtable together, so
+// a range deletion starting inside a region would leave that region's hint
+// pointing into the other skiplist and corrupt the next insert (fixed in
+// later RocksDB: "hints are for the point key table only"). Every range
+// deletion of the store goes through here.
+void DeleteRangeOutsideHints(rocksdb::WriteBatch* wb, std::string_view begin,
+                             std::string_view end);
 
 inline Status NoSpaceError() {
   return Status(StatusCode::kNoSpace,

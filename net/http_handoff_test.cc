@@ -83,6 +83,17 @@ class HandoffTest : public ::testing::Test {
     for (int fd : fds_) ::close(fd);
     fds_.clear();
   }
+  // Whether the server released every handed-off slot within the test
+  // deadline. It finds closed handed-off sockets on its timer ticks (or at
+  // an accept at the cap) and says so to nobody, so this polls.
+  bool AwaitNoneHandedOff() {
+    const TimePoint deadline = Clock::Real()->Now() + testing::kTestDeadline;
+    while (server_->NumHandedOff() != 0) {
+      if (Clock::Real()->Now() >= deadline) return false;
+      std::this_thread::yield();
+    }
+    return true;
+  }
 
   size_t max_connections_ = 10000;
   Duration timer_tick_ = milliseconds(20);
@@ -146,7 +157,7 @@ TEST_F(HandoffCapTest, HandedOffConnectionCountsUntilClosed) {
   EXPECT_EQ(r->status, 503);
 
   CloseHanded(fd);
-  while (server_->NumHandedOff() != 0) std::this_thread::yield();
+  ASSERT_TRUE(AwaitNoneHandedOff()) << server_->NumHandedOff();
   RawConnection served(server_->port());
   served.Send("GET /x HTTP/1.1\r\nHost: a\r\n\r\n");
   EXPECT_TRUE(served.ReadUntilContains("http1"));
@@ -162,7 +173,7 @@ TEST_F(HandoffCapTest, SlotComesBackAfterEachHandedOffConnection) {
     int fd = WaitHanded(i);
     ASSERT_GE(fd, 0) << "round " << i;
     CloseHanded(fd);
-    while (server_->NumHandedOff() != 0) std::this_thread::yield();
+    ASSERT_TRUE(AwaitNoneHandedOff()) << "round " << i;
   }
   RawConnection served(server_->port());
   served.Send("GET /x HTTP/1.1\r\nHost: a\r\n\r\n");
@@ -206,7 +217,8 @@ TEST_F(HandoffTest, ManyClosedHandedOffConnectionsAreAllReleased) {
   ASSERT_GE(WaitHanded(kConnections), 0);
   EXPECT_EQ(server_->NumHandedOff(), kConnections);
   CloseAllHanded();
-  while (server_->NumHandedOff() != 0) std::this_thread::yield();
+  EXPECT_TRUE(AwaitNoneHandedOff())
+      << server_->NumHandedOff() << " of " << kConnections << " still held";
 }
 
 }  // namespace

@@ -103,6 +103,72 @@ TEST(ManagedFieldsFastPathTest, LeaseRenewalByItsOwnerIsFastAndTheSame) {
   EXPECT_TRUE(Update(stored, NodeLease(1000), "kubelet").fast);
 }
 
+// The fast path keeps each distinct fieldsV1's parse in a shared cache:
+// a second renewal finds the first one's entry, and gives the same object.
+TEST(ManagedFieldsFastPathTest, RenewalsOfManyLeasesShareOneParsedEntry) {
+  const Lease stored = Created(NodeLease(1000), "kubelet");
+  const std::string& raw = stored.metadata().managedfields(0).fieldsv1().raw();
+  ASSERT_TRUE(Update(stored, NodeLease(1010), "kubelet").fast);
+  const size_t before = FieldsV1CacheBytesForTesting();
+  for (int i = 0; i < 100; ++i) {
+    Lease other = stored;
+    other.mutable_metadata()->set_name("node-" + std::to_string(i));
+    Lease renewed = NodeLease(1020 + i);
+    renewed.mutable_metadata()->set_name(other.metadata().name());
+    Outcome o = Update(other, renewed, "kubelet");
+    ASSERT_TRUE(o.fast) << i;
+  }
+  EXPECT_LE(FieldsV1CacheBytesForTesting(), before + raw.size());
+}
+
+// An entry whose fieldsV1 is not what the JSON round trip writes (here a
+// space) is left to the general path, which rewrites it; the cached verdict
+// says the same on the second try.
+TEST(ManagedFieldsFastPathTest, NonCanonicalFieldsV1TakesTheGeneralPath) {
+  Lease stored = Created(NodeLease(1000), "kubelet");
+  std::string* raw = stored.mutable_metadata()
+                         ->mutable_managedfields(0)
+                         ->mutable_fieldsv1()
+                         ->mutable_raw();
+  ASSERT_EQ(raw->substr(0, 2), "{\"");
+  raw->insert(1, " ");
+  for (int round = 0; round < 2; ++round) {
+    Outcome o = Update(stored, NodeLease(1010 + round), "kubelet");
+    EXPECT_FALSE(o.fast) << round;
+    Lease got;
+    ASSERT_TRUE(got.ParseFromString(o.result));
+    ASSERT_EQ(got.metadata().managedfields_size(), 1);
+    EXPECT_EQ(got.metadata().managedfields(0).fieldsv1().raw().substr(0, 2),
+              "{\"");
+  }
+}
+
+// Distinct fieldsV1 bytes never hold more than the cache's bound.
+TEST(ManagedFieldsFastPathTest, ParsedFieldsV1CacheIsBounded) {
+  const Lease created = Created(NodeLease(1000), "kubelet");
+  const std::string base = created.metadata().managedfields(0).fieldsv1().raw();
+  ASSERT_EQ(base.back(), '}');
+  const std::string padding(200, 'x');
+  size_t offered = 0;
+  for (int i = 0; offered < 3 * kMaxFieldsV1CacheBytes; ++i) {
+    Lease stored = created;
+    // Still a canonical trie (the new key sorts after "f:spec"), so the
+    // fast path asks the cache for it.
+    std::string raw = base.substr(0, base.size() - 1) + ",\"f:zz" + padding +
+                      std::to_string(i) + "\":{}}";
+    offered += raw.size();
+    stored.mutable_metadata()
+        ->mutable_managedfields(0)
+        ->mutable_fieldsv1()
+        ->set_raw(std::move(raw));
+    Lease renewed = NodeLease(1010);
+    ASSERT_TRUE(TrackOwnedValueChanges(&stored, &renewed, KindOf(renewed),
+                                       "kubelet", "2026-12-04T01:00:10Z", {}))
+        << i;
+    ASSERT_LE(FieldsV1CacheBytesForTesting(), kMaxFieldsV1CacheBytes) << i;
+  }
+}
+
 TEST(ManagedFieldsFastPathTest, AnotherWriterTakesOwnershipTheGeneralWay) {
   const Lease stored = Created(NodeLease(1000), "kubelet");
   Outcome o = Update(stored, NodeLease(1010), "intruder");

@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <functional>
+#include <memory>
 #include <optional>
+#include <unordered_map>
 
 #include "base/deep_stack.h"
 #include "base/json.h"
+#include "base/mutex.h"
 #include "objects/codec.h"
 #include "objects/field_table.h"
 #include "objects/meta.h"
@@ -15,6 +18,7 @@
 #include "objects/patch/merge_patch.h"
 #include "objects/patch/patch_meta.h"
 #include "objects/patch/strategic.h"
+#include "objects/time.h"
 #include "objects/unstructured.h"
 #include "objects/yaml.h"
 
@@ -423,7 +427,77 @@ bool SameShape(const Message& a, const Message& b, const MessageTable& table,
   return true;
 }
 
+// What TrackOwnedValueChanges needs of one managedFields entry's fieldsV1
+// bytes: their field set, and whether they are what the general path's JSON
+// round trip writes (canonical: sorted keys, no spaces).
+struct ParsedFieldsV1 {
+  patch::FieldSet fields;
+  bool canonical = false;
+};
+
+// fieldsV1 bytes -> ParsedFieldsV1, shared by every request. Every renewal
+// of every node's Lease carries the kubelet's entry with the same bytes, so
+// they are parsed and checked once, not on each update. Bounded by
+// kMaxFieldsV1CacheBytes of keys: when a new entry would pass it the cache
+// starts again empty (distinct bytes only cost their parse, as before).
+class FieldsV1Cache {
+ public:
+  // Null when `raw` is not a fieldsV1 trie.
+  std::shared_ptr<const ParsedFieldsV1> Get(const std::string& raw)
+      EXCLUDES(mu_) {
+    {
+      ReaderLock l(&mu_);
+      auto it = entries_.find(raw);
+      if (it != entries_.end()) return it->second;
+    }
+    std::shared_ptr<const ParsedFieldsV1> parsed = Parse(raw);
+    if (parsed == nullptr) return nullptr;
+    WriterLock l(&mu_);
+    if (bytes_ + raw.size() > kMaxFieldsV1CacheBytes) {
+      entries_.clear();
+      bytes_ = 0;
+    }
+    if (entries_.emplace(raw, parsed).second) bytes_ += raw.size();
+    return parsed;
+  }
+  size_t Bytes() const EXCLUDES(mu_) {
+    ReaderLock l(&mu_);
+    return bytes_;
+  }
+
+ private:
+  static std::shared_ptr<const ParsedFieldsV1> Parse(const std::string& raw) {
+    rapidjson::Document parsed;
+    if (!json::ParseDom(raw, &parsed).ok()) return nullptr;
+    StatusOr<patch::FieldSet> fields = patch::FieldSet::FromJson(parsed);
+    if (!fields.ok()) return nullptr;
+    auto out = std::make_shared<ParsedFieldsV1>();
+    out->fields = *std::move(fields);
+    // What the general path's round trip makes of these bytes.
+    rapidjson::Document scratch;
+    auto& alloc = scratch.GetAllocator();
+    scratch.SetObject();
+    scratch.AddMember("fieldsV1", out->fields.ToJson(alloc), alloc);
+    objects::metav1::ManagedFieldsEntry round_trip;
+    out->canonical = objects::DecodeJsonValue(scratch, &round_trip).ok() &&
+                     round_trip.fieldsv1().raw() == raw;
+    return out;
+  }
+
+  mutable SharedMutex mu_;
+  std::unordered_map<std::string, std::shared_ptr<const ParsedFieldsV1>>
+      entries_ GUARDED_BY(mu_);
+  size_t bytes_ GUARDED_BY(mu_) = 0;
+};
+
+FieldsV1Cache& ParsedFieldsV1s() {
+  static FieldsV1Cache* cache = new FieldsV1Cache;
+  return *cache;
+}
+
 }  // namespace
+
+size_t FieldsV1CacheBytesForTesting() { return ParsedFieldsV1s().Bytes(); }
 
 bool TrackOwnedValueChanges(
     const google::protobuf::Message* old, google::protobuf::Message* obj,
@@ -452,7 +526,6 @@ bool TrackOwnedValueChanges(
   // Ownership must stay as it is: the writer's Update entry already owns
   // every changed leaf and no other entry owns any. Each entry must also
   // read back as the JSON round trip would write it (fieldsV1 canonical).
-  objects::metav1::ManagedFieldsEntry stamped;
   bool found = false;
   for (const objects::metav1::ManagedFieldsEntry& e :
        old_meta->managedfields()) {
@@ -462,43 +535,32 @@ bool TrackOwnedValueChanges(
         e.time().nanos() != 0) {
       return false;
     }
-    rapidjson::Document parsed;
-    if (!json::ParseDom(e.fieldsv1().raw(), &parsed).ok()) return false;
-    StatusOr<patch::FieldSet> fields = patch::FieldSet::FromJson(parsed);
-    if (!fields.ok() || fields->Empty()) return false;
+    std::shared_ptr<const ParsedFieldsV1> parsed =
+        ParsedFieldsV1s().Get(e.fieldsv1().raw());
+    if (parsed == nullptr || !parsed->canonical || parsed->fields.Empty()) {
+      return false;
+    }
     const bool writer = e.manager() == manager && e.operation() == "Update" &&
                         e.subresource().empty();
     for (const FieldPath& p : changed) {
-      if (fields->Has(p) != writer) return false;
-    }
-    // What the slow path's JSON round trip makes of this entry's fieldsV1
-    // (and, for the writer's, of the new time).
-    rapidjson::Document scratch;
-    auto& alloc = scratch.GetAllocator();
-    scratch.SetObject();
-    scratch.AddMember("fieldsV1", fields->ToJson(alloc), alloc);
-    if (writer) {
-      scratch.AddMember("time", rapidjson::Value(time.c_str(), alloc), alloc);
-    }
-    objects::metav1::ManagedFieldsEntry round_trip;
-    if (!objects::DecodeJsonValue(scratch, &round_trip).ok() ||
-        round_trip.fieldsv1().raw() != e.fieldsv1().raw()) {
-      return false;
+      if (parsed->fields.Has(p) != writer) return false;
     }
     if (writer) {
       if (found) return false;  // two entries of one writer: the slow way
       found = true;
-      stamped = std::move(round_trip);
     }
   }
   if (!found) return false;
+  // The writer's new time as the round trip decodes it: whole seconds.
+  StatusOr<objects::Timestamp> stamped = objects::ParseRfc3339(time);
+  if (!stamped.ok()) return false;
   *meta->mutable_managedfields() = old_meta->managedfields();
   for (objects::metav1::ManagedFieldsEntry& e :
        *meta->mutable_managedfields()) {
     if (e.manager() == manager && e.operation() == "Update" &&
         e.subresource().empty()) {
       e.set_apiversion(kind.gv.ApiVersion());
-      *e.mutable_time() = stamped.time();
+      objects::SetTime(e.mutable_time(), stamped->seconds);
     }
   }
   return true;

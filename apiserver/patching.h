@@ -98,6 +98,12 @@ bool TrackOwnedValueChanges(
     const std::string& time,
     const std::vector<std::vector<std::string>>& ignored);
 
+// TrackOwnedValueChanges parses each distinct fieldsV1 once and keeps the
+// result in a process-wide cache, bounded by this many bytes of fieldsV1
+// (it starts again empty when full). The bytes it holds now, for tests.
+inline constexpr size_t kMaxFieldsV1CacheBytes = 1 << 20;
+size_t FieldsV1CacheBytesForTesting();
+
 // TrackManagedFields' case of a writer without a manager (a client that
 // sends no fieldManager and no User-Agent, e.g. a bare HTTP client or kpctl
 // bench) of a body without managedFields over an object without them (or a

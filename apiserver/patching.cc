@@ -1,6 +1,7 @@
 #include "apiserver/patching.h"
 
 #include <algorithm>
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -438,8 +439,13 @@ struct ParsedFieldsV1 {
 // fieldsV1 bytes -> ParsedFieldsV1, shared by every request. Every renewal
 // of every node's Lease carries the kubelet's entry with the same bytes, so
 // they are parsed and checked once, not on each update. Bounded by
-// kMaxFieldsV1CacheBytes of keys: when a new entry would pass it the cache
-// starts again empty (distinct bytes only cost their parse, as before).
+// kMaxFieldsV1CacheBytes, counting each entry as its bytes twice (the key,
+// and the bytes' worth of the parsed value) plus 128 bytes per field-set
+// node and per entry (map nodes and the shared pointer); when a new entry
+// would pass the bound the cache starts again empty. An entry bigger than
+// a sixteenth of the bound is parsed for its caller and not kept, so one
+// big object cannot keep emptying it. Distinct bytes only cost their parse,
+// as they did before the cache.
 class FieldsV1Cache {
  public:
   // Null when `raw` is not a fieldsV1 trie.
@@ -448,24 +454,43 @@ class FieldsV1Cache {
     {
       ReaderLock l(&mu_);
       auto it = entries_.find(raw);
-      if (it != entries_.end()) return it->second;
+      if (it != entries_.end()) {
+        hits_.fetch_add(1, std::memory_order_relaxed);
+        return it->second;
+      }
     }
+    misses_.fetch_add(1, std::memory_order_relaxed);
     std::shared_ptr<const ParsedFieldsV1> parsed = Parse(raw);
     if (parsed == nullptr) return nullptr;
-    WriterLock l(&mu_);
-    if (bytes_ + raw.size() > kMaxFieldsV1CacheBytes) {
-      entries_.clear();
-      bytes_ = 0;
+    const size_t cost = 2 * raw.size() + 128 * (Nodes(parsed->fields) + 1);
+    if (cost > kMaxFieldsV1CacheBytes / 16) return parsed;
+    Entries dropped;  // destroyed after the lock is released
+    {
+      WriterLock l(&mu_);
+      if (bytes_ + cost > kMaxFieldsV1CacheBytes) {
+        dropped.swap(entries_);
+        bytes_ = 0;
+      }
+      if (entries_.emplace(raw, parsed).second) bytes_ += cost;
     }
-    if (entries_.emplace(raw, parsed).second) bytes_ += raw.size();
     return parsed;
   }
-  size_t Bytes() const EXCLUDES(mu_) {
+  FieldsV1CacheStats Stats() const EXCLUDES(mu_) {
     ReaderLock l(&mu_);
-    return bytes_;
+    return {.bytes = bytes_,
+            .hits = hits_.load(std::memory_order_relaxed),
+            .misses = misses_.load(std::memory_order_relaxed)};
   }
 
  private:
+  using Entries =
+      std::unordered_map<std::string, std::shared_ptr<const ParsedFieldsV1>>;
+
+  static size_t Nodes(const patch::FieldSet& f) {
+    size_t n = 1;
+    for (const auto& [name, child] : f.children) n += Nodes(child);
+    return n;
+  }
   static std::shared_ptr<const ParsedFieldsV1> Parse(const std::string& raw) {
     rapidjson::Document parsed;
     if (!json::ParseDom(raw, &parsed).ok()) return nullptr;
@@ -485,9 +510,10 @@ class FieldsV1Cache {
   }
 
   mutable SharedMutex mu_;
-  std::unordered_map<std::string, std::shared_ptr<const ParsedFieldsV1>>
-      entries_ GUARDED_BY(mu_);
+  Entries entries_ GUARDED_BY(mu_);
   size_t bytes_ GUARDED_BY(mu_) = 0;
+  std::atomic<uint64_t> hits_{0};
+  std::atomic<uint64_t> misses_{0};
 };
 
 FieldsV1Cache& ParsedFieldsV1s() {
@@ -497,7 +523,9 @@ FieldsV1Cache& ParsedFieldsV1s() {
 
 }  // namespace
 
-size_t FieldsV1CacheBytesForTesting() { return ParsedFieldsV1s().Bytes(); }
+FieldsV1CacheStats FieldsV1CacheStatsForTesting() {
+  return ParsedFieldsV1s().Stats();
+}
 
 bool TrackOwnedValueChanges(
     const google::protobuf::Message* old, google::protobuf::Message* obj,

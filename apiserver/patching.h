@@ -18,7 +18,8 @@
 // (400). Inputs deeper than base/deep_stack.h's kInlineDepth are patched on
 // a deep stack.
 //
-// Thread-safety: pure functions.
+// Thread-safety: all functions may be called concurrently; they share
+// nothing but TrackOwnedValueChanges' cache of parsed fieldsV1 (below).
 #ifndef KPLANE_APISERVER_PATCHING_H_
 #define KPLANE_APISERVER_PATCHING_H_
 
@@ -99,10 +100,17 @@ bool TrackOwnedValueChanges(
     const std::vector<std::vector<std::string>>& ignored);
 
 // TrackOwnedValueChanges parses each distinct fieldsV1 once and keeps the
-// result in a process-wide cache, bounded by this many bytes of fieldsV1
-// (it starts again empty when full). The bytes it holds now, for tests.
-inline constexpr size_t kMaxFieldsV1CacheBytes = 1 << 20;
-size_t FieldsV1CacheBytesForTesting();
+// result in a process-wide cache (thread-safe), bounded by this many bytes
+// as it counts them (patching.cc, FieldsV1Cache: about what the entries
+// take) and started again empty when full. What it holds and has answered,
+// for tests.
+inline constexpr size_t kMaxFieldsV1CacheBytes = 4 << 20;
+struct FieldsV1CacheStats {
+  size_t bytes = 0;
+  uint64_t hits = 0;
+  uint64_t misses = 0;
+};
+FieldsV1CacheStats FieldsV1CacheStatsForTesting();
 
 // TrackManagedFields' case of a writer without a manager (a client that
 // sends no fieldManager and no User-Agent, e.g. a bare HTTP client or kpctl

@@ -207,6 +207,17 @@ StatusOr<std::unique_ptr<Store>> Store::Open(const Options& options) {
   return s;
 }
 
+StatusOr<bool> Store::HasWalToReplay() const {
+  if (!fs_->Exists(options_.dir)) return false;
+  ASSIGN_OR_RETURN(std::vector<std::string> names, fs_->ListDir(options_.dir));
+  for (const std::string& name : names) {
+    if (!name.ends_with(".log")) continue;  // RocksDB's WAL: <number>.log
+    ASSIGN_OR_RETURN(uint64_t size, fs_->FileSize(options_.dir + "/" + name));
+    if (size > 0) return true;
+  }
+  return false;
+}
+
 Status Store::OpenDb() {
   // Created here rather than by RocksDB, which does not sync the directory
   // above a new one: a power cut could take the whole store with it.
@@ -223,15 +234,35 @@ Status Store::OpenDb() {
   o.level_compaction_dynamic_level_bytes = true;
   o.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
   o.keep_log_file_num = 2;
-  o.memtable_insert_with_hint_prefix_extractor =
-      std::make_shared<MemtableHint>();
   // Flush on a clean close, so a restart does not replay the WAL.
   o.avoid_flush_during_shutdown = !options_.flush_on_close;
   rocksdb::BlockBasedTableOptions t;
   t.block_cache = rocksdb::NewLRUCache(options_.block_cache_bytes);
   o.table_factory.reset(rocksdb::NewBlockBasedTableFactory(t));
   rocksdb::DB* db = nullptr;
-  rocksdb::Status st = rocksdb::DB::Open(o, options_.dir, &db);
+  rocksdb::Status st;
+  // A WAL to replay (a crash, or a close without a flush) may come from a
+  // binary that began compaction's range deletions inside the hinted
+  // regions (before DeleteRangeOutsideHints), and RocksDB replays it
+  // through the same memtable inserts as live writes. So it is replayed by
+  // an open without hints, which flushes what it replays
+  // (avoid_flush_during_recovery is false); the open with hints below then
+  // finds nothing to replay.
+  ASSIGN_OR_RETURN(bool replay, HasWalToReplay());
+  if (replay) {
+    st = rocksdb::DB::Open(o, options_.dir, &db);
+    if (st.ok()) {
+      st = db->Close();
+      delete db;
+      db = nullptr;
+    }
+    if (!st.ok()) {
+      return FromRocks(st).Annotate("mvcc: replay the WAL of " + options_.dir);
+    }
+  }
+  o.memtable_insert_with_hint_prefix_extractor =
+      std::make_shared<MemtableHint>();
+  st = rocksdb::DB::Open(o, options_.dir, &db);
   if (!st.ok()) return FromRocks(st).Annotate("mvcc: open " + options_.dir);
   db_.reset(db);
   return Status::Ok();

@@ -378,6 +378,9 @@ class Store {
   explicit Store(const Options& options);
 
   Status OpenDb();
+  // Whether the directory holds a RocksDB WAL with records, which the next
+  // open replays.
+  StatusOr<bool> HasWalToReplay() const;
   Status LoadMeta();
   Status LoadLeases();
   // Builds the key index from the stored versions (Open).

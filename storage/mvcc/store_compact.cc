@@ -24,7 +24,8 @@
 //           -> DeleteRange[foo@4, succ(foo))   (foo@9, foo@7 untouched)
 //   foo\0:  Seek -> foo\0@8 survives, nothing older -> nothing
 //   goo:    Seek -> goo@3, a tombstone below 8 -> DeleteRange[goo@3, succ(goo))
-//   r: events 2..7 walked in this batch -> DeleteRange[r(2,0), r(8,0))
+//   r: events 2..7 walked in this batch -> DeleteRange[r(2), r(8,0))
+//      (r(2) = EventRangeStart(2): outside the memtable's hints, store.cc)
 //
 // succ(foo) ends foo's run before foo\0's (see FORMAT.md, escaping).
 

@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 
+#include "apiserver/node_lease_testing.h"
 #include "apiserver/patching.h"
 #include "objects/scheme.h"
 #include "objects/time.h"
@@ -16,27 +17,10 @@ namespace kplane::apiserver {
 namespace {
 
 using objects::coordinationv1::Lease;
+using testing::NodeLease;
 
 const objects::KindInfo& LeaseKind() {
   return *objects::Scheme::Default().KindFor(Lease::descriptor());
-}
-
-Lease NodeLease(int64_t renew_seconds) {
-  Lease l;
-  l.mutable_metadata()->set_name("node-1");
-  l.mutable_metadata()->set_namespace_("kube-node-lease");
-  l.mutable_metadata()->set_uid("lease-uid");
-  l.mutable_metadata()->set_resourceversion("5");
-  auto* o = l.mutable_metadata()->add_ownerreferences();
-  o->set_apiversion("v1");
-  o->set_kind("Node");
-  o->set_name("node-1");
-  o->set_uid("node-uid");
-  l.mutable_spec()->set_holderidentity("node-1");
-  l.mutable_spec()->set_leasedurationseconds(40);
-  objects::SetMicroTime(l.mutable_spec()->mutable_renewtime(), renew_seconds,
-                        123000);
-  return l;
 }
 
 // The Lease as stored after the kubelet created it.

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "apiserver/node_lease_testing.h"
 #include "apiserver/patching.h"
 #include "objects/scheme.h"
 #include "objects/time.h"
@@ -16,30 +17,13 @@ namespace {
 
 using objects::coordinationv1::Lease;
 using objects::corev1::Node;
+using testing::NodeLease;
 
 const objects::KindInfo& KindOf(const google::protobuf::Message& m) {
   const objects::KindInfo* k =
       objects::Scheme::Default().KindFor(m.GetDescriptor());
   EXPECT_NE(k, nullptr);
   return *k;
-}
-
-Lease NodeLease(int64_t renew_seconds) {
-  Lease l;
-  l.mutable_metadata()->set_name("node-1");
-  l.mutable_metadata()->set_namespace_("kube-node-lease");
-  l.mutable_metadata()->set_uid("lease-uid");
-  l.mutable_metadata()->set_resourceversion("5");
-  auto* o = l.mutable_metadata()->add_ownerreferences();
-  o->set_apiversion("v1");
-  o->set_kind("Node");
-  o->set_name("node-1");
-  o->set_uid("node-uid");
-  l.mutable_spec()->set_holderidentity("node-1");
-  l.mutable_spec()->set_leasedurationseconds(40);
-  objects::SetMicroTime(l.mutable_spec()->mutable_renewtime(), renew_seconds,
-                        123000);
-  return l;
 }
 
 // What the API server stores after `manager` creates `l`.

@@ -87,12 +87,7 @@ class HandoffTest : public ::testing::Test {
   // deadline. It finds closed handed-off sockets on its timer ticks (or at
   // an accept at the cap) and says so to nobody, so this polls.
   bool AwaitNoneHandedOff() {
-    const TimePoint deadline = Clock::Real()->Now() + testing::kTestDeadline;
-    while (server_->NumHandedOff() != 0) {
-      if (Clock::Real()->Now() >= deadline) return false;
-      std::this_thread::yield();
-    }
-    return true;
+    return testing::PollUntil([&] { return server_->NumHandedOff() == 0; });
   }
 
   size_t max_connections_ = 10000;

@@ -1,6 +1,7 @@
 // Test helpers for net/ tests (not part of the library): a raw TCP
 // connection that sends arbitrary bytes and reads with a failure deadline,
-// and a one-shot latch.
+// a one-shot latch, and a bounded poll for server state that no event
+// announces.
 //
 // Reads wait for data to arrive (poll), never sleep; the 10 s deadline only
 // turns a hang into a test failure.
@@ -16,7 +17,9 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <thread>
 
+#include "base/clock.h"
 #include "base/logging.h"
 #include "base/mutex.h"
 #include "base/statusor.h"
@@ -27,6 +30,18 @@
 namespace kplane::net::testing {
 
 inline constexpr Duration kTestDeadline = seconds(10);
+
+// Polls `done` until it holds or kTestDeadline passes; returns its last
+// answer. For server state changed by a timer sweep that tells no one (a
+// closed connection's slot coming back), where there is nothing to wait on.
+inline bool PollUntil(const std::function<bool()>& done) {
+  const TimePoint deadline = Clock::Real()->Now() + kTestDeadline;
+  while (!done()) {
+    if (Clock::Real()->Now() >= deadline) return done();
+    std::this_thread::yield();
+  }
+  return true;
+}
 
 class RawConnection {
  public:

@@ -30,6 +30,7 @@ namespace kplane::net {
 namespace {
 
 using testing::kTestDeadline;
+using testing::PollUntil;
 
 constexpr size_t kBig = 16 * 1024 * 1024;
 
@@ -277,11 +278,9 @@ class HttpTlsHandoffTest : public ::testing::Test {
     }
   }
   void AwaitNoConnections() {
-    const TimePoint deadline = Clock::Real()->Now() + kTestDeadline;
-    while ((server_->NumConnections() > 0 || server_->NumHandedOff() > 0) &&
-           Clock::Real()->Now() < deadline) {
-      std::this_thread::yield();
-    }
+    PollUntil([&] {
+      return server_->NumConnections() == 0 && server_->NumHandedOff() == 0;
+    });
   }
 
   KeyPair ca_, server_cert_, alice_;

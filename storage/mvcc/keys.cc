@@ -185,20 +185,17 @@ bool DecodePutRecord(std::string_view record, mvccpb::KeyValue* kv,
   return true;
 }
 
-std::string EventKey(int64_t main, uint32_t sub) {
+std::string EventRangeStart(int64_t main) {
   std::string out;
-  out.reserve(kEventKeySize);
+  out.reserve(kEventKeySize);  // room for EventKey's sub
   out.push_back(kEventTag);
   PutBigEndian64(&out, static_cast<uint64_t>(main));
-  PutBigEndian32(&out, sub);
   return out;
 }
 
-std::string EventRangeStart(int64_t main) {
-  std::string out;
-  out.reserve(9);
-  out.push_back(kEventTag);
-  PutBigEndian64(&out, static_cast<uint64_t>(main));
+std::string EventKey(int64_t main, uint32_t sub) {
+  std::string out = EventRangeStart(main);
+  PutBigEndian32(&out, sub);
   return out;
 }
 

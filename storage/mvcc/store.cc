@@ -208,7 +208,6 @@ StatusOr<std::unique_ptr<Store>> Store::Open(const Options& options) {
 }
 
 StatusOr<bool> Store::HasWalToReplay() const {
-  if (!fs_->Exists(options_.dir)) return false;
   ASSIGN_OR_RETURN(std::vector<std::string> names, fs_->ListDir(options_.dir));
   for (const std::string& name : names) {
     if (!name.ends_with(".log")) continue;  // RocksDB's WAL: <number>.log

@@ -536,7 +536,9 @@ TEST_F(HttpServerTest, OnCloseMayTakeTheProducersLock) {
   Route("GET", "/w", [&](const HttpRequest&, std::shared_ptr<Responder> r) {
     r->StartStream(200, {});
     r->OnClose([&] {
-      MutexLock l(&producer_mu);
+      { MutexLock l(&producer_mu); }
+      // Last: once it runs the test may end and destroy producer_mu, so
+      // the callback must not still hold (and later unlock) it.
       fired.CountDown();
     });
     got.set_value(r);
@@ -552,6 +554,7 @@ TEST_F(HttpServerTest, OnCloseMayTakeTheProducersLock) {
   }
   EXPECT_TRUE(fired.Wait());
   EXPECT_TRUE(conn.WaitForClose());
+  server_->Stop();  // every callback has returned before the locals go
 }
 
 TEST_F(HttpServerTest, SlowClientExceedingBufferCapIsClosed) {

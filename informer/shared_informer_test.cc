@@ -128,6 +128,18 @@ TEST_F(SharedInformerTest, SlowHandlerNeverBlocksTheOthers) {
   std::promise<void> release;
   std::shared_future<void> released = release.get_future().share();
   Recorder slow_events, fast_events;
+  bool let_go = false;
+  // On any return (a failed ASSERT too), the slow handler is let go and
+  // the informer stopped before the locals its handlers use are destroyed.
+  struct Finish {
+    std::promise<void>* release;
+    bool* let_go;
+    SharedIndexInformer* informer;
+    ~Finish() {
+      if (!*let_go) release->set_value();
+      informer->Stop();
+    }
+  } finish{&release, &let_go, informer_.get()};
   informer_->AddEventHandler(
       EventHandlerFuncs{.on_add = [&](const ObjectPtr& o, bool) {
         released.wait();
@@ -149,6 +161,7 @@ TEST_F(SharedInformerTest, SlowHandlerNeverBlocksTheOthers) {
   EXPECT_EQ(informer_->GetIndexer().Size(), static_cast<size_t>(kObjects));
   EXPECT_TRUE(slow_events.Items().empty());
   release.set_value();
+  let_go = true;
   ASSERT_TRUE(slow_events.WaitForCount(kObjects));
   std::vector<std::string> slow = slow_events.Items();
   for (int i = 0; i < kObjects; ++i) {

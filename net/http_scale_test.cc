@@ -33,11 +33,13 @@ TEST(HttpScaleTest, TwoThousandConcurrentStreams) {
   HttpServerOptions o;
   o.metrics = &registry;
   o.worker_threads = 2;
-  HttpServer server(o);
   Mutex mu;
   std::vector<std::shared_ptr<Responder>> streams;
   Latch all_started(kStreams), all_closed(kStreams);
   std::atomic<int> closes{0};
+  // After the locals its callbacks use: on any return it stops (and every
+  // OnClose has run) before they go.
+  HttpServer server(o);
   server.Handle("GET", "/watch",
                 [&](const HttpRequest&, std::shared_ptr<Responder> r) {
                   r->StartStream(200, {{"Content-Type", "application/json"}});

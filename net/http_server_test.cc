@@ -47,6 +47,24 @@ class HttpServerTest : public ::testing::Test {
   HttpClient Client(HttpClientOptions o = {}) {
     return HttpClient("127.0.0.1", server_->port(), std::move(o));
   }
+  // Stops the server when it goes out of scope. A test declares one after
+  // the locals its handlers and OnClose callbacks capture, so that on every
+  // return path (a failed ASSERT too) the server is stopped, and every
+  // callback has returned, before those locals are destroyed.
+  class [[nodiscard]] ServerStopper {
+   public:
+    explicit ServerStopper(std::unique_ptr<HttpServer>* server)
+        : server_(server) {}
+    ServerStopper(const ServerStopper&) = delete;
+    ServerStopper& operator=(const ServerStopper&) = delete;
+    ~ServerStopper() {
+      if (*server_ != nullptr) (*server_)->Stop();
+    }
+
+   private:
+    std::unique_ptr<HttpServer>* server_;
+  };
+  ServerStopper StopServerAtScopeExit() { return ServerStopper(&server_); }
 
   struct RouteSpec {
     std::string method, path;
@@ -484,6 +502,7 @@ TEST_F(HttpServerTest, OnCloseFiresOnceWhenClientDisconnects) {
   std::promise<std::shared_ptr<Responder>> got;
   std::atomic<int> closes{0};
   Latch closed;
+  ServerStopper stop = StopServerAtScopeExit();
   Route("GET", "/watch", [&](const HttpRequest&, std::shared_ptr<Responder> r) {
     r->StartStream(200, {});
     r->OnClose([&] {
@@ -511,6 +530,7 @@ TEST_F(HttpServerTest, OnCloseFiresOnceWhenClientDisconnects) {
 TEST_F(HttpServerTest, OnCloseFiresOnceAfterNormalCompletion) {
   std::atomic<int> closes{0};
   Latch fired;
+  ServerStopper stop = StopServerAtScopeExit();
   Route("GET", "/x", [&](const HttpRequest&, std::shared_ptr<Responder> r) {
     r->OnClose([&] {
       closes++;
@@ -533,6 +553,7 @@ TEST_F(HttpServerTest, OnCloseMayTakeTheProducersLock) {
   Mutex producer_mu;
   Latch fired;
   std::promise<std::shared_ptr<Responder>> got;
+  ServerStopper stop = StopServerAtScopeExit();
   Route("GET", "/w", [&](const HttpRequest&, std::shared_ptr<Responder> r) {
     r->StartStream(200, {});
     r->OnClose([&] {
@@ -554,12 +575,12 @@ TEST_F(HttpServerTest, OnCloseMayTakeTheProducersLock) {
   }
   EXPECT_TRUE(fired.Wait());
   EXPECT_TRUE(conn.WaitForClose());
-  server_->Stop();  // every callback has returned before the locals go
 }
 
 TEST_F(HttpServerTest, SlowClientExceedingBufferCapIsClosed) {
   std::promise<std::shared_ptr<Responder>> got;
   Latch closed;
+  ServerStopper stop = StopServerAtScopeExit();
   Route("GET", "/watch", [&](const HttpRequest&, std::shared_ptr<Responder> r) {
     r->StartStream(200, {});
     r->OnClose([&] { closed.CountDown(); });
@@ -643,6 +664,7 @@ TEST_F(HttpServerTest, StopClosesOpenStreams) {
   Latch started(kStreams);
   Mutex mu;
   std::vector<std::shared_ptr<Responder>> responders;
+  ServerStopper stop = StopServerAtScopeExit();
   Route("GET", "/watch", [&](const HttpRequest&, std::shared_ptr<Responder> r) {
     r->StartStream(200, {});
     r->OnClose([&] { closes++; });
@@ -676,6 +698,7 @@ TEST_F(HttpServerTest, StopWithSeveralLoopsAndStreams) {
   constexpr int kStreams = 12;
   std::atomic<int> closes{0};
   Latch started(kStreams);
+  ServerStopper stop = StopServerAtScopeExit();
   Route("GET", "/watch", [&](const HttpRequest&, std::shared_ptr<Responder> r) {
     r->StartStream(200, {});
     r->OnClose([&] { closes++; });
@@ -1027,6 +1050,7 @@ TEST_F(HttpServerTest, PipelinedRequestWaitsForOutputToDrain) {
   Mutex mu;
   std::vector<size_t> backlog_at_entry;
   Latch first_answered;
+  ServerStopper stop = StopServerAtScopeExit();
   Route("GET", "/big", [&](const HttpRequest&, std::shared_ptr<Responder> r) {
     {
       MutexLock l(&mu);

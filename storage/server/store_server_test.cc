@@ -1150,6 +1150,25 @@ TEST_F(StoreServerTest, HealthTellsAlarmsAndAStuckApply) {
     std::unique_lock<std::mutex> l(mu);
     cv.wait(l, [&] { return release; });
   };
+  // On any return (a failed ASSERT too), a stalled apply is let go and the
+  // member whose hook uses these locals is stopped before they go.
+  struct Unstall {
+    std::mutex* mu;
+    std::condition_variable* cv;
+    bool* release;
+    std::atomic<bool>* stall;
+    Cluster* cluster;
+    std::string member;
+    ~Unstall() {
+      stall->store(false);
+      {
+        std::lock_guard<std::mutex> l(*mu);
+        *release = true;
+      }
+      cv->notify_all();
+      if (cluster->Get(member) != nullptr) cluster->StopMember(member);
+    }
+  } unstall{&mu, &cv, &release, &stall, &c, slow};
   StoreServer* f = c.StartMember(slow, cfg);
   ASSERT_NE(f, nullptr);
   ASSERT_NE(c.WaitLeader(), nullptr);

@@ -224,6 +224,65 @@ TEST(ApiRestTest, YamlAndProtobufBodiesAndAnswers) {
   EXPECT_EQ(st.reason(), "NotFound");
 }
 
+// GET and LIST as PartialObjectMetadata in protobuf, as kube's metadata
+// client asks (protobuf first): the same metadata as the JSON form.
+TEST(ApiRestTest, PartialObjectMetadataInProtobuf) {
+  TestServer s;
+  for (const char* name : {"a", "b", "c"}) {
+    ASSERT_EQ(
+        s.Post(
+             kConfigMaps,
+             std::string(R"({"metadata":{"name":")") + name +
+                 R"(","labels":{"app":"x"},"ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"o","uid":"u-1"}]},"data":{"k":"v"}})")
+            .code,
+        201);
+  }
+  auto accept = [](const char* as) {
+    return std::string("application/vnd.kubernetes.protobuf;as=") + as +
+           ";g=meta.k8s.io;v=v1,application/json;as=" + as +
+           ";g=meta.k8s.io;v=v1,application/json";
+  };
+  Response one =
+      s.Get(std::string(kConfigMaps) + "/b", accept("PartialObjectMetadata"));
+  ASSERT_EQ(one.code, 200) << one.body;
+  EXPECT_EQ(one.headers.Get("Content-Type"),
+            "application/vnd.kubernetes.protobuf");
+  objects::metav1::PartialObjectMetadata partial;
+  auto tm = objects::DecodeEnvelopeInto(one.body, &partial);
+  ASSERT_TRUE(tm.ok()) << tm.status();
+  EXPECT_EQ(tm->kind, "PartialObjectMetadata");
+  EXPECT_EQ(tm->api_version, "meta.k8s.io/v1");
+  EXPECT_EQ(partial.metadata().name(), "b");
+  EXPECT_EQ(partial.metadata().namespace_(), "default");
+  ASSERT_EQ(partial.metadata().ownerreferences_size(), 1);
+  EXPECT_EQ(partial.metadata().ownerreferences(0).uid(), "u-1");
+
+  Response list = s.Get(std::string(kConfigMaps) + "?limit=2",
+                        accept("PartialObjectMetadataList"));
+  ASSERT_EQ(list.code, 200) << list.body;
+  objects::metav1::PartialObjectMetadataList items;
+  tm = objects::DecodeEnvelopeInto(list.body, &items);
+  ASSERT_TRUE(tm.ok()) << tm.status();
+  EXPECT_EQ(tm->kind, "PartialObjectMetadataList");
+  ASSERT_EQ(items.items_size(), 2);
+  EXPECT_FALSE(items.metadata().continue_().empty());
+  EXPECT_FALSE(items.metadata().resourceversion().empty());
+
+  // The JSON form of the same page names the same objects and versions.
+  Response json = s.Get(std::string(kConfigMaps) + "?limit=2",
+                        "application/json;as=PartialObjectMetadataList;"
+                        "g=meta.k8s.io;v=v1");
+  ASSERT_EQ(json.code, 200) << json.body;
+  ASSERT_EQ(json.At({"items"})->Size(), 2u);
+  for (int i = 0; i < 2; ++i) {
+    const rapidjson::Value& m = (*json.At({"items"}))[i]["metadata"];
+    EXPECT_EQ(items.items(i).metadata().name(), m["name"].GetString());
+    EXPECT_EQ(items.items(i).metadata().resourceversion(),
+              m["resourceVersion"].GetString());
+    EXPECT_EQ(items.items(i).metadata().labels().at("app"), "x");
+  }
+}
+
 TEST(ApiRestTest, TablesWithPartialObjectMetadata) {
   TestServer s;
   ASSERT_EQ(s.Post(kPods, Pod("web", R"(,"labels":{"app":"web"})")).code, 201);

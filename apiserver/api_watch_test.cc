@@ -239,6 +239,73 @@ TEST(ApiWatchTest, ProtobufWatchFrames) {
   EXPECT_EQ(cm.metadata().name(), "a");
 }
 
+// kube's metadata informers (the garbage collector's) ask for
+// PartialObjectMetadata in protobuf first. Each watcher gets its own form:
+// a plain protobuf watcher of the same resource still gets ConfigMaps.
+TEST(ApiWatchTest, ProtobufMetadataWatchFrames) {
+  TestServer s;
+  ASSERT_EQ(s.Post(kConfigMaps, ConfigMap("a")).code, 201);
+  const std::string url =
+      std::string(kConfigMaps) + "?watch=1&resourceVersion=0";
+  auto meta_watch = s.Watch(
+      url, {{"Accept",
+             "application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;"
+             "g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadata;"
+             "g=meta.k8s.io;v=v1,application/json"}});
+  auto full_watch =
+      s.Watch(url, {{"Accept", "application/vnd.kubernetes.protobuf"}});
+  // The i-th frame of a watch's body (from the start of the body).
+  auto frame = [](auto* w, int index) {
+    size_t off = 0;
+    std::string raw;
+    for (int i = 0;; ++i) {
+      raw = w->WaitRaw(off + 4);
+      if (raw.size() < off + 4) return objects::metav1::WatchEvent();
+      const uint32_t len = (uint32_t(uint8_t(raw[off])) << 24) |
+                           (uint32_t(uint8_t(raw[off + 1])) << 16) |
+                           (uint32_t(uint8_t(raw[off + 2])) << 8) |
+                           uint32_t(uint8_t(raw[off + 3]));
+      raw = w->WaitRaw(off + 4 + len);
+      if (raw.size() < off + 4 + len) return objects::metav1::WatchEvent();
+      if (i == index) {
+        objects::metav1::WatchEvent ev;
+        EXPECT_TRUE(ev.ParseFromString(raw.substr(off + 4, len)));
+        return ev;
+      }
+      off += 4 + len;
+    }
+  };
+  for (int i = 0; i < 2; ++i) {
+    SCOPED_TRACE(i);
+    if (i == 1) {  // both watchers have their ADDED: change the object
+      ASSERT_EQ(
+          s.Patch(std::string(kConfigMaps) + "/a",
+                  R"({"metadata":{"labels":{"x":"y"}},"data":{"k2":"v"}})",
+                  "application/merge-patch+json")
+              .code,
+          200);
+    }
+    objects::metav1::WatchEvent ev = frame(meta_watch.get(), i);
+    EXPECT_EQ(ev.type(), i == 0 ? "ADDED" : "MODIFIED");
+    objects::metav1::PartialObjectMetadata partial;
+    auto tm = objects::DecodeEnvelopeInto(ev.object().raw(), &partial);
+    ASSERT_TRUE(tm.ok()) << tm.status();
+    EXPECT_EQ(tm->kind, "PartialObjectMetadata");
+    EXPECT_EQ(tm->api_version, "meta.k8s.io/v1");
+    EXPECT_EQ(partial.metadata().name(), "a");
+    EXPECT_FALSE(partial.metadata().uid().empty());
+    EXPECT_FALSE(partial.metadata().resourceversion().empty());
+    EXPECT_EQ(partial.metadata().labels().count("x"), i == 0 ? 0u : 1u);
+
+    objects::metav1::WatchEvent full = frame(full_watch.get(), i);
+    objects::corev1::ConfigMap cm;
+    auto full_tm = objects::DecodeEnvelopeInto(full.object().raw(), &cm);
+    ASSERT_TRUE(full_tm.ok()) << full_tm.status();
+    EXPECT_EQ(full_tm->kind, "ConfigMap");
+    EXPECT_EQ(cm.data().count("k2"), i == 0 ? 0u : 1u);
+  }
+}
+
 TEST(ApiWatchTest, WatchCountIsLimited) {
   TestServer s([](ApiServerOptions* o) { o->max_watches = 2; });
   ASSERT_EQ(s.Post(kConfigMaps, ConfigMap("a")).code, 201);

@@ -58,6 +58,25 @@ void WritePartial(JsonWriter* w, const Negotiated& n,
   w->EndObject();
 }
 
+objects::metav1::PartialObjectMetadata PartialOf(
+    const google::protobuf::Message& obj) {
+  objects::metav1::PartialObjectMetadata partial;
+  const objects::metav1::ObjectMeta* meta = objects::GetObjectMeta(obj);
+  if (meta != nullptr) {
+    *partial.mutable_metadata() = *meta;
+  } else {
+    partial.mutable_metadata();
+  }
+  return partial;
+}
+
+// The enveloped protobuf of obj's PartialObjectMetadata.
+std::string PartialProto(const Negotiated& n,
+                         const google::protobuf::Message& obj) {
+  return objects::EncodeEnvelope(PartialOf(obj),
+                                 {MetaApiVersion(n), "PartialObjectMetadata"});
+}
+
 void WriteColumns(JsonWriter* w, const Strategy& strategy) {
   w->StartArray();
   for (const TableColumn& c : strategy.Columns()) {
@@ -192,6 +211,16 @@ std::string ListBody(const RenderOptions& o,
       return objects::EncodeYaml(*list, o.resource->list_kind->type_meta());
     }
     case objects::MediaType::kProtobuf: {
+      if (o.negotiated.shape == ResponseShape::kMetadata) {
+        objects::metav1::PartialObjectMetadataList list;
+        *list.mutable_metadata() = meta;
+        list.mutable_items()->Reserve(static_cast<int>(items.size()));
+        for (const ObjectPtr& item : items) {
+          *list.add_items() = PartialOf(*item);
+        }
+        return objects::EncodeEnvelope(
+            list, {MetaApiVersion(o.negotiated), "PartialObjectMetadataList"});
+      }
       std::unique_ptr<google::protobuf::Message> list =
           BuildList(o, items, meta);
       return objects::EncodeEnvelope(*list, o.resource->list_kind->type_meta());
@@ -251,6 +280,9 @@ std::string RenderObject(const RenderOptions& o,
       return TableJson(o, meta, one, true);
     }
     case ResponseShape::kMetadata: {
+      if (o.negotiated.media == objects::MediaType::kProtobuf) {
+        return PartialProto(o.negotiated, obj);
+      }
       rapidjson::StringBuffer buf;
       JsonWriter w(buf);
       WritePartial(&w, o.negotiated, obj);
@@ -335,7 +367,10 @@ std::string WatchContentType(const Negotiated& n) {
 
 std::string WatchFormatKey(const RenderOptions& o, bool first) {
   const Negotiated& n = o.negotiated;
-  if (n.media == objects::MediaType::kProtobuf) return "proto";
+  if (n.media == objects::MediaType::kProtobuf) {
+    return n.shape == ResponseShape::kMetadata ? "proto/meta/" + n.meta_version
+                                               : "proto";
+  }
   switch (n.shape) {
     case ResponseShape::kObject:
       return "json";
@@ -362,6 +397,9 @@ std::string RenderWatchEvent(const RenderOptions& o, const WatchEvent& e,
   const objects::TypeMeta tm = o.resource->kind->type_meta();
 
   if (o.negotiated.media == objects::MediaType::kProtobuf) {
+    if (o.negotiated.shape == ResponseShape::kMetadata) {
+      return ProtoWatchFrame(type, PartialProto(o.negotiated, *obj));
+    }
     return ProtoWatchFrame(type, objects::EncodeEnvelope(*obj, tm));
   }
 

@@ -29,7 +29,10 @@
 // never wrapped. Protobuf watches (Content-Type
 // application/vnd.kubernetes.protobuf;stream=watch) frame each event as a
 // 4-byte big-endian length followed by a WatchEvent message (no envelope)
-// whose object.raw is the enveloped object.
+// whose object.raw is the enveloped object, or its enveloped
+// PartialObjectMetadata for a metadata watch (BOOKMARKs too; the form kube's
+// metadata informers ask for). PartialObjectMetadata and its list exist as
+// JSON and protobuf; Tables as JSON only.
 //
 // Thread-safety: pure functions over immutable inputs.
 #ifndef KPLANE_APISERVER_ENCODING_H_

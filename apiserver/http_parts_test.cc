@@ -75,6 +75,31 @@ TEST(NegotiationTest, MetadataShape) {
       "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io", {});
   ASSERT_TRUE(n);
   EXPECT_EQ(n->shape, ResponseShape::kMetadata);
+  EXPECT_EQ(n->media, objects::MediaType::kJson);
+  // What kube's metadata informers send: protobuf first.
+  n = NegotiateResponse(
+      "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;"
+      "g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;"
+      "g=meta.k8s.io;v=v1,application/json",
+      {});
+  ASSERT_TRUE(n);
+  EXPECT_EQ(n->shape, ResponseShape::kMetadata);
+  EXPECT_EQ(n->media, objects::MediaType::kProtobuf);
+  EXPECT_EQ(n->meta_version, "v1");
+  // Not in YAML; a Table only in JSON.
+  n = NegotiateResponse(
+      "application/yaml;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,"
+      "application/json",
+      {});
+  ASSERT_TRUE(n);
+  EXPECT_EQ(n->shape, ResponseShape::kObject);
+  n = NegotiateResponse(
+      "application/vnd.kubernetes.protobuf;as=Table;g=meta.k8s.io;v=v1,"
+      "application/json",
+      {});
+  ASSERT_TRUE(n);
+  EXPECT_EQ(n->shape, ResponseShape::kObject);
+  EXPECT_EQ(n->media, objects::MediaType::kJson);
 }
 
 TEST(NegotiationTest, AggregatedDiscoveryOnlyOnExactV2) {

@@ -262,6 +262,9 @@ std::unique_ptr<ListEncoder> NewListEncoder(const RenderOptions& opts,
     case objects::MediaType::kJson:
       return std::make_unique<JsonListEncoder>(opts, std::move(*list));
     case objects::MediaType::kProtobuf:
+      // A PartialObjectMetadataList is built whole (RenderList): its items
+      // are not the objects the list holds.
+      if (n.shape == ResponseShape::kMetadata) return nullptr;
       for (const ObjectPtr& item : list->items) {
         if (objects::IsUnstructured(*item)) return nullptr;
       }

@@ -101,16 +101,19 @@ std::optional<Negotiated> NegotiateResponse(std::string_view accept,
       return n;
     }
     if (!IsMetaGroup(r)) continue;
-    // Table and metadata exist only as JSON here (no Table protobuf schema).
-    if (n.media != objects::MediaType::kJson) continue;
     n.meta_version = std::string(r.Param("v"));
     if (as == "Table") {
-      if (!opts.allow_table) continue;
+      // Tables exist only as JSON here (no Table protobuf schema).
+      if (!opts.allow_table || n.media != objects::MediaType::kJson) continue;
       n.shape = ResponseShape::kTable;
       return n;
     }
     if (as == "PartialObjectMetadata" || as == "PartialObjectMetadataList") {
-      if (!opts.allow_metadata) continue;
+      // JSON or protobuf: kube's metadata informers (the garbage
+      // collector's) ask for protobuf first.
+      if (!opts.allow_metadata || n.media == objects::MediaType::kYaml) {
+        continue;
+      }
       n.shape = ResponseShape::kMetadata;
       return n;
     }

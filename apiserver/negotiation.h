@@ -8,6 +8,7 @@
 //   application/json                                   JSON
 //   application/json;as=Table;v=v1;g=meta.k8s.io       a meta/v1 Table
 //   application/json;as=PartialObjectMetadata[List];v=v1;g=meta.k8s.io
+//   application/vnd.kubernetes.protobuf;as=PartialObjectMetadata[List];…
 //                                                      metadata only
 //   application/yaml                                   YAML (not for watch)
 //   application/vnd.kubernetes.protobuf                the protobuf envelope

@@ -13,13 +13,15 @@
 #include <algorithm>
 #include <map>
 
-#include "objects/meta.h"
 #include "apiserver/test_server.h"
 #include "informer/api_errors.h"
 #include "informer/informer_factory.h"
 #include "informer/leader_election.h"
+#include "informer/list_watch.h"
 #include "informer/tcp_proxy.h"
 #include "informer/test_util.h"
+#include "objects/meta.h"
+#include "objects/serializer.h"
 
 namespace kplane::informer {
 namespace {
@@ -241,6 +243,83 @@ TEST(ApiServerIntegrationTest, LeaseElectionAgainstTheRealServer) {
   EXPECT_TRUE(IsConflict(lock_b.Update(steal)));
   (*a)->Stop();
   EXPECT_EQ(events.Items().back(), "a stopped");
+}
+
+// A metadata informer (the garbage collector's kind) against the real
+// server: the LIST and the WATCH arrive as PartialObjectMetadata (protobuf,
+// though the client's own wire format is JSON), with what the collector
+// reads: names, labels, owner references, resource versions, deletions.
+TEST(ApiServerIntegrationTest, MetadataInformerFollowsPartialObjectMetadata) {
+  apiserver::testing::TestServer server;
+  std::unique_ptr<RestClient> client = ClientFor(server.port());
+  objects::corev1::Pod owned = MakePod("default", "owned", {{"app", "x"}});
+  auto* ref = owned.mutable_metadata()->add_ownerreferences();
+  ref->set_apiversion("apps/v1");
+  ref->set_kind("ReplicaSet");
+  ref->set_name("rs");
+  ref->set_uid("uid-rs");
+  ASSERT_TRUE(client->Create(owned).ok());
+  ASSERT_TRUE(client->Create(MakePod("default", "plain")).ok());
+
+  SharedIndexInformer informer(
+      std::make_shared<MetadataListerWatcher>(client.get(), PodsResource(),
+                                              ListWatchScope{.ns = "default"}),
+      SharedInformerOptions{.name = "metadata-pods"});
+  Recorder events;
+  informer.AddEventHandler(EventHandlerFuncs{
+      .on_add = [&](const ObjectPtr& o,
+                    bool) { events.Record("add " + objects::Name(*o)); },
+      .on_update =
+          [&](const ObjectPtr&, const ObjectPtr& n) {
+            events.Record("update " + objects::Name(*n) + " app=" +
+                          objects::GetObjectMeta(*n)->labels().at("app"));
+          },
+      .on_delete =
+          [&](const DeletedObject& d) {
+            events.Record("delete " + objects::Name(*d.object));
+          }});
+  informer.Start();
+  ASSERT_TRUE(informer.WaitForCacheSync(seconds(20)));
+  ASSERT_TRUE(events.WaitForCount(2));
+  ObjectPtr cached = informer.GetIndexer().Get("default/owned");
+  ASSERT_NE(cached, nullptr);
+  EXPECT_EQ(cached->GetDescriptor(),
+            objects::metav1::PartialObjectMetadata::descriptor());
+  const objects::metav1::ObjectMeta& meta = *objects::GetObjectMeta(*cached);
+  EXPECT_EQ(meta.labels().at("app"), "x");
+  ASSERT_EQ(meta.ownerreferences_size(), 1);
+  EXPECT_EQ(meta.ownerreferences(0).uid(), "uid-rs");
+  EXPECT_FALSE(meta.uid().empty());
+
+  auto pod = client->Get<objects::corev1::Pod>("default", "owned");
+  ASSERT_TRUE(pod.ok());
+  (*(*pod)->mutable_metadata()->mutable_labels())["app"] = "y";
+  ASSERT_TRUE(client->Update(**pod).ok());
+  ASSERT_TRUE(client->Delete<objects::corev1::Pod>("default", "plain").ok());
+  ASSERT_TRUE(events.WaitForCount(4));
+  std::vector<std::string> got = events.Items();
+  EXPECT_EQ(got[2], "update owned app=y");
+  EXPECT_EQ(got[3], "delete plain");
+  EXPECT_EQ(
+      objects::ResourceVersion(*informer.GetIndexer().Get("default/owned")),
+      objects::ResourceVersion(
+          **client->Get<objects::corev1::Pod>("default", "owned")));
+  informer.Stop();
+
+  // A server that answers the JSON form instead: the same list decodes.
+  RestRequest req{.method = "GET", .path = "/api/v1/namespaces/default/pods"};
+  req.headers.Set("Accept",
+                  "application/json;as=PartialObjectMetadataList;"
+                  "g=meta.k8s.io;v=v1");
+  auto resp = client->Do(req);
+  ASSERT_TRUE(resp.ok()) << resp.status();
+  objects::metav1::PartialObjectMetadataList list;
+  auto decoded =
+      objects::DecodeBody(objects::MediaType::kJson, resp->body, &list);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  ASSERT_EQ(list.items_size(), 1);
+  EXPECT_EQ(list.items(0).metadata().name(), "owned");
+  EXPECT_EQ(list.items(0).metadata().ownerreferences(0).uid(), "uid-rs");
 }
 
 }  // namespace

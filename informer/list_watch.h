@@ -58,6 +58,29 @@ class RestListerWatcher : public ListerWatcher {
   const ListWatchScope scope_;
 };
 
+// Metadata only (client-go's metadatainformer): LIST and WATCH of any
+// resource through RestClient::ListMetadata / WatchMetadata; the objects are
+// metav1::PartialObjectMetadata. For a consumer that reads only metadata
+// (the garbage collector): the server sends, and the cache keeps, a fraction
+// of each object, decoded from protobuf.
+class MetadataListerWatcher : public ListerWatcher {
+ public:
+  MetadataListerWatcher(RestClient* client,
+                        const objects::ResourceInfo* resource,
+                        ListWatchScope scope = {});
+
+  StatusOr<ListResult> List(const ListOptions& options) override;
+  StatusOr<std::unique_ptr<WatchStream>> Watch(
+      const ListOptions& options) override;
+  // meta.k8s.io/v1 PartialObjectMetadata.
+  const objects::KindInfo& Kind() const override;
+
+ private:
+  RestClient* const client_;
+  const objects::ResourceInfo* const resource_;
+  const ListWatchScope scope_;
+};
+
 }  // namespace kplane::informer
 
 #endif  // KPLANE_INFORMER_LIST_WATCH_H_

@@ -34,6 +34,54 @@ std::optional<Duration> RetryAfter(const net::HttpResponse& resp) {
 constexpr std::string_view kProtobufWatch =
     "application/vnd.kubernetes.protobuf;stream=watch";
 
+// What kube's metadata client asks for: PartialObjectMetadata (or its
+// list) in protobuf, else in JSON, else the plain JSON object (an old
+// server; it then fails to decode as metadata, clearly).
+std::string MetadataAccept(std::string_view as) {
+  std::string a(as);
+  return "application/vnd.kubernetes.protobuf;as=" + a +
+         ";g=meta.k8s.io;v=v1,application/json;as=" + a +
+         ";g=meta.k8s.io;v=v1,application/json";
+}
+
+const objects::KindInfo& MetaKind(std::string_view kind) {
+  const objects::KindInfo* k =
+      objects::Scheme::Default().FindKind("meta.k8s.io/v1", kind);
+  CHECK(k != nullptr) << kind << " is not in the scheme";
+  return *k;
+}
+const objects::KindInfo& MetadataKind() {
+  static const objects::KindInfo& k = MetaKind("PartialObjectMetadata");
+  return k;
+}
+const objects::KindInfo& MetadataListKind() {
+  static const objects::KindInfo& k = MetaKind("PartialObjectMetadataList");
+  return k;
+}
+
+// The items of a list message, moved out of it (not copied).
+ListResult TakeItems(std::unique_ptr<google::protobuf::Message> list) {
+  ListResult result;
+  if (const objects::metav1::ListMeta* meta = objects::GetListMeta(*list)) {
+    result.resource_version = meta->resourceversion();
+    result.continue_token = meta->continue_();
+    if (meta->has_remainingitemcount()) {
+      result.remaining_item_count = meta->remainingitemcount();
+    }
+  }
+  // Move the items out of the list rather than copying each one.
+  const google::protobuf::FieldDescriptor* items =
+      list->GetDescriptor()->FindFieldByName("items");
+  CHECK(items != nullptr) << list->GetDescriptor()->full_name();
+  const google::protobuf::Reflection* refl = list->GetReflection();
+  int n = refl->FieldSize(*list, items);
+  result.items.resize(n);
+  for (int i = n - 1; i >= 0; --i) {
+    result.items[i] = ObjectPtr(refl->ReleaseLast(list.get(), items));
+  }
+  return result;
+}
+
 // A watch over one HTTP response body.
 class HttpWatchStream : public WatchStream {
  public:
@@ -411,25 +459,19 @@ StatusOr<ListResult> RestClient::ListObjects(
   }
   ASSIGN_OR_RETURN(std::unique_ptr<google::protobuf::Message> list,
                    List(resource, ns, options));
-  ListResult result;
-  if (const objects::metav1::ListMeta* meta = objects::GetListMeta(*list)) {
-    result.resource_version = meta->resourceversion();
-    result.continue_token = meta->continue_();
-    if (meta->has_remainingitemcount()) {
-      result.remaining_item_count = meta->remainingitemcount();
-    }
-  }
-  // Move the items out of the list rather than copying each one.
-  const google::protobuf::FieldDescriptor* items =
-      list->GetDescriptor()->FindFieldByName("items");
-  CHECK(items != nullptr) << list->GetDescriptor()->full_name();
-  const google::protobuf::Reflection* refl = list->GetReflection();
-  int n = refl->FieldSize(*list, items);
-  result.items.resize(n);
-  for (int i = n - 1; i >= 0; --i) {
-    result.items[i] = ObjectPtr(refl->ReleaseLast(list.get(), items));
-  }
-  return result;
+  return TakeItems(std::move(list));
+}
+
+StatusOr<ListResult> RestClient::ListMetadata(
+    const objects::ResourceInfo& resource, std::string_view ns,
+    const ListOptions& options) {
+  RestRequest req{.method = "GET", .path = ResourcePath(resource, ns)};
+  req.headers.Set("Accept", MetadataAccept("PartialObjectMetadataList"));
+  AddListQuery(&req, options);
+  ASSIGN_OR_RETURN(net::HttpResponse resp, Do(req));
+  ASSIGN_OR_RETURN(std::unique_ptr<google::protobuf::Message> list,
+                   DecodeResponse(resp, MetadataListKind()));
+  return TakeItems(std::move(list));
 }
 
 StatusOr<ListResult> RestClient::ListUnstructured(
@@ -531,6 +573,25 @@ Status RestClient::DeleteCollection(
 StatusOr<std::unique_ptr<WatchStream>> RestClient::Watch(
     const objects::ResourceInfo& resource, std::string_view ns,
     const ListOptions& options) {
+  // Unstructured objects are read from JSON only.
+  return OpenWatch(resource, ns, options,
+                   options_.protobuf && !IsUnstructuredKind(*resource.kind)
+                       ? std::string(kProtobufWatch) + ", application/json"
+                       : "application/json",
+                   resource.kind);
+}
+
+StatusOr<std::unique_ptr<WatchStream>> RestClient::WatchMetadata(
+    const objects::ResourceInfo& resource, std::string_view ns,
+    const ListOptions& options) {
+  return OpenWatch(resource, ns, options,
+                   MetadataAccept("PartialObjectMetadata"), &MetadataKind());
+}
+
+StatusOr<std::unique_ptr<WatchStream>> RestClient::OpenWatch(
+    const objects::ResourceInfo& resource, std::string_view ns,
+    const ListOptions& options, const std::string& accept,
+    const objects::KindInfo* kind) {
   RestRequest req{.method = "GET", .path = ResourcePath(resource, ns)};
   req.query.emplace_back("watch", "true");
   AddListQuery(&req, options);
@@ -538,10 +599,7 @@ StatusOr<std::unique_ptr<WatchStream>> RestClient::Watch(
     req.query.emplace_back("allowWatchBookmarks", "true");
   }
   net::HttpHeaders headers;
-  // Unstructured objects are read from JSON only.
-  headers.Set("Accept", options_.protobuf && !IsUnstructuredKind(*resource.kind)
-                            ? std::string(kProtobufWatch) + ", application/json"
-                            : "application/json");
+  headers.Set("Accept", accept);
   const std::string target = req.path + "?" + net::BuildQuery(req.query);
   // OpenStream gives a pull-style body reader on a connection of its own;
   // the (empty) request body ends at once.
@@ -573,7 +631,7 @@ StatusOr<std::unique_ptr<WatchStream>> RestClient::Watch(
     idle = seconds(*options.timeout_seconds) + seconds(30);
   }
   return std::unique_ptr<WatchStream>(
-      new HttpWatchStream(std::move(stream), resource.kind, framing, idle));
+      new HttpWatchStream(std::move(stream), kind, framing, idle));
 }
 
 }  // namespace kplane::informer

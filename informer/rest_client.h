@@ -238,6 +238,17 @@ class RestClient {
       const objects::ResourceInfo& resource, std::string_view ns,
       const ListOptions& options);
 
+  // ---- Metadata only (client-go's metadata client): LIST and WATCH of any
+  // resource (custom resources too) whose objects arrive as
+  // metav1::PartialObjectMetadata, asked for as kube's metadata informers
+  // ask: protobuf first, then JSON, whatever `protobuf` says.
+  StatusOr<ListResult> ListMetadata(const objects::ResourceInfo& resource,
+                                    std::string_view ns,
+                                    const ListOptions& options = {});
+  StatusOr<std::unique_ptr<WatchStream>> WatchMetadata(
+      const objects::ResourceInfo& resource, std::string_view ns,
+      const ListOptions& options);
+
   // ---- Typed verbs: T is the object type (corev1::Pod, ...).
   template <typename T>
   StatusOr<std::unique_ptr<T>> Get(std::string_view ns, std::string_view name,
@@ -322,6 +333,11 @@ class RestClient {
   StatusOr<ListResult> ListUnstructured(const objects::ResourceInfo& resource,
                                         std::string_view ns,
                                         const ListOptions& options);
+  // A WATCH asking for `accept`, its events decoded as `kind`.
+  StatusOr<std::unique_ptr<WatchStream>> OpenWatch(
+      const objects::ResourceInfo& resource, std::string_view ns,
+      const ListOptions& options, const std::string& accept,
+      const objects::KindInfo* kind);
   Duration Jitter(Duration d);
 
   const RestClientOptions options_;

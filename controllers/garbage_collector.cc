@@ -17,8 +17,13 @@ namespace {
 constexpr char kOrphan[] = "orphan";
 constexpr char kForeground[] = "foregroundDeletion";
 
-bool IsUnstructuredObject(const google::protobuf::Message& obj) {
-  return google::protobuf::DynamicCastToGenerated<informer::UnstructuredObject>(
+// Whether the cache holds less than the whole typed object: metadata only
+// (the discovered resources' metadata informers) or unstructured JSON. Such
+// an object is changed with a JSON patch of its metadata, not an update.
+bool ChangedByPatch(const google::protobuf::Message& obj) {
+  return google::protobuf::DynamicCastToGenerated<
+             metav1::PartialObjectMetadata>(&obj) != nullptr ||
+         google::protobuf::DynamicCastToGenerated<informer::UnstructuredObject>(
              &obj) != nullptr;
 }
 
@@ -549,7 +554,7 @@ Status GarbageCollector::DeleteObject(const GcResource& resource,
 Status GarbageCollector::UnblockOwnerRefs(
     const GcResource& resource, const google::protobuf::Message& obj) {
   const metav1::ObjectMeta& meta = *objects::GetObjectMeta(obj);
-  if (IsUnstructuredObject(obj)) {
+  if (ChangedByPatch(obj)) {
     std::vector<int> indexes;
     std::vector<std::string> uids;
     for (int i = 0; i < meta.ownerreferences_size(); ++i) {
@@ -582,7 +587,7 @@ Status GarbageCollector::RemoveOwnerRefs(const GcResource& resource,
   auto gone = [&uids](const std::string& uid) {
     return std::find(uids.begin(), uids.end(), uid) != uids.end();
   };
-  if (IsUnstructuredObject(obj)) {
+  if (ChangedByPatch(obj)) {
     std::vector<int> indexes;
     std::vector<std::string> values;
     for (int i = meta.ownerreferences_size() - 1; i >= 0; --i) {
@@ -610,7 +615,7 @@ Status GarbageCollector::RemoveGcFinalizer(const GcResource& resource,
                                            const google::protobuf::Message& obj,
                                            const std::string& finalizer) {
   const metav1::ObjectMeta& meta = *objects::GetObjectMeta(obj);
-  if (IsUnstructuredObject(obj)) {
+  if (ChangedByPatch(obj)) {
     std::vector<int> indexes;
     std::vector<std::string> values;
     for (int i = meta.finalizers_size() - 1; i >= 0; --i) {

@@ -48,9 +48,11 @@
 //       has blockOwnerDeletion=true. Non-blocking dependents are deleted
 //       too but do not hold the owner.
 // Objects of the typed caches are written with PUT (resourceVersion CAS);
-// those of added resources, which the GC holds as JSON
-// (informer::UnstructuredObject), with JSON patches that test what they
-// remove (a changed object fails the patch; the sync is retried).
+// those of added resources, which the GC holds as metadata only
+// (metav1::PartialObjectMetadata, from GcResourceMonitor's metadata
+// informers; informer::UnstructuredObject is handled alike), with JSON
+// patches that test what they remove (a changed object fails the patch; the
+// sync is retried).
 // Events drive every step, so cascades need no periodic scan: an owner's
 // deletion enqueues its dependents (found through an index of owner uids
 // in every cache that has it); a dependent's deletion enqueues those of its
@@ -97,7 +99,8 @@ struct GcResource {
   bool namespaced = true;
   // The resource for API calls (an informer::DynamicClient's).
   const objects::ResourceInfo* info = nullptr;
-  // Its cache, with kOwnerUidIndex; objects are UnstructuredObjects.
+  // Its cache, with kOwnerUidIndex; objects are PartialObjectMetadata (or
+  // UnstructuredObjects).
   const informer::Indexer* cache = nullptr;
   // Keeps `info` and `cache` alive while the collector uses them.
   std::shared_ptr<const void> keep_alive;

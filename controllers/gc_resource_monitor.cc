@@ -225,8 +225,11 @@ Status GcResourceMonitor::Resync() {
       informer::SharedInformerOptions o;
       o.name = "gc:" + name;
       o.clock = clock_;
+      // Metadata only, as kube's collector watches: owner references,
+      // finalizers and deletion are all it reads.
       auto inf = std::make_shared<informer::SharedIndexInformer>(
-          std::make_shared<informer::RestListerWatcher>(options_.client, info),
+          std::make_shared<informer::MetadataListerWatcher>(options_.client,
+                                                            info),
           o);
       CHECK(inf->AddIndexers({{kOwnerUidIndex, OwnerUidIndexFunc}}).ok());
       GarbageCollector* gc = options_.gc;

@@ -4,7 +4,9 @@
 // GET /api/v1, /apis, /apis/<group>/<version>), and for every one that can
 // be deleted, listed and watched (subresources and events excepted, and
 // those the collector already has typed caches for) runs an informer over
-// it (informer::DynamicClient: objects as JSON, metadata decoded) and
+// it (metadata only, as kube's metadata informers: PartialObjectMetadata
+// in protobuf, informer::MetadataListerWatcher; API calls through
+// informer::DynamicClient's resource info) and
 // hands its cache to GarbageCollector::AddResource once synced. Resources
 // that disappear from discovery (a deleted CRD) are removed from the
 // collector and their informers stopped. Discovery runs at Start, every

@@ -61,13 +61,36 @@ void Indexer::Unfile(const std::string& key,
   }
 }
 
+void Indexer::Refile(const std::string& key,
+                     const google::protobuf::Message& old,
+                     const google::protobuf::Message& obj) {
+  for (const auto& [name, fn] : indexers_) {
+    std::vector<std::string> before = fn(old);
+    std::vector<std::string> after = fn(obj);
+    // The usual update (a Lease renewal, a status change) keeps its
+    // namespace, owners and the like: nothing to move.
+    if (before == after) continue;
+    IndexMap& index = indices_[name];
+    for (const std::string& value : before) {
+      auto it = index.find(value);
+      if (it == index.end()) continue;
+      it->second.erase(key);
+      if (it->second.empty()) index.erase(it);
+    }
+    for (const std::string& value : after) index[value].insert(key);
+  }
+}
+
 ObjectPtr Indexer::Upsert(ObjectPtr obj) {
   std::string key = ObjectKey(*obj);
   WriterLock l(&mu_);
   ObjectPtr& slot = items_[key];
   ObjectPtr old = std::move(slot);
-  if (old != nullptr) Unfile(key, *old);
-  File(key, *obj);
+  if (old != nullptr) {
+    Refile(key, *old, *obj);
+  } else {
+    File(key, *obj);
+  }
   slot = std::move(obj);
   return old;
 }

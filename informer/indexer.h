@@ -110,6 +110,10 @@ class Indexer {
       REQUIRES(mu_);
   void Unfile(const std::string& key, const google::protobuf::Message& obj)
       REQUIRES(mu_);
+  // Moves `key` from `old`'s index values to `obj`'s, leaving alone each
+  // index whose values did not change.
+  void Refile(const std::string& key, const google::protobuf::Message& old,
+              const google::protobuf::Message& obj) REQUIRES(mu_);
 
   mutable SharedMutex mu_;
   std::map<std::string, ObjectPtr, std::less<>> items_ GUARDED_BY(mu_);

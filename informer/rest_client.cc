@@ -343,8 +343,18 @@ StatusOr<std::unique_ptr<google::protobuf::Message>> RestClient::DecodeResponse(
   ASSIGN_OR_RETURN(objects::MediaType type,
                    objects::ParseMediaType(resp.headers.Get("Content-Type")));
   std::unique_ptr<google::protobuf::Message> obj = kind.New();
-  StatusOr<objects::DecodeResult> r =
-      objects::DecodeBody(type, resp.body, obj.get());
+  auto decode = [&]() -> StatusOr<objects::DecodeResult> {
+    if (type != objects::MediaType::kProtobuf) {
+      return objects::DecodeBody(type, resp.body, obj.get());
+    }
+    // An answer is not a client's body: unknown fields are kept, not
+    // walked for (watch.cc's decoder says why).
+    ASSIGN_OR_RETURN(objects::TypeMeta tm,
+                     objects::DecodeEnvelopeInto(resp.body, obj.get(),
+                                                 /*discard_unknown=*/false));
+    return objects::DecodeResult{.type_meta = std::move(tm)};
+  };
+  StatusOr<objects::DecodeResult> r = decode();
   if (!r.ok()) {
     // A protobuf Status rarely parses as the expected kind's message: the
     // envelope says what it is.

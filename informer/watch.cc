@@ -263,9 +263,15 @@ StatusOr<WatchEvent> WatchDecoder::DecodeProtobufEvent(
   ASSIGN_OR_RETURN(ev.type, ParseEventType(raw_event.type()));
   const std::string& raw = raw_event.object().raw();
   // The embedded object is enveloped protobuf; accept JSON as well (a
-  // RawExtension may hold either).
-  auto decode = [&](google::protobuf::Message* msg) -> StatusOr<objects::TypeMeta> {
-    if (objects::HasEnvelopeMagic(raw)) return objects::DecodeEnvelopeInto(raw, msg);
+  // RawExtension may hold either). A server's object is not a client's
+  // body: fields this build does not know stay unknown fields (readers do
+  // not see them) instead of a reflection walk over every event's object
+  // to drop them (8 % of the controller manager's CPU at 5,000 nodes).
+  auto decode =
+      [&](google::protobuf::Message* msg) -> StatusOr<objects::TypeMeta> {
+    if (objects::HasEnvelopeMagic(raw)) {
+      return objects::DecodeEnvelopeInto(raw, msg, /*discard_unknown=*/false);
+    }
     ASSIGN_OR_RETURN(objects::DecodeResult r, objects::DecodeJson(raw, msg));
     return r.type_meta;
   };

@@ -169,5 +169,32 @@ TEST(WatchDecoderTest, ProtobufFrames) {
   EXPECT_TRUE(IsExpired(events[1].error));
 }
 
+// A newer server's object may carry fields this build does not know. They
+// are kept as unknown fields (not walked for and dropped on every event):
+// the known fields read the same, and the object's JSON (what a reader or
+// a JSON client sees) leaves them out.
+TEST(WatchDecoderTest, ProtobufUnknownFieldsStayOutOfSight) {
+  objects::corev1::Pod pod = testing::MakePod("default", "web");
+  pod.mutable_metadata()->set_resourceversion("7");
+  const std::string plain_json = objects::EncodeJson(pod);
+  objects::corev1::Pod newer = pod;
+  newer.mutable_metadata()
+      ->GetReflection()
+      ->MutableUnknownFields(newer.mutable_metadata())
+      ->AddVarint(9999, 42);
+  newer.mutable_spec()
+      ->GetReflection()
+      ->MutableUnknownFields(newer.mutable_spec())
+      ->AddLengthDelimited(9998, "future");
+  WatchDecoder dec(PodKind(), WatchFraming::kProtobufFrames);
+  std::vector<WatchEvent> events;
+  ASSERT_TRUE(
+      dec.Feed(ProtobufFrame("MODIFIED", newer, {"v1", "Pod"}), &events).ok());
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].ResourceVersion(), "7");
+  EXPECT_EQ(objects::Name(*events[0].object), "web");
+  EXPECT_EQ(objects::EncodeJson(*events[0].object), plain_json);
+}
+
 }  // namespace
 }  // namespace kplane::informer

@@ -6,6 +6,8 @@
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>
+#include <string>
+#include <vector>
 
 #include "apiserver/node_lease_testing.h"
 #include "apiserver/patching.h"
@@ -48,6 +50,41 @@ void BM_LeaseRenewalFastPath(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_LeaseRenewalFastPath);
+
+// The fleet's case: every node's Lease is owned by its own Node, so each
+// kubelet entry's fieldsV1 names a different owner uid (k:{"uid":…}).
+// Renewals go round state.range(0) such Leases.
+void BM_LeaseRenewalFastPathDistinctOwners(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  std::vector<Lease> stored;
+  std::vector<Lease> renewed;
+  for (int i = 0; i < n; ++i) {
+    Lease l = NodeLease(1000);
+    l.mutable_metadata()->mutable_ownerreferences(0)->set_uid(
+        "node-uid-" + std::to_string(i));
+    Lease r = l;
+    objects::SetMicroTime(r.mutable_spec()->mutable_renewtime(), 1010, 0);
+    if (!TrackManagedFields(nullptr, &l, LeaseKind(), "kubelet",
+                            "2026-12-04T01:00:00Z", {})
+             .ok()) {
+      std::abort();
+    }
+    stored.push_back(std::move(l));
+    renewed.push_back(std::move(r));
+  }
+  size_t i = 0;
+  for (auto _ : state) {
+    Lease obj = renewed[i];
+    if (!TrackOwnedValueChanges(&stored[i], &obj, LeaseKind(), "kubelet",
+                                "2026-12-04T01:00:10Z", {})) {
+      state.SkipWithError("the fast path did not answer");
+      break;
+    }
+    benchmark::DoNotOptimize(obj);
+    if (++i == stored.size()) i = 0;
+  }
+}
+BENCHMARK(BM_LeaseRenewalFastPathDistinctOwners)->Arg(1000)->Arg(50000);
 
 void BM_LeaseRenewalThroughJson(benchmark::State& state) {
   const Lease stored = Stored();

@@ -1,15 +1,12 @@
 #include "apiserver/patching.h"
 
 #include <algorithm>
-#include <atomic>
 #include <functional>
-#include <memory>
 #include <optional>
-#include <unordered_map>
+#include <string_view>
 
 #include "base/deep_stack.h"
 #include "base/json.h"
-#include "base/mutex.h"
 #include "objects/codec.h"
 #include "objects/field_table.h"
 #include "objects/meta.h"
@@ -428,103 +425,86 @@ bool SameShape(const Message& a, const Message& b, const MessageTable& table,
   return true;
 }
 
-// What TrackOwnedValueChanges needs of one managedFields entry's fieldsV1
-// bytes: their field set, and whether they are what the general path's JSON
-// round trip writes (canonical: sorted keys, no spaces).
-struct ParsedFieldsV1 {
-  patch::FieldSet fields;
-  bool canonical = false;
-};
-
-// fieldsV1 bytes -> ParsedFieldsV1, shared by every request. Every renewal
-// of every node's Lease carries the kubelet's entry with the same bytes, so
-// they are parsed and checked once, not on each update. Bounded by
-// kMaxFieldsV1CacheBytes, counting each entry as its bytes twice (the key,
-// and the bytes' worth of the parsed value) plus 128 bytes per field-set
-// node and per entry (map nodes and the shared pointer); when a new entry
-// would pass the bound the cache starts again empty. An entry bigger than
-// a sixteenth of the bound is parsed for its caller and not kept, so one
-// big object cannot keep emptying it. Distinct bytes only cost their parse,
-// as they did before the cache.
-class FieldsV1Cache {
+// A strict reader of canonical fieldsV1 (ParseCanonicalFieldsV1).
+class CanonicalFieldsV1Reader {
  public:
-  // Null when `raw` is not a fieldsV1 trie.
-  std::shared_ptr<const ParsedFieldsV1> Get(const std::string& raw)
-      EXCLUDES(mu_) {
-    {
-      ReaderLock l(&mu_);
-      auto it = entries_.find(raw);
-      if (it != entries_.end()) {
-        hits_.fetch_add(1, std::memory_order_relaxed);
-        return it->second;
-      }
-    }
-    misses_.fetch_add(1, std::memory_order_relaxed);
-    std::shared_ptr<const ParsedFieldsV1> parsed = Parse(raw);
-    if (parsed == nullptr) return nullptr;
-    const size_t cost = 2 * raw.size() + 128 * (Nodes(parsed->fields) + 1);
-    if (cost > kMaxFieldsV1CacheBytes / 16) return parsed;
-    Entries dropped;  // destroyed after the lock is released
-    {
-      WriterLock l(&mu_);
-      if (bytes_ + cost > kMaxFieldsV1CacheBytes) {
-        dropped.swap(entries_);
-        bytes_ = 0;
-      }
-      if (entries_.emplace(raw, parsed).second) bytes_ += cost;
-    }
-    return parsed;
-  }
-  FieldsV1CacheStats Stats() const EXCLUDES(mu_) {
-    ReaderLock l(&mu_);
-    return {.bytes = bytes_,
-            .hits = hits_.load(std::memory_order_relaxed),
-            .misses = misses_.load(std::memory_order_relaxed)};
+  explicit CanonicalFieldsV1Reader(std::string_view raw) : raw_(raw) {}
+
+  std::optional<patch::FieldSet> Read() {
+    patch::FieldSet top;
+    if (!Object(&top, 0) || pos_ != raw_.size()) return std::nullopt;
+    return top;
   }
 
  private:
-  using Entries =
-      std::unordered_map<std::string, std::shared_ptr<const ParsedFieldsV1>>;
+  static constexpr int kMaxDepth = 64;
 
-  static size_t Nodes(const patch::FieldSet& f) {
-    size_t n = 1;
-    for (const auto& [name, child] : f.children) n += Nodes(child);
-    return n;
+  bool Eat(char c) {
+    if (pos_ >= raw_.size() || raw_[pos_] != c) return false;
+    ++pos_;
+    return true;
   }
-  static std::shared_ptr<const ParsedFieldsV1> Parse(const std::string& raw) {
-    rapidjson::Document parsed;
-    if (!json::ParseDom(raw, &parsed).ok()) return nullptr;
-    StatusOr<patch::FieldSet> fields = patch::FieldSet::FromJson(parsed);
-    if (!fields.ok()) return nullptr;
-    auto out = std::make_shared<ParsedFieldsV1>();
-    out->fields = *std::move(fields);
-    // What the general path's round trip makes of these bytes.
-    rapidjson::Document scratch;
-    auto& alloc = scratch.GetAllocator();
-    scratch.SetObject();
-    scratch.AddMember("fieldsV1", out->fields.ToJson(alloc), alloc);
-    objects::metav1::ManagedFieldsEntry round_trip;
-    out->canonical = objects::DecodeJsonValue(scratch, &round_trip).ok() &&
-                     round_trip.fieldsv1().raw() == raw;
-    return out;
+  // A key as the JSON writer writes it: printable ASCII, `"` and `\`
+  // escaped with a backslash, nothing else escaped.
+  bool Key(std::string* out) {
+    if (!Eat('"')) return false;
+    while (pos_ < raw_.size()) {
+      const unsigned char c = static_cast<unsigned char>(raw_[pos_++]);
+      if (c == '"') return true;
+      if (c < 0x20 || c >= 0x7f) return false;
+      if (c == '\\') {
+        if (pos_ >= raw_.size()) return false;
+        const char e = raw_[pos_++];
+        if (e != '"' && e != '\\') return false;
+        out->push_back(e);
+      } else {
+        out->push_back(static_cast<char>(c));
+      }
+    }
+    return false;
+  }
+  // One object: {} is a member leaf; otherwise "." first (only with other
+  // keys, value {}), then keys of the fkvi kinds in strictly increasing
+  // order, each an object.
+  bool Object(patch::FieldSet* set, int depth) {
+    if (depth > kMaxDepth || !Eat('{')) return false;
+    if (Eat('}')) {
+      set->member = true;
+      return true;
+    }
+    const std::string* last = nullptr;
+    for (bool first = true;; first = false) {
+      if (!first && !Eat(',')) return false;
+      std::string key;
+      if (!Key(&key) || !Eat(':')) return false;
+      if (key == ".") {
+        if (!first || !Eat('{') || !Eat('}')) return false;
+        set->member = true;
+      } else {
+        if (key.size() < 2 || key[1] != ':' ||
+            std::string_view("fkvi").find(key[0]) == std::string_view::npos ||
+            (last != nullptr && !(*last < key))) {
+          return false;
+        }
+        auto [it, inserted] =
+            set->children.emplace(std::move(key), patch::FieldSet{});
+        if (!inserted || !Object(&it->second, depth + 1)) return false;
+        last = &it->first;
+      }
+      if (Eat('}')) break;
+    }
+    // {".":{}} alone is written {}.
+    return !set->children.empty();
   }
 
-  mutable SharedMutex mu_;
-  Entries entries_ GUARDED_BY(mu_);
-  size_t bytes_ GUARDED_BY(mu_) = 0;
-  std::atomic<uint64_t> hits_{0};
-  std::atomic<uint64_t> misses_{0};
+  const std::string_view raw_;
+  size_t pos_ = 0;
 };
-
-FieldsV1Cache& ParsedFieldsV1s() {
-  static FieldsV1Cache* cache = new FieldsV1Cache;
-  return *cache;
-}
 
 }  // namespace
 
-FieldsV1CacheStats FieldsV1CacheStatsForTesting() {
-  return ParsedFieldsV1s().Stats();
+std::optional<patch::FieldSet> ParseCanonicalFieldsV1(std::string_view raw) {
+  return CanonicalFieldsV1Reader(raw).Read();
 }
 
 bool TrackOwnedValueChanges(
@@ -563,15 +543,13 @@ bool TrackOwnedValueChanges(
         e.time().nanos() != 0) {
       return false;
     }
-    std::shared_ptr<const ParsedFieldsV1> parsed =
-        ParsedFieldsV1s().Get(e.fieldsv1().raw());
-    if (parsed == nullptr || !parsed->canonical || parsed->fields.Empty()) {
-      return false;
-    }
+    std::optional<patch::FieldSet> fields =
+        ParseCanonicalFieldsV1(e.fieldsv1().raw());
+    if (!fields.has_value() || fields->Empty()) return false;
     const bool writer = e.manager() == manager && e.operation() == "Update" &&
                         e.subresource().empty();
     for (const FieldPath& p : changed) {
-      if (parsed->fields.Has(p) != writer) return false;
+      if (fields->Has(p) != writer) return false;
     }
     if (writer) {
       if (found) return false;  // two entries of one writer: the slow way

@@ -26,12 +26,15 @@
 #include <google/protobuf/message.h>
 
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "apiserver/errors.h"
 #include "apiserver/negotiation.h"
 #include "apiserver/query_params.h"
+#include "objects/patch/apply.h"
 #include "objects/patch/json_value.h"
 #include "objects/scheme.h"
 
@@ -99,18 +102,14 @@ bool TrackOwnedValueChanges(
     const std::string& time,
     const std::vector<std::vector<std::string>>& ignored);
 
-// TrackOwnedValueChanges parses each distinct fieldsV1 once and keeps the
-// result in a process-wide cache (thread-safe), bounded by this many bytes
-// as it counts them (patching.cc, FieldsV1Cache: about what the entries
-// take) and started again empty when full. What it holds and has answered,
-// for tests.
-inline constexpr size_t kMaxFieldsV1CacheBytes = 4 << 20;
-struct FieldsV1CacheStats {
-  size_t bytes = 0;
-  uint64_t hits = 0;
-  uint64_t misses = 0;
-};
-FieldsV1CacheStats FieldsV1CacheStatsForTesting();
+// The field set of fieldsV1 bytes exactly as the general path writes them
+// (no whitespace, keys sorted and unique, "." first and only next to other
+// keys, `\"` and `\\` the only escapes, ASCII), in one pass; nullopt for
+// any other bytes (the general path then rewrites them). What
+// TrackOwnedValueChanges reads each entry with: a renewal's entry names its
+// own owner uid, so a cache keyed by the bytes holds as many entries as there
+// are nodes. Depth is bounded (nullopt past 64 levels).
+std::optional<patch::FieldSet> ParseCanonicalFieldsV1(std::string_view raw);
 
 // TrackManagedFields' case of a writer without a manager (a client that
 // sends no fieldManager and no User-Agent, e.g. a bare HTTP client or kpctl

@@ -110,7 +110,16 @@ class ProtoListEncoder : public ListEncoder {
   static std::unique_ptr<ListEncoder> Create(const RenderOptions& o,
                                              ListResult* list_in) {
     const ListResult& list = *list_in;
-    const objects::KindInfo* kind = o.resource->list_kind;
+    // A PartialObjectMetadataList's item is {metadata: the object's
+    // ObjectMeta}: written as that field's tag, length and the ObjectMeta's
+    // bytes, with no PartialObjectMetadata copy made.
+    const bool metadata = o.negotiated.shape == ResponseShape::kMetadata;
+    const objects::KindInfo* kind =
+        metadata ? objects::Scheme::Default().FindKind(
+                       "meta.k8s.io/" + o.negotiated.meta_version,
+                       "PartialObjectMetadataList")
+                 : o.resource->list_kind;
+    if (kind == nullptr) return nullptr;
     std::unique_ptr<Message> prefix_msg = kind->New();
     const FieldDescriptor* items =
         prefix_msg->GetDescriptor()->FindFieldByName("items");
@@ -119,7 +128,10 @@ class ProtoListEncoder : public ListEncoder {
       return nullptr;
     }
     for (const ObjectPtr& item : list.items) {
-      if (item->GetDescriptor() != items->message_type()) return nullptr;
+      if (metadata ? objects::GetObjectMeta(*item) == nullptr
+                   : item->GetDescriptor() != items->message_type()) {
+        return nullptr;
+      }
     }
     *objects::MutableListMeta(prefix_msg.get()) = ListMetaOf(list);
     std::vector<const FieldDescriptor*> set;
@@ -130,11 +142,12 @@ class ProtoListEncoder : public ListEncoder {
     auto enc = std::unique_ptr<ProtoListEncoder>(new ProtoListEncoder);
     const std::string list_prefix =
         objects::SerializeDeterministic(*prefix_msg);
+    enc->metadata_ = metadata;
     enc->item_tag_ = (static_cast<uint32_t>(items->number()) << 3) | 2;
     uint64_t raw_size = list_prefix.size();
     enc->sizes_.reserve(list.items.size());
     for (const ObjectPtr& item : list.items) {
-      const size_t n = item->ByteSizeLong();
+      const size_t n = metadata ? PartialSize(*item) : item->ByteSizeLong();
       enc->sizes_.push_back(n);
       raw_size += VarintSize(enc->item_tag_) + VarintSize(n) + n;
     }
@@ -170,7 +183,15 @@ class ProtoListEncoder : public ListEncoder {
         google::protobuf::io::StringOutputStream stream(out);
         google::protobuf::io::CodedOutputStream coded(&stream);
         coded.SetSerializationDeterministic(true);
-        list_.items[next_]->SerializeToCodedStream(&coded);
+        if (metadata_) {
+          const objects::metav1::ObjectMeta& meta =
+              *objects::GetObjectMeta(*list_.items[next_]);
+          coded.WriteTag(kPartialMetadataTag);
+          coded.WriteVarint64(meta.ByteSizeLong());
+          meta.SerializeToCodedStream(&coded);
+        } else {
+          list_.items[next_]->SerializeToCodedStream(&coded);
+        }
       }
       // Immutable objects serialize to the size they reported; anything
       // else would corrupt the framing already sent, so it is fatal.
@@ -187,6 +208,15 @@ class ProtoListEncoder : public ListEncoder {
  private:
   ProtoListEncoder() = default;
 
+  // PartialObjectMetadata.metadata: field 1, length-delimited.
+  static constexpr uint32_t kPartialMetadataTag = (1 << 3) | 2;
+  // The serialized size of `item`'s PartialObjectMetadata.
+  static size_t PartialSize(const Message& item) {
+    const size_t m = objects::GetObjectMeta(item)->ByteSizeLong();
+    return VarintSize(kPartialMetadataTag) + VarintSize(m) + m;
+  }
+
+  bool metadata_ = false;
   ListResult list_;
   std::vector<size_t> sizes_;
   uint32_t item_tag_ = 0;
@@ -262,11 +292,12 @@ std::unique_ptr<ListEncoder> NewListEncoder(const RenderOptions& opts,
     case objects::MediaType::kJson:
       return std::make_unique<JsonListEncoder>(opts, std::move(*list));
     case objects::MediaType::kProtobuf:
-      // A PartialObjectMetadataList is built whole (RenderList): its items
-      // are not the objects the list holds.
-      if (n.shape == ResponseShape::kMetadata) return nullptr;
-      for (const ObjectPtr& item : list->items) {
-        if (objects::IsUnstructured(*item)) return nullptr;
+      // Custom resources' lists are built whole; their PartialObjectMetadata
+      // (every kind has an ObjectMeta) is streamed.
+      if (n.shape != ResponseShape::kMetadata) {
+        for (const ObjectPtr& item : list->items) {
+          if (objects::IsUnstructured(*item)) return nullptr;
+        }
       }
       return ProtoListEncoder::Create(opts, list);
     case objects::MediaType::kYaml:

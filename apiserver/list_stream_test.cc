@@ -101,6 +101,8 @@ constexpr Form kForms[] = {
     {"json", objects::MediaType::kJson, ResponseShape::kObject},
     {"metadata", objects::MediaType::kJson, ResponseShape::kMetadata},
     {"protobuf", objects::MediaType::kProtobuf, ResponseShape::kObject},
+    {"protobuf metadata", objects::MediaType::kProtobuf,
+     ResponseShape::kMetadata},
 };
 
 TEST(ListEncoderTest, StreamedBytesEqualTheWholeBody) {

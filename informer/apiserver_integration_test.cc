@@ -261,11 +261,11 @@ TEST(ApiServerIntegrationTest, MetadataInformerFollowsPartialObjectMetadata) {
   ASSERT_TRUE(client->Create(owned).ok());
   ASSERT_TRUE(client->Create(MakePod("default", "plain")).ok());
 
+  Recorder events;  // before the informer: its handlers write here
   SharedIndexInformer informer(
       std::make_shared<MetadataListerWatcher>(client.get(), PodsResource(),
                                               ListWatchScope{.ns = "default"}),
       SharedInformerOptions{.name = "metadata-pods"});
-  Recorder events;
   informer.AddEventHandler(EventHandlerFuncs{
       .on_add = [&](const ObjectPtr& o,
                     bool) { events.Record("add " + objects::Name(*o)); },

@@ -1,5 +1,7 @@
 #include "informer/list_watch.h"
 
+#include "base/logging.h"
+
 namespace kplane::informer {
 
 RestListerWatcher::RestListerWatcher(RestClient* client,
@@ -48,9 +50,12 @@ StatusOr<std::unique_ptr<WatchStream>> MetadataListerWatcher::Watch(
 }
 
 const objects::KindInfo& MetadataListerWatcher::Kind() const {
-  static const objects::KindInfo* const kind =
-      objects::Scheme::Default().FindKind("meta.k8s.io/v1",
-                                          "PartialObjectMetadata");
+  static const objects::KindInfo* const kind = [] {
+    const objects::KindInfo* k = objects::Scheme::Default().FindKind(
+        "meta.k8s.io/v1", "PartialObjectMetadata");
+    CHECK(k != nullptr) << "PartialObjectMetadata is not in the scheme";
+    return k;
+  }();
   return *kind;
 }
 

@@ -239,6 +239,34 @@ TEST(ApiWatchTest, ProtobufWatchFrames) {
   EXPECT_EQ(cm.metadata().name(), "a");
 }
 
+// The i-th frame of a protobuf watch's body (counted from the start).
+template <typename Stream>
+objects::metav1::WatchEvent ProtoFrame(Stream* w, int index) {
+  size_t off = 0;
+  std::string raw;
+  for (int i = 0;; ++i) {
+    raw = w->WaitRaw(off + 4);
+    if (raw.size() < off + 4) return objects::metav1::WatchEvent();
+    const uint32_t len = (uint32_t(uint8_t(raw[off])) << 24) |
+                         (uint32_t(uint8_t(raw[off + 1])) << 16) |
+                         (uint32_t(uint8_t(raw[off + 2])) << 8) |
+                         uint32_t(uint8_t(raw[off + 3]));
+    raw = w->WaitRaw(off + 4 + len);
+    if (raw.size() < off + 4 + len) return objects::metav1::WatchEvent();
+    if (i == index) {
+      objects::metav1::WatchEvent ev;
+      EXPECT_TRUE(ev.ParseFromString(raw.substr(off + 4, len)));
+      return ev;
+    }
+    off += 4 + len;
+  }
+}
+
+constexpr char kProtobufMetadata[] =
+    "application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;"
+    "g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadata;"
+    "g=meta.k8s.io;v=v1,application/json";
+
 // kube's metadata informers (the garbage collector's) ask for
 // PartialObjectMetadata in protobuf first. Each watcher gets its own form:
 // a plain protobuf watcher of the same resource still gets ConfigMaps.
@@ -247,34 +275,9 @@ TEST(ApiWatchTest, ProtobufMetadataWatchFrames) {
   ASSERT_EQ(s.Post(kConfigMaps, ConfigMap("a")).code, 201);
   const std::string url =
       std::string(kConfigMaps) + "?watch=1&resourceVersion=0";
-  auto meta_watch = s.Watch(
-      url, {{"Accept",
-             "application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;"
-             "g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadata;"
-             "g=meta.k8s.io;v=v1,application/json"}});
+  auto meta_watch = s.Watch(url, {{"Accept", kProtobufMetadata}});
   auto full_watch =
       s.Watch(url, {{"Accept", "application/vnd.kubernetes.protobuf"}});
-  // The i-th frame of a watch's body (from the start of the body).
-  auto frame = [](auto* w, int index) {
-    size_t off = 0;
-    std::string raw;
-    for (int i = 0;; ++i) {
-      raw = w->WaitRaw(off + 4);
-      if (raw.size() < off + 4) return objects::metav1::WatchEvent();
-      const uint32_t len = (uint32_t(uint8_t(raw[off])) << 24) |
-                           (uint32_t(uint8_t(raw[off + 1])) << 16) |
-                           (uint32_t(uint8_t(raw[off + 2])) << 8) |
-                           uint32_t(uint8_t(raw[off + 3]));
-      raw = w->WaitRaw(off + 4 + len);
-      if (raw.size() < off + 4 + len) return objects::metav1::WatchEvent();
-      if (i == index) {
-        objects::metav1::WatchEvent ev;
-        EXPECT_TRUE(ev.ParseFromString(raw.substr(off + 4, len)));
-        return ev;
-      }
-      off += 4 + len;
-    }
-  };
   for (int i = 0; i < 2; ++i) {
     SCOPED_TRACE(i);
     if (i == 1) {  // both watchers have their ADDED: change the object
@@ -285,7 +288,7 @@ TEST(ApiWatchTest, ProtobufMetadataWatchFrames) {
               .code,
           200);
     }
-    objects::metav1::WatchEvent ev = frame(meta_watch.get(), i);
+    objects::metav1::WatchEvent ev = ProtoFrame(meta_watch.get(), i);
     EXPECT_EQ(ev.type(), i == 0 ? "ADDED" : "MODIFIED");
     objects::metav1::PartialObjectMetadata partial;
     auto tm = objects::DecodeEnvelopeInto(ev.object().raw(), &partial);
@@ -297,13 +300,34 @@ TEST(ApiWatchTest, ProtobufMetadataWatchFrames) {
     EXPECT_FALSE(partial.metadata().resourceversion().empty());
     EXPECT_EQ(partial.metadata().labels().count("x"), i == 0 ? 0u : 1u);
 
-    objects::metav1::WatchEvent full = frame(full_watch.get(), i);
+    objects::metav1::WatchEvent full = ProtoFrame(full_watch.get(), i);
     objects::corev1::ConfigMap cm;
     auto full_tm = objects::DecodeEnvelopeInto(full.object().raw(), &cm);
     ASSERT_TRUE(full_tm.ok()) << full_tm.status();
     EXPECT_EQ(full_tm->kind, "ConfigMap");
     EXPECT_EQ(cm.data().count("k2"), i == 0 ? 0u : 1u);
   }
+}
+
+// The BOOKMARK that ends a metadata watch's initial events is a
+// PartialObjectMetadata too, with its resourceVersion and annotation.
+TEST(ApiWatchTest, ProtobufMetadataBookmarkEndsTheInitialEvents) {
+  TestServer s;
+  ASSERT_EQ(s.Post(kConfigMaps, ConfigMap("a")).code, 201);
+  auto w = s.Watch(std::string(kConfigMaps) +
+                       "?watch=1&sendInitialEvents=true&resourceVersionMatch="
+                       "NotOlderThan&allowWatchBookmarks=true",
+                   {{"Accept", kProtobufMetadata}});
+  EXPECT_EQ(ProtoFrame(w.get(), 0).type(), "ADDED");
+  objects::metav1::WatchEvent bookmark = ProtoFrame(w.get(), 1);
+  ASSERT_EQ(bookmark.type(), "BOOKMARK");
+  objects::metav1::PartialObjectMetadata partial;
+  auto tm = objects::DecodeEnvelopeInto(bookmark.object().raw(), &partial);
+  ASSERT_TRUE(tm.ok()) << tm.status();
+  EXPECT_EQ(tm->kind, "PartialObjectMetadata");
+  EXPECT_FALSE(partial.metadata().resourceversion().empty());
+  EXPECT_EQ(partial.metadata().annotations().at("k8s.io/initial-events-end"),
+            "true");
 }
 
 TEST(ApiWatchTest, WatchCountIsLimited) {

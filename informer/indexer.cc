@@ -40,24 +40,32 @@ Indexer::Indexer(Indexers indexers) : indexers_(std::move(indexers)) {
   for (const auto& [name, fn] : indexers_) indices_[name];
 }
 
+void Indexer::FileUnder(IndexMap* index, const std::string& key,
+                        const std::vector<std::string>& values) {
+  for (const std::string& value : values) (*index)[value].insert(key);
+}
+
+void Indexer::UnfileFrom(IndexMap* index, const std::string& key,
+                         const std::vector<std::string>& values) {
+  for (const std::string& value : values) {
+    auto it = index->find(value);
+    if (it == index->end()) continue;
+    it->second.erase(key);
+    if (it->second.empty()) index->erase(it);
+  }
+}
+
 void Indexer::File(const std::string& key,
                    const google::protobuf::Message& obj) {
   for (const auto& [name, fn] : indexers_) {
-    IndexMap& index = indices_[name];
-    for (const std::string& value : fn(obj)) index[value].insert(key);
+    FileUnder(&indices_[name], key, fn(obj));
   }
 }
 
 void Indexer::Unfile(const std::string& key,
                      const google::protobuf::Message& obj) {
   for (const auto& [name, fn] : indexers_) {
-    IndexMap& index = indices_[name];
-    for (const std::string& value : fn(obj)) {
-      auto it = index.find(value);
-      if (it == index.end()) continue;
-      it->second.erase(key);
-      if (it->second.empty()) index.erase(it);
-    }
+    UnfileFrom(&indices_[name], key, fn(obj));
   }
 }
 
@@ -70,14 +78,9 @@ void Indexer::Refile(const std::string& key,
     // The usual update (a Lease renewal, a status change) keeps its
     // namespace, owners and the like: nothing to move.
     if (before == after) continue;
-    IndexMap& index = indices_[name];
-    for (const std::string& value : before) {
-      auto it = index.find(value);
-      if (it == index.end()) continue;
-      it->second.erase(key);
-      if (it->second.empty()) index.erase(it);
-    }
-    for (const std::string& value : after) index[value].insert(key);
+    IndexMap* index = &indices_[name];
+    UnfileFrom(index, key, before);
+    FileUnder(index, key, after);
   }
 }
 
@@ -228,9 +231,7 @@ Status Indexer::AddIndexers(Indexers indexers) {
   }
   for (auto& [name, fn] : indexers) {
     IndexMap& index = indices_[name];
-    for (const auto& [key, obj] : items_) {
-      for (const std::string& value : fn(*obj)) index[value].insert(key);
-    }
+    for (const auto& [key, obj] : items_) FileUnder(&index, key, fn(*obj));
     indexers_.emplace(name, std::move(fn));
   }
   return Status::Ok();

@@ -105,6 +105,11 @@ class Indexer {
  private:
   using IndexMap = std::map<std::string, std::set<std::string>, std::less<>>;
 
+  // `key` added to / removed from `values` of one index.
+  static void FileUnder(IndexMap* index, const std::string& key,
+                        const std::vector<std::string>& values);
+  static void UnfileFrom(IndexMap* index, const std::string& key,
+                         const std::vector<std::string>& values);
   // mu_ held for writing.
   void File(const std::string& key, const google::protobuf::Message& obj)
       REQUIRES(mu_);

@@ -228,8 +228,9 @@ Status GcResourceMonitor::Resync() {
       // Metadata only, as kube's collector watches: owner references,
       // finalizers and deletion are all it reads.
       auto inf = std::make_shared<informer::SharedIndexInformer>(
-          std::make_shared<informer::MetadataListerWatcher>(options_.client,
-                                                            info),
+          std::make_shared<informer::RestListerWatcher>(
+              options_.client, info, informer::ListWatchScope{},
+              informer::ObjectForm::kMetadata),
           o);
       CHECK(inf->AddIndexers({{kOwnerUidIndex, OwnerUidIndexFunc}}).ok());
       GarbageCollector* gc = options_.gc;

@@ -5,7 +5,7 @@
 // be deleted, listed and watched (subresources and events excepted, and
 // those the collector already has typed caches for) runs an informer over
 // it (metadata only, as kube's metadata informers: PartialObjectMetadata
-// in protobuf, informer::MetadataListerWatcher; API calls through
+// in protobuf, informer::ObjectForm::kMetadata; API calls through
 // informer::DynamicClient's resource info) and
 // hands its cache to GarbageCollector::AddResource once synced. Resources
 // that disappear from discovery (a deleted CRD) are removed from the

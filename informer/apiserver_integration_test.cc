@@ -263,8 +263,9 @@ TEST(ApiServerIntegrationTest, MetadataInformerFollowsPartialObjectMetadata) {
 
   Recorder events;  // before the informer: its handlers write here
   SharedIndexInformer informer(
-      std::make_shared<MetadataListerWatcher>(client.get(), PodsResource(),
-                                              ListWatchScope{.ns = "default"}),
+      std::make_shared<RestListerWatcher>(client.get(), PodsResource(),
+                                          ListWatchScope{.ns = "default"},
+                                          ObjectForm::kMetadata),
       SharedInformerOptions{.name = "metadata-pods"});
   informer.AddEventHandler(EventHandlerFuncs{
       .on_add = [&](const ObjectPtr& o,

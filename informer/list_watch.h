@@ -40,15 +40,26 @@ struct ListWatchScope {
                           const ListWatchScope&) = default;
 };
 
+// What a RestListerWatcher's objects are.
+enum class ObjectForm {
+  kWhole,  // the resource's kind (RestClient::ListObjects / Watch)
+  // metav1::PartialObjectMetadata (RestClient::ListMetadata /
+  // WatchMetadata; client-go's metadatainformer): for a consumer that reads
+  // only metadata (the garbage collector), the server sends, and the cache
+  // keeps, a fraction of each object, decoded from protobuf.
+  kMetadata,
+};
+
 class RestListerWatcher : public ListerWatcher {
  public:
   RestListerWatcher(RestClient* client, const objects::ResourceInfo* resource,
-                    ListWatchScope scope = {});
+                    ListWatchScope scope = {},
+                    ObjectForm form = ObjectForm::kWhole);
 
   StatusOr<ListResult> List(const ListOptions& options) override;
   StatusOr<std::unique_ptr<WatchStream>> Watch(
       const ListOptions& options) override;
-  const objects::KindInfo& Kind() const override { return *resource_->kind; }
+  const objects::KindInfo& Kind() const override;
 
  private:
   ListOptions Scoped(const ListOptions& options) const;
@@ -56,29 +67,7 @@ class RestListerWatcher : public ListerWatcher {
   RestClient* const client_;
   const objects::ResourceInfo* const resource_;
   const ListWatchScope scope_;
-};
-
-// Metadata only (client-go's metadatainformer): LIST and WATCH of any
-// resource through RestClient::ListMetadata / WatchMetadata; the objects are
-// metav1::PartialObjectMetadata. For a consumer that reads only metadata
-// (the garbage collector): the server sends, and the cache keeps, a fraction
-// of each object, decoded from protobuf.
-class MetadataListerWatcher : public ListerWatcher {
- public:
-  MetadataListerWatcher(RestClient* client,
-                        const objects::ResourceInfo* resource,
-                        ListWatchScope scope = {});
-
-  StatusOr<ListResult> List(const ListOptions& options) override;
-  StatusOr<std::unique_ptr<WatchStream>> Watch(
-      const ListOptions& options) override;
-  // meta.k8s.io/v1 PartialObjectMetadata.
-  const objects::KindInfo& Kind() const override;
-
- private:
-  RestClient* const client_;
-  const objects::ResourceInfo* const resource_;
-  const ListWatchScope scope_;
+  const ObjectForm form_;
 };
 
 }  // namespace kplane::informer

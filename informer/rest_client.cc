@@ -50,10 +50,6 @@ const objects::KindInfo& MetaKind(std::string_view kind) {
   CHECK(k != nullptr) << kind << " is not in the scheme";
   return *k;
 }
-const objects::KindInfo& MetadataKind() {
-  static const objects::KindInfo& k = MetaKind("PartialObjectMetadata");
-  return k;
-}
 const objects::KindInfo& MetadataListKind() {
   static const objects::KindInfo& k = MetaKind("PartialObjectMetadataList");
   return k;
@@ -589,6 +585,11 @@ StatusOr<std::unique_ptr<WatchStream>> RestClient::Watch(
                        ? std::string(kProtobufWatch) + ", application/json"
                        : "application/json",
                    resource.kind);
+}
+
+const objects::KindInfo& RestClient::MetadataKind() {
+  static const objects::KindInfo& k = MetaKind("PartialObjectMetadata");
+  return k;
 }
 
 StatusOr<std::unique_ptr<WatchStream>> RestClient::WatchMetadata(

@@ -248,6 +248,8 @@ class RestClient {
   StatusOr<std::unique_ptr<WatchStream>> WatchMetadata(
       const objects::ResourceInfo& resource, std::string_view ns,
       const ListOptions& options);
+  // meta.k8s.io/v1 PartialObjectMetadata: the kind of their objects.
+  static const objects::KindInfo& MetadataKind();
 
   // ---- Typed verbs: T is the object type (corev1::Pod, ...).
   template <typename T>

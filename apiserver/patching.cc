@@ -481,8 +481,7 @@ class CanonicalFieldsV1Reader {
         if (!first || !Eat('{') || !Eat('}')) return false;
         set->member = true;
       } else {
-        if (key.size() < 2 || key[1] != ':' ||
-            std::string_view("fkvi").find(key[0]) == std::string_view::npos ||
+        if (!patch::FieldSet::IsPathElement(key) ||
             (last != nullptr && !(*last < key))) {
           return false;
         }

@@ -289,6 +289,11 @@ std::string FieldSet::ToJsonString() const {
   return CanonicalJson(v);
 }
 
+bool FieldSet::IsPathElement(std::string_view key) {
+  return key.size() >= 2 && key[1] == ':' &&
+         std::string_view("fkvi").find(key[0]) != std::string_view::npos;
+}
+
 StatusOr<FieldSet> FieldSet::FromJson(const JsonValue& v) {
   if (!v.IsObject()) {
     return InvalidArgumentError("fieldsV1 must be a JSON object");
@@ -304,8 +309,7 @@ StatusOr<FieldSet> FieldSet::FromJson(const JsonValue& v) {
       out.member = true;
       continue;
     }
-    if (k.size() < 2 || k[1] != ':' ||
-        std::string_view("fkvi").find(k[0]) == std::string_view::npos) {
+    if (!IsPathElement(k)) {
       return InvalidArgumentError("invalid fieldsV1 path element: " + k);
     }
     ASSIGN_OR_RETURN(FieldSet child, FromJson(m.value));

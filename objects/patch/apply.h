@@ -57,6 +57,9 @@ struct FieldSet {
   JsonValue ToJson(JsonAllocator& alloc) const;
   std::string ToJsonString() const;
   static StatusOr<FieldSet> FromJson(const JsonValue& v);
+  // Whether `key` is a fieldsV1 path element FromJson takes as a child
+  // ("f:name", "k:{…}", "v:…", "i:3"; "." is the set's own membership).
+  static bool IsPathElement(std::string_view key);
 
   friend bool operator==(const FieldSet& a, const FieldSet& b) {
     return a.member == b.member && a.children == b.children;

@@ -217,28 +217,6 @@ TEST(ApiWatchTest, TableWatchSendsColumnsOnlyFirst) {
   EXPECT_EQ(e2["object"]["rows"].Size(), 1u);
 }
 
-TEST(ApiWatchTest, ProtobufWatchFrames) {
-  TestServer s;
-  ASSERT_EQ(s.Post(kConfigMaps, ConfigMap("a")).code, 201);
-  auto w = s.Watch(std::string(kConfigMaps) + "?watch=1&resourceVersion=0",
-                   {{"Accept", "application/vnd.kubernetes.protobuf"}});
-  std::string raw = w->WaitRaw(4);
-  ASSERT_GE(raw.size(), 4u);
-  const uint32_t len =
-      (uint32_t(uint8_t(raw[0])) << 24) | (uint32_t(uint8_t(raw[1])) << 16) |
-      (uint32_t(uint8_t(raw[2])) << 8) | uint32_t(uint8_t(raw[3]));
-  raw = w->WaitRaw(4 + len);
-  ASSERT_GE(raw.size(), 4 + len);
-  objects::metav1::WatchEvent ev;
-  ASSERT_TRUE(ev.ParseFromString(raw.substr(4, len)));
-  EXPECT_EQ(ev.type(), "ADDED");
-  objects::corev1::ConfigMap cm;
-  auto tm = objects::DecodeEnvelopeInto(ev.object().raw(), &cm);
-  ASSERT_TRUE(tm.ok()) << tm.status();
-  EXPECT_EQ(tm->kind, "ConfigMap");
-  EXPECT_EQ(cm.metadata().name(), "a");
-}
-
 // The i-th frame of a protobuf watch's body (counted from the start).
 template <typename Stream>
 objects::metav1::WatchEvent ProtoFrame(Stream* w, int index) {
@@ -266,6 +244,20 @@ constexpr char kProtobufMetadata[] =
     "application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;"
     "g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadata;"
     "g=meta.k8s.io;v=v1,application/json";
+
+TEST(ApiWatchTest, ProtobufWatchFrames) {
+  TestServer s;
+  ASSERT_EQ(s.Post(kConfigMaps, ConfigMap("a")).code, 201);
+  auto w = s.Watch(std::string(kConfigMaps) + "?watch=1&resourceVersion=0",
+                   {{"Accept", "application/vnd.kubernetes.protobuf"}});
+  objects::metav1::WatchEvent ev = ProtoFrame(w.get(), 0);
+  EXPECT_EQ(ev.type(), "ADDED");
+  objects::corev1::ConfigMap cm;
+  auto tm = objects::DecodeEnvelopeInto(ev.object().raw(), &cm);
+  ASSERT_TRUE(tm.ok()) << tm.status();
+  EXPECT_EQ(tm->kind, "ConfigMap");
+  EXPECT_EQ(cm.metadata().name(), "a");
+}
 
 // kube's metadata informers (the garbage collector's) ask for
 // PartialObjectMetadata in protobuf first. Each watcher gets its own form:

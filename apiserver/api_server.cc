@@ -1836,6 +1836,19 @@ void ApiServer::Impl::Process(const std::shared_ptr<Call>& c) {
   }
   c->neg = *neg;
   c->negotiated = true;
+  if (neg->shape == ResponseShape::kMetadata) {
+    // Checked before the request runs (Kubernetes checks when it encodes
+    // the answer, after a write has happened).
+    const bool list = verb == "list" || verb == "deletecollection";
+    std::string mismatch = MetadataFormMismatch(
+        *neg, list, GoTypeName(*c->resource, !c->crd_name.empty(), list));
+    if (!mismatch.empty()) {
+      ApiError e = ApiError::NotAcceptable({});
+      e.message = std::move(mismatch);
+      ReplyError(*c, e);
+      return;
+    }
+  }
   if (c->review) {
     Review(*c);
   } else if (verb == "get") {
@@ -2262,10 +2275,9 @@ void ApiServer::Impl::Delete(Call& c) {
           ? 202
           : 200;
   if (d.deleted && !rest->ReturnsDeletedObject()) {
-    // Status answers are never Tables.
-    const objects::MediaType media = c.neg.shape == ResponseShape::kObject
-                                         ? c.neg.media
-                                         : objects::MediaType::kJson;
+    // A Status answer is never a Table or metadata, but takes the media
+    // type asked for (a Table's is JSON).
+    const objects::MediaType media = c.neg.media;
     return Reply(
         c, code, objects::MediaTypeName(media),
         RenderSuccessStatus(media, c.info.name, c.resource->gv.group,
@@ -2291,8 +2303,8 @@ void ApiServer::Impl::DeleteCollection(Call& c) {
   if (IsError(r)) return ReplyError(c, std::get<ApiError>(r));
   StatusOr<int64_t> rev = rest->object_store()->CurrentRevision();
   RenderOptions ro = Render(c);
-  if (ro.negotiated.shape != ResponseShape::kObject) {
-    ro.negotiated = Negotiated{};
+  if (ro.negotiated.shape == ResponseShape::kTable) {
+    ro.negotiated = Negotiated{};  // the deleted objects, not a Table
   }
   Reply(c, 200, ro.negotiated.ContentType(),
         RenderItems(ro, std::get<std::vector<ObjectPtr>>(r),
@@ -2334,9 +2346,7 @@ void ApiServer::Impl::Bind(Call& c) {
   s.mutable_metadata();
   s.set_status("Success");
   s.set_code(201);
-  const objects::MediaType media = c.neg.shape == ResponseShape::kObject
-                                       ? c.neg.media
-                                       : objects::MediaType::kJson;
+  const objects::MediaType media = c.neg.media;  // a Status, in any shape
   Reply(c, 201, objects::MediaTypeName(media),
         objects::EncodeBody(media, s, {"v1", "Status"}));
 }

@@ -150,22 +150,33 @@ TEST(ApiWatchTest, SendInitialEventsEndsWithAnnotatedBookmark) {
   EXPECT_EQ(invalid.Str({"reason"}), "Invalid");
 }
 
-TEST(ApiWatchTest, TooOldResourceVersionIsAnExpiredErrorEventThenRelist) {
-  TestServer s([](ApiServerOptions* o) { o->cacher.window_events = 4; });
+// For a server made with window_events = 4: creates 12 ConfigMaps
+// (c0..c11) and returns the first one's resourceVersion, which the
+// cache's window no longer covers ("" after a failure).
+std::string ExpiredResourceVersion(TestServer& s) {
   Response first = s.Post(kConfigMaps, ConfigMap("c0"));
   const std::string old_rv = first.Str({"metadata", "resourceVersion"});
   std::string last_rv;
   for (int i = 1; i < 12; ++i) {
     Response r = s.Post(kConfigMaps, ConfigMap("c" + std::to_string(i)));
-    ASSERT_EQ(r.code, 201);
+    EXPECT_EQ(r.code, 201);
     last_rv = r.Str({"metadata", "resourceVersion"});
   }
   // A LIST not older than the last create is served by the cache once it
   // reached it: from then on its 4-event window no longer covers old_rv (a
   // cache still behind would rightly serve the watch).
-  ASSERT_EQ(
-      s.Get(std::string(kConfigMaps) + "?resourceVersion=" + last_rv).code,
-      200);
+  if (s.Get(std::string(kConfigMaps) + "?resourceVersion=" + last_rv).code !=
+      200) {
+    ADD_FAILURE() << "the cache did not reach " << last_rv;
+    return "";
+  }
+  return old_rv;
+}
+
+TEST(ApiWatchTest, TooOldResourceVersionIsAnExpiredErrorEventThenRelist) {
+  TestServer s([](ApiServerOptions* o) { o->cacher.window_events = 4; });
+  const std::string old_rv = ExpiredResourceVersion(s);
+  ASSERT_FALSE(old_rv.empty());
   auto w =
       s.Watch(std::string(kConfigMaps) + "?watch=1&resourceVersion=" + old_rv);
   rapidjson::Document e = w->NextJson();
@@ -320,6 +331,45 @@ TEST(ApiWatchTest, ProtobufMetadataBookmarkEndsTheInitialEvents) {
   EXPECT_FALSE(partial.metadata().resourceversion().empty());
   EXPECT_EQ(partial.metadata().annotations().at("k8s.io/initial-events-end"),
             "true");
+}
+
+// A metadata watcher (kube's garbage collector's) that asks for a version
+// the cache no longer has gets the same ERROR, in its protobuf form: a
+// Status, not a PartialObjectMetadata.
+TEST(ApiWatchTest, ProtobufMetadataWatchOfAnExpiredVersionGetsA410) {
+  TestServer s([](ApiServerOptions* o) { o->cacher.window_events = 4; });
+  const std::string old_rv = ExpiredResourceVersion(s);
+  ASSERT_FALSE(old_rv.empty());
+  auto w =
+      s.Watch(std::string(kConfigMaps) + "?watch=1&resourceVersion=" + old_rv,
+              {{"Accept", kProtobufMetadata}});
+  objects::metav1::WatchEvent ev = ProtoFrame(w.get(), 0);
+  ASSERT_EQ(ev.type(), "ERROR");
+  objects::metav1::Status status;
+  auto tm = objects::DecodeEnvelopeInto(ev.object().raw(), &status);
+  ASSERT_TRUE(tm.ok()) << tm.status();
+  EXPECT_EQ(tm->kind, "Status");
+  EXPECT_EQ(tm->api_version, "v1");
+  EXPECT_EQ(status.code(), 410);
+  EXPECT_EQ(status.reason(), "Expired");
+  EXPECT_TRUE(w->WaitEnd());  // closed after the ERROR
+}
+
+// The metadata form must fit the answer: each WATCH event is one object,
+// so PartialObjectMetadataList is 406, as for a GET (kube-apiserver starts
+// such a watch and ends it without an event when the first one fails to
+// convert; a 406 says why).
+TEST(ApiWatchTest, MetadataListFormIsNotAcceptableForAWatch) {
+  TestServer s;
+  ASSERT_EQ(s.Post(kConfigMaps, ConfigMap("a")).code, 201);
+  Response r = s.Get(std::string(kConfigMaps) + "?watch=1&resourceVersion=0",
+                     "application/json;as=PartialObjectMetadataList;"
+                     "g=meta.k8s.io;v=v1,application/json");
+  EXPECT_EQ(r.code, 406) << r.body;
+  EXPECT_EQ(r.Str({"reason"}), "NotAcceptable");
+  EXPECT_EQ(r.Str({"message"}),
+            "you requested PartialObjectMetadataList, but the requested "
+            "object is not a list (*core.ConfigMap)");
 }
 
 TEST(ApiWatchTest, WatchCountIsLimited) {

@@ -335,7 +335,9 @@ std::string RenderItems(const RenderOptions& o,
   objects::metav1::ListMeta meta;
   meta.set_resourceversion(Versioner::ToResourceVersion(revision));
   RenderOptions plain = o;
-  plain.negotiated.shape = ResponseShape::kObject;
+  if (plain.negotiated.shape == ResponseShape::kTable) {
+    plain.negotiated.shape = ResponseShape::kObject;
+  }
   return ListBody(plain, items, meta);
 }
 

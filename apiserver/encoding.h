@@ -84,8 +84,10 @@ std::string ListItemJson(const RenderOptions& opts,
 void WriteListItemJson(const RenderOptions& opts,
                        const google::protobuf::Message& item,
                        rapidjson::Writer<rapidjson::StringBuffer>* writer);
-// A list of plain objects of the resource as its list kind (deletecollection
-// answers the deleted objects); JSON / YAML / protobuf only.
+// A list of objects of the resource as its list kind, or as a
+// PartialObjectMetadataList when that was negotiated (deletecollection
+// answers the deleted objects); never a Table (the caller negotiates
+// plain JSON instead).
 std::string RenderItems(const RenderOptions& opts,
                         const std::vector<ObjectPtr>& items, int64_t revision);
 

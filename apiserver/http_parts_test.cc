@@ -102,6 +102,55 @@ TEST(NegotiationTest, MetadataShape) {
   EXPECT_EQ(n->media, objects::MediaType::kJson);
 }
 
+// The form asked for must fit the verb; kube's words and internal types.
+TEST(NegotiationTest, MetadataFormMustFitTheVerb) {
+  auto list_form = NegotiateResponse(
+      "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io", {});
+  auto one_form = NegotiateResponse(
+      "application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io", {});
+  ASSERT_TRUE(list_form && one_form);
+  EXPECT_TRUE(list_form->metadata_list);
+  EXPECT_FALSE(one_form->metadata_list);
+  EXPECT_EQ(MetadataFormMismatch(*list_form, /*list=*/true, "*core.PodList"),
+            "");
+  EXPECT_EQ(MetadataFormMismatch(*one_form, /*list=*/false, "*core.Pod"), "");
+  EXPECT_EQ(MetadataFormMismatch(*list_form, /*list=*/false, "*core.Pod"),
+            "you requested PartialObjectMetadataList, but the requested "
+            "object is not a list (*core.Pod)");
+  EXPECT_EQ(MetadataFormMismatch(*one_form, /*list=*/true, "*core.PodList"),
+            "you requested PartialObjectMetadata, but the requested object "
+            "is a list (*core.PodList)");
+  auto plain = NegotiateResponse("application/json", {});
+  ASSERT_TRUE(plain);
+  EXPECT_EQ(MetadataFormMismatch(*plain, /*list=*/true, "*core.PodList"), "");
+
+  const objects::Scheme& scheme = objects::Scheme::Default();
+  struct Case {
+    const char* group;
+    const char* version;
+    const char* resource;
+    const char* one;
+  } cases[] = {
+      {"", "v1", "pods", "*core.Pod"},
+      {"apps", "v1", "deployments", "*apps.Deployment"},
+      {"coordination.k8s.io", "v1", "leases", "*coordination.Lease"},
+      {"rbac.authorization.k8s.io", "v1", "roles", "*rbac.Role"},
+      {"events.k8s.io", "v1", "events", "*core.Event"},
+  };
+  for (const Case& c : cases) {
+    const objects::ResourceInfo* r =
+        scheme.FindResource(c.group, c.version, c.resource);
+    ASSERT_NE(r, nullptr) << c.resource;
+    EXPECT_EQ(GoTypeName(*r, false, false), c.one);
+    EXPECT_EQ(GoTypeName(*r, false, true), std::string(c.one) + "List");
+  }
+  const objects::ResourceInfo* pods = scheme.FindResource("", "v1", "pods");
+  EXPECT_EQ(GoTypeName(*pods, /*custom=*/true, false),
+            "*unstructured.Unstructured");
+  EXPECT_EQ(GoTypeName(*pods, /*custom=*/true, true),
+            "*unstructured.UnstructuredList");
+}
+
 TEST(NegotiationTest, AggregatedDiscoveryOnlyOnExactV2) {
   EXPECT_TRUE(WantsAggregatedDiscovery(
       "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"

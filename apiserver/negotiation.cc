@@ -115,10 +115,46 @@ std::optional<Negotiated> NegotiateResponse(std::string_view accept,
         continue;
       }
       n.shape = ResponseShape::kMetadata;
+      n.metadata_list = as == "PartialObjectMetadataList";
       return n;
     }
   }
   return std::nullopt;
+}
+
+std::string MetadataFormMismatch(const Negotiated& n, bool list,
+                                 std::string_view go_type) {
+  if (n.shape != ResponseShape::kMetadata || n.metadata_list == list) {
+    return "";
+  }
+  // Kubernetes' words (handlers/response.go). It checks after negotiation
+  // and does not fall back to a later clause of the Accept header.
+  std::string m = n.metadata_list
+                      ? "you requested PartialObjectMetadataList, but the "
+                        "requested object is not a list ("
+                      : "you requested PartialObjectMetadata, but the "
+                        "requested object is a list (";
+  m.append(go_type);
+  m += ")";
+  return m;
+}
+
+std::string GoTypeName(const objects::ResourceInfo& resource, bool custom,
+                       bool list) {
+  std::string name;
+  if (custom || resource.kind == nullptr) {
+    name = "*unstructured.Unstructured";
+  } else {
+    // kube's internal packages: the group's first label, with these
+    // exceptions (pkg/apis/...).
+    const std::string& group = resource.gv.group;
+    std::string package = group.substr(0, group.find('.'));
+    if (group.empty() || group == "events.k8s.io") package = "core";
+    if (group == "internal.apiserver.k8s.io") package = "apiserverinternal";
+    name = "*" + package + "." + resource.kind->kind;
+  }
+  if (list) name += "List";
+  return name;
 }
 
 std::vector<std::string> SupportedResponseTypes() {

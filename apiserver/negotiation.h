@@ -26,6 +26,7 @@
 #include <string_view>
 #include <vector>
 
+#include "objects/scheme.h"
 #include "objects/serializer.h"
 
 namespace kplane::apiserver {
@@ -52,6 +53,11 @@ struct Negotiated {
   objects::MediaType media = objects::MediaType::kJson;
   ResponseShape shape = ResponseShape::kObject;
   std::string meta_version = "v1";  // of Table / PartialObjectMetadata
+  // kMetadata only: the client asked for PartialObjectMetadataList (else
+  // PartialObjectMetadata). Which one fits depends on the verb, which
+  // negotiation does not know; the caller answers 406 when it does not fit
+  // (MetadataFormMismatch), as Kubernetes does.
+  bool metadata_list = false;
   // The response Content-Type ("application/json", ...).
   std::string ContentType() const;
 };
@@ -66,6 +72,20 @@ struct NegotiateOptions {
 // nullopt: nothing acceptable (406).
 std::optional<Negotiated> NegotiateResponse(std::string_view accept,
                                             const NegotiateOptions& opts);
+
+// For a metadata-shaped answer (`n.shape == kMetadata`): empty when the
+// form asked for fits, else Kubernetes' 406 message. A list (`list`: LIST
+// and DELETECOLLECTION) needs PartialObjectMetadataList; one object (GET,
+// the writes, and each WATCH event) needs PartialObjectMetadata.
+// `go_type` names the answer as kube's message does (GoTypeName).
+std::string MetadataFormMismatch(const Negotiated& n, bool list,
+                                 std::string_view go_type);
+// The Go type kube-apiserver's messages name for an object (or list) of
+// `resource`: its internal type, "*core.Pod", "*apps.DeploymentList",
+// "*core.Event" (also for events.k8s.io), or "*unstructured.Unstructured"
+// for a custom resource.
+std::string GoTypeName(const objects::ResourceInfo& resource, bool custom,
+                       bool list);
 
 // Media types we can produce, for the 406 message.
 std::vector<std::string> SupportedResponseTypes();

@@ -7,6 +7,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include "base/logging.h"
@@ -208,6 +209,32 @@ class ClientConnection {
     return Status::Ok();
   }
 
+  // One send of the pieces without waiting: how many bytes the kernel took
+  // (0 when the socket is full). Plaintext only (TLS records cannot be cut
+  // at a byte the kernel chose): 0 for a TLS connection.
+  StatusOr<size_t> TryWrite(std::initializer_list<std::string_view> pieces) {
+    if (has_tls()) return size_t{0};
+    iovec iov[4];
+    CHECK_LE(pieces.size(), 4u);
+    size_t n = 0;
+    for (std::string_view p : pieces) {
+      if (p.empty()) continue;
+      iov[n].iov_base = const_cast<char*>(p.data());
+      iov[n].iov_len = p.size();
+      ++n;
+    }
+    msghdr msg{};
+    msg.msg_iov = iov;
+    msg.msg_iovlen = n;
+    for (;;) {
+      ssize_t rc = ::sendmsg(fd_.get(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (rc >= 0) return static_cast<size_t>(rc);
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return size_t{0};
+      return ErrnoToStatus(errno, "send");
+    }
+  }
+
   // Reads what is available (waiting until `deadline`) into the buffer.
   // Returns false at EOF.
   StatusOr<bool> Fill(TimePoint deadline, int cancel_fd) {
@@ -405,6 +432,12 @@ struct HttpStream::State {
   // CloseSend under write_mu, the reads under read_mu; never both at once.
   Mutex write_mu;
   bool send_closed GUARDED_BY(write_mu) = false;
+  // The tail of a chunk TrySend started and the kernel did not take: it
+  // goes out before anything else.
+  std::string unsent GUARDED_BY(write_mu);
+  // A write failed: what reached the peer is unknown, so nothing more may
+  // follow (a chunk may be cut off).
+  bool write_failed GUARDED_BY(write_mu) = false;
 
   Mutex read_mu;
   bool head_read GUARDED_BY(read_mu) = false;
@@ -430,11 +463,47 @@ Status HttpStream::Send(std::string_view data) {
   if (s.cancel.IsCancelled()) return CancelledError("stream cancelled");
   if (s.send_closed)
     return FailedPreconditionError("request body already ended");
-  if (data.empty()) return Status::Ok();
-  std::string header = ChunkHeader(data.size());
-  return s.conn->WriteAll({header, data, "\r\n"},
-                          DeadlineAfter(s.clock, s.options.write_timeout),
-                          s.cancel.fd());
+  if (s.write_failed)
+    return UnavailableError("stream broken by a failed write");
+  const TimePoint deadline = DeadlineAfter(s.clock, s.options.write_timeout);
+  std::string header = data.empty() ? "" : ChunkHeader(data.size());
+  Status st =
+      s.conn->WriteAll({s.unsent, header, data, data.empty() ? "" : "\r\n"},
+                       deadline, s.cancel.fd());
+  if (!st.ok()) {
+    s.write_failed = true;
+    return st;
+  }
+  s.unsent.clear();
+  return Status::Ok();
+}
+
+HttpStream::TrySendResult HttpStream::TrySend(std::string_view data) {
+  State& s = *state_;
+  // Never waits for the lock either: a thread inside Send holds it.
+  if (data.empty() || !s.write_mu.TryLock()) return TrySendResult::kNotSent;
+  TrySendResult result = TrySendResult::kNotSent;
+  if (!s.cancel.IsCancelled() && !s.send_closed && !s.write_failed &&
+      s.unsent.empty()) {
+    const std::string header = ChunkHeader(data.size());
+    constexpr std::string_view kEnd = "\r\n";
+    StatusOr<size_t> took = s.conn->TryWrite({header, data, kEnd});
+    // An error is left for the next Send to meet and report.
+    if (took.ok() && *took == header.size() + data.size() + kEnd.size()) {
+      result = TrySendResult::kSent;
+    } else if (took.ok() && *took > 0) {
+      // Keep what the kernel did not take, in order.
+      size_t skip = *took;
+      for (std::string_view piece : {std::string_view(header), data, kEnd}) {
+        const size_t cut = std::min(skip, piece.size());
+        s.unsent.append(piece.substr(cut));
+        skip -= cut;
+      }
+      result = TrySendResult::kPartial;
+    }
+  }
+  s.write_mu.Unlock();
+  return result;
 }
 
 Status HttpStream::CloseSend() {
@@ -442,10 +511,16 @@ Status HttpStream::CloseSend() {
   MutexLock l(&s.write_mu);
   if (s.cancel.IsCancelled()) return CancelledError("stream cancelled");
   if (s.send_closed) return Status::Ok();
+  if (s.write_failed)
+    return UnavailableError("stream broken by a failed write");
   s.send_closed = true;
-  return s.conn->WriteAll({kLastChunk},
-                          DeadlineAfter(s.clock, s.options.write_timeout),
-                          s.cancel.fd());
+  // The end of a chunk TrySend started goes first.
+  Status st = s.conn->WriteAll({s.unsent, kLastChunk},
+                               DeadlineAfter(s.clock, s.options.write_timeout),
+                               s.cancel.fd());
+  if (!st.ok()) s.write_failed = true;
+  s.unsent.clear();
+  return st;
 }
 
 StatusOr<HttpResponse> HttpStream::ReadHead(Duration timeout) {

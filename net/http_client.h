@@ -115,8 +115,19 @@ class HttpStream {
   HttpStream(const HttpStream&) = delete;
   HttpStream& operator=(const HttpStream&) = delete;
 
-  // Sends `data` as one chunk of the request body (empty: nothing).
+  // Sends `data` as one chunk of the request body, after whatever an
+  // earlier TrySend left unsent (empty `data`: only that).
   Status Send(std::string_view data);
+  // Sends `data` as one chunk without waiting, for a caller that must not
+  // block (a raft loop). kSent: all of it went to the kernel. kPartial: the
+  // kernel took part of it; the rest stays in the stream, and the caller
+  // must call Send (with more data or none) to push it out before the
+  // stream is any use. kNotSent: nothing was written, because the socket is
+  // full, another thread is inside Send, an earlier remainder is still
+  // waiting, the stream is cancelled or has failed, or the connection is
+  // TLS (not served by this path); send `data` with Send instead.
+  enum class TrySendResult { kSent, kPartial, kNotSent };
+  TrySendResult TrySend(std::string_view data);
   // Ends the request body. The response may continue.
   Status CloseSend();
 

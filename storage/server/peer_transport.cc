@@ -113,8 +113,10 @@ class HttpPeerTransport::Peer {
     return urls_;
   }
 
-  // Queues the messages of one Ready for this peer under one lock and wakes
-  // the sender at most once. Returns how many were dropped (queue full,
+  // Sends the messages of one Ready for this peer: written at once from
+  // the caller's thread when the sender is idle and the socket takes them
+  // (no hand-off), else queued under one lock for the sender, which is
+  // woken at most once. Returns how many were dropped (queue full,
   // stopped, or backing off after a failed write).
   size_t EnqueueMany(std::vector<raftpb::Message>& msgs) {
     size_t queued = 0;
@@ -122,6 +124,17 @@ class HttpPeerTransport::Peer {
     {
       MutexLock l(&mu_);
       if (stop_ || TimePointNow() < backoff_until_) return msgs.size();
+      const net::HttpStream::TrySendResult direct = TrySendDirect(msgs);
+      if (direct == net::HttpStream::TrySendResult::kSent) return 0;
+      if (direct == net::HttpStream::TrySendResult::kPartial) {
+        // The stream holds the rest of the chunk: the sender pushes it out
+        // (before anything queued after it).
+        flush_ = true;
+        unsent_messages_ = msgs.size();
+        wake = sender_waiting_ && !wake_sent_;
+        if (wake) wake_sent_ = true;
+        msgs.clear();  // all of them are in the chunk
+      }
       for (raftpb::Message& m : msgs) {
         if (queue_.size() >= t_->options_.max_queued_messages) break;
         queue_.push_back(std::move(m));
@@ -156,13 +169,19 @@ class HttpPeerTransport::Peer {
     while (true) {
       std::deque<raftpb::Message> batch;
       bool reconnect = false;
+      // Messages of a direct send's chunk still partly in `stream`.
+      size_t unsent = 0;
       {
         MutexLock l(&mu_);
         sender_waiting_ = true;
         wake_sent_ = false;
-        cv_.wait(l.native(),
-                 [&]() REQUIRES(mu_) { return stop_ || !queue_.empty(); });
+        cv_.wait(l.native(), [&]() REQUIRES(mu_) {
+          return stop_ || !queue_.empty() || flush_;
+        });
         sender_waiting_ = false;
+        if (flush_) unsent = unsent_messages_;
+        flush_ = false;  // this turn's Send pushes out the rest first
+        unsent_messages_ = 0;
         if (stop_) {
           // `stream` dies with this frame: a later Stop() (the destructor
           // calls it again) must not cancel it through a dangling pointer.
@@ -178,6 +197,12 @@ class HttpPeerTransport::Peer {
         stream.reset();
         client.reset();
         next_url = 0;
+        if (unsent > 0) {
+          // The end of a direct send's chunk went with the old stream.
+          t_->dropped_->Inc(static_cast<double>(unsent));
+          t_->handler_->ReportUnreachable(id_);
+          unsent = 0;
+        }
       }
       std::string buf;
       for (const auto& m : batch) AppendMessageFrame(m, &buf);
@@ -208,6 +233,7 @@ class HttpPeerTransport::Peer {
         stream = std::move(*s);
         MutexLock l(&mu_);
         stream_ = stream.get();
+        direct_ok_ = copts.tls == nullptr;  // TrySend serves plaintext only
       }
       Status s = stream->Send(buf);
       if (!s.ok()) {
@@ -217,11 +243,46 @@ class HttpPeerTransport::Peer {
         }
         stream.reset();
         client.reset();
-        Fail(batch.size(), s);
+        Fail(batch.size() + unsent, s);
         continue;
       }
       t_->sent_bytes_->Inc(static_cast<double>(buf.size()));
     }
+  }
+
+  // The direct path of EnqueueMany: the Ready's messages written as one
+  // chunk from the caller's thread (the raft loop), without waiting. Only
+  // when that keeps the order and costs the caller little: the sender is
+  // asleep with nothing queued and no unfinished chunk, a plaintext stream
+  // is open to the current URLs (the sender owns it and cannot drop it
+  // while we hold mu_: it clears stream_ under mu_ first; new URLs wait for
+  // the sender, which moves the stream), and the messages are small (a
+  // catching-up follower's megabytes of entries go through the sender).
+  net::HttpStream::TrySendResult TrySendDirect(
+      const std::vector<raftpb::Message>& msgs) REQUIRES(mu_) {
+    constexpr size_t kMaxDirectBytes = 64 << 10;
+    if (!sender_waiting_ || wake_sent_ || flush_ || !queue_.empty() ||
+        urls_changed_ || stream_ == nullptr || !direct_ok_ || msgs.empty()) {
+      return net::HttpStream::TrySendResult::kNotSent;
+    }
+    size_t bytes = 0;
+    for (const raftpb::Message& m : msgs) bytes += 4 + m.ByteSizeLong();
+    if (bytes > kMaxDirectBytes) {
+      return net::HttpStream::TrySendResult::kNotSent;
+    }
+    std::string buf;
+    buf.reserve(bytes);
+    // ByteSizeLong above cached the sizes this serialization uses.
+    for (const raftpb::Message& m : msgs) AppendMessageFrame(m, &buf);
+    net::HttpStream::TrySendResult r = stream_->TrySend(buf);
+    if (r != net::HttpStream::TrySendResult::kNotSent) {
+      t_->sent_bytes_->Inc(static_cast<double>(buf.size()));
+      t_->sent_direct_->Inc(static_cast<double>(msgs.size()));
+    }
+    if (r == net::HttpStream::TrySendResult::kPartial) {
+      t_->sent_direct_partial_->Inc();
+    }
+    return r;
   }
 
   // The batch is lost: tell raft the peer is unreachable (it will probe)
@@ -263,6 +324,13 @@ class HttpPeerTransport::Peer {
   bool stop_ GUARDED_BY(mu_) = false;
   // Run() sleeps on cv_.
   bool sender_waiting_ GUARDED_BY(mu_) = false;
+  // A direct send left part of its chunk in the stream: the sender must
+  // call Send to push it out. unsent_messages_: how many messages that
+  // chunk holds (dropped if the stream goes first).
+  bool flush_ GUARDED_BY(mu_) = false;
+  size_t unsent_messages_ GUARDED_BY(mu_) = 0;
+  // stream_ is plaintext (TLS streams take no direct sends).
+  bool direct_ok_ GUARDED_BY(mu_) = false;
   // The sender was notified since it went to sleep.
   bool wake_sent_ GUARDED_BY(mu_) = false;
   TimePoint backoff_until_ GUARDED_BY(mu_);
@@ -287,6 +355,18 @@ HttpPeerTransport::HttpPeerTransport(PeerHandler* handler,
   received_bytes_ =
       reg->NewCounter("etcd_network_peer_received_bytes_total",
                       "Bytes of raft messages received from peers.")
+          ->With({});
+  sent_direct_ =
+      reg->NewCounter("kplane_network_peer_sent_direct_messages_total",
+                      "Raft messages written to a peer's stream by the "
+                      "thread that sent them (the raft loop), without a "
+                      "hand-off to the peer's sender thread.")
+          ->With({});
+  sent_direct_partial_ =
+      reg->NewCounter("kplane_network_peer_sent_direct_partial_total",
+                      "Direct sends (see kplane_network_peer_sent_direct_"
+                      "messages_total) the socket took only part of; the "
+                      "peer's sender thread wrote the rest.")
           ->With({});
   dropped_ = reg->NewCounter("etcd_network_peer_dropped_messages_total",
                              "Raft messages dropped (peer down or slow).")

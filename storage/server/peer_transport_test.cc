@@ -61,7 +61,10 @@ class FakeMember : public PeerHandler {
     return r;
   }
   void Process(std::vector<raftpb::Message> msgs) override {
-    std::lock_guard<std::mutex> l(mu_);
+    std::unique_lock<std::mutex> l(mu_);
+    // Held: the receiving I/O thread stops here, so the sender's socket
+    // fills up.
+    cv_.wait(l, [&] { return !hold_; });
     for (auto& m : msgs) received_.push_back(std::move(m));
     cv_.notify_all();
   }
@@ -110,6 +113,11 @@ class FakeMember : public PeerHandler {
     return h;
   }
 
+  void Hold(bool hold) {
+    std::lock_guard<std::mutex> l(mu_);
+    hold_ = hold;
+    cv_.notify_all();
+  }
   void Remove(uint64_t id) {
     std::lock_guard<std::mutex> l(mu_);
     removed_.insert(id);
@@ -118,6 +126,13 @@ class FakeMember : public PeerHandler {
   std::vector<raftpb::Message> WaitReceived(size_t n) {
     std::unique_lock<std::mutex> l(mu_);
     cv_.wait(l, [&] { return received_.size() >= n; });
+    return received_;
+  }
+  // The same, giving up after `timeout` (what arrived by then).
+  std::vector<raftpb::Message> WaitReceivedFor(
+      size_t n, std::chrono::milliseconds timeout) {
+    std::unique_lock<std::mutex> l(mu_);
+    cv_.wait_for(l, timeout, [&] { return received_.size() >= n; });
     return received_;
   }
   void WaitUnreachable(uint64_t id) {
@@ -160,6 +175,7 @@ class FakeMember : public PeerHandler {
   bool keep_in_place = false;
 
  private:
+  bool hold_ = false;
   int snapshots_received_ = 0;
   const uint64_t id_;
   const std::string dir_;
@@ -176,7 +192,9 @@ class FakeMember : public PeerHandler {
 // One fake member with its transport and peer listener.
 struct Node {
   Node(uint64_t id, const std::string& dir, FileSystem* disk = nullptr)
-      : member(id, dir), transport(&member, {.file_system = disk}) {
+      : Node(id, dir, PeerTransportOptions{.file_system = disk}) {}
+  Node(uint64_t id, const std::string& dir, PeerTransportOptions options)
+      : member(id, dir), transport(&member, std::move(options)) {
     transport.RegisterHandlers(&http);
     EXPECT_TRUE(http.Start().ok());
   }
@@ -252,6 +270,71 @@ TEST_F(PeerTransportTest, MessagesReachThePeersHandlerInOrder) {
     EXPECT_EQ(got[i].to(), 2u);
     EXPECT_EQ(got[i].index(), 10u + i);
   }
+}
+
+// Send writes a Ready's messages from the calling thread while the peer's
+// sender is idle, and queues them for the sender when the socket is full or
+// the sender busy; a chunk the kernel took only part of is finished by the
+// sender before anything queued after it. Whichever way each batch goes,
+// the peer gets every message once, in the order of the Send calls.
+TEST_F(PeerTransportTest, DirectAndQueuedSendsKeepTheOrder) {
+  metrics::Registry reg;
+  // A write that waits for the held receiver must not time out (a timeout
+  // drops the batch, as it should for a dead peer).
+  Node a(1, dir_ + "/a",
+         PeerTransportOptions{.write_timeout = seconds(120), .metrics = &reg});
+  Node b(2, dir_ + "/b");
+  a.transport.AddPeer(2, {b.url()});
+  auto counter = [&](const char* name) {
+    return reg.NewCounter(name, "")->With({});
+  };
+  metrics::Counter* direct =
+      counter("kplane_network_peer_sent_direct_messages_total");
+  metrics::Counter* partial =
+      counter("kplane_network_peer_sent_direct_partial_total");
+  metrics::Counter* dropped =
+      counter("etcd_network_peer_dropped_messages_total");
+  // A Ready's worth for the peer: 4 messages of 4 KiB.
+  auto batch = [](uint64_t first) {
+    std::vector<raftpb::Message> msgs;
+    for (uint64_t i = first; i < first + 4; ++i) {
+      raftpb::Message m = Msg(1, 2, i);
+      m.add_entries()->set_data(std::string(4 << 10, 'x'));
+      msgs.push_back(std::move(m));
+    }
+    return msgs;
+  };
+  // Until a batch went the direct way (the first opens the stream through
+  // the sender); each waits for the one before to arrive.
+  uint64_t next = 0;
+  while (direct->Value() == 0 && next < 4000) {
+    a.transport.Send(batch(next));
+    next += 4;
+    b.member.WaitReceived(next);
+  }
+  ASSERT_GT(direct->Value(), 0);
+  // The receiver stops reading, so the sockets' buffers fill up (a few MiB
+  // on loopback) and a direct send finds room for only part of its chunk;
+  // the batches after it find the sender busy and queue. At most 32 MiB.
+  b.member.Hold(true);
+  const uint64_t limit = next + 8000;
+  while (partial->Value() == 0 && next < limit) {
+    a.transport.Send(batch(next));
+    next += 4;
+  }
+  EXPECT_EQ(partial->Value(), 1);
+  for (int i = 0; i < 50; ++i, next += 4) a.transport.Send(batch(next));
+  b.member.Hold(false);
+  // A stream corrupted by a chunk out of place loses messages: fail, not
+  // hang.
+  std::vector<raftpb::Message> got =
+      b.member.WaitReceivedFor(next, std::chrono::seconds(60));
+  ASSERT_EQ(got.size(), next);
+  for (uint64_t i = 0; i < next; ++i) {
+    ASSERT_EQ(got[i].index(), i) << "message " << i << " out of order";
+    ASSERT_EQ(got[i].entries(0).data().size(), 4u << 10);
+  }
+  EXPECT_EQ(dropped->Value(), 0);
 }
 
 // MemberUpdate: new URLs for a peer. The sender leaves its open stream to

@@ -399,6 +399,99 @@ TEST_F(HttpClientTest, WriteTimeoutWhenServerStopsReading) {
   EXPECT_EQ(st.code(), StatusCode::kDeadlineExceeded) << st;
 }
 
+// The request body of a chunked request as the server reads it: the chunks'
+// data, in order ("" if the framing is broken).
+std::string DechunkBody(std::string_view raw) {
+  size_t at = raw.find("\r\n\r\n");
+  if (at == std::string_view::npos) return "";
+  at += 4;
+  std::string out;
+  for (;;) {
+    const size_t eol = raw.find("\r\n", at);
+    if (eol == std::string_view::npos) return "";
+    const size_t n = std::stoul(std::string(raw.substr(at, eol - at)), 0, 16);
+    at = eol + 2;
+    if (n == 0) return out;
+    if (raw.size() < at + n + 2 || raw.substr(at + n, 2) != "\r\n") return "";
+    out.append(raw.substr(at, n));
+    at += n + 2;
+  }
+}
+
+// TrySend never waits: a chunk the socket takes only part of stays in the
+// stream (nothing else is sent meanwhile), and the next Send writes the
+// rest before its own chunk; CloseSend ends the body after it.
+TEST_F(HttpClientTest, TrySendLeavesTheRestForTheNextSend) {
+  Latch read(1), drained(1);
+  std::promise<std::string> got;
+  ScriptedServer server([&](int fd) {
+    read.Wait();  // not a byte until the client's socket is full
+    std::string all;
+    char buf[1 << 16];
+    while (WaitFd(fd, false, testing::kTestDeadline).ok()) {
+      ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
+      if (n <= 0) break;
+      const bool first_mib = all.size() < (1 << 20);
+      all.append(buf, static_cast<size_t>(n));
+      if (first_mib && all.size() >= (1 << 20)) drained.CountDown();
+      if (all.size() >= 5 && all.compare(all.size() - 5, 5, "0\r\n\r\n") == 0) {
+        break;  // the last chunk
+      }
+    }
+    got.set_value(all);
+  });
+  HttpClient c("127.0.0.1", server.port());
+  auto s = c.OpenStream("POST", "/raft/stream");
+  ASSERT_TRUE(s.ok()) << s.status();
+  std::string want;
+  int chunks = 0;
+  HttpStream::TrySendResult r = HttpStream::TrySendResult::kSent;
+  // 64 KiB chunks of one letter each, until one fits only in part; the
+  // loopback buffers hold a few MiB.
+  while (r == HttpStream::TrySendResult::kSent && chunks < 4096) {
+    const std::string chunk(64 << 10, static_cast<char>('a' + chunks % 26));
+    r = (*s)->TrySend(chunk);
+    if (r != HttpStream::TrySendResult::kNotSent) want += chunk;
+    ++chunks;
+  }
+  ASSERT_EQ(r, HttpStream::TrySendResult::kPartial) << "after " << chunks;
+  // The rest of that chunk waits in the stream: nothing may overtake it,
+  // even once the socket has room again.
+  read.CountDown();
+  ASSERT_TRUE(drained.Wait());
+  EXPECT_EQ((*s)->TrySend("overtaker"), HttpStream::TrySendResult::kNotSent);
+  ASSERT_TRUE((*s)->Send("tail").ok());
+  want += "tail";
+  ASSERT_TRUE((*s)->CloseSend().ok());
+  std::string raw = got.get_future().get();
+  EXPECT_EQ(DechunkBody(raw).size(), want.size());
+  EXPECT_TRUE(DechunkBody(raw) == want) << "the body's chunks are out of order";
+}
+
+// A failed write leaves the stream unusable: a chunk may have been cut off,
+// so nothing may follow it.
+TEST_F(HttpClientTest, AFailedWriteBreaksTheStream) {
+  ScriptedServer server([](int fd) {
+    ReadHead(fd);
+    linger l{1, 0};  // close with a reset
+    ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
+  });
+  HttpClient c("127.0.0.1", server.port());
+  auto s = c.OpenStream("POST", "/raft/stream");
+  ASSERT_TRUE(s.ok()) << s.status();
+  const std::string piece(64 << 10, 'x');
+  Status st;
+  for (int i = 0; i < 4096 && st.ok(); ++i) st = (*s)->Send(piece);
+  ASSERT_FALSE(st.ok()) << "the reset never reached the writer";
+  EXPECT_EQ(st.message().find("broken"), std::string::npos) << st;
+  Status again = (*s)->Send("more");
+  EXPECT_EQ(again.code(), StatusCode::kUnavailable) << again;
+  EXPECT_NE(again.message().find("broken by a failed write"), std::string::npos)
+      << again;
+  EXPECT_EQ((*s)->TrySend("more"), HttpStream::TrySendResult::kNotSent);
+  EXPECT_NE((*s)->CloseSend().message().find("broken"), std::string::npos);
+}
+
 TEST_F(HttpClientTest, ForUrlAndHostHeader) {
   std::promise<std::string> host;
   routes_.push_back(

@@ -40,9 +40,11 @@
 // stream_idle_timeout is set; cancel it with a CancelToken instead.
 //
 // Thread-safety: HttpClient serializes its calls (one exchange at a time;
-// use several clients for concurrency). HttpStream: Send/CloseSend from one
-// thread and ReadHead/Read from another may run concurrently; Cancel from
-// any thread. CancelToken: any thread.
+// use several clients for concurrency). HttpStream: Send/TrySend/CloseSend
+// from any thread (they take the stream's write lock; TrySend only tries it)
+// and ReadHead/Read from another may run concurrently; Cancel from any
+// thread. After a failed Send or CloseSend every later one fails
+// (kUnavailable: a chunk may have been cut off). CancelToken: any thread.
 // Errors: kUnavailable when the server cannot be reached or the connection
 // is refused, reset or closed early; kDeadlineExceeded on timeouts;
 // kCancelled after a CancelToken fired; kInvalidArgument for a malformed
@@ -124,8 +126,9 @@ class HttpStream {
   // must call Send (with more data or none) to push it out before the
   // stream is any use. kNotSent: nothing was written, because the socket is
   // full, another thread is inside Send, an earlier remainder is still
-  // waiting, the stream is cancelled or has failed, or the connection is
-  // TLS (not served by this path); send `data` with Send instead.
+  // waiting, the stream is cancelled or has failed, the socket reported an
+  // error (the next Send reports it), or the connection is TLS (not served
+  // by this path); send `data` with Send instead.
   enum class TrySendResult { kSent, kPartial, kNotSent };
   TrySendResult TrySend(std::string_view data);
   // Ends the request body. The response may continue.

@@ -431,9 +431,9 @@ TEST_F(HttpClientTest, TrySendLeavesTheRestForTheNextSend) {
     while (WaitFd(fd, false, testing::kTestDeadline).ok()) {
       ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
       if (n <= 0) break;
-      const bool first_mib = all.size() < (1 << 20);
+      const bool before = all.size() < (256 << 10);
       all.append(buf, static_cast<size_t>(n));
-      if (first_mib && all.size() >= (1 << 20)) drained.CountDown();
+      if (before && all.size() >= (256 << 10)) drained.CountDown();
       if (all.size() >= 5 && all.compare(all.size() - 5, 5, "0\r\n\r\n") == 0) {
         break;  // the last chunk
       }
@@ -453,6 +453,13 @@ TEST_F(HttpClientTest, TrySendLeavesTheRestForTheNextSend) {
     r = (*s)->TrySend(chunk);
     if (r != HttpStream::TrySendResult::kNotSent) want += chunk;
     ++chunks;
+  }
+  if (r == HttpStream::TrySendResult::kNotSent) {
+    // The kernel refused a chunk outright (its buffer ended exactly full):
+    // there is no remainder to test with this time.
+    read.CountDown();
+    (*s)->Cancel();
+    GTEST_SKIP() << "no partial write after " << chunks << " chunks";
   }
   ASSERT_EQ(r, HttpStream::TrySendResult::kPartial) << "after " << chunks;
   // The rest of that chunk waits in the stream: nothing may overtake it,

@@ -39,8 +39,11 @@ void AppendFrame(const std::string& payload, std::string* out) {
 }
 
 // Same frame, serialized in place (no intermediate string per message).
-void AppendMessageFrame(const raftpb::Message& m, std::string* out) {
-  const size_t n = m.ByteSizeLong();
+// `size_known`: m.ByteSizeLong() was just called (its size is cached).
+void AppendMessageFrame(const raftpb::Message& m, std::string* out,
+                        bool size_known = false) {
+  const size_t n =
+      size_known ? static_cast<size_t>(m.GetCachedSize()) : m.ByteSizeLong();
   AppendLength(static_cast<uint32_t>(n), out);
   const size_t off = out->size();
   out->resize(off + n);
@@ -204,11 +207,17 @@ class HttpPeerTransport::Peer {
           unsent = 0;
         }
       }
+      // A wake-up only to finish a chunk that went with the old stream:
+      // nothing to send, so nothing to dial for.
+      if (batch.empty() && !stream) continue;
       std::string buf;
       for (const auto& m : batch) AppendMessageFrame(m, &buf);
       if (!stream) {
         std::vector<std::string> urls = this->urls();
-        if (urls.empty()) continue;
+        if (urls.empty()) {
+          t_->dropped_->Inc(static_cast<double>(batch.size()));
+          continue;
+        }
         const std::string& url = urls[next_url++ % urls.size()];
         net::HttpClientOptions copts;
         copts.connect_timeout = t_->options_.dial_timeout;
@@ -266,14 +275,18 @@ class HttpPeerTransport::Peer {
       return net::HttpStream::TrySendResult::kNotSent;
     }
     size_t bytes = 0;
-    for (const raftpb::Message& m : msgs) bytes += 4 + m.ByteSizeLong();
-    if (bytes > kMaxDirectBytes) {
-      return net::HttpStream::TrySendResult::kNotSent;
+    for (const raftpb::Message& m : msgs) {
+      bytes += 4 + m.ByteSizeLong();
+      if (bytes > kMaxDirectBytes) {
+        return net::HttpStream::TrySendResult::kNotSent;
+      }
     }
     std::string buf;
     buf.reserve(bytes);
     // ByteSizeLong above cached the sizes this serialization uses.
-    for (const raftpb::Message& m : msgs) AppendMessageFrame(m, &buf);
+    for (const raftpb::Message& m : msgs) {
+      AppendMessageFrame(m, &buf, /*size_known=*/true);
+    }
     net::HttpStream::TrySendResult r = stream_->TrySend(buf);
     if (r != net::HttpStream::TrySendResult::kNotSent) {
       t_->sent_bytes_->Inc(static_cast<double>(buf.size()));
@@ -294,6 +307,8 @@ class HttpPeerTransport::Peer {
       MutexLock l(&mu_);
       const TimePoint now = TimePointNow();
       backoff_until_ = now + milliseconds(100);
+      // What was queued while the failed write waited goes too.
+      t_->dropped_->Inc(static_cast<double>(queue_.size()));
       queue_.clear();
       // A refused certificate is a configuration error an operator must
       // see (etcd logs its dial errors too); once per 10 s per peer.
@@ -366,7 +381,8 @@ HttpPeerTransport::HttpPeerTransport(PeerHandler* handler,
       reg->NewCounter("kplane_network_peer_sent_direct_partial_total",
                       "Direct sends (see kplane_network_peer_sent_direct_"
                       "messages_total) the socket took only part of; the "
-                      "peer's sender thread wrote the rest.")
+                      "peer's sender thread wrote the rest (or dropped it "
+                      "with the stream, counted as dropped).")
           ->With({});
   dropped_ = reg->NewCounter("etcd_network_peer_dropped_messages_total",
                              "Raft messages dropped (peer down or slow).")

@@ -310,20 +310,24 @@ TEST_F(PeerTransportTest, DirectAndQueuedSendsKeepTheOrder) {
   while (direct->Value() == 0 && next < 4000) {
     a.transport.Send(batch(next));
     next += 4;
-    b.member.WaitReceived(next);
+    ASSERT_EQ(b.member.WaitReceivedFor(next, std::chrono::seconds(60)).size(),
+              next);
   }
   ASSERT_GT(direct->Value(), 0);
   // The receiver stops reading, so the sockets' buffers fill up (a few MiB
-  // on loopback) and a direct send finds room for only part of its chunk;
-  // the batches after it find the sender busy and queue. At most 32 MiB.
+  // on loopback) until a direct send finds room for only part of its chunk
+  // (the batches after it find the sender busy and queue, unless the
+  // buffers grow and the sender finishes the chunk first). At most 32 MiB,
+  // within the queue's 8,192 messages. Whether a partial write happens
+  // depends on the kernel; HttpClientTest.TrySendLeavesTheRestForTheNext-
+  // Send tests that path on its own.
   b.member.Hold(true);
   const uint64_t limit = next + 8000;
   while (partial->Value() == 0 && next < limit) {
     a.transport.Send(batch(next));
     next += 4;
   }
-  EXPECT_EQ(partial->Value(), 1);
-  for (int i = 0; i < 50; ++i, next += 4) a.transport.Send(batch(next));
+  for (int i = 0; i < 20; ++i, next += 4) a.transport.Send(batch(next));
   b.member.Hold(false);
   // A stream corrupted by a chunk out of place loses messages: fail, not
   // hang.

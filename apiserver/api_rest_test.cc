@@ -57,6 +57,18 @@ std::string MetadataAccept(const char* as, bool protobuf) {
          ";g=meta.k8s.io;v=v1," + json;
 }
 
+// Decodes a protobuf answer into `out` and returns its envelope's type; a
+// wrong media type or a body that does not decode fails the test (and the
+// type is then empty).
+objects::TypeMeta ProtobufAnswer(const Response& r,
+                                 google::protobuf::Message* out) {
+  EXPECT_EQ(r.headers.Get("Content-Type"),
+            "application/vnd.kubernetes.protobuf");
+  StatusOr<objects::TypeMeta> tm = objects::DecodeEnvelopeInto(r.body, out);
+  EXPECT_TRUE(tm.ok()) << tm.status();
+  return tm.ok() ? *tm : objects::TypeMeta{};
+}
+
 void ExpectStatus(const Response& r, int code, const std::string& reason) {
   EXPECT_EQ(r.code, code) << r.body;
   EXPECT_EQ(r.Str({"kind"}), "Status") << r.body;
@@ -209,12 +221,8 @@ TEST(ApiRestTest, YamlAndProtobufBodiesAndAnswers) {
       {{"Content-Type", "application/vnd.kubernetes.protobuf"},
        {"Accept", "application/vnd.kubernetes.protobuf,application/json"}});
   ASSERT_EQ(p.code, 201) << p.body;
-  EXPECT_EQ(p.headers.Get("Content-Type"),
-            "application/vnd.kubernetes.protobuf");
   objects::corev1::ConfigMap back;
-  auto tm = objects::DecodeEnvelopeInto(p.body, &back);
-  ASSERT_TRUE(tm.ok()) << tm.status();
-  EXPECT_EQ(tm->kind, "ConfigMap");
+  ASSERT_EQ(ProtobufAnswer(p, &back).kind, "ConfigMap");
   EXPECT_EQ(back.metadata().namespace_(), "default");
   EXPECT_EQ(back.data().at("a"), "1");
   EXPECT_FALSE(back.metadata().uid().empty());
@@ -231,7 +239,7 @@ TEST(ApiRestTest, YamlAndProtobufBodiesAndAnswers) {
                       "application/vnd.kubernetes.protobuf");
   EXPECT_EQ(nf.code, 404);
   objects::metav1::Status st;
-  ASSERT_TRUE(objects::DecodeEnvelopeInto(nf.body, &st).ok());
+  ASSERT_EQ(ProtobufAnswer(nf, &st).kind, "Status");
   EXPECT_EQ(st.reason(), "NotFound");
 }
 
@@ -252,13 +260,10 @@ TEST(ApiRestTest, PartialObjectMetadataInProtobuf) {
   Response one =
       s.Get(std::string(kConfigMaps) + "/b", accept("PartialObjectMetadata"));
   ASSERT_EQ(one.code, 200) << one.body;
-  EXPECT_EQ(one.headers.Get("Content-Type"),
-            "application/vnd.kubernetes.protobuf");
   objects::metav1::PartialObjectMetadata partial;
-  auto tm = objects::DecodeEnvelopeInto(one.body, &partial);
-  ASSERT_TRUE(tm.ok()) << tm.status();
-  EXPECT_EQ(tm->kind, "PartialObjectMetadata");
-  EXPECT_EQ(tm->api_version, "meta.k8s.io/v1");
+  objects::TypeMeta type = ProtobufAnswer(one, &partial);
+  EXPECT_EQ(type.kind, "PartialObjectMetadata");
+  EXPECT_EQ(type.api_version, "meta.k8s.io/v1");
   EXPECT_EQ(partial.metadata().name(), "b");
   EXPECT_EQ(partial.metadata().namespace_(), "default");
   ASSERT_EQ(partial.metadata().ownerreferences_size(), 1);
@@ -268,9 +273,7 @@ TEST(ApiRestTest, PartialObjectMetadataInProtobuf) {
                         accept("PartialObjectMetadataList"));
   ASSERT_EQ(list.code, 200) << list.body;
   objects::metav1::PartialObjectMetadataList items;
-  tm = objects::DecodeEnvelopeInto(list.body, &items);
-  ASSERT_TRUE(tm.ok()) << tm.status();
-  EXPECT_EQ(tm->kind, "PartialObjectMetadataList");
+  EXPECT_EQ(ProtobufAnswer(list, &items).kind, "PartialObjectMetadataList");
   ASSERT_EQ(items.items_size(), 2);
   EXPECT_FALSE(items.metadata().continue_().empty());
   EXPECT_FALSE(items.metadata().resourceversion().empty());
@@ -345,12 +348,8 @@ TEST(ApiRestTest, MetadataFormMustFitTheAnswer) {
       s.Do("DELETE", kConfigMaps, "",
            {{"Accept", MetadataAccept("PartialObjectMetadataList", true)}});
   ASSERT_EQ(gone.code, 200) << gone.body;
-  EXPECT_EQ(gone.headers.Get("Content-Type"),
-            "application/vnd.kubernetes.protobuf");
   objects::metav1::PartialObjectMetadataList deleted;
-  auto tm = objects::DecodeEnvelopeInto(gone.body, &deleted);
-  ASSERT_TRUE(tm.ok()) << tm.status();
-  EXPECT_EQ(tm->kind, "PartialObjectMetadataList");
+  EXPECT_EQ(ProtobufAnswer(gone, &deleted).kind, "PartialObjectMetadataList");
   ASSERT_EQ(deleted.items_size(), 1);
   EXPECT_EQ(deleted.items(0).metadata().name(), "a");
   EXPECT_EQ(s.Get(std::string(kConfigMaps) + "/a").code, 404);
@@ -367,13 +366,10 @@ TEST(ApiRestTest, DeleteStatusForAProtobufMetadataClientIsProtobuf) {
       s.Do("DELETE", std::string(kConfigMaps) + "/gone", "",
            {{"Accept", MetadataAccept("PartialObjectMetadata", true)}});
   ASSERT_EQ(d.code, 200) << d.body;
-  EXPECT_EQ(d.headers.Get("Content-Type"),
-            "application/vnd.kubernetes.protobuf");
   objects::metav1::Status status;
-  auto tm = objects::DecodeEnvelopeInto(d.body, &status);
-  ASSERT_TRUE(tm.ok()) << tm.status();
-  EXPECT_EQ(tm->kind, "Status");
-  EXPECT_EQ(tm->api_version, "v1");
+  objects::TypeMeta type = ProtobufAnswer(d, &status);
+  EXPECT_EQ(type.kind, "Status");
+  EXPECT_EQ(type.api_version, "v1");
   EXPECT_EQ(status.status(), "Success");
   EXPECT_EQ(status.details().name(), "gone");
   EXPECT_EQ(status.details().uid(), c.Str({"metadata", "uid"}));

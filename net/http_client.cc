@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <iterator>
+#include <span>
 
 #include "base/logging.h"
 #include "net/http_parser.h"
@@ -177,34 +179,20 @@ class ClientConnection {
     for (std::string_view p : pieces) {
       if (!p.empty()) left.push_back(p);
     }
-    size_t first = 0;
-    while (first < left.size()) {
-      iovec iov[8];
-      size_t n = 0;
-      for (size_t i = first; i < left.size() && n < 8; ++i, ++n) {
-        iov[n].iov_base = const_cast<char*>(left[i].data());
-        iov[n].iov_len = left[i].size();
-      }
-      msghdr msg{};
-      msg.msg_iov = iov;
-      msg.msg_iovlen = n;
-      ssize_t rc = ::sendmsg(fd_.get(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
-      if (rc < 0) {
-        if (errno == EINTR) continue;
-        if (errno != EAGAIN && errno != EWOULDBLOCK) {
-          return ErrnoToStatus(errno, "send");
-        }
+    std::span<std::string_view> rest(left);
+    while (!rest.empty()) {
+      ASSIGN_OR_RETURN(size_t sent, SendOnce(rest));
+      if (sent == 0) {
         Status w = WaitFd(fd_.get(), /*for_write=*/true,
                           Remaining(clock_, deadline), cancel_fd);
         if (!w.ok()) return w.Annotate("writing request");
         continue;
       }
-      size_t sent = static_cast<size_t>(rc);
-      while (first < left.size() && sent >= left[first].size()) {
-        sent -= left[first].size();
-        ++first;
+      while (!rest.empty() && sent >= rest.front().size()) {
+        sent -= rest.front().size();
+        rest = rest.subspan(1);
       }
-      if (first < left.size()) left[first].remove_prefix(sent);
+      if (!rest.empty()) rest.front().remove_prefix(sent);
     }
     return Status::Ok();
   }
@@ -214,25 +202,8 @@ class ClientConnection {
   // at a byte the kernel chose): 0 for a TLS connection.
   StatusOr<size_t> TryWrite(std::initializer_list<std::string_view> pieces) {
     if (has_tls()) return size_t{0};
-    iovec iov[4];
-    CHECK_LE(pieces.size(), 4u);
-    size_t n = 0;
-    for (std::string_view p : pieces) {
-      if (p.empty()) continue;
-      iov[n].iov_base = const_cast<char*>(p.data());
-      iov[n].iov_len = p.size();
-      ++n;
-    }
-    msghdr msg{};
-    msg.msg_iov = iov;
-    msg.msg_iovlen = n;
-    for (;;) {
-      ssize_t rc = ::sendmsg(fd_.get(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
-      if (rc >= 0) return static_cast<size_t>(rc);
-      if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) return size_t{0};
-      return ErrnoToStatus(errno, "send");
-    }
+    return SendOnce(
+        std::span<const std::string_view>(pieces.begin(), pieces.size()));
   }
 
   // Reads what is available (waiting until `deadline`) into the buffer.
@@ -297,6 +268,30 @@ class ClientConnection {
   bool has_tls() {
     MutexLock l(&ssl_mu_);
     return tls_ != nullptr;
+  }
+
+  // One sendmsg of up to the first 8 non-empty pieces, without waiting: how
+  // many bytes the kernel took, 0 when the socket is full. Plaintext only.
+  StatusOr<size_t> SendOnce(std::span<const std::string_view> pieces) {
+    iovec iov[8];
+    size_t n = 0;
+    for (std::string_view p : pieces) {
+      if (p.empty()) continue;
+      if (n == std::size(iov)) break;
+      iov[n].iov_base = const_cast<char*>(p.data());
+      iov[n].iov_len = p.size();
+      ++n;
+    }
+    msghdr msg{};
+    msg.msg_iov = iov;
+    msg.msg_iovlen = n;
+    for (;;) {
+      ssize_t rc = ::sendmsg(fd_.get(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (rc >= 0) return static_cast<size_t>(rc);
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return size_t{0};
+      return ErrnoToStatus(errno, "send");
+    }
   }
 
   // Waits as OpenSSL asked (kWantRead / kWantWrite).

@@ -197,13 +197,26 @@ class ClientConnection {
     return Status::Ok();
   }
 
-  // One send of the pieces without waiting: how many bytes the kernel took
-  // (0 when the socket is full). Plaintext only (TLS records cannot be cut
-  // at a byte the kernel chose): 0 for a TLS connection.
-  StatusOr<size_t> TryWrite(std::initializer_list<std::string_view> pieces) {
-    if (has_tls()) return size_t{0};
-    return SendOnce(
-        std::span<const std::string_view>(pieces.begin(), pieces.size()));
+  // One write of the pieces without waiting. `taken`: the bytes the
+  // connection took. `owed`: the rest must be written next, before anything
+  // else, because the connection already holds the start of it: a socket
+  // that took part of the pieces, or a TLS session that began a record it
+  // could not finish (OpenSSL then needs at least the same bytes again).
+  // Nothing taken and nothing owed: the socket is full; send the pieces
+  // some other way or not at all. An error is returned only when nothing
+  // was taken; after a partial write the next write meets it.
+  struct TryWriteResult {
+    size_t taken = 0;
+    bool owed = false;
+  };
+  StatusOr<TryWriteResult> TryWrite(
+      std::initializer_list<std::string_view> pieces) {
+    size_t total = 0;
+    for (std::string_view p : pieces) total += p.size();
+    if (has_tls()) return TryWriteTls(pieces, total);
+    ASSIGN_OR_RETURN(size_t taken, SendOnce(std::span<const std::string_view>(
+                                       pieces.begin(), pieces.size())));
+    return TryWriteResult{taken, taken > 0 && taken < total};
   }
 
   // Reads what is available (waiting until `deadline`) into the buffer.
@@ -328,6 +341,41 @@ class ClientConnection {
       RETURN_IF_ERROR(WaitTls(r, deadline, cancel_fd, "writing request"));
     }
     return Status::Ok();
+  }
+
+  StatusOr<TryWriteResult> TryWriteTls(
+      std::initializer_list<std::string_view> pieces, size_t total) {
+    // One buffer, so the pieces share records (as WriteAllTls).
+    std::string data;
+    data.reserve(total);
+    for (std::string_view p : pieces) data.append(p);
+    TryWriteResult out;
+    MutexLock l(&ssl_mu_);
+    while (out.taken < data.size()) {
+      size_t n = 0;
+      const TlsSession::Result r =
+          tls_->Write(data.data() + out.taken, data.size() - out.taken, &n);
+      if (r == TlsSession::Result::kOk) {
+        out.taken += n;
+        continue;
+      }
+      if (r == TlsSession::Result::kWantWrite ||
+          r == TlsSession::Result::kWantRead) {
+        // OpenSSL encrypted the rest's first record before the socket
+        // refused it: the rest is owed even when nothing was taken.
+        out.owed = true;
+        return out;
+      }
+      if (out.taken > 0) {
+        out.owed = true;  // the session failed; the next write reports it
+        return out;
+      }
+      if (r == TlsSession::Result::kClosed) {
+        return UnavailableError("connection closed while writing request");
+      }
+      return tls_->error();
+    }
+    return out;
   }
 
   StatusOr<bool> FillTls(TimePoint deadline, int cancel_fd) {
@@ -482,13 +530,15 @@ HttpStream::TrySendResult HttpStream::TrySend(std::string_view data) {
       s.unsent.empty()) {
     const std::string header = ChunkHeader(data.size());
     constexpr std::string_view kEnd = "\r\n";
-    StatusOr<size_t> took = s.conn->TryWrite({header, data, kEnd});
+    StatusOr<ClientConnection::TryWriteResult> took =
+        s.conn->TryWrite({header, data, kEnd});
     // An error is left for the next Send to meet and report.
-    if (took.ok() && *took == header.size() + data.size() + kEnd.size()) {
+    if (took.ok() && !took->owed &&
+        took->taken == header.size() + data.size() + kEnd.size()) {
       result = TrySendResult::kSent;
-    } else if (took.ok() && *took > 0) {
-      // Keep what the kernel did not take, in order.
-      size_t skip = *took;
+    } else if (took.ok() && took->owed) {
+      // Keep what the connection did not take, in order.
+      size_t skip = took->taken;
       for (std::string_view piece : {std::string_view(header), data, kEnd}) {
         const size_t cut = std::min(skip, piece.size());
         s.unsent.append(piece.substr(cut));

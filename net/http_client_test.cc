@@ -10,6 +10,7 @@
 #include "net/http_server.h"
 #include "net/http_test_util.h"
 #include "net/socket.h"
+#include "net/try_send_test_util.h"
 
 namespace kplane::net {
 namespace {
@@ -399,80 +400,30 @@ TEST_F(HttpClientTest, WriteTimeoutWhenServerStopsReading) {
   EXPECT_EQ(st.code(), StatusCode::kDeadlineExceeded) << st;
 }
 
-// The request body of a chunked request as the server reads it: the chunks'
-// data, in order ("" if the framing is broken).
-std::string DechunkBody(std::string_view raw) {
-  size_t at = raw.find("\r\n\r\n");
-  if (at == std::string_view::npos) return "";
-  at += 4;
-  std::string out;
-  for (;;) {
-    const size_t eol = raw.find("\r\n", at);
-    if (eol == std::string_view::npos) return "";
-    const size_t n = std::stoul(std::string(raw.substr(at, eol - at)), 0, 16);
-    at = eol + 2;
-    if (n == 0) return out;
-    if (raw.size() < at + n + 2 || raw.substr(at + n, 2) != "\r\n") return "";
-    out.append(raw.substr(at, n));
-    at += n + 2;
-  }
-}
-
 // TrySend never waits: a chunk the socket takes only part of stays in the
 // stream (nothing else is sent meanwhile), and the next Send writes the
-// rest before its own chunk; CloseSend ends the body after it.
+// rest before its own chunk; CloseSend ends the body after it
+// (net/try_send_test_util.h; the TLS test is in http_tls_test.cc).
 TEST_F(HttpClientTest, TrySendLeavesTheRestForTheNextSend) {
-  Latch read(1), drained(1);
+  testing::Latch read(1), drained(1);
   std::promise<std::string> got;
   ScriptedServer server([&](int fd) {
     read.Wait();  // not a byte until the client's socket is full
-    std::string all;
-    char buf[1 << 16];
-    while (WaitFd(fd, false, testing::kTestDeadline).ok()) {
-      ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
-      if (n <= 0) break;
-      const bool before = all.size() < (256 << 10);
-      all.append(buf, static_cast<size_t>(n));
-      if (before && all.size() >= (256 << 10)) drained.CountDown();
-      if (all.size() >= 5 && all.compare(all.size() - 5, 5, "0\r\n\r\n") == 0) {
-        break;  // the last chunk
-      }
-    }
-    got.set_value(all);
+    got.set_value(testing::ReadUntilLastChunk(
+        [fd](char* buf, size_t n) -> ssize_t {
+          if (!WaitFd(fd, false, testing::kTestDeadline).ok()) return -1;
+          return ::recv(fd, buf, n, 0);
+        },
+        &drained));
   });
   HttpClient c("127.0.0.1", server.port());
   auto s = c.OpenStream("POST", "/raft/stream");
   ASSERT_TRUE(s.ok()) << s.status();
-  std::string want;
-  int chunks = 0;
-  HttpStream::TrySendResult r = HttpStream::TrySendResult::kSent;
-  // 64 KiB chunks of one letter each, until one fits only in part; the
-  // loopback buffers hold a few MiB.
-  while (r == HttpStream::TrySendResult::kSent && chunks < 4096) {
-    const std::string chunk(64 << 10, static_cast<char>('a' + chunks % 26));
-    r = (*s)->TrySend(chunk);
-    if (r != HttpStream::TrySendResult::kNotSent) want += chunk;
-    ++chunks;
+  if (!testing::TrySendUntilPartialThenFinish(s->get(), &read, &drained,
+                                              got.get_future())) {
+    GTEST_SKIP() << "the kernel refused a chunk outright (its buffer ended "
+                    "exactly full): no remainder to test this time";
   }
-  if (r == HttpStream::TrySendResult::kNotSent) {
-    // The kernel refused a chunk outright (its buffer ended exactly full):
-    // there is no remainder to test with this time.
-    read.CountDown();
-    (*s)->Cancel();
-    GTEST_SKIP() << "no partial write after " << chunks << " chunks";
-  }
-  ASSERT_EQ(r, HttpStream::TrySendResult::kPartial) << "after " << chunks;
-  // The rest of that chunk waits in the stream: nothing may overtake it,
-  // even once the socket has room again.
-  read.CountDown();
-  ASSERT_TRUE(drained.Wait());
-  EXPECT_EQ((*s)->TrySend("overtaker"), HttpStream::TrySendResult::kNotSent);
-  ASSERT_TRUE((*s)->Send("tail").ok());
-  want += "tail";
-  ASSERT_TRUE((*s)->CloseSend().ok());
-  std::string raw = got.get_future().get();
-  EXPECT_EQ(DechunkBody(raw).size(), want.size());
-  EXPECT_TRUE(DechunkBody(raw) == want) << "the body's chunks are out of order";
 }
 
 // A failed write leaves the stream unusable: a chunk may have been cut off,

@@ -242,7 +242,6 @@ class HttpPeerTransport::Peer {
         stream = std::move(*s);
         MutexLock l(&mu_);
         stream_ = stream.get();
-        direct_ok_ = copts.tls == nullptr;  // TrySend serves plaintext only
       }
       Status s = stream->Send(buf);
       if (!s.ok()) {
@@ -262,16 +261,16 @@ class HttpPeerTransport::Peer {
   // The direct path of EnqueueMany: the Ready's messages written as one
   // chunk from the caller's thread (the raft loop), without waiting. Only
   // when that keeps the order and costs the caller little: the sender is
-  // asleep with nothing queued and no unfinished chunk, a plaintext stream
-  // is open to the current URLs (the sender owns it and cannot drop it
-  // while we hold mu_: it clears stream_ under mu_ first; new URLs wait for
-  // the sender, which moves the stream), and the messages are small (a
+  // asleep with nothing queued and no unfinished chunk, a stream (plaintext
+  // or TLS) is open to the current URLs (the sender owns it and cannot drop
+  // it while we hold mu_: it clears stream_ under mu_ first; new URLs wait
+  // for the sender, which moves the stream), and the messages are small (a
   // catching-up follower's megabytes of entries go through the sender).
   net::HttpStream::TrySendResult TrySendDirect(
       const std::vector<raftpb::Message>& msgs) REQUIRES(mu_) {
     constexpr size_t kMaxDirectBytes = 64 << 10;
     if (!sender_waiting_ || wake_sent_ || flush_ || !queue_.empty() ||
-        urls_changed_ || stream_ == nullptr || !direct_ok_ || msgs.empty()) {
+        urls_changed_ || stream_ == nullptr || msgs.empty()) {
       return net::HttpStream::TrySendResult::kNotSent;
     }
     size_t bytes = 0;
@@ -344,8 +343,6 @@ class HttpPeerTransport::Peer {
   // chunk holds (dropped if the stream goes first).
   bool flush_ GUARDED_BY(mu_) = false;
   size_t unsent_messages_ GUARDED_BY(mu_) = 0;
-  // stream_ is plaintext (TLS streams take no direct sends).
-  bool direct_ok_ GUARDED_BY(mu_) = false;
   // The sender was notified since it went to sleep.
   bool wake_sent_ GUARDED_BY(mu_) = false;
   TimePoint backoff_until_ GUARDED_BY(mu_);

@@ -3,12 +3,12 @@
 // Messages: each member keeps one long-lived POST /raft/stream to each peer
 // whose chunked request body carries frames `uint32 length (big-endian) +
 // raftpb.Message`. Send() writes a Ready's messages for a peer as one chunk
-// from the calling thread (the raft loop) when that peer's stream is open,
-// plaintext and to its current URLs, its sender thread is idle with nothing
-// queued and no unfinished chunk, the chunk is at most 64 KiB, and the
+// from the calling thread (the raft loop) when that peer's stream is open
+// (plaintext or TLS) and to its current URLs, its sender thread is idle with
+// nothing queued and no unfinished chunk, the chunk is at most 64 KiB, and the
 // socket takes at least part of it without waiting: no thread hand-off per
 // message, which is most of a message's cost at a few hundred writes per
-// second. Otherwise (the socket is full, the sender busy, TLS, new URLs, a
+// second. Otherwise (the socket is full, the sender busy, new URLs, a
 // larger chunk) it queues them under one lock with at most one wake-up, and
 // the sender thread takes everything queued since its last write and sends
 // it as one chunk, so a busy leader batches many MsgApps per write. A

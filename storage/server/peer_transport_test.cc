@@ -214,10 +214,10 @@ struct Node {
 // A member whose peer listener and dialer speak TLS with `files`, as
 // `kplane store --peer-*` sets them up (member_tls.h).
 struct TlsNode {
-  TlsNode(uint64_t id, const std::string& dir, const MemberTlsFiles& files)
+  TlsNode(uint64_t id, const std::string& dir, const MemberTlsFiles& files,
+          PeerTransportOptions options = {})
       : member(id, dir),
-        transport(&member,
-                  {.client_tls = NewMemberPeerClientTls(files).value()}),
+        transport(&member, WithClientTls(std::move(options), files)),
         http(net::HttpServerOptions{.port = 0,
                                     .tls = NewMemberServerTls(files).value()}) {
     transport.RegisterHandlers(&http);
@@ -229,6 +229,11 @@ struct TlsNode {
   }
   std::string url() const {
     return "https://127.0.0.1:" + std::to_string(http.port());
+  }
+  static PeerTransportOptions WithClientTls(PeerTransportOptions options,
+                                            const MemberTlsFiles& files) {
+    options.client_tls = NewMemberPeerClientTls(files).value();
+    return options;
   }
 
   FakeMember member;
@@ -276,15 +281,12 @@ TEST_F(PeerTransportTest, MessagesReachThePeersHandlerInOrder) {
 // sender is idle, and queues them for the sender when the socket is full or
 // the sender busy; a chunk the kernel took only part of is finished by the
 // sender before anything queued after it. Whichever way each batch goes,
-// the peer gets every message once, in the order of the Send calls.
-TEST_F(PeerTransportTest, DirectAndQueuedSendsKeepTheOrder) {
-  metrics::Registry reg;
-  // A write that waits for the held receiver must not time out (a timeout
-  // drops the batch, as it should for a dead peer).
-  Node a(1, dir_ + "/a",
-         PeerTransportOptions{.write_timeout = seconds(120), .metrics = &reg});
-  Node b(2, dir_ + "/b");
-  a.transport.AddPeer(2, {b.url()});
+// the peer gets every message once, in the order of the Send calls. `a`
+// sends to `b` (its peer 2) with `reg` for its metrics and a write timeout
+// long enough for the held receiver (a timeout drops the batch, as it
+// should for a dead peer). Plaintext here, TLS in PeerTlsTest.
+void ExpectDirectAndQueuedSendsKeepTheOrder(HttpPeerTransport& a, FakeMember& b,
+                                            metrics::Registry& reg) {
   auto counter = [&](const char* name) {
     return reg.NewCounter(name, "")->With({});
   };
@@ -308,10 +310,9 @@ TEST_F(PeerTransportTest, DirectAndQueuedSendsKeepTheOrder) {
   // the sender); each waits for the one before to arrive.
   uint64_t next = 0;
   while (direct->Value() == 0 && next < 4000) {
-    a.transport.Send(batch(next));
+    a.Send(batch(next));
     next += 4;
-    ASSERT_EQ(b.member.WaitReceivedFor(next, std::chrono::seconds(60)).size(),
-              next);
+    ASSERT_EQ(b.WaitReceivedFor(next, std::chrono::seconds(60)).size(), next);
   }
   ASSERT_GT(direct->Value(), 0);
   // The receiver stops reading, so the sockets' buffers fill up (a few MiB
@@ -321,24 +322,33 @@ TEST_F(PeerTransportTest, DirectAndQueuedSendsKeepTheOrder) {
   // within the queue's 8,192 messages. Whether a partial write happens
   // depends on the kernel; HttpClientTest.TrySendLeavesTheRestForTheNext-
   // Send tests that path on its own.
-  b.member.Hold(true);
+  b.Hold(true);
   const uint64_t limit = next + 8000;
   while (partial->Value() == 0 && next < limit) {
-    a.transport.Send(batch(next));
+    a.Send(batch(next));
     next += 4;
   }
-  for (int i = 0; i < 20; ++i, next += 4) a.transport.Send(batch(next));
-  b.member.Hold(false);
+  for (int i = 0; i < 20; ++i, next += 4) a.Send(batch(next));
+  b.Hold(false);
   // A stream corrupted by a chunk out of place loses messages: fail, not
   // hang.
   std::vector<raftpb::Message> got =
-      b.member.WaitReceivedFor(next, std::chrono::seconds(60));
+      b.WaitReceivedFor(next, std::chrono::seconds(60));
   ASSERT_EQ(got.size(), next);
   for (uint64_t i = 0; i < next; ++i) {
     ASSERT_EQ(got[i].index(), i) << "message " << i << " out of order";
     ASSERT_EQ(got[i].entries(0).data().size(), 4u << 10);
   }
   EXPECT_EQ(dropped->Value(), 0);
+}
+
+TEST_F(PeerTransportTest, DirectAndQueuedSendsKeepTheOrder) {
+  metrics::Registry reg;
+  Node a(1, dir_ + "/a",
+         PeerTransportOptions{.write_timeout = seconds(120), .metrics = &reg});
+  Node b(2, dir_ + "/b");
+  a.transport.AddPeer(2, {b.url()});
+  ExpectDirectAndQueuedSendsKeepTheOrder(a.transport, b.member, reg);
 }
 
 // MemberUpdate: new URLs for a peer. The sender leaves its open stream to
@@ -637,6 +647,17 @@ TEST_F(PeerTlsTest, MembersOfOneCaExchangeMessagesAndSnapshots) {
   EXPECT_EQ(a.member.WaitSnapshotReport(2), raft::SnapshotStatus::kFinish);
   EXPECT_EQ(ReadFile(b.member.WaitSnapshot().second + "/db/000001.sst"),
             "state");
+}
+
+// Direct sends over TLS: a chunk whose record the socket refused is owed
+// to OpenSSL, and the sender finishes it before anything queued after it.
+TEST_F(PeerTlsTest, DirectAndQueuedSendsKeepTheOrder) {
+  metrics::Registry reg;
+  TlsNode a(1, dir_ + "/a", cluster_,
+            {.write_timeout = seconds(120), .metrics = &reg});
+  TlsNode b(2, dir_ + "/b", cluster_);
+  a.transport.AddPeer(2, {b.url()});
+  ExpectDirectAndQueuedSendsKeepTheOrder(a.transport, b.member, reg);
 }
 
 // A member whose certificate another CA signed cannot send raft messages,

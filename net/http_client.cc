@@ -202,9 +202,9 @@ class ClientConnection {
   // else, because the connection already holds the start of it: a socket
   // that took part of the pieces, or a TLS session that began a record it
   // could not finish (OpenSSL then needs at least the same bytes again).
-  // Nothing taken and nothing owed: the socket is full; send the pieces
-  // some other way or not at all. An error is returned only when nothing
-  // was taken; after a partial write the next write meets it.
+  // Nothing taken and nothing owed: the plaintext socket is full; send the
+  // pieces some other way or not at all. An error is returned only by a
+  // plaintext socket that took nothing; otherwise the next write meets it.
   struct TryWriteResult {
     size_t taken = 0;
     bool owed = false;
@@ -343,8 +343,8 @@ class ClientConnection {
     return Status::Ok();
   }
 
-  StatusOr<TryWriteResult> TryWriteTls(
-      std::initializer_list<std::string_view> pieces, size_t total) {
+  TryWriteResult TryWriteTls(std::initializer_list<std::string_view> pieces,
+                             size_t total) {
     // One buffer, so the pieces share records (as WriteAllTls).
     std::string data;
     data.reserve(total);
@@ -359,21 +359,13 @@ class ClientConnection {
         out.taken += n;
         continue;
       }
-      if (r == TlsSession::Result::kWantWrite ||
-          r == TlsSession::Result::kWantRead) {
-        // OpenSSL encrypted the rest's first record before the socket
-        // refused it: the rest is owed even when nothing was taken.
-        out.owed = true;
-        return out;
-      }
-      if (out.taken > 0) {
-        out.owed = true;  // the session failed; the next write reports it
-        return out;
-      }
-      if (r == TlsSession::Result::kClosed) {
-        return UnavailableError("connection closed while writing request");
-      }
-      return tls_->error();
+      // Want-write (or -read): OpenSSL encrypted the rest's first record
+      // before the socket refused it. An error: the record may be left in
+      // the session, which is not always marked failed (a transient errno
+      // on a unix socket). Either way the rest is owed even when nothing
+      // was taken; the next write retries it or meets the error.
+      out.owed = true;
+      return out;
     }
     return out;
   }
@@ -475,8 +467,9 @@ struct HttpStream::State {
   // CloseSend under write_mu, the reads under read_mu; never both at once.
   Mutex write_mu;
   bool send_closed GUARDED_BY(write_mu) = false;
-  // The tail of a chunk TrySend started and the kernel did not take: it
-  // goes out before anything else.
+  // The tail of a chunk TrySend started and the connection did not take
+  // (over TLS: perhaps all of it, already begun as a record): it goes out
+  // before anything else.
   std::string unsent GUARDED_BY(write_mu);
   // A write failed: what reached the peer is unknown, so nothing more may
   // follow (a chunk may be cut off).

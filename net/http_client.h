@@ -122,13 +122,15 @@ class HttpStream {
   Status Send(std::string_view data);
   // Sends `data` as one chunk without waiting, for a caller that must not
   // block (a raft loop). kSent: all of it went to the kernel. kPartial: the
-  // connection took part of it (over TLS: maybe only into a record the
-  // socket refused); the rest stays in the stream, and the caller must call
-  // Send (with more data or none) to push it out before the stream is any
-  // use. kNotSent: nothing was written, because the socket is full, another
-  // thread is inside Send, an earlier remainder is still waiting, the
-  // stream is cancelled or has failed, or the socket reported an error (the
-  // next Send reports it); send `data` with Send instead.
+  // connection took part of it; the rest stays in the stream, and the
+  // caller must call Send (with more data or none) to push it out before
+  // the stream is any use (and to learn of an error that stopped it). Over
+  // TLS a full socket or a failed write is always kPartial, even with
+  // nothing taken: OpenSSL began a record with the data and needs the same
+  // bytes again. kNotSent: nothing was written, because a plaintext socket
+  // is full or reported an error (the next Send reports it), another thread
+  // is inside Send, an earlier remainder is still waiting, or the stream is
+  // cancelled or has failed; send `data` with Send instead.
   enum class TrySendResult { kSent, kPartial, kNotSent };
   TrySendResult TrySend(std::string_view data);
   // Ends the request body. The response may continue.

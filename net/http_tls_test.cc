@@ -219,14 +219,16 @@ TEST_F(HttpTlsTest, DuplexStream) {
 // TrySend over TLS: when the socket refuses a record OpenSSL has begun,
 // the rest of the chunk is owed (OpenSSL needs the same bytes again), so it
 // stays in the stream as a plaintext remainder does, and the next Send
-// starts with it (net/try_send_test_util.h has the checks).
-TEST_F(HttpTlsTest, TrySendLeavesTheRestForTheNextSend) {
+// starts with it (net/try_send_test_util.h has the checks). Chunks of
+// `chunk_bytes`.
+void ExpectTrySendOverTlsLeavesTheRest(
+    const std::shared_ptr<const TlsContext>& server_tls,
+    const std::shared_ptr<const TlsContext>& client_tls, size_t chunk_bytes) {
   StatusOr<ScopedFd> listener = ListenTcp("127.0.0.1", 0, 1);
   ASSERT_TRUE(listener.ok()) << listener.status();
   const uint16_t port = *LocalPort(listener->get());
   testing::Latch read(1), drained(1);
   std::promise<std::string> got;
-  std::shared_ptr<const TlsContext> server_tls = ServerTls();
   std::thread server([&] {
     std::string all;
     if (WaitFd(listener->get(), false, testing::kTestDeadline).ok()) {
@@ -263,18 +265,30 @@ TEST_F(HttpTlsTest, TrySendLeavesTheRestForTheNextSend) {
     }
     got.set_value(all);
   });
-  HttpClient c("127.0.0.1", port, {.tls = ClientTls(&alice_)});
+  HttpClient c("127.0.0.1", port, {.tls = client_tls});
   StatusOr<std::unique_ptr<HttpStream>> s = c.OpenStream("POST", "/raft");
   EXPECT_TRUE(s.ok()) << s.status();
   if (s.ok()) {
     // Over TLS a full socket never refuses a chunk outright: the first
     // record is begun, so the test never skips.
     EXPECT_TRUE(testing::TrySendUntilPartialThenFinish(
-        s->get(), &read, &drained, got.get_future()));
+        s->get(), &read, &drained, got.get_future(), chunk_bytes));
   } else {
     read.CountDown();
   }
   server.join();
+}
+
+// 64 KiB chunks span five records: the socket refuses one mid-chunk.
+TEST_F(HttpTlsTest, TrySendLeavesTheRestForTheNextSend) {
+  ExpectTrySendOverTlsLeavesTheRest(ServerTls(), ClientTls(&alice_), 64 << 10);
+}
+
+// A chunk of 16,376 bytes is exactly one record ("3ff8\r\n", the data,
+// "\r\n": 16 KiB), so the socket refusing it leaves nothing taken, and the
+// whole chunk is owed all the same.
+TEST_F(HttpTlsTest, TrySendOwesARecordTheSocketRefusedWhole) {
+  ExpectTrySendOverTlsLeavesTheRest(ServerTls(), ClientTls(&alice_), 16376);
 }
 
 TEST_F(HttpTlsTest, MissingClientCertificateIsRefused) {

@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 #include <sys/types.h>
 
+#include <charconv>
 #include <functional>
 #include <future>
 #include <string>
@@ -33,7 +34,12 @@ inline std::string DechunkBody(std::string_view raw) {
   for (;;) {
     const size_t eol = raw.find("\r\n", at);
     if (eol == std::string_view::npos) return "";
-    const size_t n = std::stoul(std::string(raw.substr(at, eol - at)), 0, 16);
+    size_t n = 0;
+    // No exception on a broken size line: a corrupt stream fails the test
+    // instead of ending the process with a server thread still running.
+    const auto [end, ec] =
+        std::from_chars(raw.data() + at, raw.data() + eol, n, 16);
+    if (ec != std::errc() || end != raw.data() + eol) return "";
     at = eol + 2;
     if (n == 0) return out;
     if (raw.size() < at + n + 2 || raw.substr(at + n, 2) != "\r\n") return "";
@@ -64,22 +70,23 @@ inline std::string ReadUntilLastChunk(
   return all;
 }
 
-// The client half: TrySends 64 KiB chunks of one letter each until one is
-// taken only in part (the loopback buffers hold a few MiB), lets the server
-// read (`read`), checks that nothing overtakes the rest even once the
-// socket has room (`drained`), then Sends "tail", ends the body and checks
-// the body the server got (`got`). Returns false, having checked nothing,
-// when the connection refused a chunk outright (a plaintext socket whose
-// buffer ended exactly full): the caller skips the test.
+// The client half: TrySends chunks of `chunk_bytes` (one letter each) until
+// one is taken only in part (the loopback buffers hold a few MiB), lets the
+// server read (`read`), checks that nothing overtakes the rest even once
+// the socket has room (`drained`), then Sends "tail", ends the body and
+// checks the body the server got (`got`). Returns false, having checked
+// nothing, when the connection refused a chunk outright (a plaintext
+// socket whose buffer ended exactly full): the caller skips the test.
 inline bool TrySendUntilPartialThenFinish(HttpStream* s, Latch* read,
                                           Latch* drained,
-                                          std::future<std::string> got) {
+                                          std::future<std::string> got,
+                                          size_t chunk_bytes = 64 << 10) {
   using R = HttpStream::TrySendResult;
   std::string want;
   int chunks = 0;
   R r = R::kSent;
   while (r == R::kSent && chunks < 4096) {
-    const std::string chunk(64 << 10, static_cast<char>('a' + chunks % 26));
+    const std::string chunk(chunk_bytes, static_cast<char>('a' + chunks % 26));
     r = s->TrySend(chunk);
     if (r != R::kNotSent) want += chunk;
     ++chunks;

@@ -377,7 +377,8 @@ HttpPeerTransport::HttpPeerTransport(PeerHandler* handler,
   sent_direct_partial_ =
       reg->NewCounter("kplane_network_peer_sent_direct_partial_total",
                       "Direct sends (see kplane_network_peer_sent_direct_"
-                      "messages_total) the socket took only part of; the "
+                      "messages_total) the connection took only part of "
+                      "(over TLS: perhaps none, the record begun); the "
                       "peer's sender thread wrote the rest (or dropped it "
                       "with the stream, counted as dropped).")
           ->With({});

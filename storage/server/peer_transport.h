@@ -5,18 +5,20 @@
 // raftpb.Message`. Send() writes a Ready's messages for a peer as one chunk
 // from the calling thread (the raft loop) when that peer's stream is open
 // (plaintext or TLS) and to its current URLs, its sender thread is idle with
-// nothing queued and no unfinished chunk, the chunk is at most 64 KiB, and the
-// socket takes at least part of it without waiting: no thread hand-off per
-// message, which is most of a message's cost at a few hundred writes per
-// second. Otherwise (the socket is full, the sender busy, new URLs, a
-// larger chunk) it queues them under one lock with at most one wake-up, and
-// the sender thread takes everything queued since its last write and sends
-// it as one chunk, so a busy leader batches many MsgApps per write. A
-// direct write the kernel took only part of leaves the rest in the stream,
-// and the sender pushes it out before anything queued after it: the order
-// on the stream is the order of Send() calls. The receiver parses frames on
-// its HTTP I/O thread and steps all that one read brought into the node
-// loop at once (RaftNode::StepMany), without a hop through a worker thread.
+// nothing queued and no unfinished chunk, the chunk is at most 64 KiB, and
+// the connection takes at least the start of it without waiting (over TLS:
+// always; a record OpenSSL began is finished by the sender): no thread
+// hand-off per message, which is most of a message's cost at a few hundred
+// writes per second. Otherwise (a full plaintext socket, the sender busy,
+// new URLs, a larger chunk) it queues them under one lock with at most one
+// wake-up, and the sender thread takes everything queued since its last
+// write and sends it as one chunk, so a busy leader batches many MsgApps
+// per write. A direct write the connection took only part of leaves the
+// rest in the stream, and the sender pushes it out before anything queued
+// after it: the order on the stream is the order of Send() calls. The
+// receiver parses frames on its HTTP I/O thread and steps all that one
+// read brought into the node loop at once (RaftNode::StepMany), without a
+// hop through a worker thread.
 // A peer that is down or partitioned costs only its own thread: its queue
 // is bounded, overflow is dropped (raft retransmits) and the peer is
 // reported unreachable to the core so it probes instead of streaming.

@@ -211,9 +211,9 @@ class ClientConnection {
   };
   StatusOr<TryWriteResult> TryWrite(
       std::initializer_list<std::string_view> pieces) {
+    if (has_tls()) return TryWriteTls(pieces);
     size_t total = 0;
     for (std::string_view p : pieces) total += p.size();
-    if (has_tls()) return TryWriteTls(pieces, total);
     ASSIGN_OR_RETURN(size_t taken, SendOnce(std::span<const std::string_view>(
                                        pieces.begin(), pieces.size())));
     return TryWriteResult{taken, taken > 0 && taken < total};
@@ -315,58 +315,60 @@ class ClientConnection {
     return w.ok() ? w : w.Annotate(what);
   }
 
+  // The pieces as one buffer, so that they share TLS records.
+  static std::string Joined(std::initializer_list<std::string_view> pieces) {
+    size_t total = 0;
+    for (std::string_view p : pieces) total += p.size();
+    std::string data;
+    data.reserve(total);
+    for (std::string_view p : pieces) data.append(p);
+    return data;
+  }
+
+  // Writes `data` from *off on without waiting, moving *off past what
+  // OpenSSL took, until all of it is written (kOk) or OpenSSL answers
+  // anything else, which it returns (after kError, *error says why).
+  TlsSession::Result WriteTlsFrom(std::string_view data, size_t* off,
+                                  Status* error) {
+    MutexLock l(&ssl_mu_);
+    while (*off < data.size()) {
+      size_t n = 0;
+      const TlsSession::Result r =
+          tls_->Write(data.data() + *off, data.size() - *off, &n);
+      if (r == TlsSession::Result::kError) *error = tls_->error();
+      if (r != TlsSession::Result::kOk) return r;
+      *off += n;
+    }
+    return TlsSession::Result::kOk;
+  }
+
   Status WriteAllTls(std::initializer_list<std::string_view> pieces,
                      TimePoint deadline, int cancel_fd) {
-    // One buffer, so head and body share records.
-    std::string data;
-    for (std::string_view p : pieces) data.append(p);
+    const std::string data = Joined(pieces);
     size_t off = 0;
-    while (off < data.size()) {
-      TlsSession::Result r;
-      size_t n = 0;
+    for (;;) {
       Status error;
-      {
-        MutexLock l(&ssl_mu_);
-        r = tls_->Write(data.data() + off, data.size() - off, &n);
-        if (r == TlsSession::Result::kError) error = tls_->error();
-      }
-      if (r == TlsSession::Result::kOk) {
-        off += n;
-        continue;
-      }
+      const TlsSession::Result r = WriteTlsFrom(data, &off, &error);
+      if (r == TlsSession::Result::kOk) return Status::Ok();
       if (r == TlsSession::Result::kError) return error;
       if (r == TlsSession::Result::kClosed) {
         return UnavailableError("connection closed while writing request");
       }
       RETURN_IF_ERROR(WaitTls(r, deadline, cancel_fd, "writing request"));
     }
-    return Status::Ok();
   }
 
-  TryWriteResult TryWriteTls(std::initializer_list<std::string_view> pieces,
-                             size_t total) {
-    // One buffer, so the pieces share records (as WriteAllTls).
-    std::string data;
-    data.reserve(total);
-    for (std::string_view p : pieces) data.append(p);
+  TryWriteResult TryWriteTls(std::initializer_list<std::string_view> pieces) {
+    const std::string data = Joined(pieces);
     TryWriteResult out;
-    MutexLock l(&ssl_mu_);
-    while (out.taken < data.size()) {
-      size_t n = 0;
-      const TlsSession::Result r =
-          tls_->Write(data.data() + out.taken, data.size() - out.taken, &n);
-      if (r == TlsSession::Result::kOk) {
-        out.taken += n;
-        continue;
-      }
-      // Want-write (or -read): OpenSSL encrypted the rest's first record
-      // before the socket refused it. An error: the record may be left in
-      // the session, which is not always marked failed (a transient errno
-      // on a unix socket). Either way the rest is owed even when nothing
-      // was taken; the next write retries it or meets the error.
-      out.owed = true;
-      return out;
-    }
+    Status error;  // left for the next write to meet
+    // Anything but kOk leaves the rest owed, even with nothing taken:
+    // want-write (or -read) means OpenSSL encrypted the rest's first record
+    // before the socket refused it; after an error the record may be left
+    // in the session, which is not always marked failed (a transient errno
+    // on a unix socket). The next write retries it or meets the error.
+    out.owed =
+        WriteTlsFrom(data, &out.taken, &error) != TlsSession::Result::kOk;
     return out;
   }
 

@@ -16,6 +16,9 @@
 # the machine's two CPU locks held, as the other benchmarks:
 #   flock -o /tmp/kplane-cpu-build.lock flock -o /tmp/kplane-cpu-test.lock \
 #     scripts/bench/profile_put.sh --protocol grpc
+# PERF_CALLGRAPH (default -g, frame pointers) sets perf's call-graph mode;
+# `PERF_CALLGRAPH="--call-graph dwarf,16384"` gives whole stacks through
+# the -O1 binaries' frames (larger perf.data, slower report).
 # DIR (default /tmp/kplane-profile/<time>) keeps perf.data for
 # `perf report -i DIR/perf.data`; the members' data directories are removed.
 set -euo pipefail
@@ -74,7 +77,7 @@ switches() {
 }
 switches >"$out/switches-before.txt"
 # Record 3 s in the middle of a 1 s warm-up + 5 s run.
-(sleep 1.5; perf record -F 999 -g -p "$pids_csv" -o "$out/perf.data" -- sleep 3 >/dev/null 2>&1) &
+(sleep 1.5; perf record -F 999 ${PERF_CALLGRAPH:--g} -p "$pids_csv" -o "$out/perf.data" -- sleep 3 >/dev/null 2>&1) &
 perf_pid=$!
 line=$("$KPCTL" store bench put --protocol "$protocol" --endpoints "${EPS[$LEADER]}" \
   --clients "$clients" --duration 5s --warmup 1s --val-size 256 \

@@ -194,6 +194,13 @@ TEST_F(EtcdMetricsTest, GrpcCallsMoveTheMvccAndGrpcSeries) {
   EXPECT_EQ(Value(t, KvUnary("grpc_server_handled_total", "Txn", "OK")), 1);
   EXPECT_EQ(Value(t, KvUnary("grpc_server_handled_total", "DeleteRange", "OK")),
             1);
+  // Each call counted once.
+  for (const char* m : {"Range", "DeleteRange", "Txn"}) {
+    EXPECT_EQ(Value(t, KvUnary("grpc_server_started_total", m)), 1) << m;
+    EXPECT_EQ(Value(t, KvUnary("grpc_server_msg_received_total", m)), 1) << m;
+    EXPECT_EQ(Value(t, KvUnary("grpc_server_msg_sent_total", m)), 1) << m;
+  }
+  EXPECT_EQ(Value(t, KvUnary("grpc_server_handled_total", "Range", "OK")), 1);
   // Every code of a called method is there from its first call.
   EXPECT_EQ(
       Value(t, KvUnary("grpc_server_handled_total", "Put", "Unavailable")), 0);
@@ -230,6 +237,60 @@ TEST_F(EtcdMetricsTest, GrpcErrorsCountWithTheirCode) {
   EXPECT_EQ(Value(t, KvUnary("grpc_server_msg_sent_total", "Put")), 0);
   // Neither write reached the store.
   EXPECT_EQ(Value(t, kPut), 0);
+}
+
+TEST_F(EtcdMetricsTest, ACallRefusedForItsTokenCountsWithItsCode) {
+  auto auth = pb::Auth::NewStub(member_.Channel());
+  {
+    grpc::ClientContext ctx;
+    pb::AuthUserAddRequest r;
+    r.set_name("root");
+    r.set_password("rootpw");
+    pb::AuthUserAddResponse resp;
+    ASSERT_TRUE(auth->UserAdd(&ctx, r, &resp).ok());
+  }
+  {
+    grpc::ClientContext ctx;
+    pb::AuthUserGrantRoleRequest r;
+    r.set_user("root");
+    r.set_role("root");
+    pb::AuthUserGrantRoleResponse resp;
+    ASSERT_TRUE(auth->UserGrantRole(&ctx, r, &resp).ok());
+  }
+  {
+    grpc::ClientContext ctx;
+    pb::AuthEnableResponse resp;
+    ASSERT_TRUE(auth->AuthEnable(&ctx, pb::AuthEnableRequest(), &resp).ok());
+  }
+  for (const char* method : {"Range", "Put"}) {
+    grpc::ClientContext ctx;
+    ctx.AddMetadata("token", "not-a-token");
+    grpc::Status st;
+    if (method == std::string("Range")) {
+      pb::RangeRequest req;
+      req.set_key("a");
+      pb::RangeResponse resp;
+      st = kv_->Range(&ctx, req, &resp);
+    } else {
+      pb::PutRequest req;
+      req.set_key("a");
+      pb::PutResponse resp;
+      st = kv_->Put(&ctx, req, &resp);
+    }
+    // etcd: "etcdserver: invalid auth token".
+    ASSERT_EQ(st.error_code(), grpc::StatusCode::UNAUTHENTICATED)
+        << method << ": " << st.error_message();
+  }
+  const std::string t = Scrape();
+  for (const char* m : {"Range", "Put"}) {
+    EXPECT_EQ(
+        Value(t, KvUnary("grpc_server_handled_total", m, "Unauthenticated")), 1)
+        << m;
+    EXPECT_EQ(Value(t, KvUnary("grpc_server_handled_total", m, "OK")), 0) << m;
+    EXPECT_EQ(Value(t, KvUnary("grpc_server_started_total", m)), 1) << m;
+    EXPECT_EQ(Value(t, KvUnary("grpc_server_msg_received_total", m)), 1) << m;
+    EXPECT_EQ(Value(t, KvUnary("grpc_server_msg_sent_total", m)), 0) << m;
+  }
 }
 
 TEST_F(EtcdMetricsTest, ACancelledWatchCountsAsCanceled) {

@@ -71,6 +71,11 @@ StatusOr<ObjectPtr> RestApiWriter::Get(const objects::ResourceInfo& resource,
                                        std::string_view name) {
   return Shared(client_->Get(resource, ns, name));
 }
+StatusOr<ObjectPtr> RestApiWriter::GetMetadata(
+    const objects::ResourceInfo& resource, std::string_view ns,
+    std::string_view name) {
+  return Shared(client_->GetMetadata(resource, ns, name));
+}
 StatusOr<std::vector<ObjectPtr>> RestApiWriter::List(
     const objects::ResourceInfo& resource, std::string_view ns) {
   ASSIGN_OR_RETURN(informer::ListResult list,
@@ -164,6 +169,12 @@ Status FakeApiWriter::Patch(const objects::ResourceInfo& resource,
 StatusOr<ObjectPtr> FakeApiWriter::Get(const objects::ResourceInfo& resource,
                                        std::string_view ns,
                                        std::string_view name) {
+  return Live(resource, ns, name);
+}
+
+StatusOr<ObjectPtr> FakeApiWriter::Live(const objects::ResourceInfo& resource,
+                                        std::string_view ns,
+                                        std::string_view name) {
   std::string key = Target(resource, "", ns, name);
   {
     MutexLock l(&mu_);
@@ -172,6 +183,20 @@ StatusOr<ObjectPtr> FakeApiWriter::Get(const objects::ResourceInfo& resource,
   }
   return NotFoundError(resource.resource + " \"" + std::string(name) +
                        "\" not found");
+}
+
+StatusOr<ObjectPtr> FakeApiWriter::GetMetadata(
+    const objects::ResourceInfo& resource, std::string_view ns,
+    std::string_view name) {
+  ASSIGN_OR_RETURN(ObjectPtr live, Live(resource, ns, name));
+  const metav1::ObjectMeta* meta = objects::GetObjectMeta(*live);
+  if (meta == nullptr) {
+    return InternalError("fake: the live " + resource.resource +
+                         " has no metadata");
+  }
+  auto partial = std::make_shared<metav1::PartialObjectMetadata>();
+  *partial->mutable_metadata() = *meta;
+  return ObjectPtr(std::move(partial));
 }
 
 StatusOr<std::vector<ObjectPtr>> FakeApiWriter::List(

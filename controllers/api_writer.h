@@ -59,10 +59,17 @@ class ApiWriter {
   virtual Status Patch(const objects::ResourceInfo& resource,
                        std::string_view ns, std::string_view name,
                        informer::PatchType type, std::string_view patch) = 0;
-  // A live read (the garbage collector confirms absences with it).
+  // A live read.
   virtual StatusOr<ObjectPtr> Get(const objects::ResourceInfo& resource,
                                   std::string_view ns,
                                   std::string_view name) = 0;
+  // A live read of the object's metadata only, a
+  // metav1::PartialObjectMetadata (client-go's metadata client): the
+  // garbage collector confirms an owner's absence, or reads its deletion
+  // state, with it, for any kind, without the object's body.
+  virtual StatusOr<ObjectPtr> GetMetadata(const objects::ResourceInfo& resource,
+                                          std::string_view ns,
+                                          std::string_view name) = 0;
   // A live LIST of `resource` in `ns` (the namespace controller reads what
   // is left in a namespace with it: it keeps no cache of every resource).
   virtual StatusOr<std::vector<ObjectPtr>> List(
@@ -96,6 +103,9 @@ class RestApiWriter : public ApiWriter {
                std::string_view patch) override;
   StatusOr<ObjectPtr> Get(const objects::ResourceInfo& resource,
                           std::string_view ns, std::string_view name) override;
+  StatusOr<ObjectPtr> GetMetadata(const objects::ResourceInfo& resource,
+                                  std::string_view ns,
+                                  std::string_view name) override;
   StatusOr<std::vector<ObjectPtr>> List(const objects::ResourceInfo& resource,
                                         std::string_view ns) override;
   Status DeleteCollection(const objects::ResourceInfo& resource,
@@ -126,6 +136,9 @@ class FakeApiWriter : public ApiWriter {
                std::string_view patch) override;
   StatusOr<ObjectPtr> Get(const objects::ResourceInfo& resource,
                           std::string_view ns, std::string_view name) override;
+  StatusOr<ObjectPtr> GetMetadata(const objects::ResourceInfo& resource,
+                                  std::string_view ns,
+                                  std::string_view name) override;
   StatusOr<std::vector<ObjectPtr>> List(const objects::ResourceInfo& resource,
                                         std::string_view ns) override;
   Status DeleteCollection(const objects::ResourceInfo& resource,
@@ -147,13 +160,18 @@ class FakeApiWriter : public ApiWriter {
   // `cache`, as if its informer had seen them at once.
   void ReflectUpdates(const objects::ResourceInfo& resource,
                       informer::Indexer* cache);
-  // What Get returns for "<resource> <ns>/<name>" (else NotFound), and
-  // List for "<resource> <ns>".
+  // What Get returns for "<resource> <ns>/<name>" (else NotFound; and
+  // GetMetadata its metadata as a PartialObjectMetadata), and List for
+  // "<resource> <ns>".
   void SetLive(const objects::ResourceInfo& resource, ObjectPtr obj);
   void RemoveLive(const objects::ResourceInfo& resource, std::string_view ns,
                   std::string_view name);
 
  private:
+  // The live object Get and GetMetadata answer from (SetLive).
+  StatusOr<ObjectPtr> Live(const objects::ResourceInfo& resource,
+                           std::string_view ns, std::string_view name)
+      EXCLUDES(mu_);
   Status Record(std::string action, ObjectPtr written);
   void Reflect(const objects::ResourceInfo& resource,
                std::shared_ptr<google::protobuf::Message> obj);

@@ -481,8 +481,9 @@ Status GarbageCollector::AttemptToDelete(const GcResource& resource,
     if (owner == nullptr) {
       const std::string owner_ns =
           owner_resource->namespaced ? meta.namespace_() : "";
-      StatusOr<ObjectPtr> live =
-          options_.api->Get(*owner_resource->info, owner_ns, ref.name());
+      // Its metadata is all that is read (as Kubernetes' collector does).
+      StatusOr<ObjectPtr> live = options_.api->GetMetadata(
+          *owner_resource->info, owner_ns, ref.name());
       if (!live.ok() && !informer::IsNotFound(live.status())) {
         return live.status();
       }

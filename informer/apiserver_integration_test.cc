@@ -307,6 +307,21 @@ TEST(ApiServerIntegrationTest, MetadataInformerFollowsPartialObjectMetadata) {
           **client->Get<objects::corev1::Pod>("default", "owned")));
   informer.Stop();
 
+  // One object's metadata (the garbage collector's live read of an owner).
+  auto partial = client->GetMetadata(*PodsResource(), "default", "owned");
+  ASSERT_TRUE(partial.ok()) << partial.status();
+  EXPECT_EQ((*partial)->GetDescriptor(),
+            objects::metav1::PartialObjectMetadata::descriptor());
+  const objects::metav1::ObjectMeta& got_meta =
+      *objects::GetObjectMeta(**partial);
+  EXPECT_EQ(got_meta.name(), "owned");
+  EXPECT_EQ(got_meta.labels().at("app"), "y");
+  ASSERT_EQ(got_meta.ownerreferences_size(), 1);
+  EXPECT_EQ(got_meta.ownerreferences(0).uid(), "uid-rs");
+  EXPECT_EQ(got_meta.uid(), meta.uid());
+  EXPECT_TRUE(IsNotFound(
+      client->GetMetadata(*PodsResource(), "default", "plain").status()));
+
   // A server that answers the JSON form instead: the same list decodes.
   RestRequest req{.method = "GET", .path = "/api/v1/namespaces/default/pods"};
   req.headers.Set("Accept",

@@ -480,6 +480,15 @@ StatusOr<ListResult> RestClient::ListMetadata(
   return TakeItems(std::move(list));
 }
 
+StatusOr<std::unique_ptr<google::protobuf::Message>> RestClient::GetMetadata(
+    const objects::ResourceInfo& resource, std::string_view ns,
+    std::string_view name) {
+  RestRequest req{.method = "GET", .path = ResourcePath(resource, ns, name)};
+  req.headers.Set("Accept", MetadataAccept("PartialObjectMetadata"));
+  ASSIGN_OR_RETURN(net::HttpResponse resp, Do(req));
+  return DecodeResponse(resp, MetadataKind());
+}
+
 StatusOr<ListResult> RestClient::ListUnstructured(
     const objects::ResourceInfo& resource, std::string_view ns,
     const ListOptions& options) {

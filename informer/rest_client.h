@@ -248,6 +248,11 @@ class RestClient {
   StatusOr<std::unique_ptr<WatchStream>> WatchMetadata(
       const objects::ResourceInfo& resource, std::string_view ns,
       const ListOptions& options);
+  // GET of one object as PartialObjectMetadata (client-go's metadata
+  // client's Get): its metadata only, whatever its kind.
+  StatusOr<std::unique_ptr<google::protobuf::Message>> GetMetadata(
+      const objects::ResourceInfo& resource, std::string_view ns,
+      std::string_view name);
   // meta.k8s.io/v1 PartialObjectMetadata: the kind of their objects.
   static const objects::KindInfo& MetadataKind();
 

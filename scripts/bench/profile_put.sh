@@ -9,7 +9,10 @@
 # entries per fsync from the members' /metrics.
 #
 #   scripts/bench/profile_put.sh [--protocol grpc|json] [--clients N]
-#                                [--out DIR] [--port-offset N]
+#                                [--key-space N] [--out DIR] [--port-offset N]
+#
+# --key-space: keys drawn from [0, N) (default 100,000, the etcd benchmark's;
+# a 6 s run then mostly creates keys, a smaller space mostly overwrites).
 #
 # Needs perf (root or perf_event_paranoid <= 1 for other processes' samples;
 # the script runs as the members' owner, which suffices at 2). Run it with
@@ -27,12 +30,14 @@ source scripts/bench/lib.sh
 
 protocol=grpc
 clients=64
+key_space=100000
 port_offset=0
 out=/tmp/kplane-profile/$(date -u +%Y%m%d-%H%M%S)
 while [[ $# -gt 0 ]]; do
   case $1 in
     --protocol) protocol=$2; shift 2 ;;
     --clients) clients=$2; shift 2 ;;
+    --key-space) key_space=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --port-offset) port_offset=$2; shift 2 ;;
     -h|--help) sed -n '2,/^set -e/p' "$0" | sed -n 's/^# \{0,1\}//p'; exit 0 ;;
@@ -82,7 +87,7 @@ perf_pid=$!
 line=$("$KPCTL" store bench put --protocol "$protocol" --endpoints "${EPS[$LEADER]}" \
   --clients "$clients" --duration 5s --warmup 1s --val-size 256 \
   --key-prefix /registry/configmaps/default/ --server-pids "$pids_csv" \
-  --threads 2 --label kplane | grep '^RESULT')
+  --threads 2 --key-space "$key_space" --label kplane | grep '^RESULT')
 wait "$perf_pid" || true
 switches >"$out/switches-after.txt"
 for i in 1 2 3; do curl -s -m 5 "${EPS[$((i - 1))]}/metrics" >"$out/metrics-n$i.txt" || true; done

@@ -71,6 +71,12 @@ TEST(MvccKeyIndexTest, CompactionKeepsTheNewestVersionAtOrBelowTarget) {
   EXPECT_EQ(index.KeyCount(), 2u);
   EXPECT_EQ(index.Count("a", kZero, 6), 2);
   EXPECT_EQ(index.Count("a", kZero, 7), 1);
+  // Gone for point lookups too, and back with its next put.
+  EXPECT_FALSE(index.Latest("b").has_value());
+  EXPECT_EQ(index.Count("b", "", 7), 0);
+  index.Put("b", 8, 0, 8, 1, 0);
+  EXPECT_EQ(index.Latest("b")->create_revision, 8);
+  EXPECT_EQ(index.Count("b", "", 8), 1);
 }
 
 TEST(MvccKeyIndexTest, RemoveAboveUndoesStagedVersions) {
@@ -81,6 +87,29 @@ TEST(MvccKeyIndexTest, RemoveAboveUndoesStagedVersions) {
   index.RemoveAbove({"a", "b"}, 2);
   EXPECT_EQ(index.KeyCount(), 1u);
   EXPECT_EQ(index.Latest("a")->version, 1);
+  EXPECT_FALSE(index.Latest("b").has_value());
+  index.Put("b", 3, 1, 3, 1, 0);
+  EXPECT_EQ(index.Latest("b")->create_revision, 3);
+  EXPECT_EQ(index.KeyCount(), 2u);
+}
+
+TEST(MvccKeyIndexTest, ResetReplacesWhatPointLookupsFind) {
+  KeyIndex index;
+  index.Put("old", 2, 0, 2, 1, 0);
+  std::map<std::string, std::vector<KeyIndex::Version>, std::less<>> keys;
+  keys["a"] = {KeyIndex::Version{.main = 3, .create_revision = 3,
+                                 .version = 1}};
+  keys[std::string(40, 'k')] = {KeyIndex::Version{
+      .main = 4, .create_revision = 4, .version = 1, .lease = 9}};
+  index.Reset(std::move(keys));
+  EXPECT_FALSE(index.Latest("old").has_value());
+  EXPECT_EQ(index.Latest("a")->main, 3);
+  EXPECT_EQ(index.Latest(std::string(40, 'k'))->lease, 9);
+  // A put of a key it holds appends to that key.
+  index.Put("a", 5, 0, 3, 2, 0);
+  EXPECT_EQ(index.KeyCount(), 2u);
+  EXPECT_EQ(index.VersionCount(), 3u);
+  EXPECT_EQ(index.Latest("a")->version, 2);
 }
 
 // ---- the store with and without the index --------------------------------

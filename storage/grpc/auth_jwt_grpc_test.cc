@@ -60,24 +60,16 @@ struct Member {
   // root (root role), alice (READWRITE on /app/), auth enabled: the same
   // sequence on every member, so their auth revisions agree.
   void Setup() {
-    grpc::Status st;
-    for (auto [name, pw] :
-         {std::pair{"root", "rootpw"}, std::pair{"alice", "alicepw"}}) {
+    grpc::Status st = AddRootUser(auth.get(), "rootpw");
+    ASSERT_TRUE(st.ok()) << st.error_message();
+    {
       grpc::ClientContext ctx;
       pb::AuthUserAddRequest r;
-      r.set_name(name);
-      r.set_password(pw);
+      r.set_name("alice");
+      r.set_password("alicepw");
       pb::AuthUserAddResponse resp;
       st = auth->UserAdd(&ctx, r, &resp);
       ASSERT_TRUE(st.ok()) << st.error_message();
-    }
-    {
-      grpc::ClientContext ctx;
-      pb::AuthUserGrantRoleRequest r;
-      r.set_user("root");
-      r.set_role("root");
-      pb::AuthUserGrantRoleResponse resp;
-      ASSERT_TRUE(auth->UserGrantRole(&ctx, r, &resp).ok());
     }
     {
       grpc::ClientContext ctx;

@@ -241,22 +241,7 @@ TEST_F(EtcdMetricsTest, GrpcErrorsCountWithTheirCode) {
 
 TEST_F(EtcdMetricsTest, ACallRefusedForItsTokenCountsWithItsCode) {
   auto auth = pb::Auth::NewStub(member_.Channel());
-  {
-    grpc::ClientContext ctx;
-    pb::AuthUserAddRequest r;
-    r.set_name("root");
-    r.set_password("rootpw");
-    pb::AuthUserAddResponse resp;
-    ASSERT_TRUE(auth->UserAdd(&ctx, r, &resp).ok());
-  }
-  {
-    grpc::ClientContext ctx;
-    pb::AuthUserGrantRoleRequest r;
-    r.set_user("root");
-    r.set_role("root");
-    pb::AuthUserGrantRoleResponse resp;
-    ASSERT_TRUE(auth->UserGrantRole(&ctx, r, &resp).ok());
-  }
+  ASSERT_TRUE(AddRootUser(auth.get(), "rootpw").ok());
   {
     grpc::ClientContext ctx;
     pb::AuthEnableResponse resp;

@@ -50,6 +50,28 @@ inline std::chrono::system_clock::time_point TestCallDeadline() {
   return std::chrono::system_clock::now() + std::chrono::seconds(30);
 }
 
+// Adds the user "root" with `password` and grants it the root role, as
+// `etcdctl user add root` and `etcdctl user grant-role root root` do
+// (auth is left as it was). The first failure's status, or OK.
+inline grpc::Status AddRootUser(etcdserverpb::Auth::Stub* auth,
+                                const std::string& password) {
+  {
+    grpc::ClientContext ctx;
+    etcdserverpb::AuthUserAddRequest r;
+    r.set_name("root");
+    r.set_password(password);
+    etcdserverpb::AuthUserAddResponse resp;
+    grpc::Status st = auth->UserAdd(&ctx, r, &resp);
+    if (!st.ok()) return st;
+  }
+  grpc::ClientContext ctx;
+  etcdserverpb::AuthUserGrantRoleRequest r;
+  r.set_user("root");
+  r.set_role("root");
+  etcdserverpb::AuthUserGrantRoleResponse resp;
+  return auth->UserGrantRole(&ctx, r, &resp);
+}
+
 struct TestMemberOptions {
   // StoreConfig::max_request_bytes; 0 keeps the store's default.
   int64_t max_request_bytes = 0;

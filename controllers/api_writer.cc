@@ -1,5 +1,7 @@
 #include "controllers/api_writer.h"
 
+#include <optional>
+
 #include "objects/meta.h"
 
 namespace kplane::controllers {
@@ -91,15 +93,23 @@ StatusOr<ObjectPtr> RestApiWriter::Finalize(const corev1::Namespace& ns) {
   return Shared(client_->Update(NamespacesResource(), ns, {}, "finalize"));
 }
 
-Status FakeApiWriter::Record(std::string action, ObjectPtr written) {
-  MutexLock l(&mu_);
+std::optional<Status> FakeApiWriter::TakeFailureLocked(
+    const std::string& action) {
   for (auto it = failures_.begin(); it != failures_.end(); ++it) {
     if (action.rfind(it->first, 0) == 0) {
       Status s = it->second;
       failures_.erase(it);
-      actions_.push_back(std::move(action));
       return s;
     }
+  }
+  return std::nullopt;
+}
+
+Status FakeApiWriter::Record(std::string action, ObjectPtr written) {
+  MutexLock l(&mu_);
+  if (std::optional<Status> failure = TakeFailureLocked(action)) {
+    actions_.push_back(std::move(action));
+    return *failure;
   }
   actions_.push_back(std::move(action));
   if (written) written_.push_back(std::move(written));
@@ -169,12 +179,12 @@ Status FakeApiWriter::Patch(const objects::ResourceInfo& resource,
 StatusOr<ObjectPtr> FakeApiWriter::Get(const objects::ResourceInfo& resource,
                                        std::string_view ns,
                                        std::string_view name) {
-  return Live(resource, ns, name);
+  return FindLive(resource, ns, name);
 }
 
-StatusOr<ObjectPtr> FakeApiWriter::Live(const objects::ResourceInfo& resource,
-                                        std::string_view ns,
-                                        std::string_view name) {
+StatusOr<ObjectPtr> FakeApiWriter::FindLive(
+    const objects::ResourceInfo& resource, std::string_view ns,
+    std::string_view name) {
   std::string key = Target(resource, "", ns, name);
   {
     MutexLock l(&mu_);
@@ -188,7 +198,14 @@ StatusOr<ObjectPtr> FakeApiWriter::Live(const objects::ResourceInfo& resource,
 StatusOr<ObjectPtr> FakeApiWriter::GetMetadata(
     const objects::ResourceInfo& resource, std::string_view ns,
     std::string_view name) {
-  ASSIGN_OR_RETURN(ObjectPtr live, Live(resource, ns, name));
+  {
+    MutexLock l(&mu_);
+    if (std::optional<Status> failure = TakeFailureLocked(
+            "get-metadata " + Target(resource, "", ns, name))) {
+      return *failure;
+    }
+  }
+  ASSIGN_OR_RETURN(ObjectPtr live, FindLive(resource, ns, name));
   const metav1::ObjectMeta* meta = objects::GetObjectMeta(*live);
   if (meta == nullptr) {
     return InternalError("fake: the live " + resource.resource +

@@ -16,6 +16,8 @@
 // | finalize | patch, and "deletecollection <resource> <namespace>".
 // A created object with only generateName is recorded under its
 // generateName and returned with a made-up name (generateName + counter).
+// Reads are not recorded, but FailNext also fails GetMetadata, as
+// "get-metadata <resource> <namespace>/<name>".
 //
 // Thread-safety: all methods may be called concurrently. Errors: as the
 // RestClient (api_errors.h); FakeApiWriter returns what FailNext queued.
@@ -24,6 +26,7 @@
 
 #include <deque>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -169,9 +172,12 @@ class FakeApiWriter : public ApiWriter {
 
  private:
   // The live object Get and GetMetadata answer from (SetLive).
-  StatusOr<ObjectPtr> Live(const objects::ResourceInfo& resource,
-                           std::string_view ns, std::string_view name)
+  StatusOr<ObjectPtr> FindLive(const objects::ResourceInfo& resource,
+                               std::string_view ns, std::string_view name)
       EXCLUDES(mu_);
+  // The error FailNext queued for `action`, taken off the queue.
+  std::optional<Status> TakeFailureLocked(const std::string& action)
+      REQUIRES(mu_);
   Status Record(std::string action, ObjectPtr written);
   void Reflect(const objects::ResourceInfo& resource,
                std::shared_ptr<google::protobuf::Message> obj);

@@ -487,6 +487,12 @@ Status GarbageCollector::AttemptToDelete(const GcResource& resource,
       if (!live.ok() && !informer::IsNotFound(live.status())) {
         return live.status();
       }
+      if (live.ok() && objects::Uid(**live).empty()) {
+        // Not an object's metadata (a 2xx answer carrying something
+        // else): no grounds to call the owner gone.
+        return InternalError("the live read of " + ref.kind() + " " +
+                             ref.name() + " answered no uid");
+      }
       if (live.ok() && objects::Uid(**live) == ref.uid()) owner = *live;
     }
     if (owner == nullptr) {

@@ -17,7 +17,8 @@ using ::testing::UnorderedElementsAre;
 using namespace testing;  // NOLINT: test builders
 
 // A FakeApiWriter that also records each deletion's propagationPolicy
-// and uid precondition: "<name>: <policy> <uid>".
+// and uid precondition: "<name>: <policy> <uid>", and refuses full GETs
+// (the collector reads owners' metadata only).
 class RecordingApiWriter : public FakeApiWriter {
  public:
   // The collector reads an owner's metadata only (GetMetadata), as
@@ -159,6 +160,24 @@ TEST_F(GarbageCollectorTest, DependentsTable) {
       EXPECT_EQ(updated->metadata().ownerreferences(0).kind(), "Deployment");
     }
   }
+}
+
+// An owner missing from the cache whose live read fails (not a 404): the
+// sync fails, to be retried, and the dependent stays untouched.
+TEST_F(GarbageCollectorTest, FailedOwnerReadKeepsTheDependent) {
+  auto rs = NewReplicaSet("default", "web", 1, {{"app", "web"}});
+  fake_.SetLive(ReplicaSetsResource(), rs);
+  auto pod = NewPod("default", "p");
+  OwnedBy(pod->mutable_metadata(), "ReplicaSet", rs->metadata());
+  pods_.Replace({pod});
+  fake_.FailNext("get-metadata replicasets default/web",
+                 UnavailableError("etcdserver: request timed out"));
+  Status s = gc_.Sync("pods/default/p");
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s;
+  EXPECT_THAT(fake_.Actions(), ElementsAre());
+  // Read again on the retry: the owner is there, the pod stays.
+  EXPECT_TRUE(gc_.Sync("pods/default/p").ok());
+  EXPECT_THAT(fake_.Actions(), ElementsAre());
 }
 
 TEST_F(GarbageCollectorTest, OwnerDeletionEnqueuesDependents) {

@@ -82,6 +82,9 @@ switches() {
 }
 switches >"$out/switches-before.txt"
 # Record 3 s in the middle of a 1 s warm-up + 5 s run.
+# PERF_CALLGRAPH is left unquoted on purpose: "--call-graph dwarf,16384"
+# is two words.
+# shellcheck disable=SC2086
 (sleep 1.5; perf record -F 999 ${PERF_CALLGRAPH:--g} -p "$pids_csv" -o "$out/perf.data" -- sleep 3 >/dev/null 2>&1) &
 perf_pid=$!
 line=$("$KPCTL" store bench put --protocol "$protocol" --endpoints "${EPS[$LEADER]}" \

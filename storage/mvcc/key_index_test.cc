@@ -71,12 +71,14 @@ TEST(MvccKeyIndexTest, CompactionKeepsTheNewestVersionAtOrBelowTarget) {
   EXPECT_EQ(index.KeyCount(), 2u);
   EXPECT_EQ(index.Count("a", kZero, 6), 2);
   EXPECT_EQ(index.Count("a", kZero, 7), 1);
-  // Gone for point lookups too, and back with its next put.
-  EXPECT_FALSE(index.Latest("b").has_value());
-  EXPECT_EQ(index.Count("b", "", 7), 0);
+  EXPECT_EQ(index.VersionCount(), 3u);  // a: 6; c: 3, 7
+  // b comes back with its next put, with that put as its only version.
   index.Put("b", 8, 0, 8, 1, 0);
+  EXPECT_EQ(index.KeyCount(), 3u);
+  EXPECT_EQ(index.VersionCount(), 4u);
   EXPECT_EQ(index.Latest("b")->create_revision, 8);
   EXPECT_EQ(index.Count("b", "", 8), 1);
+  EXPECT_EQ(index.Count("b", "", 7), 0);
 }
 
 TEST(MvccKeyIndexTest, RemoveAboveUndoesStagedVersions) {
@@ -103,6 +105,7 @@ TEST(MvccKeyIndexTest, ResetReplacesWhatPointLookupsFind) {
       .main = 4, .create_revision = 4, .version = 1, .lease = 9}};
   index.Reset(std::move(keys));
   EXPECT_FALSE(index.Latest("old").has_value());
+  EXPECT_EQ(index.Count("old", "", 2), 0);
   EXPECT_EQ(index.Latest("a")->main, 3);
   EXPECT_EQ(index.Latest(std::string(40, 'k'))->lease, 9);
   // A put of a key it holds appends to that key.
@@ -110,6 +113,10 @@ TEST(MvccKeyIndexTest, ResetReplacesWhatPointLookupsFind) {
   EXPECT_EQ(index.KeyCount(), 2u);
   EXPECT_EQ(index.VersionCount(), 3u);
   EXPECT_EQ(index.Latest("a")->version, 2);
+  // A key the rebuild dropped comes back with its next put.
+  index.Put("old", 6, 0, 6, 1, 0);
+  EXPECT_EQ(index.KeyCount(), 3u);
+  EXPECT_EQ(index.Latest("old")->create_revision, 6);
 }
 
 // ---- the store with and without the index --------------------------------

@@ -190,6 +190,12 @@ StatusOr<ObjectPtr> FakeApiWriter::FindLive(
     MutexLock l(&mu_);
     auto it = live_.find(key);
     if (it != live_.end()) return it->second;
+    auto from = live_from_.find(resource.GroupResource());
+    if (from != live_from_.end()) {
+      if (ObjectPtr o = from->second->Get(informer::ObjectKey(ns, name))) {
+        return o;
+      }
+    }
   }
   return NotFoundError(resource.resource + " \"" + std::string(name) +
                        "\" not found");
@@ -257,6 +263,12 @@ void FakeApiWriter::Clear() {
   written_.clear();
   patches_.clear();
 }
+void FakeApiWriter::ServeLiveFrom(const objects::ResourceInfo& resource,
+                                  const informer::Indexer* cache) {
+  MutexLock l(&mu_);
+  live_from_[resource.GroupResource()] = cache;
+}
+
 void FakeApiWriter::FailNext(std::string prefix, Status error) {
   MutexLock l(&mu_);
   failures_.emplace_back(std::move(prefix), std::move(error));

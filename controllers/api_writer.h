@@ -169,6 +169,11 @@ class FakeApiWriter : public ApiWriter {
   void SetLive(const objects::ResourceInfo& resource, ObjectPtr obj);
   void RemoveLive(const objects::ResourceInfo& resource, std::string_view ns,
                   std::string_view name);
+  // Get and GetMetadata of `resource` that SetLive does not answer read
+  // `cache` (the server as the test's informer shows it), which must
+  // outlive those reads.
+  void ServeLiveFrom(const objects::ResourceInfo& resource,
+                     const informer::Indexer* cache);
 
  private:
   // The live object Get and GetMetadata answer from (SetLive).
@@ -188,6 +193,8 @@ class FakeApiWriter : public ApiWriter {
   std::vector<std::string> patches_ GUARDED_BY(mu_);
   std::deque<std::pair<std::string, Status>> failures_ GUARDED_BY(mu_);
   std::map<std::string, ObjectPtr> live_ GUARDED_BY(mu_);
+  // By GroupResource().
+  std::map<std::string, const informer::Indexer*> live_from_ GUARDED_BY(mu_);
   std::map<const objects::ResourceInfo*, informer::Indexer*> reflect_
       GUARDED_BY(mu_);
   int generated_ GUARDED_BY(mu_) = 0;

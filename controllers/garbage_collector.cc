@@ -512,6 +512,13 @@ Status GarbageCollector::AttemptToDelete(const GcResource& resource,
     Status s = RemoveOwnerRefs(resource, obj, drop);
     return informer::IsNotFound(s) ? Status::Ok() : s;
   }
+  // Every owner is gone or waiting: the object is to be deleted. The cache
+  // may lag behind it (an orphaning owner removed its reference a moment
+  // ago, then went), so, as Kubernetes' attemptToDeleteItem, act only on
+  // an object that still holds these references; a newer version's event
+  // syncs it again.
+  ASSIGN_OR_RETURN(bool current, StillAsCached(resource, meta));
+  if (!current) return Status::Ok();
   if (!waiting.empty()) {
     std::vector<Dependent> deps = DependentsOf(meta.uid());
     if (!deps.empty()) {
@@ -541,6 +548,27 @@ Status GarbageCollector::AttemptToDelete(const GcResource& resource,
     policy = "Foreground";
   }
   return DeleteObject(resource, obj, policy);
+}
+
+StatusOr<bool> GarbageCollector::StillAsCached(
+    const GcResource& resource, const metav1::ObjectMeta& cached) {
+  StatusOr<ObjectPtr> live = options_.api->GetMetadata(
+      *resource.info, cached.namespace_(), cached.name());
+  if (!live.ok()) {
+    if (informer::IsNotFound(live.status())) return false;
+    return live.status();
+  }
+  const metav1::ObjectMeta* now = objects::GetObjectMeta(**live);
+  if (now == nullptr || now->uid() != cached.uid() ||
+      now->ownerreferences_size() != cached.ownerreferences_size()) {
+    return false;
+  }
+  for (int i = 0; i < now->ownerreferences_size(); ++i) {
+    const metav1::OwnerReference& a = now->ownerreferences(i);
+    const metav1::OwnerReference& b = cached.ownerreferences(i);
+    if (a.uid() != b.uid() || Blocks(a) != Blocks(b)) return false;
+  }
+  return true;
 }
 
 Status GarbageCollector::DeleteObject(const GcResource& resource,

@@ -194,6 +194,11 @@ class GarbageCollector : public Controller {
                                    const google::protobuf::Message& owner);
   Status AttemptToDelete(const GcResource& resource,
                          const google::protobuf::Message& obj);
+  // Whether the object `cached` describes still is that object with the
+  // same owner references, by a live read of its metadata (false when it
+  // is gone, replaced or has other references).
+  StatusOr<bool> StillAsCached(const GcResource& resource,
+                               const metav1::ObjectMeta& cached);
   // DELETE of `obj` with `policy` and its uid as precondition; gone or
   // replaced already is success.
   Status DeleteObject(const GcResource& resource,

@@ -85,7 +85,16 @@ class GarbageCollectorTest : public ::testing::Test {
              .replicasets = &replicasets_,
              .deployments = &deployments_,
              .clock = &clock_,
-             .metrics = &reg_}) {}
+             .metrics = &reg_}) {
+    // The server as the caches show it: the collector reads a dependent
+    // (and an owner missing from its cache) live before deleting it.
+    ServeCaches(&fake_);
+  }
+  void ServeCaches(FakeApiWriter* fake) {
+    fake->ServeLiveFrom(PodsResource(), &pods_);
+    fake->ServeLiveFrom(ReplicaSetsResource(), &replicasets_);
+    fake->ServeLiveFrom(DeploymentsResource(), &deployments_);
+  }
 
   FakeClock clock_;
   metrics::Registry reg_;
@@ -124,6 +133,7 @@ TEST_F(GarbageCollectorTest, DependentsTable) {
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
     RecordingApiWriter fake;
+    ServeCaches(&fake);
     GarbageCollector gc({.api = &fake,
                          .pods = &pods_,
                          .replicasets = &replicasets_,
@@ -178,6 +188,24 @@ TEST_F(GarbageCollectorTest, FailedOwnerReadKeepsTheDependent) {
   // Read again on the retry: the owner is there, the pod stays.
   EXPECT_TRUE(gc_.Sync("pods/default/p").ok());
   EXPECT_THAT(fake_.Actions(), ElementsAre());
+}
+
+// The cache lags behind a dependent whose owner orphaned it and then went
+// (the race of `kubectl delete --cascade=orphan`): the collector reads the
+// dependent as it is now before deleting it, and leaves it alone.
+TEST_F(GarbageCollectorTest, StaleCachedReferenceDoesNotDeleteAnOrphan) {
+  auto rs = NewReplicaSet("default", "web", 1, {{"app", "web"}});
+  auto pod = NewPod("default", "p");
+  auto orphaned = std::make_shared<corev1::Pod>(*pod);  // no references
+  OwnedBy(pod->mutable_metadata(), "ReplicaSet", rs->metadata());
+  pods_.Replace({pod});  // still with its reference; the owner is gone
+  fake_.SetLive(PodsResource(), orphaned);
+  ASSERT_TRUE(gc_.Sync("pods/default/p").ok());
+  EXPECT_THAT(fake_.Actions(), ElementsAre());
+  // While the server's pod holds the reference too, it goes.
+  fake_.SetLive(PodsResource(), pod);
+  ASSERT_TRUE(gc_.Sync("pods/default/p").ok());
+  EXPECT_THAT(fake_.Actions(), ElementsAre("delete pods default/p"));
 }
 
 TEST_F(GarbageCollectorTest, OwnerDeletionEnqueuesDependents) {
@@ -437,6 +465,8 @@ class CustomResourceGcTest : public GarbageCollectorTest {
     gc_.AddResource(widgets_.resource);
     gc_.AddResource(configmaps_.resource);
     gc_.MarkDiscovered();
+    fake_.ServeLiveFrom(widgets_.info, &widgets_.cache);
+    fake_.ServeLiveFrom(configmaps_.info, &configmaps_.cache);
   }
   // The widget "parent" (uid-parent), optionally being deleted with a GC
   // finalizer.
@@ -667,6 +697,7 @@ TEST_F(CustomResourceGcTest, ResourcesAddedAndRemovedAtRunTime) {
   DynamicResource gadgets("example.com", "gadgets", "Gadget");
   gadgets.cache.Upsert(OwnedByParent("example.com/v1", "Gadget", "g1"));
   gadgets.cache.Upsert(JsonObject("example.com/v1", "Gadget", "free", "u"));
+  fake_.ServeLiveFrom(gadgets.info, &gadgets.cache);
   EXPECT_FALSE(gc_.Follows("gadgets.example.com"));
   const int before = gc_.QueueDepth();
   gc_.AddResource(gadgets.resource);

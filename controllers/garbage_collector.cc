@@ -63,24 +63,29 @@ bool Interesting(const metav1::ObjectMeta& m) {
          (objects::IsBeingDeleted(m) && HasGcFinalizer(m));
 }
 
+// Whether `a` and `b` hold the same owner references as the collector
+// reads them: each one's uid and whether it blocks, in order.
+bool SameOwnerRefs(const metav1::ObjectMeta& a, const metav1::ObjectMeta& b) {
+  if (a.ownerreferences_size() != b.ownerreferences_size()) return false;
+  for (int i = 0; i < a.ownerreferences_size(); ++i) {
+    const metav1::OwnerReference& x = a.ownerreferences(i);
+    const metav1::OwnerReference& y = b.ownerreferences(i);
+    if (x.uid() != y.uid() || Blocks(x) != Blocks(y)) return false;
+  }
+  return true;
+}
+
 // Whether an update changed what the collector looks at (lease renewals
-// and status writes of owned objects do not).
+// and status writes of owned objects do not). A relist reports an object
+// replaced under the same name as an update: a new uid counts.
 bool GcRelevantChange(const metav1::ObjectMeta& before,
                       const metav1::ObjectMeta& after) {
-  if (before.ownerreferences_size() != after.ownerreferences_size() ||
-      objects::IsBeingDeleted(before) != objects::IsBeingDeleted(after) ||
-      objects::HasFinalizer(before, kOrphan) !=
-          objects::HasFinalizer(after, kOrphan) ||
-      objects::HasFinalizer(before, kForeground) !=
-          objects::HasFinalizer(after, kForeground)) {
-    return true;
-  }
-  for (int i = 0; i < before.ownerreferences_size(); ++i) {
-    if (before.ownerreferences(i).uid() != after.ownerreferences(i).uid()) {
-      return true;
-    }
-  }
-  return false;
+  return before.uid() != after.uid() || !SameOwnerRefs(before, after) ||
+         objects::IsBeingDeleted(before) != objects::IsBeingDeleted(after) ||
+         objects::HasFinalizer(before, kOrphan) !=
+             objects::HasFinalizer(after, kOrphan) ||
+         objects::HasFinalizer(before, kForeground) !=
+             objects::HasFinalizer(after, kForeground);
 }
 
 // A JSON patch (RFC 6902) removing the array elements at `indexes` of
@@ -514,9 +519,11 @@ Status GarbageCollector::AttemptToDelete(const GcResource& resource,
   }
   // Every owner is gone or waiting: the object is to be deleted. The cache
   // may lag behind it (an orphaning owner removed its reference a moment
-  // ago, then went), so, as Kubernetes' attemptToDeleteItem, act only on
-  // an object that still holds these references; a newer version's event
-  // syncs it again.
+  // ago, then went). Kubernetes' attemptToDeleteItem reads the latest
+  // object first for this; here the delete goes ahead only if the object
+  // is still this one with the same references (SameOwnerRefs), else the
+  // newer version's event (GcRelevantChange compares the same) syncs it
+  // again.
   ASSIGN_OR_RETURN(bool current, StillAsCached(resource, meta));
   if (!current) return Status::Ok();
   if (!waiting.empty()) {
@@ -559,16 +566,13 @@ StatusOr<bool> GarbageCollector::StillAsCached(
     return live.status();
   }
   const metav1::ObjectMeta* now = objects::GetObjectMeta(**live);
-  if (now == nullptr || now->uid() != cached.uid() ||
-      now->ownerreferences_size() != cached.ownerreferences_size()) {
-    return false;
+  if (now == nullptr || now->uid().empty()) {
+    return InternalError(
+        "the live read of " + resource.name + " " +
+        informer::ObjectKey(cached.namespace_(), cached.name()) +
+        " answered no uid");
   }
-  for (int i = 0; i < now->ownerreferences_size(); ++i) {
-    const metav1::OwnerReference& a = now->ownerreferences(i);
-    const metav1::OwnerReference& b = cached.ownerreferences(i);
-    if (a.uid() != b.uid() || Blocks(a) != Blocks(b)) return false;
-  }
-  return true;
+  return now->uid() == cached.uid() && SameOwnerRefs(*now, cached);
 }
 
 Status GarbageCollector::DeleteObject(const GcResource& resource,

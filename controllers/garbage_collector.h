@@ -195,8 +195,9 @@ class GarbageCollector : public Controller {
   Status AttemptToDelete(const GcResource& resource,
                          const google::protobuf::Message& obj);
   // Whether the object `cached` describes still is that object with the
-  // same owner references, by a live read of its metadata (false when it
-  // is gone, replaced or has other references).
+  // same owner references (uids and blocking, in order), by a live read of
+  // its metadata: false when it is gone, replaced or refers otherwise; an
+  // error when the read fails or answers no uid.
   StatusOr<bool> StillAsCached(const GcResource& resource,
                                const metav1::ObjectMeta& cached);
   // DELETE of `obj` with `policy` and its uid as precondition; gone or

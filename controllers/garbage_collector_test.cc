@@ -208,6 +208,44 @@ TEST_F(GarbageCollectorTest, StaleCachedReferenceDoesNotDeleteAnOrphan) {
   EXPECT_THAT(fake_.Actions(), ElementsAre("delete pods default/p"));
 }
 
+// Updates that change what the collector compares before a delete are
+// synced again: a reference that starts or stops blocking, an object
+// replaced under its name (a relist reports it as an update); a label
+// change is not.
+TEST_F(GarbageCollectorTest, UpdatesChangingReferencesOrUidAreSynced) {
+  auto rs = NewReplicaSet("default", "web", 1, {{"app", "web"}});
+  // The keys an update of pod `name` enqueues.
+  auto update = [&](const std::string& name,
+                    const std::function<void(metav1::ObjectMeta*)>& change) {
+    auto before = NewPod("default", name);
+    OwnedBy(before->mutable_metadata(), "ReplicaSet", rs->metadata());
+    auto after = std::make_shared<corev1::Pod>(*before);
+    change(after->mutable_metadata());
+    gc_.ObjectChanged(
+        "pods", ObjectEvent{ObjectEvent::Type::kUpdated, *after, before.get()});
+    std::vector<std::string> keys;
+    while (gc_.QueueDepth() > 0) {
+      std::optional<std::string> key = gc_.queue().Get();
+      gc_.queue().Done(*key);
+      keys.push_back(*key);
+    }
+    return keys;
+  };
+  EXPECT_THAT(update("a",
+                     [](metav1::ObjectMeta* m) {
+                       auto* ref = m->mutable_ownerreferences(0);
+                       ref->set_blockownerdeletion(!ref->blockownerdeletion());
+                     }),
+              ::testing::Contains("pods/default/a"));
+  EXPECT_THAT(update("b", [](metav1::ObjectMeta* m) { m->set_uid("uid-b-2"); }),
+              ElementsAre("pods/default/b"));
+  EXPECT_THAT(update("c",
+                     [](metav1::ObjectMeta* m) {
+                       (*m->mutable_labels())["tier"] = "back";
+                     }),
+              ElementsAre());
+}
+
 TEST_F(GarbageCollectorTest, OwnerDeletionEnqueuesDependents) {
   auto rs = NewReplicaSet("default", "web", 1, {{"app", "web"}});
   for (const char* n : {"a", "b"}) {
@@ -600,7 +638,15 @@ TEST_F(CustomResourceGcTest, DependentChangesEnqueueTheWaitingOwner) {
   gc_.ObjectChanged(
       "widgets.example.com",
       ObjectEvent{ObjectEvent::Type::kUpdated, *loose, blocking.get()});
-  EXPECT_EQ(next_key(), "widgets.example.com/default/parent");
+  // The waiting owner, and the child itself (its reference changed).
+  std::vector<std::string> keys;
+  while (gc_.QueueDepth() > 0) {
+    std::optional<std::string> key = gc_.queue().Get();
+    gc_.queue().Done(*key);
+    keys.push_back(*key);
+  }
+  EXPECT_THAT(keys, UnorderedElementsAre("widgets.example.com/default/parent",
+                                         "widgets.example.com/default/child"));
   // An owner that is not waiting is left alone when a dependent goes.
   widgets_.cache.Upsert(Parent());
   gc_.ObjectChanged("widgets.example.com",

@@ -75,6 +75,24 @@ bool SameOwnerRefs(const metav1::ObjectMeta& a, const metav1::ObjectMeta& b) {
   return true;
 }
 
+// The object's metadata as the server has it now (a PartialObjectMetadata
+// GET): nullptr when it is gone; an error when the read fails, or answers
+// no uid (a 2xx answer carrying something else is no ground to act on).
+StatusOr<ObjectPtr> LiveMetadata(ApiWriter* api,
+                                 const objects::ResourceInfo& resource,
+                                 std::string_view ns, std::string_view name) {
+  StatusOr<ObjectPtr> live = api->GetMetadata(resource, ns, name);
+  if (!live.ok()) {
+    if (informer::IsNotFound(live.status())) return ObjectPtr();
+    return live.status();
+  }
+  if (objects::Uid(**live).empty()) {
+    return InternalError("the live read of " + resource.resource + " " +
+                         informer::ObjectKey(ns, name) + " answered no uid");
+  }
+  return *live;
+}
+
 // Whether an update changed what the collector looks at (lease renewals
 // and status writes of owned objects do not). A relist reports an object
 // replaced under the same name as an update: a new uid counts.
@@ -487,18 +505,10 @@ Status GarbageCollector::AttemptToDelete(const GcResource& resource,
       const std::string owner_ns =
           owner_resource->namespaced ? meta.namespace_() : "";
       // Its metadata is all that is read (as Kubernetes' collector does).
-      StatusOr<ObjectPtr> live = options_.api->GetMetadata(
-          *owner_resource->info, owner_ns, ref.name());
-      if (!live.ok() && !informer::IsNotFound(live.status())) {
-        return live.status();
-      }
-      if (live.ok() && objects::Uid(**live).empty()) {
-        // Not an object's metadata (a 2xx answer carrying something
-        // else): no grounds to call the owner gone.
-        return InternalError("the live read of " + ref.kind() + " " +
-                             ref.name() + " answered no uid");
-      }
-      if (live.ok() && objects::Uid(**live) == ref.uid()) owner = *live;
+      ASSIGN_OR_RETURN(ObjectPtr live,
+                       LiveMetadata(options_.api, *owner_resource->info,
+                                    owner_ns, ref.name()));
+      if (live != nullptr && objects::Uid(*live) == ref.uid()) owner = live;
     }
     if (owner == nullptr) {
       dangling.push_back(ref.uid());
@@ -559,20 +569,12 @@ Status GarbageCollector::AttemptToDelete(const GcResource& resource,
 
 StatusOr<bool> GarbageCollector::StillAsCached(
     const GcResource& resource, const metav1::ObjectMeta& cached) {
-  StatusOr<ObjectPtr> live = options_.api->GetMetadata(
-      *resource.info, cached.namespace_(), cached.name());
-  if (!live.ok()) {
-    if (informer::IsNotFound(live.status())) return false;
-    return live.status();
-  }
-  const metav1::ObjectMeta* now = objects::GetObjectMeta(**live);
-  if (now == nullptr || now->uid().empty()) {
-    return InternalError(
-        "the live read of " + resource.name + " " +
-        informer::ObjectKey(cached.namespace_(), cached.name()) +
-        " answered no uid");
-  }
-  return now->uid() == cached.uid() && SameOwnerRefs(*now, cached);
+  ASSIGN_OR_RETURN(ObjectPtr live,
+                   LiveMetadata(options_.api, *resource.info,
+                                cached.namespace_(), cached.name()));
+  if (live == nullptr) return false;
+  const metav1::ObjectMeta& now = *objects::GetObjectMeta(*live);
+  return now.uid() == cached.uid() && SameOwnerRefs(now, cached);
 }
 
 Status GarbageCollector::DeleteObject(const GcResource& resource,

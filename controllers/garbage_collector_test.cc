@@ -96,6 +96,17 @@ class GarbageCollectorTest : public ::testing::Test {
     fake->ServeLiveFrom(DeploymentsResource(), &deployments_);
   }
 
+  // Takes every key off the collector's queue, in order.
+  std::vector<std::string> DrainQueue() {
+    std::vector<std::string> keys;
+    while (gc_.QueueDepth() > 0) {
+      std::optional<std::string> key = gc_.queue().Get();
+      gc_.queue().Done(*key);
+      keys.push_back(*key);
+    }
+    return keys;
+  }
+
   FakeClock clock_;
   metrics::Registry reg_;
   RecordingApiWriter fake_;
@@ -223,13 +234,7 @@ TEST_F(GarbageCollectorTest, UpdatesChangingReferencesOrUidAreSynced) {
     change(after->mutable_metadata());
     gc_.ObjectChanged(
         "pods", ObjectEvent{ObjectEvent::Type::kUpdated, *after, before.get()});
-    std::vector<std::string> keys;
-    while (gc_.QueueDepth() > 0) {
-      std::optional<std::string> key = gc_.queue().Get();
-      gc_.queue().Done(*key);
-      keys.push_back(*key);
-    }
-    return keys;
+    return DrainQueue();
   };
   EXPECT_THAT(update("a",
                      [](metav1::ObjectMeta* m) {
@@ -639,14 +644,9 @@ TEST_F(CustomResourceGcTest, DependentChangesEnqueueTheWaitingOwner) {
       "widgets.example.com",
       ObjectEvent{ObjectEvent::Type::kUpdated, *loose, blocking.get()});
   // The waiting owner, and the child itself (its reference changed).
-  std::vector<std::string> keys;
-  while (gc_.QueueDepth() > 0) {
-    std::optional<std::string> key = gc_.queue().Get();
-    gc_.queue().Done(*key);
-    keys.push_back(*key);
-  }
-  EXPECT_THAT(keys, UnorderedElementsAre("widgets.example.com/default/parent",
-                                         "widgets.example.com/default/child"));
+  EXPECT_THAT(DrainQueue(),
+              UnorderedElementsAre("widgets.example.com/default/parent",
+                                   "widgets.example.com/default/child"));
   // An owner that is not waiting is left alone when a dependent goes.
   widgets_.cache.Upsert(Parent());
   gc_.ObjectChanged("widgets.example.com",

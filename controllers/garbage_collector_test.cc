@@ -201,6 +201,26 @@ TEST_F(GarbageCollectorTest, FailedOwnerReadKeepsTheDependent) {
   EXPECT_THAT(fake_.Actions(), ElementsAre());
 }
 
+// A live read that answers no uid (not an object's metadata) is no ground
+// to act on, for an owner or for the dependent itself.
+TEST_F(GarbageCollectorTest, LiveAnswerWithoutUidDeletesNothing) {
+  auto rs = NewReplicaSet("default", "web", 1, {{"app", "web"}});
+  auto pod = NewPod("default", "p");
+  OwnedBy(pod->mutable_metadata(), "ReplicaSet", rs->metadata());
+  pods_.Replace({pod});
+  auto no_uid = [](auto obj) {
+    obj->mutable_metadata()->clear_uid();
+    return obj;
+  };
+  fake_.SetLive(ReplicaSetsResource(),
+                no_uid(std::make_shared<appsv1::ReplicaSet>(*rs)));
+  EXPECT_EQ(gc_.Sync("pods/default/p").code(), StatusCode::kInternal);
+  fake_.RemoveLive(ReplicaSetsResource(), "default", "web");  // owner gone
+  fake_.SetLive(PodsResource(), no_uid(std::make_shared<corev1::Pod>(*pod)));
+  EXPECT_EQ(gc_.Sync("pods/default/p").code(), StatusCode::kInternal);
+  EXPECT_THAT(fake_.Actions(), ElementsAre());
+}
+
 // The cache lags behind a dependent whose owner orphaned it and then went
 // (the race of `kubectl delete --cascade=orphan`): the collector reads the
 // dependent as it is now before deleting it, and leaves it alone.

@@ -291,6 +291,67 @@ TEST_F(HttpTlsTest, TrySendOwesARecordTheSocketRefusedWhole) {
   ExpectTrySendOverTlsLeavesTheRest(ServerTls(), ClientTls(&alice_), 16376);
 }
 
+// TrySend over TLS to a peer that reset the connection: OpenSSL's write
+// fails, TrySend does not report it as sent, and the error is left for the
+// next Send, which reports it and breaks the stream as any failed write
+// does (the peer transport then counts the messages dropped). Plaintext:
+// HttpClientTest.AFailedWriteBreaksTheStream.
+TEST_F(HttpTlsTest, TrySendToAResetPeerLeavesTheErrorForTheNextSend) {
+  StatusOr<ScopedFd> listener = ListenTcp("127.0.0.1", 0, 1);
+  ASSERT_TRUE(listener.ok()) << listener.status();
+  const uint16_t port = *LocalPort(listener->get());
+  std::shared_ptr<const TlsContext> server_tls = ServerTls();
+  std::thread server([&] {
+    if (!WaitFd(listener->get(), false, testing::kTestDeadline).ok()) return;
+    ScopedFd fd(::accept4(listener->get(), nullptr, nullptr, SOCK_NONBLOCK));
+    StatusOr<std::unique_ptr<TlsSession>> tls =
+        TlsSession::NewServer(server_tls, fd.get());
+    if (!tls.ok()) return;
+    auto wait = [&](TlsSession::Result r) {
+      return (r == TlsSession::Result::kWantRead ||
+              r == TlsSession::Result::kWantWrite) &&
+             WaitFd(fd.get(), r == TlsSession::Result::kWantWrite,
+                    testing::kTestDeadline)
+                 .ok();
+    };
+    TlsSession::Result r;
+    while ((r = (*tls)->Handshake()) != TlsSession::Result::kOk) {
+      if (!wait(r)) return;
+    }
+    std::string head;
+    char buf[4096];
+    while (head.find("\r\n\r\n") == std::string::npos) {
+      size_t n = 0;
+      r = (*tls)->Read(buf, sizeof(buf), &n);
+      if (r == TlsSession::Result::kOk) {
+        head.append(buf, n);
+      } else if (!wait(r)) {
+        return;
+      }
+    }
+    linger l{1, 0};  // the close resets the connection
+    ::setsockopt(fd.get(), SOL_SOCKET, SO_LINGER, &l, sizeof(l));
+  });
+  HttpClient c("127.0.0.1", port, {.tls = ClientTls(&alice_)});
+  StatusOr<std::unique_ptr<HttpStream>> s = c.OpenStream("POST", "/raft");
+  ASSERT_TRUE(s.ok()) << s.status();
+  // The reset has arrived once a read meets it.
+  std::string body;
+  StatusOr<bool> read = (*s)->Read(&body, testing::kTestDeadline);
+  server.join();
+  ASSERT_FALSE(read.ok()) << "the server's reset never reached the reader";
+
+  EXPECT_NE((*s)->TrySend("message"), HttpStream::TrySendResult::kSent);
+  Status st = (*s)->Send("next");
+  EXPECT_FALSE(st.ok());
+  Status again = (*s)->Send("more");
+  EXPECT_EQ(again.code(), StatusCode::kUnavailable) << again;
+  EXPECT_THAT(std::string(again.message()),
+              HasSubstr("broken by a failed write"));
+  EXPECT_EQ((*s)->TrySend("more"), HttpStream::TrySendResult::kNotSent);
+  EXPECT_THAT(std::string((*s)->CloseSend().message()), HasSubstr("broken"));
+}
+
 TEST_F(HttpTlsTest, MissingClientCertificateIsRefused) {
   Start({});
   HttpClient c = Client(ClientTls(nullptr));

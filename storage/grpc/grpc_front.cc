@@ -225,12 +225,14 @@ class WriteQueue {
     return step;
   }
 
-  // The call ends with `st` (the first End wins); true: finish now (no
-  // write in flight; otherwise WriteDone says finish).
-  bool End(grpc::Status st) EXCLUDES(mu_) {
+  // The call ends with `st` (the first End wins): what is queued is
+  // dropped, or with `after_queued` written first. True: finish now (no
+  // write in flight, so nothing queued; otherwise WriteDone says finish).
+  bool End(grpc::Status st, bool after_queued = false) EXCLUDES(mu_) {
     MutexLock l(&mu_);
     if (ending_) return false;
     ending_ = true;
+    drain_ = after_queued;
     status_ = std::move(st);
     if (writing_) return false;
     finished_ = true;
@@ -244,11 +246,14 @@ class WriteQueue {
     MutexLock l(&mu_);
     queued_bytes_ -= std::min(queued_bytes_, queue_.front().ByteSizeLong());
     queue_.pop_front();
-    if (!ok && !ending_) {
-      ending_ = true;
-      status_ = grpc::Status::CANCELLED;
+    if (!ok) {
+      if (!ending_) {
+        ending_ = true;
+        status_ = grpc::Status::CANCELLED;
+      }
+      drain_ = false;  // nothing more can be written
     }
-    if (ending_) {
+    if (ending_ && (!drain_ || queue_.empty())) {
       writing_ = false;
       queue_.clear();
       step.finish = !finished_;
@@ -277,6 +282,7 @@ class WriteQueue {
   size_t queued_bytes_ GUARDED_BY(mu_) = 0;
   bool writing_ GUARDED_BY(mu_) = false;
   bool ending_ GUARDED_BY(mu_) = false;
+  bool drain_ GUARDED_BY(mu_) = false;  // ending after the queued writes
   bool finished_ GUARDED_BY(mu_) = false;
   grpc::Status status_;
 };
@@ -313,6 +319,12 @@ class BidiStream : public grpc::ServerBidiReactor<Req, Resp>,
   void End(grpc::Status st) {
     if (writes_.End(std::move(st))) this->Finish(writes_.status());
   }
+  // Ends with `st` once the responses already sent are written.
+  void EndAfterSent(grpc::Status st) {
+    if (writes_.End(std::move(st), /*after_queued=*/true)) {
+      this->Finish(writes_.status());
+    }
+  }
 
  protected:
   // Handles one request; may Send(). Returns false to hold the next read
@@ -320,6 +332,10 @@ class BidiStream : public grpc::ServerBidiReactor<Req, Resp>,
   virtual bool Handle(const Req& req) = 0;
   // The call is over (no more Send()s will be written).
   virtual void Closed() {}
+  // The client closed its side (or the call broke) and nothing is being
+  // handled. etcd's Watch keeps answering until the client cancels, so by
+  // default nothing happens.
+  virtual void ClientClosed() {}
 
   void ReadNext() {
     // No new operation once the call is ending.
@@ -337,9 +353,10 @@ class BidiStream : public grpc::ServerBidiReactor<Req, Resp>,
   }
 
   void OnReadDone(bool ok) override {
-    // !ok: the client closed its side (or the call broke); as etcd, the
-    // responses keep flowing until the client cancels.
-    if (!ok) return;
+    if (!ok) {
+      ClientClosed();
+      return;
+    }
     if (Handle(req_)) ReadNext();
   }
 
@@ -554,6 +571,11 @@ class KeepAliveCall
     });
     return false;
   }
+
+  // etcd's leaseKeepAlive returns at the client's end of stream: the call
+  // ends OK once the answers sent so far are written. (The next read only
+  // starts after the last answer was queued.)
+  void ClientClosed() override { EndAfterSent(grpc::Status::OK); }
 
   KvService* const kv_;
 };

@@ -128,6 +128,21 @@ Status CheckIntervals(const Ops& reqs, std::set<std::string>* puts_out,
   return Status::Ok();
 }
 
+// Depth-first; `depth` is r's own (1 for the request). The recursion is as
+// deep as the decoded request, which protobuf's parser bounds.
+bool NestsDeeperThan(const TxnRequest& r, int depth, int limit) {
+  if (depth > limit) return true;
+  for (const Ops* ops : {&r.success(), &r.failure()}) {
+    for (const RequestOp& op : *ops) {
+      if (op.request_case() == RequestOp::kRequestTxn &&
+          NestsDeeperThan(op.request_txn(), depth + 1, limit)) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
 bool AnyOp(const TxnRequest& r, bool (*pred)(const RequestOp&)) {
   for (const Ops* ops : {&r.success(), &r.failure()}) {
     for (const RequestOp& op : *ops) {
@@ -258,6 +273,12 @@ Status CheckTxnRequest(const TxnRequest& r, int max_ops) {
   RETURN_IF_ERROR(CheckIntervals(r.success(), nullptr, nullptr));
   RETURN_IF_ERROR(CheckIntervals(r.failure(), nullptr, nullptr));
   return Status::Ok();
+}
+
+Status CheckTxnNesting(const TxnRequest& r) {
+  if (!NestsDeeperThan(r, 1, kMaxTxnNesting)) return Status::Ok();
+  return InvalidArgumentError("etcdserver: txn request nests more than " +
+                              std::to_string(kMaxTxnNesting) + " txns");
 }
 
 bool IsTxnReadOnly(const TxnRequest& r) {

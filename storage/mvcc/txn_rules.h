@@ -27,6 +27,18 @@ Status CheckDeleteRequest(const etcdserverpb::DeleteRangeRequest& r);
 // an overlapping delete, or two puts of one key, on one execution path.
 Status CheckTxnRequest(const etcdserverpb::TxnRequest& r, int max_ops);
 
+// The most txns a request may nest in one another (a flat txn is 1).
+// etcd has no such bound (Go's protobuf decoder has no depth limit). Here
+// a proposal must stay decodable by every member, whose protobuf parser
+// stops at 100 nested messages; a txn level is two (TxnRequest, RequestOp)
+// and the proposal wraps the request in an InternalRaftRequest. The JSON
+// gateway's decoder already stops at 64 nested messages, 32 txns.
+inline constexpr int kMaxTxnNesting = 32;
+// InvalidArgument if `r` nests txns deeper than kMaxTxnNesting. Checked
+// where requests enter and before a proposal, never when an entry is
+// applied: an entry that is in the log must apply as it did before.
+Status CheckTxnNesting(const etcdserverpb::TxnRequest& r);
+
 // No put or delete in any branch, at any depth.
 bool IsTxnReadOnly(const etcdserverpb::TxnRequest& r);
 // Some put in any branch, at any depth (what the NOSPACE alarm refuses).

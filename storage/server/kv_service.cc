@@ -4,6 +4,7 @@
 #include <optional>
 #include <utility>
 
+#include "storage/mvcc/txn_rules.h"
 #include "storage/server/auth_store.h"
 #include "storage/server/proposer.h"
 
@@ -164,6 +165,15 @@ void KvService::DeleteRange(etcdserverpb::DeleteRangeRequest req,
 void KvService::Txn(etcdserverpb::TxnRequest req,
                     Done<etcdserverpb::TxnResponse> done, std::string user) {
   StoreServer* s = server_;
+  // etcd's checkTxnRequest, where etcd runs it: before the permission
+  // check and the proposal, so that a txn the store would refuse costs no
+  // raft entry. (The store checks again when it applies one.)
+  Status valid = mvcc::CheckTxnNesting(req);
+  if (valid.ok()) valid = mvcc::CheckTxnRequest(req, s->config().max_txn_ops);
+  if (!valid.ok()) {
+    done(std::move(valid));
+    return;
+  }
   if (!IsReadOnlyTxn(req)) {
     storagepb::InternalRaftRequest ir;
     SetCaller(s, std::move(user), &ir);

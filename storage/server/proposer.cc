@@ -123,6 +123,14 @@ void Proposer::Propose(storagepb::InternalRaftRequest req, ApplyCallback done) {
                 "etcdserver: mvcc: database space exceeded"));
     return;
   }
+  if (req.has_txn()) {
+    // Every member must be able to decode the entry (txn_rules.h): one
+    // that a follower cannot parse would stop the log behind it.
+    if (Status st = mvcc::CheckTxnNesting(req.txn()); !st.ok()) {
+      done(std::move(st));
+      return;
+    }
+  }
   uint64_t id = NextRequestId();
   req.set_id(id);
   req.set_proposed_at_unix_nanos(std::chrono::duration_cast<nanoseconds>(

@@ -7,6 +7,7 @@
 #include <variant>
 #include <vector>
 
+#include "apiserver/query_params.h"
 #include "base/logging.h"
 #include "objects/label_selector.h"
 #include "objects/meta.h"
@@ -86,6 +87,8 @@ ApiResult<objects::metav1::Status> Evictions::Evict(
         "name in URL does not match name in Eviction object");
   }
   DeleteOptions delete_options = eviction.deleteoptions();
+  // As a DELETE's: the grace period and dryRun reach the pod's deletion.
+  if (auto e = ValidateDeleteOptions(&delete_options)) return *e;
   if (dry_run && delete_options.dryrun().empty()) {
     delete_options.add_dryrun("All");
   }

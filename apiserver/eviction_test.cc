@@ -59,11 +59,19 @@ void Budget(TestServer& s, const std::string& name, int allowed,
 }
 
 Response Evict(TestServer& s, const std::string& pod,
-               const std::string& name_in_body = "") {
+               const std::string& name_in_body = "",
+               const std::string& delete_options = "{}") {
   return s.Post(std::string(kPods) + "/" + pod + "/eviction",
                 R"({"apiVersion":"policy/v1","kind":"Eviction",
       "metadata":{"name":")" +
-                    (name_in_body.empty() ? pod : name_in_body) + R"("}})");
+                    (name_in_body.empty() ? pod : name_in_body) +
+                    R"("},"deleteOptions":)" + delete_options + "}");
+}
+
+int64_t DeletionGracePeriod(TestServer& s, const std::string& pod) {
+  Response r = s.Get(std::string(kPods) + "/" + pod);
+  const rapidjson::Value* v = r.At({"metadata", "deletionGracePeriodSeconds"});
+  return v != nullptr && v->IsInt64() ? v->GetInt64() : -1000;
 }
 
 bool Terminating(TestServer& s, const std::string& pod) {
@@ -89,6 +97,32 @@ TEST(EvictionTest, WithoutBudgetThePodIsDeletedAndMarked) {
   EXPECT_EQ(mismatch.code, 400);
   EXPECT_EQ(mismatch.Str({"message"}),
             "name in URL does not match name in Eviction object");
+}
+
+// An Eviction's deleteOptions are checked as a DELETE's are: a negative
+// grace period is 1 s (Kubernetes' defaulting; the smallest one once
+// overflowed against the pod's current grace period), an unknown dryRun is
+// 422 and deletes nothing.
+TEST(EvictionTest, DeleteOptionsAreCheckedAsADeletes) {
+  TestServer s;
+  RunningPod(s, "a");
+  Response bogus = Evict(s, "a", "", R"({"dryRun":["bogus"]})");
+  EXPECT_EQ(bogus.code, 422) << bogus.body;
+  EXPECT_THAT(bogus.body, HasSubstr("dryRun"));
+  EXPECT_FALSE(Terminating(s, "a"));
+
+  Response r = Evict(s, "a", "", R"({"gracePeriodSeconds":-5})");
+  ASSERT_EQ(r.code, 201) << r.body;
+  EXPECT_EQ(DeletionGracePeriod(s, "a"), 1);
+  // Again, with the smallest grace period there is, on the terminating pod.
+  Response again =
+      Evict(s, "a", "", R"({"gracePeriodSeconds":-9223372036854775808})");
+  EXPECT_EQ(again.code, 201) << again.body;
+  EXPECT_EQ(DeletionGracePeriod(s, "a"), 1);
+  Response pod = s.Get(std::string(kPods) + "/a");
+  ASSERT_EQ(pod.code, 200) << pod.body;
+  EXPECT_THAT(pod.Str({"metadata", "deletionTimestamp"}),
+              ::testing::MatchesRegex("20[0-9][0-9]-.*Z"));
 }
 
 TEST(EvictionTest, ABudgetWithoutDisruptionsAnswers429) {

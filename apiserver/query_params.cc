@@ -231,7 +231,13 @@ ApiResult<objects::metav1::DeleteOptions> ParseDeleteOptions(
   for (auto [it, end] = req.query.equal_range("dryRun"); it != end; ++it) {
     opts.add_dryrun(it->second);
   }
+  if (auto e = ValidateDeleteOptions(&opts)) return *e;
+  return opts;
+}
 
+std::optional<ApiError> ValidateDeleteOptions(
+    objects::metav1::DeleteOptions* options) {
+  objects::metav1::DeleteOptions& opts = *options;
   FieldErrors errs;
   if (opts.has_orphandependents() && opts.has_propagationpolicy()) {
     errs.push_back(FieldError{FieldError::Type::kInvalid, "propagationPolicy",
@@ -262,7 +268,7 @@ ApiResult<objects::metav1::DeleteOptions> ParseDeleteOptions(
   if (!errs.empty()) {
     return ApiError::Invalid(kMetaGroup, "DeleteOptions", "", errs);
   }
-  return opts;
+  return std::nullopt;
 }
 
 std::string DefaultFieldManager(const net::HttpRequest& req) {

@@ -79,6 +79,14 @@ ApiResult<WriteParams> ParseWriteParams(const net::HttpRequest& req,
 ApiResult<objects::metav1::DeleteOptions> ParseDeleteOptions(
     const net::HttpRequest& req, std::string_view body);
 
+// Kubernetes' ValidateDeleteOptions, for DeleteOptions from any source (a
+// DELETE, an Eviction's deleteOptions): 422 for an unknown dryRun or
+// propagationPolicy, or orphanDependents beside a propagationPolicy; a
+// negative grace period becomes 1 s (kube-apiserver's defaulting) and one
+// above kMaxRequestDurationSeconds is lowered to it, in place.
+std::optional<ApiError> ValidateDeleteOptions(
+    objects::metav1::DeleteOptions* options);
+
 // The fieldManager used when none was given: the User-Agent up to its first
 // '/' ("kubectl/v1.32.4 (linux/amd64)" -> "kubectl"), as Kubernetes does.
 std::string DefaultFieldManager(const net::HttpRequest& req);

@@ -1,6 +1,8 @@
 #include "storage/mvcc/txn_rules.h"
 
 #include <algorithm>
+#include <iterator>
+#include <map>
 #include <set>
 #include <string>
 
@@ -56,71 +58,105 @@ Status CheckTxnOps(const TxnRequest& r, int max_ops) {
   return Status::Ok();
 }
 
-// A deleted key range. Unlike etcd 3.4 (whose interval check reads "\0"
-// literally and so lets a put slip past a delete-to-the-end), range_end "\0"
-// means every key >= begin here, as it does when the delete executes.
-struct DeletedRange {
-  std::string begin;
-  std::string end;  // empty: the point `begin`
-  bool to_infinity = false;
-
-  bool Contains(const std::string& k) const {
-    if (!to_infinity && end.empty()) return k == begin;
-    return k >= begin && (to_infinity || k < end);
+// The keys deleted on one execution path: a union of ranges [begin, end),
+// merged, so that a put is checked against all of them in O(log n) (a
+// list scanned for every put was quadratic: ~43,000 puts against ~43,000
+// deletes, in a txn within --max-txn-ops, took seconds on every member).
+// A point delete is [key, key + "\0"). Unlike etcd 3.4 (whose interval
+// check reads "\0" literally and so lets a put slip past a delete-to-the-
+// end), range_end "\0" means every key >= begin here, as it does when the
+// delete executes; a range_end at or below its key deletes nothing.
+class DeletedKeys {
+ public:
+  void AddDelete(const etcdserverpb::DeleteRangeRequest& d) {
+    if (d.range_end().empty()) {
+      Add(d.key(), End{d.key() + std::string(1, '\0'), false});
+    } else if (d.range_end().size() == 1 && d.range_end()[0] == '\0') {
+      Add(d.key(), End{"", true});
+    } else {
+      Add(d.key(), End{d.range_end(), false});
+    }
   }
-};
+  void AddAll(const DeletedKeys& other) {
+    for (const auto& [begin, end] : other.ranges_) Add(begin, end);
+  }
+  bool Contains(const std::string& k) const {
+    auto it = ranges_.upper_bound(k);
+    if (it == ranges_.begin()) return false;
+    --it;
+    return it->second.to_infinity || k < it->second.key;
+  }
 
-bool AnyContains(const std::vector<DeletedRange>& dels, const std::string& k) {
-  return std::any_of(dels.begin(), dels.end(),
-                     [&](const DeletedRange& d) { return d.Contains(k); });
-}
+ private:
+  struct End {
+    std::string key;  // exclusive
+    bool to_infinity = false;
+  };
+  static bool Before(const End& a, const End& b) {
+    return !a.to_infinity && (b.to_infinity || a.key < b.key);
+  }
+
+  void Add(std::string begin, End end) {
+    if (!end.to_infinity && end.key <= begin) return;  // empty
+    auto it = ranges_.upper_bound(begin);
+    if (it != ranges_.begin()) {
+      auto prev = std::prev(it);
+      if (prev->second.to_infinity || prev->second.key >= begin) {
+        // Overlaps or touches the range before: grow that one.
+        if (!Before(prev->second, end)) return;  // already covered
+        begin = prev->first;
+        it = prev;
+      }
+    }
+    // Swallow every range that starts inside (or right at the end of) the
+    // new one.
+    while (it != ranges_.end() && (end.to_infinity || it->first <= end.key)) {
+      if (Before(end, it->second)) end = it->second;
+      it = ranges_.erase(it);
+    }
+    ranges_.emplace(std::move(begin), std::move(end));
+  }
+
+  std::map<std::string, End> ranges_;  // begin -> end, disjoint
+};
 
 // Mirrors etcd's checkIntervals: deletes of this level first, then the puts
 // of nested txns (then/else may share keys: only one runs), then this
 // level's puts.
 Status CheckIntervals(const Ops& reqs, std::set<std::string>* puts_out,
-                      std::vector<DeletedRange>* dels_out) {
-  std::vector<DeletedRange> dels;
+                      DeletedKeys* dels_out) {
+  DeletedKeys dels;
   for (const RequestOp& req : reqs) {
     if (req.request_case() != RequestOp::kRequestDeleteRange) continue;
-    const auto& d = req.request_delete_range();
-    DeletedRange range;
-    range.begin = d.key();
-    if (d.range_end().size() == 1 && d.range_end()[0] == '\0') {
-      range.to_infinity = true;
-    } else {
-      range.end = d.range_end();
-    }
-    dels.push_back(std::move(range));
+    dels.AddDelete(req.request_delete_range());
   }
   std::set<std::string> puts;
   for (const RequestOp& req : reqs) {
     if (req.request_case() != RequestOp::kRequestTxn) continue;
     std::set<std::string> puts_then, puts_else;
-    std::vector<DeletedRange> dels_then, dels_else;
+    DeletedKeys dels_then, dels_else;
     RETURN_IF_ERROR(
         CheckIntervals(req.request_txn().success(), &puts_then, &dels_then));
     RETURN_IF_ERROR(
         CheckIntervals(req.request_txn().failure(), &puts_else, &dels_else));
     for (const std::string& k : puts_then) {
-      if (puts.count(k) != 0 || AnyContains(dels, k))
-        return DuplicateKeyError();
+      if (puts.count(k) != 0 || dels.Contains(k)) return DuplicateKeyError();
       puts.insert(k);
     }
     for (const std::string& k : puts_else) {
       if (puts.count(k) != 0 && puts_then.count(k) == 0) {
         return DuplicateKeyError();
       }
-      if (AnyContains(dels, k)) return DuplicateKeyError();
+      if (dels.Contains(k)) return DuplicateKeyError();
       puts.insert(k);
     }
-    dels.insert(dels.end(), dels_then.begin(), dels_then.end());
-    dels.insert(dels.end(), dels_else.begin(), dels_else.end());
+    dels.AddAll(dels_then);
+    dels.AddAll(dels_else);
   }
   for (const RequestOp& req : reqs) {
     if (req.request_case() != RequestOp::kRequestPut) continue;
     const std::string& k = req.request_put().key();
-    if (puts.count(k) != 0 || AnyContains(dels, k)) return DuplicateKeyError();
+    if (puts.count(k) != 0 || dels.Contains(k)) return DuplicateKeyError();
     puts.insert(k);
   }
   if (puts_out) *puts_out = std::move(puts);

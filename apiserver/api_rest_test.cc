@@ -592,6 +592,18 @@ TEST(ApiRestTest, PatchFlavours) {
       s.Patch(url, R"([{"op":"test","path":"/spec/replicas","value":99}])",
               "application/json-patch+json");
   EXPECT_EQ(failed_test.code, 422) << failed_test.body;
+  // An operation that cannot be carried out is the patch not applying
+  // (422, as kube answers jsonpatch's errors); a body that is not a list
+  // of operations is a bad request.
+  for (const char* ops :
+       {R"([{"op":"frob","path":"/a"}])", R"([{"path":"/spec"}])",
+        R"([{"op":"move","path":"/spec/x"}])",
+        R"([{"op":"add","path":"spec","value":1}])"}) {
+    Response r = s.Patch(url, ops, "application/json-patch+json");
+    ExpectStatus(r, 422, "Invalid");
+  }
+  ExpectStatus(s.Patch(url, R"(["add"])", "application/json-patch+json"), 400,
+               "BadRequest");
   // A resourceVersion in a patch is a precondition.
   Response stale = s.Patch(url, R"({"metadata":{"resourceVersion":"1"}})",
                            "application/merge-patch+json");

@@ -172,6 +172,17 @@ Status Remove(JsonValue& doc, const std::vector<std::string>& tokens,
   return NotApplicable(op, path);
 }
 
+// An operation that cannot be carried out (no "op", an unknown one, a
+// missing "path", "value" or "from", a malformed pointer) is the patch not
+// applying, as Kubernetes answers every error of jsonpatch's Apply: 422,
+// not 400 (FailedPrecondition here). Only a body that is not a list of
+// objects is a bad request.
+StatusOr<std::vector<std::string>> AsOperationError(
+    StatusOr<std::vector<std::string>> tokens) {
+  if (tokens.ok()) return tokens;
+  return FailedPreconditionError(tokens.status().message());
+}
+
 Status ApplyOne(JsonValue& doc, const JsonValue& op_obj, JsonAllocator& alloc,
                 Budget* b) {
   if (!op_obj.IsObject()) {
@@ -180,30 +191,30 @@ Status ApplyOne(JsonValue& doc, const JsonValue& op_obj, JsonAllocator& alloc,
   const JsonValue* op = FindMember(op_obj, "op");
   const JsonValue* path_v = FindMember(op_obj, "path");
   if (op == nullptr || !op->IsString()) {
-    return InvalidArgumentError("json patch operation is missing \"op\"");
+    return FailedPreconditionError("json patch operation is missing \"op\"");
   }
   if (path_v == nullptr || !path_v->IsString()) {
-    return InvalidArgumentError("json patch " + std::string(StringOf(*op)) +
-                                " operation is missing \"path\"");
+    return FailedPreconditionError("json patch " + std::string(StringOf(*op)) +
+                                   " operation is missing \"path\"");
   }
   std::string_view name = StringOf(*op);
   std::string_view path = StringOf(*path_v);
-  ASSIGN_OR_RETURN(auto tokens, ParseJsonPointer(path));
+  ASSIGN_OR_RETURN(auto tokens, AsOperationError(ParseJsonPointer(path)));
   const JsonValue* value = FindMember(op_obj, "value");
   auto need_value = [&]() -> Status {
     if (value == nullptr) {
-      return InvalidArgumentError("json patch " + std::string(name) +
-                                  " operation is missing \"value\"");
+      return FailedPreconditionError("json patch " + std::string(name) +
+                                     " operation is missing \"value\"");
     }
     return Status::Ok();
   };
   auto from_tokens = [&]() -> StatusOr<std::vector<std::string>> {
     const JsonValue* from = FindMember(op_obj, "from");
     if (from == nullptr || !from->IsString()) {
-      return InvalidArgumentError("json patch " + std::string(name) +
-                                  " operation is missing \"from\"");
+      return FailedPreconditionError("json patch " + std::string(name) +
+                                     " operation is missing \"from\"");
     }
-    return ParseJsonPointer(StringOf(*from));
+    return AsOperationError(ParseJsonPointer(StringOf(*from)));
   };
 
   if (name == "add") {
@@ -305,7 +316,7 @@ Status ApplyOne(JsonValue& doc, const JsonValue& op_obj, JsonAllocator& alloc,
     }
     return Status::Ok();
   }
-  return InvalidArgumentError("Unexpected kind: " + std::string(name));
+  return FailedPreconditionError("Unexpected kind: " + std::string(name));
 }
 
 }  // namespace

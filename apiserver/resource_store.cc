@@ -215,7 +215,8 @@ ApiResult<ListResult> ResourceStore::List(std::string_view ns,
   StatusOr<ListResult> r =
       (params.resource_version_match == "Exact" || cacher_ == nullptr)
           ? store_->List(ns, lo)
-          : cacher_->List(ns, *rev, params.resource_version.empty(), lo);
+          : cacher_->List(ns, *rev, params.resource_version.empty(), lo,
+                          params.resource_version_match == "NotOlderThan");
   if (!r.ok()) return ApiError::FromStatus(r.status(), resource_);
   return std::move(*r);
 }

@@ -755,16 +755,18 @@ size_t Cacher::num_watchers() const {
 }
 
 StatusOr<ListResult> Cacher::List(std::string_view ns, int64_t revision,
-                                  bool consistent, const ListOptions& opts) {
+                                  bool consistent, const ListOptions& opts,
+                                  bool not_older_than) {
   ListOptions from_store = opts;
   from_store.revision = consistent ? 0 : revision;
   // What the store serves (kube-apiserver 1.33's delegator, for a cache
   // without snapshots): a continue page (at its token's revision, which the
-  // cache no longer has) and a limited list at an exact revision. A first
-  // page of a consistent list is the cache's; "any" (resourceVersion=0)
-  // ignores the limit.
+  // cache no longer has) and a limited list at an exact revision (the
+  // legacy match; NotOlderThan is never delegated). A first page of a
+  // consistent or not-older-than list is the cache's; "any"
+  // (resourceVersion=0) ignores the limit.
   if (!opts.continue_token.empty() ||
-      (opts.limit > 0 && !consistent && revision > 0)) {
+      (opts.limit > 0 && !consistent && revision > 0 && !not_older_than)) {
     return store_->List(ns, from_store);
   }
   if (!ready_.load()) {
@@ -788,7 +790,8 @@ StatusOr<ListResult> Cacher::List(std::string_view ns, int64_t revision,
   } else if (revision > 0 && !impl_->WaitForRevision(revision)) {
     return TooLargeResourceVersion(revision, revision_.load());
   }
-  return impl_->ListFromCache(ns, opts.predicate, consistent ? opts.limit : 0);
+  const bool paged = consistent || (not_older_than && revision > 0);
+  return impl_->ListFromCache(ns, opts.predicate, paged ? opts.limit : 0);
 }
 
 StatusOr<ObjectPtr> Cacher::Get(std::string_view ns, std::string_view name) {

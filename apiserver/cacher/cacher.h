@@ -64,12 +64,15 @@
 //   any (resourceVersion "0"): the cache as it is now; `limit` is ignored;
 //   not older than N: waits up to `consistent_read_wait` for the cache to
 //     reach N, else Timeout (504 "Too large resource version: N, current: M");
-//   N with limit (revision > 0, not consistent): served by the ObjectStore
-//     at exactly N. For resourceVersionMatch "" (legacy exact) that is
-//     kube's rule; kube serves NotOlderThan N with a limit from the cache,
-//     which this interface cannot tell apart (the store's answer is at N,
-//     which NotOlderThan also allows). resourceVersionMatch=Exact never
-//     reaches the cache (ResourceStore::List).
+//   N with limit (revision > 0, not consistent), resourceVersionMatch ""
+//     (legacy exact): served by the ObjectStore at exactly N (410 once N is
+//     compacted), kube's rule;
+//   NotOlderThan N (`not_older_than`), with or without limit: never at
+//     exactly N but as "not older than N" above, a limit applied as for a
+//     consistent read (the first page from the cache at the revision it
+//     reached), as kube serves it from the cache; never 410.
+//     resourceVersionMatch=Exact never reaches the cache
+//     (ResourceStore::List).
 //
 // Metrics (CacherOptions::metrics, labels {group, resource}):
 //   apiserver_watch_cache_events_dispatched_total
@@ -278,7 +281,8 @@ class Cacher {
 
   // Every object as of the cache now, or after the consistency rules above.
   StatusOr<ListResult> List(std::string_view ns, int64_t revision,
-                            bool consistent, const ListOptions& opts);
+                            bool consistent, const ListOptions& opts,
+                            bool not_older_than = false);
   // The current object at a key from the cache (GET with resourceVersion=0).
   StatusOr<ObjectPtr> Get(std::string_view ns, std::string_view name);
 

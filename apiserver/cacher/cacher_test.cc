@@ -876,6 +876,36 @@ TEST_F(CacherTest, ConsistentListFallsBackToTheStoreWhenTheCacheLags) {
             0u);
 }
 
+// NotOlderThan N with a limit is the cache's first page at the revision it
+// reached, never the store's at exactly N: after N is compacted it still
+// answers (kube never answers 410 to NotOlderThan), while the legacy match
+// with a limit reads the store at N and gets 410.
+TEST_F(CacherTest, NotOlderThanWithALimitIsServedFromTheCache) {
+  const int64_t first = CreatePod("default", "a");
+  CreatePod("default", "b");
+  const int64_t last = CreatePod("default", "c");
+  StartCacher();
+  WaitCacheAt(last);
+  ASSERT_GT(db_.CompactNow(), first);
+
+  auto page = cacher_->List("default", first, false, ListOptions{.limit = 2},
+                            /*not_older_than=*/true);
+  ASSERT_TRUE(page.ok()) << page.status();
+  EXPECT_EQ(page->items.size(), 2u);
+  EXPECT_FALSE(page->continue_token.empty());
+  EXPECT_GE(page->revision, last);
+  // Its next page comes from the store at the page's revision.
+  auto next = cacher_->List(
+      "default", 0, false,
+      ListOptions{.limit = 2, .continue_token = page->continue_token});
+  ASSERT_TRUE(next.ok()) << next.status();
+  ASSERT_EQ(next->items.size(), 1u);
+  EXPECT_EQ(objects::Name(*next->items[0]), "c");
+
+  auto exact = cacher_->List("default", first, false, ListOptions{.limit = 2});
+  EXPECT_EQ(exact.status().code(), StatusCode::kExpired) << exact.status();
+}
+
 TEST_F(CacherTest, ListAndGetFromMemory) {
   for (int i = 0; i < 5; ++i) CreatePod("default", "p" + std::to_string(i));
   CreatePod("other", "q");

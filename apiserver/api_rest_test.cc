@@ -104,6 +104,48 @@ TEST(ApiRestTest, CreateFillsMetadataAndGetReturnsIt) {
             c.Str({"metadata", "resourceVersion"}));
 }
 
+// managedFields a client sends that cannot be read (a fieldsV1 that is no
+// field set) are ignored as kube's FieldManager ignores them: the live
+// object's entries are the starting point and the write succeeds.
+TEST(ApiRestTest, UnreadableManagedFieldsFromTheClientAreIgnored) {
+  TestServer s;
+  Response c =
+      s.Post(std::string(kConfigMaps) + "?fieldManager=maker", ConfigMap("cm"));
+  ASSERT_EQ(c.code, 201) << c.body;
+  const std::string url = std::string(kConfigMaps) + "/cm";
+  const std::string bad_entry =
+      R"({"manager":"m","operation":"Update","apiVersion":"v1",)"
+      R"("fieldsType":"FieldsV1","fieldsV1":{"x":{}}})";
+  Response patched = s.Patch(url + "?fieldManager=patcher",
+                             R"({"metadata":{"managedFields":[)" + bad_entry +
+                                 R"(]},"data":{"added":"1"}})",
+                             "application/merge-patch+json");
+  ASSERT_EQ(patched.code, 200) << patched.body;
+  const rapidjson::Value* mf = patched.At({"metadata", "managedFields"});
+  ASSERT_NE(mf, nullptr);
+  ASSERT_TRUE(mf->IsArray());
+  std::vector<std::string> managers;
+  for (const rapidjson::Value& e : mf->GetArray()) {
+    managers.push_back(e["manager"].GetString());
+  }
+  EXPECT_EQ(managers, (std::vector<std::string>{"maker", "patcher"}));
+  EXPECT_EQ(patched.body.find(R"("f:x")"), std::string::npos) << patched.body;
+
+  // Readable entries from the client still replace the live ones (kubectl's
+  // client-side to server-side apply migration writes them).
+  Response rewritten = s.Patch(
+      url + "?fieldManager=patcher",
+      R"({"metadata":{"managedFields":[{"manager":"other","operation":)"
+      R"("Update","apiVersion":"v1","fieldsType":"FieldsV1","fieldsV1":)"
+      R"({"f:data":{"f:added":{}}}}]}})",
+      "application/merge-patch+json");
+  ASSERT_EQ(rewritten.code, 200) << rewritten.body;
+  const rapidjson::Value* mf2 = rewritten.At({"metadata", "managedFields"});
+  ASSERT_NE(mf2, nullptr);
+  ASSERT_EQ(mf2->Size(), 1u) << rewritten.body;
+  EXPECT_STREQ((*mf2)[0]["manager"].GetString(), "other");
+}
+
 TEST(ApiRestTest, GenerateNameAddsFiveCharacters) {
   TestServer s;
   Response c =

@@ -612,15 +612,18 @@ Status TrackManagedFieldsThroughJson(
   auto& alloc = doc.GetAllocator();
   rapidjson::Value new_dom = objects::ToJsonValue(*obj, alloc);
   rapidjson::Value old_dom;
+  // The old object with the managedFields the client wrote, when it
+  // rewrote them: the starting point, if they can be read.
+  std::optional<rapidjson::Value> client_old;
   if (old != nullptr) {
     old_dom = objects::ToJsonValue(*old, alloc);
     if (meta->managedfields_size() > 0 && old_meta != nullptr &&
         !SameManagedFields(*meta, *old_meta)) {
-      // The client rewrote managedFields: start from its version.
       rapidjson::Value* nm = patch::FindMember(new_dom, "metadata");
-      rapidjson::Value* om = patch::FindMember(old_dom, "metadata");
       const rapidjson::Value* mf =
           nm != nullptr ? patch::FindMember(*nm, "managedFields") : nullptr;
+      client_old.emplace(old_dom, alloc);
+      rapidjson::Value* om = patch::FindMember(*client_old, "metadata");
       if (om != nullptr && mf != nullptr) {
         patch::SetMember(*om, "managedFields", rapidjson::Value(*mf, alloc),
                          alloc);
@@ -635,12 +638,26 @@ Status TrackManagedFieldsThroughJson(
   opts.ignored = ignored;
   // Stored raw JSON (fieldsV1, RawExtension) may be deep.
   const int depth = std::max(DepthOf(new_dom), DepthOf(old_dom));
-  Status updated;
-  RETURN_IF_ERROR(kplane::RunForDepth(depth, [&] {
-    updated = patch::UpdateManagedFields(old != nullptr ? &old_dom : nullptr,
-                                         new_dom, opts, alloc);
-  }));
-  RETURN_IF_ERROR(updated);
+  auto update = [&](const rapidjson::Value* from,
+                    rapidjson::Value& target) -> Status {
+    Status updated;
+    RETURN_IF_ERROR(kplane::RunForDepth(depth, [&] {
+      updated = patch::UpdateManagedFields(from, target, opts, alloc);
+    }));
+    return updated;
+  };
+  Status updated = Status::Ok();
+  if (client_old.has_value()) {
+    // kube's FieldManager: managedFields the client sent that cannot be
+    // decoded (a fieldsV1 that is no field set) are ignored and the live
+    // object's are the starting point, rather than failing the write.
+    rapidjson::Value attempt(new_dom, alloc);
+    updated = update(&*client_old, attempt);
+    if (updated.ok()) new_dom = std::move(attempt);
+  }
+  if (!client_old.has_value() || !updated.ok()) {
+    RETURN_IF_ERROR(update(old != nullptr ? &old_dom : nullptr, new_dom));
+  }
   meta->clear_managedfields();
   const rapidjson::Value* nm = patch::FindMember(new_dom, "metadata");
   const rapidjson::Value* mf =

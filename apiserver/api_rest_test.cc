@@ -657,6 +657,40 @@ TEST(ApiRestTest, PatchFlavours) {
   ExpectStatus(malformed, 400, "BadRequest");
 }
 
+// Server-side apply has no strategic merge directives: an applied object
+// naming one is refused (kube reads such names as ordinary fields, which
+// its validation refuses), and nothing another manager owns is dropped.
+TEST(ApiRestTest, ServerSideApplyRefusesStrategicMergeDirectives) {
+  TestServer s;
+  const std::string url = std::string(kConfigMaps) + "/shared";
+  Response created = s.Patch(
+      url + "?fieldManager=first",
+      R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"shared",)"
+      R"("finalizers":["example.com/keep"]},"data":{"a":"1"}})",
+      "application/apply-patch+yaml");
+  ASSERT_EQ(created.code, 201) << created.body;
+  for (const char* body :
+       {R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"shared"},)"
+        R"("data":{"$patch":"delete"}})",
+        R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"shared",)"
+        R"("$deleteFromPrimitiveList/finalizers":["example.com/keep"]}})",
+        R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"shared"},)"
+        R"("$retainKeys":["metadata"]})"}) {
+    Response r = s.Patch(url + "?fieldManager=second", body,
+                         "application/apply-patch+yaml");
+    ExpectStatus(r, 422, "Invalid");
+    EXPECT_NE(r.Str({"message"}).find("strategic merge patch directives"),
+              std::string::npos)
+        << r.body;
+  }
+  Response got = s.Get(url);
+  ASSERT_EQ(got.code, 200);
+  EXPECT_EQ(got.Str({"data", "a"}), "1");
+  const rapidjson::Value* fin = got.At({"metadata", "finalizers"});
+  ASSERT_NE(fin, nullptr);
+  EXPECT_EQ(fin->Size(), 1u);
+}
+
 TEST(ApiRestTest, ServerSideApply) {
   TestServer s;
   const std::string url = std::string(kDeployments) + "/web";

@@ -4,6 +4,7 @@
 #include <rapidjson/writer.h>
 
 #include <algorithm>
+#include <optional>
 #include <set>
 
 #include "base/json.h"
@@ -462,6 +463,40 @@ void WriteManagedFields(JsonValue& obj,
   SetMember(*md, "managedFields", arr, alloc);
 }
 
+namespace {
+
+// The first member (depth first, as a field path) whose name strategic
+// merge patch reads as a directive: "$patch", "$retainKeys",
+// "$setElementOrder/..." or "$deleteFromPrimitiveList/...". Walked with a
+// stack of its own: an applied object may be 10,000 levels deep.
+std::optional<std::string> FindStrategicDirective(const JsonValue& root) {
+  std::vector<std::pair<const JsonValue*, std::string>> todo = {{&root, ""}};
+  while (!todo.empty()) {
+    auto [v, path] = std::move(todo.back());
+    todo.pop_back();
+    if (v->IsObject()) {
+      for (auto it = v->MemberBegin(); it != v->MemberEnd(); ++it) {
+        const std::string_view name(it->name.GetString(),
+                                    it->name.GetStringLength());
+        const std::string member = path + "." + std::string(name);
+        if (name == "$patch" || name == "$retainKeys" ||
+            name.starts_with("$setElementOrder/") ||
+            name.starts_with("$deleteFromPrimitiveList/")) {
+          return member;
+        }
+        todo.emplace_back(&it->value, member);
+      }
+    } else if (v->IsArray()) {
+      for (rapidjson::SizeType i = 0; i < v->Size(); ++i) {
+        todo.emplace_back(&(*v)[i], path + "[" + std::to_string(i) + "]");
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 Status ServerSideApply(const JsonValue* live, const JsonValue& applied,
                        const ApplyOptions& opts, JsonValue* result,
                        JsonAllocator& alloc,
@@ -482,6 +517,17 @@ Status ServerSideApply(const JsonValue* live, const JsonValue& applied,
       md != nullptr && !md->IsObject() && !md->IsNull()) {
     return InvalidArgumentError(
         "metadata: Invalid value: must be an object in an apply patch");
+  }
+  // The merge below is a strategic merge, which would act on directives:
+  // "$patch": "delete" would drop fields other managers own, without a
+  // conflict. Server-side apply has none (kube reads such names as
+  // ordinary fields, which its validation then refuses as keys, or as
+  // unknown fields): refused.
+  if (std::optional<std::string> d = FindStrategicDirective(applied)) {
+    return FailedPreconditionError(
+        d->substr(1) +
+        ": Invalid value: strategic merge patch directives are not allowed "
+        "in an apply patch");
   }
   JsonValue config(applied, alloc);
   RemoveManagedFieldsFrom(config);

@@ -203,6 +203,8 @@ struct BuildState {
   FieldErrors* errs;
   int nodes = 0;
   bool too_many_reported = false;
+  int64_t pattern_bytes = 0;  // kMaxCrdPatternBytes' count so far
+  bool patterns_reported = false;
   void Add(FieldError e) {
     if (errs != nullptr) errs->push_back(std::move(e));
   }
@@ -396,6 +398,15 @@ std::unique_ptr<CrdSchemaNode> BuildNode(const rapidjson::Value& v,
       st->Add(validation::InvalidString(
           p.Child("pattern"), n->pattern,
           "must be a valid regular expression, but isn't: " + re->error()));
+    } else if ((st->pattern_bytes += int64_t{16} * re->ProgramSize() +
+                                     (8 << 10)) > kMaxCrdPatternBytes) {
+      if (!st->patterns_reported) {
+        st->patterns_reported = true;
+        st->Add(validation::Forbidden(
+            p.Child("pattern"), "the schema's patterns would take more than " +
+                                    std::to_string(kMaxCrdPatternBytes >> 20) +
+                                    " MiB once compiled (kplane's limit)"));
+      }
     } else {
       n->pattern_re = std::move(re);
     }

@@ -62,6 +62,13 @@ namespace kplane::apiserver {
 inline constexpr int kMaxCrdSchemaDepth = 64;
 inline constexpr int kMaxCrdSchemaNodes = 100000;
 inline constexpr int kMaxPatternProgramBytes = 1 << 20;
+// The memory all `pattern`s of one schema may take once compiled, each
+// counted as 16 bytes per RE2 instruction plus 8 KiB (measured: ~9 bytes
+// per instruction plus ~4 KiB; `\pL{50}` is ~60,000 instructions and
+// ~530 KB, a name pattern ~4 KB). Kubernetes has no such bound (Go's
+// regexp keeps a Unicode class as one instruction); without it a 3 MiB CRD
+// of 65,000 such patterns would take tens of GB.
+inline constexpr int64_t kMaxCrdPatternBytes = int64_t{64} << 20;
 
 // One JSONSchemaProps.
 struct CrdSchemaNode {

@@ -6,7 +6,9 @@
 //   InvalidArgument before it costs a raft entry, and the member keeps
 //   serving;
 // - a LeaseKeepAlive stream whose client closes its side ends OK after
-//   its answers, as etcd's leaseKeepAlive returns at io.EOF.
+//   its answers, as etcd's leaseKeepAlive returns at io.EOF;
+// - password hashing (Authenticate, which anyone may send) does not hold
+//   up reads and lease renewals.
 // First, as in grpc_front.cc: base/thread_annotations.h must come before
 // absl's (included by grpcpp), which defines the same macros only if unset.
 // clang-format off
@@ -16,6 +18,9 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+#include <future>
 #include <memory>
 #include <string>
 
@@ -157,6 +162,69 @@ TEST_F(RequestChecksTest, KeepAliveStreamEndsWhenTheClientClosesItsSide) {
   grpc::Status st = stream->Finish();
   EXPECT_TRUE(st.ok()) << st.error_code() << " " << st.error_message();
   EXPECT_EQ(answers, kRenewals);
+}
+
+// The member hashes passwords on a thread of its own: with that thread
+// held (a second task queued behind the first, as a flood of Authenticate
+// requests would leave it), a linearizable range and a lease renewal are
+// still answered. (On the two read workers, two such tasks stopped both.)
+TEST_F(RequestChecksTest, BusyPasswordThreadHoldsUpNoReadOrRenewal) {
+  member_.MustPut("k", "v");
+  // Shared with the tasks, which may run after this test's frame is gone
+  // (the second one runs once the first is let go).
+  struct Hold {
+    std::promise<void> release;
+    std::shared_future<void> released{release.get_future().share()};
+    std::promise<void> started;
+    std::atomic<bool> first{true};
+  };
+  auto hold = std::make_shared<Hold>();
+  struct Releaser {  // whatever happens below, the thread is let go
+    std::shared_ptr<Hold> h;
+    ~Releaser() { h->release.set_value(); }
+  } releaser{hold};
+  for (int i = 0; i < 2; ++i) {
+    member_.server()->SubmitPasswordWork([hold] {
+      if (hold->first.exchange(false)) hold->started.set_value();
+      hold->released.wait();
+    });
+  }
+  hold->started.get_future().wait();
+
+  pb::RangeResponse range;
+  {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() +
+                     std::chrono::seconds(10));
+    pb::RangeRequest req;
+    req.set_key("k");
+    grpc::Status st = kv_->Range(&ctx, req, &range);
+    ASSERT_TRUE(st.ok()) << st.error_code() << " " << st.error_message();
+  }
+  EXPECT_EQ(range.kvs_size(), 1);
+
+  auto lease = pb::Lease::NewStub(member_.Channel());
+  pb::LeaseGrantResponse granted;
+  {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(TestCallDeadline());
+    pb::LeaseGrantRequest req;
+    req.set_ttl(60);
+    ASSERT_TRUE(lease->LeaseGrant(&ctx, req, &granted).ok());
+  }
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  auto stream = lease->LeaseKeepAlive(&ctx);
+  pb::LeaseKeepAliveRequest renew;
+  renew.set_id(granted.id());
+  ASSERT_TRUE(stream->Write(renew));
+  pb::LeaseKeepAliveResponse resp;
+  ASSERT_TRUE(stream->Read(&resp));
+  EXPECT_EQ(resp.ttl(), 60);
+  stream->WritesDone();
+  while (stream->Read(&resp)) {
+  }
+  EXPECT_TRUE(stream->Finish().ok());
 }
 
 }  // namespace

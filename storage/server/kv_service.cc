@@ -260,8 +260,9 @@ void KvService::LeaseRevoke(etcdserverpb::LeaseRevokeRequest req,
 void KvService::AuthApply(storagepb::AuthRequest req, std::string user,
                           ApplyCallback done) {
   StoreServer* s = server_;
-  s->Submit([s, req = std::move(req), user = std::move(user),
-             done = std::move(done)]() mutable {
+  // Prepare hashes passwords: on the password thread.
+  s->SubmitPasswordWork([s, req = std::move(req), user = std::move(user),
+                         done = std::move(done)]() mutable {
     StatusOr<storagepb::AuthRequest> prepared =
         s->auth()->Prepare(std::move(req));
     if (!prepared.ok()) {

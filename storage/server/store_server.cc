@@ -215,6 +215,7 @@ Status StoreServer::Start(PeerTransport* transport) {
     }
   }
   read_pool_ = std::make_shared<net::WorkerPool>(2, "store-read");
+  password_pool_ = std::make_shared<net::WorkerPool>(1, "store-password");
 
   RaftNodeOptions nopts;
   nopts.raft.id = id;
@@ -301,6 +302,7 @@ void StoreServer::Stop() {
   applier_->Stop();
   // Nothing will be applied any more: fail whoever still waits.
   proposer_->FailPending();
+  if (password_pool_) password_pool_->Shutdown();
   if (read_pool_) read_pool_->Shutdown();
   if (StoreRef store = applier_->store()) store->Close();
 }
@@ -342,6 +344,10 @@ Status StoreServer::WaitLinearizable() {
 
 void StoreServer::Submit(std::function<void()> fn) {
   if (!read_pool_ || !read_pool_->Submit(fn)) fn();
+}
+
+void StoreServer::SubmitPasswordWork(std::function<void()> fn) {
+  if (!password_pool_ || !password_pool_->Submit(fn)) fn();
 }
 
 void StoreServer::FillHeader(etcdserverpb::ResponseHeader* h) const {

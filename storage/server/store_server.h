@@ -141,6 +141,12 @@ class StoreServer : public KV, public PeerHandler {
   // Runs `fn` on one of the server's worker threads (work that must not run
   // on the apply thread or a caller's thread). Runs it inline once stopped.
   void Submit(std::function<void()> fn);
+  // Runs `fn` on the server's password thread: the slow hashes of
+  // Authenticate, UserAdd and UserChangePassword (PBKDF2, ~100 ms each), so
+  // that a flood of them, which anyone may send, delays only each other,
+  // never the reads, watch deliveries and lease renewals of the worker
+  // threads above. Runs it inline once stopped.
+  void SubmitPasswordWork(std::function<void()> fn);
   // Fills header.cluster_id/member_id/raft_term (revision is the store's).
   void FillHeader(etcdserverpb::ResponseHeader* h) const;
 
@@ -307,6 +313,7 @@ class StoreServer : public KV, public PeerHandler {
   std::unique_ptr<Housekeeper> housekeeper_;
   std::unique_ptr<mvcc::AutoCompactor> auto_compactor_;
   std::shared_ptr<net::WorkerPool> read_pool_;
+  std::shared_ptr<net::WorkerPool> password_pool_;
 
   std::atomic<bool> started_{false};
   std::atomic<bool> stopped_{false};

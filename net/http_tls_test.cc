@@ -216,6 +216,32 @@ TEST_F(HttpTlsTest, DuplexStream) {
   EXPECT_THAT(got, HasSubstr("message-49\n"));
 }
 
+// Waits on `fd` as OpenSSL asked (kWantRead / kWantWrite); false when the
+// call failed instead or the wait timed out.
+bool WaitAsAsked(int fd, TlsSession::Result r) {
+  return (r == TlsSession::Result::kWantRead ||
+          r == TlsSession::Result::kWantWrite) &&
+         WaitFd(fd, r == TlsSession::Result::kWantWrite, testing::kTestDeadline)
+             .ok();
+}
+
+// Accepts one connection on `listener` into *fd and completes the server
+// side of its handshake; null when either fails.
+std::unique_ptr<TlsSession> AcceptTls(
+    int listener, const std::shared_ptr<const TlsContext>& server_tls,
+    ScopedFd* fd) {
+  if (!WaitFd(listener, false, testing::kTestDeadline).ok()) return nullptr;
+  *fd = ScopedFd(::accept4(listener, nullptr, nullptr, SOCK_NONBLOCK));
+  StatusOr<std::unique_ptr<TlsSession>> tls =
+      TlsSession::NewServer(server_tls, fd->get());
+  if (!tls.ok()) return nullptr;
+  TlsSession::Result r;
+  while ((r = (*tls)->Handshake()) != TlsSession::Result::kOk) {
+    if (!WaitAsAsked(fd->get(), r)) return nullptr;
+  }
+  return *std::move(tls);
+}
+
 // TrySend over TLS: when the socket refuses a record OpenSSL has begun,
 // the rest of the chunk is owed (OpenSSL needs the same bytes again), so it
 // stays in the stream as a plaintext remainder does, and the next Send
@@ -231,37 +257,23 @@ void ExpectTrySendOverTlsLeavesTheRest(
   std::promise<std::string> got;
   std::thread server([&] {
     std::string all;
-    if (WaitFd(listener->get(), false, testing::kTestDeadline).ok()) {
-      ScopedFd fd(::accept4(listener->get(), nullptr, nullptr, SOCK_NONBLOCK));
-      StatusOr<std::unique_ptr<TlsSession>> tls =
-          TlsSession::NewServer(server_tls, fd.get());
-      // Waits as OpenSSL asks; false when the call failed or timed out.
-      auto wait = [&](TlsSession::Result r) {
-        return (r == TlsSession::Result::kWantRead ||
-                r == TlsSession::Result::kWantWrite) &&
-               WaitFd(fd.get(), r == TlsSession::Result::kWantWrite,
-                      testing::kTestDeadline)
-                   .ok();
-      };
-      TlsSession::Result r = TlsSession::Result::kError;
-      while (tls.ok() && (r = (*tls)->Handshake()) != TlsSession::Result::kOk &&
-             wait(r)) {
-      }
-      read.Wait();  // not a byte until the client's socket is full
-      if (r == TlsSession::Result::kOk) {
-        all = testing::ReadUntilLastChunk(
-            [&](char* buf, size_t n) -> ssize_t {
-              for (;;) {
-                size_t took = 0;
-                const TlsSession::Result rr = (*tls)->Read(buf, n, &took);
-                if (rr == TlsSession::Result::kOk) {
-                  return static_cast<ssize_t>(took);
-                }
-                if (!wait(rr)) return -1;
+    ScopedFd fd;
+    std::unique_ptr<TlsSession> tls =
+        AcceptTls(listener->get(), server_tls, &fd);
+    read.Wait();  // not a byte until the client's socket is full
+    if (tls != nullptr) {
+      all = testing::ReadUntilLastChunk(
+          [&](char* buf, size_t n) -> ssize_t {
+            for (;;) {
+              size_t took = 0;
+              const TlsSession::Result rr = tls->Read(buf, n, &took);
+              if (rr == TlsSession::Result::kOk) {
+                return static_cast<ssize_t>(took);
               }
-            },
-            &drained);
-      }
+              if (!WaitAsAsked(fd.get(), rr)) return -1;
+            }
+          },
+          &drained);
     }
     got.set_value(all);
   });
@@ -302,30 +314,19 @@ TEST_F(HttpTlsTest, TrySendToAResetPeerLeavesTheErrorForTheNextSend) {
   const uint16_t port = *LocalPort(listener->get());
   std::shared_ptr<const TlsContext> server_tls = ServerTls();
   std::thread server([&] {
-    if (!WaitFd(listener->get(), false, testing::kTestDeadline).ok()) return;
-    ScopedFd fd(::accept4(listener->get(), nullptr, nullptr, SOCK_NONBLOCK));
-    StatusOr<std::unique_ptr<TlsSession>> tls =
-        TlsSession::NewServer(server_tls, fd.get());
-    if (!tls.ok()) return;
-    auto wait = [&](TlsSession::Result r) {
-      return (r == TlsSession::Result::kWantRead ||
-              r == TlsSession::Result::kWantWrite) &&
-             WaitFd(fd.get(), r == TlsSession::Result::kWantWrite,
-                    testing::kTestDeadline)
-                 .ok();
-    };
+    ScopedFd fd;
+    std::unique_ptr<TlsSession> tls =
+        AcceptTls(listener->get(), server_tls, &fd);
+    if (tls == nullptr) return;
     TlsSession::Result r;
-    while ((r = (*tls)->Handshake()) != TlsSession::Result::kOk) {
-      if (!wait(r)) return;
-    }
     std::string head;
     char buf[4096];
     while (head.find("\r\n\r\n") == std::string::npos) {
       size_t n = 0;
-      r = (*tls)->Read(buf, sizeof(buf), &n);
+      r = tls->Read(buf, sizeof(buf), &n);
       if (r == TlsSession::Result::kOk) {
         head.append(buf, n);
-      } else if (!wait(r)) {
+      } else if (!WaitAsAsked(fd.get(), r)) {
         return;
       }
     }

@@ -56,6 +56,7 @@ class RequestChecksTest : public ::testing::Test {
   void SetUp() override {
     ASSERT_TRUE(member_.Start().ok());
     kv_ = pb::KV::NewStub(member_.Channel());
+    lease_ = pb::Lease::NewStub(member_.Channel());
   }
 
   grpc::Status Txn(const pb::TxnRequest& req, pb::TxnResponse* resp) {
@@ -64,11 +65,24 @@ class RequestChecksTest : public ::testing::Test {
     return kv_->Txn(&ctx, req, resp);
   }
 
+  // A lease of `ttl` seconds, over gRPC; its ID.
+  int64_t GrantLease(int64_t ttl) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(TestCallDeadline());
+    pb::LeaseGrantRequest req;
+    req.set_ttl(ttl);
+    pb::LeaseGrantResponse granted;
+    grpc::Status st = lease_->LeaseGrant(&ctx, req, &granted);
+    EXPECT_TRUE(st.ok()) << st.error_message();
+    return granted.id();
+  }
+
   // The raft index the member applied: a refused txn must not move it.
   uint64_t LogIndex() { return member_.server()->applied_index(); }
 
   TestMember member_;
   std::unique_ptr<pb::KV::Stub> kv_;
+  std::unique_ptr<pb::Lease::Stub> lease_;
 };
 
 // 50 nested txns decode as a gRPC request (protobuf's limit is 100 nested
@@ -133,21 +147,12 @@ TEST_F(RequestChecksTest, InvalidTxnsCostNoRaftEntry) {
 }
 
 TEST_F(RequestChecksTest, KeepAliveStreamEndsWhenTheClientClosesItsSide) {
-  auto lease = pb::Lease::NewStub(member_.Channel());
-  pb::LeaseGrantResponse granted;
-  {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(TestCallDeadline());
-    pb::LeaseGrantRequest req;
-    req.set_ttl(60);
-    grpc::Status st = lease->LeaseGrant(&ctx, req, &granted);
-    ASSERT_TRUE(st.ok()) << st.error_message();
-  }
+  const int64_t id = GrantLease(60);
   grpc::ClientContext ctx;
   ctx.set_deadline(TestCallDeadline());  // a stream left open fails here
-  auto stream = lease->LeaseKeepAlive(&ctx);
+  auto stream = lease_->LeaseKeepAlive(&ctx);
   pb::LeaseKeepAliveRequest req;
-  req.set_id(granted.id());
+  req.set_id(id);
   // Back to back, then the end of the requests: every answer comes first.
   constexpr int kRenewals = 5;
   for (int i = 0; i < kRenewals; ++i) ASSERT_TRUE(stream->Write(req));
@@ -155,7 +160,7 @@ TEST_F(RequestChecksTest, KeepAliveStreamEndsWhenTheClientClosesItsSide) {
   int answers = 0;
   pb::LeaseKeepAliveResponse resp;
   while (stream->Read(&resp)) {
-    EXPECT_EQ(resp.id(), granted.id());
+    EXPECT_EQ(resp.id(), id);
     EXPECT_EQ(resp.ttl(), 60);
     ++answers;
   }
@@ -203,20 +208,12 @@ TEST_F(RequestChecksTest, BusyPasswordThreadHoldsUpNoReadOrRenewal) {
   }
   EXPECT_EQ(range.kvs_size(), 1);
 
-  auto lease = pb::Lease::NewStub(member_.Channel());
-  pb::LeaseGrantResponse granted;
-  {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(TestCallDeadline());
-    pb::LeaseGrantRequest req;
-    req.set_ttl(60);
-    ASSERT_TRUE(lease->LeaseGrant(&ctx, req, &granted).ok());
-  }
+  const int64_t id = GrantLease(60);
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  auto stream = lease->LeaseKeepAlive(&ctx);
+  auto stream = lease_->LeaseKeepAlive(&ctx);
   pb::LeaseKeepAliveRequest renew;
-  renew.set_id(granted.id());
+  renew.set_id(id);
   ASSERT_TRUE(stream->Write(renew));
   pb::LeaseKeepAliveResponse resp;
   ASSERT_TRUE(stream->Read(&resp));

@@ -118,8 +118,9 @@ TEST_F(RequestChecksTest, TxnsNestedDeeperThanMembersDecodeAreRefused) {
   member_.MustPut("last", "v");
 }
 
-// etcd's other checks answer before the proposal too, with etcd's texts.
-TEST_F(RequestChecksTest, InvalidTxnsCostNoRaftEntry) {
+// etcd's other txn checks, and its put checks, answer before the proposal
+// too, with etcd's texts.
+TEST_F(RequestChecksTest, InvalidTxnsAndPutsCostNoRaftEntry) {
   member_.MustPut("k", "v");
   const uint64_t index = LogIndex();
   pb::TxnRequest too_many;
@@ -140,6 +141,27 @@ TEST_F(RequestChecksTest, InvalidTxnsCostNoRaftEntry) {
   for (const auto& [req, text] : cases) {
     pb::TxnResponse resp;
     grpc::Status st = Txn(*req, &resp);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << text;
+    EXPECT_EQ(st.error_message(), text);
+  }
+  // And etcd's checkPutRequest.
+  pb::PutRequest value_and_ignore;
+  value_and_ignore.set_key("k");
+  value_and_ignore.set_value("v");
+  value_and_ignore.set_ignore_value(true);
+  pb::PutRequest lease_and_ignore;
+  lease_and_ignore.set_key("k");
+  lease_and_ignore.set_lease(7);
+  lease_and_ignore.set_ignore_lease(true);
+  const std::pair<const pb::PutRequest*, std::string> puts[] = {
+      {&value_and_ignore, "etcdserver: value is provided"},
+      {&lease_and_ignore, "etcdserver: lease is provided"},
+  };
+  for (const auto& [req, text] : puts) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(TestCallDeadline());
+    pb::PutResponse resp;
+    grpc::Status st = kv_->Put(&ctx, *req, &resp);
     EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << text;
     EXPECT_EQ(st.error_message(), text);
   }

@@ -305,7 +305,7 @@ Status CheckDeleteRequest(const etcdserverpb::DeleteRangeRequest& r) {
 
 Status CheckTxnRequest(const TxnRequest& r, int max_ops) {
   RETURN_IF_ERROR(CheckTxnOps(r, max_ops));
-  // After the op checks, so the quadratic check only sees bounded input.
+  // After the op checks: the duplicate check walks every op.
   RETURN_IF_ERROR(CheckIntervals(r.success(), nullptr, nullptr));
   RETURN_IF_ERROR(CheckIntervals(r.failure(), nullptr, nullptr));
   return Status::Ok();

@@ -139,8 +139,10 @@ void KvService::Range(etcdserverpb::RangeRequest req,
 
 void KvService::Put(etcdserverpb::PutRequest req,
                     Done<etcdserverpb::PutResponse> done, std::string user) {
-  if (req.key().empty()) {
-    done(KeyNotProvided());
+  // etcd's checkPutRequest, before a raft entry is spent (the store checks
+  // again when it applies one).
+  if (Status st = mvcc::CheckPutRequest(req); !st.ok()) {
+    done(std::move(st));
     return;
   }
   storagepb::InternalRaftRequest ir;

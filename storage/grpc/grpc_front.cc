@@ -561,9 +561,9 @@ class KeepAliveCall
     kv_->server()->Submit([self, req] {
       StatusOr<pb::LeaseKeepAliveResponse> resp = self->kv_->KeepAlive(req);
       if (!resp.ok()) {
-        // etcd's leaseKeepAlive returns the error, ending the stream; the
-        // client opens another.
-        self->End(ToGrpc(resp.status()));
+        // etcd's leaseKeepAlive returns the error, ending the stream (after
+        // the answers it sent); the client opens another.
+        self->EndAfterSent(ToGrpc(resp.status()));
         return;
       }
       self->Send(*std::move(resp));

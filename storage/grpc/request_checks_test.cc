@@ -194,7 +194,8 @@ TEST_F(RequestChecksTest, KeepAliveStreamEndsWhenTheClientClosesItsSide) {
 // The member hashes passwords on a thread of its own: with that thread
 // held (a second task queued behind the first, as a flood of Authenticate
 // requests would leave it), a linearizable range and a lease renewal are
-// still answered. (On the two read workers, two such tasks stopped both.)
+// still answered, and so is an auth request that hashes nothing. (On the
+// two read workers, two such tasks stopped both.)
 TEST_F(RequestChecksTest, BusyPasswordThreadHoldsUpNoReadOrRenewal) {
   member_.MustPut("k", "v");
   // Shared with the tasks, which may run after this test's frame is gone
@@ -229,6 +230,19 @@ TEST_F(RequestChecksTest, BusyPasswordThreadHoldsUpNoReadOrRenewal) {
     ASSERT_TRUE(st.ok()) << st.error_code() << " " << st.error_message();
   }
   EXPECT_EQ(range.kvs_size(), 1);
+
+  // An auth request that hashes no password does not wait for the thread.
+  {
+    auto auth = pb::Auth::NewStub(member_.Channel());
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() +
+                     std::chrono::seconds(10));
+    pb::AuthRoleAddRequest req;
+    req.set_name("reader");
+    pb::AuthRoleAddResponse resp;
+    grpc::Status st = auth->RoleAdd(&ctx, req, &resp);
+    EXPECT_TRUE(st.ok()) << st.error_code() << " " << st.error_message();
+  }
 
   const int64_t id = GrantLease(60);
   grpc::ClientContext ctx;

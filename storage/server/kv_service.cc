@@ -262,9 +262,23 @@ void KvService::LeaseRevoke(etcdserverpb::LeaseRevokeRequest req,
 void KvService::AuthApply(storagepb::AuthRequest req, std::string user,
                           ApplyCallback done) {
   StoreServer* s = server_;
-  // Prepare hashes passwords: on the password thread.
-  s->SubmitPasswordWork([s, req = std::move(req), user = std::move(user),
-                         done = std::move(done)]() mutable {
+  // The requests whose Prepare hashes a password go to the password
+  // thread; the others (roles, grants, enable) do not queue behind them.
+  using R = storagepb::AuthRequest;
+  const bool hashes = req.request_case() == R::kAuthenticate ||
+                      req.request_case() == R::kUserChangePassword ||
+                      (req.request_case() == R::kUserAdd &&
+                       !(req.user_add().has_options() &&
+                         req.user_add().options().no_password()));
+  auto submit = [s, hashes](std::function<void()> fn) {
+    if (hashes) {
+      s->SubmitPasswordWork(std::move(fn));
+    } else {
+      s->Submit(std::move(fn));
+    }
+  };
+  submit([s, req = std::move(req), user = std::move(user),
+          done = std::move(done)]() mutable {
     StatusOr<storagepb::AuthRequest> prepared =
         s->auth()->Prepare(std::move(req));
     if (!prepared.ok()) {

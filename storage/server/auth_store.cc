@@ -444,6 +444,20 @@ Status AuthStore::CheckAdmin(const std::string& user) const {
 // ---- requests
 // ------------------------------------------------------------------
 
+bool AuthStore::PrepareHashes(const storagepb::AuthRequest& req) {
+  using R = storagepb::AuthRequest;
+  switch (req.request_case()) {
+    case R::kAuthenticate:
+    case R::kUserChangePassword:
+      return true;
+    case R::kUserAdd:
+      return !(req.user_add().has_options() &&
+               req.user_add().options().no_password());
+    default:
+      return false;
+  }
+}
+
 StatusOr<storagepb::AuthRequest> AuthStore::Prepare(
     storagepb::AuthRequest req) const {
   using R = storagepb::AuthRequest;
@@ -454,10 +468,7 @@ StatusOr<storagepb::AuthRequest> AuthStore::Prepare(
   };
   switch (req.request_case()) {
     case R::kUserAdd:
-      if (!(req.user_add().has_options() &&
-            req.user_add().options().no_password())) {
-        hash(req.mutable_user_add()->mutable_password());
-      }
+      if (PrepareHashes(req)) hash(req.mutable_user_add()->mutable_password());
       break;
     case R::kUserChangePassword:
       hash(req.mutable_user_change_password()->mutable_password());

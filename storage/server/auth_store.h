@@ -164,6 +164,9 @@ class AuthStore {
   // (PBKDF2): call off the I/O threads.
   StatusOr<storagepb::AuthRequest> Prepare(storagepb::AuthRequest req) const
       EXCLUDES(mu_);
+  // True if Prepare(req) hashes a password (Authenticate, UserAdd with a
+  // password, UserChangePassword): the slow ones.
+  static bool PrepareHashes(const storagepb::AuthRequest& req);
 
   // ---- apply path ----------------------------------------------------------
   struct Applied {

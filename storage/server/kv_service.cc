@@ -38,20 +38,6 @@ int64_t CurrentRevision(StoreServer* s) {
   return store ? store->CurrentRevision() : 0;
 }
 
-// True if `t` has no put or delete-range, nested txns included.
-bool IsReadOnlyTxn(const etcdserverpb::TxnRequest& t) {
-  auto ops_read_only = [](const auto& ops) {
-    for (const auto& op : ops) {
-      if (op.has_request_put() || op.has_request_delete_range()) return false;
-      if (op.has_request_txn() && !IsReadOnlyTxn(op.request_txn())) {
-        return false;
-      }
-    }
-    return true;
-  };
-  return ops_read_only(t.success()) && ops_read_only(t.failure());
-}
-
 // With auth enabled, the auth revision a read is checked at (nullopt
 // while auth is disabled: nothing is checked).
 std::optional<uint64_t> AuthRevisionOf(StoreServer* s) {
@@ -176,7 +162,7 @@ void KvService::Txn(etcdserverpb::TxnRequest req,
     done(std::move(valid));
     return;
   }
-  if (!IsReadOnlyTxn(req)) {
+  if (!mvcc::IsTxnReadOnly(req)) {
     storagepb::InternalRaftRequest ir;
     SetCaller(s, std::move(user), &ir);
     *ir.mutable_txn() = std::move(req);
@@ -264,12 +250,7 @@ void KvService::AuthApply(storagepb::AuthRequest req, std::string user,
   StoreServer* s = server_;
   // The requests whose Prepare hashes a password go to the password
   // thread; the others (roles, grants, enable) do not queue behind them.
-  using R = storagepb::AuthRequest;
-  const bool hashes = req.request_case() == R::kAuthenticate ||
-                      req.request_case() == R::kUserChangePassword ||
-                      (req.request_case() == R::kUserAdd &&
-                       !(req.user_add().has_options() &&
-                         req.user_add().options().no_password()));
+  const bool hashes = AuthStore::PrepareHashes(req);
   auto submit = [s, hashes](std::function<void()> fn) {
     if (hashes) {
       s->SubmitPasswordWork(std::move(fn));

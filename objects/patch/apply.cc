@@ -466,9 +466,8 @@ void WriteManagedFields(JsonValue& obj,
 namespace {
 
 // The first member (depth first, as a field path) whose name strategic
-// merge patch reads as a directive: "$patch", "$retainKeys",
-// "$setElementOrder/..." or "$deleteFromPrimitiveList/...". Walked with a
-// stack of its own: an applied object may be 10,000 levels deep.
+// merge patch reads as a directive (IsDirectiveName). Walked with a stack
+// of its own: an applied object may be 10,000 levels deep.
 std::optional<std::string> FindStrategicDirective(const JsonValue& root) {
   std::vector<std::pair<const JsonValue*, std::string>> todo = {{&root, ""}};
   while (!todo.empty()) {
@@ -479,11 +478,7 @@ std::optional<std::string> FindStrategicDirective(const JsonValue& root) {
         const std::string_view name(it->name.GetString(),
                                     it->name.GetStringLength());
         const std::string member = path + "." + std::string(name);
-        if (name == "$patch" || name == "$retainKeys" ||
-            name.starts_with("$setElementOrder/") ||
-            name.starts_with("$deleteFromPrimitiveList/")) {
-          return member;
-        }
+        if (IsDirectiveName(name)) return member;
         todo.emplace_back(&it->value, member);
       }
     } else if (v->IsArray()) {

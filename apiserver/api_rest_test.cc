@@ -657,10 +657,12 @@ TEST(ApiRestTest, PatchFlavours) {
   ExpectStatus(malformed, 400, "BadRequest");
 }
 
-// Server-side apply has no strategic merge directives: an applied object
-// naming one is refused (kube reads such names as ordinary fields, which
-// its validation refuses), and nothing another manager owns is dropped.
-TEST(ApiRestTest, ServerSideApplyRefusesStrategicMergeDirectives) {
+// Server-side apply has no strategic merge directives: kube's structured
+// merge reads such names as ordinary fields, and so does the apply here.
+// In a built-in type they are a key its validation refuses or an unknown
+// field (a warning, or 400 under Strict); nothing another manager owns is
+// dropped by them.
+TEST(ApiRestTest, ServerSideApplyReadsDirectiveNamesAsFields) {
   TestServer s;
   const std::string url = std::string(kConfigMaps) + "/shared";
   Response created = s.Patch(
@@ -669,19 +671,29 @@ TEST(ApiRestTest, ServerSideApplyRefusesStrategicMergeDirectives) {
       R"("finalizers":["example.com/keep"]},"data":{"a":"1"}})",
       "application/apply-patch+yaml");
   ASSERT_EQ(created.code, 201) << created.body;
-  for (const char* body :
-       {R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"shared"},)"
-        R"("data":{"$patch":"delete"}})",
-        R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"shared",)"
-        R"("$deleteFromPrimitiveList/finalizers":["example.com/keep"]}})",
-        R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"shared"},)"
-        R"("$retainKeys":["metadata"]})"}) {
-    Response r = s.Patch(url + "?fieldManager=second", body,
-                         "application/apply-patch+yaml");
-    ExpectStatus(r, 422, "Invalid");
-    EXPECT_NE(r.Str({"message"}).find("strategic merge patch directives"),
-              std::string::npos)
-        << r.body;
+  Response key = s.Patch(
+      url + "?fieldManager=second",
+      R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"shared"},)"
+      R"("data":{"$patch":"delete"}})",
+      "application/apply-patch+yaml");
+  ExpectStatus(key, 422, "Invalid");
+  EXPECT_NE(key.Str({"message"}).find("data[$patch]"), std::string::npos)
+      << key.body;
+  const char* unknown[] = {
+      R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"shared",)"
+      R"("$deleteFromPrimitiveList/finalizers":["example.com/keep"]}})",
+      R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"shared"},)"
+      R"("$retainKeys":["metadata"]})"};
+  for (const char* body : unknown) {
+    Response strict =
+        s.Patch(url + "?fieldManager=second&fieldValidation=Strict", body,
+                "application/apply-patch+yaml");
+    ExpectStatus(strict, 400, "BadRequest");
+    Response warned = s.Patch(url + "?fieldManager=second", body,
+                              "application/apply-patch+yaml");
+    ASSERT_EQ(warned.code, 200) << warned.body;
+    EXPECT_NE(warned.headers.Get("Warning").find("unknown field"),
+              std::string::npos);
   }
   Response got = s.Get(url);
   ASSERT_EQ(got.code, 200);

@@ -214,6 +214,25 @@ TEST(CrdTest, CustomResourcesBehaveLikeAnyResource) {
           (*ssa.At({"metadata", "managedFields"}))[0]["manager"].GetString()),
       "tester");
 
+  // Names strategic merge reads as directives are data to apply: a
+  // kustomize patch kept in a custom resource (Flux's postRenderers).
+  const char* renderers =
+      R"({"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"c"},"spec":{"tags":["y"],"postRenderers":[{"patches":[{"kind":"Deployment","$patch":"delete"}]}],"$retainKeys":["tags"]}})";
+  ssa = s.Do("PATCH", std::string(kWidgets) + "/c?fieldManager=tester",
+             renderers, apply);
+  ASSERT_EQ(ssa.code, 200) << ssa.body;
+  Response got = s.Get(std::string(kWidgets) + "/c");
+  ASSERT_EQ(got.code, 200) << got.body;
+  const rapidjson::Value* kept = got.At({"spec", "postRenderers"});
+  ASSERT_NE(kept, nullptr) << got.body;
+  EXPECT_EQ(std::string((*kept)[0]["patches"][0]["$patch"].GetString()),
+            "delete");
+  ASSERT_NE(got.At({"spec", "$retainKeys"}), nullptr) << got.body;
+  ssa = s.Do("PATCH", std::string(kWidgets) + "/c?fieldManager=tester",
+             renderers, apply);
+  ASSERT_EQ(ssa.code, 200) << ssa.body;
+  EXPECT_EQ(ssa.body.find("$$"), std::string::npos) << ssa.body;
+
   // Table (kubectl get): Name and the printer columns; v1beta1 declares
   // none, so it gets kube's default Age.
   Response t = s.Get(std::string(kWidgets) + "?labelSelector=tier%3Dfront",

@@ -4,7 +4,6 @@
 #include <rapidjson/writer.h>
 
 #include <algorithm>
-#include <optional>
 #include <set>
 
 #include "base/json.h"
@@ -465,29 +464,52 @@ void WriteManagedFields(JsonValue& obj,
 
 namespace {
 
-// The first member (depth first, as a field path) whose name strategic
-// merge patch reads as a directive (IsDirectiveName). Walked with a stack
-// of its own: an applied object may be 10,000 levels deep.
-std::optional<std::string> FindStrategicDirective(const JsonValue& root) {
-  std::vector<std::pair<const JsonValue*, std::string>> todo = {{&root, ""}};
+// Strategic merge reads some member names beginning with '$' as directives
+// ("$patch", "$retainKeys", "$setElementOrder/...", ...); server-side apply
+// has none, kube's structured merge reads them as ordinary fields (a
+// custom resource's free-form data may hold kustomize patches with
+// "$patch": "delete"). Around the merge every name beginning with '$' gets
+// one more '$' (so none is a directive name: they all begin "$$") and loses
+// it afterwards; the renaming is one-to-one, so no two members collide.
+// Walked with a stack of its own: an object may be 10,000 levels deep.
+enum class DollarNames { kEscape, kUnescape };
+
+bool RenameDollarNames(JsonValue& root, DollarNames how, JsonAllocator& alloc) {
+  bool renamed = false;
+  std::vector<JsonValue*> todo = {&root};
   while (!todo.empty()) {
-    auto [v, path] = std::move(todo.back());
+    JsonValue* v = todo.back();
     todo.pop_back();
     if (v->IsObject()) {
       for (auto it = v->MemberBegin(); it != v->MemberEnd(); ++it) {
         const std::string_view name(it->name.GetString(),
                                     it->name.GetStringLength());
-        const std::string member = path + "." + std::string(name);
-        if (IsDirectiveName(name)) return member;
-        todo.emplace_back(&it->value, member);
+        if (name.starts_with('$')) {
+          const std::string to = how == DollarNames::kEscape
+                                     ? "$" + std::string(name)
+                                     : std::string(name.substr(1));
+          it->name.SetString(
+              to.data(), static_cast<rapidjson::SizeType>(to.size()), alloc);
+          renamed = true;
+        }
+        todo.push_back(&it->value);
       }
     } else if (v->IsArray()) {
-      for (rapidjson::SizeType i = 0; i < v->Size(); ++i) {
-        todo.emplace_back(&(*v)[i], path + "[" + std::to_string(i) + "]");
-      }
+      for (auto& e : v->GetArray()) todo.push_back(&e);
     }
   }
-  return std::nullopt;
+  return renamed;
+}
+
+// StrategicMergePatch with every member name read literally. Renames
+// members of `patch` (the caller's scratch copy).
+Status MergeLiterally(JsonValue& object, JsonValue& patch,
+                      const PatchSchema& schema, JsonAllocator& alloc) {
+  const bool renamed = RenameDollarNames(patch, DollarNames::kEscape, alloc) |
+                       RenameDollarNames(object, DollarNames::kEscape, alloc);
+  RETURN_IF_ERROR(StrategicMergePatch(object, patch, schema, alloc));
+  if (renamed) RenameDollarNames(object, DollarNames::kUnescape, alloc);
+  return Status::Ok();
 }
 
 }  // namespace
@@ -513,17 +535,6 @@ Status ServerSideApply(const JsonValue* live, const JsonValue& applied,
     return InvalidArgumentError(
         "metadata: Invalid value: must be an object in an apply patch");
   }
-  // The merge below is a strategic merge, which would act on directives:
-  // "$patch": "delete" would drop fields other managers own, without a
-  // conflict. Server-side apply has none (kube reads such names as
-  // ordinary fields, which its validation then refuses as keys, or as
-  // unknown fields): refused.
-  if (std::optional<std::string> d = FindStrategicDirective(applied)) {
-    return FailedPreconditionError(
-        d->substr(1) +
-        ": Invalid value: strategic merge patch directives are not allowed "
-        "in an apply patch");
-  }
   JsonValue config(applied, alloc);
   RemoveManagedFieldsFrom(config);
   FieldSet applied_set = ComputeFieldSet(config, opts.schema, opts.ignored);
@@ -540,7 +551,7 @@ Status ServerSideApply(const JsonValue* live, const JsonValue& applied,
                    ReadManagedFields(*live));
   JsonValue merged(*live, alloc);
   RemoveManagedFieldsFrom(merged);
-  RETURN_IF_ERROR(StrategicMergePatch(merged, config, opts.schema, alloc));
+  RETURN_IF_ERROR(MergeLiterally(merged, config, opts.schema, alloc));
 
   // Prune what this manager applied before and no longer applies, unless
   // someone else still owns it (or something beneath it).

@@ -232,6 +232,42 @@ TEST_F(ServerSideApplyTest, ListElementsOwnedSeparately) {
             ".spec.template.spec.containers[name=\"app\"].image");
 }
 
+// Apply has no strategic merge directives (kube's structured merge reads
+// such names as fields): a custom resource's free-form data holding
+// kustomize patches keeps them, and nothing another manager owns is
+// dropped by them. Names beginning "$$" are data too.
+TEST_F(ServerSideApplyTest, DirectiveNamesAreOrdinaryFields) {
+  ASSERT_TRUE(Apply("other", R"({"metadata":{"labels":{"keep":"1"},
+      "finalizers":["example.com/keep"]},
+      "spec":{"template":{"spec":{"containers":[{"name":"app","image":"v1"}]}}}})")
+                  .ok());
+  const char* applied = R"({"metadata":{"labels":{"$patch":"delete"},
+      "$deleteFromPrimitiveList/finalizers":["example.com/keep"]},
+      "$retainKeys":["kind"],
+      "spec":{"$setElementOrder/x":[{"name":"b"}],"$$patch":"replace",
+        "template":{"spec":{"containers":[
+          {"name":"app","$patch":"delete"}]}},
+        "postRenderers":[{"patches":[{"kind":"Deployment","$patch":"delete"}]}]}})";
+  ASSERT_TRUE(Apply("mine", applied).ok()) << conflicts_.size();
+  EXPECT_EQ(Without("managedFields"),
+            Canon(R"({"metadata":{"labels":{"keep":"1","$patch":"delete"},
+      "finalizers":["example.com/keep"],
+      "$deleteFromPrimitiveList/finalizers":["example.com/keep"]},
+      "$retainKeys":["kind"],
+      "spec":{"$setElementOrder/x":[{"name":"b"}],"$$patch":"replace",
+        "template":{"spec":{"containers":[
+          {"name":"app","image":"v1","$patch":"delete"}]}},
+        "postRenderers":[{"patches":[{"kind":"Deployment","$patch":"delete"}]}]}})"));
+  // The stored names read back literally on the next apply, which drops
+  // what it no longer applies.
+  ASSERT_TRUE(
+      Apply("mine", R"({"metadata":{"labels":{"$patch":"delete"}}})").ok());
+  EXPECT_EQ(Without("managedFields"),
+            Canon(R"({"metadata":{"labels":{"keep":"1","$patch":"delete"},
+      "finalizers":["example.com/keep"]},
+      "spec":{"template":{"spec":{"containers":[{"name":"app","image":"v1"}]}}}})"));
+}
+
 TEST_F(ServerSideApplyTest, RequiresManagerAndObject) {
   rapidjson::Document c;
   ASSERT_TRUE(ParseJson("[1]", &c).ok());

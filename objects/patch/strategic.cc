@@ -1359,16 +1359,6 @@ const JsonValue& ObjectOrEmpty(const JsonValue& v) {
 
 }  // namespace
 
-bool IsDirectiveName(std::string_view name) {
-  auto prefixed = [&](std::string_view prefix) {
-    return name.size() > prefix.size() && name.starts_with(prefix) &&
-           name[prefix.size()] == '/';
-  };
-  return name == kDirectiveMarker || name == kRetainKeysDirective ||
-         prefixed(kSetElementOrderPrefix) ||
-         prefixed(kDeleteFromPrimitiveListPrefix);
-}
-
 Status StrategicMergePatch(JsonValue& object, const JsonValue& patch,
                            const PatchSchema& schema, JsonAllocator& alloc) {
   if ((!object.IsObject() && !object.IsNull()) ||

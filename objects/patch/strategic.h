@@ -46,11 +46,6 @@
 
 namespace kplane::patch {
 
-// True if `name` is a member name strategic merge patch reads as a
-// directive: "$patch", "$retainKeys", "$setElementOrder/<field>" or
-// "$deleteFromPrimitiveList/<field>".
-bool IsDirectiveName(std::string_view name);
-
 // Applies `patch` to `object` in place (StrategicMergeMapPatch). Both must be
 // JSON objects (or null, read as {}). On error `object` is unchanged.
 Status StrategicMergePatch(JsonValue& object, const JsonValue& patch,

@@ -3,11 +3,13 @@
 // the transport drives in turn):
 //
 //   PeerTransport  member -> network: send raft messages, track peers, ask
-//                  a peer for its HashKV or its membership.
+//                  a peer for its HashKV, its membership or (the leader)
+//                  a lease's time to live.
 //   PeerHandler    network -> member: what arrived (raft messages, a
 //                  snapshot), what failed (unreachable peer, snapshot
 //                  outcome), and the few questions the peer port answers
-//                  (identity, removed members, HashKV, membership).
+//                  (identity, removed members, HashKV, membership, a
+//                  lease's time to live when leader).
 //
 // StoreServer implements PeerHandler and drives a PeerTransport;
 // HttpPeerTransport (peer_transport.h) implements PeerTransport and knows
@@ -24,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "base/clock.h"
 #include "base/statusor.h"
 #include "schemas/raft.pb.h"
 #include "schemas/rpc.pb.h"
@@ -49,6 +52,17 @@ class PeerTransport : public Transport {
   // applied its own removal learns of it this way). May block for up to a
   // few seconds; called from the housekeeping thread.
   virtual StatusOr<storagepb::ClusterRecord> PeerMembership(uint64_t id) {
+    return UnimplementedError("transport cannot reach peers");
+  }
+  // Asks peer `id`, the leader as far as the caller knows, for a lease's
+  // time to live (only the leader's lessor counts down; etcd's followers
+  // ask it over /leases/internal the same way). The peer's answer or its
+  // error (NotLeader when it is not); Unavailable
+  // when it cannot be reached. Blocks for up to `timeout`; called from a
+  // client request's worker.
+  virtual StatusOr<etcdserverpb::LeaseTimeToLiveResponse> PeerLeaseTimeToLive(
+      uint64_t id, const etcdserverpb::LeaseTimeToLiveRequest& req,
+      Duration timeout) {
     return UnimplementedError("transport cannot reach peers");
   }
 };
@@ -98,6 +112,11 @@ class PeerHandler {
 
   // The hash of the member's key space at `revision` (GET /raft/hashkv).
   virtual StatusOr<etcdserverpb::HashKVResponse> HashKV(int64_t revision) = 0;
+  // A lease's time to live from this member's lessor, if it is the leader
+  // (POST /raft/leasettl); NotLeader otherwise. May
+  // block for a linearizable read.
+  virtual StatusOr<etcdserverpb::LeaseTimeToLiveResponse> LeaderLeaseTimeToLive(
+      const etcdserverpb::LeaseTimeToLiveRequest& req) = 0;
 };
 
 }  // namespace kplane::storage

@@ -847,6 +847,28 @@ void HttpPeerTransport::RegisterHandlers(net::HttpServer* peer_server) {
         r->Respond(200, {{"Content-Type", "application/json"}},
                    etcdjson::ToJson(*h));
       });
+  // A follower asks the leader for a lease's time to live (etcd's
+  // /leases/internal): members only, as the answer may list keys.
+  peer_server->Handle(
+      "POST", "/raft/leasettl",
+      [this](const net::HttpRequest& req, std::shared_ptr<net::Responder> r) {
+        if (CheckPeerHeaders(req, r.get()) == 0) return;
+        etcdserverpb::LeaseTimeToLiveRequest q;
+        if (!q.ParseFromString(req.body)) {
+          r->Respond(400, {{"Content-Type", "text/plain"}},
+                     "undecodable lease request\n");
+          return;
+        }
+        auto ttl = handler_->LeaderLeaseTimeToLive(q);
+        if (!ttl.ok()) {
+          etcdjson::HttpError e = etcdjson::StatusToError(ttl.status());
+          r->Respond(e.http_status, {{"Content-Type", "application/json"}},
+                     e.Body());
+          return;
+        }
+        r->Respond(200, {{"Content-Type", "application/x-protobuf"}},
+                   ttl->SerializeAsString());
+      });
   peer_server->Handle(
       "GET", "/raft/members",
       [this](const net::HttpRequest&, std::shared_ptr<net::Responder> r) {
@@ -879,6 +901,40 @@ StatusOr<etcdserverpb::HashKVResponse> HttpPeerTransport::PeerHashKV(
   etcdserverpb::HashKVResponse h;
   RETURN_IF_ERROR(etcdjson::ParseJson(resp.body, &h));
   return h;
+}
+
+StatusOr<etcdserverpb::LeaseTimeToLiveResponse>
+HttpPeerTransport::PeerLeaseTimeToLive(
+    uint64_t id, const etcdserverpb::LeaseTimeToLiveRequest& req,
+    Duration timeout) {
+  ASSIGN_OR_RETURN(std::string url, PeerUrl(id));
+  net::HttpClientOptions copts;
+  copts.connect_timeout = std::min(options_.dial_timeout, timeout);
+  copts.read_timeout = timeout;
+  copts.write_timeout = timeout;
+  copts.tls = TlsFor(url, options_.client_tls);
+  ASSIGN_OR_RETURN(auto client, net::HttpClient::ForUrl(url, copts));
+  StatusOr<net::HttpResponse> resp =
+      client->Request("POST", "/raft/leasettl",
+                      {{"Content-Type", "application/x-protobuf"},
+                       {"X-Kplane-Cluster-Id", HexId(handler_->cluster_id())},
+                       {"X-Kplane-From", HexId(handler_->member_id())}},
+                      req.SerializeAsString());
+  if (!resp.ok()) return UnavailableError(resp.status().message());
+  if (resp->status != 200) {
+    // A refusal of the peer port itself (412, 404) is text, not an etcd
+    // error: the peer cannot answer for this member now.
+    if (resp->headers.Get("Content-Type") != "application/json") {
+      return UnavailableError("POST " + url + "/raft/leasettl: HTTP " +
+                              std::to_string(resp->status));
+    }
+    return etcdjson::ErrorToStatus(resp->status, resp->body);
+  }
+  etcdserverpb::LeaseTimeToLiveResponse ttl;
+  if (!ttl.ParseFromString(resp->body)) {
+    return UnavailableError("undecodable lease answer from " + url);
+  }
+  return ttl;
 }
 
 StatusOr<storagepb::ClusterRecord> HttpPeerTransport::PeerMembership(

@@ -104,8 +104,9 @@ class HttpPeerTransport : public PeerTransport {
   HttpPeerTransport(PeerHandler* handler, PeerTransportOptions options);
   ~HttpPeerTransport() override;
 
-  // Serves /raft/stream, /raft/snapshot, /raft/hashkv and /raft/members on
-  // the member's peer listener. Call before the server starts.
+  // Serves /raft/stream, /raft/snapshot, /raft/hashkv, /raft/leasettl and
+  // /raft/members on the member's peer listener. Call before the server
+  // starts.
   void RegisterHandlers(net::HttpServer* peer_server);
   void Stop() EXCLUDES(mu_);
 
@@ -116,6 +117,9 @@ class HttpPeerTransport : public PeerTransport {
   StatusOr<etcdserverpb::HashKVResponse> PeerHashKV(uint64_t id,
                                                     int64_t revision) override;
   StatusOr<storagepb::ClusterRecord> PeerMembership(uint64_t id) override;
+  StatusOr<etcdserverpb::LeaseTimeToLiveResponse> PeerLeaseTimeToLive(
+      uint64_t id, const etcdserverpb::LeaseTimeToLiveRequest& req,
+      Duration timeout) override;
 
   // Fetches the membership from a running member's peer URL (for a member
   // joining with --initial-cluster-state=existing).

@@ -112,6 +112,17 @@ class FakeMember : public PeerHandler {
     h.set_compact_revision(revision - 1);
     return h;
   }
+  // Leader of leases below 100 (their TTL is 10 times the id), "not
+  // leader" for the others.
+  StatusOr<etcdserverpb::LeaseTimeToLiveResponse> LeaderLeaseTimeToLive(
+      const etcdserverpb::LeaseTimeToLiveRequest& req) override {
+    if (req.id() >= 100) return NotLeaderError(3);
+    etcdserverpb::LeaseTimeToLiveResponse r;
+    r.set_id(req.id());
+    r.set_ttl(10 * req.id());
+    if (req.keys()) r.add_keys("/k");
+    return r;
+  }
 
   void Hold(bool hold) {
     std::lock_guard<std::mutex> l(mu_);
@@ -527,6 +538,44 @@ TEST_F(PeerTransportTest, AsksPeersForHashKVAndMembership) {
   auto fetched = HttpPeerTransport::FetchMembership(b.url(), seconds(5));
   ASSERT_TRUE(fetched.ok()) << fetched.status();
   EXPECT_EQ(fetched->cluster_id(), kCluster);
+}
+
+// A follower asks the leader for a lease's time to live over the peer
+// port; the leader's errors arrive as they were, and only members ask.
+TEST_F(PeerTransportTest, AsksTheLeaderForALeasesTimeToLive) {
+  Node a(1, dir_ + "/a"), b(2, dir_ + "/b");
+  a.transport.AddPeer(2, {b.url()});
+  etcdserverpb::LeaseTimeToLiveRequest q;
+  q.set_id(7);
+  q.set_keys(true);
+  auto ttl = a.transport.PeerLeaseTimeToLive(2, q, seconds(5));
+  ASSERT_TRUE(ttl.ok()) << ttl.status();
+  EXPECT_EQ(ttl->id(), 7);
+  EXPECT_EQ(ttl->ttl(), 70);
+  ASSERT_EQ(ttl->keys_size(), 1);
+  q.set_id(100);
+  auto not_leader = a.transport.PeerLeaseTimeToLive(2, q, seconds(5));
+  EXPECT_EQ(not_leader.status().code(), StatusCode::kNotLeader)
+      << not_leader.status();
+  EXPECT_EQ(a.transport.PeerLeaseTimeToLive(9, q, seconds(5)).status().code(),
+            StatusCode::kNotFound);
+  // Not from a member (9 is none): refused by the peer port, which is
+  // no answer about the lease.
+  Node stranger(9, dir_ + "/s");
+  stranger.transport.AddPeer(2, {b.url()});
+  q.set_id(7);
+  EXPECT_EQ(
+      stranger.transport.PeerLeaseTimeToLive(2, q, seconds(5)).status().code(),
+      StatusCode::kUnavailable);
+  // An undecodable request is refused.
+  auto client = net::HttpClient::ForUrl(b.url(), {});
+  ASSERT_TRUE(client.ok());
+  auto raw = (*client)->Request(
+      "POST", "/raft/leasettl",
+      {{"X-Kplane-Cluster-Id", IdToHex(kCluster)}, {"X-Kplane-From", "1"}},
+      "\xff\xff\xff");
+  ASSERT_TRUE(raw.ok()) << raw.status();
+  EXPECT_EQ(raw->status, 400) << raw->body;
 }
 
 // A MsgSnap goes out with the metadata of the copy the sender's handler

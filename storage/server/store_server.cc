@@ -494,7 +494,50 @@ StatusOr<etcdserverpb::LeaseKeepAliveResponse> StoreServer::LeaseKeepAlive(
       req, &R::mutable_lease_keepalive);
 }
 
+// Only the leader's lessor counts a lease down (a follower's is demoted:
+// every lease lasts "forever" there, and would answer the granted TTL), so
+// a follower asks the leader over the peer port, as etcd's follower asks
+// its leader over /leases/internal. A leader that changes or cannot be
+// reached is asked again, the new one once known, until the request
+// timeout.
 StatusOr<etcdserverpb::LeaseTimeToLiveResponse> StoreServer::LeaseTimeToLive(
+    const etcdserverpb::LeaseTimeToLiveRequest& req) {
+  RETURN_IF_ERROR(CheckRunning());
+  const TimePoint deadline = clock_->Now() + config_.request_timeout;
+  for (;;) {
+    const uint64_t leader = leader_id();
+    if (leader == member_id()) return LocalLeaseTimeToLive(req);
+    const Duration left = deadline - clock_->Now();
+    if (left <= Duration(0)) {
+      return Status(StatusCode::kDeadlineExceeded,
+                    "etcdserver: request timed out");
+    }
+    if (leader != 0) {
+      StatusOr<etcdserverpb::LeaseTimeToLiveResponse> asked =
+          transport_->PeerLeaseTimeToLive(leader, req, left);
+      if (asked.ok() || !(asked.status().Is(StatusCode::kUnavailable) ||
+                          asked.status().Is(StatusCode::kNotLeader))) {
+        return asked;
+      }
+    }
+    // Until another leader is known (or a while, for a leader that could
+    // not be reached): no busy loop.
+    WaitForLeaderMatching(
+        [leader](uint64_t id) { return id != 0 && id != leader; },
+        std::min<Duration>(milliseconds(100), deadline - clock_->Now()));
+  }
+}
+
+StatusOr<etcdserverpb::LeaseTimeToLiveResponse>
+StoreServer::LeaderLeaseTimeToLive(
+    const etcdserverpb::LeaseTimeToLiveRequest& req) {
+  RETURN_IF_ERROR(CheckRunning());
+  if (!is_leader()) return NotLeaderError(leader_id());
+  return LocalLeaseTimeToLive(req);
+}
+
+StatusOr<etcdserverpb::LeaseTimeToLiveResponse>
+StoreServer::LocalLeaseTimeToLive(
     const etcdserverpb::LeaseTimeToLiveRequest& req) {
   RETURN_IF_ERROR(WaitLinearizable());
   ASSIGN_OR_RETURN(StoreRef store, ReadStore());

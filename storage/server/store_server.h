@@ -268,6 +268,8 @@ class StoreServer : public KV, public PeerHandler {
   storagepb::ClusterRecord MembershipRecord() const override {
     return membership_->Record();
   }
+  StatusOr<etcdserverpb::LeaseTimeToLiveResponse> LeaderLeaseTimeToLive(
+      const etcdserverpb::LeaseTimeToLiveRequest& req) override;
   // Steps the messages that pass CheckPeerMessage (entry_check.h) from a
   // current member other than this one; the others are dropped and counted
   // (kplane_server_peer_messages_refused_total, by reason).
@@ -293,6 +295,10 @@ class StoreServer : public KV, public PeerHandler {
   Status CheckRunning() const;
   // Blocks until a linearizable read may be served.
   Status WaitLinearizable();
+  // LeaseTimeToLive from this member's own lessor (right on the leader
+  // only: a follower's lessor does not count down).
+  StatusOr<etcdserverpb::LeaseTimeToLiveResponse> LocalLeaseTimeToLive(
+      const etcdserverpb::LeaseTimeToLiveRequest& req);
 
   StoreConfig config_;
   Clock* clock_;

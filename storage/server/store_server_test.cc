@@ -42,6 +42,9 @@ class DirectTransport : public PeerTransport {
                                                     int64_t rev) override;
   // Answers even for a member in `down`: raft traffic is what is cut.
   StatusOr<storagepb::ClusterRecord> PeerMembership(uint64_t id) override;
+  StatusOr<etcdserverpb::LeaseTimeToLiveResponse> PeerLeaseTimeToLive(
+      uint64_t id, const etcdserverpb::LeaseTimeToLiveRequest& req,
+      Duration timeout) override;
 
  private:
   Cluster* c_;
@@ -180,6 +183,7 @@ class Cluster {
   Duration corrupt_check_interval = Duration(0);
   std::atomic<int> snapshots_sent{0};
   std::atomic<int> membership_queries{0};
+  std::atomic<int> lease_ttl_forwards{0};
 
  private:
   struct Member {
@@ -225,6 +229,25 @@ StatusOr<storagepb::ClusterRecord> DirectTransport::PeerMembership(
   auto it = c_->by_id.find(id);
   if (it == c_->by_id.end()) return UnavailableError("down");
   return it->second->membership()->Record();
+}
+
+StatusOr<etcdserverpb::LeaseTimeToLiveResponse>
+DirectTransport::PeerLeaseTimeToLive(
+    uint64_t id, const etcdserverpb::LeaseTimeToLiveRequest& req, Duration) {
+  StoreServer* peer;
+  {
+    std::lock_guard<std::mutex> l(c_->mu);
+    if (c_->down.count(self_) || c_->down.count(id)) {
+      return UnavailableError("down");
+    }
+    auto it = c_->by_id.find(id);
+    if (it == c_->by_id.end()) return UnavailableError("down");
+    peer = it->second;
+  }
+  ++c_->lease_ttl_forwards;
+  // Not under the lock: the leader's answer waits for a linearizable read,
+  // whose messages go through Send.
+  return peer->LeaderLeaseTimeToLive(req);
 }
 
 // Waits (polling: the flag has no notification) until `s` knows it was
@@ -1246,6 +1269,43 @@ TEST_F(StoreServerTest, KeepAliveWithoutALeaderIsAnErrorNotAMissingLease) {
   auto r = kv.KeepAlive(ka);
   ASSERT_FALSE(r.ok()) << "answered TTL " << r->ttl() << " with no leader";
   EXPECT_FALSE(r.status().Is(StatusCode::kNotFound)) << r.status();
+}
+
+// Only the leader's lessor counts a lease down (a follower's is demoted and
+// would answer the granted TTL): a follower asks the leader, as etcd's asks
+// over /leases/internal, and answers what the leader does.
+TEST_F(StoreServerTest, FollowerAsksTheLeaderForALeasesTimeToLive) {
+  Cluster& c = NewCluster();
+  c.Start(3);
+  StoreServer* leader = c.WaitLeader();
+  ASSERT_NE(leader, nullptr);
+  const int64_t lease = GrantLease(leader, 600);
+  ASSERT_NE(lease, 0);
+  ASSERT_TRUE(leader->Put(PutReq("/held", "v", lease)).ok());
+  StoreServer* follower = c.Get(c.LeaderName() == "m1" ? "m2" : "m1");
+  etcdserverpb::LeaseTimeToLiveRequest q;
+  q.set_id(lease);
+  q.set_keys(true);
+  auto r = follower->LeaseTimeToLive(q);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->grantedttl(), 600);
+  // Time has passed since the grant: truncated, the leader's count is 599.
+  EXPECT_LT(r->ttl(), 600) << "the follower's own lessor answered";
+  EXPECT_GT(r->ttl(), 500);
+  ASSERT_EQ(r->keys_size(), 1);
+  EXPECT_EQ(r->keys(0), "/held");
+  EXPECT_EQ(r->header().member_id(), leader->member_id());
+  EXPECT_EQ(c.lease_ttl_forwards.load(), 1);
+  // A lease the leader does not know: its answer, TTL -1.
+  q.set_id(lease + 1);
+  auto unknown = follower->LeaseTimeToLive(q);
+  ASSERT_TRUE(unknown.ok()) << unknown.status();
+  EXPECT_EQ(unknown->ttl(), -1);
+  // The leader answers itself; a follower asked as the leader refuses.
+  EXPECT_TRUE(leader->LeaseTimeToLive(q).ok());
+  EXPECT_EQ(c.lease_ttl_forwards.load(), 2);
+  EXPECT_EQ(follower->LeaderLeaseTimeToLive(q).status().code(),
+            StatusCode::kNotLeader);
 }
 
 // Work on the server's workers may block on a linearizable read (gRPC

@@ -281,6 +281,18 @@ TEST_P(EtcdctlGrpc, Leases) {
                           " granted with TTL\\(60s\\), remaining\\(\\d+s\\), "
                           "attached keys\\(\\[lk\\]\\)\n")))
       << ttl.out;
+  // Every member counts down as the leader does (followers ask it): time
+  // has passed since the keep-alive, so none answers the full 60 s.
+  for (const std::string& url : cluster_->client_urls()) {
+    Out at = Run({"lease", "timetolive", lease}, "", url);
+    std::smatch left;
+    ASSERT_TRUE(std::regex_match(
+        at.out, left,
+        std::regex("lease " + lease +
+                   " granted with TTL\\(60s\\), remaining\\((\\d+)s\\)\n")))
+        << url << ": " << at.out;
+    EXPECT_LT(std::stoi(left[1]), 60) << url << ": " << at.out;
+  }
   Out list = Run({"lease", "list"});
   EXPECT_NE(list.out.find("found 1 leases\n" + lease + "\n"), std::string::npos)
       << list.out;

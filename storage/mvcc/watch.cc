@@ -198,7 +198,9 @@ StatusOr<int64_t> WatchHub::Watch(StreamState* s,
 
     auto w = std::make_shared<Watcher>();
     w->id = id;
-    w->key = req.key();
+    // An empty key is "\x00", the smallest key (etcd's watch server does
+    // the same): alone, it watches that key.
+    w->key = req.key().empty() ? std::string(1, '\0') : req.key();
     w->to_infinity = to_infinity;
     if (!to_infinity) w->end = range_end;
     w->prev_kv = req.prev_kv();

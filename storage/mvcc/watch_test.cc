@@ -107,6 +107,20 @@ TEST_F(MvccWatchTest, LiveEventsOnKeyAndPrefix) {
   EXPECT_EQ(r3.events(0).kv().create_revision(), 0);
 }
 
+// An empty key is "\x00", the smallest key, as etcd's watch server reads
+// it: alone it watches that key, with a range end the keys from it.
+TEST_F(MvccWatchTest, EmptyKeyIsTheSmallestKey) {
+  auto s = store_->NewWatchStream();
+  auto alone = s->Watch(Req(""));
+  auto range = s->Watch(Req("", "b"));
+  ASSERT_TRUE(alone.ok()) << alone.status();
+  ASSERT_TRUE(range.ok()) << range.status();
+  Put("a", "1");
+  Put(std::string("\0", 1), "2");
+  EXPECT_EQ(Collect(s.get(), 1, *alone),
+            (std::vector<std::string>{std::string("P \0=2@3", 7)}));
+}
+
 TEST_F(MvccWatchTest, TxnGivesOneResponseWithAllEvents) {
   auto s = store_->NewWatchStream();
   ASSERT_TRUE(s->Watch(Req("a", std::string("\0", 1))).ok());  // every key

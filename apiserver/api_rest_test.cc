@@ -146,6 +146,37 @@ TEST(ApiRestTest, UnreadableManagedFieldsFromTheClientAreIgnored) {
   EXPECT_STREQ((*mf2)[0]["manager"].GetString(), "other");
 }
 
+// managedFields of one empty entry reset them, as kube's FieldManager
+// reads them (isResetManagedFields; the documented way to strip them):
+// the write starts from no entries, and its own changes are all it owns.
+TEST(ApiRestTest, AnEmptyManagedFieldsEntryResetsThem) {
+  TestServer s;
+  Response c =
+      s.Post(std::string(kConfigMaps) + "?fieldManager=maker", ConfigMap("cm"));
+  ASSERT_EQ(c.code, 201) << c.body;
+  ASSERT_NE(c.At({"metadata", "managedFields"}), nullptr) << c.body;
+  const std::string url = std::string(kConfigMaps) + "/cm";
+  Response stripped = s.Patch(
+      url + "?fieldManager=patcher",
+      R"([{"op":"replace","path":"/metadata/managedFields","value":[{}]}])",
+      "application/json-patch+json");
+  ASSERT_EQ(stripped.code, 200) << stripped.body;
+  EXPECT_EQ(stripped.At({"metadata", "managedFields"}), nullptr)
+      << stripped.body;
+  Response got = s.Get(url);
+  EXPECT_EQ(got.At({"metadata", "managedFields"}), nullptr) << got.body;
+  // With a change: only the writer's entry, for what it changed.
+  Response changed = s.Patch(url + "?fieldManager=patcher",
+                             R"({"metadata":{"managedFields":[{}]},)"
+                             R"("data":{"added":"1"}})",
+                             "application/merge-patch+json");
+  ASSERT_EQ(changed.code, 200) << changed.body;
+  const rapidjson::Value* mf = changed.At({"metadata", "managedFields"});
+  ASSERT_NE(mf, nullptr) << changed.body;
+  ASSERT_EQ(mf->Size(), 1u) << changed.body;
+  EXPECT_STREQ((*mf)[0]["manager"].GetString(), "patcher");
+}
+
 TEST(ApiRestTest, GenerateNameAddsFiveCharacters) {
   TestServer s;
   Response c =

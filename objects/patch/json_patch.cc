@@ -185,11 +185,10 @@ StatusOr<std::vector<std::string>> AsOperationError(
 
 Status ApplyOne(JsonValue& doc, const JsonValue& op_obj, JsonAllocator& alloc,
                 Budget* b) {
-  if (!op_obj.IsObject()) {
-    return InvalidArgumentError("json patch operation must be an object");
-  }
-  const JsonValue* op = FindMember(op_obj, "op");
-  const JsonValue* path_v = FindMember(op_obj, "path");
+  // null decodes as an operation without members (Go's nil map).
+  const JsonValue* op = op_obj.IsObject() ? FindMember(op_obj, "op") : nullptr;
+  const JsonValue* path_v =
+      op_obj.IsObject() ? FindMember(op_obj, "path") : nullptr;
   if (op == nullptr || !op->IsString()) {
     return FailedPreconditionError("json patch operation is missing \"op\"");
   }
@@ -383,6 +382,20 @@ Status ApplyJsonPatch(JsonValue& doc, const JsonValue& patch,
   const json::Extent start = json::Measure(doc, limits.max_bytes);
   Budget budget{limits, start.bytes, 0, start.depth};
   if (budget.bytes > limits.max_bytes) return TooLarge(budget);
+  // The whole body decodes before any operation runs (kube's DecodePatch),
+  // so an element that is no operation is a bad request even after one
+  // that would fail.
+  for (const auto& op : patch.GetArray()) {
+    if (!op.IsObject() && !op.IsNull()) {
+      return InvalidArgumentError(
+          "json patch operation must be an object: json: cannot unmarshal " +
+          std::string(op.IsArray()    ? "array"
+                      : op.IsString() ? "string"
+                      : op.IsBool()   ? "bool"
+                                      : "number") +
+          " into Go value of type jsonpatch.Operation");
+    }
+  }
   JsonValue work(doc, alloc);
   for (const auto& op : patch.GetArray()) {
     RETURN_IF_ERROR(ApplyOne(work, op, alloc, &budget));

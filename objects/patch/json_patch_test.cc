@@ -131,6 +131,13 @@ const Case kCases[] = {
      StatusCode::kFailedPrecondition, "JSON pointer"},
     {"OperationNotAnObject", R"({})", R"(["add"])", nullptr,
      StatusCode::kInvalidArgument, "must be an object"},
+    // The body decodes before any operation runs (kube's DecodePatch).
+    {"OperationNotAnObjectAfterAFailingOne", R"({})",
+     R"([{"op":"remove","path":"/missing"},7])", nullptr,
+     StatusCode::kInvalidArgument, "cannot unmarshal number"},
+    // null decodes as an operation without an "op".
+    {"NullOperation", R"({})", R"([null])", nullptr,
+     StatusCode::kFailedPrecondition, "missing \"op\""},
     {"NotAnArray", R"({})", R"({"op":"add"})", nullptr,
      StatusCode::kInvalidArgument, "cannot unmarshal object"},
 };

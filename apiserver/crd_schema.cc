@@ -394,12 +394,30 @@ std::unique_ptr<CrdSchemaNode> BuildNode(const rapidjson::Value& v,
     opts.set_log_errors(false);
     opts.set_max_mem(kMaxPatternProgramBytes);
     auto re = std::make_unique<re2::RE2>(n->pattern, opts);
+    // RE2 keeps a compiled pattern (its programs and the DFA caches they
+    // grow while matching) within max_mem: give each what its program
+    // needs plus kPatternDfaBytes, count that, and compile again with it
+    // (the first compile, at the most a pattern may take, told the size).
+    int64_t mem = kMaxPatternProgramBytes;
+    if (re->ok()) {
+      mem = std::min<int64_t>(
+          kMaxPatternProgramBytes,
+          kPatternBytesPerInstruction * re->ProgramSize() + kPatternDfaBytes);
+      if (mem < kMaxPatternProgramBytes) {
+        opts.set_max_mem(mem);
+        auto bounded = std::make_unique<re2::RE2>(n->pattern, opts);
+        if (bounded->ok()) {
+          re = std::move(bounded);
+        } else {
+          mem = kMaxPatternProgramBytes;
+        }
+      }
+    }
     if (!re->ok()) {
       st->Add(validation::InvalidString(
           p.Child("pattern"), n->pattern,
           "must be a valid regular expression, but isn't: " + re->error()));
-    } else if ((st->pattern_bytes += int64_t{16} * re->ProgramSize() +
-                                     (8 << 10)) > kMaxCrdPatternBytes) {
+    } else if ((st->pattern_bytes += mem) > kMaxCrdPatternBytes) {
       if (!st->patterns_reported) {
         st->patterns_reported = true;
         st->Add(validation::Forbidden(

@@ -61,13 +61,21 @@ namespace kplane::apiserver {
 
 inline constexpr int kMaxCrdSchemaDepth = 64;
 inline constexpr int kMaxCrdSchemaNodes = 100000;
+// The memory one compiled `pattern` may take (RE2's max_mem: its programs
+// and the DFA caches matching grows), and what each is given: 64 bytes per
+// instruction of its program (RE2 takes ~9 bytes per instruction, and
+// limits the forward program to a quarter of two thirds of max_mem, 48
+// bytes per instruction) plus kPatternDfaBytes for the DFA caches, at most
+// kMaxPatternProgramBytes. A name pattern is ~30 instructions (~66 KiB);
+// `\pL{50}` is ~60,000 (RE2 spells out the class), and takes the cap.
 inline constexpr int kMaxPatternProgramBytes = 1 << 20;
-// The memory all `pattern`s of one schema may take once compiled, each
-// counted as 16 bytes per RE2 instruction plus 8 KiB (measured: ~9 bytes
-// per instruction plus ~4 KiB; `\pL{50}` is ~60,000 instructions and
-// ~530 KB, a name pattern ~4 KB). Kubernetes has no such bound (Go's
-// regexp keeps a Unicode class as one instruction); without it a 3 MiB CRD
-// of 65,000 such patterns would take tens of GB.
+inline constexpr int64_t kPatternBytesPerInstruction = 64;
+inline constexpr int64_t kPatternDfaBytes = 64 << 10;
+// What all `pattern`s of one schema may take together, each counted at its
+// max_mem above. Kubernetes has no such bound (Go's regexp keeps a Unicode
+// class as one instruction and grows no DFA); without it a 3 MiB CRD of
+// 65,000 `\pL{50}` patterns would take tens of GB; and matching grows
+// each pattern's DFA caches up to its max_mem, so they count too.
 inline constexpr int64_t kMaxCrdPatternBytes = int64_t{64} << 20;
 
 // One JSONSchemaProps.

@@ -266,6 +266,58 @@ write("raft_message", "snap", protoc("raftpb.Message",
       "conf_state { voters: 1 voters: 2 learners: 3 } index: 9 term: 3 } }"))
 write("raft_message", "hup", protoc("raftpb.Message", "type: MsgHup to: 1"))
 
+
+# raft_step: a role byte (0 follower of 2 at term 2, 1 leader, 2 candidate,
+# 3 pre-candidate), then records of [flags][2-byte length][raftpb.Message].
+def raft_steps(role, *msgs):
+    out = bytes([role])
+    for flags, text in msgs:
+        m = protoc("raftpb.Message", text)
+        out += bytes([flags]) + struct.pack(">H", len(m)) + m
+    return out
+
+
+write("raft_step", "append", raft_steps(0, (0,
+      "type: MsgApp to: 1 from: 2 term: 2 logTerm: 2 index: 8 commit: 9 "
+      "entries { Term: 2 Index: 9 }")))
+write("raft_step", "vote", raft_steps(0, (1,
+      "type: MsgPreVote to: 1 from: 3 term: 3 logTerm: 2 index: 8"), (1,
+      "type: MsgVote to: 1 from: 3 term: 3 logTerm: 2 index: 8")))
+write("raft_step", "leader-acks", raft_steps(1, (0,
+      "type: MsgAppResp to: 1 from: 2 term: 3 index: 9"), (0,
+      "type: MsgHeartbeatResp to: 1 from: 3 term: 3")))
+# Inputs a review found (2026-12-07), most of them an abort before:
+# a heartbeat committing past the log, with no term (read as local) ...
+write("raft_step", "heartbeat-commit-past-log", raft_steps(0, (0,
+      "type: MsgHeartbeat to: 1 from: 2 commit: 18446744073709551615")))
+# ... and with a newer term (the leader steps down first);
+write("raft_step", "heartbeat-commit-past-log-leader", raft_steps(1, (0,
+      "type: MsgHeartbeat to: 1 from: 2 term: 9 commit: 1000")))
+# a read index request without its context entry, to a leader that has
+# committed an entry of its term (before that it only queues them);
+write("raft_step", "read-index-without-entry", raft_steps(1, (0,
+      "type: MsgAppResp to: 1 from: 2 term: 3 index: 9"), (0,
+      "type: MsgReadIndex to: 1 from: 2")))
+# a request only forwarded to a leader, with a term, to a follower;
+write("raft_step", "forwarded-with-term", raft_steps(0, (0,
+      "type: MsgReadIndex to: 1 from: 3 term: 2 entries { Data: 'c' }")))
+write("raft_step", "transfer-to-a-follower", raft_steps(0, (0,
+      "type: MsgTransferLeader to: 1 from: 3 term: 2")))
+# (not a crasher: an append over committed entries, which the core answers
+# with its commit index);
+write("raft_step", "append-over-committed", raft_steps(0, (0,
+      "type: MsgApp to: 1 from: 2 term: 2 logTerm: 1 index: 3 commit: 5 "
+      "entries { Term: 2 Index: 4 } entries { Term: 2 Index: 5 }")))
+# an append whose entries are not contiguous (the Ready loop then spun on
+# entries the storage refused);
+write("raft_step", "append-with-a-gap", raft_steps(0, (0,
+      "type: MsgApp to: 1 from: 2 term: 2 logTerm: 2 index: 8 commit: 5 "
+      "entries { Term: 2 Index: 9 } entries { Term: 2 Index: 20 }")))
+# a snapshot on the message stream.
+write("raft_step", "snapshot-on-the-stream", raft_steps(0, (0,
+      "type: MsgSnap to: 1 from: 2 term: 9 snapshot { metadata { index: "
+      "4611686018427387904 term: 1 conf_state { voters: 1 } } }")))
+
 # --- snapshot files.
 def packed(files):
     out = b"KPSNAP1\n"

@@ -1012,6 +1012,14 @@ Status Raft::StepFollower(raftpb::Message& m) {
       return Status::Ok();
     case raftpb::MsgTransferLeader:
       if (lead == kNone) return Status::Ok();
+      if (m.term() != 0) {
+        // A peer forwarded it to us as its leader, and we are not: a
+        // buggy or forged message (forwarding it on would trip Send's
+        // check that it carries no term yet). Dropped.
+        LOG(ERROR) << id << " dropped a leadership transfer that " << m.from()
+                   << " sent to a follower";
+        return Status::Ok();
+      }
       m.set_to(lead);
       Send(std::move(m));
       return Status::Ok();
@@ -1078,7 +1086,16 @@ void Raft::HandleAppendEntries(raftpb::Message& m) {
 }
 
 void Raft::HandleHeartbeat(const raftpb::Message& m) {
-  raft_log.CommitTo(m.commit());
+  // A leader sends at most what the follower has acknowledged; a commit
+  // past our log comes from a buggy or forged peer (etcd's raft panics on
+  // it). Nothing is committed then; the heartbeat is still answered.
+  if (m.commit() > raft_log.LastIndex()) {
+    LOG(ERROR) << id << " ignored the commit index " << m.commit()
+               << " of a heartbeat from " << m.from()
+               << ": past the last index " << raft_log.LastIndex();
+  } else {
+    raft_log.CommitTo(m.commit());
+  }
   raftpb::Message resp;
   resp.set_to(m.from());
   resp.set_type(raftpb::MsgHeartbeatResp);

@@ -368,6 +368,32 @@ TEST(RaftFeatureTest, LeaderTransferToUpToDateFollower) {
   EXPECT_EQ(n.peer(1)->lead, 3u);
 }
 
+// What no leader sends, from a buggy or forged peer, leaves a member
+// running: a heartbeat committing past the follower's log commits nothing
+// (it aborted the member), and a transfer request forwarded to a member
+// that does not lead is dropped (forwarding it on aborted).
+TEST(RaftFeatureTest, MessagesNoLeaderSendsLeaveTheMemberRunning) {
+  Network n(3);
+  Elect(n, 1);
+  Raft* follower = n.peer(2);
+  const uint64_t last = follower->raft_log.LastIndex();
+  const uint64_t committed = follower->raft_log.committed();
+  raftpb::Message beat = Msg(1, 2, raftpb::MsgHeartbeat, follower->term);
+  beat.set_commit(last + 1000);
+  follower->msgs.clear();
+  ASSERT_TRUE(follower->Step(beat).ok());
+  EXPECT_EQ(follower->raft_log.committed(), committed);
+  ASSERT_EQ(follower->msgs.size(), 1u);
+  EXPECT_EQ(follower->msgs[0].type(), raftpb::MsgHeartbeatResp);
+
+  follower->msgs.clear();
+  ASSERT_TRUE(
+      follower->Step(Msg(3, 2, raftpb::MsgTransferLeader, follower->term))
+          .ok());
+  EXPECT_TRUE(follower->msgs.empty());
+  EXPECT_EQ(n.peer(1)->state, StateType::kLeader);
+}
+
 TEST(RaftFeatureTest, LeaderTransferToLaggingFollowerCatchesItUpFirst) {
   Network n(3);
   Elect(n, 1);

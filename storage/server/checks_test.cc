@@ -94,6 +94,9 @@ TEST(EntryCheckTest, PeerMessages) {
   app.set_type(raftpb::MsgApp);
   app.set_from(2);
   app.set_to(1);
+  app.set_term(1);
+  app.set_index(7);
+  app.set_logterm(1);
   *app.add_entries() = Normal(8, PutData(std::string(5000, 'k')));
   EXPECT_TRUE(CheckPeerMessage(app, 1, 1000).ok())
       << "the size limit is the leader's, for proposals";
@@ -109,7 +112,74 @@ TEST(EntryCheckTest, PeerMessages) {
   heartbeat.set_type(raftpb::MsgHeartbeat);
   heartbeat.set_from(2);
   heartbeat.set_to(1);
+  EXPECT_TRUE(CheckPeerMessage(heartbeat, 1).Is(StatusCode::kCorruption))
+      << "without a term (the raft core would read it as a local message)";
+  heartbeat.set_term(3);
   EXPECT_TRUE(CheckPeerMessage(heartbeat, 1).ok());
+}
+
+// What the raft core takes from a leader's peer only in the shape a leader
+// sends it (fuzz/raft_step steps what passes; these shapes tripped its
+// CHECKs or stopped a member).
+TEST(EntryCheckTest, PeerMessagesInALeadersShape) {
+  auto msg = [](raftpb::MessageType t, uint64_t term) {
+    raftpb::Message m;
+    m.set_type(t);
+    m.set_from(2);
+    m.set_to(1);
+    m.set_term(term);
+    return m;
+  };
+  // Forwarded requests carry no term.
+  raftpb::Message read = msg(raftpb::MsgReadIndex, 0);
+  EXPECT_TRUE(CheckPeerMessage(read, 1).Is(StatusCode::kCorruption))
+      << "a read index request without its context";
+  read.add_entries()->set_data("ctx");
+  EXPECT_TRUE(CheckPeerMessage(read, 1).ok());
+  read.add_entries()->set_data("more");
+  EXPECT_TRUE(CheckPeerMessage(read, 1).Is(StatusCode::kCorruption));
+  read.mutable_entries()->RemoveLast();
+  read.set_term(2);
+  EXPECT_TRUE(CheckPeerMessage(read, 1).Is(StatusCode::kCorruption))
+      << "a forwarded request with a term";
+  raftpb::Message prop = msg(raftpb::MsgProp, 2);
+  *prop.add_entries() = Normal(0, PutData("k"));
+  EXPECT_TRUE(CheckPeerMessage(prop, 1).Is(StatusCode::kCorruption));
+  EXPECT_TRUE(CheckPeerMessage(msg(raftpb::MsgTransferLeader, 2), 1).ok());
+  EXPECT_TRUE(CheckPeerMessage(msg(raftpb::MsgTransferLeader, 0), 1)
+                  .Is(StatusCode::kCorruption));
+  // A snapshot comes with its files, never on the message stream.
+  raftpb::Message snap = msg(raftpb::MsgSnap, 9);
+  snap.mutable_snapshot()->mutable_metadata()->set_index(1ull << 62);
+  EXPECT_TRUE(CheckPeerMessage(snap, 1).Is(StatusCode::kCorruption));
+  // Appended entries follow the index one by one, terms never going down,
+  // from logTerm up to the message's term.
+  raftpb::Message app = msg(raftpb::MsgApp, 3);
+  app.set_index(10);
+  app.set_logterm(2);
+  auto entry = [](uint64_t index, uint64_t term) {
+    raftpb::Entry e = Normal(index, PutData("k"));
+    e.set_term(term);
+    return e;
+  };
+  *app.add_entries() = entry(11, 2);
+  *app.add_entries() = entry(12, 3);
+  EXPECT_TRUE(CheckPeerMessage(app, 1).ok());
+  for (const raftpb::Entry& bad :
+       {entry(14, 3), entry(12, 3), entry(13, 2), entry(13, 4)}) {
+    raftpb::Message wrong = app;
+    *wrong.add_entries() = bad;
+    EXPECT_TRUE(CheckPeerMessage(wrong, 1).Is(StatusCode::kCorruption))
+        << "entry " << bad.index() << " of term " << bad.term();
+  }
+  raftpb::Message below = app;
+  below.set_logterm(3);
+  EXPECT_TRUE(CheckPeerMessage(below, 1).Is(StatusCode::kCorruption))
+      << "an entry of a term before logTerm";
+  raftpb::Message wraps = msg(raftpb::MsgApp, 3);
+  wraps.set_index(UINT64_MAX);
+  *wraps.add_entries() = entry(0, 3);
+  EXPECT_TRUE(CheckPeerMessage(wraps, 1).Is(StatusCode::kCorruption));
 }
 
 MemberHash Hash(uint64_t id, uint32_t h) {

@@ -1,5 +1,6 @@
 #include "storage/server/entry_check.h"
 
+#include <cstdint>
 #include <string>
 
 #include "storage/raft/util.h"
@@ -77,8 +78,51 @@ Status CheckPeerMessage(const raftpb::Message& m, uint64_t self,
   if (m.to() != self) {
     return CorruptionError("message addressed to another member");
   }
+  if (m.type() == raftpb::MsgSnap) {
+    // A snapshot arrives with its files, over /raft/snapshot, and is
+    // stepped once they are in place (ReceiveSnapshot); one on the message
+    // stream has no database behind it.
+    return CorruptionError("a snapshot without its files");
+  }
+  // Forwarded proposals and read requests carry no term (the leader takes
+  // them as its own); every other message carries its sender's.
+  const bool forwarded =
+      m.type() == raftpb::MsgProp || m.type() == raftpb::MsgReadIndex;
+  if (forwarded && m.term() != 0) {
+    return CorruptionError("a forwarded " + raftpb::MessageType_Name(m.type()) +
+                           " with a term");
+  }
+  if (!forwarded && m.term() == 0) {
+    return CorruptionError("a " + raftpb::MessageType_Name(m.type()) +
+                           " without a term");
+  }
   if (m.type() == raftpb::MsgProp && m.entries_size() == 0) {
     return CorruptionError("proposal without entries");
+  }
+  if (m.type() == raftpb::MsgReadIndex && m.entries_size() != 1) {
+    return CorruptionError("read index request without its one context entry");
+  }
+  if (m.type() == raftpb::MsgApp) {
+    // The entries follow `index` one by one, in terms that never go down,
+    // from `logTerm` to at most the message's term: what a leader sends.
+    if (m.index() > UINT64_MAX - static_cast<uint64_t>(m.entries_size())) {
+      return CorruptionError("appended entries past the largest index");
+    }
+    uint64_t prev_term = m.logterm();
+    for (int i = 0; i < m.entries_size(); ++i) {
+      const raftpb::Entry& e = m.entries(i);
+      if (e.index() != m.index() + 1 + static_cast<uint64_t>(i)) {
+        return CorruptionError("appended entry " + std::to_string(e.index()) +
+                               " where " + std::to_string(m.index() + 1 + i) +
+                               " belongs");
+      }
+      if (e.term() < prev_term || e.term() > m.term()) {
+        return CorruptionError("appended entry " + std::to_string(e.index()) +
+                               " of term " + std::to_string(e.term()) +
+                               " out of order");
+      }
+      prev_term = e.term();
+    }
   }
   if (m.type() == raftpb::MsgProp || m.type() == raftpb::MsgApp) {
     // The size limit is the leader's to apply to proposals; entries it

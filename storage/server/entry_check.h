@@ -17,10 +17,18 @@
 //                     context (when set) is a MemberRecord of that id;
 //   anything else     invalid (kplane never proposes ConfChangeV2).
 // A peer message is refused when it is of a type only the local node makes
-// (MsgHup, MsgBeat, ...), is not addressed to this member, or is a
-// MsgProp without entries (the raft core CHECKs on that) or with an
-// invalid one (over max_entry_bytes included), or a MsgApp with an invalid
-// entry (whatever its size: the leader applied its own limit).
+// (MsgHup, MsgBeat, ...), is not addressed to this member, is a MsgSnap
+// (snapshots arrive with their files, through ReceiveSnapshot), carries a
+// term where a leader's peer sends none (MsgProp, MsgReadIndex: a follower
+// forwards them and the raft core CHECKs that they have none) or none where
+// it sends one, or is a MsgProp without entries (the raft core CHECKs on
+// that) or with an invalid one (over max_entry_bytes included), a
+// MsgReadIndex without exactly one (its context), or a MsgApp with an
+// invalid entry (whatever its size: the leader applied its own limit) or
+// with entries that do not follow its index one by one in terms from its
+// logTerm to its own term. What depends on the member's log (a commit past
+// its end, entries that would replace committed ones) the raft core
+// refuses itself. fuzz/raft_step steps what passes into a raft core.
 //
 // Thread-safety: functions of their arguments only.
 // Errors: kCorruption, with what is wrong.

@@ -477,6 +477,12 @@ void ApiServer::Impl::BuildBackends() {
   co.metrics = opts.metrics;
   co.max_pending_events = opts.max_watch_pending_events;
   co.max_pending_bytes = opts.max_watch_pending_bytes;
+  // A quarter of the workers at most wait for a revision the caches have
+  // not reached (CacherOptions::revision_waits).
+  if (co.revision_waits == nullptr) {
+    co.revision_waits = std::make_shared<RevisionWaitBudget>(
+        std::max(1, opts.worker_threads / 4));
+  }
   ResourceStoreOptions& ro = rest_options;
   ro.clock = opts.clock;
   ro.event_ttl_seconds =
@@ -1022,6 +1028,23 @@ bool ApiServer::Impl::Admit(Call& c) {
       .ns = i.ns,
       .name = i.name,
       .path = c.req().path};
+  // kube's RequestInfo names the object of a list or watch whose field
+  // selector requires metadata.name=<name> (a valid path segment), so a
+  // role limited by resourceNames may list and watch that object (what
+  // kube's documentation tells such users to do). Authorization only: the
+  // request stays a list or watch.
+  if (i.is_resource_request && a.name.empty() &&
+      (i.verb == "list" || i.verb == "watch")) {
+    if (StatusOr<machinery::FieldSelector> fs = machinery::FieldSelector::Parse(
+            c.req().QueryParam("fieldSelector"));
+        fs.ok()) {
+      std::optional<std::string> name = fs->RequiresExactMatch("metadata.name");
+      if (name && !name->empty() && *name != "." && *name != ".." &&
+          name->find_first_of("/%") == std::string::npos) {
+        a.name = *std::move(name);
+      }
+    }
+  }
   // kube's RequestInfo scopes /api/v1/namespaces/<name> to the namespace
   // <name>: a RoleBinding there may grant reading its own Namespace.
   if (i.is_resource_request && i.group.empty() && i.resource == "namespaces" &&

@@ -270,6 +270,48 @@ TEST_F(AuthTest, ViewBindingAllowsReadsAndForbidsWrites) {
   EXPECT_EQ(AwaitCode(403, [&] { return Do(alice_, "GET", list); }).code, 403);
 }
 
+// A role limited to named objects may list and watch them with the
+// metadata.name field selector (kube's RequestInfo takes the name from
+// it; kube's documentation tells such users to do this), never the rest.
+TEST_F(AuthTest, ResourceNamesAllowAListOrWatchOfThatName) {
+  ASSERT_EQ(Do(admin_, "POST",
+               "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles",
+               R"({"metadata":{"name":"one-map"},"rules":[
+                   {"apiGroups":[""],"resources":["configmaps"],
+                    "verbs":["get","list","watch"],
+                    "resourceNames":["mine"]}]})")
+                .code,
+            201);
+  ASSERT_EQ(Do(admin_, "POST",
+               "/apis/rbac.authorization.k8s.io/v1/namespaces/default/"
+               "rolebindings",
+               R"({"metadata":{"name":"alice-one-map"},
+                   "roleRef":{"kind":"Role","name":"one-map"},
+                   "subjects":[{"kind":"User","name":"alice"}]})")
+                .code,
+            201);
+  const std::string list = "/api/v1/namespaces/default/configmaps";
+  const std::string mine = list + "?fieldSelector=metadata.name%3Dmine";
+  EXPECT_EQ(AwaitCode(200, [&] { return Do(alice_, "GET", mine); }).code, 200);
+  auto watch =
+      Client(alice_)->Stream("GET", mine + "&watch=1&timeoutSeconds=1", {}, "",
+                             [](std::string_view) { return true; });
+  ASSERT_TRUE(watch.ok());
+  EXPECT_EQ(watch->status, 200);
+  EXPECT_EQ(Do(alice_, "GET", list).code, 403);
+  EXPECT_EQ(
+      Do(alice_, "GET", list + "?fieldSelector=metadata.name%3Dother").code,
+      403);
+  EXPECT_EQ(Do(alice_, "GET",
+               list + "?fieldSelector=metadata.name%3Dmine,metadata."
+                      "namespace%3Ddefault")
+                .code,
+            200);
+  EXPECT_EQ(
+      Do(alice_, "GET", list + "?fieldSelector=metadata.name!%3Dmine").code,
+      403);
+}
+
 TEST_F(AuthTest, TokenFileUser) {
   Response whoami = WithToken(
       "bob-token-123", "POST",

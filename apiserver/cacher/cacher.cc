@@ -179,6 +179,13 @@ struct Cacher::Impl {
                         {0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25,
                          1.5, 2, 3})
             ->With(labels);
+    revision_waits_refused =
+        m->NewCounter("apiserver_watch_cache_revision_waits_refused_total",
+                      "Reads and watches of a revision the watch cache had "
+                      "not reached that were answered without waiting for "
+                      "it, because the bound on such waits was reached.",
+                      {"group", "resource"})
+            ->With(labels);
     consistent_reads =
         m->NewCounter("apiserver_watch_cache_consistent_read_total",
                       "Counter for consistent reads from cache.",
@@ -325,6 +332,7 @@ struct Cacher::Impl {
   metrics::Gauge* resource_version;
   metrics::Gauge* window_events;
   metrics::Histogram* read_wait;
+  metrics::Counter* revision_waits_refused;
   metrics::Family<metrics::Counter>* consistent_reads;
   // kube's RecordListCacheMetrics (index "": the cache has no list index).
   metrics::Counter* cache_lists;
@@ -627,6 +635,17 @@ void Cacher::Impl::OnProgress(int64_t revision) {
 
 bool Cacher::Impl::WaitForRevision(int64_t revision) {
   if (self->revision_.load() >= revision) return true;
+  RevisionWaitBudget* budget = options.revision_waits.get();
+  if (budget != nullptr && !budget->TryAcquire()) {
+    revision_waits_refused->Inc();
+    return false;
+  }
+  struct Release {
+    RevisionWaitBudget* b;
+    ~Release() {
+      if (b != nullptr) b->Release();
+    }
+  } release{budget};
   const TimePoint start = clock->Now();
   revision_waiters.fetch_add(1);
   {

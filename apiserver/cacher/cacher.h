@@ -188,6 +188,28 @@ struct WatchOptions {
   std::optional<std::string> index_value;
 };
 
+// How many requests may wait for a revision at once (CacherOptions::
+// revision_waits). Thread-safe.
+class RevisionWaitBudget {
+ public:
+  explicit RevisionWaitBudget(int limit) : limit_(limit) {}
+  // Takes one wait; false when `limit` are running.
+  bool TryAcquire() {
+    int n = in_use_.load();
+    while (n < limit_) {
+      if (in_use_.compare_exchange_weak(n, n + 1)) return true;
+    }
+    return false;
+  }
+  void Release() { in_use_.fetch_sub(1); }
+  int in_use() const { return in_use_.load(); }
+  int limit() const { return limit_; }
+
+ private:
+  const int limit_;
+  std::atomic<int> in_use_{0};
+};
+
 struct CacherOptions {
   // The window: at most `window_events` changes; of those, the ones older
   // than `window_max_age` are dropped as long as more than
@@ -251,6 +273,15 @@ struct CacherOptions {
   // shares this budget (null: no bound). A version whose JSON does not fit
   // keeps none and is encoded on each read.
   std::shared_ptr<KeptJsonBudget> json_budget;
+  // A LIST or WATCH from a revision the cache has not reached waits for it
+  // (up to consistent_read_wait) on the request's thread, as kube's watch
+  // cache waits (in a goroutine there). At most `limit` such waits run at
+  // once in every cache sharing this budget; past it a request for such a
+  // revision is answered at once (Too large resource version, kube's
+  // answer after its wait; a consistent LIST reads the store instead), so
+  // requests for revisions that never come cannot hold every worker of the
+  // apiserver. Null: no bound.
+  std::shared_ptr<RevisionWaitBudget> revision_waits;
   // Optional exact-match index for watchers (pods: spec.nodeName). Must be a
   // pure function of the object.
   std::function<std::string(const google::protobuf::Message&)> index_func;

@@ -443,6 +443,39 @@ TEST_F(CacherTest, WatchFromAFutureRevisionTimesOutOnTheClock) {
   EXPECT_EQ(cacher_->num_watchers(), 0u);
 }
 
+// Waits for a revision run on the request's thread: past the budget's
+// bound a request for a revision the cache has not reached is answered at
+// once, so requests for revisions that never come cannot hold every worker
+// for 3 s each; a consistent LIST then reads the store.
+TEST_F(CacherTest, WaitsForARevisionAreBounded) {
+  auto budget = std::make_shared<RevisionWaitBudget>(1);
+  StartCacher({.consistent_read_wait = seconds(3), .revision_waits = budget});
+  int64_t r0 = CreatePod("default", "a");
+  WaitCacheAt(r0);
+  auto sink = std::make_shared<RecordingSink>();
+  PendingWatch pending = std::async(std::launch::async, [&] {
+    return cacher_->Watch({.revision = r0 + 1000}, sink);
+  });
+  ASSERT_TRUE(AwaitWaiting(clock_, pending));
+  EXPECT_EQ(budget->in_use(), 1);
+  // The second wait would pass the bound: answered without the clock.
+  StatusOr<std::unique_ptr<WatchHandle>> second =
+      cacher_->Watch({.revision = r0 + 1000}, sink);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), StatusCode::kDeadlineExceeded);
+  auto list = cacher_->List("default", r0 + 1000, false, {});
+  ASSERT_FALSE(list.ok());
+  EXPECT_EQ(list.status().code(), StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(Metric("apiserver_watch_cache_revision_waits_refused_total{"
+                   "group=\"\",resource=\"pods\"}"),
+            2);
+  // What the cache has reached needs no wait.
+  EXPECT_TRUE(cacher_->Watch({.revision = r0}, sink).ok());
+  clock_.Advance(seconds(3));
+  EXPECT_FALSE(pending.get().ok());
+  EXPECT_EQ(budget->in_use(), 0);
+}
+
 TEST_F(CacherTest, WatchFromARevisionThatArrivesWhileWaiting) {
   StartCacher({.consistent_read_wait = seconds(3)});
   int64_t r0 = CreatePod("default", "a");

@@ -228,7 +228,11 @@ int RunStoreCommand(const std::vector<std::string>& args) {
     o.listen_fd = l.fd.Release();
     o.name = "peer";
     o.worker_threads = 4;
-    o.max_body_bytes = 64 << 20;
+    // Raft messages and snapshots stream (their frames are bounded:
+    // kMaxPeerFrameBytes); the one body buffered whole is a lease's time
+    // to live request (/raft/leasettl), a few bytes. Anything larger is
+    // refused before it is read, whoever sends it.
+    o.max_body_bytes = 64 << 10;
     peer_https.push_back(std::make_unique<net::HttpServer>(o));
     transport.RegisterHandlers(peer_https.back().get());
   }

@@ -719,9 +719,14 @@ class LeaseImpl final : public pb::Lease::CallbackService {
   ServerUnaryReactor* LeaseTimeToLive(
       CallbackServerContext* ctx, const pb::LeaseTimeToLiveRequest* req,
       pb::LeaseTimeToLiveResponse* resp) override {
-    StoreServer* s = s_;
-    return OnWorker(s, ctx, resp,
-                    [s, req] { return s->LeaseTimeToLive(*req); });
+    ServerUnaryReactor* r = ctx->DefaultReactor();
+    std::string user;
+    if (!Caller(kv_, ctx, r, &user)) return r;
+    KvService* kv = kv_;
+    s_->Submit([r, resp, kv, req, user = std::move(user)] {
+      Reply(r, resp, kv->LeaseTimeToLive(*req, user));
+    });
+    return r;
   }
   ServerUnaryReactor* LeaseLeases(CallbackServerContext* ctx,
                                   const pb::LeaseLeasesRequest* req,

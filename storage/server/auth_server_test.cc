@@ -147,7 +147,36 @@ TEST_F(AuthServerTest, LeaseNeedsWriteOnItsKeys) {
           .status,
       403);
   ExpectOk("/v3/kv/put", Put("/app/z", "1"), alice);
+  // Its time to live names its keys: READ on them all (etcd 3.4.26,
+  // CVE-2023-32082), with or without asking for them; without a token,
+  // etcd's "user name is empty".
+  for (const char* keys : {"true", "false"}) {
+    const std::string ttl =
+        R"({"ID":")" + id + R"(","keys":)" + std::string(keys) + "}";
+    net::HttpResponse hidden = Post("/v3/lease/timetolive", ttl, alice);
+    EXPECT_EQ(hidden.status, 403) << hidden.body;
+    EXPECT_NE(hidden.body.find("etcdserver: permission denied"),
+              std::string::npos)
+        << hidden.body;
+    net::HttpResponse shown = Post("/v3/lease/timetolive", ttl, root);
+    EXPECT_EQ(shown.status, 200) << shown.body;
+    EXPECT_EQ(Post("/v3/lease/timetolive", ttl).status, 400);
+  }
+  EXPECT_NE(Post("/v3/lease/timetolive",
+                 R"({"ID":")" + id + R"(","keys":true})", root)
+                .body.find(B64("/other")),
+            std::string::npos);
   ExpectOk("/v3/lease/revoke", R"({"ID":")" + id + R"("})", root);
+  // A lease holding only keys she may read.
+  g = Post("/v3/lease/grant", R"({"TTL":"60"})", root);
+  at = g.body.find(R"("ID":")");
+  ASSERT_NE(at, std::string::npos) << g.body;
+  id = g.body.substr(at + 6, g.body.find('"', at + 6) - at - 6);
+  ExpectOk("/v3/kv/put",
+           R"({"key":")" + B64("/app/y") + R"(","lease":")" + id + R"("})",
+           root);
+  ExpectOk("/v3/lease/timetolive", R"({"ID":")" + id + R"(","keys":true})",
+           alice);
 }
 
 // etcd's doSerialize: a range or read-only txn served while users, roles

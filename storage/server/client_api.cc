@@ -769,10 +769,12 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
   };
   both("/lease/revoke", revoke);
   both("/kv/lease/revoke", revoke);
-  auto ttl = [s](const HttpRequest& req, ResponderPtr r) {
+  auto ttl = [s, kv](const HttpRequest& req, ResponderPtr r) {
     etcdserverpb::LeaseTimeToLiveRequest q;
     if (!ParseBody(req, r.get(), &q)) return;
-    RespondResult(r.get(), s->LeaseTimeToLive(q));
+    std::string user;
+    if (!CallerOf(s, req, r.get(), &user)) return;
+    RespondResult(r.get(), kv->LeaseTimeToLive(q, user));
   };
   both("/lease/timetolive", ttl);
   both("/kv/lease/timetolive", ttl);

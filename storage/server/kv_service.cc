@@ -279,6 +279,26 @@ void KvService::FillAuthHeader(StoreServer* s,
   h->set_revision(CurrentRevision(s));
 }
 
+StatusOr<etcdserverpb::LeaseTimeToLiveResponse> KvService::LeaseTimeToLive(
+    const etcdserverpb::LeaseTimeToLiveRequest& req, const std::string& user) {
+  StoreServer* s = server_;
+  if (AuthRevisionOf(s)) {
+    if (user.empty()) return autherr::UserEmpty();
+    // The keys as this member applied them (every member tracks them; only
+    // the leader counts the time down).
+    etcdserverpb::LeaseTimeToLiveRequest with_keys = req;
+    with_keys.set_keys(true);
+    ASSIGN_OR_RETURN(StoreRef store, s->ReadStore());
+    ASSIGN_OR_RETURN(etcdserverpb::LeaseTimeToLiveResponse attached,
+                     store->LeaseTimeToLive(with_keys));
+    store = StoreRef();
+    for (const std::string& key : attached.keys()) {
+      RETURN_IF_ERROR(s->auth()->CheckRange(user, key, ""));
+    }
+  }
+  return s->LeaseTimeToLive(req);
+}
+
 StatusOr<etcdserverpb::LeaseKeepAliveResponse> KvService::KeepAlive(
     const etcdserverpb::LeaseKeepAliveRequest& req) {
   etcdserverpb::LeaseKeepAliveResponse resp;

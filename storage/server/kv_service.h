@@ -93,6 +93,14 @@ class KvService {
   StatusOr<etcdserverpb::LeaseKeepAliveResponse> KeepAlive(
       const etcdserverpb::LeaseKeepAliveRequest& req);
 
+  // A lease's time to live (the leader's count: StoreServer). With auth
+  // enabled the caller needs READ on every key attached to the lease,
+  // whether or not it asks for them (etcd 3.4.26's checkLeaseTimeToLive,
+  // CVE-2023-32082: the key names are the caller's to see only then);
+  // "etcdserver: permission denied" otherwise. Blocks.
+  StatusOr<etcdserverpb::LeaseTimeToLiveResponse> LeaseTimeToLive(
+      const etcdserverpb::LeaseTimeToLiveRequest& req, const std::string& user);
+
   StoreServer* server() const { return server_; }
 
   // Tests: runs on the serving thread after a range or read-only txn read

@@ -113,8 +113,7 @@ class PeerHandler {
   // The hash of the member's key space at `revision` (GET /raft/hashkv).
   virtual StatusOr<etcdserverpb::HashKVResponse> HashKV(int64_t revision) = 0;
   // A lease's time to live from this member's lessor, if it is the leader
-  // (POST /raft/leasettl); NotLeader otherwise. May
-  // block for a linearizable read.
+  // (POST /raft/leasettl), straight from its lessor; NotLeader otherwise.
   virtual StatusOr<etcdserverpb::LeaseTimeToLiveResponse> LeaderLeaseTimeToLive(
       const etcdserverpb::LeaseTimeToLiveRequest& req) = 0;
 };

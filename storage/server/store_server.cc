@@ -506,7 +506,7 @@ StatusOr<etcdserverpb::LeaseTimeToLiveResponse> StoreServer::LeaseTimeToLive(
   const TimePoint deadline = clock_->Now() + config_.request_timeout;
   for (;;) {
     const uint64_t leader = leader_id();
-    if (leader == member_id()) return LocalLeaseTimeToLive(req);
+    if (leader == member_id()) return LocalLeaseTimeToLive(req, true);
     const Duration left = deadline - clock_->Now();
     if (left <= Duration(0)) {
       return Status(StatusCode::kDeadlineExceeded,
@@ -533,13 +533,15 @@ StoreServer::LeaderLeaseTimeToLive(
     const etcdserverpb::LeaseTimeToLiveRequest& req) {
   RETURN_IF_ERROR(CheckRunning());
   if (!is_leader()) return NotLeaderError(leader_id());
-  return LocalLeaseTimeToLive(req);
+  // Straight from the lessor, as etcd's leader answers /leases/internal:
+  // a peer worker does not wait for a read index round.
+  return LocalLeaseTimeToLive(req, false);
 }
 
 StatusOr<etcdserverpb::LeaseTimeToLiveResponse>
 StoreServer::LocalLeaseTimeToLive(
-    const etcdserverpb::LeaseTimeToLiveRequest& req) {
-  RETURN_IF_ERROR(WaitLinearizable());
+    const etcdserverpb::LeaseTimeToLiveRequest& req, bool linearizable) {
+  if (linearizable) RETURN_IF_ERROR(WaitLinearizable());
   ASSIGN_OR_RETURN(StoreRef store, ReadStore());
   ASSIGN_OR_RETURN(auto resp, store->LeaseTimeToLive(req));
   FillHeader(resp.mutable_header());

@@ -296,9 +296,10 @@ class StoreServer : public KV, public PeerHandler {
   // Blocks until a linearizable read may be served.
   Status WaitLinearizable();
   // LeaseTimeToLive from this member's own lessor (right on the leader
-  // only: a follower's lessor does not count down).
+  // only: a follower's lessor does not count down), after a linearizable
+  // wait if asked.
   StatusOr<etcdserverpb::LeaseTimeToLiveResponse> LocalLeaseTimeToLive(
-      const etcdserverpb::LeaseTimeToLiveRequest& req);
+      const etcdserverpb::LeaseTimeToLiveRequest& req, bool linearizable);
 
   StoreConfig config_;
   Clock* clock_;

@@ -1,9 +1,12 @@
 #include "apiserver/pod_logs.h"
 
+#include <condition_variable>
+#include <memory>
 #include <optional>
 #include <utility>
 
 #include "base/logging.h"
+#include "base/mutex.h"
 #include "base/strings.h"
 #include "net/http_client.h"
 #include "net/url.h"
@@ -259,6 +262,43 @@ void KubeletLogProxy::Stream(const KubeletEndpoint& ep, std::string target,
   if (refused.has_value()) on_error(*refused);
 }
 
+namespace {
+
+// Wakes a stream's thread when the bytes waiting for its client drained
+// (Responder::OnDrained) or the stream is being ended (client gone, Stop).
+class Drained {
+ public:
+  void Wake() EXCLUDES(mu_) {
+    {
+      MutexLock l(&mu_);
+      woken_ = true;
+    }
+    cv_.notify_all();
+  }
+  void End() EXCLUDES(mu_) {
+    {
+      MutexLock l(&mu_);
+      ended_ = true;
+    }
+    cv_.notify_all();
+  }
+  // Waits for a Wake (consumed) or the End; false once ended.
+  bool Wait() EXCLUDES(mu_) {
+    MutexLock l(&mu_);
+    cv_.wait(l.native(), [&]() REQUIRES(mu_) { return woken_ || ended_; });
+    woken_ = false;
+    return !ended_;
+  }
+
+ private:
+  Mutex mu_;
+  std::condition_variable cv_;
+  bool woken_ GUARDED_BY(mu_) = false;
+  bool ended_ GUARDED_BY(mu_) = false;
+};
+
+}  // namespace
+
 void KubeletLogProxy::Run(uint64_t id, KubeletEndpoint ep, std::string target,
                           std::shared_ptr<net::Responder> r,
                           std::function<void(const ApiError&)> on_error,
@@ -272,9 +312,13 @@ void KubeletLogProxy::Run(uint64_t id, KubeletEndpoint ep, std::string target,
   StatusOr<std::unique_ptr<net::HttpStream>> s =
       client.OpenStream("GET", target, {{"Accept", "*/*"}});
   bool registered = false;
+  auto drained = std::make_shared<Drained>();
   if (s.ok()) {
     net::HttpStream* stream = s->get();
-    registered = threads_.SetCancel(id, [stream] { stream->Cancel(); });
+    registered = threads_.SetCancel(id, [stream, drained] {
+      stream->Cancel();
+      drained->End();
+    });
   }
   // The client leaving cancels the kubelet request too.
   // (The server stops its connections before this proxy is stopped, so the
@@ -317,6 +361,16 @@ void KubeletLogProxy::Run(uint64_t id, KubeletEndpoint ep, std::string target,
                        content_type.empty() ? "text/plain" : content_type}});
       std::string data;
       for (;;) {
+        // Paced as kube's proxy copies: past the high water of bytes
+        // waiting for the client, the next read from the kubelet waits
+        // until the client took them down to the low water, so a slow
+        // reader slows the kubelet's stream (TCP) rather than filling the
+        // connection's buffer to its cap, which closed it mid-log.
+        if (r->BufferedBytes() > options_.log_high_water_bytes) {
+          r->OnDrained(options_.log_high_water_bytes / 2,
+                       [drained] { drained->Wake(); });
+          if (!drained->Wait()) break;
+        }
         data.clear();
         StatusOr<bool> more = stream.Read(&data);
         if (!data.empty() && !r->Write(data)) break;  // the client left

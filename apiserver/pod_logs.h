@@ -88,6 +88,12 @@ struct KubeletClientOptions {
   Duration connect_timeout = seconds(5);
   // The kubelet's answer head must arrive within this time.
   Duration response_timeout = seconds(30);
+  // A log stream reads no more from the kubelet while more than this many
+  // bytes wait for its client, until the client took them down to half:
+  // a slow reader slows the kubelet's stream, and each stream holds at
+  // most about this much (not the connection's 16 MiB cap, past which the
+  // connection closed and the log was cut).
+  size_t log_high_water_bytes = 256 << 10;
   Clock* clock = nullptr;  // nullptr: Clock::Real()
 };
 

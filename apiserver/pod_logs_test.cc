@@ -2,6 +2,15 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <condition_variable>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "base/mutex.h"
+#include "net/http_server.h"
+
 namespace kplane::apiserver {
 namespace {
 
@@ -92,6 +101,138 @@ TEST(PodLogRequest, KubeletEndpointFollowsThePreferredAddressTypes) {
   EXPECT_EQ(std::get<KubeletEndpoint>(ep).host, "node-0");
   EXPECT_TRUE(
       std::holds_alternative<ApiError>(KubeletEndpointFor(n, {"InternalDNS"})));
+}
+
+// The apiserver's side of a log stream, to a client that takes `Take()`
+// bytes when the test says: what waits for the client is counted exactly.
+class SlowClient : public net::Responder {
+ public:
+  const net::HttpRequest& request() const override { return request_; }
+  bool Respond(int, net::HttpHeaders, std::string body) override {
+    MutexLock l(&mu_);
+    error_ = std::move(body);
+    ended_ = true;
+    cv_.notify_all();
+    return true;
+  }
+  bool StartStream(int, net::HttpHeaders) override { return true; }
+  bool Write(std::string_view chunk) override {
+    MutexLock l(&mu_);
+    waiting_ += chunk.size();
+    received_ += chunk.size();
+    most_waiting_ = std::max(most_waiting_, waiting_);
+    return true;
+  }
+  bool WriteChunks(std::span<const std::string_view> chunks) override {
+    for (std::string_view c : chunks) Write(c);
+    return true;
+  }
+  bool Finish() override {
+    MutexLock l(&mu_);
+    ended_ = true;
+    cv_.notify_all();
+    return true;
+  }
+  size_t BufferedBytes() const override {
+    MutexLock l(&mu_);
+    return waiting_;
+  }
+  void SetMaxBufferedBytes(size_t) override {}
+  void SetResponseDeadline(Duration) override {}
+  void OnDrained(size_t low_water, std::function<void()> callback) override {
+    MutexLock l(&mu_);
+    if (waiting_ <= low_water) {
+      std::thread(std::move(callback)).detach();
+      return;
+    }
+    on_drained_ = std::move(callback);
+    cv_.notify_all();
+  }
+  void OnClose(std::function<void()>) override {}
+  bool IsClosed() const override { return false; }
+  void OnBodyData(std::function<void(std::string_view, bool)>) override {}
+  void Close() override {}
+
+  // The client reads everything waiting; false once the stream ended.
+  bool TakeAll() {
+    std::function<void()> drained;
+    bool ended;
+    {
+      MutexLock l(&mu_);
+      waiting_ = 0;
+      ended = ended_;
+      if (on_drained_) drained = std::move(on_drained_);
+      on_drained_ = nullptr;
+    }
+    if (drained) drained();
+    return !ended;
+  }
+  // Blocks until the proxy waits for the client (or the stream ended).
+  void AwaitStalled() {
+    MutexLock l(&mu_);
+    cv_.wait(l.native(),
+             [&]() REQUIRES(mu_) { return on_drained_ != nullptr || ended_; });
+  }
+  size_t received() {
+    MutexLock l(&mu_);
+    return received_;
+  }
+  size_t most_waiting() {
+    MutexLock l(&mu_);
+    return most_waiting_;
+  }
+  std::string error() {
+    MutexLock l(&mu_);
+    return error_;
+  }
+
+ private:
+  net::HttpRequest request_;
+  mutable Mutex mu_;
+  std::condition_variable cv_;
+  size_t waiting_ GUARDED_BY(mu_) = 0;
+  size_t received_ GUARDED_BY(mu_) = 0;
+  size_t most_waiting_ GUARDED_BY(mu_) = 0;
+  std::function<void()> on_drained_ GUARDED_BY(mu_);
+  bool ended_ GUARDED_BY(mu_) = false;
+  std::string error_ GUARDED_BY(mu_);
+};
+
+// A log streams at the pace its client reads (kube's proxy copies with
+// back-pressure): no more than the high water (plus what one read from the
+// kubelet brings) waits for the client; the client gets the whole log.
+// Read as fast as the kubelet wrote, the whole log waited (and a real
+// connection was closed at its 16 MiB cap, cutting the log).
+TEST(KubeletLogProxyTest, ALogStreamsAtItsClientsPace) {
+  constexpr size_t kLogBytes = 8 << 20;
+  net::HttpServer kubelet(net::HttpServerOptions{.port = 0});
+  kubelet.Handle(
+      "GET", "/containerLogs/default/web/a",
+      [&](const net::HttpRequest&, std::shared_ptr<net::Responder> r) {
+        r->SetMaxBufferedBytes(0);
+        r->StartStream(200, {{"Content-Type", "text/plain"}});
+        const std::string chunk(64 << 10, 'x');
+        for (size_t sent = 0; sent < kLogBytes; sent += chunk.size()) {
+          if (!r->Write(chunk)) break;
+        }
+        r->Finish();
+      });
+  ASSERT_TRUE(kubelet.Start().ok());
+  KubeletClientOptions options;
+  options.log_high_water_bytes = 256 << 10;
+  KubeletLogProxy proxy(options);
+  auto client = std::make_shared<SlowClient>();
+  proxy.Stream(
+      {"127.0.0.1", kubelet.port()}, "/containerLogs/default/web/a", client,
+      [](const ApiError& e) { ADD_FAILURE() << e.message; }, [] {});
+  do {
+    client->AwaitStalled();
+  } while (client->TakeAll());
+  EXPECT_EQ(client->received(), kLogBytes) << client->error();
+  // One read from the kubelet is at most what its connection buffers.
+  EXPECT_LE(client->most_waiting(), options.log_high_water_bytes + (1 << 20));
+  proxy.Stop();
+  kubelet.Stop();
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "objects/time.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "base/strings.h"
@@ -265,14 +266,32 @@ void SetMicroTime(metav1::MicroTime* t, WallTime when) {
   SetMicroTime(t, secs, static_cast<int32_t>((us - secs * 1000000) * 1000));
 }
 
+namespace {
+
+// A time's seconds as the clock can hold them: clamped to half the clock's
+// range either side of 1970 (about 1824 to 2116), so that converting it and
+// taking its difference with now cannot overflow. Kubernetes' times run
+// from year 1 to 9999, past the nanosecond clock's 1678 to 2262, and the
+// far ones (a client's "9999-12-31T23:59:59Z") are only ever compared.
+std::chrono::seconds ClockSeconds(int64_t s) {
+  constexpr int64_t kLimit =
+      std::chrono::duration_cast<std::chrono::seconds>(
+          WallTime::duration::max())
+          .count() /
+      2;
+  return std::chrono::seconds(std::clamp(s, -kLimit, kLimit));
+}
+
+}  // namespace
+
 WallTime ToWallTime(const metav1::MicroTime& t) {
   return WallTime(std::chrono::duration_cast<WallTime::duration>(
-      std::chrono::seconds(t.seconds()) + std::chrono::nanoseconds(t.nanos())));
+      ClockSeconds(t.seconds()) + std::chrono::nanoseconds(t.nanos())));
 }
 
 WallTime ToWallTime(const metav1::Time& t) {
   return WallTime(std::chrono::duration_cast<WallTime::duration>(
-      std::chrono::seconds(t.seconds())));
+      ClockSeconds(t.seconds())));
 }
 
 metav1::MicroTime MicroTimeNow(const Clock& clock) {

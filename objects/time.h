@@ -57,6 +57,8 @@ metav1::Time TimeNow(const Clock& clock);
 bool IsZero(const metav1::MicroTime& t);
 void SetMicroTime(metav1::MicroTime* t, int64_t unix_seconds, int32_t nanos);
 void SetMicroTime(metav1::MicroTime* t, WallTime when);  // to microseconds
+// Times beyond about 1824 and 2116 are read as those bounds: the clock
+// (nanoseconds) holds 1678 to 2262, and a difference with now must fit too.
 WallTime ToWallTime(const metav1::MicroTime& t);
 WallTime ToWallTime(const metav1::Time& t);
 metav1::MicroTime MicroTimeNow(const Clock& clock);

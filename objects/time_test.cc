@@ -70,6 +70,28 @@ TEST(Time, FormatAndParseAgreeEverywhere) {
   }
 }
 
+// Kubernetes' times run from year 1 to 9999, the nanosecond clock from
+// 1678 to 2262: the far ones are clamped, and a difference with now still
+// fits (it overflowed, undefined behaviour, for an Event's lastTimestamp of
+// 9999-12-31 in a Table's age column).
+TEST(Time, FarTimesAreClampedOnTheClock) {
+  metav1::Time far;
+  ASSERT_TRUE(ParseRfc3339("9999-12-31T23:59:59Z").ok());
+  far.set_seconds(ParseRfc3339("9999-12-31T23:59:59Z")->seconds);
+  metav1::Time early;
+  early.set_seconds(ParseRfc3339("0001-01-01T00:00:00Z")->seconds);
+  const WallTime now = Clock::Real()->WallNow();
+  EXPECT_GT(ToWallTime(far), now);
+  EXPECT_LT(ToWallTime(early), now);
+  EXPECT_GT(ToWallTime(far) - now, std::chrono::hours(24 * 365 * 80));
+  EXPECT_GT(now - ToWallTime(early), std::chrono::hours(24 * 365 * 190));
+  metav1::MicroTime micro;
+  micro.set_seconds(far.seconds());
+  micro.set_nanos(999999000);
+  EXPECT_EQ(ToWallTime(micro) - ToWallTime(far),
+            std::chrono::nanoseconds(999999000));
+}
+
 TEST(Time, GoDurations) {
   struct Case {
     int64_t nanos;

@@ -289,6 +289,13 @@ uint64_t Membership::applied_index() const {
   return record_.applied_index();
 }
 
+storagepb::ClusterRecord Membership::RecordForJoiners() const {
+  MutexLock l(&mu_);
+  storagepb::ClusterRecord r = record_;
+  r.clear_auth();
+  return r;
+}
+
 std::vector<etcdserverpb::AlarmMember> Membership::Alarms() const {
   MutexLock l(&mu_);
   return {record_.alarms().begin(), record_.alarms().end()};

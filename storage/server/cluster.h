@@ -88,6 +88,13 @@ class Membership {
   StatusOr<bool> ApplyAuth(uint64_t index, const storagepb::AuthRecord& auth);
   // The raft index of the last entry applied to the record.
   uint64_t applied_index() const;
+  // The record a joining or cut-off member may learn from this one (GET
+  // /raft/members): everything but the users and roles, whose password
+  // hashes stay on the members. A joiner takes them with its first
+  // snapshot: every member added gets one whose configuration includes it
+  // (StoreApplier takes it when the addition applies), and the record
+  // inside replaces this one whole.
+  storagepb::ClusterRecord RecordForJoiners() const;
   // The alarms raised through the log and not disarmed.
   std::vector<etcdserverpb::AlarmMember> Alarms() const;
   // Replaces the whole record (a snapshot was installed).

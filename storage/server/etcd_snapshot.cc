@@ -21,7 +21,7 @@ StatusOr<std::string> EtcdSnapshotDb(StoreServer* server) {
     }
     for (const auto& [id, ttl] : e.leases) b.leases.push_back({id, ttl});
   }
-  storagepb::ClusterRecord record = server->MembershipRecord();
+  storagepb::ClusterRecord record = server->membership()->Record();
   for (const auto& m : record.members()) {
     etcdserverpb::Member& out = b.members.emplace_back();
     out.set_id(m.id());

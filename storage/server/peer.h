@@ -83,8 +83,9 @@ class PeerHandler {
   // Whether `id` is in the current membership (voter or learner). Raft
   // traffic from anyone else is refused: only members talk raft.
   virtual bool IsMember(uint64_t id) const = 0;
-  // The current membership record (a joining or cut-off member asks for it).
-  virtual storagepb::ClusterRecord MembershipRecord() const = 0;
+  // The current membership record as a joining or cut-off member may learn
+  // it: without the users and roles (Membership::RecordForJoiners).
+  virtual storagepb::ClusterRecord RecordForJoiners() const = 0;
 
   // Raft messages that arrived from peers, in arrival order. Runs on a
   // network I/O thread: it queues them and never blocks.

@@ -873,7 +873,7 @@ void HttpPeerTransport::RegisterHandlers(net::HttpServer* peer_server) {
       "GET", "/raft/members",
       [this](const net::HttpRequest&, std::shared_ptr<net::Responder> r) {
         r->Respond(200, {{"Content-Type", "application/x-protobuf"}},
-                   handler_->MembershipRecord().SerializeAsString());
+                   handler_->RecordForJoiners().SerializeAsString());
       });
 }
 

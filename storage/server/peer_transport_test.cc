@@ -53,7 +53,7 @@ class FakeMember : public PeerHandler {
   bool IsMember(uint64_t id) const override {
     return (id >= 1 && id <= 3) || IsRemovedMember(id);
   }
-  storagepb::ClusterRecord MembershipRecord() const override {
+  storagepb::ClusterRecord RecordForJoiners() const override {
     storagepb::ClusterRecord r;
     r.set_cluster_id(kCluster);
     r.add_members()->set_id(id_);

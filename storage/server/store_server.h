@@ -265,8 +265,8 @@ class StoreServer : public KV, public PeerHandler {
   bool IsMember(uint64_t id) const override {
     return membership_->Find(id).has_value();
   }
-  storagepb::ClusterRecord MembershipRecord() const override {
-    return membership_->Record();
+  storagepb::ClusterRecord RecordForJoiners() const override {
+    return membership_->RecordForJoiners();
   }
   StatusOr<etcdserverpb::LeaseTimeToLiveResponse> LeaderLeaseTimeToLive(
       const etcdserverpb::LeaseTimeToLiveRequest& req) override;

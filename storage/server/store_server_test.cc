@@ -554,7 +554,7 @@ TEST_F(StoreServerTest, MemberAddAndRemove) {
   EXPECT_EQ(added->members_size(), 4);
   StoreConfig cfg = c.Config("m4");
   cfg.initial_cluster_state = "existing";
-  cfg.existing_cluster = leader->membership()->Record();
+  cfg.existing_cluster = leader->RecordForJoiners();
   StoreServer* m4 = c.StartMember("m4", cfg);
   ASSERT_NE(m4, nullptr);
   EXPECT_EQ(m4->member_id(), added->member().id());
@@ -574,6 +574,60 @@ TEST_F(StoreServerTest, MemberAddAndRemove) {
   EXPECT_TRUE(WaitRemoved(m4, seconds(20)));
   for (const char* name : {"m1", "m2", "m3"})
     EXPECT_FALSE(c.Get(name)->removed());
+}
+
+template <typename T>
+Status ApplyAuth(KvService& kv, const storagepb::AuthRequest& req) {
+  std::promise<Status> done;
+  kv.Auth<T>(req, "", [&](StatusOr<T> r) { done.set_value(r.status()); });
+  return done.get_future().get();
+}
+
+// A joining member learns the membership from a peer without the users and
+// roles (their password hashes stay on the members); the snapshot every
+// joiner starts from brings them, so it ends with the others' auth state.
+TEST_F(StoreServerTest, AJoiningMemberTakesUsersFromASnapshotNotItsPeer) {
+  Cluster& c = NewCluster();
+  c.Start(3);
+  StoreServer* leader = c.WaitLeader();
+  ASSERT_NE(leader, nullptr);
+  KvService kv(leader);
+  storagepb::AuthRequest add;
+  add.mutable_user_add()->set_name("alice");
+  add.mutable_user_add()->set_password("pw");
+  ASSERT_TRUE(ApplyAuth<etcdserverpb::AuthUserAddResponse>(kv, add).ok());
+  storagepb::AuthRequest role;
+  role.mutable_role_add()->set_name("reader");
+  ASSERT_TRUE(ApplyAuth<etcdserverpb::AuthRoleAddResponse>(kv, role).ok());
+  ASSERT_TRUE(leader->Put(PutReq("/before", "1")).ok());
+  etcdserverpb::MemberAddRequest madd;
+  madd.add_peerurls("http://m4:2380");
+  auto added = leader->MemberAdd(madd);
+  ASSERT_TRUE(added.ok()) << added.status();
+
+  storagepb::ClusterRecord handed = leader->RecordForJoiners();
+  EXPECT_FALSE(handed.has_auth());
+  EXPECT_EQ(handed.members_size(), 4);
+  StoreConfig cfg = c.Config("m4");
+  cfg.initial_cluster_state = "existing";
+  cfg.existing_cluster = handed;
+  StoreServer* m4 = c.StartMember("m4", cfg);
+  ASSERT_NE(m4, nullptr);
+  ASSERT_NE(c.WaitLeader(), nullptr);
+  ASSERT_TRUE(c.Leader()->Put(PutReq("/after", "1")).ok());
+  auto r = m4->Range(RangeReq("/after"));  // linearizable: applied past it
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->kvs_size(), 1);
+  EXPECT_EQ(c.snapshots_sent.load(), 1);
+  storagepb::AuthRecord joined = m4->auth()->Record();
+  ASSERT_EQ(joined.users_size(), 1);
+  EXPECT_EQ(joined.users(0).name(), "alice");
+  ASSERT_EQ(joined.roles_size(), 1);
+  EXPECT_EQ(joined.SerializeAsString(),
+            c.Leader()->auth()->Record().SerializeAsString());
+  // Its own record keeps them, and it hands them on to no one.
+  EXPECT_EQ(m4->membership()->Record().auth().users_size(), 1);
+  EXPECT_FALSE(m4->RecordForJoiners().has_auth());
 }
 
 // A removed member is not sent the entry that removes it once that entry is

@@ -26,5 +26,20 @@ TEST(SaturatingAddTest, HoldsAtTheEnds) {
   EXPECT_EQ(SaturatingAdd(kMin, kMin), kMin);
 }
 
+TEST(SaturatingSecondsTest, ConvertsOrHoldsAtTheEnds) {
+  using std::chrono::nanoseconds;
+  EXPECT_EQ(SaturatingSeconds(3), nanoseconds(3000000000));
+  EXPECT_EQ(SaturatingSeconds(-3), nanoseconds(-3000000000));
+  EXPECT_EQ(SaturatingSeconds(9223372036), nanoseconds(9223372036000000000));
+  EXPECT_EQ(SaturatingSeconds(9223372037), nanoseconds::max());
+  EXPECT_EQ(SaturatingSeconds(kMax), nanoseconds::max());
+  EXPECT_EQ(SaturatingSeconds(kMin), nanoseconds::min());
+  const auto now = std::chrono::system_clock::time_point(nanoseconds(7));
+  EXPECT_EQ(SaturatingAdd(now, SaturatingSeconds(kMax)),
+            std::chrono::system_clock::time_point::max());
+  EXPECT_EQ(SaturatingAdd(now, nanoseconds(-8)).time_since_epoch(),
+            nanoseconds(-1));
+}
+
 }  // namespace
 }  // namespace kplane

@@ -177,17 +177,7 @@ std::string DeterministicBytes(const google::protobuf::Message& m) {
 }
 
 WallTime AddSeconds(WallTime t, int64_t seconds) {
-  using Rep = WallTime::duration::rep;
-  constexpr Rep kPerSecond =
-      std::chrono::duration_cast<WallTime::duration>(std::chrono::seconds(1))
-          .count();
-  static_assert(sizeof(Rep) == sizeof(int64_t));
-  Rep delta = 0;
-  if (__builtin_mul_overflow(static_cast<Rep>(seconds), kPerSecond, &delta)) {
-    return seconds > 0 ? WallTime::max() : WallTime::min();
-  }
-  return WallTime(
-      WallTime::duration(SaturatingAdd(t.time_since_epoch().count(), delta)));
+  return SaturatingAdd(t, SaturatingSeconds(seconds));
 }
 
 int64_t ScaledValueFromIntOrPercent(const objects::intstr::IntOrString& v,

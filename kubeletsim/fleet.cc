@@ -13,6 +13,7 @@
 
 #include "base/logging.h"
 #include "base/mutex.h"
+#include "base/saturating.h"
 #include "base/strings.h"
 #include "informer/api_errors.h"
 #include "informer/event_recorder.h"
@@ -66,6 +67,7 @@ class Fleet::Impl {
     uint32_t ip_host = 0;  // last octet of the pod IP, 0 = none
     TimerId timer = 0;     // the pending next step, if any
     uint64_t gen = 0;      // bumps invalidate stale timers
+    int crash_loop_level = 0;  // NextCrashLoopBackOff's count of exits
   };
 
   // Lock order: a node's mu first. Under it the fleet sets and cancels
@@ -913,12 +915,8 @@ class Fleet::Impl {
     LogSource s{.ns = pod->metadata().namespace_(),
                 .pod = name,
                 .container = container};
-    std::string_view every =
-        objects::Annotation(pod->metadata(), kLogIntervalAnnotation);
-    if (!every.empty()) {
-      auto ns = objects::ParseGoDurationNanos(every);
-      if (ns.ok() && *ns > 0) s.interval = nanoseconds(*ns);
-    }
+    s.interval = LogIntervalFromAnnotation(
+        objects::Annotation(pod->metadata(), kLogIntervalAnnotation));
     MutexLock l(&n->mu);
     auto it = n->pods.find(key);
     if (it == n->pods.end() || !it->second.seen ||
@@ -942,6 +940,8 @@ class Fleet::Impl {
     s.started_at = p.rt.started_at;
     if (p.stage == PodStage::kTerminated || p.stage == PodStage::kCompleted) {
       s.finished_at = p.rt.finished_at;
+    } else if (p.stage == PodStage::kBackOff) {
+      s.finished_at = p.rt.last_finished_at;  // the run that exited
     }
     return s;
   }
@@ -1091,7 +1091,8 @@ class Fleet::Impl {
       Duration delay = options_.pod_termination_delay;
       if (pod->metadata().has_deletiongraceperiodseconds()) {
         delay = std::min<Duration>(
-            delay, seconds(pod->metadata().deletiongraceperiodseconds()));
+            delay,
+            SaturatingSeconds(pod->metadata().deletiongraceperiodseconds()));
       }
       RunPodStep(n, key, p, delay, &Impl::Terminate);
       return;
@@ -1175,10 +1176,11 @@ class Fleet::Impl {
       (this->*step)(n, key, gen);
     });
     if (options_.on_pod_step) {
-      const char* name = step == &Impl::StartPod   ? "start"
-                         : step == &Impl::ReadyPod ? "ready"
-                         : step == &Impl::ExitPod  ? "exit"
-                                                   : "terminate";
+      const char* name = step == &Impl::StartPod     ? "start"
+                         : step == &Impl::ReadyPod   ? "ready"
+                         : step == &Impl::ExitPod    ? "exit"
+                         : step == &Impl::RestartPod ? "restart"
+                                                     : "terminate";
       // Reported after n->mu is released, from the pod executor.
       Post(n->podq, [this, key, name] { options_.on_pod_step(key, name); });
     }
@@ -1247,9 +1249,11 @@ class Fleet::Impl {
   }
 
   // The containers exit with the pod's exit code. restartPolicy Always, or
-  // OnFailure with a non-zero code, restarts them at once (no
-  // CrashLoopBackOff): restartCount + 1, the run shown as lastState.
-  // Otherwise the pod is terminal: Succeeded (0) or Failed, its IP freed.
+  // OnFailure with a non-zero code, restarts them as the kubelet does: at
+  // once the first time, later after a CrashLoopBackOff wait (kBackOff,
+  // then RestartPod); restartCount + 1 at each restart, the run shown as
+  // lastState. Otherwise the pod is terminal: Succeeded (0) or Failed, its
+  // IP freed.
   void ExitPod(Node* n, const std::string& key, uint64_t gen) {
     std::shared_ptr<const corev1::Pod> pod = CachedPod(key);
     if (!pod) return;
@@ -1267,12 +1271,20 @@ class Fleet::Impl {
       const WallTime now = clock_->WallNow();
       CountStage(*p, -1);
       if (restart) {
-        ++p->rt.restart_count;
+        const Duration wait =
+            NextCrashLoopBackOff(&p->crash_loop_level, now - p->rt.started_at);
         p->rt.last_exit_code = code;
         p->rt.last_started_at = p->rt.started_at;
         p->rt.last_finished_at = now;
-        p->rt.started_at = now;
-        stage = PodStage::kStarted;
+        if (wait > Duration(0)) {
+          p->rt.back_off = wait;
+          stage = PodStage::kBackOff;
+          RunPodStep(n, key, *p, wait, &Impl::RestartPod);
+        } else {
+          ++p->rt.restart_count;
+          p->rt.started_at = now;
+          stage = PodStage::kStarted;
+        }
       } else {
         p->rt.exit_code = code;
         p->rt.finished_at = now;
@@ -1285,9 +1297,29 @@ class Fleet::Impl {
       CountStage(*p, +1);
     }
     WritePodStatus(n, key, stage);
-    if (restart)
+    if (stage == PodStage::kStarted) {
       RecordContainerEvents(n, *pod, {"Pulled", "Created", "Started"});
-    if (restart) SyncPod(n, key);  // the next run's readiness and exit
+      SyncPod(n, key);  // the next run's readiness and exit
+    }
+  }
+
+  // The end of a CrashLoopBackOff wait: the containers' next run.
+  void RestartPod(Node* n, const std::string& key, uint64_t gen) {
+    {
+      MutexLock l(&n->mu);
+      PodSim* p = Current(n, key, gen);
+      if (p == nullptr || p->terminating) return;
+      CountStage(*p, -1);
+      ++p->rt.restart_count;
+      p->rt.started_at = clock_->WallNow();
+      p->stage = PodStage::kStarted;
+      CountStage(*p, +1);
+    }
+    WritePodStatus(n, key, PodStage::kStarted);
+    if (std::shared_ptr<const corev1::Pod> pod = CachedPod(key)) {
+      RecordContainerEvents(n, *pod, {"Pulled", "Created", "Started"});
+    }
+    SyncPod(n, key);
   }
 
   // Graceful deletion's end: containers terminated, then the kubelet's

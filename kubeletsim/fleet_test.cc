@@ -643,7 +643,11 @@ TEST_F(FleetTest, AnnotatedExitCodeFailsThePodAndDeletionKeepsFailed) {
   }
 }
 
-TEST_F(FleetTest, OnFailureRestartsTheContainersAndCountsRestarts) {
+// A container that keeps failing is restarted as the kubelet does: at once
+// the first time, then after a CrashLoopBackOff wait of 10 s, 20 s, ...
+// (a container that exits at once must not restart as fast as status writes
+// go).
+TEST_F(FleetTest, OnFailureRestartsTheContainersWithCrashLoopBackOff) {
   StartFleet(Options(1));
   corev1::Pod job = MakePod("flaky", "node-0");
   job.mutable_spec()->set_restartpolicy("OnFailure");
@@ -653,19 +657,63 @@ TEST_F(FleetTest, OnFailureRestartsTheContainersAndCountsRestarts) {
   ASSERT_TRUE(client_->Create(job).ok());
   AwaitStep("flaky", "start");
   Advance(seconds(1));
-  for (int restarts = 1; restarts <= 2; ++restarts) {
-    AwaitStep("flaky", "exit");
-    Advance(seconds(3));
-    ASSERT_TRUE(AwaitPod("flaky", [&](const corev1::Pod& p) {
-      return p.status().containerstatuses(0).restartcount() == restarts;
-    }));
-    auto pod = Pod("flaky");
-    EXPECT_EQ(pod->status().phase(), "Running");
-    const auto& cs = pod->status().containerstatuses(0);
-    EXPECT_TRUE(cs.state().has_running());
-    EXPECT_EQ(cs.laststate().terminated().exitcode(), 1);
-    EXPECT_EQ(cs.laststate().terminated().reason(), "Error");
+  auto restarted = [&](int restarts) {
+    return AwaitPod("flaky", [&](const corev1::Pod& p) {
+      const auto& cs = p.status().containerstatuses(0);
+      return cs.restartcount() == restarts && cs.state().has_running();
+    });
+  };
+  auto backing_off = [&](const std::string& wait, int restarts) {
+    return AwaitPod("flaky", [&](const corev1::Pod& p) {
+      const auto& cs = p.status().containerstatuses(0);
+      return cs.restartcount() == restarts &&
+             cs.state().waiting().reason() == "CrashLoopBackOff" &&
+             cs.state().waiting().message().rfind("back-off " + wait, 0) == 0;
+    });
+  };
+  AwaitStep("flaky", "exit");
+  Advance(seconds(3));  // the first exit: restarted at once
+  ASSERT_TRUE(restarted(1));
+  auto pod = Pod("flaky");
+  EXPECT_EQ(pod->status().phase(), "Running");
+  EXPECT_EQ(
+      pod->status().containerstatuses(0).laststate().terminated().reason(),
+      "Error");
+  Advance(seconds(3));  // the second: 10 s in CrashLoopBackOff
+  ASSERT_TRUE(backing_off("10s", 1));
+  pod = Pod("flaky");
+  EXPECT_EQ(pod->status().phase(), "Running");
+  EXPECT_FALSE(pod->status().containerstatuses(0).ready());
+  EXPECT_EQ(CondStatus(*pod, "Ready"), "False");
+  EXPECT_EQ(
+      pod->status().containerstatuses(0).laststate().terminated().exitcode(),
+      1);
+  AwaitStep("flaky", "restart");
+  Advance(seconds(10));
+  ASSERT_TRUE(restarted(2));
+  Advance(seconds(3));  // the third: 20 s
+  ASSERT_TRUE(backing_off("20s", 2));
+  Advance(seconds(19));
+  EXPECT_EQ(Pod("flaky")->status().containerstatuses(0).restartcount(), 2);
+  Advance(seconds(1));
+  ASSERT_TRUE(restarted(3));
+}
+
+TEST(CrashLoopBackOff, DoublesToFiveMinutesAndForgetsAfterTenQuietOnes) {
+  int level = 0;
+  std::vector<int64_t> waits;
+  for (int i = 0; i < 9; ++i) {
+    waits.push_back(std::chrono::duration_cast<seconds>(
+                        NextCrashLoopBackOff(&level, seconds(1)))
+                        .count());
   }
+  EXPECT_EQ(waits,
+            (std::vector<int64_t>{0, 10, 20, 40, 80, 160, 300, 300, 300}));
+  EXPECT_EQ(NextCrashLoopBackOff(&level, minutes(9)), minutes(5));
+  EXPECT_EQ(NextCrashLoopBackOff(&level, minutes(10)), Duration(0));
+  EXPECT_EQ(NextCrashLoopBackOff(&level, seconds(0)), seconds(10));
+  level = 1 << 30;  // never shifts past the maximum
+  EXPECT_EQ(NextCrashLoopBackOff(&level, seconds(0)), minutes(5));
 }
 
 TEST_F(FleetTest, StoppedNodeGoesSilentAndResumes) {

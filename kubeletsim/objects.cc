@@ -240,8 +240,22 @@ const char* PodStageName(PodStage s) {
       return "Terminated";
     case PodStage::kCompleted:
       return "Completed";
+    case PodStage::kBackOff:
+      return "CrashLoopBackOff";
   }
   return "?";
+}
+
+Duration NextCrashLoopBackOff(int* level, Duration last_run) {
+  constexpr Duration kInitial = std::chrono::seconds(10);
+  constexpr Duration kMax = std::chrono::minutes(5);
+  // The kubelet forgets a container's back-off once it has gone twice the
+  // maximum without an exit.
+  if (last_run >= 2 * kMax) *level = 0;
+  const int n = *level;
+  if (*level < 8) ++*level;  // 10 s << 5 is past the maximum already
+  if (n == 0) return Duration(0);
+  return std::min(kInitial * (int64_t{1} << std::min(n - 1, 5)), kMax);
 }
 
 std::string FakeContainerId(std::string_view pod_uid,
@@ -270,7 +284,9 @@ corev1::PodStatus BuildPodStatus(const corev1::Pod& pod, PodStage stage,
                                  const PodRuntime& rt) {
   const corev1::PodStatus& old = pod.status();
   corev1::PodStatus s;
-  const bool running = stage == PodStage::kStarted || stage == PodStage::kReady;
+  const bool backing_off = stage == PodStage::kBackOff;
+  const bool running =
+      stage == PodStage::kStarted || stage == PodStage::kReady || backing_off;
   const bool ready = stage == PodStage::kReady;
   const bool exited = stage == PodStage::kCompleted;
   const bool failed = exited && rt.exit_code != 0;
@@ -360,6 +376,18 @@ corev1::PodStatus BuildPodStatus(const corev1::Pod& pod, PodStage stage,
                        init ? rt.started_at : rt.finished_at);
       t->set_containerid(cs->containerid());
       cs->set_ready(init);
+      cs->set_started(false);
+      return;
+    }
+    if (backing_off) {
+      corev1::ContainerStateWaiting* w = st->mutable_waiting();
+      w->set_reason("CrashLoopBackOff");
+      w->set_message(
+          "back-off " + objects::FormatGoDuration(rt.back_off.count()) +
+          " restarting failed container=" + c.name() +
+          " pod=" + pod.metadata().name() + "_" + pod.metadata().namespace_() +
+          "(" + pod.metadata().uid() + ")");
+      cs->set_ready(false);
       cs->set_started(false);
       return;
     }

@@ -97,6 +97,8 @@ enum class PodStage {
   kTerminated,  // containers terminated (exit 0), phase Succeeded
   kCompleted,   // containers exited on their own: Succeeded or Failed by
                 // PodRuntime::exit_code
+  kBackOff,     // Running, containers exited and waiting CrashLoopBackOff
+                // (PodRuntime::back_off) before their next run
 };
 const char* PodStageName(PodStage s);
 
@@ -114,7 +116,16 @@ struct PodRuntime {
   int last_exit_code = 0;
   WallTime last_started_at;
   WallTime last_finished_at;
+  // kBackOff: how long the kubelet waits before the next run.
+  Duration back_off{0};
 };
+
+// The kubelet's CrashLoopBackOff: a container that exits is restarted at
+// once the first time, then after 10 s, doubling up to 5 min; a run of 10
+// min or more starts the count again. `level` counts the exits since that
+// (0 before the first): the wait before the next run is returned and the
+// level advanced.
+Duration NextCrashLoopBackOff(int* level, Duration last_run);
 
 // The pod's status at `stage` (replaces status wholesale, keeping the
 // scheduler's PodScheduled transition time when present).

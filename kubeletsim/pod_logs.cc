@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "base/mutex.h"
+#include "base/saturating.h"
 #include "base/strings.h"
 #include "objects/time.h"
 
@@ -60,9 +61,17 @@ StatusOr<LogQuery> ParseLogQuery(const net::HttpRequest& req) {
         objects::ParseRfc3339(req.QueryParam("sinceTime"));
     if (!t.ok())
       return InvalidArgumentError("sinceTime: " + t.status().message());
-    q.since_time = WallTime(std::chrono::seconds(t->seconds));
+    q.since_time = WallTime(SaturatingSeconds(t->seconds));
   }
   return q;
+}
+
+Duration LogIntervalFromAnnotation(std::string_view annotation) {
+  if (annotation.empty()) return kDefaultLogInterval;
+  StatusOr<int64_t> ns = objects::ParseGoDurationNanos(annotation);
+  if (!ns.ok() || *ns <= 0) return kDefaultLogInterval;
+  return std::clamp<Duration>(std::chrono::nanoseconds(*ns), kMinLogInterval,
+                              kMaxLogInterval);
 }
 
 WallTime LineTime(const LogSource& s, int64_t i) {
@@ -81,7 +90,8 @@ int64_t FirstLine(const LogSource& s, const LogQuery& q, int64_t written,
   int64_t first = 0;
   std::optional<WallTime> since = q.since_time;
   if (q.since_seconds) {
-    WallTime t = now - std::chrono::seconds(*q.since_seconds);
+    const int64_t back = std::max<int64_t>(*q.since_seconds, 0);
+    WallTime t = SaturatingAdd(now, -SaturatingSeconds(back));
     if (!since || t > *since) since = t;
   }
   if (since && *since > s.started_at && s.interval > Duration(0)) {
@@ -89,7 +99,10 @@ int64_t FirstLine(const LogSource& s, const LogQuery& q, int64_t written,
     const Duration d = *since - s.started_at;
     first = d / s.interval + (d % s.interval != Duration(0) ? 1 : 0);
   }
-  if (q.tail_lines) first = std::max(first, written - *q.tail_lines);
+  if (q.tail_lines && *q.tail_lines >= 0) {
+    first = std::max(first, written - std::min(*q.tail_lines, written));
+  }
+  first = std::max(first, written - kRetainedLogLines);
   return std::min(std::max<int64_t>(first, 0), written);
 }
 
@@ -185,6 +198,8 @@ class LogFollower : public std::enable_shared_from_this<LogFollower> {
     const WallTime now = clock_->WallNow();
     const TimePoint mono_now = clock_->Now();
     const int64_t written = LinesWritten(s, now);
+    // A follower whose timer ran late skips what was rotated away since.
+    next_ = std::max(next_, written - kRetainedLogLines);
     std::string out;
     const bool more =
         AppendLines(s, timestamps_, next_, written, &bytes_left_, &out);

@@ -10,10 +10,13 @@
 //   started 2026-12-03T17:00:10.000000000Z app: log line 1 of pod default/web
 //   2026-12-03T17:00:20.000000000Z app: log line 2 of pod default/web
 //
-// (the timestamp prefix only with timestamps=true). The kubelet's query
-// parameters select lines as it does: sinceSeconds/sinceTime drop lines
-// written before, tailLines keeps the last n of those, limitBytes cuts the
-// answer (mid-line, as the kubelet does).
+// (the timestamp prefix only with timestamps=true). The interval is held
+// between 1 ms and 24 h, and only the last kRetainedLogLines lines exist
+// (about 10 MB, the kubelet's default containerLogMaxSize: it rotates the
+// older ones away), so no answer grows with the container's age. The
+// kubelet's query parameters select lines as it does: sinceSeconds/
+// sinceTime drop lines written before, tailLines keeps the last n of
+// those, limitBytes cuts the answer (mid-line, as the kubelet does).
 //
 // Thread-safety: pure functions. Errors: ParseLogQuery returns
 // kInvalidArgument naming the bad parameter.
@@ -36,6 +39,13 @@ namespace kplane::kubeletsim {
 inline constexpr char kLogIntervalAnnotation[] =
     "kubeletsim.kplane.io/log-interval";
 inline constexpr Duration kDefaultLogInterval = std::chrono::seconds(10);
+inline constexpr Duration kMinLogInterval = std::chrono::milliseconds(1);
+inline constexpr Duration kMaxLogInterval = std::chrono::hours(24);
+inline constexpr int64_t kRetainedLogLines = 100000;
+
+// The annotation's interval: a Go duration held in [kMinLogInterval,
+// kMaxLogInterval]; the default when empty, unparsable or not positive.
+Duration LogIntervalFromAnnotation(std::string_view annotation);
 
 // One run of one container.
 struct LogSource {
@@ -64,7 +74,8 @@ std::string LogLine(const LogSource& s, int64_t i, bool timestamps);
 WallTime LineTime(const LogSource& s, int64_t i);
 // The number of lines written by `now` (0 before the start).
 int64_t LinesWritten(const LogSource& s, WallTime now);
-// The first line the query shows, of the `written` lines so far.
+// The first line the query shows, of the `written` lines so far (never
+// one of those rotated away: older than the last kRetainedLogLines).
 int64_t FirstLine(const LogSource& s, const LogQuery& q, int64_t written,
                   WallTime now);
 

@@ -155,6 +155,44 @@ TEST(PodLogs, QuerySelectsTailAndSince) {
             9);
 }
 
+// A log neither grows with the container's age nor overflows: the interval
+// is held in [1ms, 24h], only the last 100,000 lines exist, and far times in
+// the query are held at the clock's ends.
+TEST(PodLogs, OldLinesAreRotatedAwayAndTimesHeld) {
+  using std::chrono::hours;
+  using std::chrono::milliseconds;
+  EXPECT_EQ(LogIntervalFromAnnotation("1ns"), milliseconds(1));
+  EXPECT_EQ(LogIntervalFromAnnotation("2100000h"), hours(24));
+  EXPECT_EQ(LogIntervalFromAnnotation("5s"), std::chrono::seconds(5));
+  EXPECT_EQ(LogIntervalFromAnnotation(""), kDefaultLogInterval);
+  EXPECT_EQ(LogIntervalFromAnnotation("-1s"), kDefaultLogInterval);
+  EXPECT_EQ(LogIntervalFromAnnotation("soon"), kDefaultLogInterval);
+
+  LogSource s = Source();
+  s.interval = LogIntervalFromAnnotation("1ns");
+  const WallTime now = s.started_at + hours(24);
+  const int64_t written = LinesWritten(s, now);
+  ASSERT_EQ(written, 86400001);
+  EXPECT_EQ(FirstLine(s, {}, written, now), written - kRetainedLogLines);
+  EXPECT_EQ(FirstLine(s, {.tail_lines = 5}, written, now), written - 5);
+  EXPECT_EQ(FirstLine(s, {.tail_lines = INT64_MAX}, written, now),
+            written - kRetainedLogLines);
+  EXPECT_EQ(FirstLine(s, {.since_seconds = INT64_MAX}, written, now),
+            written - kRetainedLogLines);
+  EXPECT_EQ(FirstLine(s, {.since_seconds = INT64_MIN}, written, now),
+            written - 1);  // since now: the line due now
+
+  net::HttpRequest req;
+  req.query = {{"sinceTime", "9999-12-31T23:59:59Z"}};
+  StatusOr<LogQuery> q = ParseLogQuery(req);
+  ASSERT_TRUE(q.ok()) << q.status();
+  EXPECT_EQ(FirstLine(s, *q, written, now), written);  // all before it
+  req.query = {{"sinceTime", "0001-01-01T00:00:00Z"}};
+  q = ParseLogQuery(req);
+  ASSERT_TRUE(q.ok()) << q.status();
+  EXPECT_EQ(FirstLine(s, *q, written, now), written - kRetainedLogLines);
+}
+
 TEST(PodLogs, ParsesTheKubeletsQuery) {
   net::HttpRequest req;
   req.query = {{"follow", "true"},

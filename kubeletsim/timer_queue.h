@@ -33,6 +33,7 @@
 
 #include "base/clock.h"
 #include "base/mutex.h"
+#include "base/saturating.h"
 
 namespace kplane::kubeletsim {
 
@@ -49,7 +50,7 @@ class TimerQueue {
   // Returns an id for Cancel (never 0). After Stop(), returns 0 and drops fn.
   TimerId Schedule(TimePoint due, std::function<void(TimePoint due)> fn);
   TimerId ScheduleAfter(Duration d, std::function<void(TimePoint due)> fn) {
-    return Schedule(clock_->Now() + d, std::move(fn));
+    return Schedule(SaturatingAdd(clock_->Now(), d), std::move(fn));
   }
   // The timer will not fire (no effect if it already fired or id is 0).
   void Cancel(TimerId id);

@@ -70,6 +70,8 @@ bool ParseScript(const ShellEnv& env, std::string_view s, int last_status,
     if (!words.empty()) commands->push_back(std::move(words));
     words.clear();
   };
+  size_t expansion_left = kMaxExpansion;
+  bool too_long = false;
   auto expand = [&](size_t* i) {
     // s[*i] == '$'
     size_t j = *i + 1;
@@ -91,7 +93,15 @@ bool ParseScript(const ShellEnv& env, std::string_view s, int last_status,
     }
     std::string_view name = s.substr(start, j - start);
     if (braced && j < s.size() && s[j] == '}') ++j;
-    if (const std::string* v = Lookup(env, name)) word += *v;
+    if (const std::string* v = Lookup(env, name)) {
+      if (v->size() > expansion_left) {
+        expansion_left = 0;
+        too_long = true;
+      } else {
+        expansion_left -= v->size();
+        word += *v;
+      }
+    }
     *i = j - 1;
   };
   for (size_t i = 0; i < s.size(); ++i) {
@@ -99,7 +109,7 @@ bool ParseScript(const ShellEnv& env, std::string_view s, int last_status,
     if (c == '\'') {
       size_t close = s.find('\'', i + 1);
       if (close == std::string_view::npos) {
-        *error = "unterminated quoted string";
+        *error = "syntax error: unterminated quoted string";
         return false;
       }
       word.append(s.substr(i + 1, close - i - 1));
@@ -119,7 +129,7 @@ bool ParseScript(const ShellEnv& env, std::string_view s, int last_status,
         }
       }
       if (j >= s.size()) {
-        *error = "unterminated quoted string";
+        *error = "syntax error: unterminated quoted string";
         return false;
       }
       i = j;
@@ -142,6 +152,11 @@ bool ParseScript(const ShellEnv& env, std::string_view s, int last_status,
       word += c;
       in_word = true;
     }
+  }
+  if (too_long) {
+    *error =
+        "variables expand to over " + std::to_string(kMaxExpansion) + " bytes";
+    return false;
   }
   end_command();
   return true;
@@ -196,7 +211,8 @@ std::string FormatDate(WallTime t) {
 }  // namespace
 
 ShellResult RunCommand(const ShellEnv& env,
-                       const std::vector<std::string>& argv, int last_status) {
+                       const std::vector<std::string>& argv, int last_status,
+                       int depth) {
   ShellResult r;
   if (argv.empty()) {
     r.status = last_status;
@@ -283,9 +299,10 @@ ShellResult RunCommand(const ShellEnv& env,
       Err(&r, "sleep: invalid number '" + (argc > 1 ? argv[1] : "") + "'\n");
       r.status = 1;
     } else {
-      Duration d = std::chrono::seconds(*secs);
-      r.actions.push_back(
-          {ShellAction::kSleep, "", d > kMaxSleep ? kMaxSleep : d});
+      const Duration d = *secs >= kMaxSleep / std::chrono::seconds(1)
+                             ? kMaxSleep
+                             : Duration(std::chrono::seconds(*secs));
+      r.actions.push_back({ShellAction::kSleep, "", d});
     }
   } else if (name == "exit") {
     r.exited = true;
@@ -300,7 +317,13 @@ ShellResult RunCommand(const ShellEnv& env,
       }
     }
   } else if (IsShell(name) && argc >= 3 && argv[1] == "-c") {
-    ShellResult inner = RunScript(env, argv[2], last_status);
+    if (depth >= kMaxShellDepth) {
+      Err(&r, "sh: shells nested over " + std::to_string(kMaxShellDepth) +
+                  " deep\n");
+      r.status = 2;
+      return r;
+    }
+    ShellResult inner = RunScript(env, argv[2], last_status, depth + 1);
     inner.exited = false;  // the inner shell's exit ends only it
     return inner;
   } else if (IsShell(name)) {
@@ -313,9 +336,10 @@ ShellResult RunCommand(const ShellEnv& env,
 }
 
 ShellResult RunScript(const ShellEnv& env, std::string_view script,
-                      int last_status) {
+                      int last_status, int depth) {
   ShellResult r;
   r.status = last_status;
+  size_t written = 0;
   if (script.size() > kMaxScript) {
     Err(&r, "sh: script over " + std::to_string(kMaxScript) + " bytes\n");
     r.status = 2;
@@ -326,16 +350,25 @@ ShellResult RunScript(const ShellEnv& env, std::string_view script,
     std::vector<std::vector<std::string>> commands;
     std::string error;
     if (!ParseScript(env, segment, r.status, &commands, &error)) {
-      Err(&r, "sh: syntax error: " + error + "\n");
+      Err(&r, "sh: " + error + "\n");
       r.status = 2;
       return r;
     }
     for (const auto& argv : commands) {
-      ShellResult one = RunCommand(env, argv, r.status);
-      for (ShellAction& a : one.actions) r.actions.push_back(std::move(a));
+      ShellResult one = RunCommand(env, argv, r.status, depth);
+      for (ShellAction& a : one.actions) {
+        written += a.text.size();
+        r.actions.push_back(std::move(a));
+      }
       r.status = one.status;
       if (one.exited) {
         r.exited = true;
+        return r;
+      }
+      if (written > kMaxScriptOutput) {
+        Err(&r,
+            "sh: output over " + std::to_string(kMaxScriptOutput) + " bytes\n");
+        r.status = 2;
         return r;
       }
     }

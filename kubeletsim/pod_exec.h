@@ -22,7 +22,11 @@
 //
 // Bounds: a stdin line of at most kMaxLine bytes (longer: cut there), at
 // most kMaxPendingInput bytes of stdin waiting while a command sleeps (more
-// ends the session with status 1), a script of at most kMaxScript bytes.
+// ends the session with status 1), a script of at most kMaxScript bytes
+// whose variables expand to at most kMaxExpansion bytes per command list
+// and whose commands write at most kMaxScriptOutput bytes (past either:
+// status 2 and a message on stderr), `sh -c` nested at most kMaxShellDepth
+// deep (a variable may hold `sh -c "$SELF"`).
 //
 // Thread-safety: ExecSession's methods may be called from any thread (one
 // mutex); `emit` and `done` are called without it held, in order, never
@@ -51,6 +55,9 @@ inline constexpr Duration kMaxSleep = std::chrono::seconds(3600);
 inline constexpr size_t kMaxLine = 4096;
 inline constexpr size_t kMaxPendingInput = 64 * 1024;
 inline constexpr size_t kMaxScript = 64 * 1024;
+inline constexpr size_t kMaxExpansion = 64 * 1024;
+inline constexpr size_t kMaxScriptOutput = 1024 * 1024;
+inline constexpr int kMaxShellDepth = 8;
 
 // What the shell sees of its container.
 struct ShellEnv {
@@ -71,11 +78,13 @@ struct ShellResult {
 };
 
 // One command with its words (exec's command); `last_status` is $?.
+// `depth` counts the `sh -c` levels around it.
 ShellResult RunCommand(const ShellEnv& env,
-                       const std::vector<std::string>& argv, int last_status);
+                       const std::vector<std::string>& argv, int last_status,
+                       int depth = 0);
 // A script line (see the file comment).
 ShellResult RunScript(const ShellEnv& env, std::string_view script,
-                      int last_status);
+                      int last_status, int depth = 0);
 
 // The exec of one command, as the kubelet's remotecommand server runs it.
 struct ExecCommand {

@@ -75,6 +75,43 @@ TEST(SimShell, Scripts) {
   EXPECT_EQ(RunScript(env, std::string(kMaxScript + 1, 'a'), 0).status, 2);
 }
 
+// What a pod's env can make of a short line stays bounded: expansions, the
+// output of many commands, and a variable that runs itself.
+TEST(SimShell, ExpansionOutputAndNestingAreBounded) {
+  ShellEnv env = Env();
+  env.env.emplace_back("BIG", std::string(1 << 20, 'x'));
+  env.env.emplace_back("SELF", "sh -c \"$SELF\"");
+  env.env.emplace_back("K", std::string(60 * 1024, 'k'));
+  std::string line = "echo";
+  for (int i = 0; i < 2048; ++i) line += " $BIG";
+  ShellResult big = RunScript(env, line, 0);
+  EXPECT_EQ(big.status, 2);
+  EXPECT_EQ(Stderr(big), "sh: variables expand to over 65536 bytes\n");
+  EXPECT_TRUE(Stdout(big).empty());
+  EXPECT_EQ(Stderr(RunScript(env, "echo 'open", 0)),
+            "sh: syntax error: unterminated quoted string\n");
+  // Each command within the expansion bound, many of them: cut at 1 MiB.
+  std::string many;
+  for (int i = 0; i < 100; ++i) many += "echo $K;";
+  ShellResult lots = RunScript(env, many, 0);
+  EXPECT_EQ(lots.status, 2);
+  EXPECT_LE(Stdout(lots).size(), kMaxScriptOutput + 64 * 1024);
+  EXPECT_GT(Stdout(lots).size(), kMaxScriptOutput);
+  EXPECT_EQ(Stderr(lots), "sh: output over 1048576 bytes\n");
+  // ... also through shells inside shells.
+  std::string nested;
+  for (int i = 0; i < 10; ++i) nested += "sh -c '" + many + "';";
+  ShellResult inner = RunScript(env, nested, 0);
+  EXPECT_GT(Stdout(inner).size(), kMaxScriptOutput);
+  EXPECT_LE(Stdout(inner).size(), 2 * (kMaxScriptOutput + 64 * 1024));
+  ShellResult self = RunScript(env, "sh -c \"$SELF\"", 0);
+  EXPECT_EQ(self.status, 2);
+  EXPECT_EQ(Stderr(self), "sh: shells nested over 8 deep\n");
+  ShellResult sleep = RunCommand(env, {"sleep", "9223372036854775807"}, 0);
+  ASSERT_EQ(sleep.actions.size(), 1u);
+  EXPECT_EQ(sleep.actions[0].sleep, kMaxSleep);
+}
+
 TEST(SimShell, ExitStatusJsonIsKubelets) {
   EXPECT_EQ(ExecStatusJson({"ls"}, 0), R"({"metadata":{},"status":"Success"})");
   EXPECT_EQ(

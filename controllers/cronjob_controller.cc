@@ -201,14 +201,30 @@ Status CronJobController::Sync(const std::string& key) {
   }
   std::optional<WallTime> scheduled;
   int64_t missed = 0;
-  for (WallTime t = schedule->Next(earliest); t <= now; t = schedule->Next(t)) {
+  for (WallTime t = schedule->Next(earliest);
+       t <= now && missed <= kTooManyMissedTimes; t = schedule->Next(t)) {
     scheduled = t;
     ++missed;
   }
   if (missed > kTooManyMissedTimes) {
-    LOG(WARNING) << "cronjob " << key << ": too many missed start times ("
-                 << missed << "); starting the latest. Set or decrease "
-                 << ".spec.startingDeadlineSeconds or check clock skew";
+    // Far behind (a lastScheduleTime years ago with a schedule of every
+    // minute was a hundred million steps each sync): look back from now,
+    // doubling, for the window holding the latest start time, and take it
+    // from there.
+    for (Duration back = std::chrono::minutes(1);; back *= 2) {
+      const WallTime from = now - earliest <= back ? earliest : now - back;
+      const WallTime first = schedule->Next(from);
+      if (first <= now || from == earliest) {
+        for (WallTime t = first; t <= now; t = schedule->Next(t)) {
+          scheduled = t;
+        }
+        break;
+      }
+    }
+    LOG(WARNING) << "cronjob " << key << ": too many missed start times (over "
+                 << kTooManyMissedTimes << "); starting the latest. Set or "
+                 << "decrease .spec.startingDeadlineSeconds or check clock "
+                 << "skew";
   }
   if (!scheduled) {
     requeue();

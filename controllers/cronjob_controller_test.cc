@@ -147,6 +147,41 @@ TEST_F(CronJobControllerTest, MissedStartsAndStartingDeadline) {
                                    ::testing::StartsWith("create jobs"))));
 }
 
+// A CronJob far behind (lastScheduleTime two centuries ago, a Job that
+// never finishes under Forbid keeps it there) finds its latest start time
+// without walking every minute since; irregular schedules too.
+TEST_F(CronJobControllerTest, FarBehindFindsTheLatestStartWithoutTheWalk) {
+  const int64_t long_ago = -5000000000;  // 1811, clamped on the clock
+  Update([&](batchv1::CronJob* c) {
+    objects::SetTime(c->mutable_status()->mutable_lastscheduletime(), long_ago);
+  });
+  clock_.Advance(seconds(15));  // kCreated + 45
+  ASSERT_TRUE(controller_.Sync("default/tick").ok());
+  EXPECT_THAT(fake_.Actions(),
+              ElementsAre("create jobs default/tick-" + Minute(kCreated),
+                          "update-status cronjobs default/tick"));
+  // Mondays at 09:00 only: the latest is up to a week back.
+  for (int64_t ahead : {0, 3 * 86400, 6 * 86400 + 3600}) {
+    fake_.Clear();
+    Update([&](batchv1::CronJob* c) {
+      c->mutable_spec()->set_schedule("0 9 * * 1");
+      objects::SetTime(c->mutable_status()->mutable_lastscheduletime(),
+                       long_ago);
+      c->mutable_status()->clear_active();
+    });
+    clock_.SetWall(WallTime(seconds(kCreated + ahead)));
+    ASSERT_TRUE(controller_.Sync("default/tick").ok());
+    const int64_t now = kCreated + ahead;
+    int64_t monday = now - ((now / 86400 + 3) % 7) * 86400;  // 1970-01-05
+    monday = monday / 86400 * 86400 + 9 * 3600;
+    if (monday > now) monday -= 7 * 86400;
+    EXPECT_THAT(fake_.Actions(),
+                ElementsAre("create jobs default/tick-" + Minute(monday),
+                            "update-status cronjobs default/tick"))
+        << ahead;
+  }
+}
+
 TEST_F(CronJobControllerTest, HistoryLimitsAndSuspend) {
   for (int i = 0; i < 5; ++i) {
     AddJob("tick-ok" + std::to_string(i), "Complete", kCreated - 600 + i);

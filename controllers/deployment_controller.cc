@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "base/logging.h"
+#include "base/saturating.h"
 #include "base/strings.h"
 #include "controllers/util.h"
 #include "informer/api_errors.h"
@@ -196,7 +197,9 @@ Status DeploymentController::Sync(const std::string& key) {
     }
   }
   std::sort(old_rss.begin(), old_rss.end(), OlderFirst);
-  int32_t all_pods = 0;
+  // Sums and differences of replica counts in int64: each count is an
+  // int32 a user sets (replicas 2^31 - 1 with a 25 % surge overflowed).
+  int64_t all_pods = 0;
   for (const RsPtr& rs : owned) all_pods += PodsOf(*rs);
 
   const bool paused = d->spec().paused();
@@ -220,14 +223,15 @@ Status DeploymentController::Sync(const std::string& key) {
 
   if (!paused) {
     // The new RS: create it, or give it the newest revision.
-    const std::string new_revision = std::to_string(max_old_revision + 1);
+    const std::string new_revision =
+        std::to_string(SaturatingAdd(max_old_revision, 1));
     if (new_rs == nullptr) {
       int32_t replicas = 0;
       if (IsRecreate(*d)) {
         replicas = all_pods == 0 ? desired : 0;
       } else {
-        replicas =
-            std::clamp(desired + limits.max_surge - all_pods, 0, desired);
+        replicas = static_cast<int32_t>(std::clamp<int64_t>(
+            int64_t{desired} + limits.max_surge - all_pods, 0, desired));
       }
       std::string hash = ComputePodTemplateHash(d->spec().template_());
       appsv1::ReplicaSet rs;
@@ -297,45 +301,51 @@ Status DeploymentController::Sync(const std::string& key) {
       if (want > desired) {
         want = desired;
       } else if (want < desired) {
-        int32_t room = desired + limits.max_surge - all_pods;
-        if (room > 0) want = std::min(desired, want + room);
+        const int64_t room = int64_t{desired} + limits.max_surge - all_pods;
+        if (room > 0) {
+          want = static_cast<int32_t>(std::min<int64_t>(desired, want + room));
+        }
       }
       if (want != SpecReplicas(*new_rs)) {
         if (RsPtr s = scale(new_rs, want)) new_rs = s;
       }
       // Scale old RSs down within maxUnavailable.
-      int32_t spec_total = SpecReplicas(*new_rs);
+      int64_t spec_total = SpecReplicas(*new_rs);
       for (const RsPtr& rs : old_rss) spec_total += SpecReplicas(*rs);
-      int32_t min_available = desired - limits.max_unavailable;
-      int32_t new_unavailable = std::max(
-          0, SpecReplicas(*new_rs) - new_rs->status().availablereplicas());
-      int32_t max_scaled_down = spec_total - min_available - new_unavailable;
+      const int64_t min_available = int64_t{desired} - limits.max_unavailable;
+      const int64_t new_unavailable =
+          std::max<int64_t>(0, int64_t{SpecReplicas(*new_rs)} -
+                                   new_rs->status().availablereplicas());
+      const int64_t max_scaled_down =
+          spec_total - min_available - new_unavailable;
       if (max_scaled_down > 0) {
         // First the old pods that are not available anyway.
-        int32_t cleaned = 0;
+        int64_t cleaned = 0;
         for (RsPtr& rs : old_rss) {
           if (cleaned >= max_scaled_down) break;
-          int32_t unhealthy =
-              SpecReplicas(*rs) - rs->status().availablereplicas();
+          const int64_t unhealthy =
+              int64_t{SpecReplicas(*rs)} - rs->status().availablereplicas();
           if (SpecReplicas(*rs) == 0 || unhealthy <= 0) continue;
-          int32_t down = std::min(max_scaled_down - cleaned, unhealthy);
-          if (RsPtr s = scale(rs, SpecReplicas(*rs) - down)) {
+          const int64_t down = std::min(max_scaled_down - cleaned, unhealthy);
+          if (RsPtr s =
+                  scale(rs, static_cast<int32_t>(SpecReplicas(*rs) - down))) {
             rs = s;
             cleaned += down;
           }
         }
         // Then available ones, oldest RS first.
-        int32_t available = new_rs->status().availablereplicas();
+        int64_t available = new_rs->status().availablereplicas();
         for (const RsPtr& rs : old_rss) {
           available += rs->status().availablereplicas();
         }
-        int32_t total_down =
+        int64_t total_down =
             std::min(available - min_available, max_scaled_down - cleaned);
         for (RsPtr& rs : old_rss) {
           if (total_down <= 0) break;
           if (SpecReplicas(*rs) == 0) continue;
-          int32_t down = std::min(SpecReplicas(*rs), total_down);
-          if (RsPtr s = scale(rs, SpecReplicas(*rs) - down)) {
+          const int64_t down = std::min<int64_t>(SpecReplicas(*rs), total_down);
+          if (RsPtr s =
+                  scale(rs, static_cast<int32_t>(SpecReplicas(*rs) - down))) {
             rs = s;
             total_down -= down;
           }
@@ -377,7 +387,7 @@ Status DeploymentController::Sync(const std::string& key) {
 
   // Status.
   appsv1::DeploymentStatus status = d->status();
-  int32_t replicas = 0, ready = 0, available = 0;
+  int64_t replicas = 0, ready = 0, available = 0;
   for (const RsPtr& rs : old_rss) {
     replicas += rs->status().replicas();
     ready += rs->status().readyreplicas();
@@ -390,12 +400,15 @@ Status DeploymentController::Sync(const std::string& key) {
     available += new_rs->status().availablereplicas();
     updated = new_rs->status().replicas();
   }
+  auto count = [](int64_t n) {
+    return static_cast<int32_t>(std::clamp<int64_t>(n, 0, INT32_MAX));
+  };
   status.set_observedgeneration(meta.generation());
-  status.set_replicas(replicas);
+  status.set_replicas(count(replicas));
   status.set_updatedreplicas(updated);
-  status.set_readyreplicas(ready);
-  status.set_availablereplicas(available);
-  status.set_unavailablereplicas(std::max(0, desired - available));
+  status.set_readyreplicas(count(ready));
+  status.set_availablereplicas(count(available));
+  status.set_unavailablereplicas(count(desired - available));
 
   metav1::Time now = objects::TimeNow(*clock_);
   auto set_condition = [&](const std::string& type, const std::string& st,
@@ -417,8 +430,8 @@ Status DeploymentController::Sync(const std::string& key) {
     c->set_reason(reason);
     c->set_message(msg);
   };
-  const int32_t min_available =
-      IsRecreate(*d) ? desired : desired - limits.max_unavailable;
+  const int64_t min_available =
+      IsRecreate(*d) ? desired : int64_t{desired} - limits.max_unavailable;
   if (available >= min_available) {
     set_condition("Available", "True", "MinimumReplicasAvailable",
                   "Deployment has minimum availability.", false);

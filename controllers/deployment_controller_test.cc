@@ -162,6 +162,33 @@ TEST_F(DeploymentTest, NewDeploymentCreatesHashedReplicaSet) {
   EXPECT_EQ(Condition("Available")->status(), "False");
 }
 
+// Replica counts near int32's end: desired + surge overflowed and the new
+// ReplicaSet stayed at 0 replicas; an adopted ReplicaSet's revision
+// annotation at int64's end made the next revision overflow.
+TEST_F(DeploymentTest, CountsNearTheirEndsDoNotWrap) {
+  AddDeployment(INT32_MAX, "nginx:1", INT32_MAX, 1);
+  ASSERT_TRUE(controller_.Sync("default/web").ok());
+  auto rs =
+      std::dynamic_pointer_cast<const appsv1::ReplicaSet>(fake_.Written()[0]);
+  ASSERT_NE(rs, nullptr);
+  EXPECT_EQ(rs->spec().replicas(), INT32_MAX);
+
+  fake_.Clear();
+  auto d = AddDeployment(INT32_MAX, "nginx:2", 1, 1);
+  AddRs(*d, "nginx:1", INT32_MAX, INT32_MAX, 1, 1700000000);
+  auto old = AddRs(*d, "nginx:0", INT32_MAX, INT32_MAX, 1, 1600000000);
+  (*old->mutable_metadata()->mutable_annotations())[kRevisionAnnotation] =
+      "9223372036854775807";
+  replicasets_.Upsert(old);
+  ASSERT_TRUE(controller_.Sync("default/web").ok());
+  rs = std::dynamic_pointer_cast<const appsv1::ReplicaSet>(fake_.Written()[0]);
+  ASSERT_NE(rs, nullptr);
+  EXPECT_EQ(objects::Annotation(rs->metadata(), kRevisionAnnotation),
+            "9223372036854775807");
+  EXPECT_EQ(rs->spec().replicas(), 0);  // two full sets: no room to surge
+  EXPECT_EQ(Current()->status().replicas(), INT32_MAX);
+}
+
 TEST_F(DeploymentTest, RollingUpdateStepsWithinSurgeAndUnavailable) {
   // desired 4, surge 1, unavailable 1; old RS fully available.
   auto d = AddDeployment(4, "nginx:2", 1, 1);

@@ -583,9 +583,14 @@ Status JobController::Sync(const std::string& key) {
         if (indexed) n = std::min<int32_t>(n, missing.size());
         Duration wait(0);
         if (failed > 0 && last_failure) {
-          int shift = std::min(failed - 1, 30);
-          Duration backoff =
-              options_.pod_failure_backoff * (int64_t{1} << shift);
+          // Doubled until past the maximum (kube's
+          // getRemainingTimeForFailuresCount): 10 s << 30 would overflow.
+          Duration backoff = options_.pod_failure_backoff;
+          for (int i = 1; i < failed && backoff > Duration(0) &&
+                          backoff < options_.max_pod_failure_backoff;
+               ++i) {
+            backoff *= 2;
+          }
           backoff = std::min(backoff, options_.max_pod_failure_backoff);
           wait = *last_failure + backoff - now;
         }

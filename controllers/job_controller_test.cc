@@ -211,6 +211,25 @@ TEST_F(JobControllerTest, FailsAfterBackoffLimitWithBackoffBetweenPods) {
   EXPECT_FALSE(Job()->status().has_completiontime());
 }
 
+// The wait after many failures stays at the maximum (10 s doubled 30
+// times overflowed and the wait went negative: no back-off at all).
+TEST_F(JobControllerTest, BackoffAfterManyFailuresStaysAtTheMaximum) {
+  AddJob(1, 1);
+  Update([](batchv1::Job* j) { j->mutable_spec()->set_backofflimit(100); });
+  for (int i = 0; i < 40; ++i) {
+    AddPod("pi-" + std::to_string(i), "Failed", 1);
+  }
+  ASSERT_TRUE(controller_.Sync("default/pi").ok());
+  EXPECT_EQ(Job()->status().failed(), 40);
+  EXPECT_THAT(CreatedPods(), IsEmpty());
+  clock_.Advance(seconds(359));
+  ASSERT_TRUE(controller_.Sync("default/pi").ok());
+  EXPECT_THAT(CreatedPods(), IsEmpty());
+  clock_.Advance(seconds(1));  // kube's 6 min maximum
+  ASSERT_TRUE(controller_.Sync("default/pi").ok());
+  EXPECT_EQ(CreatedPods().size(), 1u);
+}
+
 TEST_F(JobControllerTest, PodFailurePolicyFailJobAndIgnore) {
   AddJob(1, 1);
   Update([](batchv1::Job* j) {

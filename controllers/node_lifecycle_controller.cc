@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/logging.h"
+#include "base/saturating.h"
 #include "informer/api_errors.h"
 #include "objects/meta.h"
 #include "objects/time.h"
@@ -414,9 +415,12 @@ Status NodeLifecycleController::Sync(const std::string& key) {
     if (IsPodTerminating(pod)) continue;
     int64_t tolerate = TolerationSeconds(pod, *node);
     if (tolerate < 0) continue;
-    int64_t due = earliest_taint + tolerate;
+    // Both from objects a user may write: a toleration of 10^10 s must
+    // neither wrap into an eviction now nor into a recheck in the past.
+    int64_t due = SaturatingAdd(earliest_taint, tolerate);
     if (due > now_s) {
-      recheck = std::min<Duration>(recheck, seconds(due - now_s));
+      recheck = std::min<Duration>(
+          recheck, SaturatingSeconds(SaturatingAdd(due, -now_s)));
       continue;
     }
     Duration wait;

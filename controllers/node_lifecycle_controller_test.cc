@@ -185,6 +185,25 @@ TEST_F(NodeLifecycleTest, EvictionAfterToleration) {
                                            "delete pods default/patient"));
 }
 
+// Tolerations near int64's end are as good as forever: the due time must
+// not wrap into an eviction now (nor the recheck into the past).
+TEST_F(NodeLifecycleTest, HugeTolerationsAreNotEvictions) {
+  auto ages = AddPod("ages");
+  auto most = AddPod("most");
+  for (const char* k : {kNotReadyTaint, kUnreachableTaint}) {
+    *ages->mutable_spec()->add_tolerations() = Tol(k, 10000000000);
+    *most->mutable_spec()->add_tolerations() = Tol(k, INT64_MAX);
+  }
+  for (auto& p : {ages, most}) pods_.Upsert(p);
+  ASSERT_TRUE(controller_.Sync("n1").ok());
+  clock_.Advance(seconds(41));
+  ASSERT_TRUE(controller_.Sync("n1").ok());
+  clock_.Advance(hours(24 * 365));
+  ASSERT_TRUE(controller_.Sync("n1").ok());
+  for (const std::string& a : fake_.Actions())
+    EXPECT_NE(a.rfind("delete", 0), 0u) << a;
+}
+
 TEST_F(NodeLifecycleTest, TolerationSecondsTable) {
   auto node = NewNode("n1");
   corev1::Taint* t = node->mutable_spec()->add_taints();

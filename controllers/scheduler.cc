@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/logging.h"
+#include "base/saturating.h"
 #include "informer/api_errors.h"
 #include "objects/machinery/quantity.h"
 #include "objects/meta.h"
@@ -23,11 +24,11 @@ Requests PodRequests(const corev1::Pod& pod) {
     const auto& req = c.resources().requests();
     if (auto it = req.find("cpu"); it != req.end()) {
       auto q = machinery::Quantity::Parse(it->second.string());
-      if (q.ok()) r.cpu_milli += q->MilliValue();
+      if (q.ok()) r.cpu_milli = SaturatingAdd(r.cpu_milli, q->MilliValue());
     }
     if (auto it = req.find("memory"); it != req.end()) {
       auto q = machinery::Quantity::Parse(it->second.string());
-      if (q.ok()) r.memory += q->Value();
+      if (q.ok()) r.memory = SaturatingAdd(r.memory, q->Value());
     }
   }
   return r;
@@ -57,8 +58,10 @@ double FreeFraction(int64_t alloc, int64_t used) {
 
 void NodeUsage::Add(const corev1::Pod& pod) {
   Requests r = PodRequests(pod);
-  cpu_milli += r.cpu_milli;
-  memory += r.memory;
+  // Requests are never negative (validation) and their sums saturate, so
+  // usage stays in [0, INT64_MAX] and `alloc - use` below cannot overflow.
+  cpu_milli = SaturatingAdd(cpu_milli, r.cpu_milli);
+  memory = SaturatingAdd(memory, r.memory);
   ++pods;
   std::string owner = OwnerUid(pod);
   if (!owner.empty()) ++by_owner[owner];
@@ -122,11 +125,13 @@ StatusOr<Placement> SelectNode(const corev1::Pod& pod,
                 Allocatable(*node, "memory")};
     int64_t pods = Allocatable(*node, "pods");
     bool ok = true;
-    if (c.cpu >= 0 && c.use.cpu_milli + req.cpu_milli > c.cpu) {
+    // kube's fit.go: the request against what is left, so that a huge
+    // request is never added to the usage.
+    if (c.cpu >= 0 && req.cpu_milli > c.cpu - c.use.cpu_milli) {
       ++reasons["Insufficient cpu"];
       ok = false;
     }
-    if (c.memory >= 0 && c.use.memory + req.memory > c.memory) {
+    if (c.memory >= 0 && req.memory > c.memory - c.use.memory) {
       ++reasons["Insufficient memory"];
       ok = false;
     }
@@ -155,8 +160,9 @@ StatusOr<Placement> SelectNode(const corev1::Pod& pod,
   double best_score = -1;
   for (const Candidate& c : fit) {
     double least =
-        50.0 * (FreeFraction(c.cpu, c.use.cpu_milli + req.cpu_milli) +
-                FreeFraction(c.memory, c.use.memory + req.memory));
+        50.0 *
+        (FreeFraction(c.cpu, SaturatingAdd(c.use.cpu_milli, req.cpu_milli)) +
+         FreeFraction(c.memory, SaturatingAdd(c.use.memory, req.memory)));
     double spread = 200.0;
     if (max_mine > 0) {
       auto it = c.use.by_owner.find(owner);

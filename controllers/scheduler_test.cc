@@ -114,6 +114,36 @@ TEST(SelectNodeTest, PodCountAndUsage) {
             "0/1 nodes are available: 1 Too many pods.");
 }
 
+// Requests near int64's end neither wrap a pod's sum negative (so that it
+// fits anywhere) nor a node's usage (so that every later pod fits there).
+TEST(SelectNodeTest, HugeRequestsDoNotWrap) {
+  auto node = NewNode("n", true, "4", "8Gi", "110");
+  std::map<std::string, NodeUsage> usage;
+  auto twice = NewPod("default", "twice");
+  SetRequests(twice.get(), "", "4Ei");
+  *twice->mutable_spec()->add_containers() = twice->spec().containers(0);
+  twice->mutable_spec()->mutable_containers(1)->set_name("second");
+  EXPECT_EQ(SelectNode(*twice, {node.get()}, usage).status().message(),
+            "0/1 nodes are available: 1 Insufficient memory.");
+  auto placed = NewPod("default", "placed");
+  SetRequests(placed.get(), "1", "1Gi");
+  usage["n"].Add(*placed);
+  auto huge = NewPod("default", "huge");
+  SetRequests(huge.get(), "9223372036854775807", "8Ei");
+  EXPECT_EQ(SelectNode(*huge, {node.get()}, usage).status().message(),
+            "0/1 nodes are available: 1 Insufficient cpu, 1 Insufficient "
+            "memory.");
+  // Usage saturates; a small pod still does not fit a node so used.
+  usage["n"].Add(*twice);
+  usage["n"].Add(*huge);
+  EXPECT_EQ(usage["n"].memory, INT64_MAX);
+  auto small = NewPod("default", "small");
+  SetRequests(small.get(), "1m", "1Ki");
+  EXPECT_EQ(SelectNode(*small, {node.get()}, usage).status().message(),
+            "0/1 nodes are available: 1 Insufficient cpu, 1 Insufficient "
+            "memory.");
+}
+
 TEST(SelectNodeTest, ScoresSpreadOwnersAndPreferFreeNodes) {
   auto a = NewNode("a"), b = NewNode("b");
   auto rs = NewReplicaSet("default", "web", 3, {{"app", "web"}});

@@ -19,6 +19,9 @@ namespace kplane::controllers {
 namespace {
 
 constexpr char kKind[] = "StatefulSet";
+// Pods a Parallel set creates in one sync (kube's ReplicaSet
+// burstReplicas; the creations' events sync the set again).
+constexpr int kBurstPods = 500;
 
 // The ordinal of a pod named "<set>-<n>", or -1 (getParentNameAndOrdinal).
 int64_t OrdinalOf(const std::string& set_name, const std::string& pod_name) {
@@ -242,11 +245,17 @@ Status StatefulSetController::Sync(const std::string& key) {
   const int64_t start = spec.ordinals().start();
   const std::string update_revision = update_rev->metadata().name();
   const std::string current_revision = current_rev->metadata().name();
-  std::vector<PodPtr> replicas(replica_count);
+  // By index (ordinal - start), only the pods that exist: replicas may be
+  // 2^31 - 1, and a slot for each cost 32 GiB every sync.
+  std::map<int64_t, PodPtr> replicas;
+  auto replica = [&](int64_t i) -> PodPtr {
+    auto it = replicas.find(i);
+    return it != replicas.end() ? it->second : nullptr;
+  };
   std::vector<PodPtr> condemned;
   for (const PodPtr& p : owned) {
     int64_t ord = OrdinalOf(meta.name(), p->metadata().name());
-    if (ord >= start && ord < start + replica_count) {
+    if (ord >= start && ord - start < replica_count) {
       replicas[ord - start] = p;
     } else {
       condemned.push_back(p);
@@ -309,8 +318,9 @@ Status StatefulSetController::Sync(const std::string& key) {
     return s;
   };
   // 2a. Replicas in ordinal order.
+  int created_now = 0;
   for (int64_t i = 0; i < replica_count && !done; ++i) {
-    const PodPtr& p = replicas[i];
+    const PodPtr p = replica(i);
     if (p != nullptr && IsTerminal(*p) && !IsPodTerminating(*p)) {
       // Replaced once it is gone (kube deletes failed pods to recreate).
       KeepFirstError(&first_error, delete_pod(*p));
@@ -348,7 +358,7 @@ Status StatefulSetController::Sync(const std::string& key) {
                         meta.name() + " failed error: " + s.message());
       }
       if (!informer::IsAlreadyExists(s)) KeepFirstError(&first_error, s);
-      if (monotonic) done = true;
+      if (monotonic || ++created_now >= kBurstPods) done = true;
       continue;
     }
     if (monotonic && !healthy(*p)) done = true;
@@ -358,7 +368,7 @@ Status StatefulSetController::Sync(const std::string& key) {
     if (monotonic) {
       // Only when every other pod is healthy, one at a time.
       const corev1::Pod* unhealthy = nullptr;
-      for (const PodPtr& p : replicas) {
+      for (const auto& [i, p] : replicas) {
         if (unhealthy == nullptr && p != nullptr && !healthy(*p)) {
           unhealthy = p.get();
         }
@@ -384,8 +394,9 @@ Status StatefulSetController::Sync(const std::string& key) {
   if (!done && spec.updatestrategy().type() != "OnDelete") {
     const int64_t partition = spec.updatestrategy().rollingupdate().partition();
     for (int64_t target = replica_count - 1; target >= partition; --target) {
-      if (replicas[target] == nullptr) break;  // being created (Parallel)
-      const corev1::Pod& p = *replicas[target];
+      const PodPtr at = replica(target);
+      if (at == nullptr) break;  // being created (Parallel)
+      const corev1::Pod& p = *at;
       if (RevisionOf(p) != update_revision && !IsPodTerminating(p)) {
         KeepFirstError(&first_error, delete_pod(p));
         break;

@@ -34,8 +34,9 @@
 //     nothing further happens while a pod is missing, terminating or not
 //     Running and Ready (Available with minReadySeconds); scale-down deletes
 //     the highest condemned pod only when every other pod is healthy, one at
-//     a time. Parallel: every missing pod is created and every condemned pod
-//     deleted at once.
+//     a time. Parallel: every missing pod is created (at most 500 a sync) and
+//     every condemned pod deleted at once. Only the pods that exist take
+//     memory, whatever spec.replicas says.
 //  3. RollingUpdate: the pod with the highest ordinal >= partition whose
 //     revision is not the update revision is deleted (and recreated at the
 //     update revision by the next sync), one at a time, waiting for each

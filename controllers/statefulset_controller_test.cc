@@ -166,6 +166,19 @@ TEST_F(StatefulSetTest, ParallelCreatesAllAtOnce) {
                                   "create pods default/web-2"));
 }
 
+// replicas 2^31 - 1 (what `kubectl scale --replicas` allows): a sync takes
+// memory for the pods that exist, not for every ordinal, and a Parallel set
+// creates at most 500 pods per sync.
+TEST_F(StatefulSetTest, HugeReplicasCreateInBurstsWithoutASlotPerOrdinal) {
+  auto set = AddSet(INT32_MAX, "nginx", "Parallel");
+  std::vector<std::string> created = Sync();
+  EXPECT_EQ(created.size(), 500u);
+  EXPECT_EQ(created.back(), "create pods default/web-499");
+  auto ordered = AddSet(INT32_MAX);
+  AddPod(*ordered, 0, true, "nginx");
+  EXPECT_THAT(Sync(), ElementsAre("create pods default/web-1"));
+}
+
 TEST_F(StatefulSetTest, ScaleDownFromTheHighestOrdinalOneAtATime) {
   auto set = AddSet(1);
   AddPod(*set, 0, true, "nginx");

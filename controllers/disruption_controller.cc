@@ -140,9 +140,10 @@ StatusOr<int32_t> DisruptionController::ExpectedScale(
     }
     scales[found->first] = found->second;
   }
-  int32_t expected = 0;
+  // Each scale is an int32 a user sets; their sum is held at int32's end.
+  int64_t expected = 0;
   for (const auto& [uid, scale] : scales) expected += scale;
-  return expected;
+  return static_cast<int32_t>(std::min<int64_t>(expected, INT32_MAX));
 }
 
 Status DisruptionController::Sync(const std::string& key) {

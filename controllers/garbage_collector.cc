@@ -275,6 +275,7 @@ void GarbageCollector::AddResource(GcResource resource) {
     auto it = unresolved_.find(resource.group + "/" + resource.kind);
     if (it != unresolved_.end()) {
       waiting.swap(it->second);
+      unresolved_keys_ -= waiting.size();
       unresolved_.erase(it);
     }
     added_[name] = std::move(resource);
@@ -397,6 +398,7 @@ void GarbageCollector::Watch(informer::SharedIndexInformer* inf,
 void GarbageCollector::EnqueueEvent(const GcResource& resource,
                                     const ObjectEvent& e) {
   if (e.deleted()) {
+    ForgetUnresolved(resource, e.object);
     EnqueueDependents(e.object);
     // Owners waiting for it may be done (kube's graph builder does the
     // same), without waiting for a resync.
@@ -415,6 +417,19 @@ void GarbageCollector::EnqueueEvent(const GcResource& resource,
     return;
   }
   Controller::Enqueue(resource.name + "/" + informer::ObjectKey(e.object));
+}
+
+void GarbageCollector::ForgetUnresolved(
+    const GcResource& resource, const google::protobuf::Message& deleted) {
+  const metav1::ObjectMeta& meta = *objects::GetObjectMeta(deleted);
+  const std::string key = resource.name + "/" + informer::ObjectKey(deleted);
+  MutexLock l(&mu_);
+  for (const metav1::OwnerReference& ref : meta.ownerreferences()) {
+    auto it = unresolved_.find(GroupOf(ref.apiversion()) + "/" + ref.kind());
+    if (it == unresolved_.end()) continue;
+    unresolved_keys_ -= it->second.erase(key);
+    if (it->second.empty()) unresolved_.erase(it);
+  }
 }
 
 Status GarbageCollector::Sync(const std::string& key) {
@@ -486,8 +501,12 @@ Status GarbageCollector::AttemptToDelete(const GcResource& resource,
     if (!owner_resource.has_value()) {
       {
         MutexLock l(&mu_);
-        unresolved_[GroupOf(ref.apiversion()) + "/" + ref.kind()].insert(
-            resource.name + "/" + informer::ObjectKey(obj));
+        if (unresolved_keys_ < kMaxUnresolved &&
+            unresolved_[GroupOf(ref.apiversion()) + "/" + ref.kind()]
+                .insert(resource.name + "/" + informer::ObjectKey(obj))
+                .second) {
+          ++unresolved_keys_;
+        }
       }
       if (!Discovered()) {
         ++solid;  // no discovery to resolve the kind with: assumed alive

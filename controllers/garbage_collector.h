@@ -226,8 +226,23 @@ class GarbageCollector : public Controller {
   // Keys of objects a sync found with an owner kind no followed resource
   // served, by "<group>/<Kind>": AddResource of that kind enqueues them, so
   // an owner deleted before its resource was followed (no event for it
-  // will come) is still noticed. A kind never added keeps its keys.
+  // will come) is still noticed. A key leaves when its object is deleted;
+  // past kMaxUnresolved keys no more are kept (those objects' syncs fail
+  // and are retried with the queue's back-off anyway), so owner kinds
+  // made up by the thousand cannot grow it without bound.
+  static constexpr size_t kMaxUnresolved = 10000;
   std::map<std::string, std::set<std::string>> unresolved_ GUARDED_BY(mu_);
+  size_t unresolved_keys_ GUARDED_BY(mu_) = 0;
+
+  void ForgetUnresolved(const GcResource& resource,
+                        const google::protobuf::Message& deleted) EXCLUDES(mu_);
+
+ public:
+  // For tests: the keys kept for owner kinds not followed.
+  size_t UnresolvedKeysForTest() const EXCLUDES(mu_) {
+    MutexLock l(&mu_);
+    return unresolved_keys_;
+  }
 };
 
 }  // namespace kplane::controllers

@@ -721,6 +721,28 @@ TEST_F(CustomResourceGcTest, UnresolvableOwnerKindKeepsTheObject) {
   EXPECT_THAT(fake_.Actions(), ElementsAre());
 }
 
+// The keys kept for owner kinds nothing serves leave with their objects
+// and are bounded: owner kinds made up by a user (one per object, each
+// created and deleted) grew them for as long as the process ran.
+TEST_F(CustomResourceGcTest, KeysKeptForUnknownOwnerKindsAreBounded) {
+  std::vector<ObjectPtr> made;
+  for (int i = 0; i < 10100; ++i) {
+    const std::string name = "cm-" + std::to_string(i);
+    std::string ref =
+        OwnerRefJson("other.io/v1", "Gizmo" + std::to_string(i), "g", "uid-g");
+    made.push_back(JsonObject("v1", "ConfigMap", name, "uid-" + name,
+                              R"(,"ownerReferences":[)" + ref + "]"));
+    configmaps_.cache.Upsert(made.back());
+    EXPECT_FALSE(gc_.Sync("configmaps/default/" + name).ok());
+  }
+  EXPECT_EQ(gc_.UnresolvedKeysForTest(), 10000u);
+  for (const ObjectPtr& o : made) {
+    gc_.ObjectChanged("configmaps",
+                      {.type = ObjectEvent::Type::kDeleted, .object = *o});
+  }
+  EXPECT_EQ(gc_.UnresolvedKeysForTest(), 0u);
+}
+
 // An object synced while its owner's kind was not followed yet (assumed
 // alive before the first discovery, so no retry) is synced again when that
 // kind's resource is added: its owner may be gone already, and no event

@@ -230,7 +230,7 @@ class WebSocketTransport : public ClientTransport {
       switch (msg.opcode) {
         case net::WebSocketOpcode::kClose:
           in->to_client += net::EncodeWebSocketClose(
-              net::WebSocketCloseCode(msg.payload), "");
+              net::WebSocketCloseReply(msg.payload), "");
           in->stop = true;
           return;
         case net::WebSocketOpcode::kPing:
@@ -461,9 +461,14 @@ struct PodExecProxy::Session {
     if (fd >= 0) ::shutdown(fd, SHUT_RDWR);
     cv.notify_all();
   }
+  // A write that fails (the client left, or took nothing for the write
+  // timeout) ends the session: a client that stops reading must not hold
+  // both threads, and its exec slot, until the server stops.
   bool Send(int socket, std::string_view frame) {
     MutexLock l(&write_mu);
-    return WriteAll(socket, frame);
+    if (WriteAll(socket, frame)) return true;
+    End();
+    return false;
   }
 };
 
@@ -537,9 +542,19 @@ void PodExecProxy::Run(uint64_t id, KubeletEndpoint ep, std::string target,
     stream.Cancel();
     return finish();
   }
-  // Blocking from here: each direction has its thread.
+  // Blocking from here: each direction has its thread. A send the client
+  // takes nothing of for the idle timeout fails (Session::Send): its
+  // pings alone keep the session from being idle.
   int flags = ::fcntl(fd, F_GETFL);
   if (flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  {
+    const auto us = std::chrono::duration_cast<std::chrono::microseconds>(
+                        options_.idle_timeout)
+                        .count();
+    timeval tv{.tv_sec = static_cast<time_t>(us / 1000000),
+               .tv_usec = static_cast<suseconds_t>(us % 1000000)};
+    ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  }
   session->Touch(clock_);
   const TimePoint upgraded_at = clock_->Now();
 

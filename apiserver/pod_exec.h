@@ -51,7 +51,9 @@
 // (429 beyond); a client WebSocket message or SPDY frame over
 // max_frame_bytes ends the session (close 1009, GOAWAY); a malformed frame
 // likewise (1002, GOAWAY PROTOCOL_ERROR); idle_timeout without a byte
-// either way ends it (close 1000, GOAWAY OK). kube's kubelet default
+// either way ends it (close 1000, GOAWAY OK), and so does a write to the
+// client that it takes nothing of for idle_timeout (a client that stops
+// reading, whatever it sends). kube's kubelet default
 // --streaming-connection-idle-timeout is 4h.
 //
 // Thread-safety: the parsers are pure; PodExecProxy's methods may be

@@ -1,7 +1,12 @@
 #include "apiserver/pod_exec.h"
 
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 
+#include <thread>
+
+#include "net/http_server.h"
+#include "net/http_test_util.h"
 #include "net/websocket.h"
 
 namespace kplane::apiserver {
@@ -147,6 +152,65 @@ TEST(ExecUpgrade, NegotiatesSpdyStreamProtocols) {
   auto e = ParseExecUpgrade(half);
   ASSERT_TRUE(std::holds_alternative<ApiError>(e));
   EXPECT_EQ(std::get<ApiError>(e).message, "Upgrade request required");
+}
+
+// A client that stops reading (it only pings) loses its session once a
+// write to it has made no progress for the idle timeout, and its exec slot
+// comes back. Its pings kept the session from being idle, and the reader
+// thread's pong waited for the writer stuck in send(): both threads and the
+// slot were held until the server stopped.
+TEST(PodExecProxyTest, AClientThatStopsReadingLosesItsSession) {
+  net::HttpServer kubelet(net::HttpServerOptions{.port = 0});
+  kubelet.Handle(
+      "POST", "/exec/default/web/a",
+      [&](const net::HttpRequest&, std::shared_ptr<net::Responder> r) {
+        r->SetMaxBufferedBytes(0);
+        r->StartStream(200, {{"Content-Type", "application/octet-stream"}});
+        const std::string rec =
+            net::EncodeChannelRecord(1, std::string(64 << 10, 'x'));
+        for (int i = 0; i < 256; ++i) {  // 16 MiB: more than sockets hold
+          if (!r->Write(rec)) break;
+        }
+        r->Finish();
+      },
+      {.stream_request_body = true, .body_timeout = Duration::zero()});
+  ASSERT_TRUE(kubelet.Start().ok());
+  PodExecProxy proxy({.idle_timeout = seconds(1)});
+  net::HttpServer api(net::HttpServerOptions{.port = 0});
+  api.Handle(
+      "GET", "/exec",
+      [&](const net::HttpRequest& req, std::shared_ptr<net::Responder> r) {
+        ApiResult<ExecUpgrade> up = ParseExecUpgrade(req);
+        ASSERT_TRUE(std::holds_alternative<ExecUpgrade>(up));
+        proxy.Exec(
+            {"127.0.0.1", kubelet.port()},
+            "/exec/default/web/a?command=cat&output=1",
+            std::get<ExecUpgrade>(up), r,
+            [](const ApiError& e) { ADD_FAILURE() << e.message; }, [] {});
+      });
+  ASSERT_TRUE(api.Start().ok());
+
+  net::testing::RawConnection c(api.port());
+  const int small = 4096;
+  ::setsockopt(c.fd(), SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+  c.Send(
+      "GET /exec HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\n"
+      "Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\n"
+      "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+      "Sec-WebSocket-Protocol: v5.channel.k8s.io\r\n\r\n");
+  ASSERT_TRUE(net::testing::PollUntil([&] { return proxy.Active() == 1; }));
+  // Pings (masked, empty) at the pace of a client's keep-alive, never a
+  // read, until the session is gone or 20 s have passed.
+  const char ping[] = {'\x89', '\x80', 0, 0, 0, 0};
+  const TimePoint deadline = Clock::Real()->Now() + seconds(20);
+  while (proxy.Active() > 0 && Clock::Real()->Now() < deadline) {
+    ::send(c.fd(), ping, sizeof ping, MSG_NOSIGNAL | MSG_DONTWAIT);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(proxy.Active(), 0);
+  proxy.Stop();
+  api.Stop();
+  kubelet.Stop();
 }
 
 }  // namespace

@@ -89,6 +89,16 @@ uint16_t WebSocketCloseCode(std::string_view p) {
                                static_cast<uint8_t>(p[1]));
 }
 
+uint16_t WebSocketCloseReply(std::string_view p) {
+  if (p.empty()) return 1000;
+  if (p.size() == 1) return 1002;
+  const uint16_t code = WebSocketCloseCode(p);
+  const bool sendable = (code >= 1000 && code <= 1003) ||
+                        (code >= 1007 && code <= 1014) ||
+                        (code >= 3000 && code <= 4999);
+  return sendable ? code : 1002;
+}
+
 WebSocketReader::WebSocketReader(WebSocketReaderOptions options)
     : options_(options) {}
 

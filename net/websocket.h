@@ -104,6 +104,11 @@ class WebSocketReader {
 
 // The status code of a close frame's payload (1005 if it has none).
 uint16_t WebSocketCloseCode(std::string_view close_payload);
+// The code to answer a client's close frame with (RFC 6455 5.5.1, 7.4):
+// its own code when that may be sent, 1000 when it gave none, 1002 for a
+// one-byte payload or a code no endpoint may send (1005, 1006, 1015, the
+// unassigned ones below 3000, 5000 and up).
+uint16_t WebSocketCloseReply(std::string_view close_payload);
 
 // Kubernetes' remotecommand channels (stdin 0, stdout 1, stderr 2, error 3,
 // resize 4; v5's close 255) carried over a plain byte stream instead of

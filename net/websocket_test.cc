@@ -148,6 +148,24 @@ TEST(WebSocketTest, ServerFramesReadBackAndCloseCode) {
   EXPECT_EQ(WebSocketCloseCode(""), 1005);
 }
 
+// A client's close is answered with a code an endpoint may send: 1005
+// (no code given) was echoed, which gorilla/websocket reports as a bad
+// close code.
+TEST(WebSocketTest, CloseRepliesWithASendableCode) {
+  auto code = [](uint16_t c) {
+    return std::string{static_cast<char>(c >> 8), static_cast<char>(c & 255)};
+  };
+  EXPECT_EQ(WebSocketCloseReply(""), 1000);
+  EXPECT_EQ(WebSocketCloseReply("x"), 1002);
+  EXPECT_EQ(WebSocketCloseReply(code(1000)), 1000);
+  EXPECT_EQ(WebSocketCloseReply(code(1001) + "bye"), 1001);
+  EXPECT_EQ(WebSocketCloseReply(code(1011)), 1011);
+  EXPECT_EQ(WebSocketCloseReply(code(4000)), 4000);
+  for (uint16_t bad : {999, 1004, 1005, 1006, 1015, 2999, 5000, 65535}) {
+    EXPECT_EQ(WebSocketCloseReply(code(bad)), 1002) << bad;
+  }
+}
+
 TEST(ChannelRecordTest, RoundTripsAndBoundsRecords) {
   ChannelRecordReader r(100);
   std::string bytes = EncodeChannelRecord(1, "out") +

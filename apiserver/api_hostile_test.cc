@@ -16,6 +16,7 @@
 #include "base/base64.h"
 #include "base/json.h"
 #include "base/testing/hostile_inputs.h"
+#include "net/http_test_util.h"
 
 namespace kplane::apiserver {
 namespace {
@@ -247,6 +248,49 @@ TEST(ApiHostileTest, PodLogOptions) {
     EXPECT_EQ(r.body, "") << q;
   }
   ExpectServing(s, "after-pod-log-options");
+}
+
+// Without authentication (--insecure-http) a page in the user's browser
+// must not drive the API: its cross-origin requests and requests for a
+// name rebound to the server are refused, before anything is done.
+TEST(ApiHostileTest, BrowsersOfOtherOriginsCannotDriveAnUnauthenticatedApi) {
+  TestServer s;
+  const std::string cm =
+      R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"}})";
+  Response cross = s.Do("POST", "/api/v1/namespaces/default/configmaps", cm,
+                        {{"Origin", "https://evil.example"}});
+  EXPECT_EQ(cross.code, 403) << cross.body;
+  EXPECT_THAT(cross.body, HasSubstr("cross-origin request from"));
+  EXPECT_EQ(s.Get("/api/v1/namespaces/default/configmaps/x").code, 404);
+
+  // The server's own pages (the web view), and clients without an Origin.
+  const std::string self = "http://127.0.0.1:" + std::to_string(s.port());
+  Response own = s.Do("POST", "/api/v1/namespaces/default/configmaps", cm,
+                      {{"Origin", self}});
+  EXPECT_EQ(own.code, 201) << own.body;
+  Response plain = s.Post("/api/v1/namespaces/default/configmaps",
+                          R"({"apiVersion":"v1","kind":"ConfigMap",)"
+                          R"("metadata":{"name":"y"}})");
+  EXPECT_EQ(plain.code, 201) << plain.body;
+
+  net::testing::RawConnection c(s.port());
+  c.Send(
+      "GET /api/v1/namespaces/default/configmaps/x HTTP/1.1\r\n"
+      "Host: rebind.evil.example:" +
+      std::to_string(s.port()) + "\r\n\r\n");
+  StatusOr<net::HttpResponse> rebound = c.ReadResponse();
+  ASSERT_TRUE(rebound.ok()) << rebound.status();
+  EXPECT_EQ(rebound->status, 403);
+  EXPECT_THAT(rebound->body, HasSubstr("rebind.evil.example"));
+  EXPECT_THAT(rebound->body, ::testing::Not(HasSubstr("ConfigMap")));
+  // Non-API routes too (the web view's node control, /metrics).
+  EXPECT_EQ(s.Do("POST", "/ui/api/nodes/node-1/stop", "{}",
+                 {{"Origin", "https://evil.example"}})
+                .code,
+            403);
+  EXPECT_EQ(
+      s.Do("GET", "/metrics", {}, {{"Origin", "https://evil.example"}}).code,
+      403);
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include "apiserver/auth/node_authorizer.h"
 #include "apiserver/auth/rbac.h"
 #include "apiserver/auth/token_file.h"
+#include "apiserver/browser_guard.h"
 #include "apiserver/custom_resources.h"
 #include "apiserver/discovery.h"
 #include "apiserver/encoding.h"
@@ -295,6 +296,9 @@ struct ApiServer::Impl {
   // The same for the routes outside /api and /apis (/healthz, /version,
   // /metrics, ...), as non-resource requests.
   net::HttpHandler Guard(net::HttpHandler handler);
+  // Without authentication, refuses what a browser may have been made to
+  // send (browser_guard.h) before `handler`; with it, `handler` itself.
+  net::HttpHandler BrowserGuarded(net::HttpHandler handler) const;
   // The web view's requests that stand for a resource request (the history
   // of one object, start/stop of a simulated node): authenticates `req`
   // and authorizes `a` (user filled in here); false after answering 401 or
@@ -1147,8 +1151,26 @@ std::optional<ApiError> ApiServer::Impl::AdmitWrite(
   return std::nullopt;
 }
 
+net::HttpHandler ApiServer::Impl::BrowserGuarded(
+    net::HttpHandler handler) const {
+  if (opts.auth.enabled) return handler;
+  return [handler = std::move(handler)](const net::HttpRequest& req,
+                                        std::shared_ptr<net::Responder> resp) {
+    if (std::optional<std::string> why = UnauthenticatedBrowserRefusal(req)) {
+      ApiError e;
+      e.code = 403;
+      e.reason = "Forbidden";
+      e.message = *std::move(why);
+      resp->Respond(e.code, {{"Content-Type", std::string(kJson)}},
+                    RenderError(objects::MediaType::kJson, e));
+      return;
+    }
+    handler(req, std::move(resp));
+  };
+}
+
 net::HttpHandler ApiServer::Impl::Guard(net::HttpHandler handler) {
-  if (!opts.auth.enabled) return handler;
+  if (!opts.auth.enabled) return BrowserGuarded(std::move(handler));
   return
       [this, handler = std::move(handler)](
           const net::HttpRequest& req, std::shared_ptr<net::Responder> resp) {
@@ -1271,10 +1293,11 @@ WriteContext ApiServer::Impl::Context(
 void ApiServer::Impl::RegisterRoutes() {
   net::RouteOptions body_streamed;
   body_streamed.stream_request_body = true;
-  auto api = [this](const net::HttpRequest& req,
-                    std::shared_ptr<net::Responder> resp) {
-    HandleApi(req, std::move(resp));
-  };
+  net::HttpHandler api =
+      BrowserGuarded([this](const net::HttpRequest& req,
+                            std::shared_ptr<net::Responder> resp) {
+        HandleApi(req, std::move(resp));
+      });
   http->Handle("", "/api", api, body_streamed);
   http->HandlePrefix("", "/api/", api, body_streamed);
   http->Handle("", "/apis", api, body_streamed);
@@ -1402,15 +1425,16 @@ void ApiServer::Impl::RegisterRoutes() {
   // authorized as the resource requests they stand for (AdmitUi), not as
   // non-resource URLs.
   http->Handle("GET", "/ui/api/history",
-               [this](const net::HttpRequest& req,
-                      std::shared_ptr<net::Responder> resp) {
+               BrowserGuarded([this](const net::HttpRequest& req,
+                                     std::shared_ptr<net::Responder> resp) {
                  ServeUiHistory(req, std::move(resp));
-               });
-  http->HandlePrefix("POST", "/ui/api/nodes/",
-                     [this](const net::HttpRequest& req,
+               }));
+  http->HandlePrefix(
+      "POST", "/ui/api/nodes/",
+      BrowserGuarded([this](const net::HttpRequest& req,
                             std::shared_ptr<net::Responder> resp) {
-                       ServeUiNodeControl(req, std::move(resp));
-                     });
+        ServeUiNodeControl(req, std::move(resp));
+      }));
   handle("GET", "/metrics",
          [this](const net::HttpRequest&, std::shared_ptr<net::Responder> resp) {
            resp->Respond(

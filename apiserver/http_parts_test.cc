@@ -1,11 +1,12 @@
 // Unit tests of the apiserver's pure parts: content negotiation, request
 // paths, query parameters, the status table and discovery documents.
-#include <set>
-#include <string>
-
 #include <gtest/gtest.h>
 #include <rapidjson/document.h>
 
+#include <set>
+#include <string>
+
+#include "apiserver/browser_guard.h"
 #include "apiserver/discovery.h"
 #include "apiserver/errors.h"
 #include "apiserver/negotiation.h"
@@ -396,6 +397,42 @@ TEST(DiscoveryTest, OpenApiDeclaresFieldValidationForEveryKind) {
     }
     EXPECT_GT(patches, 0) << gv;
   }
+}
+
+// Without authentication, what a browser may have been made to send is
+// refused: another origin's request, a rebound DNS name.
+TEST(BrowserGuard, RefusesCrossOriginAndReboundNames) {
+  auto refusal = [](std::string host, std::string origin) {
+    net::HttpRequest r;
+    if (!host.empty()) r.headers.Add("Host", host);
+    if (!origin.empty()) r.headers.Add("Origin", origin);
+    std::optional<std::string> why = UnauthenticatedBrowserRefusal(r);
+    return why.value_or("");
+  };
+  // kubectl and the client libraries: no Origin.
+  for (const char* host : {"127.0.0.1:6443", "[::1]:6443", "localhost:6443",
+                           "apiserver:6443", "x", "10.1.2.3", ""}) {
+    EXPECT_EQ(refusal(host, ""), "") << host;
+  }
+  // The web view's own pages.
+  EXPECT_EQ(refusal("127.0.0.1:6443", "http://127.0.0.1:6443"), "");
+  EXPECT_EQ(refusal("[::1]:6443", "http://[::1]:6443"), "");
+  EXPECT_EQ(refusal("localhost:6443", "HTTP://LOCALHOST:6443"), "");
+  // Another page's fetch or form, or a sandboxed one.
+  EXPECT_EQ(refusal("127.0.0.1:6443", "https://evil.example"),
+            "cross-origin request from \"https://evil.example\" refused: a "
+            "server without authentication answers browsers only from its "
+            "own pages");
+  EXPECT_NE(refusal("127.0.0.1:6443", "http://127.0.0.1:8080"), "");
+  EXPECT_NE(refusal("127.0.0.1:6443", "null"), "");
+  // A name the attacker resolves to 127.0.0.1 (same-origin to the browser).
+  EXPECT_EQ(refusal("rebind.evil.example:6443", ""),
+            "host \"rebind.evil.example\" refused: a server without "
+            "authentication answers only requests for an IP address, a name "
+            "without a dot, or this host's name");
+  EXPECT_NE(
+      refusal("rebind.evil.example:6443", "http://rebind.evil.example:6443"),
+      "");
 }
 
 }  // namespace

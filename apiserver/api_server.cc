@@ -382,6 +382,10 @@ struct ApiServer::Impl {
   // Takes a read-only or mutating in-flight slot for `c` (none for a
   // watch); answers 429 and returns false if none is free.
   bool TakeInflightSlot(Call& c);
+  // One of max-(mutating-)requests-inflight's slots, held until the last
+  // copy goes; null (counted as dropped) when none is free.
+  std::shared_ptr<void> TakeSlot(bool mutating);
+  static ApiError TooManyRequestsError();
   void Reply(Call& c, int code, std::string_view content_type, std::string body,
              const std::vector<std::string>& warnings = {});
   void ReplyError(Call& c, const ApiError& e);
@@ -1521,6 +1525,13 @@ void ApiServer::Impl::ServeUiHistory(const net::HttpRequest& req,
     }
     limit = static_cast<int>(std::min<int64_t>(*l, kMaxHistoryVersions));
   }
+  // A replay of the store's retained history (up to seconds) on a worker:
+  // it counts against max-requests-inflight as any read.
+  std::shared_ptr<void> slot = TakeSlot(/*mutating=*/false);
+  if (slot == nullptr) {
+    RespondUiError(resp, TooManyRequestsError());
+    return;
+  }
   StatusOr<ObjectHistory> h =
       ReadObjectHistory(*bit->second->store, ns, name, limit);
   if (!h.ok()) {
@@ -1553,6 +1564,11 @@ void ApiServer::Impl::ServeUiNodeControl(const net::HttpRequest& req,
                 .subresource = "proxy",
                 .name = name},
                resp)) {
+    return;
+  }
+  std::shared_ptr<void> slot = TakeSlot(/*mutating=*/true);
+  if (slot == nullptr) {
+    RespondUiError(resp, TooManyRequestsError());
     return;
   }
   Status s = opts.node_control
@@ -1742,9 +1758,7 @@ void ApiServer::Impl::ReadBodyThenProcess(const std::shared_ptr<Call>& c) {
 
 // The slot is taken once the whole body is here, so a client trickling a
 // body in holds none (the net layer's body timeout ends it, with 408).
-bool ApiServer::Impl::TakeInflightSlot(Call& c) {
-  if (c.info.verb == "watch") return true;
-  const bool mutating = IsMutating(c.req().method);
+std::shared_ptr<void> ApiServer::Impl::TakeSlot(bool mutating) {
   std::atomic<int>& counter = mutating ? inflight_mutating : inflight_readonly;
   const int limit = mutating ? opts.max_mutating_requests_inflight
                              : opts.max_requests_inflight;
@@ -1752,16 +1766,29 @@ bool ApiServer::Impl::TakeInflightSlot(Call& c) {
   if (counter.fetch_add(1) >= limit) {
     counter.fetch_sub(1);
     m_dropped->With({kind})->Inc();
-    ReplyError(c, ApiError::TooManyRequests(
-                      "Too many requests, please try again later.", 1));
-    return false;
+    return nullptr;
   }
   metrics::Gauge* g = m_inflight->With({kind});
   g->Inc();
-  c.inflight = std::shared_ptr<void>(nullptr, [&counter, g](void*) {
+  // Non-null (its deleter releases the slot): a dummy address.
+  return std::shared_ptr<void>(&counter, [&counter, g](void*) {
     counter.fetch_sub(1);
     g->Dec();
   });
+}
+
+ApiError ApiServer::Impl::TooManyRequestsError() {
+  return ApiError::TooManyRequests("Too many requests, please try again later.",
+                                   1);
+}
+
+bool ApiServer::Impl::TakeInflightSlot(Call& c) {
+  if (c.info.verb == "watch") return true;
+  c.inflight = TakeSlot(IsMutating(c.req().method));
+  if (c.inflight == nullptr) {
+    ReplyError(c, TooManyRequestsError());
+    return false;
+  }
   return true;
 }
 

@@ -541,6 +541,24 @@ TEST(UiHistory, VersionsAreDecryptedThroughTheTransformer) {
   EXPECT_STREQ((*versions)[1]["object"]["data"]["k"].GetString(), "b25l");
 }
 
+// The web view's own API calls count against the in-flight limits as any
+// request: a history replays the store's retained events on a worker (up
+// to seconds), and a node's stop or resume calls its kubelet.
+TEST(UiHistory, CallsCountAgainstTheInflightLimits) {
+  TestServer server([&](ApiServerOptions* o) {
+    o->max_requests_inflight = 0;
+    o->max_mutating_requests_inflight = 0;
+    o->node_control = [](const std::string&, bool) { return Status::Ok(); };
+  });
+  Response h = server.Do("GET",
+                         "/ui/api/history?version=v1&resource=configmaps"
+                         "&namespace=default&name=nope");
+  EXPECT_EQ(h.code, 429) << h.body;
+  Response stop = server.Do("POST", "/ui/api/nodes/node-1/stop", "{}");
+  EXPECT_EQ(stop.code, 429) << stop.body;
+  EXPECT_EQ(server.Get("/api/v1/namespaces").code, 429);  // as any read
+}
+
 // Browsers open parallel connections and resume the TLS session of the
 // first; a server that requests client certificates failed those
 // handshakes ("session id context uninitialized") and chromium could not

@@ -225,14 +225,10 @@ class HttpPeerTransport::Peer {
         copts.clock = t_->options_.clock;
         copts.tls = TlsFor(url, t_->options_.client_tls);
         auto c = net::HttpClient::ForUrl(url, copts);
+        net::HttpHeaders headers = t_->PeerHeaders("application/octet-stream");
+        headers.Add("X-Kplane-To", HexId(id_));
         StatusOr<std::unique_ptr<net::HttpStream>> s =
-            c.ok() ? (*c)->OpenStream(
-                         "POST", "/raft/stream",
-                         {{"Content-Type", "application/octet-stream"},
-                          {"X-Kplane-Cluster-Id",
-                           HexId(t_->handler_->cluster_id())},
-                          {"X-Kplane-From", HexId(t_->handler_->member_id())},
-                          {"X-Kplane-To", HexId(id_)}})
+            c.ok() ? (*c)->OpenStream("POST", "/raft/stream", headers)
                    : StatusOr<std::unique_ptr<net::HttpStream>>(c.status());
         if (!s.ok()) {
           Fail(batch.size(), s.status());
@@ -513,11 +509,8 @@ void HttpPeerTransport::SendSnapshot(raftpb::Message msg) {
       if (!c.ok()) s = c.status();
       std::unique_ptr<net::HttpStream> stream;
       if (s.ok()) {
-        auto st = (*c)->OpenStream(
-            "POST", "/raft/snapshot",
-            {{"Content-Type", "application/octet-stream"},
-             {"X-Kplane-Cluster-Id", HexId(handler_->cluster_id())},
-             {"X-Kplane-From", HexId(handler_->member_id())}});
+        auto st = (*c)->OpenStream("POST", "/raft/snapshot",
+                                   PeerHeaders("application/octet-stream"));
         if (st.ok()) {
           stream = std::move(*st);
         } else {
@@ -576,6 +569,15 @@ void HttpPeerTransport::SendSnapshot(raftpb::Message msg) {
     }
     report(s.ok());
   });
+}
+
+net::HttpHeaders HttpPeerTransport::PeerHeaders(
+    std::string content_type) const {
+  net::HttpHeaders h;
+  if (!content_type.empty()) h.Add("Content-Type", std::move(content_type));
+  h.Add("X-Kplane-Cluster-Id", HexId(handler_->cluster_id()));
+  h.Add("X-Kplane-From", HexId(handler_->member_id()));
+  return h;
 }
 
 uint64_t HttpPeerTransport::CheckPeerHeaders(const net::HttpRequest& req,
@@ -836,6 +838,8 @@ void HttpPeerTransport::RegisterHandlers(net::HttpServer* peer_server) {
   peer_server->Handle(
       "GET", "/raft/hashkv",
       [this](const net::HttpRequest& req, std::shared_ptr<net::Responder> r) {
+        // Members only: a hash reads every key of the store.
+        if (CheckPeerHeaders(req, r.get()) == 0) return;
         auto rev = ParseInt64(req.QueryParam("revision"));
         auto h = handler_->HashKV(rev.value_or(0));
         if (!h.ok()) {
@@ -893,9 +897,11 @@ StatusOr<etcdserverpb::HashKVResponse> HttpPeerTransport::PeerHashKV(
   copts.read_timeout = seconds(30);
   copts.tls = TlsFor(url, options_.client_tls);
   ASSIGN_OR_RETURN(auto client, net::HttpClient::ForUrl(url, copts));
-  ASSIGN_OR_RETURN(net::HttpResponse resp,
-                   client->Request("GET", "/raft/hashkv?revision=" +
-                                              std::to_string(revision)));
+  ASSIGN_OR_RETURN(
+      net::HttpResponse resp,
+      client->Request("GET",
+                      "/raft/hashkv?revision=" + std::to_string(revision),
+                      PeerHeaders(""), ""));
   if (resp.status != 200)
     return etcdjson::ErrorToStatus(resp.status, resp.body);
   etcdserverpb::HashKVResponse h;
@@ -914,12 +920,9 @@ HttpPeerTransport::PeerLeaseTimeToLive(
   copts.write_timeout = timeout;
   copts.tls = TlsFor(url, options_.client_tls);
   ASSIGN_OR_RETURN(auto client, net::HttpClient::ForUrl(url, copts));
-  StatusOr<net::HttpResponse> resp =
-      client->Request("POST", "/raft/leasettl",
-                      {{"Content-Type", "application/x-protobuf"},
-                       {"X-Kplane-Cluster-Id", HexId(handler_->cluster_id())},
-                       {"X-Kplane-From", HexId(handler_->member_id())}},
-                      req.SerializeAsString());
+  StatusOr<net::HttpResponse> resp = client->Request(
+      "POST", "/raft/leasettl", PeerHeaders("application/x-protobuf"),
+      req.SerializeAsString());
   if (!resp.ok()) return UnavailableError(resp.status().message());
   if (resp->status != 200) {
     // A refusal of the peer port itself (412, 404) is text, not an etcd

@@ -138,6 +138,9 @@ class HttpPeerTransport : public PeerTransport {
   // Checks the cluster and sender headers; answers and returns 0 when the
   // request is refused, else returns the sender's id.
   uint64_t CheckPeerHeaders(const net::HttpRequest& req, net::Responder* r);
+  // The headers CheckPeerHeaders reads, naming this member, and
+  // `content_type` when not empty.
+  net::HttpHeaders PeerHeaders(std::string content_type) const;
   std::shared_ptr<Peer> FindPeer(uint64_t id) EXCLUDES(mu_);
   // The first URL of a known peer (NotFound if unknown or without URL).
   StatusOr<std::string> PeerUrl(uint64_t id);

@@ -535,6 +535,12 @@ TEST_F(PeerTransportTest, AsksPeersForHashKVAndMembership) {
   EXPECT_EQ(rec->removed(0), 0x99u);
   EXPECT_EQ(a.transport.PeerHashKV(9, 5).status().code(),
             StatusCode::kNotFound);
+  // Only members may ask for a hash (it reads every key).
+  auto stranger = net::HttpClient::ForUrl(b.url());
+  ASSERT_TRUE(stranger.ok());
+  auto refused = (*stranger)->Request("GET", "/raft/hashkv?revision=5");
+  ASSERT_TRUE(refused.ok()) << refused.status();
+  EXPECT_EQ(refused->status, 412) << refused->body;
   auto fetched = HttpPeerTransport::FetchMembership(b.url(), seconds(5));
   ASSERT_TRUE(fetched.ok()) << fetched.status();
   EXPECT_EQ(fetched->cluster_id(), kCluster);

@@ -299,6 +299,19 @@ TEST_F(StoreIntegrityTest, ForgedPeerMessagesAreRefusedAndNothingCommits) {
   auto r2 = post(*follower_id, prop);
   ASSERT_TRUE(r2.ok()) << r2.status();
   EXPECT_EQ(r2->status, 204);  // the stream is a member's; its message is not
+  {
+    // A body read whole (only /raft/leasettl's) is at most 64 KiB, refused
+    // from its head before any of it is read, whoever claims to send it.
+    net::HttpClient http("127.0.0.1", cluster_->peer_port(*leader),
+                         net::HttpClientOptions{.tls = peer_tls});
+    auto big =
+        http.Request("POST", "/raft/leasettl",
+                     {{"X-Kplane-Cluster-Id", storage::IdToHex(cluster_id)},
+                      {"X-Kplane-From", storage::IdToHex(*follower_id)}},
+                     std::string((64 << 10) + 1, 'x'));
+    ASSERT_TRUE(big.ok()) << big.status();
+    EXPECT_EQ(big->status, 413);
+  }
 
   auto not_member =
       cluster_->Metric(*leader, "kplane_network_peer_refused_total");

@@ -582,16 +582,20 @@ net::HttpHeaders HttpPeerTransport::PeerHeaders(
 
 uint64_t HttpPeerTransport::CheckPeerHeaders(const net::HttpRequest& req,
                                              net::Responder* r) {
+  // A refusal closes the connection: a stream's body has no deadline, and
+  // a refused sender must not keep its connection by never ending it.
+  const net::HttpHeaders refused = {{"Content-Type", "text/plain"},
+                                    {"Connection", "close"}};
   auto cluster = ParseHexId(req.headers.Get("X-Kplane-Cluster-Id"));
   auto from = ParseHexId(req.headers.Get("X-Kplane-From"));
   if (!cluster.ok() || !from.ok() || *cluster != handler_->cluster_id()) {
     refused_->With({"cluster_mismatch"})->Inc();
-    r->Respond(412, {{"Content-Type", "text/plain"}}, "cluster id mismatch\n");
+    r->Respond(412, refused, "cluster id mismatch\n");
     return 0;
   }
   if (handler_->IsRemovedMember(*from)) {
     refused_->With({"removed_member"})->Inc();
-    r->Respond(412, {{"Content-Type", "text/plain"}},
+    r->Respond(412, refused,
                "the member has been permanently removed from the cluster\n");
     return 0;
   }
@@ -600,8 +604,7 @@ uint64_t HttpPeerTransport::CheckPeerHeaders(const net::HttpRequest& req,
     refused_->With({"not_member"})->Inc();
     LOG(WARNING) << "refusing a peer request from " << HexId(*from)
                  << ": not a member of this cluster";
-    r->Respond(404, {{"Content-Type", "text/plain"}},
-               "error sender not found\n");
+    r->Respond(404, refused, "error sender not found\n");
     return 0;
   }
   return *from;
@@ -673,6 +676,11 @@ void HttpPeerTransport::HandleSnapshot(const net::HttpRequest& req,
     std::set<std::string> dirs;
     bool done = false;
     Status error;
+    // The body callbacks and the end of the exchange, one at a time.
+    Mutex mu;
+    // The directory went to the handler (ReceiveSnapshot): not ours to
+    // remove any more.
+    bool handed_over = false;
   };
   auto st = std::make_shared<State>();
   st->dir =
@@ -686,7 +694,20 @@ void HttpPeerTransport::HandleSnapshot(const net::HttpRequest& req,
                st->error.message() + "\n");
     return;
   }
+  // However the exchange ends (the sender's stream cut, the connection
+  // closed, a stream that ended early), a directory not handed over goes:
+  // partial snapshots used to stay until the member restarted.
+  r->OnClose([this, st] {
+    MutexLock l(&st->mu);
+    st->done = true;
+    if (st->handed_over) return;
+    st->out.reset();
+    if (Status rm = RemoveAll(fs_, st->dir); !rm.ok()) {
+      LOG(WARNING) << "removing the partly received snapshot: " << rm;
+    }
+  });
   r->OnBodyData([this, st, r, sender](std::string_view data, bool eof) {
+    MutexLock l(&st->mu);
     if (st->done) return;
     st->buf.append(data);
     while (st->error.ok()) {
@@ -797,7 +818,10 @@ void HttpPeerTransport::HandleSnapshot(const net::HttpRequest& req,
       for (auto it = st->dirs.rbegin(); s.ok() && it != st->dirs.rend(); ++it) {
         s = fs_->SyncDir(*it);
       }
-      if (s.ok()) s = handler_->ReceiveSnapshot(st->dir, std::move(st->msg));
+      if (s.ok()) {
+        st->handed_over = true;
+        s = handler_->ReceiveSnapshot(st->dir, std::move(st->msg));
+      }
       if (!s.ok()) {
         LOG(WARNING) << "keeping received snapshot: " << s;
         r->Respond(500, {{"Content-Type", "text/plain"}}, s.message() + "\n");

@@ -17,6 +17,7 @@
 #include "base/testing/fault_injection_file_system.h"
 #include "net/http_client.h"
 #include "net/http_server.h"
+#include "net/http_test_util.h"
 #include "net/pki.h"
 #include "storage/server/cluster.h"
 #include "storage/server/member_tls.h"
@@ -414,6 +415,22 @@ TEST_F(PeerTransportTest, RefusesOtherClustersRemovedMembersAndStrangers) {
   auto member = post(IdToHex(kCluster), IdToHex(1));
   ASSERT_TRUE(member.ok()) << member.status();
   EXPECT_EQ(member->status, 204);
+  // A stranger's stream whose body never ends: refused, and closed under
+  // it (a stream has no body deadline to do it).
+  net::testing::RawConnection raw(b.http.port());
+  raw.Send(
+      "POST /raft/stream HTTP/1.1\r\nHost: x\r\n"
+      "X-Kplane-Cluster-Id: " +
+      IdToHex(kCluster) +
+      "\r\n"
+      "X-Kplane-From: " +
+      IdToHex(0x77) +
+      "\r\n"
+      "Transfer-Encoding: chunked\r\n\r\n4\r\nabcd\r\n");
+  StatusOr<net::HttpResponse> open = raw.ReadResponse("POST");
+  ASSERT_TRUE(open.ok()) << open.status();
+  EXPECT_EQ(open->status, 404);
+  EXPECT_TRUE(raw.WaitForClose());
 }
 
 // A member's stream carries that member's messages only: one that claims
@@ -656,6 +673,67 @@ TEST_F(PeerTransportTest, ReceivedSnapshotGoesThroughTheFileSystem) {
   ASSERT_TRUE(disk.PowerCut().ok());
   EXPECT_EQ(ReadFile(dir + "/db/000001.sst"), a.member.snapshot_data);
   EXPECT_EQ(ReadFile(dir + "/cluster.pb"), "members");
+}
+
+// A snapshot transfer that does not end (the sender's connection cut in
+// the middle of a file, or its stream ending early) leaves nothing in the
+// staging directory: partial copies stayed there until the member
+// restarted.
+TEST_F(PeerTransportTest, BrokenSnapshotTransfersLeaveNothingBehind) {
+  Node b(2, dir_ + "/b");
+  auto frame = [](const std::string& payload) {
+    uint32_t n = static_cast<uint32_t>(payload.size());
+    char len[4] = {static_cast<char>(n >> 24), static_cast<char>(n >> 16),
+                   static_cast<char>(n >> 8), static_cast<char>(n)};
+    return std::string(len, 4) + payload;
+  };
+  raftpb::Message snap;
+  snap.set_type(raftpb::MsgSnap);
+  snap.set_from(1);
+  snap.set_to(2);
+  storagepb::SnapshotFile file;
+  file.set_name("db/000001.sst");
+  file.set_size(1 << 20);
+  const std::string start = frame(snap.SerializeAsString()) +
+                            frame(file.SerializeAsString()) +
+                            std::string(1000, 'x');
+  auto staged = [&] {
+    int n = 0;
+    for (const auto& e : fs::directory_iterator(dir_ + "/b")) {
+      n += e.path().filename().string().starts_with("incoming-");
+    }
+    return n;
+  };
+  const std::string head =
+      "POST /raft/snapshot HTTP/1.1\r\nHost: x\r\n"
+      "X-Kplane-Cluster-Id: " +
+      IdToHex(kCluster) +
+      "\r\n"
+      "X-Kplane-From: " +
+      IdToHex(1) + "\r\n";
+  {
+    // Cut in the middle of its first file.
+    net::testing::RawConnection c(b.http.port());
+    c.Send(head + "Transfer-Encoding: chunked\r\n\r\n" +
+           [&] {
+             char size[16];
+             std::snprintf(size, sizeof size, "%zx\r\n", start.size());
+             return std::string(size);
+           }() +
+           start + "\r\n");
+    ASSERT_TRUE(net::testing::PollUntil([&] { return staged() == 1; }));
+  }
+  EXPECT_TRUE(net::testing::PollUntil([&] { return staged() == 0; }));
+  // A whole request whose snapshot ends early.
+  net::testing::RawConnection c(b.http.port());
+  c.Send(head + "Content-Length: " + std::to_string(start.size()) + "\r\n\r\n" +
+         start);
+  StatusOr<net::HttpResponse> early = c.ReadResponse("POST");
+  ASSERT_TRUE(early.ok()) << early.status();
+  EXPECT_EQ(early->status, 400);
+  EXPECT_EQ(early->body, "snapshot stream ended early\n");
+  EXPECT_TRUE(net::testing::PollUntil([&] { return staged() == 0; }));
+  EXPECT_EQ(b.member.snapshots_received(), 0);
 }
 
 // ---- peer TLS (etcd's --peer-cert-file, --peer-key-file,

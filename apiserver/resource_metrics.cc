@@ -5,9 +5,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <numbers>
 
+#include "base/saturating.h"
 #include "objects/machinery/quantity.h"
 #include "objects/time.h"
 #include "objects/unstructured.h"
@@ -55,6 +57,15 @@ double Angle(uint64_t h, int which, int64_t at) {
          2 * std::numbers::pi * static_cast<double>(at) / period;
 }
 
+// `v` rounded, held at int64's ends (quantities up to 8E cores times 10^9
+// nanocores are far past them; converting those was undefined).
+int64_t RoundSaturating(double v) {
+  constexpr double kEnd = 9.2233720368547748e18;  // 2^63, as a double
+  if (!(v < kEnd)) return std::numeric_limits<int64_t>::max();  // and NaN
+  if (v <= -kEnd) return std::numeric_limits<int64_t>::min();
+  return std::llround(v);
+}
+
 // The amount of `resource` ("cpu" in nanocores, "memory" in bytes) in a
 // requests or limits map, 0 when absent or malformed.
 int64_t Amount(
@@ -65,7 +76,7 @@ int64_t Amount(
   StatusOr<Quantity> q = Quantity::Parse(it->second.string());
   if (!q.ok() || q->Sign() <= 0) return 0;
   if (resource == "cpu") {
-    return static_cast<int64_t>(q->AsApproximateDouble() * kNanocoresPerCore);
+    return RoundSaturating(q->AsApproximateDouble() * kNanocoresPerCore);
   }
   return q->Value();
 }
@@ -90,9 +101,9 @@ ResourceUsage Wobble(uint64_t h, int64_t at, int64_t cpu_base,
   const double memory_factor = (0.85 + 0.1 * std::sin(Angle(h, 2, at))) * ramp;
   ResourceUsage u;
   u.cpu_nanocores = std::max<int64_t>(
-      1, std::llround(static_cast<double>(cpu_base) * cpu_factor));
+      1, RoundSaturating(static_cast<double>(cpu_base) * cpu_factor));
   u.memory_bytes = std::max<int64_t>(
-      4096, std::llround(static_cast<double>(memory_base) * memory_factor));
+      4096, RoundSaturating(static_cast<double>(memory_base) * memory_factor));
   if (cpu_limit > 0) u.cpu_nanocores = std::min(u.cpu_nanocores, cpu_limit);
   if (memory_limit > 0) u.memory_bytes = std::min(u.memory_bytes, memory_limit);
   return u;
@@ -279,7 +290,7 @@ std::vector<std::pair<std::string, ResourceUsage>> SimulatedPodUsage(
   if (std::optional<Quantity> cpu =
           AnnotatedQuantity(pod.metadata(), kCpuUsageAnnotation)) {
     const int64_t total =
-        static_cast<int64_t>(cpu->AsApproximateDouble() * kNanocoresPerCore);
+        RoundSaturating(cpu->AsApproximateDouble() * kNanocoresPerCore);
     for (auto& [name, u] : out) u.cpu_nanocores = total / n;
     out.front().second.cpu_nanocores += total % n;
   }
@@ -299,14 +310,14 @@ ResourceUsage SimulatedNodeUsage(const corev1::Node& node,
                            kSystemCpuNanocores, 0, kSystemMemoryBytes, 0, 1);
   for (const corev1::Pod* p : pods) {
     for (const auto& [name, c] : SimulatedPodUsage(*p, at)) {
-      u.cpu_nanocores += c.cpu_nanocores;
-      u.memory_bytes += c.memory_bytes;
+      u.cpu_nanocores = SaturatingAdd(u.cpu_nanocores, c.cpu_nanocores);
+      u.memory_bytes = SaturatingAdd(u.memory_bytes, c.memory_bytes);
     }
   }
   if (std::optional<Quantity> cpu =
           AnnotatedQuantity(node.metadata(), kCpuUsageAnnotation)) {
     u.cpu_nanocores =
-        static_cast<int64_t>(cpu->AsApproximateDouble() * kNanocoresPerCore);
+        RoundSaturating(cpu->AsApproximateDouble() * kNanocoresPerCore);
   }
   if (std::optional<Quantity> memory =
           AnnotatedQuantity(node.metadata(), kMemoryUsageAnnotation)) {

@@ -145,6 +145,25 @@ TEST(SimulatedUsageTest, NodeIsItsPodsPlusTheSystemShare) {
   EXPECT_EQ(SimulatedNodeUsage(n, {&a}, at).cpu_nanocores, 3'000'000'000);
 }
 
+// Quantities near their ends (8E cores is 8 * 10^27 nanocores) are held at
+// int64's end, alone and in a node's sum, where they overflowed (UB).
+TEST(SimulatedUsageTest, HugeQuantitiesSaturate) {
+  corev1::Pod a = MakePod("a", {{"cpu", "8E"}, {"memory", "8E"}});
+  corev1::Pod b = MakePod("b", {{"cpu", "1"}});
+  (*b.mutable_metadata()->mutable_annotations())[kCpuUsageAnnotation] = "8E";
+  (*b.mutable_metadata()->mutable_annotations())[kMemoryUsageAnnotation] = "7E";
+  const int64_t at = kStart + 120;
+  EXPECT_EQ(Only(b, at).cpu_nanocores, INT64_MAX);
+  corev1::Node n;
+  n.mutable_metadata()->set_name("node-1");
+  n.mutable_metadata()->set_uid("n1");
+  const ResourceUsage u = SimulatedNodeUsage(n, {&a, &b}, at);
+  EXPECT_EQ(u.cpu_nanocores, INT64_MAX);
+  EXPECT_EQ(u.memory_bytes, INT64_MAX);
+  (*n.mutable_metadata()->mutable_annotations())[kCpuUsageAnnotation] = "9E";
+  EXPECT_EQ(SimulatedNodeUsage(n, {}, at).cpu_nanocores, INT64_MAX);
+}
+
 TEST(SimulatedUsageTest, WhatHasMetrics) {
   corev1::Pod p = MakePod("u", {});
   EXPECT_TRUE(PodHasMetrics(p));

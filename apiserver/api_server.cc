@@ -317,7 +317,8 @@ struct ApiServer::Impl {
   // stored: RBAC's escalation check for roles and bindings, and kube's
   // NodeRestriction for a node writing Node objects.
   std::optional<ApiError> AdmitWrite(
-      const Call& c, const google::protobuf::Message& obj) const;
+      const Call& c, const google::protobuf::Message& obj,
+      const google::protobuf::Message* old = nullptr) const;
 
   void SetupMetrics();
   void BuildBackends();
@@ -1082,7 +1083,8 @@ bool ApiServer::Impl::Admit(Call& c) {
 }
 
 std::optional<ApiError> ApiServer::Impl::AdmitWrite(
-    const Call& c, const google::protobuf::Message& obj) const {
+    const Call& c, const google::protobuf::Message& obj,
+    const google::protobuf::Message* old) const {
   const objects::ResourceInfo* r = c.resource;
   if (r == nullptr || IsSystemMaster(c.user)) return std::nullopt;
   const objects::metav1::ObjectMeta* meta = objects::GetObjectMeta(obj);
@@ -1120,6 +1122,26 @@ std::optional<ApiError> ApiServer::Impl::AdmitWrite(
                  dynamic_cast<const rbacv1::ClusterRole*>(&obj)) {
     if (allowed("escalate", r->resource, ns, name)) return std::nullopt;
     granted = RoleFromApi(*crole).rules;
+    // An aggregation rule gathers the rules of whatever roles its selector
+    // matches (cluster-admin's included), filled in by a controller that
+    // may: setting one, or changing a role that has one, needs every
+    // permission (kube's clusterrole policybased storage).
+    const auto* old_role = dynamic_cast<const rbacv1::ClusterRole*>(old);
+    if (crole->has_aggregationrule() ||
+        (old_role != nullptr && old_role->has_aggregationrule())) {
+      std::vector<std::string> errors;
+      const std::vector<auth::PolicyRule> held =
+          auth::RbacAuthorizer(policy.get()).RulesFor(c.user, "", &errors);
+      const std::vector<auth::PolicyRule> everything = {
+          {.verbs = {"*"}, .api_groups = {"*"}, .resources = {"*"}},
+          {.verbs = {"*"}, .non_resource_urls = {"*"}}};
+      if (EscalationError(c.user, held, everything, errors).has_value()) {
+        return ApiError::Forbidden(
+            *r, name,
+            "must have cluster-admin privileges to use the "
+            "aggregationRule");
+      }
+    }
   } else {
     auth::RoleBinding b;
     if (const auto* rb = dynamic_cast<const rbacv1::RoleBinding*>(&obj)) {
@@ -1284,8 +1306,7 @@ WriteContext ApiServer::Impl::Context(
   if (opts.auth.enabled) {
     ctx.admit = [this, &c](const google::protobuf::Message& obj,
                            const google::protobuf::Message* old) {
-      (void)old;
-      return AdmitWrite(c, obj);
+      return AdmitWrite(c, obj, old);
     };
   }
   return ctx;

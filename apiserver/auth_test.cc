@@ -104,7 +104,9 @@ class AuthTest : public ::testing::Test {
   Response Do(const net::KeyPair& cert, std::string_view method,
               std::string_view target, std::string_view body = {},
               net::HttpHeaders headers = {}) {
-    if (!body.empty()) headers.Add("Content-Type", "application/json");
+    if (!body.empty() && !headers.Has("Content-Type")) {
+      headers.Add("Content-Type", "application/json");
+    }
     return ToResponse(Client(cert)->Request(method, target, headers, body));
   }
   Response WithToken(std::string_view token, std::string_view method,
@@ -542,6 +544,63 @@ TEST_F(AuthTest, EscalationIsRefusedBindWithPermission) {
       AwaitCode(201, [&] { return Do(alice_, "POST", bindings, bind_admin); })
           .code,
       201);
+}
+
+// An aggregation rule gathers whatever roles its selector matches (the
+// controller filling it may escalate): setting one, or changing a role
+// that has one, needs every permission. A user who may only manage
+// ClusterRoles and their bindings made herself cluster-admin with an empty
+// role, a binding to it, and then an aggregation rule matching the
+// bootstrap roles' label.
+TEST_F(AuthTest, AnAggregationRuleNeedsEveryPermission) {
+  ASSERT_EQ(
+      Do(admin_, "POST", "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+         R"({"metadata":{"name":"rbac-manager"},"rules":[
+                   {"apiGroups":["rbac.authorization.k8s.io"],
+                    "resources":["clusterroles","clusterrolebindings"],
+                    "verbs":["create","get","update","patch"]}]})")
+          .code,
+      201);
+  ASSERT_EQ(Do(admin_, "POST",
+               "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+               R"({"metadata":{"name":"alice-rbac"},
+                   "roleRef":{"kind":"ClusterRole","name":"rbac-manager"},
+                   "subjects":[{"kind":"User","name":"alice"}]})")
+                .code,
+            201);
+  const char* roles = "/apis/rbac.authorization.k8s.io/v1/clusterroles";
+  // Empty at first: nothing to escalate, so it is created.
+  Response empty = AwaitCode(201, [&] {
+    return Do(alice_, "POST", roles,
+              R"({"metadata":{"name":"evil"},"rules":[]})");
+  });
+  ASSERT_EQ(empty.code, 201) << empty.body;
+  Response patched =
+      Do(alice_, "PATCH", std::string(roles) + "/evil",
+         R"({"aggregationRule":{"clusterRoleSelectors":[{"matchLabels":
+          {"kubernetes.io/bootstrapping":"rbac-defaults"}}]}})",
+         {{"Content-Type", "application/merge-patch+json"}});
+  EXPECT_EQ(patched.code, 403) << patched.body;
+  EXPECT_EQ(patched.Str({"message"}),
+            "clusterroles.rbac.authorization.k8s.io \"evil\" is forbidden: "
+            "must have cluster-admin privileges to use the aggregationRule");
+  Response created = Do(alice_, "POST", roles,
+                        R"({"metadata":{"name":"evil2"},"aggregationRule":
+                            {"clusterRoleSelectors":[{"matchLabels":
+                            {"kubernetes.io/bootstrapping":"rbac-defaults"}}]}})");
+  EXPECT_EQ(created.code, 403) << created.body;
+  // The admin may; then changing that role needs everything too.
+  ASSERT_EQ(Do(admin_, "PATCH", std::string(roles) + "/evil",
+               R"({"aggregationRule":{"clusterRoleSelectors":[{"matchLabels":
+                   {"example.com/aggregate":"true"}}]}})",
+               {{"Content-Type", "application/merge-patch+json"}})
+                .code,
+            200);
+  EXPECT_EQ(Do(alice_, "PATCH", std::string(roles) + "/evil",
+               R"({"metadata":{"labels":{"x":"y"}}})",
+               {{"Content-Type", "application/merge-patch+json"}})
+                .code,
+            403);
 }
 
 TEST_F(AuthTest, RbacValidation) {

@@ -2,9 +2,10 @@
 // RoleBinding, ClusterRoleBinding (upstream: pkg/registry/rbac/*/strategy.go,
 // pkg/apis/rbac/v1/defaults.go, pkg/apis/rbac/validation/validation.go and
 // the rbac printers of pkg/printers/internalversion/printers.go, Kubernetes
-// 1.32). Aggregated ClusterRoles are stored but not aggregated (no
-// controller fills their rules). Escalation checks live in the API server,
-// which knows the requesting user.
+// 1.32). An aggregated ClusterRole's rules are filled by the controller
+// manager's clusterrole-aggregation controller. Escalation checks (an
+// aggregation rule needs every permission) live in the API server, which
+// knows the requesting user.
 #include <memory>
 #include <string>
 #include <vector>

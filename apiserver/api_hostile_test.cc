@@ -293,5 +293,23 @@ TEST(ApiHostileTest, BrowsersOfOtherOriginsCannotDriveAnUnauthenticatedApi) {
       403);
 }
 
+// A write with thousands of unknown fields gets kube's bounded warnings:
+// each at most once, at most 4,096 characters in all (it got one Warning
+// header per field, more than a client's header limit).
+TEST(ApiHostileTest, WarningsAreBoundedAsKubes) {
+  TestServer s;
+  std::string fields;
+  for (int i = 0; i < 5000; ++i) fields += ",\"x" + std::to_string(i) + "\":1";
+  Response r = s.Post(kConfigMaps, ConfigMap("many", fields));
+  EXPECT_EQ(r.code, 201) << r.body.substr(0, 300);
+  std::vector<std::string_view> warnings = r.headers.GetAll("Warning");
+  ASSERT_FALSE(warnings.empty());
+  size_t total = 0;
+  for (std::string_view w : warnings) total += w.size();
+  EXPECT_LE(total, 4096u + warnings.size() * 12);  // each "299 - \"...\""
+  EXPECT_LT(warnings.size(), 5000u);
+  EXPECT_THAT(std::string(warnings.front()), HasSubstr("unknown field"));
+}
+
 }  // namespace
 }  // namespace kplane::apiserver

@@ -10,6 +10,7 @@
 #include <map>
 #include <random>
 #include <thread>
+#include <unordered_set>
 #include <vector>
 
 #include "apiserver/access_review.h"
@@ -79,6 +80,51 @@ bool IsError(const ApiResult<T>& r) {
 // Go-style, so none should reach here, but whatever does is written as an
 // escape (\r, \n, \t, \xHH for other controls and DEL) rather than
 // dropped, so the warning still says which field it means.
+// The warnings a response carries, as kube-apiserver's warning recorder
+// bounds them: each text once; when all of them come to more than 4,096
+// characters, each is cut to 256 and they are sent until the 4,096 are
+// used up (a custom resource with 280,000 unknown fields sent as many
+// headers).
+std::vector<std::string> BoundedWarnings(const std::vector<std::string>& all) {
+  constexpr size_t kTotalRunes = 4 * 1024;
+  constexpr size_t kItemRunes = 256;
+  auto runes = [](std::string_view s) {
+    size_t n = 0;
+    for (char c : s) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+    return n;
+  };
+  std::vector<std::string> out;
+  std::unordered_set<std::string_view> seen;
+  size_t total = 0;
+  for (const std::string& w : all) {
+    if (w.empty() || !seen.insert(w).second) continue;
+    out.push_back(w);
+    total += runes(w);
+  }
+  if (total <= kTotalRunes) return out;
+  std::vector<std::string> cut;
+  total = 0;
+  for (std::string& w : out) {
+    size_t n = runes(w);
+    if (n > kItemRunes) {
+      // Back to the start of the 257th rune.
+      size_t bytes = 0;
+      for (size_t r = 0; bytes < w.size(); ++bytes) {
+        if ((static_cast<unsigned char>(w[bytes]) & 0xC0) != 0x80 &&
+            r++ == kItemRunes) {
+          break;
+        }
+      }
+      w.resize(bytes);
+      n = kItemRunes;
+    }
+    if (total + n > kTotalRunes) break;
+    total += n;
+    cut.push_back(std::move(w));
+  }
+  return cut;
+}
+
 std::string WarningHeader(std::string_view text) {
   std::string out = "299 - \"";
   for (char c : text) {
@@ -1254,7 +1300,9 @@ void ApiServer::Impl::Reply(Call& c, int code, std::string_view content_type,
   c.responded = true;
   net::HttpHeaders h;
   h.Add("Content-Type", std::string(content_type));
-  for (const std::string& w : warnings) h.Add("Warning", WarningHeader(w));
+  for (const std::string& w : BoundedWarnings(warnings)) {
+    h.Add("Warning", WarningHeader(w));
+  }
   // Counted before the response can reach the client, so a client that has
   // its answer finds it in /metrics.
   Record(c, code);

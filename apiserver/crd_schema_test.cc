@@ -251,6 +251,26 @@ TEST(CrdSchemaTest, PrunesUnknownFieldsAndReportsTheirPaths) {
             R"("metadata":{"name":"p"},"spec":{"any":1}},"replicas":1}})");
 }
 
+// Many unknown members go in one pass, the known ones kept in order (each
+// erased in place shifted all after it: 280,000 of them took minutes).
+TEST(CrdSchemaTest, PrunesManyUnknownMembersInOnePass) {
+  const auto schema = TestSchema();
+  std::string json = R"({"spec":{"name":"abc",)";
+  for (int i = 0; i < 200000; ++i) {
+    json += "\"k" + std::to_string(i) + "\":" + std::to_string(i) + ",";
+  }
+  json += R"("mode":"slow"}})";
+  rapidjson::Document obj = Json(json);
+  const std::vector<std::string> unknown =
+      schema->PruneAndDefault(&obj, obj.GetAllocator());
+  ASSERT_EQ(unknown.size(), 200000u);
+  EXPECT_EQ(unknown.front(), "spec.k0");
+  EXPECT_EQ(unknown.back(), "spec.k199999");
+  EXPECT_EQ(Compact(obj),
+            R"({"spec":{"name":"abc","mode":"slow","limits":{"cpu":"1"},)"
+            R"("replicas":1}})");  // with the schema's defaults
+}
+
 TEST(CrdSchemaTest, DefaultsAbsentMembersAndNonNullableNulls) {
   const auto schema = TestSchema();
   rapidjson::Document obj =

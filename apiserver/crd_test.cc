@@ -1,6 +1,7 @@
 // CustomResourceDefinitions end to end over HTTP (an in-process apiserver
 // over a real store): a CRD created is served, its objects behave like any
 // resource's, its status says Established, and deleting it deletes them.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -371,6 +372,89 @@ TEST(CrdTest, InvalidCrdsAreRefusedWithKubesMessages) {
                    "value: schemas are required"),
             std::string::npos)
       << m;
+}
+
+// Names and settings this server cannot honour are refused: a resource
+// it serves itself (its store keys are the custom resources' too), a
+// Kubernetes group without the approval annotation, conversion webhooks,
+// scale paths outside .spec/.status, keys listed twice.
+TEST(CrdTest, CrdsThatCannotBeServedSafelyAreRefused) {
+  TestServer s;
+  auto crd = [](const std::string& group, const std::string& plural,
+                const std::string& extra_spec, const std::string& version_extra,
+                const std::string& schema_props = "") {
+    return R"({"apiVersion":"apiextensions.k8s.io/v1",
+      "kind":"CustomResourceDefinition","metadata":{"name":")" +
+           plural + "." + group + R"("},"spec":{"group":")" + group +
+           R"(","scope":"Cluster","names":{"plural":")" + plural +
+           R"(","kind":"Thing"})" + extra_spec +
+           R"(,"versions":[{"name":"v1","served":true,"storage":true)" +
+           version_extra +
+           R"(,"schema":{"openAPIV3Schema":{"type":"object",
+           "x-kubernetes-preserve-unknown-fields":true)" +
+           schema_props + "}}}]}}";
+  };
+  auto message = [&](const std::string& body) {
+    Response r = s.Post(kCrds, body);
+    EXPECT_EQ(r.code, 422) << r.body;
+    return r.Str({"message"});
+  };
+  using ::testing::HasSubstr;
+  EXPECT_THAT(
+      message(crd("apiextensions.k8s.io", "customresourcedefinitions", "", "")),
+      HasSubstr("spec.names.plural: Invalid value: "
+                "\"customresourcedefinitions\": is a resource the API server "
+                "serves itself"));
+  EXPECT_THAT(message(crd("apps", "deployments", "", "")),
+              HasSubstr("is a resource the API server serves itself"));
+  EXPECT_THAT(message(crd("widgets.k8s.io", "gears", "", "")),
+              HasSubstr("metadata.annotations[api-approved.kubernetes.io]: "
+                        "Required value: protected groups must have approval "
+                        "annotation"));
+  EXPECT_THAT(
+      message(crd("example.com", "gears",
+                  R"(,"conversion":{"strategy":"Webhook"})", "")),
+      HasSubstr("spec.conversion.strategy: Invalid value: \"Webhook\": "
+                "conversion webhooks are not supported by this server"));
+  EXPECT_THAT(message(crd("example.com", "gears",
+                          R"(,"conversion":{"strategy":"Magic"})", "")),
+              HasSubstr("spec.conversion.strategy: Unsupported value"));
+  EXPECT_THAT(
+      message(crd("example.com", "gears", "",
+                  R"(,"subresources":{"scale":{"specReplicasPath":
+                  ".status.replicas","statusReplicasPath":".status.n"}})")),
+      HasSubstr("spec.versions[0].subresources.scale.specReplicasPath: "
+                "Invalid value: \".status.replicas\": should be a json path "
+                "under .spec of field names only"));
+  EXPECT_THAT(message(crd("example.com", "gears", "",
+                          R"(,"subresources":{"scale":{"specReplicasPath":
+                  ".spec.r[0]","statusReplicasPath":".status.n"}})")),
+              HasSubstr("specReplicasPath: Invalid value: \".spec.r[0]\""));
+  EXPECT_THAT(message(crd("example.com", "gears", "", "",
+                          R"(,"properties":{"items":{"type":"array",
+                  "x-kubernetes-list-type":"map",
+                  "x-kubernetes-list-map-keys":["k","k"],
+                  "items":{"type":"object","required":["k","k"],
+                  "properties":{"k":{"type":"string"}}}}})")),
+              ::testing::AllOf(
+                  HasSubstr("x-kubernetes-list-map-keys[1]: Duplicate value: "
+                            "\"k\""),
+                  HasSubstr("required[1]: Duplicate value: \"k\"")));
+  // The annotated protected group and good scale paths are fine.
+  Response ok = s.Post(
+      kCrds,
+      crd("example.com", "gears", "",
+          R"(,"subresources":{"scale":{"specReplicasPath":".spec.replicas",
+          "statusReplicasPath":".status.replicas",
+          "labelSelectorPath":".status.selector"}})"));
+  EXPECT_EQ(ok.code, 201) << ok.body;
+  std::string approved = crd("widgets.k8s.io", "gears", "", "");
+  approved.replace(approved.find(R"("name":"gears.widgets.k8s.io")"),
+                   std::string(R"("name":"gears.widgets.k8s.io")").size(),
+                   R"("name":"gears.widgets.k8s.io","annotations":)"
+                   R"({"api-approved.kubernetes.io":"unapproved, testing"})");
+  Response approved_r = s.Post(kCrds, approved);
+  EXPECT_EQ(approved_r.code, 201) << approved_r.body;
 }
 
 // A Gizmo's schema: spec.size an integer 1..10 (required), spec.tags a set;

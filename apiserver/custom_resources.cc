@@ -15,6 +15,7 @@
 #include "base/strings.h"
 #include "objects/machinery/validation.h"
 #include "objects/meta.h"
+#include "objects/scheme.h"
 #include "objects/time.h"
 
 namespace kplane::apiserver {
@@ -22,6 +23,27 @@ namespace {
 
 using objects::Unstructured;
 using validation::Path;
+
+constexpr char kApiApprovedAnnotation[] = "api-approved.kubernetes.io";
+
+// kube's IsProtectedCommunityGroup.
+bool IsProtectedGroup(std::string_view group) {
+  return group == "k8s.io" || group.ends_with(".k8s.io") ||
+         group == "kubernetes.io" || group.ends_with(".kubernetes.io");
+}
+
+// A group and plural the API server serves itself, in any version (their
+// store keys are /registry/<group>/<plural> too), or the groups it serves
+// without a scheme entry (CRDs themselves, resource metrics).
+bool IsBuiltInResource(std::string_view group, std::string_view plural) {
+  if (group == "apiextensions.k8s.io" || group == "metrics.k8s.io") {
+    return true;
+  }
+  for (const auto& r : objects::Scheme::Default().resources()) {
+    if (r->gv.group == group && r->resource == plural) return true;
+  }
+  return false;
+}
 
 const Unstructured& AsUnstructured(const google::protobuf::Message& m) {
   return static_cast<const Unstructured&>(m);
@@ -464,7 +486,84 @@ class CrdStrategyImpl : public Strategy {
           validation::InvalidString(np.Child("listKind"), list_kind,
                                     "kind and listKind may not be the same"));
     }
+    // Kubernetes' own groups need the approval annotation, as kube asks.
+    if (IsProtectedGroup(group) &&
+        objects::Annotation(u.metadata(), kApiApprovedAnnotation).empty()) {
+      errs.push_back(validation::Required(
+          Path("metadata").Child("annotations").Key(kApiApprovedAnnotation),
+          "protected groups must have approval annotation \"" +
+              std::string(kApiApprovedAnnotation) +
+              "\", see https://github.com/kubernetes/enhancements/pull/1111"));
+    }
+    // A resource the server serves itself keeps its keys: custom resources
+    // are stored under /registry/<group>/<plural>, and a CRD named after
+    // customresourcedefinitions.apiextensions.k8s.io held every CRD (and
+    // deleting it deleted them all).
+    if (!plural.empty() && IsBuiltInResource(group, plural)) {
+      errs.push_back(validation::InvalidString(
+          np.Child("plural"), plural,
+          "is a resource the API server serves itself in group \"" + group +
+              "\""));
+    }
+    // Conversion: only None (kplane has no conversion webhooks).
+    const rapidjson::Value* conv = Member(spec, "conversion");
+    const std::string strategy =
+        conv != nullptr ? StrMember(*conv, "strategy") : "None";
+    if (strategy == "Webhook") {
+      errs.push_back(validation::InvalidString(
+          sp.Child("conversion").Child("strategy"), strategy,
+          "conversion webhooks are not supported by this server"));
+    } else if (strategy != "None") {
+      errs.push_back(validation::NotSupportedString(
+          sp.Child("conversion").Child("strategy"), strategy,
+          {"None", "Webhook"}));
+    }
+    ValidateScalePaths(versions, sp, &errs);
     return errs;
+  }
+
+  // kube's scale subresource paths: specReplicasPath under .spec,
+  // statusReplicasPath under .status, labelSelectorPath under either, each
+  // a JSONPath of field names only (no array index).
+  static void ValidateScalePaths(const rapidjson::Value* versions,
+                                 const Path& sp, FieldErrors* errs) {
+    if (versions == nullptr || !versions->IsArray()) return;
+    int i = 0;
+    for (const rapidjson::Value& v : versions->GetArray()) {
+      const Path vp = sp.Child("versions").Index(i++);
+      const rapidjson::Value* sub = Member(v, "subresources");
+      const rapidjson::Value* scale =
+          sub != nullptr ? Member(*sub, "scale") : nullptr;
+      if (scale == nullptr || !scale->IsObject()) continue;
+      const Path scp = vp.Child("subresources").Child("scale");
+      auto check = [&](const char* field, bool required,
+                       std::initializer_list<std::string_view> under) {
+        const std::string path = StrMember(*scale, field);
+        if (path.empty()) {
+          if (required) errs->push_back(validation::Required(scp.Child(field)));
+          return;
+        }
+        bool ok = path.find('[') == std::string::npos && path.back() != '.' &&
+                  path.find("..") == std::string::npos;
+        bool placed = false;
+        for (std::string_view prefix : under) {
+          placed |= path.starts_with(prefix) && path.size() > prefix.size();
+        }
+        if (!ok || !placed) {
+          std::string where;
+          for (std::string_view prefix : under) {
+            where += where.empty() ? "" : " or ";
+            where += std::string(prefix.substr(0, prefix.size() - 1));
+          }
+          errs->push_back(validation::InvalidString(
+              scp.Child(field), path,
+              "should be a json path under " + where + " of field names only"));
+        }
+      };
+      check("specReplicasPath", true, {".spec."});
+      check("statusReplicasPath", true, {".status."});
+      check("labelSelectorPath", false, {".spec.", ".status."});
+    }
   }
 
   // How kube prints spec.versions in these errors is Go's %#v of the

@@ -642,12 +642,10 @@ std::optional<ApiError> ResourceStore::PruneUnknownFields(
   }
   if (ctx.field_validation == FieldValidation::kWarn &&
       ctx.warnings != nullptr) {
-    // Once each, though a retried update prunes again.
+    // Once each, though a retried update prunes again (the reply dedupes
+    // and bounds them: BoundedWarnings).
     for (std::string& w : unknown.Warnings()) {
-      if (std::find(ctx.warnings->begin(), ctx.warnings->end(), w) ==
-          ctx.warnings->end()) {
-        ctx.warnings->push_back(std::move(w));
-      }
+      ctx.warnings->push_back(std::move(w));
     }
   }
   return std::nullopt;

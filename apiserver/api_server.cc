@@ -25,6 +25,7 @@
 #include "apiserver/encoding.h"
 #include "apiserver/errors.h"
 #include "apiserver/eviction.h"
+#include "apiserver/impersonation.h"
 #include "apiserver/list_stream.h"
 #include "apiserver/negotiation.h"
 #include "apiserver/object_history.h"
@@ -334,6 +335,11 @@ struct ApiServer::Impl {
                            std::string* reason) const;
   // Authenticates `req` into a->user and authorizes `*a`: the 401 or 403 to
   // answer, or nullopt. Admit, Guard and AdmitUi answer it each their way.
+  // Kube's impersonation (impersonation.h): with Impersonate-* headers,
+  // each part the requester must be allowed to `impersonate` (403
+  // otherwise), then *user is the impersonated one.
+  std::optional<ApiError> Impersonate(const net::HttpRequest& req,
+                                      auth::UserInfo* user) const;
   std::optional<ApiError> AuthenticateAndAuthorize(const net::HttpRequest& req,
                                                    auth::Attributes* a) const;
   // Authenticates and authorizes `c` (HandleApi); false after answering 401
@@ -1056,6 +1062,24 @@ auth::Decision ApiServer::Impl::Authorize(const auth::Attributes& a,
   return auth::Decision::kDeny;
 }
 
+std::optional<ApiError> ApiServer::Impl::Impersonate(
+    const net::HttpRequest& req, auth::UserInfo* user) const {
+  StatusOr<std::optional<Impersonation>> imp = ParseImpersonation(req.headers);
+  if (!imp.ok()) {
+    // kube answers a malformed impersonation with an internal error.
+    return ApiError::Internal(imp.status().message());
+  }
+  if (!imp->has_value()) return std::nullopt;
+  for (const auth::Attributes& check : ImpersonationChecks(*user, **imp)) {
+    std::string reason;
+    if (Authorize(check, &reason) != auth::Decision::kAllow) {
+      return ForbiddenError(check, reason);
+    }
+  }
+  *user = ImpersonatedUser(**imp);
+  return std::nullopt;
+}
+
 std::optional<ApiError> ApiServer::Impl::AuthenticateAndAuthorize(
     const net::HttpRequest& req, auth::Attributes* a) const {
   StatusOr<auth::UserInfo> who = Authenticate(req);
@@ -1064,6 +1088,7 @@ std::optional<ApiError> ApiServer::Impl::AuthenticateAndAuthorize(
     return UnauthorizedError();
   }
   a->user = std::move(*who);
+  if (std::optional<ApiError> e = Impersonate(req, &a->user)) return e;
   std::string reason;
   if (Authorize(*a, &reason) != auth::Decision::kAllow) {
     return ForbiddenError(*a, reason);

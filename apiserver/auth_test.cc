@@ -314,6 +314,80 @@ TEST_F(AuthTest, ResourceNamesAllowAListOrWatchOfThatName) {
       403);
 }
 
+// kubectl --as / --as-group / --as-uid: the requester must be allowed to
+// impersonate each part, and then acts as that user. The headers were
+// ignored: every request ran with the requester's own (larger) rights.
+TEST_F(AuthTest, ImpersonationActsAsTheUserWhenAllowed) {
+  const char* secrets = "/api/v1/namespaces/default/secrets";
+  // The admin (system:masters) may impersonate anyone; jane has nothing.
+  Response as_jane =
+      Do(admin_, "GET", secrets, {}, {{"Impersonate-User", "jane"}});
+  EXPECT_EQ(as_jane.code, 403) << as_jane.body;
+  EXPECT_EQ(as_jane.Str({"message"}),
+            "secrets is forbidden: User \"jane\" cannot list resource "
+            "\"secrets\" in API group \"\" in the namespace \"default\"");
+  Response whoami = Do(
+      admin_, "POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+      R"({"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"})",
+      {{"Impersonate-User", "system:serviceaccount:team:robot"}});
+  ASSERT_EQ(whoami.code, 201) << whoami.body;
+  EXPECT_EQ(whoami.Str({"status", "userInfo", "username"}),
+            "system:serviceaccount:team:robot");
+  const rapidjson::Value* groups = whoami.At({"status", "userInfo", "groups"});
+  ASSERT_TRUE(groups != nullptr && groups->IsArray());
+  ASSERT_EQ(groups->Size(), 3u);
+  EXPECT_STREQ((*groups)[0].GetString(), "system:serviceaccounts");
+  EXPECT_STREQ((*groups)[1].GetString(), "system:serviceaccounts:team");
+  EXPECT_STREQ((*groups)[2].GetString(), "system:authenticated");
+
+  // alice may not impersonate at all ...
+  Response refused =
+      Do(alice_, "GET", secrets, {}, {{"Impersonate-User", "jane"}});
+  EXPECT_EQ(refused.code, 403) << refused.body;
+  EXPECT_EQ(refused.Str({"message"}),
+            "users \"jane\" is forbidden: User \"alice\" cannot impersonate "
+            "resource \"users\" in API group \"\" at the cluster scope");
+  // ... until she may impersonate jane (and only her, not a group).
+  ASSERT_EQ(
+      Do(admin_, "POST", "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+         R"({"metadata":{"name":"as-jane"},"rules":[
+                   {"apiGroups":[""],"resources":["users"],
+                    "verbs":["impersonate"],"resourceNames":["jane"]}]})")
+          .code,
+      201);
+  ASSERT_EQ(Do(admin_, "POST",
+               "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+               R"({"metadata":{"name":"alice-as-jane"},
+                   "roleRef":{"kind":"ClusterRole","name":"as-jane"},
+                   "subjects":[{"kind":"User","name":"alice"}]})")
+                .code,
+            201);
+  // (Repeated until the binding reaches the policy cache, as AwaitCode.)
+  std::string as_jane2;
+  const auto deadline = std::chrono::steady_clock::now() + seconds(20);
+  do {
+    as_jane2 = Do(alice_, "GET", secrets, {}, {{"Impersonate-User", "jane"}})
+                   .Str({"message"});
+  } while (as_jane2.find("User \"jane\"") == std::string::npos &&
+           std::chrono::steady_clock::now() < deadline);
+  EXPECT_EQ(as_jane2, as_jane.Str({"message"}));
+  Response masters = Do(
+      alice_, "GET", secrets, {},
+      {{"Impersonate-User", "jane"}, {"Impersonate-Group", "system:masters"}});
+  EXPECT_EQ(masters.code, 403) << masters.body;
+  EXPECT_EQ(masters.Str({"message"}),
+            "groups \"system:masters\" is forbidden: User \"alice\" cannot "
+            "impersonate resource \"groups\" in API group \"\" at the "
+            "cluster scope");
+  // Groups without a user are an error, as kube's.
+  Response no_user =
+      Do(admin_, "GET", secrets, {}, {{"Impersonate-Group", "dev"}});
+  EXPECT_EQ(no_user.code, 500) << no_user.body;
+  EXPECT_EQ(no_user.Str({"message"}),
+            "Internal error occurred: requested [group \"dev\"] without "
+            "impersonating a user");
+}
+
 TEST_F(AuthTest, TokenFileUser) {
   Response whoami = WithToken(
       "bob-token-123", "POST",

@@ -9,6 +9,7 @@
 #include "apiserver/browser_guard.h"
 #include "apiserver/discovery.h"
 #include "apiserver/errors.h"
+#include "apiserver/impersonation.h"
 #include "apiserver/negotiation.h"
 #include "apiserver/query_params.h"
 #include "apiserver/request_info.h"
@@ -433,6 +434,63 @@ TEST(BrowserGuard, RefusesCrossOriginAndReboundNames) {
   EXPECT_NE(
       refusal("rebind.evil.example:6443", "http://rebind.evil.example:6443"),
       "");
+}
+
+// The Impersonate-* headers as kube's filter reads them: the checks in its
+// order, the user with its implied groups.
+TEST(Impersonation, ParsesChecksAndBuildsTheUser) {
+  net::HttpHeaders h{{"Impersonate-User", "jane"},
+                     {"impersonate-group", "dev"},
+                     {"Impersonate-Group", "ops"},
+                     {"Impersonate-Extra-Acme.com%2Fscopes", "view"},
+                     {"Impersonate-Uid", "42"},
+                     {"Accept", "application/json"}};
+  StatusOr<std::optional<Impersonation>> imp = ParseImpersonation(h);
+  ASSERT_TRUE(imp.ok()) << imp.status();
+  ASSERT_TRUE(imp->has_value());
+  std::vector<std::string> checks;
+  for (const auth::Attributes& a :
+       ImpersonationChecks({.name = "alice"}, **imp)) {
+    EXPECT_EQ(a.user.name, "alice");
+    EXPECT_EQ(a.verb, "impersonate");
+    checks.push_back(a.api_group + "/" + a.resource +
+                     (a.subresource.empty() ? "" : "/" + a.subresource) + " " +
+                     a.ns + "/" + a.name);
+  }
+  EXPECT_EQ(checks,
+            (std::vector<std::string>{
+                "/users /jane", "/groups /dev", "/groups /ops",
+                "authentication.k8s.io/userextras/acme.com/scopes /view",
+                "authentication.k8s.io/uids /42"}));
+  auth::UserInfo u = ImpersonatedUser(**imp);
+  EXPECT_EQ(u.name, "jane");
+  EXPECT_EQ(u.uid, "42");
+  EXPECT_EQ(u.groups,
+            (std::vector<std::string>{"dev", "ops", "system:authenticated"}));
+  // A ServiceAccount: checked in its namespace, its groups implied.
+  imp = ParseImpersonation(
+      {{"Impersonate-User", "system:serviceaccount:team:robot"}});
+  ASSERT_TRUE(imp.ok() && imp->has_value());
+  auth::Attributes sa = ImpersonationChecks({}, **imp).at(0);
+  EXPECT_EQ(sa.resource + " " + sa.ns + "/" + sa.name,
+            "serviceaccounts team/robot");
+  EXPECT_EQ(ImpersonatedUser(**imp).groups,
+            (std::vector<std::string>{"system:serviceaccounts",
+                                      "system:serviceaccounts:team",
+                                      "system:authenticated"}));
+  imp = ParseImpersonation({{"Impersonate-User", "system:anonymous"}});
+  ASSERT_TRUE(imp.ok() && imp->has_value());
+  EXPECT_EQ(ImpersonatedUser(**imp).groups,
+            std::vector<std::string>{"system:unauthenticated"});
+  // None, and parts without a user.
+  imp = ParseImpersonation({{"Accept", "*/*"}});
+  ASSERT_TRUE(imp.ok());
+  EXPECT_FALSE(imp->has_value());
+  EXPECT_EQ(ParseImpersonation({{"Impersonate-Uid", "1"}}).status().message(),
+            "requested [uid \"1\"] without impersonating a user");
+  EXPECT_FALSE(ParseImpersonation(
+                   {{"Impersonate-User", "x"}, {"Impersonate-Extra-%zz", "v"}})
+                   .ok());
 }
 
 }  // namespace

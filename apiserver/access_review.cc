@@ -246,12 +246,17 @@ std::optional<ApiError> AnswerReview(const ReviewContext& ctx,
     authnv1::TokenReviewStatus* status = r->mutable_status();
     status->Clear();
     if (!ctx.authenticate_token) return std::nullopt;
-    StatusOr<auth::UserInfo> who = ctx.authenticate_token(r->spec().token());
+    const std::vector<std::string> wanted(r->spec().audiences().begin(),
+                                          r->spec().audiences().end());
+    std::vector<std::string> matched;
+    StatusOr<auth::UserInfo> who =
+        ctx.authenticate_token(r->spec().token(), wanted, &matched);
     if (!who.ok()) {
       status->set_error(who.status().message());
       return std::nullopt;
     }
     status->set_authenticated(true);
+    for (const std::string& a : matched) status->add_audiences(a);
     const auth::UserInfo& u = *who;
     authnv1::UserInfo* out = status->mutable_user();
     if (!u.name.empty()) out->set_username(u.name);

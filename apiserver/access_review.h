@@ -18,8 +18,10 @@
 //     {"spec":{"token":"..."}} -> {"status":{"authenticated":true,
 //      "user":{"username":...,"groups":[...]}}}: the token checked by the
 //     apiserver's bearer-token authenticators (the token file,
-//     ServiceAccount tokens); spec.audiences is not checked (the
-//     authenticators accept the apiserver's own audiences only).
+//     ServiceAccount tokens) for spec.audiences (empty: the API server's
+//     own), status.audiences those it is for; a token of the static token
+//     file is for the API server's audiences only (kube's audience-
+//     agnostic tokens).
 //
 // As kube-apiserver (pkg/registry/authorization/*, pkg/registry/
 // authentication/selfsubjectreview): the request's spec is answered back
@@ -79,11 +81,13 @@ struct ReviewContext {
   WallTime now;
   // The request's namespace (LocalSubjectAccessReview; "" for the others).
   std::string ns;
-  // The apiserver's authentication of a request carrying only
-  // "Authorization: Bearer <token>" (TokenReview): the user, or the error a
-  // request with that token would get. Null: every TokenReview answers
-  // authenticated=false.
-  std::function<StatusOr<auth::UserInfo>(std::string_view token)>
+  // The apiserver's authentication of a bearer token for `audiences`
+  // (TokenReview; empty: the API server's own): the user, with *matched
+  // the audiences the token is for, or the error. Null: every TokenReview
+  // answers authenticated=false.
+  std::function<StatusOr<auth::UserInfo>(
+      std::string_view token, const std::vector<std::string>& audiences,
+      std::vector<std::string>* matched)>
       authenticate_token;
 };
 

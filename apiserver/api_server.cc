@@ -879,9 +879,14 @@ Status ApiServer::Impl::SetupAuth() {
     token_authenticators.insert(token_authenticators.begin(), token_file.get());
   }
   authenticator = std::make_unique<auth::AuthenticatorChain>(
-      auth::AuthenticatorChainOptions{.client_certs = true,
-                                      .tokens = token_authenticators,
-                                      .anonymous = ao.anonymous});
+      auth::AuthenticatorChainOptions{
+          .client_certs = true,
+          .tokens = token_authenticators,
+          .anonymous = ao.anonymous,
+          // kube's --api-audiences default: the service account issuers.
+          .api_audiences = opts.api_audiences.empty()
+                               ? opts.service_account_issuers
+                               : opts.api_audiences});
   if (HasMode(ao.authorization_modes, "RBAC")) {
     // Until its watches have their initial objects (Start, once the
     // bootstrap objects are written), RBAC answers from the compiled-in
@@ -2060,14 +2065,16 @@ void ApiServer::Impl::Review(Call& c) {
       .user = c.user, .now = opts.clock->WallNow(), .ns = c.info.ns};
   if (authenticator != nullptr) {
     ctx.authenticate_token =
-        [this](std::string_view token) -> StatusOr<auth::UserInfo> {
+        [this](std::string_view token, const std::vector<std::string>& auds,
+               std::vector<std::string>* matched) -> StatusOr<auth::UserInfo> {
       const std::string header = "Bearer " + std::string(token);
-      // A "token" the header cannot carry must not fall through to
-      // anonymous.
-      if (!auth::BearerToken(header).has_value()) {
+      // A "token" the header cannot carry is no token; of one with a
+      // space, the part a request would carry.
+      std::optional<std::string_view> carried = auth::BearerToken(header);
+      if (!carried.has_value()) {
         return Status(StatusCode::kUnauthenticated, "invalid bearer token");
       }
-      return authenticator->Authenticate({.authorization = header});
+      return authenticator->AuthenticateTokenFor(*carried, auds, matched);
     };
   }
   if (opts.auth.enabled) {

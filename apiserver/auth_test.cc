@@ -540,6 +540,24 @@ TEST_F(AuthTest, TokenReviews) {
   EXPECT_EQ(empty.code, 400) << empty.body;
   EXPECT_EQ(empty.Str({"message"}),
             "token is required for TokenReview in authentication");
+  // A static token is for the API server's audiences only: another
+  // service's review of it must not authenticate it.
+  Response vault = Do(admin_, "POST", tr,
+                      R"({"spec":{"token":"bob-token-123",)"
+                      R"("audiences":["vault"]}})");
+  ASSERT_EQ(vault.code, 201) << vault.body;
+  EXPECT_EQ(vault.At({"status", "authenticated"}), nullptr) << vault.body;
+  Response ours =
+      Do(admin_, "POST", tr,
+         R"({"spec":{"token":"bob-token-123","audiences":)"
+         R"(["vault","https://kubernetes.default.svc.cluster.local"]}})");
+  ASSERT_EQ(ours.code, 201) << ours.body;
+  EXPECT_EQ(ours.Str({"status", "user", "username"}), "bob");
+  const rapidjson::Value* auds = ours.At({"status", "audiences"});
+  ASSERT_TRUE(auds != nullptr && auds->IsArray() && auds->Size() == 1)
+      << ours.body;
+  EXPECT_STREQ((*auds)[0].GetString(),
+               "https://kubernetes.default.svc.cluster.local");
 }
 
 TEST_F(AuthTest, EscalationIsRefusedBindWithPermission) {

@@ -269,6 +269,45 @@ TEST(ServiceAccountTokensOverHttp, TokenIsTheAccountsUserUntilItIsDeleted) {
   EXPECT_THAT(after.body, HasSubstr(R"("reason":"Unauthorized")"));
 }
 
+// A TokenReview names the audiences its service accepts: a token made for
+// the API server (what every pod holds) is not one for "vault", and one
+// made for "vault" is, with status.audiences saying so. The review checked
+// every token against the API server's own audiences.
+TEST(ServiceAccountTokensOverHttp, TokenReviewChecksTheRequestedAudiences) {
+  TestServer server([](ApiServerOptions* o) {
+    o->service_account_signing_key_pem = SigningKey();
+    o->auth.enabled = true;
+    o->auth.authorization_modes = {"AlwaysAllow"};
+  });
+  ASSERT_EQ(server.Post(kAccounts, R"({"metadata":{"name":"ci"}})").code, 201);
+  auto token = [&](const std::string& body) {
+    Response t = server.Post(std::string(kAccounts) + "/ci/token", body);
+    EXPECT_EQ(t.code, 201) << t.body;
+    return t.Str({"status", "token"});
+  };
+  const std::string api = token(kKubectlBody);
+  const std::string vault = token(R"({"spec":{"audiences":["vault"]}})");
+  auto review = [&](const std::string& t, const std::string& audiences) {
+    return server.Post(
+        "/apis/authentication.k8s.io/v1/tokenreviews",
+        R"({"spec":{"token":")" + t + R"(","audiences":)" + audiences + "}}");
+  };
+  Response replayed = review(api, R"(["vault"])");
+  ASSERT_EQ(replayed.code, 201) << replayed.body;
+  EXPECT_EQ(replayed.At({"status", "authenticated"}), nullptr) << replayed.body;
+  EXPECT_THAT(replayed.Str({"status", "error"}), HasSubstr("audiences"));
+  Response for_vault = review(vault, R"(["vault","other"])");
+  ASSERT_EQ(for_vault.code, 201) << for_vault.body;
+  EXPECT_EQ(for_vault.Str({"status", "user", "username"}),
+            "system:serviceaccount:default:ci");
+  EXPECT_THAT(for_vault.body, HasSubstr(R"("audiences":["vault"])"));
+  // Without audiences: the API server's own, as before.
+  Response plain = review(api, "[]");
+  EXPECT_EQ(plain.Str({"status", "user", "username"}),
+            "system:serviceaccount:default:ci");
+  EXPECT_EQ(review(vault, "[]").At({"status", "authenticated"}), nullptr);
+}
+
 TEST_F(ServiceAccountsTest, TokensBoundToAPodEndWithIt) {
   CreateAccount("builder");
   const std::string pod =

@@ -30,6 +30,39 @@ std::optional<std::string_view> BearerToken(std::string_view authorization) {
   return token;
 }
 
+StatusOr<std::optional<UserInfo>> TokenAuthenticator::AuthenticateTokenFor(
+    std::string_view token, const std::vector<std::string>& audiences,
+    const std::vector<std::string>& api_audiences,
+    std::vector<std::string>* matched) const {
+  std::vector<std::string> both;
+  for (const std::string& a : audiences) {
+    if (std::find(api_audiences.begin(), api_audiences.end(), a) !=
+        api_audiences.end()) {
+      both.push_back(a);
+    }
+  }
+  if (both.empty()) return std::optional<UserInfo>();
+  StatusOr<std::optional<UserInfo>> who = AuthenticateToken(token);
+  if (who.ok() && who->has_value() && matched != nullptr) {
+    *matched = std::move(both);
+  }
+  return who;
+}
+
+StatusOr<UserInfo> AuthenticatorChain::AuthenticateTokenFor(
+    std::string_view token, const std::vector<std::string>& audiences,
+    std::vector<std::string>* matched) const {
+  const std::vector<std::string>& wanted =
+      audiences.empty() ? options_.api_audiences : audiences;
+  for (const TokenAuthenticator* t : options_.tokens) {
+    StatusOr<std::optional<UserInfo>> who =
+        t->AuthenticateTokenFor(token, wanted, options_.api_audiences, matched);
+    if (!who.ok()) return who.status();
+    if (who->has_value()) return WithAuthenticatedGroup(**who);
+  }
+  return Status(StatusCode::kUnauthenticated, "invalid bearer token");
+}
+
 StatusOr<UserInfo> AuthenticatorChain::Authenticate(
     const AuthnRequest& req) const {
   if (options_.client_certs && req.client_cert.has_value() &&

@@ -55,12 +55,23 @@ class TokenAuthenticator {
   // (expired, bad signature, its ServiceAccount deleted).
   virtual StatusOr<std::optional<UserInfo>> AuthenticateToken(
       std::string_view token) const = 0;
+  // The same for a TokenReview naming `audiences` (kube's
+  // authenticator.Audiences): the token must be for one of them, and
+  // *matched gets those it is for. This default serves tokens bound to no
+  // audience (a static token file's): they are for the API server's own
+  // audiences (`api_audiences`) only, as kube's WrapAudienceAgnosticToken;
+  // for others they are not this authenticator's (nullopt).
+  virtual StatusOr<std::optional<UserInfo>> AuthenticateTokenFor(
+      std::string_view token, const std::vector<std::string>& audiences,
+      const std::vector<std::string>& api_audiences,
+      std::vector<std::string>* matched) const;
 };
 
 struct AuthenticatorChainOptions {
   bool client_certs = true;  // trust a verified certificate's CN/O
   std::vector<const TokenAuthenticator*> tokens;  // borrowed, in order
   bool anonymous = true;                          // --anonymous-auth
+  std::vector<std::string> api_audiences;         // --api-audiences
 };
 
 class AuthenticatorChain {
@@ -69,6 +80,12 @@ class AuthenticatorChain {
       : options_(std::move(options)) {}
 
   StatusOr<UserInfo> Authenticate(const AuthnRequest& req) const;
+  // A TokenReview's: `token` for one of `audiences` (empty: the API
+  // server's own); *matched gets the audiences it is for. kUnauthenticated
+  // when no authenticator takes it.
+  StatusOr<UserInfo> AuthenticateTokenFor(
+      std::string_view token, const std::vector<std::string>& audiences,
+      std::vector<std::string>* matched) const;
 
  private:
   AuthenticatorChainOptions options_;

@@ -229,7 +229,25 @@ ServiceAccountTokenAuthenticator::Create(
 StatusOr<std::optional<UserInfo>>
 ServiceAccountTokenAuthenticator::AuthenticateToken(
     std::string_view token) const {
+  return Verify(token, options_.audiences, nullptr);
+}
+
+StatusOr<std::optional<UserInfo>>
+ServiceAccountTokenAuthenticator::AuthenticateTokenFor(
+    std::string_view token, const std::vector<std::string>& audiences,
+    const std::vector<std::string>& api_audiences,
+    std::vector<std::string>* matched) const {
+  (void)api_audiences;  // a service account token names its own
+  return Verify(token, audiences, matched);
+}
+
+StatusOr<std::optional<UserInfo>> ServiceAccountTokenAuthenticator::Verify(
+    std::string_view token, const std::vector<std::string>& audiences,
+    std::vector<std::string>* matched) const {
   const std::optional<UserInfo> not_mine;
+  // Bounded before anything is decoded (a TokenReview's token can be as
+  // long as a request body).
+  if (token.size() > net::kMaxJwsBytes) return not_mine;
   size_t d1 = token.find('.');
   size_t d2 = d1 == std::string_view::npos ? d1 : token.find('.', d1 + 1);
   if (d2 == std::string_view::npos ||
@@ -290,14 +308,18 @@ ServiceAccountTokenAuthenticator::AuthenticateToken(
       }
     }
   }
-  bool aud_ok = std::any_of(aud.begin(), aud.end(), [&](const std::string& a) {
-    return std::find(options_.audiences.begin(), options_.audiences.end(), a) !=
-           options_.audiences.end();
-  });
-  if (!aud_ok) {
-    return Invalid(
-        "service account token: audiences do not include this "
-        "API server's");
+  std::vector<std::string> for_us;
+  for (const std::string& a : aud) {
+    if (std::find(audiences.begin(), audiences.end(), a) != audiences.end()) {
+      for_us.push_back(a);
+    }
+  }
+  if (for_us.empty()) {
+    return Invalid(&audiences == &options_.audiences
+                       ? "service account token: audiences do not include "
+                         "this API server's"
+                       : "service account token: audiences do not include "
+                         "the requested ones");
   }
 
   const rapidjson::Value* k8s = Member(c, "kubernetes.io");
@@ -339,6 +361,7 @@ ServiceAccountTokenAuthenticator::AuthenticateToken(
                      ") does not match claim (" + ref_uid + ")");
     }
   }
+  if (matched != nullptr) *matched = std::move(for_us);
   return std::optional<UserInfo>(UserInfo{
       .name = kServiceAccountUserPrefix + ns + ":" + name,
       .uid = uid,

@@ -125,9 +125,17 @@ class ServiceAccountTokenAuthenticator final : public TokenAuthenticator {
 
   StatusOr<std::optional<UserInfo>> AuthenticateToken(
       std::string_view token) const override;
+  // For `audiences` rather than the configured ones (a TokenReview's).
+  StatusOr<std::optional<UserInfo>> AuthenticateTokenFor(
+      std::string_view token, const std::vector<std::string>& audiences,
+      const std::vector<std::string>& api_audiences,
+      std::vector<std::string>* matched) const override;
 
  private:
   ServiceAccountTokenAuthenticator() = default;
+  StatusOr<std::optional<UserInfo>> Verify(
+      std::string_view token, const std::vector<std::string>& audiences,
+      std::vector<std::string>* matched) const;
   ServiceAccountTokenAuthenticatorOptions options_;
   net::JwsKeySet keys_;
 };

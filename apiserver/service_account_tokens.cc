@@ -18,15 +18,32 @@ using objects::authenticationv1::TokenRequest;
 // The object's uid from the watch cache, or from the store when the cache
 // misses (an object created a moment ago) or is not loaded; nullopt when it
 // does not exist or cannot be read (a token is then refused: fail closed).
-std::optional<std::string> ReadUid(const ResourceStore& rest,
-                                   const std::string& ns,
-                                   const std::string& name) {
+ObjectPtr ReadObject(const ResourceStore& rest, const std::string& ns,
+                     const std::string& name) {
   StatusOr<ObjectPtr> got = NotFoundError("");
   Cacher* cache = rest.cacher();
   if (cache != nullptr && cache->ready()) got = cache->Get(ns, name);
   if (!got.ok()) got = rest.object_store()->Get(ns, name, 0);
-  if (!got.ok()) return std::nullopt;
-  return objects::Uid(**got);
+  return got.ok() ? *got : nullptr;
+}
+
+std::optional<std::string> ReadUid(const ResourceStore& rest,
+                                   const std::string& ns,
+                                   const std::string& name) {
+  ObjectPtr o = ReadObject(rest, ns, name);
+  if (o == nullptr) return std::nullopt;
+  return objects::Uid(*o);
+}
+
+// Its deletionTimestamp (Unix seconds), if it is being deleted.
+std::optional<int64_t> ReadDeletionStarted(const ResourceStore& rest,
+                                           const std::string& ns,
+                                           const std::string& name) {
+  ObjectPtr o = ReadObject(rest, ns, name);
+  if (o == nullptr) return std::nullopt;
+  const objects::metav1::ObjectMeta* m = objects::GetObjectMeta(*o);
+  if (m == nullptr || !objects::IsBeingDeleted(*m)) return std::nullopt;
+  return objects::UnixSeconds(m->deletiontimestamp());
 }
 
 ApiError InvalidTokenRequest(std::string_view name, FieldErrors errors) {
@@ -50,6 +67,16 @@ class ServiceAccountTokens::CacheLookup final
       const std::string& name) const override {
     if (kind == "Pod") return ReadUid(*o_.pods, ns, name);
     if (kind == "Secret") return ReadUid(*o_.secrets, ns, name);
+    return std::nullopt;
+  }
+  std::optional<int64_t> DeletionStarted(
+      const std::string& ns, const std::string& kind,
+      const std::string& name) const override {
+    if (kind == "ServiceAccount") {
+      return ReadDeletionStarted(*o_.serviceaccounts, ns, name);
+    }
+    if (kind == "Pod") return ReadDeletionStarted(*o_.pods, ns, name);
+    if (kind == "Secret") return ReadDeletionStarted(*o_.secrets, ns, name);
     return std::nullopt;
   }
 

@@ -352,6 +352,32 @@ TEST_F(ServiceAccountsTest, TokensBoundToAPodEndWithIt) {
   EXPECT_TRUE(Authenticate(Token("builder")).ok());
 }
 
+// A bound token ends a minute after its object began to be deleted, even
+// while the object lingers (a finalizer, a pod on a node that is gone), as
+// kube's validator: it stayed valid for as long as the object did.
+TEST_F(ServiceAccountsTest, TokensOfAnObjectBeingDeletedEndAfterAMinute) {
+  CreateAccount("builder");
+  const std::string pod =
+      R"({"metadata":{"name":"web","finalizers":["example.com/hold"]},)"
+      R"("spec":{"serviceAccountName":"builder",)"
+      R"("containers":[{"name":"c","image":"nginx"}]}})";
+  ASSERT_EQ(server_.Post("/api/v1/namespaces/default/pods", pod).code, 201);
+  const std::string token = Token(
+      "builder",
+      R"({"spec":{"boundObjectRef":{"kind":"Pod","apiVersion":"v1","name":"web"}}})");
+  ASSERT_EQ(server_
+                .Delete("/api/v1/namespaces/default/pods/web",
+                        R"({"gracePeriodSeconds":0})")
+                .code,
+            200);
+  ASSERT_EQ(server_.Get("/api/v1/namespaces/default/pods/web").code, 200);
+  EXPECT_TRUE(Authenticate(token).ok());  // within the minute
+  clock_.Skip(seconds(61));
+  Status refused = AwaitRefusal(token);
+  EXPECT_EQ(refused.code(), StatusCode::kUnauthenticated);
+  EXPECT_THAT(refused.message(), HasSubstr("Pod default/web is being deleted"));
+}
+
 TEST_F(ServiceAccountsTest, ExpiredAndForeignAudienceTokensAreRefused) {
   CreateAccount("builder");
   const std::string token =

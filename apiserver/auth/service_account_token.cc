@@ -338,6 +338,18 @@ StatusOr<std::optional<UserInfo>> ServiceAccountTokenAuthenticator::Verify(
   if (!live.has_value()) {
     return Invalid("service account " + ns + "/" + name + " has been deleted");
   }
+  // Being deleted for over a minute (kube's 60 s leeway) is deleted.
+  auto deleted_long_ago = [&](const char* kind, const std::string& n) {
+    std::optional<int64_t> since =
+        options_.lookup->DeletionStarted(ns, kind, n);
+    return since.has_value() && *since < now - 60;
+  };
+  if (deleted_long_ago("ServiceAccount", name)) {
+    return Invalid(
+        "service account token has been invalidated "
+        "(ServiceAccount " +
+        ns + "/" + name + " is being deleted)");
+  }
   if (*live != uid) {
     return Invalid("service account UID (" + *live +
                    ") does not match claim (" + uid + ")");
@@ -359,6 +371,11 @@ StatusOr<std::optional<UserInfo>> ServiceAccountTokenAuthenticator::Verify(
     if (*bound_uid != ref_uid) {
       return Invalid(std::string(kind) + " UID (" + *bound_uid +
                      ") does not match claim (" + ref_uid + ")");
+    }
+    if (deleted_long_ago(kind, ref_name)) {
+      return Invalid("service account token has been invalidated (" +
+                     std::string(kind) + " " + ns + "/" + ref_name +
+                     " is being deleted)");
     }
   }
   if (matched != nullptr) *matched = std::move(for_us);

@@ -82,6 +82,16 @@ class ServiceAccountLookup {
       const std::string& name) const {
     return std::nullopt;
   }
+  // When the object of `kind` ("ServiceAccount", "Pod", "Secret") began to
+  // be deleted (its deletionTimestamp, Unix seconds); nullopt when it is
+  // not being deleted. Tokens of an object deleted more than a minute ago
+  // are refused though it lingers (a finalizer, a node that is gone), as
+  // kube's validator does.
+  virtual std::optional<int64_t> DeletionStarted(
+      const std::string& ns, const std::string& kind,
+      const std::string& name) const {
+    return std::nullopt;
+  }
 };
 
 // A new RSA 2048 private key, PEM (PKCS#8): kplane up's signing key.

@@ -1025,9 +1025,13 @@ StatusOr<auth::UserInfo> ApiServer::Impl::Authenticate(
   if (req.tls != nullptr && req.tls->peer_certificate) {
     if (!req.tls->peer_verified) {
       // kube's x509 authenticator: a certificate the CA did not sign is a
-      // failed authentication, not anonymous.
-      return Status(StatusCode::kUnauthenticated,
-                    "x509: " + req.tls->peer_verify_error);
+      // failed authentication, not anonymous; its union of authenticators
+      // goes on to a bearer token, which then decides.
+      if (!auth::BearerToken(ar.authorization).has_value()) {
+        return Status(StatusCode::kUnauthenticated,
+                      "x509: " + req.tls->peer_verify_error);
+      }
+      return authenticator->Authenticate(ar);
     }
     ar.client_cert =
         auth::ClientCertIdentity{.common_name = req.tls->peer.common_name,

@@ -189,6 +189,22 @@ TEST_F(AuthTest, BadCredentialsAre401NeverAnonymous) {
       ToResponse(forged_client()->Request("GET", "/api/v1/secrets"));
   EXPECT_EQ(forged.code, 401);
   EXPECT_EQ(forged.body, kUnauthorized);
+  // With a bearer token too, the token decides (kube's union of
+  // authenticators goes on past the certificate's error): a kubeconfig
+  // whose certificate expired still works with its token, and a bad token
+  // is still 401.
+  Response with_token = ToResponse(forged_client()->Request(
+      "POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+      {{"Authorization", "Bearer bob-token-123"},
+       {"Content-Type", "application/json"}},
+      R"({"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"})"));
+  EXPECT_EQ(with_token.code, 201) << with_token.body;
+  EXPECT_EQ(with_token.Str({"status", "userInfo", "username"}), "bob");
+  EXPECT_EQ(ToResponse(forged_client()->Request(
+                           "GET", "/api/v1/secrets",
+                           {{"Authorization", "Bearer not-a-token"}}))
+                .code,
+            401);
 }
 
 TEST_F(AuthTest, MastersMayDoEverything) {

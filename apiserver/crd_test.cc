@@ -304,6 +304,37 @@ TEST(CrdTest, VersionsAreServedWithConversionNone) {
   EXPECT_EQ(s.Post(kWidgets, beta).code, 400);
 }
 
+// Discovery lists a custom group's versions in kube's priority order, so
+// its preferred version (what kubectl uses) is the released one, not the
+// first the CRD lists.
+TEST(CrdTest, DiscoveryPrefersVersionsAsKube) {
+  TestServer s;
+  std::string versions;
+  for (const char* v : {"v1alpha1", "v1beta1", "v1", "v2beta1", "vnext"}) {
+    versions += std::string(versions.empty() ? "" : ",") + R"({"name":")" + v +
+                R"(","served":true,"storage":)" +
+                (std::string(v) == "v1" ? "true" : "false") +
+                R"(,"schema":{"openAPIV3Schema":{"type":"object",)"
+                R"("x-kubernetes-preserve-unknown-fields":true}}})";
+  }
+  CreateAndAwaitEstablished(s,
+                            R"({"apiVersion":"apiextensions.k8s.io/v1",
+      "kind":"CustomResourceDefinition","metadata":{"name":"gears.example.org"},
+      "spec":{"group":"example.org","scope":"Namespaced",
+      "names":{"plural":"gears","kind":"Gear"},"versions":[)" +
+                                versions + "]}}",
+                            "gears.example.org");
+  Response g = s.Get("/apis/example.org");
+  ASSERT_EQ(g.code, 200) << g.body;
+  EXPECT_EQ(g.Str({"preferredVersion", "version"}), "v1") << g.body;
+  std::vector<std::string> order;
+  for (const auto& v : g.json["versions"].GetArray()) {
+    order.push_back(v["version"].GetString());
+  }
+  EXPECT_EQ(order, (std::vector<std::string>{"v1", "v2beta1", "v1beta1",
+                                             "v1alpha1", "vnext"}));
+}
+
 TEST(CrdTest, StatusSubresourceSplitsSpecAndStatus) {
   TestServer s;
   CreateAndAwaitEstablished(s, WidgetCrd(), "widgets.example.com");

@@ -4,6 +4,7 @@
 #include <rapidjson/writer.h>
 
 #include <algorithm>
+#include <cctype>
 #include <memory>
 
 #include "apiserver/access_review.h"
@@ -33,8 +34,50 @@ std::string Done(const rapidjson::StringBuffer& b) {
   return std::string(b.GetString(), b.GetSize());
 }
 
+// kube's version priority (CompareKubeAwareVersionStrings): released
+// versions by major, newest first (v10, v2, v1), then betas (v11beta2,
+// v10beta3, v3beta1), then alphas, then anything else alphabetically.
+struct KubeVersion {
+  int stage = -1;  // 2 GA, 1 beta, 0 alpha, -1 not kube-like
+  long major = 0, minor = 0;
+};
+KubeVersion ParseKubeVersion(std::string_view v) {
+  KubeVersion out;
+  // Digits (kube's [\d]+; at most 9 here, more is no kube version).
+  auto number = [](std::string_view* s, long* n) {
+    size_t i = 0;
+    while (i < s->size() && std::isdigit(static_cast<unsigned char>((*s)[i]))) {
+      ++i;
+    }
+    if (i == 0 || i > 9) return false;
+    *n = std::stol(std::string(s->substr(0, i)));
+    s->remove_prefix(i);
+    return true;
+  };
+  if (!v.starts_with("v")) return out;
+  v.remove_prefix(1);
+  long major = 0, minor = 0;
+  if (!number(&v, &major)) return out;
+  int stage = 2;
+  if (v.starts_with("alpha") || v.starts_with("beta")) {
+    stage = v.starts_with("beta") ? 1 : 0;
+    v.remove_prefix(stage == 1 ? 4 : 5);
+    if (!number(&v, &minor)) return out;
+  }
+  if (!v.empty()) return out;
+  return {stage, major, minor};
+}
+bool HigherKubePriority(std::string_view a, std::string_view b) {
+  const KubeVersion x = ParseKubeVersion(a), y = ParseKubeVersion(b);
+  if (x.stage != y.stage) return x.stage > y.stage;
+  if (x.stage < 0) return a < b;
+  if (x.major != y.major) return x.major > y.major;
+  return x.minor > y.minor;
+}
+
 // What discovery lists: the scheme's resources and group-versions, then the
-// extra (custom) ones.
+// extra (custom) ones, each custom group's versions in kube's priority
+// order (its first, the preferred version, is what kubectl uses).
 struct Served {
   std::vector<const objects::ResourceInfo*> resources;
   std::vector<objects::GroupVersion> group_versions;
@@ -43,6 +86,7 @@ struct Served {
          const std::vector<const objects::ResourceInfo*>& extra) {
     for (const auto& r : scheme.resources()) resources.push_back(r.get());
     group_versions = scheme.GroupVersions();
+    const size_t builtin = group_versions.size();
     for (const objects::ResourceInfo* r : extra) {
       resources.push_back(r);
       if (std::find(group_versions.begin(), group_versions.end(), r->gv) ==
@@ -50,6 +94,24 @@ struct Served {
         group_versions.push_back(r->gv);
       }
     }
+    // Groups in the order they came, versions by priority within each.
+    std::vector<std::string> order;
+    for (size_t i = builtin; i < group_versions.size(); ++i) {
+      const std::string& g = group_versions[i].group;
+      if (std::find(order.begin(), order.end(), g) == order.end()) {
+        order.push_back(g);
+      }
+    }
+    std::stable_sort(
+        group_versions.begin() + static_cast<std::ptrdiff_t>(builtin),
+        group_versions.end(),
+        [&](const objects::GroupVersion& a, const objects::GroupVersion& b) {
+          if (a.group != b.group) {
+            return std::find(order.begin(), order.end(), a.group) <
+                   std::find(order.begin(), order.end(), b.group);
+          }
+          return HigherKubePriority(a.version, b.version);
+        });
   }
 };
 

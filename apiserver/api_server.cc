@@ -2000,6 +2000,11 @@ void ApiServer::Impl::Process(const std::shared_ptr<Call>& c) {
   }
   NegotiateOptions no;
   if (verb == "watch") no.allow_yaml = false;
+  // Custom resources are JSON (and YAML) only, as kube serves them: a
+  // client asking for protobuf alone gets 406, one that also takes JSON
+  // gets JSON.
+  const bool custom = !c->crd_name.empty();
+  if (custom) no.allow_protobuf = false;
   if (c->review || (c->sub != nullptr && c->sub->name != "status")) {
     // Scale and binding have no Table printer of their own.
     no.allow_table = false;
@@ -2008,7 +2013,7 @@ void ApiServer::Impl::Process(const std::shared_ptr<Call>& c) {
   std::optional<Negotiated> neg =
       NegotiateResponse(c->req().headers.Get("Accept"), no);
   if (!neg) {
-    ReplyError(*c, ApiError::NotAcceptable(SupportedResponseTypes()));
+    ReplyError(*c, ApiError::NotAcceptable(SupportedResponseTypes(!custom)));
     return;
   }
   c->neg = *neg;
@@ -2114,8 +2119,9 @@ ApiResult<MutableObject> ApiServer::Impl::DecodeObject(
     std::vector<std::string>* warnings) {
   const std::string_view ct = c.req().headers.Get("Content-Type");
   StatusOr<objects::MediaType> type = objects::ParseMediaType(ct);
-  if (!type.ok()) {
-    return ApiError::UnsupportedMediaType(ct, SupportedBodyTypes());
+  const bool custom = !c.crd_name.empty();
+  if (!type.ok() || (custom && *type == objects::MediaType::kProtobuf)) {
+    return ApiError::UnsupportedMediaType(ct, SupportedBodyTypes(!custom));
   }
   MutableObject obj = kind.New();
   StatusOr<objects::DecodeResult> r =

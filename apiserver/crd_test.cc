@@ -335,6 +335,37 @@ TEST(CrdTest, DiscoveryPrefersVersionsAsKube) {
                                              "v1alpha1", "vnext"}));
 }
 
+// Custom resources are JSON (and YAML) only, as kube serves them: protobuf
+// alone is 406, protobuf-or-JSON answers JSON, a protobuf body is 415.
+TEST(CrdTest, CustomResourcesAreNotServedAsProtobuf) {
+  TestServer s;
+  CreateAndAwaitEstablished(s, WidgetCrd(), "widgets.example.com");
+  ASSERT_EQ(s.Post(kWidgets, Widget("a", 1)).code, 201);
+  Response pb = s.Get(std::string(kWidgets) + "/a",
+                      "application/vnd.kubernetes.protobuf");
+  EXPECT_EQ(pb.code, 406) << pb.body;
+  EXPECT_EQ(pb.Str({"message"}),
+            "only the following media types are accepted: application/json, "
+            "application/yaml");
+  Response either = s.Get(std::string(kWidgets) + "/a",
+                          "application/vnd.kubernetes.protobuf, "
+                          "application/json");
+  EXPECT_EQ(either.code, 200) << either.body;
+  EXPECT_EQ(either.headers.Get("Content-Type"), "application/json");
+  Response body =
+      s.Do("POST", kWidgets, "\x6b\x38\x73\x00",
+           {{"Content-Type", "application/vnd.kubernetes.protobuf"}});
+  EXPECT_EQ(body.code, 415) << body.body;
+  EXPECT_EQ(body.Str({"message"}),
+            "the body of the request was in an unknown format - accepted "
+            "media types include: application/json, application/yaml");
+  // Built-in resources still speak protobuf.
+  EXPECT_EQ(
+      s.Get("/api/v1/namespaces/default", "application/vnd.kubernetes.protobuf")
+          .headers.Get("Content-Type"),
+      "application/vnd.kubernetes.protobuf");
+}
+
 TEST(CrdTest, StatusSubresourceSplitsSpecAndStatus) {
   TestServer s;
   CreateAndAwaitEstablished(s, WidgetCrd(), "widgets.example.com");

@@ -157,14 +157,14 @@ std::string GoTypeName(const objects::ResourceInfo& resource, bool custom,
   return name;
 }
 
-std::vector<std::string> SupportedResponseTypes() {
-  return {"application/json", "application/yaml",
-          "application/vnd.kubernetes.protobuf"};
+std::vector<std::string> SupportedResponseTypes(bool protobuf) {
+  std::vector<std::string> out = {"application/json", "application/yaml"};
+  if (protobuf) out.push_back("application/vnd.kubernetes.protobuf");
+  return out;
 }
 
-std::vector<std::string> SupportedBodyTypes() {
-  return {"application/json", "application/yaml",
-          "application/vnd.kubernetes.protobuf"};
+std::vector<std::string> SupportedBodyTypes(bool protobuf) {
+  return SupportedResponseTypes(protobuf);
 }
 
 bool WantsAggregatedDiscovery(std::string_view accept) {

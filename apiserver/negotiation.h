@@ -87,10 +87,12 @@ std::string MetadataFormMismatch(const Negotiated& n, bool list,
 std::string GoTypeName(const objects::ResourceInfo& resource, bool custom,
                        bool list);
 
-// Media types we can produce, for the 406 message.
-std::vector<std::string> SupportedResponseTypes();
-// Media types we accept in bodies (415 message).
-std::vector<std::string> SupportedBodyTypes();
+// Media types we can produce, for the 406 message; for a custom resource
+// (`protobuf` false) without protobuf, which kube serves CRs in JSON and
+// YAML only.
+std::vector<std::string> SupportedResponseTypes(bool protobuf = true);
+// Media types we accept in bodies (415 message); likewise.
+std::vector<std::string> SupportedBodyTypes(bool protobuf = true);
 
 // True only when the Accept header asks for aggregated discovery v2
 // exactly (application/json;g=apidiscovery.k8s.io;v=v2;

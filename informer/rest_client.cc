@@ -379,9 +379,12 @@ void RestClient::SetBody(RestRequest* req, const google::protobuf::Message& obj,
                          const objects::KindInfo* kind) const {
   objects::TypeMeta tm =
       kind != nullptr ? kind->type_meta() : objects::TypeMeta{};
-  objects::MediaType type = options_.protobuf && kind != nullptr
-                                ? objects::MediaType::kProtobuf
-                                : objects::MediaType::kJson;
+  // Custom resources are JSON only (the server refuses protobuf bodies
+  // for them, as kube does).
+  objects::MediaType type =
+      options_.protobuf && kind != nullptr && !IsUnstructuredKind(*kind)
+          ? objects::MediaType::kProtobuf
+          : objects::MediaType::kJson;
   req->body = objects::EncodeBody(type, obj, tm);
   req->headers.Set("Content-Type", std::string(objects::MediaTypeName(type)));
 }

@@ -2932,8 +2932,31 @@ bool ApiServer::Impl::ReconcileCrds() {
                                  opts.clock->WallNow().time_since_epoch())
                                  .count());
   // Kinds per group, first come first served (kube's naming controller
-  // refuses a kind already accepted in the group).
+  // refuses a kind already accepted in the group): a CRD that holds its
+  // kind (status.acceptedNames) keeps it, so a newer CRD naming the same
+  // kind cannot take it (and its objects) away; the rest in name order.
   std::map<std::string, std::string> kind_owner;  // "group/kind" -> CRD
+  for (const ObjectPtr& obj : list->items) {
+    const auto& crd = static_cast<const objects::Unstructured&>(*obj);
+    if (objects::IsBeingDeleted(crd.metadata())) continue;
+    const rapidjson::Document c = objects::ContentOf(crd);
+    auto member = [](const rapidjson::Value* v,
+                     const char* key) -> const rapidjson::Value* {
+      if (v == nullptr || !v->IsObject()) return nullptr;
+      auto it = v->FindMember(key);
+      return it == v->MemberEnd() ? nullptr : &it->value;
+    };
+    auto str = [](const rapidjson::Value* v) {
+      return v != nullptr && v->IsString()
+                 ? std::string(v->GetString(), v->GetStringLength())
+                 : std::string();
+    };
+    const std::string group = str(member(member(&c, "spec"), "group"));
+    const std::string kind =
+        str(member(member(member(&c, "status"), "acceptedNames"), "kind"));
+    if (group.empty() || kind.empty()) continue;
+    kind_owner.emplace(group + "/" + kind, crd.metadata().name());
+  }
   std::vector<std::unique_ptr<objects::Unstructured>> status_writes;
   std::vector<std::unique_ptr<objects::Unstructured>> releases;
   for (const ObjectPtr& obj : list->items) {
@@ -2975,7 +2998,7 @@ bool ApiServer::Impl::ReconcileCrds() {
     std::string conflict;
     const std::string kind_key = d.group + "/" + d.kind;
     auto owner = kind_owner.find(kind_key);
-    if (owner != kind_owner.end()) {
+    if (owner != kind_owner.end() && owner->second != d.name) {
       conflict = "\"" + d.kind + "\" is already in use";
     } else {
       kind_owner[kind_key] = d.name;

@@ -366,6 +366,52 @@ TEST(CrdTest, CustomResourcesAreNotServedAsProtobuf) {
       "application/vnd.kubernetes.protobuf");
 }
 
+// A kind stays with the CRD that holds it: a newer CRD of the same group
+// and kind (first in name order) gets KindConflict, and the established
+// one keeps serving its objects. It used to take the kind over, and the
+// established resource went 404.
+TEST(CrdTest, AnAcceptedKindStaysWithItsCrd) {
+  TestServer s;
+  auto crd = [](const std::string& plural) {
+    return R"({"apiVersion":"apiextensions.k8s.io/v1",
+      "kind":"CustomResourceDefinition","metadata":{"name":")" +
+           plural + R"(.example.org"},"spec":{"group":"example.org",
+      "scope":"Namespaced","names":{"plural":")" +
+           plural + R"(","kind":"Foo"},"versions":[{"name":"v1",
+      "served":true,"storage":true,"schema":{"openAPIV3Schema":{
+      "type":"object","x-kubernetes-preserve-unknown-fields":true}}}]}})";
+  };
+  CreateAndAwaitEstablished(s, crd("zoos"), "zoos.example.org");
+  const char* zoos = "/apis/example.org/v1/namespaces/default/zoos";
+  ASSERT_EQ(s.Post(zoos, R"({"apiVersion":"example.org/v1","kind":"Foo",)"
+                         R"("metadata":{"name":"z"}})")
+                .code,
+            201);
+  auto w = s.Watch(std::string(kCrds) +
+                   "?watch=1&fieldSelector=metadata.name%3Dapples.example.org");
+  ASSERT_EQ(s.Post(kCrds, crd("apples")).code, 201);
+  std::string reason;
+  while (reason.empty()) {
+    rapidjson::Document e = w->NextJson();
+    ASSERT_TRUE(e.IsObject()) << "no NamesAccepted condition on apples";
+    const rapidjson::Value& o = e["object"];
+    if (!o.HasMember("status") || !o["status"].HasMember("conditions")) {
+      continue;
+    }
+    for (const rapidjson::Value& c : o["status"]["conditions"].GetArray()) {
+      if (std::string(c["type"].GetString()) == "NamesAccepted") {
+        EXPECT_STREQ(c["status"].GetString(), "False");
+        reason = c["reason"].GetString();
+      }
+    }
+  }
+  EXPECT_EQ(reason, "KindConflict");
+  Response listed = s.Get(zoos);
+  ASSERT_EQ(listed.code, 200) << listed.body;
+  EXPECT_EQ(listed.json["items"].Size(), 1u);
+  EXPECT_EQ(s.Get("/apis/example.org/v1/namespaces/default/apples").code, 404);
+}
+
 TEST(CrdTest, StatusSubresourceSplitsSpecAndStatus) {
   TestServer s;
   CreateAndAwaitEstablished(s, WidgetCrd(), "widgets.example.com");

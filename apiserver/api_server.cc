@@ -48,6 +48,7 @@
 #include "base/mutex.h"
 #include "base/prometheus_text.h"
 #include "base/strings.h"
+#include "base/utf8.h"
 #include "kubeletsim/control/control_client.h"
 #include "net/http_server.h"
 #include "net/url.h"
@@ -73,14 +74,6 @@ bool IsError(const ApiResult<T>& r) {
   return std::holds_alternative<ApiError>(r);
 }
 
-// `299 - "unknown field \"spec.foo\""`, as kube-apiserver writes warnings
-// (k8s.io/apimachinery/pkg/util/net NewWarningHeader): the text quoted, '"'
-// and '\\' escaped. A header value must never carry CR or LF (that would
-// end the header and start another), and Kubernetes refuses control
-// characters in warning text; the codec already writes field names quoted
-// Go-style, so none should reach here, but whatever does is written as an
-// escape (\r, \n, \t, \xHH for other controls and DEL) rather than
-// dropped, so the warning still says which field it means.
 // The warnings a response carries, as kube-apiserver's warning recorder
 // bounds them: each text once; when all of them come to more than 4,096
 // characters, each is cut to 256 and they are sent until the 4,096 are
@@ -89,36 +82,20 @@ bool IsError(const ApiResult<T>& r) {
 std::vector<std::string> BoundedWarnings(const std::vector<std::string>& all) {
   constexpr size_t kTotalRunes = 4 * 1024;
   constexpr size_t kItemRunes = 256;
-  auto runes = [](std::string_view s) {
-    size_t n = 0;
-    for (char c : s) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
-    return n;
-  };
   std::vector<std::string> out;
   std::unordered_set<std::string_view> seen;
   size_t total = 0;
   for (const std::string& w : all) {
     if (w.empty() || !seen.insert(w).second) continue;
     out.push_back(w);
-    total += runes(w);
+    total += Utf8RuneCount(w);
   }
   if (total <= kTotalRunes) return out;
   std::vector<std::string> cut;
   total = 0;
   for (std::string& w : out) {
-    size_t n = runes(w);
-    if (n > kItemRunes) {
-      // Back to the start of the 257th rune.
-      size_t bytes = 0;
-      for (size_t r = 0; bytes < w.size(); ++bytes) {
-        if ((static_cast<unsigned char>(w[bytes]) & 0xC0) != 0x80 &&
-            r++ == kItemRunes) {
-          break;
-        }
-      }
-      w.resize(bytes);
-      n = kItemRunes;
-    }
+    w.resize(Utf8PrefixBytes(w, kItemRunes));
+    const size_t n = Utf8RuneCount(w);
     if (total + n > kTotalRunes) break;
     total += n;
     cut.push_back(std::move(w));
@@ -126,6 +103,14 @@ std::vector<std::string> BoundedWarnings(const std::vector<std::string>& all) {
   return cut;
 }
 
+// `299 - "unknown field \"spec.foo\""`, as kube-apiserver writes warnings
+// (k8s.io/apimachinery/pkg/util/net NewWarningHeader): the text quoted, '"'
+// and '\\' escaped. A header value must never carry CR or LF (that would
+// end the header and start another), and Kubernetes refuses control
+// characters in warning text; the codec already writes field names quoted
+// Go-style, so none should reach here, but whatever does is written as an
+// escape (\r, \n, \t, \xHH for other controls and DEL) rather than
+// dropped, so the warning still says which field it means.
 std::string WarningHeader(std::string_view text) {
   std::string out = "299 - \"";
   for (char c : text) {
@@ -250,6 +235,13 @@ struct CustomSnapshot {
       by_key;
   std::vector<const objects::ResourceInfo*> resources;  // for discovery
 };
+
+// An error as a JSON Status: for routes that negotiate no media type.
+void RespondJsonError(const std::shared_ptr<net::Responder>& resp,
+                      const ApiError& e) {
+  resp->Respond(e.code, {{"Content-Type", std::string(kJson)}},
+                RenderError(objects::MediaType::kJson, e));
+}
 
 }  // namespace
 
@@ -1267,8 +1259,7 @@ net::HttpHandler ApiServer::Impl::BrowserGuarded(
       e.code = 403;
       e.reason = "Forbidden";
       e.message = *std::move(why);
-      resp->Respond(e.code, {{"Content-Type", std::string(kJson)}},
-                    RenderError(objects::MediaType::kJson, e));
+      RespondJsonError(resp, e);
       return;
     }
     handler(req, std::move(resp));
@@ -1280,13 +1271,9 @@ net::HttpHandler ApiServer::Impl::Guard(net::HttpHandler handler) {
   return
       [this, handler = std::move(handler)](
           const net::HttpRequest& req, std::shared_ptr<net::Responder> resp) {
-        auto reply = [&resp](const ApiError& e) {
-          resp->Respond(e.code, {{"Content-Type", std::string(kJson)}},
-                        RenderError(objects::MediaType::kJson, e));
-        };
         auth::Attributes a{.verb = LowerMethod(req.method), .path = req.path};
         if (std::optional<ApiError> e = AuthenticateAndAuthorize(req, &a)) {
-          reply(*e);
+          RespondJsonError(resp, *e);
           return;
         }
         handler(req, std::move(resp));
@@ -1415,10 +1402,9 @@ void ApiServer::Impl::RegisterRoutes() {
     resp->Respond(code, {{"Content-Type", std::string(kJson)}},
                   std::move(body));
   };
-  auto not_found = [json](const net::HttpRequest&,
-                          std::shared_ptr<net::Responder> resp) {
-    json(resp, 404,
-         RenderError(objects::MediaType::kJson, ApiError::NotFoundPath()));
+  auto not_found = [](const net::HttpRequest&,
+                      std::shared_ptr<net::Responder> resp) {
+    RespondJsonError(resp, ApiError::NotFoundPath());
   };
   // Every route outside /api and /apis is a non-resource request to
   // authenticate and authorize (Guard) before its handler runs.

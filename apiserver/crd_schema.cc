@@ -14,6 +14,7 @@
 
 #include "base/base64.h"
 #include "base/strings.h"
+#include "base/utf8.h"
 #include "objects/machinery/validation.h"
 #include "objects/time.h"
 
@@ -127,15 +128,6 @@ double AsDouble(const rapidjson::Value& v) {
 int ClampInt(int64_t v) {
   return static_cast<int>(std::clamp<int64_t>(
       v, std::numeric_limits<int>::min(), std::numeric_limits<int>::max()));
-}
-
-// The number of UTF-8 code points (kube-openapi counts runes).
-int64_t RuneCount(std::string_view s) {
-  int64_t n = 0;
-  for (unsigned char c : s) {
-    if ((c & 0xC0) != 0x80) ++n;
-  }
-  return n;
 }
 
 bool IsHex(std::string_view s) {
@@ -260,6 +252,19 @@ bool MetadataSchemaAllowed(const rapidjson::Value& meta) {
     }
   }
   return true;
+}
+
+// Reports the first name listed twice in `names` (at its second index).
+void RefuseFirstDuplicate(const std::vector<std::string>& names, const Path& p,
+                          BuildState* st) {
+  std::set<std::string_view> seen;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (!seen.insert(names[i]).second) {
+      st->Add(validation::Duplicate(p.Index(static_cast<int>(i)),
+                                    GoQuote(names[i])));
+      return;
+    }
+  }
 }
 
 std::unique_ptr<CrdSchemaNode> BuildNode(const rapidjson::Value& v,
@@ -487,26 +492,9 @@ std::unique_ptr<CrdSchemaNode> BuildNode(const rapidjson::Value& v,
   }
   // Each listed once (kube refuses duplicates): every item's check walks
   // the keys, and a key listed 100,000 times made one item cost gigabytes.
-  {
-    std::set<std::string_view> keys;
-    for (size_t i = 0; i < n->list_map_keys.size(); ++i) {
-      if (!keys.insert(n->list_map_keys[i]).second) {
-        st->Add(validation::Duplicate(
-            p.Child("x-kubernetes-list-map-keys").Index(static_cast<int>(i)),
-            GoQuote(n->list_map_keys[i])));
-        break;
-      }
-    }
-    std::set<std::string_view> required;
-    for (size_t i = 0; i < n->required.size(); ++i) {
-      if (!required.insert(n->required[i]).second) {
-        st->Add(validation::Duplicate(
-            p.Child("required").Index(static_cast<int>(i)),
-            GoQuote(n->required[i])));
-        break;
-      }
-    }
-  }
+  RefuseFirstDuplicate(n->list_map_keys, p.Child("x-kubernetes-list-map-keys"),
+                       st);
+  RefuseFirstDuplicate(n->required, p.Child("required"), st);
   if (n->list_type == "map" && n->items != nullptr) {
     for (const std::string& key : n->list_map_keys) {
       if (n->items->properties.count(key) == 0) {
@@ -564,7 +552,8 @@ void ValidateNode(const CrdSchemaNode& n, const rapidjson::Value& v,
 
   if (v.IsString()) {
     const std::string_view s = Name(v);
-    const int64_t len = RuneCount(s);
+    // kube-openapi counts runes.
+    const auto len = static_cast<int64_t>(Utf8RuneCount(s));
     if (n.max_length && len > *n.max_length) {
       errs->push_back(validation::TooLong(p, ClampInt(*n.max_length)));
     }

@@ -31,4 +31,22 @@ size_t Utf8SequenceLength(std::string_view s) {
   return n;
 }
 
+namespace {
+bool StartsRune(char c) { return (static_cast<uint8_t>(c) & 0xC0) != 0x80; }
+}  // namespace
+
+size_t Utf8RuneCount(std::string_view s) {
+  size_t n = 0;
+  for (char c : s) n += StartsRune(c);
+  return n;
+}
+
+size_t Utf8PrefixBytes(std::string_view s, size_t runes) {
+  size_t seen = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (StartsRune(s[i]) && seen++ == runes) return i;
+  }
+  return s.size();
+}
+
 }  // namespace kplane

@@ -236,6 +236,14 @@ struct CustomSnapshot {
   std::vector<const objects::ResourceInfo*> resources;  // for discovery
 };
 
+// How a custom resource's store reads what it holds (NewBackend).
+struct CustomStorage {
+  // Pruning and defaulting on read (ObjectStoreOptions::on_decode).
+  std::function<void(google::protobuf::Message*)> on_decode;
+  // The CRD's other versions (ObjectStoreOptions::also_stored_as).
+  std::vector<std::string> also_stored_as;
+};
+
 // An error as a JSON Status: for routes that negotiate no media type.
 void RespondJsonError(const std::shared_ptr<net::Responder>& resp,
                       const ApiError& e) {
@@ -374,8 +382,7 @@ struct ApiServer::Impl {
                                       const std::string& key_group,
                                       const CacherOptions& co,
                                       const ResourceStoreOptions& ro,
-                                      std::function<void(google::protobuf::Message*)>
-                                          on_decode = nullptr);
+                                      CustomStorage custom = {});
 
   // CustomResourceDefinitions.
   std::shared_ptr<const CustomSnapshot> CurrentCustom() const {
@@ -591,7 +598,7 @@ std::unique_ptr<Backend> ApiServer::Impl::NewBackend(
     const objects::ResourceInfo& served, const objects::ResourceInfo& storage,
     const Strategy& strategy, const std::string& key_group,
     const CacherOptions& co, const ResourceStoreOptions& ro,
-    std::function<void(google::protobuf::Message*)> on_decode) {
+    CustomStorage custom) {
   auto b = std::make_unique<Backend>();
   b->info = &served;
   b->strategy = &strategy;
@@ -609,7 +616,8 @@ std::unique_ptr<Backend> ApiServer::Impl::NewBackend(
     so.transformer =
         opts.encryption->For(stored_as.gv.group, stored_as.resource);
   }
-  so.on_decode = std::move(on_decode);
+  so.on_decode = std::move(custom.on_decode);
+  so.also_stored_as = std::move(custom.also_stored_as);
   b->store = std::make_unique<ObjectStore>(opts.kv, &storage, so);
   b->cacher = std::make_unique<Cacher>(b->store.get(), co);
   b->rest = std::make_unique<ResourceStore>(
@@ -2855,18 +2863,26 @@ StatusOr<std::shared_ptr<CustomSet>> ApiServer::Impl::BuildCustomSet(
     // The version's schema prunes and defaults on write (reporting unknown
     // fields) and on read from storage.
     ResourceStoreOptions ro = rest_options;
-    std::function<void(google::protobuf::Message*)> on_decode;
+    CustomStorage custom;
     if (std::shared_ptr<const CrdSchema> schema = d.versions[i].schema) {
       ro.prune_unknown_fields = [schema](google::protobuf::Message* m) {
         return schema->PruneAndDefault(static_cast<objects::Unstructured*>(m));
       };
-      on_decode = [schema](google::protobuf::Message* m) {
+      custom.on_decode = [schema](google::protobuf::Message* m) {
         schema->PruneAndDefault(static_cast<objects::Unstructured*>(m));
       };
     }
+    // Objects written before the storage version changed are read as the
+    // storage version (status.storedVersions keeps every version that may
+    // still be stored inside spec.versions).
+    for (const CrdVersion& other : d.versions) {
+      if (!other.storage) {
+        custom.also_stored_as.push_back(d.group + "/" + other.name);
+      }
+    }
     set->backends.push_back(NewBackend(v->resource, storage.resource,
                                        *v->strategy, d.group, cacher_options,
-                                       ro, std::move(on_decode)));
+                                       ro, std::move(custom)));
   }
   for (const auto& b : set->backends) {
     Status s = b->cacher->Start();

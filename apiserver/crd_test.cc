@@ -304,6 +304,75 @@ TEST(CrdTest, VersionsAreServedWithConversionNone) {
   EXPECT_EQ(s.Post(kWidgets, beta).code, 400);
 }
 
+// Objects stored before a CRD's storage version changed are read as the
+// new storage version (conversion None) and stored as it on their next
+// write; a version leaves spec.versions only once status.storedVersions no
+// longer lists it (kube's stored-versions rule), so every stored object
+// stays readable.
+TEST(CrdTest, TheStorageVersionCanChange) {
+  TestServer s;
+  CreateAndAwaitEstablished(s, WidgetCrd(), "widgets.example.com");
+  ASSERT_EQ(s.Post(kWidgets, Widget("a", 1)).code, 201);
+  const std::string crd = std::string(kCrds) + "/widgets.example.com";
+  const std::string json_patch = "application/json-patch+json";
+  Response moved = s.Patch(
+      crd,
+      R"([{"op":"replace","path":"/spec/versions/0/storage","value":false},)"
+      R"({"op":"replace","path":"/spec/versions/1/storage","value":true}])",
+      json_patch);
+  ASSERT_EQ(moved.code, 200) << moved.body;
+  const rapidjson::Value* stored = moved.At({"status", "storedVersions"});
+  ASSERT_NE(stored, nullptr);
+  ASSERT_EQ(stored->Size(), 2u) << moved.body;
+  EXPECT_EQ(std::string((*stored)[1].GetString()), "v1beta1");
+  // One reconcile serves every CRD it lists before it writes their
+  // status: once a CRD created after the change is Established, the
+  // change is served.
+  CreateAndAwaitEstablished(s, WidgetCrd(false), "gadgets.example.com");
+
+  const std::string betas =
+      "/apis/example.com/v1beta1/namespaces/default/widgets";
+  Response a = s.Get(betas + "/a");
+  ASSERT_EQ(a.code, 200) << a.body;
+  EXPECT_EQ(a.Str({"apiVersion"}), "example.com/v1beta1");
+  EXPECT_EQ((*a.At({"spec", "size"})).GetInt(), 1);
+  Response listed = s.Get(kWidgets);
+  ASSERT_EQ(listed.code, 200) << listed.body;
+  EXPECT_EQ(listed.json["items"].Size(), 1u);
+  ASSERT_EQ(s.Patch(std::string(kWidgets) + "/a", R"({"spec":{"size":2}})",
+                    "application/merge-patch+json")
+                .code,
+            200);
+  etcdserverpb::RangeRequest raw;
+  raw.set_key("/registry/example.com/widgets/default/a");
+  auto r = s.store()->Range(raw);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->kvs_size(), 1);
+  EXPECT_THAT(r->kvs(0).value(), ::testing::HasSubstr("example.com/v1beta1"));
+
+  // v1 may still be stored: it cannot leave spec.versions yet.
+  const std::string drop_v1 = R"([{"op":"remove","path":"/spec/versions/0"}])";
+  Response refused = s.Patch(crd, drop_v1, json_patch);
+  EXPECT_EQ(refused.code, 422) << refused.body;
+  EXPECT_THAT(refused.Str({"message"}),
+              ::testing::HasSubstr("status.storedVersions[0]: Invalid value: "
+                                   "\"v1\": must appear in spec.versions"));
+  // The status must keep the storage version.
+  Response bad_status =
+      s.Patch(crd + "/status", R"({"status":{"storedVersions":["v1"]}})",
+              "application/merge-patch+json");
+  EXPECT_EQ(bad_status.code, 422) << bad_status.body;
+  EXPECT_THAT(bad_status.Str({"message"}),
+              ::testing::HasSubstr("must have the storage version v1beta1"));
+  // Once every object is rewritten, the status drops v1 and v1 can go.
+  Response migrated =
+      s.Patch(crd + "/status", R"({"status":{"storedVersions":["v1beta1"]}})",
+              "application/merge-patch+json");
+  ASSERT_EQ(migrated.code, 200) << migrated.body;
+  Response dropped = s.Patch(crd, drop_v1, json_patch);
+  EXPECT_EQ(dropped.code, 200) << dropped.body;
+}
+
 // Discovery lists a custom group's versions in kube's priority order, so
 // its preferred version (what kubectl uses) is the released one, not the
 // first the CRD lists.

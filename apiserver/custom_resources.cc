@@ -279,6 +279,7 @@ class CrdStrategyImpl : public Strategy {
         validation::ValidateObjectMeta(WithoutCleanupFinalizer(u), false,
                                        validation::NameRule::kDNS1123Subdomain);
     validation::Append(&errs, ValidateSpec(u));
+    validation::Append(&errs, ValidateStoredVersions(u));
     return errs;
   }
 
@@ -290,6 +291,7 @@ class CrdStrategyImpl : public Strategy {
     FieldErrors errs = validation::ValidateObjectMetaUpdate(
         WithoutCleanupFinalizer(u), WithoutCleanupFinalizer(o));
     validation::Append(&errs, ValidateSpec(u));
+    validation::Append(&errs, ValidateStoredVersions(u));
     const CrdDefinition now = ParseCrd(u);
     const CrdDefinition before = ParseCrd(o);
     if (now.namespaced != before.namespaced) {
@@ -303,9 +305,11 @@ class CrdStrategyImpl : public Strategy {
   FieldErrors ValidateStatusUpdate(
       const google::protobuf::Message& obj,
       const google::protobuf::Message& old) const override {
-    return validation::ValidateObjectMetaUpdate(
+    FieldErrors errs = validation::ValidateObjectMetaUpdate(
         WithoutCleanupFinalizer(AsUnstructured(obj)),
         WithoutCleanupFinalizer(AsUnstructured(old)));
+    validation::Append(&errs, ValidateStoredVersions(AsUnstructured(obj)));
+    return errs;
   }
 
  private:
@@ -318,6 +322,55 @@ class CrdStrategyImpl : public Strategy {
     auto* f = meta.mutable_finalizers();
     f->erase(std::remove(f->begin(), f->end(), kCrdCleanupFinalizer), f->end());
     return meta;
+  }
+
+  // kube's ValidateCustomResourceDefinitionStoredVersions: objects may be
+  // stored as any version in status.storedVersions, and each is read as
+  // one of spec.versions, so none may leave spec.versions before the
+  // status drops it (after the objects are rewritten), and the storage
+  // version is always listed.
+  static FieldErrors ValidateStoredVersions(const Unstructured& u) {
+    FieldErrors errs;
+    const Path path = Path("status").Child("storedVersions");
+    const rapidjson::Document c = objects::ContentOf(u);
+    const rapidjson::Value* status = Member(c, "status");
+    const rapidjson::Value* stored =
+        status != nullptr ? Member(*status, "storedVersions") : nullptr;
+    std::vector<std::string> names;
+    if (stored != nullptr && stored->IsArray()) {
+      for (const rapidjson::Value& v : stored->GetArray()) {
+        names.push_back(v.IsString()
+                            ? std::string(v.GetString(), v.GetStringLength())
+                            : std::string());
+      }
+    }
+    if (names.empty()) {
+      errs.push_back(
+          validation::Invalid(path, validation::GoStringSlice(names),
+                              "must have at least one stored version"));
+      return errs;
+    }
+    const CrdDefinition d = ParseCrd(u);
+    auto listed = [&](const std::string& name) {
+      return std::find(names.begin(), names.end(), name) != names.end();
+    };
+    for (const CrdVersion& v : d.versions) {
+      if (v.storage && !listed(v.name)) {
+        errs.push_back(validation::InvalidString(
+            path, v.name, "must have the storage version " + v.name));
+      }
+    }
+    for (size_t i = 0; i < names.size(); ++i) {
+      const bool in_spec =
+          std::any_of(d.versions.begin(), d.versions.end(),
+                      [&](const CrdVersion& v) { return v.name == names[i]; });
+      if (!in_spec) {
+        errs.push_back(
+            validation::InvalidString(path.Index(static_cast<int>(i)), names[i],
+                                      "must appear in spec.versions"));
+      }
+    }
+    return errs;
   }
 
   static void AddStoredVersion(const rapidjson::Value& content,

@@ -207,7 +207,11 @@ StatusOr<MutableObject> ObjectStore::DecodePlain(std::string_view value,
   ASSIGN_OR_RETURN(objects::TypeMeta stored,
                    objects::DecodeEnvelopeInto(value, obj.get(),
                                                /*discard_unknown=*/false));
-  if (!(stored == kind->type_meta())) {
+  const bool stored_as_another_version =
+      stored.kind == kind->kind &&
+      std::find(options_.also_stored_as.begin(), options_.also_stored_as.end(),
+                stored.api_version) != options_.also_stored_as.end();
+  if (!(stored == kind->type_meta()) && !stored_as_another_version) {
     return Status(StatusCode::kCorruption,
                   "stored object is " + stored.api_version +
                       ", Kind=" + stored.kind + ", not " +

@@ -162,6 +162,12 @@ struct ObjectStoreOptions {
   // or cached (custom resources: pruning and defaulting on read, as kube's
   // CRD storage codec). Null: none.
   std::function<void(google::protobuf::Message*)> on_decode;
+  // Other apiVersions (same group, same kind) the stored values may carry,
+  // read as the resource's own: a custom resource stored before its CRD
+  // changed storage version is read as the version now stored (kube's
+  // conversion None rewrites apiVersion only); writes store the resource's
+  // apiVersion. Values of any other apiVersion are kCorruption.
+  std::vector<std::string> also_stored_as;
   // Set when the resource is stored in another kind; null: its own.
   std::shared_ptr<const StorageConversion> conversion;
 };

@@ -405,6 +405,9 @@ struct ApiServer::Impl {
   // release deleted ones. Returns whether something is left to retry.
   bool ReconcileCrds();
   StatusOr<std::shared_ptr<CustomSet>> BuildCustomSet(const CrdDefinition& d);
+  // The backend of version `i` of `t` (its cache not started).
+  std::unique_ptr<Backend> NewCustomBackend(const CustomResourceType& t,
+                                            size_t i);
   // Deletes the custom resources of a CRD being deleted; true when none is
   // left.
   bool DeleteCustomResources(const CustomSet& set);
@@ -2849,6 +2852,34 @@ void ApiServer::Impl::CrdControllerLoop() {
   crd_watch.reset();
 }
 
+std::unique_ptr<Backend> ApiServer::Impl::NewCustomBackend(
+    const CustomResourceType& t, size_t i) {
+  const CrdDefinition& d = t.definition();
+  const CustomResourceType::Version& v = *t.versions()[i];
+  // The version's schema prunes and defaults on write (reporting unknown
+  // fields) and on read from storage.
+  ResourceStoreOptions ro = rest_options;
+  CustomStorage custom;
+  if (std::shared_ptr<const CrdSchema> schema = d.versions[i].schema) {
+    ro.prune_unknown_fields = [schema](google::protobuf::Message* m) {
+      return schema->PruneAndDefault(static_cast<objects::Unstructured*>(m));
+    };
+    custom.on_decode = [schema](google::protobuf::Message* m) {
+      schema->PruneAndDefault(static_cast<objects::Unstructured*>(m));
+    };
+  }
+  // Objects written before the storage version changed are read as the
+  // storage version (status.storedVersions keeps every version that may
+  // still be stored inside spec.versions).
+  for (const CrdVersion& other : d.versions) {
+    if (!other.storage) {
+      custom.also_stored_as.push_back(d.group + "/" + other.name);
+    }
+  }
+  return NewBackend(v.resource, t.storage().resource, *v.strategy, d.group,
+                    cacher_options, ro, std::move(custom));
+}
+
 StatusOr<std::shared_ptr<CustomSet>> ApiServer::Impl::BuildCustomSet(
     const CrdDefinition& d) {
   auto set = std::make_shared<CustomSet>();
@@ -2856,33 +2887,10 @@ StatusOr<std::shared_ptr<CustomSet>> ApiServer::Impl::BuildCustomSet(
   if (set->type == nullptr) {
     return InvalidArgumentError("no storage version");
   }
-  const CustomResourceType::Version& storage = set->type->storage();
   for (size_t i = 0; i < set->type->versions().size(); ++i) {
-    const auto& v = set->type->versions()[i];
-    if (!v->served) continue;
-    // The version's schema prunes and defaults on write (reporting unknown
-    // fields) and on read from storage.
-    ResourceStoreOptions ro = rest_options;
-    CustomStorage custom;
-    if (std::shared_ptr<const CrdSchema> schema = d.versions[i].schema) {
-      ro.prune_unknown_fields = [schema](google::protobuf::Message* m) {
-        return schema->PruneAndDefault(static_cast<objects::Unstructured*>(m));
-      };
-      custom.on_decode = [schema](google::protobuf::Message* m) {
-        schema->PruneAndDefault(static_cast<objects::Unstructured*>(m));
-      };
+    if (set->type->versions()[i]->served) {
+      set->backends.push_back(NewCustomBackend(*set->type, i));
     }
-    // Objects written before the storage version changed are read as the
-    // storage version (status.storedVersions keeps every version that may
-    // still be stored inside spec.versions).
-    for (const CrdVersion& other : d.versions) {
-      if (!other.storage) {
-        custom.also_stored_as.push_back(d.group + "/" + other.name);
-      }
-    }
-    set->backends.push_back(NewBackend(v->resource, storage.resource,
-                                       *v->strategy, d.group, cacher_options,
-                                       ro, std::move(custom)));
   }
   for (const auto& b : set->backends) {
     Status s = b->cacher->Start();
@@ -2905,7 +2913,17 @@ bool ApiServer::Impl::DeleteCustomResources(const CustomSet& set) {
       b = candidate.get();
     }
   }
-  if (b == nullptr) return true;  // nothing served, nothing to delete
+  // No version served: its objects are still stored, and deleted through
+  // the storage version (reads go to the store; no watch cache is started).
+  std::unique_ptr<Backend> unserved;
+  if (b == nullptr) {
+    const auto& versions = set.type->versions();
+    for (size_t i = 0; i < versions.size(); ++i) {
+      if (versions[i].get() == &storage)
+        unserved = NewCustomBackend(*set.type, i);
+    }
+    b = unserved.get();
+  }
   StatusOr<ListResult> list = b->store->List("", ListOptions{});
   if (!list.ok()) return false;
   for (const ObjectPtr& obj : list->items) {

@@ -758,6 +758,37 @@ TEST(CrdTest, DeletingTheCrdDeletesItsObjects) {
   EXPECT_EQ(l.json["items"].Size(), 0u) << l.body;
 }
 
+// A CRD that serves no version still has objects stored; deleting it
+// deletes them (kube's finalizer builds storage for the storage version
+// whether or not it is served), so they do not come back with a new CRD.
+TEST(CrdTest, DeletingACrdThatServesNothingDeletesItsObjects) {
+  TestServer s;
+  CreateAndAwaitEstablished(s, WidgetCrd(), "widgets.example.com");
+  ASSERT_EQ(s.Post(kWidgets, Widget("a", 1)).code, 201);
+  const std::string crd = std::string(kCrds) + "/widgets.example.com";
+  Response unserved = s.Patch(
+      crd,
+      R"([{"op":"replace","path":"/spec/versions/0/served","value":false},)"
+      R"({"op":"replace","path":"/spec/versions/1/served","value":false}])",
+      "application/json-patch+json");
+  ASSERT_EQ(unserved.code, 200) << unserved.body;
+  auto w =
+      s.Watch(std::string(kCrds) +
+              "?watch=1&fieldSelector=metadata.name%3Dwidgets.example.com");
+  ASSERT_EQ(s.Delete(crd).code, 200);
+  bool gone = false;
+  while (!gone) {
+    rapidjson::Document e = w->NextJson();
+    if (!e.IsObject()) break;
+    gone = std::string(e["type"].GetString()) == "DELETED";
+  }
+  ASSERT_TRUE(gone) << "the CRD was not deleted";
+  CreateAndAwaitEstablished(s, WidgetCrd(), "widgets.example.com");
+  Response l = s.Get(kWidgets);
+  ASSERT_EQ(l.code, 200) << l.body;
+  EXPECT_EQ(l.json["items"].Size(), 0u) << l.body;
+}
+
 TEST(CrdTest, CreateIsRefusedWhileTheCrdIsTerminating) {
   TestServer s;
   CreateAndAwaitEstablished(s, WidgetCrd(), "widgets.example.com");

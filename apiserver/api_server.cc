@@ -2696,7 +2696,8 @@ std::string ConditionKey(const rapidjson::Value& c) {
 // says so.
 std::unique_ptr<objects::Unstructured> DesiredCrdStatus(
     const objects::Unstructured& crd, const CrdDefinition& d,
-    const std::string& conflict, const std::string& now) {
+    const std::optional<CrdNameClaims::Conflict>& conflict,
+    const std::string& now) {
   rapidjson::Document content = objects::ContentOf(crd);
   auto& a = content.GetAllocator();
   if (!content.HasMember("status") || !content["status"].IsObject()) {
@@ -2718,15 +2719,15 @@ std::unique_ptr<objects::Unstructured> DesiredCrdStatus(
       }
     }
   }
-  const bool accepted = conflict.empty();
+  const bool accepted = !conflict.has_value();
   struct Want {
     const char* type;
     bool ok;
     std::string reason, message;
   };
   const std::vector<Want> wants = {
-      {"NamesAccepted", accepted, accepted ? "NoConflicts" : "KindConflict",
-       accepted ? "no conflicts found" : conflict},
+      {"NamesAccepted", accepted, accepted ? "NoConflicts" : conflict->reason,
+       accepted ? "no conflicts found" : conflict->message},
       {"Established", accepted,
        accepted ? "InitialNamesAccepted" : "NotAccepted",
        accepted ? "the initial names have been accepted"
@@ -2951,31 +2952,10 @@ bool ApiServer::Impl::ReconcileCrds() {
       objects::FormatRfc3339(std::chrono::duration_cast<std::chrono::seconds>(
                                  opts.clock->WallNow().time_since_epoch())
                                  .count());
-  // Kinds per group, first come first served (kube's naming controller
-  // refuses a kind already accepted in the group): a CRD that holds its
-  // kind (status.acceptedNames) keeps it, so a newer CRD naming the same
-  // kind cannot take it (and its objects) away; the rest in name order.
-  std::map<std::string, std::string> kind_owner;  // "group/kind" -> CRD
+  // Names per group (kube's naming controller): held names first.
+  CrdNameClaims claims;
   for (const ObjectPtr& obj : list->items) {
-    const auto& crd = static_cast<const objects::Unstructured&>(*obj);
-    if (objects::IsBeingDeleted(crd.metadata())) continue;
-    const rapidjson::Document c = objects::ContentOf(crd);
-    auto member = [](const rapidjson::Value* v,
-                     const char* key) -> const rapidjson::Value* {
-      if (v == nullptr || !v->IsObject()) return nullptr;
-      auto it = v->FindMember(key);
-      return it == v->MemberEnd() ? nullptr : &it->value;
-    };
-    auto str = [](const rapidjson::Value* v) {
-      return v != nullptr && v->IsString()
-                 ? std::string(v->GetString(), v->GetStringLength())
-                 : std::string();
-    };
-    const std::string group = str(member(member(&c, "spec"), "group"));
-    const std::string kind =
-        str(member(member(member(&c, "status"), "acceptedNames"), "kind"));
-    if (group.empty() || kind.empty()) continue;
-    kind_owner.emplace(group + "/" + kind, crd.metadata().name());
+    claims.Hold(static_cast<const objects::Unstructured&>(*obj));
   }
   std::vector<std::unique_ptr<objects::Unstructured>> status_writes;
   std::vector<std::unique_ptr<objects::Unstructured>> releases;
@@ -3015,15 +2995,8 @@ bool ApiServer::Impl::ReconcileCrds() {
       releases.push_back(std::move(released));
       continue;
     }
-    std::string conflict;
-    const std::string kind_key = d.group + "/" + d.kind;
-    auto owner = kind_owner.find(kind_key);
-    if (owner != kind_owner.end() && owner->second != d.name) {
-      conflict = "\"" + d.kind + "\" is already in use";
-    } else {
-      kind_owner[kind_key] = d.name;
-    }
-    if (conflict.empty()) {
+    const std::optional<CrdNameClaims::Conflict> conflict = claims.Claim(d);
+    if (!conflict) {
       if (set == nullptr) {
         StatusOr<std::shared_ptr<CustomSet>> built = BuildCustomSet(d);
         if (!built.ok()) {

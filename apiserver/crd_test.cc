@@ -435,50 +435,82 @@ TEST(CrdTest, CustomResourcesAreNotServedAsProtobuf) {
       "application/vnd.kubernetes.protobuf");
 }
 
-// A kind stays with the CRD that holds it: a newer CRD of the same group
-// and kind (first in name order) gets KindConflict, and the established
-// one keeps serving its objects. It used to take the kind over, and the
-// established resource went 404.
-TEST(CrdTest, AnAcceptedKindStaysWithItsCrd) {
+// The names a CRD holds stay with it (kube's naming controller): a newer
+// CRD of the same group naming one of them (its plural, singular or short
+// names among resources, its kind or listKind among kinds) gets
+// NamesAccepted False with the conflict's reason and is not served, and
+// the established one keeps serving its objects. A newer CRD of the same
+// kind used to take the kind over (the established resource went 404);
+// the other names were not checked.
+TEST(CrdTest, AcceptedNamesStayWithTheirCrd) {
   TestServer s;
-  auto crd = [](const std::string& plural) {
+  // `names` is the JSON members of spec.names after plural.
+  auto crd = [](const std::string& plural, const std::string& names) {
     return R"({"apiVersion":"apiextensions.k8s.io/v1",
       "kind":"CustomResourceDefinition","metadata":{"name":")" +
            plural + R"(.example.org"},"spec":{"group":"example.org",
       "scope":"Namespaced","names":{"plural":")" +
-           plural + R"(","kind":"Foo"},"versions":[{"name":"v1",
+           plural + "\"," + names + R"(},"versions":[{"name":"v1",
       "served":true,"storage":true,"schema":{"openAPIV3Schema":{
       "type":"object","x-kubernetes-preserve-unknown-fields":true}}}]}})";
   };
-  CreateAndAwaitEstablished(s, crd("zoos"), "zoos.example.org");
+  // Holds zoos, foo (singular), zz (short name), Foo and FooList.
+  CreateAndAwaitEstablished(s,
+                            crd("zoos", R"("kind":"Foo","shortNames":["zz"])"),
+                            "zoos.example.org");
   const char* zoos = "/apis/example.org/v1/namespaces/default/zoos";
   ASSERT_EQ(s.Post(zoos, R"({"apiVersion":"example.org/v1","kind":"Foo",)"
                          R"("metadata":{"name":"z"}})")
                 .code,
             201);
-  auto w = s.Watch(std::string(kCrds) +
-                   "?watch=1&fieldSelector=metadata.name%3Dapples.example.org");
-  ASSERT_EQ(s.Post(kCrds, crd("apples")).code, 201);
-  std::string reason;
-  while (reason.empty()) {
-    rapidjson::Document e = w->NextJson();
-    ASSERT_TRUE(e.IsObject()) << "no NamesAccepted condition on apples";
-    const rapidjson::Value& o = e["object"];
-    if (!o.HasMember("status") || !o["status"].HasMember("conditions")) {
-      continue;
-    }
-    for (const rapidjson::Value& c : o["status"]["conditions"].GetArray()) {
-      if (std::string(c["type"].GetString()) == "NamesAccepted") {
-        EXPECT_STREQ(c["status"].GetString(), "False");
-        reason = c["reason"].GetString();
+  struct Case {
+    std::string plural, names, reason, message;
+  };
+  const std::vector<Case> cases = {
+      // (with its default listKind FooList, the last conflict kube reports
+      // would be ListKindConflict)
+      {"apples", R"("kind":"Foo","listKind":"Apples")", "KindConflict",
+       R"("Foo" is already in use)"},
+      {"foo", R"("kind":"Fox")", "PluralConflict",
+       R"("foo" is already in use)"},
+      {"dogs", R"("kind":"Dog","singular":"zoos")", "SingularConflict",
+       R"("zoos" is already in use)"},
+      {"cats", R"("kind":"Cat","shortNames":["c","zz"])", "ShortNamesConflict",
+       R"("zz" is already in use)"},
+      {"eggs", R"("kind":"Egg","listKind":"FooList")", "ListKindConflict",
+       R"("FooList" is already in use)"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.plural);
+    const std::string name = c.plural + ".example.org";
+    auto w = s.Watch(std::string(kCrds) +
+                     "?watch=1&fieldSelector=metadata.name%3D" + name);
+    ASSERT_EQ(s.Post(kCrds, crd(c.plural, c.names)).code, 201);
+    std::string reason, message;
+    while (reason.empty()) {
+      rapidjson::Document e = w->NextJson();
+      ASSERT_TRUE(e.IsObject()) << "no NamesAccepted condition on " << name;
+      const rapidjson::Value& o = e["object"];
+      if (!o.HasMember("status") || !o["status"].HasMember("conditions")) {
+        continue;
+      }
+      for (const rapidjson::Value& cond :
+           o["status"]["conditions"].GetArray()) {
+        if (std::string(cond["type"].GetString()) == "NamesAccepted") {
+          EXPECT_STREQ(cond["status"].GetString(), "False");
+          reason = cond["reason"].GetString();
+          message = cond["message"].GetString();
+        }
       }
     }
+    EXPECT_EQ(reason, c.reason);
+    EXPECT_EQ(message, c.message);
+    EXPECT_EQ(s.Get("/apis/example.org/v1/namespaces/default/" + c.plural).code,
+              404);
   }
-  EXPECT_EQ(reason, "KindConflict");
   Response listed = s.Get(zoos);
   ASSERT_EQ(listed.code, 200) << listed.body;
   EXPECT_EQ(listed.json["items"].Size(), 1u);
-  EXPECT_EQ(s.Get("/apis/example.org/v1/namespaces/default/apples").code, 404);
 }
 
 TEST(CrdTest, StatusSubresourceSplitsSpecAndStatus) {

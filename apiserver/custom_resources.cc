@@ -949,6 +949,59 @@ const Strategy& CrdStrategy() {
   return *s;
 }
 
+void CrdNameClaims::Hold(const Unstructured& crd) {
+  if (objects::IsBeingDeleted(crd.metadata())) return;
+  const rapidjson::Document c = objects::ContentOf(crd);
+  const rapidjson::Value* spec = Member(c, "spec");
+  const rapidjson::Value* status = Member(c, "status");
+  const rapidjson::Value* names =
+      status != nullptr ? Member(*status, "acceptedNames") : nullptr;
+  if (spec == nullptr || names == nullptr) return;
+  const std::string group = StrMember(*spec, "group");
+  const std::string& owner = crd.metadata().name();
+  auto hold = [&](std::map<std::string, std::string>* held,
+                  const std::string& name) {
+    if (!name.empty()) held->emplace(group + "/" + name, owner);
+  };
+  hold(&resources_, StrMember(*names, "plural"));
+  hold(&resources_, StrMember(*names, "singular"));
+  for (const std::string& s : StrListMember(*names, "shortNames")) {
+    hold(&resources_, s);
+  }
+  hold(&kinds_, StrMember(*names, "kind"));
+  hold(&kinds_, StrMember(*names, "listKind"));
+}
+
+std::optional<CrdNameClaims::Conflict> CrdNameClaims::Claim(
+    const CrdDefinition& d) {
+  std::optional<Conflict> conflict;
+  auto check = [&](const std::map<std::string, std::string>& held,
+                   const std::string& name, const char* reason) {
+    auto it = held.find(d.group + "/" + name);
+    if (it != held.end() && it->second != d.name) {
+      conflict = Conflict{reason, GoQuote(name) + " is already in use"};
+    }
+  };
+  check(resources_, d.plural, "PluralConflict");
+  check(resources_, d.singular, "SingularConflict");
+  for (const std::string& s : d.short_names) {
+    check(resources_, s, "ShortNamesConflict");
+  }
+  check(kinds_, d.kind, "KindConflict");
+  check(kinds_, d.list_kind, "ListKindConflict");
+  if (conflict) return conflict;
+  auto claim = [&](std::map<std::string, std::string>* held,
+                   const std::string& name) {
+    (*held)[d.group + "/" + name] = d.name;
+  };
+  claim(&resources_, d.plural);
+  claim(&resources_, d.singular);
+  for (const std::string& s : d.short_names) claim(&resources_, s);
+  claim(&kinds_, d.kind);
+  claim(&kinds_, d.list_kind);
+  return std::nullopt;
+}
+
 const CrdVersion* CrdDefinition::StorageVersion() const {
   for (const CrdVersion& v : versions) {
     if (v.storage) return &v;

@@ -24,7 +24,9 @@
 #ifndef KPLANE_APISERVER_CUSTOM_RESOURCES_H_
 #define KPLANE_APISERVER_CUSTOM_RESOURCES_H_
 
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -98,6 +100,36 @@ struct CrdDefinition {
   const CrdVersion* StorageVersion() const;
 };
 CrdDefinition ParseCrd(const objects::Unstructured& crd);
+
+// The names the CRDs of each group hold, as kube's naming controller judges
+// them: among resources the plural, singular and short names; among kinds
+// the kind and listKind. A CRD keeps the names its status.acceptedNames
+// hold, so a newer CRD cannot take an established one's names (and its
+// objects) away; the rest are first come, first served.
+//
+//   CrdNameClaims claims;
+//   for (crd : crds) claims.Hold(crd);            // acceptedNames first
+//   for (crd : crds in name order)
+//     if (auto c = claims.Claim(ParseCrd(crd))) ... c->reason, c->message
+//
+// Not thread-safe; one per reconcile.
+class CrdNameClaims {
+ public:
+  struct Conflict {
+    std::string reason;   // "PluralConflict", ... "ListKindConflict"
+    std::string message;  // "\"wd\" is already in use"
+  };
+  // Records the names `crd`'s status.acceptedNames hold.
+  void Hold(const objects::Unstructured& crd);
+  // Whether `d`'s names are free of every other CRD's; when they are, they
+  // become d's. Kube reports the last conflict found, checking plural,
+  // singular, short names, kind, listKind in that order.
+  std::optional<Conflict> Claim(const CrdDefinition& d);
+
+ private:
+  // "<group>/<name>" -> CRD name.
+  std::map<std::string, std::string> resources_, kinds_;
+};
 
 // Everything one CRD serves: per version a kind, a list kind, a resource
 // and a strategy (the storage version always, served or not, because its

@@ -197,6 +197,10 @@ struct BuildState {
   bool too_many_reported = false;
   int64_t pattern_bytes = 0;  // kMaxCrdPatternBytes' count so far
   bool patterns_reported = false;
+  // Each distinct valid pattern compiled once (a name pattern is often
+  // repeated on every field that holds a name).
+  std::map<std::string, std::shared_ptr<const re2::RE2>, std::less<>>
+      compiled_patterns;
   void Add(FieldError e) {
     if (errs != nullptr) errs->push_back(std::move(e));
   }
@@ -252,6 +256,53 @@ bool MetadataSchemaAllowed(const rapidjson::Value& meta) {
     }
   }
   return true;
+}
+
+// `pattern` compiled within the memory it is counted at, and counted
+// against the schema's kMaxCrdPatternBytes; null (and an error added) when
+// it is not a valid RE2 or the schema's patterns already took their bound.
+std::shared_ptr<const re2::RE2> CompilePattern(const std::string& pattern,
+                                               const Path& p, BuildState* st) {
+  re2::RE2::Options opts;
+  opts.set_log_errors(false);
+  opts.set_max_mem(kMaxPatternProgramBytes);
+  auto re = std::make_shared<re2::RE2>(pattern, opts);
+  // RE2 keeps a compiled pattern (its programs and the DFA caches they
+  // grow while matching) within max_mem: give each what its program
+  // needs plus kPatternDfaBytes, count that, and compile again with it
+  // (the first compile, at the most a pattern may take, told the size).
+  int64_t mem = kMaxPatternProgramBytes;
+  if (re->ok()) {
+    mem = std::min<int64_t>(
+        kMaxPatternProgramBytes,
+        kPatternBytesPerInstruction * re->ProgramSize() + kPatternDfaBytes);
+    if (mem < kMaxPatternProgramBytes) {
+      opts.set_max_mem(mem);
+      auto bounded = std::make_shared<re2::RE2>(pattern, opts);
+      if (bounded->ok()) {
+        re = std::move(bounded);
+      } else {
+        mem = kMaxPatternProgramBytes;
+      }
+    }
+  }
+  if (!re->ok()) {
+    st->Add(validation::InvalidString(
+        p.Child("pattern"), pattern,
+        "must be a valid regular expression, but isn't: " + re->error()));
+    return nullptr;
+  }
+  if ((st->pattern_bytes += mem) > kMaxCrdPatternBytes) {
+    if (!st->patterns_reported) {
+      st->patterns_reported = true;
+      st->Add(validation::Forbidden(
+          p.Child("pattern"), "the schema's patterns would take more than " +
+                                  std::to_string(kMaxCrdPatternBytes >> 20) +
+                                  " MiB once compiled (kplane's limit)"));
+    }
+    return nullptr;
+  }
+  return re;
 }
 
 // Reports the first name listed twice in `names` (at its second index).
@@ -395,43 +446,14 @@ std::unique_ptr<CrdSchemaNode> BuildNode(const rapidjson::Value& v,
   if (const rapidjson::Value* pat = Member(v, "pattern");
       pat != nullptr && pat->IsString()) {
     n->pattern = Str(*pat);
-    re2::RE2::Options opts;
-    opts.set_log_errors(false);
-    opts.set_max_mem(kMaxPatternProgramBytes);
-    auto re = std::make_unique<re2::RE2>(n->pattern, opts);
-    // RE2 keeps a compiled pattern (its programs and the DFA caches they
-    // grow while matching) within max_mem: give each what its program
-    // needs plus kPatternDfaBytes, count that, and compile again with it
-    // (the first compile, at the most a pattern may take, told the size).
-    int64_t mem = kMaxPatternProgramBytes;
-    if (re->ok()) {
-      mem = std::min<int64_t>(
-          kMaxPatternProgramBytes,
-          kPatternBytesPerInstruction * re->ProgramSize() + kPatternDfaBytes);
-      if (mem < kMaxPatternProgramBytes) {
-        opts.set_max_mem(mem);
-        auto bounded = std::make_unique<re2::RE2>(n->pattern, opts);
-        if (bounded->ok()) {
-          re = std::move(bounded);
-        } else {
-          mem = kMaxPatternProgramBytes;
-        }
-      }
-    }
-    if (!re->ok()) {
-      st->Add(validation::InvalidString(
-          p.Child("pattern"), n->pattern,
-          "must be a valid regular expression, but isn't: " + re->error()));
-    } else if ((st->pattern_bytes += mem) > kMaxCrdPatternBytes) {
-      if (!st->patterns_reported) {
-        st->patterns_reported = true;
-        st->Add(validation::Forbidden(
-            p.Child("pattern"), "the schema's patterns would take more than " +
-                                    std::to_string(kMaxCrdPatternBytes >> 20) +
-                                    " MiB once compiled (kplane's limit)"));
-      }
+    if (auto it = st->compiled_patterns.find(n->pattern);
+        it != st->compiled_patterns.end()) {
+      n->pattern_re = it->second;
     } else {
-      n->pattern_re = std::move(re);
+      n->pattern_re = CompilePattern(n->pattern, p, st);
+      if (n->pattern_re != nullptr) {
+        st->compiled_patterns.emplace(n->pattern, n->pattern_re);
+      }
     }
   }
 

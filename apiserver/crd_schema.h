@@ -71,11 +71,11 @@ inline constexpr int kMaxCrdSchemaNodes = 100000;
 inline constexpr int kMaxPatternProgramBytes = 1 << 20;
 inline constexpr int64_t kPatternBytesPerInstruction = 64;
 inline constexpr int64_t kPatternDfaBytes = 64 << 10;
-// What all `pattern`s of one schema may take together, each counted at its
-// max_mem above. Kubernetes has no such bound (Go's regexp keeps a Unicode
-// class as one instruction and grows no DFA); without it a 3 MiB CRD of
-// 65,000 `\pL{50}` patterns would take tens of GB; and matching grows
-// each pattern's DFA caches up to its max_mem, so they count too.
+// What all `pattern`s of one schema may take together, each distinct
+// pattern counted once at its max_mem above. Kubernetes has no such bound (Go's
+// regexp keeps a Unicode class as one instruction and grows no DFA); without it
+// a 3 MiB CRD of 65,000 `\pL{50}` patterns would take tens of GB; and matching
+// grows each pattern's DFA caches up to its max_mem, so they count too.
 inline constexpr int64_t kMaxCrdPatternBytes = int64_t{64} << 20;
 
 // One JSONSchemaProps.
@@ -97,7 +97,9 @@ struct CrdSchemaNode {
   std::optional<int64_t> min_length, max_length, min_items, max_items,
       min_properties, max_properties;
   std::string pattern;
-  std::unique_ptr<re2::RE2> pattern_re;  // null when absent or invalid
+  // Null when absent or invalid; shared by the nodes of a schema that have
+  // the same pattern (compiled and counted once).
+  std::shared_ptr<const re2::RE2> pattern_re;
   std::map<std::string, std::unique_ptr<CrdSchemaNode>> properties;
   std::unique_ptr<CrdSchemaNode> items;
   std::unique_ptr<CrdSchemaNode> additional_properties;  // a schema

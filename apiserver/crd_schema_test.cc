@@ -406,27 +406,40 @@ TEST(CrdSchemaTest, DepthAndSizeAreBounded) {
 // bound and are refused once, at the first pattern past it; the same
 // number of ordinary patterns is fine.
 TEST(CrdSchemaTest, PatternsAreBoundedTogether) {
-  auto schema = [](const std::string& pattern, int n) {
+  // Each property's pattern is `pattern` and, when `distinct`, a suffix
+  // of its own.
+  auto schema = [](const std::string& pattern, int n, bool distinct) {
     std::string s = R"({"type":"object","properties":{)";
     for (int i = 0; i < n; ++i) {
       s += (i ? "," : "") + std::string("\"p") + std::to_string(i) +
-           R"(":{"type":"string","pattern":")" + pattern + R"("})";
+           R"(":{"type":"string","pattern":")" + pattern +
+           (distinct ? std::to_string(i) : "") + R"("})";
     }
     return s + "}}";
   };
   FieldErrors errs;
-  CrdSchema::Build(Json(schema(R"(\\pL{50})", 75)), Path("s"), &errs);
+  CrdSchema::Build(Json(schema(R"(\\pL{50})", 75, true)), Path("s"), &errs);
   ASSERT_EQ(errs.size(), 1u);
   EXPECT_NE(errs[0].Error().find("patterns would take more than 64 MiB once "
                                  "compiled (kplane's limit)"),
             std::string::npos)
       << errs[0].Error();
   errs.clear();
-  auto ok =
-      CrdSchema::Build(Json(schema(R"(^[a-z0-9]([-a-z0-9]*[a-z0-9])?$)", 200)),
-                       Path("s"), &errs);
+  auto ok = CrdSchema::Build(
+      Json(schema(R"(^[a-z0-9]([-a-z0-9]*[a-z0-9])?$)", 200, true)), Path("s"),
+      &errs);
   EXPECT_TRUE(errs.empty()) << errs[0].Error();
   ASSERT_NE(ok, nullptr);
+  // A pattern repeated is compiled and counted once: 2,000 fields of the
+  // same pattern (the 75 above took more than the bound).
+  auto repeated = CrdSchema::Build(Json(schema(R"(\\pL{50})", 2000, false)),
+                                   Path("s"), &errs);
+  EXPECT_TRUE(errs.empty()) << errs[0].Error();
+  ASSERT_NE(repeated, nullptr);
+  const FieldErrors found = repeated->Validate(Json(R"({"p7":"x"})"));
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_NE(found[0].Error().find("p7 in body should match"), std::string::npos)
+      << found[0].Error();
 }
 
 // Matching grows RE2's DFA caches (states it has met); each pattern's are

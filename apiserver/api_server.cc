@@ -288,6 +288,20 @@ struct ApiServer::Impl {
   bool crd_stop GUARDED_BY(crd_mu) = false;
   std::unique_ptr<WatchHandle> crd_watch;  // the controller thread's
   std::thread crd_thread;
+  // ParseCrd's result per CRD name, reused while the CRD's uid and
+  // generation stay (the strategy counts every spec change in generation):
+  // compiling the schemas was most of a reconcile, and every status write
+  // starts one. The controller thread's.
+  struct ParsedCrd {
+    std::string uid;
+    int64_t generation = 0;
+    std::shared_ptr<const CrdDefinition> definition;
+  };
+  std::map<std::string, ParsedCrd> parsed_crds;
+  // `crd` parsed, from parsed_crds when it has not changed; recorded in
+  // `next` (the next parsed_crds).
+  std::shared_ptr<const CrdDefinition> ParseCrdCached(
+      const objects::Unstructured& crd, std::map<std::string, ParsedCrd>* next);
   // The store's health as /readyz reports it (kube's etcd check).
   std::unique_ptr<StorageHealth> storage_health;
   // serviceaccounts/<name>/token and the ServiceAccount authenticator.
@@ -2936,6 +2950,23 @@ bool ApiServer::Impl::DeleteCustomResources(const CustomSet& set) {
   return list->items.empty();
 }
 
+std::shared_ptr<const CrdDefinition> ApiServer::Impl::ParseCrdCached(
+    const objects::Unstructured& crd, std::map<std::string, ParsedCrd>* next) {
+  const objects::metav1::ObjectMeta& meta = crd.metadata();
+  ParsedCrd parsed;
+  auto it = parsed_crds.find(meta.name());
+  if (it != parsed_crds.end() && it->second.uid == meta.uid() &&
+      it->second.generation == meta.generation()) {
+    parsed = it->second;
+  } else {
+    parsed = {meta.uid(), meta.generation(),
+              std::make_shared<const CrdDefinition>(ParseCrd(crd))};
+  }
+  std::shared_ptr<const CrdDefinition> d = parsed.definition;
+  (*next)[meta.name()] = std::move(parsed);
+  return d;
+}
+
 bool ApiServer::Impl::ReconcileCrds() {
   StatusOr<ListResult> list = crds->store->List("", ListOptions{});
   if (!list.ok()) {
@@ -2959,9 +2990,12 @@ bool ApiServer::Impl::ReconcileCrds() {
   }
   std::vector<std::unique_ptr<objects::Unstructured>> status_writes;
   std::vector<std::unique_ptr<objects::Unstructured>> releases;
+  std::map<std::string, ParsedCrd> parsed;
   for (const ObjectPtr& obj : list->items) {
     const auto& crd = static_cast<const objects::Unstructured&>(*obj);
-    const CrdDefinition d = ParseCrd(crd);
+    const std::shared_ptr<const CrdDefinition> parsed_crd =
+        ParseCrdCached(crd, &parsed);
+    const CrdDefinition& d = *parsed_crd;
     std::shared_ptr<CustomSet> set;
     if (current != nullptr) {
       auto it = current->by_crd.find(d.name);
@@ -2970,7 +3004,7 @@ bool ApiServer::Impl::ReconcileCrds() {
         set = it->second;
       }
     }
-    if (d.terminating) {
+    if (objects::IsBeingDeleted(crd.metadata())) {
       // Served until its objects are gone, then released.
       const auto& fin = crd.metadata().finalizers();
       if (std::find(fin.begin(), fin.end(), kCrdCleanupFinalizer) ==
@@ -3051,6 +3085,7 @@ bool ApiServer::Impl::ReconcileCrds() {
         crds->rest->Update("", name, "", std::move(obj), ctx);
     if (IsError(r)) retry = true;
   }
+  parsed_crds = std::move(parsed);
   return retry;
 }
 

@@ -292,12 +292,17 @@ class CrdStrategyImpl : public Strategy {
         WithoutCleanupFinalizer(u), WithoutCleanupFinalizer(o));
     validation::Append(&errs, ValidateSpec(u));
     validation::Append(&errs, ValidateStoredVersions(u));
-    const CrdDefinition now = ParseCrd(u);
-    const CrdDefinition before = ParseCrd(o);
-    if (now.namespaced != before.namespaced) {
-      errs.push_back(validation::InvalidString(
-          Path("spec").Child("scope"),
-          now.namespaced ? "Namespaced" : "Cluster", "field is immutable"));
+    // (Read from the JSON: ParseCrd would compile the schemas.)
+    auto namespaced = [](const Unstructured& crd) {
+      const rapidjson::Document c = objects::ContentOf(crd);
+      const rapidjson::Value* spec = Member(c, "spec");
+      return spec == nullptr || StrMember(*spec, "scope") != "Cluster";
+    };
+    const bool now = namespaced(u);
+    if (now != namespaced(o)) {
+      errs.push_back(validation::InvalidString(Path("spec").Child("scope"),
+                                               now ? "Namespaced" : "Cluster",
+                                               "field is immutable"));
     }
     return errs;
   }
@@ -350,21 +355,24 @@ class CrdStrategyImpl : public Strategy {
                               "must have at least one stored version"));
       return errs;
     }
-    const CrdDefinition d = ParseCrd(u);
-    auto listed = [&](const std::string& name) {
-      return std::find(names.begin(), names.end(), name) != names.end();
-    };
-    for (const CrdVersion& v : d.versions) {
-      if (v.storage && !listed(v.name)) {
-        errs.push_back(validation::InvalidString(
-            path, v.name, "must have the storage version " + v.name));
+    const rapidjson::Value* spec = Member(c, "spec");
+    const rapidjson::Value* versions =
+        spec != nullptr ? Member(*spec, "versions") : nullptr;
+    std::vector<std::string> in_spec;
+    if (versions != nullptr && versions->IsArray()) {
+      for (const rapidjson::Value& v : versions->GetArray()) {
+        const std::string name = StrMember(v, "name");
+        in_spec.push_back(name);
+        if (BoolMember(v, "storage") &&
+            std::find(names.begin(), names.end(), name) == names.end()) {
+          errs.push_back(validation::InvalidString(
+              path, name, "must have the storage version " + name));
+        }
       }
     }
     for (size_t i = 0; i < names.size(); ++i) {
-      const bool in_spec =
-          std::any_of(d.versions.begin(), d.versions.end(),
-                      [&](const CrdVersion& v) { return v.name == names[i]; });
-      if (!in_spec) {
+      if (std::find(in_spec.begin(), in_spec.end(), names[i]) ==
+          in_spec.end()) {
         errs.push_back(
             validation::InvalidString(path.Index(static_cast<int>(i)), names[i],
                                       "must appear in spec.versions"));
@@ -1012,7 +1020,6 @@ const CrdVersion* CrdDefinition::StorageVersion() const {
 CrdDefinition ParseCrd(const Unstructured& crd) {
   CrdDefinition d;
   d.name = crd.metadata().name();
-  d.terminating = objects::IsBeingDeleted(crd.metadata());
   const rapidjson::Document c = objects::ContentOf(crd);
   const rapidjson::Value* spec = Member(c, "spec");
   if (spec == nullptr || !spec->IsObject()) return d;

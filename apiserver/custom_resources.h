@@ -93,7 +93,6 @@ struct CrdDefinition {
   std::string plural, singular, kind, list_kind;
   std::vector<std::string> short_names, categories;
   std::vector<CrdVersion> versions;
-  bool terminating = false;  // metadata.deletionTimestamp set
   // What is served, for change detection: group, names, scope, versions.
   std::string serving_key;
 

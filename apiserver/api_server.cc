@@ -2203,7 +2203,7 @@ void ApiServer::Impl::PodLog(const std::shared_ptr<Call>& c) {
   // The proxy thread owns the call from here on.
   kubelet_logs->Stream(
       std::get<KubeletEndpoint>(ep),
-      std::get<PodLogRequest>(lr).KubeletTarget(pod), c->resp,
+      std::get<PodLogRequest>(lr).KubeletTarget(pod), c->user.name, c->resp,
       [this, c](const ApiError& e) { ReplyError(*c, e); },
       [this, c] {
         c->responded = true;
@@ -2229,7 +2229,7 @@ void ApiServer::Impl::PodExec(const std::shared_ptr<Call>& c) {
   pod_exec->Exec(
       std::get<KubeletEndpoint>(ep),
       std::get<PodExecRequest>(er).KubeletTarget(pod),
-      std::move(std::get<ExecUpgrade>(up)), c->resp,
+      std::move(std::get<ExecUpgrade>(up)), c->user.name, c->resp,
       [this, c](const ApiError& e) { ReplyError(*c, e); },
       [this, c] {
         c->responded = true;
@@ -3115,13 +3115,17 @@ Status ApiServer::Start() {
     m.token_authenticators.push_back(m.service_account_tokens->authenticator());
   }
   RETURN_IF_ERROR(m.SetupAuth());
-  m.kubelet_logs = std::make_unique<KubeletLogProxy>(
-      KubeletClientOptions{.tls = m.opts.kubelet_tls, .clock = m.opts.clock});
-  m.pod_exec = std::make_unique<PodExecProxy>(
-      PodExecOptions{.tls = m.opts.kubelet_tls,
-                     .max_streams = m.opts.max_exec_streams,
-                     .idle_timeout = m.opts.exec_idle_timeout,
-                     .clock = m.opts.clock});
+  m.kubelet_logs = std::make_unique<KubeletLogProxy>(KubeletClientOptions{
+      .tls = m.opts.kubelet_tls,
+      .max_streams = m.opts.max_log_streams,
+      .max_streams_per_user = m.opts.max_kubelet_streams_per_user,
+      .clock = m.opts.clock});
+  m.pod_exec = std::make_unique<PodExecProxy>(PodExecOptions{
+      .tls = m.opts.kubelet_tls,
+      .max_streams = m.opts.max_exec_streams,
+      .max_streams_per_user = m.opts.max_kubelet_streams_per_user,
+      .idle_timeout = m.opts.exec_idle_timeout,
+      .clock = m.opts.clock});
   for (const auto& b : m.backends) {
     RETURN_IF_ERROR(b->cacher->Start());
   }

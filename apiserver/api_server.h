@@ -191,6 +191,11 @@ struct ApiServerOptions {
   // how long one may stay silent both ways.
   int max_exec_streams = 256;
   Duration exec_idle_timeout = std::chrono::minutes(30);
+  // pods/log streams at once (429 beyond).
+  int max_log_streams = 256;
+  // pods/exec sessions, and pods/log streams, of one authenticated user at
+  // once (429 beyond), so that one user cannot take every slot.
+  int max_kubelet_streams_per_user = 64;
 
   // Events are stored with a lease of this TTL.
   Duration event_ttl = hours(1);

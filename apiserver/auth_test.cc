@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -14,8 +15,10 @@
 
 #include "apiserver/test_server.h"
 #include "base/base64.h"
+#include "base/mutex.h"
 #include "base/subprocess.h"
 #include "net/http_client.h"
+#include "net/http_server.h"
 #include "net/pki.h"
 #include "net/tls.h"
 
@@ -83,8 +86,11 @@ class AuthTest : public ::testing::Test {
       o->tls = *tls;
       o->auth.enabled = true;
       o->auth.token_auth_file = dir_ + "/tokens.csv";
+      Tweak(o);
     });
   }
+  // Options a derived fixture changes.
+  virtual void Tweak(ApiServerOptions*) {}
   void TearDown() override {
     server_.reset();
     std::error_code ec;
@@ -860,6 +866,101 @@ TEST(AuthOptionsTest, UnknownAuthorizationModeIsRefused) {
   Status s = api.Start();
   EXPECT_TRUE(s.Is(StatusCode::kInvalidArgument)) << s;
   EXPECT_EQ(s.message(), "authorization-mode \"ABAC\" is not a valid mode");
+}
+
+// pods/log streams (and exec sessions, through the same slots) are
+// counted per user: one user with --max-streams-per-user streams open gets
+// 429 for the next, while another user still gets one. A kubelet that
+// keeps every log open stands in for `kubectl logs -f`.
+class AuthStreamLimitTest : public AuthTest {
+ protected:
+  void Tweak(ApiServerOptions* o) override {
+    o->max_kubelet_streams_per_user = 1;
+  }
+};
+
+TEST_F(AuthStreamLimitTest, OneUserCannotTakeEveryLogStream) {
+  Mutex mu;
+  std::vector<std::shared_ptr<net::Responder>> open;
+  net::HttpServer kubelet({.name = "fake-kubelet"});
+  kubelet.HandlePrefix(
+      "GET", "/containerLogs/",
+      [&](const net::HttpRequest&, std::shared_ptr<net::Responder> r) {
+        r->StartStream(200, {{"Content-Type", "text/plain"}});
+        r->Write("started\n");
+        MutexLock l(&mu);
+        open.push_back(std::move(r));  // kept open until the kubelet stops
+      });
+  ASSERT_TRUE(kubelet.Start().ok());
+  ASSERT_EQ(Do(admin_, "POST", "/api/v1/nodes",
+               R"({"metadata":{"name":"node-1"},"status":{"addresses":[
+                   {"type":"ExternalIP","address":"127.0.0.1"}],
+                   "daemonEndpoints":{"kubeletEndpoint":{"Port":)" +
+                   std::to_string(kubelet.port()) + "}}}}")
+                .code,
+            201);
+  ASSERT_EQ(Do(admin_, "POST", "/api/v1/namespaces/default/pods",
+               R"({"metadata":{"name":"web"},"spec":{"nodeName":"node-1",
+                   "containers":[{"name":"a","image":"nginx"}]}})")
+                .code,
+            201);
+  ASSERT_EQ(Do(admin_, "POST",
+               "/apis/rbac.authorization.k8s.io/v1/namespaces/default/"
+               "rolebindings",
+               R"({"metadata":{"name":"readers"},
+                   "roleRef":{"kind":"ClusterRole","name":"view"},
+                   "subjects":[{"kind":"User","name":"alice"},
+                               {"kind":"User","name":"bob"}]})")
+                .code,
+            201);
+  const std::string log =
+      "/api/v1/namespaces/default/pods/web/log?container=a&follow=true";
+  // Alice's first stream stays open on a thread of its own.
+  net::CancelToken cancel;
+  Mutex started_mu;
+  std::condition_variable started_cv;
+  bool started = false;
+  ASSERT_EQ(AwaitCode(200,
+                      [&] {
+                        return Do(alice_, "GET",
+                                  "/api/v1/namespaces/default/pods/web");
+                      })
+                .code,
+            200);
+  std::thread follower([&] {
+    auto r = Client(alice_)->Stream(
+        "GET", log, {}, "",
+        [&](std::string_view) {
+          MutexLock l(&started_mu);
+          started = true;
+          started_cv.notify_all();
+          return true;
+        },
+        &cancel);
+    if (r.ok()) {  // else cancelled
+      EXPECT_EQ(r->status, 200);
+    }
+  });
+  {
+    MutexLock l(&started_mu);
+    ASSERT_TRUE(started_cv.wait_for(l.native(), std::chrono::seconds(20), [&] {
+      return started;
+    })) << "alice's first stream did not start";
+  }
+  Response second = Do(alice_, "GET", log);
+  EXPECT_EQ(second.code, 429) << second.body;
+  EXPECT_EQ(second.Str({"message"}),
+            "too many pod log streams for user \"alice\" (at most 1 at "
+            "once), please try again later");
+  // Bob is another user: his stream starts.
+  auto bob =
+      Client()->Stream("GET", log, {{"Authorization", "Bearer bob-token-123"}},
+                       "", [](std::string_view) { return false; });
+  ASSERT_TRUE(bob.ok()) << bob.status();
+  EXPECT_EQ(bob->status, 200);
+  cancel.Cancel();
+  follower.join();
+  kubelet.Stop();
 }
 
 }  // namespace

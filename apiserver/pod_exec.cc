@@ -420,16 +420,17 @@ std::unique_ptr<ClientTransport> MakeTransport(const ExecUpgrade& up,
 PodExecProxy::PodExecProxy(PodExecOptions options)
     : options_(std::move(options)),
       clock_(options_.clock != nullptr ? options_.clock : Clock::Real()),
-      threads_(options_.max_streams) {}
+      threads_(options_.max_streams, options_.max_streams_per_user) {}
 
 PodExecProxy::~PodExecProxy() { Stop(); }
 
 void PodExecProxy::Exec(const KubeletEndpoint& ep, std::string target,
-                        ExecUpgrade upgrade, std::shared_ptr<net::Responder> r,
+                        ExecUpgrade upgrade, const std::string& user,
+                        std::shared_ptr<net::Responder> r,
                         std::function<void(const ApiError&)> on_error,
                         std::function<void()> on_start) {
   std::optional<ApiError> refused = threads_.Start(
-      "too many exec streams, please try again later",
+      "exec streams", user,
       [this, ep, target = std::move(target), upgrade = std::move(upgrade),
        r = std::move(r), on_error,
        on_start = std::move(on_start)](uint64_t id) mutable {

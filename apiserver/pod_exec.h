@@ -117,6 +117,8 @@ ApiResult<ExecUpgrade> ParseExecUpgrade(const net::HttpRequest& req);
 struct PodExecOptions {
   std::shared_ptr<const net::TlsContext> tls;  // as KubeletClientOptions
   int max_streams = 256;
+  // Sessions of one user at once (KubeletStreamThreads).
+  int max_streams_per_user = 64;
   Duration idle_timeout = std::chrono::minutes(30);
   size_t max_frame_bytes = 256 * 1024;
   // SPDY: the client must open its streams within this (kube's
@@ -137,11 +139,11 @@ class PodExecProxy {
   // Starts the exec at the kubelet `ep` (POST `target`) on a thread of its
   // own; on its 200, on_start() and the client's upgrade (101), then the
   // streams both ways until either side ends. Anything before the 101 that
-  // fails ends in one on_error (429 over max_streams, called before Exec
-  // returns; the kubelet's error; 503 unreachable) and nothing written to
-  // `r`.
+  // fails ends in one on_error (429 over max_streams or over
+  // max_streams_per_user of `user`, called before Exec returns; the
+  // kubelet's error; 503 unreachable) and nothing written to `r`.
   void Exec(const KubeletEndpoint& ep, std::string target, ExecUpgrade upgrade,
-            std::shared_ptr<net::Responder> r,
+            const std::string& user, std::shared_ptr<net::Responder> r,
             std::function<void(const ApiError&)> on_error,
             std::function<void()> on_start);
 

@@ -185,7 +185,7 @@ TEST(PodExecProxyTest, AClientThatStopsReadingLosesItsSession) {
         proxy.Exec(
             {"127.0.0.1", kubelet.port()},
             "/exec/default/web/a?command=cat&output=1",
-            std::get<ExecUpgrade>(up), r,
+            std::get<ExecUpgrade>(up), "", r,
             [](const ApiError& e) { ADD_FAILURE() << e.message; }, [] {});
       });
   ASSERT_TRUE(api.Start().ok());

@@ -171,16 +171,30 @@ ApiResult<KubeletEndpoint> KubeletEndpointFor(
 KubeletStreamThreads::~KubeletStreamThreads() { Stop(); }
 
 std::optional<ApiError> KubeletStreamThreads::Start(
-    std::string_view busy, std::function<void(uint64_t id)> fn) {
+    std::string_view what, const std::string& user,
+    std::function<void(uint64_t id)> fn) {
   JoinFinished();
   MutexLock l(&mu_);
   if (stopped_) {
     return ApiError::ServiceUnavailable("the server is shutting down");
   }
   if (static_cast<int>(threads_.size()) >= max_) {
-    return ApiError::TooManyRequests(busy, 1);
+    return ApiError::TooManyRequests(
+        "too many " + std::string(what) + ", please try again later", 1);
+  }
+  if (!user.empty()) {
+    int& mine = per_user_[user];
+    if (mine >= max_per_user_) {
+      return ApiError::TooManyRequests(
+          "too many " + std::string(what) + " for user " + GoQuote(user) +
+              " (at most " + std::to_string(max_per_user_) +
+              " at once), please try again later",
+          1);
+    }
+    ++mine;
   }
   const uint64_t id = ++next_id_;
+  if (!user.empty()) user_of_[id] = user;
   threads_[id] = std::thread(std::move(fn), id);
   return std::nullopt;
 }
@@ -203,6 +217,10 @@ void KubeletStreamThreads::Finished(uint64_t id) {
   MutexLock l(&mu_);
   cancels_.erase(id);
   finished_.push_back(id);
+  if (auto it = user_of_.find(id); it != user_of_.end()) {
+    if (--per_user_[it->second] == 0) per_user_.erase(it->second);
+    user_of_.erase(it);
+  }
 }
 
 int KubeletStreamThreads::Active() {
@@ -234,6 +252,8 @@ void KubeletStreamThreads::Stop() {
     threads = std::move(threads_);
     threads_.clear();
     finished_.clear();
+    user_of_.clear();
+    per_user_.clear();
   }
   for (auto& [id, t] : threads) t.join();
 }
@@ -242,18 +262,20 @@ void KubeletStreamThreads::Stop() {
 // KubeletLogProxy
 
 KubeletLogProxy::KubeletLogProxy(KubeletClientOptions options)
-    : options_(std::move(options)), threads_(options_.max_streams) {}
+    : options_(std::move(options)),
+      threads_(options_.max_streams, options_.max_streams_per_user) {}
 
 KubeletLogProxy::~KubeletLogProxy() { Stop(); }
 
 void KubeletLogProxy::Stop() { threads_.Stop(); }
 
 void KubeletLogProxy::Stream(const KubeletEndpoint& ep, std::string target,
+                             const std::string& user,
                              std::shared_ptr<net::Responder> r,
                              std::function<void(const ApiError&)> on_error,
                              std::function<void()> on_start) {
   std::optional<ApiError> refused = threads_.Start(
-      "too many pod log streams, please try again later",
+      "pod log streams", user,
       [this, ep, target = std::move(target), r = std::move(r), on_error,
        on_start = std::move(on_start)](uint64_t id) mutable {
         Run(id, ep, std::move(target), std::move(r), std::move(on_error),

@@ -85,6 +85,8 @@ struct KubeletClientOptions {
   // HTTP to the kubelet.
   std::shared_ptr<const net::TlsContext> tls;
   int max_streams = 256;
+  // Streams of one user at once (KubeletStreamThreads).
+  int max_streams_per_user = 64;
   Duration connect_timeout = seconds(5);
   // The kubelet's answer head must arrive within this time.
   Duration response_timeout = seconds(30);
@@ -98,19 +100,24 @@ struct KubeletClientOptions {
 };
 
 // The threads of streams to the kubelets (pods/log, pods/exec): each runs
-// on a thread of its own, at most `max_streams` at once, and may register
-// how to end it early; finished threads are joined at the next Start and
-// at Stop. Thread-safe.
+// on a thread of its own, at most `max_streams` at once and at most
+// `max_per_user` of one user (so one user cannot take every slot), and may
+// register how to end it early; finished threads are joined at the next
+// Start and at Stop. Thread-safe.
 class KubeletStreamThreads {
  public:
-  explicit KubeletStreamThreads(int max_streams) : max_(max_streams) {}
+  KubeletStreamThreads(int max_streams, int max_per_user)
+      : max_(max_streams), max_per_user_(max_per_user) {}
   ~KubeletStreamThreads();  // Stop()s
   KubeletStreamThreads(const KubeletStreamThreads&) = delete;
   KubeletStreamThreads& operator=(const KubeletStreamThreads&) = delete;
 
-  // Runs fn(id) on a new thread; fn must call Finished(id) last. Returns
-  // the refusal instead: 503 while stopping, 429 `busy` when full.
-  std::optional<ApiError> Start(std::string_view busy,
+  // Runs fn(id) on a new thread for `user` ("": nobody's, only the total
+  // counts); fn must call Finished(id) last. Returns the refusal instead:
+  // 503 while stopping; 429 when full ("too many <what>, please try again
+  // later") or when the user has max_per_user ("too many <what> for user
+  // "alice" (at most 64 at once), please try again later").
+  std::optional<ApiError> Start(std::string_view what, const std::string& user,
                                 std::function<void(uint64_t id)> fn)
       EXCLUDES(mu_);
   // How to end stream `id` early (Cancel, Stop); false when stopping.
@@ -126,12 +133,15 @@ class KubeletStreamThreads {
   void JoinFinished() EXCLUDES(mu_);
 
   const int max_;
+  const int max_per_user_;
   Mutex mu_;
   bool stopped_ GUARDED_BY(mu_) = false;
   uint64_t next_id_ GUARDED_BY(mu_) = 0;
   std::map<uint64_t, std::thread> threads_ GUARDED_BY(mu_);
   std::vector<uint64_t> finished_ GUARDED_BY(mu_);
   std::map<uint64_t, std::function<void()>> cancels_ GUARDED_BY(mu_);
+  std::map<uint64_t, std::string> user_of_ GUARDED_BY(mu_);  // running
+  std::map<std::string, int> per_user_ GUARDED_BY(mu_);
 };
 
 class KubeletLogProxy {
@@ -146,10 +156,10 @@ class KubeletLogProxy {
   // it arrives, then Finish); anything else ends in exactly one
   // on_error(...) and nothing written to `r`: the kubelet unreachable (503
   // naming it), a non-200 answer (its status and text), too many streams
-  // (429, called before Stream returns). The client going away cancels
-  // the kubelet request.
+  // in all or of `user` (429, called before Stream returns; "": only the
+  // total counts). The client going away cancels the kubelet request.
   void Stream(const KubeletEndpoint& ep, std::string target,
-              std::shared_ptr<net::Responder> r,
+              const std::string& user, std::shared_ptr<net::Responder> r,
               std::function<void(const ApiError&)> on_error,
               std::function<void()> on_start);
 

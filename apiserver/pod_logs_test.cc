@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <condition_variable>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -223,7 +224,7 @@ TEST(KubeletLogProxyTest, ALogStreamsAtItsClientsPace) {
   KubeletLogProxy proxy(options);
   auto client = std::make_shared<SlowClient>();
   proxy.Stream(
-      {"127.0.0.1", kubelet.port()}, "/containerLogs/default/web/a", client,
+      {"127.0.0.1", kubelet.port()}, "/containerLogs/default/web/a", "", client,
       [](const ApiError& e) { ADD_FAILURE() << e.message; }, [] {});
   do {
     client->AwaitStalled();
@@ -233,6 +234,59 @@ TEST(KubeletLogProxyTest, ALogStreamsAtItsClientsPace) {
   EXPECT_LE(client->most_waiting(), options.log_high_water_bytes + (1 << 20));
   proxy.Stop();
   kubelet.Stop();
+}
+
+// At most max_streams at once, and at most max_per_user of one user; a
+// finished stream gives its user's slot back; "" counts only in the total.
+TEST(KubeletStreamThreads, OneUserCannotTakeEverySlot) {
+  KubeletStreamThreads threads(4, 2);
+  Mutex mu;
+  std::condition_variable cv;
+  std::set<std::string> released;
+  int finished = 0;
+  auto start = [&](const std::string& user) {
+    return threads.Start("pod log streams", user, [&, user](uint64_t id) {
+      {
+        MutexLock l(&mu);
+        cv.wait(l.native(), [&] { return released.count(user) > 0; });
+      }
+      threads.Finished(id);
+      MutexLock l(&mu);
+      ++finished;
+      cv.notify_all();
+    });
+  };
+  EXPECT_FALSE(start("alice").has_value());
+  EXPECT_FALSE(start("alice").has_value());
+  std::optional<ApiError> third = start("alice");
+  ASSERT_TRUE(third.has_value());
+  EXPECT_EQ(third->code, 429);
+  EXPECT_EQ(third->message,
+            "too many pod log streams for user \"alice\" (at most 2 at once), "
+            "please try again later");
+  EXPECT_FALSE(start("bob").has_value());
+  EXPECT_FALSE(start("").has_value());
+  std::optional<ApiError> full = start("carol");
+  ASSERT_TRUE(full.has_value());
+  EXPECT_EQ(full->code, 429);
+  EXPECT_EQ(full->message, "too many pod log streams, please try again later");
+  {
+    MutexLock l(&mu);
+    released.insert("alice");
+    cv.notify_all();
+    cv.wait(l.native(), [&] { return finished == 2; });
+  }
+  EXPECT_EQ(threads.Active(), 2);
+  EXPECT_FALSE(start("carol").has_value());
+  EXPECT_FALSE(start("alice").has_value());
+  {
+    MutexLock l(&mu);
+    released.insert("bob");
+    released.insert("");
+    released.insert("carol");
+    cv.notify_all();
+  }
+  threads.Stop();
 }
 
 }  // namespace

@@ -92,6 +92,8 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
   std::vector<std::string> kubelet_address_types =
       ApiServerOptions().kubelet_preferred_address_types;
   int max_exec_streams = ApiServerOptions().max_exec_streams;
+  int max_log_streams = ApiServerOptions().max_log_streams;
+  int max_streams_per_user = ApiServerOptions().max_kubelet_streams_per_user;
   Duration exec_idle_timeout = ApiServerOptions().exec_idle_timeout;
   ServingTlsFlags serving(flags, {.served = "the API",
                                   .origin = "kube-apiserver's",
@@ -263,6 +265,11 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
       "ExternalIP).");
   flags.Int("max-exec-streams", &max_exec_streams,
             "pods/exec sessions open at once; more get 429.");
+  flags.Int("max-log-streams", &max_log_streams,
+            "pods/log streams open at once; more get 429.");
+  flags.Int("max-streams-per-user", &max_streams_per_user,
+            "pods/exec sessions, and pods/log streams, one user may have "
+            "open at once; more get 429 (one user cannot take every slot).");
   flags.Duration("exec-idle-timeout", &exec_idle_timeout,
                  "A pods/exec session with no byte either way for this long "
                  "is closed (kube's kubelet --streaming-connection-idle-"
@@ -292,6 +299,11 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
   if (body_timeout < Duration::zero()) {
     return fail(
         InvalidArgumentError("--request-body-timeout must not be negative"));
+  }
+  if (max_exec_streams < 1 || max_log_streams < 1 || max_streams_per_user < 1) {
+    return fail(InvalidArgumentError(
+        "--max-exec-streams, --max-log-streams and --max-streams-per-user "
+        "must be at least 1"));
   }
   if (watch_cache_json_max_bytes < 1) {
     return fail(InvalidArgumentError(
@@ -448,6 +460,8 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
   o.kubelet_tls = *kubelet_tls;
   o.kubelet_preferred_address_types = kubelet_address_types;
   o.max_exec_streams = max_exec_streams;
+  o.max_log_streams = max_log_streams;
+  o.max_kubelet_streams_per_user = max_streams_per_user;
   o.exec_idle_timeout = exec_idle_timeout;
   ApiServer server(o);
   if (Status st = server.Start(); !st.ok()) return fail(st);

@@ -28,6 +28,10 @@ TEST(ApiServerFlagsTest, NegativeLimitsAndTimeoutsAreRefused) {
       {"--watch-cache-json-max-bytes=0",
        "--watch-cache-json-max-bytes must be at least 1"},
       {"--watch-send-threads=65", "--watch-send-threads must be in 0..64"},
+      {"--max-exec-streams=0", "--max-streams-per-user must be at least 1"},
+      {"--max-log-streams=0", "--max-streams-per-user must be at least 1"},
+      {"--max-streams-per-user=0",
+       "--max-streams-per-user must be at least 1"},
       {"--request-timeout=soon", "request-timeout"},
   };
   for (const auto& [flag, want] : cases) {

@@ -188,6 +188,71 @@ TEST(ApiRestTest, GenerateNameAddsFiveCharacters) {
   EXPECT_EQ(s.Get(std::string(kConfigMaps) + "/" + name).code, 200);
 }
 
+// A name the client chose is never replaced: with generateName set too,
+// a collision is 409 (kube ignores generateName when a name is given). It
+// used to be retried under "<name minus 5 characters><suffix>", so a
+// Namespace "prod" became "prodXXXXX" labelled
+// kubernetes.io/metadata.name=prod.
+TEST(ApiRestTest, AChosenNameIsNeverReplacedOnACollision) {
+  TestServer s;
+  ASSERT_EQ(
+      s.Post("/api/v1/namespaces", R"({"metadata":{"name":"prod"}})").code,
+      201);
+  Response again =
+      s.Post("/api/v1/namespaces",
+             R"({"metadata":{"name":"prod","generateName":"x-"}})");
+  ExpectStatus(again, 409, "AlreadyExists");
+  Response dry = s.Post("/api/v1/namespaces?dryRun=All",
+                        R"({"metadata":{"name":"prod","generateName":"x-"}})");
+  ExpectStatus(dry, 409, "AlreadyExists");
+  ASSERT_EQ(s.Post(kConfigMaps, R"({"metadata":{"name":"a"}})").code, 201);
+  ExpectStatus(
+      s.Post(kConfigMaps, R"({"metadata":{"name":"a","generateName":"b-"}})"),
+      409, "AlreadyExists");
+  Response namespaces = s.Get("/api/v1/namespaces");
+  for (const auto& ns : namespaces.json["items"].GetArray()) {
+    const std::string name = ns["metadata"]["name"].GetString();
+    EXPECT_TRUE(name == "prod" || name.rfind("prod", 0) != 0) << name;
+  }
+  EXPECT_EQ(s.Get(kConfigMaps).json["items"].Size(), 1u);
+}
+
+// As kube's namespace REST, namespaces have no deletecollection: one DELETE
+// of the collection deleted every namespace before `default` (refused) in
+// key order.
+TEST(ApiRestTest, NamespacesHaveNoDeleteCollection) {
+  TestServer s;
+  ASSERT_EQ(s.Post("/api/v1/namespaces", R"({"metadata":{"name":"app"}})").code,
+            201);
+  Response d = s.Delete("/api/v1/namespaces");
+  ExpectStatus(d, 405, "MethodNotAllowed");
+  Response app = s.Get("/api/v1/namespaces/app");
+  ASSERT_EQ(app.code, 200);
+  EXPECT_EQ(app.At({"metadata", "deletionTimestamp"}), nullptr);
+  Response discovery = s.Get("/api/v1");
+  for (const auto& r : discovery.json["resources"].GetArray()) {
+    if (std::string(r["name"].GetString()) != "namespaces") continue;
+    for (const auto& v : r["verbs"].GetArray()) {
+      EXPECT_STRNE(v.GetString(), "deletecollection");
+    }
+  }
+}
+
+// A /status update cannot relabel a namespace either: defaulting sets the
+// kubernetes.io/metadata.name label on every write, as kube's.
+TEST(ApiRestTest, ANamespaceStatusUpdateKeepsItsNameLabel) {
+  TestServer s;
+  ASSERT_EQ(s.Post("/api/v1/namespaces", R"({"metadata":{"name":"app"}})").code,
+            201);
+  Response st = s.Patch(
+      "/api/v1/namespaces/app/status",
+      R"({"metadata":{"labels":{"kubernetes.io/metadata.name":"prod"}}})",
+      "application/merge-patch+json");
+  ASSERT_EQ(st.code, 200) << st.body;
+  EXPECT_EQ(st.Str({"metadata", "labels", "kubernetes.io/metadata.name"}),
+            "app");
+}
+
 TEST(ApiRestTest, NamespaceRules) {
   TestServer s;
   Response mismatch =

@@ -98,6 +98,20 @@ Duration CreateAndAwaitEstablished(TestServer& s, const std::string& crd,
   return Clock::Real()->Now() - start;
 }
 
+// Deletes the CRD and waits (on a watch of it) until it is gone, which the
+// apiserver allows once its objects are. False if it never went.
+bool DeleteAndAwaitGone(TestServer& s, const std::string& name) {
+  auto w = s.Watch(std::string(kCrds) +
+                   "?watch=1&fieldSelector=metadata.name%3D" + name);
+  Response d = s.Delete(std::string(kCrds) + "/" + name);
+  EXPECT_EQ(d.code, 200) << d.body;
+  for (;;) {
+    rapidjson::Document e = w->NextJson();
+    if (!e.IsObject()) return false;
+    if (std::string(e["type"].GetString()) == "DELETED") return true;
+  }
+}
+
 TEST(CrdTest, CreatedCrdIsServedAndEstablished) {
   TestServer s;
   EXPECT_EQ(s.Get(kWidgets).code, 404);
@@ -768,18 +782,8 @@ TEST(CrdTest, DeletingTheCrdDeletesItsObjects) {
   CreateAndAwaitEstablished(s, WidgetCrd(), "widgets.example.com");
   ASSERT_EQ(s.Post(kWidgets, Widget("a", 1)).code, 201);
   ASSERT_EQ(s.Post(kWidgets, Widget("b", 2)).code, 201);
-  auto w =
-      s.Watch(std::string(kCrds) +
-              "?watch=1&fieldSelector=metadata.name%3Dwidgets.example.com");
-  Response d = s.Delete(std::string(kCrds) + "/widgets.example.com");
-  EXPECT_EQ(d.code, 200) << d.body;
-  bool gone = false;
-  while (!gone) {
-    rapidjson::Document e = w->NextJson();
-    if (!e.IsObject()) break;
-    gone = std::string(e["type"].GetString()) == "DELETED";
-  }
-  ASSERT_TRUE(gone) << "the CRD was not deleted";
+  ASSERT_TRUE(DeleteAndAwaitGone(s, "widgets.example.com"))
+      << "the CRD was not deleted";
   EXPECT_EQ(s.Get(kWidgets).code, 404);
   EXPECT_EQ(s.Get("/apis/example.com/v1").code, 404);
 
@@ -804,17 +808,8 @@ TEST(CrdTest, DeletingACrdThatServesNothingDeletesItsObjects) {
       R"({"op":"replace","path":"/spec/versions/1/served","value":false}])",
       "application/json-patch+json");
   ASSERT_EQ(unserved.code, 200) << unserved.body;
-  auto w =
-      s.Watch(std::string(kCrds) +
-              "?watch=1&fieldSelector=metadata.name%3Dwidgets.example.com");
-  ASSERT_EQ(s.Delete(crd).code, 200);
-  bool gone = false;
-  while (!gone) {
-    rapidjson::Document e = w->NextJson();
-    if (!e.IsObject()) break;
-    gone = std::string(e["type"].GetString()) == "DELETED";
-  }
-  ASSERT_TRUE(gone) << "the CRD was not deleted";
+  ASSERT_TRUE(DeleteAndAwaitGone(s, "widgets.example.com"))
+      << "the CRD was not deleted";
   CreateAndAwaitEstablished(s, WidgetCrd(), "widgets.example.com");
   Response l = s.Get(kWidgets);
   ASSERT_EQ(l.code, 200) << l.body;
@@ -1027,16 +1022,7 @@ TEST(CrdTest, SchemasArePublishedInBothOpenApiDocuments) {
   EXPECT_NE(s.Get("/openapi/v2").body.find("Changed."), std::string::npos);
 
   // Deleted: gone from both.
-  auto w = s.Watch(std::string(kCrds) +
-                   "?watch=1&fieldSelector=metadata.name%3Dgizmos.example.io");
-  ASSERT_EQ(s.Delete(std::string(kCrds) + "/gizmos.example.io").code, 200);
-  bool gone = false;
-  while (!gone) {
-    rapidjson::Document e = w->NextJson();
-    if (!e.IsObject()) break;
-    gone = std::string(e["type"].GetString()) == "DELETED";
-  }
-  ASSERT_TRUE(gone);
+  ASSERT_TRUE(DeleteAndAwaitGone(s, "gizmos.example.io"));
   // The apiserver stops serving a CRD before it releases it.
   EXPECT_EQ(s.Get("/openapi/v3/apis/example.io/v1").code, 404);
   Response v2_after = s.Get("/openapi/v2");

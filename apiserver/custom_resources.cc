@@ -339,16 +339,9 @@ class CrdStrategyImpl : public Strategy {
     const Path path = Path("status").Child("storedVersions");
     const rapidjson::Document c = objects::ContentOf(u);
     const rapidjson::Value* status = Member(c, "status");
-    const rapidjson::Value* stored =
-        status != nullptr ? Member(*status, "storedVersions") : nullptr;
-    std::vector<std::string> names;
-    if (stored != nullptr && stored->IsArray()) {
-      for (const rapidjson::Value& v : stored->GetArray()) {
-        names.push_back(v.IsString()
-                            ? std::string(v.GetString(), v.GetStringLength())
-                            : std::string());
-      }
-    }
+    const std::vector<std::string> names =
+        status != nullptr ? StrListMember(*status, "storedVersions")
+                          : std::vector<std::string>();
     if (names.empty()) {
       errs.push_back(
           validation::Invalid(path, validation::GoStringSlice(names),

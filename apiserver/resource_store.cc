@@ -310,8 +310,16 @@ std::optional<ApiError> ResourceStore::PrepareCreate(std::string_view ns,
 }
 
 ApiResult<WriteResult> ResourceStore::CreateWithRetries(
-    std::string_view ns, MutableObject obj, const WriteContext& ctx) {
-  const bool generated = !MetaOf(*obj).generatename().empty();
+    std::string_view ns, MutableObject obj, bool generated,
+    const WriteContext& ctx) {
+  // Another name from generateName, prepared again as kube's retry runs
+  // BeforeCreate again (a Namespace's name label follows its name).
+  auto rename = [&](const std::string& name) {
+    objects::MutableObjectMeta(obj.get())->set_name(
+        name.substr(0, name.size() - machinery::kGenerateNameSuffixLength) +
+        GenerateNameSuffix());
+    strategy_->PrepareForCreate(obj.get());
+  };
   const int64_t ttl =
       resource_->resource == "events" &&
               (resource_->gv.group.empty() ||
@@ -324,10 +332,7 @@ ApiResult<WriteResult> ResourceStore::CreateWithRetries(
       StatusOr<ObjectPtr> existing = store_->Get(ns, name, 0);
       if (existing.ok()) {
         if (generated && attempt + 1 < kMaxGenerateNameAttempts) {
-          objects::MutableObjectMeta(obj.get())->set_name(
-              name.substr(0,
-                          name.size() - machinery::kGenerateNameSuffixLength) +
-              GenerateNameSuffix());
+          rename(name);
           continue;
         }
         return ApiError::AlreadyExists(*resource_, name);
@@ -341,9 +346,7 @@ ApiResult<WriteResult> ResourceStore::CreateWithRetries(
     if (r.ok()) return WriteResult{*r, true};
     if (r.status().Is(StatusCode::kAlreadyExists) && generated &&
         attempt + 1 < kMaxGenerateNameAttempts) {
-      objects::MutableObjectMeta(obj.get())->set_name(
-          name.substr(0, name.size() - machinery::kGenerateNameSuffixLength) +
-          GenerateNameSuffix());
+      rename(name);
       continue;
     }
     if (r.status().Is(StatusCode::kAlreadyExists)) {
@@ -357,6 +360,10 @@ ApiResult<WriteResult> ResourceStore::Create(std::string_view ns,
                                              MutableObject obj,
                                              const WriteContext& ctx) {
   const WallTime now = options_.clock->WallNow();
+  // A name from generateName is retried on a collision; a name the client
+  // chose never is (kube ignores generateName then).
+  const bool generated =
+      MetaOf(*obj).name().empty() && !MetaOf(*obj).generatename().empty();
   if (std::optional<ApiError> e = PrepareCreate(ns, obj.get(), ctx, now)) {
     return *e;
   }
@@ -372,7 +379,8 @@ ApiResult<WriteResult> ResourceStore::Create(std::string_view ns,
     allocated =
         std::get<std::unique_ptr<WriteAllocator::Pending>>(std::move(a));
   }
-  ApiResult<WriteResult> r = CreateWithRetries(ns, std::move(obj), ctx);
+  ApiResult<WriteResult> r =
+      CreateWithRetries(ns, std::move(obj), generated, ctx);
   // A failed create gives its allocations back (allocated's destructor).
   if (allocated != nullptr && !IsError(r)) allocated->Commit();
   return r;

@@ -219,8 +219,10 @@ class ResourceStore {
   ApiResult<WriteResult> DoUpdate(std::string_view ns, std::string_view name,
                                   bool create_if_missing, bool dry_run,
                                   const UpdateFn& fn);
+  // Creates `obj`; `generated`: its name came from generateName, and
+  // another is tried on a collision.
   ApiResult<WriteResult> CreateWithRetries(std::string_view ns,
-                                           MutableObject obj,
+                                           MutableObject obj, bool generated,
                                            const WriteContext& ctx);
 
   // managedFields bookkeeping for a non-apply write.

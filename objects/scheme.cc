@@ -524,6 +524,11 @@ void Scheme::RegisterBuiltins(Scheme* s) {
     r->short_names = spec.short_names;
     r->categories = spec.categories;
     r->verbs = kStandardVerbs;
+    if (r->resource == "namespaces") {
+      // kube's namespace REST has no DeleteCollection: one DELETE of the
+      // collection would take every namespace and all in them (405).
+      std::erase(r->verbs, "deletecollection");
+    }
     if (spec.status_subresource) {
       r->subresources.push_back({"status", r->kind, kStatusVerbs});
     }

@@ -17,6 +17,7 @@
 
 #include "base/logging.h"
 #include "base/mutex.h"
+#include "base/saturating.h"
 #include "schemas/grpc/election_services.grpc.pb.h"
 #include "schemas/grpc/lock_services.grpc.pb.h"
 #include "schemas/grpc/rpc_services.grpc.pb.h"
@@ -393,15 +394,17 @@ class WatchCall : public BidiStream<pb::WatchRequest, pb::WatchResponse> {
         w.set_created(true);
         if (id.ok()) {
           w.set_watch_id(*id);
-          next_id_ = std::max(next_id_, *id + 1);
+          // (a client may name any id, INT64_MAX too)
+          next_id_ = std::max(next_id_, SaturatingAdd(*id, 1));
           if (req.create_request().fragment()) fragment_.insert(*id);
           out.push_back(std::move(w));
         } else if (id.status().Is(StatusCode::kCompacted)) {
           // etcd creates the watch, then cancels it with the compaction
           // revision (and no header revision).
-          int64_t wid = req.create_request().watch_id() != 0
-                            ? req.create_request().watch_id()
-                            : next_id_++;
+          int64_t wid =
+              req.create_request().watch_id() != 0
+                  ? req.create_request().watch_id()
+                  : std::exchange(next_id_, SaturatingAdd(next_id_, 1));
           w.set_watch_id(wid);
           out.push_back(std::move(w));
           pb::WatchResponse c = NewResponse(false);

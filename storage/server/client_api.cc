@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <unordered_set>
+#include <utility>
 
 #include "base/base64.h"
 #include "base/crc32c.h"
@@ -12,6 +13,7 @@
 #include "base/logging.h"
 #include "base/mutex.h"
 #include "base/prometheus_text.h"
+#include "base/saturating.h"
 #include "storage/etcdjson/etcd_json.h"
 #include "storage/etcdjson/json_stream.h"
 #include "storage/mvcc/watch.h"
@@ -499,7 +501,8 @@ class WatchSession : public std::enable_shared_from_this<WatchSession> {
       w.set_created(true);
       if (id.ok()) {
         w.set_watch_id(*id);
-        next_id_ = std::max(next_id_, *id + 1);
+        // (a client may name any id, INT64_MAX too)
+        next_id_ = std::max(next_id_, SaturatingAdd(*id, 1));
         if (req.create_request().fragment()) fragment_.insert(*id);
         Write(w);
       } else if (id.status().Is(StatusCode::kCompacted)) {
@@ -507,7 +510,7 @@ class WatchSession : public std::enable_shared_from_this<WatchSession> {
         // revision (and no header revision).
         int64_t wid = req.create_request().watch_id() != 0
                           ? req.create_request().watch_id()
-                          : next_id_++;
+                          : std::exchange(next_id_, SaturatingAdd(next_id_, 1));
         w.set_watch_id(wid);
         Write(w);
         etcdserverpb::WatchResponse c = NewResponse(false);

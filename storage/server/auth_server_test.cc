@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <future>
+#include <mutex>
 
 #include "base/base64.h"
 #include "net/http_client.h"
@@ -74,6 +76,49 @@ class AuthServerTest : public ::testing::Test {
   std::unique_ptr<SingleMemberStore> store_;
   std::unique_ptr<net::HttpClient> client_;
 };
+
+// The password thread's queue is bounded: anyone may send Authenticate
+// for root, each costing ~100 ms of hashing, and a flood queued without
+// end (memory, and logins answered minutes later). Past the bound a
+// request is refused at once with etcd's "too many requests" (429 on the
+// gateway), and the queue takes work again once it drains.
+TEST_F(AuthServerTest, PasswordWorkIsBoundedAndRefusedWhenFull) {
+  StoreServer* s = store_->server();
+  std::mutex mu;
+  std::condition_variable cv;
+  bool started = false, release = false;
+  int ran = 0;
+  ASSERT_TRUE(s->SubmitPasswordWork([&] {
+    std::unique_lock<std::mutex> l(mu);
+    started = true;
+    cv.notify_all();
+    cv.wait(l, [&] { return release; });
+  }));
+  {
+    std::unique_lock<std::mutex> l(mu);
+    cv.wait(l, [&] { return started; });  // running: no longer queued
+  }
+  for (int i = 0; i < StoreServer::kMaxQueuedPasswordWork; ++i) {
+    ASSERT_TRUE(s->SubmitPasswordWork([&] {
+      std::lock_guard<std::mutex> l(mu);
+      ++ran;
+      cv.notify_all();
+    })) << i;
+  }
+  EXPECT_FALSE(s->SubmitPasswordWork([] { ADD_FAILURE() << "ran"; }));
+  net::HttpResponse r =
+      Post("/v3/auth/user/add", R"({"name":"bob","password":"bobpw"})");
+  EXPECT_EQ(r.status, 429) << r.body;
+  EXPECT_NE(r.body.find("etcdserver: too many requests"), std::string::npos)
+      << r.body;
+  {
+    std::unique_lock<std::mutex> l(mu);
+    release = true;
+    cv.notify_all();
+    cv.wait(l, [&] { return ran == StoreServer::kMaxQueuedPasswordWork; });
+  }
+  ExpectOk("/v3/auth/user/add", R"({"name":"bob","password":"bobpw"})");
+}
 
 TEST_F(AuthServerTest, GatewayChecksTheAuthorizationHeader) {
   SetupAndEnable();

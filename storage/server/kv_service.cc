@@ -252,14 +252,18 @@ void KvService::AuthApply(storagepb::AuthRequest req, std::string user,
   // thread; the others (roles, grants, enable) do not queue behind them.
   const bool hashes = AuthStore::PrepareHashes(req);
   auto submit = [s, hashes](std::function<void()> fn) {
-    if (hashes) {
-      s->SubmitPasswordWork(std::move(fn));
-    } else {
+    if (!hashes) {
       s->Submit(std::move(fn));
+      return true;
     }
+    return s->SubmitPasswordWork(std::move(fn));
   };
-  submit([s, req = std::move(req), user = std::move(user),
-          done = std::move(done)]() mutable {
+  // The job owns `done` until it runs; a refused job never runs, so the
+  // refusal answers through the same shared `done`.
+  auto answer = std::make_shared<ApplyCallback>(std::move(done));
+  const bool queued = submit([s, req = std::move(req), user = std::move(user),
+                              answer]() mutable {
+    ApplyCallback& done = *answer;
     StatusOr<storagepb::AuthRequest> prepared =
         s->auth()->Prepare(std::move(req));
     if (!prepared.ok()) {
@@ -271,6 +275,10 @@ void KvService::AuthApply(storagepb::AuthRequest req, std::string user,
     *ir.mutable_auth() = *std::move(prepared);
     s->ProposeAsync(std::move(ir), std::move(done));
   });
+  if (!queued) {
+    // etcd's ErrTooManyRequests (gRPC RESOURCE_EXHAUSTED; the gateway's 429).
+    (*answer)(ResourceExhaustedError("etcdserver: too many requests"));
+  }
 }
 
 void KvService::FillAuthHeader(StoreServer* s,

@@ -346,8 +346,17 @@ void StoreServer::Submit(std::function<void()> fn) {
   if (!read_pool_ || !read_pool_->Submit(fn)) fn();
 }
 
-void StoreServer::SubmitPasswordWork(std::function<void()> fn) {
-  if (!password_pool_ || !password_pool_->Submit(fn)) fn();
+bool StoreServer::SubmitPasswordWork(std::function<void()> fn) {
+  if (queued_password_work_.fetch_add(1) >= kMaxQueuedPasswordWork) {
+    queued_password_work_.fetch_sub(1);
+    return false;
+  }
+  auto counted = [this, fn = std::move(fn)] {
+    queued_password_work_.fetch_sub(1);
+    fn();
+  };
+  if (!password_pool_ || !password_pool_->Submit(counted)) counted();
+  return true;
 }
 
 void StoreServer::FillHeader(etcdserverpb::ResponseHeader* h) const {

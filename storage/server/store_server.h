@@ -145,8 +145,12 @@ class StoreServer : public KV, public PeerHandler {
   // Authenticate, UserAdd and UserChangePassword (PBKDF2, ~100 ms each), so
   // that a flood of them, which anyone may send, delays only each other,
   // never the reads, watch deliveries and lease renewals of the worker
-  // threads above. Runs it inline once stopped.
-  void SubmitPasswordWork(std::function<void()> fn);
+  // threads above. Runs it inline once stopped. At most
+  // kMaxQueuedPasswordWork wait at once (anyone may send Authenticate for
+  // root, and each costs ~100 ms): beyond, `fn` is not run and false is
+  // returned (the caller answers etcd's "etcdserver: too many requests").
+  static constexpr int kMaxQueuedPasswordWork = 64;
+  bool SubmitPasswordWork(std::function<void()> fn);
   // Fills header.cluster_id/member_id/raft_term (revision is the store's).
   void FillHeader(etcdserverpb::ResponseHeader* h) const;
 
@@ -321,6 +325,7 @@ class StoreServer : public KV, public PeerHandler {
   std::unique_ptr<mvcc::AutoCompactor> auto_compactor_;
   std::shared_ptr<net::WorkerPool> read_pool_;
   std::shared_ptr<net::WorkerPool> password_pool_;
+  std::atomic<int> queued_password_work_{0};
 
   std::atomic<bool> started_{false};
   std::atomic<bool> stopped_{false};

@@ -245,6 +245,11 @@ class BidiStream : public grpc::ServerBidiReactor<Req, Resp>,
     if (!writes_.ending()) this->StartRead(&req_);
   }
 
+  // Bytes sent and not yet written to the client.
+  size_t QueuedBytes() const { return writes_.queued_bytes(); }
+  // A write reached the client (QueuedBytes() went down).
+  virtual void Written() {}
+
  private:
   void Apply(const typename WriteQueue<Resp>::Step& step) {
     if (step.over) {
@@ -263,7 +268,10 @@ class BidiStream : public grpc::ServerBidiReactor<Req, Resp>,
     if (Handle(req_)) ReadNext();
   }
 
-  void OnWriteDone(bool ok) override { Apply(writes_.WriteDone(ok)); }
+  void OnWriteDone(bool ok) override {
+    Apply(writes_.WriteDone(ok));
+    if (ok) Written();
+  }
 
   void OnCancel() override { End(grpc::Status::CANCELLED); }
 
@@ -304,19 +312,46 @@ class WatchCall : public BidiStream<pb::WatchRequest, pb::WatchResponse> {
     *store = StoreRef();  // the stream does not pin the store
     // Runs on the writer's thread: only schedules a drain.
     stream_->SetNotify([weak] {
-      auto self = weak.lock();
-      if (!self || self->drain_scheduled_.exchange(true)) return;
-      StoreServer* s = self->server_;
-      s->Submit([self = std::move(self)] { self->Drain(); });
+      if (auto self = weak.lock()) self->ScheduleDrain();
     });
     return true;
   }
 
  private:
+  // Unsent bytes of the call past which Drain() leaves responses in the
+  // MVCC stream's bounded queue (as the JSON gateway's /v3/watch): a
+  // client that does not read holds about this much here, and once that
+  // queue is full its watchers become victims and re-read the log when it
+  // catches up, as etcd's do. Without it each stream buffered up to its
+  // 64 MiB cut-off.
+  static constexpr size_t kPaceBytes = 1 << 20;
+
+  void ScheduleDrain() {
+    if (drain_scheduled_.exchange(true)) return;
+    auto self =
+        std::static_pointer_cast<WatchCall>(BidiStream::shared_from_this());
+    server_->Submit([self = std::move(self)] { self->Drain(); });
+  }
+
+  void Written() override {
+    // Paused and the client took half of what waited: drain again.
+    if (paused_.load() && QueuedBytes() < kPaceBytes / 2 &&
+        paused_.exchange(false)) {
+      ScheduleDrain();
+    }
+  }
+
   void Drain() EXCLUDES(stream_mu_) {
     // Cleared before popping: a response queued after this point schedules
     // another drain, so none is stranded.
     drain_scheduled_.store(false);
+    if (QueuedBytes() >= kPaceBytes) {
+      // Paused first, then looked again: a write finishing in between
+      // either sees the pause (and schedules the drain) or left less
+      // queued for this look.
+      paused_.store(true);
+      if (QueuedBytes() >= kPaceBytes || !paused_.exchange(false)) return;
+    }
     std::vector<mvcc::WatchItem> items;
     MutexLock l(&stream_mu_);
     if (!stream_ || stream_->PopAll(&items) == 0) return;
@@ -442,6 +477,7 @@ class WatchCall : public BidiStream<pb::WatchRequest, pb::WatchResponse> {
   StoreServer* const server_;
   const CallIdentity caller_;
   std::atomic<bool> drain_scheduled_{false};
+  std::atomic<bool> paused_{false};  // Drain() left responses for Written()
   // Taken before BidiStream's own lock (Send), never after.
   Mutex stream_mu_;
   std::unique_ptr<mvcc::WatchStream> stream_ GUARDED_BY(stream_mu_);

@@ -252,6 +252,38 @@ TEST_F(WatchFragmentTest, EventOverTheLimitIsDeliveredAlone) {
 
 // The JSON gateway: each piece its own message, `"fragment":true` where
 // etcd's gateway prints it (before "events"), nothing on the last piece.
+// A Watch stream whose client does not read holds about a megabyte of
+// output; the rest waits in the MVCC stream's bounded queue and, once that
+// is full, nowhere: its watcher becomes a victim that re-reads the log
+// when the client catches up (as the JSON gateway's /v3/watch, and etcd).
+// Without the pacing the stream buffered all 25 MiB (up to its 64 MiB
+// cut-off) and its watcher never fell behind.
+TEST_F(WatchFragmentTest, AStreamThatIsNotReadIsPaced) {
+  auto s = Open();
+  Create(s.get(), 1, "p/", 0, false, false);
+  const std::string value(64 << 10, 'v');
+  for (int i = 0; i < 400; ++i) {  // 25 MiB of events
+    member_.MustPut("p/" + std::to_string(i), value);
+  }
+  StatusOr<StoreRef> store = member_.server()->ReadStore();
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_EQ((*store)->GetWatchStats().victims, 1u)
+      << "the stream's responses were all moved into its write queue";
+  *store = StoreRef();
+  // Read now, the client gets every event, in order.
+  int events = 0;
+  while (events < 400) {
+    pb::WatchResponse r;
+    ASSERT_TRUE(s->rw->Read(&r)) << "after " << events << " events";
+    ASSERT_FALSE(r.canceled()) << r.DebugString();
+    for (const auto& e : r.events()) {
+      EXPECT_EQ(e.kv().key(), "p/" + std::to_string(events));
+      ++events;
+    }
+  }
+  s->ctx.TryCancel();
+}
+
 // A client may name any watch id, the largest int64 too (the next id
 // after it was computed with a signed overflow, fatal under the
 // sanitizers); its events come under that id, over gRPC and JSON.

@@ -101,6 +101,12 @@ class WriteQueue {
     return ending_;
   }
 
+  // Bytes queued and not yet written (the write in flight included).
+  size_t queued_bytes() const EXCLUDES(mu_) {
+    MutexLock l(&mu_);
+    return queued_bytes_;
+  }
+
   // The status to finish with; read only once a Step or End said finish
   // (it is written before ending_ is published, and never again).
   const grpc::Status& status() const { return status_; }

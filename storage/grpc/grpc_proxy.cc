@@ -493,23 +493,18 @@ void TxnRanges(const pb::TxnRequest& t, std::vector<KeyRange>* out) {
 }
 
 // The cache key of a Range: the request as serializable (a linearizable
-// answer is cached for later serializable reads, as etcd) and the
-// caller's token, so one user's answer is never served to another (etcd's
-// key is the request alone).
+// answer is cached for later serializable reads, as etcd); "" for a call
+// that carries a token, which is never cached: only the member can tell
+// whether the token still holds and its user may still read (etcd's key is
+// the request alone, so one user's answer could be served to another).
 std::string RangeCacheKey(const grpc::ServerContextBase& ctx,
                           pb::RangeRequest r) {
-  std::string key;
   for (const auto& [k, v] : ctx.client_metadata()) {
     const std::string name(k.data(), k.size());
-    if (name == "token" || name == "authorization") {
-      key += name + "=" + std::to_string(v.size()) + ":";
-      key.append(v.data(), v.size());
-    }
+    if (name == "token" || name == "authorization") return std::string();
   }
-  key.push_back('\n');
   r.set_serializable(true);
-  key += r.SerializeAsString();
-  return key;
+  return r.SerializeAsString();
 }
 
 void UnrefAnswer(void* p) {
@@ -559,6 +554,7 @@ class KvCall : public grpc::ServerGenericBidiReactor {
         pb::RangeRequest r;
         if (!Peek(req_, &r)) return Unparsable();
         cache_key_ = RangeCacheKey(*sctx_, r);
+        if (cache_key_.empty()) break;  // carries a token: never cached
         if (r.serializable()) {
           std::shared_ptr<const std::string> answer;
           switch (cache_->Get(cache_key_, r.revision(), &answer)) {
@@ -650,7 +646,7 @@ class KvCall : public grpc::ServerGenericBidiReactor {
       return;
     }
     if (!prefix_.empty()) RewriteResponse(sctx_->method(), prefix_, &resp_);
-    if (cache_ != nullptr && m_ == KvMethod::kRange) {
+    if (cache_ != nullptr && m_ == KvMethod::kRange && !cache_key_.empty()) {
       cache_->Add(cache_key_, range_key_, range_end_, revision_,
                   std::make_shared<const std::string>(BufferBytes(resp_)),
                   generation_);

@@ -687,6 +687,29 @@ class GrpcProxyAuthTest : public GrpcProxyTest {
   std::unique_ptr<informer::testing::TcpProxy> relay_;
 };
 
+// A read that carries a token is never answered from the cache: the
+// member checks the token and the user's permissions each time, so a
+// token that ended or a role revoked takes effect at once (a cached
+// answer was served until a write through the proxy dropped it).
+TEST_F(GrpcProxyAuthTest, ReadsWithATokenAreNeverAnsweredFromTheCache) {
+  StartProxy();
+  RootPut("/app/x");
+  bool upstream = false;
+  pb::RangeResponse first =
+      SerialGet("/app/x", "", &upstream, 0, nullptr, tokens_["alice"]);
+  EXPECT_EQ(first.kvs_size(), 1);
+  EXPECT_TRUE(upstream);
+  SerialGet("/app/x", "", &upstream, 0, nullptr, tokens_["alice"]);
+  EXPECT_TRUE(upstream) << "answered from the cache";
+  DropTokensOf("alice");
+  grpc::Status st;
+  pb::RangeResponse after =
+      SerialGet("/app/x", "", &upstream, 0, &st, tokens_["alice"]);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::UNAUTHENTICATED)
+      << st.error_message();
+  EXPECT_EQ(after.kvs_size(), 0);
+}
+
 TEST_F(GrpcProxyAuthTest, EachWatcherIsCheckedWithItsOwnToken) {
   StartProxy();
   // Refused first, so a refused watcher cannot be the one that opens the

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <set>
+#include <string_view>
+#include <unordered_map>
 
 #include "base/json.h"
 #include "objects/patch/strategic.h"
@@ -147,20 +149,65 @@ const FieldSet* Node(const FieldSet& set,
   return cur;
 }
 
+// The members of an object, looked up by name: by a scan while they are
+// few, through an index built once when there are many (a map of 200,000
+// labels looked up once per label made a write quadratic).
+class MemberLookup {
+ public:
+  explicit MemberLookup(const JsonValue* v) : v_(v) {
+    if (v_ == nullptr || !v_->IsObject() || v_->MemberCount() <= 16) return;
+    index_.reserve(v_->MemberCount());
+    for (const auto& m : v_->GetObject())
+      index_.emplace(StringOf(m.name), &m.value);
+  }
+  // The value at path element `pe` ("f:<name>", or an element key of a
+  // list) below the object or list; null when absent.
+  const JsonValue* Child(const std::string& pe) const {
+    if (v_ == nullptr || pe.size() < 2) return nullptr;
+    if (pe[0] == 'f') {
+      const std::string_view name = std::string_view(pe).substr(2);
+      if (!index_.empty()) {
+        auto it = index_.find(name);
+        return it == index_.end() ? nullptr : it->second;
+      }
+      return FindMember(*v_, name);
+    }
+    const int i = FindElement(*v_, pe);
+    return i < 0 ? nullptr : &(*v_)[static_cast<rapidjson::SizeType>(i)];
+  }
+
+ private:
+  const JsonValue* v_;
+  std::unordered_map<std::string_view, const JsonValue*> index_;
+};
+
+// The paths of `set` below `path` whose value differs between `before` and
+// `after` (null: absent there), walked with both values in one pass.
+void ChangedUnder(const FieldSet& set, const JsonValue* before,
+                  const JsonValue* after, std::vector<std::string>* path,
+                  FieldSet* changed) {
+  if (set.member) {
+    const bool leaf = set.children.empty();
+    const bool differs =
+        (before == nullptr) != (after == nullptr) ||
+        (leaf && before != nullptr && !JsonEqual(*before, *after));
+    if (differs) changed->Insert(*path);
+  }
+  if (set.children.empty()) return;
+  const MemberLookup in_before(before), in_after(after);
+  for (const auto& [k, child] : set.children) {
+    path->push_back(k);
+    ChangedUnder(child, in_before.Child(k), in_after.Child(k), path, changed);
+    path->pop_back();
+  }
+}
+
 // Paths of `set` whose value differs between `before` and `after`.
 FieldSet ChangedFields(const FieldSet& set, const JsonValue* before,
                        const JsonValue& after) {
   FieldSet changed;
-  std::vector<std::pair<std::vector<std::string>, bool>> paths;
   std::vector<std::string> path;
-  CollectPaths(set, path, &paths);
-  for (const auto& [p, leaf] : paths) {
-    const JsonValue* a = before ? ResolveFieldPath(*before, p) : nullptr;
-    const JsonValue* b = ResolveFieldPath(after, p);
-    bool differs = (a == nullptr) != (b == nullptr) ||
-                   (leaf && a != nullptr && !JsonEqual(*a, *b));
-    if (differs) changed.Insert(p);
-  }
+  ChangedUnder(set, before, &after, &path, &changed);
   return changed;
 }
 

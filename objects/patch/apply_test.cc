@@ -134,6 +134,29 @@ class ServerSideApplyTest : public ::testing::Test {
   std::vector<FieldConflict> conflicts_;
 };
 
+// An update's owned fields are found in one walk of the object: a map's
+// members were looked up from the root once per member, a scan of the map
+// each time. 200,000 labels (2.4 MB, within a request's size): 84 s of a
+// core per write, now 1.5 s for the test's two (-O1); with 300,000 here
+// the old walk passes the test's 120 s timeout.
+TEST_F(ServerSideApplyTest, UpdateOfAMapWithManyKeysIsOneWalk) {
+  std::string labels;
+  for (int i = 0; i < 300000; ++i) {
+    labels += (i ? ",\"k" : "\"k") + std::to_string(i) + "\":\"v\"";
+  }
+  const std::string before =
+      R"({"metadata":{"name":"big","labels":{)" + labels + "}}}";
+  ASSERT_TRUE(Update("curl", before.c_str()).ok());
+  std::string after = before;
+  after.replace(after.find("\"k7\":\"v\""), 8, "\"k7\":\"w\"");
+  ASSERT_TRUE(Update("kubectl", after.c_str()).ok());
+  auto e = Entries();
+  ASSERT_EQ(e.size(), 2u);
+  EXPECT_EQ(e[1].manager, "kubectl");
+  EXPECT_EQ(e[1].fields.ToJsonString(),
+            R"({"f:metadata":{"f:labels":{"f:k7":{}}}})");
+}
+
 TEST_F(ServerSideApplyTest, CreateRecordsApplyManager) {
   ASSERT_TRUE(Apply("kubectl", R"({"apiVersion":"apps/v1","kind":"Deployment",
       "metadata":{"name":"web"},"spec":{"replicas":2}})")

@@ -339,4 +339,62 @@ void SetMember(JsonValue& obj, std::string_view key, JsonValue&& value,
   SetMember(obj, key, v, alloc);
 }
 
+IndexedMembers::IndexedMembers(JsonValue& obj, size_t patch_members,
+                               JsonAllocator& a)
+    : obj_(obj), a_(a) {
+  indexed_ = obj.IsObject() && obj.MemberCount() + patch_members > 32;
+  if (!indexed_) return;
+  at_.reserve(obj.MemberCount() + patch_members);
+  for (rapidjson::SizeType i = 0; i < obj.MemberCount(); ++i) {
+    at_.emplace(std::string(StringOf((obj.MemberBegin() + i)->name)), i);
+  }
+  removed_.assign(obj.MemberCount(), false);
+}
+
+JsonValue* IndexedMembers::Find(std::string_view k) {
+  if (!indexed_) return FindMember(obj_, k);
+  auto it = at_.find(std::string(k));
+  return it == at_.end() ? nullptr : &(obj_.MemberBegin() + it->second)->value;
+}
+
+void IndexedMembers::Remove(std::string_view k) {
+  if (!indexed_) {
+    RemoveMember(obj_, k);
+    return;
+  }
+  auto it = at_.find(std::string(k));
+  if (it == at_.end()) return;
+  removed_[it->second] = true;
+  at_.erase(it);
+}
+
+void IndexedMembers::Set(std::string_view k, JsonValue& v) {
+  if (!indexed_) {
+    SetMember(obj_, k, v, a_);
+    return;
+  }
+  if (JsonValue* existing = Find(k)) {
+    *existing = v;
+    return;
+  }
+  obj_.AddMember(MakeString(k, a_), v, a_);
+  at_.emplace(std::string(k), obj_.MemberCount() - 1);
+  removed_.push_back(false);
+}
+
+void IndexedMembers::Compact() {
+  if (!indexed_ ||
+      std::find(removed_.begin(), removed_.end(), true) == removed_.end()) {
+    return;
+  }
+  JsonValue kept(rapidjson::kObjectType);
+  for (rapidjson::SizeType i = 0; i < obj_.MemberCount(); ++i) {
+    if (removed_[i]) continue;
+    auto& m = *(obj_.MemberBegin() + i);
+    kept.AddMember(m.name, m.value, a_);  // moves
+  }
+  obj_ = kept;  // moves
+  indexed_ = false;
+}
+
 }  // namespace kplane::patch

@@ -1,92 +1,37 @@
 #include "objects/patch/merge_patch.h"
 
-#include <algorithm>
 #include <string>
-#include <unordered_map>
-#include <vector>
 
 namespace kplane::patch {
 
 namespace {
 
-void MergeObject(JsonValue& target, const JsonValue& patch,
-                 JsonAllocator& alloc);
-
-// MergeObject for a patch of many members: the target's members are found
-// through an index built once and removed in one pass at the end, where a
-// scan (and an erase that moves the rest) per member made a patch of
-// 200,000 labels quadratic. Same result, order included.
-void MergeManyMembers(JsonValue& target, const JsonValue& patch,
-                      JsonAllocator& alloc) {
-  std::unordered_map<std::string, rapidjson::SizeType> at;
-  at.reserve(target.MemberCount() + patch.MemberCount());
-  for (rapidjson::SizeType i = 0; i < target.MemberCount(); ++i) {
-    at.emplace(std::string(StringOf((target.MemberBegin() + i)->name)), i);
-  }
-  std::vector<bool> removed(target.MemberCount(), false);
-  for (const auto& m : patch.GetObject()) {
-    const std::string key(StringOf(m.name));
-    auto it = at.find(key);
-    if (m.value.IsNull()) {
-      if (it != at.end()) {
-        removed[it->second] = true;
-        at.erase(it);
-      }
-      continue;
-    }
-    if (it == at.end()) {
-      target.AddMember(MakeString(key, alloc),
-                       m.value.IsObject() ? JsonValue(rapidjson::kObjectType)
-                                          : JsonValue(m.value, alloc),
-                       alloc);
-      it = at.emplace(key, target.MemberCount() - 1).first;
-      removed.push_back(false);
-      if (!m.value.IsObject()) continue;
-    }
-    JsonValue& existing = (target.MemberBegin() + it->second)->value;
-    if (m.value.IsObject()) {
-      if (!existing.IsObject()) existing.SetObject();
-      MergeObject(existing, m.value, alloc);
-    } else {
-      existing = JsonValue(m.value, alloc);
-    }
-  }
-  if (std::find(removed.begin(), removed.end(), true) == removed.end()) return;
-  JsonValue kept(rapidjson::kObjectType);
-  for (rapidjson::SizeType i = 0; i < target.MemberCount(); ++i) {
-    if (removed[i]) continue;
-    auto& m = *(target.MemberBegin() + i);
-    kept.AddMember(m.name, m.value, alloc);  // moves
-  }
-  target = kept;  // moves
-}
-
 // Merges an object patch into an object target (RFC 7386 section 2).
 void MergeObject(JsonValue& target, const JsonValue& patch,
                  JsonAllocator& alloc) {
-  if (patch.MemberCount() > 16) {
-    MergeManyMembers(target, patch, alloc);
-    return;
-  }
+  IndexedMembers members(target, patch.MemberCount(), alloc);
   for (const auto& m : patch.GetObject()) {
     std::string_view key = StringOf(m.name);
     if (m.value.IsNull()) {
-      RemoveMember(target, key);
+      members.Remove(key);
       continue;
     }
-    JsonValue* existing = FindMember(target, key);
+    JsonValue* existing = members.Find(key);
     if (m.value.IsObject()) {
       if (existing == nullptr) {
-        SetMember(target, key, JsonValue(rapidjson::kObjectType), alloc);
-        existing = FindMember(target, key);
+        JsonValue empty(rapidjson::kObjectType);
+        members.Set(key, empty);
+        existing = members.Find(key);
       } else if (!existing->IsObject()) {
         existing->SetObject();
       }
       MergeObject(*existing, m.value, alloc);
       continue;
     }
-    SetMember(target, key, JsonValue(m.value, alloc), alloc);
+    JsonValue copy(m.value, alloc);
+    members.Set(key, copy);
   }
+  members.Compact();
 }
 
 // Drops null members recursively (keepNull=false) or keeps only the

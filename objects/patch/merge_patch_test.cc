@@ -3,8 +3,6 @@
 #include "objects/patch/merge_patch.h"
 
 #include <gtest/gtest.h>
-#include <rapidjson/stringbuffer.h>
-#include <rapidjson/writer.h>
 
 #include <string>
 
@@ -52,13 +50,6 @@ TEST(MergePatchTest, Rfc7386AppendixA) {
     ApplyMergePatch(t, p, t.GetAllocator());
     EXPECT_EQ(CanonicalJson(t), Canon(c.want)) << c.target << " + " << c.patch;
   }
-}
-
-std::string CompactJson(const JsonValue& v) {
-  rapidjson::StringBuffer b;
-  rapidjson::Writer<rapidjson::StringBuffer> w(b);
-  v.Accept(w);
-  return std::string(b.GetString(), b.GetSize());
 }
 
 // A patch of many members (merged through an index, removals in one pass)

@@ -4,8 +4,6 @@
 #include "objects/patch/strategic.h"
 
 #include <gtest/gtest.h>
-#include <rapidjson/stringbuffer.h>
-#include <rapidjson/writer.h>
 
 #include <string>
 #include <vector>
@@ -236,13 +234,6 @@ TEST(StrategicApplyTest, ErrorLeavesObjectUnchanged) {
   Status st = StrategicMergePatch(obj, patch, PodSchema(), obj.GetAllocator());
   EXPECT_FALSE(st.ok());
   EXPECT_EQ(CanonicalJson(obj), before);
-}
-
-std::string CompactJson(const JsonValue& v) {
-  rapidjson::StringBuffer b;
-  rapidjson::Writer<rapidjson::StringBuffer> w(b);
-  v.Accept(w);
-  return std::string(b.GetString(), b.GetSize());
 }
 
 // A patch of many keys (merged through an index, removals in one pass)

@@ -3,6 +3,8 @@
 #define KPLANE_OBJECTS_PATCH_TEST_UTIL_H_
 
 #include <gtest/gtest.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
 
 #include <string>
 
@@ -27,6 +29,14 @@ inline std::string Canon(std::string_view json) {
   Status st = ParseJson(json, &d);
   EXPECT_TRUE(st.ok()) << "bad test JSON: " << json;
   return CanonicalJson(d);
+}
+
+// `v` as compact JSON in its own member order (Canon sorts).
+inline std::string CompactJson(const JsonValue& v) {
+  rapidjson::StringBuffer b;
+  rapidjson::Writer<rapidjson::StringBuffer> w(b);
+  v.Accept(w);
+  return std::string(b.GetString(), b.GetSize());
 }
 
 }  // namespace kplane::patch

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <climits>
 #include <deque>
+#include <map>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -75,14 +76,57 @@ std::function<void(StatusOr<T>)> ReplyTo(ServerUnaryReactor* r, T* resp) {
 
 // The token a call carries: gRPC metadata "token" (etcdctl, clientv3), or
 // "authorization" (etcd's gateway key), as etcd's AuthInfoFromCtx.
-std::string_view TokenOf(const grpc::ServerContextBase* ctx) {
-  const auto& md = ctx->client_metadata();
+std::string_view TokenIn(
+    const std::multimap<grpc::string_ref, grpc::string_ref>& md) {
   for (const char* key : {"token", "authorization"}) {
     auto it = md.find(key);
     if (it != md.end()) return {it->second.data(), it->second.size()};
   }
   return {};
 }
+
+std::string_view TokenOf(const grpc::ServerContextBase* ctx) {
+  return TokenIn(ctx->client_metadata());
+}
+
+namespace gx = grpc::experimental;
+
+// Holds a call whose token names a raft index this member has not applied
+// yet until the index is applied or the wait is over
+// (AuthStore::DeferUntilTokenIndex), without holding a gRPC thread: the
+// call's handler then runs on a worker, where the token resolves without
+// a wait. Its metadata arrives before the handler is called; an
+// interceptor may Proceed later, from any thread.
+class TokenIndexInterceptor final : public gx::Interceptor {
+ public:
+  explicit TokenIndexInterceptor(StoreServer* s) : s_(s) {}
+  void Intercept(gx::InterceptorBatchMethods* b) override {
+    StoreServer* s = s_;
+    if (b->QueryInterceptionHookPoint(
+            gx::InterceptionHookPoints::POST_RECV_INITIAL_METADATA) &&
+        s->auth()->enabled() &&
+        s->auth()->DeferUntilTokenIndex(
+            TokenIn(*b->GetRecvInitialMetadata()),
+            [s, b] { s->Submit([b] { b->Proceed(); }); })) {
+      return;
+    }
+    b->Proceed();
+  }
+
+ private:
+  StoreServer* const s_;
+};
+
+class TokenIndexFactory final : public gx::ServerInterceptorFactoryInterface {
+ public:
+  explicit TokenIndexFactory(StoreServer* s) : s_(s) {}
+  gx::Interceptor* CreateServerInterceptor(gx::ServerRpcInfo*) override {
+    return new TokenIndexInterceptor(s_);
+  }
+
+ private:
+  StoreServer* const s_;
+};
 
 // The common names of the verified client certificates of the connections
 // handed to gRPC over TLS, by the peer string gRPC gives their calls
@@ -1232,10 +1276,12 @@ Status GrpcFront::Start() {
   grpc::ServerBuilder b;
   for (auto& svc : services_) b.RegisterService(svc.get());
   // etcd's gRPC series (grpc_metrics.h): an interceptor counts each call.
+  // Another holds the calls whose tokens name an index not applied yet.
   std::vector<
       std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
       interceptors;
   interceptors.push_back(NewGrpcMetricsFactory(server_->config().metrics));
+  interceptors.push_back(std::make_unique<TokenIndexFactory>(server_));
   b.experimental().SetInterceptorCreators(std::move(interceptors));
   // etcd: requests up to --max-request-bytes plus 512 KiB of framing room,
   // responses of any size (math.MaxInt32).
@@ -1296,6 +1342,8 @@ void GrpcFront::InstallHandoff(net::HttpServerOptions* o) {
 
 void GrpcFront::Stop() {
   if (!grpc_) return;
+  // The shutdown waits for every call, held ones included.
+  server_->auth()->ReleaseTokenWaiters();
   grpc_->Shutdown(std::chrono::system_clock::now());
   grpc_->Wait();
   grpc_.reset();

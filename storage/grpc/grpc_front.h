@@ -73,7 +73,9 @@ class GrpcFront {
   void Adopt(int fd, const net::TlsConnectionInfo* tls = nullptr);
   // Sets `o` to hand HTTP/2 connections to Adopt().
   void InstallHandoff(net::HttpServerOptions* o);
-  // Cancels every call, closes every connection. Idempotent.
+  // Cancels every call, closes every connection. Idempotent. Releases the
+  // calls waiting for their token's raft index (the member's AuthStore
+  // then defers none any more: call it when the member stops).
   void Stop();
 
  private:

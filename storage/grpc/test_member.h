@@ -81,6 +81,8 @@ struct TestMemberOptions {
   std::shared_ptr<const TokenProvider> auth_tokens;
   // StoreConfig::max_watchers_per_stream; unset keeps the store's default.
   std::optional<size_t> max_watchers_per_stream;
+  // StoreConfig::auth_token_index_wait; unset keeps the store's default.
+  std::optional<Duration> auth_token_index_wait;
 };
 
 class TestMember {
@@ -107,6 +109,9 @@ class TestMember {
     c.auth_tokens = options.auth_tokens;
     if (options.max_watchers_per_stream) {
       c.max_watchers_per_stream = *options.max_watchers_per_stream;
+    }
+    if (options.auth_token_index_wait) {
+      c.auth_token_index_wait = *options.auth_token_index_wait;
     }
     // The member's series go to metrics(), which its /metrics serves.
     c.metrics = &metrics_;

@@ -121,6 +121,12 @@ TEST_F(AuthJwtTest, IssuedAtApplyCheckedByAnyMemberWithTheKey) {
   EXPECT_EQ(*a_.auth().ResolveToken(*token), "alice");
   // A member that never saw the Authenticate, holding only the public key.
   EXPECT_EQ(*b_.auth().ResolveToken(*token), "alice");
+  // A JWT names no raft index (its last part, the signature, is not one):
+  // nothing is waited for.
+  EXPECT_FALSE(b_.auth().DeferUntilTokenIndex(
+      *token, [] { ADD_FAILURE() << "deferred"; }));
+  EXPECT_FALSE(b_.auth().DeferUntilTokenIndex(
+      "a.999", [] { ADD_FAILURE() << "deferred"; }));
   // It cannot issue: etcd's ErrVerifyOnly, before the request is proposed.
   StatusOr<std::string> refused = b_.Login("alice", "alicepw");
   EXPECT_EQ(refused.status().code(), StatusCode::kUnknown);

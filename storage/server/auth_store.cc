@@ -162,7 +162,11 @@ bool Covers(std::vector<Interval> grants, const Interval& want) {
 
 }  // namespace
 
-AuthStore::AuthStore(AuthStoreOptions options) : options_(options) {}
+AuthStore::AuthStore(AuthStoreOptions options)
+    : options_(options),
+      token_waiters_({.clock = options.clock,
+                      .max_wait = options.token_index_wait,
+                      .max_waiters = options.max_token_index_waiters}) {}
 
 void AuthStore::Load(const storagepb::AuthRecord& record) {
   MutexLock l(&mu_);
@@ -249,36 +253,16 @@ StatusOr<std::string> AuthStore::UserForJwt(std::string_view token) {
 
 StatusOr<std::string> AuthStore::UserForToken(std::string_view token) {
   if (options_.tokens != nullptr) return UserForJwt(token);
-  StatusOr<std::string> user = LookUpToken(token);
-  if (user.ok()) return user;
-  // Unknown: is it one this member has not applied yet?
-  size_t dot = token.rfind('.');
-  std::optional<uint64_t> index;
-  if (dot != std::string_view::npos) index = ParseUint64(token.substr(dot + 1));
-  if (!index || *index <= applied_.load()) return user;
-  if (token_waiters_.fetch_add(1) >= options_.max_token_index_waiters) {
-    token_waiters_.fetch_sub(1);
-    return user;
-  }
-  bool reached;
-  {
-    MutexLock l(&applied_mu_);
-    reached = options_.clock->WaitFor(
-        l.native(), applied_cv_, options_.token_index_wait,
-        [&] { return applied_.load() >= *index; });
-  }
-  token_waiters_.fetch_sub(1);
-  return reached ? LookUpToken(token) : user;
+  return LookUpToken(token);
 }
 
-void AuthStore::NoteApplied(uint64_t index) {
-  uint64_t seen = applied_.load();
-  while (seen < index && !applied_.compare_exchange_weak(seen, index)) {
-  }
-  if (token_waiters_.load() > 0) {
-    MutexLock l(&applied_mu_);
-    applied_cv_.notify_all();
-  }
+bool AuthStore::DeferUntilTokenIndex(std::string_view token,
+                                     std::function<void()> ready) {
+  if (options_.tokens != nullptr) return false;
+  size_t dot = token.rfind('.');
+  if (dot == std::string_view::npos) return false;
+  std::optional<uint64_t> index = ParseUint64(token.substr(dot + 1));
+  return index && token_waiters_.Await(*index, std::move(ready));
 }
 
 StatusOr<std::string> AuthStore::LookUpToken(std::string_view token) {

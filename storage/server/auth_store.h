@@ -50,7 +50,7 @@
 #include <google/protobuf/message.h>
 
 #include <atomic>
-#include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -63,6 +63,7 @@
 #include "schemas/rpc.pb.h"
 #include "schemas/storage.pb.h"
 #include "storage/server/auth_token.h"
+#include "storage/server/index_waiters.h"
 
 namespace kplane::storage {
 
@@ -100,7 +101,8 @@ struct AuthStoreOptions {
   // applied yet waits for it (etcd waits for the index too: a client that
   // authenticated through the leader may ask a follower that lags), and how
   // many such requests may wait at once (beyond: invalid at once, so forged
-  // tokens cannot hold many threads).
+  // tokens cannot queue without bound). They wait without a thread each
+  // (DeferUntilTokenIndex).
   Duration token_index_wait = seconds(2);
   int max_token_index_waiters = 64;
 };
@@ -117,16 +119,29 @@ class AuthStore {
 
   // ---- serving path ------------------------------------------------------
   // The user `token` names, and its TTL restarts; InvalidAuthToken if it is
-  // unknown or expired. A token "<prefix>.<index>" whose index this member
-  // has not applied yet (NoteApplied) is waited for, up to
-  // token_index_wait, as etcd's simple tokens are. A JWT: InvalidAuthToken
-  // unless genuine and unexpired, AuthOldRevision if issued before the
-  // current revision().
-  StatusOr<std::string> UserForToken(std::string_view token)
-      EXCLUDES(mu_, applied_mu_);
+  // unknown or expired. A JWT: InvalidAuthToken unless genuine and
+  // unexpired, AuthOldRevision if issued before the current revision().
+  // Never waits: a simple token of an index not applied yet is unknown
+  // here, so the fronts first DeferUntilTokenIndex.
+  StatusOr<std::string> UserForToken(std::string_view token) EXCLUDES(mu_);
+  // A simple token "<prefix>.<index>" is issued at the raft index of its
+  // Authenticate; a member that has not applied that index yet (a follower
+  // behind the leader that answered the login) waits for it, as etcd does,
+  // up to token_index_wait. If `token` is such a token, arranges for
+  // `ready` to be called (once, on another thread: hand the request to a
+  // worker there) when the index is applied or the wait is over, and
+  // returns true; the request then resolves its token. False otherwise (a
+  // JWT, no index, an applied index, or max_token_index_waiters waiting:
+  // so forged tokens cannot queue without bound): go on at once.
+  bool DeferUntilTokenIndex(std::string_view token,
+                            std::function<void()> ready);
+  // Calls every `ready` still waiting, now; nothing is deferred any more.
+  // For a front that stops (a gRPC server's shutdown waits for the calls
+  // held).
+  void ReleaseTokenWaiters() { token_waiters_.Release(); }
   // The member's applied raft index; called as it advances (cheap when no
   // request waits: two atomic operations).
-  void NoteApplied(uint64_t index) EXCLUDES(applied_mu_);
+  void NoteApplied(uint64_t index) { token_waiters_.Reached(index); }
   // The user of a request that carried `token` (empty: none): "" when auth
   // is disabled or no token was sent.
   StatusOr<std::string> ResolveToken(std::string_view token) {
@@ -182,6 +197,11 @@ class AuthStore {
 
   // Number of live tokens (tests).
   size_t TokenCount() const EXCLUDES(mu_);
+  // Blocks until `n` requests wait for their token's index, at most
+  // `timeout` (false then). For tests.
+  bool WaitForTokenWaiters(size_t n, Duration timeout) {
+    return token_waiters_.WaitForWaiters(n, timeout);
+  }
 
   // The stored form of `password` with `salt` (exposed for tests).
   static std::string HashPassword(std::string_view password,
@@ -224,12 +244,8 @@ class AuthStore {
 
   const AuthStoreOptions options_;
   std::atomic<bool> enabled_{false};
-  // NoteApplied's index and the requests waiting for it (see
-  // UserForToken). applied_mu_ is a leaf, never held with mu_.
-  std::atomic<uint64_t> applied_{0};
-  std::atomic<int> token_waiters_{0};
-  Mutex applied_mu_;
-  std::condition_variable applied_cv_;
+  // NoteApplied's index and the requests waiting for it.
+  IndexWaiters token_waiters_;
   mutable Mutex mu_;
   std::map<std::string, authpb::User> users_ GUARDED_BY(mu_);
   std::map<std::string, authpb::Role> roles_ GUARDED_BY(mu_);

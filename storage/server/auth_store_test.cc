@@ -5,8 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <future>
 #include <string>
-#include <thread>
 
 namespace kplane::storage {
 namespace {
@@ -353,8 +353,9 @@ TEST_F(AuthStoreTest, RecordRoundTripsAndLoadDropsTokens) {
 
 // A token names the raft index of its Authenticate entry; a member that
 // has not applied that index yet (a follower behind the leader that
-// answered the login) waits for it, as etcd's simple tokens do, instead of
-// calling the token invalid. The wait is bounded in time and in waiters.
+// answered the login) defers the request until it has, as etcd's simple
+// tokens wait, instead of calling the token invalid. The wait holds no
+// thread, and is bounded in time and in waiters.
 TEST_F(AuthStoreTest, TokenOfAnIndexNotAppliedYetIsWaitedFor) {
   SetupUsers();
   Enable();
@@ -365,39 +366,43 @@ TEST_F(AuthStoreTest, TokenOfAnIndexNotAppliedYetIsWaitedFor) {
   ASSERT_TRUE(prepared.ok()) << prepared.status();
   const std::string token =
       prepared->simple_token() + "." + std::to_string(index_ + 1);
-  StatusOr<std::string> user = InternalError("not yet");
-  std::thread waiter([&] { user = auth_.UserForToken(token); });
-  clock_.WaitForWaiters(1);
+  std::promise<StatusOr<std::string>> user;
+  ASSERT_TRUE(auth_.DeferUntilTokenIndex(
+      token, [&] { user.set_value(auth_.UserForToken(token)); }));
   ASSERT_TRUE(auth_.Apply(*prepared, "", ++index_).ok());
   auth_.NoteApplied(index_);
-  waiter.join();
-  ASSERT_TRUE(user.ok()) << user.status();
-  EXPECT_EQ(*user, "alice");
+  StatusOr<std::string> got = user.get_future().get();
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(*got, "alice");
+  // Applied now: nothing to wait for.
+  EXPECT_FALSE(auth_.DeferUntilTokenIndex(token, [] {}));
+  EXPECT_FALSE(auth_.DeferUntilTokenIndex("no-index", [] {}));
 
   // A token of an applied index that is unknown is invalid at once; one of
-  // an index never reached, after the wait.
+  // an index never reached, after the wait (the lookup does not wait).
   EXPECT_EQ(
       auth_.UserForToken("unknown." + std::to_string(index_)).status().code(),
       StatusCode::kUnauthenticated);
-  StatusOr<std::string> forged = InternalError("not yet");
-  std::thread forger([&] { forged = auth_.UserForToken("forged.999999"); });
+  std::promise<StatusOr<std::string>> forged;
+  ASSERT_TRUE(auth_.DeferUntilTokenIndex("forged.999999", [&] {
+    forged.set_value(auth_.UserForToken("forged.999999"));
+  }));
   clock_.WaitForWaiters(1);
   clock_.Advance(seconds(2));
-  forger.join();
-  EXPECT_EQ(forged.status().code(), StatusCode::kUnauthenticated);
+  EXPECT_EQ(forged.get_future().get().status().code(),
+            StatusCode::kUnauthenticated);
 }
 
 TEST_F(AuthStoreTest, TokenIndexWaitersAreCapped) {
   AuthStore capped({.clock = &clock_, .max_token_index_waiters = 1});
-  StatusOr<std::string> first = InternalError("not yet");
-  std::thread waiter([&] { first = capped.UserForToken("a.5"); });
-  clock_.WaitForWaiters(1);
-  // The cap is taken: the second is refused without waiting.
+  std::promise<void> first;
+  ASSERT_TRUE(capped.DeferUntilTokenIndex("a.5", [&] { first.set_value(); }));
+  // The cap is taken: the second goes on at once (its lookup then fails).
+  EXPECT_FALSE(capped.DeferUntilTokenIndex("b.5", [] { ADD_FAILURE(); }));
   EXPECT_EQ(capped.UserForToken("b.5").status().code(),
             StatusCode::kUnauthenticated);
   capped.NoteApplied(5);
-  waiter.join();
-  EXPECT_EQ(first.status().code(), StatusCode::kUnauthenticated);
+  first.get_future().get();
 }
 
 }  // namespace

@@ -623,10 +623,28 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
     streams_.push_back(streams);
   }
   // Every API path takes POST only; other methods get etcd's plain 405.
-  auto both = [http, streams](const std::string& path, net::HttpHandler h,
-                              net::RouteOptions o = {}) {
-    net::HttpHandler post_only = [h, streams](const HttpRequest& req,
-                                              ResponderPtr r) {
+  auto both = [s, http, streams](const std::string& path, net::HttpHandler h,
+                                 net::RouteOptions o = {}) {
+    // Runs `h`, after waiting for a gateway stream if they are bounded.
+    auto admit = [h, streams](ResponderPtr r) {
+      const HttpRequest& req = r->request();  // before r moves
+      if (!streams) {
+        h(req, std::move(r));
+        return;
+      }
+      // The wait for a stream ends at the client's deadline too.
+      std::optional<TimePoint> deadline;
+      if (std::optional<Duration> t =
+              ParseGrpcTimeout(req.headers.Get("Grpc-Timeout"))) {
+        deadline = streams->clock()->Now() + *t;
+      }
+      streams->Run(std::move(r), deadline, [h](ResponderPtr r) {
+        const HttpRequest& req = r->request();
+        h(req, std::move(r));
+      });
+    };
+    net::HttpHandler post_only = [s, admit](const HttpRequest& req,
+                                            ResponderPtr r) {
       if (req.method != "POST") {
         RespondPlain(r.get(), 405, "Method Not Allowed");
         return;
@@ -639,20 +657,17 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
         r->Respond(415, JsonHeaders(), e.Body());
         return;
       }
-      if (!streams) {
-        h(req, std::move(r));
+      // A token naming a raft index not applied here yet is waited for
+      // without holding this thread (the I/O thread, for writes): the
+      // request goes on on a worker once the index is applied or the wait
+      // is over.
+      if (s->auth()->enabled() &&
+          s->auth()->DeferUntilTokenIndex(
+              req.headers.Get("Authorization"),
+              [s, admit, r] { s->Submit([admit, r] { admit(r); }); })) {
         return;
       }
-      // The wait for a stream ends at the client's deadline too.
-      std::optional<TimePoint> deadline;
-      if (std::optional<Duration> t =
-              ParseGrpcTimeout(req.headers.Get("Grpc-Timeout"))) {
-        deadline = streams->clock()->Now() + *t;
-      }
-      streams->Run(std::move(r), deadline, [h](ResponderPtr r) {
-        const HttpRequest& req = r->request();  // before r moves
-        h(req, std::move(r));
-      });
+      admit(std::move(r));
     };
     http->Handle("", "/v3" + path, post_only, o);
     http->Handle("", "/v3beta" + path, post_only, o);

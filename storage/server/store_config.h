@@ -74,6 +74,11 @@ struct StoreConfig {
   // etcd's --auth-token-ttl: a simple token expires this long after its
   // last use.
   Duration auth_token_ttl = seconds(300);
+  // A request whose simple token names a raft index this member has not
+  // applied yet waits this long for it at most, and this many such
+  // requests wait at once at most (AuthStoreOptions::token_index_wait).
+  Duration auth_token_index_wait = seconds(2);
+  int max_auth_token_index_waiters = 64;
   // etcd's --auth-token: JWT tokens (auth_token.h); null: simple tokens.
   std::shared_ptr<const TokenProvider> auth_tokens;
   // PBKDF2 rounds for new passwords (tests lower it).

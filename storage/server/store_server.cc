@@ -91,11 +91,13 @@ StoreServer::StoreServer(StoreConfig config, BootstrappedMember member)
   aopts.clock = clock_;
   aopts.metrics = config_.metrics;
   aopts.crash_hook = config_.crash_hook;
-  auth_ = std::make_unique<AuthStore>(
-      AuthStoreOptions{.clock = clock_,
-                       .token_ttl = config_.auth_token_ttl,
-                       .tokens = config_.auth_tokens,
-                       .pbkdf2_iterations = config_.auth_pbkdf2_iterations});
+  auth_ = std::make_unique<AuthStore>(AuthStoreOptions{
+      .clock = clock_,
+      .token_ttl = config_.auth_token_ttl,
+      .tokens = config_.auth_tokens,
+      .pbkdf2_iterations = config_.auth_pbkdf2_iterations,
+      .token_index_wait = config_.auth_token_index_wait,
+      .max_token_index_waiters = config_.max_auth_token_index_waiters});
   applier_ = std::make_unique<StoreApplier>(
       std::move(aopts), std::move(member.store), membership_.get(), self_.get(),
       proposer_.get(), auth_.get());

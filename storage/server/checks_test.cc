@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include <filesystem>
+#include <functional>
 
 #include "storage/server/bootstrap.h"
 #include "storage/server/corruption_check.h"
@@ -116,6 +117,73 @@ TEST(EntryCheckTest, PeerMessages) {
       << "without a term (the raft core would read it as a local message)";
   heartbeat.set_term(3);
   EXPECT_TRUE(CheckPeerMessage(heartbeat, 1).ok());
+}
+
+// A snapshot message arrives with its files (/raft/snapshot) and is
+// stepped once they are in place: it must have a term (the raft core takes
+// a message without one for its own, and a candidate stepped down to term
+// 0 could vote twice in its term) and a membership the core can restore
+// (it CHECKs on one it cannot: a remote abort).
+TEST(EntryCheckTest, SnapshotMessagesTheRaftCoreCanRestore) {
+  auto snap = [] {
+    raftpb::Message m;
+    m.set_type(raftpb::MsgSnap);
+    m.set_from(2);
+    m.set_to(1);
+    m.set_term(5);
+    raftpb::SnapshotMetadata* meta = m.mutable_snapshot()->mutable_metadata();
+    meta->set_index(100);
+    meta->set_term(4);
+    meta->mutable_conf_state()->add_voters(1);
+    meta->mutable_conf_state()->add_voters(2);
+    meta->mutable_conf_state()->add_learners(3);
+    return m;
+  };
+  EXPECT_TRUE(CheckPeerSnapshot(snap(), 1).ok());
+  struct Case {
+    const char* what;
+    std::function<void(raftpb::Message*)> change;
+  };
+  const Case cases[] = {
+      {"no term", [](raftpb::Message* m) { m->set_term(0); }},
+      {"to another member", [](raftpb::Message* m) { m->set_to(3); }},
+      {"not a snapshot",
+       [](raftpb::Message* m) { m->set_type(raftpb::MsgApp); }},
+      {"no index",
+       [](raftpb::Message* m) {
+         m->mutable_snapshot()->mutable_metadata()->set_index(0);
+       }},
+      {"a snapshot term past the message's",
+       [](raftpb::Message* m) {
+         m->mutable_snapshot()->mutable_metadata()->set_term(6);
+       }},
+      {"learners only",
+       [](raftpb::Message* m) {
+         raftpb::ConfState* cs =
+             m->mutable_snapshot()->mutable_metadata()->mutable_conf_state();
+         cs->clear_voters();
+         cs->add_learners(1);
+       }},
+      {"a voter twice",
+       [](raftpb::Message* m) {
+         m->mutable_snapshot()
+             ->mutable_metadata()
+             ->mutable_conf_state()
+             ->add_voters(1);
+       }},
+      {"a voter that learns",
+       [](raftpb::Message* m) {
+         m->mutable_snapshot()
+             ->mutable_metadata()
+             ->mutable_conf_state()
+             ->add_learners(2);
+       }},
+  };
+  for (const Case& c : cases) {
+    raftpb::Message m = snap();
+    c.change(&m);
+    EXPECT_TRUE(CheckPeerSnapshot(m, 1).Is(StatusCode::kCorruption)) << c.what;
+  }
 }
 
 // What the raft core takes from a leader's peer only in the shape a leader

@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <string>
 
+#include "storage/raft/confchange.h"
+#include "storage/raft/tracker.h"
 #include "storage/raft/util.h"
 
 namespace kplane::storage {
@@ -137,6 +139,39 @@ Status CheckPeerMessage(const raftpb::Message& m, uint64_t self,
                           " " + std::to_string(e.index()));
       }
     }
+  }
+  return Status::Ok();
+}
+
+Status CheckPeerSnapshot(const raftpb::Message& m, uint64_t self) {
+  if (m.type() != raftpb::MsgSnap) {
+    return CorruptionError("not a snapshot message");
+  }
+  if (m.to() != self) {
+    return CorruptionError("message addressed to another member");
+  }
+  if (m.term() == 0) return CorruptionError("a MsgSnap without a term");
+  const raftpb::SnapshotMetadata& meta = m.snapshot().metadata();
+  if (meta.index() == 0 || meta.term() == 0 || meta.term() > m.term()) {
+    return CorruptionError("a snapshot at index " +
+                           std::to_string(meta.index()) + " of term " +
+                           std::to_string(meta.term()) +
+                           " in a message of term " + std::to_string(m.term()));
+  }
+  // What Raft::Restore does with it, on an empty tracker: it CHECKs that
+  // this succeeds and gives back the same configuration.
+  raft::ProgressTracker scratch(1, 0);
+  StatusOr<raft::ConfigAndProgress> cp =
+      raft::RestoreConfig(scratch, meta.index(), meta.conf_state());
+  if (!cp.ok()) {
+    return CorruptionError("a snapshot whose membership cannot be restored: " +
+                           std::string(cp.status().message()));
+  }
+  raft::ProgressTracker restored(1, 0);
+  restored.config = cp->config;
+  restored.progress = cp->progress;
+  if (!raft::ConfStatesEquivalent(restored.ConfState(), meta.conf_state())) {
+    return CorruptionError("a snapshot whose membership names a member twice");
   }
   return Status::Ok();
 }

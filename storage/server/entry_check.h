@@ -29,6 +29,12 @@
 // logTerm to its own term. What depends on the member's log (a commit past
 // its end, entries that would replace committed ones) the raft core
 // refuses itself. fuzz/raft_step steps what passes into a raft core.
+// A snapshot message (CheckPeerSnapshot) is a MsgSnap addressed to this
+// member with a term, whose snapshot has an index and a term no later than
+// the message's, and whose ConfState is one the raft core can restore (a
+// voter at least, no member twice, learners not voting): the core CHECKs
+// on one it cannot restore, and takes a message without a term for its
+// own (a candidate would step down to term 0 and could vote twice).
 //
 // Thread-safety: functions of their arguments only.
 // Errors: kCorruption, with what is wrong.
@@ -57,6 +63,9 @@ Status CheckEntry(const raftpb::Entry& e, int64_t max_entry_bytes = 0);
 // membership).
 Status CheckPeerMessage(const raftpb::Message& m, uint64_t self,
                         int64_t max_entry_bytes = 0);
+// Whether a snapshot message that arrived with its files (/raft/snapshot)
+// may be stepped into member `self`'s node (the same caveat).
+Status CheckPeerSnapshot(const raftpb::Message& m, uint64_t self);
 
 }  // namespace kplane::storage
 

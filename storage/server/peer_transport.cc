@@ -12,6 +12,7 @@
 #include "storage/etcdjson/etcd_json.h"
 #include "storage/raft/util.h"
 #include "storage/server/cluster.h"
+#include "storage/server/entry_check.h"
 
 namespace kplane::storage {
 
@@ -395,6 +396,7 @@ HttpPeerTransport::HttpPeerTransport(PeerHandler* handler,
       "Peer requests and stream messages refused, by reason: "
       "cluster_mismatch, removed_member, not_member (requests); "
       "sender_mismatch (a message whose from is not the stream's sender); "
+      "invalid_snapshot (a snapshot message CheckPeerSnapshot refuses); "
       "corrupt_frame (a stream dropped for a frame longer than "
       "kMaxPeerFrameBytes or not a message).",
       {"reason"});
@@ -405,16 +407,14 @@ HttpPeerTransport::~HttpPeerTransport() { Stop(); }
 void HttpPeerTransport::Stop() {
   if (stopped_.exchange(true)) return;
   std::map<uint64_t, std::shared_ptr<Peer>> peers;
-  std::vector<std::thread> snaps;
+  std::vector<SnapshotSend> snaps;
   {
     MutexLock l(&mu_);
     peers.swap(peers_);
     snaps.swap(snapshot_threads_);
   }
   for (auto& [id, p] : peers) p->Stop();
-  for (auto& t : snaps) {
-    if (t.joinable()) t.join();
-  }
+  for (auto& send : snaps) send.thread.join();
 }
 
 std::shared_ptr<HttpPeerTransport::Peer> HttpPeerTransport::FindPeer(
@@ -475,7 +475,19 @@ void HttpPeerTransport::Send(std::vector<raftpb::Message> msgs) {
 void HttpPeerTransport::SendSnapshot(raftpb::Message msg) {
   MutexLock l(&mu_);
   if (stopped_.load()) return;
-  snapshot_threads_.emplace_back([this, msg = std::move(msg)]() mutable {
+  // Joins the sends that ended: a peer that keeps refusing gets a new
+  // snapshot after each failure, and every thread kept its stack until
+  // Stop() (one a heartbeat, without end).
+  std::erase_if(snapshot_threads_, [](SnapshotSend& send) {
+    if (!send.done->load()) return false;
+    send.thread.join();
+    return true;
+  });
+  auto done = std::make_shared<std::atomic<bool>>(false);
+  snapshot_threads_.push_back({.done = done});
+  snapshot_threads_.back().thread = std::thread([this, done,
+                                                 msg =
+                                                     std::move(msg)]() mutable {
     uint64_t to = msg.to();
     static std::atomic<uint64_t> seq{0};
     std::string dir = handler_->SnapshotStagingDir() + "/outgoing-" +
@@ -568,7 +580,13 @@ void HttpPeerTransport::SendSnapshot(raftpb::Message msg) {
       snapshots_sent_->Inc();
     }
     report(s.ok());
+    done->store(true);
   });
+}
+
+size_t HttpPeerTransport::SnapshotThreads() {
+  MutexLock l(&mu_);
+  return snapshot_threads_.size();
 }
 
 net::HttpHeaders HttpPeerTransport::PeerHeaders(
@@ -755,6 +773,16 @@ void HttpPeerTransport::HandleSnapshot(const net::HttpRequest& req,
           refused_->With({"sender_mismatch"})->Inc();
           st->error =
               InvalidArgumentError("snapshot message not from its sender");
+          break;
+        }
+        // As the stream's messages are checked (entry_check.h): refused
+        // before its files arrive.
+        if (Status why = CheckPeerSnapshot(st->msg, handler_->member_id());
+            !why.ok()) {
+          refused_->With({"invalid_snapshot"})->Inc();
+          LOG(WARNING) << "refused a snapshot from " << HexId(sender) << ": "
+                       << why.message();
+          st->error = InvalidArgumentError(why.message());
           break;
         }
         st->have_msg = true;

@@ -121,6 +121,9 @@ class HttpPeerTransport : public PeerTransport {
       uint64_t id, const etcdserverpb::LeaseTimeToLiveRequest& req,
       Duration timeout) override;
 
+  // Threads sending or having sent snapshots not joined yet (tests).
+  size_t SnapshotThreads() EXCLUDES(mu_);
+
   // Fetches the membership from a running member's peer URL (for a member
   // joining with --initial-cluster-state=existing).
   // `tls` dials an https:// URL (as PeerTransportOptions::client_tls).
@@ -150,7 +153,12 @@ class HttpPeerTransport : public PeerTransport {
   FileSystem* const fs_;
   Mutex mu_;
   std::map<uint64_t, std::shared_ptr<Peer>> peers_ GUARDED_BY(mu_);
-  std::vector<std::thread> snapshot_threads_ GUARDED_BY(mu_);
+  // The threads sending snapshots, each with a flag it sets as it ends.
+  struct SnapshotSend {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> done;
+  };
+  std::vector<SnapshotSend> snapshot_threads_ GUARDED_BY(mu_);
   std::atomic<bool> stopped_{false};
   metrics::Counter* sent_bytes_;
   metrics::Counter* received_bytes_;

@@ -614,6 +614,7 @@ TEST_F(PeerTransportTest, SnapshotIsCopiedSentAndReported) {
   a.transport.AddPeer(2, {b.url()});
   raftpb::Message snap;
   snap.set_type(raftpb::MsgSnap);
+  snap.set_term(3);
   snap.set_from(1);
   snap.set_to(2);
   snap.mutable_snapshot()->mutable_metadata()->set_index(7);  // stale
@@ -632,6 +633,47 @@ TEST_F(PeerTransportTest, SnapshotIsCopiedSentAndReported) {
   }
 }
 
+// A peer that refuses every snapshot gets a new one after each failure
+// (raft probes, then needs one again): the finished sending threads are
+// joined as the next starts, where each stayed until the transport
+// stopped (one more a heartbeat, without end).
+TEST_F(PeerTransportTest, FinishedSnapshotSendsAreJoined) {
+  Node a(1, dir_ + "/a");
+  a.transport.AddPeer(2, {"http://127.0.0.1:1"});  // nobody listens
+  raftpb::Message snap;
+  snap.set_type(raftpb::MsgSnap);
+  snap.set_term(3);
+  snap.set_from(1);
+  snap.set_to(2);
+  for (int i = 0; i < 5; ++i) {
+    a.transport.Send({snap});
+    EXPECT_EQ(a.member.TakeSnapshotReport(2), raft::SnapshotStatus::kFailure);
+    EXPECT_LE(a.transport.SnapshotThreads(), 1u) << i;
+  }
+}
+
+// A snapshot message the raft core would mistake (no term: taken for a
+// local message, a candidate stepped down to term 0) is refused before its
+// files are read, answered 400 and counted; the member never sees it.
+TEST_F(PeerTransportTest, ASnapshotMessageWithoutATermIsRefused) {
+  metrics::Registry reg;
+  Node a(1, dir_ + "/a"),
+      b(2, dir_ + "/b", PeerTransportOptions{.metrics = &reg});
+  a.transport.AddPeer(2, {b.url()});
+  raftpb::Message snap;
+  snap.set_type(raftpb::MsgSnap);
+  snap.set_from(1);
+  snap.set_to(2);
+  a.transport.Send({snap});
+  EXPECT_EQ(a.member.TakeSnapshotReport(2), raft::SnapshotStatus::kFailure);
+  EXPECT_EQ(b.member.snapshots_received(), 0);
+  EXPECT_NE(
+      reg.Render().find(
+          "kplane_network_peer_refused_total{reason=\"invalid_snapshot\"} 1"),
+      std::string::npos)
+      << reg.Render();
+}
+
 // The receiver writes a snapshot's files through its member's FileSystem:
 // created private, every write checked, every file and name synced before
 // the handler takes the directory over -- so a power cut right after the
@@ -645,6 +687,7 @@ TEST_F(PeerTransportTest, ReceivedSnapshotGoesThroughTheFileSystem) {
   a.transport.AddPeer(2, {b.url()});
   raftpb::Message snap;
   snap.set_type(raftpb::MsgSnap);
+  snap.set_term(3);
   snap.set_from(1);
   snap.set_to(2);
 
@@ -689,8 +732,13 @@ TEST_F(PeerTransportTest, BrokenSnapshotTransfersLeaveNothingBehind) {
   };
   raftpb::Message snap;
   snap.set_type(raftpb::MsgSnap);
+  snap.set_term(3);
   snap.set_from(1);
   snap.set_to(2);
+  snap.mutable_snapshot()->mutable_metadata()->set_index(42);
+  snap.mutable_snapshot()->mutable_metadata()->set_term(3);
+  snap.mutable_snapshot()->mutable_metadata()->mutable_conf_state()->add_voters(
+      1);
   storagepb::SnapshotFile file;
   file.set_name("db/000001.sst");
   file.set_size(1 << 20);
@@ -781,6 +829,7 @@ TEST_F(PeerTlsTest, MembersOfOneCaExchangeMessagesAndSnapshots) {
   a.member.snapshot_data = "state";
   raftpb::Message snap;
   snap.set_type(raftpb::MsgSnap);
+  snap.set_term(3);
   snap.set_from(1);
   snap.set_to(2);
   a.transport.Send({snap});

@@ -2,16 +2,30 @@
 
 #include <pthread.h>
 
+#include <random>
+
 #include "base/logging.h"
 
 namespace kplane::storage {
+
+namespace {
+
+// "<member id>.<random>.": see read_ctx_prefix_.
+std::string ReadContextPrefix(uint64_t id) {
+  std::random_device random;
+  const uint64_t drawn = uint64_t{random()} << 32 | random();
+  return std::to_string(id) + "." + std::to_string(drawn) + ".";
+}
+
+}  // namespace
 
 RaftNode::RaftNode(RaftNodeOptions options, RaftLog* log, Transport* transport,
                    Applier* applier)
     : options_(std::move(options)),
       log_(log),
       transport_(transport),
-      applier_(applier) {
+      applier_(applier),
+      read_ctx_prefix_(ReadContextPrefix(options_.raft.id)) {
   auto* reg = options_.metrics;
   leader_changes_ = reg->NewCounter("etcd_server_leader_changes_seen_total",
                                     "Leader changes seen by this member.")
@@ -330,7 +344,7 @@ void RaftNode::Loop() {
         }
         reads_waiting_.clear();
       } else {
-        read_ctx_ = std::to_string(++read_seq_);
+        read_ctx_ = read_ctx_prefix_ + std::to_string(++read_seq_);
         raw_->ReadIndex(read_ctx_);
         read_in_flight_ = true;
         read_started_ = now;

@@ -213,6 +213,12 @@ class RaftNode {
   LeaderCallback leader_cb_ GUARDED_BY(mu_);
 
   // Loop-thread state.
+  // A read request's context is this prefix and read_seq_: the leader
+  // keeps pending reads by context alone and drops a second one with the
+  // same, so it must be unique in the cluster (every member counts from
+  // 1): the member's id and a number drawn at start (a restarted member
+  // counts from 1 again).
+  const std::string read_ctx_prefix_;
   uint64_t read_seq_ = 0;
   bool read_in_flight_ = false;
   std::string read_ctx_;

@@ -68,6 +68,25 @@ constexpr size_t kReadChunk = 64 * 1024;
 // Output buffers above this are released once drained, so a burst does not
 // pin memory on an idle stream.
 constexpr size_t kKeepOutputCapacity = 16 * 1024;
+
+// Drops what was sent from the front of an output buffer (`*off` bytes of
+// `*buf`): all of it once nothing waits (its memory too, past
+// kKeepOutputCapacity); else the sent part once it is 64 KiB or more and
+// no shorter than what waits (the move then costs no more than the sends
+// it follows). Without this a buffer grew by every byte sent while it
+// never emptied (a list streamed to a slower client; every TLS write that
+// went out whole, which never waits for EPOLLOUT).
+void DropSent(std::string* buf, size_t* off) {
+  const size_t pending = buf->size() - *off;
+  if (pending == 0) {
+    buf->clear();
+    *off = 0;
+    if (buf->capacity() > kKeepOutputCapacity) std::string().swap(*buf);
+  } else if (*off >= 64 * 1024 && *off >= pending) {
+    buf->erase(0, *off);
+    *off = 0;
+  }
+}
 constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 // The next pipelined request is parsed only once the responses queued
 // before it are down to this many bytes, so a client that pipelines
@@ -825,11 +844,13 @@ bool Connection::FlushTlsLocked() {
     }
     if (r == TlsSession::Result::kWantWrite ||
         r == TlsSession::Result::kWantRead) {
+      DropSent(&out_, &out_off_);
       return true;
     }
     LOG(DEBUG) << "TLS write to " << remote_ << ": " << tls_->error();
     return false;
   }
+  DropSent(&out_, &out_off_);
   return true;
 }
 
@@ -971,14 +992,12 @@ void Connection::HandleWritable() {
       }
       out_off_ += static_cast<size_t>(rc);
     }
+    if (!closed_) DropSent(&out_, &out_off_);
     if (!closed_ && active_) {
       active_->AssertHeldBy(this);
       active_->DrainedLocked(&d);
     }
     if (!closed_ && PendingLocked() == 0) {
-      out_.clear();
-      out_off_ = 0;
-      if (out_.capacity() > kKeepOutputCapacity) std::string().swap(out_);
       want_write_ = false;
       UpdateEventsLocked();
       linger = close_after_flush_;
@@ -1271,11 +1290,9 @@ void Connection::FlushToPair() {
     }
     to_pair_off_ += static_cast<size_t>(n);
   }
+  DropSent(&to_pair_, &to_pair_off_);
   const size_t pending = to_pair_.size() - to_pair_off_;
   if (pending == 0) {
-    to_pair_.clear();
-    to_pair_off_ = 0;
-    if (to_pair_.capacity() > kKeepOutputCapacity) std::string().swap(to_pair_);
     if (client_eof_ && !pair_write_shut_) {
       pair_write_shut_ = true;
       ::shutdown(pair_.get(), SHUT_WR);

@@ -6,7 +6,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
+#include <fstream>
 #include <future>
 #include <thread>
 
@@ -189,6 +191,38 @@ TEST_F(HttpTlsTest, ChunkedAndLongStreams) {
           << i;
     }
   }
+}
+
+// The resident memory of this process, from /proc/self/statm.
+size_t ResidentBytes() {
+  std::ifstream statm("/proc/self/statm");
+  size_t pages = 0, resident = 0;
+  statm >> pages >> resident;
+  return resident * static_cast<size_t>(sysconf(_SC_PAGESIZE));
+}
+
+// What a TLS connection sent leaves its output buffer. It stayed there as
+// long as every write went out whole (only a full socket, and the EPOLLOUT
+// that followed, emptied the buffer), so a long-lived HTTPS connection
+// whose client kept up -- a watch -- held everything it ever sent: here
+// 96 MiB, in 12,000 responses of 8 KiB on one connection.
+TEST_F(HttpTlsTest, SentBytesLeaveTheOutputBuffer) {
+  Start({});
+  HttpClient c = Client(ClientTls(&alice_));
+  const size_t before = ResidentBytes();
+  for (int i = 0; i < 12000; ++i) {
+    size_t got = 0;
+    StatusOr<HttpResponse> r = c.Stream("GET", "/stream?n=1&size=8192", {}, "",
+                                        [&](std::string_view d) {
+                                          got += d.size();
+                                          return true;
+                                        });
+    ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_EQ(got, 8192u);
+  }
+  const size_t after = ResidentBytes();
+  EXPECT_LT(after, before + (32 << 20))
+      << "resident " << before << " -> " << after << " bytes";
 }
 
 TEST_F(HttpTlsTest, DuplexStream) {

@@ -246,6 +246,9 @@ class ClientConnection {
   // True if the server has closed the connection (or sent something
   // unsolicited, which also makes it unusable) while it sat idle.
   bool LooksDead() {
+    // Bytes past the last response's end (a 204's or a HEAD's body, say)
+    // would be read as the next answer.
+    if (!Pending().empty()) return true;
     pollfd p{fd_.get(), POLLIN, 0};
     if (has_tls()) {
       MutexLock l(&ssl_mu_);

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <future>
 #include <thread>
+#include <vector>
 
 #include "net/http_server.h"
 #include "net/http_test_util.h"
@@ -199,6 +200,36 @@ TEST_F(HttpClientTest, ConnectionCloseResponseIsHonoured) {
     EXPECT_EQ(r->body, "bye");
   }
   EXPECT_EQ(Accepted(), 3);
+}
+
+// Bytes past a response's end -- here a whole forged response after a
+// 204, which has no body -- are not read as the answer to the next request
+// on that connection: it is not reused (as Go's transport).
+TEST_F(HttpClientTest, BytesPastAResponseAreNotTheNextAnswer) {
+  auto l = ListenTcp("127.0.0.1", 0, 16);
+  ASSERT_TRUE(l.ok()) << l.status();
+  ScopedFd listener = std::move(*l);
+  const uint16_t port = *LocalPort(listener.get());
+  std::thread server([&] {
+    std::vector<ScopedFd> open;  // the first stays open: only reuse fails
+    for (const char* answer :
+         {"HTTP/1.1 204 No Content\r\n\r\n"
+          "HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nforged",
+          "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nreal"}) {
+      if (!WaitFd(listener.get(), false, testing::kTestDeadline).ok()) return;
+      open.emplace_back(::accept(listener.get(), nullptr, nullptr));
+      ReadHead(open.back().get());
+      SendAll(open.back().get(), answer);
+    }
+  });
+  HttpClient c("127.0.0.1", port);
+  auto first = c.Request("GET", "/");
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->status, 204);
+  auto second = c.Request("GET", "/");
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(second->body, "real");
+  server.join();
 }
 
 TEST_F(HttpClientTest, ReadsChunkedAndCloseDelimitedBodies) {

@@ -4,6 +4,11 @@
 // wait must hold no thread, or one forged request stalls the JSON
 // gateway's I/O thread (every other connection on it) for the whole wait.
 // Both fronts of one member (JSON gateway and gRPC on one port).
+// First, as in grpc_front.cc: base/thread_annotations.h must come before
+// absl's (included by grpcpp), which defines the same macros only if unset.
+// clang-format off
+#include "storage/grpc/test_member.h"
+// clang-format on
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
@@ -13,7 +18,6 @@
 #include "base/base64.h"
 #include "net/http_client.h"
 #include "schemas/grpc/rpc_services.grpc.pb.h"
-#include "storage/grpc/test_member.h"
 
 namespace kplane::storage {
 namespace {

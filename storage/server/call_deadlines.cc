@@ -13,11 +13,17 @@ std::optional<Duration> ParseGrpcTimeout(std::string_view v) {
     if (c < '0' || c > '9') return std::nullopt;
     n = n * 10 + (c - '0');
   }
+  // 99999999H and 99999999M are past a nanosecond Duration (about 292
+  // years): longer timeouts count as kMaxGrpcTimeout.
   switch (v.back()) {
     case 'H':
-      return std::chrono::duration_cast<Duration>(hours(n));
+      return n >= kMaxGrpcTimeout / hours(1)
+                 ? kMaxGrpcTimeout
+                 : std::chrono::duration_cast<Duration>(hours(n));
     case 'M':
-      return std::chrono::duration_cast<Duration>(minutes(n));
+      return n >= kMaxGrpcTimeout / minutes(1)
+                 ? kMaxGrpcTimeout
+                 : std::chrono::duration_cast<Duration>(minutes(n));
     case 'S':
       return std::chrono::duration_cast<Duration>(seconds(n));
     case 'm':

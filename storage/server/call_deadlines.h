@@ -29,8 +29,11 @@
 namespace kplane::storage {
 
 // A `Grpc-Timeout` header value ("<1-8 digits><H|M|S|m|u|n>", gRPC's wire
-// format) as a duration; nullopt if it is not one.
+// format) as a duration, at most kMaxGrpcTimeout; nullopt if it is not one.
 std::optional<Duration> ParseGrpcTimeout(std::string_view v);
+// 100 years: "now + timeout" stays within a nanosecond TimePoint (Go's
+// gateway wraps past ~292 years and times out at once).
+inline constexpr Duration kMaxGrpcTimeout = hours(24 * 365 * 100);
 
 class CallDeadlines {
  public:

@@ -34,6 +34,12 @@ TEST(ParseGrpcTimeoutTest, GrpcUnits) {
   EXPECT_EQ(ParseGrpcTimeout("1H"), Duration(hours(1)));
   EXPECT_EQ(ParseGrpcTimeout("7u"), Duration(microseconds(7)));
   EXPECT_EQ(ParseGrpcTimeout("99999999n"), Duration(nanoseconds(99999999)));
+  // Past a nanosecond Duration: the largest timeout, never a wrapped one.
+  EXPECT_EQ(ParseGrpcTimeout("99999999H"), kMaxGrpcTimeout);
+  EXPECT_EQ(ParseGrpcTimeout("99999999M"), kMaxGrpcTimeout);
+  EXPECT_EQ(ParseGrpcTimeout("876000H"), kMaxGrpcTimeout);
+  EXPECT_EQ(ParseGrpcTimeout("875999H"), Duration(hours(875999)));
+  EXPECT_EQ(ParseGrpcTimeout("99999999S"), Duration(seconds(99999999)));
   for (const char* bad :
        {"", "S", "1", "1s", "-1S", "1.5S", "123456789S", "soon", " 1S"}) {
     EXPECT_FALSE(ParseGrpcTimeout(bad).has_value()) << bad;

@@ -12,13 +12,11 @@
 #include <map>
 #include <string>
 #include <unordered_map>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
 #include "base/logging.h"
 #include "base/mutex.h"
-#include "base/saturating.h"
 #include "schemas/grpc/election_services.grpc.pb.h"
 #include "schemas/grpc/lock_services.grpc.pb.h"
 #include "schemas/grpc/rpc_services.grpc.pb.h"
@@ -32,6 +30,7 @@
 #include "storage/server/etcd_snapshot.h"
 #include "storage/server/kv_service.h"
 #include "storage/server/watch_fragment.h"
+#include "storage/server/watch_requests.h"
 
 namespace kplane::storage {
 namespace {
@@ -339,7 +338,9 @@ class WatchCall : public BidiStream<pb::WatchRequest, pb::WatchResponse> {
   // a token that no longer resolves (expired, its user's password changed)
   // refuses the watch with that error while the stream stays open.
   WatchCall(StoreServer* s, CallIdentity caller)
-      : server_(s), caller_(std::move(caller)) {}
+      : server_(s),
+        caller_(std::move(caller)),
+        requests_(s, StoreServer::WatchProtocol::kGrpc) {}
 
   // Creates the MVCC stream; false (and the call ended) if the member
   // serves no reads.
@@ -398,9 +399,13 @@ class WatchCall : public BidiStream<pb::WatchRequest, pb::WatchResponse> {
     }
     std::vector<mvcc::WatchItem> items;
     MutexLock l(&stream_mu_);
-    if (!stream_ || stream_->PopAll(&items) == 0) return;
+    if (!stream_) return;
+    // Read before popping: what was queued before the store closed goes
+    // out before the end.
+    const bool stopped = stream_->Stopped();
+    stream_->PopAll(&items);
     for (const mvcc::WatchItem& item : items) {
-      if (fragment_.count(item.watch_id) == 0) {
+      if (!requests_.Fragments(item)) {
         pb::WatchResponse w = mvcc::ToWatchResponse(item);
         server_->FillHeader(w.mutable_header());
         Send(std::move(w));
@@ -408,7 +413,6 @@ class WatchCall : public BidiStream<pb::WatchRequest, pb::WatchResponse> {
       }
       // Created with fragment: cut as etcd's sendFragments; the pieces
       // queue back to back (the stream's queued-bytes bound counts them).
-      if (item.canceled) fragment_.erase(item.watch_id);
       pb::ResponseHeader header;
       server_->FillHeader(&header);
       for (WatchItemPiece& piece : FragmentWatchItem(
@@ -420,95 +424,22 @@ class WatchCall : public BidiStream<pb::WatchRequest, pb::WatchResponse> {
         Send(std::move(w));
       }
     }
-  }
-
-  pb::WatchResponse NewResponse(bool with_revision) {
-    pb::WatchResponse w;
-    server_->FillHeader(w.mutable_header());
-    if (with_revision) {
-      StoreRef store = server_->mvcc();
-      if (store) w.mutable_header()->set_revision(store->CurrentRevision());
+    if (stopped) {
+      stream_.reset();
+      EndAfterSent(grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                std::string(kWatchStoreClosed)));
     }
-    return w;
   }
 
   bool Handle(const pb::WatchRequest& req) override EXCLUDES(stream_mu_) {
     // Answers are sent under stream_mu_, as Drain() sends events: a new
     // watcher's "created" goes out before any of its events.
     MutexLock l(&stream_mu_);
+    if (!stream_) return true;
     std::vector<pb::WatchResponse> out;
-    {
-      if (!stream_) return true;
-      Status denied;
-      if (req.has_create_request() && server_->auth()->enabled()) {
-        StatusOr<std::string> user = caller_.User(server_->auth());
-        denied = !user.ok() ? user.status()
-                            : server_->auth()->CheckRange(
-                                  *user, req.create_request().key(),
-                                  req.create_request().range_end());
-      }
-      // The stream's bound on its watchers (creates run only here, under
-      // stream_mu_, so none can slip past it meanwhile).
-      Status full;
-      if (req.has_create_request() && denied.ok()) {
-        full = server_->AdmitWatchCreate(stream_->WatcherCount(),
-                                         StoreServer::WatchProtocol::kGrpc);
-      }
-      if (!denied.ok() || !full.ok()) {
-        // etcd: created and canceled at once, the reason its gRPC error's
-        // text ("rpc error: code = Unauthenticated desc = etcdserver:
-        // invalid auth token", ... PermissionDenied, InvalidArgument); a
-        // full stream's reason is the limit's own text, as the gRPC
-        // proxy's.
-        pb::WatchResponse w = NewResponse(true);
-        w.set_watch_id(-1);
-        w.set_created(true);
-        w.set_canceled(true);
-        w.set_cancel_reason(!denied.ok() ? etcdjson::GoRpcErrorText(denied)
-                                         : full.message());
-        out.push_back(std::move(w));
-      } else if (req.has_create_request()) {
-        StatusOr<int64_t> id = stream_->Watch(req.create_request());
-        pb::WatchResponse w = NewResponse(true);
-        w.set_created(true);
-        if (id.ok()) {
-          w.set_watch_id(*id);
-          // (a client may name any id, INT64_MAX too)
-          next_id_ = std::max(next_id_, SaturatingAdd(*id, 1));
-          if (req.create_request().fragment()) fragment_.insert(*id);
-          out.push_back(std::move(w));
-        } else if (id.status().Is(StatusCode::kCompacted)) {
-          // etcd creates the watch, then cancels it with the compaction
-          // revision (and no header revision).
-          int64_t wid =
-              req.create_request().watch_id() != 0
-                  ? req.create_request().watch_id()
-                  : std::exchange(next_id_, SaturatingAdd(next_id_, 1));
-          w.set_watch_id(wid);
-          out.push_back(std::move(w));
-          pb::WatchResponse c = NewResponse(false);
-          c.set_watch_id(wid);
-          c.set_canceled(true);
-          c.set_compact_revision(id.status().detail());
-          out.push_back(std::move(c));
-        } else {
-          w.set_watch_id(-1);
-          w.set_canceled(true);
-          w.set_cancel_reason(std::string(id.status().message()));
-          out.push_back(std::move(w));
-        }
-      } else if (req.has_cancel_request()) {
-        if (stream_->Cancel(req.cancel_request().watch_id()).ok()) {
-          fragment_.erase(req.cancel_request().watch_id());
-          pb::WatchResponse w = NewResponse(true);
-          w.set_watch_id(req.cancel_request().watch_id());
-          w.set_canceled(true);
-          out.push_back(std::move(w));
-        }
-      } else if (req.has_progress_request()) {
-        stream_->RequestProgress();
-      }
-    }
+    requests_.Handle(
+        stream_.get(), req, [&] { return caller_.User(server_->auth()); },
+        &out);
     for (auto& w : out) Send(std::move(w));
     return true;
   }
@@ -525,9 +456,7 @@ class WatchCall : public BidiStream<pb::WatchRequest, pb::WatchResponse> {
   // Taken before BidiStream's own lock (Send), never after.
   Mutex stream_mu_;
   std::unique_ptr<mvcc::WatchStream> stream_ GUARDED_BY(stream_mu_);
-  int64_t next_id_ GUARDED_BY(stream_mu_) = 0;
-  // Watchers created with fragment (etcd's serverWatchStream.fragment).
-  std::unordered_set<int64_t> fragment_ GUARDED_BY(stream_mu_);
+  WatchRequests requests_ GUARDED_BY(stream_mu_);
 };
 
 // One LeaseKeepAlive call: each request renews its lease (a proposal,

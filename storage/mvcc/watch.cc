@@ -102,6 +102,11 @@ void WatchStream::SetNotify(std::function<void()> fn) {
   state_->notify = std::move(fn);
 }
 
+bool WatchStream::Stopped() const {
+  MutexLock l(&state_->mu);
+  return state_->stopped;
+}
+
 size_t WatchStream::QueueSize() const {
   MutexLock l(&state_->mu);
   return state_->queue.size();
@@ -130,6 +135,10 @@ void WatchHub::Start() {
 }
 
 void WatchHub::Stop() {
+  // The servers that wait on the hooks, not on cv, learn it from them:
+  // without, their clients' watches went silent for good when a snapshot
+  // replaced the store under them.
+  std::vector<std::function<void()>> notifies;
   {
     MutexLock l(&mu_);
     if (stopped_) return;
@@ -138,9 +147,11 @@ void WatchHub::Stop() {
       MutexLock sl(&s->mu);
       s->stopped = true;
       s->cv.notify_all();
+      if (s->notify) notifies.push_back(s->notify);
     }
     cv_.notify_all();
   }
+  for (auto& notify : notifies) notify();
   if (thread_.joinable()) thread_.join();
 }
 

@@ -104,8 +104,14 @@ class WatchStream {
   // Waits on the store's clock until a response is queued or `deadline`.
   std::optional<etcdserverpb::WatchResponse> Next(TimePoint deadline);
 
-  // Called after responses were queued on an empty or non-empty queue.
+  // Called after responses were queued on an empty or non-empty queue,
+  // and once when the store under the stream closes (Stopped()).
   void SetNotify(std::function<void()> fn);
+  // The store under the stream closed (a snapshot replaced it, or the
+  // member stops): nothing more will be queued. A server ends its client's
+  // stream once it has sent what is queued (the client watches again, from
+  // its last revision, on the new store).
+  bool Stopped() const;
 
   size_t QueueSize() const;
   // Watchers open on the stream: created, and not yet canceled by Cancel()

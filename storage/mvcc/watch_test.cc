@@ -109,6 +109,31 @@ TEST_F(MvccWatchTest, LiveEventsOnKeyAndPrefix) {
 
 // An empty key is "\x00", the smallest key, as etcd's watch server reads
 // it: alone it watches that key, with a range end the keys from it.
+// A store that closes under its streams (a snapshot replaced it) calls
+// their notify hooks and says so: the servers that wait on the hooks (the
+// gRPC and JSON watch fronts) end their clients' streams, which went
+// silent for good before. What was queued before is still popped.
+TEST_F(MvccWatchTest, ClosingTheStoreTellsItsStreams) {
+  auto stream = store_->NewWatchStream();
+  std::atomic<int> notified{0};
+  stream->SetNotify([&] { ++notified; });
+  WatchCreateRequest req;
+  req.set_key("a");
+  ASSERT_TRUE(stream->Watch(req).ok());
+  Put("a", "1");
+  // The put's response is queued (its notify is on the writer's thread).
+  ASSERT_EQ(Next(stream.get()).events_size(), 1);
+  Put("a", "2");
+  const int before = notified.load();
+  EXPECT_FALSE(stream->Stopped());
+  store_->Close();
+  EXPECT_TRUE(stream->Stopped());
+  EXPECT_GT(notified.load(), before);
+  // Still delivered: the put before the close.
+  EXPECT_EQ(Next(stream.get()).events_size(), 1);
+  EXPECT_FALSE(stream->TryPop().has_value());
+}
+
 TEST_F(MvccWatchTest, EmptyKeyIsTheSmallestKey) {
   auto s = store_->NewWatchStream();
   auto alone = s->Watch(Req(""));

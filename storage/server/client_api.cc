@@ -4,7 +4,6 @@
 #include <deque>
 #include <filesystem>
 #include <fstream>
-#include <unordered_set>
 #include <utility>
 
 #include "base/base64.h"
@@ -13,7 +12,6 @@
 #include "base/logging.h"
 #include "base/mutex.h"
 #include "base/prometheus_text.h"
-#include "base/saturating.h"
 #include "storage/etcdjson/etcd_json.h"
 #include "storage/etcdjson/json_stream.h"
 #include "storage/mvcc/watch.h"
@@ -26,6 +24,7 @@
 #include "storage/server/version.h"
 #include "storage/server/watch_fragment.h"
 #include "storage/server/watch_json.h"
+#include "storage/server/watch_requests.h"
 
 namespace kplane::storage {
 namespace fs = std::filesystem;
@@ -289,7 +288,8 @@ class WatchSession : public std::enable_shared_from_this<WatchSession> {
         drainer_(std::move(drainer)),
         r_(std::move(r)),
         token_(std::move(token)),
-        splitter_(g_max_grpc_message_bytes) {}
+        splitter_(g_max_grpc_message_bytes),
+        requests_(server, StoreServer::WatchProtocol::kJson) {}
 
   void Start() EXCLUDES(mu_) {
     std::weak_ptr<WatchSession> weak = shared_from_this();
@@ -359,8 +359,14 @@ class WatchSession : public std::enable_shared_from_this<WatchSession> {
       });
       return;
     }
+    // Read before popping: what was queued before the store closed goes
+    // out before the end.
+    const bool stopped = stream_->Stopped();
     items_.clear();
-    if (stream_->PopAll(&items_) == 0) return;
+    if (stream_->PopAll(&items_) == 0) {
+      if (stopped) EndStoreClosed();
+      return;
+    }
     etcdserverpb::ResponseHeader header;
     server_->FillHeader(&header);
     // One response per HTTP chunk, as etcd's gateway flushes each message
@@ -369,14 +375,13 @@ class WatchSession : public std::enable_shared_from_this<WatchSession> {
     std::string out;
     ends_.clear();
     for (const mvcc::WatchItem& item : items_) {
-      if (fragment_.count(item.watch_id) == 0) {
+      if (!requests_.Fragments(item)) {
         drainer_->encoder()->Append(header, item, &out);
         ends_.push_back(out.size());
         continue;
       }
       // Created with fragment: each piece its own message (etcd's gateway
       // relays the gRPC stream's pieces one by one).
-      if (item.canceled) fragment_.erase(item.watch_id);
       for (const WatchItemPiece& piece : FragmentWatchItem(
                item, header,
                WatchFragmentLimit(server_->config().max_request_bytes))) {
@@ -393,6 +398,17 @@ class WatchSession : public std::enable_shared_from_this<WatchSession> {
     }
     StartIfNeeded();
     r_->WriteChunks(chunks_);
+    if (stopped) EndStoreClosed();
+  }
+
+  // The store under the stream closed: grpc-gateway's in-stream error, and
+  // the client watches again.
+  void EndStoreClosed() REQUIRES(mu_) {
+    RespondStreamError(r_.get(), started_,
+                       etcdjson::HttpError{503, etcdjson::kGrpcUnavailable,
+                                           std::string(kWatchStoreClosed)});
+    started_ = true;
+    stream_.reset();
   }
 
  private:
@@ -452,92 +468,14 @@ class WatchSession : public std::enable_shared_from_this<WatchSession> {
     WriteEncoded(out);
   }
 
-  etcdserverpb::WatchResponse NewResponse(bool with_revision) {
-    etcdserverpb::WatchResponse w;
-    server_->FillHeader(w.mutable_header());
-    if (with_revision) {
-      w.mutable_header()->set_revision(CurrentRevision(server_));
-    }
-    return w;
-  }
-
   void Handle(const etcdserverpb::WatchRequest& req) EXCLUDES(mu_) {
     MutexLock l(&mu_);
     if (!stream_) return;
-    if (req.has_create_request() && server_->auth()->enabled()) {
-      StatusOr<std::string> user = server_->auth()->ResolveToken(token_);
-      Status p = !user.ok() ? user.status()
-                            : server_->auth()->CheckRange(
-                                  *user, req.create_request().key(),
-                                  req.create_request().range_end());
-      if (!p.ok()) {
-        // etcd: created and canceled at once, with the error's text.
-        etcdserverpb::WatchResponse w = NewResponse(true);
-        w.set_watch_id(-1);
-        w.set_created(true);
-        w.set_canceled(true);
-        w.set_cancel_reason(etcdjson::GoRpcErrorText(p));
-        Write(w);
-        return;
-      }
-    }
-    if (req.has_create_request()) {
-      // The stream's bound on its watchers (creates run only here, under
-      // mu_): refused as etcd refuses a create, the limit's text as the
-      // reason (the gRPC front and the gRPC proxy say the same).
-      Status full = server_->AdmitWatchCreate(
-          stream_->WatcherCount(), StoreServer::WatchProtocol::kJson);
-      if (!full.ok()) {
-        etcdserverpb::WatchResponse w = NewResponse(true);
-        w.set_watch_id(-1);
-        w.set_created(true);
-        w.set_canceled(true);
-        w.set_cancel_reason(full.message());
-        Write(w);
-        return;
-      }
-      StatusOr<int64_t> id = stream_->Watch(req.create_request());
-      etcdserverpb::WatchResponse w = NewResponse(true);
-      w.set_created(true);
-      if (id.ok()) {
-        w.set_watch_id(*id);
-        // (a client may name any id, INT64_MAX too)
-        next_id_ = std::max(next_id_, SaturatingAdd(*id, 1));
-        if (req.create_request().fragment()) fragment_.insert(*id);
-        Write(w);
-      } else if (id.status().Is(StatusCode::kCompacted)) {
-        // etcd creates the watch, then cancels it with the compaction
-        // revision (and no header revision).
-        int64_t wid = req.create_request().watch_id() != 0
-                          ? req.create_request().watch_id()
-                          : std::exchange(next_id_, SaturatingAdd(next_id_, 1));
-        w.set_watch_id(wid);
-        Write(w);
-        etcdserverpb::WatchResponse c = NewResponse(false);
-        c.set_watch_id(wid);
-        c.set_canceled(true);
-        c.set_compact_revision(id.status().detail());
-        Write(c);
-      } else {
-        w.set_watch_id(-1);
-        w.set_canceled(true);
-        std::string reason = id.status().message();
-        w.set_cancel_reason(reason);
-        Write(w);
-      }
-    } else if (req.has_cancel_request()) {
-      if (stream_->Cancel(req.cancel_request().watch_id()).ok()) {
-        fragment_.erase(req.cancel_request().watch_id());
-        etcdserverpb::WatchResponse w = NewResponse(true);
-        w.set_watch_id(req.cancel_request().watch_id());
-        w.set_canceled(true);
-        Write(w);
-      }
-      // An unknown id gets no answer, as etcd.
-    } else if (req.has_progress_request()) {
-      stream_->RequestProgress();
-    }
-    // `{}` gets no answer at all.
+    std::vector<etcdserverpb::WatchResponse> out;
+    requests_.Handle(
+        stream_.get(), req,
+        [&] { return server_->auth()->ResolveToken(token_); }, &out);
+    for (const auto& w : out) Write(w);
   }
 
   StoreServer* const server_;
@@ -554,9 +492,7 @@ class WatchSession : public std::enable_shared_from_this<WatchSession> {
   std::vector<size_t> ends_ GUARDED_BY(mu_);              // reused
   std::vector<std::string_view> chunks_ GUARDED_BY(mu_);  // reused
   bool started_ GUARDED_BY(mu_) = false;
-  int64_t next_id_ GUARDED_BY(mu_) = 0;
-  // Watchers created with fragment (etcd's serverWatchStream.fragment).
-  std::unordered_set<int64_t> fragment_ GUARDED_BY(mu_);
+  WatchRequests requests_ GUARDED_BY(mu_);
 };
 
 void WatchDrainer::Schedule(std::shared_ptr<WatchSession> session) {

@@ -9,6 +9,7 @@
 #include "storage/server/corruption_check.h"
 #include "storage/server/entry_check.h"
 #include "storage/server/version.h"
+#include "storage/server/watch_requests.h"
 
 namespace kplane::storage {
 
@@ -616,6 +617,17 @@ class EmbeddedWatch : public Watch {
     thread_ = std::thread([this] {
       while (!stop_.load()) {
         auto r = stream_->Next(clock_->Now() + milliseconds(100));
+        if (!r && stream_->Stopped()) {
+          // The store closed (Next returns at once from now on): the
+          // caller watches again.
+          etcdserverpb::WatchResponse end;
+          server_->FillHeader(end.mutable_header());
+          end.set_watch_id(-1);
+          end.set_canceled(true);
+          end.set_cancel_reason(std::string(kWatchStoreClosed));
+          cb_(end);
+          return;
+        }
         if (!r) continue;
         server_->FillHeader(r->mutable_header());
         bool last = r->canceled();
@@ -643,10 +655,14 @@ StatusOr<std::unique_ptr<Watch>> StoreServer::StartWatch(
   auto stream = store->NewWatchStream();
   etcdserverpb::WatchResponse created;
   FillHeader(created.mutable_header());
-  created.mutable_header()->set_revision(store->CurrentRevision());
+  // One reading for the header and "from now" (WatchRequests says why).
+  const int64_t now = store->CurrentRevision();
+  created.mutable_header()->set_revision(now);
   store = StoreRef();  // the stream does not pin the store
   created.set_created(true);
-  StatusOr<int64_t> id = stream->Watch(req);
+  etcdserverpb::WatchCreateRequest from = req;
+  if (from.start_revision() == 0) from.set_start_revision(now + 1);
+  StatusOr<int64_t> id = stream->Watch(from);
   auto w = std::make_unique<EmbeddedWatch>(this, std::move(stream), callback,
                                            clock_);
   if (!id.ok()) {

@@ -1187,6 +1187,37 @@ std::optional<ApiError> ApiServer::Impl::AdmitWrite(
   const objects::metav1::ObjectMeta* meta = objects::GetObjectMeta(obj);
   const std::string name = meta != nullptr ? meta->name() : "";
   const std::string ns = meta != nullptr ? meta->namespace_() : "";
+  // An update or an apply that finds no object creates it: that needs
+  // `create` too, as kube's update and patch handlers authorize it
+  // (createAuthorizerAttributes). Without, `patch` on pods let a user make
+  // any pod by applying it, and `update` on services any Service.
+  if (old == nullptr && (c.info.verb == "update" || c.info.verb == "patch")) {
+    auth::Attributes create{.user = c.user,
+                            .verb = "create",
+                            .resource_request = true,
+                            .api_group = c.info.group,
+                            .resource = c.info.resource,
+                            .subresource = c.info.subresource,
+                            .ns = c.info.ns,
+                            .name = c.info.name,
+                            .path = c.req().path};
+    std::string reason;
+    if (Authorize(create, &reason) != auth::Decision::kAllow) {
+      return ForbiddenError(create, reason);
+    }
+  }
+  // NodeRestriction: a node writes only its own Lease (a create names no
+  // object when it is authorized, so the node authorizer lets any through).
+  if (r->gv.group == "coordination.k8s.io" && r->resource == "leases") {
+    std::optional<std::string> node = auth::NodeIdentity(c.user);
+    if (node.has_value() && *node != name) {
+      return ApiError::Forbidden(
+          *r, name,
+          "can only access node lease with the same name as the requesting "
+          "node");
+    }
+    return std::nullopt;
+  }
   if (r->gv.group.empty() && r->resource == "nodes") {
     std::optional<std::string> node = auth::NodeIdentity(c.user);
     if (node.has_value() && *node != name) {

@@ -794,6 +794,96 @@ TEST_F(AuthTest, NodeAuthorizerOverHttp) {
             200);
 }
 
+// An apply or an update that finds no object creates it, which needs
+// `create` too, as kube's handlers authorize it: a user who may only get
+// and patch pods made any pod by applying one, and one who may update
+// services (which take create-on-update) any Service.
+TEST_F(AuthTest, CreatingThroughApplyOrUpdateNeedsCreate) {
+  ASSERT_EQ(Do(admin_, "POST",
+               "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles",
+               R"({"metadata":{"name":"labeler"},"rules":[
+                 {"apiGroups":[""],"resources":["pods","services"],
+                  "verbs":["get","patch","update"]}]})")
+                .code,
+            201);
+  ASSERT_EQ(
+      Do(admin_, "POST",
+         "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings",
+         R"({"metadata":{"name":"alice-labeler"},
+          "roleRef":{"kind":"Role","name":"labeler"},
+          "subjects":[{"kind":"User","name":"alice"}]})")
+          .code,
+      201);
+  const std::string pod =
+      R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"evil"},)"
+      R"("spec":{"containers":[{"name":"c","image":"x"}]}})";
+  auto apply = [&] {
+    return Do(alice_, "PATCH",
+              "/api/v1/namespaces/default/pods/evil?fieldManager=a", pod,
+              {{"Content-Type", "application/apply-patch+yaml"}});
+  };
+  // Once the binding is seen (alice may get pods: 404, not 403) ...
+  ASSERT_EQ(AwaitCode(404,
+                      [&] {
+                        return Do(alice_, "GET",
+                                  "/api/v1/namespaces/default/pods/evil");
+                      })
+                .code,
+            404);
+  // ... the apply that would create the pod is refused.
+  Response applied = apply();
+  EXPECT_EQ(applied.code, 403) << applied.body;
+  EXPECT_EQ(applied.Str({"message"}),
+            "pods \"evil\" is forbidden: User \"alice\" cannot create "
+            "resource \"pods\" in API group \"\" in the namespace \"default\"");
+  EXPECT_EQ(Do(admin_, "GET", "/api/v1/namespaces/default/pods/evil").code,
+            404);
+  Response put = Do(alice_, "PUT", "/api/v1/namespaces/default/services/new",
+                    R"({"apiVersion":"v1","kind":"Service",)"
+                    R"("metadata":{"name":"new"},)"
+                    R"("spec":{"ports":[{"port":80}]}})");
+  EXPECT_EQ(put.code, 403) << put.body;
+  // With `create` as well, the same apply creates the pod, and `patch`
+  // alone still patches what exists.
+  ASSERT_EQ(Do(admin_, "POST",
+               "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles",
+               R"({"metadata":{"name":"creator"},"rules":[
+                 {"apiGroups":[""],"resources":["pods"],"verbs":["create"]}]})")
+                .code,
+            201);
+  ASSERT_EQ(
+      Do(admin_, "POST",
+         "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings",
+         R"({"metadata":{"name":"alice-creator"},
+          "roleRef":{"kind":"Role","name":"creator"},
+          "subjects":[{"kind":"User","name":"alice"}]})")
+          .code,
+      201);
+  EXPECT_EQ(AwaitCode(201, apply).code, 201);
+  EXPECT_EQ(apply().code, 200);
+}
+
+// NodeRestriction for Leases: a node creates and renews only its own in
+// kube-node-lease (the authorizer cannot see a create's name).
+TEST_F(AuthTest, ANodeWritesOnlyItsOwnLease) {
+  const std::string leases =
+      "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases";
+  auto lease = [](const std::string& name) {
+    return R"({"metadata":{"name":")" + name +
+           R"("},"spec":{"holderIdentity":")" + name + R"("}})";
+  };
+  Response other = Do(node1_, "POST", leases, lease("node-2"));
+  EXPECT_EQ(other.code, 403) << other.body;
+  EXPECT_EQ(other.Str({"message"}),
+            "leases.coordination.k8s.io \"node-2\" is forbidden: can only "
+            "access node lease with the same name as the requesting node");
+  EXPECT_EQ(Do(node1_, "PUT", leases + "/node-2", lease("node-2")).code, 403);
+  // Its own: created by POST, or by PUT (leases take create-on-update).
+  EXPECT_EQ(Do(node1_, "PUT", leases + "/node-1", lease("node-1")).code, 201);
+  EXPECT_EQ(Do(node1_, "DELETE", leases + "/node-1").code, 200);
+  EXPECT_EQ(Do(node1_, "POST", leases, lease("node-1")).code, 201);
+}
+
 // The real kubectl (1.32 on the PATH) with a kubeconfig carrying alice's
 // certificate: `auth can-i` asks a SelfSubjectAccessReview, `auth whoami`
 // a SelfSubjectReview.

@@ -55,8 +55,11 @@ Decision NodeAuthorizer::Authorize(const Attributes& a,
     return Decision::kNoOpinion;
   }
   if (g == "coordination.k8s.io" && r == "leases" && sub.empty()) {
+    // A create's name is not checked here (kube's authorizeLease: a POST
+    // names none), but in admission (ApiServer's AdmitWrite, kube's
+    // NodeRestriction).
     if (a.ns == "kube-node-lease" &&
-        ((verb == "create" && a.name.empty()) ||
+        (verb == "create" ||
          (a.name == *node && In(verb, {"get", "update", "patch", "delete"})))) {
       return Decision::kAllow;
     }

@@ -2963,11 +2963,7 @@ bool ApiServer::Impl::DeleteCustomResources(const CustomSet& set) {
   // the storage version (reads go to the store; no watch cache is started).
   std::unique_ptr<Backend> unserved;
   if (b == nullptr) {
-    const auto& versions = set.type->versions();
-    for (size_t i = 0; i < versions.size(); ++i) {
-      if (versions[i].get() == &storage)
-        unserved = NewCustomBackend(*set.type, i);
-    }
+    unserved = NewCustomBackend(*set.type, set.type->storage_index());
     b = unserved.get();
   }
   StatusOr<ListResult> list = b->store->List("", ListOptions{});

@@ -278,8 +278,9 @@ class CrdStrategyImpl : public Strategy {
     FieldErrors errs =
         validation::ValidateObjectMeta(WithoutCleanupFinalizer(u), false,
                                        validation::NameRule::kDNS1123Subdomain);
-    validation::Append(&errs, ValidateSpec(u));
-    validation::Append(&errs, ValidateStoredVersions(u));
+    const rapidjson::Document c = objects::ContentOf(u);
+    validation::Append(&errs, ValidateSpec(u, c));
+    validation::Append(&errs, ValidateStoredVersions(c));
     return errs;
   }
 
@@ -290,16 +291,16 @@ class CrdStrategyImpl : public Strategy {
     const Unstructured& o = AsUnstructured(old);
     FieldErrors errs = validation::ValidateObjectMetaUpdate(
         WithoutCleanupFinalizer(u), WithoutCleanupFinalizer(o));
-    validation::Append(&errs, ValidateSpec(u));
-    validation::Append(&errs, ValidateStoredVersions(u));
+    const rapidjson::Document c = objects::ContentOf(u);
+    validation::Append(&errs, ValidateSpec(u, c));
+    validation::Append(&errs, ValidateStoredVersions(c));
     // (Read from the JSON: ParseCrd would compile the schemas.)
-    auto namespaced = [](const Unstructured& crd) {
-      const rapidjson::Document c = objects::ContentOf(crd);
-      const rapidjson::Value* spec = Member(c, "spec");
+    auto namespaced = [](const rapidjson::Value& content) {
+      const rapidjson::Value* spec = Member(content, "spec");
       return spec == nullptr || StrMember(*spec, "scope") != "Cluster";
     };
-    const bool now = namespaced(u);
-    if (now != namespaced(o)) {
+    const bool now = namespaced(c);
+    if (now != namespaced(objects::ContentOf(o))) {
       errs.push_back(validation::InvalidString(Path("spec").Child("scope"),
                                                now ? "Namespaced" : "Cluster",
                                                "field is immutable"));
@@ -313,7 +314,8 @@ class CrdStrategyImpl : public Strategy {
     FieldErrors errs = validation::ValidateObjectMetaUpdate(
         WithoutCleanupFinalizer(AsUnstructured(obj)),
         WithoutCleanupFinalizer(AsUnstructured(old)));
-    validation::Append(&errs, ValidateStoredVersions(AsUnstructured(obj)));
+    validation::Append(
+        &errs, ValidateStoredVersions(objects::ContentOf(AsUnstructured(obj))));
     return errs;
   }
 
@@ -334,10 +336,9 @@ class CrdStrategyImpl : public Strategy {
   // one of spec.versions, so none may leave spec.versions before the
   // status drops it (after the objects are rewritten), and the storage
   // version is always listed.
-  static FieldErrors ValidateStoredVersions(const Unstructured& u) {
+  static FieldErrors ValidateStoredVersions(const rapidjson::Value& c) {
     FieldErrors errs;
     const Path path = Path("status").Child("storedVersions");
-    const rapidjson::Document c = objects::ContentOf(u);
     const rapidjson::Value* status = Member(c, "status");
     const std::vector<std::string> names =
         status != nullptr ? StrListMember(*status, "storedVersions")
@@ -402,10 +403,10 @@ class CrdStrategyImpl : public Strategy {
   }
 
   // validateCustomResourceDefinitionSpec and the names rules, for what
-  // kplane serves.
-  static FieldErrors ValidateSpec(const Unstructured& u) {
+  // kplane serves (`c`: u's content).
+  static FieldErrors ValidateSpec(const Unstructured& u,
+                                  const rapidjson::Value& c) {
     FieldErrors errs;
-    const rapidjson::Document c = objects::ContentOf(u);
     static const rapidjson::Value kEmpty(rapidjson::kObjectType);
     const rapidjson::Value* spec_v = Member(c, "spec");
     const rapidjson::Value& spec =
@@ -950,6 +951,25 @@ const Strategy& CrdStrategy() {
   return *s;
 }
 
+std::vector<CrdNameClaims::Name> CrdNameClaims::NamesOf(
+    const std::string& group, const std::string& plural,
+    const std::string& singular, const std::vector<std::string>& short_names,
+    const std::string& kind, const std::string& list_kind) {
+  std::vector<Name> names;
+  auto add = [&](std::map<std::string, std::string>* held,
+                 const std::string& name, const char* conflict) {
+    if (!name.empty()) names.push_back({held, group + "/" + name, conflict});
+  };
+  add(&resources_, plural, "PluralConflict");
+  add(&resources_, singular, "SingularConflict");
+  for (const std::string& s : short_names) {
+    add(&resources_, s, "ShortNamesConflict");
+  }
+  add(&kinds_, kind, "KindConflict");
+  add(&kinds_, list_kind, "ListKindConflict");
+  return names;
+}
+
 void CrdNameClaims::Hold(const Unstructured& crd) {
   if (objects::IsBeingDeleted(crd.metadata())) return;
   const rapidjson::Document c = objects::ContentOf(crd);
@@ -958,48 +978,29 @@ void CrdNameClaims::Hold(const Unstructured& crd) {
   const rapidjson::Value* names =
       status != nullptr ? Member(*status, "acceptedNames") : nullptr;
   if (spec == nullptr || names == nullptr) return;
-  const std::string group = StrMember(*spec, "group");
-  const std::string& owner = crd.metadata().name();
-  auto hold = [&](std::map<std::string, std::string>* held,
-                  const std::string& name) {
-    if (!name.empty()) held->emplace(group + "/" + name, owner);
-  };
-  hold(&resources_, StrMember(*names, "plural"));
-  hold(&resources_, StrMember(*names, "singular"));
-  for (const std::string& s : StrListMember(*names, "shortNames")) {
-    hold(&resources_, s);
+  for (const Name& n : NamesOf(
+           StrMember(*spec, "group"), StrMember(*names, "plural"),
+           StrMember(*names, "singular"), StrListMember(*names, "shortNames"),
+           StrMember(*names, "kind"), StrMember(*names, "listKind"))) {
+    n.held->emplace(n.key, crd.metadata().name());
   }
-  hold(&kinds_, StrMember(*names, "kind"));
-  hold(&kinds_, StrMember(*names, "listKind"));
 }
 
 std::optional<CrdNameClaims::Conflict> CrdNameClaims::Claim(
     const CrdDefinition& d) {
+  const std::vector<Name> names = NamesOf(d.group, d.plural, d.singular,
+                                          d.short_names, d.kind, d.list_kind);
   std::optional<Conflict> conflict;
-  auto check = [&](const std::map<std::string, std::string>& held,
-                   const std::string& name, const char* reason) {
-    auto it = held.find(d.group + "/" + name);
-    if (it != held.end() && it->second != d.name) {
-      conflict = Conflict{reason, GoQuote(name) + " is already in use"};
+  for (const Name& n : names) {
+    auto it = n.held->find(n.key);
+    if (it != n.held->end() && it->second != d.name) {
+      conflict =
+          Conflict{n.conflict, GoQuote(n.key.substr(d.group.size() + 1)) +
+                                   " is already in use"};
     }
-  };
-  check(resources_, d.plural, "PluralConflict");
-  check(resources_, d.singular, "SingularConflict");
-  for (const std::string& s : d.short_names) {
-    check(resources_, s, "ShortNamesConflict");
   }
-  check(kinds_, d.kind, "KindConflict");
-  check(kinds_, d.list_kind, "ListKindConflict");
   if (conflict) return conflict;
-  auto claim = [&](std::map<std::string, std::string>* held,
-                   const std::string& name) {
-    (*held)[d.group + "/" + name] = d.name;
-  };
-  claim(&resources_, d.plural);
-  claim(&resources_, d.singular);
-  for (const std::string& s : d.short_names) claim(&resources_, s);
-  claim(&kinds_, d.kind);
-  claim(&kinds_, d.list_kind);
+  for (const Name& n : names) (*n.held)[n.key] = d.name;
   return std::nullopt;
 }
 

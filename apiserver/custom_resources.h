@@ -126,6 +126,20 @@ class CrdNameClaims {
   std::optional<Conflict> Claim(const CrdDefinition& d);
 
  private:
+  // One name a CRD holds: its key in `held`, and the condition reason
+  // when another CRD holds it.
+  struct Name {
+    std::map<std::string, std::string>* held;
+    std::string key;  // "<group>/<name>"
+    const char* conflict;
+  };
+  // The non-empty names, in the order kube checks them.
+  std::vector<Name> NamesOf(const std::string& group, const std::string& plural,
+                            const std::string& singular,
+                            const std::vector<std::string>& short_names,
+                            const std::string& kind,
+                            const std::string& list_kind);
+
   // "<group>/<name>" -> CRD name.
   std::map<std::string, std::string> resources_, kinds_;
 };
@@ -149,6 +163,7 @@ class CustomResourceType {
 
   const CrdDefinition& definition() const { return def_; }
   const Version& storage() const { return *versions_[storage_index_]; }
+  size_t storage_index() const { return storage_index_; }
   const std::vector<std::unique_ptr<Version>>& versions() const {
     return versions_;
   }

@@ -799,21 +799,25 @@ TEST_F(AuthTest, NodeAuthorizerOverHttp) {
 // and patch pods made any pod by applying one, and one who may update
 // services (which take create-on-update) any Service.
 TEST_F(AuthTest, CreatingThroughApplyOrUpdateNeedsCreate) {
-  ASSERT_EQ(Do(admin_, "POST",
-               "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles",
-               R"({"metadata":{"name":"labeler"},"rules":[
-                 {"apiGroups":[""],"resources":["pods","services"],
-                  "verbs":["get","patch","update"]}]})")
-                .code,
-            201);
-  ASSERT_EQ(
-      Do(admin_, "POST",
-         "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings",
-         R"({"metadata":{"name":"alice-labeler"},
-          "roleRef":{"kind":"Role","name":"labeler"},
-          "subjects":[{"kind":"User","name":"alice"}]})")
-          .code,
-      201);
+  // A Role in default with `rules`, bound to alice.
+  auto grant = [&](const std::string& role, const std::string& rules) {
+    ASSERT_EQ(
+        Do(admin_, "POST",
+           "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles",
+           R"({"metadata":{"name":")" + role + R"("},"rules":)" + rules + "}")
+            .code,
+        201);
+    ASSERT_EQ(Do(admin_, "POST",
+                 "/apis/rbac.authorization.k8s.io/v1/namespaces/default/"
+                 "rolebindings",
+                 R"({"metadata":{"name":")" + role +
+                     R"("},"roleRef":{"kind":"Role","name":")" + role +
+                     R"("},"subjects":[{"kind":"User","name":"alice"}]})")
+                  .code,
+              201);
+  };
+  grant("labeler", R"([{"apiGroups":[""],"resources":["pods","services"],
+                        "verbs":["get","patch","update"]}])");
   const std::string pod =
       R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"evil"},)"
       R"("spec":{"containers":[{"name":"c","image":"x"}]}})";
@@ -845,20 +849,8 @@ TEST_F(AuthTest, CreatingThroughApplyOrUpdateNeedsCreate) {
   EXPECT_EQ(put.code, 403) << put.body;
   // With `create` as well, the same apply creates the pod, and `patch`
   // alone still patches what exists.
-  ASSERT_EQ(Do(admin_, "POST",
-               "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles",
-               R"({"metadata":{"name":"creator"},"rules":[
-                 {"apiGroups":[""],"resources":["pods"],"verbs":["create"]}]})")
-                .code,
-            201);
-  ASSERT_EQ(
-      Do(admin_, "POST",
-         "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings",
-         R"({"metadata":{"name":"alice-creator"},
-          "roleRef":{"kind":"Role","name":"creator"},
-          "subjects":[{"kind":"User","name":"alice"}]})")
-          .code,
-      201);
+  grant("creator",
+        R"([{"apiGroups":[""],"resources":["pods"],"verbs":["create"]}])");
   EXPECT_EQ(AwaitCode(201, apply).code, 201);
   EXPECT_EQ(apply().code, 200);
 }

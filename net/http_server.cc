@@ -1798,11 +1798,6 @@ void Exchange::EndLocked(Deferred* d) {
   if (ended_) return;
   ended_ = true;
   body_queue_.clear();
-  // A body paused for a handler that never read it (it answered early: a
-  // 413, a 404) is read on and dropped from now on, so the connection
-  // gets to its next request; paused, it read nothing more until the body
-  // timeout.
-  conn_->SetPauseLocked(Connection::kPauseBody, false);
   // Callbacks usually capture the Responder itself; dropping them here
   // breaks that reference cycle (a running delivery keeps its own copy).
   if (on_body_) d->release.push_back(std::move(on_body_));

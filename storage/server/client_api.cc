@@ -228,12 +228,6 @@ void RespondPlain(Responder* r, int status, const std::string& text) {
              text + "\n");
 }
 
-// The member's current revision (0 without a store), for headers.
-int64_t CurrentRevision(StoreServer* s) {
-  StoreRef store = s->mvcc();
-  return store ? store->CurrentRevision() : 0;
-}
-
 class WatchSession;
 
 // Runs the drains of watch sessions that have queued responses, on the
@@ -996,7 +990,7 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
       etcdserverpb::SnapshotResponse resp;
       if (off == 0) {
         s->FillHeader(resp.mutable_header());
-        resp.mutable_header()->set_revision(CurrentRevision(s));
+        resp.mutable_header()->set_revision(s->CurrentRevision());
       }
       size_t n = std::min(kChunk, total - off);
       resp.set_blob(packed.substr(off, n));

@@ -33,11 +33,6 @@ void SetCaller(StoreServer* s, std::string user,
   ir->set_user(std::move(user));
 }
 
-int64_t CurrentRevision(StoreServer* s) {
-  StoreRef store = s->mvcc();
-  return store ? store->CurrentRevision() : 0;
-}
-
 // With auth enabled, the auth revision a read is checked at (nullopt
 // while auth is disabled: nothing is checked).
 std::optional<uint64_t> AuthRevisionOf(StoreServer* s) {
@@ -284,7 +279,7 @@ void KvService::AuthApply(storagepb::AuthRequest req, std::string user,
 void KvService::FillAuthHeader(StoreServer* s,
                                etcdserverpb::ResponseHeader* h) {
   s->FillHeader(h);
-  h->set_revision(CurrentRevision(s));
+  h->set_revision(s->CurrentRevision());
 }
 
 StatusOr<etcdserverpb::LeaseTimeToLiveResponse> KvService::LeaseTimeToLive(
@@ -318,7 +313,7 @@ StatusOr<etcdserverpb::LeaseKeepAliveResponse> KvService::KeepAlive(
     resp.set_id(req.id());
   }
   server_->FillHeader(resp.mutable_header());
-  resp.mutable_header()->set_revision(CurrentRevision(server_));
+  resp.mutable_header()->set_revision(server_->CurrentRevision());
   return resp;
 }
 

@@ -116,6 +116,11 @@ class StoreServer : public KV, public PeerHandler {
   // snapshot install left no store (the member failed then).
   StoreRef mvcc() { return applier_->store(); }
   // The store for serving a client's read from this member: refused with
+  // The store's current revision, for response headers (0 without a store).
+  int64_t CurrentRevision() {
+    StoreRef store = mvcc();
+    return store ? store->CurrentRevision() : 0;
+  }
   // kCorruption "etcdserver: corrupt cluster" while this member's data is
   // suspect (a CORRUPT alarm names it, or its apply stopped), Unavailable
   // without a store.

@@ -102,10 +102,8 @@ etcdserverpb::WatchResponse WatchRequests::NewResponse(
     bool with_revision) const {
   etcdserverpb::WatchResponse w;
   server_->FillHeader(w.mutable_header());
-  if (with_revision) {
-    StoreRef store = server_->mvcc();
-    w.mutable_header()->set_revision(store ? store->CurrentRevision() : 0);
-  }
+  if (with_revision)
+    w.mutable_header()->set_revision(server_->CurrentRevision());
   return w;
 }
 

@@ -654,7 +654,8 @@ Status Store::CheckRequestSize(size_t request_bytes) const {
 }
 
 Status Store::CheckQuotaLocked(int64_t cost) {
-  if (nospace_.load()) return internal::NoSpaceError();
+  const bool refuse = options_.refuse_writes_over_quota;
+  if (refuse && nospace_.load()) return internal::NoSpaceError();
   // Measuring lists the directory, so do it every 1024 writes or 1 MiB and
   // add what was written since.
   if (measured_db_size_ < 0 || writes_since_measure_ >= 1024 ||
@@ -665,10 +666,13 @@ Status Store::CheckQuotaLocked(int64_t cost) {
     written_since_measure_ = 0;
   }
   const int64_t staged = static_cast<int64_t>(group_->batch.DataSize());
-  if (measured_db_size_ + written_since_measure_ + staged + cost <=
-      options_.quota_bytes) {
+  const bool over = measured_db_size_ + written_since_measure_ + staged + cost >
+                    options_.quota_bytes;
+  if (!refuse) {
+    over_quota_ = over;
     return Status::Ok();
   }
+  if (!over) return Status::Ok();
   // The alarm survives a crash that the staged entries before this one
   // would not: write them first, or their replay would meet the alarm.
   RETURN_IF_ERROR(FlushGroupLocked());
@@ -725,6 +729,7 @@ Status Store::DisarmNoSpaceAlarm(uint64_t consistent_index) {
   }
   RETURN_IF_ERROR(WriteLocked(&wb, options_.sync_writes, "disarm"));
   nospace_ = false;
+  over_quota_ = false;
   measured_db_size_ = -1;
   if (consistent_index != 0) consistent_index_ = consistent_index;
   return Status::Ok();

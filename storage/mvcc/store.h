@@ -122,6 +122,14 @@ struct Options {
   int64_t max_request_bytes = 1536 * 1024;
   // etcd's --quota-backend-bytes: past it, writes raise the NOSPACE alarm.
   int64_t quota_bytes = int64_t{2} << 30;
+  // Whether a write that would take the store past `quota_bytes` is refused
+  // (and raises the store's own persisted alarm). The replicated server
+  // turns this off: there every member must apply every committed entry,
+  // and file sizes differ between members, so a refusal while applying
+  // would make one member's data differ from the others'. It applies the
+  // write and reads OverQuota() instead, raising NOSPACE through the log
+  // (etcd's quotaApplierV3 does the same).
+  bool refuse_writes_over_quota = true;
   int max_txn_ops = 128;
   Clock* clock = Clock::Real();
   AutoCompactionOptions auto_compaction;
@@ -316,6 +324,11 @@ class Store {
   bool NoSpaceAlarm() const { return nospace_.load() || disk_full_.load(); }
   // Only the quota's part of it (persisted until disarmed).
   bool QuotaAlarm() const { return nospace_.load(); }
+  // With Options::refuse_writes_over_quota off: whether the last put, txn
+  // with a put or lease grant left the store past its quota (as measured
+  // for the quota: the files at the last measure plus what was written
+  // since). False again after DisarmNoSpaceAlarm until a write measures.
+  bool OverQuota() const { return over_quota_.load(); }
   // Whether the last failed write found the disk full (the sticky error is
   // kNoSpace) and no resume has succeeded since.
   bool DiskFull() const { return disk_full_.load(); }
@@ -412,7 +425,8 @@ class Store {
   Status CheckRequestSize(size_t request_bytes) const;
   // NoSpace when the quota alarm is active or `cost` would exceed the quota.
   // (A full disk refuses writes through the sticky error instead, so that a
-  // resumed store takes the failed writes again.)
+  // resumed store takes the failed writes again.) Without
+  // refuse_writes_over_quota it never refuses and sets over_quota_ instead.
   Status CheckQuotaLocked(int64_t cost) REQUIRES(write_mu_);
   // ResumeAfterFullDisk's work.
   Status ResumeLocked() REQUIRES(write_mu_);
@@ -505,6 +519,8 @@ class Store {
   std::atomic<bool> nospace_{false};
   // A write failed for lack of disk space (the sticky error is kNoSpace).
   std::atomic<bool> disk_full_{false};
+  // OverQuota().
+  std::atomic<bool> over_quota_{false};
   int64_t lease_seq_ GUARDED_BY(write_mu_) = 0;
   struct WriteGroup;
   const std::unique_ptr<WriteGroup> group_ PT_GUARDED_BY(write_mu_);

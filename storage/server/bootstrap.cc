@@ -29,6 +29,9 @@ mvcc::Options StoreOptions(const StoreConfig& config,
   o.dir = member_dir + "/db";
   o.clock = config.clock;
   o.quota_bytes = config.quota_backend_bytes;
+  // Applied on every member whatever its size; NOSPACE goes through the
+  // log (StoreApplier).
+  o.refuse_writes_over_quota = false;
   o.max_request_bytes = config.max_request_bytes;
   o.max_txn_ops = config.max_txn_ops;
   o.watch_progress_interval = config.watch_progress_interval;

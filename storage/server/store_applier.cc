@@ -426,6 +426,10 @@ bool StoreApplier::ApplyTaskNow(ApplyTask& task) {
   applied_total_->Inc(applied);
   if (last_applied > 0) SetApplied(last_applied);
   Deliver(answers);
+  // Over quota: the writes were applied (as on every member), and this
+  // member tells the others through the log, which makes every member
+  // refuse puts from the same entry on (etcd's quotaApplierV3).
+  if (db()->OverQuota() && !nospace()) ProposeNoSpaceAlarm();
   if (!stop.ok()) {
     StopApply(stop);
     return false;

@@ -58,8 +58,16 @@
 //
 // Alarms: CORRUPT and NOSPACE alarms raised through the log are kept with
 // the membership (cluster.pb, applied exactly once with its applied index);
-// the quota's NOSPACE is also the MVCC store's; a stopped apply adds a
-// local CORRUPT, a full disk a local NOSPACE (until a disarm is applied).
+// a stopped apply adds a local CORRUPT, a full disk a local NOSPACE (until
+// a disarm is applied).
+//
+// The quota (--quota-backend-bytes) never refuses an entry while applying:
+// file sizes differ between members, so a refusal on one would make its
+// data differ. A member whose store is past its quota after a task
+// proposes its NOSPACE alarm through the log (once per episode), and every
+// member refuses puts from when it applies that entry (the proposer's
+// nospace check), as etcd's quotaApplierV3. (A store alarm persisted by an
+// older version is still listed until disarmed.)
 //
 // The store is reached through a StoreGate (store_gate.h): a snapshot
 // install waits for the threads that use the store, and they for it.

@@ -72,6 +72,9 @@ class Cluster {
     c.snapshot_count = snapshot_count;
     c.snapshot_catch_up_entries = catch_up;
     c.corrupt_check_interval = corrupt_check_interval;
+    if (auto q = quota_bytes.find(name); q != quota_bytes.end()) {
+      c.quota_backend_bytes = q->second;
+    }
     return c;
   }
 
@@ -181,6 +184,8 @@ class Cluster {
   uint64_t snapshot_count = 100000;
   uint64_t catch_up = 5000;
   Duration corrupt_check_interval = Duration(0);
+  // --quota-backend-bytes by member name (the default for the others).
+  std::map<std::string, int64_t> quota_bytes;
   std::atomic<int> snapshots_sent{0};
   std::atomic<int> membership_queries{0};
   std::atomic<int> lease_ttl_forwards{0};
@@ -1128,6 +1133,67 @@ TEST_F(StoreServerTest, PeriodicCheckRaisesCorruptForTheMemberThatDiffers) {
   StoreServer::Health h = victim->CheckHealth(milliseconds(200));
   EXPECT_FALSE(h.healthy);
   EXPECT_NE(h.reason.find("ALARM ACTIVE"), std::string::npos) << h.reason;
+}
+
+// The quota is each member's own (its --quota-backend-bytes against its
+// own files). A put that takes one member past it is still applied there,
+// as on every member, and that member raises NOSPACE through the log, so
+// that every member refuses further puts from the same entry on. (Refusing
+// the put while applying, as a store used alone does, left that member's
+// data behind the others' for good.)
+TEST_F(StoreServerTest, AMemberPastItsQuotaAppliesWhatTheOthersApply) {
+  Cluster& c = NewCluster();
+  c.quota_bytes["m3"] = 1 << 20;
+  c.Start(3);
+  StoreServer* leader = c.WaitLeader();
+  ASSERT_NE(leader, nullptr);
+  // m1's quota is the default: it proposes every put, whoever leads.
+  StoreServer* writer = c.Get("m1");
+  const std::string value(64 << 10, 'v');
+  int written = 0;
+  for (int i = 0; i < 24; ++i) {
+    auto p = writer->Put(PutReq("/q/" + std::to_string(i), value));
+    if (p.status().Is(StatusCode::kNoSpace)) break;  // the alarm is in
+    ASSERT_TRUE(p.ok()) << p.status();
+    ++written;
+  }
+  EXPECT_GE(written, 15);  // about 1 MiB / 64 KiB before m3 is past it
+  const uint64_t m3 = c.Get("m3")->member_id();
+  for (std::string n : {"m1", "m2", "m3"}) {
+    ASSERT_TRUE(Eventually(
+        [&] { return HasAlarm(c.Get(n), m3, etcdserverpb::NOSPACE); },
+        seconds(10)))
+        << n << " never listed m3's NOSPACE";
+  }
+  // Every member holds every put that was answered, at one revision.
+  leader = c.WaitLeader();
+  ASSERT_NE(leader, nullptr);
+  const uint64_t applied = leader->applied_index();
+  const std::string last = "/q/" + std::to_string(written - 1);
+  int64_t rev = -1;
+  for (std::string n : {"m1", "m2", "m3"}) {
+    StoreServer* s = c.Get(n);
+    ASSERT_TRUE(
+        Eventually([&] { return s->applied_index() >= applied; }, seconds(10)))
+        << n;
+    auto r = s->Range(RangeReq(last, 0, /*serializable=*/true));
+    ASSERT_TRUE(r.ok()) << n << ": " << r.status();
+    EXPECT_EQ(r->kvs_size(), 1) << n << " lacks " << last;
+    if (rev < 0) rev = r->header().revision();
+    EXPECT_EQ(r->header().revision(), rev) << n;
+  }
+  // Puts are refused on every member; deletes still go.
+  for (std::string n : {"m1", "m2", "m3"}) {
+    auto p = c.Get(n)->Put(PutReq("/q/more", "v"));
+    EXPECT_TRUE(p.status().Is(StatusCode::kNoSpace)) << n << ": " << p.status();
+    EXPECT_EQ(p.status().message(),
+              "etcdserver: mvcc: database space exceeded");
+  }
+  etcdserverpb::DeleteRangeRequest d;
+  d.set_key("/q/0");
+  auto del = writer->DeleteRange(d);
+  ASSERT_TRUE(del.ok()) << del.status();
+  EXPECT_EQ(del->deleted(), 1);
 }
 
 // The initial check (--experimental-initial-corrupt-check) refuses a

@@ -29,6 +29,7 @@
 #include "storage/server/election_lock.h"
 #include "storage/server/etcd_snapshot.h"
 #include "storage/server/kv_service.h"
+#include "storage/server/leader_required_streams.h"
 #include "storage/server/watch_fragment.h"
 #include "storage/server/watch_requests.h"
 
@@ -86,6 +87,14 @@ std::string_view TokenIn(
 
 std::string_view TokenOf(const grpc::ServerContextBase* ctx) {
   return TokenIn(ctx->client_metadata());
+}
+
+// etcd's "hasleader" metadata (clientv3's WithRequireLeader).
+bool CallRequiresLeader(const grpc::ServerContextBase* ctx) {
+  const auto& md = ctx->client_metadata();
+  auto it = md.find("hasleader");
+  return it != md.end() &&
+         RequiresLeader(std::string_view(it->second.data(), it->second.size()));
 }
 
 namespace gx = grpc::experimental;
@@ -337,13 +346,16 @@ class WatchCall : public BidiStream<pb::WatchRequest, pb::WatchResponse> {
   // etcd's isWatchPermitted does): each watch needs READ on its range, and
   // a token that no longer resolves (expired, its user's password changed)
   // refuses the watch with that error while the stream stays open.
-  WatchCall(StoreServer* s, CallIdentity caller)
+  // `require_leader`: the call came with etcd's "hasleader" metadata
+  // (leader_required_streams.h).
+  WatchCall(StoreServer* s, CallIdentity caller, bool require_leader)
       : server_(s),
         caller_(std::move(caller)),
+        require_leader_(require_leader),
         requests_(s, StoreServer::WatchProtocol::kGrpc) {}
 
   // Creates the MVCC stream; false (and the call ended) if the member
-  // serves no reads.
+  // serves no reads, or has no leader and the call requires one.
   bool Open() {
     StatusOr<StoreRef> store = server_->ReadStore();
     if (!store.ok()) {
@@ -352,6 +364,18 @@ class WatchCall : public BidiStream<pb::WatchRequest, pb::WatchResponse> {
     }
     std::weak_ptr<WatchCall> weak =
         std::static_pointer_cast<WatchCall>(BidiStream::shared_from_this());
+    if (require_leader_) {
+      if (server_->leader_id() == 0) {
+        End(NoLeader());
+        return false;
+      }
+      // Before the stream exists: an end from here on finds it (or finds
+      // it closed).
+      MutexLock l(&stream_mu_);
+      leader_stream_id_ = server_->leader_required_streams()->Add([weak] {
+        if (auto self = weak.lock()) self->EndNoLeader();
+      });
+    }
     MutexLock l(&stream_mu_);
     stream_ = (*store)->NewWatchStream();
     *store = StoreRef();  // the stream does not pin the store
@@ -447,10 +471,29 @@ class WatchCall : public BidiStream<pb::WatchRequest, pb::WatchResponse> {
   void Closed() override EXCLUDES(stream_mu_) {
     MutexLock l(&stream_mu_);
     stream_.reset();
+    if (leader_stream_id_ != 0) {
+      server_->leader_required_streams()->Remove(leader_stream_id_);
+    }
+  }
+
+  static grpc::Status NoLeader() {
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE, std::string(kNoLeader));
+  }
+
+  // The member has had no leader for three election timeouts (etcd's
+  // monitorLeader cancels the stream): the client watches elsewhere.
+  void EndNoLeader() EXCLUDES(stream_mu_) {
+    {
+      MutexLock l(&stream_mu_);
+      stream_.reset();
+    }
+    End(NoLeader());
   }
 
   StoreServer* const server_;
   const CallIdentity caller_;
+  const bool require_leader_;
+  LeaderRequiredStreams::Id leader_stream_id_ GUARDED_BY(stream_mu_) = 0;
   std::atomic<bool> drain_scheduled_{false};
   std::atomic<bool> paused_{false};  // Drain() left responses for Written()
   // Taken before BidiStream's own lock (Send), never after.
@@ -591,7 +634,8 @@ class WatchImpl final : public pb::Watch::CallbackService {
 
   grpc::ServerBidiReactor<pb::WatchRequest, pb::WatchResponse>* Watch(
       CallbackServerContext* ctx) override {
-    auto call = std::make_shared<WatchCall>(server_, CallIdentity(ctx));
+    auto call = std::make_shared<WatchCall>(server_, CallIdentity(ctx),
+                                            CallRequiresLeader(ctx));
     call->Open();  // on failure the call has ended; OnDone releases it
     call->Begin(call);
     return call.get();

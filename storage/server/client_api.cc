@@ -276,12 +276,15 @@ class WatchSession : public std::enable_shared_from_this<WatchSession> {
   // etcd's isWatchPermitted does behind its gateway): each watch needs READ
   // on its range, and a token that does not resolve (invalid, expired)
   // refuses the watch with that error while the session stays open.
+  // `require_leader`: the request came with `Grpc-Metadata-Hasleader:
+  // true` (etcd's "hasleader" metadata; leader_required_streams.h).
   WatchSession(StoreServer* server, std::shared_ptr<WatchDrainer> drainer,
-               ResponderPtr r, std::string token)
+               ResponderPtr r, std::string token, bool require_leader)
       : server_(server),
         drainer_(std::move(drainer)),
         r_(std::move(r)),
         token_(std::move(token)),
+        require_leader_(require_leader),
         splitter_(g_max_grpc_message_bytes),
         requests_(server, StoreServer::WatchProtocol::kJson) {}
 
@@ -293,10 +296,19 @@ class WatchSession : public std::enable_shared_from_this<WatchSession> {
       RespondError(r_.get(), store.status());
       return;
     }
+    if (require_leader_ && server_->leader_id() == 0) {
+      RespondStreamError(r_.get(), false, NoLeaderError());
+      return;
+    }
     {
       // Released before the responder's callbacks are set: they may run at
       // once (a closed connection, a body already read) and take it.
       MutexLock l(&mu_);
+      if (require_leader_) {
+        leader_stream_id_ = server_->leader_required_streams()->Add([weak] {
+          if (auto self = weak.lock()) self->EndNoLeader();
+        });
+      }
       stream_ = (*store)->NewWatchStream();
       *store = StoreRef();  // the stream does not pin the store
       // Runs on the writer's thread for every write that queued responses
@@ -320,6 +332,10 @@ class WatchSession : public std::enable_shared_from_this<WatchSession> {
     r_->OnClose([self] {
       MutexLock l(&self->mu_);
       self->stream_.reset();
+      if (self->leader_stream_id_ != 0) {
+        self->server_->leader_required_streams()->Remove(
+            self->leader_stream_id_);
+      }
     });
     r_->OnBodyData(
         [self](std::string_view data, bool eof) { self->OnData(data, eof); });
@@ -393,6 +409,21 @@ class WatchSession : public std::enable_shared_from_this<WatchSession> {
     StartIfNeeded();
     r_->WriteChunks(chunks_);
     if (stopped) EndStoreClosed();
+  }
+
+  static etcdjson::HttpError NoLeaderError() {
+    return etcdjson::HttpError{503, etcdjson::kGrpcUnavailable,
+                               std::string(kNoLeader)};
+  }
+
+  // The member has had no leader for three election timeouts (etcd's
+  // monitorLeader cancels the stream): the client watches elsewhere.
+  void EndNoLeader() EXCLUDES(mu_) {
+    MutexLock l(&mu_);
+    if (!stream_) return;
+    RespondStreamError(r_.get(), started_, NoLeaderError());
+    started_ = true;
+    stream_.reset();
   }
 
   // The store under the stream closed: grpc-gateway's in-stream error, and
@@ -476,6 +507,7 @@ class WatchSession : public std::enable_shared_from_this<WatchSession> {
   const std::shared_ptr<WatchDrainer> drainer_;
   ResponderPtr r_;
   const std::string token_;
+  const bool require_leader_;
   etcdjson::JsonObjectSplitter splitter_;  // body callbacks run one at a time
   std::atomic<bool> drain_scheduled_{false};
   // Held while reading the MVCC watch stream and writing the response;
@@ -486,6 +518,7 @@ class WatchSession : public std::enable_shared_from_this<WatchSession> {
   std::vector<size_t> ends_ GUARDED_BY(mu_);              // reused
   std::vector<std::string_view> chunks_ GUARDED_BY(mu_);  // reused
   bool started_ GUARDED_BY(mu_) = false;
+  LeaderRequiredStreams::Id leader_stream_id_ GUARDED_BY(mu_) = 0;
   WatchRequests requests_ GUARDED_BY(mu_);
 };
 
@@ -691,7 +724,8 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
        [s, drainer](const HttpRequest& req, ResponderPtr r) {
          std::make_shared<WatchSession>(
              s, drainer, std::move(r),
-             std::string(req.headers.Get("Authorization")))
+             std::string(req.headers.Get("Authorization")),
+             RequiresLeader(req.headers.Get("Grpc-Metadata-Hasleader")))
              ->Start();
        },
        // The body is the watch's open-ended request stream: no deadline.

@@ -52,6 +52,8 @@ void Housekeeper::Loop() {
     WatchApply();
     if (self_->leader_id() != 0 && !self_->published()) PublishAttributes();
     applier_->ProposeNoSpaceAlarmIfDue();
+    TrackLeader();
+    EndLeaderRequiredStreams();
     if (!self_->removed()) CheckRemovedByPeers();
     if (self_->is_leader()) {
       ExpireLeases();
@@ -70,13 +72,39 @@ void Housekeeper::FailExpiredRequests() {
   applier_->FailExpiredReads(now);
 }
 
-void Housekeeper::CheckRemovedByPeers() {
-  const TimePoint now = clock_->Now();
+void Housekeeper::TrackLeader() {
   if (self_->leader_id() != 0) {
     leaderless_since_ = TimePoint();
+  } else if (leaderless_since_ == TimePoint()) {
+    leaderless_since_ = clock_->Now();
+  }
+}
+
+void Housekeeper::EndLeaderRequiredStreams() {
+  if (options_.leader_required_streams == nullptr ||
+      leaderless_since_ == TimePoint()) {
+    next_leaderless_end_ = TimePoint();
     return;
   }
-  if (leaderless_since_ == TimePoint()) leaderless_since_ = now;
+  const TimePoint now = clock_->Now();
+  const Duration wait = options_.election_timeout * 3;
+  if (now - leaderless_since_ < wait || now < next_leaderless_end_) return;
+  // As etcd's monitorLeader, which counts again from zero after ending.
+  next_leaderless_end_ = now + wait;
+  const size_t ended = options_.leader_required_streams->EndAll();
+  if (ended > 0) {
+    LOG(WARNING) << "no leader for "
+                 << std::chrono::duration_cast<milliseconds>(now -
+                                                             leaderless_since_)
+                        .count()
+                 << " ms: ended " << ended
+                 << " watch streams that require one (hasleader)";
+  }
+}
+
+void Housekeeper::CheckRemovedByPeers() {
+  const TimePoint now = clock_->Now();
+  if (leaderless_since_ == TimePoint()) return;
   const Duration wait = options_.election_timeout * 3;
   if (now - leaderless_since_ < wait || now < next_removed_check_) return;
   next_removed_check_ = now + wait;

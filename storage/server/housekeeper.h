@@ -7,7 +7,9 @@
 //     leader is known (etcd's publish; the member serves clients after);
 //   - after three election timeouts without a leader, asks its peers for
 //     their membership: a member removed while cut off never applies its
-//     own removal, so it learns it this way;
+//     own removal, so it learns it this way; and ends the watch streams
+//     that require a leader (leader_required_streams.h), again every three
+//     election timeouts while it has none;
 //   - proposes this member's NOSPACE alarm once its raft log takes writes
 //     again after a full disk (StoreApplier::ProposeNoSpaceAlarmIfDue);
 //   - watches the apply: ApplyStalled() turns true when the applied index
@@ -42,6 +44,7 @@
 #include "base/clock.h"
 #include "base/mutex.h"
 #include "storage/server/cluster.h"
+#include "storage/server/leader_required_streams.h"
 #include "storage/server/local_member.h"
 #include "storage/server/peer.h"
 #include "storage/server/proposer.h"
@@ -59,6 +62,8 @@ struct HousekeeperOptions {
   // See StoreConfig::corrupt_check_interval.
   Duration corrupt_check_interval = minutes(1);
   Clock* clock = Clock::Real();
+  // Borrowed; null: none to end.
+  LeaderRequiredStreams* leader_required_streams = nullptr;
 };
 
 class Housekeeper {
@@ -85,7 +90,10 @@ class Housekeeper {
   void Loop() EXCLUDES(mu_);
   void FailExpiredRequests();
   void PublishAttributes();
+  // Tracks leaderless_since_.
+  void TrackLeader();
   void CheckRemovedByPeers();
+  void EndLeaderRequiredStreams();
   void ExpireLeases();
   void CheckCorruption();
   void WatchApply();
@@ -112,6 +120,7 @@ class Housekeeper {
   TimePoint next_corrupt_check_;
   TimePoint leaderless_since_;  // epoch: there is a leader
   TimePoint next_removed_check_;
+  TimePoint next_leaderless_end_;
   uint64_t last_applied_ = 0;
   TimePoint behind_since_;  // epoch: not behind
   std::atomic<bool> apply_stalled_{false};

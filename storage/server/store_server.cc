@@ -255,6 +255,7 @@ Status StoreServer::Start(PeerTransport* transport) {
   hopts.request_timeout = config_.request_timeout;
   hopts.corrupt_check_interval = config_.corrupt_check_interval;
   hopts.clock = clock_;
+  hopts.leader_required_streams = &leader_required_streams_;
   housekeeper_ = std::make_unique<Housekeeper>(
       std::move(hopts), self_.get(), membership_.get(), proposer_.get(),
       applier_.get(), transport_);

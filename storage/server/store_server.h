@@ -57,6 +57,7 @@
 #include "storage/server/cluster.h"
 #include "storage/server/cluster_admin.h"
 #include "storage/server/housekeeper.h"
+#include "storage/server/leader_required_streams.h"
 #include "storage/server/local_member.h"
 #include "storage/server/peer.h"
 #include "storage/server/proposer.h"
@@ -115,17 +116,23 @@ class StoreServer : public KV, public PeerHandler {
   // for status, hashes, maintenance and tests. Null only after a failed
   // snapshot install left no store (the member failed then).
   StoreRef mvcc() { return applier_->store(); }
-  // The store for serving a client's read from this member: refused with
   // The store's current revision, for response headers (0 without a store).
   int64_t CurrentRevision() {
     StoreRef store = mvcc();
     return store ? store->CurrentRevision() : 0;
   }
+  // The store for serving a client's read from this member: refused with
   // kCorruption "etcdserver: corrupt cluster" while this member's data is
   // suspect (a CORRUPT alarm names it, or its apply stopped), Unavailable
   // without a store.
   StatusOr<StoreRef> ReadStore();
   RaftNode* node() { return self_->node(); }
+  // The watch streams opened with etcd's "hasleader" metadata: refused
+  // while leader_id() is 0, ended after three election timeouts without a
+  // leader (leader_required_streams.h).
+  LeaderRequiredStreams* leader_required_streams() {
+    return &leader_required_streams_;
+  }
   const StoreConfig& config() const { return config_; }
   // Admits or refuses one more watcher on a client Watch stream that holds
   // `open` (the gRPC front's Watch call, the JSON gateway's /v3/watch):
@@ -326,6 +333,8 @@ class StoreServer : public KV, public PeerHandler {
   // Created by Start.
   PeerTransport* transport_ = nullptr;
   std::unique_ptr<RaftNode> node_;
+  // Before housekeeper_, which ends them.
+  LeaderRequiredStreams leader_required_streams_;
   std::unique_ptr<Housekeeper> housekeeper_;
   std::unique_ptr<mvcc::AutoCompactor> auto_compactor_;
   std::shared_ptr<net::WorkerPool> read_pool_;

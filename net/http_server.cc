@@ -271,6 +271,7 @@ class HttpServer::Impl {
   metrics::Gauge* open_metric = nullptr;
   metrics::Counter* rejected_metric = nullptr;
   metrics::Gauge* handed_off_metric = nullptr;
+  metrics::Counter* bodies_paused_metric = nullptr;
   metrics::Family<metrics::Counter>* requests_family = nullptr;
   std::array<std::atomic<metrics::Counter*>, 600> requests_by_code{};
   metrics::Family<metrics::Counter>* tls_failures_family = nullptr;
@@ -453,6 +454,9 @@ class Connection final : public EpollTarget,
   static constexpr int kPauseClientEof = 16;  // the client's stream ended
                                               // (pump): no more EPOLLRDHUP
 
+  bool PausedLocked(int reason) const REQUIRES(mu_) {
+    return (pause_ & reason) != 0;
+  }
   void SetPauseLocked(int reason, bool on) REQUIRES(mu_) {
     int before = pause_;
     pause_ = on ? (pause_ | reason) : (pause_ & ~reason);
@@ -1798,6 +1802,13 @@ void Exchange::EndLocked(Deferred* d) {
   if (ended_) return;
   ended_ = true;
   body_queue_.clear();
+  // The rest of the body is read and dropped (QueueBodyLocked), so that a
+  // response given before the body was read (an early 403) still leaves
+  // the connection for the next request. A pause for the consumer that is
+  // no more would stall the connection until its body timeout instead.
+  if (!conn_->closed_locked()) {
+    conn_->SetPauseLocked(Connection::kPauseBody, false);
+  }
   // Callbacks usually capture the Responder itself; dropping them here
   // breaks that reference cycle (a running delivery keeps its own copy).
   if (on_body_) d->release.push_back(std::move(on_body_));
@@ -2088,7 +2099,9 @@ void Exchange::QueueBodyLocked(std::string_view data, bool eof, Deferred* d) {
   body_queue_.append(data);
   if (eof) eof_queued_ = true;
   if (on_body_) ScheduleDeliveryLocked(d);
-  if (body_queue_.size() > conn_->server()->opts.max_pending_body_bytes) {
+  if (body_queue_.size() > conn_->server()->opts.max_pending_body_bytes &&
+      !conn_->PausedLocked(Connection::kPauseBody)) {
+    conn_->server()->bodies_paused_metric->Inc();
     conn_->SetPauseLocked(Connection::kPauseBody, true);
   }
 }
@@ -2462,6 +2475,13 @@ HttpServer::Impl::Impl(HttpServerOptions o) : opts(std::move(o)) {
                     "(HTTP/2: the store's gRPC) and not yet closed by it; "
                     "they count against max_connections.",
                     {"server"})
+          ->With({opts.name});
+  bodies_paused_metric =
+      reg->NewCounter("kplane_http_request_bodies_paused_total",
+                      "Times reading a streamed request body paused because "
+                      "its handler had max_pending_body_bytes still to take "
+                      "(back-pressure).",
+                      {"server"})
           ->With({opts.name});
   tls_failures_family = reg->NewCounter(
       "kplane_http_tls_handshake_failures_total",

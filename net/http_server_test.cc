@@ -285,6 +285,72 @@ TEST_F(HttpServerTest, StreamingRouteWithoutBodyGetsEof) {
   EXPECT_EQ(r->body, "eof");
 }
 
+// A streaming handler that answers without reading the body (an early 403
+// on a large create): the rest of the body is read and dropped, and the
+// connection serves the next request -- also when reading had paused for
+// that handler (more than max_pending_body_bytes queued) before it
+// answered. (The pause outlived the answer: a client sending the rest
+// blocked until the body timeout closed the connection.)
+TEST_F(HttpServerTest, ABodyLeftUnreadByAnEarlyAnswerIsDrained) {
+  Latch entered, answer;
+  Route("POST", "/early",
+        [&](const HttpRequest&, std::shared_ptr<Responder> r) {
+          entered.CountDown();
+          EXPECT_TRUE(answer.Wait());
+          r->Respond(403, {}, "no");
+        },
+        {.stream_request_body = true});
+  Route("GET", "/next", [](const HttpRequest&, std::shared_ptr<Responder> r) {
+    r->Respond(200, {}, "next");
+  });
+  HttpServerOptions o;
+  o.max_pending_body_bytes = 64 * 1024;
+  Start(o);
+  auto stop = StopServerAtScopeExit();
+  constexpr size_t kBody = 32 << 20;
+  RawConnection conn(server_->port());
+  conn.Send("POST /early HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+            std::to_string(kBody) + "\r\n\r\n");
+  ASSERT_TRUE(entered.Wait());
+  // The body, from a thread: while reading is paused the socket buffers
+  // fill and it blocks. The guard ends it on any return (a failed ASSERT).
+  Latch sent;
+  struct Sender {
+    int fd;
+    std::thread thread;
+    ~Sender() {
+      ::shutdown(fd, SHUT_RDWR);
+      thread.join();
+    }
+  } sender{conn.fd(), std::thread([&sent, fd = conn.fd()] {
+             const std::string piece(256 * 1024, 'b');
+             for (size_t n = 0; n < kBody; n += piece.size()) {
+               std::string_view left = piece;
+               while (!left.empty()) {
+                 ssize_t w = ::send(fd, left.data(), left.size(), MSG_NOSIGNAL);
+                 if (w <= 0) return;  // shut down by the guard
+                 left.remove_prefix(static_cast<size_t>(w));
+               }
+             }
+             sent.CountDown();
+           })};
+  // Reading paused with the handler still holding the response.
+  ASSERT_TRUE(testing::PollUntil([&] {
+    return Metric("kplane_http_request_bodies_paused_total", {"http"}) >= 1;
+  }));
+  answer.CountDown();
+  auto r = conn.ReadResponse("POST");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->status, 403);
+  // (Not reading it would leave the sender, and the next request's send,
+  // blocked on full socket buffers.)
+  ASSERT_TRUE(sent.Wait()) << "the server stopped reading the body";
+  conn.Send("GET /next HTTP/1.1\r\nHost: x\r\n\r\n");
+  auto next = conn.ReadResponse();
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_EQ(next->body, "next");
+}
+
 TEST_F(HttpServerTest, StreamingBodyPausesForSlowConsumerAndResumes) {
   // The consumer blocks on its first piece; the server must stop reading
   // (bounded memory) and pick up again when the consumer catches up.

@@ -110,7 +110,9 @@ WatchResumer::Step WatchResumer::OnResponse(etcdserverpb::WatchResponse* resp) {
                                  resp->cancel_reason());
       return step;
     }
-    // A re-created stream's `created` is swallowed.
+    // A re-created stream's `created` is swallowed. It starts at an open
+    // fragmented revision's first event.
+    skip_open_ = open_delivered_;
     step.progressed = true;
     return step;
   }
@@ -131,15 +133,41 @@ WatchResumer::Step WatchResumer::OnResponse(etcdserverpb::WatchResponse* resp) {
     step.deliver = true;  // a progress notification
     return step;
   }
-  // Drop events already delivered before a reconnect.
+  // Drop events already delivered before a reconnect: those below the
+  // resume point, and those of an open fragmented revision delivered from
+  // the stream before.
   int keep_from = 0;
-  while (keep_from < resp->events_size() &&
-         resp->events(keep_from).kv().mod_revision() < next_rev_) {
-    ++keep_from;
+  while (keep_from < resp->events_size()) {
+    const int64_t rev = resp->events(keep_from).kv().mod_revision();
+    if (rev < next_rev_) {
+      ++keep_from;
+    } else if (rev == open_rev_ && skip_open_ > 0) {
+      --skip_open_;
+      ++keep_from;
+    } else {
+      break;
+    }
   }
   if (keep_from == resp->events_size()) return step;
   if (keep_from > 0) resp->mutable_events()->DeleteSubrange(0, keep_from);
-  next_rev_ = resp->events(resp->events_size() - 1).kv().mod_revision() + 1;
+  skip_open_ = 0;
+  const int64_t last =
+      resp->events(resp->events_size() - 1).kv().mod_revision();
+  if (resp->fragment()) {
+    // More of `last` follows: resume from it, not after it.
+    if (last != open_rev_) {
+      open_rev_ = last;
+      open_delivered_ = 0;
+    }
+    for (const mvccpb::Event& e : resp->events()) {
+      if (e.kv().mod_revision() == last) ++open_delivered_;
+    }
+    next_rev_ = last;
+  } else {
+    open_rev_ = 0;
+    open_delivered_ = 0;
+    next_rev_ = last + 1;
+  }
   step.deliver = true;
   return step;
 }

@@ -224,6 +224,15 @@ class WatchResumer {
  private:
   const etcdserverpb::WatchCreateRequest req_;
   int64_t next_rev_ = 0;
+  // A revision whose events came in fragments (the create request's
+  // `fragment`: etcd splits a large revision over responses marked
+  // fragment=true, the last one not) and whose last fragment has not come
+  // yet: next_rev_ is that revision, and `open_delivered_` of its events
+  // were delivered. A stream re-created from it sends them again; the
+  // first `skip_open_` events of `open_rev_` are then dropped.
+  int64_t open_rev_ = 0;
+  int open_delivered_ = 0;
+  int skip_open_ = 0;
   bool created_ = false;
   bool finished_ = false;
 };

@@ -250,6 +250,58 @@ TEST(WatchResumer, DropsEventsBelowTheResumePoint) {
   EXPECT_EQ(w.next_rev(), 7);
 }
 
+// etcd's fragment: one revision's events over several responses, all but
+// the last marked fragment=true. Every piece is delivered, and a stream
+// re-created in the middle resumes from that revision without handing its
+// delivered events over twice.
+TEST(WatchResumer, FragmentsOfOneRevisionAreAllDelivered) {
+  WatchResumer w(From(0));
+  auto created = Created(7);
+  w.OnResponse(&created);
+  auto first = Events({8, 8});
+  first.set_fragment(true);
+  WatchResumer::Step step = w.OnResponse(&first);
+  EXPECT_TRUE(step.deliver);
+  EXPECT_EQ(w.next_rev(), 8);  // 8 is not complete yet
+  auto second = Events({8, 8});
+  second.set_fragment(true);
+  step = w.OnResponse(&second);
+  EXPECT_TRUE(step.deliver);
+  EXPECT_EQ(Revs(second), (std::vector<int64_t>{8, 8}));
+  auto last = Events({8});
+  step = w.OnResponse(&last);
+  EXPECT_TRUE(step.deliver);
+  EXPECT_EQ(Revs(last), (std::vector<int64_t>{8}));
+  EXPECT_EQ(w.next_rev(), 9);
+}
+
+TEST(WatchResumer, AResumeInsideAFragmentedRevisionSkipsWhatWasDelivered) {
+  WatchResumer w(From(0));
+  auto created = Created(7);
+  w.OnResponse(&created);
+  auto first = Events({8, 8});
+  first.set_fragment(true);
+  ASSERT_TRUE(w.OnResponse(&first).deliver);
+  // The stream broke: the next starts at 8 and sends 8's events again,
+  // fragmented its own way.
+  EXPECT_EQ(w.NextCreateRequest().start_revision(), 8);
+  auto recreated = Created(9);
+  EXPECT_FALSE(w.OnResponse(&recreated).deliver);
+  auto again = Events({8});
+  again.set_fragment(true);
+  EXPECT_FALSE(w.OnResponse(&again).deliver);  // delivered before
+  auto rest = Events({8, 8, 8});
+  rest.set_fragment(true);
+  WatchResumer::Step step = w.OnResponse(&rest);
+  EXPECT_TRUE(step.deliver);
+  EXPECT_EQ(Revs(rest), (std::vector<int64_t>{8, 8}));  // the 3rd and 4th
+  auto end = Events({8, 9});
+  step = w.OnResponse(&end);
+  EXPECT_TRUE(step.deliver);
+  EXPECT_EQ(Revs(end), (std::vector<int64_t>{8, 9}));
+  EXPECT_EQ(w.next_rev(), 10);
+}
+
 TEST(WatchResumer, ACompactedResumePointEndsTheWatch) {
   WatchResumer w(From(0));
   auto created = Created(7);

@@ -19,6 +19,23 @@ void KeepAliveLoop::Stop() {
   MutexLock l(&mu_);
   stop_ = true;
   cv_.notify_all();
+  // A callback already running finishes first (the contract: none runs
+  // after Stop returns) -- unless that callback is the caller.
+  if (std::this_thread::get_id() == loop_thread_) return;
+  cv_.wait(l.native(), [&]() REQUIRES(mu_) { return !in_callback_; });
+}
+
+bool KeepAliveLoop::EnterCallback() {
+  MutexLock l(&mu_);
+  if (stop_) return false;
+  in_callback_ = true;
+  return true;
+}
+
+void KeepAliveLoop::LeaveCallback() {
+  MutexLock l(&mu_);
+  in_callback_ = false;
+  cv_.notify_all();
 }
 
 Status KeepAliveLoop::Wait() {
@@ -37,6 +54,10 @@ void KeepAliveLoop::Run() {
   req.set_id(lease_id_);
   Status result;
   bool reported_error = false;
+  {
+    MutexLock l(&mu_);
+    loop_thread_ = std::this_thread::get_id();
+  }
   for (;;) {
     {
       MutexLock l(&mu_);
@@ -48,17 +69,20 @@ void KeepAliveLoop::Run() {
       reported_error = false;
       {
         MutexLock l(&mu_);
-        if (stop_) break;
         ++renewals_;
       }
+      if (!EnterCallback()) break;
       if (options_.on_renewed) options_.on_renewed(*r);
+      LeaveCallback();
       // etcd's clientv3 renews after TTL/3; never spin on a tiny TTL.
       next = std::max<Duration>(seconds(r->ttl()) / 3, milliseconds(100));
     } else if (r.status().code() == StatusCode::kNotFound) {
       result = r.status();
       break;
     } else {
+      if (!EnterCallback()) break;
       if (!reported_error && options_.on_error) options_.on_error(r.status());
+      LeaveCallback();
       reported_error = true;
       next = options_.retry_interval;
     }

@@ -46,7 +46,8 @@ class KeepAliveLoop {
   KeepAliveLoop(const KeepAliveLoop&) = delete;
   KeepAliveLoop& operator=(const KeepAliveLoop&) = delete;
 
-  // Ends the loop; idempotent.
+  // Ends the loop; idempotent. Waits for a callback that is running (unless
+  // called from that callback).
   void Stop() EXCLUDES(mu_);
   // Blocks until the loop ends; returns kNotFound if the lease is gone, OK
   // if Stop() ended it.
@@ -56,6 +57,9 @@ class KeepAliveLoop {
 
  private:
   void Run();
+  // False once stopped; else marks a callback running until LeaveCallback.
+  bool EnterCallback() EXCLUDES(mu_);
+  void LeaveCallback() EXCLUDES(mu_);
 
   KV* const kv_;
   const int64_t lease_id_;
@@ -67,6 +71,8 @@ class KeepAliveLoop {
   bool done_ GUARDED_BY(mu_) = false;
   Status result_ GUARDED_BY(mu_);
   int64_t renewals_ GUARDED_BY(mu_) = 0;
+  bool in_callback_ GUARDED_BY(mu_) = false;
+  std::thread::id loop_thread_ GUARDED_BY(mu_);  // Run()'s
   std::thread thread_;
 };
 

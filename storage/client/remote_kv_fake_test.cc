@@ -7,10 +7,11 @@
 
 #include "base/mutex.h"
 #include "net/http_server.h"
-#include "storage/etcdjson/etcd_json.h"
+#include "net/http_test_util.h"
 #include "storage/client/lease_keepalive.h"
 #include "storage/client/local_cluster.h"
 #include "storage/client/remote_kv.h"
+#include "storage/etcdjson/etcd_json.h"
 
 namespace kplane::storage {
 namespace {
@@ -19,6 +20,7 @@ using net::HttpRequest;
 using net::HttpServer;
 using net::HttpServerOptions;
 using net::Responder;
+using net::testing::Latch;
 
 const net::HttpHeaders kJson = {{"Content-Type", "application/json"}};
 
@@ -659,6 +661,31 @@ TEST(KeepAliveLoop, RenewsEveryThirdOfTtlOnFakeClockUntilGone) {
   EXPECT_EQ(why.code(), StatusCode::kNotFound);
   EXPECT_EQ(renewed, 3);
   EXPECT_EQ(calls.load(), 4);
+}
+
+// The contract: no callback once Stop() returned. A round in flight at the
+// Stop (here: its keepalive held by the member) must not report its
+// failure afterwards.
+TEST(KeepAliveLoop, NoCallbackAfterStopReturns) {
+  FakeMember a;
+  Latch entered, release;
+  a.Unary("/v3/lease/keepalive", [&](const HttpRequest&, Responder* r) {
+    entered.CountDown();
+    EXPECT_TRUE(release.Wait());
+    // An error no client retries: the round ends at once.
+    r->Respond(400, kJson, R"({"error":"bad","code":3,"message":"bad"})");
+  });
+  a.Start();
+  auto kv = NewKV({a.endpoint()});
+  std::atomic<int> errors{0};
+  {
+    KeepAliveLoop loop(kv.get(), 77,
+                       {.on_error = [&](const Status&) { ++errors; }});
+    ASSERT_TRUE(entered.Wait());
+    loop.Stop();
+    release.CountDown();
+  }  // joins the loop: the round has ended
+  EXPECT_EQ(errors.load(), 0);
 }
 
 }  // namespace

@@ -74,18 +74,38 @@ StatusOr<BoltReader> BoltReader::Open(std::string_view data) {
 
 StatusOr<std::string_view> BoltReader::Page(uint64_t id) const {
   if (id >= pgid_) return Corrupt(id, "beyond the high-water mark");
-  uint64_t off = id * page_size_;
-  if (off + page_size_ > d_.size()) return Corrupt(id, "beyond the file");
+  // Ids are compared in pages, before any multiplication: a hostile id
+  // times page_size_ wraps around 2^64 to an offset that looks in range.
+  if (id >= pages_) {
+    return Corrupt(id, "beyond the end of the file (" +
+                           std::to_string(d_.size()) + " bytes)");
+  }
+  const uint64_t off = id * page_size_;
   if (Load<uint64_t>(d_, off) != id) return Corrupt(id, "wrong id in header");
-  uint64_t overflow = Load<uint32_t>(d_, off + 12);
-  if (id + overflow >= pgid_ || off + (overflow + 1) * page_size_ > d_.size()) {
-    return Corrupt(id, "overflow beyond the file");
+  const uint64_t overflow = Load<uint32_t>(d_, off + 12);
+  if (overflow >= pages_ - id) {
+    return Corrupt(id, std::to_string(overflow) +
+                           " overflow pages run past the high-water mark or "
+                           "the end of the file (" +
+                           std::to_string(d_.size()) + " bytes)");
   }
   return d_.substr(off, (overflow + 1) * page_size_);
 }
 
+Status BoltReader::MarkSeen(uint64_t id, uint64_t n, Seen* seen) {
+  for (uint64_t p = id; p < id + n; ++p) {
+    if ((*seen)[p]) {
+      return Corrupt(p,
+                     "reached twice in one walk (two branch elements, or "
+                     "one and an overflow run, lead to it)");
+    }
+    (*seen)[p] = true;
+  }
+  return Status::Ok();
+}
+
 Status BoltReader::WalkTree(uint64_t id, const Visitor& fn, int depth,
-                            CheckState* check) const {
+                            CheckState* check, Seen* seen) const {
   if (depth > kMaxDepth) return Corrupt(id, "tree too deep");
   ASSIGN_OR_RETURN(std::string_view page, Page(id));
   if (check) {
@@ -93,13 +113,17 @@ Status BoltReader::WalkTree(uint64_t id, const Visitor& fn, int depth,
       if ((*check->marks)[p]) return Corrupt(p, "multiple references");
       (*check->marks)[p] = 1;
     }
+  } else if (!seen->empty()) {
+    // Without this a page shared by the elements of a branch, repeated
+    // over a few levels, makes the walk exponential in the file's size.
+    RETURN_IF_ERROR(MarkSeen(id, page.size() / page_size_, seen));
   }
-  return WalkPage(page, id, fn, depth, check);
+  return WalkPage(page, id, fn, depth, check, seen);
 }
 
 Status BoltReader::WalkPage(std::string_view page, uint64_t id,
-                            const Visitor& fn, int depth,
-                            CheckState* check) const {
+                            const Visitor& fn, int depth, CheckState* check,
+                            Seen* seen) const {
   if (page.size() < kPageHeaderSize) return Corrupt(id, "truncated");
   const uint16_t flags = Load<uint16_t>(page, 8);
   const size_t count = Load<uint16_t>(page, 10);
@@ -108,6 +132,13 @@ Status BoltReader::WalkPage(std::string_view page, uint64_t id,
   }
   if (!(flags & (kBranchPage | kLeafPage))) {
     return Corrupt(id, "not a branch or leaf page");
+  }
+  if ((flags & kBranchPage) && !check && seen->empty()) {
+    // The walk's first branch page: from here on pages can repeat. A walk
+    // that stays on one leaf (most buckets) allocates nothing. Inline
+    // pages are leaves, so `id` is a real page here.
+    seen->resize(pages_);
+    RETURN_IF_ERROR(MarkSeen(id, page.size() / page_size_, seen));
   }
   for (size_t i = 0; i < count; ++i) {
     const size_t e = kPageHeaderSize + i * kElementSize;
@@ -128,7 +159,7 @@ Status BoltReader::WalkPage(std::string_view page, uint64_t id,
     if (branch) {
       if (check) check->want_first = key;
       RETURN_IF_ERROR(
-          WalkTree(Load<uint64_t>(page, e + 8), fn, depth + 1, check));
+          WalkTree(Load<uint64_t>(page, e + 8), fn, depth + 1, check, seen));
       if (check && check->want_first) return Corrupt(id, "empty child");
       continue;
     }
@@ -145,7 +176,7 @@ Status BoltReader::WalkPage(std::string_view page, uint64_t id,
 }
 
 Status BoltReader::WalkBucket(std::string_view header, const Visitor& fn,
-                              CheckState* check) const {
+                              CheckState* check, Seen* seen) const {
   if (header.size() < kBucketHeaderSize) {
     return CorruptionError("bolt: truncated bucket header");
   }
@@ -153,35 +184,49 @@ Status BoltReader::WalkBucket(std::string_view header, const Visitor& fn,
   if (check) inner.marks = check->marks;
   CheckState* c = check ? &inner : nullptr;
   const uint64_t root = Load<uint64_t>(header, 0);
-  if (root != 0) return WalkTree(root, fn, 1, c);
+  if (root != 0) return WalkTree(root, fn, 1, c, seen);
   std::string_view page = header.substr(kBucketHeaderSize);  // inline
   if (page.size() < kPageHeaderSize || Load<uint16_t>(page, 8) != kLeafPage) {
     return CorruptionError("bolt: bad inline bucket");
   }
-  return WalkPage(page, 0, fn, 1, c);
+  return WalkPage(page, 0, fn, 1, c, seen);
 }
 
 Status BoltReader::ForEachBucket(
     const std::function<Status(std::string_view, std::string_view)>& fn) const {
+  Seen seen;
   return WalkTree(
       root_,
       [&](std::string_view k, std::string_view v, bool is_bucket) -> Status {
         if (!is_bucket) return CorruptionError("bolt: top-level key");
         return fn(k, v);
       },
-      0, nullptr);
+      0, nullptr, &seen);
 }
 
 Status BoltReader::ForEachRoot(const Visitor& fn) const {
-  return WalkTree(root_, fn, 0, nullptr);
+  Seen seen;
+  return WalkTree(root_, fn, 0, nullptr, &seen);
 }
 
 Status BoltReader::ForEachInBucket(std::string_view header,
                                    const Visitor& fn) const {
-  return WalkBucket(header, fn, nullptr);
+  Seen seen;
+  return WalkBucket(header, fn, nullptr, &seen);
 }
 
 Status BoltReader::Check() const {
+  // Before the marks are sized by pgid_: a meta's pgid is not held against
+  // the data's size by Open, and a hostile one (2^52, checksum and all)
+  // would otherwise allocate petabytes.
+  if (pgid_ > pages_) {
+    return Corrupt(pages_, "beyond the end of the file (" +
+                               std::to_string(d_.size()) +
+                               " bytes) but below the meta's high-water "
+                               "mark of " +
+                               std::to_string(pgid_) + " pages of " +
+                               std::to_string(page_size_) + " bytes");
+  }
   std::vector<uint8_t> marks(pgid_, 0);
   marks[0] = marks[1] = 1;
   if (freelist_ != kNoFreelist) {
@@ -215,15 +260,15 @@ Status BoltReader::Check() const {
   std::function<Status(std::string_view, std::string_view, bool)> nested =
       [&](std::string_view, std::string_view v, bool is_bucket) -> Status {
     if (!is_bucket) return Status::Ok();
-    return WalkBucket(v, nested, &root);  // fresh key order inside
+    return WalkBucket(v, nested, &root, nullptr);  // fresh key order inside
   };
   RETURN_IF_ERROR(WalkTree(
       root_,
       [&](std::string_view, std::string_view v, bool is_bucket) -> Status {
         if (!is_bucket) return CorruptionError("bolt: top-level key");
-        return WalkBucket(v, nested, &root);
+        return WalkBucket(v, nested, &root, nullptr);
       },
-      0, &root));
+      0, &root, nullptr));
   // Without a synced freelist (bbolt's NoFreelistSync) the free pages are
   // exactly the unreachable ones.
   for (uint64_t p = 0; p < pgid_ && freelist_ != kNoFreelist; ++p) {

@@ -16,7 +16,12 @@
 // trailing sha256) are ignored. Walks check every page they visit: its id
 // below the meta's pgid and inside the data, its header id equal to its
 // page number, its type, each element inside the page (with its overflow
-// pages). Check() is bbolt's Tx.Check and more: see below.
+// pages). Open does not hold pgid against the data's size: a truncated
+// file opens and walks refuse its missing pages. Page ids are compared
+// with the data's page count before they become offsets, and a walk
+// refuses a page it reaches twice, so one walk of a hostile file costs
+// time and memory linear in the file's size. Check() is bbolt's Tx.Check
+// and more: see below.
 //
 // Ownership: borrows `data`, which must outlive the reader. Thread-safety:
 // const methods may run concurrently. Errors: Open fails with
@@ -25,9 +30,11 @@
 #ifndef KPLANE_STORAGE_BOLT_BOLT_READER_H_
 #define KPLANE_STORAGE_BOLT_BOLT_READER_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <string_view>
+#include <vector>
 
 #include "base/statusor.h"
 
@@ -59,10 +66,11 @@ class BoltReader {
   // The elements of the bucket whose header is `header`.
   Status ForEachInBucket(std::string_view header, const Visitor& fn) const;
 
-  // The whole structure: every page below pgid is a meta page (0, 1), the
-  // freelist or on it, or reachable from the root exactly once (with its
-  // overflow pages; without a freelist page, unreachable pages count as
-  // free); keys ascend strictly within each bucket; each branch
+  // The whole structure: the data holds all pgid pages (a truncated file
+  // fails first, naming its size); every page below pgid is a meta page
+  // (0, 1), the freelist or on it, or reachable from the root exactly once
+  // (with its overflow pages; without a freelist page, unreachable pages
+  // count as free); keys ascend strictly within each bucket; each branch
   // key is the first key below it; top-level elements are buckets.
   Status Check() const;
 
@@ -75,20 +83,31 @@ class BoltReader {
         root_(root),
         freelist_(freelist),
         pgid_(pgid),
-        txid_(txid) {}
+        txid_(txid),
+        pages_(std::min<uint64_t>(pgid, data.size() / page_size)) {}
+
+  // Pages a walk without Check() has reached, indexed by page id; sized
+  // (pages_) when the walk first meets a branch page, as a walk that stays
+  // on one leaf cannot repeat a page.
+  using Seen = std::vector<bool>;
 
   // The page `id` (with its overflow pages), checked.
   StatusOr<std::string_view> Page(uint64_t id) const;
-  Status WalkTree(uint64_t id, const Visitor& fn, int depth,
-                  CheckState* check) const;
+  // Marks pages [id, id + n) in `seen`; fails if one was marked.
+  static Status MarkSeen(uint64_t id, uint64_t n, Seen* seen);
+  // `seen` is the walk's; Check's walks (check set) use its marks instead.
+  Status WalkTree(uint64_t id, const Visitor& fn, int depth, CheckState* check,
+                  Seen* seen) const;
   Status WalkPage(std::string_view page, uint64_t id, const Visitor& fn,
-                  int depth, CheckState* check) const;
+                  int depth, CheckState* check, Seen* seen) const;
   Status WalkBucket(std::string_view header, const Visitor& fn,
-                    CheckState* check) const;
+                    CheckState* check, Seen* seen) const;
 
   std::string_view d_;
   uint32_t page_size_;
   uint64_t root_, freelist_, pgid_, txid_;
+  // The pages that can be read: below pgid and wholly inside the data.
+  uint64_t pages_;
 };
 
 }  // namespace kplane::bolt

@@ -81,6 +81,63 @@ void SetPgid(std::string* file, uint64_t pgid) {
   }
 }
 
+// A bbolt file (page size 512) whose one bucket "b" is a chain of
+// `levels` branch pages, each with two elements that both lead to the next
+// page, above one leaf holding "a" -> "v": 2^levels paths to that leaf.
+std::string SharedChainDb(int levels) {
+  using namespace internal;  // NOLINT(build/namespaces)
+  constexpr size_t kPs = 512;
+  const uint64_t leaf = 4 + levels;
+  const uint64_t pgid = leaf + 1;
+  std::string f(pgid * kPs, '\0');
+  auto header = [&](uint64_t id, uint16_t flags, uint16_t count) {
+    Store<uint64_t>(&f, id * kPs, id);
+    Store<uint16_t>(&f, id * kPs + 8, flags);
+    Store<uint16_t>(&f, id * kPs + 10, count);
+  };
+  for (uint64_t m : {0, 1}) {
+    header(m, kMetaPage, 0);
+    const size_t o = m * kPs + kPageHeaderSize;
+    Store<uint32_t>(&f, o, kMagic);
+    Store<uint32_t>(&f, o + 4, kVersion);
+    Store<uint32_t>(&f, o + 8, kPs);
+    Store<uint64_t>(&f, o + 16, 3);  // root bucket's page
+    Store<uint64_t>(&f, o + 32, 2);  // freelist
+    Store<uint64_t>(&f, o + 40, pgid);
+    Store<uint64_t>(&f, o + 48, m);  // txid
+    Store<uint64_t>(&f, o + 56,
+                    Fnv1a64(std::string_view(f).substr(o, kMetaChecksummed)));
+  }
+  header(2, kFreelistPage, 0);
+  header(3, kLeafPage, 1);  // "b" -> a bucket rooted at page 4
+  size_t e = 3 * kPs + kPageHeaderSize;
+  Store<uint32_t>(&f, e, kBucketLeafFlag);
+  Store<uint32_t>(&f, e + 4, kElementSize);
+  Store<uint32_t>(&f, e + 8, 1);
+  Store<uint32_t>(&f, e + 12, kBucketHeaderSize);
+  f[e + kElementSize] = 'b';
+  Store<uint64_t>(&f, e + kElementSize + 1, 4);
+  for (uint64_t p = 4; p < leaf; ++p) {
+    header(p, kBranchPage, 2);
+    for (size_t i = 0; i < 2; ++i) {  // keys "a", "b" after both elements
+      e = p * kPs + kPageHeaderSize + i * kElementSize;
+      Store<uint32_t>(&f, e, (2 - i) * kElementSize + i);
+      Store<uint32_t>(&f, e + 4, 1);
+      Store<uint64_t>(&f, e + 8, p + 1);
+      f[p * kPs + kPageHeaderSize + 2 * kElementSize + i] =
+          static_cast<char>('a' + i);
+    }
+  }
+  header(leaf, kLeafPage, 1);
+  e = leaf * kPs + kPageHeaderSize;
+  Store<uint32_t>(&f, e + 4, kElementSize);
+  Store<uint32_t>(&f, e + 8, 1);
+  Store<uint32_t>(&f, e + 12, 1);
+  f[e + kElementSize] = 'a';
+  f[e + kElementSize + 1] = 'v';
+  return f;
+}
+
 TEST(BoltWriter, EmptyDatabase) {
   auto db = WriteBoltDb({});
   ASSERT_TRUE(db.ok()) << db.status();
@@ -216,6 +273,79 @@ TEST(BoltReader, DetectsDamage) {
     EXPECT_EQ(st.code(), StatusCode::kCorruption);
     EXPECT_NE(st.ToString().find("unreachable"), std::string::npos) << st;
   }
+}
+
+// A meta page with a valid checksum whose pgid and root are far beyond
+// the file: root * page_size wraps to just below the data, so an offset
+// check after the multiplication passes. Walks and Check must refuse the
+// page (kCorruption), neither reading outside the data nor throwing nor
+// allocating pgid marks. The file sits 4096 bytes into `buf` so that a
+// read before it stays inside our allocation; that page before it looks
+// like the root leaf, so only the bounds check can refuse it.
+TEST(BoltReader, PageIdsBeyondTheFileAreRefusedWithoutWrapping) {
+  using namespace internal;  // NOLINT(build/namespaces)
+  auto db = WriteBoltDb({});
+  ASSERT_TRUE(db.ok()) << db.status();
+  std::string file = *db;
+  constexpr uint64_t kRoot = (uint64_t{1} << 52) - 1;
+  for (size_t m : {kPageHeaderSize, 4096 + kPageHeaderSize}) {
+    Store<uint64_t>(&file, m + 16, kRoot);
+  }
+  SetPgid(&file, uint64_t{1} << 52);
+  std::string buf = std::string(4096, '\0') + file;
+  Store<uint64_t>(&buf, 0, kRoot);
+  Store<uint16_t>(&buf, 8, kLeafPage);
+  const std::string_view data = std::string_view(buf).substr(4096);
+
+  auto r = BoltReader::Open(data);
+  ASSERT_TRUE(r.ok()) << r.status();
+  Status st;
+  EXPECT_NO_THROW(st = r->ForEachRoot([](std::string_view, std::string_view,
+                                         bool) { return Status::Ok(); }));
+  EXPECT_EQ(st.code(), StatusCode::kCorruption) << st;
+  EXPECT_NE(st.ToString().find("page " + std::to_string(kRoot)),
+            std::string::npos)
+      << st;
+  std::string header(kBucketHeaderSize, '\0');
+  Store<uint64_t>(&header, 0, kRoot);
+  EXPECT_NO_THROW(
+      st = r->ForEachInBucket(header, [](std::string_view, std::string_view,
+                                         bool) { return Status::Ok(); }));
+  EXPECT_EQ(st.code(), StatusCode::kCorruption) << st;
+  StatusOr<EtcdBackend> backend = InternalError("not read");
+  EXPECT_NO_THROW(backend = ReadEtcdBackend(data));
+  EXPECT_EQ(backend.status().code(), StatusCode::kCorruption)
+      << backend.status();
+  // Check refuses the high-water mark before sizing its page marks by it.
+  EXPECT_NO_THROW(st = r->Check());
+  EXPECT_EQ(st.code(), StatusCode::kCorruption) << st;
+  EXPECT_NE(st.ToString().find("16384 bytes"), std::string::npos) << st;
+}
+
+// Shared children repeated over levels: without a bound a walk of this
+// 12.5 KB file visits its one leaf 2^20 times (2^40 for 40 levels: it
+// never ends). The walk stops where the leaf is reached the second time.
+TEST(BoltReader, SharedChildrenDoNotMakeWalksExponential) {
+  const std::string file = SharedChainDb(20);
+  auto r = BoltReader::Open(file);
+  ASSERT_TRUE(r.ok()) << r.status();
+  int visited = 0;
+  Status st =
+      r->ForEachBucket([&](std::string_view name, std::string_view header) {
+        EXPECT_EQ(name, "b");
+        return r->ForEachInBucket(
+            header, [&](std::string_view k, std::string_view v, bool) {
+              EXPECT_EQ(k, "a");
+              EXPECT_EQ(v, "v");
+              ++visited;
+              return Status::Ok();
+            });
+      });
+  EXPECT_EQ(st.code(), StatusCode::kCorruption) << st;
+  EXPECT_NE(st.ToString().find("page 24: reached twice"), std::string::npos)
+      << st;
+  EXPECT_EQ(visited, 1);
+  EXPECT_EQ(r->Check().code(), StatusCode::kCorruption);
 }
 
 TEST(EtcdBackend, RecordsAsEtcdWritesThem) {
@@ -426,6 +556,58 @@ TEST(EtcdBackend, ReadRefusesMalformedRecords) {
   EXPECT_EQ(junk.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(junk.status().message().find("invalid database"), std::string::npos)
       << junk.status();
+}
+
+// A branch page whose elements share a child: repeated over a few levels
+// that makes a walk exponential in the file's size, so a walk refuses a
+// page it reaches twice. Here the "key" bucket's root branch points its
+// second element at its first element's leaf.
+TEST(EtcdBackend, ReadRefusesAPageReachedTwice) {
+  using namespace internal;  // NOLINT(build/namespaces)
+  EtcdBackend c;
+  for (int i = 0; i < 200; ++i) {
+    mvccpb::KeyValue kv;
+    kv.set_key("key" + std::to_string(i));
+    kv.set_create_revision(i + 2);
+    kv.set_mod_revision(i + 2);
+    kv.set_version(1);
+    kv.set_value("value");
+    c.versions.push_back({i + 2, 0, false, kv});
+  }
+  auto db = WriteEtcdBackend(std::move(c));
+  ASSERT_TRUE(db.ok()) << db.status();
+  auto r = BoltReader::Open(*db);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(Depth(*r, *db, "key"), 2);
+  std::string key_header;
+  ASSERT_TRUE(
+      r->ForEachBucket([&](std::string_view name, std::string_view header) {
+         if (name == "key") key_header = std::string(header);
+         return Status::Ok();
+       }).ok());
+  const size_t root = Load<uint64_t>(key_header, 0) * r->page_size();
+  ASSERT_GE(Load<uint16_t>(*db, root + 10), 2);
+  const uint64_t child = Load<uint64_t>(*db, root + kPageHeaderSize + 8);
+  std::string shared = *db;
+  Store<uint64_t>(&shared, root + kPageHeaderSize + kElementSize + 8, child);
+
+  auto got = ReadEtcdBackend(shared);
+  EXPECT_EQ(got.status().code(), StatusCode::kCorruption)
+      << (got.ok() ? std::to_string(got->versions.size()) + " versions"
+                   : got.status().ToString());
+  EXPECT_NE(got.status().ToString().find("page " + std::to_string(child)),
+            std::string::npos)
+      << got.status();
+  r = BoltReader::Open(shared);
+  ASSERT_TRUE(r.ok()) << r.status();
+  int visited = 0;
+  Status st = r->ForEachInBucket(key_header,
+                                 [&](std::string_view, std::string_view, bool) {
+                                   ++visited;
+                                   return Status::Ok();
+                                 });
+  EXPECT_EQ(st.code(), StatusCode::kCorruption) << visited << " elements";
+  EXPECT_EQ(r->Check().code(), StatusCode::kCorruption);
 }
 
 TEST(EtcdBackend, Sha256) {

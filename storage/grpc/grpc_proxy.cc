@@ -19,6 +19,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -155,8 +156,20 @@ void StripTxn(const std::string& p, pb::TxnResponse* r) {
     }
   }
 }
+// A lease is not namespaced: it may hold keys outside the namespace too,
+// which are left out (etcd's clientv3/namespace leasePrefix.TimeToLive),
+// not shown with their full names.
 void StripTtl(const std::string& p, pb::LeaseTimeToLiveResponse* r) {
-  for (std::string& k : *r->mutable_keys()) Strip(p, &k);
+  auto* keys = r->mutable_keys();
+  int kept = 0;
+  for (int i = 0; i < keys->size(); ++i) {
+    std::string* k = keys->Mutable(i);
+    if (k->compare(0, p.size(), p) != 0) continue;
+    k->erase(0, p.size());
+    if (kept != i) keys->Mutable(kept)->swap(*k);
+    ++kept;
+  }
+  keys->DeleteSubrange(kept, keys->size() - kept);
 }
 
 template <typename T>
@@ -302,9 +315,18 @@ StatusOr<std::string> ReadPem(const std::string& path, const char* flag) {
 
 class ForwardCall : public grpc::ServerGenericBidiReactor {
  public:
+  // clear_cache: non-null for a call that changes what cached reads would
+  // answer (ClearsRangeCache); cleared before it is sent and again when
+  // the member has answered or the call ended.
   ForwardCall(grpc::GenericCallbackServerContext* sctx, Backends* b,
-              const std::string* prefix)
-      : sctx_(sctx), prefix_(*prefix), client_(this) {
+              const std::string* prefix, ProxyRangeCache* clear_cache)
+      : sctx_(sctx),
+        prefix_(*prefix),
+        clear_cache_(clear_cache),
+        client_(this) {
+    // Before it is sent (as KvCall's writes): a read answered from now on
+    // may be the member's old answer and is not kept.
+    if (clear_cache_ != nullptr) clear_cache_->Clear();
     CopyCallerMetadata(*sctx, &cctx_);
     const size_t k = b->Pick();
     b->stubs[k]->PrepareBidiStreamingCall(&cctx_, sctx->method(), {}, &client_);
@@ -370,6 +392,9 @@ class ForwardCall : public grpc::ServerGenericBidiReactor {
       ReleaseHold();
       return;
     }
+    // The change is applied: reads answered before it (since the Clear
+    // before the call) must not be served once the caller has the answer.
+    if (clear_cache_ != nullptr) clear_cache_->Clear();
     if (!prefix_.empty())
       RewriteResponse(sctx_->method(), prefix_, &from_member_);
     writing_ = true;
@@ -395,6 +420,8 @@ class ForwardCall : public grpc::ServerGenericBidiReactor {
   }
 
   void ClientDone(const grpc::Status& s) EXCLUDES(mu_) {
+    // A call that failed may still have been applied.
+    if (clear_cache_ != nullptr) clear_cache_->Clear();
     {
       MutexLock l(&mu_);
       status_ = override_.ok() ? s : override_;
@@ -424,6 +451,7 @@ class ForwardCall : public grpc::ServerGenericBidiReactor {
 
   grpc::GenericCallbackServerContext* const sctx_;
   const std::string prefix_;
+  ProxyRangeCache* const clear_cache_;  // null: leaves the cache alone
   grpc::ClientContext cctx_;
   Client client_;
   grpc::ByteBuffer from_caller_;  // the caller's message in flight
@@ -675,6 +703,28 @@ class KvCall : public grpc::ServerGenericBidiReactor {
   std::vector<KeyRange> writes_;
 };
 
+// Whether a forwarded (non-KV) call may change what a cached Range would
+// answer, so the whole cache goes around it: a lease revoke deletes the
+// lease's keys, which only the member knows; an auth change may end what
+// tokenless callers (whose answers are the cached ones) may read, AuthEnable
+// above all; Lock, Unlock and Election's writes put and delete keys. etcd's
+// proxy invalidates on none of them. Reads, logins and keep-alives do not
+// clear, or every login would empty the cache.
+bool ClearsRangeCache(const std::string& m) {
+  static constexpr std::string_view kAuth = "/etcdserverpb.Auth/";
+  if (m.rfind(kAuth, 0) == 0) {
+    const std::string_view call = std::string_view(m).substr(kAuth.size());
+    return call != "Authenticate" && call != "AuthStatus" &&
+           call != "UserGet" && call != "UserList" && call != "RoleGet" &&
+           call != "RoleList";
+  }
+  return m == "/etcdserverpb.Lease/LeaseRevoke" || m == "/v3lockpb.Lock/Lock" ||
+         m == "/v3lockpb.Lock/Unlock" ||
+         m == "/v3electionpb.Election/Campaign" ||
+         m == "/v3electionpb.Election/Proclaim" ||
+         m == "/v3electionpb.Election/Resign";
+}
+
 // MemberList answered by the proxy (etcd's clusterProxy with an advertise
 // address): one member, the proxy, named after the host.
 class SelfMemberList : public grpc::ServerGenericBidiReactor {
@@ -714,7 +764,9 @@ class Forwarder : public grpc::CallbackGenericService {
       return new KvCall(ctx, m, b_, &o_->key_prefix, cache_, n_);
     }
     n_->calls.fetch_add(1);
-    return new ForwardCall(ctx, b_, &o_->key_prefix);
+    ProxyRangeCache* clear =
+        cache_ != nullptr && ClearsRangeCache(ctx->method()) ? cache_ : nullptr;
+    return new ForwardCall(ctx, b_, &o_->key_prefix, clear);
   }
 
  private:

@@ -36,10 +36,14 @@
 //    linearizable ones too, is cached. Put, DeleteRange and Txn (its
 //    compares and the writes of both branches) through the proxy drop the
 //    cached answers of overlapping key ranges; Compact through the proxy
-//    makes reads of older revisions fail as compacted. Linearizable
-//    Ranges always go to a member. Writes that do not go through this
-//    proxy are not seen by cached serializable reads until the entry is
-//    evicted (etcd accepts the same staleness). Semantics and the
+//    makes reads of older revisions fail as compacted. LeaseRevoke, Auth
+//    changes (AuthEnable, user and role changes), Lock, Unlock and
+//    Election's Campaign, Proclaim and Resign through the proxy drop the
+//    whole cache (their keys, or who may read them, are not known here;
+//    etcd's proxy drops nothing for them). Linearizable Ranges always go
+//    to a member. Writes that do not go through this proxy (a lease
+//    expiring too) are not seen by cached serializable reads until the
+//    entry is evicted (etcd accepts the same staleness). Semantics and the
 //    differences from etcd: storage/grpc/proxy_range_cache.h.
 //  - Every other method (Lease with its keep-alive stream, Cluster,
 //    Maintenance with the snapshot stream, Auth, Election, Lock):
@@ -49,9 +53,11 @@
 //    (else one that is connecting); a member that drops is left for the
 //    next until it is back (failover at call boundaries: a call in flight
 //    on a dying member fails UNAVAILABLE and clientv3 retries it).
-//  - namespace: every key and range of KV, Txn (compares and ops, nested),
-//    Watch and LeaseTimeToLive is prefixed and the prefix is stripped from
-//    the answers, as etcd's clientv3/namespace; an empty key is refused.
+//  - namespace: every key and range of KV, Txn (compares and ops, nested)
+//    and Watch is prefixed and the prefix is stripped from the answers, as
+//    etcd's clientv3/namespace; an empty key is refused. LeaseTimeToLive's
+//    keys are stripped too, and those outside the namespace left out (a
+//    lease may hold other namespaces' keys), as etcd's.
 //
 // Bounds: requests larger than max_send_bytes are refused by the server
 // (RESOURCE_EXHAUSTED); answers from members up to max_recv_bytes;

@@ -21,6 +21,7 @@
 #include "base/testing/temp_dir.h"
 #include "informer/tcp_proxy.h"
 #include "net/http_client.h"
+#include "schemas/grpc/lock_services.grpc.pb.h"
 #include "schemas/grpc/rpc_services.grpc.pb.h"
 #include "storage/client/local_cluster.h"
 #include "storage/grpc/grpc_proxy_http.h"
@@ -86,6 +87,30 @@ class GrpcProxyTest : public ::testing::Test {
     req.set_key(k);
     req.set_range_end(end);
     return kv->Range(&ctx, req, out);
+  }
+
+  // A lease of `ttl` seconds, granted through `lease`; 0 if refused.
+  static int64_t Grant(pb::Lease::Stub* lease, int64_t ttl = 60) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(TestCallDeadline());
+    pb::LeaseGrantRequest req;
+    req.set_ttl(ttl);
+    pb::LeaseGrantResponse resp;
+    grpc::Status st = lease->LeaseGrant(&ctx, req, &resp);
+    EXPECT_TRUE(st.ok()) << st.error_message();
+    return resp.id();
+  }
+
+  static grpc::Status PutWithLease(pb::KV::Stub* kv, const std::string& k,
+                                   const std::string& v, int64_t lease) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(TestCallDeadline());
+    pb::PutRequest req;
+    req.set_key(k);
+    req.set_value(v);
+    req.set_lease(lease);
+    pb::PutResponse resp;
+    return kv->Put(&ctx, req, &resp);
   }
 
   // Asks `rw` for a watcher on `key` from `start` and returns the answer
@@ -537,6 +562,30 @@ TEST_F(GrpcProxyTest, NamespacePrefixesEveryKey) {
   grpc::Status st = Put(kv_.get(), "", "v");
   EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_EQ(st.error_message(), "etcdserver: key is not provided");
+}
+
+// A lease is not namespaced, so it may hold keys of other namespaces too;
+// its TimeToLive shows only this namespace's, as etcd's
+// clientv3/namespace (they were shown with their full names).
+TEST_F(GrpcProxyTest, NamespaceLeaseTimeToLiveShowsOnlyItsKeys) {
+  GrpcProxyOptions o;
+  o.key_prefix = "tenant-a/";
+  StartProxy(o);
+  const int64_t id = Grant(lease_.get());
+  ASSERT_NE(id, 0);
+  auto direct = pb::KV::NewStub(member_.Channel());
+  ASSERT_TRUE(PutWithLease(direct.get(), "tenant-b/x", "v", id).ok());
+  ASSERT_TRUE(PutWithLease(kv_.get(), "k", "v", id).ok());
+  grpc::ClientContext ctx;
+  ctx.set_deadline(TestCallDeadline());
+  pb::LeaseTimeToLiveRequest req;
+  req.set_id(id);
+  req.set_keys(true);
+  pb::LeaseTimeToLiveResponse resp;
+  grpc::Status st = lease_->LeaseTimeToLive(&ctx, req, &resp);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  EXPECT_EQ(std::vector<std::string>(resp.keys().begin(), resp.keys().end()),
+            std::vector<std::string>{"k"});
 }
 
 // ---- auth: each watcher's permission (etcd's checkPermissionForWatch) ----
@@ -1074,6 +1123,116 @@ TEST_F(GrpcProxyTest, CachedAnswersUnderANamespaceAreStripped) {
   EXPECT_TRUE(upstream);
 }
 
+// A revoke deletes the lease's keys, which the proxy cannot name (etcd's
+// proxy does not invalidate on it either): the whole cache goes.
+TEST_F(GrpcProxyTest, LeaseRevokeThroughTheProxyDropsCachedAnswers) {
+  StartProxy();
+  const int64_t id = Grant(lease_.get());
+  ASSERT_NE(id, 0);
+  ASSERT_TRUE(PutWithLease(kv_.get(), "a", "1", id).ok());
+  Fill("a");
+  {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(TestCallDeadline());
+    pb::LeaseRevokeRequest req;
+    req.set_id(id);
+    pb::LeaseRevokeResponse resp;
+    grpc::Status st = lease_->LeaseRevoke(&ctx, req, &resp);
+    ASSERT_TRUE(st.ok()) << st.error_message();
+  }
+  bool upstream = false;
+  EXPECT_EQ(SerialGet("a", "", &upstream).kvs_size(), 0);
+  EXPECT_TRUE(upstream);
+}
+
+// Tokenless answers were cached while auth was off; once it is on the
+// member refuses such reads, and so must the proxy.
+TEST_F(GrpcProxyTest, AuthEnableThroughTheProxyDropsCachedAnswers) {
+  {
+    auto auth = pb::Auth::NewStub(member_.Channel());
+    grpc::ClientContext add_ctx;
+    pb::AuthUserAddRequest add;
+    add.set_name("root");
+    add.set_password("rootpw");
+    pb::AuthUserAddResponse add_resp;
+    ASSERT_TRUE(auth->UserAdd(&add_ctx, add, &add_resp).ok());
+    grpc::ClientContext grant_ctx;
+    pb::AuthUserGrantRoleRequest grant;
+    grant.set_user("root");
+    grant.set_role("root");
+    pb::AuthUserGrantRoleResponse grant_resp;
+    ASSERT_TRUE(auth->UserGrantRole(&grant_ctx, grant, &grant_resp).ok());
+  }
+  StartProxy();
+  ASSERT_TRUE(Put(kv_.get(), "s", "v").ok());
+  Fill("s");
+  {
+    auto auth = pb::Auth::NewStub(ch_);
+    grpc::ClientContext ctx;
+    ctx.set_deadline(TestCallDeadline());
+    pb::AuthEnableResponse resp;
+    grpc::Status st = auth->AuthEnable(&ctx, pb::AuthEnableRequest(), &resp);
+    ASSERT_TRUE(st.ok()) << st.error_message();
+  }
+  // What the member says to the same read.
+  grpc::Status member_st;
+  {
+    auto direct = pb::KV::NewStub(member_.Channel());
+    grpc::ClientContext ctx;
+    ctx.set_deadline(TestCallDeadline());
+    pb::RangeRequest req;
+    req.set_key("s");
+    req.set_serializable(true);
+    pb::RangeResponse resp;
+    member_st = direct->Range(&ctx, req, &resp);
+    ASSERT_FALSE(member_st.ok());
+  }
+  bool upstream = false;
+  grpc::Status st;
+  pb::RangeResponse got = SerialGet("s", "", &upstream, 0, &st);
+  EXPECT_EQ(got.kvs_size(), 0);
+  EXPECT_EQ(st.error_code(), member_st.error_code());
+  EXPECT_EQ(st.error_message(), member_st.error_message());
+  EXPECT_EQ(st.error_message(), "etcdserver: user name is empty");
+}
+
+// Lock and Unlock write the lock's key on the member: cached reads of the
+// lock's prefix must not miss it.
+TEST_F(GrpcProxyTest, LockThroughTheProxyDropsCachedAnswers) {
+  StartProxy();
+  auto lock = v3lockpb::Lock::NewStub(ch_);
+  const int64_t id = Grant(lease_.get());
+  ASSERT_NE(id, 0);
+  Fill("l/", "l0");
+  std::string key;
+  {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(TestCallDeadline());
+    v3lockpb::LockRequest req;
+    req.set_name("l");
+    req.set_lease(id);
+    v3lockpb::LockResponse resp;
+    grpc::Status st = lock->Lock(&ctx, req, &resp);
+    ASSERT_TRUE(st.ok()) << st.error_message();
+    key = resp.key();
+  }
+  bool upstream = false;
+  pb::RangeResponse got = SerialGet("l/", "l0", &upstream);
+  ASSERT_EQ(got.kvs_size(), 1);
+  EXPECT_EQ(got.kvs(0).key(), key);
+  Fill("l/", "l0");
+  {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(TestCallDeadline());
+    v3lockpb::UnlockRequest req;
+    req.set_key(key);
+    v3lockpb::UnlockResponse resp;
+    grpc::Status st = lock->Unlock(&ctx, req, &resp);
+    ASSERT_TRUE(st.ok()) << st.error_message();
+  }
+  EXPECT_EQ(SerialGet("l/", "l0", &upstream).kvs_size(), 0);
+}
+
 // The cache alone: the rules a proxy test cannot time.
 std::shared_ptr<const std::string> Answer(const std::string& s) {
   return std::make_shared<const std::string>(s);
@@ -1089,6 +1248,20 @@ TEST(ProxyRangeCacheTest, AReadThatRacedAWriteIsNotCached) {
   c.Add("key", "k", "", 0, Answer("new"), c.generation());
   EXPECT_EQ(c.Get("key", 0, &got), ProxyRangeCache::Result::kHit);
   EXPECT_EQ(*got, "new");
+}
+
+TEST(ProxyRangeCacheTest, ClearDropsEveryEntryAndRacingReads) {
+  ProxyRangeCache c(16, 1 << 20);
+  c.Add("latest", "k", "", 0, Answer("x"), c.generation());
+  c.Add("at-5", "k", "", 5, Answer("x"), c.generation());
+  c.Compact(3);
+  const uint64_t gen = c.generation();  // a read is sent...
+  c.Clear();                            // ...a revoke through the proxy
+  c.Add("racing", "z", "", 0, Answer("old"), gen);
+  EXPECT_EQ(c.size(), 0u);
+  std::shared_ptr<const std::string> got;
+  EXPECT_EQ(c.Get("at-5", 5, &got), ProxyRangeCache::Result::kMiss);
+  EXPECT_EQ(c.Get("at-2", 2, &got), ProxyRangeCache::Result::kCompacted);
 }
 
 TEST(ProxyRangeCacheTest, BoundedByEntriesAndBytesLeastRecentlyUsedFirst) {

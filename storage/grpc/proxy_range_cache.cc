@@ -108,6 +108,16 @@ void ProxyRangeCache::Invalidate(const std::string& key,
   for (Lru::iterator it : drop) RemoveLocked(it);
 }
 
+void ProxyRangeCache::Clear() {
+  MutexLock l(&mu_);
+  ++generation_;
+  lru_.clear();
+  by_key_.clear();
+  points_.clear();
+  ranges_.clear();
+  bytes_ = 0;
+}
+
 void ProxyRangeCache::Compact(int64_t revision) {
   MutexLock l(&mu_);
   if (revision <= compacted_) return;

@@ -9,6 +9,7 @@
 //   ... later, a serializable Range with the same key ...
 //   auto hit = c.Get(key, revision);           // kHit: answer with it
 //   c.Invalidate("k", "");                     // a write through the proxy
+//   c.Clear();                                 // e.g. a lease revoke
 //
 // Semantics (etcd's, with the differences named):
 //  - An entry is the serialized answer to one request. `key` is opaque to
@@ -19,14 +20,17 @@
 //    "\0": to the end of the keyspace) and dropped by Invalidate of any
 //    overlapping interval. Entries for a given revision are never
 //    invalidated by writes (that revision cannot change); they leave by
-//    LRU or by Compact.
+//    LRU, by Compact or by Clear.
 //  - Compact(r): a Get for 0 < revision < r answers kCompacted (etcd's
 //    ErrCompacted, without asking a member) and such entries are dropped;
 //    Add for such a revision is ignored. etcd 3.4 also stops caching
 //    revision-0 answers after its first Compact (its check is
 //    `revision > compactedRev`, false for 0); this cache keeps caching
 //    them: compaction does not change the latest values.
-//  - Add(..., generation) is ignored when any Invalidate ran since
+//  - Clear() drops every entry (kplane's; etcd's proxy has no such
+//    call): for a lease revoke, an auth change, Lock or Election through
+//    the proxy. The compacted revision is kept.
+//  - Add(..., generation) is ignored when any Invalidate or Clear ran since
 //    `generation` was read: a read that raced with a write through the
 //    proxy may hold the old value, and must not outlive the write's
 //    invalidation in the cache. (etcd adds it regardless.)
@@ -71,6 +75,11 @@ class ProxyRangeCache {
       EXCLUDES(mu_);
   // Drops the revision-0 entries overlapping [key, end) (end as in Add).
   void Invalidate(const std::string& key, const std::string& end) EXCLUDES(mu_);
+  // Drops every entry, of any revision, and keeps the answers of reads in
+  // flight out, as Invalidate: for a change whose keys the proxy cannot
+  // name (a lease revoke deletes keys only the member knows) or that
+  // changes who may read (an auth change).
+  void Clear() EXCLUDES(mu_);
   void Compact(int64_t revision) EXCLUDES(mu_);
   size_t size() const EXCLUDES(mu_);
 

@@ -5,11 +5,14 @@
 #include <rapidjson/writer.h>
 
 #include <algorithm>
+#include <memory>
 
 #include "base/logging.h"
 #include "informer/api_errors.h"
+#include "informer/event_recorder.h"
 #include "informer/unstructured.h"
 #include "objects/meta.h"
+#include "objects/scheme.h"
 
 namespace kplane::controllers {
 
@@ -519,6 +522,17 @@ Status GarbageCollector::AttemptToDelete(const GcResource& resource,
                               resource.name + " " + informer::ObjectKey(obj) +
                               ": no resource serves that kind");
     }
+    if (!resource.namespaced && owner_resource->namespaced) {
+      // A reference has no namespace of its own: from a cluster-scoped
+      // object one to a namespaced kind names nothing, and is invalid
+      // rather than dangling (looked up without a namespace it 404s, and
+      // the object, a Namespace even, was deleted). Kube's isDangling
+      // returns namespacedOwnerOfClusterScopedObjectErr: the object is kept
+      // untouched and not retried (a retry cannot make the reference
+      // valid), and an OwnerRefInvalidNamespace event says why.
+      ReportInvalidNamespaceOwnerRef(resource, obj, ref);
+      return Status::Ok();
+    }
     ObjectPtr owner = CachedOwner(meta, ref);
     if (owner == nullptr) {
       const std::string owner_ns =
@@ -584,6 +598,37 @@ Status GarbageCollector::AttemptToDelete(const GcResource& resource,
     policy = "Foreground";
   }
   return DeleteObject(resource, obj, policy);
+}
+
+void GarbageCollector::ReportInvalidNamespaceOwnerRef(
+    const GcResource& resource, const google::protobuf::Message& obj,
+    const metav1::OwnerReference& ref) const {
+  const metav1::ObjectMeta& meta = *objects::GetObjectMeta(obj);
+  // Kube's reportInvalidNamespaceOwnerRef message.
+  const std::string message = "ownerRef [" + ref.apiversion() + "/" +
+                              ref.kind() + ", namespace: " + meta.namespace_() +
+                              ", name: " + ref.name() + ", uid: " + ref.uid() +
+                              "] does not exist in namespace \"" +
+                              meta.namespace_() + "\"";
+  LOG(WARNING) << "garbagecollector: keeping " << resource.name << " "
+               << informer::ObjectKey(obj) << ": " << message;
+  // The event's involvedObject takes its kind from the message type: a
+  // built-in kind's object (held as metadata only) is named as that kind.
+  const objects::KindInfo* kind =
+      resource.info == nullptr
+          ? nullptr
+          : objects::Scheme::Default().FindKind(resource.info->gv.ApiVersion(),
+                                                resource.kind);
+  if (kind != nullptr && kind->prototype != nullptr &&
+      !informer::IsUnstructuredKind(*kind)) {
+    std::unique_ptr<google::protobuf::Message> typed = kind->New();
+    *objects::MutableObjectMeta(typed.get()) = meta;
+    RecordEvent(*typed, informer::kEventWarning, "OwnerRefInvalidNamespace",
+                message);
+    return;
+  }
+  RecordEvent(obj, informer::kEventWarning, "OwnerRefInvalidNamespace",
+              message);
 }
 
 StatusOr<bool> GarbageCollector::StillAsCached(

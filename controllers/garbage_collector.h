@@ -38,6 +38,10 @@
 //     does with an owner its RESTMapper cannot map (the kind may be a CRD
 //     not yet discovered): the object is kept. Either way it is synced
 //     again as soon as a resource of that kind is added.
+//     A cluster-scoped object referring to a namespaced kind is kept as it
+//     is, not retried, and gets a Warning OwnerRefInvalidNamespace event
+//     (kube's namespacedOwnerOfClusterScopedObjectErr): the reference has
+//     no namespace to find the owner in.
 //   as an owner being deleted:
 //     "orphan": the ownerReferences to it are removed from its
 //       dependents, then the finalizer;
@@ -200,6 +204,11 @@ class GarbageCollector : public Controller {
   // error when the read fails or answers no uid.
   StatusOr<bool> StillAsCached(const GcResource& resource,
                                const metav1::ObjectMeta& cached);
+  // Logs and records (Warning OwnerRefInvalidNamespace, kube's message)
+  // that `obj`'s reference `ref` cannot name an owner in its namespace.
+  void ReportInvalidNamespaceOwnerRef(const GcResource& resource,
+                                      const google::protobuf::Message& obj,
+                                      const metav1::OwnerReference& ref) const;
   // DELETE of `obj` with `policy` and its uid as precondition; gone or
   // replaced already is success.
   Status DeleteObject(const GcResource& resource,

@@ -3,9 +3,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <memory>
+
 #include "base/logging.h"
 #include "base/mutex.h"
 #include "controllers/test_objects.h"
+#include "informer/event_recorder.h"
 #include "informer/unstructured.h"
 #include "objects/meta.h"
 
@@ -806,6 +809,42 @@ TEST_F(CustomResourceGcTest, ResourcesAddedAndRemovedAtRunTime) {
   EXPECT_EQ(gc_.Sync("gadgets.example.com/default/g1").code(),
             StatusCode::kUnavailable);
   EXPECT_THAT(fake_.Actions(), ElementsAre());
+}
+
+// A cluster-scoped object (here a Namespace) whose ownerReference names a
+// namespaced kind: the reference has no namespace to look the owner up in,
+// so it is invalid, not dangling. Kube's isDangling returns
+// namespacedOwnerOfClusterScopedObjectErr: the object is kept, an
+// OwnerRefInvalidNamespace event recorded, and the item is not retried. The
+// GET of "widgets /parent" answered 404 and the Namespace was deleted.
+TEST_F(CustomResourceGcTest, ClusterScopedObjectWithANamespacedOwnerIsKept) {
+  auto recorder = std::make_unique<informer::FakeEventRecorder>();
+  informer::FakeEventRecorder* events = recorder.get();
+  gc_.set_event_recorder(std::move(recorder));
+  DynamicResource namespaces("", "namespaces", "Namespace",
+                             /*namespaced=*/false);
+  gc_.AddResource(namespaces.resource);
+  fake_.ServeLiveFrom(namespaces.info, &namespaces.cache);
+  auto ns = informer::NewUnstructuredObject(
+      R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":"team-a",)"
+      R"("uid":"uid-team-a","ownerReferences":[)" +
+      OwnerRefJson("example.com/v1", "Widget", "parent", "uid-parent") + "]}}");
+  ASSERT_TRUE(ns.ok()) << ns.status();
+  namespaces.cache.Upsert(*ns);
+  // A Widget "parent" exists, in some namespace: still no ground to look
+  // it up in one.
+  widgets_.cache.Upsert(Parent());
+  DrainQueue();
+
+  Status s = gc_.Sync("namespaces/team-a");
+  EXPECT_TRUE(s.ok()) << s;  // not retried: a retry cannot make it valid
+  EXPECT_THAT(fake_.Actions(), ElementsAre());
+  EXPECT_THAT(fake_.Deletions(), ElementsAre());
+  EXPECT_THAT(events->Events(),
+              ElementsAre("Warning OwnerRefInvalidNamespace ownerRef "
+                          "[example.com/v1/Widget, namespace: , name: parent, "
+                          "uid: uid-parent] does not exist in namespace \"\""));
+  EXPECT_EQ(gc_.QueueDepth(), 0);
 }
 
 // Updates that leave owners, deletion and GC finalizers alone (lease

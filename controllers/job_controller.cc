@@ -261,8 +261,12 @@ void JobController::OnPodEvent(const corev1::Pod& pod, bool added,
     Enqueue(owner);
     return;
   }
+  // A tracked pod whose Job is gone, or an orphan (no controllerRef: the
+  // garbage collector removed it for a --cascade=orphan deletion), is
+  // released: kube's addPod/updatePod/deletePod enqueue both for
+  // syncOrphanPod. A deleted pod is out of the cache, nothing to release.
   const metav1::OwnerReference* ref = objects::ControllerRef(pod.metadata());
-  if (!deleted && tracked && ref != nullptr && ref->kind() == "Job") {
+  if (!deleted && tracked && (ref == nullptr || ref->kind() == "Job")) {
     Enqueue(kPodKeyPrefix + informer::ObjectKey(pod));
   }
 }
@@ -275,6 +279,12 @@ Status JobController::ReleaseOrphan(const std::string& pod_key) {
     return Status::Ok();
   }
   const metav1::OwnerReference* ref = objects::ControllerRef(pod.metadata());
+  if (ref != nullptr &&
+      (ref->kind() != "Job" || ref->apiversion() != "batch/v1")) {
+    // Adopted by another kind of controller since it was queued: not ours
+    // to release (kube's syncOrphanPod).
+    return Status::Ok();
+  }
   if (ref != nullptr) {
     // The cache can lag behind a create: confirm the Job is gone.
     StatusOr<ObjectPtr> live = options_.api->Get(
@@ -459,9 +469,29 @@ Status JobController::Sync(const std::string& key) {
   const int32_t failed =
       status.failed() + static_cast<int32_t>(uncounted_failed.size());
 
-  auto delete_pods = [&](const std::vector<PodPtr>& pods) {
+  // `release`: remove the tracking finalizer before the DELETE, as kube's
+  // deleteJobPods does, so that a pod deleted for a suspend or a lower
+  // parallelism is never recorded (it would count as a failure: deleted
+  // before it succeeded). Pods of a Job that failed or succeeded keep it
+  // until they are recorded: kube counts them as failed once it finishes.
+  auto delete_pods = [&](const std::vector<PodPtr>& pods, bool release) {
     for (const PodPtr& p : pods) {
       if (objects::IsBeingDeleted(p->metadata())) continue;
+      if (release &&
+          objects::HasFinalizer(p->metadata(), kJobTrackingFinalizer)) {
+        corev1::Pod copy = *p;
+        objects::RemoveFinalizer(copy.mutable_metadata(),
+                                 kJobTrackingFinalizer);
+        Status s = options_.api->Update(PodsResource(), copy).status();
+        if (informer::IsNotFound(s)) continue;
+        if (!s.ok()) {
+          // Not deleted while it would still count (kube's failDelete).
+          Keep(&first_error, s);
+          continue;
+        }
+        MutexLock l(&mu_);
+        finalizer_removed_.insert(p->metadata().uid());
+      }
       Status s = options_.api->Delete(
           PodsResource(), p->metadata().namespace_(), p->metadata().name());
       if (s.ok()) {
@@ -474,7 +504,7 @@ Status JobController::Sync(const std::string& key) {
 
   int32_t active_count = static_cast<int32_t>(active.size());
   if (IsFinished(status)) {
-    delete_pods(active);
+    delete_pods(active, /*release=*/false);
     active_count = 0;
   } else {
     if (!spec.suspend() && !status.has_starttime()) {
@@ -517,7 +547,7 @@ Status JobController::Sync(const std::string& key) {
     if (!fail_reason.empty()) {
       SetCondition(&status, "FailureTarget", "True", fail_reason, fail_message,
                    now);
-      delete_pods(active);
+      delete_pods(active, /*release=*/false);
       if (active_count == 0 && terminating == 0) {
         SetCondition(&status, "Failed", "True", fail_reason, fail_message, now);
       }
@@ -527,16 +557,20 @@ Status JobController::Sync(const std::string& key) {
       constexpr char kMessage[] = "Reached expected number of succeeded pods";
       SetCondition(&status, "SuccessCriteriaMet", "True", kReason, kMessage,
                    now);
-      delete_pods(active);
+      delete_pods(active, /*release=*/false);
       if (active_count == 0 && terminating == 0) {
         SetCondition(&status, "Complete", "True", kReason, kMessage, now);
         objects::SetTime(status.mutable_completiontime(), now);
       }
       active_count = 0;
+    } else if (objects::IsBeingDeleted(meta)) {
+      // Being deleted (foreground: the garbage collector is deleting its
+      // pods): kube calls manageJob, and changes Suspended, only while
+      // job.DeletionTimestamp == nil, so no pod is created or deleted.
     } else if (spec.suspend()) {
       SetCondition(&status, "Suspended", "True", "JobSuspended",
                    "Job suspended", now);
-      delete_pods(active);
+      delete_pods(active, /*release=*/true);
       active_count = 0;
     } else {
       if (HasTrueCondition(status, "Suspended")) {
@@ -577,7 +611,7 @@ Status JobController::Sync(const std::string& key) {
                      objects::UnixSeconds(b->metadata().creationtimestamp());
             });
         extra.resize(active_count - want);
-        delete_pods(extra);
+        delete_pods(extra, /*release=*/true);
       } else if (satisfied && occupied < want) {
         int32_t n = std::min(want - occupied, options_.burst_pods);
         if (indexed) n = std::min<int32_t>(n, missing.size());

@@ -28,7 +28,10 @@
 //     once no pod is left running, as kube 1.32 orders them.
 //  5. suspend: active pods are deleted, condition Suspended True
 //     (JobSuspended); on resume Suspended False (JobResumed) and startTime
-//     starts again.
+//     starts again. Pods deleted for suspend or a lower parallelism lose the
+//     tracking finalizer first (kube's deleteJobPods): they are never
+//     counted as failed. A Job being deleted (deletionTimestamp) creates
+//     and deletes no pods, as kube runs manageJob only without one.
 //  6. Otherwise pods are created up to parallelism, bounded by the
 //     completions left. Indexed Jobs create the lowest missing indexes, as
 //     "<job>-<index>-xxxxx" with the annotation and label batch.kubernetes.io/
@@ -39,7 +42,8 @@
 //     computed from the counts). podReplacementPolicy Failed waits for
 //     terminating pods to be gone first.
 //  A finished Job's remaining active pods are deleted; pods whose Job is
-//  gone (or replaced by a new uid) lose the tracking finalizer.
+//  gone (or replaced by a new uid), and tracked pods with no controller
+//  (orphaned by --cascade=orphan), lose the tracking finalizer.
 //
 // Ownership: borrows the writer and caches, which must outlive it.
 // Thread-safety: as Controller. Errors: API errors retry the key.
@@ -91,7 +95,8 @@ class JobController : public Controller {
   void OnPodEvent(const corev1::Pod& pod, bool added, bool deleted);
 
  private:
-  // Keys of the form "pod:<ns>/<name>": a tracked pod whose Job is gone.
+  // Keys of the form "pod:<ns>/<name>": a tracked pod whose Job is gone,
+  // or that has no controller.
   Status ReleaseOrphan(const std::string& pod_key);
   std::string OwnerKey(const corev1::Pod& pod) const;
 

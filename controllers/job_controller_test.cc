@@ -3,6 +3,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <optional>
+
 #include "controllers/test_objects.h"
 #include "informer/event_recorder.h"
 #include "objects/meta.h"
@@ -106,6 +109,47 @@ class JobControllerTest : public ::testing::Test {
       pods_.Upsert(copy);
       controller_.OnPodEvent(*copy, true, false);
     }
+  }
+
+  // What the API server leaves after the controller's DELETE of pod `name`:
+  // the last version the controller wrote of it (else the cached one), with
+  // a deletionTimestamp; the informer then reports the update.
+  void ObserveDeletion(const std::string& name) {
+    std::shared_ptr<corev1::Pod> pod;
+    for (const auto& w : fake_.Written()) {
+      auto* p = dynamic_cast<const corev1::Pod*>(w.get());
+      if (p != nullptr && p->metadata().name() == name) {
+        pod = std::make_shared<corev1::Pod>(*p);
+      }
+    }
+    if (pod == nullptr) {
+      pod = std::make_shared<corev1::Pod>(
+          *std::static_pointer_cast<const corev1::Pod>(
+              pods_.Get("default/" + name)));
+    }
+    objects::SetTime(pod->mutable_metadata()->mutable_deletiontimestamp(),
+                     clock_.WallNow());
+    pods_.Upsert(pod);
+    controller_.OnPodEvent(*pod, false, false);
+  }
+  // The pods the controller deleted, by name, in order.
+  std::vector<std::string> DeletedPods() {
+    std::vector<std::string> out;
+    const std::string prefix = "delete pods default/";
+    for (const auto& a : fake_.Actions()) {
+      if (a.rfind(prefix, 0) == 0) out.push_back(a.substr(prefix.size()));
+    }
+    return out;
+  }
+  // Whether the controller released pod `name` (removed its finalizer)
+  // before deleting it, as kube's deleteJobPods does.
+  bool ReleasedBeforeDeleted(const std::string& name) {
+    std::vector<std::string> actions = fake_.Actions();
+    auto update = std::find(actions.begin(), actions.end(),
+                            "update pods default/" + name);
+    auto del = std::find(actions.begin(), actions.end(),
+                         "delete pods default/" + name);
+    return update != actions.end() && del != actions.end() && update < del;
   }
 
   FakeClock clock_;
@@ -366,6 +410,109 @@ TEST_F(JobControllerTest, SuspendDeletesActivePodsAndResumeRestartsTheClock) {
   EXPECT_EQ(Job()->status().conditions(0).reason(), "JobResumed");
   EXPECT_EQ(objects::UnixSeconds(Job()->status().starttime()), kNow + 100);
   EXPECT_EQ(CreatedPods().size(), 1u);
+}
+
+// Pods the controller deletes itself for a suspend are not failures:
+// kube's deleteJobPods removes the tracking finalizer before the DELETE, so
+// the terminating pod is never counted. They were counted (deleted before
+// they succeeded): failed 2 > backoffLimit 1 failed the suspended Job.
+TEST_F(JobControllerTest, PodsDeletedForSuspendAreNotCountedAsFailed) {
+  AddJob(2, 2);
+  Update([](batchv1::Job* j) { j->mutable_spec()->set_backofflimit(1); });
+  AddPod("pi-a", "Running");
+  AddPod("pi-b", "Running");
+  Update([](batchv1::Job* j) { j->mutable_spec()->set_suspend(true); });
+  ASSERT_TRUE(controller_.Sync("default/pi").ok());
+  ASSERT_THAT(DeletedPods(), ::testing::UnorderedElementsAre("pi-a", "pi-b"));
+  const bool released_a = ReleasedBeforeDeleted("pi-a");
+  const bool released_b = ReleasedBeforeDeleted("pi-b");
+
+  ObserveDeletion("pi-a");
+  ObserveDeletion("pi-b");
+  ASSERT_TRUE(controller_.Sync("default/pi").ok());
+  EXPECT_EQ(Job()->status().failed(), 0);
+  EXPECT_THAT(Job()->status().uncountedterminatedpods().failed(), IsEmpty());
+  EXPECT_FALSE(HasCondition("FailureTarget"));
+  EXPECT_FALSE(HasCondition("Failed"));
+  EXPECT_TRUE(HasCondition("Suspended", "JobSuspended"));
+  EXPECT_EQ(Job()->status().terminating(), 2);
+  EXPECT_TRUE(released_a);
+  EXPECT_TRUE(released_b);
+}
+
+// The same for the pods a lower parallelism deletes (kube's manageJob
+// scales down through deleteJobPods too).
+TEST_F(JobControllerTest, PodsDeletedForALowerParallelismAreNotCounted) {
+  AddJob(3, 3);
+  Update([](batchv1::Job* j) { j->mutable_spec()->set_backofflimit(1); });
+  AddPod("pi-a", "Running");
+  AddPod("pi-b", "Running");
+  AddPod("pi-c", "Running");
+  ASSERT_TRUE(controller_.Sync("default/pi").ok());
+  ASSERT_THAT(DeletedPods(), IsEmpty());
+  Update([](batchv1::Job* j) { j->mutable_spec()->set_parallelism(1); });
+  ASSERT_TRUE(controller_.Sync("default/pi").ok());
+  const std::vector<std::string> deleted = DeletedPods();
+  ASSERT_EQ(deleted.size(), 2u);
+  for (const auto& name : deleted) {
+    EXPECT_TRUE(ReleasedBeforeDeleted(name)) << name;
+  }
+
+  for (const auto& name : deleted) ObserveDeletion(name);
+  ASSERT_TRUE(controller_.Sync("default/pi").ok());
+  EXPECT_EQ(Job()->status().failed(), 0);
+  EXPECT_THAT(Job()->status().uncountedterminatedpods().failed(), IsEmpty());
+  EXPECT_FALSE(HasCondition("FailureTarget"));
+  EXPECT_FALSE(HasCondition("Failed"));
+  EXPECT_EQ(Job()->status().active(), 1);
+  EXPECT_EQ(Job()->status().terminating(), 2);
+}
+
+// A Job being deleted (foreground: the garbage collector is deleting its
+// pods) starts no pods: kube calls manageJob only while
+// job.DeletionTimestamp == nil.
+TEST_F(JobControllerTest, AJobBeingDeletedCreatesNoPods) {
+  AddJob(2, 2);
+  Update([](batchv1::Job* j) {
+    objects::SetTime(j->mutable_metadata()->mutable_deletiontimestamp(), kNow);
+    j->mutable_metadata()->add_finalizers("foregroundDeletion");
+  });
+  ASSERT_TRUE(controller_.Sync("default/pi").ok());
+  EXPECT_THAT(CreatedPods(), IsEmpty());
+  EXPECT_EQ(Job()->status().active(), 0);
+}
+
+// A pod orphaned by kubectl delete job --cascade=orphan (the garbage
+// collector removed its ownerReference) still holds the tracking finalizer:
+// kube's addPod/updatePod/deletePod enqueue such an orphan so that the
+// finalizer is removed. It was never enqueued and kept it forever.
+TEST_F(JobControllerTest, TrackedPodOrphanedByTheGcIsReleased) {
+  AddJob(1, 1);
+  auto pod = NewPod("default", "pi-a", {{"job-name", "pi"}});
+  pod->mutable_metadata()->add_finalizers(kJobTrackingFinalizer);
+  objects::SetTime(pod->mutable_metadata()->mutable_deletiontimestamp(), kNow);
+  pods_.Upsert(pod);
+  controller_.OnPodEvent(*pod, false, false);
+  EXPECT_EQ(controller_.QueueDepth(), 1);
+  while (controller_.QueueDepth() > 0) {
+    std::optional<std::string> key = controller_.queue().Get();
+    controller_.queue().Done(*key);
+  }
+  ASSERT_TRUE(controller_.Sync("pod:default/pi-a").ok());
+  EXPECT_THAT(fake_.Actions(), ElementsAre("update pods default/pi-a"));
+  ASSERT_EQ(fake_.Written().size(), 1u);
+  EXPECT_FALSE(objects::HasFinalizer(
+      static_cast<const corev1::Pod&>(*fake_.Written()[0]).metadata(),
+      kJobTrackingFinalizer));
+
+  // A pod another kind of controller owns keeps its finalizers (kube's
+  // syncOrphanPod leaves them alone).
+  auto other = NewPod("default", "rs-a");
+  OwnedBy(other->mutable_metadata(), "ReplicaSet", Job()->metadata());
+  other->mutable_metadata()->add_finalizers(kJobTrackingFinalizer);
+  pods_.Upsert(other);
+  controller_.OnPodEvent(*other, false, false);
+  EXPECT_EQ(controller_.QueueDepth(), 0);
 }
 
 TEST_F(JobControllerTest, TrackedPodOfAGoneJobIsReleased) {

@@ -57,16 +57,7 @@ class ElectionLockGrpcTest : public ::testing::Test {
     election_ = epb::Election::NewStub(ch);
   }
 
-  int64_t Grant(int64_t ttl = 60) {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(TestCallDeadline());
-    pb::LeaseGrantRequest req;
-    req.set_ttl(ttl);
-    pb::LeaseGrantResponse resp;
-    grpc::Status st = lease_->LeaseGrant(&ctx, req, &resp);
-    EXPECT_TRUE(st.ok()) << st.error_message();
-    return resp.id();
-  }
+  int64_t Grant(int64_t ttl = 60) { return MustGrantLease(lease_.get(), ttl); }
 
   void Revoke(int64_t id) {
     grpc::ClientContext ctx;

@@ -89,18 +89,6 @@ class GrpcProxyTest : public ::testing::Test {
     return kv->Range(&ctx, req, out);
   }
 
-  // A lease of `ttl` seconds, granted through `lease`; 0 if refused.
-  static int64_t Grant(pb::Lease::Stub* lease, int64_t ttl = 60) {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(TestCallDeadline());
-    pb::LeaseGrantRequest req;
-    req.set_ttl(ttl);
-    pb::LeaseGrantResponse resp;
-    grpc::Status st = lease->LeaseGrant(&ctx, req, &resp);
-    EXPECT_TRUE(st.ok()) << st.error_message();
-    return resp.id();
-  }
-
   static grpc::Status PutWithLease(pb::KV::Stub* kv, const std::string& k,
                                    const std::string& v, int64_t lease) {
     grpc::ClientContext ctx;
@@ -571,7 +559,7 @@ TEST_F(GrpcProxyTest, NamespaceLeaseTimeToLiveShowsOnlyItsKeys) {
   GrpcProxyOptions o;
   o.key_prefix = "tenant-a/";
   StartProxy(o);
-  const int64_t id = Grant(lease_.get());
+  const int64_t id = MustGrantLease(lease_.get());
   ASSERT_NE(id, 0);
   auto direct = pb::KV::NewStub(member_.Channel());
   ASSERT_TRUE(PutWithLease(direct.get(), "tenant-b/x", "v", id).ok());
@@ -1127,7 +1115,7 @@ TEST_F(GrpcProxyTest, CachedAnswersUnderANamespaceAreStripped) {
 // proxy does not invalidate on it either): the whole cache goes.
 TEST_F(GrpcProxyTest, LeaseRevokeThroughTheProxyDropsCachedAnswers) {
   StartProxy();
-  const int64_t id = Grant(lease_.get());
+  const int64_t id = MustGrantLease(lease_.get());
   ASSERT_NE(id, 0);
   ASSERT_TRUE(PutWithLease(kv_.get(), "a", "1", id).ok());
   Fill("a");
@@ -1201,7 +1189,7 @@ TEST_F(GrpcProxyTest, AuthEnableThroughTheProxyDropsCachedAnswers) {
 TEST_F(GrpcProxyTest, LockThroughTheProxyDropsCachedAnswers) {
   StartProxy();
   auto lock = v3lockpb::Lock::NewStub(ch_);
-  const int64_t id = Grant(lease_.get());
+  const int64_t id = MustGrantLease(lease_.get());
   ASSERT_NE(id, 0);
   Fill("l/", "l0");
   std::string key;

@@ -72,6 +72,20 @@ inline grpc::Status AddRootUser(etcdserverpb::Auth::Stub* auth,
   return auth->UserGrantRole(&ctx, r, &resp);
 }
 
+// A lease of `ttl` seconds granted through `lease`: its id, or 0 after a
+// test failure if refused.
+inline int64_t MustGrantLease(etcdserverpb::Lease::Stub* lease,
+                              int64_t ttl = 60) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(TestCallDeadline());
+  etcdserverpb::LeaseGrantRequest req;
+  req.set_ttl(ttl);
+  etcdserverpb::LeaseGrantResponse resp;
+  grpc::Status st = lease->LeaseGrant(&ctx, req, &resp);
+  EXPECT_TRUE(st.ok()) << st.error_message();
+  return st.ok() ? resp.id() : 0;
+}
+
 struct TestMemberOptions {
   // StoreConfig::max_request_bytes; 0 keeps the store's default.
   int64_t max_request_bytes = 0;

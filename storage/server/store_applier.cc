@@ -296,6 +296,23 @@ void StoreApplier::ProposeNoSpaceAlarmIfDue() {
                          StatusOr<ApplyResponse>) { *in_flight = false; });
 }
 
+void StoreApplier::ProposeQuotaAlarm() {
+  // Again a request timeout later while it has not been applied: a
+  // proposal can be lost without an error answer (a leader that stepped
+  // down before replicating it; the waiter then just expires), and an
+  // alarm that never lands would leave the quota unenforced for good. A
+  // second copy is harmless: this store is still past its quota.
+  const TimePoint now = clock_->Now();
+  if (now < next_quota_alarm_try_) return;
+  next_quota_alarm_try_ = now + options_.request_timeout;
+  storagepb::InternalRaftRequest req;
+  auto* a = req.mutable_alarm();
+  a->set_action(etcdserverpb::AlarmRequest::ACTIVATE);
+  a->set_memberid(self_->id());
+  a->set_alarm(etcdserverpb::NOSPACE);
+  proposer_->Propose(std::move(req), [](StatusOr<ApplyResponse>) {});
+}
+
 void StoreApplier::ProposeNoSpaceAlarm() {
   // Tell the others (so that every member lists the alarm and refuses
   // puts), once per episode -- again only if the proposal was dropped (no
@@ -427,9 +444,9 @@ bool StoreApplier::ApplyTaskNow(ApplyTask& task) {
   if (last_applied > 0) SetApplied(last_applied);
   Deliver(answers);
   // Over quota: the writes were applied (as on every member), and this
-  // member tells the others through the log, which makes every member
-  // refuse puts from the same entry on (etcd's quotaApplierV3).
-  if (db()->OverQuota() && !nospace()) ProposeNoSpaceAlarm();
+  // member tells the others through the log; every member refuses new puts
+  // once it applied that (etcd's quotaApplierV3).
+  if (db()->OverQuota() && !nospace()) ProposeQuotaAlarm();
   if (!stop.ok()) {
     StopApply(stop);
     return false;

@@ -64,10 +64,12 @@
 // The quota (--quota-backend-bytes) never refuses an entry while applying:
 // file sizes differ between members, so a refusal on one would make its
 // data differ. A member whose store is past its quota after a task
-// proposes its NOSPACE alarm through the log (once per episode), and every
-// member refuses puts from when it applies that entry (the proposer's
-// nospace check), as etcd's quotaApplierV3. (A store alarm persisted by an
-// older version is still listed until disarmed.)
+// proposes its NOSPACE alarm through the log (again each request timeout
+// until it is applied: a proposal can be lost without an answer), and
+// every member refuses new puts from when it applies that entry (the
+// proposer's nospace check; puts already proposed are applied), as etcd's
+// quotaApplierV3. (A store alarm persisted by an older version is still
+// listed until disarmed, but refuses nothing.)
 //
 // The store is reached through a StoreGate (store_gate.h): a snapshot
 // install waits for the threads that use the store, and they for it.
@@ -291,6 +293,9 @@ class StoreApplier : public Applier {
   // Proposes this member's NOSPACE alarm through the log, unless it was
   // proposed in this episode already (and not dropped).
   void ProposeNoSpaceAlarm();
+  // Proposes this member's NOSPACE alarm for its quota (apply thread), at
+  // most once a request timeout.
+  void ProposeQuotaAlarm();
   // Applies one entry; a non-OK status stops the apply (StopApply).
   Status ApplyEntry(const raftpb::Entry& e, std::vector<Answer>* answers);
   StatusOr<ApplyResponse> ApplyRequest(const storagepb::InternalRaftRequest& r,
@@ -357,6 +362,8 @@ class StoreApplier : public Applier {
   std::atomic<bool> wal_alarm_due_{false};
   // Not before then (ProposeNoSpaceAlarmIfDue's one caller's).
   TimePoint next_wal_alarm_try_;
+  // ProposeQuotaAlarm's next chance (apply thread).
+  TimePoint next_quota_alarm_try_;
   const std::shared_ptr<std::atomic<bool>> wal_alarm_in_flight_ =
       std::make_shared<std::atomic<bool>>(false);
   // The NOSPACE alarm of this episode was proposed (and not dropped).

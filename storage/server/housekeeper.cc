@@ -83,14 +83,13 @@ void Housekeeper::TrackLeader() {
 void Housekeeper::EndLeaderRequiredStreams() {
   if (options_.leader_required_streams == nullptr ||
       leaderless_since_ == TimePoint()) {
-    next_leaderless_end_ = TimePoint();
     return;
   }
   const TimePoint now = clock_->Now();
-  const Duration wait = options_.election_timeout * 3;
-  if (now - leaderless_since_ < wait || now < next_leaderless_end_) return;
-  // As etcd's monitorLeader, which counts again from zero after ending.
-  next_leaderless_end_ = now + wait;
+  // As etcd's monitorLeader: from three election timeouts without a leader
+  // on, every look ends what is registered (new ones are refused at open
+  // meanwhile, so that is only what was opened before).
+  if (now - leaderless_since_ < options_.election_timeout * 3) return;
   const size_t ended = options_.leader_required_streams->EndAll();
   if (ended > 0) {
     LOG(WARNING) << "no leader for "

@@ -7,9 +7,8 @@
 //     leader is known (etcd's publish; the member serves clients after);
 //   - after three election timeouts without a leader, asks its peers for
 //     their membership: a member removed while cut off never applies its
-//     own removal, so it learns it this way; and ends the watch streams
-//     that require a leader (leader_required_streams.h), again every three
-//     election timeouts while it has none;
+//     own removal, so it learns it this way; and from then on ends the
+//     watch streams that require a leader (leader_required_streams.h);
 //   - proposes this member's NOSPACE alarm once its raft log takes writes
 //     again after a full disk (StoreApplier::ProposeNoSpaceAlarmIfDue);
 //   - watches the apply: ApplyStalled() turns true when the applied index
@@ -120,7 +119,6 @@ class Housekeeper {
   TimePoint next_corrupt_check_;
   TimePoint leaderless_since_;  // epoch: there is a leader
   TimePoint next_removed_check_;
-  TimePoint next_leaderless_end_;
   uint64_t last_applied_ = 0;
   TimePoint behind_since_;  // epoch: not behind
   std::atomic<bool> apply_stalled_{false};

@@ -9,7 +9,9 @@
 // one that learns nothing new.
 //
 // The fronts register each such stream with the callback that ends it; the
-// housekeeper calls EndAll (housekeeper.h).
+// housekeeper calls EndAll (housekeeper.h). Only watch streams: etcd treats
+// a LeaseKeepAlive stream with the metadata alike (clientv3's lessor asks
+// for it), kplane does not yet.
 //
 //   id = streams->Add([weak] { if (auto s = weak.lock()) s->EndNoLeader(); });
 //   ... when the stream closes: streams->Remove(id);

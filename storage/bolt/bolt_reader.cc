@@ -92,20 +92,23 @@ StatusOr<std::string_view> BoltReader::Page(uint64_t id) const {
   return d_.substr(off, (overflow + 1) * page_size_);
 }
 
-Status BoltReader::MarkSeen(uint64_t id, uint64_t n, Seen* seen) {
+Status BoltReader::MarkSeen(uint64_t id, uint64_t n, Visited* seen) const {
+  std::vector<bool>& marks = seen->pages_;
+  if (marks.size() < pages_) marks.resize(pages_);
   for (uint64_t p = id; p < id + n; ++p) {
-    if ((*seen)[p]) {
+    if (marks[p]) {
       return Corrupt(p,
-                     "reached twice in one walk (two branch elements, or "
-                     "one and an overflow run, lead to it)");
+                     "reached twice in one read (two branch elements or "
+                     "bucket headers, or one and an overflow run, lead to "
+                     "it)");
     }
-    (*seen)[p] = true;
+    marks[p] = true;
   }
   return Status::Ok();
 }
 
 Status BoltReader::WalkTree(uint64_t id, const Visitor& fn, int depth,
-                            CheckState* check, Seen* seen) const {
+                            CheckState* check, Visited* seen) const {
   if (depth > kMaxDepth) return Corrupt(id, "tree too deep");
   ASSIGN_OR_RETURN(std::string_view page, Page(id));
   if (check) {
@@ -113,9 +116,10 @@ Status BoltReader::WalkTree(uint64_t id, const Visitor& fn, int depth,
       if ((*check->marks)[p]) return Corrupt(p, "multiple references");
       (*check->marks)[p] = 1;
     }
-  } else if (!seen->empty()) {
+  } else {
     // Without this a page shared by the elements of a branch, repeated
-    // over a few levels, makes the walk exponential in the file's size.
+    // over a few levels, makes a walk exponential in the file's size, and
+    // bucket headers sharing a root page multiply the walks of a read.
     RETURN_IF_ERROR(MarkSeen(id, page.size() / page_size_, seen));
   }
   return WalkPage(page, id, fn, depth, check, seen);
@@ -123,7 +127,7 @@ Status BoltReader::WalkTree(uint64_t id, const Visitor& fn, int depth,
 
 Status BoltReader::WalkPage(std::string_view page, uint64_t id,
                             const Visitor& fn, int depth, CheckState* check,
-                            Seen* seen) const {
+                            Visited* seen) const {
   if (page.size() < kPageHeaderSize) return Corrupt(id, "truncated");
   const uint16_t flags = Load<uint16_t>(page, 8);
   const size_t count = Load<uint16_t>(page, 10);
@@ -132,13 +136,6 @@ Status BoltReader::WalkPage(std::string_view page, uint64_t id,
   }
   if (!(flags & (kBranchPage | kLeafPage))) {
     return Corrupt(id, "not a branch or leaf page");
-  }
-  if ((flags & kBranchPage) && !check && seen->empty()) {
-    // The walk's first branch page: from here on pages can repeat. A walk
-    // that stays on one leaf (most buckets) allocates nothing. Inline
-    // pages are leaves, so `id` is a real page here.
-    seen->resize(pages_);
-    RETURN_IF_ERROR(MarkSeen(id, page.size() / page_size_, seen));
   }
   for (size_t i = 0; i < count; ++i) {
     const size_t e = kPageHeaderSize + i * kElementSize;
@@ -176,7 +173,7 @@ Status BoltReader::WalkPage(std::string_view page, uint64_t id,
 }
 
 Status BoltReader::WalkBucket(std::string_view header, const Visitor& fn,
-                              CheckState* check, Seen* seen) const {
+                              CheckState* check, Visited* seen) const {
   if (header.size() < kBucketHeaderSize) {
     return CorruptionError("bolt: truncated bucket header");
   }
@@ -193,26 +190,27 @@ Status BoltReader::WalkBucket(std::string_view header, const Visitor& fn,
 }
 
 Status BoltReader::ForEachBucket(
-    const std::function<Status(std::string_view, std::string_view)>& fn) const {
-  Seen seen;
+    const std::function<Status(std::string_view, std::string_view)>& fn,
+    Visited* visited) const {
+  Visited own;
   return WalkTree(
       root_,
       [&](std::string_view k, std::string_view v, bool is_bucket) -> Status {
         if (!is_bucket) return CorruptionError("bolt: top-level key");
         return fn(k, v);
       },
-      0, nullptr, &seen);
+      0, nullptr, visited ? visited : &own);
 }
 
-Status BoltReader::ForEachRoot(const Visitor& fn) const {
-  Seen seen;
-  return WalkTree(root_, fn, 0, nullptr, &seen);
+Status BoltReader::ForEachRoot(const Visitor& fn, Visited* visited) const {
+  Visited own;
+  return WalkTree(root_, fn, 0, nullptr, visited ? visited : &own);
 }
 
-Status BoltReader::ForEachInBucket(std::string_view header,
-                                   const Visitor& fn) const {
-  Seen seen;
-  return WalkBucket(header, fn, nullptr, &seen);
+Status BoltReader::ForEachInBucket(std::string_view header, const Visitor& fn,
+                                   Visited* visited) const {
+  Visited own;
+  return WalkBucket(header, fn, nullptr, visited ? visited : &own);
 }
 
 Status BoltReader::Check() const {

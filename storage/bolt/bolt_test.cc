@@ -3,6 +3,8 @@
 #include <cstring>
 #include <map>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "storage/bolt/bolt_reader.h"
 #include "storage/bolt/bolt_writer.h"
@@ -14,18 +16,23 @@ namespace {
 
 using Contents = std::map<std::string, std::map<std::string, std::string>>;
 
-// Everything a reader sees: bucket -> key -> value.
+// Everything a reader sees: bucket -> key -> value (one read, its walks
+// sharing one visited set).
 Contents ReadAll(const BoltReader& db) {
   Contents out;
-  Status st =
-      db.ForEachBucket([&](std::string_view name, std::string_view header) {
+  BoltReader::Visited seen;
+  Status st = db.ForEachBucket(
+      [&](std::string_view name, std::string_view header) {
         auto& bucket = out[std::string(name)];
         return db.ForEachInBucket(
-            header, [&](std::string_view k, std::string_view v, bool) {
+            header,
+            [&](std::string_view k, std::string_view v, bool) {
               bucket[std::string(k)] = std::string(v);
               return Status::Ok();
-            });
-      });
+            },
+            &seen);
+      },
+      &seen);
   EXPECT_TRUE(st.ok()) << st;
   return out;
 }
@@ -81,26 +88,27 @@ void SetPgid(std::string* file, uint64_t pgid) {
   }
 }
 
-// A bbolt file (page size 512) whose one bucket "b" is a chain of
-// `levels` branch pages, each with two elements that both lead to the next
-// page, above one leaf holding "a" -> "v": 2^levels paths to that leaf.
-std::string SharedChainDb(int levels) {
+// A hand-built bbolt file of `pgid` pages of 512 bytes: both meta pages
+// (root bucket at page 3, freelist at page 2, txids 0 and 1) and an empty
+// freelist; the caller writes pages 3 and up with PageHeader and Store.
+constexpr size_t kTinyPs = 512;
+
+void PageHeader(std::string* f, uint64_t id, uint16_t flags, uint16_t count) {
   using namespace internal;  // NOLINT(build/namespaces)
-  constexpr size_t kPs = 512;
-  const uint64_t leaf = 4 + levels;
-  const uint64_t pgid = leaf + 1;
-  std::string f(pgid * kPs, '\0');
-  auto header = [&](uint64_t id, uint16_t flags, uint16_t count) {
-    Store<uint64_t>(&f, id * kPs, id);
-    Store<uint16_t>(&f, id * kPs + 8, flags);
-    Store<uint16_t>(&f, id * kPs + 10, count);
-  };
+  Store<uint64_t>(f, id * kTinyPs, id);
+  Store<uint16_t>(f, id * kTinyPs + 8, flags);
+  Store<uint16_t>(f, id * kTinyPs + 10, count);
+}
+
+std::string TinyDb(uint64_t pgid) {
+  using namespace internal;  // NOLINT(build/namespaces)
+  std::string f(pgid * kTinyPs, '\0');
   for (uint64_t m : {0, 1}) {
-    header(m, kMetaPage, 0);
-    const size_t o = m * kPs + kPageHeaderSize;
+    PageHeader(&f, m, kMetaPage, 0);
+    const size_t o = m * kTinyPs + kPageHeaderSize;
     Store<uint32_t>(&f, o, kMagic);
     Store<uint32_t>(&f, o + 4, kVersion);
-    Store<uint32_t>(&f, o + 8, kPs);
+    Store<uint32_t>(&f, o + 8, kTinyPs);
     Store<uint64_t>(&f, o + 16, 3);  // root bucket's page
     Store<uint64_t>(&f, o + 32, 2);  // freelist
     Store<uint64_t>(&f, o + 40, pgid);
@@ -108,33 +116,85 @@ std::string SharedChainDb(int levels) {
     Store<uint64_t>(&f, o + 56,
                     Fnv1a64(std::string_view(f).substr(o, kMetaChecksummed)));
   }
-  header(2, kFreelistPage, 0);
-  header(3, kLeafPage, 1);  // "b" -> a bucket rooted at page 4
-  size_t e = 3 * kPs + kPageHeaderSize;
-  Store<uint32_t>(&f, e, kBucketLeafFlag);
-  Store<uint32_t>(&f, e + 4, kElementSize);
-  Store<uint32_t>(&f, e + 8, 1);
-  Store<uint32_t>(&f, e + 12, kBucketHeaderSize);
-  f[e + kElementSize] = 'b';
-  Store<uint64_t>(&f, e + kElementSize + 1, 4);
+  PageHeader(&f, 2, kFreelistPage, 0);
+  return f;
+}
+
+// Writes leaf page `id` holding `items` (key, value, is_bucket) in order.
+void LeafPage(
+    std::string* f, uint64_t id,
+    const std::vector<std::tuple<std::string, std::string, bool>>& items) {
+  using namespace internal;  // NOLINT(build/namespaces)
+  PageHeader(f, id, kLeafPage, static_cast<uint16_t>(items.size()));
+  size_t data = id * kTinyPs + kPageHeaderSize + items.size() * kElementSize;
+  for (size_t i = 0; i < items.size(); ++i) {
+    const auto& [k, v, bucket] = items[i];
+    const size_t e = id * kTinyPs + kPageHeaderSize + i * kElementSize;
+    Store<uint32_t>(f, e, bucket ? kBucketLeafFlag : 0);
+    Store<uint32_t>(f, e + 4, static_cast<uint32_t>(data - e));
+    Store<uint32_t>(f, e + 8, static_cast<uint32_t>(k.size()));
+    Store<uint32_t>(f, e + 12, static_cast<uint32_t>(v.size()));
+    f->replace(data, k.size() + v.size(), k + v);
+    data += k.size() + v.size();
+  }
+  EXPECT_LE(data, (id + 1) * kTinyPs);
+}
+
+// A bucket header (bbolt's bucket struct) for a bucket rooted at `root`.
+std::string BucketHeader(uint64_t root) {
+  using namespace internal;  // NOLINT(build/namespaces)
+  std::string h(kBucketHeaderSize, '\0');
+  Store<uint64_t>(&h, 0, root);
+  return h;
+}
+
+// A bbolt file whose one bucket "b" is a chain of `levels` branch pages,
+// each with two elements that both lead to the next page, above one leaf
+// holding "a" -> "v": 2^levels paths to that leaf.
+std::string SharedChainDb(int levels) {
+  using namespace internal;  // NOLINT(build/namespaces)
+  const uint64_t leaf = 4 + levels;
+  std::string f = TinyDb(leaf + 1);
+  LeafPage(&f, 3, {{"b", BucketHeader(4), true}});
   for (uint64_t p = 4; p < leaf; ++p) {
-    header(p, kBranchPage, 2);
+    PageHeader(&f, p, kBranchPage, 2);
     for (size_t i = 0; i < 2; ++i) {  // keys "a", "b" after both elements
-      e = p * kPs + kPageHeaderSize + i * kElementSize;
+      const size_t e = p * kTinyPs + kPageHeaderSize + i * kElementSize;
       Store<uint32_t>(&f, e, (2 - i) * kElementSize + i);
       Store<uint32_t>(&f, e + 4, 1);
       Store<uint64_t>(&f, e + 8, p + 1);
-      f[p * kPs + kPageHeaderSize + 2 * kElementSize + i] =
+      f[p * kTinyPs + kPageHeaderSize + 2 * kElementSize + i] =
           static_cast<char>('a' + i);
     }
   }
-  header(leaf, kLeafPage, 1);
-  e = leaf * kPs + kPageHeaderSize;
-  Store<uint32_t>(&f, e + 4, kElementSize);
-  Store<uint32_t>(&f, e + 8, 1);
-  Store<uint32_t>(&f, e + 12, 1);
-  f[e + kElementSize] = 'a';
-  f[e + kElementSize + 1] = 'v';
+  LeafPage(&f, leaf, {{"a", "v", false}});
+  return f;
+}
+
+// A bbolt file whose root leaf (page 3) holds `buckets` entries named "key"
+// that all name page 4 as their bucket's root: a leaf of `elements`
+// elements that all point at one stored etcd revision key (element offsets
+// are relative) with an empty (valid) mvccpb.KeyValue. Read one bucket at
+// a time, every walk is linear, yet the file costs buckets x elements
+// visits: about 2 MiB of it (a 64 KiB root page, pages of 65,535
+// elements) made 4e9 versions.
+std::string SharedBucketRootDb(int buckets, int elements) {
+  using namespace internal;  // NOLINT(build/namespaces)
+  std::string f = TinyDb(5);
+  LeafPage(&f, 3,
+           std::vector<std::tuple<std::string, std::string, bool>>(
+               buckets, {"key", BucketHeader(4), true}));
+  std::string rev(17, '\0');  // main 2, sub 0: "\0..\2_\0..\0"
+  rev[7] = 2;
+  rev[8] = '_';
+  PageHeader(&f, 4, kLeafPage, static_cast<uint16_t>(elements));
+  const size_t data = 4 * kTinyPs + kPageHeaderSize + elements * kElementSize;
+  for (int i = 0; i < elements; ++i) {
+    const size_t e = 4 * kTinyPs + kPageHeaderSize + i * kElementSize;
+    Store<uint32_t>(&f, e + 4, static_cast<uint32_t>(data - e));
+    Store<uint32_t>(&f, e + 8, static_cast<uint32_t>(rev.size()));
+  }
+  f.replace(data, rev.size(), rev);
   return f;
 }
 
@@ -346,6 +406,52 @@ TEST(BoltReader, SharedChildrenDoNotMakeWalksExponential) {
       << st;
   EXPECT_EQ(visited, 1);
   EXPECT_EQ(r->Check().code(), StatusCode::kCorruption);
+}
+
+// Walks that share one Visited refuse a page reached twice across them:
+// bucket headers naming one root page, or the root's own page. Each walk
+// alone is linear; without the shared set N headers naming one page of M
+// elements cost N x M visits.
+TEST(BoltReader, OneVisitedSetSpansTheWalksOfARead) {
+  const std::string file = SharedBucketRootDb(3, 4);
+  auto r = BoltReader::Open(file);
+  ASSERT_TRUE(r.ok()) << r.status();
+  auto read = [&](BoltReader::Visited* seen, int* visited) {
+    return r->ForEachRoot(
+        [&](std::string_view, std::string_view header, bool) {
+          return r->ForEachInBucket(
+              header,
+              [&](std::string_view, std::string_view, bool) {
+                ++*visited;
+                return Status::Ok();
+              },
+              seen);
+        },
+        seen);
+  };
+  int visited = 0;
+  BoltReader::Visited seen;
+  Status st = read(&seen, &visited);
+  EXPECT_EQ(st.code(), StatusCode::kCorruption) << st;
+  EXPECT_NE(st.ToString().find("page 4: reached twice"), std::string::npos)
+      << st;
+  EXPECT_EQ(visited, 4);
+  visited = 0;
+  EXPECT_TRUE(read(nullptr, &visited).ok());  // a set per walk
+  EXPECT_EQ(visited, 12);
+
+  // A bucket rooted at the root bucket's own page.
+  std::string self = TinyDb(4);
+  LeafPage(&self, 3, {{"b", BucketHeader(3), true}});
+  r = BoltReader::Open(self);
+  ASSERT_TRUE(r.ok()) << r.status();
+  visited = 0;
+  BoltReader::Visited seen_self;
+  st = read(&seen_self, &visited);
+  EXPECT_EQ(st.code(), StatusCode::kCorruption) << st;
+  EXPECT_NE(st.ToString().find("page 3: reached twice"), std::string::npos)
+      << st;
+  EXPECT_EQ(visited, 0);
 }
 
 TEST(EtcdBackend, RecordsAsEtcdWritesThem) {
@@ -607,6 +713,33 @@ TEST(EtcdBackend, ReadRefusesAPageReachedTwice) {
                                    return Status::Ok();
                                  });
   EXPECT_EQ(st.code(), StatusCode::kCorruption) << visited << " elements";
+  EXPECT_EQ(r->Check().code(), StatusCode::kCorruption);
+}
+
+// Bucket entries that share a bucket root page: each bucket's walk is
+// linear, but N entries naming one page of M elements cost N x M visits
+// unless one read refuses a page it reaches twice across its walks.
+TEST(EtcdBackend, ReadRefusesBucketsSharingARootPage) {
+  const std::string file = SharedBucketRootDb(3, 4);
+  // Each bucket alone is well formed: a walk of it sees 4 versions.
+  auto r = BoltReader::Open(file);
+  ASSERT_TRUE(r.ok()) << r.status();
+  int visited = 0;
+  Status st = r->ForEachInBucket(BucketHeader(4),
+                                 [&](std::string_view, std::string_view, bool) {
+                                   ++visited;
+                                   return Status::Ok();
+                                 });
+  EXPECT_TRUE(st.ok()) << st;
+  EXPECT_EQ(visited, 4);
+
+  auto got = ReadEtcdBackend(file);
+  EXPECT_EQ(got.status().code(), StatusCode::kCorruption)
+      << (got.ok() ? std::to_string(got->versions.size()) + " versions"
+                   : got.status().ToString());
+  EXPECT_NE(got.status().ToString().find("page 4: reached twice"),
+            std::string::npos)
+      << got.status();
   EXPECT_EQ(r->Check().code(), StatusCode::kCorruption);
 }
 

@@ -159,83 +159,92 @@ StatusOr<EtcdBackend> ReadEtcdBackend(std::string_view data) {
                            ", key " + JsonQuote(key, kGoJsonEscape) + ": " +
                            what);
   };
-  Status walk = db.ForEachBucket([&](std::string_view name,
-                                     std::string_view header) -> Status {
-    return db.ForEachInBucket(
-        header,
-        [&](std::string_view k, std::string_view v, bool is_bucket) -> Status {
-          if (is_bucket) return Status::Ok();  // etcd nests none
-          if (name == "key") {
-            if ((k.size() != 17 && k.size() != 18) || k[8] != '_' ||
-                (k.size() == 18 && k[17] != 't')) {
-              return bad(name, k, "not a revision");
-            }
-            EtcdBackend::Version& ver = out.versions.emplace_back();
-            ver.main = static_cast<int64_t>(GetBe64(k));
-            ver.sub = static_cast<int64_t>(GetBe64(k.substr(9)));
-            ver.tombstone = k.size() == 18;
-            if (!ver.kv.ParseFromArray(v.data(), static_cast<int>(v.size()))) {
-              return bad(name, k, "value is no mvccpb.KeyValue");
-            }
-          } else if (name == "meta") {
-            if (k == "consistent_index") {
-              if (v.size() != 8) return bad(name, k, "not 8 bytes");
-              out.consistent_index = GetBe64(v);
-            } else if (k == "scheduledCompactRev" ||
-                       k == "finishedCompactRev") {
-              if (v.size() != 17) return bad(name, k, "not a revision");
-              (k == "scheduledCompactRev" ? out.scheduled_compact_revision
-                                          : out.finished_compact_revision) =
-                  static_cast<int64_t>(GetBe64(v));
-            }
-          } else if (name == "lease") {
-            EtcdBackend::Lease l;
-            if (!ParseLeaseRecord(v, &l)) {
-              return bad(name, k, "value is no leasepb.Lease");
-            }
-            out.leases.push_back(l);
-          } else if (name == "members") {
-            etcdserverpb::Member m;
-            if (!ParseEtcdMemberJson(v, &m))
-              return bad(name, k, "not etcd's JSON");
-            out.members.push_back(std::move(m));
-          } else if (name == "members_removed") {
-            uint64_t id = 0;
-            if (!ParseHexId(k, &id)) return bad(name, k, "not a hex member id");
-            out.removed_members.push_back(id);
-          } else if (name == "cluster") {
-            if (k == "clusterVersion") out.cluster_version = std::string(v);
-          } else if (name == "alarm") {
-            etcdserverpb::AlarmMember a;
-            if (!a.ParseFromArray(k.data(), static_cast<int>(k.size()))) {
-              return bad(name, k, "key is no AlarmMember");
-            }
-            out.alarms.push_back(a);
-          } else if (name == "auth") {
-            if (k == "authRevision") {
-              if (v.size() != 8) return bad(name, k, "not 8 bytes");
-              out.auth_revision = GetBe64(v);
-            } else if (k == "authEnabled") {
-              if (v.size() != 1) return bad(name, k, "not 1 byte");
-              out.auth_enabled_key = true;
-              out.auth_enabled = v[0] == 1;
-            }
-          } else if (name == "authUsers") {
-            authpb::User u;
-            if (!u.ParseFromArray(v.data(), static_cast<int>(v.size()))) {
-              return bad(name, k, "value is no authpb.User");
-            }
-            out.auth_users.push_back(std::move(u));
-          } else if (name == "authRoles") {
-            authpb::Role r;
-            if (!r.ParseFromArray(v.data(), static_cast<int>(v.size()))) {
-              return bad(name, k, "value is no authpb.Role");
-            }
-            out.auth_roles.push_back(std::move(r));
-          }
-          return Status::Ok();
-        });
-  });
+  // One set for the root walk and every bucket walk: a page reached twice
+  // anywhere in the file (bucket headers sharing a root page) is refused,
+  // so a hostile file costs time linear in its size.
+  BoltReader::Visited seen;
+  Status walk = db.ForEachBucket(
+      [&](std::string_view name, std::string_view header) -> Status {
+        return db.ForEachInBucket(
+            header,
+            [&](std::string_view k, std::string_view v,
+                bool is_bucket) -> Status {
+              if (is_bucket) return Status::Ok();  // etcd nests none
+              if (name == "key") {
+                if ((k.size() != 17 && k.size() != 18) || k[8] != '_' ||
+                    (k.size() == 18 && k[17] != 't')) {
+                  return bad(name, k, "not a revision");
+                }
+                EtcdBackend::Version& ver = out.versions.emplace_back();
+                ver.main = static_cast<int64_t>(GetBe64(k));
+                ver.sub = static_cast<int64_t>(GetBe64(k.substr(9)));
+                ver.tombstone = k.size() == 18;
+                if (!ver.kv.ParseFromArray(v.data(),
+                                           static_cast<int>(v.size()))) {
+                  return bad(name, k, "value is no mvccpb.KeyValue");
+                }
+              } else if (name == "meta") {
+                if (k == "consistent_index") {
+                  if (v.size() != 8) return bad(name, k, "not 8 bytes");
+                  out.consistent_index = GetBe64(v);
+                } else if (k == "scheduledCompactRev" ||
+                           k == "finishedCompactRev") {
+                  if (v.size() != 17) return bad(name, k, "not a revision");
+                  (k == "scheduledCompactRev" ? out.scheduled_compact_revision
+                                              : out.finished_compact_revision) =
+                      static_cast<int64_t>(GetBe64(v));
+                }
+              } else if (name == "lease") {
+                EtcdBackend::Lease l;
+                if (!ParseLeaseRecord(v, &l)) {
+                  return bad(name, k, "value is no leasepb.Lease");
+                }
+                out.leases.push_back(l);
+              } else if (name == "members") {
+                etcdserverpb::Member m;
+                if (!ParseEtcdMemberJson(v, &m))
+                  return bad(name, k, "not etcd's JSON");
+                out.members.push_back(std::move(m));
+              } else if (name == "members_removed") {
+                uint64_t id = 0;
+                if (!ParseHexId(k, &id))
+                  return bad(name, k, "not a hex member id");
+                out.removed_members.push_back(id);
+              } else if (name == "cluster") {
+                if (k == "clusterVersion") out.cluster_version = std::string(v);
+              } else if (name == "alarm") {
+                etcdserverpb::AlarmMember a;
+                if (!a.ParseFromArray(k.data(), static_cast<int>(k.size()))) {
+                  return bad(name, k, "key is no AlarmMember");
+                }
+                out.alarms.push_back(a);
+              } else if (name == "auth") {
+                if (k == "authRevision") {
+                  if (v.size() != 8) return bad(name, k, "not 8 bytes");
+                  out.auth_revision = GetBe64(v);
+                } else if (k == "authEnabled") {
+                  if (v.size() != 1) return bad(name, k, "not 1 byte");
+                  out.auth_enabled_key = true;
+                  out.auth_enabled = v[0] == 1;
+                }
+              } else if (name == "authUsers") {
+                authpb::User u;
+                if (!u.ParseFromArray(v.data(), static_cast<int>(v.size()))) {
+                  return bad(name, k, "value is no authpb.User");
+                }
+                out.auth_users.push_back(std::move(u));
+              } else if (name == "authRoles") {
+                authpb::Role r;
+                if (!r.ParseFromArray(v.data(), static_cast<int>(v.size()))) {
+                  return bad(name, k, "value is no authpb.Role");
+                }
+                out.auth_roles.push_back(std::move(r));
+              }
+              return Status::Ok();
+            },
+            &seen);
+      },
+      &seen);
   if (!walk.ok()) return walk;
   return out;
 }

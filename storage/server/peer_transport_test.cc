@@ -648,7 +648,9 @@ TEST_F(PeerTransportTest, FinishedSnapshotSendsAreJoined) {
   for (int i = 0; i < 5; ++i) {
     a.transport.Send({snap});
     EXPECT_EQ(a.member.TakeSnapshotReport(2), raft::SnapshotStatus::kFailure);
-    EXPECT_LE(a.transport.SnapshotThreads(), 1u) << i;
+    // The new one, and the one that just reported, which may not have
+    // returned yet (it reports, then marks itself done): never more.
+    EXPECT_LE(a.transport.SnapshotThreads(), 2u) << i;
   }
 }
 

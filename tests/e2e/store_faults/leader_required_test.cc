@@ -172,19 +172,26 @@ TEST_P(LeaderRequiredTest, AWatchThatRequiresALeaderEndsWhenTheMemberLosesIt) {
       << got_again;
 
   for (int i : others) ASSERT_TRUE(cluster_->Resume(i).ok());
-  auto back = cluster_->WaitForLeader(seconds(30));
-  ASSERT_TRUE(back.ok()) << back.status();
   // The watch without the metadata stayed open: it sees a write made
-  // after the member rejoined.
-  auto kv = pb::KV::NewStub(Channel(*back));
+  // after the member rejoined. Right after the resume a frozen leader may
+  // still be reported as such, then step down ("no leader"): ask again.
   pb::PutRequest put;
   put.set_key("k");
   put.set_value("after");
-  pb::PutResponse put_resp;
-  grpc::ClientContext pctx;
-  pctx.set_deadline(std::chrono::system_clock::now() +
-                    std::chrono::seconds(10));
-  grpc::Status put_st = kv->Put(&pctx, put, &put_resp);
+  grpc::Status put_st;
+  const TimePoint put_deadline = Clock::Real()->Now() + seconds(30);
+  do {
+    auto back = cluster_->WaitForLeader(seconds(30));
+    ASSERT_TRUE(back.ok()) << back.status();
+    auto kv = pb::KV::NewStub(Channel(*back));
+    pb::PutResponse put_resp;
+    grpc::ClientContext pctx;
+    pctx.set_deadline(std::chrono::system_clock::now() +
+                      std::chrono::seconds(10));
+    put_st = kv->Put(&pctx, put, &put_resp);
+  } while (!put_st.ok() &&
+           put_st.error_code() == grpc::StatusCode::UNAVAILABLE &&
+           Clock::Real()->Now() < put_deadline);
   ASSERT_TRUE(put_st.ok()) << put_st.error_message();
   EXPECT_TRUE(ReadUntil(plain.get(), Base64Encode("after"), &got_plain))
       << got_plain;

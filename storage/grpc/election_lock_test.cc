@@ -59,15 +59,7 @@ class ElectionLockGrpcTest : public ::testing::Test {
 
   int64_t Grant(int64_t ttl = 60) { return MustGrantLease(lease_.get(), ttl); }
 
-  void Revoke(int64_t id) {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(TestCallDeadline());
-    pb::LeaseRevokeRequest req;
-    req.set_id(id);
-    pb::LeaseRevokeResponse resp;
-    grpc::Status st = lease_->LeaseRevoke(&ctx, req, &resp);
-    EXPECT_TRUE(st.ok()) << st.error_message();
-  }
+  void Revoke(int64_t id) { MustRevokeLease(lease_.get(), id); }
 
   int64_t Count(const std::string& prefix) {
     grpc::ClientContext ctx;

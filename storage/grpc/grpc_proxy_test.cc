@@ -1119,15 +1119,7 @@ TEST_F(GrpcProxyTest, LeaseRevokeThroughTheProxyDropsCachedAnswers) {
   ASSERT_NE(id, 0);
   ASSERT_TRUE(PutWithLease(kv_.get(), "a", "1", id).ok());
   Fill("a");
-  {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(TestCallDeadline());
-    pb::LeaseRevokeRequest req;
-    req.set_id(id);
-    pb::LeaseRevokeResponse resp;
-    grpc::Status st = lease_->LeaseRevoke(&ctx, req, &resp);
-    ASSERT_TRUE(st.ok()) << st.error_message();
-  }
+  ASSERT_TRUE(MustRevokeLease(lease_.get(), id));
   bool upstream = false;
   EXPECT_EQ(SerialGet("a", "", &upstream).kvs_size(), 0);
   EXPECT_TRUE(upstream);

@@ -86,6 +86,18 @@ inline int64_t MustGrantLease(etcdserverpb::Lease::Stub* lease,
   return st.ok() ? resp.id() : 0;
 }
 
+// Revokes lease `id` through `lease`; a test failure if refused.
+inline bool MustRevokeLease(etcdserverpb::Lease::Stub* lease, int64_t id) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(TestCallDeadline());
+  etcdserverpb::LeaseRevokeRequest req;
+  req.set_id(id);
+  etcdserverpb::LeaseRevokeResponse resp;
+  grpc::Status st = lease->LeaseRevoke(&ctx, req, &resp);
+  EXPECT_TRUE(st.ok()) << st.error_message();
+  return st.ok();
+}
+
 struct TestMemberOptions {
   // StoreConfig::max_request_bytes; 0 keeps the store's default.
   int64_t max_request_bytes = 0;

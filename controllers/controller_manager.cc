@@ -173,8 +173,24 @@ class ControllerManager::Impl {
       StartControllers();
       return Status::Ok();
     }
+    // The lock has a client of its own, as kube-controller-manager's
+    // "leader-election" client: its renewals never wait for a connection
+    // that the controllers hold. Each call also ends by the elector's
+    // renew deadline (informer/leader_election.h).
+    ASSIGN_OR_RETURN(
+        lock_client_,
+        informer::RestClient::New(
+            {.server = options_.server,
+             .tls = options_.tls,
+             .bearer_token = options_.bearer_token,
+             .timeout = options_.leader_elect_renew_deadline,
+             .max_connections = 1,
+             .protobuf = options_.content_type == objects::kProtobufMediaType,
+             .user_agent = "kplane-controller-manager/1 leader-election",
+             .clock = clock_,
+             .metrics = metrics_}));
     lock_ = std::make_unique<informer::LeaseLock>(
-        client_.get(), options_.leader_elect_namespace,
+        lock_client_.get(), options_.leader_elect_namespace,
         options_.leader_elect_name, options_.identity);
     informer::LeaderElectionConfig cfg;
     cfg.lock = lock_.get();
@@ -579,6 +595,7 @@ class ControllerManager::Impl {
   std::unique_ptr<informer::RestEventSink> event_sink_;
   std::unique_ptr<informer::EventBroadcaster> events_;
   std::unique_ptr<net::HttpServer> http_;
+  std::unique_ptr<informer::RestClient> lock_client_;
   std::unique_ptr<informer::LeaseLock> lock_;
   std::unique_ptr<informer::LeaderElector> elector_;
   metrics::Gauge* leader_gauge_ = nullptr;

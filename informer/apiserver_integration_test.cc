@@ -234,13 +234,13 @@ TEST(ApiServerIntegrationTest, LeaseElectionAgainstTheRealServer) {
   EXPECT_EQ((*lease)->spec().holderidentity(), "a");
 
   // b read the lease; a renews; b's write carries a stale resourceVersion.
-  auto seen = lock_b.Get();
+  auto seen = lock_b.Get(kNoLockTimeout);
   ASSERT_TRUE(seen.ok());
   clock.Advance(clock.WaitForCall(1));
   clock.WaitForCall(2);  // renewed
   LeaderElectionRecord steal = *seen;
   steal.holder_identity = "b";
-  EXPECT_TRUE(IsConflict(lock_b.Update(steal)));
+  EXPECT_TRUE(IsConflict(lock_b.Update(steal, kNoLockTimeout)));
   (*a)->Stop();
   EXPECT_EQ(events.Items().back(), "a stopped");
 }

@@ -140,23 +140,24 @@ TEST_F(HttpInformerTest, InformerRelistsAfterCompactionWhileDisconnected) {
 TEST_F(HttpInformerTest, LeaseLockUsesOptimisticLocking) {
   LeaseLock a(client_.get(), "kube-system", "kplane-cm", "a");
   LeaseLock b(client_.get(), "kube-system", "kplane-cm", "b");
-  EXPECT_TRUE(IsNotFound(a.Get().status()));
+  EXPECT_TRUE(IsNotFound(a.Get(kNoLockTimeout).status()));
   const WallTime t0 = FakeClock::DefaultWall();
   LeaderElectionRecord rec{.holder_identity = "a",
                            .lease_duration = seconds(15),
                            .acquire_time = t0,
                            .renew_time = t0};
-  ASSERT_TRUE(a.Create(rec).ok());
-  EXPECT_TRUE(IsAlreadyExists(b.Create(rec)));
-  auto seen_by_b = b.Get();
+  ASSERT_TRUE(a.Create(rec, kNoLockTimeout).ok());
+  EXPECT_TRUE(IsAlreadyExists(b.Create(rec, kNoLockTimeout)));
+  auto seen_by_b = b.Get(kNoLockTimeout);
   ASSERT_TRUE(seen_by_b.ok());
   EXPECT_EQ(*seen_by_b, rec);
 
   rec.renew_time = t0 + seconds(2);
-  ASSERT_TRUE(a.Update(rec).ok());  // a renews
+  ASSERT_TRUE(a.Update(rec, kNoLockTimeout).ok());  // a renews
   LeaderElectionRecord steal = rec;
   steal.holder_identity = "b";
-  EXPECT_TRUE(IsConflict(b.Update(steal)));  // b read before a's renewal
+  EXPECT_TRUE(IsConflict(
+      b.Update(steal, kNoLockTimeout)));  // b read before a's renewal
 
   auto lease =
       client_->Get<objects::coordinationv1::Lease>("kube-system", "kplane-cm");

@@ -48,28 +48,34 @@ LeaderElectionRecord LeaseLock::SpecToRecord(
   return r;
 }
 
-StatusOr<LeaderElectionRecord> LeaseLock::Get() {
+CallDeadline LeaseLock::DeadlineIn(Duration timeout) const {
+  if (timeout == kNoLockTimeout) return CallDeadline::max();
+  return client_->clock()->Now() + timeout;
+}
+
+StatusOr<LeaderElectionRecord> LeaseLock::Get(Duration timeout) {
   ASSIGN_OR_RETURN(std::unique_ptr<objects::coordinationv1::Lease> lease,
-                   client_->Get<objects::coordinationv1::Lease>(ns_, name_));
+                   client_->Get<objects::coordinationv1::Lease>(
+                       ns_, name_, {.deadline = DeadlineIn(timeout)}));
   LeaderElectionRecord r = SpecToRecord(lease->spec());
   MutexLock l(&mu_);
   lease_ = std::move(lease);
   return r;
 }
 
-Status LeaseLock::Create(const LeaderElectionRecord& record) {
+Status LeaseLock::Create(const LeaderElectionRecord& record, Duration timeout) {
   objects::coordinationv1::Lease lease;
   lease.mutable_metadata()->set_name(name_);
   lease.mutable_metadata()->set_namespace_(ns_);
   RecordToSpec(record, lease.mutable_spec());
   ASSIGN_OR_RETURN(std::unique_ptr<objects::coordinationv1::Lease> created,
-                   client_->Create(lease));
+                   client_->Create(lease, {.deadline = DeadlineIn(timeout)}));
   MutexLock l(&mu_);
   lease_ = std::move(created);
   return Status::Ok();
 }
 
-Status LeaseLock::Update(const LeaderElectionRecord& record) {
+Status LeaseLock::Update(const LeaderElectionRecord& record, Duration timeout) {
   objects::coordinationv1::Lease lease;
   {
     MutexLock l(&mu_);
@@ -80,7 +86,7 @@ Status LeaseLock::Update(const LeaderElectionRecord& record) {
   }
   RecordToSpec(record, lease.mutable_spec());
   ASSIGN_OR_RETURN(std::unique_ptr<objects::coordinationv1::Lease> updated,
-                   client_->Update(lease));
+                   client_->Update(lease, {.deadline = DeadlineIn(timeout)}));
   MutexLock l(&mu_);
   lease_ = std::move(updated);
   return Status::Ok();
@@ -252,7 +258,9 @@ bool LeaderElector::Acquire() {
       MutexLock l(&mu_);
       if (stopping_) return false;
     }
-    if (TryAcquireOrRenew()) {
+    // Not leading yet, so nothing is at stake but Stop() waiting: the
+    // renew deadline bounds a call here too.
+    if (TryAcquireOrRenew(clock_->Now() + config_.renew_deadline)) {
       LOG(INFO) << config_.name << ": acquired lease "
                 << config_.lock->Describe();
       return true;
@@ -271,7 +279,7 @@ void LeaderElector::Renew() {
     const TimePoint deadline = clock_->Now() + config_.renew_deadline;
     bool renewed = false;
     for (;;) {
-      if (TryAcquireOrRenew()) {
+      if (TryAcquireOrRenew(deadline)) {
         renewed = true;
         break;
       }
@@ -289,7 +297,11 @@ void LeaderElector::Renew() {
   }
 }
 
-bool LeaderElector::TryAcquireOrRenew() {
+Duration LeaderElector::Left(TimePoint deadline) const {
+  return std::max(Duration(0), deadline - clock_->Now());
+}
+
+bool LeaderElector::TryAcquireOrRenew(TimePoint deadline) {
   // Microseconds: what a Lease's MicroTime keeps, so a record read back
   // equals the one written.
   const WallTime now_wall = std::chrono::floor<microseconds>(clock_->WallNow());
@@ -317,14 +329,14 @@ bool LeaderElector::TryAcquireOrRenew() {
     }
   };
 
-  StatusOr<LeaderElectionRecord> old = config_.lock->Get();
+  StatusOr<LeaderElectionRecord> old = config_.lock->Get(Left(deadline));
   if (!old.ok()) {
     if (!IsNotFound(old.status())) {
       LOG(WARNING) << config_.name << ": error retrieving lease "
                    << config_.lock->Describe() << ": " << old.status();
       return false;
     }
-    Status s = config_.lock->Create(record);
+    Status s = config_.lock->Create(record, Left(deadline));
     if (!s.ok()) {
       LOG(WARNING) << config_.name << ": error creating lease "
                    << config_.lock->Describe() << ": " << s;
@@ -363,7 +375,7 @@ bool LeaderElector::TryAcquireOrRenew() {
   } else {
     record.leader_transitions = old->leader_transitions + 1;
   }
-  Status s = config_.lock->Update(record);
+  Status s = config_.lock->Update(record, Left(deadline));
   if (!s.ok()) {
     LOG(WARNING) << config_.name << ": failed to update lease "
                  << config_.lock->Describe() << ": " << s;
@@ -374,7 +386,8 @@ bool LeaderElector::TryAcquireOrRenew() {
 }
 
 void LeaderElector::Release() {
-  StatusOr<LeaderElectionRecord> old = config_.lock->Get();
+  const TimePoint deadline = clock_->Now() + config_.renew_deadline;
+  StatusOr<LeaderElectionRecord> old = config_.lock->Get(Left(deadline));
   if (!old.ok() || old->holder_identity != config_.lock->Identity()) return;
   const WallTime now_wall = std::chrono::floor<microseconds>(clock_->WallNow());
   LeaderElectionRecord record{.holder_identity = "",
@@ -382,7 +395,7 @@ void LeaderElector::Release() {
                               .acquire_time = now_wall,
                               .renew_time = now_wall,
                               .leader_transitions = old->leader_transitions};
-  Status s = config_.lock->Update(record);
+  Status s = config_.lock->Update(record, Left(deadline));
   if (!s.ok()) {
     LOG(WARNING) << config_.name << ": failed to release lease "
                  << config_.lock->Describe() << ": " << s;

@@ -16,9 +16,13 @@
 //     to leaseTransitions.
 // The leader renews every retry_period; if it cannot renew for
 // renew_deadline (retrying every retry_period meanwhile), it stops
-// leading. renew_deadline < lease_duration leaves the old leader time to
-// notice before anyone else may take over. Defaults are client-go's
-// controller-manager values: 15 s / 10 s / 2 s.
+// leading. Every lock call carries a timeout (ResourceLock): while
+// leading, what is left of the renew deadline, so a call that hangs (an API
+// server that stopped answering, a connection pool held by others) cannot keep
+// a leader in place: it stops leading renew_deadline + retry_period after its
+// last renewal at the latest. renew_deadline < lease_duration leaves the old
+// leader time to notice before anyone else may take over. Defaults are
+// client-go's controller-manager values: 15 s / 10 s / 2 s.
 //
 // Callbacks run in order on a callback thread of their own (they may
 // block; the renew loop does not wait for them):
@@ -69,29 +73,42 @@ struct LeaderElectionRecord {
                          const LeaderElectionRecord&) = default;
 };
 
+// A ResourceLock call's timeout that sets no bound (tests).
+inline constexpr Duration kNoLockTimeout = Duration::max();
+
 // Where the record lives. Get() must precede Update(): the lock remembers
-// the version it read and Update() is conditional on it.
+// the version it read and Update() is conditional on it. Each call returns
+// within `timeout`, kDeadlineExceeded if it could not finish by then (a
+// duration, not a time point: the lock's client may keep time on another
+// Clock than the elector): the elector counts on it to step down in time.
+// kNoLockTimeout: no bound.
 class ResourceLock {
  public:
   virtual ~ResourceLock() = default;
   // kNotFound when there is no record yet.
-  virtual StatusOr<LeaderElectionRecord> Get() = 0;
+  virtual StatusOr<LeaderElectionRecord> Get(Duration timeout) = 0;
   // kAlreadyExists if another candidate created it first.
-  virtual Status Create(const LeaderElectionRecord& record) = 0;
+  virtual Status Create(const LeaderElectionRecord& record,
+                        Duration timeout) = 0;
   // kConflict if the record changed since our Get().
-  virtual Status Update(const LeaderElectionRecord& record) = 0;
+  virtual Status Update(const LeaderElectionRecord& record,
+                        Duration timeout) = 0;
   virtual const std::string& Identity() const = 0;
   virtual std::string Describe() const = 0;  // "kube-system/name"
 };
 
-// The record in a coordination.k8s.io/v1 Lease through the REST client.
+// The record in a coordination.k8s.io/v1 Lease through the REST client
+// (each request's deadline, GetOptions/WriteOptions, is the timeout from
+// now on the client's Clock). The
+// client should be the lock's own, so that the elector's calls never wait
+// behind other users of a shared connection pool.
 class LeaseLock : public ResourceLock {
  public:
   LeaseLock(RestClient* client, std::string ns, std::string name,
             std::string identity);
-  StatusOr<LeaderElectionRecord> Get() override;
-  Status Create(const LeaderElectionRecord& record) override;
-  Status Update(const LeaderElectionRecord& record) override;
+  StatusOr<LeaderElectionRecord> Get(Duration timeout) override;
+  Status Create(const LeaderElectionRecord& record, Duration timeout) override;
+  Status Update(const LeaderElectionRecord& record, Duration timeout) override;
   const std::string& Identity() const override { return identity_; }
   std::string Describe() const override { return ns_ + "/" + name_; }
 
@@ -101,6 +118,9 @@ class LeaseLock : public ResourceLock {
       const objects::coordinationv1::LeaseSpec& spec);
 
  private:
+  // `timeout` from now on the client's Clock.
+  CallDeadline DeadlineIn(Duration timeout) const;
+
   RestClient* const client_;
   const std::string ns_, name_, identity_;
   Mutex mu_;
@@ -167,7 +187,10 @@ class LeaderElector {
   void RunOnce();
   bool Acquire();  // false if stopped first
   void Renew();    // returns when leadership is lost or stopping
-  bool TryAcquireOrRenew();
+  // The lock's calls end by `deadline` (on clock_).
+  bool TryAcquireOrRenew(TimePoint deadline);
+  // What is left until `deadline` on clock_ (zero once it passed).
+  Duration Left(TimePoint deadline) const;
   void Release();
   // Waits `d` on the clock; false if stopping.
   bool Sleep(Duration d);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <functional>
 #include <set>
 #include <thread>
@@ -22,6 +23,11 @@ class FakeRecordStore {
   std::optional<LeaderElectionRecord> record;
   int64_t version = 0;
   int fail_updates = 0;  // the next N updates fail (API server trouble)
+  // Calls block (an API server that stopped answering) until `hang` is
+  // cleared or their timeout passes on `clock`.
+  bool hang = false;
+  std::condition_variable hang_cv;
+  Clock* clock = nullptr;
 };
 
 class FakeLock : public ResourceLock {
@@ -29,21 +35,24 @@ class FakeLock : public ResourceLock {
   FakeLock(FakeRecordStore* store, std::string identity)
       : store_(store), identity_(std::move(identity)) {}
 
-  StatusOr<LeaderElectionRecord> Get() override {
+  StatusOr<LeaderElectionRecord> Get(Duration timeout) override {
     MutexLock l(&store_->mu);
+    RETURN_IF_ERROR(WaitWhileHung(l, timeout));
     if (!store_->record.has_value()) return NotFoundError("no lease");
     read_version_ = store_->version;
     return *store_->record;
   }
-  Status Create(const LeaderElectionRecord& r) override {
+  Status Create(const LeaderElectionRecord& r, Duration timeout) override {
     MutexLock l(&store_->mu);
+    RETURN_IF_ERROR(WaitWhileHung(l, timeout));
     if (store_->record.has_value()) return AlreadyExistsError("exists");
     store_->record = r;
     read_version_ = ++store_->version;
     return Status::Ok();
   }
-  Status Update(const LeaderElectionRecord& r) override {
+  Status Update(const LeaderElectionRecord& r, Duration timeout) override {
     MutexLock l(&store_->mu);
+    RETURN_IF_ERROR(WaitWhileHung(l, timeout));
     if (store_->fail_updates > 0) {
       --store_->fail_updates;
       return UnavailableError("apiserver down");
@@ -57,6 +66,17 @@ class FakeLock : public ResourceLock {
   std::string Describe() const override { return "fake/lease"; }
 
  private:
+  Status WaitWhileHung(MutexLock& l, Duration timeout) REQUIRES(store_->mu) {
+    if (!store_->hang) return Status::Ok();
+    store_->clock->WaitUntil(
+        l.native(), store_->hang_cv,
+        timeout == kNoLockTimeout ? TimePoint::max()
+                                  : store_->clock->Now() + timeout,
+        [&]() REQUIRES(store_->mu) { return !store_->hang; });
+    if (store_->hang) return DeadlineExceededError("no answer by the deadline");
+    return Status::Ok();
+  }
+
   FakeRecordStore* store_;
   std::string identity_;
   int64_t read_version_ = -1;
@@ -71,7 +91,9 @@ class LeaderElectionTest : public ::testing::Test {
     std::thread thread;
   };
 
+  LeaderElectionTest() { store_.clock = &clock_; }
   ~LeaderElectionTest() override {
+    SetHang(false);
     for (auto& c : candidates_) StopCandidate(c.get());
   }
 
@@ -129,6 +151,14 @@ class LeaderElectionTest : public ::testing::Test {
   void SetFailUpdates(int n) {
     MutexLock l(&store_.mu);
     store_.fail_updates = n;
+  }
+
+  void SetHang(bool hang) {
+    {
+      MutexLock l(&store_.mu);
+      store_.hang = hang;
+    }
+    store_.hang_cv.notify_all();
   }
 
   // Moves time on in 100 ms steps, each once every candidate is waiting,
@@ -230,6 +260,28 @@ TEST_F(LeaderElectionTest, FollowerTakesOverAfterTheLeaseExpires) {
   // b saw a's last renewal no earlier than it was written.
   EXPECT_GE(r.acquire_time, last_renewal + seconds(15));
   ASSERT_TRUE(Has(b->events, "leader b"));
+}
+
+// The API server stops answering the leader's lock calls (they neither
+// succeed nor fail: a stopped server, a pool held by others). The calls end
+// at the renew deadline, so the leader steps down renew_deadline +
+// retry_period after its last renewal at the latest, before a lease
+// duration has passed and another candidate may take over.
+TEST_F(LeaderElectionTest, ALeaderWhoseLockCallsHangStepsDownInTime) {
+  Candidate* a = MakeCandidate("a");
+  RunCandidate(a);
+  ASSERT_TRUE(Has(a->events, "started@0"));
+  ASSERT_TRUE(AdvanceUntil([&] {
+    return Record().renew_time >= Record().acquire_time + seconds(4);
+  }));
+  const int64_t last_renewal = SecondsNow();
+  SetHang(true);
+  ASSERT_TRUE(
+      AdvanceUntil([&] { return !a->elector->IsLeader(); }, seconds(60)))
+      << "still leading while its renewal hangs";
+  EXPECT_LE(SecondsNow() - last_renewal, 12);  // 10 s + one 2 s retry period
+  EXPECT_LT(SecondsNow() - last_renewal, 15);  // the lease duration
+  EXPECT_TRUE(Has(a->events, "stopped"));
 }
 
 TEST_F(LeaderElectionTest, FollowerWaitsWhileTheLeaderRenews) {

@@ -166,10 +166,18 @@ class RestClient::Pool {
         options_(std::move(options)),
         max_(std::max(1, max)) {}
 
-  std::unique_ptr<net::HttpClient> Acquire() {
+  // nullptr if none is free by `deadline` (on `clock`).
+  std::unique_ptr<net::HttpClient> Acquire(Clock* clock, TimePoint deadline) {
     MutexLock l(&mu_);
-    cv_.wait(l.native(),
-             [&]() REQUIRES(mu_) { return !idle_.empty() || created_ < max_; });
+    auto free = [&]()
+                    REQUIRES(mu_) { return !idle_.empty() || created_ < max_; };
+    if (free()) {
+      // Most calls: no timed wait at all.
+    } else if (deadline == TimePoint::max()) {
+      cv_.wait(l.native(), free);
+    } else if (!clock->WaitUntil(l.native(), cv_, deadline, free)) {
+      return nullptr;
+    }
     if (!idle_.empty()) {
       std::unique_ptr<net::HttpClient> c = std::move(idle_.back());
       idle_.pop_back();
@@ -288,9 +296,15 @@ StatusOr<net::HttpResponse> RestClient::Do(const RestRequest& request) {
   const std::string host = host_ + ":" + std::to_string(port_);
   Duration backoff = options_.retry_initial_backoff;
   for (int attempt = 0;; ++attempt) {
-    std::unique_ptr<net::HttpClient> http = pool_->Acquire();
-    StatusOr<net::HttpResponse> resp =
-        http->Request(request.method, target, headers, request.body);
+    std::unique_ptr<net::HttpClient> http =
+        pool_->Acquire(clock_, request.deadline);
+    if (http == nullptr) {
+      return DeadlineExceededError(request.method + " " + request.path +
+                                   ": deadline passed waiting for a "
+                                   "connection");
+    }
+    StatusOr<net::HttpResponse> resp = http->Request(
+        request.method, target, headers, request.body, request.deadline);
     pool_->Release(std::move(http));
 
     bool retry = false;
@@ -324,6 +338,10 @@ StatusOr<net::HttpResponse> RestClient::Do(const RestRequest& request) {
     backoff = std::min(backoff * 2, options_.retry_max_backoff);
     if (retry_after.has_value()) {
       wait = std::max(wait, std::min(*retry_after, options_.max_retry_after));
+    }
+    if (request.deadline != CallDeadline::max() &&
+        clock_->Now() + wait >= request.deadline) {
+      return error;  // no time left for another attempt
     }
     retries_->With({code_label, host, request.method})->Inc();
     LOG(DEBUG) << request.method << " " << request.path << ": "
@@ -399,6 +417,7 @@ void RestClient::AddWriteOptions(RestRequest* req,
     req->query.emplace_back("fieldValidation", options.field_validation);
   }
   if (options.force) req->query.emplace_back("force", "true");
+  req->deadline = options.deadline;
 }
 
 namespace {
@@ -444,6 +463,7 @@ StatusOr<std::unique_ptr<google::protobuf::Message>> RestClient::Get(
   if (!options.resource_version.empty()) {
     req.query.emplace_back("resourceVersion", options.resource_version);
   }
+  req.deadline = options.deadline;
   ASSIGN_OR_RETURN(net::HttpResponse resp, Do(req));
   return DecodeResponse(resp, *SubresourceKind(resource, subresource));
 }

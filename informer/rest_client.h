@@ -125,8 +125,16 @@ struct ListOptions {
   std::optional<int64_t> timeout_seconds;  // WATCH: the server ends it then
 };
 
+// Ends a whole call (retries, their waits and the wait for a free
+// connection included) at this time on the client's Clock, whatever
+// `timeout` and `max_retries` would allow: kDeadlineExceeded then. A
+// caller's budget, as a Go context's deadline (leader election keeps its
+// lock calls inside the renew deadline with it).
+using CallDeadline = TimePoint;
+
 struct GetOptions {
   std::string resource_version;  // "" = most recent
+  CallDeadline deadline = CallDeadline::max();
 };
 
 // dryRun, fieldManager, fieldValidation of a write.
@@ -135,6 +143,7 @@ struct WriteOptions {
   std::string field_manager;
   std::string field_validation;  // "", "Ignore", "Warn", "Strict"
   bool force = false;            // server-side apply only
+  CallDeadline deadline = CallDeadline::max();
 };
 
 enum class PatchType {
@@ -161,6 +170,7 @@ struct RestRequest {
   std::vector<std::pair<std::string, std::string>> query;
   net::HttpHeaders headers;
   std::string body;
+  CallDeadline deadline = CallDeadline::max();
 };
 
 class RestClient {
@@ -171,6 +181,9 @@ class RestClient {
   ~RestClient();
   RestClient(const RestClient&) = delete;
   RestClient& operator=(const RestClient&) = delete;
+
+  // The Clock that call deadlines are on.
+  Clock* clock() const { return clock_; }
 
   // "/apis/apps/v1/namespaces/default/deployments/web/scale"; empty parts
   // are left out; the namespace is ignored for cluster-scoped resources.

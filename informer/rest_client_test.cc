@@ -1,18 +1,20 @@
 #include "informer/rest_client.h"
 
 #include <gtest/gtest.h>
+#include <poll.h>
 
 #include <future>
 #include <set>
 #include <thread>
 
-#include "objects/codec.h"
-#include "objects/envelope.h"
-#include "objects/meta.h"
 #include "informer/api_errors.h"
 #include "informer/fake_api_server.h"
 #include "informer/test_util.h"
 #include "net/http_server.h"
+#include "net/socket.h"
+#include "objects/codec.h"
+#include "objects/envelope.h"
+#include "objects/meta.h"
 
 namespace kplane::informer {
 namespace {
@@ -391,6 +393,99 @@ TEST(RestClientRequestTest, ProtobufStatusAnswerToABindingIsNoObject) {
                             "binding");
   EXPECT_EQ(bound.status().code(), StatusCode::kCorruption) << bound.status();
   server.Stop();
+}
+
+// A server that takes connections (the kernel's backlog) but never answers,
+// so only a deadline ends a request to it.
+class SilentServer {
+ public:
+  SilentServer() {
+    auto fd = net::ListenTcp("127.0.0.1", 0, 16);
+    EXPECT_TRUE(fd.ok()) << fd.status();
+    fd_ = std::move(*fd);
+    port_ = *net::LocalPort(fd_.get());
+  }
+  std::string Url() const {
+    return "http://127.0.0.1:" + std::to_string(port_);
+  }
+  // True once a client has connected (the listener turns readable).
+  bool WaitForConnection() {
+    pollfd p{.fd = fd_.get(), .events = POLLIN, .revents = 0};
+    return ::poll(&p, 1, 30'000) == 1;
+  }
+  // Closing the listener resets the connections it never accepted.
+  void Close() { fd_.Reset(); }
+
+ private:
+  net::ScopedFd fd_;
+  uint16_t port_ = 0;
+};
+
+// The call's deadline ends it, whatever the client's per-attempt timeout
+// (an hour here) and retries would allow.
+TEST(RestClientDeadlineTest, ACallEndsAtItsDeadline) {
+  SilentServer silent;
+  TestClock clock;
+  auto client = RestClient::New(
+      {.server = silent.Url(), .timeout = hours(1), .clock = &clock});
+  ASSERT_TRUE(client.ok());
+  auto get = std::async(std::launch::async, [&] {
+    return (*client)->Get<objects::corev1::Pod>(
+        "default", "web", {.deadline = clock.Now() + milliseconds(200)});
+  });
+  if (get.wait_for(seconds(30)) != std::future_status::ready) {
+    silent.Close();  // lets the call end so the test can report
+    FAIL() << "the GET ran past its deadline";
+  }
+  auto pod = get.get();
+  EXPECT_EQ(pod.status().code(), StatusCode::kDeadlineExceeded) << pod.status();
+
+  auto update = std::async(std::launch::async, [&] {
+    return (*client)->Update(MakePod("default", "web"),
+                             {.deadline = clock.Now() + milliseconds(200)});
+  });
+  if (update.wait_for(seconds(30)) != std::future_status::ready) {
+    silent.Close();
+    FAIL() << "the PUT ran past its deadline";
+  }
+  EXPECT_EQ(update.get().status().code(), StatusCode::kDeadlineExceeded);
+}
+
+// A call that finds every connection busy waits for one only until its
+// deadline.
+TEST(RestClientDeadlineTest, WaitingForAConnectionEndsAtTheDeadline) {
+  SilentServer silent;
+  TestClock clock;
+  auto client = RestClient::New({.server = silent.Url(),
+                                 .timeout = hours(1),
+                                 .max_retries = 0,
+                                 .max_connections = 1,
+                                 .clock = &clock});
+  ASSERT_TRUE(client.ok());
+  // Holds the only connection until the listener closes.
+  auto holder = std::async(std::launch::async, [&] {
+    return (*client)->Get<objects::corev1::Pod>("default", "a");
+  });
+  ASSERT_TRUE(silent.WaitForConnection());
+  auto waiter = std::async(std::launch::async, [&] {
+    return (*client)->Get<objects::corev1::Pod>(
+        "default", "b", {.deadline = clock.Now() + seconds(3)});
+  });
+  std::optional<Duration> waits = clock.WaitForCall(1, seconds(30));
+  if (!waits.has_value()) {
+    silent.Close();  // the waiter still waits for the holder's connection
+    FAIL() << "the GET waits for a connection without its deadline";
+  }
+  EXPECT_EQ(*waits, seconds(3));
+  clock.Advance(seconds(3));
+  if (waiter.wait_for(seconds(30)) != std::future_status::ready) {
+    silent.Close();
+    FAIL() << "the GET waited for a connection past its deadline";
+  }
+  auto pod = waiter.get();
+  EXPECT_EQ(pod.status().code(), StatusCode::kDeadlineExceeded) << pod.status();
+  silent.Close();
+  EXPECT_FALSE(holder.get().ok());
 }
 
 // Request shapes the fake server does not check: PATCH, DELETE bodies,

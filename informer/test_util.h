@@ -11,16 +11,17 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "base/clock.h"
 #include "base/mutex.h"
+#include "informer/watch.h"
 #include "objects/meta.h"
 #include "objects/scheme.h"
 #include "objects/types.h"
-#include "base/clock.h"
-#include "informer/watch.h"
 
 namespace kplane::informer::testing {
 
@@ -130,6 +131,18 @@ class TestClock : public Clock {
       return calls_.size() >= k &&
              (calls_[k - 1].blocked || calls_[k - 1].done);
     });
+    return calls_[k - 1].deadline - calls_[k - 1].start;
+  }
+  // As WaitForCall, but gives up after `limit` of real time (nullopt), so
+  // a test can fail where the wait it expects never begins.
+  std::optional<Duration> WaitForCall(size_t k, Duration limit) {
+    MutexLock l(&mu_);
+    if (!changed_.wait_for(l.native(), limit, [&]() REQUIRES(mu_) {
+          return calls_.size() >= k &&
+                 (calls_[k - 1].blocked || calls_[k - 1].done);
+        })) {
+      return std::nullopt;
+    }
     return calls_[k - 1].deadline - calls_[k - 1].start;
   }
   size_t NumCalls() {

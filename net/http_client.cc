@@ -34,6 +34,13 @@ Duration Remaining(Clock* clock, TimePoint deadline) {
   return left.count() < 0 ? Duration(0) : left;
 }
 
+// `timeout` (negative: none), shortened to what is left before `deadline`.
+Duration CappedTimeout(Clock* clock, Duration timeout, TimePoint deadline) {
+  const Duration left = Remaining(clock, deadline);
+  if (left.count() < 0) return timeout;
+  return timeout.count() < 0 ? left : std::min(timeout, left);
+}
+
 bool IsIdempotent(std::string_view method) {
   return method == "GET" || method == "HEAD" || method == "PUT" ||
          method == "DELETE" || method == "OPTIONS";
@@ -126,18 +133,24 @@ class ClientConnection {
   ClientConnection(ScopedFd fd, Clock* clock)
       : fd_(std::move(fd)), clock_(clock) {}
 
+  // Connecting and the TLS handshake end by `deadline` too.
   static StatusOr<std::unique_ptr<ClientConnection>> Connect(
       const std::string& host, uint16_t port, const HttpClientOptions& options,
-      Clock* clock) {
-    ASSIGN_OR_RETURN(
-        ScopedFd fd,
-        options.unix_socket_path.empty()
-            ? ConnectTcp(host, port, options.connect_timeout)
-            : ConnectUnix(options.unix_socket_path, options.connect_timeout));
+      Clock* clock, TimePoint deadline = TimePoint::max()) {
+    const Duration connect_timeout =
+        CappedTimeout(clock, options.connect_timeout, deadline);
+    if (connect_timeout.count() == 0) {
+      return DeadlineExceededError("deadline passed before connecting");
+    }
+    ASSIGN_OR_RETURN(ScopedFd fd, options.unix_socket_path.empty()
+                                      ? ConnectTcp(host, port, connect_timeout)
+                                      : ConnectUnix(options.unix_socket_path,
+                                                    connect_timeout));
     auto conn = std::make_unique<ClientConnection>(std::move(fd), clock);
     if (options.tls) {
-      RETURN_IF_ERROR(
-          conn->StartTls(options.tls, host, options.tls_handshake_timeout));
+      RETURN_IF_ERROR(conn->StartTls(
+          options.tls, host,
+          CappedTimeout(clock, options.tls_handshake_timeout, deadline)));
     }
     return conn;
   }
@@ -663,8 +676,9 @@ void HttpClient::CloseConnection() {
 StatusOr<HttpResponse> HttpClient::Request(std::string_view method,
                                            std::string_view target,
                                            const HttpHeaders& headers,
-                                           std::string_view body) {
-  return Exchange(method, target, headers, body, nullptr, nullptr);
+                                           std::string_view body,
+                                           TimePoint deadline) {
+  return Exchange(method, target, headers, body, nullptr, nullptr, deadline);
 }
 
 StatusOr<HttpResponse> HttpClient::Stream(
@@ -672,14 +686,15 @@ StatusOr<HttpResponse> HttpClient::Stream(
     const HttpHeaders& headers, std::string_view body,
     const std::function<bool(std::string_view)>& on_data,
     const CancelToken* cancel) {
-  return Exchange(method, target, headers, body, &on_data, cancel);
+  return Exchange(method, target, headers, body, &on_data, cancel,
+                  TimePoint::max());
 }
 
 StatusOr<HttpResponse> HttpClient::Exchange(
     std::string_view method, std::string_view target,
     const HttpHeaders& headers, std::string_view body,
     const std::function<bool(std::string_view)>* on_data,
-    const CancelToken* cancel) {
+    const CancelToken* cancel, TimePoint deadline) {
   MutexLock l(&mu_);
   const int cancel_fd = cancel ? cancel->fd() : -1;
   const bool has_body =
@@ -693,8 +708,8 @@ StatusOr<HttpResponse> HttpClient::Exchange(
     if (conn_ && conn_->LooksDead()) conn_.reset();
     const bool reused = conn_ != nullptr;
     if (!conn_) {
-      ASSIGN_OR_RETURN(
-          conn_, ClientConnection::Connect(host_, port_, options_, clock_));
+      ASSIGN_OR_RETURN(conn_, ClientConnection::Connect(host_, port_, options_,
+                                                        clock_, deadline));
     }
     ClientConnection* c = conn_.get();
     const size_t received_before = c->bytes_received();
@@ -702,12 +717,14 @@ StatusOr<HttpResponse> HttpClient::Exchange(
     // The whole exchange; `keep` says whether the connection stays usable.
     bool keep = false;
     auto run = [&]() -> StatusOr<HttpResponse> {
-      RETURN_IF_ERROR(c->WriteAll({head, body},
-                                  DeadlineAfter(clock_, options_.write_timeout),
-                                  cancel_fd));
-      const TimePoint deadline = DeadlineAfter(clock_, options_.read_timeout);
+      RETURN_IF_ERROR(c->WriteAll(
+          {head, body},
+          std::min(DeadlineAfter(clock_, options_.write_timeout), deadline),
+          cancel_fd));
+      const TimePoint read_deadline =
+          std::min(DeadlineAfter(clock_, options_.read_timeout), deadline);
       ASSIGN_OR_RETURN(HttpResponse resp,
-                       ReadResponseHead(c, deadline, cancel_fd));
+                       ReadResponseHead(c, read_deadline, cancel_fd));
       ASSIGN_OR_RETURN(BodyFraming framing, ResponseBodyFraming(method, resp));
       BodyDecoder decoder(framing);
       if (on_data == nullptr) {
@@ -717,7 +734,7 @@ StatusOr<HttpResponse> HttpClient::Exchange(
             return Status(StatusCode::kTooLarge, "response body too large");
           }
           if (decoder.done()) break;
-          ASSIGN_OR_RETURN(bool more, c->Fill(deadline, cancel_fd));
+          ASSIGN_OR_RETURN(bool more, c->Fill(read_deadline, cancel_fd));
           if (!more) {
             RETURN_IF_ERROR(BodyEof(&decoder));
             break;

@@ -174,11 +174,15 @@ class HttpClient {
   HttpClient& operator=(const HttpClient&) = delete;
 
   // Sends one request (body with Content-Length) and reads the whole
-  // response. `target` is the path plus optional "?query".
+  // response. `target` is the path plus optional "?query". `deadline` (on
+  // the options' Clock) bounds the whole call, connecting included, below
+  // whatever the per-phase timeouts allow: kDeadlineExceeded once it has
+  // passed (a caller's overall budget, as a Go context's deadline).
   StatusOr<HttpResponse> Request(std::string_view method,
                                  std::string_view target,
                                  const HttpHeaders& headers = {},
-                                 std::string_view body = {});
+                                 std::string_view body = {},
+                                 TimePoint deadline = TimePoint::max());
 
   // Like Request(), but hands the response body to `on_data` as it arrives
   // (chunk framing removed; piece boundaries are arbitrary) until the
@@ -208,7 +212,7 @@ class HttpClient {
       std::string_view method, std::string_view target,
       const HttpHeaders& headers, std::string_view body,
       const std::function<bool(std::string_view)>* on_data,
-      const CancelToken* cancel) EXCLUDES(mu_);
+      const CancelToken* cancel, TimePoint deadline) EXCLUDES(mu_);
 
   const std::string host_;
   const uint16_t port_;

@@ -97,6 +97,11 @@ bool CallRequiresLeader(const grpc::ServerContextBase* ctx) {
          RequiresLeader(std::string_view(it->second.data(), it->second.size()));
 }
 
+// How etcd ends a stream that requires a leader on a member without one.
+grpc::Status NoLeaderStatus() {
+  return grpc::Status(grpc::StatusCode::UNAVAILABLE, std::string(kNoLeader));
+}
+
 namespace gx = grpc::experimental;
 
 // Holds a call whose token names a raft index this member has not applied
@@ -366,7 +371,7 @@ class WatchCall : public BidiStream<pb::WatchRequest, pb::WatchResponse> {
         std::static_pointer_cast<WatchCall>(BidiStream::shared_from_this());
     if (require_leader_) {
       if (server_->leader_id() == 0) {
-        End(NoLeader());
+        End(NoLeaderStatus());
         return false;
       }
       // Before the stream exists: an end from here on finds it (or finds
@@ -476,10 +481,6 @@ class WatchCall : public BidiStream<pb::WatchRequest, pb::WatchResponse> {
     }
   }
 
-  static grpc::Status NoLeader() {
-    return grpc::Status(grpc::StatusCode::UNAVAILABLE, std::string(kNoLeader));
-  }
-
   // The member has had no leader for three election timeouts (etcd's
   // monitorLeader cancels the stream): the client watches elsewhere.
   void EndNoLeader() EXCLUDES(stream_mu_) {
@@ -487,7 +488,7 @@ class WatchCall : public BidiStream<pb::WatchRequest, pb::WatchResponse> {
       MutexLock l(&stream_mu_);
       stream_.reset();
     }
-    End(NoLeader());
+    End(NoLeaderStatus());
   }
 
   StoreServer* const server_;
@@ -507,9 +508,38 @@ class WatchCall : public BidiStream<pb::WatchRequest, pb::WatchResponse> {
 class KeepAliveCall
     : public BidiStream<pb::LeaseKeepAliveRequest, pb::LeaseKeepAliveResponse> {
  public:
-  explicit KeepAliveCall(KvService* kv) : kv_(kv) {}
+  // `require_leader`: the call came with etcd's "hasleader" metadata
+  // (clientv3's lessor sends it): as a watch, it is refused while the
+  // member has no leader and ends once it has had none for a while
+  // (leader_required_streams.h), so the client renews through another.
+  KeepAliveCall(KvService* kv, bool require_leader)
+      : kv_(kv), require_leader_(require_leader) {}
+
+  // False (and the call ended) if it requires a leader the member lacks.
+  bool Open() EXCLUDES(mu_) {
+    if (!require_leader_) return true;
+    StoreServer* s = kv_->server();
+    if (s->leader_id() == 0) {
+      End(NoLeaderStatus());
+      return false;
+    }
+    std::weak_ptr<KeepAliveCall> weak =
+        std::static_pointer_cast<KeepAliveCall>(shared_from_this());
+    MutexLock l(&mu_);
+    leader_stream_id_ = s->leader_required_streams()->Add([weak] {
+      if (auto self = weak.lock()) self->End(NoLeaderStatus());
+    });
+    return true;
+  }
 
  private:
+  void Closed() override EXCLUDES(mu_) {
+    MutexLock l(&mu_);
+    if (leader_stream_id_ != 0) {
+      kv_->server()->leader_required_streams()->Remove(leader_stream_id_);
+    }
+  }
+
   bool Handle(const pb::LeaseKeepAliveRequest& req) override {
     // Renewing waits for the apply, which gRPC's callback threads must
     // not; the next read starts after the answer, so a stream's requests
@@ -535,6 +565,9 @@ class KeepAliveCall
   void ClientClosed() override { EndAfterSent(grpc::Status::OK); }
 
   KvService* const kv_;
+  const bool require_leader_;
+  Mutex mu_;
+  LeaderRequiredStreams::Id leader_stream_id_ GUARDED_BY(mu_) = 0;
 };
 
 // ---- services -------------------------------------------------------------
@@ -669,8 +702,9 @@ class LeaseImpl final : public pb::Lease::CallbackService {
   }
   grpc::ServerBidiReactor<pb::LeaseKeepAliveRequest,
                           pb::LeaseKeepAliveResponse>*
-  LeaseKeepAlive(CallbackServerContext*) override {
-    auto call = std::make_shared<KeepAliveCall>(kv_);
+  LeaseKeepAlive(CallbackServerContext* ctx) override {
+    auto call = std::make_shared<KeepAliveCall>(kv_, CallRequiresLeader(ctx));
+    call->Open();  // on failure the call has ended; OnDone releases it
     call->Begin(call);
     return call.get();
   }

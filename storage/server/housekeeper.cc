@@ -97,7 +97,7 @@ void Housekeeper::EndLeaderRequiredStreams() {
                                                              leaderless_since_)
                         .count()
                  << " ms: ended " << ended
-                 << " watch streams that require one (hasleader)";
+                 << " streams that require one (hasleader)";
   }
 }
 

@@ -8,7 +8,7 @@
 //   - after three election timeouts without a leader, asks its peers for
 //     their membership: a member removed while cut off never applies its
 //     own removal, so it learns it this way; and from then on ends the
-//     watch streams that require a leader (leader_required_streams.h);
+//     streams that require a leader (leader_required_streams.h);
 //   - proposes this member's NOSPACE alarm once its raft log takes writes
 //     again after a full disk (StoreApplier::ProposeNoSpaceAlarmIfDue);
 //   - watches the apply: ApplyStalled() turns true when the applied index

@@ -1,5 +1,5 @@
-// LeaderRequiredStreams: the client watch streams opened with etcd's
-// "hasleader" metadata (clientv3's WithRequireLeader, which
+// LeaderRequiredStreams: the client watch and lease keep-alive streams
+// opened with etcd's "hasleader" metadata (clientv3's WithRequireLeader, which
 // kube-apiserver's watches use; over the JSON gateway the header
 // `Grpc-Metadata-Hasleader: true`). As etcd's v3rpc interceptors, a member
 // refuses such a stream while it has no leader, and ends the open ones once
@@ -9,9 +9,10 @@
 // one that learns nothing new.
 //
 // The fronts register each such stream with the callback that ends it; the
-// housekeeper calls EndAll (housekeeper.h). Only watch streams: etcd treats
-// a LeaseKeepAlive stream with the metadata alike (clientv3's lessor asks
-// for it), kplane does not yet.
+// housekeeper calls EndAll (housekeeper.h). gRPC Watch and LeaseKeepAlive
+// calls (clientv3's lessor asks for a leader too) and the JSON gateway's
+// watches register; the gateway's /v3/lease/keepalive stream does not yet
+// (etcd's gateway forwards the header, so etcd ends it too).
 //
 //   id = streams->Add([weak] { if (auto s = weak.lock()) s->EndNoLeader(); });
 //   ... when the stream closes: streams->Remove(id);

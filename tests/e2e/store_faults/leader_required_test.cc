@@ -1,5 +1,6 @@
-// A watch that requires a leader (etcd's "hasleader" metadata: clientv3's
-// WithRequireLeader, which kube-apiserver's watches use; over the JSON
+// A watch or lease keep-alive stream that requires a leader (etcd's
+// "hasleader" metadata: clientv3's WithRequireLeader, which
+// kube-apiserver's watches and clientv3's lessor use; over the JSON
 // gateway the header Grpc-Metadata-Hasleader) on a member cut off from the
 // others ends with "etcdserver: no leader" once the member has had no
 // leader for a few election timeouts, and a new one is refused while it has
@@ -146,6 +147,29 @@ TEST_P(LeaderRequiredTest, AWatchThatRequiresALeaderEndsWhenTheMemberLosesIt) {
   pb::WatchResponse created;
   ASSERT_TRUE(rw->Read(&created));
   ASSERT_TRUE(created.created());
+  // A lease kept alive over a stream with the metadata (clientv3's lessor).
+  auto lease = pb::Lease::NewStub(Channel(m));
+  pb::LeaseGrantResponse granted;
+  {
+    grpc::ClientContext gctx;
+    gctx.set_deadline(std::chrono::system_clock::now() +
+                      std::chrono::seconds(10));
+    pb::LeaseGrantRequest grant;
+    grant.set_ttl(60);
+    grpc::Status gst = lease->LeaseGrant(&gctx, grant, &granted);
+    ASSERT_TRUE(gst.ok()) << gst.error_message();
+  }
+  grpc::ClientContext kctx;
+  kctx.AddMetadata("hasleader", "true");
+  kctx.set_deadline(std::chrono::system_clock::now() +
+                    std::chrono::seconds(40));
+  auto keepalive = lease->LeaseKeepAlive(&kctx);
+  pb::LeaseKeepAliveRequest renew;
+  renew.set_id(granted.id());
+  ASSERT_TRUE(keepalive->Write(renew));
+  pb::LeaseKeepAliveResponse renewed;
+  ASSERT_TRUE(keepalive->Read(&renewed));
+  ASSERT_EQ(renewed.id(), granted.id());
 
   // Cut m off: the other two freeze.
   std::vector<int> others;
@@ -163,6 +187,13 @@ TEST_P(LeaderRequiredTest, AWatchThatRequiresALeaderEndsWhenTheMemberLosesIt) {
   EXPECT_EQ(st.error_code(), grpc::StatusCode::UNAVAILABLE)
       << st.error_message();
   EXPECT_EQ(st.error_message(), "etcdserver: no leader");
+  // The keep-alive stream ends the same way (nothing was asked of it).
+  while (keepalive->Read(&renewed)) {
+  }
+  grpc::Status kst = keepalive->Finish();
+  EXPECT_EQ(kst.error_code(), grpc::StatusCode::UNAVAILABLE)
+      << kst.error_message();
+  EXPECT_EQ(kst.error_message(), "etcdserver: no leader");
 
   // A new one is refused while m has no leader.
   auto again = JsonWatch(m, true);
@@ -170,6 +201,20 @@ TEST_P(LeaderRequiredTest, AWatchThatRequiresALeaderEndsWhenTheMemberLosesIt) {
   std::string got_again;
   EXPECT_TRUE(ReadUntil(again.get(), "etcdserver: no leader", &got_again))
       << got_again;
+  {
+    grpc::ClientContext actx;
+    actx.AddMetadata("hasleader", "true");
+    actx.set_deadline(std::chrono::system_clock::now() +
+                      std::chrono::seconds(20));
+    auto refused = lease->LeaseKeepAlive(&actx);
+    refused->Write(renew);  // may fail: the call may have ended already
+    while (refused->Read(&renewed)) {
+    }
+    grpc::Status rst = refused->Finish();
+    EXPECT_EQ(rst.error_code(), grpc::StatusCode::UNAVAILABLE)
+        << rst.error_message();
+    EXPECT_EQ(rst.error_message(), "etcdserver: no leader");
+  }
 
   for (int i : others) ASSERT_TRUE(cluster_->Resume(i).ok());
   // The watch without the metadata stayed open: it sees a write made

@@ -80,16 +80,29 @@ void FlagSet::Duration(const std::string& name, kplane::Duration* v,
                        std::string help, kplane::Duration bare_unit) {
   Add({name, 0, std::move(help), DurationText(*v), false,
        [v, name, bare_unit](const std::string& s) {
+         kplane::Duration d;
          if (auto n = ParseInt64(s)) {
-           *v = bare_unit * *n;
-           return Status::Ok();
-         }
-         auto d = ParseGoDuration(s);
-         if (!d) {
+           // bare_unit * n must fit int64 nanoseconds.
+           if (*n > kplane::Duration::max() / bare_unit ||
+               *n < kplane::Duration::min() / bare_unit) {
+             return InvalidArgumentError("invalid duration \"" + s +
+                                         "\" for --" + name +
+                                         " (out of range)");
+           }
+           d = bare_unit * *n;
+         } else if (auto ns = ParseGoDuration(s)) {
+           d = nanoseconds(*ns);
+         } else {
            return InvalidArgumentError("invalid duration \"" + s + "\" for --" +
                                        name + " (examples: 100ms, 5s, 1m30s)");
          }
-         *v = nanoseconds(*d);
+         // Every duration flag is a period or a limit, where negative
+         // would read as "none".
+         if (d < kplane::Duration(0)) {
+           return InvalidArgumentError(
+               "--" + name + " must not be negative (got \"" + s + "\")");
+         }
+         *v = d;
          return Status::Ok();
        }});
 }

@@ -44,7 +44,8 @@ class FlagSet {
   void Int(const std::string& name, int* v, std::string help,
            char short_name = 0);
   // Accepts Go durations ("100ms", "1m30s"); a bare integer is read in
-  // `bare_unit` (etcd's --heartbeat-interval takes milliseconds).
+  // `bare_unit` (etcd's --heartbeat-interval takes milliseconds). Negative
+  // values and values past int64 nanoseconds are InvalidArgument.
   void Duration(const std::string& name, kplane::Duration* v, std::string help,
                 kplane::Duration bare_unit = seconds(1));
   // Repeatable and comma-separated: --x=a,b --x=c gives {a, b, c} (pflag's

@@ -65,6 +65,35 @@ TEST(FlagsTest, DurationsAcceptGoSyntax) {
   EXPECT_EQ(d, seconds(90));
 }
 
+// A negative duration would read as "no limit" to the code using it, and a
+// bare number times its unit must not overflow.
+TEST(FlagsTest, DurationsRefuseNegativeAndOverflowingValues) {
+  FlagSet f("t", "");
+  Duration d = seconds(1);
+  Duration hb = milliseconds(100);
+  f.Duration("d", &d, "");
+  f.Duration("heartbeat-interval", &hb, "", milliseconds(1));
+  EXPECT_EQ(f.Parse({"--d=-1s"}).message(),
+            "--d must not be negative (got \"-1s\")");
+  EXPECT_EQ(f.Parse({"--heartbeat-interval=-5"}).message(),
+            "--heartbeat-interval must not be negative (got \"-5\")");
+  // 2^63 / 10^6 ms is the first bare value whose nanoseconds overflow.
+  EXPECT_EQ(f.Parse({"--heartbeat-interval=9223372036855"}).message(),
+            "invalid duration \"9223372036855\" for --heartbeat-interval "
+            "(out of range)");
+  EXPECT_EQ(f.Parse({"--d=9223372036854775807"}).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(f.Parse({"--d=99999999999h"}).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(d, seconds(1));
+  EXPECT_EQ(hb, milliseconds(100));
+  // The largest bare value that fits, and zero, are fine.
+  ASSERT_TRUE(f.Parse({"--heartbeat-interval=9223372036854"}).ok());
+  EXPECT_EQ(hb, milliseconds(9223372036854));
+  ASSERT_TRUE(f.Parse({"--d=0", "--heartbeat-interval=-0"}).ok());
+  EXPECT_EQ(d, Duration(0));
+  EXPECT_EQ(hb, Duration(0));
+}
+
 TEST(FlagsTest, ErrorsNameTheFlag) {
   FlagSet f("kplane store", "");
   int64_t n = 0;

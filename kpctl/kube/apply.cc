@@ -456,8 +456,8 @@ int RunDelete(Context& ctx) {
       return 0;
     }
   }
-  std::optional<Duration> timeout = DurationFlag(f, "timeout");
-  if (!timeout) return ctx.Fail("invalid --timeout");
+  StatusOr<Duration> timeout = DurationFlag(f, "timeout");
+  if (!timeout.ok()) return ctx.Fail(timeout.status());
   const bool wait = f.Get("wait") == "" || f.GetBool("wait");
   const bool ignore_missing = f.GetBool("ignore-not-found");
   bool client_dry_run = false;

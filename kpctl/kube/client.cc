@@ -4,6 +4,7 @@
 #include <rapidjson/writer.h>
 
 #include <condition_variable>
+#include <set>
 #include <thread>
 
 #include "base/json.h"
@@ -37,6 +38,15 @@ std::string ContinueOf(const Document& d) {
   return c != m->value.MemberEnd() && c->value.IsString()
              ? std::string(c->value.GetString())
              : "";
+}
+
+// Records the continue token of a page; an error when the server hands out
+// one it gave before, which would page forever.
+Status CheckContinue(const std::string& cont, const objects::ResourceInfo& r,
+                     std::set<std::string>* seen) {
+  if (cont.empty() || seen->insert(cont).second) return Status::Ok();
+  return InvalidArgumentError("the server repeated the continue token \"" +
+                              cont + "\" listing " + r.GroupResource());
 }
 
 // Appends page[key] (an array) to into[key] and drops into's continue.
@@ -129,6 +139,7 @@ StatusOr<Document> KubeClient::List(const objects::ResourceInfo& r,
                                     const ListQuery& query) {
   Document all;
   std::string cont;
+  std::set<std::string> seen;
   for (bool first = true; first || !cont.empty(); first = false) {
     informer::RestRequest req;
     req.method = "GET";
@@ -138,6 +149,7 @@ StatusOr<Document> KubeClient::List(const objects::ResourceInfo& r,
     if (!cont.empty()) req.query.emplace_back("continue", cont);
     ASSIGN_OR_RETURN(Document page, Send(std::move(req)));
     cont = ContinueOf(page);
+    RETURN_IF_ERROR(CheckContinue(cont, r, &seen));
     if (first) {
       all.CopyFrom(page, all.GetAllocator());
       if (all.HasMember("metadata") && all["metadata"].IsObject()) {
@@ -161,6 +173,7 @@ StatusOr<Document> KubeClient::Table(const objects::ResourceInfo& r,
                                      const ListQuery& query) {
   Document all;
   std::string cont;
+  std::set<std::string> seen;
   for (bool first = true; first || !cont.empty(); first = false) {
     informer::RestRequest req;
     req.method = "GET";
@@ -178,7 +191,11 @@ StatusOr<Document> KubeClient::Table(const objects::ResourceInfo& r,
           "for " +
           r.GroupResource());
     }
-    cont = ContinueOf(page);
+    // One object is one answer: a continue there pages nothing.
+    if (name.empty()) {
+      cont = ContinueOf(page);
+      RETURN_IF_ERROR(CheckContinue(cont, r, &seen));
+    }
     if (first) {
       all.CopyFrom(page, all.GetAllocator());
     } else {
@@ -334,6 +351,15 @@ Status KubeClient::Watch(const objects::ResourceInfo& r, std::string_view ns,
       }
     }
     buffer.erase(0, start);
+    // A line without end must not grow the buffer without bound.
+    if (buffer.size() > kMaxWatchEventBytes) {
+      callback_error =
+          Status(StatusCode::kTooLarge,
+                 "a watch event of " + r.GroupResource() + " is longer than " +
+                     std::to_string(kMaxWatchEventBytes) +
+                     " bytes (no newline); giving up");
+      return false;
+    }
     return true;
   };
   StatusOr<net::HttpResponse> resp =

@@ -20,8 +20,10 @@
 //
 // Thread-safety: calls may run concurrently; a Watch blocks its caller.
 // Errors: as RestClient (NotFound, AlreadyExists, Conflict, Invalid ...
-// with the server's message); a malformed answer is InvalidArgument; a
-// watch past its deadline is DeadlineExceeded.
+// with the server's message); a malformed answer is InvalidArgument (a
+// LIST whose server repeats a continue token too); a watch past its
+// deadline is DeadlineExceeded, one whose event line passes
+// kMaxWatchEventBytes is TooLarge.
 #ifndef KPLANE_KPCTL_KUBE_CLIENT_H_
 #define KPLANE_KPCTL_KUBE_CLIENT_H_
 
@@ -51,6 +53,12 @@ struct ListQuery {
   std::optional<int64_t> timeout_seconds;  // WATCH only
 };
 
+// The longest watch event line Watch() buffers while waiting for its
+// newline; a longer one fails the watch (kTooLarge) instead of growing
+// memory without bound. kube-apiserver takes request bodies up to 3 MiB, so
+// a real event is far smaller.
+inline constexpr size_t kMaxWatchEventBytes = 16 << 20;
+
 // One watch event; `object` may be modified (moved out) by the callback.
 using WatchCallback =
     std::function<bool(std::string_view type, rapidjson::Value& object)>;
@@ -76,8 +84,8 @@ class KubeClient {
   StatusOr<rapidjson::Document> List(const objects::ResourceInfo& r,
                                      std::string_view ns,
                                      const ListQuery& query = {});
-  // A meta.k8s.io/v1 Table for one object (`name` set) or for the list,
-  // every page's rows merged.
+  // A meta.k8s.io/v1 Table for one object (`name` set: one request) or for
+  // the list, every page's rows merged.
   StatusOr<rapidjson::Document> Table(const objects::ResourceInfo& r,
                                       std::string_view ns,
                                       std::string_view name,

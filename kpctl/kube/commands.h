@@ -39,8 +39,13 @@ struct Context {
 // message), "error: ..." otherwise.
 std::string ErrorLine(const Status& s, std::string_view prefix = {});
 
-// A Go duration flag ("30s", "5m", "0"); nullopt when malformed.
-std::optional<Duration> DurationFlag(const Flags& flags, std::string_view name);
+// A Go duration flag ("30s", "5m", "0", or bare seconds "10").
+// InvalidArgument, in pflag's words, when malformed, negative or longer
+// than kMaxDurationFlag.
+StatusOr<Duration> DurationFlag(const Flags& flags, std::string_view name);
+// 100 years: longer means "forever" anyway, and now + it stays a valid
+// time point.
+inline constexpr Duration kMaxDurationFlag = hours(24 * 365 * 100);
 
 struct CommandSpec {
   const char* name;

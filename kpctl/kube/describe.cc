@@ -177,7 +177,11 @@ void Containers(Describer& d, int indent, int fields, const Value* containers,
           d.Field(fields + 2, "Started",
                   StrAt(*state, {"running", "startedAt"}));
         } else if (st == "Waiting") {
-          d.Field(fields + 2, "Reason", StrAt(*state, {"waiting", "reason"}));
+          // No `state` at all (nothing reported yet) is Waiting without a
+          // reason, as kubectl prints it.
+          if (state != nullptr) {
+            d.Field(fields + 2, "Reason", StrAt(*state, {"waiting", "reason"}));
+          }
         } else {
           d.Field(fields + 2, "Reason",
                   StrAt(*state, {"terminated", "reason"}));

@@ -117,8 +117,8 @@ int WatchTable(Context& ctx, const ResourceSelection& s, const std::string& ns,
   query.resource_version = rv;
   // As with kubectl, an explicit --request-timeout bounds the watch too.
   if (ctx.flags->Has("request-timeout")) {
-    std::optional<Duration> t = DurationFlag(*ctx.flags, "request-timeout");
-    if (t && *t > Duration(0)) {
+    StatusOr<Duration> t = DurationFlag(*ctx.flags, "request-timeout");
+    if (t.ok() && *t > Duration(0)) {
       query.timeout_seconds = std::max<int64_t>(
           1, std::chrono::duration_cast<std::chrono::seconds>(*t).count());
     }

@@ -6,6 +6,7 @@
 #include <rapidjson/document.h>
 #include <stdlib.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
@@ -16,8 +17,10 @@
 #include "apiserver/test_server.h"
 #include "base/mutex.h"
 #include "controllers/controller_manager.h"
+#include "kpctl/kube/client.h"
 #include "kpctl/kube/flags.h"
 #include "kpctl/kube/kube_command.h"
+#include "net/http_server.h"
 
 namespace kplane::kpctl::kube {
 namespace {
@@ -913,6 +916,187 @@ TEST_F(KpctlServerTest, GlobalFlagsBeforeTheCommand) {
   Result r = Run(cmd, *words, "", /*add_server=*/false);
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("cfg"), std::string::npos) << r.out;
+}
+
+// ---- against a fake API server, for answers a real one never gives
+
+// Answers every request with `answer`, counting them.
+class FakeApiServer {
+ public:
+  using Answer = std::function<void(const net::HttpRequest&,
+                                    std::shared_ptr<net::Responder>)>;
+  explicit FakeApiServer(Answer answer) : server_(net::HttpServerOptions{}) {
+    server_.HandlePrefix(
+        "", "/",
+        [this, answer = std::move(answer)](const net::HttpRequest& req,
+                                           std::shared_ptr<net::Responder> r) {
+          requests_.fetch_add(1);
+          answer(req, std::move(r));
+        });
+    Status s = server_.Start();
+    EXPECT_TRUE(s.ok()) << s;
+  }
+
+  std::string Url() const {
+    return "http://127.0.0.1:" + std::to_string(server_.port());
+  }
+  int requests() const { return requests_.load(); }
+  void ResetRequests() { requests_.store(0); }
+
+ private:
+  std::atomic<int> requests_{0};
+  net::HttpServer server_;  // last: stopped before the rest goes
+};
+
+void RespondJson(net::Responder& r, std::string body, int status = 200) {
+  r.Respond(status, {{"Content-Type", "application/json"}}, std::move(body));
+}
+
+// Runs `kpctl <cmd> <args> --server=<server>` with no kubeconfig.
+Result RunAgainst(const std::string& server, const std::string& cmd,
+                  std::vector<std::string> args) {
+  std::istringstream in;
+  std::ostringstream out, err;
+  KubeIo io{&in, &out, &err, [](const char*) -> const char* { return nullptr; },
+            nullptr};
+  args.push_back("--server=" + server);
+  Result r;
+  r.code = RunKubeCommand(cmd, args, io);
+  r.out = out.str();
+  r.err = err.str();
+  return r;
+}
+
+// A server answering every page with the same continue token: LIST and
+// Table give up at the repeat instead of asking forever, and a named get
+// asks once. (The fake drops the token after 5 pages, so that a client
+// without the check ends too.)
+TEST(KpctlFakeServerTest, RepeatedContinueTokenIsAnErrorNotALoop) {
+  std::atomic<int> pages{0};
+  FakeApiServer server([&](const net::HttpRequest& req,
+                           std::shared_ptr<net::Responder> r) {
+    const std::string meta = R"("metadata":{"resourceVersion":"7",)"
+                             R"("continue":")" +
+                             std::string(++pages <= 5 ? "again" : "") + "\"}";
+    if (req.headers.Get("Accept").find("as=Table") != std::string::npos) {
+      RespondJson(*r,
+                  R"({"kind":"Table","apiVersion":"meta.k8s.io/v1",)"
+                  R"("columnDefinitions":[{"name":"Name","type":"string"}],)"
+                  R"("rows":[{"cells":["a"],"object":{"metadata":)"
+                  R"({"name":"a"}}}],)" +
+                      meta + "}");
+    } else {
+      RespondJson(*r, R"({"kind":"ConfigMapList","apiVersion":"v1",)"
+                      R"("items":[{"metadata":{"name":"a"}}],)" +
+                          meta + "}");
+    }
+  });
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"configmaps"},
+        std::vector<std::string>{"configmaps", "-o", "name"}}) {
+    pages = 0;
+    server.ResetRequests();
+    Result r = RunAgainst(server.Url(), "get", args);
+    EXPECT_EQ(r.code, 1) << args.size() << "\n" << r.out;
+    EXPECT_EQ(r.err,
+              "error: the server repeated the continue token \"again\" "
+              "listing configmaps\n");
+    EXPECT_EQ(server.requests(), 2) << args.size();
+  }
+  pages = 0;
+  server.ResetRequests();
+  Result r = RunAgainst(server.Url(), "get", {"configmaps", "a"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "NAME\na\n");
+  EXPECT_EQ(server.requests(), 1);
+}
+
+// A watch answer that never ends its line: the client stops buffering at
+// kMaxWatchEventBytes and fails, rather than growing without bound. The
+// fake sends just past the limit and then ends the stream (so a client
+// without the bound finishes too, wrongly successful).
+TEST(KpctlFakeServerTest, WatchLineOverTheLimitIsAnError) {
+  FakeApiServer server([](const net::HttpRequest& req,
+                          std::shared_ptr<net::Responder> r) {
+    if (req.QueryParam("watch") != "true") {
+      RespondJson(*r,
+                  R"({"kind":"Table","apiVersion":"meta.k8s.io/v1",)"
+                  R"("columnDefinitions":[{"name":"Name","type":"string"}],)"
+                  R"("rows":[],"metadata":{"resourceVersion":"1"}})");
+      return;
+    }
+    r->SetMaxBufferedBytes(0);  // the client may read slower than we queue
+    r->StartStream(200, {{"Content-Type", "application/json"}});
+    const std::string chunk(1 << 20, 'x');
+    for (size_t sent = 0; sent <= kMaxWatchEventBytes; sent += chunk.size()) {
+      if (!r->Write(chunk)) return;  // the client gave up
+    }
+    r->Finish();
+  });
+  Result r = RunAgainst(server.Url(), "get", {"configmaps", "--watch-only"});
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_EQ(r.err,
+            "error: a watch event of configmaps is longer than 16777216 "
+            "bytes (no newline); giving up\n");
+}
+
+// A container status without `state` (the API server fills in an empty
+// one, another server may not): "Waiting" with no reason, as kubectl
+// prints it.
+TEST(KpctlFakeServerTest, DescribeContainerStatusWithoutState) {
+  FakeApiServer server(
+      [](const net::HttpRequest& req, std::shared_ptr<net::Responder> r) {
+        if (req.path == "/api/v1/namespaces/default/pods/p") {
+          RespondJson(*r, R"({"apiVersion":"v1","kind":"Pod",)"
+                          R"("metadata":{"name":"p","namespace":"default"},)"
+                          R"("spec":{"containers":[{"name":"c","image":"i"}]},)"
+                          R"("status":{"phase":"Pending","containerStatuses":)"
+                          R"([{"name":"c","ready":false,"restartCount":0}]}})");
+        } else {
+          RespondJson(*r, R"({"kind":"List","apiVersion":"v1","metadata":{},)"
+                          R"("items":[]})");
+        }
+      });
+  Result r = RunAgainst(server.Url(), "describe", {"pod", "p"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("\n  c:\n    Image:          i\n    State:          "
+                       "Waiting\n    Ready:          False\n"),
+            std::string::npos)
+      << r.out;
+}
+
+// `rollout undo` to a ReplicaSet without spec.template (not something the
+// API server stores, but a malformed answer must not crash kpctl).
+TEST(KpctlFakeServerTest, RolloutUndoToARevisionWithoutTemplateFails) {
+  FakeApiServer server([](const net::HttpRequest& req,
+                          std::shared_ptr<net::Responder> r) {
+    if (req.path == "/apis/apps/v1/namespaces/default/deployments/web") {
+      RespondJson(*r, R"({"apiVersion":"apps/v1","kind":"Deployment",)"
+                      R"("metadata":{"name":"web","namespace":"default",)"
+                      R"("uid":"u1","annotations":)"
+                      R"({"deployment.kubernetes.io/revision":"2"}},)"
+                      R"("spec":{"template":{"spec":{"containers":)"
+                      R"([{"name":"c","image":"i:2"}]}}}})");
+    } else if (req.path == "/apis/apps/v1/namespaces/default/replicasets") {
+      RespondJson(*r, R"({"apiVersion":"apps/v1","kind":"ReplicaSetList",)"
+                      R"("metadata":{"resourceVersion":"5"},"items":[)"
+                      R"({"metadata":{"name":"web-1","namespace":"default",)"
+                      R"("annotations":)"
+                      R"({"deployment.kubernetes.io/revision":"1"},)"
+                      R"("ownerReferences":[{"apiVersion":"apps/v1",)"
+                      R"("kind":"Deployment","name":"web","uid":"u1",)"
+                      R"("controller":true}]},"spec":{"replicas":0}}]})");
+    } else {
+      RespondJson(*r,
+                  R"({"kind":"Status","apiVersion":"v1","status":"Failure",)"
+                  R"("reason":"NotFound","code":404})",
+                  404);
+    }
+  });
+  Result r = RunAgainst(server.Url(), "rollout", {"undo", "deploy/web"});
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_EQ(r.err,
+            "error: revision 1 (replicaset \"web-1\") has no pod template\n");
 }
 
 }  // namespace

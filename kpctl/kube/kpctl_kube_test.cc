@@ -14,6 +14,7 @@
 #include "base/testing/hostile_inputs.h"
 #include "kpctl/kube/flags.h"
 #include "kpctl/kube/jsonpath.h"
+#include "kpctl/kube/kube_command.h"
 #include "kpctl/kube/kubeconfig.h"
 #include "kpctl/kube/manifest.h"
 #include "kpctl/kube/printer.h"
@@ -71,6 +72,48 @@ TEST(FlagsTest, Errors) {
   Flags h({});
   EXPECT_EQ(h.Parse({"--namespace"}).message(),
             "flag needs an argument: --namespace");
+}
+
+// Duration flags refuse negative values (the commands would read them as
+// "no limit") and values whose nanoseconds overflow, before any request:
+// nothing listens on the server given.
+TEST(FlagsTest, DurationFlagsRefuseNegativeAndOverflowingValues) {
+  const std::string range = "flag: out of range (at most 876000h)\n";
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"get", "pods", "--request-timeout=-1s"},
+       "error: invalid argument \"-1s\" for \"--request-timeout\" flag: "
+       "must not be negative\n"},
+      // Bare seconds: 9223372037 s is past int64 nanoseconds.
+      {{"get", "pods", "--request-timeout=9223372037"},
+       "error: invalid argument \"9223372037\" for \"--request-timeout\" " +
+           range},
+      // Fits int64 nanoseconds, but now + it does not fit a time point.
+      {{"get", "pods", "--request-timeout", "2562047h"},
+       "error: invalid argument \"2562047h\" for \"--request-timeout\" " +
+           range},
+      {{"get", "pods", "--request-timeout=soon"},
+       "error: invalid argument \"soon\" for \"--request-timeout\" flag: "
+       "time: invalid duration \"soon\"\n"},
+      {{"wait", "cm/a", "--for=delete", "--timeout=-1s"},
+       "error: invalid argument \"-1s\" for \"--timeout\" flag: must not "
+       "be negative\n"},
+      {{"rollout", "status", "deploy/web", "--timeout=-5"},
+       "error: invalid argument \"-5\" for \"--timeout\" flag: must not "
+       "be negative\n"},
+      {{"delete", "cm", "a", "--timeout=-1m"},
+       "error: invalid argument \"-1m\" for \"--timeout\" flag: must not "
+       "be negative\n"},
+  };
+  for (const auto& [words, want] : cases) {
+    std::vector<std::string> args(words.begin() + 1, words.end());
+    args.push_back("--server=http://127.0.0.1:1");
+    std::istringstream in;
+    std::ostringstream out, err;
+    KubeIo io{&in, &out, &err,
+              [](const char*) -> const char* { return nullptr; }, nullptr};
+    EXPECT_EQ(RunKubeCommand(words[0], args, io), 1) << words.back();
+    EXPECT_EQ(err.str(), want);
+  }
 }
 
 TEST(FlagsTest, GlobalFlagsBeforeTheCommandMoveBehindIt) {

@@ -39,15 +39,31 @@ int Context::Fail(std::string_view message) {
   return 1;
 }
 
-std::optional<Duration> DurationFlag(const Flags& flags,
-                                     std::string_view name) {
-  std::string v = flags.Get(name);
+StatusOr<Duration> DurationFlag(const Flags& flags, std::string_view name) {
+  const std::string v = flags.Get(name);
+  auto invalid = [&](const std::string& why) {
+    return InvalidArgumentError("invalid argument \"" + v + "\" for \"--" +
+                                std::string(name) + "\" flag: " + why);
+  };
+  const std::string too_long = "out of range (at most " +
+                               std::to_string(kMaxDurationFlag / hours(1)) +
+                               "h)";
   if (v.empty() || v == "0") return Duration(0);
+  Duration d;
   // kubectl also accepts a bare number of seconds for some flags.
-  if (std::optional<int64_t> n = ParseInt64(v)) return seconds(*n);
-  std::optional<int64_t> ns = ParseGoDuration(v);
-  if (!ns) return std::nullopt;
-  return Duration(*ns);
+  if (std::optional<int64_t> n = ParseInt64(v)) {
+    // Checked in seconds: seconds(*n) in nanoseconds may overflow.
+    if (*n > kMaxDurationFlag / seconds(1)) return invalid(too_long);
+    d = seconds(*n);
+  } else {
+    std::optional<int64_t> ns = ParseGoDuration(v);
+    if (!ns) return invalid("time: invalid duration \"" + v + "\"");
+    d = Duration(*ns);
+  }
+  // Negative would read as "no limit" to the commands.
+  if (d < Duration(0)) return invalid("must not be negative");
+  if (d > kMaxDurationFlag) return invalid(too_long);
+  return d;
 }
 
 namespace {
@@ -107,8 +123,9 @@ int RunKubeCommand(std::string_view command,
     StatusOr<ClientConfig> cc = ResolveClientConfig(ctx.kubeconfig, o);
     if (!cc.ok()) return ctx.Fail(cc.status());
     ctx.config = *cc;
-    std::optional<Duration> timeout = DurationFlag(flags, "request-timeout");
-    if (!timeout) return ctx.Fail("invalid --request-timeout");
+    StatusOr<Duration> timeout = DurationFlag(flags, "request-timeout");
+    if (!timeout.ok()) return ctx.Fail(timeout.status());
+    // kubectl reads 0 as "no timeout"; here it is the default.
     if (*timeout == Duration(0)) *timeout = seconds(30);
     StatusOr<std::unique_ptr<KubeClient>> client =
         KubeClient::New(ctx.config, *timeout, io.clock);

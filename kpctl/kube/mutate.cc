@@ -242,8 +242,8 @@ StatusOr<Named> OneDeployment(Context& ctx,
 
 int RolloutStatus(Context& ctx, const Named& d) {
   const Flags& f = *ctx.flags;
-  std::optional<Duration> timeout = DurationFlag(f, "timeout");
-  if (!timeout) return ctx.Fail("invalid --timeout");
+  StatusOr<Duration> timeout = DurationFlag(f, "timeout");
+  if (!timeout.ok()) return ctx.Fail(timeout.status());
   std::optional<TimePoint> deadline;
   if (*timeout > Duration(0)) deadline = ctx.clock()->Now() + *timeout;
   const bool watch = f.Get("watch").empty() || f.GetBool("watch");
@@ -404,8 +404,14 @@ int RolloutUndo(Context& ctx, const Named& d) {
     target = &it->second;
     target_rev = *to;
   }
+  const Value* target_tmpl = At(*target, {"spec", "template"});
+  if (target_tmpl == nullptr || !target_tmpl->IsObject()) {
+    return ctx.Fail("revision " + std::to_string(target_rev) +
+                    " (replicaset \"" + StrAt(*target, {"metadata", "name"}) +
+                    "\") has no pod template");
+  }
   Document tmpl;
-  tmpl.CopyFrom(*At(*target, {"spec", "template"}), tmpl.GetAllocator());
+  tmpl.CopyFrom(*target_tmpl, tmpl.GetAllocator());
   if (Value* labels = const_cast<Value*>(At(tmpl, {"metadata", "labels"}));
       labels != nullptr && labels->IsObject()) {
     labels->RemoveMember("pod-template-hash");

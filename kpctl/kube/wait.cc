@@ -80,8 +80,8 @@ int RunWait(Context& ctx) {
   if (!f.Has("for")) return ctx.Fail("--for must be given");
   StatusOr<WaitFor> w = ParseFor(f.Get("for"));
   if (!w.ok()) return ctx.Fail(w.status().message());
-  std::optional<Duration> timeout = DurationFlag(f, "timeout");
-  if (!timeout) return ctx.Fail("invalid --timeout");
+  StatusOr<Duration> timeout = DurationFlag(f, "timeout");
+  if (!timeout.ok()) return ctx.Fail(timeout.status());
   StatusOr<std::vector<ResourceSelection>> sel =
       ParseResourceArgs(f.positional());
   if (!sel.ok()) return ctx.Fail(sel.status().message());

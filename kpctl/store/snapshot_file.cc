@@ -138,7 +138,10 @@ StatusOr<std::vector<PackedFile>> ParsePackedSnapshot(std::string_view data,
     }
     off += n;
     if (h.last()) break;
-    if (off + h.size() > data.size()) {
+    // h.size() is the file's word (up to 2^64 - 1): off + h.size() could
+    // wrap around and send the parser back to an earlier header. off is at
+    // most data.size() here.
+    if (h.size() > data.size() - off) {
       return InvalidArgumentError("truncated snapshot (" + h.name() + ")");
     }
     std::string_view body = data.substr(off, h.size());

@@ -197,5 +197,35 @@ TEST_F(SnapshotRestoreTest, NotASnapshotIsRefused) {
   ExpectNothingWritten();
 }
 
+// A file header whose size is near 2^64 must not wrap the parser's offset:
+// here off + size wraps to the first header again, which made the parser
+// loop forever, collecting the same file.
+TEST_F(SnapshotRestoreTest, HugeFileSizeInHeaderIsRefusedAtOnce) {
+  storagepb::SnapshotFile h;
+  h.set_name("a");
+  h.set_size(~uint64_t{0});  // the varint length of any size >= 2^63
+  const size_t n = h.ByteSizeLong();
+  // The parser is at magic + 4 + n after the header; wrap back to magic.
+  h.set_size(uint64_t{0} - 4 - n);
+  ASSERT_EQ(h.ByteSizeLong(), n);
+  std::string data(kPackedSnapshotMagic);
+  for (int shift = 24; shift >= 0; shift -= 8) {
+    data += static_cast<char>((n >> shift) & 0xff);
+  }
+  data += h.SerializeAsString();
+
+  StatusOr<std::vector<PackedFile>> files = ParsePackedSnapshot(data);
+  ASSERT_FALSE(files.ok());
+  EXPECT_EQ(files.status().code(), StatusCode::kInvalidArgument)
+      << files.status();
+  EXPECT_EQ(files.status().message(), "truncated snapshot (a)");
+
+  const std::string file = dir_ + "/huge.snap";
+  WriteFile(file, data);
+  Status st = RestoreSnapshot(file, Options());
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st;
+  ExpectNothingWritten();
+}
+
 }  // namespace
 }  // namespace kplane::kpctl

@@ -440,10 +440,9 @@ Status DaemonSetController::Sync(const std::string& key) {
     for (const PodPtr& p : to_force_delete) {
       doomed.insert(informer::ObjectKey(*p));
     }
-    if (!to_create.empty()) {
-      expectations_.ExpectCreations(key, static_cast<int>(to_create.size()));
-    }
-    if (!doomed.empty()) expectations_.ExpectDeletions(key, doomed);
+    // Both at once: each Expect* call replaces the other's.
+    expectations_.SetExpectations(key, static_cast<int>(to_create.size()),
+                                  doomed);
     for (size_t i = 0; i < to_create.size(); ++i) {
       corev1::Pod pod;
       metav1::ObjectMeta* pm = pod.mutable_metadata();

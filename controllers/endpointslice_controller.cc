@@ -173,17 +173,34 @@ void EndpointSliceController::RegisterHandlers(
     }
     for (const std::string& k : keys) Enqueue(k);
   });
-  OnObjectEvents(slices, [this](const ObjectEvent& e) {
-    const auto& meta = e.As<discoveryv1::EndpointSlice>().metadata();
-    auto managed = meta.labels().find(kManagedByLabel);
-    auto service = meta.labels().find(kServiceNameLabel);
-    if (managed == meta.labels().end() ||
-        managed->second != kEndpointSliceControllerName ||
-        service == meta.labels().end()) {
-      return;
+  OnObjectEvents(slices, [this](const ObjectEvent& e) { OnSliceEvent(e); });
+}
+
+void EndpointSliceController::OnSliceEvent(const ObjectEvent& e) {
+  const auto& meta = e.As<discoveryv1::EndpointSlice>().metadata();
+  auto managed = meta.labels().find(kManagedByLabel);
+  auto service = meta.labels().find(kServiceNameLabel);
+  if (managed == meta.labels().end() ||
+      managed->second != kEndpointSliceControllerName ||
+      service == meta.labels().end()) {
+    return;
+  }
+  const std::string service_key =
+      informer::ObjectKey(meta.namespace_(), service->second);
+  if (e.deleted()) {
+    // kube's HandleDeletion: a slice that is gone, whoever deleted it, is
+    // no longer waited for (else a slice deleted by others before the cache
+    // showed our update of it would block the Service forever). Only the
+    // delete event tells: a slice absent from the cache may just not be
+    // there yet.
+    MutexLock l(&mu_);
+    auto it = written_.find(service_key);
+    if (it != written_.end()) {
+      it->second.erase(meta.name());
+      if (it->second.empty()) written_.erase(it);
     }
-    Enqueue(informer::ObjectKey(meta.namespace_(), service->second));
-  });
+  }
+  Enqueue(service_key);
 }
 
 std::vector<const discoveryv1::EndpointSlice*>
@@ -240,28 +257,36 @@ void EndpointSliceController::Remember(
 
 Status EndpointSliceController::Sync(const std::string& key) {
   const auto [ns, name] = informer::SplitObjectKey(key);
+  informer::ObjectPtr cached_svc = options_.services->Get(key);
+  if (cached_svc == nullptr) {
+    // kube's DeleteService: nothing to wait for. Deleting a slice twice
+    // (a cache behind our deletes) is only a 404.
+    {
+      MutexLock l(&mu_);
+      written_.erase(key);
+    }
+    StatusOr<std::vector<informer::ObjectPtr>> in_ns =
+        options_.slices->ByIndex(informer::kNamespaceIndex, ns);
+    RETURN_IF_ERROR(in_ns.status());
+    for (const auto* slice : ManagedSlices(*in_ns, name)) {
+      Status s = options_.api->Delete(EndpointSlicesResource(), ns,
+                                      slice->metadata().name());
+      if (!s.ok() && !informer::IsNotFound(s)) return s;
+    }
+    return Status::Ok();
+  }
   if (!CacheHasCaughtUp(key)) {
     return UnavailableError(
         "endpointslice cache is behind this controller's "
         "writes for service " +
         key);
   }
+  // Listed after the check, so the list has every write it waited for.
   StatusOr<std::vector<informer::ObjectPtr>> in_ns =
       options_.slices->ByIndex(informer::kNamespaceIndex, ns);
   RETURN_IF_ERROR(in_ns.status());
   std::vector<const discoveryv1::EndpointSlice*> existing =
       ManagedSlices(*in_ns, name);
-
-  informer::ObjectPtr cached_svc = options_.services->Get(key);
-  if (cached_svc == nullptr) {
-    for (const auto* slice : existing) {
-      Status s = options_.api->Delete(EndpointSlicesResource(), ns,
-                                      slice->metadata().name());
-      if (!s.ok() && !informer::IsNotFound(s)) return s;
-      Remember(key, slice->metadata().name(), std::nullopt);
-    }
-    return Status::Ok();
-  }
   const auto& svc = static_cast<const corev1::Service&>(*cached_svc);
   if (svc.spec().selector().empty()) return Status::Ok();
 

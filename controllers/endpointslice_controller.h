@@ -32,7 +32,10 @@
 // Stale caches: a slice this controller wrote is remembered with its
 // resourceVersion (or as deleted) until the slices cache has caught up;
 // a Sync before that fails (and is retried with back-off) rather than
-// creating a second copy — kube's EndpointSliceTracker.
+// creating a second copy — kube's EndpointSliceTracker. A slice's delete
+// event, whoever deleted it, ends the wait for that slice (HandleDeletion),
+// and a Service found gone ends the wait for all of its slices
+// (DeleteService).
 //
 //   EndpointSliceController c({.api = writer, .services = &svc_cache,
 //                               .pods = &pod_cache, .slices = &slice_cache});
@@ -87,6 +90,9 @@ class EndpointSliceController : public Controller {
                         informer::SharedIndexInformer* pods,
                         informer::SharedIndexInformer* slices);
   Status Sync(const std::string& key) override;
+
+  // Handler body (public for unit tests, which have no informers).
+  void OnSliceEvent(const ObjectEvent& e);
 
  private:
   // The slices of `service_key` in the cache that this controller manages.

@@ -188,6 +188,50 @@ TEST_F(EndpointSliceControllerTest, AStaleCacheDoesNotDuplicateSlices) {
               ElementsAre("update endpointslices default/web-1"));
 }
 
+TEST_F(EndpointSliceControllerTest, ASliceDeletedByOthersIsRecreated) {
+  auto c = New();
+  services_.Upsert(WebService());
+  pods_.Upsert(ServingPod("a", "10.244.0.11", true));
+  ASSERT_TRUE(c->Sync("default/web").ok());
+  CacheWrites();
+  pods_.Upsert(ServingPod("b", "10.244.0.12", true));
+  ASSERT_TRUE(c->Sync("default/web").ok());
+  ASSERT_THAT(fake_.Actions(),
+              ElementsAre("update endpointslices default/web-1"));
+  fake_.Clear();
+  // Someone else (kubectl delete) deletes the slice before the cache saw
+  // our update: the informer drops it and delivers the delete.
+  informer::ObjectPtr gone = slices_.Get("default/web-1");
+  ASSERT_NE(gone, nullptr);
+  slices_.Delete("default/web-1");
+  c->OnSliceEvent(ObjectEvent{ObjectEvent::Type::kDeleted, *gone});
+  Status s = c->Sync("default/web");
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_THAT(fake_.Actions(),
+              ElementsAre("create endpointslices default/web-"));
+  EXPECT_THAT(Addresses(Written()), ElementsAre("10.244.0.11", "10.244.0.12"));
+}
+
+TEST_F(EndpointSliceControllerTest, AGoneServiceIsSyncedBehindItsWrites) {
+  auto c = New();
+  services_.Upsert(WebService());
+  pods_.Upsert(ServingPod("a", "10.244.0.11", true));
+  ASSERT_TRUE(c->Sync("default/web").ok());
+  // The Service is deleted before the cache saw the slice created for it:
+  // nothing to wait for, the Service's memory of its writes goes.
+  services_.Delete("default/web");
+  fake_.Clear();
+  Status s = c->Sync("default/web");
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_THAT(fake_.Actions(), IsEmpty());
+  // Recreated, with the old slice never seen: a fresh start.
+  services_.Upsert(WebService());
+  s = c->Sync("default/web");
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_THAT(fake_.Actions(),
+              ElementsAre("create endpointslices default/web-"));
+}
+
 TEST_F(EndpointSliceControllerTest, SplitsAtMaxEndpointsPerSlice) {
   auto c = New(/*max_per_slice=*/3);
   services_.Upsert(WebService());

@@ -2,20 +2,15 @@
 
 namespace kplane::controllers {
 
-void ControllerExpectations::ExpectCreations(const std::string& key,
-                                             int count) {
+void ControllerExpectations::SetExpectations(
+    const std::string& key, int creations,
+    const std::set<std::string>& dependent_keys) {
   MutexLock l(&mu_);
-  Entry& e = entries_[key];
-  e.adds += count;
-  e.set_at = clock_->Now();
-}
-
-void ControllerExpectations::ExpectDeletions(
-    const std::string& key, const std::set<std::string>& dependent_keys) {
-  MutexLock l(&mu_);
-  Entry& e = entries_[key];
-  e.deletes.insert(dependent_keys.begin(), dependent_keys.end());
-  e.set_at = clock_->Now();
+  // Replaced, not added to (kube's SetExpectations): callers set them only
+  // once the previous ones are met or expired, and what an expired round
+  // never saw must not be owed by the next.
+  entries_[key] = Entry{
+      .adds = creations, .deletes = dependent_keys, .set_at = clock_->Now()};
 }
 
 void ControllerExpectations::CreationObserved(const std::string& key) {

@@ -13,7 +13,11 @@
 //   DeletionObserved("default/web", "default/web-a")   Satisfied: yes
 //   DeletionObserved("default/web", "default/web-a")   (no effect)
 // An expectation older than `timeout` counts as satisfied, so a lost
-// watch event cannot wedge a controller forever.
+// watch event cannot wedge a controller forever; the next Expect* (or
+// SetExpectations, for both at once) replaces it rather than adding to
+// it, so what it never saw is not owed by the next round. Callers set
+// expectations only when Satisfied, once per sync, with what they are
+// about to create and delete.
 //
 // Thread-safety: all methods may be called concurrently.
 #ifndef KPLANE_CONTROLLERS_EXPECTATIONS_H_
@@ -33,9 +37,16 @@ class ControllerExpectations {
   explicit ControllerExpectations(Clock* clock, Duration timeout = minutes(5))
       : clock_(clock), timeout_(timeout) {}
 
-  void ExpectCreations(const std::string& key, int count);
-  void ExpectDeletions(const std::string& key,
+  // Each replaces what `key` expected before (creations and deletions).
+  void SetExpectations(const std::string& key, int creations,
                        const std::set<std::string>& dependent_keys);
+  void ExpectCreations(const std::string& key, int count) {
+    SetExpectations(key, count, {});
+  }
+  void ExpectDeletions(const std::string& key,
+                       const std::set<std::string>& dependent_keys) {
+    SetExpectations(key, 0, dependent_keys);
+  }
   void CreationObserved(const std::string& key);
   // A create that failed will never be observed.
   void CreationFailed(const std::string& key) { CreationObserved(key); }

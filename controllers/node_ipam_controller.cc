@@ -170,8 +170,16 @@ Status NodeIpamController::Sync(const std::string& key) {
   }
   if (informer::IsConflict(r.status())) return r.status();  // retried
   MutexLock l(&mu_);
-  ReleaseLocked(key);
-  if (informer::IsNotFound(r.status())) return Status::Ok();
+  if (informer::IsNotFound(r.status())) {
+    ReleaseLocked(key);
+    return Status::Ok();
+  }
+  // Only a refusal (4xx) surely left the node without it. After a timeout,
+  // a transport error or a 5xx the PUT may have been applied: the CIDR
+  // stays the node's, and the retry sends it again (kube's
+  // updateCIDRsAllocation keeps it on a server timeout too).
+  const int http = informer::HttpCodeOf(r.status());
+  if (http >= 400 && http < 500) ReleaseLocked(key);
   RecordEvent(*node, "Normal", "CIDRAssignmentFailed",
               "Node " + key + " status is now: CIDRAssignmentFailed");
   return r.status();

@@ -21,7 +21,9 @@
 //     event CIDRNotAvailable ("Node n status is now: CIDRNotAvailable", as
 //     kube's RecordNodeStatusChange) and the key is retried with backoff
 //     (ResourceExhausted), so a node deleted elsewhere frees a CIDR for it.
-//     A failed update releases the CIDR and records CIDRAssignmentFailed.
+//     A failed update records CIDRAssignmentFailed; it releases the CIDR
+//     only when refused (4xx), not after a timeout, transport error or 5xx,
+//     which the server may have applied: the retry sends the same CIDR.
 //
 // Metrics: cidrset_usage_cidrs{clusterCIDR} (fraction in use),
 // cidrset_cidrs_allocations_total{clusterCIDR},

@@ -5,6 +5,7 @@
 
 #include "controllers/test_objects.h"
 #include "controllers/util.h"
+#include "informer/api_errors.h"
 
 namespace kplane::controllers {
 namespace {
@@ -118,12 +119,32 @@ TEST_F(NodeIpamControllerTest, AConflictRetriesWithTheSameCidrAFailureFreesIt) {
   EXPECT_EQ(controller_->used(), 1);
 
   AddNode("b");
-  fake_.FailNext("update nodes b", UnavailableError("down"));
+  // A refusal (4xx): the server did not apply it.
+  metav1::Status invalid;
+  invalid.set_reason("Invalid");
+  invalid.set_code(422);
+  fake_.FailNext("update nodes b", informer::StatusFromApiStatus(invalid, 422));
   EXPECT_FALSE(controller_->Sync("b").ok());
   EXPECT_EQ(controller_->used(), 1);  // released
   EXPECT_THAT(events_->Events(),
               ElementsAre("Normal CIDRAssignmentFailed Node b status is now: "
                           "CIDRAssignmentFailed"));
+}
+
+// kube's updateCIDRsAllocation: a PUT that got no answer may have been
+// applied, so its CIDR must not go to another node.
+TEST_F(NodeIpamControllerTest, ATimeoutKeepsTheCidrForTheRetry) {
+  Start();
+  AddNode("a");
+  fake_.FailNext("update nodes a", DeadlineExceededError("no answer"));
+  EXPECT_FALSE(controller_->Sync("a").ok());
+  EXPECT_EQ(controller_->used(), 1);  // kept
+  AddNode("b");
+  ASSERT_TRUE(controller_->Sync("b").ok());
+  EXPECT_EQ(CidrOf("b"), "10.0.1.0/24");
+  ASSERT_TRUE(controller_->Sync("a").ok());
+  EXPECT_EQ(CidrOf("a"), "10.0.0.0/24");
+  EXPECT_EQ(controller_->used(), 2);
 }
 
 TEST_F(NodeIpamControllerTest, BadFlagsAreRefused) {

@@ -9,8 +9,9 @@
 // Sync(ns):
 //   1. the namespace is not in the cache or not Active: nothing;
 //   2. no ConfigMap: create it (data {ca.crt: the CA}, annotation
-//      kubernetes.io/description); AlreadyExists (the cache lags) and a
-//      403 for a namespace being deleted are not errors;
+//      kubernetes.io/description); AlreadyExists (the cache lags), NotFound
+//      and a 403 for a namespace being deleted (read live) are not errors,
+//      any other 403 is (retried);
 //   3. its data is not exactly {ca.crt: the CA} or the annotation is
 //      missing: update it (PUT with its resourceVersion; 409 is retried).
 //

@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 
 #include "controllers/test_objects.h"
+#include "controllers/util.h"
+#include "informer/api_errors.h"
+#include "objects/time.h"
 
 namespace kplane::controllers {
 namespace {
@@ -93,6 +96,43 @@ TEST_F(RootCAPublisherTest, LeavesNamespacesThatAreNotActive) {
   ASSERT_TRUE(c.Sync("going").ok());
   ASSERT_TRUE(c.Sync("absent").ok());
   EXPECT_THAT(fake_.Actions(), ElementsAre());
+}
+
+// kube's syncNamespace skips only NotFound and the NamespaceTerminating
+// cause; any other refusal is retried.
+TEST_F(RootCAPublisherTest, APlainForbiddenCreateIsRetried) {
+  RootCAPublisher c = New();
+  auto team = NewNamespace("team", "Active");
+  namespaces_.Upsert(team);
+  fake_.SetLive(NamespacesResource(), team);
+  metav1::Status forbidden;
+  forbidden.set_reason("Forbidden");
+  forbidden.set_code(403);
+  forbidden.set_message(
+      "configmaps is forbidden: User \"system:kube-controller-manager\" "
+      "cannot create resource \"configmaps\" in the namespace \"team\"");
+  fake_.FailNext("create configmaps",
+                 informer::StatusFromApiStatus(forbidden, 403));
+  EXPECT_TRUE(informer::IsForbidden(c.Sync("team")));
+}
+
+TEST_F(RootCAPublisherTest, AForbiddenCreateInAnEndingNamespaceIsNot) {
+  RootCAPublisher c = New();
+  namespaces_.Upsert(NewNamespace("team", "Active"));
+  // The cache has not seen the deletion yet; the server has.
+  auto ending = NewNamespace("team", "Terminating");
+  objects::SetTime(ending->mutable_metadata()->mutable_deletiontimestamp(),
+                   int64_t{1700000100});
+  fake_.SetLive(NamespacesResource(), ending);
+  metav1::Status forbidden;
+  forbidden.set_reason("Forbidden");
+  forbidden.set_code(403);
+  forbidden.set_message(
+      "configmaps \"kube-root-ca.crt\" is forbidden: unable to create new "
+      "content in namespace team because it is being terminated");
+  fake_.FailNext("create configmaps",
+                 informer::StatusFromApiStatus(forbidden, 403));
+  EXPECT_TRUE(c.Sync("team").ok());
 }
 
 }  // namespace

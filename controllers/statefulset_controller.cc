@@ -329,11 +329,12 @@ Status StatefulSetController::Sync(const std::string& key) {
     }
     if (p == nullptr) {
       // Below the partition during a rollout a pod is recreated at the
-      // current revision (newVersionedStatefulSetPod).
+      // current revision (newVersionedStatefulSetPod: ordinal < start +
+      // partition, i.e. the index, as the rolling update below counts).
       const bool at_current =
           current_rev != update_rev &&
           spec.updatestrategy().type() != "OnDelete" &&
-          start + i < spec.updatestrategy().rollingupdate().partition();
+          i < spec.updatestrategy().rollingupdate().partition();
       corev1::PodTemplateSpec tmpl = spec.template_();
       if (at_current) {
         StatusOr<corev1::PodTemplateSpec> old = RevisionTemplate(*current_rev);
@@ -366,7 +367,9 @@ Status StatefulSetController::Sync(const std::string& key) {
   // 2b. Condemned pods, highest ordinal first.
   if (!done && !condemned.empty()) {
     if (monotonic) {
-      // Only when every other pod is healthy, one at a time.
+      // One at a time; a target that is not healthy waits unless it is the
+      // first unhealthy pod (kube's processCondemned), so an unhealthy lower
+      // condemned pod does not hold back a healthy higher one.
       const corev1::Pod* unhealthy = nullptr;
       for (const auto& [i, p] : replicas) {
         if (unhealthy == nullptr && p != nullptr && !healthy(*p)) {
@@ -378,7 +381,7 @@ Status StatefulSetController::Sync(const std::string& key) {
       }
       const corev1::Pod& target = *condemned.front();
       if (IsPodTerminating(target) ||
-          (unhealthy != nullptr && unhealthy != &target)) {
+          (!healthy(target) && unhealthy != &target)) {
         done = true;
       } else {
         KeepFirstError(&first_error, delete_pod(target));

@@ -201,6 +201,20 @@ TEST_F(StatefulSetTest, ScaleDownWaitsWhileAnotherPodIsUnhealthy) {
   EXPECT_THAT(Sync(), IsEmpty());
 }
 
+// kube's processCondemned: only a target that is itself unhealthy waits,
+// unless it is the first unhealthy pod.
+TEST_F(StatefulSetTest, ScaleDownDeletesAReadyHighestPastAnUnhealthyOne) {
+  auto set = AddSet(2);
+  AddPod(*set, 0, true, "nginx");
+  AddPod(*set, 1, true, "nginx");
+  AddPod(*set, 2, true, "nginx");
+  AddPod(*set, 3, false, "nginx");
+  auto p4 = AddPod(*set, 4, true, "nginx");
+  EXPECT_THAT(Sync(), ElementsAre("delete pods default/web-4"));
+  pods_.Delete(informer::ObjectKey(*p4));
+  EXPECT_THAT(Sync(), ElementsAre("delete pods default/web-3"));
+}
+
 TEST_F(StatefulSetTest, ParallelScaleDownDeletesEveryCondemnedPod) {
   auto set = AddSet(1, "nginx", "Parallel");
   AddPod(*set, 0, true, "nginx");
@@ -426,6 +440,32 @@ TEST_F(StatefulSetTest, PodBelowThePartitionIsRecreatedAtTheCurrentRevision) {
   sets_.Upsert(set);
   AddPod(*set, 1, true, "nginx:2");
   EXPECT_THAT(Sync(), ElementsAre("create pods default/web-0"));
+  std::shared_ptr<const corev1::Pod> pod;
+  for (const ObjectPtr& w : fake_.Written()) {
+    if (auto p = std::dynamic_pointer_cast<const corev1::Pod>(w)) pod = p;
+  }
+  ASSERT_NE(pod, nullptr);
+  EXPECT_EQ(pod->spec().containers(0).image(), "nginx");
+  EXPECT_EQ(pod->metadata().labels().at(kControllerRevisionHashLabel),
+            v1->metadata().name());
+}
+
+// The partition counts from ordinals.start: ordinal < start + partition
+// (newVersionedStatefulSetPod).
+TEST_F(StatefulSetTest,
+       PodBelowThePartitionIsRecreatedAtTheCurrentRevisionFromStart) {
+  auto set = AddSet(2, "nginx:2");
+  set->mutable_spec()->mutable_ordinals()->set_start(3);
+  set->mutable_spec()
+      ->mutable_updatestrategy()
+      ->mutable_rollingupdate()
+      ->set_partition(1);
+  auto v1 = AddRevision(*set, "nginx", 1);
+  AddRevision(*set, "nginx:2", 2);
+  set->mutable_status()->set_currentrevision(v1->metadata().name());
+  sets_.Upsert(set);
+  AddPod(*set, 4, true, "nginx:2");
+  EXPECT_THAT(Sync(), ElementsAre("create pods default/web-3"));
   std::shared_ptr<const corev1::Pod> pod;
   for (const ObjectPtr& w : fake_.Written()) {
     if (auto p = std::dynamic_pointer_cast<const corev1::Pod>(w)) pod = p;

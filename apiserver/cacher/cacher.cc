@@ -252,7 +252,10 @@ struct Cacher::Impl {
     MutexLock l(&loop_mu);
     return stopping;
   }
-  void MarkBroken();
+  // Ends storage watch `generation`: the reflector relists, and its later
+  // responses are ignored meanwhile (the cache missed a change, so what
+  // follows would skip it).
+  void MarkBroken(uint64_t generation);
   // Drops the window's events past its age bound (CacherOptions); returns
   // how many.
   size_t ExpireWindow() {
@@ -504,7 +507,12 @@ void Cacher::Impl::AwaitWatchEnd() {
   }
 }
 
-void Cacher::Impl::MarkBroken() {
+void Cacher::Impl::MarkBroken(uint64_t generation) {
+  // Past this, the watch's responses count as an old watch's and are
+  // dropped on arrival; until the relist every change after the one it
+  // missed would otherwise be applied and sent, as if that one never
+  // happened. (Compare-and-swap: a newer watch's generation stays.)
+  watch_generation.compare_exchange_strong(generation, generation + 1);
   {
     MutexLock l(&loop_mu);
     watch_broken = true;
@@ -523,7 +531,7 @@ void Cacher::Impl::OnWatchResponse(uint64_t generation,
               << ": storage watch canceled (compact_revision="
               << resp.compact_revision() << ", reason \""
               << resp.cancel_reason() << "\")";
-    MarkBroken();
+    MarkBroken(generation);
     return;
   }
   if (resp.events_size() == 0) {
@@ -542,7 +550,7 @@ void Cacher::Impl::OnWatchResponse(uint64_t generation,
         LOG(ERROR) << "watch cache of " << store->resource().GroupResource()
                    << ": cannot decode " << e.kv().key() << ": " << obj.status()
                    << "; relisting";
-        MarkBroken();
+        MarkBroken(generation);
         return;
       }
       decoded[i] = ObjectPtr(std::move(*obj));

@@ -33,10 +33,11 @@
 //     send_initial_events and allow_bookmarks, one BOOKMARK marked
 //     initial_events_end (docs/api-storage.md has the details);
 //   timeout: the watch closes (Close(OK)) after `timeout`;
-//   relist: when the storage watch breaks (compacted, canceled), every
-//     watcher is closed with Close(OK), as kube-apiserver's cacher does; the
-//     clients re-watch from their last revision and get 410 if the new
-//     window no longer covers it;
+//   relist: when the storage watch breaks (compacted, canceled, or a
+//     change on it that cannot be decoded, after which the rest of it is
+//     ignored), every watcher is closed with Close(OK), as kube-apiserver's
+//     cacher does; the clients re-watch from their last revision and get
+//     410 if the new window no longer covers it;
 //   not ready (initial list, relist): Watch waits up to
 //     `consistent_read_wait`, then fails with kResourceExhausted "storage is
 //     (re)initializing" (kube answers 429 with Retry-After 1); List and Get
@@ -227,7 +228,10 @@ struct CacherOptions {
   // A watcher that is not reading (its sink not Ready) queues the events
   // meant for it; past this many it is closed as too slow, as
   // kube-apiserver's cacheWatcher is ("Forcing watcher close due to
-  // unresponsiveness"), and the client re-watches or relists. 0: no bound.
+  // unresponsiveness"), and the client re-watches or relists. Initial
+  // events (send_initial_events, or the replay of a watch from a revision)
+  // are paced to the client outside this bound: they are the cache's. 0: no
+  // bound.
   size_t max_pending_events = 10000;
   // The same in bytes (the stored size of the queued events' objects): a
   // watcher whose queue would pass this is closed, unless the queue is

@@ -21,8 +21,9 @@ using testing::MakePod;
 using testing::Resource;
 
 // Forwards to the real store; lets a test cut the cacher's storage watch
-// (delivering the canceled response a compaction produces), run something
-// just before the next watch starts, or swallow progress notifications.
+// (delivering the canceled response a compaction produces), deliver
+// responses of its own on it, run something just before the next watch
+// starts, or swallow progress notifications.
 class InterceptKV : public storage::ForwardingKV {
  public:
   using ForwardingKV::ForwardingKV;
@@ -45,7 +46,7 @@ class InterceptKV : public storage::ForwardingKV {
       ++watches_started_;
     }
     started_cv_.notify_all();
-    return ForwardingKV::StartWatch(
+    auto w = ForwardingKV::StartWatch(
         req, [this, state](const etcdserverpb::WatchResponse& r) {
           MutexLock l(&state->mu);
           if (state->cut) return;
@@ -55,6 +56,25 @@ class InterceptKV : public storage::ForwardingKV {
           }
           state->cb(r);
         });
+    if (!w.ok()) return w.status();
+    return std::unique_ptr<storage::Watch>(
+        std::make_unique<HeldWatch>(std::move(*w), state));
+  }
+
+  // Delivers `responses` on the active watch, one after another, as its
+  // stream would. Like the store's own deliveries, they are done before the
+  // watch's destructor returns.
+  void Deliver(const std::vector<etcdserverpb::WatchResponse>& responses) {
+    std::shared_ptr<WatchState> s;
+    {
+      MutexLock l(&mu_);
+      s = active_;
+    }
+    ASSERT_NE(s, nullptr);
+    MutexLock l(&s->mu);
+    for (const etcdserverpb::WatchResponse& r : responses) {
+      if (!s->cut) s->cb(r);
+    }
   }
 
   // Ends the active watch as a compaction would.
@@ -95,6 +115,28 @@ class InterceptKV : public storage::ForwardingKV {
     Mutex mu;
     bool cut = false;
     storage::WatchCallback cb;
+  };
+  // The store's watch, which also waits for a Deliver in progress when it
+  // is destroyed (and ends the state's deliveries), so that a test's
+  // responses and the store's follow the same rule: none after the
+  // destructor.
+  class HeldWatch : public storage::Watch {
+   public:
+    HeldWatch(std::unique_ptr<storage::Watch> inner,
+              std::shared_ptr<WatchState> state)
+        : inner_(std::move(inner)), state_(std::move(state)) {}
+    ~HeldWatch() override {
+      {
+        MutexLock l(&state_->mu);
+        state_->cut = true;
+      }
+      inner_.reset();  // its thread may be waiting for state_->mu
+    }
+    void RequestProgress() override { inner_->RequestProgress(); }
+
+   private:
+    std::unique_ptr<storage::Watch> inner_;
+    std::shared_ptr<WatchState> state_;
   };
   Mutex mu_;
   std::condition_variable started_cv_;
@@ -702,6 +744,50 @@ TEST_F(CacherTest, InitialReplayLargerThanTheQueueIsPacedToAReader) {
   EXPECT_EQ(cacher_->num_watchers(), 1u);
 }
 
+// The same for a watch resumed from a revision: the window's events after
+// it are replayed as the client reads, and only changes queued behind them
+// count toward max_pending_events. The replay is shared with the window,
+// as initial events are with the cache (kube replays it outside the
+// watcher's bounded input channel: cache_watcher.go processInterval); a
+// replay longer than the bound closed the watcher on the next change.
+TEST_F(CacherTest, ReplayFromARevisionLargerThanTheQueueIsPacedToAReader) {
+  StartCacher({.max_pending_events = 5});
+  const int64_t r0 = CreatePod("default", "base");
+  constexpr int kPods = 20;
+  int64_t last = 0;
+  for (int i = 0; i < kPods; ++i) {
+    last = CreatePod("default", "p" + std::to_string(100 + i));
+  }
+  WaitCacheAt(last);
+  auto sink = std::make_shared<PacedSink>(/*credit=*/10);
+  auto fine = std::make_shared<RecordingSink>();
+  // `fine` sits after `sink` in their bucket: once it has a change, `sink`
+  // has been handed it too.
+  auto h1 = MustWatch({.revision = r0}, sink);
+  auto h2 = MustWatch({}, fine);
+  size_t seen = sink->WaitFor(10).size();
+  ASSERT_EQ(seen, 10u);
+  // A change while the replay is paused (10 events to go) queues behind it.
+  const int64_t rz = CreatePod("default", "z");
+  ASSERT_EQ(fine->WaitFor(1).size(), 1u);
+  ASSERT_EQ(sink->closes(), 0) << sink->WaitClosed();
+  while (seen < kPods + 1) {
+    sink->Read(7);
+    std::vector<std::string> got =
+        sink->WaitFor(std::min<size_t>(seen + 7, kPods + 1));
+    ASSERT_GT(got.size(), seen) << "the replay did not resume";
+    seen = got.size();
+  }
+  std::vector<std::string> events = sink->Events();
+  ASSERT_EQ(events.size(), kPods + 1u);
+  EXPECT_EQ(events[0].substr(0, 11), "ADDED p100@");
+  EXPECT_EQ(events[kPods - 1].substr(0, 11), "ADDED p119@");
+  EXPECT_EQ(events[kPods], "ADDED z" + At(rz));
+  EXPECT_EQ(sink->refused(), 0) << "sent to a sink that was not ready";
+  EXPECT_EQ(sink->closes(), 0);
+  EXPECT_EQ(cacher_->num_watchers(), 2u);
+}
+
 TEST_F(CacherTest, WatcherThatStopsReadingIsClosedPastMaxPending) {
   StartCacher({.max_pending_events = 5});
   auto stuck = std::make_shared<PacedSink>(/*credit=*/2);
@@ -1212,6 +1298,43 @@ TEST_F(CacherTest, RelistAfterTheStorageWatchIsCompacted) {
   ASSERT_TRUE(list.ok());
   EXPECT_EQ(list->items.size(), 4u);
   EXPECT_EQ(kv_.watches_started(), 2);
+}
+
+// A change the cache cannot decode is lost to it, so it relists and takes
+// nothing more from that storage watch until then. It used to apply the
+// watch's later responses: watchers got a revision past the lost change,
+// and reads served a state the store never had.
+TEST_F(CacherTest, UndecodableChangeStopsTheStorageWatchUntilTheRelist) {
+  StartCacher();
+  CreatePod("default", "a");
+  const int64_t rb = CreatePod("default", "b");
+  WaitCacheAt(rb);
+  auto sink = std::make_shared<RecordingSink>();
+  auto h = MustWatch({}, sink);
+  // Two responses as the storage watch could carry them: a change of a
+  // whose value does not decode, then b's deletion.
+  etcdserverpb::WatchResponse bad;
+  mvccpb::Event* put = bad.add_events();
+  put->set_type(mvccpb::Event::PUT);
+  put->mutable_kv()->set_key(pods_.Key("default", "a"));
+  put->mutable_kv()->set_value("not a pod");
+  put->mutable_kv()->set_mod_revision(rb + 1);
+  etcdserverpb::WatchResponse deleted;
+  mvccpb::Event* del = deleted.add_events();
+  del->set_type(mvccpb::Event::DELETE);
+  del->mutable_kv()->set_key(pods_.Key("default", "b"));
+  del->mutable_kv()->set_mod_revision(rb + 2);
+  kv_.Deliver({bad, deleted});
+  // The relist closes every watcher; nothing after the lost change came
+  // first.
+  EXPECT_TRUE(sink->WaitClosed().ok());
+  EXPECT_EQ(sink->Events(), std::vector<std::string>{});
+  kv_.WaitWatchesStarted(2);
+  ASSERT_TRUE(cacher_->WaitReady(seconds(20)));
+  EXPECT_EQ(cacher_->revision(), rb);
+  auto list = cacher_->List("default", 0, false, {});
+  ASSERT_TRUE(list.ok()) << list.status();
+  EXPECT_EQ(list->items.size(), 2u);
 }
 
 TEST_F(CacherTest, RelistWhenTheWatchStartsBelowTheCompaction) {

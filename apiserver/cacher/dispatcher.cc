@@ -61,10 +61,23 @@ struct Dispatcher::Watcher {
   size_t snapshot_pos = 0;
   int64_t snapshot_revision = 0;
   bool end_bookmark = false;
+  // The window's events after the revision a watch resumes from, sent
+  // before `pending`. Like the snapshot they are shared with the cache and
+  // count toward neither max_pending bound (kube's cacheWatcher replays
+  // this interval outside its bounded input channel); each is let go once
+  // sent.
+  std::vector<CacheEventPtr> replay;
+  size_t replay_pos = 0;
+  // Changes that arrived while the watcher could not take them.
   std::deque<CacheEventPtr> pending;
   size_t pending_bytes = 0;  // sum of pending's CacheEvent::bytes
   Bucket* bucket = nullptr;
   size_t bucket_pos = 0;
+
+  bool HasBacklog() const {
+    return snapshot || end_bookmark || replay_pos < replay.size() ||
+           !pending.empty();
+  }
 };
 
 class Dispatcher::Handle : public WatchHandle {
@@ -151,8 +164,7 @@ std::unique_ptr<WatchHandle> Dispatcher::Register(WatcherInit init) {
   w->snapshot = std::move(init.snapshot);
   w->snapshot_revision = init.snapshot_revision;
   w->end_bookmark = init.end_bookmark;
-  w->pending.assign(init.replay.begin(), init.replay.end());
-  for (const CacheEventPtr& ev : w->pending) w->pending_bytes += ev->bytes;
+  w->replay = std::move(init.replay);
   Input in{Input::kRegister};
   in.watcher = w;
   {
@@ -252,7 +264,7 @@ void Dispatcher::AddWatcher(std::shared_ptr<Watcher> w) {
     timers_.push(Timer{raw->deadline, raw->id, /*timeout=*/true});
   }
   ScheduleBookmark(raw, raw->start_time);
-  if (raw->snapshot || raw->end_bookmark || !raw->pending.empty()) {
+  if (raw->HasBacklog()) {
     raw->catching_up = true;
     catching_up_.push_back(raw);
   }
@@ -581,6 +593,15 @@ bool Dispatcher::DrainOne(Watcher* w) {
                            w->snapshot_revision, /*initial_events_end=*/true));
     return true;
   }
+  if (w->replay_pos < w->replay.size()) {
+    CacheEventPtr ev = std::move(w->replay[w->replay_pos++]);
+    if (w->replay_pos == w->replay.size()) {
+      w->replay = {};
+      w->replay_pos = 0;
+    }
+    if (WatchEventPtr out = Convert(*w, *ev)) Send(w, out);
+    return true;
+  }
   if (w->pending.empty()) return false;
   CacheEventPtr ev = std::move(w->pending.front());
   w->pending.pop_front();
@@ -603,7 +624,7 @@ bool Dispatcher::DrainBacklogs() {
       ++served;
     }
     if (w->closed) continue;
-    if (!w->snapshot && !w->end_bookmark && w->pending.empty()) {
+    if (!w->HasBacklog()) {
       w->catching_up = false;
     } else if (!paused) {
       more = true;

@@ -24,10 +24,11 @@
 //   -> w1 MODIFIED (shared event), w2 nothing (app=web both times),
 //      w3 MODIFIED, w5 ADDED (it starts matching), w6 DELETED (it stops)
 //
-// A watcher that is still sending initial events ("catching up") queues
-// later changes behind them; catching-up watchers are served in slices of
-// a few hundred events per turn, so one large initial list does not stall
-// everyone else.
+// A watcher that is still sending initial events ("catching up": a
+// snapshot, or the window's events after the revision it resumes from)
+// queues later changes behind them; catching-up watchers are served in
+// slices of a few hundred events per turn, so one large initial list does
+// not stall everyone else.
 //
 // Pacing: a watcher is only sent events while its sink is Ready() (its
 // connection's buffer is below its allowance). When it is not, it becomes
@@ -35,8 +36,9 @@
 // shared events), and the sink's wake-up (NotifyWhenReady) resumes it. So
 // an initial replay of any size goes out as fast as the client reads it,
 // and a client that stops reading costs a small buffer plus its queue; once
-// the queue would pass max_pending_events or max_pending_bytes (unless it
-// is empty) the watcher is closed with ResourceExhausted (counted in
+// the queue (the changes behind its initial events, which are the cache's
+// and not counted) would pass max_pending_events or max_pending_bytes
+// (unless it is empty) the watcher is closed with ResourceExhausted (counted in
 // watchers_terminated) and the client re-watches from its last revision or
 // relists. Before closing it, the dispatcher serves it what its sink takes
 // now: its wake-up may still be in the queue behind a burst of changes,

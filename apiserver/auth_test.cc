@@ -410,6 +410,53 @@ TEST_F(AuthTest, ImpersonationActsAsTheUserWhenAllowed) {
             "impersonating a user");
 }
 
+// Kube's group rules (impersonation.go): system:authenticated is added to
+// an impersonated user only when neither it nor system:unauthenticated was
+// asked for, and an empty Impersonate-User impersonates nobody. Both were
+// off: an "unauthenticated" user came out authenticated too, and an empty
+// header made the request user "".
+TEST_F(AuthTest, ImpersonationGroupsAndAnEmptyUserAsKube) {
+  const char* review = "/apis/authentication.k8s.io/v1/selfsubjectreviews";
+  const char* body =
+      R"({"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"})";
+  auto groups_of = [](const Response& r) {
+    std::vector<std::string> out;
+    const rapidjson::Value* g = r.At({"status", "userInfo", "groups"});
+    if (g != nullptr && g->IsArray()) {
+      for (const auto& v : g->GetArray()) out.push_back(v.GetString());
+    }
+    return out;
+  };
+  // Only in system:unauthenticated, jane lacks what every authenticated
+  // user may do (system:basic-user: create selfsubjectreviews).
+  Response unauth = Do(admin_, "POST", review, body,
+                       {{"Impersonate-User", "jane"},
+                        {"Impersonate-Group", "system:unauthenticated"}});
+  EXPECT_EQ(unauth.code, 403) << unauth.body;
+  EXPECT_EQ(unauth.Str({"message"}),
+            "selfsubjectreviews.authentication.k8s.io is forbidden: User "
+            "\"jane\" cannot create resource \"selfsubjectreviews\" in API "
+            "group \"authentication.k8s.io\" at the cluster scope");
+  Response dev =
+      Do(admin_, "POST", review, body,
+         {{"Impersonate-User", "jane"}, {"Impersonate-Group", "dev"}});
+  ASSERT_EQ(dev.code, 201) << dev.body;
+  EXPECT_EQ(groups_of(dev),
+            (std::vector<std::string>{"dev", "system:authenticated"}));
+
+  Response empty = Do(admin_, "POST", review, body, {{"Impersonate-User", ""}});
+  ASSERT_EQ(empty.code, 201) << empty.body;
+  EXPECT_EQ(empty.Str({"status", "userInfo", "username"}), "kubernetes-admin");
+  // With a group it is a group without a user.
+  Response no_user =
+      Do(admin_, "GET", "/api/v1/namespaces/default/secrets", {},
+         {{"Impersonate-User", ""}, {"Impersonate-Group", "dev"}});
+  EXPECT_EQ(no_user.code, 500) << no_user.body;
+  EXPECT_EQ(no_user.Str({"message"}),
+            "Internal error occurred: requested [group \"dev\"] without "
+            "impersonating a user");
+}
+
 TEST_F(AuthTest, TokenFileUser) {
   Response whoami = WithToken(
       "bob-token-123", "POST",

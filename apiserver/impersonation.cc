@@ -40,6 +40,9 @@ StatusOr<std::optional<Impersonation>> ParseImpersonation(
   for (const auto& [name, value] : headers) {
     const std::string lower = ToLower(name);
     if (lower == "impersonate-user") {
+      // Empty is no user, as kube reads the header (len > 0): not the
+      // user "".
+      if (value.empty()) continue;
       imp.user = value;
       user = true;
     } else if (lower == "impersonate-group") {
@@ -115,7 +118,10 @@ auth::UserInfo ImpersonatedUser(const Impersonation& imp) {
     if (!Contains(u.groups, "system:unauthenticated")) {
       u.groups.push_back("system:unauthenticated");
     }
-  } else if (!Contains(u.groups, "system:authenticated")) {
+  } else if (!Contains(u.groups, "system:authenticated") &&
+             !Contains(u.groups, "system:unauthenticated")) {
+    // Kube's rule: a user impersonated into system:unauthenticated is not
+    // made authenticated as well.
     u.groups.push_back("system:authenticated");
   }
   return u;

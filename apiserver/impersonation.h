@@ -14,8 +14,10 @@
 //                                       (authentication.k8s.io)
 //
 // The user then is the impersonated name, uid and groups, plus
-// system:authenticated (system:unauthenticated for system:anonymous); a
-// ServiceAccount without impersonated groups gets its own groups. Extras
+// system:authenticated unless it or system:unauthenticated is among them
+// (system:anonymous: plus system:unauthenticated); a ServiceAccount without
+// impersonated groups gets its own groups. An empty Impersonate-User is no
+// impersonation (kube's: the header's value must be non-empty). Extras
 // are authorized but carried no further: no authorizer here reads them.
 //
 // Thread-safety: pure functions. Errors: ParseImpersonation returns

@@ -23,7 +23,14 @@ bool NeedsClusterIP(const ServiceSpec& spec) {
          !(spec.clusterips_size() > 0 && spec.clusterips(0) == "None");
 }
 
-bool NeedsNodePorts(const ServiceSpec& spec) {
+// The node ports a Service's spec names are its own (reserved) when it
+// has one of these types, whatever allocateLoadBalancerNodePorts says.
+bool HoldsNodePorts(const ServiceSpec& spec) {
+  return spec.type() == "NodePort" || spec.type() == "LoadBalancer";
+}
+
+// A port without a nodePort gets a free one (kube's shouldAllocateNodePorts).
+bool AllocatesNodePorts(const ServiceSpec& spec) {
   return spec.type() == "NodePort" ||
          (spec.type() == "LoadBalancer" &&
           (!spec.has_allocateloadbalancernodeports() ||
@@ -207,16 +214,18 @@ ApiResult<std::unique_ptr<WriteAllocator::Pending>> ServiceAllocator::Allocate(
 
   // --- node ports ---
   std::set<int> old_ports;
-  if (prev != nullptr && NeedsNodePorts(prev->spec())) {
+  if (prev != nullptr && HoldsNodePorts(prev->spec())) {
     for (const auto& p : prev->spec().ports()) {
       if (p.nodeport() != 0) old_ports.insert(p.nodeport());
     }
   }
   std::set<int> new_ports;
-  if (NeedsNodePorts(*spec)) {
+  if (HoldsNodePorts(*spec)) {
     for (int i = 0; i < spec->ports_size(); ++i) {
       auto* port = spec->mutable_ports(i);
       const int want = port->nodeport();
+      // No new ports, but the ones asked for are taken (kube's alloc.go).
+      if (want == 0 && !AllocatesNodePorts(*spec)) continue;
       if (want != 0 && (old_ports.count(want) || new_ports.count(want))) {
         new_ports.insert(want);
         continue;
@@ -276,7 +285,7 @@ void ServiceAllocator::Release(const google::protobuf::Message& deleted) {
     const int64_t offset = OffsetOf(svc->spec().clusterip());
     if (offset >= 0) all.ReleaseOnCommit(&ips_, offset);
   }
-  if (NeedsNodePorts(svc->spec())) {
+  if (HoldsNodePorts(svc->spec())) {
     std::set<int> released;
     for (const auto& p : svc->spec().ports()) {
       if (p.nodeport() != 0 && released.insert(p.nodeport()).second) {

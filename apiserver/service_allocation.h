@@ -12,10 +12,11 @@
 // ResourceStore after validation):
 //   - a Service that is not ExternalName and not headless (clusterIP None)
 //     gets spec.clusterIP/clusterIPs: the one it asks for, or a free one;
-//   - a NodePort Service, or a LoadBalancer one unless
-//     allocateLoadBalancerNodePorts is false, gets a nodePort on each port:
-//     the one asked for, or a free one (one port number serves the same
-//     port for TCP and UDP);
+//   - a NodePort or LoadBalancer Service holds the nodePorts it asks for,
+//     and a port without one gets a free one, except on a LoadBalancer
+//     with allocateLoadBalancerNodePorts false (no new ports, but the
+//     ones it names are its own, as in kube's alloc.go; one port number
+//     serves the same port for TCP and UDP);
 //   - what the stored Service held and the new one no longer does (a type
 //     change, a removed port) is given back once the update is stored;
 //   - a failed write gives back what it took; a delete gives back all.

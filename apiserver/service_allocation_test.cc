@@ -231,6 +231,63 @@ TEST(ServiceAllocationTest, NodePorts) {
       201);
 }
 
+// A LoadBalancer with allocateLoadBalancerNodePorts false gets no new node
+// ports, but those it names are its own (kube's alloc.go: "Don't allocate
+// new ports, but do respect specific requests"), also after a switch from
+// true, which used to give back every port the stored spec still names:
+// either way a second Service could take the same port.
+TEST(ServiceAllocationTest, LoadBalancerWithoutNodePortAllocationKeepsItsOwn) {
+  TestServer server;
+  const std::string no_alloc =
+      R"("type":"LoadBalancer","allocateLoadBalancerNodePorts":false)";
+  Response named = server.Post(
+      kServices, ServiceJson("named", no_alloc,
+                             R"([{"port":80,"name":"a","nodePort":30080},
+                                             {"port":81,"name":"b"}])"));
+  ASSERT_EQ(named.code, 201) << named.body;
+  EXPECT_EQ(NodePort(named), 30080);
+  EXPECT_EQ(NodePort(named, 1), 0) << "allocated with allocation off";
+  Response twice =
+      server.Post(kServices, ServiceJson("twice", R"("type":"NodePort")",
+                                         R"([{"port":80,"nodePort":30080}])"));
+  EXPECT_EQ(twice.code, 422) << twice.body;
+  EXPECT_EQ(twice.Str({"message"}),
+            "Service \"twice\" is invalid: spec.ports[0].nodePort: Invalid "
+            "value: 30080: provided port is already allocated");
+
+  Response lb =
+      server.Post(kServices, ServiceJson("lb", R"("type":"LoadBalancer")",
+                                         R"([{"port":80,"nodePort":30090}])"));
+  ASSERT_EQ(lb.code, 201) << lb.body;
+  Response off = server.Put(
+      std::string(kServices) + "/lb",
+      ServiceJson("lb", no_alloc, R"([{"port":80,"nodePort":30090}])"));
+  ASSERT_EQ(off.code, 200) << off.body;
+  EXPECT_EQ(NodePort(off), 30090);
+  Response again =
+      server.Post(kServices, ServiceJson("again", R"("type":"NodePort")",
+                                         R"([{"port":80,"nodePort":30090}])"));
+  EXPECT_EQ(again.code, 422) << again.body;
+  EXPECT_EQ(again.Str({"message"}),
+            "Service \"again\" is invalid: spec.ports[0].nodePort: Invalid "
+            "value: 30090: provided port is already allocated");
+  // A delete gives them back.
+  EXPECT_EQ(server.Delete(std::string(kServices) + "/lb").code, 200);
+  EXPECT_EQ(
+      server
+          .Post(kServices, ServiceJson("now", R"("type":"NodePort")",
+                                       R"([{"port":80,"nodePort":30090}])"))
+          .code,
+      201);
+  EXPECT_EQ(server.Delete(std::string(kServices) + "/named").code, 200);
+  EXPECT_EQ(
+      server
+          .Post(kServices, ServiceJson("later", R"("type":"NodePort")",
+                                       R"([{"port":80,"nodePort":30080}])"))
+          .code,
+      201);
+}
+
 TEST(ServiceAllocationTest, RestartsAndTwoApiServersOnOneStore) {
   TestServer first;
   ASSERT_EQ(

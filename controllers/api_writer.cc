@@ -2,6 +2,7 @@
 
 #include <optional>
 
+#include "informer/api_errors.h"
 #include "objects/meta.h"
 
 namespace kplane::controllers {
@@ -23,6 +24,14 @@ std::string Target(const objects::ResourceInfo& r, std::string_view sub,
   return s;
 }
 }  // namespace
+
+bool CreateRefusedInEndingNamespace(ApiWriter* api, const Status& create,
+                                    std::string_view ns) {
+  if (!informer::IsForbidden(create)) return false;
+  StatusOr<ObjectPtr> live = api->Get(NamespacesResource(), "", ns);
+  if (informer::IsNotFound(live.status())) return true;
+  return live.ok() && objects::IsBeingDeleted(*objects::GetObjectMeta(**live));
+}
 
 StatusOr<ObjectPtr> RestApiWriter::Create(
     const objects::ResourceInfo& resource,

@@ -86,6 +86,15 @@ class ApiWriter {
   virtual StatusOr<ObjectPtr> Finalize(const corev1::Namespace& ns) = 0;
 };
 
+// Whether `create` (a create's result in namespace `ns`) is the 403 an API
+// server answers while `ns` is being deleted: nothing to do then, the
+// namespace controller is emptying it. Kube checks the Status cause
+// NamespaceTerminating, which does not survive into a kplane Status, so the
+// namespace is read live through `api` (gone counts as ending). Any other
+// 403 (RBAC, an admission webhook) is an error to retry.
+bool CreateRefusedInEndingNamespace(ApiWriter* api, const Status& create,
+                                    std::string_view ns);
+
 class RestApiWriter : public ApiWriter {
  public:
   explicit RestApiWriter(informer::RestClient* client) : client_(client) {}

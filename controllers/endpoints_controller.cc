@@ -225,9 +225,9 @@ Status EndpointsController::Sync(const std::string& key) {
     StatusOr<informer::ObjectPtr> r =
         options_.api->Create(EndpointsResource(), desired);
     if (r.ok()) return Status::Ok();
-    // A 403 for a namespace being deleted: the namespace controller is
-    // emptying it.
-    if (informer::IsForbidden(r.status())) return Status::Ok();
+    if (CreateRefusedInEndingNamespace(options_.api, r.status(), ns)) {
+      return Status::Ok();
+    }
     return r.status();
   }
   const auto& current = static_cast<const corev1::Endpoints&>(*cached_ep);

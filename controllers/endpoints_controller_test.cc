@@ -73,6 +73,25 @@ class EndpointsControllerTest : public ::testing::Test {
   informer::Indexer endpoints_;
 };
 
+// A 403 on create is only skipped while the namespace is being deleted
+// (the namespace controller is emptying it); any other refusal (RBAC, a
+// webhook) is an error, retried.
+TEST_F(EndpointsControllerTest,
+       AForbiddenCreateIsRetriedUnlessTheNamespaceEnds) {
+  EndpointsController c = New();
+  services_.Upsert(NewService("web", {{"app", "web"}}));
+  pods_.Upsert(ServingPod("a", "10.244.0.11", true));
+  fake_.SetLive(NamespacesResource(), LiveNamespace("default", false));
+  fake_.FailNext("create endpoints", ForbiddenStatus("forbidden by policy"));
+  EXPECT_TRUE(informer::IsForbidden(c.Sync("default/web")));
+
+  fake_.SetLive(NamespacesResource(), LiveNamespace("default", true));
+  fake_.FailNext("create endpoints",
+                 ForbiddenStatus("unable to create new content in namespace "
+                                 "default because it is being terminated"));
+  EXPECT_TRUE(c.Sync("default/web").ok());
+}
+
 TEST_F(EndpointsControllerTest, ReadyAndNotReadyPodsByPort) {
   EndpointsController c = New();
   services_.Upsert(NewService("web", {{"app", "web"}}));

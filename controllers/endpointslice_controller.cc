@@ -417,9 +417,9 @@ Status EndpointSliceController::Sync(const std::string& key) {
     StatusOr<informer::ObjectPtr> r =
         options_.api->Create(EndpointSlicesResource(), slice);
     if (!r.ok()) {
-      // A 403 for a namespace being deleted: the namespace controller is
-      // emptying it.
-      if (informer::IsForbidden(r.status())) return Status::Ok();
+      if (CreateRefusedInEndingNamespace(options_.api, r.status(), ns)) {
+        return Status::Ok();
+      }
       return r.status();
     }
     Remember(key, objects::Name(**r), objects::ResourceVersion(**r));

@@ -146,6 +146,25 @@ TEST_F(EndpointSliceControllerTest, EndpointsWithConditionsPortsAndLabels) {
   EXPECT_THAT(Addresses(*without), ElementsAre("10.244.0.16"));
 }
 
+// As the Endpoints controller: a 403 on create is skipped only while the
+// namespace is being deleted.
+TEST_F(EndpointSliceControllerTest,
+       AForbiddenCreateIsRetriedUnlessTheNamespaceEnds) {
+  auto c = New();
+  services_.Upsert(WebService());
+  pods_.Upsert(ServingPod("a", "10.244.0.11", true));
+  fake_.SetLive(NamespacesResource(), LiveNamespace("default", false));
+  fake_.FailNext("create endpointslices",
+                 ForbiddenStatus("forbidden by policy"));
+  EXPECT_TRUE(informer::IsForbidden(c->Sync("default/web")));
+
+  fake_.SetLive(NamespacesResource(), LiveNamespace("default", true));
+  fake_.FailNext("create endpointslices",
+                 ForbiddenStatus("unable to create new content in namespace "
+                                 "default because it is being terminated"));
+  EXPECT_TRUE(c->Sync("default/web").ok());
+}
+
 TEST_F(EndpointSliceControllerTest, KeepsEndpointsInPlaceAndWritesOnlyChanges) {
   auto c = New();
   services_.Upsert(WebService());

@@ -1,10 +1,8 @@
 #include "controllers/root_ca_publisher.h"
 
 #include "base/logging.h"
-#include "controllers/util.h"
 #include "informer/api_errors.h"
 #include "informer/rest_client.h"
-#include "objects/meta.h"
 
 namespace kplane::controllers {
 
@@ -23,18 +21,6 @@ const objects::ResourceInfo& ConfigMapsResource() {
       informer::RestClient::ResourceFor<corev1::ConfigMap>();
   CHECK(r != nullptr);
   return *r;
-}
-
-// A create refused with 403 because the namespace is being deleted: kube
-// skips only the NamespaceTerminating cause, which does not survive into a
-// kplane Status, so the namespace is read live (as the service account
-// controller does). Any other 403 is an error, retried.
-bool NamespaceEnding(ApiWriter* api, const Status& create,
-                     const std::string& ns) {
-  if (!informer::IsForbidden(create)) return false;
-  StatusOr<informer::ObjectPtr> live = api->Get(NamespacesResource(), "", ns);
-  if (informer::IsNotFound(live.status())) return true;
-  return live.ok() && objects::IsBeingDeleted(*objects::GetObjectMeta(**live));
 }
 
 }  // namespace
@@ -79,7 +65,7 @@ Status RootCAPublisher::Sync(const std::string& key) {
     (*cm.mutable_data())[kCAKey] = options_.root_ca_pem;
     Status s = options_.api->Create(ConfigMapsResource(), cm).status();
     if (s.ok() || informer::IsAlreadyExists(s) || informer::IsNotFound(s) ||
-        NamespaceEnding(options_.api, s, key)) {
+        CreateRefusedInEndingNamespace(options_.api, s, key)) {
       return Status::Ok();
     }
     return s;

@@ -20,18 +20,6 @@ const objects::ResourceInfo& ServiceAccountsResource() {
 
 }  // namespace
 
-// A create refused with 403 because the namespace is being deleted (kube
-// checks the Status cause NamespaceTerminating; the cause does not survive
-// into a kplane Status, so the namespace is read live instead): nothing to
-// do, the namespace controller is emptying it.
-bool ServiceAccountsController::NamespaceEnding(const Status& create,
-                                                const std::string& ns) const {
-  if (!informer::IsForbidden(create)) return false;
-  StatusOr<ObjectPtr> live = options_.api->Get(NamespacesResource(), "", ns);
-  if (informer::IsNotFound(live.status())) return true;
-  return live.ok() && objects::IsBeingDeleted(*objects::GetObjectMeta(**live));
-}
-
 ServiceAccountsController::ServiceAccountsController(
     ServiceAccountsControllerOptions options)
     : Controller("serviceaccount", options.clock, options.metrics),
@@ -73,7 +61,8 @@ Status ServiceAccountsController::Sync(const std::string& key) {
     Status s = options_.api->Create(ServiceAccountsResource(), sa).status();
     if (s.ok()) {
       LOG(INFO) << "serviceaccount: created " << key << "/" << name;
-    } else if (!informer::IsAlreadyExists(s) && !NamespaceEnding(s, key)) {
+    } else if (!informer::IsAlreadyExists(s) &&
+               !CreateRefusedInEndingNamespace(options_.api, s, key)) {
       result = s;  // the others are still tried
     }
   }

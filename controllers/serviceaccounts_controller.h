@@ -56,7 +56,6 @@ class ServiceAccountsController : public Controller {
 
  private:
   bool Managed(const std::string& name) const;
-  bool NamespaceEnding(const Status& create, const std::string& ns) const;
 
   ServiceAccountsControllerOptions options_;
 };

@@ -7,9 +7,10 @@
 #include <memory>
 #include <string>
 
-#include "objects/time.h"
 #include "controllers/util.h"
+#include "informer/api_errors.h"
 #include "informer/indexer.h"
+#include "objects/time.h"
 
 namespace kplane::controllers::testing {
 
@@ -102,6 +103,28 @@ inline std::shared_ptr<appsv1::Deployment> NewDeployment(
   d->mutable_spec()->set_progressdeadlineseconds(600);
   d->mutable_spec()->set_revisionhistorylimit(10);
   return d;
+}
+
+// A namespace as the API server holds it: Active, or being deleted.
+inline std::shared_ptr<corev1::Namespace> LiveNamespace(const std::string& name,
+                                                        bool being_deleted) {
+  auto ns = std::make_shared<corev1::Namespace>();
+  SetMeta(ns->mutable_metadata(), "", name);
+  ns->mutable_status()->set_phase(being_deleted ? "Terminating" : "Active");
+  if (being_deleted) {
+    objects::SetTime(ns->mutable_metadata()->mutable_deletiontimestamp(),
+                     int64_t{1700000100});
+  }
+  return ns;
+}
+
+// A create's 403, as the REST client reports it.
+inline Status ForbiddenStatus(const std::string& message) {
+  metav1::Status forbidden;
+  forbidden.set_reason("Forbidden");
+  forbidden.set_code(403);
+  forbidden.set_message(message);
+  return informer::StatusFromApiStatus(forbidden, 403);
 }
 
 inline std::shared_ptr<corev1::Node> NewNode(const std::string& name,

@@ -120,6 +120,33 @@ class StatefulSetTest : public ::testing::Test {
     return nullptr;
   }
 
+  // Two replicas from ordinal `start`, partition 1, the second pod at the
+  // update revision and the first gone: it comes back at the current
+  // revision (newVersionedStatefulSetPod: ordinal < start + partition).
+  void ExpectFirstPodRecreatedAtTheCurrentRevision(int start) {
+    auto set = AddSet(2, "nginx:2");
+    if (start != 0) set->mutable_spec()->mutable_ordinals()->set_start(start);
+    set->mutable_spec()
+        ->mutable_updatestrategy()
+        ->mutable_rollingupdate()
+        ->set_partition(1);
+    auto v1 = AddRevision(*set, "nginx", 1);
+    AddRevision(*set, "nginx:2", 2);
+    set->mutable_status()->set_currentrevision(v1->metadata().name());
+    sets_.Upsert(set);
+    AddPod(*set, start + 1, true, "nginx:2");
+    EXPECT_THAT(Sync(), ElementsAre("create pods default/web-" +
+                                    std::to_string(start)));
+    std::shared_ptr<const corev1::Pod> pod;
+    for (const ObjectPtr& w : fake_.Written()) {
+      if (auto p = std::dynamic_pointer_cast<const corev1::Pod>(w)) pod = p;
+    }
+    ASSERT_NE(pod, nullptr);
+    EXPECT_EQ(pod->spec().containers(0).image(), "nginx");
+    EXPECT_EQ(pod->metadata().labels().at(kControllerRevisionHashLabel),
+              v1->metadata().name());
+  }
+
   FakeClock clock_;
   metrics::Registry reg_;
   FakeApiWriter fake_;
@@ -429,51 +456,13 @@ TEST_F(StatefulSetTest, NameTakenByOtherDataBumpsTheCollisionCount) {
 }
 
 TEST_F(StatefulSetTest, PodBelowThePartitionIsRecreatedAtTheCurrentRevision) {
-  auto set = AddSet(2, "nginx:2");
-  set->mutable_spec()
-      ->mutable_updatestrategy()
-      ->mutable_rollingupdate()
-      ->set_partition(1);
-  auto v1 = AddRevision(*set, "nginx", 1);
-  AddRevision(*set, "nginx:2", 2);
-  set->mutable_status()->set_currentrevision(v1->metadata().name());
-  sets_.Upsert(set);
-  AddPod(*set, 1, true, "nginx:2");
-  EXPECT_THAT(Sync(), ElementsAre("create pods default/web-0"));
-  std::shared_ptr<const corev1::Pod> pod;
-  for (const ObjectPtr& w : fake_.Written()) {
-    if (auto p = std::dynamic_pointer_cast<const corev1::Pod>(w)) pod = p;
-  }
-  ASSERT_NE(pod, nullptr);
-  EXPECT_EQ(pod->spec().containers(0).image(), "nginx");
-  EXPECT_EQ(pod->metadata().labels().at(kControllerRevisionHashLabel),
-            v1->metadata().name());
+  ExpectFirstPodRecreatedAtTheCurrentRevision(0);
 }
 
-// The partition counts from ordinals.start: ordinal < start + partition
-// (newVersionedStatefulSetPod).
+// The partition counts from ordinals.start.
 TEST_F(StatefulSetTest,
        PodBelowThePartitionIsRecreatedAtTheCurrentRevisionFromStart) {
-  auto set = AddSet(2, "nginx:2");
-  set->mutable_spec()->mutable_ordinals()->set_start(3);
-  set->mutable_spec()
-      ->mutable_updatestrategy()
-      ->mutable_rollingupdate()
-      ->set_partition(1);
-  auto v1 = AddRevision(*set, "nginx", 1);
-  AddRevision(*set, "nginx:2", 2);
-  set->mutable_status()->set_currentrevision(v1->metadata().name());
-  sets_.Upsert(set);
-  AddPod(*set, 4, true, "nginx:2");
-  EXPECT_THAT(Sync(), ElementsAre("create pods default/web-3"));
-  std::shared_ptr<const corev1::Pod> pod;
-  for (const ObjectPtr& w : fake_.Written()) {
-    if (auto p = std::dynamic_pointer_cast<const corev1::Pod>(w)) pod = p;
-  }
-  ASSERT_NE(pod, nullptr);
-  EXPECT_EQ(pod->spec().containers(0).image(), "nginx");
-  EXPECT_EQ(pod->metadata().labels().at(kControllerRevisionHashLabel),
-            v1->metadata().name());
+  ExpectFirstPodRecreatedAtTheCurrentRevision(3);
 }
 
 TEST_F(StatefulSetTest, RevisionsOfADeletedSetAreDeleted) {

@@ -3134,7 +3134,8 @@ Status ApiServer::Start() {
       .pods = m.pods->rest.get(),
       .pdbs = m.by_key.at("policy/v1/poddisruptionbudgets")->rest.get(),
       .clock = m.opts.clock,
-      .before_budget_write = m.opts.eviction_budget_write_hook});
+      .before_budget_write = m.opts.eviction_budget_write_hook,
+      .before_pod_delete = m.opts.eviction_pod_delete_hook});
   // ServiceAccount tokens after the token file (kube's order); the chain
   // borrows the authenticator, which the Impl owns.
   if (m.service_account_tokens != nullptr &&

@@ -177,6 +177,9 @@ struct ApiServerOptions {
   // Tests only: pods/eviction calls this with a budget's name between
   // reading it and writing its decremented status (apiserver/eviction.h).
   std::function<void(std::string_view pdb)> eviction_budget_write_hook;
+  // Tests only: pods/eviction calls this with the pod's name between
+  // reading a pod it may delete without a budget and deleting it.
+  std::function<void(std::string_view pod)> eviction_pod_delete_hook;
   // pods/log (apiserver/pod_logs.h): the client context the apiserver
   // shows the kubelets (kube's --kubelet-client-certificate/-key, trusting
   // --kubelet-certificate-authority); null: plain HTTP to the kubelets.

@@ -21,8 +21,8 @@ using objects::corev1::Pod;
 using objects::metav1::DeleteOptions;
 using objects::policyv1::PodDisruptionBudget;
 
-// kube's EvictionsRetry has 20 steps.
-constexpr int kBudgetWriteTries = 20;
+// kube's EvictionsRetry has 20 steps (budget writes, direct deletes).
+constexpr int kEvictionTries = 20;
 // kube's MaxDisruptedPodSize.
 constexpr int kMaxDisruptedPods = 2000;
 
@@ -40,6 +40,15 @@ bool CanIgnoreBudgets(const Pod& pod) {
          objects::IsBeingDeleted(pod.metadata());
 }
 
+// shouldEnforceResourceVersion: a pod that has already disrupted (terminal,
+// or on its way out) cannot turn Ready meanwhile, so a change since the
+// read (its kubelet's status writes) is no reason to refuse the delete.
+bool ShouldEnforceResourceVersion(const Pod& pod) {
+  const std::string& phase = pod.status().phase();
+  return phase != "Succeeded" && phase != "Failed" &&
+         !objects::IsBeingDeleted(pod.metadata());
+}
+
 // policy/v1: a missing selector matches nothing, an empty one every pod.
 bool Selects(const PodDisruptionBudget& pdb, const Pod& pod) {
   if (!pdb.spec().has_selector()) return false;
@@ -51,8 +60,9 @@ bool Selects(const PodDisruptionBudget& pdb, const Pod& pod) {
   return s->Matches(labels);
 }
 
-ApiError Denied(std::string cause) {
-  ApiError e = ApiError::TooManyRequests(kEvictionDeniedMessage, 0);
+ApiError Denied(std::string cause, int retry_after_seconds = 0) {
+  ApiError e =
+      ApiError::TooManyRequests(kEvictionDeniedMessage, retry_after_seconds);
   e.causes.push_back({"DisruptionBudget", std::move(cause), ""});
   return e;
 }
@@ -60,7 +70,8 @@ ApiError Denied(std::string cause) {
 // createTooManyRequestsError.
 ApiError BudgetNotReady(const std::string& pdb) {
   return Denied("The disruption budget " + pdb +
-                " is still being processed by the server.");
+                    " is still being processed by the server.",
+                /*retry_after_seconds=*/10);
 }
 
 bool HasResourceVersionPrecondition(const DeleteOptions& o) {
@@ -96,21 +107,32 @@ ApiResult<objects::metav1::Status> Evictions::Evict(
   objects::metav1::Status success;
   success.set_status("Success");
 
-  ApiResult<ObjectPtr> got = options_.pods->Get(ns, name, "");
-  if (std::holds_alternative<ApiError>(got)) return std::get<ApiError>(got);
-  const Pod& pod = static_cast<const Pod&>(*std::get<ObjectPtr>(got));
-
-  if (CanIgnoreBudgets(pod)) {
-    // Already disrupted (or not yet running): deleted directly, unless it
-    // changed since we looked.
+  ObjectPtr read;
+  for (int attempt = 0;; ++attempt) {
+    ApiResult<ObjectPtr> got = options_.pods->Get(ns, name, "");
+    if (std::holds_alternative<ApiError>(got)) return std::get<ApiError>(got);
+    read = std::get<ObjectPtr>(got);
+    const Pod& pod = static_cast<const Pod&>(*read);
+    if (!CanIgnoreBudgets(pod)) break;
+    // Already disrupted (or not yet running): deleted directly. A pod not
+    // yet running is deleted only as read, lest it turned Ready meanwhile.
+    if (options_.before_pod_delete) options_.before_pod_delete(name);
     DeleteOptions guarded = delete_options;
-    if (!HasResourceVersionPrecondition(guarded)) {
+    if (ShouldEnforceResourceVersion(pod) &&
+        !HasResourceVersionPrecondition(guarded)) {
       guarded.mutable_preconditions()->set_resourceversion(
           pod.metadata().resourceversion());
     }
-    if (auto e = MarkAndDelete(ns, name, guarded, dry_run)) return *e;
-    return success;
+    std::optional<ApiError> e = MarkAndDelete(ns, name, guarded, dry_run);
+    if (!e) return success;
+    // A conflict with our own precondition reads the pod again (kube's
+    // retry.OnError); one with the client's is the client's answer.
+    if (e->code != 409 || HasResourceVersionPrecondition(delete_options) ||
+        attempt + 1 >= kEvictionTries) {
+      return *e;
+    }
   }
+  const Pod& pod = static_cast<const Pod&>(*read);
 
   ApiResult<ListResult> listed = options_.pdbs->List(ns, ListParams{}, nullptr);
   if (std::holds_alternative<ApiError>(listed)) {
@@ -167,7 +189,7 @@ std::optional<ApiError> Evictions::TakeDisruption(std::string_view ns,
                                                   PodDisruptionBudget pdb,
                                                   bool dry_run) {
   const std::string name = pdb.metadata().name();
-  for (int attempt = 0; attempt < kBudgetWriteTries; ++attempt) {
+  for (int attempt = 0; attempt < kEvictionTries; ++attempt) {
     if (attempt > 0) {
       ApiResult<ObjectPtr> fresh = options_.pdbs->Get(ns, name, "");
       if (std::holds_alternative<ApiError>(fresh)) {
@@ -280,7 +302,7 @@ std::optional<ApiError> Evictions::MarkAndDelete(std::string_view ns,
         break;
       }
       const ApiError& e = std::get<ApiError>(w);
-      if (e.code != 409 || guarded || attempt + 1 >= kBudgetWriteTries) {
+      if (e.code != 409 || guarded || attempt + 1 >= kEvictionTries) {
         return e;
       }
     }

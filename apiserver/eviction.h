@@ -6,8 +6,11 @@
 //   1. The Eviction's name must be the URL's (400 "name in URL does not
 //      match name in Eviction object"); the pod must exist (404).
 //   2. A pod that is Pending, Succeeded, Failed or being deleted is
-//      deleted at once (no budget is consulted; a resourceVersion
-//      precondition from the pod read guards the delete).
+//      deleted at once (no budget is consulted). A Pending pod's delete
+//      is guarded by a resourceVersion precondition from the pod read
+//      (kube's shouldEnforceResourceVersion: a terminal or terminating
+//      pod has no such guard); a conflict reads the pod again (20 tries)
+//      unless the client set a resourceVersion precondition itself.
 //   3. Otherwise the budgets of the namespace whose selector matches the
 //      pod are read: more than one is a 500 ("This pod has more than one
 //      PodDisruptionBudget, which the eviction subresource does not
@@ -19,7 +22,8 @@
 //   5. Else the budget is checked and decremented: status not yet
 //      observed (observedGeneration < generation) or disruptionsAllowed 0
 //      answer 429 TooManyRequests "Cannot evict pod as it would violate
-//      the pod's disruption budget." with a DisruptionBudget cause; else
+//      the pod's disruption budget." with a DisruptionBudget cause (and
+//      Retry-After 10 for the unobserved budget, as kube); else
 //      disruptionsAllowed-1 and disruptedPods[pod] = now are written
 //      through /status with the budget's resourceVersion as precondition,
 //      so that two evictions cannot both take the last disruption: a
@@ -58,6 +62,9 @@ struct EvictionOptions {
   // Tests only: called with the budget's name after it was read and before
   // its decremented status is written.
   std::function<void(std::string_view pdb)> before_budget_write;
+  // Tests only: called with the pod's name after a pod that needs no
+  // budget (step 2) was read and before it is marked and deleted.
+  std::function<void(std::string_view pod)> before_pod_delete;
 };
 
 class Evictions {

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <string>
 
 #include "apiserver/test_server.h"
 
@@ -146,6 +147,8 @@ TEST(EvictionTest, ABudgetWithoutDisruptionsAnswers429) {
   Response fresh = Evict(s, "b");
   ASSERT_EQ(fresh.code, 429) << fresh.body;
   EXPECT_THAT(fresh.body, HasSubstr("is still being processed by the server"));
+  // kube's createTooManyRequestsError suggests 10 s.
+  EXPECT_EQ(fresh.headers.Get("Retry-After"), "10");
 
   // Pods that are not running yet need no budget.
   ASSERT_EQ(s.Post(kPods, R"({"metadata":{"name":"pending","labels":{
@@ -199,6 +202,77 @@ TEST(EvictionTest, AConcurrentEvictionMakesTheWriteConflict) {
   EXPECT_EQ(r.code, 429) << r.body;
   EXPECT_EQ(calls.load(), 1);
   EXPECT_FALSE(Terminating(s, "a"));
+}
+
+// A pod that needs no budget changes between the eviction's read and its
+// delete (a kubelet's status write, a controller's label): kube does not
+// guard a terminal or terminating pod with the read resourceVersion
+// (shouldEnforceResourceVersion), and reads a Pending pod again after a
+// conflict (retry.OnError(EvictionsRetry, IsConflict)) unless the client
+// set the resourceVersion precondition itself. A 409 here fails
+// `kubectl drain`.
+TEST(EvictionTest, APodThatChangesBeforeTheDirectDeleteIsStillEvicted) {
+  std::atomic<uint16_t> port{0};
+  std::atomic<int> changes{0};  // how many reads the hook still follows
+  std::atomic<int> touched{0};
+  TestServer s([&](ApiServerOptions* o) {
+    o->eviction_pod_delete_hook = [&](std::string_view pod) {
+      if (changes.fetch_sub(1) <= 0) return;
+      net::HttpClient other("127.0.0.1", port.load());
+      net::HttpHeaders h;
+      h.Add("Content-Type", "application/merge-patch+json");
+      StatusOr<net::HttpResponse> r =
+          other.Request("PATCH", std::string(kPods) + "/" + std::string(pod), h,
+                        R"({"metadata":{"labels":{"touched":")" +
+                            std::to_string(++touched) + R"("}}})");
+      ASSERT_TRUE(r.ok()) << r.status();
+      ASSERT_EQ(r->status, 200) << r->body;
+    };
+  });
+  port = s.port();
+
+  // Terminal.
+  RunningPod(s, "done");
+  Response st = s.Patch(std::string(kPods) + "/done/status",
+                        R"({"status":{"phase":"Succeeded"}})",
+                        "application/merge-patch+json");
+  ASSERT_EQ(st.code, 200) << st.body;
+  changes = 1;
+  Response done = Evict(s, "done");
+  EXPECT_EQ(done.code, 201) << done.body;
+  EXPECT_TRUE(Terminating(s, "done"));
+
+  // Terminating.
+  RunningPod(s, "leaving");
+  ASSERT_EQ(s.Delete(std::string(kPods) + "/leaving").code, 200);
+  ASSERT_TRUE(Terminating(s, "leaving"));
+  changes = 1;
+  Response leaving = Evict(s, "leaving");
+  EXPECT_EQ(leaving.code, 201) << leaving.body;
+
+  // Pending: guarded by the resourceVersion, read again after the conflict.
+  ASSERT_EQ(s.Post(kPods, R"({"metadata":{"name":"pending"},"spec":{
+      "containers":[{"name":"c","image":"nginx"}]}})")
+                .code,
+            201);
+  changes = 1;
+  Response pending = Evict(s, "pending");
+  EXPECT_EQ(pending.code, 201) << pending.body;
+  EXPECT_TRUE(Terminating(s, "pending"));
+
+  // The client's own precondition is not retried.
+  ASSERT_EQ(s.Post(kPods, R"({"metadata":{"name":"pinned"},"spec":{
+      "containers":[{"name":"c","image":"nginx"}]}})")
+                .code,
+            201);
+  const std::string rv = s.Get(std::string(kPods) + "/pinned")
+                             .Str({"metadata", "resourceVersion"});
+  changes = 1;
+  Response pinned =
+      Evict(s, "pinned", "",
+            R"({"preconditions":{"resourceVersion":")" + rv + R"("}})");
+  EXPECT_EQ(pinned.code, 409) << pinned.body;
+  EXPECT_FALSE(Terminating(s, "pinned"));
 }
 
 TEST(EvictionTest, UnreadyPodsAndTwoBudgets) {

@@ -45,14 +45,23 @@ std::string FromBigEndian(const std::string& data, size_t bytes) {
 }  // namespace
 
 RangeAllocator::RangeAllocator(storage::KV* kv, std::string key,
-                               std::string range, int64_t size)
+                               std::string range, int64_t size, Kind kind)
     : kv_(kv),
       key_(std::move(key)),
       range_(std::move(range)),
       size_(size),
+      band_(StaticBand(kind, size)),
       rand_(std::random_device{}()) {}
 
-int64_t RangeAllocator::StaticBand(int64_t size) {
+int64_t RangeAllocator::StaticBand(Kind kind, int64_t size) {
+  // calculateRangeOffset of kube's ipallocator and portallocator: the same
+  // shape, other constants. Matching them keeps the ports kube leaves to
+  // explicit requests (86 of the default 2768, not 173) the same here.
+  if (kind == Kind::kNodePorts) {
+    constexpr int64_t kMin = 16, kMax = 128, kStep = 32;
+    if (size <= kMin) return 0;
+    return std::clamp(size / kStep, kMin, kMax);
+  }
   constexpr int64_t kMin = 16, kMax = 256, kStep = 16;
   if (size < kMin) return 0;
   return std::clamp(size / kStep, kMin, kMax);
@@ -109,7 +118,7 @@ Status RangeAllocator::Mutate(
 }
 
 StatusOr<int64_t> RangeAllocator::FindFree(const Bitmap& bits) {
-  const int64_t band = StaticBand(size_);
+  const int64_t band = band_;
   int64_t start;
   {
     MutexLock lock(&rand_mu_);

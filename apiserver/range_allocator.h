@@ -22,9 +22,11 @@
 // kFailedPrecondition, as kube refuses to start on a changed range).
 //
 // Dynamic allocation (AllocateNext) prefers the upper band and leaves the
-// lower `StaticBand(size)` offsets to explicit requests first (kube's
-// ServiceIPStaticSubrange / ServiceNodePortStaticSubrange: min(max(16,
-// size/16), 256)), scanning from a random start.
+// lower `StaticBand(kind, size)` offsets to explicit requests first, as
+// kube's ServiceIPStaticSubrange / ServiceNodePortStaticSubrange do, each
+// with its own formula: Service IPs min(max(16, size/16), 256) (0 below 16,
+// ipallocator), node ports min(max(16, size/32), 128) (0 up to 16,
+// portallocator); scanning from a random start.
 //
 // Errors: kOutOfRange for an offset outside [0, size), kAlreadyExists for
 // a taken offset, kResourceExhausted "range is full", the KV's errors.
@@ -46,8 +48,11 @@ namespace kplane::apiserver {
 
 class RangeAllocator {
  public:
+  // Which of kube's allocators this one is (only the static band differs).
+  enum class Kind { kServiceIPs, kNodePorts };
+
   RangeAllocator(storage::KV* kv, std::string key, std::string range,
-                 int64_t size);
+                 int64_t size, Kind kind = Kind::kServiceIPs);
 
   int64_t size() const { return size_; }
   const std::string& range() const { return range_; }
@@ -63,7 +68,7 @@ class RangeAllocator {
   // A free offset, without taking it (dry runs).
   StatusOr<int64_t> PeekNext();
 
-  static int64_t StaticBand(int64_t size);
+  static int64_t StaticBand(Kind kind, int64_t size);
 
  private:
   // The bitmap, one bit per offset (byte i / 8, bit i % 8).
@@ -79,6 +84,7 @@ class RangeAllocator {
   const std::string key_;
   const std::string range_;
   const int64_t size_;
+  const int64_t band_;  // StaticBand(kind, size)
   Mutex rand_mu_;
   std::mt19937_64 rand_ GUARDED_BY(rand_mu_);
 };

@@ -137,7 +137,8 @@ ServiceAllocator::ServiceAllocator(storage::KV* kv, std::string_view prefix,
       ips_(kv, std::string(prefix) + "/ranges/serviceips", std::move(ip_range),
            (int64_t{1} << (32 - prefix_len)) - 2),
       ports_(kv, std::string(prefix) + "/ranges/servicenodeports",
-             std::move(port_range), node_port_count) {}
+             std::move(port_range), node_port_count,
+             RangeAllocator::Kind::kNodePorts) {}
 
 std::string ServiceAllocator::IPAt(int64_t offset) const {
   in_addr a{htonl(base_ + 1 + static_cast<uint32_t>(offset))};

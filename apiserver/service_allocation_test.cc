@@ -4,16 +4,21 @@
 // creates, the `kubernetes` Service, Endpoints and EndpointSlice, and no double
 // allocation across an apiserver restart or between two apiservers on one
 // store.
+#include "apiserver/service_allocation.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <set>
 #include <string>
 #include <thread>
+#include <variant>
 #include <vector>
 
 #include "apiserver/range_allocator.h"
 #include "apiserver/test_server.h"
+#include "objects/types.h"
 
 namespace kplane::apiserver {
 namespace {
@@ -86,6 +91,42 @@ TEST(RangeAllocatorTest, ConcurrentAllocatorsOnOneKeyNeverShareAnOffset) {
   all.insert(got_b.begin(), got_b.end());
   EXPECT_EQ(got_a.size() + got_b.size(), static_cast<size_t>(kSize));
   EXPECT_EQ(all.size(), static_cast<size_t>(kSize));
+}
+
+// Free node ports are picked above kube's portallocator static band,
+// min(max(16, size/32), 128) ports (0 for 16 or fewer), not the ClusterIP
+// one (size/16, up to 256): for 30000-30519 (520 ports) the lowest 16 stay
+// for explicit requests until the rest is taken.
+TEST(RangeAllocatorTest, NodePortsLeaveKubesStaticBandToExplicitRequests) {
+  TestServer server;
+  StatusOr<std::unique_ptr<ServiceAllocator>> alloc = ServiceAllocator::New(
+      server.store(), "/test", kDefaultServiceClusterIPRange, "30000-30519");
+  ASSERT_TRUE(alloc.ok()) << alloc.status();
+  objects::corev1::Service svc;
+  svc.mutable_metadata()->set_name("many");
+  svc.mutable_spec()->set_type("NodePort");
+  svc.mutable_spec()->set_clusterip("None");  // node ports only
+  constexpr int kDynamic = 520 - 16;
+  for (int i = 0; i < kDynamic; ++i) {
+    svc.mutable_spec()->add_ports()->set_port(i + 1);
+  }
+  auto pending = (*alloc)->Allocate(&svc, nullptr, /*dry_run=*/false);
+  ASSERT_TRUE(std::holds_alternative<std::unique_ptr<WriteAllocator::Pending>>(
+      pending));
+  std::get<std::unique_ptr<WriteAllocator::Pending>>(pending)->Commit();
+  std::set<int> got;
+  for (const auto& p : svc.spec().ports()) got.insert(p.nodeport());
+  EXPECT_EQ(got.size(), static_cast<size_t>(kDynamic));
+  EXPECT_GE(*got.begin(), 30016) << "dynamic pick inside the static band";
+
+  using Kind = RangeAllocator::Kind;
+  EXPECT_EQ(RangeAllocator::StaticBand(Kind::kNodePorts, 2768), 86);
+  EXPECT_EQ(RangeAllocator::StaticBand(Kind::kNodePorts, 16), 0);
+  EXPECT_EQ(RangeAllocator::StaticBand(Kind::kNodePorts, 17), 16);
+  EXPECT_EQ(RangeAllocator::StaticBand(Kind::kNodePorts, 65535), 128);
+  // The ClusterIP formula is another one.
+  EXPECT_EQ(RangeAllocator::StaticBand(Kind::kServiceIPs, 2768), 173);
+  EXPECT_EQ(RangeAllocator::StaticBand(Kind::kServiceIPs, (1 << 20) - 2), 256);
 }
 
 TEST(ServiceAllocationTest, ClusterIPs) {
@@ -227,6 +268,79 @@ TEST(ServiceAllocationTest, NodePorts) {
       server
           .Post(kServices, ServiceJson("back", R"("type":"NodePort")",
                                        R"([{"port":80,"nodePort":30080}])"))
+          .code,
+      201);
+}
+
+// `kubectl patch svc web -p '{"spec":{"type":"ClusterIP"}}'` sends only the
+// type: what the old type needed and the new one does not (node ports,
+// cluster IPs, externalTrafficPolicy, ...) is still in the merged object,
+// and kube drops it when the request left it as it was
+// (dropTypeDependentFields); the allocator then gives it back.
+TEST(ServiceAllocationTest, TypeChangesByPatchDropWhatTheNewTypeDoesNotUse) {
+  TestServer server;
+  const std::string np = std::string(kServices) + "/np";
+  ASSERT_EQ(
+      server
+          .Post(kServices, ServiceJson("np", R"("type":"NodePort")",
+                                       R"([{"port":80,"nodePort":30080}])"))
+          .code,
+      201);
+  // A nodePort the request itself sets is the user's: still a 422.
+  Response own = server.Patch(
+      np,
+      R"({"spec":{"type":"ClusterIP","ports":[{"port":80,"nodePort":30081}]}})",
+      "application/merge-patch+json");
+  EXPECT_EQ(own.code, 422) << own.body;
+  Response to_cluster_ip = server.Patch(np, R"({"spec":{"type":"ClusterIP"}})",
+                                        "application/merge-patch+json");
+  ASSERT_EQ(to_cluster_ip.code, 200) << to_cluster_ip.body;
+  EXPECT_EQ(NodePort(to_cluster_ip), 0);
+  EXPECT_EQ(to_cluster_ip.At({"spec", "externalTrafficPolicy"}), nullptr);
+  EXPECT_EQ(
+      server
+          .Post(kServices, ServiceJson("reuse", R"("type":"NodePort")",
+                                       R"([{"port":80,"nodePort":30080}])"))
+          .code,
+      201);
+
+  // A LoadBalancer's own fields go too.
+  const std::string lb = std::string(kServices) + "/lb";
+  Response made = server.Post(
+      kServices,
+      ServiceJson("lb",
+                  R"("type":"LoadBalancer","externalTrafficPolicy":"Local",
+                     "healthCheckNodePort":30500,
+                     "loadBalancerClass":"example.com/lb")",
+                  R"([{"port":80,"nodePort":30090}])"));
+  ASSERT_EQ(made.code, 201) << made.body;
+  Response from_lb = server.Patch(lb, R"({"spec":{"type":"ClusterIP"}})",
+                                  "application/merge-patch+json");
+  ASSERT_EQ(from_lb.code, 200) << from_lb.body;
+  EXPECT_EQ(NodePort(from_lb), 0);
+  EXPECT_EQ(from_lb.At({"spec", "healthCheckNodePort"}), nullptr);
+  EXPECT_EQ(from_lb.At({"spec", "allocateLoadBalancerNodePorts"}), nullptr);
+  EXPECT_EQ(from_lb.At({"spec", "loadBalancerClass"}), nullptr);
+  EXPECT_EQ(from_lb.At({"spec", "externalTrafficPolicy"}), nullptr);
+
+  // ClusterIP -> ExternalName: the IP (and its families) go, and the IP is
+  // free for another Service.
+  const std::string cip = std::string(kServices) + "/cip";
+  ASSERT_EQ(
+      server.Post(kServices, ServiceJson("cip", R"("clusterIP":"10.96.0.20")"))
+          .code,
+      201);
+  Response to_external = server.Patch(
+      cip,
+      R"({"spec":{"type":"ExternalName","externalName":"db.example.com"}})",
+      "application/merge-patch+json");
+  ASSERT_EQ(to_external.code, 200) << to_external.body;
+  EXPECT_EQ(to_external.At({"spec", "clusterIP"}), nullptr);
+  EXPECT_EQ(to_external.At({"spec", "clusterIPs"}), nullptr);
+  EXPECT_EQ(to_external.At({"spec", "ipFamilies"}), nullptr);
+  EXPECT_EQ(to_external.At({"spec", "ipFamilyPolicy"}), nullptr);
+  EXPECT_EQ(
+      server.Post(kServices, ServiceJson("ip", R"("clusterIP":"10.96.0.20")"))
           .code,
       201);
 }

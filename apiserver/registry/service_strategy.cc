@@ -1,5 +1,6 @@
 // The service strategy (core/v1 Service; upstream:
 // pkg/registry/core/service/strategy.go of Kubernetes 1.32).
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <set>
@@ -416,6 +417,84 @@ FieldErrors ValidateServiceUpdate(const Service& svc, const Service& old) {
   return errs;
 }
 
+template <typename Repeated>
+bool SameStrings(const Repeated& a, const Repeated& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end());
+}
+
+// dropTypeDependentFields (kube's service strategy): a Service is a union
+// discriminated by `type`, and a patch of the type alone keeps what the old
+// type used. On an update that switches to a type that does not use a
+// field, the field is cleared when the request left it as it was (so kube
+// may have filled it in), and the allocator gives back the freed IP and
+// ports; a value the request changed is the user's and still meets
+// validation.
+void DropTypeDependentFields(Service* svc, const Service& old) {
+  ServiceSpec* ns = svc->mutable_spec();
+  const ServiceSpec& os = old.spec();
+  auto needs_cluster_ip = [](const ServiceSpec& sp) {
+    return sp.type() != "ExternalName";
+  };
+  if (needs_cluster_ip(os) && !needs_cluster_ip(*ns)) {
+    if (ns->clusterip() == os.clusterip() &&
+        SameStrings(ns->clusterips(), os.clusterips())) {
+      ns->clear_clusterip();
+      ns->clear_clusterips();
+    }
+    if (SameStrings(ns->ipfamilies(), os.ipfamilies())) ns->clear_ipfamilies();
+    if (ns->ipfamilypolicy() == os.ipfamilypolicy()) {
+      ns->clear_ipfamilypolicy();
+    }
+  }
+  auto needs_node_port = [](const ServiceSpec& sp) {
+    return sp.type() == "NodePort" || sp.type() == "LoadBalancer";
+  };
+  if (needs_node_port(os) && !needs_node_port(*ns)) {
+    // Ports may be added, removed or changed, as long as no node port is
+    // new.
+    std::set<int> old_ports;
+    for (const auto& p : os.ports()) old_ports.insert(p.nodeport());
+    bool same = true;
+    for (const auto& p : ns->ports()) {
+      if (p.nodeport() != 0 && !old_ports.count(p.nodeport())) same = false;
+    }
+    if (same) {
+      for (auto& p : *ns->mutable_ports()) p.clear_nodeport();
+    }
+  }
+  auto needs_hc = [](const ServiceSpec& sp) {
+    return sp.type() == "LoadBalancer" && sp.externaltrafficpolicy() == "Local";
+  };
+  if (needs_hc(os) && !needs_hc(*ns) &&
+      ns->healthchecknodeport() == os.healthchecknodeport()) {
+    ns->clear_healthchecknodeport();
+  }
+  const bool was_lb = os.type() == "LoadBalancer";
+  const bool is_lb = ns->type() == "LoadBalancer";
+  if (was_lb && !is_lb) {
+    if (ns->has_allocateloadbalancernodeports() &&
+        os.has_allocateloadbalancernodeports() &&
+        ns->allocateloadbalancernodeports() ==
+            os.allocateloadbalancernodeports()) {
+      ns->clear_allocateloadbalancernodeports();
+    }
+    if (ns->has_loadbalancerclass() == os.has_loadbalancerclass() &&
+        ns->loadbalancerclass() == os.loadbalancerclass()) {
+      ns->clear_loadbalancerclass();
+    }
+  }
+  auto needs_traffic_policy = [](const ServiceSpec& sp) {
+    return sp.type() == "NodePort" || sp.type() == "LoadBalancer";
+  };
+  if (needs_traffic_policy(os) && !needs_traffic_policy(*ns) &&
+      ns->externaltrafficpolicy() == os.externaltrafficpolicy()) {
+    ns->clear_externaltrafficpolicy();
+  }
+  // The load balancer is going away; kube does not make clients wait for
+  // its asynchronous de-provisioning to see that.
+  if (!is_lb) svc->mutable_status()->mutable_loadbalancer()->Clear();
+}
+
 class ServiceStrategy : public TypedStrategy<Service> {
  public:
   using TypedStrategy::TypedStrategy;
@@ -518,6 +597,7 @@ class ServiceStrategy : public TypedStrategy<Service> {
     if (needs_hc(os) && needs_hc(*ns) && ns->healthchecknodeport() == 0) {
       ns->set_healthchecknodeport(os.healthchecknodeport());
     }
+    DropTypeDependentFields(s, old);
   }
 
   void StatusUpdateT(Service* s, const Service& old) const override {

@@ -2332,32 +2332,25 @@ void ApiServer::Impl::Watch(const std::shared_ptr<Call>& c) {
   wo.predicate = std::get<ObjectPredicate>(std::move(pred));
   wo.allow_bookmarks = lp.allow_watch_bookmarks;
   Cacher* cacher = c->backend->cacher.get();
-  bool consistent_start = false;
   if (lp.send_initial_events.has_value()) {
     if (*lp.send_initial_events) {
-      // "At least as new as resourceVersion" ("" = a consistent read).
+      // A watch-list: "at least as new as resourceVersion"; "" = as new as
+      // the store now (the cache catches up or the watch fails: 504).
       wo.send_initial_events = true;
       wo.revision = *rev;
-      consistent_start = lp.resource_version.empty();
+      wo.consistent = lp.resource_version.empty();
     } else {
       wo.revision = *rev;  // 0: from now
     }
   } else if (lp.resource_version.empty() || *rev == 0) {
-    // Synthetic ADDED events first; "" starts at the most recent state.
+    // Legacy: synthetic ADDED events first, "" like "0" from the cache as it
+    // is (kube's getWatchCacheResourceVersion, legacy case: with
+    // WatchFromStorageWithoutResourceVersion off, locked off since 1.33),
+    // and no initial-events-end bookmark.
     wo.send_initial_events = true;
-    consistent_start = lp.resource_version.empty();
+    wo.legacy_initial_events = true;
   } else {
     wo.revision = *rev;
-  }
-  if (consistent_start) {
-    // Let the cache catch up with the store before it snapshots the
-    // initial events (a consistent read, as kube-apiserver's watch cache).
-    ListOptions lo;
-    lo.predicate = [](const google::protobuf::Message&) { return false; };
-    StatusOr<ListResult> fresh = cacher->List(wo.ns, 0, true, lo);
-    if (!fresh.ok()) {
-      return ReplyError(*c, ApiError::FromStatus(fresh.status(), c->resource));
-    }
   }
   if (lp.timeout_seconds.has_value() && *lp.timeout_seconds > 0) {
     wo.timeout = seconds(*lp.timeout_seconds);

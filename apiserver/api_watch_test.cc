@@ -2,9 +2,12 @@
 // real ApiServer on a loopback port over an embedded store.
 #include <gtest/gtest.h>
 
+#include <atomic>
+
 #include "apiserver/test_server.h"
 #include "objects/envelope.h"
 #include "objects/types.h"
+#include "storage/forwarding_kv.h"
 
 namespace kplane::apiserver {
 namespace {
@@ -148,6 +151,105 @@ TEST(ApiWatchTest, SendInitialEventsEndsWithAnnotatedBookmark) {
       s.Get(std::string(kConfigMaps) + "?watch=1&sendInitialEvents=true");
   EXPECT_EQ(invalid.code, 422) << invalid.body;
   EXPECT_EQ(invalid.Str({"reason"}), "Invalid");
+}
+
+// Only a watch-list (sendInitialEvents=true) ends its initial events with
+// the k8s.io/initial-events-end bookmark (kube's isListWatchRequest); a
+// legacy watch from resourceVersion 0 or "" goes straight on to the changes.
+TEST(ApiWatchTest, LegacyWatchGetsNoInitialEventsEndBookmark) {
+  TestServer s;
+  ASSERT_EQ(s.Post(kConfigMaps, ConfigMap("a")).code, 201);
+  std::vector<std::string> names = {"a"};
+  for (const std::string rv : {"0", ""}) {
+    auto w = s.Watch(std::string(kConfigMaps) +
+                     "?watch=1&allowWatchBookmarks=true&resourceVersion=" + rv);
+    for (const std::string& name : names) {
+      rapidjson::Document e = w->NextJson();
+      ASSERT_EQ(Type(e), "ADDED");
+      EXPECT_EQ(Name(e), name);
+    }
+    const std::string next = "after-" + std::to_string(names.size());
+    ASSERT_EQ(s.Post(kConfigMaps, ConfigMap(next)).code, 201);
+    rapidjson::Document e = w->NextJson();
+    ASSERT_EQ(Type(e), "ADDED") << "resourceVersion=\"" << rv << "\"";
+    EXPECT_EQ(Name(e), next);
+    names.push_back(next);
+  }
+}
+
+// Swallows the storage watches' progress notifications while `drop` is set:
+// a watch cache then stays at its resource's last change while writes to
+// other resources move the store's revision on.
+class NoProgressKV : public storage::ForwardingKV {
+ public:
+  using ForwardingKV::ForwardingKV;
+  StatusOr<std::unique_ptr<storage::Watch>> StartWatch(
+      const etcdserverpb::WatchCreateRequest& req,
+      storage::WatchCallback cb) override {
+    return ForwardingKV::StartWatch(
+        req, [this, cb = std::move(cb)](const etcdserverpb::WatchResponse& r) {
+          if (drop.load() && r.events_size() == 0 && !r.created() &&
+              !r.canceled()) {
+            return;
+          }
+          cb(r);
+        });
+  }
+  std::atomic<bool> drop{true};
+};
+
+// A watch-list from resourceVersion "" starts at least as new as the store
+// was when it was asked (kube: the cache catches up with etcd's current
+// revision or the watch fails with 504 Too large resource version); it is
+// never served from a cache that lags, nor does it read the whole store.
+// A legacy watch from "" is served from the cache as it is, as kube does.
+TEST(ApiWatchTest, WatchListFromEmptyResourceVersionIsNeverStale) {
+  TestServer backing;
+  NoProgressKV kv(backing.store());
+  TestServer s(&kv, [](ApiServerOptions* o) {
+    o->cacher.consistent_read_wait = milliseconds(200);
+  });
+  ASSERT_EQ(s.Post(kConfigMaps, ConfigMap("a")).code, 201);
+  // A write elsewhere: the store moves on; the configmaps cache sees no
+  // change of its own and no progress notification.
+  Response other = s.Post("/api/v1/namespaces/default/secrets",
+                          R"({"metadata":{"name":"elsewhere"}})");
+  ASSERT_EQ(other.code, 201);
+  const int64_t store_rev =
+      std::stoll(other.Str({"metadata", "resourceVersion"}));
+  const std::string watch_list =
+      std::string(kConfigMaps) +
+      "?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan"
+      "&allowWatchBookmarks=true";
+
+  Response stale = s.Get(watch_list + "&timeoutSeconds=1");
+  ASSERT_NE(stale.code, 200) << "served while the cache lags the store (at "
+                             << store_rev << "): " << stale.body;
+  EXPECT_EQ(stale.code, 504) << stale.body;
+  EXPECT_EQ(stale.Str({"reason"}), "Timeout");
+  EXPECT_NE(stale.Str({"message"}).find("Too large resource version"),
+            std::string::npos)
+      << stale.body;
+
+  auto legacy = s.Watch(std::string(kConfigMaps) + "?watch=1");
+  rapidjson::Document added = legacy->NextJson();
+  EXPECT_EQ(Type(added), "ADDED");
+  EXPECT_EQ(Name(added), "a");
+  // Neither watch fell back to reading the store.
+  EXPECT_EQ(s.metrics()->Render().find(
+                R"(resource="configmaps",success="false",fallback="true"})"),
+            std::string::npos);
+
+  // With progress the cache catches up, and the bookmark ending the
+  // initial events is at least the store's revision.
+  kv.drop.store(false);
+  auto w = s.Watch(watch_list);
+  rapidjson::Document e1 = w->NextJson();
+  EXPECT_EQ(Type(e1), "ADDED");
+  rapidjson::Document e2 = w->NextJson();
+  ASSERT_EQ(Type(e2), "BOOKMARK");
+  EXPECT_GE(std::stoll(e2["object"]["metadata"]["resourceVersion"].GetString()),
+            store_rev);
 }
 
 // For a server made with window_events = 4: creates 12 ConfigMaps

@@ -781,6 +781,10 @@ size_t Cacher::num_watchers() const {
   return impl_->dispatcher->num_watchers();
 }
 
+WatchBookkeeping Cacher::BookkeepingForTest() {
+  return impl_->dispatcher->BookkeepingForTest();
+}
+
 StatusOr<ListResult> Cacher::List(std::string_view ns, int64_t revision,
                                   bool consistent, const ListOptions& opts,
                                   bool not_older_than) {
@@ -842,12 +846,20 @@ StatusOr<std::unique_ptr<WatchHandle>> Cacher::Watch(
   if (!impl_->WaitReady(options_.consistent_read_wait)) {
     return ResourceExhaustedError("storage is (re)initializing");
   }
-  // A revision the cache has not reached: wait for it (it may be in flight),
-  // at most consistent_read_wait, then refuse, as kube-apiserver's watch
-  // cache does (blockTimeout, 3 s). Without this a watch from a revision
-  // far in the future would be accepted and never see an event.
-  if (opts.revision > 0 && !impl_->WaitForRevision(opts.revision)) {
-    return TooLargeResourceVersion(opts.revision, revision_.load());
+  // The revision the cache must have reached: the one asked for or, for a
+  // consistent watch-list, the store's now (kube's
+  // getWatchCacheResourceVersion).
+  int64_t required = opts.revision;
+  if (opts.consistent && opts.send_initial_events && opts.revision == 0) {
+    ASSIGN_OR_RETURN(required, store_->CurrentRevision());
+  }
+  // Not reached yet: wait for it (it may be in flight), at most
+  // consistent_read_wait, then refuse, as kube-apiserver's watch cache does
+  // (blockTimeout, 3 s). Without this a watch from a revision far in the
+  // future would be accepted and never see an event, and a watch-list
+  // would start from older state than its client already saw.
+  if (required > 0 && !impl_->WaitForRevision(required)) {
+    return TooLargeResourceVersion(required, revision_.load());
   }
   internal::WatcherInit init;
   init.opts = opts;
@@ -868,7 +880,7 @@ StatusOr<std::unique_ptr<WatchHandle>> Cacher::Watch(
     init.snapshot = std::move(snapshot);
     init.snapshot_revision = now;
     init.start_revision = now;
-    init.end_bookmark = opts.allow_bookmarks;
+    init.end_bookmark = opts.allow_bookmarks && !opts.legacy_initial_events;
   } else if (opts.revision == 0) {
     init.start_revision = now;
   } else if (opts.revision < impl_->window.resumable_from()) {

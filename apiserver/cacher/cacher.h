@@ -17,6 +17,10 @@
 // Watch semantics (the HTTP layer maps query parameters onto WatchOptions):
 //   send_initial_events: first a synthetic ADDED for every object matching
 //     (in key order) as of the cache's state, then every later change;
+//     with `consistent` (a watch-list from resourceVersion ""), that state
+//     is at least the store's current revision: the cache waits for it as
+//     for a watch from a revision (below), and the watch fails rather than
+//     start from a cache that lags;
 //   otherwise: every change with revision > `revision` (0: from now). A
 //     `revision` older than the window's oldest event is Expired (410: "too
 //     old resource version: N (M)"), delivered as Close(Expired) on the sink;
@@ -30,8 +34,9 @@
 //     watch's start, and 2 s before a timeout closes the watch, a BOOKMARK
 //     with the revision up to which changes were dispatched, when that is
 //     newer than the watch's start; after initial events when
-//     send_initial_events and allow_bookmarks, one BOOKMARK marked
-//     initial_events_end (docs/api-storage.md has the details);
+//     send_initial_events and allow_bookmarks (and not
+//     legacy_initial_events), one BOOKMARK marked initial_events_end
+//     (docs/api-storage.md has the details);
 //   timeout: the watch closes (Close(OK)) after `timeout`;
 //   relist: when the storage watch breaks (compacted, canceled, or a
 //     change on it that cannot be decoded, after which the rest of it is
@@ -187,6 +192,18 @@ struct WatchOptions {
   // node-7` sets "node-7", so an event costs it nothing unless it concerns
   // node-7 (kube-apiserver's trigger index).
   std::optional<std::string> index_value;
+  // With send_initial_events and revision 0: the initial events are at
+  // least as new as the store's current revision (a watch-list with
+  // resourceVersion "", kube's getWatchCacheResourceVersion): Watch reads
+  // that revision and waits for the cache to reach it, failing with Too
+  // large resource version if it cannot, as for a watch from a revision.
+  // Never served from a cache that lags, nor read from the store.
+  bool consistent = false;
+  // With send_initial_events: a legacy watch (resourceVersion 0 or ""
+  // without sendInitialEvents). Its initial events end with no
+  // initial_events_end bookmark, which kube sends only to a watch-list
+  // (sendInitialEvents=true: isListWatchRequest).
+  bool legacy_initial_events = false;
 };
 
 // How many requests may wait for a revision at once (CacherOptions::
@@ -291,6 +308,12 @@ struct CacherOptions {
   std::function<std::string(const google::protobuf::Message&)> index_func;
 };
 
+// The fan-out's bookkeeping (Cacher::BookkeepingForTest).
+struct WatchBookkeeping {
+  size_t buckets = 0;  // watcher buckets by namespace and by index value
+  size_t timers = 0;   // queued timeout and bookmark timers
+};
+
 // A live watch; destroying it stops delivery (Close is not called): when
 // the destructor returns, the sink is not being called and never will be.
 // It may be destroyed on any thread, also inside the sink's own Send or
@@ -327,6 +350,9 @@ class Cacher {
   // The revision the cache has caught up to.
   int64_t revision() const { return revision_.load(); }
   size_t num_watchers() const;
+  // Test-only: the dispatcher's bookkeeping once it has processed every
+  // watch registered and every handle destroyed before the call.
+  WatchBookkeeping BookkeepingForTest();
 
  private:
   ObjectStore* store_;

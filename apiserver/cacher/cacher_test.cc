@@ -948,6 +948,72 @@ TEST_F(CacherTest, AThousandWatchersReceiveEveryEventInOrder) {
             kEvents);
 }
 
+// Watchers come and go by the thousand, each in a namespace or on a node of
+// its own, and a client retries a revision the window no longer covers: the
+// fan-out's buckets and timers follow the live watchers, not every watcher
+// there ever was.
+TEST_F(CacherTest, ClosedWatchersLeaveNoBucketsOrTimersBehind) {
+  CacherOptions o;
+  o.window_events = 3;
+  o.index_func = [](const google::protobuf::Message& m) {
+    return static_cast<const Pod&>(m).spec().nodename();
+  };
+  StartCacher(o);
+  std::vector<int64_t> revs;
+  for (int i = 0; i < 6; ++i) {
+    revs.push_back(CreatePod("default", "p" + std::to_string(i)));
+  }
+  WaitCacheAt(revs.back());
+  // Each watcher has a timeout and bookmarks: two timers, an hour away on
+  // the fake clock, so none fires during the test.
+  auto watch = [](std::string ns, std::optional<std::string> index_value,
+                  int64_t revision) {
+    return WatchOptions{.ns = std::move(ns),
+                        .revision = revision,
+                        .allow_bookmarks = true,
+                        .timeout = seconds(3600),
+                        .index_value = std::move(index_value)};
+  };
+  const WatchBookkeeping empty = cacher_->BookkeepingForTest();
+  EXPECT_EQ(empty.buckets, 0u);
+  EXPECT_EQ(empty.timers, 0u);
+  auto kept = MustWatch(watch("kept", std::nullopt, 0),
+                        std::make_shared<RecordingSink>());
+  const WatchBookkeeping before = cacher_->BookkeepingForTest();
+  EXPECT_EQ(before.buckets, 1u);
+  EXPECT_EQ(before.timers, 2u);
+
+  std::vector<std::unique_ptr<WatchHandle>> handles;
+  for (int i = 0; i < 1000; ++i) {
+    const std::string n = std::to_string(i);
+    handles.push_back(MustWatch(i % 2 == 0 ? watch("ns-" + n, std::nullopt, 0)
+                                           : watch("", "node-" + n, 0),
+                                std::make_shared<RecordingSink>()));
+  }
+  const WatchBookkeeping open = cacher_->BookkeepingForTest();
+  EXPECT_EQ(open.buckets, before.buckets + 1000);
+  EXPECT_EQ(open.timers, before.timers + 2000);
+  handles.clear();
+
+  for (int i = 0; i < 1000; ++i) {
+    auto expired = std::make_shared<RecordingSink>();
+    auto h = MustWatch(
+        watch("retry-" + std::to_string(i), std::nullopt, revs[0]), expired);
+    ASSERT_EQ(expired->WaitClosed().code(), StatusCode::kExpired);
+  }
+
+  const WatchBookkeeping after = cacher_->BookkeepingForTest();
+  EXPECT_EQ(after.buckets, before.buckets);
+  // Closed watchers' timers go once they outnumber the live ones.
+  EXPECT_GE(after.timers, before.timers);
+  EXPECT_LE(after.timers, 2 * before.timers);
+  EXPECT_EQ(cacher_->num_watchers(), 1u);
+  kept.reset();
+  const WatchBookkeeping none = cacher_->BookkeepingForTest();
+  EXPECT_EQ(none.buckets, empty.buckets);
+  EXPECT_EQ(none.timers, empty.timers);
+}
+
 TEST_F(CacherTest, ConsistentListCatchesUpThroughAProgressRequest) {
   StartCacher();
   int64_t r1 = CreatePod("default", "a");

@@ -1,6 +1,7 @@
 #include "apiserver/cacher/dispatcher.h"
 
 #include <algorithm>
+#include <functional>
 
 #include "apiserver/storage/object_store.h"
 #include "base/logging.h"
@@ -73,6 +74,7 @@ struct Dispatcher::Watcher {
   size_t pending_bytes = 0;  // sum of pending's CacheEvent::bytes
   Bucket* bucket = nullptr;
   size_t bucket_pos = 0;
+  size_t timers = 0;  // its entries in timers_
 
   bool HasBacklog() const {
     return snapshot || end_bookmark || replay_pos < replay.size() ||
@@ -179,6 +181,21 @@ std::unique_ptr<WatchHandle> Dispatcher::Register(WatcherInit init) {
   return std::make_unique<Handle>(shared_from_this(), std::move(w));
 }
 
+WatchBookkeeping Dispatcher::BookkeepingForTest() {
+  auto answer = std::make_shared<std::promise<WatchBookkeeping>>();
+  std::future<WatchBookkeeping> counted = answer->get_future();
+  Input in{Input::kBookkeeping};
+  in.bookkeeping = std::move(answer);
+  {
+    MutexLock l(&mu_);
+    // Past Stop (or before Start) no turn would answer.
+    if (stopping_ || !thread_.joinable()) return {};
+    inbox_.push_back(std::move(in));
+  }
+  cv_.notify_one();
+  return counted.get();
+}
+
 // ---------------------------------------------------------------------------
 // The dispatch thread.
 
@@ -207,7 +224,7 @@ void Dispatcher::Run() {
     if (timers_.empty()) {
       cv_.wait(l.native(), woken);
     } else {
-      clock_->WaitUntil(l.native(), cv_, timers_.top().when, woken);
+      clock_->WaitUntil(l.native(), cv_, timers_.front().when, woken);
     }
   }
 }
@@ -241,6 +258,12 @@ void Dispatcher::Process(Input& in) {
       dispatched_revision_ = in.revision;
       last_bookmark_.reset();
       break;
+    case Input::kBookkeeping:
+      FlushRemovals();  // the closes before it count
+      in.bookkeeping->set_value(
+          WatchBookkeeping{.buckets = by_ns_.size() + by_index_.size(),
+                           .timers = timers_.size()});
+      break;
   }
 }
 
@@ -252,6 +275,14 @@ Dispatcher::Bucket* Dispatcher::BucketFor(const Watcher& w) {
   return &all_;
 }
 
+void Dispatcher::EraseBucketOf(const Watcher& w) {
+  if (options_.has_index && w.opts.index_value) {
+    by_index_.erase(*w.opts.index_value);
+  } else if (!w.opts.ns.empty()) {
+    by_ns_.erase(w.opts.ns);
+  }
+}
+
 void Dispatcher::AddWatcher(std::shared_ptr<Watcher> w) {
   Watcher* raw = w.get();
   watchers_[raw->id] = std::move(w);
@@ -261,7 +292,7 @@ void Dispatcher::AddWatcher(std::shared_ptr<Watcher> w) {
   if (raw->opts.timeout > Duration(0)) {
     raw->has_deadline = true;
     raw->deadline = raw->start_time + raw->opts.timeout;
-    timers_.push(Timer{raw->deadline, raw->id, /*timeout=*/true});
+    PushTimer(raw, raw->deadline, /*timeout=*/true);
   }
   ScheduleBookmark(raw, raw->start_time);
   if (raw->HasBacklog()) {
@@ -566,9 +597,12 @@ void Dispatcher::FlushRemovals() {
     b->members[w->bucket_pos] = last;
     last->bucket_pos = w->bucket_pos;
     b->members.pop_back();
+    if (b->members.empty()) EraseBucketOf(*w);
+    live_timers_ -= w->timers;
     watchers_.erase(w->id);  // may free w
   }
   removals_.clear();
+  CompactTimers();
 }
 
 bool Dispatcher::DrainOne(Watcher* w) {
@@ -646,7 +680,26 @@ void Dispatcher::ScheduleBookmark(Watcher* w, TimePoint after) {
   }
   w->has_bookmark = true;
   w->next_bookmark = next;
-  timers_.push(Timer{next, w->id, /*timeout=*/false});
+  PushTimer(w, next, /*timeout=*/false);
+}
+
+void Dispatcher::PushTimer(Watcher* w, TimePoint when, bool timeout) {
+  timers_.push_back(Timer{when, w->id, timeout});
+  std::push_heap(timers_.begin(), timers_.end(), std::greater<>());
+  ++w->timers;
+  ++live_timers_;
+}
+
+void Dispatcher::CompactTimers() {
+  // Dead entries more than the live ones: the heap stays within twice the
+  // live watchers' timers, and a rebuild (linear) drops at least as many
+  // entries as it keeps.
+  if (timers_.size() - live_timers_ <= live_timers_) return;
+  std::erase_if(timers_, [this](const Timer& t) {
+    return !watchers_.contains(t.watcher_id);
+  });
+  std::make_heap(timers_.begin(), timers_.end(), std::greater<>());
+  DCHECK(timers_.size() == live_timers_);
 }
 
 WatchEventPtr Dispatcher::Bookmark(int64_t revision) {
@@ -659,12 +712,16 @@ WatchEventPtr Dispatcher::Bookmark(int64_t revision) {
 
 void Dispatcher::FireTimers() {
   const TimePoint now = clock_->Now();
-  while (!timers_.empty() && timers_.top().when <= now) {
-    Timer t = timers_.top();
-    timers_.pop();
+  while (!timers_.empty() && timers_.front().when <= now) {
+    std::pop_heap(timers_.begin(), timers_.end(), std::greater<>());
+    const Timer t = timers_.back();
+    timers_.pop_back();
     auto it = watchers_.find(t.watcher_id);
-    if (it == watchers_.end() || it->second->closed) continue;
+    if (it == watchers_.end()) continue;  // a flushed watcher's
     Watcher* w = it->second.get();
+    --w->timers;
+    --live_timers_;
+    if (w->closed) continue;
     if (t.timeout) {
       Drop(w, Status::Ok());
       continue;

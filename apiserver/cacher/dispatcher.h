@@ -24,6 +24,10 @@
 //   -> w1 MODIFIED (shared event), w2 nothing (app=web both times),
 //      w3 MODIFIED, w5 ADDED (it starts matching), w6 DELETED (it stops)
 //
+// A bucket whose last watcher leaves is erased (as kube's watchersBuckets
+// are): namespace and node-name churn would otherwise keep one per name
+// ever watched.
+//
 // A watcher that is still sending initial events ("catching up": a
 // snapshot, or the window's events after the revision it resumes from)
 // queues later changes behind them; catching-up watchers are served in
@@ -51,7 +55,11 @@
 //
 // Timers (bookmarks every bookmark_interval and 2 s before a timeout, and
 // the timeouts) are a min-heap on the injected clock, checked once per turn;
-// the thread sleeps on the clock until the earliest one.
+// the thread sleeps on the clock until the earliest one. A closed watcher's
+// timers are not looked for in the heap: they are skipped when due, and
+// once they outnumber the live watchers' the heap is rebuilt without them,
+// so a client retrying an expired revision many times a second does not
+// pile up timers due an hour later.
 //
 // Sending: a change is matched, converted and paced on the dispatch thread
 // alone. When `send_threads` > 1 and at least `parallel_min_sends` watchers
@@ -89,8 +97,8 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <future>
 #include <memory>
-#include <queue>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -155,6 +163,9 @@ class Dispatcher : public std::enable_shared_from_this<Dispatcher> {
   std::unique_ptr<WatchHandle> Register(WatcherInit init) EXCLUDES(mu_);
 
   size_t num_watchers() const { return num_watchers_.load(); }
+  // Test-only: counted on the dispatch thread after every earlier input
+  // (zeros once stopped).
+  WatchBookkeeping BookkeepingForTest() EXCLUDES(mu_);
 
  private:
   struct Watcher;
@@ -162,11 +173,20 @@ class Dispatcher : public std::enable_shared_from_this<Dispatcher> {
     std::vector<Watcher*> members;
   };
   struct Input {
-    enum Kind { kEvent, kProgress, kRegister, kRemove, kCloseAll, kWake } kind;
+    enum Kind {
+      kEvent,
+      kProgress,
+      kRegister,
+      kRemove,
+      kCloseAll,
+      kWake,
+      kBookkeeping
+    } kind;
     CacheEventPtr event;
     int64_t revision = 0;
     std::shared_ptr<Watcher> watcher;
     uint64_t id = 0;
+    std::shared_ptr<std::promise<WatchBookkeeping>> bookkeeping;
   };
   struct Timer {
     TimePoint when;
@@ -221,9 +241,15 @@ class Dispatcher : public std::enable_shared_from_this<Dispatcher> {
   // True if queueing `ev` would put w's queue past a bound.
   bool QueueFull(const Watcher& w, const CacheEvent& ev) const;
   void FireTimers();
+  void PushTimer(Watcher* w, TimePoint when, bool timeout);
+  // Rebuilds timers_ without closed watchers' entries once those outnumber
+  // the live ones. After FlushRemovals only.
+  void CompactTimers();
   void ScheduleBookmark(Watcher* w, TimePoint after);
   WatchEventPtr Bookmark(int64_t revision);
   Bucket* BucketFor(const Watcher& w);
+  // Erases the (empty) map entry BucketFor made for w ("all" stays).
+  void EraseBucketOf(const Watcher& w);
 
   Options options_;
   Clock* clock_;
@@ -246,7 +272,11 @@ class Dispatcher : public std::enable_shared_from_this<Dispatcher> {
   std::unordered_map<std::string, Bucket> by_index_;
   std::vector<Watcher*> catching_up_;
   std::vector<Watcher*> removals_;
-  std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers_;
+  // A min-heap (std::push_heap with std::greater<>).
+  std::vector<Timer> timers_;
+  // The entries of timers_ whose watcher is still in watchers_ (the sum of
+  // their Watcher::timers); the rest are flushed watchers'.
+  size_t live_timers_ = 0;
   int64_t dispatched_revision_ = 0;
   WatchEventPtr last_bookmark_;
   // While Dispatch() collects: the watchers to send the change to now.

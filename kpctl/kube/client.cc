@@ -90,13 +90,18 @@ StatusOr<std::unique_ptr<KubeClient>> KubeClient::New(
   ASSIGN_OR_RETURN(o.tls, ClientTlsContext(config));
   ASSIGN_OR_RETURN(std::unique_ptr<informer::RestClient> rest,
                    informer::RestClient::New(o));
-  return std::unique_ptr<KubeClient>(new KubeClient(
-      config, std::move(rest), clock != nullptr ? clock : Clock::Real()));
+  return std::unique_ptr<KubeClient>(
+      new KubeClient(config, std::move(rest),
+                     clock != nullptr ? clock : Clock::Real(), timeout));
 }
 
 KubeClient::KubeClient(ClientConfig config,
-                       std::unique_ptr<informer::RestClient> rest, Clock* clock)
-    : config_(std::move(config)), rest_(std::move(rest)), clock_(clock) {}
+                       std::unique_ptr<informer::RestClient> rest, Clock* clock,
+                       Duration timeout)
+    : config_(std::move(config)),
+      rest_(std::move(rest)),
+      clock_(clock),
+      timeout_(timeout) {}
 
 KubeClient::~KubeClient() = default;
 
@@ -108,6 +113,9 @@ StatusOr<Document> KubeClient::Send(informer::RestRequest req) {
   if (server_dry_run_ && req.method != "GET") {
     req.query.emplace_back("dryRun", "All");
   }
+  // The whole request, retries included: a 429 asking to come back in an
+  // hour fails now instead of sleeping past --request-timeout.
+  req.deadline = clock_->Now() + timeout_;
   ASSIGN_OR_RETURN(net::HttpResponse resp, rest_->Do(req));
   return ParseJsonBody(resp.body);
 }

@@ -65,7 +65,8 @@ using WatchCallback =
 
 class KubeClient {
  public:
-  // `timeout`: one request's limit (--request-timeout).
+  // `timeout`: one request's limit (--request-timeout), retries and their
+  // waits (a 429's Retry-After) included.
   static StatusOr<std::unique_ptr<KubeClient>> New(
       const ClientConfig& config, Duration timeout = seconds(30),
       Clock* clock = nullptr);
@@ -122,7 +123,7 @@ class KubeClient {
 
  private:
   KubeClient(ClientConfig config, std::unique_ptr<informer::RestClient> rest,
-             Clock* clock);
+             Clock* clock, Duration timeout);
   StatusOr<rapidjson::Document> Send(informer::RestRequest req);
   static std::vector<std::pair<std::string, std::string>> ListParams(
       const ListQuery& query);
@@ -130,6 +131,7 @@ class KubeClient {
   const ClientConfig config_;
   std::unique_ptr<informer::RestClient> rest_;
   Clock* const clock_;
+  const Duration timeout_;
   bool server_dry_run_ = false;
 };
 

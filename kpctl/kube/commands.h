@@ -46,6 +46,8 @@ StatusOr<Duration> DurationFlag(const Flags& flags, std::string_view name);
 // 100 years: longer means "forever" anyway, and now + it stays a valid
 // time point.
 inline constexpr Duration kMaxDurationFlag = hours(24 * 365 * 100);
+// --request-timeout: 0 (and unset) is the default 30 s.
+StatusOr<Duration> RequestTimeoutFlag(const Flags& flags);
 
 struct CommandSpec {
   const char* name;

@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <map>
 #include <sstream>
 #include <thread>
@@ -952,13 +953,14 @@ void RespondJson(net::Responder& r, std::string body, int status = 200) {
   r.Respond(status, {{"Content-Type", "application/json"}}, std::move(body));
 }
 
-// Runs `kpctl <cmd> <args> --server=<server>` with no kubeconfig.
+// Runs `kpctl <cmd> <args> --server=<server>` with no kubeconfig (on
+// `clock`, the real one if nullptr).
 Result RunAgainst(const std::string& server, const std::string& cmd,
-                  std::vector<std::string> args) {
+                  std::vector<std::string> args, Clock* clock = nullptr) {
   std::istringstream in;
   std::ostringstream out, err;
   KubeIo io{&in, &out, &err, [](const char*) -> const char* { return nullptr; },
-            nullptr};
+            clock};
   args.push_back("--server=" + server);
   Result r;
   r.code = RunKubeCommand(cmd, args, io);
@@ -1009,6 +1011,45 @@ TEST(KpctlFakeServerTest, RepeatedContinueTokenIsAnErrorNotALoop) {
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out, "NAME\na\n");
   EXPECT_EQ(server.requests(), 1);
+}
+
+// --request-timeout bounds a request with its retries: a server asking to
+// be asked again in an hour (429, Retry-After: 3600) is an error at once,
+// not two 60 s sleeps. On a FakeClock a sleep only ends when the test
+// advances it, so a client that sleeps shows as a run that does not end.
+TEST(KpctlFakeServerTest, RequestTimeoutBoundsRetryAfterWaits) {
+  FakeApiServer server([](const net::HttpRequest&,
+                          std::shared_ptr<net::Responder> r) {
+    r->Respond(429,
+               {{"Content-Type", "application/json"}, {"Retry-After", "3600"}},
+               R"({"kind":"Status","apiVersion":"v1","status":"Failure",)"
+               R"("message":"slow down","reason":"TooManyRequests",)"
+               R"("code":429})");
+  });
+  FakeClock clock;
+  for (const char* cmd : {"get", "version"}) {
+    server.ResetRequests();
+    std::vector<std::string> args = {"--request-timeout=1s"};
+    if (std::string(cmd) == "get") args.insert(args.begin(), "configmaps");
+    auto run = std::async(std::launch::async, [&] {
+      return RunAgainst(server.Url(), cmd, args, &clock);
+    });
+    if (run.wait_for(std::chrono::seconds(30)) != std::future_status::ready) {
+      while (run.wait_for(std::chrono::milliseconds(0)) !=
+             std::future_status::ready) {
+        clock.Advance(hours(1));  // lets the sleeper out
+      }
+      FAIL() << cmd << " slept past --request-timeout";
+    }
+    Result r = run.get();
+    EXPECT_EQ(r.code, 1) << cmd;
+    EXPECT_NE(r.err.find("slow down"), std::string::npos) << cmd << r.err;
+    EXPECT_EQ(server.requests(), 1) << cmd;
+  }
+  // version reads the flag too.
+  Result bad = RunAgainst(server.Url(), "version", {"--request-timeout=abc"});
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_NE(bad.err.find("--request-timeout"), std::string::npos) << bad.err;
 }
 
 // A watch answer that never ends its line: the client stops buffering at

@@ -66,6 +66,12 @@ StatusOr<Duration> DurationFlag(const Flags& flags, std::string_view name) {
   return d;
 }
 
+StatusOr<Duration> RequestTimeoutFlag(const Flags& flags) {
+  ASSIGN_OR_RETURN(Duration timeout, DurationFlag(flags, "request-timeout"));
+  // kubectl reads 0 as "no timeout"; here it is the default.
+  return timeout == Duration(0) ? seconds(30) : timeout;
+}
+
 namespace {
 
 const std::vector<CommandSpec>& Specs() {
@@ -123,10 +129,8 @@ int RunKubeCommand(std::string_view command,
     StatusOr<ClientConfig> cc = ResolveClientConfig(ctx.kubeconfig, o);
     if (!cc.ok()) return ctx.Fail(cc.status());
     ctx.config = *cc;
-    StatusOr<Duration> timeout = DurationFlag(flags, "request-timeout");
+    StatusOr<Duration> timeout = RequestTimeoutFlag(flags);
     if (!timeout.ok()) return ctx.Fail(timeout.status());
-    // kubectl reads 0 as "no timeout"; here it is the default.
-    if (*timeout == Duration(0)) *timeout = seconds(30);
     StatusOr<std::unique_ptr<KubeClient>> client =
         KubeClient::New(ctx.config, *timeout, io.clock);
     if (!client.ok()) return ctx.Fail(client.status());

@@ -170,8 +170,10 @@ CommandSpec VersionCommand() {
             StatusOr<ClientConfig> cc = ResolveClientConfig(ctx.kubeconfig, o);
             if (!cc.ok()) return ctx.Fail(cc.status());
             ctx.config = *cc;
+            StatusOr<Duration> timeout = RequestTimeoutFlag(*ctx.flags);
+            if (!timeout.ok()) return ctx.Fail(timeout.status());
             StatusOr<std::unique_ptr<KubeClient>> c =
-                KubeClient::New(ctx.config, seconds(30), ctx.clock());
+                KubeClient::New(ctx.config, *timeout, ctx.clock());
             if (!c.ok()) return ctx.Fail(c.status());
             ctx.client = std::move(*c);
             return RunVersion(ctx);

@@ -125,15 +125,7 @@ class ControllerManager::Impl {
                                   std::string(objects::kJsonMediaType) +
                                   ", not \"" + options_.content_type + "\"");
     }
-    ASSIGN_OR_RETURN(client_, informer::RestClient::New(
-                                  {.server = options_.server,
-                                   .tls = options_.tls,
-                                   .bearer_token = options_.bearer_token,
-                                   .protobuf = options_.content_type ==
-                                               objects::kProtobufMediaType,
-                                   .user_agent = "kplane-controller-manager/1",
-                                   .clock = clock_,
-                                   .metrics = metrics_}));
+    ASSIGN_OR_RETURN(client_, informer::RestClient::New(ClientOptions()));
     writer_ = std::make_unique<RestApiWriter>(client_.get());
     event_sink_ = std::make_unique<informer::RestEventSink>(client_.get());
     events_ = std::make_unique<informer::EventBroadcaster>(
@@ -177,18 +169,11 @@ class ControllerManager::Impl {
     // "leader-election" client: its renewals never wait for a connection
     // that the controllers hold. Each call also ends by the elector's
     // renew deadline (informer/leader_election.h).
-    ASSIGN_OR_RETURN(
-        lock_client_,
-        informer::RestClient::New(
-            {.server = options_.server,
-             .tls = options_.tls,
-             .bearer_token = options_.bearer_token,
-             .timeout = options_.leader_elect_renew_deadline,
-             .max_connections = 1,
-             .protobuf = options_.content_type == objects::kProtobufMediaType,
-             .user_agent = "kplane-controller-manager/1 leader-election",
-             .clock = clock_,
-             .metrics = metrics_}));
+    informer::RestClientOptions lock_options = ClientOptions();
+    lock_options.timeout = options_.leader_elect_renew_deadline;
+    lock_options.max_connections = 1;
+    lock_options.user_agent += " leader-election";
+    ASSIGN_OR_RETURN(lock_client_, informer::RestClient::New(lock_options));
     lock_ = std::make_unique<informer::LeaseLock>(
         lock_client_.get(), options_.leader_elect_namespace,
         options_.leader_elect_name, options_.identity);
@@ -216,6 +201,18 @@ class ControllerManager::Impl {
     ASSIGN_OR_RETURN(elector_, informer::LeaderElector::New(std::move(cfg)));
     elector_->Start();
     return Status::Ok();
+  }
+
+  // The API server, credentials, wire format and seams every client of
+  // this manager shares.
+  informer::RestClientOptions ClientOptions() const {
+    return {.server = options_.server,
+            .tls = options_.tls,
+            .bearer_token = options_.bearer_token,
+            .protobuf = options_.content_type == objects::kProtobufMediaType,
+            .user_agent = "kplane-controller-manager/1",
+            .clock = clock_,
+            .metrics = metrics_};
   }
 
   void Stop() {

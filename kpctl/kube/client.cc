@@ -3,6 +3,7 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <set>
 #include <thread>
@@ -12,6 +13,7 @@
 #include "informer/api_errors.h"
 #include "net/http_client.h"
 #include "net/url.h"
+#include "objects/time.h"
 
 namespace kplane::kpctl::kube {
 namespace {
@@ -287,8 +289,12 @@ Status KubeClient::Watch(const objects::ResourceInfo& r, std::string_view ns,
                          const WatchCallback& on_event,
                          std::optional<TimePoint> deadline) {
   net::HttpClientOptions http;
-  http.connect_timeout = seconds(5);
-  http.read_timeout = seconds(30);
+  // --request-timeout bounds each step up to the response head (kubectl:
+  // the request's http.Client.Timeout); the stream itself runs on.
+  http.connect_timeout = std::min(http.connect_timeout, timeout_);
+  http.tls_handshake_timeout = std::min(http.tls_handshake_timeout, timeout_);
+  http.write_timeout = std::min(http.write_timeout, timeout_);
+  http.read_timeout = timeout_;
   http.clock = clock_;
   http.default_headers = {{"User-Agent", "kpctl (kplane)"}};
   http.tls = rest_->options().tls;
@@ -380,6 +386,16 @@ Status KubeClient::Watch(const objects::ResourceInfo& r, std::string_view ns,
   if (timer.joinable()) timer.join();
   if (timed_out) return DeadlineExceededError("timed out waiting");
   if (!callback_error.ok()) return callback_error;
+  if (!resp.ok() && resp.status().code() == StatusCode::kDeadlineExceeded) {
+    // Connecting or the response head took longer than --request-timeout.
+    return DeadlineExceededError(
+        "watching " + r.GroupResource() + ": " + resp.status().message() +
+        " (--request-timeout " +
+        objects::FormatGoDuration(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(timeout_)
+                .count()) +
+        ")");
+  }
   if (!resp.ok()) return resp.status();
   if (resp->status < 200 || resp->status >= 300) {
     return informer::StatusFromResponse(resp->status,

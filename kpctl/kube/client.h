@@ -115,7 +115,9 @@ class KubeClient {
 
   // Streams events until `on_event` returns false (OK), the server ends
   // the stream (OK), `deadline` passes (DeadlineExceeded) or an error.
-  // With `table`, objects are one-row meta.k8s.io/v1 Tables.
+  // With `table`, objects are one-row meta.k8s.io/v1 Tables. The client's
+  // `timeout` bounds connecting and the wait for the response head
+  // (DeadlineExceeded "timed out"), not the stream.
   Status Watch(const objects::ResourceInfo& r, std::string_view ns,
                const ListQuery& query, bool table,
                const WatchCallback& on_event,

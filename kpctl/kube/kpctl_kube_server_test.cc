@@ -16,12 +16,15 @@
 #include <thread>
 
 #include "apiserver/test_server.h"
+#include "base/base64.h"
 #include "base/mutex.h"
 #include "controllers/controller_manager.h"
 #include "kpctl/kube/client.h"
 #include "kpctl/kube/flags.h"
 #include "kpctl/kube/kube_command.h"
 #include "net/http_server.h"
+#include "net/pki.h"
+#include "net/tls.h"
 
 namespace kplane::kpctl::kube {
 namespace {
@@ -926,7 +929,8 @@ class FakeApiServer {
  public:
   using Answer = std::function<void(const net::HttpRequest&,
                                     std::shared_ptr<net::Responder>)>;
-  explicit FakeApiServer(Answer answer) : server_(net::HttpServerOptions{}) {
+  explicit FakeApiServer(Answer answer, net::HttpServerOptions options = {})
+      : https_(options.tls != nullptr), server_(std::move(options)) {
     server_.HandlePrefix(
         "", "/",
         [this, answer = std::move(answer)](const net::HttpRequest& req,
@@ -939,13 +943,15 @@ class FakeApiServer {
   }
 
   std::string Url() const {
-    return "http://127.0.0.1:" + std::to_string(server_.port());
+    return std::string(https_ ? "https" : "http") +
+           "://127.0.0.1:" + std::to_string(server_.port());
   }
   int requests() const { return requests_.load(); }
   void ResetRequests() { requests_.store(0); }
 
  private:
   std::atomic<int> requests_{0};
+  const bool https_;
   net::HttpServer server_;  // last: stopped before the rest goes
 };
 
@@ -1079,6 +1085,139 @@ TEST(KpctlFakeServerTest, WatchLineOverTheLimitIsAnError) {
   EXPECT_EQ(r.err,
             "error: a watch event of configmaps is longer than 16777216 "
             "bytes (no newline); giving up\n");
+}
+
+// A watch whose server never sends the response head gives up after
+// --request-timeout (kubectl: the request's http.Client.Timeout), not
+// after a fixed 30 s. The fake holds every watch unanswered.
+TEST(KpctlFakeServerTest, WatchHeadWaitFollowsRequestTimeout) {
+  Mutex mu;
+  std::vector<std::shared_ptr<net::Responder>> held;  // outlive the server
+  FakeApiServer server([&](const net::HttpRequest& req,
+                           std::shared_ptr<net::Responder> r) {
+    if (req.QueryParam("watch") == "true") {
+      MutexLock l(&mu);
+      held.push_back(std::move(r));
+      return;
+    }
+    RespondJson(*r, R"({"kind":"Table","apiVersion":"meta.k8s.io/v1",)"
+                    R"("columnDefinitions":[{"name":"Name","type":"string"}],)"
+                    R"("rows":[],"metadata":{"resourceVersion":"1"}})");
+  });
+  const TimePoint start = Clock::Real()->Now();
+  auto run = std::async(std::launch::async, [&] {
+    return RunAgainst(server.Url(), "get",
+                      {"configmaps", "--watch-only", "--request-timeout=1s"});
+  });
+  // Well below the old fixed 30 s, well above 1 s.
+  ASSERT_EQ(run.wait_for(std::chrono::seconds(15)), std::future_status::ready)
+      << "the watch waited past --request-timeout=1s for the response head";
+  Result r = run.get();
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_EQ(r.err,
+            "error: watching configmaps: reading response: timed out "
+            "(--request-timeout 1s)\n");
+  EXPECT_GE(Clock::Real()->Now() - start, seconds(1));
+  MutexLock l(&mu);
+  EXPECT_EQ(held.size(), 1u);
+}
+
+// The TLS flags against a TLS server whose certificate the kubeconfig's
+// CA does not sign, as kubectl (clientcmd) applies them:
+// --insecure-skip-tls-verify drops the kubeconfig's CA and connects;
+// --certificate-authority replaces it, and turns a kubeconfig's
+// insecure-skip-tls-verify off; both flags together are refused.
+TEST(KpctlFakeServerTest, TlsOverrideFlagsReplaceTheKubeconfigsTrust) {
+  const WallTime now = Clock::Real()->WallNow();
+  StatusOr<net::KeyPair> ca = net::GenerateCa("server-ca", now);
+  StatusOr<net::KeyPair> other_ca = net::GenerateCa("other-ca", now);
+  ASSERT_TRUE(ca.ok() && other_ca.ok());
+  StatusOr<net::KeyPair> cert =
+      net::IssueCertificate(*ca,
+                            {.common_name = "server",
+                             .ip_addresses = {"127.0.0.1"},
+                             .server_auth = true},
+                            now);
+  ASSERT_TRUE(cert.ok()) << cert.status();
+  net::HttpServerOptions options;
+  StatusOr<std::shared_ptr<const net::TlsContext>> tls =
+      net::TlsContext::NewServer({.cert_pem = cert->cert_pem,
+                                  .key_pem = cert->key_pem,
+                                  .alpn = {"http/1.1"}});
+  ASSERT_TRUE(tls.ok()) << tls.status();
+  options.tls = *tls;
+  FakeApiServer server(
+      [](const net::HttpRequest&, std::shared_ptr<net::Responder> r) {
+        RespondJson(*r, R"({"major":"1","minor":"32",)"
+                        R"("gitVersion":"v1.32.4-kplane"})");
+      },
+      std::move(options));
+
+  char tmpl[] = "/tmp/kpctl-tls-XXXXXX";
+  const std::string dir = mkdtemp(tmpl);
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir + "/" + name) << text;
+    return dir + "/" + name;
+  };
+  const std::string ca_file = write("ca.crt", ca->cert_pem);
+  const std::string other_ca_file = write("other-ca.crt", other_ca->cert_pem);
+  const std::string wrong_ca = write("wrong-ca", R"(apiVersion: v1
+current-context: x
+contexts: [{name: x, context: {cluster: c}}]
+clusters:
+- name: c
+  cluster:
+    server: )" + server.Url() + R"(
+    certificate-authority-data: )" + Base64Encode(other_ca->cert_pem) +
+                                                     R"(
+)");
+  const std::string insecure = write("insecure", R"(apiVersion: v1
+current-context: x
+contexts: [{name: x, context: {cluster: c}}]
+clusters:
+- name: c
+  cluster: {server: ")" + server.Url() + R"(", insecure-skip-tls-verify: true}
+)");
+  auto version = [&](const std::string& kubeconfig,
+                     std::vector<std::string> flags) {
+    flags.push_back("--kubeconfig=" + kubeconfig);
+    return RunAgainst(server.Url(), "version", flags);
+  };
+  const std::string served = "Server Version: v1.32.4-kplane\n";
+
+  Result r = version(wrong_ca, {});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("certificate signed by an unknown authority"),
+            std::string::npos)
+      << r.err;
+  r = version(wrong_ca, {"--insecure-skip-tls-verify"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find(served), std::string::npos) << r.out;
+  r = version(wrong_ca, {"--certificate-authority=" + ca_file});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find(served), std::string::npos) << r.out;
+
+  r = version(insecure, {});
+  EXPECT_EQ(r.code, 0) << r.err;
+  r = version(insecure, {"--certificate-authority=" + ca_file});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find(served), std::string::npos) << r.out;
+  // The flag's CA is checked: the kubeconfig's insecure is off.
+  r = version(insecure, {"--certificate-authority=" + other_ca_file});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("certificate signed by an unknown authority"),
+            std::string::npos)
+      << r.err;
+
+  for (const std::string& kubeconfig : {wrong_ca, insecure}) {
+    r = version(kubeconfig, {"--certificate-authority=" + ca_file,
+                             "--insecure-skip-tls-verify"});
+    EXPECT_EQ(r.code, 1);
+    EXPECT_EQ(r.err,
+              "error: specifying a root certificates file with the insecure "
+              "flag is not allowed\n");
+  }
+  std::filesystem::remove_all(dir);
 }
 
 // A container status without `state` (the API server fills in an empty

@@ -292,12 +292,6 @@ users:
   EXPECT_TRUE(ClientTlsContext(*c).ok());
 
   // kubectl's validation errors.
-  Status both = ResolveClientConfig(
-                    *kc, {.context = "data", .insecure_skip_tls_verify = true})
-                    .status();
-  EXPECT_EQ(both.message(),
-            "specifying a root certificates file with the insecure flag is "
-            "not allowed");
   const std::string half = Write("half", R"(current-context: x
 contexts: [{name: x, context: {cluster: c, user: u}}]
 clusters: [{name: c, cluster: {server: "https://h:1"}}]
@@ -316,6 +310,122 @@ users: [{name: u, user: {client-certificate: a.crt}}]
   StatusOr<std::shared_ptr<const net::TlsContext>> none = ClientTlsContext(*c);
   ASSERT_TRUE(none.ok());
   EXPECT_EQ(*none, nullptr);
+}
+
+// The TLS flags as clientcmd's getClusterConfig applies them:
+// --insecure-skip-tls-verify without a CA flag drops the kubeconfig's CA
+// (data or file) and skips verification; --certificate-authority replaces
+// the kubeconfig's CA data and turns its insecure-skip-tls-verify off. Both
+// flags together are refused, as client-go's transport refuses a CA with
+// insecure (and so is a kubeconfig cluster holding both).
+TEST_F(KubeconfigTest, TlsOverrideFlagsReplaceTheKubeconfigsTrust) {
+  const std::string path = Write("config", R"(apiVersion: v1
+current-context: data
+contexts:
+- {name: data, context: {cluster: data}}
+- {name: file, context: {cluster: file}}
+- {name: insecure, context: {cluster: insecure}}
+- {name: both, context: {cluster: both}}
+- {name: two-cas, context: {cluster: two-cas}}
+clusters:
+- name: data
+  cluster: {server: "https://h:1", certificate-authority-data: )" +
+                                               Base64Encode("CA PEM") + R"(}
+- name: file
+  cluster: {server: "https://h:1", certificate-authority: ca.crt}
+- name: insecure
+  cluster: {server: "https://h:1", insecure-skip-tls-verify: true}
+- name: both
+  cluster:
+    server: "https://h:1"
+    insecure-skip-tls-verify: true
+    certificate-authority-data: )" + Base64Encode("CA PEM") +
+                                               R"(
+- name: two-cas
+  cluster:
+    server: "https://h:1"
+    certificate-authority: ca.crt
+    certificate-authority-data: )" + Base64Encode("CA PEM") +
+                                               R"(
+)");
+  StatusOr<Kubeconfig> kc = LoadKubeconfig(path, Env());
+  ASSERT_TRUE(kc.ok()) << kc.status();
+  for (const char* context : {"data", "file", "two-cas"}) {
+    StatusOr<ClientConfig> c = ResolveClientConfig(
+        *kc, {.context = context, .insecure_skip_tls_verify = true});
+    ASSERT_TRUE(c.ok()) << context << ": " << c.status();
+    EXPECT_TRUE(c->tls.insecure_skip_verify) << context;
+    EXPECT_EQ(c->tls.ca_pem, "") << context;
+    EXPECT_EQ(c->tls.ca_file, "") << context;
+    EXPECT_TRUE(ClientTlsContext(*c).ok()) << context;
+  }
+  for (const char* context : {"data", "file", "insecure", "two-cas"}) {
+    StatusOr<ClientConfig> c = ResolveClientConfig(
+        *kc, {.context = context, .certificate_authority = "/flag/ca.crt"});
+    ASSERT_TRUE(c.ok()) << context << ": " << c.status();
+    EXPECT_FALSE(c->tls.insecure_skip_verify) << context;
+    EXPECT_EQ(c->tls.ca_file, "/flag/ca.crt") << context;
+    EXPECT_EQ(c->tls.ca_pem, "") << context;
+  }
+  const std::string refused =
+      "specifying a root certificates file with the insecure flag is not "
+      "allowed";
+  for (const char* context : {"data", "file", "insecure"}) {
+    EXPECT_EQ(ResolveClientConfig(*kc, {.context = context,
+                                        .certificate_authority = "/flag/ca.crt",
+                                        .insecure_skip_tls_verify = true})
+                  .status()
+                  .message(),
+              refused)
+        << context;
+  }
+  EXPECT_EQ(ResolveClientConfig(*kc, {.context = "both"}).status().message(),
+            refused);
+  // A CA flag mends that cluster; the insecure flag alone keeps it as is.
+  EXPECT_TRUE(ResolveClientConfig(*kc, {.context = "both",
+                                        .certificate_authority = "/f/ca.crt"})
+                  .ok());
+  StatusOr<ClientConfig> c = ResolveClientConfig(
+      *kc, {.context = "both", .insecure_skip_tls_verify = true});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->tls.ca_pem, "");
+  // Validated after the flags, as clientcmd: two CAs are an error only
+  // when no flag replaced them.
+  EXPECT_EQ(ResolveClientConfig(*kc, {.context = "two-cas"}).status().message(),
+            "certificate-authority-data and certificate-authority are both "
+            "specified for two-cas. certificate-authority-data will override.");
+}
+
+// A user's tokenFile is read up to 1 MiB (more than any server takes in a
+// header) and trimmed as client-go trims it; a bigger file is an error
+// naming it, not a read without end.
+TEST_F(KubeconfigTest, TokenFileIsReadWithABound) {
+  const std::string path = Write("config", R"(apiVersion: v1
+current-context: x
+contexts: [{name: x, context: {cluster: c, user: u}}]
+clusters: [{name: c, cluster: {server: "http://127.0.0.1:1"}}]
+users: [{name: u, user: {tokenFile: token}}]
+)");
+  StatusOr<Kubeconfig> kc = LoadKubeconfig(path, Env());
+  ASSERT_TRUE(kc.ok()) << kc.status();
+  const std::string token_path = dir_ + "/token";
+  // 1 MiB with the newline, which is trimmed.
+  Write("token", std::string((1 << 20) - 1, 't') + "\n");
+  StatusOr<ClientConfig> c = ResolveClientConfig(*kc, {});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->token, std::string((1 << 20) - 1, 't'));
+
+  Write("token", std::string((1 << 20) + 1, 't'));
+  const std::string message =
+      "tokenFile " + token_path + " of user u is larger than 1048576 bytes";
+  EXPECT_EQ(ResolveClientConfig(*kc, {}).status().message(), message);
+  // What the command prints.
+  std::istringstream in;
+  std::ostringstream out, err;
+  KubeIo io{&in, &out, &err, Env(), nullptr};
+  EXPECT_EQ(RunKubeCommand("get", {"pods", "--kubeconfig=" + path}, io), 1);
+  EXPECT_EQ(err.str(), "error: " + message + "\n");
+  EXPECT_EQ(out.str(), "");
 }
 
 TEST_F(KubeconfigTest, MergesKubeconfigListFirstWins) {

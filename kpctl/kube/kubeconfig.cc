@@ -2,7 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
+#include <limits>
 
 #include "base/base64.h"
 #include "base/strings.h"
@@ -13,12 +13,27 @@ namespace {
 
 using rapidjson::Value;
 
-StatusOr<std::string> ReadFile(const std::string& path) {
+// The file at `path`, or kTooLarge ("<what> is larger than N bytes") once
+// it holds more than `max_bytes`: reading stops there, so a FIFO or
+// /dev/zero ends too. `what` defaults to the path.
+StatusOr<std::string> ReadFile(
+    const std::string& path,
+    size_t max_bytes = std::numeric_limits<size_t>::max(),
+    const std::string& what = "") {
   std::ifstream in(path, std::ios::binary);
   if (!in) return NotFoundError("cannot read " + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  std::string data;
+  char buf[1 << 16];
+  while (in) {
+    in.read(buf, sizeof(buf));
+    data.append(buf, static_cast<size_t>(in.gcount()));
+    if (data.size() > max_bytes) {
+      return Status(StatusCode::kTooLarge,
+                    (what.empty() ? path : what) + " is larger than " +
+                        std::to_string(max_bytes) + " bytes");
+    }
+  }
+  return data;
 }
 
 std::string StringAt(const Value& obj, const char* key) {
@@ -199,30 +214,25 @@ StatusOr<ClientConfig> ResolveClientConfig(const Kubeconfig& config,
           out.context);
     }
   }
-  std::string server, token, token_file, ns;
+  std::string server, token, token_file, user, ns;
   // What to trust and present; the *-data fields hold PEM, the others
   // file names.
   std::string ca_file, ca_pem, cert_file, cert_pem, key_file, key_pem;
   bool insecure = false;
   std::string server_name;
+  std::string cluster;
   if (context != nullptr) {
     ns = StringAt(*context, "namespace");
-    const std::string cluster = StringAt(*context, "cluster");
+    cluster = StringAt(*context, "cluster");
     if (const Value* c = FindNamed(doc, "clusters", cluster, "cluster")) {
       server = StringAt(*c, "server");
       ca_file = StringAt(*c, "certificate-authority");
       ASSIGN_OR_RETURN(ca_pem,
                        DecodeData(*c, "certificate-authority-data", cluster));
-      if (!ca_file.empty() && !ca_pem.empty()) {
-        return InvalidArgumentError(
-            "certificate-authority-data and certificate-authority are both "
-            "specified for " +
-            cluster + ". certificate-authority-data will override.");
-      }
       insecure = BoolAt(*c, "insecure-skip-tls-verify");
       server_name = StringAt(*c, "tls-server-name");
     }
-    const std::string user = StringAt(*context, "user");
+    user = StringAt(*context, "user");
     if (const Value* u = FindNamed(doc, "users", user, "user")) {
       token = StringAt(*u, "token");
       token_file = StringAt(*u, "tokenFile");
@@ -253,7 +263,14 @@ StatusOr<ClientConfig> ResolveClientConfig(const Kubeconfig& config,
   }
   if (!overrides.server.empty()) server = overrides.server;
   if (!overrides.token.empty()) token = overrides.token;
-  if (!overrides.certificate_authority.empty()) {
+  // clientcmd's getClusterConfig: --insecure-skip-tls-verify or
+  // --certificate-authority replaces all of the cluster's trust settings,
+  // so --insecure-skip-tls-verify drops the kubeconfig's CA (data or
+  // file) and --certificate-authority its CA data and its
+  // insecure-skip-tls-verify. Both flags together are refused below.
+  if (overrides.insecure_skip_tls_verify ||
+      !overrides.certificate_authority.empty()) {
+    insecure = overrides.insecure_skip_tls_verify;
     ca_file = overrides.certificate_authority;
     ca_pem.clear();
   }
@@ -265,7 +282,6 @@ StatusOr<ClientConfig> ResolveClientConfig(const Kubeconfig& config,
     key_file = overrides.client_key;
     key_pem.clear();
   }
-  if (overrides.insecure_skip_tls_verify) insecure = true;
   if (!overrides.tls_server_name.empty()) {
     server_name = overrides.tls_server_name;
   }
@@ -279,6 +295,13 @@ StatusOr<ClientConfig> ResolveClientConfig(const Kubeconfig& config,
         "KUBECONFIG at a kubeconfig (`kplane up` writes one to "
         "~/.kplane/kubeconfig)");
   }
+  // Validated as clientcmd validates: after the flags.
+  if (!ca_file.empty() && !ca_pem.empty()) {
+    return InvalidArgumentError(
+        "certificate-authority-data and certificate-authority are both "
+        "specified for " +
+        cluster + ". certificate-authority-data will override.");
+  }
   if (insecure && (!ca_file.empty() || !ca_pem.empty())) {
     return InvalidArgumentError(
         "specifying a root certificates file with the insecure flag is not "
@@ -288,7 +311,10 @@ StatusOr<ClientConfig> ResolveClientConfig(const Kubeconfig& config,
                        !cert_file.empty() || !cert_pem.empty();
   ASSIGN_OR_RETURN(out.server, NormalizeServer(server, any_tls));
   if (token.empty() && !token_file.empty()) {
-    ASSIGN_OR_RETURN(std::string t, ReadFile(token_file));
+    ASSIGN_OR_RETURN(std::string t,
+                     ReadFile(token_file, kMaxTokenFileBytes,
+                              "tokenFile " + token_file + " of user " + user));
+    // client-go's cached file token source: strings.TrimSpace.
     token = std::string(StripWhitespace(t));
   }
   out.token = token;

@@ -29,22 +29,30 @@
 //                  token: abc                             # or tokenFile
 // Relative paths are relative to the file that names them (clientcmd's
 // ResolveLocalPaths). Overrides: --context picks another context; --server,
-// --token, --namespace, --certificate-authority, --client-certificate,
-// --client-key, --insecure-skip-tls-verify and --tls-server-name replace
-// what the context says. The namespace defaults to "default". A server
+// --token, --namespace, --client-certificate, --client-key and
+// --tls-server-name replace what the context says. As clientcmd's
+// getClusterConfig, --insecure-skip-tls-verify and --certificate-authority
+// replace the cluster's trust settings as a whole: the first drops the
+// kubeconfig's CA (data or file), the second its CA data and its
+// insecure-skip-tls-verify. The namespace defaults to "default". A server
 // without a scheme gets https:// when any TLS setting is present, else
-// http:// (client-go's DefaultServerURL).
+// http:// (client-go's DefaultServerURL). A tokenFile is read up to
+// kMaxTokenFileBytes and trimmed of surrounding whitespace (client-go).
 //
-// Errors as kubectl's validation words them: "certificate-authority-data
-// and certificate-authority are both specified for <cluster>...", a
-// client certificate without its key, "specifying a root certificates file
-// with the insecure flag is not allowed", and an https server with nothing
-// to trust is fine (the system's trust store, as Go).
+// Errors as kubectl's validation words them, checked after the flags:
+// "certificate-authority-data and certificate-authority are both specified
+// for <cluster>...", a client certificate without its key, "specifying a
+// root certificates file with the insecure flag is not allowed" (both
+// flags, or a kubeconfig cluster with a CA and insecure-skip-tls-verify),
+// and an https server with nothing to trust is fine (the system's trust
+// store, as Go).
 //
 // Thread-safety: pure functions. Errors: InvalidArgument naming the file
 // for unreadable YAML, an unknown --context, no server at all, the
 // validation errors above, bad base64; NotFound for a missing --kubeconfig
-// file or a missing tokenFile / certificate file.
+// file or a missing tokenFile / certificate file; TooLarge for a tokenFile
+// over kMaxTokenFileBytes ("tokenFile <path> of user <u> is larger than
+// 1048576 bytes").
 #ifndef KPLANE_KPCTL_KUBE_KUBECONFIG_H_
 #define KPLANE_KPCTL_KUBE_KUBECONFIG_H_
 
@@ -59,6 +67,11 @@
 #include "net/tls.h"
 
 namespace kplane::kpctl::kube {
+
+// The most of a user's tokenFile that is read: 1 MiB, Go's
+// http.DefaultMaxHeaderBytes, the largest request head kube-apiserver
+// takes, so a longer token could not be sent anyway.
+inline constexpr size_t kMaxTokenFileBytes = 1 << 20;
 
 // Reads an environment variable; nullptr when unset.
 using GetEnvFn = std::function<const char*(const char*)>;

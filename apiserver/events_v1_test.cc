@@ -2,11 +2,19 @@
 // one storage with core/v1 events (an object written through either version
 // is read, listed, updated and watched through the other with the fields
 // mapped), kube's validation, the version's field selectors, the table,
-// discovery and OpenAPI.
+// discovery and OpenAPI; and --event-ttl: however an event is written
+// (POST, PUT, apply, patch), it lives one TTL from that write. The TTL
+// tests let real time pass (the store's shortest lease is 2 s) and await
+// the store's deletions through a store watch.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <condition_variable>
+#include <map>
+#include <optional>
+
 #include "apiserver/test_server.h"
+#include "base/mutex.h"
 
 namespace kplane::apiserver {
 namespace {
@@ -242,6 +250,139 @@ TEST(EventsV1Test, TableDiscoveryAndOpenApi) {
   ASSERT_EQ(v3.code, 200);
   EXPECT_NE(v3.At({"components", "schemas", "io.k8s.api.events.v1.Event"}),
             nullptr);
+}
+
+// When each key under "/" is deleted, seen through a store watch opened at
+// construction; awaited, never polled.
+class StoreDeletions {
+ public:
+  explicit StoreDeletions(storage::KV* kv) {
+    etcdserverpb::WatchCreateRequest req;
+    req.set_key("/");
+    req.set_range_end("0");  // every key starting with '/'
+    auto watch =
+        kv->StartWatch(req, [this](const etcdserverpb::WatchResponse& resp) {
+          const TimePoint now = Clock::Real()->Now();
+          MutexLock l(&mu_);
+          for (const mvccpb::Event& ev : resp.events()) {
+            if (ev.type() == mvccpb::Event::DELETE) {
+              deleted_.emplace(ev.kv().key(), now);
+            }
+          }
+          cv_.notify_all();
+        });
+    EXPECT_TRUE(watch.ok()) << watch.status();
+    if (watch.ok()) watch_ = std::move(*watch);
+  }
+
+  // When `key` was deleted; nullopt if it was not by `deadline`.
+  std::optional<TimePoint> Await(const std::string& key, TimePoint deadline) {
+    MutexLock l(&mu_);
+    cv_.wait_until(l.native(), deadline,
+                   [&]() REQUIRES(mu_) { return deleted_.count(key) > 0; });
+    auto it = deleted_.find(key);
+    if (it == deleted_.end()) return std::nullopt;
+    return it->second;
+  }
+
+ private:
+  Mutex mu_;
+  std::condition_variable cv_;
+  std::map<std::string, TimePoint> deleted_ GUARDED_BY(mu_);
+  std::unique_ptr<storage::Watch> watch_;  // last: stopped first
+};
+
+// The store lease `key` is attached to (0: none, -1: no such key).
+int64_t LeaseOf(TestServer& s, const std::string& key) {
+  etcdserverpb::RangeRequest req;
+  req.set_key(key);
+  auto r = s.store()->Range(req);
+  EXPECT_TRUE(r.ok()) << r.status();
+  if (!r.ok() || r->kvs_size() != 1) return -1;
+  return r->kvs(0).lease();
+}
+
+std::string EventKey(const std::string& name) {
+  return "/registry/events/default/" + name;
+}
+
+// Events created by PUT (create-on-update) and by server-side apply get
+// the lease a POST gives them, as kube-apiserver's Store.Update passes
+// calculateTTL's answer to GuaranteedUpdate when it creates.
+TEST(EventsTtlTest, CreatedByPutOrApplyExpire) {
+  TestServer s([](ApiServerOptions* o) { o->event_ttl = seconds(2); });
+  StoreDeletions deletions(s.store());
+  Response put = s.Put(std::string(kCore) + "/put.1", OldStyle("put.1"));
+  ASSERT_EQ(put.code, 201) << put.body;
+  Response put_v1 = s.Put(std::string(kV1) + "/put.2", NewStyle("put.2"));
+  ASSERT_EQ(put_v1.code, 201) << put_v1.body;
+  Response applied = s.Patch(
+      std::string(kCore) + "/apply.1?fieldManager=tester",
+      R"({"apiVersion":"v1","kind":"Event",)" + OldStyle("apply.1").substr(1),
+      "application/apply-patch+yaml");
+  ASSERT_EQ(applied.code, 201) << applied.body;
+
+  const TimePoint deadline = Clock::Real()->Now() + seconds(10);
+  for (const std::string name : {"put.1", "put.2", "apply.1"}) {
+    EXPECT_GT(LeaseOf(s, EventKey(name)), 0) << name << " has no lease";
+  }
+  for (const std::string name : {"put.1", "put.2", "apply.1"}) {
+    EXPECT_TRUE(deletions.Await(EventKey(name), deadline).has_value())
+        << name << " did not expire";
+    EXPECT_EQ(s.Get(std::string(kCore) + "/" + name).code, 404) << name;
+  }
+}
+
+// A write to an event renews its TTL: kube's Store.Update asks
+// calculateTTL on every update (the event store's TTLFunc answers the full
+// --event-ttl) and GuaranteedUpdate attaches a fresh lease, so an event a
+// recorder keeps patching (count, series) lives one TTL past the last
+// patch.
+TEST(EventsTtlTest, PatchRenewsTheTtl) {
+  static constexpr int64_t kTtl = 4;
+  TestServer s([](ApiServerOptions* o) { o->event_ttl = seconds(kTtl); });
+  StoreDeletions deletions(s.store());
+  ASSERT_EQ(s.Post(kCore, OldStyle("db.1")).code, 201);
+  const int64_t first = LeaseOf(s, EventKey("db.1"));
+  ASSERT_GT(first, 0);
+
+  // Half the event's TTL passes: a 2 s store lease granted after the
+  // event's expires.
+  etcdserverpb::LeaseGrantRequest grant;
+  grant.set_ttl(2);
+  auto timer = s.store()->LeaseGrant(grant);
+  ASSERT_TRUE(timer.ok()) << timer.status();
+  etcdserverpb::PutRequest put;
+  put.set_key("/test/half-the-ttl");
+  put.set_value("x");
+  put.set_lease(timer->id());
+  ASSERT_TRUE(s.store()->Put(put).ok());
+  ASSERT_TRUE(
+      deletions.Await("/test/half-the-ttl", Clock::Real()->Now() + seconds(10))
+          .has_value());
+
+  const TimePoint patched_at = Clock::Real()->Now();
+  Response patched = s.Patch(std::string(kCore) + "/db.1", R"({"count":4})",
+                             "application/strategic-merge-patch+json");
+  ASSERT_EQ(patched.code, 200) << patched.body;
+  const int64_t renewed = LeaseOf(s, EventKey("db.1"));
+  EXPECT_GT(renewed, 0);
+  EXPECT_NE(renewed, first) << "the patch kept the event's first lease";
+  etcdserverpb::LeaseTimeToLiveRequest ttl_req;
+  ttl_req.set_id(renewed);
+  auto ttl = s.store()->LeaseTimeToLive(ttl_req);
+  ASSERT_TRUE(ttl.ok()) << ttl.status();
+  EXPECT_EQ(ttl->grantedttl(), kTtl);
+  EXPECT_GE(ttl->ttl(), kTtl - 1);
+
+  std::optional<TimePoint> gone = deletions.Await(
+      EventKey("db.1"), patched_at + seconds(kTtl) + seconds(10));
+  ASSERT_TRUE(gone.has_value()) << "the event did not expire";
+  EXPECT_GE(*gone - patched_at, seconds(kTtl))
+      << "the event lived "
+      << std::chrono::duration<double>(*gone - patched_at).count()
+      << " s after the patch, not a full TTL";
+  EXPECT_EQ(s.Get(std::string(kCore) + "/db.1").code, 404);
 }
 
 }  // namespace

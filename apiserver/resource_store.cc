@@ -309,6 +309,13 @@ std::optional<ApiError> ResourceStore::PrepareCreate(std::string_view ns,
   return std::nullopt;
 }
 
+int64_t ResourceStore::TtlSeconds() const {
+  const bool events =
+      resource_->resource == "events" &&
+      (resource_->gv.group.empty() || resource_->gv.group == "events.k8s.io");
+  return events ? options_.event_ttl_seconds : 0;
+}
+
 ApiResult<WriteResult> ResourceStore::CreateWithRetries(
     std::string_view ns, MutableObject obj, bool generated,
     const WriteContext& ctx) {
@@ -320,12 +327,7 @@ ApiResult<WriteResult> ResourceStore::CreateWithRetries(
         GenerateNameSuffix());
     strategy_->PrepareForCreate(obj.get());
   };
-  const int64_t ttl =
-      resource_->resource == "events" &&
-              (resource_->gv.group.empty() ||
-               resource_->gv.group == "events.k8s.io")
-          ? options_.event_ttl_seconds
-          : 0;
+  const int64_t ttl = TtlSeconds();
   for (int attempt = 0;; ++attempt) {
     const std::string name = MetaOf(*obj).name();
     if (ctx.dry_run) {
@@ -525,8 +527,12 @@ ApiResult<WriteResult> ResourceStore::DoUpdate(std::string_view ns,
     StatusOr<ObjectPtr> c = cacher_->Get(ns, name);
     if (c.ok()) cached = *c;
   }
-  StatusOr<ObjectPtr> r = store_->GuaranteedUpdate(
-      ns, name, Preconditions{}, wrapped, create_if_missing, cached);
+  // Created or updated, an event lives one TTL from this write (kube's
+  // Store.Update returns calculateTTL's answer to GuaranteedUpdate on both
+  // paths).
+  StatusOr<ObjectPtr> r =
+      store_->GuaranteedUpdate(ns, name, Preconditions{}, wrapped,
+                               create_if_missing, cached, TtlSeconds());
   if (!r.ok()) {
     // `rejected` may be left from a round on a stale cached copy that the
     // store then failed to replace: only the rejection marker means it.

@@ -15,7 +15,8 @@
 //            update that removes the last finalizer of a deleting object
 //            deletes it (a namespace also waits for its spec.finalizers,
 //            which only namespaces/finalize changes), create-on-update for
-//            leases and events.
+//            leases and events; every write of an event, create or
+//            update (PUT, PATCH, apply), gives it a fresh TTL lease.
 //   patch    JSON patch, JSON merge patch, strategic merge patch (with the
 //            Kubernetes patch metadata) and server-side apply (managedFields,
 //            conflicts, force, 201 on create); a resourceVersion in the patch
@@ -120,7 +121,7 @@ class WriteAllocator {
 
 struct ResourceStoreOptions {
   Clock* clock = Clock::Real();
-  // Lease TTL for events (0 = none).
+  // Lease TTL for events (0 = none), renewed by every write of the event.
   int64_t event_ttl_seconds = 3600;
   NamespaceCheck namespace_check;  // null: no check
   // The largest object a PATCH may produce (the request body limit).
@@ -212,6 +213,9 @@ class ResourceStore {
                                         const Msg& old, const WriteContext& ctx,
                                         WallTime now, bool is_apply);
 
+  // The lease TTL of this resource's objects, renewed by every write
+  // (events: event_ttl_seconds; others 0, no lease); kube's Store.TTLFunc.
+  int64_t TtlSeconds() const;
   // The GuaranteedUpdate loop shared by update, patch, scale, binding:
   // `fn` maps the current object (null when absent and create is allowed)
   // to the new one or to an error. Handles dryRun and delete-on-update.

@@ -1,8 +1,8 @@
-// LeaseManager: the storage leases behind objects created with a TTL
-// (events), shared between objects whose expiry falls in the same window, as
-// kube-apiserver's etcd3 leaseManager does. Granting a lease is a raft
-// proposal; without sharing, 10,000 events would make 10,000 leases and
-// 10,000 expiry revocations.
+// LeaseManager: the storage leases behind objects written with a TTL
+// (events, on create and on every update), shared between objects whose
+// expiry falls in the same window, as kube-apiserver's etcd3 leaseManager
+// does. Granting a lease is a raft proposal; without sharing, 10,000
+// events would make 10,000 leases and 10,000 expiry revocations.
 //
 // A lease for `ttl` is granted for ttl + extra seconds, extra = min(60 s,
 // 5% of ttl), and reused by every later request with the same ttl while the

@@ -352,7 +352,8 @@ StatusOr<ObjectPtr> ObjectStore::Get(std::string_view ns, std::string_view name,
 
 StatusOr<ObjectPtr> ObjectStore::GuaranteedUpdate(
     std::string_view ns, std::string_view name, const Preconditions& pre,
-    const UpdateFn& update, bool create_if_missing, ObjectPtr cached) {
+    const UpdateFn& update, bool create_if_missing, ObjectPtr cached,
+    int64_t ttl_seconds) {
   ASSIGN_OR_RETURN(std::string key, CheckedKey(ns, name));
   // What the update starts from: the caller's cached copy if it has one (no
   // store read; kube-apiserver's cachedExistingObject), else the store's
@@ -453,11 +454,17 @@ StatusOr<ObjectPtr> ObjectStore::GuaranteedUpdate(
     put->set_key(key);
     ASSIGN_OR_RETURN(std::string sealed, Seal(key, std::move(value)));
     put->set_value(std::move(sealed));
-    // An object created with a TTL keeps its lease across updates. A cached
-    // copy does not say whether the key has one; the key exists at the
-    // compared revision, so keeping whatever lease it has is right either
-    // way.
-    if (!fresh || (current && current->lease() != 0)) {
+    if (ttl_seconds > 0) {
+      // Created or updated, the object lives `ttl_seconds` from this write
+      // (kube's GuaranteedUpdate attaches the TTL its update function
+      // returns). The lease is the one LeaseManager shares with the other
+      // writes of this window; the put detaches the key from its old one.
+      ASSIGN_OR_RETURN(int64_t lease, leases_->GetLease(ttl_seconds));
+      put->set_lease(lease);
+    } else if (!fresh || (current && current->lease() != 0)) {
+      // Without a TTL the key keeps whatever lease it has. A cached copy
+      // does not say whether it has one; the key exists at the compared
+      // revision, so ignoring the lease is right either way.
       put->set_ignore_lease(true);
     }
     txn.add_failure()->mutable_request_range()->set_key(key);

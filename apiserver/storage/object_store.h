@@ -212,14 +212,19 @@ class ObjectStore {
   // object; an error from the preconditions or from `update`, or "nothing
   // changed", seen on the copy is checked again on the store's object before
   // it is returned. `update` may thus be called more than once.
+  //
+  // `ttl_seconds` > 0 attaches a fresh lease to what is written, created or
+  // updated, so the object lives that long from this write (events: every
+  // write renews --event-ttl, as kube's Store.Update asks calculateTTL on
+  // create and on update); leases are shared as Create shares them. With 0
+  // the key keeps the lease it has (none for objects created without one).
+  // A write that changes nothing renews nothing.
   using UpdateFn =
       std::function<StatusOr<MutableObject>(const google::protobuf::Message*)>;
-  StatusOr<ObjectPtr> GuaranteedUpdate(std::string_view ns,
-                                       std::string_view name,
-                                       const Preconditions& pre,
-                                       const UpdateFn& update,
-                                       bool create_if_missing = false,
-                                       ObjectPtr cached = nullptr);
+  StatusOr<ObjectPtr> GuaranteedUpdate(
+      std::string_view ns, std::string_view name, const Preconditions& pre,
+      const UpdateFn& update, bool create_if_missing = false,
+      ObjectPtr cached = nullptr, int64_t ttl_seconds = 0);
 
   // Deletes the object if `pre` holds (and `validate`, called with the
   // current object, returns OK). Returns the object as it was deleted, with

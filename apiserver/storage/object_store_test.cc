@@ -617,12 +617,51 @@ TEST_F(ObjectStoreTest, TtlObjectsShareLeasesWithinAMinute) {
   ASSERT_TRUE(leases.ok());
   EXPECT_EQ(leases->leases_size(), 2);
 
-  // Updates keep the object's lease.
+  // An update with the TTL attaches a fresh lease (kube's GuaranteedUpdate
+  // with calculateTTL's answer), shared as creates share them: ev-0 moves
+  // to the lease granted for ev-late this minute, and none is granted.
+  // (A second later: at the very instant of a grant the lease would
+  // outlive the TTL by all of its slack, which LeaseManager, as kube's,
+  // does not reuse; real time never stands still.)
+  clock_.Advance(seconds(1));
+  ASSERT_TRUE(store_
+                  .GuaranteedUpdate("default", "ev-0", {}, SetValue("x"),
+                                    /*create_if_missing=*/false,
+                                    /*cached=*/nullptr, 3600)
+                  .ok());
+  EXPECT_EQ(lease_of("ev-0"), late);
+  // So does one from a cached copy.
+  StatusOr<ObjectPtr> ev1 = store_.Get("default", "ev-1");
+  ASSERT_TRUE(ev1.ok()) << ev1.status();
+  ASSERT_TRUE(store_
+                  .GuaranteedUpdate("default", "ev-1", {}, SetValue("x"),
+                                    /*create_if_missing=*/false, *ev1, 3600)
+                  .ok());
+  EXPECT_EQ(lease_of("ev-1"), late);
+  // And a create through GuaranteedUpdate (PUT, apply).
   ASSERT_TRUE(
-      store_.GuaranteedUpdate("default", "ev-0", {}, SetValue("x")).ok());
-  EXPECT_EQ(lease_of("ev-0"), lease);
-  // Objects without a TTL have no lease.
+      store_
+          .GuaranteedUpdate(
+              "default", "ev-put", {},
+              [](const google::protobuf::Message*) -> StatusOr<MutableObject> {
+                return MutableObject(
+                    new ConfigMap(MakeConfigMap("default", "ev-put")));
+              },
+              /*create_if_missing=*/true, /*cached=*/nullptr, 3600)
+          .ok());
+  EXPECT_EQ(lease_of("ev-put"), late);
+  leases = db_.server()->LeaseLeases(etcdserverpb::LeaseLeasesRequest());
+  ASSERT_TRUE(leases.ok());
+  EXPECT_EQ(leases->leases_size(), 2);
+  // An update without a TTL keeps the object's lease.
+  ASSERT_TRUE(
+      store_.GuaranteedUpdate("default", "ev-2", {}, SetValue("x")).ok());
+  EXPECT_EQ(lease_of("ev-2"), lease);
+  // Objects without a TTL have no lease, and their updates give them none.
   MustCreate(MakeConfigMap("default", "plain"));
+  EXPECT_EQ(lease_of("plain"), 0);
+  ASSERT_TRUE(
+      store_.GuaranteedUpdate("default", "plain", {}, SetValue("x")).ok());
   EXPECT_EQ(lease_of("plain"), 0);
 }
 

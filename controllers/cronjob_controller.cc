@@ -37,6 +37,8 @@ WallTime StartOf(const batchv1::Job& job) {
                                  : job.metadata().creationtimestamp());
 }
 
+// The reference status.active keeps, taken once, from the Job the create
+// returned (kube's getRef); later updates of the Job do not refresh it.
 corev1::ObjectReference RefTo(const batchv1::Job& job) {
   corev1::ObjectReference ref;
   ref.set_kind("Job");
@@ -46,6 +48,32 @@ corev1::ObjectReference RefTo(const batchv1::Job& job) {
   ref.set_apiversion("batch/v1");
   ref.set_resourceversion(job.metadata().resourceversion());
   return ref;
+}
+
+bool InActive(const batchv1::CronJobStatus& status, std::string_view uid) {
+  for (const auto& ref : status.active()) {
+    if (ref.uid() == uid) return true;
+  }
+  return false;
+}
+
+bool InActiveByName(const batchv1::CronJobStatus& status,
+                    std::string_view name) {
+  for (const auto& ref : status.active()) {
+    if (ref.name() == name) return true;
+  }
+  return false;
+}
+
+// Removes the reference to `uid`; whether there was one.
+bool RemoveFromActive(batchv1::CronJobStatus* status, std::string_view uid) {
+  auto* active = status->mutable_active();
+  const int before = active->size();
+  active->erase(
+      std::remove_if(active->begin(), active->end(),
+                     [&](const auto& ref) { return ref.uid() == uid; }),
+      active->end());
+  return active->size() != before;
 }
 
 }  // namespace
@@ -88,25 +116,53 @@ Status CronJobController::Sync(const std::string& key) {
     if (ref != nullptr && ref->uid() == meta.uid()) owned.push_back(job);
   }
 
-  // 1. Active Jobs and the last success.
+  // 1. status.active lists the Jobs this controller started (kube's
+  // syncCronJob): finished ones leave it (lastSuccessfulTime follows the
+  // newest Complete Job, listed or not), gone ones too. An unfinished Job
+  // it controls but did not list (`kubectl create job --from=cronjob/...`,
+  // or one created before a lost status write) only draws a warning: it is
+  // not active, so Forbid and Replace leave it alone.
   batchv1::CronJobStatus status = cj.status();
-  status.clear_active();
-  std::set<std::string> active_names;
+  std::set<std::string> owned_uids;
   std::vector<JobPtr> succeeded, failed;
+  bool live_read = false;
   for (const JobPtr& job : owned) {
+    const std::string& uid = job->metadata().uid();
+    owned_uids.insert(uid);
     const std::string done = Finished(*job);
-    if (!done.empty()) {
-      for (const auto& ref : cj.status().active()) {
-        if (ref.uid() != job->metadata().uid()) continue;
-        RecordEvent(cj, informer::kEventNormal, "SawCompletedJob",
-                    "Saw completed job: " + job->metadata().name() +
-                        ", condition: " + done);
-      }
-    }
     if (done.empty()) {
-      *status.add_active() = RefTo(*job);
-      active_names.insert(job->metadata().name());
-    } else if (done == "Complete") {
+      if (InActive(status, uid)) continue;
+      if (!live_read) {
+        // As kube: the cache may show the Job before the CronJob status
+        // write that listed it. If the live CronJob lists it, this cache
+        // is behind, and the CronJob's watch event syncs it again.
+        StatusOr<ObjectPtr> live = options_.api->Get(
+            CronJobsResource(), meta.namespace_(), meta.name());
+        if (!live.ok()) {
+          return informer::IsNotFound(live.status()) ? Status::Ok()
+                                                     : live.status();
+        }
+        const auto& live_cj = static_cast<const batchv1::CronJob&>(**live);
+        if (live_cj.metadata().uid() != meta.uid()) return Status::Ok();
+        for (const JobPtr& j : owned) {
+          if (Finished(*j).empty() && !InActive(status, j->metadata().uid()) &&
+              InActive(live_cj.status(), j->metadata().uid())) {
+            return Status::Ok();
+          }
+        }
+        live_read = true;
+      }
+      RecordEvent(cj, informer::kEventWarning, "UnexpectedJob",
+                  "Saw a job that the controller did not create or forgot: " +
+                      job->metadata().name());
+      continue;
+    }
+    if (RemoveFromActive(&status, uid)) {
+      RecordEvent(cj, informer::kEventNormal, "SawCompletedJob",
+                  "Saw completed job: " + job->metadata().name() +
+                      ", condition: " + done);
+    }
+    if (done == "Complete") {
       succeeded.push_back(job);
       if (job->status().has_completiontime() &&
           (!status.has_lastsuccessfultime() ||
@@ -119,25 +175,19 @@ Status CronJobController::Sync(const std::string& key) {
     }
   }
 
-  // A Job we created that the cache does not show yet stays active unless
-  // a live read says it is gone.
+  // A listed Job the cache does not show stays listed unless a live read
+  // says it is gone (kube's MissingJob).
   for (const auto& ref : cj.status().active()) {
-    if (active_names.count(ref.name()) != 0) continue;
-    bool in_cache = false;
-    for (const JobPtr& job : owned) {
-      if (job->metadata().uid() == ref.uid()) in_cache = true;
-    }
-    if (in_cache) continue;
+    if (owned_uids.count(ref.uid()) != 0) continue;
     StatusOr<ObjectPtr> live =
         options_.api->Get(JobsResource(), meta.namespace_(), ref.name());
     if (!live.ok() && !informer::IsNotFound(live.status())) {
       return live.status();
     }
-    if (live.ok() && objects::Uid(**live) == ref.uid() &&
-        Finished(static_cast<const batchv1::Job&>(**live)).empty()) {
-      *status.add_active() = ref;
-      active_names.insert(ref.name());
-    }
+    if (live.ok() && objects::Uid(**live) == ref.uid()) continue;
+    RecordEvent(cj, informer::kEventNormal, "MissingJob",
+                "Active job went missing: " + ref.name());
+    RemoveFromActive(&status, ref.uid());
   }
 
   // 2. History limits: the oldest finished Jobs go.
@@ -235,56 +285,85 @@ Status CronJobController::Sync(const std::string& key) {
       std::chrono::duration_cast<seconds>(scheduled->time_since_epoch())
           .count();
   const std::string name = meta.name() + "-" + std::to_string(unix / 60);
-  bool started = active_names.count(name) != 0;
-  for (const JobPtr& job : owned) {
-    if (job->metadata().name() == name) started = true;
-  }
-  const bool too_late =
-      spec.has_startingdeadlineseconds() &&
-      AddSeconds(*scheduled, spec.startingdeadlineseconds()) < now;
-  if (too_late) {
+  auto finish = [&](const Status& error) {
+    requeue();
+    Keep(&first_error, error);
+    Keep(&first_error, write_status());
+    return first_error;
+  };
+  if (spec.has_startingdeadlineseconds() &&
+      AddSeconds(*scheduled, spec.startingdeadlineseconds()) < now) {
     LOG(INFO) << "cronjob " << key << ": missed the start at "
               << objects::FormatRfc3339(unix)
               << " by more than startingDeadlineSeconds";
+    return finish(Status::Ok());
+  }
+  if (InActiveByName(status, name) ||
+      (status.has_lastscheduletime() &&
+       objects::ToWallTime(status.lastscheduletime()) == *scheduled)) {
+    return finish(Status::Ok());  // started already
   }
   const std::string& policy = spec.concurrencypolicy();
-  if (!started && !too_late &&
-      !(policy == "Forbid" && status.active_size() > 0)) {
-    if (policy == "Replace") {
-      for (const auto& ref : status.active()) {
-        metav1::DeleteOptions opts;
-        opts.set_propagationpolicy("Background");
-        Status s = options_.api->Delete(JobsResource(), meta.namespace_(),
-                                        ref.name(), opts);
-        if (!s.ok() && !informer::IsNotFound(s)) return s;
-      }
-      status.clear_active();
-    }
-    batchv1::Job job;
-    metav1::ObjectMeta* jm = job.mutable_metadata();
-    jm->set_name(name);
-    jm->set_namespace_(meta.namespace_());
-    *jm->mutable_labels() = spec.jobtemplate().metadata().labels();
-    *jm->mutable_annotations() = spec.jobtemplate().metadata().annotations();
-    (*jm->mutable_annotations())[kCronJobScheduledTimestampAnnotation] =
-        objects::FormatRfc3339(unix);
-    *jm->add_ownerreferences() = ControllerRefTo("batch/v1", "CronJob", meta);
-    *job.mutable_spec() = spec.jobtemplate().spec();
-    StatusOr<ObjectPtr> created = options_.api->Create(JobsResource(), job);
-    if (created.ok()) {
-      RecordEvent(cj, informer::kEventNormal, "SuccessfulCreate",
-                  "Created job " + objects::Name(**created));
-      *status.add_active() = RefTo(static_cast<const batchv1::Job&>(**created));
-    } else if (!informer::IsAlreadyExists(created.status())) {
-      RecordEvent(cj, informer::kEventWarning, "FailedCreate",
-                  "Error creating job: " + created.status().message());
-      return created.status();
-    }
-    objects::SetTime(status.mutable_lastscheduletime(), *scheduled);
+  if (policy == "Forbid" && status.active_size() > 0) {
+    RecordEvent(cj, informer::kEventNormal, "JobAlreadyActive",
+                "Not starting job because prior execution is running and "
+                "concurrency policy is Forbid");
+    return finish(Status::Ok());
   }
-  requeue();
-  Keep(&first_error, write_status());
-  return first_error;
+  if (policy == "Replace") {
+    const auto active = status.active();
+    for (const auto& ref : active) {
+      metav1::DeleteOptions opts;
+      opts.set_propagationpolicy("Background");
+      Status s = options_.api->Delete(JobsResource(), meta.namespace_(),
+                                      ref.name(), opts);
+      if (!s.ok() && !informer::IsNotFound(s)) {
+        RecordEvent(cj, informer::kEventWarning, "FailedDelete",
+                    "Deleted job: " + std::string(s.message()));
+        return finish(s);
+      }
+      RemoveFromActive(&status, ref.uid());
+      if (s.ok()) {
+        RecordEvent(cj, informer::kEventNormal, "SuccessfulDelete",
+                    "Deleted job " + ref.name());
+      }
+    }
+  }
+  batchv1::Job job;
+  metav1::ObjectMeta* jm = job.mutable_metadata();
+  jm->set_name(name);
+  jm->set_namespace_(meta.namespace_());
+  *jm->mutable_labels() = spec.jobtemplate().metadata().labels();
+  *jm->mutable_annotations() = spec.jobtemplate().metadata().annotations();
+  (*jm->mutable_annotations())[kCronJobScheduledTimestampAnnotation] =
+      objects::FormatRfc3339(unix);
+  *jm->add_ownerreferences() = ControllerRefTo("batch/v1", "CronJob", meta);
+  *job.mutable_spec() = spec.jobtemplate().spec();
+  StatusOr<ObjectPtr> created = options_.api->Create(JobsResource(), job);
+  if (created.ok()) {
+    RecordEvent(cj, informer::kEventNormal, "SuccessfulCreate",
+                "Created job " + objects::Name(**created));
+  } else if (informer::IsAlreadyExists(created.status())) {
+    // Created earlier, but the status write that should have listed it
+    // failed (kube 1.29+): list it now if it is ours and not listed.
+    created = options_.api->Get(JobsResource(), meta.namespace_(), name);
+    if (!created.ok()) return finish(created.status());
+    const metav1::OwnerReference* ref =
+        objects::ControllerRef(*objects::GetObjectMeta(**created));
+    if (ref == nullptr || ref->uid() != meta.uid() ||
+        InActive(status, objects::Uid(**created))) {
+      return finish(Status::Ok());
+    }
+    LOG(INFO) << "cronjob " << key << ": job " << name << " already exists";
+  } else {
+    RecordEvent(
+        cj, informer::kEventWarning, "FailedCreate",
+        "Error creating job: " + std::string(created.status().message()));
+    return finish(created.status());
+  }
+  *status.add_active() = RefTo(static_cast<const batchv1::Job&>(**created));
+  objects::SetTime(status.mutable_lastscheduletime(), *scheduled);
+  return finish(Status::Ok());
 }
 
 }  // namespace kplane::controllers

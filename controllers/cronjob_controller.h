@@ -3,9 +3,16 @@
 // cronjob_controllerv2), in UTC.
 //
 // Sync("ns/name"):
-//  1. status.active is reconciled with the Jobs the CronJob owns
-//     (controllerRef): finished or vanished Jobs leave it, unfinished owned
-//     ones join it; lastSuccessfulTime follows the newest Complete Job.
+//  1. status.active lists the Jobs this controller started, each by the
+//     reference taken when it created it (not refreshed as the Job
+//     changes): finished Jobs leave it (event SawCompletedJob), Jobs a
+//     live GET says are gone too (MissingJob). An unfinished Job the
+//     CronJob controls but did not list (`kubectl create job
+//     --from=cronjob/x`, annotation cronjob.kubernetes.io/instantiate=manual)
+//     gets a Warning UnexpectedJob and is not listed (kube's syncCronJob);
+//     when the live CronJob lists it, the cache is behind and the sync
+//     waits for the CronJob's event. lastSuccessfulTime follows the newest
+//     Complete Job, listed or not.
 //  2. History: the oldest finished Jobs beyond successfulJobsHistoryLimit
 //     (Complete) and failedJobsHistoryLimit (Failed) are deleted
 //     (propagationPolicy Background).
@@ -15,11 +22,14 @@
 //     started, once: more than 100 missed times are logged as a warning
 //     (kube's TooManyMissedTimes) and only the latest is started; a time
 //     older than startingDeadlineSeconds is skipped. concurrencyPolicy
-//     Forbid skips it while a Job is active, Replace deletes the active
-//     Jobs first. The Job is "<cronjob>-<scheduled unix minutes>" with the
-//     annotation batch.kubernetes.io/cronjob-scheduled-timestamp, the
-//     template's labels and annotations and a controllerRef; then
-//     status.active and lastScheduleTime are written.
+//     Forbid skips it while status.active is not empty (JobAlreadyActive),
+//     Replace deletes the Jobs status.active lists first. The Job is
+//     "<cronjob>-<scheduled unix minutes>" with the annotation
+//     batch.kubernetes.io/cronjob-scheduled-timestamp, the template's labels
+//     and annotations and a controllerRef; then status.active and
+//     lastScheduleTime are written. A create that finds the Job already
+//     there (made before a status write that failed) lists it if the
+//     CronJob controls it.
 //  4. The key is re-queued for the next scheduled time.
 //
 // Ownership: borrows writer and caches. Thread-safety: as Controller.

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "controllers/test_objects.h"
+#include "informer/event_recorder.h"
 #include "objects/meta.h"
 #include "objects/time.h"
 
@@ -40,6 +41,9 @@ class CronJobControllerTest : public ::testing::Test {
     (*tmpl->mutable_metadata()->mutable_labels())["app"] = "tick";
     *tmpl->mutable_spec()->mutable_template_() = Template({}, "busybox");
     cronjobs_.Upsert(cj);
+    auto recorder = std::make_unique<informer::FakeEventRecorder>();
+    events_ = recorder.get();
+    controller_.set_event_recorder(std::move(recorder));
   }
   std::shared_ptr<const batchv1::CronJob> Cj() {
     return std::static_pointer_cast<const batchv1::CronJob>(
@@ -53,6 +57,11 @@ class CronJobControllerTest : public ::testing::Test {
   // A Job of the CronJob, finished as `state` ("", Complete, Failed).
   void AddJob(const std::string& name, const std::string& state,
               int64_t started) {
+    jobs_.Upsert(NewJob(name, state, started));
+  }
+  std::shared_ptr<batchv1::Job> NewJob(const std::string& name,
+                                       const std::string& state,
+                                       int64_t started) {
     auto job = std::make_shared<batchv1::Job>();
     SetMeta(job->mutable_metadata(), "default", name);
     *job->mutable_metadata()->add_ownerreferences() =
@@ -67,7 +76,23 @@ class CronJobControllerTest : public ::testing::Test {
                          started + 5);
       }
     }
-    jobs_.Upsert(job);
+    return job;
+  }
+  // The reference the controller records when it creates `job`.
+  static corev1::ObjectReference RefOf(const batchv1::Job& job) {
+    corev1::ObjectReference ref;
+    ref.set_kind("Job");
+    ref.set_namespace_(job.metadata().namespace_());
+    ref.set_name(job.metadata().name());
+    ref.set_uid(job.metadata().uid());
+    ref.set_apiversion("batch/v1");
+    ref.set_resourceversion(job.metadata().resourceversion());
+    return ref;
+  }
+  std::vector<std::string> ActiveNames() {
+    std::vector<std::string> names;
+    for (const auto& ref : Cj()->status().active()) names.push_back(ref.name());
+    return names;
   }
   std::string Minute(int64_t unix) { return std::to_string(unix / 60); }
 
@@ -77,6 +102,7 @@ class CronJobControllerTest : public ::testing::Test {
   informer::Indexer cronjobs_;
   informer::Indexer jobs_;
   CronJobController controller_;
+  informer::FakeEventRecorder* events_ = nullptr;
 };
 
 TEST_F(CronJobControllerTest, AScheduleFiresOnTheFakeClock) {
@@ -105,26 +131,156 @@ TEST_F(CronJobControllerTest, AScheduleFiresOnTheFakeClock) {
   EXPECT_THAT(fake_.Actions(), IsEmpty());
 }
 
+// Forbid and Replace act on status.active, the Jobs this controller
+// started (kube's syncCronJob).
 TEST_F(CronJobControllerTest, ConcurrencyPolicies) {
-  AddJob("tick-old", "", kCreated);
+  auto old = NewJob("tick-old", "", kCreated);
+  jobs_.Upsert(old);
   clock_.Advance(seconds(30));
-  Update([](batchv1::CronJob* c) {
+  Update([&](batchv1::CronJob* c) {
     c->mutable_spec()->set_concurrencypolicy("Forbid");
+    *c->mutable_status()->add_active() = RefOf(*old);
   });
   ASSERT_TRUE(controller_.Sync("default/tick").ok());
-  EXPECT_THAT(fake_.Actions(),
-              ElementsAre("update-status cronjobs default/tick"));  // active
+  EXPECT_THAT(fake_.Actions(), IsEmpty());
   EXPECT_FALSE(Cj()->status().has_lastscheduletime());
+  EXPECT_THAT(events_->Events(),
+              ElementsAre("Normal JobAlreadyActive Not starting job because "
+                          "prior execution is running and concurrency "
+                          "policy is Forbid"));
 
   fake_.Clear();
+  events_->Clear();
   Update([](batchv1::CronJob* c) {
     c->mutable_spec()->set_concurrencypolicy("Replace");
   });
   ASSERT_TRUE(controller_.Sync("default/tick").ok());
+  const std::string name = "tick-" + Minute(kCreated + 60);
+  EXPECT_THAT(
+      fake_.Actions(),
+      ElementsAre("delete jobs default/tick-old", "create jobs default/" + name,
+                  "update-status cronjobs default/tick"));
+  EXPECT_THAT(ActiveNames(), ElementsAre(name));
+  EXPECT_THAT(events_->Events(),
+              ElementsAre("Normal SuccessfulDelete Deleted job tick-old",
+                          "Normal SuccessfulCreate Created job " + name));
+}
+
+// `kubectl create job --from=cronjob/tick manual-1` makes a Job controlled
+// by the CronJob that the controller did not start: a warning, but not
+// active (not in ACTIVE, not deleted by Replace, no block under Forbid).
+TEST_F(CronJobControllerTest, AManualJobFromTheCronJobIsNotActive) {
+  auto manual = NewJob("manual-1", "", kCreated);
+  (*manual->mutable_metadata()
+        ->mutable_annotations())["cronjob.kubernetes.io/instantiate"] =
+      "manual";
+  jobs_.Upsert(manual);
+  fake_.ServeLiveFrom(CronJobsResource(), &cronjobs_);
+  for (const char* policy : {"Allow", "Forbid", "Replace"}) {
+    SCOPED_TRACE(policy);
+    Update([&](batchv1::CronJob* c) {
+      c->mutable_spec()->set_concurrencypolicy(policy);
+      c->clear_status();
+    });
+    clock_.SetWall(WallTime(seconds(kCreated + 60)));
+    fake_.Clear();
+    events_->Clear();
+    ASSERT_TRUE(controller_.Sync("default/tick").ok());
+    const std::string name = "tick-" + Minute(kCreated + 60);
+    EXPECT_THAT(fake_.Actions(),
+                ElementsAre("create jobs default/" + name,
+                            "update-status cronjobs default/tick"));
+    EXPECT_THAT(ActiveNames(), ElementsAre(name));
+    EXPECT_THAT(events_->Events(),
+                ElementsAre("Warning UnexpectedJob Saw a job that the "
+                            "controller did not create or forgot: manual-1",
+                            "Normal SuccessfulCreate Created job " + name));
+  }
+}
+
+// status.active holds the reference taken when the Job was created; the
+// Job's later updates (pods started, ready) do not rewrite the CronJob.
+TEST_F(CronJobControllerTest, JobUpdatesDoNotRewriteStatus) {
+  clock_.Advance(seconds(30));
+  ASSERT_TRUE(controller_.Sync("default/tick").ok());
+  ASSERT_EQ(fake_.Actions().size(), 2u);
+  auto job = std::make_shared<batchv1::Job>(
+      static_cast<const batchv1::Job&>(*fake_.Written()[0]));
+  job->mutable_metadata()->set_uid("uid-created");
+  job->mutable_metadata()->set_resourceversion("1");
+  Update([&](batchv1::CronJob* c) {
+    *c->mutable_status()->mutable_active(0) = RefOf(*job);
+  });
+  jobs_.Upsert(job);
+  for (int rv = 2; rv <= 4; ++rv) {
+    fake_.Clear();
+    auto updated = std::make_shared<batchv1::Job>(*job);
+    updated->mutable_metadata()->set_resourceversion(std::to_string(rv));
+    updated->mutable_status()->set_active(1);
+    updated->mutable_status()->set_ready(rv - 2);
+    jobs_.Upsert(updated);
+    ASSERT_TRUE(controller_.Sync("default/tick").ok());
+    EXPECT_THAT(fake_.Actions(), IsEmpty()) << rv;
+  }
+  EXPECT_EQ(Cj()->status().active(0).resourceversion(), "1");
+}
+
+// Active Jobs that are gone leave status.active (MissingJob), finished
+// ones too (SawCompletedJob, lastSuccessfulTime); a Job the cache shows
+// before the CronJob's own status write is not "unexpected".
+TEST_F(CronJobControllerTest, ActiveJobsGoneFinishedOrNotCachedYet) {
+  auto done = NewJob("tick-done", "Complete", kCreated - 60);
+  jobs_.Upsert(done);
+  batchv1::Job gone;
+  SetMeta(gone.mutable_metadata(), "default", "tick-gone");
+  Update([&](batchv1::CronJob* c) {
+    *c->mutable_status()->add_active() = RefOf(*done);
+    *c->mutable_status()->add_active() = RefOf(gone);
+  });
+  ASSERT_TRUE(controller_.Sync("default/tick").ok());
   EXPECT_THAT(fake_.Actions(),
-              ElementsAre("delete jobs default/tick-old",
-                          "create jobs default/tick-" + Minute(kCreated + 60),
+              ElementsAre("update-status cronjobs default/tick"));
+  EXPECT_THAT(ActiveNames(), IsEmpty());
+  EXPECT_EQ(objects::UnixSeconds(Cj()->status().lastsuccessfultime()),
+            kCreated - 60 + 5);
+  EXPECT_THAT(
+      events_->Events(),
+      ElementsAre("Normal SawCompletedJob Saw completed job: tick-done, "
+                  "condition: Complete",
+                  "Normal MissingJob Active job went missing: tick-gone"));
+
+  // The cache shows a new Job before the CronJob whose status lists it.
+  fake_.Clear();
+  events_->Clear();
+  auto running = NewJob("tick-running", "", kCreated);
+  jobs_.Upsert(running);
+  auto live = std::make_shared<batchv1::CronJob>(*Cj());
+  *live->mutable_status()->add_active() = RefOf(*running);
+  live->mutable_metadata()->set_resourceversion("99");
+  fake_.SetLive(CronJobsResource(), live);
+  ASSERT_TRUE(controller_.Sync("default/tick").ok());
+  EXPECT_THAT(fake_.Actions(), IsEmpty());
+  EXPECT_THAT(events_->Events(), IsEmpty());
+}
+
+// Created, but the status write that should have listed it failed: the
+// next run's create finds it and lists it then (kube 1.29+).
+TEST_F(CronJobControllerTest,
+       AJobCreatedButNotRecordedIsListedOnAlreadyExists) {
+  clock_.Advance(seconds(30));
+  const std::string name = "tick-" + Minute(kCreated + 60);
+  auto job = NewJob(name, "", kCreated + 60);
+  fake_.SetLive(JobsResource(), job);
+  fake_.FailNext("create jobs",
+                 AlreadyExistsError("jobs \"" + name + "\" already exists"));
+  ASSERT_TRUE(controller_.Sync("default/tick").ok());
+  EXPECT_THAT(fake_.Actions(),
+              ElementsAre("create jobs default/" + name,
                           "update-status cronjobs default/tick"));
+  ASSERT_THAT(ActiveNames(), ElementsAre(name));
+  EXPECT_EQ(Cj()->status().active(0).uid(), job->metadata().uid());
+  EXPECT_EQ(objects::UnixSeconds(Cj()->status().lastscheduletime()),
+            kCreated + 60);
 }
 
 TEST_F(CronJobControllerTest, MissedStartsAndStartingDeadline) {

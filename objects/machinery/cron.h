@@ -1,12 +1,14 @@
 // CronSchedule: the standard 5-field cron expressions of CronJob's
 // spec.schedule, as Kubernetes parses them (robfig/cron/v3's ParseStandard):
-// minute hour day-of-month month day-of-week, each `*`, `?` (day fields),
-// a value, a range `a-b`, a step `*/n`, `a-b/n` or `a/n` (a to the
-// field's maximum), or a comma list of these; months JAN-DEC and weekdays
-// SUN-SAT by name (any case), weekday 7 is Sunday too; and the macros
-// @yearly (@annually), @monthly, @weekly, @daily (@midnight), @hourly.
-// When both day fields are restricted a day matches if either does (cron's
-// rule). Times are UTC (kplane's CronJobs accept only the UTC time zone).
+// minute hour day-of-month month day-of-week, split on any whitespace (Go's
+// strings.Fields, Unicode spaces too), each `*` or `?`, a value, a range
+// `a-b`, a step `*/n`, `a-b/n` or `a/n` (a to the field's maximum), or a
+// comma list of these (empty items dropped: "," never matches); months
+// 1-12 or JAN-DEC, weekdays 0-6 or SUN-SAT (names in any case; 7 is refused,
+// as robfig does); and the macros @yearly (@annually), @monthly, @weekly,
+// @daily (@midnight), @hourly. When both day fields are restricted a day
+// matches if either does (cron's rule). Times are UTC (kplane's CronJobs
+// accept only the UTC time zone).
 //
 //   auto s = CronSchedule::Parse("*/15 9-17 * * MON-FRI");
 //   WallTime next = s->Next(now);  // the first matching minute after now
@@ -16,7 +18,8 @@
 //
 // Thread-safety: immutable after Parse. Errors: InvalidArgument with
 // robfig/cron's texts, e.g. "expected exactly 5 fields, found 4: [* * * *]",
-// "end of range (60) above maximum (59): 0-60".
+// "end of range (7) above maximum (6): 7", "failed to parse int from x:
+// strconv.Atoi: parsing \"x\": invalid syntax".
 #ifndef KPLANE_OBJECTS_MACHINERY_CRON_H_
 #define KPLANE_OBJECTS_MACHINERY_CRON_H_
 

@@ -14,20 +14,38 @@
 namespace kplane::apiserver {
 namespace {
 
+// etcd sends a watcher's catch-up in batches of at most this many
+// revisions (mvcc watchBatchMaxRevs).
+constexpr int kEtcdWatchBatchMaxRevs = 1000;
+
 // What a replay of one key's retained events found.
 struct Replay {
   Mutex mu;
   std::condition_variable cv;
-  bool done GUARDED_BY(mu) = false;
+  bool canceled GUARDED_BY(mu) = false;
   int64_t compacted GUARDED_BY(mu) = 0;    // the start was compacted: here
   int64_t last_delete GUARDED_BY(mu) = 0;  // the newest DELETE's revision
-  int64_t delivered GUARDED_BY(mu) = 0;    // events delivered up to here
+  // A progress answer at or past `up_to` arrived.
+  bool progressed GUARDED_BY(mu) = false;
+  // A batch of events sent at a revision at or past `up_to`, which held
+  // every event up to it (fewer revisions than a batch can hold).
+  bool whole_batch GUARDED_BY(mu) = false;
+  int64_t responses GUARDED_BY(mu) = 0;  // after the creation
 };
 
 // The revision of the key's newest deletion at or before `up_to`, from a
-// watch of the key started at `start` (the store replays its retained event
-// log, then answers a progress request once it has caught up); 0 when none
-// is retained. kCompacted (detail: the compact revision) when `start` is.
+// watch of the key started at `start`, which the store answers by replaying
+// its retained event log; 0 when none is retained. kCompacted (detail: the
+// compact revision) when `start` is.
+//
+// When is the replay over? Our store answers a progress request once it has
+// sent every event before its revision. etcd 3.4.23 answers at once
+// (storage::Watch::ProgressOrdered() false) and sends the replay on its next
+// sync of catching-up watchers, every 100 ms, in one batch that holds every
+// event up to its revision unless it spans more than 1000 revisions. So
+// there the replay is over at such a batch; a key without retained events
+// gets none, and is taken to have none once nothing has come for
+// kUnorderedReplayQuiet after the progress answer.
 StatusOr<int64_t> LastDeletion(storage::KV& kv, const std::string& key,
                                int64_t start, int64_t up_to, Clock* clock) {
   auto replay = std::make_shared<Replay>();
@@ -37,31 +55,65 @@ StatusOr<int64_t> LastDeletion(storage::KV& kv, const std::string& key,
   StatusOr<std::unique_ptr<storage::Watch>> watch = kv.StartWatch(
       req, [replay, up_to](const etcdserverpb::WatchResponse& resp) {
         MutexLock l(&replay->mu);
+        if (resp.created()) return;
+        ++replay->responses;
         if (resp.canceled()) {
           replay->compacted = resp.compact_revision();
-          replay->done = true;
+          replay->canceled = true;
         }
+        int revisions = 0;
+        int64_t previous = 0;
         for (const mvccpb::Event& ev : resp.events()) {
-          if (ev.kv().mod_revision() > up_to) continue;
-          if (ev.type() == mvccpb::Event::DELETE) {
-            replay->last_delete = ev.kv().mod_revision();
+          const int64_t rev = ev.kv().mod_revision();
+          if (rev != previous) ++revisions;
+          previous = rev;
+          if (rev > up_to) continue;
+          if (ev.type() == mvccpb::Event::DELETE) replay->last_delete = rev;
+        }
+        if (resp.header().revision() >= up_to) {
+          if (resp.events_size() == 0) {
+            replay->progressed = true;
+          } else if (revisions < kEtcdWatchBatchMaxRevs) {
+            replay->whole_batch = true;
           }
         }
-        // A response without events and not the creation is the answer to
-        // the progress request: every event up to its revision is in.
-        if (!resp.created() && resp.events_size() == 0 &&
-            resp.header().revision() >= up_to) {
-          replay->done = true;
-        }
-        if (replay->done) replay->cv.notify_all();
+        replay->cv.notify_all();
       });
   if (!watch.ok()) return watch.status();
+  const bool ordered = (*watch)->ProgressOrdered();
   (*watch)->RequestProgress();
   MutexLock l(&replay->mu);
-  if (!clock->WaitFor(l.native(), replay->cv, kHistoryReplayTimeout,
-                      [&]() REQUIRES(replay->mu) { return replay->done; })) {
+  auto over = [&]() REQUIRES(replay->mu) {
+    return replay->canceled ||
+           (ordered ? replay->progressed : replay->whole_batch);
+  };
+  const TimePoint deadline = clock->Now() + kHistoryReplayTimeout;
+  auto timed_out = [&] {
     return DeadlineExceededError("the store did not replay the history of " +
                                  key + " in time");
+  };
+  if (ordered) {
+    if (!clock->WaitUntil(l.native(), replay->cv, deadline, over)) {
+      return timed_out();
+    }
+  } else {
+    // Unordered: over at a whole batch, or when the store has said nothing
+    // more for a while after its progress answer (or after a full batch).
+    while (!over()) {
+      const int64_t seen = replay->responses;
+      const bool quiet_counts = replay->progressed || seen > 0;
+      const TimePoint until =
+          quiet_counts
+              ? std::min(deadline, clock->Now() + kUnorderedReplayQuiet)
+              : deadline;
+      const bool woke = clock->WaitUntil(
+          l.native(), replay->cv, until, [&]() REQUIRES(replay->mu) {
+            return over() || replay->responses != seen;
+          });
+      if (woke) continue;
+      if (clock->Now() >= deadline) return timed_out();
+      break;  // quiet: every retained event has come
+    }
   }
   if (replay->compacted > 0) {
     return Status(StatusCode::kCompacted,

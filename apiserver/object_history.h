@@ -23,9 +23,12 @@
 // before its newest deletion still in the store's event log, found by a
 // watch of its key from revision 1 (or from the compaction point) that the
 // store answers by replaying the retained events; `deleted_revision` says
-// when. That replay reads the store's event log since the compaction (at
-// most kHistoryReplayTimeout): the versions of a deleted object are kept
-// exactly as long as any other old version, until the next compaction
+// when. (Over etcd 3.4.23, whose progress answers do not wait for that
+// replay, the end of the replay is etcd's catch-up batch or, for a key
+// without retained events, kUnorderedReplayQuiet without news.) That replay
+// reads the store's event log since the compaction (at most
+// kHistoryReplayTimeout): the versions of a deleted object are kept exactly as
+// long as any other old version, until the next compaction
 // (`kplane up`/`kplane apiserver` compact every --etcd-compaction-interval,
 // 5 minutes by default, keeping the last interval's revisions).
 //
@@ -58,6 +61,11 @@ namespace kplane::apiserver {
 inline constexpr int kMaxHistoryVersions = 100;
 // How long the store may take to replay a deleted object's events.
 inline constexpr Duration kHistoryReplayTimeout = seconds(10);
+// Over a store whose progress answers may precede its replay (etcd 3.4.23,
+// storage::Watch::ProgressOrdered()): how long nothing more must come before
+// the replay counts as over. etcd sends a replay on its next sync of
+// catching-up watchers, every 100 ms.
+inline constexpr Duration kUnorderedReplayQuiet = seconds(1);
 
 struct ObjectVersion {
   int64_t revision = 0;  // the version's mod_revision (its resourceVersion)

@@ -39,10 +39,26 @@ namespace kplane::storage {
 class Watch {
  public:
   virtual ~Watch() = default;
-  // Asks the store for a progress notification (a response with no events
-  // whose header.revision says every event up to it has been delivered).
+  // Asks the store for a progress notification: a response with no events,
+  // not `created`, carrying the store's revision in header.revision.
   virtual void RequestProgress() = 0;
+  // Whether that notification comes after every event up to its revision
+  // (ours always; then "progress at R" means "caught up to R"). etcd 3.4.23
+  // answers at once, ahead of events its watcher has not sent yet (a
+  // replay from an old revision goes out on the next sync, 100 ms later)
+  // and of events queued for sending (etcd-io/etcd#15220, fixed in 3.4.31
+  // and 3.5.13); etcd's JSON gateway answers on a side stream. Callers
+  // must not take such an answer for "caught up" (kube-apiserver likewise
+  // stops using progress requests against those versions). Known once
+  // StartWatch has returned; may change when the watch moves to another
+  // member.
+  virtual bool ProgressOrdered() const = 0;
 };
+
+// The initial metadata of our member's gRPC Watch calls (value "1"): its
+// progress answers are ordered. GrpcKV reads ProgressOrdered() from it;
+// etcd sends none.
+inline constexpr char kOrderedProgressMetadata[] = "kplane-progress-ordered";
 
 // Receives watch responses, in revision order, one call at a time, on a
 // thread owned by the implementation. A response with `canceled` set is the

@@ -307,9 +307,12 @@ struct Cacher::Impl {
     MutexLock l(&watch_mu);
     if (watch) watch->RequestProgress();
   }
-  // Waits until the cache reaches `revision`; false after
-  // consistent_read_wait.
-  bool WaitForRevision(int64_t revision);
+  // Waits until the cache reaches `revision` (or, `for_watch_start`, until
+  // an unordered progress answer says the store has: see store_reached);
+  // false after consistent_read_wait.
+  bool WaitForRevision(int64_t revision, bool for_watch_start = false);
+  // The store's unordered progress answer (progress_ordered false).
+  void OnUnorderedProgress(int64_t revision);
   bool WaitReady(Duration timeout) {
     MutexLock l(&state_mu);
     return clock->WaitFor(l.native(), state_cv, timeout,
@@ -369,6 +372,15 @@ struct Cacher::Impl {
   std::thread reflector;
   Mutex watch_mu;
   std::unique_ptr<storage::Watch> watch GUARDED_BY(watch_mu);
+  // Whether the storage watch's progress answers come after its events
+  // (storage::Watch::ProgressOrdered; false until it has started). When
+  // not (etcd 3.4.23), an answer only says the store was at its revision,
+  // not that the cache has every change up to it: it does not move the
+  // cache's revision, it is kept here, and only a watch from a revision
+  // waits for it (the dispatcher drops, for each watcher, the changes at or
+  // before the revision it started from, which may still be on their way).
+  std::atomic<bool> progress_ordered{false};
+  std::atomic<int64_t> store_reached{0};
 };
 
 // ---------------------------------------------------------------------------
@@ -464,12 +476,14 @@ Status Cacher::Impl::StartStorageWatch(int64_t list_revision) {
     MutexLock l(&loop_mu);
     watch_broken = false;
   }
+  progress_ordered.store(false);  // until this watch says otherwise
   // The callback may run before StartWatch returns (a compacted start).
   auto w = store->kv()->StartWatch(
       req, [this, generation](const etcdserverpb::WatchResponse& resp) {
         OnWatchResponse(generation, resp);
       });
   if (!w.ok()) return w.status();
+  progress_ordered.store((*w)->ProgressOrdered());
   MutexLock l(&watch_mu);
   watch = std::move(*w);
   return Status::Ok();
@@ -535,7 +549,12 @@ void Cacher::Impl::OnWatchResponse(uint64_t generation,
     return;
   }
   if (resp.events_size() == 0) {
-    if (!resp.created()) OnProgress(resp.header().revision());
+    if (resp.created()) return;
+    if (progress_ordered.load()) {
+      OnProgress(resp.header().revision());
+    } else {
+      OnUnorderedProgress(resp.header().revision());
+    }
     return;
   }
   // Decode outside the lock; readers keep going meanwhile.
@@ -638,11 +657,23 @@ void Cacher::Impl::OnProgress(int64_t revision) {
   NotifyStateChange();
 }
 
+void Cacher::Impl::OnUnorderedProgress(int64_t revision) {
+  int64_t seen = store_reached.load();
+  while (seen < revision &&
+         !store_reached.compare_exchange_weak(seen, revision)) {
+  }
+  NotifyStateChange();
+}
+
 // ---------------------------------------------------------------------------
 // Reads
 
-bool Cacher::Impl::WaitForRevision(int64_t revision) {
-  if (self->revision_.load() >= revision) return true;
+bool Cacher::Impl::WaitForRevision(int64_t revision, bool for_watch_start) {
+  auto reached = [&] {
+    return self->revision_.load() >= revision ||
+           (for_watch_start && store_reached.load() >= revision);
+  };
+  if (reached()) return true;
   RevisionWaitBudget* budget = options.revision_waits.get();
   if (budget != nullptr && !budget->TryAcquire()) {
     revision_waits_refused->Inc();
@@ -665,11 +696,10 @@ bool Cacher::Impl::WaitForRevision(int64_t revision) {
   {
     MutexLock l(&state_mu);
     caught_up =
-        clock->WaitFor(l.native(), state_cv, options.consistent_read_wait,
-                       [&]() REQUIRES(state_mu) {
-                         return self->revision_.load() >= revision || stopped;
-                       }) &&
-        self->revision_.load() >= revision;
+        clock->WaitFor(
+            l.native(), state_cv, options.consistent_read_wait,
+            [&]() REQUIRES(state_mu) { return reached() || stopped; }) &&
+        reached();
   }
   revision_waiters.fetch_sub(1);
   read_wait->Observe(
@@ -800,7 +830,13 @@ StatusOr<ListResult> Cacher::List(std::string_view ns, int64_t revision,
       (opts.limit > 0 && !consistent && revision > 0 && !not_older_than)) {
     return store_->List(ns, from_store);
   }
-  if (!ready_.load()) {
+  // Not ready, or a cache that cannot tell whether it has every change up
+  // to the store's revision (progress_ordered), asked for a revision it
+  // has not reached: kube-apiserver's answer when the watch cache cannot
+  // serve (and against etcd without ordered progress answers it serves no
+  // consistent read from the cache either).
+  if (!ready_.load() || (!impl_->progress_ordered.load() &&
+                         (consistent || revision > revision_.load()))) {
     // Not-older-than N on the store: read the latest and check it.
     from_store.revision = 0;
     ASSIGN_OR_RETURN(ListResult r, store_->List(ns, from_store));
@@ -858,7 +894,11 @@ StatusOr<std::unique_ptr<WatchHandle>> Cacher::Watch(
   // (blockTimeout, 3 s). Without this a watch from a revision far in the
   // future would be accepted and never see an event, and a watch-list
   // would start from older state than its client already saw.
-  if (required > 0 && !impl_->WaitForRevision(required)) {
+  // A watch from a revision (no initial state) may start once the store
+  // has reached it, even if changes before it are still on their way.
+  if (required > 0 &&
+      !impl_->WaitForRevision(required,
+                              /*for_watch_start=*/!opts.send_initial_events)) {
     return TooLargeResourceVersion(required, revision_.load());
   }
   internal::WatcherInit init;

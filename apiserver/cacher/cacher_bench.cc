@@ -70,6 +70,7 @@ class FakeKV : public storage::KV {
     cv_.notify_all();
     struct NoopWatch : storage::Watch {
       void RequestProgress() override {}
+      bool ProgressOrdered() const override { return true; }
     };
     return std::unique_ptr<storage::Watch>(new NoopWatch);
   }

@@ -54,11 +54,15 @@ class InterceptKV : public storage::ForwardingKV {
               !r.canceled()) {
             return;
           }
+          if (hold_events_.load() && r.events_size() > 0) {
+            state->held.push_back(r);
+            return;
+          }
           state->cb(r);
         });
     if (!w.ok()) return w.status();
     return std::unique_ptr<storage::Watch>(
-        std::make_unique<HeldWatch>(std::move(*w), state));
+        std::make_unique<HeldWatch>(std::move(*w), state, &unordered_));
   }
 
   // Delivers `responses` on the active watch, one after another, as its
@@ -98,6 +102,27 @@ class InterceptKV : public storage::ForwardingKV {
     before_next_watch_ = std::move(f);
   }
   void DropProgress(bool drop) { drop_progress_.store(drop); }
+  // Watches started from now on say their progress answers are not ordered
+  // with their events (etcd 3.4.23's: storage::Watch::ProgressOrdered).
+  void UnorderedProgress() { unordered_.store(true); }
+  // Holds the active watch's event responses back (while progress answers
+  // pass), as etcd may send a progress answer ahead of queued events, until
+  // ReleaseEvents delivers them in order.
+  void HoldEvents() { hold_events_.store(true); }
+  void ReleaseEvents() {
+    std::shared_ptr<WatchState> s;
+    {
+      MutexLock l(&mu_);
+      s = active_;
+    }
+    ASSERT_NE(s, nullptr);
+    MutexLock l(&s->mu);
+    hold_events_.store(false);
+    for (const etcdserverpb::WatchResponse& r : s->held) {
+      if (!s->cut) s->cb(r);
+    }
+    s->held.clear();
+  }
   int watches_started() {
     MutexLock l(&mu_);
     return watches_started_;
@@ -115,6 +140,7 @@ class InterceptKV : public storage::ForwardingKV {
     Mutex mu;
     bool cut = false;
     storage::WatchCallback cb;
+    std::vector<etcdserverpb::WatchResponse> held;
   };
   // The store's watch, which also waits for a Deliver in progress when it
   // is destroyed (and ends the state's deliveries), so that a test's
@@ -123,8 +149,11 @@ class InterceptKV : public storage::ForwardingKV {
   class HeldWatch : public storage::Watch {
    public:
     HeldWatch(std::unique_ptr<storage::Watch> inner,
-              std::shared_ptr<WatchState> state)
-        : inner_(std::move(inner)), state_(std::move(state)) {}
+              std::shared_ptr<WatchState> state,
+              const std::atomic<bool>* unordered)
+        : inner_(std::move(inner)),
+          state_(std::move(state)),
+          unordered_(unordered->load()) {}
     ~HeldWatch() override {
       {
         MutexLock l(&state_->mu);
@@ -133,10 +162,14 @@ class InterceptKV : public storage::ForwardingKV {
       inner_.reset();  // its thread may be waiting for state_->mu
     }
     void RequestProgress() override { inner_->RequestProgress(); }
+    bool ProgressOrdered() const override {
+      return !unordered_ && inner_->ProgressOrdered();
+    }
 
    private:
     std::unique_ptr<storage::Watch> inner_;
     std::shared_ptr<WatchState> state_;
+    const bool unordered_;
   };
   Mutex mu_;
   std::condition_variable started_cv_;
@@ -144,6 +177,8 @@ class InterceptKV : public storage::ForwardingKV {
   std::function<void()> before_next_watch_;
   int watches_started_ = 0;
   std::atomic<bool> drop_progress_{false};
+  std::atomic<bool> unordered_{false};
+  std::atomic<bool> hold_events_{false};
 };
 
 // "ADDED a@5", "DELETED b@9", "BOOKMARK@9", "BOOKMARK@9 end".
@@ -1059,6 +1094,46 @@ TEST_F(CacherTest, ConsistentListFallsBackToTheStoreWhenTheCacheLags) {
                     ", current: ",
                 0),
             0u);
+}
+
+// Over a store whose progress answers may precede events still on their
+// way (etcd 3.4.23), an answer is no proof that the cache has caught up:
+// consistent and not-older-than reads the cache has not reached go to the
+// store. A watch from the store's revision still starts on such an answer,
+// and the changes before its revision that arrive afterwards are not sent
+// to it.
+TEST_F(CacherTest, UnorderedProgressAnswersNeverServeStaleReads) {
+  real_clock_ = true;
+  kv_.UnorderedProgress();
+  StartCacher({.consistent_read_wait = seconds(5), .clock = Clock::Real()});
+  const int64_t ra = CreatePod("default", "a");
+  WaitCacheAt(ra);
+  auto early = std::make_shared<RecordingSink>();
+  auto h1 = MustWatch({.ns = "default", .revision = ra}, early);
+  kv_.HoldEvents();
+  const int64_t rb = CreatePod("default", "b");
+  auto names = [](const StatusOr<ListResult>& l) {
+    std::vector<std::string> out;
+    if (l.ok()) {
+      for (const ObjectPtr& o : l->items) out.push_back(objects::Name(*o));
+    }
+    return out;
+  };
+  const std::vector<std::string> both = {"a", "b"};
+  EXPECT_EQ(names(cacher_->List("default", 0, /*consistent=*/true, {})), both);
+  EXPECT_EQ(names(cacher_->List("default", rb, false, {})), both);
+
+  // From b's revision (a client that listed the store): starts, although
+  // the cache has not seen b, on the store's progress answer...
+  auto late = std::make_shared<RecordingSink>();
+  auto h2 = MustWatch({.ns = "default", .revision = rb}, late);
+  // ... which did not move the cache past what it has.
+  EXPECT_EQ(names(cacher_->List("default", rb, false, {})), both);
+  kv_.ReleaseEvents();
+  const int64_t rc = CreatePod("default", "c");
+  EXPECT_EQ(late->WaitFor(1), (std::vector<std::string>{"ADDED c" + At(rc)}));
+  EXPECT_EQ(early->WaitFor(2),
+            (std::vector<std::string>{"ADDED b" + At(rb), "ADDED c" + At(rc)}));
 }
 
 // NotOlderThan N with a limit is the cache's first page at the revision it

@@ -8,6 +8,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <fstream>
 #include <mutex>
@@ -447,6 +448,10 @@ class GrpcWatch : public Watch {
     SendProgress(st);
   }
 
+  bool ProgressOrdered() const override {
+    return state_->progress_ordered.load();
+  }
+
   Status Start() {
     std::shared_ptr<State> st = state_;
     thread_ = std::thread([st] { Run(st.get()); });
@@ -472,6 +477,10 @@ class GrpcWatch : public Watch {
     // at a time. Held while writing, which cancelling the context ends.
     Mutex write_mu;
     Stream* stream GUARDED_BY(write_mu) = nullptr;
+
+    // The current stream's server marked its progress answers ordered
+    // (kOrderedProgressMetadata); set at its first response.
+    std::atomic<bool> progress_ordered{false};
   };
 
   static void SendProgress(State* st) {
@@ -535,10 +544,16 @@ class GrpcWatch : public Watch {
     bool read_failed = false;
     if (wrote) {
       pb::WatchResponse resp;
-      for (;;) {
+      for (bool first = true;; first = false) {
         if (!stream->Read(&resp)) {
           read_failed = true;
           break;
+        }
+        if (first) {
+          // Before the `created` is delivered (and StartWatch returns).
+          const auto& md = ctx->GetServerInitialMetadata();
+          st->progress_ordered.store(md.find(kOrderedProgressMetadata) !=
+                                     md.end());
         }
         s = st->HandleResponse(resp, progressed, [st] { SendProgress(st); });
         if (!s.ok() || st->resumer.finished()) break;

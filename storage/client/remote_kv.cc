@@ -275,6 +275,15 @@ class RemoteWatch : public Watch {
     AskProgress(state_.get(), stream.get(), ep);
   }
 
+  // Only a duplex endpoint (ours) answers on the watch stream itself, after
+  // the events before its revision; etcd's half-duplex gateway answers on a
+  // side stream, with its revision of the moment.
+  bool ProgressOrdered() const override {
+    MutexLock l(&state_->mu);
+    return state_->kv->watch_duplex(state_->stream_endpoint) ==
+           WatchDuplex::kFull;
+  }
+
   Status Start() {
     std::shared_ptr<State> st = state_;
     thread_ = std::thread([st] { Run(st.get()); });

@@ -667,6 +667,8 @@ class WatchImpl final : public pb::Watch::CallbackService {
 
   grpc::ServerBidiReactor<pb::WatchRequest, pb::WatchResponse>* Watch(
       CallbackServerContext* ctx) override {
+    // Sent with the first response: our progress answers are ordered.
+    ctx->AddInitialMetadata(kOrderedProgressMetadata, "1");
     auto call = std::make_shared<WatchCall>(server_, CallIdentity(ctx),
                                             CallRequiresLeader(ctx));
     call->Open();  // on failure the call has ended; OnDone releases it

@@ -638,6 +638,8 @@ class EmbeddedWatch : public Watch {
     });
   }
   void RequestProgress() override { stream_->RequestProgress(); }
+  // The MVCC stream answers once every watcher of it is synced.
+  bool ProgressOrdered() const override { return true; }
 
  private:
   StoreServer* server_;

@@ -72,6 +72,21 @@ TEST(NegotiationTest, ProtobufFirstAndQValues) {
   EXPECT_FALSE(NegotiateResponse("text/html", {}));
 }
 
+// At equal q a concrete type goes before a wildcard, whatever the order
+// (kube's goautoneg sorts by q, then type, then subtype specificity).
+TEST(NegotiationTest, ConcreteTypesBeforeWildcardsAtEqualQ) {
+  auto n = NegotiateResponse("*/*, application/vnd.kubernetes.protobuf", {});
+  ASSERT_TRUE(n);
+  EXPECT_EQ(n->media, objects::MediaType::kProtobuf);
+  n = NegotiateResponse("application/*,application/yaml", {});
+  ASSERT_TRUE(n);
+  EXPECT_EQ(n->media, objects::MediaType::kYaml);
+  // q still comes first.
+  n = NegotiateResponse("*/*, application/yaml;q=0.9", {});
+  ASSERT_TRUE(n);
+  EXPECT_EQ(n->media, objects::MediaType::kJson);
+}
+
 TEST(NegotiationTest, MetadataShape) {
   auto n = NegotiateResponse(
       "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io", {});

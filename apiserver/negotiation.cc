@@ -55,9 +55,17 @@ std::vector<MediaRange> ParseAccept(std::string_view accept) {
     if (bad || r.q <= 0) continue;
     out.push_back(std::move(r));
   }
-  std::stable_sort(
-      out.begin(), out.end(),
-      [](const MediaRange& a, const MediaRange& b) { return a.q > b.q; });
+  // By q, then concrete before wildcard (goautoneg's order, which
+  // kube-apiserver negotiates with: "*/*, application/vnd.kubernetes.protobuf"
+  // is protobuf), then as written.
+  auto specificity = [](const MediaRange& r) {
+    return (r.type != "*" ? 2 : 0) + (r.subtype != "*" ? 1 : 0);
+  };
+  std::stable_sort(out.begin(), out.end(),
+                   [&](const MediaRange& a, const MediaRange& b) {
+                     if (a.q != b.q) return a.q > b.q;
+                     return specificity(a) > specificity(b);
+                   });
   return out;
 }
 

@@ -4,7 +4,8 @@
 // negotiation).
 //
 // Accept is a list of media ranges with parameters and q-values; the first
-// (by q, then by order) that we can produce wins:
+// (by q, then concrete before wildcard, then by order) that we can produce
+// wins:
 //   application/json                                   JSON
 //   application/json;as=Table;v=v1;g=meta.k8s.io       a meta/v1 Table
 //   application/json;as=PartialObjectMetadata[List];v=v1;g=meta.k8s.io
@@ -40,7 +41,8 @@ struct MediaRange {
   double q = 1.0;
   std::string_view Param(std::string_view name) const;
 };
-// Parses "a/b;x=y;q=0.5, c/d" into ranges sorted by q (stable).
+// Parses "a/b;x=y;q=0.5, c/d" into ranges sorted by q, then concrete types
+// before wildcards (type, then subtype), then as written.
 std::vector<MediaRange> ParseAccept(std::string_view accept);
 
 enum class ResponseShape {

@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <iostream>
+#include <limits>
 #include <memory>
 
 #include "apiserver/api_server.h"
@@ -21,6 +22,17 @@ namespace kplane::cmd {
 
 using apiserver::ApiServer;
 using apiserver::ApiServerOptions;
+
+namespace {
+
+// Bounds of flags kube-apiserver does not have, or does not bound
+// (docs/api.md, the flag table).
+constexpr int64_t kMaxMinRequestTimeout = 1'000'000'000;  // seconds
+constexpr int64_t kMaxRequestBytes = int64_t{1} << 30;
+constexpr int64_t kMaxWatchCacheSize = 1'000'000;
+constexpr int kMaxWorkerThreads = 4096;
+
+}  // namespace
 
 StatusOr<std::shared_ptr<const net::TlsContext>> ServingTlsContext(
     const std::string& cert_file, const std::string& key_file,
@@ -142,10 +154,13 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
   flags.Int("port", &port, "Same as --secure-port.");
   flags.Duration("event-ttl", &event_ttl, "How long events are kept.");
   flags.Int("max-requests-inflight", &max_inflight,
-            "Read-only requests served at once; more get 429.");
+            "Read-only requests served at once; more get 429 (0: no "
+            "limit).");
   flags.Int("max-mutating-requests-inflight", &max_mutating,
-            "Mutating requests served at once; more get 429.");
-  flags.Int("max-watches", &max_watches, "Watches open at once; more get 429.");
+            "Mutating requests served at once; more get 429 (0: no "
+            "limit).");
+  flags.Int("max-watches", &max_watches,
+            "Watches open at once, at least 1; more get 429.");
   flags.Int64("max-watch-buffer-bytes", &max_watch_buffer,
               "Unsent bytes one watch may hold in its connection buffer "
               "(plus one event); later events wait in the watch cache.");
@@ -161,11 +176,13 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
               "holding the most are closed (0: no ceiling).");
   flags.Int64("min-request-timeout", &min_request_timeout,
               "Seconds: a watch without timeoutSeconds ends after a random "
-              "time between this and twice this.");
+              "time between this and twice this (0: never; at most "
+              "1000000000).");
   flags.Int64("max-request-bytes", &max_body,
-              "Largest request body accepted (413 beyond).");
+              "Largest request body accepted (413 beyond); 1 .. 1 GiB.");
   flags.Int64("default-watch-cache-size", &watch_cache_size,
-              "Events each watch cache keeps at most for resuming watches.");
+              "Events each watch cache keeps at most for resuming watches "
+              "(1..1000000).");
   flags.Duration("watch-cache-history-window", &watch_cache_history,
                  "Each watch cache lets go of events older than this, "
                  "keeping at least 100 (0: keep --default-watch-cache-size "
@@ -187,7 +204,8 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
             "cache, when 64 or more take it at once (0: one per CPU, at "
             "most 4; 1: the cache's dispatch thread alone).");
   flags.Int("worker-threads", &worker_threads,
-            "Threads running request handlers (they block on storage).");
+            "Threads running request handlers (they block on storage; "
+            "1..4096).");
   int64_t max_connections =
       static_cast<int64_t>(ApiServerOptions{}.max_connections);
   flags.Int64("max-connections", &max_connections,
@@ -272,8 +290,8 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
             "open at once; more get 429 (one user cannot take every slot).");
   flags.Duration("exec-idle-timeout", &exec_idle_timeout,
                  "A pods/exec session with no byte either way for this long "
-                 "is closed (kube's kubelet --streaming-connection-idle-"
-                 "timeout is 4h).");
+                 "is closed (more than 0; kube's kubelet "
+                 "--streaming-connection-idle-timeout is 4h).");
   flags.String("log-level", &log_level, "debug, info, warning or error.");
   if (auto code = ParseCommandFlags(flags, args, "kplane apiserver"))
     return *code;
@@ -323,6 +341,50 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
         "--max-watch-buffer-bytes, --max-watch-pending-events, "
         "--max-watch-pending-bytes and --max-watch-buffer-total-bytes must "
         "not be negative"));
+  }
+  // kube-apiserver's checks and texts (ServerRunOptions.Validate); 0
+  // in-flight requests is no limit there (without priority and fairness,
+  // which kplane does not have) and here.
+  if (max_inflight < 0) {
+    return fail(InvalidArgumentError(
+        "--max-requests-inflight can not be negative value"));
+  }
+  if (max_mutating < 0) {
+    return fail(InvalidArgumentError(
+        "--max-mutating-requests-inflight can not be negative value"));
+  }
+  if (min_request_timeout < 0) {
+    return fail(InvalidArgumentError(
+        "--min-request-timeout can not be negative value"));
+  }
+  // Twice it, in nanoseconds, plus the clock's time must fit a deadline.
+  if (min_request_timeout > kMaxMinRequestTimeout) {
+    return fail(InvalidArgumentError(
+        "--min-request-timeout must be at most 1000000000 (seconds)"));
+  }
+  // kplane's own bounds: past them the server answers everything 413 or
+  // 429, allocates without end, or overflows.
+  if (max_body < 1 || max_body > kMaxRequestBytes) {
+    return fail(InvalidArgumentError(
+        "--max-request-bytes must be in 1..1073741824 (1 GiB)"));
+  }
+  if (max_watches < 1) {
+    return fail(InvalidArgumentError(
+        "--max-watches must be at least 1 (0 would refuse every watch)"));
+  }
+  if (watch_cache_size < 1 || watch_cache_size > kMaxWatchCacheSize) {
+    return fail(InvalidArgumentError(
+        "--default-watch-cache-size must be in 1..1000000 (each watch cache "
+        "allocates its window up front; kplane cannot disable the cache as "
+        "kube's 0 does)"));
+  }
+  if (worker_threads < 1 || worker_threads > kMaxWorkerThreads) {
+    return fail(InvalidArgumentError("--worker-threads must be in 1..4096"));
+  }
+  if (exec_idle_timeout <= Duration::zero()) {
+    return fail(InvalidArgumentError(
+        "--exec-idle-timeout must be positive (0 would close every pods/exec "
+        "session at once)"));
   }
 
   auto tls = ServingTlsContext(serving.cert_file(), serving.key_file(),
@@ -432,8 +494,12 @@ int RunApiServerCommand(const std::vector<std::string>& args) {
   o.encryption = encryption;
   o.tls = *tls;
   o.event_ttl = event_ttl;
-  o.max_requests_inflight = max_inflight;
-  o.max_mutating_requests_inflight = max_mutating;
+  // 0: no limit, as kube-apiserver's flags (ApiServerOptions' 0 admits
+  // none at once).
+  constexpr int kNoLimit = std::numeric_limits<int>::max();
+  o.max_requests_inflight = max_inflight == 0 ? kNoLimit : max_inflight;
+  o.max_mutating_requests_inflight =
+      max_mutating == 0 ? kNoLimit : max_mutating;
   o.max_watches = max_watches;
   o.max_watch_buffer_bytes = static_cast<size_t>(max_watch_buffer);
   o.max_watch_pending_events = static_cast<size_t>(max_watch_pending);

@@ -1,6 +1,7 @@
 #include "base/subprocess.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -9,12 +10,82 @@
 #include <cerrno>
 #include <chrono>
 #include <climits>
+#include <condition_variable>
 #include <cstring>
+#include <functional>
+#include <mutex>
 #include <thread>
 
 extern char** environ;
 
 namespace kplane {
+namespace {
+
+// Runs every fork on one thread that lives as long as the process.
+// PR_SET_PDEATHSIG fires when the *thread* that forked the child ends, not
+// the process: a child forked on a short-lived thread (a supervisor's
+// restart loop, a startup thread) would be SIGKILLed when that thread is
+// joined, without the SIGTERM and grace period Stop() gives. Forked here,
+// "parent death" means the death of the process, as intended.
+class Forker {
+ public:
+  static Forker& Get() {
+    static Forker* forker = new Forker();  // never destroyed, as its thread
+    return *forker;
+  }
+
+  // Runs `fork_fn` (which forks and returns the pid, or -1 with errno) on
+  // the forker thread; returns its result with its errno.
+  pid_t Run(const std::function<pid_t()>& fork_fn, int* err) {
+    Task task{.fn = &fork_fn};
+    std::unique_lock<std::mutex> l(mu_);
+    queue_.push_back(&task);
+    cv_.notify_all();
+    cv_.wait(l, [&] { return task.done; });
+    *err = task.err;
+    return task.pid;
+  }
+
+ private:
+  struct Task {
+    const std::function<pid_t()>* fn;
+    pid_t pid = -1;
+    int err = 0;
+    bool done = false;
+  };
+
+  Forker() {
+    // Detached and never joined: it must outlive every Subprocess, up to
+    // the process's exit. It blocks every signal, so that none meant for
+    // the process (SIGINT a command sigwaits for) is delivered to it; the
+    // children unblock them again.
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    std::thread([this] { Loop(); }).detach();
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  }
+
+  void Loop() {
+    std::unique_lock<std::mutex> l(mu_);
+    while (true) {
+      cv_.wait(l, [&] { return !queue_.empty(); });
+      Task* t = queue_.front();
+      queue_.erase(queue_.begin());
+      errno = 0;
+      t->pid = (*t->fn)();
+      t->err = errno;
+      t->done = true;
+      cv_.notify_all();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<Task*> queue_;
+};
+
+}  // namespace
 
 Subprocess::Subprocess(std::vector<std::string> argv, SubprocessOptions options)
     : argv_(std::move(argv)), options_(std::move(options)) {}
@@ -54,16 +125,20 @@ Status Subprocess::Start() {
       return IOError("open " + options_.log_path + ": " + strerror(errno));
     }
   }
-  pid_t parent = ::getpid();
-  pid_t pid = ::fork();
-  if (pid < 0) {
-    if (log_fd >= 0) ::close(log_fd);
-    return IOError(std::string("fork: ") + strerror(errno));
-  }
-  if (pid == 0) {
+  const pid_t parent = ::getpid();
+  auto fork_fn = [&]() -> pid_t {
+    pid_t pid = ::fork();
+    if (pid != 0) return pid;
+    // The child: PR_SET_PDEATHSIG ties it to the forker thread, which ends
+    // only with the process.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) _exit(127);
     ::setpgid(0, 0);
+    // A new program starts with no signal blocked (as posix_spawn with
+    // POSIX_SPAWN_SETSIGMASK, Go's os/exec), whatever the forker blocks.
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
     if (log_fd >= 0) {
       ::dup2(log_fd, 1);
       ::dup2(log_fd, 2);
@@ -78,6 +153,12 @@ Status Subprocess::Start() {
     // execve only returns on failure; try PATH lookup.
     ::execvpe(args[0], args.data(), envp.data());
     _exit(127);
+  };
+  int fork_errno = 0;
+  const pid_t pid = Forker::Get().Run(fork_fn, &fork_errno);
+  if (pid < 0) {
+    if (log_fd >= 0) ::close(log_fd);
+    return IOError(std::string("fork: ") + strerror(fork_errno));
   }
   if (log_fd >= 0) ::close(log_fd);
   pid_ = pid;

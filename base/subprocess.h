@@ -5,7 +5,10 @@
 // Debian's etcd) on loopback. A Subprocess that is destroyed while its child
 // still runs kills it (SIGKILL) and reaps it, so a failing test never leaves
 // processes behind. Children also get PR_SET_PDEATHSIG=SIGKILL: if the parent
-// dies, so do they.
+// dies, so do they. Every fork runs on one internal thread that lives as long
+// as the process (the kernel sends PDEATHSIG when the forking *thread* ends),
+// so a Subprocess may be started from any thread, short-lived ones included,
+// and still gets SIGTERM and its grace period from Stop().
 //
 //   Subprocess p({"/usr/bin/etcd", "--data-dir", dir}, {.log_path = log});
 //   RETURN_IF_ERROR(p.Start());

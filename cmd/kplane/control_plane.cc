@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -44,25 +45,18 @@ std::string HttpsUrl(const std::string& host, int port) {
   return "https://" + host + ":" + std::to_string(port);
 }
 
-// Waits until GET /health on `url` answers 200, or `timeout` passes.
-// `tls`: the client context for an https:// url.
-bool WaitHealthy(const std::string& url, Duration timeout,
-                 std::shared_ptr<const net::TlsContext> tls) {
-  Clock* clock = Clock::Real();
-  const TimePoint deadline = clock->Now() + timeout;
+// One GET /health on `url`: true for 200. `tls`: the client context for an
+// https:// url.
+bool Healthy(const std::string& url,
+             const std::shared_ptr<const net::TlsContext>& tls) {
   net::HttpClientOptions o;
-  o.tls = std::move(tls);
+  o.tls = tls;
   o.connect_timeout = seconds(1);
   o.read_timeout = seconds(2);
-  while (clock->Now() < deadline) {
-    auto client = net::HttpClient::ForUrl(url, o);
-    if (client.ok()) {
-      auto r = (*client)->Request("GET", "/health");
-      if (r.ok() && r->status == 200) return true;
-    }
-    clock->SleepFor(milliseconds(100));
-  }
-  return false;
+  auto client = net::HttpClient::ForUrl(url, o);
+  if (!client.ok()) return false;
+  auto r = (*client)->Request("GET", "/health");
+  return r.ok() && r->status == 200;
 }
 
 // Member i (0..2) serves clients on 2379, 22379, 32379 for base 2379.
@@ -70,11 +64,31 @@ int MemberClientPort(int base, int i) {
   return i == 0 ? base : base + (i + 1) * 10000;
 }
 
+bool Interrupted(const std::atomic<bool>* interrupted) {
+  return interrupted != nullptr && interrupted->load();
+}
+
+Status InterruptedError() {
+  return CancelledError("interrupted during startup");
+}
+
 }  // namespace
 
-// Three `kplane store` processes, restarted when they exit on their own.
+// Three `kplane store` processes, restarted when they fail.
+//
+// As systemd's Restart=on-failure and the kubelet's CrashLoopBackOff: a
+// member that exits 0 (stopped by SIGTERM, or removed from the cluster:
+// store_command.cc) stays down; one that fails is restarted after
+// `restart_delay`, doubled for each failure in a row up to
+// kMaxRestartDelay, and back to `restart_delay` once a run lasted
+// kBackoffReset. Each member waits on its own schedule: the loop wakes at
+// the next restart due and checks every member each time.
 class StoreSupervisor {
  public:
+  static constexpr Duration kMaxRestartDelay = minutes(5);
+  // The kubelet forgets a container's backoff after twice its cap.
+  static constexpr Duration kBackoffReset = minutes(10);
+
   struct Member {
     std::string name;
     std::vector<std::string> argv;
@@ -82,6 +96,10 @@ class StoreSupervisor {
     std::string pid_path;
     std::string client_url;
     std::unique_ptr<Subprocess> process;
+    TimePoint started;
+    // Failures in a row; the next delay is restart_delay * 2^(n-1).
+    int failures = 0;
+    std::optional<TimePoint> restart_at;  // a failed member's restart
   };
 
   // `client_tls`: how to reach https:// client URLs (null: http://).
@@ -92,18 +110,37 @@ class StoreSupervisor {
         client_tls_(std::move(client_tls)) {}
   ~StoreSupervisor() { Stop(); }
 
-  Status Start() {
+  // Launches every member and waits until each answers /health; fails at
+  // once when one of them exits meanwhile, or on `interrupted`.
+  Status Start(const std::atomic<bool>* interrupted) {
     for (Member& m : members_) RETURN_IF_ERROR(Launch(m));
+    const TimePoint deadline = clock_->Now() + seconds(60);
     for (Member& m : members_) {
-      if (!WaitHealthy(m.client_url, seconds(60), client_tls_)) {
-        return UnavailableError("store member " + m.name +
-                                " is not healthy after 60s; see " + m.log_path);
+      while (!Healthy(m.client_url, client_tls_)) {
+        for (Member& other : members_) {
+          if (!other.process->running()) {
+            return UnavailableError("store member " + other.name +
+                                    " exited with code " +
+                                    std::to_string(other.process->Wait()) +
+                                    " while starting; see " + other.log_path);
+          }
+        }
+        if (Interrupted(interrupted)) return InterruptedError();
+        if (clock_->Now() >= deadline) {
+          return UnavailableError("store member " + m.name +
+                                  " is not healthy after 60s; see " +
+                                  m.log_path);
+        }
+        clock_->SleepFor(milliseconds(100));
       }
     }
     thread_ = std::thread([this] { Loop(); });
     return Status::Ok();
   }
 
+  // Stops supervising, then every member that runs: SIGTERM to all at
+  // once, and up to 10 s for them to exit before SIGKILL. Removes the pid
+  // files.
   void Stop() {
     {
       MutexLock l(&mu_);
@@ -113,7 +150,19 @@ class StoreSupervisor {
     cv_.notify_all();
     if (thread_.joinable()) thread_.join();
     for (Member& m : members_) {
-      if (m.process) m.process->Stop(10000);
+      if (m.process && m.process->running()) {
+        (void)m.process->Signal(SIGTERM);
+      }
+    }
+    const TimePoint deadline = clock_->Now() + seconds(10);
+    for (Member& m : members_) {
+      if (m.process) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+            deadline - clock_->Now());
+        m.process->Stop(static_cast<int>(std::max<int64_t>(0, left.count())));
+      }
+      std::error_code ec;
+      std::filesystem::remove(m.pid_path, ec);
     }
   }
 
@@ -129,39 +178,92 @@ class StoreSupervisor {
         m.argv, SubprocessOptions{.log_path = m.log_path});
     Status s = m.process->Start();
     if (!s.ok()) return s.Annotate("start store member " + m.name);
+    m.started = clock_->Now();
     LOG(INFO) << "store member " << m.name << " started, pid "
               << m.process->pid() << ", log " << m.log_path;
     // For users and the demos: `kill -9 $(cat <data-dir>/s1.pid)`.
-    std::ofstream(m.pid_path, std::ios::trunc) << m.process->pid() << "\n";
+    Status w = WriteFileAtomically(FileSystem::Default(), m.pid_path,
+                                   std::to_string(m.process->pid()) + "\n");
+    if (!w.ok()) {
+      LOG(WARNING) << "pid file of store member " << m.name << ": " << w;
+    }
     return Status::Ok();
+  }
+
+  // Notices an exit of `m` (and schedules its restart) or restarts it when
+  // due. Returns when it next needs a look.
+  std::optional<TimePoint> Check(Member& m, TimePoint now) {
+    if (m.restart_at) {
+      if (now < *m.restart_at) return m.restart_at;
+      m.restart_at.reset();
+      Status s = Launch(m);
+      if (s.ok()) return std::nullopt;
+      // Could not even start it: as a failure.
+      m.process.reset();
+      return ScheduleRestart(m, now, s.ToString());
+    }
+    // A member left down has no process.
+    if (!m.process || m.process->running()) return std::nullopt;
+    const int code = m.process->Wait();
+    const pid_t pid = m.process->pid();
+    m.process.reset();
+    std::error_code ec;
+    std::filesystem::remove(m.pid_path, ec);
+    if (code == 0) {
+      LOG(WARNING) << "store member " << m.name << " (pid " << pid
+                   << ") exited with code 0 (stopped, or removed from the "
+                      "cluster); leaving it down";
+      m.failures = 0;
+      return std::nullopt;
+    }
+    if (restart_delay_ <= Duration(0)) {
+      LOG(WARNING) << "store member " << m.name << " (pid " << pid
+                   << ") exited with code " << code
+                   << "; not restarting it (--store-restart-delay 0); see "
+                   << m.log_path;
+      return std::nullopt;
+    }
+    if (now - m.started >= kBackoffReset) m.failures = 0;
+    return ScheduleRestart(m, now, "exited with code " + std::to_string(code));
+  }
+
+  // `what`: "exited with code 1", or why it could not be started.
+  std::optional<TimePoint> ScheduleRestart(Member& m, TimePoint now,
+                                           const std::string& what) {
+    Duration delay = restart_delay_;
+    for (int i = 0; i < m.failures && delay < kMaxRestartDelay; ++i) {
+      delay *= 2;
+    }
+    delay = std::min(delay, std::max(kMaxRestartDelay, restart_delay_));
+    ++m.failures;
+    m.restart_at = now + delay;
+    LOG(WARNING)
+        << "store member " << m.name << " " << what << " (failure "
+        << m.failures << " in a row); restarting it in "
+        << std::chrono::duration_cast<std::chrono::milliseconds>(delay).count()
+        << " ms; see " << m.log_path;
+    return m.restart_at;
   }
 
   void Loop() {
     MutexLock l(&mu_);
     while (!stopped_) {
-      cv_.wait_for(l.native(), std::chrono::milliseconds(200));
-      if (stopped_) break;
+      const TimePoint now = clock_->Now();
+      // Exits are polled (a child's exit offers no event short of SIGCHLD
+      // or a pidfd); restarts are woken for when due.
+      TimePoint wake = now + milliseconds(100);
       for (Member& m : members_) {
-        // A member left down (no restarts) has no process.
-        if (!m.process || m.process->running()) continue;
-        LOG(WARNING) << "store member " << m.name << " (pid "
-                     << m.process->pid() << ") exited with code "
-                     << m.process->Wait()
-                     << (restart_delay_ > Duration(0)
-                             ? "; restarting it shortly"
-                             : "; not restarting it");
-        if (restart_delay_ <= Duration(0)) {
-          m.process.reset();
-          continue;
+        if (std::optional<TimePoint> next = Check(m, now)) {
+          wake = std::min(wake, *next);
         }
-        cv_.wait_for(l.native(), restart_delay_);
-        if (stopped_) break;
-        Status s = Launch(m);
-        if (!s.ok()) LOG(ERROR) << s;
       }
+      if (stopped_) break;
+      clock_->WaitUntil(l.native(), cv_, wake,
+                        [&]() REQUIRES(mu_) { return stopped_; });
     }
   }
 
+  Clock* const clock_ = Clock::Real();
   std::vector<Member> members_;
   const Duration restart_delay_;
   const std::shared_ptr<const net::TlsContext> client_tls_;
@@ -173,6 +275,10 @@ class StoreSupervisor {
 
 struct ControlPlane::Impl {
   UpOptions options;
+  // Set from another thread to abandon the start (Ctrl-C); may be null.
+  const std::atomic<bool>* interrupted = nullptr;
+  // <data_dir>/kplane.lock, held for the life of the control plane.
+  std::unique_ptr<FileLock> data_dir_lock;
 
   // Store: embedded, or supervised processes reached through RemoteKV.
   std::unique_ptr<storage::StoreServer> embedded;
@@ -266,8 +372,12 @@ Status ControlPlane::Impl::StartStore() {
     }
     ASSIGN_OR_RETURN(embedded, storage::StoreServer::Open(cfg));
     RETURN_IF_ERROR(embedded->Start(nullptr));
-    if (!embedded->WaitReady(seconds(30))) {
-      return UnavailableError("the embedded store elected no leader in 30s");
+    const TimePoint deadline = Clock::Real()->Now() + seconds(30);
+    while (!embedded->WaitReady(milliseconds(100))) {
+      if (Interrupted(interrupted)) return InterruptedError();
+      if (Clock::Real()->Now() >= deadline) {
+        return UnavailableError("the embedded store elected no leader in 30s");
+      }
     }
     // etcd's v3 API on the store's client port, as `kplane store` serves
     // it: gRPC (etcdctl, clientv3) and the JSON gateway (`kpctl store`,
@@ -303,14 +413,7 @@ Status ControlPlane::Impl::StartStore() {
     store_endpoints = {Url(embedded_client_http->port())};
     return Status::Ok();
   }
-  if (o.store_members != 3) {
-    return InvalidArgumentError("--store-nodes must be 1 or 3");
-  }
-  if (o.store_port == 0) {
-    return InvalidArgumentError(
-        "--store-nodes 3 needs a fixed --store-port (the members must know "
-        "each other's addresses)");
-  }
+  // ValidateUpOptions checked the members and their ports.
   std::vector<StoreSupervisor::Member> members;
   std::string initial_cluster;
   for (int i = 0; i < 3; ++i) {
@@ -379,16 +482,16 @@ Status ControlPlane::Impl::StartStore() {
   }
   supervisor = std::make_unique<StoreSupervisor>(
       std::move(members), o.store_restart_delay, client_tls);
-  RETURN_IF_ERROR(supervisor->Start());
+  RETURN_IF_ERROR(supervisor->Start(interrupted));
   store_endpoints = supervisor->endpoints();
   storage::RemoteKVOptions ro;
   ro.endpoints = store_endpoints;
   ro.tls = client_tls;
   ro.tls_files = client_tls_files;
   store_client_tls = client_tls;
-  ASSIGN_OR_RETURN(storage::StoreProtocol protocol,
-                   storage::ParseStoreProtocol(o.store_protocol));
-  ASSIGN_OR_RETURN(remote, storage::NewStoreClient(ro, protocol));
+  ASSIGN_OR_RETURN(remote,
+                   storage::NewStoreClient(
+                       ro, *storage::ParseStoreProtocol(o.store_protocol)));
   return Status::Ok();
 }
 
@@ -523,8 +626,13 @@ Status ControlPlane::Impl::StartApiServer() {
                       std::to_string(options.apiserver_port) +
                       " (choose another with --port)");
   }
-  if (!apiserver->WaitReady(seconds(60))) {
-    LOG(WARNING) << "watch caches not ready after 60s; serving anyway";
+  const TimePoint deadline = Clock::Real()->Now() + seconds(60);
+  while (!apiserver->WaitReady(milliseconds(100))) {
+    if (Interrupted(interrupted)) return InterruptedError();
+    if (Clock::Real()->Now() >= deadline) {
+      LOG(WARNING) << "watch caches not ready after 60s; serving anyway";
+      break;
+    }
   }
   apiserver_url = pki ? HttpsUrl(ClientHost(), apiserver->port())
                       : HttpUrl(options.bind_address, apiserver->port());
@@ -607,12 +715,73 @@ void ControlPlane::Impl::Stop() {
   if (embedded_client_http) embedded_client_http->Stop();
   embedded_grpc.reset();
   if (embedded) embedded->Stop();
+  data_dir_lock.reset();
 }
 
-StatusOr<std::unique_ptr<ControlPlane>> ControlPlane::Start(UpOptions options) {
-  if (options.data_dir.empty()) {
+Status ValidateUpOptions(const UpOptions& o) {
+  if (o.data_dir.empty()) {
     return InvalidArgumentError("a data directory is required");
   }
+  // As `kplane apiserver` checks its --port.
+  auto port_in_range = [](const std::string& flag, int port, int lowest) {
+    if (port >= lowest && port <= 65535) return Status::Ok();
+    return InvalidArgumentError(
+        flag + " must be in " + (lowest < 0 ? "-1 (none) or 0" : "0") +
+        "..65535" + " (got " + std::to_string(port) + ")");
+  };
+  RETURN_IF_ERROR(port_in_range("--port", o.apiserver_port, 0));
+  RETURN_IF_ERROR(port_in_range("--store-port", o.store_port, 0));
+  RETURN_IF_ERROR(port_in_range("--kubeletsim-port", o.kubeletsim_port, -1));
+  RETURN_IF_ERROR(port_in_range("--controller-manager-port",
+                                o.controller_manager_port, -1));
+  if (o.store_members != 1 && o.store_members != 3) {
+    return InvalidArgumentError("--store-nodes must be 1 or 3 (got " +
+                                std::to_string(o.store_members) + ")");
+  }
+  if (o.store_members == 3) {
+    if (o.store_port == 0) {
+      return InvalidArgumentError(
+          "--store-nodes 3 needs a fixed --store-port (the members must know "
+          "each other's addresses)");
+    }
+    for (int i = 0; i < 3; ++i) {
+      // The client port and the peer port after it.
+      const int client = MemberClientPort(o.store_port, i);
+      if (client + 1 > 65535) {
+        return InvalidArgumentError(
+            "--store-port " + std::to_string(o.store_port) +
+            " puts store member s" + std::to_string(i + 1) +
+            " on client port " + std::to_string(client) + " and peer port " +
+            std::to_string(client + 1) +
+            " (members use --store-port, +20000 and +30000, peers the client "
+            "port + 1): choose a --store-port of at most 35534");
+      }
+    }
+    Status protocol = storage::ParseStoreProtocol(o.store_protocol).status();
+    if (!protocol.ok()) {
+      return InvalidArgumentError("--etcd-protocol: " +
+                                  std::string(protocol.message()));
+    }
+  }
+  if (o.compaction_interval < Duration(0)) {
+    return InvalidArgumentError(
+        "--etcd-compaction-interval must not be negative (0: never compact)");
+  }
+  if (o.store_restart_delay < Duration(0)) {
+    return InvalidArgumentError(
+        "--store-restart-delay must not be negative (0: leave a member that "
+        "failed down)");
+  }
+  if (o.nodes < 0) {
+    return InvalidArgumentError("--nodes must not be negative");
+  }
+  return Status::Ok();
+}
+
+StatusOr<std::unique_ptr<ControlPlane>> ControlPlane::Start(
+    UpOptions options, const std::atomic<bool>* interrupted) {
+  // Every option before anything is done.
+  RETURN_IF_ERROR(ValidateUpOptions(options));
   std::error_code ec;
   std::filesystem::create_directories(options.data_dir, ec);
   if (ec) {
@@ -621,11 +790,36 @@ StatusOr<std::unique_ptr<ControlPlane>> ControlPlane::Start(UpOptions options) {
   }
   auto impl = std::make_unique<Impl>();
   impl->options = std::move(options);
+  impl->interrupted = interrupted;
+  // One control plane per data dir, as etcd flocks its data dir: a second
+  // would report success against the first's store and overwrite its
+  // kubeconfig and pid files. flock: released by the kernel when this
+  // process ends, however it ends.
+  const std::string lock_path = impl->options.data_dir + "/kplane.lock";
+  StatusOr<std::unique_ptr<FileLock>> lock =
+      FileSystem::Default()->LockFile(lock_path);
+  if (!lock.ok()) {
+    if (lock.status().code() == StatusCode::kUnavailable) {
+      return FailedPreconditionError(
+          "data dir " + impl->options.data_dir +
+          " is in use by another kplane up (it holds the lock " + lock_path +
+          "); stop that one first, or choose another --data-dir");
+    }
+    return lock.status().Annotate("lock the data dir");
+  }
+  impl->data_dir_lock = std::move(*lock);
   Status s = impl->PreparePki();
-  if (s.ok()) s = impl->StartStore();
-  if (s.ok()) s = impl->StartApiServer();
-  if (s.ok() && impl->options.controllers) s = impl->StartControllerManager();
-  if (s.ok() && impl->options.nodes > 0) s = impl->StartFleet();
+  auto step = [&](const std::function<Status()>& f) {
+    if (!s.ok()) return;
+    s = Interrupted(interrupted) ? InterruptedError() : f();
+  };
+  step([&] { return impl->StartStore(); });
+  step([&] { return impl->StartApiServer(); });
+  if (impl->options.controllers) {
+    step([&] { return impl->StartControllerManager(); });
+  }
+  if (impl->options.nodes > 0) step([&] { return impl->StartFleet(); });
+  if (s.ok() && Interrupted(interrupted)) s = InterruptedError();
   if (s.ok() && !impl->options.kubeconfig_out.empty()) {
     KubeconfigCredentials credentials;
     if (impl->pki) {

@@ -17,14 +17,19 @@
 //
 // With store_members = 3 the members are separate processes (the same
 // binary, `kplane store`, found through `kplane_binary`) so that a user can
-// kill the leader and watch the cluster elect another; a member that exits
-// is restarted after `store_restart_delay` (a supervisor, as systemd would),
-// unless that is zero.
+// kill the leader and watch the cluster elect another. A member that fails
+// (exits non-zero or is killed) is restarted after `store_restart_delay`,
+// doubled for each failure in a row up to 5 minutes (the kubelet's
+// CrashLoopBackOff) and back to `store_restart_delay` after a run of 10
+// minutes; none is restarted when that is zero. A member that exits 0
+// (SIGTERM, or removed from the cluster) is left down. Each member's pid
+// is in <data_dir>/<name>.pid while it runs.
 //
 // Thread-safety: Start/Stop from one thread; accessors from any.
 #ifndef KPLANE_CMD_KPLANE_CONTROL_PLANE_H_
 #define KPLANE_CMD_KPLANE_CONTROL_PLANE_H_
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -93,7 +98,13 @@ struct UpOptions {
 
 class ControlPlane {
  public:
-  static StatusOr<std::unique_ptr<ControlPlane>> Start(UpOptions options);
+  // Refuses bad options (ValidateUpOptions) before doing anything, then
+  // takes <data_dir>/kplane.lock (kFailedPrecondition while another control
+  // plane holds it) for the life of the control plane. `interrupted`, when
+  // set (from another thread, e.g. on SIGINT), abandons the start:
+  // everything started so far is stopped and kCancelled returned.
+  static StatusOr<std::unique_ptr<ControlPlane>> Start(
+      UpOptions options, const std::atomic<bool>* interrupted = nullptr);
   ~ControlPlane();  // Stop()
   ControlPlane(const ControlPlane&) = delete;
   ControlPlane& operator=(const ControlPlane&) = delete;
@@ -116,6 +127,12 @@ class ControlPlane {
   explicit ControlPlane(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
+
+// kInvalidArgument naming the flag of the first bad option: a port outside
+// 0..65535 (-1 too for the kubeletsim and controller manager ports), a
+// member port of --store-nodes 3 past 65535, --store-nodes other than 1 or
+// 3, an unknown --etcd-protocol, a negative duration. Does nothing else.
+Status ValidateUpOptions(const UpOptions& options);
 
 // The default encryption configuration of `kplane up`: its path,
 // <data_dir>/encryption-config.yaml, created (0600, one random 32-byte aesgcm

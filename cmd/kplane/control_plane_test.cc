@@ -3,14 +3,19 @@
 // kubeconfig, and keeps its objects across a restart on the same data dir.
 #include "cmd/kplane/control_plane.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 
 #include <algorithm>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -20,6 +25,7 @@
 #include "kubeletsim/control/control_client.h"
 #include "net/http_client.h"
 #include "net/pki.h"
+#include "net/socket.h"
 #include "net/tls.h"
 #include "tests/e2e/kubectl/process.h"
 
@@ -909,6 +915,289 @@ spec:
   r = kubectl(
       {"wait", "--for=delete", "pod", "-l", "job-name=flaky", "--timeout=60s"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+}
+
+// --- `kplane up --store-nodes 3`: the supervisor of the member processes,
+// the data dir's lock, flags checked before anything is done, signals
+// during startup. The members are the real `kplane store` (the kplane
+// binary built beside this test) behind a wrapper script that records each
+// start and can be told to fail at once.
+
+// build-test/kplane, two levels up from build-test/cmd/kplane/up_test.
+std::string KplaneBinary() {
+  return std::filesystem::weakly_canonical(SelfExeDir() + "/../../kplane");
+}
+
+// A base client port for three members on loopback: it, +20000 and +30000,
+// each with its peer port (+1), all free now.
+int FreeStoreBasePort() {
+  std::srand(static_cast<unsigned>(::getpid()) ^
+             static_cast<unsigned>(std::time(nullptr)));
+  auto free_port = [](int port) {
+    net::ScopedFd fd(::socket(AF_INET, SOCK_STREAM, 0));
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    return ::bind(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
+  };
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    const int base = 20000 + std::rand() % 15000;
+    bool ok = true;
+    for (int p : {base, base + 20000, base + 30000}) {
+      ok = ok && free_port(p) && free_port(p + 1);
+    }
+    if (ok) return base;
+  }
+  return 0;
+}
+
+std::vector<std::string> Lines(const std::string& path) {
+  std::ifstream f(path);
+  std::vector<std::string> out;
+  for (std::string line; std::getline(f, line);) out.push_back(line);
+  return out;
+}
+
+class StoreSupervisorTest : public ControlPlaneTest {
+ protected:
+  // Three members through the wrapper on a free base port, plain HTTP.
+  UpOptions MemberOptions(Duration restart_delay) {
+    UpOptions o = Options();
+    o.insecure_http = true;
+    o.store_members = 3;
+    o.store_port = FreeStoreBasePort();
+    o.store_restart_delay = restart_delay;
+    o.kplane_binary = WriteWrapper();
+    return o;
+  }
+
+  // <dir>/member.sh: appends the start time (ns) to <dir>/<name>.starts;
+  // exits 1 at once while <dir>/<name>.crash exists; else runs the real
+  // member.
+  std::string WriteWrapper() {
+    const std::string path = dir_ + "/member.sh";
+    std::ofstream(path) << "#!/bin/sh\n"
+                        << "name=$3\n"
+                        << "date +%s%N >> " << dir_ << "/$name.starts\n"
+                        << "[ -e " << dir_ << "/$name.crash ] && exit 1\n"
+                        << "exec " << KplaneBinary() << " \"$@\"\n";
+    std::filesystem::permissions(path, std::filesystem::perms::owner_all);
+    return path;
+  }
+
+  std::vector<int64_t> Starts(const std::string& name) {
+    std::vector<int64_t> out;
+    for (const std::string& l : Lines(dir_ + "/" + name + ".starts")) {
+      out.push_back(std::stoll(l));
+    }
+    return out;
+  }
+  pid_t Pid(const std::string& name) {
+    std::vector<std::string> l = Lines(dir_ + "/data/" + name + ".pid");
+    return l.empty() ? -1 : std::stoi(l[0]);
+  }
+  bool Healthy(const std::string& url) {
+    auto client = net::HttpClient::ForUrl(url, {});
+    if (!client.ok()) return false;
+    auto r = (*client)->Request("GET", "/health");
+    return r.ok() && r->status == 200;
+  }
+};
+
+// A member that exits 0 (stopped by SIGTERM; removed from the cluster)
+// stays down; one that fails is restarted after a delay that doubles on
+// each failure in a row (the kubelet's CrashLoopBackOff); and while the
+// supervisor waits to restart one member, another that dies is restarted
+// on its own schedule.
+TEST_F(StoreSupervisorTest, CleanExitStaysDownFailuresBackOffAndDoNotBlock) {
+  ASSERT_TRUE(std::filesystem::exists(KplaneBinary())) << KplaneBinary();
+  const Duration delay = milliseconds(200);
+  auto cp = ControlPlane::Start(MemberOptions(delay));
+  ASSERT_TRUE(cp.ok()) << cp.status();
+
+  ASSERT_EQ(::kill(Pid("s1"), SIGTERM), 0);  // exits 0
+  std::ofstream(dir_ + "/s2.crash") << "";
+  ASSERT_EQ(::kill(Pid("s2"), SIGKILL), 0);  // then fails at every start
+  // s2's third restart is 800 ms away once it has started four times.
+  ASSERT_TRUE(Eventually([&] { return Starts("s2").size() >= 4; }));
+  ASSERT_EQ(::kill(Pid("s3"), SIGKILL), 0);
+  ASSERT_TRUE(Eventually([&] { return Starts("s2").size() >= 5; }));
+
+  const std::vector<int64_t> s2 = Starts("s2");
+  const int64_t d = std::chrono::nanoseconds(delay).count();
+  EXPECT_GE(s2[2] - s2[1], 2 * d);
+  EXPECT_GE(s2[3] - s2[2], 4 * d);
+  EXPECT_GE(s2[4] - s2[3], 8 * d);
+  // s3 was restarted while s2 waited for its fourth restart.
+  const std::vector<int64_t> s3 = Starts("s3");
+  ASSERT_EQ(s3.size(), 2u);
+  EXPECT_LT(s3[1], s2[4]);
+  // s1 was left down.
+  EXPECT_EQ(Starts("s1").size(), 1u);
+}
+
+// A member the supervisor restarted gets SIGTERM and its grace period at
+// shutdown, as the first ones do (not the SIGKILL of PR_SET_PDEATHSIG when
+// the thread that forked it ends).
+TEST_F(StoreSupervisorTest, RestartedMemberIsStoppedWithSigterm) {
+  ASSERT_TRUE(std::filesystem::exists(KplaneBinary())) << KplaneBinary();
+  UpOptions o = MemberOptions(milliseconds(100));
+  auto cp = ControlPlane::Start(o);
+  ASSERT_TRUE(cp.ok()) << cp.status();
+  const std::string s3_url = (*cp)->store_endpoints()[2];
+  ASSERT_EQ(::kill(Pid("s3"), SIGKILL), 0);
+  ASSERT_TRUE(Eventually([&] { return Starts("s3").size() == 2; }));
+  ASSERT_TRUE(Eventually([&] { return Healthy(s3_url); }));
+  const size_t log_before = ReadAll(dir_ + "/data/s3.log").size();
+  (*cp)->Stop();
+  const std::string after = ReadAll(dir_ + "/data/s3.log").substr(log_before);
+  EXPECT_NE(after.find("received signal 15"), std::string::npos) << after;
+}
+
+// Each member's pid file names the running process (kill -9 $(cat ...) in
+// the demos) and is gone after Stop.
+TEST_F(StoreSupervisorTest, PidFilesNameTheMembersAndGoAtStop) {
+  ASSERT_TRUE(std::filesystem::exists(KplaneBinary())) << KplaneBinary();
+  auto cp = ControlPlane::Start(MemberOptions(milliseconds(100)));
+  ASSERT_TRUE(cp.ok()) << cp.status();
+  for (const char* name : {"s1", "s2", "s3"}) {
+    const pid_t pid = Pid(name);
+    ASSERT_GT(pid, 0) << name;
+    EXPECT_EQ(::kill(pid, 0), 0) << name;
+  }
+  // A restarted member's new pid replaces the old one.
+  const pid_t old_s2 = Pid("s2");
+  ASSERT_EQ(::kill(old_s2, SIGKILL), 0);
+  ASSERT_TRUE(Eventually([&] { return Starts("s2").size() == 2; }));
+  ASSERT_TRUE(Eventually([&] { return Pid("s2") > 0 && Pid("s2") != old_s2; }));
+  EXPECT_EQ(::kill(Pid("s2"), 0), 0);
+  (*cp)->Stop();
+  for (const char* name : {"s1", "s2", "s3"}) {
+    EXPECT_FALSE(std::filesystem::exists(dir_ + "/data/" + name + ".pid"))
+        << name;
+  }
+}
+
+// A member whose process exits during startup fails the start at once,
+// naming its exit code and log, instead of waiting 60 s for its health.
+TEST_F(StoreSupervisorTest, MemberThatExitsFailsTheStartAtOnce) {
+  UpOptions o = MemberOptions(milliseconds(100));
+  const std::string script = dir_ + "/exit3.sh";
+  std::ofstream(script) << "#!/bin/sh\necho cannot start; exit 3\n";
+  std::filesystem::permissions(script, std::filesystem::perms::owner_all);
+  o.kplane_binary = script;
+  const auto start = std::chrono::steady_clock::now();
+  auto cp = ControlPlane::Start(o);
+  const auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_FALSE(cp.ok());
+  EXPECT_LT(took, seconds(20));
+  // Whichever member was seen first.
+  const std::string msg(cp.status().message());
+  EXPECT_NE(msg.find("exited with code 3"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("; see " + dir_ + "/data/s"), std::string::npos) << msg;
+  EXPECT_NE(msg.find(".log"), std::string::npos) << msg;
+}
+
+// One `kplane up` per data dir: a second is refused while the first runs,
+// with an error naming the lock and the data dir; the first's kubeconfig
+// is left alone.
+TEST_F(ControlPlaneTest, SecondUpOnTheSameDataDirIsRefused) {
+  auto first = ControlPlane::Start(Options());
+  ASSERT_TRUE(first.ok()) << first.status();
+  const std::string kubeconfig = ReadAll(dir_ + "/kubeconfig");
+  auto second = ControlPlane::Start(Options());
+  ASSERT_FALSE(second.ok());
+  const std::string msg(second.status().message());
+  EXPECT_NE(msg.find(dir_ + "/data/kplane.lock"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("another kplane up"), std::string::npos) << msg;
+  EXPECT_EQ(ReadAll(dir_ + "/kubeconfig"), kubeconfig);
+  // Once the first stops, the data dir is free again.
+  (*first)->Stop();
+  first->reset();
+  auto third = ControlPlane::Start(Options());
+  EXPECT_TRUE(third.ok()) << third.status();
+}
+
+// Ctrl-C while `kplane up` starts stops what it started and exits non-zero
+// instead of finishing the start first.
+TEST_F(ControlPlaneTest, InterruptDuringStartupStopsAndFails) {
+  ASSERT_TRUE(std::filesystem::exists(KplaneBinary())) << KplaneBinary();
+  e2e::Process up({KplaneBinary(), "up", "--data-dir", dir_ + "/data",
+                   "--kubeconfig-out", dir_ + "/kubeconfig", "--port", "0",
+                   "--store-port", "0", "--nodes", "0", "--controllers=false",
+                   "--kubeletsim-port", "-1", "--controller-manager-port",
+                   "-1"});
+  up.Start();
+  std::optional<std::string> line = up.ReadLine(std::chrono::seconds(30));
+  ASSERT_TRUE(line.has_value());
+  ASSERT_NE(line->find("starting"), std::string::npos) << *line;
+  up.Signal(SIGINT);
+  e2e::RunResult r = up.Wait(std::chrono::seconds(60));
+  EXPECT_NE(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.out.find("kplane is up"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("interrupted"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/kubeconfig"));
+}
+
+// Ports outside 0..65535 are refused (exit 2) before anything starts, as
+// `kplane apiserver` refuses them, including a member port derived from
+// --store-port.
+TEST_F(ControlPlaneTest, PortsOutOfRangeAreRefused) {
+  ASSERT_TRUE(std::filesystem::exists(KplaneBinary())) << KplaneBinary();
+  e2e::Process up({KplaneBinary(), "up", "--data-dir", dir_ + "/data",
+                   "--kubeconfig-out", dir_ + "/kubeconfig", "--port", "70000",
+                   "--store-port", "0", "--nodes", "0"});
+  up.Start();
+  e2e::RunResult r = up.Wait(std::chrono::seconds(20));
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("--port must be in 0..65535"), std::string::npos)
+      << r.err;
+
+  UpOptions o = Options();
+  o.store_members = 3;
+  o.store_port = 40000;
+  auto cp = ControlPlane::Start(o);
+  ASSERT_FALSE(cp.ok());
+  EXPECT_EQ(cp.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(cp.status().message().find("70000"), std::string::npos)
+      << cp.status();
+  o = Options();
+  o.kubeletsim_port = -5;
+  cp = ControlPlane::Start(o);
+  ASSERT_FALSE(cp.ok());
+  EXPECT_NE(cp.status().message().find("--kubeletsim-port"), std::string::npos)
+      << cp.status();
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/data"));
+}
+
+// Bad options are refused before anything is done: no data dir, no
+// certificates, no member processes.
+TEST_F(ControlPlaneTest, BadOptionsAreRefusedBeforeAnySideEffect) {
+  std::vector<std::pair<std::string, std::function<void(UpOptions&)>>> bad = {
+      {"--store-nodes", [](UpOptions& o) { o.store_members = 2; }},
+      {"--etcd-protocol",
+       [this](UpOptions& o) {
+         o.store_members = 3;
+         o.store_port = 20000;
+         o.store_protocol = "xml";
+         o.kplane_binary = dir_ + "/no-such-binary";
+       }},
+      {"--etcd-compaction-interval",
+       [](UpOptions& o) { o.compaction_interval = -seconds(1); }},
+      {"--store-restart-delay",
+       [](UpOptions& o) { o.store_restart_delay = -seconds(1); }},
+  };
+  for (auto& [flag, change] : bad) {
+    UpOptions o = Options();
+    change(o);
+    auto cp = ControlPlane::Start(o);
+    ASSERT_FALSE(cp.ok()) << flag;
+    EXPECT_EQ(cp.status().code(), StatusCode::kInvalidArgument) << flag;
+    EXPECT_NE(cp.status().message().find(flag), std::string::npos)
+        << cp.status();
+    EXPECT_FALSE(std::filesystem::exists(dir_ + "/data")) << flag;
+  }
 }
 
 }  // namespace

@@ -1,12 +1,19 @@
 // `kplane up`: flags, signals, the summary; ControlPlane does the work.
 #include "cmd/kplane/up_command.h"
 
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cerrno>
 #include <climits>
+#include <cstring>
 #include <iostream>
+#include <thread>
 
 #include "base/command.h"
 #include "base/flags.h"
@@ -56,8 +63,10 @@ int RunUpCommand(const std::vector<std::string>& args) {
             "Client port of the first store member (others: +20000, "
             "+30000; peers: client port + 1).");
   flags.Duration("store-restart-delay", &o.store_restart_delay,
-                 "With --store-nodes 3: restart a member that exited after "
-                 "this long (0: leave it down).");
+                 "With --store-nodes 3: restart a member that failed after "
+                 "this long, doubled for each failure in a row up to 5m "
+                 "(0: leave it down). A member that exits 0 (stopped, or "
+                 "removed from the cluster) stays down.");
   flags.String("etcd-protocol", &o.store_protocol,
                "With --store-nodes 3: the API server's store client speaks "
                "\"json\" (etcd's v3 JSON gateway) or \"grpc\" (etcd's "
@@ -88,7 +97,8 @@ int RunUpCommand(const std::vector<std::string>& args) {
   flags.Duration("lease-renew-interval", &o.lease_renew_interval,
                  "How often simulated nodes renew their leases.");
   flags.Duration("etcd-compaction-interval", &o.compaction_interval,
-                 "Compact store history older than this, this often.");
+                 "Compact store history older than this, this often (0: "
+                 "never).");
   flags.Bool("secrets-encryption", &o.secrets_encryption,
              "Encrypt Secrets at rest with a key generated on first start "
              "(<data-dir>/encryption-config.yaml, mode 0600; as k3s's "
@@ -105,6 +115,9 @@ int RunUpCommand(const std::vector<std::string>& args) {
   // Our default is "warning", so an explicit "info" must lower it.
   if (log_level == "info") SetMinLogLevel(LogLevel::kInfo);
 
+  // Every flag before anything is done (exit 2, as a bad flag).
+  if (Status st = ValidateUpOptions(o); !st.ok()) return fail(st);
+
   sigset_t stop_signals = BlockStopSignals();
 
   if (o.insecure_http) {
@@ -115,7 +128,53 @@ int RunUpCommand(const std::vector<std::string>& args) {
   }
   std::cout << "kplane up: starting (data in " << o.data_dir << ")..."
             << std::endl;
-  auto cp = ControlPlane::Start(o);
+  // The start runs on its own thread (the stop signals blocked there too)
+  // while this one waits for it or for SIGINT/SIGTERM: a start that hangs
+  // (a store member that never becomes healthy) can still be interrupted.
+  // On a signal the start is abandoned at its next step or wait, and what
+  // it started is stopped.
+  std::atomic<bool> interrupted{false};
+  StatusOr<std::unique_ptr<ControlPlane>> cp =
+      InternalError("kplane up: the start did not finish");
+  const int started_fd = ::eventfd(0, EFD_CLOEXEC);
+  const int signal_fd = ::signalfd(-1, &stop_signals, SFD_CLOEXEC);
+  if (started_fd < 0 || signal_fd < 0) {
+    return fail(IOError(std::string("eventfd/signalfd: ") + strerror(errno)));
+  }
+  std::thread starter([&] {
+    cp = ControlPlane::Start(o, &interrupted);
+    const uint64_t one = 1;
+    (void)!::write(started_fd, &one, sizeof(one));
+  });
+  int interrupt_signal = 0;
+  while (true) {
+    pollfd fds[2] = {{started_fd, POLLIN, 0}, {signal_fd, POLLIN, 0}};
+    if (::poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    if (fds[1].revents & POLLIN) {
+      signalfd_siginfo info;
+      if (::read(signal_fd, &info, sizeof(info)) == sizeof(info)) {
+        interrupt_signal = static_cast<int>(info.ssi_signo);
+      }
+      break;
+    }
+    if (fds[0].revents & POLLIN) break;
+  }
+  if (interrupt_signal != 0) {
+    std::cerr << "kplane up: interrupted by signal " << interrupt_signal
+              << " during startup; stopping what was started..." << std::endl;
+    interrupted = true;
+  }
+  starter.join();
+  ::close(started_fd);
+  ::close(signal_fd);
+  if (interrupt_signal != 0) {
+    if (cp.ok()) (*cp)->Stop();
+    std::cerr << "kplane up: interrupted during startup; stopped." << std::endl;
+    return 128 + interrupt_signal;
+  }
   if (!cp.ok()) return fail(cp.status());
   std::cout << (*cp)->Summary() << "\nCtrl-C stops everything; the data stays."
             << std::endl;

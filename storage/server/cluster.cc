@@ -3,6 +3,7 @@
 #include <openssl/sha.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cinttypes>
 #include <cstdio>
 #include <map>
@@ -110,6 +111,67 @@ StatusOr<uint64_t> ParseHexId(std::string_view s) {
   return v;
 }
 
+StatusOr<std::string> NormalizeMemberUrl(std::string_view url) {
+  const Status bad =
+      InvalidArgumentError("etcdserver: given member URLs are invalid");
+  for (char ch : url) {
+    if (static_cast<unsigned char>(ch) <= 0x20 || ch == 0x7f) return bad;
+  }
+  const size_t colon = url.find(':');
+  if (colon == std::string_view::npos || colon == 0) return bad;
+  std::string scheme(url.substr(0, colon));
+  for (char& ch : scheme) {
+    ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  }
+  if (scheme != "http" && scheme != "https" && scheme != "unix" &&
+      scheme != "unixs") {
+    return bad;
+  }
+  std::string_view rest = url.substr(colon + 1);
+  if (rest.substr(0, 2) != "//") return bad;  // no host at all
+  rest.remove_prefix(2);
+  const size_t end = rest.find_first_of("/?#");
+  std::string_view authority = rest.substr(0, end);
+  if (end != std::string_view::npos && rest[end] == '/') return bad;  // path
+  std::string_view host = authority;
+  if (size_t at = host.rfind('@'); at != std::string_view::npos) {
+    host.remove_prefix(at + 1);
+  }
+  std::string_view port;
+  if (!host.empty() && host.front() == '[') {
+    const size_t close = host.find(']');
+    if (close == std::string_view::npos) return bad;
+    std::string_view after = host.substr(close + 1);
+    if (after.empty() || after.front() != ':') return bad;
+    port = after.substr(1);
+  } else {
+    const size_t c = host.rfind(':');
+    if (c == std::string_view::npos ||
+        host.substr(0, c).find_first_of(":[]") != std::string_view::npos) {
+      return bad;
+    }
+    port = host.substr(c + 1);
+  }
+  for (char ch : port) {
+    if (ch < '0' || ch > '9') return bad;
+  }
+  return scheme + std::string(url.substr(colon));
+}
+
+StatusOr<std::vector<std::string>> NormalizeMemberUrls(
+    const google::protobuf::RepeatedPtrField<std::string>& urls) {
+  if (urls.empty()) {
+    return InvalidArgumentError("etcdserver: given member URLs are invalid");
+  }
+  std::vector<std::string> out;
+  for (const std::string& u : urls) {
+    ASSIGN_OR_RETURN(std::string n, NormalizeMemberUrl(u));
+    out.push_back(std::move(n));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 storagepb::ClusterRecord NewClusterRecord(
     const std::vector<InitialMember>& members, const std::string& token) {
   storagepb::ClusterRecord rec;
@@ -170,6 +232,86 @@ bool Membership::IsRemoved(uint64_t id) const {
   MutexLock l(&mu_);
   return std::find(record_.removed().begin(), record_.removed().end(), id) !=
          record_.removed().end();
+}
+
+namespace {
+// etcd 3.4's maxLearners.
+constexpr int kMaxLearners = 1;
+}  // namespace
+
+Status Membership::ValidateConfChange(const raftpb::ConfChange& cc) const {
+  MutexLock l(&mu_);
+  const uint64_t id = cc.node_id();
+  const Status not_found(StatusCode::kNotFound, "etcdserver: member not found");
+  if (std::find(record_.removed().begin(), record_.removed().end(), id) !=
+      record_.removed().end()) {
+    return not_found;
+  }
+  const storagepb::MemberRecord* member = nullptr;
+  for (const auto& m : record_.members()) {
+    if (m.id() == id) member = &m;
+  }
+  storagepb::MemberRecord context;
+  const bool has_context =
+      !cc.context().empty() && context.ParseFromString(cc.context());
+  // No other member may have one of these peer URLs (compared normalised,
+  // as etcd stores them).
+  auto normal = [](const std::string& u) {
+    StatusOr<std::string> n = NormalizeMemberUrl(u);
+    return n.ok() ? *n : u;
+  };
+  auto urls_taken = [&]() REQUIRES(mu_) {
+    for (const auto& m : record_.members()) {
+      if (m.id() == id) continue;
+      for (const auto& u : m.peer_urls()) {
+        for (const auto& nu : context.peer_urls()) {
+          if (normal(u) == normal(nu)) return true;
+        }
+      }
+    }
+    return false;
+  };
+  switch (cc.type()) {
+    case raftpb::ConfChangeAddNode:
+    case raftpb::ConfChangeAddLearnerNode: {
+      const bool promote = cc.type() == raftpb::ConfChangeAddNode &&
+                           (!has_context || context.is_learner());
+      if (promote) {
+        if (member == nullptr) return not_found;
+        if (!member->is_learner()) {
+          return FailedPreconditionError(
+              "etcdserver: can only promote a learner member");
+        }
+        return Status::Ok();
+      }
+      if (member != nullptr) {
+        return FailedPreconditionError("etcdserver: member ID already exist");
+      }
+      if (urls_taken()) {
+        return FailedPreconditionError("etcdserver: Peer URLs already exists");
+      }
+      if (cc.type() == raftpb::ConfChangeAddLearnerNode) {
+        int learners = 0;
+        for (const auto& m : record_.members()) learners += m.is_learner();
+        if (learners + 1 > kMaxLearners) {
+          return FailedPreconditionError(
+              "etcdserver: too many learner members in cluster");
+        }
+      }
+      return Status::Ok();
+    }
+    case raftpb::ConfChangeRemoveNode:
+      if (member == nullptr) return not_found;
+      return Status::Ok();
+    case raftpb::ConfChangeUpdateNode:
+      if (member == nullptr) return not_found;
+      if (urls_taken()) {
+        return FailedPreconditionError("etcdserver: Peer URLs already exists");
+      }
+      return Status::Ok();
+    default:
+      return Status::Ok();
+  }
 }
 
 StatusOr<bool> Membership::ApplyAdd(uint64_t index,

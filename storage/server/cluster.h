@@ -19,6 +19,7 @@
 #include "base/file_system.h"
 #include "base/mutex.h"
 #include "base/statusor.h"
+#include "schemas/raft.pb.h"
 #include "schemas/rpc.pb.h"
 #include "schemas/storage.pb.h"
 
@@ -42,6 +43,17 @@ uint64_t ComputeClusterId(std::vector<uint64_t> member_ids);
 std::string IdToHex(uint64_t id);
 StatusOr<uint64_t> ParseHexId(std::string_view s);
 
+// etcd 3.4's types.NewURLs for member URLs (measured on etcd): a scheme of
+// http, https, unix or unixs (any case; lowered), "//" and host:port (an
+// IPv6 host in brackets; the port may be empty but must be digits), no
+// path (not even "/"); user info, query and fragment pass. Returns the URL
+// with its scheme in lower case (how etcd stores and compares it), or
+// kInvalidArgument "etcdserver: given member URLs are invalid".
+StatusOr<std::string> NormalizeMemberUrl(std::string_view url);
+// All of them, sorted as etcd sorts them; an empty list is invalid too.
+StatusOr<std::vector<std::string>> NormalizeMemberUrls(
+    const google::protobuf::RepeatedPtrField<std::string>& urls);
+
 // The bootstrap record of a new cluster.
 storagepb::ClusterRecord NewClusterRecord(
     const std::vector<InitialMember>& members, const std::string& token);
@@ -63,6 +75,18 @@ class Membership {
   // The member with this id, if present.
   std::optional<storagepb::MemberRecord> Find(uint64_t id) const;
   bool IsRemoved(uint64_t id) const;
+
+  // etcd 3.4's RaftCluster.ValidateConfigurationChange: whether the
+  // committed conf change `cc` may apply to this record (run on every
+  // member when it applies the change; an invalid change is a no-op).
+  // Errors as etcd's client sees them: a removed or unknown id kNotFound
+  // "etcdserver: member not found"; an id present kFailedPrecondition
+  // "etcdserver: member ID already exist"; a peer URL of another member
+  // "etcdserver: Peer URLs already exists"; a promote of a voter
+  // "etcdserver: can only promote a learner member"; a second learner
+  // "etcdserver: too many learner members in cluster". A ConfChangeAddNode
+  // whose context is a learner's record (or empty) is a promote.
+  Status ValidateConfChange(const raftpb::ConfChange& cc) const;
 
   // Applies a committed membership change made at raft index `index`; a
   // change at or below the record's applied index is skipped (replay).

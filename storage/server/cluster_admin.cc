@@ -1,5 +1,6 @@
 #include "storage/server/cluster_admin.h"
 
+#include <algorithm>
 #include <chrono>
 
 namespace kplane::storage {
@@ -14,28 +15,33 @@ ClusterAdmin::ClusterAdmin(ClusterAdminOptions options, LocalMember* self,
       proposer_(proposer),
       applier_(applier) {}
 
-StatusOr<etcdserverpb::MemberAddResponse> ClusterAdmin::MemberAdd(
-    const etcdserverpb::MemberAddRequest& req) {
-  if (req.peerurls_size() == 0) {
-    return InvalidArgumentError("etcdserver: member peer URLs not provided");
-  }
+bool ClusterAdmin::PeerUrlsTaken(const std::vector<std::string>& urls,
+                                 uint64_t except) const {
   for (const auto& m : membership_->Members()) {
+    if (m.id() == except) continue;
     for (const auto& u : m.peer_urls()) {
-      for (const auto& nu : req.peerurls()) {
-        if (u == nu) {
-          return FailedPreconditionError(
-              "etcdserver: Peer URLs already exists");
-        }
-      }
+      StatusOr<std::string> n = NormalizeMemberUrl(u);
+      const std::string& have = n.ok() ? *n : u;
+      if (std::find(urls.begin(), urls.end(), have) != urls.end()) return true;
     }
   }
+  return false;
+}
+
+StatusOr<etcdserverpb::MemberAddResponse> ClusterAdmin::MemberAdd(
+    const etcdserverpb::MemberAddRequest& req) {
+  // etcd's types.NewURLs: parsed, normalised, sorted.
+  ASSIGN_OR_RETURN(std::vector<std::string> urls,
+                   NormalizeMemberUrls(req.peerurls()));
+  if (PeerUrlsTaken(urls, 0)) {
+    return FailedPreconditionError("etcdserver: Peer URLs already exists");
+  }
   storagepb::MemberRecord m;
-  m.set_id(ComputeMemberId({req.peerurls().begin(), req.peerurls().end()},
-                           options_.initial_cluster_token,
+  m.set_id(ComputeMemberId(urls, options_.initial_cluster_token,
                            std::chrono::duration_cast<nanoseconds>(
                                clock_->WallNow().time_since_epoch())
                                .count()));
-  for (const auto& u : req.peerurls()) m.add_peer_urls(u);
+  for (const auto& u : urls) m.add_peer_urls(u);
   m.set_is_learner(req.islearner());
   raftpb::ConfChange cc;
   cc.set_type(req.islearner() ? raftpb::ConfChangeAddLearnerNode
@@ -55,8 +61,25 @@ StatusOr<etcdserverpb::MemberAddResponse> ClusterAdmin::MemberAdd(
 
 StatusOr<etcdserverpb::MemberRemoveResponse> ClusterAdmin::MemberRemove(
     const etcdserverpb::MemberRemoveRequest& req) {
-  if (!membership_->Find(req.id())) {
-    return NotFoundError("etcdserver: member not found");
+  auto target = membership_->Find(req.id());
+  if (!target) return NotFoundError("etcdserver: member not found");
+  // etcd's mayRemoveMember (IsReadyToRemoveVotingMember): the voters left
+  // must hold a quorum of started members (a started member has published
+  // its name). Removing the only voter is thus refused at once; the raft
+  // core would refuse that change anyway and the request would wait for
+  // nothing.
+  if (!target->is_learner()) {
+    int left = 0, started = 0;
+    for (const auto& m : membership_->Members()) {
+      if (m.is_learner() || m.id() == req.id()) continue;
+      ++left;
+      if (!m.name().empty()) ++started;
+    }
+    if (started < left / 2 + 1) {
+      return FailedPreconditionError(
+          "etcdserver: re-configuration failed due to not enough started "
+          "members");
+    }
   }
   raftpb::ConfChange cc;
   cc.set_type(raftpb::ConfChangeRemoveNode);
@@ -76,6 +99,14 @@ StatusOr<etcdserverpb::MemberPromoteResponse> ClusterAdmin::MemberPromote(
     return FailedPreconditionError(
         "etcdserver: can only promote a learner member");
   }
+  // etcd's isLearnerReady: only the leader knows the learner's progress.
+  // etcd forwards a follower's promote to the leader; here a follower
+  // proposes it and the leader's node loop drops it if the learner lags
+  // (RaftNode::PromotesALaggingLearner), so it then times out.
+  if (RaftNode* node = self_->node(); node != nullptr && self_->is_leader()) {
+    Status ready = node->LearnerReady(req.id());
+    if (ready.Is(StatusCode::kFailedPrecondition)) return ready;
+  }
   raftpb::ConfChange cc;
   cc.set_type(raftpb::ConfChangeAddNode);
   cc.set_node_id(req.id());
@@ -91,25 +122,16 @@ StatusOr<etcdserverpb::MemberUpdateResponse> ClusterAdmin::MemberUpdate(
     const etcdserverpb::MemberUpdateRequest& req) {
   auto m = membership_->Find(req.id());
   if (!m) return NotFoundError("etcdserver: member not found");
-  // etcd takes any list here; an empty one would cut the member off for
-  // good, so it is refused as MemberAdd refuses it.
-  if (req.peerurls_size() == 0) {
-    return InvalidArgumentError("etcdserver: member peer URLs not provided");
-  }
+  // etcd's types.NewURLs (an empty list is invalid too: it would cut the
+  // member off for good).
+  ASSIGN_OR_RETURN(std::vector<std::string> urls,
+                   NormalizeMemberUrls(req.peerurls()));
   // etcd's ValidateConfigurationChange: no other member may have them.
-  for (const auto& other : membership_->Members()) {
-    if (other.id() == req.id()) continue;
-    for (const auto& u : other.peer_urls()) {
-      for (const auto& nu : req.peerurls()) {
-        if (u == nu) {
-          return FailedPreconditionError(
-              "etcdserver: Peer URLs already exists");
-        }
-      }
-    }
+  if (PeerUrlsTaken(urls, req.id())) {
+    return FailedPreconditionError("etcdserver: Peer URLs already exists");
   }
   m->clear_peer_urls();
-  for (const auto& u : req.peerurls()) m->add_peer_urls(u);
+  for (const auto& u : urls) m->add_peer_urls(u);
   raftpb::ConfChange cc;
   cc.set_type(raftpb::ConfChangeUpdateNode);
   cc.set_node_id(req.id());

@@ -18,6 +18,7 @@
 #define KPLANE_STORAGE_SERVER_CLUSTER_ADMIN_H_
 
 #include <string>
+#include <vector>
 
 #include "base/clock.h"
 #include "base/statusor.h"
@@ -71,6 +72,11 @@ class ClusterAdmin {
   StatusOr<etcdserverpb::HashResponse> Hash();
 
  private:
+  // Whether a member other than `except` has one of these (normalised)
+  // peer URLs.
+  bool PeerUrlsTaken(const std::vector<std::string>& urls,
+                     uint64_t except) const;
+
   const ClusterAdminOptions options_;
   Clock* const clock_;
   LocalMember* const self_;

@@ -69,6 +69,7 @@ Status RaftNode::Start() {
   {
     MutexLock l(&status_mu_);
     status_ = raw_->GetBasicStatus();
+    conf_state_ = raw_->raft().prs.ConfState();
     term_ = status_.hard_state.term();
     commit_ = status_.hard_state.commit();
   }
@@ -245,6 +246,27 @@ void RaftNode::CreateSnapshot(uint64_t index, raftpb::ConfState conf_state) {
   cv_.notify_one();
 }
 
+void RaftNode::ResolveConfChange(uint64_t index, ConfChangeVerdict verdict) {
+  {
+    MutexLock l(&mu_);
+    if (index <= verdict_taken_) return;  // decided again on a retry
+    verdicts_[index] = verdict;
+  }
+  cv_.notify_all();
+}
+
+std::optional<ConfChangeVerdict> RaftNode::AwaitVerdict(uint64_t index) {
+  MutexLock l(&mu_);
+  cv_.wait(l.native(),
+           [&]() REQUIRES(mu_) { return stop_ || verdicts_.count(index) > 0; });
+  auto it = verdicts_.find(index);
+  if (it == verdicts_.end()) return std::nullopt;  // stopping
+  const ConfChangeVerdict v = it->second;
+  verdicts_.erase(verdicts_.begin(), std::next(it));
+  verdict_taken_ = index;
+  return v;
+}
+
 void RaftNode::SetLeaderCallback(LeaderCallback cb) {
   MutexLock l(&mu_);
   leader_cb_ = std::move(cb);
@@ -253,6 +275,66 @@ void RaftNode::SetLeaderCallback(LeaderCallback cb) {
 raft::BasicStatus RaftNode::BasicStatus() {
   MutexLock l(&status_mu_);
   return status_;
+}
+
+raftpb::ConfState RaftNode::ConfState() {
+  MutexLock l(&status_mu_);
+  return conf_state_;
+}
+
+namespace {
+// etcd's readyPercent.
+constexpr double kLearnerReadyPercent = 0.9;
+
+Status NotInSync() {
+  return FailedPreconditionError(
+      "etcdserver: can only promote a learner member which is in sync with "
+      "leader");
+}
+
+// Whether `match` has `learner` in sync with `leader` (etcd's check).
+bool InSync(const std::map<uint64_t, uint64_t>& match, uint64_t learner,
+            uint64_t leader) {
+  auto l = match.find(learner);
+  if (l == match.end()) return true;
+  auto it = match.find(leader);
+  const uint64_t leader_match = it == match.end() ? 0 : it->second;
+  return static_cast<double>(l->second) >=
+         static_cast<double>(leader_match) * kLearnerReadyPercent;
+}
+}  // namespace
+
+Status RaftNode::LearnerReady(uint64_t id) {
+  MutexLock l(&status_mu_);
+  if (match_.empty()) {
+    return Status(StatusCode::kNotLeader, "etcdserver: not leader",
+                  static_cast<int64_t>(leader_.load()));
+  }
+  return InSync(match_, id, this->id()) ? Status::Ok() : NotInSync();
+}
+
+bool RaftNode::PromotesALaggingLearner(const raftpb::Message& m) {
+  if (m.type() != raftpb::MsgProp || !is_leader()) return false;
+  const raft::ProgressTracker& prs = raw_->raft().prs;
+  for (const raftpb::Entry& e : m.entries()) {
+    if (e.type() != raftpb::EntryConfChange) continue;
+    raftpb::ConfChange cc;
+    if (!cc.ParseFromString(e.data()) ||
+        cc.type() != raftpb::ConfChangeAddNode) {
+      continue;
+    }
+    auto learner = prs.progress.find(cc.node_id());
+    auto self = prs.progress.find(id());
+    if (learner == prs.progress.end() || !learner->second.is_learner ||
+        self == prs.progress.end()) {
+      continue;
+    }
+    if (static_cast<double>(learner->second.match) <
+        static_cast<double>(self->second.match) * kLearnerReadyPercent) {
+      return true;
+    }
+  }
+  return false;
 }
 
 void RaftNode::Loop() {
@@ -314,6 +396,15 @@ void RaftNode::Loop() {
     if (now >= next_tick) next_tick = now + tick;  // fell far behind
 
     for (raftpb::Message& m : work.messages) {
+      if (PromotesALaggingLearner(m)) {
+        // A follower forwarded a promote of a learner that has not caught
+        // up (etcd checks this on the leader: isLearnerReady): dropped,
+        // as the core drops a conf change it refuses.
+        LOG(WARNING) << "member " << std::hex << id() << std::dec
+                     << ": dropped a forwarded promote: " << NotInSync();
+        proposals_dropped_->Inc();
+        continue;
+      }
       Status s = raw_->Step(std::move(m));
       if (!s.ok()) LOG(DEBUG) << "step: " << s;
     }
@@ -485,17 +576,65 @@ RaftNode::Outcome RaftNode::PersistAndFinish(raft::Ready rd) {
     task.has_conf_state = true;
     task.snapshot = std::move(rd.snapshot);
   }
-  for (const raftpb::Entry& e : rd.committed_entries) {
+  const bool decides = applier_->DecidesConfChanges();
+  bool conf_changed = task.has_conf_state;
+  if (!rd.committed_entries.empty()) {
+    commit_ = std::max(commit_.load(), rd.committed_entries.back().index());
+  }
+  if (!raft::IsEmptyHardState(rd.hard_state)) {
+    commit_ = std::max(commit_.load(), rd.hard_state.commit());
+  }
+  for (raftpb::Entry& e : rd.committed_entries) {
     bool decoded = true;
     if (e.type() == raftpb::EntryConfChange) {
       raftpb::ConfChange cc;
       decoded = cc.ParseFromString(e.data());
+      if (decoded && decides) {
+        // The applier validates it against its membership first (the
+        // header): hand over everything up to it and wait for its verdict.
+        const uint64_t index = e.index();
+        if (task.has_conf_state) {
+          // What comes before it with the configuration it has (a
+          // snapshot's, the previous change's): the applier validates
+          // against that.
+          applier_->Enqueue(std::move(task));
+          task = ApplyTask();
+          task.term = term_.load();
+        }
+        task.entries.push_back(std::move(e));
+        task.conf_change_to_decide = index;
+        applier_->Enqueue(std::move(task));
+        const std::optional<ConfChangeVerdict> verdict = AwaitVerdict(index);
+        if (!verdict) return Outcome::kHalted;  // stopping
+        if (*verdict == ConfChangeVerdict::kHalt) {
+          Halt(
+              UnavailableError("the applier stopped before deciding on the "
+                               "conf change at index " +
+                               std::to_string(index)));
+          return Outcome::kHalted;
+        }
+        if (*verdict == ConfChangeVerdict::kApply) {
+          raw_->ApplyConfChange(cc);
+        } else {
+          LOG(INFO) << "member " << std::hex << id() << std::dec
+                    << ": the conf change at index " << index
+                    << " was refused when applied; the configuration stays";
+        }
+        // The next task carries the configuration after it.
+        task = ApplyTask();
+        task.term = term_.load();
+        task.conf_state = raw_->raft().prs.ConfState();
+        task.has_conf_state = true;
+        conf_changed = true;
+        continue;
+      }
       if (decoded) task.conf_state = raw_->ApplyConfChange(cc);
     } else if (e.type() == raftpb::EntryConfChangeV2) {
       raftpb::ConfChangeV2 cc;
       decoded = cc.ParseFromString(e.data());
       if (decoded) task.conf_state = raw_->ApplyConfChange(cc);
     } else {
+      task.entries.push_back(std::move(e));
       continue;
     }
     if (!decoded) {
@@ -506,20 +645,23 @@ RaftNode::Outcome RaftNode::PersistAndFinish(raft::Ready rd) {
       return Outcome::kHalted;
     }
     task.has_conf_state = true;
+    conf_changed = true;
+    task.entries.push_back(std::move(e));
   }
-  if (!rd.committed_entries.empty()) {
-    commit_ = std::max(commit_.load(), rd.committed_entries.back().index());
-  }
-  if (!raft::IsEmptyHardState(rd.hard_state)) {
-    commit_ = std::max(commit_.load(), rd.hard_state.commit());
-  }
-  task.entries = std::move(rd.committed_entries);
-  if (!task.entries.empty() || !raft::IsEmptySnapshot(task.snapshot)) {
+  if (!task.entries.empty() || !raft::IsEmptySnapshot(task.snapshot) ||
+      task.has_conf_state) {
     applier_->Enqueue(std::move(task));
   }
   raw_->Advance();
   MutexLock l(&status_mu_);
   status_ = raw_->GetBasicStatus();
+  if (conf_changed) conf_state_ = raw_->raft().prs.ConfState();
+  match_.clear();
+  if (raw_->raft().state == raft::StateType::kLeader) {
+    for (const auto& [peer, pr] : raw_->raft().prs.progress) {
+      match_[peer] = pr.match;
+    }
+  }
   return Outcome::kDone;
 }
 

@@ -11,6 +11,13 @@
 //      the Ready says so); as follower, sends only after persisting;
 //      applies committed conf changes to the core; hands snapshot and
 //      committed entries to the apply thread (Applier); Advance().
+//      An Applier that DecidesConfChanges validates each conf change first
+//      (etcd's ValidateConfigurationChange at apply time): the loop hands
+//      the entries up to it over and waits for the verdict before it
+//      applies it, or not, to the core (as etcd's raftNode waits for the
+//      apply of a conf change); so the core's configuration and the
+//      applier's membership take the same changes on every member, also
+//      when the change was proposed against a stale view.
 // A failed durable write halts the loop (the log's state on disk is
 // unknown, and errors on disk are sticky): it steps, sends and applies
 // nothing more and reports the failure once through `on_halt`; so does a
@@ -44,6 +51,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -79,6 +87,18 @@ struct ApplyTask {
   // Work to run on the apply thread between two batches (e.g. a consistent
   // checkpoint of the state machine); set only on tasks with no entries.
   std::function<void()> barrier;
+  // Nonzero (an Applier that DecidesConfChanges): the index of the conf
+  // change ending `entries`, which the core has not applied yet; the
+  // applier answers RaftNode::ResolveConfChange(index, ...). conf_state is
+  // then not set: the next task carries the configuration after it.
+  uint64_t conf_change_to_decide = 0;
+};
+
+// What the applier decided for a committed conf change.
+enum class ConfChangeVerdict {
+  kApply,   // valid: the core applies it
+  kRefuse,  // invalid (etcd's ValidateConfigurationChange): a no-op
+  kHalt,    // the applier stopped before deciding: the loop halts
 };
 
 class Applier {
@@ -86,6 +106,14 @@ class Applier {
   virtual ~Applier() = default;
   // Called on the loop thread; must not block for long.
   virtual void Enqueue(ApplyTask task) = 0;
+  // Whether the applier validates each committed conf change (ConfChange,
+  // not V2) when it applies it, as etcd does on every member: the loop then
+  // hands it over with ApplyTask::conf_change_to_decide and waits for
+  // ResolveConfChange before it applies it to the core -- or not: a refused
+  // change leaves the core's configuration as it is (etcd applies it with
+  // NodeID raft.None, which changes nothing). Otherwise every committed
+  // conf change is applied to the core.
+  virtual bool DecidesConfChanges() const { return false; }
 };
 
 struct RaftNodeOptions {
@@ -144,6 +172,10 @@ class RaftNode {
   // then memory/WAL compaction behind it.
   void CreateSnapshot(uint64_t index, raftpb::ConfState conf_state);
 
+  // The applier's verdict on the committed conf change at `index` (see
+  // Applier::DecidesConfChanges); the loop waits for it. Any thread.
+  void ResolveConfChange(uint64_t index, ConfChangeVerdict verdict);
+
   void SetLeaderCallback(LeaderCallback cb);
 
   uint64_t id() const { return options_.raft.id; }
@@ -156,6 +188,14 @@ class RaftNode {
   bool persist_blocked() const { return persist_blocked_.load(); }
   bool is_leader() const { return leader_.load() == id(); }
   raft::BasicStatus BasicStatus();
+  // The raft core's current configuration (voters, learners).
+  raftpb::ConfState ConfState();
+  // etcd's isLearnerReady, as the leader sees it: kFailedPrecondition
+  // "etcdserver: can only promote a learner member which is in sync with
+  // leader" when learner `id`'s match index is below 90% of the leader's
+  // own; kNotLeader on a follower (only the leader tracks progress); Ok
+  // for an id it does not track.
+  Status LearnerReady(uint64_t id);
 
  private:
   struct Proposal {
@@ -189,6 +229,12 @@ class RaftNode {
   void FailReads(const Status& why);
   // Halts the loop (loop thread): logs, reports `why` through on_halt.
   void Halt(const Status& why);
+  // Leader (loop thread): `m` is a proposal promoting a learner whose
+  // match index is below etcd's readyPercent of the leader's.
+  bool PromotesALaggingLearner(const raftpb::Message& m);
+  // Waits (loop thread) for the verdict on the conf change at `index`;
+  // nullopt when the node stops meanwhile.
+  std::optional<ConfChangeVerdict> AwaitVerdict(uint64_t index);
   // Called with mu_ held after queueing work: true if the caller must
   // notify cv_ (after unlocking). Only the first producer after the loop
   // went to sleep wakes it; the others' work is picked up by the same turn.
@@ -211,6 +257,10 @@ class RaftNode {
   // It was notified since it went to sleep.
   bool wake_sent_ GUARDED_BY(mu_) = false;
   LeaderCallback leader_cb_ GUARDED_BY(mu_);
+  // Verdicts on conf changes not yet taken by the loop, by entry index, and
+  // the last index taken (a later verdict at or below it is stale).
+  std::map<uint64_t, ConfChangeVerdict> verdicts_ GUARDED_BY(mu_);
+  uint64_t verdict_taken_ GUARDED_BY(mu_) = 0;
 
   // Loop-thread state.
   // A read request's context is this prefix and read_seq_: the leader
@@ -240,6 +290,9 @@ class RaftNode {
   std::vector<std::function<void(raft::RawNode&)>> deferred_ops_;
   Mutex status_mu_;
   raft::BasicStatus status_ GUARDED_BY(status_mu_);
+  raftpb::ConfState conf_state_ GUARDED_BY(status_mu_);
+  // As leader: each tracked member's match index (empty otherwise).
+  std::map<uint64_t, uint64_t> match_ GUARDED_BY(status_mu_);
 
   std::thread thread_;
 

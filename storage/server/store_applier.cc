@@ -367,6 +367,17 @@ bool StoreApplier::CanApplyInline(const ApplyTask& task) const {
 }
 
 bool StoreApplier::ApplyTaskNow(ApplyTask& task) {
+  const uint64_t decide = task.conf_change_to_decide;
+  const bool retry = ApplyTaskEntries(task);
+  // The node loop waits for a verdict on the conf change ending the task:
+  // if the apply stopped before it, the loop must not wait for ever.
+  if (decide != 0 && !retry && decided_index_ < decide && node_ != nullptr) {
+    node_->ResolveConfChange(decide, ConfChangeVerdict::kHalt);
+  }
+  return retry;
+}
+
+bool StoreApplier::ApplyTaskEntries(ApplyTask& task) {
   if (task.barrier) {
     task.barrier();
     return false;
@@ -451,6 +462,10 @@ bool StoreApplier::ApplyTaskNow(ApplyTask& task) {
     StopApply(stop);
     return false;
   }
+  // A task ending with a conf change still undecided for the core: the
+  // next task carries the configuration after it, and a snapshot marker
+  // at its index waits for that.
+  if (task.conf_change_to_decide != 0) return false;
   if (task.has_conf_state) conf_state_ = task.conf_state;
   if (Status s = MaybeSnapshot(); !s.ok()) {
     if (db()->DiskFull()) {
@@ -760,6 +775,25 @@ Status StoreApplier::ApplyConfChange(const raftpb::Entry& e,
     return decoded.status().Annotate("entry " + std::to_string(e.index()));
   }
   const raftpb::ConfChange& cc = *decoded;
+  if (Status valid = ValidateConfChange(cc, e.index()); !valid.ok()) {
+    // etcd's applyConfChange: an invalid change is a no-op everywhere --
+    // the raft core is told of no change -- and its proposer gets the
+    // error.
+    LOG(WARNING) << "member " << IdToHex(self_->id()) << ": conf change "
+                 << raftpb::ConfChangeType_Name(cc.type()) << " of "
+                 << IdToHex(cc.node_id()) << " at index " << e.index()
+                 << " refused when applied: " << valid;
+    if (e.index() > decided_index_ && node_ != nullptr) {
+      decided_index_ = e.index();
+      node_->ResolveConfChange(e.index(), ConfChangeVerdict::kRefuse);
+    }
+    if (cc.id() != 0) answers->push_back({cc.id(), e.index(), valid});
+    return Status::Ok();
+  }
+  if (e.index() > decided_index_ && node_ != nullptr) {
+    decided_index_ = e.index();
+    node_->ResolveConfChange(e.index(), ConfChangeVerdict::kApply);
+  }
   StatusOr<bool> changed = false;
   switch (cc.type()) {
     case raftpb::ConfChangeAddNode:
@@ -819,6 +853,73 @@ Status StoreApplier::ApplyConfChange(const raftpb::Entry& e,
   }
   if (cc.id() != 0) {
     answers->push_back({cc.id(), e.index(), ApplyResponse()});
+  }
+  return Status::Ok();
+}
+
+Status StoreApplier::ValidateConfChange(const raftpb::ConfChange& cc,
+                                        uint64_t index) {
+  const uint64_t id = cc.node_id();
+  auto has = [id](const auto& ids) {
+    return std::find(ids.begin(), ids.end(), id) != ids.end();
+  };
+  const bool voter = has(conf_state_.voters());
+  const bool learner = has(conf_state_.learners());
+  storagepb::MemberRecord context;
+  const bool promote =
+      cc.type() == raftpb::ConfChangeAddNode &&
+      (cc.context().empty() ||
+       (context.ParseFromString(cc.context()) && context.is_learner()));
+  const Status not_found(StatusCode::kNotFound, "etcdserver: member not found");
+  if (index <= membership_->applied_index()) {
+    // Replayed: the record holds its effect if it applied; the core, which
+    // replays from an earlier snapshot marker, does not yet.
+    switch (cc.type()) {
+      case raftpb::ConfChangeAddNode:
+      case raftpb::ConfChangeAddLearnerNode:
+        if (promote) return learner ? Status::Ok() : not_found;
+        // A valid addition is still listed, or was removed since (then
+        // leaving it out of the core until its removal changes nothing
+        // that lasts).
+        if (voter || learner || !membership_->Find(id)) {
+          return FailedPreconditionError("etcdserver: refused before");
+        }
+        return Status::Ok();
+      case raftpb::ConfChangeRemoveNode:
+      case raftpb::ConfChangeUpdateNode:
+        return voter || learner ? Status::Ok() : not_found;
+      default:
+        return Status::Ok();
+    }
+  }
+  RETURN_IF_ERROR(membership_->ValidateConfChange(cc));
+  // The membership and the core take the same changes, so they agree; if
+  // they did not, a change the core cannot make must not reach it.
+  bool core_agrees = true;
+  switch (cc.type()) {
+    case raftpb::ConfChangeAddNode:
+    case raftpb::ConfChangeAddLearnerNode:
+      core_agrees = promote ? learner : !voter && !learner;
+      break;
+    case raftpb::ConfChangeRemoveNode:
+      core_agrees = voter || learner;
+      if (voter && conf_state_.voters_size() == 1) {
+        return FailedPreconditionError(
+            "etcdserver: re-configuration failed due to not enough started "
+            "members");
+      }
+      break;
+    case raftpb::ConfChangeUpdateNode:
+      core_agrees = voter || learner;
+      break;
+    default:
+      break;
+  }
+  if (!core_agrees) {
+    return FailedPreconditionError(
+        "etcdserver: the membership and the raft configuration disagree on "
+        "member " +
+        IdToHex(id));
   }
   return Status::Ok();
 }

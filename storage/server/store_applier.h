@@ -167,6 +167,11 @@ class StoreApplier : public Applier {
 
   // Applier (the node loop's hand-off).
   void Enqueue(ApplyTask task) override EXCLUDES(mu_);
+  // Every committed membership change is validated against this member's
+  // membership when it applies (ApplyConfChange), as etcd does on every
+  // member: an invalid one changes neither the membership nor the raft
+  // core's configuration, and its proposer gets etcd's error.
+  bool DecidesConfChanges() const override { return true; }
 
   // Whether Enqueue may apply `task` on the node loop itself (when the
   // apply thread is idle and no snapshot is due): plain entries only, at
@@ -277,6 +282,7 @@ class StoreApplier : public Applier {
   // True when the task must be retried (the disk is full): nothing of it
   // that the store did not write was published or answered.
   bool ApplyTaskNow(ApplyTask& task) EXCLUDES(mu_);
+  bool ApplyTaskEntries(ApplyTask& task) EXCLUDES(mu_);
   // The apply thread after a full disk: waits (running barriers that come
   // meanwhile), resumes the store and applies `task` again, until it goes
   // through or the applier stops (false).
@@ -301,6 +307,13 @@ class StoreApplier : public Applier {
   StatusOr<ApplyResponse> ApplyRequest(const storagepb::InternalRaftRequest& r,
                                        uint64_t index);
   Status ApplyConfChange(const raftpb::Entry& e, std::vector<Answer>* answers);
+  // Whether the committed conf change at `index` may apply: etcd's
+  // ValidateConfigurationChange on the membership, and the raft core's
+  // configuration before it (conf_state_) must agree. An entry the
+  // membership already holds (replayed after a restart: the record is
+  // saved ahead of the snapshot marker the core restarts from) gets the
+  // decision it had, which the record and conf_state_ tell.
+  Status ValidateConfChange(const raftpb::ConfChange& cc, uint64_t index);
   Status InstallSnapshot(const raftpb::Snapshot& snap);
   // Closes the store, swaps member/db for `pending`/db and opens it; on a
   // failure puts the old database back if it can.
@@ -403,6 +416,8 @@ class StoreApplier : public Applier {
   uint64_t applied_entry_term_ = 0;
   uint64_t last_snapshot_index_ = 0;
   bool force_snapshot_ = false;
+  // The last conf change decided for the node loop (ResolveConfChange).
+  uint64_t decided_index_ = 0;
 
   std::thread thread_;
 

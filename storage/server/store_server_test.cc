@@ -589,6 +589,221 @@ TEST_F(StoreServerTest, MemberAddAndRemove) {
     EXPECT_FALSE(c.Get(name)->removed());
 }
 
+// etcd validates every membership change when it applies it, on every
+// member (ValidateConfigurationChange): a promote proposed by a member
+// that has not yet applied the learner's removal changes nothing, neither
+// the member lists nor the raft core's configuration.
+TEST_F(StoreServerTest, PromoteAppliedAfterTheLearnersRemovalChangesNothing) {
+  Cluster& c = NewCluster();
+  c.Start(3);
+  StoreServer* leader = c.WaitLeader();
+  ASSERT_NE(leader, nullptr);
+  etcdserverpb::MemberAddRequest add;
+  add.add_peerurls("http://x:2380");
+  add.set_islearner(true);
+  auto added = leader->MemberAdd(add);
+  ASSERT_TRUE(added.ok()) << added.status();
+  const uint64_t x = added->member().id();
+  // The promote a stale member builds (ClusterAdmin::MemberPromote).
+  std::optional<storagepb::MemberRecord> record = leader->membership()->Find(x);
+  ASSERT_TRUE(record.has_value());
+  etcdserverpb::MemberRemoveRequest rm;
+  rm.set_id(x);
+  ASSERT_TRUE(leader->MemberRemove(rm).ok());
+
+  raftpb::ConfChange cc;
+  cc.set_type(raftpb::ConfChangeAddNode);
+  cc.set_node_id(x);
+  cc.set_context(record->SerializeAsString());
+  std::promise<Status> dropped;
+  std::atomic<bool> was_dropped{false};
+  leader->node()->ProposeConfChange(cc, [&](Status s) {
+    was_dropped = true;
+    dropped.set_value(s);
+  });
+  // Applied everywhere once a later write is read linearizably everywhere.
+  ASSERT_TRUE(leader->Put(PutReq("/after", "1")).ok());
+  ASSERT_FALSE(was_dropped.load());
+  for (const char* name : {"m1", "m2", "m3"}) {
+    StoreServer* s = c.Get(name);
+    auto r = s->Range(RangeReq("/after"));
+    ASSERT_TRUE(r.ok()) << name << ": " << r.status();
+    EXPECT_EQ(r->kvs_size(), 1) << name;
+    EXPECT_FALSE(s->membership()->Find(x).has_value())
+        << name << " lists the removed learner again";
+    EXPECT_TRUE(s->membership()->IsRemoved(x)) << name;
+    const raftpb::ConfState cs = s->node()->ConfState();
+    for (uint64_t id : cs.voters()) {
+      EXPECT_NE(id, x) << name << "'s raft core has it as a voter";
+    }
+    for (uint64_t id : cs.learners()) {
+      EXPECT_NE(id, x) << name << "'s raft core has it as a learner";
+    }
+    EXPECT_EQ(cs.voters_size(), 3) << name;
+  }
+}
+
+// etcd 3.4 allows one learner (maxLearners): a second is refused when the
+// change applies, with etcd's error.
+TEST_F(StoreServerTest, ASecondLearnerIsRefused) {
+  Cluster& c = NewCluster();
+  c.Start(1);
+  StoreServer* s = c.WaitLeader();
+  ASSERT_NE(s, nullptr);
+  etcdserverpb::MemberAddRequest add;
+  add.add_peerurls("http://l1:2380");
+  add.set_islearner(true);
+  ASSERT_TRUE(s->MemberAdd(add).ok());
+  add.set_peerurls(0, "http://l2:2380");
+  auto second = s->MemberAdd(add);
+  ASSERT_FALSE(second.ok());
+  EXPECT_TRUE(second.status().Is(StatusCode::kFailedPrecondition))
+      << second.status();
+  EXPECT_EQ(second.status().message(),
+            "etcdserver: too many learner members in cluster");
+  EXPECT_EQ(s->membership()->Members().size(), 2u);
+  EXPECT_EQ(s->node()->ConfState().learners_size(), 1);
+}
+
+// etcd answers at once (IsReadyToRemoveVotingMember): removing the only
+// voter would leave no quorum.
+TEST_F(StoreServerTest, RemovingTheOnlyVoterIsRefusedAtOnce) {
+  Cluster& c = NewCluster();
+  c.request_timeout = seconds(3);
+  c.Start(1);
+  StoreServer* s = c.WaitLeader();
+  ASSERT_NE(s, nullptr);
+  etcdserverpb::MemberRemoveRequest rm;
+  rm.set_id(s->member_id());
+  const TimePoint start = Clock::Real()->Now();
+  auto removed = s->MemberRemove(rm);
+  const Duration took = Clock::Real()->Now() - start;
+  ASSERT_FALSE(removed.ok());
+  EXPECT_TRUE(removed.status().Is(StatusCode::kFailedPrecondition))
+      << removed.status();
+  EXPECT_EQ(removed.status().message(),
+            "etcdserver: re-configuration failed due to not enough started "
+            "members");
+  EXPECT_LT(took, seconds(1));
+  EXPECT_FALSE(s->removed());
+  ASSERT_TRUE(s->Put(PutReq("/still", "1")).ok());
+}
+
+// etcd's isLearnerReady: the leader promotes a learner only once its
+// match index is at least 90% of the leader's own. A learner that never
+// started is refused at once, and the cluster keeps its quorum.
+TEST_F(StoreServerTest, PromotingALearnerThatHasNotCaughtUpIsRefused) {
+  Cluster& c = NewCluster();
+  c.request_timeout = seconds(3);
+  c.Start(1);
+  StoreServer* s = c.WaitLeader();
+  ASSERT_NE(s, nullptr);
+  ASSERT_TRUE(s->Put(PutReq("/k", "v")).ok());
+  etcdserverpb::MemberAddRequest add;
+  add.add_peerurls("http://unused:2380");
+  add.set_islearner(true);
+  auto added = s->MemberAdd(add);
+  ASSERT_TRUE(added.ok()) << added.status();
+  etcdserverpb::MemberPromoteRequest promote;
+  promote.set_id(added->member().id());
+  auto promoted = s->MemberPromote(promote);
+  ASSERT_FALSE(promoted.ok());
+  EXPECT_TRUE(promoted.status().Is(StatusCode::kFailedPrecondition))
+      << promoted.status();
+  EXPECT_EQ(promoted.status().message(),
+            "etcdserver: can only promote a learner member which is in sync "
+            "with leader");
+  auto m = s->membership()->Find(added->member().id());
+  ASSERT_TRUE(m.has_value());
+  EXPECT_TRUE(m->is_learner());
+  EXPECT_EQ(s->node()->ConfState().voters_size(), 1);
+  EXPECT_TRUE(s->Put(PutReq("/still", "1")).ok());
+}
+
+// A learner that caught up is promoted, through the leader or a follower.
+TEST_F(StoreServerTest, ALearnerThatCaughtUpIsPromoted) {
+  Cluster& c = NewCluster();
+  c.Start(2);
+  StoreServer* leader = c.WaitLeader();
+  ASSERT_NE(leader, nullptr);
+  ASSERT_TRUE(leader->Put(PutReq("/before", "1")).ok());
+  etcdserverpb::MemberAddRequest add;
+  add.add_peerurls("http://m3:2380");
+  add.set_islearner(true);
+  auto added = leader->MemberAdd(add);
+  ASSERT_TRUE(added.ok()) << added.status();
+  StoreConfig cfg = c.Config("m3");
+  cfg.initial_cluster_state = "existing";
+  cfg.existing_cluster = leader->RecordForJoiners();
+  StoreServer* m3 = c.StartMember("m3", cfg);
+  ASSERT_NE(m3, nullptr);
+  ASSERT_TRUE(m3->WaitForLeaderMatching([](uint64_t id) { return id != 0; },
+                                        seconds(10)));
+  etcdserverpb::MemberPromoteRequest promote;
+  promote.set_id(m3->member_id());
+  // Until the leader saw it catch up, the promote is refused (clients
+  // retry).
+  const TimePoint deadline = Clock::Real()->Now() + seconds(10);
+  StatusOr<etcdserverpb::MemberPromoteResponse> promoted =
+      c.Leader()->MemberPromote(promote);
+  while (!promoted.ok() &&
+         promoted.status().Is(StatusCode::kFailedPrecondition) &&
+         Clock::Real()->Now() < deadline) {
+    ASSERT_TRUE(c.Leader()->Put(PutReq("/tick", "1")).ok());
+    promoted = c.Leader()->MemberPromote(promote);
+  }
+  ASSERT_TRUE(promoted.ok()) << promoted.status();
+  for (const char* name : {"m1", "m2", "m3"}) {
+    StoreServer* s = c.Get(name);
+    ASSERT_TRUE(s->Range(RangeReq("/before")).ok()) << name;
+    auto m = s->membership()->Find(m3->member_id());
+    ASSERT_TRUE(m.has_value()) << name;
+    EXPECT_FALSE(m->is_learner()) << name;
+    EXPECT_EQ(s->node()->ConfState().voters_size(), 3) << name;
+  }
+}
+
+// etcd parses peer URLs with types.NewURLs (measured on etcd 3.4.23): a
+// scheme of http, https, unix or unixs (any case), host:port (the port may
+// be empty), no path; a URL equal to another member's once normalised (the
+// scheme in lower case) already exists.
+TEST_F(StoreServerTest, PeerUrlsAreValidatedAsEtcdDoes) {
+  Cluster& c = NewCluster();
+  c.Start(1);
+  StoreServer* s = c.WaitLeader();
+  ASSERT_NE(s, nullptr);
+  for (const char* bad :
+       {"foo", "ftp://127.0.0.1:5", "http://127.0.0.1", "http://127.0.0.1:1/x",
+        "", "http://[::1", "unix://x", "http://127.0.0.1:8/",
+        "http://127.0.0.1:abc", "http:127.0.0.1:8"}) {
+    etcdserverpb::MemberAddRequest add;
+    add.add_peerurls(bad);
+    add.set_islearner(true);
+    auto r = s->MemberAdd(add);
+    ASSERT_FALSE(r.ok()) << "\"" << bad << "\" was taken";
+    EXPECT_TRUE(r.status().Is(StatusCode::kInvalidArgument))
+        << bad << ": " << r.status();
+    EXPECT_EQ(r.status().message(), "etcdserver: given member URLs are invalid")
+        << bad;
+  }
+  etcdserverpb::MemberAddRequest none;
+  EXPECT_EQ(s->MemberAdd(none).status().message(),
+            "etcdserver: given member URLs are invalid");
+  etcdserverpb::MemberAddRequest dup;
+  dup.add_peerurls("HTTP://m1:2380");
+  dup.set_islearner(true);
+  auto r = s->MemberAdd(dup);
+  EXPECT_TRUE(r.status().Is(StatusCode::kFailedPrecondition)) << r.status();
+  EXPECT_EQ(r.status().message(), "etcdserver: Peer URLs already exists");
+  etcdserverpb::MemberAddRequest odd;
+  odd.add_peerurls("HTTPS://LocalHost:9");
+  odd.set_islearner(true);
+  auto added = s->MemberAdd(odd);
+  ASSERT_TRUE(added.ok()) << added.status();
+  ASSERT_EQ(added->member().peerurls_size(), 1);
+  EXPECT_EQ(added->member().peerurls(0), "https://LocalHost:9");
+}
+
 template <typename T>
 Status ApplyAuth(KvService& kv, const storagepb::AuthRequest& req) {
   std::promise<Status> done;

@@ -68,6 +68,79 @@ StatusOr<std::string> Base64Decode(std::string_view in) {
   return out;
 }
 
+// Go's (*Encoding).Decode (encoding/base64, Go 1.19): whole quanta of four
+// alphabet characters fast, anything else through decodeQuantum's loop.
+StatusOr<std::string> Base64DecodeGoStd(std::string_view in) {
+  auto corrupt = [](size_t at) {
+    return InvalidArgumentError("illegal base64 data at input byte " +
+                                std::to_string(at));
+  };
+  auto newline = [&](size_t i) { return in[i] == '\n' || in[i] == '\r'; };
+  std::string out(in.size() / 4 * 3 + 3, '\0');
+  size_t n = 0;  // bytes written to out
+  size_t si = 0;
+  while (si < in.size()) {
+    if (in.size() - si >= 4) {
+      const int8_t a = kDecode[static_cast<uint8_t>(in[si])];
+      const int8_t b = kDecode[static_cast<uint8_t>(in[si + 1])];
+      const int8_t c = kDecode[static_cast<uint8_t>(in[si + 2])];
+      const int8_t d = kDecode[static_cast<uint8_t>(in[si + 3])];
+      if ((a | b | c | d) >= 0) {
+        const uint32_t v =
+            static_cast<uint32_t>(a) << 18 | static_cast<uint32_t>(b) << 12 |
+            static_cast<uint32_t>(c) << 6 | static_cast<uint32_t>(d);
+        out[n++] = static_cast<char>(v >> 16);
+        out[n++] = static_cast<char>((v >> 8) & 0xff);
+        out[n++] = static_cast<char>(v & 0xff);
+        si += 4;
+        continue;
+      }
+    }
+    // decodeQuantum: one quantum, skipping newlines, ending at padding.
+    uint32_t dbuf[4] = {0, 0, 0, 0};
+    int dlen = 4;
+    bool padded = false;
+    for (int j = 0; j < 4; ++j) {
+      if (si == in.size()) {
+        if (j == 0) {  // only newlines after the last quantum
+          out.resize(n);
+          return out;
+        }
+        return corrupt(si - j);  // a quantum cut short: padding is required
+      }
+      const char ch = in[si++];
+      const int8_t d = kDecode[static_cast<uint8_t>(ch)];
+      if (d >= 0) {
+        dbuf[j] = static_cast<uint32_t>(d);
+        continue;
+      }
+      if (ch == '\n' || ch == '\r') {
+        --j;
+        continue;
+      }
+      if (ch != '=' || j < 2) return corrupt(si - 1);
+      if (j == 2) {  // "==": the second '=', after any newlines
+        while (si < in.size() && newline(si)) ++si;
+        if (si == in.size()) return corrupt(in.size());
+        if (in[si] != '=') return corrupt(si - 1);
+        ++si;
+      }
+      while (si < in.size() && newline(si)) ++si;
+      if (si < in.size()) return corrupt(si);  // data after the padding
+      dlen = j;
+      padded = true;
+      break;
+    }
+    const uint32_t v = dbuf[0] << 18 | dbuf[1] << 12 | dbuf[2] << 6 | dbuf[3];
+    out[n++] = static_cast<char>(v >> 16);
+    if (dlen >= 3) out[n++] = static_cast<char>((v >> 8) & 0xff);
+    if (dlen == 4) out[n++] = static_cast<char>(v & 0xff);
+    if (padded) break;
+  }
+  out.resize(n);
+  return out;
+}
+
 std::string Base64UrlEncode(std::string_view in) {
   std::string out = Base64Encode(in);
   while (!out.empty() && out.back() == '=') out.pop_back();

@@ -29,6 +29,9 @@ namespace kplane::etcdjson {
 
 // Parses a request body; an empty body means `{}`. Unknown fields are
 // ignored, int64 may be a string or a number, enums a name or a number.
+// The rest as etcd 3.4's gateway reads a body, errors in its words
+// (etcd_json.cc, "decoding"): of a key given twice the last counts, bytes
+// are padded standard base64, an integer in float form (1.0) is refused.
 // On error `msg` is left empty.
 Status ParseJson(std::string_view json, google::protobuf::Message* msg);
 

@@ -176,12 +176,10 @@ StatusOr<etcdserverpb::MoveLeaderResponse> ClusterAdmin::MoveLeader(
 
 StatusOr<etcdserverpb::AlarmResponse> ClusterAdmin::Alarm(
     const etcdserverpb::AlarmRequest& req) {
+  // No header, as etcd's (its applier answers an empty AlarmResponse and
+  // v3rpc returns it as is, over gRPC and JSON alike).
   if (req.action() == etcdserverpb::AlarmRequest::GET) {
     etcdserverpb::AlarmResponse resp;
-    self_->FillHeader(resp.mutable_header());
-    if (StoreRef store = applier_->store()) {
-      resp.mutable_header()->set_revision(store->CurrentRevision());
-    }
     for (const auto& a : applier_->Alarms()) {
       if (req.alarm() == etcdserverpb::NONE || req.alarm() == a.alarm()) {
         *resp.add_alarms() = a;
@@ -189,8 +187,11 @@ StatusOr<etcdserverpb::AlarmResponse> ClusterAdmin::Alarm(
     }
     return resp;
   }
-  return proposer_->ProposeAndWaitAs<etcdserverpb::AlarmResponse>(
-      req, &storagepb::InternalRaftRequest::mutable_alarm);
+  StatusOr<etcdserverpb::AlarmResponse> resp =
+      proposer_->ProposeAndWaitAs<etcdserverpb::AlarmResponse>(
+          req, &storagepb::InternalRaftRequest::mutable_alarm);
+  if (resp.ok()) resp->clear_header();
+  return resp;
 }
 
 StatusOr<etcdserverpb::DefragmentResponse> ClusterAdmin::Defragment() {

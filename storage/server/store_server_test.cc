@@ -348,6 +348,31 @@ TEST_F(StoreServerTest, SingleMemberServesTheSeedsExample) {
             "etcdserver: key is not provided");
 }
 
+// etcd's AlarmResponse has no header, over gRPC as over JSON (its
+// applier builds an empty one and v3rpc returns it as is), whatever the
+// action.
+TEST_F(StoreServerTest, AlarmAnswersCarryNoHeader) {
+  Cluster& c = NewCluster();
+  c.Start(1);
+  StoreServer* s = c.WaitLeader();
+  ASSERT_NE(s, nullptr);
+  for (auto action :
+       {etcdserverpb::AlarmRequest::GET, etcdserverpb::AlarmRequest::ACTIVATE,
+        etcdserverpb::AlarmRequest::GET,
+        etcdserverpb::AlarmRequest::DEACTIVATE}) {
+    etcdserverpb::AlarmRequest req;
+    req.set_action(action);
+    if (action != etcdserverpb::AlarmRequest::GET) {
+      req.set_memberid(s->member_id());
+      req.set_alarm(etcdserverpb::NOSPACE);
+    }
+    StatusOr<etcdserverpb::AlarmResponse> resp = s->Alarm(req);
+    ASSERT_TRUE(resp.ok()) << resp.status();
+    EXPECT_FALSE(resp->has_header())
+        << etcdserverpb::AlarmRequest::AlarmAction_Name(action);
+  }
+}
+
 TEST_F(StoreServerTest, WatchFromThePastAndCompactedWatch) {
   Cluster& c = NewCluster();
   c.Start(1);

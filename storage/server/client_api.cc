@@ -703,11 +703,444 @@ void WatchDrainer::Run() {
   server_->Submit([self = shared_from_this()] { self->Run(); });
 }
 
+// One /v3/lease/keepalive stream. Each request renews its lease, which
+// waits for a proposal to apply: that runs on the store's workers
+// (StoreServer::Submit, as the gRPC front's LeaseKeepAlive), one request
+// per task and one task at a time per stream, so a stream's answers keep
+// their order, its renewals queue behind other work fairly, and the HTTP
+// workers only decode the body. Bounds: at most kPaceBytes of answers wait
+// unsent (then renewing waits for the client to read, Responder::
+// OnDrained); at most kMaxQueued decoded requests wait (the body is read
+// as it arrives): past that the stream ends with etcd's 429 "etcdserver:
+// too many requests".
+//
+// Thread-safety: body callbacks run one at a time; the renewals on the
+// store's workers; mu_ orders them.
+class KeepAliveSession : public std::enable_shared_from_this<KeepAliveSession> {
+ public:
+  static constexpr size_t kPaceBytes = 1 << 20;
+  static constexpr size_t kMaxQueued = 16 * 1024;
+  static constexpr int kRenewalsPerTask = 64;
+
+  KeepAliveSession(StoreServer* server, std::shared_ptr<KvService> kv,
+                   ResponderPtr r)
+      : server_(server), kv_(std::move(kv)), r_(std::move(r)) {}
+
+  void Start() {
+    auto self = shared_from_this();
+    // No lock: it may run inside a responder call made under mu_ (once
+    // the server's pool has stopped).
+    r_->OnClose([self] { self->closed_.store(true); });
+    r_->OnBodyData(
+        [self](std::string_view data, bool eof) { self->OnData(data, eof); });
+  }
+
+ private:
+  void OnData(std::string_view data, bool eof) EXCLUDES(mu_) {
+    StreamRequestReader::Outcome o =
+        reader_.Feed<etcdserverpb::LeaseKeepAliveRequest>(
+            data, eof, [this](const etcdserverpb::LeaseKeepAliveRequest& q) {
+              bool submit;
+              {
+                MutexLock l(&mu_);
+                if (EndedLocked()) return false;
+                if (queue_.size() >= kMaxQueued) {
+                  EndLocked(
+                      etcdjson::HttpError{429, etcdjson::kGrpcResourceExhausted,
+                                          "etcdserver: too many requests"});
+                  return false;
+                }
+                queue_.push_back(q);
+                submit = ScheduleLocked();
+              }
+              if (submit) SubmitRenewal();
+              return true;
+            });
+    if (o == StreamRequestReader::Outcome::kReading) return;
+    MutexLock l(&mu_);
+    if (EndedLocked()) return;
+    // After the answers to the requests before it.
+    input_done_ = true;
+    if (o == StreamRequestReader::Outcome::kRefused) error_ = reader_.error();
+    if (!running_ && queue_.empty()) FinishLocked();
+  }
+
+  // True if the caller is to SubmitRenewal(), after releasing mu_ (Submit
+  // runs the task inline when the pool refuses it).
+  bool ScheduleLocked() REQUIRES(mu_) {
+    if (running_ || paused_) return false;
+    running_ = true;
+    return true;
+  }
+
+  bool EndedLocked() const REQUIRES(mu_) { return ended_ || closed_.load(); }
+
+  void SubmitRenewal() EXCLUDES(mu_) {
+    server_->Submit([self = shared_from_this()] { self->RenewNext(); });
+  }
+
+  // Renews the queued requests in order and writes their answers, at most
+  // kRenewalsPerTask of them, then hands the rest to another task: fair to
+  // the pool's other work, and, once the pool has stopped and Submit runs
+  // tasks inline, a bounded depth (kMaxQueued / kRenewalsPerTask).
+  void RenewNext() EXCLUDES(mu_) {
+    for (int renewed = 0; renewed < kRenewalsPerTask; ++renewed) {
+      etcdserverpb::LeaseKeepAliveRequest q;
+      bool pause;
+      {
+        MutexLock l(&mu_);
+        if (EndedLocked()) return;
+        if (queue_.empty()) {
+          running_ = false;
+          if (input_done_) FinishLocked();
+          return;
+        }
+        pause = paused_ = r_->BufferedBytes() >= kPaceBytes;
+        if (pause) {
+          running_ = false;
+        } else {
+          q = std::move(queue_.front());
+          queue_.pop_front();
+        }
+      }
+      if (pause) {
+        // Registered without mu_: the callback may run inline once the
+        // server's pool has stopped.
+        r_->OnDrained(kPaceBytes / 2, [self = shared_from_this()] {
+          bool submit = false;
+          {
+            MutexLock l(&self->mu_);
+            self->paused_ = false;
+            if (!self->EndedLocked()) submit = self->ScheduleLocked();
+          }
+          if (submit) self->SubmitRenewal();
+        });
+        return;
+      }
+      StatusOr<etcdserverpb::LeaseKeepAliveResponse> resp = kv_->KeepAlive(q);
+      MutexLock l(&mu_);
+      if (EndedLocked()) return;
+      if (!resp.ok()) {
+        // etcd ends the stream with the error (a lease that is merely
+        // unreachable is not reported as gone).
+        EndLocked(etcdjson::StatusToError(resp.status()));
+        return;
+      }
+      out_.clear();
+      etcdjson::AppendStreamResult(*resp, &out_);
+      if (!started_) {
+        r_->StartStream(200, JsonHeaders());
+        started_ = true;
+      }
+      r_->Write(out_);
+      if (queue_.empty()) {
+        running_ = false;
+        if (input_done_) FinishLocked();
+        return;
+      }
+    }
+    SubmitRenewal();  // behind the pool's other work
+  }
+
+  // The requests ended and every answer is written: etcd's keepalive
+  // stream ends with its requests (the body's end, or a later request
+  // that does not decode), or with the reader's refusal.
+  void FinishLocked() REQUIRES(mu_) {
+    if (error_) {
+      EndLocked(*error_);
+      return;
+    }
+    ended_ = true;
+    if (started_) {
+      r_->Finish();
+    } else {
+      r_->Respond(200, JsonHeaders(), "");
+    }
+  }
+
+  void EndLocked(const etcdjson::HttpError& e) REQUIRES(mu_) {
+    ended_ = true;
+    queue_.clear();
+    RespondStreamError(r_.get(), started_, e);
+    started_ = true;
+  }
+
+  StoreServer* const server_;
+  const std::shared_ptr<KvService> kv_;
+  const ResponderPtr r_;
+  StreamRequestReader reader_;  // body callbacks run one at a time
+  Mutex mu_;  // taken before the responder's own locks, never after
+  std::deque<etcdserverpb::LeaseKeepAliveRequest> queue_ GUARDED_BY(mu_);
+  bool running_ GUARDED_BY(mu_) = false;     // a RenewNext is scheduled
+  bool paused_ GUARDED_BY(mu_) = false;      // waiting for OnDrained
+  bool input_done_ GUARDED_BY(mu_) = false;  // no more requests
+  bool started_ GUARDED_BY(mu_) = false;     // the response head is out
+  bool ended_ GUARDED_BY(mu_) = false;       // answered
+  std::atomic<bool> closed_{false};          // the exchange is over
+  std::optional<etcdjson::HttpError> error_ GUARDED_BY(mu_);
+  std::string out_ GUARDED_BY(mu_);  // reused
+};
+
+// The snapshot /v3/maintenance/snapshot streams, read from a checkpoint
+// directory piece by piece (docs/store.md): "KPSNAP1\n", then for each file
+// a 4-byte big-endian length, a storagepb.SnapshotFile header (name, size,
+// CRC-32C) and the file's bytes. Open reads each file once for its header;
+// Read then hands out the packed bytes in order, so what is in memory is one
+// piece, not the snapshot. The checkpoint's files do not change (hard links
+// to immutable SSTs, and copies); a file that did anyway fails Read.
+//
+// Example: a checkpoint with CURRENT (16 bytes) and 000005.sst (N bytes) is
+// the segments ["KPSNAP1\n"] [len, header of CURRENT] [CURRENT's bytes]
+// [len, header of 000005.sst] [000005.sst's bytes]; Read(64 KiB) walks them.
+//
+// Not thread-safe.
+class PackedSnapshotReader {
+ public:
+  static StatusOr<std::unique_ptr<PackedSnapshotReader>> Open(
+      const std::string& dir) {
+    auto r = std::unique_ptr<PackedSnapshotReader>(new PackedSnapshotReader);
+    r->segments_.push_back({.bytes = "KPSNAP1\n"});
+    std::error_code ec;
+    std::string buf(kReadBytes, '\0');
+    for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end;
+         it.increment(ec)) {
+      if (!it->is_regular_file(ec)) continue;
+      std::ifstream in(it->path(), std::ios::binary);
+      if (!in) return InternalError("cannot read " + it->path().string());
+      uint64_t size = 0;
+      uint32_t crc = 0;
+      while (in) {
+        in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+        const size_t n = static_cast<size_t>(in.gcount());
+        crc = crc32c::Extend(crc, buf.data(), n);
+        size += n;
+      }
+      storagepb::SnapshotFile h;
+      h.set_name(fs::relative(it->path(), dir).string());
+      h.set_size(size);
+      h.set_crc32c(crc);
+      std::string hb = h.SerializeAsString();
+      const uint32_t n = static_cast<uint32_t>(hb.size());
+      std::string head = {static_cast<char>(n >> 24),
+                          static_cast<char>(n >> 16), static_cast<char>(n >> 8),
+                          static_cast<char>(n)};
+      head += hb;
+      r->segments_.push_back({.bytes = std::move(head)});
+      r->segments_.push_back({.path = it->path(), .size = size});
+    }
+    if (ec) {
+      return InternalError("cannot list snapshot " + dir + ": " + ec.message());
+    }
+    for (const Segment& seg : r->segments_) {
+      r->size_ += seg.path.empty() ? seg.bytes.size() : seg.size;
+    }
+    return r;
+  }
+
+  uint64_t size() const { return size_; }
+
+  // Appends the next min(n, what is left) bytes to *out.
+  Status Read(size_t n, std::string* out) {
+    while (n > 0 && index_ < segments_.size()) {
+      const Segment& seg = segments_[index_];
+      const uint64_t len = seg.path.empty() ? seg.bytes.size() : seg.size;
+      const size_t take =
+          static_cast<size_t>(std::min<uint64_t>(n, len - off_));
+      if (seg.path.empty()) {
+        out->append(seg.bytes, off_, take);
+      } else {
+        if (!in_.is_open()) {
+          in_.open(seg.path, std::ios::binary);
+          if (!in_) return InternalError("cannot read " + seg.path.string());
+        }
+        const size_t at = out->size();
+        out->resize(at + take);
+        in_.read(out->data() + at, static_cast<std::streamsize>(take));
+        if (static_cast<size_t>(in_.gcount()) != take) {
+          return InternalError("snapshot file " + seg.path.string() +
+                               " changed while it was sent");
+        }
+      }
+      off_ += take;
+      n -= take;
+      if (off_ == len) {
+        if (in_.is_open()) in_.close();
+        ++index_;
+        off_ = 0;
+      }
+    }
+    return Status::Ok();
+  }
+
+ private:
+  static constexpr size_t kReadBytes = 1 << 20;
+  // Bytes of the stream (`path` empty), or a file of `size` bytes.
+  struct Segment {
+    std::string bytes;
+    fs::path path;
+    uint64_t size = 0;
+  };
+
+  PackedSnapshotReader() = default;
+
+  std::vector<Segment> segments_;
+  uint64_t size_ = 0;
+  size_t index_ = 0;  // the segment being read
+  uint64_t off_ = 0;  // bytes of it read
+  std::ifstream in_;  // the file of segments_[index_], once opened
+};
+
+// One /v3/maintenance/snapshot response: the packed snapshot as etcd's
+// SnapshotResponse stream, one 64 KiB blob per message (the first with the
+// header), each written only while the client keeps up: at most kPaceBytes
+// wait unsent (plus one message), then the next blob waits for the client
+// to take half of them (Responder::OnDrained), as /v3/watch paces itself.
+// The checkpoint directory is removed when the exchange ends, however it
+// ends. Owned by the responder's callbacks until then.
+class SnapshotSender : public std::enable_shared_from_this<SnapshotSender> {
+ public:
+  static constexpr size_t kBlobBytes = 64 << 10;
+  static constexpr size_t kPaceBytes = 1 << 20;
+
+  SnapshotSender(StoreServer* server, ResponderPtr r, std::string dir,
+                 std::unique_ptr<PackedSnapshotReader> reader,
+                 metrics::Gauge* unsent)
+      : server_(server),
+        r_(std::move(r)),
+        dir_(std::move(dir)),
+        reader_(std::move(reader)),
+        unsent_(unsent) {}
+
+  void Start() EXCLUDES(mu_) {
+    auto self = shared_from_this();
+    r_->OnClose([self] { self->End(); });
+    r_->StartStream(200, JsonHeaders());
+    Pump();
+  }
+
+ private:
+  void Pump() EXCLUDES(mu_) {
+    // The responder's calls that may end the exchange (and run End, inline
+    // once the server's pool has stopped) are made after mu_ is released.
+    enum class Next { kWait, kFinish, kClose, kNothing } next = Next::kWait;
+    {
+      MutexLock l(&mu_);
+      const uint64_t total = reader_->size();
+      while (r_->BufferedBytes() < kPaceBytes) {
+        if (closed_.load()) {
+          next = Next::kNothing;
+          break;
+        }
+        if (sent_ == total) {
+          next = Next::kFinish;  // OnClose follows
+          break;
+        }
+        etcdserverpb::SnapshotResponse resp;
+        if (sent_ == 0) {
+          server_->FillHeader(resp.mutable_header());
+          resp.mutable_header()->set_revision(server_->CurrentRevision());
+        }
+        const size_t n =
+            static_cast<size_t>(std::min<uint64_t>(kBlobBytes, total - sent_));
+        if (Status st = reader_->Read(n, resp.mutable_blob()); !st.ok()) {
+          LOG(WARNING) << "/v3/maintenance/snapshot cut short: " << st;
+          next = Next::kClose;
+          break;
+        }
+        sent_ += n;
+        resp.set_remaining_bytes(total - sent_);
+        out_.clear();
+        etcdjson::AppendStreamResult(resp, &out_);
+        if (!r_->Write(out_)) {
+          next = Next::kNothing;  // closed: OnClose cleans up
+          break;
+        }
+        Sample(r_->BufferedBytes());
+      }
+    }
+    switch (next) {
+      case Next::kWait:
+        r_->OnDrained(kPaceBytes / 2,
+                      [self = shared_from_this()] { self->Pump(); });
+        break;
+      case Next::kFinish:
+        r_->Finish();
+        break;
+      case Next::kClose:
+        r_->Close();
+        break;
+      case Next::kNothing:
+        break;
+    }
+  }
+
+  // Counts `unsent` in kplane_store_snapshot_unsent_bytes instead of the
+  // last sample; after End, nothing.
+  void Sample(size_t unsent) {
+    const size_t before = sampled_.exchange(unsent);
+    unsent_->Inc(static_cast<double>(unsent) - static_cast<double>(before));
+    // End's exchange took either this sample or none: one of the two
+    // takes it back.
+    if (closed_.load()) unsent_->Dec(static_cast<double>(sampled_.exchange(0)));
+  }
+
+  // Takes no lock: it may run inside a responder call (see Pump). The
+  // reader's open file stays readable after the directory is gone; a
+  // Pump still running finds closed_ or a refused Write.
+  void End() {
+    closed_.store(true);
+    unsent_->Dec(static_cast<double>(sampled_.exchange(0)));
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  StoreServer* const server_;
+  const ResponderPtr r_;
+  const std::string dir_;
+  Mutex mu_;  // serializes Pump; taken before the responder's own locks
+  const std::unique_ptr<PackedSnapshotReader> reader_ GUARDED_BY(mu_);
+  metrics::Gauge* const unsent_;
+  std::atomic<bool> closed_{false};    // the exchange is over
+  std::atomic<size_t> sampled_{0};     // unsent at the last write
+  uint64_t sent_ GUARDED_BY(mu_) = 0;  // bytes of the packed snapshot
+  std::string out_ GUARDED_BY(mu_);    // reused
+};
+
+// Where /v3/maintenance/snapshot checks out its copies (save-N).
+std::string SnapshotSaveRoot(StoreServer* s) {
+  return s->config().data_dir + "/member/snap";
+}
+
 }  // namespace
 
 ClientApi::ClientApi(StoreServer* server, metrics::Registry* metrics,
                      ClientApiOptions options)
-    : server_(server), metrics_(metrics), options_(options) {}
+    : server_(server),
+      metrics_(metrics),
+      options_(options),
+      snapshot_unsent_(
+          metrics
+              ->NewGauge("kplane_store_snapshot_unsent_bytes",
+                         "Bytes of /v3/maintenance/snapshot responses queued "
+                         "for their clients and not yet sent (as each stream "
+                         "saw it at its last write)")
+              ->With({})) {
+  // A crash during a snapshot leaves its copy behind (hard links that pin
+  // deleted SSTs, and a name the next snapshot after a restart reuses).
+  std::error_code ec;
+  for (fs::directory_iterator it(SnapshotSaveRoot(server), ec), end;
+       !ec && it != end; it.increment(ec)) {
+    if (!it->path().filename().string().starts_with("save-")) continue;
+    std::error_code rm;
+    fs::remove_all(it->path(), rm);
+    if (rm) {
+      LOG(WARNING) << "cannot remove the stale snapshot copy " << it->path()
+                   << ": " << rm.message();
+    } else {
+      LOG(INFO) << "removed the stale snapshot copy " << it->path();
+    }
+  }
+}
 
 ClientApi::~ClientApi() {
   for (const auto& s : streams_) s->Shutdown();
@@ -899,7 +1332,11 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
     if (!ParseBody(req, r.get(), &q)) return;
     std::string user;
     if (!CallerOf(s, req, r.get(), &user)) return;
-    RespondResult(r.get(), kv->LeaseTimeToLive(q, user));
+    // It may wait for a linearizable read or ask the leader: on the
+    // store's workers, not the HTTP server's.
+    s->Submit([kv, q = std::move(q), user = std::move(user), r] {
+      RespondResult(r.get(), kv->LeaseTimeToLive(q, user));
+    });
   };
   both("/lease/timetolive", ttl);
   both("/kv/lease/timetolive", ttl);
@@ -911,48 +1348,8 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
   both("/lease/leases", leases);
   both("/kv/lease/leases", leases);
   both("/lease/keepalive",
-       [kv](const HttpRequest&, ResponderPtr r) {
-         auto reader = std::make_shared<StreamRequestReader>();
-         auto started = std::make_shared<bool>(false);
-         r->OnBodyData(
-             [kv, r, reader, started](std::string_view data, bool eof) {
-               auto handle = [&](const etcdserverpb::LeaseKeepAliveRequest& q) {
-                 StatusOr<etcdserverpb::LeaseKeepAliveResponse> resp =
-                     kv->KeepAlive(q);
-                 if (!resp.ok()) {
-                   // etcd ends the stream with the error (a lease that is
-                   // merely unreachable is not reported as gone).
-                   RespondStreamError(r.get(), *started,
-                                      etcdjson::StatusToError(resp.status()));
-                   return false;
-                 }
-                 std::string out;
-                 etcdjson::AppendStreamResult(*resp, &out);
-                 if (!*started) {
-                   r->StartStream(200, JsonHeaders());
-                   *started = true;
-                 }
-                 r->Write(out);
-                 return true;
-               };
-               switch (reader->Feed<etcdserverpb::LeaseKeepAliveRequest>(
-                   data, eof, handle)) {
-                 case StreamRequestReader::Outcome::kReading:
-                   break;
-                 case StreamRequestReader::Outcome::kRefused:
-                   RespondStreamError(r.get(), *started, reader->error());
-                   break;
-                 case StreamRequestReader::Outcome::kEnded:
-                   // etcd's keepalive stream ends with its requests (the body's
-                   // end, or a later request that does not decode).
-                   if (*started) {
-                     r->Finish();
-                   } else {
-                     r->Respond(200, JsonHeaders(), "");
-                   }
-                   break;
-               }
-             });
+       [s, kv](const HttpRequest&, ResponderPtr r) {
+         std::make_shared<KeepAliveSession>(s, kv, std::move(r))->Start();
        },
        // An open-ended stream of keepalive requests: no body deadline.
        {.stream_request_body = true, .body_timeout = Duration::zero()});
@@ -1120,61 +1517,34 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
          if (!AdminOf(s, req, r.get())) return;
          RespondResult(r.get(), s->MoveLeader(q));
        });
-  both("/maintenance/snapshot", [s](const HttpRequest& req, ResponderPtr r) {
+  metrics::Gauge* snapshot_unsent = snapshot_unsent_;
+  both("/maintenance/snapshot", [s, snapshot_unsent](const HttpRequest& req,
+                                                     ResponderPtr r) {
     etcdserverpb::SnapshotRequest q;
     if (!ParseBody(req, r.get(), &q)) return;
     if (!AdminOf(s, req, r.get())) return;
     // A consistent copy of the store, packed as the peer snapshot stream
-    // packs it (docs/store.md), sent as base64 blobs like etcd's.
+    // packs it (docs/store.md), sent as base64 blobs like etcd's, as fast
+    // as the client takes them (SnapshotSender).
     static std::atomic<uint64_t> seq{0};
-    std::string dir =
-        s->config().data_dir + "/member/snap/save-" + std::to_string(++seq);
+    std::string dir = SnapshotSaveRoot(s) + "/save-" + std::to_string(++seq);
     auto st = s->SaveSnapshot(dir);
+    std::error_code ec;
     if (!st.ok()) {
+      fs::remove_all(dir, ec);
       RespondError(r.get(), st.status());
       return;
     }
-    std::string packed = "KPSNAP1\n";
-    for (auto& e : fs::recursive_directory_iterator(dir)) {
-      if (!e.is_regular_file()) continue;
-      std::ifstream in(e.path(), std::ios::binary);
-      std::string data((std::istreambuf_iterator<char>(in)),
-                       std::istreambuf_iterator<char>());
-      storagepb::SnapshotFile h;
-      h.set_name(fs::relative(e.path(), dir).string());
-      h.set_size(data.size());
-      h.set_crc32c(crc32c::Value(data));
-      std::string hb = h.SerializeAsString();
-      uint32_t n = static_cast<uint32_t>(hb.size());
-      char len[4] = {static_cast<char>(n >> 24), static_cast<char>(n >> 16),
-                     static_cast<char>(n >> 8), static_cast<char>(n)};
-      packed.append(len, 4);
-      packed += hb;
-      packed += data;
+    StatusOr<std::unique_ptr<PackedSnapshotReader>> reader =
+        PackedSnapshotReader::Open(dir);
+    if (!reader.ok()) {
+      fs::remove_all(dir, ec);
+      RespondError(r.get(), reader.status());
+      return;
     }
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-    // The whole snapshot is in memory already (`packed`); written at once,
-    // it would pass the default output cap for any slow reader.
-    r->SetMaxBufferedBytes(0);
-    r->StartStream(200, JsonHeaders());
-    constexpr size_t kChunk = 64 << 10;
-    size_t total = packed.size();
-    for (size_t off = 0; off < total || off == 0; off += kChunk) {
-      etcdserverpb::SnapshotResponse resp;
-      if (off == 0) {
-        s->FillHeader(resp.mutable_header());
-        resp.mutable_header()->set_revision(s->CurrentRevision());
-      }
-      size_t n = std::min(kChunk, total - off);
-      resp.set_blob(packed.substr(off, n));
-      resp.set_remaining_bytes(total - off - n);
-      std::string out;
-      etcdjson::AppendStreamResult(resp, &out);
-      if (!r->Write(out)) return;
-      if (total == 0) break;
-    }
-    r->Finish();
+    std::make_shared<SnapshotSender>(s, std::move(r), std::move(dir),
+                                     *std::move(reader), snapshot_unsent)
+        ->Start();
   });
 
   // ---- auth ----------------------------------------------------------------

@@ -64,6 +64,9 @@ class ClientApi {
   const ClientApiOptions options_;
   // One per RegisterHandlers (per listener), as etcd's gateway connections.
   std::vector<std::shared_ptr<GatewayStreams>> streams_;
+  // kplane_store_snapshot_unsent_bytes: /v3/maintenance/snapshot output
+  // queued for clients, as each stream last saw it.
+  metrics::Gauge* snapshot_unsent_;
   // /health's warning, shared by every listener that serves it.
   const std::shared_ptr<LogThrottle> health_warnings_ =
       std::make_shared<LogThrottle>(seconds(10));

@@ -503,6 +503,22 @@ StatusOr<etcdserverpb::LeaseRevokeResponse> StoreServer::LeaseRevoke(
 
 StatusOr<etcdserverpb::LeaseKeepAliveResponse> StoreServer::LeaseKeepAlive(
     const etcdserverpb::LeaseKeepAliveRequest& req) {
+  // The leader answers a lease its lessor does not know without a
+  // proposal, as etcd's leader (lessor.Renew): a keepalive needs no token,
+  // and each one cost a log entry. A follower still proposes: it may not
+  // have applied yet a grant that the client saw on another member.
+  if (is_leader()) {
+    if (StatusOr<StoreRef> store = ReadStore(); store.ok()) {
+      etcdserverpb::LeaseTimeToLiveRequest q;
+      q.set_id(req.id());
+      StatusOr<etcdserverpb::LeaseTimeToLiveResponse> ttl =
+          (*store)->LeaseTimeToLive(q);
+      if (ttl.ok() && ttl->ttl() == -1) {
+        return Status(StatusCode::kNotFound,
+                      "etcdserver: requested lease not found");
+      }
+    }
+  }
   return proposer_->ProposeAndWaitAs<etcdserverpb::LeaseKeepAliveResponse>(
       req, &R::mutable_lease_keepalive);
 }

@@ -168,7 +168,6 @@ StatusOr<std::vector<std::string>> NormalizeMemberUrls(
     ASSIGN_OR_RETURN(std::string n, NormalizeMemberUrl(u));
     out.push_back(std::move(n));
   }
-  std::sort(out.begin(), out.end());
   return out;
 }
 

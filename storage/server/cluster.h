@@ -50,7 +50,9 @@ StatusOr<uint64_t> ParseHexId(std::string_view s);
 // with its scheme in lower case (how etcd stores and compares it), or
 // kInvalidArgument "etcdserver: given member URLs are invalid".
 StatusOr<std::string> NormalizeMemberUrl(std::string_view url);
-// All of them, sorted as etcd sorts them; an empty list is invalid too.
+// All of them, in the order given; an empty list is invalid too. etcd's
+// member add sorts them (types.NewURLs); its member update stores the
+// list as the client gave it (v3rpc's MemberUpdate does not parse it).
 StatusOr<std::vector<std::string>> NormalizeMemberUrls(
     const google::protobuf::RepeatedPtrField<std::string>& urls);
 

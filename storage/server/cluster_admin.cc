@@ -33,6 +33,7 @@ StatusOr<etcdserverpb::MemberAddResponse> ClusterAdmin::MemberAdd(
   // etcd's types.NewURLs: parsed, normalised, sorted.
   ASSIGN_OR_RETURN(std::vector<std::string> urls,
                    NormalizeMemberUrls(req.peerurls()));
+  std::sort(urls.begin(), urls.end());
   if (PeerUrlsTaken(urls, 0)) {
     return FailedPreconditionError("etcdserver: Peer URLs already exists");
   }
@@ -122,8 +123,9 @@ StatusOr<etcdserverpb::MemberUpdateResponse> ClusterAdmin::MemberUpdate(
     const etcdserverpb::MemberUpdateRequest& req) {
   auto m = membership_->Find(req.id());
   if (!m) return NotFoundError("etcdserver: member not found");
-  // etcd's types.NewURLs (an empty list is invalid too: it would cut the
-  // member off for good).
+  // Checked as etcd's types.NewURLs does (etcd takes any list here; an
+  // empty or unparsable one would cut the member off for good), kept in
+  // the order given as etcd keeps it.
   ASSIGN_OR_RETURN(std::vector<std::string> urls,
                    NormalizeMemberUrls(req.peerurls()));
   // etcd's ValidateConfigurationChange: no other member may have them.

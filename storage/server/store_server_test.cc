@@ -829,6 +829,28 @@ TEST_F(StoreServerTest, PeerUrlsAreValidatedAsEtcdDoes) {
   EXPECT_EQ(added->member().peerurls(0), "https://LocalHost:9");
 }
 
+// etcd's member update stores the peer URLs in the order the client gave
+// them (v3rpc's MemberUpdate passes them on unparsed); only member add
+// sorts them. The e2e test against etcd failed on kplane whenever the new
+// port sorted before the old one.
+TEST_F(StoreServerTest, MemberUpdateKeepsTheUrlsInTheOrderGiven) {
+  Cluster& c = NewCluster();
+  c.Start(1);
+  StoreServer* s = c.WaitLeader();
+  ASSERT_NE(s, nullptr);
+  const uint64_t id = s->membership()->Members().at(0).id();
+  etcdserverpb::MemberUpdateRequest update;
+  update.set_id(id);
+  update.add_peerurls("http://m1:2380");
+  update.add_peerurls("HTTP://a-second-name:2380");
+  auto r = s->MemberUpdate(update);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->members_size(), 1);
+  ASSERT_EQ(r->members(0).peerurls_size(), 2);
+  EXPECT_EQ(r->members(0).peerurls(0), "http://m1:2380");
+  EXPECT_EQ(r->members(0).peerurls(1), "http://a-second-name:2380");
+}
+
 template <typename T>
 Status ApplyAuth(KvService& kv, const storagepb::AuthRequest& req) {
   std::promise<Status> done;

@@ -100,10 +100,11 @@ StatusOr<etcdserverpb::MemberPromoteResponse> ClusterAdmin::MemberPromote(
     return FailedPreconditionError(
         "etcdserver: can only promote a learner member");
   }
-  // etcd's isLearnerReady: only the leader knows the learner's progress.
-  // etcd forwards a follower's promote to the leader; here a follower
-  // proposes it and the leader's node loop drops it if the learner lags
-  // (RaftNode::PromotesALaggingLearner), so it then times out.
+  // etcd's isLearnerReady: only the leader knows the learner's progress
+  // (StoreServer::MemberPromote forwards a follower's request to it). A
+  // promote proposed while leadership moves is checked again by the new
+  // leader's node loop, which drops it if the learner lags
+  // (RaftNode::PromotesALaggingLearner).
   if (RaftNode* node = self_->node(); node != nullptr && self_->is_leader()) {
     Status ready = node->LearnerReady(req.id());
     if (ready.Is(StatusCode::kFailedPrecondition)) return ready;

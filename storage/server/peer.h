@@ -4,12 +4,12 @@
 //
 //   PeerTransport  member -> network: send raft messages, track peers, ask
 //                  a peer for its HashKV, its membership or (the leader)
-//                  a lease's time to live.
+//                  a lease's time to live or a learner's promotion.
 //   PeerHandler    network -> member: what arrived (raft messages, a
 //                  snapshot), what failed (unreachable peer, snapshot
 //                  outcome), and the few questions the peer port answers
 //                  (identity, removed members, HashKV, membership, a
-//                  lease's time to live when leader).
+//                  lease's time to live and a promotion when leader).
 //
 // StoreServer implements PeerHandler and drives a PeerTransport;
 // HttpPeerTransport (peer_transport.h) implements PeerTransport and knows
@@ -65,6 +65,15 @@ class PeerTransport : public Transport {
       Duration timeout) {
     return UnimplementedError("transport cannot reach peers");
   }
+  // Asks peer `id`, the leader as far as the caller knows, to promote a
+  // learner (only the leader knows whether the learner has caught up;
+  // etcd's follower forwards a promote to /members/promote the same way).
+  // Errors as PeerLeaseTimeToLive's.
+  virtual StatusOr<etcdserverpb::MemberPromoteResponse> PeerMemberPromote(
+      uint64_t id, const etcdserverpb::MemberPromoteRequest& req,
+      Duration timeout) {
+    return UnimplementedError("transport cannot reach peers");
+  }
 };
 
 // The member as its peer transport sees it. The transport may call any
@@ -117,6 +126,11 @@ class PeerHandler {
   // (POST /raft/leasettl), straight from its lessor; NotLeader otherwise.
   virtual StatusOr<etcdserverpb::LeaseTimeToLiveResponse> LeaderLeaseTimeToLive(
       const etcdserverpb::LeaseTimeToLiveRequest& req) = 0;
+  // Promotes a learner if this member is the leader (POST /raft/promote),
+  // with the leader's checks (the learner has caught up); NotLeader
+  // otherwise. Blocks until the promotion applies or the request timeout.
+  virtual StatusOr<etcdserverpb::MemberPromoteResponse> LeaderMemberPromote(
+      const etcdserverpb::MemberPromoteRequest& req) = 0;
 };
 
 }  // namespace kplane::storage

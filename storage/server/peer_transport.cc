@@ -905,25 +905,19 @@ void HttpPeerTransport::RegisterHandlers(net::HttpServer* peer_server) {
       });
   // A follower asks the leader for a lease's time to live (etcd's
   // /leases/internal): members only, as the answer may list keys.
-  peer_server->Handle(
-      "POST", "/raft/leasettl",
-      [this](const net::HttpRequest& req, std::shared_ptr<net::Responder> r) {
-        if (CheckPeerHeaders(req, r.get()) == 0) return;
-        etcdserverpb::LeaseTimeToLiveRequest q;
-        if (!q.ParseFromString(req.body)) {
-          r->Respond(400, {{"Content-Type", "text/plain"}},
-                     "undecodable lease request\n");
-          return;
-        }
-        auto ttl = handler_->LeaderLeaseTimeToLive(q);
-        if (!ttl.ok()) {
-          etcdjson::HttpError e = etcdjson::StatusToError(ttl.status());
-          r->Respond(e.http_status, {{"Content-Type", "application/json"}},
-                     e.Body());
-          return;
-        }
-        r->Respond(200, {{"Content-Type", "application/x-protobuf"}},
-                   ttl->SerializeAsString());
+  HandleProtoPost<etcdserverpb::LeaseTimeToLiveRequest,
+                  etcdserverpb::LeaseTimeToLiveResponse>(
+      peer_server, "/raft/leasettl",
+      [this](const etcdserverpb::LeaseTimeToLiveRequest& q) {
+        return handler_->LeaderLeaseTimeToLive(q);
+      });
+  // A follower forwards a learner's promotion to the leader (etcd's
+  // /members/promote).
+  HandleProtoPost<etcdserverpb::MemberPromoteRequest,
+                  etcdserverpb::MemberPromoteResponse>(
+      peer_server, "/raft/promote",
+      [this](const etcdserverpb::MemberPromoteRequest& q) {
+        return handler_->LeaderMemberPromote(q);
       });
   peer_server->Handle(
       "GET", "/raft/members",
@@ -961,10 +955,37 @@ StatusOr<etcdserverpb::HashKVResponse> HttpPeerTransport::PeerHashKV(
   return h;
 }
 
-StatusOr<etcdserverpb::LeaseTimeToLiveResponse>
-HttpPeerTransport::PeerLeaseTimeToLive(
-    uint64_t id, const etcdserverpb::LeaseTimeToLiveRequest& req,
-    Duration timeout) {
+template <typename Req, typename Resp>
+void HttpPeerTransport::HandleProtoPost(
+    net::HttpServer* peer_server, const std::string& path,
+    std::function<StatusOr<Resp>(const Req&)> answer) {
+  peer_server->Handle(
+      "POST", path,
+      [this, answer = std::move(answer)](const net::HttpRequest& req,
+                                         std::shared_ptr<net::Responder> r) {
+        if (CheckPeerHeaders(req, r.get()) == 0) return;
+        Req q;
+        if (!q.ParseFromString(req.body)) {
+          r->Respond(400, {{"Content-Type", "text/plain"}},
+                     "undecodable request\n");
+          return;
+        }
+        StatusOr<Resp> a = answer(q);
+        if (!a.ok()) {
+          etcdjson::HttpError e = etcdjson::StatusToError(a.status());
+          r->Respond(e.http_status, {{"Content-Type", "application/json"}},
+                     e.Body());
+          return;
+        }
+        r->Respond(200, {{"Content-Type", "application/x-protobuf"}},
+                   a->SerializeAsString());
+      });
+}
+
+Status HttpPeerTransport::PostToPeer(uint64_t id, const std::string& path,
+                                     const google::protobuf::Message& req,
+                                     Duration timeout,
+                                     google::protobuf::Message* resp) {
   ASSIGN_OR_RETURN(std::string url, PeerUrl(id));
   net::HttpClientOptions copts;
   copts.connect_timeout = std::min(options_.dial_timeout, timeout);
@@ -972,24 +993,41 @@ HttpPeerTransport::PeerLeaseTimeToLive(
   copts.write_timeout = timeout;
   copts.tls = TlsFor(url, options_.client_tls);
   ASSIGN_OR_RETURN(auto client, net::HttpClient::ForUrl(url, copts));
-  StatusOr<net::HttpResponse> resp = client->Request(
-      "POST", "/raft/leasettl", PeerHeaders("application/x-protobuf"),
-      req.SerializeAsString());
-  if (!resp.ok()) return UnavailableError(resp.status().message());
-  if (resp->status != 200) {
+  StatusOr<net::HttpResponse> answer =
+      client->Request("POST", path, PeerHeaders("application/x-protobuf"),
+                      req.SerializeAsString());
+  if (!answer.ok()) return UnavailableError(answer.status().message());
+  if (answer->status != 200) {
     // A refusal of the peer port itself (412, 404) is text, not an etcd
     // error: the peer cannot answer for this member now.
-    if (resp->headers.Get("Content-Type") != "application/json") {
-      return UnavailableError("POST " + url + "/raft/leasettl: HTTP " +
-                              std::to_string(resp->status));
+    if (answer->headers.Get("Content-Type") != "application/json") {
+      return UnavailableError("POST " + url + path + ": HTTP " +
+                              std::to_string(answer->status));
     }
-    return etcdjson::ErrorToStatus(resp->status, resp->body);
+    return etcdjson::ErrorToStatus(answer->status, answer->body);
   }
+  if (!resp->ParseFromString(answer->body)) {
+    return UnavailableError("undecodable answer from " + url + path);
+  }
+  return Status::Ok();
+}
+
+StatusOr<etcdserverpb::LeaseTimeToLiveResponse>
+HttpPeerTransport::PeerLeaseTimeToLive(
+    uint64_t id, const etcdserverpb::LeaseTimeToLiveRequest& req,
+    Duration timeout) {
   etcdserverpb::LeaseTimeToLiveResponse ttl;
-  if (!ttl.ParseFromString(resp->body)) {
-    return UnavailableError("undecodable lease answer from " + url);
-  }
+  RETURN_IF_ERROR(PostToPeer(id, "/raft/leasettl", req, timeout, &ttl));
   return ttl;
+}
+
+StatusOr<etcdserverpb::MemberPromoteResponse>
+HttpPeerTransport::PeerMemberPromote(
+    uint64_t id, const etcdserverpb::MemberPromoteRequest& req,
+    Duration timeout) {
+  etcdserverpb::MemberPromoteResponse promoted;
+  RETURN_IF_ERROR(PostToPeer(id, "/raft/promote", req, timeout, &promoted));
+  return promoted;
 }
 
 StatusOr<storagepb::ClusterRecord> HttpPeerTransport::PeerMembership(

@@ -104,9 +104,9 @@ class HttpPeerTransport : public PeerTransport {
   HttpPeerTransport(PeerHandler* handler, PeerTransportOptions options);
   ~HttpPeerTransport() override;
 
-  // Serves /raft/stream, /raft/snapshot, /raft/hashkv, /raft/leasettl and
-  // /raft/members on the member's peer listener. Call before the server
-  // starts.
+  // Serves /raft/stream, /raft/snapshot, /raft/hashkv, /raft/leasettl,
+  // /raft/promote and /raft/members on the member's peer listener. Call before
+  // the server starts.
   void RegisterHandlers(net::HttpServer* peer_server);
   void Stop() EXCLUDES(mu_);
 
@@ -119,6 +119,9 @@ class HttpPeerTransport : public PeerTransport {
   StatusOr<storagepb::ClusterRecord> PeerMembership(uint64_t id) override;
   StatusOr<etcdserverpb::LeaseTimeToLiveResponse> PeerLeaseTimeToLive(
       uint64_t id, const etcdserverpb::LeaseTimeToLiveRequest& req,
+      Duration timeout) override;
+  StatusOr<etcdserverpb::MemberPromoteResponse> PeerMemberPromote(
+      uint64_t id, const etcdserverpb::MemberPromoteRequest& req,
       Duration timeout) override;
 
   // Threads sending or having sent snapshots not joined yet (tests).
@@ -147,6 +150,18 @@ class HttpPeerTransport : public PeerTransport {
   std::shared_ptr<Peer> FindPeer(uint64_t id) EXCLUDES(mu_);
   // The first URL of a known peer (NotFound if unknown or without URL).
   StatusOr<std::string> PeerUrl(uint64_t id);
+  // POSTs `req` (protobuf) to `path` of peer `id` and parses its protobuf
+  // answer into `resp`; an etcd error the peer answers comes back as its
+  // Status, anything else (unreachable, the peer port's own refusal) as
+  // Unavailable.
+  Status PostToPeer(uint64_t id, const std::string& path,
+                    const google::protobuf::Message& req, Duration timeout,
+                    google::protobuf::Message* resp);
+  // Serves a POST of `path` on the peer port: members only, a protobuf
+  // request answered by `answer` (protobuf, or the etcd error as JSON).
+  template <typename Req, typename Resp>
+  void HandleProtoPost(net::HttpServer* peer_server, const std::string& path,
+                       std::function<StatusOr<Resp>(const Req&)> answer);
 
   PeerHandler* const handler_;
   PeerTransportOptions options_;

@@ -125,6 +125,21 @@ class FakeMember : public PeerHandler {
     return r;
   }
 
+  // Promotes learner 5, refuses 6 as the leader refuses a lagging one,
+  // "not leader" for the others.
+  StatusOr<etcdserverpb::MemberPromoteResponse> LeaderMemberPromote(
+      const etcdserverpb::MemberPromoteRequest& req) override {
+    if (req.id() == 6) {
+      return FailedPreconditionError(
+          "etcdserver: can only promote a learner member which is in sync "
+          "with leader");
+    }
+    if (req.id() != 5) return NotLeaderError(3);
+    etcdserverpb::MemberPromoteResponse r;
+    r.add_members()->set_id(5);
+    return r;
+  }
+
   void Hold(bool hold) {
     std::lock_guard<std::mutex> l(mu_);
     hold_ = hold;
@@ -599,6 +614,29 @@ TEST_F(PeerTransportTest, AsksTheLeaderForALeasesTimeToLive) {
       "\xff\xff\xff");
   ASSERT_TRUE(raw.ok()) << raw.status();
   EXPECT_EQ(raw->status, 400) << raw->body;
+}
+
+// A follower forwards a promotion to the leader over the peer port; the
+// leader's errors arrive as they were.
+TEST_F(PeerTransportTest, ForwardsAPromotionToTheLeader) {
+  Node a(1, dir_ + "/a"), b(2, dir_ + "/b");
+  a.transport.AddPeer(2, {b.url()});
+  etcdserverpb::MemberPromoteRequest q;
+  q.set_id(5);
+  auto promoted = a.transport.PeerMemberPromote(2, q, seconds(5));
+  ASSERT_TRUE(promoted.ok()) << promoted.status();
+  ASSERT_EQ(promoted->members_size(), 1);
+  EXPECT_EQ(promoted->members(0).id(), 5u);
+  q.set_id(6);
+  auto lagging = a.transport.PeerMemberPromote(2, q, seconds(5));
+  EXPECT_TRUE(lagging.status().Is(StatusCode::kFailedPrecondition))
+      << lagging.status();
+  EXPECT_EQ(lagging.status().message(),
+            "etcdserver: can only promote a learner member which is in sync "
+            "with leader");
+  q.set_id(7);
+  EXPECT_EQ(a.transport.PeerMemberPromote(2, q, seconds(5)).status().code(),
+            StatusCode::kNotLeader);
 }
 
 // A MsgSnap goes out with the metadata of the copy the sender's handler

@@ -523,27 +523,21 @@ StatusOr<etcdserverpb::LeaseKeepAliveResponse> StoreServer::LeaseKeepAlive(
       req, &R::mutable_lease_keepalive);
 }
 
-// Only the leader's lessor counts a lease down (a follower's is demoted:
-// every lease lasts "forever" there, and would answer the granted TTL), so
-// a follower asks the leader over the peer port, as etcd's follower asks
-// its leader over /leases/internal. A leader that changes or cannot be
-// reached is asked again, the new one once known, until the request
-// timeout.
-StatusOr<etcdserverpb::LeaseTimeToLiveResponse> StoreServer::LeaseTimeToLive(
-    const etcdserverpb::LeaseTimeToLiveRequest& req) {
-  RETURN_IF_ERROR(CheckRunning());
+template <typename Resp>
+StatusOr<Resp> StoreServer::OnLeader(
+    const std::function<StatusOr<Resp>()>& local,
+    const std::function<StatusOr<Resp>(uint64_t, Duration)>& remote) {
   const TimePoint deadline = clock_->Now() + config_.request_timeout;
   for (;;) {
     const uint64_t leader = leader_id();
-    if (leader == member_id()) return LocalLeaseTimeToLive(req, true);
+    if (leader == member_id()) return local();
     const Duration left = deadline - clock_->Now();
     if (left <= Duration(0)) {
       return Status(StatusCode::kDeadlineExceeded,
                     "etcdserver: request timed out");
     }
     if (leader != 0) {
-      StatusOr<etcdserverpb::LeaseTimeToLiveResponse> asked =
-          transport_->PeerLeaseTimeToLive(leader, req, left);
+      StatusOr<Resp> asked = remote(leader, left);
       if (asked.ok() || !(asked.status().Is(StatusCode::kUnavailable) ||
                           asked.status().Is(StatusCode::kNotLeader))) {
         return asked;
@@ -555,6 +549,44 @@ StatusOr<etcdserverpb::LeaseTimeToLiveResponse> StoreServer::LeaseTimeToLive(
         [leader](uint64_t id) { return id != 0 && id != leader; },
         std::min<Duration>(milliseconds(100), deadline - clock_->Now()));
   }
+}
+
+// Only the leader's lessor counts a lease down (a follower's is demoted:
+// every lease lasts "forever" there, and would answer the granted TTL), so
+// a follower asks the leader over the peer port, as etcd's follower asks
+// its leader over /leases/internal.
+StatusOr<etcdserverpb::LeaseTimeToLiveResponse> StoreServer::LeaseTimeToLive(
+    const etcdserverpb::LeaseTimeToLiveRequest& req) {
+  RETURN_IF_ERROR(CheckRunning());
+  return OnLeader<etcdserverpb::LeaseTimeToLiveResponse>(
+      [&] { return LocalLeaseTimeToLive(req, true); },
+      [&](uint64_t leader, Duration left) {
+        return transport_->PeerLeaseTimeToLive(leader, req, left);
+      });
+}
+
+// Only the leader knows how far the learner's log has caught up (etcd's
+// isLearnerReady), so a follower forwards the promotion to it, as etcd's
+// follower forwards to /members/promote; the leader's answer (or its
+// error: not ready, not a learner, not found) is this one.
+StatusOr<etcdserverpb::MemberPromoteResponse> StoreServer::MemberPromote(
+    const etcdserverpb::MemberPromoteRequest& req) {
+  RETURN_IF_ERROR(CheckRunning());
+  StatusOr<etcdserverpb::MemberPromoteResponse> resp =
+      OnLeader<etcdserverpb::MemberPromoteResponse>(
+          [&] { return admin_->MemberPromote(req); },
+          [&](uint64_t leader, Duration left) {
+            return transport_->PeerMemberPromote(leader, req, left);
+          });
+  if (resp.ok()) FillHeader(resp->mutable_header());
+  return resp;
+}
+
+StatusOr<etcdserverpb::MemberPromoteResponse> StoreServer::LeaderMemberPromote(
+    const etcdserverpb::MemberPromoteRequest& req) {
+  RETURN_IF_ERROR(CheckRunning());
+  if (!is_leader()) return NotLeaderError(leader_id());
+  return admin_->MemberPromote(req);
 }
 
 StatusOr<etcdserverpb::LeaseTimeToLiveResponse>

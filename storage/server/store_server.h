@@ -237,9 +237,7 @@ class StoreServer : public KV, public PeerHandler {
     return admin_->MemberRemove(req);
   }
   StatusOr<etcdserverpb::MemberPromoteResponse> MemberPromote(
-      const etcdserverpb::MemberPromoteRequest& req) {
-    return admin_->MemberPromote(req);
-  }
+      const etcdserverpb::MemberPromoteRequest& req);
   StatusOr<etcdserverpb::MemberUpdateResponse> MemberUpdate(
       const etcdserverpb::MemberUpdateRequest& req) {
     return admin_->MemberUpdate(req);
@@ -308,6 +306,8 @@ class StoreServer : public KV, public PeerHandler {
  private:
   StoreServer(StoreConfig config, BootstrappedMember member);
   // OK while started and not stopping; Unavailable otherwise.
+  StatusOr<etcdserverpb::MemberPromoteResponse> LeaderMemberPromote(
+      const etcdserverpb::MemberPromoteRequest& req) override;
   Status CheckRunning() const;
   // Blocks until a linearizable read may be served.
   Status WaitLinearizable();
@@ -338,6 +338,14 @@ class StoreServer : public KV, public PeerHandler {
   std::unique_ptr<Housekeeper> housekeeper_;
   std::unique_ptr<mvcc::AutoCompactor> auto_compactor_;
   std::shared_ptr<net::WorkerPool> read_pool_;
+  // Runs `local()` while this member leads; otherwise asks the leader
+  // through `remote(leader, time left)`, again (the new leader once known)
+  // while the leader changes or cannot be reached, until the request
+  // timeout (etcd's "etcdserver: request timed out").
+  template <typename Resp>
+  StatusOr<Resp> OnLeader(
+      const std::function<StatusOr<Resp>()>& local,
+      const std::function<StatusOr<Resp>(uint64_t, Duration)>& remote);
   std::shared_ptr<net::WorkerPool> password_pool_;
   std::atomic<int> queued_password_work_{0};
 

@@ -45,6 +45,9 @@ class DirectTransport : public PeerTransport {
   StatusOr<etcdserverpb::LeaseTimeToLiveResponse> PeerLeaseTimeToLive(
       uint64_t id, const etcdserverpb::LeaseTimeToLiveRequest& req,
       Duration timeout) override;
+  StatusOr<etcdserverpb::MemberPromoteResponse> PeerMemberPromote(
+      uint64_t id, const etcdserverpb::MemberPromoteRequest& req,
+      Duration timeout) override;
 
  private:
   Cluster* c_;
@@ -261,6 +264,23 @@ DirectTransport::PeerLeaseTimeToLive(
   // Not under the lock: the leader's answer waits for a linearizable read,
   // whose messages go through Send.
   return peer->LeaderLeaseTimeToLive(req);
+}
+
+StatusOr<etcdserverpb::MemberPromoteResponse>
+DirectTransport::PeerMemberPromote(
+    uint64_t id, const etcdserverpb::MemberPromoteRequest& req, Duration) {
+  StoreServer* peer;
+  {
+    std::lock_guard<std::mutex> l(c_->mu);
+    if (c_->down.count(self_) || c_->down.count(id)) {
+      return UnavailableError("down");
+    }
+    auto it = c_->by_id.find(id);
+    if (it == c_->by_id.end()) return UnavailableError("down");
+    peer = it->second;
+  }
+  // Not under the lock: the promotion goes through the log.
+  return peer->LeaderMemberPromote(req);
 }
 
 // Waits (polling: the flag has no notification) until `s` knows it was
@@ -743,6 +763,42 @@ TEST_F(StoreServerTest, PromotingALearnerThatHasNotCaughtUpIsRefused) {
   EXPECT_TRUE(m->is_learner());
   EXPECT_EQ(s->node()->ConfState().voters_size(), 1);
   EXPECT_TRUE(s->Put(PutReq("/still", "1")).ok());
+}
+
+// etcd's follower forwards a promote to the leader, which alone knows how
+// far the learner has caught up: a lagging learner gets the leader's
+// refusal through a follower too. Before, the follower proposed it, the
+// leader dropped it, and the request timed out.
+TEST_F(StoreServerTest, PromotingALaggingLearnerThroughAFollowerIsRefused) {
+  Cluster& c = NewCluster();
+  c.request_timeout = seconds(3);
+  c.Start(2);
+  StoreServer* leader = c.WaitLeader();
+  ASSERT_NE(leader, nullptr);
+  ASSERT_TRUE(leader->Put(PutReq("/k", "v")).ok());
+  etcdserverpb::MemberAddRequest add;
+  add.add_peerurls("http://unused:2380");
+  add.set_islearner(true);
+  auto added = leader->MemberAdd(add);
+  ASSERT_TRUE(added.ok()) << added.status();
+  StoreServer* follower = nullptr;
+  for (const char* name : {"m1", "m2"}) {
+    if (c.Get(name) != leader) follower = c.Get(name);
+  }
+  ASSERT_NE(follower, nullptr);
+  etcdserverpb::MemberPromoteRequest promote;
+  promote.set_id(added->member().id());
+  auto promoted = follower->MemberPromote(promote);
+  ASSERT_FALSE(promoted.ok());
+  EXPECT_TRUE(promoted.status().Is(StatusCode::kFailedPrecondition))
+      << promoted.status();
+  EXPECT_EQ(promoted.status().message(),
+            "etcdserver: can only promote a learner member which is in sync "
+            "with leader");
+  // The leader's other errors come back as they are.
+  promote.set_id(follower->member_id());
+  EXPECT_EQ(follower->MemberPromote(promote).status().message(),
+            "etcdserver: can only promote a learner member");
 }
 
 // A learner that caught up is promoted, through the leader or a follower.

@@ -43,8 +43,8 @@ constexpr NoOp kNoOps[] = {
     {"initial-election-tick-advance",
      "raft's first election timeout is randomized as every other"},
     {"strict-reconfig-check",
-     "always on for removals (a voter's removal must leave a quorum of "
-     "started members); member add is not checked against started members"},
+     "always on: a voter is added or removed only if the voters then hold a "
+     "quorum of started members; the peer-health check is not done"},
     {"experimental-backend-bbolt-freelist-type", "the backend is RocksDB"},
     {"experimental-warning-apply-duration", "slow applies are not logged"},
     {"experimental-enable-lease-checkpoint",

@@ -37,6 +37,24 @@ StatusOr<etcdserverpb::MemberAddResponse> ClusterAdmin::MemberAdd(
   if (PeerUrlsTaken(urls, 0)) {
     return FailedPreconditionError("etcdserver: Peer URLs already exists");
   }
+  // etcd's mayAddMember (--strict-reconfig-check, IsReadyToAddVotingMember):
+  // a new voter must leave a quorum of started voters (started: published
+  // its name), or the cluster would stop at the next failure -- or at
+  // once, when the new member never starts. A second member for a
+  // one-member cluster is let in (how a cluster is restored from one).
+  if (!req.islearner()) {
+    int voters = 1, started = 0;
+    for (const auto& member : membership_->Members()) {
+      if (member.is_learner()) continue;
+      ++voters;
+      if (!member.name().empty()) ++started;
+    }
+    if (!(started == 1 && voters == 2) && started < voters / 2 + 1) {
+      return FailedPreconditionError(
+          "etcdserver: re-configuration failed due to not enough started "
+          "members");
+    }
+  }
   storagepb::MemberRecord m;
   m.set_id(ComputeMemberId(urls, options_.initial_cluster_token,
                            std::chrono::duration_cast<nanoseconds>(

@@ -765,6 +765,34 @@ TEST_F(StoreServerTest, PromotingALearnerThatHasNotCaughtUpIsRefused) {
   EXPECT_TRUE(s->Put(PutReq("/still", "1")).ok());
 }
 
+// etcd's --strict-reconfig-check (IsReadyToAddVotingMember): a voter is
+// added only if the voters then hold a quorum of started members. A second
+// voter for a one-member cluster is let in (that is how a cluster grows from
+// one member); a third while the second never started is refused at once.
+// Before, it was proposed and the request timed out, the two voters having
+// no quorum to commit it.
+TEST_F(StoreServerTest, AddingAVoterWithoutAQuorumOfStartedMembersIsRefused) {
+  Cluster& c = NewCluster();
+  c.request_timeout = seconds(3);
+  c.Start(1);
+  StoreServer* s = c.WaitLeader();
+  ASSERT_NE(s, nullptr);
+  etcdserverpb::MemberAddRequest add;
+  add.add_peerurls("http://never-started:2380");
+  auto added = s->MemberAdd(add);
+  ASSERT_TRUE(added.ok()) << added.status();
+  etcdserverpb::MemberAddRequest another;
+  another.add_peerurls("http://another:2380");
+  auto refused = s->MemberAdd(another);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_TRUE(refused.status().Is(StatusCode::kFailedPrecondition))
+      << refused.status();
+  EXPECT_EQ(refused.status().message(),
+            "etcdserver: re-configuration failed due to not enough started "
+            "members");
+  EXPECT_EQ(s->membership()->Members().size(), 2u);
+}
+
 // etcd's follower forwards a promote to the leader, which alone knows how
 // far the learner has caught up: a lagging learner gets the leader's
 // refusal through a follower too. Before, the follower proposed it, the

@@ -19,6 +19,7 @@
 #include "base/strings.h"
 #include "storage/etcdjson/etcd_json_value.h"
 #include "storage/etcdjson/go_codes.h"
+#include "storage/etcdjson/go_json_syntax.h"
 
 namespace kplane::etcdjson {
 namespace {
@@ -447,18 +448,6 @@ class NumberLiterals {
       by_value_;
 };
 
-// A JSON number's text: sign, digits, fraction, exponent.
-bool LooksLikeNumber(std::string_view s) {
-  if (s.empty()) return false;
-  for (char c : s) {
-    if (!((c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' ||
-          c == 'e' || c == 'E')) {
-      return false;
-    }
-  }
-  return (s[0] >= '0' && s[0] <= '9') || s[0] == '-';
-}
-
 // A JSON number's text as Go's encoding/json decodes it into an integer
 // (strconv.ParseInt or ParseUint, then a range check): only an integer in
 // the type's range, written without fraction or exponent.
@@ -476,17 +465,48 @@ template <typename Int>
 StatusOr<Int> ParseInteger(const rapidjson::Value& v, const FieldDescriptor* f,
                            const NumberLiterals& literals) {
   if (v.IsString()) {
-    // jsonpb unquotes an integer and decodes the text as JSON.
-    const std::string_view text(v.GetString(), v.GetStringLength());
-    if (LooksLikeNumber(text)) return IntegerFromText<Int>(text, f);
-    const char c = text.empty() ? '\0' : text[0];
-    if (c > ' ' && c < 0x7f &&
-        std::string_view("-0123456789\"{[tfn").find(c) ==
-            std::string_view::npos) {
-      return InvalidArgumentError(std::string("invalid character '") + c +
-                                  "' looking for beginning of value");
+    // jsonpb drops the quotes of an integer and json.Unmarshals the text
+    // between them: Go's syntax errors ("1x": "invalid character 'x' after
+    // top-level value"), white space around the number allowed, `null`
+    // leaving the zero, any other kind refused. (The text is the string's
+    // value, where Go's is as written: they differ only for a string
+    // written with escapes.)
+    std::string_view text(v.GetString(), v.GetStringLength());
+    if (std::string e = GoJsonValueSyntaxError(text); !e.empty()) {
+      return InvalidArgumentError(std::move(e));
     }
-    return FieldError(f, "not an integer: " + GoQuote(text));
+    while (text.front() == ' ' || text.front() == '\t' ||
+           text.front() == '\r' || text.front() == '\n') {
+      text.remove_prefix(1);
+    }
+    while (text.back() == ' ' || text.back() == '\t' || text.back() == '\r' ||
+           text.back() == '\n') {
+      text.remove_suffix(1);
+    }
+    const char* kind = nullptr;
+    switch (text.front()) {
+      case 'n':
+        return Int{0};
+      case '[':
+        kind = "array";
+        break;
+      case '{':
+        kind = "object";
+        break;
+      case 't':
+      case 'f':
+        kind = "bool";
+        break;
+      case '"':
+        kind = "string";
+        break;
+    }
+    if (kind != nullptr) {
+      return InvalidArgumentError(std::string("json: cannot unmarshal ") +
+                                  kind + " into Go value of type " +
+                                  GoTypeName(f));
+    }
+    return IntegerFromText<Int>(text, f);
   }
   if (v.IsInt64()) {
     const int64_t x = v.GetInt64();
@@ -786,24 +806,37 @@ Status ParseJson(std::string_view text, google::protobuf::Message* msg) {
   if (i == text.size()) return Status::Ok();
   rapidjson::Document d;
   // Iterative and depth-bounded, as json::ParseDom: a hostile body cannot
-  // take the store down.
+  // take the store down. Only the first value is read, as etcd's gateway
+  // (one json.Decoder Decode) reads a body: `{...} xyz` is `{...}`.
   json::Outcome r;
+  size_t end = 0;
   auto generate = [&](rapidjson::Document& doc) {
     json::ViewStream in(text);
     DocumentFiller filler(&doc);
-    r = json::ParseSax<rapidjson::kParseDefaultFlags>(in, filler);
+    r = json::ParseSax<rapidjson::kParseDefaultFlags |
+                       rapidjson::kParseStopWhenDoneFlag>(in, filler);
+    end = in.Tell();
     return r.ok();
   };
   d.Populate(generate);
   if (!r.ok()) {
-    // A body that ends early: etcd's gateway (Go's JSON decoder) says so in
-    // these words, and clients compare them.
-    if (!r.too_deep && r.offset >= text.size())
-      return InvalidArgumentError("unexpected EOF");
+    // Go's decoder's words (clients compare them): "invalid character 'x'
+    // looking for beginning of value", "unexpected EOF", ... RapidJSON also
+    // refuses a few values Go reads (a lone surrogate escape, 1e400):
+    // those keep RapidJSON's words. So does a body nested past 10,000
+    // levels, the bound Go has too ("invalid character '[' exceeded max
+    // depth"): "exceeded max depth of 10000" is the store's documented
+    // answer (docs/limits.md), the same as the apiserver's.
+    if (!r.too_deep) {
+      std::string go = GoJsonSyntaxError(text);
+      if (!go.empty()) return InvalidArgumentError(std::move(go));
+    }
     return InvalidArgumentError(std::string("invalid JSON at offset ") +
                                 std::to_string(r.offset) + ": " + r.Message());
   }
-  Status s = ParseMessage(d, msg, 1, NumberLiterals(text, &d));
+  // jsonpb unmarshals `null` into a message as no fields at all.
+  if (d.IsNull()) return Status::Ok();
+  Status s = ParseMessage(d, msg, 1, NumberLiterals(text.substr(0, end), &d));
   if (!s.ok()) msg->Clear();
   return s;
 }

@@ -27,8 +27,11 @@
 
 namespace kplane::etcdjson {
 
-// Parses a request body; an empty body means `{}`. Unknown fields are
-// ignored, int64 may be a string or a number, enums a name or a number.
+// Parses a request body; an empty or blank body, or `null`, means `{}`.
+// Only the body's first JSON value is read (etcd's gateway decodes one
+// value and ignores what follows: `{...} xyz` is `{...}`), and a syntax
+// error in it is reported in Go's words (go_json_syntax.h). Unknown fields
+// are ignored, int64 may be a string or a number, enums a name or a number.
 // The rest as etcd 3.4's gateway reads a body, errors in its words
 // (etcd_json.cc, "decoding"): of a key given twice the last counts, bytes
 // are padded standard base64, an integer in float form (1.0) is refused.

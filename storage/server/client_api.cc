@@ -16,6 +16,7 @@
 #include "base/mutex.h"
 #include "base/prometheus_text.h"
 #include "storage/etcdjson/etcd_json.h"
+#include "storage/etcdjson/go_json_syntax.h"
 #include "storage/etcdjson/json_stream.h"
 #include "storage/mvcc/watch.h"
 #include "storage/server/call_deadlines.h"
@@ -194,45 +195,6 @@ void RespondStreamError(Responder* r, bool started,
   r->Close();
 }
 
-// How Go's encoding/json names a byte in a syntax error (its quoteChar):
-// 'x', '\'', '\x01', '\u00a0', and a printable byte of 0x80 or more as the
-// UTF-8 of the rune of that number (0xff: U+00FF, bytes c3 bf).
-std::string GoQuoteChar(unsigned char c) {
-  switch (c) {
-    case '\'':
-      return "'\\''";
-    case '"':
-      return "'\"'";
-    case '\\':
-      return "'\\\\'";
-    case '\a':
-      return "'\\a'";
-    case '\b':
-      return "'\\b'";
-    case '\f':
-      return "'\\f'";
-    case '\n':
-      return "'\\n'";
-    case '\r':
-      return "'\\r'";
-    case '\t':
-      return "'\\t'";
-    case '\v':
-      return "'\\v'";
-  }
-  char buf[16];
-  if (c < 0x20 || c == 0x7f) {
-    snprintf(buf, sizeof(buf), "'\\x%02x'", c);
-  } else if (c < 0x80) {
-    snprintf(buf, sizeof(buf), "'%c'", c);
-  } else if (c <= 0xa0 || c == 0xad) {  // not printable (strconv.IsPrint)
-    snprintf(buf, sizeof(buf), "'\\u00%02x'", c);
-  } else {
-    snprintf(buf, sizeof(buf), "'%c%c'", 0xc0 | (c >> 6), 0x80 | (c & 0x3f));
-  }
-  return buf;
-}
-
 // The request half of /v3/watch and /v3/lease/keepalive, read as etcd's
 // gateway reads it: grpc-gateway runs one Go json.Decoder over the body,
 // one Decode per request. The first request is decoded before the
@@ -349,7 +311,7 @@ class StreamRequestReader {
       return framing.message();  // `null`: see the class comment
     }
     if (kind == nullptr) {
-      return "invalid character " + GoQuoteChar(c) +
+      return "invalid character " + etcdjson::GoQuoteChar(c) +
              " looking for beginning of value";
     }
     return std::string("json: cannot unmarshal ") + kind +

@@ -273,6 +273,151 @@ TEST_F(EtcdCompatTest, RequestBodiesDecodeAsEtcdsGateway) {
   }
 }
 
+// etcd's gateway reads a unary body with one json.Decoder Decode: the first
+// JSON value, whatever follows it; `null`, an empty or a blank body is an
+// empty request; a syntax error is Go's scanner's, in its words. Each answer
+// below is etcd 3.4.23's to the same body (measured with curl, 2026-12-07).
+TEST_F(EtcdCompatTest, UnaryBodiesAreReadAsEtcdsGatewayReadsThem) {
+  // The first value counts; what follows it is not read.
+  for (const char* body :
+       {R"({"key":"YQ=="} xyz)", R"({"key":"YQ=="}{"key":"Yg=="})",
+        R"({"key":"YQ=="}xyz)", R"({"key":"YQ=="} {"key":)",
+        R"({"key":"YQ=="}})"}) {
+    net::HttpResponse r = Post("/v3/kv/put", body);
+    EXPECT_EQ(r.status, 200) << body << ": " << r.body;
+    r = Post("/v3/kv/range", body);
+    EXPECT_EQ(r.status, 200) << body << ": " << r.body;
+    EXPECT_NE(r.body.find(R"("key":"YQ==")"), std::string::npos) << r.body;
+  }
+  EXPECT_EQ(Post("/v3/kv/range", R"({"key":"Yg=="})").body.find("\"kvs\""),
+            std::string::npos);
+
+  auto error_body = [](const std::string& m) {
+    return R"({"error":")" + m + R"(","message":")" + m + R"(","code":3})";
+  };
+  struct Case {
+    std::string body;
+    std::string message;  // JSON-escaped, as in etcd's body
+  };
+  const std::string kNoKey = "etcdserver: key is not provided";
+  auto kind = [](const char* k) {
+    return std::string("json: cannot unmarshal ") + k +
+           " into Go value of type map[string]json.RawMessage";
+  };
+  const Case kCases[] = {
+      // An empty request: the key is missing.
+      {"null", kNoKey},
+      {"null xyz", kNoKey},
+      {"  null  ", kNoKey},
+      {"nullx", kNoKey},
+      {"  \n\t ", kNoKey},
+      {"", kNoKey},
+      // Values that are not objects (read whole, then refused).
+      {"[]", kind("array")},
+      {"[1]", kind("array")},
+      {R"("x")", kind("string")},
+      {"1", kind("number")},
+      {"1x", kind("number")},
+      {"true", kind("bool")},
+      {"truex", kind("bool")},
+      // Go's scanner's syntax errors.
+      {"xyz", R"(invalid character 'x' looking for beginning of value)"},
+      {R"({"key":x})",
+       R"(invalid character 'x' looking for beginning of value)"},
+      {"[1,x]", R"(invalid character 'x' looking for beginning of value)"},
+      {R"({"key" "YQ=="})", R"(invalid character '\"' after object key)"},
+      {R"({"key":"YQ==" x})",
+       R"(invalid character 'x' after object key:value pair)"},
+      {R"({"key":"YQ==","range_end":"Yg==" "x":1})",
+       R"(invalid character '\"' after object key:value pair)"},
+      {R"({"limit":01})",
+       R"(invalid character '1' after object key:value pair)"},
+      {"{x:1}",
+       R"(invalid character 'x' looking for beginning of object key string)"},
+      {R"({"key":"YQ==",})",
+       R"(invalid character '}' looking for beginning of object key string)"},
+      {"{'key':'YQ=='}",
+       R"(invalid character '\\'' looking for beginning of object key string)"},
+      {"{\v\"key\":\"YQ==\"}",
+       R"(invalid character '\\v' looking for beginning of object key string)"},
+      {"{\"key\":\"Y\nQ==\"}", R"(invalid character '\\n' in string literal)"},
+      {std::string("{\"key\":\"Y\0Q==\"}", 15),
+       R"(invalid character '\\x00' in string literal)"},
+      {R"({"key":"\q"})", R"(invalid character 'q' in string escape code)"},
+      {R"({"key":"\u12g4"})",
+       R"(invalid character 'g' in \\u hexadecimal character escape)"},
+      {R"({"compare":[{} x]})", R"(invalid character 'x' after array element)"},
+      {R"({"keys_only":tru})",
+       R"(invalid character '}' in literal true (expecting 'e'))"},
+      {R"({"key":nul})",
+       R"(invalid character '}' in literal null (expecting 'l'))"},
+      {R"({"limit":-x})", R"(invalid character 'x' in numeric literal)"},
+      {R"({"limit":1.x})",
+       R"(invalid character 'x' after decimal point in numeric literal)"},
+      {R"({"limit":1ex})",
+       R"(invalid character 'x' in exponent of numeric literal)"},
+      {"\xff", "invalid character '\xc3\xbf' looking for beginning of value"},
+      {"\xef\xbb\xbf{}",
+       "invalid character '\xc3\xaf' looking for beginning of value"},
+      // The body ends inside the first value.
+      {R"({"key":"YQ==")", "unexpected EOF"},
+      {"{", "unexpected EOF"},
+      {R"({"key")", "unexpected EOF"},
+      {R"({"key":"YQ)", "unexpected EOF"},
+      {R"({"limit":1)", "unexpected EOF"},
+      {"nul", "unexpected EOF"},
+      {"[1", "unexpected EOF"},
+      {"-", "unexpected EOF"},
+      {"1.", "unexpected EOF"},
+      {R"({"key":"YQ==","a":)" + std::string(9999, '['), "unexpected EOF"},
+  };
+  for (const char* path : {"/v3/kv/range", "/v3/kv/put"}) {
+    for (const Case& c : kCases) {
+      net::HttpResponse r = Post(path, c.body);
+      EXPECT_EQ(r.status, 400) << path << " " << c.body.substr(0, 40);
+      EXPECT_EQ(r.body, error_body(c.message))
+          << path << " " << c.body.substr(0, 40);
+    }
+  }
+  // An integer as a string: jsonpb drops the quotes and json.Unmarshals
+  // the rest (its syntax errors, white space allowed, null as no value).
+  const Case kLimits[] = {
+      {"1x", "invalid character 'x' after top-level value"},
+      {"01", "invalid character '1' after top-level value"},
+      {"1 2", "invalid character '2' after top-level value"},
+      {"0x10", "invalid character 'x' after top-level value"},
+      {"", "unexpected end of JSON input"},
+      {" ", "unexpected end of JSON input"},
+      {"-", "invalid character ' ' in numeric literal"},
+      {"1e", "invalid character ' ' in exponent of numeric literal"},
+      {"1.", "invalid character ' ' after decimal point in numeric literal"},
+      {"tru", "invalid character ' ' in literal true (expecting 'e')"},
+      {"+1", "invalid character '+' looking for beginning of value"},
+      {"[1]", "json: cannot unmarshal array into Go value of type int64"},
+      {"{}", "json: cannot unmarshal object into Go value of type int64"},
+      {"true", "json: cannot unmarshal bool into Go value of type int64"},
+  };
+  for (const Case& c : kLimits) {
+    const std::string body = R"({"key":"YQ==","limit":")" + c.body + "\"}";
+    net::HttpResponse r = Post("/v3/kv/range", body);
+    EXPECT_EQ(r.status, 400) << body;
+    EXPECT_EQ(r.body, error_body(c.message)) << body;
+  }
+  for (const char* limit : {" 1", "1 ", "null"}) {
+    const std::string body =
+        R"({"key":"YQ==","limit":")" + std::string(limit) + "\"}";
+    EXPECT_EQ(Post("/v3/kv/range", body).status, 200) << body;
+  }
+
+  // 10,000 levels are read (then refused as not an object). Past that
+  // etcd says "invalid character '[' exceeded max depth", the store its
+  // own "exceeded max depth of 10000" (HostileJsonTest.DeepPutBodyIsA400).
+  EXPECT_EQ(
+      Post("/v3/kv/range", std::string(10000, '[') + std::string(10000, ']'))
+          .body,
+      error_body(kind("array")));
+}
+
 // etcd's TestCtlV3GetFormat matches the response header of `etcdctl get -w
 // protobuf` byte for byte: cluster ID 0x34c21a2d427db393 and a member ID
 // starting 0x...6d for its one member (peer URL https://localhost:20001,

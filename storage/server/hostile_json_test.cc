@@ -204,6 +204,21 @@ TEST_F(HostileJsonTest, FirstStreamRequestThatDoesNotDecodeIsEtcdsError) {
       {"/v3/lease/keepalive", R"({"ID":true})",
        "json: cannot unmarshal bool into Go value of type int64"},
       {"/v3/lease/keepalive", "[1]", "json: cannot unmarshal array"},
+      // Syntax errors inside the first request, in Go's scanner's words
+      // (etcd 3.4.23, measured 2026-12-07).
+      {"/v3/watch", R"({"create_request":{"key" x}})",
+       "invalid character 'x' after object key"},
+      {"/v3/watch", "{\"create_request\":{\"key\":\"a\nb\"}}",
+       R"(invalid character '\\n' in string literal)"},
+      {"/v3/watch", R"({"create_request":{"key":"YQ==","prev_kv":tru}})",
+       "invalid character '}' in literal true (expecting 'e')"},
+      {"/v3/watch", R"({"create_request":{"key":"YQ==","start_revision":1.x}})",
+       "invalid character 'x' after decimal point in numeric literal"},
+      {"/v3/watch",
+       R"({"create_request":{"key":"YQ==","start_revision":"1x"}})",
+       "invalid character 'x' after top-level value"},
+      {"/v3/lease/keepalive", R"({"ID":"1" "x"})",
+       R"(invalid character '\"' after object key:value pair)"},
   };
   for (const Case& c : kCases) {
     SCOPED_TRACE(std::string(c.path) + " " + c.body);

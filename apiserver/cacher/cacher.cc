@@ -26,8 +26,9 @@ using internal::MakeWatchEvent;
 using internal::StoreEntry;
 using internal::StoreEntryPtr;
 
-// The initial list reads the store in pages of this many objects, all at
-// the revision of the first.
+// The initial list (and a watch-list's initial state read from the store,
+// Cacher::Watch) reads the store in pages of this many objects, all at the
+// revision of the first.
 constexpr int64_t kListPage = 1000;
 // While reads wait for the cache to catch up, the storage watch is asked for
 // progress this often (kube-apiserver: 100 ms).
@@ -242,6 +243,10 @@ struct Cacher::Impl {
 
   // ---- the reflector thread: list, watch, relist ---------------------------
   void ReflectorLoop();
+  // The store's objects under Prefix(ns) that match, at its latest
+  // revision, read in pages of kListPage at the revision of the first.
+  StatusOr<ListResult> ListStore(std::string_view ns,
+                                 const ObjectPredicate& pred);
   StatusOr<int64_t> ListAndReplace();
   Status StartStorageWatch(int64_t list_revision);
   // Returns when the storage watch broke or the cacher stops; asks the
@@ -379,6 +384,8 @@ struct Cacher::Impl {
   // cache's revision, it is kept here, and only a watch from a revision
   // waits for it (the dispatcher drops, for each watcher, the changes at or
   // before the revision it started from, which may still be on their way).
+  // A watch-list the cache has not reached reads its initial state from
+  // the store instead (Cacher::Watch), and lists go to the store.
   std::atomic<bool> progress_ordered{false};
   std::atomic<int64_t> store_reached{0};
 };
@@ -396,7 +403,14 @@ void Cacher::Impl::ReflectorLoop() {
       continue;
     }
     Status watching = StartStorageWatch(*listed);
-    if (watching.ok()) AwaitWatchEnd();
+    if (watching.ok()) {
+      // Ready once the storage watch has said whether its progress answers
+      // are ordered (progress_ordered): before, a consistent read would
+      // take the store's path for an unordered one, although the cache
+      // could serve it.
+      SetReady(true);
+      AwaitWatchEnd();
+    }
     {
       MutexLock l(&watch_mu);
       watch.reset();  // waits for its thread: no callback after this
@@ -423,16 +437,23 @@ void Cacher::Impl::Backoff() {
                  [&]() REQUIRES(loop_mu) { return stopping; });
 }
 
-StatusOr<int64_t> Cacher::Impl::ListAndReplace() {
-  std::vector<ObjectPtr> items;
-  ListOptions page_opts{.limit = kListPage};
-  int64_t revision = 0;
+StatusOr<ListResult> Cacher::Impl::ListStore(std::string_view ns,
+                                             const ObjectPredicate& pred) {
+  ListResult all;
+  ListOptions page_opts{.limit = kListPage, .predicate = pred};
   do {
-    ASSIGN_OR_RETURN(ListResult page, store->List("", page_opts));
-    revision = page.revision;
-    items.insert(items.end(), page.items.begin(), page.items.end());
+    ASSIGN_OR_RETURN(ListResult page, store->List(ns, page_opts));
+    all.revision = page.revision;
+    all.items.insert(all.items.end(), page.items.begin(), page.items.end());
     page_opts.continue_token = page.continue_token;
   } while (!page_opts.continue_token.empty());
+  return all;
+}
+
+StatusOr<int64_t> Cacher::Impl::ListAndReplace() {
+  ASSIGN_OR_RETURN(ListResult listed, ListStore("", nullptr));
+  const int64_t revision = listed.revision;
+  std::vector<ObjectPtr>& items = listed.items;
 
   std::map<std::string, StoreEntryPtr> fresh;
   for (ObjectPtr& obj : items) {
@@ -457,7 +478,6 @@ StatusOr<int64_t> Cacher::Impl::ListAndReplace() {
   }
   resource_version->Set(static_cast<double>(revision));
   initializations->Inc();
-  SetReady(true);
   return revision;
 }
 
@@ -889,17 +909,53 @@ StatusOr<std::unique_ptr<WatchHandle>> Cacher::Watch(
   if (opts.consistent && opts.send_initial_events && opts.revision == 0) {
     ASSIGN_OR_RETURN(required, store_->CurrentRevision());
   }
-  // Not reached yet: wait for it (it may be in flight), at most
-  // consistent_read_wait, then refuse, as kube-apiserver's watch cache does
-  // (blockTimeout, 3 s). Without this a watch from a revision far in the
-  // future would be accepted and never see an event, and a watch-list
-  // would start from older state than its client already saw.
-  // A watch from a revision (no initial state) may start once the store
-  // has reached it, even if changes before it are still on their way.
-  if (required > 0 &&
-      !impl_->WaitForRevision(required,
-                              /*for_watch_start=*/!opts.send_initial_events)) {
-    return TooLargeResourceVersion(required, revision_.load());
+  // A watch-list the cache has not reached, over a store whose progress
+  // answers may run ahead of its events (etcd 3.4.23): no answer proves the
+  // cache has every change up to `required`, and on a resource nobody
+  // writes no event ever brings it there, so waiting would end in Too
+  // large resource version. Its initial state is read from the store
+  // instead, at the store's latest revision L (>= required), and the watch
+  // continues after L: the changes at or before L that reach the cache
+  // later are in the list and are skipped, as for a watch from a revision
+  // below (start_revision). This is what kube's client does on its own:
+  // kube-apiserver refuses a watch-list when etcd cannot order progress
+  // answers (cacher.go: "a watch stream was requested by the client but
+  // the required storage feature RequestWatchProgress is disabled") and
+  // client-go's reflector falls back to a LIST and a WATCH from the list's
+  // revision; here that is one request, with the same result.
+  std::vector<StoreEntryPtr> listed;
+  int64_t listed_revision = 0;
+  if (opts.send_initial_events && required > revision_.load() &&
+      !impl_->progress_ordered.load()) {
+    ASSIGN_OR_RETURN(ListResult from_store,
+                     impl_->ListStore(opts.ns, opts.predicate));
+    listed_revision = from_store.revision;
+    // Only a revision nobody was ever given is ahead of the store.
+    if (listed_revision < required) {
+      return TooLargeResourceVersion(required, listed_revision);
+    }
+    listed.reserve(from_store.items.size());
+    for (ObjectPtr& obj : from_store.items) {
+      auto entry = std::make_shared<StoreEntry>();
+      entry->revision = Versioner::Parse(objects::ResourceVersion(*obj))
+                            .value_or(listed_revision);
+      entry->ns = objects::Namespace(*obj);
+      entry->index_value = impl_->IndexOf(*obj);
+      entry->object = std::move(obj);
+      listed.push_back(std::move(entry));
+    }
+  } else if (required > 0) {
+    // Not reached yet: wait for it (it may be in flight), at most
+    // consistent_read_wait, then refuse, as kube-apiserver's watch cache
+    // does (blockTimeout, 3 s). Without this a watch from a revision far in
+    // the future would be accepted and never see an event, and a watch-list
+    // would start from older state than its client already saw. A watch
+    // from a revision (no initial state) may start once the store has
+    // reached it, even if changes before it are still on their way.
+    if (!impl_->WaitForRevision(
+            required, /*for_watch_start=*/!opts.send_initial_events)) {
+      return TooLargeResourceVersion(required, revision_.load());
+    }
   }
   internal::WatcherInit init;
   init.opts = opts;
@@ -910,7 +966,20 @@ StatusOr<std::unique_ptr<WatchHandle>> Cacher::Watch(
   // are one step relative to incoming changes.
   CacheReaderLock l(&impl_->cache_mu);
   const int64_t now = revision_.load();
-  if (opts.send_initial_events) {
+  if (opts.send_initial_events && listed_revision > now) {
+    // The store's list (above), newer than the cache. The cache applies
+    // changes in revision order, so it has applied none after
+    // listed_revision: there is nothing of the window to replay, and every
+    // later change reaches the dispatcher after this registration.
+    init.snapshot =
+        std::make_shared<std::vector<StoreEntryPtr>>(std::move(listed));
+    init.snapshot_revision = listed_revision;
+    init.start_revision = listed_revision;
+    init.end_bookmark = opts.allow_bookmarks && !opts.legacy_initial_events;
+  } else if (opts.send_initial_events) {
+    // From the cache: also when a store list was read but the cache has
+    // caught up with it since (a change made meanwhile may already have
+    // been dispatched, and is only in the cache's state).
     const std::string prefix = store_->Prefix(opts.ns);
     auto snapshot = std::make_shared<std::vector<StoreEntryPtr>>();
     for (auto it = impl_->objects.lower_bound(prefix);

@@ -20,7 +20,13 @@
 //     with `consistent` (a watch-list from resourceVersion ""), that state
 //     is at least the store's current revision: the cache waits for it as
 //     for a watch from a revision (below), and the watch fails rather than
-//     start from a cache that lags;
+//     start from a cache that lags. Over a store whose progress answers are
+//     not ordered with its events (storage::Watch::ProgressOrdered false:
+//     etcd < 3.4.31), where no answer proves the cache complete, a
+//     revision the cache has not reached is not waited for: the initial
+//     events are the store's list at its latest revision L, the
+//     initial_events_end bookmark is at L, and the watch goes on with the
+//     changes after L (docs/api-storage.md);
 //   otherwise: every change with revision > `revision` (0: from now). A
 //     `revision` older than the window's oldest event is Expired (410: "too
 //     old resource version: N (M)"), delivered as Close(Expired) on the sink;
@@ -197,7 +203,8 @@ struct WatchOptions {
   // resourceVersion "", kube's getWatchCacheResourceVersion): Watch reads
   // that revision and waits for the cache to reach it, failing with Too
   // large resource version if it cannot, as for a watch from a revision.
-  // Never served from a cache that lags, nor read from the store.
+  // Never served from a cache that lags; over a store whose progress
+  // answers are not ordered, read from the store instead of waiting.
   bool consistent = false;
   // With send_initial_events: a legacy watch (resourceVersion 0 or ""
   // without sendInitialEvents). Its initial events end with no
@@ -333,7 +340,8 @@ class Cacher {
   // threads; returns at once.
   Status Start();
   void Stop();
-  // Waits until the initial list is loaded (false on timeout).
+  // Waits until the initial list is loaded and the storage watch started
+  // (false on timeout).
   bool WaitReady(Duration timeout);
   bool ready() const { return ready_.load(); }
 

@@ -101,6 +101,27 @@ class InterceptKV : public storage::ForwardingKV {
     MutexLock l(&mu_);
     before_next_watch_ = std::move(f);
   }
+  // Runs `f` once, on the reader's thread, right after the next read of a
+  // key range (a list; not a count) has its answer and before the reader
+  // sees it: a write made there races the list.
+  void AfterNextList(std::function<void()> f) {
+    MutexLock l(&mu_);
+    after_next_list_ = std::move(f);
+  }
+  StatusOr<etcdserverpb::RangeResponse> Range(
+      const etcdserverpb::RangeRequest& req) override {
+    auto resp = ForwardingKV::Range(req);
+    if (!req.range_end().empty() && !req.count_only()) {
+      std::function<void()> hook;
+      {
+        MutexLock l(&mu_);
+        hook = std::move(after_next_list_);
+        after_next_list_ = nullptr;
+      }
+      if (hook) hook();
+    }
+    return resp;
+  }
   void DropProgress(bool drop) { drop_progress_.store(drop); }
   // Watches started from now on say their progress answers are not ordered
   // with their events (etcd 3.4.23's: storage::Watch::ProgressOrdered).
@@ -175,6 +196,7 @@ class InterceptKV : public storage::ForwardingKV {
   std::condition_variable started_cv_;
   std::shared_ptr<WatchState> active_;
   std::function<void()> before_next_watch_;
+  std::function<void()> after_next_list_;
   int watches_started_ = 0;
   std::atomic<bool> drop_progress_{false};
   std::atomic<bool> unordered_{false};
@@ -1136,6 +1158,122 @@ TEST_F(CacherTest, UnorderedProgressAnswersNeverServeStaleReads) {
             (std::vector<std::string>{"ADDED b" + At(rb), "ADDED c" + At(rc)}));
 }
 
+// A watch-list over a store whose progress answers are not ordered (etcd
+// 3.4.23) cannot wait for a progress answer to prove the cache complete,
+// and on a resource nobody writes no event ever moves the cache to the
+// store's revision: its initial events are the store's list at its latest
+// revision L, its end bookmark is at L, and the changes after L follow
+// exactly once: those at or before L that reach the cache later (held
+// here) are in the list and not sent again, a write made while the list
+// is read comes after it.
+TEST_F(CacherTest, WatchListOverUnorderedProgressOnAQuietResource) {
+  real_clock_ = true;
+  kv_.UnorderedProgress();
+  StartCacher({.consistent_read_wait = seconds(1), .clock = Clock::Real()});
+  auto seen = std::make_shared<RecordingSink>();
+  auto h0 = MustWatch({.ns = "default"}, seen);
+  const int64_t ra = CreatePod("default", "a");
+  const int64_t rb = CreatePod("default", "b");
+  ASSERT_EQ(seen->WaitFor(2).size(), 2u);  // the cache is at b, then quiet
+  kv_.HoldEvents();
+  const int64_t rc = CreatePod("default", "c");  // the cache has not seen it
+  ObjectStore configmaps(&kv_, Resource("", "configmaps"),
+                         ObjectStoreOptions{.metrics = &metrics_});
+  // Only another resource moves the store's revision.
+  const int64_t rx =
+      Rev(configmaps.Create(testing::MakeConfigMap("default", "x")));
+  int64_t re = 0;
+  kv_.AfterNextList([&] { re = CreatePod("default", "e"); });
+
+  auto list = std::make_shared<RecordingSink>();
+  auto h1 = MustWatch({.ns = "default",
+                       .send_initial_events = true,
+                       .allow_bookmarks = true,
+                       .consistent = true},
+                      list);
+  ASSERT_NE(h1, nullptr);
+  EXPECT_EQ(list->WaitFor(4),
+            (std::vector<std::string>{"ADDED a" + At(ra), "ADDED b" + At(rb),
+                                      "ADDED c" + At(rc),
+                                      "BOOKMARK" + At(rx) + " end"}));
+  ASSERT_GT(re, rx);
+
+  // Not older than c, which the cache still has not seen: the store's list
+  // at its latest revision, now e's.
+  auto from_c = std::make_shared<RecordingSink>();
+  auto h2 = MustWatch({.ns = "default",
+                       .send_initial_events = true,
+                       .revision = rc,
+                       .allow_bookmarks = true},
+                      from_c);
+  ASSERT_NE(h2, nullptr);
+  EXPECT_EQ(from_c->WaitFor(5),
+            (std::vector<std::string>{"ADDED a" + At(ra), "ADDED b" + At(rb),
+                                      "ADDED c" + At(rc), "ADDED e" + At(re),
+                                      "BOOKMARK" + At(re) + " end"}));
+
+  kv_.ReleaseEvents();  // c, then e reach the cache
+  const int64_t rd = CreatePod("default", "d");
+  EXPECT_EQ(seen->WaitFor(5),
+            (std::vector<std::string>{"ADDED a" + At(ra), "ADDED b" + At(rb),
+                                      "ADDED c" + At(rc), "ADDED e" + At(re),
+                                      "ADDED d" + At(rd)}));
+  // d is the last change: once it arrived, nothing else can follow.
+  EXPECT_EQ(list->WaitFor(6),
+            (std::vector<std::string>{"ADDED a" + At(ra), "ADDED b" + At(rb),
+                                      "ADDED c" + At(rc),
+                                      "BOOKMARK" + At(rx) + " end",
+                                      "ADDED e" + At(re), "ADDED d" + At(rd)}));
+  EXPECT_EQ(from_c->WaitFor(6),
+            (std::vector<std::string>{"ADDED a" + At(ra), "ADDED b" + At(rb),
+                                      "ADDED c" + At(rc), "ADDED e" + At(re),
+                                      "BOOKMARK" + At(re) + " end",
+                                      "ADDED d" + At(rd)}));
+  EXPECT_EQ(list->closes(), 0);
+  EXPECT_EQ(from_c->closes(), 0);
+}
+
+// The same, when a write made while the store's list is read reaches the
+// cache before the watch-list registers: the cache is then at least as new
+// as the list, and the watch-list gets the cache's state (with that write)
+// and bookmark; it would miss the write if it started after the list's
+// revision without it.
+TEST_F(CacherTest, WatchListOverUnorderedProgressWhenTheCacheOvertakesTheList) {
+  real_clock_ = true;
+  kv_.UnorderedProgress();
+  StartCacher({.consistent_read_wait = seconds(1), .clock = Clock::Real()});
+  auto seen = std::make_shared<RecordingSink>();
+  auto h0 = MustWatch({.ns = "default"}, seen);
+  const int64_t ra = CreatePod("default", "a");
+  ASSERT_EQ(seen->WaitFor(1).size(), 1u);
+  ObjectStore configmaps(&kv_, Resource("", "configmaps"),
+                         ObjectStoreOptions{.metrics = &metrics_});
+  const int64_t rx =
+      Rev(configmaps.Create(testing::MakeConfigMap("default", "x")));
+  int64_t re = 0;
+  kv_.AfterNextList([&] {
+    re = CreatePod("default", "e");
+    seen->WaitFor(2);  // the cache has applied e
+  });
+
+  auto list = std::make_shared<RecordingSink>();
+  auto h1 = MustWatch({.ns = "default",
+                       .send_initial_events = true,
+                       .allow_bookmarks = true,
+                       .consistent = true},
+                      list);
+  ASSERT_NE(h1, nullptr);
+  ASSERT_GT(re, rx);
+  EXPECT_EQ(list->WaitFor(3),
+            (std::vector<std::string>{"ADDED a" + At(ra), "ADDED e" + At(re),
+                                      "BOOKMARK" + At(re) + " end"}));
+  const int64_t rd = CreatePod("default", "d");
+  EXPECT_EQ(list->WaitFor(4),
+            (std::vector<std::string>{"ADDED a" + At(ra), "ADDED e" + At(re),
+                                      "BOOKMARK" + At(re) + " end",
+                                      "ADDED d" + At(rd)}));
+}
+
 // NotOlderThan N with a limit is the cache's first page at the revision it
 // reached, never the store's at exactly N: after N is compacted it still
 // answers (kube never answers 410 to NotOlderThan), while the legacy match
@@ -1417,7 +1555,7 @@ TEST_F(CacherTest, RelistAfterTheStorageWatchIsCompacted) {
   // Every watcher is closed so that it re-watches.
   EXPECT_TRUE(old_watcher->WaitClosed().ok());
   kv_.WaitWatchesStarted(2);
-  ASSERT_TRUE(cacher_->ready());
+  ASSERT_TRUE(cacher_->WaitReady(seconds(20)));
   WaitCacheAt(rc);
   EXPECT_EQ(Metric("apiserver_watch_cache_initializations_total{group=\"\","
                    "resource=\"pods\"}"),

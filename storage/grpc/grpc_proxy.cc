@@ -4,6 +4,7 @@
 // clang-format on
 
 #include <grpc/grpc.h>
+#include <grpcpp/alarm.h>
 #include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
@@ -477,6 +478,8 @@ struct Counters {
   // etcd's events_coalescing: per upstream response, the members it went
   // to beyond the first.
   std::atomic<int64_t> coalesced{0};
+  // Watch permission checks asked again after a transport failure.
+  std::atomic<int64_t> check_retries{0};
 };
 
 enum class KvMethod { kRange, kPut, kDeleteRange, kTxn, kCompact, kOther };
@@ -825,10 +828,17 @@ struct Broadcast {
   Mutex mu;
   // Every response up to this revision has been delivered to members.
   int64_t revision GUARDED_BY(mu) = 0;
+  // The header of the newest response (its member, term and cluster), for
+  // the answers the proxy makes up: a joiner's created, a cancel's.
+  pb::ResponseHeader header GUARDED_BY(mu);
   struct Member {
     std::shared_ptr<WatchSink> sink;
     Metadata auth;    // the client's token, checked when it joined
     uint64_t joined;  // order of joining
+    // A joiner's created revision: events at or below it are not its own
+    // (etcd's watcher.send and its nextrev); 0 for the watcher that opened
+    // the upstream watch.
+    int64_t start = 0;
   };
   std::map<std::pair<WatchSink*, int64_t>, Member> members GUARDED_BY(mu);
   uint64_t joins GUARDED_BY(mu) = 0;
@@ -884,18 +894,26 @@ class WatchHub {
   // `auth` is the client's "token"/"authorization" metadata: an upstream
   // watch this watcher creates is opened with it (etcd's proxy opens a
   // broadcast's watch with its first watcher's token).
+  // `store_revision` is the store's revision when the watcher's permission
+  // was checked (0: unknown): a watcher that joins a shared watch starts
+  // there if the shared watch is behind it.
   void Create(std::shared_ptr<WatchSink> sink, int64_t id,
-              pb::WatchCreateRequest req, Metadata auth) {
-    Post([this, sink, id, req = std::move(req),
-          auth = std::move(auth)]() mutable {
-      DoCreate(std::move(sink), id, std::move(req), std::move(auth));
+              pb::WatchCreateRequest req, Metadata auth,
+              int64_t store_revision) {
+    Post([this, sink, id, req = std::move(req), auth = std::move(auth),
+          store_revision]() mutable {
+      DoCreate(std::move(sink), id, std::move(req), std::move(auth),
+               store_revision);
     });
   }
-  // Removes watcher `id` of `sink`; then `after` (the canceled answer).
-  void Cancel(WatchSink* sink, int64_t id, std::function<void()> after) {
+  // Removes watcher `id` of `sink`; then `after` (the canceled answer) with
+  // the header of its last response: its upstream watch's newest, at the
+  // revision the watcher has seen up to.
+  void Cancel(WatchSink* sink, int64_t id,
+              std::function<void(const pb::ResponseHeader&)> after) {
     Post([this, sink, id, after = std::move(after)] {
-      Remove(sink, id);
-      if (after) after();
+      const pb::ResponseHeader header = Remove(sink, id);
+      if (after) after(header);
     });
   }
   void CancelAll(WatchSink* sink) {
@@ -940,7 +958,8 @@ class WatchHub {
   }
 
   void DoCreate(std::shared_ptr<WatchSink> sink, int64_t id,
-                pb::WatchCreateRequest req, Metadata auth) {
+                pb::WatchCreateRequest req, Metadata auth,
+                int64_t store_revision) {
     if (!prefix_.empty()) {
       PrefixInterval(prefix_, req.mutable_key(), req.mutable_range_end());
     }
@@ -954,13 +973,20 @@ class WatchHub {
     if (b) {
       MutexLock l(&b->mu);
       if (!b->over) {
+        // Created "now", as etcd's proxy's joiner is (at the store's
+        // revision): what the shared watch last delivered may be far
+        // behind, even compacted, and clientv3 resumes a broken stream
+        // from the created revision.
+        const int64_t start = std::max(b->revision, store_revision);
         pb::WatchResponse created;
-        created.mutable_header()->set_revision(b->revision);
+        *created.mutable_header() = b->header;
+        created.mutable_header()->set_revision(start);
         created.set_watch_id(id);
         created.set_created(true);
         // Under b->mu: no event can slip between `created` and the join.
         if (sink->Send(std::move(created))) {
-          b->members[{sink.get(), id}] = {sink, std::move(auth), ++b->joins};
+          b->members[{sink.get(), id}] = {sink, std::move(auth), ++b->joins,
+                                          start};
           n_->watchers.fetch_add(1);
         }
         return;
@@ -1018,7 +1044,10 @@ class WatchHub {
   static void Deliver(Broadcast& b, const std::string& prefix, Counters* n,
                       const pb::WatchResponse& r) {
     MutexLock l(&b.mu);
-    if (r.header().revision() > b.revision) b.revision = r.header().revision();
+    if (r.header().revision() >= b.revision) {
+      b.revision = r.header().revision();
+      b.header = r.header();
+    }
     pb::WatchResponse out = r;
     for (mvccpb::Event& e : *out.mutable_events()) {
       if (!prefix.empty()) {
@@ -1031,9 +1060,15 @@ class WatchHub {
       n->coalesced.fetch_add(static_cast<int64_t>(b.members.size()) - 1);
     }
     for (auto it = b.members.begin(); it != b.members.end();) {
-      out.set_watch_id(it->first.second);
+      pb::WatchResponse mine;
+      pb::WatchResponse* send = Since(it->second.start, &out, &mine);
+      if (send == nullptr) {
+        ++it;  // nothing after the joiner's start
+        continue;
+      }
+      send->set_watch_id(it->first.second);
       if (r.canceled()) it->second.sink->Ended(it->first.second);
-      if (!it->second.sink->Send(out) || r.canceled()) {
+      if (!it->second.sink->Send(*send) || r.canceled()) {
         it = b.members.erase(it);
         if (!r.created()) n->watchers.fetch_sub(1);
       } else {
@@ -1042,9 +1077,36 @@ class WatchHub {
     }
   }
 
+  // What of `r` goes to a member that joined at `start`: `r`, or `*mine`,
+  // a copy without the events at or below `start`; null if nothing does.
+  // Responses the shared watch had in flight when a watcher joined at the
+  // store's newer revision carry such events; a progress notification
+  // below its start would have the client resume from before it.
+  static pb::WatchResponse* Since(int64_t start, pb::WatchResponse* r,
+                                  pb::WatchResponse* mine) {
+    if (start == 0 || r->canceled() || r->compact_revision() != 0) return r;
+    if (r->events_size() == 0) {
+      return r->header().revision() >= start ? r : nullptr;
+    }
+    if (r->events(0).kv().mod_revision() > start) return r;  // in order
+    *mine = *r;
+    auto* events = mine->mutable_events();
+    int kept = 0;
+    for (int i = 0; i < events->size(); ++i) {
+      if (events->Get(i).kv().mod_revision() <= start) continue;
+      if (kept != i) events->Mutable(kept)->Swap(events->Mutable(i));
+      ++kept;
+    }
+    if (kept == 0) return nullptr;
+    events->DeleteSubrange(kept, events->size() - kept);
+    return mine;
+  }
+
   // Removes watcher `id` of `sink` (-1: all of them) from every broadcast
-  // and closes the upstream watches left without members.
-  void Remove(WatchSink* sink, int64_t id) {
+  // and closes the upstream watches left without members. Returns the
+  // header of the last response of watcher `id` (empty if not found).
+  pb::ResponseHeader Remove(WatchSink* sink, int64_t id) {
+    pb::ResponseHeader found;
     std::vector<std::shared_ptr<Broadcast>> all;
     {
       MutexLock l(&mu_);
@@ -1057,6 +1119,8 @@ class WatchHub {
         MutexLock l(&b->mu);
         for (auto it = b->members.begin(); it != b->members.end();) {
           if (it->first.first == sink && (id < 0 || it->first.second == id)) {
+            found = b->header;
+            found.set_revision(std::max(b->revision, it->second.start));
             it = b->members.erase(it);
             n_->watchers.fetch_sub(1);
           } else {
@@ -1082,6 +1146,7 @@ class WatchHub {
         n_->upstreams.fetch_sub(1);
       }
     }
+    return found;
   }
 
   GrpcKV* const kv_;
@@ -1109,24 +1174,31 @@ class WatchStream
     bool Send(pb::WatchResponse r) override EXCLUDES(mu_) {
       MutexLock l(&mu_);
       if (s_ == nullptr || ending_) return false;
-      queued_ += r.ByteSizeLong();
-      queue_.push_back(std::move(r));
+      // The bound is on the backlog before this response, behind the one
+      // being written: a response larger than the bound (a catch-up of
+      // many large values) still reaches a client that reads, while one
+      // that does not read holds at most the bound plus two responses.
       if (queued_ > max_bytes_) {
         // A client that does not read must not hold the others back, nor
         // grow the proxy's memory: it is cut off, as etcd's proxy cancels a
         // watcher whose channel stays full.
         slow_->fetch_add(1);
+        const size_t backlog = queued_;
         queue_.clear();
+        queued_ = 0;
         EndLocked(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
                                "grpc-proxy: watch stream too slow (" +
-                                   std::to_string(queued_) +
+                                   std::to_string(backlog) +
                                    " bytes queued; the limit is " +
                                    std::to_string(max_bytes_) + ")"));
         return false;
       }
+      const size_t bytes = r.ByteSizeLong();
+      queue_.push_back({std::move(r), bytes});
       if (!writing_) {
-        writing_ = true;
-        s_->StartWrite(&queue_.front());
+        StartWriteLocked();
+      } else {
+        queued_ += bytes;
       }
       return true;
     }
@@ -1146,23 +1218,21 @@ class WatchStream
     void WriteDone(bool ok) EXCLUDES(mu_) {
       MutexLock l(&mu_);
       writing_ = false;
-      if (!queue_.empty()) {
-        queued_ -= std::min(queued_, queue_.front().ByteSizeLong());
-        queue_.pop_front();
-      }
+      if (!queue_.empty()) queue_.pop_front();
       if (!ok && !ending_) {
         ending_ = true;
         status_ = grpc::Status::CANCELLED;
       }
       if (ending_) {
         queue_.clear();
+        queued_ = 0;
         if (!finished_ && s_ != nullptr && holds_ == 0) {
           finished_ = true;
           s_->Finish(status_);
         }
       } else if (!queue_.empty()) {
-        writing_ = true;
-        s_->StartWrite(&queue_.front());
+        queued_ -= std::min(queued_, queue_.front().bytes);
+        StartWriteLocked();
       }
     }
     void Detach() EXCLUDES(mu_) {
@@ -1193,6 +1263,18 @@ class WatchStream
     }
 
    private:
+    // A response and its size, counted once.
+    struct Queued {
+      pb::WatchResponse r;
+      size_t bytes;
+    };
+
+    // Writes the front of the queue, which is no longer backlog.
+    void StartWriteLocked() REQUIRES(mu_) {
+      writing_ = true;
+      s_->StartWrite(&queue_.front().r);
+    }
+
     void EndLocked(grpc::Status st) REQUIRES(mu_) {
       if (ending_ || s_ == nullptr) return;
       ending_ = true;
@@ -1206,7 +1288,11 @@ class WatchStream
     WatchStream* s_ GUARDED_BY(mu_);
     const size_t max_bytes_;
     std::atomic<int64_t>* const slow_;
-    std::deque<pb::WatchResponse> queue_ GUARDED_BY(mu_);
+    // The front is being written while writing_; deque: push_back and
+    // pop_front leave the front in place.
+    std::deque<Queued> queue_ GUARDED_BY(mu_);
+    // The backlog: bytes of the queued responses behind the one being
+    // written.
     size_t queued_ GUARDED_BY(mu_) = 0;
     bool writing_ GUARDED_BY(mu_) = false;
     bool ending_ GUARDED_BY(mu_) = false;
@@ -1242,21 +1328,25 @@ class WatchStream
     // could erase the new watcher's id: the bound then counts one less.)
     for (int64_t gone : sink_->TakeEnded()) ids_.erase(gone);
     if (req_.has_create_request()) {
+      // An empty key is the first key, "\0", as a member takes it (etcd's
+      // v3rpc watch) and etcd's proxy passes it on.
+      if (req_.create_request().key().empty()) {
+        req_.mutable_create_request()->set_key(std::string(1, '\0'));
+      }
       const pb::WatchCreateRequest& c = req_.create_request();
       int64_t id = c.watch_id() != 0 ? c.watch_id() : next_id_;
       // The members' bound and text (etcdjson::CheckWatcherLimit).
       Status full =
           etcdjson::CheckWatcherLimit(ids_.size(), o_->max_watchers_per_stream);
       if (!full.ok()) n_->watch_creates_refused.fetch_add(1);
-      if (!full.ok() || ids_.count(id) > 0 || c.key().empty()) {
+      if (!full.ok() || ids_.count(id) > 0) {
         pb::WatchResponse r;
         r.mutable_header();
         r.set_watch_id(-1);
         r.set_created(true);
         r.set_canceled(true);
         r.set_cancel_reason(
-            c.key().empty() ? "etcdserver: key is not provided"
-            : ids_.count(id) > 0
+            ids_.count(id) > 0
                 ? "mvcc: duplicate watch ID provided on the WatchStream"
                 : full.message());
         sink_->Send(std::move(r));
@@ -1270,84 +1360,19 @@ class WatchStream
       const int64_t id = req_.cancel_request().watch_id();
       if (ids_.erase(id) > 0) {
         std::shared_ptr<Sink> sink = sink_;
-        hub_->Cancel(sink.get(), id, [sink, id] {
-          pb::WatchResponse r;
-          r.set_watch_id(id);
-          r.set_canceled(true);
-          sink->Send(std::move(r));
-        });
+        hub_->Cancel(sink.get(), id,
+                     [sink, id](const pb::ResponseHeader& header) {
+                       // With a header, as etcd's proxy's answer.
+                       pb::WatchResponse r;
+                       *r.mutable_header() = header;
+                       r.set_watch_id(id);
+                       r.set_canceled(true);
+                       sink->Send(std::move(r));
+                     });
       }
     }
     // progress requests: not forwarded (the upstream watches are shared).
     StartRead(&req_);
-  }
-  // etcd's checkPermissionForWatch: before a watcher joins or opens an
-  // upstream watch (which may be another user's), a member is asked, with
-  // this client's token, for a serializable count-only Range of the
-  // watched range; a refusal refuses the watcher with etcd's answer. No
-  // further request is read meanwhile, so the stream's requests keep
-  // their order (etcd's recvLoop waits the same way), and the stream is
-  // held so that it is not finished under the check.
-  void CheckPermission(int64_t id, pb::WatchCreateRequest c) {
-    if (!sink_->Hold()) return;  // ending: no more reads
-    pb::RangeRequest r;
-    r.set_key(c.key());
-    r.set_range_end(c.range_end());
-    if (!o_->key_prefix.empty()) {
-      PrefixInterval(o_->key_prefix, r.mutable_key(), r.mutable_range_end());
-    }
-    r.set_serializable(true);
-    r.set_count_only(true);
-    r.set_limit(1);
-    auto check = std::make_shared<PermissionCheck>();
-    ToBuffer(r, &check->req);
-    CopyCallerMetadata(*ctx_, &check->ctx);
-    MutexLock l(&check_mu_);
-    check_ = check;
-    b_->stubs[b_->Pick()]->UnaryCall(
-        &check->ctx, "/etcdserverpb.KV/Range", grpc::StubOptions(), &check->req,
-        &check->resp,
-        [this, check, id, c = std::move(c)](grpc::Status st) mutable {
-          Checked(id, std::move(c), st);
-        });
-    if (cancelled_) check->ctx.TryCancel();
-  }
-
-  void Checked(int64_t id, pb::WatchCreateRequest c, const grpc::Status& st) {
-    // Held: nothing below can finish the stream before Release.
-    std::shared_ptr<Sink> sink = sink_;
-    if (!sink->Ending()) {
-      if (st.ok()) {
-        hub_->Create(sink, id, std::move(c), auth_);
-      } else {
-        // As etcd's proxy: created and canceled, watch id -1, an empty
-        // header and clientv3's text of the member's error.
-        ids_.erase(id);
-        if (c.watch_id() == 0) next_id_ = std::min(next_id_, id);
-        pb::WatchResponse r;
-        r.mutable_header();
-        r.set_watch_id(-1);
-        r.set_created(true);
-        r.set_canceled(true);
-        r.set_cancel_reason(GoErrorText(st));
-        sink->Send(std::move(r));
-      }
-      StartRead(&req_);
-    }
-    sink->Release();  // `this` may be gone after it
-  }
-
-  void OnWriteDone(bool ok) override { sink_->WriteDone(ok); }
-  void OnCancel() override {
-    sink_->End(grpc::Status::CANCELLED);
-    MutexLock l(&check_mu_);
-    cancelled_ = true;
-    if (check_) check_->ctx.TryCancel();
-  }
-  void OnDone() override {
-    sink_->Detach();
-    hub_->CancelAll(sink_.get());
-    delete this;
   }
 
   // One permission check's call (shared with its callback).
@@ -1355,6 +1380,153 @@ class WatchStream
     grpc::ClientContext ctx;
     grpc::ByteBuffer req, resp;
   };
+
+  // A check attempt's own bound (within the client's deadline, if any) and
+  // the backoff between attempts, doubling (clientv3 retries etcd's
+  // proxy's check every 25 ms; the members need not be asked that often).
+  static constexpr std::chrono::milliseconds kCheckAttemptTimeout{5000};
+  static constexpr std::chrono::milliseconds kCheckRetryFirst{100};
+  static constexpr std::chrono::milliseconds kCheckRetryMax{2000};
+
+  // etcd's checkPermissionForWatch: before a watcher joins or opens an
+  // upstream watch (which may be another user's), a member is asked, with
+  // this client's token, for a serializable count-only Range of the
+  // watched range; a refusal refuses the watcher with etcd's answer. No
+  // further request is read meanwhile, so the stream's requests keep
+  // their order (etcd's recvLoop waits the same way), and the stream is
+  // held so that it is not finished under the check.
+  //
+  // A check that does not reach a member (UNAVAILABLE, DEADLINE_EXCEEDED)
+  // is no answer: it is asked again after a backoff, reading still paused,
+  // until a member answers or the stream ends (the client goes, the proxy
+  // stops). etcd's proxy waits the same way (clientv3 retries its check);
+  // refused, the watch would be over for good, as clientv3 does not retry
+  // a canceled create.
+  void CheckPermission(int64_t id, pb::WatchCreateRequest c) {
+    if (!sink_->Hold()) return;  // ending: no more reads
+    check_range_.Clear();
+    check_range_.set_key(c.key());
+    check_range_.set_range_end(c.range_end());
+    if (!o_->key_prefix.empty()) {
+      PrefixInterval(o_->key_prefix, check_range_.mutable_key(),
+                     check_range_.mutable_range_end());
+    }
+    check_range_.set_serializable(true);
+    check_range_.set_count_only(true);
+    check_range_.set_limit(1);
+    check_id_ = id;
+    check_create_ = std::move(c);
+    check_backoff_ = kCheckRetryFirst;
+    SendCheck();
+  }
+
+  // One attempt of the check of check_create_.
+  void SendCheck() EXCLUDES(check_mu_) {
+    auto check = std::make_shared<PermissionCheck>();
+    ToBuffer(check_range_, &check->req);
+    CopyCallerMetadata(*ctx_, &check->ctx);
+    // A member that stopped answering on an open connection is given up on
+    // and asked again, as one that refused the connection.
+    const auto attempt_end =
+        std::chrono::system_clock::now() + kCheckAttemptTimeout;
+    if (check->ctx.deadline() > attempt_end) {
+      check->ctx.set_deadline(attempt_end);
+    }
+    {
+      MutexLock l(&check_mu_);
+      check_ = check;
+      // Canceled before it starts: gRPC cancels it when it does.
+      if (cancelled_) check->ctx.TryCancel();
+    }
+    // Not under check_mu_: the callback may take it (ScheduleRetry).
+    b_->stubs[b_->Pick()]->UnaryCall(
+        &check->ctx, "/etcdserverpb.KV/Range", grpc::StubOptions(), &check->req,
+        &check->resp,
+        [this, check](grpc::Status st) { Checked(check.get(), st); });
+  }
+
+  void Checked(PermissionCheck* check, const grpc::Status& st) {
+    // Held: nothing below can finish the stream before Release.
+    std::shared_ptr<Sink> sink = sink_;
+    if (!sink->Ending()) {
+      if (st.error_code() == grpc::StatusCode::UNAVAILABLE ||
+          st.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
+        if (ScheduleRetry()) return;  // still held, reading still paused
+      } else {
+        if (st.ok()) {
+          // The store's revision when the watcher was checked: where a
+          // watcher that joins a shared watch starts.
+          pb::RangeResponse answer;
+          const int64_t store_revision = FromBuffer(&check->resp, &answer)
+                                             ? answer.header().revision()
+                                             : 0;
+          hub_->Create(sink, check_id_, std::move(check_create_), auth_,
+                       store_revision);
+        } else {
+          // As etcd's proxy: created and canceled, watch id -1, an empty
+          // header and clientv3's text of the member's error.
+          ids_.erase(check_id_);
+          if (check_create_.watch_id() == 0) {
+            next_id_ = std::min(next_id_, check_id_);
+          }
+          pb::WatchResponse r;
+          r.mutable_header();
+          r.set_watch_id(-1);
+          r.set_created(true);
+          r.set_canceled(true);
+          r.set_cancel_reason(GoErrorText(st));
+          sink->Send(std::move(r));
+        }
+        StartRead(&req_);
+      }
+    }
+    sink->Release();  // `this` may be gone after it
+  }
+
+  // Asks the check again after the backoff; false if the stream is being
+  // canceled (then nothing is scheduled).
+  bool ScheduleRetry() EXCLUDES(alarm_mu_) {
+    const auto delay = check_backoff_;
+    check_backoff_ = std::min(check_backoff_ * 2, kCheckRetryMax);
+    MutexLock l(&alarm_mu_);
+    if (alarm_cancelled_) return false;
+    n_->check_retries.fetch_add(1);
+    // The previous alarm, if any, has fired: dropping it calls nothing.
+    retry_ = std::make_unique<grpc::Alarm>();
+    retry_->Set(std::chrono::system_clock::now() + delay,
+                [this](bool fired) { RetryDue(fired); });
+    return true;
+  }
+
+  // On gRPC's executor: the backoff is over (fired) or was canceled.
+  void RetryDue(bool fired) {
+    std::shared_ptr<Sink> sink = sink_;
+    if (fired && !sink->Ending()) {
+      SendCheck();  // still held
+      return;
+    }
+    sink->Release();  // `this` may be gone after it
+  }
+
+  void OnWriteDone(bool ok) override { sink_->WriteDone(ok); }
+  void OnCancel() override {
+    sink_->End(grpc::Status::CANCELLED);
+    {
+      MutexLock l(&check_mu_);
+      cancelled_ = true;
+      if (check_) check_->ctx.TryCancel();
+    }
+    // Its callback (RetryDue) runs on gRPC's executor and takes neither
+    // lock.
+    MutexLock l(&alarm_mu_);
+    alarm_cancelled_ = true;
+    if (retry_) retry_->Cancel();
+  }
+  void OnDone() override {
+    sink_->Detach();
+    hub_->CancelAll(sink_.get());
+    delete this;
+  }
 
   grpc::CallbackServerContext* const ctx_;
   WatchHub* const hub_;
@@ -1367,9 +1539,19 @@ class WatchStream
   // Touched only by reads and permission checks, one at a time.
   std::set<int64_t> ids_;
   int64_t next_id_ = 0;
+  // The create being checked, its Range and the next backoff: touched by
+  // the check's steps only, one at a time (reading is paused meanwhile).
+  int64_t check_id_ = 0;
+  pb::WatchCreateRequest check_create_;
+  pb::RangeRequest check_range_;
+  std::chrono::milliseconds check_backoff_{0};
   Mutex check_mu_;
   std::shared_ptr<PermissionCheck> check_ GUARDED_BY(check_mu_);
   bool cancelled_ GUARDED_BY(check_mu_) = false;
+  // Set and Cancel of one alarm must not race: both under alarm_mu_.
+  Mutex alarm_mu_;
+  std::unique_ptr<grpc::Alarm> retry_ GUARDED_BY(alarm_mu_);
+  bool alarm_cancelled_ GUARDED_BY(alarm_mu_) = false;
 };
 
 class WatchService final : public pb::Watch::CallbackService {
@@ -1588,6 +1770,7 @@ GrpcProxyStats GrpcProxy::stats() const {
   s.range_cache_misses = impl_->n.cache_misses.load();
   s.watch_creates_refused = impl_->n.watch_creates_refused.load();
   s.events_coalescing = impl_->n.coalesced.load();
+  s.watch_checks_retried = impl_->n.check_retries.load();
   s.range_cache_entries =
       impl_->cache ? static_cast<int64_t>(impl_->cache->size()) : 0;
   return s;

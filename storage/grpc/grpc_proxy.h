@@ -19,13 +19,18 @@
 //  - Watch: its own service. A watch that starts "now" (start_revision 0)
 //    joins an upstream watch of the same key range, filters, prev_kv and
 //    progress_notify if one is open (etcd's watch broadcasts), so N such
-//    clients cost the members one watch. Other watches get an upstream
+//    clients cost the members one watch; a joiner is created at the
+//    store's revision (its permission check's answer; the shared watch's
+//    if newer) and gets the events after it. Other watches get an upstream
 //    watch of their own. Upstream watches resume on another member after a
 //    failure (GrpcKV's guarantees: no gap, no duplicate). A client stream
-//    whose unsent responses pass max_queued_watch_bytes is ended with
-//    RESOURCE_EXHAUSTED; the others are not slowed by it. Every watcher's
-//    permission is checked first (Auth, below). Progress requests are
-//    not answered (etcd's proxy answers none either).
+//    whose responses queued behind the one being written pass
+//    max_queued_watch_bytes is ended with RESOURCE_EXHAUSTED (one response
+//    larger than that still goes); the others are not slowed by it. Every
+//    watcher's permission is checked first (Auth, below). An empty key is
+//    "\0", as the members take it. A cancel's answer carries the last
+//    header. Progress requests are not answered (etcd's proxy answers none
+//    either).
 //  - Cluster.MemberList: answered by the proxy with one member whose client
 //    URL is advertise_client_url when that is set (etcd's default), else
 //    forwarded.
@@ -70,7 +75,10 @@
 // token, for a serializable count-only Range of the watched range (etcd's
 // checkPermissionForWatch); if it refuses, the watcher is refused as
 // etcd's proxy does (created and canceled, watch id -1, the member's
-// error text as cancel_reason) and gets no events. An upstream watch is
+// error text as cancel_reason) and gets no events. A check that reaches
+// no member (UNAVAILABLE, DEADLINE_EXCEEDED) is asked again with backoff,
+// the create waiting, until a member answers or the stream or the proxy
+// ends (etcd's proxy waits too). An upstream watch is
 // opened with the token of the watcher that created it (etcd's proxy does
 // the same) and shared with later watchers that passed their own check.
 // Every create costs that one extra call, with auth disabled too.
@@ -129,6 +137,8 @@ struct GrpcProxyOptions {
   // Per client Watch stream; the members' bound and default (a store's
   // --max-watchers-per-stream); 0: none.
   size_t max_watchers_per_stream = etcdjson::kDefaultMaxWatchersPerStream;
+  // Bytes of responses queued behind the one being written, per client
+  // Watch stream; past it the stream is ended as too slow.
   size_t max_queued_watch_bytes = 64 << 20;
   // --max-concurrent-streams; 0: gRPC's default.
   uint32_t max_concurrent_streams = 0;
@@ -153,6 +163,10 @@ struct GrpcProxyStats {
   // an upstream watch, the client watchers it went to beyond the first
   // (what sharing the watch saved).
   int64_t events_coalescing = 0;
+  // Permission checks of watch creates asked again because the member could
+  // not be reached (UNAVAILABLE or DEADLINE_EXCEEDED): the create waits for
+  // the member instead of being refused.
+  int64_t watch_checks_retried = 0;
 };
 
 class GrpcProxy {

@@ -507,6 +507,214 @@ TEST_F(GrpcProxyTest, SlowWatcherIsEndedOthersKeepUp) {
       << st.error_message();
 }
 
+// max_queued_watch_bytes bounds the backlog behind the response being
+// written, not the response itself: one response larger than the bound (a
+// catch-up of many large values, a large value) reaches a client that
+// reads, and the stream's other watchers go on.
+TEST_F(GrpcProxyTest, OneResponseOverTheQueueBoundReachesAReadingClient) {
+  GrpcProxyOptions o;
+  o.max_queued_watch_bytes = 256 * 1024;
+  StartProxy(o);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(TestCallDeadline());
+  std::unique_ptr<WatchRW> rw = watch_->Watch(&ctx);
+  pb::WatchResponse big = CreateWatcher(rw.get(), "big");
+  ASSERT_FALSE(big.canceled()) << big.cancel_reason();
+  pb::WatchResponse small = CreateWatcher(rw.get(), "small");
+  ASSERT_FALSE(small.canceled()) << small.cancel_reason();
+  const std::string value(400 * 1024, 'v');
+  ASSERT_TRUE(Put(kv_.get(), "big", value).ok());
+  pb::WatchResponse resp;
+  ASSERT_TRUE(rw->Read(&resp)) << rw->Finish().error_message();
+  EXPECT_EQ(resp.watch_id(), big.watch_id());
+  ASSERT_EQ(resp.events_size(), 1);
+  EXPECT_EQ(resp.events(0).kv().value().size(), value.size());
+  ASSERT_TRUE(Put(kv_.get(), "small", "s").ok());
+  ASSERT_TRUE(rw->Read(&resp)) << rw->Finish().error_message();
+  EXPECT_EQ(resp.watch_id(), small.watch_id());
+  ASSERT_EQ(resp.events_size(), 1);
+  EXPECT_EQ(resp.events(0).kv().value(), "s");
+  EXPECT_EQ(proxy_->stats().slow_streams_ended, 0);
+  ctx.TryCancel();
+}
+
+// A create whose permission check cannot reach a member (UNAVAILABLE)
+// waits for the member, as etcd's proxy's check does (clientv3 retries it):
+// refused, the watch would be over for good (clientv3 does not retry a
+// canceled create). The stream's later requests are answered after it, in
+// order.
+TEST_F(GrpcProxyTest, WatchCreateWaitsOutAMemberOutage) {
+  informer::testing::TcpProxy relay(member_.port());
+  GrpcProxyOptions o;
+  o.endpoints = {"127.0.0.1:" + std::to_string(relay.port())};
+  StartProxy(o);
+  pb::RangeResponse got;
+  ASSERT_TRUE(Get(kv_.get(), "k", "", &got).ok());  // connected
+  grpc::ClientContext ctx;
+  ctx.set_deadline(TestCallDeadline());
+  std::unique_ptr<WatchRW> rw = watch_->Watch(&ctx);
+  relay.Cut();
+  pb::WatchRequest req;
+  req.mutable_create_request()->set_key("k");
+  ASSERT_TRUE(rw->Write(req));
+  req.mutable_create_request()->set_key("k2");
+  ASSERT_TRUE(rw->Write(req));
+  EXPECT_TRUE(
+      Eventually([&] { return proxy_->stats().watch_checks_retried >= 2; }));
+  relay.Restore();
+  pb::WatchResponse resp;
+  for (int64_t id : {0, 1}) {
+    ASSERT_TRUE(rw->Read(&resp));
+    EXPECT_TRUE(resp.created());
+    EXPECT_FALSE(resp.canceled()) << resp.cancel_reason();
+    EXPECT_EQ(resp.watch_id(), id);
+  }
+  pb::PutResponse put;
+  ASSERT_TRUE(Put(kv_.get(), "k", "v", &put).ok());
+  ASSERT_TRUE(rw->Read(&resp));
+  EXPECT_EQ(resp.watch_id(), 0);
+  ASSERT_EQ(resp.events_size(), 1);
+  EXPECT_EQ(resp.events(0).kv().mod_revision(), put.header().revision());
+  ctx.TryCancel();
+}
+
+// A create waiting for a member ends with its client, and with the proxy:
+// neither waits for the member to come back.
+TEST_F(GrpcProxyTest, WatchCreateWaitingForAMemberEndsWithClientAndProxy) {
+  informer::testing::TcpProxy relay(member_.port());
+  GrpcProxyOptions o;
+  o.endpoints = {"127.0.0.1:" + std::to_string(relay.port())};
+  StartProxy(o);
+  pb::RangeResponse got;
+  ASSERT_TRUE(Get(kv_.get(), "k", "", &got).ok());  // connected
+  relay.Cut();
+  grpc::ClientContext a_ctx, b_ctx;
+  a_ctx.set_deadline(TestCallDeadline());
+  b_ctx.set_deadline(TestCallDeadline());
+  std::unique_ptr<WatchRW> a = watch_->Watch(&a_ctx);
+  std::unique_ptr<WatchRW> b = watch_->Watch(&b_ctx);
+  pb::WatchRequest req;
+  req.mutable_create_request()->set_key("k");
+  ASSERT_TRUE(a->Write(req));
+  ASSERT_TRUE(b->Write(req));
+  EXPECT_TRUE(
+      Eventually([&] { return proxy_->stats().watch_checks_retried >= 2; }));
+  a_ctx.TryCancel();
+  pb::WatchResponse resp;
+  while (a->Read(&resp)) {
+    EXPECT_FALSE(resp.canceled()) << "refused: " << resp.cancel_reason();
+  }
+  EXPECT_EQ(a->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  // Returns: no check holds b's stream (or the server) open.
+  proxy_->Stop();
+  while (b->Read(&resp)) {
+    EXPECT_FALSE(resp.canceled()) << "refused: " << resp.cancel_reason();
+  }
+  EXPECT_FALSE(b->Finish().ok());
+}
+
+// An empty key is the first key, "\0", as a member takes it (and etcd's
+// proxy passes it on): with a range_end, [\0, range_end); with "\0",
+// every key.
+TEST_F(GrpcProxyTest, WatchOfAnEmptyKeyStartsAtTheFirstKey) {
+  StartProxy();
+  grpc::ClientContext ctx;
+  ctx.set_deadline(TestCallDeadline());
+  std::unique_ptr<WatchRW> rw = watch_->Watch(&ctx);
+  auto create = [&](const std::string& range_end) {
+    pb::WatchRequest req;
+    req.mutable_create_request()->set_range_end(range_end);
+    EXPECT_TRUE(rw->Write(req));
+    pb::WatchResponse resp;
+    EXPECT_TRUE(rw->Read(&resp));
+    EXPECT_TRUE(resp.created());
+    EXPECT_FALSE(resp.canceled()) << resp.cancel_reason();
+    return resp.watch_id();
+  };
+  const int64_t to_m = create("m");
+  const int64_t every = create(std::string(1, '\0'));
+  ASSERT_TRUE(Put(kv_.get(), "a", "1").ok());
+  std::map<int64_t, std::string> seen;
+  for (int i = 0; i < 2; ++i) {
+    pb::WatchResponse resp;
+    ASSERT_TRUE(rw->Read(&resp));
+    ASSERT_EQ(resp.events_size(), 1);
+    seen[resp.watch_id()] = resp.events(0).kv().key();
+  }
+  EXPECT_EQ(seen, (std::map<int64_t, std::string>{{to_m, "a"}, {every, "a"}}));
+  ASSERT_TRUE(Put(kv_.get(), "z", "1").ok());
+  pb::WatchResponse resp;
+  ASSERT_TRUE(rw->Read(&resp));
+  EXPECT_EQ(resp.watch_id(), every);
+  ASSERT_EQ(resp.events_size(), 1);
+  EXPECT_EQ(resp.events(0).kv().key(), "z");
+  ctx.TryCancel();
+}
+
+// The answer to a client's cancel carries a header, as etcd's proxy's (the
+// last one its watcher saw): cluster, member, revision and term.
+TEST_F(GrpcProxyTest, CancelAnswerCarriesAHeader) {
+  StartProxy();
+  auto w = OpenWatch("k");
+  pb::PutResponse put;
+  ASSERT_TRUE(Put(kv_.get(), "k", "v", &put).ok());
+  pb::WatchResponse resp;
+  ASSERT_TRUE(w->rw->Read(&resp));
+  ASSERT_EQ(resp.events_size(), 1);
+  pb::WatchRequest cancel;
+  cancel.mutable_cancel_request()->set_watch_id(w->id);
+  ASSERT_TRUE(w->rw->Write(cancel));
+  ASSERT_TRUE(w->rw->Read(&resp));
+  EXPECT_TRUE(resp.canceled());
+  EXPECT_EQ(resp.watch_id(), w->id);
+  ASSERT_TRUE(resp.has_header());
+  EXPECT_EQ(resp.header().revision(), put.header().revision());
+  EXPECT_NE(resp.header().cluster_id(), 0u);
+  EXPECT_EQ(resp.header().cluster_id(), put.header().cluster_id());
+  EXPECT_EQ(resp.header().member_id(), put.header().member_id());
+  EXPECT_EQ(resp.header().raft_term(), put.header().raft_term());
+  w->ctx.TryCancel();
+}
+
+// A watcher joining a shared watch is created at the store's revision (its
+// permission check's answer), as etcd's proxy's, not at the last revision
+// the shared watch delivered: that may be compacted by now, and clientv3
+// resumes a broken stream from the created revision. It gets the events
+// after it.
+TEST_F(GrpcProxyTest, JoiningWatcherIsCreatedAtTheStoresRevision) {
+  StartProxy();
+  auto first = OpenWatch("k");
+  pb::PutResponse put;
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(Put(kv_.get(), "other", "v", &put).ok());
+  }
+  {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(TestCallDeadline());
+    pb::CompactionRequest compact;
+    compact.set_revision(put.header().revision());
+    pb::CompactionResponse resp;
+    ASSERT_TRUE(kv_->Compact(&ctx, compact, &resp).ok());
+  }
+  grpc::ClientContext ctx;
+  ctx.set_deadline(TestCallDeadline());
+  std::unique_ptr<WatchRW> rw = watch_->Watch(&ctx);
+  pb::WatchResponse joined = CreateWatcher(rw.get(), "k");
+  ASSERT_FALSE(joined.canceled()) << joined.cancel_reason();
+  EXPECT_EQ(joined.header().revision(), put.header().revision());
+  EXPECT_EQ(proxy_->stats().upstream_watches, 1);
+  pb::PutResponse k;
+  ASSERT_TRUE(Put(kv_.get(), "k", "v", &k).ok());
+  for (WatchRW* s : {first->rw.get(), rw.get()}) {
+    pb::WatchResponse resp;
+    ASSERT_TRUE(s->Read(&resp));
+    ASSERT_EQ(resp.events_size(), 1);
+    EXPECT_EQ(resp.events(0).kv().mod_revision(), k.header().revision());
+  }
+  ctx.TryCancel();
+  first->ctx.TryCancel();
+}
+
 TEST_F(GrpcProxyTest, NamespacePrefixesEveryKey) {
   GrpcProxyOptions o;
   o.key_prefix = "tenant-a/";

@@ -102,6 +102,43 @@ grpc::Status NoLeaderStatus() {
   return grpc::Status(grpc::StatusCode::UNAVAILABLE, std::string(kNoLeader));
 }
 
+// ---- the learner refusal ----------------------------------------------------
+
+// A unary call this member refuses while it is a learner
+// (StoreServer::RefuseIfLearner: etcd's unary interceptor, which runs before
+// any handler): null while it serves the call; else the call, finished with
+// etcd's error. Every handler asks first (it or RefusedStreamAsLearner), but
+// Status and a serializable Range; a new one must too. Not a gRPC
+// interceptor: the experimental server interceptors cannot finish a call
+// with a status, and a Range's exception needs its decoded request.
+ServerUnaryReactor* RefusedAsLearner(StoreServer* s,
+                                     CallbackServerContext* ctx) {
+  kplane::Status st = s->RefuseIfLearner();
+  if (st.ok()) return nullptr;
+  ServerUnaryReactor* r = ctx->DefaultReactor();
+  r->Finish(ToGrpc(st));
+  return r;
+}
+
+// A streaming call refused at its start: finished at once, deleted when
+// gRPC is done with it.
+template <typename Reactor>
+class RefusedStream final : public Reactor {
+ public:
+  explicit RefusedStream(grpc::Status st) { this->Finish(std::move(st)); }
+  void OnDone() override { delete this; }
+};
+
+// As RefusedAsLearner, for a streaming call: etcd's stream interceptor
+// refuses every stream on a learner (Watch, LeaseKeepAlive, Snapshot,
+// Observe).
+template <typename Reactor>
+Reactor* RefusedStreamAsLearner(StoreServer* s) {
+  kplane::Status st = s->RefuseIfLearner();
+  if (st.ok()) return nullptr;
+  return new RefusedStream<Reactor>(ToGrpc(st));
+}
+
 namespace gx = grpc::experimental;
 
 // Holds a call whose token names a raft index this member has not applied
@@ -608,6 +645,11 @@ class KvImpl final : public pb::KV::CallbackService {
   ServerUnaryReactor* Range(CallbackServerContext* ctx,
                             const pb::RangeRequest* req,
                             pb::RangeResponse* resp) override {
+    // A learner serves serializable ranges only (etcd's
+    // isRPCSupportedForLearner).
+    if (!req->serializable()) {
+      if (auto* refused = RefusedAsLearner(kv_->server(), ctx)) return refused;
+    }
     ServerUnaryReactor* r = ctx->DefaultReactor();
     std::string user;
     if (!Caller(kv_, ctx, r, &user)) return r;
@@ -621,6 +663,7 @@ class KvImpl final : public pb::KV::CallbackService {
   }
   ServerUnaryReactor* Put(CallbackServerContext* ctx, const pb::PutRequest* req,
                           pb::PutResponse* resp) override {
+    if (auto* refused = RefusedAsLearner(kv_->server(), ctx)) return refused;
     ServerUnaryReactor* r = ctx->DefaultReactor();
     std::string user;
     if (!Caller(kv_, ctx, r, &user)) return r;
@@ -630,6 +673,7 @@ class KvImpl final : public pb::KV::CallbackService {
   ServerUnaryReactor* DeleteRange(CallbackServerContext* ctx,
                                   const pb::DeleteRangeRequest* req,
                                   pb::DeleteRangeResponse* resp) override {
+    if (auto* refused = RefusedAsLearner(kv_->server(), ctx)) return refused;
     ServerUnaryReactor* r = ctx->DefaultReactor();
     std::string user;
     if (!Caller(kv_, ctx, r, &user)) return r;
@@ -638,6 +682,7 @@ class KvImpl final : public pb::KV::CallbackService {
   }
   ServerUnaryReactor* Txn(CallbackServerContext* ctx, const pb::TxnRequest* req,
                           pb::TxnResponse* resp) override {
+    if (auto* refused = RefusedAsLearner(kv_->server(), ctx)) return refused;
     ServerUnaryReactor* r = ctx->DefaultReactor();
     std::string user;
     if (!Caller(kv_, ctx, r, &user)) return r;
@@ -647,6 +692,7 @@ class KvImpl final : public pb::KV::CallbackService {
   ServerUnaryReactor* Compact(CallbackServerContext* ctx,
                               const pb::CompactionRequest* req,
                               pb::CompactionResponse* resp) override {
+    if (auto* refused = RefusedAsLearner(kv_->server(), ctx)) return refused;
     ServerUnaryReactor* r = ctx->DefaultReactor();
     // No permission is needed, but a token that is sent must be valid (etcd
     // checks it on every proposal).
@@ -667,6 +713,11 @@ class WatchImpl final : public pb::Watch::CallbackService {
 
   grpc::ServerBidiReactor<pb::WatchRequest, pb::WatchResponse>* Watch(
       CallbackServerContext* ctx) override {
+    if (auto* refused = RefusedStreamAsLearner<
+            grpc::ServerBidiReactor<pb::WatchRequest, pb::WatchResponse>>(
+            server_)) {
+      return refused;
+    }
     // Sent with the first response: our progress answers are ordered.
     ctx->AddInitialMetadata(kOrderedProgressMetadata, "1");
     auto call = std::make_shared<WatchCall>(server_, CallIdentity(ctx),
@@ -687,6 +738,7 @@ class LeaseImpl final : public pb::Lease::CallbackService {
   ServerUnaryReactor* LeaseGrant(CallbackServerContext* ctx,
                                  const pb::LeaseGrantRequest* req,
                                  pb::LeaseGrantResponse* resp) override {
+    if (auto* refused = RefusedAsLearner(kv_->server(), ctx)) return refused;
     ServerUnaryReactor* r = ctx->DefaultReactor();
     std::string user;  // as Compact: only the token's validity is checked
     if (!Caller(kv_, ctx, r, &user)) return r;
@@ -696,6 +748,7 @@ class LeaseImpl final : public pb::Lease::CallbackService {
   ServerUnaryReactor* LeaseRevoke(CallbackServerContext* ctx,
                                   const pb::LeaseRevokeRequest* req,
                                   pb::LeaseRevokeResponse* resp) override {
+    if (auto* refused = RefusedAsLearner(kv_->server(), ctx)) return refused;
     ServerUnaryReactor* r = ctx->DefaultReactor();
     std::string user;
     if (!Caller(kv_, ctx, r, &user)) return r;
@@ -705,6 +758,10 @@ class LeaseImpl final : public pb::Lease::CallbackService {
   grpc::ServerBidiReactor<pb::LeaseKeepAliveRequest,
                           pb::LeaseKeepAliveResponse>*
   LeaseKeepAlive(CallbackServerContext* ctx) override {
+    if (auto* refused = RefusedStreamAsLearner<grpc::ServerBidiReactor<
+            pb::LeaseKeepAliveRequest, pb::LeaseKeepAliveResponse>>(s_)) {
+      return refused;
+    }
     auto call = std::make_shared<KeepAliveCall>(kv_, CallRequiresLeader(ctx));
     call->Open();  // on failure the call has ended; OnDone releases it
     call->Begin(call);
@@ -713,6 +770,7 @@ class LeaseImpl final : public pb::Lease::CallbackService {
   ServerUnaryReactor* LeaseTimeToLive(
       CallbackServerContext* ctx, const pb::LeaseTimeToLiveRequest* req,
       pb::LeaseTimeToLiveResponse* resp) override {
+    if (auto* refused = RefusedAsLearner(kv_->server(), ctx)) return refused;
     ServerUnaryReactor* r = ctx->DefaultReactor();
     std::string user;
     if (!Caller(kv_, ctx, r, &user)) return r;
@@ -725,6 +783,7 @@ class LeaseImpl final : public pb::Lease::CallbackService {
   ServerUnaryReactor* LeaseLeases(CallbackServerContext* ctx,
                                   const pb::LeaseLeasesRequest* req,
                                   pb::LeaseLeasesResponse* resp) override {
+    if (auto* refused = RefusedAsLearner(s_, ctx)) return refused;
     StoreServer* s = s_;
     return OnWorker(s, ctx, resp, [s, req] { return s->LeaseLeases(*req); });
   }
@@ -741,6 +800,7 @@ class ClusterImpl final : public pb::Cluster::CallbackService {
   ServerUnaryReactor* MemberAdd(CallbackServerContext* ctx,
                                 const pb::MemberAddRequest* req,
                                 pb::MemberAddResponse* resp) override {
+    if (auto* refused = RefusedAsLearner(s_, ctx)) return refused;
     StoreServer* s = s_;
     kplane::Status allowed = CheckMembershipAdmin(s, ctx);
     return OnWorker(s, ctx, resp,
@@ -752,6 +812,7 @@ class ClusterImpl final : public pb::Cluster::CallbackService {
   ServerUnaryReactor* MemberRemove(CallbackServerContext* ctx,
                                    const pb::MemberRemoveRequest* req,
                                    pb::MemberRemoveResponse* resp) override {
+    if (auto* refused = RefusedAsLearner(s_, ctx)) return refused;
     StoreServer* s = s_;
     kplane::Status allowed = CheckMembershipAdmin(s, ctx);
     return OnWorker(s, ctx, resp,
@@ -763,6 +824,7 @@ class ClusterImpl final : public pb::Cluster::CallbackService {
   ServerUnaryReactor* MemberUpdate(CallbackServerContext* ctx,
                                    const pb::MemberUpdateRequest* req,
                                    pb::MemberUpdateResponse* resp) override {
+    if (auto* refused = RefusedAsLearner(s_, ctx)) return refused;
     StoreServer* s = s_;
     kplane::Status allowed = CheckMembershipAdmin(s, ctx);
     return OnWorker(s, ctx, resp,
@@ -774,12 +836,14 @@ class ClusterImpl final : public pb::Cluster::CallbackService {
   ServerUnaryReactor* MemberList(CallbackServerContext* ctx,
                                  const pb::MemberListRequest*,
                                  pb::MemberListResponse* resp) override {
+    if (auto* refused = RefusedAsLearner(s_, ctx)) return refused;
     StoreServer* s = s_;
     return OnWorker(s, ctx, resp, [s] { return s->MemberList(); });
   }
   ServerUnaryReactor* MemberPromote(CallbackServerContext* ctx,
                                     const pb::MemberPromoteRequest* req,
                                     pb::MemberPromoteResponse* resp) override {
+    if (auto* refused = RefusedAsLearner(s_, ctx)) return refused;
     StoreServer* s = s_;
     kplane::Status allowed = CheckMembershipAdmin(s, ctx);
     return OnWorker(s, ctx, resp,
@@ -859,6 +923,7 @@ class MaintenanceImpl final : public pb::Maintenance::CallbackService {
   ServerUnaryReactor* Alarm(CallbackServerContext* ctx,
                             const pb::AlarmRequest* req,
                             pb::AlarmResponse* resp) override {
+    if (auto* refused = RefusedAsLearner(s_, ctx)) return refused;
     StoreServer* s = s_;
     // A token that is sent must be valid; the error is the auth package's,
     // unconverted (etcd's maintenance server).
@@ -879,6 +944,7 @@ class MaintenanceImpl final : public pb::Maintenance::CallbackService {
   ServerUnaryReactor* Defragment(CallbackServerContext* ctx,
                                  const pb::DefragmentRequest*,
                                  pb::DefragmentResponse* resp) override {
+    if (auto* refused = RefusedAsLearner(s_, ctx)) return refused;
     StoreServer* s = s_;
     kplane::Status allowed = CheckAdmin(s, ctx);
     return OnWorker(s, ctx, resp,
@@ -890,6 +956,7 @@ class MaintenanceImpl final : public pb::Maintenance::CallbackService {
   // See ClusterAdmin::Hash (the same answer as /v3/maintenance/hash).
   ServerUnaryReactor* Hash(CallbackServerContext* ctx, const pb::HashRequest*,
                            pb::HashResponse* resp) override {
+    if (auto* refused = RefusedAsLearner(s_, ctx)) return refused;
     StoreServer* s = s_;
     kplane::Status allowed = CheckAdmin(s, ctx);
     return OnWorker(s, ctx, resp, [s, allowed]() -> StatusOr<pb::HashResponse> {
@@ -900,6 +967,7 @@ class MaintenanceImpl final : public pb::Maintenance::CallbackService {
   ServerUnaryReactor* HashKV(CallbackServerContext* ctx,
                              const pb::HashKVRequest* req,
                              pb::HashKVResponse* resp) override {
+    if (auto* refused = RefusedAsLearner(s_, ctx)) return refused;
     StoreServer* s = s_;
     kplane::Status allowed = CheckAdmin(s, ctx);
     return OnWorker(s, ctx, resp,
@@ -911,6 +979,7 @@ class MaintenanceImpl final : public pb::Maintenance::CallbackService {
   ServerUnaryReactor* MoveLeader(CallbackServerContext* ctx,
                                  const pb::MoveLeaderRequest* req,
                                  pb::MoveLeaderResponse* resp) override {
+    if (auto* refused = RefusedAsLearner(s_, ctx)) return refused;
     StoreServer* s = s_;
     kplane::Status allowed = CheckAdmin(s, ctx);
     return OnWorker(s, ctx, resp,
@@ -925,6 +994,10 @@ class MaintenanceImpl final : public pb::Maintenance::CallbackService {
   // maintenanceServer.Snapshot sends them; no header, as etcd.
   grpc::ServerWriteReactor<pb::SnapshotResponse>* Snapshot(
       CallbackServerContext* ctx, const pb::SnapshotRequest*) override {
+    if (auto* refused = RefusedStreamAsLearner<
+            grpc::ServerWriteReactor<pb::SnapshotResponse>>(s_)) {
+      return refused;
+    }
     return new SnapshotStream(s_, CheckAdmin(s_, ctx));
   }
 
@@ -1145,6 +1218,9 @@ class ElectionImpl final : public epb::Election::CallbackService {
   ServerUnaryReactor* Campaign(CallbackServerContext* ctx,
                                const epb::CampaignRequest* req,
                                epb::CampaignResponse* resp) override {
+    if (auto* refused = RefusedAsLearner(el_->kv()->server(), ctx)) {
+      return refused;
+    }
     ElectionLockService* el = el_;
     return WaitingCall::Run(
         el, ctx, resp, [el, req](auto done, std::string user) {
@@ -1154,6 +1230,9 @@ class ElectionImpl final : public epb::Election::CallbackService {
   ServerUnaryReactor* Proclaim(CallbackServerContext* ctx,
                                const epb::ProclaimRequest* req,
                                epb::ProclaimResponse* resp) override {
+    if (auto* refused = RefusedAsLearner(el_->kv()->server(), ctx)) {
+      return refused;
+    }
     ElectionLockService* el = el_;
     return Unary<epb::ProclaimResponse>(
         el, ctx, resp, [el, req](auto done, std::string user) {
@@ -1163,6 +1242,9 @@ class ElectionImpl final : public epb::Election::CallbackService {
   ServerUnaryReactor* Leader(CallbackServerContext* ctx,
                              const epb::LeaderRequest* req,
                              epb::LeaderResponse* resp) override {
+    if (auto* refused = RefusedAsLearner(el_->kv()->server(), ctx)) {
+      return refused;
+    }
     ElectionLockService* el = el_;
     return Unary<epb::LeaderResponse>(
         el, ctx, resp, [el, req](auto done, std::string user) {
@@ -1171,11 +1253,19 @@ class ElectionImpl final : public epb::Election::CallbackService {
   }
   grpc::ServerWriteReactor<epb::LeaderResponse>* Observe(
       CallbackServerContext* ctx, const epb::LeaderRequest* req) override {
+    if (auto* refused = RefusedStreamAsLearner<
+            grpc::ServerWriteReactor<epb::LeaderResponse>>(
+            el_->kv()->server())) {
+      return refused;
+    }
     return ObserveCall::Start(el_, ctx, *req);
   }
   ServerUnaryReactor* Resign(CallbackServerContext* ctx,
                              const epb::ResignRequest* req,
                              epb::ResignResponse* resp) override {
+    if (auto* refused = RefusedAsLearner(el_->kv()->server(), ctx)) {
+      return refused;
+    }
     ElectionLockService* el = el_;
     return Unary<epb::ResignResponse>(
         el, ctx, resp, [el, req](auto done, std::string user) {
@@ -1194,6 +1284,9 @@ class LockImpl final : public lpb::Lock::CallbackService {
   ServerUnaryReactor* Lock(CallbackServerContext* ctx,
                            const lpb::LockRequest* req,
                            lpb::LockResponse* resp) override {
+    if (auto* refused = RefusedAsLearner(el_->kv()->server(), ctx)) {
+      return refused;
+    }
     ElectionLockService* el = el_;
     return WaitingCall::Run(
         el, ctx, resp, [el, req](auto done, std::string user) {
@@ -1203,6 +1296,9 @@ class LockImpl final : public lpb::Lock::CallbackService {
   ServerUnaryReactor* Unlock(CallbackServerContext* ctx,
                              const lpb::UnlockRequest* req,
                              lpb::UnlockResponse* resp) override {
+    if (auto* refused = RefusedAsLearner(el_->kv()->server(), ctx)) {
+      return refused;
+    }
     ElectionLockService* el = el_;
     return Unary<lpb::UnlockResponse>(
         el, ctx, resp, [el, req](auto done, std::string user) {
@@ -1220,16 +1316,17 @@ class AuthImpl final : public pb::Auth::CallbackService {
  public:
   explicit AuthImpl(KvService* kv) : kv_(kv) {}
 
-#define KPLANE_AUTH_METHOD(Method, Req, Resp, field)                         \
-  ServerUnaryReactor* Method(CallbackServerContext* ctx, const pb::Req* req, \
-                             pb::Resp* resp) override {                      \
-    ServerUnaryReactor* r = ctx->DefaultReactor();                           \
-    std::string user;                                                        \
-    if (!Caller(kv_, ctx, r, &user)) return r;                               \
-    storagepb::AuthRequest ar;                                               \
-    *ar.mutable_##field() = *req;                                            \
-    kv_->Auth<pb::Resp>(std::move(ar), std::move(user), ReplyTo(r, resp));   \
-    return r;                                                                \
+#define KPLANE_AUTH_METHOD(Method, Req, Resp, field)                          \
+  ServerUnaryReactor* Method(CallbackServerContext* ctx, const pb::Req* req,  \
+                             pb::Resp* resp) override {                       \
+    if (auto* refused = RefusedAsLearner(kv_->server(), ctx)) return refused; \
+    ServerUnaryReactor* r = ctx->DefaultReactor();                            \
+    std::string user;                                                         \
+    if (!Caller(kv_, ctx, r, &user)) return r;                                \
+    storagepb::AuthRequest ar;                                                \
+    *ar.mutable_##field() = *req;                                             \
+    kv_->Auth<pb::Resp>(std::move(ar), std::move(user), ReplyTo(r, resp));    \
+    return r;                                                                 \
   }
   KPLANE_AUTH_METHOD(AuthEnable, AuthEnableRequest, AuthEnableResponse, enable)
   KPLANE_AUTH_METHOD(AuthDisable, AuthDisableRequest, AuthDisableResponse,

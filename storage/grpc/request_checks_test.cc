@@ -8,7 +8,9 @@
 // - a LeaseKeepAlive stream whose client closes its side ends OK after
 //   its answers, as etcd's leaseKeepAlive returns at io.EOF;
 // - password hashing (Authenticate, which anyone may send) does not hold
-//   up reads and lease renewals.
+//   up reads and lease renewals;
+// - a learner refuses client calls as etcd 3.4's (StoreServer::
+//   RefuseIfLearner), over gRPC and the JSON gateway, until promoted.
 // First, as in grpc_front.cc: base/thread_annotations.h must come before
 // absl's (included by grpcpp), which defines the same macros only if unset.
 // clang-format off
@@ -23,7 +25,13 @@
 #include <future>
 #include <memory>
 #include <string>
+#include <thread>
+#include <utility>
+#include <vector>
 
+#include "net/http_client.h"
+#include "schemas/grpc/election_services.grpc.pb.h"
+#include "schemas/grpc/lock_services.grpc.pb.h"
 #include "schemas/grpc/rpc_services.grpc.pb.h"
 #include "storage/mvcc/txn_rules.h"
 
@@ -258,6 +266,300 @@ TEST_F(RequestChecksTest, BusyPasswordThreadHoldsUpNoReadOrRenewal) {
   while (stream->Read(&resp)) {
   }
   EXPECT_TRUE(stream->Finish().ok());
+}
+
+// ---- a learner -------------------------------------------------------------
+
+constexpr char kLearnerRefusal[] = "etcdserver: rpc not supported for learner";
+
+// Runs `call(ctx)` with a test deadline.
+template <typename F>
+grpc::Status Call(F call) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(TestCallDeadline());
+  return call(&ctx);
+}
+
+void ExpectRefused(const grpc::Status& st, const std::string& what) {
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::UNAVAILABLE)
+      << what << ": " << st.error_message();
+  EXPECT_EQ(st.error_message(), kLearnerRefusal) << what;
+}
+
+// A JSON gateway call to `m`.
+net::HttpResponse Json(const TestMember& m, const std::string& path,
+                       const std::string& body) {
+  net::HttpClient c("127.0.0.1", m.port());
+  auto r = c.Request("POST", path, {{"Content-Type", "application/json"}}, body,
+                     Clock::Real()->Now() + seconds(30));
+  EXPECT_TRUE(r.ok()) << path << ": " << r.status();
+  return r.ok() ? *r : net::HttpResponse{};
+}
+
+// etcd 3.4's v3rpc interceptors, as etcd 3.4.23 answers on a learner of a
+// two-member cluster: every unary call but Status and a serializable Range
+// is refused with Unavailable "etcdserver: rpc not supported for learner",
+// on every service (KV, Lease, Cluster, Maintenance, Auth, election,
+// lock), before auth; every stream (Watch, LeaseKeepAlive, Snapshot,
+// Observe) is refused at its start. The JSON gateway answers 503 with
+// etcd's error body (a stream's in grpc-gateway's stream form); a body
+// that does not decode is still a 400, and /health is not gRPC. Promoted,
+// the member serves everything.
+TEST(LearnerTest, ALearnerRefusesClientCallsAsEtcdsUntilPromoted) {
+  TestMember voter;
+  ASSERT_TRUE(voter.Start({.peers = true}).ok());
+  ASSERT_GT(voter.MustPut("k", "v"), 0);
+  TestMember learner;
+  Status started = learner.StartLearnerOf(voter);
+  ASSERT_TRUE(started.ok()) << started;
+  const uint64_t id = learner.server()->member_id();
+  auto kv = pb::KV::NewStub(learner.Channel());
+  auto lease = pb::Lease::NewStub(learner.Channel());
+  auto cluster = pb::Cluster::NewStub(learner.Channel());
+  auto maintenance = pb::Maintenance::NewStub(learner.Channel());
+  auto auth = pb::Auth::NewStub(learner.Channel());
+  auto election = v3electionpb::Election::NewStub(learner.Channel());
+  auto lock = v3lockpb::Lock::NewStub(learner.Channel());
+  auto watch = pb::Watch::NewStub(learner.Channel());
+
+  // What a learner serves: a serializable range (once it has the key) and
+  // its status.
+  pb::RangeRequest serializable;
+  serializable.set_key("k");
+  serializable.set_serializable(true);
+  pb::RangeResponse got;
+  const TimePoint deadline = Clock::Real()->Now() + seconds(10);
+  for (;;) {
+    grpc::Status st =
+        Call([&](auto* c) { return kv->Range(c, serializable, &got); });
+    ASSERT_TRUE(st.ok()) << st.error_message();
+    if (got.kvs_size() == 1 || Clock::Real()->Now() > deadline) break;
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  ASSERT_EQ(got.kvs_size(), 1);
+  EXPECT_EQ(got.kvs(0).value(), "v");
+  pb::StatusResponse status;
+  ASSERT_TRUE(Call([&](auto* c) {
+                return maintenance->Status(c, pb::StatusRequest(), &status);
+              }).ok());
+  EXPECT_TRUE(status.islearner());
+
+  // Everything else, unary.
+  pb::PutRequest put;
+  put.set_key("k");
+  put.set_value("w");
+  pb::PutResponse put_resp;
+  ExpectRefused(Call([&](auto* c) { return kv->Put(c, put, &put_resp); }),
+                "Put");
+  pb::RangeRequest linearizable;
+  linearizable.set_key("k");
+  ExpectRefused(Call([&](auto* c) { return kv->Range(c, linearizable, &got); }),
+                "linearizable Range");
+  pb::TxnResponse txn;
+  ExpectRefused(
+      Call([&](auto* c) { return kv->Txn(c, pb::TxnRequest(), &txn); }), "Txn");
+  pb::DeleteRangeRequest del;
+  del.set_key("k");
+  pb::DeleteRangeResponse deleted;
+  ExpectRefused(
+      Call([&](auto* c) { return kv->DeleteRange(c, del, &deleted); }),
+      "DeleteRange");
+  pb::CompactionRequest compact;
+  compact.set_revision(1);
+  pb::CompactionResponse compacted;
+  ExpectRefused(
+      Call([&](auto* c) { return kv->Compact(c, compact, &compacted); }),
+      "Compact");
+  pb::LeaseGrantRequest grant;
+  grant.set_ttl(60);
+  pb::LeaseGrantResponse granted;
+  ExpectRefused(
+      Call([&](auto* c) { return lease->LeaseGrant(c, grant, &granted); }),
+      "LeaseGrant");
+  pb::LeaseLeasesResponse leases;
+  ExpectRefused(Call([&](auto* c) {
+                  return lease->LeaseLeases(c, pb::LeaseLeasesRequest(),
+                                            &leases);
+                }),
+                "LeaseLeases");
+  pb::MemberListResponse members;
+  ExpectRefused(Call([&](auto* c) {
+                  return cluster->MemberList(c, pb::MemberListRequest(),
+                                             &members);
+                }),
+                "MemberList");
+  // Promoting itself through its own endpoint too (etcdctl with several
+  // endpoints goes on to another).
+  pb::MemberPromoteRequest promote;
+  promote.set_id(id);
+  pb::MemberPromoteResponse promoted;
+  ExpectRefused(Call([&](auto* c) {
+                  return cluster->MemberPromote(c, promote, &promoted);
+                }),
+                "MemberPromote");
+  pb::AlarmRequest alarm;
+  alarm.set_action(pb::AlarmRequest::GET);
+  pb::AlarmResponse alarms;
+  ExpectRefused(
+      Call([&](auto* c) { return maintenance->Alarm(c, alarm, &alarms); }),
+      "Alarm");
+  pb::HashKVResponse hash;
+  ExpectRefused(Call([&](auto* c) {
+                  return maintenance->HashKV(c, pb::HashKVRequest(), &hash);
+                }),
+                "HashKV");
+  pb::AuthenticateRequest authenticate;
+  authenticate.set_name("root");
+  authenticate.set_password("x");
+  pb::AuthenticateResponse token;
+  ExpectRefused(Call([&](auto* c) {
+                  return auth->Authenticate(c, authenticate, &token);
+                }),
+                "Authenticate");
+  v3electionpb::LeaderRequest leader_req;
+  leader_req.set_name("e");
+  v3electionpb::LeaderResponse leader;
+  ExpectRefused(
+      Call([&](auto* c) { return election->Leader(c, leader_req, &leader); }),
+      "election Leader");
+  v3lockpb::LockRequest lock_req;
+  lock_req.set_name("l");
+  v3lockpb::LockResponse locked;
+  ExpectRefused(Call([&](auto* c) { return lock->Lock(c, lock_req, &locked); }),
+                "Lock");
+
+  // Streams: refused at their start.
+  {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(TestCallDeadline());
+    auto stream = watch->Watch(&ctx);
+    pb::WatchRequest create;
+    create.mutable_create_request()->set_key("k");
+    stream->Write(create);
+    pb::WatchResponse w;
+    EXPECT_FALSE(stream->Read(&w));
+    ExpectRefused(stream->Finish(), "Watch");
+  }
+  {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(TestCallDeadline());
+    auto stream = lease->LeaseKeepAlive(&ctx);
+    pb::LeaseKeepAliveRequest renew;
+    renew.set_id(1);
+    stream->Write(renew);
+    pb::LeaseKeepAliveResponse k;
+    EXPECT_FALSE(stream->Read(&k));
+    ExpectRefused(stream->Finish(), "LeaseKeepAlive");
+  }
+  {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(TestCallDeadline());
+    auto reader = maintenance->Snapshot(&ctx, pb::SnapshotRequest());
+    pb::SnapshotResponse blob;
+    EXPECT_FALSE(reader->Read(&blob));
+    ExpectRefused(reader->Finish(), "Snapshot");
+  }
+  {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(TestCallDeadline());
+    auto reader = election->Observe(&ctx, leader_req);
+    EXPECT_FALSE(reader->Read(&leader));
+    ExpectRefused(reader->Finish(), "Observe");
+  }
+
+  // The JSON gateway, as etcd 3.4.23's answers it.
+  const std::string unary_error =
+      R"({"error":"etcdserver: rpc not supported for learner",)"
+      R"("message":"etcdserver: rpc not supported for learner","code":14})";
+  const std::string stream_error =
+      R"({"error":{"grpc_code":14,"http_code":503,)"
+      R"("message":"etcdserver: rpc not supported for learner",)"
+      R"("http_status":"Service Unavailable"}})"
+      "\n";
+  for (const auto& [path, body] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"/v3/kv/put", R"({"key":"aw==","value":"dw=="})"},
+           {"/v3/kv/range", R"({"key":"aw=="})"},
+           {"/v3/lease/grant", R"({"TTL":5})"},
+           {"/v3/cluster/member/list", "{}"},
+           {"/v3/maintenance/alarm", "{}"},
+           {"/v3/auth/authenticate", R"({"name":"root","password":"x"})"},
+           {"/v3/lock/lock", R"({"name":"bA=="})"},
+           {"/v3/election/leader", R"({"name":"ZQ=="})"}}) {
+    net::HttpResponse r = Json(learner, path, body);
+    EXPECT_EQ(r.status, 503) << path << ": " << r.body;
+    EXPECT_EQ(r.body, unary_error) << path;
+  }
+  for (const auto& [path, body] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"/v3/watch", R"({"create_request":{"key":"aw=="}})"},
+           {"/v3/lease/keepalive", R"({"ID":1})"},
+           {"/v3/election/observe", R"({"name":"ZQ=="})"},
+           {"/v3/maintenance/snapshot", "{}"}}) {
+    net::HttpResponse r = Json(learner, path, body);
+    EXPECT_EQ(r.status, 503) << path << ": " << r.body;
+    EXPECT_EQ(r.body, stream_error) << path;
+  }
+  net::HttpResponse r =
+      Json(learner, "/v3/kv/range", R"({"key":"aw==","serializable":true})");
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_NE(r.body.find(R"("value":"dg==")"), std::string::npos) << r.body;
+  r = Json(learner, "/v3/maintenance/status", "{}");
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_NE(r.body.find(R"("isLearner":true)"), std::string::npos) << r.body;
+  // The body is decoded before the call is made.
+  r = Json(learner, "/v3/kv/put", "{bad");
+  EXPECT_EQ(r.status, 400) << r.body;
+  {
+    net::HttpClient c("127.0.0.1", learner.port());
+    auto health = c.Request("GET", "/health");
+    ASSERT_TRUE(health.ok()) << health.status();
+    EXPECT_EQ(health->status, 200) << health->body;
+  }
+
+  // Promoted (through the voter, once the leader saw it catch up), it
+  // serves everything as soon as it applied its promotion.
+  StatusOr<pb::MemberPromoteResponse> done =
+      voter.server()->MemberPromote(promote);
+  while (!done.ok() && done.status().Is(StatusCode::kFailedPrecondition) &&
+         Clock::Real()->Now() < deadline + seconds(10)) {
+    voter.MustPut("tick", "1");
+    done = voter.server()->MemberPromote(promote);
+  }
+  ASSERT_TRUE(done.ok()) << done.status();
+  grpc::Status put_st;
+  do {
+    put_st = Call([&](auto* c) { return kv->Put(c, put, &put_resp); });
+  } while (!put_st.ok() && put_st.error_message() == kLearnerRefusal &&
+           Clock::Real()->Now() < deadline + seconds(20));
+  ASSERT_TRUE(put_st.ok()) << put_st.error_message();
+  EXPECT_FALSE(learner.server()->is_learner());
+  EXPECT_TRUE(
+      Call([&](auto* c) { return kv->Range(c, linearizable, &got); }).ok());
+  EXPECT_TRUE(Call([&](auto* c) {
+                return cluster->MemberList(c, pb::MemberListRequest(),
+                                           &members);
+              }).ok());
+  EXPECT_EQ(members.members_size(), 2);
+  EXPECT_TRUE(Call([&](auto* c) {
+                return lease->LeaseGrant(c, grant, &granted);
+              }).ok());
+  {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(TestCallDeadline());
+    auto stream = watch->Watch(&ctx);
+    pb::WatchRequest create;
+    create.mutable_create_request()->set_key("k");
+    ASSERT_TRUE(stream->Write(create));
+    pb::WatchResponse w;
+    ASSERT_TRUE(stream->Read(&w));
+    EXPECT_TRUE(w.created());
+    ctx.TryCancel();
+  }
+  r = Json(learner, "/v3/kv/put", R"({"key":"aw==","value":"eA=="})");
+  EXPECT_EQ(r.status, 200) << r.body;
+  r = Json(learner, "/v3/cluster/member/list", "{}");
+  EXPECT_EQ(r.status, 200) << r.body;
 }
 
 }  // namespace

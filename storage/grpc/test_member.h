@@ -9,6 +9,13 @@
 //   ... m.port(), m.server(), m.http() ...
 //   // the destructor stops everything and removes the data directory
 //
+// With `peers` set, the member serves raft on a peer port of its own
+// (HttpPeerTransport) and others may join its cluster as learners:
+//
+//   TestMember voter, learner;
+//   ASSERT_TRUE(voter.Start({.peers = true}).ok());
+//   ASSERT_TRUE(learner.StartLearnerOf(voter).ok());
+//
 // With `tls` set, the client port serves TLS for both protocols (ALPN "h2"
 // goes to gRPC through HttpServerOptions::handoff); Channel() is plaintext
 // and then useless: build a channel with grpc::SslCredentials.
@@ -37,9 +44,11 @@
 
 #include "base/metrics.h"
 #include "net/http_server.h"
+#include "net/socket.h"
 #include "net/tls.h"
 #include "schemas/grpc/rpc_services.grpc.pb.h"
 #include "storage/server/client_api.h"
+#include "storage/server/peer_transport.h"
 #include "storage/server/store_server.h"
 
 namespace kplane::storage {
@@ -109,6 +118,10 @@ struct TestMemberOptions {
   std::optional<size_t> max_watchers_per_stream;
   // StoreConfig::auth_token_index_wait; unset keeps the store's default.
   std::optional<Duration> auth_token_index_wait;
+  // Raft over HTTP on a peer port of its own (HttpPeerTransport), so that
+  // other members can join the cluster (StartLearnerOf). Without it the
+  // member is alone and has no transport.
+  bool peers = false;
 };
 
 class TestMember {
@@ -119,29 +132,38 @@ class TestMember {
   TestMember& operator=(const TestMember&) = delete;
 
   Status Start(TestMemberOptions options = {}) {
-    char tmpl[] = "/tmp/kplane-member-XXXXXX";
-    if (mkdtemp(tmpl) == nullptr) return IOError("mkdtemp failed");
-    dir_ = tmpl;
     StoreConfig c;
-    c.name = "m1";
-    c.data_dir = dir_ + "/m1";
-    c.peer_urls = {"http://m1:2380"};
-    c.heartbeat_interval = milliseconds(10);
-    c.election_timeout = milliseconds(100);
-    c.corrupt_check_interval = Duration(0);
-    if (options.max_request_bytes > 0) {
-      c.max_request_bytes = options.max_request_bytes;
+    if (Status st = Configure("m1", options, &c); !st.ok()) {
+      Stop();
+      return st;
     }
-    c.auth_tokens = options.auth_tokens;
-    if (options.max_watchers_per_stream) {
-      c.max_watchers_per_stream = *options.max_watchers_per_stream;
-    }
-    if (options.auth_token_index_wait) {
-      c.auth_token_index_wait = *options.auth_token_index_wait;
-    }
-    // The member's series go to metrics(), which its /metrics serves.
-    c.metrics = &metrics_;
+    if (options.peers) c.initial_cluster = "m1=" + c.peer_urls.front();
     Status st = StartMember(c, std::move(options));
+    if (!st.ok()) Stop();
+    return st;
+  }
+
+  // Joins the cluster of `voter` (started with `peers`) as a learner, as
+  // `member add --learner` through `voter` and a start with
+  // --initial-cluster-state existing do, and waits until it is ready (its
+  // attributes went through the log). Serves raft itself (`peers` is
+  // implied).
+  Status StartLearnerOf(const TestMember& voter,
+                        TestMemberOptions options = {}) {
+    options.peers = true;
+    StoreConfig c;
+    Status st = Configure("m2", options, &c);
+    if (st.ok()) {
+      etcdserverpb::MemberAddRequest add;
+      add.add_peerurls(c.peer_urls.front());
+      add.set_islearner(true);
+      st = voter.server()->MemberAdd(add).status();
+    }
+    if (st.ok()) {
+      c.initial_cluster_state = "existing";
+      c.existing_cluster = voter.server()->RecordForJoiners();
+      st = StartMember(c, std::move(options));
+    }
     if (!st.ok()) Stop();
     return st;
   }
@@ -151,10 +173,15 @@ class TestMember {
     if (http_) http_->Stop();
     if (grpc_) grpc_->Stop();
     if (server_) server_->Stop();
+    if (transport_) transport_->Stop();
+    if (peer_http_) peer_http_->Stop();
     http_.reset();
     api_.reset();
     grpc_.reset();
     server_.reset();
+    transport_.reset();
+    peer_http_.reset();
+    peer_fd_ = net::ScopedFd();
     if (!dir_.empty()) std::filesystem::remove_all(dir_);
     dir_.clear();
   }
@@ -189,9 +216,54 @@ class TestMember {
   }
 
  private:
+  // A data directory and the store's configuration for member `name`;
+  // with `peers`, its peer port is bound (peer_fd_) and advertised.
+  Status Configure(const std::string& name, const TestMemberOptions& options,
+                   StoreConfig* out) {
+    char tmpl[] = "/tmp/kplane-member-XXXXXX";
+    if (mkdtemp(tmpl) == nullptr) return IOError("mkdtemp failed");
+    dir_ = tmpl;
+    StoreConfig& c = *out;
+    c.name = name;
+    c.data_dir = dir_ + "/" + name;
+    c.peer_urls = {"http://" + name + ":2380"};
+    if (options.peers) {
+      ASSIGN_OR_RETURN(peer_fd_, net::ListenTcp("127.0.0.1", 0, 128));
+      ASSIGN_OR_RETURN(uint16_t peer_port, net::LocalPort(peer_fd_.get()));
+      c.peer_urls = {"http://127.0.0.1:" + std::to_string(peer_port)};
+    }
+    c.heartbeat_interval = milliseconds(10);
+    c.election_timeout = milliseconds(100);
+    c.corrupt_check_interval = Duration(0);
+    if (options.max_request_bytes > 0) {
+      c.max_request_bytes = options.max_request_bytes;
+    }
+    c.auth_tokens = options.auth_tokens;
+    if (options.max_watchers_per_stream) {
+      c.max_watchers_per_stream = *options.max_watchers_per_stream;
+    }
+    if (options.auth_token_index_wait) {
+      c.auth_token_index_wait = *options.auth_token_index_wait;
+    }
+    // The member's series go to metrics(), which its /metrics serves.
+    c.metrics = &metrics_;
+    return Status::Ok();
+  }
+
   Status StartMember(const StoreConfig& c, TestMemberOptions options) {
     ASSIGN_OR_RETURN(server_, StoreServer::Open(c));
-    RETURN_IF_ERROR(server_->Start(nullptr));
+    if (peer_fd_.get() >= 0) {
+      transport_ = std::make_unique<HttpPeerTransport>(
+          server_.get(), PeerTransportOptions{.metrics = &metrics_});
+      net::HttpServerOptions po;
+      po.listen_fd = peer_fd_.Release();
+      po.name = "peer";
+      po.metrics = &metrics_;
+      peer_http_ = std::make_unique<net::HttpServer>(std::move(po));
+      transport_->RegisterHandlers(peer_http_.get());
+      RETURN_IF_ERROR(peer_http_->Start());
+    }
+    RETURN_IF_ERROR(server_->Start(transport_.get()));
     if (!server_->WaitReady(seconds(10))) {
       return UnavailableError("the member did not become ready");
     }
@@ -210,7 +282,10 @@ class TestMember {
 
   std::string dir_;
   metrics::Registry metrics_;
+  net::ScopedFd peer_fd_;  // the peer port, until its server takes it
   std::unique_ptr<StoreServer> server_;
+  std::unique_ptr<HttpPeerTransport> transport_;
+  std::unique_ptr<net::HttpServer> peer_http_;
   std::unique_ptr<GrpcFront> grpc_;
   std::unique_ptr<net::HttpServer> http_;
   std::unique_ptr<ClientApi> api_;

@@ -325,14 +325,52 @@ class StreamRequestReader {
   etcdjson::HttpError error_;
 };
 
+// How etcd's gateway relays a call's error: a unary call's, or that of a
+// stream refused at its start ({"error":{"grpc_code":...}}, grpc-gateway's
+// stream error; etcd 3.4.23 answers a learner's refusal of /v3/watch,
+// /v3/lease/keepalive, /v3/election/observe and /v3/maintenance/snapshot
+// so, with 503).
+enum class CallKind { kUnary, kStream };
+
+// Answers the learner refusal (StoreServer::RefuseIfLearner) and returns
+// false while this member is a learner.
+bool ServesAsLearner(StoreServer* s, Responder* r, CallKind kind) {
+  Status st = s->RefuseIfLearner();
+  if (st.ok()) return true;
+  etcdjson::HttpError e = etcdjson::StatusToError(st);
+  if (kind == CallKind::kUnary) {
+    r->Respond(e.http_status, JsonHeaders(), e.Body());
+  } else {
+    // The request body may still be coming (a watch's): the connection
+    // is not reused.
+    r->Respond(e.http_status,
+               {{"Content-Type", "application/json"}, {"Connection", "close"}},
+               e.StreamBody());
+  }
+  return false;
+}
+
+// Whether a learner serves `msg` (etcd's isRPCSupportedForLearner): a
+// status request, or a serializable range.
+bool LearnerServes(const google::protobuf::Message& msg) {
+  if (msg.GetDescriptor() == etcdserverpb::RangeRequest::descriptor()) {
+    return static_cast<const etcdserverpb::RangeRequest&>(msg).serializable();
+  }
+  return msg.GetDescriptor() == etcdserverpb::StatusRequest::descriptor();
+}
+
 // Parses the request body; answers 400 (code 3) and returns false if it is
 // not a valid message, or 429 (code 8) if it is larger than etcd's gRPC
-// layer would accept.
-bool ParseBody(const HttpRequest& req, Responder* r,
-               google::protobuf::Message* msg) {
-  Status s = etcdjson::ParseJson(req.body, msg);
-  if (!s.ok()) {
-    etcdjson::HttpError e{400, etcdjson::kGrpcInvalidArgument, s.message()};
+// layer would accept. Then, as etcd's gateway makes its gRPC call only
+// with a request it decoded, refuses it on a learner (ServesAsLearner)
+// unless a learner serves it.
+bool ParseBody(StoreServer* s, const HttpRequest& req, Responder* r,
+               google::protobuf::Message* msg,
+               CallKind kind = CallKind::kUnary) {
+  Status parsed = etcdjson::ParseJson(req.body, msg);
+  if (!parsed.ok()) {
+    etcdjson::HttpError e{400, etcdjson::kGrpcInvalidArgument,
+                          parsed.message()};
     r->Respond(400, JsonHeaders(), e.Body());
     return false;
   }
@@ -345,7 +383,8 @@ bool ParseBody(const HttpRequest& req, Responder* r,
     r->Respond(429, JsonHeaders(), e.Body());
     return false;
   }
-  return true;
+  // On a voter, is_learner() is one atomic load (LocalMember).
+  return !s->is_learner() || LearnerServes(*msg) || ServesAsLearner(s, r, kind);
 }
 
 // etcd's gateway answers unknown paths and wrong methods in plain text.
@@ -1184,7 +1223,7 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
   auto kv = std::make_shared<KvService>(s);
   both("/kv/range", [s, kv](const HttpRequest& req, ResponderPtr r) {
     etcdserverpb::RangeRequest q;
-    if (!ParseBody(req, r.get(), &q)) return;
+    if (!ParseBody(s, req, r.get(), &q)) return;
     std::string user;
     if (!CallerOf(s, req, r.get(), &user)) return;
     // The answer on an arena of its own, as the gRPC front's: its rows are
@@ -1223,7 +1262,7 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
   };
   write_route("/kv/put", [s, kv](const HttpRequest& req, ResponderPtr r) {
     etcdserverpb::PutRequest q;
-    if (!ParseBody(req, r.get(), &q)) return;
+    if (!ParseBody(s, req, r.get(), &q)) return;
     std::string user;
     if (!CallerOf(s, req, r.get(), &user)) return;
     kv->Put(std::move(q), Answer<etcdserverpb::PutResponse>(r),
@@ -1232,7 +1271,7 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
   write_route("/kv/deleterange", [s, kv](const HttpRequest& req,
                                          ResponderPtr r) {
     etcdserverpb::DeleteRangeRequest q;
-    if (!ParseBody(req, r.get(), &q)) return;
+    if (!ParseBody(s, req, r.get(), &q)) return;
     std::string user;
     if (!CallerOf(s, req, r.get(), &user)) return;
     kv->DeleteRange(std::move(q), Answer<etcdserverpb::DeleteRangeResponse>(r),
@@ -1240,7 +1279,7 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
   });
   write_route("/kv/txn", [s, kv](const HttpRequest& req, ResponderPtr r) {
     etcdserverpb::TxnRequest q;
-    if (!ParseBody(req, r.get(), &q)) return;
+    if (!ParseBody(s, req, r.get(), &q)) return;
     std::string user;
     if (!CallerOf(s, req, r.get(), &user)) return;
     kv->Txn(std::move(q), Answer<etcdserverpb::TxnResponse>(r),
@@ -1249,7 +1288,7 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
   both("/kv/compaction", [kv](const HttpRequest& req, ResponderPtr r) {
     etcdserverpb::CompactionRequest q;
     std::string user;  // a token sent must be valid (etcd), none is needed
-    if (!ParseBody(req, r.get(), &q) ||
+    if (!ParseBody(kv->server(), req, r.get(), &q) ||
         !CallerOf(kv->server(), req, r.get(), &user)) {
       return;
     }
@@ -1260,6 +1299,7 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
   auto drainer = std::make_shared<WatchDrainer>(s);
   both("/watch",
        [s, drainer](const HttpRequest& req, ResponderPtr r) {
+         if (!ServesAsLearner(s, r.get(), CallKind::kStream)) return;
          std::make_shared<WatchSession>(
              s, drainer, std::move(r),
              std::string(req.headers.Get("Authorization")),
@@ -1273,7 +1313,7 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
   both("/lease/grant", [kv](const HttpRequest& req, ResponderPtr r) {
     etcdserverpb::LeaseGrantRequest q;
     std::string user;  // as compaction
-    if (!ParseBody(req, r.get(), &q) ||
+    if (!ParseBody(kv->server(), req, r.get(), &q) ||
         !CallerOf(kv->server(), req, r.get(), &user)) {
       return;
     }
@@ -1281,7 +1321,7 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
   });
   auto revoke = [s, kv](const HttpRequest& req, ResponderPtr r) {
     etcdserverpb::LeaseRevokeRequest q;
-    if (!ParseBody(req, r.get(), &q)) return;
+    if (!ParseBody(s, req, r.get(), &q)) return;
     std::string user;
     if (!CallerOf(s, req, r.get(), &user)) return;
     kv->LeaseRevoke(std::move(q), Answer<etcdserverpb::LeaseRevokeResponse>(r),
@@ -1291,7 +1331,7 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
   both("/kv/lease/revoke", revoke);
   auto ttl = [s, kv](const HttpRequest& req, ResponderPtr r) {
     etcdserverpb::LeaseTimeToLiveRequest q;
-    if (!ParseBody(req, r.get(), &q)) return;
+    if (!ParseBody(s, req, r.get(), &q)) return;
     std::string user;
     if (!CallerOf(s, req, r.get(), &user)) return;
     // It may wait for a linearizable read or ask the leader: on the
@@ -1304,13 +1344,14 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
   both("/kv/lease/timetolive", ttl);
   auto leases = [s](const HttpRequest& req, ResponderPtr r) {
     etcdserverpb::LeaseLeasesRequest q;
-    if (!ParseBody(req, r.get(), &q)) return;
+    if (!ParseBody(s, req, r.get(), &q)) return;
     RespondResult(r.get(), s->LeaseLeases(q));
   };
   both("/lease/leases", leases);
   both("/kv/lease/leases", leases);
   both("/lease/keepalive",
        [s, kv](const HttpRequest&, ResponderPtr r) {
+         if (!ServesAsLearner(s, r.get(), CallKind::kStream)) return;
          std::make_shared<KeepAliveSession>(s, kv, std::move(r))->Start();
        },
        // An open-ended stream of keepalive requests: no body deadline.
@@ -1331,7 +1372,7 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
     v3lockpb::LockRequest q;
     std::optional<TimePoint> deadline;
     std::string user;
-    if (!ParseBody(req, r.get(), &q) ||
+    if (!ParseBody(el->kv()->server(), req, r.get(), &q) ||
         !ReadDeadline(req, r.get(), clock, &deadline) ||
         !RecipeCallerOf(el.get(), req, r.get(), &user)) {
       return;
@@ -1343,7 +1384,7 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
   both("/lock/unlock", [el](const HttpRequest& req, ResponderPtr r) {
     v3lockpb::UnlockRequest q;
     std::string user;
-    if (!ParseBody(req, r.get(), &q) ||
+    if (!ParseBody(el->kv()->server(), req, r.get(), &q) ||
         !RecipeCallerOf(el.get(), req, r.get(), &user)) {
       return;
     }
@@ -1355,7 +1396,7 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
          v3electionpb::CampaignRequest q;
          std::optional<TimePoint> deadline;
          std::string user;
-         if (!ParseBody(req, r.get(), &q) ||
+         if (!ParseBody(el->kv()->server(), req, r.get(), &q) ||
              !ReadDeadline(req, r.get(), clock, &deadline) ||
              !RecipeCallerOf(el.get(), req, r.get(), &user)) {
            return;
@@ -1368,7 +1409,7 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
   both("/election/proclaim", [el](const HttpRequest& req, ResponderPtr r) {
     v3electionpb::ProclaimRequest q;
     std::string user;
-    if (!ParseBody(req, r.get(), &q) ||
+    if (!ParseBody(el->kv()->server(), req, r.get(), &q) ||
         !RecipeCallerOf(el.get(), req, r.get(), &user)) {
       return;
     }
@@ -1378,7 +1419,7 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
   both("/election/leader", [el](const HttpRequest& req, ResponderPtr r) {
     v3electionpb::LeaderRequest q;
     std::string user;
-    if (!ParseBody(req, r.get(), &q) ||
+    if (!ParseBody(el->kv()->server(), req, r.get(), &q) ||
         !RecipeCallerOf(el.get(), req, r.get(), &user)) {
       return;
     }
@@ -1388,7 +1429,7 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
   both("/election/resign", [el](const HttpRequest& req, ResponderPtr r) {
     v3electionpb::ResignRequest q;
     std::string user;
-    if (!ParseBody(req, r.get(), &q) ||
+    if (!ParseBody(el->kv()->server(), req, r.get(), &q) ||
         !RecipeCallerOf(el.get(), req, r.get(), &user)) {
       return;
     }
@@ -1400,7 +1441,8 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
          v3electionpb::LeaderRequest q;
          std::optional<TimePoint> deadline;
          std::string user;
-         if (!ParseBody(req, r.get(), &q) ||
+         if (!ParseBody(el->kv()->server(), req, r.get(), &q,
+                        CallKind::kStream) ||
              !ReadDeadline(req, r.get(), clock, &deadline) ||
              !RecipeCallerOf(el.get(), req, r.get(), &user, /*observe=*/true)) {
            return;
@@ -1439,12 +1481,12 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
   // body that does not decode (400, code 3) before the call runs.
   both("/maintenance/status", [s](const HttpRequest& req, ResponderPtr r) {
     etcdserverpb::StatusRequest q;
-    if (!ParseBody(req, r.get(), &q)) return;
+    if (!ParseBody(s, req, r.get(), &q)) return;
     RespondResult(r.get(), s->MemberStatus());
   });
   both("/maintenance/defragment", [s](const HttpRequest& req, ResponderPtr r) {
     etcdserverpb::DefragmentRequest q;
-    if (!ParseBody(req, r.get(), &q)) return;
+    if (!ParseBody(s, req, r.get(), &q)) return;
     if (!AdminOf(s, req, r.get())) return;
     RespondResult(r.get(), s->Defragment());
   });
@@ -1452,13 +1494,13 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
   // /v3/maintenance/hashkv.
   both("/maintenance/hash", [s](const HttpRequest& req, ResponderPtr r) {
     etcdserverpb::HashRequest q;
-    if (!ParseBody(req, r.get(), &q)) return;
+    if (!ParseBody(s, req, r.get(), &q)) return;
     if (!AdminOf(s, req, r.get())) return;
     RespondResult(r.get(), s->Hash());
   });
   both("/maintenance/alarm", [s](const HttpRequest& req, ResponderPtr r) {
     etcdserverpb::AlarmRequest q;
-    if (!ParseBody(req, r.get(), &q)) return;
+    if (!ParseBody(s, req, r.get(), &q)) return;
     // A token sent must be valid: the auth package's error, unconverted.
     StatusOr<std::string> user =
         s->auth()->ResolveToken(req.headers.Get("Authorization"));
@@ -1475,7 +1517,7 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
   both("/maintenance/transfer-leadership",
        [s](const HttpRequest& req, ResponderPtr r) {
          etcdserverpb::MoveLeaderRequest q;
-         if (!ParseBody(req, r.get(), &q)) return;
+         if (!ParseBody(s, req, r.get(), &q)) return;
          if (!AdminOf(s, req, r.get())) return;
          RespondResult(r.get(), s->MoveLeader(q));
        });
@@ -1483,7 +1525,7 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
   both("/maintenance/snapshot", [s, snapshot_unsent](const HttpRequest& req,
                                                      ResponderPtr r) {
     etcdserverpb::SnapshotRequest q;
-    if (!ParseBody(req, r.get(), &q)) return;
+    if (!ParseBody(s, req, r.get(), &q, CallKind::kStream)) return;
     if (!AdminOf(s, req, r.get())) return;
     // A consistent copy of the store, packed as the peer snapshot stream
     // packs it (docs/store.md), sent as base64 blobs like etcd's, as fast
@@ -1517,7 +1559,7 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
                         Req* (storagepb::AuthRequest::*field)()) {
     both(path, [s, kv, field](const HttpRequest& req, ResponderPtr r) {
       Req q;
-      if (!ParseBody(req, r.get(), &q)) return;
+      if (!ParseBody(s, req, r.get(), &q)) return;
       std::string user;
       if (!CallerOf(s, req, r.get(), &user)) return;
       storagepb::AuthRequest ar;
@@ -1568,33 +1610,37 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
   // ---- cluster -------------------------------------------------------------
   both("/cluster/member/list", [s](const HttpRequest& req, ResponderPtr r) {
     etcdserverpb::MemberListRequest q;
-    if (!ParseBody(req, r.get(), &q)) return;
+    if (!ParseBody(s, req, r.get(), &q)) return;
     RespondResult(r.get(), s->MemberList());
   });
   both("/cluster/member/add", [s](const HttpRequest& req, ResponderPtr r) {
     etcdserverpb::MemberAddRequest q;
-    if (!ParseBody(req, r.get(), &q) || !MembershipAdminOf(s, req, r.get())) {
+    if (!ParseBody(s, req, r.get(), &q) ||
+        !MembershipAdminOf(s, req, r.get())) {
       return;
     }
     RespondResult(r.get(), s->MemberAdd(q));
   });
   both("/cluster/member/remove", [s](const HttpRequest& req, ResponderPtr r) {
     etcdserverpb::MemberRemoveRequest q;
-    if (!ParseBody(req, r.get(), &q) || !MembershipAdminOf(s, req, r.get())) {
+    if (!ParseBody(s, req, r.get(), &q) ||
+        !MembershipAdminOf(s, req, r.get())) {
       return;
     }
     RespondResult(r.get(), s->MemberRemove(q));
   });
   both("/cluster/member/update", [s](const HttpRequest& req, ResponderPtr r) {
     etcdserverpb::MemberUpdateRequest q;
-    if (!ParseBody(req, r.get(), &q) || !MembershipAdminOf(s, req, r.get())) {
+    if (!ParseBody(s, req, r.get(), &q) ||
+        !MembershipAdminOf(s, req, r.get())) {
       return;
     }
     RespondResult(r.get(), s->MemberUpdate(q));
   });
   both("/cluster/member/promote", [s](const HttpRequest& req, ResponderPtr r) {
     etcdserverpb::MemberPromoteRequest q;
-    if (!ParseBody(req, r.get(), &q) || !MembershipAdminOf(s, req, r.get())) {
+    if (!ParseBody(s, req, r.get(), &q) ||
+        !MembershipAdminOf(s, req, r.get())) {
       return;
     }
     RespondResult(r.get(), s->MemberPromote(q));

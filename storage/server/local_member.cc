@@ -1,5 +1,7 @@
 #include "storage/server/local_member.h"
 
+#include <optional>
+
 #include "base/logging.h"
 
 namespace kplane::storage {
@@ -31,6 +33,17 @@ void LocalMember::FillHeader(etcdserverpb::ResponseHeader* h) const {
   h->set_cluster_id(membership_->cluster_id());
   h->set_member_id(id_);
   h->set_raft_term(term());
+}
+
+bool LocalMember::is_learner() const {
+  if (known_voter_.load(std::memory_order_relaxed)) return false;
+  std::optional<storagepb::MemberRecord> me = membership_->Find(id_);
+  if (!me) return false;  // etcd: only a member of the cluster is refused
+  if (!me->is_learner()) {
+    known_voter_.store(true, std::memory_order_relaxed);
+    return false;
+  }
+  return true;
 }
 
 void LocalMember::NotifyLeaderChange() {

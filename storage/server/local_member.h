@@ -48,6 +48,14 @@ class LocalMember {
   uint64_t term() const;
   // Fills header.cluster_id/member_id/raft_term (revision is the store's).
   void FillHeader(etcdserverpb::ResponseHeader* h) const;
+  // etcd's IsMemberExist(self) && IsLearner(): this member is in the
+  // membership, as a learner. Asked by every client call (the learner
+  // refusal, StoreServer::RefuseIfLearner), so a voter answers with one
+  // atomic load: a voter never becomes a learner again (etcd 3.4 has no
+  // demotion, and a removed id is never added back), so once seen as one
+  // the membership is not looked up again. A learner (or a member not yet
+  // in its membership) looks it up each time, under its short lock.
+  bool is_learner() const;
 
   // The node loop saw a new leader (or none): wakes the waiters below.
   void NotifyLeaderChange() EXCLUDES(mu_);
@@ -84,6 +92,8 @@ class LocalMember {
   std::atomic<bool> published_{false};
   std::atomic<bool> removed_{false};
   std::atomic<bool> failed_{false};
+  // Seen as a voter in the membership (is_learner): final once set.
+  mutable std::atomic<bool> known_voter_{false};
 
   // Guards failure_; what the waiters wait for is atomic (the node's
   // leader, published_). Notifiers take it before notifying, so a waiter

@@ -44,6 +44,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/clock.h"
@@ -67,6 +68,10 @@
 #include "storage/server/store_config.h"
 
 namespace kplane::storage {
+
+// etcd's rpctypes.ErrGPRCNotSupportedForLearner (gRPC code Unavailable).
+inline constexpr std::string_view kNotSupportedForLearner =
+    "etcdserver: rpc not supported for learner";
 
 class StoreServer : public KV, public PeerHandler {
  public:
@@ -95,6 +100,21 @@ class StoreServer : public KV, public PeerHandler {
   bool is_leader() const { return self_->is_leader(); }
   uint64_t term() const { return self_->term(); }
   uint64_t applied_index() const { return applier_->applied_index(); }
+  // Whether this member is a learner now (LocalMember::is_learner).
+  bool is_learner() const { return self_->is_learner(); }
+  // etcd 3.4's learner rule (v3rpc's unary and stream interceptors): while
+  // this member is a learner, its client API -- every gRPC service and the
+  // JSON gateway, which etcd runs through the same gRPC server -- refuses
+  // every call but Status and a serializable Range, and every stream
+  // (Watch, LeaseKeepAlive, Snapshot, Observe), with Unavailable
+  // kNotSupportedForLearner: clients go to another endpoint. The fronts ask
+  // first, before auth (the JSON gateway after decoding the body, as
+  // etcd's gateway decodes before its gRPC call). /health is not gRPC and
+  // answers as usual. One atomic load on a voter.
+  Status RefuseIfLearner() const {
+    return is_learner() ? UnavailableError(kNotSupportedForLearner)
+                        : Status::Ok();
+  }
   // True once this member knows it was removed from the cluster: it applied
   // its own removal, or, after three election timeouts without a leader, a
   // peer's membership lists it as removed (the others no longer send it the
@@ -236,6 +256,8 @@ class StoreServer : public KV, public PeerHandler {
       const etcdserverpb::MemberRemoveRequest& req) {
     return admin_->MemberRemove(req);
   }
+  // On the leader, with its checks; a follower forwards it to the leader
+  // (as etcd's), whose answer it returns with its own header.
   StatusOr<etcdserverpb::MemberPromoteResponse> MemberPromote(
       const etcdserverpb::MemberPromoteRequest& req);
   StatusOr<etcdserverpb::MemberUpdateResponse> MemberUpdate(
@@ -284,6 +306,8 @@ class StoreServer : public KV, public PeerHandler {
   }
   StatusOr<etcdserverpb::LeaseTimeToLiveResponse> LeaderLeaseTimeToLive(
       const etcdserverpb::LeaseTimeToLiveRequest& req) override;
+  StatusOr<etcdserverpb::MemberPromoteResponse> LeaderMemberPromote(
+      const etcdserverpb::MemberPromoteRequest& req) override;
   // Steps the messages that pass CheckPeerMessage (entry_check.h) from a
   // current member other than this one; the others are dropped and counted
   // (kplane_server_peer_messages_refused_total, by reason).
@@ -306,8 +330,6 @@ class StoreServer : public KV, public PeerHandler {
  private:
   StoreServer(StoreConfig config, BootstrappedMember member);
   // OK while started and not stopping; Unavailable otherwise.
-  StatusOr<etcdserverpb::MemberPromoteResponse> LeaderMemberPromote(
-      const etcdserverpb::MemberPromoteRequest& req) override;
   Status CheckRunning() const;
   // Blocks until a linearizable read may be served.
   Status WaitLinearizable();
@@ -316,6 +338,14 @@ class StoreServer : public KV, public PeerHandler {
   // wait if asked.
   StatusOr<etcdserverpb::LeaseTimeToLiveResponse> LocalLeaseTimeToLive(
       const etcdserverpb::LeaseTimeToLiveRequest& req, bool linearizable);
+  // Runs `local()` while this member leads; otherwise asks the leader
+  // through `remote(leader, time left)`, again (the new leader once known)
+  // while the leader changes or cannot be reached, until the request
+  // timeout (etcd's "etcdserver: request timed out").
+  template <typename Resp>
+  StatusOr<Resp> OnLeader(
+      const std::function<StatusOr<Resp>()>& local,
+      const std::function<StatusOr<Resp>(uint64_t, Duration)>& remote);
 
   StoreConfig config_;
   Clock* clock_;
@@ -338,14 +368,6 @@ class StoreServer : public KV, public PeerHandler {
   std::unique_ptr<Housekeeper> housekeeper_;
   std::unique_ptr<mvcc::AutoCompactor> auto_compactor_;
   std::shared_ptr<net::WorkerPool> read_pool_;
-  // Runs `local()` while this member leads; otherwise asks the leader
-  // through `remote(leader, time left)`, again (the new leader once known)
-  // while the leader changes or cannot be reached, until the request
-  // timeout (etcd's "etcdserver: request timed out").
-  template <typename Resp>
-  StatusOr<Resp> OnLeader(
-      const std::function<StatusOr<Resp>()>& local,
-      const std::function<StatusOr<Resp>(uint64_t, Duration)>& remote);
   std::shared_ptr<net::WorkerPool> password_pool_;
   std::atomic<int> queued_password_work_{0};
 

@@ -4,8 +4,10 @@
 #include <rapidjson/writer.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <list>
+#include <random>
 #include <set>
 #include <unordered_map>
 
@@ -65,11 +67,13 @@ std::string Join(std::initializer_list<std::string_view> parts) {
   return s;
 }
 
-// kube's getSpamKey: the source and the involved object.
+// kube's getSpamKey: the source, the involved object and the type (since
+// 1.31), so a burst of Normal events cannot silence the Warning after it.
 std::string SpamKey(const corev1::Event& ev) {
   const auto& io = ev.involvedobject();
   return Join({ev.source().component(), ev.source().host(), io.kind(),
-               io.namespace_(), io.name(), io.uid(), io.apiversion()});
+               io.namespace_(), io.name(), io.uid(), io.apiversion(),
+               ev.type()});
 }
 // EventAggregatorByReasonFunc's aggregate key: everything but the message.
 std::string AggregateKey(const corev1::Event& ev) {
@@ -178,12 +182,22 @@ void EventCorrelator::UpdateState(const corev1::Event& written) {
 }
 
 StatusOr<corev1::Event> RestEventSink::Create(const corev1::Event& ev) {
-  ASSIGN_OR_RETURN(std::unique_ptr<corev1::Event> out,
-                   client_->Create<corev1::Event>(ev));
-  return std::move(*out);
+  return CreateWithDeadline(ev, CallDeadline::max());
 }
 
 StatusOr<corev1::Event> RestEventSink::Patch(const corev1::Event& ev) {
+  return PatchWithDeadline(ev, CallDeadline::max());
+}
+
+StatusOr<corev1::Event> RestEventSink::CreateWithDeadline(
+    const corev1::Event& ev, CallDeadline deadline) {
+  ASSIGN_OR_RETURN(std::unique_ptr<corev1::Event> out,
+                   client_->Create<corev1::Event>(ev, {.deadline = deadline}));
+  return std::move(*out);
+}
+
+StatusOr<corev1::Event> RestEventSink::PatchWithDeadline(
+    const corev1::Event& ev, CallDeadline deadline) {
   rapidjson::StringBuffer buf;
   rapidjson::Writer<rapidjson::StringBuffer> w(buf);
   w.StartObject();
@@ -200,7 +214,8 @@ StatusOr<corev1::Event> RestEventSink::Patch(const corev1::Event& ev) {
                    client_->Patch<corev1::Event>(
                        ev.metadata().namespace_(), ev.metadata().name(),
                        PatchType::kMergePatch,
-                       std::string_view(buf.GetString(), buf.GetSize())));
+                       std::string_view(buf.GetString(), buf.GetSize()),
+                       {.deadline = deadline}));
   return std::move(*out);
 }
 
@@ -281,7 +296,12 @@ EventBroadcaster::EventBroadcaster(EventBroadcasterOptions options)
     : sink_(options.sink),
       clock_(options.clock ? options.clock : Clock::Real()),
       max_queued_(options.max_queued),
-      correlator_(options.correlator) {
+      max_tries_(std::max(1, options.max_tries)),
+      retry_interval_(options.retry_interval),
+      write_timeout_(options.write_timeout),
+      shutdown_grace_(options.shutdown_grace),
+      correlator_(options.correlator),
+      rng_(options.seed != 0 ? options.seed : std::random_device{}()) {
   metrics::Registry* reg =
       options.metrics ? options.metrics : metrics::Registry::Default();
   auto* family = reg->NewCounter(
@@ -290,6 +310,7 @@ EventBroadcaster::EventBroadcaster(EventBroadcasterOptions options)
   created_ = family->With({"created"});
   patched_ = family->With({"patched"});
   dropped_full_ = family->With({"dropped_queue_full"});
+  dropped_shutdown_ = family->With({"dropped_shutdown"});
   spam_filtered_ = family->With({"spam_filtered"});
   failed_ = family->With({"failed"});
   writer_ = std::thread([this] { WriterLoop(); });
@@ -323,7 +344,7 @@ bool EventBroadcaster::Enqueue(corev1::Event ev) {
     MutexLock l(&mu_);
     if (stopping_ || queue_.size() >= max_queued_) {
       ++dropped_;
-      dropped_full_->Inc();
+      (stopping_ ? dropped_shutdown_ : dropped_full_)->Inc();
       return false;
     }
     queue_.emplace_back(std::move(ev), clock_->Now());
@@ -346,7 +367,14 @@ void EventBroadcaster::Shutdown() {
   {
     MutexLock l(&mu_);
     if (stopping_ && !writer_.joinable()) return;
-    stopping_ = true;
+    if (!stopping_) {
+      stopping_ = true;
+      // Drain only briefly rather than drop at once: with a server that
+      // answers, the last events of a stopping component (often the ones
+      // that say why) get written; with one that does not, this bounds the
+      // wait (client-go's Shutdown cancels the writes' context).
+      drain_deadline_ = clock_->Now() + shutdown_grace_;
+    }
   }
   cv_.notify_all();
   if (writer_.joinable()) writer_.join();
@@ -355,6 +383,15 @@ void EventBroadcaster::Shutdown() {
 int64_t EventBroadcaster::dropped() const {
   MutexLock l(&mu_);
   return dropped_;
+}
+
+void EventBroadcaster::DropQueued() {
+  const int64_t n = static_cast<int64_t>(queue_.size());
+  queue_.clear();
+  dropped_ += n;
+  written_ += n;  // done with, for Flush
+  dropped_shutdown_->Inc(static_cast<double>(n));
+  cv_.notify_all();
 }
 
 void EventBroadcaster::WriterLoop() {
@@ -367,7 +404,10 @@ void EventBroadcaster::WriterLoop() {
         mu_.AssertHeld();
         return stopping_ || !queue_.empty();
       });
-      if (queue_.empty()) return;  // stopping, everything written
+      if (stopping_ && !queue_.empty() && clock_->Now() >= drain_deadline_) {
+        DropQueued();
+      }
+      if (queue_.empty()) return;  // stopping, everything written or dropped
       ev = std::move(queue_.front().first);
       recorded = queue_.front().second;
       queue_.pop_front();
@@ -381,32 +421,76 @@ void EventBroadcaster::WriterLoop() {
   }
 }
 
+namespace {
+
+// client-go's recordEvent retries what is not a StatusError: the request
+// got no answer (refused, reset, timed out; net/http_client.h's codes with
+// no HTTP status). An answer of the server, whatever its status, would be
+// the same the next time.
+bool NoAnswer(const Status& s) {
+  return HttpCodeOf(s) == 0 && (s.code() == StatusCode::kUnavailable ||
+                                s.code() == StatusCode::kDeadlineExceeded);
+}
+
+}  // namespace
+
 void EventBroadcaster::Write(corev1::Event ev, TimePoint recorded) {
   EventCorrelator::Result r = correlator_.Correlate(std::move(ev), recorded);
   if (r.skip) {
     spam_filtered_->Inc();
     return;
   }
+  for (int tries = 1;; ++tries) {
+    CallDeadline deadline = clock_->Now() + write_timeout_;
+    {
+      MutexLock l(&mu_);
+      if (stopping_) deadline = std::min(deadline, drain_deadline_);
+    }
+    const Status s = WriteOnce(r, deadline);
+    if (s.ok()) return;
+    if (!NoAnswer(s) || tries >= max_tries_) {
+      failed_->Inc();
+      return;
+    }
+    // Randomise the first wait so that clients do not all come back at
+    // once after an outage of the API server (client-go does the same).
+    Duration delay = retry_interval_;
+    if (tries == 1) {
+      delay = std::chrono::duration_cast<Duration>(
+          retry_interval_ *
+          std::uniform_real_distribution<double>(0.0, 1.0)(rng_));
+    }
+    MutexLock l(&mu_);
+    // Shutdown ends the wait: no more tries then.
+    if (stopping_ ||
+        clock_->WaitUntil(l.native(), cv_, clock_->Now() + delay,
+                          [&]() REQUIRES(mu_) { return stopping_; })) {
+      failed_->Inc();
+      return;
+    }
+  }
+}
+
+Status EventBroadcaster::WriteOnce(EventCorrelator::Result& r,
+                                   CallDeadline deadline) {
   StatusOr<corev1::Event> stored = InternalError("unset");
   if (r.patch) {
-    stored = sink_->Patch(r.event);
+    stored = sink_->PatchWithDeadline(r.event, deadline);
     if (stored.ok()) {
       patched_->Inc();
     } else if (stored.status().code() == StatusCode::kNotFound) {
       // Expired (event TTL) since: write it anew, as client-go does.
       r.event.mutable_metadata()->clear_resourceversion();
-      stored = sink_->Create(r.event);
+      stored = sink_->CreateWithDeadline(r.event, deadline);
       if (stored.ok()) created_->Inc();
     }
   } else {
-    stored = sink_->Create(r.event);
+    stored = sink_->CreateWithDeadline(r.event, deadline);
     if (stored.ok()) created_->Inc();
   }
-  if (!stored.ok()) {
-    failed_->Inc();
-    return;
-  }
+  if (!stored.ok()) return stored.status();
   correlator_.UpdateState(*stored);
+  return Status::Ok();
 }
 
 }  // namespace kplane::informer

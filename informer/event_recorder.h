@@ -20,13 +20,31 @@
 //   - More than aggregate_max_similar (10) different messages with the same
 //     object/type/reason within aggregate_window (10 min): one event
 //     "(combined from similar events): <message>" that is patched from then.
-//   - Spam filter: a token bucket per source + involved object (burst 25,
-//     one token back every 5 min); events without a token are dropped.
+//   - Spam filter: a token bucket per source + involved object + type
+//     (burst 25, one token back every 5 min); events without a token are
+//     dropped. The type is in the key (as in client-go since 1.31) so that
+//     a burst of Normal events does not silence the Warning after it.
 //   - The queue holds max_queued events; more are dropped (counted).
-// Write errors are not retried (a failed PATCH whose event is gone is
-// re-sent as a create); every outcome is counted in
-// events_recorded_total{result=created|patched|dropped_queue_full|
-// spam_filtered|failed}.
+// Retries (client-go's recordToSink): a write that got no answer from the
+// API server (kUnavailable or kDeadlineExceeded without an HTTP status:
+// refused, reset, timed out) is tried up to max_tries (12) times in all,
+// retry_interval (10 s) apart, the first wait a random part of it so that
+// clients do not all come back at once. The writer thread waits (on the
+// Clock), Event() callers never do; meanwhile the queue fills and drops as
+// above. An answer of the server (any HTTP status: AlreadyExists, 422, even
+// 503) is not retried, as client-go does not retry a StatusError: the
+// server saw the event and refused it (RestClient itself retries what the
+// server asks to have retried: 429, Retry-After). A failed PATCH whose event is
+// gone is re-sent as a create. Shutdown: no more retries; what is queued is
+// still written (one try each) for shutdown_grace (1 s) and then dropped, so a
+// stopping component keeps its last events when the server answers but is not
+// held up when it does not. Each sink call has a deadline (write_timeout, 5 s,
+// and not past the end of the grace), so Shutdown waits at most about
+// max(write_timeout, shutdown_grace) for a sink that honours deadlines
+// (RestEventSink does: RestClient's CallDeadline).
+// Every outcome is counted in events_recorded_total{result=created|patched|
+// dropped_queue_full|dropped_shutdown|spam_filtered|failed} (failed: given
+// up after its tries, refused by the server, or a retry cut by Shutdown).
 //
 // Thread-safety: Event() and the broadcaster's methods may be called from
 // any thread; the EventSink is called from the writer thread only.
@@ -39,6 +57,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <random>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -67,8 +86,22 @@ class EventSink {
   // named ev.metadata.name (NotFound when it expired meanwhile).
   virtual StatusOr<objects::corev1::Event> Patch(
       const objects::corev1::Event& ev) = 0;
+  // The same, ending by `deadline` on the broadcaster's Clock
+  // (kDeadlineExceeded then): what the broadcaster calls, so that Shutdown
+  // is not held up by a server that never answers. The defaults ignore the
+  // deadline (such a sink holds Shutdown up as long as its calls take).
+  virtual StatusOr<objects::corev1::Event> CreateWithDeadline(
+      const objects::corev1::Event& ev, CallDeadline /*deadline*/) {
+    return Create(ev);
+  }
+  virtual StatusOr<objects::corev1::Event> PatchWithDeadline(
+      const objects::corev1::Event& ev, CallDeadline /*deadline*/) {
+    return Patch(ev);
+  }
 };
 
+// Writes through `client`, whose Clock must be the broadcaster's (the
+// deadlines are on it).
 class RestEventSink : public EventSink {
  public:
   explicit RestEventSink(RestClient* client) : client_(client) {}
@@ -76,6 +109,10 @@ class RestEventSink : public EventSink {
       const objects::corev1::Event& ev) override;
   StatusOr<objects::corev1::Event> Patch(
       const objects::corev1::Event& ev) override;
+  StatusOr<objects::corev1::Event> CreateWithDeadline(
+      const objects::corev1::Event& ev, CallDeadline deadline) override;
+  StatusOr<objects::corev1::Event> PatchWithDeadline(
+      const objects::corev1::Event& ev, CallDeadline deadline) override;
 
  private:
   RestClient* const client_;
@@ -150,6 +187,16 @@ struct EventBroadcasterOptions {
   metrics::Registry* metrics = nullptr;  // nullptr: Registry::Default()
   size_t max_queued = 1000;              // client-go's maxQueuedEvents
   EventCorrelatorOptions correlator;
+  // Retries of writes without an answer (see the top of this file):
+  // client-go's maxTriesPerEvent and defaultSleepDuration.
+  int max_tries = 12;
+  Duration retry_interval = seconds(10);
+  // The deadline of each sink call: the longest Shutdown waits for a call
+  // in flight.
+  Duration write_timeout = seconds(5);
+  // How long Shutdown goes on writing what is queued before dropping it.
+  Duration shutdown_grace = seconds(1);
+  uint64_t seed = 0;  // the first retry's jitter; 0: random
 };
 
 class EventBroadcaster {
@@ -165,31 +212,45 @@ class EventBroadcaster {
   std::unique_ptr<EventRecorder> NewRecorder(std::string component,
                                              std::string host = "");
   // Queues an event built by a recorder (or by hand); false when dropped
-  // because the queue is full.
+  // because the queue is full or the broadcaster is shut down.
   bool Enqueue(objects::corev1::Event ev);
   // The name a new event about `object_name` gets: <name>.<hex nanos>,
   // distinct per broadcaster even when the clock stands still.
   std::string NewEventName(std::string_view object_name);
-  // Blocks until every event queued before the call was written (tests).
+  // Blocks until every event queued before the call was written, given up
+  // or dropped (tests; with a failing sink that includes the retry waits).
   void Flush();
-  // Writes what is queued, then stops the writer (idempotent); later
-  // events are dropped.
+  // Stops retrying, writes what is queued for at most shutdown_grace (one
+  // try each; the call in flight ends by its deadline), drops the rest and
+  // stops the writer (idempotent); later events are dropped.
   void Shutdown();
+  // Events never tried: the queue was full or the broadcaster shut down.
   int64_t dropped() const;
 
   Clock* clock() const { return clock_; }
 
  private:
-  void WriterLoop();
-  void Write(objects::corev1::Event ev, TimePoint recorded);
+  void WriterLoop() EXCLUDES(mu_);
+  // Correlates and writes one event, with its retries.
+  void Write(objects::corev1::Event ev, TimePoint recorded) EXCLUDES(mu_);
+  // One try: PATCH or POST (POST again when the PATCH finds no event).
+  Status WriteOnce(EventCorrelator::Result& r, CallDeadline deadline);
+  // Shutdown's grace is over: what is queued is not written.
+  void DropQueued() REQUIRES(mu_);
 
   EventSink* const sink_;
   Clock* const clock_;
   const size_t max_queued_;
+  const int max_tries_;
+  const Duration retry_interval_;
+  const Duration write_timeout_;
+  const Duration shutdown_grace_;
   EventCorrelator correlator_;  // writer thread only
+  std::mt19937_64 rng_;         // writer thread only
   metrics::Counter* created_;
   metrics::Counter* patched_;
   metrics::Counter* dropped_full_;
+  metrics::Counter* dropped_shutdown_;
   metrics::Counter* spam_filtered_;
   metrics::Counter* failed_;
 
@@ -202,6 +263,8 @@ class EventBroadcaster {
   int64_t dropped_ GUARDED_BY(mu_) = 0;
   int64_t last_name_nanos_ GUARDED_BY(mu_) = 0;
   bool stopping_ GUARDED_BY(mu_) = false;
+  // Set by Shutdown: queued events are written until then.
+  TimePoint drain_deadline_ GUARDED_BY(mu_) = TimePoint::max();
   std::thread writer_;
 };
 

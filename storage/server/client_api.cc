@@ -1508,11 +1508,9 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
       RespondError(r.get(), AuthMaintenanceError(user.status()));
       return;
     }
-    // etcd's AlarmResponse carries no header, whatever the action
-    // (`{}` when no alarm is raised).
-    StatusOr<etcdserverpb::AlarmResponse> resp = s->Alarm(q);
-    if (resp.ok()) resp->clear_header();
-    RespondResult(r.get(), resp);
+    // No header, whatever the action (ClusterAdmin::Alarm): `{}` when no
+    // alarm is raised, as etcd's.
+    RespondResult(r.get(), s->Alarm(q));
   });
   both("/maintenance/transfer-leadership",
        [s](const HttpRequest& req, ResponderPtr r) {

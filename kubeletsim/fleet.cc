@@ -68,6 +68,15 @@ class Fleet::Impl {
     TimerId timer = 0;     // the pending next step, if any
     uint64_t gen = 0;      // bumps invalidate stale timers
     int crash_loop_level = 0;  // NextCrashLoopBackOff's count of exits
+    // The status manager's state: the resourceVersion our last status
+    // write produced (a cached pod no newer is our own write, or older,
+    // and is not reconciled: that would echo every write back); `dirty`
+    // while the status we mean to report has not been written (a write
+    // failed), retried after a back-off on `status_retry`.
+    std::string written_rv;
+    bool status_dirty = false;
+    int status_failures = 0;
+    TimerId status_retry = 0;
   };
 
   // Lock order: a node's mu first. Under it the fleet sets and cancels
@@ -851,6 +860,7 @@ class Fleet::Impl {
     auto it = n->pods.find(key);
     if (it == n->pods.end()) return;
     timers_.Cancel(it->second.timer);
+    timers_.Cancel(it->second.status_retry);
     if (it->second.ip_host != 0) n->ips.reset(it->second.ip_host);
     CountStage(it->second, -1);
     n->pods.erase(it);
@@ -1071,6 +1081,7 @@ class Fleet::Impl {
     if (p.uid != pod->metadata().uid()) {
       // New pod, or a new pod under a reused name.
       timers_.Cancel(p.timer);
+      timers_.Cancel(p.status_retry);
       if (p.ip_host != 0) n->ips.reset(p.ip_host);
       CountStage(p, -1);
       p = PodSim{};
@@ -1115,10 +1126,55 @@ class Fleet::Impl {
       }
     }
     auto it = n->pods.find(key);
-    if (it == n->pods.end() || it->second.timer != 0 || it->second.finished) {
-      return;
-    }
+    if (it == n->pods.end() || it->second.finished) return;
     PodSim& q = it->second;
+    const bool repost = NeedsStatusRepost(n, *pod, &q);
+    const PodStage stage = q.stage;
+    if (q.timer == 0) ScheduleNextStep(n, key, *pod, q);
+    if (!repost) return;
+    l.Unlock();
+    WritePodStatus(n, key, stage);
+  }
+
+  // needsReconcile: whether the API's status of `pod` lacks what this
+  // kubelet reports for it -- someone else changed it (the node lifecycle
+  // controller's Ready=False, a readiness gate's condition that changes
+  // Ready), or our last write failed. Our own writes, as they come back
+  // through the watch, never are: were the server to normalise a field,
+  // reconciling them would write forever.
+  bool NeedsStatusRepost(Node* n, const corev1::Pod& pod, PodSim* p)
+      REQUIRES(n->mu) {
+    if (!p->seen || p->terminating || p->finished) return false;
+    const std::string& phase = pod.status().phase();
+    // A terminal phase is final (the API server refuses to leave it).
+    if (phase == "Succeeded" || phase == "Failed") return false;
+    // After a failure, only the retry writes: it keeps the back-off.
+    if (p->status_retry != 0) return false;
+    if (!p->status_dirty &&
+        NotNewer(pod.metadata().resourceversion(), p->written_rv)) {
+      return false;
+    }
+    if (PodStatusByKubeletEqual(pod.status(),
+                                BuildPodStatus(pod, p->stage, p->rt))) {
+      p->status_dirty = false;
+      return false;
+    }
+    return true;
+  }
+
+  // Whether resourceVersion `rv` is `written` or older. Resource versions
+  // are opaque to clients, but ours (as etcd's) are increasing integers;
+  // anything else is only recognised when equal.
+  static bool NotNewer(const std::string& rv, const std::string& written) {
+    if (written.empty()) return false;
+    std::optional<uint64_t> a = ParseUint64(rv), b = ParseUint64(written);
+    if (a && b) return *a <= *b;
+    return rv == written;
+  }
+
+  // Puts the pod's next step on the clock, if it has one.
+  void ScheduleNextStep(Node* n, const std::string& key, const corev1::Pod& pod,
+                        PodSim& q) REQUIRES(n->mu) {
     if (q.stage == PodStage::kCreating) {
       // Without a pod CIDR the sandbox cannot start (LearnPodCidr resyncs).
       if (n->max_host == 0) return;
@@ -1126,10 +1182,10 @@ class Fleet::Impl {
     } else if (q.stage == PodStage::kStarted || q.stage == PodStage::kReady) {
       // Whichever comes first of readiness and the containers' exit.
       const Duration ran = clock_->WallNow() - q.rt.started_at;
-      std::optional<Duration> run = RunFor(*pod);
+      std::optional<Duration> run = RunFor(pod);
       Duration exit_left =
           run ? std::max(*run - ran, Duration(0)) : Duration::max();
-      Duration ready_left = std::max(ReadyDelay(*pod) - ran, Duration(0));
+      Duration ready_left = std::max(ReadyDelay(pod) - ran, Duration(0));
       if (q.stage == PodStage::kStarted && (!run || ready_left < exit_left)) {
         RunPodStep(n, key, q, ready_left, &Impl::ReadyPod);
       } else if (run) {
@@ -1158,9 +1214,10 @@ class Fleet::Impl {
         n->ips.set(h);
       }
     }
+    // ContainersReady: Ready also waits on readiness gates.
     bool ready = false;
     for (const auto& c : pod.status().conditions()) {
-      if (c.type() == "Ready") ready = c.status() == "True";
+      if (c.type() == "ContainersReady") ready = c.status() == "True";
     }
     p->stage = ready ? PodStage::kReady : PodStage::kStarted;
     CountStage(*p, +1);
@@ -1348,6 +1405,9 @@ class Fleet::Impl {
         CountStage(*p, -1);
       }
       if (p->stage == PodStage::kCreating) p->rt.started_at = clock_->WallNow();
+      // The containers die of the kubelet's SIGTERM; ones that had exited
+      // on their own keep their code.
+      if (p->stage != PodStage::kCompleted) p->rt.exit_code = kKilledExitCode;
       p->rt.finished_at = clock_->WallNow();
       p->stage = PodStage::kTerminated;
       CountStage(*p, +1);
@@ -1381,7 +1441,10 @@ class Fleet::Impl {
   }
 
   // PUT pods/<p>/status with the status of `stage` over the cached pod;
-  // on a conflict read the pod again (twice at most).
+  // on a conflict read the pod again (twice at most). A failed write marks
+  // the pod's status dirty and retries it (the reconcile of SyncPod) after
+  // a back-off of 1 s doubling to 30 s, as the status manager's periodic
+  // sync would.
   void WritePodStatus(Node* n, const std::string& key, PodStage stage) {
     PodRuntime rt;
     std::string uid;
@@ -1409,13 +1472,46 @@ class Fleet::Impl {
       *want.mutable_status() = BuildPodStatus(*pod, stage, rt);
       auto r = ApiFor(n)->UpdateStatus(want);
       s = r.status();
+      if (s.ok()) {
+        MutexLock l(&n->mu);
+        auto it = n->pods.find(key);
+        if (it != n->pods.end() && it->second.uid == uid) {
+          PodSim& p = it->second;
+          p.written_rv = (*r)->metadata().resourceversion();
+          p.status_dirty = false;
+          p.status_failures = 0;
+          timers_.Cancel(p.status_retry);
+          p.status_retry = 0;
+        }
+      }
       if (!informer::IsConflict(s)) break;
     }
     if (s.ok()) {
       writes_->With({"pod_status"})->Inc();
-    } else if (!informer::IsNotFound(s)) {
-      ApiError("pod_status", n->id.name, s);
+      return;
     }
+    if (informer::IsNotFound(s)) return;  // gone: nothing to report
+    ApiError("pod_status", n->id.name, s);
+    MutexLock l(&n->mu);
+    auto it = n->pods.find(key);
+    if (it == n->pods.end() || it->second.uid != uid) return;
+    PodSim& p = it->second;
+    p.status_dirty = true;
+    if (p.status_retry != 0) return;  // one retry pending is enough
+    constexpr Duration kFirst = seconds(1);
+    constexpr Duration kMax = seconds(30);
+    const Duration wait = std::min<Duration>(
+        kFirst * (int64_t{1} << std::min(p.status_failures, 5)), kMax);
+    ++p.status_failures;
+    p.status_retry = After(wait, n->podq, [this, n, key](TimePoint) {
+      {
+        MutexLock l(&n->mu);
+        auto it = n->pods.find(key);
+        if (it == n->pods.end()) return;
+        it->second.status_retry = 0;
+      }
+      SyncPod(n, key);
+    });
   }
 
   const FleetOptions options_;
@@ -1462,23 +1558,35 @@ class Fleet::Impl {
    public:
     explicit EventRouter(Impl* fleet) : fleet_(fleet) {}
     StatusOr<corev1::Event> Create(const corev1::Event& ev) override {
-      ASSIGN_OR_RETURN(informer::EventSink * sink, SinkFor(ev));
-      return sink->Create(ev);
+      return CreateWithDeadline(ev, informer::CallDeadline::max());
     }
     StatusOr<corev1::Event> Patch(const corev1::Event& ev) override {
+      return PatchWithDeadline(ev, informer::CallDeadline::max());
+    }
+    StatusOr<corev1::Event> CreateWithDeadline(
+        const corev1::Event& ev, informer::CallDeadline deadline) override {
       ASSIGN_OR_RETURN(informer::EventSink * sink, SinkFor(ev));
-      return sink->Patch(ev);
+      return sink->CreateWithDeadline(ev, deadline);
+    }
+    StatusOr<corev1::Event> PatchWithDeadline(
+        const corev1::Event& ev, informer::CallDeadline deadline) override {
+      ASSIGN_OR_RETURN(informer::EventSink * sink, SinkFor(ev));
+      return sink->PatchWithDeadline(ev, deadline);
     }
 
    private:
+    // A stopped node's (or fleet's) event is lost, as a dead kubelet's
+    // would be: FailedPrecondition, which the broadcaster does not retry
+    // (Unavailable would hold its one writer, shared by every node, for
+    // up to 12 tries 10 s apart).
     StatusOr<informer::EventSink*> SinkFor(const corev1::Event& ev) {
-      if (fleet_->stopping_) return UnavailableError("fleet stopped");
+      if (fleet_->stopping_) return FailedPreconditionError("fleet stopped");
       Node* n = fleet_->Find(ev.source().host());
       if (n == nullptr || !n->event_sink) {
         return NotFoundError("no simulated node " + ev.source().host());
       }
       MutexLock l(&n->mu);
-      if (n->stopped) return UnavailableError("node stopped");
+      if (n->stopped) return FailedPreconditionError("node stopped");
       return n->event_sink.get();
     }
     Impl* const fleet_;

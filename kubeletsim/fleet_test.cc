@@ -16,6 +16,7 @@
 #include "apiserver/test_server.h"
 #include "base/mutex.h"
 #include "informer/api_errors.h"
+#include "informer/fake_api_server.h"
 #include "informer/list_watch.h"
 #include "informer/rest_client.h"
 #include "informer/shared_informer.h"
@@ -550,9 +551,14 @@ TEST_F(FleetTest, GracefulDeletion) {
   bool saw_terminated = false;
   for (const ObjectPtr& o : pods_->History()) {
     const auto& p = static_cast<const corev1::Pod&>(*o);
-    if (p.status().phase() == "Succeeded" &&
+    // Killed by the kubelet's SIGTERM: Failed, not Succeeded (a Job must
+    // not count a deleted pod as a success).
+    EXPECT_NE(p.status().phase(), "Succeeded");
+    if (p.status().phase() == "Failed" &&
+        p.status().containerstatuses(0).state().terminated().exitcode() ==
+            kKilledExitCode &&
         p.status().containerstatuses(0).state().terminated().reason() ==
-            "Completed") {
+            "Error") {
       saw_terminated = true;
     }
   }
@@ -714,6 +720,234 @@ TEST(CrashLoopBackOff, DoublesToFiveMinutesAndForgetsAfterTenQuietOnes) {
   EXPECT_EQ(NextCrashLoopBackOff(&level, seconds(0)), seconds(10));
   level = 1 << 30;  // never shifts past the maximum
   EXPECT_EQ(NextCrashLoopBackOff(&level, seconds(0)), minutes(5));
+}
+
+// Sets `type` to `status` in the pod's status as another writer would
+// (a controller, the node lifecycle controller), re-reading on conflict.
+void SetPodCondition(informer::RestClient* client, const std::string& name,
+                     const std::string& type, const std::string& status,
+                     const std::string& reason = "") {
+  for (int attempt = 0; attempt < 10; ++attempt) {
+    auto got = client->Get<corev1::Pod>("default", name);
+    ASSERT_TRUE(got.ok()) << got.status();
+    corev1::Pod p = **got;
+    corev1::PodCondition* c = nullptr;
+    for (auto& k : *p.mutable_status()->mutable_conditions()) {
+      if (k.type() == type) c = &k;
+    }
+    if (c == nullptr) c = p.mutable_status()->add_conditions();
+    c->set_type(type);
+    c->set_status(status);
+    c->set_reason(reason);
+    auto r = client->UpdateStatus(p);
+    if (r.ok()) return;
+    ASSERT_TRUE(informer::IsConflict(r.status())) << r.status();
+  }
+  FAIL() << "conflicts on every attempt";
+}
+
+// The kubelet rewrites only its own conditions: a custom one and an
+// eviction's DisruptionTarget survive its later writes, to the end.
+TEST_F(FleetTest, ConditionsOfOthersSurviveTheKubeletsWrites) {
+  StartFleet(Options(1));
+  corev1::Pod p = MakePod("web", "node-0");
+  (*p.mutable_metadata()->mutable_annotations())[kReadyAfterAnnotation] = "5s";
+  ASSERT_TRUE(client_->Create(p).ok());
+  AwaitStep("web", "start");
+  SetPodCondition(client_.get(), "web", "example.com/custom", "True");
+  Advance(seconds(1));
+  ASSERT_TRUE(AwaitPod("web", [](const corev1::Pod& p) {
+    return p.status().phase() == "Running";
+  }));
+  EXPECT_EQ(CondStatus(*Pod("web"), "example.com/custom"), "True");
+  AwaitStep("web", "ready");
+  Advance(seconds(5));
+  ASSERT_TRUE(AwaitPod("web", [](const corev1::Pod& p) {
+    return CondStatus(p, "Ready") == "True";
+  }));
+  EXPECT_EQ(CondStatus(*Pod("web"), "example.com/custom"), "True");
+
+  SetPodCondition(client_.get(), "web", "DisruptionTarget", "True",
+                  "EvictionByEvictionAPI");
+  objects::metav1::DeleteOptions del;
+  del.set_graceperiodseconds(30);
+  ASSERT_TRUE(client_->Delete<corev1::Pod>("default", "web", del).ok());
+  AwaitStep("web", "terminate");
+  Advance(seconds(1));
+  ASSERT_TRUE(pods_->Await([&] { return !Pod("web"); }));
+  bool saw_final = false;
+  for (const ObjectPtr& o : pods_->History()) {
+    const auto& q = static_cast<const corev1::Pod&>(*o);
+    if (q.status().phase() != "Failed") continue;
+    saw_final = true;
+    EXPECT_EQ(CondStatus(q, "DisruptionTarget"), "True");
+    EXPECT_EQ(CondStatus(q, "example.com/custom"), "True");
+  }
+  EXPECT_TRUE(saw_final);
+}
+
+// Ready waits for the readiness gates' conditions, and follows them when
+// their owner sets them later.
+TEST_F(FleetTest, ReadinessGatesHoldReadyUntilTheirConditionsAreTrue) {
+  StartFleet(Options(1));
+  corev1::Pod p = MakePod("gated", "node-0");
+  p.mutable_spec()->add_readinessgates()->set_conditiontype("example.com/lb");
+  ASSERT_TRUE(client_->Create(p).ok());
+  AwaitStep("gated", "start");
+  Advance(seconds(1));
+  ASSERT_TRUE(AwaitPod("gated", [](const corev1::Pod& p) {
+    return CondStatus(p, "ContainersReady") == "True";
+  }));
+  fleet_->WaitIdle();
+  auto pod = Pod("gated");
+  EXPECT_EQ(CondStatus(*pod, "Ready"), "False");
+  for (const auto& c : pod->status().conditions()) {
+    if (c.type() == "Ready") {
+      EXPECT_EQ(c.reason(), "ReadinessGatesNotReady");
+    }
+  }
+  SetPodCondition(client_.get(), "gated", "example.com/lb", "True");
+  ASSERT_TRUE(AwaitPod("gated", [](const corev1::Pod& p) {
+    return CondStatus(p, "Ready") == "True";
+  }));
+  SetPodCondition(client_.get(), "gated", "example.com/lb", "False");
+  ASSERT_TRUE(AwaitPod("gated", [](const corev1::Pod& p) {
+    return CondStatus(p, "Ready") == "False";
+  }));
+}
+
+// The status manager's reconcile: a status someone else changed (the node
+// lifecycle controller marks the pods of an unreachable node not Ready) is
+// re-posted once the node is back, and at once while it runs.
+TEST_F(FleetTest, StatusChangedByOthersIsRepaired) {
+  StartFleet(Options(1));
+  ASSERT_TRUE(client_->Create(MakePod("web", "node-0")).ok());
+  AwaitStep("web", "start");
+  Advance(seconds(1));
+  ASSERT_TRUE(AwaitPod("web", [](const corev1::Pod& p) {
+    return CondStatus(p, "Ready") == "True";
+  }));
+
+  ASSERT_TRUE(fleet_->StopNode("node-0").ok());
+  SetPodCondition(client_.get(), "web", "Ready", "False", "NodeNotReady");
+  ASSERT_TRUE(AwaitPod("web", [](const corev1::Pod& p) {
+    return CondStatus(p, "Ready") == "False";
+  }));
+  Advance(seconds(15));
+  EXPECT_EQ(CondStatus(*Pod("web"), "Ready"), "False");  // silent
+  ASSERT_TRUE(fleet_->ResumeNode("node-0").ok());
+  ASSERT_TRUE(AwaitPod("web", [](const corev1::Pod& p) {
+    return CondStatus(p, "Ready") == "True";
+  }));
+
+  // While it runs: repaired as soon as the fleet's watch shows the change.
+  // A change to others' conditions alone is not answered (what the API
+  // holds of our own write compares equal): one write, the repair.
+  fleet_->WaitIdle();
+  auto* pod_writes =
+      metrics_.NewCounter("kubeletsim_api_writes_total", "", {"operation"})
+          ->With({"pod_status"});
+  const double writes = pod_writes->Value();
+  const size_t seen = pods_->History().size();
+  SetPodCondition(client_.get(), "web", "example.com/custom", "True");
+  SetPodCondition(client_.get(), "web", "Ready", "False", "NodeNotReady");
+  ASSERT_TRUE(pods_->Await([&] {
+    auto h = pods_->History();
+    bool unready = false;
+    for (size_t i = seen; i < h.size(); ++i) {
+      unready |= CondStatus(static_cast<const corev1::Pod&>(*h[i]), "Ready") ==
+                 "False";
+    }
+    return unready && CondStatus(*Pod("web"), "Ready") == "True";
+  }));
+  fleet_->WaitIdle();
+  EXPECT_EQ(pod_writes->Value(), writes + 1);
+}
+
+// A failed status write is not the end of it: the status manager writes
+// it again after a back-off. Against the informer's FakeApiServer, which
+// can fail a request; on a fake clock nothing else calls the server
+// while the pod's write fails.
+TEST(FleetStatusRetryTest, AFailedPodStatusWriteIsRetriedWithBackOff) {
+  informer::FakeApiServer server;
+  ASSERT_TRUE(server.Start().ok());
+  informer::FakeListerWatcher* pods = server.Resource(*R<corev1::Pod>());
+  informer::FakeListerWatcher* nodes = server.Resource(*R<corev1::Node>());
+  server.Resource(*R<coordinationv1::Lease>());
+  FakeClock clock;
+  metrics::Registry metrics;
+  Mutex mu;
+  std::condition_variable cv;
+  std::vector<std::string> steps;
+  FleetOptions o;
+  o.server = server.Url();
+  o.nodes = 1;
+  o.port = 0;
+  o.clock = &clock;
+  o.metrics = &metrics;
+  o.seed = 7;
+  o.workers = 2;
+  o.protobuf = false;
+  o.record_events = false;
+  o.register_pod_cidr = true;
+  o.on_pod_step = [&](const std::string& pod, const std::string& step) {
+    MutexLock l(&mu);
+    steps.push_back(pod + " " + step);
+    cv.notify_all();
+  };
+  auto f = Fleet::Start(o);
+  ASSERT_TRUE(f.ok()) << f.status();
+  std::unique_ptr<Fleet> fleet = std::move(*f);
+  auto phase = [&] {
+    auto got = pods->Get("default", "web");
+    return got.ok() ? static_cast<const corev1::Pod&>(**got).status().phase()
+                    : std::string("?");
+  };
+  auto await = [&](const std::function<bool()>& pred) {
+    MutexLock l(&mu);
+    return cv.wait_for(l.native(), kDeadline, [&] { return pred(); });
+  };
+  auto has_step = [&](const std::string& s) NO_THREAD_SAFETY_ANALYSIS {
+    return std::find(steps.begin(), steps.end(), "default/web " + s) !=
+           steps.end();
+  };
+  fleet->WaitIdle();
+  ASSERT_TRUE(nodes->Get("", "node-0").ok());
+
+  corev1::Pod p;
+  p.mutable_metadata()->set_name("web");
+  p.mutable_metadata()->set_namespace_("default");
+  p.mutable_metadata()->set_uid("u1");
+  (*p.mutable_metadata()->mutable_annotations())[kReadyAfterAnnotation] = "1h";
+  p.mutable_spec()->set_nodename("node-0");
+  p.mutable_spec()->add_containers()->set_name("app");
+  ASSERT_TRUE(pods->Create(p).ok());
+  ASSERT_TRUE(await([&] { return has_step("start"); }));
+  fleet->WaitIdle();
+  ASSERT_EQ(phase(), "Pending");
+
+  // The write of Running fails; nothing else is due until the retry.
+  server.FailNext(1, 500);
+  clock.Advance(seconds(1));
+  fleet->WaitIdle();
+  EXPECT_EQ(phase(), "Pending");
+  auto* errors =
+      metrics.NewCounter("kubeletsim_api_errors_total", "", {"operation"});
+  EXPECT_EQ(errors->With({"pod_status"})->Value(), 1);
+  // Fails again: the next try waits twice as long.
+  server.FailNext(1, 500);
+  clock.Advance(seconds(1));
+  fleet->WaitIdle();
+  EXPECT_EQ(phase(), "Pending");
+  EXPECT_EQ(errors->With({"pod_status"})->Value(), 2);
+  clock.Advance(seconds(1));
+  fleet->WaitIdle();
+  EXPECT_EQ(phase(), "Pending");  // 1 s of the 2 s back-off
+  clock.Advance(seconds(1));
+  fleet->WaitIdle();
+  EXPECT_EQ(phase(), "Running");
+  EXPECT_EQ(errors->With({"pod_status"})->Value(), 2);
+  fleet->Stop();
 }
 
 TEST_F(FleetTest, StoppedNodeGoesSilentAndResumes) {

@@ -1,5 +1,8 @@
 #include "kubeletsim/objects.h"
 
+#include <google/protobuf/util/message_differencer.h>
+
+#include <algorithm>
 #include <cstdio>
 
 #include "net/ipv4_cidr.h"
@@ -289,9 +292,11 @@ corev1::PodStatus BuildPodStatus(const corev1::Pod& pod, PodStage stage,
       stage == PodStage::kStarted || stage == PodStage::kReady || backing_off;
   const bool ready = stage == PodStage::kReady;
   const bool exited = stage == PodStage::kCompleted;
-  const bool failed = exited && rt.exit_code != 0;
-  // Containers that stopped: deleted (exit 0) or exited on their own.
+  // Containers that stopped: killed at deletion or exited on their own.
+  // Either way the pod is terminal, Succeeded only if they all exited 0
+  // (kubelet getPhase for a terminal pod).
   const bool stopped = stage == PodStage::kTerminated || exited;
+  const bool failed = stopped && rt.exit_code != 0;
   s.set_phase(stage == PodStage::kCreating ? "Pending"
               : failed                     ? "Failed"
               : stopped                    ? "Succeeded"
@@ -305,7 +310,11 @@ corev1::PodStatus BuildPodStatus(const corev1::Pod& pod, PodStage stage,
   objects::SetTime(s.mutable_starttime(), rt.start_time);
   s.set_qosclass(QosClass(pod.spec()));
 
-  // Conditions, in the kubelet's order.
+  // Others' conditions first, as generateAPIPodStatus starts from them.
+  for (const corev1::PodCondition& c : old.conditions()) {
+    if (!PodConditionByKubelet(c.type())) *s.add_conditions() = c;
+  }
+  // Then the kubelet's, in its order.
   std::string unready;
   for (const corev1::Container& c : pod.spec().containers()) {
     unready += unready.empty() ? c.name() : " " + c.name();
@@ -330,9 +339,51 @@ corev1::PodStatus BuildPodStatus(const corev1::Pod& pod, PodStage stage,
                   stage != PodStage::kCreating && !stopped,
                   running ? rt.started_at : rt.start_time, nullptr, "");
   SetPodCondition(&s, "Initialized", true, rt.start_time, nullptr, "");
-  SetPodCondition(&s, "Ready", ready, ready_transition,
-                  ready ? nullptr : not_ready_reason,
-                  ready ? "" : not_ready_msg);
+  // Ready containers make a Ready pod only once every readiness gate's
+  // condition (set by whoever owns the gate) is True.
+  std::string gates_msg;
+  WallTime gates_transition = ready_transition;
+  bool gates_ready = true;
+  if (ready) {
+    for (const corev1::PodReadinessGate& g : pod.spec().readinessgates()) {
+      const corev1::PodCondition* found = nullptr;
+      for (const corev1::PodCondition& c : old.conditions()) {
+        if (c.type() == g.conditiontype()) found = &c;
+      }
+      if (found != nullptr && found->status() == "True") {
+        // Ready from when the last gate opened.
+        gates_transition = std::max(
+            gates_transition, objects::ToWallTime(found->lasttransitiontime()));
+        continue;
+      }
+      if (!gates_msg.empty()) gates_msg += ", ";
+      gates_msg += found == nullptr
+                       ? "corresponding condition of pod readiness gate \"" +
+                             g.conditiontype() + "\" does not exist."
+                       : "the status of pod readiness gate \"" +
+                             g.conditiontype() + "\" is not \"True\", but " +
+                             found->status();
+      gates_ready = false;
+    }
+  }
+  if (!gates_ready) {
+    // Not Ready since the pod started, or since a gate closed.
+    gates_transition = rt.start_time;
+    for (const corev1::PodCondition& c : old.conditions()) {
+      for (const corev1::PodReadinessGate& g : pod.spec().readinessgates()) {
+        if (c.type() == g.conditiontype() && c.status() != "True") {
+          gates_transition = std::max(
+              gates_transition, objects::ToWallTime(c.lasttransitiontime()));
+        }
+      }
+    }
+    SetPodCondition(&s, "Ready", false, gates_transition,
+                    "ReadinessGatesNotReady", gates_msg);
+  } else {
+    SetPodCondition(&s, "Ready", ready, gates_transition,
+                    ready ? nullptr : not_ready_reason,
+                    ready ? "" : not_ready_msg);
+  }
   SetPodCondition(&s, "ContainersReady", ready, ready_transition,
                   ready ? nullptr : not_ready_reason,
                   ready ? "" : not_ready_msg);
@@ -367,7 +418,7 @@ corev1::PodStatus BuildPodStatus(const corev1::Pod& pod, PodStage stage,
     cs->set_containerid(FakeContainerId(pod.metadata().uid(), c.name()));
     if (init || stopped) {
       corev1::ContainerStateTerminated* t = st->mutable_terminated();
-      const int code = init || !exited ? 0 : rt.exit_code;
+      const int code = init ? 0 : rt.exit_code;
       t->set_exitcode(code);
       t->set_reason(code == 0 ? "Completed" : "Error");
       objects::SetTime(t->mutable_startedat(),
@@ -402,6 +453,35 @@ corev1::PodStatus BuildPodStatus(const corev1::Pod& pod, PodStage stage,
     fill(c, false, s.add_containerstatuses());
   }
   return s;
+}
+
+bool PodConditionByKubelet(std::string_view type) {
+  return type == "PodScheduled" || type == "Ready" || type == "Initialized" ||
+         type == "ContainersReady" || type == "PodReadyToStartContainers";
+}
+
+bool PodStatusByKubeletEqual(const corev1::PodStatus& api,
+                             const corev1::PodStatus& want) {
+  std::map<std::string, const corev1::PodCondition*> a, w;
+  for (const corev1::PodCondition& c : api.conditions()) {
+    if (PodConditionByKubelet(c.type())) a[c.type()] = &c;
+  }
+  for (const corev1::PodCondition& c : want.conditions()) {
+    if (PodConditionByKubelet(c.type())) w[c.type()] = &c;
+  }
+  if (a.size() != w.size()) return false;
+  for (const auto& [type, c] : w) {
+    auto it = a.find(type);
+    if (it == a.end() || it->second->status() != c->status() ||
+        it->second->reason() != c->reason() ||
+        it->second->message() != c->message()) {
+      return false;
+    }
+  }
+  corev1::PodStatus x = api, y = want;
+  x.clear_conditions();
+  y.clear_conditions();
+  return google::protobuf::util::MessageDifferencer::Equals(x, y);
 }
 
 StatusOr<std::pair<std::string, std::string>> ParseLabel(std::string_view s) {

@@ -94,7 +94,8 @@ enum class PodStage {
   kCreating,    // Pending, containers waiting ContainerCreating
   kStarted,     // Running, containers started but not ready
   kReady,       // Running, containers ready
-  kTerminated,  // containers terminated (exit 0), phase Succeeded
+  kTerminated,  // containers killed at the pod's deletion (exit
+                // PodRuntime::exit_code): Failed unless that is 0
   kCompleted,   // containers exited on their own: Succeeded or Failed by
                 // PodRuntime::exit_code
   kBackOff,     // Running, containers exited and waiting CrashLoopBackOff
@@ -109,7 +110,7 @@ struct PodRuntime {
   WallTime started_at;   // containers' start (kStarted+)
   WallTime ready_at;     // kReady+
   WallTime finished_at;  // kTerminated, kCompleted
-  int exit_code = 0;     // kCompleted
+  int exit_code = 0;     // kCompleted, kTerminated
   // Restarts after an exit (restartPolicy Always, or OnFailure and a
   // non-zero code): the count and the previous run, shown as lastState.
   int restart_count = 0;
@@ -127,10 +128,30 @@ struct PodRuntime {
 // level advanced.
 Duration NextCrashLoopBackOff(int* level, Duration last_run);
 
-// The pod's status at `stage` (replaces status wholesale, keeping the
-// scheduler's PodScheduled transition time when present).
+// The exit code of a container the kubelet kills at the pod's deletion:
+// 128 + SIGTERM, as a process that dies of the signal reports.
+inline constexpr int kKilledExitCode = 143;
+
+// The pod conditions the kubelet owns and rewrites at every status write
+// (kubetypes.PodConditionByKubelet); all others (a controller's, a
+// readiness gate's, DisruptionTarget) belong to someone else and are kept.
+bool PodConditionByKubelet(std::string_view type);
+
+// The pod's status at `stage`, merged as the kubelet's status manager does
+// (generateAPIPodStatus + mergePodStatus): the conditions of pod.status()
+// the kubelet does not own come first, unchanged; then the kubelet's, Ready
+// also waiting on every spec.readinessGates condition being True
+// (GeneratePodReadyCondition). Keeps the scheduler's PodScheduled
+// transition time when present.
 corev1::PodStatus BuildPodStatus(const corev1::Pod& pod, PodStage stage,
                                  const PodRuntime& rt);
+
+// isPodStatusByKubeletEqual: whether the API's status `api` already says
+// what the kubelet would write (`want`): everything but the conditions
+// equal, and the kubelet-owned conditions alike in type, status, reason
+// and message (their times and others' conditions are not compared).
+bool PodStatusByKubeletEqual(const corev1::PodStatus& api,
+                             const corev1::PodStatus& want);
 
 // "containerd://<64 hex>" from the pod uid and container name, and a
 // "docker.io/library/nginx@sha256:<64 hex>" image id; stable per input.

@@ -191,6 +191,145 @@ TEST(ObjectsTest, PodScheduledTransitionIsKept) {
             42);
 }
 
+// Kubernetes' status manager (mergePodStatus) keeps the conditions of the
+// API pod that the kubelet does not own: a controller's or a user's custom
+// condition, and DisruptionTarget (shared) from an eviction.
+TEST(ObjectsTest, ConditionsTheKubeletDoesNotOwnAreKept) {
+  corev1::Pod pod = TestPod();
+  corev1::PodCondition* c = pod.mutable_status()->add_conditions();
+  c->set_type("example.com/custom");
+  c->set_status("True");
+  c->set_reason("Because");
+  objects::SetTime(c->mutable_lasttransitiontime(), 7);
+  c = pod.mutable_status()->add_conditions();
+  c->set_type("DisruptionTarget");
+  c->set_status("True");
+  c->set_reason("EvictionByEvictionAPI");
+  // A stale kubelet-owned condition is replaced, not duplicated.
+  c = pod.mutable_status()->add_conditions();
+  c->set_type("Ready");
+  c->set_status("True");
+  PodRuntime rt;
+  rt.start_time = At(100);
+  rt.started_at = At(101);
+  for (PodStage stage : {PodStage::kCreating, PodStage::kStarted,
+                         PodStage::kReady, PodStage::kTerminated}) {
+    corev1::PodStatus s = BuildPodStatus(pod, stage, rt);
+    const corev1::PodCondition* custom = Cond(s, "example.com/custom");
+    ASSERT_NE(custom, nullptr) << PodStageName(stage);
+    EXPECT_EQ(custom->status(), "True");
+    EXPECT_EQ(custom->reason(), "Because");
+    EXPECT_EQ(objects::UnixSeconds(custom->lasttransitiontime()), 7);
+    const corev1::PodCondition* dt = Cond(s, "DisruptionTarget");
+    ASSERT_NE(dt, nullptr) << PodStageName(stage);
+    EXPECT_EQ(dt->reason(), "EvictionByEvictionAPI");
+    int ready = 0;
+    for (const auto& k : s.conditions()) ready += k.type() == "Ready";
+    EXPECT_EQ(ready, 1);
+  }
+  EXPECT_EQ(
+      Cond(BuildPodStatus(pod, PodStage::kCreating, rt), "Ready")->status(),
+      "False");
+}
+
+// Containers killed at the pod's deletion die of the kubelet's SIGTERM
+// (exit 143): the pod ends Failed, as Kubernetes reports a deleted pod
+// whose containers did not all exit 0, so that a Job does not count it as
+// succeeded.
+TEST(ObjectsTest, ContainersKilledAtDeletionFailThePod) {
+  corev1::Pod pod = TestPod();
+  PodRuntime rt;
+  rt.start_time = At(100);
+  rt.started_at = At(101);
+  rt.finished_at = At(200);
+  rt.exit_code = kKilledExitCode;
+  corev1::PodStatus s = BuildPodStatus(pod, PodStage::kTerminated, rt);
+  EXPECT_EQ(s.phase(), "Failed");
+  ASSERT_EQ(s.containerstatuses_size(), 2);
+  EXPECT_EQ(s.containerstatuses(0).state().terminated().exitcode(), 143);
+  EXPECT_EQ(s.containerstatuses(0).state().terminated().reason(), "Error");
+  EXPECT_EQ(Cond(s, "Ready")->status(), "False");
+  EXPECT_EQ(Cond(s, "Ready")->reason(), "ContainersNotReady");
+}
+
+// GeneratePodReadyCondition: Ready only when the containers are and every
+// readiness gate's condition is True.
+TEST(ObjectsTest, ReadinessGates) {
+  corev1::Pod pod = TestPod();
+  pod.mutable_spec()->add_readinessgates()->set_conditiontype("example.com/lb");
+  pod.mutable_spec()->add_readinessgates()->set_conditiontype("example.com/fw");
+  PodRuntime rt;
+  rt.start_time = At(100);
+  rt.started_at = At(101);
+  rt.ready_at = At(105);
+  corev1::PodStatus s = BuildPodStatus(pod, PodStage::kReady, rt);
+  EXPECT_EQ(Cond(s, "ContainersReady")->status(), "True");
+  const corev1::PodCondition* ready = Cond(s, "Ready");
+  EXPECT_EQ(ready->status(), "False");
+  EXPECT_EQ(ready->reason(), "ReadinessGatesNotReady");
+  EXPECT_EQ(ready->message(),
+            "corresponding condition of pod readiness gate \"example.com/lb\" "
+            "does not exist., corresponding condition of pod readiness gate "
+            "\"example.com/fw\" does not exist.");
+
+  corev1::PodCondition* lb = pod.mutable_status()->add_conditions();
+  lb->set_type("example.com/lb");
+  lb->set_status("True");
+  corev1::PodCondition* fw = pod.mutable_status()->add_conditions();
+  fw->set_type("example.com/fw");
+  fw->set_status("False");
+  s = BuildPodStatus(pod, PodStage::kReady, rt);
+  ready = Cond(s, "Ready");
+  EXPECT_EQ(ready->status(), "False");
+  EXPECT_EQ(ready->reason(), "ReadinessGatesNotReady");
+  EXPECT_EQ(ready->message(),
+            "the status of pod readiness gate \"example.com/fw\" is not "
+            "\"True\", but False");
+
+  pod.mutable_status()->mutable_conditions(1)->set_status("True");
+  s = BuildPodStatus(pod, PodStage::kReady, rt);
+  EXPECT_EQ(Cond(s, "Ready")->status(), "True");
+  EXPECT_EQ(Cond(s, "Ready")->reason(), "");
+  EXPECT_EQ(objects::UnixSeconds(Cond(s, "Ready")->lasttransitiontime()), 105);
+  // Unready containers say so first, gates or not.
+  s = BuildPodStatus(pod, PodStage::kStarted, rt);
+  EXPECT_EQ(Cond(s, "Ready")->reason(), "ContainersNotReady");
+}
+
+// isPodStatusByKubeletEqual: what the kubelet would write against what the
+// API holds, ignoring others' conditions and condition times.
+TEST(ObjectsTest, PodStatusByKubeletEqual) {
+  corev1::Pod pod = TestPod();
+  PodRuntime rt;
+  rt.start_time = At(100);
+  rt.started_at = At(101);
+  rt.ready_at = At(105);
+  rt.pod_ip = "10.64.1.2";
+  corev1::PodStatus want = BuildPodStatus(pod, PodStage::kReady, rt);
+  corev1::PodStatus api = want;
+  EXPECT_TRUE(PodStatusByKubeletEqual(api, want));
+  // Someone else's condition, or a transition time moved: still equal.
+  corev1::PodCondition* c = api.add_conditions();
+  c->set_type("example.com/custom");
+  c->set_status("True");
+  objects::SetTime(api.mutable_conditions(0)->mutable_lasttransitiontime(), 1);
+  EXPECT_TRUE(PodStatusByKubeletEqual(api, want));
+  // The node lifecycle controller marked the pod not Ready.
+  for (auto& k : *api.mutable_conditions()) {
+    if (k.type() == "Ready") k.set_status("False");
+  }
+  EXPECT_FALSE(PodStatusByKubeletEqual(api, want));
+  api = want;
+  api.set_podip("10.64.1.9");
+  EXPECT_FALSE(PodStatusByKubeletEqual(api, want));
+  api = want;
+  api.mutable_containerstatuses(0)->set_ready(false);
+  EXPECT_FALSE(PodStatusByKubeletEqual(api, want));
+  api = want;
+  api.mutable_conditions()->RemoveLast();
+  EXPECT_FALSE(PodStatusByKubeletEqual(api, want));
+}
+
 TEST(ObjectsTest, QosClass) {
   corev1::Pod pod = TestPod();
   pod.mutable_spec()->mutable_containers()->RemoveLast();

@@ -18,6 +18,13 @@ namespace kplane::storage {
 
 namespace {
 
+// An etcd error as the peer port answers it (PostToPeer and PeerHashKV
+// turn it back into the Status).
+void RespondEtcdError(net::Responder* r, const Status& st) {
+  etcdjson::HttpError e = etcdjson::StatusToError(st);
+  r->Respond(e.http_status, {{"Content-Type", "application/json"}}, e.Body());
+}
+
 // The TLS context to dial `url` with: only https:// and unixs:// (TLS over
 // a unix socket) URLs speak TLS.
 std::shared_ptr<const net::TlsContext> TlsFor(
@@ -894,12 +901,7 @@ void HttpPeerTransport::RegisterHandlers(net::HttpServer* peer_server) {
         if (CheckPeerHeaders(req, r.get()) == 0) return;
         auto rev = ParseInt64(req.QueryParam("revision"));
         auto h = handler_->HashKV(rev.value_or(0));
-        if (!h.ok()) {
-          etcdjson::HttpError e = etcdjson::StatusToError(h.status());
-          r->Respond(e.http_status, {{"Content-Type", "application/json"}},
-                     e.Body());
-          return;
-        }
+        if (!h.ok()) return RespondEtcdError(r.get(), h.status());
         r->Respond(200, {{"Content-Type", "application/json"}},
                    etcdjson::ToJson(*h));
       });
@@ -971,12 +973,7 @@ void HttpPeerTransport::HandleProtoPost(
           return;
         }
         StatusOr<Resp> a = answer(q);
-        if (!a.ok()) {
-          etcdjson::HttpError e = etcdjson::StatusToError(a.status());
-          r->Respond(e.http_status, {{"Content-Type", "application/json"}},
-                     e.Body());
-          return;
-        }
+        if (!a.ok()) return RespondEtcdError(r.get(), a.status());
         r->Respond(200, {{"Content-Type", "application/x-protobuf"}},
                    a->SerializeAsString());
       });

@@ -50,6 +50,10 @@ class DirectTransport : public PeerTransport {
       Duration timeout) override;
 
  private:
+  // The peer, unless it or this member is down (the lock is not held
+  // after: the caller's request may go through Send).
+  StatusOr<StoreServer*> ReachablePeer(uint64_t id);
+
   Cluster* c_;
   uint64_t self_;
 };
@@ -247,19 +251,20 @@ StatusOr<storagepb::ClusterRecord> DirectTransport::PeerMembership(
   return it->second->membership()->Record();
 }
 
+StatusOr<StoreServer*> DirectTransport::ReachablePeer(uint64_t id) {
+  std::lock_guard<std::mutex> l(c_->mu);
+  if (c_->down.count(self_) || c_->down.count(id)) {
+    return UnavailableError("down");
+  }
+  auto it = c_->by_id.find(id);
+  if (it == c_->by_id.end()) return UnavailableError("down");
+  return it->second;
+}
+
 StatusOr<etcdserverpb::LeaseTimeToLiveResponse>
 DirectTransport::PeerLeaseTimeToLive(
     uint64_t id, const etcdserverpb::LeaseTimeToLiveRequest& req, Duration) {
-  StoreServer* peer;
-  {
-    std::lock_guard<std::mutex> l(c_->mu);
-    if (c_->down.count(self_) || c_->down.count(id)) {
-      return UnavailableError("down");
-    }
-    auto it = c_->by_id.find(id);
-    if (it == c_->by_id.end()) return UnavailableError("down");
-    peer = it->second;
-  }
+  ASSIGN_OR_RETURN(StoreServer * peer, ReachablePeer(id));
   ++c_->lease_ttl_forwards;
   // Not under the lock: the leader's answer waits for a linearizable read,
   // whose messages go through Send.
@@ -269,16 +274,7 @@ DirectTransport::PeerLeaseTimeToLive(
 StatusOr<etcdserverpb::MemberPromoteResponse>
 DirectTransport::PeerMemberPromote(
     uint64_t id, const etcdserverpb::MemberPromoteRequest& req, Duration) {
-  StoreServer* peer;
-  {
-    std::lock_guard<std::mutex> l(c_->mu);
-    if (c_->down.count(self_) || c_->down.count(id)) {
-      return UnavailableError("down");
-    }
-    auto it = c_->by_id.find(id);
-    if (it == c_->by_id.end()) return UnavailableError("down");
-    peer = it->second;
-  }
+  ASSIGN_OR_RETURN(StoreServer * peer, ReachablePeer(id));
   // Not under the lock: the promotion goes through the log.
   return peer->LeaderMemberPromote(req);
 }

@@ -3156,6 +3156,10 @@ Status ApiServer::Start() {
                            .interval = m.opts.storage_health_interval,
                            .clock = m.opts.clock});
   m.storage_health->Start();
+  // Before the port listens: no client ever sees a cluster without its
+  // default namespace (kube creates it in a post-start hook, and clients
+  // that do not wait for /readyz meet a 404 there).
+  RETURN_IF_ERROR(m.CreateSystemNamespaces());
   net::HttpServerOptions ho;
   ho.host = m.opts.bind_address;
   ho.port = m.opts.port;
@@ -3181,7 +3185,6 @@ Status ApiServer::Start() {
   }
   m.server_address = address;
   m.PublishDiscovery(std::make_shared<const CustomSnapshot>());
-  RETURN_IF_ERROR(m.CreateSystemNamespaces());
   {
     const size_t colon = address.rfind(':');
     RETURN_IF_ERROR(

@@ -1264,6 +1264,44 @@ TEST(ApiRestTest, NoRequestIsServedBeforeTheDefaultNamespaceExists) {
   EXPECT_EQ(s.Get("/api/v1/namespaces/default").code, 200);
 }
 
+// /readyz waits for Start's writes after the port listens, named as
+// kube-apiserver's post-start hooks: while the "kubernetes" Service is
+// being written it answers 500 and names the unfinished hook.
+TEST(ApiRestTest, ReadyzWaitsForThePostStartHooks) {
+  StatusOr<uint16_t> port = storage::PickFreePort();
+  ASSERT_TRUE(port.ok()) << port.status();
+  std::optional<StatusOr<net::HttpResponse>> terse, verbose;
+  CallingKV kv("/services/default/kubernetes", [&] {
+    net::HttpClient c("127.0.0.1", *port);
+    terse = c.Request("GET", "/readyz");
+    verbose = c.Request("GET", "/readyz?verbose");
+  });
+  TestServer s([&](ApiServerOptions* o) {
+    o->port = *port;
+    kv.Wrap(o->kv);
+    o->kv = &kv;
+  });
+  ASSERT_TRUE(terse.has_value());  // the marker matched
+  ASSERT_TRUE(terse->ok()) << terse->status();
+  EXPECT_EQ((*terse)->status, 500);
+  EXPECT_EQ((*terse)->body,
+            "[-]poststarthook/rbac/bootstrap-roles failed: not finished\n"
+            "[-]poststarthook/bootstrap-controller failed: not finished\n"
+            "readyz check failed");
+  ASSERT_TRUE(verbose->ok()) << verbose->status();
+  EXPECT_EQ((*verbose)->status, 500);
+  EXPECT_NE((*verbose)->body.find("[+]informer-sync ok\n"), std::string::npos)
+      << (*verbose)->body;
+  Response ready = s.Get("/readyz?verbose");
+  EXPECT_EQ(ready.code, 200);
+  EXPECT_NE(ready.body.find("[+]poststarthook/rbac/bootstrap-roles ok\n"
+                            "[+]poststarthook/bootstrap-controller ok\n"
+                            "readyz check passed\n"),
+            std::string::npos)
+      << ready.body;
+  EXPECT_EQ(s.Get("/readyz").body, "ok");
+}
+
 TEST(ApiRestTest, RequestEntityTooLarge) {
   TestServer s([](ApiServerOptions* o) { o->max_request_body_bytes = 1024; });
   std::string big = R"({"metadata":{"name":"big"},"data":{"k":")" +

@@ -304,6 +304,12 @@ struct ApiServer::Impl {
       const objects::Unstructured& crd, std::map<std::string, ParsedCrd>* next);
   // The store's health as /readyz reports it (kube's etcd check).
   std::unique_ptr<StorageHealth> storage_health;
+  // Start's writes after the port listens, as kube's post-start hooks
+  // that /readyz reports: the "kubernetes" Service and its endpoints
+  // (bootstrap-controller), the bootstrap RBAC policy loaded
+  // (rbac/bootstrap-roles; true at once without RBAC).
+  std::atomic<bool> bootstrap_controller_done{false};
+  std::atomic<bool> rbac_bootstrap_done{false};
   // serviceaccounts/<name>/token and the ServiceAccount authenticator.
   std::unique_ptr<ServiceAccountTokens> service_account_tokens;
   std::unique_ptr<Evictions> evictions;
@@ -1526,7 +1532,6 @@ void ApiServer::Impl::RegisterRoutes() {
         }
         Status etcd = storage_health ? storage_health->Check()
                                      : UnavailableError("not started");
-        const bool ready = failed.empty() && etcd.ok();
         std::string etcd_line =
             etcd.ok() ? "[+]etcd ok\n"
                       : "[-]etcd failed: " + etcd.message() + "\n";
@@ -1534,9 +1539,25 @@ void ApiServer::Impl::RegisterRoutes() {
             failed.empty()
                 ? "[+]informer-sync ok\n"
                 : "[-]informer-sync failed: waiting for " + failed + "\n";
+        // The post-start hooks, named as kube-apiserver's.
+        const std::pair<const char*, bool> hooks[] = {
+            {"poststarthook/rbac/bootstrap-roles", rbac_bootstrap_done.load()},
+            {"poststarthook/bootstrap-controller",
+             bootstrap_controller_done.load()},
+        };
+        std::string hook_lines, failed_hook_lines;
+        bool hooks_done = true;
+        for (const auto& [name, done] : hooks) {
+          std::string line = std::string(done ? "[+]" : "[-]") + name +
+                             (done ? " ok\n" : " failed: not finished\n");
+          hook_lines += line;
+          if (!done) failed_hook_lines += line;
+          hooks_done = hooks_done && done;
+        }
+        const bool ready = failed.empty() && etcd.ok() && hooks_done;
         std::string body;
         if (req.HasQueryParam("verbose")) {
-          body = "[+]ping ok\n" + etcd_line + sync_line;
+          body = "[+]ping ok\n" + etcd_line + sync_line + hook_lines;
           body += ready ? "readyz check passed\n" : "readyz check failed\n";
         } else if (ready) {
           body = "ok";
@@ -1544,6 +1565,7 @@ void ApiServer::Impl::RegisterRoutes() {
           // As kube-apiserver: the failed checks, then the verdict.
           if (!etcd.ok()) body += etcd_line;
           if (!failed.empty()) body += sync_line;
+          body += failed_hook_lines;
           body += "readyz check failed";
         }
         resp->Respond(ready ? 200 : 500,
@@ -3190,6 +3212,7 @@ Status ApiServer::Start() {
     RETURN_IF_ERROR(
         m.ReconcileKubernetesService(address.substr(0, colon), m.http->port()));
   }
+  m.bootstrap_controller_done = true;
   if (m.rbac_policy != nullptr) {
     RETURN_IF_ERROR(m.ReconcileBootstrapPolicy());
     ASSIGN_OR_RETURN(
@@ -3203,6 +3226,7 @@ Status ApiServer::Start() {
     }
     RETURN_IF_ERROR(m.rbac_policy->Start(revision));
   }
+  m.rbac_bootstrap_done = true;
   m.StartCrdController();
   LOG(INFO) << "apiserver listening on " << m.opts.bind_address << ":"
             << m.http->port();

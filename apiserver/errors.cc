@@ -59,6 +59,8 @@ std::string QualifiedKind(std::string_view group, std::string_view kind) {
 objects::metav1::Status ApiError::ToStatus() const {
   objects::metav1::Status s;
   s.mutable_metadata();
+  if (!list_continue.empty())
+    s.mutable_metadata()->set_continue_(list_continue);
   s.set_status("Failure");
   s.set_message(message);
   s.set_reason(reason);

@@ -64,6 +64,9 @@ struct ApiError {
   std::string uid;
   std::vector<Cause> causes;
   int retry_after_seconds = 0;  // also sent as a Retry-After header
+  // The Status's metadata.continue: the inconsistent continue token an
+  // expired continue's 410 carries (InconsistentContinueToken).
+  std::string list_continue;
   // Extra response headers (e.g. Warning) that go with the error.
   std::vector<std::pair<std::string, std::string>> headers;
 

@@ -217,7 +217,15 @@ ApiResult<ListResult> ResourceStore::List(std::string_view ns,
           ? store_->List(ns, lo)
           : cacher_->List(ns, *rev, params.resource_version.empty(), lo,
                           params.resource_version_match == "NotOlderThan");
-  if (!r.ok()) return ApiError::FromStatus(r.status(), resource_);
+  if (!r.ok()) {
+    ApiError e = ApiError::FromStatus(r.status(), resource_);
+    // A continue token at a compacted revision: kube's 410 offers the
+    // rest of the list at the latest revision.
+    if (r.status().Is(StatusCode::kExpired) && !lo.continue_token.empty()) {
+      e.list_continue = InconsistentContinueToken(lo.continue_token);
+    }
+    return e;
+  }
   return std::move(*r);
 }
 

@@ -145,4 +145,11 @@ StatusOr<std::pair<int64_t, std::string>> DecodeContinueToken(
   return std::make_pair(rv, suffix);
 }
 
+std::string InconsistentContinueToken(std::string_view token) {
+  StatusOr<std::pair<int64_t, std::string>> decoded =
+      DecodeContinueToken(token);
+  if (!decoded.ok()) return "";
+  return EncodeContinueToken(-1, decoded->second);
+}
+
 }  // namespace kplane::apiserver

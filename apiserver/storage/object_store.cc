@@ -25,9 +25,15 @@ constexpr int64_t kMaxFetch = 10000;
 
 constexpr std::string_view kListTooOld =
     "The resourceVersion for the provided list is too old.";
+// kube's storage.NewResourceExpiredError with a token: the caller hands
+// out InconsistentContinueToken (resource_store.cc).
 constexpr std::string_view kContinueTooOld =
     "The provided continue parameter is too old to display a consistent list "
-    "result. You can start a new list without the continue parameter.";
+    "result. You can start a new list without the continue parameter, or use "
+    "the continue token in this response to retrieve the remainder of the "
+    "results. Continuing with the provided token results in an inconsistent "
+    "list - objects that were created, modified, or deleted between the time "
+    "the first chunk was returned and now may show up in the list.";
 
 Status TooLargeResourceVersion(int64_t wanted, int64_t current) {
   return Status(StatusCode::kDeadlineExceeded,

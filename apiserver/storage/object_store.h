@@ -318,6 +318,11 @@ std::string EncodeContinueToken(int64_t revision, std::string_view start_key);
 // InvalidArgument `continue key is not valid: ...` on garbage.
 StatusOr<std::pair<int64_t, std::string>> DecodeContinueToken(
     std::string_view token);
+// What kube-apiserver hands out with the 410 for a continue token whose
+// revision was compacted (List's kExpired): the same start key at revision
+// -1, the rest of the list at the latest revision. Empty when `token` does
+// not decode.
+std::string InconsistentContinueToken(std::string_view token);
 
 }  // namespace kplane::apiserver
 

@@ -553,7 +553,18 @@ TEST_F(ObjectStoreTest, ContinueAfterCompactionIsExpired) {
   EXPECT_EQ(next.status().message(),
             "The provided continue parameter is too old to display a "
             "consistent list result. You can start a new list without the "
-            "continue parameter.");
+            "continue parameter, or use the continue token in this response "
+            "to retrieve the remainder of the results. Continuing with the "
+            "provided token results in an inconsistent list - objects that "
+            "were created, modified, or deleted between the time the first "
+            "chunk was returned and now may show up in the list.");
+  std::string rest = InconsistentContinueToken(first->continue_token);
+  auto rest_decoded = DecodeContinueToken(rest);
+  ASSERT_TRUE(rest_decoded.ok()) << rest_decoded.status();
+  EXPECT_EQ(rest_decoded->first, -1);
+  EXPECT_EQ(rest_decoded->second,
+            DecodeContinueToken(first->continue_token)->second);
+  EXPECT_EQ(InconsistentContinueToken("garbage"), "");
   auto old = store_.List("default", ListOptions{.revision = first->revision});
   ASSERT_FALSE(old.ok());
   EXPECT_EQ(old.status().code(), StatusCode::kExpired);

@@ -20,12 +20,14 @@ bool IsRetriableServerError(const Status& s) {
 
 // kplane store: the raft core dropped the proposal for want of a leader;
 // etcd: the same as "raft proposal dropped", or its leader check before
-// processing. Matched on the text: the codes (kUnavailable, kNotLeader) are
-// shared with answers that come after the proposal was logged ("request
-// timed out", "leader changed").
+// processing; both, on a learner: the call refused before it reached raft
+// (kLearnerRefusal). Matched on the text: the codes (kUnavailable,
+// kNotLeader) are shared with answers that can come after the proposal was
+// logged ("request timed out", "leader changed", "server stopped").
 bool IsRefusedBeforeProposal(const Status& s) {
   const std::string& m = s.message();
   return m == "etcdserver: no leader" || m == "etcdserver: not leader" ||
+         m == kLearnerRefusal ||
          m.find("raft proposal dropped") != std::string::npos;
 }
 

@@ -21,10 +21,12 @@
 //     applied: the request never left (connecting failed, Attempt::unsent),
 //     or the member answered that it refused the proposal before it entered
 //     the raft log ("etcdserver: no leader", "etcdserver: not leader", "raft
-//     proposal dropped"). Any other failure of a write is returned:
-//     kUnavailable / kDeadlineExceeded saying "the write may have been
-//     applied", or the server's error. A write is never silently applied
-//     twice.
+//     proposal dropped"), or refused the call outright as a learner
+//     (kLearnerRefusal: etcd 3.4's interceptors answer before the handler
+//     runs; clientv3 retries it too). Any other failure of a write is
+//     returned: kUnavailable / kDeadlineExceeded saying "the write may have
+//     been applied", or the server's error. A write is never silently
+//     applied twice.
 //
 // Watches (WatchResumer). A watch keeps `next_rev`, the lowest revision
 // whose events have not been delivered yet:
@@ -44,7 +46,10 @@
 // lost its leader, ...) abandons the stream and resumes on another member,
 // except a refusal of the caller's identity (an expired token, ...) by
 // every member in turn, which ends the watch canceled
-// (WatchState::RunStreams).
+// (WatchState::RunStreams). A stream that ends with an error (kUnavailable:
+// the member died, or is a learner, which refuses every stream at its start
+// with kLearnerRefusal) is abandoned the same way, also before the watch's
+// first `created`: StartWatch moves on from a learner too.
 //
 // A progress request (Watch::RequestProgress) goes only to a stream whose
 // `created` has arrived (WatchStreamProgress). One asked for while no
@@ -111,7 +116,15 @@ FailureAction ClassifyFailure(CallKind kind, const Attempt& a);
 // kNotLeader, kDeadlineExceeded).
 bool IsRetriableServerError(const Status& s);
 
-// The member refused a write before it entered the raft log.
+// etcd 3.4's answer to every client call a learner does not serve (all
+// but Status and a serializable Range; every stream at its start): gRPC
+// UNAVAILABLE with this text, which the JSON gateway's 503 body carries as
+// its message. Given before the request reaches raft.
+inline constexpr std::string_view kLearnerRefusal =
+    "etcdserver: rpc not supported for learner";
+
+// The member refused a write before it entered the raft log (or, a
+// learner, refused the call: kLearnerRefusal).
 bool IsRefusedBeforeProposal(const Status& s);
 
 // kUnavailable (or kDeadlineExceeded when `s` is) "<what> to <endpoint>

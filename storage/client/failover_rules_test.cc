@@ -88,6 +88,30 @@ TEST(ClassifyFailure, WritesMoveOnOnlyWhenRefusedBeforeTheRaftLog) {
   }
 }
 
+// etcd 3.4's learner refuses every client call but Status and a
+// serializable Range in its gRPC interceptor, before the request reaches
+// raft (clientv3 retries it elsewhere): a write, too, moves on. Another
+// kUnavailable answer of a write does not say so.
+TEST(ClassifyFailure, WritesMoveOnFromALearnersRefusal) {
+  const Status learner(StatusCode::kUnavailable,
+                       "etcdserver: rpc not supported for learner");
+  EXPECT_TRUE(IsRefusedBeforeProposal(learner));
+  EXPECT_EQ(ClassifyFailure(CallKind::kWrite, Answer(learner)),
+            FailureAction::kTryNext);
+  EXPECT_EQ(ClassifyFailure(CallKind::kRead, Answer(learner)),
+            FailureAction::kTryNext);
+  for (const Status& s :
+       {Status(StatusCode::kUnavailable, "etcdserver: server stopped"),
+        Status(StatusCode::kUnavailable,
+               "etcdserver: request timed out, possibly due to connection "
+               "lost")}) {
+    EXPECT_FALSE(IsRefusedBeforeProposal(s)) << s;
+    EXPECT_EQ(ClassifyFailure(CallKind::kWrite, Answer(s)),
+              FailureAction::kAnswer)
+        << s;
+  }
+}
+
 // WithFailover with scripted attempts. Each attempt moves the fake clock by
 // `step`, so a call whose deadline passes ends without sleeping.
 class WithFailoverTest : public ::testing::Test {
@@ -147,6 +171,27 @@ TEST_F(WithFailoverTest, AServerAnswerIsTheResult) {
   EXPECT_EQ(s.code(), StatusCode::kCompacted);
   EXPECT_EQ(tried_, (std::vector<size_t>{0, 1}));
   EXPECT_EQ(preferred_.load(), 1u);
+}
+
+// Endpoints {learner, voter, voter}: the learner's refusal sends the write
+// on to the next member, which applies it; another kUnavailable answer is
+// the write's result.
+TEST_F(WithFailoverTest, AWriteMovesOnFromALearner) {
+  const Attempt learner = Answer(Status(
+      StatusCode::kUnavailable, "etcdserver: rpc not supported for learner"));
+  Status s = Run(CallKind::kWrite, {learner, Attempt{}, Attempt{}});
+  EXPECT_TRUE(s.ok()) << s;
+  EXPECT_EQ(tried_, (std::vector<size_t>{0, 1}));
+  EXPECT_EQ(preferred_.load(), 1u);
+
+  tried_.clear();
+  preferred_ = 0;
+  const Attempt stopped =
+      Answer(Status(StatusCode::kUnavailable, "etcdserver: server stopped"));
+  s = Run(CallKind::kWrite, {stopped, Attempt{}, Attempt{}});
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable);
+  EXPECT_EQ(s.message(), "etcdserver: server stopped");
+  EXPECT_EQ(tried_, (std::vector<size_t>{0}));
 }
 
 TEST_F(WithFailoverTest, NoEndpointAnsweredBeforeTheDeadline) {
@@ -457,6 +502,17 @@ TEST_F(RunStreamsTest, RefusalsCountAgainOnceTheWatchMovesOn) {
   Run({refused, refused, Status::Ok(), Status::Ok(), Status::Ok(), refused});
   EXPECT_EQ(tried_, (std::vector<size_t>{0, 1, 2, 0, 1, 2, 0}));
   for (const auto& r : delivered_) EXPECT_FALSE(r.canceled());
+}
+
+// A learner refuses every stream at its start (etcd 3.4's kUnavailable
+// "rpc not supported for learner"): the watch resumes on the next member.
+TEST_F(RunStreamsTest, ALearnersRefusalResumesOnTheNextMember) {
+  Run({Status(StatusCode::kUnavailable,
+              "etcdserver: rpc not supported for learner"),
+       Status::Ok()});
+  EXPECT_EQ(tried_, (std::vector<size_t>{0, 1, 2}));
+  ASSERT_EQ(delivered_.size(), 2u);  // created, then 1's event
+  EXPECT_EQ(Revs(delivered_[1]), (std::vector<int64_t>{12}));
 }
 
 TEST_F(RunStreamsTest, OtherFailuresAreRetriedForever) {

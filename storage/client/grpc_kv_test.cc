@@ -1,7 +1,7 @@
 // Both store clients (RemoteKV over JSON, GrpcKV over gRPC) against an
 // in-process member that serves both APIs on one port, as `kplane store`
 // does: etcd's errors come back as the same domain codes, and a write moves
-// on from an endpoint that refuses connections.
+// on from an endpoint that refuses connections or is a learner.
 // clang-format off
 #include "storage/grpc/test_member.h"
 // clang-format on
@@ -150,6 +150,83 @@ TEST_P(StoreClientTest, WriteMovesOnFromARefusingEndpoint) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, StoreClientTest,
+                         ::testing::Values(StoreProtocol::kJson,
+                                           StoreProtocol::kGrpc),
+                         [](const auto& info) {
+                           return std::string(StoreProtocolName(info.param));
+                         });
+
+// A learner (StoreServer::RefuseIfLearner, as etcd 3.4's) refuses a write
+// and a watch with UNAVAILABLE "etcdserver: rpc not supported for learner"
+// (the JSON gateway: 503) before either reaches raft: a client whose
+// endpoints list it first goes on to the voter, as clientv3 does, and the
+// write is applied once.
+class LearnerEndpointTest : public ::testing::TestWithParam<StoreProtocol> {
+ protected:
+  // One voter and its learner for both transports: the learner takes
+  // seconds to become ready.
+  static void SetUpTestSuite() {
+    voter_ = new TestMember;
+    learner_ = new TestMember;
+    started_ = new Status(voter_->Start({.peers = true}));
+    if (started_->ok()) *started_ = learner_->StartLearnerOf(*voter_);
+  }
+  static void TearDownTestSuite() {
+    delete learner_;
+    delete voter_;
+    delete started_;
+  }
+
+  static TestMember* voter_;
+  static TestMember* learner_;
+  static Status* started_;
+};
+
+TestMember* LearnerEndpointTest::voter_ = nullptr;
+TestMember* LearnerEndpointTest::learner_ = nullptr;
+Status* LearnerEndpointTest::started_ = nullptr;
+
+TEST_P(LearnerEndpointTest, WritesAndWatchesMoveOnFromALearner) {
+  ASSERT_TRUE(started_->ok()) << *started_;
+  const std::string key = std::string("k-") + StoreProtocolName(GetParam());
+  RemoteKVOptions o;
+  o.endpoints = {learner_->address(), voter_->address()};
+  o.call_timeout = seconds(5);
+  auto kv = NewStoreClient(o, GetParam());
+  ASSERT_TRUE(kv.ok()) << kv.status();
+
+  // The watch first: calls still start at the learner.
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<etcdserverpb::WatchResponse> got;
+  etcdserverpb::WatchCreateRequest req;
+  req.set_key(key);
+  auto w = (*kv)->StartWatch(req, [&](const etcdserverpb::WatchResponse& r) {
+    std::lock_guard<std::mutex> l(mu);
+    got.push_back(r);
+    cv.notify_all();
+  });
+  ASSERT_TRUE(w.ok()) << w.status();
+
+  etcdserverpb::PutRequest p;
+  p.set_key(key);
+  p.set_value("v");
+  auto put = (*kv)->Put(p);
+  ASSERT_TRUE(put.ok()) << put.status();
+  const int64_t rev = put->header().revision();
+
+  std::unique_lock<std::mutex> l(mu);
+  ASSERT_TRUE(cv.wait_for(l, std::chrono::seconds(10), [&] {
+    return !got.empty() && got.back().events_size() > 0;
+  }));
+  const etcdserverpb::WatchResponse& events = got.back();
+  ASSERT_EQ(events.events_size(), 1);
+  EXPECT_EQ(events.events(0).kv().key(), key);
+  EXPECT_EQ(events.events(0).kv().mod_revision(), rev);
+  EXPECT_EQ(events.events(0).kv().version(), 1);  // applied once
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, LearnerEndpointTest,
                          ::testing::Values(StoreProtocol::kJson,
                                            StoreProtocol::kGrpc),
                          [](const auto& info) {

@@ -475,14 +475,8 @@ StatusOr<Int> ParseInteger(const rapidjson::Value& v, const FieldDescriptor* f,
     if (std::string e = GoJsonValueSyntaxError(text); !e.empty()) {
       return InvalidArgumentError(std::move(e));
     }
-    while (text.front() == ' ' || text.front() == '\t' ||
-           text.front() == '\r' || text.front() == '\n') {
-      text.remove_prefix(1);
-    }
-    while (text.back() == ' ' || text.back() == '\t' || text.back() == '\r' ||
-           text.back() == '\n') {
-      text.remove_suffix(1);
-    }
+    while (IsGoJsonSpace(text.front())) text.remove_prefix(1);
+    while (IsGoJsonSpace(text.back())) text.remove_suffix(1);
     const char* kind = nullptr;
     switch (text.front()) {
       case 'n':
@@ -799,10 +793,7 @@ Status ParseMessage(const rapidjson::Value& v, Message* m, int depth,
 Status ParseJson(std::string_view text, google::protobuf::Message* msg) {
   msg->Clear();
   size_t i = 0;
-  while (i < text.size() && (text[i] == ' ' || text[i] == '\n' ||
-                             text[i] == '\r' || text[i] == '\t')) {
-    ++i;
-  }
+  while (i < text.size() && IsGoJsonSpace(text[i])) ++i;
   if (i == text.size()) return Status::Ok();
   rapidjson::Document d;
   // Iterative and depth-bounded, as json::ParseDom: a hostile body cannot

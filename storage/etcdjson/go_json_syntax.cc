@@ -57,13 +57,13 @@ class GoScanner {
   Result Step(unsigned char c) {
     switch (state_) {
       case kBeginValueOrEmpty:
-        if (IsSpace(c)) return kMore;
+        if (IsGoJsonSpace(c)) return kMore;
         if (c == ']') return EndValue(c);
         return BeginValue(c);
       case kBeginValue:
         return BeginValue(c);
       case kBeginStringOrEmpty:
-        if (IsSpace(c)) return kMore;
+        if (IsGoJsonSpace(c)) return kMore;
         if (c == '}') {
           stack_.back() = kObjectValue;
           return EndValue(c);
@@ -206,9 +206,6 @@ class GoScanner {
   };
   enum Container : char { kObjectKey, kObjectValue, kArrayValue };
 
-  static bool IsSpace(unsigned char c) {
-    return c == ' ' || c == '\t' || c == '\r' || c == '\n';
-  }
   static bool IsDigit(unsigned char c) { return c >= '0' && c <= '9'; }
   static bool IsHex(unsigned char c) {
     return IsDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
@@ -229,7 +226,7 @@ class GoScanner {
   }
 
   Result BeginValue(unsigned char c) {
-    if (IsSpace(c)) return kMore;
+    if (IsGoJsonSpace(c)) return kMore;
     switch (c) {
       case '{':
         state_ = kBeginStringOrEmpty;
@@ -268,7 +265,7 @@ class GoScanner {
   }
 
   Result BeginString(unsigned char c) {
-    if (IsSpace(c)) return kMore;
+    if (IsGoJsonSpace(c)) return kMore;
     if (c == '"') {
       state_ = kInString;
       return kMore;
@@ -279,7 +276,7 @@ class GoScanner {
   Result EndValue(unsigned char c) {
     // The first value is complete before this byte.
     if (stack_.empty()) return kDone;
-    if (IsSpace(c)) {
+    if (IsGoJsonSpace(c)) {
       state_ = kEndValue;
       return kMore;
     }
@@ -330,15 +327,15 @@ class GoScanner {
   std::string error_;
 };
 
-bool IsGoSpace(char c) {
+}  // namespace
+
+bool IsGoJsonSpace(char c) {
   return c == ' ' || c == '\t' || c == '\r' || c == '\n';
 }
 
-}  // namespace
-
 std::string GoJsonSyntaxError(std::string_view text) {
   size_t i = 0;
-  while (i < text.size() && IsGoSpace(text[i])) ++i;
+  while (i < text.size() && IsGoJsonSpace(text[i])) ++i;
   if (i == text.size()) return "";  // io.EOF
   GoScanner scanner;
   for (; i < text.size(); ++i) {
@@ -366,7 +363,7 @@ std::string GoJsonValueSyntaxError(std::string_view text) {
         // Only white space may follow the value.
         for (size_t j = scanner.closed_by_bracket() ? i + 1 : i;
              j < text.size(); ++j) {
-          if (!IsGoSpace(text[j])) {
+          if (!IsGoJsonSpace(text[j])) {
             return "invalid character " +
                    GoQuoteChar(static_cast<unsigned char>(text[j])) +
                    " after top-level value";

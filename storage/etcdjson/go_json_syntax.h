@@ -21,6 +21,10 @@
 
 namespace kplane::etcdjson {
 
+// Whether `c` is white space to Go's encoding/json (its isSpace): ' ', '\t',
+// '\r' or '\n', and nothing else.
+bool IsGoJsonSpace(char c);
+
 // How Go's encoding/json names a byte in a syntax error (its quoteChar):
 // 'x', '\'', '\x01', '\u00a0', and a printable byte of 0x80 or more as the
 // UTF-8 of the rune of that number (0xff: U+00FF, bytes c3 bf).

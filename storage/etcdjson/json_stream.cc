@@ -7,6 +7,7 @@
 #include "base/json.h"
 #include "storage/etcdjson/etcd_json.h"
 #include "storage/etcdjson/etcd_json_value.h"
+#include "storage/etcdjson/go_json_syntax.h"
 
 namespace kplane::etcdjson {
 
@@ -41,7 +42,7 @@ bool JsonObjectSplitter::Next(std::string* object, Status* error) {
     char c = buf_[scan_];
     if (depth_ == 0) {
       // Between objects: skip whitespace; anything else must open one.
-      if (c == ' ' || c == '\n' || c == '\r' || c == '\t') {
+      if (IsGoJsonSpace(c)) {
         ++scan_;
         start_ = scan_;
         continue;

@@ -181,14 +181,6 @@ void EventCorrelator::UpdateState(const corev1::Event& written) {
   *obs.stored.mutable_firsttimestamp() = written.firsttimestamp();
 }
 
-StatusOr<corev1::Event> RestEventSink::Create(const corev1::Event& ev) {
-  return CreateWithDeadline(ev, CallDeadline::max());
-}
-
-StatusOr<corev1::Event> RestEventSink::Patch(const corev1::Event& ev) {
-  return PatchWithDeadline(ev, CallDeadline::max());
-}
-
 StatusOr<corev1::Event> RestEventSink::CreateWithDeadline(
     const corev1::Event& ev, CallDeadline deadline) {
   ASSIGN_OR_RETURN(std::unique_ptr<corev1::Event> out,

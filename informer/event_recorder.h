@@ -79,25 +79,18 @@ inline constexpr std::string_view kEventWarning = "Warning";
 class EventSink {
  public:
   virtual ~EventSink() = default;
+  // Each call ends by `deadline` on the broadcaster's Clock
+  // (kDeadlineExceeded then), so that Shutdown is not held up by a server
+  // that never answers; a sink that ignores it holds Shutdown up as long as
+  // its calls take.
+  //
   // POST of a new event; returns the stored one.
-  virtual StatusOr<objects::corev1::Event> Create(
-      const objects::corev1::Event& ev) = 0;
+  virtual StatusOr<objects::corev1::Event> CreateWithDeadline(
+      const objects::corev1::Event& ev, CallDeadline deadline) = 0;
   // Merge PATCH of count, lastTimestamp and message onto the stored event
   // named ev.metadata.name (NotFound when it expired meanwhile).
-  virtual StatusOr<objects::corev1::Event> Patch(
-      const objects::corev1::Event& ev) = 0;
-  // The same, ending by `deadline` on the broadcaster's Clock
-  // (kDeadlineExceeded then): what the broadcaster calls, so that Shutdown
-  // is not held up by a server that never answers. The defaults ignore the
-  // deadline (such a sink holds Shutdown up as long as its calls take).
-  virtual StatusOr<objects::corev1::Event> CreateWithDeadline(
-      const objects::corev1::Event& ev, CallDeadline /*deadline*/) {
-    return Create(ev);
-  }
   virtual StatusOr<objects::corev1::Event> PatchWithDeadline(
-      const objects::corev1::Event& ev, CallDeadline /*deadline*/) {
-    return Patch(ev);
-  }
+      const objects::corev1::Event& ev, CallDeadline deadline) = 0;
 };
 
 // Writes through `client`, whose Clock must be the broadcaster's (the
@@ -105,10 +98,6 @@ class EventSink {
 class RestEventSink : public EventSink {
  public:
   explicit RestEventSink(RestClient* client) : client_(client) {}
-  StatusOr<objects::corev1::Event> Create(
-      const objects::corev1::Event& ev) override;
-  StatusOr<objects::corev1::Event> Patch(
-      const objects::corev1::Event& ev) override;
   StatusOr<objects::corev1::Event> CreateWithDeadline(
       const objects::corev1::Event& ev, CallDeadline deadline) override;
   StatusOr<objects::corev1::Event> PatchWithDeadline(

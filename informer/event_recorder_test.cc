@@ -29,7 +29,11 @@ class FakeEventSink : public EventSink {
  public:
   explicit FakeEventSink(Clock* clock) : clock_(clock) {}
 
-  StatusOr<corev1::Event> Create(const corev1::Event& ev) override {
+  // The deadline is kept (and honoured by HangFor, as RestClient honours
+  // its CallDeadline).
+  StatusOr<corev1::Event> CreateWithDeadline(const corev1::Event& ev,
+                                             CallDeadline deadline) override {
+    SetCallDeadline(deadline);
     MutexLock l(&mu_);
     if (block_)
       cv_.wait(l.native(), [&] {
@@ -43,7 +47,9 @@ class FakeEventSink : public EventSink {
     it->second.mutable_metadata()->set_resourceversion(std::to_string(++rv_));
     return it->second;
   }
-  StatusOr<corev1::Event> Patch(const corev1::Event& ev) override {
+  StatusOr<corev1::Event> PatchWithDeadline(const corev1::Event& ev,
+                                            CallDeadline deadline) override {
+    SetCallDeadline(deadline);
     MutexLock l(&mu_);
     actions_.push_back("patch " + ev.metadata().name());
     if (Status s = Injected(l); !s.ok()) return s;
@@ -53,18 +59,6 @@ class FakeEventSink : public EventSink {
     it->second.set_message(ev.message());
     *it->second.mutable_lasttimestamp() = ev.lasttimestamp();
     return it->second;
-  }
-  // What the broadcaster calls: the deadline is kept (and honoured by
-  // HangFor, as RestClient honours its CallDeadline).
-  StatusOr<corev1::Event> CreateWithDeadline(const corev1::Event& ev,
-                                             CallDeadline deadline) override {
-    SetCallDeadline(deadline);
-    return Create(ev);
-  }
-  StatusOr<corev1::Event> PatchWithDeadline(const corev1::Event& ev,
-                                            CallDeadline deadline) override {
-    SetCallDeadline(deadline);
-    return Patch(ev);
   }
   std::vector<CallDeadline> Deadlines() {
     MutexLock l(&mu_);

@@ -1557,12 +1557,6 @@ class Fleet::Impl {
   class EventRouter : public informer::EventSink {
    public:
     explicit EventRouter(Impl* fleet) : fleet_(fleet) {}
-    StatusOr<corev1::Event> Create(const corev1::Event& ev) override {
-      return CreateWithDeadline(ev, informer::CallDeadline::max());
-    }
-    StatusOr<corev1::Event> Patch(const corev1::Event& ev) override {
-      return PatchWithDeadline(ev, informer::CallDeadline::max());
-    }
     StatusOr<corev1::Event> CreateWithDeadline(
         const corev1::Event& ev, informer::CallDeadline deadline) override {
       ASSIGN_OR_RETURN(informer::EventSink * sink, SinkFor(ev));

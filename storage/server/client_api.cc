@@ -332,11 +332,12 @@ class StreamRequestReader {
 // so, with 503).
 enum class CallKind { kUnary, kStream };
 
-// Answers the learner refusal (StoreServer::RefuseIfLearner) and returns
-// false while this member is a learner.
-bool ServesAsLearner(StoreServer* s, Responder* r, CallKind kind) {
+// While this member is a learner, answers the learner refusal
+// (StoreServer::RefuseIfLearner) and returns true; else answers nothing and
+// returns false.
+bool RefusedAsLearner(StoreServer* s, Responder* r, CallKind kind) {
   Status st = s->RefuseIfLearner();
-  if (st.ok()) return true;
+  if (st.ok()) return false;
   etcdjson::HttpError e = etcdjson::StatusToError(st);
   if (kind == CallKind::kUnary) {
     r->Respond(e.http_status, JsonHeaders(), e.Body());
@@ -347,12 +348,12 @@ bool ServesAsLearner(StoreServer* s, Responder* r, CallKind kind) {
                {{"Content-Type", "application/json"}, {"Connection", "close"}},
                e.StreamBody());
   }
-  return false;
+  return true;
 }
 
 // Whether a learner serves `msg` (etcd's isRPCSupportedForLearner): a
 // status request, or a serializable range.
-bool LearnerServes(const google::protobuf::Message& msg) {
+bool IsRpcSupportedForLearner(const google::protobuf::Message& msg) {
   if (msg.GetDescriptor() == etcdserverpb::RangeRequest::descriptor()) {
     return static_cast<const etcdserverpb::RangeRequest&>(msg).serializable();
   }
@@ -362,7 +363,7 @@ bool LearnerServes(const google::protobuf::Message& msg) {
 // Parses the request body; answers 400 (code 3) and returns false if it is
 // not a valid message, or 429 (code 8) if it is larger than etcd's gRPC
 // layer would accept. Then, as etcd's gateway makes its gRPC call only
-// with a request it decoded, refuses it on a learner (ServesAsLearner)
+// with a request it decoded, refuses it on a learner (RefusedAsLearner)
 // unless a learner serves it.
 bool ParseBody(StoreServer* s, const HttpRequest& req, Responder* r,
                google::protobuf::Message* msg,
@@ -384,7 +385,8 @@ bool ParseBody(StoreServer* s, const HttpRequest& req, Responder* r,
     return false;
   }
   // On a voter, is_learner() is one atomic load (LocalMember).
-  return !s->is_learner() || LearnerServes(*msg) || ServesAsLearner(s, r, kind);
+  return !s->is_learner() || IsRpcSupportedForLearner(*msg) ||
+         !RefusedAsLearner(s, r, kind);
 }
 
 // etcd's gateway answers unknown paths and wrong methods in plain text.
@@ -1299,7 +1301,7 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
   auto drainer = std::make_shared<WatchDrainer>(s);
   both("/watch",
        [s, drainer](const HttpRequest& req, ResponderPtr r) {
-         if (!ServesAsLearner(s, r.get(), CallKind::kStream)) return;
+         if (RefusedAsLearner(s, r.get(), CallKind::kStream)) return;
          std::make_shared<WatchSession>(
              s, drainer, std::move(r),
              std::string(req.headers.Get("Authorization")),
@@ -1351,7 +1353,7 @@ void ClientApi::RegisterHandlers(net::HttpServer* http) {
   both("/kv/lease/leases", leases);
   both("/lease/keepalive",
        [s, kv](const HttpRequest&, ResponderPtr r) {
-         if (!ServesAsLearner(s, r.get(), CallKind::kStream)) return;
+         if (RefusedAsLearner(s, r.get(), CallKind::kStream)) return;
          std::make_shared<KeepAliveSession>(s, kv, std::move(r))->Start();
        },
        // An open-ended stream of keepalive requests: no body deadline.

@@ -73,9 +73,12 @@ void Decide(const ReviewContext& ctx, const auth::Attributes& a,
   const auth::Decision d = ctx.authorize(a, &reason);
   status->Clear();
   status->set_allowed(d == auth::Decision::kAllow);
-  // Only an authorizer that said no (AlwaysDeny) sets denied; RBAC's
-  // silence is allowed=false without it, as in kube.
-  if (d == auth::Decision::kDeny && !reason.empty()) status->set_denied(true);
+  // kube's SAR REST: denied only when an authorizer denied. Node, RBAC
+  // and AlwaysDeny never do (they allow or have no opinion, and so does
+  // the chain of them), so a refusal is allowed=false without denied, its
+  // reason kept (RBAC's `clusterrole ... not found`, the Node authorizer's
+  // `node 'n1' cannot modify node 'n2'`).
+  if (d == auth::Decision::kDeny) status->set_denied(true);
   if (!reason.empty()) status->set_reason(reason);
 }
 

@@ -1065,7 +1065,12 @@ StatusOr<auth::UserInfo> ApiServer::Impl::Authenticate(
 
 auth::Decision ApiServer::Impl::Authorize(const auth::Attributes& a,
                                           std::string* reason) const {
-  // kube's privileged-group authorizer, before the configured modes.
+  // kube's privileged-group authorizer, before the configured modes. As
+  // kube's union authorizer: the first allow (or deny) decides; when none
+  // does, no opinion with every reason, which a request answers with 403
+  // and a review with allowed false, not denied. None of the modes here
+  // ever denies: Node and RBAC allow or have no opinion, and AlwaysDeny is
+  // kube's, no opinion with "Everything is forbidden." (authorizerfactory).
   if (IsSystemMaster(a.user)) return auth::Decision::kAllow;
   std::string reasons;
   for (const std::string& mode : opts.auth.authorization_modes) {
@@ -1074,7 +1079,7 @@ auth::Decision ApiServer::Impl::Authorize(const auth::Attributes& a,
     if (mode == "AlwaysAllow") {
       d = auth::Decision::kAllow;
     } else if (mode == "AlwaysDeny") {
-      d = auth::Decision::kDeny;
+      why = "Everything is forbidden.";
     } else if (mode == "Node" && node_authorizer != nullptr) {
       d = node_authorizer->Authorize(a, &why);
     } else if (mode == "RBAC" && rbac_policy != nullptr) {
@@ -1091,7 +1096,7 @@ auth::Decision ApiServer::Impl::Authorize(const auth::Attributes& a,
     }
   }
   *reason = std::move(reasons);
-  return auth::Decision::kDeny;
+  return auth::Decision::kNoOpinion;
 }
 
 std::optional<ApiError> ApiServer::Impl::Impersonate(

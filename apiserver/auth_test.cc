@@ -526,6 +526,58 @@ TEST_F(AuthTest, AccessReviews) {
   EXPECT_TRUE((*answered.At({"status", "allowed"})).GetBool());
 }
 
+// kube's review answers denied only when an authorizer denies; RBAC and
+// the Node authorizer never do (they allow or have no opinion), nor does
+// the union of them, so a refusal with a reason is allowed false, denied
+// absent, the reason kept (pkg/registry/authorization/subjectaccessreview).
+TEST_F(AuthTest, AccessReviewsWithAReasonAreNotDenied) {
+  ASSERT_EQ(Do(admin_, "POST",
+               "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+               R"({"metadata":{"name":"alice-dangling"},
+                "roleRef":{"kind":"ClusterRole","name":"nosuch"},
+                "subjects":[{"kind":"User","name":"alice"}]})")
+                .code,
+            201);
+  const char* ssar = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews";
+  const char* body = R"({"spec":{"resourceAttributes":{"verb":"get",
+                         "resource":"pods","namespace":"default"}}})";
+  const std::string dangling =
+      "RBAC: clusterrole.rbac.authorization.k8s.io \"nosuch\" not found";
+  // The binding takes effect when its watch event reaches the policy cache.
+  const auto deadline = std::chrono::steady_clock::now() + seconds(20);
+  Response r = Do(alice_, "POST", ssar, body);
+  while (r.Str({"status", "reason"}) != dangling &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(20));
+    r = Do(alice_, "POST", ssar, body);
+  }
+  ASSERT_EQ(r.code, 201) << r.body;
+  EXPECT_EQ(r.Str({"status", "reason"}), dangling) << r.body;
+  ASSERT_NE(r.At({"status", "allowed"}), nullptr) << r.body;
+  EXPECT_FALSE((*r.At({"status", "allowed"})).GetBool());
+  EXPECT_EQ(r.At({"status", "denied"}), nullptr) << r.body;
+
+  // The Node authorizer's reason about another node.
+  Response node =
+      Do(admin_, "POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+         R"({"spec":{"user":"system:node:n1",
+                         "groups":["system:nodes","system:authenticated"],
+                         "resourceAttributes":{"verb":"update",
+                         "resource":"nodes","name":"n2"}}})");
+  ASSERT_EQ(node.code, 201) << node.body;
+  EXPECT_EQ(node.Str({"status", "reason"}), "node 'n1' cannot modify node 'n2'")
+      << node.body;
+  EXPECT_FALSE((*node.At({"status", "allowed"})).GetBool());
+  EXPECT_EQ(node.At({"status", "denied"}), nullptr) << node.body;
+  // A request refused the same way is still a 403 with that reason.
+  Response get = Do(alice_, "GET", "/api/v1/namespaces/default/pods");
+  EXPECT_EQ(get.code, 403);
+  EXPECT_EQ(get.Str({"message"}),
+            "pods is forbidden: User \"alice\" cannot list resource \"pods\" "
+            "in API group \"\" in the namespace \"default\": " +
+                dangling);
+}
+
 TEST_F(AuthTest, LocalSubjectAccessReviews) {
   const char* lsar =
       "/apis/authorization.k8s.io/v1/namespaces/default/"

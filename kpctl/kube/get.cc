@@ -73,6 +73,10 @@ int PrintObjects(Context& ctx, const std::vector<ResourceSelection>& sel,
     }
     return code;
   }
+  // kubectl's printGeneric: a single named object that failed is its
+  // error alone, nothing printed (several names print the List of those
+  // found, then fail).
+  if (single && items.Empty() && code != 0) return code;
   Document printable;
   if (single && items.Size() == 1) {
     printable.CopyFrom(items[0], printable.GetAllocator());

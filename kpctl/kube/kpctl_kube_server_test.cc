@@ -387,6 +387,40 @@ metadata: {name: c, namespace: other}
             "error: the server doesn't have a resource type \"frobs\"\n");
 }
 
+// kubectl's printGeneric: one named object that is not found is the error
+// alone, nothing on stdout (no empty List); with several names, the List
+// of those found, then the errors.
+TEST_F(KpctlServerTest, GetOneMissingObjectPrintsNothing) {
+  const std::string not_found =
+      "Error from server (NotFound): configmaps \"nope\" not found\n";
+  for (const char* output : {"json", "yaml", "jsonpath={.kind}", "name"}) {
+    Result r = Run("get", {"cm", "nope", "-o", output});
+    EXPECT_EQ(r.code, 1) << output;
+    EXPECT_EQ(r.out, "") << output;
+    EXPECT_EQ(r.err, not_found) << output;
+  }
+  Result r = Run("get", {"cm/nope", "-o", "json"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.out, "");
+
+  ASSERT_EQ(Run("apply", {"-f", "-"},
+                "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n")
+                .code,
+            0);
+  r = Run("get", {"cm", "a", "nope", "-o", "json"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err, not_found);
+  rapidjson::Document j;
+  j.Parse(r.out.c_str());
+  ASSERT_FALSE(j.HasParseError()) << r.out;
+  EXPECT_EQ(std::string(j["kind"].GetString()), "List");
+  ASSERT_EQ(j["items"].Size(), 1u) << r.out;
+  EXPECT_EQ(std::string(j["items"][0]["metadata"]["name"].GetString()), "a");
+  r = Run("get", {"cm", "a", "nope", "-o", "jsonpath={.kind}"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.out, "List");
+}
+
 TEST_F(KpctlServerTest, KubeconfigNamespaceAndServer) {
   ASSERT_EQ(Run("apply", {"-f", "-"}, R"(apiVersion: v1
 kind: Namespace

@@ -495,6 +495,36 @@ TEST_F(KubeconfigTest, HomeDefaultAndErrors) {
   EXPECT_FALSE(ResolveClientConfig(*kc, {}).ok());
 }
 
+// clientcmd's ConfirmUsable checks the context in effect, --context or
+// current-context, whatever else the flags give; an empty current-context
+// names none and is fine.
+TEST_F(KubeconfigTest, ADanglingCurrentContextIsAnError) {
+  const std::string path =
+      Write("typo",
+            "current-context: typo\n"
+            "clusters: [{name: c, cluster: {server: \"http://h:6443\"}}]\n"
+            "contexts: [{name: dev, context: {cluster: c}}]\n");
+  StatusOr<Kubeconfig> kc = LoadKubeconfig(path, Env());
+  ASSERT_TRUE(kc.ok()) << kc.status();
+  Status s = ResolveClientConfig(*kc, {}).status();
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s;
+  EXPECT_EQ(s.message(), "context was not found for specified context: typo");
+  s = ResolveClientConfig(*kc, {.server = "http://h:1", .token = "t"}).status();
+  EXPECT_EQ(s.message(), "context was not found for specified context: typo");
+  // --context naming one that exists is the one in effect.
+  StatusOr<ClientConfig> c = ResolveClientConfig(*kc, {.context = "dev"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->server, "http://h:6443");
+  // No current-context: only the flags.
+  const std::string none = Write(
+      "none", "clusters: [{name: c, cluster: {server: \"http://h:6443\"}}]\n");
+  kc = LoadKubeconfig(none, Env());
+  ASSERT_TRUE(kc.ok()) << kc.status();
+  c = ResolveClientConfig(*kc, {.server = "http://h:1"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->server, "http://h:1");
+}
+
 // ---- resources
 
 TEST(ResourcesTest, Forms) {

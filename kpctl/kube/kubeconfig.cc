@@ -204,10 +204,13 @@ StatusOr<ClientConfig> ResolveClientConfig(const Kubeconfig& config,
   ClientConfig out;
   out.context = overrides.context.empty() ? StringAt(doc, "current-context")
                                           : overrides.context;
+  // clientcmd's ConfirmUsable: the context in effect, --context or else
+  // current-context, must exist whatever the other flags give (--server,
+  // --token); an empty current-context names none.
   const Value* context = nullptr;
   if (!out.context.empty()) {
     context = FindNamed(doc, "contexts", out.context, "context");
-    if (context == nullptr && !overrides.context.empty()) {
+    if (context == nullptr) {
       return InvalidArgumentError(
           "context was not found for specified "
           "context: " +

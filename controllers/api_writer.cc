@@ -167,8 +167,25 @@ StatusOr<ObjectPtr> FakeApiWriter::UpdateStatus(
 }
 Status FakeApiWriter::Delete(const objects::ResourceInfo& resource,
                              std::string_view ns, std::string_view name,
-                             const metav1::DeleteOptions&) {
-  return Record("delete " + Target(resource, "", ns, name), nullptr);
+                             const metav1::DeleteOptions& options) {
+  const std::string target = Target(resource, "", ns, name);
+  if (options.has_preconditions()) {
+    // As the API server: preconditions are checked against the live object
+    // (when the test set one) and a mismatch is a 409 Conflict.
+    StatusOr<ObjectPtr> live = FindLive(resource, ns, name);
+    const metav1::ObjectMeta* meta =
+        live.ok() ? objects::GetObjectMeta(**live) : nullptr;
+    const metav1::Preconditions& p = options.preconditions();
+    if (meta != nullptr && ((p.has_uid() && p.uid() != meta->uid()) ||
+                            (p.has_resourceversion() &&
+                             p.resourceversion() != meta->resourceversion()))) {
+      MutexLock l(&mu_);
+      actions_.push_back("delete-refused " + target);
+      return ConflictError("Operation cannot be fulfilled on " + target +
+                           ": precondition failed");
+    }
+  }
+  return Record("delete " + target, nullptr);
 }
 Status FakeApiWriter::Bind(std::string_view ns, std::string_view pod,
                            std::string_view, std::string_view node) {

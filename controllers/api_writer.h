@@ -172,6 +172,10 @@ class FakeApiWriter : public ApiWriter {
   // `cache`, as if its informer had seen them at once.
   void ReflectUpdates(const objects::ResourceInfo& resource,
                       informer::Indexer* cache);
+  // A Delete whose preconditions (uid, resourceVersion) do not match the
+  // live object (SetLive, ServeLiveFrom) answers 409 Conflict and is
+  // recorded as "delete-refused <resource> <ns>/<name>"; without a live
+  // object preconditions are not checked.
   // What Get returns for "<resource> <ns>/<name>" (else NotFound; and
   // GetMetadata its metadata as a PartialObjectMetadata), and List for
   // "<resource> <ns>".

@@ -237,8 +237,13 @@ Status DeleteRevisionsOfGoneOwner(ApiWriter* api,
     const auto& meta =
         static_cast<const appsv1::ControllerRevision&>(*o).metadata();
     if (objects::ControllerRef(meta)->uid() == live_uid) continue;
+    // The cached version too: a revision orphaned (`--cascade=orphan`)
+    // since the cache saw it answers 409 Conflict and is left alone.
     metav1::DeleteOptions opts;
     opts.mutable_preconditions()->set_uid(meta.uid());
+    if (!meta.resourceversion().empty()) {
+      opts.mutable_preconditions()->set_resourceversion(meta.resourceversion());
+    }
     Status s = api->Delete(ControllerRevisionsResource(), meta.namespace_(),
                            meta.name(), opts);
     if (!informer::IsNotFound(s) && !informer::IsConflict(s)) {

@@ -85,8 +85,9 @@ int64_t MaxRevision(const std::vector<RevisionPtr>& revisions);
 std::string RevisionHashLabel(const metav1::ObjectMeta& meta);
 
 // After the owner `key` ("ns/name") left the cache and a live GET confirmed
-// it gone: deletes the revisions it still controls (kplane's garbage
-// collector only follows Deployments and ReplicaSets).
+// it gone: deletes the revisions the cache shows it still controls, each
+// with its cached uid and resourceVersion as preconditions, so that one
+// changed since (orphaned by the garbage collector) is left alone.
 Status DeleteRevisionsOfGoneOwner(ApiWriter* api,
                                   const informer::Indexer& revisions,
                                   const objects::ResourceInfo& owner_resource,

@@ -386,5 +386,30 @@ TEST_F(DaemonSetTest, RevisionsOfADeletedSetAreDeleted) {
                           v1->metadata().name()));
 }
 
+// As for a StatefulSet: pods and revisions the garbage collector orphaned
+// (--cascade=orphan) before the set went are not deleted on a stale cache.
+TEST_F(DaemonSetTest, PodsOrphanedBeforeTheSetWentAreNotDeleted) {
+  auto ds = AddSet("agent:1");
+  AddNode("node-a");
+  auto cached = AddPod(*ds, "node-a", "agent:1", true);
+  auto rev = std::make_shared<appsv1::ControllerRevision>(
+      *AddRevision(*ds, "agent:1", 1));
+  rev->mutable_metadata()->set_resourceversion("1");  // as the informer
+  revisions_.Upsert(rev);
+  auto live_pod = std::make_shared<corev1::Pod>(*cached);
+  live_pod->mutable_metadata()->clear_ownerreferences();
+  live_pod->mutable_metadata()->set_resourceversion("2");
+  fake_.SetLive(PodsResource(), live_pod);
+  auto live_rev = std::make_shared<appsv1::ControllerRevision>(*rev);
+  live_rev->mutable_metadata()->clear_ownerreferences();
+  live_rev->mutable_metadata()->set_resourceversion("2");
+  fake_.SetLive(ControllerRevisionsResource(), live_rev);
+  sets_.Delete("default/agent");
+  EXPECT_THAT(Sync(), ElementsAre("delete-refused pods default/agent-node-a"));
+  EXPECT_THAT(revision_actions_,
+              ElementsAre("delete-refused controllerrevisions default/" +
+                          rev->metadata().name()));
+}
+
 }  // namespace
 }  // namespace kplane::controllers

@@ -331,6 +331,38 @@ TEST_F(StatefulSetTest, PodsOfADeletedSetAreDeletedOnceTheServerSaysGone) {
   EXPECT_THAT(Sync(), IsEmpty());
 }
 
+// `kubectl delete sts web --cascade=orphan`: the garbage collector removes
+// the pods' ownerReferences, then the set goes. When the pods informer lags
+// the sets informer, the cache still shows the reference: the DELETE carries
+// the cached resourceVersion, so the server refuses it for the orphan (kube's
+// garbage collector re-reads the latest object before deleting).
+TEST_F(StatefulSetTest, PodsOrphanedBeforeTheSetWentAreNotDeleted) {
+  auto set = AddSet(1);
+  auto cached = AddPod(*set, 0, true, "nginx");
+  auto rev = std::make_shared<appsv1::ControllerRevision>(
+      *AddRevision(*set, "nginx", 1));
+  rev->mutable_metadata()->set_resourceversion("1");  // as the informer
+  revisions_.Upsert(rev);
+  auto live_pod = std::make_shared<corev1::Pod>(*cached);
+  live_pod->mutable_metadata()->clear_ownerreferences();
+  live_pod->mutable_metadata()->set_resourceversion("2");
+  fake_.SetLive(PodsResource(), live_pod);
+  auto live_rev = std::make_shared<appsv1::ControllerRevision>(*rev);
+  live_rev->mutable_metadata()->clear_ownerreferences();
+  live_rev->mutable_metadata()->set_resourceversion("2");
+  fake_.SetLive(ControllerRevisionsResource(), live_rev);
+  sets_.Delete("default/web");
+  EXPECT_THAT(Sync(), ElementsAre("delete-refused pods default/web-0"));
+  EXPECT_THAT(revision_actions_,
+              ElementsAre("delete-refused controllerrevisions default/" +
+                          rev->metadata().name()));
+  // The informers catch up: nothing of the set is left to delete.
+  pods_.Upsert(live_pod);
+  revisions_.Upsert(live_rev);
+  EXPECT_THAT(Sync(), IsEmpty());
+  EXPECT_THAT(revision_actions_, IsEmpty());
+}
+
 TEST_F(StatefulSetTest, AdoptsMatchingOrphansWithItsNames) {
   auto set = AddSet(1);
   auto orphan = NewPod("default", "web-0", {{"app", "web"}});

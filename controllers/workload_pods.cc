@@ -95,7 +95,21 @@ Status DeletePodsOfGoneOwner(ApiWriter* api, const informer::Indexer& pods,
   Status first_error;
   for (const PodPtr& p : left) {
     if (objects::ControllerRef(p->metadata())->uid() == live_uid) continue;
-    KeepFirstError(&first_error, DeletePodOnce(api, *p));
+    // The cached version, as a precondition: the cache may also lag behind
+    // the garbage collector orphaning the pod (`--cascade=orphan` removes
+    // the ownerReferences before the set goes). A changed pod answers 409
+    // Conflict, skipped: its update event brings the current references.
+    metav1::DeleteOptions opts;
+    opts.mutable_preconditions()->set_uid(p->metadata().uid());
+    if (!p->metadata().resourceversion().empty()) {
+      opts.mutable_preconditions()->set_resourceversion(
+          p->metadata().resourceversion());
+    }
+    Status s = api->Delete(PodsResource(), p->metadata().namespace_(),
+                           p->metadata().name(), opts);
+    if (!informer::IsNotFound(s) && !informer::IsConflict(s)) {
+      KeepFirstError(&first_error, s);
+    }
   }
   return first_error;
 }

@@ -51,8 +51,10 @@ Status DeletePodOnce(ApiWriter* api, const corev1::Pod& pod,
 
 // After the set `key` ("ns/name") left the cache: once a live GET of
 // `owner_resource` confirms it is gone (or replaced: another uid), deletes
-// the pods still controlled by it. kplane's garbage collector only follows
-// Deployments and ReplicaSets.
+// the pods the cache shows still controlled by it, each with its cached uid
+// and resourceVersion as preconditions, so that a pod changed since (the
+// garbage collector orphaned it: `--cascade=orphan`) is left alone (409
+// Conflict, not an error).
 Status DeletePodsOfGoneOwner(ApiWriter* api, const informer::Indexer& pods,
                              const objects::ResourceInfo& owner_resource,
                              std::string_view kind, const std::string& key);

@@ -75,6 +75,16 @@ bool IsPodFailed(const corev1::Pod& pod, const batchv1::Job& job) {
          pod.status().phase() != "Succeeded";
 }
 
+// kube's pastBackoffLimitOnFailure: with restartPolicy OnFailure the
+// containers' `restarts` (summed over Pending and Running pods) reach
+// backoffLimit -- a limit apart from the failed pods' (failed >
+// backoffLimit), never added to it; with a limit of 0 any restart.
+bool PastBackoffLimitOnFailure(const batchv1::JobSpec& spec, int32_t restarts) {
+  if (spec.template_().spec().restartpolicy() != "OnFailure") return false;
+  if (spec.backofflimit() == 0) return restarts > 0;
+  return restarts >= spec.backofflimit();
+}
+
 std::optional<int> CompletionIndex(const corev1::Pod& pod) {
   std::string_view v =
       objects::Annotation(pod.metadata(), kJobCompletionIndexAnnotation);
@@ -448,12 +458,20 @@ Status JobController::Sync(const std::string& key) {
   int32_t terminating = 0, ready = 0, restarts = 0;
   std::optional<WallTime> last_failure;
   for (const PodPtr& pod : owned) {
-    if (IsPodActive(*pod)) {
-      active.push_back(pod);
-      if (IsPodReady(*pod)) ++ready;
+    // kube's pastBackoffLimitOnFailure: the restarts of the init and
+    // regular containers of every Pending or Running pod.
+    if (pod->status().phase() == "Pending" ||
+        pod->status().phase() == "Running") {
+      for (const auto& cs : pod->status().initcontainerstatuses()) {
+        restarts += cs.restartcount();
+      }
       for (const auto& cs : pod->status().containerstatuses()) {
         restarts += cs.restartcount();
       }
+    }
+    if (IsPodActive(*pod)) {
+      active.push_back(pod);
+      if (IsPodReady(*pod)) ++ready;
     } else if (objects::IsBeingDeleted(pod->metadata()) &&
                pod->status().phase() != "Succeeded" &&
                pod->status().phase() != "Failed") {
@@ -519,8 +537,7 @@ Status JobController::Sync(const std::string& key) {
       fail_reason = "PodFailurePolicy";
       fail_message = fail_job->message;
     } else if (failed > spec.backofflimit() ||
-               (spec.template_().spec().restartpolicy() == "OnFailure" &&
-                failed + restarts > spec.backofflimit())) {
+               PastBackoffLimitOnFailure(spec, restarts)) {
       fail_reason = "BackoffLimitExceeded";
       fail_message = "Job has reached the specified backoff limit";
     } else if (spec.has_activedeadlineseconds() && status.has_starttime() &&

@@ -255,6 +255,73 @@ TEST_F(JobControllerTest, FailsAfterBackoffLimitWithBackoffBetweenPods) {
   EXPECT_FALSE(Job()->status().has_completiontime());
 }
 
+// kube's pastBackoffLimitOnFailure: with restartPolicy OnFailure the
+// container restarts of Pending and Running pods fail the Job once they
+// reach backoffLimit (>=, not >), apart from the failed-pods count.
+TEST_F(JobControllerTest, OnFailureRestartsReachingTheBackoffLimitFailTheJob) {
+  AddJob(1, 1);
+  Update([](batchv1::Job* j) {
+    j->mutable_spec()->set_backofflimit(1);
+    j->mutable_spec()->mutable_template_()->mutable_spec()->set_restartpolicy(
+        "OnFailure");
+  });
+  auto pod = AddPod("pi-a", "Running");
+  auto* cs = pod->mutable_status()->add_containerstatuses();
+  cs->set_name("app");
+  cs->set_restartcount(1);
+  pods_.Upsert(pod);
+  ASSERT_TRUE(controller_.Sync("default/pi").ok());
+  EXPECT_TRUE(HasCondition("FailureTarget", "BackoffLimitExceeded"));
+  EXPECT_THAT(DeletedPods(), ElementsAre("pi-a"));
+  // Failed once the pod is gone.
+  ObserveDeletion("pi-a");
+  pods_.Delete("default/pi-a");
+  ASSERT_TRUE(controller_.Sync("default/pi").ok());
+  EXPECT_TRUE(HasCondition("Failed", "BackoffLimitExceeded"));
+}
+
+// Init container restarts count too, and so do those of Pending pods.
+TEST_F(JobControllerTest, OnFailureCountsInitContainerRestartsOfPendingPods) {
+  AddJob(1, 1);
+  Update([](batchv1::Job* j) {
+    j->mutable_spec()->set_backofflimit(2);
+    j->mutable_spec()->mutable_template_()->mutable_spec()->set_restartpolicy(
+        "OnFailure");
+  });
+  auto pod = AddPod("pi-a", "Pending");
+  auto* init = pod->mutable_status()->add_initcontainerstatuses();
+  init->set_name("setup");
+  init->set_restartcount(2);
+  pods_.Upsert(pod);
+  ASSERT_TRUE(controller_.Sync("default/pi").ok());
+  EXPECT_TRUE(HasCondition("FailureTarget", "BackoffLimitExceeded"));
+}
+
+// Failed pods and restarts are two separate limits (kube's
+// exceedsBackoffLimit: failed > backoffLimit; pastBackoffLimitOnFailure:
+// restarts >= backoffLimit), never one sum: 3 failed and 4 restarts are
+// within a limit of 6.
+TEST_F(JobControllerTest, FailedPodsAndRestartsAreNotAddedUp) {
+  AddJob(1, 1);
+  Update([](batchv1::Job* j) {
+    j->mutable_spec()->mutable_template_()->mutable_spec()->set_restartpolicy(
+        "OnFailure");
+  });
+  AddPod("pi-a", "Failed", 1);
+  AddPod("pi-b", "Failed", 1);
+  AddPod("pi-c", "Failed", 1);
+  auto pod = AddPod("pi-d", "Running");
+  auto* cs = pod->mutable_status()->add_containerstatuses();
+  cs->set_name("app");
+  cs->set_restartcount(4);
+  pods_.Upsert(pod);
+  ASSERT_TRUE(controller_.Sync("default/pi").ok());
+  EXPECT_EQ(Job()->status().failed(), 3);
+  EXPECT_FALSE(HasCondition("FailureTarget"));
+  EXPECT_FALSE(HasCondition("Failed"));
+  EXPECT_THAT(DeletedPods(), IsEmpty());
+}
+
 // The wait after many failures stays at the maximum (10 s doubled 30
 // times overflowed and the wait went negative: no back-off at all).
 TEST_F(JobControllerTest, BackoffAfterManyFailuresStaysAtTheMaximum) {

@@ -272,9 +272,10 @@ class ControllerManager::Impl {
           DeploymentControllerOptions{.api = api,
                                       .deployments = &deps->GetIndexer(),
                                       .replicasets = &rss->GetIndexer(),
+                                      .pods = &pods->GetIndexer(),
                                       .clock = clock_,
                                       .metrics = metrics_});
-      c->RegisterHandlers(deps, rss);
+      c->RegisterHandlers(deps, rss, pods);
       run->controllers.push_back(std::move(c));
     }
     if (Wanted("job")) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "base/logging.h"
 #include "base/saturating.h"
@@ -82,6 +83,30 @@ Limits RollingLimits(const appsv1::Deployment& d) {
 bool IsRecreate(const appsv1::Deployment& d) {
   return d.spec().strategy().type() == "Recreate";
 }
+// Kube's oldPodsRunning: an old RS still wants or counts pods, or a pod
+// it controls has not ended (Failed / Succeeded), also one being deleted:
+// the RS controller stops counting a pod once it is marked for deletion,
+// but its containers run until the kubelet has stopped them.
+StatusOr<bool> OldPodsRunning(const informer::Indexer& pods,
+                              const std::string& ns,
+                              const std::vector<RsPtr>& old_rss) {
+  std::set<std::string> uids;
+  for (const RsPtr& rs : old_rss) {
+    if (PodsOf(*rs) > 0) return true;
+    uids.insert(rs->metadata().uid());
+  }
+  if (uids.empty()) return false;
+  ASSIGN_OR_RETURN(std::vector<ObjectPtr> in_ns,
+                   pods.ByIndex(informer::kNamespaceIndex, ns));
+  for (const ObjectPtr& o : in_ns) {
+    const auto& pod = static_cast<const corev1::Pod&>(*o);
+    const metav1::OwnerReference* ref = objects::ControllerRef(pod.metadata());
+    if (ref == nullptr || !uids.contains(ref->uid())) continue;
+    const std::string& phase = pod.status().phase();
+    if (phase != "Failed" && phase != "Succeeded") return true;
+  }
+  return false;
+}
 
 }  // namespace
 
@@ -107,16 +132,20 @@ DeploymentController::DeploymentController(DeploymentControllerOptions options)
     : Controller("deployment", options.clock, options.metrics),
       options_(options) {
   CHECK(options_.api != nullptr && options_.deployments != nullptr &&
-        options_.replicasets != nullptr);
+        options_.replicasets != nullptr && options_.pods != nullptr);
 }
 
 void DeploymentController::RegisterHandlers(
     informer::SharedIndexInformer* deployments,
-    informer::SharedIndexInformer* replicasets) {
+    informer::SharedIndexInformer* replicasets,
+    informer::SharedIndexInformer* pods) {
   OnObjectEvents(deployments,
                  [this](const ObjectEvent& e) { Enqueue(e.Key()); });
   OnObjectEvents(replicasets, [this](const ObjectEvent& e) {
     OnReplicaSetEvent(e.As<appsv1::ReplicaSet>());
+  });
+  OnObjectEvents(pods, [this](const ObjectEvent& e) {
+    if (e.deleted()) OnPodDeleted(e.As<corev1::Pod>());
   });
 }
 
@@ -141,6 +170,24 @@ void DeploymentController::OnReplicaSetEvent(const appsv1::ReplicaSet& rs) {
       Enqueue(informer::ObjectKey(d));
     }
   }
+}
+
+void DeploymentController::OnPodDeleted(const corev1::Pod& pod) {
+  // The pod's RS, and the RS's deployment, by name and uid.
+  const std::string& ns = pod.metadata().namespace_();
+  const metav1::OwnerReference* ref = objects::ControllerRef(pod.metadata());
+  if (ref == nullptr || ref->kind() != "ReplicaSet") return;
+  ObjectPtr rs =
+      options_.replicasets->Get(informer::ObjectKey(ns, ref->name()));
+  if (rs == nullptr || objects::Uid(*rs) != ref->uid()) return;
+  ref = objects::ControllerRef(*objects::GetObjectMeta(*rs));
+  if (ref == nullptr || ref->kind() != "Deployment") return;
+  const std::string key = informer::ObjectKey(ns, ref->name());
+  ObjectPtr d = options_.deployments->Get(key);
+  if (d == nullptr || objects::Uid(*d) != ref->uid()) return;
+  // Only Recreate waits for pods (kube enqueues once none is left; a sync
+  // finding some left does nothing).
+  if (IsRecreate(static_cast<const appsv1::Deployment&>(*d))) Enqueue(key);
 }
 
 Status DeploymentController::Sync(const std::string& key) {
@@ -221,14 +268,37 @@ Status DeploymentController::Sync(const std::string& key) {
     return std::static_pointer_cast<const appsv1::ReplicaSet>(*r);
   };
 
+  const std::string new_revision =
+      std::to_string(SaturatingAdd(max_old_revision, 1));
+  if (new_rs != nullptr) {
+    // Kube's getNewReplicaSet: the existing new RS gets the newest
+    // revision (not while paused here) and the deployment's
+    // minReadySeconds (paused or not).
+    const bool bump = !paused && Revision(*new_rs) <= max_old_revision;
+    if (bump ||
+        new_rs->spec().minreadyseconds() != d->spec().minreadyseconds()) {
+      appsv1::ReplicaSet copy = *new_rs;
+      if (bump) {
+        (*copy.mutable_metadata()->mutable_annotations())[kRevisionAnnotation] =
+            new_revision;
+      }
+      copy.mutable_spec()->set_minreadyseconds(d->spec().minreadyseconds());
+      StatusOr<ObjectPtr> r = options_.api->Update(ReplicaSetsResource(), copy);
+      if (!r.ok()) return r.status();
+      new_rs = std::static_pointer_cast<const appsv1::ReplicaSet>(*r);
+    }
+  }
+
   if (!paused) {
-    // The new RS: create it, or give it the newest revision.
-    const std::string new_revision =
-        std::to_string(SaturatingAdd(max_old_revision, 1));
+    // The new RS: create it when missing.
     if (new_rs == nullptr) {
       int32_t replicas = 0;
       if (IsRecreate(*d)) {
-        replicas = all_pods == 0 ? desired : 0;
+        // All owned RSs are old ones here.
+        ASSIGN_OR_RETURN(
+            bool old_running,
+            OldPodsRunning(*options_.pods, meta.namespace_(), old_rss));
+        replicas = old_running ? 0 : desired;
       } else {
         replicas = static_cast<int32_t>(std::clamp<int64_t>(
             int64_t{desired} + limits.max_surge - all_pods, 0, desired));
@@ -263,13 +333,6 @@ Status DeploymentController::Sync(const std::string& key) {
       }
       all_pods += replicas;
       created_new = true;
-    } else if (Revision(*new_rs) <= max_old_revision) {
-      appsv1::ReplicaSet copy = *new_rs;
-      (*copy.mutable_metadata()->mutable_annotations())[kRevisionAnnotation] =
-          new_revision;
-      StatusOr<ObjectPtr> r = options_.api->Update(ReplicaSetsResource(), copy);
-      if (!r.ok()) return r.status();
-      new_rs = std::static_pointer_cast<const appsv1::ReplicaSet>(*r);
     }
     // The deployment carries its new RS's revision.
     std::string rev = std::to_string(Revision(*new_rs));
@@ -283,14 +346,21 @@ Status DeploymentController::Sync(const std::string& key) {
     }
 
     if (!created_new && IsRecreate(*d)) {
-      bool old_running = false;
+      // Kube's rolloutRecreate: scale the old RSs down; the new one goes
+      // up in a later sync, once no old pod runs.
+      bool scaled_down = false;
       for (RsPtr& rs : old_rss) {
         if (SpecReplicas(*rs) > 0) {
+          scaled_down = true;
           if (RsPtr s = scale(rs, 0)) rs = s;
         }
-        if (rs->status().replicas() > 0 || SpecReplicas(*rs) > 0) {
-          old_running = true;
-        }
+      }
+      bool old_running = scaled_down;
+      if (!old_running) {
+        StatusOr<bool> r =
+            OldPodsRunning(*options_.pods, meta.namespace_(), old_rss);
+        if (!r.ok()) Keep(&first_error, r.status());
+        old_running = !r.ok() || *r;
       }
       if (!old_running && SpecReplicas(*new_rs) != desired) {
         if (RsPtr s = scale(new_rs, desired)) new_rs = s;
@@ -458,6 +528,13 @@ Status DeploymentController::Sync(const std::string& key) {
   } else if (created_new) {
     set_condition("Progressing", "True", "NewReplicaSetCreated",
                   "Created new replica set \"" + rs_name + "\"", true);
+  } else if (progressing != nullptr &&
+             progressing->reason() == "NewReplicaSetAvailable" &&
+             replicas == updated) {
+    // Kube's syncRolloutStatus: the rollout is complete and nothing new
+    // rolls out (every pod is the new RS's), so progress is not estimated
+    // again: losing availability later is no stalled rollout. The
+    // condition stays as it is.
   } else {
     const appsv1::DeploymentStatus& old = d->status();
     bool progressed =

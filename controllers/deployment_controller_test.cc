@@ -60,6 +60,7 @@ class DeploymentTest : public ::testing::Test {
       : controller_({.api = &fake_,
                      .deployments = &deployments_,
                      .replicasets = &replicasets_,
+                     .pods = &pods_,
                      .clock = &clock_,
                      .metrics = &reg_}) {
     clock_.SetWall(WallTime(seconds(1700000100)));
@@ -115,6 +116,22 @@ class DeploymentTest : public ::testing::Test {
     }
     return out;
   }
+  // A running pod whose controller is `rs`; `deleting`: marked for
+  // deletion (the RS controller no longer counts it, the kubelet still
+  // runs it).
+  std::shared_ptr<corev1::Pod> AddPod(const std::string& name,
+                                      const appsv1::ReplicaSet& rs,
+                                      bool deleting) {
+    auto p = NewPod("default", name, {{"app", "web"}});
+    OwnedBy(p->mutable_metadata(), "ReplicaSet", rs.metadata());
+    RunOn(p.get(), "n1", true);
+    if (deleting) {
+      objects::SetTime(p->mutable_metadata()->mutable_deletiontimestamp(),
+                       int64_t{1700000090});
+    }
+    pods_.Upsert(p);
+    return p;
+  }
   std::shared_ptr<const appsv1::Deployment> Current() {
     return std::static_pointer_cast<const appsv1::Deployment>(
         deployments_.Get("default/web"));
@@ -131,6 +148,7 @@ class DeploymentTest : public ::testing::Test {
   FakeApiWriter fake_;
   informer::Indexer deployments_;
   informer::Indexer replicasets_;
+  informer::Indexer pods_;
   DeploymentController controller_;
 };
 
@@ -253,10 +271,64 @@ TEST_F(DeploymentTest, RecreateWaitsForOldPodsToGo) {
   replicasets_.Upsert(draining);
   ASSERT_TRUE(controller_.Sync("default/web").ok());
   EXPECT_THAT(Scales(), ElementsAre());
+  // The RS controller counts active pods only: its status says 0 as soon
+  // as the old pods are marked for deletion, but they still run. Kube's
+  // oldPodsRunning lists the pods: the new RS waits for them too.
   fake_.Clear();
   AddRs(*d, "nginx:1", 0, 0, 1, 1700000000);
+  const std::string old_name = old_rs->metadata().name();
+  auto finishing = AddPod(old_name + "-a", *old_rs, true);
+  AddPod(old_name + "-b", *old_rs, true);
+  // Another deployment's running pod does not hold this one back.
+  auto other = NewReplicaSet("default", "other-1", 1, {{"app", "other"}}, "x");
+  AddPod("other-1-a", *other, false);
+  ASSERT_TRUE(controller_.Sync("default/web").ok());
+  EXPECT_THAT(Scales(), ElementsAre());
+  // One old pod ended (Succeeded), the other is gone: scale up.
+  fake_.Clear();
+  auto ended = std::make_shared<corev1::Pod>(*finishing);
+  ended->mutable_status()->set_phase("Succeeded");
+  pods_.Upsert(ended);
+  pods_.Delete("default/" + old_name + "-b");
   ASSERT_TRUE(controller_.Sync("default/web").ok());
   EXPECT_THAT(Scales(), ElementsAre(new_name + "=3"));
+}
+
+// The new RS of a Recreate rollout is created at 0 while an old RS's pods
+// are still terminating (its status already says 0).
+TEST_F(DeploymentTest, RecreateCreatesTheNewReplicaSetEmptyWhileOldPodsRun) {
+  auto d = AddDeployment(3, "nginx:2", 1, 1);
+  d->mutable_spec()->mutable_strategy()->set_type("Recreate");
+  d->mutable_spec()->mutable_strategy()->clear_rollingupdate();
+  deployments_.Upsert(d);
+  auto old_rs = AddRs(*d, "nginx:1", 0, 0, 1, 1700000000);
+  AddPod(old_rs->metadata().name() + "-a", *old_rs, true);
+  const std::string new_name =
+      "web-" + ComputePodTemplateHash(Template({{"app", "web"}}, "nginx:2"));
+  ASSERT_TRUE(controller_.Sync("default/web").ok());
+  EXPECT_THAT(Scales(), ElementsAre(new_name + "=0"));
+}
+
+// The last old pod going away changes no RS status: the pod's deletion
+// itself enqueues a Recreate deployment (kube's deletePod).
+TEST_F(DeploymentTest, DeletedPodEnqueuesItsRecreateDeployment) {
+  auto d = AddDeployment(3, "nginx:2", 1, 1);
+  auto old_rs = AddRs(*d, "nginx:1", 0, 0, 1, 1700000000);
+  auto pod = AddPod(old_rs->metadata().name() + "-a", *old_rs, true);
+  controller_.OnPodDeleted(*pod);
+  EXPECT_EQ(controller_.QueueDepth(), 0);  // RollingUpdate: not needed
+  d->mutable_spec()->mutable_strategy()->set_type("Recreate");
+  d->mutable_spec()->mutable_strategy()->clear_rollingupdate();
+  deployments_.Upsert(d);
+  controller_.OnPodDeleted(*pod);
+  ASSERT_EQ(controller_.QueueDepth(), 1);
+  std::optional<std::string> key = controller_.queue().Get();
+  EXPECT_EQ(key.value_or(""), "default/web");
+  if (key) controller_.queue().Done(*key);
+  // A pod of an RS that is not (or no longer) this deployment's: nothing.
+  auto stray = NewReplicaSet("default", "web-stray", 0, {{"app", "web"}}, "x");
+  controller_.OnPodDeleted(*AddPod("web-stray-a", *stray, true));
+  EXPECT_EQ(controller_.QueueDepth(), 0);
 }
 
 TEST_F(DeploymentTest, RollbackByTemplateBumpsTheOldReplicaSetsRevision) {
@@ -294,6 +366,60 @@ TEST_F(DeploymentTest, ProgressDeadlineExceeded) {
   ASSERT_TRUE(controller_.Sync("default/web").ok());
   EXPECT_EQ(Condition("Progressing")->status(), "False");
   EXPECT_EQ(Condition("Progressing")->reason(), "ProgressDeadlineExceeded");
+}
+
+// Kube's syncRolloutStatus: a complete rollout (replicas == updated and
+// NewReplicaSetAvailable) is not estimated again; losing a pod later is
+// no stalled rollout.
+TEST_F(DeploymentTest, CompleteDeploymentLosingAvailabilityDoesNotTimeOut) {
+  auto d = AddDeployment(3, "nginx:1", 1, 0);
+  d->mutable_spec()->set_progressdeadlineseconds(30);
+  deployments_.Upsert(d);
+  AddRs(*d, "nginx:1", 3, 3, 1, 1700000000);
+  ASSERT_TRUE(controller_.Sync("default/web").ok());
+  ASSERT_NE(Condition("Progressing"), nullptr);
+  EXPECT_EQ(Condition("Progressing")->status(), "True");
+  EXPECT_EQ(Condition("Progressing")->reason(), "NewReplicaSetAvailable");
+  // A pod stops being available.
+  AddRs(*d, "nginx:1", 3, 2, 1, 1700000000);
+  ASSERT_TRUE(controller_.Sync("default/web").ok());
+  EXPECT_EQ(Condition("Available")->status(), "False");
+  EXPECT_EQ(Condition("Progressing")->status(), "True");
+  EXPECT_EQ(Condition("Progressing")->reason(), "NewReplicaSetAvailable");
+  clock_.SetWall(WallTime(seconds(1700000100 + 31)));
+  ASSERT_TRUE(controller_.Sync("default/web").ok());
+  EXPECT_EQ(Condition("Progressing")->status(), "True");
+  EXPECT_EQ(Condition("Progressing")->reason(), "NewReplicaSetAvailable");
+}
+
+// Kube's getNewReplicaSet: the existing new RS follows the deployment's
+// minReadySeconds (paused or not), not only when it is created.
+TEST_F(DeploymentTest, MinReadySecondsReachesTheExistingNewReplicaSet) {
+  auto d = AddDeployment(3, "nginx:1", 1, 0);
+  d->mutable_spec()->set_minreadyseconds(30);
+  deployments_.Upsert(d);
+  auto rs = AddRs(*d, "nginx:1", 3, 3, 1, 1700000000);
+  ASSERT_TRUE(controller_.Sync("default/web").ok());
+  auto written = [&]() -> std::shared_ptr<const appsv1::ReplicaSet> {
+    for (const auto& w : fake_.Written()) {
+      auto r = std::dynamic_pointer_cast<const appsv1::ReplicaSet>(w);
+      if (r != nullptr && r->metadata().name() == rs->metadata().name()) {
+        return r;
+      }
+    }
+    return nullptr;
+  };
+  ASSERT_NE(written(), nullptr);
+  EXPECT_EQ(written()->spec().minreadyseconds(), 30);
+  EXPECT_EQ(written()->spec().replicas(), 3);
+  // Paused: still.
+  fake_.Clear();
+  d->mutable_spec()->set_paused(true);
+  d->mutable_spec()->set_minreadyseconds(10);
+  deployments_.Upsert(d);
+  ASSERT_TRUE(controller_.Sync("default/web").ok());
+  ASSERT_NE(written(), nullptr);
+  EXPECT_EQ(written()->spec().minreadyseconds(), 10);
 }
 
 TEST_F(DeploymentTest, OldReplicaSetsBeyondHistoryLimitAreDeleted) {

@@ -868,6 +868,110 @@ TEST(ApiRestTest, ServerSideApply) {
   EXPECT_EQ((*forced.At({"spec", "replicas"})).GetInt(), 3);
 }
 
+// The managedFields entry of `manager`/`operation` through `subresource`
+// ("" for the main resource); null when there is none.
+const rapidjson::Value* EntryOf(const Response& r, const std::string& manager,
+                                const std::string& operation,
+                                const std::string& subresource) {
+  const rapidjson::Value* mf = r.At({"metadata", "managedFields"});
+  if (mf == nullptr || !mf->IsArray()) return nullptr;
+  for (const rapidjson::Value& e : mf->GetArray()) {
+    const std::string sub =
+        e.HasMember("subresource") ? e["subresource"].GetString() : "";
+    if (e["manager"].GetString() == manager &&
+        e["operation"].GetString() == operation && sub == subresource) {
+      return &e;
+    }
+  }
+  return nullptr;
+}
+
+// kube identifies a managedFields entry by manager, operation and
+// subresource (buildManagerInfo): an apply or update through /status is
+// an entry of its own, beside the same manager's for the main resource,
+// and neither prunes nor takes what the other owns.
+TEST(ApiRestTest, WritesThroughASubresourceAreEntriesOfTheirOwn) {
+  TestServer s;
+  const std::string url = std::string(kDeployments) + "/xd";
+  const std::string main =
+      R"({"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"xd",)"
+      R"("labels":{"team":"a"},"annotations":{"note":"keep"}},"spec":{)"
+      R"("replicas":2,"selector":{"matchLabels":{"app":"xd"}},"template":{)"
+      R"("metadata":{"labels":{"app":"xd"}},"spec":{"containers":[{)"
+      R"("name":"nginx","image":"nginx:1.27"}]}}}})";
+  Response created =
+      s.Patch(url + "?fieldManager=X", main, "application/apply-patch+yaml");
+  ASSERT_EQ(created.code, 201) << created.body;
+  Response status = s.Patch(
+      url + "/status?fieldManager=X",
+      R"({"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"xd"},)"
+      R"("status":{"replicas":1}})",
+      "application/apply-patch+yaml");
+  ASSERT_EQ(status.code, 200) << status.body;
+  EXPECT_EQ(status.Str({"metadata", "annotations", "note"}), "keep")
+      << status.body;
+  EXPECT_EQ(status.Str({"metadata", "labels", "team"}), "a") << status.body;
+  EXPECT_EQ(status.At({"status", "replicas"})->GetInt(), 1);
+  const rapidjson::Value* mf = status.At({"metadata", "managedFields"});
+  ASSERT_NE(mf, nullptr);
+  EXPECT_EQ(mf->Size(), 2u) << status.body;
+  const rapidjson::Value* x_main = EntryOf(status, "X", "Apply", "");
+  const rapidjson::Value* x_status = EntryOf(status, "X", "Apply", "status");
+  ASSERT_NE(x_main, nullptr) << status.body;
+  ASSERT_NE(x_status, nullptr) << status.body;
+  EXPECT_TRUE(
+      (*x_main)["fieldsV1"]["f:metadata"]["f:annotations"].HasMember("f:note"));
+  EXPECT_TRUE((*x_main)["fieldsV1"]["f:spec"].HasMember("f:replicas"));
+  EXPECT_FALSE((*x_main)["fieldsV1"].HasMember("f:status"));
+  EXPECT_TRUE((*x_status)["fieldsV1"]["f:status"].HasMember("f:replicas"));
+  EXPECT_FALSE((*x_status)["fieldsV1"].HasMember("f:metadata"));
+  EXPECT_FALSE((*x_status)["fieldsV1"].HasMember("f:spec"));
+
+  // The stored object says the same.
+  Response got = s.Get(url);
+  ASSERT_EQ(got.code, 200);
+  EXPECT_EQ(got.Str({"metadata", "annotations", "note"}), "keep");
+  EXPECT_NE(EntryOf(got, "X", "Apply", "status"), nullptr) << got.body;
+
+  // X still owns spec.replicas: another applier changing it conflicts.
+  Response conflict = s.Patch(
+      url + "?fieldManager=Y",
+      R"({"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"xd"},)"
+      R"("spec":{"replicas":5}})",
+      "application/apply-patch+yaml");
+  ExpectStatus(conflict, 409, "Conflict");
+  EXPECT_NE(conflict.Str({"message"}).find("conflict with \"X\""),
+            std::string::npos)
+      << conflict.body;
+
+  // Updates through /status (merge patch, then PUT) by ctrl: an Update
+  // entry with subresource "status", not one of the main resource.
+  Response patched = s.Patch(url + "/status?fieldManager=ctrl",
+                             R"({"status":{"observedGeneration":1}})",
+                             "application/merge-patch+json");
+  ASSERT_EQ(patched.code, 200) << patched.body;
+  const rapidjson::Value* ctrl = EntryOf(patched, "ctrl", "Update", "status");
+  ASSERT_NE(ctrl, nullptr) << patched.body;
+  EXPECT_TRUE(
+      (*ctrl)["fieldsV1"]["f:status"].HasMember("f:observedGeneration"));
+  EXPECT_EQ(EntryOf(patched, "ctrl", "Update", ""), nullptr) << patched.body;
+  Response before_put = s.Get(url);
+  ASSERT_EQ(before_put.code, 200);
+  std::string put_body = before_put.body;
+  const std::string from = "\"observedGeneration\":1";
+  const size_t at = put_body.find(from);
+  ASSERT_NE(at, std::string::npos) << put_body;
+  put_body.replace(at, from.size(), "\"observedGeneration\":2");
+  Response put = s.Put(url + "/status?fieldManager=ctrl", put_body);
+  ASSERT_EQ(put.code, 200) << put.body;
+  EXPECT_EQ(put.At({"status", "observedGeneration"})->GetInt(), 2);
+  EXPECT_NE(EntryOf(put, "ctrl", "Update", "status"), nullptr) << put.body;
+  EXPECT_EQ(EntryOf(put, "ctrl", "Update", ""), nullptr) << put.body;
+  // X's main entry and its annotation are untouched by all of it.
+  EXPECT_EQ(put.Str({"metadata", "annotations", "note"}), "keep");
+  ASSERT_NE(EntryOf(put, "X", "Apply", ""), nullptr) << put.body;
+}
+
 TEST(ApiRestTest, DryRunWritesNothing) {
   TestServer s;
   Response c =

@@ -1,8 +1,11 @@
 // TrackManagedFields' fast path (TrackOwnedValueChanges) against its general
 // path through JSON: wherever the fast path answers, both give the same
 // object; where ownership or the shape changes it must not answer.
+// And writes that change nothing (kube's managedFieldsUpdater): no entry's
+// time moves, so the store writes nothing.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <optional>
 #include <random>
 #include <string>
@@ -10,6 +13,7 @@
 
 #include "apiserver/node_lease_testing.h"
 #include "apiserver/patching.h"
+#include "apiserver/test_server.h"
 #include "base/json.h"
 #include "objects/codec.h"
 #include "objects/patch/apply.h"
@@ -88,8 +92,19 @@ TEST(ManagedFieldsFastPathTest, LeaseRenewalByItsOwnerIsFastAndTheSame) {
   *with_fields.mutable_metadata()->mutable_managedfields() =
       stored.metadata().managedfields();
   EXPECT_TRUE(Update(stored, with_fields, "kubelet").fast);
-  // A no-op update still stamps the writer's entry.
-  EXPECT_TRUE(Update(stored, NodeLease(1000), "kubelet").fast);
+  // A no-op update leaves the writer's entry (and its time) as it was.
+  Outcome noop = Update(stored, NodeLease(1000), "kubelet");
+  EXPECT_TRUE(noop.fast);
+  ASSERT_TRUE(got.ParseFromString(noop.result));
+  ASSERT_EQ(got.metadata().managedfields_size(), 1);
+  EXPECT_EQ(got.metadata().managedfields(0).SerializeAsString(),
+            stored.metadata().managedfields(0).SerializeAsString());
+  // So does another writer's: no entry is added for it.
+  Outcome other = Update(stored, NodeLease(1000), "intruder");
+  EXPECT_TRUE(other.fast);
+  ASSERT_TRUE(got.ParseFromString(other.result));
+  EXPECT_EQ(got.metadata().SerializeAsString(),
+            stored.metadata().SerializeAsString());
 }
 
 // Every node's Lease is owned by its own Node, so each kubelet entry's
@@ -320,6 +335,59 @@ TEST(ManagedFieldsFastPathTest, IgnoredStatusOfANode) {
   EXPECT_FALSE(Update(stored, cidr, "ipam", status).fast);
 }
 
+// A write through /status is the writer's entry with subresource "status"
+// (kube's manager identifier holds the subresource), apart from its entry
+// for the main resource, on the fast path as on the general one.
+TEST(ManagedFieldsFastPathTest, StatusWritesAreTheirOwnEntry) {
+  const std::string time = "2026-12-04T01:00:10Z";
+  Node n;
+  n.mutable_metadata()->set_name("node-1");
+  (*n.mutable_metadata()->mutable_labels())["zone"] = "a";
+  n.mutable_status()->mutable_nodeinfo()->set_kubeletversion("v1");
+  Node stored = n;
+  ASSERT_TRUE(TrackManagedFields(nullptr, &stored, KindOf(n), "kubelet",
+                                 "2026-12-04T01:00:00Z", {{"f:status"}})
+                  .ok());
+  ASSERT_EQ(stored.metadata().managedfields_size(), 1);
+  const std::string main_entry =
+      stored.metadata().managedfields(0).SerializeAsString();
+  // kubelet's first status write: a new entry, the main one as it was.
+  Node v2 = stored;
+  v2.mutable_status()->mutable_nodeinfo()->set_kubeletversion("v2");
+  ASSERT_TRUE(
+      TrackManagedFields(&stored, &v2, KindOf(n), "kubelet", time, {}, "status")
+          .ok());
+  ASSERT_EQ(v2.metadata().managedfields_size(), 2);
+  EXPECT_EQ(v2.metadata().managedfields(0).SerializeAsString(), main_entry);
+  const objects::metav1::ManagedFieldsEntry& st =
+      v2.metadata().managedfields(1);
+  EXPECT_EQ(st.manager(), "kubelet");
+  EXPECT_EQ(st.operation(), "Update");
+  EXPECT_EQ(st.subresource(), "status");
+  EXPECT_EQ(st.fieldsv1().raw(),
+            R"({"f:status":{"f:nodeInfo":{"f:kubeletVersion":{}}}})");
+  // The next one changes a value the /status entry owns: the fast path,
+  // with the general path's result; the main entry is no writer of it.
+  Node v3 = v2;
+  v3.mutable_status()->mutable_nodeinfo()->set_kubeletversion("v3");
+  Node fast = v3;
+  EXPECT_TRUE(TrackOwnedValueChanges(&v2, &fast, KindOf(n), "kubelet",
+                                     "2026-12-04T01:00:20Z", {}, "status"));
+  Node general = v3;
+  ASSERT_TRUE(TrackManagedFieldsThroughJson(&v2, &general, KindOf(n), "kubelet",
+                                            "2026-12-04T01:00:20Z", {},
+                                            "status")
+                  .ok());
+  EXPECT_EQ(fast.SerializeAsString(), general.SerializeAsString());
+  ASSERT_EQ(general.metadata().managedfields_size(), 2);
+  EXPECT_EQ(general.metadata().managedfields(0).SerializeAsString(),
+            main_entry);
+  EXPECT_EQ(general.metadata().managedfields(1).subresource(), "status");
+  Node main_write = v3;
+  EXPECT_FALSE(TrackOwnedValueChanges(&v2, &main_write, KindOf(n), "kubelet",
+                                      "2026-12-04T01:00:20Z", {}));
+}
+
 // A writer without a manager (no fieldManager, no User-Agent: kpctl bench,
 // a bare HTTP client) over an object nobody tracks: no JSON round trip, and
 // the general path's result (the object as sent).
@@ -364,6 +432,239 @@ TEST(ManagedFieldsFastPathTest, WriterWithoutManagerOverUntrackedIsFast) {
   // A writer with a manager is never this case.
   Lease named = NodeLease(1010);
   EXPECT_FALSE(TrackWithoutManager(&untracked, &named, "kubelet"));
+}
+
+// The patch library alone: an apply or an update that changes no value
+// keeps every entry's time (kube: Updater.Apply returns no object, and the
+// "current-operation" set of an update is empty).
+TEST(ManagedFieldsNoOpTest, ApplyAndUpdateWithoutChangeKeepTheTime) {
+  rapidjson::Document doc;
+  auto& alloc = doc.GetAllocator();
+  auto parse = [&](const char* j) {
+    rapidjson::Document d;
+    d.Parse(j);
+    EXPECT_FALSE(d.HasParseError()) << j;
+    return rapidjson::Value(d, alloc);
+  };
+  auto times = [](const rapidjson::Value& obj) {
+    std::string out;
+    StatusOr<std::vector<patch::ManagedFieldsEntry>> entries =
+        patch::ReadManagedFields(obj);
+    EXPECT_TRUE(entries.ok());
+    for (const patch::ManagedFieldsEntry& e : *entries) {
+      out += e.manager + "/" + e.operation + "@" + e.time + ";";
+    }
+    return out;
+  };
+  const rapidjson::Value config =
+      parse(R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"},)"
+            R"("data":{"a":"1"}})");
+  patch::ApplyOptions opts;
+  opts.manager = "m";
+  opts.api_version = "v1";
+  opts.time = "2026-12-04T01:00:00Z";
+  std::vector<patch::FieldConflict> conflicts;
+  rapidjson::Value live;
+  ASSERT_TRUE(
+      patch::ServerSideApply(nullptr, config, opts, &live, alloc, &conflicts)
+          .ok());
+  opts.time = "2026-12-04T01:00:02Z";
+  rapidjson::Value again;
+  ASSERT_TRUE(
+      patch::ServerSideApply(&live, config, opts, &again, alloc, &conflicts)
+          .ok());
+  EXPECT_EQ(times(again), "m/Apply@2026-12-04T01:00:00Z;");
+  EXPECT_TRUE(again == live);
+  // An update by the applier's name, then by another, changing nothing.
+  for (const char* manager : {"m", "other"}) {
+    opts.manager = manager;
+    rapidjson::Value updated(live, alloc);
+    ASSERT_TRUE(patch::UpdateManagedFields(&live, updated, opts, alloc).ok());
+    EXPECT_EQ(times(updated), "m/Apply@2026-12-04T01:00:00Z;") << manager;
+  }
+  // A change stamps the writer's entry with the new time.
+  opts.manager = "m";
+  const rapidjson::Value changed =
+      parse(R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"},)"
+            R"("data":{"a":"2"}})");
+  rapidjson::Value applied;
+  ASSERT_TRUE(
+      patch::ServerSideApply(&live, changed, opts, &applied, alloc, &conflicts)
+          .ok());
+  EXPECT_EQ(times(applied), "m/Apply@2026-12-04T01:00:02Z;");
+  rapidjson::Value updated(changed, alloc);
+  ASSERT_TRUE(patch::UpdateManagedFields(&live, updated, opts, alloc).ok());
+  // (The applier owned only data.a: its entry is left empty and dropped.)
+  EXPECT_EQ(times(updated), "m/Update@2026-12-04T01:00:02Z;");
+}
+
+using testing::Response;
+using testing::TestServer;
+
+constexpr char kConfigMaps[] = "/api/v1/namespaces/default/configmaps";
+
+// The real clock with the calendar moved forward on demand: managedFields
+// times have whole seconds, and a test moves them without sleeping.
+class SkewedClock : public RealClock {
+ public:
+  WallTime WallNow() const override {
+    return RealClock::WallNow() + Duration(skew_.load());
+  }
+  void Skip(Duration d) { skew_ += d.count(); }
+
+ private:
+  std::atomic<Duration::rep> skew_{0};
+};
+
+// Writes through a real ApiServer that change nothing: kube-apiserver
+// leaves managedFields as they were, and its GuaranteedUpdate then finds
+// the same bytes and writes nothing (resourceVersion kept, no watch event).
+class NoOpWriteTest : public ::testing::Test {
+ protected:
+  NoOpWriteTest()
+      : server_([this](ApiServerOptions* o) { o->clock = &clock_; }) {}
+
+  static std::string Url(const std::string& name, const std::string& query) {
+    return std::string(kConfigMaps) + "/" + name + query;
+  }
+  static std::string ConfigMap(const std::string& name,
+                               const std::string& data) {
+    return R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":")" +
+           name + R"("},"data":)" + data + "}";
+  }
+  Response Apply(const std::string& name, const std::string& data,
+                 const std::string& manager) {
+    return server_.Patch(Url(name, "?fieldManager=" + manager),
+                         ConfigMap(name, data), "application/apply-patch+yaml");
+  }
+  Response MergePatch(const std::string& name, const std::string& patch,
+                      const std::string& manager) {
+    return server_.Patch(Url(name, "?fieldManager=" + manager), patch,
+                         "application/merge-patch+json");
+  }
+  // "manager/operation@time;" of each entry ("@-" without a time).
+  static std::string Entries(const Response& r) {
+    std::string out;
+    const rapidjson::Value* mf = r.At({"metadata", "managedFields"});
+    if (mf == nullptr || !mf->IsArray()) return out;
+    for (const rapidjson::Value& e : mf->GetArray()) {
+      auto str = [&](const char* k) -> std::string {
+        return e.HasMember(k) && e[k].IsString() ? e[k].GetString() : "-";
+      };
+      out += str("manager") + "/" + str("operation") + "@" + str("time") + ";";
+    }
+    return out;
+  }
+  static std::string Rv(const Response& r) {
+    return r.Str({"metadata", "resourceVersion"});
+  }
+  // Asserts the stored object is still `before` (same resourceVersion,
+  // same managedFields).
+  void ExpectStored(const std::string& name, const Response& before) {
+    Response got = server_.Get(Url(name, ""));
+    ASSERT_EQ(got.code, 200) << got.body;
+    EXPECT_EQ(Rv(got), Rv(before));
+    EXPECT_EQ(Entries(got), Entries(before));
+  }
+
+  SkewedClock clock_;
+  TestServer server_;
+};
+
+TEST_F(NoOpWriteTest, RepeatedApplyWritesNothing) {
+  Response first = Apply("x", R"({"a":"1"})", "m");
+  ASSERT_EQ(first.code, 201) << first.body;
+  clock_.Skip(seconds(2));
+  Response second = Apply("x", R"({"a":"1"})", "m");
+  ASSERT_EQ(second.code, 200) << second.body;
+  EXPECT_EQ(Rv(second), Rv(first));
+  EXPECT_EQ(Entries(second), Entries(first));
+  ExpectStored("x", first);
+  // A change still moves the applier's time.
+  clock_.Skip(seconds(2));
+  Response changed = Apply("x", R"({"a":"2"})", "m");
+  ASSERT_EQ(changed.code, 200) << changed.body;
+  EXPECT_NE(Rv(changed), Rv(first));
+  EXPECT_NE(Entries(changed), Entries(first));
+  EXPECT_EQ(Entries(changed).rfind("m/Apply@", 0), 0u) << Entries(changed);
+}
+
+TEST_F(NoOpWriteTest, RepeatedMergePatchWritesNothingAndFiresNoEvent) {
+  ASSERT_EQ(Apply("x", R"({"p":"1"})", "m").code, 201);
+  Response patched = MergePatch("x", R"({"data":{"p":"2"}})", "upd");
+  ASSERT_EQ(patched.code, 200) << patched.body;
+  std::unique_ptr<testing::WatchStream> watch = server_.Watch(
+      std::string(kConfigMaps) + "?watch=1&resourceVersion=" + Rv(patched));
+  clock_.Skip(seconds(2));
+  Response again = MergePatch("x", R"({"data":{"p":"2"}})", "upd");
+  ASSERT_EQ(again.code, 200) << again.body;
+  EXPECT_EQ(Rv(again), Rv(patched));
+  EXPECT_EQ(Entries(again), Entries(patched));
+  ExpectStored("x", patched);
+  // A change moves the patcher's time; it is the first event the watch sees.
+  clock_.Skip(seconds(2));
+  Response changed = MergePatch("x", R"({"data":{"p":"3"}})", "upd");
+  ASSERT_EQ(changed.code, 200) << changed.body;
+  EXPECT_NE(Rv(changed), Rv(patched));
+  EXPECT_NE(Entries(changed), Entries(patched));
+  rapidjson::Document event = watch->NextJson();
+  ASSERT_TRUE(event.IsObject());
+  EXPECT_STREQ(event["type"].GetString(), "MODIFIED");
+  EXPECT_STREQ(event["object"]["metadata"]["resourceVersion"].GetString(),
+               Rv(changed).c_str());
+}
+
+TEST_F(NoOpWriteTest, IdenticalReplaceWritesNothing) {
+  Response created = server_.Post(std::string(kConfigMaps) + "?fieldManager=c",
+                                  ConfigMap("x", R"({"a":"1"})"));
+  ASSERT_EQ(created.code, 201) << created.body;
+  clock_.Skip(seconds(2));
+  // The object as read back (managedFields included), and the body as
+  // first sent, by the creator.
+  Response got = server_.Get(Url("x", ""));
+  Response replaced = server_.Put(Url("x", "?fieldManager=c"), got.body);
+  ASSERT_EQ(replaced.code, 200) << replaced.body;
+  EXPECT_EQ(Rv(replaced), Rv(created));
+  EXPECT_EQ(Entries(replaced), Entries(created));
+  Response plain =
+      server_.Put(Url("x", "?fieldManager=c"), ConfigMap("x", R"({"a":"1"})"));
+  ASSERT_EQ(plain.code, 200) << plain.body;
+  EXPECT_EQ(Rv(plain), Rv(created));
+  EXPECT_EQ(Entries(plain), Entries(created));
+  ExpectStored("x", created);
+}
+
+// kube's Update by a manager without an entry that changes nothing: the
+// "current-operation" set is empty, so no entry is added and nothing is
+// written. An apply by a new applier that changes no value still records
+// what it applies (Updater.Apply sets its field set), but no time: the
+// object it returns is nil, so managedFieldsUpdater stamps nothing.
+TEST_F(NoOpWriteTest, NoOpWriteByAnotherManager) {
+  Response created = Apply("x", R"({"a":"1"})", "m");
+  ASSERT_EQ(created.code, 201) << created.body;
+  clock_.Skip(seconds(2));
+  Response got = server_.Get(Url("x", ""));
+  Response replaced = server_.Put(Url("x", "?fieldManager=other"), got.body);
+  ASSERT_EQ(replaced.code, 200) << replaced.body;
+  EXPECT_EQ(Rv(replaced), Rv(created));
+  EXPECT_EQ(Entries(replaced), Entries(created));
+  Response patched = MergePatch("x", R"({"data":{"a":"1"}})", "other");
+  ASSERT_EQ(patched.code, 200) << patched.body;
+  EXPECT_EQ(Rv(patched), Rv(created));
+  EXPECT_EQ(Entries(patched), Entries(created));
+  ExpectStored("x", created);
+  // A second applier of the same value: shared ownership, entry without a
+  // time.
+  Response shared = Apply("x", R"({"a":"1"})", "second");
+  ASSERT_EQ(shared.code, 200) << shared.body;
+  EXPECT_NE(Rv(shared), Rv(created));
+  EXPECT_EQ(Entries(shared), Entries(created) + "second/Apply@-;");
+  // Applying it again changes nothing at all.
+  clock_.Skip(seconds(2));
+  Response again = Apply("x", R"({"a":"1"})", "second");
+  ASSERT_EQ(again.code, 200) << again.body;
+  EXPECT_EQ(Rv(again), Rv(shared));
+  EXPECT_EQ(Entries(again), Entries(shared));
 }
 
 }  // namespace

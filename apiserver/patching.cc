@@ -200,6 +200,7 @@ ApiResult<MutableMessage> ServerSideApplyObject(
     opts.force = params.force;
     opts.schema = SchemaOf(kind);
     opts.ignored = params.ignored;
+    opts.subresource = params.subresource;
     rapidjson::Value result;
     std::vector<patch::FieldConflict> conflicts;
     Status s =
@@ -510,7 +511,8 @@ bool TrackOwnedValueChanges(
     const google::protobuf::Message* old, google::protobuf::Message* obj,
     const objects::KindInfo& kind, const std::string& manager,
     const std::string& time,
-    const std::vector<std::vector<std::string>>& ignored) {
+    const std::vector<std::vector<std::string>>& ignored,
+    const std::string& subresource) {
   if (old == nullptr || manager.empty() ||
       old->GetDescriptor() != obj->GetDescriptor() ||
       kind.descriptor == objects::Unstructured::descriptor()) {
@@ -546,7 +548,7 @@ bool TrackOwnedValueChanges(
         ParseCanonicalFieldsV1(e.fieldsv1().raw());
     if (!fields.has_value() || fields->Empty()) return false;
     const bool writer = e.manager() == manager && e.operation() == "Update" &&
-                        e.subresource().empty();
+                        e.subresource() == subresource;
     for (const FieldPath& p : changed) {
       if (fields->Has(p) != writer) return false;
     }
@@ -554,6 +556,13 @@ bool TrackOwnedValueChanges(
       if (found) return false;  // two entries of one writer: the slow way
       found = true;
     }
+  }
+  if (changed.empty()) {
+    // No value changed: kube's "current-operation" set is empty, so no
+    // entry moves (no time stamped, none added) and the store, finding
+    // the same bytes, writes nothing.
+    *meta->mutable_managedfields() = old_meta->managedfields();
+    return true;
   }
   if (!found) return false;
   // The writer's new time as the round trip decodes it: whole seconds.
@@ -563,7 +572,7 @@ bool TrackOwnedValueChanges(
   for (objects::metav1::ManagedFieldsEntry& e :
        *meta->mutable_managedfields()) {
     if (e.manager() == manager && e.operation() == "Update" &&
-        e.subresource().empty()) {
+        e.subresource() == subresource) {
       e.set_apiversion(kind.gv.ApiVersion());
       objects::SetTime(e.mutable_time(), stamped->seconds);
     }
@@ -588,23 +597,27 @@ bool TrackWithoutManager(const google::protobuf::Message* old,
   return true;
 }
 
-Status TrackManagedFields(
-    const google::protobuf::Message* old, google::protobuf::Message* obj,
-    const objects::KindInfo& kind, const std::string& manager,
-    const std::string& time,
-    const std::vector<std::vector<std::string>>& ignored) {
-  if (TrackOwnedValueChanges(old, obj, kind, manager, time, ignored)) {
+Status TrackManagedFields(const google::protobuf::Message* old,
+                          google::protobuf::Message* obj,
+                          const objects::KindInfo& kind,
+                          const std::string& manager, const std::string& time,
+                          const std::vector<std::vector<std::string>>& ignored,
+                          const std::string& subresource) {
+  if (TrackOwnedValueChanges(old, obj, kind, manager, time, ignored,
+                             subresource)) {
     return Status::Ok();
   }
   if (TrackWithoutManager(old, obj, manager)) return Status::Ok();
-  return TrackManagedFieldsThroughJson(old, obj, kind, manager, time, ignored);
+  return TrackManagedFieldsThroughJson(old, obj, kind, manager, time, ignored,
+                                       subresource);
 }
 
 Status TrackManagedFieldsThroughJson(
     const google::protobuf::Message* old, google::protobuf::Message* obj,
     const objects::KindInfo& kind, const std::string& manager,
     const std::string& time,
-    const std::vector<std::vector<std::string>>& ignored) {
+    const std::vector<std::vector<std::string>>& ignored,
+    const std::string& subresource) {
   objects::metav1::ObjectMeta* meta = objects::MutableObjectMeta(obj);
   const objects::metav1::ObjectMeta* old_meta =
       old != nullptr ? objects::GetObjectMeta(*old) : nullptr;
@@ -636,6 +649,7 @@ Status TrackManagedFieldsThroughJson(
   opts.time = time;
   opts.schema = SchemaOf(kind);
   opts.ignored = ignored;
+  opts.subresource = subresource;
   // Stored raw JSON (fieldsV1, RawExtension) may be deep.
   const int depth = std::max(DepthOf(new_dom), DepthOf(old_dom));
   auto update = [&](const rapidjson::Value* from,

@@ -60,6 +60,10 @@ struct ApplyParams {
   // resource of a kind with a status subresource).
   std::vector<std::vector<std::string>> ignored;
   FieldValidation validation = FieldValidation::kWarn;
+  // The subresource applied through ("status"; "" for the main resource):
+  // recorded in the manager's entry, which is apart from its entries through
+  // other subresources (kube's manager identifier).
+  std::string subresource;
 };
 
 // Server-side apply of `body` (YAML or JSON) to `live` (null: the object
@@ -73,12 +77,19 @@ ApiResult<MutableMessage> ServerSideApplyObject(
 // the changed fields become owned by `manager` with operation Update. When
 // `obj` carries managedFields of its own that differ from `old`'s, they are
 // the starting point (a client editing managedFields directly, as kubectl's
-// CSA-to-SSA migration does).
+// CSA-to-SSA migration does). A write through `subresource` ("status",
+// "scale") is recorded in the manager's Update entry for that subresource,
+// apart from its entry for the main resource ("").
+// A write that changes no tracked value moves no entry, as kube's
+// managedFieldsUpdater stamps the time only when the update set something:
+// no time, no version, no new entry (the store then finds the stored bytes
+// and writes nothing).
 Status TrackManagedFields(const google::protobuf::Message* old,
                           google::protobuf::Message* obj,
                           const objects::KindInfo& kind,
                           const std::string& manager, const std::string& time,
-                          const std::vector<std::vector<std::string>>& ignored);
+                          const std::vector<std::vector<std::string>>& ignored,
+                          const std::string& subresource = "");
 
 // TrackManagedFields without trying TrackOwnedValueChanges first: the
 // general path through JSON (field sets of both objects). For tests that
@@ -87,20 +98,23 @@ Status TrackManagedFieldsThroughJson(
     const google::protobuf::Message* old, google::protobuf::Message* obj,
     const objects::KindInfo& kind, const std::string& manager,
     const std::string& time,
-    const std::vector<std::vector<std::string>>& ignored);
+    const std::vector<std::vector<std::string>>& ignored,
+    const std::string& subresource = "");
 
 // TrackManagedFields' common case without the JSON round trip (a node's
 // Lease renewal: the kubelet changes renewTime, which it already owns):
 // `obj` has the same members, lists and maps as `old`, only leaf values
-// differ, the writer's Update entry owns every changed leaf and no other
-// entry owns any. Then only that entry's time and apiVersion change, which
-// it writes into `obj` and returns true; otherwise false, `obj` untouched.
-// The result is the one TrackManagedFields' general path computes.
+// differ, the writer's Update entry (its entry through `subresource`) owns
+// every changed leaf and no other entry owns any. Then only that entry's time
+// and apiVersion change, which it writes into `obj` and returns true; when no
+// leaf changed, whoever the writer, no entry changes. Otherwise false, `obj`
+// untouched. The result is the one TrackManagedFields' general path computes.
 bool TrackOwnedValueChanges(
     const google::protobuf::Message* old, google::protobuf::Message* obj,
     const objects::KindInfo& kind, const std::string& manager,
     const std::string& time,
-    const std::vector<std::vector<std::string>>& ignored);
+    const std::vector<std::vector<std::string>>& ignored,
+    const std::string& subresource = "");
 
 // The field set of fieldsV1 bytes exactly as the general path writes them
 // (no whitespace, keys sorted and unique, "." first and only next to other

@@ -407,8 +407,11 @@ std::optional<ApiError> ResourceStore::TrackUpdate(const Msg* old, Msg* obj,
   if (subresource.empty() && resource_->FindSubresource("status") != nullptr) {
     ignored.push_back({"f:status"});
   }
-  Status s = TrackManagedFields(old, obj, *resource_->kind, ctx.field_manager,
-                                Rfc3339(now), ignored);
+  // A write through a subresource is its manager's entry for that
+  // subresource (kube's manager identifier holds it).
+  Status s =
+      TrackManagedFields(old, obj, *resource_->kind, ctx.field_manager,
+                         Rfc3339(now), ignored, std::string(subresource));
   if (!s.ok()) return ApiError::Internal(s.message());
   return std::nullopt;
 }
@@ -693,6 +696,7 @@ ApiResult<WriteResult> ResourceStore::Patch(
     params.force = ctx.force;
     params.time = Rfc3339(now);
     params.validation = ctx.field_validation;
+    params.subresource = std::string(subresource);
     if (subresource.empty() &&
         resource_->FindSubresource("status") != nullptr) {
       params.ignored.push_back({"f:status"});

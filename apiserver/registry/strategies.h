@@ -37,7 +37,7 @@ class TypedStrategy : public Strategy {
                         const google::protobuf::Message& old) const final {
     T* o = Cast(obj);
     const T& prev = Cast(old);
-    o->mutable_metadata()->set_generation(prev.metadata().generation());
+    KeepGeneration(o, prev);
     UpdateT(o, prev);
   }
   void PrepareForStatusUpdate(
@@ -45,7 +45,7 @@ class TypedStrategy : public Strategy {
       const google::protobuf::Message& old) const final {
     T* o = Cast(obj);
     const T& prev = Cast(old);
-    o->mutable_metadata()->set_generation(prev.metadata().generation());
+    KeepGeneration(o, prev);
     StatusUpdateT(o, prev);
   }
   FieldErrors ValidateCreate(const google::protobuf::Message& obj) const final {
@@ -119,6 +119,16 @@ class TypedStrategy : public Strategy {
         << "strategy for " << T::descriptor()->full_name() << " got "
         << m.GetDescriptor()->full_name();
     return static_cast<const T&>(m);
+  }
+  // The stored generation as stored: an absent one stays absent (kube's is
+  // a plain int64, 0 either way), so that an update changing nothing
+  // encodes to the stored bytes and the store writes nothing.
+  static void KeepGeneration(T* o, const T& prev) {
+    if (prev.metadata().has_generation()) {
+      o->mutable_metadata()->set_generation(prev.metadata().generation());
+    } else {
+      o->mutable_metadata()->clear_generation();
+    }
   }
 
   const objects::ResourceInfo* resource_;

@@ -220,10 +220,14 @@ std::string ManagerString(const ManagedFieldsEntry& e) {
   return s;
 }
 
+// Whether `e` is the entry of `manager` writing with `operation` through
+// `subresource`: kube's manager identifier (buildManagerInfo) holds the
+// subresource, so a manager's entry for /status is not its entry for the
+// main resource.
 bool SameManager(const ManagedFieldsEntry& e, std::string_view manager,
-                 std::string_view operation) {
+                 std::string_view operation, std::string_view subresource) {
   return e.manager == manager && e.operation == operation &&
-         e.subresource.empty();
+         e.subresource == subresource;
 }
 
 std::string ConflictMessage(const std::vector<FieldConflict>& conflicts) {
@@ -559,6 +563,35 @@ Status MergeLiterally(JsonValue& object, JsonValue& patch,
   return Status::Ok();
 }
 
+// Whether `a` and `b` (objects) are equal but for metadata.managedFields.
+bool SameButManagedFields(const JsonValue& a, const JsonValue& b) {
+  if (!a.IsObject() || !b.IsObject()) return a == b;
+  if (a.MemberCount() != b.MemberCount()) return false;
+  // Members of metadata but managedFields.
+  auto tracked = [](const JsonValue& md) {
+    return md.MemberCount() - (md.HasMember("managedFields") ? 1 : 0);
+  };
+  auto name = [](const JsonValue& n) {
+    return std::string_view(n.GetString(), n.GetStringLength());
+  };
+  for (const auto& m : a.GetObject()) {
+    const JsonValue* other = FindMember(b, name(m.name));
+    if (other == nullptr) return false;
+    if (name(m.name) != "metadata" || !m.value.IsObject() ||
+        !other->IsObject()) {
+      if (m.value != *other) return false;
+      continue;
+    }
+    if (tracked(m.value) != tracked(*other)) return false;
+    for (const auto& f : m.value.GetObject()) {
+      if (name(f.name) == "managedFields") continue;
+      const JsonValue* g = FindMember(*other, name(f.name));
+      if (g == nullptr || f.value != *g) return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 Status ServerSideApply(const JsonValue* live, const JsonValue& applied,
@@ -588,6 +621,7 @@ Status ServerSideApply(const JsonValue* live, const JsonValue& applied,
 
   ManagedFieldsEntry mine{opts.manager, "Apply",       opts.api_version,
                           opts.time,    std::string(), applied_set};
+  mine.subresource = opts.subresource;
   if (live == nullptr || live->IsNull()) {
     *result = config;
     WriteManagedFields(*result, {mine}, alloc);
@@ -600,11 +634,12 @@ Status ServerSideApply(const JsonValue* live, const JsonValue& applied,
   RemoveManagedFieldsFrom(merged);
   RETURN_IF_ERROR(MergeLiterally(merged, config, opts.schema, alloc));
 
-  // Prune what this manager applied before and no longer applies, unless
-  // someone else still owns it (or something beneath it).
+  // Prune what this manager applied before (through the same subresource)
+  // and no longer applies, unless someone else still owns it (or something
+  // beneath it), the same manager's entry for another subresource included.
   FieldSet previous, others;
   for (const auto& e : entries) {
-    if (SameManager(e, opts.manager, "Apply")) {
+    if (SameManager(e, opts.manager, "Apply", opts.subresource)) {
       previous = e.fields;
     } else {
       others = others.Union(e.fields);
@@ -622,11 +657,18 @@ Status ServerSideApply(const JsonValue* live, const JsonValue& applied,
   // Fields this apply changes that others own are conflicts (or, forced,
   // change hands).
   FieldSet changed = ChangedFields(applied_set, live, merged);
+  // kube's Updater.Apply returns no object when the merge leaves the live
+  // object as it was, and managedFieldsUpdater then stamps no time: the
+  // applier's entry keeps the time it had (a new applier's gets none), so
+  // an apply that changes nothing is written as nothing.
+  const bool unchanged = SameButManagedFields(merged, *live);
+  if (unchanged) mine.time.clear();
   std::vector<ManagedFieldsEntry> out;
   bool replaced_mine = false;
   for (auto& e : entries) {
-    if (SameManager(e, opts.manager, "Apply")) {
+    if (SameManager(e, opts.manager, "Apply", opts.subresource)) {
       out.push_back(mine);
+      if (unchanged) out.back().time = e.time;
       replaced_mine = true;
       continue;
     }
@@ -677,11 +719,16 @@ Status UpdateManagedFields(const JsonValue* old, JsonValue& updated,
   std::vector<ManagedFieldsEntry> out;
   bool found = false;
   for (auto& e : entries) {
-    if (SameManager(e, opts.manager, "Update")) {
+    if (SameManager(e, opts.manager, "Update", opts.subresource)) {
       found = true;
       e.fields = e.fields.Union(changed).Difference(removed);
-      e.time = opts.time;
-      e.api_version = opts.api_version;
+      // kube's managedFieldsUpdater: only an update that set something
+      // (its "current-operation" set is not empty) moves the time and
+      // the version.
+      if (!changed.Empty()) {
+        e.time = opts.time;
+        e.api_version = opts.api_version;
+      }
     } else {
       e.fields = e.fields.Difference(changed).Difference(removed);
     }
@@ -689,7 +736,7 @@ Status UpdateManagedFields(const JsonValue* old, JsonValue& updated,
   }
   if (!found && !changed.Empty()) {
     out.push_back({opts.manager, "Update", opts.api_version, opts.time,
-                   std::string(), changed});
+                   opts.subresource, changed});
   }
   WriteManagedFields(updated, out, alloc);
   return Status::Ok();

@@ -117,6 +117,12 @@ struct ApplyOptions {
   PatchSchema schema;       // the object's type
   // Extra paths not tracked, e.g. {{"f:status"}} for a main resource.
   std::vector<std::vector<std::string>> ignored;
+  // The subresource written through ("status", "scale"; "" for the main
+  // resource). Part of the writer's identity, as in kube's manager
+  // identifier: its entry is (manager, operation, subresource), apart from
+  // the same manager's entries through other subresources, which it never
+  // prunes from nor updates.
+  std::string subresource;
 };
 
 // A field another manager owns and the apply would change.

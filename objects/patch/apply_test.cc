@@ -84,34 +84,39 @@ TEST(FieldPathTest, ResolveAndRemove) {
 
 class ServerSideApplyTest : public ::testing::Test {
  protected:
-  ApplyOptions Opts(const std::string& manager, bool force = false) {
+  ApplyOptions Opts(const std::string& manager, bool force = false,
+                    const std::string& subresource = "") {
     ApplyOptions o;
     o.manager = manager;
     o.api_version = "apps/v1";
     o.time = "2025-01-01T00:00:00Z";
     o.force = force;
     o.schema = DeploymentSchema();
+    o.subresource = subresource;
     return o;
   }
-  // Applies `config` as `manager` on top of live_ (or creates it).
+  // Applies `config` as `manager` on top of live_ (or creates it), through
+  // `subresource` ("" for the main resource).
   Status Apply(const std::string& manager, const char* config,
-               bool force = false) {
+               bool force = false, const std::string& subresource = "") {
     rapidjson::Document c;
     EXPECT_TRUE(ParseJson(config, &c).ok());
     JsonValue result;
     Status st = ServerSideApply(live_.IsNull() ? nullptr : &live_, c,
-                                Opts(manager, force), &result,
+                                Opts(manager, force, subresource), &result,
                                 live_.GetAllocator(), &conflicts_);
     if (st.ok()) static_cast<JsonValue&>(live_) = result;
     return st;
   }
-  Status Update(const std::string& manager, const char* object) {
+  Status Update(const std::string& manager, const char* object,
+                const std::string& subresource = "") {
     rapidjson::Document n;
     EXPECT_TRUE(ParseJson(object, &n).ok());
     JsonValue updated(n, live_.GetAllocator());
     JsonValue old(live_, live_.GetAllocator());
     RETURN_IF_ERROR(UpdateManagedFields(old.IsNull() ? nullptr : &old, updated,
-                                        Opts(manager), live_.GetAllocator()));
+                                        Opts(manager, false, subresource),
+                                        live_.GetAllocator()));
     static_cast<JsonValue&>(live_) = updated;
     return Status::Ok();
   }
@@ -226,6 +231,100 @@ TEST_F(ServerSideApplyTest, ConflictWithAnotherManager) {
   ASSERT_EQ(e.size(), 1u);
   EXPECT_EQ(e[0].manager, "kubectl");
   EXPECT_EQ(Without("managedFields"), Canon(R"({"spec":{"replicas":3}})"));
+}
+
+// kube's manager identifier holds the subresource (buildManagerInfo): an
+// apply through /status is an entry of its own, which prunes only what it
+// applied before and leaves the main resource's entry of the same manager
+// (and the fields only that entry owns) alone.
+TEST_F(ServerSideApplyTest, ApplyThroughASubresourceIsAnEntryOfItsOwn) {
+  ASSERT_TRUE(Apply("x", R"({"metadata":{"name":"web","labels":{"team":"a"},
+      "annotations":{"note":"keep"}},"spec":{"replicas":2}})")
+                  .ok());
+  const std::string main_fields = Entries()[0].fields.ToJsonString();
+  ASSERT_TRUE(Apply("x", R"({"metadata":{"name":"web"},
+      "status":{"replicas":1,"readyReplicas":1}})",
+                    false, "status")
+                  .ok());
+  EXPECT_EQ(Without("managedFields"),
+            Canon(R"({"metadata":{"name":"web","labels":{"team":"a"},
+                      "annotations":{"note":"keep"}},"spec":{"replicas":2},
+                      "status":{"replicas":1,"readyReplicas":1}})"));
+  auto e = Entries();
+  ASSERT_EQ(e.size(), 2u);
+  EXPECT_EQ(e[0].manager, "x");
+  EXPECT_EQ(e[0].subresource, "");
+  EXPECT_EQ(e[0].fields.ToJsonString(), main_fields);
+  EXPECT_EQ(e[1].manager, "x");
+  EXPECT_EQ(e[1].operation, "Apply");
+  EXPECT_EQ(e[1].subresource, "status");
+  EXPECT_EQ(e[1].fields.ToJsonString(),
+            R"({"f:status":{"f:readyReplicas":{},"f:replicas":{}}})");
+
+  // Re-applied through /status without readyReplicas: that is pruned, and
+  // nothing of the main resource's entry.
+  ASSERT_TRUE(Apply("x", R"({"metadata":{"name":"web"},
+      "status":{"replicas":1}})",
+                    false, "status")
+                  .ok());
+  EXPECT_EQ(Without("managedFields"),
+            Canon(R"({"metadata":{"name":"web","labels":{"team":"a"},
+                      "annotations":{"note":"keep"}},"spec":{"replicas":2},
+                      "status":{"replicas":1}})"));
+  e = Entries();
+  ASSERT_EQ(e.size(), 2u);
+  EXPECT_EQ(e[0].fields.ToJsonString(), main_fields);
+  EXPECT_EQ(e[1].fields.ToJsonString(), R"({"f:status":{"f:replicas":{}}})");
+
+  // Re-applied to the main resource: the /status entry stays.
+  ASSERT_TRUE(Apply("x", R"({"metadata":{"name":"web","labels":{"team":"a"},
+      "annotations":{"note":"keep"}},"spec":{"replicas":3}})")
+                  .ok());
+  e = Entries();
+  ASSERT_EQ(e.size(), 2u);
+  EXPECT_EQ(e[1].subresource, "status");
+  EXPECT_EQ(e[1].fields.ToJsonString(), R"({"f:status":{"f:replicas":{}}})");
+
+  // Each entry's fields conflict under its own name.
+  Status st = Apply("y", R"({"spec":{"replicas":5}})");
+  ASSERT_EQ(st.code(), StatusCode::kConflict) << st;
+  EXPECT_EQ(st.message(),
+            "Apply failed with 1 conflict: conflict with \"x\": "
+            ".spec.replicas");
+  st = Apply("y", R"({"status":{"replicas":4}})", false, "status");
+  ASSERT_EQ(st.code(), StatusCode::kConflict) << st;
+  EXPECT_EQ(st.message(),
+            "Apply failed with 1 conflict: conflict with \"x\" with "
+            "subresource \"status\": .status.replicas");
+}
+
+// An update through a subresource is likewise its own Update entry.
+TEST_F(ServerSideApplyTest, UpdateThroughASubresourceIsAnEntryOfItsOwn) {
+  ASSERT_TRUE(Update("ctrl", R"({"metadata":{"name":"x"},
+      "spec":{"replicas":1}})")
+                  .ok());
+  ASSERT_TRUE(Update("ctrl", R"({"metadata":{"name":"x"},
+      "spec":{"replicas":1},"status":{"replicas":1}})",
+                     "status")
+                  .ok());
+  auto e = Entries();
+  ASSERT_EQ(e.size(), 2u);
+  EXPECT_EQ(e[0].subresource, "");
+  EXPECT_EQ(e[0].fields.ToJsonString(), R"({"f:spec":{"f:replicas":{}}})");
+  EXPECT_EQ(e[1].manager, "ctrl");
+  EXPECT_EQ(e[1].operation, "Update");
+  EXPECT_EQ(e[1].subresource, "status");
+  EXPECT_EQ(e[1].fields.ToJsonString(), R"({"f:status":{"f:replicas":{}}})");
+  // A main-resource update adds to the main entry, not the /status one.
+  ASSERT_TRUE(Update("ctrl", R"({"metadata":{"name":"x"},
+      "spec":{"replicas":2,"paused":true},"status":{"replicas":1}})")
+                  .ok());
+  e = Entries();
+  ASSERT_EQ(e.size(), 2u);
+  EXPECT_EQ(e[0].subresource, "");
+  EXPECT_EQ(e[0].fields.ToJsonString(),
+            R"({"f:spec":{"f:paused":{},"f:replicas":{}}})");
+  EXPECT_EQ(e[1].fields.ToJsonString(), R"({"f:status":{"f:replicas":{}}})");
 }
 
 TEST_F(ServerSideApplyTest, SeveralConflictsAreListedByManager) {

@@ -282,5 +282,128 @@ TEST(ApiParamsTest, HugeGracePeriodsAreCapped) {
   EXPECT_EQ(grace->GetInt64(), kMaxRequestDurationSeconds);
 }
 
+// Members given twice in a patch body. Kubernetes decodes a JSON patch
+// operation as a Go map and merge and strategic merge patches into
+// map[string]interface{}: the last of the two counts. Under
+// fieldValidation=Warn (the default) each duplicate is a warning, as
+// sigs.k8s.io/json's strict decoding names it; under Strict the patch fails.
+struct DuplicatePatch {
+  const char* name;
+  const char* content_type;
+  const char* body;
+  const char* want_a;
+  const char* want_b;
+  const char* finding;  // the strict decoding error
+};
+const DuplicatePatch kDuplicatePatches[] = {
+    {"jp-path", "application/json-patch+json",
+     R"([{"op":"replace","path":"/data/a","path":"/data/b","value":"k1"}])",
+     "x", "k1", R"(json patch duplicate field "[0].path")"},
+    {"jp-value", "application/json-patch+json",
+     R"([{"op":"replace","path":"/data/a","value":"j1","value":"j2"}])", "j2",
+     "y", R"(json patch duplicate field "[0].value")"},
+    {"smp", "application/strategic-merge-patch+json",
+     R"({"data":{"a":"1"},"data":{"b":"2"}})", "x", "2",
+     R"(duplicate field "data")"},
+    {"merge", "application/merge-patch+json",
+     R"({"data":{"a":"1"},"data":{"b":"2"}})", "x", "2",
+     R"(duplicate field "data")"},
+};
+
+std::string TwoKeyConfigMap(const std::string& name) {
+  return R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":")" +
+         name + R"("},"data":{"a":"x","b":"y"}})";
+}
+
+// The Warning header kube-apiserver sends for a strict decoding finding.
+std::string WarningFor(std::string_view finding) {
+  std::string out = "299 - \"";
+  for (char c : finding) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+TEST(ApiParamsTest, DuplicateMembersInPatchBodiesLastWinsAndWarns) {
+  TestServer s;
+  for (const DuplicatePatch& c : kDuplicatePatches) {
+    SCOPED_TRACE(c.name);
+    for (const char* validation : {"", "?fieldValidation=Warn"}) {
+      const std::string name = std::string(c.name) + (*validation ? "-w" : "");
+      ASSERT_EQ(s.Post(kConfigMaps, TwoKeyConfigMap(name)).code, 201);
+      Response r = s.Patch(std::string(kConfigMaps) + "/" + name + validation,
+                           c.body, c.content_type);
+      ASSERT_EQ(r.code, 200) << r.body;
+      EXPECT_EQ(r.Str({"data", "a"}), c.want_a) << r.body;
+      EXPECT_EQ(r.Str({"data", "b"}), c.want_b) << r.body;
+      EXPECT_THAT(r.headers.GetAll("Warning"),
+                  ::testing::ElementsAre(WarningFor(c.finding)));
+      Response got = s.Get(std::string(kConfigMaps) + "/" + name);
+      EXPECT_EQ(got.Str({"data", "a"}), c.want_a) << got.body;
+      EXPECT_EQ(got.Str({"data", "b"}), c.want_b) << got.body;
+    }
+    // Ignore: the same result, silently.
+    const std::string name = std::string(c.name) + "-i";
+    ASSERT_EQ(s.Post(kConfigMaps, TwoKeyConfigMap(name)).code, 201);
+    Response r = s.Patch(
+        std::string(kConfigMaps) + "/" + name + "?fieldValidation=Ignore",
+        c.body, c.content_type);
+    ASSERT_EQ(r.code, 200) << r.body;
+    EXPECT_EQ(r.Str({"data", "a"}), c.want_a) << r.body;
+    EXPECT_EQ(r.Str({"data", "b"}), c.want_b) << r.body;
+    EXPECT_FALSE(r.headers.Has("Warning"));
+  }
+}
+
+TEST(ApiParamsTest, DuplicateMembersInPatchBodiesFailStrictValidation) {
+  TestServer s;
+  for (const DuplicatePatch& c : kDuplicatePatches) {
+    SCOPED_TRACE(c.name);
+    const std::string url = std::string(kConfigMaps) + "/" + c.name;
+    ASSERT_EQ(s.Post(kConfigMaps, TwoKeyConfigMap(c.name)).code, 201);
+    Response r =
+        s.Patch(url + "?fieldValidation=Strict", c.body, c.content_type);
+    ExpectStatus(r, 400, "BadRequest");
+    // kube-apiserver's message ends with the strict decoding error.
+    EXPECT_THAT(r.Str({"message"}),
+                ::testing::EndsWith(std::string("strict decoding error: ") +
+                                    c.finding));
+    Response got = s.Get(url);
+    EXPECT_EQ(got.Str({"data", "a"}), "x") << got.body;
+    EXPECT_EQ(got.Str({"data", "b"}), "y") << got.body;
+  }
+}
+
+// The findings in the patch body come first, then those of the patched
+// object, as kube-apiserver lists them.
+TEST(ApiParamsTest, PatchBodyFindingsPrecedeThePatchedObjects) {
+  TestServer s;
+  ASSERT_EQ(s.Post(kConfigMaps, TwoKeyConfigMap("order")).code, 201);
+  const std::string url = std::string(kConfigMaps) + "/order";
+  // "foo" is unknown to an operation; given twice, it is named once.
+  const char* body =
+      R"([{"op":"add","path":"/bogus","value":1},)"
+      R"({"op":"add","path":"/data/c","value":"v","foo":"bar","foo":"baz"},)"
+      R"({"op":"add","path":"/data/d","value":"w","op":"add"}])";
+  Response strict = s.Patch(url + "?fieldValidation=Strict", body,
+                            "application/json-patch+json");
+  ExpectStatus(strict, 400, "BadRequest");
+  EXPECT_THAT(
+      strict.Str({"message"}),
+      ::testing::EndsWith(
+          R"(strict decoding error: json patch unknown field "[1].foo", )"
+          R"(json patch duplicate field "[2].op", unknown field "bogus")"));
+  Response warned = s.Patch(url, body, "application/json-patch+json");
+  ASSERT_EQ(warned.code, 200) << warned.body;
+  EXPECT_EQ(warned.Str({"data", "c"}), "v");
+  EXPECT_EQ(warned.Str({"data", "d"}), "w");
+  EXPECT_THAT(warned.headers.GetAll("Warning"),
+              ::testing::ElementsAre(
+                  WarningFor(R"(json patch unknown field "[1].foo")"),
+                  WarningFor(R"(json patch duplicate field "[2].op")"),
+                  WarningFor(R"(unknown field "bogus")")));
+}
+
 }  // namespace
 }  // namespace kplane::apiserver

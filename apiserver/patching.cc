@@ -7,6 +7,7 @@
 
 #include "base/deep_stack.h"
 #include "base/json.h"
+#include "base/strings.h"
 #include "objects/codec.h"
 #include "objects/field_table.h"
 #include "objects/meta.h"
@@ -64,11 +65,12 @@ ApiResult<T> RunForDepth(int depth, const std::function<ApiResult<T>()>& work) {
 }
 
 // Decodes a patched DOM into a new object of `kind`, checking apiVersion
-// and kind and reporting unknown fields.
-ApiResult<MutableMessage> DecodePatched(const rapidjson::Value& dom,
-                                        const objects::KindInfo& kind,
-                                        FieldValidation validation,
-                                        std::vector<std::string>* warnings) {
+// and kind and reporting unknown fields, after `body_findings` (what strict
+// decoding found in the patch body itself), as kube-apiserver lists them.
+ApiResult<MutableMessage> DecodePatched(
+    const rapidjson::Value& dom, const objects::KindInfo& kind,
+    FieldValidation validation, std::vector<std::string>* warnings,
+    std::vector<std::string> body_findings = {}) {
   MutableMessage obj = kind.New();
   StatusOr<objects::DecodeResult> r = objects::DecodeJsonValue(dom, obj.get());
   if (!r.ok()) return ApiError::BadRequest(r.status().message());
@@ -80,13 +82,18 @@ ApiResult<MutableMessage> DecodePatched(const rapidjson::Value& dom,
                                 ") does not match the expected API version (" +
                                 kind.gv.ApiVersion() + ")");
   }
+  std::vector<std::string> findings = std::move(body_findings);
   if (!r->strict_ok()) {
-    if (validation == FieldValidation::kStrict) {
-      return ApiError::BadRequest(r->StrictErrorMessage());
-    }
-    if (validation == FieldValidation::kWarn && warnings != nullptr) {
-      for (std::string& w : r->Warnings()) warnings->push_back(std::move(w));
-    }
+    for (std::string& w : r->Warnings()) findings.push_back(std::move(w));
+  }
+  if (findings.empty()) return obj;
+  if (validation == FieldValidation::kStrict) {
+    // DecodeResult::StrictErrorMessage's form, over both lists.
+    return ApiError::BadRequest("strict decoding error: " +
+                                StrJoin(findings, ", "));
+  }
+  if (validation == FieldValidation::kWarn && warnings != nullptr) {
+    for (std::string& w : findings) warnings->push_back(std::move(w));
   }
   return obj;
 }
@@ -106,6 +113,15 @@ ApiResult<MutableMessage> ApplyPatch(
       objects::ToJsonValue(current, alloc, kind.type_meta());
   const int depth = std::max(DepthOf(target), DepthOf(patch_doc));
   return RunForDepth<MutableMessage>(depth, [&]() -> ApiResult<MutableMessage> {
+    // kube-apiserver decodes the body strictly too, under Warn and Strict:
+    // a JSON patch into its []jsonPatchOp, the others into
+    // map[string]interface{} (members given twice; the last counts).
+    std::vector<std::string> body_findings;
+    if (validation != FieldValidation::kIgnore) {
+      body_findings = type == PatchType::kJsonPatch
+                          ? patch::JsonPatchStrictErrors(patch_doc)
+                          : patch::DuplicateFieldErrors(patch_doc);
+    }
     switch (type) {
       case PatchType::kJsonPatch: {
         if (!patch_doc.IsArray()) {
@@ -142,7 +158,8 @@ ApiResult<MutableMessage> ApplyPatch(
     // fit the same bounds as any body.
     Status bounded = patch::CheckBounds(target, limits, "the patched object");
     if (!bounded.ok()) return FromPatchStatus(bounded);
-    return DecodePatched(target, kind, validation, warnings);
+    return DecodePatched(target, kind, validation, warnings,
+                         std::move(body_findings));
   });
 }
 

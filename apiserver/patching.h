@@ -44,7 +44,9 @@ using MutableMessage = std::unique_ptr<google::protobuf::Message>;
 
 // Applies a JSON, merge or strategic merge patch to `current`, an object of
 // `kind`. Unknown fields in the result are warnings (appended to
-// `warnings`) or, under Strict, a 400.
+// `warnings`) or, under Strict, a 400; so are, listed first, members given
+// twice in the body (of which the last counts, as Go decodes maps) and, in
+// a JSON patch operation, members other than op, path, from and value.
 ApiResult<MutableMessage> ApplyPatch(const google::protobuf::Message& current,
                                      const objects::KindInfo& kind,
                                      PatchType type, std::string_view patch,

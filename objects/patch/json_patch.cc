@@ -183,12 +183,22 @@ StatusOr<std::vector<std::string>> AsOperationError(
   return FailedPreconditionError(tokens.status().message());
 }
 
+// An operation's member: the last of a name given twice, as Go decodes
+// evanphx/json-patch's Operation (a map).
+const JsonValue* LastMember(const JsonValue& obj, std::string_view key) {
+  if (!obj.IsObject()) return nullptr;
+  for (auto it = obj.MemberEnd(); it != obj.MemberBegin();) {
+    --it;
+    if (StringOf(it->name) == key) return &it->value;
+  }
+  return nullptr;
+}
+
 Status ApplyOne(JsonValue& doc, const JsonValue& op_obj, JsonAllocator& alloc,
                 Budget* b) {
   // null decodes as an operation without members (Go's nil map).
-  const JsonValue* op = op_obj.IsObject() ? FindMember(op_obj, "op") : nullptr;
-  const JsonValue* path_v =
-      op_obj.IsObject() ? FindMember(op_obj, "path") : nullptr;
+  const JsonValue* op = LastMember(op_obj, "op");
+  const JsonValue* path_v = LastMember(op_obj, "path");
   if (op == nullptr || !op->IsString()) {
     return FailedPreconditionError("json patch operation is missing \"op\"");
   }
@@ -199,7 +209,7 @@ Status ApplyOne(JsonValue& doc, const JsonValue& op_obj, JsonAllocator& alloc,
   std::string_view name = StringOf(*op);
   std::string_view path = StringOf(*path_v);
   ASSIGN_OR_RETURN(auto tokens, AsOperationError(ParseJsonPointer(path)));
-  const JsonValue* value = FindMember(op_obj, "value");
+  const JsonValue* value = LastMember(op_obj, "value");
   auto need_value = [&]() -> Status {
     if (value == nullptr) {
       return FailedPreconditionError("json patch " + std::string(name) +
@@ -208,7 +218,7 @@ Status ApplyOne(JsonValue& doc, const JsonValue& op_obj, JsonAllocator& alloc,
     return Status::Ok();
   };
   auto from_tokens = [&]() -> StatusOr<std::vector<std::string>> {
-    const JsonValue* from = FindMember(op_obj, "from");
+    const JsonValue* from = LastMember(op_obj, "from");
     if (from == nullptr || !from->IsString()) {
       return FailedPreconditionError("json patch " + std::string(name) +
                                      " operation is missing \"from\"");
@@ -402,6 +412,35 @@ Status ApplyJsonPatch(JsonValue& doc, const JsonValue& patch,
   }
   doc = work;
   return Status::Ok();
+}
+
+std::vector<std::string> JsonPatchStrictErrors(const JsonValue& patch) {
+  StrictFindings f;
+  if (!patch.IsArray()) return {};
+  for (rapidjson::SizeType i = 0; i < patch.Size(); ++i) {
+    const JsonValue& op = patch[i];
+    if (!op.IsObject()) continue;
+    const std::string at = "[" + std::to_string(i) + "].";
+    // jsonPatchOp's fields, matched case-sensitively.
+    static constexpr std::string_view kFields[] = {"op", "path", "from",
+                                                   "value"};
+    bool seen[4] = {};
+    for (const auto& m : op.GetObject()) {
+      const std::string_view key = StringOf(m.name);
+      const std::string path = at + std::string(key);
+      const auto* field =
+          std::find(std::begin(kFields), std::end(kFields), key);
+      if (field == std::end(kFields)) {
+        f.Unknown(path);
+        continue;
+      }
+      bool& was = seen[field - std::begin(kFields)];
+      if (was) f.Duplicate(path);
+      was = true;
+      if (key == "value") f.DuplicatesIn(m.value, path);
+    }
+  }
+  return f.Texts("json patch ");
 }
 
 }  // namespace kplane::patch

@@ -41,9 +41,20 @@ StatusOr<std::vector<std::string>> ParseJsonPointer(std::string_view pointer);
 // Escapes one reference token ("a/b" -> "a~1b").
 std::string EscapeJsonPointerToken(std::string_view token);
 
-// Applies the operations of `patch` (a JSON array) to `doc`.
+// Applies the operations of `patch` (a JSON array) to `doc`. An operation
+// decodes as evanphx/json-patch's map[string]*json.RawMessage: of "op",
+// "path", "from" or "value" given twice, the last counts.
 Status ApplyJsonPatch(JsonValue& doc, const JsonValue& patch,
                       JsonAllocator& alloc, const PatchLimits& limits = {});
+
+// What kube-apiserver's strict decoding of a JSON patch into its
+// []jsonPatchOp{op, path, from, value} finds (the patch is applied all the
+// same): `json patch unknown field "[0].foo"` for a member of no such name,
+// `json patch duplicate field "[1].path"` for one given twice, and
+// `json patch duplicate field "[2].value.k"` for a member repeated inside a
+// value. In the order found, each once, at most 100. Walks values
+// recursively (see KeepLastMembers).
+std::vector<std::string> JsonPatchStrictErrors(const JsonValue& patch);
 
 }  // namespace kplane::patch
 

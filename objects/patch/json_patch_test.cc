@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
 
 #include "base/testing/hostile_inputs.h"
 #include "objects/patch/test_util.h"
@@ -140,10 +142,60 @@ const Case kCases[] = {
      StatusCode::kFailedPrecondition, "missing \"op\""},
     {"NotAnArray", R"({})", R"({"op":"add"})", nullptr,
      StatusCode::kInvalidArgument, "cannot unmarshal object"},
+    // An operation decodes as Go's map[string]*json.RawMessage (evanphx
+    // json-patch's Operation): of a member given twice, the last counts.
+    {"DuplicatePathLastWins", R"({"data":{"a":"x","b":"y"}})",
+     R"([{"op":"replace","path":"/data/a","path":"/data/b","value":"k1"}])",
+     R"({"data":{"a":"x","b":"k1"}})"},
+    {"DuplicateValueLastWins", R"({"data":{"a":"x"}})",
+     R"([{"op":"replace","path":"/data/a","value":"j1","value":"j2"}])",
+     R"({"data":{"a":"j2"}})"},
+    {"DuplicateOpLastWins", R"({"a":1})",
+     R"([{"op":"remove","op":"add","path":"/b","value":2}])",
+     R"({"a":1,"b":2})"},
+    {"DuplicateFromLastWins", R"({"a":1,"b":2})",
+     R"([{"op":"copy","from":"/a","from":"/b","path":"/c"}])",
+     R"({"a":1,"b":2,"c":2})"},
 };
 
 INSTANTIATE_TEST_SUITE_P(Rfc6902, JsonPatchTest, ::testing::ValuesIn(kCases),
                          [](const auto& info) { return info.param.name; });
+
+// kube-apiserver's strict decoding of a JSON patch into []jsonPatchOp:
+// the texts of its integration test (test/integration/apiserver/
+// field_validation_test.go), in document order, each once.
+TEST(JsonPatchStrictErrors, NameUnknownAndRepeatedMembers) {
+  rapidjson::Document p;
+  auto errors = [&](const char* json) {
+    EXPECT_TRUE(ParseJson(json, &p).ok()) << json;
+    return JsonPatchStrictErrors(p);
+  };
+  using V = std::vector<std::string>;
+  EXPECT_EQ(errors(R"([{"op":"add","path":"/a","value":{"k":1}}])"), V{});
+  EXPECT_EQ(
+      errors(
+          R"([{"op":"add","path":"/spec/unknown1","value":"val1","foo":"bar"},
+                 {"op":"add","path":"/spec/unknown2","path":"/spec/unknown3","value":"val1"},
+                 {"op":"add","path":"/spec/unknownDupe","value":"valDupe"}])"),
+      (V{R"(json patch unknown field "[0].foo")",
+         R"(json patch duplicate field "[1].path")"}));
+  // Names match case-sensitively; an unknown member given twice is named
+  // once and its value is not walked; duplicates inside a value are found.
+  EXPECT_EQ(
+      errors(
+          R"([{"op":"test","Path":"/a","Path":"/b","x":{"k":1,"k":2},)"
+          R"("value":{"k":[{"m":1,"m":2}],"k":0},"op":"test","from":"/c"}])"),
+      (V{R"(json patch unknown field "[0].Path")",
+         R"(json patch unknown field "[0].x")",
+         R"(json patch duplicate field "[0].value.k[0].m")",
+         R"(json patch duplicate field "[0].value.k")",
+         R"(json patch duplicate field "[0].op")"}));
+  // Elements that are no operation, and bodies that are no list, are left
+  // to the decoding proper.
+  EXPECT_EQ(errors(R"([null,7,{"op":"remove","op":"remove","path":"/a"}])"),
+            V{R"(json patch duplicate field "[2].op")"});
+  EXPECT_EQ(errors(R"({"op":"add","op":"add"})"), V{});
+}
 
 TEST(JsonPointerTest, ParseAndEscape) {
   auto t = ParseJsonPointer("/a~1b/~0c/0/");

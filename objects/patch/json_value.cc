@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
+#include <unordered_set>
 #include <vector>
 
 #include "base/strings.h"
@@ -337,6 +338,149 @@ void SetMember(JsonValue& obj, std::string_view key, JsonValue&& value,
                JsonAllocator& alloc) {
   JsonValue v(std::move(value));
   SetMember(obj, key, v, alloc);
+}
+
+namespace {
+
+// Below this many members an object is searched for a repeated name pair
+// by pair, above through a set.
+constexpr rapidjson::SizeType kScanMembers = 16;
+
+// Marks in `last` (one flag per member of `obj`) the members whose name
+// does not come again later; returns whether any does.
+bool MarkLastMembers(const JsonValue& obj, std::vector<bool>* last) {
+  const rapidjson::SizeType n = obj.MemberCount();
+  if (last != nullptr) last->assign(n, true);
+  bool repeated = false;
+  auto name = [&](rapidjson::SizeType i) {
+    return StringOf((obj.MemberBegin() + i)->name);
+  };
+  if (n <= kScanMembers) {
+    for (rapidjson::SizeType i = 0; i < n; ++i) {
+      for (rapidjson::SizeType j = i + 1; j < n; ++j) {
+        if (name(i) != name(j)) continue;
+        repeated = true;
+        if (last == nullptr) return true;
+        (*last)[i] = false;
+        break;
+      }
+    }
+    return repeated;
+  }
+  std::unordered_set<std::string_view> later;
+  later.reserve(n);
+  for (rapidjson::SizeType i = n; i-- > 0;) {
+    if (later.insert(name(i)).second) continue;
+    repeated = true;
+    if (last == nullptr) return true;
+    (*last)[i] = false;
+  }
+  return repeated;
+}
+
+}  // namespace
+
+bool HasDuplicateMembers(const JsonValue& v) {
+  if (v.IsArray()) {
+    for (const auto& e : v.GetArray()) {
+      if (HasDuplicateMembers(e)) return true;
+    }
+    return false;
+  }
+  if (!v.IsObject()) return false;
+  if (MarkLastMembers(v, nullptr)) return true;
+  for (const auto& m : v.GetObject()) {
+    if (HasDuplicateMembers(m.value)) return true;
+  }
+  return false;
+}
+
+void KeepLastMembers(JsonValue& v) {
+  if (v.IsArray()) {
+    for (auto& e : v.GetArray()) KeepLastMembers(e);
+    return;
+  }
+  if (!v.IsObject()) return;
+  std::vector<bool> last;
+  if (MarkLastMembers(v, &last)) {
+    // Moves the kept members down in place, then drops the tail.
+    const auto begin = v.MemberBegin();
+    rapidjson::SizeType kept = 0;
+    for (rapidjson::SizeType i = 0; i < v.MemberCount(); ++i) {
+      if (!last[i]) continue;
+      if (kept != i) {
+        (begin + kept)->name = (begin + i)->name;  // rapidjson moves
+        (begin + kept)->value = (begin + i)->value;
+      }
+      ++kept;
+    }
+    v.EraseMember(v.MemberBegin() + kept, v.MemberEnd());
+  }
+  for (auto& m : v.GetObject()) KeepLastMembers(m.value);
+}
+
+void StrictFindings::Add(std::string_view what, std::string_view path) {
+  // sigs.k8s.io/json saves at most 100 and each (kind, path) once.
+  if (texts_.size() >= 100) return;
+  std::string text = std::string(what) + " " + GoQuote(path);
+  if (std::find(texts_.begin(), texts_.end(), text) != texts_.end()) return;
+  texts_.push_back(std::move(text));
+}
+
+void StrictFindings::Unknown(std::string_view path) {
+  Add("unknown field", path);
+}
+
+void StrictFindings::Duplicate(std::string_view path) {
+  Add("duplicate field", path);
+}
+
+void StrictFindings::DuplicatesIn(const JsonValue& v, std::string_view path) {
+  std::string p(path);
+  Walk(v, p, !p.empty());
+}
+
+// As sigs.k8s.io/json's objectInterface/arrayInterface: a repeated member
+// is reported (by the path of the member) before its value is walked; a
+// member's path joins with "." once anything precedes it, an index is
+// "[i]".
+void StrictFindings::Walk(const JsonValue& v, std::string& path, bool nested) {
+  if (texts_.size() >= 100) return;
+  const size_t at = path.size();
+  if (v.IsArray()) {
+    for (rapidjson::SizeType i = 0; i < v.Size(); ++i) {
+      path += '[';
+      path += std::to_string(i);
+      path += ']';
+      Walk(v[i], path, true);
+      path.resize(at);
+    }
+    return;
+  }
+  if (!v.IsObject()) return;
+  const bool repeated = MarkLastMembers(v, nullptr);
+  std::unordered_set<std::string_view> seen;
+  for (const auto& m : v.GetObject()) {
+    const std::string_view key = StringOf(m.name);
+    if (nested) path += '.';
+    path += key;
+    if (repeated && !seen.insert(key).second) Duplicate(path);
+    Walk(m.value, path, true);
+    path.resize(at);
+  }
+}
+
+std::vector<std::string> StrictFindings::Texts(std::string_view prefix) const {
+  std::vector<std::string> out;
+  out.reserve(texts_.size());
+  for (const std::string& t : texts_) out.push_back(std::string(prefix) + t);
+  return out;
+}
+
+std::vector<std::string> DuplicateFieldErrors(const JsonValue& body) {
+  StrictFindings f;
+  f.DuplicatesIn(body, "");
+  return f.Texts();
 }
 
 IndexedMembers::IndexedMembers(JsonValue& obj, size_t patch_members,

@@ -125,6 +125,44 @@ class IndexedMembers {
   std::vector<bool> removed_;
 };
 
+// Members given twice in one object. RapidJSON keeps both; Go's
+// encoding/json, decoding into a map, keeps the last, and Kubernetes decodes
+// merge and strategic merge patches into map[string]interface{} (and a JSON
+// patch operation into a map). These walk `v` recursively: run them on a
+// deep stack (base/deep_stack.h) for documents nested past kInlineDepth.
+//
+// Whether some object in `v`, at any depth, has a member name twice.
+bool HasDuplicateMembers(const JsonValue& v);
+// Drops from every object in `v`, at any depth, each member whose name
+// comes again later in the same object; the others keep their order.
+void KeepLastMembers(JsonValue& v);
+
+// The strict decoding findings of sigs.k8s.io/json's UnmarshalStrict, which
+// kube-apiserver reports as warnings under fieldValidation=Warn and as one
+// error under Strict: `unknown field "<path>"`, `duplicate field "<path>"`,
+// the path quoted as Go's %q. In the order found, each once, at most 100.
+class StrictFindings {
+ public:
+  // `path` as sigs.k8s.io/json writes it: "spec.containers[0].image".
+  void Unknown(std::string_view path);
+  void Duplicate(std::string_view path);
+  // The duplicates in `v` decoded into interface{} at `path` ("" for a
+  // whole body): every member repeated in one object, at any depth.
+  void DuplicatesIn(const JsonValue& v, std::string_view path);
+  // The texts, each after `prefix` (kube's "json patch " for a JSON patch).
+  std::vector<std::string> Texts(std::string_view prefix = {}) const;
+
+ private:
+  void Add(std::string_view what, std::string_view path);
+  void Walk(const JsonValue& v, std::string& path, bool nested);
+  std::vector<std::string> texts_;
+};
+
+// The findings of a merge or strategic merge patch body, decoded into
+// map[string]interface{}: its duplicate members, e.g. `duplicate field
+// "data"` for {"data":{"a":"1"},"data":{"b":"2"}}.
+std::vector<std::string> DuplicateFieldErrors(const JsonValue& body);
+
 inline JsonValue MakeString(std::string_view s, JsonAllocator& alloc) {
   return JsonValue(s.data(), static_cast<rapidjson::SizeType>(s.size()), alloc);
 }

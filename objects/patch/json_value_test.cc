@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 #include "objects/patch/test_util.h"
 
 namespace kplane::patch {
@@ -139,6 +142,82 @@ TEST(JsonValueTest, MemberHelpersKeepOrder) {
   EXPECT_EQ(CompactJson(d), R"({"a":9,"c":3,"d":4})");
   ASSERT_NE(FindMember(d, "c"), nullptr);
   EXPECT_EQ(FindMember(d, "zz"), nullptr);
+}
+
+// Of two members of one name, Go's map decoding keeps the last.
+TEST(JsonValueTest, KeepLastMembers) {
+  struct C {
+    const char* in;
+    const char* want;  // compact, in member order
+  };
+  const C cases[] = {
+      {R"({"a":1,"b":2})", R"({"a":1,"b":2})"},
+      {R"({"a":1,"b":2,"a":3})", R"({"b":2,"a":3})"},
+      {R"({"d":{"a":"1"},"d":{"b":"2"}})", R"({"d":{"b":"2"}})"},
+      {R"({"x":[{"k":1,"k":2},{"m":{"n":1,"n":null}}]})",
+       R"({"x":[{"k":2},{"m":{"n":null}}]})"},
+      {R"([{"a":1,"a":2}])", R"([{"a":2}])"},
+      {R"("s")", R"("s")"},
+  };
+  for (const C& c : cases) {
+    rapidjson::Document d;
+    ASSERT_TRUE(ParseJson(c.in, &d).ok()) << c.in;
+    EXPECT_EQ(HasDuplicateMembers(d), std::string(c.in) != c.want) << c.in;
+    KeepLastMembers(d);
+    EXPECT_EQ(CompactJson(d), c.want) << c.in;
+    EXPECT_FALSE(HasDuplicateMembers(d)) << c.in;
+  }
+  // Wide objects (names found through a set).
+  std::string in = "{", want = "{";
+  for (int i = 0; i < 100; ++i) {
+    in += "\"k" + std::to_string(i) + "\":0,";
+  }
+  for (int i = 0; i < 100; ++i) {
+    const std::string m = "\"k" + std::to_string(i) + "\":" + std::to_string(i);
+    in += m + (i < 99 ? "," : "}");
+    want += m + (i < 99 ? "," : "}");
+  }
+  rapidjson::Document d;
+  ASSERT_TRUE(ParseJson(in, &d).ok());
+  EXPECT_TRUE(HasDuplicateMembers(d));
+  KeepLastMembers(d);
+  EXPECT_EQ(CompactJson(d), want);
+}
+
+// sigs.k8s.io/json's findings for a body decoded into map[string]interface{}
+// (kube-apiserver's merge and strategic merge patches).
+TEST(JsonValueTest, DuplicateFieldErrors) {
+  rapidjson::Document d;
+  auto errors = [&](const char* json) {
+    EXPECT_TRUE(ParseJson(json, &d).ok()) << json;
+    return DuplicateFieldErrors(d);
+  };
+  using V = std::vector<std::string>;
+  EXPECT_EQ(errors(R"({"data":{"a":"1"}})"), V{});
+  EXPECT_EQ(errors(R"({"data":{"a":"1"},"data":{"b":"2"}})"),
+            V{R"(duplicate field "data")"});
+  // Each in document order, a member before what its value holds; both
+  // values of a repeated member are walked; each path once.
+  EXPECT_EQ(
+      errors(R"({"spec":{"paused":true,"paused":false,"template":{"spec":)"
+             R"({"containers":[{"name":"n","p":"A","p":"N"}]}}},)"
+             R"("spec":{"x":{"y":1,"y":2},"x":{"y":1,"y":2}}})"),
+      (V{R"(duplicate field "spec.paused")",
+         R"(duplicate field "spec.template.spec.containers[0].p")",
+         R"(duplicate field "spec")", R"(duplicate field "spec.x.y")",
+         R"(duplicate field "spec.x")"}));
+  // Names are quoted as Go's %q; a non-object body has no members.
+  EXPECT_EQ(errors(R"({"a\nb":1,"a\nb":2})"), V{R"(duplicate field "a\nb")"});
+  EXPECT_EQ(errors(R"([{"a":1,"a":2}])"), V{R"(duplicate field "[0].a")"});
+  // At most 100.
+  std::string many = "{";
+  for (int i = 0; i < 150; ++i) {
+    const std::string k = "\"k" + std::to_string(i) + "\":{\"a\":1,\"a\":2}";
+    many += k + (i < 149 ? "," : "}");
+  }
+  V got = errors(many.c_str());
+  ASSERT_EQ(got.size(), 100u);
+  EXPECT_EQ(got.back(), R"(duplicate field "k99.a")");
 }
 
 }  // namespace

@@ -73,6 +73,14 @@ void ApplyMergePatch(JsonValue& target, const JsonValue& patch,
     return;
   }
   if (!target.IsObject()) target.SetObject();
+  if (HasDuplicateMembers(patch)) {
+    // Kubernetes decodes the patch into maps: the last of two members of
+    // one name counts, the first is not merged in before it.
+    JsonValue last(patch, alloc);
+    KeepLastMembers(last);
+    MergeObject(target, last, alloc);
+    return;
+  }
   MergeObject(target, patch, alloc);
 }
 

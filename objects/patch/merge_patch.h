@@ -20,7 +20,9 @@
 namespace kplane::patch {
 
 // Applies `patch` to `target` in place (RFC 7386 MergePatch). A non-object
-// patch replaces the target; a non-object target becomes {} first.
+// patch replaces the target; a non-object target becomes {} first. Of two
+// members of one name in an object of the patch, the last counts (Go's
+// map decoding, as Kubernetes reads the patch).
 void ApplyMergePatch(JsonValue& target, const JsonValue& patch,
                      JsonAllocator& alloc);
 

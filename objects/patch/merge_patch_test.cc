@@ -52,6 +52,49 @@ TEST(MergePatchTest, Rfc7386AppendixA) {
   }
 }
 
+// Kubernetes decodes a merge patch into Go maps (evanphx json-patch's
+// partialDoc): of a member given twice in one object, at any depth, only
+// the last counts; the first is not merged in before it.
+TEST(MergePatchTest, DuplicateKeysLastWins) {
+  const Case cases[] = {
+      {R"({"data":{"a":"x","b":"y"}})",
+       R"({"data":{"a":"1"},"data":{"b":"2"}})",
+       R"({"data":{"a":"x","b":"2"}})"},
+      {R"({"data":{"a":"x","b":"y"}})", R"({"data":null,"data":{"b":"2"}})",
+       R"({"data":{"a":"x","b":"2"}})"},
+      {R"({"data":{"a":"x"}})", R"({"data":{"b":"2"},"data":null})", R"({})"},
+      {R"({"m":{"l":{"a":"x"}}})", R"({"m":{"l":{"b":"1"},"l":{"c":"2"}}})",
+       R"({"m":{"l":{"a":"x","c":"2"}}})"},
+      {R"({})", R"({"a":[{"k":1,"k":2}]})", R"({"a":[{"k":2}]})"},
+  };
+  for (const auto& c : cases) {
+    rapidjson::Document t, p;
+    ASSERT_TRUE(ParseJson(c.target, &t).ok());
+    ASSERT_TRUE(ParseJson(c.patch, &p).ok());
+    ApplyMergePatch(t, p, t.GetAllocator());
+    EXPECT_EQ(CanonicalJson(t), Canon(c.want)) << c.target << " + " << c.patch;
+  }
+  // The same through the index a patch of many members is merged with.
+  std::string target = R"({"d":{"a":"x"})", patch = "{";
+  for (int i = 0; i < 100; ++i) {
+    const std::string k = "\"k" + std::to_string(i) + "\":";
+    target += "," + k + R"({"a":"x"})";
+    patch += k + R"({"b":"1"},)" + k + R"({"c":"2"},)";
+  }
+  target += "}";
+  patch += R"("d":{"b":"1"},"d":{"c":"2"}})";
+  rapidjson::Document t, p;
+  ASSERT_TRUE(ParseJson(target, &t).ok());
+  ASSERT_TRUE(ParseJson(patch, &p).ok());
+  ApplyMergePatch(t, p, t.GetAllocator());
+  ASSERT_TRUE(t.IsObject());
+  EXPECT_EQ(t.MemberCount(), 101u);
+  for (const auto& m : t.GetObject()) {
+    EXPECT_EQ(CanonicalJson(m.value), Canon(R"({"a":"x","c":"2"})"))
+        << m.name.GetString();
+  }
+}
+
 // A patch of many members (merged through an index, removals in one pass)
 // gives what applying its members one at a time gives, order included:
 // removals, updates, new members, objects over scalars, nested nulls.
@@ -75,6 +118,9 @@ TEST(MergePatchTest, ManyMembersMergeAsOneAtATime) {
   ASSERT_TRUE(ParseJson(target, &one_by_one).ok());
   ASSERT_TRUE(ParseJson(patch, &p).ok());
   ApplyMergePatch(whole, p, whole.GetAllocator());
+  // Of "k5" and "k31", given twice, the last (the patch decodes as a Go
+  // map).
+  KeepLastMembers(p);
   for (const auto& m : p.GetObject()) {
     rapidjson::Document single;
     single.SetObject();

@@ -1378,6 +1378,9 @@ Status StrategicMergePatch(JsonValue& object, const JsonValue& patch,
   Engine e(alloc);
   JsonValue work = e.Copy(object);
   JsonValue p = e.Copy(patch);
+  // Kubernetes decodes the patch into map[string]interface{}: of two
+  // members of one name, the last counts.
+  KeepLastMembers(p);
   MergeOptions mo{.merge_parallel_list = true, .ignore_unmatched_nulls = true};
   RETURN_IF_ERROR(e.MergeMap(work, p, schema, mo));
   object = work;

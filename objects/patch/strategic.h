@@ -47,7 +47,9 @@
 namespace kplane::patch {
 
 // Applies `patch` to `object` in place (StrategicMergeMapPatch). Both must be
-// JSON objects (or null, read as {}). On error `object` is unchanged.
+// JSON objects (or null, read as {}). On error `object` is unchanged. Of two
+// members of one name in an object of the patch, the last counts (the patch
+// decodes as map[string]interface{}).
 Status StrategicMergePatch(JsonValue& object, const JsonValue& patch,
                            const PatchSchema& schema, JsonAllocator& alloc);
 

@@ -6,13 +6,14 @@
 #include "base/strings.h"
 #include "informer/api_errors.h"
 #include "kpctl/kube/commands.h"
-#include "kpctl/kube/jsonpath.h"
 #include "kpctl/kube/printer.h"
 #include "kpctl/kube/resources.h"
+#include "objects/machinery/jsonpath.h"
 
 namespace kplane::kpctl::kube {
 namespace {
 
+using machinery::JsonPath;
 using rapidjson::Document;
 using rapidjson::Value;
 

@@ -13,7 +13,6 @@
 #include "base/base64.h"
 #include "base/testing/hostile_inputs.h"
 #include "kpctl/kube/flags.h"
-#include "kpctl/kube/jsonpath.h"
 #include "kpctl/kube/kube_command.h"
 #include "kpctl/kube/kubeconfig.h"
 #include "kpctl/kube/manifest.h"
@@ -766,47 +765,6 @@ TEST(RolloutTest, ConditionMet) {
   EXPECT_FALSE(ConditionMet(d, "Ready"));
   EXPECT_TRUE(ConditionMet(d, "Ready", "False"));
   EXPECT_FALSE(ConditionMet(d, "Progressing"));
-}
-
-// ---- jsonpath
-
-std::string RunPath(std::string_view templ, std::string_view json) {
-  StatusOr<JsonPath> p = JsonPath::Parse(templ);
-  EXPECT_TRUE(p.ok()) << p.status();
-  return p.ok() ? p->Execute(Json(json)) : "<error>";
-}
-
-constexpr char kPods[] = R"({"kind":"List","items":[
-  {"metadata":{"name":"a","annotations":{"x.io/y":"z"}},
-   "status":{"phase":"Running","conditions":[{"type":"Ready","status":"True"},
-     {"type":"PodScheduled","status":"True"}]},"spec":{"replicas":2}},
-  {"metadata":{"name":"b"},"status":{"phase":"Pending","conditions":[
-     {"type":"Ready","status":"False"}]}}]})";
-
-TEST(JsonPathTest, FieldsIndexesWildcardsFiltersRanges) {
-  EXPECT_EQ(RunPath("{.kind}", kPods), "List");
-  EXPECT_EQ(RunPath("{.items[*].metadata.name}", kPods), "a b");
-  EXPECT_EQ(RunPath("{.items[0].spec.replicas}", kPods), "2");
-  EXPECT_EQ(RunPath("{.items[-1].status.phase}", kPods), "Pending");
-  EXPECT_EQ(RunPath("{.items[0].metadata.annotations['x.io/y']}", kPods), "z");
-  EXPECT_EQ(
-      RunPath(R"({.items[*].status.conditions[?(@.type=="Ready")].status})",
-              kPods),
-      "True False");
-  EXPECT_EQ(RunPath(R"({.items[0].status.conditions[?(@.type!="Ready")].type})",
-                    kPods),
-            "PodScheduled");
-  EXPECT_EQ(
-      RunPath(
-          R"({range .items[*]}{.metadata.name}{"\t"}{.status.phase}{"\n"}{end})",
-          kPods),
-      "a\tRunning\nb\tPending\n");
-  EXPECT_EQ(RunPath("name={.items[0].metadata.name}!", kPods), "name=a!");
-  EXPECT_EQ(RunPath("{.items[0].spec}", kPods), R"({"replicas":2})");
-  EXPECT_EQ(RunPath("{.nope.deeper}", kPods), "");
-  EXPECT_FALSE(JsonPath::Parse("{.a").ok());
-  EXPECT_FALSE(JsonPath::Parse("{range .items[*]}{.a}").ok());
-  EXPECT_FALSE(JsonPath::Parse("{.a[x]}").ok());
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-#include "kpctl/kube/jsonpath.h"
+#include "objects/machinery/jsonpath.h"
 
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
@@ -6,7 +6,7 @@
 #include "base/json.h"
 #include "base/strings.h"
 
-namespace kplane::kpctl::kube {
+namespace kplane::machinery {
 
 using rapidjson::Value;
 
@@ -283,4 +283,11 @@ std::string JsonPath::Execute(const Value& root) const {
   return out;
 }
 
-}  // namespace kplane::kpctl::kube
+std::vector<const Value*> JsonPath::FindResults(const Value& root) const {
+  if (nodes_.empty() || nodes_[0]->kind != Node::kPath) return {};
+  return Eval(nodes_[0]->path, root);
+}
+
+std::string JsonPath::PrintValue(const Value& v) { return Print(v); }
+
+}  // namespace kplane::machinery

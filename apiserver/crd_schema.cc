@@ -72,12 +72,17 @@ void WriteCanonical(const rapidjson::Value& v,
     v.Accept(*w);
   }
 }
+
+}  // namespace
+
 std::string Canonical(const rapidjson::Value& v) {
   rapidjson::StringBuffer buf;
   rapidjson::Writer<rapidjson::StringBuffer> w(buf);
   WriteCanonical(v, &w);
   return std::string(buf.GetString(), buf.GetSize());
 }
+
+namespace {
 
 // How kube prints a bad value: strings quoted, numbers and booleans as Go's
 // %v, null as "null", objects and arrays as JSON.
@@ -864,7 +869,29 @@ FieldErrors CrdSchema::Validate(const rapidjson::Value& obj) const {
 }
 
 FieldErrors CrdSchema::Validate(const objects::Unstructured& u) const {
-  return Validate(objects::ContentOf(u));
+  // kube validates the whole object. Of metadata a schema may constrain
+  // only name and generateName (MetadataSchemaAllowed): those are what is
+  // validated of it, ahead of the content.
+  FieldErrors errs;
+  if (auto it = root_->properties.find("metadata");
+      it != root_->properties.end()) {
+    const objects::metav1::ObjectMeta& m = u.metadata();
+    rapidjson::Document meta(rapidjson::kObjectType);
+    if (!m.name().empty()) {
+      meta.AddMember("name",
+                     rapidjson::StringRef(m.name().data(), m.name().size()),
+                     meta.GetAllocator());
+    }
+    if (!m.generatename().empty()) {
+      meta.AddMember("generateName",
+                     rapidjson::StringRef(m.generatename().data(),
+                                          m.generatename().size()),
+                     meta.GetAllocator());
+    }
+    ValidateNode(*it->second, meta, Path("metadata"), false, &errs);
+  }
+  validation::Append(&errs, Validate(objects::ContentOf(u)));
+  return errs;
 }
 
 }  // namespace kplane::apiserver

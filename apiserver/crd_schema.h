@@ -78,6 +78,12 @@ inline constexpr int64_t kPatternDfaBytes = 64 << 10;
 // grows each pattern's DFA caches up to its max_mem, so they count too.
 inline constexpr int64_t kMaxCrdPatternBytes = int64_t{64} << 20;
 
+// The canonical JSON of a value: object members sorted by name, integral
+// numbers written as integers (1 and 1.0 are one value). Two values are
+// equal as kube's apiequality.Semantic.DeepEqual judges JSON (member order
+// ignored) when their canonical forms are.
+std::string Canonical(const rapidjson::Value& v);
+
 // One JSONSchemaProps.
 struct CrdSchemaNode {
   CrdSchemaNode();
@@ -137,8 +143,10 @@ class CrdSchema {
   std::vector<std::string> PruneAndDefault(
       rapidjson::Value* obj, rapidjson::Document::AllocatorType& a) const;
 
-  // kube-openapi's validation of the resource's content (everything but
-  // apiVersion, kind and metadata) against the schema.
+  // kube-openapi's validation of the resource against the schema: its
+  // metadata's name and generateName (all of metadata a schema may
+  // constrain: "metadata.name: Too long: ..."), then its content
+  // (everything but apiVersion, kind and metadata).
   FieldErrors Validate(const objects::Unstructured& u) const;
   FieldErrors Validate(const rapidjson::Value& obj) const;
 

@@ -230,6 +230,36 @@ TEST(CrdSchemaTest, ValidationRulesWithKubesMessages) {
                 R"(type object: "array")"});
 }
 
+// kube validates the whole object: the schema's constraints on
+// metadata.name and generateName apply, ahead of the content's.
+TEST(CrdSchemaTest, ValidatesTheMetadataNamesItConstrains) {
+  const auto schema = CrdSchema::Build(
+      Json(R"({"type":"object","properties":{)"
+           R"("metadata":{"type":"object","properties":{)"
+           R"("name":{"type":"string","maxLength":5,"pattern":"^[a-z]+$"},)"
+           R"("generateName":{"type":"string","maxLength":3}}},)"
+           R"("spec":{"type":"object","properties":{)"
+           R"("size":{"type":"integer","minimum":1}}}}})"),
+      Path("openAPIV3Schema"), nullptr);
+  objects::Unstructured u;
+  u.mutable_metadata()->set_name("toolong-name-1");
+  u.mutable_metadata()->set_generatename("long-");
+  u.set_content(R"({"spec":{"size":0}})");
+  EXPECT_EQ(Errors(schema->Validate(u)),
+            (std::vector<std::string>{
+                "metadata.name: Too long: may not be more than 5 bytes",
+                "metadata.name: Invalid value: \"toolong-name-1\": "
+                "metadata.name in body should match '^[a-z]+$'",
+                "metadata.generateName: Too long: may not be more than 3 "
+                "bytes",
+                "spec.size: Invalid value: 0: spec.size in body should be "
+                "greater than or equal to 1"}));
+  u.mutable_metadata()->set_name("abc");
+  u.mutable_metadata()->clear_generatename();
+  u.set_content(R"({"spec":{"size":1}})");
+  EXPECT_TRUE(schema->Validate(u).empty());
+}
+
 TEST(CrdSchemaTest, PrunesUnknownFieldsAndReportsTheirPaths) {
   const auto schema = TestSchema();
   rapidjson::Document obj = Json(

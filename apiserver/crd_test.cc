@@ -3,13 +3,19 @@
 // resource's, its status says Established, and deleting it deletes them.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
 
+#include <atomic>
+#include <cctype>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <thread>
+#include <vector>
 
+#include "apiserver/custom_resources.h"
 #include "apiserver/openapi/openapi_v2.pb.h"
 #include "apiserver/test_server.h"
 
@@ -1248,6 +1254,425 @@ TEST(CrdTest, RbacAuthorizesCustomResourcesLikeAnyResource) {
   }
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);
+}
+
+// The real clock with the calendar moved forward on demand, so that ages
+// are known without sleeping.
+class SkewedClock : public RealClock {
+ public:
+  WallTime WallNow() const override {
+    return RealClock::WallNow() + Duration(skew_.load());
+  }
+  void Skip(Duration d) { skew_ += d.count(); }
+
+ private:
+  std::atomic<Duration::rep> skew_{0};
+};
+
+// A Thing CRD (cluster-scoped, no subresources): v1 with `columns` as its
+// additionalPrinterColumns (JSON array, or "" for none), v1beta1 without.
+std::string ThingCrd(const std::string& columns) {
+  const std::string schema = R"("schema":{"openAPIV3Schema":{"type":"object",)"
+                             R"("x-kubernetes-preserve-unknown-fields":true}})";
+  return R"({"apiVersion":"apiextensions.k8s.io/v1",
+    "kind":"CustomResourceDefinition","metadata":{"name":"things.example.com"},
+    "spec":{"group":"example.com","scope":"Cluster",
+    "names":{"plural":"things","kind":"Thing"},
+    "versions":[{"name":"v1","served":true,"storage":true,)" +
+         schema +
+         (columns.empty() ? "" : ",\"additionalPrinterColumns\":" + columns) +
+         R"(},{"name":"v1beta1","served":true,"storage":false,)" + schema +
+         "}]}}";
+}
+
+// A row's cells as JSON ("null" for a null cell).
+std::string Cells(const rapidjson::Value& row) {
+  rapidjson::StringBuffer buf;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buf);
+  row["cells"].Accept(w);
+  return buf.GetString();
+}
+
+// kube's tableconvertor: a date cell is the age of the time (kubectl's
+// AGE, also the default column), "<unknown>" for the zero time,
+// "<invalid>" when it does not parse; a cell whose value is not of the
+// column's type is null; the path is client-go's JSONPath (filters
+// included), its first result printed.
+TEST(CrdTest, PrinterColumnsAreConvertedLikeKube) {
+  SkewedClock clock;
+  TestServer s([&](ApiServerOptions* o) { o->clock = &clock; });
+  CreateAndAwaitEstablished(
+      s,
+      ThingCrd(
+          R"([{"name":"Ready","type":"string",)"
+          R"("jsonPath":".status.conditions[?(@.type==\"Ready\")].status"},)"
+          R"({"name":"Count","type":"integer","jsonPath":".spec.count"},)"
+          R"({"name":"Seen","type":"date","jsonPath":".spec.seen"},)"
+          R"({"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}])"),
+      "things.example.com");
+  constexpr char kThings[] = "/apis/example.com/v1/things";
+  Response c = s.Post(kThings, R"({"apiVersion":"example.com/v1",
+      "kind":"Thing","metadata":{"name":"a"},
+      "spec":{"count":"three","seen":"yesterday"},
+      "status":{"conditions":[{"type":"Synced","status":"False"},
+                              {"type":"Ready","status":"True"}]}})");
+  ASSERT_EQ(c.code, 201) << c.body;
+  c = s.Post(kThings, R"({"apiVersion":"example.com/v1","kind":"Thing",
+      "metadata":{"name":"b"},
+      "spec":{"count":3,"seen":"0001-01-01T00:00:00Z"}})");
+  ASSERT_EQ(c.code, 201) << c.body;
+  // Two hours on (whole minutes whatever second the objects were made in).
+  clock.Skip(hours(2));
+
+  constexpr char kTable[] = "application/json;as=Table;v=v1;g=meta.k8s.io";
+  Response t = s.Get(kThings, kTable);
+  ASSERT_EQ(t.code, 200) << t.body;
+  ASSERT_EQ(t.json["rows"].Size(), 2u) << t.body;
+  EXPECT_EQ(Cells(t.json["rows"][0]),
+            R"(["a","True",null,"<invalid>","120m"])");
+  EXPECT_EQ(Cells(t.json["rows"][1]), R"(["b",null,3,"<unknown>","120m"])");
+
+  // v1beta1 declares no columns: kube's default Age, a date column too.
+  t = s.Get("/apis/example.com/v1beta1/things", kTable);
+  ASSERT_EQ(t.code, 200) << t.body;
+  ASSERT_EQ(t.json["columnDefinitions"].Size(), 2u) << t.body;
+  EXPECT_EQ(std::string(t.json["columnDefinitions"][1]["type"].GetString()),
+            "date");
+  EXPECT_EQ(Cells(t.json["rows"][0]), R"(["a","120m"])");
+}
+
+// ValidateCustomResourceColumnDefinition, at kube's paths: columns equal in
+// every version are validated once as spec.additionalPrinterColumns (kube
+// folds them to the top level), others per version.
+TEST(CrdTest, PrinterColumnsAreValidated) {
+  TestServer s;
+  auto causes = [&](const std::string& crd) {
+    Response r = s.Post(kCrds, crd);
+    EXPECT_EQ(r.code, 422) << r.body;
+    std::vector<std::string> out;
+    const rapidjson::Value* cs = r.At({"details", "causes"});
+    if (cs == nullptr || !cs->IsArray()) return out;
+    for (const rapidjson::Value& c : cs->GetArray()) {
+      out.push_back(std::string(c["field"].GetString()) + " " +
+                    c["reason"].GetString() + " " + c["message"].GetString());
+    }
+    return out;
+  };
+  const std::string bad =
+      R"([{"name":"","type":"float","format":"hex","jsonPath":"spec.x"},)"
+      R"({"name":"B","jsonPath":""},{"name":"C","type":"date",)"
+      R"("format":"date-time","jsonPath":".metadata.creationTimestamp"}])";
+  const std::string p = "spec.versions[0].additionalPrinterColumns";
+  EXPECT_THAT(
+      causes(ThingCrd(bad)),
+      ::testing::ElementsAre(
+          p + "[0].name FieldValueRequired Required value",
+          p + "[0].type FieldValueInvalid Invalid value: \"float\": must be "
+              "one of boolean,date,integer,number,string",
+          p + "[0].format FieldValueInvalid Invalid value: \"hex\": must be "
+              "one of byte,date,date-time,double,float,int32,int64,password",
+          p + "[0].JSONPath FieldValueInvalid Invalid value: \"spec.x\": "
+              "must be a simple json path starting with .",
+          p + "[1].type FieldValueRequired Required value: must be one of "
+              "boolean,date,integer,number,string",
+          p + "[1].JSONPath FieldValueRequired Required value"));
+
+  // The same columns in both versions: once, at the top level.
+  std::string both = ThingCrd(bad);
+  both.replace(both.rfind("}]}}"), 4,
+               ",\"additionalPrinterColumns\":" + bad + "}]}}");
+  std::vector<std::string> got = causes(both);
+  ASSERT_EQ(got.size(), 6u) << ::testing::PrintToString(got);
+  EXPECT_EQ(got[0],
+            "spec.additionalPrinterColumns[0].name "
+            "FieldValueRequired Required value");
+  EXPECT_EQ(got[5],
+            "spec.additionalPrinterColumns[1].JSONPath "
+            "FieldValueRequired Required value");
+}
+
+// `v` with every object's members in reverse order: the same value to
+// kube (apiequality.Semantic.DeepEqual ignores member order), other text.
+rapidjson::Value Reversed(const rapidjson::Value& v,
+                          rapidjson::Document::AllocatorType& a) {
+  if (v.IsObject()) {
+    rapidjson::Value out(rapidjson::kObjectType);
+    for (auto m = v.MemberEnd(); m != v.MemberBegin();) {
+      --m;
+      out.AddMember(rapidjson::Value(m->name, a), Reversed(m->value, a), a);
+    }
+    return out;
+  }
+  if (v.IsArray()) {
+    rapidjson::Value out(rapidjson::kArrayType);
+    for (const rapidjson::Value& e : v.GetArray()) {
+      out.PushBack(Reversed(e, a), a);
+    }
+    return out;
+  }
+  return rapidjson::Value(v, a);
+}
+
+// `object` (a GET's body) with its members reversed and the label
+// edited=yes: what `kubectl get -o yaml | edit a label | kubectl replace`
+// sends back (kubectl sorts the members it writes).
+std::string ReorderedWithLabel(const rapidjson::Value& object) {
+  rapidjson::Document d;
+  rapidjson::Value r = Reversed(object, d.GetAllocator());
+  static_cast<rapidjson::Value&>(d) = std::move(r);
+  auto& a = d.GetAllocator();
+  rapidjson::Value& meta = d["metadata"];
+  if (!meta.HasMember("labels")) {
+    meta.AddMember("labels", rapidjson::Value(rapidjson::kObjectType), a);
+  }
+  meta["labels"].AddMember("edited", "yes", a);
+  rapidjson::StringBuffer buf;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buf);
+  d.Accept(w);
+  return std::string(buf.GetString(), buf.GetSize());
+}
+
+// A replace that changes only the order of members and the labels leaves a
+// custom resource's spec as it was: its generation stays.
+TEST(CrdTest, ReorderedMembersAreNoChangeToACustomResourcesGeneration) {
+  TestServer s;
+  CreateAndAwaitEstablished(s, WidgetCrd(), "widgets.example.com");
+  Response c = s.Post(
+      kWidgets,
+      R"({"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"a"},)"
+      R"("spec":{"size":1,"color":"blue","nested":{"x":1,"y":[{"p":1,"q":2}]}}})");
+  ASSERT_EQ(c.code, 201) << c.body;
+  ASSERT_EQ((*c.At({"metadata", "generation"})).GetInt(), 1);
+  const std::string body = ReorderedWithLabel(c.json);
+  ASSERT_NE(body.find(R"("nested":{"y":[{"q":2,"p":1}],"x":1})"),
+            std::string::npos)
+      << body;
+  Response u = s.Put(std::string(kWidgets) + "/a", body);
+  ASSERT_EQ(u.code, 200) << u.body;
+  EXPECT_EQ(u.Str({"metadata", "labels", "edited"}), "yes");
+  EXPECT_EQ((*u.At({"metadata", "generation"})).GetInt(), 1) << u.body;
+  // A change of the spec still counts.
+  Response p = s.Patch(std::string(kWidgets) + "/a", R"({"spec":{"size":2}})",
+                       "application/merge-patch+json");
+  ASSERT_EQ(p.code, 200) << p.body;
+  EXPECT_EQ((*p.At({"metadata", "generation"})).GetInt(), 2);
+}
+
+// The same for a CRD (whose defaults kplane appends last): its generation
+// stays, so it is not served anew and the watches on its resource stay
+// open.
+TEST(CrdTest, ReorderedMembersAreNoChangeToACrd) {
+  TestServer s;
+  CreateAndAwaitEstablished(s, WidgetCrd(), "widgets.example.com");
+  auto watch = s.Watch(std::string(kWidgets) + "?watch=1");
+  const std::string crd = std::string(kCrds) + "/widgets.example.com";
+  Response g = s.Get(crd);
+  ASSERT_EQ(g.code, 200) << g.body;
+  const int generation = (*g.At({"metadata", "generation"})).GetInt();
+  Response u = s.Put(crd, ReorderedWithLabel(g.json));
+  ASSERT_EQ(u.code, 200) << u.body;
+  EXPECT_EQ(u.Str({"metadata", "labels", "edited"}), "yes");
+  EXPECT_EQ((*u.At({"metadata", "generation"})).GetInt(), generation) << u.body;
+  // One reconcile serves every CRD it lists before it writes their
+  // status: once a CRD created after the replace is Established, the
+  // replace was reconciled. The watch still delivers.
+  CreateAndAwaitEstablished(s, WidgetCrd(false), "gadgets.example.com");
+  ASSERT_EQ(s.Post(kWidgets, Widget("a", 1)).code, 201);
+  rapidjson::Document added = watch->NextJson();
+  ASSERT_TRUE(added.IsObject());
+  EXPECT_EQ(std::string(added["type"].GetString()), "ADDED");
+  EXPECT_EQ(std::string(added["object"]["metadata"]["name"].GetString()), "a");
+}
+
+// What is served is compared as a value: member order is no change.
+TEST(CrdTest, ServingKeyIgnoresMemberOrder) {
+  objects::Unstructured a;
+  a.mutable_metadata()->set_name("widgets.example.com");
+  a.set_content(R"({"spec":{"group":"example.com","scope":"Namespaced",)"
+                R"("names":{"plural":"widgets","kind":"Widget"},)"
+                R"("versions":[{"name":"v1","served":true,"storage":true,)"
+                R"("subresources":{"scale":{"specReplicasPath":".spec.r",)"
+                R"("statusReplicasPath":".status.r"}}}]}})");
+  objects::Unstructured b = a;
+  b.set_content(
+      R"({"spec":{"versions":[{"subresources":{"scale":{)"
+      R"("statusReplicasPath":".status.r","specReplicasPath":".spec.r"}},)"
+      R"("storage":true,"served":true,"name":"v1"}],)"
+      R"("names":{"kind":"Widget","plural":"widgets"},)"
+      R"("scope":"Namespaced","group":"example.com"}})");
+  EXPECT_EQ(ParseCrd(a).serving_key, ParseCrd(b).serving_key);
+  objects::Unstructured c = a;
+  c.set_content(
+      R"({"spec":{"group":"example.com","scope":"Namespaced",)"
+      R"("names":{"plural":"widgets","kind":"Widget"},)"
+      R"("versions":[{"name":"v1","served":false,"storage":true}]}})");
+  EXPECT_NE(ParseCrd(a).serving_key, ParseCrd(c).serving_key);
+}
+
+// A CRD of kind `kind` (plural lower-case kind + "s") in example.com with
+// `schema` as its openAPIV3Schema and `extra` in its version.
+std::string SimpleCrd(const std::string& kind, const std::string& schema,
+                      const std::string& extra = "") {
+  std::string plural = kind + "s";
+  plural[0] = static_cast<char>(std::tolower(plural[0]));
+  return R"({"apiVersion":"apiextensions.k8s.io/v1",
+    "kind":"CustomResourceDefinition","metadata":{"name":")" +
+         plural + R"(.example.com"},"spec":{"group":"example.com",
+    "scope":"Namespaced","names":{"plural":")" +
+         plural + R"(","kind":")" + kind + R"("},
+    "versions":[{"name":"v1","served":true,"storage":true,
+    "schema":{"openAPIV3Schema":)" +
+         schema + "}" + extra + "}]}}";
+}
+
+// The schema's constraints on metadata.name (the only ones on metadata
+// it may have, with generateName's) apply to the objects, as kube
+// validates the whole object.
+TEST(CrdTest, SchemaConstraintsOnMetadataNameAreEnforced) {
+  TestServer s;
+  CreateAndAwaitEstablished(
+      s,
+      SimpleCrd(
+          "Namer",
+          R"({"type":"object","x-kubernetes-preserve-unknown-fields":true,)"
+          R"("properties":{"metadata":{"type":"object","properties":{)"
+          R"("name":{"type":"string","maxLength":5,)"
+          R"("pattern":"^[a-z]+$"}}}}})"),
+      "namers.example.com");
+  const std::string namers = "/apis/example.com/v1/namespaces/default/namers";
+  auto namer = [](const std::string& meta) {
+    return R"({"apiVersion":"example.com/v1","kind":"Namer","metadata":)" +
+           meta + R"(,"spec":{}})";
+  };
+  Response bad = s.Post(namers, namer(R"({"name":"toolong-name-1"})"));
+  EXPECT_EQ(bad.code, 422) << bad.body;
+  EXPECT_EQ(bad.Str({"message"}),
+            "Namer.example.com \"toolong-name-1\" is invalid: "
+            "[metadata.name: Too long: may not be more than 5 bytes, "
+            "metadata.name: Invalid value: \"toolong-name-1\": metadata.name "
+            "in body should match '^[a-z]+$']");
+  const rapidjson::Value* causes = bad.At({"details", "causes"});
+  ASSERT_TRUE(causes != nullptr && causes->IsArray() && causes->Size() == 2)
+      << bad.body;
+  EXPECT_EQ(std::string((*causes)[0]["field"].GetString()), "metadata.name");
+  EXPECT_EQ(std::string((*causes)[0]["reason"].GetString()),
+            "FieldValueTooLong");
+  EXPECT_EQ(std::string((*causes)[1]["field"].GetString()), "metadata.name");
+  EXPECT_EQ(std::string((*causes)[1]["reason"].GetString()),
+            "FieldValueInvalid");
+  // A generated name is validated too.
+  Response generated = s.Post(namers, namer(R"({"generateName":"ab"})"));
+  EXPECT_EQ(generated.code, 422) << generated.body;
+  EXPECT_THAT(generated.Str({"message"}),
+              ::testing::HasSubstr("metadata.name: Too long"));
+  Response ok = s.Post(namers, namer(R"({"name":"abc"})"));
+  EXPECT_EQ(ok.code, 201) << ok.body;
+  // And on update.
+  std::string body = ok.body;
+  Response u = s.Put(namers + "/abc", body);
+  EXPECT_EQ(u.code, 200) << u.body;
+}
+
+// The scale subresource's replicas and selector must be what /scale can
+// read (kube's ValidateScaleSpec and ValidateScaleStatus), on create,
+// update and status update.
+TEST(CrdTest, ScaleReplicasAndSelectorAreValidated) {
+  TestServer s;
+  CreateAndAwaitEstablished(
+      s,
+      SimpleCrd(
+          "Scaler",
+          R"({"type":"object","x-kubernetes-preserve-unknown-fields":true})",
+          R"(,"subresources":{"scale":{"specReplicasPath":".spec.replicas",)"
+          R"("statusReplicasPath":".status.replicas",)"
+          R"("labelSelectorPath":".status.selector"}})"),
+      "scalers.example.com");
+  const std::string scalers = "/apis/example.com/v1/namespaces/default/scalers";
+  auto scaler = [](const std::string& rest) {
+    return R"({"apiVersion":"example.com/v1","kind":"Scaler",)"
+           R"("metadata":{"name":"s"},)" +
+           rest + "}";
+  };
+  auto message = [&](const std::string& rest) {
+    Response r = s.Post(scalers, scaler(rest));
+    EXPECT_EQ(r.code, 422) << r.body;
+    return r.Str({"message"});
+  };
+  const std::string prefix = "Scaler.example.com \"s\" is invalid: ";
+  Response negative = s.Post(scalers, scaler(R"("spec":{"replicas":-3})"));
+  EXPECT_EQ(negative.code, 422) << negative.body;
+  EXPECT_EQ(negative.Str({"message"}),
+            prefix +
+                ".spec.replicas: Invalid value: -3: should be a "
+                "non-negative integer");
+  const rapidjson::Value* causes = negative.At({"details", "causes"});
+  ASSERT_TRUE(causes != nullptr && causes->IsArray() && causes->Size() == 1)
+      << negative.body;
+  EXPECT_EQ(std::string((*causes)[0]["field"].GetString()), ".spec.replicas");
+  EXPECT_EQ(message(R"("spec":{"replicas":"three"})"),
+            prefix +
+                ".spec.replicas: Invalid value: 0: .spec.replicas accessor "
+                "error: three is of the type string, expected int64");
+  EXPECT_EQ(message(R"("spec":{"replicas":2147483648})"),
+            prefix +
+                ".spec.replicas: Invalid value: 2147483648: should be "
+                "less than or equal to 2147483647");
+  EXPECT_EQ(message(R"("spec":{"replicas":1.5})"),
+            prefix +
+                ".spec.replicas: Invalid value: 0: .spec.replicas accessor "
+                "error: 1.5 is of the type float64, expected int64");
+  EXPECT_EQ(message(R"("spec":"x")"),
+            prefix +
+                ".spec.replicas: Invalid value: 0: .spec.replicas accessor "
+                "error: x is of the type string, expected "
+                "map[string]interface{}");
+  EXPECT_EQ(
+      message(R"("spec":{"replicas":1},"status":{"replicas":-1,"selector":5})"),
+      prefix +
+          "[.status.replicas: Invalid value: -1: should be a non-negative "
+          "integer, .status.selector: Invalid value: \"\": .status.selector "
+          "accessor error: 5 is of the type int64, expected string]");
+
+  // Absent values are fine; so are good ones, and /scale reads them.
+  Response ok = s.Post(scalers, scaler(R"("spec":{"replicas":2},)"
+                                       R"("status":{"replicas":1,)"
+                                       R"("selector":"app=s"})"));
+  ASSERT_EQ(ok.code, 201) << ok.body;
+  Response sc = s.Get(scalers + "/s/scale");
+  ASSERT_EQ(sc.code, 200) << sc.body;
+  EXPECT_EQ((*sc.At({"spec", "replicas"})).GetInt(), 2);
+  EXPECT_EQ(sc.Str({"status", "selector"}), "app=s");
+  // Updates are validated too.
+  Response u = s.Patch(scalers + "/s", R"({"spec":{"replicas":"two"}})",
+                       "application/merge-patch+json");
+  EXPECT_EQ(u.code, 422) << u.body;
+  EXPECT_THAT(u.Str({"message"}),
+              ::testing::HasSubstr(".spec.replicas accessor error: two is of "
+                                   "the type string, expected int64"));
+  u = s.Patch(scalers + "/s", R"({"status":{"replicas":-2}})",
+              "application/merge-patch+json");
+  EXPECT_EQ(u.code, 422) << u.body;
+  EXPECT_THAT(u.Str({"message"}),
+              ::testing::HasSubstr(".status.replicas: Invalid value: -2: "
+                                   "should be a non-negative integer"));
+}
+
+// With /status, the status update validates the status's replicas and
+// selector (and not the spec's, which it cannot change).
+TEST(CrdTest, ScaleStatusIsValidatedOnStatusUpdate) {
+  TestServer s;
+  CreateAndAwaitEstablished(s, WidgetCrd(), "widgets.example.com");
+  ASSERT_EQ(s.Post(kWidgets, Widget("a", 1)).code, 201);
+  Response st =
+      s.Patch(std::string(kWidgets) + "/a/status", R"({"status":{"size":-1}})",
+              "application/merge-patch+json");
+  EXPECT_EQ(st.code, 422) << st.body;
+  EXPECT_EQ(st.Str({"message"}),
+            "Widget.example.com \"a\" is invalid: .status.size: Invalid "
+            "value: -1: should be a non-negative integer");
+  st = s.Patch(std::string(kWidgets) + "/a/status", R"({"status":{"size":3}})",
+               "application/merge-patch+json");
+  EXPECT_EQ(st.code, 200) << st.body;
 }
 
 }  // namespace

@@ -6,6 +6,11 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <limits>
 #include <optional>
 #include <utility>
 
@@ -13,6 +18,8 @@
 #include "apiserver/registry/printers.h"
 #include "apiserver/registry/validation_util.h"
 #include "base/strings.h"
+#include "objects/machinery/duration.h"
+#include "objects/machinery/jsonpath.h"
 #include "objects/machinery/validation.h"
 #include "objects/meta.h"
 #include "objects/scheme.h"
@@ -112,11 +119,107 @@ rapidjson::Value& ObjectMember(rapidjson::Value* obj, const char* key,
 }
 
 // The content without "status" (what generation tracks when /status is
-// enabled), or all of it.
+// enabled), or all of it, as canonical JSON: kube compares with
+// apiequality.Semantic.DeepEqual, to which member order is no change.
 std::string SpecKey(const Unstructured& u, bool without_status) {
   rapidjson::Document c = objects::ContentOf(u);
   if (without_status) c.RemoveMember("status");
-  return Compact(c);
+  return Canonical(c);
+}
+
+// Go's %v of a float64 (strconv's 'g' format, shortest digits: an exponent
+// when it is below -4 or at least 6): "1.5", "2.147483648e+09".
+std::string GoFloatV(double d) {
+  char buf[64];
+  auto sci =
+      std::to_chars(buf, buf + sizeof(buf), d, std::chars_format::scientific);
+  const std::string_view s(buf, sci.ptr - buf);
+  const size_t e = s.find('e');
+  const int exp = e == std::string_view::npos ? 0 : std::atoi(buf + e + 1);
+  if (exp < -4 || exp >= 6) return std::string(s);
+  auto fixed =
+      std::to_chars(buf, buf + sizeof(buf), d, std::chars_format::fixed);
+  return std::string(buf, fixed.ptr - buf);
+}
+
+// Go's %v and %T of a JSON value as kube decodes a custom resource
+// (integers that fit int64 as int64, other numbers as float64).
+std::string GoV(const rapidjson::Value& v) {
+  if (v.IsNull()) return "<nil>";
+  if (v.IsBool()) return v.GetBool() ? "true" : "false";
+  if (v.IsString()) return std::string(v.GetString(), v.GetStringLength());
+  if (v.IsInt64()) return std::to_string(v.GetInt64());
+  if (v.IsNumber()) return GoFloatV(v.GetDouble());
+  std::vector<std::string> parts;
+  if (v.IsArray()) {
+    for (const rapidjson::Value& e : v.GetArray()) parts.push_back(GoV(e));
+    return "[" + StrJoin(parts, " ") + "]";
+  }
+  for (const auto& m : v.GetObject()) {
+    parts.push_back(std::string(m.name.GetString(), m.name.GetStringLength()) +
+                    ":" + GoV(m.value));
+  }
+  std::sort(parts.begin(), parts.end());  // Go prints maps by key
+  return "map[" + StrJoin(parts, " ") + "]";
+}
+std::string GoT(const rapidjson::Value& v) {
+  if (v.IsNull()) return "<nil>";
+  if (v.IsBool()) return "bool";
+  if (v.IsString()) return "string";
+  if (v.IsInt64()) return "int64";
+  if (v.IsNumber()) return "float64";
+  return v.IsArray() ? "[]interface {}" : "map[string]interface {}";
+}
+
+// kube's unstructured.NestedInt64 (`want` "int64") or NestedString
+// ("string") at a scale path of `content` (split at its dots, the leading
+// one dropped): the value (null when absent), or the accessor error
+// ("... accessor error: three is of the type string, expected int64").
+const rapidjson::Value* NestedScaleValue(const rapidjson::Value& content,
+                                         std::string_view path,
+                                         std::string_view want,
+                                         std::string* error) {
+  if (!path.empty() && path[0] == '.') path.remove_prefix(1);
+  std::string json_path;
+  const rapidjson::Value* v = &content;
+  for (const std::string& field : StrSplit(path, '.')) {
+    json_path += "." + field;
+    if (v->IsNull()) return nullptr;
+    if (!v->IsObject()) {
+      *error = json_path + " accessor error: " + GoV(*v) + " is of the type " +
+               GoT(*v) + ", expected map[string]interface{}";
+      return nullptr;
+    }
+    auto it = v->FindMember(rapidjson::StringRef(field.data(), field.size()));
+    if (it == v->MemberEnd()) return nullptr;
+    v = &it->value;
+  }
+  if (want == "int64" ? !v->IsInt64() : !v->IsString()) {
+    *error = json_path + " accessor error: " + GoV(*v) + " is of the type " +
+             GoT(*v) + ", expected " + std::string(want);
+    return nullptr;
+  }
+  return v;
+}
+
+// kube's validation of a scale path's replicas: an int64 within
+// 0..MaxInt32 (absent is fine).
+void ValidateScaleReplicas(const rapidjson::Value& content,
+                           const std::string& path, FieldErrors* errs) {
+  std::string error;
+  const rapidjson::Value* v = NestedScaleValue(content, path, "int64", &error);
+  const validation::Path p(path);
+  if (!error.empty()) {
+    errs->push_back(validation::InvalidInt(p, 0, error));
+  } else if (v == nullptr) {
+    return;
+  } else if (v->GetInt64() < 0) {
+    errs->push_back(validation::InvalidInt(p, v->GetInt64(),
+                                           "should be a non-negative integer"));
+  } else if (v->GetInt64() > std::numeric_limits<int32_t>::max()) {
+    errs->push_back(validation::InvalidInt(
+        p, v->GetInt64(), "should be less than or equal to 2147483647"));
+  }
 }
 
 // The steps of a simple JSONPath (".spec.items[0].name"): member names,
@@ -179,6 +282,163 @@ bool SetAtPath(rapidjson::Value* root, std::string_view path,
   if (steps.back()[0] == '[' || !v->IsObject()) return false;
   SetMember(v, steps.back().c_str(), std::move(value), a);
   return true;
+}
+
+// --- printer columns -------------------------------------------------------
+
+// Go's encoding/json of a float64: plain digits below 1e21 (and from 1e-6),
+// else an exponent ("1e+21", "1e-7").
+std::string GoJsonFloat(double d) {
+  char buf[64];
+  const double a = std::fabs(d);
+  const bool plain = a == 0 || (a >= 1e-6 && a < 1e21);
+  auto [end, ec] = std::to_chars(
+      buf, buf + sizeof(buf), d,
+      plain ? std::chars_format::fixed : std::chars_format::scientific);
+  if (ec != std::errc()) return "null";
+  std::string out(buf, end - buf);
+  if (!plain) {  // "1e+21" as Go; "1e-07" -> "1e-7"
+    const size_t e = out.find('e');
+    if (e + 2 < out.size() && out[e + 2] == '0' && out.size() - e == 4) {
+      out.erase(e + 2, 1);
+    }
+  }
+  return out;
+}
+
+// client-go's jsonpath PrintResults of one value, for a string column:
+// a string raw, null "<no value>", numbers and booleans as Go prints them,
+// objects and arrays as compact JSON.
+std::string ColumnText(const rapidjson::Value& v) {
+  if (v.IsNull()) return "<no value>";
+  if (v.IsBool()) return v.GetBool() ? "true" : "false";
+  if (v.IsInt64()) return std::to_string(v.GetInt64());
+  if (v.IsNumber()) return GoFloatV(v.GetDouble());
+  return machinery::JsonPath::PrintValue(v);
+}
+
+// kube's tableconvertor cell of a column: the first value its JSONPath
+// finds (null when none, or when the path did not parse); a string column
+// prints it, other types take only a value of their JSON type
+// (cellForJSONValue) and a date column shows the time's age as kubectl's
+// AGE ("<unknown>" for the zero time, "<invalid>" when it is no RFC 3339
+// time).
+TableCell PrinterCell(const std::string& type,
+                      const std::optional<machinery::JsonPath>& path,
+                      const rapidjson::Value& obj, WallTime now) {
+  if (!path) return TableCell::Null();
+  const std::vector<const rapidjson::Value*> found = path->FindResults(obj);
+  if (found.empty()) return TableCell::Null();
+  const rapidjson::Value& v = *found[0];
+  if (type == "string") return TableCell::Str(ColumnText(v));
+  if (type == "integer" && v.IsNumber()) {
+    if (v.IsInt64()) return TableCell::Int(v.GetInt64());
+    const double d = v.GetDouble();  // Go's int64(float64): truncated
+    if (d > -9.2e18 && d < 9.2e18) {
+      return TableCell::Int(static_cast<int64_t>(d));
+    }
+  } else if (type == "number" && v.IsNumber()) {
+    return TableCell::Json(GoJsonFloat(v.GetDouble()));
+  } else if (type == "boolean" && v.IsBool()) {
+    return TableCell::Json(v.GetBool() ? "true" : "false");
+  } else if (type == "date" && v.IsString()) {
+    // metav1.Time's UnmarshalQueryParameter: "" and "null" are the zero
+    // time.
+    const std::string_view s(v.GetString(), v.GetStringLength());
+    if (s.empty() || s == "null") return TableCell::Str("<unknown>");
+    StatusOr<objects::Timestamp> t = objects::ParseRfc3339(s);
+    if (!t.ok()) return TableCell::Str("<invalid>");
+    constexpr int64_t kZeroTime = -62135596800;  // 0001-01-01T00:00:00Z
+    if (t->seconds == kZeroTime && t->nanos == 0) {
+      return TableCell::Str("<unknown>");
+    }
+    const WallTime at{std::chrono::duration_cast<WallTime::duration>(
+        std::chrono::seconds(t->seconds) + std::chrono::nanoseconds(t->nanos))};
+    return TableCell::Str(machinery::HumanDuration(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(now - at)
+            .count()));
+  }
+  return TableCell::Null();
+}
+
+// ValidateCustomResourceColumnDefinition of the column `c` at `p`.
+void ValidatePrinterColumn(const rapidjson::Value& c, const Path& p,
+                           FieldErrors* errs) {
+  static const std::vector<std::string> kTypes = {"boolean", "date", "integer",
+                                                  "number", "string"};
+  static const std::vector<std::string> kFormats = {
+      "byte",  "date",  "date-time", "double",
+      "float", "int32", "int64",     "password"};
+  const std::string name = StrMember(c, "name");
+  const std::string type = StrMember(c, "type");
+  const std::string format = StrMember(c, "format");
+  const std::string json_path = StrMember(c, "jsonPath");
+  if (name.empty()) errs->push_back(validation::Required(p.Child("name")));
+  const std::string types = "must be one of " + StrJoin(kTypes, ",");
+  if (type.empty()) {
+    errs->push_back(validation::Required(p.Child("type"), types));
+  } else if (std::find(kTypes.begin(), kTypes.end(), type) == kTypes.end()) {
+    errs->push_back(validation::InvalidString(p.Child("type"), type, types));
+  }
+  if (!format.empty() &&
+      std::find(kFormats.begin(), kFormats.end(), format) == kFormats.end()) {
+    errs->push_back(validation::InvalidString(
+        p.Child("format"), format, "must be one of " + StrJoin(kFormats, ",")));
+  }
+  // kube's field name here is the Go one.
+  if (json_path.empty()) {
+    errs->push_back(validation::Required(p.Child("JSONPath")));
+  } else if (json_path[0] != '.') {
+    errs->push_back(validation::InvalidString(
+        p.Child("JSONPath"), json_path,
+        "must be a simple json path starting with ."));
+  }
+}
+
+// The columns' fields kube's types keep, to compare versions' columns.
+std::vector<std::string> ColumnKeys(const rapidjson::Value& version) {
+  std::vector<std::string> keys;
+  const rapidjson::Value* cols = Member(version, "additionalPrinterColumns");
+  if (cols == nullptr || !cols->IsArray()) return keys;
+  for (const rapidjson::Value& c : cols->GetArray()) {
+    const rapidjson::Value* priority = Member(c, "priority");
+    keys.push_back(
+        StrMember(c, "name") + '\n' + StrMember(c, "type") + '\n' +
+        StrMember(c, "format") + '\n' + StrMember(c, "description") + '\n' +
+        std::to_string(
+            priority != nullptr && priority->IsInt() ? priority->GetInt() : 0) +
+        '\n' + StrMember(c, "jsonPath"));
+  }
+  return keys;
+}
+
+// The versions' additionalPrinterColumns, where kube reports them: its v1
+// to internal conversion folds columns equal in every version to
+// spec.additionalPrinterColumns, validated once there; others are
+// validated per version.
+void ValidatePrinterColumns(const rapidjson::Value* versions, const Path& sp,
+                            FieldErrors* errs) {
+  if (versions == nullptr || !versions->IsArray() || versions->Empty()) return;
+  bool identical = true;
+  const std::vector<std::string> first = ColumnKeys((*versions)[0]);
+  for (const rapidjson::Value& v : versions->GetArray()) {
+    identical = identical && ColumnKeys(v) == first;
+  }
+  int i = 0;
+  for (const rapidjson::Value& v : versions->GetArray()) {
+    const Path cp =
+        identical
+            ? sp.Child("additionalPrinterColumns")
+            : sp.Child("versions").Index(i).Child("additionalPrinterColumns");
+    ++i;
+    const rapidjson::Value* cols = Member(v, "additionalPrinterColumns");
+    if (cols == nullptr || !cols->IsArray()) continue;
+    int j = 0;
+    for (const rapidjson::Value& c : cols->GetArray()) {
+      ValidatePrinterColumn(c, cp.Index(j++), errs);
+    }
+    if (identical) break;
+  }
 }
 
 // --- the CRD resource ------------------------------------------------------
@@ -252,7 +512,7 @@ class CrdStrategyImpl : public Strategy {
     const rapidjson::Value* old_spec = Member(oc, "spec");
     const bool changed =
         (spec == nullptr) != (old_spec == nullptr) ||
-        (spec != nullptr && Compact(*spec) != Compact(*old_spec));
+        (spec != nullptr && Canonical(*spec) != Canonical(*old_spec));
     u->mutable_metadata()->set_generation(o.metadata().generation() +
                                           (changed ? 1 : 0));
     objects::SetContent(u, c);
@@ -560,6 +820,7 @@ class CrdStrategyImpl : public Strategy {
           "is a resource the API server serves itself in group \"" + group +
               "\""));
     }
+    ValidatePrinterColumns(versions, sp, &errs);
     // Conversion: only None (kplane has no conversion webhooks).
     const rapidjson::Value* conv = Member(spec, "conversion");
     const std::string strategy =
@@ -644,7 +905,16 @@ class CustomResourceStrategy : public Strategy {
       : resource_(resource),
         storage_(std::move(storage)),
         status_(version.status_subresource),
-        version_(version) {}
+        version_(version) {
+    // kube's tableconvertor.New: each column's path as the template
+    // "{<jsonPath>}"; one that does not parse gives null cells.
+    for (const CrdPrinterColumn& c : PrinterColumns()) {
+      StatusOr<machinery::JsonPath> p =
+          machinery::JsonPath::Parse("{" + c.json_path + "}");
+      column_paths_.push_back(p.ok() ? std::make_optional(std::move(*p))
+                                     : std::nullopt);
+    }
+  }
 
   const objects::ResourceInfo& resource() const override { return *resource_; }
 
@@ -712,29 +982,57 @@ class CustomResourceStrategy : public Strategy {
     *u = std::move(next);
   }
 
-  // The metadata, then the content against the version's schema.
+  // The metadata, the object against the version's schema, then the
+  // scale subresource's values (kube's customResourceValidator).
   FieldErrors ValidateCreate(
       const google::protobuf::Message& obj) const override {
-    FieldErrors errs = validation::ValidateObjectMeta(
-        AsUnstructured(obj).metadata(), resource_->namespaced,
-        validation::NameRule::kDNS1123Subdomain);
-    if (version_.schema != nullptr) {
-      validation::Append(&errs, version_.schema->Validate(AsUnstructured(obj)));
-    }
-    return errs;
+    return ValidateObject(obj, /*scale_spec=*/true);
   }
   FieldErrors ValidateUpdate(
       const google::protobuf::Message& obj,
       const google::protobuf::Message& old) const override {
     FieldErrors errs = validation::ValidateObjectMetaUpdate(
         AsUnstructured(obj).metadata(), AsUnstructured(old).metadata());
-    validation::Append(&errs, ValidateCreate(obj));
+    validation::Append(&errs, ValidateObject(obj, /*scale_spec=*/true));
     return errs;
   }
+  // As an update, but of the scale values only the status's (kube's
+  // ValidateStatusUpdate leaves out ValidateScaleSpec).
   FieldErrors ValidateStatusUpdate(
       const google::protobuf::Message& obj,
       const google::protobuf::Message& old) const override {
-    return ValidateUpdate(obj, old);
+    FieldErrors errs = validation::ValidateObjectMetaUpdate(
+        AsUnstructured(obj).metadata(), AsUnstructured(old).metadata());
+    validation::Append(&errs, ValidateObject(obj, /*scale_spec=*/false));
+    return errs;
+  }
+  FieldErrors ValidateObject(const google::protobuf::Message& obj,
+                             bool scale_spec) const {
+    const Unstructured& u = AsUnstructured(obj);
+    FieldErrors errs =
+        validation::ValidateObjectMeta(u.metadata(), resource_->namespaced,
+                                       validation::NameRule::kDNS1123Subdomain);
+    if (version_.schema != nullptr) {
+      validation::Append(&errs, version_.schema->Validate(u));
+    }
+    if (version_.scale_subresource) {
+      // kube's ValidateScaleSpec and ValidateScaleStatus: what /scale
+      // reads must be an int64 within 0..MaxInt32, the selector a string.
+      const rapidjson::Document c = objects::ContentOf(u);
+      if (scale_spec) {
+        ValidateScaleReplicas(c, version_.spec_replicas_path, &errs);
+      }
+      ValidateScaleReplicas(c, version_.status_replicas_path, &errs);
+      if (!version_.label_selector_path.empty()) {
+        std::string error;
+        NestedScaleValue(c, version_.label_selector_path, "string", &error);
+        if (!error.empty()) {
+          errs.push_back(validation::InvalidString(
+              validation::Path(version_.label_selector_path), "", error));
+        }
+      }
+    }
+    return errs;
   }
 
   // Name, then the version's additionalPrinterColumns (kube's default:
@@ -753,18 +1051,9 @@ class CustomResourceStrategy : public Strategy {
     std::vector<TableCell> row = {TableCell::Str(u.metadata().name())};
     rapidjson::Document doc;
     const rapidjson::Value whole = objects::ToJsonValue(u, doc.GetAllocator());
-    for (const CrdPrinterColumn& c : PrinterColumns()) {
-      const rapidjson::Value* v = AtPath(whole, c.json_path);
-      if (v == nullptr || v->IsNull()) {
-        row.push_back(TableCell::Str("<none>"));
-      } else if (c.type == "integer" && v->IsInt64()) {
-        row.push_back(TableCell::Int(v->GetInt64()));
-      } else if (v->IsString()) {
-        row.push_back(
-            TableCell::Str(std::string(v->GetString(), v->GetStringLength())));
-      } else {
-        row.push_back(TableCell::Str(Compact(*v)));
-      }
+    const std::vector<CrdPrinterColumn>& columns = PrinterColumns();
+    for (size_t i = 0; i < columns.size(); ++i) {
+      row.push_back(PrinterCell(columns[i].type, column_paths_[i], whole, now));
     }
     return row;
   }
@@ -819,6 +1108,8 @@ class CustomResourceStrategy : public Strategy {
   const objects::TypeMeta storage_;
   const bool status_;
   const CrdVersion version_;
+  // PrinterColumns()' paths, parsed.
+  std::vector<std::optional<machinery::JsonPath>> column_paths_;
 };
 
 }  // namespace
@@ -1083,7 +1374,7 @@ CrdDefinition ParseCrd(const Unstructured& crd) {
       key.AddMember(rapidjson::StringRef(m), rapidjson::Value(*v, a), a);
     }
   }
-  d.serving_key = Compact(key);
+  d.serving_key = Canonical(key);
   return d;
 }
 

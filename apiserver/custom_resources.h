@@ -93,7 +93,8 @@ struct CrdDefinition {
   std::string plural, singular, kind, list_kind;
   std::vector<std::string> short_names, categories;
   std::vector<CrdVersion> versions;
-  // What is served, for change detection: group, names, scope, versions.
+  // What is served, for change detection: group, names, scope, versions,
+  // as canonical JSON (member order is no change).
   std::string serving_key;
 
   const CrdVersion* StorageVersion() const;

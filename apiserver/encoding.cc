@@ -102,7 +102,9 @@ void WriteRow(JsonWriter* w, const RenderOptions& o,
   KeyStr(w, "cells");
   w->StartArray();
   for (const TableCell& cell : o.strategy->Row(obj, o.now)) {
-    if (cell.is_int) {
+    if (!cell.json.empty()) {
+      w->RawValue(cell.json.data(), cell.json.size(), rapidjson::kNullType);
+    } else if (cell.is_int) {
       w->Int64(cell.num);
     } else {
       Str(w, cell.str);

@@ -449,6 +449,9 @@ std::optional<ApiError> ResourceStore::PrepareUpdate(
   } else {
     strategy_->PrepareForUpdate(obj, old);
   }
+  // A Prepare may have replaced the object's parts (the custom resources'
+  // status update moves a whole object in): `meta` is looked up anew.
+  meta = objects::MutableObjectMeta(obj);
   if (!is_apply) {
     if (std::optional<ApiError> e =
             TrackUpdate(&old, obj, subresource, ctx, now)) {

@@ -87,13 +87,21 @@ struct TableColumn {
   int priority = 0;         // 1 = shown only with -o wide
 };
 
-// One cell: a string or an integer, as the column's type says.
+// One cell: a string or an integer, as the column's type says (or any JSON
+// value, for custom resources' columns).
 struct TableCell {
   bool is_int = false;
   std::string str;
   int64_t num = 0;
-  static TableCell Str(std::string s) { return {false, std::move(s), 0}; }
-  static TableCell Int(int64_t n) { return {true, "", n}; }
+  // A cell of another JSON type (custom resources' printer columns: null,
+  // a boolean, a number) as its JSON text; when set, the others are unused.
+  std::string json;
+  static TableCell Str(std::string s) { return {false, std::move(s), 0, {}}; }
+  static TableCell Int(int64_t n) { return {true, "", n, {}}; }
+  static TableCell Json(std::string text) {
+    return {false, "", 0, std::move(text)};
+  }
+  static TableCell Null() { return Json("null"); }
 };
 
 class Strategy {

@@ -4,6 +4,7 @@
 #include <rapidjson/writer.h>
 
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <string_view>
 #include <unordered_map>
@@ -592,6 +593,111 @@ bool SameButManagedFields(const JsonValue& a, const JsonValue& b) {
   return true;
 }
 
+// Client-side apply's record of the applied configuration; kube's
+// lastAppliedManager and lastAppliedUpdater read it for applies by the
+// field manager "kubectl" only (others opt out by their name).
+constexpr std::string_view kLastAppliedAnnotation =
+    "kubectl.kubernetes.io/last-applied-configuration";
+constexpr std::string_view kKubectlManager = "kubectl";
+
+// The annotation's value when `obj` has it as a non-empty string, else null.
+const JsonValue* LastAppliedOf(const JsonValue& obj) {
+  const JsonValue* md = FindMember(obj, "metadata");
+  const JsonValue* an =
+      md != nullptr ? FindMember(*md, "annotations") : nullptr;
+  const JsonValue* v =
+      an != nullptr ? FindMember(*an, kLastAppliedAnnotation) : nullptr;
+  return v != nullptr && v->IsString() && v->GetStringLength() > 0 ? v
+                                                                   : nullptr;
+}
+
+// kube's allowedConflictsFromLastApplied: the fields of the last-applied
+// configuration whose live values are still the ones it applied (leaves
+// equal, list elements and maps present), i.e. the fields client-side apply
+// still stands behind. Empty when `live` has no annotation, or it is not a
+// JSON object of `opts.api_version` (or nests deeper than `live`).
+FieldSet AllowedFromLastApplied(const JsonValue& live,
+                                const ApplyOptions& opts) {
+  const JsonValue* text = LastAppliedOf(live);
+  if (text == nullptr) return {};
+  rapidjson::Document last;
+  if (!ParseJson(StringOf(*text), &last).ok() || !last.IsObject()) return {};
+  // The walks below recurse; callers provide a stack for the live object's
+  // depth (base/deep_stack.h), so an annotation nesting deeper than it is
+  // not read (its deepest fields are not live ones anyway).
+  if (json::Measure(last).depth > json::Measure(live).depth) return {};
+  const JsonValue* av = FindMember(last, "apiVersion");
+  if (av == nullptr || !av->IsString() || StringOf(*av) != opts.api_version) {
+    return {};
+  }
+  std::vector<std::pair<std::vector<std::string>, bool>> paths;
+  std::vector<std::string> path;
+  CollectPaths(ComputeFieldSet(last, opts.schema, opts.ignored), path, &paths);
+  FieldSet allowed;
+  for (const auto& [p, leaf] : paths) {
+    const JsonValue* now = ResolveFieldPath(live, p);
+    const JsonValue* then = ResolveFieldPath(last, p);
+    if (now == nullptr || then == nullptr) continue;  // removed since
+    if (leaf && !JsonEqual(*now, *then)) continue;    // modified since
+    allowed.Insert(p);
+  }
+  return allowed;
+}
+
+// Sorted-key JSON as Go's json.Encoder writes it (kube's buildLastApplied
+// encodes the configuration with it): '<', '>', '&', U+2028 and U+2029
+// escaped, a final newline. Outside strings JSON has none of these
+// characters, so replacing them in the whole text is exact.
+std::string GoEncoderJson(const JsonValue& v) {
+  const std::string plain = CanonicalJson(v);
+  std::string out;
+  out.reserve(plain.size() + 1);
+  for (size_t i = 0; i < plain.size(); ++i) {
+    const char c = plain[i];
+    if (c == '<') {
+      out += "\\u003c";
+    } else if (c == '>') {
+      out += "\\u003e";
+    } else if (c == '&') {
+      out += "\\u0026";
+    } else if (c == '\xe2' && i + 2 < plain.size() && plain[i + 1] == '\x80' &&
+               (plain[i + 2] == '\xa8' || plain[i + 2] == '\xa9')) {
+      out += plain[i + 2] == '\xa8' ? "\\u2028" : "\\u2029";
+      i += 2;
+    } else {
+      out += c;
+    }
+  }
+  out += '\n';
+  return out;
+}
+
+// kube's lastAppliedUpdater: after a successful apply by "kubectl", an
+// annotation the result has is rewritten to the applied configuration
+// without that annotation (its metadata.annotations, when the configuration
+// has them, stays, if empty as {}; a null one goes).
+void UpdateLastApplied(const JsonValue& applied, const ApplyOptions& opts,
+                       JsonValue& result, JsonAllocator& alloc) {
+  if (opts.manager != kKubectlManager || LastAppliedOf(result) == nullptr) {
+    return;
+  }
+  rapidjson::Document config;
+  config.CopyFrom(applied, config.GetAllocator());
+  RemoveManagedFieldsFrom(config);
+  if (JsonValue* md = FindMember(config, "metadata"); md != nullptr) {
+    if (JsonValue* an = FindMember(*md, "annotations"); an != nullptr) {
+      if (an->IsObject()) {
+        RemoveMember(*an, kLastAppliedAnnotation);
+      } else {
+        RemoveMember(*md, "annotations");
+      }
+    }
+  }
+  JsonValue* an = FindMember(*FindMember(result, "metadata"), "annotations");
+  SetMember(*an, kLastAppliedAnnotation,
+            MakeString(GoEncoderJson(config), alloc), alloc);
+}
+
 }  // namespace
 
 Status ServerSideApply(const JsonValue* live, const JsonValue& applied,
@@ -624,6 +730,7 @@ Status ServerSideApply(const JsonValue* live, const JsonValue& applied,
   mine.subresource = opts.subresource;
   if (live == nullptr || live->IsNull()) {
     *result = config;
+    UpdateLastApplied(applied, opts, *result, alloc);
     WriteManagedFields(*result, {mine}, alloc);
     return Status::Ok();
   }
@@ -665,6 +772,11 @@ Status ServerSideApply(const JsonValue* live, const JsonValue& applied,
   if (unchanged) mine.time.clear();
   std::vector<ManagedFieldsEntry> out;
   bool replaced_mine = false;
+  // Conflicts an apply by "kubectl" may take as if forced: fields of the
+  // last-applied annotation still at their applied values (kube's
+  // lastAppliedManager, moving from client-side apply). Read at the first
+  // field taken from someone else.
+  std::optional<FieldSet> allowed;
   for (auto& e : entries) {
     if (SameManager(e, opts.manager, "Apply", opts.subresource)) {
       out.push_back(mine);
@@ -675,12 +787,19 @@ Status ServerSideApply(const JsonValue* live, const JsonValue& applied,
     FieldSet taken = changed.Intersection(e.fields);
     if (!taken.Empty()) {
       if (!opts.force) {
+        if (!allowed.has_value()) {
+          allowed = opts.manager == kKubectlManager
+                        ? AllowedFromLastApplied(*live, opts)
+                        : FieldSet();
+        }
         for (const auto& p : taken.Paths()) {
+          if (allowed->Has(p)) continue;
           conflicts->push_back({ManagerString(e), PathString(p)});
         }
-      } else {
-        e.fields = e.fields.Difference(taken);
       }
+      // Forced, or every conflict allowed: the fields change hands (with
+      // any conflict left nothing below is written).
+      e.fields = e.fields.Difference(taken);
     }
     if (!e.fields.Empty()) out.push_back(e);
   }
@@ -688,6 +807,7 @@ Status ServerSideApply(const JsonValue* live, const JsonValue& applied,
     return ConflictError(ConflictMessage(*conflicts));
   }
   if (!replaced_mine) out.push_back(mine);
+  UpdateLastApplied(applied, opts, merged, alloc);
   WriteManagedFields(merged, out, alloc);
   *result = merged;
   return Status::Ok();

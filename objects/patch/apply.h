@@ -136,6 +136,22 @@ struct FieldConflict {
 // *result holds the new object with updated metadata.managedFields. On
 // Conflict, *conflicts lists the causes and the message is Kubernetes':
 //   Apply failed with 1 conflict: conflict with "x" using v1: .spec.replicas
+//
+// Moving from client-side apply, as kube's lastAppliedManager and
+// lastAppliedUpdater, for `opts.manager` "kubectl" only (any other name,
+// e.g. "other", keeps every conflict and every annotation):
+//   - unforced, a conflict (with any manager) on a field of the live
+//     object's non-empty kubectl.kubernetes.io/last-applied-configuration
+//     annotation whose live value is still the applied one (a leaf equal,
+//     a list element or map present) is allowed, when the annotation is a
+//     JSON object whose apiVersion is `opts.api_version`. All conflicts
+//     allowed: the apply proceeds as if forced. Otherwise Conflict with
+//     only the conflicts not allowed.
+//   - on success, if *result has that annotation (non-empty), it becomes
+//     the applied configuration without it (managedFields dropped; its
+//     annotations object kept, even empty), as Go's json.Encoder writes it:
+//     sorted keys, <, >, &, U+2028/9 escaped, final newline. The
+//     annotation's owner in managedFields does not change.
 Status ServerSideApply(const JsonValue* live, const JsonValue& applied,
                        const ApplyOptions& opts, JsonValue* result,
                        JsonAllocator& alloc,

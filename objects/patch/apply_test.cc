@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "base/json_escape.h"
 #include "objects/patch/test_util.h"
 
 namespace kplane::patch {
@@ -451,6 +452,166 @@ TEST_F(ServerSideApplyTest, UpdateTracksChangedFieldsOnly) {
       "spec":{"replicas":1}})")
           .ok());
   EXPECT_EQ(Entries().size(), 1u);
+}
+
+std::string JsonQuoteForTest(const std::string& s) {
+  return JsonQuote(s, kGoJsonEscape);
+}
+
+// Moving from client-side to server-side apply (kube's lastAppliedManager
+// and lastAppliedUpdater): `kubectl apply` wrote the object as the Update
+// manager kubectl-client-side-apply with the last-applied annotation.
+class LastAppliedTest : public ServerSideApplyTest {
+ protected:
+  // What `kubectl apply` (client-side) stores: replicas 2, minReadySeconds 5.
+  void ClientSideApply() {
+    ASSERT_TRUE(Update("kubectl-client-side-apply", kClientSide).ok());
+  }
+  std::string LastApplied() {
+    const JsonValue* v =
+        ResolveFieldPath(live_, {"f:metadata", "f:annotations",
+                                 "f:kubectl.kubernetes.io/"
+                                 "last-applied-configuration"});
+    return v != nullptr && v->IsString() ? std::string(StringOf(*v)) : "";
+  }
+  int Replicas() {
+    const JsonValue* v = ResolveFieldPath(live_, {"f:spec", "f:replicas"});
+    return v != nullptr && v->IsInt() ? v->GetInt() : -1;
+  }
+
+  static constexpr char kClientSide[] =
+      R"({"apiVersion":"apps/v1","kind":"Deployment",
+      "metadata":{"name":"d","annotations":{
+        "kubectl.kubernetes.io/last-applied-configuration":
+        "{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"metadata\":{\"annotations\":{},\"name\":\"d\"},\"spec\":{\"minReadySeconds\":5,\"replicas\":2}}\n"}},
+      "spec":{"replicas":2,"minReadySeconds":5}})";
+  static constexpr char kServerSide[] =
+      R"({"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d"},
+      "spec":{"replicas":9,"minReadySeconds":5,"paused":true}})";
+};
+
+// Every conflict is on a field whose live value is still the last-applied
+// one: the apply by "kubectl" is forced, and the annotation now holds the
+// applied configuration (sorted keys, Go's escaping, a final newline).
+TEST_F(LastAppliedTest, KubectlTakesFieldsStillAsLastApplied) {
+  ClientSideApply();
+  Status st = Apply("kubectl", kServerSide);
+  ASSERT_TRUE(st.ok()) << st;
+  EXPECT_TRUE(conflicts_.empty());
+  EXPECT_EQ(Replicas(), 9);
+  auto e = Entries();
+  ASSERT_EQ(e.size(), 2u);
+  EXPECT_EQ(e[0].manager, "kubectl-client-side-apply");
+  // replicas changed hands; minReadySeconds, applied at the same value, is
+  // shared.
+  EXPECT_EQ(e[0].fields.ToJsonString(),
+            R"({"f:metadata":{"f:annotations":{)"
+            R"("f:kubectl.kubernetes.io/last-applied-configuration":{}}},)"
+            R"("f:spec":{"f:minReadySeconds":{}}})");
+  EXPECT_EQ(e[1].manager, "kubectl");
+  EXPECT_EQ(e[1].operation, "Apply");
+  EXPECT_EQ(
+      e[1].fields.ToJsonString(),
+      R"({"f:spec":{"f:minReadySeconds":{},"f:paused":{},"f:replicas":{}}})");
+  EXPECT_EQ(LastApplied(),
+            "{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\","
+            "\"metadata\":{\"name\":\"d\"},\"spec\":{\"minReadySeconds\":5,"
+            "\"paused\":true,\"replicas\":9}}\n");
+}
+
+// A field someone changed after the client-side apply (live differs from
+// the annotation) stays a conflict; only it is reported, as kube's
+// conflictsDifference leaves the allowed ones out, and nothing is written.
+TEST_F(LastAppliedTest, FieldChangedSinceLastAppliedStillConflicts) {
+  ClientSideApply();
+  std::string edited = kClientSide;
+  const std::string spec = "\"spec\":{\"replicas\":2,";
+  edited.replace(edited.find(spec), spec.size(), "\"spec\":{\"replicas\":3,");
+  ASSERT_TRUE(Update("kubectl-edit", edited.c_str()).ok());
+  ASSERT_EQ(Replicas(), 3);
+  const std::string before = CanonicalJson(live_);
+  Status st = Apply("kubectl", kServerSide);
+  ASSERT_EQ(st.code(), StatusCode::kConflict) << st;
+  EXPECT_EQ(st.message(),
+            "Apply failed with 1 conflict: conflict with \"kubectl-edit\" "
+            "using apps/v1: .spec.replicas");
+  ASSERT_EQ(conflicts_.size(), 1u);
+  EXPECT_EQ(CanonicalJson(live_), before);
+  // Forced, it goes through like any apply.
+  ASSERT_TRUE(Apply("kubectl", kServerSide, /*force=*/true).ok());
+  EXPECT_EQ(Replicas(), 9);
+}
+
+// The rule is kubectl's own: another manager, the same body, conflicts; and
+// neither its apply nor a forced one rewrites the annotation.
+TEST_F(LastAppliedTest, OtherManagersConflictAndLeaveTheAnnotation) {
+  ClientSideApply();
+  const std::string annotation = LastApplied();
+  Status st = Apply("other", kServerSide);
+  ASSERT_EQ(st.code(), StatusCode::kConflict) << st;
+  EXPECT_EQ(st.message(),
+            "Apply failed with 1 conflict: conflict with "
+            "\"kubectl-client-side-apply\" using apps/v1: .spec.replicas");
+  ASSERT_TRUE(Apply("other", kServerSide, /*force=*/true).ok());
+  EXPECT_EQ(Replicas(), 9);
+  EXPECT_EQ(LastApplied(), annotation);
+}
+
+// Without the annotation (or with one for another apiVersion, or not JSON,
+// or nesting deeper than the live object) nothing is allowed: the conflict
+// stands for kubectl too.
+TEST_F(LastAppliedTest, NoUsableAnnotationNoAllowance) {
+  const std::string deep =
+      "{\"apiVersion\":\"apps/v1\",\"spec\":{\"replicas\":2},"
+      "\"x\":" +
+      std::string(100, '[') + std::string(100, ']') + "}";
+  for (const std::string& annotation :
+       {std::string(), std::string("not json"),
+        std::string("{\"apiVersion\":\"apps/v1beta1\",\"kind\":\"Deployment\","
+                    "\"spec\":{\"replicas\":2}}"),
+        deep}) {
+    SCOPED_TRACE(annotation);
+    live_.SetNull();
+    std::string object =
+        R"({"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d"},
+            "spec":{"replicas":2}})";
+    if (!annotation.empty()) {
+      object.replace(object.find("\"name\":\"d\""), 10,
+                     "\"name\":\"d\",\"annotations\":{\"kubectl.kubernetes."
+                     "io/last-applied-configuration\":" +
+                         JsonQuoteForTest(annotation) + "}");
+    }
+    ASSERT_TRUE(Update("kubectl-client-side-apply", object.c_str()).ok());
+    Status st = Apply("kubectl", kServerSide);
+    ASSERT_EQ(st.code(), StatusCode::kConflict) << st;
+    EXPECT_EQ(LastApplied(), annotation);
+  }
+}
+
+// An apply by kubectl that conflicts with nobody still rewrites an existing
+// annotation; an object without one gets none.
+TEST_F(LastAppliedTest, KubectlRewritesOnlyAnExistingAnnotation) {
+  ASSERT_TRUE(Apply("kubectl", R"({"apiVersion":"apps/v1","kind":"Deployment",
+      "metadata":{"name":"d"},"spec":{"replicas":1}})")
+                  .ok());
+  EXPECT_EQ(LastApplied(), "");
+  ASSERT_TRUE(Update("kubectl-annotate",
+                     R"({"apiVersion":"apps/v1","kind":"Deployment",
+      "metadata":{"name":"d","annotations":{
+        "kubectl.kubernetes.io/last-applied-configuration":"old"}},
+      "spec":{"replicas":1}})")
+                  .ok());
+  ASSERT_TRUE(Apply("kubectl", R"({"apiVersion":"apps/v1","kind":"Deployment",
+      "metadata":{"name":"d","annotations":{"a":"<&>"}},
+      "spec":{"replicas":1}})")
+                  .ok());
+  EXPECT_EQ(
+      LastApplied(),
+      "{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"metadata\":"
+      "{\"annotations\":{\"a\":\"\\u003c\\u0026\\u003e\"},\"name\":\"d\"},"
+      "\"spec\":{\"replicas\":1}}\n");
+  ASSERT_TRUE(Apply("m", R"({"metadata":{"labels":{"x":"1"}}})").ok());
+  EXPECT_EQ(LastApplied().substr(0, 14), "{\"apiVersion\":");
 }
 
 }  // namespace

@@ -448,6 +448,60 @@ TEST_F(KubectlTest, CreateApplyAndServerSideApply) {
   EXPECT_EQ(s2.out, "configmap/ssa serverside-applied\n");
 }
 
+// From client-side to server-side apply, in every version: the fields
+// kubectl-client-side-apply owns whose live values are still the
+// last-applied ones do not conflict with an apply by "kubectl" (kube's
+// lastAppliedManager), and the annotation is rewritten with the applied
+// configuration (lastAppliedUpdater). Another field manager conflicts.
+TEST_F(KubectlTest, ServerSideApplyAfterClientSideApply) {
+  for (const KubectlVersion& k : KubectlVersions()) {
+    SCOPED_TRACE("kubectl " + k.name);
+    std::string name = "la-" + k.name;
+    name.erase(std::remove(name.begin(), name.end(), '.'), name.end());
+    const std::string head =
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + name +
+        "\ndata:\n";
+    RunResult a1 = KubectlAt(
+        k.binary, {"apply", "-f",
+                   File(name + "-1.yaml", head + "  p: \"1\"\n  q: \"2\"\n")});
+    ASSERT_EQ(a1.exit_code, 0) << a1.err;
+    EXPECT_EQ(a1.out, "configmap/" + name + " created\n");
+    const std::string la2 = File(name + "-2.yaml", head + "  p: \"9\"\n");
+    RunResult other = KubectlAt(k.binary, {"apply", "--server-side",
+                                           "--field-manager=other", "-f", la2});
+    EXPECT_EQ(other.exit_code, 1) << other.out;
+    EXPECT_NE(other.err.find("Apply failed with 1 conflict: conflict with "
+                             "\"kubectl-client-side-apply\" using v1: .data.p"),
+              std::string::npos)
+        << other.err;
+    RunResult a2 = KubectlAt(k.binary, {"apply", "--server-side", "-f", la2});
+    ASSERT_EQ(a2.exit_code, 0) << a2.err;
+    EXPECT_EQ(a2.out, "configmap/" + name + " serverside-applied\n");
+    rapidjson::Document got =
+        GetJson("/api/v1/namespaces/default/configmaps/" + name);
+    ASSERT_TRUE(got.IsObject() && got.HasMember("data"));
+    EXPECT_STREQ(got["data"]["p"].GetString(), "9");
+    // After the apply kubectl moves kubectl-client-side-apply's fields to
+    // its "kubectl" Apply entry (csaupgrade, a JSON patch of managedFields)
+    // and applies again, which prunes q, no longer in the configuration.
+    EXPECT_FALSE(got["data"].HasMember("q"));
+    const rapidjson::Value& managed = got["metadata"]["managedFields"];
+    ASSERT_TRUE(managed.IsArray() && managed.Size() > 0);
+    EXPECT_STREQ(managed[0]["manager"].GetString(), "kubectl");
+    EXPECT_STREQ(managed[0]["operation"].GetString(), "Apply");
+    const rapidjson::Value& annotations = got["metadata"]["annotations"];
+    ASSERT_TRUE(annotations.HasMember(
+        "kubectl.kubernetes.io/last-applied-configuration"));
+    const std::string last =
+        annotations["kubectl.kubernetes.io/last-applied-configuration"]
+            .GetString();
+    EXPECT_EQ(last,
+              "{\"apiVersion\":\"v1\",\"data\":{\"p\":\"9\"},\"kind\":"
+              "\"ConfigMap\",\"metadata\":{\"name\":\"" +
+                  name + "\",\"namespace\":\"default\"}}\n");
+  }
+}
+
 // apply/create/replace/diff with validation on (the default) in every
 // version, `kind: List` manifests included, and an unknown field refused.
 TEST_F(KubectlTest, ValidatedWritesInEveryVersion) {

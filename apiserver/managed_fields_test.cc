@@ -667,5 +667,66 @@ TEST_F(NoOpWriteTest, NoOpWriteByAnotherManager) {
   EXPECT_EQ(Entries(again), Entries(shared));
 }
 
+// A Service's ports are keyed by port and protocol in server-side apply, as
+// kube's OpenAPI lists them (+listMapKey=port, +listMapKey=protocol): an
+// apply that drops the UDP one of two port-53 ports keeps the TCP one
+// (kplane merged by port alone: 422 spec.ports[1].name: Duplicate value).
+TEST(ServiceApplyTest, PortsDifferingByProtocolAreKeyedApart) {
+  TestServer server;
+  const std::string url =
+      "/api/v1/namespaces/default/services/dns?fieldManager=m";
+  auto svc = [](const std::string& ports) {
+    return R"({"apiVersion":"v1","kind":"Service","metadata":{"name":"dns"},)"
+           R"("spec":{"ports":)" +
+           ports + "}}";
+  };
+  auto ports = [](const Response& r) {
+    std::string out;
+    const rapidjson::Value* p = r.At({"spec", "ports"});
+    if (p == nullptr || !p->IsArray()) return out;
+    for (const rapidjson::Value& e : p->GetArray()) {
+      out += std::string(e["name"].GetString()) + "/" +
+             std::to_string(e["port"].GetInt()) + "/" +
+             e["protocol"].GetString() + ";";
+    }
+    return out;
+  };
+  auto port_keys = [](const Response& r) {
+    std::string out;
+    const rapidjson::Value* mf = r.At({"metadata", "managedFields"});
+    if (mf == nullptr || !mf->IsArray() || mf->Size() != 1) return out;
+    const rapidjson::Value& f = (*mf)[0]["fieldsV1"];
+    if (!f.HasMember("f:spec") || !f["f:spec"].HasMember("f:ports")) return out;
+    for (const auto& m : f["f:spec"]["f:ports"].GetObject()) {
+      out += std::string(m.name.GetString()) + ";";
+    }
+    return out;
+  };
+  Response created =
+      server.Patch(url,
+                   svc(R"([{"name":"dns","port":53,"protocol":"UDP"},)"
+                       R"({"name":"dns-tcp","port":53,"protocol":"TCP"}])"),
+                   "application/apply-patch+yaml");
+  ASSERT_EQ(created.code, 201) << created.body;
+  EXPECT_EQ(ports(created), "dns/53/UDP;dns-tcp/53/TCP;");
+  EXPECT_EQ(
+      port_keys(created),
+      R"(k:{"port":53,"protocol":"TCP"};k:{"port":53,"protocol":"UDP"};)");
+
+  Response applied = server.Patch(
+      url, svc(R"([{"name":"dns-tcp","port":53,"protocol":"TCP"}])"),
+      "application/apply-patch+yaml");
+  ASSERT_EQ(applied.code, 200) << applied.body;
+  EXPECT_EQ(ports(applied), "dns-tcp/53/TCP;");
+  EXPECT_EQ(port_keys(applied), R"(k:{"port":53,"protocol":"TCP"};)");
+
+  // Without protocol the port is TCP's (kube's key default), the same one.
+  Response again = server.Patch(url, svc(R"([{"name":"dns-tcp","port":53}])"),
+                                "application/apply-patch+yaml");
+  ASSERT_EQ(again.code, 200) << again.body;
+  EXPECT_EQ(ports(again), "dns-tcp/53/TCP;");
+  EXPECT_EQ(port_keys(again), R"(k:{"port":53,"protocol":"TCP"};)");
+}
+
 }  // namespace
 }  // namespace kplane::apiserver

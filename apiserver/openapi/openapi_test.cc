@@ -54,6 +54,11 @@ TEST(SchemaModelTest, PodAsKubePublishesIt) {
   EXPECT_EQ(containers.patch_merge_key, "name");
   EXPECT_EQ(containers.list_type, "map");
   EXPECT_EQ(containers.list_map_keys, std::vector<std::string>{"name"});
+  // All of kube's +listMapKey keys, not the patchMergeKey alone.
+  const Schema& ports = Prop(Def("io.k8s.api.core.v1.ServiceSpec"), "ports");
+  EXPECT_EQ(ports.patch_merge_key, "port");
+  EXPECT_EQ(ports.list_map_keys,
+            (std::vector<std::string>{"port", "protocol"}));
   const Schema& node_selector = Prop(spec, "nodeSelector");
   EXPECT_EQ(node_selector.type, "object");
   ASSERT_TRUE(node_selector.additional_properties);

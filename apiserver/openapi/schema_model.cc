@@ -112,7 +112,7 @@ Schema FieldSchema(const FieldEntry& f, const patch::PatchMeta* meta) {
     if (f.repeated && !f.is_map && meta->IsMerge()) {
       if (!meta->merge_key.empty()) {
         s.list_type = "map";
-        s.list_map_keys = {meta->merge_key};
+        s.list_map_keys = meta->MapKeys();
       } else if (f.value->cpp_type() != FieldDescriptor::CPPTYPE_MESSAGE) {
         s.list_type = "set";
       }

@@ -83,6 +83,44 @@ bool IsIgnored(const std::vector<std::string>& path,
   return false;
 }
 
+// The JSON string of `text`, as CanonicalJson writes it.
+std::string JsonString(std::string_view text) {
+  return CanonicalJson(JsonValue(rapidjson::StringRef(
+      text.data(), static_cast<rapidjson::SizeType>(text.size()))));
+}
+
+// The key of associative-list element `e` as kube writes it after "k:": an
+// object of the list's keys (meta.MapKeys()) sorted by name, as
+// structured-merge-diff's KeyByFields sorts them ({"port":53,
+// "protocol":"TCP"}); a key field `e` omits is its default when it has one
+// (keyedAssociativeListItemToPathElement). False when `e` is no object or
+// omits a key without default; then *missing names that key.
+bool ElementKey(const JsonValue& e, const PatchMeta& meta, std::string* out,
+                std::string* missing = nullptr) {
+  std::vector<std::string> keys = meta.MapKeys();
+  if (!e.IsObject() || keys.empty()) return false;
+  std::sort(keys.begin(), keys.end());
+  std::string key = "{";
+  for (const std::string& k : keys) {
+    std::string value;
+    if (const JsonValue* kv = FindMember(e, k)) {
+      value = CanonicalJson(*kv);
+    } else {
+      for (const auto& [name, def] : meta.key_defaults) {
+        if (name == k) value = JsonString(def);
+      }
+      if (value.empty()) {
+        if (missing != nullptr) *missing = k;
+        return false;
+      }
+    }
+    if (key.size() > 1) key += ",";
+    key += JsonString(k) + ":" + value;
+  }
+  *out = key + "}";
+  return true;
+}
+
 void Walk(const JsonValue& obj, const PatchSchema& schema,
           const std::vector<std::vector<std::string>>& ignored,
           std::vector<std::string>& path, FieldSet* out) {
@@ -105,11 +143,9 @@ void Walk(const JsonValue& obj, const PatchSchema& schema,
     } else if (v.IsArray() && v.Size() > 0 && f.meta.IsMerge() &&
                !f.meta.merge_key.empty() && v[0].IsObject()) {
       for (const auto& e : v.GetArray()) {
-        const JsonValue* kv =
-            e.IsObject() ? FindMember(e, f.meta.merge_key) : nullptr;
-        if (kv == nullptr) continue;
-        std::string key =
-            "k:{\"" + f.meta.merge_key + "\":" + CanonicalJson(*kv) + "}";
+        std::string key;
+        if (!ElementKey(e, f.meta, &key)) continue;
+        key = "k:" + key;
         path.push_back(key);
         FieldSet& elem = child.children[key];
         elem.member = true;
@@ -553,15 +589,129 @@ bool RenameDollarNames(JsonValue& root, DollarNames how, JsonAllocator& alloc) {
   return renamed;
 }
 
-// StrategicMergePatch with every member name read literally. Renames
-// members of `patch` (the caller's scratch copy).
+// What MarkListMapKeys does to the elements of lists with several keys.
+enum class KeyMarks {
+  kAddToApplied,  // the key, or InvalidArgument when an element has none
+  kAddToLive,     // the key, or one no other element has
+  kRemove,
+};
+
+// Walks `v` along `schema` (the parts of known types only: lists with
+// several keys are built-in types') and marks each element of a list with
+// several list_map_keys with its ElementKey in member kListMapKeyMember,
+// or removes those marks. Sets *marked when there was such an element.
+// InvalidArgument (kube's message, with the path of the list) when an
+// applied element omits a key that has no default.
+Status MarkListMapKeys(JsonValue& v, const PatchSchema& schema, KeyMarks how,
+                       JsonAllocator& alloc, bool* marked) {
+  if (!v.IsObject() || !schema.known()) return Status::Ok();
+  for (auto& m : v.GetObject()) {
+    JsonValue& value = m.value;
+    if (!value.IsObject() && !value.IsArray()) continue;
+    const PatchSchema::Field f = schema.Lookup(StringOf(m.name));
+    if (!f.schema.known()) continue;
+    if (value.IsObject()) {
+      Status st = MarkListMapKeys(value, f.schema, how, alloc, marked);
+      if (!st.ok()) {
+        return InvalidArgumentError("." + std::string(StringOf(m.name)) +
+                                    st.message());
+      }
+      continue;
+    }
+    const bool keyed = f.meta.IsMerge() && f.meta.list_map_keys.size() > 1;
+    for (rapidjson::SizeType i = 0; i < value.Size(); ++i) {
+      JsonValue& e = value[i];
+      if (!e.IsObject()) continue;
+      if (keyed) {
+        *marked = true;
+        if (how == KeyMarks::kRemove) {
+          RemoveMember(e, kListMapKeyMember);
+        } else {
+          std::string key, missing;
+          if (!ElementKey(e, f.meta, &key, &missing)) {
+            if (how == KeyMarks::kAddToApplied) {
+              return InvalidArgumentError(
+                  "." + std::string(StringOf(m.name)) + ": element " +
+                  std::to_string(i) +
+                  ": associative list with keys has an element that omits "
+                  "key field \"" +
+                  missing + "\" (and doesn't have default value)");
+            }
+            key = "#" + std::to_string(i);  // no ElementKey starts so
+          }
+          SetMember(e, kListMapKeyMember, MakeString(key, alloc), alloc);
+        }
+      }
+      Status st = MarkListMapKeys(e, f.schema, how, alloc, marked);
+      if (!st.ok()) {
+        return InvalidArgumentError("." + std::string(StringOf(m.name)) + "[" +
+                                    std::to_string(i) + "]" + st.message());
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+// StrategicMergePatch with every member name read literally and the
+// elements of lists with several list_map_keys matched by all of them
+// (strategic merge has one merge key: each element's key is put in a member
+// of its own for the merge). Changes `patch` (the caller's scratch copy).
 Status MergeLiterally(JsonValue& object, JsonValue& patch,
                       const PatchSchema& schema, JsonAllocator& alloc) {
   const bool renamed = RenameDollarNames(patch, DollarNames::kEscape, alloc) |
                        RenameDollarNames(object, DollarNames::kEscape, alloc);
-  RETURN_IF_ERROR(StrategicMergePatch(object, patch, schema, alloc));
+  bool marked = false;
+  Status st =
+      MarkListMapKeys(patch, schema, KeyMarks::kAddToApplied, alloc, &marked);
+  if (st.ok()) {
+    st = MarkListMapKeys(object, schema, KeyMarks::kAddToLive, alloc, &marked);
+  }
+  if (st.ok()) {
+    st = StrategicMergePatch(
+        object, patch, marked ? schema.MergingByListMapKeys() : schema, alloc);
+  }
+  if (marked) {
+    bool unused = false;  // removing fails never
+    static_cast<void>(
+        MarkListMapKeys(object, schema, KeyMarks::kRemove, alloc, &unused));
+  }
   if (renamed) RenameDollarNames(object, DollarNames::kUnescape, alloc);
-  return Status::Ok();
+  return st;
+}
+
+// Whether a k: element of `path` (a field path of `obj`, whose type is
+// `schema`) is not the ElementKey of the element it finds: a key written
+// before kplane keyed lists by all their list_map_keys (k:{"port":53}),
+// which finds the first element it matches, not necessarily its own.
+bool HasStaleKey(const JsonValue& obj, const PatchSchema& schema,
+                 const std::vector<std::string>& path) {
+  const JsonValue* cur = &obj;
+  PatchSchema at = schema;
+  PatchMeta meta;
+  for (const auto& pe : path) {
+    if (pe.size() < 2) return false;
+    if (pe[0] == 'f') {
+      const PatchSchema::Field f = at.Lookup(std::string_view(pe).substr(2));
+      meta = f.meta;
+      at = f.schema;
+      cur = FindMember(*cur, std::string_view(pe).substr(2));
+    } else {
+      const int i = FindElement(*cur, pe);
+      cur = i < 0 ? nullptr : &(*cur)[static_cast<rapidjson::SizeType>(i)];
+      std::string key;
+      if (pe[0] == 'k' && cur != nullptr) {
+        if (!ElementKey(*cur, meta, &key)) return true;
+        rapidjson::Document want, have;
+        if (!json::ParseDom(std::string_view(pe).substr(2), &want).ok() ||
+            !json::ParseDom(key, &have).ok() || !JsonEqual(want, have)) {
+          return true;
+        }
+      }
+      meta = PatchMeta();
+    }
+    if (cur == nullptr) return false;
+  }
+  return false;
 }
 
 // Whether `a` and `b` (objects) are equal but for metadata.managedFields.
@@ -758,6 +908,7 @@ Status ServerSideApply(const JsonValue* live, const JsonValue& applied,
   for (const auto& [p, leaf] : removed) {
     const FieldSet* n = Node(others, p);
     if (n != nullptr && !n->Empty()) continue;
+    if (HasStaleKey(merged, opts.schema, p)) continue;
     RemoveFieldPath(merged, p);
   }
 

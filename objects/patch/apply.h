@@ -13,11 +13,13 @@
 //   v:<json>   an element of a set     i:<n>     (parsed, never produced)
 // Lists with a merge key are associative (one k: per element), merge lists of
 // scalars are sets (v:), every other list is atomic (a leaf), as
-// structured-merge-diff treats them given only patchMergeKey metadata.
+// structured-merge-diff treats them. An associative list's keys are its
+// PatchMeta::MapKeys(): the patchMergeKey, or all of upstream's
+// x-kubernetes-list-map-keys where there are more (k:{"port":53,
+// "protocol":"TCP"}, members sorted by name; an omitted key with a default
+// is keyed by it), and the merge matches elements by all of them.
 //
 // Simplifications compared with Kubernetes (documented in README.md):
-// associative lists are keyed by the single patchMergeKey (upstream's
-// x-kubernetes-list-map-keys can be several, e.g. containerPort+protocol);
 // the merge is a strategic merge of the applied object, not a typed
 // structured merge; no per-version conversion of managed fields.
 //

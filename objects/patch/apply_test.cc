@@ -5,6 +5,7 @@
 
 #include "base/json_escape.h"
 #include "objects/patch/test_util.h"
+#include "schemas/k8s/core.pb.h"
 
 namespace kplane::patch {
 namespace {
@@ -353,6 +354,175 @@ TEST_F(ServerSideApplyTest, ListElementsOwnedSeparately) {
   ASSERT_EQ(st.code(), StatusCode::kConflict);
   EXPECT_EQ(conflicts_[0].field,
             ".spec.template.spec.containers[name=\"app\"].image");
+}
+
+// Built-in types' associative lists are keyed by all their
+// x-kubernetes-list-map-keys, as kube's OpenAPI has them (+listMapKey), not
+// by the one patchMergeKey: Service ports by port and protocol, container
+// ports by containerPort and protocol, topology spread constraints by
+// topologyKey and whenUnsatisfiable. Key members are sorted by name (SMD's
+// KeyByFields), and an omitted protocol is its OpenAPI default "TCP".
+TEST(FieldSetTest, ListMapKeysOfBuiltInTypes) {
+  rapidjson::Document svc;
+  ASSERT_TRUE(ParseJson(R"({"spec":{"ports":[
+      {"name":"dns","port":53,"protocol":"UDP"},{"name":"dns-tcp","port":53}]}})",
+                        &svc)
+                  .ok());
+  EXPECT_EQ(
+      ComputeFieldSet(svc,
+                      PatchSchema(k8s::io::api::core::v1::Service::descriptor(),
+                                  &KubernetesPatchMetaTable()))
+          .ToJsonString(),
+      R"({"f:spec":{"f:ports":{)"
+      R"("k:{\"port\":53,\"protocol\":\"TCP\"}":{".":{},"f:name":{},"f:port":{}},)"
+      R"("k:{\"port\":53,\"protocol\":\"UDP\"}":{".":{},"f:name":{},"f:port":{},)"
+      R"("f:protocol":{}}}}})");
+  rapidjson::Document pod;
+  ASSERT_TRUE(ParseJson(R"({"spec":{"containers":[{"name":"c","ports":[
+      {"containerPort":80,"protocol":"UDP"},{"containerPort":80}]}],
+      "topologySpreadConstraints":[{"whenUnsatisfiable":"DoNotSchedule",
+      "topologyKey":"zone","maxSkew":1}]}})",
+                        &pod)
+                  .ok());
+  EXPECT_EQ(
+      ComputeFieldSet(pod,
+                      PatchSchema(k8s::io::api::core::v1::Pod::descriptor(),
+                                  &KubernetesPatchMetaTable()))
+          .ToJsonString(),
+      R"({"f:spec":{"f:containers":{"k:{\"name\":\"c\"}":{".":{},"f:name":{},)"
+      R"("f:ports":{"k:{\"containerPort\":80,\"protocol\":\"TCP\"}":{".":{},)"
+      R"("f:containerPort":{}},"k:{\"containerPort\":80,\"protocol\":\"UDP\"}":)"
+      R"({".":{},"f:containerPort":{},"f:protocol":{}}}}},)"
+      R"("f:topologySpreadConstraints":{"k:{\"topologyKey\":\"zone\",)"
+      R"(\"whenUnsatisfiable\":\"DoNotSchedule\"}":{".":{},"f:maxSkew":{},)"
+      R"("f:topologyKey":{},"f:whenUnsatisfiable":{}}}}})");
+}
+
+// A Service's apply merges ports by port and protocol: two ports of one
+// number are two elements, each owned on its own, and dropping one from
+// the configuration prunes that one only (kplane merged by port alone and
+// gave the remaining element both names: 422 Duplicate value).
+class ServiceApplyTest : public ::testing::Test {
+ protected:
+  Status Apply(const std::string& manager, const char* config) {
+    rapidjson::Document c;
+    EXPECT_TRUE(ParseJson(config, &c).ok());
+    ApplyOptions o;
+    o.manager = manager;
+    o.api_version = "v1";
+    o.time = "2025-01-01T00:00:00Z";
+    o.schema = PatchSchema(k8s::io::api::core::v1::Service::descriptor(),
+                           &KubernetesPatchMetaTable());
+    JsonValue result;
+    Status st = ServerSideApply(live_.IsNull() ? nullptr : &live_, c, o,
+                                &result, live_.GetAllocator(), &conflicts_);
+    if (st.ok()) static_cast<JsonValue&>(live_) = result;
+    return st;
+  }
+  std::string Ports() {
+    const JsonValue* p = ResolveFieldPath(live_, {"f:spec", "f:ports"});
+    return p == nullptr ? "" : CanonicalJson(*p);
+  }
+  std::string Fields(size_t i) {
+    auto e = ReadManagedFields(live_);
+    EXPECT_TRUE(e.ok());
+    return e.ok() && i < e->size() ? (*e)[i].fields.ToJsonString() : "";
+  }
+  rapidjson::Document live_;
+  std::vector<FieldConflict> conflicts_;
+};
+
+TEST_F(ServiceApplyTest, PortsDifferingByProtocolAreTwoElements) {
+  ASSERT_TRUE(Apply("m", R"({"spec":{"ports":[
+      {"name":"dns","port":53,"protocol":"UDP"},
+      {"name":"dns-tcp","port":53,"protocol":"TCP"}]}})")
+                  .ok());
+  ASSERT_TRUE(Apply("m", R"({"spec":{"ports":[
+      {"name":"dns-tcp","port":53,"protocol":"TCP"}]}})")
+                  .ok());
+  EXPECT_EQ(Ports(),
+            Canon(R"([{"name":"dns-tcp","port":53,"protocol":"TCP"}])"));
+  EXPECT_EQ(Fields(0),
+            R"({"f:spec":{"f:ports":{"k:{\"port\":53,\"protocol\":\"TCP\"}":)"
+            R"({".":{},"f:name":{},"f:port":{},"f:protocol":{}}}}})");
+}
+
+TEST_F(ServiceApplyTest, ManagersOwnPortsOfOneNumberApart) {
+  ASSERT_TRUE(Apply("a", R"({"spec":{"ports":[
+      {"name":"dns","port":53,"protocol":"UDP"}]}})")
+                  .ok());
+  Status st = Apply("b", R"({"spec":{"ports":[
+      {"name":"dns-tcp","port":53,"protocol":"TCP"}]}})");
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(Ports(), Canon(R"([{"name":"dns-tcp","port":53,"protocol":"TCP"},
+      {"name":"dns","port":53,"protocol":"UDP"}])"));
+  // An omitted protocol is TCP: b's port, not a third one, and c shares
+  // what it applies with the same values.
+  ASSERT_TRUE(Apply("c", R"({"spec":{"ports":[
+      {"name":"dns-tcp","port":53,"targetPort":5353}]}})")
+                  .ok());
+  EXPECT_EQ(Ports(), Canon(R"([{"name":"dns-tcp","port":53,"protocol":"TCP",
+      "targetPort":5353},{"name":"dns","port":53,"protocol":"UDP"}])"));
+  EXPECT_EQ(Fields(2),
+            R"({"f:spec":{"f:ports":{"k:{\"port\":53,\"protocol\":\"TCP\"}":)"
+            R"({".":{},"f:name":{},"f:port":{},"f:targetPort":{}}}}})");
+  // a's port changes hands only when a applies to it.
+  st = Apply("b", R"({"spec":{"ports":[
+      {"name":"dns-tcp","port":53,"protocol":"TCP"},
+      {"name":"other","port":53,"protocol":"UDP"}]}})");
+  ASSERT_EQ(st.code(), StatusCode::kConflict);
+  ASSERT_EQ(conflicts_.size(), 1u);
+  EXPECT_EQ(conflicts_[0].field, ".spec.ports[port=53,protocol=\"UDP\"].name");
+}
+
+// Entries written before ports were keyed by protocol too name the port by
+// k:{"port":53}: not this apply's key, yet it finds the port; the apply
+// prunes nothing through it (it would remove the port it applies).
+TEST_F(ServiceApplyTest, KeysOfFewerFieldsPruneNothing) {
+  ASSERT_TRUE(ParseJson(R"({"metadata":{"managedFields":[{"manager":"m",
+      "operation":"Apply","apiVersion":"v1","fieldsType":"FieldsV1",
+      "fieldsV1":{"f:spec":{"f:ports":{"k:{\"port\":53}":{".":{},
+      "f:name":{},"f:port":{},"f:protocol":{},"f:targetPort":{}}}}}}]},
+      "spec":{"ports":[{"name":"dns-tcp","port":53,"protocol":"TCP",
+      "targetPort":53}]}})",
+                        &live_)
+                  .ok());
+  ASSERT_TRUE(Apply("m", R"({"spec":{"ports":[
+      {"name":"dns-tcp","port":53,"protocol":"TCP","targetPort":53}]}})")
+                  .ok());
+  EXPECT_EQ(Ports(), Canon(R"([{"name":"dns-tcp","port":53,"protocol":"TCP",
+      "targetPort":53}])"));
+  EXPECT_EQ(Fields(0),
+            R"({"f:spec":{"f:ports":{"k:{\"port\":53,\"protocol\":\"TCP\"}":)"
+            R"({".":{},"f:name":{},"f:port":{},"f:protocol":{},)"
+            R"("f:targetPort":{}}}}})");
+}
+
+// An element omitting a key without default cannot be matched (kube:
+// "associative list with keys has an element that omits key field").
+TEST(ListMapKeysApplyTest, ElementWithoutAKeyIsRefused) {
+  rapidjson::Document live, config;
+  ASSERT_TRUE(ParseJson(R"({"spec":{"topologySpreadConstraints":[
+      {"topologyKey":"zone","whenUnsatisfiable":"DoNotSchedule"}]}})",
+                        &live)
+                  .ok());
+  ASSERT_TRUE(ParseJson(R"({"spec":{"topologySpreadConstraints":[
+      {"topologyKey":"zone","maxSkew":2}]}})",
+                        &config)
+                  .ok());
+  ApplyOptions o;
+  o.manager = "m";
+  o.schema = PatchSchema(k8s::io::api::core::v1::Pod::descriptor(),
+                         &KubernetesPatchMetaTable());
+  JsonValue result;
+  std::vector<FieldConflict> conflicts;
+  Status st = ServerSideApply(&live, config, o, &result, live.GetAllocator(),
+                              &conflicts);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(st.message(),
+            ".spec.topologySpreadConstraints: element 0: associative list with "
+            "keys has an element that omits key field \"whenUnsatisfiable\" "
+            "(and doesn't have default value)");
 }
 
 // Apply has no strategic merge directives (kube's structured merge reads

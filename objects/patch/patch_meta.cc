@@ -4,6 +4,12 @@
 
 namespace kplane::patch {
 
+std::vector<std::string> PatchMeta::MapKeys() const {
+  if (!list_map_keys.empty()) return list_map_keys;
+  if (merge_key.empty()) return {};
+  return {merge_key};
+}
+
 bool PatchMeta::Has(std::string_view s) const {
   for (const auto& x : strategies) {
     if (x == s) return true;
@@ -24,6 +30,19 @@ PatchMetaTable& PatchMetaTable::Add(std::string message, std::string field,
 PatchMetaTable& PatchMetaTable::AddInline(std::string message,
                                           std::string field) {
   inline_.emplace_back(std::move(message), std::move(field));
+  return *this;
+}
+
+PatchMetaTable& PatchMetaTable::AddListMapKeys(
+    std::string_view message, std::string_view field,
+    std::vector<std::string> keys,
+    std::vector<std::pair<std::string, std::string>> key_defaults) {
+  auto it =
+      meta_.find(std::make_pair(std::string(message), std::string(field)));
+  if (it != meta_.end()) {
+    it->second.list_map_keys = std::move(keys);
+    it->second.key_defaults = std::move(key_defaults);
+  }
   return *this;
 }
 
@@ -142,6 +161,23 @@ const PatchMetaTable& KubernetesPatchMetaTable() {
              "merge")
         .Add("k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta",
              "ownerReferences", "merge", "uid")
+        // Server-side apply's keys where kube's OpenAPI lists more than the
+        // patchMergeKey (+listMapKey tags of kubernetes/api core/v1; none in
+        // the other groups of this table), with the +default of a key field
+        // an element may omit. Strategic merge patch keeps patchMergeKey.
+        .AddListMapKeys("k8s.io.api.core.v1.Container", "ports",
+                        {"containerPort", "protocol"}, {{"protocol", "TCP"}})
+        .AddListMapKeys("k8s.io.api.core.v1.EphemeralContainerCommon", "ports",
+                        {"containerPort", "protocol"}, {{"protocol", "TCP"}})
+        .AddListMapKeys("k8s.io.api.core.v1.ServiceSpec", "ports",
+                        {"port", "protocol"}, {{"protocol", "TCP"}})
+        .AddListMapKeys("k8s.io.api.core.v1.PodSpec",
+                        "topologySpreadConstraints",
+                        {"topologyKey", "whenUnsatisfiable"})
+        .AddListMapKeys("k8s.io.api.core.v1.PodVolumeHealth",
+                        "healthConditions", {"status", "reason"})
+        .AddListMapKeys("k8s.io.api.core.v1.VolumeHealthStatus",
+                        "healthConditions", {"status", "reason"})
         // Go-embedded structs: inline in JSON, a message field in proto.
         .AddInline("k8s.io.api.core.v1.Volume", "volumeSource")
         .AddInline("k8s.io.api.core.v1.PersistentVolumeSpec",
@@ -156,6 +192,17 @@ const PatchMetaTable& KubernetesPatchMetaTable() {
 }
 
 PatchSchema::Field PatchSchema::Lookup(std::string_view name) const {
+  Field out = LookupField(name);
+  if (by_list_map_keys_) {
+    out.schema.by_list_map_keys_ = true;
+    if (out.meta.list_map_keys.size() > 1) {
+      out.meta.merge_key = std::string(kListMapKeyMember);
+    }
+  }
+  return out;
+}
+
+PatchSchema::Field PatchSchema::LookupField(std::string_view name) const {
   Field out;
   if (message_ == nullptr) return out;
   if (map_of_messages_) {

@@ -45,7 +45,19 @@ struct PatchMeta {
   // Any of "merge", "replace", "retainKeys" (at most one besides retainKeys).
   std::vector<std::string> strategies;
   std::string merge_key;  // for lists of objects with strategy merge
+  // Server-side apply's keys of the list (x-kubernetes-list-map-keys), when
+  // upstream's OpenAPI has more than merge_key (+listMapKey tags): all of
+  // them, in the OpenAPI's order, e.g. {"port", "protocol"}. Empty: the
+  // list's only key is merge_key. Strategic merge patch keeps merge_key.
+  std::vector<std::string> list_map_keys;
+  // OpenAPI defaults (+default) of key fields, string values only:
+  // {"protocol", "TCP"}. Apply keys an element omitting such a field by
+  // its default, as structured-merge-diff does.
+  std::vector<std::pair<std::string, std::string>> key_defaults;
 
+  // The keys of server-side apply: list_map_keys, else merge_key alone
+  // (none when there is no merge_key).
+  std::vector<std::string> MapKeys() const;
   bool Has(std::string_view s) const;
   bool IsMerge() const { return Has("merge"); }
   bool IsReplace() const { return Has("replace"); }
@@ -61,6 +73,11 @@ class PatchMetaTable {
   PatchMetaTable& Add(std::string message, std::string field,
                       std::string_view strategy, std::string merge_key = "");
   PatchMetaTable& AddInline(std::string message, std::string field);
+  // Sets list_map_keys and key_defaults of a field Add()ed before.
+  PatchMetaTable& AddListMapKeys(
+      std::string_view message, std::string_view field,
+      std::vector<std::string> keys,
+      std::vector<std::pair<std::string, std::string>> key_defaults = {});
 
   // Null when the field has no metadata.
   const PatchMeta* Find(std::string_view message, std::string_view field) const;
@@ -75,7 +92,10 @@ class PatchMetaTable {
 
 // The table for Kubernetes' built-in types (core/v1, apps/v1, batch/v1,
 // policy/v1, networking/v1, meta/v1), generated from the patchStrategy/
-// patchMergeKey tags of kubernetes/api and apimachinery (see README.md).
+// patchMergeKey tags of kubernetes/api and apimachinery (see README.md),
+// with the +listMapKey lists that have more keys than the patchMergeKey
+// (Service and container ports, topology spread constraints, volume health
+// conditions).
 const PatchMetaTable& KubernetesPatchMetaTable();
 
 // A position in a document's type: the metadata lookups for the members of
@@ -94,6 +114,16 @@ class PatchSchema {
   // the map (whose every key leads to the value type).
   Field Lookup(std::string_view name) const;
 
+  // This schema with every list that has several list_map_keys merged by
+  // the member kListMapKeyMember instead of its merge_key (in its own and
+  // every nested schema): server-side apply puts each element's key there
+  // so that strategic merge matches elements by all their keys.
+  PatchSchema MergingByListMapKeys() const {
+    PatchSchema s = *this;
+    s.by_list_map_keys_ = true;
+    return s;
+  }
+
   // Upstream's schema.Name(), for error messages.
   std::string Name() const;
   bool known() const { return message_ != nullptr; }
@@ -104,7 +134,15 @@ class PatchSchema {
   const PatchMetaTable* table_ = nullptr;
   // Set for a protobuf map<string, Message>: every key has schema of message_.
   bool map_of_messages_ = false;
+  bool by_list_map_keys_ = false;  // MergingByListMapKeys()
+
+  Field LookupField(std::string_view name) const;
 };
+
+// The member MergingByListMapKeys() merges lists with several keys by. Its
+// '$' keeps it apart from data: apply escapes the data's names beginning
+// with '$' ("$x" is "$$x" during the merge).
+inline constexpr std::string_view kListMapKeyMember = "$kplaneListMapKey";
 
 struct PatchSchema::Field {
   PatchMeta meta;

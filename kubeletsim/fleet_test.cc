@@ -288,6 +288,9 @@ TEST_F(FleetTest, RestartedFleetAdoptsExistingNodes) {
   fleet_.reset();
   std::string rv =
       nodes_->Get<corev1::Node>("node-1")->metadata().resourceversion();
+  // A second later, so the status it reports differs (its heartbeat time):
+  // the API server writes nothing for a status that did not change.
+  clock_.Advance(std::chrono::seconds(1));
   auto f = Fleet::Start(Options(2));
   ASSERT_TRUE(f.ok()) << f.status();
   fleet_ = std::move(*f);

@@ -23,6 +23,7 @@ namespace kplane::apiserver {
 namespace {
 
 using testing::Response;
+using testing::SkewedClock;
 using testing::TestServer;
 
 constexpr char kCrds[] =
@@ -1255,19 +1256,6 @@ TEST(CrdTest, RbacAuthorizesCustomResourcesLikeAnyResource) {
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);
 }
-
-// The real clock with the calendar moved forward on demand, so that ages
-// are known without sleeping.
-class SkewedClock : public RealClock {
- public:
-  WallTime WallNow() const override {
-    return RealClock::WallNow() + Duration(skew_.load());
-  }
-  void Skip(Duration d) { skew_ += d.count(); }
-
- private:
-  std::atomic<Duration::rep> skew_{0};
-};
 
 // A Thing CRD (cluster-scoped, no subresources): v1 with `columns` as its
 // additionalPrinterColumns (JSON array, or "" for none), v1beta1 without.

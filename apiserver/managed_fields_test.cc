@@ -499,22 +499,10 @@ TEST(ManagedFieldsNoOpTest, ApplyAndUpdateWithoutChangeKeepTheTime) {
 }
 
 using testing::Response;
+using testing::SkewedClock;
 using testing::TestServer;
 
 constexpr char kConfigMaps[] = "/api/v1/namespaces/default/configmaps";
-
-// The real clock with the calendar moved forward on demand: managedFields
-// times have whole seconds, and a test moves them without sleeping.
-class SkewedClock : public RealClock {
- public:
-  WallTime WallNow() const override {
-    return RealClock::WallNow() + Duration(skew_.load());
-  }
-  void Skip(Duration d) { skew_ += d.count(); }
-
- private:
-  std::atomic<Duration::rep> skew_{0};
-};
 
 // Writes through a real ApiServer that change nothing: kube-apiserver
 // leaves managedFields as they were, and its GuaranteedUpdate then finds

@@ -23,6 +23,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using testing::Response;
+using testing::SkewedClock;
 using testing::TestServer;
 
 constexpr char kAccounts[] = "/api/v1/namespaces/default/serviceaccounts";
@@ -39,20 +40,6 @@ const std::string& SigningKey() {
       new std::string(*auth::GenerateServiceAccountKeyPem());
   return *key;
 }
-
-// The real clock with the calendar moved forward on demand, so that a
-// token's expiry can be reached without waiting and without moving the
-// monotonic time the server's timeouts run on.
-class SkewedClock : public RealClock {
- public:
-  WallTime WallNow() const override {
-    return RealClock::WallNow() + Duration(skew_.load());
-  }
-  void Skip(Duration d) { skew_ += d.count(); }
-
- private:
-  std::atomic<Duration::rep> skew_{0};
-};
 
 class ServiceAccountsTest : public ::testing::Test {
  protected:

@@ -14,6 +14,7 @@
 #include <rapidjson/document.h>
 #include <stdlib.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <filesystem>
@@ -24,6 +25,7 @@
 #include <thread>
 
 #include "apiserver/api_server.h"
+#include "base/clock.h"
 #include "base/logging.h"
 #include "base/mutex.h"
 #include "net/http_client.h"
@@ -70,6 +72,20 @@ inline Response ToResponse(const StatusOr<net::HttpResponse>& r) {
   if (out.json.HasParseError()) out.json.SetNull();
   return out;
 }
+
+// The real clock with the calendar moved forward on demand: a test reaches
+// a token's expiry, an age or a new managedFields second without sleeping
+// and without moving the monotonic time the server's timeouts run on.
+class SkewedClock : public RealClock {
+ public:
+  WallTime WallNow() const override {
+    return RealClock::WallNow() + Duration(skew_.load());
+  }
+  void Skip(Duration d) { skew_ += d.count(); }
+
+ private:
+  std::atomic<Duration::rep> skew_{0};
+};
 
 // A streamed GET read on its own thread; lines (newline-framed) or raw
 // bytes are queued for the test to await.

@@ -89,34 +89,6 @@ Value& Annotations(Document& obj) {
   return meta["annotations"];
 }
 
-// Sorted-key JSON as Go's encoding/json writes it: it escapes <, > and &
-// (as \u003c, \u003e, \u0026) and U+2028/U+2029. kubectl stores this text in
-// the annotation, so ours must be byte-identical or each tool would see the
-// other's apply as a change ("configured"). Outside strings JSON has none of
-// these characters, so replacing them in the whole text is exact.
-std::string GoCanonicalJson(const rapidjson::Value& v) {
-  const std::string plain = patch::CanonicalJson(v);
-  std::string out;
-  out.reserve(plain.size());
-  for (size_t i = 0; i < plain.size(); ++i) {
-    const char c = plain[i];
-    if (c == '<') {
-      out += "\\u003c";
-    } else if (c == '>') {
-      out += "\\u003e";
-    } else if (c == '&') {
-      out += "\\u0026";
-    } else if (c == '\xe2' && i + 2 < plain.size() && plain[i + 1] == '\x80' &&
-               (plain[i + 2] == '\xa8' || plain[i + 2] == '\xa9')) {
-      out += plain[i + 2] == '\xa8' ? "\\u2028" : "\\u2029";
-      i += 2;
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
 // kubectl's GetModifiedConfiguration: the manifest with the annotation set
 // to the manifest's own sorted-key JSON (with "annotations":{} when it had
 // none), newline-terminated.
@@ -124,7 +96,7 @@ std::string ModifiedConfiguration(const Document& manifest) {
   Document obj;
   obj.CopyFrom(manifest, obj.GetAllocator());
   Annotations(obj).RemoveMember(kLastApplied);
-  const std::string original = GoCanonicalJson(obj) + "\n";
+  const std::string original = patch::GoCanonicalJson(obj) + "\n";
   Annotations(obj).AddMember(Value(kLastApplied, obj.GetAllocator()),
                              Value(original.c_str(), obj.GetAllocator()),
                              obj.GetAllocator());

@@ -794,34 +794,6 @@ FieldSet AllowedFromLastApplied(const JsonValue& live,
   return allowed;
 }
 
-// Sorted-key JSON as Go's json.Encoder writes it (kube's buildLastApplied
-// encodes the configuration with it): '<', '>', '&', U+2028 and U+2029
-// escaped, a final newline. Outside strings JSON has none of these
-// characters, so replacing them in the whole text is exact.
-std::string GoEncoderJson(const JsonValue& v) {
-  const std::string plain = CanonicalJson(v);
-  std::string out;
-  out.reserve(plain.size() + 1);
-  for (size_t i = 0; i < plain.size(); ++i) {
-    const char c = plain[i];
-    if (c == '<') {
-      out += "\\u003c";
-    } else if (c == '>') {
-      out += "\\u003e";
-    } else if (c == '&') {
-      out += "\\u0026";
-    } else if (c == '\xe2' && i + 2 < plain.size() && plain[i + 1] == '\x80' &&
-               (plain[i + 2] == '\xa8' || plain[i + 2] == '\xa9')) {
-      out += plain[i + 2] == '\xa8' ? "\\u2028" : "\\u2029";
-      i += 2;
-    } else {
-      out += c;
-    }
-  }
-  out += '\n';
-  return out;
-}
-
 // kube's lastAppliedUpdater: after a successful apply by "kubectl", an
 // annotation the result has is rewritten to the applied configuration
 // without that annotation (its metadata.annotations, when the configuration
@@ -844,8 +816,9 @@ void UpdateLastApplied(const JsonValue& applied, const ApplyOptions& opts,
     }
   }
   JsonValue* an = FindMember(*FindMember(result, "metadata"), "annotations");
+  // kube's buildLastApplied writes it with json.Encoder: a final newline.
   SetMember(*an, kLastAppliedAnnotation,
-            MakeString(GoEncoderJson(config), alloc), alloc);
+            MakeString(GoCanonicalJson(config) + "\n", alloc), alloc);
 }
 
 }  // namespace

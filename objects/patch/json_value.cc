@@ -274,6 +274,31 @@ std::string GoString(const JsonValue& v) {
 }
 
 std::string CanonicalJson(const JsonValue& v) { return Serialize(v, true); }
+
+std::string GoCanonicalJson(const JsonValue& v) {
+  // Outside strings JSON has none of these characters, so replacing them
+  // in the whole text is exact.
+  const std::string plain = CanonicalJson(v);
+  std::string out;
+  out.reserve(plain.size());
+  for (size_t i = 0; i < plain.size(); ++i) {
+    const char c = plain[i];
+    if (c == '<') {
+      out += "\\u003c";
+    } else if (c == '>') {
+      out += "\\u003e";
+    } else if (c == '&') {
+      out += "\\u0026";
+    } else if (c == '\xe2' && i + 2 < plain.size() && plain[i + 1] == '\x80' &&
+               (plain[i + 2] == '\xa8' || plain[i + 2] == '\xa9')) {
+      out += plain[i + 2] == '\xa8' ? "\\u2028" : "\\u2029";
+      i += 2;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
 std::string CompactJson(const JsonValue& v) { return Serialize(v, false); }
 
 Status ParseJson(std::string_view text, rapidjson::Document* out) {

@@ -70,6 +70,11 @@ std::string GoString(const JsonValue& v);
 // Compact JSON with object keys sorted byte-wise (what Go's json.Marshal
 // produces for a map[string]interface{}); integral doubles print as integers.
 std::string CanonicalJson(const JsonValue& v);
+// CanonicalJson as Go's encoding/json writes it: '<', '>', '&' as \u003c,
+// \u003e, \u0026 and U+2028/U+2029 as \u2028/\u2029 (no final newline). The
+// text kubectl and kube-apiserver store in last-applied-configuration:
+// byte-identical, or each tool would see the other's apply as a change.
+std::string GoCanonicalJson(const JsonValue& v);
 
 // Compact JSON in member order (no sorting).
 std::string CompactJson(const JsonValue& v);
